@@ -1,0 +1,129 @@
+package ib
+
+// Kind tells a data packet from a link-level flow-control packet.
+type Kind uint8
+
+// Packet kinds.
+const (
+	Data Kind = iota
+	FlowControl
+)
+
+// RETH is the RDMA extended transport header (16 bytes).
+type RETH struct {
+	VA     uint64 // remote virtual address
+	RKey   uint32 // remote key
+	Length uint32 // DMA length of the whole message, bytes
+}
+
+// AETH is the ACK extended transport header (4 bytes).
+type AETH struct {
+	Syndrome uint8  // [7:5] 000 ACK, 001 RNR NAK, 011 NAK; [4:0] credit / timer / NAK code
+	MSN      uint32 // 24-bit message sequence number
+}
+
+// AtomicETH is the atomic extended transport header (28 bytes).
+type AtomicETH struct {
+	VA      uint64
+	RKey    uint32
+	SwapAdd uint64
+	Compare uint64
+}
+
+// DETH is the datagram extended transport header (8 bytes).
+type DETH struct {
+	QKey  uint32
+	SrcQP uint32 // 24 bit
+}
+
+// Packet is one InfiniBand packet on a link: LRH, optional GRH, BTH, the
+// extension headers its opcode calls for, payload, ICRC and VCRC. A
+// flow-control packet uses only Kind, VL, FCTBS and FCCL.
+//
+// Packets are passed by pointer and reused from pools; a block that keeps a
+// packet beyond its handler owns it until it passes it on.
+type Packet struct {
+	Kind Kind
+
+	// LRH
+	VL   uint8  // virtual lane, 4 bit; rewritten per hop from the SL-to-VL table
+	SL   uint8  // service level, 4 bit; unchanged end to end
+	DLID uint16 // destination LID
+	SLID uint16 // source LID
+	GRH  bool   // a 40-byte GRH follows the LRH
+
+	// BTH
+	Opcode Opcode
+	SE     bool   // solicited event
+	DestQP uint32 // 24 bit
+	AckReq bool
+	PSN    uint32 // 24 bit
+
+	// Extension headers; only those Opcode.Headers() names are on the wire.
+	RETH      RETH
+	AETH      AETH
+	Atomic    AtomicETH
+	AtomicAck uint64 // AtomicAckETH: the original remote value
+	Imm       uint32 // ImmDt
+	IETH      uint32 // R_Key to invalidate
+	DETH      DETH
+
+	// PayloadLen is the payload in bytes before padding to 4 bytes.
+	PayloadLen int
+	// Payload holds the bytes when the model moves real data (HCA traffic);
+	// synthetic traffic leaves it nil and carries only PayloadLen.
+	Payload []byte
+
+	ICRC uint32 // end-to-end CRC as computed by the source
+	VCRC uint16 // per-hop CRC
+
+	// Flow-control packet fields (Kind == FlowControl).
+	FCTBS uint16 // 12 bit: blocks sent on VL, mod 4096
+	FCCL  uint16 // 12 bit: credit limit advertised by the receiver
+
+	// Model bookkeeping, never on the wire.
+	Seq      uint64 // per-simulation packet number, for traces and checkers
+	InjectAt PS     // when the source created the packet
+	Src      int32  // index of the source endpoint
+	Dst      int32  // index of the destination endpoint
+	Hops     int32  // links traversed so far
+	Measure  bool   // injected inside the measurement window
+}
+
+// PadCnt returns the BTH pad count: payload padded to a multiple of 4 bytes.
+func (p *Packet) PadCnt() int { return (4 - p.PayloadLen%4) % 4 }
+
+// HeaderBytes returns the on-wire bytes that are not payload or pad:
+// LRH [+ GRH] + BTH + extension headers + ICRC + VCRC.
+func (p *Packet) HeaderBytes() int {
+	if p.Kind == FlowControl {
+		return FlowControlBytes
+	}
+	n := LRHBytes + BTHBytes + p.Opcode.ExtHeaderBytes() + ICRCBytes + VCRCBytes
+	if p.GRH {
+		n += GRHBytes
+	}
+	return n
+}
+
+// WireBytes returns the packet's size on the wire in bytes (ib-facts.md §2).
+func (p *Packet) WireBytes() int {
+	if p.Kind == FlowControl {
+		return FlowControlBytes
+	}
+	return p.HeaderBytes() + p.PayloadLen + p.PadCnt()
+}
+
+// Credits returns the 64-byte blocks the packet occupies in a receive buffer.
+func (p *Packet) Credits() int { return Credits(p.WireBytes()) }
+
+// PktLen returns the LRH PktLen field: LRH through ICRC in 4-byte words (VCRC
+// excluded), 11 bits.
+func (p *Packet) PktLen() int { return (p.WireBytes() - VCRCBytes) / 4 }
+
+// Reset clears p for reuse, keeping the payload buffer's capacity.
+func (p *Packet) Reset() {
+	buf := p.Payload[:0]
+	*p = Packet{}
+	p.Payload = buf
+}
