@@ -1,0 +1,286 @@
+package components
+
+import "fmt"
+
+// Allocator is a crossbar (switch) allocator: in one allocation round it
+// matches inputs to outputs so that no input and no output is used twice. It
+// is the Go model of the separable, iSLIP and wavefront allocators of BookSim2
+// (src/allocators/) and Dally & Towles, "Principles and Practices of
+// Interconnection Networks", ch. 19.
+//
+// Allocate reads req[i], the outputs input i requests, and writes grant[i],
+// the output granted to input i or -1. len(req) and len(grant) must equal
+// Inputs(). An allocator keeps priority state (round-robin pointers, the
+// wavefront's priority diagonal) that advances only as its algorithm says, so
+// a sequence of rounds is deterministic.
+type Allocator interface {
+	// Allocate computes one round's matching; see the type comment.
+	Allocate(req []PortSet, grant []int)
+	// Name returns the name that selects the allocator ("islip").
+	Name() string
+	// Inputs returns the number of inputs.
+	Inputs() int
+	// Outputs returns the number of outputs.
+	Outputs() int
+}
+
+// Allocator names, as spelled in switch.allocator.
+const (
+	AllocSeparable = "separable"
+	AllocISLIP     = "islip"
+	AllocWavefront = "wavefront"
+)
+
+// AllocatorNames lists the allocators NewAllocator accepts, in the order the
+// docs list them.
+func AllocatorNames() []string {
+	return []string{AllocSeparable, AllocISLIP, AllocWavefront}
+}
+
+// NewAllocator returns the allocator called name for inputs × outputs.
+// iterations is the number of iSLIP iterations (ignored by the others). An
+// unknown name or a bad size is a user error and returns an error.
+func NewAllocator(name string, inputs, outputs, iterations int) (Allocator, error) {
+	if inputs < 1 || inputs > MaxPorts || outputs < 1 || outputs > MaxPorts {
+		return nil, fmt.Errorf("allocator: size %d×%d outside 1..%d", inputs, outputs, MaxPorts)
+	}
+	switch name {
+	case AllocSeparable:
+		return NewSeparableAllocator(inputs, outputs), nil
+	case AllocISLIP:
+		if iterations < 1 {
+			return nil, fmt.Errorf("allocator: islip iterations %d, want >= 1", iterations)
+		}
+		return NewISLIPAllocator(inputs, outputs, iterations), nil
+	case AllocWavefront:
+		return NewWavefrontAllocator(inputs, outputs), nil
+	}
+	return nil, fmt.Errorf("allocator: %q is not an allocator (separable, islip, wavefront)", name)
+}
+
+func checkAllocArgs(a Allocator, req []PortSet, grant []int) {
+	if len(req) != a.Inputs() || len(grant) != a.Inputs() {
+		panic(fmt.Sprintf("components.%s allocator: len(req) %d, len(grant) %d, want %d",
+			a.Name(), len(req), len(grant), a.Inputs()))
+	}
+}
+
+// SeparableAllocator is a separable input-first allocator with round-robin
+// arbiters: each input first picks one of the outputs it requests (input
+// arbiter), then each output picks one of the inputs that picked it (output
+// arbiter). One iteration, so it may leave an input and an output unmatched
+// that could have been matched (it finds a maximal match only by luck). Both
+// pointers move only for a pair that won both stages, as in BookSim2's
+// separable_input_first.cpp with round-robin arbiters.
+type SeparableAllocator struct {
+	inArb  []*RoundRobin // per input, over outputs
+	outArb []*RoundRobin // per output, over inputs
+	pick   []int         // per input: the output its arbiter proposed, or -1
+	bids   []PortSet     // per output: the inputs that proposed it
+}
+
+// NewSeparableAllocator returns a separable input-first allocator.
+func NewSeparableAllocator(inputs, outputs int) *SeparableAllocator {
+	a := &SeparableAllocator{
+		inArb:  make([]*RoundRobin, inputs),
+		outArb: make([]*RoundRobin, outputs),
+		pick:   make([]int, inputs),
+		bids:   make([]PortSet, outputs),
+	}
+	for i := range a.inArb {
+		a.inArb[i] = NewRoundRobin(outputs)
+	}
+	for o := range a.outArb {
+		a.outArb[o] = NewRoundRobin(inputs)
+	}
+	return a
+}
+
+// Name returns "separable".
+func (a *SeparableAllocator) Name() string { return AllocSeparable }
+
+// Inputs returns the number of inputs.
+func (a *SeparableAllocator) Inputs() int { return len(a.inArb) }
+
+// Outputs returns the number of outputs.
+func (a *SeparableAllocator) Outputs() int { return len(a.outArb) }
+
+// Allocate computes one round; see Allocator.
+func (a *SeparableAllocator) Allocate(req []PortSet, grant []int) {
+	checkAllocArgs(a, req, grant)
+	for o := range a.bids {
+		a.bids[o] = PortSet{}
+	}
+	for i := range req {
+		grant[i] = -1
+		a.pick[i] = a.inArb[i].Pick(req[i])
+		if a.pick[i] >= 0 {
+			a.bids[a.pick[i]].Set(i)
+		}
+	}
+	for o := range a.bids {
+		if !a.bids[o].Any() {
+			continue
+		}
+		i := a.outArb[o].Pick(a.bids[o])
+		grant[i] = o
+		a.outArb[o].Commit(i)
+		a.inArb[i].Commit(o)
+	}
+}
+
+// ISLIPAllocator is iSLIP (McKeown, "The iSLIP scheduling algorithm for
+// input-queued switches", IEEE/ACM ToN 1999): each iteration, every unmatched
+// output grants one requesting unmatched input (round robin from its grant
+// pointer), and every unmatched input accepts one grant (round robin from its
+// accept pointer). Pointers move one past the matched partner, and only for
+// matches made in the first iteration, which desynchronises the output
+// pointers and gives 100 % throughput under uniform Bernoulli traffic with
+// VOQs. With iterations ≥ min(inputs, outputs) the match is maximal.
+type ISLIPAllocator struct {
+	grantArb   []*RoundRobin // per output, over inputs
+	acceptArb  []*RoundRobin // per input, over outputs
+	iterations int
+	grants     []PortSet // per input: outputs that granted it this iteration
+	outMatched PortSet
+}
+
+// NewISLIPAllocator returns an iSLIP allocator running iterations iterations
+// per round. It panics if iterations < 1.
+func NewISLIPAllocator(inputs, outputs, iterations int) *ISLIPAllocator {
+	if iterations < 1 {
+		panic(fmt.Sprintf("components.NewISLIPAllocator: iterations %d, want >= 1", iterations))
+	}
+	a := &ISLIPAllocator{
+		grantArb:   make([]*RoundRobin, outputs),
+		acceptArb:  make([]*RoundRobin, inputs),
+		iterations: iterations,
+		grants:     make([]PortSet, inputs),
+	}
+	for o := range a.grantArb {
+		a.grantArb[o] = NewRoundRobin(inputs)
+	}
+	for i := range a.acceptArb {
+		a.acceptArb[i] = NewRoundRobin(outputs)
+	}
+	return a
+}
+
+// Name returns "islip".
+func (a *ISLIPAllocator) Name() string { return AllocISLIP }
+
+// Inputs returns the number of inputs.
+func (a *ISLIPAllocator) Inputs() int { return len(a.acceptArb) }
+
+// Outputs returns the number of outputs.
+func (a *ISLIPAllocator) Outputs() int { return len(a.grantArb) }
+
+// Iterations returns the request-grant-accept iterations per round.
+func (a *ISLIPAllocator) Iterations() int { return a.iterations }
+
+// Allocate computes one round; see Allocator.
+func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
+	checkAllocArgs(a, req, grant)
+	for i := range grant {
+		grant[i] = -1
+	}
+	a.outMatched = PortSet{}
+	var inMatched PortSet
+	for it := 0; it < a.iterations; it++ {
+		for i := range a.grants {
+			a.grants[i] = PortSet{}
+		}
+		granted := false
+		// Grant: each unmatched output looks at unmatched inputs requesting it.
+		for o, arb := range a.grantArb {
+			if a.outMatched.Has(o) {
+				continue
+			}
+			var requesters PortSet
+			for i := range req {
+				if !inMatched.Has(i) && req[i].Has(o) {
+					requesters.Set(i)
+				}
+			}
+			if i := arb.Pick(requesters); i >= 0 {
+				a.grants[i].Set(o)
+				granted = true
+			}
+		}
+		if !granted {
+			break
+		}
+		// Accept: each input with grants accepts one.
+		for i, arb := range a.acceptArb {
+			if !a.grants[i].Any() {
+				continue
+			}
+			o := arb.Pick(a.grants[i])
+			grant[i] = o
+			inMatched.Set(i)
+			a.outMatched.Set(o)
+			if it == 0 {
+				arb.Commit(o)
+				a.grantArb[o].Commit(i)
+			}
+		}
+	}
+}
+
+// WavefrontAllocator is the wavefront allocator (Tamir & Chi, "Symmetric
+// crossbar arbiters for VLSI communication switches", IEEE TPDS 1993): the
+// n×n request matrix (n = max(inputs, outputs)) is swept diagonal by
+// diagonal, starting from a priority diagonal; the cells of one wrapped
+// diagonal share no row and no column, so each is granted if it requests and
+// its row and column are still free. The result is always a maximal match.
+// The priority diagonal advances by one every round, as in BookSim2's
+// wavefront.cpp, which makes it fair over n rounds.
+type WavefrontAllocator struct {
+	inputs, outputs int
+	n               int // max(inputs, outputs)
+	priority        int // the diagonal swept first, 0..n-1
+}
+
+// NewWavefrontAllocator returns a wavefront allocator.
+func NewWavefrontAllocator(inputs, outputs int) *WavefrontAllocator {
+	return &WavefrontAllocator{inputs: inputs, outputs: outputs, n: max(inputs, outputs)}
+}
+
+// Name returns "wavefront".
+func (a *WavefrontAllocator) Name() string { return AllocWavefront }
+
+// Inputs returns the number of inputs.
+func (a *WavefrontAllocator) Inputs() int { return a.inputs }
+
+// Outputs returns the number of outputs.
+func (a *WavefrontAllocator) Outputs() int { return a.outputs }
+
+// Allocate computes one round; see Allocator. Cell (i, o) lies on diagonal
+// (o − i) mod n.
+func (a *WavefrontAllocator) Allocate(req []PortSet, grant []int) {
+	checkAllocArgs(a, req, grant)
+	var inUsed, outUsed PortSet
+	any := false
+	for i := range grant {
+		grant[i] = -1
+		any = any || req[i].Any()
+	}
+	if any {
+		for d := 0; d < a.n; d++ {
+			diag := (a.priority + d) % a.n
+			for i := 0; i < a.inputs; i++ {
+				o := (i + diag) % a.n
+				if o >= a.outputs || inUsed.Has(i) || outUsed.Has(o) || !req[i].Has(o) {
+					continue
+				}
+				grant[i] = o
+				inUsed.Set(i)
+				outUsed.Set(o)
+			}
+		}
+	}
+	a.priority++
+	if a.priority == a.n {
+		a.priority = 0
+	}
+}
