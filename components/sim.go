@@ -1,0 +1,156 @@
+package components
+
+import (
+	"fmt"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// EventHandler is a block that receives kernel events.
+type EventHandler interface {
+	HandleEvent(ev *Event)
+}
+
+// Event is one scheduled happening: a packet head arriving on a port, a wire
+// going idle, a pipeline stage finishing. The fields a kind does not use stay
+// zero. Events come from Sim's pool and return to it after they are handled;
+// a handler must not keep the pointer.
+type Event struct {
+	time   sim.VTimeInSec
+	at     ib.PS
+	target EventHandler
+	owner  *Sim
+
+	Kind uint8      // meaning chosen by the target
+	Port int32      // port or stage index, by kind
+	VL   int8       // virtual lane, by kind
+	Pkt  *ib.Packet // the packet the event concerns, if any
+	Arg  int64      // a second integer argument (a count, a PSN, a time)
+	Tail ib.PS      // for an arriving packet: when its tail arrives
+	Obj  any        // rarely used: a pointer the target needs (no boxing of values)
+}
+
+// Time implements sim.Event.
+func (e *Event) Time() sim.VTimeInSec { return e.time }
+
+// Handler implements sim.Event: every kernel event goes through the Sim,
+// which dispatches it and recycles it.
+func (e *Event) Handler() sim.Handler { return e.owner }
+
+// IsSecondary implements sim.Event.
+func (e *Event) IsSecondary() bool { return false }
+
+// At returns the event's time in picoseconds.
+func (e *Event) At() ib.PS { return e.at }
+
+// Sim is one simulation: an Akita engine, the picosecond clock, the event and
+// packet pools and the counters every report needs.
+type Sim struct {
+	Engine sim.Engine
+
+	now        ib.PS
+	stopped    bool
+	stopAt     ib.PS // events after this time are not run; 0 = no limit
+	events     uint64
+	freeEvents []*Event
+	freePkts   []*ib.Packet
+	packetSeq  uint64
+
+	endHooks []func(now ib.PS)
+}
+
+// NewSim returns a simulation on Akita's serial engine.
+func NewSim() *Sim {
+	return &Sim{Engine: sim.NewSerialEngine()}
+}
+
+// Now returns the current simulated time.
+func (s *Sim) Now() ib.PS { return s.now }
+
+// Events returns the number of events handled so far.
+func (s *Sim) Events() uint64 { return s.events }
+
+// Schedule queues an event for target at time at. The returned event may be
+// filled in further before the caller returns.
+func (s *Sim) Schedule(at ib.PS, target EventHandler, kind uint8) *Event {
+	if at < s.now {
+		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
+	}
+	var ev *Event
+	if n := len(s.freeEvents); n > 0 {
+		ev = s.freeEvents[n-1]
+		s.freeEvents = s.freeEvents[:n-1]
+	} else {
+		ev = &Event{owner: s}
+	}
+	ev.at = at
+	ev.time = sim.VTimeInSec(at.Seconds())
+	ev.target = target
+	ev.Kind = kind
+	s.Engine.Schedule(ev)
+	return ev
+}
+
+// Handle implements sim.Handler: it dispatches a kernel event to its target
+// and returns the event to the pool.
+func (s *Sim) Handle(e sim.Event) error {
+	ev := e.(*Event)
+	if !s.stopped && s.stopAt > 0 && ev.at > s.stopAt {
+		s.stopped = true
+	}
+	if !s.stopped {
+		s.now = ev.at
+		s.events++
+		ev.target.HandleEvent(ev)
+	}
+	*ev = Event{owner: s}
+	s.freeEvents = append(s.freeEvents, ev)
+	return nil
+}
+
+// Stop ends the simulation: events still queued are drained without running.
+func (s *Sim) Stop() { s.stopped = true }
+
+// Stopped reports whether Stop was called or the time limit passed.
+func (s *Sim) Stopped() bool { return s.stopped }
+
+// StopAt sets a time limit: no event later than t runs.
+func (s *Sim) StopAt(t ib.PS) { s.stopAt = t }
+
+// OnEnd registers a function Run calls when the simulation ends.
+func (s *Sim) OnEnd(f func(now ib.PS)) { s.endHooks = append(s.endHooks, f) }
+
+// Run processes events until none is left or the simulation is stopped.
+func (s *Sim) Run() error {
+	if err := s.Engine.Run(); err != nil {
+		return err
+	}
+	for _, f := range s.endHooks {
+		f(s.now)
+	}
+	return nil
+}
+
+// NewPacket returns a cleared packet from the pool with the next sequence
+// number.
+func (s *Sim) NewPacket() *ib.Packet {
+	var p *ib.Packet
+	if n := len(s.freePkts); n > 0 {
+		p = s.freePkts[n-1]
+		s.freePkts = s.freePkts[:n-1]
+		p.Reset()
+	} else {
+		p = new(ib.Packet)
+	}
+	s.packetSeq++
+	p.Seq = s.packetSeq
+	return p
+}
+
+// FreePacket returns a packet to the pool once its last holder is done.
+func (s *Sim) FreePacket(p *ib.Packet) { s.freePkts = append(s.freePkts, p) }
+
+// PacketsCreated returns how many packets NewPacket handed out.
+func (s *Sim) PacketsCreated() uint64 { return s.packetSeq }

@@ -1,0 +1,143 @@
+package link
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// Config is the `link:` section: every host and switch cable uses it unless
+// a topology file names its own length.
+type Config struct {
+	Generation string  `yaml:"generation"` // SDR … XDR
+	Width      string  `yaml:"width"`      // 1x, 2x, 4x, 8x, 12x
+	LengthM    float64 `yaml:"length_m"`   // cable length, metres
+	Medium     string  `yaml:"medium"`     // copper | fibre
+	MTU        int     `yaml:"mtu"`        // path MTU, payload bytes: 256 … 4096
+	// FEC mode: "default" takes the generation's usual mode.
+	FEC string `yaml:"fec"`
+	// FECLatencyNs overrides the FEC latency in ns; negative = derived
+	// (one codeword's accumulation time, see DefaultFECLatency).
+	FECLatencyNs float64 `yaml:"fec_latency_ns"`
+	// PropagationPsPerM overrides the medium's flight time per metre; 0 = medium default.
+	PropagationPsPerM int64 `yaml:"propagation_ps_per_m"`
+	// FCRefreshNs is the longest interval between flow-control packets per
+	// VL, sent even when nothing changed; ns.
+	FCRefreshNs float64 `yaml:"fc_refresh_ns"`
+	// FCMinIntervalNs is the shortest interval between event-driven
+	// flow-control packets for one VL (updates in between coalesce); ns.
+	FCMinIntervalNs float64 `yaml:"fc_min_interval_ns"`
+}
+
+// Propagation delays per metre. Fibre: group index ≈ 1.468 (SMF at 1310 nm)
+// → 1.468 / c = 4.897 ns/m. Copper twinax: velocity factor ≈ 0.78
+// (foamed-PE dielectric, typical DAC data sheets; not in ib-facts.md) →
+// 4.276 ns/m.
+const (
+	FibrePsPerM  = 4897
+	CopperPsPerM = 4276
+)
+
+// Defaults returns the link defaults: an NDR 4x 2 m copper link with a
+// 4096-byte MTU.
+func Defaults() Config {
+	return Config{
+		Generation:   "NDR",
+		Width:        "4x",
+		LengthM:      2,
+		Medium:       "copper",
+		MTU:          4096,
+		FEC:          "default",
+		FECLatencyNs: -1,
+		// 65,536 symbol times is the often-quoted IBA upper bound between FC
+		// packets (ib-facts.md §3, unconfirmed); at NDR (106.25 Gb/s lanes,
+		// 10-bit symbols) that is ≈ 6.2 µs. The model uses one fixed time.
+		FCRefreshNs: 6000,
+		// The Mellanox flit model's credMinTime (ib-facts.md §3).
+		FCMinIntervalNs: 0,
+	}
+}
+
+// Validate checks ranges and combinations; prefix is the key path ("link").
+func (c *Config) Validate(prefix string) error {
+	g, ok := ParseGeneration(c.Generation)
+	if !ok {
+		return fmt.Errorf("%s.generation: %q is not a generation (%s)", prefix, c.Generation, strings.Join(GenerationNames, ", "))
+	}
+	lanes, ok := Widths[strings.ToLower(c.Width)]
+	if !ok {
+		return fmt.Errorf("%s.width: %q is not a width (%s)", prefix, c.Width, strings.Join(WidthNames, ", "))
+	}
+	if lanes == 2 && !Generations[g].Min2x {
+		return fmt.Errorf("%s.width: 2x exists from HDR on, not for %s (1x, 4x, 8x, 12x)", prefix, g)
+	}
+	if math.IsNaN(c.LengthM) || c.LengthM < 0 || c.LengthM > 10000 {
+		return fmt.Errorf("%s.length_m: %v is out of range (0 to 10000 m)", prefix, c.LengthM)
+	}
+	switch c.Medium {
+	case "copper", "fibre":
+	default:
+		return fmt.Errorf("%s.medium: %q is not a medium (copper, fibre)", prefix, c.Medium)
+	}
+	if !ib.ValidMTU(c.MTU) {
+		return fmt.Errorf("%s.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", prefix, c.MTU)
+	}
+	if c.FEC != "default" {
+		if _, ok := fecCodewordBits[FEC(c.FEC)]; !ok {
+			return fmt.Errorf("%s.fec: %q is not a FEC mode (default, %s)", prefix, c.FEC, strings.Join(FECNames, ", "))
+		}
+	}
+	if c.FECLatencyNs > 100000 {
+		return fmt.Errorf("%s.fec_latency_ns: %v is out of range (negative for derived, 0 to 100000)", prefix, c.FECLatencyNs)
+	}
+	if c.PropagationPsPerM < 0 || c.PropagationPsPerM > 100000 {
+		return fmt.Errorf("%s.propagation_ps_per_m: %d is out of range (0 for the medium default, up to 100000)", prefix, c.PropagationPsPerM)
+	}
+	if !(c.FCRefreshNs >= 10 && c.FCRefreshNs <= 1e9) {
+		return fmt.Errorf("%s.fc_refresh_ns: %v is out of range (10 to 1e9)", prefix, c.FCRefreshNs)
+	}
+	if !(c.FCMinIntervalNs >= 0 && c.FCMinIntervalNs <= c.FCRefreshNs) {
+		return fmt.Errorf("%s.fc_min_interval_ns: %v is out of range (0 to fc_refresh_ns)", prefix, c.FCMinIntervalNs)
+	}
+	return nil
+}
+
+// GenerationValue returns the parsed generation (call after Validate).
+func (c *Config) GenerationValue() Generation { g, _ := ParseGeneration(c.Generation); return g }
+
+// Lanes returns the width in lanes (call after Validate).
+func (c *Config) Lanes() int { return Widths[strings.ToLower(c.Width)] }
+
+// FECMode returns the FEC mode in force.
+func (c *Config) FECMode() FEC {
+	if c.FEC == "default" || c.FEC == "" {
+		return Generations[c.GenerationValue()].DefaultFEC
+	}
+	return FEC(c.FEC)
+}
+
+// PsPerM returns the propagation delay per metre in force.
+func (c *Config) PsPerM() int64 {
+	if c.PropagationPsPerM > 0 {
+		return c.PropagationPsPerM
+	}
+	if c.Medium == "fibre" {
+		return FibrePsPerM
+	}
+	return CopperPsPerM
+}
+
+// FECLatency returns the FEC latency in force.
+func (c *Config) FECLatency() ib.PS {
+	if c.FECLatencyNs >= 0 {
+		return ib.PS(math.Round(c.FECLatencyNs * 1000))
+	}
+	return DefaultFECLatency(c.GenerationValue(), c.Lanes(), c.FECMode())
+}
+
+// Timing derives the timing of a cable of lengthM metres under this config.
+func (c *Config) Timing(lengthM float64) Timing {
+	return NewTiming(c.GenerationValue(), c.Lanes(), c.FECLatency(), lengthM, c.PsPerM())
+}

@@ -1,0 +1,15 @@
+// Package link models an InfiniBand SerDes link: generation, width, lane
+// signalling rate, line encoding, FEC and its latency, propagation by cable
+// length and medium, and serialization at the data rate. Both directions of a
+// link are independent wires.
+//
+// Timing contract (what every block downstream relies on): a packet that
+// starts on the wire at t occupies it for its serialization time S; its head
+// arrives at t + FEC + propagation and its tail S later, so a cut-through
+// receiver can forward before the tail is in.
+//
+// Port is one end of a link on a device. It owns the outgoing wire, the
+// per-VL credit senders (package credit) for the peer's receive buffers, and
+// the per-VL receive-buffer accounting whose free space it advertises back in
+// flow-control packets that travel on the reverse wire with the same latency.
+package link

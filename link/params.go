@@ -1,0 +1,151 @@
+package link
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// Generation is an InfiniBand link speed.
+type Generation string
+
+// Supported generations (ib-facts.md §1).
+const (
+	SDR   Generation = "SDR"
+	DDR   Generation = "DDR"
+	QDR   Generation = "QDR"
+	FDR10 Generation = "FDR10"
+	FDR   Generation = "FDR"
+	EDR   Generation = "EDR"
+	HDR   Generation = "HDR"
+	NDR   Generation = "NDR"
+	XDR   Generation = "XDR"
+)
+
+// FEC is a forward-error-correction mode.
+type FEC string
+
+// FEC modes (ib-facts.md §1, mlxlink_maps.cpp).
+const (
+	FECNone    FEC = "none"
+	FECRS528   FEC = "rs528"   // RS(528,514) "KR4"
+	FECRS544   FEC = "rs544"   // RS(544,514) "KP4"
+	FECLLRS271 FEC = "llrs271" // low-latency RS(271,257)
+)
+
+// Medium is the cable's transmission medium.
+type Medium string
+
+// Media.
+const (
+	Copper Medium = "copper"
+	Fibre  Medium = "fibre"
+)
+
+// GenInfo describes one generation per lane.
+type GenInfo struct {
+	LaneKbps   int64 // lane signalling rate, kb/s
+	EncNum     int64 // encoding efficiency numerator
+	EncDen     int64 // encoding efficiency denominator
+	DefaultFEC FEC
+	Min2x      bool // 2x width exists (HDR onwards)
+	Encoding   string
+}
+
+// Generations lists every generation's lane rate and encoding. Lane rates
+// from mlxlink_maps.cpp's PRBS table; efficiencies: 8b/10b; 64b/66b; for the
+// PAM4 generations 256b/257b transcoding with RS(544,514) gives
+// 64/66 × 33/34 = 16/17 of the signalling rate (ib-facts.md §1, HDR row:
+// 50 G × 66/64 × 34/33 = 53.125 G).
+var Generations = map[Generation]GenInfo{
+	SDR:   {2_500_000, 8, 10, FECNone, false, "NRZ 8b/10b"},
+	DDR:   {5_000_000, 8, 10, FECNone, false, "NRZ 8b/10b"},
+	QDR:   {10_000_000, 8, 10, FECNone, false, "NRZ 8b/10b"},
+	FDR10: {10_312_500, 64, 66, FECNone, false, "NRZ 64b/66b"},
+	FDR:   {14_062_500, 64, 66, FECNone, false, "NRZ 64b/66b"},
+	// EDR default no FEC: the FEC-less mode mlxlink reports for short passive
+	// copper; RS(528,514) and LL RS(271,257) are selectable.
+	EDR: {25_781_250, 64, 66, FECNone, false, "NRZ 64b/66b"},
+	HDR: {53_125_000, 16, 17, FECRS544, true, "PAM4 256b/257b + RS(544,514)"},
+	NDR: {106_250_000, 16, 17, FECRS544, true, "PAM4 256b/257b + RS(544,514)"},
+	XDR: {212_500_000, 16, 17, FECRS544, true, "PAM4 256b/257b + RS(544,514)"},
+}
+
+// GenerationNames lists the generations in speed order, for messages.
+var GenerationNames = []string{"SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"}
+
+// Widths lists the port widths in lanes.
+var Widths = map[string]int{"1x": 1, "2x": 2, "4x": 4, "8x": 8, "12x": 12}
+
+// WidthNames lists widths for messages.
+var WidthNames = []string{"1x", "2x", "4x", "8x", "12x"}
+
+// fecCodewordBits is the codeword length of each RS code in bits (10-bit symbols).
+var fecCodewordBits = map[FEC]int64{FECNone: 0, FECRS528: 5280, FECRS544: 5440, FECLLRS271: 2710}
+
+// FECNames lists FEC modes for messages.
+var FECNames = []string{"none", "rs528", "rs544", "llrs271"}
+
+// Timing is a link direction's derived timing, all integer picoseconds.
+type Timing struct {
+	Lanes int
+	// DataBitsPerSec is the rate after encoding and FEC, bits per second
+	// (a rational; kept as numerator/denominator to stay exact).
+	dataNum, dataDen int64
+	FEC              ib.PS // FEC latency added to each packet's head
+	Propagation      ib.PS // cable flight time
+}
+
+// NewTiming derives a link's timing from its parameters.
+func NewTiming(gen Generation, lanes int, fecLatency ib.PS, lengthM float64, psPerM int64) Timing {
+	g, ok := Generations[gen]
+	if !ok {
+		panic(fmt.Sprintf("link: unknown generation %q", gen))
+	}
+	return Timing{
+		Lanes:       lanes,
+		dataNum:     int64(lanes) * g.LaneKbps * 1000 * g.EncNum,
+		dataDen:     g.EncDen,
+		FEC:         fecLatency,
+		Propagation: ib.PS(lengthM*float64(psPerM) + 0.5),
+	}
+}
+
+// DataRateBps returns the data rate in bits per second.
+func (t Timing) DataRateBps() float64 { return float64(t.dataNum) / float64(t.dataDen) }
+
+// Serialization returns the wire time of bytes at the data rate, rounded to
+// the nearest picosecond: bytes × 8 × 10^12 / rate.
+func (t Timing) Serialization(bytes int) ib.PS {
+	num := int64(bytes) * 8 * 1_000_000_000_000 * t.dataDen
+	return ib.PS((num + t.dataNum/2) / t.dataNum)
+}
+
+// Latency returns FEC + propagation: the delay from a packet's start on the
+// wire to its head's arrival.
+func (t Timing) Latency() ib.PS { return t.FEC + t.Propagation }
+
+// DefaultFECLatency returns the FEC latency default for a mode on a port: the
+// time to accumulate one codeword at the port's signalling rate, the part of
+// the decoder delay fixed by the code itself (ib-facts.md §1 [D]: RS(528,514)
+// on 4x EDR 51.2 ns; RS(544,514) on 4x NDR 12.8 ns). Decoder pipeline time is
+// implementation specific (≈100 ns total quoted for KP4 at 100G/lane [S]); set
+// link.fec_latency_ns to model it.
+func DefaultFECLatency(gen Generation, lanes int, fec FEC) ib.PS {
+	bits := fecCodewordBits[fec]
+	if bits == 0 {
+		return 0
+	}
+	g := Generations[gen]
+	// bits / (lanes × kb/s × 1000) seconds → ps = bits × 10^9 / (lanes × kb/s).
+	den := int64(lanes) * g.LaneKbps
+	return ib.PS((bits*1_000_000_000 + den/2) / den)
+}
+
+// ParseGeneration maps a case-insensitive name to a Generation.
+func ParseGeneration(s string) (Generation, bool) {
+	g := Generation(strings.ToUpper(s))
+	_, ok := Generations[g]
+	return g, ok
+}

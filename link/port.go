@@ -1,0 +1,290 @@
+package link
+
+import (
+	"fmt"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/credit"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// MaxVLs is the number of VL slots a port keeps: data VLs 0–14 and VL15.
+const MaxVLs = 16
+
+// Owner is the device a port belongs to: an HCA, a switch, a packet endpoint.
+type Owner interface {
+	// PacketArrived is called when pkt's head arrives on p; its tail arrives
+	// at tail. The blocks are already counted in p's receive buffer; the
+	// owner calls p.Release when the packet leaves the buffer.
+	PacketArrived(p *Port, pkt *ib.Packet, head, tail ib.PS)
+	// PortReady is called when p's wire goes idle or credits arrive: the
+	// owner may now be able to Send.
+	PortReady(p *Port)
+}
+
+// Event kinds a port handles.
+const (
+	evArrive uint8 = iota + 1
+	evTxDone
+	evFCArrive
+	evFCRefresh
+	evFCDeferred
+)
+
+// PortStats are a port's counters.
+type PortStats struct {
+	DataPackets  uint64 // data packets sent
+	DataBytes    uint64 // data packet wire bytes sent
+	FCPackets    uint64 // flow-control packets sent
+	BusyPS       ib.PS  // time the outgoing wire carried bits (data + FC)
+	RxPackets    uint64 // data packets whose head arrived
+	RxPeakBlocks [MaxVLs]int
+}
+
+// Port is one end of a link on a device.
+type Port struct {
+	sim.HookableBase
+
+	Name  string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
+	Index int    // port number on the owner
+	Owner Owner
+
+	s      *components.Sim
+	peer   *Port
+	timing Timing
+	vls    int // data VLs in use (VL15 is always there)
+
+	fcRefresh     ib.PS // longest interval between FC packets per VL
+	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+
+	busyUntil ib.PS // outgoing wire busy until (exclusive)
+	tx        [MaxVLs]credit.Sender
+	rx        [MaxVLs]credit.Receiver
+	fcPending uint16 // VLs owing the peer a flow-control packet
+	fcLast    [MaxVLs]ib.PS
+	fcHeld    uint16 // VLs waiting out fcMinInterval
+
+	Stats PortStats
+}
+
+// PortConfig sizes a port.
+type PortConfig struct {
+	VLs           int   // data VLs: 1, 2, 4, 8 or 15
+	BufferBlocks  int   // receive buffer per data VL, 64-byte blocks
+	FCRefresh     ib.PS // longest interval between FC packets per VL
+	FCMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+}
+
+// NewPort makes a port of owner. It starts unconnected.
+func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortConfig) *Port {
+	if cfg.VLs < 1 || cfg.VLs > 15 {
+		panic(fmt.Sprintf("link: port %s with %d VLs", name, cfg.VLs))
+	}
+	p := &Port{Name: name, Index: index, Owner: owner, s: s, vls: cfg.VLs,
+		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
+	for vl := 0; vl < cfg.VLs; vl++ {
+		p.rx[vl] = credit.NewReceiver(cfg.BufferBlocks)
+	}
+	return p
+}
+
+// Connect joins a and b with a cable of the given timing (both directions
+// alike) and gives each side the other's buffer as its initial credit, as
+// the link-up exchange of flow-control packets would.
+func Connect(a, b *Port, t Timing) {
+	if a.peer != nil || b.peer != nil {
+		panic(fmt.Sprintf("link: %s or %s already connected", a.Name, b.Name))
+	}
+	if a.vls != b.vls {
+		panic(fmt.Sprintf("link: %s has %d VLs, %s has %d", a.Name, a.vls, b.Name, b.vls))
+	}
+	a.peer, b.peer = b, a
+	a.timing, b.timing = t, t
+	for vl := 0; vl < a.vls; vl++ {
+		a.tx[vl] = credit.NewSender(b.rx[vl].Capacity())
+		b.tx[vl] = credit.NewSender(a.rx[vl].Capacity())
+	}
+	a.startRefresh()
+	b.startRefresh()
+}
+
+func (p *Port) startRefresh() {
+	if p.fcRefresh > 0 {
+		p.s.Schedule(p.s.Now()+p.fcRefresh, p, evFCRefresh)
+	}
+}
+
+// Peer returns the port at the other end.
+func (p *Port) Peer() *Port { return p.peer }
+
+// Timing returns the link's timing.
+func (p *Port) Timing() Timing { return p.timing }
+
+// VLs returns the number of data VLs.
+func (p *Port) VLs() int { return p.vls }
+
+// Idle reports whether the outgoing wire is free now.
+func (p *Port) Idle() bool { return p.s.Now() >= p.busyUntil && p.fcPending == 0 }
+
+// BusyUntil returns when the outgoing wire frees.
+func (p *Port) BusyUntil() ib.PS { return p.busyUntil }
+
+// HasCredits reports whether a packet of blocks may start on vl: the peer
+// has advertised room for all of it. VL15 is not flow-controlled.
+func (p *Port) HasCredits(vl int, blocks int) bool {
+	if vl == ib.ManagementVL {
+		return true
+	}
+	return p.tx[vl].CanSend(blocks)
+}
+
+// CreditsAvailable returns the blocks the peer has room for on vl.
+func (p *Port) CreditsAvailable(vl int) int { return p.tx[vl].Available() }
+
+// CanSend reports whether pkt may start on the wire now.
+func (p *Port) CanSend(pkt *ib.Packet) bool {
+	return p.Idle() && p.HasCredits(int(pkt.VL), pkt.Credits())
+}
+
+// Send puts pkt on the wire now and returns when its tail leaves. The caller
+// must have checked CanSend; sending on a busy wire or without credit is a
+// model bug.
+func (p *Port) Send(pkt *ib.Packet) ib.PS {
+	now := p.s.Now()
+	if now < p.busyUntil || p.fcPending != 0 {
+		panic(fmt.Sprintf("link: %s sends packet %d at %d ps on a wire busy until %d ps", p.Name, pkt.Seq, now, p.busyUntil))
+	}
+	vl := int(pkt.VL)
+	if vl != ib.ManagementVL {
+		if vl >= p.vls {
+			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
+		}
+		p.tx[vl].Send(pkt.Credits())
+	}
+	bytes := pkt.WireBytes()
+	ser := p.timing.Serialization(bytes)
+	p.busyUntil = now + ser
+	p.Stats.DataPackets++
+	p.Stats.DataBytes += uint64(bytes)
+	p.Stats.BusyPS += ser
+	pkt.Hops++
+	head := now + p.timing.Latency()
+	ev := p.s.Schedule(head, p.peer, evArrive)
+	ev.Pkt = pkt
+	ev.Tail = head + ser
+	p.s.Schedule(p.busyUntil, p, evTxDone)
+	return p.busyUntil
+}
+
+// Release frees blocks of vl's receive buffer when a packet leaves it; the
+// freed credit goes back to the peer in a flow-control packet.
+func (p *Port) Release(vl int, blocks int) {
+	if vl == ib.ManagementVL {
+		return
+	}
+	p.rx[vl].Release(blocks)
+	p.requestFC(vl)
+}
+
+// BufferUsed returns the blocks of vl's receive buffer holding packets.
+func (p *Port) BufferUsed(vl int) int { return p.rx[vl].Used() }
+
+// BufferCapacity returns vl's receive buffer in blocks.
+func (p *Port) BufferCapacity(vl int) int { return p.rx[vl].Capacity() }
+
+// requestFC owes the peer a flow-control packet for vl, respecting the
+// minimum interval, and sends it at once if the wire is idle.
+func (p *Port) requestFC(vl int) {
+	bit := uint16(1) << vl
+	now := p.s.Now()
+	if p.fcMinInterval > 0 && p.fcLast[vl] > 0 && now < p.fcLast[vl]+p.fcMinInterval {
+		if p.fcHeld&bit == 0 {
+			p.fcHeld |= bit
+			ev := p.s.Schedule(p.fcLast[vl]+p.fcMinInterval, p, evFCDeferred)
+			ev.VL = int8(vl)
+		}
+		return
+	}
+	p.fcPending |= bit
+	if now >= p.busyUntil {
+		p.sendFC()
+	}
+}
+
+// sendFC puts the lowest pending VL's flow-control packet on the idle wire.
+// Flow-control packets go ahead of data: they are sent whenever the wire is
+// between packets.
+func (p *Port) sendFC() {
+	vl := 0
+	for p.fcPending&(1<<vl) == 0 {
+		vl++
+	}
+	p.fcPending &^= 1 << vl
+	now := p.s.Now()
+	ser := p.timing.Serialization(ib.FlowControlBytes)
+	p.busyUntil = now + ser
+	p.fcLast[vl] = now
+	p.Stats.FCPackets++
+	p.Stats.BusyPS += ser
+	ev := p.s.Schedule(now+p.timing.Latency()+ser, p.peer, evFCArrive)
+	ev.VL = int8(vl)
+	// The packet carries this side's FCTBS for the VL (what it sent toward
+	// the peer) and the FCCL of this side's receive buffer.
+	ev.Arg = int64(p.tx[vl].FCTBS())<<16 | int64(p.rx[vl].FCCL())
+	p.s.Schedule(p.busyUntil, p, evTxDone)
+}
+
+// HandleEvent implements components.EventHandler.
+func (p *Port) HandleEvent(ev *components.Event) {
+	switch ev.Kind {
+	case evArrive:
+		pkt := ev.Pkt
+		vl := int(pkt.VL)
+		if vl != ib.ManagementVL {
+			p.rx[vl].Receive(pkt.Credits())
+			if u := p.rx[vl].Used(); u > p.Stats.RxPeakBlocks[vl] {
+				p.Stats.RxPeakBlocks[vl] = u
+			}
+		}
+		p.Stats.RxPackets++
+		p.Owner.PacketArrived(p, pkt, ev.At(), ev.Tail)
+	case evTxDone:
+		if p.s.Now() < p.busyUntil {
+			return // superseded: a later TxDone is queued
+		}
+		if p.fcPending != 0 {
+			p.sendFC()
+			return
+		}
+		p.Owner.PortReady(p)
+	case evFCArrive:
+		vl := int(ev.VL)
+		p.tx[vl].Update(uint16(ev.Arg & 0xFFFF))
+		p.rx[vl].SyncFCTBS(uint16(ev.Arg >> 16))
+		if p.Idle() {
+			p.Owner.PortReady(p)
+		}
+	case evFCRefresh:
+		// Every VL gets a flow-control packet each refresh period, changed
+		// or not, so a lost update can never leave a sender starved longer
+		// than one period plus a packet's wire time.
+		for vl := 0; vl < p.vls; vl++ {
+			p.fcPending |= 1 << vl
+		}
+		if p.fcPending != 0 && p.s.Now() >= p.busyUntil {
+			p.sendFC()
+		}
+		p.s.Schedule(p.s.Now()+p.fcRefresh, p, evFCRefresh)
+	case evFCDeferred:
+		vl := int(ev.VL)
+		p.fcHeld &^= 1 << vl
+		p.fcPending |= 1 << vl
+		if p.s.Now() >= p.busyUntil {
+			p.sendFC()
+		}
+	default:
+		panic(fmt.Sprintf("link: %s got event kind %d", p.Name, ev.Kind))
+	}
+}
