@@ -1,0 +1,151 @@
+package verif
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes of DiffMain.
+const (
+	ExitEquivalent = 0 // traces match, at least one event matched
+	ExitDifferent  = 1 // some event missing, extra or differing, or none matched
+	ExitError      = 2 // bad flags, unreadable file, unknown version, bad line
+)
+
+// DiffMain implements "hcasim diff GOLDEN NEW [flags]". args are the
+// arguments after "diff". It prints the verdict, the first divergence with
+// context from both files, and per stream the counts of matched, missing,
+// extra and differing events; it returns ExitEquivalent, ExitDifferent or
+// ExitError. It never panics on any file content.
+func DiffMain(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("diff", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--context N]")
+		fs.PrintDefaults()
+	}
+	tol := fs.Int64("tolerance-ps", 0, "largest time difference, in picoseconds, at which two events still match")
+	fields := fs.StringSlice("fields", nil, "compare only these fields (default: all); kind and time are always compared")
+	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
+	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return ExitError
+		}
+		return ExitError // pflag already printed the error and usage
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "hcasim diff: want 2 files (GOLDEN NEW), got %d\n", fs.NArg())
+		return ExitError
+	}
+	if *tol < 0 {
+		fmt.Fprintf(stderr, "hcasim diff: --tolerance-ps: %d is negative (allowed: 0 or more)\n", *tol)
+		return ExitError
+	}
+	if *ctxN < 0 {
+		fmt.Fprintf(stderr, "hcasim diff: --context: %d is negative (allowed: 0 or more)\n", *ctxN)
+		return ExitError
+	}
+	kinds, err := parseKinds("--ignore-kinds", *ignore)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		return ExitError
+	}
+	for _, f := range *fields {
+		if !validKey(f) {
+			fmt.Fprintf(stderr, "hcasim diff: --fields: %q is not a field key (lower-case identifier)\n", f)
+			return ExitError
+		}
+	}
+	golden, err := readTraceFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		return ExitError
+	}
+	neu, err := readTraceFile(fs.Arg(1))
+	if err != nil {
+		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		return ExitError
+	}
+	res := Diff(golden, neu, DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Context: *ctxN})
+	WriteDiffReport(stdout, golden, neu, res)
+	if res.Equivalent() {
+		return ExitEquivalent
+	}
+	return ExitDifferent
+}
+
+func readTraceFile(name string) (*Trace, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := ReadTrace(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return t, nil
+}
+
+// WriteDiffReport prints res: verdict, header notes, first divergence with
+// context, and the per-stream table (streams sorted by key).
+func WriteDiffReport(w io.Writer, golden, neu *Trace, res *DiffResult) {
+	t := res.Total
+	verdict := "EQUIVALENT"
+	if !res.Equivalent() {
+		verdict = "DIFFERENT"
+	}
+	fmt.Fprintf(w, "%s: %d matched, %d missing, %d extra, %d differing in %d streams\n",
+		verdict, t.Matched, t.Missing, t.Extra, t.Differing, len(res.Streams))
+	if t.Matched == 0 {
+		fmt.Fprintln(w, "no event matched: a comparison that matches nothing is never equivalent")
+	}
+	if golden.Header.Config != neu.Header.Config {
+		fmt.Fprintf(w, "note: config differs: golden %s, new %s\n", golden.Header.Config, neu.Header.Config)
+	}
+	if golden.Header.Seed != neu.Header.Seed {
+		fmt.Fprintf(w, "note: seed differs: golden %d, new %d\n", golden.Header.Seed, neu.Header.Seed)
+	}
+	if d := res.First; d != nil {
+		fmt.Fprintf(w, "\nfirst divergence: stream %q: %s", d.Stream, d.What)
+		switch d.What {
+		case DivMissing:
+			fmt.Fprintf(w, " (golden line %d)\n", d.Golden.Line)
+		case DivExtra:
+			fmt.Fprintf(w, " (new line %d)\n", d.New.Line)
+		default:
+			fmt.Fprintf(w, " (golden line %d, new line %d): %s\n", d.Golden.Line, d.New.Line, d.Reason)
+		}
+		writeContext(w, "golden", d.GoldenContext, d.Golden)
+		writeContext(w, "new", d.NewContext, d.New)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STREAM\tMATCHED\tMISSING\tEXTRA\tDIFFERING\t")
+	for _, s := range res.Streams {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", s.Stream, s.Matched, s.Missing, s.Extra, s.Differing)
+	}
+	fmt.Fprintf(tw, "TOTAL\t%d\t%d\t%d\t%d\t\n", t.Matched, t.Missing, t.Extra, t.Differing)
+	tw.Flush()
+}
+
+// writeContext prints the context events of one side; the divergent event
+// itself, when this side has it, is marked with '>'.
+func writeContext(w io.Writer, side string, ctx []Event, at *Event) {
+	fmt.Fprintf(w, "  %s:\n", side)
+	if len(ctx) == 0 {
+		fmt.Fprintln(w, "      (no events)")
+	}
+	for i := range ctx {
+		mark := " "
+		if at != nil && ctx[i].Line == at.Line {
+			mark = ">"
+		}
+		fmt.Fprintf(w, "  %s %5d: %s\n", mark, ctx[i].Line, FormatEvent(&ctx[i].TraceEvent))
+	}
+}

@@ -1,0 +1,182 @@
+package verif
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
+)
+
+// Filter selects which events a Recorder writes. An empty list selects all.
+type Filter struct {
+	// Paths are component-path globs: '*' matches any run of characters
+	// (dots included), '?' one character, everything else itself — so
+	// "Fabric.Leaf[2].Port[5]" is a literal name, and "Fabric.Leaf[2].*"
+	// selects every block under that switch.
+	Paths []string
+	// Kinds are the event kinds to keep.
+	Kinds []components.TraceKind
+}
+
+// ParseFilter builds a Filter from comma-separated lists, as the CLI's
+// --trace-paths and --trace-kinds flags give them.
+func ParseFilter(paths, kinds string) (Filter, error) {
+	f := Filter{Paths: splitList(paths)}
+	ks, err := parseKinds("trace kinds", kinds)
+	if err != nil {
+		return Filter{}, err
+	}
+	f.Kinds = ks
+	return f, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseKinds(what, s string) ([]components.TraceKind, error) {
+	var ks []components.TraceKind
+	for _, name := range splitList(s) {
+		k, ok := components.ParseTraceKind(name)
+		if !ok {
+			var all []string
+			for _, k := range components.TraceKinds() {
+				all = append(all, k.String())
+			}
+			return nil, fmt.Errorf("%s: %q is not an event kind (allowed: %s)", what, name, strings.Join(all, ", "))
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// globMatch matches name against a glob where '*' is any run of characters
+// and '?' any one character; '[' and ']' are literal, unlike path.Match,
+// because component names contain them.
+func globMatch(pattern, name string) bool {
+	// Iterative matcher with one backtrack point, linear in practice.
+	p, n := 0, 0
+	starP, starN := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			starP, starN = p, n
+			p++
+		case starP >= 0:
+			p = starP + 1
+			starN++
+			n = starN
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// Recorder is a sim.Hook that writes the trace of the events announced at
+// components.HookPosTrace. Attach it to every component to trace (see
+// AttachHook), and Flush it when the run ends. Output is deterministic: the
+// same events in the same order give the same bytes.
+type Recorder struct {
+	w       *bufio.Writer
+	filter  Filter
+	kindOn  [32]bool        // by TraceKind; all true when the filter has no kinds
+	pathOn  map[string]bool // glob result per path, computed once per path
+	line    []byte
+	scratch []components.TraceField
+	count   int
+	err     error
+}
+
+// NewRecorder returns a recorder that writes h and then one line per
+// selected event to w.
+func NewRecorder(w io.Writer, h Header, f Filter) *Recorder {
+	r := &Recorder{w: bufio.NewWriterSize(w, 256*1024), filter: f, pathOn: map[string]bool{}}
+	for i := range r.kindOn {
+		r.kindOn[i] = len(f.Kinds) == 0
+	}
+	for _, k := range f.Kinds {
+		r.kindOn[k] = true
+	}
+	if h.Version == "" {
+		h.Version = TraceVersion
+	}
+	_, r.err = r.w.WriteString(h.String() + "\n")
+	return r
+}
+
+// Func implements sim.Hook: it records the *components.TraceEvent of a
+// HookPosTrace call and ignores every other hook position.
+func (r *Recorder) Func(ctx sim.HookCtx) {
+	if ctx.Pos != components.HookPosTrace {
+		return
+	}
+	ev, ok := ctx.Item.(*components.TraceEvent)
+	if !ok {
+		panic(fmt.Sprintf("verif: HookPosTrace item is %T, want *components.TraceEvent", ctx.Item))
+	}
+	r.Record(ev)
+}
+
+// Record writes ev if the filter selects it.
+func (r *Recorder) Record(ev *components.TraceEvent) {
+	if r.err != nil || int(ev.Kind) >= len(r.kindOn) || !r.kindOn[ev.Kind] || !r.pathSelected(ev.Path) {
+		return
+	}
+	r.line, r.scratch = AppendEventLine(r.line[:0], ev, r.scratch)
+	r.line = append(r.line, '\n')
+	_, r.err = r.w.Write(r.line)
+	r.count++
+}
+
+func (r *Recorder) pathSelected(path string) bool {
+	if len(r.filter.Paths) == 0 {
+		return true
+	}
+	on, ok := r.pathOn[path]
+	if !ok {
+		for _, g := range r.filter.Paths {
+			if globMatch(g, path) {
+				on = true
+				break
+			}
+		}
+		r.pathOn[path] = on
+	}
+	return on
+}
+
+// Count returns how many events were written.
+func (r *Recorder) Count() int { return r.count }
+
+// Flush writes buffered lines and returns the first write error, if any.
+func (r *Recorder) Flush() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.w.Flush()
+}
+
+// AttachHook attaches h to every target (each component that announces
+// trace events). The lead's simulation builder passes its component list.
+func AttachHook(h sim.Hook, targets ...sim.Hookable) {
+	for _, t := range targets {
+		t.AcceptHook(h)
+	}
+}

@@ -1,0 +1,325 @@
+package verif
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// TraceVersion is the format version this package writes and reads.
+const TraceVersion = "v1"
+
+// traceMagic starts the header line.
+const traceMagic = "# hcasim-trace"
+
+// maxLineBytes bounds one trace line; longer input is a format error, not an
+// out-of-memory.
+const maxLineBytes = 1 << 20
+
+// Header is a trace's first line: the format version, the SHA-256 of the
+// effective configuration (hex) and the seed. Two traces from the same
+// config and seed must be byte-identical.
+type Header struct {
+	Version string // TraceVersion
+	Config  string // lower-case hex SHA-256 of the effective config, 64 digits
+	Seed    int64
+}
+
+// ConfigHash returns the hex SHA-256 of the effective configuration bytes
+// (the YAML the run actually used, defaults filled in), for Header.Config.
+func ConfigHash(effective []byte) string {
+	sum := sha256.Sum256(effective)
+	return hex.EncodeToString(sum[:])
+}
+
+// String formats h as the header line, without newline.
+func (h Header) String() string {
+	return fmt.Sprintf("%s %s config=%s seed=%d", traceMagic, h.Version, h.Config, h.Seed)
+}
+
+// Event is one parsed trace line: the event and the line it came from.
+type Event struct {
+	components.TraceEvent
+	Line int // 1-based line number in its file
+}
+
+// Trace is a parsed trace file.
+type Trace struct {
+	Header Header
+	Events []Event
+}
+
+// ReadTrace parses a whole trace. An error names the line and what is wrong
+// with it; the first error stops the read.
+func ReadTrace(r io.Reader) (*Trace, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLineBytes)
+	t := &Trace{}
+	line := 0
+	sawHeader := false
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if !sawHeader {
+			h, err := parseHeader(text)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			t.Header = h
+			sawHeader = true
+			continue
+		}
+		if text == "" || text[0] == '#' {
+			continue // blank lines and comments are allowed after the header
+		}
+		ev, err := ParseEventLine(text)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		t.Events = append(t.Events, Event{TraceEvent: ev, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		if err == bufio.ErrTooLong {
+			return nil, fmt.Errorf("line %d: longer than %d bytes", line+1, maxLineBytes)
+		}
+		return nil, err
+	}
+	if !sawHeader {
+		return nil, fmt.Errorf("line 1: empty file, want header %q", traceMagic+" "+TraceVersion+" config=<sha256> seed=<n>")
+	}
+	return t, nil
+}
+
+func parseHeader(text string) (Header, error) {
+	if !strings.HasPrefix(text, traceMagic+" ") {
+		return Header{}, fmt.Errorf("not an hcasim trace: header %q does not start with %q", clip(text), traceMagic)
+	}
+	parts := strings.Fields(text[len(traceMagic):])
+	if len(parts) == 0 {
+		return Header{}, fmt.Errorf("header has no version, want %s", TraceVersion)
+	}
+	h := Header{Version: parts[0]}
+	if h.Version != TraceVersion {
+		return Header{}, fmt.Errorf("unknown trace version %q (this reader knows %s)", clip(h.Version), TraceVersion)
+	}
+	var sawConfig, sawSeed bool
+	for _, p := range parts[1:] {
+		k, v, ok := strings.Cut(p, "=")
+		switch {
+		case !ok:
+			return Header{}, fmt.Errorf("header item %q is not key=value", clip(p))
+		case k == "config":
+			if len(v) != 64 || strings.Trim(v, "0123456789abcdef") != "" {
+				return Header{}, fmt.Errorf("header config %q is not a 64-digit lower-case hex sha256", clip(v))
+			}
+			h.Config, sawConfig = v, true
+		case k == "seed":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Header{}, fmt.Errorf("header seed %q is not a decimal integer", clip(v))
+			}
+			h.Seed, sawSeed = n, true
+		default:
+			return Header{}, fmt.Errorf("header key %q is unknown (allowed: config, seed)", clip(k))
+		}
+	}
+	if !sawConfig || !sawSeed {
+		return Header{}, fmt.Errorf("header needs config=<sha256> and seed=<n>")
+	}
+	return h, nil
+}
+
+// ParseEventLine parses one event line: "<ps> <path> <kind> k=v ...".
+func ParseEventLine(text string) (components.TraceEvent, error) {
+	var ev components.TraceEvent
+	rest := text
+	tok, rest := nextToken(rest)
+	ps, err := strconv.ParseInt(tok, 10, 64)
+	if err != nil || ps < 0 {
+		return ev, fmt.Errorf("time %q is not a non-negative integer of picoseconds", clip(tok))
+	}
+	ev.Time = ib.PS(ps)
+	ev.Path, rest = nextToken(rest)
+	if ev.Path == "" {
+		return ev, fmt.Errorf("missing component path after time")
+	}
+	var kindName string
+	kindName, rest = nextToken(rest)
+	k, ok := components.ParseTraceKind(kindName)
+	if !ok {
+		return ev, fmt.Errorf("unknown event kind %q", clip(kindName))
+	}
+	ev.Kind = k
+	for rest != "" {
+		var f components.TraceField
+		f, rest, err = parseField(rest)
+		if err != nil {
+			return ev, err
+		}
+		if _, dup := ev.Field(f.Key); dup {
+			return ev, fmt.Errorf("field %q appears twice", f.Key)
+		}
+		ev.Fields = append(ev.Fields, f)
+	}
+	return ev, nil
+}
+
+// nextToken splits off the text up to the next single space.
+func nextToken(s string) (tok, rest string) {
+	i := strings.IndexByte(s, ' ')
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i+1:]
+}
+
+func parseField(s string) (components.TraceField, string, error) {
+	eq := strings.IndexByte(s, '=')
+	sp := strings.IndexByte(s, ' ')
+	if eq < 0 || (sp >= 0 && sp < eq) {
+		tok, _ := nextToken(s)
+		return components.TraceField{}, "", fmt.Errorf("field %q is not key=value", clip(tok))
+	}
+	key := s[:eq]
+	if !validKey(key) {
+		return components.TraceField{}, "", fmt.Errorf("field key %q is not a lower-case identifier", clip(key))
+	}
+	s = s[eq+1:]
+	if strings.HasPrefix(s, `"`) {
+		q, err := strconv.QuotedPrefix(s)
+		if err != nil {
+			return components.TraceField{}, "", fmt.Errorf("field %s: bad quoted string", key)
+		}
+		v, _ := strconv.Unquote(q)
+		rest := s[len(q):]
+		if rest != "" {
+			if rest[0] != ' ' {
+				return components.TraceField{}, "", fmt.Errorf("field %s: text after closing quote", key)
+			}
+			rest = rest[1:]
+		}
+		return components.StrField(key, v), rest, nil
+	}
+	val, rest := nextToken(s)
+	if val == "" {
+		return components.TraceField{}, "", fmt.Errorf("field %s has an empty value", key)
+	}
+	if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+		return components.IntField(key, n), rest, nil
+	}
+	if looksNumeric(val) {
+		return components.TraceField{}, "", fmt.Errorf("field %s: %q is not an int64", key, clip(val))
+	}
+	return components.StrField(key, val), rest, nil
+}
+
+func validKey(k string) bool {
+	if k == "" || k[0] < 'a' || k[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// looksNumeric reports whether a bare value starts like a number; such a value
+// must parse as int64 (a string that looks like a number is written quoted).
+func looksNumeric(v string) bool {
+	c := v[0]
+	return c >= '0' && c <= '9' || c == '-' || c == '+'
+}
+
+// needsQuote reports whether a string value must be quoted to read back as
+// the same string.
+func needsQuote(v string) bool {
+	if v == "" || v[0] == '"' || looksNumeric(v) {
+		return true
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] >= 0x7f || v[i] == '=' {
+			return true
+		}
+	}
+	return false
+}
+
+// clip shortens user input quoted in an error message.
+func clip(s string) string {
+	const max = 40
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+// AppendEventLine appends ev's trace line (no newline) to dst, with the fields
+// in the fixed order: standard keys in components.FieldRank order, then the
+// others by name. scratch is reused for sorting and returned.
+func AppendEventLine(dst []byte, ev *components.TraceEvent, scratch []components.TraceField) ([]byte, []components.TraceField) {
+	if strings.IndexByte(ev.Path, ' ') >= 0 || ev.Path == "" {
+		panic(fmt.Sprintf("verif: trace path %q is empty or has a space (event %s at %d ps)", ev.Path, ev.Kind, ev.Time))
+	}
+	if !ev.Kind.Valid() {
+		panic(fmt.Sprintf("verif: invalid trace kind %d at %s, %d ps", ev.Kind, ev.Path, ev.Time))
+	}
+	dst = strconv.AppendInt(dst, int64(ev.Time), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, ev.Path...)
+	dst = append(dst, ' ')
+	dst = append(dst, ev.Kind.String()...)
+	scratch = append(scratch[:0], ev.Fields...)
+	sortFields(scratch)
+	for i := range scratch {
+		f := &scratch[i]
+		if !validKey(f.Key) {
+			panic(fmt.Sprintf("verif: trace field key %q of %s at %s is not a lower-case identifier", f.Key, ev.Kind, ev.Path))
+		}
+		dst = append(dst, ' ')
+		dst = append(dst, f.Key...)
+		dst = append(dst, '=')
+		switch {
+		case !f.IsStr:
+			dst = strconv.AppendInt(dst, f.Int, 10)
+		case needsQuote(f.Str):
+			dst = strconv.AppendQuoteToASCII(dst, f.Str)
+		default:
+			dst = append(dst, f.Str...)
+		}
+	}
+	return dst, scratch
+}
+
+// FormatEvent returns ev's trace line without newline.
+func FormatEvent(ev *components.TraceEvent) string {
+	b, _ := AppendEventLine(nil, ev, nil)
+	return string(b)
+}
+
+// sortFields puts fields in the written order. Insertion sort: events carry
+// about ten fields, and it does not allocate.
+func sortFields(fs []components.TraceField) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fieldLess(&fs[j], &fs[j-1]); j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+func fieldLess(a, b *components.TraceField) bool {
+	ra, rb := components.FieldRank(a.Key), components.FieldRank(b.Key)
+	if ra != rb {
+		return ra < rb
+	}
+	return a.Key < b.Key
+}

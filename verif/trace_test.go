@@ -1,0 +1,183 @@
+package verif
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/sarchlab/akita/v3/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+var testHeader = Header{Version: TraceVersion, Config: ConfigHash([]byte("links: 1\n")), Seed: 7}
+
+func TestRecorderWritesFixedFieldOrder(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, testHeader, Filter{})
+	// Fields given out of order: the writer puts standard keys in
+	// FieldRank order (vl before psn before bytes), then others by name.
+	ev := components.TraceEvent{Time: 1500, Path: "Fabric.Hca[0].Port[1]", Kind: components.TraceTxStart,
+		Fields: []components.TraceField{
+			components.StrField("zeta", "x y"),
+			components.IntField("bytes", 90),
+			components.StrField("alpha", "12"),
+			components.IntField("psn", 3),
+			components.IntField("vl", 0),
+		}}
+	r.Func(sim.HookCtx{Pos: components.HookPosTrace, Item: &ev})
+	r.Func(sim.HookCtx{Pos: sim.HookPosBeforeEvent, Item: "ignored"})
+	require.NoError(t, r.Flush())
+	want := testHeader.String() + "\n" +
+		`1500 Fabric.Hca[0].Port[1] tx_start vl=0 psn=3 bytes=90 alpha="12" zeta="x y"` + "\n"
+	assert.Equal(t, want, buf.String())
+	assert.Equal(t, 1, r.Count())
+
+	// Reading back gives the same event: "12" stays a string because it was quoted.
+	tr, err := ReadTrace(&buf)
+	require.NoError(t, err)
+	require.Len(t, tr.Events, 1)
+	assert.Equal(t, testHeader, tr.Header)
+	got := tr.Events[0]
+	assert.Equal(t, 2, got.Line)
+	assert.Equal(t, ib.PS(1500), got.Time)
+	s, ok := got.Str("alpha")
+	assert.True(t, ok)
+	assert.Equal(t, "12", s)
+	s, _ = got.Str("zeta")
+	assert.Equal(t, "x y", s)
+	n, _ := got.Int("bytes")
+	assert.Equal(t, int64(90), n)
+}
+
+func TestRecorderDeterministicAndPacketFields(t *testing.T) {
+	p := &ib.Packet{Kind: ib.Data, VL: 1, SL: 2, SLID: 1, DLID: 2, Opcode: ib.RDMAWriteOnly, DestQP: 17, PSN: 100,
+		PayloadLen: 64, ICRC: 0xdead, Seq: 5}
+	run := func() string {
+		var buf bytes.Buffer
+		r := NewRecorder(&buf, testHeader, Filter{})
+		ev := components.TraceEvent{Time: 10, Path: "A.Port[0]", Kind: components.TraceTxStart}
+		ev.Fields = ev.AppendPacket(nil, p)
+		r.Record(&ev)
+		require.NoError(t, r.Flush())
+		return buf.String()
+	}
+	a, b := run(), run()
+	assert.Equal(t, a, b)
+	// Wire bytes of an RDMA WRITE ONLY with 64 B payload, no GRH:
+	// LRH 8 + BTH 12 + RETH 16 + payload 64 + ICRC 4 + VCRC 2 = 106 B; credits ceil(106/64) = 2.
+	assert.Contains(t, a, "10 A.Port[0] tx_start seq=5 vl=1 sl=2 slid=1 dlid=2 op=RDMA_WRITE_ONLY qpn=17 psn=100 bytes=106 credits=2 icrc=57005\n")
+}
+
+func TestRecorderFilter(t *testing.T) {
+	f, err := ParseFilter("Fabric.Leaf[2].*, Fabric.Hca[?].Port[0]", "tx_start,rx_tail")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, testHeader, f)
+	cases := []struct {
+		path string
+		kind components.TraceKind
+		kept bool
+	}{
+		{"Fabric.Leaf[2].Port[5]", components.TraceTxStart, true},
+		{"Fabric.Leaf[2].Port[5]", components.TraceCreditUpdate, false}, // kind not selected
+		{"Fabric.Leaf[1].Port[5]", components.TraceTxStart, false},      // path not selected
+		{"Fabric.Hca[3].Port[0]", components.TraceRxTail, true},
+		{"Fabric.Hca[33].Port[0]", components.TraceRxTail, false}, // '?' is one character
+		{"Fabric.Leaf2.Port5", components.TraceTxStart, false},    // '[' is literal, unlike path.Match
+	}
+	want := 0
+	for _, c := range cases {
+		r.Record(&components.TraceEvent{Time: 1, Path: c.path, Kind: c.kind})
+		if c.kept {
+			want++
+		}
+	}
+	require.NoError(t, r.Flush())
+	assert.Equal(t, want, r.Count())
+	assert.Equal(t, want+1, strings.Count(buf.String(), "\n"))
+
+	_, err = ParseFilter("", "tx_start,bogus")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"bogus"`)
+}
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		pat, name string
+		want      bool
+	}{
+		{"*", "anything", true},
+		{"A.*.C", "A.B[1].C", true},
+		{"A.*.C", "A.C", false},
+		{"*Port[0]", "X.Port[0]", true},
+		{"*Port[0]", "X.Port[0].Rx", false},
+		{"a*b*c", "aXbYbZc", true},
+		{"", "", true},
+		{"", "a", false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, globMatch(c.pat, c.name), "%q vs %q", c.pat, c.name)
+	}
+}
+
+func TestReadTraceErrors(t *testing.T) {
+	hdr := testHeader.String() + "\n"
+	cases := []struct {
+		name, in, want string
+	}{
+		{"empty", "", "line 1: empty file"},
+		{"not a trace", "hello\n", "line 1: not an hcasim trace"},
+		{"unknown version", "# hcasim-trace v2 config=" + testHeader.Config + " seed=1\n", `line 1: unknown trace version "v2"`},
+		{"bad config", "# hcasim-trace v1 config=abc seed=1\n", "line 1: header config"},
+		{"no seed", "# hcasim-trace v1 config=" + testHeader.Config + "\n", "line 1: header needs"},
+		{"bad time", hdr + "x A tx_start\n", `line 2: time "x"`},
+		{"negative time", hdr + "-5 A tx_start\n", `line 2: time "-5"`},
+		{"unknown kind", hdr + "\n# comment\n5 A teleport\n", `line 4: unknown event kind "teleport"`},
+		{"no path", hdr + "5\n", "line 2: missing component path"},
+		{"bad field", hdr + "5 A tx_start vl\n", `line 2: field "vl" is not key=value`},
+		{"dup field", hdr + "5 A tx_start vl=1 vl=2\n", `line 2: field "vl" appears twice`},
+		{"bad key", hdr + "5 A tx_start VL=1\n", `line 2: field key "VL"`},
+		{"bad int", hdr + "5 A tx_start vl=1x\n", `line 2: field vl: "1x" is not an int64`},
+		{"bad quote", hdr + "5 A tx_start s=\"abc\n", "line 2: field s: bad quoted string"},
+		{"double space", hdr + "5 A tx_start vl=1  psn=2\n", "line 2: field"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadTrace(strings.NewReader(c.in))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n", "one-line error")
+		})
+	}
+}
+
+func FuzzReadTrace(f *testing.F) {
+	f.Add(testHeader.String() + "\n1 A tx_start vl=0 s=\"a b\"\n")
+	f.Add("# hcasim-trace v1 config=" + testHeader.Config + " seed=-1\n\n# c\n0 A.B[1] cqe qpn=3 status=ok\n")
+	f.Add("# hcasim-trace v9\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := ReadTrace(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		// What reads, writes back and reads again to the same events.
+		var buf bytes.Buffer
+		r := NewRecorder(&buf, tr.Header, Filter{})
+		for i := range tr.Events {
+			r.Record(&tr.Events[i].TraceEvent)
+		}
+		require.NoError(t, r.Flush())
+		tr2, err := ReadTrace(&buf)
+		require.NoError(t, err, "rewritten trace:\n%s", buf.String())
+		require.Equal(t, len(tr.Events), len(tr2.Events))
+		for i := range tr.Events {
+			a, b := tr.Events[i].TraceEvent, tr2.Events[i].TraceEvent
+			sortFields(a.Fields)
+			assert.Equal(t, a, b)
+		}
+	})
+}
