@@ -1,0 +1,286 @@
+package switchasic
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// Queueing disciplines, as spelled in switch.queueing.
+const (
+	// QueueFIFO keeps one FIFO per input VL: a packet waits behind the head
+	// of its VL even when its own output is free (head-of-line blocking).
+	QueueFIFO = "fifo"
+	// QueueVOQ keeps one virtual output queue per input VL and output, so no
+	// packet waits behind a packet for another output.
+	QueueVOQ = "voq"
+)
+
+// VLArbConfig is one VL arbitration table entry as a user writes it:
+// {vl: 1, weight: 4}. Weight is in 64-byte units (ib-facts.md §3).
+type VLArbConfig struct {
+	VL     int `yaml:"vl"`     // data VL 0..14
+	Weight int `yaml:"weight"` // 64-byte blocks per turn, 0..255; 0 = skipped
+}
+
+// Config is the `switch:` section: one switch ASIC's knobs. Every knob's
+// default and source is in Defaults and docs/switch.md.
+type Config struct {
+	// Radix is the number of external ports, 2..256 (IBA 1.6; ib-facts.md §4).
+	Radix int `yaml:"radix"`
+	// VLs is the number of data VLs per port: 1, 2, 4, 8 or 15 (VLCap).
+	VLs int `yaml:"vls"`
+	// VLBufferBytes is each input port's static buffer per data VL, bytes,
+	// a multiple of 64 (one credit is 64 bytes).
+	VLBufferBytes int `yaml:"vl_buffer_bytes"`
+	// SharedBufferBytes is each input port's pool shared by its VLs on top
+	// of the static reservations, bytes, a multiple of 64; 0 = none.
+	SharedBufferBytes int `yaml:"shared_buffer_bytes"`
+	// Queueing is fifo or voq.
+	Queueing string `yaml:"queueing"`
+	// Allocator is the crossbar allocator: separable, islip or wavefront.
+	Allocator string `yaml:"allocator"`
+	// ISLIPIterations is the iSLIP request-grant-accept iterations per
+	// allocation round.
+	ISLIPIterations int `yaml:"islip_iterations"`
+	// Speedup is how many crossbar connections one input may hold at once
+	// (the allocator runs Speedup passes per round); 1 = no speedup.
+	Speedup int `yaml:"speedup"`
+	// DatapathBytes is the crossbar datapath width per port, bytes per core
+	// cycle; with CoreClockMHz it sets the internal port rate.
+	DatapathBytes int `yaml:"datapath_bytes"`
+	// CoreClockMHz is the switch core clock; allocation happens on its edges.
+	CoreClockMHz float64 `yaml:"core_clock_mhz"`
+	// CutThrough forwards a packet's head before its tail is in; false =
+	// store-and-forward.
+	CutThrough bool `yaml:"cut_through"`
+	// RouteCycles is the route-lookup (LFT + SL-to-VL) stage, core cycles.
+	RouteCycles int `yaml:"route_cycles"`
+	// AllocCycles is the crossbar allocation stage, core cycles.
+	AllocCycles int `yaml:"alloc_cycles"`
+	// XbarCycles is the crossbar traversal to the output wire, core cycles.
+	XbarCycles int `yaml:"xbar_cycles"`
+	// VLArbHigh and VLArbLow are the output ports' VL arbitration tables
+	// (up to 64 entries each).
+	VLArbHigh []VLArbConfig `yaml:"vlarb_high"`
+	VLArbLow  []VLArbConfig `yaml:"vlarb_low"`
+	// VLHighLimit is LimitOfHighPriority in 4096-byte units, 0..255;
+	// 255 = unbounded.
+	VLHighLimit int `yaml:"vl_high_limit"`
+	// SL2VL maps SL 0..15 to a VL, for every (input, output) pair unless the
+	// fabric sets a pair's table; 16 entries, each < VLs, or 15 = drop. Empty
+	// = OpenSM's default table with each VL reduced modulo VLs.
+	SL2VL []int `yaml:"sl2vl"`
+}
+
+// openSMSL2VL is OpenSM's default qos_sl2vl: SL i → VL i for 0..14, SL15 →
+// VL7 (linux-rdma/opensm doc/QoS_management_in_OpenSM.txt; ib-facts.md §3).
+var openSMSL2VL = [16]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7}
+
+// Defaults returns the switch defaults. Sources (ib-facts.md sections):
+//
+//   - radix 64: Quantum-2 QM9700, 64 × 400G (§8) [S].
+//   - vls 15: OpenSM default max_vls 15 (§3) [P].
+//   - vl_buffer_bytes 12800: 200 flits × 64 B per VL, the Mellanox flit
+//     model's IBUF static credits (§3, ib_flit_sim) [P model default].
+//   - shared_buffer_bytes 0: model choice (static buffers only).
+//   - queueing voq, allocator islip, islip_iterations 1: model choice; one
+//     iSLIP iteration already gives 100 % throughput under uniform traffic
+//     (McKeown 1999).
+//   - speedup 1: model choice (no speedup).
+//   - datapath_bytes 64, core_clock_mhz 1000: 64 GB/s per port, 1.28 × a 4x
+//     NDR data rate (50 GB/s, §1), the same kind of margin as the flit
+//     model's 24 B × 250 MHz = 6 GB/s over 4x QDR's 4 GB/s (§3). Unconfirmed
+//     for any real ASIC.
+//   - route/alloc/xbar cycles 40/40/40: 120 ns at 1 GHz; with the link's
+//     RS(544,514) codeword time on 4x NDR (12.8 ns, §1) a hop is ≈ 133 ns,
+//     the 130 ns class of Quantum-2 (§8) [S]. The split over stages is
+//     unconfirmed (the flit model uses 50 + 50 ns, §3).
+//   - cut_through true: IB switches forward while still receiving (§8) [P].
+//   - vlarb_high 0:4, vlarb_low 1..14:4, vl_high_limit 0, sl2vl 0..14,7:
+//     OpenSM QoS defaults (§3) [P].
+func Defaults() Config {
+	low := make([]VLArbConfig, 0, 14)
+	for vl := 1; vl <= 14; vl++ {
+		low = append(low, VLArbConfig{VL: vl, Weight: 4})
+	}
+	return Config{
+		Radix:             64,
+		VLs:               15,
+		VLBufferBytes:     200 * ib.CreditBytes,
+		SharedBufferBytes: 0,
+		Queueing:          QueueVOQ,
+		Allocator:         components.AllocISLIP,
+		ISLIPIterations:   1,
+		Speedup:           1,
+		DatapathBytes:     64,
+		CoreClockMHz:      1000,
+		CutThrough:        true,
+		RouteCycles:       40,
+		AllocCycles:       40,
+		XbarCycles:        40,
+		VLArbHigh:         []VLArbConfig{{VL: 0, Weight: 4}},
+		VLArbLow:          low,
+		VLHighLimit:       0,
+	}
+}
+
+// maxVLBlocks is the largest per-VL buffer the 12-bit credit counters can
+// address: a limit at most half the counter range ahead (credit package).
+const maxVLBlocks = ib.CreditModulus / 2
+
+// Validate checks every knob and returns the first user error, naming the
+// switch.xxx key, the bad value and what is allowed.
+func (c *Config) Validate() error {
+	if c.Radix < 2 || c.Radix > components.MaxPorts {
+		return fmt.Errorf("switch.radix: %d is out of range (2 to %d)", c.Radix, components.MaxPorts)
+	}
+	if !ib.ValidVLCount(c.VLs) {
+		return fmt.Errorf("switch.vls: %d is not a VL count an IB port supports (1, 2, 4, 8, 15)", c.VLs)
+	}
+	if c.VLBufferBytes < ib.CreditBytes || c.VLBufferBytes%ib.CreditBytes != 0 {
+		return fmt.Errorf("switch.vl_buffer_bytes: %d is not a positive multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)
+	}
+	if c.SharedBufferBytes < 0 || c.SharedBufferBytes%ib.CreditBytes != 0 {
+		return fmt.Errorf("switch.shared_buffer_bytes: %d is not a multiple of 64 at least 0", c.SharedBufferBytes)
+	}
+	if b := (c.VLBufferBytes + c.SharedBufferBytes) / ib.CreditBytes; b > maxVLBlocks {
+		return fmt.Errorf("switch.vl_buffer_bytes: %d plus shared_buffer_bytes %d is %d credits, more than one VL's 12-bit credit window addresses (at most %d credits, %d bytes)",
+			c.VLBufferBytes, c.SharedBufferBytes, b, maxVLBlocks, maxVLBlocks*ib.CreditBytes)
+	}
+	switch c.Queueing {
+	case QueueFIFO, QueueVOQ:
+	default:
+		return fmt.Errorf("switch.queueing: %q is not a queueing discipline (fifo, voq)", c.Queueing)
+	}
+	known := false
+	for _, n := range components.AllocatorNames() {
+		known = known || n == c.Allocator
+	}
+	if !known {
+		return fmt.Errorf("switch.allocator: %q is not an allocator (separable, islip, wavefront)", c.Allocator)
+	}
+	if c.ISLIPIterations < 1 || c.ISLIPIterations > c.Radix {
+		return fmt.Errorf("switch.islip_iterations: %d is out of range (1 to radix %d)", c.ISLIPIterations, c.Radix)
+	}
+	if c.Speedup < 1 || c.Speedup > 8 {
+		return fmt.Errorf("switch.speedup: %d is out of range (1 to 8)", c.Speedup)
+	}
+	if c.DatapathBytes < 1 || c.DatapathBytes > 4096 {
+		return fmt.Errorf("switch.datapath_bytes: %d is out of range (1 to 4096)", c.DatapathBytes)
+	}
+	if math.IsNaN(c.CoreClockMHz) || c.CoreClockMHz < 1 || c.CoreClockMHz > 10000 {
+		return fmt.Errorf("switch.core_clock_mhz: %v is out of range (1 to 10000)", c.CoreClockMHz)
+	}
+	for _, st := range []struct {
+		key string
+		v   int
+	}{{"route_cycles", c.RouteCycles}, {"alloc_cycles", c.AllocCycles}, {"xbar_cycles", c.XbarCycles}} {
+		if st.v < 0 || st.v > 100000 {
+			return fmt.Errorf("switch.%s: %d is out of range (0 to 100000)", st.key, st.v)
+		}
+	}
+	for _, tb := range []struct {
+		key   string
+		table []VLArbConfig
+	}{{"vlarb_high", c.VLArbHigh}, {"vlarb_low", c.VLArbLow}} {
+		if len(tb.table) > components.MaxVLArbEntries {
+			return fmt.Errorf("switch.%s: %d entries, at most %d allowed", tb.key, len(tb.table), components.MaxVLArbEntries)
+		}
+		for i, e := range tb.table {
+			if e.VL < 0 || e.VL > 14 {
+				return fmt.Errorf("switch.%s[%d].vl: %d is not a data VL (0 to 14)", tb.key, i, e.VL)
+			}
+			if e.Weight < 0 || e.Weight > 255 {
+				return fmt.Errorf("switch.%s[%d].weight: %d is out of range (0 to 255, in 64-byte units)", tb.key, i, e.Weight)
+			}
+		}
+	}
+	if c.VLHighLimit < 0 || c.VLHighLimit > 255 {
+		return fmt.Errorf("switch.vl_high_limit: %d is out of range (0 to 255; 255 = unbounded)", c.VLHighLimit)
+	}
+	if !c.vlArbCanSendEveryVL() {
+		return fmt.Errorf("switch.vlarb_high/vlarb_low: some data VL below vls %d has no entry with weight > 0, so its packets could never leave", c.VLs)
+	}
+	if len(c.SL2VL) != 0 {
+		if len(c.SL2VL) != 16 {
+			return fmt.Errorf("switch.sl2vl: %d entries, want 16 (one per SL) or none for the default", len(c.SL2VL))
+		}
+		for sl, vl := range c.SL2VL {
+			if vl != ib.ManagementVL && (vl < 0 || vl >= c.VLs) {
+				return fmt.Errorf("switch.sl2vl[%d]: vl %d is not a data VL of this port (0 to %d) or 15 (drop)", sl, vl, c.VLs-1)
+			}
+		}
+	}
+	return nil
+}
+
+// vlArbCanSendEveryVL reports whether every data VL the port has appears in
+// some arbitration table with a weight above zero.
+func (c *Config) vlArbCanSendEveryVL() bool {
+	var has [15]bool
+	for _, t := range [][]VLArbConfig{c.VLArbHigh, c.VLArbLow} {
+		for _, e := range t {
+			if e.Weight > 0 && e.VL >= 0 && e.VL < 15 {
+				has[e.VL] = true
+			}
+		}
+	}
+	for vl := 0; vl < c.VLs; vl++ {
+		if !has[vl] {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckPacketFits returns a user error if one VL's buffer cannot hold a
+// packet of maxPacketBytes wire bytes (the largest packet the link's MTU
+// allows): the credit rule lets a packet start only with credits for all its
+// blocks, so such a packet could never be sent into the switch.
+func (c *Config) CheckPacketFits(maxPacketBytes int) error {
+	need := ib.Credits(maxPacketBytes) * ib.CreditBytes
+	if c.VLBufferBytes < need {
+		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte packet of the link MTU (at least %d bytes needed)",
+			c.VLBufferBytes, maxPacketBytes, need)
+	}
+	return nil
+}
+
+// CyclePS returns the core clock period in picoseconds.
+func (c *Config) CyclePS() ib.PS { return ib.CyclePS(c.CoreClockMHz) }
+
+// PipelinePS returns route + allocation + crossbar latency in picoseconds:
+// the zero-load port-to-port delay from a head on a clock edge to the head on
+// the output wire.
+func (c *Config) PipelinePS() ib.PS {
+	return ib.PS(c.RouteCycles+c.AllocCycles+c.XbarCycles) * c.CyclePS()
+}
+
+// SL2VLTable returns the default SL-to-VL table in force: SL2VL if set, else
+// OpenSM's default with each VL reduced modulo VLs.
+func (c *Config) SL2VLTable() [16]uint8 {
+	var t [16]uint8
+	for sl := range t {
+		if len(c.SL2VL) == 16 {
+			t[sl] = uint8(c.SL2VL[sl])
+		} else {
+			t[sl] = uint8(openSMSL2VL[sl] % c.VLs)
+		}
+	}
+	return t
+}
+
+// VLArbTables returns the arbitration tables as the VL arbiter takes them.
+func (c *Config) VLArbTables() (high, low []components.VLArbEntry) {
+	conv := func(t []VLArbConfig) []components.VLArbEntry {
+		out := make([]components.VLArbEntry, len(t))
+		for i, e := range t {
+			out[i] = components.VLArbEntry{VL: uint8(e.VL), Weight: uint8(e.Weight)}
+		}
+		return out
+	}
+	return conv(c.VLArbHigh), conv(c.VLArbLow)
+}

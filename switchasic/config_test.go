@@ -1,0 +1,98 @@
+package switchasic
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+func TestDefaultsValid(t *testing.T) {
+	c := Defaults()
+	require.NoError(t, c.Validate())
+	// 40+40+40 cycles at 1000 MHz (1000 ps per cycle) = 120 ns.
+	assert.Equal(t, int64(120_000), int64(c.PipelinePS()))
+	// OpenSM default SL2VL with 15 VLs is the table itself: SL15 → VL7.
+	tab := c.SL2VLTable()
+	assert.Equal(t, uint8(14), tab[14])
+	assert.Equal(t, uint8(7), tab[15])
+	// With 4 VLs each VL is reduced modulo 4: SL5 → 1, SL15 → 7 mod 4 = 3.
+	c.VLs = 4
+	tab = c.SL2VLTable()
+	assert.Equal(t, uint8(1), tab[5])
+	assert.Equal(t, uint8(3), tab[15])
+	// A 4122-byte packet (4 KiB MTU) needs 65 credits = 4160 bytes; 12800 fits.
+	assert.NoError(t, c.CheckPacketFits(4122))
+	c.VLBufferBytes = 4096
+	assert.EqualError(t, c.CheckPacketFits(4122),
+		"switch.vl_buffer_bytes: 4096 cannot hold one 4122-byte packet of the link MTU (at least 4160 bytes needed)")
+}
+
+func TestValidateErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   string
+	}{
+		{"radix", func(c *Config) { c.Radix = 300 }, "switch.radix: 300 is out of range (2 to 256)"},
+		{"vls", func(c *Config) { c.VLs = 3 }, "switch.vls: 3 is not a VL count an IB port supports (1, 2, 4, 8, 15)"},
+		{"buffer", func(c *Config) { c.VLBufferBytes = 100 }, "switch.vl_buffer_bytes: 100 is not a positive multiple of 64 (one credit is 64 bytes)"},
+		{"shared", func(c *Config) { c.SharedBufferBytes = -64 }, "switch.shared_buffer_bytes: -64 is not a multiple of 64 at least 0"},
+		{"credit window", func(c *Config) { c.VLBufferBytes = 2049 * 64 },
+			"switch.vl_buffer_bytes: 131136 plus shared_buffer_bytes 0 is 2049 credits, more than one VL's 12-bit credit window addresses (at most 2048 credits, 131072 bytes)"},
+		{"queueing", func(c *Config) { c.Queueing = "oq" }, `switch.queueing: "oq" is not a queueing discipline (fifo, voq)`},
+		{"allocator", func(c *Config) { c.Allocator = "pim" }, `switch.allocator: "pim" is not an allocator (separable, islip, wavefront)`},
+		{"iterations", func(c *Config) { c.ISLIPIterations = 0 }, "switch.islip_iterations: 0 is out of range (1 to radix 64)"},
+		{"speedup", func(c *Config) { c.Speedup = 0 }, "switch.speedup: 0 is out of range (1 to 8)"},
+		{"datapath", func(c *Config) { c.DatapathBytes = 0 }, "switch.datapath_bytes: 0 is out of range (1 to 4096)"},
+		{"clock", func(c *Config) { c.CoreClockMHz = 0 }, "switch.core_clock_mhz: 0 is out of range (1 to 10000)"},
+		{"route", func(c *Config) { c.RouteCycles = -1 }, "switch.route_cycles: -1 is out of range (0 to 100000)"},
+		{"vlarb vl", func(c *Config) { c.VLArbLow[2].VL = 15 }, "switch.vlarb_low[2].vl: 15 is not a data VL (0 to 14)"},
+		{"vlarb weight", func(c *Config) { c.VLArbHigh[0].Weight = 256 }, "switch.vlarb_high[0].weight: 256 is out of range (0 to 255, in 64-byte units)"},
+		{"vlarb size", func(c *Config) { c.VLArbLow = make([]VLArbConfig, 65) }, "switch.vlarb_low: 65 entries, at most 64 allowed"},
+		{"vlarb coverage", func(c *Config) { c.VLArbHigh = nil },
+			"switch.vlarb_high/vlarb_low: some data VL below vls 15 has no entry with weight > 0, so its packets could never leave"},
+		{"high limit", func(c *Config) { c.VLHighLimit = 256 }, "switch.vl_high_limit: 256 is out of range (0 to 255; 255 = unbounded)"},
+		{"sl2vl len", func(c *Config) { c.SL2VL = []int{0} }, "switch.sl2vl: 1 entries, want 16 (one per SL) or none for the default"},
+		{"sl2vl vl", func(c *Config) {
+			c.VLs = 2
+			c.SL2VL = []int{0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15}
+		}, "switch.sl2vl[2]: vl 2 is not a data VL of this port (0 to 1) or 15 (drop)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			tc.modify(&c)
+			assert.EqualError(t, c.Validate(), tc.want)
+		})
+	}
+}
+
+// TestConfigYAML: the keys scripts use are spelled as the issue says, and a
+// partial YAML section overrides only what it names.
+func TestConfigYAML(t *testing.T) {
+	c := Defaults()
+	src := `
+radix: 16
+vls: 2
+vl_buffer_bytes: 8192
+queueing: fifo
+allocator: wavefront
+cut_through: false
+vlarb_high: [{vl: 1, weight: 8}]
+vlarb_low: [{vl: 0, weight: 2}, {vl: 1, weight: 2}]
+vl_high_limit: 4
+`
+	require.NoError(t, yaml.Unmarshal([]byte(src), &c))
+	require.NoError(t, c.Validate())
+	assert.Equal(t, 16, c.Radix)
+	assert.Equal(t, 2, c.VLs)
+	assert.Equal(t, 8192, c.VLBufferBytes)
+	assert.Equal(t, QueueFIFO, c.Queueing)
+	assert.Equal(t, "wavefront", c.Allocator)
+	assert.False(t, c.CutThrough)
+	assert.Equal(t, []VLArbConfig{{VL: 1, Weight: 8}}, c.VLArbHigh)
+	assert.Equal(t, 4, c.VLHighLimit)
+	assert.Equal(t, 40, c.RouteCycles) // untouched default
+}

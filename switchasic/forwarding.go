@@ -1,0 +1,100 @@
+package switchasic
+
+import "fmt"
+
+// NoPort is what LFT.Lookup returns for a DLID with no route: the switch
+// drops such a packet (OpenSM writes 0xFF, OSM_NO_PATH, into such LFT slots).
+const NoPort = -1
+
+// LFT is a linear forwarding table: a dense array indexed by DLID that gives
+// the output port (ib-facts.md §4, "LFT"). Ports are the model's 0-based
+// external port indices. The zero value routes nothing.
+type LFT struct {
+	ports []int16 // ports[dlid] = output port, or NoPort
+}
+
+// NewLFT returns a table for DLIDs 0..maxLID with no routes.
+func NewLFT(maxLID int) *LFT {
+	if maxLID < 0 || maxLID > 0xFFFF {
+		panic(fmt.Sprintf("switchasic.NewLFT: maxLID %d outside 0..65535", maxLID))
+	}
+	t := &LFT{ports: make([]int16, maxLID+1)}
+	for i := range t.ports {
+		t.ports[i] = NoPort
+	}
+	return t
+}
+
+// Set routes dlid to port; NoPort removes the route. It grows the table if
+// dlid is beyond its end.
+func (t *LFT) Set(dlid uint16, port int) {
+	if port < NoPort || port > 255 {
+		panic(fmt.Sprintf("switchasic.LFT.Set: dlid %d port %d outside -1..255", dlid, port))
+	}
+	for int(dlid) >= len(t.ports) {
+		t.ports = append(t.ports, NoPort)
+	}
+	t.ports[dlid] = int16(port)
+}
+
+// Lookup returns the output port for dlid, or NoPort.
+func (t *LFT) Lookup(dlid uint16) int {
+	if int(dlid) >= len(t.ports) {
+		return NoPort
+	}
+	return int(t.ports[dlid])
+}
+
+// Len returns the number of DLIDs the table covers (maxLID + 1).
+func (t *LFT) Len() int { return len(t.ports) }
+
+// MaxPort returns the largest port any DLID routes to, or NoPort.
+func (t *LFT) MaxPort() int {
+	m := NoPort
+	for _, p := range t.ports {
+		m = max(m, int(p))
+	}
+	return m
+}
+
+// SL2VL is a switch's SL-to-VL mapping, one 16-entry table per (input,
+// output) port pair (ib-facts.md §3: on switches the table is indexed by
+// in-port and out-port). VL 15 in a table means drop. Pairs never set use
+// the default table.
+type SL2VL struct {
+	radix int
+	def   [16]uint8
+	pairs [][16]uint8 // radix × radix tables, allocated on the first SetPair
+}
+
+// NewSL2VL returns the mapping for radix ports with every pair using def.
+func NewSL2VL(radix int, def [16]uint8) *SL2VL {
+	for sl, vl := range def {
+		if vl > 15 {
+			panic(fmt.Sprintf("switchasic.NewSL2VL: sl %d maps to vl %d", sl, vl))
+		}
+	}
+	return &SL2VL{radix: radix, def: def}
+}
+
+// SetPair sets the table used from input in to output out.
+func (m *SL2VL) SetPair(in, out int, table [16]uint8) {
+	if in < 0 || in >= m.radix || out < 0 || out >= m.radix {
+		panic(fmt.Sprintf("switchasic.SL2VL.SetPair: pair (%d,%d) outside radix %d", in, out, m.radix))
+	}
+	if m.pairs == nil {
+		m.pairs = make([][16]uint8, m.radix*m.radix)
+		for i := range m.pairs {
+			m.pairs[i] = m.def
+		}
+	}
+	m.pairs[in*m.radix+out] = table
+}
+
+// VL returns the output VL for a packet on sl going from in to out.
+func (m *SL2VL) VL(in, out int, sl uint8) uint8 {
+	if m.pairs == nil {
+		return m.def[sl&15]
+	}
+	return m.pairs[in*m.radix+out][sl&15]
+}
