@@ -105,7 +105,19 @@ func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
 	for _, key := range keys {
 		g, n := gs[key], ns[key]
 		c := StreamCounts{Stream: key}
+		gNext, nNext := 0, 0 // stream positions after the ops so far
 		for _, op := range align(len(g), len(n), func(i, j int) bool { return cmp.equal(&golden.Events[g[i]], &neu.Events[n[j]]) }) {
+			gi, nj := op.i, op.j
+			if gi < 0 {
+				gi = gNext
+			} else {
+				gNext = gi + 1
+			}
+			if nj < 0 {
+				nj = nNext
+			} else {
+				nNext = nj + 1
+			}
 			var d *Divergence
 			switch op.what {
 			case opMatch:
@@ -127,8 +139,8 @@ func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
 				d.Stream = key
 				// Anchor each side at the event itself or, for the side
 				// that lacks it, where it would have been in that file.
-				d.GoldenContext = context(golden, anchor(g, op.i, len(golden.Events)), opt.Context)
-				d.NewContext = context(neu, anchor(n, op.j, len(neu.Events)), opt.Context)
+				d.GoldenContext = context(golden, anchor(g, gi, len(golden.Events)), opt.Context)
+				d.NewContext = context(neu, anchor(n, nj, len(neu.Events)), opt.Context)
 				first, firstTime = d, t
 			}
 		}

@@ -33,10 +33,10 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
 	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
 	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return ExitError
+		if err != pflag.ErrHelp {
+			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
 		}
-		return ExitError // pflag already printed the error and usage
+		return ExitError
 	}
 	if fs.NArg() != 2 {
 		fmt.Fprintf(stderr, "hcasim diff: want 2 files (GOLDEN NEW), got %d\n", fs.NArg())

@@ -1,0 +1,250 @@
+package verif
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
+)
+
+// baseTrace has two streams on one port (vl=0, vl=1) and one QP stream.
+// Times: a 106-byte packet at 25 Gb/s (EDR 1x data rate, ib-facts §1) takes
+// 106*8/25 = 33.92 ns = 33920 ps on the wire, hence tx_end = tx_start + 33920.
+const baseTrace = `1000 H.Port[0] tx_start vl=0 psn=1 bytes=106
+1000 H.Port[0] credit_update vl=1 avail=10 cap=10
+34920 H.Port[0] tx_end vl=0 psn=1 bytes=106
+34920 H.Port[0] tx_start vl=1 psn=7 bytes=106
+68840 H.Port[0] tx_end vl=1 psn=7 bytes=106
+70000 H.Qp cqe qpn=5 wqe=0 status=success
+`
+
+func traceText(body string) string { return testHeader.String() + "\n" + body }
+
+func mustTrace(t *testing.T, body string) *Trace {
+	t.Helper()
+	tr, err := ReadTrace(strings.NewReader(traceText(body)))
+	require.NoError(t, err)
+	return tr
+}
+
+func TestDiffCases(t *testing.T) {
+	lines := strings.Split(strings.TrimSuffix(baseTrace, "\n"), "\n")
+	join := func(ls ...string) string { return strings.Join(ls, "\n") + "\n" }
+	cases := []struct {
+		name        string
+		neu         string
+		opt         DiffOptions
+		equivalent  bool
+		total       StreamCounts
+		firstWhat   string
+		firstReason string
+		firstStream string
+	}{
+		{
+			name: "identical", neu: baseTrace, equivalent: true,
+			total: StreamCounts{Matched: 6},
+		},
+		{
+			// One field changed: psn 7 -> 8 on the vl=1 tx_start. Only that
+			// event differs; its tx_end still matches.
+			name: "changed field",
+			neu:  strings.Replace(baseTrace, "tx_start vl=1 psn=7", "tx_start vl=1 psn=8", 1),
+			total: StreamCounts{Matched: 5, Differing: 1}, firstWhat: DivDiffering,
+			firstReason: "field psn: golden 7, new 8", firstStream: "H.Port[0] vl=1",
+		},
+		{
+			name:  "missing event",
+			neu:   join(lines[0], lines[1], lines[3], lines[4], lines[5]), // tx_end vl=0 gone
+			total: StreamCounts{Matched: 5, Missing: 1}, firstWhat: DivMissing, firstStream: "H.Port[0] vl=0",
+		},
+		{
+			name:  "extra event",
+			neu:   baseTrace + "80000 H.Qp cqe qpn=5 wqe=1 status=success\n",
+			total: StreamCounts{Matched: 6, Extra: 1}, firstWhat: DivExtra, firstStream: "H.Qp qpn=5",
+		},
+		{
+			// The cqe moves by 3 ps; with tolerance 2 that is a difference.
+			name:  "timing shift beyond tolerance",
+			neu:   strings.Replace(baseTrace, "70000 H.Qp", "70003 H.Qp", 1),
+			opt:   DiffOptions{TolerancePS: 2},
+			total: StreamCounts{Matched: 5, Differing: 1}, firstWhat: DivDiffering,
+			firstReason: "time: golden 70000 ps, new 70003 ps (shift +3 ps, tolerance 2 ps)", firstStream: "H.Qp qpn=5",
+		},
+		{
+			name: "timing shift within tolerance", equivalent: true,
+			neu:   strings.Replace(baseTrace, "70000 H.Qp", "70003 H.Qp", 1),
+			opt:   DiffOptions{TolerancePS: 3},
+			total: StreamCounts{Matched: 6},
+		},
+		{
+			// The vl=1 credit_update moves after vl=0's tx_end: another
+			// stream, so not a mismatch.
+			name: "inter-stream reordering accepted", equivalent: true,
+			neu:   join(lines[0], lines[2], lines[1], lines[3], lines[4], lines[5]),
+			total: StreamCounts{Matched: 6},
+		},
+		{
+			// The same swap inside one stream (tx_end before tx_start on
+			// vl=0) is a difference.
+			name:  "intra-stream reordering caught",
+			neu:   join(lines[2], lines[1], lines[0], lines[3], lines[4], lines[5]),
+			total: StreamCounts{Matched: 5, Missing: 1, Extra: 1}, firstWhat: DivMissing, firstStream: "H.Port[0] vl=0",
+		},
+		{
+			name: "ignored kind", equivalent: true,
+			neu:   join(lines[0], lines[2], lines[3], lines[4], lines[5]), // credit_update gone
+			opt:   DiffOptions{IgnoreKinds: []components.TraceKind{components.TraceCreditUpdate}},
+			total: StreamCounts{Matched: 5},
+		},
+		{
+			name: "compared fields only", equivalent: true,
+			neu:   strings.Replace(baseTrace, "status=success", "status=rem_access_err", 1),
+			opt:   DiffOptions{Fields: []string{"qpn", "wqe"}},
+			total: StreamCounts{Matched: 6},
+		},
+		{
+			name:  "zero matches is different",
+			neu:   "",
+			total: StreamCounts{Missing: 6}, firstWhat: DivMissing, firstStream: "H.Port[0] vl=0",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := Diff(mustTrace(t, baseTrace), mustTrace(t, c.neu), c.opt)
+			assert.Equal(t, c.equivalent, res.Equivalent())
+			got := res.Total
+			got.Stream = ""
+			assert.Equal(t, c.total, got)
+			if c.firstWhat == "" {
+				assert.Nil(t, res.First)
+				return
+			}
+			require.NotNil(t, res.First)
+			assert.Equal(t, c.firstWhat, res.First.What)
+			assert.Equal(t, c.firstStream, res.First.Stream)
+			assert.Equal(t, c.firstReason, res.First.Reason)
+		})
+	}
+}
+
+func TestDiffEmptyTracesAreDifferent(t *testing.T) {
+	res := Diff(mustTrace(t, ""), mustTrace(t, ""), DiffOptions{})
+	assert.False(t, res.Equivalent(), "nothing matched is never equal")
+}
+
+func TestDiffMissingInLongStreamIsOneEvent(t *testing.T) {
+	// 200 events in one stream; NEW lacks the 100th. Alignment must report
+	// exactly one missing event and 199 matched, not a cascade of 100
+	// differing events.
+	var g, n strings.Builder
+	for i := 0; i < 200; i++ {
+		line := "H.P rx_tail vl=0 psn=" + strconv.Itoa(i) + "\n"
+		g.WriteString(strconv.Itoa(i*10) + " " + line)
+		if i != 99 {
+			n.WriteString(strconv.Itoa(i*10) + " " + line)
+		}
+	}
+	res := Diff(mustTrace(t, g.String()), mustTrace(t, n.String()), DiffOptions{Context: 2})
+	assert.Equal(t, StreamCounts{Matched: 199, Missing: 1}, res.Total)
+	require.NotNil(t, res.First)
+	assert.Equal(t, 2+99, res.First.Golden.Line) // header is line 1, event i is line i+2
+	// Context: 2 events before, plus the event itself, on each side.
+	require.Len(t, res.First.GoldenContext, 3)
+	assert.Equal(t, res.First.Golden.Line, res.First.GoldenContext[2].Line)
+	require.Len(t, res.First.NewContext, 3)
+}
+
+func TestAlignPositionalFallback(t *testing.T) {
+	// Two streams of 1500 events that never match exceed maxEditDistance
+	// (1000): every pair is reported differing, none lost.
+	ops := align(1500, 1500, func(i, j int) bool { return false })
+	require.Len(t, ops, 1500)
+	for _, op := range ops {
+		assert.Equal(t, opDiffer, op.what)
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func TestDiffMainExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	same := writeFile(t, dir, "same.trace", traceText(baseTrace))
+	changed := writeFile(t, dir, "changed.trace", traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2)))
+	v2 := writeFile(t, dir, "v2.trace", strings.Replace(traceText(baseTrace), " v1 ", " v2 ", 1))
+	badLine := writeFile(t, dir, "bad.trace", traceText(baseTrace+"oops\n"))
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"equivalent", []string{golden, same}, ExitEquivalent, "EQUIVALENT: 6 matched", ""},
+		{"different", []string{golden, changed, "--context", "1"}, ExitDifferent, "first divergence: stream \"H.Port[0] vl=1\": differing (golden line 5, new line 5): field psn: golden 7, new 8", ""},
+		{"unreadable", []string{golden, filepath.Join(dir, "nope.trace")}, ExitError, "", "nope.trace"},
+		{"unknown version", []string{golden, v2}, ExitError, "", `line 1: unknown trace version "v2"`},
+		{"bad line", []string{golden, badLine}, ExitError, "", "bad.trace: line 8:"},
+		{"one file", []string{golden}, ExitError, "", "want 2 files"},
+		{"bad kind", []string{golden, same, "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
+		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},
+		{"bad flag", []string{golden, same, "--frobnicate"}, ExitError, "", "frobnicate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := DiffMain(c.args, &out, &errb)
+			assert.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+			assert.Contains(t, out.String(), c.stdout)
+			assert.Contains(t, errb.String(), c.stderr)
+		})
+	}
+}
+
+func TestDiffReportShowsContextAndTable(t *testing.T) {
+	g := mustTrace(t, baseTrace)
+	n := mustTrace(t, strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	var out bytes.Buffer
+	WriteDiffReport(&out, g, n, Diff(g, n, DiffOptions{Context: 1}))
+	s := out.String()
+	// The divergent line on each side is marked '>'; one event of context before it.
+	assert.Contains(t, s, "      4: 34920 H.Port[0] tx_end vl=0 psn=1 bytes=106\n  >     5: 34920 H.Port[0] tx_start vl=1 psn=7 bytes=106")
+	assert.Contains(t, s, ">     5: 34920 H.Port[0] tx_start vl=1 psn=8 bytes=106")
+	assert.Contains(t, s, "STREAM")
+	assert.Contains(t, s, "H.Port[0] vl=1")
+	assert.Contains(t, s, "TOTAL")
+}
+
+func FuzzDiff(f *testing.F) {
+	f.Add(traceText(baseTrace), traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 1)))
+	f.Add(traceText(baseTrace), "garbage")
+	f.Add(traceText(""), traceText("5 A tx_start\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ga := filepath.Join(dir, "a.trace")
+		gb := filepath.Join(dir, "b.trace")
+		require.NoError(t, os.WriteFile(ga, []byte(a), 0o644))
+		require.NoError(t, os.WriteFile(gb, []byte(b), 0o644))
+		var out, errb bytes.Buffer
+		code := DiffMain([]string{ga, gb, "--context", "3"}, &out, &errb)
+		_, errA := ReadTrace(strings.NewReader(a))
+		_, errB := ReadTrace(strings.NewReader(b))
+		if errA != nil || errB != nil {
+			assert.Equal(t, ExitError, code, "broken input exits 2")
+		} else {
+			assert.Contains(t, []int{ExitEquivalent, ExitDifferent}, code)
+		}
+	})
+}
