@@ -54,8 +54,8 @@ func TestDiffCases(t *testing.T) {
 		{
 			// One field changed: psn 7 -> 8 on the vl=1 tx_start. Only that
 			// event differs; its tx_end still matches.
-			name: "changed field",
-			neu:  strings.Replace(baseTrace, "tx_start vl=1 psn=7", "tx_start vl=1 psn=8", 1),
+			name:  "changed field",
+			neu:   strings.Replace(baseTrace, "tx_start vl=1 psn=7", "tx_start vl=1 psn=8", 1),
 			total: StreamCounts{Matched: 5, Differing: 1}, firstWhat: DivDiffering,
 			firstReason: "field psn: golden 7, new 8", firstStream: "H.Port[0] vl=1",
 		},
