@@ -1,0 +1,201 @@
+package fabric
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Channel is one direction of a link on one VL, named by the port the packets
+// leave from. A credit-based lossless link can only send on a channel when the
+// buffer at its far end has room, so a packet holding one channel while
+// waiting for the next makes the second a dependency of the first.
+type Channel struct {
+	Port PortRef
+	VL   uint8
+}
+
+// channelIndex numbers every (port, VL) of the fabric densely.
+type channelIndex struct {
+	base []int // node → id of its port 1, VL 0
+	vls  int
+}
+
+func newChannelIndex(t *Topology, vls int) channelIndex {
+	ci := channelIndex{base: make([]int, len(t.Nodes)+1), vls: vls}
+	for n, node := range t.Nodes {
+		ci.base[n+1] = ci.base[n] + node.Ports*vls
+	}
+	return ci
+}
+
+func (ci channelIndex) id(c Channel) int {
+	return ci.base[c.Port.Node] + (c.Port.Port-1)*ci.vls + int(c.VL)
+}
+
+func (ci channelIndex) channel(id int) Channel {
+	n, _ := slices.BinarySearch(ci.base, id+1)
+	n-- // base[n] <= id < base[n+1]
+	off := id - ci.base[n]
+	return Channel{Port: PortRef{n, off/ci.vls + 1}, VL: uint8(off % ci.vls)}
+}
+
+func (ci channelIndex) count() int { return ci.base[len(ci.base)-1] }
+
+// channelName names a channel by its egress port, and its VL when the fabric
+// has more than one.
+func (s *Subnet) channelName(c Channel) string {
+	name := s.Topo.PortName(c.Port)
+	if s.VLs > 1 {
+		name += " VL" + strconv.Itoa(int(c.VL))
+	}
+	return name
+}
+
+// DependencyGraph returns the channel dependency graph (Dally and Seitz,
+// "Deadlock-Free Message Routing in Multiprocessor Interconnection Networks",
+// IEEE Trans. Computers C-36(5), 1987) of every host-to-host route for each
+// service level in sls (nil means SL 0 only): for each channel, the channels a
+// packet holding it may wait for next, sorted. Routes to switch LIDs are left
+// out: they carry subnet management on VL15, which has no flow control
+// (ib-facts.md §3, C7-18) and so cannot block.
+func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
+	if len(sls) == 0 {
+		sls = []uint8{0}
+	}
+	t := s.Topo
+	ci := newChannelIndex(t, s.VLs)
+	nch := ci.count()
+	edges := make(map[[2]int32]struct{})
+	seen := make([]int32, nch) // stamp of the (SL, destination) pass that walked a channel
+	stamp := int32(0)
+	for _, sl := range sls {
+		if sl > 15 {
+			return nil, nil, fmt.Errorf("deadlock check: SL %d is not a service level (0..15)", sl)
+		}
+		for _, d := range s.hosts {
+			stamp++
+			dlid := s.lid[d]
+			for _, h := range s.hosts {
+				if h == d {
+					continue
+				}
+				prev := Channel{Port: PortRef{h, 1}, VL: s.VL(h, 0, 1, sl)}
+				for hop := 0; ; hop++ {
+					pid := ci.id(prev)
+					if seen[pid] == stamp {
+						break // the rest of this route is already in the graph
+					}
+					seen[pid] = stamp
+					in, ok := t.Peer(prev.Port)
+					if !ok {
+						return nil, nil, fmt.Errorf("deadlock check: route %s to %s: %s has no cable", t.Nodes[h].Name, t.Nodes[d].Name, t.PortName(prev.Port))
+					}
+					x := in.Node
+					if x == d {
+						break
+					}
+					if t.Nodes[x].Kind == Host || hop > len(t.Nodes) {
+						_, err := s.Path(h, d)
+						if err == nil {
+							panic(fmt.Sprintf("fabric: deadlock walk from %s to %s went astray at %s but Path found no fault", t.Nodes[h].Name, t.Nodes[d].Name, t.Nodes[x].Name))
+						}
+						return nil, nil, fmt.Errorf("deadlock check: %w", err)
+					}
+					out := s.Egress(x, dlid)
+					if out == NoPort || out == 0 {
+						return nil, nil, fmt.Errorf("deadlock check: route %s to %s: %s has no route to LID %d", t.Nodes[h].Name, t.Nodes[d].Name, t.Nodes[x].Name, dlid)
+					}
+					next := Channel{Port: PortRef{x, int(out)}, VL: s.VL(x, in.Port, int(out), sl)}
+					if int(next.VL) >= s.VLs {
+						break // VL15 in a data SL's entry: the switch drops the packet
+					}
+					edges[[2]int32{int32(pid), int32(ci.id(next))}] = struct{}{}
+					prev = next
+				}
+			}
+		}
+	}
+	adj := make([][]int, nch)
+	for e := range edges {
+		adj[e[0]] = append(adj[e[0]], int(e[1]))
+	}
+	for i := range adj {
+		slices.Sort(adj[i])
+	}
+	chans := make([]Channel, nch)
+	for i := range chans {
+		chans[i] = ci.channel(i)
+	}
+	return chans, adj, nil
+}
+
+// CheckDeadlock builds the channel dependency graph of the routes (see
+// DependencyGraph) and returns an error naming the channels of a cycle if it
+// has one. An acyclic graph means the routing cannot deadlock on credits
+// (Dally and Seitz 1987); a cycle means it can, given enough traffic.
+func (s *Subnet) CheckDeadlock(sls []uint8) error {
+	chans, adj, err := s.DependencyGraph(sls)
+	if err != nil {
+		return err
+	}
+	cycle := findCycle(adj)
+	if cycle == nil {
+		return nil
+	}
+	names := make([]string, 0, len(cycle)+1)
+	for _, c := range cycle {
+		names = append(names, s.channelName(chans[c]))
+	}
+	names = append(names, names[0])
+	return fmt.Errorf("deadlock: %s routing has a cycle of %d channels in its channel dependency graph: %s",
+		s.Routing, len(cycle), strings.Join(names, " -> "))
+}
+
+// findCycle returns the nodes of one cycle of the directed graph adj, in
+// order, or nil. The search starts from the lowest node and follows
+// successors in order, so the answer is deterministic.
+func findCycle(adj [][]int) []int {
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := make([]uint8, len(adj))
+	type frame struct{ node, next int }
+	var stack []frame
+	for start := range adj {
+		if colour[start] != white {
+			continue
+		}
+		stack = append(stack[:0], frame{start, 0})
+		colour[start] = grey
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.next == len(adj[f.node]) {
+				colour[f.node] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			m := adj[f.node][f.next]
+			f.next++
+			switch colour[m] {
+			case white:
+				colour[m] = grey
+				stack = append(stack, frame{m, 0})
+			case grey:
+				i := len(stack) - 1
+				for stack[i].node != m {
+					i--
+				}
+				cycle := make([]int, 0, len(stack)-i)
+				for _, fr := range stack[i:] {
+					cycle = append(cycle, fr.node)
+				}
+				return cycle
+			}
+		}
+	}
+	return nil
+}

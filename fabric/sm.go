@@ -1,0 +1,256 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// LID range for unicast (ib-facts.md §4: opensm ib_types.h
+// IB_LID_UCAST_START/END_HO).
+const (
+	FirstUnicastLID = 0x0001
+	LastUnicastLID  = 0xBFFF
+)
+
+// NoPort marks an LFT entry with no route. OpenSM uses 0xFF in its 8-bit
+// LFTs (OSM_NO_PATH); a 256-port switch (IBA 1.6) needs wider entries, so
+// hcasim keeps LFT entries in 16 bits.
+const NoPort uint16 = 0xFFFF
+
+// Routing engine names, as the topology.routing key spells them.
+const (
+	RoutingMinHop = "minhop"
+	RoutingDModK  = "dmodk"
+	RoutingUpDown = "updown"
+	RoutingRandom = "random"
+)
+
+// RoutingEngines lists the engine names in the order the docs give them.
+var RoutingEngines = []string{RoutingMinHop, RoutingDModK, RoutingUpDown, RoutingRandom}
+
+// SubnetOptions chooses how the subnet manager configures the fabric.
+type SubnetOptions struct {
+	Routing string // minhop | dmodk | updown | random
+	Seed    uint64 // seeds the random engine; ignored by the others
+	VLs     int    // data VLs per port (1, 2, 4, 8, 15), for the default SL-to-VL tables
+}
+
+// SL2VLTable maps each of the 16 SLs to a VL (ib-facts.md §3: opensm
+// ib_slvl_table_t). VL 15 in a data SL's entry means drop.
+type SL2VLTable [16]uint8
+
+// openSMSL2VL is OpenSM's default qos_sl2vl: SL i → VL i for 0..14, SL15 →
+// VL7 (ib-facts.md §3: opensm doc/QoS_management_in_OpenSM.txt).
+var openSMSL2VL = SL2VLTable{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7}
+
+// DefaultSL2VL returns OpenSM's default SL-to-VL table with each VL reduced
+// modulo vls: SL mod vls for SL 0..14, and SL15 → 7 mod vls (which equals
+// 15 mod vls for every VL count but 15). switchasic.Config.SL2VL uses the
+// same default, so switches and the subnet manager agree.
+func DefaultSL2VL(vls int) SL2VLTable {
+	var t SL2VLTable
+	for sl, vl := range openSMSL2VL {
+		t[sl] = vl % uint8(vls)
+	}
+	return t
+}
+
+// sl2vlPorts holds one node's SL-to-VL tables. IB indexes a switch's tables by
+// (input port, output port); almost every fabric uses one table everywhere, so
+// the per-pair index is only allocated once a pair gets a table of its own.
+type sl2vlPorts struct {
+	tables []SL2VLTable // tables[0] is the node's default
+	pair   []uint16     // (in×(ports+1) + out) → index into tables; nil = all default
+}
+
+// Subnet is what a subnet manager leaves behind in a fabric: a LID for every
+// host and switch, a linear forwarding table in every switch, and SL-to-VL
+// tables. It is computed once, before the run, from a Topology.
+type Subnet struct {
+	Topo    *Topology
+	Routing string
+	VLs     int
+
+	hosts     []int    // host node indices in LID order
+	hostIndex []int32  // node → index in hosts, -1 for a switch
+	lid       []uint16 // node → LID
+	nodeOf    []int32  // LID → node, -1 if unassigned; len = max LID + 1
+	lft       [][]uint16
+	rank      []int // node → up/down rank (0 = root); hosts rank below every switch
+	sl2vl     []sl2vlPorts
+}
+
+// NewSubnet assigns LIDs, computes forwarding tables with the chosen routing
+// engine and installs the default SL-to-VL tables.
+//
+// LIDs are assigned in a fixed order: hosts in node order first (so host i of
+// Topology.Hosts() has LID i+1), then switches in node order. Each node gets
+// one LID (LMC 0).
+func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	if !ib.ValidVLCount(o.VLs) {
+		return nil, fmt.Errorf("subnet: %d is not a VL count an IB port supports (1, 2, 4, 8, 15)", o.VLs)
+	}
+	s := &Subnet{Topo: t, Routing: o.Routing, VLs: o.VLs}
+	if err := s.assignLIDs(); err != nil {
+		return nil, err
+	}
+	if err := s.rankSwitches(); err != nil {
+		return nil, err
+	}
+	if err := s.route(o); err != nil {
+		return nil, err
+	}
+	def := DefaultSL2VL(o.VLs)
+	s.sl2vl = make([]sl2vlPorts, len(t.Nodes))
+	for n := range s.sl2vl {
+		s.sl2vl[n].tables = []SL2VLTable{def}
+	}
+	return s, nil
+}
+
+func (s *Subnet) assignLIDs() error {
+	t := s.Topo
+	s.hosts = t.Hosts()
+	switches := t.Switches()
+	total := len(s.hosts) + len(switches)
+	if total > LastUnicastLID {
+		return fmt.Errorf("subnet: %d hosts and switches need more LIDs than the unicast range 0x0001-0xBFFF holds", total)
+	}
+	s.lid = make([]uint16, len(t.Nodes))
+	s.hostIndex = make([]int32, len(t.Nodes))
+	s.nodeOf = make([]int32, total+1)
+	s.nodeOf[0] = -1
+	next := FirstUnicastLID
+	for i := range s.hostIndex {
+		s.hostIndex[i] = -1
+	}
+	for i, h := range s.hosts {
+		s.hostIndex[h] = int32(i)
+	}
+	for _, n := range append(append([]int{}, s.hosts...), switches...) {
+		s.lid[n] = uint16(next)
+		s.nodeOf[next] = int32(n)
+		next++
+	}
+	return nil
+}
+
+// LID returns the LID of node n (a switch's LID is that of its port 0).
+func (s *Subnet) LID(n int) uint16 { return s.lid[n] }
+
+// NodeOf returns the node that owns lid, or -1.
+func (s *Subnet) NodeOf(lid uint16) int {
+	if int(lid) >= len(s.nodeOf) {
+		return -1
+	}
+	return int(s.nodeOf[lid])
+}
+
+// MaxLID returns the highest LID assigned; every LFT has MaxLID()+1 entries.
+func (s *Subnet) MaxLID() uint16 { return uint16(len(s.nodeOf) - 1) }
+
+// Hosts returns the host node indices in LID order (host i has LID i+1).
+func (s *Subnet) Hosts() []int { return s.hosts }
+
+// HostLID returns the LID of host number i (i indexes Hosts()).
+func (s *Subnet) HostLID(i int) uint16 { return s.lid[s.hosts[i]] }
+
+// LFT returns switch n's linear forwarding table: entry DLID is the egress
+// port (0 = the switch itself, NoPort = no route). It is nil for a host. The
+// slice is the subnet's own; do not change it.
+func (s *Subnet) LFT(n int) []uint16 { return s.lft[n] }
+
+// Egress returns the port switch n forwards dlid to, or NoPort.
+func (s *Subnet) Egress(n int, dlid uint16) uint16 {
+	if int(dlid) >= len(s.lft[n]) {
+		return NoPort
+	}
+	return s.lft[n][dlid]
+}
+
+// Rank returns node n's up/down rank: 0 for a root switch, growing away from
+// the roots; hosts rank one below the deepest switch.
+func (s *Subnet) Rank(n int) int { return s.rank[n] }
+
+// SL2VL returns the SL-to-VL table node n uses for packets that enter on port
+// in and leave on port out. For a host, in is 0 (the host itself) and out is 1.
+func (s *Subnet) SL2VL(n, in, out int) *SL2VLTable {
+	p := &s.sl2vl[n]
+	if p.pair == nil {
+		return &p.tables[0]
+	}
+	return &p.tables[p.pair[in*(s.Topo.Nodes[n].Ports+1)+out]]
+}
+
+// VL returns the VL a packet of service level sl takes out of port out of node
+// n when it entered on port in.
+func (s *Subnet) VL(n, in, out int, sl uint8) uint8 { return s.SL2VL(n, in, out)[sl&0xF] }
+
+// SetSL2VL gives node n's (in, out) port pair its own table.
+func (s *Subnet) SetSL2VL(n, in, out int, t SL2VLTable) error {
+	ports := s.Topo.Nodes[n].Ports
+	if in < 0 || in > ports || out < 0 || out > ports {
+		return fmt.Errorf("sl2vl: %s has ports 0..%d, not (%d, %d)", s.Topo.Nodes[n].Name, ports, in, out)
+	}
+	for sl, vl := range t {
+		if int(vl) >= s.VLs && vl != ib.ManagementVL {
+			return fmt.Errorf("sl2vl: %s (%d, %d): SL%d maps to VL%d but the port has %d data VLs (VL15 = drop)", s.Topo.Nodes[n].Name, in, out, sl, vl, s.VLs)
+		}
+	}
+	p := &s.sl2vl[n]
+	if p.pair == nil {
+		p.pair = make([]uint16, (ports+1)*(ports+1))
+	}
+	p.tables = append(p.tables, t)
+	p.pair[in*(ports+1)+out] = uint16(len(p.tables) - 1)
+	return nil
+}
+
+// Path follows the forwarding tables from host src to host dst (node
+// indices) and returns the egress port of every hop, starting with src's own
+// port 1. It fails, naming the switch, if a table has no route, sends the
+// packet to the wrong host, or loops.
+func (s *Subnet) Path(src, dst int) ([]PortRef, error) {
+	t := s.Topo
+	if t.Nodes[src].Kind != Host || t.Nodes[dst].Kind != Host {
+		panic(fmt.Sprintf("fabric: Path(%d, %d): both ends must be hosts", src, dst))
+	}
+	dlid := s.lid[dst]
+	out := PortRef{src, 1}
+	path := []PortRef{out}
+	for hop := 0; ; hop++ {
+		next, ok := t.Peer(out)
+		if !ok {
+			return path, fmt.Errorf("route %s to %s: %s has no cable", t.Nodes[src].Name, t.Nodes[dst].Name, t.PortName(out))
+		}
+		n := next.Node
+		if n == dst {
+			return path, nil
+		}
+		if t.Nodes[n].Kind == Host {
+			return path, fmt.Errorf("route %s to %s ends at %s", t.Nodes[src].Name, t.Nodes[dst].Name, t.Nodes[n].Name)
+		}
+		if hop > len(t.Nodes) {
+			return path, fmt.Errorf("route %s to %s loops: %s", t.Nodes[src].Name, t.Nodes[dst].Name, s.pathString(path))
+		}
+		p := s.Egress(n, dlid)
+		if p == NoPort || p == 0 {
+			return path, fmt.Errorf("route %s to %s: %s has no route to LID %d", t.Nodes[src].Name, t.Nodes[dst].Name, t.Nodes[n].Name, dlid)
+		}
+		out = PortRef{n, int(p)}
+		path = append(path, out)
+	}
+}
+
+func (s *Subnet) pathString(path []PortRef) string {
+	parts := make([]string, len(path))
+	for i, p := range path {
+		parts[i] = s.Topo.PortName(p)
+	}
+	return strings.Join(parts, " -> ")
+}
