@@ -1,0 +1,102 @@
+// Command hcasim runs a design point (or the sweep a config describes) of the
+// InfiniBand HCA and switch model, diffs traces, merges sweep shards and
+// exports Verilog.
+//
+//	hcasim -config configs/ndr.yaml [--set key=value]... [--format table|csv|json] [--out DIR]
+//	hcasim diff GOLDEN NEW
+//	hcasim rtl -config FILE -o DIR [--report]
+//	hcasim merge DIR...
+//	hcasim version | help
+//
+// Exit codes: 0 success; 1 an internal error (a bug); 2 a user's error (bad
+// config, flag or file), reported on one line.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+)
+
+// version is the hcasim release; builds from a checkout add the VCS revision.
+const version = "0.1.0"
+
+// Version returns the version string with the VCS revision when known.
+func Version() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs hcasim with args and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "hcasim: internal error (a bug, please report it): %v\n", r)
+			if os.Getenv("HCASIM_DEBUG") != "" {
+				fmt.Fprintf(stderr, "%s\n", debug.Stack())
+			}
+			code = 1
+		}
+	}()
+	if len(args) > 0 {
+		if f, ok := subcommands[args[0]]; ok {
+			return f(args[1:], stdout, stderr)
+		}
+	}
+	return runMain(args, stdout, stderr)
+}
+
+var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{}
+
+func init() {
+	subcommands["version"] = func(_ []string, stdout, _ io.Writer) int {
+		fmt.Fprintf(stdout, "hcasim %s\n", Version())
+		return 0
+	}
+	subcommands["help"] = func(_ []string, stdout, _ io.Writer) int {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+}
+
+const usage = `hcasim: a cycle-level model of InfiniBand HCAs, switch ASICs and links
+
+Usage:
+  hcasim -config FILE [flags]     run a design point, or the sweep the config describes
+  hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
+  hcasim rtl -config FILE -o DIR  export Verilog skeletons and primitives (--report for resources)
+  hcasim merge DIR...             merge sweep shard outputs into one result
+  hcasim version                  print the version
+  hcasim help                     print this help
+
+Run flags:
+  -c, --config FILE     YAML design point (a path, or the name of a shipped config: ndr.yaml)
+      --set key=value   override a config key (repeatable), e.g. --set link.width=4x
+      --format F        table (default), csv or json on stdout
+      --out DIR         write results.json and results.csv (and plots for a sweep) into DIR
+      --seed N          override the config's seed
+      --check           run the invariant checkers (lossless, ordering, integrity, protection)
+      --trace FILE      write an event trace (see docs/trace-format.md)
+      --trace-path GLOB only trace components whose path matches (repeatable)
+      --trace-kind K    only trace these event kinds (repeatable)
+      --vcd FILE        write a VCD waveform of credits, buffers and link activity
+      --jobs N          sweep points run in parallel (default: the number of cores)
+      --shard I/N       run every N-th sweep point, starting at I (0-based)
+      --quiet           no progress bar
+      --cpuprofile F    write a pprof CPU profile
+      --memprofile F    write a pprof heap profile
+
+Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml (docs/config.md lists every key).
+`

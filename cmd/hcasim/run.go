@@ -1,0 +1,206 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/configs"
+	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/report"
+)
+
+// userError is a mistake in flags, config or input files: exit 2.
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+
+func userErrorf(format string, a ...any) error { return &userError{fmt.Sprintf(format, a...)} }
+
+// runFlags are the flags of a run.
+type runFlags struct {
+	config     string
+	sets       []string
+	format     string
+	out        string
+	seed       uint64
+	seedSet    bool
+	check      bool
+	trace      string
+	tracePaths []string
+	traceKinds []string
+	vcd        string
+	jobs       int
+	shard      string
+	quiet      bool
+	cpuprofile string
+	memprofile string
+}
+
+// longFlags lists the long names a user may also spell with one dash
+// (`-config ndr.yaml`, as most simulators' users type).
+var longFlags = []string{"config", "set", "format", "out", "seed", "check", "trace", "trace-path",
+	"trace-kind", "vcd", "jobs", "shard", "quiet", "cpuprofile", "memprofile", "report", "tolerance-ps",
+	"fields", "ignore-kinds", "context"}
+
+// normalizeArgs rewrites `-config x` and `-config=x` to their `--` form.
+func normalizeArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 {
+			name, _, _ := strings.Cut(a[1:], "=")
+			for _, f := range longFlags {
+				if name == f {
+					out[i] = "-" + a
+				}
+			}
+		}
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+	}
+	return out
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	f := &runFlags{}
+	fs := pflag.NewFlagSet("hcasim", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVarP(&f.config, "config", "c", "", "")
+	fs.StringArrayVar(&f.sets, "set", nil, "")
+	fs.StringVar(&f.format, "format", "table", "")
+	fs.StringVar(&f.out, "out", "", "")
+	fs.Uint64Var(&f.seed, "seed", 0, "")
+	fs.BoolVar(&f.check, "check", false, "")
+	fs.StringVar(&f.trace, "trace", "", "")
+	fs.StringArrayVar(&f.tracePaths, "trace-path", nil, "")
+	fs.StringArrayVar(&f.traceKinds, "trace-kind", nil, "")
+	fs.StringVar(&f.vcd, "vcd", "", "")
+	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "")
+	fs.StringVar(&f.shard, "shard", "", "")
+	fs.BoolVar(&f.quiet, "quiet", false, "")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
+	fs.StringVar(&f.memprofile, "memprofile", "", "")
+	if err := fs.Parse(normalizeArgs(args)); err != nil {
+		return nil, userErrorf("%s (see hcasim help)", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, userErrorf("unexpected argument %q (see hcasim help)", fs.Arg(0))
+	}
+	f.seedSet = fs.Changed("seed")
+	if f.config == "" {
+		return nil, userErrorf("-config: no config given (a file, or a shipped name such as ndr.yaml)")
+	}
+	switch f.format {
+	case "table", "csv", "json":
+	default:
+		return nil, userErrorf("--format: %q is not a format (table, csv, json)", f.format)
+	}
+	if f.jobs < 1 || f.jobs > 4096 {
+		return nil, userErrorf("--jobs: %d is out of range (1 to 4096)", f.jobs)
+	}
+	return f, nil
+}
+
+// loadConfig reads, overrides and decodes the config named by f.
+func loadConfig(f *runFlags) (*fabric.Loaded, error) {
+	data, err := config.ReadFile(f.config, configs.Lookup)
+	if err != nil {
+		return nil, userErrorf("%s: %s", f.config, err)
+	}
+	sets := f.sets
+	if f.seedSet {
+		sets = append(append([]string{}, sets...), "seed="+strconv.FormatUint(f.seed, 10))
+	}
+	l, err := fabric.Load(data, sets)
+	if err != nil {
+		return nil, userErrorf("%s: %s", f.config, err)
+	}
+	if f.check {
+		l.Config.Sim.Check = true
+	}
+	return l, nil
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	f, err := parseRunFlags(args, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return fail(stderr, userErrorf("--cpuprofile: %v", err))
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fail(stderr, err)
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
+	l, err := loadConfig(f)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	res, runErr := execute(l, f, stderr)
+	code := 0
+	if runErr != nil {
+		code = fail(stderr, runErr)
+	}
+	if res != nil {
+		if err := present(res, f, stdout); err != nil && code == 0 {
+			code = fail(stderr, err)
+		}
+	}
+	if f.memprofile != "" {
+		mf, err := os.Create(f.memprofile)
+		if err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(mf)
+			mf.Close()
+		}
+	}
+	return code
+}
+
+// present prints the result in the chosen format and writes --out files.
+func present(res *report.Result, f *runFlags, stdout io.Writer) error {
+	if f.out != "" {
+		if err := report.WriteFiles(f.out, res); err != nil {
+			return userErrorf("--out: %v", err)
+		}
+		if err := writePlots(f.out, res); err != nil {
+			return err
+		}
+	}
+	switch f.format {
+	case "json":
+		return report.WriteJSON(stdout, res)
+	case "csv":
+		return report.WriteCSV(stdout, res)
+	default:
+		return report.WriteTable(stdout, res, tableColumns(res))
+	}
+}
+
+// fail prints err on one line and returns its exit code.
+func fail(stderr io.Writer, err error) int {
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	fmt.Fprintf(stderr, "hcasim: %s\n", msg)
+	var ue *userError
+	var ce *config.Error
+	var un *fabric.UnsupportedError
+	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &un) {
+		return 2
+	}
+	return 1
+}

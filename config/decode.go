@@ -1,0 +1,361 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is a user's mistake in a config or an override: one line, naming the
+// key path, the bad value and what is allowed.
+type Error struct {
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+
+// Parse parses YAML text into a node tree; an empty document is an empty mapping.
+func Parse(data []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, errorf("%s", cleanYAMLError(err))
+	}
+	if doc.Kind == 0 {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, nil
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, errorf("line %d: the config must be a mapping of keys, not %s", root.Line, kindName(root))
+	}
+	return root, nil
+}
+
+func cleanYAMLError(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "yaml: ")
+	s = strings.ReplaceAll(s, "\n", "; ")
+	return "broken YAML: " + s
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "empty"
+}
+
+// Set applies one `key=value` override to the node tree. The value is read
+// as a YAML scalar or flow collection ("4x", "400", "[1, 2]", "{a: 1}").
+func Set(root *yaml.Node, assignment string) error {
+	eq := strings.IndexByte(assignment, '=')
+	if eq <= 0 {
+		return errorf("--set %q: want key=value, e.g. link.width=4x", assignment)
+	}
+	key, val := strings.TrimSpace(assignment[:eq]), assignment[eq+1:]
+	parts := strings.Split(key, ".")
+	for _, p := range parts {
+		if p == "" {
+			return errorf("--set %q: %q is not a dotted key path", assignment, key)
+		}
+	}
+	var vdoc yaml.Node
+	if err := yaml.Unmarshal([]byte(val), &vdoc); err != nil {
+		return errorf("--set %s: %q is not a YAML value", key, val)
+	}
+	var vnode *yaml.Node
+	if vdoc.Kind == yaml.DocumentNode && len(vdoc.Content) == 1 {
+		vnode = vdoc.Content[0]
+	} else {
+		vnode = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
+	}
+	return SetNode(root, parts, vnode)
+}
+
+// SetNode places value at the key path under root, creating mappings as needed.
+func SetNode(root *yaml.Node, path []string, value *yaml.Node) error {
+	n := root
+	for i, p := range path {
+		if n.Kind != yaml.MappingNode {
+			return errorf("%s: is %s, not a mapping", strings.Join(path[:i], "."), kindName(n))
+		}
+		var next *yaml.Node
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			if n.Content[j].Value == p {
+				next = n.Content[j+1]
+				if i == len(path)-1 {
+					n.Content[j+1] = value
+					return nil
+				}
+				break
+			}
+		}
+		if next == nil {
+			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p}
+			if i == len(path)-1 {
+				n.Content = append(n.Content, k, value)
+				return nil
+			}
+			next = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			n.Content = append(n.Content, k, next)
+		}
+		n = next
+	}
+	return nil
+}
+
+// Lookup returns the node at a dotted path, or nil.
+func Lookup(root *yaml.Node, path string) *yaml.Node {
+	n := root
+	for _, p := range strings.Split(path, ".") {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			if n.Content[j].Value == p {
+				next = n.Content[j+1]
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+// Decode fills out (a pointer to a struct holding its defaults) from root,
+// strictly.
+func Decode(root *yaml.Node, out any) error {
+	v := reflect.ValueOf(out)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		panic("config: Decode wants a pointer to a struct")
+	}
+	return decode(root, v.Elem(), "")
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fields maps yaml keys of a struct type to field index paths, following
+// `,inline` embedding.
+func fields(t reflect.Type) map[string][]int {
+	m := map[string][]int{}
+	var walk func(t reflect.Type, prefix []int)
+	walk = func(t reflect.Type, prefix []int) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("yaml")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			idx := append(append([]int{}, prefix...), i)
+			if strings.Contains(opts, "inline") {
+				walk(f.Type, idx)
+				continue
+			}
+			if name == "" {
+				name = strings.ToLower(f.Name)
+			}
+			m[name] = idx
+		}
+	}
+	walk(t, nil)
+	return m
+}
+
+func decode(n *yaml.Node, v reflect.Value, path string) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	// A key with no value (`key:`) keeps its default.
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return errorf("%s: line %d: want a mapping of keys, got %s", orRoot(path), n.Line, kindName(n))
+		}
+		fs := fields(v.Type())
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			idx, ok := fs[k]
+			if !ok {
+				return unknownKey(join(path, k), k, fs)
+			}
+			if err := decode(n.Content[i+1], v.FieldByIndex(idx), join(path, k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		return decode(n, v.Elem(), path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return errorf("%s: line %d: want a list, got %s", path, n.Line, kindName(n))
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			if err := decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	case reflect.Map, reflect.Interface:
+		ptr := reflect.New(v.Type())
+		if err := n.Decode(ptr.Interface()); err != nil {
+			return errorf("%s: line %d: %s", path, n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		v.Set(ptr.Elem())
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return errorf("%s: line %d: want %s, got %s", path, n.Line, typeName(v.Type()), kindName(n))
+	}
+	ptr := reflect.New(v.Type())
+	if err := n.Decode(ptr.Interface()); err != nil {
+		return errorf("%s: %q is not %s", path, n.Value, typeName(v.Type()))
+	}
+	v.Set(ptr.Elem())
+	return nil
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "config"
+	}
+	return p
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return t.String()
+}
+
+func unknownKey(full, key string, fs map[string][]int) error {
+	names := make([]string, 0, len(fs))
+	for k := range fs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	best, bestD := "", 1<<30
+	for _, k := range names {
+		if d := levenshtein(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	parent := strings.TrimSuffix(full, key)
+	if best != "" && bestD <= max(2, len(key)/3) {
+		return errorf("%s: unknown key (did you mean %s%s?)", full, parent, best)
+	}
+	return errorf("%s: unknown key (valid here: %s)", full, strings.Join(names, ", "))
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// ReadFile reads a config by path, or else by the name of a shipped config
+// (a file path wins). embedded looks a name up among shipped configs.
+func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	if err == nil {
+		return data, nil
+	}
+	if errors.Is(err, os.ErrNotExist) && embedded != nil {
+		if d, ok := embedded(name); ok {
+			return d, nil
+		}
+		return nil, errorf("no such file, nor a shipped config of that name")
+	}
+	return nil, errorf("cannot read: %s", strings.TrimPrefix(err.Error(), "open "+name+": "))
+}
+
+// Keys lists every dotted key a struct type accepts, sorted (for docs and
+// for checking sweep keys).
+func Keys(t reflect.Type) []string {
+	var out []string
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		for k, idx := range fields(t) {
+			ft := t.FieldByIndex(idx).Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				walk(ft, join(path, k))
+			} else {
+				out = append(out, join(path, k))
+			}
+		}
+	}
+	walk(t, "")
+	sort.Strings(out)
+	return out
+}
+
+// ScalarString renders a scalar node's value for reports.
+func ScalarString(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	if n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	b, _ := yaml.Marshal(n)
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,40 @@
+// Package configs embeds the shipped design points, so that
+// `hcasim -config ndr.yaml` finds one by name from any directory.
+package configs
+
+import (
+	"embed"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:embed *.yaml
+var files embed.FS
+
+// Lookup returns a shipped config by name: "ndr.yaml", "ndr", or a path
+// ending in configs/ndr.yaml.
+func Lookup(name string) ([]byte, bool) {
+	name = strings.TrimPrefix(name, "./")
+	if i := strings.LastIndex(name, "configs/"); i >= 0 {
+		name = name[i+len("configs/"):]
+	}
+	if !strings.HasSuffix(name, ".yaml") {
+		name += ".yaml"
+	}
+	b, err := fs.ReadFile(files, name)
+	return b, err == nil
+}
+
+// Names lists the shipped configs.
+func Names() []string {
+	var out []string
+	_ = fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}

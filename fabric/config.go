@@ -1,0 +1,178 @@
+package fabric
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+	"github.com/hcasim/hcasim/switchasic"
+	"github.com/hcasim/hcasim/workload"
+)
+
+// Config is a whole design point: every section of a config file.
+type Config struct {
+	// Name labels the design point in reports.
+	Name string `yaml:"name"`
+	// Description is free text for people reading the config.
+	Description string `yaml:"description"`
+	// Seed makes a run reproducible: the same config and seed give
+	// byte-identical results and traces.
+	Seed uint64 `yaml:"seed"`
+
+	Link     link.Config       `yaml:"link"`
+	HCA      hca.Config        `yaml:"hca"`
+	Switch   switchasic.Config `yaml:"switch"`
+	Topology TopologyConfig    `yaml:"topology"`
+	Workload workload.Config   `yaml:"workload"`
+	Sim      SimConfig         `yaml:"sim"`
+
+	// Sweep maps dotted keys to lists of values (or {from, to, step}
+	// ranges); the design points are their Cartesian product.
+	Sweep map[string]any `yaml:"sweep"`
+}
+
+// SimConfig holds run-control knobs.
+type SimConfig struct {
+	// MaxTimeNs stops a run that has not finished by this simulated time
+	// (a guard against a workload that never ends); ns.
+	MaxTimeNs float64 `yaml:"max_time_ns"`
+	// Check turns on the invariant checkers (lossless, ordering, integrity,
+	// protection); the CLI's --check sets it.
+	Check bool `yaml:"check"`
+}
+
+// Defaults returns the default design point. Each section's defaults live
+// with the block they configure.
+func Defaults() Config {
+	return Config{
+		Name:     "default",
+		Seed:     1,
+		Link:     link.Defaults(),
+		HCA:      hca.Defaults(),
+		Switch:   switchasic.Defaults(),
+		Topology: DefaultTopology(),
+		Workload: workload.Defaults(),
+		Sim:      SimConfig{MaxTimeNs: 100e6},
+	}
+}
+
+// Validate checks every section and the combinations across sections.
+func (c *Config) Validate() error {
+	if err := c.Link.Validate("link"); err != nil {
+		return err
+	}
+	if err := c.HCA.Validate(); err != nil {
+		return err
+	}
+	if err := c.Switch.Validate(); err != nil {
+		return err
+	}
+	if err := c.Topology.Validate(); err != nil {
+		return err
+	}
+	if err := c.Workload.Validate("workload"); err != nil {
+		return err
+	}
+	if !(c.Sim.MaxTimeNs > 0 && c.Sim.MaxTimeNs <= 1e13) {
+		return fmt.Errorf("sim.max_time_ns: %v is out of range (above 0, up to 1e13)", c.Sim.MaxTimeNs)
+	}
+	w := &c.Workload
+	if w.Kind == "stream" && c.Topology.Kind != "back-to-back" {
+		return fmt.Errorf("workload.kind: stream runs on topology.kind back-to-back, not %q", c.Topology.Kind)
+	}
+	if w.Kind == "stream" || isSynthetic(w.Kind) {
+		if w.Size > c.Link.MTU {
+			return fmt.Errorf("workload.size: %d bytes is more than link.mtu %d (a %s packet carries at most one MTU)", w.Size, c.Link.MTU, w.Kind)
+		}
+		if w.Size < 1 {
+			return fmt.Errorf("workload.size: %d is out of range (1 to link.mtu %d)", w.Size, c.Link.MTU)
+		}
+	}
+	vls := c.Switch.VLs
+	if w.VL+w.Streams > vls {
+		return fmt.Errorf("workload.vl: VLs %d..%d do not exist with switch.vls %d (hosts use the switch's VL count)", w.VL, w.VL+w.Streams-1, vls)
+	}
+	maxPkt := ib.Packet{Opcode: ib.RDMAWriteOnlyImm, GRH: false, PayloadLen: c.Link.MTU}
+	if c.HCA.VLBufferBytes < maxPkt.WireBytes() {
+		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte packet of link.mtu %d (at least %d)", c.HCA.VLBufferBytes, maxPkt.WireBytes(), c.Link.MTU, ib.Credits(maxPkt.WireBytes())*ib.CreditBytes)
+	}
+	if c.Topology.Kind != "back-to-back" {
+		if err := c.Switch.CheckPacketFits(maxPkt.WireBytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isSynthetic(kind string) bool {
+	switch kind {
+	case "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast":
+		return true
+	}
+	return false
+}
+
+// Loaded is a config read from a source, with the node tree it was decoded
+// from (after overrides), for sweeps and for the config hash in traces.
+type Loaded struct {
+	Config Config
+	Node   *yaml.Node
+}
+
+// Hash returns a SHA-256 of the effective config (the decoded values, not the
+// text), so two spellings of the same design point hash alike.
+func (l *Loaded) Hash() string {
+	b, err := yaml.Marshal(&l.Config)
+	if err != nil {
+		panic(fmt.Sprintf("fabric: marshal config: %v", err))
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// Decode decodes a config node tree (overrides already applied), starting
+// from the defaults and from hca.profile if one is named, and validates it.
+func Decode(root *yaml.Node) (*Loaded, error) {
+	cfg := Defaults()
+	if n := config.Lookup(root, "hca.profile"); n != nil && n.Kind == yaml.ScalarNode {
+		p, err := hca.Profile(n.Value)
+		if err != nil {
+			return nil, &config.Error{Msg: err.Error()}
+		}
+		cfg.HCA = p
+	}
+	if err := config.Decode(root, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, &config.Error{Msg: err.Error()}
+	}
+	return &Loaded{Config: cfg, Node: root}, nil
+}
+
+// Load parses YAML text, applies `key=value` overrides and decodes.
+func Load(data []byte, sets []string) (*Loaded, error) {
+	root, err := config.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sets {
+		if err := config.Set(root, s); err != nil {
+			return nil, err
+		}
+	}
+	return Decode(root)
+}
+
+// IsUserError reports whether err is a user's mistake (exit 2) rather than a bug.
+func IsUserError(err error) bool {
+	_, ok := err.(*config.Error)
+	return ok || strings.HasPrefix(fmt.Sprint(err), "config:")
+}

@@ -1,0 +1,197 @@
+package fabric
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+	"github.com/hcasim/hcasim/workload"
+)
+
+// RunOptions are per-run settings that are not part of the design point.
+type RunOptions struct {
+	// Observe, if set, is called with the simulation after it is built and
+	// before it runs: tracers and checkers attach here.
+	Observe func(s *Simulation)
+}
+
+// Simulation is a built model: the engine and the named parts an observer
+// may attach to.
+type Simulation struct {
+	Sim   *components.Sim
+	Ports []*link.Port // every port, in build order
+}
+
+// Run builds the design point's simulation, runs it and returns its metrics.
+func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
+	cfg := &l.Config
+	wall := time.Now()
+	var (
+		m   map[string]any
+		err error
+	)
+	switch cfg.Workload.Kind {
+	case "stream":
+		m, err = runStream(cfg, opts)
+	default:
+		return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.kind: %q is not runnable on topology.kind %q in this build", cfg.Workload.Kind, cfg.Topology.Kind)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	m["wall_s"] = time.Since(wall).Seconds()
+	return m, nil
+}
+
+// UnsupportedError is a valid config this build cannot run (a user-facing
+// error: exit 2).
+type UnsupportedError struct{ Msg string }
+
+func (e *UnsupportedError) Error() string { return e.Msg }
+
+// PortConfig returns the link-port sizing of a host port under cfg.
+func PortConfig(cfg *Config, bufferBytes int) link.PortConfig {
+	return link.PortConfig{
+		VLs:           cfg.Switch.VLs,
+		BufferBlocks:  bufferBytes / ib.CreditBytes,
+		FCRefresh:     ib.PS(cfg.Link.FCRefreshNs * 1000),
+		FCMinInterval: ib.PS(cfg.Link.FCMinIntervalNs * 1000),
+	}
+}
+
+const (
+	evMeasureStart uint8 = iota + 1
+	evMeasureEnd
+	evDrainLimit
+)
+
+// streamRun is the back-to-back stream: host 0 sends, host 1 receives.
+type streamRun struct {
+	s      *components.Sim
+	src    *workload.StreamSource
+	sink   *workload.StreamSink
+	tx, rx *link.Port
+
+	saturate  bool
+	measuring bool
+	t0, t1    ib.PS // measurement window
+	busy0     ib.PS // tx wire busy time at t0
+	busy1     ib.PS
+	fc0, fc1  uint64
+
+	delivered   int
+	windowBytes int64 // payload bytes whose tail arrived in the window
+	lat         workload.Latencies
+	drained     bool
+	drainCap    ib.PS // longest drain phase after the window
+}
+
+func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
+	s := components.NewSim()
+	w := cfg.Workload
+	r := &streamRun{s: s, saturate: w.Saturate, drainCap: ib.PS(w.DrainNs * 1000)}
+	r.src = workload.NewStreamSource(s, "Fabric.Host[0]", w, 1, 2)
+	r.sink = workload.NewStreamSink(s, "Fabric.Host[1]", w.DrainGbps)
+	pc := PortConfig(cfg, cfg.HCA.VLBufferBytes)
+	r.tx = link.NewPort(s, r.src, "Fabric.Host[0].Port[1]", 1, pc)
+	r.rx = link.NewPort(s, r.sink, "Fabric.Host[1].Port[1]", 1, pc)
+	r.src.Attach(r.tx)
+	r.sink.Attach(r.rx)
+	timing := cfg.Link.Timing(cfg.Link.LengthM)
+	link.Connect(r.tx, r.rx, timing)
+	r.sink.OnDeliver = r.deliver
+	s.StopAt(ib.PS(cfg.Sim.MaxTimeNs * 1000))
+
+	if opts.Observe != nil {
+		opts.Observe(&Simulation{Sim: s, Ports: []*link.Port{r.tx, r.rx}})
+	}
+	if r.saturate {
+		warm := ib.PS(w.WarmupNs * 1000)
+		r.t0, r.t1 = warm, warm+ib.PS(w.MeasureNs*1000)
+		s.Schedule(r.t0, r, evMeasureStart)
+		s.Schedule(r.t1, r, evMeasureEnd)
+	} else {
+		r.measuring = true
+	}
+	r.src.Start()
+	if err := s.Run(); err != nil {
+		return nil, err
+	}
+	if !r.saturate {
+		r.t1 = s.Now()
+		r.busy1 = r.tx.Stats.BusyPS
+		r.fc1 = r.tx.Stats.FCPackets
+	}
+	window := r.t1 - r.t0
+	sent := r.src.Sent()
+	m := map[string]any{
+		"packets_sent":         sent,
+		"packets_delivered":    r.delivered,
+		"packets_dropped":      sent - r.delivered,
+		"drain_complete":       r.drained || (!r.saturate && r.delivered == sent),
+		"credit_stall_ns":      r.src.CreditStall().Nanoseconds(),
+		"rx_buffer_peak_bytes": peakBytes(r.rx),
+		"sim_time_ns":          s.Now().Nanoseconds(),
+		"events":               s.Events(),
+		"link_data_rate_gbps":  timing.DataRateBps() / 1e9,
+		"fc_packets":           r.tx.Stats.FCPackets + r.rx.Stats.FCPackets,
+		"latency_ns":           r.lat.SummaryNs(),
+	}
+	if window > 0 {
+		m["goodput_gbps"] = float64(r.windowBytes) * 8 / float64(window) * 1000
+		m["wire_utilization"] = float64(r.busy1-r.busy0) / float64(window)
+	} else {
+		m["goodput_gbps"] = 0.0
+		m["wire_utilization"] = 0.0
+	}
+	return m, nil
+}
+
+func peakBytes(p *link.Port) int {
+	peak := 0
+	for _, b := range p.Stats.RxPeakBlocks {
+		peak = max(peak, b)
+	}
+	return peak * ib.CreditBytes
+}
+
+func (r *streamRun) deliver(pkt *ib.Packet, tail ib.PS) {
+	r.delivered++
+	in := r.measuring
+	if r.saturate {
+		in = tail >= r.t0 && tail <= r.t1
+	}
+	if in {
+		r.windowBytes += int64(pkt.PayloadLen)
+		r.lat.Add(tail - pkt.InjectAt)
+	}
+	if r.src.Done() && r.delivered == r.src.Sent() {
+		r.drained = true
+		r.s.Stop()
+	}
+}
+
+// HandleEvent implements components.EventHandler for the phase controller.
+func (r *streamRun) HandleEvent(ev *components.Event) {
+	switch ev.Kind {
+	case evMeasureStart:
+		r.measuring = true
+		r.busy0 = r.tx.Stats.BusyPS
+		r.fc0 = r.tx.Stats.FCPackets
+	case evMeasureEnd:
+		r.measuring = false
+		r.busy1 = r.tx.Stats.BusyPS
+		r.fc1 = r.tx.Stats.FCPackets
+		r.src.StopInjecting()
+		if r.delivered == r.src.Sent() {
+			r.drained = true
+			r.s.Stop()
+			return
+		}
+		r.s.Schedule(r.s.Now()+r.drainCap, r, evDrainLimit)
+	case evDrainLimit:
+		r.s.Stop()
+	}
+}

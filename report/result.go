@@ -1,0 +1,168 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+)
+
+// Point is one design point's parameters and metrics, or its error.
+type Point struct {
+	Params  map[string]any `json:"params"`
+	Metrics map[string]any `json:"metrics"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// Result is everything one invocation produced.
+type Result struct {
+	Tool    string  `json:"tool"`
+	Version string  `json:"version"`
+	Config  string  `json:"config"`
+	Seed    uint64  `json:"seed"`
+	Points  []Point `json:"points"`
+}
+
+// Round returns v rounded to 9 significant digits.
+func Round(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 9, 64), 64)
+	return f
+}
+
+// Normalize rounds every float in a metrics tree in place.
+func Normalize(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case float64:
+			m[k] = Round(x)
+		case map[string]float64:
+			for kk, vv := range x {
+				x[kk] = Round(vv)
+			}
+		case map[string]any:
+			Normalize(x)
+		}
+	}
+}
+
+// WriteJSON writes r as indented JSON (map keys sorted, so deterministic).
+func WriteJSON(w io.Writer, r *Result) error {
+	for i := range r.Points {
+		Normalize(r.Points[i].Metrics)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Flatten turns nested metrics into dotted-free column names:
+// latency_ns.p50 → latency_ns_p50.
+func Flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, vv := range x {
+			Flatten(join(prefix, k), vv, out)
+		}
+	case map[string]float64:
+		for k, vv := range x {
+			out[join(prefix, k)] = FormatValue(vv)
+		}
+	default:
+		out[prefix] = FormatValue(x)
+	}
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "_" + b
+}
+
+// FormatValue renders a scalar for CSV and tables.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(Round(x), 'g', -1, 64)
+	case float32:
+		return FormatValue(float64(x))
+	case string:
+		return x
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// Columns returns the param columns then the metric columns of all points,
+// each group sorted by name.
+func Columns(points []Point) (params, metrics []string) {
+	ps, ms := map[string]bool{}, map[string]bool{}
+	for _, p := range points {
+		for k := range p.Params {
+			ps[k] = true
+		}
+		flat := map[string]string{}
+		Flatten("", p.Metrics, flat)
+		for k := range flat {
+			ms[k] = true
+		}
+	}
+	for k := range ps {
+		params = append(params, k)
+	}
+	for k := range ms {
+		metrics = append(metrics, k)
+	}
+	sort.Strings(params)
+	sort.Strings(metrics)
+	return params, metrics
+}
+
+// WriteFiles writes results.json and results.csv into dir.
+func WriteFiles(dir string, r *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	if err := WriteJSON(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	c, err := os.Create(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		return err
+	}
+	if err := WriteCSV(c, r); err != nil {
+		c.Close()
+		return err
+	}
+	return c.Close()
+}
+
+// ReadJSON reads a results.json.
+func ReadJSON(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a results.json: %v", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,102 @@
+package report
+
+import (
+	"encoding/csv"
+	"io"
+
+	"github.com/olekukonko/tablewriter"
+)
+
+// WriteCSV writes one row per point: params, metrics (flattened), error.
+func WriteCSV(w io.Writer, r *Result) error {
+	params, metrics := Columns(r.Points)
+	cw := csv.NewWriter(w)
+	header := append(append(append([]string{}, params...), metrics...), "error")
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	for _, p := range r.Points {
+		flat := map[string]string{}
+		Flatten("", p.Metrics, flat)
+		row := make([]string, 0, len(header))
+		for _, k := range params {
+			row = append(row, FormatValue(p.Params[k]))
+		}
+		for _, k := range metrics {
+			row = append(row, flat[k])
+		}
+		row = append(row, p.Error)
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteTable writes the points as a table: a single point as metric/value
+// rows, several as one row per point with the chosen metric columns (all
+// when cols is empty).
+func WriteTable(w io.Writer, r *Result, cols []string) error {
+	params, metrics := Columns(r.Points)
+	if len(cols) > 0 {
+		metrics = intersect(cols, metrics)
+	}
+	t := tablewriter.NewWriter(w)
+	if len(r.Points) == 1 && r.Points[0].Error == "" {
+		p := r.Points[0]
+		t.Header("key", "value")
+		for _, k := range params {
+			if err := t.Append(k, FormatValue(p.Params[k])); err != nil {
+				return err
+			}
+		}
+		flat := map[string]string{}
+		Flatten("", p.Metrics, flat)
+		for _, k := range metrics {
+			if err := t.Append(k, flat[k]); err != nil {
+				return err
+			}
+		}
+		return t.Render()
+	}
+	header := make([]any, 0, len(params)+len(metrics)+1)
+	for _, k := range params {
+		header = append(header, k)
+	}
+	for _, k := range metrics {
+		header = append(header, k)
+	}
+	header = append(header, "error")
+	t.Header(header...)
+	for _, p := range r.Points {
+		flat := map[string]string{}
+		Flatten("", p.Metrics, flat)
+		row := make([]any, 0, len(header))
+		for _, k := range params {
+			row = append(row, FormatValue(p.Params[k]))
+		}
+		for _, k := range metrics {
+			row = append(row, flat[k])
+		}
+		row = append(row, p.Error)
+		if err := t.Append(row...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func intersect(want, have []string) []string {
+	set := map[string]bool{}
+	for _, h := range have {
+		set[h] = true
+	}
+	var out []string
+	for _, w := range want {
+		if set[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}

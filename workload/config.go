@@ -1,0 +1,140 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Config is the `workload:` section.
+type Config struct {
+	// Kind selects the driver: stream (one link, back to back), perftest
+	// (RDMA verbs tests on HCAs), or a synthetic pattern on packet
+	// endpoints: uniform, permutation, shift, bitcomp, hotspot, incast;
+	// collectives: allreduce, alltoall.
+	Kind string `yaml:"kind"`
+	// Size is the payload in bytes of each message (perftest, collectives)
+	// or packet (stream and synthetic patterns).
+	Size int `yaml:"size"`
+
+	// Stream (back-to-back) knobs.
+	Packets   int     `yaml:"packets"`    // packets to send; 0 with saturate = run for duration_ns
+	Saturate  bool    `yaml:"saturate"`   // send back to back as fast as credits allow
+	VL        int     `yaml:"vl"`         // virtual lane the stream uses
+	SL        int     `yaml:"sl"`         // service level of the stream's packets
+	DrainGbps float64 `yaml:"drain_gbps"` // receiver's buffer drain rate, Gb/s; 0 = unlimited
+	Streams   int     `yaml:"streams"`    // parallel streams on VLs vl, vl+1, …; 1 = one VL
+
+	// Phases (synthetic traffic and stream): statistics come from the
+	// measurement window only.
+	WarmupNs  float64 `yaml:"warmup_ns"`  // ns before measurement starts
+	MeasureNs float64 `yaml:"measure_ns"` // ns of measurement (saturating stream: its duration)
+	DrainNs   float64 `yaml:"drain_ns"`   // ns after measurement for packets in flight to land (the cap on the drain phase)
+
+	// Perftest knobs (workload.kind: perftest).
+	Test       string `yaml:"test"`        // write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat
+	Iterations int    `yaml:"iterations"`  // messages per test (perftest -n)
+	TxDepth    int    `yaml:"tx_depth"`    // outstanding sends per QP (perftest -t)
+	QPs        int    `yaml:"qps"`         // queue pairs (perftest -q)
+	InlineSize int    `yaml:"inline_size"` // largest message sent inline (perftest -I)
+
+	// Synthetic traffic knobs.
+	OfferedLoad     float64 `yaml:"offered_load"`     // fraction of link rate each host injects, 0 < x ≤ 1
+	Injection       string  `yaml:"injection"`        // bernoulli | onoff
+	BurstPackets    float64 `yaml:"burst_packets"`    // on-off: mean packets per burst
+	Sizes           string  `yaml:"sizes"`            // size distribution "256:0.5,4096:0.5"; empty = fixed Size
+	HotspotFraction float64 `yaml:"hotspot_fraction"` // hotspot: share of packets to host 0
+	Shift           int     `yaml:"shift"`            // shift pattern distance
+}
+
+// Kinds lists every workload kind.
+var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall"}
+
+// Defaults returns the workload defaults: a saturating 4 KiB stream.
+func Defaults() Config {
+	return Config{
+		Kind:            "stream",
+		Size:            4096,
+		Packets:         2000,
+		Saturate:        true,
+		Streams:         1,
+		WarmupNs:        2000,
+		MeasureNs:       20000,
+		DrainNs:         200000,
+		Test:            "write_bw",
+		Iterations:      1000, // perftest default -n 1000 (perftest_parameters.h DEF_ITERS)
+		TxDepth:         128,  // perftest default -t 128 (DEF_TX_BW)
+		QPs:             1,
+		InlineSize:      0,
+		OfferedLoad:     0.5,
+		Injection:       "bernoulli",
+		BurstPackets:    8,
+		HotspotFraction: 0.2,
+		Shift:           1,
+	}
+}
+
+// Validate checks ranges; prefix is the key path ("workload").
+func (c *Config) Validate(prefix string) error {
+	ok := false
+	for _, k := range Kinds {
+		ok = ok || k == c.Kind
+	}
+	if !ok {
+		return fmt.Errorf("%s.kind: %q is not a workload (%s)", prefix, c.Kind, strings.Join(Kinds, ", "))
+	}
+	if c.Size < 0 || c.Size > 8<<20 {
+		return fmt.Errorf("%s.size: %d is out of range (0 to 8388608 bytes)", prefix, c.Size)
+	}
+	if c.Packets < 0 || c.Packets > 1e9 {
+		return fmt.Errorf("%s.packets: %d is out of range (0 to 1e9)", prefix, c.Packets)
+	}
+	if c.VL < 0 || c.VL > 14 {
+		return fmt.Errorf("%s.vl: %d is not a data VL (0 to 14)", prefix, c.VL)
+	}
+	if c.SL < 0 || c.SL > 15 {
+		return fmt.Errorf("%s.sl: %d is not a service level (0 to 15)", prefix, c.SL)
+	}
+	if math.IsNaN(c.DrainGbps) || c.DrainGbps < 0 || c.DrainGbps > 1e5 {
+		return fmt.Errorf("%s.drain_gbps: %v is out of range (0 for unlimited, up to 100000)", prefix, c.DrainGbps)
+	}
+	if c.Streams < 1 || c.Streams > 15 {
+		return fmt.Errorf("%s.streams: %d is out of range (1 to 15)", prefix, c.Streams)
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"warmup_ns", c.WarmupNs}, {"measure_ns", c.MeasureNs}, {"drain_ns", c.DrainNs}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > 1e12 {
+			return fmt.Errorf("%s.%s: %v is out of range (0 to 1e12 ns)", prefix, f.key, f.v)
+		}
+	}
+	if c.MeasureNs <= 0 {
+		return fmt.Errorf("%s.measure_ns: %v must be positive", prefix, c.MeasureNs)
+	}
+	if c.Iterations < 1 || c.Iterations > 1e8 {
+		return fmt.Errorf("%s.iterations: %d is out of range (1 to 1e8)", prefix, c.Iterations)
+	}
+	if c.TxDepth < 1 || c.TxDepth > 8192 {
+		return fmt.Errorf("%s.tx_depth: %d is out of range (1 to 8192)", prefix, c.TxDepth)
+	}
+	if c.QPs < 1 || c.QPs > 4096 {
+		return fmt.Errorf("%s.qps: %d is out of range (1 to 4096)", prefix, c.QPs)
+	}
+	if c.InlineSize < 0 || c.InlineSize > 1024 {
+		return fmt.Errorf("%s.inline_size: %d is out of range (0 to 1024 bytes)", prefix, c.InlineSize)
+	}
+	if math.IsNaN(c.OfferedLoad) || c.OfferedLoad <= 0 || c.OfferedLoad > 1 {
+		return fmt.Errorf("%s.offered_load: %v is out of range (above 0, at most 1)", prefix, c.OfferedLoad)
+	}
+	if c.Injection != "bernoulli" && c.Injection != "onoff" {
+		return fmt.Errorf("%s.injection: %q is not an injection process (bernoulli, onoff)", prefix, c.Injection)
+	}
+	if math.IsNaN(c.BurstPackets) || c.BurstPackets < 1 || c.BurstPackets > 1e6 {
+		return fmt.Errorf("%s.burst_packets: %v is out of range (1 to 1e6)", prefix, c.BurstPackets)
+	}
+	if math.IsNaN(c.HotspotFraction) || c.HotspotFraction < 0 || c.HotspotFraction > 1 {
+		return fmt.Errorf("%s.hotspot_fraction: %v is out of range (0 to 1)", prefix, c.HotspotFraction)
+	}
+	return nil
+}
