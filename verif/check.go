@@ -1,0 +1,561 @@
+package verif
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// Invariant names, as a Violation reports them.
+const (
+	InvLossless   = "lossless"       // every injected packet delivered exactly once, uncorrupted
+	InvBuffer     = "buffer"         // no buffer above its size, none below empty
+	InvCredit     = "credit"         // no credit count negative or above the peer's buffer
+	InvOrdering   = "ordering"       // per QP: request PSNs in order at the responder, completions in order
+	InvIntegrity  = "data-integrity" // RDMA destination bytes equal the source
+	InvProtection = "protection"     // no byte lands in host memory without a valid key
+)
+
+// Violation is a failed invariant: which one, where, when, what, and the
+// last trace events the checkers saw before it.
+type Violation struct {
+	Invariant string // one of the Inv* names
+	Path      string // component that announced the offending event
+	Time      ib.PS
+	Detail    string
+	Recent    []components.TraceEvent // oldest first; the offending event last when there is one
+}
+
+// Error formats the report: one summary line, then the recent events in
+// trace-line form.
+func (v *Violation) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invariant %s violated at %d ps in %s: %s", v.Invariant, v.Time, v.Path, v.Detail)
+	if len(v.Recent) > 0 {
+		fmt.Fprintf(&b, "\nlast %d events:", len(v.Recent))
+		for i := range v.Recent {
+			b.WriteString("\n  ")
+			b.WriteString(FormatEvent(&v.Recent[i]))
+		}
+	}
+	return b.String()
+}
+
+// CheckConfig tunes the checkers.
+type CheckConfig struct {
+	// Recent is how many events a report shows; 0 means 16.
+	Recent int
+	// AllowDrops accepts drop events (a fabric configured to discard, e.g.
+	// SL-to-VL 15); by default a drop breaks "lossless".
+	AllowDrops bool
+	// OnViolation is called at each violation. The lead wires it to stop the
+	// run (components.Sim.Stop) so the report is about the first failure.
+	// nil: violations are only collected.
+	OnViolation func(*Violation)
+}
+
+// Checkers are the scoreboards. They observe the trace events blocks
+// announce (they are a sim.Hook at components.HookPosTrace, like the
+// Recorder) plus two calls the simulation makes itself: CompareData when an
+// RDMA transfer completes, and Finish when the run ends.
+//
+// Attach them to a whole simulation with one call, and finish at the end:
+//
+//	chk := verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, blocks...)
+//	s.OnEnd(func(now ib.PS) { chk.Finish(now, true) })
+//	...
+//	if err := chk.Err(); err != nil { ... print err, exit 1 ... }
+//
+// What each invariant reads from the events (docs/trace-format.md):
+//
+//   - lossless: inject and deliver, keyed by seq; the delivered copy must
+//     carry the injected slid, dlid, qpn, psn, op and icrc; each seq once.
+//     A drop is a violation unless AllowDrops. At Finish, any packet injected
+//     and not delivered is lost.
+//   - buffer: any event with occ: 0 ≤ occ ≤ cap. buf_enq / buf_deq with seq
+//     and credits keep the checker's own count per (path, vl): a packet
+//     enters a buffer once and leaves it once, the blocks it holds never
+//     exceed cap, and an occ the model reports must equal that count. A
+//     buf_deq of a packet not in the buffer is a credit returned twice. At
+//     Finish on an idle fabric every buffer is empty.
+//   - credit: any event with avail: avail ≥ 0, and avail ≤ cap when cap is
+//     given. At Finish on an idle fabric, every (path, vl) whose last event
+//     had avail and cap must have avail == cap: less is a leaked credit, more
+//     a credit returned twice.
+//   - ordering: deliver of a request opcode at the responder (path, qpn):
+//     psn must be the expected one or behind it (a retry); ahead is a gap. A
+//     request consumes psns PSNs (default 1; an RDMA READ request ⌈len/PMTU⌉).
+//     cqe per (path, qpn, queue): wqe strictly increasing.
+//   - protection: key_check result=pass opens the window [addr, addr+len)
+//     for (path, qpn); result=fail closes all of that QP's windows (the QP
+//     goes to the error state). A dma_write must lie inside an open window.
+//   - data integrity: CompareData(src, dst).
+type Checkers struct {
+	cfg CheckConfig
+
+	recent []components.TraceEvent // ring; fields slices reused
+	next   int
+	filled bool
+
+	injected  map[int64]pktIdentity // in flight, by seq
+	delivered bitset                // by seq
+	credits   map[string]creditState
+	inBuf     map[bufSlot]int64 // packets in a buffer: blocks, by (path, seq)
+	bufOcc    map[string]int64  // blocks in each (path, vl) buffer, by the checker's own count
+	psnNext   map[string]int64  // by "path qpn=N": next expected request PSN
+	wqeLast   map[string]int64  // by "path qpn=N queue=Q": last completed WQE index
+	keyWins   map[string][]window
+
+	violations []*Violation
+}
+
+type pktIdentity struct {
+	slid, dlid, qpn, psn, icrc int64
+	op                         string
+	at                         ib.PS
+	path                       string
+}
+
+type creditState struct {
+	avail, cap int64
+	hasCap     bool
+	at         ib.PS
+}
+
+type window struct{ lo, hi int64 } // [lo, hi)
+
+type bufSlot struct {
+	path string
+	seq  int64
+}
+
+// maxKeyWindows is how many passed key checks per QP stay open; older ones
+// close (an HCA checks the key once per message, so a handful covers the
+// messages in flight on one QP).
+const maxKeyWindows = 16
+
+// NewCheckers returns checkers with empty state.
+func NewCheckers(cfg CheckConfig) *Checkers {
+	if cfg.Recent <= 0 {
+		cfg.Recent = 16
+	}
+	return &Checkers{
+		cfg:      cfg,
+		recent:   make([]components.TraceEvent, cfg.Recent),
+		injected: map[int64]pktIdentity{},
+		credits:  map[string]creditState{},
+		inBuf:    map[bufSlot]int64{},
+		bufOcc:   map[string]int64{},
+		psnNext:  map[string]int64{},
+		wqeLast:  map[string]int64{},
+		keyWins:  map[string][]window{},
+	}
+}
+
+// AttachCheckers makes checkers and attaches them to every block that
+// announces trace events; see Checkers for the end-of-run call.
+func AttachCheckers(cfg CheckConfig, targets ...sim.Hookable) *Checkers {
+	c := NewCheckers(cfg)
+	AttachHook(c, targets...)
+	return c
+}
+
+// Func implements sim.Hook.
+func (c *Checkers) Func(ctx sim.HookCtx) {
+	if ctx.Pos != components.HookPosTrace {
+		return
+	}
+	ev, ok := ctx.Item.(*components.TraceEvent)
+	if !ok {
+		panic(fmt.Sprintf("verif: HookPosTrace item is %T, want *components.TraceEvent", ctx.Item))
+	}
+	c.Observe(ev)
+}
+
+// Observe checks one event.
+func (c *Checkers) Observe(ev *components.TraceEvent) {
+	c.remember(ev)
+	if avail, ok := ev.Int("avail"); ok {
+		c.checkCredit(ev, avail)
+	}
+	if occ, ok := ev.Int("occ"); ok {
+		if capBlocks, hasCap := ev.Int("cap"); occ < 0 || hasCap && occ > capBlocks {
+			c.fail(InvBuffer, ev, fmt.Sprintf("buffer occupancy %d outside 0..%d", occ, capBlocks))
+		}
+	}
+	switch ev.Kind {
+	case components.TraceInject:
+		c.inject(ev)
+	case components.TraceDeliver:
+		c.deliver(ev)
+		c.checkPSN(ev)
+	case components.TraceDrop:
+		if !c.cfg.AllowDrops {
+			seq, _ := ev.Int("seq")
+			reason, _ := ev.Str("reason")
+			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d dropped (reason %q) in a lossless fabric", seq, reason))
+		}
+	case components.TraceBufEnq:
+		c.bufEnq(ev)
+	case components.TraceBufDeq:
+		c.bufDeq(ev)
+	case components.TraceCQE:
+		c.checkCQE(ev)
+	case components.TraceKeyCheck:
+		c.keyCheck(ev)
+	case components.TraceDMAWrite:
+		c.dmaWrite(ev)
+	}
+}
+
+func (c *Checkers) remember(ev *components.TraceEvent) {
+	slot := &c.recent[c.next]
+	fields := append(slot.Fields[:0], ev.Fields...)
+	*slot = *ev
+	slot.Fields = fields
+	c.next++
+	if c.next == len(c.recent) {
+		c.next, c.filled = 0, true
+	}
+}
+
+// recentCopy returns the remembered events, oldest first, deep-copied.
+func (c *Checkers) recentCopy() []components.TraceEvent {
+	var out []components.TraceEvent
+	if c.filled {
+		for i := c.next; i < len(c.recent); i++ {
+			out = append(out, c.recent[i].Clone())
+		}
+	}
+	for i := 0; i < c.next; i++ {
+		out = append(out, c.recent[i].Clone())
+	}
+	return out
+}
+
+func (c *Checkers) fail(inv string, ev *components.TraceEvent, detail string) {
+	c.report(&Violation{Invariant: inv, Path: ev.Path, Time: ev.Time, Detail: detail})
+}
+
+func (c *Checkers) report(v *Violation) {
+	v.Recent = c.recentCopy()
+	c.violations = append(c.violations, v)
+	if c.cfg.OnViolation != nil {
+		c.cfg.OnViolation(v)
+	}
+}
+
+func (c *Checkers) checkCredit(ev *components.TraceEvent, avail int64) {
+	key := ev.StreamKey()
+	capBlocks, hasCap := ev.Int("cap")
+	switch {
+	case avail < 0:
+		c.fail(InvCredit, ev, fmt.Sprintf("credit count %d is negative", avail))
+	case hasCap && avail > capBlocks:
+		c.fail(InvCredit, ev, fmt.Sprintf("credit count %d above the peer's buffer of %d blocks (a credit returned twice?)", avail, capBlocks))
+	}
+	c.credits[key] = creditState{avail: avail, cap: capBlocks, hasCap: hasCap, at: ev.Time}
+}
+
+// bufEnq and bufDeq keep the checker's own account of each buffer, by
+// packet: a packet leaves a buffer (and its credits go back) exactly once.
+// Counting by packet rather than trusting the model's occ catches a credit
+// returned twice even while the buffer is not empty.
+func (c *Checkers) bufEnq(ev *components.TraceEvent) {
+	seq, ok := ev.Int("seq")
+	if !ok {
+		return
+	}
+	blocks, _ := ev.Int("credits")
+	slot := bufSlot{ev.Path, seq}
+	if _, dup := c.inBuf[slot]; dup {
+		c.fail(InvBuffer, ev, fmt.Sprintf("packet seq %d enqueued twice", seq))
+		return
+	}
+	c.inBuf[slot] = blocks
+	key := ev.StreamKey()
+	c.bufOcc[key] += blocks
+	if capBlocks, ok := ev.Int("cap"); ok && c.bufOcc[key] > capBlocks {
+		c.fail(InvBuffer, ev, fmt.Sprintf("buffer holds %d blocks of packets, above its %d", c.bufOcc[key], capBlocks))
+	}
+	if occ, ok := ev.Int("occ"); ok && occ != c.bufOcc[key] {
+		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", occ, c.bufOcc[key]))
+	}
+}
+
+func (c *Checkers) bufDeq(ev *components.TraceEvent) {
+	seq, ok := ev.Int("seq")
+	if !ok {
+		return
+	}
+	slot := bufSlot{ev.Path, seq}
+	blocks, in := c.inBuf[slot]
+	if !in {
+		c.fail(InvCredit, ev, fmt.Sprintf("packet seq %d left a buffer it is not in: its credits returned twice (or never taken)", seq))
+		return
+	}
+	delete(c.inBuf, slot)
+	key := ev.StreamKey()
+	c.bufOcc[key] -= blocks
+	if occ, ok := ev.Int("occ"); ok && occ != c.bufOcc[key] {
+		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", occ, c.bufOcc[key]))
+	}
+}
+
+func identity(ev *components.TraceEvent) pktIdentity {
+	var id pktIdentity
+	id.slid, _ = ev.Int("slid")
+	id.dlid, _ = ev.Int("dlid")
+	id.qpn, _ = ev.Int("qpn")
+	id.psn, _ = ev.Int("psn")
+	id.icrc, _ = ev.Int("icrc")
+	id.op, _ = ev.Str("op")
+	id.at, id.path = ev.Time, ev.Path
+	return id
+}
+
+func (c *Checkers) inject(ev *components.TraceEvent) {
+	seq, ok := ev.Int("seq")
+	if !ok || seq < 0 {
+		c.fail(InvLossless, ev, "inject without a non-negative seq field")
+		return
+	}
+	if _, dup := c.injected[seq]; dup || c.delivered.has(seq) {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d injected twice", seq))
+		return
+	}
+	c.injected[seq] = identity(ev)
+}
+
+func (c *Checkers) deliver(ev *components.TraceEvent) {
+	seq, ok := ev.Int("seq")
+	if !ok || seq < 0 {
+		c.fail(InvLossless, ev, "deliver without a non-negative seq field")
+		return
+	}
+	if c.delivered.has(seq) {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered twice", seq))
+		return
+	}
+	in, ok := c.injected[seq]
+	if !ok {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered but never injected", seq))
+		return
+	}
+	delete(c.injected, seq)
+	c.delivered.set(seq)
+	got := identity(ev)
+	for _, d := range []struct {
+		name      string
+		want, got int64
+	}{{"slid", in.slid, got.slid}, {"dlid", in.dlid, got.dlid}, {"qpn", in.qpn, got.qpn}, {"psn", in.psn, got.psn}, {"icrc", in.icrc, got.icrc}} {
+		if d.want != d.got {
+			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: %s injected %d, delivered %d", seq, d.name, d.want, d.got))
+			return
+		}
+	}
+	if in.op != got.op {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: op injected %s, delivered %s", seq, in.op, got.op))
+	}
+}
+
+// requestOps are the opcode names a responder receives as requests.
+var requestOps = func() map[string]bool {
+	m := map[string]bool{}
+	for op := 0; op < 256; op++ {
+		o := ib.Opcode(op)
+		if o.Valid() && o.IsRequest() {
+			m[o.String()] = true
+		}
+	}
+	return m
+}()
+
+// psnMod is the 24-bit PSN space.
+const psnMod = 1 << 24
+
+func (c *Checkers) checkPSN(ev *components.TraceEvent) {
+	op, _ := ev.Str("op")
+	if !requestOps[op] {
+		return
+	}
+	qpn, ok1 := ev.Int("qpn")
+	psn, ok2 := ev.Int("psn")
+	if !ok1 || !ok2 {
+		return
+	}
+	n, ok := ev.Int("psns")
+	if !ok || n < 1 {
+		n = 1
+	}
+	key := ev.Path + " qpn=" + fmt.Sprint(qpn)
+	want, seen := c.psnNext[key]
+	if !seen {
+		c.psnNext[key] = (psn + n) % psnMod
+		return
+	}
+	ahead := ((psn-want)%psnMod + psnMod) % psnMod
+	switch {
+	case ahead == 0:
+		c.psnNext[key] = (psn + n) % psnMod
+	case ahead < psnMod/2:
+		c.fail(InvOrdering, ev, fmt.Sprintf("QP %d request PSN %d arrived, expected %d (a gap of %d)", qpn, psn, want, ahead))
+	default:
+		// Behind the expected PSN: a duplicate from a retry, allowed.
+	}
+}
+
+func (c *Checkers) checkCQE(ev *components.TraceEvent) {
+	qpn, ok1 := ev.Int("qpn")
+	wqe, ok2 := ev.Int("wqe")
+	if !ok1 || !ok2 {
+		return
+	}
+	queue, _ := ev.Str("queue")
+	key := fmt.Sprintf("%s qpn=%d queue=%s", ev.Path, qpn, queue)
+	if last, seen := c.wqeLast[key]; seen && wqe <= last {
+		c.fail(InvOrdering, ev, fmt.Sprintf("QP %d %s completion for WQE %d after WQE %d", qpn, queueName(queue), wqe, last))
+	}
+	c.wqeLast[key] = wqe
+}
+
+func queueName(q string) string {
+	if q == "" {
+		return "queue"
+	}
+	return q
+}
+
+func (c *Checkers) keyCheck(ev *components.TraceEvent) {
+	qpn, _ := ev.Int("qpn")
+	key := ev.Path + " qpn=" + fmt.Sprint(qpn)
+	result, _ := ev.Str("result")
+	if result != "pass" {
+		delete(c.keyWins, key)
+		return
+	}
+	addr, _ := ev.Int("addr")
+	n, _ := ev.Int("len")
+	ws := append(c.keyWins[key], window{addr, addr + n})
+	if len(ws) > maxKeyWindows {
+		ws = ws[len(ws)-maxKeyWindows:]
+	}
+	c.keyWins[key] = ws
+}
+
+func (c *Checkers) dmaWrite(ev *components.TraceEvent) {
+	qpn, ok := ev.Int("qpn")
+	if !ok {
+		c.fail(InvProtection, ev, "dma_write without a qpn: no key can cover it")
+		return
+	}
+	addr, _ := ev.Int("addr")
+	n, _ := ev.Int("len")
+	for _, w := range c.keyWins[ev.Path+" qpn="+fmt.Sprint(qpn)] {
+		if addr >= w.lo && addr+n <= w.hi {
+			return
+		}
+	}
+	c.fail(InvProtection, ev, fmt.Sprintf("QP %d wrote %d bytes at 0x%x with no passed key check covering them", qpn, n, addr))
+}
+
+// CompareData checks an RDMA transfer: dst (the bytes now in destination
+// memory) must equal src. what names the transfer in the report.
+func (c *Checkers) CompareData(t ib.PS, path, what string, src, dst []byte) {
+	if len(src) != len(dst) {
+		c.report(&Violation{Invariant: InvIntegrity, Path: path, Time: t,
+			Detail: fmt.Sprintf("%s: source has %d bytes, destination %d", what, len(src), len(dst))})
+		return
+	}
+	for i := range src {
+		if src[i] != dst[i] {
+			c.report(&Violation{Invariant: InvIntegrity, Path: path, Time: t,
+				Detail: fmt.Sprintf("%s: byte %d is 0x%02x at the destination, 0x%02x at the source", what, i, dst[i], src[i])})
+			return
+		}
+	}
+}
+
+// Finish runs the end-of-run checks at time now. idle says the fabric has
+// drained (no packet in flight by design: the workload finished); only then
+// are lost packets and unreturned credits violations.
+func (c *Checkers) Finish(now ib.PS, idle bool) {
+	if !idle {
+		return
+	}
+	if len(c.injected) > 0 {
+		seqs := make([]int64, 0, len(c.injected))
+		for s := range c.injected {
+			seqs = append(seqs, s)
+		}
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		first := c.injected[seqs[0]]
+		c.report(&Violation{Invariant: InvLossless, Path: first.path, Time: now,
+			Detail: fmt.Sprintf("%d packets injected and never delivered; first seq %d (qpn %d psn %d), injected at %d ps",
+				len(seqs), seqs[0], first.qpn, first.psn, first.at)})
+	}
+	if len(c.inBuf) > 0 {
+		slots := make([]bufSlot, 0, len(c.inBuf))
+		for sl := range c.inBuf {
+			slots = append(slots, sl)
+		}
+		sort.Slice(slots, func(i, j int) bool {
+			if slots[i].path != slots[j].path {
+				return slots[i].path < slots[j].path
+			}
+			return slots[i].seq < slots[j].seq
+		})
+		c.report(&Violation{Invariant: InvBuffer, Path: slots[0].path, Time: now,
+			Detail: fmt.Sprintf("idle fabric: %d packets still in buffers; first seq %d", len(slots), slots[0].seq)})
+	}
+	keys := make([]string, 0, len(c.credits))
+	for k := range c.credits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s := c.credits[k]
+		if !s.hasCap || s.avail == s.cap {
+			continue
+		}
+		what := "leaked (never returned)"
+		if s.avail > s.cap {
+			what = "returned twice"
+		}
+		c.report(&Violation{Invariant: InvCredit, Path: k, Time: now,
+			Detail: fmt.Sprintf("idle fabric: %d credits available of %d (last change at %d ps): credits %s", s.avail, s.cap, s.at, what)})
+	}
+}
+
+// Violations returns every violation so far, in order.
+func (c *Checkers) Violations() []*Violation { return c.violations }
+
+// Err returns the first violation, or nil.
+func (c *Checkers) Err() error {
+	if len(c.violations) == 0 {
+		return nil
+	}
+	return c.violations[0]
+}
+
+// bitset is a growable set of non-negative integers (packet seqs are dense
+// from 1, so this is a few bits per packet).
+type bitset []uint64
+
+func (b bitset) has(i int64) bool {
+	w := i >> 6
+	return w < int64(len(b)) && b[w]&(1<<(i&63)) != 0
+}
+
+func (b *bitset) set(i int64) {
+	w := int(i >> 6)
+	for w >= len(*b) {
+		*b = append(*b, 0)
+	}
+	(*b)[w] |= 1 << (i & 63)
+}
