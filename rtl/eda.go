@@ -1,0 +1,54 @@
+package rtl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// RequireEDAEnv is the environment variable CI sets to 1 so that tests fail,
+// instead of skipping, when verilator, iverilog or yosys is missing.
+const RequireEDAEnv = "HCASIM_REQUIRE_EDA"
+
+// EDAInstallHint says how to get the tools.
+const EDAInstallHint = "apt-get install -y verilator iverilog yosys"
+
+// toolPath finds an EDA tool on PATH.
+func toolPath(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found on PATH (install: %s)", name, EDAInstallHint)
+	}
+	return p, nil
+}
+
+// runTool runs an EDA tool in dir and returns its combined output; a non-zero
+// exit is an error carrying the output's last lines.
+func runTool(ctx context.Context, dir, name string, args ...string) (string, error) {
+	p, err := toolPath(name)
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out.String(), 40))
+	}
+	return out.String(), nil
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,33 @@
+package rtl
+
+import (
+	"embed"
+	"fmt"
+)
+
+// verilogFS holds the hand-written, synthesizable primitives. They are copied
+// into every emitted tree behind the generated-file header.
+//
+//go:embed verilog/*.v
+var verilogFS embed.FS
+
+// PrimitiveFiles lists the implemented primitive sources, in emission order.
+var PrimitiveFiles = []string{
+	"sync_fifo.v",
+	"onehot_encode.v",
+	"rr_arbiter.v",
+	"vl_arb_table.v",
+	"vl_arbiter.v",
+	"credit_sender.v",
+	"credit_receiver.v",
+}
+
+// PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It
+// panics on a name that is not one: the list is fixed at build time.
+func PrimitiveSource(file string) string {
+	b, err := verilogFS.ReadFile("verilog/" + file)
+	if err != nil {
+		panic(fmt.Sprintf("rtl.PrimitiveSource: %q: %v", file, err))
+	}
+	return string(b)
+}
