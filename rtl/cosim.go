@@ -199,8 +199,10 @@ func newVLArbDUT(r *rand.Rand, highN, lowN, vls int) *vlArbDUT {
 	return d
 }
 
-func (d *vlArbDUT) module() string  { return "vl_arbiter" }
-func (d *vlArbDUT) files() []string { return []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"} }
+func (d *vlArbDUT) module() string { return "vl_arbiter" }
+func (d *vlArbDUT) files() []string {
+	return []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"}
+}
 func (d *vlArbDUT) params() []Param {
 	return []Param{{"HIGH_ENTRIES", d.highN}, {"LOW_ENTRIES", d.lowN}}
 }
