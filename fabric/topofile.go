@@ -1,0 +1,163 @@
+package fabric
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// A topology file describes any fabric the builders do not, one statement a
+// line; '#' starts a comment:
+//
+//	host   Fabric.Host[0]
+//	switch Fabric.Switch[0] 8                # name, number of ports (radix)
+//	root   Fabric.Switch[0]                  # optional: an up/down root
+//	cable  Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 2.5m copper
+//
+// A cable's length (metres, with the unit: "2.5m") and medium ("copper" or
+// "fibre") are optional and default to the link section's. A node must be
+// declared before a cable names it. Errors name the file and line.
+
+// ParseTopology reads a topology file from r; name labels errors (usually the
+// path) and def gives cables without a length or medium theirs.
+func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
+	t := &Topology{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	line := 0
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+	}
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "host":
+			if len(f) != 2 {
+				return nil, fail("host takes one name (host NAME), got %d fields", len(f)-1)
+			}
+			if _, err := t.AddHost(f[1]); err != nil {
+				return nil, fail("%v", err)
+			}
+		case "switch":
+			if len(f) != 3 {
+				return nil, fail("switch takes a name and a port count (switch NAME PORTS), got %d fields", len(f)-1)
+			}
+			ports, err := strconv.Atoi(f[2])
+			if err != nil {
+				return nil, fail("switch %s: port count %q is not a whole number", f[1], f[2])
+			}
+			if _, err := t.AddSwitch(f[1], ports); err != nil {
+				return nil, fail("%v", err)
+			}
+		case "root":
+			if len(f) != 2 {
+				return nil, fail("root takes one switch name (root NAME), got %d fields", len(f)-1)
+			}
+			n, ok := t.Lookup(f[1])
+			if !ok || t.Nodes[n].Kind != Switch {
+				return nil, fail("root %s: no switch of that name is declared above", f[1])
+			}
+			t.Nodes[n].Root = true
+		case "cable":
+			if len(f) < 3 || len(f) > 5 {
+				return nil, fail("cable takes two ports, then an optional length and medium (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre]), got %d fields", len(f)-1)
+			}
+			a, err := parsePortRef(t, f[1])
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			b, err := parsePortRef(t, f[2])
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			spec := def
+			for _, opt := range f[3:] {
+				if m, ok := ParseMedium(opt); ok {
+					spec.Medium = m
+					continue
+				}
+				num, isLength := strings.CutSuffix(opt, "m")
+				v, err := strconv.ParseFloat(num, 64)
+				if !isLength || err != nil || v < 0 || v > 1e5 {
+					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)", f[1], opt)
+				}
+				spec.LengthM = v
+			}
+			if err := t.Connect(a, b, spec.LengthM, spec.Medium); err != nil {
+				return nil, fail("%v", err)
+			}
+		default:
+			return nil, fail("%q is not a statement (host, switch, root, cable)", f[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
+	}
+	if err := t.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	return t, nil
+}
+
+// parsePortRef parses "Fabric.Switch[0].Port[5]" against the nodes declared.
+func parsePortRef(t *Topology, s string) (PortRef, error) {
+	i := strings.LastIndex(s, ".Port[")
+	if i < 0 || !strings.HasSuffix(s, "]") {
+		return PortRef{}, fmt.Errorf("%q is not a port (NODE.Port[N])", s)
+	}
+	node, num := s[:i], s[i+len(".Port["):len(s)-1]
+	n, ok := t.Lookup(node)
+	if !ok {
+		return PortRef{}, fmt.Errorf("%s: node %s is not declared above", s, node)
+	}
+	p, err := strconv.Atoi(num)
+	if err != nil || p < 1 || p > t.Nodes[n].Ports {
+		return PortRef{}, fmt.Errorf("%s: %s has ports 1..%d", s, node, t.Nodes[n].Ports)
+	}
+	return PortRef{n, p}, nil
+}
+
+// LoadTopologyFile reads the topology file at path (see ParseTopology).
+func LoadTopologyFile(path string, def CableSpec) (*Topology, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseTopology(f, path, def)
+}
+
+// FormatTopology writes t as a topology file: every node, the roots, then
+// every cable with its length and medium. ParseTopology reads it back to the
+// same topology (levels, which files do not carry, aside).
+func FormatTopology(w io.Writer, t *Topology) error {
+	bw := bufio.NewWriter(w)
+	for _, n := range t.Nodes {
+		if n.Kind == Host {
+			fmt.Fprintf(bw, "host %s\n", n.Name)
+		} else {
+			fmt.Fprintf(bw, "switch %s %d\n", n.Name, n.Ports)
+		}
+	}
+	for _, n := range t.Nodes {
+		if n.Root {
+			fmt.Fprintf(bw, "root %s\n", n.Name)
+		}
+	}
+	for _, c := range t.Cables {
+		fmt.Fprintf(bw, "cable %s %s %sm %s\n", t.PortName(c.A), t.PortName(c.B),
+			strconv.FormatFloat(c.LengthM, 'g', -1, 64), c.Medium)
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,104 @@
+package fabric
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTopologyFileRing(t *testing.T) {
+	topo, err := LoadTopologyFile("testdata/ring5.topo", CableSpec{LengthM: 3, Medium: Copper})
+	require.NoError(t, err)
+	assert.Len(t, topo.Hosts(), 5)
+	assert.Len(t, topo.Switches(), 5)
+	assert.Len(t, topo.Cables, 10)
+	// Host cables say 1m and no medium: the default medium (copper).
+	assert.Equal(t, Cable{A: PortRef{5, 1}, B: PortRef{0, 1}, LengthM: 1, Medium: Copper}, topo.Cables[0])
+	assert.Equal(t, Cable{A: PortRef{0, 2}, B: PortRef{1, 3}, LengthM: 10, Medium: Fibre}, topo.Cables[5])
+}
+
+func TestTopologyFileDefaultsAndRoots(t *testing.T) {
+	src := `
+switch Fabric.Spine[0] 2   # a root, named
+switch Fabric.Leaf[0] 3
+switch Fabric.Leaf[1] 3
+root Fabric.Spine[0]
+host Fabric.Host[0]
+host Fabric.Host[1]
+cable Fabric.Host[0].Port[1] Fabric.Leaf[0].Port[1]
+cable Fabric.Host[1].Port[1] Fabric.Leaf[1].Port[1] fibre 7.5m
+cable Fabric.Leaf[0].Port[2] Fabric.Spine[0].Port[1]
+cable Fabric.Leaf[1].Port[2] Fabric.Spine[0].Port[2]
+`
+	topo, err := ParseTopology(strings.NewReader(src), "tree.topo", CableSpec{LengthM: 3, Medium: Copper})
+	require.NoError(t, err)
+	assert.True(t, topo.Nodes[0].Root)
+	assert.False(t, topo.Nodes[1].Root)
+	assert.Equal(t, 3.0, topo.Cables[0].LengthM)
+	assert.Equal(t, Copper, topo.Cables[0].Medium)
+	assert.Equal(t, 7.5, topo.Cables[1].LengthM)
+	assert.Equal(t, Fibre, topo.Cables[1].Medium)
+	sn, err := NewSubnet(topo, SubnetOptions{Routing: RoutingDModK, VLs: 1})
+	require.NoError(t, err)
+	_, err = sn.Path(3, 4)
+	assert.NoError(t, err)
+}
+
+func TestTopologyFileErrors(t *testing.T) {
+	head := "switch Fabric.Switch[0] 4\nhost Fabric.Host[0]\nhost Fabric.Host[1]\n"
+	cables := "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\ncable Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2]\n"
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown statement", head + "link a b\n", `t.topo:4: "link" is not a statement (host, switch, root, cable)`},
+		{"switch fields", "switch Fabric.Switch[0]\n", "t.topo:1: switch takes a name and a port count (switch NAME PORTS), got 1 fields"},
+		{"switch ports", "\n# c\nswitch Fabric.Switch[0] many\n", `t.topo:3: switch Fabric.Switch[0]: port count "many" is not a whole number`},
+		{"radix", "switch Fabric.Switch[0] 300\n", "t.topo:1: switch Fabric.Switch[0]: radix 300 is out of range (1..256)"},
+		{"bad name", "host fabric_host0\n", `t.topo:1: host name "fabric_host0" is not in Akita form (capitalised parts, e.g. Fabric.Host[3])`},
+		{"duplicate", head + "host Fabric.Host[1]\n", "t.topo:4: host name Fabric.Host[1] is used twice"},
+		{"undeclared node", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[9].Port[1]\n", "t.topo:4: Fabric.Switch[9].Port[1]: node Fabric.Switch[9] is not declared above"},
+		{"not a port", head + "cable Fabric.Host[0] Fabric.Switch[0].Port[1]\n", `t.topo:4: "Fabric.Host[0]" is not a port (NODE.Port[N])`},
+		{"port range", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[5]\n", "t.topo:4: Fabric.Switch[0].Port[5]: Fabric.Switch[0] has ports 1..4"},
+		{"length unit", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 5\n", `t.topo:4: cable Fabric.Host[0].Port[1]: "5" is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)`},
+		{"medium", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 5m glass\n", `t.topo:4: cable Fabric.Host[0].Port[1]: "glass" is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)`},
+		{"double cable", head + cables + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[3]\n", "t.topo:6: cable: Fabric.Host[0].Port[1] is already cabled to Fabric.Switch[0].Port[1]"},
+		{"root not switch", head + "root Fabric.Host[0]\n", "t.topo:4: root Fabric.Host[0]: no switch of that name is declared above"},
+		{"unconnected", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\n", "t.topo: Fabric.Host[1].Port[1] has no cable"},
+		{"one host", "host Fabric.Host[0]\n", "t.topo: topology has 1 hosts; at least 2 are needed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTopology(strings.NewReader(tc.src), "t.topo", testCable)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// TestTopologyFileRoundTrip writes a builder's fat tree as a file, reads it
+// back, and checks the same nodes, cables and routes come out.
+func TestTopologyFileRoundTrip(t *testing.T) {
+	built, err := FatTree2(FatTree2Spec{Radix: 8, Oversubscription: 1, Spines: 2}, CableSpec{LengthM: 0.5, Medium: Fibre})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, FormatTopology(&buf, built))
+	read, err := ParseTopology(&buf, "roundtrip", testCable)
+	require.NoError(t, err)
+	require.Len(t, read.Nodes, len(built.Nodes))
+	for i := range built.Nodes {
+		want := built.Nodes[i]
+		want.Level = 0 // files do not carry tiers
+		assert.Equal(t, want, read.Nodes[i])
+	}
+	assert.Equal(t, built.Cables, read.Cables)
+
+	a, err := NewSubnet(built, SubnetOptions{Routing: RoutingDModK, VLs: 1})
+	require.NoError(t, err)
+	b, err := NewSubnet(read, SubnetOptions{Routing: RoutingDModK, VLs: 1})
+	require.NoError(t, err)
+	for _, s := range built.Switches() {
+		assert.Equal(t, a.LFT(s), b.LFT(s), built.Nodes[s].Name)
+	}
+}
