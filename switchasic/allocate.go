@@ -1,0 +1,317 @@
+package switchasic
+
+import (
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// allocationRound is one crossbar allocation on the clock edge t:
+//
+//  1. every ready packet at the head of a queue (fifo: of its input VL; voq:
+//     of its input VL and output) whose input has a free crossbar connection,
+//     whose output can take a packet, and whose output VL has downstream
+//     credits for all its blocks becomes a candidate (input, output, VL);
+//  2. each output's VL arbiter picks one VL among its candidates (IBA
+//     VLArbitration, components.VLArbiter);
+//  3. the allocator matches inputs to outputs over those requests, Speedup
+//     passes per round;
+//  4. each grant starts the packet through the crossbar.
+//
+// Because credits are reserved when a packet is granted (not when it reaches
+// the wire), the packet is sure to find them AllocCycles+XbarCycles later.
+func (sw *Switch) allocationRound(t ib.PS) {
+	if t <= sw.lastRound {
+		return // a second event for a round already run
+	}
+	sw.wakeups.popThrough(t)
+	sw.dropOutstanding(t)
+	sw.lastRound = t
+	sw.counters.AllocRound++
+
+	sw.collectCandidates(t)
+	if sw.touched.Any() {
+		sw.match(t)
+	}
+	sw.updateStalls(t)
+
+	if m, ok := sw.wakeups.min(); ok && !sw.isOutstanding(m) {
+		sw.scheduleRound(m)
+	}
+}
+
+// collectCandidates fills cand, candVLs, candInVL, touched and blocked.
+func (sw *Switch) collectCandidates(t ib.PS) {
+	tXbar := t + sw.allocPS
+	for i := sw.active.NextAtOrAfter(0); i >= 0; i = sw.active.NextAtOrAfter(i + 1) {
+		in := &sw.in[i]
+		inFree := sw.inputFree(i, tXbar)
+		for k := 0; k < 16; k++ {
+			vl := (in.rr + k) & 15
+			if in.nonEmpty&(1<<vl) == 0 {
+				continue
+			}
+			q := in.vls[vl]
+			if len(q.qHead) == 1 {
+				sw.consider(i, vl, q, q.qHead[0], t, inFree)
+				continue
+			}
+			for o := q.nonEmpt.NextAtOrAfter(0); o >= 0; o = q.nonEmpt.NextAtOrAfter(o + 1) {
+				sw.consider(i, vl, q, q.qHead[o], t, inFree)
+			}
+		}
+		in.rr = (in.rr + 1) & 15
+	}
+}
+
+// consider makes the queued packet in slot k of input i, VL inVL a candidate
+// if it can go now; a ready packet held only by missing credits marks its
+// output VL as credit-blocked.
+func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, inFree bool) {
+	e := &q.slots[k]
+	if e.ready > t {
+		return
+	}
+	o, v := int(e.out), int(e.outVL)
+	if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
+		sw.blocked[o] |= 1 << v
+		sw.stallOuts.Set(o)
+		return
+	}
+	if !inFree || !sw.outputFree(o, t) || sw.cand[o][v].Has(i) {
+		return
+	}
+	sw.cand[o][v].Set(i)
+	sw.candInVL[(i*sw.radix+o)*16+v] = int8(inVL)
+	sw.candVLs[o] |= 1 << v
+	sw.touched.Set(o)
+}
+
+// hasCredits reports whether output o may still start a packet of blocks on
+// VL v: the credits the downstream port advertised, less those already
+// promised to granted packets that have not reached the wire.
+func (sw *Switch) hasCredits(o, v, blocks int) bool {
+	return sw.ports[o].CreditsAvailable(v)-sw.out[o].pending[v] >= blocks
+}
+
+// inputFree reports whether input i has a crossbar connection free by tXbar
+// (when a packet granted now would enter the crossbar).
+func (sw *Switch) inputFree(i int, tXbar ib.PS) bool {
+	for _, b := range sw.in[i].xbarBusy {
+		if b <= tXbar {
+			return true
+		}
+	}
+	return false
+}
+
+// outputFree reports whether output o can take a packet granted at t: its
+// crossbar connection is free when the packet enters the crossbar, and the
+// wire frees less than one cycle after the packet's head reaches it (the
+// output stage holds a granted packet for at most that long, so back-to-back
+// packets leave with no gap).
+func (sw *Switch) outputFree(o int, t ib.PS) bool {
+	out := &sw.out[o]
+	wire := max(out.wireFreeEst, sw.ports[o].BusyUntil())
+	return out.xbarFree <= t+sw.allocPS && wire < t+sw.allocPS+sw.xbarPS+sw.cycle
+}
+
+// match runs the VL arbiters and the allocator and grants the winners.
+func (sw *Switch) match(t ib.PS) {
+	var chosen [components.MaxPorts]int8
+	var requesting, matchedOut components.PortSet
+	for o := sw.touched.NextAtOrAfter(0); o >= 0; o = sw.touched.NextAtOrAfter(o + 1) {
+		v := sw.out[o].vlarb.Pick(sw.candVLs[o])
+		chosen[o] = int8(v)
+		set := sw.cand[o][v]
+		if set.Count() >= 2 {
+			sw.out[o].conflicts++
+		}
+		for i := set.NextAtOrAfter(0); i >= 0; i = set.NextAtOrAfter(i + 1) {
+			sw.req[i].Set(o)
+			requesting.Set(i)
+		}
+	}
+	var won [components.MaxPorts]int16
+	for i := range won[:sw.radix] {
+		won[i] = -1
+	}
+	tXbar := t + sw.allocPS
+	for pass := 0; pass < sw.cfg.Speedup; pass++ {
+		sw.alloc.Allocate(sw.req, sw.grant)
+		granted := false
+		for i, o := range sw.grant {
+			if o < 0 {
+				continue
+			}
+			granted = true
+			won[i] = int16(o)
+			matchedOut.Set(o)
+			sw.doGrant(i, o, int(chosen[o]), t)
+		}
+		if !granted || pass == sw.cfg.Speedup-1 {
+			break
+		}
+		for i := requesting.NextAtOrAfter(0); i >= 0; i = requesting.NextAtOrAfter(i + 1) {
+			for w := range sw.req[i] {
+				sw.req[i][w] &^= matchedOut[w]
+			}
+			if !sw.inputFree(i, tXbar) {
+				sw.req[i] = components.PortSet{}
+			}
+		}
+	}
+	// Losers and clean-up. An output left unmatched with candidates (its VL
+	// arbiter chose a VL whose inputs went elsewhere, or a separable
+	// allocator missed it) tries again next cycle.
+	retry := false
+	for o := sw.touched.NextAtOrAfter(0); o >= 0; o = sw.touched.NextAtOrAfter(o + 1) {
+		if !matchedOut.Has(o) {
+			retry = true
+		}
+		for m := sw.candVLs[o]; m != 0; m &= m - 1 {
+			v := trailingZeros16(m)
+			set := sw.cand[o][v]
+			for i := set.NextAtOrAfter(0); i >= 0; i = set.NextAtOrAfter(i + 1) {
+				if int(won[i]) != o || int(chosen[o]) != v {
+					sw.in[i].vls[sw.candInVL[(i*sw.radix+o)*16+v]].arbLosses++
+				}
+			}
+			sw.cand[o][v] = components.PortSet{}
+		}
+		sw.candVLs[o] = 0
+	}
+	sw.touched = components.PortSet{}
+	for i := requesting.NextAtOrAfter(0); i >= 0; i = requesting.NextAtOrAfter(i + 1) {
+		sw.req[i] = components.PortSet{}
+	}
+	if retry {
+		sw.wake(t + sw.cycle)
+	}
+}
+
+// doGrant starts the packet input i won for output o on VL v at round t.
+//
+// Timing: the packet's head enters the crossbar AllocCycles after the round
+// and reaches the output wire XbarCycles later. The crossbar moves
+// DatapathBytes per cycle but cannot move bytes that have not arrived, so
+// its tail is through at max(entry + ⌈bytes/DatapathBytes⌉ cycles, the
+// tail's arrival at the input). The wire start is the latest of: the head at
+// the wire; the point that lets the tail leave no earlier than it comes
+// through the crossbar (cut-through never lets the output outrun the input);
+// the wire being free. The input buffer is released when the tail has left
+// it, which returns the credits upstream.
+func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
+	inVL := int(sw.candInVL[(i*sw.radix+o)*16+v])
+	in := &sw.in[i]
+	q := in.vls[inVL]
+	qi := 0
+	if len(q.qHead) > 1 {
+		qi = o
+	}
+	e := sw.dequeue(i, inVL, qi)
+	pkt := e.pkt
+	pkt.VL = uint8(v) // the VL on the output link (SL2VL)
+	bytes := pkt.WireBytes()
+	blocks := int(e.blocks)
+	out := &sw.out[o]
+	port := sw.ports[o]
+	ser := port.Timing().Serialization(bytes)
+
+	xbarIn := t + sw.allocPS
+	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xbarTail := max(xbarIn+xfer, sw.ceilCycle(e.tail))
+	start := max(xbarIn+sw.xbarPS, xbarTail+sw.xbarPS-ser, out.wireFreeEst, port.BusyUntil())
+
+	out.wireFreeEst = start + ser
+	out.xbarFree = xbarTail
+	for k, b := range in.xbarBusy {
+		if b <= xbarIn {
+			in.xbarBusy[k] = xbarTail
+			break
+		}
+	}
+	if v != ib.ManagementVL {
+		out.pending[v] += blocks
+	}
+	out.vlarb.Commit(v, blocks)
+	out.stage = append(out.stage, staged{pkt: pkt, start: start})
+
+	ev := sw.s.Schedule(start, sw, evWireStart)
+	ev.Port = int32(o)
+	ev = sw.s.Schedule(xbarTail, sw, evRelease)
+	ev.Port, ev.VL, ev.Arg = int32(i), int8(inVL), int64(blocks)
+
+	if sw.NumHooks() > 0 {
+		sw.trace(t, port.Name, components.TraceArbGrant, pkt, i, o, "")
+		sw.trace(t, sw.ports[i].Name, components.TraceBufDeq, pkt, i, o, "")
+	}
+	// The input and the output can take part again when their crossbar
+	// connection (and, for the output, the wire) frees.
+	sw.wake(minPS(in.xbarBusy) - sw.allocPS)
+	sw.wake(max(out.wireFreeEst-sw.allocPS-sw.xbarPS-sw.cycle+1, out.xbarFree-sw.allocPS))
+}
+
+// updateStalls moves each output VL's credit-stall timer to what this round
+// saw: stalled while a ready packet waits for it without credits.
+func (sw *Switch) updateStalls(t ib.PS) {
+	for o := sw.stallOuts.NextAtOrAfter(0); o >= 0; o = sw.stallOuts.NextAtOrAfter(o + 1) {
+		out := &sw.out[o]
+		now := sw.blocked[o]
+		for m := now &^ out.stalled; m != 0; m &= m - 1 {
+			out.stall[trailingZeros16(m)].Start(t)
+		}
+		for m := out.stalled &^ now; m != 0; m &= m - 1 {
+			out.stall[trailingZeros16(m)].Stop(t)
+		}
+		out.stalled = now
+		sw.blocked[o] = 0
+		if now == 0 {
+			sw.stallOuts.Clear(o)
+		}
+	}
+}
+
+func minPS(ts []ib.PS) ib.PS {
+	m := ts[0]
+	for _, x := range ts[1:] {
+		m = min(m, x)
+	}
+	return m
+}
+
+func trailingZeros16(m uint16) int {
+	n := 0
+	for m&1 == 0 {
+		m >>= 1
+		n++
+	}
+	return n
+}
+
+// scheduleRound schedules an allocation event at t and remembers it.
+func (sw *Switch) scheduleRound(t ib.PS) {
+	sw.s.Schedule(t, sw, evAlloc)
+	sw.outstanding = append(sw.outstanding, t)
+}
+
+// isOutstanding reports whether an allocation event is already scheduled at t.
+func (sw *Switch) isOutstanding(t ib.PS) bool {
+	for _, x := range sw.outstanding {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// dropOutstanding forgets scheduled allocation events at or before t.
+func (sw *Switch) dropOutstanding(t ib.PS) {
+	k := 0
+	for _, x := range sw.outstanding {
+		if x > t {
+			sw.outstanding[k] = x
+			k++
+		}
+	}
+	sw.outstanding = sw.outstanding[:k]
+}

@@ -1,0 +1,83 @@
+package switchasic
+
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// Builder makes switches. It is a value type: each WithX returns a changed
+// copy, so one partly configured builder can make many switches.
+//
+//	sw, err := switchasic.MakeBuilder().
+//		WithSim(s).
+//		WithConfig(cfg).
+//		WithLFT(lft).
+//		WithFlowControl(linkCfg).
+//		Build("Fabric.Leaf[0]")
+//	link.Connect(sw.Port(3), host.Port(), linkCfg.Timing(2))
+type Builder struct {
+	s             *components.Sim
+	cfg           Config
+	lft           *LFT
+	sl2vl         *SL2VL
+	fcRefresh     ib.PS
+	fcMinInterval ib.PS
+}
+
+// MakeBuilder returns a builder with Defaults() and no simulation, LFT or
+// SL-to-VL override.
+func MakeBuilder() Builder {
+	d := link.Defaults()
+	return Builder{cfg: Defaults()}.WithFlowControl(d)
+}
+
+// WithSim sets the simulation the switch runs in (required).
+func (b Builder) WithSim(s *components.Sim) Builder { b.s = s; return b }
+
+// WithConfig sets the switch knobs.
+func (b Builder) WithConfig(cfg Config) Builder { b.cfg = cfg; return b }
+
+// WithLFT sets the linear forwarding table (required). The switch keeps the
+// pointer, so the fabric may fill the table after Build and before Run.
+func (b Builder) WithLFT(lft *LFT) Builder { b.lft = lft; return b }
+
+// WithSL2VL sets per-(input, output) SL-to-VL tables; without it every pair
+// uses Config.SL2VLTable().
+func (b Builder) WithSL2VL(m *SL2VL) Builder { b.sl2vl = m; return b }
+
+// WithFlowControl takes the flow-control packet intervals of the links the
+// switch's ports sit on (link.fc_refresh_ns, link.fc_min_interval_ns).
+func (b Builder) WithFlowControl(c link.Config) Builder {
+	b.fcRefresh = ib.PS(c.FCRefreshNs*1000 + 0.5)
+	b.fcMinInterval = ib.PS(c.FCMinIntervalNs*1000 + 0.5)
+	return b
+}
+
+// Build makes the switch and its Radix ports, named name+".Port[i]". A bad
+// config is a user error and is returned; a missing simulation or LFT is a
+// caller bug and panics.
+func (b Builder) Build(name string) (*Switch, error) {
+	if b.s == nil || b.lft == nil {
+		panic(fmt.Sprintf("switchasic.Builder.Build %s: WithSim and WithLFT are required", name))
+	}
+	if err := b.cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b.cfg.SharedBufferBytes != 0 {
+		// link.Port advertises a fixed buffer per VL; a shared pool needs the
+		// port to grow a VL's advertised limit from the pool (see report).
+		return nil, fmt.Errorf("switch.shared_buffer_bytes: %d is not supported yet (0 only): link ports advertise fixed per-VL buffers", b.cfg.SharedBufferBytes)
+	}
+	alloc, err := components.NewAllocator(b.cfg.Allocator, b.cfg.Radix, b.cfg.Radix, b.cfg.ISLIPIterations)
+	if err != nil {
+		return nil, fmt.Errorf("switch.allocator: %w", err)
+	}
+	sl2vl := b.sl2vl
+	if sl2vl == nil {
+		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
+	}
+	return newSwitch(name, b.s, b.cfg, b.lft, sl2vl, alloc, b.fcRefresh, b.fcMinInterval), nil
+}

@@ -1,0 +1,409 @@
+package switchasic
+
+import (
+	"fmt"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// Event kinds the switch schedules for itself.
+const (
+	evAlloc     uint8 = iota + 1 // an allocation round on a core clock edge
+	evWireStart                  // a granted packet reaches its output wire (Port = output)
+	evRelease                    // a packet's tail left an input buffer (Port = input, VL = input VL, Arg = blocks)
+)
+
+// Switch is one switch ASIC: Radix link ports, an input unit and an output
+// unit per port, and the crossbar allocator between them. Build it with
+// MakeBuilder.
+type Switch struct {
+	sim.HookableBase
+
+	name  string
+	s     *components.Sim
+	cfg   Config
+	radix int
+
+	cycle   ib.PS // core clock period
+	routePS ib.PS // route stage
+	allocPS ib.PS // allocation stage
+	xbarPS  ib.PS // crossbar traversal to the output wire
+
+	lft   *LFT
+	sl2vl *SL2VL
+
+	ports []*link.Port
+	in    []inputUnit
+	out   []outputUnit
+
+	alloc components.Allocator
+	req   []components.PortSet // per input: outputs requested this pass
+	grant []int                // per input: output granted this pass, or -1
+
+	// Candidate scratch for one allocation round.
+	cand     [][16]components.PortSet // per output, per output VL: inputs with a sendable packet
+	candVLs  []uint16                 // per output: VLs with a candidate
+	candInVL []int8                   // [(in*radix+out)*16 + outVL]: the input VL holding the candidate
+	touched  components.PortSet       // outputs with candidates this round
+	blocked  []uint16                 // per output: VLs whose candidate lacked credits this round
+	active   components.PortSet       // inputs holding queued packets
+
+	// Allocation rounds: at most one per core cycle, run only when something
+	// may have changed (a packet became eligible, an input or output frees,
+	// credits came back).
+	wakeups     timeHeap
+	outstanding []ib.PS            // times at which an allocation event is scheduled
+	lastRound   ib.PS              // time of the last round, -1 before the first
+	stallOuts   components.PortSet // outputs whose credit-stall state may change
+
+	window   ib.PS // start of the statistics window
+	counters Counters
+	fields   []components.TraceField // reused trace field buffer
+}
+
+// Counters are the switch-wide packet counts.
+type Counters struct {
+	Received   uint64 // data packets whose head arrived
+	Forwarded  uint64 // packets put on an output wire
+	DropRoute  uint64 // dropped: no LFT entry, or an entry beyond the radix
+	DropSL2VL  uint64 // dropped: SL-to-VL gave VL15 for a data packet
+	BlockHops  uint64 // 64-byte blocks forwarded (for the block-hop benchmark)
+	AllocRound uint64 // allocation rounds run
+}
+
+// entry is a packet waiting in an input unit.
+type entry struct {
+	pkt    *ib.Packet
+	tail   ib.PS // when its tail arrives (or arrived) at the input
+	ready  ib.PS // when it may first take part in allocation
+	out    int16 // output port from the LFT
+	outVL  uint8 // VL on the output link, from SL2VL
+	blocks int32 // 64-byte blocks (credits) it occupies
+	next   int32 // next entry in its queue, or -1
+}
+
+// inputVL is one input VL's queues. Entries live in a slot pool; queues are
+// linked lists through entry.next: one list in fifo mode, one per output in
+// voq mode.
+type inputVL struct {
+	slots   []entry
+	free    int32   // free slot list, -1 = none
+	qHead   []int32 // per queue (1 for fifo, radix for voq): first entry or -1
+	qTail   []int32
+	nonEmpt components.PortSet // voq: outputs whose queue is non-empty
+
+	occ       *components.Occupancy // buffer blocks held (from head arrival to release)
+	arbLosses uint64                // rounds in which a sendable head lost arbitration
+}
+
+// inputUnit is one port's receive side.
+type inputUnit struct {
+	vls      [link.MaxVLs]*inputVL
+	nonEmpty uint16  // input VLs with queued packets
+	xbarBusy []ib.PS // per crossbar connection (speedup): when its tail has left
+	rr       int     // input VL to look at first in the next round
+}
+
+// staged is a granted packet between the crossbar and the output wire.
+type staged struct {
+	pkt   *ib.Packet
+	start ib.PS // earliest time the head may go on the wire
+}
+
+// outputUnit is one port's transmit side.
+type outputUnit struct {
+	vlarb       *components.VLArbiter
+	wireFreeEst ib.PS            // when the wire will be free after every granted packet
+	xbarFree    ib.PS            // when the crossbar output connection frees
+	pending     [link.MaxVLs]int // blocks granted but not yet sent, per VL
+	stage       []staged         // granted packets in wire order
+	stageHead   int              // first live element of stage
+	stall       [link.MaxVLs]components.StallTimer
+	stalled     uint16 // VLs in credit stall since the last round
+	conflicts   uint64 // rounds in which two or more inputs requested this output
+	dataBusy    ib.PS  // wire time of data packets sent in the window
+	txPackets   uint64
+	txBlocks    uint64
+}
+
+func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL,
+	alloc components.Allocator, fcRefresh, fcMinInterval ib.PS) *Switch {
+	n := cfg.Radix
+	sw := &Switch{
+		name: name, s: s, cfg: cfg, radix: n,
+		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, alloc: alloc,
+		ports:     make([]*link.Port, n),
+		in:        make([]inputUnit, n),
+		out:       make([]outputUnit, n),
+		req:       make([]components.PortSet, n),
+		grant:     make([]int, n),
+		cand:      make([][16]components.PortSet, n),
+		candVLs:   make([]uint16, n),
+		candInVL:  make([]int8, n*n*16),
+		blocked:   make([]uint16, n),
+		lastRound: -1,
+	}
+	sw.routePS = ib.PS(cfg.RouteCycles) * sw.cycle
+	sw.allocPS = ib.PS(cfg.AllocCycles) * sw.cycle
+	sw.xbarPS = ib.PS(cfg.XbarCycles) * sw.cycle
+	high, low := cfg.VLArbTables()
+	blocks := cfg.VLBufferBytes / ib.CreditBytes
+	queues := 1
+	if cfg.Queueing == QueueVOQ {
+		queues = n
+	}
+	for i := 0; i < n; i++ {
+		sw.ports[i] = link.NewPort(s, sw, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
+			VLs: cfg.VLs, BufferBlocks: blocks, FCRefresh: fcRefresh, FCMinInterval: fcMinInterval,
+		})
+		in := &sw.in[i]
+		in.xbarBusy = make([]ib.PS, cfg.Speedup)
+		for vl := 0; vl < link.MaxVLs; vl++ {
+			if vl >= cfg.VLs && vl != ib.ManagementVL {
+				continue
+			}
+			q := &inputVL{free: -1, qHead: make([]int32, queues), qTail: make([]int32, queues),
+				occ: components.NewOccupancy(16, int64(max(1, (blocks+15)/16)))}
+			for k := range q.qHead {
+				q.qHead[k], q.qTail[k] = -1, -1
+			}
+			in.vls[vl] = q
+		}
+		sw.out[i].vlarb = components.NewVLArbiter(high, low, uint8(cfg.VLHighLimit))
+	}
+	return sw
+}
+
+// Name returns the switch's name.
+func (sw *Switch) Name() string { return sw.name }
+
+// Config returns the switch's configuration.
+func (sw *Switch) Config() Config { return sw.cfg }
+
+// Radix returns the number of ports.
+func (sw *Switch) Radix() int { return sw.radix }
+
+// Port returns port i, to be connected with link.Connect.
+func (sw *Switch) Port(i int) *link.Port { return sw.ports[i] }
+
+// Counters returns the switch-wide packet counts.
+func (sw *Switch) Counters() Counters { return sw.counters }
+
+// ceilCycle returns the first core clock edge at or after t (edges at
+// multiples of the period from time 0).
+func (sw *Switch) ceilCycle(t ib.PS) ib.PS {
+	return (t + sw.cycle - 1) / sw.cycle * sw.cycle
+}
+
+// PacketArrived implements link.Owner: the head of pkt is at input port p
+// (its blocks already count in p's buffer). The route stage starts on the
+// next clock edge (cut-through) or on the edge after the tail
+// (store-and-forward), and the packet may take part in allocation RouteCycles
+// later.
+func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	i := p.Index
+	inVL := int(pkt.VL)
+	blocks := pkt.Credits()
+	sw.counters.Received++
+	o := sw.lft.Lookup(pkt.DLID)
+	var outVL uint8
+	drop := ""
+	switch {
+	case o == NoPort || o >= sw.radix:
+		drop = "no_route"
+		sw.counters.DropRoute++
+	case inVL == ib.ManagementVL:
+		outVL = ib.ManagementVL // SMPs stay on VL15
+	default:
+		outVL = sw.sl2vl.VL(i, o, pkt.SL)
+		if outVL == ib.ManagementVL {
+			drop = "sl2vl"
+			sw.counters.DropSL2VL++
+		}
+	}
+	q := sw.in[i].vls[inVL]
+	if q == nil {
+		panic(fmt.Sprintf("switchasic %s: packet %d arrived on port %d VL %d of %d", sw.name, pkt.Seq, i, inVL, sw.cfg.VLs))
+	}
+	q.occ.Add(head, int64(blocks))
+	if drop != "" {
+		// The tail must be in before its blocks can be freed.
+		ev := sw.s.Schedule(tail, sw, evRelease)
+		ev.Port, ev.VL, ev.Arg, ev.Pkt = int32(i), int8(inVL), int64(blocks), pkt
+		sw.trace(head, p.Name, components.TraceDrop, pkt, -1, -1, drop)
+		return
+	}
+	ready := sw.ceilCycle(head) + sw.routePS
+	if !sw.cfg.CutThrough {
+		ready = sw.ceilCycle(tail) + sw.routePS
+	}
+	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
+	sw.trace(head, p.Name, components.TraceBufEnq, pkt, -1, o, "")
+	sw.wake(ready)
+}
+
+// enqueue appends e to its queue at input i, VL inVL.
+func (sw *Switch) enqueue(i, inVL int, e entry) {
+	in := &sw.in[i]
+	q := in.vls[inVL]
+	e.next = -1
+	var k int32
+	if q.free >= 0 {
+		k = q.free
+		q.free = q.slots[k].next
+		q.slots[k] = e
+	} else {
+		k = int32(len(q.slots))
+		q.slots = append(q.slots, e)
+	}
+	qi := 0
+	if len(q.qHead) > 1 {
+		qi = int(e.out)
+		q.nonEmpt.Set(qi)
+	}
+	if q.qTail[qi] < 0 {
+		q.qHead[qi] = k
+	} else {
+		q.slots[q.qTail[qi]].next = k
+	}
+	q.qTail[qi] = k
+	in.nonEmpty |= 1 << inVL
+	sw.active.Set(i)
+}
+
+// dequeue removes and returns the head of queue qi at input i, VL inVL.
+func (sw *Switch) dequeue(i, inVL, qi int) entry {
+	in := &sw.in[i]
+	q := in.vls[inVL]
+	k := q.qHead[qi]
+	e := q.slots[k]
+	q.qHead[qi] = e.next
+	if e.next < 0 {
+		q.qTail[qi] = -1
+		if len(q.qHead) > 1 {
+			q.nonEmpt.Clear(qi)
+		}
+	}
+	q.slots[k] = entry{next: q.free}
+	q.free = k
+	if q.qHead[0] < 0 && !q.nonEmpt.Any() {
+		in.nonEmpty &^= 1 << inVL
+		if in.nonEmpty == 0 {
+			sw.active.Clear(i)
+		}
+	}
+	return e
+}
+
+// PortReady implements link.Owner: the wire of port p went idle or credits
+// arrived. A staged packet may go now, and a VL stalled on credits may now
+// win an allocation.
+func (sw *Switch) PortReady(p *link.Port) {
+	o := p.Index
+	sw.trySend(o)
+	if sw.out[o].stalled != 0 {
+		sw.wake(sw.s.Now())
+	}
+}
+
+// HandleEvent implements components.EventHandler.
+func (sw *Switch) HandleEvent(ev *components.Event) {
+	switch ev.Kind {
+	case evAlloc:
+		sw.allocationRound(ev.At())
+	case evWireStart:
+		sw.trySend(int(ev.Port))
+	case evRelease:
+		i, vl, blocks := int(ev.Port), int(ev.VL), int(ev.Arg)
+		sw.ports[i].Release(vl, blocks)
+		sw.in[i].vls[vl].occ.Add(ev.At(), -int64(blocks))
+		if ev.Pkt != nil { // a dropped packet: its tail is in, it is gone
+			sw.s.FreePacket(ev.Pkt)
+		}
+	default:
+		panic(fmt.Sprintf("switchasic %s: event kind %d", sw.name, ev.Kind))
+	}
+}
+
+// wake asks for an allocation round at the first clock edge at or after at
+// that is later than the last round.
+func (sw *Switch) wake(at ib.PS) {
+	if now := sw.s.Now(); at < now {
+		at = now
+	}
+	at = sw.ceilCycle(at)
+	if at <= sw.lastRound {
+		at = sw.lastRound + sw.cycle
+	}
+	if sw.wakeups.push(at) && !sw.isOutstanding(at) {
+		sw.scheduleRound(at)
+	}
+}
+
+// trySend puts staged packets of output o on the wire while their start time
+// has come and the wire can take them. Credits were reserved at allocation,
+// so the only thing that can hold a due packet is the wire (a flow-control
+// packet going ahead of data).
+func (sw *Switch) trySend(o int) {
+	out := &sw.out[o]
+	p := sw.ports[o]
+	now := sw.s.Now()
+	for out.stageHead < len(out.stage) {
+		st := out.stage[out.stageHead]
+		if st.start > now || !p.Idle() {
+			return
+		}
+		vl := int(st.pkt.VL)
+		blocks := st.pkt.Credits()
+		if !p.HasCredits(vl, blocks) {
+			panic(fmt.Sprintf("switchasic %s: packet %d granted to port %d VL %d without credits (%d available, %d blocks)",
+				sw.name, st.pkt.Seq, o, vl, p.CreditsAvailable(vl), blocks))
+		}
+		out.stage[out.stageHead] = staged{}
+		out.stageHead++
+		if out.stageHead == len(out.stage) {
+			out.stage = out.stage[:0]
+			out.stageHead = 0
+		}
+		tailOut := p.Send(st.pkt)
+		if vl != ib.ManagementVL {
+			out.pending[vl] -= blocks
+		}
+		if tailOut > out.wireFreeEst {
+			out.wireFreeEst = tailOut
+		}
+		out.dataBusy += tailOut - now
+		out.txPackets++
+		out.txBlocks += uint64(blocks)
+		sw.counters.Forwarded++
+		sw.counters.BlockHops += uint64(blocks)
+	}
+}
+
+// trace emits a trace event when a hook listens.
+func (sw *Switch) trace(at ib.PS, path string, kind components.TraceKind, pkt *ib.Packet, in, out int, reason string) {
+	if sw.NumHooks() == 0 {
+		return
+	}
+	ev := components.TraceEvent{Time: at, Path: path, Kind: kind}
+	f := sw.fields[:0]
+	if pkt != nil {
+		f = ev.AppendPacket(f, pkt)
+	}
+	if in >= 0 {
+		f = append(f, components.IntField("in", int64(in)))
+	}
+	if out >= 0 {
+		f = append(f, components.IntField("out", int64(out)))
+	}
+	if reason != "" {
+		f = append(f, components.StrField("reason", reason))
+	}
+	ev.Fields = f
+	sw.InvokeHook(sim.HookCtx{Domain: sw, Pos: components.HookPosTrace, Item: &ev})
+	sw.fields = f
+}

@@ -1,0 +1,124 @@
+package switchasic
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// ResetStats starts a new statistics window now (end of warm-up): buffer
+// occupancy, credit stalls, arbitration losses, conflicts, link utilisation
+// and the packet counters then cover only what follows.
+func (sw *Switch) ResetStats() {
+	now := sw.s.Now()
+	sw.window = now
+	sw.counters = Counters{}
+	for i := range sw.in {
+		for _, q := range sw.in[i].vls {
+			if q != nil {
+				q.occ.ResetWindow(now)
+				q.arbLosses = 0
+			}
+		}
+		out := &sw.out[i]
+		for v := range out.stall {
+			out.stall[v].ResetWindow(now)
+		}
+		out.conflicts, out.dataBusy, out.txPackets, out.txBlocks = 0, 0, 0, 0
+	}
+}
+
+// VLStats are one port's statistics for one VL over the window.
+type VLStats struct {
+	BufMeanBlocks float64 // time-weighted mean input-buffer occupancy, 64-byte blocks
+	BufPeakBlocks int64   // peak input-buffer occupancy, blocks
+	BufHistPS     []ib.PS // time at each occupancy bucket (BufHistWidth blocks wide; last = and above)
+	BufHistWidth  int64
+	CreditStallPS ib.PS  // output side: time a ready packet waited for downstream credits on this VL
+	ArbLosses     uint64 // input side: rounds a sendable head of this VL was not granted
+}
+
+// PortStats are one port's statistics over the window.
+type PortStats struct {
+	TxPackets     uint64  // data packets sent
+	TxBlocks      uint64  // 64-byte blocks sent
+	LinkUtil      float64 // fraction of the window the wire carried data packets
+	XbarConflicts uint64  // rounds in which two or more inputs requested this output
+}
+
+// VLStats returns port i's statistics for VL vl (data VL or 15).
+func (sw *Switch) VLStats(i, vl int) VLStats {
+	now := sw.s.Now()
+	var st VLStats
+	if q := sw.in[i].vls[vl]; q != nil {
+		st.BufMeanBlocks = q.occ.Mean(now)
+		st.BufPeakBlocks = q.occ.Peak()
+		st.BufHistPS = q.occ.Histogram(now)
+		st.BufHistWidth = q.occ.BucketWidth()
+		st.ArbLosses = q.arbLosses
+	}
+	st.CreditStallPS = sw.out[i].stall[vl].Total(now)
+	return st
+}
+
+// PortStats returns port i's statistics.
+func (sw *Switch) PortStats(i int) PortStats {
+	out := &sw.out[i]
+	st := PortStats{TxPackets: out.txPackets, TxBlocks: out.txBlocks, XbarConflicts: out.conflicts}
+	if span := sw.s.Now() - sw.window; span > 0 {
+		st.LinkUtil = float64(min(out.dataBusy, span)) / float64(span)
+	}
+	return st
+}
+
+// Metrics returns the window's statistics as a flat map with snake_case
+// keys: switch-wide counters, then per port "port<i>_<name>" and per port
+// and VL "port<i>_vl<v>_<name>" (VLs that saw no traffic are left out).
+// MetricKeys gives them in a stable order.
+func (sw *Switch) Metrics() map[string]float64 {
+	m := map[string]float64{
+		"packets_received":         float64(sw.counters.Received),
+		"packets_forwarded":        float64(sw.counters.Forwarded),
+		"packets_dropped_no_route": float64(sw.counters.DropRoute),
+		"packets_dropped_sl2vl":    float64(sw.counters.DropSL2VL),
+		"block_hops":               float64(sw.counters.BlockHops),
+		"alloc_rounds":             float64(sw.counters.AllocRound),
+	}
+	for i := 0; i < sw.radix; i++ {
+		p := "port" + strconv.Itoa(i) + "_"
+		ps := sw.PortStats(i)
+		m[p+"tx_packets"] = float64(ps.TxPackets)
+		m[p+"tx_blocks"] = float64(ps.TxBlocks)
+		m[p+"link_util"] = ps.LinkUtil
+		m[p+"xbar_conflicts"] = float64(ps.XbarConflicts)
+		for vl := 0; vl < 16; vl++ {
+			if vl >= sw.cfg.VLs && vl != ib.ManagementVL {
+				continue
+			}
+			st := sw.VLStats(i, vl)
+			if st.BufPeakBlocks == 0 && st.CreditStallPS == 0 && st.ArbLosses == 0 {
+				continue
+			}
+			pv := p + "vl" + strconv.Itoa(vl) + "_"
+			m[pv+"buf_mean_blocks"] = st.BufMeanBlocks
+			m[pv+"buf_peak_blocks"] = float64(st.BufPeakBlocks)
+			m[pv+"credit_stall_ps"] = float64(st.CreditStallPS)
+			m[pv+"arb_losses"] = float64(st.ArbLosses)
+			for k, d := range st.BufHistPS {
+				m[pv+"buf_hist"+strconv.Itoa(k)+"_ps"] = float64(d)
+			}
+		}
+	}
+	return m
+}
+
+// MetricKeys returns m's keys sorted, for deterministic reports.
+func MetricKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
