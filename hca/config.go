@@ -1,0 +1,355 @@
+package hca
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// StageConfig is the timing of one clocked pipeline stage, in HCA core cycles.
+type StageConfig struct {
+	// LatencyCycles is the core cycles from accepting an item to handing it on.
+	LatencyCycles int `yaml:"latency_cycles"`
+	// IntervalCycles is the core cycles between two accepts (initiation
+	// interval); 1 means fully pipelined, one item per cycle.
+	IntervalCycles int `yaml:"interval_cycles"`
+}
+
+// PCIeConfig is the host link between the HCA and the root complex.
+type PCIeConfig struct {
+	// Gen is the PCIe generation, 3..6.
+	Gen int `yaml:"gen"`
+	// Lanes is the link width: 1, 2, 4, 8 or 16.
+	Lanes int `yaml:"lanes"`
+	// MPSBytes is the max payload size of one TLP (posted writes, completions).
+	MPSBytes int `yaml:"mps_bytes"`
+	// MRRSBytes is the max read request size: one read request asks for at most this.
+	MRRSBytes int `yaml:"mrrs_bytes"`
+	// ReadCompletionBytes is the payload of one read completion TLP: the root
+	// complex splits a read at this boundary (RCB); at most MPSBytes.
+	ReadCompletionBytes int `yaml:"read_completion_bytes"`
+	// ReadLatencyNS is the host's read completion latency: from the read
+	// request TLP arriving at the root complex to its first completion leaving it, ns.
+	ReadLatencyNS float64 `yaml:"read_completion_latency_ns"`
+	// WriteLatencyNS is the time from a posted write TLP's tail leaving the
+	// HCA to its data being visible to a polling CPU, ns.
+	WriteLatencyNS float64 `yaml:"posted_write_latency_ns"`
+	// TLPOverheadBytes is the per-TLP bytes that are not payload: framing,
+	// sequence number, header, LCRC (and the read request's whole size).
+	TLPOverheadBytes int `yaml:"tlp_overhead_bytes"`
+	// OutstandingReads is the number of read requests (tags) the HCA may
+	// have in flight at once.
+	OutstandingReads int `yaml:"outstanding_reads"`
+	// MMIOLatencyNS is the time from the CPU's doorbell / BlueFlame store to
+	// the HCA seeing it (write-combining flush and the downstream TLP), ns.
+	MMIOLatencyNS float64 `yaml:"mmio_latency_ns"`
+}
+
+// HostConfig is the application's CPU cost around the verbs calls.
+type HostConfig struct {
+	// PostNS is the CPU time of one ibv_post_send / post_recv before the
+	// doorbell store, ns.
+	PostNS float64 `yaml:"post_ns"`
+	// PollNS is the CPU time from a CQE becoming visible in memory to the
+	// application acting on it (poll loop iteration and ibv_poll_cq), ns.
+	PollNS float64 `yaml:"poll_ns"`
+}
+
+// Config is every knob of one HCA and its host. The YAML section is `hca:`.
+type Config struct {
+	// Profile names the host profile the other keys start from (cx5, cx6,
+	// cx7, cx8 or their long names); keys given beside it override it.
+	Profile string `yaml:"profile"`
+	// CoreClockMHz is the HCA core clock; every stage latency counts its cycles.
+	CoreClockMHz float64 `yaml:"core_clock_mhz"`
+
+	Doorbell    StageConfig `yaml:"doorbell"`     // doorbell decode + round-robin QP scheduler
+	WQEFetch    StageConfig `yaml:"wqe_fetch"`    // WQE parse after its DMA read (per WQE)
+	KeyCheck    StageConfig `yaml:"key_check"`    // one L_Key / R_Key check on a cache hit
+	DMA         StageConfig `yaml:"dma"`          // DMA engine issue (per packet-sized request)
+	TransportTx StageConfig `yaml:"transport_tx"` // requester / response packet build (per packet)
+	TransportRx StageConfig `yaml:"transport_rx"` // packet parse + responder / completer (per packet)
+	CQE         StageConfig `yaml:"cqe"`          // CQE build (per CQE)
+
+	// WQEPrefetchDepth is how many WQEBBs the fetch unit reads ahead per QP.
+	WQEPrefetchDepth int `yaml:"wqe_prefetch_depth"`
+	// BlueFlameBytes is the largest WQE the CPU may write through the
+	// BlueFlame register with the doorbell (no WQE fetch); 0 disables it.
+	BlueFlameBytes int `yaml:"blueflame_bytes"`
+	// KeyCacheEntries is the translation cache size in memory keys.
+	KeyCacheEntries int `yaml:"key_cache_entries"`
+	// KeyCacheMissNS is the extra time of a key-cache miss (MPT/MTT fetch), ns.
+	KeyCacheMissNS float64 `yaml:"key_cache_miss_ns"`
+
+	// AckReqEvery makes the requester set AckReq on every Nth packet of a
+	// long message (and always on a message's last packet).
+	AckReqEvery int `yaml:"ack_req_every"`
+	// AckCoalesce is the most AckReq packets one ACK may cover; 1 = an ACK
+	// per AckReq packet.
+	AckCoalesce int `yaml:"ack_coalesce"`
+	// RetryTimeout is the 5-bit local ACK timeout exponent: 4.096 µs × 2^t.
+	RetryTimeout int `yaml:"retry_timeout"`
+	// RetryCnt is the transport retry count, 0..7.
+	RetryCnt int `yaml:"retry_cnt"`
+	// RNRRetry is the RNR retry count, 0..7 (7 = infinite).
+	RNRRetry int `yaml:"rnr_retry"`
+	// MinRNRTimer is the responder's 5-bit RNR timer code sent in RNR NAKs.
+	MinRNRTimer int `yaml:"min_rnr_timer"`
+	// MaxRdAtomic caps outstanding RDMA READ + atomic requests per QP.
+	MaxRdAtomic int `yaml:"max_rd_atomic"`
+	// MaxInlineBytes is the largest inline payload a send WQE may carry.
+	MaxInlineBytes int `yaml:"max_inline_bytes"`
+	// CQDepth is the CQEs a completion queue holds.
+	CQDepth int `yaml:"cq_depth"`
+	// VLBufferBytes is a host port's receive buffer per VL (its credits × 64).
+	VLBufferBytes int `yaml:"vl_buffer_bytes"`
+
+	PCIe PCIeConfig `yaml:"pcie"`
+	Host HostConfig `yaml:"host"`
+}
+
+// Defaults returns the ConnectX-5 class EDR host on PCIe Gen3 x16 (profile
+// cx5). Each value says its unit and source; "assumed" marks a design guess
+// with no public number, "calibrated" a knob fitted to the EDR reference
+// (docs/validation.md).
+func Defaults() Config {
+	return Config{
+		Profile: "cx5",
+		// MHz; assumed: ConnectX core clocks are not published.
+		CoreClockMHz: 1000,
+
+		// cycles; assumed. Doorbell decode + scheduler pick.
+		Doorbell: StageConfig{LatencyCycles: 20, IntervalCycles: 2},
+		// cycles; assumed. Parse one 64-B WQEBB after its DMA read.
+		WQEFetch: StageConfig{LatencyCycles: 10, IntervalCycles: 2},
+		// cycles; assumed. One MPT lookup on a cache hit.
+		KeyCheck: StageConfig{LatencyCycles: 10, IntervalCycles: 1},
+		// cycles; assumed. DMA descriptor issue per request.
+		DMA: StageConfig{LatencyCycles: 10, IntervalCycles: 2},
+		// cycles; assumed. Header build per packet; interval 4 cycles = 250 Mpps
+		// ceiling at 1 GHz, above the 215 M msg/s ConnectX-6 figure (ib-facts §8).
+		TransportTx: StageConfig{LatencyCycles: 40, IntervalCycles: 4},
+		// cycles; assumed. Parse + PSN check per packet, same ceiling.
+		TransportRx: StageConfig{LatencyCycles: 40, IntervalCycles: 4},
+		// cycles; assumed. CQE build.
+		CQE: StageConfig{LatencyCycles: 10, IntervalCycles: 2},
+
+		// WQEBBs; assumed.
+		WQEPrefetchDepth: 8,
+		// bytes; mlx5 BlueFlame half-register, bf_reg_size 512 / 2 (ib-facts §7, unconfirmed).
+		BlueFlameBytes: 256,
+		// keys; assumed.
+		KeyCacheEntries: 256,
+		// ns; assumed: one host memory read (PCIe read completion latency).
+		KeyCacheMissNS: 500,
+
+		// packets; rxe RXE_MAX_PKT_PER_ACK 64 (ib-facts §5).
+		AckReqEvery: 64,
+		// AckReq packets per ACK; 1 = no coalescing (rxe acks each AckReq, ib-facts §5).
+		AckCoalesce: 1,
+		// exponent; perftest DEF_QP_TIME 14 → 4.096 µs × 2^14 ≈ 67 ms.
+		RetryTimeout: 14,
+		// perftest DEF_RETRY_COUNT 7.
+		RetryCnt: 7,
+		// perftest sets rnr_retry 7 (infinite).
+		RNRRetry: 7,
+		// code 12 = 0.64 ms (ib-facts §5 RNR table); perftest's min_rnr_timer.
+		MinRNRTimer: 12,
+		// Mellanox HCAs: 16 (perftest MAX_OUT_READ_HERMON, ib-facts §5).
+		MaxRdAtomic: 16,
+		// bytes; perftest DEF_INLINE_SEND_RC_UC 236.
+		MaxInlineBytes: 236,
+		// CQEs; assumed (perftest sizes its CQ to tx depth × QPs).
+		CQDepth: 1024,
+		// bytes per VL; assumed 32 KiB (512 credits).
+		VLBufferBytes: 32768,
+
+		PCIe: PCIeConfig{
+			Gen: 3, Lanes: 16, // ConnectX-5 on Gen3 x16 (issue 3 host profiles)
+			MPSBytes:            256, // bytes; common x86 root-port setting, assumed
+			MRRSBytes:           512, // bytes; Linux default MRRS, assumed
+			ReadCompletionBytes: 64,  // bytes; RCB 64 B, root complexes return cache lines, assumed
+			ReadLatencyNS:       500, // ns; pcie-bench 64 B read ~0.5 µs (ib-facts §8, unconfirmed)
+			WriteLatencyNS:      200, // ns; assumed: posted write to memory, under half a read round trip
+			TLPOverheadBytes:    24,  // bytes; framing 4 + seq 2 + 4DW header 16 + LCRC 4 − 2, assumed (ib-facts §8: 20–30 B)
+			OutstandingReads:    64,  // tags; assumed
+			MMIOLatencyNS:       250, // ns; calibrated on ib_send_lat 32 B EDR (docs/validation.md)
+		},
+		Host: HostConfig{
+			PostNS: 60, // ns; assumed: build a WQE + store, a few hundred instructions
+			PollNS: 40, // ns; assumed: one poll-loop iteration that finds the CQE
+		},
+	}
+}
+
+// profiles maps a profile name to the function building it.
+var profiles = map[string]func() Config{
+	"cx5":     Defaults,
+	"cx5-edr": Defaults,
+	"cx6":     cx6,
+	"cx6-hdr": cx6,
+	"cx7":     cx7,
+	"cx7-ndr": cx7,
+	"cx8":     cx8,
+	"cx8-xdr": cx8,
+}
+
+// cx6 is a ConnectX-6 class HDR host on PCIe Gen4 x16.
+func cx6() Config {
+	c := Defaults()
+	c.Profile = "cx6"
+	c.PCIe.Gen = 4
+	c.PCIe.OutstandingReads = 128 // tags; assumed, doubled with the link rate
+	return c
+}
+
+// cx7 is a ConnectX-7 class NDR host on PCIe Gen5 x16.
+func cx7() Config {
+	c := Defaults()
+	c.Profile = "cx7"
+	c.PCIe.Gen = 5
+	c.PCIe.OutstandingReads = 256 // tags; assumed (8-bit extended tags)
+	c.PCIe.MPSBytes = 512         // bytes; assumed for newer root ports
+	c.PCIe.ReadCompletionBytes = 128
+	c.CoreClockMHz = 1500 // MHz; assumed
+	return c
+}
+
+// cx8 is a ConnectX-8 class XDR host on PCIe Gen6 x16.
+func cx8() Config {
+	c := cx7()
+	c.Profile = "cx8"
+	c.PCIe.Gen = 6
+	c.PCIe.OutstandingReads = 512 // tags; assumed (10-bit tags, PCIe 4.0+)
+	c.CoreClockMHz = 2000         // MHz; assumed
+	return c
+}
+
+// ProfileNames returns the accepted profile names, sorted.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Profile returns the named host profile's configuration. A config loader
+// reads hca.profile first, starts from Profile(name), then decodes the rest
+// of the hca section over it.
+func Profile(name string) (Config, error) {
+	f, ok := profiles[strings.ToLower(name)]
+	if !ok {
+		return Config{}, fmt.Errorf("hca.profile: %q is not a profile (%s)", name, strings.Join(ProfileNames(), ", "))
+	}
+	return f(), nil
+}
+
+// Validate checks every knob's range; errors name the dotted key.
+func (c *Config) Validate() error {
+	if c.Profile != "" {
+		if _, ok := profiles[strings.ToLower(c.Profile)]; !ok {
+			return fmt.Errorf("hca.profile: %q is not a profile (%s)", c.Profile, strings.Join(ProfileNames(), ", "))
+		}
+	}
+	if !(c.CoreClockMHz >= 1 && c.CoreClockMHz <= 10000) {
+		return fmt.Errorf("hca.core_clock_mhz: %v is out of range (1 to 10000)", c.CoreClockMHz)
+	}
+	stages := []struct {
+		key string
+		s   StageConfig
+	}{
+		{"doorbell", c.Doorbell}, {"wqe_fetch", c.WQEFetch}, {"key_check", c.KeyCheck},
+		{"dma", c.DMA}, {"transport_tx", c.TransportTx}, {"transport_rx", c.TransportRx},
+		{"cqe", c.CQE},
+	}
+	for _, st := range stages {
+		if st.s.LatencyCycles < 0 || st.s.LatencyCycles > 1000000 {
+			return fmt.Errorf("hca.%s.latency_cycles: %d is out of range (0 to 1000000)", st.key, st.s.LatencyCycles)
+		}
+		if st.s.IntervalCycles < 1 || st.s.IntervalCycles > 1000000 {
+			return fmt.Errorf("hca.%s.interval_cycles: %d is out of range (1 to 1000000)", st.key, st.s.IntervalCycles)
+		}
+	}
+	ints := []struct {
+		key      string
+		v        int
+		min, max int
+	}{
+		{"wqe_prefetch_depth", c.WQEPrefetchDepth, 1, 256},
+		{"blueflame_bytes", c.BlueFlameBytes, 0, 1024},
+		{"key_cache_entries", c.KeyCacheEntries, 1, 1 << 20},
+		{"ack_req_every", c.AckReqEvery, 1, 1 << 16},
+		{"ack_coalesce", c.AckCoalesce, 1, 1024},
+		{"retry_timeout", c.RetryTimeout, 0, 31},
+		{"retry_cnt", c.RetryCnt, 0, 7},
+		{"rnr_retry", c.RNRRetry, 0, 7},
+		{"min_rnr_timer", c.MinRNRTimer, 0, 31},
+		{"max_rd_atomic", c.MaxRdAtomic, 1, 255},
+		{"max_inline_bytes", c.MaxInlineBytes, 0, MaxInlineLimit},
+		{"cq_depth", c.CQDepth, 2, 1 << 22},
+		{"vl_buffer_bytes", c.VLBufferBytes, 64, 1 << 24},
+		{"pcie.lanes", c.PCIe.Lanes, 1, 16},
+		{"pcie.tlp_overhead_bytes", c.PCIe.TLPOverheadBytes, 0, 256},
+		{"pcie.outstanding_reads", c.PCIe.OutstandingReads, 1, 1024},
+	}
+	for _, iv := range ints {
+		if iv.v < iv.min || iv.v > iv.max {
+			return fmt.Errorf("hca.%s: %d is out of range (%d to %d)", iv.key, iv.v, iv.min, iv.max)
+		}
+	}
+	if c.KeyCacheMissNS < 0 {
+		return fmt.Errorf("hca.key_cache_miss_ns: %v is negative", c.KeyCacheMissNS)
+	}
+	if c.VLBufferBytes%64 != 0 {
+		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)
+	}
+	if c.CQDepth&(c.CQDepth-1) != 0 {
+		return fmt.Errorf("hca.cq_depth: %d is not a power of two", c.CQDepth)
+	}
+	if c.PCIe.Gen < 3 || c.PCIe.Gen > 6 {
+		return fmt.Errorf("hca.pcie.gen: %d is not a modelled generation (3, 4, 5, 6)", c.PCIe.Gen)
+	}
+	switch c.PCIe.Lanes {
+	case 1, 2, 4, 8, 16:
+	default:
+		return fmt.Errorf("hca.pcie.lanes: %d is not a width (1, 2, 4, 8, 16)", c.PCIe.Lanes)
+	}
+	pow2 := func(key string, v int) error {
+		if v < 128 || v > 4096 || v&(v-1) != 0 {
+			return fmt.Errorf("hca.pcie.%s: %d is not 128, 256, 512, 1024, 2048 or 4096", key, v)
+		}
+		return nil
+	}
+	if err := pow2("mps_bytes", c.PCIe.MPSBytes); err != nil {
+		return err
+	}
+	if err := pow2("mrrs_bytes", c.PCIe.MRRSBytes); err != nil {
+		return err
+	}
+	switch c.PCIe.ReadCompletionBytes {
+	case 64, 128, 256, 512, 1024, 2048, 4096:
+	default:
+		return fmt.Errorf("hca.pcie.read_completion_bytes: %d is not a power of two from 64 to 4096", c.PCIe.ReadCompletionBytes)
+	}
+	if c.PCIe.ReadCompletionBytes > c.PCIe.MPSBytes {
+		return fmt.Errorf("hca.pcie.read_completion_bytes: %d exceeds hca.pcie.mps_bytes %d", c.PCIe.ReadCompletionBytes, c.PCIe.MPSBytes)
+	}
+	floats := []struct {
+		key string
+		v   float64
+	}{
+		{"pcie.read_completion_latency_ns", c.PCIe.ReadLatencyNS},
+		{"pcie.posted_write_latency_ns", c.PCIe.WriteLatencyNS},
+		{"pcie.mmio_latency_ns", c.PCIe.MMIOLatencyNS},
+		{"host.post_ns", c.Host.PostNS},
+		{"host.poll_ns", c.Host.PollNS},
+	}
+	for _, f := range floats {
+		if !(f.v >= 0 && f.v <= 1e9) {
+			return fmt.Errorf("hca.%s: %v is out of range (0 to 1e9)", f.key, f.v)
+		}
+	}
+	return nil
+}

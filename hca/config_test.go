@@ -1,0 +1,57 @@
+package hca
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultsAndProfilesValidate(t *testing.T) {
+	for _, name := range ProfileNames() {
+		c, err := Profile(name)
+		require.NoError(t, err, name)
+		assert.NoError(t, c.Validate(), name)
+	}
+	d := Defaults()
+	assert.NoError(t, d.Validate())
+	// Profiles select the PCIe generation the issue names for each class.
+	for name, gen := range map[string]int{"cx5": 3, "cx6-hdr": 4, "cx7": 5, "CX8": 6} {
+		c, err := Profile(name)
+		require.NoError(t, err)
+		assert.Equal(t, gen, c.PCIe.Gen, name)
+		assert.Equal(t, 16, c.PCIe.Lanes, name)
+	}
+	_, err := Profile("cx9")
+	assert.EqualError(t, err, `hca.profile: "cx9" is not a profile (cx5, cx5-edr, cx6, cx6-hdr, cx7, cx7-ndr, cx8, cx8-xdr)`)
+}
+
+func TestValidateNamesKey(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		want   string
+	}{
+		{"clock", func(c *Config) { c.CoreClockMHz = 0 }, "hca.core_clock_mhz: 0 is out of range (1 to 10000)"},
+		{"stage interval", func(c *Config) { c.KeyCheck.IntervalCycles = 0 }, "hca.key_check.interval_cycles: 0 is out of range (1 to 1000000)"},
+		{"stage latency", func(c *Config) { c.CQE.LatencyCycles = -1 }, "hca.cqe.latency_cycles: -1 is out of range (0 to 1000000)"},
+		{"retry_cnt", func(c *Config) { c.RetryCnt = 8 }, "hca.retry_cnt: 8 is out of range (0 to 7)"},
+		{"timeout", func(c *Config) { c.RetryTimeout = 32 }, "hca.retry_timeout: 32 is out of range (0 to 31)"},
+		{"vl buffer", func(c *Config) { c.VLBufferBytes = 100 }, "hca.vl_buffer_bytes: 100 is not a multiple of 64 (one credit is 64 bytes)"},
+		{"cq depth", func(c *Config) { c.CQDepth = 1000 }, "hca.cq_depth: 1000 is not a power of two"},
+		{"gen", func(c *Config) { c.PCIe.Gen = 2 }, "hca.pcie.gen: 2 is not a modelled generation (3, 4, 5, 6)"},
+		{"lanes", func(c *Config) { c.PCIe.Lanes = 3 }, "hca.pcie.lanes: 3 is not a width (1, 2, 4, 8, 16)"},
+		{"mps", func(c *Config) { c.PCIe.MPSBytes = 300 }, "hca.pcie.mps_bytes: 300 is not 128, 256, 512, 1024, 2048 or 4096"},
+		{"rcb", func(c *Config) { c.PCIe.ReadCompletionBytes = 512 }, "hca.pcie.read_completion_bytes: 512 exceeds hca.pcie.mps_bytes 256"},
+		{"latency", func(c *Config) { c.PCIe.ReadLatencyNS = -1 }, "hca.pcie.read_completion_latency_ns: -1 is out of range (0 to 1e9)"},
+		{"inline", func(c *Config) { c.MaxInlineBytes = 2000 }, "hca.max_inline_bytes: 2000 is out of range (0 to 988)"},
+		{"profile", func(c *Config) { c.Profile = "x" }, `hca.profile: "x" is not a profile (cx5, cx5-edr, cx6, cx6-hdr, cx7, cx7-ndr, cx8, cx8-xdr)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			tc.mutate(&c)
+			assert.EqualError(t, c.Validate(), tc.want)
+		})
+	}
+}

@@ -1,0 +1,141 @@
+package hca
+
+import "fmt"
+
+// Access flags of a memory region (ibv_access_flags, ib-facts.md §6).
+const (
+	AccessLocalWrite   = 1
+	AccessRemoteWrite  = 2
+	AccessRemoteRead   = 4
+	AccessRemoteAtomic = 8
+)
+
+// KeyResult is the outcome of a key check.
+type KeyResult uint8
+
+// Key check outcomes. Each failure names the rule it broke (rxe_resp.c
+// RESPST_CHK_RKEY order: valid key, PD, access, bounds; ib-facts.md §6).
+const (
+	KeyOK KeyResult = iota
+	KeyInvalid
+	KeyPDMismatch
+	KeyAccessDenied
+	KeyOutOfBounds
+)
+
+var keyResultNames = [...]string{"pass", "invalid_key", "pd_mismatch", "access_denied", "out_of_bounds"}
+
+// String returns the result's trace name.
+func (r KeyResult) String() string { return keyResultNames[r] }
+
+// MR is a registered memory region: the HCA's MPT entry.
+type MR struct {
+	Addr   uint64 // first byte, host virtual address
+	Length uint64 // bytes
+	Access int    // Access* flags; local read is always allowed
+	PD     uint32 // protection domain handle
+	LKey   uint32 // index << 8 | key
+	RKey   uint32 // equal to LKey (mlx5 uses one mkey for both)
+	valid  bool
+}
+
+// KeyTable is the HCA's memory protection table: entries by 24-bit index.
+type KeyTable struct {
+	entries []MR
+}
+
+// Register adds a region and returns its keys: index (24 bit) << 8 | an
+// 8-bit variant (ib-facts.md §6). The variant is derived from the index so
+// runs are reproducible, and is never 0 so a zero key is never valid.
+func (t *KeyTable) Register(pd uint32, addr, length uint64, access int) MR {
+	idx := uint32(len(t.entries))
+	if idx >= 1<<24 {
+		panic(fmt.Sprintf("hca: key table full at %d entries", idx))
+	}
+	variant := uint32(idx*37+0x5b)&0xff | 1
+	key := idx<<8 | variant
+	mr := MR{Addr: addr, Length: length, Access: access, PD: pd, LKey: key, RKey: key, valid: true}
+	t.entries = append(t.entries, mr)
+	return mr
+}
+
+// Deregister invalidates the region with key.
+func (t *KeyTable) Deregister(key uint32) {
+	if e := t.lookup(key); e != nil {
+		e.valid = false
+	}
+}
+
+func (t *KeyTable) lookup(key uint32) *MR {
+	idx := key >> 8
+	if int(idx) >= len(t.entries) {
+		return nil
+	}
+	e := &t.entries[idx]
+	if !e.valid || e.LKey != key {
+		return nil
+	}
+	return e
+}
+
+// Check checks key for an access of length bytes at addr needing the access
+// flags need (0 for a local read) from protection domain pd.
+func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResult {
+	e := t.lookup(key)
+	if e == nil {
+		return KeyInvalid
+	}
+	if e.PD != pd {
+		return KeyPDMismatch
+	}
+	if e.Access&need != need {
+		return KeyAccessDenied
+	}
+	if addr < e.Addr || addr+length > e.Addr+e.Length || addr+length < addr {
+		return KeyOutOfBounds
+	}
+	return KeyOK
+}
+
+// KeyCache is the HCA's translation cache: the MPT entries it holds on
+// chip, least recently used out. Lookups only, no iteration over a map, so
+// eviction is deterministic.
+type KeyCache struct {
+	capacity int
+	lastUse  map[uint32]uint64 // key index → use stamp
+	clock    uint64
+	Hits     int64
+	Misses   int64
+}
+
+// NewKeyCache returns an empty cache of capacity entries.
+func NewKeyCache(capacity int) *KeyCache {
+	return &KeyCache{capacity: capacity, lastUse: make(map[uint32]uint64, capacity)}
+}
+
+// Access looks key's index up and reports whether it hit; a miss fills it,
+// evicting the least recently used entry when full.
+func (c *KeyCache) Access(key uint32) bool {
+	idx := key >> 8
+	c.clock++
+	if _, ok := c.lastUse[idx]; ok {
+		c.lastUse[idx] = c.clock
+		c.Hits++
+		return true
+	}
+	c.Misses++
+	if len(c.lastUse) >= c.capacity {
+		// Find the least recently used entry. Stamps are unique, so the
+		// victim does not depend on map order.
+		var victim uint32
+		oldest := ^uint64(0)
+		for k, s := range c.lastUse {
+			if s < oldest {
+				oldest, victim = s, k
+			}
+		}
+		delete(c.lastUse, victim)
+	}
+	c.lastUse[idx] = c.clock
+	return false
+}

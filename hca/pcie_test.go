@@ -1,0 +1,85 @@
+package hca
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+func gen3() PCIeConfig {
+	return PCIeConfig{Gen: 3, Lanes: 16, MPSBytes: 256, MRRSBytes: 512, ReadCompletionBytes: 64,
+		ReadLatencyNS: 500, WriteLatencyNS: 200, TLPOverheadBytes: 24, OutstandingReads: 4, MMIOLatencyNS: 250}
+}
+
+func TestPCIeRates(t *testing.T) {
+	tests := []struct {
+		gen  int
+		want float64 // Gb/s per direction at x16
+	}{
+		// 8 GT/s × 16 × 128/130 = 126.03 Gb/s = 15.75 GB/s (ib-facts §8).
+		{3, 8 * 16 * 128.0 / 130},
+		{4, 16 * 16 * 128.0 / 130},
+		{5, 32 * 16 * 128.0 / 130},
+		// 64 GT/s × 16 × 236/256 FLIT efficiency = 944 Gb/s = 118 GB/s.
+		{6, 64 * 16 * 236.0 / 256},
+	}
+	for _, tc := range tests {
+		c := gen3()
+		c.Gen = tc.gen
+		p := NewPCIe(c)
+		assert.InDelta(t, tc.want, p.PayloadGbps(), 1e-9, "gen %d", tc.gen)
+	}
+	// Gen3 x16: 1 byte = 8 / 126.03 ns = 63.48 ps; 280 bytes = 17773.4 → 17774 ps (rounded up).
+	assert.Equal(t, ib.PS(17774), NewPCIe(gen3()).SerPS(280))
+}
+
+func TestPCIeWriteAndRead(t *testing.T) {
+	p := NewPCIe(gen3())
+	// A 600-byte posted write at MPS 256: TLPs of 256, 256, 88 payload,
+	// each + 24 overhead, back to back upstream, then the write latency.
+	want := p.SerPS(280) + p.SerPS(280) + p.SerPS(112) + 200*ib.Nanosecond
+	assert.Equal(t, want, p.Write(0, 600))
+
+	q := NewPCIe(gen3())
+	// A 100-byte read: one request (24 B upstream), 500 ns, then two
+	// completions of 64 and 36 bytes (+24 each) downstream.
+	want = q.SerPS(24) + 500*ib.Nanosecond + q.SerPS(88) + q.SerPS(60)
+	assert.Equal(t, want, q.Read(0, 100))
+	assert.Equal(t, int64(1), q.ReadRequests)
+}
+
+func TestPCIeOutstandingReadCap(t *testing.T) {
+	// 4 tags, 5 requests of 512 B: the fifth waits for the first tag.
+	p := NewPCIe(gen3())
+	done := p.Read(0, 5*512)
+	req := p.SerPS(24)
+	cpl := p.SerPS(64 + 24)
+	// Request k (k=0..3) leaves at (k+1)·req; its completions start at
+	// (k+1)·req + 500 ns, but the downstream is FIFO: request 0's 8
+	// completions end at req + 500 ns + 8·cpl; each later request's start
+	// is earlier than the previous end, so they follow back to back.
+	firstTagFree := req + 500*ib.Nanosecond + 8*cpl
+	// The fifth request leaves at firstTagFree + req; its completions find
+	// the downstream idle again only if the four first ones are done:
+	// 4 × 8 completions end at req + 500 ns + 32·cpl < firstTagFree + req + 500 ns.
+	want := firstTagFree + req + 500*ib.Nanosecond + 8*cpl
+	assert.Equal(t, want, done)
+	// It was ready at 0 and waited for the first tag.
+	assert.Equal(t, firstTagFree, p.TagStallPS)
+}
+
+func TestPCIeReadBound(t *testing.T) {
+	c := gen3()
+	c.OutstandingReads = 256
+	p := NewPCIe(c)
+	// With enough tags the bound is completion efficiency: 126.03 × 64/88.
+	assert.InDelta(t, 8*16*128.0/130*64/88, p.ReadBoundGbps(), 1e-9)
+	// Streaming 1 MiB of reads approaches that bound.
+	n := 1 << 20
+	done := p.Read(0, n)
+	gbps := float64(n) * 8 / float64(done) * 1000
+	assert.InDelta(t, p.ReadBoundGbps(), gbps, 0.02*p.ReadBoundGbps())
+	assert.LessOrEqual(t, gbps, p.ReadBoundGbps())
+}

@@ -1,0 +1,317 @@
+package hca
+
+import "github.com/hcasim/hcasim/ib"
+
+// ResponderEnv is what the responder needs from its QP: keys and receive WQEs.
+type ResponderEnv interface {
+	// CheckRKey checks an R_Key for need (Access* flags) on [addr, addr+n).
+	CheckRKey(rkey uint32, need int, addr, n uint64) KeyResult
+	// CheckLKey checks a receive buffer's L_Key for a local write.
+	CheckLKey(lkey uint32, addr, n uint64) KeyResult
+	// PopRecv takes the next receive WQE; false when the receive queue is
+	// empty (the responder answers RNR NAK).
+	PopRecv() (RecvWQE, bool)
+}
+
+// RespAction is what the responder decided for one incoming request packet.
+// The device carries it out with timing: DMA the payload, send the ACK/NAK,
+// generate read responses, run the atomic, write the receive CQE.
+type RespAction struct {
+	Drop bool // the packet changes nothing (duplicate handled by Ack, or ignored)
+
+	// Payload placement: PayloadLen bytes of the packet go to WriteAddr.
+	Write     bool
+	WriteAddr uint64
+
+	// An ACK or NAK to send now: syndrome and PSN.
+	Ack    bool
+	AckSyn uint8
+	AckPSN uint32
+	MSN    uint32
+
+	// A receive completion (SEND LAST/ONLY, WRITE with immediate).
+	RecvDone   bool
+	Recv       RecvWQE
+	RecvLen    uint32
+	RecvOpcode uint8 // CQERespSend, CQERespSendImm, CQERespWrImm
+	Imm        uint32
+	RecvStatus WCStatus
+
+	// A READ to answer: Len bytes from VA, response PSNs from PSN.
+	Read    bool
+	ReadVA  uint64
+	ReadLen uint32
+	ReadPSN uint32
+
+	// An atomic to execute at VA; the result goes back in an atomic ACK.
+	Atomic bool
+	// AtomicReplay: a duplicate atomic; answer with LastAtomic, do not re-execute.
+	AtomicReplay bool
+
+	// KeyChecked is the R_Key or L_Key this packet checked (for timing and
+	// traces) and its result.
+	KeyChecked bool
+	Key        uint32
+	KeyResult  KeyResult
+}
+
+// Responder is the receive side of an RC QP (IBA ch. 9 responder,
+// rxe_resp.c): PSN checks, NAKs, key checks, placement, ACK coalescing.
+type Responder struct {
+	MTU         int
+	AckCoalesce int
+	MinRNRTimer int
+	MaxRdAtomic int // responder resources for READ + atomics in progress
+
+	State QPState
+	ePSN  uint32 // next expected PSN
+	msn   uint32 // completed messages, 24 bit
+
+	inMsg   bool   // inside a multi-packet SEND or WRITE
+	inSend  bool   // the message is a SEND (else a WRITE)
+	writeVA uint64 // WRITE: next byte's address
+	recv    RecvWQE
+	hasRecv bool
+	recvOff uint32
+	nakSent bool // a sequence NAK was sent for ePSN (send it once)
+
+	pendingAckReqs int    // AckReq packets not yet acknowledged (coalescing)
+	pendingAckPSN  uint32 // the PSN a coalesced ACK would carry
+	// ReadsInProgress counts READ/atomic responses the device has not
+	// finished; the device decrements it.
+	ReadsInProgress int
+
+	// Atomic replay: a duplicate atomic gets its saved original value. The
+	// responder keeps the last MaxRdAtomic results (its responder resources),
+	// enough for every atomic the requester may still retry.
+	atomicHist []atomicResult
+}
+
+type atomicResult struct {
+	psn uint32
+	val uint64
+}
+
+// NewResponder returns an RTR responder expecting psn.
+func NewResponder(cfg *Config, mtu int, psn uint32) *Responder {
+	return &Responder{MTU: mtu, AckCoalesce: cfg.AckCoalesce, MinRNRTimer: cfg.MinRNRTimer,
+		MaxRdAtomic: cfg.MaxRdAtomic, State: QPRTR, ePSN: psn & psnMask}
+}
+
+// ExpectedPSN returns the next PSN the responder accepts.
+func (r *Responder) ExpectedPSN() uint32 { return r.ePSN }
+
+// MSN returns the message sequence number.
+func (r *Responder) MSN() uint32 { return r.msn }
+
+// SaveAtomic records the original value an atomic at psn returned, for replay.
+func (r *Responder) SaveAtomic(psn uint32, v uint64) {
+	if len(r.atomicHist) >= r.MaxRdAtomic {
+		r.atomicHist = r.atomicHist[1:]
+	}
+	r.atomicHist = append(r.atomicHist, atomicResult{psn, v})
+}
+
+// LastAtomic returns the saved atomic result for a duplicate at psn.
+func (r *Responder) LastAtomic(psn uint32) (uint64, bool) {
+	for _, h := range r.atomicHist {
+		if h.psn == psn {
+			return h.val, true
+		}
+	}
+	return 0, false
+}
+
+func (r *Responder) nak(a *RespAction, syn uint8, psn uint32, fatal bool) RespAction {
+	a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, syn, psn, r.msn
+	a.Drop = true
+	a.Write = false
+	if fatal {
+		// Class C errors move the responder QP to ERR (ib-facts.md §5).
+		r.State = QPErr
+	}
+	return *a
+}
+
+// FlushAck returns a coalesced ACK still owed, if any; the device calls it
+// when no further packet is waiting in the receive pipeline.
+func (r *Responder) FlushAck() (psn, msn uint32, ok bool) {
+	if r.pendingAckReqs == 0 {
+		return 0, 0, false
+	}
+	r.pendingAckReqs = 0
+	return r.pendingAckPSN, r.msn, true
+}
+
+// Receive processes one request packet that passed the link checks.
+func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
+	var a RespAction
+	if r.State == QPErr {
+		a.Drop = true
+		return a
+	}
+	d := psnDiff(pkt.PSN, r.ePSN)
+	if d > 0 {
+		// Out of sequence: one NAK per gap, then drop (class B).
+		if r.nakSent {
+			a.Drop = true
+			return a
+		}
+		r.nakSent = true
+		return r.nak(&a, SynNAKSeq, r.ePSN, false)
+	}
+	if d < 0 {
+		return r.duplicate(pkt)
+	}
+	r.nakSent = false
+	op := pkt.Opcode
+	hdr := op.Headers()
+	first := op == ib.SendFirst || op == ib.SendOnly || op == ib.SendOnlyImm ||
+		op == ib.RDMAWriteFirst || op == ib.RDMAWriteOnly || op == ib.RDMAWriteOnlyImm ||
+		op == ib.RDMAReadRequest || op == ib.CompareSwap || op == ib.FetchAdd
+	if first == r.inMsg {
+		// A FIRST/ONLY inside a message, or a MIDDLE/LAST outside one.
+		return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+	}
+	if r.inMsg && r.inSend != isSend(op) {
+		return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+	}
+	last := op == ib.SendLast || op == ib.SendLastImm || op == ib.SendOnly || op == ib.SendOnlyImm ||
+		op == ib.RDMAWriteLast || op == ib.RDMAWriteLastImm || op == ib.RDMAWriteOnly || op == ib.RDMAWriteOnlyImm
+
+	switch {
+	case op == ib.RDMAReadRequest:
+		a.KeyChecked, a.Key = true, pkt.RETH.RKey
+		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteRead, pkt.RETH.VA, uint64(pkt.RETH.Length))
+		if a.KeyResult != KeyOK {
+			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
+		}
+		if r.ReadsInProgress >= r.MaxRdAtomic {
+			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+		}
+		r.ReadsInProgress++
+		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, pkt.RETH.VA, pkt.RETH.Length, pkt.PSN
+		r.ePSN = psnAdd(r.ePSN, PacketCount(pkt.RETH.Length, r.MTU))
+		r.msn = (r.msn + 1) & psnMask
+		return a
+	case op == ib.CompareSwap || op == ib.FetchAdd:
+		a.KeyChecked, a.Key = true, pkt.Atomic.RKey
+		a.KeyResult = env.CheckRKey(pkt.Atomic.RKey, AccessRemoteAtomic, pkt.Atomic.VA, 8)
+		if a.KeyResult != KeyOK {
+			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
+		}
+		if pkt.Atomic.VA%8 != 0 || r.ReadsInProgress >= r.MaxRdAtomic {
+			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+		}
+		r.ReadsInProgress++
+		a.Atomic = true
+		r.ePSN = psnAdd(r.ePSN, 1)
+		r.msn = (r.msn + 1) & psnMask
+		return a
+	}
+
+	// SEND and WRITE packets. A receive WQE is needed by every SEND and by a
+	// WRITE's immediate: take it before touching memory, so an RNR NAK
+	// leaves nothing behind.
+	needRecv := (isSend(op) && first) || op == ib.RDMAWriteOnlyImm || op == ib.RDMAWriteLastImm
+	var recv RecvWQE
+	if needRecv {
+		var ok bool
+		recv, ok = env.PopRecv()
+		if !ok {
+			a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, SynRNRNAK|uint8(r.MinRNRTimer), pkt.PSN, r.msn
+			a.Drop = true
+			return a
+		}
+	}
+	if hdr&ib.HasRETH != 0 {
+		a.KeyChecked, a.Key = true, pkt.RETH.RKey
+		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteWrite, pkt.RETH.VA, uint64(pkt.RETH.Length))
+		if a.KeyResult != KeyOK {
+			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
+		}
+		r.writeVA = pkt.RETH.VA
+	}
+	if isSend(op) {
+		if first {
+			r.recv, r.hasRecv, r.recvOff = recv, true, 0
+		}
+		end := uint64(r.recvOff) + uint64(pkt.PayloadLen)
+		if end > uint64(r.recv.Length) {
+			// Longer than the receive buffer: local length error at the
+			// responder, NAK invalid request to the requester.
+			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCLocLenErr, CQERespSend
+			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+		}
+		if first {
+			a.KeyChecked, a.Key = true, r.recv.LKey
+			a.KeyResult = env.CheckLKey(r.recv.LKey, r.recv.Addr, uint64(r.recv.Length))
+			if a.KeyResult != KeyOK {
+				a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCLocProtErr, CQERespSend
+				return r.nak(&a, SynNAKOpErr, pkt.PSN, true)
+			}
+		}
+		if pkt.PayloadLen > 0 {
+			a.Write, a.WriteAddr = true, r.recv.Addr+uint64(r.recvOff)
+		}
+		r.recvOff = uint32(end)
+	} else {
+		if pkt.PayloadLen > 0 {
+			a.Write, a.WriteAddr = true, r.writeVA
+		}
+		r.writeVA += uint64(pkt.PayloadLen)
+	}
+	r.inMsg, r.inSend = !last, isSend(op)
+	r.ePSN = psnAdd(r.ePSN, 1)
+	if last {
+		r.msn = (r.msn + 1) & psnMask
+		switch {
+		case isSend(op):
+			a.RecvDone, a.Recv, a.RecvLen, a.RecvStatus = true, r.recv, r.recvOff, WCSuccess
+			a.RecvOpcode = CQERespSend
+			if op == ib.SendLastImm || op == ib.SendOnlyImm {
+				a.RecvOpcode, a.Imm = CQERespSendImm, pkt.Imm
+			}
+			r.hasRecv = false
+		case op == ib.RDMAWriteLastImm || op == ib.RDMAWriteOnlyImm:
+			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode, a.Imm = true, recv, WCSuccess, CQERespWrImm, pkt.Imm
+			a.RecvLen = 0
+		}
+	}
+	if pkt.AckReq {
+		r.pendingAckReqs++
+		r.pendingAckPSN = pkt.PSN
+		if r.pendingAckReqs >= r.AckCoalesce {
+			r.pendingAckReqs = 0
+			a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, SynACKNoLimit, pkt.PSN, r.msn
+		}
+	}
+	return a
+}
+
+// duplicate answers a packet whose PSN is before ePSN: SEND/WRITE get an
+// ACK for the last PSN received; a duplicate READ is re-executed; a
+// duplicate atomic gets its saved result (the device replays it).
+func (r *Responder) duplicate(pkt *ib.Packet) RespAction {
+	var a RespAction
+	a.Drop = true
+	switch pkt.Opcode {
+	case ib.RDMAReadRequest:
+		a.Drop = false
+		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, pkt.RETH.VA, pkt.RETH.Length, pkt.PSN
+		r.ReadsInProgress++
+	case ib.CompareSwap, ib.FetchAdd:
+		if _, ok := r.LastAtomic(pkt.PSN); ok {
+			a.Drop = false
+			a.AtomicReplay = true
+			r.ReadsInProgress++
+		}
+	default:
+		if pkt.AckReq {
+			a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, SynACKNoLimit, psnAdd(r.ePSN, -1), r.msn
+		}
+	}
+	return a
+}
+
+func isSend(op ib.Opcode) bool { return op <= ib.SendOnlyImm }

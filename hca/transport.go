@@ -1,0 +1,527 @@
+package hca
+
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// PSNs are 24 bits and wrap (ib-facts.md §5).
+const psnMask = 0xFFFFFF
+
+// psnAdd returns p + n modulo 2^24.
+func psnAdd(p uint32, n int) uint32 { return (p + uint32(n)) & psnMask }
+
+// psnDiff returns a − b as a signed distance in the 24-bit PSN space
+// (valid while the window is under 2^23, ib-facts.md §5).
+func psnDiff(a, b uint32) int32 {
+	d := (a - b) & psnMask
+	if d&0x800000 != 0 {
+		return int32(d) - 1<<24
+	}
+	return int32(d)
+}
+
+// AETH syndromes (ib-facts.md §5, rxe_hdr.h / ib_hdrs.h).
+const (
+	SynACK        = 0x00 // | credit count
+	SynACKNoLimit = 0x1F // ACK with unlimited end-to-end credit
+	SynRNRNAK     = 0x20 // | RNR timer code
+	SynNAKSeq     = 0x60 // PSN sequence error
+	SynNAKInvReq  = 0x61 // invalid request
+	SynNAKAccess  = 0x62 // remote access error
+	SynNAKOpErr   = 0x63 // remote operational error
+	synTypeMask   = 0xE0
+)
+
+// QPState is the verbs QP state (ibv_qp_state, ib-facts.md §5).
+type QPState uint8
+
+// QP states the model uses.
+const (
+	QPReset QPState = iota
+	QPInit
+	QPRTR
+	QPRTS
+	QPErr QPState = 6
+)
+
+var qpStateNames = map[QPState]string{QPReset: "RESET", QPInit: "INIT", QPRTR: "RTR", QPRTS: "RTS", QPErr: "ERR"}
+
+// String returns the state's verbs name.
+func (s QPState) String() string { return qpStateNames[s] }
+
+// PacketCount returns how many PSNs a message of length bytes uses at mtu:
+// a zero-byte message still takes one packet (ib-facts.md §2).
+func PacketCount(length uint32, mtu int) int {
+	if length == 0 {
+		return 1
+	}
+	return int((length + uint32(mtu) - 1) / uint32(mtu))
+}
+
+// RequestOpcode returns the BTH opcode of packet i of n of a request.
+func RequestOpcode(op WROpcode, i, n int) ib.Opcode {
+	first, last := i == 0, i == n-1
+	switch op {
+	case WRSend, WRSendImm:
+		imm := op == WRSendImm
+		switch {
+		case first && last && imm:
+			return ib.SendOnlyImm
+		case first && last:
+			return ib.SendOnly
+		case first:
+			return ib.SendFirst
+		case last && imm:
+			return ib.SendLastImm
+		case last:
+			return ib.SendLast
+		}
+		return ib.SendMiddle
+	case WRRDMAWrite, WRRDMAWriteImm:
+		imm := op == WRRDMAWriteImm
+		switch {
+		case first && last && imm:
+			return ib.RDMAWriteOnlyImm
+		case first && last:
+			return ib.RDMAWriteOnly
+		case first:
+			return ib.RDMAWriteFirst
+		case last && imm:
+			return ib.RDMAWriteLastImm
+		case last:
+			return ib.RDMAWriteLast
+		}
+		return ib.RDMAWriteMiddle
+	case WRRDMARead:
+		return ib.RDMAReadRequest
+	case WRCompSwap:
+		return ib.CompareSwap
+	case WRFetchAdd:
+		return ib.FetchAdd
+	}
+	panic(fmt.Sprintf("hca: no request opcode for WR opcode %d", op))
+}
+
+// ReadResponseOpcode returns the opcode of read response packet i of n.
+func ReadResponseOpcode(i, n int) ib.Opcode {
+	switch {
+	case n == 1:
+		return ib.RDMAReadResponseOnly
+	case i == 0:
+		return ib.RDMAReadResponseFirst
+	case i == n-1:
+		return ib.RDMAReadResponseLast
+	}
+	return ib.RDMAReadResponseMiddle
+}
+
+// sendMsg is one send-queue message as the requester tracks it.
+type sendMsg struct {
+	wqe      SendWQE
+	firstPSN uint32
+	npsn     int    // PSNs the message uses
+	npkts    int    // request packets to send (1 for READ and atomics)
+	sent     int    // next request packet to send
+	everSent bool   // the request went on the wire at least once
+	readGot  uint32 // READ: response bytes received in order
+	done     bool
+	status   WCStatus
+	// Posted is when the application posted the WR (for latency breakdowns).
+	Posted ib.PS
+}
+
+func (m *sendMsg) lastPSN() uint32 { return psnAdd(m.firstPSN, m.npsn-1) }
+
+func (m *sendMsg) isRdAtomic() bool { return m.wqe.Opcode == WRRDMARead || m.wqe.Opcode.isAtomic() }
+
+// Completion is a finished send WQE, in posting order.
+type Completion struct {
+	WQE    SendWQE
+	Status WCStatus
+	Posted ib.PS
+}
+
+// Requester is the send side of an RC QP (IBA ch. 9 requester, rxe_req.c /
+// rxe_comp.c): it numbers packets, sets AckReq, matches ACKs, NAKs and
+// responses, retries go-back-N, and completes WQEs in order.
+type Requester struct {
+	MTU         int
+	AckReqEvery int
+	MaxRdAtomic int
+	RetryCnt    int
+	RNRRetry    int
+
+	State     QPState
+	nextPSN   uint32     // PSN of the next new message
+	msgs      []*sendMsg // uncompleted messages, oldest first
+	sendIdx   int        // index in msgs of the message being transmitted
+	rdAtomic  int        // READ/atomic requests sent and not answered
+	retryLeft int
+	rnrLeft   int
+	// RNRWaitCode is the RNR timer code of the last RNR NAK; the device
+	// holds transmission for that long.
+	RNRWaitCode int
+	// Retries counts go-back-N rewinds (timeouts, sequence NAKs, RNR NAKs).
+	Retries int64
+}
+
+// NewRequester returns an RTS requester starting at psn.
+func NewRequester(cfg *Config, mtu int, psn uint32) *Requester {
+	return &Requester{MTU: mtu, AckReqEvery: cfg.AckReqEvery, MaxRdAtomic: cfg.MaxRdAtomic,
+		RetryCnt: cfg.RetryCnt, RNRRetry: cfg.RNRRetry, State: QPRTS, nextPSN: psn & psnMask,
+		retryLeft: cfg.RetryCnt, rnrLeft: cfg.RNRRetry}
+}
+
+// Enqueue adds a decoded WQE to the send queue. A QP in ERR completes it
+// with WR_FLUSH_ERR at once.
+func (r *Requester) Enqueue(w SendWQE, posted ib.PS) []Completion {
+	if r.State == QPErr {
+		return []Completion{{WQE: w, Status: WCWRFlushErr, Posted: posted}}
+	}
+	n := PacketCount(w.Length, r.MTU)
+	m := &sendMsg{wqe: w, firstPSN: r.nextPSN, npsn: n, npkts: n, Posted: posted}
+	if m.isRdAtomic() {
+		m.npkts = 1
+		if w.Opcode.isAtomic() {
+			m.npsn = 1
+		}
+	}
+	r.nextPSN = psnAdd(r.nextPSN, m.npsn)
+	r.msgs = append(r.msgs, m)
+	return nil
+}
+
+// Outstanding reports whether any message awaits an ACK or response.
+func (r *Requester) Outstanding() bool { return r.sendIdx > 0 || (len(r.msgs) > 0 && r.msgs[0].sent > 0) }
+
+// Pending returns the uncompleted messages (sent or not).
+func (r *Requester) Pending() int { return len(r.msgs) }
+
+// HasWork reports whether a packet may be sent now.
+func (r *Requester) HasWork() bool {
+	if r.State != QPRTS || r.sendIdx >= len(r.msgs) {
+		return false
+	}
+	m := r.msgs[r.sendIdx]
+	return !(m.sent == 0 && m.isRdAtomic() && r.rdAtomic >= r.MaxRdAtomic)
+}
+
+// TxPacket describes the next request packet: the message and its packet
+// index. Payload offset = Index × MTU.
+type TxPacket struct {
+	Msg   *sendMsg
+	Index int
+}
+
+// Next takes the next request packet to send and fills pkt's transport
+// headers (not LIDs, VL or payload bytes). Call only when HasWork.
+func (r *Requester) Next(pkt *ib.Packet) TxPacket {
+	m := r.msgs[r.sendIdx]
+	i := m.sent
+	w := &m.wqe
+	pkt.Opcode = RequestOpcode(w.Opcode, i, m.npkts)
+	pkt.PSN = psnAdd(m.firstPSN, i)
+	pkt.AckReq = i == m.npkts-1 || (i+1)%r.AckReqEvery == 0
+	switch w.Opcode {
+	case WRRDMARead:
+		pkt.RETH = ib.RETH{VA: w.RemoteAddr, RKey: w.RKey, Length: w.Length}
+		pkt.AckReq = true
+		r.rdAtomic++
+	case WRCompSwap, WRFetchAdd:
+		pkt.Atomic = ib.AtomicETH{VA: w.RemoteAddr, RKey: w.RKey, SwapAdd: w.SwapAdd, Compare: w.Compare}
+		pkt.AckReq = true
+		r.rdAtomic++
+	default:
+		off := uint32(i * r.MTU)
+		pkt.PayloadLen = int(min(uint32(r.MTU), w.Length-off))
+		if i == 0 && pkt.Opcode.Headers()&ib.HasRETH != 0 {
+			pkt.RETH = ib.RETH{VA: w.RemoteAddr, RKey: w.RKey, Length: w.Length}
+		}
+		if pkt.Opcode.Headers()&ib.HasImmDt != 0 {
+			pkt.Imm = w.Imm
+		}
+	}
+	m.sent++
+	m.everSent = true
+	if m.sent == m.npkts {
+		r.sendIdx++
+	}
+	return TxPacket{Msg: m, Index: i}
+}
+
+// ackThrough marks every message whose PSNs all lie before psn (exclusive
+// when inclusive is false) as acknowledged, except READ and atomics, which
+// only their responses complete.
+func (r *Requester) ackThrough(psn uint32, inclusive bool) bool {
+	progress := false
+	for _, m := range r.msgs {
+		if !m.everSent {
+			break
+		}
+		d := psnDiff(m.lastPSN(), psn)
+		if d > 0 || (d == 0 && !inclusive) {
+			break
+		}
+		if !m.done && !m.isRdAtomic() && m.sent == m.npkts {
+			m.done, m.status = true, WCSuccess
+			progress = true
+		}
+	}
+	return progress
+}
+
+// retire pops completed messages off the front, in order.
+func (r *Requester) retire(out []Completion) []Completion {
+	for len(r.msgs) > 0 && r.msgs[0].done {
+		m := r.msgs[0]
+		out = append(out, Completion{WQE: m.wqe, Status: m.status, Posted: m.Posted})
+		r.msgs = r.msgs[1:]
+		if r.sendIdx > 0 {
+			r.sendIdx--
+		}
+	}
+	return out
+}
+
+// find returns the index of the message holding psn, or -1.
+func (r *Requester) find(psn uint32) int {
+	for i, m := range r.msgs {
+		if psnDiff(psn, m.firstPSN) >= 0 && psnDiff(psn, m.lastPSN()) <= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// rewind restarts transmission at psn (go-back-N): the message holding it
+// resends from that packet (a READ from its start), every later one from
+// its start.
+func (r *Requester) rewind(psn uint32) {
+	i := r.find(psn)
+	if i < 0 {
+		return
+	}
+	r.Retries++
+	m := r.msgs[i]
+	if m.isRdAtomic() {
+		m.sent = 0
+		m.readGot = 0
+	} else {
+		m.sent = int(psnDiff(psn, m.firstPSN))
+	}
+	for _, later := range r.msgs[i+1:] {
+		later.sent = 0
+		later.readGot = 0
+	}
+	r.sendIdx = i
+	r.rdAtomic = 0
+	for _, e := range r.msgs[:i] {
+		if e.isRdAtomic() && !e.done {
+			r.rdAtomic++
+		}
+	}
+}
+
+// fail completes the message at index i with status and flushes the rest;
+// the QP goes to ERR (ib-facts.md §5, completion ordering).
+func (r *Requester) fail(i int, status WCStatus, out []Completion) []Completion {
+	for j, m := range r.msgs {
+		if j < i && !m.done {
+			// Earlier messages the NAK implicitly acknowledged.
+			m.done, m.status = true, WCSuccess
+		}
+	}
+	out = r.retire(out)
+	r.State = QPErr
+	for j, m := range r.msgs {
+		st := WCWRFlushErr
+		if j == 0 {
+			st = status
+		}
+		out = append(out, Completion{WQE: m.wqe, Status: st, Posted: m.Posted})
+	}
+	r.msgs = r.msgs[:0]
+	r.sendIdx = 0
+	r.rdAtomic = 0
+	return out
+}
+
+// AckResult tells the device what an ACK, NAK or response did.
+type AckResult struct {
+	Completions []Completion
+	Progress    bool // something was acknowledged: restart the retry timer
+	RNRWait     bool // hold transmission for the RNR timer (RNRWaitCode)
+	Rewound     bool // transmission restarts at an earlier PSN
+}
+
+// OnAck handles an ACK or NAK (opcode ACKNOWLEDGE) carrying AETH syndrome
+// syn for psn.
+func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
+	var res AckResult
+	if r.State == QPErr {
+		return res
+	}
+	switch syn & synTypeMask {
+	case SynACK:
+		res.Progress = r.ackThrough(psn, true)
+		if res.Progress {
+			r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
+		}
+	case SynRNRNAK:
+		res.Progress = r.ackThrough(psn, false)
+		i := r.find(psn)
+		if i < 0 {
+			break
+		}
+		if r.RNRRetry != 7 {
+			if r.rnrLeft == 0 {
+				res.Completions = r.fail(i, WCRNRRetryExcErr, res.Completions)
+				return res
+			}
+			r.rnrLeft--
+		}
+		r.rewind(psn)
+		r.RNRWaitCode = int(syn &^ synTypeMask)
+		res.RNRWait, res.Rewound = true, true
+	case SynNAKSeq & synTypeMask:
+		res.Progress = r.ackThrough(psn, false)
+		i := r.find(psn)
+		if i < 0 {
+			break
+		}
+		switch syn {
+		case SynNAKSeq:
+			if r.RetryCnt != 7 {
+				if r.retryLeft == 0 {
+					res.Completions = r.fail(i, WCRetryExcErr, res.Completions)
+					return res
+				}
+				r.retryLeft--
+			}
+			r.rewind(psn)
+			res.Rewound = true
+		case SynNAKInvReq:
+			res.Completions = r.fail(i, WCRemInvReqErr, res.Completions)
+			return res
+		case SynNAKAccess:
+			res.Completions = r.fail(i, WCRemAccessErr, res.Completions)
+			return res
+		default:
+			res.Completions = r.fail(i, WCRemOpErr, res.Completions)
+			return res
+		}
+	}
+	res.Completions = r.retire(res.Completions)
+	return res
+}
+
+// OnReadResponse handles a read response packet. It returns the local
+// address its payload goes to and whether to place it; out-of-order
+// responses are dropped (the retry timer recovers them).
+func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
+	if r.State == QPErr {
+		return 0, false, res
+	}
+	i := r.find(pkt.PSN)
+	if i < 0 {
+		return 0, false, res
+	}
+	m := r.msgs[i]
+	if m.wqe.Opcode != WRRDMARead || m.sent == 0 {
+		return 0, false, res
+	}
+	idx := int(psnDiff(pkt.PSN, m.firstPSN))
+	if uint32(idx*r.MTU) != m.readGot {
+		return 0, false, res // a gap: wait for the retry
+	}
+	// A response implicitly acknowledges every earlier PSN.
+	r.ackThrough(pkt.PSN, false)
+	res.Progress = true
+	r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
+	addr = m.wqe.LocalAddr + uint64(m.readGot)
+	m.readGot += uint32(pkt.PayloadLen)
+	if m.readGot >= m.wqe.Length {
+		m.done, m.status = true, WCSuccess
+		r.rdAtomic--
+	}
+	res.Completions = r.retire(res.Completions)
+	return addr, true, res
+}
+
+// OnAtomicAck handles an ATOMIC_ACKNOWLEDGE; it returns the local address
+// the original value goes to.
+func (r *Requester) OnAtomicAck(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
+	if r.State == QPErr {
+		return 0, false, res
+	}
+	i := r.find(pkt.PSN)
+	if i < 0 {
+		return 0, false, res
+	}
+	m := r.msgs[i]
+	if !m.wqe.Opcode.isAtomic() || m.sent == 0 || m.done {
+		return 0, false, res
+	}
+	res.Progress = true
+	r.ackThrough(pkt.PSN, false)
+	r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
+	m.done, m.status = true, WCSuccess
+	r.rdAtomic--
+	res.Completions = r.retire(res.Completions)
+	return m.wqe.LocalAddr, true, res
+}
+
+// OnTimeout handles the local ACK timer expiring with messages
+// outstanding: resend from the oldest unacknowledged PSN, or give up with
+// RETRY_EXC_ERR when retry_cnt is spent.
+func (r *Requester) OnTimeout() AckResult {
+	var res AckResult
+	if r.State == QPErr || len(r.msgs) == 0 || !r.msgs[0].everSent {
+		return res
+	}
+	if r.RetryCnt != 7 {
+		if r.retryLeft == 0 {
+			res.Completions = r.fail(0, WCRetryExcErr, res.Completions)
+			return res
+		}
+		r.retryLeft--
+	}
+	// The oldest message is not complete, so none of its packets is known
+	// to be acknowledged (ACKs complete whole messages): resend it whole.
+	r.rewind(r.msgs[0].firstPSN)
+	res.Rewound = true
+	return res
+}
+
+// FlushAll moves the QP to ERR and completes everything with WR_FLUSH_ERR
+// (a local error or the application's modify to ERR).
+func (r *Requester) FlushAll() []Completion {
+	r.State = QPErr
+	var out []Completion
+	for _, m := range r.msgs {
+		out = append(out, Completion{WQE: m.wqe, Status: WCWRFlushErr, Posted: m.Posted})
+	}
+	r.msgs = r.msgs[:0]
+	r.sendIdx, r.rdAtomic = 0, 0
+	return out
+}
+
+// RNRTimerPS returns the delay of RNR timer code c (ib-facts.md §5 table,
+// kernel enum ib_rnr_timeout).
+func RNRTimerPS(c int) ib.PS {
+	us := [32]float64{655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280,
+		1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880,
+		163840, 245760, 327680, 491520}
+	return ib.PS(us[c&31] * 1e6)
+}
+
+// RetryTimeoutPS returns the local ACK timeout 4.096 µs × 2^t (ib-facts.md
+// §5); t = 0 means infinite and returns 0.
+func RetryTimeoutPS(t int) ib.PS {
+	if t == 0 {
+		return 0
+	}
+	return 4096 * ib.Nanosecond << t
+}

@@ -1,0 +1,565 @@
+package hca
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// testEnv is a responder's QP context without timing.
+type testEnv struct {
+	kt *KeyTable
+	pd uint32
+	rq []RecvWQE
+}
+
+func (e *testEnv) CheckRKey(k uint32, need int, addr, n uint64) KeyResult {
+	return e.kt.Check(k, e.pd, need, addr, n)
+}
+func (e *testEnv) CheckLKey(k uint32, addr, n uint64) KeyResult {
+	return e.kt.Check(k, e.pd, AccessLocalWrite, addr, n)
+}
+func (e *testEnv) PopRecv() (RecvWQE, bool) {
+	if len(e.rq) == 0 {
+		return RecvWQE{}, false
+	}
+	w := e.rq[0]
+	e.rq = e.rq[1:]
+	return w, true
+}
+
+func TestPSNDiffWraps(t *testing.T) {
+	tests := []struct {
+		a, b uint32
+		want int32
+	}{
+		{5, 3, 2}, {3, 5, -2}, {0, 0xFFFFFF, 1}, {0xFFFFFF, 0, -1}, {1, 0xFFFFFE, 3},
+		{0x7FFFFF, 0, 0x7FFFFF}, {0x800000, 0, -0x800000},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, psnDiff(tc.a, tc.b), "%x - %x", tc.a, tc.b)
+	}
+	assert.Equal(t, uint32(1), psnAdd(0xFFFFFF, 2))
+	assert.Equal(t, uint32(0xFFFFFF), psnAdd(0, -1))
+}
+
+func TestSegmentation(t *testing.T) {
+	const mtu = 1024
+	cfg := Defaults()
+	sizes := []uint32{0, 1, mtu - 1, mtu, mtu + 1, 10 * mtu}
+	for _, op := range []WROpcode{WRSend, WRRDMAWrite, WRSendImm, WRRDMAWriteImm} {
+		for _, size := range sizes {
+			t.Run(fmt.Sprintf("%v/%d", op, size), func(t *testing.T) {
+				r := NewRequester(&cfg, mtu, 100)
+				r.Enqueue(SendWQE{Opcode: op, Length: size, RemoteAddr: 0x5000, RKey: 0x101, Imm: 9}, 0)
+				// n = max(1, ceil(size / MTU)): 0 → 1, 1 → 1, 1023 → 1, 1024 → 1, 1025 → 2, 10240 → 10.
+				n := 1
+				if size > mtu {
+					n = int((size + mtu - 1) / mtu)
+				}
+				var pkts []ib.Packet
+				for r.HasWork() {
+					var p ib.Packet
+					r.Next(&p)
+					pkts = append(pkts, p)
+				}
+				require.Len(t, pkts, n)
+				total := 0
+				for i, p := range pkts {
+					assert.Equal(t, RequestOpcode(op, i, n), p.Opcode)
+					assert.Equal(t, uint32(100+i), p.PSN)
+					assert.Equal(t, i == n-1, p.AckReq, "AckReq on the last packet only (every 64 > 10)")
+					want := mtu
+					if i == n-1 {
+						want = int(size) - (n-1)*mtu
+					}
+					assert.Equal(t, want, p.PayloadLen)
+					total += p.PayloadLen
+					hasRETH := p.Opcode.Headers()&ib.HasRETH != 0
+					assert.Equal(t, i == 0 && (op == WRRDMAWrite || op == WRRDMAWriteImm), hasRETH)
+					if hasRETH {
+						assert.Equal(t, ib.RETH{VA: 0x5000, RKey: 0x101, Length: size}, p.RETH)
+					}
+					hasImm := p.Opcode.Headers()&ib.HasImmDt != 0
+					assert.Equal(t, i == n-1 && (op == WRSendImm || op == WRRDMAWriteImm), hasImm)
+				}
+				assert.Equal(t, int(size), total)
+			})
+		}
+	}
+	// The opcode names of a 3-packet SEND and a 1-packet WRITE with immediate.
+	assert.Equal(t, []ib.Opcode{ib.SendFirst, ib.SendMiddle, ib.SendLast},
+		[]ib.Opcode{RequestOpcode(WRSend, 0, 3), RequestOpcode(WRSend, 1, 3), RequestOpcode(WRSend, 2, 3)})
+	assert.Equal(t, ib.RDMAWriteOnlyImm, RequestOpcode(WRRDMAWriteImm, 0, 1))
+	assert.Equal(t, []ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseLast, ib.RDMAReadResponseOnly},
+		[]ib.Opcode{ReadResponseOpcode(0, 3), ReadResponseOpcode(1, 3), ReadResponseOpcode(2, 3), ReadResponseOpcode(0, 1)})
+}
+
+func TestAckReqEvery(t *testing.T) {
+	cfg := Defaults()
+	cfg.AckReqEvery = 64
+	r := NewRequester(&cfg, 256, 0)
+	r.Enqueue(SendWQE{Opcode: WRRDMAWrite, Length: 130 * 256}, 0)
+	var acks []int
+	for i := 0; r.HasWork(); i++ {
+		var p ib.Packet
+		r.Next(&p)
+		if p.AckReq {
+			acks = append(acks, i)
+		}
+	}
+	// Packets 63 and 127 (every 64th) and the last, 129.
+	assert.Equal(t, []int{63, 127, 129}, acks)
+}
+
+func TestPSNWrapEndToEnd(t *testing.T) {
+	cfg := Defaults()
+	start := uint32(0xFFFFFE)
+	r := NewRequester(&cfg, 256, start)
+	var kt KeyTable
+	mr := kt.Register(1, 0, 1<<20, AccessRemoteWrite|AccessLocalWrite)
+	resp := NewResponder(&cfg, 256, start)
+	env := &testEnv{kt: &kt, pd: 1}
+	r.Enqueue(SendWQE{Opcode: WRRDMAWrite, Length: 4 * 256, RemoteAddr: 0, RKey: mr.RKey}, 0)
+	var psns []uint32
+	var last RespAction
+	for r.HasWork() {
+		var p ib.Packet
+		r.Next(&p)
+		psns = append(psns, p.PSN)
+		last = resp.Receive(&p, env)
+		assert.False(t, last.Drop)
+	}
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1}, psns)
+	require.True(t, last.Ack)
+	assert.Equal(t, uint32(1), last.AckPSN)
+	assert.Equal(t, uint32(2), resp.ExpectedPSN())
+	res := r.OnAck(last.AckPSN, last.AckSyn)
+	require.Len(t, res.Completions, 1)
+	assert.Equal(t, WCSuccess, res.Completions[0].Status)
+}
+
+func TestAckCoalescing(t *testing.T) {
+	tests := []struct {
+		coalesce int
+		wantAcks []uint32 // PSNs of ACKs sent while receiving
+		flush    bool     // an ACK still owed at the end
+	}{
+		// 10 one-packet writes, each AckReq. No coalescing: an ACK for each.
+		{1, []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, false},
+		// 4 per ACK: after packets 3 and 7; 8 and 9 wait for the flush.
+		{4, []uint32{3, 7}, true},
+		// 5 per ACK: after 4 and 9, nothing owed.
+		{5, []uint32{4, 9}, false},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.coalesce), func(t *testing.T) {
+			cfg := Defaults()
+			cfg.AckCoalesce = tc.coalesce
+			var kt KeyTable
+			mr := kt.Register(1, 0, 1<<20, AccessRemoteWrite)
+			resp := NewResponder(&cfg, 4096, 0)
+			req := NewRequester(&cfg, 4096, 0)
+			env := &testEnv{kt: &kt, pd: 1}
+			for i := 0; i < 10; i++ {
+				req.Enqueue(SendWQE{Opcode: WRRDMAWrite, Length: 8, RKey: mr.RKey, RemoteAddr: uint64(8 * i)}, 0)
+			}
+			var acks []uint32
+			for req.HasWork() {
+				var p ib.Packet
+				req.Next(&p)
+				if a := resp.Receive(&p, env); a.Ack {
+					acks = append(acks, a.AckPSN)
+				}
+			}
+			assert.Equal(t, tc.wantAcks, acks)
+			psn, _, ok := resp.FlushAck()
+			assert.Equal(t, tc.flush, ok)
+			if ok {
+				assert.Equal(t, uint32(9), psn)
+			}
+			// One ACK for PSN 9 covers every earlier PSN: all ten complete.
+			res := req.OnAck(9, SynACKNoLimit)
+			assert.Len(t, res.Completions, 10)
+		})
+	}
+}
+
+func TestRKeyViolation(t *testing.T) {
+	cfg := Defaults()
+	var kt KeyTable
+	mr := kt.Register(1, 0x1000, 4096, AccessRemoteWrite|AccessLocalWrite)
+	ro := kt.Register(1, 0x9000, 4096, AccessRemoteRead) // no REMOTE_WRITE
+	mem := NewHostMemory()
+	resp := NewResponder(&cfg, 1024, 0)
+	req := NewRequester(&cfg, 1024, 0)
+	env := &testEnv{kt: &kt, pd: 1, rq: []RecvWQE{{Addr: 0x1000, Length: 4096, LKey: mr.LKey}}}
+	req.Enqueue(SendWQE{Index: 0, Opcode: WRRDMAWrite, Length: 3000, RemoteAddr: 0x9000, RKey: ro.RKey}, 0)
+	req.Enqueue(SendWQE{Index: 1, Opcode: WRRDMAWrite, Length: 10, RemoteAddr: 0x1000, RKey: mr.RKey}, 0)
+	req.Enqueue(SendWQE{Index: 2, Opcode: WRSend, Length: 10}, 0)
+	var nak *RespAction
+	for req.HasWork() {
+		var p ib.Packet
+		req.Next(&p)
+		p.Payload = make([]byte, p.PayloadLen)
+		a := resp.Receive(&p, env)
+		if a.Write {
+			mem.Write(a.WriteAddr, p.Payload)
+		}
+		if a.Ack && nak == nil {
+			nak = &a
+		}
+	}
+	require.NotNil(t, nak)
+	assert.Equal(t, uint8(SynNAKAccess), nak.AckSyn)
+	assert.Equal(t, uint32(0), nak.AckPSN, "the NAK names the FIRST packet's PSN")
+	assert.Equal(t, KeyAccessDenied, nak.KeyResult)
+	assert.Equal(t, QPErr, resp.State)
+	assert.Equal(t, int64(0), mem.BytesWritten, "not one byte written at the responder")
+	assert.Len(t, env.rq, 1, "the SEND after the error consumed no receive WQE")
+
+	res := req.OnAck(nak.AckPSN, nak.AckSyn)
+	require.Len(t, res.Completions, 3)
+	assert.Equal(t, WCRemAccessErr, res.Completions[0].Status)
+	assert.Equal(t, WCWRFlushErr, res.Completions[1].Status)
+	assert.Equal(t, WCWRFlushErr, res.Completions[2].Status)
+	assert.Equal(t, QPErr, req.State)
+	// Work posted after the error is flushed at once.
+	c := req.Enqueue(SendWQE{Index: 3, Opcode: WRSend}, 0)
+	require.Len(t, c, 1)
+	assert.Equal(t, WCWRFlushErr, c[0].Status)
+	assert.False(t, req.HasWork())
+}
+
+func TestRNRThenRetry(t *testing.T) {
+	for _, rnrRetry := range []int{7, 1, 0} {
+		t.Run(fmt.Sprint(rnrRetry), func(t *testing.T) {
+			cfg := Defaults()
+			cfg.RNRRetry = rnrRetry
+			cfg.MinRNRTimer = 5 // 0.06 ms
+			var kt KeyTable
+			mr := kt.Register(1, 0x1000, 4096, AccessLocalWrite)
+			resp := NewResponder(&cfg, 1024, 0)
+			req := NewRequester(&cfg, 1024, 0)
+			env := &testEnv{kt: &kt, pd: 1}
+			req.Enqueue(SendWQE{Opcode: WRSend, Length: 100}, 0)
+			send := func() RespAction {
+				var p ib.Packet
+				req.Next(&p)
+				return resp.Receive(&p, env)
+			}
+			// Two RNR NAKs before a receive is posted.
+			for round := 0; round < 2; round++ {
+				a := send()
+				require.True(t, a.Ack)
+				assert.Equal(t, uint8(SynRNRNAK|5), a.AckSyn)
+				assert.Equal(t, uint32(0), resp.ExpectedPSN(), "RNR does not advance ePSN")
+				res := req.OnAck(a.AckPSN, a.AckSyn)
+				// rnr_retry 0: the first RNR NAK exhausts it; 1: the second.
+				if round >= rnrRetry && rnrRetry != 7 {
+					require.Len(t, res.Completions, 1)
+					assert.Equal(t, WCRNRRetryExcErr, res.Completions[0].Status)
+					assert.Equal(t, QPErr, req.State)
+					return
+				}
+				assert.True(t, res.RNRWait)
+				assert.Equal(t, 5, req.RNRWaitCode)
+				assert.Equal(t, 60*ib.Microsecond, RNRTimerPS(req.RNRWaitCode))
+			}
+			env.rq = append(env.rq, RecvWQE{Addr: 0x1000, Length: 4096, LKey: mr.LKey})
+			a := send()
+			require.True(t, a.RecvDone)
+			assert.Equal(t, uint32(100), a.RecvLen)
+			res := req.OnAck(a.AckPSN, a.AckSyn)
+			require.Len(t, res.Completions, 1)
+			assert.Equal(t, WCSuccess, res.Completions[0].Status)
+		})
+	}
+}
+
+func TestSequenceErrorAndDuplicate(t *testing.T) {
+	cfg := Defaults()
+	var kt KeyTable
+	mr := kt.Register(1, 0, 1<<16, AccessRemoteWrite)
+	resp := NewResponder(&cfg, 1024, 10)
+	env := &testEnv{kt: &kt, pd: 1}
+	w := func(psn uint32) *ib.Packet {
+		return &ib.Packet{Opcode: ib.RDMAWriteOnly, PSN: psn, AckReq: true, PayloadLen: 4,
+			RETH: ib.RETH{RKey: mr.RKey, Length: 4}}
+	}
+	a := resp.Receive(w(11), env) // 10 lost
+	assert.True(t, a.Ack && a.Drop)
+	assert.Equal(t, uint8(SynNAKSeq), a.AckSyn)
+	assert.Equal(t, uint32(10), a.AckPSN, "a sequence NAK carries the expected PSN")
+	a = resp.Receive(w(12), env)
+	assert.False(t, a.Ack, "one NAK per gap")
+	assert.True(t, a.Drop)
+	a = resp.Receive(w(10), env)
+	assert.True(t, a.Write && a.Ack)
+	a = resp.Receive(w(10), env) // duplicate
+	assert.True(t, a.Drop && a.Ack)
+	assert.Equal(t, uint32(10), a.AckPSN)
+	assert.Equal(t, uint8(SynACKNoLimit), a.AckSyn)
+	// A LAST with no FIRST is an invalid request.
+	a = resp.Receive(&ib.Packet{Opcode: ib.RDMAWriteLast, PSN: 11, PayloadLen: 4}, env)
+	assert.Equal(t, uint8(SynNAKInvReq), a.AckSyn)
+	assert.Equal(t, QPErr, resp.State)
+}
+
+func TestRetryExhaustion(t *testing.T) {
+	cfg := Defaults()
+	cfg.RetryCnt = 2
+	req := NewRequester(&cfg, 1024, 0)
+	req.Enqueue(SendWQE{Opcode: WRSend, Length: 3000}, 0)
+	req.Enqueue(SendWQE{Opcode: WRSend, Length: 1}, 0)
+	drain := func() int {
+		n := 0
+		for req.HasWork() {
+			var p ib.Packet
+			req.Next(&p)
+			n++
+		}
+		return n
+	}
+	assert.Equal(t, 4, drain()) // 3 + 1 packets
+	for i := 0; i < 2; i++ {
+		res := req.OnTimeout()
+		assert.True(t, res.Rewound)
+		assert.Equal(t, 4, drain(), "go-back-N resends everything outstanding")
+	}
+	res := req.OnTimeout()
+	require.Len(t, res.Completions, 2)
+	assert.Equal(t, WCRetryExcErr, res.Completions[0].Status)
+	assert.Equal(t, WCWRFlushErr, res.Completions[1].Status)
+	assert.Equal(t, int64(2), req.Retries)
+	// 4.096 µs × 2^14 = 67.108864 ms.
+	assert.Equal(t, ib.PS(67_108_864_000), RetryTimeoutPS(14))
+	assert.Equal(t, ib.PS(0), RetryTimeoutPS(0))
+}
+
+func TestReadAtomicCap(t *testing.T) {
+	cfg := Defaults()
+	cfg.MaxRdAtomic = 2
+	req := NewRequester(&cfg, 1024, 0)
+	for i := 0; i < 3; i++ {
+		req.Enqueue(SendWQE{Opcode: WRRDMARead, Length: 2048, LocalAddr: uint64(i) << 12}, 0)
+	}
+	n := 0
+	for req.HasWork() {
+		var p ib.Packet
+		req.Next(&p)
+		n++
+	}
+	assert.Equal(t, 2, n, "the third READ waits for a response")
+	// The first READ (PSNs 0–1) answered: its LAST frees a slot.
+	for i, op := range []ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseLast} {
+		addr, ok, res := req.OnReadResponse(&ib.Packet{Opcode: op, PSN: uint32(i), PayloadLen: 1024})
+		require.True(t, ok)
+		assert.Equal(t, uint64(i*1024), addr)
+		if i == 1 {
+			require.Len(t, res.Completions, 1)
+		}
+	}
+	assert.True(t, req.HasWork())
+}
+
+// loopback runs a requester against a responder with real memory and a
+// lossy wire, without timing: every lost packet is recovered by NAK or
+// timeout. It returns the completions.
+func loopback(t *testing.T, seed uint64, loss float64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	cfg := Defaults()
+	const mtu = 256
+	var kt KeyTable
+	memA, memB := NewHostMemory(), NewHostMemory()
+	const size = 1 << 17
+	srcA := kt.Register(1, 0x10000, size, AccessLocalWrite)
+	dstB := kt.Register(1, 0x80000, size, AccessRemoteWrite|AccessRemoteRead|AccessRemoteAtomic|AccessLocalWrite)
+	rxB := kt.Register(1, 0x100000, size, AccessLocalWrite)
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = byte(rng.IntN(256))
+	}
+	memA.Write(0x10000, buf)
+	for i := range buf {
+		buf[i] = byte(rng.IntN(256))
+	}
+	memB.Write(0x80000, buf)
+	shadowB := append([]byte(nil), buf...)
+	memB.BytesWritten = 0
+
+	env := &testEnv{kt: &kt, pd: 1}
+	req := NewRequester(&cfg, mtu, rng.Uint32()&psnMask)
+	resp := NewResponder(&cfg, mtu, req.nextPSN)
+	type check struct {
+		localOff, remoteOff uint64
+		n                   int
+		op                  WROpcode
+		add                 uint64
+	}
+	var checks []check
+	recvOff := uint64(0)
+	for i := 0; i < 40; i++ {
+		n := rng.IntN(4*mtu + 1)
+		off := uint64(rng.IntN(size/2-n)) &^ 7
+		loc := uint64(rng.IntN(size/2-n)) &^ 7
+		slot := uint64(i) * 1040 // a private upper-half slot for READ and atomic results
+		w := SendWQE{Index: uint16(i), Length: uint32(n), LocalAddr: 0x10000 + loc, LKey: srcA.LKey,
+			RemoteAddr: 0x80000 + off, RKey: dstB.RKey}
+		switch rng.IntN(4) {
+		case 0:
+			w.Opcode = WRRDMAWrite
+			var src = make([]byte, n)
+			memA.Read(w.LocalAddr, src)
+			copy(shadowB[off:], src)
+		case 1:
+			w.Opcode = WRSend
+			env.rq = append(env.rq, RecvWQE{Addr: 0x100000 + recvOff, Length: uint32(n), LKey: rxB.LKey})
+			checks = append(checks, check{localOff: loc, remoteOff: recvOff, n: n, op: WRSend})
+			recvOff += uint64(n)
+		case 2:
+			w.Opcode = WRRDMARead
+			w.LocalAddr = 0x10000 + size/2 + slot
+			checks = append(checks, check{localOff: size/2 + slot, remoteOff: off, n: n, op: WRRDMARead})
+		case 3:
+			w.Opcode = WRFetchAdd
+			w.Length = 8
+			w.SwapAdd = uint64(rng.IntN(1000))
+			w.LocalAddr = 0x10000 + size/2 + slot
+			prev := leU64(shadowB[off:])
+			putLeU64(shadowB[off:], prev+w.SwapAdd)
+			checks = append(checks, check{localOff: size/2 + slot, n: 8, op: WRFetchAdd, add: prev})
+		}
+		require.Nil(t, req.Enqueue(w, 0))
+	}
+	// A READ returns the responder's memory when it executes (a retried
+	// READ re-executes), so its expected bytes are taken at response time.
+	readWant := map[uint64][]byte{}
+	lose := func() bool { return rng.Float64() < loss }
+	completed := 0
+	for steps := 0; steps < 100000 && req.Pending() > 0; steps++ {
+		if !req.HasWork() {
+			if psn, _, ok := resp.FlushAck(); ok {
+				completed += len(req.OnAck(psn, SynACKNoLimit).Completions)
+				continue
+			}
+			res := req.OnTimeout()
+			completed += len(res.Completions)
+			continue
+		}
+		var p ib.Packet
+		tx := req.Next(&p)
+		w := tx.Msg.wqe
+		if p.PayloadLen > 0 {
+			p.Payload = make([]byte, p.PayloadLen)
+			memA.Read(w.LocalAddr+uint64(tx.Index*mtu), p.Payload)
+		}
+		if lose() {
+			continue
+		}
+		a := resp.Receive(&p, env)
+		if a.Write {
+			memB.Write(a.WriteAddr, p.Payload)
+		}
+		var replies []ib.Packet
+		if a.Ack {
+			replies = append(replies, ib.Packet{Opcode: ib.Acknowledge, PSN: a.AckPSN, AETH: ib.AETH{Syndrome: a.AckSyn}})
+		}
+		if a.Read {
+			data := make([]byte, a.ReadLen)
+			memB.Read(a.ReadVA, data)
+			readWant[w.LocalAddr] = data
+			np := PacketCount(a.ReadLen, mtu)
+			for k := 0; k < np; k++ {
+				lo := k * mtu
+				hi := min(lo+mtu, int(a.ReadLen))
+				replies = append(replies, ib.Packet{Opcode: ReadResponseOpcode(k, np), PSN: psnAdd(a.ReadPSN, k),
+					PayloadLen: hi - lo, Payload: data[lo:hi]})
+			}
+			resp.ReadsInProgress--
+		}
+		if a.Atomic || a.AtomicReplay {
+			var orig uint64
+			if a.AtomicReplay {
+				orig, _ = resp.LastAtomic(p.PSN)
+			} else {
+				orig = memB.ReadU64(p.Atomic.VA)
+				memB.WriteU64(p.Atomic.VA, orig+p.Atomic.SwapAdd)
+				resp.SaveAtomic(p.PSN, orig)
+			}
+			replies = append(replies, ib.Packet{Opcode: ib.AtomicAcknowledge, PSN: p.PSN, AtomicAck: orig})
+			resp.ReadsInProgress--
+		}
+		for _, rp := range replies {
+			if lose() {
+				continue
+			}
+			switch rp.Opcode {
+			case ib.Acknowledge:
+				res := req.OnAck(rp.PSN, rp.AETH.Syndrome)
+				completed += len(res.Completions)
+				for _, c := range res.Completions {
+					require.Equal(t, WCSuccess, c.Status)
+				}
+			case ib.AtomicAcknowledge:
+				addr, ok, res := req.OnAtomicAck(&rp)
+				if ok {
+					memA.WriteU64(addr, rp.AtomicAck)
+				}
+				completed += len(res.Completions)
+			default:
+				addr, ok, res := req.OnReadResponse(&rp)
+				if ok {
+					memA.Write(addr, rp.Payload)
+				}
+				completed += len(res.Completions)
+			}
+		}
+	}
+	require.Equal(t, 40, completed)
+	for _, c := range checks {
+		got := make([]byte, c.n)
+		memA.Read(0x10000+c.localOff, got)
+		switch c.op {
+		case WRSend:
+			want := make([]byte, c.n)
+			memB.Read(0x100000+c.remoteOff, want)
+			// The receive buffer holds what the local buffer held.
+			assert.Equal(t, got, want, "send")
+		case WRRDMARead:
+			assert.Equal(t, readWant[0x10000+c.localOff], got, "read")
+		case WRFetchAdd:
+			assert.Equal(t, c.add, leU64(got), "fetch-add original value")
+		}
+	}
+	final := make([]byte, size)
+	memB.Read(0x80000, final)
+	assert.Equal(t, shadowB, final, "remote buffer after writes and atomics")
+}
+
+func leU64(b []byte) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+func putLeU64(b []byte, v uint64) {
+	for i := 0; i < 8; i++ {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+func TestLoopbackIntegrity(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		for _, loss := range []float64{0, 0.05} {
+			t.Run(fmt.Sprintf("seed%d/loss%v", seed, loss), func(t *testing.T) { loopback(t, seed, loss) })
+		}
+	}
+}

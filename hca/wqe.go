@@ -1,0 +1,274 @@
+package hca
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// WQE and doorbell formats after the mlx5 layout (ib-facts.md §7, rdma-core
+// providers/mlx5/mlx5dv.h). Multi-byte fields are big-endian, as the HCA
+// reads them.
+const (
+	// WQEBBBytes is a send WQE basic block (MLX5_SEND_WQE_BB).
+	WQEBBBytes = 64
+	// dsBytes is one data-segment unit (MLX5_SEND_WQE_DS).
+	dsBytes = 16
+	// maxWQEBBs is the largest send WQE in basic blocks (1 KiB).
+	maxWQEBBs = 16
+	// RecvWQEBytes is one receive WQE: a single 16-byte data segment.
+	RecvWQEBytes = 16
+	// MaxInlineLimit is the most inline bytes a 1 KiB WQE holds: 1024 − ctrl
+	// 16 − raddr 16 − inline header 4.
+	MaxInlineLimit = maxWQEBBs*WQEBBBytes - 2*dsBytes - 4
+	// inlineFlag marks an inline data segment's byte count (MLX5_INLINE_SEG).
+	inlineFlag = 0x80000000
+	// ctrlCQUpdate asks for a CQE (MLX5_WQE_CTRL_CQ_UPDATE).
+	ctrlCQUpdate = 0x08
+)
+
+// WROpcode is the verbs work-request opcode (ibv_wr_opcode, ib-facts.md §7).
+type WROpcode uint8
+
+// Work-request opcodes.
+const (
+	WRRDMAWrite    WROpcode = 0
+	WRRDMAWriteImm WROpcode = 1
+	WRSend         WROpcode = 2
+	WRSendImm      WROpcode = 3
+	WRRDMARead     WROpcode = 4
+	WRCompSwap     WROpcode = 5
+	WRFetchAdd     WROpcode = 6
+)
+
+var wrNames = map[WROpcode]string{
+	WRRDMAWrite: "RDMA_WRITE", WRRDMAWriteImm: "RDMA_WRITE_WITH_IMM", WRSend: "SEND",
+	WRSendImm: "SEND_WITH_IMM", WRRDMARead: "RDMA_READ", WRCompSwap: "ATOMIC_CMP_AND_SWP",
+	WRFetchAdd: "ATOMIC_FETCH_AND_ADD",
+}
+
+// String returns the verbs name.
+func (o WROpcode) String() string {
+	if n, ok := wrNames[o]; ok {
+		return n
+	}
+	return fmt.Sprintf("WR(%d)", uint8(o))
+}
+
+// mlx5 WQE opcodes (mlx5dv.h).
+const (
+	mlx5OpRDMAWrite    = 0x08
+	mlx5OpRDMAWriteImm = 0x09
+	mlx5OpSend         = 0x0a
+	mlx5OpSendImm      = 0x0b
+	mlx5OpRDMARead     = 0x10
+	mlx5OpAtomicCS     = 0x11
+	mlx5OpAtomicFA     = 0x12
+)
+
+var wrToMlx5 = [...]uint8{
+	WRRDMAWrite: mlx5OpRDMAWrite, WRRDMAWriteImm: mlx5OpRDMAWriteImm, WRSend: mlx5OpSend,
+	WRSendImm: mlx5OpSendImm, WRRDMARead: mlx5OpRDMARead, WRCompSwap: mlx5OpAtomicCS,
+	WRFetchAdd: mlx5OpAtomicFA,
+}
+
+func mlx5ToWR(op uint8) (WROpcode, bool) {
+	for wr, m := range wrToMlx5 {
+		if m == op {
+			return WROpcode(wr), true
+		}
+	}
+	return 0, false
+}
+
+// SendWR is a send work request as the application posts it (ibv_send_wr
+// with one scatter/gather element).
+type SendWR struct {
+	ID       uint64
+	Opcode   WROpcode
+	Signaled bool // ask for a CQE on success (errors always complete)
+	Inline   bool // copy the payload into the WQE
+	// Local buffer (for READ and atomics: where the result lands).
+	LocalAddr uint64
+	Length    uint32 // bytes; atomics are always 8
+	LKey      uint32
+	// Remote buffer.
+	RemoteAddr uint64
+	RKey       uint32
+	Imm        uint32 // immediate data (…_WITH_IMM)
+	// Atomic operands: CompareAdd is the add value (FETCH_ADD) or the compare
+	// value (CMP_SWAP); Swap is the swap value.
+	CompareAdd uint64
+	Swap       uint64
+}
+
+// RecvWR is a receive work request (one scatter element).
+type RecvWR struct {
+	ID     uint64
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// isAtomic reports whether op is an atomic.
+func (o WROpcode) isAtomic() bool { return o == WRCompSwap || o == WRFetchAdd }
+
+// hasRemote reports whether op carries a remote address segment.
+func (o WROpcode) hasRemote() bool { return o != WRSend && o != WRSendImm }
+
+// WQEBBs returns how many 64-byte blocks the WQE of wr occupies.
+func WQEBBs(wr *SendWR) int {
+	return (wqeBytes(wr) + WQEBBBytes - 1) / WQEBBBytes
+}
+
+func wqeBytes(wr *SendWR) int {
+	n := dsBytes // ctrl
+	if wr.Opcode.hasRemote() {
+		n += dsBytes
+	}
+	if wr.Opcode.isAtomic() {
+		n += dsBytes
+	}
+	if wr.Inline {
+		n += (4 + int(wr.Length) + dsBytes - 1) / dsBytes * dsBytes
+	} else {
+		n += dsBytes
+	}
+	return n
+}
+
+// EncodeSendWQE writes wr as an mlx5-style WQE into buf (a whole number of
+// WQEBBs, zeroed first). inline is the payload when wr.Inline. It returns the
+// WQE size in bytes (rounded to WQEBBs).
+func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline []byte) int {
+	size := WQEBBs(wr) * WQEBBBytes
+	clear(buf[:size])
+	ds := wqeBytes(wr) / dsBytes
+	be := binary.BigEndian
+	be.PutUint32(buf[0:], uint32(wqeIndex)<<8|uint32(wrToMlx5[wr.Opcode]))
+	be.PutUint32(buf[4:], qpn<<8|uint32(ds))
+	if wr.Signaled {
+		buf[11] = ctrlCQUpdate
+	}
+	be.PutUint32(buf[12:], wr.Imm)
+	off := dsBytes
+	if wr.Opcode.hasRemote() {
+		be.PutUint64(buf[off:], wr.RemoteAddr)
+		be.PutUint32(buf[off+8:], wr.RKey)
+		off += dsBytes
+	}
+	if wr.Opcode.isAtomic() {
+		// mlx5_wqe_atomic_seg: swap_add then compare. For FETCH_ADD swap_add
+		// holds the add value; for CMP_SWAP swap_add is the swap value.
+		if wr.Opcode == WRFetchAdd {
+			be.PutUint64(buf[off:], wr.CompareAdd)
+		} else {
+			be.PutUint64(buf[off:], wr.Swap)
+			be.PutUint64(buf[off+8:], wr.CompareAdd)
+		}
+		off += dsBytes
+	}
+	if wr.Inline {
+		be.PutUint32(buf[off:], uint32(len(inline))|inlineFlag)
+		copy(buf[off+4:], inline)
+	} else {
+		be.PutUint32(buf[off:], wr.Length)
+		be.PutUint32(buf[off+4:], wr.LKey)
+		be.PutUint64(buf[off+8:], wr.LocalAddr)
+	}
+	return size
+}
+
+// SendWQE is a send WQE as the HCA decodes it from host memory.
+type SendWQE struct {
+	Index    uint16 // wqe_index from the ctrl segment
+	QPN      uint32
+	Opcode   WROpcode
+	Signaled bool
+	Imm      uint32
+	// Remote address segment.
+	RemoteAddr uint64
+	RKey       uint32
+	// Atomic segment.
+	SwapAdd, Compare uint64
+	// Data: a gather element or inline bytes.
+	Inline    bool
+	InlineLen int
+	InlineOff int // offset of the inline data in the WQE
+	Length    uint32
+	LKey      uint32
+	LocalAddr uint64
+	// BBs is the WQE's size in basic blocks.
+	BBs int
+}
+
+// DecodeSendWQE parses the WQE at the start of buf (at least its ctrl
+// segment's DS count × 16 bytes). A malformed WQE is an error (the HCA
+// would complete it with a local QP operation error).
+func DecodeSendWQE(buf []byte) (SendWQE, error) {
+	be := binary.BigEndian
+	var w SendWQE
+	c0 := be.Uint32(buf[0:])
+	op, ok := mlx5ToWR(uint8(c0))
+	if !ok {
+		return w, fmt.Errorf("wqe: opcode 0x%02x is not supported", uint8(c0))
+	}
+	w.Opcode = op
+	w.Index = uint16(c0 >> 8)
+	c1 := be.Uint32(buf[4:])
+	w.QPN = c1 >> 8
+	ds := int(c1 & 0x3f)
+	w.BBs = (ds*dsBytes + WQEBBBytes - 1) / WQEBBBytes
+	w.Signaled = buf[11]&ctrlCQUpdate != 0
+	w.Imm = be.Uint32(buf[12:])
+	off := dsBytes
+	if op.hasRemote() {
+		w.RemoteAddr = be.Uint64(buf[off:])
+		w.RKey = be.Uint32(buf[off+8:])
+		off += dsBytes
+	}
+	if op.isAtomic() {
+		w.SwapAdd = be.Uint64(buf[off:])
+		w.Compare = be.Uint64(buf[off+8:])
+		off += dsBytes
+	}
+	if off+4 > ds*dsBytes {
+		return w, fmt.Errorf("wqe: %d data segments leave no room for data at byte %d", ds, off)
+	}
+	bc := be.Uint32(buf[off:])
+	if bc&inlineFlag != 0 {
+		w.Inline = true
+		w.InlineLen = int(bc &^ inlineFlag)
+		w.InlineOff = off + 4
+		w.Length = uint32(w.InlineLen)
+	} else {
+		w.Length = bc
+		w.LKey = be.Uint32(buf[off+4:])
+		w.LocalAddr = be.Uint64(buf[off+8:])
+	}
+	if op.isAtomic() {
+		w.Length = 8
+	}
+	return w, nil
+}
+
+// EncodeRecvWQE writes a receive WQE (one data segment) into buf[:16].
+func EncodeRecvWQE(buf []byte, wr *RecvWR) {
+	be := binary.BigEndian
+	be.PutUint32(buf[0:], wr.Length)
+	be.PutUint32(buf[4:], wr.LKey)
+	be.PutUint64(buf[8:], wr.Addr)
+}
+
+// RecvWQE is a receive WQE as the HCA decodes it.
+type RecvWQE struct {
+	Index  uint32 // position in the receive queue (producer count)
+	Length uint32
+	LKey   uint32
+	Addr   uint64
+}
+
+// DecodeRecvWQE parses a receive WQE.
+func DecodeRecvWQE(buf []byte) RecvWQE {
+	be := binary.BigEndian
+	return RecvWQE{Length: be.Uint32(buf[0:]), LKey: be.Uint32(buf[4:]), Addr: be.Uint64(buf[8:])}
+}
