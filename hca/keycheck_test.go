@@ -53,7 +53,7 @@ func TestKeyCacheLRU(t *testing.T) {
 		hit bool
 	}{
 		{k(1), false}, {k(2), false}, {k(1), true}, // 2 is now LRU
-		{k(3), false}, // evicts 2
+		{k(3), false},               // evicts 2
 		{k(1), true}, {k(2), false}, // evicts 3
 		{k(3), false},
 	}

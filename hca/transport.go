@@ -194,7 +194,9 @@ func (r *Requester) Enqueue(w SendWQE, posted ib.PS) []Completion {
 }
 
 // Outstanding reports whether any message awaits an ACK or response.
-func (r *Requester) Outstanding() bool { return r.sendIdx > 0 || (len(r.msgs) > 0 && r.msgs[0].sent > 0) }
+func (r *Requester) Outstanding() bool {
+	return r.sendIdx > 0 || (len(r.msgs) > 0 && r.msgs[0].sent > 0)
+}
 
 // Pending returns the uncompleted messages (sent or not).
 func (r *Requester) Pending() int { return len(r.msgs) }
