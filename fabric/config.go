@@ -99,6 +99,11 @@ func (c *Config) Validate() error {
 	if w.VL+w.Streams > vls {
 		return fmt.Errorf("workload.vl: VLs %d..%d do not exist with switch.vls %d (hosts use the switch's VL count)", w.VL, w.VL+w.Streams-1, vls)
 	}
+	// 12-bit credit counters can advertise at most 2048 blocks ahead (the
+	// send test's half range), so one VL's buffer is at most 128 KiB.
+	if c.HCA.VLBufferBytes%ib.CreditBytes != 0 || c.HCA.VLBufferBytes > 2048*ib.CreditBytes {
+		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 bytes up to 131072 (2048 credits, the 12-bit FCCL's reach)", c.HCA.VLBufferBytes)
+	}
 	maxPkt := ib.Packet{Opcode: ib.RDMAWriteOnlyImm, GRH: false, PayloadLen: c.Link.MTU}
 	if c.HCA.VLBufferBytes < maxPkt.WireBytes() {
 		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte packet of link.mtu %d (at least %d)", c.HCA.VLBufferBytes, maxPkt.WireBytes(), c.Link.MTU, ib.Credits(maxPkt.WireBytes())*ib.CreditBytes)

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	return p
+}
+
+// TestBadInput: every class of bad input exits 2 with one line naming the
+// key (or file), the bad value and what is allowed.
+func TestBadInput(t *testing.T) {
+	unreadable := writeFile(t, "locked.yaml", "seed: 1\n")
+	require.NoError(t, os.Chmod(unreadable, 0))
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of the one-line message
+	}{
+		{"unknown key", []string{"-config", writeFile(t, "a.yaml", "link:\n  widht: 4x\n")},
+			[]string{"link.widht: unknown key", "did you mean link.width"}},
+		{"unknown section", []string{"-config", writeFile(t, "a.yaml", "lnk:\n  width: 4x\n")},
+			[]string{"lnk: unknown key", "link"}},
+		{"wrong type", []string{"-config", writeFile(t, "a.yaml", "link:\n  length_m: far\n")},
+			[]string{"link.length_m", `"far" is not a number`}},
+		{"wrong type int", []string{"-config", writeFile(t, "a.yaml", "link:\n  mtu: 4k\n")},
+			[]string{"link.mtu", `"4k" is not a whole number`}},
+		{"mapping for scalar", []string{"-config", writeFile(t, "a.yaml", "link:\n  mtu: {a: 1}\n")},
+			[]string{"link.mtu", "want a whole number"}},
+		{"out of range", []string{"-config", writeFile(t, "a.yaml", "link:\n  length_m: -3\n")},
+			[]string{"link.length_m: -3 is out of range"}},
+		{"unknown generation", []string{"-config", writeFile(t, "a.yaml", "link:\n  generation: GDR\n")},
+			[]string{"link.generation", `"GDR" is not a generation`, "XDR"}},
+		{"unknown width", []string{"-config", writeFile(t, "a.yaml", "link:\n  width: 3x\n")},
+			[]string{"link.width", `"3x" is not a width (1x, 2x, 4x, 8x, 12x)`}},
+		{"2x before HDR", []string{"-config", writeFile(t, "a.yaml", "link:\n  generation: EDR\n  width: 2x\n")},
+			[]string{"link.width", "2x exists from HDR on"}},
+		{"bad mtu", []string{"-config", writeFile(t, "a.yaml", "link:\n  mtu: 3000\n")},
+			[]string{"link.mtu", "3000 is not an IB MTU (256, 512, 1024, 2048, 4096)"}},
+		{"missing file", []string{"-config", filepath.Join(dir, "nope.yaml")},
+			[]string{"nope.yaml", "no such file"}},
+		{"unreadable file", []string{"-config", unreadable}, []string{"locked.yaml", "cannot read"}},
+		{"broken yaml", []string{"-config", writeFile(t, "a.yaml", "link: [\n")}, []string{"broken YAML"}},
+		{"bad set path", []string{"-config", "ndr.yaml", "--set", "link.speed=NDR"},
+			[]string{"link.speed: unknown key"}},
+		{"bad set syntax", []string{"-config", "ndr.yaml", "--set", "link.width"},
+			[]string{"--set", "want key=value"}},
+		{"bad set value", []string{"-config", "ndr.yaml", "--set", "link.mtu=big"},
+			[]string{"link.mtu", `"big" is not a whole number`}},
+		{"set out of range", []string{"-config", "ndr.yaml", "--set", "workload.offered_load=1.5"},
+			[]string{"workload.offered_load: 1.5 is out of range"}},
+		{"bad format", []string{"-config", "ndr.yaml", "--format", "xml"}, []string{"--format", `"xml"`}},
+		{"unknown flag", []string{"-config", "ndr.yaml", "--colour"}, []string{"unknown flag"}},
+		{"no config", []string{}, []string{"-config: no config given"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "unreadable file" && os.Geteuid() == 0 {
+				// root reads a mode-0 file anyway; a directory is unreadable as a file for everyone.
+				tc.args = []string{"-config", dir}
+				tc.want = []string{"cannot read"}
+			}
+			code, out, errs := run(tc.args...)
+			assert.Equal(t, 2, code, "stderr: %s", errs)
+			assert.Empty(t, out)
+			assert.Equal(t, 1, strings.Count(errs, "\n"), "one line: %q", errs)
+			assert.True(t, strings.HasPrefix(errs, "hcasim: "), errs)
+			for _, w := range tc.want {
+				assert.Contains(t, errs, w)
+			}
+			assert.NotContains(t, errs, "goroutine")
+		})
+	}
+}
+
+func TestShippedConfigsRun(t *testing.T) {
+	for _, name := range []string{"edr.yaml", "hdr.yaml", "xdr.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errs := run("-config", name, "--format", "json", "--set", "workload.measure_ns=5000")
+			require.Equal(t, 0, code, errs)
+			var res map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &res))
+			assert.Equal(t, "hcasim", res["tool"])
+			points := res["points"].([]any)
+			require.Len(t, points, 1)
+		})
+	}
+}
+
+func TestSingleDashAndOutFiles(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := run("-config", "ndr.yaml", "-set", "workload.measure_ns=3000", "-format=csv", "--out", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "goodput_gbps")
+	for _, f := range []string{"results.json", "results.csv"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		assert.NoError(t, err, f)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, out, _ := run("version")
+	assert.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out, "hcasim "))
+	code, out, _ = run("help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "-config")
+}

@@ -1,0 +1,157 @@
+package link
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// testSource sends random-size packets on random VLs whenever the wire and
+// credits allow, up to a count.
+type testSource struct {
+	s     *components.Sim
+	p     *Port
+	r     *rand.Rand
+	vls   int
+	mtu   int
+	left  int
+	sent  map[uint64]bool
+	next  *ib.Packet
+	check func()
+}
+
+func (src *testSource) PacketArrived(p *Port, pkt *ib.Packet, head, tail ib.PS) {
+	panic("source got a packet")
+}
+
+func (src *testSource) PortReady(p *Port) {
+	src.check()
+	if src.left == 0 || !p.Idle() {
+		return
+	}
+	if src.next == nil {
+		pkt := src.s.NewPacket()
+		pkt.Opcode = ib.SendOnly
+		pkt.VL = uint8(src.r.IntN(src.vls))
+		pkt.PayloadLen = src.r.IntN(src.mtu + 1)
+		src.next = pkt
+	}
+	if !p.CanSend(src.next) {
+		return // wait for credits: a PortReady follows each FC arrival
+	}
+	src.sent[src.next.Seq] = true
+	p.Send(src.next)
+	src.next = nil
+	src.left--
+}
+
+// testSink holds each packet for a random time after its tail, then frees it.
+type testSink struct {
+	s        *components.Sim
+	p        *Port
+	r        *rand.Rand
+	got      map[uint64]int
+	maxHold  ib.PS
+	check    func()
+	received int
+}
+
+func (k *testSink) PacketArrived(p *Port, pkt *ib.Packet, head, tail ib.PS) {
+	k.check()
+	k.got[pkt.Seq]++
+	ev := k.s.Schedule(tail+ib.PS(k.r.Int64N(int64(k.maxHold)+1)), k, 1)
+	ev.Pkt = pkt
+}
+
+func (k *testSink) HandleEvent(ev *components.Event) {
+	k.p.Release(int(ev.Pkt.VL), ev.Pkt.Credits())
+	k.received++
+	k.check()
+}
+
+func (k *testSink) PortReady(p *Port) {}
+
+// TestRandomizedLossless checks (issue 2, d): over randomized seeds, buffer
+// sizes, VL counts, packet sizes, cable lengths and drain delays, no VL's
+// credits go negative or above its buffer, no buffer overflows, and every
+// packet arrives exactly once.
+func TestRandomizedLossless(t *testing.T) {
+	cfg := Defaults()
+	for seed := uint64(1); seed <= 25; seed++ {
+		r := rand.New(rand.NewPCG(seed, 99))
+		s := components.NewSim()
+		vls := []int{1, 2, 4, 8, 15}[r.IntN(5)]
+		mtu := []int{256, 1024, 4096}[r.IntN(3)]
+		maxBlocks := ib.Credits(mtu + 26)
+		bufBlocks := maxBlocks + r.IntN(3*maxBlocks)
+		pc := PortConfig{VLs: vls, BufferBlocks: bufBlocks, FCRefresh: ib.PS(1+r.IntN(5)) * ib.Microsecond,
+			FCMinInterval: ib.PS(r.IntN(200)) * ib.Nanosecond}
+		src := &testSource{s: s, r: r, vls: vls, mtu: mtu, left: 400 + r.IntN(400), sent: map[uint64]bool{}}
+		sink := &testSink{s: s, r: r, got: map[uint64]int{}, maxHold: ib.PS(r.IntN(500)) * ib.Nanosecond}
+		a := NewPort(s, src, "Test.Src.Port[1]", 1, pc)
+		b := NewPort(s, sink, "Test.Sink.Port[1]", 1, pc)
+		src.p, sink.p = a, b
+		check := func() {
+			for vl := 0; vl < vls; vl++ {
+				avail := a.CreditsAvailable(vl)
+				require.GreaterOrEqual(t, avail, 0, "seed %d vl %d credits", seed, vl)
+				require.LessOrEqual(t, avail, bufBlocks, "seed %d vl %d credits above buffer", seed, vl)
+				require.LessOrEqual(t, b.BufferUsed(vl), bufBlocks, "seed %d vl %d buffer", seed, vl)
+				// Credits the sender believes it has plus blocks in the
+				// buffer never exceed the buffer (blocks on the wire only
+				// tighten this).
+				require.LessOrEqual(t, avail+b.BufferUsed(vl), bufBlocks, "seed %d vl %d", seed, vl)
+			}
+		}
+		src.check, sink.check = check, check
+		Connect(a, b, cfg.Timing(float64(r.IntN(200))))
+		total := src.left
+		src.PortReady(a)
+		s.StopAt(50 * ib.Millisecond)
+		// Stop once everything has drained.
+		done := &stopWhen{s: s, cond: func() bool { return sink.received == total }}
+		s.Schedule(0, done, 0)
+		require.NoError(t, s.Run())
+		require.Equal(t, total, sink.received, "seed %d: all packets delivered", seed)
+		for seq := range src.sent {
+			assert.Equal(t, 1, sink.got[seq], "seed %d packet %d delivered once", seed, seq)
+		}
+		assert.Len(t, sink.got, total)
+		for vl := 0; vl < vls; vl++ {
+			assert.Equal(t, 0, b.BufferUsed(vl))
+		}
+	}
+}
+
+// stopWhen polls a condition every microsecond and stops the simulation.
+type stopWhen struct {
+	s    *components.Sim
+	cond func() bool
+}
+
+func (w *stopWhen) HandleEvent(ev *components.Event) {
+	if w.cond() {
+		w.s.Stop()
+		return
+	}
+	w.s.Schedule(w.s.Now()+ib.Microsecond, w, 0)
+}
+
+// TestSerializationRounds checks the rational data rate: 6 bytes at NDR 4x
+// (400 Gb/s exactly) take 120 ps; 4122 bytes at FDR 4x (54.5454… Gb/s) take
+// 4122 × 8 / 54.5454e9 = 604.56 ns → 604560 ps.
+func TestSerializationRounds(t *testing.T) {
+	ndr := NewTiming(NDR, 4, 0, 0, 0)
+	assert.Equal(t, ib.PS(120), ndr.Serialization(6))
+	fdr := NewTiming(FDR, 4, 0, 0, 0)
+	assert.Equal(t, ib.PS(604560), fdr.Serialization(4122))
+	// RS(528,514) on 4x EDR: 5280 bits / 103.125 Gb/s = 51.2 ns (ib-facts §1).
+	assert.Equal(t, ib.PS(51200), DefaultFECLatency(EDR, 4, FECRS528))
+	// RS(544,514) on 4x NDR: 5440 / 425 Gb/s = 12.8 ns.
+	assert.Equal(t, ib.PS(12800), DefaultFECLatency(NDR, 4, FECRS544))
+}
