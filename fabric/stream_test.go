@@ -32,7 +32,9 @@ var efficiency = map[string]float64{
 }
 
 // dataRate returns the data rate in bits per second.
-func dataRate(gen string, lanes int) float64 { return laneGbps[gen] * 1e9 * efficiency[gen] * float64(lanes) }
+func dataRate(gen string, lanes int) float64 {
+	return laneGbps[gen] * 1e9 * efficiency[gen] * float64(lanes)
+}
 
 // TestOnePacketLatency checks (issue 2, a): one packet's latency across one
 // link = FEC + propagation + serialization, to the picosecond, for every
@@ -108,13 +110,13 @@ func TestSaturatedGoodput(t *testing.T) {
 func TestCreditLoop(t *testing.T) {
 	const size, lengthM = 4096, 100.0 // 100 m of fibre
 	rate := dataRate("NDR", 4)
-	bytes := size + 26                 // 4122 bytes on the wire
-	blocks := (bytes + 63) / 64        // 65 blocks per packet
-	S := float64(bytes) * 8 / rate     // 82.44 ns
-	Sfc := 6 * 8 / rate                // 0.12 ns
-	fec := 5440 / (106.25e9 * 4)       // 12.8 ns
-	L := fec + lengthM*4.897e-9        // 502.5 ns
-	R := S + 2*L + Sfc                 // ≈ 1087.6 ns
+	bytes := size + 26             // 4122 bytes on the wire
+	blocks := (bytes + 63) / 64    // 65 blocks per packet
+	S := float64(bytes) * 8 / rate // 82.44 ns
+	Sfc := 6 * 8 / rate            // 0.12 ns
+	fec := 5440 / (106.25e9 * 4)   // 12.8 ns
+	L := fec + lengthM*4.897e-9    // 502.5 ns
+	R := S + 2*L + Sfc             // ≈ 1087.6 ns
 	line := float64(size) / float64(bytes) * rate / 1e9
 	for _, w := range []int{1, 2, 4, 8, 12, 16, 24} {
 		t.Run(fmt.Sprintf("W=%d", w), func(t *testing.T) {
