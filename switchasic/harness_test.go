@@ -190,3 +190,12 @@ func (n *testNet) packet(src, dst int, vl uint8, payload int) *ib.Packet {
 func ndr(latency ib.PS) link.Timing {
 	return link.NewTiming(link.NDR, 4, latency, 0, link.CopperPsPerM)
 }
+
+// callback runs f when its event fires (a test's mid-run action: reset the
+// statistics window at the end of warm-up).
+type callback struct{ f func() }
+
+func (c *callback) HandleEvent(*components.Event) { c.f() }
+
+// at schedules f at time t.
+func (n *testNet) at(t ib.PS, f func()) { n.s.Schedule(t, &callback{f}, 1) }

@@ -1,0 +1,138 @@
+package switchasic
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// twoVLNet: host 0 floods VL0 and host 1 floods VL1, both to host 2, with
+// 256-byte packets (230 payload + 26 header = 4 blocks). The output to host
+// 2 is the bottleneck (two line-rate inputs), so both VLs are always ready
+// there and the VL arbiter alone decides who goes.
+func twoVLNet(t *testing.T, cfg Config, o netOpts) *testNet {
+	n := newTestNet(t, cfg, o)
+	for src, vl := range []uint8{0, 1} {
+		src, vl := src, vl
+		n.eps[src].backlog = func(e *endpoint) *ib.Packet { return n.packet(src, 2, vl, 228) }
+		n.eps[src].trySend()
+	}
+	return n
+}
+
+// runs returns the lengths of maximal runs of equal VLs in the sink's
+// arrival order from index from on, as (vl, length) pairs; the last run,
+// which the stop may cut, is left out.
+func runs(got []arrival, from int) [][2]int {
+	var r [][2]int
+	for i := from; i < len(got); {
+		j := i
+		for j < len(got) && got[j].vl == got[i].vl {
+			j++
+		}
+		if j < len(got) {
+			r = append(r, [2]int{int(got[i].vl), j - i})
+		}
+		i = j
+	}
+	return r
+}
+
+// TestVLArbWeights: low table {VL0 weight 8, VL1 weight 24} in 64-byte
+// units. A packet that starts with weight left completes, so with 4-block
+// packets VL0 sends ⌈8/4⌉ = 2 packets per turn and VL1 ⌈24/4⌉ = 6: the
+// output carries runs of exactly 2 and 6, a 1:3 share of the bandwidth.
+func TestVLArbWeights(t *testing.T) {
+	cfg := smallConfig(3, 2)
+	cfg.VLArbHigh = nil
+	cfg.VLArbLow = []VLArbConfig{{VL: 0, Weight: 8}, {VL: 1, Weight: 24}}
+	n := twoVLNet(t, cfg, netOpts{timing: ndr(13000)})
+	n.s.StopAt(100 * ib.Microsecond)
+	require.NoError(t, n.s.Run())
+	got := n.eps[2].got
+	require.Greater(t, len(got), 1000)
+	rs := runs(got, 200) // skip warm-up
+	require.Greater(t, len(rs), 100)
+	for _, r := range rs[1:] { // the first run may be a partial turn
+		want := map[int]int{0: 2, 1: 6}[r[0]]
+		require.Equal(t, want, r[1], "run of VL%d", r[0])
+	}
+	var count [2]int
+	for _, a := range got[200:] {
+		count[a.vl]++
+	}
+	// 1:3 within one turn (8 packets).
+	assert.InDelta(t, 3*count[0], count[1], 8)
+}
+
+// TestVLArbHighLimit: high table {VL0 weight 255}, low {VL1 weight 4}.
+// High-priority packets may start while the high count is below
+// LimitOfHighPriority × 4096 bytes = limit × 64 blocks, and limit 0 still
+// lets one go; so with 4-block packets a low packet gets through after
+// max(1, limit·64/4) high packets, and limit 255 (unbounded) starves VL1.
+func TestVLArbHighLimit(t *testing.T) {
+	for _, limit := range []int{0, 1, 2, 255} {
+		cfg := smallConfig(3, 2)
+		cfg.VLArbHigh = []VLArbConfig{{VL: 0, Weight: 255}}
+		cfg.VLArbLow = []VLArbConfig{{VL: 1, Weight: 4}}
+		cfg.VLHighLimit = limit
+		n := twoVLNet(t, cfg, netOpts{timing: ndr(13000)})
+		n.s.StopAt(60 * ib.Microsecond)
+		require.NoError(t, n.s.Run())
+		got := n.eps[2].got
+		require.Greater(t, len(got), 1000)
+		if limit == 255 {
+			low := 0
+			for _, a := range got[200:] {
+				if a.vl == 1 {
+					low++
+				}
+			}
+			assert.Zero(t, low, "limit 255: the low table never sends while VL0 is ready")
+			continue
+		}
+		wantHigh := max(1, limit*64/4)
+		rs := runs(got, 200)
+		require.Greater(t, len(rs), 10)
+		for _, r := range rs[1:] {
+			want := map[int]int{0: wantHigh, 1: 1}[r[0]]
+			require.Equal(t, want, r[1], "limit %d: run of VL%d", limit, r[0])
+		}
+	}
+}
+
+// TestCreditStallOneVL: the sink on port 2 never frees VL1 (held), so VL1
+// stops after exactly its buffer (200 blocks = 50 four-block packets) and
+// stays credit-stalled at the switch output, while VL0 from host 0 goes on
+// at its input's line rate: one 254-byte packet per 254 × 20 ps = 5.08 ns.
+func TestCreditStallOneVL(t *testing.T) {
+	cfg := smallConfig(3, 2)
+	cfg.VLArbHigh = nil
+	cfg.VLArbLow = []VLArbConfig{{VL: 0, Weight: 4}, {VL: 1, Weight: 4}}
+	n := twoVLNet(t, cfg, netOpts{timing: ndr(13000), epBlocks: 200})
+	n.eps[2].held = 1 << 1
+	const w0, w1 = 10 * ib.Microsecond, 60 * ib.Microsecond
+	n.at(w0, n.sw.ResetStats)
+	n.s.StopAt(w1)
+	require.NoError(t, n.s.Run())
+	var vl0, vl1 int
+	for _, a := range n.eps[2].got {
+		switch {
+		case a.vl == 1:
+			vl1++
+		case a.head > w0:
+			vl0++
+		}
+	}
+	assert.Equal(t, 200/4, vl1, "VL1 delivers exactly the sink's buffer")
+	ser := ib.PS(254 * 20)
+	lineRate := float64(w1-w0) / float64(ser)
+	assert.Greater(t, float64(vl0), 0.99*lineRate, "VL0 keeps its line rate")
+	assert.LessOrEqual(t, float64(vl0), lineRate+1)
+	st := n.sw.VLStats(2, 1)
+	assert.InDelta(t, float64(w1-w0), float64(st.CreditStallPS), float64(ib.Microsecond), "VL1 stalled the whole window")
+	assert.Zero(t, n.sw.VLStats(2, 0).CreditStallPS, "VL0 never stalled")
+}
