@@ -96,8 +96,8 @@ func globMatch(pattern, name string) bool {
 type Recorder struct {
 	w       *bufio.Writer
 	filter  Filter
-	kindOn  [32]bool        // by TraceKind; all true when the filter has no kinds
-	pathOn  map[string]bool // glob result per path, computed once per path
+	kindOn  [32]bool // by TraceKind; all true when the filter has no kinds
+	paths   pathSelector
 	line    []byte
 	scratch []components.TraceField
 	count   int
@@ -107,7 +107,7 @@ type Recorder struct {
 // NewRecorder returns a recorder that writes h and then one line per
 // selected event to w.
 func NewRecorder(w io.Writer, h Header, f Filter) *Recorder {
-	r := &Recorder{w: bufio.NewWriterSize(w, 256*1024), filter: f, pathOn: map[string]bool{}}
+	r := &Recorder{w: bufio.NewWriterSize(w, 256*1024), filter: f, paths: newPathSelector(f.Paths)}
 	for i := range r.kindOn {
 		r.kindOn[i] = len(f.Kinds) == 0
 	}
@@ -136,7 +136,7 @@ func (r *Recorder) Func(ctx sim.HookCtx) {
 
 // Record writes ev if the filter selects it.
 func (r *Recorder) Record(ev *components.TraceEvent) {
-	if r.err != nil || int(ev.Kind) >= len(r.kindOn) || !r.kindOn[ev.Kind] || !r.pathSelected(ev.Path) {
+	if r.err != nil || int(ev.Kind) >= len(r.kindOn) || !r.kindOn[ev.Kind] || !r.paths.selected(ev.Path) {
 		return
 	}
 	r.line, r.scratch = AppendEventLine(r.line[:0], ev, r.scratch)
@@ -145,19 +145,30 @@ func (r *Recorder) Record(ev *components.TraceEvent) {
 	r.count++
 }
 
-func (r *Recorder) pathSelected(path string) bool {
-	if len(r.filter.Paths) == 0 {
+// pathSelector answers whether a component path matches any of a list of
+// globs, remembering the answer per path (paths are few and fixed).
+type pathSelector struct {
+	globs []string
+	cache map[string]bool
+}
+
+func newPathSelector(globs []string) pathSelector {
+	return pathSelector{globs: globs, cache: map[string]bool{}}
+}
+
+func (p *pathSelector) selected(path string) bool {
+	if len(p.globs) == 0 {
 		return true
 	}
-	on, ok := r.pathOn[path]
+	on, ok := p.cache[path]
 	if !ok {
-		for _, g := range r.filter.Paths {
+		for _, g := range p.globs {
 			if globMatch(g, path) {
 				on = true
 				break
 			}
 		}
-		r.pathOn[path] = on
+		p.cache[path] = on
 	}
 	return on
 }
