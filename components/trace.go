@@ -58,6 +58,9 @@ const (
 	TraceDeliver // a destination accepts a packet from the fabric
 	TraceDrop    // a packet is discarded (reason field says why)
 
+	// Pipeline (stream: path + stage).
+	TraceStage // a pipeline stage's valid / ready changed (stage, valid, ready)
+
 	numTraceKinds
 )
 
@@ -82,6 +85,7 @@ var traceKindNames = [numTraceKinds]string{
 	TraceInject:       "inject",
 	TraceDeliver:      "deliver",
 	TraceDrop:         "drop",
+	TraceStage:        "stage",
 }
 
 // String returns the kind's name as written in a trace ("tx_start").
@@ -207,6 +211,7 @@ func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 var fieldOrder = []string{
 	"seq", "vl", "sl", "slid", "dlid", "op", "qpn", "psn", "psns", "bytes", "credits",
 	"fctbs", "fccl", "avail", "cap", "occ", "in", "out",
+	"stage", "valid", "ready",
 	"queue", "wqe", "key", "addr", "len", "result",
 	"syndrome", "msn", "status", "icrc", "crc", "reason",
 }
@@ -238,6 +243,7 @@ func FieldRank(key string) int {
 //   - arb_grant: the path alone (an arbiter's grant sequence across VLs is
 //     what it decides, so it is one stream);
 //   - transport kinds (wqe_fetch … cqe) with a qpn field: "path qpn=N";
+//   - stage with a stage field: "path stage=NAME";
 //   - any other kind with a vl field: "path vl=N" (one link direction, one VL:
 //     the path of a port's transmitter or receiver is the link direction);
 //   - otherwise the path alone.
@@ -248,6 +254,12 @@ func (e *TraceEvent) StreamKey() string {
 	if e.Kind.IsTransport() {
 		if q, ok := e.Int("qpn"); ok {
 			return e.Path + " qpn=" + strconv.FormatInt(q, 10)
+		}
+		return e.Path
+	}
+	if e.Kind == TraceStage {
+		if st, ok := e.Str("stage"); ok {
+			return e.Path + " stage=" + st
 		}
 		return e.Path
 	}
