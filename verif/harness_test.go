@@ -113,7 +113,10 @@ func (e *benchEndpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail i
 }
 
 // PortReady implements link.Owner.
-func (e *benchEndpoint) PortReady(p *link.Port) { e.trySend() }
+func (e *benchEndpoint) PortReady(p *link.Port) {
+	e.announceCredits() // credits that came back, before a send spends them
+	e.trySend()
+}
 
 // HandleEvent implements components.EventHandler.
 func (e *benchEndpoint) HandleEvent(ev *components.Event) {

@@ -1,0 +1,154 @@
+package verif
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden traces in testdata/")
+
+// goldenScenario is one small run whose trace is kept in testdata/NAME.trace.
+type goldenScenario struct {
+	name  string
+	cfg   func() *benchConfig
+	check func(t *testing.T, tr *Trace) // hand-derived timing checks
+}
+
+// Timing of the bench link (qdr4x): data rate 32 Gb/s, so a 106-byte RDMA
+// WRITE ONLY with 64 bytes of payload (LRH 8 + BTH 12 + RETH 16 + 64 + ICRC 4
+// + VCRC 2) serialises in 106 × 8 / 32 = 26.5 ns and a 6-byte flow-control
+// packet in 1.5 ns; 2 m of copper at 4276 ps/m is 8552 ps of flight.
+const (
+	pktWire ib.PS = 26500
+	fcWire  ib.PS = 1500
+	flight  ib.PS = 8552
+)
+
+var goldenScenarios = []goldenScenario{
+	{
+		name: "one_packet_one_link",
+		cfg: func() *benchConfig {
+			return &benchConfig{Timing: qdr4x(), BufferBlocks: 8, Packets: []ib.Packet{writePacket(0, 64)}}
+		},
+		check: func(t *testing.T, tr *Trace) {
+			at := eventTimes(tr)
+			assert.Equal(t, ib.PS(0), at["Bench.Src.Port[0] tx_start 1"])
+			assert.Equal(t, pktWire, at["Bench.Src.Port[0] tx_end 1"])
+			assert.Equal(t, flight, at["Bench.Dst.Port[0] rx_head 1"])
+			assert.Equal(t, flight+pktWire, at["Bench.Dst.Port[0] rx_tail 1"])
+			// The sink frees the buffer at the tail; the credit is back at the
+			// source after the FC packet's flight and wire time.
+			assert.Equal(t, flight+pktWire+flight+fcWire, at["Bench.Src.Port[0] credit_update 0"])
+		},
+	},
+	{
+		// Buffer of 4 blocks, 2 blocks per packet, the sink holds each packet
+		// 100 ns: packets 1 and 2 go back to back, packet 3 stalls until
+		// packet 1's credits return, packet 4 until packet 2's.
+		name: "credit_stall_resume",
+		cfg: func() *benchConfig {
+			c := &benchConfig{Timing: qdr4x(), BufferBlocks: 4, HoldPS: 100 * ib.Nanosecond}
+			for psn := uint32(0); psn < 4; psn++ {
+				c.Packets = append(c.Packets, writePacket(psn, 64))
+			}
+			return c
+		},
+		check: func(t *testing.T, tr *Trace) {
+			at := eventTimes(tr)
+			hold := 100 * ib.Nanosecond
+			assert.Equal(t, pktWire, at["Bench.Src.Port[0] tx_start 2"])
+			release1 := flight + pktWire + hold // packet 1's tail at the sink, then held
+			assert.Equal(t, release1, at["Bench.Dst.Port[0] buf_deq 1"])
+			assert.Equal(t, release1+flight+fcWire, at["Bench.Src.Port[0] tx_start 3"], "resume when the credit is back")
+			release2 := pktWire + flight + pktWire + hold
+			assert.Equal(t, release2+flight+fcWire, at["Bench.Src.Port[0] tx_start 4"])
+		},
+	},
+}
+
+// eventTimes maps "path kind seq" (or "path kind vl" for events without a
+// seq) to the time of its last occurrence.
+func eventTimes(tr *Trace) map[string]ib.PS {
+	m := map[string]ib.PS{}
+	for _, e := range tr.Events {
+		id, ok := e.Int("seq")
+		if !ok {
+			id, _ = e.Int("vl")
+		}
+		m[e.Path+" "+e.Kind.String()+" "+itoa64(id)] = e.Time
+	}
+	return m
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// runGolden runs a scenario with the recorder and checkers attached and
+// returns the trace bytes.
+func runGolden(t *testing.T, sc goldenScenario) []byte {
+	cfg := sc.cfg()
+	b := newBench(cfg)
+	var buf bytes.Buffer
+	rec := NewRecorder(&buf, Header{Version: TraceVersion, Config: ConfigHash([]byte(cfg.String())), Seed: 0}, Filter{})
+	AttachHook(rec, b.hookables()...)
+	chk := AttachCheckers(CheckConfig{OnViolation: func(*Violation) { b.s.Stop() }}, b.hookables()...)
+	require.NoError(t, b.s.Run())
+	chk.Finish(b.s.Now(), true)
+	require.NoError(t, chk.Err())
+	require.NoError(t, rec.Flush())
+	return buf.Bytes()
+}
+
+func TestGoldenTraces(t *testing.T) {
+	for _, sc := range goldenScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			got := runGolden(t, sc)
+			again := runGolden(t, sc)
+			require.Equal(t, string(got), string(again), "same config and seed must give byte-identical traces")
+			path := filepath.Join("testdata", sc.name+".trace")
+			if *update {
+				require.NoError(t, os.WriteFile(path, got, 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run with -update to create it")
+			gt, err := ReadTrace(bytes.NewReader(want))
+			require.NoError(t, err)
+			nt, err := ReadTrace(bytes.NewReader(got))
+			require.NoError(t, err)
+			sc.check(t, nt)
+			res := Diff(gt, nt, DiffOptions{Context: 5})
+			if !res.Equivalent() || !bytes.Equal(want, got) {
+				var rep bytes.Buffer
+				WriteDiffReport(&rep, gt, nt, res)
+				t.Fatalf("trace differs from %s (run with -update if the change is intended):\n%s", path, rep.String())
+			}
+			assert.Greater(t, res.Total.Matched, 0)
+		})
+	}
+}
+
+// The golden traces use every link-level kind the bench emits.
+func TestGoldenTracesCoverKinds(t *testing.T) {
+	kinds := map[components.TraceKind]bool{}
+	for _, sc := range goldenScenarios {
+		tr, err := ReadTrace(bytes.NewReader(runGolden(t, sc)))
+		require.NoError(t, err)
+		for _, e := range tr.Events {
+			kinds[e.Kind] = true
+		}
+	}
+	for _, k := range []components.TraceKind{components.TraceInject, components.TraceTxStart, components.TraceTxEnd,
+		components.TraceRxHead, components.TraceRxTail, components.TraceBufEnq, components.TraceBufDeq,
+		components.TraceDeliver, components.TraceCreditUpdate} {
+		assert.True(t, kinds[k], "kind %s", k)
+	}
+}
