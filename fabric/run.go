@@ -35,6 +35,8 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 	switch cfg.Workload.Kind {
 	case "stream":
 		m, err = runStream(cfg, opts)
+	case "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast":
+		m, err = runSynthetic(cfg, opts)
 	default:
 		return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.kind: %q is not runnable on topology.kind %q in this build", cfg.Workload.Kind, cfg.Topology.Kind)}
 	}

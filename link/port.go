@@ -37,6 +37,7 @@ const (
 type PortStats struct {
 	DataPackets  uint64 // data packets sent
 	DataBytes    uint64 // data packet wire bytes sent
+	DataBlocks   uint64 // 64-byte blocks of the data packets sent (a packet's credits)
 	FCPackets    uint64 // flow-control packets sent
 	BusyPS       ib.PS  // time the outgoing wire carried bits (data + FC)
 	RxPackets    uint64 // data packets whose head arrived
@@ -164,6 +165,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 		p.tx[vl].Send(pkt.Credits())
 	}
 	bytes := pkt.WireBytes()
+	p.Stats.DataBlocks += uint64(ib.Credits(bytes))
 	ser := p.timing.Serialization(bytes)
 	p.busyUntil = now + ser
 	p.Stats.DataPackets++

@@ -1,0 +1,140 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+	"github.com/hcasim/hcasim/switchasic"
+)
+
+// HostDevice is what sits on a host's port: a packet endpoint or an HCA.
+type HostDevice interface {
+	link.Owner
+	Attach(p *link.Port)
+}
+
+// Network is a built fabric: topology, subnet, switches and host devices
+// joined by link ports.
+type Network struct {
+	Sim      *components.Sim
+	Topo     *Topology
+	Subnet   *Subnet
+	Switches []*switchasic.Switch // by switch order in Topo.Switches()
+	Hosts    []HostDevice         // by host index
+	Ports    []*link.Port         // every port, in build order
+	switchOf map[int]*switchasic.Switch
+}
+
+// BuildTopology makes the configured topology graph.
+func BuildTopology(cfg *Config) (*Topology, error) {
+	tc := &cfg.Topology
+	medium, _ := ParseMedium(cfg.Link.Medium)
+	hostCable := CableSpec{LengthM: cfg.Link.LengthM, Medium: medium}
+	radix := tc.Radix
+	if radix == 0 {
+		radix = cfg.Switch.Radix
+	}
+	switch tc.Kind {
+	case "back-to-back":
+		return BackToBack(hostCable), nil
+	case "single-switch":
+		hosts := tc.Hosts
+		if hosts == 0 {
+			hosts = radix
+		}
+		return SingleSwitch(hosts, radix, hostCable)
+	case "fat-tree-2":
+		c := hostCable
+		if tc.CableLengthM > 0 {
+			c.LengthM = tc.CableLengthM
+		}
+		return FatTree2(FatTree2Spec{Radix: radix, Oversubscription: tc.Oversubscription, Hosts: tc.Hosts,
+			Leaves: tc.Leaves, Spines: tc.Spines}, c)
+	case "fat-tree-3":
+		c := hostCable
+		if tc.CableLengthM > 0 {
+			c.LengthM = tc.CableLengthM
+		}
+		return FatTree3(radix, tc.Hosts, c)
+	case "file":
+		return LoadTopologyFile(tc.File, hostCable)
+	}
+	return nil, fmt.Errorf("topology.kind: %q is not a topology", tc.Kind)
+}
+
+// BuildNetwork builds the whole fabric in s: the subnet manager configures
+// it (LIDs, forwarding, SL-to-VL), the deadlock check runs on its routes,
+// switches are made from switch.*, and mkHost makes each host's device.
+func BuildNetwork(cfg *Config, s *components.Sim, seed uint64,
+	mkHost func(index int, lid uint16, name string) HostDevice) (*Network, error) {
+	topo, err := BuildTopology(cfg)
+	if err != nil {
+		return nil, &UnsupportedError{Msg: err.Error()}
+	}
+	sub, err := NewSubnet(topo, SubnetOptions{Routing: cfg.Topology.Routing, Seed: seed, VLs: cfg.Switch.VLs})
+	if err != nil {
+		return nil, &UnsupportedError{Msg: err.Error()}
+	}
+	if len(topo.Switches()) > 0 {
+		sls := []uint8{uint8(cfg.Workload.SL)}
+		if err := sub.CheckDeadlock(sls); err != nil {
+			return nil, &UnsupportedError{Msg: "topology.routing: " + err.Error()}
+		}
+	}
+	n := &Network{Sim: s, Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
+	hostPC := PortConfig(cfg, cfg.HCA.VLBufferBytes)
+	// ports[node][ibPort] → the link port.
+	ports := make([][]*link.Port, len(topo.Nodes))
+	for i, node := range topo.Hosts() {
+		nd := topo.Nodes[node]
+		dev := mkHost(i, sub.LID(node), nd.Name)
+		p := link.NewPort(s, dev, nd.Name+".Port[1]", 1, hostPC)
+		dev.Attach(p)
+		n.Hosts = append(n.Hosts, dev)
+		ports[node] = []*link.Port{nil, p}
+		n.Ports = append(n.Ports, p)
+	}
+	b := switchasic.MakeBuilder().WithSim(s).WithFlowControl(cfg.Link)
+	for _, node := range topo.Switches() {
+		nd := topo.Nodes[node]
+		swCfg := cfg.Switch
+		swCfg.Radix = nd.Ports
+		table := sub.LFT(node)
+		lft := switchasic.NewLFT(len(table) - 1)
+		for lid, p := range table {
+			if lid == 0 || p == NoPort || p == 0 {
+				continue
+			}
+			lft.Set(uint16(lid), int(p)-1)
+		}
+		sw, err := b.WithConfig(swCfg).WithLFT(lft).Build(nd.Name)
+		if err != nil {
+			return nil, &UnsupportedError{Msg: err.Error()}
+		}
+		n.Switches = append(n.Switches, sw)
+		n.switchOf[node] = sw
+		ports[node] = make([]*link.Port, nd.Ports+1)
+		for p := 1; p <= nd.Ports; p++ {
+			ports[node][p] = sw.Port(p - 1)
+			n.Ports = append(n.Ports, sw.Port(p-1))
+		}
+	}
+	for _, c := range topo.Cables {
+		lc := cfg.Link
+		lc.Medium = c.Medium.String()
+		link.Connect(ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port], lc.Timing(c.LengthM))
+	}
+	return n, nil
+}
+
+// HostLID returns host i's LID.
+func (n *Network) HostLID(i int) uint16 { return n.Subnet.HostLID(i) }
+
+// MaxPacketBytes is the largest data packet at an MTU (RDMA WRITE ONLY with
+// immediate, no GRH).
+func MaxPacketBytes(mtu int) int {
+	p := ib.Packet{Opcode: ib.RDMAWriteOnlyImm, PayloadLen: mtu}
+	return p.WireBytes()
+}

@@ -1,0 +1,204 @@
+package fabric
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/workload"
+)
+
+// synthRun drives synthetic traffic on packet endpoints over a switched (or
+// back-to-back) fabric, with warm-up, measurement and drain phases.
+type synthRun struct {
+	s        *components.Sim
+	net      *Network
+	eps      []*workload.Endpoint
+	t0, t1   ib.PS
+	drainCap ib.PS
+
+	injected, delivered     uint64
+	measuredOut, measuredIn uint64 // measured packets injected / delivered
+	windowWireBytes         int64  // wire bytes whose tail arrived in the window
+	windowPayload           int64
+	hops                    int64
+	lat                     workload.Latencies
+	drained                 bool
+	stopped                 bool
+}
+
+const (
+	evSynthMeasureEnd uint8 = iota + 1
+	evSynthDrainCap
+)
+
+func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
+	s := components.NewSim()
+	w := cfg.Workload
+	r := &synthRun{s: s}
+	seed := cfg.Seed
+	var hostCount int
+	net, err := BuildNetwork(cfg, s, seed, func(i int, lid uint16, name string) HostDevice {
+		e := workload.NewEndpoint(s, name, i, lid, seed)
+		r.eps = append(r.eps, e)
+		hostCount++
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.net = net
+	n := len(r.eps)
+	pat, err := workload.NewPattern(w.Kind, n, w.Shift, w.HotspotFraction, rand.New(rand.NewPCG(seed, 0x9a77e)))
+	if err != nil {
+		return nil, &UnsupportedError{Msg: err.Error()}
+	}
+	timing := cfg.Link.Timing(cfg.Link.LengthM)
+	wire := (&ib.Packet{Opcode: ib.SendOnly, PayloadLen: w.Size}).WireBytes()
+	slot := timing.Serialization(wire)
+	gap := bernoulliGap(slot, w.OfferedLoad)
+	sl2vl := DefaultSL2VL(cfg.Switch.VLs)
+	for _, e := range r.eps {
+		e.Dest = pat.Dest
+		e.Gap = gap
+		size := w.Size
+		e.Size = func(*rand.Rand) int { return size }
+		e.LIDOf = net.HostLID
+		e.SL = uint8(w.SL)
+		e.VL = sl2vl[w.SL]
+		e.OnDeliver = r.deliver
+		e.OnInject = r.inject
+	}
+	r.t0 = ib.PS(w.WarmupNs * 1000)
+	r.t1 = r.t0 + ib.PS(w.MeasureNs*1000)
+	r.drainCap = ib.PS(w.DrainNs * 1000)
+	s.StopAt(ib.PS(cfg.Sim.MaxTimeNs * 1000))
+	if opts.Observe != nil {
+		opts.Observe(&Simulation{Sim: s, Ports: net.Ports})
+	}
+	for _, e := range r.eps {
+		e.Start(r.t0, r.t1)
+	}
+	s.Schedule(r.t1, r, evSynthMeasureEnd)
+	if err := s.Run(); err != nil {
+		return nil, err
+	}
+	return r.metrics(cfg, timing.DataRateBps()), nil
+}
+
+// bernoulliGap returns an inter-arrival draw for Bernoulli injection: in
+// each packet slot a packet is created with probability load, so the gap in
+// slots is geometric with mean 1/load and the mean rate is load × line rate.
+func bernoulliGap(slot ib.PS, load float64) func(r *rand.Rand) ib.PS {
+	if load >= 1 {
+		return func(*rand.Rand) ib.PS { return slot }
+	}
+	l1p := math.Log1p(-load)
+	return func(r *rand.Rand) ib.PS {
+		u := r.Float64()
+		k := 1 + math.Floor(math.Log1p(-u)/l1p)
+		return ib.PS(k) * slot
+	}
+}
+
+func (r *synthRun) inject(pkt *ib.Packet) {
+	r.injected++
+	if pkt.Measure {
+		r.measuredOut++
+	}
+}
+
+func (r *synthRun) deliver(pkt *ib.Packet, tail ib.PS) {
+	r.delivered++
+	if tail >= r.t0 && tail < r.t1 {
+		r.windowWireBytes += int64(pkt.WireBytes())
+		r.windowPayload += int64(pkt.PayloadLen)
+	}
+	if pkt.Measure {
+		r.measuredIn++
+		r.lat.Add(tail - pkt.InjectAt)
+		r.hops += int64(pkt.Hops)
+	}
+	if r.stopped && r.measuredIn == r.measuredOut && r.queuedMeasured() == 0 {
+		r.drained = true
+		r.s.Stop()
+	}
+}
+
+// queuedMeasured reports whether measured packets still wait in sources;
+// after injection stops, the run drains until every measured packet landed.
+func (r *synthRun) queuedMeasured() int {
+	q := 0
+	for _, e := range r.eps {
+		q += e.Queued()
+	}
+	return q
+}
+
+// HandleEvent implements components.EventHandler for the phase controller.
+func (r *synthRun) HandleEvent(ev *components.Event) {
+	switch ev.Kind {
+	case evSynthMeasureEnd:
+		r.stopped = true
+		for _, e := range r.eps {
+			e.StopInjecting()
+		}
+		if r.measuredIn == r.measuredOut && r.queuedMeasured() == 0 {
+			r.drained = true
+			r.s.Stop()
+			return
+		}
+		r.s.Schedule(r.s.Now()+r.drainCap, r, evSynthDrainCap)
+	case evSynthDrainCap:
+		r.s.Stop()
+	}
+}
+
+func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
+	window := float64(r.t1 - r.t0)
+	n := float64(len(r.eps))
+	var created, skipped, wrong uint64
+	var stall ib.PS
+	for _, e := range r.eps {
+		created += e.Created
+		skipped += e.Skipped
+		wrong += e.WrongDest
+		stall += e.CreditStall()
+	}
+	m := map[string]any{
+		"offered_load":        cfg.Workload.OfferedLoad,
+		"accepted_load":       float64(r.windowWireBytes) * 8 / (rateBps * window * 1e-12) / n,
+		"goodput_gbps":        float64(r.windowPayload) * 8 / window * 1000,
+		"latency_ns":          r.lat.SummaryNs(),
+		"packets_created":     created,
+		"packets_skipped":     skipped,
+		"packets_sent":        r.injected,
+		"packets_delivered":   r.delivered,
+		"packets_misrouted":   wrong,
+		"drain_complete":      r.drained,
+		"credit_stall_ns":     stall.Nanoseconds(),
+		"hosts":               len(r.eps),
+		"switches":            len(r.net.Switches),
+		"sim_time_ns":         r.s.Now().Nanoseconds(),
+		"events":              r.s.Events(),
+		"link_data_rate_gbps": rateBps / 1e9,
+	}
+	if r.drained {
+		// Every measured packet landed; anything injected and not
+		// delivered now was lost in the fabric.
+		m["packets_dropped"] = r.measuredOut - r.measuredIn
+	} else {
+		m["packets_dropped"] = 0
+		m["packets_in_flight_at_end"] = r.injected - r.delivered
+	}
+	if r.measuredIn > 0 {
+		m["hops_mean"] = float64(r.hops) / float64(r.measuredIn)
+	}
+	var blockHops int64
+	for _, p := range r.net.Ports {
+		blockHops += int64(p.Stats.DataBlocks)
+	}
+	m["block_hops"] = blockHops
+	return m
+}

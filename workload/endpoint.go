@@ -1,0 +1,190 @@
+package workload
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// Endpoint is a packet host for synthetic traffic: an open-loop source that
+// creates packets by an injection process and a destination pattern and
+// queues them at the host (latency counts from creation, as BookSim counts
+// it), and a sink that accepts every packet at its tail.
+type Endpoint struct {
+	Name  string
+	Index int    // host index
+	LID   uint16 // this host's LID
+
+	s    *components.Sim
+	port *link.Port
+	r    *rand.Rand
+
+	// Dest returns the destination host of the next packet.
+	Dest func(src int, r *rand.Rand) int
+	// Gap returns the time to the next packet's creation.
+	Gap func(r *rand.Rand) ib.PS
+	// Size returns the next packet's payload bytes.
+	Size func(r *rand.Rand) int
+	// LIDOf maps a host index to its LID.
+	LIDOf func(host int) uint16
+	// SL is the service level of every packet; VL is the host port's VL for it.
+	SL, VL uint8
+	// OnDeliver is called for each packet accepted here.
+	OnDeliver func(pkt *ib.Packet, tail ib.PS)
+	// OnInject is called for each packet put on the wire.
+	OnInject func(pkt *ib.Packet)
+
+	queue       []*ib.Packet // source queue (ring)
+	qHead, qLen int
+	injecting   bool
+	measureLo   ib.PS // packets created in [measureLo, measureHi) are measured
+	measureHi   ib.PS
+	stallSince  ib.PS
+	stallPS     ib.PS
+
+	Created   uint64 // packets created by the injection process
+	Skipped   uint64 // creations skipped because the source queue was full
+	Sent      uint64
+	Received  uint64
+	WrongDest uint64 // packets that arrived at a host they were not for
+}
+
+// MaxSourceQueue bounds a host's source queue in packets; past it the
+// injection process skips (the host is saturated: more offered load cannot
+// raise accepted load, only memory).
+const MaxSourceQueue = 4096
+
+const evInject uint8 = 1
+
+// NewEndpoint makes an endpoint with its own random stream.
+func NewEndpoint(s *components.Sim, name string, index int, lid uint16, seed uint64) *Endpoint {
+	return &Endpoint{Name: name, Index: index, LID: lid, s: s,
+		r: rand.New(rand.NewPCG(seed, uint64(index)+1)), stallSince: -1,
+		queue: make([]*ib.Packet, 64)}
+}
+
+// Attach gives the endpoint its port.
+func (e *Endpoint) Attach(p *link.Port) { e.port = p }
+
+// Port returns the endpoint's port.
+func (e *Endpoint) Port() *link.Port { return e.port }
+
+// Start begins injection at the process's first gap; packets created in
+// [lo, hi) are marked for measurement.
+func (e *Endpoint) Start(lo, hi ib.PS) {
+	e.measureLo, e.measureHi = lo, hi
+	e.injecting = true
+	e.s.Schedule(e.s.Now()+e.Gap(e.r), e, evInject)
+}
+
+// StopInjecting ends the injection process.
+func (e *Endpoint) StopInjecting() { e.injecting = false }
+
+// Queued returns the packets waiting in the source queue.
+func (e *Endpoint) Queued() int { return e.qLen }
+
+// CreditStall returns the time the head packet waited for credits with the
+// wire free.
+func (e *Endpoint) CreditStall() ib.PS { return e.stallPS }
+
+// HandleEvent implements components.EventHandler: one packet creation.
+func (e *Endpoint) HandleEvent(ev *components.Event) {
+	if !e.injecting {
+		return
+	}
+	now := e.s.Now()
+	dst := e.Dest(e.Index, e.r)
+	size := e.Size(e.r)
+	if dst >= 0 && dst != e.Index {
+		if e.qLen == MaxSourceQueue {
+			e.Skipped++
+		} else {
+			pkt := e.s.NewPacket()
+			pkt.Opcode = ib.SendOnly
+			pkt.SL, pkt.VL = e.SL, e.VL
+			pkt.SLID, pkt.DLID = e.LID, e.LIDOf(dst)
+			pkt.PayloadLen = size
+			pkt.InjectAt = now
+			pkt.Src, pkt.Dst = int32(e.Index), int32(dst)
+			pkt.Measure = now >= e.measureLo && now < e.measureHi
+			pkt.PSN = uint32(e.Created) & 0xFFFFFF
+			pkt.ICRC = StampICRC(pkt)
+			e.Created++
+			e.push(pkt)
+			e.trySend()
+		}
+	}
+	e.s.Schedule(now+e.Gap(e.r), e, evInject)
+}
+
+func (e *Endpoint) push(p *ib.Packet) {
+	if e.qLen == len(e.queue) {
+		bigger := make([]*ib.Packet, 2*len(e.queue))
+		for i := 0; i < e.qLen; i++ {
+			bigger[i] = e.queue[(e.qHead+i)%len(e.queue)]
+		}
+		e.queue, e.qHead = bigger, 0
+	}
+	e.queue[(e.qHead+e.qLen)%len(e.queue)] = p
+	e.qLen++
+}
+
+func (e *Endpoint) trySend() {
+	if e.qLen == 0 || !e.port.Idle() {
+		return
+	}
+	pkt := e.queue[e.qHead]
+	now := e.s.Now()
+	if !e.port.HasCredits(int(pkt.VL), pkt.Credits()) {
+		if e.stallSince < 0 {
+			e.stallSince = now
+		}
+		return
+	}
+	if e.stallSince >= 0 {
+		e.stallPS += now - e.stallSince
+		e.stallSince = -1
+	}
+	e.queue[e.qHead] = nil
+	e.qHead = (e.qHead + 1) % len(e.queue)
+	e.qLen--
+	e.Sent++
+	if e.OnInject != nil {
+		e.OnInject(pkt)
+	}
+	e.port.Send(pkt)
+}
+
+// PortReady implements link.Owner.
+func (e *Endpoint) PortReady(p *link.Port) { e.trySend() }
+
+// PacketArrived implements link.Owner: the host accepts the packet at its
+// tail; its blocks free then (an endpoint drains at line rate).
+func (e *Endpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	if pkt.DLID != e.LID {
+		e.WrongDest++
+	}
+	e.Received++
+	ev := e.s.Schedule(tail, (*endpointSink)(e), 0)
+	ev.Pkt = pkt
+}
+
+// endpointSink handles an endpoint's tail-arrival events.
+type endpointSink Endpoint
+
+// HandleEvent releases the packet's blocks and reports the delivery.
+func (k *endpointSink) HandleEvent(ev *components.Event) {
+	e := (*Endpoint)(k)
+	pkt := ev.Pkt
+	e.port.Release(int(pkt.VL), pkt.Credits())
+	if e.OnDeliver != nil {
+		e.OnDeliver(pkt, ev.At())
+	}
+	e.s.FreePacket(pkt)
+}
+
+// String names the endpoint.
+func (e *Endpoint) String() string { return fmt.Sprintf("%s(lid %d)", e.Name, e.LID) }
