@@ -1,0 +1,62 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTrafficConfigValidate(t *testing.T) {
+	require.NoError(t, func() error { c := DefaultTraffic(); return c.Validate() }())
+	with := func(f func(c *TrafficConfig)) TrafficConfig {
+		c := DefaultTraffic()
+		f(&c)
+		return c
+	}
+	cases := []struct {
+		cfg  TrafficConfig
+		want string
+	}{
+		{with(func(c *TrafficConfig) { c.Pattern = "stream" }), `workload.kind: "stream" is not a synthetic pattern (uniform, permutation, shift, bitcomp, hotspot, incast)`},
+		{with(func(c *TrafficConfig) { c.Size = 0 }), "workload.size: 0 is not a packet payload (1 to 4096 bytes)"},
+		{with(func(c *TrafficConfig) { c.OfferedLoad = 1.2 }), "workload.offered_load: 1.2 is out of range (above 0, at most 1)"},
+		{with(func(c *TrafficConfig) { c.OfferedLoad = 0 }), "workload.offered_load: 0 is out of range (above 0, at most 1)"},
+		{with(func(c *TrafficConfig) { c.Injection = "poisson" }), `workload.injection: "poisson" is not an injection process (bernoulli, onoff)`},
+		{with(func(c *TrafficConfig) { c.BurstPackets = 0.5 }), "workload.burst_packets: 0.5 is out of range (1 to 1e6)"},
+		{with(func(c *TrafficConfig) { c.HotspotFraction = -0.1 }), "workload.hotspot_fraction: -0.1 is out of range (0 to 1)"},
+		{with(func(c *TrafficConfig) { c.Sizes = "64" }), `workload.sizes: "64" is not size:weight (e.g. 256:0.5,4096:0.5)`},
+	}
+	for _, tc := range cases {
+		assert.EqualError(t, tc.cfg.Validate(), tc.want)
+	}
+	// With a distribution, workload.size is not used and not checked.
+	assert.NoError(t, func() error { c := with(func(c *TrafficConfig) { c.Size = 0; c.Sizes = "64:1" }); return c.Validate() }())
+}
+
+func TestTrafficConfigCheckMTU(t *testing.T) {
+	c := DefaultTraffic()
+	assert.NoError(t, c.CheckMTU(4096))
+	assert.EqualError(t, c.CheckMTU(2048), "workload.size: a 4096-byte payload is more than link.mtu 2048 (a synthetic packet carries at most one MTU)")
+	c.Sizes = "256:1,4096:1"
+	assert.EqualError(t, c.CheckMTU(1024), "workload.sizes: a 4096-byte payload is more than link.mtu 1024 (a synthetic packet carries at most one MTU)")
+}
+
+// TestConfigTraffic: the workload section's synthetic keys map one to one.
+func TestConfigTraffic(t *testing.T) {
+	w := Defaults()
+	w.Kind = PatternShift
+	w.Size = 1024
+	w.OfferedLoad = 0.7
+	w.Injection = InjectOnOff
+	w.BurstPackets = 4
+	w.Sizes = "64:1"
+	w.HotspotFraction = 0.1
+	w.Shift = 3
+	assert.Equal(t, TrafficConfig{Pattern: "shift", Size: 1024, OfferedLoad: 0.7, Injection: "onoff", BurstPackets: 4, Sizes: "64:1", HotspotFraction: 0.1, Shift: 3}, w.Traffic())
+	// The defaults agree with the workload section's.
+	d := Defaults()
+	tr := d.Traffic()
+	tr.Pattern = PatternUniform
+	assert.Equal(t, DefaultTraffic(), tr)
+}
