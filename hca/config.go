@@ -99,6 +99,9 @@ type Config struct {
 	MaxRdAtomic int `yaml:"max_rd_atomic"`
 	// MaxInlineBytes is the largest inline payload a send WQE may carry.
 	MaxInlineBytes int `yaml:"max_inline_bytes"`
+	// TxBufferBytes is the on-chip transmit buffer: wire bytes of request
+	// packets granted by the scheduler and not yet on the wire.
+	TxBufferBytes int `yaml:"tx_buffer_bytes"`
 	// CQDepth is the CQEs a completion queue holds.
 	CQDepth int `yaml:"cq_depth"`
 	// VLBufferBytes is a host port's receive buffer per VL (its credits × 64).
@@ -159,6 +162,9 @@ func Defaults() Config {
 		MaxRdAtomic: 16,
 		// bytes; perftest DEF_INLINE_SEND_RC_UC 236.
 		MaxInlineBytes: 236,
+		// bytes; assumed: covers the PCIe read round trip at link rate
+		// (12.5 GB/s × 0.6 µs ≈ 7.5 KB at EDR; 50 GB/s × 0.6 µs = 30 KB at NDR).
+		TxBufferBytes: 65536,
 		// CQEs; assumed (perftest sizes its CQ to tx depth × QPs).
 		CQDepth: 1024,
 		// bytes per VL; assumed 32 KiB (512 credits).
@@ -288,6 +294,7 @@ func (c *Config) Validate() error {
 		{"min_rnr_timer", c.MinRNRTimer, 0, 31},
 		{"max_rd_atomic", c.MaxRdAtomic, 1, 255},
 		{"max_inline_bytes", c.MaxInlineBytes, 0, MaxInlineLimit},
+		{"tx_buffer_bytes", c.TxBufferBytes, 4200, 1 << 24},
 		{"cq_depth", c.CQDepth, 2, 1 << 22},
 		{"vl_buffer_bytes", c.VLBufferBytes, 64, 1 << 24},
 		{"pcie.lanes", c.PCIe.Lanes, 1, 16},

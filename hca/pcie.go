@@ -163,3 +163,31 @@ func (p *PCIe) ReadBoundGbps() float64 {
 	tags := float64(p.cfg.OutstandingReads) * float64(p.cfg.MRRSBytes) * 8 / rtt * 1000 // Gb/s
 	return min(link, tags)
 }
+
+// retireTags frees the tags of reads whose completions are in by t.
+func (p *PCIe) retireTags(t ib.PS) {
+	for p.tagN > 0 && p.tagFree[p.tagHead] <= t {
+		p.tagHead = (p.tagHead + 1) % len(p.tagFree)
+		p.tagN--
+	}
+}
+
+// TagsFree returns how many read requests may be issued at t without
+// waiting for a tag.
+func (p *PCIe) TagsFree(t ib.PS) int {
+	p.retireTags(t)
+	return len(p.tagFree) - p.tagN
+}
+
+// NextTagFree returns when the oldest outstanding read frees its tag (t if
+// none is outstanding).
+func (p *PCIe) NextTagFree(t ib.PS) ib.PS {
+	p.retireTags(t)
+	if p.tagN == 0 {
+		return t
+	}
+	return p.tagFree[p.tagHead]
+}
+
+// ReadRequestsFor returns the read requests a DMA read of n bytes needs.
+func (p *PCIe) ReadRequestsFor(n int) int { return (n + p.cfg.MRRSBytes - 1) / p.cfg.MRRSBytes }

@@ -128,6 +128,7 @@ type sendMsg struct {
 	readGot  uint32 // READ: response bytes received in order
 	done     bool
 	status   WCStatus
+	inline   []byte // inline payload, copied from the WQE
 	// Posted is when the application posted the WR (for latency breakdowns).
 	Posted ib.PS
 }

@@ -1,0 +1,559 @@
+package hca
+
+import (
+	"fmt"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// Event kinds the device schedules for itself.
+const (
+	evDoorbell uint8 = iota + 1
+	evWQEFetched
+	evWQEReady
+	evRecvDoorbell
+	evRecvFetched
+	evSchedule
+	evTrySend
+	evRxTail
+	evRxDone
+	evCQEVisible
+	evMemVisible
+	evTimeout
+)
+
+// txEntry is a packet waiting for the wire.
+type txEntry struct {
+	pkt     *ib.Packet
+	readyAt ib.PS
+	qp      *QP
+}
+
+// txQueue is a FIFO of packets in the order they were built.
+type txQueue struct {
+	items []txEntry
+	head  int
+}
+
+func (q *txQueue) push(e txEntry) { q.items = append(q.items, e) }
+func (q *txQueue) len() int       { return len(q.items) - q.head }
+func (q *txQueue) peek() *txEntry { return &q.items[q.head] }
+func (q *txQueue) pop() txEntry {
+	e := q.items[q.head]
+	q.items[q.head] = txEntry{}
+	q.head++
+	if q.head > 1024 && q.head*2 > len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		q.items = q.items[:n]
+		q.head = 0
+	}
+	return e
+}
+
+// pendingCQE is a CQE on its way to host memory; CQE writes are posted and
+// ordered, so they become visible in the order they were issued.
+type pendingCQE struct {
+	cq  *CQ
+	cqe CQE
+}
+
+// memWrite is a payload write on its way to host memory.
+type memWrite struct {
+	addr uint64
+	n    int
+}
+
+// Counters are a device's event counts.
+type Counters struct {
+	ReqPackets   int64 // request packets sent (including retransmissions)
+	RespPackets  int64 // ACK, NAK and response packets sent
+	RxPackets    int64
+	Acks         int64 // ACKs sent
+	Naks         int64 // NAKs sent (sequence, invalid, access, RNR)
+	RNRNaks      int64
+	AcksDropped  int64 // by the fault-injection hook
+	Timeouts     int64
+	CQEs         int64
+	CQOverruns   int64
+	PayloadTx    int64 // payload bytes of request and read-response packets sent
+	PayloadRx    int64 // payload bytes placed in host memory
+	OnDemandRecv int64 // receive WQEs fetched on demand (cache empty)
+}
+
+// Device is one HCA with its host: CPU-side verbs, host memory, the PCIe
+// link and the HCA pipeline, attached to one IB port.
+type Device struct {
+	sim.HookableBase
+
+	Name  string
+	LID   uint16
+	Cfg   Config
+	Mem   *HostMemory
+	Alloc *Allocator
+	PCIe  *PCIe
+	Keys  KeyTable
+	Port  *link.Port
+
+	s        *components.Sim
+	cycle    ib.PS
+	stages   [NumStages]stage
+	keyCache *KeyCache
+	missPS   ib.PS
+
+	qps    []*QP
+	cqs    []*CQ
+	nextPD uint32
+	rr     int // round-robin pointer over qps
+
+	reqQ, respQ txQueue
+	txBufUsed   int   // wire bytes in reqQ
+	wakeAt      ib.PS // an evTrySend is queued for this time (0 = none)
+	schedAt     ib.PS // an evSchedule is queued for this time (0 = none)
+	rxPending   int   // packets between tail arrival and processing
+	cqeQ        []pendingCQE
+	memQ        []memWrite
+	cpuFreeAt   ib.PS // the application thread is busy until then
+
+	// DropAcks makes the device discard the next n ACKs it receives: the
+	// fault-injection hook for the retry test.
+	DropAcks int
+	// OnCQE is called when a CQE becomes visible in host memory.
+	OnCQE func(cq *CQ, now ib.PS)
+	// OnMemWrite is called when payload written by the HCA becomes visible
+	// (write_lat polls the buffer's last byte).
+	OnMemWrite func(addr uint64, n int, now ib.PS)
+	// Timeline, if set, records one message's passage (shared by both ends).
+	Timeline *Timeline
+
+	Counters  Counters
+	fieldBuf  []components.TraceField
+	statsFrom ib.PS
+}
+
+// NewDevice builds a device; cfg must have passed Validate. Attach a port
+// with AttachPort before running.
+func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
+	d := &Device{Name: name, LID: lid, Cfg: cfg, s: s, Mem: NewHostMemory(),
+		Alloc: NewAllocator(0x10_0000), PCIe: NewPCIe(cfg.PCIe), cycle: ib.CyclePS(cfg.CoreClockMHz),
+		keyCache: NewKeyCache(cfg.KeyCacheEntries), missPS: nsToPS(cfg.KeyCacheMissNS), nextPD: 1}
+	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
+	for i, sc := range scs {
+		d.stages[i] = newStage(sc, d.cycle)
+	}
+	return d
+}
+
+// AttachPort makes the device's IB port (one data VL, the configured
+// receive buffer).
+func (d *Device) AttachPort(lc *link.Config) *link.Port {
+	d.Port = link.NewPort(d.s, d, d.Name+".Port[1]", 1, link.PortConfig{
+		VLs: 1, BufferBlocks: d.Cfg.VLBufferBytes / ib.CreditBytes,
+		FCRefresh: nsToPS(lc.FCRefreshNs), FCMinInterval: nsToPS(lc.FCMinIntervalNs)})
+	return d.Port
+}
+
+// Sim returns the simulation the device runs in.
+func (d *Device) Sim() *components.Sim { return d.s }
+
+// CyclePS returns the core clock period.
+func (d *Device) CyclePS() ib.PS { return d.cycle }
+
+// StageStats returns each stage's activity since ResetStats.
+func (d *Device) StageStats() [NumStages]StageStats {
+	var out [NumStages]StageStats
+	span := d.s.Now() - d.statsFrom
+	for i := range d.stages {
+		out[i] = d.stages[i].stats(span)
+	}
+	return out
+}
+
+// ResetStats starts the statistics window now (end of warm-up).
+func (d *Device) ResetStats() {
+	for i := range d.stages {
+		st := &d.stages[i]
+		st.busy, st.residency, st.items = 0, 0, 0
+	}
+	d.PCIe.up.busy, d.PCIe.down.busy = 0, 0
+	d.statsFrom = d.s.Now()
+	d.Counters = Counters{}
+}
+
+// PCIeUtilization returns the busy fraction of each PCIe direction since
+// ResetStats.
+func (d *Device) PCIeUtilization() (up, down float64) {
+	return d.PCIe.Utilization(d.s.Now() - d.statsFrom)
+}
+
+// KeyCache returns the translation cache (for its hit and miss counts).
+func (d *Device) KeyCache() *KeyCache { return d.keyCache }
+
+func (d *Device) at(t ib.PS, kind uint8) *components.Event {
+	return d.s.Schedule(max(t, d.s.Now()), d, kind)
+}
+
+// trace announces a transport event to hooks, if any listen.
+func (d *Device) trace(kind components.TraceKind, qpn uint32, fields ...components.TraceField) {
+	if d.NumHooks() == 0 {
+		return
+	}
+	ev := components.TraceEvent{Time: d.s.Now(), Path: d.Name, Kind: kind}
+	ev.Fields = append(d.fieldBuf[:0], components.IntField("qpn", int64(qpn)))
+	ev.Fields = append(ev.Fields, fields...)
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: &ev})
+	d.fieldBuf = ev.Fields[:0]
+}
+
+// keyCheck runs one key through the key-check stage and returns when the
+// check is done: a translation-cache miss adds the miss latency.
+func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
+	extra := ib.PS(0)
+	if !d.keyCache.Access(key) {
+		extra = d.missPS
+	}
+	return d.stages[StageKeyCheck].accept(t, extra)
+}
+
+// HandleEvent implements components.EventHandler.
+func (d *Device) HandleEvent(ev *components.Event) {
+	switch ev.Kind {
+	case evDoorbell:
+		d.doorbell(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
+	case evWQEFetched:
+		d.wqeFetched(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
+	case evWQEReady:
+		qp := ev.Obj.(*QP)
+		d.wqeReady(qp)
+	case evRecvDoorbell:
+		d.recvDoorbell(ev.Obj.(*QP), uint32(ev.Arg))
+	case evRecvFetched:
+		d.recvFetched(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
+	case evSchedule:
+		if d.schedAt == d.s.Now() {
+			d.schedAt = 0
+		}
+		d.schedule()
+	case evTrySend:
+		if d.wakeAt == d.s.Now() {
+			d.wakeAt = 0
+		}
+		d.trySend()
+	case evRxTail:
+		done := d.stages[StageTransportRx].accept(d.s.Now(), 0)
+		e := d.at(done, evRxDone)
+		e.Pkt = ev.Pkt
+	case evRxDone:
+		d.rxPending--
+		d.receive(ev.Pkt)
+	case evCQEVisible:
+		d.cqeVisible()
+	case evMemVisible:
+		w := d.memQ[0]
+		d.memQ = d.memQ[1:]
+		if d.OnMemWrite != nil {
+			d.OnMemWrite(w.addr, w.n, d.s.Now())
+		}
+	case evTimeout:
+		d.timeout(ev.Obj.(*QP), uint64(ev.Arg))
+	default:
+		panic(fmt.Sprintf("hca: %s got event kind %d", d.Name, ev.Kind))
+	}
+}
+
+// PacketArrived implements link.Owner: the HCA is store-and-forward (the
+// ICRC covers the whole packet), so processing starts at the tail.
+func (d *Device) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	d.rxPending++
+	e := d.at(tail, evRxTail)
+	e.Pkt = pkt
+	if tl := d.Timeline; tl != nil && tl.matchesRequest(pkt) && tl.RxTail == 0 {
+		tl.RxTail = tail
+	}
+}
+
+// PortReady implements link.Owner.
+func (d *Device) PortReady(p *link.Port) { d.trySend() }
+
+// ---- transmit side ----
+
+// wake makes sure an evTrySend runs at t.
+func (d *Device) wake(t ib.PS) {
+	if d.wakeAt != 0 && d.wakeAt <= t {
+		return
+	}
+	d.wakeAt = t
+	d.at(t, evTrySend)
+}
+
+// trySend puts the next ready packet on the wire: responses and ACKs
+// first, then requests, each queue in order.
+func (d *Device) trySend() {
+	for {
+		if d.Port == nil || !d.Port.Idle() {
+			return
+		}
+		now := d.s.Now()
+		var q *txQueue
+		if d.respQ.len() > 0 && d.respQ.peek().readyAt <= now {
+			q = &d.respQ
+		} else if d.reqQ.len() > 0 && d.reqQ.peek().readyAt <= now {
+			q = &d.reqQ
+		}
+		if q == nil {
+			next := ib.PS(-1)
+			if d.respQ.len() > 0 {
+				next = d.respQ.peek().readyAt
+			}
+			if d.reqQ.len() > 0 && (next < 0 || d.reqQ.peek().readyAt < next) {
+				next = d.reqQ.peek().readyAt
+			}
+			if next > now {
+				d.wake(next)
+			}
+			return
+		}
+		e := q.peek()
+		if !d.Port.CanSend(e.pkt) {
+			return // credits: PortReady calls again
+		}
+		entry := q.pop()
+		pkt := entry.pkt
+		d.Port.Send(pkt)
+		d.Counters.PayloadTx += int64(pkt.PayloadLen)
+		if q == &d.reqQ {
+			d.Counters.ReqPackets++
+			d.txBufUsed -= pkt.WireBytes()
+			if tl := d.Timeline; tl != nil && tl.matchesRequest(pkt) && tl.WireStart == 0 {
+				tl.WireStart = now
+			}
+			d.schedule()
+		} else {
+			d.Counters.RespPackets++
+		}
+	}
+}
+
+// newPacket returns a packet addressed to qp's peer.
+func (d *Device) newPacket(qp *QP) *ib.Packet {
+	pkt := d.s.NewPacket()
+	pkt.SLID, pkt.DLID = d.LID, qp.remoteLID
+	pkt.DestQP = qp.remoteQPN
+	pkt.InjectAt = d.s.Now()
+	return pkt
+}
+
+// schedule grants request packets to QPs with work, round robin, while the
+// transmit buffer has room. A grant issues the payload's DMA read (or takes
+// inline data from the WQE), then the packet is built by the transport
+// stage and queued for the wire.
+func (d *Device) schedule() {
+	now := d.s.Now()
+	for d.txBufUsed < d.Cfg.TxBufferBytes {
+		qp := d.pickQP(now)
+		if qp == nil {
+			return
+		}
+		m := qp.req.msgs[qp.req.sendIdx]
+		w := &m.wqe
+		off := m.sent * qp.req.MTU
+		needDMA := !w.Inline && !w.Opcode.isAtomic() && w.Opcode != WRRDMARead && w.Length > 0
+		plen := 0
+		if needDMA {
+			plen = int(min(uint32(qp.req.MTU), w.Length-uint32(off)))
+			if reqs := d.PCIe.ReadRequestsFor(plen); d.PCIe.TagsFree(now) < reqs {
+				t := d.PCIe.NextTagFree(now)
+				if d.schedAt == 0 || t < d.schedAt {
+					d.schedAt = t
+					d.at(t, evSchedule)
+				}
+				return
+			}
+		}
+		pkt := d.newPacket(qp)
+		tx := qp.req.Next(pkt)
+		ready := now
+		if needDMA {
+			issue := d.stages[StageDMA].accept(now, 0)
+			ready = d.PCIe.Read(issue, plen)
+			pkt.Payload = append(pkt.Payload[:0], make([]byte, plen)...)
+			d.Mem.Read(w.LocalAddr+uint64(off), pkt.Payload)
+			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(pkt.PSN)),
+				components.IntField("addr", int64(w.LocalAddr)+int64(off)), components.IntField("len", int64(plen)))
+		} else if w.Inline && pkt.PayloadLen > 0 {
+			pkt.Payload = append(pkt.Payload[:0], m.inline[off:off+pkt.PayloadLen]...)
+		}
+		ready = d.stages[StageTransportTx].accept(ready, 0)
+		if tl := d.Timeline; tl != nil && tl.QPN == qp.Num && tl.WQEIndex == w.Index && tl.Active {
+			tl.notePSNs(qp.remoteQPN, m.firstPSN, m.npsn)
+			if tx.Index == 0 && tl.TxReady == 0 {
+				tl.Granted, tl.DMAReadDone, tl.TxReady = now, ready-d.stages[StageTransportTx].lat, ready
+				if !needDMA {
+					tl.DMAReadDone = now
+				}
+			}
+		}
+		d.reqQ.push(txEntry{pkt: pkt, readyAt: ready, qp: qp})
+		d.txBufUsed += pkt.WireBytes()
+		if !qp.timerArmed {
+			d.armTimer(qp)
+		}
+		if ready > now {
+			d.wake(ready)
+		}
+	}
+	d.trySend()
+}
+
+// pickQP returns the next QP, round robin, whose requester may send now.
+func (d *Device) pickQP(now ib.PS) *QP {
+	n := len(d.qps)
+	for k := 0; k < n; k++ {
+		qp := d.qps[(d.rr+k)%n]
+		if qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil {
+			d.rr = (d.rr + k + 1) % n
+			return qp
+		}
+	}
+	return nil
+}
+
+// purge drops qp's queued request packets after a go-back-N rewind: they
+// will be rebuilt from the rewound PSN.
+func (d *Device) purge(qp *QP) {
+	kept := d.reqQ.items[:d.reqQ.head]
+	for _, e := range d.reqQ.items[d.reqQ.head:] {
+		if e.qp == qp {
+			d.txBufUsed -= e.pkt.WireBytes()
+			d.s.FreePacket(e.pkt)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	d.reqQ.items = kept
+}
+
+// ---- retry timer ----
+
+func (d *Device) armTimer(qp *QP) {
+	qp.timerGen++
+	to := RetryTimeoutPS(d.Cfg.RetryTimeout)
+	if to == 0 {
+		qp.timerArmed = false
+		return
+	}
+	qp.timerArmed = true
+	e := d.at(d.s.Now()+to, evTimeout)
+	e.Obj = qp
+	e.Arg = int64(qp.timerGen)
+}
+
+func (d *Device) timeout(qp *QP, gen uint64) {
+	if gen != qp.timerGen || !qp.timerArmed {
+		return
+	}
+	qp.timerArmed = false
+	d.Counters.Timeouts++
+	res := qp.req.OnTimeout()
+	d.purge(qp)
+	d.afterAck(qp, res, d.s.Now())
+}
+
+// afterAck carries out what an ACK, NAK, response or timeout did to a
+// requester: CQEs, the timer, RNR waits, rescheduling.
+func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
+	for _, c := range res.Completions {
+		d.sendCompletion(qp, c, t)
+	}
+	if res.Progress || res.Rewound || len(res.Completions) > 0 {
+		qp.timerArmed = false
+		qp.timerGen++
+		if qp.req.Outstanding() && qp.req.State != QPErr {
+			d.armTimer(qp)
+		}
+	}
+	if res.RNRWait {
+		qp.rnrUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
+		e := d.at(qp.rnrUntil, evSchedule)
+		_ = e
+	}
+	if res.Rewound {
+		d.purge(qp)
+	}
+	d.schedule()
+}
+
+// ---- completions ----
+
+// sendCompletion writes a send-queue CQE when the WQE asked for one or
+// failed (errors always complete, ib-facts.md §5).
+func (d *Device) sendCompletion(qp *QP, c Completion, t ib.PS) {
+	if c.Status == WCSuccess && !c.WQE.Signaled {
+		return
+	}
+	d.writeCQE(qp.SendCQ, CQE{Opcode: CQEReq, Status: c.Status, WROp: c.WQE.Opcode, QPN: qp.Num,
+		Counter: c.WQE.Index, ByteCnt: c.WQE.Length}, t)
+	if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.WQEIndex == c.WQE.Index && tl.AckRx == 0 {
+		tl.AckRx = d.s.Now()
+	}
+}
+
+// writeCQE passes a CQE through the CQE stage and posts its 64-byte write.
+func (d *Device) writeCQE(cq *CQ, c CQE, t ib.PS) {
+	issue := d.stages[StageCQE].accept(t, 0)
+	vis := d.PCIe.Write(issue, CQEBytes)
+	d.cqeQ = append(d.cqeQ, pendingCQE{cq: cq, cqe: c})
+	d.at(vis, evCQEVisible)
+}
+
+// cqeVisible lands the oldest posted CQE in its CQ ring.
+func (d *Device) cqeVisible() {
+	p := d.cqeQ[0]
+	d.cqeQ = d.cqeQ[1:]
+	cq := p.cq
+	if cq.pi-cq.ci >= uint32(cq.Depth) {
+		// The consumer has not freed a slot: CQ overrun (the CQ goes to
+		// error in hardware; the model counts it and drops the CQE).
+		cq.Overrun = true
+		d.Counters.CQOverruns++
+		return
+	}
+	c := p.cqe
+	c.Owner = (cq.pi/uint32(cq.Depth))&1 == 1
+	var buf [CQEBytes]byte
+	EncodeCQE(buf[:], &c)
+	d.Mem.Write(cq.buf+uint64(cq.pi%uint32(cq.Depth))*CQEBytes, buf[:])
+	cq.pi++
+	d.Counters.CQEs++
+	d.trace(components.TraceCQE, c.QPN, components.IntField("wqe", int64(c.Counter)),
+		components.StrField("status", c.Status.String()))
+	if tl := d.Timeline; tl != nil && tl.Active {
+		if !c.Receiver && c.QPN == tl.QPN && c.Counter == tl.WQEIndex && tl.ReqCQE == 0 {
+			tl.ReqCQE = d.s.Now()
+		}
+		if c.Receiver && c.QPN == tl.DestQPN && tl.RespCQE == 0 && tl.RxDone != 0 {
+			tl.RespCQE = d.s.Now()
+		}
+	}
+	if d.OnCQE != nil {
+		d.OnCQE(cq, d.s.Now())
+	}
+}
+
+// writePayload places bytes in host memory through the DMA engine and
+// returns when the write issues and when it becomes visible.
+func (d *Device) writePayload(qpn uint32, t ib.PS, addr uint64, data []byte) (issue, vis ib.PS) {
+	issue = d.stages[StageDMA].accept(t, 0)
+	vis = d.PCIe.Write(issue, len(data))
+	d.Mem.Write(addr, data)
+	d.Counters.PayloadRx += int64(len(data))
+	d.trace(components.TraceDMAWrite, qpn, components.IntField("addr", int64(addr)), components.IntField("len", int64(len(data))))
+	if d.OnMemWrite != nil {
+		d.memQ = append(d.memQ, memWrite{addr, len(data)})
+		d.at(vis, evMemVisible)
+	}
+	return issue, vis
+}

@@ -1,0 +1,206 @@
+package hca
+
+import (
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// receive handles a packet that passed the transport-rx stage: the receive
+// buffer frees (credits go back), then the responder or the requester acts.
+func (d *Device) receive(pkt *ib.Packet) {
+	d.Port.Release(int(pkt.VL), pkt.Credits())
+	d.Counters.RxPackets++
+	qp := d.qpByNum(pkt.DestQP)
+	if qp == nil || qp.State < QPRTR {
+		d.s.FreePacket(pkt) // no such QP: silently dropped, as hardware does
+		return
+	}
+	if pkt.Opcode.IsRequest() {
+		d.respond(qp, pkt)
+	} else {
+		d.complete(qp, pkt)
+	}
+	d.s.FreePacket(pkt)
+}
+
+// sendAck queues an ACK or NAK built by the transport stage at t.
+func (d *Device) sendAck(qp *QP, t ib.PS, syn uint8, psn, msn uint32) {
+	p := d.newPacket(qp)
+	p.Opcode = ib.Acknowledge
+	p.PSN = psn
+	p.AETH = ib.AETH{Syndrome: syn, MSN: msn}
+	ready := d.stages[StageTransportTx].accept(t, 0)
+	d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
+	if syn&synTypeMask == SynACK {
+		d.Counters.Acks++
+		d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(psn)), components.IntField("msn", int64(msn)))
+	} else {
+		d.Counters.Naks++
+		if syn&synTypeMask == SynRNRNAK {
+			d.Counters.RNRNaks++
+		}
+		d.trace(components.TraceNak, qp.Num, components.IntField("psn", int64(psn)), components.IntField("syndrome", int64(syn)))
+	}
+	d.wake(ready)
+}
+
+// respond runs the responder on a request packet and carries out its action
+// with timing: key check, payload DMA, ACK/NAK, read responses, atomics and
+// the receive CQE.
+func (d *Device) respond(qp *QP, pkt *ib.Packet) {
+	now := d.s.Now()
+	qp.onDemand = false
+	a := qp.resp.Receive(pkt, qp)
+	t := now
+	if qp.onDemand {
+		// The receive WQE was not prefetched: read it from host memory now.
+		d.Counters.OnDemandRecv++
+		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
+	}
+	if a.KeyChecked {
+		t = d.keyCheck(t, a.Key)
+		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
+			components.StrField("result", a.KeyResult.String()))
+	}
+	tl := d.Timeline
+	traced := tl != nil && tl.Active && tl.matchesRequest(pkt)
+	if traced && tl.RxDone == 0 {
+		tl.RxDone, tl.RespKey = now, t
+	}
+	if a.Write {
+		var vis ib.PS
+		t, vis = d.writePayload(qp.Num, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen])
+		if traced && pkt.PSN == tl.LastPSN {
+			tl.RespWrite = vis
+		}
+	}
+	if a.RecvDone {
+		if traced {
+			tl.RespCQEIssue = t
+		}
+		qp.rqDone++
+		d.writeCQE(qp.RecvCQ, CQE{Opcode: a.RecvOpcode, Status: a.RecvStatus, QPN: qp.Num,
+			Counter: uint16(a.Recv.Index), ByteCnt: a.RecvLen, Imm: a.Imm, Receiver: true,
+			HasImm: a.RecvOpcode != CQERespSend}, t)
+	}
+	if a.Ack {
+		d.sendAck(qp, t, a.AckSyn, a.AckPSN, a.MSN)
+	}
+	if a.Read {
+		d.readResponses(qp, t, a)
+	}
+	if a.Atomic || a.AtomicReplay {
+		d.atomic(qp, t, pkt, a.AtomicReplay)
+	}
+	if d.rxPending == 0 {
+		if psn, msn, ok := qp.resp.FlushAck(); ok {
+			d.sendAck(qp, t, SynACKNoLimit, psn, msn)
+		}
+	}
+}
+
+// readResponses builds the response packets of a READ: per packet a DMA
+// read of its payload, then the transport stage.
+func (d *Device) readResponses(qp *QP, t ib.PS, a RespAction) {
+	mtu := qp.resp.MTU
+	n := PacketCount(a.ReadLen, mtu)
+	for k := 0; k < n; k++ {
+		p := d.newPacket(qp)
+		p.Opcode = ReadResponseOpcode(k, n)
+		p.PSN = psnAdd(a.ReadPSN, k)
+		p.AETH = ib.AETH{Syndrome: SynACKNoLimit, MSN: qp.resp.MSN()}
+		lo := k * mtu
+		p.PayloadLen = int(min(uint32(mtu), a.ReadLen-uint32(lo)))
+		ready := t
+		if p.PayloadLen > 0 {
+			issue := d.stages[StageDMA].accept(t, 0)
+			ready = d.PCIe.Read(issue, p.PayloadLen)
+			p.Payload = append(p.Payload[:0], make([]byte, p.PayloadLen)...)
+			d.Mem.Read(a.ReadVA+uint64(lo), p.Payload)
+			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(p.PSN)),
+				components.IntField("addr", int64(a.ReadVA)+int64(lo)), components.IntField("len", int64(p.PayloadLen)))
+		}
+		ready = d.stages[StageTransportTx].accept(ready, 0)
+		d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
+		d.wake(ready)
+	}
+	qp.resp.ReadsInProgress--
+}
+
+// atomic executes a FETCH_ADD or CMP_SWAP on host memory (a read, then a
+// posted write) and answers with an ATOMIC_ACKNOWLEDGE carrying the
+// original value. A duplicate gets the saved value without re-executing.
+func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
+	var orig uint64
+	issue := d.stages[StageDMA].accept(t, 0)
+	done := issue
+	if replay {
+		orig, _ = qp.resp.LastAtomic(pkt.PSN)
+	} else {
+		done = d.PCIe.Read(issue, 8)
+		va := pkt.Atomic.VA
+		orig = d.Mem.ReadU64(va)
+		nv := orig + pkt.Atomic.SwapAdd
+		if pkt.Opcode == ib.CompareSwap {
+			nv = orig
+			if orig == pkt.Atomic.Compare {
+				nv = pkt.Atomic.SwapAdd
+			}
+		}
+		d.PCIe.Write(done, 8)
+		d.Mem.WriteU64(va, nv)
+		qp.resp.SaveAtomic(pkt.PSN, orig)
+	}
+	p := d.newPacket(qp)
+	p.Opcode = ib.AtomicAcknowledge
+	p.PSN = pkt.PSN
+	p.AETH = ib.AETH{Syndrome: SynACKNoLimit, MSN: qp.resp.MSN()}
+	p.AtomicAck = orig
+	ready := d.stages[StageTransportTx].accept(done, 0)
+	d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
+	qp.resp.ReadsInProgress--
+	d.wake(ready)
+}
+
+// complete runs the requester on an ACK, NAK or response.
+func (d *Device) complete(qp *QP, pkt *ib.Packet) {
+	now := d.s.Now()
+	switch pkt.Opcode {
+	case ib.Acknowledge:
+		if d.DropAcks > 0 && pkt.AETH.Syndrome&synTypeMask == SynACK {
+			d.DropAcks--
+			d.Counters.AcksDropped++
+			return
+		}
+		syn := pkt.AETH.Syndrome
+		if syn&synTypeMask == SynACK {
+			d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(pkt.PSN)), components.StrField("result", "rx"))
+		} else {
+			d.trace(components.TraceNak, qp.Num, components.IntField("psn", int64(pkt.PSN)),
+				components.IntField("syndrome", int64(syn)), components.StrField("result", "rx"))
+		}
+		d.afterAck(qp, qp.req.OnAck(pkt.PSN, syn), now)
+	case ib.AtomicAcknowledge:
+		addr, ok, res := qp.req.OnAtomicAck(pkt)
+		t := now
+		if ok {
+			var b [8]byte
+			putLE64(b[:], pkt.AtomicAck)
+			t, _ = d.writePayload(qp.Num, now, addr, b[:])
+		}
+		d.afterAck(qp, res, t)
+	default: // read responses
+		addr, ok, res := qp.req.OnReadResponse(pkt)
+		t := now
+		if ok && pkt.PayloadLen > 0 {
+			t, _ = d.writePayload(qp.Num, now, addr, pkt.Payload[:pkt.PayloadLen])
+		}
+		d.afterAck(qp, res, t)
+	}
+}
+
+func putLE64(b []byte, v uint64) {
+	for i := 0; i < 8; i++ {
+		b[i] = byte(v >> (8 * i))
+	}
+}

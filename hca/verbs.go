@@ -1,0 +1,563 @@
+package hca
+
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// CQ is a completion queue: a ring of 64-byte CQEs in host memory.
+type CQ struct {
+	Num   uint32
+	Depth int
+	buf   uint64 // host address of the CQE ring
+	pi    uint32 // CQEs the HCA wrote
+	ci    uint32 // CQEs the application consumed
+	// Overrun is set when the HCA found the ring full (the CQ is in error).
+	Overrun bool
+	dev     *Device
+}
+
+// QP is an RC queue pair: the application's send and receive queues in host
+// memory and the HCA's QP context.
+type QP struct {
+	Num    uint32
+	PD     uint32
+	SendCQ *CQ
+	RecvCQ *CQ
+	State  QPState
+	dev    *Device
+
+	sqBuf   uint64 // send queue ring, sqBBs × 64 bytes
+	sqBBs   int
+	rqBuf   uint64 // receive queue ring, rqDepth × 16 bytes
+	rqDepth int
+	dbr     uint64 // doorbell record: [0] RQ counter, [1] SQ counter
+
+	// Application side.
+	sqPI   uint32   // WQEBBs posted
+	sqCI   uint32   // WQEBBs known complete
+	sqWrid []uint64 // wr_id by first WQEBB index
+	sqNext []uint32 // producer count after the WQE at an index
+	rqPI   uint32
+	rqCI   uint32
+	rqWrid []uint64
+
+	// HCA side.
+	sqDB          uint32 // producer count from doorbells
+	sqFetch       uint32 // WQEBBs whose fetch was issued
+	sqFetched     uint32 // WQEBBs on chip
+	sqDecoded     uint32 // WQEBBs decoded
+	fetchInflight int
+	decoded       []decodedWQE
+	rqDB          uint32 // receive WQEs the HCA knows are posted
+	rqFetch       uint32 // receive WQEs whose prefetch was issued
+	rqInflight    int
+	rqCache       []RecvWQE
+	rqTaken       uint32 // receive WQEs consumed by the responder
+	rqDone        uint32
+	onDemand      bool
+
+	req       *Requester
+	resp      *Responder
+	remoteLID uint16
+	remoteQPN uint32
+
+	timerGen   uint64
+	timerArmed bool
+	rnrUntil   ib.PS
+}
+
+// decodedWQE is a send WQE on chip, waiting for its key check.
+type decodedWQE struct {
+	wqe     SendWQE
+	inline  []byte
+	readyAt ib.PS
+	keyErr  bool
+}
+
+// Requester returns the QP's requester state (nil before RTS).
+func (qp *QP) Requester() *Requester { return qp.req }
+
+// Responder returns the QP's responder state (nil before RTR).
+func (qp *QP) Responder() *Responder { return qp.resp }
+
+// AllocPD returns a new protection domain handle.
+func (d *Device) AllocPD() uint32 {
+	pd := d.nextPD
+	d.nextPD++
+	return pd
+}
+
+// RegMR registers [addr, addr+length) in pd with access flags.
+func (d *Device) RegMR(pd uint32, addr uint64, length int, access int) MR {
+	return d.Keys.Register(pd, addr, uint64(length), access)
+}
+
+// Malloc returns a fresh host buffer of n bytes, 4 KiB aligned.
+func (d *Device) Malloc(n int) uint64 { return d.Alloc.Alloc(n, pageBytes) }
+
+// CreateCQ makes a completion queue of depth CQEs (a power of two).
+func (d *Device) CreateCQ(depth int) *CQ {
+	if depth < 2 || depth&(depth-1) != 0 {
+		panic(fmt.Sprintf("hca: %s CQ depth %d is not a power of two", d.Name, depth))
+	}
+	cq := &CQ{Num: uint32(len(d.cqs)), Depth: depth, buf: d.Malloc(depth * CQEBytes), dev: d}
+	var inv [CQEBytes]byte
+	inv[cqeOpOwnOff] = CQEInvalid << 4
+	for i := 0; i < depth; i++ {
+		d.Mem.Write(cq.buf+uint64(i)*CQEBytes, inv[:])
+	}
+	d.cqs = append(d.cqs, cq)
+	return cq
+}
+
+// qpBase is the first QP number (QPs 0 and 1 are special in IB).
+const qpBase = 0x100
+
+// CreateQP makes an RC QP in RESET with a send queue of sqBBs WQEBBs and a
+// receive queue of rqDepth WQEs (both powers of two).
+func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
+	if sqBBs < 1 || sqBBs&(sqBBs-1) != 0 || rqDepth < 1 || rqDepth&(rqDepth-1) != 0 {
+		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
+	}
+	qp := &QP{Num: qpBase + uint32(len(d.qps)), PD: pd, SendCQ: scq, RecvCQ: rcq, State: QPReset, dev: d,
+		sqBBs: sqBBs, rqDepth: rqDepth, sqWrid: make([]uint64, sqBBs), sqNext: make([]uint32, sqBBs),
+		rqWrid: make([]uint64, rqDepth)}
+	qp.sqBuf = d.Malloc(sqBBs * WQEBBBytes)
+	qp.rqBuf = d.Malloc(rqDepth * RecvWQEBytes)
+	qp.dbr = d.Malloc(8)
+	d.qps = append(d.qps, qp)
+	return qp
+}
+
+func (d *Device) qpByNum(n uint32) *QP {
+	i := int(n) - qpBase
+	if i < 0 || i >= len(d.qps) {
+		return nil
+	}
+	return d.qps[i]
+}
+
+// QPAttr is what ModifyQP sets (ibv_qp_attr, the fields RC needs).
+type QPAttr struct {
+	State   QPState
+	MTU     int    // path MTU (RTR)
+	DestLID uint16 // RTR
+	DestQPN uint32 // RTR
+	RQPSN   uint32 // RTR: first PSN expected
+	SQPSN   uint32 // RTS: first PSN sent
+}
+
+// ModifyQP moves qp through RESET → INIT → RTR → RTS, or to ERR (which
+// flushes outstanding work) or back to RESET.
+func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
+	bad := func() error {
+		return fmt.Errorf("qp 0x%x: modify from %v to %v is not allowed", qp.Num, qp.State, a.State)
+	}
+	switch a.State {
+	case QPInit:
+		if qp.State != QPReset {
+			return bad()
+		}
+	case QPRTR:
+		if qp.State != QPInit {
+			return bad()
+		}
+		if !ib.ValidMTU(a.MTU) {
+			return fmt.Errorf("qp 0x%x: path mtu %d is not an IB MTU (256, 512, 1024, 2048, 4096)", qp.Num, a.MTU)
+		}
+		qp.remoteLID, qp.remoteQPN = a.DestLID, a.DestQPN
+		qp.resp = NewResponder(&d.Cfg, a.MTU, a.RQPSN)
+	case QPRTS:
+		if qp.State != QPRTR {
+			return bad()
+		}
+		qp.req = NewRequester(&d.Cfg, qp.resp.MTU, a.SQPSN)
+	case QPErr:
+		if qp.req != nil {
+			for _, c := range qp.req.FlushAll() {
+				d.sendCompletion(qp, c, d.s.Now())
+			}
+			d.purge(qp)
+		}
+		if qp.resp != nil {
+			qp.resp.State = QPErr
+		}
+	case QPReset:
+		qp.req, qp.resp = nil, nil
+	default:
+		return bad()
+	}
+	qp.State = a.State
+	return nil
+}
+
+// ConnectRC takes two RESET QPs to RTS facing each other.
+func ConnectRC(a, b *QP, mtu int, psnA, psnB uint32) error {
+	for _, x := range []struct {
+		qp, peer *QP
+		sq, rq   uint32
+	}{{a, b, psnA, psnB}, {b, a, psnB, psnA}} {
+		d := x.qp.dev
+		for _, attr := range []QPAttr{
+			{State: QPInit},
+			{State: QPRTR, MTU: mtu, DestLID: x.peer.dev.LID, DestQPN: x.peer.Num, RQPSN: x.rq},
+			{State: QPRTS, SQPSN: x.sq},
+		} {
+			if err := d.ModifyQP(x.qp, attr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cpuPost charges the application thread for one post and returns when
+// its doorbell store leaves the CPU.
+func (d *Device) cpuPost() ib.PS {
+	start := max(d.s.Now(), d.cpuFreeAt)
+	d.cpuFreeAt = start + nsToPS(d.Cfg.Host.PostNS)
+	return d.cpuFreeAt
+}
+
+// CPUFreeAt returns when the application thread is next free.
+func (d *Device) CPUFreeAt() ib.PS { return max(d.cpuFreeAt, d.s.Now()) }
+
+// ChargeCPU makes the application thread busy for dt from when it is free
+// (poll-loop work the workload models), returning when it is done.
+func (d *Device) ChargeCPU(dt ib.PS) ib.PS {
+	d.cpuFreeAt = d.CPUFreeAt() + dt
+	return d.cpuFreeAt
+}
+
+// PostSend writes wr's WQE into the send queue, updates the doorbell record
+// and rings the doorbell (ibv_post_send). A small inline WQE goes through
+// BlueFlame with the doorbell, so the HCA need not fetch it.
+func (d *Device) PostSend(qp *QP, wr *SendWR) error {
+	if qp.State != QPRTS && qp.State != QPErr {
+		return fmt.Errorf("qp 0x%x: post_send in state %v (RTS required)", qp.Num, qp.State)
+	}
+	if wr.Inline && int(wr.Length) > d.Cfg.MaxInlineBytes {
+		return fmt.Errorf("qp 0x%x: inline length %d exceeds hca.max_inline_bytes %d", qp.Num, wr.Length, d.Cfg.MaxInlineBytes)
+	}
+	if wr.Opcode.isAtomic() {
+		wr.Length = 8
+		wr.Inline = false
+	}
+	bbs := WQEBBs(wr)
+	if int(qp.sqPI+uint32(bbs)-qp.sqCI) > qp.sqBBs {
+		return fmt.Errorf("qp 0x%x: send queue full (%d WQEBBs)", qp.Num, qp.sqBBs)
+	}
+	var inline []byte
+	if wr.Inline {
+		inline = make([]byte, wr.Length)
+		d.Mem.Read(wr.LocalAddr, inline)
+	}
+	var buf [maxWQEBBs * WQEBBBytes]byte
+	idx := uint16(qp.sqPI)
+	n := EncodeSendWQE(buf[:], wr, idx, qp.Num, inline)
+	qp.writeSQ(qp.sqPI, buf[:n])
+	slot := qp.sqPI % uint32(qp.sqBBs)
+	qp.sqWrid[slot] = wr.ID
+	qp.sqNext[slot] = qp.sqPI + uint32(bbs)
+	qp.sqPI += uint32(bbs)
+	d.Mem.WriteU32(qp.dbr+4, qp.sqPI&0xffff)
+	store := d.cpuPost()
+	bf := wr.Inline && d.Cfg.BlueFlameBytes > 0 && n <= d.Cfg.BlueFlameBytes
+	e := d.at(d.PCIe.MMIO(store), evDoorbell)
+	e.Obj = qp
+	e.Arg = int64(qp.sqPI)
+	if bf {
+		e.VL = 1
+		e.Port = int32(bbs)
+	}
+	if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.WQEIndex == idx && tl.Posted == 0 {
+		tl.Posted = d.s.Now()
+		tl.DoorbellStore = store
+	}
+	return nil
+}
+
+// writeSQ copies WQE bytes into the ring at WQEBB index pi, wrapping.
+func (qp *QP) writeSQ(pi uint32, b []byte) {
+	for len(b) > 0 {
+		slot := pi % uint32(qp.sqBBs)
+		qp.dev.Mem.Write(qp.sqBuf+uint64(slot)*WQEBBBytes, b[:WQEBBBytes])
+		b = b[WQEBBBytes:]
+		pi++
+	}
+}
+
+// readSQ reads n WQEBBs from index pi, wrapping.
+func (qp *QP) readSQ(pi uint32, dst []byte) {
+	for off := 0; off < len(dst); off += WQEBBBytes {
+		slot := pi % uint32(qp.sqBBs)
+		qp.dev.Mem.Read(qp.sqBuf+uint64(slot)*WQEBBBytes, dst[off:off+WQEBBBytes])
+		pi++
+	}
+}
+
+// PostRecv writes a receive WQE and updates the doorbell record
+// (ibv_post_recv). The HCA learns of it MMIO latency after the CPU's store
+// (a modelling choice: mlx5 reads the record on demand; the model
+// prefetches, and fetches on demand when the cache is empty).
+func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
+	if qp.State == QPReset {
+		return fmt.Errorf("qp 0x%x: post_recv in state RESET (INIT or later required)", qp.Num)
+	}
+	if int(qp.rqPI-qp.rqCI) >= qp.rqDepth {
+		return fmt.Errorf("qp 0x%x: receive queue full (%d WQEs)", qp.Num, qp.rqDepth)
+	}
+	var b [RecvWQEBytes]byte
+	EncodeRecvWQE(b[:], wr)
+	slot := qp.rqPI % uint32(qp.rqDepth)
+	d.Mem.Write(qp.rqBuf+uint64(slot)*RecvWQEBytes, b[:])
+	qp.rqWrid[slot] = wr.ID
+	qp.rqPI++
+	d.Mem.WriteU32(qp.dbr, qp.rqPI&0xffff)
+	store := d.cpuPost()
+	e := d.at(d.PCIe.MMIO(store), evRecvDoorbell)
+	e.Obj = qp
+	e.Arg = int64(qp.rqPI)
+	return nil
+}
+
+// PollCQ reads up to len(wcs) completions from cq's ring in host memory
+// (ibv_poll_cq) and returns how many it found.
+func (d *Device) PollCQ(cq *CQ, wcs []WC) int {
+	n := 0
+	var b [CQEBytes]byte
+	for n < len(wcs) {
+		d.Mem.Read(cq.buf+uint64(cq.ci%uint32(cq.Depth))*CQEBytes, b[:])
+		c := DecodeCQE(b[:])
+		if c.Opcode == CQEInvalid || c.Owner != ((cq.ci/uint32(cq.Depth))&1 == 1) {
+			break
+		}
+		qp := d.qpByNum(c.QPN)
+		wc := WC{Status: c.Status, ByteLen: c.ByteCnt, Imm: c.Imm, HasImm: c.HasImm, QPN: c.QPN}
+		if c.Receiver {
+			slot := uint32(c.Counter) % uint32(qp.rqDepth)
+			wc.WRID = qp.rqWrid[slot]
+			wc.Opcode = WCRecv
+			if c.Opcode == CQERespWrImm {
+				wc.Opcode = WCRecvRDMAImm
+			}
+			qp.rqCI++
+		} else {
+			slot := uint32(c.Counter) % uint32(qp.sqBBs)
+			wc.WRID = qp.sqWrid[slot]
+			wc.Opcode = wcOfWR(c.WROp)
+			qp.sqCI = qp.sqNext[slot]
+		}
+		wcs[n] = wc
+		n++
+		cq.ci++
+	}
+	return n
+}
+
+// ---- HCA side of the queues ----
+
+// doorbell: the doorbell stage decodes the doorbell; a BlueFlame doorbell
+// carries its WQE, anything else starts a WQE fetch.
+func (d *Device) doorbell(qp *QP, pi uint32, bfBBs int) {
+	now := d.s.Now()
+	t := d.stages[StageDoorbell].accept(now, 0)
+	if cntDiff(pi, qp.sqDB) > 0 {
+		qp.sqDB = pi
+	}
+	if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.Doorbell == 0 && tl.Posted != 0 {
+		tl.Doorbell, tl.DoorbellDone = now, t
+	}
+	d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(pi)), components.StrField("queue", "sq_doorbell"))
+	d.fetchWQEs(qp, t, bfBBs)
+}
+
+// fetchWQEs issues DMA reads of posted WQEBBs, up to the prefetch depth.
+// bfBBs is the size of a WQE that came by BlueFlame with the doorbell (0
+// for none); it needs no fetch if it is the only WQE not yet fetched.
+func (d *Device) fetchWQEs(qp *QP, t ib.PS, bfBBs int) {
+	for qp.sqFetch != qp.sqDB && qp.fetchInflight < d.Cfg.WQEPrefetchDepth {
+		n := int(qp.sqDB - qp.sqFetch)
+		n = min(n, d.Cfg.WQEPrefetchDepth-qp.fetchInflight, qp.sqBBs-int(qp.sqFetch%uint32(qp.sqBBs)))
+		start := qp.sqFetch
+		var done ib.PS
+		if bfBBs > 0 && n == bfBBs && int(qp.sqDB-qp.sqFetch) == bfBBs {
+			// BlueFlame: the WQE came with the doorbell; parse it only.
+			done = t
+		} else {
+			done = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*WQEBBBytes)
+		}
+		for i := 0; i < n; i++ {
+			done = d.stages[StageWQEFetch].accept(done, 0)
+		}
+		qp.sqFetch += uint32(n)
+		qp.fetchInflight += n
+		e := d.at(done, evWQEFetched)
+		e.Obj = qp
+		e.Arg = int64(start)
+		e.Port = int32(n)
+	}
+}
+
+// wqeFetched decodes the whole WQEs now on chip and runs the L_Key check of
+// each gather element.
+func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
+	now := d.s.Now()
+	qp.fetchInflight -= n
+	qp.sqFetched = start + uint32(n)
+	var buf [maxWQEBBs * WQEBBBytes]byte
+	last := now
+	for qp.sqDecoded != qp.sqFetched {
+		qp.readSQ(qp.sqDecoded, buf[:WQEBBBytes])
+		ds := int(buf[7] & 0x3f)
+		bbs := max(1, (ds*dsBytes+WQEBBBytes-1)/WQEBBBytes)
+		if cntDiff(qp.sqFetched, qp.sqDecoded+uint32(bbs)) < 0 {
+			break // the rest of this WQE is still being fetched
+		}
+		qp.readSQ(qp.sqDecoded, buf[:bbs*WQEBBBytes])
+		w, err := DecodeSendWQE(buf[:bbs*WQEBBBytes])
+		if err != nil {
+			panic(fmt.Sprintf("hca: %s qp 0x%x: WQE at %d: %v", d.Name, qp.Num, qp.sqDecoded, err))
+		}
+		dw := decodedWQE{wqe: w, readyAt: now}
+		if w.Inline {
+			dw.inline = append([]byte(nil), buf[w.InlineOff:w.InlineOff+w.InlineLen]...)
+		} else if w.Length > 0 {
+			need := 0
+			if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
+				need = AccessLocalWrite
+			}
+			dw.readyAt = d.keyCheck(now, w.LKey)
+			r := d.Keys.Check(w.LKey, qp.PD, need, w.LocalAddr, uint64(w.Length))
+			dw.keyErr = r != KeyOK
+			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(w.LKey)),
+				components.StrField("result", r.String()))
+		}
+		last = max(last, dw.readyAt)
+		qp.decoded = append(qp.decoded, dw)
+		qp.sqDecoded += uint32(bbs)
+		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(w.Index)), components.StrField("queue", "sq"))
+	}
+	e := d.at(last, evWQEReady)
+	e.Obj = qp
+	d.fetchWQEs(qp, now, 0)
+}
+
+// wqeReady hands checked WQEs to the requester, in order.
+func (d *Device) wqeReady(qp *QP) {
+	now := d.s.Now()
+	k := 0
+	for ; k < len(qp.decoded) && qp.decoded[k].readyAt <= now; k++ {
+		dw := qp.decoded[k]
+		if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.WQEIndex == dw.wqe.Index && tl.WQEReady == 0 {
+			tl.WQEReady = now
+		}
+		if dw.keyErr {
+			// Local protection error: the QP goes to ERR; what was
+			// outstanding is flushed, this WQE fails, later ones flush.
+			for _, c := range qp.req.FlushAll() {
+				d.sendCompletion(qp, c, now)
+			}
+			d.purge(qp)
+			qp.State = QPErr
+			d.sendCompletion(qp, Completion{WQE: dw.wqe, Status: WCLocProtErr}, now)
+			continue
+		}
+		for _, c := range qp.req.Enqueue(dw.wqe, 0) {
+			d.sendCompletion(qp, c, now)
+		}
+		if dw.inline != nil && qp.req.State != QPErr {
+			qp.req.msgs[len(qp.req.msgs)-1].inline = dw.inline
+		}
+	}
+	qp.decoded = qp.decoded[k:]
+	d.schedule()
+}
+
+// recvDoorbell: the HCA learns of newly posted receive WQEs and prefetches
+// them (4 per 64-byte block, up to the prefetch depth in blocks).
+func (d *Device) recvDoorbell(qp *QP, pi uint32) {
+	if cntDiff(pi, qp.rqDB) > 0 {
+		qp.rqDB = pi
+	}
+	d.recvFetch(qp, d.s.Now())
+}
+
+func (d *Device) recvFetch(qp *QP, t ib.PS) {
+	capWQEs := d.Cfg.WQEPrefetchDepth * (WQEBBBytes / RecvWQEBytes)
+	if cntDiff(qp.rqFetch, qp.rqTaken) < 0 {
+		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
+	}
+	for qp.rqFetch != qp.rqDB && len(qp.rqCache)+qp.rqInflight < capWQEs {
+		n := int(qp.rqDB - qp.rqFetch)
+		n = min(n, capWQEs-len(qp.rqCache)-qp.rqInflight, qp.rqDepth-int(qp.rqFetch%uint32(qp.rqDepth)))
+		done := d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*RecvWQEBytes)
+		done = d.stages[StageWQEFetch].accept(done, 0)
+		e := d.at(done, evRecvFetched)
+		e.Obj = qp
+		e.Arg = int64(qp.rqFetch)
+		e.Port = int32(n)
+		qp.rqFetch += uint32(n)
+		qp.rqInflight += n
+	}
+}
+
+func (d *Device) recvFetched(qp *QP, start uint32, n int) {
+	qp.rqInflight -= n
+	var b [RecvWQEBytes]byte
+	for i := 0; i < n; i++ {
+		idx := start + uint32(i)
+		if cntDiff(idx, qp.rqTaken) < 0 {
+			continue // already taken on demand
+		}
+		slot := idx % uint32(qp.rqDepth)
+		d.Mem.Read(qp.rqBuf+uint64(slot)*RecvWQEBytes, b[:])
+		w := DecodeRecvWQE(b[:])
+		w.Index = idx
+		qp.rqCache = append(qp.rqCache, w)
+		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(idx)), components.StrField("queue", "rq"))
+	}
+	d.recvFetch(qp, d.s.Now())
+}
+
+// CheckRKey implements ResponderEnv.
+func (qp *QP) CheckRKey(rkey uint32, need int, addr, n uint64) KeyResult {
+	return qp.dev.Keys.Check(rkey, qp.PD, need, addr, n)
+}
+
+// CheckLKey implements ResponderEnv.
+func (qp *QP) CheckLKey(lkey uint32, addr, n uint64) KeyResult {
+	return qp.dev.Keys.Check(lkey, qp.PD, AccessLocalWrite, addr, n)
+}
+
+// PopRecv implements ResponderEnv: the next receive WQE from the on-chip
+// cache, or fetched on demand if the HCA knows it is posted.
+func (qp *QP) PopRecv() (RecvWQE, bool) {
+	for len(qp.rqCache) > 0 && cntDiff(qp.rqCache[0].Index, qp.rqTaken) < 0 {
+		qp.rqCache = qp.rqCache[1:]
+	}
+	if len(qp.rqCache) > 0 {
+		w := qp.rqCache[0]
+		qp.rqCache = qp.rqCache[1:]
+		qp.rqTaken++
+		qp.dev.recvFetch(qp, qp.dev.s.Now())
+		return w, true
+	}
+	if cntDiff(qp.rqDB, qp.rqTaken) <= 0 {
+		return RecvWQE{}, false
+	}
+	var b [RecvWQEBytes]byte
+	slot := qp.rqTaken % uint32(qp.rqDepth)
+	qp.dev.Mem.Read(qp.rqBuf+uint64(slot)*RecvWQEBytes, b[:])
+	w := DecodeRecvWQE(b[:])
+	w.Index = qp.rqTaken
+	qp.rqTaken++
+	qp.onDemand = true
+	return w, true
+}
+
+// cntDiff returns a − b for 32-bit wrapping queue counters.
+func cntDiff(a, b uint32) int32 { return int32(a - b) }
