@@ -104,12 +104,12 @@ type Checkers struct {
 
 	injected  map[int64]pktIdentity // in flight, by seq
 	delivered bitset                // by seq
-	credits   map[string]creditState
+	credits   map[vlKey]creditState
 	inBuf     map[bufSlot]int64 // packets in a buffer: blocks, by (path, seq)
-	bufOcc    map[string]int64  // blocks in each (path, vl) buffer, by the checker's own count
-	psnNext   map[string]int64  // by "path qpn=N": next expected request PSN
-	wqeLast   map[string]int64  // by "path qpn=N queue=Q": last completed WQE index
-	keyWins   map[string][]window
+	bufOcc    map[vlKey]int64   // blocks in each (path, vl) buffer, by the checker's own count
+	psnNext   map[qpKey]int64   // next expected request PSN at a responder QP
+	wqeLast   map[qpKey]int64   // last completed WQE index per (path, qpn, queue)
+	keyWins   map[qpKey][]window
 
 	violations []*Violation
 }
@@ -128,6 +128,31 @@ type creditState struct {
 }
 
 type window struct{ lo, hi int64 } // [lo, hi)
+
+// vlKey and qpKey are map keys built without formatting strings, so the
+// checkers stay cheap enough to leave on.
+type vlKey struct {
+	path string
+	vl   int64 // -1 when the event has no vl
+}
+
+func (k vlKey) String() string { return fmt.Sprintf("%s vl=%d", k.path, k.vl) }
+
+type qpKey struct {
+	path  string
+	qpn   int64
+	queue string
+}
+
+func keyVL(ev *components.TraceEvent) vlKey {
+	vl, ok := ev.Int("vl")
+	if !ok {
+		vl = -1
+	}
+	return vlKey{ev.Path, vl}
+}
+
+func keyQP(ev *components.TraceEvent, qpn int64) qpKey { return qpKey{path: ev.Path, qpn: qpn} }
 
 type bufSlot struct {
 	path string
@@ -148,12 +173,12 @@ func NewCheckers(cfg CheckConfig) *Checkers {
 		cfg:      cfg,
 		recent:   make([]components.TraceEvent, cfg.Recent),
 		injected: map[int64]pktIdentity{},
-		credits:  map[string]creditState{},
+		credits:  map[vlKey]creditState{},
 		inBuf:    map[bufSlot]int64{},
-		bufOcc:   map[string]int64{},
-		psnNext:  map[string]int64{},
-		wqeLast:  map[string]int64{},
-		keyWins:  map[string][]window{},
+		bufOcc:   map[vlKey]int64{},
+		psnNext:  map[qpKey]int64{},
+		wqeLast:  map[qpKey]int64{},
+		keyWins:  map[qpKey][]window{},
 	}
 }
 
@@ -251,7 +276,7 @@ func (c *Checkers) report(v *Violation) {
 }
 
 func (c *Checkers) checkCredit(ev *components.TraceEvent, avail int64) {
-	key := ev.StreamKey()
+	key := keyVL(ev)
 	capBlocks, hasCap := ev.Int("cap")
 	switch {
 	case avail < 0:
@@ -278,7 +303,7 @@ func (c *Checkers) bufEnq(ev *components.TraceEvent) {
 		return
 	}
 	c.inBuf[slot] = blocks
-	key := ev.StreamKey()
+	key := keyVL(ev)
 	c.bufOcc[key] += blocks
 	if capBlocks, ok := ev.Int("cap"); ok && c.bufOcc[key] > capBlocks {
 		c.fail(InvBuffer, ev, fmt.Sprintf("buffer holds %d blocks of packets, above its %d", c.bufOcc[key], capBlocks))
@@ -300,7 +325,7 @@ func (c *Checkers) bufDeq(ev *components.TraceEvent) {
 		return
 	}
 	delete(c.inBuf, slot)
-	key := ev.StreamKey()
+	key := keyVL(ev)
 	c.bufOcc[key] -= blocks
 	if occ, ok := ev.Int("occ"); ok && occ != c.bufOcc[key] {
 		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", occ, c.bufOcc[key]))
@@ -393,7 +418,7 @@ func (c *Checkers) checkPSN(ev *components.TraceEvent) {
 	if !ok || n < 1 {
 		n = 1
 	}
-	key := ev.Path + " qpn=" + fmt.Sprint(qpn)
+	key := keyQP(ev, qpn)
 	want, seen := c.psnNext[key]
 	if !seen {
 		c.psnNext[key] = (psn + n) % psnMod
@@ -417,7 +442,7 @@ func (c *Checkers) checkCQE(ev *components.TraceEvent) {
 		return
 	}
 	queue, _ := ev.Str("queue")
-	key := fmt.Sprintf("%s qpn=%d queue=%s", ev.Path, qpn, queue)
+	key := qpKey{ev.Path, qpn, queue}
 	if last, seen := c.wqeLast[key]; seen && wqe <= last {
 		c.fail(InvOrdering, ev, fmt.Sprintf("QP %d %s completion for WQE %d after WQE %d", qpn, queueName(queue), wqe, last))
 	}
@@ -433,7 +458,7 @@ func queueName(q string) string {
 
 func (c *Checkers) keyCheck(ev *components.TraceEvent) {
 	qpn, _ := ev.Int("qpn")
-	key := ev.Path + " qpn=" + fmt.Sprint(qpn)
+	key := keyQP(ev, qpn)
 	result, _ := ev.Str("result")
 	if result != "pass" {
 		delete(c.keyWins, key)
@@ -456,7 +481,7 @@ func (c *Checkers) dmaWrite(ev *components.TraceEvent) {
 	}
 	addr, _ := ev.Int("addr")
 	n, _ := ev.Int("len")
-	for _, w := range c.keyWins[ev.Path+" qpn="+fmt.Sprint(qpn)] {
+	for _, w := range c.keyWins[keyQP(ev, qpn)] {
 		if addr >= w.lo && addr+n <= w.hi {
 			return
 		}
@@ -513,11 +538,16 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 		c.report(&Violation{Invariant: InvBuffer, Path: slots[0].path, Time: now,
 			Detail: fmt.Sprintf("idle fabric: %d packets still in buffers; first seq %d", len(slots), slots[0].seq)})
 	}
-	keys := make([]string, 0, len(c.credits))
+	keys := make([]vlKey, 0, len(c.credits))
 	for k := range c.credits {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].path != keys[j].path {
+			return keys[i].path < keys[j].path
+		}
+		return keys[i].vl < keys[j].vl
+	})
 	for _, k := range keys {
 		s := c.credits[k]
 		if !s.hasCap || s.avail == s.cap {
@@ -527,7 +557,7 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 		if s.avail > s.cap {
 			what = "returned twice"
 		}
-		c.report(&Violation{Invariant: InvCredit, Path: k, Time: now,
+		c.report(&Violation{Invariant: InvCredit, Path: k.String(), Time: now,
 			Detail: fmt.Sprintf("idle fabric: %d credits available of %d (last change at %d ps): credits %s", s.avail, s.cap, s.at, what)})
 	}
 }
