@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,18 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 	t := s.Topo
 	ci := newChannelIndex(t, s.VLs)
 	nch := ci.count()
-	edges := make(map[[2]int32]struct{})
+	// succ holds, per channel, a bitset over the (port, VL) channels of the
+	// node it leads into: the channels a packet on it may wait for next.
+	// succOff[c] is where channel c's words start.
+	succOff := make([]int, nch+1)
+	for id := range nch {
+		words := 0
+		if far, ok := t.Peer(ci.channel(id).Port); ok {
+			words = (t.Nodes[far.Node].Ports*ci.vls + 63) / 64
+		}
+		succOff[id+1] = succOff[id] + words
+	}
+	succ := make([]uint64, succOff[nch])
 	seen := make([]int32, nch) // stamp of the (SL, destination) pass that walked a channel
 	stamp := int32(0)
 	for _, sl := range sls {
@@ -111,18 +123,24 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 					if int(next.VL) >= s.VLs {
 						break // VL15 in a data SL's entry: the switch drops the packet
 					}
-					edges[[2]int32{int32(pid), int32(ci.id(next))}] = struct{}{}
+					bit := ci.id(next) - ci.base[x]
+					succ[succOff[pid]+bit/64] |= 1 << (bit % 64)
 					prev = next
 				}
 			}
 		}
 	}
 	adj := make([][]int, nch)
-	for e := range edges {
-		adj[e[0]] = append(adj[e[0]], int(e[1]))
-	}
-	for i := range adj {
-		slices.Sort(adj[i])
+	for id := range nch {
+		far, ok := t.Peer(ci.channel(id).Port)
+		if !ok {
+			continue
+		}
+		for w, word := range succ[succOff[id]:succOff[id+1]] {
+			for ; word != 0; word &= word - 1 {
+				adj[id] = append(adj[id], ci.base[far.Node]+w*64+bits.TrailingZeros64(word))
+			}
+		}
 	}
 	chans := make([]Channel, nch)
 	for i := range chans {
