@@ -20,7 +20,8 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/"
 // goldenScenario is one small run whose trace is kept in testdata/NAME.trace.
 type goldenScenario struct {
 	name  string
-	cfg   func() *benchConfig
+	cfg   func() *benchConfig           // a link bench scenario, or
+	run   func(t *testing.T) []byte     // any other run, returning its trace
 	check func(t *testing.T, tr *Trace) // hand-derived timing checks
 }
 
@@ -74,6 +75,41 @@ var goldenScenarios = []goldenScenario{
 			assert.Equal(t, release2+flight+fcWire, at["Bench.Src.Port[0] tx_start 4"])
 		},
 	},
+	{
+		// Two hosts flood one switch output on VL0 and VL1 (8 packets of 4
+		// blocks each); the VL arbiter's low table {VL0: 8, VL1: 24} gives a
+		// full turn of ⌈24/4⌉ = 6 VL1 packets and ⌈8/4⌉ = 2 VL0 packets.
+		name: "vl_arbitration_switch_port",
+		run:  runVLArbGolden,
+		check: func(t *testing.T, tr *Trace) {
+			var grants []int64
+			for _, e := range tr.Events {
+				if e.Kind == components.TraceArbGrant && e.Path == "Fabric.Switch[0].Port[2]" {
+					vl, _ := e.Int("vl")
+					grants = append(grants, vl)
+				}
+			}
+			require.Len(t, grants, 16)
+			// Runs: the first turn may be partial (VL0's second packet is
+			// still in the route pipeline at the second decision), then
+			// full turns VL1×6, VL0×2, then what is left: VL1×2, VL0×5.
+			assert.Equal(t, [][2]int64{{0, 1}, {1, 6}, {0, 2}, {1, 2}, {0, 5}}, vlRuns(grants))
+		},
+	},
+}
+
+// vlRuns returns (vl, length) for each maximal run of equal VLs.
+func vlRuns(vls []int64) [][2]int64 {
+	var r [][2]int64
+	for i := 0; i < len(vls); {
+		j := i
+		for j < len(vls) && vls[j] == vls[i] {
+			j++
+		}
+		r = append(r, [2]int64{vls[i], int64(j - i)})
+		i = j
+	}
+	return r
 }
 
 // eventTimes maps "path kind seq" (or "path kind vl" for events without a
@@ -95,6 +131,9 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 // runGolden runs a scenario with the recorder and checkers attached and
 // returns the trace bytes.
 func runGolden(t *testing.T, sc goldenScenario) []byte {
+	if sc.run != nil {
+		return sc.run(t)
+	}
 	cfg := sc.cfg()
 	b := newBench(cfg)
 	var buf bytes.Buffer
