@@ -105,8 +105,10 @@ func TestVCDReadByGTKWave(t *testing.T) {
 	vcd2fst, err1 := exec.LookPath("vcd2fst")
 	fst2vcd, err2 := exec.LookPath("fst2vcd")
 	if err1 != nil || err2 != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("vcd2fst/fst2vcd not found: CI installs the Debian package gtkwave")
+		// Same switch as the rtl package's EDA tools: CI sets it and
+		// installs the Debian package gtkwave, so there a missing reader fails.
+		if os.Getenv("HCASIM_REQUIRE_EDA") == "1" {
+			t.Fatal("vcd2fst/fst2vcd not found: .ci/run installs the Debian package gtkwave")
 		}
 		t.Skip("GTKWave tools not installed (apt-get install gtkwave)")
 	}
