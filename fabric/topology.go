@@ -196,6 +196,18 @@ func (t *Topology) CableAt(p PortRef) (Cable, bool) {
 	return t.Cables[c], true
 }
 
+// SetSwitchCableLength sets the length of every cable that joins two
+// switches (leaf–spine, spine–core) to lengthM metres; host cables keep
+// theirs. In a machine room host cables are short in-rack links and
+// switch-to-switch cables run between racks.
+func (t *Topology) SetSwitchCableLength(lengthM float64) {
+	for i, c := range t.Cables {
+		if t.Nodes[c.A.Node].Kind == Switch && t.Nodes[c.B.Node].Kind == Switch {
+			t.Cables[i].LengthM = lengthM
+		}
+	}
+}
+
 // PortName returns the Akita name of a port: "Fabric.Leaf[2].Port[5]".
 func (t *Topology) PortName(p PortRef) string {
 	if p.Node < 0 || p.Node >= len(t.Nodes) {

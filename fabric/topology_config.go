@@ -1,0 +1,254 @@
+package fabric
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Topology kinds, as the topology.kind key spells them.
+const (
+	KindBackToBack   = "back-to-back"
+	KindSingleSwitch = "single-switch"
+	KindFatTree2     = "fat-tree-2"
+	KindFatTree3     = "fat-tree-3"
+	KindFile         = "file"
+)
+
+// TopologyKinds lists the topology kinds.
+var TopologyKinds = []string{KindBackToBack, KindSingleSwitch, KindFatTree2, KindFatTree3, KindFile}
+
+// TopologyConfig is the `topology:` section: which fabric to build and how the
+// subnet manager routes it.
+type TopologyConfig struct {
+	// Kind is back-to-back | single-switch | fat-tree-2 | fat-tree-3 | file.
+	Kind string `yaml:"kind"`
+	// Hosts is the number of hosts; 0 = every host port the topology has
+	// (back-to-back 2, single-switch the radix, a fat tree full).
+	Hosts int `yaml:"hosts"`
+	// Radix is the ports per switch; 0 = switch.radix.
+	Radix int `yaml:"radix"`
+	// Oversubscription is a fat-tree leaf's down:up port ratio (1 = 1:1,
+	// non-blocking; 2 = 2:1). fat-tree-2 only; fat-tree-3 is always 1.
+	Oversubscription float64 `yaml:"oversubscription"`
+	// Leaves is the leaf switches of a fat-tree-2; 0 = as many as the hosts
+	// need (or as the spines can take when hosts is 0).
+	Leaves int `yaml:"leaves"`
+	// Spines is the spine switches of a fat-tree-2; 0 = one per leaf up-port.
+	// It must divide the up-ports; each leaf then has up/spines parallel
+	// cables to each spine.
+	Spines int `yaml:"spines"`
+	// File is the topology file of kind file (format in docs/fabric.md).
+	File string `yaml:"file"`
+	// Routing is the subnet manager's routing engine: minhop | dmodk |
+	// updown | random.
+	Routing string `yaml:"routing"`
+	// CableLengthM is the length in metres of every builder cable that joins
+	// two switches; 0 = link.length_m. Host cables always take link.length_m;
+	// a topology file gives its own lengths.
+	CableLengthM float64 `yaml:"cable_length_m"`
+}
+
+// DefaultTopology returns the topology defaults.
+func DefaultTopology() TopologyConfig {
+	return TopologyConfig{
+		// Two hosts back to back: the smallest fabric, and the one the
+		// link and HCA tests run on.
+		Kind: KindBackToBack,
+		// 0: every host port the topology has.
+		Hosts: 0,
+		// 0: switch.radix, so one knob sizes the ASIC and the fabric.
+		Radix: 0,
+		// 1:1, a non-blocking fat tree (the full-bisection design of
+		// Al-Fares et al., SIGCOMM 2008).
+		Oversubscription: 1,
+		// OpenSM's default engine (doc/current-routing.txt: "Min Hop ...
+		// invoked when neither UPDN or the file method are specified").
+		Routing: RoutingMinHop,
+		// 0: link.length_m (link.Defaults: 2 m copper).
+		CableLengthM: 0,
+	}
+}
+
+func oneOf(list []string) string { return strings.Join(list, ", ") }
+
+// Validate checks the keys on their own; CheckShape checks the shape against
+// the switch radix.
+func (c *TopologyConfig) Validate() error {
+	ok := false
+	for _, k := range TopologyKinds {
+		ok = ok || k == c.Kind
+	}
+	if !ok {
+		return fmt.Errorf("topology.kind: %q is not a topology (%s)", c.Kind, oneOf(TopologyKinds))
+	}
+	ok = false
+	for _, r := range RoutingEngines {
+		ok = ok || r == c.Routing
+	}
+	if !ok {
+		return fmt.Errorf("topology.routing: %q is not a routing engine (%s)", c.Routing, oneOf(RoutingEngines))
+	}
+	if c.Hosts < 0 || c.Hosts > LastUnicastLID {
+		return fmt.Errorf("topology.hosts: %d is out of range (0 = every host port, up to %d)", c.Hosts, LastUnicastLID)
+	}
+	if c.Radix < 0 || c.Radix > MaxRadix {
+		return fmt.Errorf("topology.radix: %d is out of range (0 = switch.radix, 2..%d)", c.Radix, MaxRadix)
+	}
+	if c.Radix == 1 {
+		return fmt.Errorf("topology.radix: 1 is out of range (0 = switch.radix, 2..%d)", MaxRadix)
+	}
+	if math.IsNaN(c.Oversubscription) || c.Oversubscription <= 0 || c.Oversubscription > 255 {
+		return fmt.Errorf("topology.oversubscription: %v is out of range (above 0, up to 255; 1 = non-blocking)", c.Oversubscription)
+	}
+	if c.Leaves < 0 || c.Leaves > MaxRadix {
+		return fmt.Errorf("topology.leaves: %d is out of range (0 = derived, up to %d)", c.Leaves, MaxRadix)
+	}
+	if c.Spines < 0 || c.Spines > MaxRadix {
+		return fmt.Errorf("topology.spines: %d is out of range (0 = derived, up to %d)", c.Spines, MaxRadix)
+	}
+	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
+		return fmt.Errorf("topology.cable_length_m: %v is out of range (0 = link.length_m, up to 100000 m)", c.CableLengthM)
+	}
+	// Keys a kind does not use are errors, not silently ignored.
+	unused := func(key string, value any, set bool, why string) error {
+		if set {
+			return fmt.Errorf("topology.%s: %v is set, but topology.kind %s does not use it (%s)", key, value, c.Kind, why)
+		}
+		return nil
+	}
+	var (
+		leaves = func(why string) error { return unused("leaves", c.Leaves, c.Leaves != 0, why) }
+		spines = func(why string) error { return unused("spines", c.Spines, c.Spines != 0, why) }
+		file   = func() error {
+			return unused("file", fmt.Sprintf("%q", c.File), c.File != "", "set topology.kind: file to use it")
+		}
+		oversb = func(why string) error {
+			return unused("oversubscription", c.Oversubscription, c.Oversubscription != 1, why)
+		}
+		err error
+	)
+	switch c.Kind {
+	case KindBackToBack:
+		if c.Hosts != 0 && c.Hosts != 2 {
+			return fmt.Errorf("topology.hosts: %d hosts cannot be back to back (0 or 2)", c.Hosts)
+		}
+		err = firstErr(leaves("no switches"), spines("no switches"), oversb("no switches"), file())
+	case KindSingleSwitch:
+		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"), file())
+	case KindFatTree2:
+		err = file()
+	case KindFatTree3:
+		why := "its shape follows topology.radix"
+		err = firstErr(leaves(why), spines(why), oversb("a k-ary three-level tree is 1:1"), file())
+	case KindFile:
+		if c.File == "" {
+			return fmt.Errorf("topology.file: is empty, but topology.kind file needs a topology file")
+		}
+		why := "the file describes the fabric"
+		err = firstErr(unused("hosts", c.Hosts, c.Hosts != 0, why), unused("radix", c.Radix, c.Radix != 0, why),
+			leaves(why), spines(why), oversb(why), unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why))
+	}
+	return err
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// radix returns topology.radix, or switch.radix when it is 0.
+func (c *TopologyConfig) radix(switchRadix int) int {
+	if c.Radix != 0 {
+		return c.Radix
+	}
+	return switchRadix
+}
+
+// CheckShape checks that the builder's shape works out for this switch radix
+// (switch.radix), without building the fabric. It does not read a topology
+// file.
+func (c *TopologyConfig) CheckShape(switchRadix int) error {
+	r := c.radix(switchRadix)
+	switch c.Kind {
+	case KindSingleSwitch:
+		if h := c.Hosts; h != 0 && (h < 2 || h > r) {
+			return fmt.Errorf("topology.hosts: %d does not fit a single switch of radix %d (2..%d)", h, r, r)
+		}
+	case KindFatTree2:
+		_, err := c.fatTree2Spec(r).Shape()
+		return err
+	case KindFatTree3:
+		_, err := FatTree3Size(r, c.Hosts)
+		return err
+	}
+	return nil
+}
+
+func (c *TopologyConfig) fatTree2Spec(radix int) FatTree2Spec {
+	return FatTree2Spec{Radix: radix, Oversubscription: c.Oversubscription, Hosts: c.Hosts, Leaves: c.Leaves, Spines: c.Spines}
+}
+
+// Build makes the topology. switchRadix is switch.radix (used when
+// topology.radix is 0); link is the link section's length and medium
+// (link.length_m, link.medium), which every cable gets except the
+// switch-to-switch cables of a builder when topology.cable_length_m is set,
+// and the cables a topology file gives a length or medium.
+func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	r := c.radix(switchRadix)
+	var t *Topology
+	var err error
+	switch c.Kind {
+	case KindBackToBack:
+		t = BackToBack(link)
+	case KindSingleSwitch:
+		hosts := c.Hosts
+		if hosts == 0 {
+			hosts = r
+		}
+		t, err = SingleSwitch(hosts, r, link)
+	case KindFatTree2:
+		t, err = FatTree2(c.fatTree2Spec(r), link)
+	case KindFatTree3:
+		t, err = FatTree3(r, c.Hosts, link)
+	default: // KindFile; Validate admitted no other
+		t, err = LoadTopologyFile(c.File, link)
+		if err != nil {
+			return nil, fmt.Errorf("topology.file: %v", err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.CableLengthM > 0 {
+		t.SetSwitchCableLength(c.CableLengthM)
+	}
+	return t, nil
+}
+
+// Fabric builds the topology, runs the subnet manager with the configured
+// routing engine and checks the routes for credit deadlock on the service
+// levels the workload uses (nil = SL 0). seed seeds the random engine; vls is
+// switch.vls. A routing that can deadlock is an error naming a cycle of
+// channels, returned before any simulation starts.
+func (c *TopologyConfig) Fabric(switchRadix int, link CableSpec, seed uint64, vls int, sls []uint8) (*Topology, *Subnet, error) {
+	t, err := c.Build(switchRadix, link)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, err := NewSubnet(t, SubnetOptions{Routing: c.Routing, Seed: seed, VLs: vls})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sn.CheckDeadlock(sls); err != nil {
+		return nil, nil, fmt.Errorf("topology.routing: %v", err)
+	}
+	return t, sn, nil
+}

@@ -1,0 +1,136 @@
+package fabric
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+var linkCable = CableSpec{LengthM: 2, Medium: Copper}
+
+func TestTopologyConfigDefaults(t *testing.T) {
+	c := DefaultTopology()
+	require.NoError(t, c.Validate())
+	topo, err := c.Build(64, linkCable)
+	require.NoError(t, err)
+	assert.Len(t, topo.Hosts(), 2)
+	assert.Empty(t, topo.Switches())
+}
+
+func TestTopologyConfigYAML(t *testing.T) {
+	src := `
+kind: fat-tree-2
+radix: 8
+oversubscription: 1
+spines: 2
+routing: dmodk
+cable_length_m: 5
+`
+	c := DefaultTopology()
+	require.NoError(t, yaml.Unmarshal([]byte(src), &c))
+	require.NoError(t, c.Validate())
+	require.NoError(t, c.CheckShape(64))
+	topo, sn, err := c.Fabric(64, linkCable, 1, 1, nil)
+	require.NoError(t, err)
+	// radix 8 (topology.radix wins over switch.radix 64), 2 spines: 4 leaves × 4 hosts.
+	assert.Len(t, topo.Hosts(), 16)
+	// Cables 0..15 are host cables (link.length_m, 2 m); the rest join a leaf
+	// to a spine and take topology.cable_length_m.
+	for i, c := range topo.Cables {
+		want := 2.0
+		if i >= 16 {
+			want = 5.0
+		}
+		assert.Equal(t, want, c.LengthM, topo.PortName(c.A))
+	}
+	assert.Equal(t, RoutingDModK, sn.Routing)
+}
+
+func TestTopologyConfigBuildKinds(t *testing.T) {
+	cases := []struct {
+		name            string
+		cfg             TopologyConfig
+		switchRadix     int
+		hosts, switches int
+	}{
+		{"single switch fills switch.radix", TopologyConfig{Kind: KindSingleSwitch}, 16, 16, 1},
+		{"single switch 5 hosts", TopologyConfig{Kind: KindSingleSwitch, Hosts: 5}, 16, 5, 1},
+		// radix 4 → k³/4 = 16 hosts, 4·2 + 4·2 + 4 = 20 switches.
+		{"fat-tree-3 radix 4", TopologyConfig{Kind: KindFatTree3, Radix: 4}, 64, 16, 20},
+		// 2:1 on radix 12: 8 down; 20 hosts → 3 leaves, 4 spines.
+		{"fat-tree-2 2:1", TopologyConfig{Kind: KindFatTree2, Oversubscription: 2, Hosts: 20}, 12, 20, 7},
+		{"file", TopologyConfig{Kind: KindFile, File: "testdata/ring5.topo", Routing: RoutingUpDown}, 64, 5, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			if c.Oversubscription == 0 {
+				c.Oversubscription = 1
+			}
+			if c.Routing == "" {
+				c.Routing = RoutingMinHop
+			}
+			require.NoError(t, c.CheckShape(tc.switchRadix))
+			topo, sn, err := c.Fabric(tc.switchRadix, linkCable, 1, 1, nil)
+			require.NoError(t, err)
+			assert.Len(t, topo.Hosts(), tc.hosts)
+			assert.Len(t, topo.Switches(), tc.switches)
+			assert.NotNil(t, sn)
+		})
+	}
+}
+
+func TestTopologyConfigErrors(t *testing.T) {
+	base := DefaultTopology()
+	with := func(f func(c *TopologyConfig)) TopologyConfig {
+		c := base
+		f(&c)
+		return c
+	}
+	cases := []struct {
+		cfg  TopologyConfig
+		want string
+	}{
+		{with(func(c *TopologyConfig) { c.Kind = "torus" }), `topology.kind: "torus" is not a topology (back-to-back, single-switch, fat-tree-2, fat-tree-3, file)`},
+		{with(func(c *TopologyConfig) { c.Routing = "lash" }), `topology.routing: "lash" is not a routing engine (minhop, dmodk, updown, random)`},
+		{with(func(c *TopologyConfig) { c.Hosts = 3 }), "topology.hosts: 3 hosts cannot be back to back (0 or 2)"},
+		{with(func(c *TopologyConfig) { c.Hosts = -1 }), "topology.hosts: -1 is out of range (0 = every host port, up to 49151)"},
+		{with(func(c *TopologyConfig) { c.Radix = 300 }), "topology.radix: 300 is out of range (0 = switch.radix, 2..256)"},
+		{with(func(c *TopologyConfig) { c.Oversubscription = 0 }), "topology.oversubscription: 0 is out of range (above 0, up to 255; 1 = non-blocking)"},
+		{with(func(c *TopologyConfig) { c.CableLengthM = -2 }), "topology.cable_length_m: -2 is out of range (0 = link.length_m, up to 100000 m)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFatTree2; c.File = "x.topo" }), `topology.file: "x.topo" is set, but topology.kind fat-tree-2 does not use it (set topology.kind: file to use it)`},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile }), "topology.file: is empty, but topology.kind file needs a topology file"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.Hosts = 4 }), "topology.hosts: 4 is set, but topology.kind file does not use it (the file describes the fabric)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.CableLengthM = 4 }), "topology.cable_length_m: 4 is set, but topology.kind file does not use it (the file describes the fabric)"},
+	}
+	for _, tc := range cases {
+		assert.EqualError(t, tc.cfg.Validate(), tc.want)
+	}
+
+	shape := []struct {
+		cfg         TopologyConfig
+		switchRadix int
+		want        string
+	}{
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Hosts = 40 }), 32, "topology.hosts: 40 does not fit a single switch of radix 32 (2..32)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFatTree2; c.Oversubscription = 2 }), 8, "topology.oversubscription: 2 does not split radix 8 into whole down and up ports (down = radix × o / (1 + o) = 5.333333333333333)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3 }), 7, "topology.radix: 7 must be even and in 2..256 for a three-level fat tree"},
+	}
+	for _, tc := range shape {
+		require.NoError(t, tc.cfg.Validate())
+		assert.EqualError(t, tc.cfg.CheckShape(tc.switchRadix), tc.want)
+	}
+
+	missing := with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "testdata/missing.topo" })
+	_, err := missing.Build(8, linkCable)
+	assert.ErrorContains(t, err, "topology.file: open testdata/missing.topo")
+
+	// A ring routed by shortest path is refused before the run.
+	ring := with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "testdata/ring5.topo" })
+	_, _, err = ring.Fabric(8, linkCable, 1, 1, nil)
+	assert.ErrorContains(t, err, "topology.routing: deadlock: minhop routing has a cycle of 5 channels")
+}
