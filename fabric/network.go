@@ -1,7 +1,8 @@
 package fabric
 
 import (
-	"fmt"
+
+	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -27,61 +28,16 @@ type Network struct {
 	switchOf map[int]*switchasic.Switch
 }
 
-// BuildTopology makes the configured topology graph.
-func BuildTopology(cfg *Config) (*Topology, error) {
-	tc := &cfg.Topology
-	medium, _ := ParseMedium(cfg.Link.Medium)
-	hostCable := CableSpec{LengthM: cfg.Link.LengthM, Medium: medium}
-	radix := tc.Radix
-	if radix == 0 {
-		radix = cfg.Switch.Radix
-	}
-	switch tc.Kind {
-	case "back-to-back":
-		return BackToBack(hostCable), nil
-	case "single-switch":
-		hosts := tc.Hosts
-		if hosts == 0 {
-			hosts = radix
-		}
-		return SingleSwitch(hosts, radix, hostCable)
-	case "fat-tree-2":
-		c := hostCable
-		if tc.CableLengthM > 0 {
-			c.LengthM = tc.CableLengthM
-		}
-		return FatTree2(FatTree2Spec{Radix: radix, Oversubscription: tc.Oversubscription, Hosts: tc.Hosts,
-			Leaves: tc.Leaves, Spines: tc.Spines}, c)
-	case "fat-tree-3":
-		c := hostCable
-		if tc.CableLengthM > 0 {
-			c.LengthM = tc.CableLengthM
-		}
-		return FatTree3(radix, tc.Hosts, c)
-	case "file":
-		return LoadTopologyFile(tc.File, hostCable)
-	}
-	return nil, fmt.Errorf("topology.kind: %q is not a topology", tc.Kind)
-}
-
 // BuildNetwork builds the whole fabric in s: the subnet manager configures
 // it (LIDs, forwarding, SL-to-VL), the deadlock check runs on its routes,
 // switches are made from switch.*, and mkHost makes each host's device.
 func BuildNetwork(cfg *Config, s *components.Sim, seed uint64,
 	mkHost func(index int, lid uint16, name string) HostDevice) (*Network, error) {
-	topo, err := BuildTopology(cfg)
+	medium, _ := ParseMedium(cfg.Link.Medium)
+	topo, sub, err := cfg.Topology.Fabric(cfg.Switch.Radix, CableSpec{LengthM: cfg.Link.LengthM, Medium: medium},
+		seed, cfg.Switch.VLs, []uint8{uint8(cfg.Workload.SL)})
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
-	}
-	sub, err := NewSubnet(topo, SubnetOptions{Routing: cfg.Topology.Routing, Seed: seed, VLs: cfg.Switch.VLs})
-	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
-	}
-	if len(topo.Switches()) > 0 {
-		sls := []uint8{uint8(cfg.Workload.SL)}
-		if err := sub.CheckDeadlock(sls); err != nil {
-			return nil, &UnsupportedError{Msg: "topology.routing: " + err.Error()}
-		}
 	}
 	n := &Network{Sim: s, Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
 	hostPC := PortConfig(cfg, cfg.HCA.VLBufferBytes)
@@ -127,6 +83,24 @@ func BuildNetwork(cfg *Config, s *components.Sim, seed uint64,
 		link.Connect(ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port], lc.Timing(c.LengthM))
 	}
 	return n, nil
+}
+
+// Blocks returns every block that announces trace events: ports, switches
+// and host devices.
+func (n *Network) Blocks() []sim.Hookable {
+	var out []sim.Hookable
+	for _, p := range n.Ports {
+		out = append(out, p)
+	}
+	for _, sw := range n.Switches {
+		out = append(out, sw)
+	}
+	for _, h := range n.Hosts {
+		if hk, ok := h.(sim.Hookable); ok {
+			out = append(out, hk)
+		}
+	}
+	return out
 }
 
 // HostLID returns host i's LID.
