@@ -18,10 +18,11 @@ type EventHandler interface {
 // zero. Events come from Sim's pool and return to it after they are handled;
 // a handler must not keep the pointer.
 type Event struct {
-	time   sim.VTimeInSec
-	at     ib.PS
-	target EventHandler
-	owner  *Sim
+	time      sim.VTimeInSec
+	at        ib.PS
+	target    EventHandler
+	owner     *Sim
+	secondary bool
 
 	Kind uint8      // meaning chosen by the target
 	Port int32      // port or stage index, by kind
@@ -39,8 +40,9 @@ func (e *Event) Time() sim.VTimeInSec { return e.time }
 // which dispatches it and recycles it.
 func (e *Event) Handler() sim.Handler { return e.owner }
 
-// IsSecondary implements sim.Event.
-func (e *Event) IsSecondary() bool { return false }
+// IsSecondary implements sim.Event: Akita runs secondary events after every
+// primary event of the same time.
+func (e *Event) IsSecondary() bool { return e.secondary }
 
 // At returns the event's time in picoseconds.
 func (e *Event) At() ib.PS { return e.at }
@@ -75,6 +77,18 @@ func (s *Sim) Events() uint64 { return s.events }
 // Schedule queues an event for target at time at. The returned event may be
 // filled in further before the caller returns.
 func (s *Sim) Schedule(at ib.PS, target EventHandler, kind uint8) *Event {
+	return s.schedule(at, target, kind, false)
+}
+
+// ScheduleLate queues an event that runs after every ordinary event of the
+// same picosecond. Link ports use it for a packet's head arrival: a
+// flow-control packet that ends on the wire at the instant the next data
+// packet's head arrives was sent first, so it must take effect first.
+func (s *Sim) ScheduleLate(at ib.PS, target EventHandler, kind uint8) *Event {
+	return s.schedule(at, target, kind, true)
+}
+
+func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool) *Event {
 	if at < s.now {
 		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
 	}
@@ -89,6 +103,7 @@ func (s *Sim) Schedule(at ib.PS, target EventHandler, kind uint8) *Event {
 	ev.time = sim.VTimeInSec(at.Seconds())
 	ev.target = target
 	ev.Kind = kind
+	ev.secondary = secondary
 	s.Engine.Schedule(ev)
 	return ev
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sarchlab/akita/v3/sim"
+
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
@@ -22,6 +24,28 @@ type RunOptions struct {
 type Simulation struct {
 	Sim   *components.Sim
 	Ports []*link.Port // every port, in build order
+	// Blocks is every block that announces trace events: ports, switches,
+	// hosts. Tracers and checkers attach to all of them.
+	Blocks []sim.Hookable
+	// Settled is set when the workload finished and the fabric went idle:
+	// every packet delivered and every credit returned, so the checkers may
+	// run their end-of-run invariants.
+	Settled bool
+}
+
+// settleTime is how long a finished run keeps going when checkers are on, so
+// that the last flow-control packets land and credit counts return to full:
+// one refresh period plus a round trip over the longest cable.
+func settleTime(_ *Config, ports []*link.Port) ib.PS {
+	var lat ib.PS
+	for _, p := range ports {
+		lat = max(lat, p.Timing().Latency()+p.Timing().Serialization(ib.FlowControlBytes))
+	}
+	refresh := ib.PS(0)
+	for _, p := range ports {
+		refresh = max(refresh, p.FCRefresh())
+	}
+	return refresh + 2*lat + ib.Microsecond
 }
 
 // Run builds the design point's simulation, runs it and returns its metrics.
@@ -88,6 +112,20 @@ type streamRun struct {
 	lat         workload.Latencies
 	drained     bool
 	drainCap    ib.PS // longest drain phase after the window
+	view        *Simulation
+	check       bool
+}
+
+// finish ends a drained run: at once, or after the fabric settles when
+// checkers want to see every credit back.
+func (r *streamRun) finish() {
+	r.drained = true
+	if !r.check {
+		r.s.Stop()
+		return
+	}
+	r.view.Settled = true
+	r.s.StopAt(r.s.Now() + settleTime(nil, r.view.Ports))
 }
 
 func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
@@ -106,8 +144,10 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.sink.OnDeliver = r.deliver
 	s.StopAt(ib.PS(cfg.Sim.MaxTimeNs * 1000))
 
+	r.view = &Simulation{Sim: s, Ports: []*link.Port{r.tx, r.rx}, Blocks: []sim.Hookable{r.tx, r.rx, r.src, r.sink}}
+	r.check = cfg.Sim.Check
 	if opts.Observe != nil {
-		opts.Observe(&Simulation{Sim: s, Ports: []*link.Port{r.tx, r.rx}})
+		opts.Observe(r.view)
 	}
 	if r.saturate {
 		warm := ib.PS(w.WarmupNs * 1000)
@@ -169,9 +209,8 @@ func (r *streamRun) deliver(pkt *ib.Packet, tail ib.PS) {
 		r.windowBytes += int64(pkt.PayloadLen)
 		r.lat.Add(tail - pkt.InjectAt)
 	}
-	if r.src.Done() && r.delivered == r.src.Sent() {
-		r.drained = true
-		r.s.Stop()
+	if r.src.Done() && r.delivered == r.src.Sent() && !r.drained {
+		r.finish()
 	}
 }
 
@@ -188,8 +227,7 @@ func (r *streamRun) HandleEvent(ev *components.Event) {
 		r.fc1 = r.tx.Stats.FCPackets
 		r.src.StopInjecting()
 		if r.delivered == r.src.Sent() {
-			r.drained = true
-			r.s.Stop()
+			r.finish()
 			return
 		}
 		r.s.Schedule(r.s.Now()+r.drainCap, r, evDrainLimit)

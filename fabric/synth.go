@@ -26,6 +26,19 @@ type synthRun struct {
 	lat                     workload.Latencies
 	drained                 bool
 	stopped                 bool
+	view                    *Simulation
+	check                   bool
+}
+
+// finish ends a drained run, after the fabric settles when checkers are on.
+func (r *synthRun) finish() {
+	r.drained = true
+	if !r.check {
+		r.s.Stop()
+		return
+	}
+	r.view.Settled = true
+	r.s.StopAt(r.s.Now() + settleTime(nil, r.view.Ports))
 }
 
 const (
@@ -74,8 +87,10 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.t1 = r.t0 + ib.PS(w.MeasureNs*1000)
 	r.drainCap = ib.PS(w.DrainNs * 1000)
 	s.StopAt(ib.PS(cfg.Sim.MaxTimeNs * 1000))
+	r.view = &Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks()}
+	r.check = cfg.Sim.Check
 	if opts.Observe != nil {
-		opts.Observe(&Simulation{Sim: s, Ports: net.Ports})
+		opts.Observe(r.view)
 	}
 	for _, e := range r.eps {
 		e.Start(r.t0, r.t1)
@@ -120,9 +135,8 @@ func (r *synthRun) deliver(pkt *ib.Packet, tail ib.PS) {
 		r.lat.Add(tail - pkt.InjectAt)
 		r.hops += int64(pkt.Hops)
 	}
-	if r.stopped && r.measuredIn == r.measuredOut && r.queuedMeasured() == 0 {
-		r.drained = true
-		r.s.Stop()
+	if r.stopped && !r.drained && r.delivered == r.injected && r.queuedMeasured() == 0 {
+		r.finish()
 	}
 }
 
@@ -144,9 +158,8 @@ func (r *synthRun) HandleEvent(ev *components.Event) {
 		for _, e := range r.eps {
 			e.StopInjecting()
 		}
-		if r.measuredIn == r.measuredOut && r.queuedMeasured() == 0 {
-			r.drained = true
-			r.s.Stop()
+		if r.delivered == r.injected && r.queuedMeasured() == 0 {
+			r.finish()
 			return
 		}
 		r.s.Schedule(r.s.Now()+r.drainCap, r, evSynthDrainCap)

@@ -68,6 +68,15 @@ type Port struct {
 	fcHeld    uint16 // VLs waiting out fcMinInterval
 
 	Stats PortStats
+
+	// Trace scratch, used only when a hook listens.
+	fieldBuf []components.TraceField
+	lastTx   struct {
+		seq   uint64
+		vl    uint8
+		bytes int
+		data  bool
+	}
 }
 
 // PortConfig sizes a port.
@@ -123,6 +132,9 @@ func (p *Port) Peer() *Port { return p.peer }
 // Timing returns the link's timing.
 func (p *Port) Timing() Timing { return p.timing }
 
+// FCRefresh returns the longest interval between flow-control packets per VL.
+func (p *Port) FCRefresh() ib.PS { return p.fcRefresh }
+
 // VLs returns the number of data VLs.
 func (p *Port) VLs() int { return p.vls }
 
@@ -172,8 +184,15 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	p.Stats.DataBytes += uint64(bytes)
 	p.Stats.BusyPS += ser
 	pkt.Hops++
+	if p.NumHooks() > 0 {
+		p.lastTx.seq, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, pkt.VL, bytes, true
+		p.tracePacket(now, components.TraceTxStart, pkt)
+	}
 	head := now + p.timing.Latency()
-	ev := p.s.Schedule(head, p.peer, evArrive)
+	// The head arrival runs after same-time primary events, so a
+	// flow-control packet that was on this wire just before the packet
+	// (ending as its head arrives) is applied first (see ScheduleLate).
+	ev := p.s.ScheduleLate(head, p.peer, evArrive)
 	ev.Pkt = pkt
 	ev.Tail = head + ser
 	p.s.Schedule(p.busyUntil, p, evTxDone)
@@ -235,6 +254,10 @@ func (p *Port) sendFC() {
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer.
 	ev.Arg = int64(p.tx[vl].FCTBS())<<16 | int64(p.rx[vl].FCCL())
+	if p.NumHooks() > 0 {
+		p.lastTx.data = false
+		p.traceFC(now, components.TraceFCSend, vl, p.tx[vl].FCTBS(), p.rx[vl].FCCL(), "free", p.rx[vl].Free(), p.rx[vl].Capacity())
+	}
 	p.s.Schedule(p.busyUntil, p, evTxDone)
 }
 
@@ -251,10 +274,20 @@ func (p *Port) HandleEvent(ev *components.Event) {
 			}
 		}
 		p.Stats.RxPackets++
+		if p.NumHooks() > 0 {
+			p.tracePacket(ev.At(), components.TraceRxHead, pkt)
+		}
 		p.Owner.PacketArrived(p, pkt, ev.At(), ev.Tail)
 	case evTxDone:
 		if p.s.Now() < p.busyUntil {
 			return // superseded: a later TxDone is queued
+		}
+		if p.lastTx.data && p.NumHooks() > 0 {
+			p.lastTx.data = false
+			ev := components.TraceEvent{Time: p.s.Now(), Path: p.Name, Kind: components.TraceTxEnd}
+			ev.Fields = append(p.fieldBuf[:0], components.IntField("seq", int64(p.lastTx.seq)),
+				components.IntField("vl", int64(p.lastTx.vl)), components.IntField("bytes", int64(p.lastTx.bytes)))
+			p.emit(&ev)
 		}
 		if p.fcPending != 0 {
 			p.sendFC()
@@ -265,6 +298,9 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		vl := int(ev.VL)
 		p.tx[vl].Update(uint16(ev.Arg & 0xFFFF))
 		p.rx[vl].SyncFCTBS(uint16(ev.Arg >> 16))
+		if p.NumHooks() > 0 {
+			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.tx[vl].FCTBS(), p.tx[vl].FCCL(), "avail", p.tx[vl].Available(), p.peer.rx[vl].Capacity())
+		}
 		if p.Idle() {
 			p.Owner.PortReady(p)
 		}
@@ -289,4 +325,26 @@ func (p *Port) HandleEvent(ev *components.Event) {
 	default:
 		panic(fmt.Sprintf("link: %s got event kind %d", p.Name, ev.Kind))
 	}
+}
+
+func (p *Port) emit(ev *components.TraceEvent) {
+	p.InvokeHook(sim.HookCtx{Domain: p, Pos: components.HookPosTrace, Item: ev})
+	p.fieldBuf = ev.Fields[:0]
+}
+
+func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
+	ev := components.TraceEvent{Time: t, Path: p.Name, Kind: kind}
+	ev.Fields = ev.AppendPacket(p.fieldBuf[:0], pkt)
+	p.emit(&ev)
+}
+
+// traceFC announces a flow-control packet sent (fc_send: this side's FCTBS
+// and the FCCL of its receive buffer, free = its free blocks) or the credit
+// state after one arrived (credit_update: FCTBS and FCCL of the transmit
+// side, avail = blocks the sender may now send); cap is the buffer's size.
+func (p *Port) traceFC(t ib.PS, kind components.TraceKind, vl int, fctbs, fccl uint16, countKey string, count, capacity int) {
+	ev := components.TraceEvent{Time: t, Path: p.Name, Kind: kind}
+	ev.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", int64(fctbs)),
+		components.IntField("fccl", int64(fccl)), components.IntField(countKey, int64(count)), components.IntField("cap", int64(capacity)))
+	p.emit(&ev)
 }

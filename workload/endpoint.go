@@ -14,6 +14,7 @@ import (
 // queues them at the host (latency counts from creation, as BookSim counts
 // it), and a sink that accepts every packet at its tail.
 type Endpoint struct {
+	tracer
 	Name  string
 	Index int    // host index
 	LID   uint16 // this host's LID
@@ -37,6 +38,7 @@ type Endpoint struct {
 	// OnInject is called for each packet put on the wire.
 	OnInject func(pkt *ib.Packet)
 
+	psnTo       []uint32     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
 	queue       []*ib.Packet // source queue (ring)
 	qHead, qLen int
 	injecting   bool
@@ -61,7 +63,7 @@ const evInject uint8 = 1
 
 // NewEndpoint makes an endpoint with its own random stream.
 func NewEndpoint(s *components.Sim, name string, index int, lid uint16, seed uint64) *Endpoint {
-	return &Endpoint{Name: name, Index: index, LID: lid, s: s,
+	return &Endpoint{tracer: tracer{path: name}, Name: name, Index: index, LID: lid, s: s,
 		r: rand.New(rand.NewPCG(seed, uint64(index)+1)), stallSince: -1,
 		queue: make([]*ib.Packet, 64)}
 }
@@ -110,7 +112,15 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			pkt.InjectAt = now
 			pkt.Src, pkt.Dst = int32(e.Index), int32(dst)
 			pkt.Measure = now >= e.measureLo && now < e.measureHi
-			pkt.PSN = uint32(e.Created) & 0xFFFFFF
+			// The destination sees each source as its own QP (QPN = source
+			// index + 1) with its own PSN sequence, so the ordering checker
+			// can hold every flow to in-order delivery.
+			if dst >= len(e.psnTo) {
+				e.psnTo = append(e.psnTo, make([]uint32, dst+1-len(e.psnTo))...)
+			}
+			pkt.DestQP = uint32(e.Index) + 1
+			pkt.PSN = e.psnTo[dst]
+			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
 			pkt.ICRC = StampICRC(pkt)
 			e.Created++
 			e.push(pkt)
@@ -155,6 +165,7 @@ func (e *Endpoint) trySend() {
 	if e.OnInject != nil {
 		e.OnInject(pkt)
 	}
+	e.tracePacket(now, components.TraceInject, pkt)
 	e.port.Send(pkt)
 }
 
@@ -180,6 +191,7 @@ func (k *endpointSink) HandleEvent(ev *components.Event) {
 	e := (*Endpoint)(k)
 	pkt := ev.Pkt
 	e.port.Release(int(pkt.VL), pkt.Credits())
+	e.tracePacket(ev.At(), components.TraceDeliver, pkt)
 	if e.OnDeliver != nil {
 		e.OnDeliver(pkt, ev.At())
 	}

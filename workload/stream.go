@@ -12,6 +12,7 @@ import (
 // StreamSource sends a stream of packets on one port, back to back as fast as
 // the wire and the peer's credits allow, on one or more VLs served round robin.
 type StreamSource struct {
+	tracer
 	Name string
 	s    *components.Sim
 	port *link.Port
@@ -34,6 +35,7 @@ type StreamSource struct {
 // StreamSink receives packets on one port, drains them at a limited rate and
 // releases their buffer space, which returns credits to the source.
 type StreamSink struct {
+	tracer
 	Name string
 	s    *components.Sim
 	port *link.Port
@@ -46,7 +48,7 @@ type StreamSink struct {
 
 // NewStreamSource makes a source; the port is attached with Attach.
 func NewStreamSource(s *components.Sim, name string, c Config, slid, dlid uint16) *StreamSource {
-	src := &StreamSource{Name: name, s: s, size: c.Size, sl: c.SL, slid: slid, dlid: dlid}
+	src := &StreamSource{tracer: tracer{path: name}, Name: name, s: s, size: c.Size, sl: c.SL, slid: slid, dlid: dlid}
 	for i := 0; i < c.Streams; i++ {
 		src.vls = append(src.vls, c.VL+i)
 	}
@@ -155,6 +157,7 @@ func (src *StreamSource) trySend() {
 		if src.onInject != nil {
 			src.onInject(pkt)
 		}
+		src.tracePacket(now, components.TraceInject, pkt)
 		src.port.Send(pkt)
 		return
 	}
@@ -176,7 +179,7 @@ func (src *StreamSource) PortReady(p *link.Port) { src.trySend() }
 
 // NewStreamSink makes a sink that drains at drainGbps (0 = at once).
 func NewStreamSink(s *components.Sim, name string, drainGbps float64) *StreamSink {
-	k := &StreamSink{Name: name, s: s}
+	k := &StreamSink{tracer: tracer{path: name}, Name: name, s: s}
 	if drainGbps > 0 {
 		k.drainPSPerByte = 8 * 1000 / drainGbps // 8 bits per byte / (Gb/s) → ps per byte
 	}
@@ -209,6 +212,7 @@ func (k *StreamSink) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.P
 func (k *StreamSink) HandleEvent(ev *components.Event) {
 	pkt := ev.Pkt
 	k.port.Release(int(pkt.VL), pkt.Credits())
+	k.tracePacket(ev.At(), components.TraceDeliver, pkt)
 	if k.OnDeliver != nil {
 		k.OnDeliver(pkt, ev.Tail)
 	}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/verif"
+)
+
+// observersImpl builds the --trace, --check and --vcd observers of one run:
+// a hook that attaches them to the built simulation, and a function that,
+// after the run, finishes the checkers and closes the files. A failed
+// invariant is returned from finish with its full report.
+func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func() error, error) {
+	check := l.Config.Sim.Check
+	if f.trace == "" && f.vcd == "" && !check {
+		return nil, func() error { return nil }, nil
+	}
+	filter, err := verif.ParseFilter(strings.Join(f.tracePaths, ","), strings.Join(f.traceKinds, ","))
+	if err != nil {
+		return nil, nil, userErrorf("--trace-kind: %v", err)
+	}
+	var (
+		traceFile *os.File
+		rec       *verif.Recorder
+		vcd       *verif.VCDRecorder
+		chk       *verif.Checkers
+		view      *fabric.Simulation
+	)
+	if f.trace != "" {
+		traceFile, err = os.Create(f.trace)
+		if err != nil {
+			return nil, nil, userErrorf("--trace: %v", err)
+		}
+		eff, _ := yaml.Marshal(&l.Config)
+		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(eff),
+			Seed: int64(l.Config.Seed)}, filter)
+	}
+	if f.vcd != "" {
+		vcd = verif.NewVCDRecorder(filter)
+	}
+	attach := func(s *fabric.Simulation) {
+		view = s
+		if rec != nil {
+			verif.AttachHook(rec, s.Blocks...)
+		}
+		if vcd != nil {
+			verif.AttachHook(vcd, s.Blocks...)
+		}
+		if check {
+			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Sim.Stop() }}, s.Blocks...)
+		}
+	}
+	finish := func() error {
+		var first error
+		if rec != nil {
+			if err := rec.Flush(); err != nil && first == nil {
+				first = fmt.Errorf("--trace: %v", err)
+			}
+			if err := traceFile.Close(); err != nil && first == nil {
+				first = fmt.Errorf("--trace: %v", err)
+			}
+		}
+		if vcd != nil && view != nil {
+			out, err := os.Create(f.vcd)
+			if err != nil {
+				return userErrorf("--vcd: %v", err)
+			}
+			if err := vcd.WriteTo(out, "hcasim "+Version()+" "+f.config, view.Sim.Now()); err != nil && first == nil {
+				first = fmt.Errorf("--vcd: %v", err)
+			}
+			out.Close()
+		}
+		if chk != nil && view != nil {
+			chk.Finish(view.Sim.Now(), view.Settled)
+			if err := chk.Err(); err != nil {
+				return fmt.Errorf("invariant violated: %v", err)
+			}
+		}
+		return first
+	}
+	return attach, finish, nil
+}
