@@ -1,7 +1,6 @@
 package fabric
 
 import (
-
 	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/hcasim/hcasim/components"
