@@ -185,25 +185,36 @@ func TestDModKEqualUpLinkShare(t *testing.T) {
 // the largest number of flows that share one channel, and the number of
 // shifts in which some channel carries more than one flow.
 func maxShiftLoad(t *testing.T, sn *Subnet) (worst, blocked int) {
-	hosts := sn.Hosts()
-	n := len(hosts)
+	n := len(sn.Hosts())
 	for k := 1; k < n; k++ {
-		load := map[PortRef]int{}
-		shiftWorst := 0
-		for i := range hosts {
-			path, err := sn.Path(hosts[i], hosts[(i+k)%n])
-			require.NoError(t, err)
-			for _, c := range path {
-				load[c]++
-				shiftWorst = max(shiftWorst, load[c])
-			}
+		flows := make([][2]int, n)
+		for i := range flows {
+			flows[i] = [2]int{i, (i + k) % n}
 		}
+		shiftWorst, err := sn.MaxChannelLoad(flows)
+		require.NoError(t, err)
 		worst = max(worst, shiftWorst)
 		if shiftWorst > 1 {
 			blocked++
 		}
 	}
 	return worst, blocked
+}
+
+// TestMaxChannelLoad: on one switch of 4 hosts, the flows 0→3, 1→3, 2→3 all
+// leave through host 3's switch port: 3 flows on one channel; 0→1, 2→3 share
+// nothing: 1.
+func TestMaxChannelLoad(t *testing.T) {
+	topo, err := SingleSwitch(4, 4, testCable)
+	require.NoError(t, err)
+	sn, err := NewSubnet(topo, SubnetOptions{Routing: RoutingMinHop, VLs: 1})
+	require.NoError(t, err)
+	got, err := sn.MaxChannelLoad([][2]int{{0, 3}, {1, 3}, {2, 3}})
+	require.NoError(t, err)
+	assert.Equal(t, 3, got)
+	got, err = sn.MaxChannelLoad([][2]int{{0, 1}, {2, 3}, {1, 1}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, got)
 }
 
 // TestDModKShiftNonBlocking: on a full non-blocking fat tree D-mod-K gives

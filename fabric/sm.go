@@ -247,6 +247,29 @@ func (s *Subnet) Path(src, dst int) ([]PortRef, error) {
 	}
 }
 
+// MaxChannelLoad routes every flow (a pair of host indices into Hosts())
+// through the forwarding tables and returns the largest number of flows that
+// leave through one port: 1 means the flows are link-disjoint, so a pattern
+// of full-rate flows could run without contention under this routing.
+func (s *Subnet) MaxChannelLoad(flows [][2]int) (int, error) {
+	load := make(map[PortRef]int)
+	worst := 0
+	for _, f := range flows {
+		if f[0] == f[1] {
+			continue
+		}
+		path, err := s.Path(s.hosts[f[0]], s.hosts[f[1]])
+		if err != nil {
+			return 0, err
+		}
+		for _, c := range path {
+			load[c]++
+			worst = max(worst, load[c])
+		}
+	}
+	return worst, nil
+}
+
 func (s *Subnet) pathString(path []PortRef) string {
 	parts := make([]string, len(path))
 	for i, p := range path {
