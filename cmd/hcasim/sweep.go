@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/report"
+	"github.com/hcasim/hcasim/sweep"
+)
+
+// KneeFile is the knee summary a knee search writes into --out.
+const KneeFile = "knee.csv"
+
+// executeSweep expands the config's sweep, runs its points (or one shard's)
+// in parallel and returns them in point order. Every point runs even when
+// some fail; the error then counts the failures and is a user's error (exit
+// 2) only when every failure was.
+func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, error) {
+	if f.trace != "" || f.vcd != "" {
+		return nil, userErrorf("--trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
+	}
+	pins := sweep.PinnedKeys(f.sets)
+	if f.seedSet {
+		pins = append(pins, "seed")
+	}
+	check := f.check
+	sw, err := sweep.Expand(l.Node, sweep.Options{Pinned: pins, Fix: func(p *fabric.Loaded) {
+		if check {
+			p.Config.Sim.Check = true
+		}
+	}})
+	if err != nil {
+		return nil, userErrorf("%s: %s", f.config, err)
+	}
+	designs := make([]int, len(sw.Designs))
+	for i := range designs {
+		designs[i] = i
+	}
+	var manifest *sweep.Manifest
+	if f.shard != "" {
+		sh, err := sweep.ParseShard(f.shard)
+		if err != nil {
+			return nil, err
+		}
+		if f.out == "" {
+			return nil, userErrorf("--shard %s: needs --out DIR (hcasim merge reads the shards' directories)", f.shard)
+		}
+		designs = sh.Designs(len(sw.Designs))
+		manifest = &sweep.Manifest{Shard: sh.Index, Shards: sh.Count, Designs: len(sw.Designs), ConfigHash: l.Hash(), Ran: designs}
+	}
+	var knee *sweep.KneeManifest
+	if sw.Search != nil {
+		knee = &sweep.KneeManifest{Key: sw.Search.Key, KneeSpec: *sw.Search.Search}
+	}
+	if manifest != nil {
+		manifest.Knee = knee
+		manifest.PointDesigns = []int{}
+		if manifest.Ran == nil {
+			manifest.Ran = []int{}
+		}
+	}
+
+	start := time.Now()
+	bar := newProgress(stderr, f.quiet, len(designs)*sw.PointsPerDesign())
+	outs := sw.Run(designs, f.jobs, runSweepPoint, func(sweep.Outcome) { bar.add() })
+	bar.finish()
+
+	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed, Points: []report.Point{}}
+	failed, internal := 0, 0
+	var first string
+	for _, o := range outs {
+		p := report.Point{Params: o.Params, Metrics: o.Metrics}
+		if o.Err != nil {
+			p.Error = o.Err.Error()
+			failed++
+			if !isUserError(o.Err) {
+				internal++
+				var pe *sweep.PanicError
+				if errors.As(o.Err, &pe) && os.Getenv("HCASIM_DEBUG") != "" {
+					fmt.Fprintf(stderr, "hcasim: point %s: %s\n%s\n", pointText(o.Params), pe, pe.Stack)
+				}
+			}
+			if first == "" {
+				first = fmt.Sprintf("point %s: %s", pointText(o.Params), o.Err)
+			}
+		}
+		res.Points = append(res.Points, p)
+		if manifest != nil {
+			manifest.PointDesigns = append(manifest.PointDesigns, o.Design)
+		}
+	}
+	if !f.quiet {
+		what := fmt.Sprintf("%d points", len(outs))
+		if manifest != nil {
+			what += fmt.Sprintf(" (shard %d/%d: %d of %d designs)", manifest.Shard, manifest.Shards, len(designs), len(sw.Designs))
+		}
+		fmt.Fprintf(stderr, "hcasim: sweep: %s in %.3g s on %d jobs\n", what, time.Since(start).Seconds(), f.jobs)
+		if knee != nil {
+			for _, k := range sweep.Knees(res.Points, knee.Key, knee.Epsilon) {
+				fmt.Fprintf(stderr, "hcasim: sweep: %s%s\n", designText(k.Design), k.Describe(knee.Key))
+			}
+		}
+	}
+	if f.out != "" {
+		sweepOutputs.Store(res, &sweepExtras{manifest: manifest, knee: knee})
+	}
+	if failed == 0 {
+		return res, nil
+	}
+	msg := fmt.Sprintf("sweep: %d of %d points failed (each has its error in the results); first: %s", failed, len(outs), first)
+	if internal > 0 {
+		return res, errors.New(msg)
+	}
+	return res, userErrorf("%s", msg)
+}
+
+// runSweepPoint runs one point on its own engine. wall_s is left out of a
+// sweep's metrics: it is wall-clock time, differs from run to run, and would
+// make results depend on the machine and on --jobs (the sweep's wall time
+// goes to stderr instead).
+func runSweepPoint(p *sweep.Point) (map[string]any, error) {
+	m, err := fabric.Run(p.Loaded, fabric.RunOptions{})
+	if m != nil {
+		delete(m, "wall_s")
+	}
+	return m, err
+}
+
+func isUserError(err error) bool {
+	var ue *userError
+	var ce *config.Error
+	var un *fabric.UnsupportedError
+	return errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &un)
+}
+
+func pointText(params map[string]any) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += k + "=" + report.FormatValue(params[k])
+	}
+	return "{" + s + "}"
+}
+
+func designText(d map[string]any) string {
+	if len(d) == 0 {
+		return ""
+	}
+	return pointText(d) + ": "
+}
+
+// writeKnees writes knee.csv: each design's params, then the bracket of its
+// knee (knee_below: highest offered load unsaturated; knee_above: lowest
+// saturated; empty when the range holds none).
+func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
+	knees := sweep.Knees(res.Points, k.Key, k.Epsilon)
+	var keys []string
+	seen := map[string]bool{}
+	for _, dk := range knees {
+		for key := range dk.Design {
+			if !seen[key] {
+				seen[key] = true
+				keys = append(keys, key)
+			}
+		}
+	}
+	sort.Strings(keys)
+	fh, err := os.Create(filepath.Join(dir, KneeFile))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(fh)
+	_ = w.Write(append(append([]string{}, keys...), "search_key", "epsilon", "knee_below", "knee_above"))
+	num := func(v float64) string {
+		if math.IsNaN(v) {
+			return ""
+		}
+		return report.FormatValue(v)
+	}
+	for _, dk := range knees {
+		row := make([]string, 0, len(keys)+4)
+		for _, key := range keys {
+			row = append(row, report.FormatValue(dk.Design[key]))
+		}
+		row = append(row, k.Key, report.FormatValue(k.Epsilon), num(dk.Below), num(dk.Above))
+		_ = w.Write(row)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// progress is the sweep's progress bar on stderr, or nothing when --quiet
+// or when stderr is not a terminal (a log file or a Slurm output gets the
+// one-line summary instead).
+type progress struct{ bar *progressbar.ProgressBar }
+
+func newProgress(stderr io.Writer, quiet bool, total int) *progress {
+	fh, ok := stderr.(*os.File)
+	if quiet || !ok || !term.IsTerminal(int(fh.Fd())) {
+		return &progress{}
+	}
+	return &progress{bar: progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("sweep"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+func (p *progress) add() {
+	if p.bar != nil {
+		_ = p.bar.Add(1)
+	}
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

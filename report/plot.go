@@ -1,0 +1,314 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot names and the metrics they draw (docs/metrics.md).
+const (
+	// LatencyPlot is p50 (solid) and p99 (dashed) latency vs offered load,
+	// one colour per design.
+	LatencyPlot = "latency-vs-offered-load.svg"
+	// AcceptedPlot is accepted vs offered load, with the diagonal a
+	// lossless, unsaturated network would follow.
+	AcceptedPlot = "accepted-vs-offered-load.svg"
+	// throughputPlotPrefix + key + ".svg" is throughput vs a buffer-depth key.
+	throughputPlotPrefix = "throughput-vs-"
+)
+
+// WritePlots draws the plots that the result's swept keys make meaningful
+// into dir as SVG and returns the files written:
+//   - an offered-load key (ending in offered_load) swept: LatencyPlot when
+//     the points report latency_ns, AcceptedPlot when they report
+//     accepted_load;
+//   - each swept key ending in buffer_bytes: goodput_gbps (or
+//     throughput_gbps) against it, throughput-vs-<key>.svg.
+//
+// A key is swept when the points hold at least two values of it. Every
+// other swept key splits the points into designs, one line each. Points
+// with an error or without the metric are left out; a plot with no data is
+// not written.
+func WritePlots(dir string, r *Result) ([]string, error) {
+	swept := sweptKeys(r.Points)
+	var written []string
+	save := func(p *plot.Plot, name string) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("plot %s: %v", name, err)
+		}
+		written = append(written, name)
+		return nil
+	}
+	for _, x := range swept {
+		switch {
+		case strings.HasSuffix(x, "offered_load"):
+			if p := linePlot(r.Points, x, swept, []series{
+				{metric: "latency_ns.p50", label: "p50"},
+				{metric: "latency_ns.p99", label: "p99", dashed: true},
+			}); p != nil {
+				p.Title.Text = "Latency vs offered load"
+				p.X.Label.Text = "offered load (fraction of link rate) — " + x
+				p.Y.Label.Text = "latency (ns)"
+				if err := save(p, LatencyPlot); err != nil {
+					return written, err
+				}
+			}
+			if p := linePlot(r.Points, x, swept, []series{{metric: "accepted_load"}}); p != nil {
+				diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+				if err != nil {
+					return written, err
+				}
+				diag.Color = color.Gray{Y: 160}
+				diag.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+				p.Add(diag)
+				p.Legend.Add("accepted = offered", diag)
+				p.Title.Text = "Accepted vs offered load"
+				p.X.Label.Text = "offered load (fraction of link rate) — " + x
+				p.Y.Label.Text = "accepted load (fraction of link rate)"
+				if err := save(p, AcceptedPlot); err != nil {
+					return written, err
+				}
+			}
+		case strings.HasSuffix(x, "buffer_bytes"):
+			metric := "goodput_gbps"
+			if !hasMetric(r.Points, metric) {
+				metric = "throughput_gbps"
+			}
+			p := linePlot(r.Points, x, swept, []series{{metric: metric}})
+			if p == nil {
+				continue
+			}
+			p.Title.Text = "Throughput vs buffer depth"
+			p.X.Label.Text = x + " (bytes)"
+			p.Y.Label.Text = metric
+			// Curves rise to the right and flatten at the top: the legend
+			// goes bottom right, and the y axis starts at 0 so a shortfall
+			// reads as the fraction it is.
+			p.Legend.Top, p.Legend.Left = false, false
+			p.Y.Min = 0
+			p.Y.Max *= 1.05
+			if logAxis(r.Points, x) {
+				p.X.Scale = plot.LogScale{}
+				p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+			}
+			if t := valueTicks(r.Points, x); t != nil {
+				p.X.Tick.Marker = t
+			}
+			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// series is one metric drawn per design.
+type series struct {
+	metric string // dotted path into metrics: latency_ns.p50
+	label  string // appended to the design's label when a plot has several series
+	dashed bool
+}
+
+// linePlot draws y = metric against x, one line per design (combination of
+// the other swept keys) and series; nil when no point has the data.
+func linePlot(points []Point, x string, swept []string, ss []series) *plot.Plot {
+	p := plot.New()
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	designs, order := groupDesigns(points, x, swept)
+	drawn := 0
+	for ci, id := range order {
+		for _, s := range ss {
+			var xys plotter.XYs
+			for _, pt := range designs[id] {
+				xv, okx := numberOf(pt.Params[x])
+				yv, oky := metricValue(pt.Metrics, s.metric)
+				if pt.Error != "" || !okx || !oky || math.IsNaN(yv) || math.IsInf(yv, 0) {
+					continue
+				}
+				xys = append(xys, plotter.XY{X: xv, Y: yv})
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
+			line, pts, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				continue
+			}
+			line.Color = plotutil.Color(ci)
+			pts.Color = plotutil.Color(ci)
+			pts.Shape = draw.CircleGlyph{}
+			if s.dashed {
+				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			}
+			p.Add(line, pts)
+			label := id
+			if len(ss) > 1 {
+				label = strings.TrimPrefix(id+" "+s.label, " ")
+			}
+			if label != "" {
+				p.Legend.Add(label, line, pts)
+			}
+			drawn++
+		}
+	}
+	if drawn == 0 {
+		return nil
+	}
+	return p
+}
+
+// sweptKeys are the params holding at least two values across points,
+// sorted.
+func sweptKeys(points []Point) []string {
+	vals := map[string]map[string]bool{}
+	for _, p := range points {
+		for k, v := range p.Params {
+			if vals[k] == nil {
+				vals[k] = map[string]bool{}
+			}
+			vals[k][FormatValue(v)] = true
+		}
+	}
+	var out []string
+	for k, vs := range vals {
+		if len(vs) > 1 {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// groupDesigns splits points by the values of the swept keys other than x;
+// order is by first appearance.
+func groupDesigns(points []Point, x string, swept []string) (map[string][]Point, []string) {
+	groups := map[string][]Point{}
+	var order []string
+	for _, p := range points {
+		var parts []string
+		for _, k := range swept {
+			if k != x {
+				parts = append(parts, k+"="+FormatValue(p.Params[k]))
+			}
+		}
+		id := strings.Join(parts, ", ")
+		if _, ok := groups[id]; !ok {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], p)
+	}
+	return groups, order
+}
+
+func hasMetric(points []Point, metric string) bool {
+	for _, p := range points {
+		if _, ok := metricValue(p.Metrics, metric); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// logAxis is true when x spans at least a factor of 16 over positive values.
+func logAxis(points []Point, x string) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range points {
+		v, ok := numberOf(p.Params[x])
+		if !ok {
+			continue
+		}
+		if v <= 0 {
+			return false
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return hi >= 16*lo
+}
+
+// valueTicks marks the swept values themselves on the x axis when there are
+// few of them (buffer sizes in powers of two read better than decades).
+func valueTicks(points []Point, x string) plot.Ticker {
+	seen := map[float64]bool{}
+	var ticks plot.ConstantTicks
+	for _, p := range points {
+		v, ok := numberOf(p.Params[x])
+		if !ok || seen[v] {
+			continue
+		}
+		seen[v] = true
+		ticks = append(ticks, plot.Tick{Value: v, Label: FormatValue(v)})
+	}
+	if len(ticks) < 2 || len(ticks) > 12 {
+		return nil
+	}
+	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	return ticks
+}
+
+// metricValue looks a dotted metric path up ("latency_ns.p50"), falling
+// back to the flattened name ("latency_ns_p50").
+func metricValue(m map[string]any, path string) (float64, bool) {
+	var v any = m
+	for _, part := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[part]
+		case map[string]float64:
+			f, ok := x[part]
+			if !ok {
+				v = nil
+			} else {
+				v = f
+			}
+		default:
+			v = nil
+		}
+	}
+	if f, ok := numberOf(v); ok {
+		return f, true
+	}
+	return numberOf(m[strings.ReplaceAll(path, ".", "_")])
+}
+
+func numberOf(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}

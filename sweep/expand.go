@@ -1,0 +1,340 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/fabric"
+)
+
+// Sweep is an expanded, validated sweep: its axes and its designs.
+type Sweep struct {
+	// Axes are every key under sweep:, sorted by key (pinned ones included,
+	// marked Pinned).
+	Axes []Axis
+	// Designs are the combinations of the unpinned grid axes' values, in
+	// order (first axis slowest). Each is one unit of work and of sharding.
+	Designs []Design
+	// Search is the unpinned knee-search axis, or nil.
+	Search *Axis
+
+	base     *yaml.Node // the config tree after --set, sweep: still in it
+	baseSeed uint64
+	fix      func(*fabric.Loaded)
+}
+
+// Design is one combination of the grid axes' values.
+type Design struct {
+	// Index is the design's place in Sweep.Designs.
+	Index int
+	set   []assignment
+}
+
+// assignment is one key set to one value.
+type assignment struct {
+	key   string
+	value *yaml.Node
+}
+
+// Point is one design point ready to run.
+type Point struct {
+	// Params holds every swept key (pinned ones too) and its value as
+	// written, decoded from YAML: what identifies the point in results.
+	Params map[string]any
+	// Loaded is the decoded design point; its Config.Seed is Seed.
+	Loaded *fabric.Loaded
+	// Seed is the point's derived seed (DeriveSeed).
+	Seed uint64
+}
+
+// Has reports whether root holds a sweep: section with at least one key.
+func Has(root *yaml.Node) bool {
+	n := config.Lookup(root, "sweep")
+	return n != nil && n.Kind == yaml.MappingNode && len(n.Content) > 0
+}
+
+// Options tune Expand.
+type Options struct {
+	// Pinned are the keys --set (and --seed) fixed; a swept key among them,
+	// or under one of them, keeps its pinned value.
+	Pinned []string
+	// Fix, if set, adjusts every decoded point (the CLI's --check, which is
+	// not part of the config tree).
+	Fix func(*fabric.Loaded)
+}
+
+// Expand reads root's sweep: section (root is the config tree with --set
+// already applied), expands it into designs and builds and validates every
+// point before anything runs. A search axis is validated at both ends. Every
+// error is a *config.Error naming sweep.<key>.
+func Expand(root *yaml.Node, opts Options) (*Sweep, error) {
+	axes, err := parseAxes(config.Lookup(root, "sweep"))
+	if err != nil {
+		return nil, err
+	}
+	base, err := fabric.Decode(root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sweep{base: root, baseSeed: base.Config.Seed, fix: opts.Fix}
+	known := config.Keys(reflect.TypeOf(fabric.Config{}))
+	for i := range axes {
+		a := &axes[i]
+		if err := checkKey(a.Key, known); err != nil {
+			return nil, err
+		}
+		a.Pinned = pinned(a.Key, opts.Pinned)
+		// Each value alone first, so a bad value is named by its key.
+		if a.Pinned {
+			continue
+		}
+		vals := a.Values
+		if a.Search != nil {
+			vals = numberNodes([]float64{a.Search.From, a.Search.To}, false)
+		}
+		for _, v := range vals {
+			if _, err := s.decode([]assignment{{a.Key, v}}); err != nil {
+				if rest, ok := strings.CutPrefix(err.Error(), a.Key+": "); ok {
+					return nil, errorf("sweep.%s: %s", a.Key, rest)
+				}
+				return nil, errorf("sweep.%s: value %s: %s", a.Key, scalarText(v), err)
+			}
+		}
+	}
+	s.Axes = axes
+	var grid []*Axis
+	for i := range s.Axes {
+		a := &s.Axes[i]
+		switch {
+		case a.Pinned:
+		case a.Search != nil:
+			s.Search = a
+		default:
+			grid = append(grid, a)
+		}
+	}
+	// The Cartesian product, last axis fastest.
+	idx := make([]int, len(grid))
+	for {
+		d := Design{Index: len(s.Designs)}
+		for i, a := range grid {
+			d.set = append(d.set, assignment{a.Key, a.Values[idx[i]]})
+		}
+		s.Designs = append(s.Designs, d)
+		if len(s.Designs) > maxAxisValues {
+			return nil, errorf("sweep: more than %d designs; split the sweep into several configs", maxAxisValues)
+		}
+		i := len(grid) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(grid[i].Values) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			break
+		}
+	}
+	// Validate every point (a search at both ends) before running any.
+	for _, d := range s.Designs {
+		probes := [][]assignment{d.set}
+		if s.Search != nil {
+			probes = nil
+			for _, v := range []float64{s.Search.Search.From, s.Search.Search.To} {
+				probes = append(probes, s.withSearch(d, v))
+			}
+		}
+		for _, set := range probes {
+			if _, err := s.decode(set); err != nil {
+				return nil, errorf("sweep: the point %s: %s", paramText(set), err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Point builds design d's point (with the search key at searchValue when
+// the sweep has a search axis). An error still returns the point's Params.
+func (s *Sweep) Point(d Design, searchValue float64) (*Point, error) {
+	set := d.set
+	if s.Search != nil {
+		set = s.withSearch(d, searchValue)
+	}
+	p := &Point{Params: s.params(set)}
+	l, err := s.decode(set)
+	if err != nil {
+		return p, err
+	}
+	p.Seed = DeriveSeed(l.Config.Seed, p.Params)
+	l.Config.Seed = p.Seed
+	if s.fix != nil {
+		s.fix(l)
+	}
+	p.Loaded = l
+	return p, nil
+}
+
+func (s *Sweep) withSearch(d Design, v float64) []assignment {
+	set := append([]assignment{}, d.set...)
+	return append(set, assignment{s.Search.Key, numberNodes([]float64{v}, false)[0]})
+}
+
+// decode copies the base tree, sets the assignments and decodes it.
+func (s *Sweep) decode(set []assignment) (*fabric.Loaded, error) {
+	root := copyNode(s.base)
+	for _, a := range set {
+		if err := config.SetNode(root, strings.Split(a.key, "."), copyNode(a.value)); err != nil {
+			return nil, err
+		}
+	}
+	return fabric.Decode(root)
+}
+
+// params are the swept keys' values: the assignment for unpinned axes, the
+// base tree's value for pinned ones.
+func (s *Sweep) params(set []assignment) map[string]any {
+	p := map[string]any{}
+	for _, a := range s.Axes {
+		if a.Pinned {
+			p[a.Key] = nodeValue(config.Lookup(s.base, a.Key))
+		}
+	}
+	for _, a := range set {
+		p[a.key] = nodeValue(a.value)
+	}
+	return p
+}
+
+// DeriveSeed returns the seed of a sweep point: the first 8 bytes of
+// SHA-256 over the base seed and the point's params in key order, each
+// value in its JSON form. It depends on nothing but the config and the
+// point, so results do not depend on --jobs, on sharding or on the order
+// points run in; a point run alone (every swept key pinned with --set)
+// derives the same seed. A seed param itself is part of params, so
+// sweeping seed gives independent replicas.
+func DeriveSeed(base uint64, params map[string]any) uint64 {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	h.Write([]byte("hcasim sweep seed\x00" + strconv.FormatUint(base, 10) + "\x00"))
+	for _, k := range keys {
+		b, err := json.Marshal(params[k])
+		if err != nil {
+			panic("sweep: param " + k + " has no JSON form: " + err.Error())
+		}
+		h.Write([]byte(k + "=" + string(b) + "\x00"))
+	}
+	return binary.BigEndian.Uint64(h.Sum(nil)[:8])
+}
+
+func checkKey(key string, known []string) error {
+	if key == "sweep" || strings.HasPrefix(key, "sweep.") {
+		return errorf("sweep.%s: a sweep cannot sweep itself", key)
+	}
+	for _, k := range known {
+		if k == key || strings.HasPrefix(k, key+".") {
+			return nil
+		}
+	}
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		if d := distance(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if bestD <= max(2, len(key)/4) {
+		return errorf("sweep.%s: not a config key (did you mean %s?)", key, best)
+	}
+	return errorf("sweep.%s: not a config key (docs/config.md lists them)", key)
+}
+
+func pinned(key string, pins []string) bool {
+	for _, p := range pins {
+		if p == key || strings.HasPrefix(key, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// PinnedKeys returns the keys of `key=value` overrides.
+func PinnedKeys(sets []string) []string {
+	var out []string
+	for _, s := range sets {
+		k, _, _ := strings.Cut(s, "=")
+		out = append(out, strings.TrimSpace(k))
+	}
+	return out
+}
+
+// nodeValue decodes a value node as YAML would into an interface: ints,
+// floats, strings, bools, lists and maps.
+func nodeValue(n *yaml.Node) any {
+	if n == nil {
+		return nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return scalarText(n)
+	}
+	return v
+}
+
+func scalarText(n *yaml.Node) string {
+	return config.ScalarString(n)
+}
+
+func paramText(set []assignment) string {
+	parts := make([]string, len(set))
+	for i, a := range set {
+		parts[i] = a.key + "=" + scalarText(a.value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func copyNode(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, k := range n.Content {
+			c.Content[i] = copyNode(k)
+		}
+	}
+	return &c
+}
+
+// distance is the Levenshtein distance, for "did you mean".
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
