@@ -142,6 +142,7 @@ type ISLIPAllocator struct {
 	acceptArb  []*RoundRobin // per input, over outputs
 	iterations int
 	grants     []PortSet // per input: outputs that granted it this iteration
+	reqBy      []PortSet // per output: inputs requesting it this round
 	outMatched PortSet
 }
 
@@ -156,6 +157,7 @@ func NewISLIPAllocator(inputs, outputs, iterations int) *ISLIPAllocator {
 		acceptArb:  make([]*RoundRobin, inputs),
 		iterations: iterations,
 		grants:     make([]PortSet, inputs),
+		reqBy:      make([]PortSet, outputs),
 	}
 	for o := range a.grantArb {
 		a.grantArb[o] = NewRoundRobin(inputs)
@@ -184,46 +186,52 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 	for i := range grant {
 		grant[i] = -1
 	}
+	// Transpose the requests once: reqBy[o] = inputs requesting o.
+	var outs PortSet
+	nOut := len(a.grantArb)
+	for i := range req {
+		r := req[i]
+		for o := r.NextAtOrAfter(0); o >= 0 && o < nOut; o = r.NextAtOrAfter(o + 1) {
+			a.reqBy[o].Set(i)
+			outs.Set(o)
+		}
+	}
 	a.outMatched = PortSet{}
 	var inMatched PortSet
 	for it := 0; it < a.iterations; it++ {
-		for i := range a.grants {
-			a.grants[i] = PortSet{}
-		}
-		granted := false
-		// Grant: each unmatched output looks at unmatched inputs requesting it.
-		for o, arb := range a.grantArb {
+		var granted PortSet // inputs that received a grant this iteration
+		// Grant: each unmatched output picks among unmatched inputs requesting it.
+		for o := outs.NextAtOrAfter(0); o >= 0; o = outs.NextAtOrAfter(o + 1) {
 			if a.outMatched.Has(o) {
 				continue
 			}
 			var requesters PortSet
-			for i := range req {
-				if !inMatched.Has(i) && req[i].Has(o) {
-					requesters.Set(i)
-				}
+			for w := range requesters {
+				requesters[w] = a.reqBy[o][w] &^ inMatched[w]
 			}
-			if i := arb.Pick(requesters); i >= 0 {
+			if i := a.grantArb[o].Pick(requesters); i >= 0 {
 				a.grants[i].Set(o)
-				granted = true
+				granted.Set(i)
 			}
 		}
-		if !granted {
+		if !granted.Any() {
 			break
 		}
 		// Accept: each input with grants accepts one.
-		for i, arb := range a.acceptArb {
-			if !a.grants[i].Any() {
-				continue
-			}
-			o := arb.Pick(a.grants[i])
+		for i := granted.NextAtOrAfter(0); i >= 0; i = granted.NextAtOrAfter(i + 1) {
+			o := a.acceptArb[i].Pick(a.grants[i])
+			a.grants[i] = PortSet{}
 			grant[i] = o
 			inMatched.Set(i)
 			a.outMatched.Set(o)
 			if it == 0 {
-				arb.Commit(o)
+				a.acceptArb[i].Commit(o)
 				a.grantArb[o].Commit(i)
 			}
 		}
+	}
+	for o := outs.NextAtOrAfter(0); o >= 0; o = outs.NextAtOrAfter(o + 1) {
+		a.reqBy[o] = PortSet{}
 	}
 }
 

@@ -40,11 +40,39 @@ func (sw *Switch) allocationRound(t ib.PS) {
 }
 
 // collectCandidates fills cand, candVLs, candInVL, touched and blocked.
+//
+// Only queue heads that could be granted are looked at: those at a free
+// input whose output is free. Heads for outputs that already have a VL in
+// credit stall are looked at from every input, so a stall lasts exactly as
+// long as some ready packet lacks credits. A stall therefore begins when
+// credits are the only thing a packet is missing, and ends when its VL has
+// credits again or no ready packet is left.
 func (sw *Switch) collectCandidates(t ib.PS) {
 	tXbar := t + sw.allocPS
+	var freeOuts components.PortSet
+	for o := 0; o < sw.radix; o++ {
+		if sw.outputFree(o, t) {
+			freeOuts.Set(o)
+		}
+	}
+	stalled := sw.stallOuts
+	var watchFree components.PortSet
+	for w := range watchFree {
+		watchFree[w] = freeOuts[w] | stalled[w]
+	}
+	if !watchFree.Any() {
+		return
+	}
 	for i := sw.active.NextAtOrAfter(0); i >= 0; i = sw.active.NextAtOrAfter(i + 1) {
 		in := &sw.in[i]
 		inFree := sw.inputFree(i, tXbar)
+		watch := &stalled
+		if inFree {
+			watch = &watchFree
+		}
+		if !watch.Any() {
+			continue
+		}
 		for k := 0; k < 16; k++ {
 			vl := (in.rr + k) & 15
 			if in.nonEmpty&(1<<vl) == 0 {
@@ -52,11 +80,18 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			}
 			q := in.vls[vl]
 			if len(q.qHead) == 1 {
-				sw.consider(i, vl, q, q.qHead[0], t, inFree)
+				o := int(q.slots[q.qHead[0]].out)
+				if watch.Has(o) {
+					sw.consider(i, vl, q, q.qHead[0], t, inFree && freeOuts.Has(o))
+				}
 				continue
 			}
-			for o := q.nonEmpt.NextAtOrAfter(0); o >= 0; o = q.nonEmpt.NextAtOrAfter(o + 1) {
-				sw.consider(i, vl, q, q.qHead[o], t, inFree)
+			var set components.PortSet
+			for w := range set {
+				set[w] = q.nonEmpt[w] & watch[w]
+			}
+			for o := set.NextAtOrAfter(0); o >= 0; o = set.NextAtOrAfter(o + 1) {
+				sw.consider(i, vl, q, q.qHead[o], t, inFree && freeOuts.Has(o))
 			}
 		}
 		in.rr = (in.rr + 1) & 15
@@ -64,9 +99,10 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 }
 
 // consider makes the queued packet in slot k of input i, VL inVL a candidate
-// if it can go now; a ready packet held only by missing credits marks its
-// output VL as credit-blocked.
-func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, inFree bool) {
+// if it is ready, its output VL has credits and canGrant (its input and
+// output are free); a ready packet lacking credits marks its output VL as
+// credit-blocked.
+func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant bool) {
 	e := &q.slots[k]
 	if e.ready > t {
 		return
@@ -77,7 +113,7 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, inFree boo
 		sw.stallOuts.Set(o)
 		return
 	}
-	if !inFree || !sw.outputFree(o, t) || sw.cand[o][v].Has(i) {
+	if !canGrant || sw.cand[o][v].Has(i) {
 		return
 	}
 	sw.cand[o][v].Set(i)

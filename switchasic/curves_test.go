@@ -20,6 +20,8 @@ type uniformResult struct {
 	latencyNs float64 // mean injection-to-tail latency of packets delivered in the window, ns
 	blockHops uint64  // 64-byte blocks the switch forwarded
 	events    uint64
+	rounds    uint64 // allocation rounds the switch ran
+	packets   uint64 // packets the switch forwarded
 }
 
 // runUniform drives every host with Bernoulli injection at offered load
@@ -59,6 +61,8 @@ func runUniform(t testing.TB, cfg Config, load float64, payload int, warm, end i
 	r := uniformResult{
 		accepted:  float64(bytes) / (float64(radix) * float64(end-warm) / 20),
 		blockHops: n.sw.Counters().BlockHops,
+		rounds:    n.sw.Counters().AllocRound,
+		packets:   n.sw.Counters().Forwarded,
 		events:    n.s.Events(),
 	}
 	if count > 0 {
