@@ -389,7 +389,7 @@ func (r *router) prepareDModK() error {
 func (r *router) dModK(x, hd int, cands []int) int {
 	s := r.s
 	t := s.Topo
-	if r.down[x] == unreached {
+	if r.down[x] == unreached && r.upCount[r.level[x]] > 0 {
 		lv := r.level[x]
 		q := (hd / r.divisor[lv]) % r.upCount[lv]
 		p := r.upPorts[x][q]

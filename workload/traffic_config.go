@@ -6,6 +6,9 @@ import (
 	"strings"
 )
 
+// MinOfferedLoad is the smallest offered load the injectors take.
+const MinOfferedLoad = 0.001
+
 // TrafficConfig holds the synthetic-traffic knobs. Its keys are those of the
 // `workload:` section (Config carries the same fields; Config.Traffic copies
 // them out), so errors name workload.* keys.
@@ -82,8 +85,11 @@ func (c *TrafficConfig) Validate() error {
 	if c.Sizes == "" && (c.Size < 1 || c.Size > maxPayload) {
 		return fmt.Errorf("workload.size: %d is not a packet payload (1 to %d bytes)", c.Size, maxPayload)
 	}
-	if math.IsNaN(c.OfferedLoad) || c.OfferedLoad <= 0 || c.OfferedLoad > 1 {
-		return fmt.Errorf("workload.offered_load: %v is out of range (above 0, at most 1)", c.OfferedLoad)
+	// The injectors draw a geometric gap one slot at a time (integer draws,
+	// the same on every machine), 1/load draws a packet: below 0.001 that
+	// is over a thousand draws per packet.
+	if math.IsNaN(c.OfferedLoad) || c.OfferedLoad < MinOfferedLoad || c.OfferedLoad > 1 {
+		return fmt.Errorf("workload.offered_load: %v is out of range (%v to 1)", c.OfferedLoad, MinOfferedLoad)
 	}
 	if c.Injection != InjectBernoulli && c.Injection != InjectOnOff {
 		return fmt.Errorf("workload.injection: %q is not an injection process (bernoulli, onoff)", c.Injection)

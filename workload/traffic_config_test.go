@@ -20,8 +20,8 @@ func TestTrafficConfigValidate(t *testing.T) {
 	}{
 		{with(func(c *TrafficConfig) { c.Pattern = "stream" }), `workload.kind: "stream" is not a synthetic pattern (uniform, permutation, shift, bitcomp, hotspot, incast)`},
 		{with(func(c *TrafficConfig) { c.Size = 0 }), "workload.size: 0 is not a packet payload (1 to 4096 bytes)"},
-		{with(func(c *TrafficConfig) { c.OfferedLoad = 1.2 }), "workload.offered_load: 1.2 is out of range (above 0, at most 1)"},
-		{with(func(c *TrafficConfig) { c.OfferedLoad = 0 }), "workload.offered_load: 0 is out of range (above 0, at most 1)"},
+		{with(func(c *TrafficConfig) { c.OfferedLoad = 1.2 }), "workload.offered_load: 1.2 is out of range (0.001 to 1)"},
+		{with(func(c *TrafficConfig) { c.OfferedLoad = 0 }), "workload.offered_load: 0 is out of range (0.001 to 1)"},
 		{with(func(c *TrafficConfig) { c.Injection = "poisson" }), `workload.injection: "poisson" is not an injection process (bernoulli, onoff)`},
 		{with(func(c *TrafficConfig) { c.BurstPackets = 0.5 }), "workload.burst_packets: 0.5 is out of range (1 to 1e6)"},
 		{with(func(c *TrafficConfig) { c.HotspotFraction = -0.1 }), "workload.hotspot_fraction: -0.1 is out of range (0 to 1)"},
