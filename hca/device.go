@@ -270,7 +270,7 @@ func (d *Device) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	d.rxPending++
 	e := d.at(tail, evRxTail)
 	e.Pkt = pkt
-	if tl := d.Timeline; tl != nil && tl.matchesRequest(pkt) && tl.RxTail == 0 {
+	if tl := d.Timeline; tl.atResponder(d, pkt) && tl.RxTail == 0 {
 		tl.RxTail = tail
 	}
 }
@@ -327,7 +327,7 @@ func (d *Device) trySend() {
 		if q == &d.reqQ {
 			d.Counters.ReqPackets++
 			d.txBufUsed -= pkt.WireBytes()
-			if tl := d.Timeline; tl != nil && tl.matchesRequest(pkt) && tl.WireStart == 0 {
+			if tl := d.Timeline; tl != nil && tl.dev == d && tl.matchesRequest(pkt) && tl.WireStart == 0 {
 				tl.WireStart = now
 			}
 			d.schedule()
@@ -387,7 +387,7 @@ func (d *Device) schedule() {
 			pkt.Payload = append(pkt.Payload[:0], m.inline[off:off+pkt.PayloadLen]...)
 		}
 		ready = d.stages[StageTransportTx].accept(ready, 0)
-		if tl := d.Timeline; tl != nil && tl.QPN == qp.Num && tl.WQEIndex == w.Index && tl.Active {
+		if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == w.Index {
 			tl.notePSNs(qp.remoteQPN, m.firstPSN, m.npsn)
 			if tx.Index == 0 && tl.TxReady == 0 {
 				tl.Granted, tl.DMAReadDone, tl.TxReady = now, ready-d.stages[StageTransportTx].lat, ready
@@ -496,7 +496,7 @@ func (d *Device) sendCompletion(qp *QP, c Completion, t ib.PS) {
 	}
 	d.writeCQE(qp.SendCQ, CQE{Opcode: CQEReq, Status: c.Status, WROp: c.WQE.Opcode, QPN: qp.Num,
 		Counter: c.WQE.Index, ByteCnt: c.WQE.Length}, t)
-	if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.WQEIndex == c.WQE.Index && tl.AckRx == 0 {
+	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == c.WQE.Index && tl.AckRx == 0 {
 		tl.AckRx = d.s.Now()
 	}
 }
@@ -531,10 +531,10 @@ func (d *Device) cqeVisible() {
 	d.trace(components.TraceCQE, c.QPN, components.IntField("wqe", int64(c.Counter)),
 		components.StrField("status", c.Status.String()))
 	if tl := d.Timeline; tl != nil && tl.Active {
-		if !c.Receiver && c.QPN == tl.QPN && c.Counter == tl.WQEIndex && tl.ReqCQE == 0 {
+		if !c.Receiver && tl.atRequester(d, c.QPN) && c.Counter == tl.WQEIndex && tl.ReqCQE == 0 {
 			tl.ReqCQE = d.s.Now()
 		}
-		if c.Receiver && c.QPN == tl.DestQPN && tl.RespCQE == 0 && tl.RxDone != 0 {
+		if c.Receiver && tl.dev != d && c.QPN == tl.DestQPN && tl.RespCQE == 0 && tl.RespCQEIssue != 0 {
 			tl.RespCQE = d.s.Now()
 		}
 	}

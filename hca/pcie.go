@@ -132,7 +132,7 @@ func (p *PCIe) Read(t ib.PS, n int) ib.PS {
 		cplStart := reqAt + p.readLat
 		end := cplStart
 		for c := r; c > 0; c -= p.cfg.ReadCompletionBytes {
-			end = p.down.occupy(cplStart, p.SerPS(min(c, p.cfg.ReadCompletionBytes)+p.cfg.TLPOverheadBytes))
+			end = p.down.occupy(cplStart, p.SerPS(min(c, p.cfg.ReadCompletionBytes)+p.cfg.CompletionOverheadBytes))
 		}
 		p.tagFree[(p.tagHead+p.tagN)%len(p.tagFree)] = end
 		p.tagN++
@@ -154,12 +154,13 @@ func (p *PCIe) Utilization(until ib.PS) (up, down float64) {
 // ReadBoundGbps returns the payload rate a stream of large DMA reads can
 // reach: the smaller of the completion-efficiency bound raw × C / (C + O)
 // and the tag bound tags × MRRS / round trip (Little's law).
+// DLLPs (Ack, UpdateFC) are not modelled and would lower it slightly.
 func (p *PCIe) ReadBoundGbps() float64 {
 	c := float64(p.cfg.ReadCompletionBytes)
-	o := float64(p.cfg.TLPOverheadBytes)
+	o := float64(p.cfg.CompletionOverheadBytes)
 	link := p.PayloadGbps() * c / (c + o)
 	rtt := float64(p.SerPS(p.cfg.TLPOverheadBytes)+p.readLat) +
-		float64(p.SerPS(p.cfg.MRRSBytes+p.cfg.TLPOverheadBytes*p.cfg.MRRSBytes/p.cfg.ReadCompletionBytes))
+		float64(p.SerPS(p.cfg.MRRSBytes+p.cfg.CompletionOverheadBytes*p.cfg.MRRSBytes/p.cfg.ReadCompletionBytes))
 	tags := float64(p.cfg.OutstandingReads) * float64(p.cfg.MRRSBytes) * 8 / rtt * 1000 // Gb/s
 	return min(link, tags)
 }

@@ -10,7 +10,8 @@ import (
 
 func gen3() PCIeConfig {
 	return PCIeConfig{Gen: 3, Lanes: 16, MPSBytes: 256, MRRSBytes: 512, ReadCompletionBytes: 64,
-		ReadLatencyNS: 500, WriteLatencyNS: 200, TLPOverheadBytes: 24, OutstandingReads: 4, MMIOLatencyNS: 250}
+		ReadLatencyNS: 500, WriteLatencyNS: 200, TLPOverheadBytes: 24, CompletionOverheadBytes: 20,
+		OutstandingReads: 4, MMIOLatencyNS: 250}
 }
 
 func TestPCIeRates(t *testing.T) {
@@ -44,8 +45,8 @@ func TestPCIeWriteAndRead(t *testing.T) {
 
 	q := NewPCIe(gen3())
 	// A 100-byte read: one request (24 B upstream), 500 ns, then two
-	// completions of 64 and 36 bytes (+24 each) downstream.
-	want = q.SerPS(24) + 500*ib.Nanosecond + q.SerPS(88) + q.SerPS(60)
+	// completions of 64 and 36 bytes (+20 each) downstream.
+	want = q.SerPS(24) + 500*ib.Nanosecond + q.SerPS(84) + q.SerPS(56)
 	assert.Equal(t, want, q.Read(0, 100))
 	assert.Equal(t, int64(1), q.ReadRequests)
 }
@@ -55,7 +56,7 @@ func TestPCIeOutstandingReadCap(t *testing.T) {
 	p := NewPCIe(gen3())
 	done := p.Read(0, 5*512)
 	req := p.SerPS(24)
-	cpl := p.SerPS(64 + 24)
+	cpl := p.SerPS(64 + 20)
 	// Request k (k=0..3) leaves at (k+1)·req; its completions start at
 	// (k+1)·req + 500 ns, but the downstream is FIFO: request 0's 8
 	// completions end at req + 500 ns + 8·cpl; each later request's start
@@ -74,8 +75,8 @@ func TestPCIeReadBound(t *testing.T) {
 	c := gen3()
 	c.OutstandingReads = 256
 	p := NewPCIe(c)
-	// With enough tags the bound is completion efficiency: 126.03 × 64/88.
-	assert.InDelta(t, 8*16*128.0/130*64/88, p.ReadBoundGbps(), 1e-9)
+	// With enough tags the bound is completion efficiency: 126.03 × 64/84 = 96.02.
+	assert.InDelta(t, 8*16*128.0/130*64/84, p.ReadBoundGbps(), 1e-9)
 	// Streaming 1 MiB of reads approaches that bound.
 	n := 1 << 20
 	done := p.Read(0, n)

@@ -63,7 +63,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 			components.StrField("result", a.KeyResult.String()))
 	}
 	tl := d.Timeline
-	traced := tl != nil && tl.Active && tl.matchesRequest(pkt)
+	traced := tl.atResponder(d, pkt)
 	if traced && tl.RxDone == 0 {
 		tl.RxDone, tl.RespKey = now, t
 	}
@@ -75,7 +75,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		}
 	}
 	if a.RecvDone {
-		if traced {
+		if traced && tl.RespCQEIssue == 0 {
 			tl.RespCQEIssue = t
 		}
 		qp.rqDone++

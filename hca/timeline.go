@@ -7,8 +7,9 @@ import "github.com/hcasim/hcasim/ib"
 // the workload reads it for the per-stage latency breakdown.
 type Timeline struct {
 	Active   bool
-	QPN      uint32 // requester QP
-	WQEIndex uint16 // the traced WQE's index (its first WQEBB)
+	dev      *Device // the requester's device
+	QPN      uint32  // requester QP
+	WQEIndex uint16  // the traced WQE's index (its first WQEBB)
 
 	DestQPN  uint32 // responder QP, learned when the first packet is built
 	FirstPSN uint32
@@ -34,9 +35,19 @@ type Timeline struct {
 	ReqCQE        ib.PS // requester CQE visible
 }
 
-// Trace starts recording the WQE with index idx on requester QP qpn.
-func (tl *Timeline) Trace(qpn uint32, idx uint16) {
-	*tl = Timeline{Active: true, QPN: qpn, WQEIndex: idx}
+// Trace starts recording the WQE with index idx on qp (the requester).
+func (tl *Timeline) Trace(qp *QP, idx uint16) {
+	*tl = Timeline{Active: true, dev: qp.dev, QPN: qp.Num, WQEIndex: idx}
+}
+
+// atRequester reports whether d's qp is the traced requester.
+func (tl *Timeline) atRequester(d *Device, qpn uint32) bool {
+	return tl != nil && tl.Active && tl.dev == d && tl.QPN == qpn
+}
+
+// atResponder reports whether pkt, arriving at d, belongs to the traced message.
+func (tl *Timeline) atResponder(d *Device, pkt *ib.Packet) bool {
+	return tl != nil && tl.dev != d && tl.matchesRequest(pkt)
 }
 
 func (tl *Timeline) notePSNs(dest, first uint32, n int) {

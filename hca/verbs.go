@@ -273,7 +273,7 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 		e.VL = 1
 		e.Port = int32(bbs)
 	}
-	if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.WQEIndex == idx && tl.Posted == 0 {
+	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == idx && tl.Posted == 0 {
 		tl.Posted = d.s.Now()
 		tl.DoorbellStore = store
 	}
@@ -368,7 +368,7 @@ func (d *Device) doorbell(qp *QP, pi uint32, bfBBs int) {
 	if cntDiff(pi, qp.sqDB) > 0 {
 		qp.sqDB = pi
 	}
-	if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.Doorbell == 0 && tl.Posted != 0 {
+	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.Doorbell == 0 && tl.Posted != 0 && cntDiff(pi, qp.sqPIAt(tl.WQEIndex)) >= 0 {
 		tl.Doorbell, tl.DoorbellDone = now, t
 	}
 	d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(pi)), components.StrField("queue", "sq_doorbell"))
@@ -452,7 +452,7 @@ func (d *Device) wqeReady(qp *QP) {
 	k := 0
 	for ; k < len(qp.decoded) && qp.decoded[k].readyAt <= now; k++ {
 		dw := qp.decoded[k]
-		if tl := d.Timeline; tl != nil && tl.Active && tl.QPN == qp.Num && tl.WQEIndex == dw.wqe.Index && tl.WQEReady == 0 {
+		if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == dw.wqe.Index && tl.WQEReady == 0 {
 			tl.WQEReady = now
 		}
 		if dw.keyErr {
@@ -561,3 +561,15 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 
 // cntDiff returns a − b for 32-bit wrapping queue counters.
 func cntDiff(a, b uint32) int32 { return int32(a - b) }
+
+// NextWQEIndex returns the index the next posted send WQE will get.
+func (qp *QP) NextWQEIndex() uint16 { return uint16(qp.sqPI) }
+
+// Device returns the device the QP lives on.
+func (qp *QP) Device() *Device { return qp.dev }
+
+// sqPIAt returns the producer count just after the WQE at 16-bit index idx
+// (the doorbell that announces it carries at least this).
+func (qp *QP) sqPIAt(idx uint16) uint32 {
+	return qp.sqNext[uint32(idx)%uint32(qp.sqBBs)]
+}

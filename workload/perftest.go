@@ -1,0 +1,567 @@
+package workload
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// PerftestTests lists the perftest-style tests RunPerftest runs.
+var PerftestTests = []string{"write_lat", "write_bw", "read_lat", "read_bw", "send_lat", "send_bw", "atomic_lat"}
+
+// Perftest defaults (linux-rdma/perftest src/perftest_parameters.h).
+const (
+	perftestCQMod       = 100 // DEF_CQ_MOD
+	perftestRxDepth     = 512 // DEF_RX_SEND
+	perftestInlineWrite = 220 // DEF_INLINE_WRITE (latency tests)
+	perftestInlineSend  = 236 // DEF_INLINE_SEND_RC_UC (latency tests)
+)
+
+// PerftestRun is one perftest-style run between two hosts back to back.
+type PerftestRun struct {
+	Link link.Config // the cable between the hosts (generation, width, length, MTU)
+	HCA  hca.Config  // both hosts' HCA and host profile
+
+	Test       string // write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat
+	Size       int    // message payload bytes (perftest -s); atomics always move 8
+	Iterations int    // messages per QP (perftest -n)
+	TxDepth    int    // outstanding WRs per QP in bandwidth tests (perftest -t)
+	QPs        int    // queue pairs (perftest -q)
+	// InlineSize is the largest message sent inline (perftest -I); -1 takes
+	// perftest's default: 220 for write_lat, 236 for send_lat, 0 otherwise.
+	InlineSize int
+	Seed       uint64  // fills the buffers; the model has no other randomness
+	MaxTimeNs  float64 // simulated-time guard; 0 = 1 s
+
+	// FaultDropAcks drops that many ACKs at the requester (retry test hook).
+	FaultDropAcks int
+}
+
+// Validate checks the run's own knobs (the link and HCA configs validate
+// themselves).
+func (r *PerftestRun) Validate() error {
+	ok := false
+	for _, t := range PerftestTests {
+		ok = ok || t == r.Test
+	}
+	if !ok {
+		return fmt.Errorf("workload.test: %q is not a perftest test (%s)", r.Test, strings.Join(PerftestTests, ", "))
+	}
+	if r.Size < 0 || r.Size > 8<<20 {
+		return fmt.Errorf("workload.size: %d is out of range (0 to 8388608 bytes)", r.Size)
+	}
+	if r.Iterations < 2 || r.Iterations > 1e8 {
+		return fmt.Errorf("workload.iterations: %d is out of range (2 to 1e8)", r.Iterations)
+	}
+	if r.TxDepth < 1 || r.TxDepth > 8192 {
+		return fmt.Errorf("workload.tx_depth: %d is out of range (1 to 8192)", r.TxDepth)
+	}
+	if r.QPs < 1 || r.QPs > 4096 {
+		return fmt.Errorf("workload.qps: %d is out of range (1 to 4096)", r.QPs)
+	}
+	if r.Test == "write_lat" && r.Size < 1 {
+		return fmt.Errorf("workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got %d", r.Size)
+	}
+	if r.InlineSize < -1 || r.InlineSize > r.HCA.MaxInlineBytes {
+		return fmt.Errorf("workload.inline_size: %d is out of range (-1 for perftest's default, 0 to hca.max_inline_bytes %d)", r.InlineSize, r.HCA.MaxInlineBytes)
+	}
+	return nil
+}
+
+// App event kinds: the application thread on host 0 or 1 wakes up.
+const (
+	evApp0 uint8 = iota + 1
+	evApp1
+	evStart
+)
+
+// perftest drives one run: two application threads, one per host.
+type perftest struct {
+	run    PerftestRun
+	s      *components.Sim
+	dev    [2]*hca.Device
+	qp     [2][]*hca.QP
+	buf    [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
+	rbuf   [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
+	mr     [2][]hca.MR
+	bufLen int
+	inline bool
+	op     hca.WROpcode
+	isLat  bool
+	pollPS ib.PS
+
+	// Progress.
+	posted    []int // client WRs posted per QP
+	completed []int // client WRs completed per QP
+	unsig     []int // client WRs posted since the last signaled one, per QP
+	recvDone  [2][]int
+	pongs     int // lat: pongs the server sent
+	pending   [2]bool
+	tl        hca.Timeline
+	traceIter int
+
+	stamps  []ib.PS // client post times (lat tests)
+	lat     Latencies
+	start   ib.PS
+	end     ib.PS
+	done    bool
+	errs    []string
+	payload [2][]byte // the bytes each side's buffer held when it sent
+}
+
+// RunPerftest runs one perftest-style test back to back and returns its
+// metrics (snake_case keys, units in the names). The error is a user's
+// mistake in the run's knobs, or a run that did not finish.
+func RunPerftest(run PerftestRun) (map[string]any, error) {
+	if err := run.Validate(); err != nil {
+		return nil, err
+	}
+	if err := run.HCA.Validate(); err != nil {
+		return nil, err
+	}
+	if err := run.Link.Validate("link"); err != nil {
+		return nil, err
+	}
+	p := newPerftest(run)
+	p.kick()
+	maxT := run.MaxTimeNs
+	if maxT <= 0 {
+		maxT = 1e9
+	}
+	p.s.StopAt(ib.PS(maxT * 1000))
+	if err := p.s.Run(); err != nil {
+		return nil, err
+	}
+	if !p.done {
+		return nil, fmt.Errorf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, sum(p.completed), run.Iterations*run.QPs)
+	}
+	p.verify()
+	return p.metrics(), nil
+}
+
+func sum(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func newPerftest(run PerftestRun) *perftest {
+	s := components.NewSim()
+	a, b := hca.BackToBack(s, run.Link, run.HCA, run.HCA)
+	p := &perftest{run: run, s: s, dev: [2]*hca.Device{a, b}}
+	p.isLat = strings.HasSuffix(run.Test, "_lat")
+	switch {
+	case strings.HasPrefix(run.Test, "write"):
+		p.op = hca.WRRDMAWrite
+	case strings.HasPrefix(run.Test, "read"):
+		p.op = hca.WRRDMARead
+	case strings.HasPrefix(run.Test, "send"):
+		p.op = hca.WRSend
+	default:
+		p.op = hca.WRFetchAdd
+		run.Size = 8
+		p.run.Size = 8
+	}
+	inl := run.InlineSize
+	if inl < 0 {
+		inl = 0
+		if run.Test == "write_lat" {
+			inl = perftestInlineWrite
+		} else if run.Test == "send_lat" {
+			inl = perftestInlineSend
+		}
+		inl = min(inl, run.HCA.MaxInlineBytes)
+	}
+	p.inline = (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) && run.Size <= inl
+	p.pollPS = ib.PS(math.Round(run.HCA.Host.PollNS * 1000))
+	p.bufLen = max(run.Size, 8)
+	rng := rand.New(rand.NewPCG(run.Seed, 0x9e7f))
+	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite | hca.AccessRemoteRead | hca.AccessRemoteAtomic
+	sqBBs := 1
+	for sqBBs < 4*max(run.TxDepth, perftestCQMod) {
+		sqBBs *= 2
+	}
+	cqDepth := run.HCA.CQDepth
+	for side := 0; side < 2; side++ {
+		d := p.dev[side]
+		pd := d.AllocPD()
+		scq, rcq := d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
+		for q := 0; q < run.QPs; q++ {
+			qp := d.CreateQP(pd, scq, rcq, sqBBs, perftestRxDepth)
+			// One registration covers the send half and the receive half.
+			buf := d.Malloc(2 * p.bufLen)
+			data := make([]byte, 2*p.bufLen)
+			for i := range data {
+				data[i] = byte(rng.Uint32())
+			}
+			d.Mem.Write(buf, data)
+			p.qp[side] = append(p.qp[side], qp)
+			p.buf[side] = append(p.buf[side], buf)
+			p.rbuf[side] = append(p.rbuf[side], buf+uint64(p.bufLen))
+			p.mr[side] = append(p.mr[side], d.RegMR(pd, buf, 2*p.bufLen, acc))
+		}
+		p.recvDone[side] = make([]int, run.QPs)
+	}
+	for q := 0; q < run.QPs; q++ {
+		// PSNs start from the seed, as perftest draws them at random.
+		if err := hca.ConnectRC(p.qp[0][q], p.qp[1][q], run.Link.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF); err != nil {
+			panic(fmt.Sprintf("perftest: connect: %v", err))
+		}
+	}
+	p.posted = make([]int, run.QPs)
+	p.completed = make([]int, run.QPs)
+	p.unsig = make([]int, run.QPs)
+	a.Timeline, b.Timeline = &p.tl, &p.tl
+	a.DropAcks = run.FaultDropAcks
+	for side := 0; side < 2; side++ {
+		side := side
+		p.dev[side].OnCQE = func(_ *hca.CQ, now ib.PS) { p.wakeApp(side, now) }
+	}
+	if p.op == hca.WRRDMAWrite && p.isLat {
+		for side := 0; side < 2; side++ {
+			side := side
+			p.dev[side].OnMemWrite = func(addr uint64, n int, now ib.PS) { p.memWritten(side, addr, n, now) }
+		}
+	}
+	p.traceIter = run.Iterations / 2
+	return p
+}
+
+// snapshot copies n bytes of side's memory at addr.
+func (p *perftest) snapshot(side int, addr uint64) []byte {
+	b := make([]byte, p.run.Size)
+	p.dev[side].Mem.Read(addr, b)
+	return b
+}
+
+// wakeApp makes side's application thread poll at now + poll time (once).
+func (p *perftest) wakeApp(side int, now ib.PS) {
+	if p.pending[side] || p.done {
+		return
+	}
+	p.pending[side] = true
+	at := max(now, p.dev[side].CPUFreeAt()) + p.pollPS
+	p.s.Schedule(at, p, evApp0+uint8(side))
+}
+
+// HandleEvent implements components.EventHandler: an application thread
+// runs its poll loop once.
+func (p *perftest) HandleEvent(ev *components.Event) {
+	if ev.Kind == evStart {
+		p.begin()
+		return
+	}
+	side := int(ev.Kind - evApp0)
+	p.pending[side] = false
+	if p.done {
+		return
+	}
+	if p.isLat {
+		p.latPoll(side)
+	} else {
+		p.bwPoll(side)
+	}
+}
+
+// kick posts the first work: receives everywhere a SEND test needs them,
+// then the client's first message(s).
+func (p *perftest) kick() {
+	if p.op == hca.WRSend {
+		for side := 0; side < 2; side++ {
+			if side == 0 && !p.isLat {
+				continue // send_bw: only the server receives
+			}
+			for q := range p.qp[side] {
+				for i := 0; i < perftestRxDepth; i++ {
+					p.postRecv(side, q)
+				}
+			}
+		}
+	}
+	// The timed part starts once setup (pre-posted receives and their
+	// prefetch) is over, as perftest posts its receives before timing.
+	startAt := max(p.dev[0].CPUFreeAt(), p.dev[1].CPUFreeAt())
+	if startAt > 0 {
+		startAt += setupSettle
+	}
+	p.s.Schedule(startAt, p, evStart)
+}
+
+// setupSettle lets the receive prefetches issued during setup land before
+// the timed part begins.
+const setupSettle = 5 * ib.Microsecond
+
+// begin starts the timed part.
+func (p *perftest) begin() {
+	p.start = p.s.Now()
+	for _, d := range p.dev {
+		d.ResetStats()
+	}
+	if p.isLat {
+		p.postClient(0)
+		return
+	}
+	for q := range p.qp[0] {
+		p.fillQP(q)
+	}
+}
+
+func (p *perftest) postRecv(side, q int) {
+	d := p.dev[side]
+	if err := d.PostRecv(p.qp[side][q], &hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen), LKey: p.mr[side][q].LKey}); err != nil {
+		panic(fmt.Sprintf("perftest: post_recv: %v", err))
+	}
+}
+
+// wr builds the client's (side 0) or server's work request on QP q.
+func (p *perftest) wr(side, q int, signaled bool, id uint64) hca.SendWR {
+	peer := 1 - side
+	w := hca.SendWR{ID: id, Opcode: p.op, Signaled: signaled, Inline: p.inline,
+		LocalAddr: p.buf[side][q], Length: uint32(p.run.Size), LKey: p.mr[side][q].LKey,
+		RemoteAddr: p.rbuf[peer][q], RKey: p.mr[peer][q].RKey}
+	switch p.op {
+	case hca.WRRDMARead:
+		w.LocalAddr, w.RemoteAddr = p.rbuf[side][q], p.buf[peer][q]
+	case hca.WRFetchAdd:
+		w.LocalAddr = p.rbuf[side][q]
+		w.CompareAdd = 1
+	}
+	return w
+}
+
+func (p *perftest) post(side, q int, w *hca.SendWR) {
+	if p.isLat && (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) {
+		p.payload[side] = p.snapshot(side, p.buf[side][q]) // what this message carries
+	}
+	if err := p.dev[side].PostSend(p.qp[side][q], w); err != nil {
+		panic(fmt.Sprintf("perftest: post_send: %v", err))
+	}
+}
+
+// ---- latency tests ----
+
+// postClient posts the client's next ping (or READ / atomic).
+func (p *perftest) postClient(q int) {
+	k := p.posted[q]
+	if k == p.traceIter && q == 0 {
+		p.tl.Trace(p.qp[0][0], p.qp[0][0].NextWQEIndex())
+	}
+	signaled := !(p.op == hca.WRRDMAWrite || p.op == hca.WRSend) || (k+1)%perftestCQMod == 0
+	w := p.wr(0, q, signaled, uint64(k))
+	if p.op == hca.WRRDMAWrite {
+		p.stampLastByte(0, q, k)
+	}
+	p.stamps = append(p.stamps, p.s.Now())
+	p.post(0, q, &w)
+	p.posted[q]++
+}
+
+// stampLastByte writes the iteration number into the send buffer's last
+// byte, which the peer polls in its receive buffer (ib_write_lat).
+func (p *perftest) stampLastByte(side, q, k int) {
+	d := p.dev[side]
+	d.Mem.Write(p.buf[side][q]+uint64(p.run.Size-1), []byte{byte(k + 1)})
+}
+
+// lastByte is the address of the message's last byte in side's receive buffer.
+func (p *perftest) lastByte(side, q int) uint64 {
+	return p.rbuf[side][q] + uint64(max(p.run.Size, 1)-1)
+}
+
+// memWritten is write_lat's poll on the last byte of the receive buffer.
+func (p *perftest) memWritten(side int, addr uint64, n int, now ib.PS) {
+	last := p.lastByte(side, 0)
+	if addr <= last && last < addr+uint64(n) {
+		p.wakeApp(side, now)
+	}
+}
+
+// latPoll is one turn of a latency test's poll loop on side.
+func (p *perftest) latPoll(side int) {
+	d := p.dev[side]
+	var wcs [16]hca.WC
+	switch p.op {
+	case hca.WRRDMAWrite:
+		// Ping-pong on the buffer's last byte; send CQs drain quietly.
+		for d.PollCQ(p.qp[side][0].SendCQ, wcs[:]) > 0 {
+		}
+		var b [1]byte
+		d.Mem.Read(p.lastByte(side, 0), b[:])
+		if side == 1 {
+			want := byte(p.pongs + 1)
+			if b[0] != want {
+				return
+			}
+			p.checkArrived(1, 0)
+			p.pongs++
+			w := p.wr(1, 0, (p.pongs)%perftestCQMod == 0, uint64(p.pongs))
+			p.stampLastByte(1, 0, p.pongs-1)
+			p.post(1, 0, &w)
+			return
+		}
+		if b[0] != byte(p.posted[0]) {
+			return
+		}
+		p.checkArrived(0, 0)
+		p.clientTurn()
+	case hca.WRSend:
+		for d.PollCQ(p.qp[side][0].SendCQ, wcs[:]) > 0 {
+		}
+		n := d.PollCQ(p.qp[side][0].RecvCQ, wcs[:1])
+		if n == 0 {
+			return
+		}
+		p.checkWC(wcs[0])
+		p.checkArrived(side, 0)
+		p.postRecv(side, 0)
+		if side == 1 {
+			p.pongs++
+			w := p.wr(1, 0, p.pongs%perftestCQMod == 0, uint64(p.pongs))
+			p.post(1, 0, &w)
+			return
+		}
+		p.clientTurn()
+	default: // read_lat, atomic_lat: the client waits for its own CQE
+		if side != 0 {
+			return
+		}
+		n := d.PollCQ(p.qp[0][0].SendCQ, wcs[:1])
+		if n == 0 {
+			return
+		}
+		p.checkWC(wcs[0])
+		k := p.posted[0] - 1
+		p.lat.Add(p.s.Now() - p.stamps[k])
+		p.completed[0]++
+		if p.completed[0] == p.run.Iterations {
+			p.finish()
+			return
+		}
+		p.postClient(0)
+	}
+}
+
+// clientTurn: the client saw the pong of its last ping; it records the
+// round trip and sends the next ping (perftest: lat = Δpost / 2).
+func (p *perftest) clientTurn() {
+	p.completed[0]++
+	if p.completed[0] == p.run.Iterations {
+		p.stamps = append(p.stamps, p.s.Now())
+		p.finish()
+		return
+	}
+	p.postClient(0)
+}
+
+// checkArrived compares side's receive buffer with what the peer last sent.
+func (p *perftest) checkArrived(side, q int) {
+	got := p.snapshot(side, p.rbuf[side][q])
+	if !bytes.Equal(got, p.payload[1-side]) {
+		p.errs = append(p.errs, fmt.Sprintf("host %d qp %d: received bytes differ from the sent ones", side, q))
+	}
+}
+
+func (p *perftest) checkWC(wc hca.WC) {
+	if wc.Status != hca.WCSuccess {
+		p.errs = append(p.errs, fmt.Sprintf("completion wr %d: %v", wc.WRID, wc.Status))
+	}
+}
+
+// ---- bandwidth tests ----
+
+// fillQP posts client WRs on QP q up to the tx depth.
+func (p *perftest) fillQP(q int) {
+	iters := p.run.Iterations
+	cqMod := min(perftestCQMod, p.run.TxDepth)
+	for p.posted[q] < iters && p.posted[q]-p.completed[q] < p.run.TxDepth {
+		k := p.posted[q]
+		if k == p.traceIter && q == 0 {
+			p.tl.Trace(p.qp[0][0], p.qp[0][0].NextWQEIndex())
+		}
+		p.unsig[q]++
+		signaled := p.unsig[q] == cqMod || k == iters-1
+		if signaled {
+			p.unsig[q] = 0
+		}
+		w := p.wr(0, q, signaled, uint64(k))
+		p.post(0, q, &w)
+		p.posted[q]++
+	}
+}
+
+func (p *perftest) bwPoll(side int) {
+	d := p.dev[side]
+	var wcs [64]hca.WC
+	if side == 1 {
+		// send_bw's server: count and re-post receives.
+		for {
+			n := d.PollCQ(p.qp[1][0].RecvCQ, wcs[:])
+			if n == 0 {
+				break
+			}
+			for _, wc := range wcs[:n] {
+				p.checkWC(wc)
+				q := int(wc.WRID)
+				p.recvDone[1][q]++
+				p.postRecv(1, q)
+			}
+		}
+		return
+	}
+	for {
+		n := d.PollCQ(p.qp[0][0].SendCQ, wcs[:])
+		if n == 0 {
+			break
+		}
+		for _, wc := range wcs[:n] {
+			p.checkWC(wc)
+			q := int(wc.QPN - p.qp[0][0].Num)
+			k := int(wc.WRID)
+			// A signaled completion covers the unsignaled WRs before it.
+			p.completed[q] = k + 1
+		}
+	}
+	total := 0
+	for q := range p.qp[0] {
+		p.fillQP(q)
+		total += p.completed[q]
+	}
+	if total == p.run.Iterations*p.run.QPs {
+		p.finish()
+	}
+}
+
+func (p *perftest) finish() {
+	p.done = true
+	p.end = p.s.Now()
+	p.s.Stop()
+}
+
+// verify checks the bytes at the end of a bandwidth run: every message
+// carried the same buffer, so the destination equals the source.
+func (p *perftest) verify() {
+	if p.isLat {
+		return
+	}
+	for q := range p.qp[0] {
+		switch p.op {
+		case hca.WRRDMAWrite, hca.WRSend:
+			if !bytes.Equal(p.snapshot(1, p.rbuf[1][q]), p.snapshot(0, p.buf[0][q])) {
+				p.errs = append(p.errs, fmt.Sprintf("qp %d: destination differs from source after %s", q, p.run.Test))
+			}
+		case hca.WRRDMARead:
+			if !bytes.Equal(p.snapshot(0, p.rbuf[0][q]), p.snapshot(1, p.buf[1][q])) {
+				p.errs = append(p.errs, fmt.Sprintf("qp %d: read buffer differs from the remote source", q))
+			}
+		}
+	}
+}
