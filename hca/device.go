@@ -465,6 +465,9 @@ func (d *Device) timeout(qp *QP, gen uint64) {
 // afterAck carries out what an ACK, NAK, response or timeout did to a
 // requester: CQEs, the timer, RNR waits, rescheduling.
 func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
+	if qp.req.State == QPErr {
+		qp.State = QPErr
+	}
 	for _, c := range res.Completions {
 		d.sendCompletion(qp, c, t)
 	}

@@ -1,6 +1,8 @@
 package hca
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +75,304 @@ func TestOneWriteMovesData(t *testing.T) {
 	got := make([]byte, len(src))
 	p.b.Mem.Read(p.bufB+8, got)
 	assert.Equal(t, src, got)
+}
+
+func TestOneMessageLatencyDerivedStageByStage(t *testing.T) {
+	cfg := Defaults()
+	lc := edrLink()
+	p := newPair(t, lc, cfg, 4096)
+	p.a.Mem.Write(p.bufA, []byte{0xAB, 0xCD})
+	var visible ib.PS
+	p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+		visible = now
+		p.s.Stop()
+	}
+	// An inline 2-byte RDMA WRITE: BlueFlame carries the WQE with the
+	// doorbell, so there is no WQE fetch and no payload DMA read.
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{Opcode: WRRDMAWrite, Inline: true, LocalAddr: p.bufA,
+		Length: 2, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	p.s.StopAt(ib.Millisecond)
+	require.NoError(t, p.s.Run())
+
+	ns := func(f float64) ib.PS { return ib.PS(f * 1000) }
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	timing := lc.Timing(lc.LengthM)
+	// RDMA_WRITE_ONLY: LRH 8 + BTH 12 + RETH 16 + 2 payload + 2 pad + ICRC 4 + VCRC 2 = 46 B.
+	pkt := ib.Packet{Opcode: ib.RDMAWriteOnly, PayloadLen: 2}
+	require.Equal(t, 46, pkt.WireBytes())
+	pcie := NewPCIe(cfg.PCIe)
+	want := ns(cfg.Host.PostNS) + // CPU builds the WQE and stores the doorbell
+		ns(cfg.PCIe.MMIOLatencyNS) + // BlueFlame write reaches the HCA
+		ib.PS(cfg.Doorbell.LatencyCycles)*cyc + // doorbell stage
+		ib.PS(cfg.WQEFetch.LatencyCycles)*cyc + // parse the one WQEBB
+		ib.PS(cfg.TransportTx.LatencyCycles)*cyc + // build the packet
+		timing.Latency() + timing.Serialization(46) + // FEC + cable, then the tail
+		ib.PS(cfg.TransportRx.LatencyCycles)*cyc + // parse at the responder
+		ib.PS(cfg.KeyCheck.LatencyCycles)*cyc + ns(cfg.KeyCacheMissNS) + // R_Key, cold cache: a miss
+		ib.PS(cfg.DMA.LatencyCycles)*cyc + // DMA engine issues the write
+		pcie.SerPS(2+cfg.PCIe.TLPOverheadBytes) + ns(cfg.PCIe.WriteLatencyNS) // posted write lands
+	// With the defaults: 60 + 308 + 20 + 10 + 40 + (2.138 + 3.68) + 40 + 10 + 500 + 10 + 1.651 + 200 ns.
+	assert.Equal(t, ib.PS(1_205_469), want)
+	assert.Equal(t, want, visible)
+	got := make([]byte, 2)
+	p.b.Mem.Read(p.bufB, got)
+	assert.Equal(t, []byte{0xAB, 0xCD}, got)
+}
+
+func TestRetryAfterDroppedAck(t *testing.T) {
+	cfg := Defaults()
+	cfg.RetryTimeout = 1 // 8.192 µs
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	src := make([]byte, 9000) // three packets
+	for i := range src {
+		src[i] = byte(i)
+	}
+	p.a.Mem.Write(p.bufA, src)
+	p.a.DropAcks = 1 // the test's fault: the first ACK is lost
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 7, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA,
+		Length: 9000, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	var wcs [2]WC
+	n := 0
+	var doneAt ib.PS
+	p.runUntil(t, func() bool {
+		n += p.a.PollCQ(p.qa.SendCQ, wcs[n:])
+		doneAt = p.s.Now()
+		return n > 0
+	})
+	require.Equal(t, 1, n)
+	assert.Equal(t, WCSuccess, wcs[0].Status)
+	assert.Equal(t, int64(1), p.a.Counters.AcksDropped)
+	assert.Equal(t, int64(1), p.a.Counters.Timeouts)
+	assert.Equal(t, int64(1), p.qa.Requester().Retries)
+	// Go-back-N resends all three packets: 6 request packets in all.
+	assert.Equal(t, int64(6), p.a.Counters.ReqPackets)
+	// The duplicates were acknowledged, not written again.
+	assert.Equal(t, int64(9000), p.b.Counters.PayloadRx)
+	assert.Equal(t, int64(2), p.b.Counters.Acks)
+	// The completion comes after the timeout: 4.096 µs × 2^1.
+	assert.Greater(t, doneAt, RetryTimeoutPS(1))
+	got := make([]byte, len(src))
+	p.b.Mem.Read(p.bufB, got)
+	assert.Equal(t, src, got)
+}
+
+func TestRKeyViolationOnDevice(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	before := make([]byte, 1<<16)
+	p.b.Mem.Read(p.bufB, before)
+	// A region at B without REMOTE_WRITE.
+	ro := p.b.RegMR(p.qb.PD, p.bufB, 4096, AccessRemoteRead)
+	wrs := []SendWR{
+		{ID: 1, Opcode: WRRDMAWrite, Signaled: false, LocalAddr: p.bufA, Length: 5000, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: ro.RKey},
+		{ID: 2, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA, Length: 10, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey},
+		{ID: 3, Opcode: WRSend, Signaled: true, LocalAddr: p.bufA, Length: 10, LKey: p.mrA.LKey},
+	}
+	for i := range wrs {
+		require.NoError(t, p.a.PostSend(p.qa, &wrs[i]))
+	}
+	var wcs [8]WC
+	n := 0
+	posted4 := false
+	p.runUntil(t, func() bool {
+		n += p.a.PollCQ(p.qa.SendCQ, wcs[n:])
+		if n >= 3 && !posted4 {
+			// A WR posted to the QP in ERR is flushed too.
+			posted4 = true
+			require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 4, Opcode: WRSend, LocalAddr: p.bufA, Length: 1, LKey: p.mrA.LKey}))
+		}
+		return n >= 4
+	})
+	require.Equal(t, 4, n)
+	// The failed WR completes though unsignaled (errors always complete).
+	assert.Equal(t, WC{WRID: 1, Status: WCRemAccessErr, Opcode: WCRDMAWrite, ByteLen: 5000, QPN: p.qa.Num}, wcs[0])
+	assert.Equal(t, WCWRFlushErr, wcs[1].Status)
+	assert.Equal(t, uint64(2), wcs[1].WRID)
+	assert.Equal(t, WCWRFlushErr, wcs[2].Status)
+	assert.Equal(t, QPErr, p.qa.Requester().State)
+	assert.Equal(t, QPErr, p.qb.Responder().State)
+	assert.Equal(t, int64(0), p.b.Counters.PayloadRx, "not one byte written at the responder")
+	after := make([]byte, 1<<16)
+	p.b.Mem.Read(p.bufB, after)
+	assert.Equal(t, before, after)
+	assert.Equal(t, int64(1), p.b.Counters.Naks)
+	assert.Equal(t, WC{WRID: 4, Status: WCWRFlushErr, Opcode: WCSend, ByteLen: 1, QPN: p.qa.Num}, wcs[3])
+}
+
+func TestRNROnDevice(t *testing.T) {
+	cfg := Defaults()
+	cfg.MinRNRTimer = 1 // 10 µs
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	p.a.Mem.Write(p.bufA, []byte("hello"))
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 9, Opcode: WRSend, Signaled: true, LocalAddr: p.bufA, Length: 5, LKey: p.mrA.LKey}))
+	// B posts its receive only at 5 µs: the SEND finds the queue empty.
+	post := &poster{fn: func() {
+		require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 77, Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+	}}
+	p.s.Schedule(5*ib.Microsecond, post, 1)
+	var wa, wb [2]WC
+	na, nb := 0, 0
+	var doneAt ib.PS
+	p.runUntil(t, func() bool {
+		na += p.a.PollCQ(p.qa.SendCQ, wa[na:])
+		nb += p.b.PollCQ(p.qb.RecvCQ, wb[nb:])
+		doneAt = p.s.Now()
+		return na > 0 && nb > 0
+	})
+	require.Equal(t, 1, na)
+	require.Equal(t, 1, nb)
+	assert.Equal(t, WCSuccess, wa[0].Status)
+	assert.Equal(t, WC{WRID: 77, Status: WCSuccess, Opcode: WCRecv, ByteLen: 5, QPN: p.qb.Num}, wb[0])
+	assert.Equal(t, int64(1), p.b.Counters.RNRNaks)
+	// The retry waited the RNR timer (10 µs) after the NAK.
+	assert.Greater(t, doneAt, RNRTimerPS(1))
+	got := make([]byte, 5)
+	p.b.Mem.Read(p.bufB, got)
+	assert.Equal(t, []byte("hello"), got)
+}
+
+// poster runs a function as a simulation event.
+type poster struct{ fn func() }
+
+func (p *poster) HandleEvent(*components.Event) { p.fn() }
+
+func TestCQOverrunAndLocalKeyError(t *testing.T) {
+	cfg := Defaults()
+	s := components.NewSim()
+	a, b := BackToBack(s, edrLink(), cfg, cfg)
+	pa, pb := a.AllocPD(), b.AllocPD()
+	cq := a.CreateCQ(2)
+	qa := a.CreateQP(pa, cq, cq, 64, 64)
+	qb := b.CreateQP(pb, b.CreateCQ(16), b.CreateCQ(16), 64, 64)
+	require.NoError(t, ConnectRC(qa, qb, 4096, 1, 2))
+	bufA, bufB := a.Malloc(4096), b.Malloc(4096)
+	mrA := a.RegMR(pa, bufA, 4096, AccessLocalWrite)
+	mrB := b.RegMR(pb, bufB, 4096, AccessRemoteWrite)
+	for i := 0; i < 4; i++ {
+		require.NoError(t, a.PostSend(qa, &SendWR{ID: uint64(i), Opcode: WRRDMAWrite, Signaled: true, LocalAddr: bufA,
+			Length: 64, LKey: mrA.LKey, RemoteAddr: bufB, RKey: mrB.RKey}))
+	}
+	s.StopAt(100 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	// Four CQEs into a 2-deep CQ nobody polls: the third and fourth overrun.
+	assert.True(t, cq.Overrun)
+	assert.Equal(t, int64(2), a.Counters.CQOverruns)
+	assert.Equal(t, int64(2), a.Counters.CQEs)
+
+	// A gather element outside its region: local protection error.
+	s2 := components.NewSim()
+	a2, b2 := BackToBack(s2, edrLink(), cfg, cfg)
+	pa2, pb2 := a2.AllocPD(), b2.AllocPD()
+	cq2 := a2.CreateCQ(16)
+	qa2 := a2.CreateQP(pa2, cq2, cq2, 64, 64)
+	qb2 := b2.CreateQP(pb2, b2.CreateCQ(16), b2.CreateCQ(16), 64, 64)
+	require.NoError(t, ConnectRC(qa2, qb2, 4096, 1, 2))
+	buf2 := a2.Malloc(4096)
+	mr2 := a2.RegMR(pa2, buf2, 4096, AccessLocalWrite)
+	require.NoError(t, a2.PostSend(qa2, &SendWR{ID: 5, Opcode: WRSend, LocalAddr: buf2 + 4000, Length: 200, LKey: mr2.LKey}))
+	s2.StopAt(100 * ib.Microsecond)
+	require.NoError(t, s2.Run())
+	var wcs [2]WC
+	require.Equal(t, 1, a2.PollCQ(cq2, wcs[:]))
+	assert.Equal(t, WCLocProtErr, wcs[0].Status)
+	assert.Equal(t, int64(0), a2.Counters.ReqPackets, "nothing went on the wire")
+}
+
+// TestDataIntegrityOverSeeds posts a random mix of WRITE, SEND, READ,
+// FETCH_ADD and CMP_SWAP of random sizes (0 to 3 MTUs at MTU 1024) from A
+// and checks every byte that should have moved did, for several seeds.
+func TestDataIntegrityOverSeeds(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 99))
+			lc := edrLink()
+			lc.MTU = 1024
+			cfg := Defaults()
+			const region = 1 << 18
+			p := newPair(t, lc, cfg, region)
+			fill := func(d *Device, addr uint64, n int) {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = byte(rng.Uint32())
+				}
+				d.Mem.Write(addr, b)
+			}
+			fill(p.a, p.bufA, region)
+			fill(p.b, p.bufB, region)
+			// A's lower half is the source area, its upper half the READ/atomic
+			// landing area; B's lower half is written, its upper half read.
+			type exp struct {
+				op        WROpcode
+				local     uint64
+				remote    uint64
+				n         int
+				want      []byte // bytes expected at the target after the run
+				atTarget  *Device
+				targetOff uint64
+			}
+			var exps []exp
+			shadowB := make([]byte, region)
+			p.b.Mem.Read(p.bufB, shadowB)
+			const nwr = 60
+			slot := uint64(0)
+			recvOff := uint64(0)
+			for i := 0; i < nwr; i++ {
+				n := rng.IntN(3*1024 + 1)
+				w := SendWR{ID: uint64(i), Signaled: true, LKey: p.mrA.LKey, RKey: p.mrB.RKey, Length: uint32(n)}
+				srcOff := uint64(rng.IntN(region/2 - n))
+				switch k := rng.IntN(5); k {
+				case 0: // WRITE into B's lower half
+					dst := uint64(rng.IntN(region/4 - n))
+					w.Opcode, w.LocalAddr, w.RemoteAddr = WRRDMAWrite, p.bufA+srcOff, p.bufB+dst
+					src := make([]byte, n)
+					p.a.Mem.Read(w.LocalAddr, src)
+					copy(shadowB[dst:], src)
+				case 1: // SEND into consecutive receive buffers in B's second quarter
+					w.Opcode, w.LocalAddr = WRSend, p.bufA+srcOff
+					dst := region/4 + recvOff
+					require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: uint64(i), Addr: p.bufB + dst, Length: uint32(n), LKey: p.mrB.LKey}))
+					src := make([]byte, n)
+					p.a.Mem.Read(w.LocalAddr, src)
+					copy(shadowB[dst:], src)
+					recvOff += uint64(n)
+				case 2: // READ from B's upper half (never written) into A's upper half
+					from := region/2 + uint64(rng.IntN(region/2-n))
+					w.Opcode, w.RemoteAddr, w.LocalAddr = WRRDMARead, p.bufB+from, p.bufA+region/2+slot
+					exps = append(exps, exp{op: WRRDMARead, n: n, want: append([]byte(nil), shadowB[from:from+uint64(n)]...), atTarget: p.a, targetOff: region/2 + slot})
+					slot += 3*1024 + 8
+				default: // atomics on 8-aligned words in B's upper half
+					off := region/2 + uint64(rng.IntN(region/16))*8
+					w.RemoteAddr, w.LocalAddr = p.bufB+off, p.bufA+region/2+slot
+					old := leU64(shadowB[off:])
+					if k == 3 {
+						w.Opcode, w.CompareAdd = WRFetchAdd, uint64(rng.IntN(1000))
+						putLeU64(shadowB[off:], old+w.CompareAdd)
+					} else {
+						w.Opcode, w.CompareAdd, w.Swap = WRCompSwap, old, rng.Uint64()
+						if rng.IntN(2) == 0 {
+							w.CompareAdd++ // a compare that fails
+						} else {
+							putLeU64(shadowB[off:], w.Swap)
+						}
+					}
+					var ob [8]byte
+					putLeU64(ob[:], old)
+					exps = append(exps, exp{op: w.Opcode, n: 8, want: ob[:], atTarget: p.a, targetOff: region/2 + slot})
+					slot += 3*1024 + 8
+				}
+				require.NoError(t, p.a.PostSend(p.qa, &w))
+			}
+			var wcs [64]WC
+			n := 0
+			p.runUntil(t, func() bool { n += p.a.PollCQ(p.qa.SendCQ, wcs[:]); return n >= nwr })
+			require.Equal(t, nwr, n)
+			finalB := make([]byte, region)
+			p.b.Mem.Read(p.bufB, finalB)
+			assert.Equal(t, shadowB, finalB, "B after writes, sends and atomics")
+			for _, e := range exps {
+				got := make([]byte, e.n)
+				e.atTarget.Mem.Read(p.bufA+e.targetOff, got)
+				assert.Equal(t, e.want, got, "%v", e.op)
+			}
+		})
+	}
 }
