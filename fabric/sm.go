@@ -1,7 +1,9 @@
 package fabric
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/hcasim/hcasim/ib"
@@ -268,6 +270,25 @@ func (s *Subnet) MaxChannelLoad(flows [][2]int) (int, error) {
 		}
 	}
 	return worst, nil
+}
+
+// WriteLFTs writes every switch's forwarding table in the manner of
+// ibroute: a header per switch, then one line per routed LID with its egress
+// port and the name of the node that owns the LID.
+func (s *Subnet) WriteLFTs(w io.Writer) error {
+	t := s.Topo
+	bw := bufio.NewWriter(w)
+	for _, n := range t.Switches() {
+		fmt.Fprintf(bw, "%s LID %d (%s routing)\n", t.Nodes[n].Name, s.lid[n], s.Routing)
+		for lid := 1; lid < len(s.nodeOf); lid++ {
+			p := s.lft[n][lid]
+			if p == NoPort {
+				continue
+			}
+			fmt.Fprintf(bw, "  %5d -> port %3d  %s\n", lid, p, t.Nodes[s.nodeOf[lid]].Name)
+		}
+	}
+	return bw.Flush()
 }
 
 func (s *Subnet) pathString(path []PortRef) string {
