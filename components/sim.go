@@ -63,9 +63,26 @@ type Sim struct {
 	endHooks []func(now ib.PS)
 }
 
-// NewSim returns a simulation on Akita's serial engine.
+// Engine names, as the sim.engine key spells them.
+const (
+	EngineHcasim = "hcasim" // components.Engine: typed heap, FIFO ties
+	EngineAkita  = "akita"  // Akita v3's sim.SerialEngine
+)
+
+// NewSim returns a simulation on hcasim's serial engine (components.Engine).
 func NewSim() *Sim {
-	return &Sim{Engine: sim.NewSerialEngine()}
+	return &Sim{Engine: NewEngine()}
+}
+
+// NewSimOn returns a simulation on the named engine: "hcasim" or "akita".
+func NewSimOn(engine string) *Sim {
+	switch engine {
+	case EngineAkita:
+		return &Sim{Engine: sim.NewSerialEngine()}
+	case EngineHcasim, "":
+		return NewSim()
+	}
+	panic(fmt.Sprintf("sim: unknown engine %q", engine))
 }
 
 // Now returns the current simulated time.

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
@@ -46,6 +47,10 @@ type SimConfig struct {
 	// Check turns on the invariant checkers (lossless, ordering, integrity,
 	// protection); the CLI's --check sets it.
 	Check bool `yaml:"check"`
+	// Engine is the discrete-event engine: hcasim (a typed-heap serial
+	// engine implementing Akita's sim.Engine, FIFO among same-time events)
+	// or akita (Akita v3's SerialEngine). docs/performance.md compares them.
+	Engine string `yaml:"engine"`
 }
 
 // Defaults returns the default design point. Each section's defaults live
@@ -59,7 +64,7 @@ func Defaults() Config {
 		Switch:   switchasic.Defaults(),
 		Topology: DefaultTopology(),
 		Workload: workload.Defaults(),
-		Sim:      SimConfig{MaxTimeNs: 100e6},
+		Sim:      SimConfig{MaxTimeNs: 100e6, Engine: components.EngineHcasim},
 	}
 }
 
@@ -82,6 +87,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Workload.Validate("workload"); err != nil {
 		return err
+	}
+	if c.Sim.Engine != components.EngineHcasim && c.Sim.Engine != components.EngineAkita {
+		return fmt.Errorf("sim.engine: %q is not an engine (hcasim, akita)", c.Sim.Engine)
 	}
 	if !(c.Sim.MaxTimeNs > 0 && c.Sim.MaxTimeNs <= 1e13) {
 		return fmt.Errorf("sim.max_time_ns: %v is out of range (above 0, up to 1e13)", c.Sim.MaxTimeNs)

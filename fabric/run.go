@@ -129,7 +129,7 @@ func (r *streamRun) finish() {
 }
 
 func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
-	s := components.NewSim()
+	s := components.NewSimOn(cfg.Sim.Engine)
 	w := cfg.Workload
 	r := &streamRun{s: s, saturate: w.Saturate, drainCap: ib.PS(w.DrainNs * 1000)}
 	r.src = workload.NewStreamSource(s, "Fabric.Host[0]", w, 1, 2)

@@ -47,7 +47,7 @@ const (
 )
 
 func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
-	s := components.NewSim()
+	s := components.NewSimOn(cfg.Sim.Engine)
 	w := cfg.Workload
 	r := &synthRun{s: s}
 	seed := cfg.Seed
