@@ -50,12 +50,7 @@ func TestCreditLoop(t *testing.T) {
 		for _, k := range []int{kMin - 1, kMin, kMin + 1} {
 			t.Run(fmt.Sprintf("%gm_k%d", lengthM, k), func(t *testing.T) {
 				cfg.VLBufferBytes = k * blocks * ib.CreditBytes
-				// No periodic flow-control refresh inside the run: link.Port
-				// applies an arriving FC packet's FCTBS at its tail, which can
-				// tie with the next data head at the same picosecond; handled
-				// in the wrong order it rewinds ABR and leaks a packet's
-				// credits (reported to the link owner).
-				n := newTestNet(t, cfg, netOpts{timing: tm, fcRefresh: ib.Second})
+				n := newTestNet(t, cfg, netOpts{timing: tm})
 				n.eps[0].backlog = func(e *endpoint) *ib.Packet { return n.packet(0, 1, 0, payload) }
 				n.eps[0].trySend()
 				warm, end := 10*ib.Microsecond, 60*ib.Microsecond
