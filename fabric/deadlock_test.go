@@ -77,6 +77,24 @@ func TestDeadlockRingDateline(t *testing.T) {
 	assert.Contains(t, err.Error(), " VL1 -> ")
 }
 
+// TestDeadlockFollowsDefaultTable: with the switches' own table given as
+// the default, the check follows it. Mapping every SL to VL1 on a two-VL
+// ring moves the cycle to VL1.
+func TestDeadlockFollowsDefaultTable(t *testing.T) {
+	topo, err := Ring(5, 1, testCable)
+	require.NoError(t, err)
+	allVL1 := SL2VLTable{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	sn, err := NewSubnet(topo, SubnetOptions{Routing: RoutingMinHop, VLs: 2, SL2VL: &allVL1})
+	require.NoError(t, err)
+	err = sn.CheckDeadlock(nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Fabric.Switch[0].Port[2] VL1 -> Fabric.Switch[1].Port[2] VL1")
+
+	bad := SL2VLTable{3}
+	_, err = NewSubnet(topo, SubnetOptions{Routing: RoutingMinHop, VLs: 2, SL2VL: &bad})
+	assert.EqualError(t, err, "subnet: SL-to-VL table maps SL0 to VL3 but ports have 2 data VLs (VL15 = drop)")
+}
+
 func TestDeadlockFreeFatTrees(t *testing.T) {
 	for _, tc := range fatTreeCases() {
 		topo, err := tc.topo()

@@ -37,6 +37,11 @@ type SubnetOptions struct {
 	Routing string // minhop | dmodk | updown | random
 	Seed    uint64 // seeds the random engine; ignored by the others
 	VLs     int    // data VLs per port (1, 2, 4, 8, 15), for the default SL-to-VL tables
+	// SL2VL is the table every node's port pairs start with, as the switches
+	// use it (switchasic.Config.SL2VLTable, from switch.sl2vl); nil =
+	// DefaultSL2VL(VLs). The deadlock check follows these tables, so they
+	// must be the ones the switches forward by.
+	SL2VL *SL2VLTable
 }
 
 // SL2VLTable maps each of the 16 SLs to a VL (ib-facts.md §3: opensm
@@ -108,6 +113,14 @@ func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
 		return nil, err
 	}
 	def := DefaultSL2VL(o.VLs)
+	if o.SL2VL != nil {
+		def = *o.SL2VL
+		for sl, vl := range def {
+			if int(vl) >= o.VLs && vl != ib.ManagementVL {
+				return nil, fmt.Errorf("subnet: SL-to-VL table maps SL%d to VL%d but ports have %d data VLs (VL15 = drop)", sl, vl, o.VLs)
+			}
+		}
+	}
 	s.sl2vl = make([]sl2vlPorts, len(t.Nodes))
 	for n := range s.sl2vl {
 		s.sl2vl[n].tables = []SL2VLTable{def}

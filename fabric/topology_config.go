@@ -236,14 +236,23 @@ func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, erro
 // Fabric builds the topology, runs the subnet manager with the configured
 // routing engine and checks the routes for credit deadlock on the service
 // levels the workload uses (nil = SL 0). seed seeds the random engine; vls is
-// switch.vls. A routing that can deadlock is an error naming a cycle of
-// channels, returned before any simulation starts.
+// switch.vls; every port uses DefaultSL2VL(vls). A routing that can deadlock
+// is an error naming a cycle of channels, returned before any simulation
+// starts.
 func (c *TopologyConfig) Fabric(switchRadix int, link CableSpec, seed uint64, vls int, sls []uint8) (*Topology, *Subnet, error) {
+	return c.BuildFabric(switchRadix, link, SubnetOptions{Seed: seed, VLs: vls}, sls)
+}
+
+// BuildFabric is Fabric with every subnet option: o.Seed, o.VLs and o.SL2VL
+// (the switches' SL-to-VL table, so the deadlock check follows the VLs the
+// switches will use). o.Routing is taken from topology.routing.
+func (c *TopologyConfig) BuildFabric(switchRadix int, link CableSpec, o SubnetOptions, sls []uint8) (*Topology, *Subnet, error) {
 	t, err := c.Build(switchRadix, link)
 	if err != nil {
 		return nil, nil, err
 	}
-	sn, err := NewSubnet(t, SubnetOptions{Routing: c.Routing, Seed: seed, VLs: vls})
+	o.Routing = c.Routing
+	sn, err := NewSubnet(t, o)
 	if err != nil {
 		return nil, nil, err
 	}
