@@ -26,9 +26,8 @@ type Sweep struct {
 	// Search is the unpinned knee-search axis, or nil.
 	Search *Axis
 
-	base     *yaml.Node // the config tree after --set, sweep: still in it
-	baseSeed uint64
-	fix      func(*fabric.Loaded)
+	base *yaml.Node // the config tree after --set, sweep: still in it
+	fix  func(*fabric.Loaded)
 }
 
 // Design is one combination of the grid axes' values.
@@ -80,11 +79,7 @@ func Expand(root *yaml.Node, opts Options) (*Sweep, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := fabric.Decode(root)
-	if err != nil {
-		return nil, err
-	}
-	s := &Sweep{base: root, baseSeed: base.Config.Seed, fix: opts.Fix}
+	s := &Sweep{base: root, fix: opts.Fix}
 	known := config.Keys(reflect.TypeOf(fabric.Config{}))
 	for i := range axes {
 		a := &axes[i]
@@ -92,22 +87,6 @@ func Expand(root *yaml.Node, opts Options) (*Sweep, error) {
 			return nil, err
 		}
 		a.Pinned = pinned(a.Key, opts.Pinned)
-		// Each value alone first, so a bad value is named by its key.
-		if a.Pinned {
-			continue
-		}
-		vals := a.Values
-		if a.Search != nil {
-			vals = numberNodes([]float64{a.Search.From, a.Search.To}, false)
-		}
-		for _, v := range vals {
-			if _, err := s.decode([]assignment{{a.Key, v}}); err != nil {
-				if rest, ok := strings.CutPrefix(err.Error(), a.Key+": "); ok {
-					return nil, errorf("sweep.%s: %s", a.Key, rest)
-				}
-				return nil, errorf("sweep.%s: value %s: %s", a.Key, scalarText(v), err)
-			}
-		}
 	}
 	s.Axes = axes
 	var grid []*Axis
@@ -155,7 +134,7 @@ func Expand(root *yaml.Node, opts Options) (*Sweep, error) {
 		}
 		for _, set := range probes {
 			if _, err := s.decode(set); err != nil {
-				return nil, errorf("sweep: the point %s: %s", paramText(set), err)
+				return nil, pointError(set, err)
 			}
 		}
 	}
@@ -237,6 +216,25 @@ func DeriveSeed(base uint64, params map[string]any) uint64 {
 		h.Write([]byte(k + "=" + string(b) + "\x00"))
 	}
 	return binary.BigEndian.Uint64(h.Sum(nil)[:8])
+}
+
+// pointError names the swept key a bad point's error is about, when it is
+// one: "sweep.link.width: "3x" is not a width (…)", followed by the point
+// when the sweep has more than one key.
+func pointError(set []assignment, err error) error {
+	msg := err.Error()
+	for _, a := range set {
+		if rest, ok := strings.CutPrefix(msg, a.key+": "); ok {
+			if len(set) == 1 {
+				return errorf("sweep.%s: %s", a.key, rest)
+			}
+			return errorf("sweep.%s: %s (at the point %s)", a.key, rest, paramText(set))
+		}
+	}
+	if len(set) == 0 {
+		return err
+	}
+	return errorf("sweep: at the point %s: %s", paramText(set), msg)
 }
 
 func checkKey(key string, known []string) error {

@@ -56,7 +56,7 @@ func paramValue(l *fabric.Loaded, key string) any {
 }
 
 // observers returns the hook that attaches tracing and checking to a built
-// simulation, and a function that closes their files.
+// simulation, and a function that closes their files (observe.go).
 func observers(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func() error, error) {
 	return observersImpl(l, f)
 }

@@ -74,7 +74,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 
 	start := time.Now()
 	bar := newProgress(stderr, f.quiet, len(designs)*sw.PointsPerDesign())
-	outs := sw.Run(designs, f.jobs, runSweepPoint, func(sweep.Outcome) { bar.add() })
+	outs := sw.Run(designs, f.jobs, sweepRunner(f), func(sweep.Outcome) { bar.add() })
 	bar.finish()
 
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed, Points: []report.Point{}}
@@ -126,16 +126,30 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	return res, userErrorf("%s", msg)
 }
 
-// runSweepPoint runs one point on its own engine. wall_s is left out of a
-// sweep's metrics: it is wall-clock time, differs from run to run, and would
-// make results depend on the machine and on --jobs (the sweep's wall time
-// goes to stderr instead).
-func runSweepPoint(p *sweep.Point) (map[string]any, error) {
-	m, err := fabric.Run(p.Loaded, fabric.RunOptions{})
-	if m != nil {
+// fabricRun runs one design point; tests replace it to make points fail.
+var fabricRun = fabric.Run
+
+// sweepRunner runs one point on its own engine, with the --check checkers
+// when asked (each point gets its own). wall_s is left out of a sweep's
+// metrics: it is wall-clock time, differs from run to run, and would make
+// results depend on the machine and on --jobs (the sweep's wall time goes to
+// stderr instead).
+func sweepRunner(f *runFlags) sweep.Runner {
+	return func(p *sweep.Point) (map[string]any, error) {
+		obs, finish, err := observers(p.Loaded, f)
+		if err != nil {
+			return nil, err
+		}
+		m, err := fabricRun(p.Loaded, fabric.RunOptions{Observe: obs})
+		if ferr := finish(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return nil, err
+		}
 		delete(m, "wall_s")
+		return m, nil
 	}
-	return m, err
 }
 
 func isUserError(err error) bool {

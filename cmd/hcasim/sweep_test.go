@@ -1,0 +1,258 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/report"
+	"github.com/hcasim/hcasim/sweep"
+)
+
+// sweepConfig is the buffer-sizing question of docs/sweeps.md, shrunk: an
+// NDR 4x stream over 2 m copper and 100 m fibre, three receive buffers,
+// measured for 2 µs (6 points, a few milliseconds each).
+const sweepConfig = `
+seed: 3
+link: {generation: NDR, width: 4x, length_m: 2, medium: fibre, mtu: 4096}
+hca: {vl_buffer_bytes: 65536}
+switch: {vls: 1}
+topology: {kind: back-to-back}
+workload: {kind: stream, size: 4096, saturate: true, warmup_ns: 500, measure_ns: 2000}
+sweep:
+  hca.vl_buffer_bytes: [16384, 32768, 65536]
+  link.length_m: [2, 100]
+`
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestSweepWritesResultsInPointOrder(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	out := t.TempDir()
+	code, stdout, stderr := run("-config", cfg, "--out", out, "--jobs", "2", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var res report.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Len(t, res.Points, 6)
+	// Keys sorted, the last fastest: buffer slowest, length fastest.
+	var got []string
+	for _, p := range res.Points {
+		got = append(got, fmt.Sprintf("%v/%v", p.Params["hca.vl_buffer_bytes"], p.Params["link.length_m"]))
+		assert.NotContains(t, p.Metrics, "wall_s", "wall-clock time stays out of sweep results")
+	}
+	assert.Equal(t, []string{"16384/2", "16384/100", "32768/2", "32768/100", "65536/2", "65536/100"}, got)
+	assert.Equal(t, uint64(3), res.Seed, "the result reports the base seed")
+	assert.Equal(t, stdout, readFile(t, filepath.Join(out, "results.json")))
+	assert.FileExists(t, filepath.Join(out, "results.csv"))
+	assert.NoFileExists(t, filepath.Join(out, sweep.ManifestFile), "an unsharded run is no shard")
+	assert.Contains(t, stderr, "sweep: 6 points")
+}
+
+func TestSweepDoesNotDependOnJobs(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	var outs []string
+	for _, jobs := range []string{"1", "4"} {
+		out := t.TempDir()
+		code, _, stderr := run("-config", cfg, "--out", out, "--jobs", jobs, "--quiet")
+		require.Equal(t, 0, code, stderr)
+		outs = append(outs, readFile(t, filepath.Join(out, "results.json"))+readFile(t, filepath.Join(out, "results.csv")))
+	}
+	assert.Equal(t, outs[0], outs[1])
+}
+
+func TestSweepPointEqualsPointRunAlone(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	code, stdout, stderr := run("-config", cfg, "--format", "json", "--quiet")
+	require.Equal(t, 0, code, stderr)
+	var whole report.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &whole))
+	// Point 3 (32768 bytes, 100 m), alone: both swept keys pinned.
+	code, stdout, stderr = run("-config", cfg, "--format", "json", "--quiet",
+		"--set", "hca.vl_buffer_bytes=32768", "--set", "link.length_m=100")
+	require.Equal(t, 0, code, stderr)
+	var alone report.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &alone))
+	require.Len(t, alone.Points, 1)
+	a, err := json.Marshal(alone.Points[0])
+	require.NoError(t, err)
+	w, err := json.Marshal(whole.Points[3])
+	require.NoError(t, err)
+	assert.Equal(t, string(w), string(a))
+}
+
+func TestShardsMergeIntoTheWholeRun(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	whole := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", whole, "--quiet")
+	require.Equal(t, 0, code, stderr)
+
+	// Four shards of six points: 0/4 runs points 0 and 4, 1/4 runs 1 and
+	// 5, 2/4 and 3/4 one each. Given to merge out of order.
+	var dirs []string
+	for i := 0; i < 4; i++ {
+		d := t.TempDir()
+		code, _, stderr := run("-config", cfg, "--shard", fmt.Sprintf("%d/4", i), "--out", d, "--quiet", "--jobs", "1")
+		require.Equal(t, 0, code, stderr)
+		assert.FileExists(t, filepath.Join(d, sweep.ManifestFile))
+		assert.NoFileExists(t, filepath.Join(d, "throughput-vs-hca.vl_buffer_bytes.svg"), "merge draws the plots")
+		dirs = append(dirs, d)
+	}
+	m, err := sweep.ReadManifest(dirs[1])
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 5}, m.PointDesigns)
+
+	merged := t.TempDir()
+	code, stdout, stderr := run("merge", dirs[2], dirs[0], dirs[3], dirs[1], "--out", merged)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "16384")
+	for _, f := range []string{"results.json", "results.csv"} {
+		assert.Equal(t, readFile(t, filepath.Join(whole, f)), readFile(t, filepath.Join(merged, f)), f)
+	}
+	assert.Equal(t, readFile(t, filepath.Join(whole, "throughput-vs-hca.vl_buffer_bytes.svg")),
+		readFile(t, filepath.Join(merged, "throughput-vs-hca.vl_buffer_bytes.svg")))
+
+	// An incomplete set of shards is refused, naming what is missing.
+	code, _, stderr = run("merge", dirs[0], dirs[1], dirs[2])
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "missing shards 3/4")
+	// So is a directory that is no shard.
+	code, _, stderr = run("merge", whole)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "not the output of an hcasim --shard run")
+	// And shards of a different sweep.
+	other := t.TempDir()
+	code, _, stderr = run("-config", cfg, "--shard", "3/4", "--out", other, "--quiet", "--set", "workload.size=2048")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = run("merge", dirs[0], dirs[1], dirs[2], other)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "from a different sweep")
+}
+
+func TestFailingPointIsWrittenAndTheOthersRun(t *testing.T) {
+	saved := fabricRun
+	defer func() { fabricRun = saved }()
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		if l.Config.HCA.VLBufferBytes == 32768 && l.Config.Link.LengthM == 100 {
+			return nil, fmt.Errorf("engine exploded")
+		}
+		return saved(l, o)
+	}
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	out := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", out, "--quiet")
+	assert.Equal(t, 1, code, "an internal failure exits 1")
+	assert.Contains(t, stderr, "sweep: 1 of 6 points failed")
+	assert.Contains(t, stderr, "engine exploded")
+	res, err := report.ReadJSON(filepath.Join(out, "results.json"))
+	require.NoError(t, err)
+	require.Len(t, res.Points, 6)
+	for i, p := range res.Points {
+		if i == 3 {
+			assert.Equal(t, "engine exploded", p.Error)
+			assert.Empty(t, p.Metrics)
+			continue
+		}
+		assert.Empty(t, p.Error, "point %d", i)
+		assert.NotNil(t, p.Metrics["goodput_gbps"], "point %d", i)
+	}
+
+	// A user's failure (a valid config this build cannot run) exits 2.
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		if l.Config.HCA.VLBufferBytes == 16384 {
+			return nil, &fabric.UnsupportedError{Msg: "workload.kind: not here"}
+		}
+		return saved(l, o)
+	}
+	code, _, stderr = run("-config", cfg, "--quiet", "--format", "csv")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "2 of 6 points failed")
+}
+
+func TestSweepUserErrors(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	single := writeFile(t, "single.yaml", strings.Split(sweepConfig, "sweep:")[0])
+	bad := writeFile(t, "bad.yaml", sweepConfig+"  link.widht: [4x]\n")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-config", bad}, "sweep.link.widht: not a config key (did you mean link.width?)"},
+		{[]string{"-config", cfg, "--set", "sweep.link.width=[4x, 5x]"}, `sweep.link.width: "5x" is not a width`},
+		{[]string{"-config", cfg, "--shard", "2/2", "--out", t.TempDir()}, `--shard: "2/2" is out of range`},
+		{[]string{"-config", cfg, "--shard", "0/2"}, "--shard 0/2: needs --out DIR"},
+		{[]string{"-config", single, "--shard", "0/2", "--out", t.TempDir()}, "has no sweep: section to shard"},
+		{[]string{"-config", cfg, "--trace", filepath.Join(t.TempDir(), "t")}, "pin the sweep's keys with --set"},
+		{[]string{"merge"}, "merge: no directories given"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			code, _, stderr := run(tt.args...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tt.want)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		})
+	}
+}
+
+func TestSweepPlotsAreSVG(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	out := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", out, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	// Buffer and length swept, no offered load: only the throughput plot.
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	var svgs []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".svg") {
+			svgs = append(svgs, e.Name())
+		}
+	}
+	assert.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg"}, svgs)
+	assertSVG(t, filepath.Join(out, svgs[0]), "Throughput vs buffer depth", "link.length_m=100")
+}
+
+// assertSVG parses the file as XML, checks its root is <svg> and that its
+// text holds each of want.
+func assertSVG(t *testing.T, path string, want ...string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := xml.NewDecoder(f)
+	var root string
+	var text strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		switch x := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = x.Name.Local
+			}
+		case xml.CharData:
+			text.Write(x)
+		}
+	}
+	assert.Equal(t, "svg", root)
+	for _, w := range want {
+		assert.Contains(t, text.String(), w)
+	}
+}

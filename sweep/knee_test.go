@@ -1,0 +1,119 @@
+package sweep
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/report"
+)
+
+// capped is a synthetic network that delivers what is offered up to a
+// capacity: accepted = min(offered, capacity).
+func capped(capacity float64) func(x float64) map[string]any {
+	return func(x float64) map[string]any {
+		return map[string]any{AcceptedMetric: math.Min(x, capacity)}
+	}
+}
+
+func TestBisectSynthetic(t *testing.T) {
+	const capacity, eps = 0.63, 0.02
+	// Saturated when min(x, 0.63) < x(1 − 0.02), i.e. x > 0.63/0.98: the
+	// knee the search must bracket.
+	knee := capacity / (1 - eps)
+	k := KneeSpec{From: 0.1, To: 1.0, Tolerance: 0.02, Epsilon: eps}
+	var probes []float64
+	got, err := k.Bisect(func(x float64) (bool, error) {
+		probes = append(probes, x)
+		return Saturated(capped(capacity)(x), x, eps)
+	})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, got.Below, knee)
+	assert.Greater(t, got.Above, knee)
+	assert.LessOrEqual(t, got.Above-got.Below, k.Tolerance)
+	// Both ends, then halvings of 0.9 until ≤ 0.02: 0.45, 0.225, 0.1125,
+	// 0.05625, 0.028125, 0.0140625 — six.
+	assert.Equal(t, []float64{0.1, 1.0}, probes[:2])
+	assert.Len(t, probes, 2+6)
+	s := &Sweep{Search: &Axis{Key: "workload.offered_load", Search: &k}}
+	assert.Equal(t, len(probes), s.PointsPerDesign())
+}
+
+func TestBisectOutsideTheRange(t *testing.T) {
+	k := KneeSpec{From: 0.2, To: 0.8, Tolerance: 0.01, Epsilon: 0.02}
+	probe := func(capacity float64) (Knee, int) {
+		n := 0
+		got, err := k.Bisect(func(x float64) (bool, error) {
+			n++
+			return Saturated(capped(capacity)(x), x, k.Epsilon)
+		})
+		require.NoError(t, err)
+		return got, n
+	}
+	// Capacity 0.1: saturated at from already; one probe.
+	got, n := probe(0.1)
+	assert.Equal(t, 1, n)
+	assert.True(t, math.IsNaN(got.Below))
+	assert.Equal(t, 0.2, got.Above)
+	// Capacity 0.95: unsaturated at to; two probes.
+	got, n = probe(0.95)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 0.8, got.Below)
+	assert.True(t, math.IsNaN(got.Above))
+}
+
+func TestSaturatedNeedsAcceptedLoad(t *testing.T) {
+	_, err := Saturated(map[string]any{"goodput_gbps": 1.0}, 0.5, 0.02)
+	assert.ErrorContains(t, err, "no accepted_load metric")
+}
+
+func TestKneeSweepRunAndSummary(t *testing.T) {
+	// Two designs (a grid axis, the buffer) each searched; a synthetic
+	// runner whose capacity grows with the buffer: 8192 → 0.4, 65536 → 0.8.
+	s := expand(t, streamBase+`
+sweep:
+  hca.vl_buffer_bytes: [8192, 65536]
+  workload.offered_load: {search: knee, from: 0.1, to: 1.0, tolerance: 0.05}
+`)
+	require.NotNil(t, s.Search)
+	require.Len(t, s.Designs, 2)
+	capacity := map[int]float64{8192: 0.4, 65536: 0.8}
+	run := func(p *Point) (map[string]any, error) {
+		c := p.Loaded.Config
+		return capped(capacity[c.HCA.VLBufferBytes])(c.Workload.OfferedLoad), nil
+	}
+	outs := s.Run([]int{0, 1}, 2, run, nil)
+	var points []report.Point
+	for i, o := range outs {
+		require.NoError(t, o.Err)
+		if i > 0 && outs[i-1].Design == o.Design {
+			prev, _ := Number(outs[i-1].Params["workload.offered_load"])
+			x, _ := Number(o.Params["workload.offered_load"])
+			assert.Less(t, prev, x, "a design's probes ascend")
+		}
+		points = append(points, report.Point{Params: o.Params, Metrics: o.Metrics})
+	}
+	knees := Knees(points, "workload.offered_load", DefaultKneeEpsilon)
+	require.Len(t, knees, 2)
+	for i, buf := range []int{8192, 65536} {
+		assert.Equal(t, buf, knees[i].Design["hca.vl_buffer_bytes"])
+		want := capacity[buf] / (1 - DefaultKneeEpsilon)
+		assert.LessOrEqual(t, knees[i].Below, want)
+		assert.Greater(t, knees[i].Above, want)
+		assert.LessOrEqual(t, knees[i].Above-knees[i].Below, 0.05)
+	}
+}
+
+func TestKneeSearchOnAStreamFailsClearly(t *testing.T) {
+	// The stream has no offered load and reports no accepted_load: the
+	// search stops at its first point with a user's error saying so.
+	s := expand(t, streamBase+`
+sweep:
+  workload.offered_load: {search: knee, from: 0.1, to: 1.0}
+`)
+	outs := s.Run([]int{0}, 1, streamRunner, nil)
+	require.Len(t, outs, 1)
+	assert.ErrorContains(t, outs[0].Err, "sweep.workload.offered_load: search: knee: the point reports no accepted_load")
+}
