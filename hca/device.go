@@ -258,7 +258,7 @@ func (d *Device) HandleEvent(ev *components.Event) {
 			d.OnMemWrite(w.addr, w.n, d.s.Now())
 		}
 	case evTimeout:
-		d.timeout(ev.Obj.(*QP), uint64(ev.Arg))
+		d.timeout(ev.Obj.(*QP))
 	default:
 		panic(fmt.Sprintf("hca: %s got event kind %d", d.Name, ev.Kind))
 	}
@@ -439,20 +439,32 @@ func (d *Device) purge(qp *QP) {
 // ---- retry timer ----
 
 func (d *Device) armTimer(qp *QP) {
-	qp.timerGen++
 	to := RetryTimeoutPS(d.Cfg.RetryTimeout)
 	if to == 0 {
 		qp.timerArmed = false
 		return
 	}
 	qp.timerArmed = true
-	e := d.at(d.s.Now()+to, evTimeout)
-	e.Obj = qp
-	e.Arg = int64(qp.timerGen)
+	qp.timerDeadline = d.s.Now() + to
+	// One timer event per QP is in the queue at a time: re-arming only moves
+	// the deadline, and an early event re-queues itself for the deadline, so
+	// restarting the timer on every ACK leaves no stale events behind.
+	if !qp.timerQueued {
+		qp.timerQueued = true
+		e := d.at(qp.timerDeadline, evTimeout)
+		e.Obj = qp
+	}
 }
 
-func (d *Device) timeout(qp *QP, gen uint64) {
-	if gen != qp.timerGen || !qp.timerArmed {
+func (d *Device) timeout(qp *QP) {
+	qp.timerQueued = false
+	if !qp.timerArmed {
+		return
+	}
+	if now := d.s.Now(); now < qp.timerDeadline {
+		qp.timerQueued = true
+		e := d.at(qp.timerDeadline, evTimeout)
+		e.Obj = qp
 		return
 	}
 	qp.timerArmed = false
@@ -473,7 +485,6 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 	}
 	if res.Progress || res.Rewound || len(res.Completions) > 0 {
 		qp.timerArmed = false
-		qp.timerGen++
 		if qp.req.Outstanding() && qp.req.State != QPErr {
 			d.armTimer(qp)
 		}

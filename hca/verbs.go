@@ -64,8 +64,9 @@ type QP struct {
 	remoteLID uint16
 	remoteQPN uint32
 
-	timerGen   uint64
-	timerArmed bool
+	timerArmed    bool  // the local ACK timer runs
+	timerDeadline ib.PS // when it expires
+	timerQueued   bool  // an evTimeout is in the event queue
 	rnrUntil   ib.PS
 }
 
