@@ -67,7 +67,7 @@ type QP struct {
 	timerArmed    bool  // the local ACK timer runs
 	timerDeadline ib.PS // when it expires
 	timerQueued   bool  // an evTimeout is in the event queue
-	rnrUntil   ib.PS
+	rnrUntil      ib.PS
 }
 
 // decodedWQE is a send WQE on chip, waiting for its key check.
