@@ -379,7 +379,7 @@ func (d *Device) schedule() {
 		if needDMA {
 			issue := d.stages[StageDMA].accept(now, 0)
 			ready = d.PCIe.Read(issue, plen)
-			pkt.Payload = append(pkt.Payload[:0], make([]byte, plen)...)
+			pkt.Payload = sized(pkt.Payload, plen)
 			d.Mem.Read(w.LocalAddr+uint64(off), pkt.Payload)
 			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(pkt.PSN)),
 				components.IntField("addr", int64(w.LocalAddr)+int64(off)), components.IntField("len", int64(plen)))
@@ -570,4 +570,13 @@ func (d *Device) writePayload(qpn uint32, t ib.PS, addr uint64, data []byte) (is
 		d.at(vis, evMemVisible)
 	}
 	return issue, vis
+}
+
+// sized returns b resized to n bytes, reusing its storage when it can (the
+// caller overwrites every byte).
+func sized(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }

@@ -115,7 +115,7 @@ func (d *Device) readResponses(qp *QP, t ib.PS, a RespAction) {
 		if p.PayloadLen > 0 {
 			issue := d.stages[StageDMA].accept(t, 0)
 			ready = d.PCIe.Read(issue, p.PayloadLen)
-			p.Payload = append(p.Payload[:0], make([]byte, p.PayloadLen)...)
+			p.Payload = sized(p.Payload, p.PayloadLen)
 			d.Mem.Read(a.ReadVA+uint64(lo), p.Payload)
 			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(p.PSN)),
 				components.IntField("addr", int64(a.ReadVA)+int64(lo)), components.IntField("len", int64(p.PayloadLen)))
