@@ -283,7 +283,9 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	}
 	// The input and the output can take part again when their crossbar
 	// connection (and, for the output, the wire) frees.
-	sw.wake(minPS(in.xbarBusy) - sw.allocPS)
+	if in.nonEmpty != 0 {
+		sw.wake(minPS(in.xbarBusy) - sw.allocPS)
+	}
 	sw.wake(max(out.wireFreeEst-sw.allocPS-sw.xbarPS-sw.cycle+1, out.xbarFree-sw.allocPS))
 }
 

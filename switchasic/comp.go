@@ -243,7 +243,10 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
 	sw.trace(head, p.Name, components.TraceBufEnq, pkt, -1, o, "")
-	sw.wake(ready)
+	// The first round that can take it: ready, and its input has a crossbar
+	// connection free (a grant skips waking a now-empty input, so this is
+	// the input's wake-up too).
+	sw.wake(max(ready, minPS(sw.in[i].xbarBusy)-sw.allocPS))
 }
 
 // enqueue appends e to its queue at input i, VL inVL.
