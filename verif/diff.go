@@ -70,10 +70,12 @@ func (r *DiffResult) Equivalent() bool {
 const maxEditDistance = 1000
 
 // Diff compares two traces stream by stream. Within a stream, events are
-// aligned in file order by a shortest edit script (Myers), so one missing or
-// extra event shows as exactly that and not as a cascade of differences;
-// runs of unaligned events are paired position by position as differing,
-// and the surplus is missing or extra.
+// aligned in file order — except that events at the same picosecond are
+// taken in a canonical order (their text), since the engine's tie order is
+// not the model's behaviour — by a shortest edit script (Myers), so one
+// missing or extra event shows as exactly that and not as a cascade of
+// differences; runs of unaligned events are paired position by position as
+// differing, and the surplus is missing or extra.
 func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
 	ignore := map[components.TraceKind]bool{}
 	for _, k := range opt.IgnoreKinds {
@@ -172,7 +174,32 @@ func splitStreams(t *Trace, ignore map[components.TraceKind]bool) map[string][]i
 		k := e.StreamKey()
 		m[k] = append(m[k], i)
 	}
+	for _, idx := range m {
+		canonicalTies(t, idx)
+	}
 	return m
+}
+
+// canonicalTies orders each run of same-picosecond events of a stream by
+// their text. Two events at the same picosecond are simultaneous in the
+// model; which one the engine ran first is its tie order, not the model's
+// behaviour, so a diff must not depend on it.
+func canonicalTies(t *Trace, idx []int) {
+	for lo := 0; lo < len(idx); {
+		hi := lo + 1
+		for hi < len(idx) && t.Events[idx[hi]].Time == t.Events[idx[lo]].Time {
+			hi++
+		}
+		if hi-lo > 1 {
+			run := idx[lo:hi]
+			keys := make(map[int]string, len(run))
+			for _, i := range run {
+				keys[i] = FormatEvent(&t.Events[i].TraceEvent)
+			}
+			sort.SliceStable(run, func(a, b int) bool { return keys[run[a]] < keys[run[b]] })
+		}
+		lo = hi
+	}
 }
 
 // anchor returns the file index of stream position pos, or where position

@@ -61,35 +61,39 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 	}
-	golden, err := readTraceFile(fs.Arg(0))
+	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Context: *ctxN}
+	var files [2]*os.File
+	for i := range files {
+		f, err := os.Open(fs.Arg(i))
+		if err != nil {
+			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+			return ExitError
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	return diffReaders(files[0], files[1], fs.Arg(0), fs.Arg(1), opt, stdout, stderr)
+}
+
+// diffReaders is DiffMain after the files are open: read both traces,
+// compare, report, and return the exit code.
+func diffReaders(a, b io.Reader, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
+	golden, err := ReadTrace(a)
 	if err != nil {
-		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", nameA, err)
 		return ExitError
 	}
-	neu, err := readTraceFile(fs.Arg(1))
+	neu, err := ReadTrace(b)
 	if err != nil {
-		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", nameB, err)
 		return ExitError
 	}
-	res := Diff(golden, neu, DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Context: *ctxN})
+	res := Diff(golden, neu, opt)
 	WriteDiffReport(stdout, golden, neu, res)
 	if res.Equivalent() {
 		return ExitEquivalent
 	}
 	return ExitDifferent
-}
-
-func readTraceFile(name string) (*Trace, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	t, err := ReadTrace(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return t, nil
 }
 
 // WriteDiffReport prints res: verdict, header notes, first divergence with

@@ -252,6 +252,7 @@ type VCDRecorder struct {
 	decl    []vcdDecl
 	changes []vcdChange
 	pulse   map[string]uint64
+	onWire  map[string]int // packets between tx_start and tx_end, per path
 }
 
 type vcdDecl struct {
@@ -268,7 +269,7 @@ type vcdChange struct {
 // NewVCDRecorder returns a recorder of the components selected by f's path
 // globs (f.Kinds is ignored: the signal list decides).
 func NewVCDRecorder(f Filter) *VCDRecorder {
-	return &VCDRecorder{paths: newPathSelector(f.Paths), signals: map[string]int{}, pulse: map[string]uint64{}}
+	return &VCDRecorder{paths: newPathSelector(f.Paths), signals: map[string]int{}, pulse: map[string]uint64{}, onWire: map[string]int{}}
 }
 
 // Func implements sim.Hook.
@@ -299,10 +300,20 @@ func (r *VCDRecorder) Observe(ev *components.TraceEvent) {
 		}
 	}
 	switch ev.Kind {
-	case components.TraceTxStart:
-		r.set(ev.Time, ev.Path, "busy", 1, 1)
-	case components.TraceTxEnd:
-		r.set(ev.Time, ev.Path, "busy", 1, 0)
+	case components.TraceTxStart, components.TraceTxEnd:
+		// Count packets on the wire rather than toggling, so a tx_end and
+		// the next tx_start at the same picosecond give "busy" in either
+		// order (the engine's tie order is not the model's behaviour).
+		if ev.Kind == components.TraceTxStart {
+			r.onWire[ev.Path]++
+		} else if r.onWire[ev.Path] > 0 {
+			r.onWire[ev.Path]--
+		}
+		busy := uint64(0)
+		if r.onWire[ev.Path] > 0 {
+			busy = 1
+		}
+		r.set(ev.Time, ev.Path, "busy", 1, busy)
 	case components.TraceArbGrant:
 		g, ok := ev.Int("vl")
 		if !ok {

@@ -145,15 +145,23 @@ func TestVCDReadByGTKWave(t *testing.T) {
 	require.NoError(t, err)
 	busy := []vcdPoint{{0, 0}}
 	credits := []vcdPoint{{0, 0}}
+	onWire := 0
 	for _, e := range tr.Events {
 		if e.Path != "Bench.Src.Port[0]" {
 			continue
 		}
 		switch e.Kind {
 		case components.TraceTxStart:
-			busy = appendChange(busy, e.Time, 1)
+			onWire++
 		case components.TraceTxEnd:
-			busy = appendChange(busy, e.Time, 0)
+			onWire--
+		}
+		if e.Kind == components.TraceTxStart || e.Kind == components.TraceTxEnd {
+			v := uint64(0)
+			if onWire > 0 {
+				v = 1
+			}
+			busy = appendChange(busy, e.Time, v)
 		}
 		if a, ok := e.Int("avail"); ok {
 			credits = appendChange(credits, e.Time, uint64(a))
