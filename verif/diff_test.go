@@ -255,3 +255,14 @@ func FuzzDiff(f *testing.F) {
 		}
 	})
 }
+
+func TestDiffSamePicosecondOrderIgnored(t *testing.T) {
+	// tx_end of one packet and tx_start of the next at the same picosecond,
+	// in either order: simultaneous, so equivalent. At different times the
+	// same swap is a difference (TestDiffCases, intra-stream reordering).
+	a := "100 P tx_end vl=0 psn=1\n100 P tx_start vl=0 psn=2\n200 P tx_end vl=0 psn=2\n"
+	b := "100 P tx_start vl=0 psn=2\n100 P tx_end vl=0 psn=1\n200 P tx_end vl=0 psn=2\n"
+	res := Diff(mustTrace(t, a), mustTrace(t, b), DiffOptions{})
+	assert.True(t, res.Equivalent())
+	assert.Equal(t, 3, res.Total.Matched)
+}
