@@ -25,6 +25,7 @@ type Builder struct {
 	sl2vl         *SL2VL
 	fcRefresh     ib.PS
 	fcMinInterval ib.PS
+	mtu           int // link MTU in payload bytes; 0 = no packet-size check
 }
 
 // MakeBuilder returns a builder with Defaults() and no simulation, LFT or
@@ -48,12 +49,23 @@ func (b Builder) WithLFT(lft *LFT) Builder { b.lft = lft; return b }
 // uses Config.SL2VLTable().
 func (b Builder) WithSL2VL(m *SL2VL) Builder { b.sl2vl = m; return b }
 
-// WithFlowControl takes the flow-control packet intervals of the links the
-// switch's ports sit on (link.fc_refresh_ns, link.fc_min_interval_ns).
+// WithFlowControl takes what the switch needs from the links its ports sit
+// on: the flow-control packet intervals (link.fc_refresh_ns,
+// link.fc_min_interval_ns) and the MTU, against which Build checks that one
+// VL's buffer holds the largest packet.
 func (b Builder) WithFlowControl(c link.Config) Builder {
 	b.fcRefresh = ib.PS(c.FCRefreshNs*1000 + 0.5)
 	b.fcMinInterval = ib.PS(c.FCMinIntervalNs*1000 + 0.5)
+	b.mtu = c.MTU
 	return b
+}
+
+// MaxPacketBytes is the largest data packet at an MTU that the buffer check
+// assumes: RDMA WRITE ONLY with immediate (RETH + ImmDt), no GRH — traffic
+// inside one subnet (ib-facts.md §2).
+func MaxPacketBytes(mtu int) int {
+	p := ib.Packet{Opcode: ib.RDMAWriteOnlyImm, PayloadLen: mtu}
+	return p.WireBytes()
 }
 
 // Build makes the switch and its Radix ports, named name+".Port[i]". A bad
@@ -65,6 +77,11 @@ func (b Builder) Build(name string) (*Switch, error) {
 	}
 	if err := b.cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if b.mtu > 0 {
+		if err := b.cfg.CheckPacketFits(MaxPacketBytes(b.mtu)); err != nil {
+			return nil, err
+		}
 	}
 	if b.cfg.SharedBufferBytes != 0 {
 		// link.Port advertises a fixed buffer per VL; a shared pool needs the

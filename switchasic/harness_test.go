@@ -136,6 +136,7 @@ type netOpts struct {
 	perPort   []link.Timing // optional per-port link timing
 	epBlocks  int           // endpoint receive buffer per VL, blocks
 	fcRefresh ib.PS         // 0 = link default
+	mtu       int           // link MTU for the switch's buffer check; 0 = 4096
 }
 
 func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
@@ -145,6 +146,9 @@ func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
 		lft.Set(uint16(i+1), i)
 	}
 	lc := link.Defaults()
+	if o.mtu > 0 {
+		lc.MTU = o.mtu
+	}
 	if o.fcRefresh > 0 {
 		lc.FCRefreshNs = float64(o.fcRefresh) / 1000
 	}

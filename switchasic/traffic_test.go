@@ -23,7 +23,8 @@ func TestIncastTinyBuffers(t *testing.T) {
 			blocks := ib.Credits(26 + payload)
 			require.Equal(t, 33, blocks)
 			cfg.VLBufferBytes = blocks * ib.CreditBytes
-			n := newTestNet(t, cfg, netOpts{timing: ndr(21352), epBlocks: blocks})
+			// MTU 2048: the largest packet (2048 + 46 bytes) also fits 33 blocks.
+			n := newTestNet(t, cfg, netOpts{timing: ndr(21352), epBlocks: blocks, mtu: 2048})
 			n.eps[0].onGet = func(arrival) {
 				if len(n.eps[0].got) == senders*each {
 					n.s.Stop()
