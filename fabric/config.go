@@ -98,6 +98,15 @@ func (c *Config) Validate() error {
 	if w.Kind == "stream" && c.Topology.Kind != "back-to-back" {
 		return fmt.Errorf("workload.kind: stream runs on topology.kind back-to-back, not %q", c.Topology.Kind)
 	}
+	if isSynthetic(w.Kind) {
+		tc := w.Traffic()
+		if err := tc.Validate(); err != nil {
+			return err
+		}
+		if err := tc.CheckMTU(c.Link.MTU); err != nil {
+			return err
+		}
+	}
 	if w.Kind == "stream" || isSynthetic(w.Kind) {
 		if w.Size > c.Link.MTU {
 			return fmt.Errorf("workload.size: %d bytes is more than link.mtu %d (a %s packet carries at most one MTU)", w.Size, c.Link.MTU, w.Kind)

@@ -32,12 +32,28 @@ type Network struct {
 // switches are made from switch.*, and mkHost makes each host's device.
 func BuildNetwork(cfg *Config, s *components.Sim, seed uint64,
 	mkHost func(index int, lid uint16, name string) HostDevice) (*Network, error) {
-	medium, _ := ParseMedium(cfg.Link.Medium)
-	topo, sub, err := cfg.Topology.Fabric(cfg.Switch.Radix, CableSpec{LengthM: cfg.Link.LengthM, Medium: medium},
-		seed, cfg.Switch.VLs, []uint8{uint8(cfg.Workload.SL)})
+	topo, sub, err := ConfigureFabric(cfg, seed)
 	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
+		return nil, err
 	}
+	return BuildNetworkOn(cfg, s, topo, sub, mkHost)
+}
+
+// ConfigureFabric builds the topology and runs the subnet manager and the
+// deadlock check, as the switches' SL-to-VL table routes the workload's SL.
+func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
+	sl2vl := SL2VLTable(cfg.Switch.SL2VLTable())
+	topo, sub, err := cfg.Topology.BuildFabric(cfg.Switch.Radix, hostCable(cfg),
+		SubnetOptions{Seed: seed, VLs: cfg.Switch.VLs, SL2VL: &sl2vl}, []uint8{uint8(cfg.Workload.SL)})
+	if err != nil {
+		return nil, nil, &UnsupportedError{Msg: err.Error()}
+	}
+	return topo, sub, nil
+}
+
+// BuildNetworkOn builds the simulation of an already configured fabric.
+func BuildNetworkOn(cfg *Config, s *components.Sim, topo *Topology, sub *Subnet,
+	mkHost func(index int, lid uint16, name string) HostDevice) (*Network, error) {
 	n := &Network{Sim: s, Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
 	hostPC := PortConfig(cfg, cfg.HCA.VLBufferBytes)
 	// ports[node][ibPort] → the link port.
@@ -100,6 +116,12 @@ func (n *Network) Blocks() []sim.Hookable {
 		}
 	}
 	return out
+}
+
+// hostCable is the length and medium of host cables (link.length_m, link.medium).
+func hostCable(cfg *Config) CableSpec {
+	medium, _ := ParseMedium(cfg.Link.Medium)
+	return CableSpec{LengthM: cfg.Link.LengthM, Medium: medium}
 }
 
 // HostLID returns host i's LID.

@@ -1,9 +1,6 @@
 package fabric
 
 import (
-	"math"
-	"math/rand/v2"
-
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/workload"
@@ -51,32 +48,26 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	w := cfg.Workload
 	r := &synthRun{s: s}
 	seed := cfg.Seed
-	var hostCount int
-	net, err := BuildNetwork(cfg, s, seed, func(i int, lid uint16, name string) HostDevice {
-		e := workload.NewEndpoint(s, name, i, lid, seed)
+	topo, sub, err := ConfigureFabric(cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	timing := cfg.Link.Timing(cfg.Link.LengthM)
+	sources, err := workload.NewSources(w.Traffic(), len(topo.Hosts()), timing.DataRateBps()/1e9, seed)
+	if err != nil {
+		return nil, &UnsupportedError{Msg: err.Error()}
+	}
+	net, err := BuildNetworkOn(cfg, s, topo, sub, func(i int, lid uint16, name string) HostDevice {
+		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
-		hostCount++
 		return e
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.net = net
-	n := len(r.eps)
-	pat, err := workload.NewPattern(w.Kind, n, w.Shift, w.HotspotFraction, rand.New(rand.NewPCG(seed, 0x9a77e)))
-	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
-	}
-	timing := cfg.Link.Timing(cfg.Link.LengthM)
-	wire := (&ib.Packet{Opcode: ib.SendOnly, PayloadLen: w.Size}).WireBytes()
-	slot := timing.Serialization(wire)
-	gap := bernoulliGap(slot, w.OfferedLoad)
-	sl2vl := DefaultSL2VL(cfg.Switch.VLs)
+	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range r.eps {
-		e.Dest = pat.Dest
-		e.Gap = gap
-		size := w.Size
-		e.Size = func(*rand.Rand) int { return size }
 		e.LIDOf = net.HostLID
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
@@ -100,21 +91,6 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		return nil, err
 	}
 	return r.metrics(cfg, timing.DataRateBps()), nil
-}
-
-// bernoulliGap returns an inter-arrival draw for Bernoulli injection: in
-// each packet slot a packet is created with probability load, so the gap in
-// slots is geometric with mean 1/load and the mean rate is load × line rate.
-func bernoulliGap(slot ib.PS, load float64) func(r *rand.Rand) ib.PS {
-	if load >= 1 {
-		return func(*rand.Rand) ib.PS { return slot }
-	}
-	l1p := math.Log1p(-load)
-	return func(r *rand.Rand) ib.PS {
-		u := r.Float64()
-		k := 1 + math.Floor(math.Log1p(-u)/l1p)
-		return ib.PS(k) * slot
-	}
 }
 
 func (r *synthRun) inject(pkt *ib.Packet) {

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -21,14 +20,9 @@ type Endpoint struct {
 
 	s    *components.Sim
 	port *link.Port
-	r    *rand.Rand
 
-	// Dest returns the destination host of the next packet.
-	Dest func(src int, r *rand.Rand) int
-	// Gap returns the time to the next packet's creation.
-	Gap func(r *rand.Rand) ib.PS
-	// Size returns the next packet's payload bytes.
-	Size func(r *rand.Rand) int
+	// Traffic is the host's synthetic traffic: gaps, destinations, sizes.
+	Traffic *Source
 	// LIDOf maps a host index to its LID.
 	LIDOf func(host int) uint16
 	// SL is the service level of every packet; VL is the host port's VL for it.
@@ -40,6 +34,7 @@ type Endpoint struct {
 
 	psnTo       []uint32     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
 	queue       []*ib.Packet // source queue (ring)
+	pending     Packet       // the next packet the traffic source asked for
 	qHead, qLen int
 	injecting   bool
 	measureLo   ib.PS // packets created in [measureLo, measureHi) are measured
@@ -61,11 +56,10 @@ const MaxSourceQueue = 4096
 
 const evInject uint8 = 1
 
-// NewEndpoint makes an endpoint with its own random stream.
-func NewEndpoint(s *components.Sim, name string, index int, lid uint16, seed uint64) *Endpoint {
+// NewEndpoint makes an endpoint; its traffic comes from src.
+func NewEndpoint(s *components.Sim, name string, index int, lid uint16, src *Source) *Endpoint {
 	return &Endpoint{tracer: tracer{path: name}, Name: name, Index: index, LID: lid, s: s,
-		r: rand.New(rand.NewPCG(seed, uint64(index)+1)), stallSince: -1,
-		queue: make([]*ib.Packet, 64)}
+		Traffic: src, stallSince: -1, queue: make([]*ib.Packet, 64)}
 }
 
 // Attach gives the endpoint its port.
@@ -78,8 +72,18 @@ func (e *Endpoint) Port() *link.Port { return e.port }
 // [lo, hi) are marked for measurement.
 func (e *Endpoint) Start(lo, hi ib.PS) {
 	e.measureLo, e.measureHi = lo, hi
+	if e.Traffic.Idle() {
+		return
+	}
 	e.injecting = true
-	e.s.Schedule(e.s.Now()+e.Gap(e.r), e, evInject)
+	e.pending = e.Traffic.Next(sendOnlyBytes)
+	e.s.Schedule(e.s.Now()+e.pending.Gap, e, evInject)
+}
+
+// sendOnlyBytes is the wire size of a synthetic packet (RC SEND ONLY).
+func sendOnlyBytes(payload int) int {
+	p := ib.Packet{Opcode: ib.SendOnly, PayloadLen: payload}
+	return p.WireBytes()
 }
 
 // StopInjecting ends the injection process.
@@ -98,8 +102,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 		return
 	}
 	now := e.s.Now()
-	dst := e.Dest(e.Index, e.r)
-	size := e.Size(e.r)
+	dst, size := e.pending.Dst, e.pending.Payload
 	if dst >= 0 && dst != e.Index {
 		if e.qLen == MaxSourceQueue {
 			e.Skipped++
@@ -127,7 +130,8 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			e.trySend()
 		}
 	}
-	e.s.Schedule(now+e.Gap(e.r), e, evInject)
+	e.pending = e.Traffic.Next(sendOnlyBytes)
+	e.s.Schedule(now+e.pending.Gap, e, evInject)
 }
 
 func (e *Endpoint) push(p *ib.Packet) {
