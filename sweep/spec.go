@@ -62,12 +62,22 @@ func parseAxes(n *yaml.Node) ([]Axis, error) {
 	if err := collect(n, "", &axes); err != nil {
 		return nil, err
 	}
-	sort.Slice(axes, func(i, j int) bool { return axes[i].Key < axes[j].Key })
-	for i := 1; i < len(axes); i++ {
-		if axes[i].Key == axes[i-1].Key {
-			return nil, errorf("sweep.%s: swept twice", axes[i].Key)
+	// A key given twice — `hca.vl_buffer_bytes: […]` in the file and
+	// --set sweep.hca.vl_buffer_bytes=[…], which arrives as the nested
+	// mapping hca: {vl_buffer_bytes: …} after it — takes the later one, so
+	// --set overrides a sweep axis as it overrides any key.
+	last := map[string]int{}
+	for i, a := range axes {
+		last[a.Key] = i
+	}
+	kept := axes[:0]
+	for i, a := range axes {
+		if last[a.Key] == i {
+			kept = append(kept, a)
 		}
 	}
+	axes = kept
+	sort.Slice(axes, func(i, j int) bool { return axes[i].Key < axes[j].Key })
 	searches := 0
 	for _, a := range axes {
 		if a.Search != nil {
