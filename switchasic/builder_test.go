@@ -43,3 +43,16 @@ func TestBuildChecks(t *testing.T) {
 	assert.Equal(t, 4, sw.Radix())
 	assert.Panics(t, func() { _, _ = MakeBuilder().Build("X") })
 }
+
+// TestRadix256: the largest switch IBA 1.6 allows builds and forwards
+// between its first and last ports with the zero-load latency of a small one
+// (edge after the 13 ns head + 120 ns of stages + 13 ns to the sink).
+func TestRadix256(t *testing.T) {
+	cfg := smallConfig(256, 1)
+	n := newTestNet(t, cfg, netOpts{timing: ndr(13000)})
+	n.eps[255].onGet = func(arrival) { n.s.Stop() }
+	n.eps[0].send(n.packet(0, 255, 0, 2024))
+	require.NoError(t, n.s.Run())
+	require.Len(t, n.eps[255].got, 1)
+	assert.Equal(t, int64(13000+120000+13000), int64(n.eps[255].got[0].head))
+}
