@@ -256,3 +256,63 @@ func assertSVG(t *testing.T, path string, want ...string) {
 		assert.Contains(t, text.String(), w)
 	}
 }
+
+// kneeConfig is hotspot traffic on one switch with 4 hosts: each of hosts
+// 1..3 sends a fraction h of its packets to host 0, so host 0's link
+// carries 3·h·L and saturates at L = 1/(3h): 2/3 for h = 0.5, 4/9 for
+// h = 0.75.
+const kneeConfig = `
+seed: 1
+link: {generation: NDR, width: 4x, length_m: 2, mtu: 4096}
+switch: {vls: 1}
+topology: {kind: single-switch, hosts: 4}
+workload: {kind: hotspot, hotspot_fraction: 0.5, size: 1024, warmup_ns: 2000, measure_ns: 10000, drain_ns: 20000}
+sweep:
+  workload.hotspot_fraction: [0.5, 0.75]
+  workload.offered_load: {search: knee, from: 0.1, to: 1.0, tolerance: 0.02}
+`
+
+func TestKneeSearchEndToEnd(t *testing.T) {
+	cfg := writeFile(t, "knee.yaml", kneeConfig)
+	whole := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", whole)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 2, strings.Count(stderr, "knee between"), stderr)
+	knees := readFile(t, filepath.Join(whole, KneeFile))
+	lines := strings.Split(strings.TrimSpace(knees), "\n")
+	require.Len(t, lines, 3, knees)
+	assert.Equal(t, "workload.hotspot_fraction,search_key,epsilon,knee_below,knee_above", lines[0])
+	for i, h := range []float64{0.5, 0.75} {
+		var frac, eps, below, above float64
+		var key string
+		_, err := fmt.Sscanf(strings.ReplaceAll(lines[i+1], ",", " "), "%g %s %g %g %g", &frac, &key, &eps, &below, &above)
+		require.NoError(t, err, lines[i+1])
+		assert.Equal(t, h, frac)
+		assert.LessOrEqual(t, above-below, 0.02, "bisected to the tolerance")
+		// The hot link saturates at L = 1/(3h); ε and the finite window
+		// put the measured knee a little above it, never below: under it
+		// every link has headroom.
+		sat := 1 / (3 * h)
+		assert.Greater(t, above, sat, "h=%v", h)
+		assert.Less(t, below, sat+0.1, "h=%v", h)
+	}
+	for _, f := range []string{report.LatencyPlot, report.AcceptedPlot} {
+		assert.FileExists(t, filepath.Join(whole, f))
+	}
+
+	// Sharded by design (each shard runs whole searches), merged: the same
+	// files.
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		d := t.TempDir()
+		code, _, stderr := run("-config", cfg, "--shard", fmt.Sprintf("%d/2", i), "--out", d, "--quiet")
+		require.Equal(t, 0, code, stderr)
+		dirs = append(dirs, d)
+	}
+	merged := t.TempDir()
+	code, _, stderr = run("merge", dirs[1], dirs[0], "--out", merged, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	for _, f := range []string{"results.json", "results.csv", KneeFile} {
+		assert.Equal(t, readFile(t, filepath.Join(whole, f)), readFile(t, filepath.Join(merged, f)), f)
+	}
+}
