@@ -180,6 +180,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"link_data_rate_gbps":  timing.DataRateBps() / 1e9,
 		"fc_packets":           r.tx.Stats.FCPackets + r.rx.Stats.FCPackets,
 		"latency_ns":           r.lat.SummaryNs(),
+		"block_hops":           r.tx.Stats.DataBlocks,
 	}
 	if window > 0 {
 		m["goodput_gbps"] = float64(r.windowBytes) * 8 / float64(window) * 1000

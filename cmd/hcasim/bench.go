@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/pflag"
+
+	"github.com/hcasim/hcasim/configs"
+	"github.com/hcasim/hcasim/report"
+)
+
+func init() { subcommands["bench"] = benchMain }
+
+// benchMain runs the benchmark design points of configs/bench, each in a
+// child process so that its peak memory is its own, prints per benchmark the
+// wall time, simulated time, events, 64-byte block-hops and packets per
+// wall-second and peak memory, and appends one row per benchmark to a CSV.
+//
+//	hcasim bench [--csv FILE] [--set key=value]... [NAME...]
+func benchMain(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("hcasim bench", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	csvPath := fs.String("csv", "bench-results.csv", "")
+	var sets []string
+	fs.StringArrayVar(&sets, "set", nil, "")
+	if err := fs.Parse(normalizeArgs(args)); err != nil {
+		return fail(stderr, userErrorf("bench: %v", err))
+	}
+	names := fs.Args()
+	if len(names) == 0 {
+		for _, n := range configs.Names() {
+			if strings.HasPrefix(n, "bench/") {
+				names = append(names, n)
+			}
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	t := tablewriter.NewWriter(stdout)
+	t.Header("benchmark", "wall_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib")
+	var rows [][]string
+	code := 0
+	for _, name := range names {
+		if !strings.HasPrefix(name, "bench/") && !strings.Contains(name, "/") {
+			name = "bench/" + name
+		}
+		row, err := runBench(self, name, sets)
+		if err != nil {
+			fmt.Fprintf(stderr, "hcasim: bench %s: %v\n", name, err)
+			code = 1
+			continue
+		}
+		_ = t.Append(row[2:])
+		rows = append(rows, row)
+	}
+	if err := t.Render(); err != nil {
+		return fail(stderr, err)
+	}
+	if err := appendCSV(*csvPath, rows); err != nil {
+		return fail(stderr, userErrorf("--csv: %v", err))
+	}
+	return code
+}
+
+// runBench runs one benchmark in a child process and returns its CSV row:
+// date, version, name, wall, sim time, events, block-hops/s, packets/s, MiB.
+func runBench(self, name string, sets []string) ([]string, error) {
+	args := []string{"-config", name, "--format", "json", "--quiet"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(self, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start).Seconds()
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var res report.Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Points) != 1 {
+		return nil, fmt.Errorf("no result: %v", err)
+	}
+	m := res.Points[0].Metrics
+	num := func(k string) float64 {
+		if v, ok := m[k].(float64); ok {
+			return v
+		}
+		return 0
+	}
+	var rssKiB int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rssKiB = ru.Maxrss // kilobytes on Linux
+	}
+	packets := num("packets_delivered")
+	if packets == 0 {
+		packets = num("packets")
+	}
+	f := func(v float64) string { return report.FormatValue(report.Round(v)) }
+	simWall := num("wall_s") // the run itself, without process start and config load
+	if simWall <= 0 {
+		simWall = wall
+	}
+	return []string{
+		time.Now().UTC().Format(time.RFC3339), Version(), strings.TrimSuffix(filepath.Base(name), ".yaml"),
+		f(wall), f(num("sim_time_ns")), f(num("events")),
+		f(num("block_hops") / simWall), f(packets / simWall), f(float64(rssKiB) / 1024),
+	}, nil
+}
+
+var benchCSVHeader = []string{"date", "version", "benchmark", "wall_s", "sim_time_ns", "events",
+	"block_hops_per_s", "packets_per_s", "peak_mem_mib"}
+
+// appendCSV appends rows to path, writing the header if the file is new, so
+// trends show across commits.
+func appendCSV(path string, rows [][]string) error {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	if os.IsNotExist(statErr) {
+		_ = w.Write(benchCSVHeader)
+	}
+	for _, r := range rows {
+		_ = w.Write(r)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
