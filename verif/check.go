@@ -2,6 +2,7 @@ package verif
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -90,10 +91,12 @@ type CheckConfig struct {
 //   - ordering: deliver of a request opcode at the responder (path, qpn):
 //     psn must be the expected one or behind it (a retry); ahead is a gap. A
 //     request consumes psns PSNs (default 1; an RDMA READ request ⌈len/PMTU⌉).
-//     cqe per (path, qpn, queue): wqe strictly increasing.
+//     cqe with a queue field, per (path, qpn, queue): wqe strictly after the
+//     previous one on the 16-bit WQE counter (it may wrap).
 //   - protection: key_check result=pass opens the window [addr, addr+len)
-//     for (path, qpn); result=fail closes all of that QP's windows (the QP
-//     goes to the error state). A dma_write must lie inside an open window.
+//     for (path, qpn) — without addr and len, the whole address space;
+//     result=fail closes all of that QP's windows (the QP goes to the error
+//     state). A dma_write must lie inside an open window.
 //   - data integrity: CompareData(src, dst).
 type Checkers struct {
 	cfg CheckConfig
@@ -435,25 +438,27 @@ func (c *Checkers) checkPSN(ev *components.TraceEvent) {
 	}
 }
 
+// wqeMod is the range of a CQE's WQE counter (mlx5 wqe_counter, 16 bit).
+const wqeMod = 1 << 16
+
 func (c *Checkers) checkCQE(ev *components.TraceEvent) {
 	qpn, ok1 := ev.Int("qpn")
 	wqe, ok2 := ev.Int("wqe")
-	if !ok1 || !ok2 {
+	queue, ok3 := ev.Str("queue")
+	if !ok1 || !ok2 || !ok3 {
+		// Without the queue a send and a receive completion on one QP
+		// cannot be told apart (their counters are independent).
 		return
 	}
-	queue, _ := ev.Str("queue")
 	key := qpKey{ev.Path, qpn, queue}
-	if last, seen := c.wqeLast[key]; seen && wqe <= last {
-		c.fail(InvOrdering, ev, fmt.Sprintf("QP %d %s completion for WQE %d after WQE %d", qpn, queueName(queue), wqe, last))
+	if last, seen := c.wqeLast[key]; seen {
+		// Serial-number order on the 16-bit counter: "after" means ahead
+		// by less than half the range, so the counter may wrap.
+		if ahead := ((wqe-last)%wqeMod + wqeMod) % wqeMod; ahead == 0 || ahead >= wqeMod/2 {
+			c.fail(InvOrdering, ev, fmt.Sprintf("QP %d %s completion for WQE %d after WQE %d", qpn, queue, wqe, last))
+		}
 	}
 	c.wqeLast[key] = wqe
-}
-
-func queueName(q string) string {
-	if q == "" {
-		return "queue"
-	}
-	return q
 }
 
 func (c *Checkers) keyCheck(ev *components.TraceEvent) {
@@ -464,9 +469,16 @@ func (c *Checkers) keyCheck(ev *components.TraceEvent) {
 		delete(c.keyWins, key)
 		return
 	}
-	addr, _ := ev.Int("addr")
-	n, _ := ev.Int("len")
-	ws := append(c.keyWins[key], window{addr, addr + n})
+	addr, hasAddr := ev.Int("addr")
+	n, hasLen := ev.Int("len")
+	w := window{addr, addr + n}
+	if !hasAddr || !hasLen {
+		// A check that does not say its range vouches for the key only:
+		// the QP may write anywhere until a check fails (weaker; emitters
+		// should give addr and len).
+		w = window{math.MinInt64, math.MaxInt64}
+	}
+	ws := append(c.keyWins[key], w)
 	if len(ws) > maxKeyWindows {
 		ws = ws[len(ws)-maxKeyWindows:]
 	}

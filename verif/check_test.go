@@ -166,6 +166,14 @@ func TestCheckersSyntheticTable(t *testing.T) {
 			ev(2, "H", components.TraceCQE, fI("qpn", 3), fS("queue", "rq"), fI("wqe", 1), fS("status", "success")),
 			ev(3, "H", components.TraceCQE, fI("qpn", 3), fS("queue", "sq"), fI("wqe", 2), fS("status", "success")),
 		}, InvOrdering, "QP 3 sq completion for WQE 2 after WQE 4"},
+		{"completion counter wraps", []*components.TraceEvent{
+			ev(1, "H", components.TraceCQE, fI("qpn", 3), fS("queue", "sq"), fI("wqe", 65535), fS("status", "success")),
+			ev(2, "H", components.TraceCQE, fI("qpn", 3), fS("queue", "sq"), fI("wqe", 0), fS("status", "success")),
+		}, "", ""},
+		{"completion without queue is not checked", []*components.TraceEvent{
+			ev(1, "H", components.TraceCQE, fI("qpn", 3), fI("wqe", 4), fS("status", "success")),
+			ev(2, "H", components.TraceCQE, fI("qpn", 3), fI("wqe", 1), fS("status", "success")),
+		}, "", ""},
 		{"write inside passed key", []*components.TraceEvent{
 			ev(1, "H", components.TraceKeyCheck, fI("qpn", 3), fI("key", 77), fI("addr", 0x1000), fI("len", 4096), fS("result", "pass")),
 			ev(2, "H", components.TraceDMAWrite, fI("qpn", 3), fI("addr", 0x1800), fI("len", 2048)),
@@ -179,6 +187,10 @@ func TestCheckersSyntheticTable(t *testing.T) {
 			ev(2, "H", components.TraceKeyCheck, fI("qpn", 3), fI("key", 78), fI("addr", 0x1000), fI("len", 64), fS("result", "fail")),
 			ev(3, "H", components.TraceDMAWrite, fI("qpn", 3), fI("addr", 0x1000), fI("len", 64)),
 		}, InvProtection, "QP 3 wrote 64 bytes at 0x1000"},
+		{"key check without a range covers the QP", []*components.TraceEvent{
+			ev(1, "H", components.TraceKeyCheck, fI("qpn", 3), fI("key", 77), fS("result", "pass")),
+			ev(2, "H", components.TraceDMAWrite, fI("qpn", 3), fI("addr", 0x9000), fI("len", 64)),
+		}, "", ""},
 		{"key on another QP does not count", []*components.TraceEvent{
 			ev(1, "H", components.TraceKeyCheck, fI("qpn", 4), fI("key", 77), fI("addr", 0x1000), fI("len", 4096), fS("result", "pass")),
 			ev(2, "H", components.TraceDMAWrite, fI("qpn", 3), fI("addr", 0x1000), fI("len", 64)),

@@ -98,6 +98,83 @@ var goldenScenarios = []goldenScenario{
 	},
 }
 
+// EDR 4x carries 4 × 25.78125 Gb/s × 64/66 = 100 Gb/s of data (ib-facts §1),
+// 80 ps per byte. The second packet of a 5000-byte message at a 4096-byte
+// MTU has 904 bytes of payload: as RDMA_WRITE_LAST it is LRH 8 + BTH 12 +
+// 904 + ICRC 4 + VCRC 2 = 930 bytes (74.4 ns), as RDMA_READ_RESPONSE_LAST
+// 4 bytes more for the AETH (74.72 ns). The two packets go back to back and
+// the receiver handles each the same way, so their payload writes are one
+// second-packet serialisation apart.
+const (
+	edrPSPerByte  ib.PS = 80
+	writeLastWire       = 930 * edrPSPerByte
+	readLastWire        = 934 * edrPSPerByte
+)
+
+func init() {
+	goldenScenarios = append(goldenScenarios,
+		goldenScenario{
+			name: "rdma_write_end_to_end",
+			run:  runRDMAWriteGolden,
+			check: func(t *testing.T, tr *Trace) {
+				w := eventsOf(tr, "Fabric.Host[1].HCA", components.TraceDMAWrite)
+				require.Len(t, w, 2)
+				assert.Equal(t, []int64{4096, 904}, []int64{intField(w[0], "len"), intField(w[1], "len")})
+				assert.Equal(t, intField(w[0], "addr")+4096, intField(w[1], "addr"))
+				assert.Equal(t, writeLastWire, w[1].Time-w[0].Time)
+				assert.Len(t, eventsOf(tr, "Fabric.Host[0].HCA", components.TraceDMARead), 2)
+				c := eventsOf(tr, "Fabric.Host[0].HCA", components.TraceCQE)
+				require.Len(t, c, 1)
+				assert.Equal(t, "SUCCESS", strField(c[0], "status"))
+			},
+		},
+		goldenScenario{
+			name: "rdma_read",
+			run:  runRDMAReadGolden,
+			check: func(t *testing.T, tr *Trace) {
+				assert.Len(t, eventsOf(tr, "Fabric.Host[1].HCA", components.TraceDMARead), 2)
+				w := eventsOf(tr, "Fabric.Host[0].HCA", components.TraceDMAWrite)
+				require.Len(t, w, 2)
+				assert.Equal(t, []int64{4096, 904}, []int64{intField(w[0], "len"), intField(w[1], "len")})
+				assert.Equal(t, readLastWire, w[1].Time-w[0].Time)
+				c := eventsOf(tr, "Fabric.Host[0].HCA", components.TraceCQE)
+				require.Len(t, c, 1)
+				assert.Equal(t, "SUCCESS", strField(c[0], "status"))
+			},
+		},
+		goldenScenario{
+			name: "rkey_violation",
+			run:  runRKeyViolationGolden,
+			check: func(t *testing.T, tr *Trace) {
+				k := eventsOf(tr, "Fabric.Host[1].HCA", components.TraceKeyCheck)
+				require.Len(t, k, 1)
+				assert.Equal(t, "access_denied", strField(k[0], "result"))
+				assert.Empty(t, eventsOf(tr, "Fabric.Host[1].HCA", components.TraceDMAWrite), "not one byte written")
+				n := eventsOf(tr, "Fabric.Host[1].HCA", components.TraceNak)
+				require.Len(t, n, 1)
+				// AETH syndrome 0b011_00010: NAK, remote access error = 0x62.
+				assert.Equal(t, int64(0x62), intField(n[0], "syndrome"))
+				c := eventsOf(tr, "Fabric.Host[0].HCA", components.TraceCQE)
+				require.Len(t, c, 1)
+				assert.Equal(t, "REM_ACCESS_ERR", strField(c[0], "status"))
+			},
+		})
+}
+
+func eventsOf(tr *Trace, path string, kind components.TraceKind) []Event {
+	var out []Event
+	for _, e := range tr.Events {
+		if e.Path == path && e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func intField(e Event, key string) int64 { v, _ := e.Int(key); return v }
+
+func strField(e Event, key string) string { v, _ := e.Str(key); return v }
+
 // vlRuns returns (vl, length) for each maximal run of equal VLs.
 func vlRuns(vls []int64) [][2]int64 {
 	var r [][2]int64
