@@ -120,22 +120,62 @@ type perftest struct {
 // metrics (snake_case keys, units in the names). The error is a user's
 // mistake in the run's knobs, or a run that did not finish.
 func RunPerftest(run PerftestRun) (map[string]any, error) {
-	if err := run.Validate(); err != nil {
+	p, err := BuildPerftest(run)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run()
+}
+
+// Perftest is a built perftest run: build it, let observers attach to its
+// simulation and devices, then Run it.
+type Perftest struct{ p *perftest }
+
+// BuildPerftest builds two hosts back to back over run.Link and the test.
+func BuildPerftest(run PerftestRun) (*Perftest, error) {
+	if err := run.Link.Validate("link"); err != nil {
 		return nil, err
 	}
 	if err := run.HCA.Validate(); err != nil {
 		return nil, err
 	}
-	if err := run.Link.Validate("link"); err != nil {
+	if err := run.Validate(); err != nil {
 		return nil, err
 	}
-	p := newPerftest(run)
+	s := components.NewSim()
+	a, b := hca.BackToBack(s, run.Link, run.HCA, run.HCA)
+	return &Perftest{newPerftest(run, s, a, b)}, nil
+}
+
+// BuildPerftestOn builds the test between two HCAs already attached to a
+// fabric (a switch, a tree): client on a, server on b. run.Link.MTU is the
+// path MTU; the rest of run.Link is not used.
+func BuildPerftestOn(s *components.Sim, a, b *hca.Device, run PerftestRun) (*Perftest, error) {
+	if err := run.Validate(); err != nil {
+		return nil, err
+	}
+	if !ib.ValidMTU(run.Link.MTU) {
+		return nil, fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", run.Link.MTU)
+	}
+	return &Perftest{newPerftest(run, s, a, b)}, nil
+}
+
+// Sim returns the simulation.
+func (t *Perftest) Sim() *components.Sim { return t.p.s }
+
+// Devices returns the client's and the server's HCA.
+func (t *Perftest) Devices() [2]*hca.Device { return t.p.dev }
+
+// Run runs the test to its end and returns the metrics.
+func (t *Perftest) Run() (map[string]any, error) {
+	p := t.p
+	run := p.run
 	p.kick()
 	maxT := run.MaxTimeNs
 	if maxT <= 0 {
 		maxT = 1e9
 	}
-	p.s.StopAt(ib.PS(maxT * 1000))
+	p.s.StopAt(p.s.Now() + ib.PS(maxT*1000))
 	if err := p.s.Run(); err != nil {
 		return nil, err
 	}
@@ -154,9 +194,7 @@ func sum(v []int) int {
 	return s
 }
 
-func newPerftest(run PerftestRun) *perftest {
-	s := components.NewSim()
-	a, b := hca.BackToBack(s, run.Link, run.HCA, run.HCA)
+func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest {
 	p := &perftest{run: run, s: s, dev: [2]*hca.Device{a, b}}
 	p.isLat = strings.HasSuffix(run.Test, "_lat")
 	switch {

@@ -65,6 +65,7 @@ func (p *perftest) metrics() map[string]any {
 			m["timeouts"] = c.Timeouts
 			m["acks_dropped"] = c.AcksDropped
 		}
+		m[host+"_acks_sent"] = c.Acks
 		m[host+"_naks_sent"] = c.Naks
 		m[host+"_rnr_naks_sent"] = c.RNRNaks
 		m[host+"_cq_overruns"] = c.CQOverruns

@@ -144,6 +144,37 @@ func TestPerftestRetryAfterDroppedAck(t *testing.T) {
 	assert.Greater(t, m["sim_time_ns"].(float64), float64(hca.RetryTimeoutPS(2))/1000)
 }
 
+func TestAckCoalescingCutsAcks(t *testing.T) {
+	// 4 KiB WRITEs are one packet each, each with AckReq: without
+	// coalescing the responder sends one ACK per message; with 4 per ACK
+	// about a quarter as many (the pending one is flushed whenever the
+	// receive pipeline drains, so at least that).
+	run := edrRun("write_bw", 4096, 1000)
+	m1, err := RunPerftest(run)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), m1["host1_acks_sent"])
+	run.HCA.AckCoalesce = 4
+	m4, err := RunPerftest(run)
+	require.NoError(t, err)
+	acks := m4["host1_acks_sent"].(int64)
+	assert.GreaterOrEqual(t, acks, int64(250))
+	assert.Less(t, acks, int64(1000))
+	assert.Equal(t, true, m4["data_verified"])
+}
+
+func TestManyQPsShareFairly(t *testing.T) {
+	// Four QPs, round-robin scheduling: the aggregate follows the same
+	// bottleneck as one QP.
+	run := edrRun("write_bw", 65536, 100)
+	run.QPs = 4
+	m, err := RunPerftest(run)
+	require.NoError(t, err)
+	assert.Equal(t, true, m["data_verified"])
+	bound := hca.NewPCIe(run.HCA.PCIe).ReadBoundGbps()
+	assert.LessOrEqual(t, m["bw_gbps"].(float64), bound)
+	assert.Greater(t, m["bw_gbps"].(float64), 0.97*bound)
+}
+
 func TestPerftestDeterministic(t *testing.T) {
 	run := edrRun("send_bw", 3000, 200)
 	a, err := RunPerftest(run)
