@@ -3,9 +3,16 @@ package switchasic
 import (
 	"flag"
 	"fmt"
+	"image/color"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,6 +98,8 @@ func TestAcceptedVsOffered(t *testing.T) {
 	}
 	loads := []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
 	var sb strings.Builder
+	curves := map[string]plotter.XYs{}
+	var names []string
 	for _, radix := range []int{4, 8, 16, 32} {
 		fmt.Fprintf(&sb, "\nradix %d (accepted / line rate; mean latency in ns)\n\n", radix)
 		fmt.Fprintf(&sb, "| offered | fifo accepted | fifo latency | voq+islip accepted | voq+islip latency |\n|---|---|---|---|---|\n")
@@ -104,9 +113,49 @@ func TestAcceptedVsOffered(t *testing.T) {
 			}
 			fmt.Fprintf(&sb, "| %.1f | %.3f | %.0f | %.3f | %.0f |\n", load,
 				res[0].accepted, res[0].latencyNs, res[1].accepted, res[1].latencyNs)
+			for k, q := range []string{"fifo", "voq+islip"} {
+				name := fmt.Sprintf("radix %d %s", radix, q)
+				if _, ok := curves[name]; !ok {
+					names = append(names, name)
+				}
+				curves[name] = append(curves[name], plotter.XY{X: load, Y: res[k].accepted})
+			}
 		}
 	}
 	fmt.Print(sb.String())
+	require.NoError(t, plotCurves(filepath.Join("..", "docs", "switch-accepted-vs-offered.svg"), names, curves))
+}
+
+// plotCurves draws accepted vs offered load, one colour per radix, fifo
+// dashed, with the accepted = offered diagonal.
+func plotCurves(path string, names []string, curves map[string]plotter.XYs) error {
+	p := plot.New()
+	p.Title.Text = "Switch: accepted vs offered load, uniform traffic (2 KiB packets, 4x NDR)"
+	p.X.Label.Text = "offered load (fraction of line rate)"
+	p.Y.Label.Text = "accepted load"
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		return err
+	}
+	diag.Color = color.Gray{Y: 170}
+	p.Add(diag)
+	p.Legend.Add("accepted = offered", diag)
+	p.Legend.Top, p.Legend.Left = true, true
+	for k, name := range names { // insertion order: deterministic
+		l, err := plotter.NewLine(curves[name])
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(k / 2)
+		l.Width = vg.Points(1.5)
+		if strings.HasSuffix(name, "fifo") {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		p.Legend.Add(name, l)
+	}
+	return p.Save(7*vg.Inch, 5*vg.Inch, path)
 }
 
 // BenchmarkSwitch16 measures simulated 64-byte block-hops (blocks forwarded
