@@ -147,11 +147,16 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	return d
 }
 
-// AttachPort makes the device's IB port (one data VL, the configured
-// receive buffer).
-func (d *Device) AttachPort(lc *link.Config) *link.Port {
+// AttachPort makes the device's IB port with one data VL and
+// hca.vl_buffer_bytes of receive buffer.
+func (d *Device) AttachPort(lc *link.Config) *link.Port { return d.AttachPortVLs(lc, 1) }
+
+// AttachPortVLs makes the device's IB port with vls data VLs (a port facing
+// a switch has the switch's VL count), each with hca.vl_buffer_bytes. The
+// HCA sends on VL 0, SL 0.
+func (d *Device) AttachPortVLs(lc *link.Config, vls int) *link.Port {
 	d.Port = link.NewPort(d.s, d, d.Name+".Port[1]", 1, link.PortConfig{
-		VLs: 1, BufferBlocks: d.Cfg.VLBufferBytes / ib.CreditBytes,
+		VLs: vls, BufferBlocks: d.Cfg.VLBufferBytes / ib.CreditBytes,
 		FCRefresh: nsToPS(lc.FCRefreshNs), FCMinInterval: nsToPS(lc.FCMinIntervalNs)})
 	return d.Port
 }
