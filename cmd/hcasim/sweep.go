@@ -28,9 +28,6 @@ const KneeFile = "knee.csv"
 // some fail; the error then counts the failures and is a user's error (exit
 // 2) only when every failure was.
 func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, error) {
-	if f.trace != "" || f.vcd != "" {
-		return nil, userErrorf("--trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
-	}
 	pins := sweep.PinnedKeys(f.sets)
 	if f.seedSet {
 		pins = append(pins, "seed")
@@ -43,6 +40,9 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	}})
 	if err != nil {
 		return nil, userErrorf("%s: %s", f.config, err)
+	}
+	if (f.trace != "" || f.vcd != "") && (len(sw.Designs) > 1 || sw.Search != nil) {
+		return nil, userErrorf("--trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
 	}
 	designs := make([]int, len(sw.Designs))
 	for i := range designs {

@@ -92,6 +92,13 @@ func TestSweepPointEqualsPointRunAlone(t *testing.T) {
 	w, err := json.Marshal(whole.Points[3])
 	require.NoError(t, err)
 	assert.Equal(t, string(w), string(a))
+
+	// Pinned to one point, the sweep can be traced.
+	trace := filepath.Join(t.TempDir(), "point.trace")
+	code, _, stderr = run("-config", cfg, "--quiet", "--trace", trace,
+		"--set", "hca.vl_buffer_bytes=32768", "--set", "link.length_m=100")
+	require.Equal(t, 0, code, stderr)
+	assert.NotEmpty(t, readFile(t, trace))
 }
 
 func TestShardsMergeIntoTheWholeRun(t *testing.T) {
