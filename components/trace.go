@@ -210,7 +210,7 @@ func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 // Keys not listed follow, sorted by name.
 var fieldOrder = []string{
 	"seq", "vl", "sl", "slid", "dlid", "op", "qpn", "psn", "psns", "bytes", "credits",
-	"fctbs", "fccl", "avail", "occ", "cap", "in", "out",
+	"fctbs", "fccl", "avail", "free", "occ", "cap", "in", "out",
 	"stage", "valid", "ready",
 	"queue", "wqe", "key", "addr", "len", "result",
 	"syndrome", "msn", "status", "icrc", "crc", "reason",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/components"
@@ -67,8 +68,9 @@ func hcaScenario(t *testing.T, setup func(p *hcaPair) hca.SendWR) ([]byte, *hcaP
 	wr := setup(p)
 	var buf bytes.Buffer
 	rec := NewRecorder(&buf, Header{Version: TraceVersion, Config: ConfigHash([]byte(p.String())), Seed: 0}, Filter{})
-	AttachHook(rec, p.a, p.b)
-	chk := AttachCheckers(CheckConfig{OnViolation: func(*Violation) { p.s.Stop() }}, p.a, p.b)
+	blocks := []sim.Hookable{p.a.Port, p.a, p.b.Port, p.b}
+	AttachHook(rec, blocks...)
+	chk := AttachCheckers(CheckConfig{OnViolation: func(*Violation) { p.s.Stop() }}, blocks...)
 	var wcs [4]hca.WC
 	n := 0
 	p.a.OnCQE = func(*hca.CQ, ib.PS) {

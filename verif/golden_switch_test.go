@@ -24,8 +24,8 @@ type switchBench struct {
 
 func (b *switchBench) hookables() []sim.Hookable {
 	hs := []sim.Hookable{b.sw}
-	for _, e := range b.eps {
-		hs = append(hs, e)
+	for i, e := range b.eps {
+		hs = append(hs, b.sw.Port(i), e.port, e)
 	}
 	return hs
 }
@@ -60,9 +60,6 @@ func newVLArbBench(t testing.TB, n int) *switchBench {
 		e := &benchEndpoint{name: fmt.Sprintf("Fabric.Host[%d].Port[0]", i), s: s, cfg: bc, held: map[int64]*ib.Packet{}}
 		e.port = link.NewPort(s, e, e.name, 0, link.PortConfig{VLs: 2, BufferBlocks: 64})
 		link.Connect(e.port, sw.Port(i), qdr4x())
-		for vl := 0; vl < 2; vl++ {
-			e.lastAvail[vl] = e.port.CreditsAvailable(vl)
-		}
 		b.eps = append(b.eps, e)
 	}
 	for k := 0; k < n; k++ {

@@ -11,15 +11,15 @@ import (
 )
 
 // This file is a test bench: two endpoints joined by a real link.Port pair.
-// The endpoints announce the trace events that an HCA's port logic will
-// (inject, tx_start, tx_end, credit_update at the source; rx_head, buf_enq,
-// rx_tail, deliver, buf_deq at the sink), so the trace, diff and checkers
-// are exercised on the real kernel and credit flow control. Bugs are
-// injected through its test hooks (doubleRelease, dropSeq).
+// The ports announce the link's events (tx_start, tx_end, rx_head, fc_send,
+// credit_update); the endpoints announce what an owner of a port does
+// (inject at the source; buf_enq, rx_tail, deliver, buf_deq at the sink), so
+// the trace, diff and checkers are exercised on the real kernel and credit
+// flow control. Bugs are injected through its test hooks (doubleRelease,
+// dropSeq).
 
 const (
-	benchTxEnd uint8 = iota + 1
-	benchRxTail
+	benchRxTail uint8 = iota + 1
 	benchRelease
 	benchStart
 )
@@ -49,9 +49,6 @@ type benchEndpoint struct {
 	queue []*ib.Packet // source: packets not yet sent
 	fbuf  []components.TraceField
 	held  map[int64]*ib.Packet // sink: packets waiting for release, by seq
-	// lastAvail is the credit count last announced per VL (source), so a
-	// credit_update is announced only on change.
-	lastAvail [link.MaxVLs]int
 }
 
 func (e *benchEndpoint) emit(t ib.PS, kind components.TraceKind, pkt *ib.Packet, extra ...components.TraceField) {
@@ -71,41 +68,14 @@ func (e *benchEndpoint) trySend() {
 	for len(e.queue) > 0 && e.port.CanSend(e.queue[0]) {
 		pkt := e.queue[0]
 		e.queue = e.queue[1:]
-		now := e.s.Now()
-		vl := int(pkt.VL)
-		e.emit(now, components.TraceInject, pkt)
-		tail := e.port.Send(pkt)
-		avail := e.port.CreditsAvailable(vl)
-		e.lastAvail[vl] = avail
-		e.emit(now, components.TraceTxStart, pkt, e.creditFields(vl)...)
-		ev := e.s.Schedule(tail, e, benchTxEnd)
-		ev.Pkt = pkt
-	}
-	e.announceCredits()
-}
-
-func (e *benchEndpoint) creditFields(vl int) []components.TraceField {
-	return []components.TraceField{
-		components.IntField("avail", int64(e.port.CreditsAvailable(vl))),
-		components.IntField("cap", int64(e.port.Peer().BufferCapacity(vl))),
-	}
-}
-
-// announceCredits emits credit_update for each VL whose count changed.
-func (e *benchEndpoint) announceCredits() {
-	for vl := 0; vl < e.port.VLs(); vl++ {
-		if a := e.port.CreditsAvailable(vl); a != e.lastAvail[vl] {
-			e.lastAvail[vl] = a
-			e.emit(e.s.Now(), components.TraceCreditUpdate, nil,
-				append([]components.TraceField{components.IntField("vl", int64(vl))}, e.creditFields(vl)...)...)
-		}
+		e.emit(e.s.Now(), components.TraceInject, pkt)
+		e.port.Send(pkt)
 	}
 }
 
 // PacketArrived implements link.Owner (sink side).
 func (e *benchEndpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	vl := int(pkt.VL)
-	e.emit(head, components.TraceRxHead, pkt)
 	e.emit(head, components.TraceBufEnq, pkt,
 		components.IntField("occ", int64(p.BufferUsed(vl))), components.IntField("cap", int64(p.BufferCapacity(vl))))
 	ev := e.s.Schedule(tail, e, benchRxTail)
@@ -113,10 +83,7 @@ func (e *benchEndpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail i
 }
 
 // PortReady implements link.Owner.
-func (e *benchEndpoint) PortReady(p *link.Port) {
-	e.announceCredits() // credits that came back, before a send spends them
-	e.trySend()
-}
+func (e *benchEndpoint) PortReady(p *link.Port) { e.trySend() }
 
 // HandleEvent implements components.EventHandler.
 func (e *benchEndpoint) HandleEvent(ev *components.Event) {
@@ -124,8 +91,6 @@ func (e *benchEndpoint) HandleEvent(ev *components.Event) {
 	switch ev.Kind {
 	case benchStart:
 		e.trySend()
-	case benchTxEnd:
-		e.emit(now, components.TraceTxEnd, ev.Pkt)
 	case benchRxTail:
 		pkt := ev.Pkt
 		e.emit(now, components.TraceRxTail, pkt)
@@ -166,8 +131,6 @@ func newBench(cfg *benchConfig) *bench {
 	src.port = link.NewPort(s, src, src.name, 0, pc)
 	dst.port = link.NewPort(s, dst, dst.name, 0, pc)
 	link.Connect(src.port, dst.port, cfg.Timing)
-	src.lastAvail[0] = src.port.CreditsAvailable(0)
-	dst.lastAvail[0] = dst.port.CreditsAvailable(0)
 	for i := range cfg.Packets {
 		pkt := s.NewPacket()
 		seq := pkt.Seq
@@ -179,7 +142,9 @@ func newBench(cfg *benchConfig) *bench {
 	return &bench{s: s, src: src, dst: dst}
 }
 
-func (b *bench) hookables() []sim.Hookable { return []sim.Hookable{b.src, b.dst} }
+func (b *bench) hookables() []sim.Hookable {
+	return []sim.Hookable{b.src.port, b.src, b.dst.port, b.dst}
+}
 
 // writePacket returns an RDMA WRITE ONLY of payload bytes on VL 0 with the
 // given PSN: LRH 8 + BTH 12 + RETH 16 + payload + ICRC 4 + VCRC 2 bytes.

@@ -173,7 +173,10 @@ func TestVCDReadByGTKWave(t *testing.T) {
 	// the next tx_start share 26.5 ns) and packet 3 waits for credit.
 	require.GreaterOrEqual(t, len(busy), 2)
 	assert.Equal(t, []vcdPoint{{0, 1}, {53000, 0}}, busy[:2])
-	assert.Equal(t, vcdPoint{0, 2}, credits[0])
+	// Credits follow the port's credit_update events; once the sink has
+	// released everything the source again has the sink's whole buffer.
+	require.NotEmpty(t, credits)
+	assert.Equal(t, uint64(cfg.BufferBlocks), credits[len(credits)-1].v)
 	assert.Equal(t, busy, d.changes["Bench.Src.Port_0.busy"])
 	assert.Equal(t, credits, d.changes["Bench.Src.Port_0.credits_vl0"])
 	assert.NotEmpty(t, d.changes["Bench.Dst.Port_0.occ_vl0"])
