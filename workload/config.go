@@ -36,7 +36,7 @@ type Config struct {
 	Iterations int    `yaml:"iterations"`  // messages per test (perftest -n)
 	TxDepth    int    `yaml:"tx_depth"`    // outstanding sends per QP (perftest -t)
 	QPs        int    `yaml:"qps"`         // queue pairs (perftest -q)
-	InlineSize int    `yaml:"inline_size"` // largest message sent inline (perftest -I)
+	InlineSize int    `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
 
 	// Synthetic traffic knobs.
 	OfferedLoad     float64 `yaml:"offered_load"`     // fraction of link rate each host injects, 0 < x ≤ 1
@@ -65,7 +65,7 @@ func Defaults() Config {
 		Iterations:      1000, // perftest default -n 1000 (perftest_parameters.h DEF_ITERS)
 		TxDepth:         128,  // perftest default -t 128 (DEF_TX_BW)
 		QPs:             1,
-		InlineSize:      0,
+		InlineSize:      -1,
 		OfferedLoad:     0.5,
 		Injection:       "bernoulli",
 		BurstPackets:    8,
@@ -121,8 +121,8 @@ func (c *Config) Validate(prefix string) error {
 	if c.QPs < 1 || c.QPs > 4096 {
 		return fmt.Errorf("%s.qps: %d is out of range (1 to 4096)", prefix, c.QPs)
 	}
-	if c.InlineSize < 0 || c.InlineSize > 1024 {
-		return fmt.Errorf("%s.inline_size: %d is out of range (0 to 1024 bytes)", prefix, c.InlineSize)
+	if c.InlineSize < -1 || c.InlineSize > 1024 {
+		return fmt.Errorf("%s.inline_size: %d is out of range (-1 for perftest's default, 0 to 1024 bytes)", prefix, c.InlineSize)
 	}
 	if math.IsNaN(c.OfferedLoad) || c.OfferedLoad <= 0 || c.OfferedLoad > 1 {
 		return fmt.Errorf("%s.offered_load: %v is out of range (above 0, at most 1)", prefix, c.OfferedLoad)
