@@ -88,7 +88,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			}
 			var set components.PortSet
 			for w := range set {
-				set[w] = q.nonEmpt[w] & watch[w]
+				set[w] = q.voqNonEmpty[w] & watch[w]
 			}
 			for o := set.NextAtOrAfter(0); o >= 0; o = set.NextAtOrAfter(o + 1) {
 				sw.consider(i, vl, q, q.qHead[o], t, inFree && freeOuts.Has(o))

@@ -90,11 +90,11 @@ type entry struct {
 // linked lists through entry.next: one list in fifo mode, one per output in
 // voq mode.
 type inputVL struct {
-	slots   []entry
-	free    int32   // free slot list, -1 = none
-	qHead   []int32 // per queue (1 for fifo, radix for voq): first entry or -1
-	qTail   []int32
-	nonEmpt components.PortSet // voq: outputs whose queue is non-empty
+	slots       []entry
+	free        int32   // free slot list, -1 = none
+	qHead       []int32 // per queue (1 for fifo, radix for voq): first entry or -1
+	qTail       []int32
+	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
 
 	occ       *components.Occupancy // buffer blocks held (from head arrival to release)
 	arbLosses uint64                // rounds in which a sendable head lost arbitration
@@ -266,7 +266,7 @@ func (sw *Switch) enqueue(i, inVL int, e entry) {
 	qi := 0
 	if len(q.qHead) > 1 {
 		qi = int(e.out)
-		q.nonEmpt.Set(qi)
+		q.voqNonEmpty.Set(qi)
 	}
 	if q.qTail[qi] < 0 {
 		q.qHead[qi] = k
@@ -288,12 +288,12 @@ func (sw *Switch) dequeue(i, inVL, qi int) entry {
 	if e.next < 0 {
 		q.qTail[qi] = -1
 		if len(q.qHead) > 1 {
-			q.nonEmpt.Clear(qi)
+			q.voqNonEmpty.Clear(qi)
 		}
 	}
 	q.slots[k] = entry{next: q.free}
 	q.free = k
-	if q.qHead[0] < 0 && !q.nonEmpt.Any() {
+	if q.qHead[0] < 0 && !q.voqNonEmpty.Any() {
 		in.nonEmpty &^= 1 << inVL
 		if in.nonEmpty == 0 {
 			sw.active.Clear(i)
@@ -368,8 +368,17 @@ func (sw *Switch) trySend(o int) {
 		}
 		out.stage[out.stageHead] = staged{}
 		out.stageHead++
-		if out.stageHead == len(out.stage) {
+		switch {
+		case out.stageHead == len(out.stage):
 			out.stage = out.stage[:0]
+			out.stageHead = 0
+		case out.stageHead >= 64 && 2*out.stageHead >= len(out.stage):
+			// Under saturation the stage never empties (grants run up to
+			// AllocCycles+XbarCycles ahead of the wire): slide it down so it
+			// does not grow without bound.
+			n := copy(out.stage, out.stage[out.stageHead:])
+			clear(out.stage[n:])
+			out.stage = out.stage[:n]
 			out.stageHead = 0
 		}
 		tailOut := p.Send(st.pkt)
