@@ -44,6 +44,14 @@ type PerftestRun struct {
 	FaultDropAcks int
 }
 
+// PerftestRunFrom assembles a run from the config sections the CLI loads:
+// workload.test, size, iterations, tx_depth, qps, inline_size (-1 =
+// perftest's default), the link section and the hca section.
+func PerftestRunFrom(w Config, lc link.Config, h hca.Config, seed uint64, maxTimeNs float64) PerftestRun {
+	return PerftestRun{Link: lc, HCA: h, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
+		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: seed, MaxTimeNs: maxTimeNs}
+}
+
 // Validate checks the run's own knobs (the link and HCA configs validate
 // themselves).
 func (r *PerftestRun) Validate() error {
