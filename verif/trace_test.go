@@ -2,6 +2,8 @@ package verif
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -180,4 +182,26 @@ func FuzzReadTrace(f *testing.F) {
 			assert.Equal(t, a, b)
 		}
 	})
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestRecorderReportsWriteError(t *testing.T) {
+	r := NewRecorder(failingWriter{}, testHeader, Filter{})
+	r.Record(&components.TraceEvent{Time: 1, Path: "A", Kind: components.TraceTxStart})
+	err := r.Flush()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "disk full")
+}
+
+func TestRecorderPanicsOnModelBugs(t *testing.T) {
+	r := NewRecorder(io.Discard, testHeader, Filter{})
+	assert.Panics(t, func() { r.Record(&components.TraceEvent{Time: 1, Path: "has space", Kind: components.TraceTxStart}) })
+	assert.Panics(t, func() { r.Record(&components.TraceEvent{Time: 1, Path: "A", Kind: components.TraceInvalid}) })
+	assert.Panics(t, func() {
+		r.Record(&components.TraceEvent{Time: 1, Path: "A", Kind: components.TraceTxStart, Fields: []components.TraceField{components.IntField("Bad", 1)}})
+	})
+	assert.Panics(t, func() { r.Func(sim.HookCtx{Pos: components.HookPosTrace, Item: "not an event"}) })
 }

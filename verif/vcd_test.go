@@ -193,3 +193,25 @@ func appendChange(ps []vcdPoint, t ib.PS, v uint64) []vcdPoint {
 	}
 	return append(ps, vcdPoint{t, v})
 }
+
+func TestVCDRecorderSignals(t *testing.T) {
+	r := NewVCDRecorder(Filter{Paths: []string{"S.*"}})
+	obs := func(tm ib.PS, path string, kind components.TraceKind, fs ...components.TraceField) {
+		r.Observe(&components.TraceEvent{Time: tm, Path: path, Kind: kind, Fields: fs})
+	}
+	obs(10, "S.Port[2]", components.TraceArbGrant, fI("vl", 3), fI("in", 1))
+	obs(20, "S.Port[2]", components.TraceArbGrant, fI("vl", 3), fI("in", 0)) // same VL again: the pulse shows it
+	obs(30, "S.Hca", components.TraceStage, fS("stage", "wqefetch"), fI("valid", 1), fI("ready", 0))
+	obs(40, "S.Hca", components.TraceStage, fS("stage", "wqefetch"), fI("valid", 0), fI("ready", 1))
+	obs(50, "S.Port[1]", components.TraceBufEnq, fI("seq", 1), fI("vl", 2), fI("occ", 5), fI("cap", 8))
+	obs(60, "Other.Port[0]", components.TraceTxStart, fI("vl", 0)) // not selected by the path filter
+	var buf bytes.Buffer
+	require.NoError(t, r.WriteTo(&buf, "unit", 100))
+	d := parseVCD(t, buf.String())
+	assert.Equal(t, []vcdPoint{{0, 0}, {10, 3}}, d.changes["S.Port_2.grant"])
+	assert.Equal(t, []vcdPoint{{0, 0}, {10, 1}, {20, 0}}, d.changes["S.Port_2.grant_pulse"])
+	assert.Equal(t, []vcdPoint{{0, 0}, {30, 1}, {40, 0}}, d.changes["S.Hca.wqefetch_valid"])
+	assert.Equal(t, []vcdPoint{{0, 0}, {40, 1}}, d.changes["S.Hca.wqefetch_ready"])
+	assert.Equal(t, []vcdPoint{{0, 0}, {50, 5}}, d.changes["S.Port_1.occ_vl2"])
+	assert.NotContains(t, buf.String(), "Other")
+}
