@@ -167,9 +167,9 @@ func (sw *Switch) match(t ib.PS) {
 			requesting.Set(i)
 		}
 	}
-	var won [components.MaxPorts]int16
-	for i := range won[:sw.radix] {
-		won[i] = -1
+	var winner [components.MaxPorts]int16 // per output: the input it was granted to, or -1
+	for o := range winner[:sw.radix] {
+		winner[o] = -1
 	}
 	tXbar := t + sw.allocPS
 	for pass := 0; pass < sw.cfg.Speedup; pass++ {
@@ -180,7 +180,7 @@ func (sw *Switch) match(t ib.PS) {
 				continue
 			}
 			granted = true
-			won[i] = int16(o)
+			winner[o] = int16(i)
 			matchedOut.Set(o)
 			sw.doGrant(i, o, int(chosen[o]), t)
 		}
@@ -208,7 +208,7 @@ func (sw *Switch) match(t ib.PS) {
 			v := trailingZeros16(m)
 			set := sw.cand[o][v]
 			for i := set.NextAtOrAfter(0); i >= 0; i = set.NextAtOrAfter(i + 1) {
-				if int(won[i]) != o || int(chosen[o]) != v {
+				if int(winner[o]) != i || int(chosen[o]) != v {
 					sw.in[i].vls[sw.candInVL[(i*sw.radix+o)*16+v]].arbLosses++
 				}
 			}
