@@ -201,6 +201,7 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"bad kind", []string{golden, same, "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
 		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},
 		{"bad flag", []string{golden, same, "--frobnicate"}, ExitError, "", "frobnicate"},
+		{"help", []string{"--help"}, 0, "", "usage: hcasim diff GOLDEN NEW"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

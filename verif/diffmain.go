@@ -33,9 +33,10 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
 	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
 	if err := fs.Parse(args); err != nil {
-		if err != pflag.ErrHelp {
-			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		if err == pflag.ErrHelp {
+			return ExitEquivalent // asked for help, got it
 		}
+		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
 		return ExitError
 	}
 	if fs.NArg() != 2 {
