@@ -547,7 +547,11 @@ func (d *Device) cqeVisible() {
 	d.Mem.Write(cq.buf+uint64(cq.pi%uint32(cq.Depth))*CQEBytes, buf[:])
 	cq.pi++
 	d.Counters.CQEs++
-	d.trace(components.TraceCQE, c.QPN, components.IntField("wqe", int64(c.Counter)),
+	queue := "sq"
+	if c.Receiver {
+		queue = "rq"
+	}
+	d.trace(components.TraceCQE, c.QPN, components.StrField("queue", queue), components.IntField("wqe", int64(c.Counter)),
 		components.StrField("status", c.Status.String()))
 	if tl := d.Timeline; tl != nil && tl.Active {
 		if !c.Receiver && tl.atRequester(d, c.QPN) && c.Counter == tl.WQEIndex && tl.ReqCQE == 0 {

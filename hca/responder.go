@@ -53,6 +53,8 @@ type RespAction struct {
 	KeyChecked bool
 	Key        uint32
 	KeyResult  KeyResult
+	KeyAddr    uint64 // the range checked
+	KeyLen     uint64
 }
 
 // Responder is the receive side of an RC QP (IBA ch. 9 responder,
@@ -181,7 +183,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 
 	switch {
 	case op == ib.RDMAReadRequest:
-		a.KeyChecked, a.Key = true, pkt.RETH.RKey
+		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
 		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteRead, pkt.RETH.VA, uint64(pkt.RETH.Length))
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
@@ -195,7 +197,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		r.msn = (r.msn + 1) & psnMask
 		return a
 	case op == ib.CompareSwap || op == ib.FetchAdd:
-		a.KeyChecked, a.Key = true, pkt.Atomic.RKey
+		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.Atomic.RKey, pkt.Atomic.VA, 8
 		a.KeyResult = env.CheckRKey(pkt.Atomic.RKey, AccessRemoteAtomic, pkt.Atomic.VA, 8)
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
@@ -225,7 +227,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		}
 	}
 	if hdr&ib.HasRETH != 0 {
-		a.KeyChecked, a.Key = true, pkt.RETH.RKey
+		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
 		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteWrite, pkt.RETH.VA, uint64(pkt.RETH.Length))
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
@@ -244,7 +246,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
 		}
 		if first {
-			a.KeyChecked, a.Key = true, r.recv.LKey
+			a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, r.recv.LKey, r.recv.Addr, uint64(r.recv.Length)
 			a.KeyResult = env.CheckLKey(r.recv.LKey, r.recv.Addr, uint64(r.recv.Length))
 			if a.KeyResult != KeyOK {
 				a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCLocProtErr, CQERespSend

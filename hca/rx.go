@@ -60,7 +60,8 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if a.KeyChecked {
 		t = d.keyCheck(t, a.Key)
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
-			components.StrField("result", a.KeyResult.String()))
+			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
+			components.IntField("len", int64(a.KeyLen)))
 	}
 	tl := d.Timeline
 	traced := tl.atResponder(d, pkt)
@@ -174,10 +175,10 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		}
 		syn := pkt.AETH.Syndrome
 		if syn&synTypeMask == SynACK {
-			d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(pkt.PSN)), components.StrField("result", "rx"))
+			d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(pkt.PSN)), components.IntField("msn", int64(pkt.AETH.MSN)))
 		} else {
 			d.trace(components.TraceNak, qp.Num, components.IntField("psn", int64(pkt.PSN)),
-				components.IntField("syndrome", int64(syn)), components.StrField("result", "rx"))
+				components.IntField("syndrome", int64(syn)))
 		}
 		d.afterAck(qp, qp.req.OnAck(pkt.PSN, syn), now)
 	case ib.AtomicAcknowledge:

@@ -372,7 +372,6 @@ func (d *Device) doorbell(qp *QP, pi uint32, bfBBs int) {
 	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.Doorbell == 0 && tl.Posted != 0 && cntDiff(pi, qp.sqPIAt(tl.WQEIndex)) >= 0 {
 		tl.Doorbell, tl.DoorbellDone = now, t
 	}
-	d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(pi)), components.StrField("queue", "sq_doorbell"))
 	d.fetchWQEs(qp, t, bfBBs)
 }
 
@@ -435,7 +434,8 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			r := d.Keys.Check(w.LKey, qp.PD, need, w.LocalAddr, uint64(w.Length))
 			dw.keyErr = r != KeyOK
 			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(w.LKey)),
-				components.StrField("result", r.String()))
+				components.StrField("result", r.String()), components.IntField("addr", int64(w.LocalAddr)),
+				components.IntField("len", int64(w.Length)))
 		}
 		last = max(last, dw.readyAt)
 		qp.decoded = append(qp.decoded, dw)
@@ -519,7 +519,7 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 		w := DecodeRecvWQE(b[:])
 		w.Index = idx
 		qp.rqCache = append(qp.rqCache, w)
-		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(idx)), components.StrField("queue", "rq"))
+		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(idx&0xffff)), components.StrField("queue", "rq"))
 	}
 	d.recvFetch(qp, d.s.Now())
 }
