@@ -1,12 +1,16 @@
 package fabric
 
 import (
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/workload"
 )
 
-// runPerftest runs a perftest-style RDMA test between two hosts with HCAs,
-// back to back (the only topology a two-host perftest needs; through a
-// switch, see docs/hca.md).
+// runPerftest runs a perftest-style RDMA test between two hosts with HCAs:
+// back to back, or on any fabric between its first and last host (the pair
+// farthest apart in a fat tree), optionally while the other hosts load the
+// fabric with synthetic background traffic (workload.background).
 func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	w := cfg.Workload
 	run := workload.PerftestRun{
@@ -16,27 +20,131 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	pt, err := workload.BuildPerftest(run)
-	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
-	}
-	if opts.Observe != nil {
-		devs := pt.Devices()
-		view := &Simulation{Sim: pt.Sim()}
-		for _, d := range devs {
+	var (
+		pt  *workload.Perftest
+		bg  *synthRun
+		s   *components.Sim
+		err error
+	)
+	view := &Simulation{}
+	if cfg.Topology.Kind == KindBackToBack {
+		pt, err = workload.BuildPerftest(run)
+		if err != nil {
+			return nil, &UnsupportedError{Msg: err.Error()}
+		}
+		s = pt.Sim()
+		for _, d := range pt.Devices() {
 			view.Ports = append(view.Ports, d.Port)
 			view.Blocks = append(view.Blocks, d, d.Port)
 		}
+	} else {
+		s = components.NewSimOn(cfg.Sim.Engine)
+		pt, bg, err = buildFabricPerftest(cfg, s, run, view)
+		if err != nil {
+			return nil, err
+		}
+	}
+	view.Sim = s
+	if opts.Observe != nil {
 		// Settled stays false: a perftest ends when its last completion is
 		// polled, with ACKs and flow-control packets possibly still on the
 		// wire, so the checkers' idle-fabric invariants do not apply.
 		opts.Observe(view)
 	}
+	if bg != nil {
+		for _, e := range bg.eps {
+			e.Start(bg.t0, bg.t1)
+		}
+	}
 	m, err := pt.Run()
 	if err != nil {
 		return nil, err
 	}
-	m["sim_time_ns"] = pt.Sim().Now().Nanoseconds()
-	m["events"] = pt.Sim().Events()
+	if bg != nil {
+		bg.t1 = min(bg.t1, s.Now())
+		for k, v := range bg.metrics(cfg, cfg.Link.Timing(cfg.Link.LengthM).DataRateBps()) {
+			switch k {
+			case "sim_time_ns", "events", "hosts", "switches", "link_data_rate_gbps", "block_hops":
+			case "packets_dropped", "drain_complete":
+				// The background stops with the test, mid-flight: loss
+				// is for the checkers (--check) to judge, not a count.
+			default:
+				m[k] = v
+			}
+		}
+		m["background_hosts"] = len(bg.eps)
+		m["hosts"] = len(bg.eps) + 2
+		m["switches"] = len(bg.net.Switches)
+		var blocks uint64
+		for _, p := range bg.net.Ports {
+			blocks += p.Stats.DataBlocks
+		}
+		m["block_hops"] = blocks
+	}
+	m["sim_time_ns"] = s.Now().Nanoseconds()
+	m["events"] = s.Events()
 	return m, nil
+}
+
+// buildFabricPerftest builds the configured fabric with HCAs on its first and
+// last host and, with workload.background, packet endpoints on the others.
+func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRun, view *Simulation) (*workload.Perftest, *synthRun, error) {
+	w := cfg.Workload
+	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(topo.Hosts())
+	var sources []*workload.Source
+	bg := &synthRun{s: s}
+	if w.Background && n > 2 {
+		tc := w.Traffic()
+		tc.Pattern = w.BackgroundPattern
+		// Background packets are full MTU unless workload.sizes says otherwise:
+		// workload.size is the perftest's message size.
+		tc.Size = cfg.Link.MTU
+		rate := cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
+		sources, err = workload.NewSources(tc, n-2, rate, cfg.Seed)
+		if err != nil {
+			return nil, nil, &UnsupportedError{Msg: "workload.background_pattern: " + err.Error()}
+		}
+	}
+	var devs [2]*hca.Device
+	net, err := BuildNetworkOn(cfg, s, topo, sub, func(i int, lid uint16, name string) HostDevice {
+		if i == 0 || i == n-1 {
+			h := NewHCAHost(s, cfg, lid, name)
+			devs[min(i, 1)] = h.Device
+			return h
+		}
+		if sources == nil {
+			return idleHost{}
+		}
+		e := workload.NewEndpoint(s, name, i-1, lid, sources[i-1])
+		bg.eps = append(bg.eps, e)
+		return e
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	pt, err := workload.BuildPerftestOn(s, devs[0], devs[1], run)
+	if err != nil {
+		return nil, nil, &UnsupportedError{Msg: err.Error()}
+	}
+	view.Ports = net.Ports
+	view.Blocks = net.Blocks()
+	if len(bg.eps) == 0 {
+		return pt, nil, nil
+	}
+	bg.net = net
+	bg.t0 = ib.PS(w.WarmupNs * 1000)
+	bg.t1 = bg.t0 + ib.PS(w.MeasureNs*1000)
+	sl2vl := cfg.Switch.SL2VLTable()
+	for _, e := range bg.eps {
+		e.LIDOf = func(h int) uint16 { return net.HostLID(h + 1) }
+		e.SL = uint8(w.SL)
+		e.VL = sl2vl[w.SL]
+		e.OnDeliver = bg.deliver
+		e.OnInject = bg.inject
+	}
+	return pt, bg, nil
 }

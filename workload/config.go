@@ -32,11 +32,18 @@ type Config struct {
 	DrainNs   float64 `yaml:"drain_ns"`   // ns after measurement for packets in flight to land (the cap on the drain phase)
 
 	// Perftest knobs (workload.kind: perftest).
-	Test       string `yaml:"test"`        // write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat
-	Iterations int    `yaml:"iterations"`  // messages per test (perftest -n)
-	TxDepth    int    `yaml:"tx_depth"`    // outstanding sends per QP (perftest -t)
-	QPs        int    `yaml:"qps"`         // queue pairs (perftest -q)
-	InlineSize int    `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
+	Test       string `yaml:"test"`       // write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat
+	Iterations int    `yaml:"iterations"` // messages per test (perftest -n)
+	TxDepth    int    `yaml:"tx_depth"`   // outstanding sends per QP (perftest -t)
+	QPs        int    `yaml:"qps"`        // queue pairs (perftest -q)
+	// Background, with workload.kind perftest on a fabric of more than two
+	// hosts, has every host but the two perftest hosts (the first and the
+	// last) inject synthetic traffic among themselves by the synthetic knobs
+	// (offered_load, injection, sizes, and the pattern named by
+	// background_pattern) while the test runs.
+	Background        bool   `yaml:"background"`
+	BackgroundPattern string `yaml:"background_pattern"`
+	InlineSize        int    `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
 
 	// Synthetic traffic knobs.
 	OfferedLoad     float64 `yaml:"offered_load"`     // fraction of link rate each host injects, 0 < x ≤ 1
@@ -53,24 +60,25 @@ var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "b
 // Defaults returns the workload defaults: a saturating 4 KiB stream.
 func Defaults() Config {
 	return Config{
-		Kind:            "stream",
-		Size:            4096,
-		Packets:         2000,
-		Saturate:        true,
-		Streams:         1,
-		WarmupNs:        2000,
-		MeasureNs:       20000,
-		DrainNs:         200000,
-		Test:            "write_bw",
-		Iterations:      1000, // perftest default -n 1000 (perftest_parameters.h DEF_ITERS)
-		TxDepth:         128,  // perftest default -t 128 (DEF_TX_BW)
-		QPs:             1,
-		InlineSize:      -1,
-		OfferedLoad:     0.5,
-		Injection:       "bernoulli",
-		BurstPackets:    8,
-		HotspotFraction: 0.2,
-		Shift:           1,
+		Kind:              "stream",
+		Size:              4096,
+		Packets:           2000,
+		Saturate:          true,
+		Streams:           1,
+		WarmupNs:          2000,
+		MeasureNs:         20000,
+		DrainNs:           200000,
+		Test:              "write_bw",
+		Iterations:        1000, // perftest default -n 1000 (perftest_parameters.h DEF_ITERS)
+		TxDepth:           128,  // perftest default -t 128 (DEF_TX_BW)
+		QPs:               1,
+		InlineSize:        -1,
+		OfferedLoad:       0.5,
+		Injection:         "bernoulli",
+		BurstPackets:      8,
+		HotspotFraction:   0.2,
+		Shift:             1,
+		BackgroundPattern: "uniform",
 	}
 }
 
