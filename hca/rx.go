@@ -175,10 +175,10 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		}
 		syn := pkt.AETH.Syndrome
 		if syn&synTypeMask == SynACK {
-			d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(pkt.PSN)), components.IntField("msn", int64(pkt.AETH.MSN)))
+			d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(pkt.PSN)), components.StrField("result", "rx"))
 		} else {
 			d.trace(components.TraceNak, qp.Num, components.IntField("psn", int64(pkt.PSN)),
-				components.IntField("syndrome", int64(syn)))
+				components.IntField("syndrome", int64(syn)), components.StrField("result", "rx"))
 		}
 		d.afterAck(qp, qp.req.OnAck(pkt.PSN, syn), now)
 	case ib.AtomicAcknowledge:

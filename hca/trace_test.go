@@ -37,9 +37,10 @@ func TestTraceEvents(t *testing.T) {
 		}
 		return m
 	}
-	// Requester: the WQE fetch, one L_Key check, two payload reads
-	// (5000 B = 4096 + 904), the received ACK, the CQE.
-	assert.Equal(t, map[string]int{"wqe_fetch": 1, "key_check": 1, "dma_read": 2, "ack": 1, "cqe": 1}, kinds(&ra, "Fabric.Host[0].HCA"))
+	// Requester: the doorbell (queue sq_doorbell) and the WQE fetch, one
+	// L_Key check, two payload reads (5000 B = 4096 + 904), the received
+	// ACK, the CQE.
+	assert.Equal(t, map[string]int{"wqe_fetch": 2, "key_check": 1, "dma_read": 2, "ack": 1, "cqe": 1}, kinds(&ra, "Fabric.Host[0].HCA"))
 	// Responder: one R_Key check, two payload writes, one ACK sent.
 	assert.Equal(t, map[string]int{"key_check": 1, "dma_write": 2, "ack": 1}, kinds(&rb, "Fabric.Host[1].HCA"))
 	for i := 1; i < len(ra.events); i++ {

@@ -372,6 +372,7 @@ func (d *Device) doorbell(qp *QP, pi uint32, bfBBs int) {
 	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.Doorbell == 0 && tl.Posted != 0 && cntDiff(pi, qp.sqPIAt(tl.WQEIndex)) >= 0 {
 		tl.Doorbell, tl.DoorbellDone = now, t
 	}
+	d.trace(components.TraceWQEFetch, qp.Num, components.StrField("queue", "sq_doorbell"), components.IntField("wqe", int64(pi&0xffff)))
 	d.fetchWQEs(qp, t, bfBBs)
 }
 
