@@ -1,8 +1,11 @@
 package fabric
 
 import (
+	"strings"
+
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/switchasic"
 	"github.com/hcasim/hcasim/workload"
 )
 
@@ -41,6 +44,7 @@ func (r *synthRun) finish() {
 const (
 	evSynthMeasureEnd uint8 = iota + 1
 	evSynthDrainCap
+	evSynthMeasureStart
 )
 
 func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
@@ -86,6 +90,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	for _, e := range r.eps {
 		e.Start(r.t0, r.t1)
 	}
+	s.Schedule(r.t0, r, evSynthMeasureStart)
 	s.Schedule(r.t1, r, evSynthMeasureEnd)
 	if err := s.Run(); err != nil {
 		return nil, err
@@ -129,6 +134,11 @@ func (r *synthRun) queuedMeasured() int {
 // HandleEvent implements components.EventHandler for the phase controller.
 func (r *synthRun) HandleEvent(ev *components.Event) {
 	switch ev.Kind {
+	case evSynthMeasureStart:
+		// Switch statistics cover the measurement window only.
+		for _, sw := range r.net.Switches {
+			sw.ResetStats()
+		}
 	case evSynthMeasureEnd:
 		r.stopped = true
 		for _, e := range r.eps {
@@ -189,5 +199,53 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		blockHops += int64(p.Stats.DataBlocks)
 	}
 	m["block_hops"] = blockHops
+	r.switchMetrics(m)
 	return m
+}
+
+// switchMetrics adds the switches' statistics over the window: a fabric-wide
+// summary, and for a single switch its per-port and per-VL figures under
+// "switch_".
+func (r *synthRun) switchMetrics(m map[string]any) {
+	if len(r.net.Switches) == 0 {
+		return
+	}
+	var peak, stall, conflicts, losses, utilMax, meanSum float64
+	var meanN int
+	for _, sw := range r.net.Switches {
+		sm := sw.Metrics()
+		for _, k := range switchasic.MetricKeys(sm) {
+			v := sm[k]
+			switch {
+			case strings.HasSuffix(k, "_buf_peak_blocks"):
+				peak = max(peak, v)
+			case strings.HasSuffix(k, "_buf_mean_blocks"):
+				meanSum += v
+				meanN++
+			case strings.HasSuffix(k, "_credit_stall_ps"):
+				stall += v
+			case strings.HasSuffix(k, "_xbar_conflicts"):
+				conflicts += v
+			case strings.HasSuffix(k, "_arb_losses"):
+				losses += v
+			case strings.HasSuffix(k, "_link_util"):
+				utilMax = max(utilMax, v)
+			}
+		}
+		if len(r.net.Switches) == 1 {
+			detail := map[string]any{}
+			for k, v := range sm {
+				detail[k] = v
+			}
+			m["switch"] = detail
+		}
+	}
+	m["switch_buf_peak_bytes"] = peak * ib.CreditBytes
+	if meanN > 0 {
+		m["switch_buf_mean_bytes"] = meanSum / float64(meanN) * ib.CreditBytes
+	}
+	m["switch_credit_stall_ns"] = stall / 1000
+	m["switch_xbar_conflicts"] = conflicts
+	m["switch_arb_losses"] = losses
+	m["switch_link_util_max"] = utilMax
 }
