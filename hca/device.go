@@ -213,6 +213,24 @@ func (d *Device) trace(kind components.TraceKind, qpn uint32, fields ...componen
 	d.fieldBuf = ev.Fields[:0]
 }
 
+// tracePacket announces a packet's inject (handed to the fabric) or
+// deliver (accepted from it) with the standard packet fields; a delivered
+// RDMA READ request also says how many PSNs it consumes.
+func (d *Device) tracePacket(kind components.TraceKind, pkt *ib.Packet) {
+	if d.NumHooks() == 0 {
+		return
+	}
+	ev := components.TraceEvent{Time: d.s.Now(), Path: d.Name, Kind: kind}
+	ev.Fields = ev.AppendPacket(d.fieldBuf[:0], pkt)
+	if kind == components.TraceDeliver && pkt.Opcode == ib.RDMAReadRequest {
+		if qp := d.qpByNum(pkt.DestQP); qp != nil && qp.resp != nil {
+			ev.Fields = append(ev.Fields, components.IntField("psns", int64(PacketCount(pkt.RETH.Length, qp.resp.MTU))))
+		}
+	}
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: &ev})
+	d.fieldBuf = ev.Fields[:0]
+}
+
 // keyCheck runs one key through the key-check stage and returns when the
 // check is done: a translation-cache miss adds the miss latency.
 func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
@@ -327,6 +345,7 @@ func (d *Device) trySend() {
 		}
 		entry := q.pop()
 		pkt := entry.pkt
+		d.tracePacket(components.TraceInject, pkt)
 		d.Port.Send(pkt)
 		d.Counters.PayloadTx += int64(pkt.PayloadLen)
 		if q == &d.reqQ {

@@ -10,6 +10,7 @@ import (
 func (d *Device) receive(pkt *ib.Packet) {
 	d.Port.Release(int(pkt.VL), pkt.Credits())
 	d.Counters.RxPackets++
+	d.tracePacket(components.TraceDeliver, pkt)
 	qp := d.qpByNum(pkt.DestQP)
 	if qp == nil || qp.State < QPRTR {
 		d.s.FreePacket(pkt) // no such QP: silently dropped, as hardware does

@@ -31,6 +31,11 @@ func TestTraceEvents(t *testing.T) {
 		m := map[string]int{}
 		for _, e := range r.events {
 			m[e.Kind.String()]++
+			if e.Kind == components.TraceInject || e.Kind == components.TraceDeliver {
+				_, ok := e.Int("seq")
+				assert.True(t, ok, "packet events carry the packet fields")
+				continue
+			}
 			_, ok := e.Int("qpn")
 			assert.True(t, ok, "every transport event names its QP")
 			assert.Equal(t, path, e.Path)
@@ -40,9 +45,13 @@ func TestTraceEvents(t *testing.T) {
 	// Requester: the doorbell (queue sq_doorbell) and the WQE fetch, one
 	// L_Key check, two payload reads (5000 B = 4096 + 904), the received
 	// ACK, the CQE.
-	assert.Equal(t, map[string]int{"wqe_fetch": 2, "key_check": 1, "dma_read": 2, "ack": 1, "cqe": 1}, kinds(&ra, "Fabric.Host[0].HCA"))
-	// Responder: one R_Key check, two payload writes, one ACK sent.
-	assert.Equal(t, map[string]int{"key_check": 1, "dma_write": 2, "ack": 1}, kinds(&rb, "Fabric.Host[1].HCA"))
+	// Two packets injected, one ACK delivered.
+	assert.Equal(t, map[string]int{"wqe_fetch": 2, "key_check": 1, "dma_read": 2, "ack": 1, "cqe": 1,
+		"inject": 2, "deliver": 1}, kinds(&ra, "Fabric.Host[0].HCA"))
+	// Responder: two packets delivered, one R_Key check, two payload
+	// writes, one ACK sent (injected).
+	assert.Equal(t, map[string]int{"key_check": 1, "dma_write": 2, "ack": 1, "deliver": 2, "inject": 1},
+		kinds(&rb, "Fabric.Host[1].HCA"))
 	for i := 1; i < len(ra.events); i++ {
 		assert.GreaterOrEqual(t, ra.events[i].Time, ra.events[i-1].Time)
 	}

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/link"
+	"github.com/hcasim/hcasim/verif"
 )
 
 func perftestLink(gen string) link.Config {
@@ -236,4 +239,51 @@ func TestPerftestRunFromConfig(t *testing.T) {
 	m, err := RunPerftest(run)
 	require.NoError(t, err)
 	assert.Equal(t, true, m["inline"], "perftest's default inline size for send_lat is 236")
+}
+
+func TestPerftestPassesTheCheckers(t *testing.T) {
+	// The verif scoreboards watch every HCA and port: request PSNs in order
+	// at each responder (retries may go back), CQEs in WQE order per queue,
+	// every DMA write inside a passed key check, credits and buffers in
+	// range.
+	for _, tc := range []struct {
+		test string
+		size int
+		drop int
+	}{{"write_bw", 65536, 0}, {"send_bw", 5000, 0}, {"read_bw", 9000, 0}, {"send_lat", 32, 0},
+		{"atomic_lat", 8, 0}, {"write_bw", 4096, 3}} {
+		t.Run(fmt.Sprintf("%s/%d/drop%d", tc.test, tc.size, tc.drop), func(t *testing.T) {
+			run := edrRun(tc.test, tc.size, 100)
+			run.HCA.RetryTimeout = 2
+			run.FaultDropAcks = tc.drop
+			p, err := BuildPerftest(run)
+			require.NoError(t, err)
+			devs := p.Devices()
+			chk := verif.AttachCheckers(verif.CheckConfig{}, devs[0], devs[1], devs[0].Port, devs[1].Port)
+			var seen kindCounter
+			verif.AttachHook(&seen, devs[0], devs[1])
+			m, err := p.Run()
+			require.NoError(t, err)
+			chk.Finish(p.Sim().Now(), false)
+			assert.NoError(t, chk.Err())
+			// The checkers had something to check.
+			for _, k := range []components.TraceKind{components.TraceDeliver, components.TraceKeyCheck,
+				components.TraceCQE, components.TraceDMAWrite} {
+				assert.Positive(t, seen[k], "%v events", k)
+			}
+			assert.Equal(t, true, m["data_verified"])
+		})
+	}
+}
+
+// kindCounter counts trace events by kind.
+type kindCounter map[components.TraceKind]int
+
+func (k *kindCounter) Func(ctx sim.HookCtx) {
+	if *k == nil {
+		*k = kindCounter{}
+	}
+	if ev, ok := ctx.Item.(*components.TraceEvent); ok && ctx.Pos == components.HookPosTrace {
+		(*k)[ev.Kind]++
+	}
 }
