@@ -51,9 +51,9 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hcasim diff: --context: %d is negative (allowed: 0 or more)\n", *ctxN)
 		return ExitError
 	}
-	kinds, err := parseKinds("--ignore-kinds", *ignore)
+	kinds, err := parseKinds(*ignore)
 	if err != nil {
-		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+		fmt.Fprintf(stderr, "hcasim diff: --ignore-kinds: %v\n", err)
 		return ExitError
 	}
 	for _, f := range *fields {

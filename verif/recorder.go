@@ -23,10 +23,11 @@ type Filter struct {
 }
 
 // ParseFilter builds a Filter from comma-separated lists, as the CLI's
-// --trace-paths and --trace-kinds flags give them.
+// --trace-path and --trace-kind flags give them. An error names the bad
+// kind; the caller adds the flag's name.
 func ParseFilter(paths, kinds string) (Filter, error) {
 	f := Filter{Paths: splitList(paths)}
-	ks, err := parseKinds("trace kinds", kinds)
+	ks, err := parseKinds(kinds)
 	if err != nil {
 		return Filter{}, err
 	}
@@ -44,7 +45,9 @@ func splitList(s string) []string {
 	return out
 }
 
-func parseKinds(what, s string) ([]components.TraceKind, error) {
+// parseKinds parses a comma-separated kind list. The error names the bad
+// kind and the allowed ones; the caller prefixes the flag or key.
+func parseKinds(s string) ([]components.TraceKind, error) {
 	var ks []components.TraceKind
 	for _, name := range splitList(s) {
 		k, ok := components.ParseTraceKind(name)
@@ -53,7 +56,7 @@ func parseKinds(what, s string) ([]components.TraceKind, error) {
 			for _, k := range components.TraceKinds() {
 				all = append(all, k.String())
 			}
-			return nil, fmt.Errorf("%s: %q is not an event kind (allowed: %s)", what, name, strings.Join(all, ", "))
+			return nil, fmt.Errorf("%q is not an event kind (allowed: %s)", name, strings.Join(all, ", "))
 		}
 		ks = append(ks, k)
 	}
