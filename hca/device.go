@@ -515,8 +515,7 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 	}
 	if res.RNRWait {
 		qp.rnrUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
-		e := d.at(qp.rnrUntil, evSchedule)
-		_ = e
+		d.at(qp.rnrUntil, evSchedule)
 	}
 	if res.Rewound {
 		d.purge(qp)

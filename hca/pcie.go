@@ -46,19 +46,18 @@ func (d *pcieDir) occupy(t, dur ib.PS) ib.PS {
 //
 // Calls must come in non-decreasing time t (a simulation calls at its now).
 type PCIe struct {
-	cfg            PCIeConfig
-	psNum, psDen   int64 // picoseconds per byte = psNum / psDen
-	up, down       pcieDir
-	tagFree        []ib.PS // ring: when each outstanding read's tag frees
-	tagHead, tagN  int
-	readLat        ib.PS
-	writeLat       ib.PS
-	mmioLat        ib.PS
-	ReadBytes      int64 // payload bytes read by the HCA
-	WrittenBytes   int64 // payload bytes written by the HCA
-	ReadRequests   int64 // read request TLPs sent
-	TagStallPS     ib.PS // time read requests waited for a free tag
-	lastActivityAt ib.PS
+	cfg           PCIeConfig
+	psNum, psDen  int64 // picoseconds per byte = psNum / psDen
+	up, down      pcieDir
+	tagFree       []ib.PS // ring: when each outstanding read's tag frees
+	tagHead, tagN int
+	readLat       ib.PS
+	writeLat      ib.PS
+	mmioLat       ib.PS
+	ReadBytes     int64 // payload bytes read by the HCA
+	WrittenBytes  int64 // payload bytes written by the HCA
+	ReadRequests  int64 // read request TLPs sent
+	TagStallPS    ib.PS // time read requests waited for a free tag
 }
 
 // NewPCIe builds the link model; cfg must have passed Validate.
@@ -100,7 +99,6 @@ func (p *PCIe) Write(t ib.PS, n int) ib.PS {
 	for rest := n; rest > 0; rest -= p.cfg.MPSBytes {
 		end = p.up.occupy(t, p.SerPS(min(rest, p.cfg.MPSBytes)+p.cfg.TLPOverheadBytes))
 	}
-	p.lastActivityAt = max(p.lastActivityAt, end)
 	return end + p.writeLat
 }
 
@@ -138,7 +136,6 @@ func (p *PCIe) Read(t ib.PS, n int) ib.PS {
 		p.tagN++
 		done = max(done, end)
 	}
-	p.lastActivityAt = max(p.lastActivityAt, done)
 	return done
 }
 
