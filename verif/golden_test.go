@@ -152,7 +152,8 @@ func init() {
 				assert.Empty(t, eventsOf(tr, "Fabric.Host[1].HCA", components.TraceDMAWrite), "not one byte written")
 				n := eventsOf(tr, "Fabric.Host[1].HCA", components.TraceNak)
 				require.Len(t, n, 1)
-				// AETH syndrome 0b011_00010: NAK, remote access error = 0x62.
+				// AETH syndrome 0b011_00010: NAK, remote access error = 0x62
+				// (kernel rxe_hdr.h AETH_NAK_REM_ACC_ERR; not in ib-facts.md).
 				assert.Equal(t, int64(0x62), intField(n[0], "syndrome"))
 				c := eventsOf(tr, "Fabric.Host[0].HCA", components.TraceCQE)
 				require.Len(t, c, 1)
