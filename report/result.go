@@ -48,6 +48,12 @@ func Normalize(m map[string]any) {
 			}
 		case map[string]any:
 			Normalize(x)
+		case []any:
+			for _, e := range x {
+				if rec, ok := e.(map[string]any); ok {
+					Normalize(rec)
+				}
+			}
 		}
 	}
 }
@@ -73,6 +79,28 @@ func Flatten(prefix string, v any, out map[string]string) {
 	case map[string]float64:
 		for k, vv := range x {
 			out[join(prefix, k)] = FormatValue(vv)
+		}
+	case []any:
+		// A list of named records ({"segment": "wire", "ns": 447.9}) becomes
+		// one column per record and field: latency_breakdown_wire_ns.
+		for i, e := range x {
+			rec, ok := e.(map[string]any)
+			if !ok {
+				Flatten(join(prefix, strconv.Itoa(i)), e, out)
+				continue
+			}
+			name := strconv.Itoa(i)
+			for _, key := range []string{"segment", "name", "stage"} {
+				if s, ok := rec[key].(string); ok {
+					name = s
+				}
+			}
+			for k, vv := range rec {
+				if k == "segment" || k == "name" || k == "stage" {
+					continue
+				}
+				Flatten(join(join(prefix, name), k), vv, out)
+			}
 		}
 	default:
 		out[prefix] = FormatValue(x)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // WriteCSV writes one row per point: params, metrics (flattened), error.
@@ -42,7 +43,7 @@ func WriteTable(w io.Writer, r *Result, cols []string) error {
 	if len(cols) > 0 {
 		metrics = intersect(cols, metrics)
 	}
-	t := tablewriter.NewWriter(w)
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 	if len(r.Points) == 1 && r.Points[0].Error == "" {
 		p := r.Points[0]
 		t.Header("key", "value")

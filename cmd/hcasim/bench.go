@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/pflag"
 
 	"github.com/hcasim/hcasim/configs"
@@ -49,7 +50,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	t := tablewriter.NewWriter(stdout)
+	t := tablewriter.NewTable(stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("benchmark", "wall_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib")
 	var rows [][]string
 	code := 0
