@@ -139,6 +139,7 @@ type vlKey struct {
 	vl   int64 // -1 when the event has no vl
 }
 
+// String formats the key as a stream key ("path vl=N").
 func (k vlKey) String() string { return fmt.Sprintf("%s vl=%d", k.path, k.vl) }
 
 type qpKey struct {
