@@ -376,3 +376,48 @@ func TestDataIntegrityOverSeeds(t *testing.T) {
 		})
 	}
 }
+
+func TestImmediateDataAndZeroLength(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	p.a.Mem.Write(p.bufA, []byte("0123456789"))
+	for i := 0; i < 3; i++ {
+		require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: uint64(100 + i), Addr: p.bufB + 4096*uint64(i), Length: 4096, LKey: p.mrB.LKey}))
+	}
+	wrs := []SendWR{
+		// SEND with immediate: data into the receive buffer, imm into the CQE.
+		{ID: 1, Opcode: WRSendImm, Signaled: true, LocalAddr: p.bufA, Length: 10, LKey: p.mrA.LKey, Imm: 0xCAFE},
+		// WRITE with immediate: data at the remote address, and a receive
+		// WQE consumed for the immediate (RESP_WR_IMM, byte_len 0).
+		{ID: 2, Opcode: WRRDMAWriteImm, Signaled: true, LocalAddr: p.bufA, Length: 4, LKey: p.mrA.LKey,
+			RemoteAddr: p.bufB + 50000, RKey: p.mrB.RKey, Imm: 0xBEEF},
+		// A zero-length SEND: one SEND_ONLY packet, a receive completion of 0 bytes.
+		{ID: 3, Opcode: WRSend, Signaled: true},
+		// A zero-length READ: one request, one empty response.
+		{ID: 4, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufA, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey},
+	}
+	for i := range wrs {
+		require.NoError(t, p.a.PostSend(p.qa, &wrs[i]))
+	}
+	var sa, rb [8]WC
+	na, nb := 0, 0
+	p.runUntil(t, func() bool {
+		na += p.a.PollCQ(p.qa.SendCQ, sa[na:])
+		nb += p.b.PollCQ(p.qb.RecvCQ, rb[nb:])
+		return na == 4 && nb == 3
+	})
+	require.Equal(t, 4, na)
+	require.Equal(t, 3, nb)
+	for i, op := range []WCOpcode{WCSend, WCRDMAWrite, WCSend, WCRDMARead} {
+		assert.Equal(t, WCSuccess, sa[i].Status)
+		assert.Equal(t, uint64(i+1), sa[i].WRID)
+		assert.Equal(t, op, sa[i].Opcode)
+	}
+	assert.Equal(t, WC{WRID: 100, Opcode: WCRecv, ByteLen: 10, Imm: 0xCAFE, HasImm: true, QPN: p.qb.Num}, rb[0])
+	assert.Equal(t, WC{WRID: 101, Opcode: WCRecvRDMAImm, ByteLen: 0, Imm: 0xBEEF, HasImm: true, QPN: p.qb.Num}, rb[1])
+	assert.Equal(t, WC{WRID: 102, Opcode: WCRecv, ByteLen: 0, QPN: p.qb.Num}, rb[2])
+	got := make([]byte, 10)
+	p.b.Mem.Read(p.bufB, got)
+	assert.Equal(t, []byte("0123456789"), got)
+	p.b.Mem.Read(p.bufB+50000, got[:4])
+	assert.Equal(t, []byte("0123"), got[:4])
+}
