@@ -95,22 +95,27 @@ func TestBadInput(t *testing.T) {
 func TestShippedConfigsRun(t *testing.T) {
 	for _, name := range []string{"edr.yaml", "hdr.yaml", "xdr.yaml"} {
 		t.Run(name, func(t *testing.T) {
-			code, out, errs := run("-config", name, "--format", "json", "--set", "workload.measure_ns=5000")
+			code, out, errs := run("-config", name, "--format", "json", "--set", "workload.iterations=50")
 			require.Equal(t, 0, code, errs)
 			var res map[string]any
 			require.NoError(t, json.Unmarshal([]byte(out), &res))
 			assert.Equal(t, "hcasim", res["tool"])
 			points := res["points"].([]any)
 			require.Len(t, points, 1)
+			m := points[0].(map[string]any)["metrics"].(map[string]any)
+			assert.Greater(t, m["bw_gbps"], 1.0)
+			assert.Equal(t, true, m["data_verified"])
 		})
 	}
 }
 
 func TestSingleDashAndOutFiles(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := run("-config", "ndr.yaml", "-set", "workload.measure_ns=3000", "-format=csv", "--out", dir)
+	code, out, errs := run("-config", "ndr.yaml", "-set", "workload.iterations=20", "-set", "sweep.workload.offered_load=[0.3]",
+		"-format=csv", "--out", dir, "--quiet")
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "goodput_gbps")
+	assert.Contains(t, out, "accepted_load")
+	assert.Equal(t, 5, strings.Count(out, "\n"), "header + 4 buffer depths:\n%s", out)
 	for _, f := range []string{"results.json", "results.csv"} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		assert.NoError(t, err, f)
