@@ -1,0 +1,610 @@
+package workload
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// DefaultSliceBytes is the largest RDMA WRITE a collective posts: a
+// transfer of the schedule longer than this is cut into slices, and a rank
+// forwards each slice as soon as it has arrived, so the ring pipelines
+// within a step. Assumed: NCCL's simple protocol moves data through a FIFO
+// of NCCL_STEPS = 8 slots of NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 = 512 KiB
+// (nccl src/include/device.h, src/init.cc), so a network send is at most
+// one slot; NCCL's own slice (ALLREDUCE_SLICESTEPS = NCCL_STEPS/4 slots) is
+// not modelled further.
+const DefaultSliceBytes = 512 << 10
+
+// CollectiveRun is one collective (ring all-reduce or all-to-all) over RDMA
+// WRITEs with immediate on HCAs already attached to a fabric.
+type CollectiveRun struct {
+	Op    string // allreduce | alltoall
+	Bytes int64  // the collective's size S per rank, as nccl-tests' size
+	MTU   int    // path MTU of every connection
+	// SliceBytes is the largest RDMA WRITE; longer transfers are cut into
+	// slices that forward independently. 0 takes DefaultSliceBytes.
+	SliceBytes int64
+	// ReduceGBps is the rate, GB/s (10⁹ bytes/s), at which a rank adds a
+	// received slice into its buffer, charged to the application thread
+	// before it forwards the slice. 0 makes the reduction free: assumed, as
+	// a GPU reduces at memory bandwidth (TB/s), far above any IB link, and
+	// NCCL overlaps it with the transfers.
+	ReduceGBps float64
+	Seed       uint64  // fills the buffers and draws the PSNs
+	MaxTimeNs  float64 // simulated-time guard; 0 = 1 s
+}
+
+// Validate checks the run's own knobs.
+func (r *CollectiveRun) Validate() error {
+	if r.Op != CollAllReduce && r.Op != CollAllToAll {
+		return fmt.Errorf("workload.kind: %q is not a collective (%s, %s)", r.Op, CollAllReduce, CollAllToAll)
+	}
+	if r.Bytes < 1 || r.Bytes > 1<<30 {
+		return fmt.Errorf("workload.size: %d is out of range for a collective (1 to 1073741824 bytes)", r.Bytes)
+	}
+	if !ib.ValidMTU(r.MTU) {
+		return fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", r.MTU)
+	}
+	if r.SliceBytes < 0 || r.SliceBytes > 1<<30 {
+		return fmt.Errorf("workload.slice_bytes: %d is out of range (0 for %d, up to 1073741824)", r.SliceBytes, DefaultSliceBytes)
+	}
+	if math.IsNaN(r.ReduceGBps) || r.ReduceGBps < 0 || r.ReduceGBps > 1e6 {
+		return fmt.Errorf("workload.reduce_gbps: %v is out of range (0 for free, up to 1e6 GB/s)", r.ReduceGBps)
+	}
+	return nil
+}
+
+// Collective is a built collective: build it, let observers attach, Run it.
+type Collective struct{ c *collective }
+
+// Sim returns the simulation.
+func (c *Collective) Sim() *components.Sim { return c.c.s }
+
+// Schedule returns the schedule the ranks run.
+func (c *Collective) Schedule() Schedule { return c.c.sched }
+
+// Event kinds of the collective driver: evCollApp wakes the application
+// thread of rank ev.Arg.
+const (
+	evCollStart uint8 = iota + 1
+	evCollApp
+)
+
+// sliceSend is one RDMA WRITE WITH IMMEDIATE a rank posts.
+type sliceSend struct {
+	xfer  *Transfer
+	slice int   // slice number within the transfer
+	off   int64 // byte offset of the slice within the transfer
+	n     int64 // bytes
+}
+
+// collRank is one rank: its HCA, buffers, connections and progress.
+type collRank struct {
+	dev    *hca.Device
+	sendCQ *hca.CQ
+	recvCQ *hca.CQ
+	sendQP []*hca.QP // by destination rank (nil where it never sends)
+	// src is the send buffer: all-reduce's data (reduced in place),
+	// all-to-all's send blocks. dst is where peers write: all-reduce's
+	// scratch for reduce-scatter slices, all-to-all's receive blocks.
+	// All-gather slices land in src directly.
+	src, dst uint64
+	mr       hca.MR
+
+	sends    []sliceSend // in posting order: step by step, slice by slice
+	next     int         // sends posted
+	sent     int         // send completions polled
+	arrived  []bool      // by step × maxSlices + slice: the slice landed (and was reduced)
+	recvs    int         // receive completions polled
+	expect   int         // receive completions due
+	pending  bool        // an application wake-up is queued
+	done     bool
+	doneAt   ib.PS
+	reduceNs float64 // ns of reduction charged
+}
+
+// collective drives every rank's application thread.
+type collective struct {
+	run       CollectiveRun
+	s         *components.Sim
+	sched     Schedule
+	ranks     []*collRank
+	slice     int64 // slice bytes in force
+	maxSlices int
+	recvOf    [][]*Transfer // [step][dst] → the transfer dst receives in step
+	start     ib.PS
+	end       ib.PS
+	finished  int
+	started   bool
+	errs      []string
+	scratch   []byte // reduction buffers, reused
+	scratch2  []byte
+}
+
+// RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
+// to one fabric in s) and runs it.
+func RunCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun) (map[string]any, error) {
+	c, err := BuildCollectiveOn(s, devs, run)
+	if err != nil {
+		return nil, err
+	}
+	return c.Run()
+}
+
+// BuildCollectiveOn sets the collective up on devs: per rank a protection
+// domain, a send and a receive CQ, a buffer pair registered and filled; per
+// ordered pair of ranks that the schedule connects one RC QP at each end;
+// and every receive the run needs pre-posted (each WRITE WITH IMMEDIATE
+// consumes one), all before the timed part starts.
+func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun) (*Collective, error) {
+	if err := run.Validate(); err != nil {
+		return nil, err
+	}
+	var sched Schedule
+	var err error
+	if run.Op == CollAllReduce {
+		sched, err = RingAllReduce(len(devs), run.Bytes)
+	} else {
+		sched, err = AllToAll(len(devs), run.Bytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &collective{run: run, s: s, sched: sched, slice: run.SliceBytes}
+	if c.slice == 0 {
+		c.slice = DefaultSliceBytes
+	}
+	n := len(devs)
+	c.recvOf = make([][]*Transfer, len(sched.Steps))
+	for t := range sched.Steps {
+		c.recvOf[t] = make([]*Transfer, n)
+		for k := range sched.Steps[t] {
+			x := &sched.Steps[t][k]
+			c.maxSlices = max(c.maxSlices, c.sliceCount(x.Bytes))
+			if c.recvOf[t][x.Dst] != nil {
+				panic(fmt.Sprintf("workload: collective %s step %d: rank %d receives twice", sched.Op, t, x.Dst))
+			}
+			c.recvOf[t][x.Dst] = x
+		}
+	}
+	// A slice waits for the same slice of the transfer it forwards: both
+	// must be cut alike (the ring forwards the very chunk it received).
+	for t := range sched.Steps {
+		for k := range sched.Steps[t] {
+			x := &sched.Steps[t][k]
+			if x.WaitStep == NoWait {
+				continue
+			}
+			w := c.recvOf[x.WaitStep][x.Src]
+			if w == nil || w.Bytes != x.Bytes || w.Offset != x.Offset {
+				panic(fmt.Sprintf("workload: collective %s step %d rank %d waits on step %d, which did not bring the chunk it sends", sched.Op, t, x.Src, x.WaitStep))
+			}
+		}
+	}
+	c.setup(devs)
+	return &Collective{c}, nil
+}
+
+// sliceCount is how many slices a transfer of b bytes is posted as (a
+// zero-byte transfer is still one WRITE WITH IMMEDIATE: the signal).
+func (c *collective) sliceCount(b int64) int {
+	return int(max(1, (b+c.slice-1)/c.slice))
+}
+
+// sliceOf returns slice k's offset and length within a transfer of b bytes.
+func (c *collective) sliceOf(b int64, k int) (off, n int64) {
+	return chunk(b, c.sliceCount(b), k)
+}
+
+// pow2 returns the least power of two ≥ max(v, 1).
+func pow2(v int) int {
+	p := 1
+	for p < v {
+		p *= 2
+	}
+	return p
+}
+
+// rankData returns rank r's initial buffer: S bytes from its own PCG
+// stream, so verification can regenerate it instead of keeping a copy.
+func (c *collective) rankData(r int) []byte {
+	rng := rand.New(rand.NewPCG(c.run.Seed, 0xc011ec7+uint64(r)))
+	b := make([]byte, c.sched.Bytes)
+	for i := 0; i < len(b); i += 8 {
+		v := rng.Uint64()
+		for k := i; k < min(i+8, len(b)); k++ {
+			b[k] = byte(v)
+			v >>= 8
+		}
+	}
+	return b
+}
+
+func (c *collective) setup(devs []*hca.Device) {
+	n := len(devs)
+	size := int(c.sched.Bytes)
+	// Slices each rank writes to each other rank over the whole run.
+	slices := make([][]int, n)
+	for i := range slices {
+		slices[i] = make([]int, n)
+	}
+	for _, step := range c.sched.Steps {
+		for _, x := range step {
+			slices[x.Src][x.Dst] += c.sliceCount(x.Bytes)
+		}
+	}
+	pds := make([]uint32, n)
+	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite
+	for r, d := range devs {
+		rk := &collRank{dev: d, sendQP: make([]*hca.QP, n)}
+		sends, recvs := 0, 0
+		for p := 0; p < n; p++ {
+			sends += slices[r][p]
+			recvs += slices[p][r]
+		}
+		rk.expect = recvs
+		rk.arrived = make([]bool, len(c.sched.Steps)*c.maxSlices)
+		pds[r] = d.AllocPD()
+		rk.sendCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, sends)))
+		rk.recvCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, recvs)))
+		base := d.Malloc(2 * size)
+		rk.src, rk.dst = base, base+uint64(size)
+		rk.mr = d.RegMR(pds[r], base, 2*size, acc)
+		d.Mem.Write(rk.src, c.rankData(r))
+		for t := range c.sched.Steps {
+			for k := range c.sched.Steps[t] {
+				x := &c.sched.Steps[t][k]
+				if x.Src != r {
+					continue
+				}
+				for sl := 0; sl < c.sliceCount(x.Bytes); sl++ {
+					off, ln := c.sliceOf(x.Bytes, sl)
+					rk.sends = append(rk.sends, sliceSend{xfer: x, slice: sl, off: off, n: ln})
+				}
+			}
+		}
+		c.ranks = append(c.ranks, rk)
+	}
+	// PSNs are drawn from the seed, as perftest and NCCL draw them at random.
+	rng := rand.New(rand.NewPCG(c.run.Seed, 0x95e9))
+	for src := 0; src < n; src++ {
+		for dst := 0; dst < n; dst++ {
+			k := slices[src][dst]
+			if k == 0 {
+				continue
+			}
+			a, b := c.ranks[src], c.ranks[dst]
+			qa := a.dev.CreateQP(pds[src], a.sendCQ, a.recvCQ, pow2(k), 1)
+			qb := b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(k))
+			if err := hca.ConnectRC(qa, qb, c.run.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF); err != nil {
+				panic(fmt.Sprintf("workload: collective: connect rank %d to %d: %v", src, dst, err))
+			}
+			a.sendQP[dst] = qa
+			for i := 0; i < k; i++ {
+				// A WRITE WITH IMMEDIATE places no bytes in the receive
+				// buffer; the WQE only carries the completion.
+				if err := b.dev.PostRecv(qb, &hca.RecvWR{ID: uint64(i), Addr: b.dst, LKey: b.mr.LKey}); err != nil {
+					panic(fmt.Sprintf("workload: collective: post_recv on rank %d: %v", dst, err))
+				}
+			}
+		}
+	}
+	for r, rk := range c.ranks {
+		r := r
+		rk.dev.OnCQE = func(_ *hca.CQ, now ib.PS) { c.wake(r, now) }
+	}
+}
+
+// Run runs the collective to its end and returns the metrics.
+func (cl *Collective) Run() (map[string]any, error) {
+	c := cl.c
+	// The timed part starts once setup (pre-posted receives and their
+	// prefetch) is over, on every rank at once, as nccl-tests starts its
+	// timer after a barrier.
+	var startAt ib.PS
+	for _, rk := range c.ranks {
+		startAt = max(startAt, rk.dev.CPUFreeAt())
+	}
+	startAt += setupSettle
+	c.s.Schedule(startAt, c, evCollStart)
+	maxT := c.run.MaxTimeNs
+	if maxT <= 0 {
+		maxT = 1e9
+	}
+	c.s.StopAt(c.s.Now() + ib.PS(maxT*1000))
+	if err := c.s.Run(); err != nil {
+		return nil, err
+	}
+	if c.finished < len(c.ranks) {
+		return nil, fmt.Errorf("%s: did not finish within %.0f ns of simulated time (%d of %d ranks done)", c.sched.Op, maxT, c.finished, len(c.ranks))
+	}
+	c.verify()
+	return c.metrics(), nil
+}
+
+// HandleEvent implements components.EventHandler: the start, or one turn
+// of a rank's poll loop.
+func (c *collective) HandleEvent(ev *components.Event) {
+	if ev.Kind == evCollStart {
+		c.begin()
+		return
+	}
+	r := int(ev.Arg)
+	c.ranks[r].pending = false
+	c.turn(r)
+}
+
+// wake makes rank r's application thread poll at now + poll time (once).
+func (c *collective) wake(r int, now ib.PS) {
+	rk := c.ranks[r]
+	if rk.pending || rk.done || !c.started {
+		return
+	}
+	rk.pending = true
+	at := max(now, rk.dev.CPUFreeAt()) + c.pollPS(r)
+	e := c.s.Schedule(at, c, evCollApp)
+	e.Arg = int64(r)
+}
+
+func (c *collective) pollPS(r int) ib.PS {
+	return ib.PS(math.Round(c.ranks[r].dev.Cfg.Host.PollNS * 1000))
+}
+
+// begin starts the timed part: every rank posts what waits for nothing.
+func (c *collective) begin() {
+	c.start = c.s.Now()
+	c.started = true
+	for _, rk := range c.ranks {
+		rk.dev.ResetStats()
+	}
+	if c.sched.Op == CollAllToAll {
+		// Each rank's own block is a local copy (not timed: nccl-tests'
+		// alltoall does it as a device memcpy beside the sends).
+		block := c.sched.Bytes / int64(len(c.ranks))
+		buf := make([]byte, block)
+		for r, rk := range c.ranks {
+			off := uint64(int64(r) * block)
+			rk.dev.Mem.Read(rk.src+off, buf)
+			rk.dev.Mem.Write(rk.dst+off, buf)
+		}
+	}
+	for r := range c.ranks {
+		c.turn(r)
+	}
+}
+
+// turn is one pass of rank r's poll loop: drain the send CQ, take every
+// arrived slice (reducing it into the buffer), post every send whose input
+// is there, and notice the end.
+func (c *collective) turn(r int) {
+	rk := c.ranks[r]
+	if rk.done {
+		return
+	}
+	d := rk.dev
+	var wcs [64]hca.WC
+	for {
+		k := d.PollCQ(rk.sendCQ, wcs[:])
+		for _, wc := range wcs[:k] {
+			c.checkWC(r, wc)
+			rk.sent++
+		}
+		if k < len(wcs) {
+			break
+		}
+	}
+	for {
+		k := d.PollCQ(rk.recvCQ, wcs[:])
+		for _, wc := range wcs[:k] {
+			c.checkWC(r, wc)
+			if wc.Opcode != hca.WCRecvRDMAImm {
+				c.errs = append(c.errs, fmt.Sprintf("rank %d: receive completion %v, want RDMA write with immediate", r, wc.Opcode))
+				continue
+			}
+			c.landed(r, wc.Imm)
+		}
+		if k < len(wcs) {
+			break
+		}
+	}
+	for rk.next < len(rk.sends) && c.ready(rk, &rk.sends[rk.next]) {
+		c.post(r, rk.next)
+		rk.next++
+	}
+	if rk.next == len(rk.sends) && rk.sent == len(rk.sends) && rk.recvs == rk.expect {
+		rk.done = true
+		rk.doneAt = d.CPUFreeAt()
+		c.finished++
+		c.end = max(c.end, rk.doneAt)
+		if c.finished == len(c.ranks) {
+			c.s.StopAt(c.end)
+			if c.end == c.s.Now() {
+				c.s.Stop()
+			}
+		}
+	}
+}
+
+// slot is a slice's index in a rank's arrival table and its immediate.
+func (c *collective) slot(step, slice int) int { return step*c.maxSlices + slice }
+
+// ready reports whether a send's input has arrived (and was reduced).
+func (c *collective) ready(rk *collRank, s *sliceSend) bool {
+	w := s.xfer.WaitStep
+	return w == NoWait || rk.arrived[c.slot(w, s.slice)]
+}
+
+// post writes one slice to its destination: an RDMA WRITE WITH IMMEDIATE
+// whose immediate names the step and slice, so the receiver knows what
+// landed when its receive completes.
+func (c *collective) post(r, i int) {
+	rk := c.ranks[r]
+	s := &rk.sends[i]
+	x := s.xfer
+	peer := c.ranks[x.Dst]
+	w := hca.SendWR{ID: uint64(i), Opcode: hca.WRRDMAWriteImm, Signaled: true,
+		LocalAddr: rk.src + uint64(x.Offset+s.off), Length: uint32(s.n), LKey: rk.mr.LKey,
+		RemoteAddr: c.landingAddr(peer, x) + uint64(s.off), RKey: peer.mr.RKey,
+		Imm: uint32(c.slot(x.Step, s.slice))}
+	if err := rk.dev.PostSend(rk.sendQP[x.Dst], &w); err != nil {
+		panic(fmt.Sprintf("workload: collective rank %d: post_send: %v", r, err))
+	}
+}
+
+// landingAddr is where transfer x lands in its destination rank: a
+// reduce-scatter chunk in the scratch buffer (the receiver adds it into
+// its own), an all-gather chunk straight into the data buffer, an
+// all-to-all block at the sender's slot of the receive buffer.
+func (c *collective) landingAddr(peer *collRank, x *Transfer) uint64 {
+	switch {
+	case c.sched.Op == CollAllToAll:
+		return peer.dst + uint64(int64(x.Src)*(c.sched.Bytes/int64(c.sched.Ranks)))
+	case x.Reduce:
+		return peer.dst + uint64(x.Offset)
+	default:
+		return peer.src + uint64(x.Offset)
+	}
+}
+
+// landed handles the receive completion of slice imm at rank r.
+func (c *collective) landed(r int, imm uint32) {
+	rk := c.ranks[r]
+	step, slice := int(imm)/c.maxSlices, int(imm)%c.maxSlices
+	if step >= len(c.recvOf) || c.recvOf[step][r] == nil || rk.arrived[imm] {
+		c.errs = append(c.errs, fmt.Sprintf("rank %d: unexpected immediate %d (step %d slice %d)", r, imm, step, slice))
+		return
+	}
+	x := c.recvOf[step][r]
+	if x.Reduce {
+		off, n := c.sliceOf(x.Bytes, slice)
+		c.reduce(rk, uint64(x.Offset+off), int(n))
+	}
+	rk.arrived[imm] = true
+	rk.recvs++
+}
+
+// reduce adds the scratch bytes at off into the data buffer (uint8 sum,
+// wrapping, as nccl-tests -d uint8 -o sum) and charges the thread for it.
+func (c *collective) reduce(rk *collRank, off uint64, n int) {
+	if cap(c.scratch) < n {
+		c.scratch, c.scratch2 = make([]byte, n), make([]byte, n)
+	}
+	in, acc := c.scratch[:n], c.scratch2[:n]
+	rk.dev.Mem.Read(rk.dst+off, in)
+	rk.dev.Mem.Read(rk.src+off, acc)
+	for i := range acc {
+		acc[i] += in[i]
+	}
+	rk.dev.Mem.Write(rk.src+off, acc)
+	if c.run.ReduceGBps > 0 {
+		ns := float64(n) / c.run.ReduceGBps
+		rk.dev.ChargeCPU(ib.PS(math.Round(ns * 1000)))
+		rk.reduceNs += ns
+	}
+}
+
+func (c *collective) checkWC(r int, wc hca.WC) {
+	if wc.Status != hca.WCSuccess {
+		c.errs = append(c.errs, fmt.Sprintf("rank %d: completion wr %d on qp 0x%x: %v", r, wc.WRID, wc.QPN, wc.Status))
+	}
+}
+
+// verify checks every rank's buffer: all-reduce, the elementwise uint8 sum
+// of every rank's initial data; all-to-all, block i of rank j's receive
+// buffer equal to block j of rank i's send buffer.
+func (c *collective) verify() {
+	n := len(c.ranks)
+	size := c.sched.Bytes
+	got := make([]byte, size)
+	if c.sched.Op == CollAllReduce {
+		want := make([]byte, size)
+		for r := 0; r < n; r++ {
+			for k, v := range c.rankData(r) {
+				want[k] += v
+			}
+		}
+		for r, rk := range c.ranks {
+			rk.dev.Mem.Read(rk.src, got)
+			if k := firstDiff(got, want); k >= 0 {
+				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d after all-reduce, want the sum %d", r, k, got[k], want[k]))
+			}
+		}
+		return
+	}
+	block := size / int64(n)
+	data := make([][]byte, n)
+	for r := range data {
+		data[r] = c.rankData(r)
+	}
+	for j, rk := range c.ranks {
+		rk.dev.Mem.Read(rk.dst, got)
+		for i := 0; i < n; i++ {
+			g := got[int64(i)*block : int64(i+1)*block]
+			w := data[i][int64(j)*block : int64(j+1)*block]
+			if !bytes.Equal(g, w) {
+				k := firstDiff(g, w)
+				c.errs = append(c.errs, fmt.Sprintf("rank %d: block from rank %d differs at byte %d after all-to-all", j, i, k))
+			}
+		}
+	}
+}
+
+// firstDiff returns the first index where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// metrics returns the run's results. Bandwidths follow nccl-tests
+// (doc/PERFORMANCE.md): algbw = S / t, busbw = algbw × BusBWFactor; the
+// _gbps keys are in Gb/s like every other rate hcasim reports (comparable
+// with link_data_rate_gbps), the _gbytes_per_s keys in GB/s as nccl-tests
+// prints them.
+func (c *collective) metrics() map[string]any {
+	t := c.end - c.start
+	var writes int
+	var timeouts, naks, rnr int64
+	var reduceNs float64
+	for _, rk := range c.ranks {
+		writes += len(rk.sends)
+		timeouts += rk.dev.Counters.Timeouts
+		naks += rk.dev.Counters.Naks
+		rnr += rk.dev.Counters.RNRNaks
+		reduceNs = max(reduceNs, rk.reduceNs)
+	}
+	m := map[string]any{
+		"op":            c.sched.Op,
+		"ranks":         len(c.ranks),
+		"size_bytes":    c.sched.Bytes,
+		"steps":         len(c.sched.Steps),
+		"slice_bytes":   c.slice,
+		"rdma_writes":   writes,
+		"time_us":       t.Nanoseconds() / 1000,
+		"data_verified": len(c.errs) == 0,
+		"timeouts":      timeouts,
+		"naks":          naks,
+		"rnr_naks":      rnr,
+		"reduce_ns_max": reduceNs,
+		"sim_time_ns":   c.s.Now().Nanoseconds(),
+		"events":        c.s.Events(),
+	}
+	if t > 0 {
+		alg, bus := c.sched.AlgBW(t), c.sched.BusBW(t)
+		m["algbw_gbps"], m["busbw_gbps"] = alg*8, bus*8
+		m["algbw_gbytes_per_s"], m["busbw_gbytes_per_s"] = alg, bus
+	}
+	if len(c.errs) > 0 {
+		m["data_errors"] = c.errs[:min(len(c.errs), 10)]
+	}
+	return m
+}
