@@ -335,6 +335,12 @@ func (p *Port) emit(ev *components.TraceEvent) {
 func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 	ev := components.TraceEvent{Time: t, Path: p.Name, Kind: kind}
 	ev.Fields = ev.AppendPacket(p.fieldBuf[:0], pkt)
+	if vl := int(pkt.VL); kind == components.TraceTxStart && vl != ib.ManagementVL {
+		// The transmitter's credits for the VL after the packet took its
+		// blocks, and the peer buffer they count against.
+		ev.Fields = append(ev.Fields, components.IntField("avail", int64(p.tx[vl].Available())),
+			components.IntField("cap", int64(p.peer.rx[vl].Capacity())))
+	}
 	p.emit(&ev)
 }
 

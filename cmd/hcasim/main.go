@@ -17,6 +17,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/hcasim/hcasim/verif"
 )
 
 // version is the hcasim release; builds from a checkout add the VCS revision.
@@ -100,3 +102,8 @@ Run flags:
 
 Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml (docs/config.md lists every key).
 `
+
+func init() {
+	// hcasim diff GOLDEN NEW: docs/trace-format.md.
+	subcommands["diff"] = verif.DiffMain
+}
