@@ -106,7 +106,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		if manifest != nil {
 			what += fmt.Sprintf(" (shard %d/%d: %d of %d designs)", manifest.Shard, manifest.Shards, len(designs), len(sw.Designs))
 		}
-		fmt.Fprintf(stderr, "hcasim: sweep: %s in %.3g s on %d jobs\n", what, time.Since(start).Seconds(), f.jobs)
+		fmt.Fprintf(stderr, "hcasim: sweep: %s in %.3g s (--jobs %d)\n", what, time.Since(start).Seconds(), f.jobs)
 		if knee != nil {
 			for _, k := range sweep.Knees(res.Points, knee.Key, knee.Epsilon) {
 				fmt.Fprintf(stderr, "hcasim: sweep: %s%s\n", designText(k.Design), k.Describe(knee.Key))
