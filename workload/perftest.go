@@ -74,6 +74,9 @@ func (r *PerftestRun) Validate() error {
 	if r.QPs < 1 || r.QPs > 4096 {
 		return fmt.Errorf("workload.qps: %d is out of range (1 to 4096)", r.QPs)
 	}
+	if strings.HasSuffix(r.Test, "_lat") && r.QPs != 1 {
+		return fmt.Errorf("workload.qps: %d, but the latency tests run on one QP (as perftest's do)", r.QPs)
+	}
 	if r.Test == "write_lat" && r.Size < 1 {
 		return fmt.Errorf("workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got %d", r.Size)
 	}

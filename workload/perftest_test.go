@@ -199,6 +199,7 @@ func TestPerftestValidate(t *testing.T) {
 		{"size", func(r *PerftestRun) { r.Size = 9 << 20 }, "workload.size: 9437184 is out of range (0 to 8388608 bytes)"},
 		{"write_lat 0", func(r *PerftestRun) { r.Test, r.Size = "write_lat", 0 }, "workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got 0"},
 		{"iters", func(r *PerftestRun) { r.Iterations = 1 }, "workload.iterations: 1 is out of range (2 to 1e8)"},
+		{"lat qps", func(r *PerftestRun) { r.Test, r.QPs = "send_lat", 2 }, "workload.qps: 2, but the latency tests run on one QP (as perftest's do)"},
 		{"inline", func(r *PerftestRun) { r.InlineSize = 300 }, "workload.inline_size: 300 is out of range (-1 for perftest's default, 0 to hca.max_inline_bytes 236)"},
 		{"hca", func(r *PerftestRun) { r.HCA.RetryCnt = 9 }, "hca.retry_cnt: 9 is out of range (0 to 7)"},
 	}
