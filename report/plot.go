@@ -57,18 +57,26 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 	for _, x := range swept {
 		switch {
 		case strings.HasSuffix(x, "offered_load"):
-			if p := linePlot(r.Points, x, swept, []series{
+			if p, rows := linePlot(r.Points, x, swept, []series{
 				{metric: "latency_ns.p50", label: "p50"},
 				{metric: "latency_ns.p99", label: "p99", dashed: true},
 			}); p != nil {
 				p.Title.Text = "Latency vs offered load"
 				p.X.Label.Text = "offered load (fraction of link rate) — " + x
 				p.Y.Label.Text = "latency (ns)"
+				// Past saturation queues grow by orders of magnitude: a
+				// linear axis would flatten every curve below the knee.
+				if p.Y.Min > 0 && p.Y.Max >= 100*p.Y.Min {
+					p.Y.Scale = plot.LogScale{}
+					p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+					p.Y.Label.Text = "latency (ns, log scale)"
+				}
+				legendRoom(p, float64(rows))
 				if err := save(p, LatencyPlot); err != nil {
 					return written, err
 				}
 			}
-			if p := linePlot(r.Points, x, swept, []series{{metric: "accepted_load"}}); p != nil {
+			if p, rows := linePlot(r.Points, x, swept, []series{{metric: "accepted_load"}}); p != nil {
 				diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
 				if err != nil {
 					return written, err
@@ -80,6 +88,7 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 				p.Title.Text = "Accepted vs offered load"
 				p.X.Label.Text = "offered load (fraction of link rate) — " + x
 				p.Y.Label.Text = "accepted load (fraction of link rate)"
+				legendRoom(p, float64(rows+1))
 				if err := save(p, AcceptedPlot); err != nil {
 					return written, err
 				}
@@ -89,7 +98,7 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 			if !hasMetric(r.Points, metric) {
 				metric = "throughput_gbps"
 			}
-			p := linePlot(r.Points, x, swept, []series{{metric: metric}})
+			p, _ := linePlot(r.Points, x, swept, []series{{metric: metric}})
 			if p == nil {
 				continue
 			}
@@ -117,6 +126,21 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 	return written, nil
 }
 
+// legendRoom raises the top of the y axis so that a top-left legend of n
+// rows sits above the curves rather than on them: each row takes about 6 %
+// of the plot's height (of its decades, on a log axis).
+func legendRoom(p *plot.Plot, rows float64) {
+	if rows == 0 || !(p.Y.Max > p.Y.Min) {
+		return
+	}
+	share := min(0.06*rows, 0.6)
+	if _, ok := p.Y.Scale.(plot.LogScale); ok && p.Y.Min > 0 {
+		p.Y.Max *= math.Pow(p.Y.Max/p.Y.Min, share/(1-share))
+		return
+	}
+	p.Y.Max += (p.Y.Max - p.Y.Min) * share / (1 - share)
+}
+
 // series is one metric drawn per design.
 type series struct {
 	metric string // dotted path into metrics: latency_ns.p50
@@ -125,14 +149,15 @@ type series struct {
 }
 
 // linePlot draws y = metric against x, one line per design (combination of
-// the other swept keys) and series; nil when no point has the data.
-func linePlot(points []Point, x string, swept []string, ss []series) *plot.Plot {
+// the other swept keys) and series, and returns the legend's rows; nil when
+// no point has the data.
+func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot, int) {
 	p := plot.New()
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	designs, order := groupDesigns(points, x, swept)
-	drawn := 0
+	drawn, legendRows := 0, 0
 	for ci, id := range order {
 		for _, s := range ss {
 			var xys plotter.XYs
@@ -165,14 +190,15 @@ func linePlot(points []Point, x string, swept []string, ss []series) *plot.Plot 
 			}
 			if label != "" {
 				p.Legend.Add(label, line, pts)
+				legendRows++
 			}
 			drawn++
 		}
 	}
 	if drawn == 0 {
-		return nil
+		return nil, 0
 	}
-	return p
+	return p, legendRows
 }
 
 // sweptKeys are the params holding at least two values across points,
