@@ -26,7 +26,8 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // Verilog: for every case and seed, the Go model produces the stimulus and the
 // expected outputs (a trace), and the generated testbench replays the trace
 // into the RTL and compares every output every cycle. verilator marks the
-// cases also built with Verilator (its C++ build is slow, so one per module).
+// cases also built with Verilator: its C++ build costs ~8 s of CPU each, so
+// only the two primitives with the most state, FIFO and VL arbiter.
 var cosimTable = []struct {
 	name      string
 	dut       func(r *rand.Rand) cosimDUT
@@ -36,17 +37,17 @@ var cosimTable = []struct {
 	{"fifo_w16_d5", func(*rand.Rand) cosimDUT { return newFIFODUT(16, 5) }, true},
 	{"fifo_w64_d16", func(*rand.Rand) cosimDUT { return newFIFODUT(64, 16) }, false},
 	{"rr_n1", func(*rand.Rand) cosimDUT { return newRRDUT(1) }, false},
-	{"rr_n7", func(*rand.Rand) cosimDUT { return newRRDUT(7) }, true},
+	{"rr_n7", func(*rand.Rand) cosimDUT { return newRRDUT(7) }, false},
 	{"rr_n36", func(*rand.Rand) cosimDUT { return newRRDUT(36) }, false},
 	{"rr_n256", func(*rand.Rand) cosimDUT { return newRRDUT(256) }, false},
 	{"vlarb_h1_l1_vl2", func(r *rand.Rand) cosimDUT { return newVLArbDUT(r, 1, 1, 2) }, false},
 	{"vlarb_h5_l9_vl4", func(r *rand.Rand) cosimDUT { return newVLArbDUT(r, 5, 9, 4) }, true},
 	{"vlarb_h64_l64_vl15", func(r *rand.Rand) cosimDUT { return newVLArbDUT(r, 64, 64, 15) }, false},
 	{"credit_sender_0", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(0) }, false},
-	{"credit_sender_130", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(130) }, true},
+	{"credit_sender_130", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(130) }, false},
 	{"credit_sender_2048", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(2048) }, false},
 	{"credit_receiver_1", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(1) }, false},
-	{"credit_receiver_200", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(200) }, true},
+	{"credit_receiver_200", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(200) }, false},
 	{"credit_receiver_2048", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(2048) }, false},
 }
 

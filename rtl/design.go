@@ -1,0 +1,160 @@
+package rtl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// Design is what the emitter needs from a config: a plain struct so that rtl
+// does not depend on the config package. Each field names the config key it
+// comes from; errors from Validate name that key.
+type Design struct {
+	// Name identifies the config in every generated header (the config's name
+	// or its file path).
+	Name string
+	// Radix is the switch port count (switch.radix), 2..256 (IBA 1.6 allows
+	// 256-port switches; ib-facts.md §4).
+	Radix int
+	// VLs is the number of data VLs per port (switch.vls), 1, 2, 4, 8 or 15;
+	// the HCA port has the same count. VL15 (management) comes on top.
+	VLs int
+	// VLBufferBytes is the switch input buffer per port per VL in bytes
+	// (switch.vl_buffer_bytes); a multiple of 64, one credit block.
+	VLBufferBytes int
+	// HCAVLBufferBytes is the HCA receive buffer per VL in bytes
+	// (hca.vl_buffer_bytes); a multiple of 64.
+	HCAVLBufferBytes int
+	// MTU is the path MTU in payload bytes (link.mtu): 256..4096.
+	MTU int
+	// LinkGeneration is the IB speed (link.generation): sdr, ddr, qdr, fdr10,
+	// fdr, edr, hdr, ndr or xdr, in any case.
+	LinkGeneration string
+	// LinkWidth is the lane count (link.width, "4x" = 4): 1, 2, 4, 8 or 12;
+	// 2 exists from HDR on (ib-facts.md §1).
+	LinkWidth int
+}
+
+// Fixed micro-architecture choices of the emitted skeleton (not config keys;
+// docs/rtl.md lists them).
+const (
+	// BlockBytes is the datapath width: one 64-byte credit block per cycle, so
+	// one FIFO entry is one credit and the credit counters count FIFO entries.
+	BlockBytes = ib.CreditBytes
+	// LaneBits is the parallel width of one SerDes lane at the PCS interface.
+	LaneBits = 64
+	// CreditBits is the width of FCTBS, FCCL and ABR (ib-facts.md §3).
+	CreditBits = 12
+	// maxBufferBlocks is the largest VL buffer the 12-bit credit counters can
+	// describe: the sender's window is 2048 blocks (credit.Sender).
+	maxBufferBlocks = ib.CreditModulus / 2
+)
+
+// generations are the IB speeds a link may have (ib-facts.md §1).
+var generations = []string{"sdr", "ddr", "qdr", "fdr10", "fdr", "edr", "hdr", "ndr", "xdr"}
+
+// Params are the Verilog parameters that follow from a Design.
+type Params struct {
+	Ports        int // PORTS: switch radix
+	PortW        int // PORT_W: bits of a port select, $clog2(PORTS)
+	VLs          int // VLS: data VLs
+	VLW          int // VL_W: bits of an internal data-VL index, $clog2(VLS) or 1
+	DataW        int // DATA_W: datapath bits, one 64-byte block
+	BufDepth     int // BUF_DEPTH: switch VL buffer entries (blocks)
+	BufAddrW     int // BUF_ADDR_W: $clog2(BUF_DEPTH)
+	HCABufDepth  int // HCA_BUF_DEPTH: HCA VL buffer entries (blocks)
+	HCABufAddrW  int // HCA_BUF_ADDR_W
+	Lanes        int // LANES: link width
+	LaneW        int // LANE_W: bits per lane per cycle
+	VLArbEntries int // VLARB_ENTRIES: entries per VL arbitration table
+	MaxPktBlocks int // MAX_PKT_BLOCKS: 64-byte blocks of the largest packet at the MTU
+	PktBlocksW   int // PKT_BLOCKS_W: bits of a packet's block count
+	MTU          int // MTU_BYTES
+	Generation   string
+}
+
+// MaxPacketBytes is the largest packet on the wire at a path MTU: LRH + GRH +
+// BTH + RETH + ImmDt + payload + ICRC + VCRC (ib-facts.md §2: 4182 bytes at
+// MTU 4096).
+func MaxPacketBytes(mtu int) int {
+	return ib.LRHBytes + ib.GRHBytes + ib.BTHBytes + ib.RETHBytes + ib.ImmDtBytes + mtu + ib.ICRCBytes + ib.VCRCBytes
+}
+
+// Validate checks d and returns the first problem as a one-line error that
+// names the config key, the bad value and what is allowed.
+func (d Design) Validate() error {
+	if d.Radix < 2 || d.Radix > components.MaxPorts {
+		return fmt.Errorf("switch.radix: %d is outside 2..%d (IBA 1.6 allows up to 256 ports)", d.Radix, components.MaxPorts)
+	}
+	if !ib.ValidVLCount(d.VLs) {
+		return fmt.Errorf("switch.vls: %d is not a VL count an IB port supports (1, 2, 4, 8, 15)", d.VLs)
+	}
+	if !ib.ValidMTU(d.MTU) {
+		return fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", d.MTU)
+	}
+	gen := strings.ToLower(d.LinkGeneration)
+	known := false
+	for _, g := range generations {
+		known = known || g == gen
+	}
+	if !known {
+		return fmt.Errorf("link.generation: %q is not an IB generation (%s)", d.LinkGeneration, strings.Join(generations, ", "))
+	}
+	switch d.LinkWidth {
+	case 1, 4, 8, 12:
+	case 2:
+		if gen != "hdr" && gen != "ndr" && gen != "xdr" {
+			return fmt.Errorf("link.width: 2x exists only from HDR on, not with %s (1x, 4x, 8x, 12x)", d.LinkGeneration)
+		}
+	default:
+		return fmt.Errorf("link.width: %dx is not an IB link width (1x, 2x, 4x, 8x, 12x)", d.LinkWidth)
+	}
+	minBytes := ib.Credits(MaxPacketBytes(d.MTU)) * ib.CreditBytes
+	for _, b := range []struct {
+		key   string
+		bytes int
+	}{{"switch.vl_buffer_bytes", d.VLBufferBytes}, {"hca.vl_buffer_bytes", d.HCAVLBufferBytes}} {
+		if b.bytes%ib.CreditBytes != 0 {
+			return fmt.Errorf("%s: %d is not a multiple of 64 (one credit block)", b.key, b.bytes)
+		}
+		if b.bytes < minBytes || b.bytes > maxBufferBlocks*ib.CreditBytes {
+			return fmt.Errorf("%s: %d is outside %d..%d (one largest packet at MTU %d, up to the 2048-block credit window)",
+				b.key, b.bytes, minBytes, maxBufferBlocks*ib.CreditBytes, d.MTU)
+		}
+	}
+	return nil
+}
+
+// Params derives the Verilog parameters. It panics on a design that
+// Validate rejects.
+func (d Design) Params() Params {
+	if err := d.Validate(); err != nil {
+		panic("rtl.Design.Params: " + err.Error())
+	}
+	p := Params{
+		Ports:       d.Radix,
+		PortW:       idxWidth(d.Radix),
+		VLs:         d.VLs,
+		VLW:         idxWidth(d.VLs),
+		DataW:       BlockBytes * 8,
+		BufDepth:    d.VLBufferBytes / BlockBytes,
+		HCABufDepth: d.HCAVLBufferBytes / BlockBytes,
+		Lanes:       d.LinkWidth,
+		LaneW:       LaneBits,
+		// A port with one data VL has nothing to arbitrate (OpenSM skips
+		// VLArb then, ib-facts.md §3); keep one entry so the ports exist.
+		VLArbEntries: components.MaxVLArbEntries,
+		MaxPktBlocks: ib.Credits(MaxPacketBytes(d.MTU)),
+		MTU:          d.MTU,
+		Generation:   strings.ToLower(d.LinkGeneration),
+	}
+	if d.VLs == 1 {
+		p.VLArbEntries = 1
+	}
+	p.BufAddrW = idxWidth(p.BufDepth)
+	p.HCABufAddrW = idxWidth(p.HCABufDepth)
+	p.PktBlocksW = cntWidth(p.MaxPktBlocks)
+	return p
+}
