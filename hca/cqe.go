@@ -21,6 +21,7 @@ const (
 
 // Byte offsets in the 64-byte CQE (mlx5_cqe64 / mlx5_err_cqe).
 const (
+	cqeRQPNOff     = 28 // flags_rqpn: [23:0] the source QP of a UD receive
 	cqeImmOff      = 36 // imm_inval_pkey, be32
 	cqeByteCntOff  = 44 // byte_cnt, be32
 	cqeVendorOff   = 54 // error CQE: vendor_err_synd
@@ -121,13 +122,15 @@ type CQE struct {
 	Imm      uint32
 	Owner    bool
 	HasImm   bool
-	Receiver bool // a receive-side completion
+	Receiver bool   // a receive-side completion
+	SrcQP    uint32 // UD receive: the sender's QP (DETH)
 }
 
 // EncodeCQE writes c into buf[:64].
 func EncodeCQE(buf []byte, c *CQE) {
 	clear(buf[:CQEBytes])
 	be := binary.BigEndian
+	be.PutUint32(buf[cqeRQPNOff:], c.SrcQP&0xFFFFFF)
 	be.PutUint32(buf[cqeImmOff:], c.Imm)
 	be.PutUint32(buf[cqeByteCntOff:], c.ByteCnt)
 	op := c.Opcode
@@ -152,6 +155,7 @@ func EncodeCQE(buf []byte, c *CQE) {
 func DecodeCQE(buf []byte) CQE {
 	be := binary.BigEndian
 	c := CQE{
+		SrcQP:   be.Uint32(buf[cqeRQPNOff:]) & 0xFFFFFF,
 		Imm:     be.Uint32(buf[cqeImmOff:]),
 		ByteCnt: be.Uint32(buf[cqeByteCntOff:]),
 		Counter: be.Uint16(buf[cqeCounterOff:]),
@@ -181,4 +185,5 @@ type WC struct {
 	Imm     uint32
 	HasImm  bool
 	QPN     uint32
+	SrcQP   uint32 // UD receive: the sender's QP
 }

@@ -31,6 +31,11 @@ type txEntry struct {
 	pkt     *ib.Packet
 	readyAt ib.PS
 	qp      *QP
+	// udWQE is the UD send this packet completes when it leaves (UD has no
+	// ACK: the WQE is done once its packet is on the wire). An entry with no
+	// packet only completes udWQE with udStatus, in queue order.
+	udWQE    *SendWQE
+	udStatus WCStatus
 }
 
 // txQueue is a FIFO of packets in the order they were built.
@@ -82,6 +87,7 @@ type Counters struct {
 	PayloadTx    int64 // payload bytes of request and read-response packets sent
 	PayloadRx    int64 // payload bytes placed in host memory
 	OnDemandRecv int64 // receive WQEs fetched on demand (cache empty)
+	UDDrops      int64 // UD packets dropped: bad Q_Key, no receive WQE, wrong QP type
 }
 
 // Device is one HCA with its host: CPU-side verbs, host memory, the PCIe
@@ -316,10 +322,16 @@ func (d *Device) wake(t ib.PS) {
 // first, then requests, each queue in order.
 func (d *Device) trySend() {
 	for {
+		now := d.s.Now()
+		if d.reqQ.len() > 0 && d.reqQ.peek().pkt == nil && d.reqQ.peek().readyAt <= now {
+			// A UD completion marker: no packet, just the CQE in order.
+			e := d.reqQ.pop()
+			d.sendCompletion(e.qp, Completion{WQE: *e.udWQE, Status: e.udStatus}, now)
+			continue
+		}
 		if d.Port == nil || !d.Port.Idle() {
 			return
 		}
-		now := d.s.Now()
 		var q *txQueue
 		if d.respQ.len() > 0 && d.respQ.peek().readyAt <= now {
 			q = &d.respQ
@@ -348,6 +360,9 @@ func (d *Device) trySend() {
 		d.tracePacket(components.TraceInject, pkt)
 		d.Port.Send(pkt)
 		d.Counters.PayloadTx += int64(pkt.PayloadLen)
+		if entry.udWQE != nil {
+			d.sendCompletion(entry.qp, Completion{WQE: *entry.udWQE, Status: WCSuccess}, now)
+		}
 		if q == &d.reqQ {
 			d.Counters.ReqPackets++
 			d.txBufUsed -= pkt.WireBytes()
@@ -380,6 +395,12 @@ func (d *Device) schedule() {
 		qp := d.pickQP(now)
 		if qp == nil {
 			return
+		}
+		if qp.UD {
+			if !d.grantUD(qp, now) {
+				return
+			}
+			continue
 		}
 		m := qp.req.msgs[qp.req.sendIdx]
 		w := &m.wqe
@@ -432,12 +453,75 @@ func (d *Device) schedule() {
 	d.trySend()
 }
 
+// grantUD builds the next UD packet of qp: one SEND_ONLY with a DETH per
+// message. It returns false when it must wait for PCIe read tags.
+func (d *Device) grantUD(qp *QP, now ib.PS) bool {
+	dw := &qp.udPending[0]
+	w := dw.wqe
+	if qp.State == QPErr || dw.status != WCSuccess {
+		st := dw.status
+		if qp.State == QPErr {
+			st = WCWRFlushErr
+		}
+		qp.State = QPErr
+		qp.udPending = qp.udPending[1:]
+		d.reqQ.push(txEntry{readyAt: now, qp: qp, udWQE: &w, udStatus: st})
+		d.wake(now)
+		return true
+	}
+	needDMA := !w.Inline && w.Length > 0
+	if needDMA {
+		if reqs := d.PCIe.ReadRequestsFor(int(w.Length)); d.PCIe.TagsFree(now) < reqs {
+			t := d.PCIe.NextTagFree(now)
+			if d.schedAt == 0 || t < d.schedAt {
+				d.schedAt = t
+				d.at(t, evSchedule)
+			}
+			return false
+		}
+	}
+	pkt := d.s.NewPacket()
+	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
+	pkt.InjectAt = now
+	pkt.Opcode = ib.UDSendOnly
+	if w.Opcode == WRSendImm {
+		pkt.Opcode, pkt.Imm = ib.UDSendOnlyImm, w.Imm
+	}
+	pkt.PSN = qp.udPSN
+	qp.udPSN = psnAdd(qp.udPSN, 1)
+	pkt.DETH = ib.DETH{QKey: w.RemoteQKey, SrcQP: qp.Num}
+	pkt.PayloadLen = int(w.Length)
+	ready := now
+	if needDMA {
+		ready = d.PCIe.Read(d.stages[StageDMA].accept(now, 0), pkt.PayloadLen)
+		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
+		d.Mem.Read(w.LocalAddr, pkt.Payload)
+		d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(pkt.PSN)),
+			components.IntField("addr", int64(w.LocalAddr)), components.IntField("len", int64(pkt.PayloadLen)))
+	} else if pkt.PayloadLen > 0 {
+		pkt.Payload = append(pkt.Payload[:0], dw.inline...)
+	}
+	ready = d.stages[StageTransportTx].accept(ready, 0)
+	wqe := w
+	qp.udPending = qp.udPending[1:]
+	d.reqQ.push(txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe})
+	d.txBufUsed += pkt.WireBytes()
+	if ready > now {
+		d.wake(ready)
+	}
+	return true
+}
+
 // pickQP returns the next QP, round robin, whose requester may send now.
 func (d *Device) pickQP(now ib.PS) *QP {
 	n := len(d.qps)
 	for k := 0; k < n; k++ {
 		qp := d.qps[(d.rr+k)%n]
-		if qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil {
+		work := qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil
+		if qp.UD {
+			work = (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
+		}
+		if work {
 			d.rr = (d.rr + k + 1) % n
 			return qp
 		}
@@ -501,6 +585,9 @@ func (d *Device) timeout(qp *QP) {
 // afterAck carries out what an ACK, NAK, response or timeout did to a
 // requester: CQEs, the timer, RNR waits, rescheduling.
 func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
+	if qp.req == nil {
+		return
+	}
 	if qp.req.State == QPErr {
 		qp.State = QPErr
 	}

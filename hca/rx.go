@@ -16,7 +16,11 @@ func (d *Device) receive(pkt *ib.Packet) {
 		d.s.FreePacket(pkt) // no such QP: silently dropped, as hardware does
 		return
 	}
-	if pkt.Opcode.IsRequest() {
+	if pkt.Opcode == ib.UDSendOnly || pkt.Opcode == ib.UDSendOnlyImm {
+		d.receiveUD(qp, pkt)
+	} else if qp.UD {
+		// An RC packet for a UD QP: dropped.
+	} else if pkt.Opcode.IsRequest() {
 		d.respond(qp, pkt)
 	} else {
 		d.complete(qp, pkt)
@@ -205,4 +209,45 @@ func putLE64(b []byte, v uint64) {
 	for i := 0; i < 8; i++ {
 		b[i] = byte(v >> (8 * i))
 	}
+}
+
+// receiveUD places a UD SEND: Q_Key check, a receive WQE (none: the packet
+// is silently dropped — UD has no RNR), the payload after the 40-byte GRH
+// area, a receive CQE with the source QP.
+func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
+	if !qp.UD || qp.State == QPErr || pkt.DETH.QKey != qp.QKey {
+		d.Counters.UDDrops++
+		return
+	}
+	qp.onDemand = false
+	recv, ok := qp.PopRecv()
+	if !ok {
+		d.Counters.UDDrops++
+		return
+	}
+	t := d.s.Now()
+	if qp.onDemand {
+		d.Counters.OnDemandRecv++
+		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
+	}
+	t = d.keyCheck(t, recv.LKey)
+	r := d.Keys.Check(recv.LKey, qp.PD, AccessLocalWrite, recv.Addr, uint64(recv.Length))
+	d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(recv.LKey)),
+		components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
+		components.IntField("len", int64(recv.Length)))
+	c := CQE{Opcode: CQERespSend, QPN: qp.Num, Counter: uint16(recv.Index), Receiver: true,
+		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(UDGRHBytes + pkt.PayloadLen)}
+	if pkt.Opcode == ib.UDSendOnlyImm {
+		c.Opcode, c.Imm, c.HasImm = CQERespSendImm, pkt.Imm, true
+	}
+	switch {
+	case r != KeyOK:
+		c.Status = WCLocProtErr
+	case UDGRHBytes+pkt.PayloadLen > int(recv.Length):
+		c.Status = WCLocLenErr
+	case pkt.PayloadLen > 0:
+		t, _ = d.writePayload(qp.Num, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
+	}
+	qp.rqDone++
+	d.writeCQE(qp.RecvCQ, c, t)
 }

@@ -64,6 +64,14 @@ type QP struct {
 	remoteLID uint16
 	remoteQPN uint32
 
+	// UD: no connection, no ACKs. QKey is the QP's Q_Key; udPending the
+	// checked WQEs waiting for the scheduler; udPSN the next BTH PSN.
+	UD        bool
+	QKey      uint32
+	udMTU     int
+	udPending []decodedWQE
+	udPSN     uint32
+
 	timerArmed    bool  // the local ACK timer runs
 	timerDeadline ib.PS // when it expires
 	timerQueued   bool  // an evTimeout is in the event queue
@@ -76,6 +84,7 @@ type decodedWQE struct {
 	inline  []byte
 	readyAt ib.PS
 	keyErr  bool
+	status  WCStatus // UD: a local error found before sending
 }
 
 // Requester returns the QP's requester state (nil before RTS).
@@ -133,6 +142,17 @@ func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
 	return qp
 }
 
+// CreateUDQP makes a UD QP in RESET with Q_Key qkey.
+func (d *Device) CreateUDQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey uint32) *QP {
+	qp := d.CreateQP(pd, scq, rcq, sqBBs, rqDepth)
+	qp.UD, qp.QKey = true, qkey
+	return qp
+}
+
+// UDGRHBytes is the room a UD receive buffer keeps for a GRH before the
+// payload (verbs: the first 40 bytes of a UD receive are the GRH area).
+const UDGRHBytes = 40
+
 func (d *Device) qpByNum(n uint32) *QP {
 	i := int(n) - qpBase
 	if i < 0 || i >= len(d.qps) {
@@ -169,14 +189,23 @@ func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
 		if !ib.ValidMTU(a.MTU) {
 			return fmt.Errorf("qp 0x%x: path mtu %d is not an IB MTU (256, 512, 1024, 2048, 4096)", qp.Num, a.MTU)
 		}
+		if qp.UD {
+			qp.udMTU = a.MTU // UD has no peer: the MTU bounds each message
+			break
+		}
 		qp.remoteLID, qp.remoteQPN = a.DestLID, a.DestQPN
 		qp.resp = NewResponder(&d.Cfg, a.MTU, a.RQPSN)
 	case QPRTS:
 		if qp.State != QPRTR {
 			return bad()
 		}
+		if qp.UD {
+			qp.udPSN = a.SQPSN & psnMask
+			break
+		}
 		qp.req = NewRequester(&d.Cfg, qp.resp.MTU, a.SQPSN)
 	case QPErr:
+		d.flushUD(qp)
 		if qp.req != nil {
 			for _, c := range qp.req.FlushAll() {
 				d.sendCompletion(qp, c, d.s.Now())
@@ -246,6 +275,9 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	if wr.Opcode.isAtomic() {
 		wr.Length = 8
 		wr.Inline = false
+	}
+	if qp.UD != wr.UD || qp.UD && wr.Opcode != WRSend && wr.Opcode != WRSendImm {
+		return fmt.Errorf("qp 0x%x: %v work request on a %s QP (UD QPs take UD SENDs only)", qp.Num, wr.Opcode, qpKind(qp))
 	}
 	bbs := WQEBBs(wr)
 	if int(qp.sqPI+uint32(bbs)-qp.sqCI) > qp.sqBBs {
@@ -337,7 +369,7 @@ func (d *Device) PollCQ(cq *CQ, wcs []WC) int {
 			break
 		}
 		qp := d.qpByNum(c.QPN)
-		wc := WC{Status: c.Status, ByteLen: c.ByteCnt, Imm: c.Imm, HasImm: c.HasImm, QPN: c.QPN}
+		wc := WC{Status: c.Status, ByteLen: c.ByteCnt, Imm: c.Imm, HasImm: c.HasImm, QPN: c.QPN, SrcQP: c.SrcQP}
 		if c.Receiver {
 			slot := uint32(c.Counter) % uint32(qp.rqDepth)
 			wc.WRID = qp.rqWrid[slot]
@@ -419,7 +451,11 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			break // the rest of this WQE is still being fetched
 		}
 		qp.readSQ(qp.sqDecoded, buf[:bbs*WQEBBBytes])
-		w, err := DecodeSendWQE(buf[:bbs*WQEBBBytes])
+		decode := DecodeSendWQE
+		if qp.UD {
+			decode = DecodeUDSendWQE
+		}
+		w, err := decode(buf[:bbs*WQEBBBytes])
 		if err != nil {
 			panic(fmt.Sprintf("hca: %s qp 0x%x: WQE at %d: %v", d.Name, qp.Num, qp.sqDecoded, err))
 		}
@@ -456,6 +492,10 @@ func (d *Device) wqeReady(qp *QP) {
 		dw := qp.decoded[k]
 		if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == dw.wqe.Index && tl.WQEReady == 0 {
 			tl.WQEReady = now
+		}
+		if qp.UD {
+			d.udReady(qp, dw, now)
+			continue
 		}
 		if dw.keyErr {
 			// Local protection error: the QP goes to ERR; what was
@@ -574,4 +614,34 @@ func (qp *QP) Device() *Device { return qp.dev }
 // (the doorbell that announces it carries at least this).
 func (qp *QP) sqPIAt(idx uint16) uint32 {
 	return qp.sqNext[uint32(idx)%uint32(qp.sqBBs)]
+}
+
+func qpKind(qp *QP) string {
+	if qp.UD {
+		return "UD"
+	}
+	return "RC"
+}
+
+// udReady queues a checked UD WQE for the scheduler. One that failed its
+// L_Key check (LOC_PROT_ERR) or is longer than the MTU (LOC_LEN_ERR) keeps
+// its place and completes with that status when its turn comes, moving the
+// QP to ERR; send completions stay in posting order.
+func (d *Device) udReady(qp *QP, dw decodedWQE, now ib.PS) {
+	switch {
+	case dw.keyErr:
+		dw.status = WCLocProtErr
+	case int(dw.wqe.Length) > qp.udMTU:
+		dw.status = WCLocLenErr
+	}
+	qp.udPending = append(qp.udPending, dw)
+	d.schedule()
+}
+
+// flushUD completes every queued UD WQE with WR_FLUSH_ERR.
+func (d *Device) flushUD(qp *QP) {
+	for _, dw := range qp.udPending {
+		d.sendCompletion(qp, Completion{WQE: dw.wqe, Status: WCWRFlushErr}, d.s.Now())
+	}
+	qp.udPending = qp.udPending[:0]
 }

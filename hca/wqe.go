@@ -99,6 +99,12 @@ type SendWR struct {
 	// value (CMP_SWAP); Swap is the swap value.
 	CompareAdd uint64
 	Swap       uint64
+	// UD: the address handle and the remote QP (SEND only). A UD WQE has a
+	// 48-byte datagram segment after the ctrl segment (mlx5_wqe_av).
+	UD         bool
+	DLID       uint16
+	RemoteQPN  uint32
+	RemoteQKey uint32
 }
 
 // RecvWR is a receive work request (one scatter element).
@@ -120,8 +126,14 @@ func WQEBBs(wr *SendWR) int {
 	return (wqeBytes(wr) + WQEBBBytes - 1) / WQEBBBytes
 }
 
+// datagramBytes is the UD address vector segment (struct mlx5_wqe_av).
+const datagramBytes = 48
+
 func wqeBytes(wr *SendWR) int {
 	n := dsBytes // ctrl
+	if wr.UD {
+		n += datagramBytes
+	}
 	if wr.Opcode.hasRemote() {
 		n += dsBytes
 	}
@@ -151,6 +163,13 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 	}
 	be.PutUint32(buf[12:], wr.Imm)
 	off := dsBytes
+	if wr.UD {
+		// mlx5_wqe_av: qkey at 0, dqp_dct at 8, rlid at 14.
+		be.PutUint32(buf[off:], wr.RemoteQKey)
+		be.PutUint32(buf[off+8:], wr.RemoteQPN&0xFFFFFF)
+		be.PutUint16(buf[off+14:], wr.DLID)
+		off += datagramBytes
+	}
 	if wr.Opcode.hasRemote() {
 		be.PutUint64(buf[off:], wr.RemoteAddr)
 		be.PutUint32(buf[off+8:], wr.RKey)
@@ -199,12 +218,21 @@ type SendWQE struct {
 	LocalAddr uint64
 	// BBs is the WQE's size in basic blocks.
 	BBs int
+	// UD datagram segment.
+	DLID       uint16
+	RemoteQPN  uint32
+	RemoteQKey uint32
 }
 
-// DecodeSendWQE parses the WQE at the start of buf (at least its ctrl
+// DecodeSendWQE parses the RC WQE at the start of buf (at least its ctrl
 // segment's DS count × 16 bytes). A malformed WQE is an error (the HCA
 // would complete it with a local QP operation error).
-func DecodeSendWQE(buf []byte) (SendWQE, error) {
+func DecodeSendWQE(buf []byte) (SendWQE, error) { return decodeSendWQE(buf, false) }
+
+// DecodeUDSendWQE parses a UD send WQE (with its datagram segment).
+func DecodeUDSendWQE(buf []byte) (SendWQE, error) { return decodeSendWQE(buf, true) }
+
+func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 	be := binary.BigEndian
 	var w SendWQE
 	c0 := be.Uint32(buf[0:])
@@ -221,6 +249,12 @@ func DecodeSendWQE(buf []byte) (SendWQE, error) {
 	w.Signaled = buf[11]&ctrlCQUpdate != 0
 	w.Imm = be.Uint32(buf[12:])
 	off := dsBytes
+	if ud {
+		w.RemoteQKey = be.Uint32(buf[off:])
+		w.RemoteQPN = be.Uint32(buf[off+8:]) & 0xFFFFFF
+		w.DLID = be.Uint16(buf[off+14:])
+		off += datagramBytes
+	}
 	if op.hasRemote() {
 		w.RemoteAddr = be.Uint64(buf[off:])
 		w.RKey = be.Uint32(buf[off+8:])
