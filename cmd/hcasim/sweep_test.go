@@ -177,6 +177,24 @@ func TestFailingPointIsWrittenAndTheOthersRun(t *testing.T) {
 		assert.NotNil(t, p.Metrics["goodput_gbps"], "point %d", i)
 	}
 
+	// Sharded, the failure is in its shard; merged, it is where the whole
+	// run put it, and merge exits 1.
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		d := t.TempDir()
+		code, _, _ := run("-config", cfg, "--shard", fmt.Sprintf("%d/2", i), "--out", d, "--quiet")
+		// Shard 1/2 runs points 1, 3, 5: it has the failure and exits 1.
+		assert.Equal(t, i, code, "shard %d/2", i)
+		dirs = append(dirs, d)
+	}
+	merged := t.TempDir()
+	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", merged, "--quiet")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "merge: 1 of 6 points failed")
+	for _, f := range []string{"results.json", "results.csv"} {
+		assert.Equal(t, readFile(t, filepath.Join(out, f)), readFile(t, filepath.Join(merged, f)), f)
+	}
+
 	// A user's failure (a valid config this build cannot run) exits 2.
 	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
 		if l.Config.HCA.VLBufferBytes == 16384 {
