@@ -18,10 +18,12 @@ var PerftestTests = []string{"write_lat", "write_bw", "read_lat", "read_bw", "se
 
 // Perftest defaults (linux-rdma/perftest src/perftest_parameters.h).
 const (
-	perftestCQMod       = 100 // DEF_CQ_MOD
-	perftestRxDepth     = 512 // DEF_RX_SEND
-	perftestInlineWrite = 220 // DEF_INLINE_WRITE (latency tests)
-	perftestInlineSend  = 236 // DEF_INLINE_SEND_RC_UC (latency tests)
+	perftestCQMod       = 100        // DEF_CQ_MOD
+	perftestRxDepth     = 512        // DEF_RX_SEND
+	perftestInlineWrite = 220        // DEF_INLINE_WRITE (latency tests)
+	perftestInlineSend  = 236        // DEF_INLINE_SEND_RC_UC (latency tests)
+	perftestInlineUD    = 188        // DEF_INLINE_SEND_UD (latency tests)
+	perftestQKey        = 0x11111111 // DEF_QKEY
 )
 
 // PerftestRun is one perftest-style run between two hosts back to back.
@@ -39,6 +41,10 @@ type PerftestRun struct {
 	InlineSize int
 	Seed       uint64  // fills the buffers; the model has no other randomness
 	MaxTimeNs  float64 // simulated-time guard; 0 = 1 s
+
+	// Connection is the transport (perftest -c): RC (also ""), or UD for
+	// send_lat and send_bw with messages up to the MTU.
+	Connection string
 
 	// FaultDropAcks drops that many ACKs at the requester (retry test hook).
 	FaultDropAcks int
@@ -74,6 +80,18 @@ func (r *PerftestRun) Validate() error {
 	if r.QPs < 1 || r.QPs > 4096 {
 		return fmt.Errorf("workload.qps: %d is out of range (1 to 4096)", r.QPs)
 	}
+	switch r.Connection {
+	case "", "RC":
+	case "UD":
+		if r.Test != "send_lat" && r.Test != "send_bw" {
+			return fmt.Errorf("workload.connection: UD runs send_lat and send_bw, not %s", r.Test)
+		}
+		if r.Size > r.Link.MTU {
+			return fmt.Errorf("workload.size: %d is more than link.mtu %d (a UD message is one packet)", r.Size, r.Link.MTU)
+		}
+	default:
+		return fmt.Errorf("workload.connection: %q is not a transport (RC, UD)", r.Connection)
+	}
 	if strings.HasSuffix(r.Test, "_lat") && r.QPs != 1 {
 		return fmt.Errorf("workload.qps: %d, but the latency tests run on one QP (as perftest's do)", r.QPs)
 	}
@@ -103,6 +121,8 @@ type perftest struct {
 	rbuf   [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
 	mr     [2][]hca.MR
 	bufLen int
+	ud     bool
+	grh    int // bytes before the payload in a receive buffer: 40 on UD
 	inline bool
 	op     hca.WROpcode
 	isLat  bool
@@ -227,12 +247,18 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 			inl = perftestInlineWrite
 		} else if run.Test == "send_lat" {
 			inl = perftestInlineSend
+			if run.Connection == "UD" {
+				inl = perftestInlineUD
+			}
 		}
 		inl = min(inl, run.HCA.MaxInlineBytes)
 	}
 	p.inline = (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) && run.Size <= inl
 	p.pollPS = ib.PS(math.Round(run.HCA.Host.PollNS * 1000))
 	p.bufLen = max(run.Size, 8)
+	if run.Connection == "UD" {
+		p.ud, p.grh = true, hca.UDGRHBytes
+	}
 	rng := rand.New(rand.NewPCG(run.Seed, 0x9e7f))
 	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite | hca.AccessRemoteRead | hca.AccessRemoteAtomic
 	sqBBs := 1
@@ -245,10 +271,17 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 		pd := d.AllocPD()
 		scq, rcq := d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
 		for q := 0; q < run.QPs; q++ {
-			qp := d.CreateQP(pd, scq, rcq, sqBBs, perftestRxDepth)
-			// One registration covers the send half and the receive half.
-			buf := d.Malloc(2 * p.bufLen)
-			data := make([]byte, 2*p.bufLen)
+			var qp *hca.QP
+			if p.ud {
+				qp = d.CreateUDQP(pd, scq, rcq, sqBBs, perftestRxDepth, perftestQKey)
+			} else {
+				qp = d.CreateQP(pd, scq, rcq, sqBBs, perftestRxDepth)
+			}
+			// One registration covers the send half and the receive half
+			// (with the GRH area on UD).
+			area := 2*p.bufLen + p.grh
+			buf := d.Malloc(area)
+			data := make([]byte, area)
 			for i := range data {
 				data[i] = byte(rng.Uint32())
 			}
@@ -256,13 +289,25 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 			p.qp[side] = append(p.qp[side], qp)
 			p.buf[side] = append(p.buf[side], buf)
 			p.rbuf[side] = append(p.rbuf[side], buf+uint64(p.bufLen))
-			p.mr[side] = append(p.mr[side], d.RegMR(pd, buf, 2*p.bufLen, acc))
+			p.mr[side] = append(p.mr[side], d.RegMR(pd, buf, area, acc))
 		}
 		p.recvDone[side] = make([]int, run.QPs)
 	}
 	for q := 0; q < run.QPs; q++ {
 		// PSNs start from the seed, as perftest draws them at random.
-		if err := hca.ConnectRC(p.qp[0][q], p.qp[1][q], run.Link.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF); err != nil {
+		psnA, psnB := rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF
+		if p.ud {
+			for side, psn := range []uint32{psnA, psnB} {
+				d, qp := p.dev[side], p.qp[side][q]
+				for _, attr := range []hca.QPAttr{{State: hca.QPInit}, {State: hca.QPRTR, MTU: run.Link.MTU}, {State: hca.QPRTS, SQPSN: psn}} {
+					if err := d.ModifyQP(qp, attr); err != nil {
+						panic(fmt.Sprintf("perftest: modify UD QP: %v", err))
+					}
+				}
+			}
+			continue
+		}
+		if err := hca.ConnectRC(p.qp[0][q], p.qp[1][q], run.Link.MTU, psnA, psnB); err != nil {
 			panic(fmt.Sprintf("perftest: connect: %v", err))
 		}
 	}
@@ -366,7 +411,7 @@ func (p *perftest) begin() {
 
 func (p *perftest) postRecv(side, q int) {
 	d := p.dev[side]
-	if err := d.PostRecv(p.qp[side][q], &hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen), LKey: p.mr[side][q].LKey}); err != nil {
+	if err := d.PostRecv(p.qp[side][q], &hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen + p.grh), LKey: p.mr[side][q].LKey}); err != nil {
 		panic(fmt.Sprintf("perftest: post_recv: %v", err))
 	}
 }
@@ -377,6 +422,10 @@ func (p *perftest) wr(side, q int, signaled bool, id uint64) hca.SendWR {
 	w := hca.SendWR{ID: id, Opcode: p.op, Signaled: signaled, Inline: p.inline,
 		LocalAddr: p.buf[side][q], Length: uint32(p.run.Size), LKey: p.mr[side][q].LKey,
 		RemoteAddr: p.rbuf[peer][q], RKey: p.mr[peer][q].RKey}
+	if p.ud {
+		w.UD, w.DLID, w.RemoteQPN, w.RemoteQKey = true, p.dev[peer].LID, p.qp[peer][q].Num, perftestQKey
+		w.RemoteAddr, w.RKey = 0, 0
+	}
 	switch p.op {
 	case hca.WRRDMARead:
 		w.LocalAddr, w.RemoteAddr = p.rbuf[side][q], p.buf[peer][q]
@@ -423,7 +472,12 @@ func (p *perftest) stampLastByte(side, q, k int) {
 
 // lastByte is the address of the message's last byte in side's receive buffer.
 func (p *perftest) lastByte(side, q int) uint64 {
-	return p.rbuf[side][q] + uint64(max(p.run.Size, 1)-1)
+	return p.rdata(side, q) + uint64(max(p.run.Size, 1)-1)
+}
+
+// rdata is where a received message's payload lands (after the GRH area on UD).
+func (p *perftest) rdata(side, q int) uint64 {
+	return p.rbuf[side][q] + uint64(p.grh)
 }
 
 // memWritten is write_lat's poll on the last byte of the receive buffer.
@@ -513,7 +567,7 @@ func (p *perftest) clientTurn() {
 
 // checkArrived compares side's receive buffer with what the peer last sent.
 func (p *perftest) checkArrived(side, q int) {
-	got := p.snapshot(side, p.rbuf[side][q])
+	got := p.snapshot(side, p.rdata(side, q))
 	if !bytes.Equal(got, p.payload[1-side]) {
 		p.errs = append(p.errs, fmt.Sprintf("host %d qp %d: received bytes differ from the sent ones", side, q))
 	}
@@ -604,7 +658,7 @@ func (p *perftest) verify() {
 	for q := range p.qp[0] {
 		switch p.op {
 		case hca.WRRDMAWrite, hca.WRSend:
-			if !bytes.Equal(p.snapshot(1, p.rbuf[1][q]), p.snapshot(0, p.buf[0][q])) {
+			if !bytes.Equal(p.snapshot(1, p.rdata(1, q)), p.snapshot(0, p.buf[0][q])) {
 				p.errs = append(p.errs, fmt.Sprintf("qp %d: destination differs from source after %s", q, p.run.Test))
 			}
 		case hca.WRRDMARead:

@@ -100,28 +100,34 @@ func TestWriteBWFollowsTheBottleneck(t *testing.T) {
 }
 
 func TestSmallMessagesBoundByPerMessageCost(t *testing.T) {
-	// 2-byte WRITEs: the application thread posts one WR per host.post_ns
-	// (60 ns), so the rate cannot pass 1 / 60 ns = 16.7 M msg/s.
+	// 2-byte WRITEs, one WQEBB each. Two per-message costs bound the rate:
+	// the application posts one WR per host.post_ns (60 ns: 16.7 M/s), and
+	// the WQE fetch keeps at most wqe_prefetch_depth WQEBBs in flight, each
+	// fetch taking DMA stage 10 ns + read request (24 B) + 500 ns + one
+	// 64-byte completion (+20 B) + parse 10 ns before the next may go.
 	run := edrRun("write_bw", 2, 2000)
-	m, err := RunPerftest(run)
-	require.NoError(t, err)
-	rate := m["msg_rate_mpps"].(float64)
-	cpuBound := 1e3 / run.HCA.Host.PostNS
-	assert.LessOrEqual(t, rate, cpuBound)
-	// Below it by the pipeline's start (the first CQE comes ~2 µs after
-	// the first post) and by waits at the tx depth (128 outstanding, a CQE
-	// every 100 WRs).
-	assert.Greater(t, rate, 0.85*cpuBound)
-	// A faster CPU moves the bound to the HCA: with post_ns 1 the
-	// transport stage's interval (4 cycles at 1 GHz = 250 M pkt/s) and the
-	// per-message WQE fetch round trips take over; the rate rises but
-	// stays under the transport ceiling.
-	run.HCA.Host.PostNS = 1
-	m, err = RunPerftest(run)
-	require.NoError(t, err)
-	fast := m["msg_rate_mpps"].(float64)
-	assert.Greater(t, fast, rate)
-	assert.LessOrEqual(t, fast, 1e3/float64(run.HCA.TransportTx.IntervalCycles))
+	cfg := run.HCA
+	pcie := hca.NewPCIe(cfg.PCIe)
+	fetchPS := float64(10_000 + pcie.SerPS(24) + 500_000 + pcie.SerPS(84) + 10_000)
+	prefetchBound := func(depth int) float64 { return float64(depth) / fetchPS * 1e6 } // M/s
+	cpuBound := 1e3 / cfg.Host.PostNS
+	for _, tc := range []struct {
+		depth int
+		bound float64
+	}{
+		{8, prefetchBound(8)}, // 8 / 526.86 ns = 15.18 M/s < 16.7: the fetch binds
+		{64, cpuBound},        // 64 / 526.86 ns = 121 M/s: now the CPU binds
+	} {
+		run.HCA.WQEPrefetchDepth = tc.depth
+		m, err := RunPerftest(run)
+		require.NoError(t, err)
+		rate := m["msg_rate_mpps"].(float64)
+		t.Logf("prefetch depth %d: %.2f M msg/s, bound %.2f", tc.depth, rate, tc.bound)
+		assert.LessOrEqual(t, rate, min(tc.bound, prefetchBound(tc.depth), cpuBound))
+		// Below the bound by the pipeline's start (~2 µs of 2000 × 60 ns)
+		// and by waits at the tx depth (128 outstanding, a CQE every 100).
+		assert.Greater(t, rate, 0.9*tc.bound)
+	}
 }
 
 func TestPerftestRetryAfterDroppedAck(t *testing.T) {
@@ -287,4 +293,50 @@ func (k *kindCounter) Func(ctx sim.HookCtx) {
 	if ev, ok := ctx.Item.(*components.TraceEvent); ok && ctx.Pos == components.HookPosTrace {
 		(*k)[ev.Kind]++
 	}
+}
+
+func TestPerftestUD(t *testing.T) {
+	for _, tc := range []struct {
+		test string
+		size int
+	}{{"send_lat", 32}, {"send_lat", 4096}, {"send_bw", 4096}, {"send_bw", 2}} {
+		t.Run(fmt.Sprintf("%s/%d", tc.test, tc.size), func(t *testing.T) {
+			run := edrRun(tc.test, tc.size, 300)
+			run.Connection = "UD"
+			ud, err := RunPerftest(run)
+			require.NoError(t, err)
+			assert.Equal(t, true, ud["data_verified"], "%v", ud["data_errors"])
+			assert.Equal(t, int64(0), ud["host1_acks_sent"], "UD has no ACKs")
+			run.Connection = "RC"
+			rc, err := RunPerftest(run)
+			require.NoError(t, err)
+			if tc.test == "send_bw" {
+				// A UD send WQE is 2 WQEBBs (ctrl 16 + datagram 48 + data 16
+				// = 80 B) against RC's 1, so with the prefetch depth in
+				// WQEBBs small messages run at half RC's rate; large ones
+				// are bound by PCIe alike.
+				ratio := ud["bw_gbps"].(float64) / rc["bw_gbps"].(float64)
+				t.Logf("send_bw %d B: UD/RC = %.3f", tc.size, ratio)
+				if tc.size <= 64 {
+					assert.InDelta(t, 0.5, ratio, 0.05)
+				} else {
+					assert.InDelta(t, 1, ratio, 0.02)
+				}
+			} else {
+				// UD's inline WQE is one WQEBB longer (the 48-byte datagram
+				// segment: one more 10-cycle parse) and its packet 8 B longer
+				// (DETH): about 10.6 ns more than RC.
+				t.Logf("send_lat %d B: UD %.4f µs, RC %.4f µs", tc.size,
+					ud["lat_us"].(map[string]any)["typical"], rc["lat_us"].(map[string]any)["typical"])
+			}
+		})
+	}
+	run := edrRun("send_bw", 5000, 10)
+	run.Connection = "UD"
+	_, err := RunPerftest(run)
+	assert.EqualError(t, err, "workload.size: 5000 is more than link.mtu 4096 (a UD message is one packet)")
+	run = edrRun("write_bw", 64, 10)
+	run.Connection = "UD"
+	_, err = RunPerftest(run)
+	assert.EqualError(t, err, "workload.connection: UD runs send_lat and send_bw, not write_bw")
 }
