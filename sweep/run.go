@@ -34,6 +34,7 @@ type PanicError struct {
 	Stack string
 }
 
+// Error implements error.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("internal error (a bug, please report it): %v", e.Value)
 }
@@ -61,7 +62,7 @@ func (s *Sweep) Run(designs []int, jobs int, run Runner, done func(Outcome)) []O
 	}
 	results := make([][]Outcome, len(designs))
 	var mu sync.Mutex
-	report := func(o Outcome) {
+	notify := func(o Outcome) {
 		if done != nil {
 			mu.Lock()
 			done(o)
@@ -75,7 +76,7 @@ func (s *Sweep) Run(designs []int, jobs int, run Runner, done func(Outcome)) []O
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] = s.runDesign(s.Designs[designs[i]], run, report)
+				results[i] = s.runDesign(s.Designs[designs[i]], run, notify)
 			}
 		}()
 	}
