@@ -112,3 +112,27 @@ func (r *Receiver) Capacity() int { return r.capacity }
 
 // ABR returns the adjusted blocks received, mod 4096.
 func (r *Receiver) ABR() uint16 { return r.abr }
+
+// Grow adds n blocks lent from a shared pool: free space, and so the
+// advertised limit, rise by n. The buffer may not exceed 2048 blocks, the
+// reach of a 12-bit limit.
+func (r *Receiver) Grow(n int) {
+	if n < 0 || r.capacity+n > halfRange {
+		panic(fmt.Sprintf("credit: grow by %d blocks from %d (at most %d)", n, r.capacity, halfRange))
+	}
+	r.capacity += n
+	r.free += n
+}
+
+// ReleaseShrink frees blocks when a packet leaves the buffer and hands back
+// k of them (k ≤ blocks) to the shared pool they were lent from. The
+// advertised limit rises by blocks − k and never falls: credits once
+// advertised are never taken back.
+func (r *Receiver) ReleaseShrink(blocks, k int) {
+	if k < 0 || k > blocks {
+		panic(fmt.Sprintf("credit: give back %d of %d released blocks", k, blocks))
+	}
+	r.Release(blocks)
+	r.capacity -= k
+	r.free -= k
+}

@@ -39,6 +39,9 @@ type Simulation struct {
 func settleTime(_ *Config, ports []*link.Port) ib.PS {
 	var lat ib.PS
 	for _, p := range ports {
+		if p.Peer() == nil {
+			continue // a switch port with no cable
+		}
 		lat = max(lat, p.Timing().Latency()+p.Timing().Serialization(ib.FlowControlBytes))
 	}
 	refresh := ib.PS(0)

@@ -64,6 +64,9 @@ type Port struct {
 	tx        [MaxVLs]credit.Sender
 	rx        [MaxVLs]credit.Receiver
 	fcPending uint16 // VLs owing the peer a flow-control packet
+	pool      int    // shared-pool blocks not lent to any VL
+	lendChunk int    // blocks lent at a time: one largest packet
+	lent      [MaxVLs]int
 	fcLast    [MaxVLs]ib.PS
 	fcHeld    uint16 // VLs waiting out fcMinInterval
 
@@ -85,6 +88,12 @@ type PortConfig struct {
 	BufferBlocks  int   // receive buffer per data VL, 64-byte blocks
 	FCRefresh     ib.PS // longest interval between FC packets per VL
 	FCMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+	// SharedBlocks is a pool of 64-byte blocks shared by the port's data
+	// VLs on top of each VL's BufferBlocks (0: no pool).
+	SharedBlocks int
+	// LendBlocks is how many pool blocks a VL borrows at a time: the
+	// blocks of the largest packet (0: BufferBlocks).
+	LendBlocks int
 }
 
 // NewPort makes a port of owner. It starts unconnected.
@@ -96,6 +105,11 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.rx[vl] = credit.NewReceiver(cfg.BufferBlocks)
+	}
+	p.pool = cfg.SharedBlocks
+	p.lendChunk = cfg.LendBlocks
+	if p.lendChunk == 0 {
+		p.lendChunk = cfg.BufferBlocks
 	}
 	return p
 }
@@ -205,9 +219,71 @@ func (p *Port) Release(vl int, blocks int) {
 	if vl == ib.ManagementVL {
 		return
 	}
-	p.rx[vl].Release(blocks)
+	// Lent blocks stay with the VL while nobody else needs them (a lone busy
+	// VL keeps the whole pool); when another VL holding packets is short of
+	// room and the pool cannot serve it, released lent blocks go back to
+	// the pool instead of being advertised again. Advertised credit is never
+	// taken back, so only blocks that just freed can return.
+	back := 0
+	if p.lent[vl] > 0 && p.pool < p.lendChunk && p.othersShort(vl) {
+		back = min(p.lent[vl], blocks)
+	}
+	if back == 0 {
+		p.rx[vl].Release(blocks)
+		p.requestFC(vl)
+		return
+	}
+	p.rx[vl].ReleaseShrink(blocks, back)
+	p.lent[vl] -= back
+	p.pool += back
+	if back < blocks {
+		p.requestFC(vl)
+	}
+	p.lendToWaiting()
+}
+
+// othersShort reports whether a data VL other than vl holds packets and has
+// no room for another largest packet.
+func (p *Port) othersShort(vl int) bool {
+	for v := 0; v < p.vls; v++ {
+		if v != vl && p.rx[v].Used() > 0 && p.rx[v].Free() < p.lendChunk {
+			return true
+		}
+	}
+	return false
+}
+
+// lend grows vl's buffer from the shared pool by one largest packet and
+// advertises the new room. It is called when a packet arrives on vl (the
+// VL's sender is busy, and a receiver cannot see whether it is short of
+// credits, so every arrival borrows while the pool lasts) and when blocks
+// come back to the pool for VLs short of room.
+func (p *Port) lend(vl int) {
+	if p.pool == 0 {
+		return
+	}
+	g := min(p.lendChunk, p.pool, credit.Modulus/2-p.rx[vl].Capacity())
+	if g <= 0 {
+		return
+	}
+	p.rx[vl].Grow(g)
+	p.lent[vl] += g
+	p.pool -= g
 	p.requestFC(vl)
 }
+
+// lendToWaiting offers returned pool blocks to VLs that are short of room
+// and hold packets (so their sender has more to send), lowest VL first.
+func (p *Port) lendToWaiting() {
+	for vl := 0; vl < p.vls && p.pool > 0; vl++ {
+		if p.rx[vl].Used() > 0 && p.rx[vl].Free() < p.lendChunk {
+			p.lend(vl)
+		}
+	}
+}
+
+// SharedFree returns the shared-pool blocks not lent to any VL.
+func (p *Port) SharedFree() int { return p.pool }
 
 // BufferUsed returns the blocks of vl's receive buffer holding packets.
 func (p *Port) BufferUsed(vl int) int { return p.rx[vl].Used() }
@@ -271,6 +347,9 @@ func (p *Port) HandleEvent(ev *components.Event) {
 			p.rx[vl].Receive(pkt.Credits())
 			if u := p.rx[vl].Used(); u > p.Stats.RxPeakBlocks[vl] {
 				p.Stats.RxPeakBlocks[vl] = u
+			}
+			if p.pool > 0 {
+				p.lend(vl)
 			}
 		}
 		p.Stats.RxPackets++

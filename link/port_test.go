@@ -91,6 +91,10 @@ func TestRandomizedLossless(t *testing.T) {
 		bufBlocks := maxBlocks + r.IntN(3*maxBlocks)
 		pc := PortConfig{VLs: vls, BufferBlocks: bufBlocks, FCRefresh: ib.PS(1+r.IntN(5)) * ib.Microsecond,
 			FCMinInterval: ib.PS(r.IntN(200)) * ib.Nanosecond}
+		if seed%2 == 0 {
+			// Half the seeds add a shared pool lent a largest packet at a time.
+			pc.SharedBlocks, pc.LendBlocks = r.IntN(4*maxBlocks), maxBlocks
+		}
 		src := &testSource{s: s, r: r, vls: vls, mtu: mtu, left: 400 + r.IntN(400), sent: map[uint64]bool{}}
 		sink := &testSink{s: s, r: r, got: map[uint64]int{}, maxHold: ib.PS(r.IntN(500)) * ib.Nanosecond}
 		a := NewPort(s, src, "Test.Src.Port[1]", 1, pc)
@@ -99,13 +103,14 @@ func TestRandomizedLossless(t *testing.T) {
 		check := func() {
 			for vl := 0; vl < vls; vl++ {
 				avail := a.CreditsAvailable(vl)
+				capacity := b.BufferCapacity(vl) // static + lent from the pool
 				require.GreaterOrEqual(t, avail, 0, "seed %d vl %d credits", seed, vl)
-				require.LessOrEqual(t, avail, bufBlocks, "seed %d vl %d credits above buffer", seed, vl)
-				require.LessOrEqual(t, b.BufferUsed(vl), bufBlocks, "seed %d vl %d buffer", seed, vl)
+				require.LessOrEqual(t, avail, capacity, "seed %d vl %d credits above buffer", seed, vl)
+				require.LessOrEqual(t, b.BufferUsed(vl), capacity, "seed %d vl %d buffer", seed, vl)
 				// Credits the sender believes it has plus blocks in the
 				// buffer never exceed the buffer (blocks on the wire only
 				// tighten this).
-				require.LessOrEqual(t, avail+b.BufferUsed(vl), bufBlocks, "seed %d vl %d", seed, vl)
+				require.LessOrEqual(t, avail+b.BufferUsed(vl), capacity, "seed %d vl %d", seed, vl)
 			}
 		}
 		src.check, sink.check = check, check
@@ -122,9 +127,15 @@ func TestRandomizedLossless(t *testing.T) {
 			assert.Equal(t, 1, sink.got[seq], "seed %d packet %d delivered once", seed, seq)
 		}
 		assert.Len(t, sink.got, total)
+		lent := 0
 		for vl := 0; vl < vls; vl++ {
 			assert.Equal(t, 0, b.BufferUsed(vl))
+			lent += b.BufferCapacity(vl) - bufBlocks
 		}
+		// Pool blocks are conserved: free in the pool or lent to a VL. (A
+		// lent block the sender has credit for stays lent until a packet
+		// uses it and leaves: advertised credit is never taken back.)
+		assert.Equal(t, pc.SharedBlocks, b.SharedFree()+lent, "seed %d pool", seed)
 	}
 }
 
@@ -154,4 +165,59 @@ func TestSerializationRounds(t *testing.T) {
 	assert.Equal(t, ib.PS(51200), DefaultFECLatency(EDR, 4, FECRS528))
 	// RS(544,514) on 4x NDR: 5440 / 425 Gb/s = 12.8 ns.
 	assert.Equal(t, ib.PS(12800), DefaultFECLatency(NDR, 4, FECRS544))
+}
+
+// TestSharedPoolWidensWindow: one stream over a 100 m NDR fibre whose VL has a
+// static buffer of one packet. Without a pool the window is one packet per
+// credit round trip; a shared pool of seven packets lets the VL borrow, so
+// throughput rises above the one-packet window and stays within the
+// eight-packet window the static buffer plus the whole pool allow.
+func TestSharedPoolWidensWindow(t *testing.T) {
+	cfg := Defaults()
+	cfg.Medium = "fibre"
+	timing := cfg.Timing(100)
+	pkt := ib.Packet{Opcode: ib.SendOnly, PayloadLen: 4096}
+	blocks := pkt.Credits() // 65
+	S := timing.Serialization(pkt.WireBytes())
+	R := S + 2*timing.Latency() + timing.Serialization(ib.FlowControlBytes) // credit round trip
+	run := func(pool int) float64 {
+		s := components.NewSim()
+		r := rand.New(rand.NewPCG(1, 2))
+		src := &testSource{s: s, r: r, vls: 1, mtu: 4096, left: 400, sent: map[uint64]bool{}, check: func() {}}
+		sink := &testSink{s: s, r: r, got: map[uint64]int{}, maxHold: 0, check: func() {}}
+		pc := PortConfig{VLs: 1, BufferBlocks: blocks, FCRefresh: 100 * ib.Microsecond, SharedBlocks: pool, LendBlocks: blocks}
+		a := NewPort(s, src, "Test.Src.Port[1]", 1, pc)
+		b := NewPort(s, sink, "Test.Sink.Port[1]", 1, pc)
+		src.p, sink.p = a, b
+		fixed := &fixedSize{src}
+		a.Owner = fixed
+		Connect(a, b, timing)
+		fixed.PortReady(a)
+		done := &stopWhen{s: s, cond: func() bool { return sink.received == 400 }}
+		s.Schedule(0, done, 0)
+		require.NoError(t, s.Run())
+		require.Equal(t, 400, sink.received)
+		return 400 / float64(s.Now()) // packets per ps
+	}
+	one := 1 / float64(R)
+	eight := 8 / float64(R)
+	noPool := run(0)
+	assert.InEpsilon(t, one, noPool, 0.02, "no pool: one packet per round trip")
+	withPool := run(7 * blocks)
+	assert.Greater(t, withPool, 7*one, "the pool widens the window to nearly static + pool")
+	assert.LessOrEqual(t, withPool, eight*1.01, "at most static + pool in flight")
+	t.Logf("packets per round trip: no pool %.2f, pool of 7 %.2f (at most 8)", noPool*float64(R), withPool*float64(R))
+}
+
+// fixedSize makes a testSource send 4096-byte packets only.
+type fixedSize struct{ *testSource }
+
+func (f *fixedSize) PortReady(p *Port) {
+	if f.next == nil && f.left > 0 {
+		pkt := f.s.NewPacket()
+		pkt.Opcode = ib.SendOnly
+		pkt.PayloadLen = 4096
+		f.next = pkt
+	}
+	f.testSource.PortReady(p)
 }

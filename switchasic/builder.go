@@ -83,11 +83,6 @@ func (b Builder) Build(name string) (*Switch, error) {
 			return nil, err
 		}
 	}
-	if b.cfg.SharedBufferBytes != 0 {
-		// link.Port advertises a fixed buffer per VL; a shared pool needs the
-		// port to grow a VL's advertised limit from the pool (see report).
-		return nil, fmt.Errorf("switch.shared_buffer_bytes: %d is not supported yet (0 only): link ports advertise fixed per-VL buffers", b.cfg.SharedBufferBytes)
-	}
 	alloc, err := components.NewAllocator(b.cfg.Allocator, b.cfg.Radix, b.cfg.Radix, b.cfg.ISLIPIterations)
 	if err != nil {
 		return nil, fmt.Errorf("switch.allocator: %w", err)

@@ -34,8 +34,9 @@ func TestBuildChecks(t *testing.T) {
 
 	cfg = smallConfig(4, 1)
 	cfg.SharedBufferBytes = 6400
-	_, err = b.WithConfig(cfg).Build("Fabric.Switch[0]")
-	assert.EqualError(t, err, "switch.shared_buffer_bytes: 6400 is not supported yet (0 only): link ports advertise fixed per-VL buffers")
+	sp, err := b.WithConfig(cfg).Build("Fabric.Switch[0]")
+	require.NoError(t, err)
+	assert.Equal(t, 6400/64, sp.Port(2).SharedFree(), "each input port gets its own pool of shared_buffer_bytes")
 
 	sw, err := b.WithConfig(smallConfig(4, 1)).Build("Fabric.Switch[1]")
 	require.NoError(t, err)

@@ -159,6 +159,9 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 	for i := 0; i < n; i++ {
 		sw.ports[i] = link.NewPort(s, sw, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
 			VLs: cfg.VLs, BufferBlocks: blocks, FCRefresh: fcRefresh, FCMinInterval: fcMinInterval,
+			// The shared pool is lent to busy VLs a static buffer's worth
+			// at a time (link.Port.lend).
+			SharedBlocks: cfg.SharedBufferBytes / ib.CreditBytes,
 		})
 		in := &sw.in[i]
 		in.xbarBusy = make([]ib.PS, cfg.Speedup)
