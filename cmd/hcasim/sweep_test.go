@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
 )
@@ -340,4 +341,42 @@ func TestKneeSearchEndToEnd(t *testing.T) {
 	for _, f := range []string{"results.json", "results.csv", KneeFile} {
 		assert.Equal(t, readFile(t, filepath.Join(whole, f)), readFile(t, filepath.Join(merged, f)), f)
 	}
+}
+
+// TestDocsSizingAnswer runs the config docs/sweeps.md walks through and
+// checks its answer: the smallest receive buffer that keeps a 4 KiB stream
+// at line rate over 100 m of NDR fibre.
+func TestDocsSizingAnswer(t *testing.T) {
+	doc := readFile(t, filepath.Join("..", "..", "docs", "sweeps.md"))
+	_, rest, ok := strings.Cut(doc, "```yaml\n")
+	require.True(t, ok, "docs/sweeps.md has a yaml block")
+	text, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	cfg := writeFile(t, "buffer-sizing.yaml", text)
+
+	// The credit loop from the doc, derived from the link model: a packet
+	// leaves in t_pkt, its head lands after FEC + flight, the receiver frees
+	// it at its tail and the 6-byte flow-control packet comes back over the
+	// same latency. The sender needs credits for every packet it can start
+	// in that round trip, each ⌈wire/64⌉ credits.
+	l, err := fabric.Load([]byte(text), []string{"link.length_m=100"})
+	require.NoError(t, err)
+	timing := l.Config.Link.Timing(100)
+	wire := (&ib.Packet{Opcode: ib.SendOnly, PayloadLen: l.Config.Workload.Size}).WireBytes()
+	tPkt := timing.Serialization(wire)
+	rtt := tPkt + 2*timing.Latency() + timing.Serialization(ib.FlowControlBytes)
+	inFlight := int((rtt + tPkt - 1) / tPkt)
+	need := inFlight * ib.Credits(wire) * ib.CreditBytes
+	assert.Equal(t, 58240, need, "the doc's answer: %d packets of %d bytes in a %d ps round trip", inFlight, wire, rtt)
+
+	// One credit short stalls the sender; the answer does not.
+	code, stdout, stderr := run("-config", cfg, "--format", "json", "--quiet", "--set", "link.length_m=100",
+		"--set", fmt.Sprintf("sweep.hca.vl_buffer_bytes=[%d, %d]", need-ib.CreditBytes, need))
+	require.Equal(t, 0, code, stderr)
+	var res report.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Len(t, res.Points, 2)
+	assert.Greater(t, res.Points[0].Metrics["credit_stall_ns"], 0.0)
+	assert.Equal(t, 0.0, res.Points[1].Metrics["credit_stall_ns"])
+	assert.Less(t, res.Points[0].Metrics["goodput_gbps"], res.Points[1].Metrics["goodput_gbps"])
 }
