@@ -102,10 +102,17 @@ func TestRingAllReduceSmallMessagesAreLatencyBound(t *testing.T) {
 
 func TestAllToAllRunsAndVerifies(t *testing.T) {
 	// Each rank sends (n−1)/n · S, so busbw = (n−1)/n · S / t is each
-	// rank's send rate and cannot pass its bottleneck.
+	// rank's send rate and cannot pass its bottleneck, here the ConnectX-5
+	// host's PCIe read rate (96 Gb/s). Every rank posts its 7 writes at
+	// once and its HCA interleaves them packet by packet, so the link is
+	// busy from the first packet to the last; what comes on top is the
+	// first packet's post → doorbell → WQE fetch → payload read (about
+	// 1.4 µs with the cx5 knobs) and the last one's wire, switch, payload
+	// write, CQE and ACK (under 2 µs): under 4 µs of the 7/8 MiB ÷ 12 GB/s
+	// ≈ 76 µs, so busbw is above 95 % of the bottleneck.
 	for _, kind := range []string{"single-switch", "fat-tree-2"} {
 		t.Run(kind, func(t *testing.T) {
-			sets := []string{"topology.kind=" + kind, "switch.vls=1", "link.generation=NDR", "hca.profile=cx7",
+			sets := []string{"topology.kind=" + kind, "switch.vls=1", "link.generation=NDR", "hca.profile=cx5",
 				"workload.kind=alltoall", "workload.size=1048576"}
 			if kind == "single-switch" {
 				sets = append(sets, "switch.radix=8")
@@ -120,23 +127,41 @@ func TestAllToAllRunsAndVerifies(t *testing.T) {
 			bus := m["busbw_gbps"].(float64)
 			t.Logf("busbw %.2f Gb/s of %.2f, %.2f µs", bus, bound, m["time_us"])
 			assert.LessOrEqual(t, bus, bound)
-			assert.Greater(t, bus, 0.0)
+			assert.Greater(t, bus, 0.95*bound)
 		})
 	}
 }
 
 func TestCollectiveDeterministic(t *testing.T) {
-	for _, kind := range []string{"allreduce", "alltoall"} {
-		var out [2]string
-		for i := range out {
-			_, m := runCollectiveSets(t, "topology.kind=fat-tree-2", "switch.radix=4", "switch.vls=1",
-				"workload.kind="+kind, "workload.size=300000", "seed=5")
-			b, err := json.Marshal(m)
-			require.NoError(t, err)
-			out[i] = string(b)
+	for _, eng := range []string{"hcasim", "akita"} {
+		for _, kind := range []string{"allreduce", "alltoall"} {
+			var out [2]string
+			for i := range out {
+				_, m := runCollectiveSets(t, "topology.kind=fat-tree-2", "switch.radix=4", "switch.vls=1",
+					"workload.kind="+kind, "workload.size=300000", "seed=5", "sim.engine="+eng)
+				assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+				b, err := json.Marshal(m)
+				require.NoError(t, err)
+				out[i] = string(b)
+			}
+			assert.Equal(t, out[0], out[1], "%s %s", eng, kind)
 		}
-		assert.Equal(t, out[0], out[1], kind)
 	}
+}
+
+func TestCollectiveObserverSeesTheFabric(t *testing.T) {
+	// single-switch radix 8: 8 host ports + 8 switch ports; blocks are the
+	// 16 ports, the switch and the 8 HCAs.
+	l, err := Load(nil, []string{"topology.kind=single-switch", "switch.radix=8", "switch.vls=1",
+		"workload.kind=allreduce", "workload.size=4096"})
+	require.NoError(t, err)
+	var view *Simulation
+	m, err := runCollective(&l.Config, RunOptions{Observe: func(s *Simulation) { view = s }})
+	require.NoError(t, err)
+	require.NotNil(t, view)
+	assert.Len(t, view.Ports, 16)
+	assert.Len(t, view.Blocks, 16+1+8)
+	assert.Equal(t, view.Sim.Events(), m["events"])
 }
 
 func TestCollectiveUserErrors(t *testing.T) {
