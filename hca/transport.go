@@ -166,6 +166,9 @@ type Requester struct {
 	RNRWaitCode int
 	// Retries counts go-back-N rewinds (timeouts, sequence NAKs, RNR NAKs).
 	Retries int64
+
+	free    []*sendMsg   // retired messages for reuse
+	compBuf []Completion // the Completions slice handed out, reused
 }
 
 // NewRequester returns an RTS requester starting at psn.
@@ -182,7 +185,14 @@ func (r *Requester) Enqueue(w SendWQE, posted ib.PS) []Completion {
 		return []Completion{{WQE: w, Status: WCWRFlushErr, Posted: posted}}
 	}
 	n := PacketCount(w.Length, r.MTU)
-	m := &sendMsg{wqe: w, firstPSN: r.nextPSN, npsn: n, npkts: n, Posted: posted}
+	var m *sendMsg
+	if k := len(r.free); k > 0 {
+		m = r.free[k-1]
+		r.free = r.free[:k-1]
+	} else {
+		m = new(sendMsg)
+	}
+	*m = sendMsg{wqe: w, firstPSN: r.nextPSN, npsn: n, npkts: n, Posted: posted, inline: m.inline[:0]}
 	if m.isRdAtomic() {
 		m.npkts = 1
 		if w.Opcode.isAtomic() {
@@ -277,13 +287,19 @@ func (r *Requester) ackThrough(psn uint32, inclusive bool) bool {
 
 // retire pops completed messages off the front, in order.
 func (r *Requester) retire(out []Completion) []Completion {
-	for len(r.msgs) > 0 && r.msgs[0].done {
-		m := r.msgs[0]
+	k := 0
+	for k < len(r.msgs) && r.msgs[k].done {
+		m := r.msgs[k]
 		out = append(out, Completion{WQE: m.wqe, Status: m.status, Posted: m.Posted})
-		r.msgs = r.msgs[1:]
-		if r.sendIdx > 0 {
-			r.sendIdx--
-		}
+		r.free = append(r.free, m)
+		k++
+	}
+	if k > 0 {
+		// Shift down rather than reslice, so appends reuse the array.
+		n := copy(r.msgs, r.msgs[k:])
+		clear(r.msgs[n:])
+		r.msgs = r.msgs[:n]
+		r.sendIdx = max(0, r.sendIdx-k)
 	}
 	return out
 }
@@ -362,7 +378,8 @@ type AckResult struct {
 // OnAck handles an ACK or NAK (opcode ACKNOWLEDGE) carrying AETH syndrome
 // syn for psn.
 func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
-	var res AckResult
+	res := AckResult{Completions: r.compBuf[:0]}
+	defer func() { r.compBuf = res.Completions[:0] }()
 	if r.State == QPErr {
 		return res
 	}

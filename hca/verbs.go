@@ -51,6 +51,7 @@ type QP struct {
 	sqDecoded     uint32 // WQEBBs decoded
 	fetchInflight int
 	decoded       []decodedWQE
+	inlineArena   []byte // inline payloads of decoded WQEs not yet handed on
 	rqDB          uint32 // receive WQEs the HCA knows are posted
 	rqFetch       uint32 // receive WQEs whose prefetch was issued
 	rqInflight    int
@@ -451,17 +452,18 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			break // the rest of this WQE is still being fetched
 		}
 		qp.readSQ(qp.sqDecoded, buf[:bbs*WQEBBBytes])
-		decode := DecodeSendWQE
-		if qp.UD {
-			decode = DecodeUDSendWQE
-		}
-		w, err := decode(buf[:bbs*WQEBBBytes])
+		// A direct call (not through a func value) keeps buf on the stack.
+		w, err := decodeSendWQE(buf[:bbs*WQEBBBytes], qp.UD)
 		if err != nil {
 			panic(fmt.Sprintf("hca: %s qp 0x%x: WQE at %d: %v", d.Name, qp.Num, qp.sqDecoded, err))
 		}
 		dw := decodedWQE{wqe: w, readyAt: now}
 		if w.Inline {
-			dw.inline = append([]byte(nil), buf[w.InlineOff:w.InlineOff+w.InlineLen]...)
+			// Inline bytes wait in a per-QP arena until the WQE reaches the
+			// requester (which copies them): no allocation per message.
+			at := len(qp.inlineArena)
+			qp.inlineArena = append(qp.inlineArena, buf[w.InlineOff:w.InlineOff+w.InlineLen]...)
+			dw.inline = qp.inlineArena[at:len(qp.inlineArena):len(qp.inlineArena)]
 		} else if w.Length > 0 {
 			need := 0
 			if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
@@ -512,10 +514,18 @@ func (d *Device) wqeReady(qp *QP) {
 			d.sendCompletion(qp, c, now)
 		}
 		if dw.inline != nil && qp.req.State != QPErr {
-			qp.req.msgs[len(qp.req.msgs)-1].inline = dw.inline
+			m := qp.req.msgs[len(qp.req.msgs)-1]
+			m.inline = append(m.inline[:0], dw.inline...)
 		}
 	}
-	qp.decoded = qp.decoded[k:]
+	if k == len(qp.decoded) {
+		qp.decoded = qp.decoded[:0] // reuse the storage
+		if len(qp.udPending) == 0 {
+			qp.inlineArena = qp.inlineArena[:0]
+		}
+	} else {
+		qp.decoded = qp.decoded[k:]
+	}
 	d.schedule()
 }
 

@@ -145,6 +145,7 @@ type perftest struct {
 	done    bool
 	errs    []string
 	payload [2][]byte // the bytes each side's buffer held when it sent
+	scratch []byte
 }
 
 // RunPerftest runs one perftest-style test back to back and returns its
@@ -330,11 +331,19 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 	return p
 }
 
-// snapshot copies n bytes of side's memory at addr.
+// snapshot copies a message's bytes of side's memory at addr.
 func (p *perftest) snapshot(side int, addr uint64) []byte {
-	b := make([]byte, p.run.Size)
-	p.dev[side].Mem.Read(addr, b)
-	return b
+	return p.snapshotInto(nil, side, addr)
+}
+
+// snapshotInto is snapshot reusing dst's storage.
+func (p *perftest) snapshotInto(dst []byte, side int, addr uint64) []byte {
+	if cap(dst) < p.run.Size {
+		dst = make([]byte, p.run.Size)
+	}
+	dst = dst[:p.run.Size]
+	p.dev[side].Mem.Read(addr, dst)
+	return dst
 }
 
 // wakeApp makes side's application thread poll at now + poll time (once).
@@ -438,7 +447,7 @@ func (p *perftest) wr(side, q int, signaled bool, id uint64) hca.SendWR {
 
 func (p *perftest) post(side, q int, w *hca.SendWR) {
 	if p.isLat && (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) {
-		p.payload[side] = p.snapshot(side, p.buf[side][q]) // what this message carries
+		p.payload[side] = p.snapshotInto(p.payload[side], side, p.buf[side][q]) // what this message carries
 	}
 	if err := p.dev[side].PostSend(p.qp[side][q], w); err != nil {
 		panic(fmt.Sprintf("perftest: post_send: %v", err))
@@ -567,8 +576,8 @@ func (p *perftest) clientTurn() {
 
 // checkArrived compares side's receive buffer with what the peer last sent.
 func (p *perftest) checkArrived(side, q int) {
-	got := p.snapshot(side, p.rdata(side, q))
-	if !bytes.Equal(got, p.payload[1-side]) {
+	p.scratch = p.snapshotInto(p.scratch, side, p.rdata(side, q))
+	if !bytes.Equal(p.scratch, p.payload[1-side]) {
 		p.errs = append(p.errs, fmt.Sprintf("host %d qp %d: received bytes differ from the sent ones", side, q))
 	}
 }
