@@ -14,7 +14,7 @@ import (
 )
 
 // collSwitch builds n hosts (LIDs 1..n) with HCAs on one switch over lc.
-func collSwitch(t *testing.T, n int, lc link.Config, h hca.Config) (*components.Sim, []*hca.Device) {
+func collSwitch(t testing.TB, n int, lc link.Config, h hca.Config) (*components.Sim, []*hca.Device) {
 	s := components.NewSim()
 	lft := switchasic.NewLFT(n + 1)
 	for i := 0; i < n; i++ {
@@ -131,4 +131,18 @@ func TestCollectiveRunValidate(t *testing.T) {
 	s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
 	_, err := RunCollectiveOn(s, devs, CollectiveRun{Op: CollAllToAll, Bytes: 3, MTU: 4096})
 	assert.EqualError(t, err, "workload.size: 3 bytes is less than one byte per rank for an all-to-all over 4 ranks")
+}
+
+// BenchmarkRingAllReduce8x1MiB reports simulated all-reduce payload bytes
+// (2(n−1)/n · S per rank, all ranks) per wall-second: 8 EDR ranks on one
+// switch, 1 MiB.
+func BenchmarkRingAllReduce8x1MiB(b *testing.B) {
+	const n, size = 8, 1 << 20
+	for i := 0; i < b.N; i++ {
+		s, devs := collSwitch(b, n, perftestLink("EDR"), hca.Defaults())
+		if _, err := RunCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: size, MTU: 4096, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*n*2*(n-1)/n*size/b.Elapsed().Seconds(), "bytes/s")
 }
