@@ -391,14 +391,15 @@ func (d *Device) newPacket(qp *QP) *ib.Packet {
 // stage and queued for the wire.
 func (d *Device) schedule() {
 	now := d.s.Now()
+grants:
 	for d.txBufUsed < d.Cfg.TxBufferBytes {
 		qp := d.pickQP(now)
 		if qp == nil {
-			return
+			break
 		}
 		if qp.UD {
 			if !d.grantUD(qp, now) {
-				return
+				break
 			}
 			continue
 		}
@@ -415,15 +416,16 @@ func (d *Device) schedule() {
 					d.schedAt = t
 					d.at(t, evSchedule)
 				}
-				return
+				break grants
 			}
 		}
 		pkt := d.newPacket(qp)
 		tx := qp.req.Next(pkt)
-		ready := now
+		ready, dmaDone := now, now
 		if needDMA {
 			issue := d.stages[StageDMA].accept(now, 0)
 			ready = d.PCIe.Read(issue, plen)
+			dmaDone = ready
 			pkt.Payload = sized(pkt.Payload, plen)
 			d.Mem.Read(w.LocalAddr+uint64(off), pkt.Payload)
 			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(pkt.PSN)),
@@ -435,10 +437,7 @@ func (d *Device) schedule() {
 		if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == w.Index {
 			tl.notePSNs(qp.remoteQPN, m.firstPSN, m.npsn)
 			if tx.Index == 0 && tl.TxReady == 0 {
-				tl.Granted, tl.DMAReadDone, tl.TxReady = now, ready-d.stages[StageTransportTx].lat, ready
-				if !needDMA {
-					tl.DMAReadDone = now
-				}
+				tl.Granted, tl.DMAReadDone, tl.TxReady = now, dmaDone, ready
 			}
 		}
 		d.reqQ.push(txEntry{pkt: pkt, readyAt: ready, qp: qp})

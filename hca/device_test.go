@@ -421,3 +421,19 @@ func TestImmediateDataAndZeroLength(t *testing.T) {
 	p.b.Mem.Read(p.bufB+50000, got[:4])
 	assert.Equal(t, []byte("0123"), got[:4])
 }
+
+func TestZeroLatencyStagesStillSend(t *testing.T) {
+	// With every stage at 0 cycles a packet is ready the instant it is
+	// granted; it must still go out.
+	cfg := Defaults()
+	for _, sc := range []*StageConfig{&cfg.Doorbell, &cfg.WQEFetch, &cfg.KeyCheck, &cfg.DMA, &cfg.TransportTx, &cfg.TransportRx, &cfg.CQE} {
+		sc.LatencyCycles = 0
+	}
+	require.NoError(t, cfg.Validate())
+	p := newPair(t, edrLink(), cfg, 4096)
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{Opcode: WRRDMAWrite, Inline: true, Signaled: true, LocalAddr: p.bufA,
+		Length: 8, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	var wcs [1]WC
+	p.runUntil(t, func() bool { return p.a.PollCQ(p.qa.SendCQ, wcs[:]) > 0 })
+	assert.Equal(t, WCSuccess, wcs[0].Status)
+}
