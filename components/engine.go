@@ -13,13 +13,17 @@ import (
 // sim.Engine interface for hcasim's own events. It differs from Akita's
 // SerialEngine in what the model needs on its hot path:
 //
-//   - the queue is a typed binary heap ordered by (picoseconds, late, sequence
+//   - the queue is a typed 4-ary heap ordered by (picoseconds, late, sequence
 //     number): no float comparison, no interface call per comparison, no
 //     mutex per push and pop;
 //   - events of the same picosecond run in the order they were scheduled
 //     (FIFO), after which "late" events (Sim.ScheduleLate) run, so ties never
 //     depend on heap layout;
 //   - engine hooks are invoked only when some hook is attached.
+//
+// The order is a strict total order (sequence numbers are unique), so the
+// sequence of events handled does not depend on how the queue is built: any
+// correct priority queue yields the same run.
 //
 // Akita's SerialEngine remains selectable (sim.engine: akita); both engines
 // run the same model code. docs/performance.md compares them.
@@ -33,22 +37,27 @@ type Engine struct {
 	handlers []sim.SimulationEndHandler
 }
 
+// heapEntry is one queued event: 32 bytes, so that a node's four children
+// span two cache lines. key packs the tie-breaks into one integer: the late
+// flag in the top bit (late events of a picosecond after the others), then
+// the scheduling sequence number (FIFO among equals).
 type heapEntry struct {
-	at   ib.PS
-	late bool
-	seq  uint64
-	ev   sim.Event
+	at  ib.PS
+	key uint64
+	ev  sim.Event
 }
 
+// lateBit marks a late (secondary) event in heapEntry.key.
+const lateBit = 1 << 63
+
 func (a *heapEntry) less(b *heapEntry) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.late != b.late {
-		return !a.late
-	}
-	return a.seq < b.seq
+	return a.at < b.at || (a.at == b.at && a.key < b.key)
 }
+
+// heapArity is the heap's branching factor. A 4-ary heap has half the depth
+// of a binary one, and the children compared in one sift-down step are
+// adjacent in memory.
+const heapArity = 4
 
 // NewEngine returns an empty engine.
 func NewEngine() *Engine { return &Engine{heap: make([]heapEntry, 0, 1024)} }
@@ -68,44 +77,62 @@ func (e *Engine) Schedule(evt sim.Event) {
 		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
 	}
 	e.seq++
-	e.heap = append(e.heap, heapEntry{at: at, late: evt.IsSecondary(), seq: e.seq, ev: evt})
-	// sift up
+	if e.seq >= lateBit {
+		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
+	}
+	key := e.seq
+	if evt.IsSecondary() {
+		key |= lateBit
+	}
+	x := heapEntry{at: at, key: key, ev: evt}
+	e.heap = append(e.heap, heapEntry{})
 	h := e.heap
+	// Sift the hole up from the new leaf, then drop x into it.
 	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !h[i].less(&h[p]) {
+		p := (i - 1) / heapArity
+		if !x.less(&h[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = x
 }
 
 func (e *Engine) pop() heapEntry {
 	h := e.heap
 	top := h[0]
 	n := len(h) - 1
-	h[0] = h[n]
+	x := h[n]
 	h[n] = heapEntry{}
 	h = h[:n]
+	e.heap = h
+	if n == 0 {
+		return top
+	}
+	// Sift the hole down from the root, moving the least child up, until x
+	// (the old last leaf) fits.
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		c := heapArity*i + 1
+		if c >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && h[r].less(&h[l]) {
-			m = r
+		m := c
+		end := min(c+heapArity, n)
+		for j := c + 1; j < end; j++ {
+			if h[j].less(&h[m]) {
+				m = j
+			}
 		}
-		if !h[m].less(&h[i]) {
+		if !h[m].less(&x) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
-	e.heap = h
+	h[i] = x
 	return top
 }
 
@@ -123,6 +150,12 @@ func (e *Engine) Run() error {
 			}
 			ctx.Pos = sim.HookPosAfterEvent
 			e.InvokeHook(ctx)
+			continue
+		}
+		if ke, ok := ent.ev.(*Event); ok {
+			// A kernel event: call its Sim directly rather than through
+			// two interface calls (Handler, Handle).
+			ke.owner.handle(ke)
 			continue
 		}
 		if err := ent.ev.Handler().Handle(ent.ev); err != nil {

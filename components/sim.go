@@ -128,7 +128,12 @@ func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool
 // Handle implements sim.Handler: it dispatches a kernel event to its target
 // and returns the event to the pool.
 func (s *Sim) Handle(e sim.Event) error {
-	ev := e.(*Event)
+	s.handle(e.(*Event))
+	return nil
+}
+
+// handle runs ev (unless the simulation has stopped) and recycles it.
+func (s *Sim) handle(ev *Event) {
 	if !s.stopped && s.stopAt > 0 && ev.at > s.stopAt {
 		s.stopped = true
 	}
@@ -139,7 +144,6 @@ func (s *Sim) Handle(e sim.Event) error {
 	}
 	*ev = Event{owner: s}
 	s.freeEvents = append(s.freeEvents, ev)
-	return nil
 }
 
 // Stop ends the simulation: events still queued are drained without running.
