@@ -196,6 +196,30 @@ func TestRKeyViolationOnDevice(t *testing.T) {
 	assert.Equal(t, before, after)
 	assert.Equal(t, int64(1), p.b.Counters.Naks)
 	assert.Equal(t, WC{WRID: 4, Status: WCWRFlushErr, Opcode: WCSend, ByteLen: 1, QPN: p.qa.Num}, wcs[3])
+	// The responder's QP is in ERR too.
+	assert.Equal(t, QPErr, p.qb.State)
+}
+
+func TestResponderErrorFlushesReceives(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	// Two receives posted at B, then a WRITE with a bad R_Key: B's QP goes
+	// to ERR and both receives complete with WR_FLUSH_ERR.
+	for i := 0; i < 2; i++ {
+		require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: uint64(50 + i), Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+	}
+	post := &poster{fn: func() {
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA, Length: 8,
+			LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey ^ 0x80}))
+	}}
+	p.s.Schedule(5*ib.Microsecond, post, 1)
+	var wb [4]WC
+	n := 0
+	p.runUntil(t, func() bool { n += p.b.PollCQ(p.qb.RecvCQ, wb[n:]); return n >= 2 })
+	require.Equal(t, 2, n)
+	for i := 0; i < 2; i++ {
+		assert.Equal(t, WC{WRID: uint64(50 + i), Status: WCWRFlushErr, Opcode: WCRecv, QPN: p.qb.Num}, wb[i])
+	}
+	assert.Equal(t, QPErr, p.qb.State)
 }
 
 func TestRNROnDevice(t *testing.T) {

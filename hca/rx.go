@@ -56,6 +56,14 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	now := d.s.Now()
 	qp.onDemand = false
 	a := qp.resp.Receive(pkt, qp)
+	defer func() {
+		if qp.resp.State == QPErr && qp.State != QPErr {
+			// A class C error at the responder: the QP goes to ERR and its
+			// posted receives are flushed (ib-facts §5, §6).
+			qp.State = QPErr
+			d.flushRecvs(qp, d.s.Now())
+		}
+	}()
 	t := now
 	if qp.onDemand {
 		// The receive WQE was not prefetched: read it from host memory now.
@@ -250,4 +258,16 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	}
 	qp.rqDone++
 	d.writeCQE(qp.RecvCQ, c, t)
+}
+
+// flushRecvs completes every receive WQE the HCA knows of and has not used
+// with WR_FLUSH_ERR (a QP in ERR).
+func (d *Device) flushRecvs(qp *QP, t ib.PS) {
+	for cntDiff(qp.rqDB, qp.rqTaken) > 0 {
+		idx := qp.rqTaken
+		qp.rqTaken++
+		d.writeCQE(qp.RecvCQ, CQE{Opcode: CQERespSend, Status: WCWRFlushErr, QPN: qp.Num,
+			Counter: uint16(idx), Receiver: true}, t)
+	}
+	qp.rqCache = qp.rqCache[:0]
 }

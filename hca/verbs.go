@@ -207,6 +207,7 @@ func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
 		qp.req = NewRequester(&d.Cfg, qp.resp.MTU, a.SQPSN)
 	case QPErr:
 		d.flushUD(qp)
+		defer d.flushRecvs(qp, d.s.Now())
 		if qp.req != nil {
 			for _, c := range qp.req.FlushAll() {
 				d.sendCompletion(qp, c, d.s.Now())
@@ -534,6 +535,10 @@ func (d *Device) wqeReady(qp *QP) {
 func (d *Device) recvDoorbell(qp *QP, pi uint32) {
 	if cntDiff(pi, qp.rqDB) > 0 {
 		qp.rqDB = pi
+	}
+	if qp.State == QPErr {
+		d.flushRecvs(qp, d.s.Now())
+		return
 	}
 	d.recvFetch(qp, d.s.Now())
 }
