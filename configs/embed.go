@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-//go:embed *.yaml bench/*.yaml
+//go:embed *.yaml bench/*.yaml examples/*.yaml
 var files embed.FS
 
 // Lookup returns a shipped config by name: "ndr.yaml", "ndr", or a path

@@ -96,7 +96,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	}
 	n := len(topo.Hosts())
 	var sources []*workload.Source
-	bg := &synthRun{s: s}
+	bg := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
 	if w.Background && n > 2 {
 		tc := w.Traffic()
 		tc.Pattern = w.BackgroundPattern

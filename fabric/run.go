@@ -76,6 +76,24 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 	return m, nil
 }
 
+// windowShare returns the fraction of a packet's reception, the ser
+// picoseconds before its tail, that falls inside the window [t0, t1]: a
+// packet straddling an edge counts in proportion, so a window's throughput
+// never gains or loses a whole packet to where its edges fall.
+func windowShare(tail, ser, t0, t1 ib.PS) float64 {
+	if ser <= 0 {
+		if tail >= t0 && tail <= t1 {
+			return 1
+		}
+		return 0
+	}
+	lo, hi := max(tail-ser, t0), min(tail, t1)
+	if hi <= lo {
+		return 0
+	}
+	return float64(hi-lo) / float64(ser)
+}
+
 // UnsupportedError is a valid config this build cannot run (a user-facing
 // error: exit 2).
 type UnsupportedError struct{ Msg string }
@@ -113,7 +131,8 @@ type streamRun struct {
 	fc0, fc1  uint64
 
 	delivered   int
-	windowBytes int64 // payload bytes whose tail arrived in the window
+	windowBytes float64 // payload bytes received in the window (pro rata, see windowShare)
+	timing      link.Timing
 	lat         workload.Latencies
 	drained     bool
 	drainCap    ib.PS // longest drain phase after the window
@@ -142,6 +161,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	pc := PortConfig(cfg, cfg.HCA.VLBufferBytes)
 	r.tx = link.NewPort(s, r.src, "Fabric.Host[0].Port[1]", 1, pc)
 	r.rx = link.NewPort(s, r.sink, "Fabric.Host[1].Port[1]", 1, pc)
+	r.timing = cfg.Link.Timing(cfg.Link.LengthM)
 	r.src.Attach(r.tx)
 	r.sink.Attach(r.rx)
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
@@ -168,7 +188,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	if !r.saturate {
 		r.t1 = s.Now()
-		r.busy1 = r.tx.Stats.BusyPS
+		r.busy1 = r.tx.BusyThrough()
 		r.fc1 = r.tx.Stats.FCPackets
 	}
 	window := r.t1 - r.t0
@@ -188,7 +208,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"block_hops":           r.tx.Stats.DataBlocks,
 	}
 	if window > 0 {
-		m["goodput_gbps"] = float64(r.windowBytes) * 8 / float64(window) * 1000
+		m["goodput_gbps"] = r.windowBytes * 8 / float64(window) * 1000
 		m["wire_utilization"] = float64(r.busy1-r.busy0) / float64(window)
 	} else {
 		m["goodput_gbps"] = 0.0
@@ -207,13 +227,14 @@ func peakBytes(p *link.Port) int {
 
 func (r *streamRun) deliver(pkt *ib.Packet, tail ib.PS) {
 	r.delivered++
-	in := r.measuring
-	if r.saturate {
-		in = tail >= r.t0 && tail <= r.t1
-	}
-	if in {
-		r.windowBytes += int64(pkt.PayloadLen)
+	if !r.saturate {
+		r.windowBytes += float64(pkt.PayloadLen)
 		r.lat.Add(tail - pkt.InjectAt)
+	} else {
+		r.windowBytes += float64(pkt.PayloadLen) * windowShare(tail, r.timing.Serialization(pkt.WireBytes()), r.t0, r.t1)
+		if tail >= r.t0 && tail <= r.t1 {
+			r.lat.Add(tail - pkt.InjectAt)
+		}
 	}
 	if r.src.Done() && r.delivered == r.src.Sent() && !r.drained {
 		r.finish()
@@ -225,11 +246,11 @@ func (r *streamRun) HandleEvent(ev *components.Event) {
 	switch ev.Kind {
 	case evMeasureStart:
 		r.measuring = true
-		r.busy0 = r.tx.Stats.BusyPS
+		r.busy0 = r.tx.BusyThrough()
 		r.fc0 = r.tx.Stats.FCPackets
 	case evMeasureEnd:
 		r.measuring = false
-		r.busy1 = r.tx.Stats.BusyPS
+		r.busy1 = r.tx.BusyThrough()
 		r.fc1 = r.tx.Stats.FCPackets
 		r.src.StopInjecting()
 		if r.delivered == r.src.Sent() {

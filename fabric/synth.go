@@ -5,6 +5,7 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/switchasic"
 	"github.com/hcasim/hcasim/workload"
 )
@@ -19,9 +20,10 @@ type synthRun struct {
 	drainCap ib.PS
 
 	injected, delivered     uint64
-	measuredOut, measuredIn uint64 // measured packets injected / delivered
-	windowWireBytes         int64  // wire bytes whose tail arrived in the window
-	windowPayload           int64
+	measuredOut, measuredIn uint64  // measured packets injected / delivered
+	windowWireBytes         float64 // wire bytes received in the window (pro rata, windowShare)
+	windowPayload           float64
+	timing                  link.Timing
 	hops                    int64
 	lat                     workload.Latencies
 	drained                 bool
@@ -50,7 +52,7 @@ const (
 func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	s := components.NewSimOn(cfg.Sim.Engine)
 	w := cfg.Workload
-	r := &synthRun{s: s}
+	r := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
 	seed := cfg.Seed
 	topo, sub, err := ConfigureFabric(cfg, seed)
 	if err != nil {
@@ -107,9 +109,10 @@ func (r *synthRun) inject(pkt *ib.Packet) {
 
 func (r *synthRun) deliver(pkt *ib.Packet, tail ib.PS) {
 	r.delivered++
-	if tail >= r.t0 && tail < r.t1 {
-		r.windowWireBytes += int64(pkt.WireBytes())
-		r.windowPayload += int64(pkt.PayloadLen)
+	if tail > r.t0 && tail-r.timing.Serialization(pkt.WireBytes()) < r.t1 {
+		share := windowShare(tail, r.timing.Serialization(pkt.WireBytes()), r.t0, r.t1)
+		r.windowWireBytes += float64(pkt.WireBytes()) * share
+		r.windowPayload += float64(pkt.PayloadLen) * share
 	}
 	if pkt.Measure {
 		r.measuredIn++
@@ -167,8 +170,8 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	m := map[string]any{
 		"offered_load":        cfg.Workload.OfferedLoad,
-		"accepted_load":       float64(r.windowWireBytes) * 8 / (rateBps * window * 1e-12) / n,
-		"goodput_gbps":        float64(r.windowPayload) * 8 / window * 1000,
+		"accepted_load":       r.windowWireBytes * 8 / (rateBps * window * 1e-12) / n,
+		"goodput_gbps":        r.windowPayload * 8 / window * 1000,
 		"latency_ns":          r.lat.SummaryNs(),
 		"packets_created":     created,
 		"packets_skipped":     skipped,

@@ -140,6 +140,13 @@ func (p *Port) startRefresh() {
 	}
 }
 
+// BusyThrough returns the time the outgoing wire has carried bits up to now:
+// Stats.BusyPS counts a transmission whole when it starts, so the part of
+// the one in progress that lies ahead of now is taken off.
+func (p *Port) BusyThrough() ib.PS {
+	return p.Stats.BusyPS - max(0, p.busyUntil-p.s.Now())
+}
+
 // Peer returns the port at the other end.
 func (p *Port) Peer() *Port { return p.peer }
 

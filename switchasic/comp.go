@@ -311,7 +311,10 @@ func (sw *Switch) dequeue(i, inVL, qi int) entry {
 func (sw *Switch) PortReady(p *link.Port) {
 	o := p.Index
 	sw.trySend(o)
-	if sw.out[o].stalled != 0 {
+	// A round may have passed this output over because its wire was busy
+	// with a flow-control packet the round could not foresee; now the wire
+	// is free, so any queued packet may be granted to it.
+	if sw.out[o].stalled != 0 || sw.active.Any() {
 		sw.wake(sw.s.Now())
 	}
 }

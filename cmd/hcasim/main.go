@@ -79,7 +79,7 @@ Usage:
   hcasim -config FILE [flags]     run a design point, or the sweep the config describes
   hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
   hcasim rtl -config FILE -o DIR  export Verilog skeletons and primitives (--report for resources)
-  hcasim merge DIR...             merge sweep shard outputs into one result
+  hcasim merge DIR... [--out DIR] [--format F]  merge sweep shard outputs into one result
   hcasim version                  print the version
   hcasim help                     print this help
 
