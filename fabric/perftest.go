@@ -16,6 +16,7 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	run := workload.PerftestRun{
 		Link: cfg.Link, HCA: cfg.HCA, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
 		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
+		Connection: w.Connection,
 	}
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}

@@ -41,9 +41,19 @@ type Config struct {
 	// last) inject synthetic traffic among themselves by the synthetic knobs
 	// (offered_load, injection, sizes, and the pattern named by
 	// background_pattern) while the test runs.
-	Background        bool   `yaml:"background"`
-	BackgroundPattern string `yaml:"background_pattern"`
-	InlineSize        int    `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
+	Background bool `yaml:"background"`
+	// Connection is the perftest transport: RC (reliable connection) or UD
+	// (unreliable datagram; send tests only).
+	Connection string `yaml:"connection"`
+	// SliceBytes cuts a collective's transfers into pipelined slices of at
+	// most this many bytes (0: the default, NCCL's step size 512 KiB).
+	SliceBytes int64 `yaml:"slice_bytes"`
+	// ReduceGBps is the rate, in GB/s, at which a rank reduces received data
+	// into its buffer during all-reduce (0: free, as a GPU is much faster
+	// than an IB link).
+	ReduceGBps        float64 `yaml:"reduce_gbps"`
+	BackgroundPattern string  `yaml:"background_pattern"`
+	InlineSize        int     `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
 
 	// Synthetic traffic knobs.
 	OfferedLoad     float64 `yaml:"offered_load"`     // fraction of link rate each host injects, 0 < x ≤ 1
@@ -79,6 +89,7 @@ func Defaults() Config {
 		HotspotFraction:   0.2,
 		Shift:             1,
 		BackgroundPattern: "uniform",
+		Connection:        "RC",
 	}
 }
 
