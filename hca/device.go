@@ -357,6 +357,9 @@ func (d *Device) trySend() {
 		}
 		entry := q.pop()
 		pkt := entry.pkt
+		// The end-to-end CRC over the invariant fields and the payload, so
+		// the checkers can tell a corrupted packet from a delivered one.
+		pkt.ICRC = ib.ComputeICRC(pkt)
 		d.tracePacket(components.TraceInject, pkt)
 		d.Port.Send(pkt)
 		d.Counters.PayloadTx += int64(pkt.PayloadLen)

@@ -124,7 +124,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			pkt.DestQP = uint32(e.Index) + 1
 			pkt.PSN = e.psnTo[dst]
 			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
-			pkt.ICRC = StampICRC(pkt)
+			pkt.ICRC = ib.ComputeICRC(pkt)
 			e.Created++
 			e.push(pkt)
 			e.trySend()

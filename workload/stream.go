@@ -151,7 +151,7 @@ func (src *StreamSource) trySend() {
 		pkt.PSN = uint32(src.sent[i]) & 0xFFFFFF
 		pkt.PayloadLen = src.size
 		pkt.InjectAt = now
-		pkt.ICRC = StampICRC(pkt)
+		pkt.ICRC = ib.ComputeICRC(pkt)
 		src.sent[i]++
 		src.next = (i + 1) % len(src.vls)
 		if src.onInject != nil {

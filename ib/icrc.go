@@ -1,17 +1,15 @@
-package workload
+package ib
 
 import (
 	"hash/crc32"
-
-	"github.com/hcasim/hcasim/ib"
 )
 
-// StampICRC computes the end-to-end CRC a source stamps on a synthetic packet:
+// ComputeICRC computes the end-to-end CRC a source stamps on a packet:
 // CRC-32 over the invariant header fields (SL, LIDs, opcode, QP, PSN, payload
 // length) and the payload bytes when present. Per-hop fields (VL) are left out
 // as the IBA ICRC leaves them out, so a checker at the destination can tell a
 // corrupted packet from a forwarded one.
-func StampICRC(p *ib.Packet) uint32 {
+func ComputeICRC(p *Packet) uint32 {
 	var b [20]byte
 	b[0] = p.SL
 	b[1] = byte(p.DLID >> 8)
