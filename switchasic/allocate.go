@@ -1,6 +1,8 @@
 package switchasic
 
 import (
+	"math/bits"
+
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
@@ -73,11 +75,10 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 		if !watch.Any() {
 			continue
 		}
-		for k := 0; k < 16; k++ {
-			vl := (in.rr + k) & 15
-			if in.nonEmpty&(1<<vl) == 0 {
-				continue
-			}
+		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):
+		// rotating the mask right by in.rr puts VL in.rr at bit 0.
+		for m := bits.RotateLeft16(in.nonEmpty, -in.rr); m != 0; m &= m - 1 {
+			vl := (in.rr + bits.TrailingZeros16(m)) & 15
 			q := in.vls[vl]
 			if len(q.qHead) == 1 {
 				o := int(q.slots[q.qHead[0]].out)
@@ -132,12 +133,8 @@ func (sw *Switch) hasCredits(o, v, blocks int) bool {
 // inputFree reports whether input i has a crossbar connection free by tXbar
 // (when a packet granted now would enter the crossbar).
 func (sw *Switch) inputFree(i int, tXbar ib.PS) bool {
-	for _, b := range sw.in[i].xbarBusy {
-		if b <= tXbar {
-			return true
-		}
-	}
-	return false
+	// Some connection is free by tXbar iff the earliest-freeing one is.
+	return sw.inFreeBy[i] <= tXbar
 }
 
 // outputFree reports whether output o can take a packet granted at t: its
@@ -145,10 +142,23 @@ func (sw *Switch) inputFree(i int, tXbar ib.PS) bool {
 // wire frees less than one cycle after the packet's head reaches it (the
 // output stage holds a granted packet for at most that long, so back-to-back
 // packets leave with no gap).
+//
+// With X = t+allocPS+xbarPS+cycle the condition is xbarFree <= t+allocPS,
+// wireFreeEst < X and the port's BusyUntil < X (the wire may also be busy
+// with a flow-control packet, which the switch does not see). The first two
+// are t >= outFreeFrom[o] (refreshOutput), tested first from a dense array so
+// that a busy output costs no look at its port.
 func (sw *Switch) outputFree(o int, t ib.PS) bool {
+	return t >= sw.outFreeFrom[o] && sw.ports[o].BusyUntil() < t+sw.allocPS+sw.xbarPS+sw.cycle
+}
+
+// refreshOutput recomputes outFreeFrom[o] after output o's wireFreeEst or
+// xbarFree changed: the least t with xbarFree <= t+allocPS and
+// wireFreeEst < t+allocPS+xbarPS+cycle (integer picoseconds, so the strict
+// bound is wireFreeEst-allocPS-xbarPS-cycle+1).
+func (sw *Switch) refreshOutput(o int) {
 	out := &sw.out[o]
-	wire := max(out.wireFreeEst, sw.ports[o].BusyUntil())
-	return out.xbarFree <= t+sw.allocPS && wire < t+sw.allocPS+sw.xbarPS+sw.cycle
+	sw.outFreeFrom[o] = max(out.xbarFree-sw.allocPS, out.wireFreeEst-sw.allocPS-sw.xbarPS-sw.cycle+1)
 }
 
 // match runs the VL arbiters and the allocator and grants the winners.
@@ -260,12 +270,14 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 
 	out.wireFreeEst = start + ser
 	out.xbarFree = xbarTail
+	sw.refreshOutput(o)
 	for k, b := range in.xbarBusy {
 		if b <= xbarIn {
 			in.xbarBusy[k] = xbarTail
 			break
 		}
 	}
+	sw.inFreeBy[i] = minPS(in.xbarBusy)
 	if v != ib.ManagementVL {
 		out.pending[v] += blocks
 	}
@@ -284,7 +296,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	// The input and the output can take part again when their crossbar
 	// connection (and, for the output, the wire) frees.
 	if in.nonEmpty != 0 {
-		sw.wake(minPS(in.xbarBusy) - sw.allocPS)
+		sw.wake(sw.inFreeBy[i] - sw.allocPS)
 	}
 	sw.wake(max(out.wireFreeEst-sw.allocPS-sw.xbarPS-sw.cycle+1, out.xbarFree-sw.allocPS))
 }
@@ -317,14 +329,7 @@ func minPS(ts []ib.PS) ib.PS {
 	return m
 }
 
-func trailingZeros16(m uint16) int {
-	n := 0
-	for m&1 == 0 {
-		m >>= 1
-		n++
-	}
-	return n
-}
+func trailingZeros16(m uint16) int { return bits.TrailingZeros16(m) }
 
 // scheduleRound schedules an allocation event at t and remembers it.
 func (sw *Switch) scheduleRound(t ib.PS) {

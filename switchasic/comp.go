@@ -52,6 +52,13 @@ type Switch struct {
 	blocked  []uint16                 // per output: VLs whose candidate lacked credits this round
 	active   components.PortSet       // inputs holding queued packets
 
+	// Per-port copies of the crossbar and wire times an allocation round
+	// reads for every port, kept in two dense arrays (a round touches one
+	// or two cache lines rather than each port's unit): they always equal
+	// what the units' fields give (refreshOutput, doGrant).
+	outFreeFrom []ib.PS // per output: first round time its crossbar connection and granted wire time allow a grant
+	inFreeBy    []ib.PS // per input: when its first crossbar connection frees (min of xbarBusy)
+
 	// Allocation rounds: at most one per core cycle, run only when something
 	// may have changed (a packet became eligible, an input or output frees,
 	// credits came back).
@@ -136,16 +143,19 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
 		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, alloc: alloc,
-		ports:     make([]*link.Port, n),
-		in:        make([]inputUnit, n),
-		out:       make([]outputUnit, n),
-		req:       make([]components.PortSet, n),
-		grant:     make([]int, n),
-		cand:      make([][16]components.PortSet, n),
-		candVLs:   make([]uint16, n),
-		candInVL:  make([]int8, n*n*16),
-		blocked:   make([]uint16, n),
-		lastRound: -1,
+		ports:    make([]*link.Port, n),
+		in:       make([]inputUnit, n),
+		out:      make([]outputUnit, n),
+		req:      make([]components.PortSet, n),
+		grant:    make([]int, n),
+		cand:     make([][16]components.PortSet, n),
+		candVLs:  make([]uint16, n),
+		candInVL: make([]int8, n*n*16),
+		blocked:  make([]uint16, n),
+
+		outFreeFrom: make([]ib.PS, n),
+		inFreeBy:    make([]ib.PS, n),
+		lastRound:   -1,
 	}
 	sw.routePS = ib.PS(cfg.RouteCycles) * sw.cycle
 	sw.allocPS = ib.PS(cfg.AllocCycles) * sw.cycle
@@ -177,6 +187,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 			in.vls[vl] = q
 		}
 		sw.out[i].vlarb = components.NewVLArbiter(high, low, uint8(cfg.VLHighLimit))
+		sw.refreshOutput(i)
 	}
 	return sw
 }
@@ -249,7 +260,7 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	// The first round that can take it: ready, and its input has a crossbar
 	// connection free (a grant skips waking a now-empty input, so this is
 	// the input's wake-up too).
-	sw.wake(max(ready, minPS(sw.in[i].xbarBusy)-sw.allocPS))
+	sw.wake(max(ready, sw.inFreeBy[i]-sw.allocPS))
 }
 
 // enqueue appends e to its queue at input i, VL inVL.
@@ -393,6 +404,7 @@ func (sw *Switch) trySend(o int) {
 		}
 		if tailOut > out.wireFreeEst {
 			out.wireFreeEst = tailOut
+			sw.refreshOutput(o)
 		}
 		out.dataBusy += tailOut - now
 		out.txPackets++
