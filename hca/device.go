@@ -24,6 +24,7 @@ const (
 	evCQEVisible
 	evMemVisible
 	evTimeout
+	evStageEdge
 )
 
 // txEntry is a packet waiting for the wire.
@@ -95,6 +96,11 @@ type Counters struct {
 type Device struct {
 	sim.HookableBase
 
+	// Stage handshake state for waveforms (stageEdge); touched only while a
+	// hook listens.
+	stageItems, stageBusy  [NumStages]int
+	stageValid, stageReady [NumStages]int64
+
 	Name  string
 	LID   uint16
 	Cfg   Config
@@ -149,6 +155,7 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
 		d.stages[i] = newStage(sc, d.cycle)
+		d.stages[i].dev, d.stages[i].idx = d, i
 	}
 	return d
 }
@@ -250,6 +257,8 @@ func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
 // HandleEvent implements components.EventHandler.
 func (d *Device) HandleEvent(ev *components.Event) {
 	switch ev.Kind {
+	case evStageEdge:
+		d.stageEdge(int(ev.Port), ev.Arg)
 	case evDoorbell:
 		d.doorbell(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
 	case evWQEFetched:
@@ -695,4 +704,55 @@ func sized(b []byte, n int) []byte {
 		return make([]byte, n)
 	}
 	return b[:n]
+}
+
+// Stage handshake edges for waveforms, scheduled only while a hook listens.
+// A stage is valid while it holds an item (offered, not yet left) and ready
+// while its issue slot is free; Arg is +1/−1 on the item count (edgeItem) or
+// on the busy slot count (edgeBusy).
+const (
+	edgeItemIn int64 = iota
+	edgeItemOut
+	edgeBusyOn
+	edgeBusyOff
+)
+
+func (d *Device) stageEdges(i int, offered, start, slotFree, leave ib.PS) {
+	now := d.s.Now()
+	for _, e := range [4]struct {
+		t    ib.PS
+		kind int64
+	}{{offered, edgeItemIn}, {start, edgeBusyOn}, {slotFree, edgeBusyOff}, {leave, edgeItemOut}} {
+		ev := d.s.Schedule(max(e.t, now), d, evStageEdge)
+		ev.Port, ev.Arg = int32(i), e.kind
+	}
+}
+
+func (d *Device) stageEdge(i int, kind int64) {
+	switch kind {
+	case edgeItemIn:
+		d.stageItems[i]++
+	case edgeItemOut:
+		d.stageItems[i]--
+	case edgeBusyOn:
+		d.stageBusy[i]++
+	case edgeBusyOff:
+		d.stageBusy[i]--
+	}
+	valid, ready := int64(0), int64(1)
+	if d.stageItems[i] > 0 {
+		valid = 1
+	}
+	if d.stageBusy[i] > 0 {
+		ready = 0
+	}
+	if d.NumHooks() == 0 || (valid == d.stageValid[i] && ready == d.stageReady[i]) {
+		return
+	}
+	d.stageValid[i], d.stageReady[i] = valid, ready
+	ev := components.TraceEvent{Time: d.s.Now(), Path: d.Name, Kind: components.TraceStage}
+	ev.Fields = append(d.fieldBuf[:0], components.StrField("stage", StageNames[i]),
+		components.IntField("valid", valid), components.IntField("ready", ready))
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: &ev})
+	d.fieldBuf = ev.Fields[:0]
 }

@@ -23,6 +23,8 @@ var StageNames = [NumStages]string{"doorbell", "wqe_fetch", "key_check", "dma", 
 // the device turns the returned times into events, so a stage costs no
 // event per cycle.
 type stage struct {
+	dev       *Device // announces valid/ready edges when a hook listens
+	idx       int
 	lat, ii   ib.PS
 	freeAt    ib.PS // the next cycle the block accepts an item
 	busy      ib.PS // Σ initiation intervals: time the issue slot was taken
@@ -43,6 +45,9 @@ func (s *stage) accept(t, extra ib.PS) ib.PS {
 	done := start + s.lat + extra
 	s.residency += done - t
 	s.items++
+	if s.dev != nil && s.dev.NumHooks() > 0 {
+		s.dev.stageEdges(s.idx, t, start, start+s.ii, done)
+	}
 	return done
 }
 
