@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -28,6 +29,13 @@ const KneeFile = "knee.csv"
 // some fail; the error then counts the failures and is a user's error (exit
 // 2) only when every failure was.
 func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, error) {
+	defaultOut := false
+	if f.out == "" && f.shard == "" {
+		// A sweep's answer is its files and plots as much as its table: write
+		// them by default, under hcasim-out/<config name>.
+		f.out = defaultOutDir(l.Config.Name)
+		defaultOut = true
+	}
 	pins := sweep.PinnedKeys(f.sets)
 	if f.seedSet {
 		pins = append(pins, "seed")
@@ -105,6 +113,9 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		what := fmt.Sprintf("%d points", len(outs))
 		if manifest != nil {
 			what += fmt.Sprintf(" (shard %d/%d: %d of %d designs)", manifest.Shard, manifest.Shards, len(designs), len(sw.Designs))
+		}
+		if defaultOut {
+			what += ", written to " + f.out + " (--out DIR to choose)"
 		}
 		fmt.Fprintf(stderr, "hcasim: sweep: %s in %.3g s (--jobs %d)\n", what, time.Since(start).Seconds(), f.jobs)
 		if knee != nil {
@@ -256,4 +267,20 @@ func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// defaultOutDir is a sweep's --out when none is given: hcasim-out/<name>,
+// with the name reduced to letters, digits, '-', '_' and '.'.
+func defaultOutDir(name string) string {
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '-'
+	}, name)
+	if clean == "" || clean == "." || clean == ".." {
+		clean = "sweep"
+	}
+	return filepath.Join("hcasim-out", clean)
 }
