@@ -278,7 +278,7 @@ func unknownKey(full, key string, fs map[string][]int) error {
 	sort.Strings(names)
 	best, bestD := "", 1<<30
 	for _, k := range names {
-		if d := levenshtein(key, k); d < bestD {
+		if d := EditDistance(key, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -289,7 +289,9 @@ func unknownKey(full, key string, fs map[string][]int) error {
 	return errorf("%s: unknown key (valid here: %s)", full, strings.Join(names, ", "))
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, for "did you
+// mean" suggestions.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -33,6 +33,17 @@ type Simulation struct {
 	Settled bool
 }
 
+// finish ends a run whose workload is done: at once, or, when checkers want
+// to see every credit back, after the fabric settles.
+func (v *Simulation) finish(check bool) {
+	if !check {
+		v.Sim.Stop()
+		return
+	}
+	v.Settled = true
+	v.Sim.StopAt(v.Sim.Now() + settleTime(nil, v.Ports))
+}
+
 // settleTime is how long a finished run keeps going when checkers are on, so
 // that the last flow-control packets land and credit counts return to full:
 // one refresh period plus a round trip over the longest cable.
@@ -142,16 +153,10 @@ type streamRun struct {
 	check       bool
 }
 
-// finish ends a drained run: at once, or after the fabric settles when
-// checkers want to see every credit back.
+// finish ends a drained run.
 func (r *streamRun) finish() {
 	r.drained = true
-	if !r.check {
-		r.s.Stop()
-		return
-	}
-	r.view.Settled = true
-	r.s.StopAt(r.s.Now() + settleTime(nil, r.view.Ports))
+	r.view.finish(r.check)
 }
 
 func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {

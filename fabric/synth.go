@@ -32,15 +32,10 @@ type synthRun struct {
 	check                   bool
 }
 
-// finish ends a drained run, after the fabric settles when checkers are on.
+// finish ends a drained run.
 func (r *synthRun) finish() {
 	r.drained = true
-	if !r.check {
-		r.s.Stop()
-		return
-	}
-	r.view.Settled = true
-	r.s.StopAt(r.s.Now() + settleTime(nil, r.view.Ports))
+	r.view.finish(r.check)
 }
 
 const (

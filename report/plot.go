@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"math"
@@ -162,7 +161,7 @@ func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot
 		for _, s := range ss {
 			var xys plotter.XYs
 			for _, pt := range designs[id] {
-				xv, okx := numberOf(pt.Params[x])
+				xv, okx := Number(pt.Params[x])
 				yv, oky := metricValue(pt.Metrics, s.metric)
 				if pt.Error != "" || !okx || !oky || math.IsNaN(yv) || math.IsInf(yv, 0) {
 					continue
@@ -257,7 +256,7 @@ func hasMetric(points []Point, metric string) bool {
 func logAxis(points []Point, x string) bool {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range points {
-		v, ok := numberOf(p.Params[x])
+		v, ok := Number(p.Params[x])
 		if !ok {
 			continue
 		}
@@ -275,7 +274,7 @@ func valueTicks(points []Point, x string) plot.Ticker {
 	seen := map[float64]bool{}
 	var ticks plot.ConstantTicks
 	for _, p := range points {
-		v, ok := numberOf(p.Params[x])
+		v, ok := Number(p.Params[x])
 		if !ok || seen[v] {
 			continue
 		}
@@ -308,33 +307,8 @@ func metricValue(m map[string]any, path string) (float64, bool) {
 			v = nil
 		}
 	}
-	if f, ok := numberOf(v); ok {
+	if f, ok := Number(v); ok {
 		return f, true
 	}
-	return numberOf(m[strings.ReplaceAll(path, ".", "_")])
-}
-
-func numberOf(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
+	return Number(m[strings.ReplaceAll(path, ".", "_")])
 }

@@ -194,3 +194,30 @@ func ReadJSON(path string) (*Result, error) {
 	}
 	return &r, nil
 }
+
+// Number returns v as a float64 when it is a number (including a
+// json.Number read back from results.json).
+func Number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}

@@ -248,7 +248,7 @@ func checkKey(key string, known []string) error {
 	}
 	best, bestD := "", 1<<30
 	for _, k := range known {
-		if d := distance(key, k); d < bestD {
+		if d := config.EditDistance(key, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -314,25 +314,4 @@ func copyNode(n *yaml.Node) *yaml.Node {
 		}
 	}
 	return &c
-}
-
-// distance is the Levenshtein distance, for "did you mean".
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -74,38 +73,11 @@ func Saturated(metrics map[string]any, offered, epsilon float64) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("the point reports no %s metric (this workload.kind has no offered load to search)", AcceptedMetric)
 	}
-	acc, ok := Number(v)
+	acc, ok := report.Number(v)
 	if !ok {
 		return false, fmt.Errorf("the point's %s is %v, not a number", AcceptedMetric, v)
 	}
 	return acc < offered*(1-epsilon), nil
-}
-
-// Number returns v as a float64 when it is a number (including a
-// json.Number read back from results.json).
-func Number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // DesignKnee is the knee of one design: the params other than the searched
@@ -123,7 +95,7 @@ func Knees(points []report.Point, key string, epsilon float64) []DesignKnee {
 	var order []string
 	groups := map[string]*DesignKnee{}
 	for _, p := range points {
-		x, ok := Number(p.Params[key])
+		x, ok := report.Number(p.Params[key])
 		if p.Error != "" || !ok {
 			continue
 		}
@@ -145,7 +117,7 @@ func Knees(points []report.Point, key string, epsilon float64) []DesignKnee {
 	// A second pass: the highest unsaturated load below the lowest
 	// saturated one.
 	for _, p := range points {
-		x, ok := Number(p.Params[key])
+		x, ok := report.Number(p.Params[key])
 		if p.Error != "" || !ok {
 			continue
 		}

@@ -89,8 +89,8 @@ sweep:
 	for i, o := range outs {
 		require.NoError(t, o.Err)
 		if i > 0 && outs[i-1].Design == o.Design {
-			prev, _ := Number(outs[i-1].Params["workload.offered_load"])
-			x, _ := Number(o.Params["workload.offered_load"])
+			prev, _ := report.Number(outs[i-1].Params["workload.offered_load"])
+			x, _ := report.Number(o.Params["workload.offered_load"])
 			assert.Less(t, prev, x, "a design's probes ascend")
 		}
 		points = append(points, report.Point{Params: o.Params, Metrics: o.Metrics})

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+
+	"github.com/hcasim/hcasim/report"
 )
 
 // Runner runs one design point on its own engine and returns its metrics.
@@ -92,10 +94,10 @@ func (s *Sweep) Run(designs []int, jobs int, run Runner, done func(Outcome)) []O
 	return out
 }
 
-func (s *Sweep) runDesign(d Design, run Runner, report func(Outcome)) []Outcome {
+func (s *Sweep) runDesign(d Design, run Runner, notify func(Outcome)) []Outcome {
 	if s.Search == nil {
 		o := s.runPoint(d, 0, run)
-		report(o)
+		notify(o)
 		return []Outcome{o}
 	}
 	var outs []Outcome
@@ -109,7 +111,7 @@ func (s *Sweep) runDesign(d Design, run Runner, report func(Outcome)) []Outcome 
 			}
 		}
 		outs = append(outs, o)
-		report(o)
+		notify(o)
 		if o.Err != nil {
 			return false, o.Err
 		}
@@ -117,8 +119,8 @@ func (s *Sweep) runDesign(d Design, run Runner, report func(Outcome)) []Outcome 
 		return sat, nil
 	})
 	sort.SliceStable(outs, func(i, j int) bool {
-		xi, _ := Number(outs[i].Params[key])
-		xj, _ := Number(outs[j].Params[key])
+		xi, _ := report.Number(outs[i].Params[key])
+		xj, _ := report.Number(outs[j].Params[key])
 		return xi < xj
 	})
 	return outs
