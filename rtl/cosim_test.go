@@ -26,15 +26,16 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // Verilog: for every case and seed, the Go model produces the stimulus and the
 // expected outputs (a trace), and the generated testbench replays the trace
 // into the RTL and compares every output every cycle. verilator marks the
-// cases also built with Verilator: its C++ build costs ~8 s of CPU each, so
-// only the two primitives with the most state, FIFO and VL arbiter.
+// cases also built with Verilator: its C++ build costs ~8 s of CPU, so only
+// the primitive with the most state, the VL arbiter, runs under both
+// simulators in CI.
 var cosimTable = []struct {
 	name      string
 	dut       func(r *rand.Rand) cosimDUT
 	verilator bool
 }{
 	{"fifo_w8_d1", func(*rand.Rand) cosimDUT { return newFIFODUT(8, 1) }, false},
-	{"fifo_w16_d5", func(*rand.Rand) cosimDUT { return newFIFODUT(16, 5) }, true},
+	{"fifo_w16_d5", func(*rand.Rand) cosimDUT { return newFIFODUT(16, 5) }, false},
 	{"fifo_w64_d16", func(*rand.Rand) cosimDUT { return newFIFODUT(64, 16) }, false},
 	{"rr_n1", func(*rand.Rand) cosimDUT { return newRRDUT(1) }, false},
 	{"rr_n7", func(*rand.Rand) cosimDUT { return newRRDUT(7) }, false},

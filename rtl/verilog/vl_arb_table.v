@@ -28,23 +28,13 @@ module vl_arb_table #(
 
     wire [15:0] rdy = {1'b0, ready};
 
-    // vl_match[v*ENTRIES+k]: entry k names VL v and has weight. It depends on
-    // the table only, so it settles once while ready changes every cycle.
-    reg [16*ENTRIES-1:0] vl_match;
+    // eligible[k]: entry k has weight and its VL is ready (VL15 never is):
+    // a 16:1 select per entry.
+    reg [ENTRIES-1:0] eligible;
     integer k;
     always @* begin
-        vl_match = {(16*ENTRIES){1'b0}};
         for (k = 0; k < ENTRIES; k = k + 1)
-            if (entries[12*k+4 +: 8] != 8'd0) vl_match[entries[12*k +: 4]*ENTRIES + k] = 1'b1;
-    end
-
-    // eligible[k]: entry k has weight and its VL is ready (VL15 never is).
-    reg [ENTRIES-1:0] eligible;
-    integer v;
-    always @* begin
-        eligible = {ENTRIES{1'b0}};
-        for (v = 0; v < 15; v = v + 1)
-            if (rdy[v]) eligible = eligible | vl_match[v*ENTRIES +: ENTRIES];
+            eligible[k] = (entries[12*k+4 +: 8] != 8'd0) && rdy[entries[12*k +: 4]];
     end
 
     // Lowest eligible entry after idx, else the lowest eligible overall

@@ -1,0 +1,84 @@
+package rtl
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeLoad stands in for the config package: "r7v2.yaml" loads that design,
+// --set switch.radix=N overrides the radix, anything else is a user error.
+func fakeLoad(t *testing.T) LoadFunc {
+	return func(path string, sets []string) (Design, error) {
+		if path != "r7v2.yaml" {
+			return Design{}, errors.New("config: " + path + ": no such file")
+		}
+		d := designByKey(t, "r7v2")
+		d.Name = ""
+		for _, s := range sets {
+			var n int
+			switch {
+			case strings.HasPrefix(s, "switch.radix="):
+				fmtSscanf(s, "switch.radix=%d", &n)
+				d.Radix = n
+			case strings.HasPrefix(s, "switch.vls="):
+				fmtSscanf(s, "switch.vls=%d", &n)
+				d.VLs = n
+			default:
+				return Design{}, errors.New("config: --set " + s + ": unknown key")
+			}
+		}
+		return d, nil
+	}
+}
+
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string // substring
+		stderr   string // exact, for errors
+		wantFile string
+	}{
+		{"writes tree", []string{"-config", "r7v2.yaml", "-o", filepath.Join(dir, "a")}, 0, "wrote 22 Verilog files", "", "a/switch_top.v"},
+		{"double-dash flags", []string{"--config", "r7v2.yaml", "--out", filepath.Join(dir, "b")}, 0, "tops: switch_top, hca_top", "", "b/hca_top.v"},
+		// One VL keeps the VL arbiter tables at one entry, so Yosys is quick;
+		// without Yosys the exit code is 2 after the SRAM part.
+		{"report", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--report", "-o", filepath.Join(dir, "c")}, -1, "Buffer SRAM", "", "c/resources.txt"},
+		{"missing config", []string{"-o", dir}, 2, "", "hcasim rtl: -config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", ""},
+		{"nothing to do", []string{"-config", "r7v2.yaml"}, 2, "", "hcasim rtl: nothing to do: give -o DIR to write Verilog, --report for resources, or both\n", ""},
+		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...)\n", ""},
+		{"loader error", []string{"-config", "nope.yaml", "-o", dir}, 2, "", "hcasim rtl: config: nope.yaml: no such file\n", ""},
+		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", ""},
+		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Main(tc.args, &stdout, &stderr, testVersion, fakeLoad(t))
+			if tc.code >= 0 {
+				assert.Equal(t, tc.code, code, "stderr: %s", stderr.String())
+			}
+			assert.Contains(t, stdout.String(), tc.stdout)
+			if tc.stderr != "" {
+				assert.Equal(t, tc.stderr, stderr.String())
+			}
+			if tc.wantFile != "" {
+				b, err := os.ReadFile(filepath.Join(dir, tc.wantFile))
+				require.NoError(t, err)
+				if strings.HasSuffix(tc.wantFile, ".v") {
+					// The loader gave no name: the header names the config path.
+					assert.Contains(t, string(b), `from config "r7v2.yaml"`)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,260 @@
+package rtl
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+)
+
+// lftEntries is the size of a linear forwarding table: every LID below the
+// multicast range 0xC000 (ib-facts.md §4).
+const lftEntries = 0xC000
+
+// BufferUse is one kind of buffer memory in the design.
+type BufferUse struct {
+	Block       string // where it lives
+	Entries     int    // words per array
+	Width       int    // bits per word
+	ArraysPort  int    // arrays per port
+	Ports       int    // ports that have it
+	BitsPerPort int    // Entries × Width × ArraysPort
+	TotalBits   int    // BitsPerPort × Ports
+	Note        string
+}
+
+// CellUse is the Yosys synthesis result of one primitive at the parameters
+// this design instantiates it with.
+type CellUse struct {
+	Module    string
+	Params    []Param
+	Role      string // what the instances do
+	Instances int    // instances in switch_top + hca_top
+	Cells     int    // generic gate-level cells, flops included, memory arrays excluded
+	Flops     int    // flip-flop bits
+	Memories  int    // inferred memory arrays (counted as SRAM above, not as cells)
+}
+
+// Report is the resource report of a design.
+type Report struct {
+	Design  Design
+	Params  Params
+	Buffers []BufferUse
+	Cells   []CellUse // empty when synthesis was not run
+}
+
+// NewReport sizes the buffers of d; with synth it also synthesises each
+// primitive with Yosys (at most two at a time) at the parameters the emitted
+// tree uses. It returns an error when d is invalid or Yosys fails.
+func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	p := d.Params()
+	entryW := p.DataW + 2 // {sop, eop, data}
+	r := &Report{Design: d, Params: p}
+	add := func(b BufferUse) {
+		b.BitsPerPort = b.Entries * b.Width * b.ArraysPort
+		b.TotalBits = b.BitsPerPort * b.Ports
+		r.Buffers = append(r.Buffers, b)
+	}
+	add(BufferUse{Block: "switch input VL buffers (sync_fifo)", Entries: p.BufDepth, Width: entryW, ArraysPort: p.VLs, Ports: p.Ports,
+		Note: fmt.Sprintf("%d B/VL = %d blocks of 64 B + sop/eop", d.VLBufferBytes, p.BufDepth)})
+	add(BufferUse{Block: "switch LFT (sw_route_lookup, TODO)", Entries: lftEntries, Width: p.PortW, ArraysPort: 1, Ports: p.Ports,
+		Note: "one copy per input, LIDs 0..0xBFFF"})
+	add(BufferUse{Block: "HCA receive VL buffers (sync_fifo)", Entries: p.HCABufDepth, Width: entryW, ArraysPort: p.VLs, Ports: 1,
+		Note: fmt.Sprintf("%d B/VL = %d blocks of 64 B + sop/eop", d.HCAVLBufferBytes, p.HCABufDepth)})
+	if !synth {
+		return r, nil
+	}
+	perPortVL := p.Ports*p.VLs + p.VLs // switch ports + the HCA port
+	uses := []CellUse{
+		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.BufDepth}}, Role: "switch VL buffer", Instances: p.Ports * p.VLs},
+		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.HCABufDepth}}, Role: "HCA VL buffer", Instances: p.VLs},
+		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator, one per output", Instances: p.Ports},
+		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL select and FC select, two per port", Instances: 2 * (p.Ports + 1)},
+		{Module: "vl_arbiter", Params: []Param{{"HIGH_ENTRIES", p.VLArbEntries}, {"LOW_ENTRIES", p.VLArbEntries}}, Role: "output VL arbiter, one per port", Instances: p.Ports + 1},
+		{Module: "credit_sender", Params: []Param{{"INIT_CREDITS", p.BufDepth}}, Role: "per port per VL", Instances: perPortVL},
+		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.BufDepth}}, Role: "switch, per port per VL", Instances: p.Ports * p.VLs},
+		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
+	}
+	dir, err := os.MkdirTemp("", "hcasim-yosys-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for _, f := range PrimitiveFiles {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(PrimitiveSource(f)), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// Identical (module, params) pairs are synthesised once.
+	type result struct {
+		cells, flops, mems int
+		err                error
+	}
+	results := map[string]*result{}
+	var keys []string
+	for _, u := range uses {
+		k := synthKey(u.Module, u.Params)
+		if results[k] == nil {
+			results[k] = &result{}
+			keys = append(keys, k)
+		}
+	}
+	byKey := map[string]CellUse{}
+	for _, u := range uses {
+		byKey[synthKey(u.Module, u.Params)] = u
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			u := byKey[k]
+			res := results[k]
+			res.cells, res.flops, res.mems, res.err = synthesize(ctx, dir, fmt.Sprintf("stat%d.txt", i), u.Module, u.Params)
+		}()
+	}
+	wg.Wait()
+	for _, k := range keys {
+		if err := results[k].err; err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range uses {
+		res := results[synthKey(u.Module, u.Params)]
+		u.Cells, u.Flops, u.Memories = res.cells, res.flops, res.mems
+		r.Cells = append(r.Cells, u)
+	}
+	return r, nil
+}
+
+func synthKey(module string, params []Param) string {
+	var b strings.Builder
+	b.WriteString(module)
+	for _, p := range params {
+		fmt.Fprintf(&b, " %s=%d", p.Name, p.Value)
+	}
+	return b.String()
+}
+
+// synthesize runs Yosys on one primitive: coarse synthesis with memories
+// kept as arrays, then a generic gate mapping (techmap + abc), and reads the
+// statistics. Cells exclude the memory arrays; flops count flip-flop bits.
+func synthesize(ctx context.Context, dir, statFile, module string, params []Param) (cells, flops, mems int, err error) {
+	var files []string
+	switch module {
+	case "rr_arbiter":
+		files = []string{"onehot_encode.v", "rr_arbiter.v"}
+	case "vl_arbiter":
+		files = []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"}
+	default:
+		files = []string{module + ".v"}
+	}
+	var chparam strings.Builder
+	for _, p := range params {
+		fmt.Fprintf(&chparam, " -set %s %d", p.Name, p.Value)
+	}
+	script := fmt.Sprintf("read_verilog %s; chparam%s %s; synth -top %s -flatten -run begin:fine; "+
+		"opt -fast -full; techmap; opt -fast; abc -fast; opt -fast; tee -q -o %s stat",
+		strings.Join(files, " "), chparam.String(), module, module, statFile)
+	if _, err := runTool(ctx, dir, "yosys", "-q", "-p", script); err != nil {
+		return 0, 0, 0, err
+	}
+	f, err := os.Open(filepath.Join(dir, statFile))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer f.Close()
+	return parseYosysStat(f)
+}
+
+var (
+	statCells = regexp.MustCompile(`^\s*Number of cells:\s+(\d+)`)
+	statCell  = regexp.MustCompile(`^\s+(\$\S+)\s+(\d+)$`)
+)
+
+// parseYosysStat reads `stat` output of a flattened design: the total cell
+// count, the flip-flop cells (gate-level $_DFF*, $_SDFF*, $_ALDFF*, $_DLATCH*
+// are one bit each) and the memory arrays ($mem, $mem_v2), which it takes out
+// of the cell count.
+func parseYosysStat(r io.Reader) (cells, flops, mems int, err error) {
+	sc := bufio.NewScanner(r)
+	found := false
+	for sc.Scan() {
+		line := sc.Text()
+		if m := statCells.FindStringSubmatch(line); m != nil {
+			cells, _ = strconv.Atoi(m[1])
+			found = true
+			continue
+		}
+		m := statCell.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		switch t := m[1]; {
+		case strings.HasPrefix(t, "$_DFF"), strings.HasPrefix(t, "$_SDFF"), strings.HasPrefix(t, "$_ALDFF"), strings.HasPrefix(t, "$_DLATCH"):
+			flops += n
+		case t == "$mem" || t == "$mem_v2":
+			mems += n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	if !found {
+		return 0, 0, 0, fmt.Errorf("yosys stat: no \"Number of cells\" line")
+	}
+	return cells - mems, flops, mems, nil
+}
+
+// WriteText prints the report as aligned tables.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	d := r.Design
+	fmt.Fprintf(w, "hcasim rtl resource report for config %q\n", d.Name)
+	fmt.Fprintf(w, "switch radix %d, %d data VLs, MTU %d, %s %dx\n\n", d.Radix, d.VLs, d.MTU, strings.ToUpper(r.Params.Generation), d.LinkWidth)
+	fmt.Fprintln(w, "Buffer SRAM")
+	fmt.Fprintln(tw, "block\tentries\twidth\tarrays/port\tbits/port\tports\ttotal bits\tKiB total\t")
+	total := 0
+	for _, b := range r.Buffers {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", b.Block, b.Entries, b.Width, b.ArraysPort, b.BitsPerPort, b.Ports, b.TotalBits, float64(b.TotalBits)/8/1024)
+		total += b.TotalBits
+	}
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%.1f\t\n", total, float64(total)/8/1024)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, b := range r.Buffers {
+		fmt.Fprintf(w, "  %s: %s\n", b.Block, b.Note)
+	}
+	if len(r.Cells) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nPrimitives (Yosys generic gates; memory arrays counted above, not here)")
+	fmt.Fprintln(tw, "module\tparameters\trole\tcells\tflops\tinstances\tcells total\tflops total\t")
+	var cells, flops int
+	for _, c := range r.Cells {
+		var ps []string
+		for _, p := range c.Params {
+			ps = append(ps, fmt.Sprintf("%s=%d", p.Name, p.Value))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", c.Module, strings.Join(ps, " "), c.Role, c.Cells, c.Flops, c.Instances, c.Cells*c.Instances, c.Flops*c.Instances)
+		cells += c.Cells * c.Instances
+		flops += c.Flops * c.Instances
+	}
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t\n", cells, flops)
+	return tw.Flush()
+}

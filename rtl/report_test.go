@@ -1,0 +1,96 @@
+package rtl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var fmtSscanf = fmt.Sscanf
+
+func TestReportBuffers(t *testing.T) {
+	d := designByKey(t, "edr")
+	r, err := NewReport(context.Background(), d, false)
+	require.NoError(t, err)
+	require.Len(t, r.Buffers, 3)
+	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
+	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
+	sw := r.Buffers[0]
+	assert.Equal(t, 256*514*8, sw.BitsPerPort)
+	assert.Equal(t, 256*514*8*36, sw.TotalBits)
+	// The data part alone is the configured bytes: 16384 * 8 bits per VL.
+	assert.Equal(t, 16384*8, sw.Entries*(sw.Width-2))
+	// LFT: 0xC000 LIDs * 6 bits (36 ports need 6 select bits) per input.
+	assert.Equal(t, 0xC000*6, r.Buffers[1].BitsPerPort)
+	// HCA: 65536 / 64 = 1024 entries * 514 bits * 8 VLs, one port.
+	assert.Equal(t, 1024*514*8, r.Buffers[2].TotalBits)
+	assert.Empty(t, r.Cells)
+
+	var out bytes.Buffer
+	require.NoError(t, r.WriteText(&out))
+	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*6*36+1024*514*8), "total bits")
+}
+
+func TestParseYosysStat(t *testing.T) {
+	stat := `
+=== sync_fifo ===
+
+   Number of wires:                115
+   Number of cells:                139
+     $_ANDNOT_                      30
+     $_DFFE_PN0P_                   25
+     $_SDFF_PP0_                     3
+     $_XOR_                         26
+     $mem_v2                         1
+`
+	cells, flops, mems, err := parseYosysStat(strings.NewReader(stat))
+	require.NoError(t, err)
+	assert.Equal(t, 138, cells, "139 cells less the memory array")
+	assert.Equal(t, 25+3, flops)
+	assert.Equal(t, 1, mems)
+	_, _, _, err = parseYosysStat(strings.NewReader("nothing"))
+	assert.Error(t, err)
+}
+
+// TestReportYosys synthesises the primitives at the parameters of a one-VL
+// radix-36 design (one-entry VL arbitration tables keep Yosys fast) and
+// checks the flop counts that follow from the RTL registers.
+func TestReportYosys(t *testing.T) {
+	needTool(t, "yosys")
+	d := designByKey(t, "r36v1")
+	r, err := NewReport(context.Background(), d, true)
+	require.NoError(t, err)
+	p := d.Params()
+	flops := map[string]int{}
+	for _, c := range r.Cells {
+		if c.Module == "rr_arbiter" && c.Params[0].Value == 1 {
+			// One requester: grant = req, the pointer is constant 0; nothing is left.
+			assert.Zero(t, c.Cells)
+		} else {
+			assert.Positive(t, c.Cells, "%s %v", c.Module, c.Params)
+		}
+		flops[synthKey(c.Module, c.Params)] = c.Flops
+	}
+	// sync_fifo: rd_ptr + wr_ptr (ADDR_W each) + count (CNT_W); the array is a memory.
+	// 4800 B / 64 = 75 entries: ADDR_W = 7, CNT_W = clog2(76) = 7.
+	assert.Equal(t, 7+7+7, flops[synthKey("sync_fifo", []Param{{"WIDTH", 514}, {"DEPTH", p.BufDepth}})])
+	// rr_arbiter N=36: the pointer, 6 bits.
+	assert.Equal(t, 6, flops[synthKey("rr_arbiter", []Param{{"N", 36}})])
+	// credit_sender: FCTBS + FCCL, 12 bits each.
+	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.BufDepth}})])
+	// credit_receiver: ABR + free, 12 bits each.
+	assert.Equal(t, 24, flops[synthKey("credit_receiver", []Param{{"CAPACITY", p.BufDepth}})])
+	// vl_arbiter with 1-entry tables: high_count 15 + per table idx 1 + remain 8.
+	assert.Equal(t, 15+2*(1+8), flops[synthKey("vl_arbiter", []Param{{"HIGH_ENTRIES", 1}, {"LOW_ENTRIES", 1}})])
+	for _, c := range r.Cells {
+		if c.Module == "sync_fifo" {
+			assert.Equal(t, 1, c.Memories)
+		}
+	}
+}
