@@ -27,7 +27,14 @@ func ComputeICRC(p *Packet) uint32 {
 	b[12], b[13], b[14], b[15] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 	s := p.Seq
 	b[16], b[17], b[18], b[19] = byte(s>>24), byte(s>>16), byte(s>>8), byte(s)
-	c := crc32.ChecksumIEEE(b[:])
+	// CRC-32 (IEEE, reflected, as crc32.ChecksumIEEE computes it) over b,
+	// byte by byte from the table: passing b[:] to the crc32 package would
+	// make b escape, one heap allocation per packet.
+	c := ^uint32(0)
+	for _, x := range b {
+		c = crc32.IEEETable[byte(c)^x] ^ c>>8
+	}
+	c = ^c
 	if len(p.Payload) > 0 {
 		c = crc32.Update(c, crc32.IEEETable, p.Payload)
 	}
