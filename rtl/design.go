@@ -35,6 +35,10 @@ type Design struct {
 	// LinkWidth is the lane count (link.width, "4x" = 4): 1, 2, 4, 8 or 12;
 	// 2 exists from HDR on (ib-facts.md §1).
 	LinkWidth int
+	// DatapathBytes is the switch datapath width (switch.datapath_bytes);
+	// 0 means 64. The skeleton moves one 64-byte credit block per cycle, so
+	// 64 is the only width it supports.
+	DatapathBytes int
 }
 
 // Fixed micro-architecture choices of the emitted skeleton (not config keys;
@@ -85,6 +89,9 @@ func MaxPacketBytes(mtu int) int {
 // Validate checks d and returns the first problem as a one-line error that
 // names the config key, the bad value and what is allowed.
 func (d Design) Validate() error {
+	if d.DatapathBytes != 0 && d.DatapathBytes != BlockBytes {
+		return fmt.Errorf("switch.datapath_bytes: %d is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)", d.DatapathBytes)
+	}
 	if d.Radix < 2 || d.Radix > components.MaxPorts {
 		return fmt.Errorf("switch.radix: %d is outside 2..%d (IBA 1.6 allows up to 256 ports)", d.Radix, components.MaxPorts)
 	}
