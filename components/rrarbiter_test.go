@@ -62,3 +62,16 @@ func TestRoundRobinFairness(t *testing.T) {
 	assert.Panics(t, func() { NewRoundRobin(257) })
 	assert.Panics(t, func() { NewRoundRobin(4).Commit(4) })
 }
+
+func BenchmarkRoundRobinPick64(b *testing.B) {
+	a := NewRoundRobin(64)
+	var req PortSet
+	for i := 0; i < 64; i += 5 {
+		req.Set(i)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		g := a.Pick(req)
+		a.Commit(g)
+	}
+}

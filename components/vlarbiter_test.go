@@ -133,3 +133,18 @@ func TestValidateVLArbTable(t *testing.T) {
 		"switch.vlarb_high[1]: vl 15 is not a data VL (0..14)")
 	assert.Panics(t, func() { NewVLArbiter([]VLArbEntry{{15, 1}}, nil, 0) })
 }
+
+func BenchmarkVLArbiterPick(b *testing.B) {
+	low := make([]VLArbEntry, 0, 14)
+	for vl := 1; vl <= 14; vl++ {
+		low = append(low, VLArbEntry{VL: uint8(vl), Weight: 4})
+	}
+	a := NewVLArbiter([]VLArbEntry{{0, 4}}, low, 0)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		vl := a.Pick(uint16(i) | 1)
+		if vl >= 0 {
+			a.Commit(vl, 1+i%66)
+		}
+	}
+}

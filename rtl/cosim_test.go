@@ -126,7 +126,8 @@ func TestCosimVerilator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: Verilator co-simulation builds C++; Icarus covers every case")
 	}
-	needTool(t, "verilator")
+	// verilator --binary builds C++ with make and g++.
+	needTool(t, "verilator", "make", "g++")
 	for _, tc := range cosimTable {
 		if !tc.verilator {
 			continue
