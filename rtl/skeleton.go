@@ -260,7 +260,7 @@ TODO: per-CQ state (base, size, producer index, owner bit flip on wrap), event g
 	},
 }
 
-// paramValue returns the default of a named Verilog parameter.
+// value returns the default of a named Verilog parameter.
 func (p Params) value(name string) int {
 	switch name {
 	case "PORTS":
