@@ -2,8 +2,6 @@ package rtl
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/configs"
@@ -24,10 +22,6 @@ func LoadDesign(path string, sets []string) (Design, error) {
 		return Design{}, fmt.Errorf("%s: %s", path, err)
 	}
 	c := l.Config
-	lanes, err := strconv.Atoi(strings.TrimSuffix(strings.ToLower(c.Link.Width), "x"))
-	if err != nil {
-		return Design{}, fmt.Errorf("%s: link.width: %q is not a link width (1x, 2x, 4x, 8x, 12x)", path, c.Link.Width)
-	}
 	return Design{
 		Name:             c.Name,
 		Radix:            c.Switch.Radix,
@@ -36,7 +30,7 @@ func LoadDesign(path string, sets []string) (Design, error) {
 		HCAVLBufferBytes: c.HCA.VLBufferBytes,
 		MTU:              c.Link.MTU,
 		LinkGeneration:   c.Link.Generation,
-		LinkWidth:        lanes,
+		LinkWidth:        c.Link.Lanes(),
 		DatapathBytes:    c.Switch.DatapathBytes,
 	}, nil
 }
