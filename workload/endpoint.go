@@ -32,15 +32,14 @@ type Endpoint struct {
 	// OnInject is called for each packet put on the wire.
 	OnInject func(pkt *ib.Packet)
 
-	psnTo       []uint32     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
-	queue       []*ib.Packet // source queue (ring)
-	pending     Packet       // the next packet the traffic source asked for
-	qHead, qLen int
-	injecting   bool
-	measureLo   ib.PS // packets created in [measureLo, measureHi) are measured
-	measureHi   ib.PS
-	stallSince  ib.PS
-	stallPS     ib.PS
+	psnTo      []uint32                     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
+	queue      *components.FIFO[*ib.Packet] // source queue: the FIFO model the RTL co-simulates
+	pending    Packet                       // the next packet the traffic source asked for
+	injecting  bool
+	measureLo  ib.PS // packets created in [measureLo, measureHi) are measured
+	measureHi  ib.PS
+	stallSince ib.PS
+	stallPS    ib.PS
 
 	Created   uint64 // packets created by the injection process
 	Skipped   uint64 // creations skipped because the source queue was full
@@ -59,7 +58,7 @@ const evInject uint8 = 1
 // NewEndpoint makes an endpoint; its traffic comes from src.
 func NewEndpoint(s *components.Sim, name string, index int, lid uint16, src *Source) *Endpoint {
 	return &Endpoint{tracer: tracer{path: name}, Name: name, Index: index, LID: lid, s: s,
-		Traffic: src, stallSince: -1, queue: make([]*ib.Packet, 64)}
+		Traffic: src, stallSince: -1, queue: components.NewFIFO[*ib.Packet](MaxSourceQueue)}
 }
 
 // Attach gives the endpoint its port.
@@ -90,7 +89,7 @@ func sendOnlyBytes(payload int) int {
 func (e *Endpoint) StopInjecting() { e.injecting = false }
 
 // Queued returns the packets waiting in the source queue.
-func (e *Endpoint) Queued() int { return e.qLen }
+func (e *Endpoint) Queued() int { return e.queue.Len() }
 
 // CreditStall returns the time the head packet waited for credits with the
 // wire free.
@@ -104,7 +103,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 	now := e.s.Now()
 	dst, size := e.pending.Dst, e.pending.Payload
 	if dst >= 0 && dst != e.Index {
-		if e.qLen == MaxSourceQueue {
+		if e.queue.Full() {
 			e.Skipped++
 		} else {
 			pkt := e.s.NewPacket()
@@ -126,7 +125,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
 			pkt.ICRC = ib.ComputeICRC(pkt)
 			e.Created++
-			e.push(pkt)
+			e.queue.Push(pkt)
 			e.trySend()
 		}
 	}
@@ -134,23 +133,11 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 	e.s.Schedule(now+e.pending.Gap, e, evInject)
 }
 
-func (e *Endpoint) push(p *ib.Packet) {
-	if e.qLen == len(e.queue) {
-		bigger := make([]*ib.Packet, 2*len(e.queue))
-		for i := 0; i < e.qLen; i++ {
-			bigger[i] = e.queue[(e.qHead+i)%len(e.queue)]
-		}
-		e.queue, e.qHead = bigger, 0
-	}
-	e.queue[(e.qHead+e.qLen)%len(e.queue)] = p
-	e.qLen++
-}
-
 func (e *Endpoint) trySend() {
-	if e.qLen == 0 || !e.port.Idle() {
+	pkt, ok := e.queue.Peek()
+	if !ok || !e.port.Idle() {
 		return
 	}
-	pkt := e.queue[e.qHead]
 	now := e.s.Now()
 	if !e.port.HasCredits(int(pkt.VL), pkt.Credits()) {
 		if e.stallSince < 0 {
@@ -162,9 +149,7 @@ func (e *Endpoint) trySend() {
 		e.stallPS += now - e.stallSince
 		e.stallSince = -1
 	}
-	e.queue[e.qHead] = nil
-	e.qHead = (e.qHead + 1) % len(e.queue)
-	e.qLen--
+	e.queue.Pop()
 	e.Sent++
 	if e.OnInject != nil {
 		e.OnInject(pkt)

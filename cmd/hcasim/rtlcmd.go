@@ -35,5 +35,6 @@ func loadDesign(path string, sets []string) (rtl.Design, error) {
 		MTU:              c.Link.MTU,
 		LinkGeneration:   c.Link.Generation,
 		LinkWidth:        c.Link.Lanes(),
+		DatapathBytes:    c.Switch.DatapathBytes,
 	}, nil
 }
