@@ -29,7 +29,15 @@ func TestTraceEvents(t *testing.T) {
 	p.runUntil(t, func() bool { return p.a.PollCQ(p.qa.SendCQ, wcs[:]) > 0 })
 	kinds := func(r *traceRecorder, path string) map[string]int {
 		m := map[string]int{}
+		lastValid := map[string]int64{}
 		for _, e := range r.events {
+			if e.Kind == components.TraceStage {
+				// Waveform handshakes, checked below: not transport events.
+				st, ok := e.Str("stage")
+				require.True(t, ok, "a stage event names its stage")
+				lastValid[st], _ = e.Int("valid")
+				continue
+			}
 			m[e.Kind.String()]++
 			if e.Kind == components.TraceInject || e.Kind == components.TraceDeliver {
 				_, ok := e.Int("seq")
@@ -39,6 +47,12 @@ func TestTraceEvents(t *testing.T) {
 			_, ok := e.Int("qpn")
 			assert.True(t, ok, "every transport event names its QP")
 			assert.Equal(t, path, e.Path)
+		}
+		// Every stage that held an item announced it, and is empty (valid
+		// 0) once the message has completed.
+		assert.NotEmpty(t, lastValid, "stage valid/ready edges announced")
+		for st, v := range lastValid {
+			assert.Zero(t, v, "stage %s still valid at the end", st)
 		}
 		return m
 	}
