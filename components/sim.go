@@ -23,6 +23,7 @@ type Event struct {
 	target    EventHandler
 	owner     *Sim
 	secondary bool
+	observer  bool // scheduled for an observer (waveforms): not counted in Events
 
 	Kind uint8      // meaning chosen by the target
 	Port int32      // port or stage index, by kind
@@ -105,6 +106,16 @@ func (s *Sim) ScheduleLate(at ib.PS, target EventHandler, kind uint8) *Event {
 	return s.schedule(at, target, kind, true)
 }
 
+// ScheduleObserver queues an event that exists only for an observer (a
+// waveform edge a block announces while a hook listens). It runs like any
+// other event but is not counted in Events, so attaching a tracer changes no
+// reported result.
+func (s *Sim) ScheduleObserver(at ib.PS, target EventHandler, kind uint8) *Event {
+	ev := s.schedule(at, target, kind, false)
+	ev.observer = true
+	return ev
+}
+
 func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool) *Event {
 	if at < s.now {
 		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
@@ -139,7 +150,9 @@ func (s *Sim) handle(ev *Event) {
 	}
 	if !s.stopped {
 		s.now = ev.at
-		s.events++
+		if !ev.observer {
+			s.events++
+		}
 		ev.target.HandleEvent(ev)
 	}
 	*ev = Event{owner: s}

@@ -27,8 +27,8 @@ func Parse(data []byte) (*yaml.Node, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, errorf("%s", cleanYAMLError(err))
 	}
-	if doc.Kind == 0 {
-		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, nil
+	if doc.Kind == 0 || (doc.Kind == yaml.DocumentNode && len(doc.Content) == 0) {
+		return nil, errorf("the config is empty: give at least one key (docs/config.md), or name a shipped config such as ndr.yaml")
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
@@ -200,8 +200,13 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 			return errorf("%s: line %d: want a mapping of keys, got %s", orRoot(path), n.Line, kindName(n))
 		}
 		fs := fields(v.Type())
+		seen := make(map[string]int, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i].Value
+			if line, dup := seen[k]; dup {
+				return errorf("%s: given twice (lines %d and %d); keep one", join(path, k), line, n.Content[i].Line)
+			}
+			seen[k] = n.Content[i].Line
 			idx, ok := fs[k]
 			if !ok {
 				return unknownKey(join(path, k), k, fs)

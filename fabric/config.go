@@ -98,6 +98,14 @@ func (c *Config) Validate() error {
 	if w.Kind == "stream" && c.Topology.Kind != "back-to-back" {
 		return fmt.Errorf("workload.kind: stream runs on topology.kind back-to-back, not %q", c.Topology.Kind)
 	}
+	if w.Kind == "perftest" {
+		// The perftest's own combinations (test × transport, sizes, inline)
+		// are checked before any run, like every other key.
+		run := perftestRun(c)
+		if err := run.Validate(); err != nil {
+			return err
+		}
+	}
 	if isSynthetic(w.Kind) {
 		tc := w.Traffic()
 		if err := tc.Validate(); err != nil {
@@ -154,12 +162,21 @@ type Loaded struct {
 // Hash returns a SHA-256 of the effective config (the decoded values, not the
 // text), so two spellings of the same design point hash alike.
 func (l *Loaded) Hash() string {
-	b, err := yaml.Marshal(&l.Config)
+	h := sha256.Sum256(l.EffectiveYAML())
+	return hex.EncodeToString(h[:8])
+}
+
+// EffectiveYAML is the design point as decoded (defaults filled in), as YAML.
+// sim.check is left out: checking a run does not change the design point,
+// so a checked and an unchecked run carry the same config hash.
+func (l *Loaded) EffectiveYAML() []byte {
+	c := l.Config
+	c.Sim.Check = false
+	b, err := yaml.Marshal(&c)
 	if err != nil {
 		panic(fmt.Sprintf("fabric: marshal config: %v", err))
 	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
+	return b
 }
 
 // Decode decodes a config node tree (overrides already applied), starting
@@ -183,10 +200,16 @@ func Decode(root *yaml.Node) (*Loaded, error) {
 }
 
 // Load parses YAML text, applies `key=value` overrides and decodes.
+//
+// nil data (not an empty file) starts from the defaults alone, for tests and
+// programs that give every key as an override.
 func Load(data []byte, sets []string) (*Loaded, error) {
-	root, err := config.Parse(data)
-	if err != nil {
-		return nil, err
+	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	if data != nil {
+		var err error
+		if root, err = config.Parse(data); err != nil {
+			return nil, err
+		}
 	}
 	for _, s := range sets {
 		if err := config.Set(root, s); err != nil {

@@ -12,12 +12,7 @@ import (
 // farthest apart in a fat tree), optionally while the other hosts load the
 // fabric with synthetic background traffic (workload.background).
 func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
-	w := cfg.Workload
-	run := workload.PerftestRun{
-		Link: cfg.Link, HCA: cfg.HCA, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
-		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
-		Connection: w.Connection,
-	}
+	run := perftestRun(cfg)
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
@@ -85,6 +80,16 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	m["sim_time_ns"] = s.Now().Nanoseconds()
 	m["events"] = s.Events()
 	return m, nil
+}
+
+// perftestRun is the perftest a config describes.
+func perftestRun(cfg *Config) workload.PerftestRun {
+	w := cfg.Workload
+	return workload.PerftestRun{
+		Link: cfg.Link, HCA: cfg.HCA, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
+		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
+		Connection: w.Connection,
+	}
 }
 
 // buildFabricPerftest builds the configured fabric with HCAs on its first and

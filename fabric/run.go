@@ -31,11 +31,27 @@ type Simulation struct {
 	// every packet delivered and every credit returned, so the checkers may
 	// run their end-of-run invariants.
 	Settled bool
+
+	// endAt and endEvents mark where the workload finished; a run that then
+	// settles for the checkers reports these, so --check changes no result.
+	endAt     ib.PS
+	endEvents uint64
+	ended     bool
+}
+
+// end returns when the workload finished and how many events that took:
+// the time and count finish recorded, or the engine's own at the end.
+func (v *Simulation) end() (ib.PS, uint64) {
+	if v.ended {
+		return v.endAt, v.endEvents
+	}
+	return v.Sim.Now(), v.Sim.Events()
 }
 
 // finish ends a run whose workload is done: at once, or, when checkers want
 // to see every credit back, after the fabric settles.
 func (v *Simulation) finish(check bool) {
+	v.endAt, v.endEvents, v.ended = v.Sim.Now(), v.Sim.Events(), true
 	if !check {
 		v.Sim.Stop()
 		return
@@ -151,11 +167,19 @@ type streamRun struct {
 	drainCap    ib.PS // longest drain phase after the window
 	view        *Simulation
 	check       bool
+	fcAtEnd     uint64 // flow-control packets when the workload finished
 }
 
-// finish ends a drained run.
+// finish ends a drained run. A run of N packets measures up to its last
+// delivery, not the settling the checkers may add.
 func (r *streamRun) finish() {
 	r.drained = true
+	r.fcAtEnd = r.tx.Stats.FCPackets + r.rx.Stats.FCPackets
+	if !r.saturate {
+		r.t1 = r.s.Now()
+		r.busy1 = r.tx.BusyThrough()
+		r.fc1 = r.tx.Stats.FCPackets
+	}
 	r.view.finish(r.check)
 }
 
@@ -193,13 +217,19 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err := s.Run(); err != nil {
 		return nil, err
 	}
-	if !r.saturate {
+	if !r.saturate && !r.drained {
+		// Stopped by the time limit: the window ends now.
 		r.t1 = s.Now()
 		r.busy1 = r.tx.BusyThrough()
 		r.fc1 = r.tx.Stats.FCPackets
 	}
 	window := r.t1 - r.t0
 	sent := r.src.Sent()
+	endAt, endEvents := r.view.end()
+	fcPackets := r.tx.Stats.FCPackets + r.rx.Stats.FCPackets
+	if r.drained {
+		fcPackets = r.fcAtEnd
+	}
 	m := map[string]any{
 		"packets_sent":         sent,
 		"packets_delivered":    r.delivered,
@@ -207,10 +237,10 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"drain_complete":       r.drained || (!r.saturate && r.delivered == sent),
 		"credit_stall_ns":      r.src.CreditStall().Nanoseconds(),
 		"rx_buffer_peak_bytes": peakBytes(r.rx),
-		"sim_time_ns":          s.Now().Nanoseconds(),
-		"events":               s.Events(),
+		"sim_time_ns":          endAt.Nanoseconds(),
+		"events":               endEvents,
 		"link_data_rate_gbps":  timing.DataRateBps() / 1e9,
-		"fc_packets":           r.tx.Stats.FCPackets + r.rx.Stats.FCPackets,
+		"fc_packets":           fcPackets,
 		"latency_ns":           r.lat.SummaryNs(),
 		"block_hops":           r.tx.Stats.DataBlocks,
 	}

@@ -155,6 +155,10 @@ func (r *synthRun) HandleEvent(ev *components.Event) {
 func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	window := float64(r.t1 - r.t0)
 	n := float64(len(r.eps))
+	endAt, endEvents := r.s.Now(), r.s.Events()
+	if r.view != nil {
+		endAt, endEvents = r.view.end()
+	}
 	var created, skipped, wrong uint64
 	var stall ib.PS
 	for _, e := range r.eps {
@@ -177,8 +181,8 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		"credit_stall_ns":     stall.Nanoseconds(),
 		"hosts":               len(r.eps),
 		"switches":            len(r.net.Switches),
-		"sim_time_ns":         r.s.Now().Nanoseconds(),
-		"events":              r.s.Events(),
+		"sim_time_ns":         endAt.Nanoseconds(),
+		"events":              endEvents,
 		"link_data_rate_gbps": rateBps / 1e9,
 	}
 	if r.drained {

@@ -100,6 +100,7 @@ type Device struct {
 	// hook listens.
 	stageItems, stageBusy  [NumStages]int
 	stageValid, stageReady [NumStages]int64
+	stageTrace             bool // EnableStageTrace was called
 
 	Name  string
 	LID   uint16
@@ -717,13 +718,18 @@ const (
 	edgeBusyOff
 )
 
+// EnableStageTrace makes the device announce its stages' valid/ready edges
+// (stage events) while hooks listen: for waveforms and traces. Checkers do
+// not need them, so they are off unless asked for.
+func (d *Device) EnableStageTrace() { d.stageTrace = true }
+
 func (d *Device) stageEdges(i int, offered, start, slotFree, leave ib.PS) {
 	now := d.s.Now()
 	for _, e := range [4]struct {
 		t    ib.PS
 		kind int64
 	}{{offered, edgeItemIn}, {start, edgeBusyOn}, {slotFree, edgeBusyOff}, {leave, edgeItemOut}} {
-		ev := d.s.Schedule(max(e.t, now), d, evStageEdge)
+		ev := d.s.ScheduleObserver(max(e.t, now), d, evStageEdge)
 		ev.Port, ev.Arg = int32(i), e.kind
 	}
 }

@@ -45,7 +45,7 @@ func (s *stage) accept(t, extra ib.PS) ib.PS {
 	done := start + s.lat + extra
 	s.residency += done - t
 	s.items++
-	if s.dev != nil && s.dev.NumHooks() > 0 {
+	if s.dev != nil && s.dev.stageTrace && s.dev.NumHooks() > 0 {
 		s.dev.stageEdges(s.idx, t, start, start+s.ii, done)
 	}
 	return done

@@ -23,6 +23,8 @@ func TestTraceEvents(t *testing.T) {
 	var ra, rb traceRecorder
 	p.a.AcceptHook(&ra)
 	p.b.AcceptHook(&rb)
+	p.a.EnableStageTrace()
+	p.b.EnableStageTrace()
 	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA,
 		Length: 5000, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
 	var wcs [1]WC

@@ -322,7 +322,7 @@ func (cl *Collective) Run() (map[string]any, error) {
 		return nil, err
 	}
 	if c.finished < len(c.ranks) {
-		return nil, fmt.Errorf("%s: did not finish within %.0f ns of simulated time (%d of %d ranks done)", c.sched.Op, maxT, c.finished, len(c.ranks))
+		return nil, &TimeLimitError{Msg: fmt.Sprintf("%s: did not finish within %.0f ns of simulated time (%d of %d ranks done)", c.sched.Op, maxT, c.finished, len(c.ranks))}
 	}
 	c.verify()
 	return c.metrics(), nil

@@ -157,3 +157,11 @@ func (c *Config) Validate(prefix string) error {
 	}
 	return nil
 }
+
+// TimeLimitError is a run that reached sim.max_time_ns before its workload
+// finished: not a bug, a limit the user can raise.
+type TimeLimitError struct{ Msg string }
+
+func (e *TimeLimitError) Error() string {
+	return e.Msg + " (the sim.max_time_ns limit; raise it with --set sim.max_time_ns=…)"
+}

@@ -212,7 +212,7 @@ func (t *Perftest) Run() (map[string]any, error) {
 		return nil, err
 	}
 	if !p.done {
-		return nil, fmt.Errorf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, sum(p.completed), run.Iterations*run.QPs)
+		return nil, &TimeLimitError{Msg: fmt.Sprintf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, sum(p.completed), run.Iterations*run.QPs)}
 	}
 	p.verify()
 	return p.metrics(), nil

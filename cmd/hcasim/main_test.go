@@ -60,6 +60,15 @@ func TestBadInput(t *testing.T) {
 			[]string{"nope.yaml", "no such file"}},
 		{"unreadable file", []string{"-config", unreadable}, []string{"locked.yaml", "cannot read"}},
 		{"broken yaml", []string{"-config", writeFile(t, "a.yaml", "link: [\n")}, []string{"broken YAML"}},
+		{"duplicate key", []string{"-config", writeFile(t, "a.yaml", "link:\n  generation: EDR\n  generation: HDR\n")},
+			[]string{"link.generation: given twice (lines 2 and 3)"}},
+		{"empty file", []string{"-config", writeFile(t, "a.yaml", "")}, []string{"the config is empty"}},
+		{"list at top", []string{"-config", writeFile(t, "a.yaml", "- 1\n- 2\n")}, []string{"must be a mapping"}},
+		{"bad combination found at run", []string{"-config", "edr.yaml", "--set", "workload.connection=UD", "--set", "workload.test=write_bw"},
+			[]string{"edr.yaml: workload.connection: UD runs send_lat and send_bw, not write_bw"}},
+		{"time limit", []string{"-config", "edr.yaml", "--set", "sim.max_time_ns=1000"},
+			[]string{"edr.yaml: perftest write_bw: did not finish", "sim.max_time_ns"}},
+		{"unknown subcommand-like arg", []string{"-config", "edr.yaml", "extra"}, []string{"unexpected argument \"extra\""}},
 		{"bad set path", []string{"-config", "ndr.yaml", "--set", "link.speed=NDR"},
 			[]string{"link.speed: unknown key"}},
 		{"bad set syntax", []string{"-config", "ndr.yaml", "--set", "link.width"},
@@ -129,4 +138,33 @@ func TestVersionAndHelp(t *testing.T) {
 	code, out, _ = run("help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "-config")
+}
+
+// TestObserversChangeNoResult: tracing, checking and waveforms observe a run;
+// they must not change a single reported number.
+func TestObserversChangeNoResult(t *testing.T) {
+	points := [][]string{
+		{"-config", "edr.yaml", "--set", "workload.iterations=50"},
+		{"-config", "edr.yaml", "--set", "workload.iterations=50", "--set", "workload.test=read_lat", "--set", "workload.size=64"},
+		{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "workload.iterations=30"},
+		{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "topology.kind=back-to-back", "--set", "topology.hosts=0",
+			"--set", "topology.cable_length_m=0", "--set", "workload.kind=stream", "--set", "workload.saturate=false",
+			"--set", "workload.packets=200"},
+	}
+	metrics := func(args ...string) map[string]any {
+		code, out, errs := run(append(args, "--format", "json")...)
+		require.Equal(t, 0, code, errs)
+		var res map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		m := res["points"].([]any)[0].(map[string]any)["metrics"].(map[string]any)
+		delete(m, "wall_s")
+		return m
+	}
+	for i, args := range points {
+		dir := t.TempDir()
+		plain := metrics(args...)
+		observed := metrics(append(append([]string{}, args...), "--check", "--trace", filepath.Join(dir, "t.trace"),
+			"--vcd", filepath.Join(dir, "t.vcd"))...)
+		assert.Equal(t, plain, observed, "point %d", i)
+	}
 }

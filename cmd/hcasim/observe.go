@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/verif"
 )
@@ -36,8 +34,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		if err != nil {
 			return nil, nil, userErrorf("--trace: %v", err)
 		}
-		eff, _ := yaml.Marshal(&l.Config)
-		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(eff),
+		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.EffectiveYAML()),
 			Seed: int64(l.Config.Seed)}, filter)
 	}
 	if f.vcd != "" {
@@ -45,6 +42,15 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 	}
 	attach := func(s *fabric.Simulation) {
 		view = s
+		if rec != nil || vcd != nil {
+			// Blocks that announce waveform-only events (HCA stage
+			// handshakes) do so only for a trace or a VCD.
+			for _, b := range s.Blocks {
+				if st, ok := b.(interface{ EnableStageTrace() }); ok {
+					st.EnableStageTrace()
+				}
+			}
+		}
 		if rec != nil {
 			verif.AttachHook(rec, s.Blocks...)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/hcasim/hcasim/configs"
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
+	"github.com/hcasim/hcasim/workload"
 )
 
 // userError is a mistake in flags, config or input files: exit 2.
@@ -154,7 +155,18 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	res, runErr := execute(l, f, stderr)
 	code := 0
 	if runErr != nil {
+		if isUserError(runErr) && !strings.HasPrefix(runErr.Error(), "sweep:") {
+			// A mistake found while building or running the design point
+			// (a combination of keys, a deadlock, the time limit) names
+			// the config like a mistake found while loading it.
+			runErr = userErrorf("%s: %s", f.config, runErr)
+		}
 		code = fail(stderr, runErr)
+	}
+	if res != nil && len(res.Points) == 1 && res.Points[0].Error != "" && len(res.Points[0].Metrics) == 0 {
+		// A single design point that failed computed nothing: the one
+		// line on stderr is the whole answer.
+		res = nil
 	}
 	if res != nil {
 		if err := present(res, f, stdout); err != nil && code == 0 {
@@ -196,11 +208,19 @@ func present(res *report.Result, f *runFlags, stdout io.Writer) error {
 func fail(stderr io.Writer, err error) int {
 	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 	fmt.Fprintf(stderr, "hcasim: %s\n", msg)
-	var ue *userError
-	var ce *config.Error
-	var un *fabric.UnsupportedError
-	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &un) {
+	if isUserError(err) {
 		return 2
 	}
 	return 1
+}
+
+// isUserError reports whether err is the user's (exit 2): a bad flag,
+// config or file, a valid config this model cannot run, or a run that hit
+// sim.max_time_ns.
+func isUserError(err error) bool {
+	var ue *userError
+	var ce *config.Error
+	var un *fabric.UnsupportedError
+	var tl *workload.TimeLimitError
+	return errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &un) || errors.As(err, &tl)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
@@ -161,13 +160,6 @@ func sweepRunner(f *runFlags) sweep.Runner {
 		delete(m, "wall_s")
 		return m, nil
 	}
-}
-
-func isUserError(err error) bool {
-	var ue *userError
-	var ce *config.Error
-	var un *fabric.UnsupportedError
-	return errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &un)
 }
 
 func pointText(params map[string]any) string {
