@@ -77,6 +77,19 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 		m["block_hops"] = blocks
 	}
+	if bg == nil {
+		// The fabric's own counters: blocks × links and packets the hosts
+		// received (data, responses and ACKs alike), for benchmarks.
+		var blocks, rx uint64
+		for _, p := range view.Ports {
+			blocks += p.Stats.DataBlocks
+			if _, ok := p.Owner.(HCAHost); ok || len(view.Ports) == 2 {
+				rx += p.Stats.RxPackets
+			}
+		}
+		m["block_hops"] = blocks
+		m["packets_delivered"] = rx
+	}
 	m["sim_time_ns"] = s.Now().Nanoseconds()
 	m["events"] = s.Events()
 	return m, nil

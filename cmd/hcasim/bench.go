@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -117,13 +118,13 @@ func runBench(self, name string, sets []string) ([]string, error) {
 		simWall = wall
 	}
 	return []string{
-		time.Now().UTC().Format(time.RFC3339), Version(), strings.TrimSuffix(filepath.Base(name), ".yaml"),
+		time.Now().UTC().Format(time.RFC3339), revision(), strings.TrimSuffix(filepath.Base(name), ".yaml"),
 		f(wall), f(num("sim_time_ns")), f(num("events")),
 		f(num("block_hops") / simWall), f(packets / simWall), f(float64(rssKiB) / 1024),
 	}, nil
 }
 
-var benchCSVHeader = []string{"date", "version", "benchmark", "wall_s", "sim_time_ns", "events",
+var benchCSVHeader = []string{"date", "commit", "benchmark", "wall_s", "sim_time_ns", "events",
 	"block_hops_per_s", "packets_per_s", "peak_mem_mib"}
 
 // appendCSV appends rows to path, writing the header if the file is new, so
@@ -147,4 +148,31 @@ func appendCSV(path string, rows [][]string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// revision names the code a benchmark ran: the VCS revision the binary was
+// built from (go build stamps it), else the checkout's HEAD (go run does
+// not stamp), else the release version.
+func revision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) >= 12 {
+			if dirty {
+				return rev[:12] + "-dirty"
+			}
+			return rev[:12]
+		}
+	}
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
+	return version
 }

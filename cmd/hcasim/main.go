@@ -80,6 +80,7 @@ Usage:
   hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
   hcasim rtl -config FILE -o DIR  export Verilog skeletons and primitives (--report for resources)
   hcasim merge DIR... [--out DIR] [--format F]  merge sweep shard outputs into one result
+  hcasim bench [--csv FILE] [--set k=v] [NAME...]  run the benchmark configs (configs/bench), append to a CSV
   hcasim version                  print the version
   hcasim help                     print this help
 
