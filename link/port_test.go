@@ -221,3 +221,59 @@ func (f *fixedSize) PortReady(p *Port) {
 	}
 	f.testSource.PortReady(p)
 }
+
+// TestVL15NotFlowControlled: VL15 (subnet management) has no credits (IBA
+// C7-18): with VL0's credits used up by a sink that never frees them,
+// management packets still start at once, arrive, and take no buffer.
+func TestVL15NotFlowControlled(t *testing.T) {
+	s := components.NewSim()
+	held := &holdSink{}
+	src := &idleOwner{}
+	pc := PortConfig{VLs: 1, BufferBlocks: 2, FCRefresh: 10 * ib.Microsecond}
+	a := NewPort(s, src, "Test.Src.Port[1]", 1, pc)
+	b := NewPort(s, held, "Test.Sink.Port[1]", 1, pc)
+	cfg := Defaults()
+	Connect(a, b, cfg.Timing(2))
+	data := s.NewPacket()
+	data.Opcode, data.PayloadLen = ib.SendOnly, 64 // 90 bytes: 2 blocks, all of VL0's credit
+	require.True(t, a.CanSend(data))
+	a.Send(data)
+	s.StopAt(20 * ib.Microsecond)
+	mgmt := &sendLater{s: s, p: a}
+	s.Schedule(ib.Microsecond, mgmt, 0)
+	require.NoError(t, s.Run())
+	assert.False(t, a.HasCredits(0, 1), "VL0 has no credit left: the sink holds its packet")
+	assert.Equal(t, 3, mgmt.sent, "VL15 packets go regardless")
+	assert.Equal(t, 4, held.got, "the data packet and three management packets arrived")
+	assert.Equal(t, 2, b.BufferUsed(0), "management packets take no VL0 buffer")
+}
+
+type idleOwner struct{}
+
+func (idleOwner) PacketArrived(*Port, *ib.Packet, ib.PS, ib.PS) {}
+func (idleOwner) PortReady(*Port)                               {}
+
+// holdSink keeps every packet (never releases a block).
+type holdSink struct{ got int }
+
+func (h *holdSink) PacketArrived(*Port, *ib.Packet, ib.PS, ib.PS) { h.got++ }
+func (h *holdSink) PortReady(*Port)                               {}
+
+// sendLater sends three VL15 packets, one per event, when the wire is idle.
+type sendLater struct {
+	s    *components.Sim
+	p    *Port
+	sent int
+}
+
+func (m *sendLater) HandleEvent(*components.Event) {
+	pkt := m.s.NewPacket()
+	pkt.Opcode, pkt.VL, pkt.PayloadLen = ib.UDSendOnly, ib.ManagementVL, 256
+	if m.p.CanSend(pkt) {
+		m.p.Send(pkt)
+		m.sent++
+	}
+	if m.sent < 3 {
+		m.s.Schedule(m.s.Now()+ib.Microsecond, m, 0)
+	}
+}
