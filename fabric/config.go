@@ -51,6 +51,10 @@ type SimConfig struct {
 	// engine implementing Akita's sim.Engine, FIFO among same-time events)
 	// or akita (Akita v3's SerialEngine). docs/performance.md compares them.
 	Engine string `yaml:"engine"`
+	// PerCycle runs every switch's allocation on every core clock edge, the
+	// per-cycle definition, instead of only on edges where something
+	// changed. Slower; results are identical (TestPerCycleRoundsAgree).
+	PerCycle bool `yaml:"per_cycle"`
 }
 
 // Defaults returns the default design point. Each section's defaults live

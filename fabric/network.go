@@ -68,6 +68,9 @@ func BuildNetworkOn(cfg *Config, s *components.Sim, topo *Topology, sub *Subnet,
 		n.Ports = append(n.Ports, p)
 	}
 	b := switchasic.MakeBuilder().WithSim(s).WithFlowControl(cfg.Link)
+	if cfg.Sim.PerCycle {
+		b = b.WithRoundsEveryCycle()
+	}
 	for _, node := range topo.Switches() {
 		nd := topo.Nodes[node]
 		swCfg := cfg.Switch

@@ -387,9 +387,10 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		if p.NumHooks() > 0 {
 			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.tx[vl].FCTBS(), p.tx[vl].FCCL(), "avail", p.tx[vl].Available(), p.peer.rx[vl].Capacity())
 		}
-		if p.Idle() {
-			p.Owner.PortReady(p)
-		}
+		// Tell the owner even while the wire is busy: a switch grants a
+		// packet ahead of the wire (allocation and crossbar take cycles),
+		// so credits matter to it before the wire frees.
+		p.Owner.PortReady(p)
 	case evFCRefresh:
 		// Every VL gets a flow-control packet each refresh period, changed
 		// or not, so a lost update can never leave a sender starved longer

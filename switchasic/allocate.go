@@ -39,6 +39,11 @@ func (sw *Switch) allocationRound(t ib.PS) {
 	if m, ok := sw.wakeups.min(); ok && !sw.isOutstanding(m) {
 		sw.scheduleRound(m)
 	}
+	if sw.everyCycle && !sw.s.Stopped() {
+		if next := t + sw.cycle; !sw.isOutstanding(next) {
+			sw.scheduleRound(next)
+		}
+	}
 }
 
 // collectCandidates fills cand, candVLs, candInVL, touched and blocked.

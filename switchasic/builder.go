@@ -19,6 +19,7 @@ import (
 //		Build("Fabric.Leaf[0]")
 //	link.Connect(sw.Port(3), host.Port(), linkCfg.Timing(2))
 type Builder struct {
+	everyCycle    bool
 	s             *components.Sim
 	cfg           Config
 	lft           *LFT
@@ -34,6 +35,13 @@ func MakeBuilder() Builder {
 	d := link.Defaults()
 	return Builder{cfg: Defaults()}.WithFlowControl(d)
 }
+
+// WithRoundsEveryCycle makes the switch run an allocation round on every core
+// clock edge, as a per-cycle model would, instead of only on the edges where
+// something changed. It is the reference the event-driven rounds must equal
+// (fabric's TestPerCycleRoundsAgree); it is slower and changes no result but
+// the number of rounds.
+func (b Builder) WithRoundsEveryCycle() Builder { b.everyCycle = true; return b }
 
 // WithSim sets the simulation the switch runs in (required).
 func (b Builder) WithSim(s *components.Sim) Builder { b.s = s; return b }
@@ -91,5 +99,10 @@ func (b Builder) Build(name string) (*Switch, error) {
 	if sl2vl == nil {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
-	return newSwitch(name, b.s, b.cfg, b.lft, sl2vl, alloc, b.fcRefresh, b.fcMinInterval), nil
+	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, alloc, b.fcRefresh, b.fcMinInterval)
+	if b.everyCycle {
+		sw.everyCycle = true
+		sw.scheduleRound(sw.ceilCycle(b.s.Now()))
+	}
+	return sw, nil
 }

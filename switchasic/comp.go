@@ -51,6 +51,8 @@ type Switch struct {
 	touched  components.PortSet       // outputs with candidates this round
 	blocked  []uint16                 // per output: VLs whose candidate lacked credits this round
 	active   components.PortSet       // inputs holding queued packets
+	// everyCycle: a round on every core clock edge (the per-cycle reference).
+	everyCycle bool
 
 	// Per-port copies of the crossbar and wire times an allocation round
 	// reads for every port, kept in two dense arrays (a round touches one
@@ -403,8 +405,14 @@ func (sw *Switch) trySend(o int) {
 			out.pending[vl] -= blocks
 		}
 		if tailOut > out.wireFreeEst {
+			// A flow-control packet went ahead of this one, so the wire
+			// frees later than the grant foresaw: the round that can next
+			// use this output moves too.
 			out.wireFreeEst = tailOut
 			sw.refreshOutput(o)
+			if sw.active.Any() {
+				sw.wake(sw.outFreeFrom[o])
+			}
 		}
 		out.dataBusy += tailOut - now
 		out.txPackets++
