@@ -258,7 +258,7 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
-	sw.trace(head, p.Name, components.TraceBufEnq, pkt, -1, o, "")
+	sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, o, "")
 	// The first round that can take it: ready, and its input has a crossbar
 	// connection free (a grant skips waking a now-empty input, so this is
 	// the input's wake-up too).
@@ -440,6 +440,13 @@ func (sw *Switch) trace(at ib.PS, path string, kind components.TraceKind, pkt *i
 	}
 	if reason != "" {
 		f = append(f, components.StrField("reason", reason))
+	}
+	if (kind == components.TraceBufEnq || kind == components.TraceBufDeq) && pkt != nil && in >= 0 {
+		// The input VL buffer's size, so the checkers hold the blocks
+		// queued in it (their own count from enq/deq) to it.
+		if vl := int(pkt.VL); vl != ib.ManagementVL {
+			f = append(f, components.IntField("cap", int64(sw.ports[in].BufferCapacity(vl))))
+		}
 	}
 	ev.Fields = f
 	sw.InvokeHook(sim.HookCtx{Domain: sw, Pos: components.HookPosTrace, Item: &ev})
