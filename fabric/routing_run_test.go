@@ -65,3 +65,29 @@ func TestSharedPoolRaisesThroughput(t *testing.T) {
 	pooled := run(7 * 4160)
 	assert.Greater(t, pooled, 6*static, "static %.3f, with pool %.3f", static, pooled)
 }
+
+// TestHOLBlockingAcrossRadixes (issue 4): uniform traffic at full load on one
+// switch. With one FIFO per input VL the head packet blocks the queue behind
+// it, so throughput saturates well below line rate (Karol et al. 1987: 0.75
+// for N=2 falling to 0.586 for large N; a little higher here because hosts
+// never send to themselves and packets are not slotted). Virtual output
+// queues with iSLIP remove the blocking and approach line rate.
+func TestHOLBlockingAcrossRadixes(t *testing.T) {
+	run := func(radix int, queueing string) float64 {
+		l, err := Load(nil, []string{"topology.kind=single-switch", fmt.Sprintf("switch.radix=%d", radix), "switch.vls=1",
+			"switch.queueing=" + queueing, "switch.allocator=islip", "switch.islip_iterations=2",
+			"switch.vl_buffer_bytes=66560", "workload.kind=uniform", "workload.size=2048",
+			"workload.offered_load=1.0", "workload.measure_ns=40000"})
+		require.NoError(t, err)
+		m, err := Run(l, RunOptions{})
+		require.NoError(t, err)
+		return m["accepted_load"].(float64)
+	}
+	for _, radix := range []int{4, 8} {
+		fifo, voq := run(radix, "fifo"), run(radix, "voq")
+		assert.Less(t, fifo, 0.8, "radix %d fifo saturates below line rate", radix)
+		assert.Greater(t, fifo, 0.55, "radix %d fifo above the large-N limit", radix)
+		assert.Greater(t, voq, 0.93, "radix %d voq + iSLIP near line rate", radix)
+		t.Logf("radix %d: fifo %.3f, voq %.3f", radix, fifo, voq)
+	}
+}
