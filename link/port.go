@@ -428,6 +428,12 @@ func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 		ev.Fields = append(ev.Fields, components.IntField("avail", int64(p.tx[vl].Available())),
 			components.IntField("cap", int64(p.peer.rx[vl].Capacity())))
 	}
+	if vl := int(pkt.VL); kind == components.TraceRxHead && vl != ib.ManagementVL {
+		// The receive buffer's occupancy with the packet's blocks in it,
+		// for waveforms and the buffer checker.
+		ev.Fields = append(ev.Fields, components.IntField("occ", int64(p.rx[vl].Used())),
+			components.IntField("cap", int64(p.rx[vl].Capacity())))
+	}
 	p.emit(&ev)
 }
 
@@ -439,5 +445,9 @@ func (p *Port) traceFC(t ib.PS, kind components.TraceKind, vl int, fctbs, fccl u
 	ev := components.TraceEvent{Time: t, Path: p.Name, Kind: kind}
 	ev.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", int64(fctbs)),
 		components.IntField("fccl", int64(fccl)), components.IntField(countKey, int64(count)), components.IntField("cap", int64(capacity)))
+	if kind == components.TraceFCSend {
+		// The receive buffer's occupancy when it advertises its room.
+		ev.Fields = append(ev.Fields, components.IntField("occ", int64(capacity-count)))
+	}
 	p.emit(&ev)
 }
