@@ -56,6 +56,7 @@ func TestRingAllReduceBusBWApproachesTheLinkRate(t *testing.T) {
 	}{
 		{"fat-tree-2 cx7", []string{"topology.kind=fat-tree-2", "switch.radix=4", "topology.routing=dmodk", "hca.profile=cx7"}},
 		{"single-switch cx5", []string{"topology.kind=single-switch", "switch.radix=8", "hca.profile=cx5"}},
+		{"single-switch cx7", []string{"topology.kind=single-switch", "switch.radix=8", "hca.profile=cx7"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := append([]string{"link.generation=NDR", "workload.kind=allreduce", "workload.size=8388608", "switch.vls=1",
