@@ -17,17 +17,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 		return err
 	}
 	for _, p := range r.Points {
-		flat := map[string]string{}
-		Flatten("", p.Metrics, flat)
-		row := make([]string, 0, len(header))
-		for _, k := range params {
-			row = append(row, FormatValue(p.Params[k]))
-		}
-		for _, k := range metrics {
-			row = append(row, flat[k])
-		}
-		row = append(row, p.Error)
-		if err := cw.Write(row); err != nil {
+		if err := cw.Write(pointRow(p, params, metrics)); err != nil {
 			return err
 		}
 	}
@@ -71,21 +61,30 @@ func WriteTable(w io.Writer, r *Result, cols []string) error {
 	header = append(header, "error")
 	t.Header(header...)
 	for _, p := range r.Points {
-		flat := map[string]string{}
-		Flatten("", p.Metrics, flat)
-		row := make([]any, 0, len(header))
-		for _, k := range params {
-			row = append(row, FormatValue(p.Params[k]))
+		cells := pointRow(p, params, metrics)
+		row := make([]any, len(cells))
+		for i, c := range cells {
+			row[i] = c
 		}
-		for _, k := range metrics {
-			row = append(row, flat[k])
-		}
-		row = append(row, p.Error)
 		if err := t.Append(row...); err != nil {
 			return err
 		}
 	}
 	return t.Render()
+}
+
+// pointRow is one point's cells: its params, its flattened metrics, its error.
+func pointRow(p Point, params, metrics []string) []string {
+	flat := map[string]string{}
+	Flatten("", p.Metrics, flat)
+	row := make([]string, 0, len(params)+len(metrics)+1)
+	for _, k := range params {
+		row = append(row, FormatValue(p.Params[k]))
+	}
+	for _, k := range metrics {
+		row = append(row, flat[k])
+	}
+	return append(row, p.Error)
 }
 
 func intersect(want, have []string) []string {
