@@ -61,13 +61,12 @@ type Port struct {
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 
 	busyUntil ib.PS // outgoing wire busy until (exclusive)
-	tx        [MaxVLs]credit.Sender
-	rx        [MaxVLs]credit.Receiver
+	// vl holds each VL's credit and buffer state together, so an event on
+	// one VL touches one cache line, not one per array.
+	vl        [MaxVLs]vlState
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	pool      int    // shared-pool blocks not lent to any VL
 	lendChunk int    // blocks lent at a time: one largest packet
-	lent      [MaxVLs]int
-	fcLast    [MaxVLs]ib.PS
 	fcHeld    uint16 // VLs waiting out fcMinInterval
 
 	Stats PortStats
@@ -80,6 +79,14 @@ type Port struct {
 		bytes int
 		data  bool
 	}
+}
+
+// vlState is one VL's flow-control state at a port.
+type vlState struct {
+	tx     credit.Sender   // credits for the peer's buffer on this VL
+	rx     credit.Receiver // this port's receive buffer on this VL
+	fcLast ib.PS           // when the last flow-control packet for the VL left
+	lent   int             // shared-pool blocks lent to the VL
 }
 
 // PortConfig sizes a port.
@@ -104,7 +111,7 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 	p := &Port{Name: name, Index: index, Owner: owner, s: s, vls: cfg.VLs,
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	for vl := 0; vl < cfg.VLs; vl++ {
-		p.rx[vl] = credit.NewReceiver(cfg.BufferBlocks)
+		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
 	}
 	p.pool = cfg.SharedBlocks
 	p.lendChunk = cfg.LendBlocks
@@ -127,8 +134,8 @@ func Connect(a, b *Port, t Timing) {
 	a.peer, b.peer = b, a
 	a.timing, b.timing = t, t
 	for vl := 0; vl < a.vls; vl++ {
-		a.tx[vl] = credit.NewSender(b.rx[vl].Capacity())
-		b.tx[vl] = credit.NewSender(a.rx[vl].Capacity())
+		a.vl[vl].tx = credit.NewSender(b.vl[vl].rx.Capacity())
+		b.vl[vl].tx = credit.NewSender(a.vl[vl].rx.Capacity())
 	}
 	a.startRefresh()
 	b.startRefresh()
@@ -171,11 +178,11 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 	if vl == ib.ManagementVL {
 		return true
 	}
-	return p.tx[vl].CanSend(blocks)
+	return p.vl[vl].tx.CanSend(blocks)
 }
 
 // CreditsAvailable returns the blocks the peer has room for on vl.
-func (p *Port) CreditsAvailable(vl int) int { return p.tx[vl].Available() }
+func (p *Port) CreditsAvailable(vl int) int { return p.vl[vl].tx.Available() }
 
 // CanSend reports whether pkt may start on the wire now.
 func (p *Port) CanSend(pkt *ib.Packet) bool {
@@ -195,7 +202,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 		if vl >= p.vls {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
 		}
-		p.tx[vl].Send(pkt.Credits())
+		p.vl[vl].tx.Send(pkt.Credits())
 	}
 	bytes := pkt.WireBytes()
 	p.Stats.DataBlocks += uint64(ib.Credits(bytes))
@@ -232,16 +239,16 @@ func (p *Port) Release(vl int, blocks int) {
 	// the pool instead of being advertised again. Advertised credit is never
 	// taken back, so only blocks that just freed can return.
 	back := 0
-	if p.lent[vl] > 0 && p.pool < p.lendChunk && p.othersShort(vl) {
-		back = min(p.lent[vl], blocks)
+	if p.vl[vl].lent > 0 && p.pool < p.lendChunk && p.othersShort(vl) {
+		back = min(p.vl[vl].lent, blocks)
 	}
 	if back == 0 {
-		p.rx[vl].Release(blocks)
+		p.vl[vl].rx.Release(blocks)
 		p.requestFC(vl)
 		return
 	}
-	p.rx[vl].ReleaseShrink(blocks, back)
-	p.lent[vl] -= back
+	p.vl[vl].rx.ReleaseShrink(blocks, back)
+	p.vl[vl].lent -= back
 	p.pool += back
 	if back < blocks {
 		p.requestFC(vl)
@@ -253,7 +260,7 @@ func (p *Port) Release(vl int, blocks int) {
 // no room for another largest packet.
 func (p *Port) othersShort(vl int) bool {
 	for v := 0; v < p.vls; v++ {
-		if v != vl && p.rx[v].Used() > 0 && p.rx[v].Free() < p.lendChunk {
+		if v != vl && p.vl[v].rx.Used() > 0 && p.vl[v].rx.Free() < p.lendChunk {
 			return true
 		}
 	}
@@ -269,12 +276,12 @@ func (p *Port) lend(vl int) {
 	if p.pool == 0 {
 		return
 	}
-	g := min(p.lendChunk, p.pool, credit.Modulus/2-p.rx[vl].Capacity())
+	g := min(p.lendChunk, p.pool, credit.Modulus/2-p.vl[vl].rx.Capacity())
 	if g <= 0 {
 		return
 	}
-	p.rx[vl].Grow(g)
-	p.lent[vl] += g
+	p.vl[vl].rx.Grow(g)
+	p.vl[vl].lent += g
 	p.pool -= g
 	p.requestFC(vl)
 }
@@ -283,7 +290,7 @@ func (p *Port) lend(vl int) {
 // and hold packets (so their sender has more to send), lowest VL first.
 func (p *Port) lendToWaiting() {
 	for vl := 0; vl < p.vls && p.pool > 0; vl++ {
-		if p.rx[vl].Used() > 0 && p.rx[vl].Free() < p.lendChunk {
+		if p.vl[vl].rx.Used() > 0 && p.vl[vl].rx.Free() < p.lendChunk {
 			p.lend(vl)
 		}
 	}
@@ -293,20 +300,20 @@ func (p *Port) lendToWaiting() {
 func (p *Port) SharedFree() int { return p.pool }
 
 // BufferUsed returns the blocks of vl's receive buffer holding packets.
-func (p *Port) BufferUsed(vl int) int { return p.rx[vl].Used() }
+func (p *Port) BufferUsed(vl int) int { return p.vl[vl].rx.Used() }
 
 // BufferCapacity returns vl's receive buffer in blocks.
-func (p *Port) BufferCapacity(vl int) int { return p.rx[vl].Capacity() }
+func (p *Port) BufferCapacity(vl int) int { return p.vl[vl].rx.Capacity() }
 
 // requestFC owes the peer a flow-control packet for vl, respecting the
 // minimum interval, and sends it at once if the wire is idle.
 func (p *Port) requestFC(vl int) {
 	bit := uint16(1) << vl
 	now := p.s.Now()
-	if p.fcMinInterval > 0 && p.fcLast[vl] > 0 && now < p.fcLast[vl]+p.fcMinInterval {
+	if p.fcMinInterval > 0 && p.vl[vl].fcLast > 0 && now < p.vl[vl].fcLast+p.fcMinInterval {
 		if p.fcHeld&bit == 0 {
 			p.fcHeld |= bit
-			ev := p.s.Schedule(p.fcLast[vl]+p.fcMinInterval, p, evFCDeferred)
+			ev := p.s.Schedule(p.vl[vl].fcLast+p.fcMinInterval, p, evFCDeferred)
 			ev.VL = int8(vl)
 		}
 		return
@@ -329,17 +336,17 @@ func (p *Port) sendFC() {
 	now := p.s.Now()
 	ser := p.timing.Serialization(ib.FlowControlBytes)
 	p.busyUntil = now + ser
-	p.fcLast[vl] = now
+	p.vl[vl].fcLast = now
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
 	ev := p.s.Schedule(now+p.timing.Latency()+ser, p.peer, evFCArrive)
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer.
-	ev.Arg = int64(p.tx[vl].FCTBS())<<16 | int64(p.rx[vl].FCCL())
+	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
 	if p.NumHooks() > 0 {
 		p.lastTx.data = false
-		p.traceFC(now, components.TraceFCSend, vl, p.tx[vl].FCTBS(), p.rx[vl].FCCL(), "free", p.rx[vl].Free(), p.rx[vl].Capacity())
+		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
 	p.s.Schedule(p.busyUntil, p, evTxDone)
 }
@@ -351,8 +358,8 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		pkt := ev.Pkt
 		vl := int(pkt.VL)
 		if vl != ib.ManagementVL {
-			p.rx[vl].Receive(pkt.Credits())
-			if u := p.rx[vl].Used(); u > p.Stats.RxPeakBlocks[vl] {
+			p.vl[vl].rx.Receive(pkt.Credits())
+			if u := p.vl[vl].rx.Used(); u > p.Stats.RxPeakBlocks[vl] {
 				p.Stats.RxPeakBlocks[vl] = u
 			}
 			if p.pool > 0 {
@@ -382,10 +389,10 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.Owner.PortReady(p)
 	case evFCArrive:
 		vl := int(ev.VL)
-		p.tx[vl].Update(uint16(ev.Arg & 0xFFFF))
-		p.rx[vl].SyncFCTBS(uint16(ev.Arg >> 16))
+		p.vl[vl].tx.Update(uint16(ev.Arg & 0xFFFF))
+		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
 		if p.NumHooks() > 0 {
-			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.tx[vl].FCTBS(), p.tx[vl].FCCL(), "avail", p.tx[vl].Available(), p.peer.rx[vl].Capacity())
+			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), p.peer.vl[vl].rx.Capacity())
 		}
 		// Tell the owner even while the wire is busy: a switch grants a
 		// packet ahead of the wire (allocation and crossbar take cycles),
@@ -425,14 +432,14 @@ func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 	if vl := int(pkt.VL); kind == components.TraceTxStart && vl != ib.ManagementVL {
 		// The transmitter's credits for the VL after the packet took its
 		// blocks, and the peer buffer they count against.
-		ev.Fields = append(ev.Fields, components.IntField("avail", int64(p.tx[vl].Available())),
-			components.IntField("cap", int64(p.peer.rx[vl].Capacity())))
+		ev.Fields = append(ev.Fields, components.IntField("avail", int64(p.vl[vl].tx.Available())),
+			components.IntField("cap", int64(p.peer.vl[vl].rx.Capacity())))
 	}
 	if vl := int(pkt.VL); kind == components.TraceRxHead && vl != ib.ManagementVL {
 		// The receive buffer's occupancy with the packet's blocks in it,
 		// for waveforms and the buffer checker.
-		ev.Fields = append(ev.Fields, components.IntField("occ", int64(p.rx[vl].Used())),
-			components.IntField("cap", int64(p.rx[vl].Capacity())))
+		ev.Fields = append(ev.Fields, components.IntField("occ", int64(p.vl[vl].rx.Used())),
+			components.IntField("cap", int64(p.vl[vl].rx.Capacity())))
 	}
 	p.emit(&ev)
 }
