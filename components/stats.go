@@ -31,7 +31,20 @@ func NewOccupancy(nBuckets int, width int64) *Occupancy {
 	if nBuckets < 1 || width < 1 {
 		panic(fmt.Sprintf("components.NewOccupancy: nBuckets %d, width %d, want both >= 1", nBuckets, width))
 	}
-	return &Occupancy{width: width, buckets: make([]ib.PS, nBuckets)}
+	o := OccupancyOver(make([]ib.PS, nBuckets), width)
+	return &o
+}
+
+// OccupancyOver returns an accumulator like NewOccupancy's whose histogram
+// lives in buckets (len(buckets) buckets, zeroed), so that a block can keep
+// the accumulator and its buckets inside its own struct, in the cache lines
+// its events already touch. It panics if buckets is empty or width < 1.
+func OccupancyOver(buckets []ib.PS, width int64) Occupancy {
+	if len(buckets) < 1 || width < 1 {
+		panic(fmt.Sprintf("components.OccupancyOver: %d buckets, width %d, want both >= 1", len(buckets), width))
+	}
+	clear(buckets)
+	return Occupancy{width: width, buckets: buckets}
 }
 
 // advance accounts the current level up to now.
