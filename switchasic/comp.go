@@ -99,22 +99,24 @@ type entry struct {
 // linked lists through entry.next: one list in fifo mode, one per output in
 // voq mode.
 //
-// An inputVL is one allocation: in fifo mode its queue ends, and always its
-// occupancy accumulator and histogram, sit inside the struct, so a packet's
-// arrival and release touch adjacent cache lines rather than five scattered
-// allocations (at 1,024 hosts the model outgrows the caches and every
-// scattered line is a miss).
+// An inputVL is one allocation: its queue ends (fifo, or voq up to radix
+// 16) and its occupancy accumulator and histogram sit inside the struct, so
+// a packet's arrival, release and allocation rounds touch a few cache lines
+// of one object rather than five scattered allocations (at 1,024 hosts the
+// model outgrows the caches and every scattered line is a miss).
 type inputVL struct {
-	slots       []entry
-	qHead       []int32 // per queue (1 for fifo, radix for voq): first entry or -1
-	qTail       []int32
-	free        int32              // free slot list, -1 = none
-	fifoQ       [2]int32           // fifo mode: qHead and qTail point here
+	// First line: what every allocation round reads of a non-empty VL.
 	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
+	qHead       []int32            // per queue (1 for fifo, radix for voq): first entry or -1
+	free        int32              // free slot list, -1 = none
 
-	occ       components.Occupancy // buffer blocks held (from head arrival to release)
-	arbLosses uint64               // rounds in which a sendable head lost arbitration
-	occHist   [16]ib.PS            // occ's histogram buckets
+	slots     []entry
+	qTail     []int32
+	arbLosses uint64 // rounds in which a sendable head lost arbitration
+
+	occ     components.Occupancy // buffer blocks held (from head arrival to release)
+	occHist [16]ib.PS            // occ's histogram buckets
+	ends    [2 * 16]int32        // qHead and qTail when they fit (fifo, or voq up to radix 16)
 }
 
 // inputUnit is one port's receive side.
@@ -190,11 +192,11 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 				continue
 			}
 			q := &inputVL{free: -1}
-			if queues == 1 {
-				q.qHead, q.qTail = q.fifoQ[0:1], q.fifoQ[1:2]
-			} else {
-				q.qHead, q.qTail = make([]int32, queues), make([]int32, queues)
+			ends := q.ends[:]
+			if 2*queues > len(ends) {
+				ends = make([]int32, 2*queues)
 			}
+			q.qHead, q.qTail = ends[:queues:queues], ends[queues:2*queues]
 			q.occ = components.OccupancyOver(q.occHist[:], int64(max(1, (blocks+15)/16)))
 			for k := range q.qHead {
 				q.qHead[k], q.qTail[k] = -1, -1
