@@ -45,31 +45,39 @@ type PortStats struct {
 }
 
 // Port is one end of a link on a device.
+//
+// The fields are ordered by how often events touch them: the first three
+// cache lines hold everything a packet, a flow-control packet or a wire
+// going idle reads or writes, then each VL's state (vl[0] is the only VL of
+// a single-VL fabric), then what only traces and set-up use. A 1,024-host
+// fabric has 6,144 ports and outgrows the caches, so each further line an
+// event touches is a miss (docs/performance-data.md).
 type Port struct {
 	sim.HookableBase
 
-	Name  string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
-	Index int    // port number on the owner
-	Owner Owner
+	Owner     Owner
+	s         *components.Sim
+	peer      *Port
+	busyUntil ib.PS // outgoing wire busy until (exclusive)
 
-	s      *components.Sim
-	peer   *Port
-	timing Timing
-	vls    int // data VLs in use (VL15 is always there)
+	timing    Timing
+	fcPending uint16 // VLs owing the peer a flow-control packet
+	fcHeld    uint16 // VLs waiting out fcMinInterval
+	pool      int    // shared-pool blocks not lent to any VL
+	lendChunk int    // blocks lent at a time: one largest packet
 
+	Stats PortStats
+
+	vls           int   // data VLs in use (VL15 is always there)
 	fcRefresh     ib.PS // longest interval between FC packets per VL
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 
-	busyUntil ib.PS // outgoing wire busy until (exclusive)
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
-	vl        [MaxVLs]vlState
-	fcPending uint16 // VLs owing the peer a flow-control packet
-	pool      int    // shared-pool blocks not lent to any VL
-	lendChunk int    // blocks lent at a time: one largest packet
-	fcHeld    uint16 // VLs waiting out fcMinInterval
+	vl [MaxVLs]vlState
 
-	Stats PortStats
+	Name  string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
+	Index int    // port number on the owner
 
 	// Trace scratch, used only when a hook listens.
 	fieldBuf []components.TraceField
@@ -375,7 +383,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		if p.s.Now() < p.busyUntil {
 			return // superseded: a later TxDone is queued
 		}
-		if p.lastTx.data && p.NumHooks() > 0 {
+		if p.NumHooks() > 0 && p.lastTx.data {
 			p.lastTx.data = false
 			ev := components.TraceEvent{Time: p.s.Now(), Path: p.Name, Kind: components.TraceTxEnd}
 			ev.Fields = append(p.fieldBuf[:0], components.IntField("seq", int64(p.lastTx.seq)),
