@@ -17,8 +17,11 @@ type EventHandler interface {
 // going idle, a pipeline stage finishing. The fields a kind does not use stay
 // zero. Events come from Sim's pool and return to it after they are handled;
 // a handler must not keep the pointer.
+//
+// An Event is exactly one 64-byte cache line (TestEventLayout): a large
+// fabric has tens of thousands queued, long out of the caches by the time
+// they run, and each dispatch pays a miss per line.
 type Event struct {
-	time      sim.VTimeInSec
 	at        ib.PS
 	target    EventHandler
 	owner     *Sim
@@ -26,16 +29,16 @@ type Event struct {
 	observer  bool // scheduled for an observer (waveforms): not counted in Events
 
 	Kind uint8      // meaning chosen by the target
-	Port int32      // port or stage index, by kind
 	VL   int8       // virtual lane, by kind
+	Port int32      // port or stage index, by kind
 	Pkt  *ib.Packet // the packet the event concerns, if any
-	Arg  int64      // a second integer argument (a count, a PSN, a time)
+	Arg  int64      // a second integer argument (a count, a PSN, a time, a QP number and index)
 	Tail ib.PS      // for an arriving packet: when its tail arrives
-	Obj  any        // rarely used: a pointer the target needs (no boxing of values)
 }
 
-// Time implements sim.Event.
-func (e *Event) Time() sim.VTimeInSec { return e.time }
+// Time implements sim.Event: the picosecond time in seconds, for Akita's
+// engine (hcasim's own engine orders by At).
+func (e *Event) Time() sim.VTimeInSec { return sim.VTimeInSec(e.at.Seconds()) }
 
 // Handler implements sim.Event: every kernel event goes through the Sim,
 // which dispatches it and recycles it.
@@ -128,7 +131,6 @@ func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool
 		ev = &Event{owner: s}
 	}
 	ev.at = at
-	ev.time = sim.VTimeInSec(at.Seconds())
 	ev.target = target
 	ev.Kind = kind
 	ev.secondary = secondary

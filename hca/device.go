@@ -255,22 +255,35 @@ func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
 	return d.stages[StageKeyCheck].accept(t, extra)
 }
 
+// qpArg packs a QP's number and a 32-bit value (a producer index, a WQE
+// counter) into an event's Arg; eventQP and uint32(ev.Arg) take them apart.
+func qpArg(qp *QP, v uint32) int64 { return int64(qp.Num)<<32 | int64(v) }
+
+// eventQP returns the QP an event's Arg names (qpArg).
+func (d *Device) eventQP(ev *components.Event) *QP {
+	qp := d.qpByNum(uint32(uint64(ev.Arg) >> 32))
+	if qp == nil {
+		panic(fmt.Sprintf("hca: %s: event kind %d names no QP (arg %#x)", d.Name, ev.Kind, ev.Arg))
+	}
+	return qp
+}
+
 // HandleEvent implements components.EventHandler.
 func (d *Device) HandleEvent(ev *components.Event) {
 	switch ev.Kind {
 	case evStageEdge:
 		d.stageEdge(int(ev.Port), ev.Arg)
 	case evDoorbell:
-		d.doorbell(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
+		d.doorbell(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
 	case evWQEFetched:
-		d.wqeFetched(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
+		d.wqeFetched(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
 	case evWQEReady:
-		qp := ev.Obj.(*QP)
+		qp := d.eventQP(ev)
 		d.wqeReady(qp)
 	case evRecvDoorbell:
-		d.recvDoorbell(ev.Obj.(*QP), uint32(ev.Arg))
+		d.recvDoorbell(d.eventQP(ev), uint32(ev.Arg))
 	case evRecvFetched:
-		d.recvFetched(ev.Obj.(*QP), uint32(ev.Arg), int(ev.Port))
+		d.recvFetched(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
 	case evSchedule:
 		if d.schedAt == d.s.Now() {
 			d.schedAt = 0
@@ -297,7 +310,7 @@ func (d *Device) HandleEvent(ev *components.Event) {
 			d.OnMemWrite(w.addr, w.n, d.s.Now())
 		}
 	case evTimeout:
-		d.timeout(ev.Obj.(*QP))
+		d.timeout(d.eventQP(ev))
 	default:
 		panic(fmt.Sprintf("hca: %s got event kind %d", d.Name, ev.Kind))
 	}
@@ -572,7 +585,7 @@ func (d *Device) armTimer(qp *QP) {
 	if !qp.timerQueued {
 		qp.timerQueued = true
 		e := d.at(qp.timerDeadline, evTimeout)
-		e.Obj = qp
+		e.Arg = qpArg(qp, 0)
 	}
 }
 
@@ -584,7 +597,7 @@ func (d *Device) timeout(qp *QP) {
 	if now := d.s.Now(); now < qp.timerDeadline {
 		qp.timerQueued = true
 		e := d.at(qp.timerDeadline, evTimeout)
-		e.Obj = qp
+		e.Arg = qpArg(qp, 0)
 		return
 	}
 	qp.timerArmed = false

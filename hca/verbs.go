@@ -302,8 +302,7 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	store := d.cpuPost()
 	bf := wr.Inline && d.Cfg.BlueFlameBytes > 0 && n <= d.Cfg.BlueFlameBytes
 	e := d.at(d.PCIe.MMIO(store), evDoorbell)
-	e.Obj = qp
-	e.Arg = int64(qp.sqPI)
+	e.Arg = qpArg(qp, qp.sqPI)
 	if bf {
 		e.VL = 1
 		e.Port = int32(bbs)
@@ -354,8 +353,7 @@ func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
 	d.Mem.WriteU32(qp.dbr, qp.rqPI&0xffff)
 	store := d.cpuPost()
 	e := d.at(d.PCIe.MMIO(store), evRecvDoorbell)
-	e.Obj = qp
-	e.Arg = int64(qp.rqPI)
+	e.Arg = qpArg(qp, qp.rqPI)
 	return nil
 }
 
@@ -431,8 +429,7 @@ func (d *Device) fetchWQEs(qp *QP, t ib.PS, bfBBs int) {
 		qp.sqFetch += uint32(n)
 		qp.fetchInflight += n
 		e := d.at(done, evWQEFetched)
-		e.Obj = qp
-		e.Arg = int64(start)
+		e.Arg = qpArg(qp, start)
 		e.Port = int32(n)
 	}
 }
@@ -483,7 +480,7 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(w.Index)), components.StrField("queue", "sq"))
 	}
 	e := d.at(last, evWQEReady)
-	e.Obj = qp
+	e.Arg = qpArg(qp, 0)
 	d.fetchWQEs(qp, now, 0)
 }
 
@@ -554,8 +551,7 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		done := d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*RecvWQEBytes)
 		done = d.stages[StageWQEFetch].accept(done, 0)
 		e := d.at(done, evRecvFetched)
-		e.Obj = qp
-		e.Arg = int64(qp.rqFetch)
+		e.Arg = qpArg(qp, qp.rqFetch)
 		e.Port = int32(n)
 		qp.rqFetch += uint32(n)
 		qp.rqInflight += n
