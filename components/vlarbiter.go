@@ -54,6 +54,10 @@ const (
 //     packet is sent while the low table had nothing to send (low was not
 //     being held back, so there is no debt to repay).
 //   - A table entry whose VL the port does not have is simply never ready.
+//
+// A VLArbiter may be copied by value before use: the copies share the
+// read-only tables and keep separate walk state (a switch keeps one copy per
+// output inside its output unit).
 type VLArbiter struct {
 	high, low vlTable
 	// limit is LimitOfHighPriority in 4096-byte units; HighLimitUnbounded = no limit.

@@ -119,11 +119,12 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 		sw.stallOuts.Set(o)
 		return
 	}
-	if !canGrant || sw.cand[o][v].Has(i) {
+	c := v*sw.radix + o
+	if !canGrant || sw.cand[c].Has(i) {
 		return
 	}
-	sw.cand[o][v].Set(i)
-	sw.candInVL[(i*sw.radix+o)*16+v] = int8(inVL)
+	sw.cand[c].Set(i)
+	sw.candInVL[c*sw.radix+i] = int8(inVL)
 	sw.candVLs[o] |= 1 << v
 	sw.touched.Set(o)
 }
@@ -132,7 +133,7 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 // VL v: the credits the downstream port advertised, less those already
 // promised to granted packets that have not reached the wire.
 func (sw *Switch) hasCredits(o, v, blocks int) bool {
-	return sw.ports[o].CreditsAvailable(v)-sw.out[o].pending[v] >= blocks
+	return sw.ports[o].CreditsAvailable(v)-int(sw.out[o].pending[v]) >= blocks
 }
 
 // inputFree reports whether input i has a crossbar connection free by tXbar
@@ -173,7 +174,7 @@ func (sw *Switch) match(t ib.PS) {
 	for o := sw.touched.NextAtOrAfter(0); o >= 0; o = sw.touched.NextAtOrAfter(o + 1) {
 		v := sw.out[o].vlarb.Pick(sw.candVLs[o])
 		chosen[o] = int8(v)
-		set := sw.cand[o][v]
+		set := sw.cand[v*sw.radix+o]
 		if set.Count() >= 2 {
 			sw.out[o].conflicts++
 		}
@@ -221,13 +222,14 @@ func (sw *Switch) match(t ib.PS) {
 		}
 		for m := sw.candVLs[o]; m != 0; m &= m - 1 {
 			v := trailingZeros16(m)
-			set := sw.cand[o][v]
+			c := v*sw.radix + o
+			set := sw.cand[c]
 			for i := set.NextAtOrAfter(0); i >= 0; i = set.NextAtOrAfter(i + 1) {
 				if int(winner[o]) != i || int(chosen[o]) != v {
-					sw.in[i].vls[sw.candInVL[(i*sw.radix+o)*16+v]].arbLosses++
+					sw.in[i].vls[sw.candInVL[c*sw.radix+i]].arbLosses++
 				}
 			}
-			sw.cand[o][v] = components.PortSet{}
+			sw.cand[c] = components.PortSet{}
 		}
 		sw.candVLs[o] = 0
 	}
@@ -252,7 +254,7 @@ func (sw *Switch) match(t ib.PS) {
 // the wire being free. The input buffer is released when the tail has left
 // it, which returns the credits upstream.
 func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
-	inVL := int(sw.candInVL[(i*sw.radix+o)*16+v])
+	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
 	in := &sw.in[i]
 	q := in.vls[inVL]
 	qi := 0
@@ -284,7 +286,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	}
 	sw.inFreeBy[i] = minPS(in.xbarBusy)
 	if v != ib.ManagementVL {
-		out.pending[v] += blocks
+		out.pending[v] += int32(blocks)
 	}
 	out.vlarb.Commit(v, blocks)
 	out.stage = append(out.stage, staged{pkt: pkt, start: start})

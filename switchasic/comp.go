@@ -44,13 +44,14 @@ type Switch struct {
 	req   []components.PortSet // per input: outputs requested this pass
 	grant []int                // per input: output granted this pass, or -1
 
-	// Candidate scratch for one allocation round.
-	cand     [][16]components.PortSet // per output, per output VL: inputs with a sendable packet
-	candVLs  []uint16                 // per output: VLs with a candidate
-	candInVL []int8                   // [(in*radix+out)*16 + outVL]: the input VL holding the candidate
-	touched  components.PortSet       // outputs with candidates this round
-	blocked  []uint16                 // per output: VLs whose candidate lacked credits this round
-	active   components.PortSet       // inputs holding queued packets
+	// Candidate scratch for one allocation round, VL-major so that a
+	// fabric using few VLs keeps it in a few cache lines per switch.
+	cand     []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
+	candVLs  []uint16             // per output: VLs with a candidate
+	candInVL []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate
+	touched  components.PortSet   // outputs with candidates this round
+	blocked  []uint16             // per output: VLs whose candidate lacked credits this round
+	active   components.PortSet   // inputs holding queued packets
 	// everyCycle: a round on every core clock edge (the per-cycle reference).
 	everyCycle bool
 
@@ -120,11 +121,16 @@ type inputVL struct {
 }
 
 // inputUnit is one port's receive side.
+//
+// The scalars come first so that a round's look at an input (nonEmpty, rr,
+// the first VLs' queues) reads one cache line; the struct is padded to 192
+// bytes so that in the switch's slice every unit starts a line.
 type inputUnit struct {
-	vls      [link.MaxVLs]*inputVL
 	nonEmpty uint16  // input VLs with queued packets
-	xbarBusy []ib.PS // per crossbar connection (speedup): when its tail has left
 	rr       int     // input VL to look at first in the next round
+	xbarBusy []ib.PS // per crossbar connection (speedup): when its tail has left
+	vls      [link.MaxVLs]*inputVL
+	_        [24]byte
 }
 
 // staged is a granted packet between the crossbar and the output wire.
@@ -133,20 +139,28 @@ type staged struct {
 	start ib.PS // earliest time the head may go on the wire
 }
 
-// outputUnit is one port's transmit side.
+// outputUnit is one port's transmit side. The fields every grant and send
+// touch fill the first cache line, the per-VL pending counts the second,
+// the VL arbiter (by value, not behind a pointer) the next two; the per-VL
+// stall timers, touched only when a VL stalls, come last. The struct is a
+// multiple of 64 bytes so that every unit in the switch's slice starts a
+// line (TestOutputUnitLayout).
 type outputUnit struct {
-	vlarb       *components.VLArbiter
-	wireFreeEst ib.PS            // when the wire will be free after every granted packet
-	xbarFree    ib.PS            // when the crossbar output connection frees
-	pending     [link.MaxVLs]int // blocks granted but not yet sent, per VL
-	stage       []staged         // granted packets in wire order
-	stageHead   int              // first live element of stage
-	stall       [link.MaxVLs]components.StallTimer
-	stalled     uint16 // VLs in credit stall since the last round
-	conflicts   uint64 // rounds in which two or more inputs requested this output
-	dataBusy    ib.PS  // wire time of data packets sent in the window
+	stage       []staged // granted packets in wire order
+	stageHead   int32    // first live element of stage
+	stalled     uint16   // VLs in credit stall since the last round
+	wireFreeEst ib.PS    // when the wire will be free after every granted packet
+	xbarFree    ib.PS    // when the crossbar output connection frees
 	txPackets   uint64
 	txBlocks    uint64
+
+	pending [link.MaxVLs]int32 // blocks granted but not yet sent, per VL
+
+	dataBusy  ib.PS  // wire time of data packets sent in the window
+	conflicts uint64 // rounds in which two or more inputs requested this output
+	vlarb     components.VLArbiter
+	stall     [link.MaxVLs]components.StallTimer
+	_         [8]byte // to 768 bytes
 }
 
 func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL,
@@ -160,7 +174,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 		out:      make([]outputUnit, n),
 		req:      make([]components.PortSet, n),
 		grant:    make([]int, n),
-		cand:     make([][16]components.PortSet, n),
+		cand:     make([]components.PortSet, 16*n),
 		candVLs:  make([]uint16, n),
 		candInVL: make([]int8, n*n*16),
 		blocked:  make([]uint16, n),
@@ -173,6 +187,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 	sw.allocPS = ib.PS(cfg.AllocCycles) * sw.cycle
 	sw.xbarPS = ib.PS(cfg.XbarCycles) * sw.cycle
 	high, low := cfg.VLArbTables()
+	vlarb := components.NewVLArbiter(high, low, uint8(cfg.VLHighLimit))
 	blocks := cfg.VLBufferBytes / ib.CreditBytes
 	queues := 1
 	if cfg.Queueing == QueueVOQ {
@@ -203,7 +218,9 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 			}
 			in.vls[vl] = q
 		}
-		sw.out[i].vlarb = components.NewVLArbiter(high, low, uint8(cfg.VLHighLimit))
+		// Copies of one arbiter: each output has its own walk state and
+		// all share the read-only tables (one cache line per switch).
+		sw.out[i].vlarb = *vlarb
 		sw.refreshOutput(i)
 	}
 	return sw
@@ -390,7 +407,7 @@ func (sw *Switch) trySend(o int) {
 	out := &sw.out[o]
 	p := sw.ports[o]
 	now := sw.s.Now()
-	for out.stageHead < len(out.stage) {
+	for int(out.stageHead) < len(out.stage) {
 		st := out.stage[out.stageHead]
 		if st.start > now || !p.Idle() {
 			return
@@ -404,10 +421,10 @@ func (sw *Switch) trySend(o int) {
 		out.stage[out.stageHead] = staged{}
 		out.stageHead++
 		switch {
-		case out.stageHead == len(out.stage):
+		case int(out.stageHead) == len(out.stage):
 			out.stage = out.stage[:0]
 			out.stageHead = 0
-		case out.stageHead >= 64 && 2*out.stageHead >= len(out.stage):
+		case out.stageHead >= 64 && 2*int(out.stageHead) >= len(out.stage):
 			// Under saturation the stage never empties (grants run up to
 			// AllocCycles+XbarCycles ahead of the wire): slide it down so it
 			// does not grow without bound.
@@ -418,7 +435,7 @@ func (sw *Switch) trySend(o int) {
 		}
 		tailOut := p.Send(st.pkt)
 		if vl != ib.ManagementVL {
-			out.pending[vl] -= blocks
+			out.pending[vl] -= int32(blocks)
 		}
 		if tailOut > out.wireFreeEst {
 			// A flow-control packet went ahead of this one, so the wire
