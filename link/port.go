@@ -46,12 +46,13 @@ type PortStats struct {
 
 // Port is one end of a link on a device.
 //
-// The fields are ordered by how often events touch them: the first three
+// The fields are ordered by how often events touch them: the first four
 // cache lines hold everything a packet, a flow-control packet or a wire
-// going idle reads or writes, then each VL's state (vl[0] is the only VL of
-// a single-VL fabric), then what only traces and set-up use. A 1,024-host
-// fabric has 6,144 ports and outgrows the caches, so each further line an
-// event touches is a miss (docs/performance-data.md).
+// going idle reads or writes, the next starts with VL 0's state (the only
+// VL of a single-VL fabric), and what only traces and set-up use comes
+// last. A 1,024-host fabric has 6,144 ports and outgrows the caches, so
+// each further line an event touches is a miss (TestPortLayout;
+// docs/performance-data.md).
 type Port struct {
 	sim.HookableBase
 
@@ -63,21 +64,23 @@ type Port struct {
 	timing    Timing
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
-	pool      int    // shared-pool blocks not lent to any VL
-	lendChunk int    // blocks lent at a time: one largest packet
+	Index     int    // port number on the owner
+	vls       int    // data VLs in use (VL15 is always there)
+
+	pool          int   // shared-pool blocks not lent to any VL
+	lendChunk     int   // blocks lent at a time: one largest packet
+	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 
 	Stats PortStats
 
-	vls           int   // data VLs in use (VL15 is always there)
-	fcRefresh     ib.PS // longest interval between FC packets per VL
-	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+	fcRefresh ib.PS    // longest interval between FC packets per VL
+	_         [48]byte // VL 0 starts a cache line
 
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
 	vl [MaxVLs]vlState
 
-	Name  string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
-	Index int    // port number on the owner
+	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
 
 	// Trace scratch, used only when a hook listens.
 	fieldBuf []components.TraceField
