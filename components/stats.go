@@ -13,38 +13,42 @@ import (
 //
 // The histogram has fixed-width buckets: bucket k holds the time spent at
 // levels [k·width, (k+1)·width); the last bucket also holds every level above.
+//
+// The buckets live inside the struct (at most MaxOccupancyBuckets) and the
+// fields a change touches come first, so that a change at a low level reads
+// and writes one 64-byte line when the accumulator starts a line (a switch
+// keeps one per input VL; at 1,024 hosts each further line is a cache miss).
 type Occupancy struct {
-	level    int64   // current level, in the caller's unit (blocks)
-	since    ib.PS   // when level was set
-	start    ib.PS   // start of the accumulation window
-	area     int64   // ∫ level dt over [start, since), unit·ps
-	peak     int64   // largest level seen since start
-	width    int64   // histogram bucket width, in level units
-	buckets  []ib.PS // time spent per bucket over [start, since)
-	overflow bool    // area overflowed int64 (reported by Mean as a panic)
+	level    int64                      // current level, in the caller's unit (blocks)
+	since    ib.PS                      // when level was set
+	area     int64                      // ∫ level dt over [start, since), unit·ps
+	width    int64                      // histogram bucket width, in level units
+	peak     int64                      // largest level seen since start
+	n        int64                      // histogram buckets in use
+	buckets  [MaxOccupancyBuckets]ib.PS // time spent per bucket over [start, since)
+	start    ib.PS                      // start of the accumulation window
+	overflow bool                       // area overflowed int64 (reported by Mean as a panic)
 }
 
+// MaxOccupancyBuckets is the most histogram buckets an Occupancy keeps.
+const MaxOccupancyBuckets = 16
+
 // NewOccupancy returns an accumulator at level 0 from time 0 with nBuckets
-// histogram buckets of width levels each. It panics if nBuckets < 1 or
-// width < 1.
+// histogram buckets of width levels each. It panics if nBuckets is not in
+// [1, MaxOccupancyBuckets] or width < 1.
 func NewOccupancy(nBuckets int, width int64) *Occupancy {
-	if nBuckets < 1 || width < 1 {
-		panic(fmt.Sprintf("components.NewOccupancy: nBuckets %d, width %d, want both >= 1", nBuckets, width))
-	}
-	o := OccupancyOver(make([]ib.PS, nBuckets), width)
+	o := MakeOccupancy(nBuckets, width)
 	return &o
 }
 
-// OccupancyOver returns an accumulator like NewOccupancy's whose histogram
-// lives in buckets (len(buckets) buckets, zeroed), so that a block can keep
-// the accumulator and its buckets inside its own struct, in the cache lines
-// its events already touch. It panics if buckets is empty or width < 1.
-func OccupancyOver(buckets []ib.PS, width int64) Occupancy {
-	if len(buckets) < 1 || width < 1 {
-		panic(fmt.Sprintf("components.OccupancyOver: %d buckets, width %d, want both >= 1", len(buckets), width))
+// MakeOccupancy is NewOccupancy as a value, for a block that keeps the
+// accumulator inside its own struct.
+func MakeOccupancy(nBuckets int, width int64) Occupancy {
+	if nBuckets < 1 || nBuckets > MaxOccupancyBuckets || width < 1 {
+		panic(fmt.Sprintf("components.MakeOccupancy: nBuckets %d, width %d, want 1..%d buckets and width >= 1",
+			nBuckets, width, MaxOccupancyBuckets))
 	}
-	clear(buckets)
-	return Occupancy{width: width, buckets: buckets}
+	return Occupancy{width: width, n: int64(nBuckets)}
 }
 
 // advance accounts the current level up to now.
@@ -62,8 +66,8 @@ func (o *Occupancy) advance(now ib.PS) {
 		o.overflow = true
 	}
 	k := o.level / o.width
-	if k >= int64(len(o.buckets)) {
-		k = int64(len(o.buckets)) - 1
+	if k >= o.n {
+		k = o.n - 1
 	}
 	o.buckets[k] += dt
 	o.since = now
@@ -106,7 +110,7 @@ func (o *Occupancy) Mean(now ib.PS) float64 {
 // The slice is a copy.
 func (o *Occupancy) Histogram(now ib.PS) []ib.PS {
 	o.advance(now)
-	return append([]ib.PS(nil), o.buckets...)
+	return append([]ib.PS(nil), o.buckets[:o.n]...)
 }
 
 // BucketWidth returns the histogram bucket width in level units.
@@ -120,9 +124,7 @@ func (o *Occupancy) ResetWindow(now ib.PS) {
 	o.area = 0
 	o.peak = o.level
 	o.overflow = false
-	for i := range o.buckets {
-		o.buckets[i] = 0
-	}
+	o.buckets = [MaxOccupancyBuckets]ib.PS{}
 }
 
 // StallTimer accumulates the time a condition holds (a VL with packets

@@ -33,6 +33,7 @@ func TestOccupancy(t *testing.T) {
 
 func TestOccupancyPanics(t *testing.T) {
 	assert.Panics(t, func() { NewOccupancy(0, 1) })
+	assert.Panics(t, func() { NewOccupancy(MaxOccupancyBuckets+1, 1) })
 	o := NewOccupancy(1, 1)
 	o.Set(10, 1)
 	assert.Panics(t, func() { o.Set(5, 0) })

@@ -114,10 +114,10 @@ type inputVL struct {
 	slots     []entry
 	qTail     []int32
 	arbLosses uint64 // rounds in which a sendable head lost arbitration
+	_         [8]byte
 
-	occ     components.Occupancy // buffer blocks held (from head arrival to release)
-	occHist [16]ib.PS            // occ's histogram buckets
-	ends    [2 * 16]int32        // qHead and qTail when they fit (fifo, or voq up to radix 16)
+	occ  components.Occupancy // buffer blocks held (from head arrival to release); starts a line
+	ends [2 * 16]int32        // qHead and qTail when they fit (fifo, or voq up to radix 16)
 }
 
 // inputUnit is one port's receive side.
@@ -212,7 +212,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 				ends = make([]int32, 2*queues)
 			}
 			q.qHead, q.qTail = ends[:queues:queues], ends[queues:2*queues]
-			q.occ = components.OccupancyOver(q.occHist[:], int64(max(1, (blocks+15)/16)))
+			q.occ = components.MakeOccupancy(16, int64(max(1, (blocks+15)/16)))
 			for k := range q.qHead {
 				q.qHead[k], q.qTail[k] = -1, -1
 			}
