@@ -26,8 +26,10 @@ func init() { subcommands["bench"] = benchMain }
 
 // benchMain runs the benchmark design points of configs/bench, each in a
 // child process so that its peak memory is its own, prints per benchmark the
-// wall time, simulated time, events, 64-byte block-hops and packets per
-// wall-second and peak memory, and appends one row per benchmark to a CSV.
+// wall time, the child's CPU time (user + sys: on a shared machine wall time
+// also counts other tenants), simulated time, events, 64-byte block-hops and
+// packets per wall-second and peak memory, and appends one row per benchmark
+// to a CSV.
 //
 //	hcasim bench [--csv FILE] [--set key=value]... [NAME...]
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -52,7 +54,10 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	t := tablewriter.NewTable(stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("benchmark", "wall_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib")
+	t.Header("benchmark", "wall_s", "cpu_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib")
+	if err := checkCSVHeader(*csvPath); err != nil {
+		return fail(stderr, err)
+	}
 	var rows [][]string
 	code := 0
 	for _, name := range names {
@@ -78,7 +83,8 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // runBench runs one benchmark in a child process and returns its CSV row:
-// date, version, name, wall, sim time, events, block-hops/s, packets/s, MiB.
+// date, version, name, wall, CPU, sim time, events, block-hops/s, packets/s,
+// MiB.
 func runBench(self, name string, sets []string) ([]string, error) {
 	args := []string{"-config", name, "--format", "json", "--quiet"}
 	for _, s := range sets {
@@ -108,6 +114,7 @@ func runBench(self, name string, sets []string) ([]string, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rssKiB = ru.Maxrss // kilobytes on Linux
 	}
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	packets := num("packets_delivered")
 	if packets == 0 {
 		packets = num("packets")
@@ -119,24 +126,46 @@ func runBench(self, name string, sets []string) ([]string, error) {
 	}
 	return []string{
 		time.Now().UTC().Format(time.RFC3339), revision(), strings.TrimSuffix(filepath.Base(name), ".yaml"),
-		f(wall), f(num("sim_time_ns")), f(num("events")),
+		f(wall), f(cpu), f(num("sim_time_ns")), f(num("events")),
 		f(num("block_hops") / simWall), f(packets / simWall), f(float64(rssKiB) / 1024),
 	}, nil
 }
 
-var benchCSVHeader = []string{"date", "commit", "benchmark", "wall_s", "sim_time_ns", "events",
+var benchCSVHeader = []string{"date", "commit", "benchmark", "wall_s", "cpu_s", "sim_time_ns", "events",
 	"block_hops_per_s", "packets_per_s", "peak_mem_mib"}
+
+// checkCSVHeader refuses to append to an existing CSV whose header is not
+// this version's (rows would not line up with their columns).
+func checkCSVHeader(path string) error {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return userErrorf("--csv %s: %v", path, err)
+	}
+	defer f.Close()
+	head, err := csv.NewReader(f).Read()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil || strings.Join(head, ",") != strings.Join(benchCSVHeader, ",") {
+		return userErrorf("--csv %s: its header is not %q (written by another hcasim version?); name a new file",
+			path, strings.Join(benchCSVHeader, ","))
+	}
+	return nil
+}
 
 // appendCSV appends rows to path, writing the header if the file is new, so
 // trends show across commits.
 func appendCSV(path string, rows [][]string) error {
-	_, statErr := os.Stat(path)
+	st, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	if os.IsNotExist(statErr) {
+	if os.IsNotExist(statErr) || statErr == nil && st.Size() == 0 {
 		_ = w.Write(benchCSVHeader)
 	}
 	for _, r := range rows {

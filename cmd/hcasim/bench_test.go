@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary stand in for hcasim when hcasim bench runs
+// itself as a child process (os.Executable is the test binary here).
+func TestMain(m *testing.M) {
+	if os.Getenv("HCASIM_TEST_AS_CLI") == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestBench: hcasim bench runs a benchmark in a child process, prints its
+// row and appends it to the CSV under one header; a second run appends a
+// second row. The figures come from the child: events and block-hops are
+// the run's own (positive), CPU time is the child's rusage, and
+// block_hops_per_s is block_hops over the run's wall time, so it is
+// positive and finite.
+func TestBench(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	csvPath := filepath.Join(t.TempDir(), "bench.csv")
+	args := []string{"bench", "switch16-uniform-50", "--set", "workload.warmup_ns=1000",
+		"--set", "workload.measure_ns=2000", "--csv", csvPath}
+	for i := 0; i < 2; i++ {
+		code, out, errOut := run(args...)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "switch16-uniform-50")
+	}
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 3, "header and two rows")
+	assert.Equal(t, benchCSVHeader, rows[0])
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, r := range rows[1:] {
+		assert.Equal(t, "switch16-uniform-50", r[col["benchmark"]])
+		for _, k := range []string{"wall_s", "cpu_s", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib"} {
+			v, err := strconv.ParseFloat(r[col[k]], 64)
+			require.NoError(t, err, k)
+			assert.Greater(t, v, 0.0, k)
+		}
+	}
+}
+
+// TestBenchCSVHeaderMismatch: appending to a CSV another version wrote
+// (a different header) is a user error, exit 2, one line naming the file.
+func TestBenchCSVHeaderMismatch(t *testing.T) {
+	old := filepath.Join(t.TempDir(), "old.csv")
+	require.NoError(t, os.WriteFile(old, []byte("date,commit,benchmark,wall_s,sim_time_ns\n"), 0o644))
+	code, _, errOut := run("bench", "switch16-uniform-50", "--csv", old)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, old)
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+}
