@@ -56,30 +56,24 @@ func (sw *Switch) allocationRound(t ib.PS) {
 // credits again or no ready packet is left.
 func (sw *Switch) collectCandidates(t ib.PS) {
 	tXbar := t + sw.allocPS
-	var freeOuts components.PortSet
-	for o := 0; o < sw.radix; o++ {
-		if sw.outputFree(o, t) {
-			freeOuts.Set(o)
-		}
-	}
+	// Which outputs are free is asked lazily, once per output and round:
+	// testing all of them read every output's port (a cache miss each in a
+	// large fabric) although a round usually wants one or two.
+	of := outputsFree{sw: sw, t: t}
 	stalled := sw.stallOuts
-	var watchFree components.PortSet
-	for w := range watchFree {
-		watchFree[w] = freeOuts[w] | stalled[w]
-	}
-	if !watchFree.Any() {
+	if !stalled.Any() && !of.any() {
 		return
 	}
 	for i := sw.active.NextAtOrAfter(0); i >= 0; i = sw.active.NextAtOrAfter(i + 1) {
 		in := &sw.in[i]
 		inFree := sw.inputFree(i, tXbar)
-		watch := &stalled
-		if inFree {
-			watch = &watchFree
-		}
-		if !watch.Any() {
+		// The outputs whose heads are looked at: free or stalled ones from
+		// a free input, only stalled ones from a busy input. From a free
+		// input that set is never empty (the early return above).
+		if !inFree && !stalled.Any() {
 			continue
 		}
+		watched := func(o int) bool { return stalled.Has(o) || inFree && of.has(o) }
 		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):
 		// rotating the mask right by in.rr puts VL in.rr at bit 0.
 		for m := bits.RotateLeft16(in.nonEmpty, -in.rr); m != 0; m &= m - 1 {
@@ -87,21 +81,48 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			q := in.vls[vl]
 			if len(q.qHead) == 1 {
 				o := int(q.slots[q.qHead[0]].out)
-				if watch.Has(o) {
-					sw.consider(i, vl, q, q.qHead[0], t, inFree && freeOuts.Has(o))
+				if watched(o) {
+					sw.consider(i, vl, q, q.qHead[0], t, inFree && of.has(o))
 				}
 				continue
 			}
-			var set components.PortSet
-			for w := range set {
-				set[w] = q.voqNonEmpty[w] & watch[w]
-			}
-			for o := set.NextAtOrAfter(0); o >= 0; o = set.NextAtOrAfter(o + 1) {
-				sw.consider(i, vl, q, q.qHead[o], t, inFree && freeOuts.Has(o))
+			for o := q.voqNonEmpty.NextAtOrAfter(0); o >= 0; o = q.voqNonEmpty.NextAtOrAfter(o + 1) {
+				if watched(o) {
+					sw.consider(i, vl, q, q.qHead[o], t, inFree && of.has(o))
+				}
 			}
 		}
 		in.rr = (in.rr + 1) & 15
 	}
+}
+
+// outputsFree answers outputFree for one round, evaluating each output at
+// most once and only when asked.
+type outputsFree struct {
+	sw          *Switch
+	t           ib.PS
+	known, free components.PortSet
+}
+
+// has reports whether output o can take a packet granted this round.
+func (f *outputsFree) has(o int) bool {
+	if !f.known.Has(o) {
+		f.known.Set(o)
+		if f.sw.outputFree(o, f.t) {
+			f.free.Set(o)
+		}
+	}
+	return f.free.Has(o)
+}
+
+// any reports whether some output is free, stopping at the first.
+func (f *outputsFree) any() bool {
+	for o := 0; o < f.sw.radix; o++ {
+		if f.has(o) {
+			return true
+		}
+	}
+	return false
 }
 
 // consider makes the queued packet in slot k of input i, VL inVL a candidate
