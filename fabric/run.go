@@ -256,8 +256,8 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 
 func peakBytes(p *link.Port) int {
 	peak := 0
-	for _, b := range p.Stats.RxPeakBlocks {
-		peak = max(peak, b)
+	for vl := range link.MaxVLs {
+		peak = max(peak, p.RxPeakBlocks(vl))
 	}
 	return peak * ib.CreditBytes
 }

@@ -8,23 +8,21 @@ import (
 )
 
 // TestPortLayout: what packet, flow-control and wire-idle events touch lies
-// in the port's first four cache lines, and VL 0's state starts the fifth
-// (a Port's size class is a multiple of 64 bytes, so lines are the struct's
+// in the port's first three cache lines and VL 0's state is the fourth (a
+// Port's size class is a multiple of 64 bytes, so lines are the struct's
 // own). Performance only (docs/performance-data.md measures the misses).
 func TestPortLayout(t *testing.T) {
 	var p Port
 	end := func(off, size uintptr) uintptr { return off + size }
 	st := unsafe.Offsetof(p.Stats)
 	for name, e := range map[string]uintptr{
-		"busyUntil":             end(unsafe.Offsetof(p.busyUntil), 8),
-		"Index":                 end(unsafe.Offsetof(p.Index), 8),
-		"vls":                   end(unsafe.Offsetof(p.vls), 8),
-		"fcMinInterval":         end(unsafe.Offsetof(p.fcMinInterval), 8),
-		"Stats.RxPackets":       end(st+unsafe.Offsetof(p.Stats.RxPackets), 8),
-		"Stats.RxPeakBlocks[0]": end(st+unsafe.Offsetof(p.Stats.RxPeakBlocks), 8),
+		"busyUntil":       end(unsafe.Offsetof(p.busyUntil), 8),
+		"lendChunk":       end(unsafe.Offsetof(p.lendChunk), 8),
+		"fcMinInterval":   end(unsafe.Offsetof(p.fcMinInterval), 8),
+		"Stats.RxPackets": end(st+unsafe.Offsetof(p.Stats.RxPackets), 8),
 	} {
-		assert.LessOrEqual(t, e, uintptr(4*64), name)
+		assert.LessOrEqual(t, e, uintptr(3*64), name)
 	}
-	assert.Equal(t, uintptr(0), unsafe.Offsetof(p.vl)%64, "vl[0] starts a line")
-	assert.Zero(t, unsafe.Sizeof(p.vl[0])%16)
+	assert.Equal(t, uintptr(3*64), unsafe.Offsetof(p.vl), "vl[0] is the fourth line")
+	assert.LessOrEqual(t, unsafe.Sizeof(p.vl[0]), uintptr(64))
 }

@@ -35,22 +35,21 @@ const (
 
 // PortStats are a port's counters.
 type PortStats struct {
-	DataPackets  uint64 // data packets sent
-	DataBytes    uint64 // data packet wire bytes sent
-	DataBlocks   uint64 // 64-byte blocks of the data packets sent (a packet's credits)
-	FCPackets    uint64 // flow-control packets sent
-	BusyPS       ib.PS  // time the outgoing wire carried bits (data + FC)
-	RxPackets    uint64 // data packets whose head arrived
-	RxPeakBlocks [MaxVLs]int
+	DataPackets uint64 // data packets sent
+	DataBytes   uint64 // data packet wire bytes sent
+	DataBlocks  uint64 // 64-byte blocks of the data packets sent (a packet's credits)
+	FCPackets   uint64 // flow-control packets sent
+	BusyPS      ib.PS  // time the outgoing wire carried bits (data + FC)
+	RxPackets   uint64 // data packets whose head arrived
 }
 
 // Port is one end of a link on a device.
 //
-// The fields are ordered by how often events touch them: the first four
+// The fields are ordered by how often events touch them: the first three
 // cache lines hold everything a packet, a flow-control packet or a wire
-// going idle reads or writes, the next starts with VL 0's state (the only
-// VL of a single-VL fabric), and what only traces and set-up use comes
-// last. A 1,024-host fabric has 6,144 ports and outgrows the caches, so
+// going idle reads or writes, the fourth starts with VL 0's state (the only
+// VL of a single-VL fabric), and what only timers, traces and set-up use
+// comes last. A 1,024-host fabric has 6,144 ports and outgrows the caches, so
 // each further line an event touches is a miss (TestPortLayout;
 // docs/performance-data.md).
 type Port struct {
@@ -64,21 +63,19 @@ type Port struct {
 	timing    Timing
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
-	Index     int    // port number on the owner
-	vls       int    // data VLs in use (VL15 is always there)
+	pool      int    // shared-pool blocks not lent to any VL
+	lendChunk int    // blocks lent at a time: one largest packet
 
-	pool          int   // shared-pool blocks not lent to any VL
-	lendChunk     int   // blocks lent at a time: one largest packet
+	Index         int32 // port number on the owner
+	vls           int32 // data VLs in use (VL15 is always there)
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
-
-	Stats PortStats
-
-	fcRefresh ib.PS    // longest interval between FC packets per VL
-	_         [48]byte // VL 0 starts a cache line
+	Stats         PortStats
 
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
 	vl [MaxVLs]vlState
+
+	fcRefresh ib.PS // longest interval between FC packets per VL
 
 	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
 
@@ -98,6 +95,7 @@ type vlState struct {
 	rx     credit.Receiver // this port's receive buffer on this VL
 	fcLast ib.PS           // when the last flow-control packet for the VL left
 	lent   int             // shared-pool blocks lent to the VL
+	rxPeak int             // most blocks the receive buffer has held
 }
 
 // PortConfig sizes a port.
@@ -119,7 +117,7 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 	if cfg.VLs < 1 || cfg.VLs > 15 {
 		panic(fmt.Sprintf("link: port %s with %d VLs", name, cfg.VLs))
 	}
-	p := &Port{Name: name, Index: index, Owner: owner, s: s, vls: cfg.VLs,
+	p := &Port{Name: name, Index: int32(index), Owner: owner, s: s, vls: int32(cfg.VLs),
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
@@ -144,7 +142,7 @@ func Connect(a, b *Port, t Timing) {
 	}
 	a.peer, b.peer = b, a
 	a.timing, b.timing = t, t
-	for vl := 0; vl < a.vls; vl++ {
+	for vl := 0; vl < int(a.vls); vl++ {
 		a.vl[vl].tx = credit.NewSender(b.vl[vl].rx.Capacity())
 		b.vl[vl].tx = credit.NewSender(a.vl[vl].rx.Capacity())
 	}
@@ -175,7 +173,11 @@ func (p *Port) Timing() Timing { return p.timing }
 func (p *Port) FCRefresh() ib.PS { return p.fcRefresh }
 
 // VLs returns the number of data VLs.
-func (p *Port) VLs() int { return p.vls }
+func (p *Port) VLs() int { return int(p.vls) }
+
+// RxPeakBlocks returns the most 64-byte blocks VL vl's receive buffer has
+// held since the port was made.
+func (p *Port) RxPeakBlocks(vl int) int { return p.vl[vl].rxPeak }
 
 // Idle reports whether the outgoing wire is free now.
 func (p *Port) Idle() bool { return p.s.Now() >= p.busyUntil && p.fcPending == 0 }
@@ -210,7 +212,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	}
 	vl := int(pkt.VL)
 	if vl != ib.ManagementVL {
-		if vl >= p.vls {
+		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
 		}
 		p.vl[vl].tx.Send(pkt.Credits())
@@ -270,7 +272,7 @@ func (p *Port) Release(vl int, blocks int) {
 // othersShort reports whether a data VL other than vl holds packets and has
 // no room for another largest packet.
 func (p *Port) othersShort(vl int) bool {
-	for v := 0; v < p.vls; v++ {
+	for v := 0; v < int(p.vls); v++ {
 		if v != vl && p.vl[v].rx.Used() > 0 && p.vl[v].rx.Free() < p.lendChunk {
 			return true
 		}
@@ -300,7 +302,7 @@ func (p *Port) lend(vl int) {
 // lendToWaiting offers returned pool blocks to VLs that are short of room
 // and hold packets (so their sender has more to send), lowest VL first.
 func (p *Port) lendToWaiting() {
-	for vl := 0; vl < p.vls && p.pool > 0; vl++ {
+	for vl := 0; vl < int(p.vls) && p.pool > 0; vl++ {
 		if p.vl[vl].rx.Used() > 0 && p.vl[vl].rx.Free() < p.lendChunk {
 			p.lend(vl)
 		}
@@ -370,8 +372,8 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		vl := int(pkt.VL)
 		if vl != ib.ManagementVL {
 			p.vl[vl].rx.Receive(pkt.Credits())
-			if u := p.vl[vl].rx.Used(); u > p.Stats.RxPeakBlocks[vl] {
-				p.Stats.RxPeakBlocks[vl] = u
+			if u := p.vl[vl].rx.Used(); u > p.vl[vl].rxPeak {
+				p.vl[vl].rxPeak = u
 			}
 			if p.pool > 0 {
 				p.lend(vl)
@@ -413,7 +415,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		// Every VL gets a flow-control packet each refresh period, changed
 		// or not, so a lost update can never leave a sender starved longer
 		// than one period plus a packet's wire time.
-		for vl := 0; vl < p.vls; vl++ {
+		for vl := 0; vl < int(p.vls); vl++ {
 			p.fcPending |= 1 << vl
 		}
 		if p.fcPending != 0 && p.s.Now() >= p.busyUntil {

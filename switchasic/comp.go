@@ -253,7 +253,7 @@ func (sw *Switch) ceilCycle(t ib.PS) ib.PS {
 // (store-and-forward), and the packet may take part in allocation RouteCycles
 // later.
 func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
-	i := p.Index
+	i := int(p.Index)
 	inVL := int(pkt.VL)
 	blocks := pkt.Credits()
 	sw.counters.Received++
@@ -354,7 +354,7 @@ func (sw *Switch) dequeue(i, inVL, qi int) entry {
 // arrived. A staged packet may go now, and a VL stalled on credits may now
 // win an allocation.
 func (sw *Switch) PortReady(p *link.Port) {
-	o := p.Index
+	o := int(p.Index)
 	sw.trySend(o)
 	// Credits arrived (or the wire freed): a VL stalled on credits may go.
 	// A flow-control packet that delayed the wire already moved the
