@@ -63,10 +63,10 @@ type Port struct {
 	timing    Timing
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
+	Index     int32  // port number on the owner
 	pool      int    // shared-pool blocks not lent to any VL
 	lendChunk int    // blocks lent at a time: one largest packet
 
-	Index         int32 // port number on the owner
 	vls           int32 // data VLs in use (VL15 is always there)
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 	Stats         PortStats

@@ -290,7 +290,9 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
-	sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, o, "")
+	if sw.NumHooks() > 0 { // before the arguments: p.Name is in the port's cold lines
+		sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, o, "")
+	}
 	// The first round that can take it: ready, and its input has a crossbar
 	// connection free (a grant skips waking a now-empty input, so this is
 	// the input's wake-up too).
