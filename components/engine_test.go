@@ -24,12 +24,10 @@ func TestEngineOrder(t *testing.T) {
 	h := handlerFunc(func(ev *Event) { got = append(got, ev.Arg) })
 	s := NewSim()
 	var want []sched
-	r := uint64(88172645463325252)
+	rng := xorshift(88172645463325252)
 	for i := 0; i < 5000; i++ {
-		// xorshift64: a fixed sequence; 50 distinct times, so many ties.
-		r ^= r << 13
-		r ^= r >> 7
-		r ^= r << 17
+		// A fixed sequence; 50 distinct times, so many ties.
+		r := rng.next()
 		w := sched{at: ib.PS(r % 50), late: (r>>20)%2 == 0, arg: int64(i)}
 		if w.late {
 			s.ScheduleLate(w.at, h, 1).Arg = w.arg
@@ -49,6 +47,16 @@ func TestEngineOrder(t *testing.T) {
 			break
 		}
 	}
+}
+
+// xorshift is a xorshift64 generator: a fixed sequence for each seed.
+type xorshift uint64
+
+func (x *xorshift) next() uint64 {
+	*x ^= *x << 13
+	*x ^= *x >> 7
+	*x ^= *x << 17
+	return uint64(*x)
 }
 
 type handlerFunc func(ev *Event)
@@ -89,17 +97,12 @@ func BenchmarkEngine(b *testing.B) {
 // queue length stays constant.
 type spreader struct {
 	s     *Sim
-	rng   uint64
+	rng   xorshift
 	left  int
 	fixed bool
 }
 
-func (h *spreader) next() uint64 {
-	h.rng ^= h.rng << 13
-	h.rng ^= h.rng >> 7
-	h.rng ^= h.rng << 17
-	return h.rng
-}
+func (h *spreader) next() uint64 { return h.rng.next() }
 
 // fabricDelays are typical constant delays of a 2 m NDR link, in ps: cable
 // latency, 1 KiB and 6-byte serialization, latency plus FC packet, a
@@ -135,13 +138,8 @@ func TestEngineOrderDynamic(t *testing.T) {
 	var got []rec
 	s := NewSim()
 	var scheduled int64
-	r := uint64(88172645463325252)
-	rnd := func() uint64 {
-		r ^= r << 13
-		r ^= r >> 7
-		r ^= r << 17
-		return r
-	}
+	rng := xorshift(88172645463325252)
+	rnd := rng.next
 	var h handlerFunc
 	schedule := func() {
 		// Frequent delays (a fabric's constants) and a long tail of rare
