@@ -79,16 +79,16 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 		for m := bits.RotateLeft16(in.nonEmpty, -in.rr); m != 0; m &= m - 1 {
 			vl := (in.rr + bits.TrailingZeros16(m)) & 15
 			q := in.vls[vl]
-			if len(q.qHead) == 1 {
-				o := int(q.slots[q.qHead[0]].out)
+			if len(q.ends) == 1 {
+				o := int(q.slots[q.ends[0].head].out)
 				if watched(o) {
-					sw.consider(i, vl, q, q.qHead[0], t, inFree && of.has(o))
+					sw.consider(i, vl, q, q.ends[0].head, t, inFree && of.has(o))
 				}
 				continue
 			}
 			for o := q.voqNonEmpty.NextAtOrAfter(0); o >= 0; o = q.voqNonEmpty.NextAtOrAfter(o + 1) {
 				if watched(o) {
-					sw.consider(i, vl, q, q.qHead[o], t, inFree && of.has(o))
+					sw.consider(i, vl, q, q.ends[o].head, t, inFree && of.has(o))
 				}
 			}
 		}
@@ -279,7 +279,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	in := &sw.in[i]
 	q := in.vls[inVL]
 	qi := 0
-	if len(q.qHead) > 1 {
+	if len(q.ends) > 1 {
 		qi = o
 	}
 	e := sw.dequeue(i, inVL, qi)

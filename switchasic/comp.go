@@ -101,24 +101,28 @@ type entry struct {
 // voq mode.
 //
 // An inputVL is one allocation: its queue ends (fifo, or voq up to radix
-// 16) and its occupancy accumulator and histogram sit inside the struct, so
-// a packet's arrival, release and allocation rounds touch a few cache lines
-// of one object rather than five scattered allocations (at 1,024 hosts the
-// model outgrows the caches and every scattered line is a miss).
+// 16; each queue's head and tail side by side) and its occupancy
+// accumulator and histogram sit inside the struct, so a packet's arrival,
+// release and allocation rounds touch a few cache lines of one object
+// rather than five scattered allocations (at 1,024 hosts the model outgrows
+// the caches and every scattered line is a miss).
 type inputVL struct {
 	// First line: what every allocation round reads of a non-empty VL.
 	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
-	qHead       []int32            // per queue (1 for fifo, radix for voq): first entry or -1
+	ends        []qEnds            // per queue (1 for fifo, radix for voq): first and last entry
 	free        int32              // free slot list, -1 = none
 
 	slots     []entry
-	qTail     []int32
-	arbLosses uint64 // rounds in which a sendable head lost arbitration
-	_         [8]byte
+	arbLosses uint64    // rounds in which a sendable head lost arbitration
+	inline    [16]qEnds // ends when they fit (fifo, or voq up to radix 16)
+	_         [32]byte
 
-	occ  components.Occupancy // buffer blocks held (from head arrival to release); starts a line
-	ends [2 * 16]int32        // qHead and qTail when they fit (fifo, or voq up to radix 16)
+	occ components.Occupancy // buffer blocks held (from head arrival to release); starts a line
 }
+
+// qEnds are one queue's first and last entries (slot indexes), -1 when the
+// queue is empty; a queue's two ends share a cache line.
+type qEnds struct{ head, tail int32 }
 
 // inputUnit is one port's receive side.
 //
@@ -207,14 +211,13 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 				continue
 			}
 			q := &inputVL{free: -1}
-			ends := q.ends[:]
-			if 2*queues > len(ends) {
-				ends = make([]int32, 2*queues)
+			q.ends = q.inline[:min(queues, len(q.inline)):len(q.inline)]
+			if queues > len(q.inline) {
+				q.ends = make([]qEnds, queues)
 			}
-			q.qHead, q.qTail = ends[:queues:queues], ends[queues:2*queues]
 			q.occ = components.MakeOccupancy(16, int64(max(1, (blocks+15)/16)))
-			for k := range q.qHead {
-				q.qHead[k], q.qTail[k] = -1, -1
+			for k := range q.ends {
+				q.ends[k] = qEnds{-1, -1}
 			}
 			in.vls[vl] = q
 		}
@@ -314,16 +317,17 @@ func (sw *Switch) enqueue(i, inVL int, e entry) {
 		q.slots = append(q.slots, e)
 	}
 	qi := 0
-	if len(q.qHead) > 1 {
+	if len(q.ends) > 1 {
 		qi = int(e.out)
 		q.voqNonEmpty.Set(qi)
 	}
-	if q.qTail[qi] < 0 {
-		q.qHead[qi] = k
+	qe := &q.ends[qi]
+	if qe.tail < 0 {
+		qe.head = k
 	} else {
-		q.slots[q.qTail[qi]].next = k
+		q.slots[qe.tail].next = k
 	}
-	q.qTail[qi] = k
+	qe.tail = k
 	in.nonEmpty |= 1 << inVL
 	sw.active.Set(i)
 }
@@ -332,18 +336,19 @@ func (sw *Switch) enqueue(i, inVL int, e entry) {
 func (sw *Switch) dequeue(i, inVL, qi int) entry {
 	in := &sw.in[i]
 	q := in.vls[inVL]
-	k := q.qHead[qi]
+	qe := &q.ends[qi]
+	k := qe.head
 	e := q.slots[k]
-	q.qHead[qi] = e.next
+	qe.head = e.next
 	if e.next < 0 {
-		q.qTail[qi] = -1
-		if len(q.qHead) > 1 {
+		qe.tail = -1
+		if len(q.ends) > 1 {
 			q.voqNonEmpty.Clear(qi)
 		}
 	}
 	q.slots[k] = entry{next: q.free}
 	q.free = k
-	if q.qHead[0] < 0 && !q.voqNonEmpty.Any() {
+	if len(q.ends) == 1 && qe.head < 0 || len(q.ends) > 1 && !q.voqNonEmpty.Any() {
 		in.nonEmpty &^= 1 << inVL
 		if in.nonEmpty == 0 {
 			sw.active.Clear(i)

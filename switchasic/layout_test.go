@@ -26,11 +26,14 @@ func TestOutputUnitLayout(t *testing.T) {
 	assert.Equal(t, uintptr(64), unsafe.Offsetof(u.pending))
 }
 
-// TestInputVLLayout: an input VL's round fields fill its first line, its
-// occupancy accumulator starts a line, and it is a whole number of lines.
+// TestInputVLLayout: an input VL's round fields fill its first line, a
+// queue's head and tail share a line, its occupancy accumulator starts a
+// line, and it is a whole number of lines.
 func TestInputVLLayout(t *testing.T) {
 	var q inputVL
 	assert.LessOrEqual(t, unsafe.Offsetof(q.free)+4, uintptr(64))
+	assert.Equal(t, uintptr(8), unsafe.Sizeof(qEnds{}))
+	assert.Zero(t, unsafe.Offsetof(q.inline)%8)
 	assert.Zero(t, unsafe.Offsetof(q.occ)%64, "occ at %d", unsafe.Offsetof(q.occ))
 	assert.Zero(t, unsafe.Sizeof(q)%64, "size %d", unsafe.Sizeof(q))
 }
