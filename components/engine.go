@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -65,7 +66,6 @@ type Engine struct {
 	tree      [numLanes]uint8     // tournament tree: tree[1] is the lane with the least head, tree[k] the least of its two children
 	laneTable [laneBuckets]bucket // delay → lane hints
 	lanes     [numLanes]lane
-	sink      uint8 // see touchNext
 }
 
 // numLanes is the number of fixed-delay FIFOs (see Engine); a power of two.
@@ -364,11 +364,12 @@ func (e *Engine) Run() error {
 	return nil
 }
 
-// touchNext reads one byte of the event now first in the queue (usually the
-// next to run), so that in a large model, where the event has long left the
-// caches, its cache miss overlaps with the work of the event being
-// dispatched rather than stalling the next dispatch. The byte goes to a
-// field nobody reads, so the compiler keeps the load.
+// touchNext reads the event now first in the queue (usually the next to
+// run) and prefetches its packet and its target, so that in a large model,
+// where all three have long left the caches, their misses overlap with the
+// work of the event being dispatched rather than stalling the next
+// dispatch. Prefetches are hints (components/prefetch_*.go): they change no
+// result.
 func (e *Engine) touchNext() {
 	var ev sim.Event
 	switch {
@@ -384,9 +385,20 @@ func (e *Engine) touchNext() {
 		return
 	}
 	if ke, ok := ev.(*Event); ok {
-		e.sink += ke.Kind
+		// Reading the event waits for its line; the lines its handler will
+		// read first (its target's and its packet's) are then only
+		// requested, so they arrive while the current event runs.
+		if ke.Pkt != nil {
+			prefetch(uintptr(unsafe.Pointer(ke.Pkt)))
+		}
+		prefetch(uintptr((*ifaceWords)(unsafe.Pointer(&ke.target)).data))
 	}
 }
+
+// ifaceWords is the two-word layout of a Go interface value; touchNext
+// reads its data word only as a prefetch address (a hint that cannot fault
+// or change a result).
+type ifaceWords struct{ tab, data unsafe.Pointer }
 
 // Pause implements sim.Engine: Run returns after the current event.
 func (e *Engine) Pause() { e.paused.Store(true) }

@@ -20,3 +20,16 @@ func TestOccupancyLayout(t *testing.T) {
 	var o Occupancy
 	assert.LessOrEqual(t, unsafe.Offsetof(o.buckets)+2*8, uintptr(64))
 }
+
+// TestIfaceWords: touchNext prefetches an event's target through the data
+// word of its interface value; if Go ever laid interfaces out differently
+// the prefetch would only miss its mark, but this test would say so.
+func TestIfaceWords(t *testing.T) {
+	target := &spreaderTarget{}
+	var h EventHandler = target
+	assert.Equal(t, unsafe.Pointer(target), (*ifaceWords)(unsafe.Pointer(&h)).data)
+}
+
+type spreaderTarget struct{ n int }
+
+func (s *spreaderTarget) HandleEvent(*Event) { s.n++ }

@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package components
+
+// prefetch is a no-op where no prefetch instruction is wired up.
+func prefetch(addr uintptr) {}
