@@ -61,7 +61,7 @@ type Engine struct {
 	handlers []sim.SimulationEndHandler
 
 	laneDelay [numLanes]uint64    // per lane: delay<<1 | late flag of its events
-	laneHead  [numLanes]laneHead  // per lane: its first event's order key; idle lanes sort last
+	laneHead  [numLanes]orderKey  // per lane: its first event's order key; idle lanes sort last
 	laneBusy  uint64              // lanes holding events
 	tree      [numLanes]uint8     // tournament tree: tree[1] is the lane with the least head, tree[k] the least of its two children
 	laneTable [laneBuckets]bucket // delay → lane hints
@@ -83,13 +83,20 @@ type bucket struct {
 }
 
 // idleHead sorts after every real event.
-var idleHead = laneHead{at: math.MaxInt64, key: math.MaxUint64}
+var idleHead = orderKey{at: math.MaxInt64, key: math.MaxUint64}
 
-// laneHead is the order key of a lane's first event, kept densely so that
+// orderKey is where an event sorts: by picosecond, then key. key packs the
+// tie-breaks into one integer: the late flag in the top bit (late events of
+// a picosecond after the others), then the scheduling sequence number (FIFO
+// among equals). Lane heads are kept as a dense array of them so that
 // finding the next event reads one array.
-type laneHead struct {
+type orderKey struct {
 	at  ib.PS
 	key uint64
+}
+
+func (a *orderKey) less(b *orderKey) bool {
+	return a.at < b.at || (a.at == b.at && a.key < b.key)
 }
 
 // lane is a FIFO ring of events that share one delay and late flag.
@@ -112,21 +119,14 @@ func (l *lane) push(x heapEntry) {
 }
 
 // heapEntry is one queued event: 32 bytes, so that a node's four children
-// span two cache lines. key packs the tie-breaks into one integer: the late
-// flag in the top bit (late events of a picosecond after the others), then
-// the scheduling sequence number (FIFO among equals).
+// span two cache lines.
 type heapEntry struct {
-	at  ib.PS
-	key uint64
-	ev  sim.Event
+	orderKey
+	ev sim.Event
 }
 
-// lateBit marks a late (secondary) event in heapEntry.key.
+// lateBit marks a late (secondary) event in orderKey.key.
 const lateBit = 1 << 63
-
-func (a *heapEntry) less(b *heapEntry) bool {
-	return a.at < b.at || (a.at == b.at && a.key < b.key)
-}
 
 // heapArity is the heap's branching factor. A 4-ary heap has half the depth
 // of a binary one, and the children compared in one sift-down step are
@@ -215,10 +215,6 @@ func (e *Engine) replay(l int) {
 	}
 }
 
-func (a *laneHead) less(b *laneHead) bool {
-	return a.at < b.at || (a.at == b.at && a.key < b.key)
-}
-
 // CurrentTime implements sim.TimeTeller.
 func (e *Engine) CurrentTime() sim.VTimeInSec { return sim.VTimeInSec(e.now.Seconds()) }
 
@@ -242,7 +238,7 @@ func (e *Engine) Schedule(evt sim.Event) {
 	if late {
 		key |= lateBit
 	}
-	x := heapEntry{at: at, key: key, ev: evt}
+	x := heapEntry{orderKey{at: at, key: key}, evt}
 	// The delay's lane, or an empty lane to claim for it. A delay too large
 	// for the lane key (never in practice) goes to the heap.
 	if d := uint64(at - e.now); d < 1<<62 {
@@ -253,7 +249,7 @@ func (e *Engine) Schedule(evt sim.Event) {
 		if l := e.laneFor(dk); l >= 0 {
 			if e.laneBusy&(1<<l) == 0 {
 				e.laneBusy |= 1 << l
-				e.laneHead[l] = laneHead{at: at, key: key}
+				e.laneHead[l] = x.orderKey
 				e.replay(l)
 			}
 			e.lanes[l].push(x)
@@ -266,7 +262,7 @@ func (e *Engine) Schedule(evt sim.Event) {
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / heapArity
-		if !x.less(&h[p]) {
+		if !x.less(&h[p].orderKey) {
 			break
 		}
 		h[i] = h[p]
@@ -275,11 +271,24 @@ func (e *Engine) Schedule(evt sim.Event) {
 	h[i] = x
 }
 
+// first returns the lane whose head is the least queued event, or -1 when
+// the least is the heap's top or nothing is queued.
+func (e *Engine) first() int {
+	if e.laneBusy == 0 {
+		return -1
+	}
+	w := int(e.tree[1])
+	if len(e.heap) > 0 && e.heap[0].less(&e.laneHead[w]) {
+		return -1
+	}
+	return w
+}
+
 // next removes and returns the least event of the heap and the lanes; the
 // caller ensures there is one.
 func (e *Engine) next() heapEntry {
-	best := int(e.tree[1])
-	if e.laneBusy == 0 || len(e.heap) > 0 && !e.laneHead[best].less(&laneHead{at: e.heap[0].at, key: e.heap[0].key}) {
+	best := e.first()
+	if best < 0 {
 		return e.pop()
 	}
 	l := &e.lanes[best]
@@ -292,7 +301,7 @@ func (e *Engine) next() heapEntry {
 		e.laneHead[best] = idleHead
 	} else {
 		y := &l.buf[l.head]
-		e.laneHead[best] = laneHead{at: y.at, key: y.key}
+		e.laneHead[best] = y.orderKey
 	}
 	e.replay(best)
 	return x
@@ -320,11 +329,11 @@ func (e *Engine) pop() heapEntry {
 		m := c
 		end := min(c+heapArity, n)
 		for j := c + 1; j < end; j++ {
-			if h[j].less(&h[m]) {
+			if h[j].less(&h[m].orderKey) {
 				m = j
 			}
 		}
-		if !h[m].less(&x) {
+		if !h[m].less(&x.orderKey) {
 			break
 		}
 		h[i] = h[m]
@@ -372,16 +381,11 @@ func (e *Engine) Run() error {
 // result.
 func (e *Engine) touchNext() {
 	var ev sim.Event
-	switch {
-	case e.laneBusy != 0:
-		l := &e.lanes[e.tree[1]]
-		ev = l.buf[l.head].ev
-		if len(e.heap) > 0 && e.heap[0].less(&l.buf[l.head]) {
-			ev = e.heap[0].ev
-		}
-	case len(e.heap) > 0:
+	if l := e.first(); l >= 0 {
+		ev = e.lanes[l].buf[e.lanes[l].head].ev
+	} else if len(e.heap) > 0 {
 		ev = e.heap[0].ev
-	default:
+	} else {
 		return
 	}
 	if ke, ok := ev.(*Event); ok {
