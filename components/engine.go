@@ -66,6 +66,10 @@ type Engine struct {
 	tree      [numLanes]uint8     // tournament tree: tree[1] is the lane with the least head, tree[k] the least of its two children
 	laneTable [laneBuckets]bucket // delay → lane hints
 	lanes     [numLanes]lane
+
+	// The partitions of a Group run engines on different cores: keep each
+	// one's lines apart from whatever is allocated next to it.
+	_ [64]byte
 }
 
 // numLanes is the number of fixed-delay FIFOs (see Engine); a power of two.
@@ -256,6 +260,26 @@ func (e *Engine) Schedule(evt sim.Event) {
 			return
 		}
 	}
+	e.push(x)
+}
+
+// Deliver queues an event that another partition posted (Group): on the
+// heap, not a lane, since such events arrive in batches whose delays from
+// now follow no pattern and would only churn the lanes.
+func (e *Engine) Deliver(evt *Event) {
+	if evt.at < e.now {
+		panic(fmt.Sprintf("engine: event at %d ps delivered at %d ps", evt.at, e.now))
+	}
+	e.seq++
+	key := e.seq
+	if evt.secondary {
+		key |= lateBit
+	}
+	e.push(heapEntry{orderKey{at: evt.at, key: key}, evt})
+}
+
+// push adds x to the heap.
+func (e *Engine) push(x heapEntry) {
 	e.heap = append(e.heap, heapEntry{})
 	h := e.heap
 	// Sift the hole up from the new leaf, then drop x into it.
@@ -345,8 +369,35 @@ func (e *Engine) pop() heapEntry {
 
 // Run implements sim.Engine: it handles events until none is left or the
 // engine is paused.
-func (e *Engine) Run() error {
+func (e *Engine) Run() error { return e.run(noLimit) }
+
+// RunBefore handles the queued events earlier than limit (and those they
+// schedule earlier than limit), then returns: one window of a partitioned
+// run (Group).
+func (e *Engine) RunBefore(limit ib.PS) error { return e.run(limit) }
+
+// noLimit is Run's window end: no event is that late.
+const noLimit = ib.PS(math.MaxInt64)
+
+// NextAt returns the time of the least queued event; ok is false when
+// nothing is queued.
+func (e *Engine) NextAt() (at ib.PS, ok bool) {
+	if l := e.first(); l >= 0 {
+		return e.laneHead[l].at, true
+	}
+	if len(e.heap) > 0 {
+		return e.heap[0].at, true
+	}
+	return 0, false
+}
+
+func (e *Engine) run(limit ib.PS) error {
 	for (len(e.heap) > 0 || e.laneBusy != 0) && !e.paused.Load() {
+		if limit != noLimit {
+			if at, _ := e.NextAt(); at >= limit {
+				return nil
+			}
+		}
 		ent := e.next()
 		e.now = ent.at
 		e.touchNext()

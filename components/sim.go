@@ -65,6 +65,16 @@ type Sim struct {
 	packetSeq  uint64
 
 	endHooks []func(now ib.PS)
+
+	// In a partitioned run (Group): this Sim's index, the partition count,
+	// and per destination partition the events posted to it this window.
+	part, parts int
+	group       *Group
+	outbox      [][]*Event
+
+	// Partitions' Sims are written on every event by different cores:
+	// keep each one's fields off its neighbours' cache lines.
+	_ [64]byte
 }
 
 // Engine names, as the sim.engine key spells them.
@@ -138,6 +148,37 @@ func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool
 	return ev
 }
 
+// Post queues an event for target, which lives in dst: at once when dst is
+// this Sim, else at the end of the current window of the partitioned run,
+// when dst's partition receives it. An event posted across partitions must
+// lie at or beyond the window's end (the run's lookahead guarantees it for
+// the cables between partitions); anything earlier is a model bug.
+func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, late bool) *Event {
+	if dst == s {
+		return s.schedule(at, target, kind, late)
+	}
+	if s.group == nil || dst.group != s.group {
+		panic(fmt.Sprintf("sim: event kind %d posted to a Sim outside this run's group", kind))
+	}
+	if at < s.group.windowEnd {
+		panic(fmt.Sprintf("sim: event kind %d posted across partitions at %d ps, inside the window ending %d ps", kind, at, s.group.windowEnd))
+	}
+	var ev *Event
+	if n := len(s.freeEvents); n > 0 {
+		ev = s.freeEvents[n-1]
+		s.freeEvents = s.freeEvents[:n-1]
+	} else {
+		ev = new(Event)
+	}
+	ev.owner = dst
+	ev.at = at
+	ev.target = target
+	ev.Kind = kind
+	ev.secondary = late
+	s.outbox[dst.part] = append(s.outbox[dst.part], ev)
+	return ev
+}
+
 // Handle implements sim.Handler: it dispatches a kernel event to its target
 // and returns the event to the pool.
 func (s *Sim) Handle(e sim.Event) error {
@@ -175,6 +216,9 @@ func (s *Sim) OnEnd(f func(now ib.PS)) { s.endHooks = append(s.endHooks, f) }
 
 // Run processes events until none is left or the simulation is stopped.
 func (s *Sim) Run() error {
+	if s.group != nil {
+		panic("sim: a partition runs through its Group, not alone")
+	}
 	if err := s.Engine.Run(); err != nil {
 		return err
 	}
@@ -197,6 +241,10 @@ func (s *Sim) NewPacket() *ib.Packet {
 	}
 	s.packetSeq++
 	p.Seq = s.packetSeq
+	if s.parts > 1 {
+		// Unique across partitions: partition k numbers k+1, k+1+P, ...
+		p.Seq = (s.packetSeq-1)*uint64(s.parts) + uint64(s.part) + 1
+	}
 	return p
 }
 

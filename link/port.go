@@ -68,6 +68,7 @@ type Port struct {
 	lendChunk int    // blocks lent at a time: one largest packet
 
 	vls           int32 // data VLs in use (VL15 is always there)
+	remote        bool  // the peer is in another partition (components.Group)
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 	Stats         PortStats
 
@@ -141,6 +142,8 @@ func Connect(a, b *Port, t Timing) {
 		panic(fmt.Sprintf("link: %s has %d VLs, %s has %d", a.Name, a.vls, b.Name, b.vls))
 	}
 	a.peer, b.peer = b, a
+	a.remote = a.s != b.s
+	b.remote = a.remote
 	a.timing, b.timing = t, t
 	for vl := 0; vl < int(a.vls); vl++ {
 		a.vl[vl].tx = credit.NewSender(b.vl[vl].rx.Capacity())
@@ -233,7 +236,12 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	// The head arrival runs after same-time primary events, so a
 	// flow-control packet that was on this wire just before the packet
 	// (ending as its head arrives) is applied first (see ScheduleLate).
-	ev := p.s.ScheduleLate(head, p.peer, evArrive)
+	var ev *components.Event
+	if p.remote {
+		ev = p.s.Post(p.peer.s, head, p.peer, evArrive, true)
+	} else {
+		ev = p.s.ScheduleLate(head, p.peer, evArrive)
+	}
 	ev.Pkt = pkt
 	ev.Tail = head + ser
 	p.s.Schedule(p.busyUntil, p, evTxDone)
@@ -352,7 +360,12 @@ func (p *Port) sendFC() {
 	p.vl[vl].fcLast = now
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
-	ev := p.s.Schedule(now+p.timing.Latency()+ser, p.peer, evFCArrive)
+	var ev *components.Event
+	if p.remote {
+		ev = p.s.Post(p.peer.s, now+p.timing.Latency()+ser, p.peer, evFCArrive, false)
+	} else {
+		ev = p.s.Schedule(now+p.timing.Latency()+ser, p.peer, evFCArrive)
+	}
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer.
