@@ -55,7 +55,16 @@ type SimConfig struct {
 	// per-cycle definition, instead of only on edges where something
 	// changed. Slower; results are identical (TestPerCycleRoundsAgree).
 	PerCycle bool `yaml:"per_cycle"`
+	// Partitions splits one fabric into this many parts that run in
+	// parallel, one goroutine each, in windows of the shortest cable's
+	// latency (components.Group). 1 is the serial run. Synthetic workloads
+	// only; deterministic for a given count, but same-picosecond ties can
+	// resolve differently from the serial run (docs/performance.md).
+	Partitions int `yaml:"partitions"`
 }
+
+// MaxPartitions bounds sim.partitions.
+const MaxPartitions = 64
 
 // Defaults returns the default design point. Each section's defaults live
 // with the block they configure.
@@ -68,7 +77,7 @@ func Defaults() Config {
 		Switch:   switchasic.Defaults(),
 		Topology: DefaultTopology(),
 		Workload: workload.Defaults(),
-		Sim:      SimConfig{MaxTimeNs: 100e6, Engine: components.EngineHcasim},
+		Sim:      SimConfig{MaxTimeNs: 100e6, Engine: components.EngineHcasim, Partitions: 1},
 	}
 }
 
@@ -99,6 +108,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim.max_time_ns: %v is out of range (above 0, up to 1e13)", c.Sim.MaxTimeNs)
 	}
 	w := &c.Workload
+	if err := c.validatePartitions(); err != nil {
+		return err
+	}
 	if w.Kind == "stream" && c.Topology.Kind != "back-to-back" {
 		return fmt.Errorf("workload.kind: stream runs on topology.kind back-to-back, not %q", c.Topology.Kind)
 	}
@@ -227,4 +239,29 @@ func Load(data []byte, sets []string) (*Loaded, error) {
 func IsUserError(err error) bool {
 	_, ok := err.(*config.Error)
 	return ok || strings.HasPrefix(fmt.Sprint(err), "config:")
+}
+
+// validatePartitions checks sim.partitions and what a partitioned run
+// cannot do: observers see the whole fabric from one goroutine, and only
+// synthetic traffic is split (perftest, collectives and streams drive the
+// fabric from shared controllers).
+func (c *Config) validatePartitions() error {
+	n := c.Sim.Partitions
+	if n < 1 || n > MaxPartitions {
+		return fmt.Errorf("sim.partitions: %d is out of range (1 = serial, up to %d)", n, MaxPartitions)
+	}
+	if n == 1 {
+		return nil
+	}
+	switch {
+	case !isSynthetic(c.Workload.Kind):
+		return fmt.Errorf("sim.partitions: %d needs a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast), not workload.kind %s; use sim.partitions: 1", n, c.Workload.Kind)
+	case c.Sim.Engine != components.EngineHcasim:
+		return fmt.Errorf("sim.partitions: %d runs on sim.engine hcasim, not %s", n, c.Sim.Engine)
+	case c.Sim.Check:
+		return fmt.Errorf("sim.partitions: %d cannot run with sim.check (--check): the checkers observe the whole fabric serially; use sim.partitions: 1", n)
+	case c.Topology.Kind == "back-to-back":
+		return fmt.Errorf("sim.partitions: %d needs switches to split; topology.kind back-to-back has none", n)
+	}
+	return nil
 }

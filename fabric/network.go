@@ -18,7 +18,8 @@ type HostDevice interface {
 // Network is a built fabric: topology, subnet, switches and host devices
 // joined by link ports.
 type Network struct {
-	Sim      *components.Sim
+	Sim      *components.Sim   // the simulation (partition 0's in a partitioned run)
+	Sims     []*components.Sim // every partition's, in order (one when serial)
 	Topo     *Topology
 	Subnet   *Subnet
 	Switches []*switchasic.Switch // by switch order in Topo.Switches()
@@ -54,20 +55,30 @@ func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 // BuildNetworkOn builds the simulation of an already configured fabric.
 func BuildNetworkOn(cfg *Config, s *components.Sim, topo *Topology, sub *Subnet,
 	mkHost func(index int, lid uint16, name string) HostDevice) (*Network, error) {
-	n := &Network{Sim: s, Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
+	return buildNetwork(cfg, []*components.Sim{s}, make([]int, len(topo.Nodes)), topo, sub,
+		func(index int, lid uint16, name string, _ *components.Sim) HostDevice {
+			return mkHost(index, lid, name)
+		})
+}
+
+// buildNetwork builds the fabric with node i's blocks in sims[part[i]].
+func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topology, sub *Subnet,
+	mkHost func(index int, lid uint16, name string, s *components.Sim) HostDevice) (*Network, error) {
+	n := &Network{Sim: sims[0], Sims: sims, Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
 	hostPC := PortConfig(cfg, cfg.HCA.VLBufferBytes)
 	// ports[node][ibPort] → the link port.
 	ports := make([][]*link.Port, len(topo.Nodes))
 	for i, node := range topo.Hosts() {
 		nd := topo.Nodes[node]
-		dev := mkHost(i, sub.LID(node), nd.Name)
+		s := sims[part[node]]
+		dev := mkHost(i, sub.LID(node), nd.Name, s)
 		p := link.NewPort(s, dev, nd.Name+".Port[1]", 1, hostPC)
 		dev.Attach(p)
 		n.Hosts = append(n.Hosts, dev)
 		ports[node] = []*link.Port{nil, p}
 		n.Ports = append(n.Ports, p)
 	}
-	b := switchasic.MakeBuilder().WithSim(s).WithFlowControl(cfg.Link)
+	b := switchasic.MakeBuilder().WithFlowControl(cfg.Link)
 	if cfg.Sim.PerCycle {
 		b = b.WithRoundsEveryCycle()
 	}
@@ -83,7 +94,7 @@ func BuildNetworkOn(cfg *Config, s *components.Sim, topo *Topology, sub *Subnet,
 			}
 			lft.Set(uint16(lid), int(p)-1)
 		}
-		sw, err := b.WithConfig(swCfg).WithLFT(lft).Build(nd.Name)
+		sw, err := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).Build(nd.Name)
 		if err != nil {
 			return nil, &UnsupportedError{Msg: err.Error()}
 		}
@@ -135,4 +146,57 @@ func (n *Network) HostLID(i int) uint16 { return n.Subnet.HostLID(i) }
 func MaxPacketBytes(mtu int) int {
 	p := ib.Packet{Opcode: ib.RDMAWriteOnlyImm, PayloadLen: mtu}
 	return p.WireBytes()
+}
+
+// Partition splits the fabric's nodes into parts groups for a partitioned
+// run: switches by tier (hops from the nearest host: leaves 1, the next
+// tier 2, ...), each tier's switches in build order cut into parts
+// contiguous blocks, so every partition holds a like share of every tier
+// (in a fat tree, whole pods where the counts allow); each host goes with
+// the switch its cable reaches. It returns each node's partition.
+func Partition(topo *Topology, parts int) []int {
+	part := make([]int, len(topo.Nodes))
+	tier := make([]int, len(topo.Nodes))
+	adj := make([][]int, len(topo.Nodes))
+	for _, c := range topo.Cables {
+		adj[c.A.Node] = append(adj[c.A.Node], c.B.Node)
+		adj[c.B.Node] = append(adj[c.B.Node], c.A.Node)
+	}
+	var frontier []int
+	for _, h := range topo.Hosts() {
+		tier[h] = 0
+		frontier = append(frontier, h)
+	}
+	seen := make([]bool, len(topo.Nodes))
+	for _, h := range frontier {
+		seen[h] = true
+	}
+	for d := 1; len(frontier) > 0; d++ {
+		var next []int
+		for _, u := range frontier {
+			for _, v := range adj[u] {
+				if !seen[v] {
+					seen[v] = true
+					tier[v] = d
+					next = append(next, v)
+				}
+			}
+		}
+		frontier = next
+	}
+	byTier := map[int][]int{}
+	for _, sw := range topo.Switches() {
+		byTier[tier[sw]] = append(byTier[tier[sw]], sw)
+	}
+	for _, sws := range byTier {
+		for i, sw := range sws {
+			part[sw] = i * parts / len(sws)
+		}
+	}
+	for _, h := range topo.Hosts() {
+		if len(adj[h]) > 0 {
+			part[h] = part[adj[h][0]]
+		}
+	}
+	return part
 }

@@ -116,6 +116,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	n := len(topo.Hosts())
 	var sources []*workload.Source
 	bg := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
+	bg.parts = []*synthPart{{r: bg, s: s}}
 	if w.Background && n > 2 {
 		tc := w.Traffic()
 		tc.Pattern = w.BackgroundPattern
@@ -162,8 +163,8 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		e.LIDOf = func(h int) uint16 { return net.HostLID(h + 1) }
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
-		e.OnDeliver = bg.deliver
-		e.OnInject = bg.inject
+		e.OnDeliver = bg.parts[0].deliver
+		e.OnInject = bg.parts[0].inject
 	}
 	return pt, bg, nil
 }

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -121,6 +122,49 @@ func windowShare(tail, ser, t0, t1 ib.PS) float64 {
 		return 0
 	}
 	return float64(hi-lo) / float64(ser)
+}
+
+// windowSum adds packets' pro-rata shares of a window (windowShare) exactly:
+// whole packets as an integer, packets straddling an edge as exact
+// fractions. The total is then the same whatever the order of the additions,
+// so the partitions of a parallel run can each sum their own deliveries and
+// merge the sums, and the result is rounded to a float once.
+type windowSum struct {
+	whole int64
+	part  big.Rat
+}
+
+// add counts bytes of a packet whose reception is the ser picoseconds
+// before tail, by the share of them inside [t0, t1].
+func (w *windowSum) add(bytes int64, tail, ser, t0, t1 ib.PS) {
+	if ser <= 0 {
+		if tail >= t0 && tail <= t1 {
+			w.whole += bytes
+		}
+		return
+	}
+	lo, hi := max(tail-ser, t0), min(tail, t1)
+	switch {
+	case hi <= lo:
+	case hi-lo == ser:
+		w.whole += bytes
+	default:
+		f := new(big.Rat).SetFrac(big.NewInt(bytes*int64(hi-lo)), big.NewInt(int64(ser)))
+		w.part.Add(&w.part, f)
+	}
+}
+
+// merge adds o's sum.
+func (w *windowSum) merge(o *windowSum) {
+	w.whole += o.whole
+	w.part.Add(&w.part, &o.part)
+}
+
+// value returns the sum, rounded to the nearest float64.
+func (w *windowSum) value() float64 {
+	t := new(big.Rat).SetInt64(w.whole)
+	f, _ := t.Add(t, &w.part).Float64()
+	return f
 }
 
 // UnsupportedError is a valid config this build cannot run (a user-facing

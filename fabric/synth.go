@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hcasim/hcasim/components"
@@ -14,28 +15,56 @@ import (
 // back-to-back) fabric, with warm-up, measurement and drain phases.
 type synthRun struct {
 	s        *components.Sim
+	group    *components.Group // a partitioned run (sim.partitions > 1), else nil
 	net      *Network
 	eps      []*workload.Endpoint
+	parts    []*synthPart
 	t0, t1   ib.PS
 	drainCap ib.PS
 
+	timing  link.Timing
+	drained bool
+	stopped bool
+	view    *Simulation
+	check   bool
+}
+
+// synthPart is one partition's share of a synthetic run (the whole run when
+// serial): its endpoints and switches, its phase events, and the counters
+// its deliveries and injections add to, summed in partition order at the
+// end.
+type synthPart struct {
+	r        *synthRun
+	s        *components.Sim
+	eps      []*workload.Endpoint
+	switches []*switchasic.Switch
+
 	injected, delivered     uint64
-	measuredOut, measuredIn uint64  // measured packets injected / delivered
-	windowWireBytes         float64 // wire bytes received in the window (pro rata, windowShare)
-	windowPayload           float64
-	timing                  link.Timing
+	measuredOut, measuredIn uint64    // measured packets injected / delivered
+	windowWireBytes         windowSum // wire bytes received in the window (pro rata)
+	windowPayload           windowSum
 	hops                    int64
 	lat                     workload.Latencies
-	drained                 bool
-	stopped                 bool
-	view                    *Simulation
-	check                   bool
+	stopped                 bool  // the measurement window ended here
+	lastDeliver             ib.PS // when the latest packet landed here
 }
 
 // finish ends a drained run.
 func (r *synthRun) finish() {
 	r.drained = true
-	r.view.finish(r.check)
+	if r.group == nil {
+		r.view.finish(r.check)
+		return
+	}
+	// The workload ended when the last packet landed (or at the window's
+	// end if nothing was left in flight); partitions may have run up to a
+	// lookahead past it.
+	end := r.t1
+	for _, p := range r.parts {
+		end = max(end, p.lastDeliver)
+	}
+	r.view.endAt, r.view.endEvents, r.view.ended = end, r.group.Events(), true
+	r.group.Stop()
 }
 
 const (
@@ -45,9 +74,8 @@ const (
 )
 
 func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
-	s := components.NewSimOn(cfg.Sim.Engine)
 	w := cfg.Workload
-	r := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
+	r := &synthRun{timing: cfg.Link.Timing(cfg.Link.LengthM)}
 	seed := cfg.Seed
 	topo, sub, err := ConfigureFabric(cfg, seed)
 	if err != nil {
@@ -58,28 +86,61 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	net, err := BuildNetworkOn(cfg, s, topo, sub, func(i int, lid uint16, name string) HostDevice {
+	var sims []*components.Sim
+	part := make([]int, len(topo.Nodes))
+	if n := cfg.Sim.Partitions; n > 1 {
+		if opts.Observe != nil {
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d cannot run with --trace, --vcd or --check (observers see the whole fabric serially); use sim.partitions: 1", n)}
+		}
+		if sw := len(topo.Switches()); n > sw {
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's %d switches", n, sw)}
+		}
+		part = Partition(topo, n)
+		look, err := lookahead(cfg, topo, part)
+		if err != nil {
+			return nil, err
+		}
+		r.group = components.NewGroup(n, look)
+		sims = r.group.Sims()
+	} else {
+		sims = []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}
+	}
+	r.s = sims[0]
+	for _, s := range sims {
+		r.parts = append(r.parts, &synthPart{r: r, s: s})
+	}
+	partOf := map[*components.Sim]*synthPart{}
+	for _, p := range r.parts {
+		partOf[p.s] = p
+	}
+	net, err := buildNetwork(cfg, sims, part, topo, sub, func(i int, lid uint16, name string, s *components.Sim) HostDevice {
 		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
+		partOf[s].eps = append(partOf[s].eps, e)
 		return e
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.net = net
+	for i, node := range topo.Switches() {
+		p := r.parts[part[node]]
+		p.switches = append(p.switches, net.Switches[i])
+	}
 	sl2vl := cfg.Switch.SL2VLTable()
-	for _, e := range r.eps {
+	for i, e := range r.eps {
+		p := r.parts[part[topo.Hosts()[i]]]
 		e.LIDOf = net.HostLID
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
-		e.OnDeliver = r.deliver
-		e.OnInject = r.inject
+		e.OnDeliver = p.deliver
+		e.OnInject = p.inject
 	}
 	r.t0 = ib.PS(w.WarmupNs * 1000)
 	r.t1 = r.t0 + ib.PS(w.MeasureNs*1000)
 	r.drainCap = ib.PS(w.DrainNs * 1000)
-	s.StopAt(ib.PS(cfg.Sim.MaxTimeNs * 1000))
-	r.view = &Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks()}
+	maxT := ib.PS(cfg.Sim.MaxTimeNs * 1000)
+	r.view = &Simulation{Sim: r.s, Ports: net.Ports, Blocks: net.Blocks()}
 	r.check = cfg.Sim.Check
 	if opts.Observe != nil {
 		opts.Observe(r.view)
@@ -87,34 +148,103 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	for _, e := range r.eps {
 		e.Start(r.t0, r.t1)
 	}
-	s.Schedule(r.t0, r, evSynthMeasureStart)
-	s.Schedule(r.t1, r, evSynthMeasureEnd)
-	if err := s.Run(); err != nil {
-		return nil, err
+	for _, p := range r.parts {
+		p.s.Schedule(r.t0, p, evSynthMeasureStart)
+		p.s.Schedule(r.t1, p, evSynthMeasureEnd)
+	}
+	if r.group == nil {
+		r.s.StopAt(maxT)
+		if err := r.s.Run(); err != nil {
+			return nil, err
+		}
+	} else {
+		r.group.StopAt(maxT)
+		r.group.OnBarrier(r.barrier)
+		if err := r.group.Run(); err != nil {
+			return nil, err
+		}
 	}
 	return r.metrics(cfg, timing.DataRateBps()), nil
 }
 
-func (r *synthRun) inject(pkt *ib.Packet) {
-	r.injected++
-	if pkt.Measure {
-		r.measuredOut++
+// lookahead returns the shortest latency of a cable between partitions:
+// nothing one partition does reaches another sooner.
+func lookahead(cfg *Config, topo *Topology, part []int) (ib.PS, error) {
+	var look ib.PS = -1
+	for _, c := range topo.Cables {
+		if part[c.A.Node] == part[c.B.Node] {
+			continue
+		}
+		lc := cfg.Link
+		lc.Medium = c.Medium.String()
+		if l := lc.Timing(c.LengthM).Latency(); look < 0 || l < look {
+			look = l
+		}
+	}
+	if look < 0 {
+		// No cable crosses: the partitions never interact.
+		return ib.Microsecond, nil
+	}
+	if look == 0 {
+		return 0, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d needs cables with latency between partitions (length or FEC latency above 0) as lookahead", cfg.Sim.Partitions)}
+	}
+	return look, nil
+}
+
+// barrier checks, between the windows of a partitioned run, whether every
+// partition's measurement window has ended and every packet has landed.
+func (r *synthRun) barrier() {
+	if r.drained || r.stopped {
+		if !r.drained && r.settled() {
+			r.finish()
+		}
+		return
+	}
+	for _, p := range r.parts {
+		if !p.stopped {
+			return
+		}
+	}
+	r.stopped = true
+	if r.settled() {
+		r.finish()
 	}
 }
 
-func (r *synthRun) deliver(pkt *ib.Packet, tail ib.PS) {
-	r.delivered++
-	if tail > r.t0 && tail-r.timing.Serialization(pkt.WireBytes()) < r.t1 {
-		share := windowShare(tail, r.timing.Serialization(pkt.WireBytes()), r.t0, r.t1)
-		r.windowWireBytes += float64(pkt.WireBytes()) * share
-		r.windowPayload += float64(pkt.PayloadLen) * share
+// settled reports whether every packet injected has been delivered and no
+// measured packet waits in a source.
+func (r *synthRun) settled() bool {
+	var in, out uint64
+	for _, p := range r.parts {
+		in += p.injected
+		out += p.delivered
+	}
+	return in == out && r.queuedMeasured() == 0
+}
+
+func (p *synthPart) inject(pkt *ib.Packet) {
+	p.injected++
+	if pkt.Measure {
+		p.measuredOut++
+	}
+}
+
+func (p *synthPart) deliver(pkt *ib.Packet, tail ib.PS) {
+	r := p.r
+	p.delivered++
+	p.lastDeliver = tail
+	if ser := r.timing.Serialization(pkt.WireBytes()); tail > r.t0 && tail-ser < r.t1 {
+		p.windowWireBytes.add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
+		p.windowPayload.add(int64(pkt.PayloadLen), tail, ser, r.t0, r.t1)
 	}
 	if pkt.Measure {
-		r.measuredIn++
-		r.lat.Add(tail - pkt.InjectAt)
-		r.hops += int64(pkt.Hops)
+		p.measuredIn++
+		p.lat.Add(tail - pkt.InjectAt)
+		p.hops += int64(pkt.Hops)
 	}
-	if r.stopped && !r.drained && r.delivered == r.injected && r.queuedMeasured() == 0 {
+	// Serial: the run ends at the delivery that drains it. Partitioned: at
+	// the next barrier (synthRun.barrier).
+	if r.group == nil && r.stopped && !r.drained && r.settled() {
 		r.finish()
 	}
 }
@@ -130,25 +260,29 @@ func (r *synthRun) queuedMeasured() int {
 }
 
 // HandleEvent implements components.EventHandler for the phase controller.
-func (r *synthRun) HandleEvent(ev *components.Event) {
+func (p *synthPart) HandleEvent(ev *components.Event) {
+	r := p.r
 	switch ev.Kind {
 	case evSynthMeasureStart:
 		// Switch statistics cover the measurement window only.
-		for _, sw := range r.net.Switches {
+		for _, sw := range p.switches {
 			sw.ResetStats()
 		}
 	case evSynthMeasureEnd:
-		r.stopped = true
-		for _, e := range r.eps {
+		p.stopped = true
+		for _, e := range p.eps {
 			e.StopInjecting()
 		}
-		if r.delivered == r.injected && r.queuedMeasured() == 0 {
-			r.finish()
-			return
+		if r.group == nil {
+			r.stopped = true
+			if r.settled() {
+				r.finish()
+				return
+			}
 		}
-		r.s.Schedule(r.s.Now()+r.drainCap, r, evSynthDrainCap)
+		p.s.Schedule(p.s.Now()+r.drainCap, p, evSynthDrainCap)
 	case evSynthDrainCap:
-		r.s.Stop()
+		p.s.Stop()
 	}
 }
 
@@ -156,9 +290,36 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	window := float64(r.t1 - r.t0)
 	n := float64(len(r.eps))
 	endAt, endEvents := r.s.Now(), r.s.Events()
-	if r.view != nil {
+	if r.group != nil {
+		endAt, endEvents = r.group.Now(), r.group.Events()
+		if r.view.ended {
+			endAt, endEvents = r.view.endAt, r.view.endEvents
+		}
+		// Every switch's window ends where the serial run's would: at
+		// the last delivery, or at the latest event any partition ran.
+		for _, sw := range r.net.Switches {
+			sw.EndStatsAt(endAt)
+		}
+	} else if r.view != nil {
 		endAt, endEvents = r.view.end()
 	}
+	// The partitions' counters, summed in partition order (one part when
+	// serial, so its sums are the serial run's own).
+	var injected, delivered, measuredOut, measuredIn uint64
+	var wire, payload windowSum
+	var hops int64
+	var lat workload.Latencies
+	for _, p := range r.parts {
+		injected += p.injected
+		delivered += p.delivered
+		measuredOut += p.measuredOut
+		measuredIn += p.measuredIn
+		wire.merge(&p.windowWireBytes)
+		payload.merge(&p.windowPayload)
+		hops += p.hops
+		lat.Merge(&p.lat)
+	}
+	windowWireBytes, windowPayload := wire.value(), payload.value()
 	var created, skipped, wrong uint64
 	var stall ib.PS
 	for _, e := range r.eps {
@@ -169,13 +330,13 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	m := map[string]any{
 		"offered_load":        cfg.Workload.OfferedLoad,
-		"accepted_load":       r.windowWireBytes * 8 / (rateBps * window * 1e-12) / n,
-		"goodput_gbps":        r.windowPayload * 8 / window * 1000,
-		"latency_ns":          r.lat.SummaryNs(),
+		"accepted_load":       windowWireBytes * 8 / (rateBps * window * 1e-12) / n,
+		"goodput_gbps":        windowPayload * 8 / window * 1000,
+		"latency_ns":          lat.SummaryNs(),
 		"packets_created":     created,
 		"packets_skipped":     skipped,
-		"packets_sent":        r.injected,
-		"packets_delivered":   r.delivered,
+		"packets_sent":        injected,
+		"packets_delivered":   delivered,
 		"packets_misrouted":   wrong,
 		"drain_complete":      r.drained,
 		"credit_stall_ns":     stall.Nanoseconds(),
@@ -188,13 +349,13 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	if r.drained {
 		// Every measured packet landed; anything injected and not
 		// delivered now was lost in the fabric.
-		m["packets_dropped"] = r.measuredOut - r.measuredIn
+		m["packets_dropped"] = measuredOut - measuredIn
 	} else {
 		m["packets_dropped"] = 0
-		m["packets_in_flight_at_end"] = r.injected - r.delivered
+		m["packets_in_flight_at_end"] = injected - delivered
 	}
-	if r.measuredIn > 0 {
-		m["hops_mean"] = float64(r.hops) / float64(r.measuredIn)
+	if measuredIn > 0 {
+		m["hops_mean"] = float64(hops) / float64(measuredIn)
 	}
 	var blockHops int64
 	for _, p := range r.net.Ports {

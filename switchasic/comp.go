@@ -71,6 +71,7 @@ type Switch struct {
 	stallOuts   components.PortSet // outputs whose credit-stall state may change
 
 	window   ib.PS // start of the statistics window
+	statsEnd ib.PS // end of the statistics window when set (EndStatsAt), else now
 	counters Counters
 	fields   []components.TraceField // reused trace field buffer
 }

@@ -47,9 +47,23 @@ type PortStats struct {
 	XbarConflicts uint64  // rounds in which two or more inputs requested this output
 }
 
+// EndStatsAt ends the statistics window at t instead of the simulation's
+// current time: a partitioned run (components.Group) ends when its last
+// packet lands, and a partition may have run up to a lookahead past that,
+// or, stopped, lie behind the latest partition.
+func (sw *Switch) EndStatsAt(t ib.PS) { sw.statsEnd = t }
+
+// statsNow is the end of the statistics window.
+func (sw *Switch) statsNow() ib.PS {
+	if sw.statsEnd > 0 {
+		return sw.statsEnd
+	}
+	return sw.s.Now()
+}
+
 // VLStats returns port i's statistics for VL vl (data VL or 15).
 func (sw *Switch) VLStats(i, vl int) VLStats {
-	now := sw.s.Now()
+	now := sw.statsNow()
 	var st VLStats
 	if q := sw.in[i].vls[vl]; q != nil {
 		st.BufMeanBlocks = q.occ.Mean(now)
@@ -66,7 +80,7 @@ func (sw *Switch) VLStats(i, vl int) VLStats {
 func (sw *Switch) PortStats(i int) PortStats {
 	out := &sw.out[i]
 	st := PortStats{TxPackets: out.txPackets, TxBlocks: out.txBlocks, XbarConflicts: out.conflicts}
-	if span := sw.s.Now() - sw.window; span > 0 {
+	if span := sw.statsNow() - sw.window; span > 0 {
 		st.LinkUtil = float64(min(out.dataBusy, span)) / float64(span)
 	}
 	return st

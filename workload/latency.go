@@ -16,6 +16,9 @@ type Latencies struct {
 // Add records one latency.
 func (l *Latencies) Add(d ib.PS) { l.v = append(l.v, int64(d)) }
 
+// Merge adds o's samples.
+func (l *Latencies) Merge(o *Latencies) { l.v = append(l.v, o.v...) }
+
 // Len returns the number of samples.
 func (l *Latencies) Len() int { return len(l.v) }
 

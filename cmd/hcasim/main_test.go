@@ -80,6 +80,13 @@ func TestBadInput(t *testing.T) {
 		{"bad format", []string{"-config", "ndr.yaml", "--format", "xml"}, []string{"--format", `"xml"`}},
 		{"unknown flag", []string{"-config", "ndr.yaml", "--colour"}, []string{"unknown flag"}},
 		{"no config", []string{}, []string{"-config: no config given"}},
+		{"partitions with perftest", []string{"-config", "ndr.yaml", "--set", "sim.partitions=2"},
+			[]string{"sim.partitions: 2 needs a synthetic workload", "not workload.kind perftest"}},
+		{"partitions with a trace", []string{"-config", "bench/fattree64-uniform-30.yaml", "--set", "sim.partitions=2",
+			"--trace", filepath.Join(dir, "t.trace")},
+			[]string{"--trace: a trace sees the whole fabric from one thread; sim.partitions is 2"}},
+		{"partitions with --check", []string{"-config", "bench/fattree64-uniform-30.yaml", "--set", "sim.partitions=2", "--check"},
+			[]string{"--check: the checkers see the whole fabric from one thread; sim.partitions is 2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,17 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 	if f.trace == "" && f.vcd == "" && !check {
 		return nil, func() error { return nil }, nil
 	}
+	if n := l.Config.Sim.Partitions; n > 1 {
+		what := "--trace: a trace sees"
+		switch {
+		case f.trace != "":
+		case f.vcd != "":
+			what = "--vcd: a waveform sees"
+		default:
+			what = "--check: the checkers see"
+		}
+		return nil, nil, userErrorf("%s the whole fabric from one thread; sim.partitions is %d (use sim.partitions: 1)", what, n)
+	}
 	filter, err := verif.ParseFilter(strings.Join(f.tracePaths, ","), strings.Join(f.traceKinds, ","))
 	if err != nil {
 		return nil, nil, userErrorf("--trace-kind: %v", err)

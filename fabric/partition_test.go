@@ -1,0 +1,159 @@
+package fabric
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// partitionPoints are design points a partitioned run is held to: the
+// benchmark fat trees at 30 % (1 KiB) and 80 % (4 KiB, near saturation),
+// two VLs through FIFO input queues, VOQ at 90 %, and a three-level tree
+// with permutation traffic.
+var partitionPoints = []struct {
+	name string
+	sets []string
+}{
+	{"fattree64-uniform-30", []string{"topology.kind=fat-tree-2", "topology.hosts=64", "switch.radix=16", "topology.routing=dmodk",
+		"workload.kind=uniform", "workload.size=1024", "workload.offered_load=0.3", "workload.warmup_ns=1000", "workload.measure_ns=5000"}},
+	{"fattree64-uniform-80", []string{"topology.kind=fat-tree-2", "topology.hosts=64", "switch.radix=16", "topology.routing=dmodk",
+		"workload.kind=uniform", "workload.size=4096", "workload.offered_load=0.8", "workload.warmup_ns=1000", "workload.measure_ns=5000"}},
+	{"fattree64-fifo-vl2", []string{"topology.kind=fat-tree-2", "topology.hosts=64", "switch.radix=16", "topology.routing=dmodk",
+		"switch.queueing=fifo", "switch.vls=2", "workload.kind=uniform", "workload.size=1024", "workload.offered_load=0.6",
+		"workload.warmup_ns=1000", "workload.measure_ns=4000"}},
+	{"fattree64-voq-90", []string{"topology.kind=fat-tree-2", "topology.hosts=64", "switch.radix=16", "topology.routing=dmodk",
+		"switch.queueing=voq", "workload.kind=uniform", "workload.size=2048", "workload.offered_load=0.9",
+		"workload.warmup_ns=1000", "workload.measure_ns=4000"}},
+	{"fattree3-128-permutation", []string{"topology.kind=fat-tree-3", "topology.hosts=128", "switch.radix=16", "topology.routing=dmodk",
+		"workload.kind=permutation", "workload.size=2048", "workload.offered_load=0.5", "workload.warmup_ns=1000", "workload.measure_ns=4000"}},
+}
+
+func runPoint(t *testing.T, sets ...string) map[string]any {
+	t.Helper()
+	l, err := Load(nil, sets)
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	delete(m, "wall_s")
+	return m
+}
+
+// TestPartitionedMatchesSerial: splitting the fabric into 2 or 3 partitions
+// that run in parallel changes no result of these design points. Every
+// metric equals the serial run's except the event count, which may include
+// events a partition ran in its last window after the final delivery. (Ties
+// between same-picosecond events from different partitions could in
+// principle resolve differently from the serial order, components.Group;
+// none does here, and each run is deterministic, so a difference that
+// appears is a change in the model to look at, not noise.)
+func TestPartitionedMatchesSerial(t *testing.T) {
+	for _, pt := range partitionPoints {
+		t.Run(pt.name, func(t *testing.T) {
+			serial := runPoint(t, pt.sets...)
+			require.Equal(t, true, serial["drain_complete"])
+			require.EqualValues(t, 0, serial["packets_dropped"])
+			require.Equal(t, serial["packets_sent"], serial["packets_delivered"])
+			for _, parts := range []string{"2", "3"} {
+				par := runPoint(t, append([]string{"sim.partitions=" + parts}, pt.sets...)...)
+				assert.GreaterOrEqual(t, par["events"], serial["events"], "%s partitions", parts)
+				delete(par, "events")
+				want := map[string]any{}
+				for k, v := range serial {
+					if k != "events" {
+						want[k] = v
+					}
+				}
+				assert.Equal(t, want, par, "%s partitions", parts)
+			}
+		})
+	}
+}
+
+// TestPartitionedDeterministic: a partitioned run gives the same result,
+// event count included, on one thread or several.
+func TestPartitionedDeterministic(t *testing.T) {
+	sets := append([]string{"sim.partitions=4"}, partitionPoints[1].sets...)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(1)
+	one := runPoint(t, sets...)
+	runtime.GOMAXPROCS(4)
+	assert.Equal(t, one, runPoint(t, sets...))
+}
+
+// TestPartition: a 1,024-host three-level fat tree (k = 16: 128 leaf, 128
+// aggregation, 64 core switches) in 2 or 4 parts gives each part an equal
+// share of every tier and of the hosts, whole pods (16 switches: 8 leaf, 8
+// aggregation) where the counts allow, and each host its leaf's part.
+func TestPartition(t *testing.T) {
+	l, err := Load(nil, []string{"topology.kind=fat-tree-3", "topology.hosts=1024", "switch.radix=16", "workload.kind=uniform"})
+	require.NoError(t, err)
+	topo, _, err := ConfigureFabric(&l.Config, 1)
+	require.NoError(t, err)
+	for _, parts := range []int{2, 4} {
+		part := Partition(topo, parts)
+		hosts := make([]int, parts)
+		tiers := map[int][]int{} // level → switches per part
+		for _, h := range topo.Hosts() {
+			hosts[part[h]]++
+			c := topo.Cables
+			for _, cb := range c {
+				if cb.A.Node == h {
+					assert.Equal(t, part[cb.B.Node], part[h], "host %d and its leaf", h)
+				}
+				if cb.B.Node == h {
+					assert.Equal(t, part[cb.A.Node], part[h], "host %d and its leaf", h)
+				}
+			}
+		}
+		for _, sw := range topo.Switches() {
+			lv := topo.Nodes[sw].Level
+			if tiers[lv] == nil {
+				tiers[lv] = make([]int, parts)
+			}
+			tiers[lv][part[sw]]++
+		}
+		for k := 0; k < parts; k++ {
+			assert.Equal(t, 1024/parts, hosts[k], "hosts in part %d of %d", k, parts)
+			assert.Equal(t, 128/parts, tiers[1][k], "leaves in part %d of %d", k, parts)
+			assert.Equal(t, 128/parts, tiers[2][k], "aggregation switches in part %d of %d", k, parts)
+			assert.Equal(t, 64/parts, tiers[3][k], "core switches in part %d of %d", k, parts)
+		}
+	}
+}
+
+// TestPartitionsRefused: what a partitioned run cannot do is refused before
+// it starts, with the key, the value and what is allowed.
+func TestPartitionsRefused(t *testing.T) {
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"sim.partitions=0"}, "sim.partitions: 0 is out of range (1 = serial, up to 64)"},
+		{[]string{"sim.partitions=65"}, "sim.partitions: 65 is out of range (1 = serial, up to 64)"},
+		{[]string{"sim.partitions=2", "workload.kind=perftest"}, "sim.partitions: 2 needs a synthetic workload"},
+		{[]string{"sim.partitions=2", "workload.kind=uniform", "sim.engine=akita"}, "sim.partitions: 2 runs on sim.engine hcasim, not akita"},
+		{[]string{"sim.partitions=2", "workload.kind=uniform", "sim.check=true"}, "sim.partitions: 2 cannot run with sim.check"},
+		{[]string{"sim.partitions=2", "workload.kind=uniform", "topology.kind=back-to-back"}, "topology.kind back-to-back has none"},
+	} {
+		_, err := Load(nil, c.sets)
+		if assert.Error(t, err, "%v", c.sets) {
+			assert.Contains(t, err.Error(), c.want)
+		}
+	}
+	// More partitions than switches is known once the fabric is built.
+	l, err := Load(nil, []string{"sim.partitions=3", "topology.kind=single-switch", "topology.hosts=8", "switch.radix=8",
+		"workload.kind=uniform", "workload.measure_ns=1000"})
+	require.NoError(t, err)
+	_, err = Run(l, RunOptions{})
+	var un *UnsupportedError
+	require.ErrorAs(t, err, &un)
+	assert.Equal(t, "sim.partitions: 3 is more than the fabric's 1 switches", err.Error())
+	// Observers (traces, waveforms) see the whole fabric from one goroutine.
+	l, err = Load(nil, append([]string{"sim.partitions=2"}, partitionPoints[0].sets...))
+	require.NoError(t, err)
+	_, err = Run(l, RunOptions{Observe: func(*Simulation) {}})
+	require.ErrorAs(t, err, &un)
+	assert.Contains(t, err.Error(), "cannot run with --trace, --vcd or --check")
+}
