@@ -39,6 +39,7 @@ type Group struct {
 	windowEnd ib.PS
 	windows   uint64
 	barrier   []func()
+	threads   int // goroutines that run the partitions (SetThreads); 0 = default
 
 	// The window barrier: the coordinator bumps epoch to start a window,
 	// each worker counts pending down when its partition has run it. Both
@@ -68,6 +69,25 @@ func NewGroup(n int, lookahead ib.PS) *Group {
 		g.engines = append(g.engines, e)
 	}
 	return g
+}
+
+// SetThreads sets how many goroutines run the partitions, 1 to the
+// partition count; thread j runs partitions j, j+t, j+2t, ... one after
+// another in each window. The default is one per partition up to
+// GOMAXPROCS. Results do not depend on it.
+func (g *Group) SetThreads(t int) {
+	if t < 1 || t > len(g.sims) {
+		panic(fmt.Sprintf("sim: %d threads for %d partitions", t, len(g.sims)))
+	}
+	g.threads = t
+}
+
+// Threads returns how many goroutines Run uses.
+func (g *Group) Threads() int {
+	if g.threads > 0 {
+		return g.threads
+	}
+	return min(len(g.sims), runtime.GOMAXPROCS(0))
 }
 
 // Sims returns the partitions' Sims, in partition order.
@@ -118,15 +138,15 @@ func (g *Group) StopAt(t ib.PS) {
 // Run runs windows until no partition has an event left to run, then calls
 // each partition's end functions (Sim.OnEnd) in partition order.
 func (g *Group) Run() error {
-	n := len(g.sims)
+	threads := g.Threads()
 	var wg sync.WaitGroup
 	g.quit.Store(false)
 	start := g.epoch.Load()
-	for k := 1; k < n; k++ {
+	for j := 1; j < threads; j++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.worker(k, start)
+			g.worker(j, threads, start)
 		}()
 	}
 	defer func() {
@@ -148,9 +168,9 @@ func (g *Group) Run() error {
 			g.windowEnd = math.MaxInt64
 		}
 		g.windows++
-		g.pending.Store(int64(n - 1))
+		g.pending.Store(int64(threads - 1))
 		g.epoch.Add(1) // publishes windowEnd and the delivered events
-		g.errs[0] = g.engines[0].RunBefore(g.windowEnd)
+		g.runShare(0, threads)
 		for spin := 0; g.pending.Load() != 0; spin++ {
 			if spin&1023 == 1023 {
 				runtime.Gosched()
@@ -173,8 +193,8 @@ func (g *Group) Run() error {
 	return nil
 }
 
-// worker runs partition k's share of every window after epoch seen.
-func (g *Group) worker(k int, seen uint64) {
+// worker runs thread j's partitions in every window after epoch seen.
+func (g *Group) worker(j, threads int, seen uint64) {
 	for {
 		for spin := 0; g.epoch.Load() == seen; spin++ {
 			if spin&1023 == 1023 {
@@ -185,14 +205,24 @@ func (g *Group) worker(k int, seen uint64) {
 		if g.quit.Load() {
 			return
 		}
-		g.errs[k] = g.runWindow(k)
+		g.runShare(j, threads)
 		g.pending.Add(-1)
 	}
 }
 
+// runShare runs thread j's partitions (j, j+threads, ...) through the
+// window, one after the other: with more partitions than threads, each
+// partition's part of the fabric is touched while it is in the caches.
+func (g *Group) runShare(j, threads int) {
+	for k := j; k < len(g.sims); k += threads {
+		g.errs[k] = g.runWindow(k)
+	}
+}
+
 // runWindow runs partition k up to the window's end. A panic (a model bug)
-// becomes the window's error here and is raised again on the coordinator's
-// goroutine, where the caller's recover can see it.
+// becomes the window's error here and is raised again, naming the
+// partition, on the coordinator's goroutine, where the caller's recover can
+// see it.
 func (g *Group) runWindow(k int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -46,8 +46,9 @@ func (n *groupNode) HandleEvent(ev *Event) {
 }
 
 // runGroupModel runs 12 nodes, node i in partition i%parts (parts 0: one
-// serial Sim), until 1,000 steps, and returns each node's event times.
-func runGroupModel(t *testing.T, parts int) [][]ib.PS {
+// serial Sim) on threads goroutines (0: the default), until 1,000 steps,
+// and returns each node's event times.
+func runGroupModel(t *testing.T, parts, threads int) [][]ib.PS {
 	const nodes = 12
 	var sims []*Sim
 	var g *Group
@@ -55,6 +56,9 @@ func runGroupModel(t *testing.T, parts int) [][]ib.PS {
 		sims = []*Sim{NewSim()}
 	} else {
 		g = NewGroup(parts, groupStep)
+		if threads > 0 {
+			g.SetThreads(threads)
+		}
 		sims = g.Sims()
 	}
 	ns := make([]*groupNode, nodes)
@@ -85,9 +89,10 @@ func runGroupModel(t *testing.T, parts int) [][]ib.PS {
 
 // TestGroupMatchesSerial: with no same-time ties, a partitioned run handles
 // exactly the events of the serial run, at each node in the same order, for
-// any number of partitions and however many threads run them.
+// any number of partitions, however many goroutines run them (SetThreads)
+// and however many OS threads Go gives those.
 func TestGroupMatchesSerial(t *testing.T) {
-	want := runGroupModel(t, 0)
+	want := runGroupModel(t, 0, 0)
 	total := 0
 	for _, w := range want {
 		total += len(w)
@@ -97,18 +102,21 @@ func TestGroupMatchesSerial(t *testing.T) {
 	for _, procs := range []int{1, 4} {
 		runtime.GOMAXPROCS(procs)
 		for _, parts := range []int{1, 2, 3, 5} {
-			assert.Equal(t, want, runGroupModel(t, parts), "%d partitions on %d threads", parts, procs)
+			for threads := 0; threads <= min(parts, 3); threads++ {
+				assert.Equal(t, want, runGroupModel(t, parts, threads), "%d partitions on %d threads, GOMAXPROCS %d", parts, threads, procs)
+			}
 		}
 	}
 }
 
 // TestGroupLookaheadViolation: an event posted across partitions inside the
-// current window is a model bug and panics, on the coordinator's goroutine
-// even when a worker partition posted it.
+// current window is a model bug and panics, naming the partition, on the
+// coordinator's goroutine even when a worker thread's partition posted it.
 func TestGroupLookaheadViolation(t *testing.T) {
 	const msg = "sim: event kind 1 posted across partitions at 109 ps, inside the window ending 110 ps"
-	for from, want := range []string{msg, "partition 1: " + msg} {
+	for from, want := range []string{"partition 0: " + msg, "partition 1: " + msg} {
 		g := NewGroup(2, 100)
+		g.SetThreads(2)
 		s := g.Sims()
 		sink := handlerFunc(func(*Event) {})
 		s[from].Schedule(10, handlerFunc(func(ev *Event) { s[from].Post(s[1-from], ev.At()+99, sink, 1, false) }), 1)

@@ -61,6 +61,10 @@ type SimConfig struct {
 	// only; deterministic for a given count, but same-picosecond ties can
 	// resolve differently from the serial run (docs/performance.md).
 	Partitions int `yaml:"partitions"`
+	// Threads is how many threads run the partitions, each its share one
+	// after another per window (0: one per partition up to the CPUs Go
+	// may use). Results do not depend on it.
+	Threads int `yaml:"threads"`
 }
 
 // MaxPartitions bounds sim.partitions.
@@ -249,6 +253,9 @@ func (c *Config) validatePartitions() error {
 	n := c.Sim.Partitions
 	if n < 1 || n > MaxPartitions {
 		return fmt.Errorf("sim.partitions: %d is out of range (1 = serial, up to %d)", n, MaxPartitions)
+	}
+	if t := c.Sim.Threads; t < 0 || t > n {
+		return fmt.Errorf("sim.threads: %d is out of range (0 = one per partition up to the CPUs, up to sim.partitions %d)", t, n)
 	}
 	if n == 1 {
 		return nil

@@ -72,14 +72,17 @@ func TestPartitionedMatchesSerial(t *testing.T) {
 }
 
 // TestPartitionedDeterministic: a partitioned run gives the same result,
-// event count included, on one thread or several.
+// event count included, whether its partitions run on one thread, two or
+// four (sim.threads), and however many CPUs Go is given.
 func TestPartitionedDeterministic(t *testing.T) {
 	sets := append([]string{"sim.partitions=4"}, partitionPoints[1].sets...)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	runtime.GOMAXPROCS(1)
 	one := runPoint(t, sets...)
 	runtime.GOMAXPROCS(4)
-	assert.Equal(t, one, runPoint(t, sets...))
+	for _, threads := range []string{"0", "1", "2", "4"} {
+		assert.Equal(t, one, runPoint(t, append([]string{"sim.threads=" + threads}, sets...)...), "sim.threads=%s", threads)
+	}
 }
 
 // TestPartition: a 1,024-host three-level fat tree (k = 16: 128 leaf, 128
@@ -132,6 +135,8 @@ func TestPartitionsRefused(t *testing.T) {
 	}{
 		{[]string{"sim.partitions=0"}, "sim.partitions: 0 is out of range (1 = serial, up to 64)"},
 		{[]string{"sim.partitions=65"}, "sim.partitions: 65 is out of range (1 = serial, up to 64)"},
+		{[]string{"sim.partitions=2", "sim.threads=3", "workload.kind=uniform"}, "sim.threads: 3 is out of range (0 = one per partition up to the CPUs, up to sim.partitions 2)"},
+		{[]string{"sim.threads=-1"}, "sim.threads: -1 is out of range"},
 		{[]string{"sim.partitions=2", "workload.kind=perftest"}, "sim.partitions: 2 needs a synthetic workload"},
 		{[]string{"sim.partitions=2", "workload.kind=uniform", "sim.engine=akita"}, "sim.partitions: 2 runs on sim.engine hcasim, not akita"},
 		{[]string{"sim.partitions=2", "workload.kind=uniform", "sim.check=true"}, "sim.partitions: 2 cannot run with sim.check"},

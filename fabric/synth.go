@@ -101,6 +101,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 			return nil, err
 		}
 		r.group = components.NewGroup(n, look)
+		if cfg.Sim.Threads > 0 {
+			r.group.SetThreads(cfg.Sim.Threads)
+		}
 		sims = r.group.Sims()
 	} else {
 		sims = []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}
