@@ -133,19 +133,24 @@ func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool
 	if at < s.now {
 		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
 	}
-	var ev *Event
-	if n := len(s.freeEvents); n > 0 {
-		ev = s.freeEvents[n-1]
-		s.freeEvents = s.freeEvents[:n-1]
-	} else {
-		ev = &Event{owner: s}
-	}
+	ev := s.newEvent()
 	ev.at = at
 	ev.target = target
 	ev.Kind = kind
 	ev.secondary = secondary
 	s.Engine.Schedule(ev)
 	return ev
+}
+
+// newEvent takes a cleared event from the pool, or makes one; it belongs
+// to s until Post gives it to another partition.
+func (s *Sim) newEvent() *Event {
+	if n := len(s.freeEvents); n > 0 {
+		ev := s.freeEvents[n-1]
+		s.freeEvents = s.freeEvents[:n-1]
+		return ev
+	}
+	return &Event{owner: s}
 }
 
 // Post queues an event for target, which lives in dst: at once when dst is
@@ -163,13 +168,7 @@ func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, late boo
 	if at < s.group.windowEnd {
 		panic(fmt.Sprintf("sim: event kind %d posted across partitions at %d ps, inside the window ending %d ps", kind, at, s.group.windowEnd))
 	}
-	var ev *Event
-	if n := len(s.freeEvents); n > 0 {
-		ev = s.freeEvents[n-1]
-		s.freeEvents = s.freeEvents[:n-1]
-	} else {
-		ev = new(Event)
-	}
+	ev := s.newEvent()
 	ev.owner = dst
 	ev.at = at
 	ev.target = target
