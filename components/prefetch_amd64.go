@@ -6,3 +6,10 @@ package components
 //
 //go:noescape
 func prefetch(addr uintptr)
+
+// prefetch4 prefetches the four cache lines from addr on (what a link
+// port's packet, flow-control and wire-idle events read: its first three
+// lines and VL 0's, TestPortLayout).
+//
+//go:noescape
+func prefetch4(addr uintptr)
