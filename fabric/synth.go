@@ -131,8 +131,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		p.switches = append(p.switches, net.Switches[i])
 	}
 	sl2vl := cfg.Switch.SL2VLTable()
+	hosts := topo.Hosts()
 	for i, e := range r.eps {
-		p := r.parts[part[topo.Hosts()[i]]]
+		p := r.parts[part[hosts[i]]]
 		e.LIDOf = net.HostLID
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
