@@ -246,9 +246,8 @@ func IsUserError(err error) bool {
 }
 
 // validatePartitions checks sim.partitions and what a partitioned run
-// cannot do: observers see the whole fabric from one goroutine, and only
-// synthetic traffic is split (perftest, collectives and streams drive the
-// fabric from shared controllers).
+// cannot do: only synthetic traffic is split (perftest, collectives and
+// streams drive the fabric from shared controllers).
 func (c *Config) validatePartitions() error {
 	n := c.Sim.Partitions
 	if n < 1 || n > MaxPartitions {
@@ -265,8 +264,6 @@ func (c *Config) validatePartitions() error {
 		return fmt.Errorf("sim.partitions: %d needs a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast), not workload.kind %s; use sim.partitions: 1", n, c.Workload.Kind)
 	case c.Sim.Engine != components.EngineHcasim:
 		return fmt.Errorf("sim.partitions: %d runs on sim.engine hcasim, not %s", n, c.Sim.Engine)
-	case c.Sim.Check:
-		return fmt.Errorf("sim.partitions: %d cannot run with sim.check (--check): the checkers observe the whole fabric serially; use sim.partitions: 1", n)
 	case c.Topology.Kind == "back-to-back":
 		return fmt.Errorf("sim.partitions: %d needs switches to split; topology.kind back-to-back has none", n)
 	}

@@ -26,6 +26,7 @@ type Network struct {
 	Hosts    []HostDevice         // by host index
 	Ports    []*link.Port         // every port, in build order
 	switchOf map[int]*switchasic.Switch
+	portNode []int // per port (Ports order): its node
 }
 
 // BuildNetwork builds the whole fabric in s: the subnet manager configures
@@ -77,6 +78,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		n.Hosts = append(n.Hosts, dev)
 		ports[node] = []*link.Port{nil, p}
 		n.Ports = append(n.Ports, p)
+		n.portNode = append(n.portNode, node)
 	}
 	b := switchasic.MakeBuilder().WithFlowControl(cfg.Link)
 	if cfg.Sim.PerCycle {
@@ -104,6 +106,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		for p := 1; p <= nd.Ports; p++ {
 			ports[node][p] = sw.Port(p - 1)
 			n.Ports = append(n.Ports, sw.Port(p-1))
+			n.portNode = append(n.portNode, node)
 		}
 	}
 	for _, c := range topo.Cables {
@@ -117,19 +120,33 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 // Blocks returns every block that announces trace events: ports, switches
 // and host devices.
 func (n *Network) Blocks() []sim.Hookable {
+	out, _ := n.blocks(nil)
+	return out
+}
+
+// blocks returns Blocks and, given each node's partition, each block's.
+func (n *Network) blocks(part []int) ([]sim.Hookable, []int) {
 	var out []sim.Hookable
-	for _, p := range n.Ports {
-		out = append(out, p)
-	}
-	for _, sw := range n.Switches {
-		out = append(out, sw)
-	}
-	for _, h := range n.Hosts {
-		if hk, ok := h.(sim.Hookable); ok {
-			out = append(out, hk)
+	var parts []int
+	add := func(b sim.Hookable, node int) {
+		out = append(out, b)
+		if part != nil {
+			parts = append(parts, part[node])
 		}
 	}
-	return out
+	for i, p := range n.Ports {
+		add(p, n.portNode[i])
+	}
+	sws, hosts := n.Topo.Switches(), n.Topo.Hosts()
+	for i, sw := range n.Switches {
+		add(sw, sws[i])
+	}
+	for i, h := range n.Hosts {
+		if hk, ok := h.(sim.Hookable); ok {
+			add(hk, hosts[i])
+		}
+	}
+	return out, parts
 }
 
 // hostCable is the length and medium of host cables (link.length_m, link.medium).

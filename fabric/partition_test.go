@@ -1,11 +1,18 @@
 package fabric
 
 import (
+	"bytes"
+	"regexp"
 	"runtime"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/verif"
 )
 
 // partitionPoints are design points a partitioned run is held to: the
@@ -139,7 +146,6 @@ func TestPartitionsRefused(t *testing.T) {
 		{[]string{"sim.threads=-1"}, "sim.threads: -1 is out of range"},
 		{[]string{"sim.partitions=2", "workload.kind=perftest"}, "sim.partitions: 2 needs a synthetic workload"},
 		{[]string{"sim.partitions=2", "workload.kind=uniform", "sim.engine=akita"}, "sim.partitions: 2 runs on sim.engine hcasim, not akita"},
-		{[]string{"sim.partitions=2", "workload.kind=uniform", "sim.check=true"}, "sim.partitions: 2 cannot run with sim.check"},
 		{[]string{"sim.partitions=2", "workload.kind=uniform", "topology.kind=back-to-back"}, "topology.kind back-to-back has none"},
 	} {
 		_, err := Load(nil, c.sets)
@@ -155,10 +161,46 @@ func TestPartitionsRefused(t *testing.T) {
 	var un *UnsupportedError
 	require.ErrorAs(t, err, &un)
 	assert.Equal(t, "sim.partitions: 3 is more than the fabric's 1 switches", err.Error())
-	// Observers (traces, waveforms) see the whole fabric from one goroutine.
-	l, err = Load(nil, append([]string{"sim.partitions=2"}, partitionPoints[0].sets...))
-	require.NoError(t, err)
-	_, err = Run(l, RunOptions{Observe: func(*Simulation) {}})
-	require.ErrorAs(t, err, &un)
-	assert.Contains(t, err.Error(), "cannot run with --trace, --vcd or --check")
+}
+
+// TestPartitionedTraceAndChecks: with three partitions the invariant
+// checkers (lossless, ordering, integrity, buffers, credits) find nothing,
+// the run settles, and its trace holds exactly the serial run's events:
+// the same lines, once packet numbers (which a partition assigns from its
+// own series) and the ICRCs that cover them are taken out, in time order. Only the order of events of
+// the same picosecond may differ (merged partition by partition).
+func TestPartitionedTraceAndChecks(t *testing.T) {
+	seqField := regexp.MustCompile(` (seq|icrc)=\d+`)
+	trace := func(sets ...string) []string {
+		l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
+		var chk *verif.Checkers
+		var view *Simulation
+		_, err = Run(l, RunOptions{Observe: func(s *Simulation) {
+			view = s
+			verif.AttachHook(rec, s.Blocks...)
+			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+		}})
+		require.NoError(t, err)
+		require.NoError(t, rec.Flush())
+		require.True(t, view.Settled, "the run drained and settled")
+		chk.Finish(view.Now(), view.Settled)
+		require.NoError(t, chk.Err())
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")[1:] // past the header
+		var last int64
+		for i, ln := range lines {
+			at, err := strconv.ParseInt(ln[:strings.IndexByte(ln, ' ')], 10, 64)
+			require.NoError(t, err, ln)
+			require.GreaterOrEqual(t, at, last, "line %d out of time order: %s", i, ln)
+			last = at
+			lines[i] = seqField.ReplaceAllString(ln, "")
+		}
+		sort.Strings(lines)
+		return lines
+	}
+	serial := trace(partitionPoints[0].sets...)
+	require.Greater(t, len(serial), 10000)
+	assert.Equal(t, serial, trace(append([]string{"sim.partitions=3"}, partitionPoints[0].sets...)...))
 }

@@ -38,6 +38,27 @@ type Simulation struct {
 	endAt     ib.PS
 	endEvents uint64
 	ended     bool
+
+	group *components.Group // a partitioned run's partitions (Sim is partition 0's), else nil
+}
+
+// Now returns the simulated time reached: the latest of every partition's
+// in a partitioned run.
+func (v *Simulation) Now() ib.PS {
+	if v.group != nil {
+		return v.group.Now()
+	}
+	return v.Sim.Now()
+}
+
+// Stop ends the run (every partition of a partitioned one): a checker that
+// found a violation calls it.
+func (v *Simulation) Stop() {
+	if v.group != nil {
+		v.group.Stop()
+		return
+	}
+	v.Sim.Stop()
 }
 
 // end returns when the workload finished and how many events that took:

@@ -64,7 +64,13 @@ func (r *synthRun) finish() {
 		end = max(end, p.lastDeliver)
 	}
 	r.view.endAt, r.view.endEvents, r.view.ended = end, r.group.Events(), true
-	r.group.Stop()
+	if !r.check {
+		r.group.Stop()
+		return
+	}
+	// Checkers want every credit back: run on until the fabric settles.
+	r.view.Settled = true
+	r.group.StopAt(end + settleTime(nil, r.view.Ports))
 }
 
 const (
@@ -89,9 +95,6 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	var sims []*components.Sim
 	part := make([]int, len(topo.Nodes))
 	if n := cfg.Sim.Partitions; n > 1 {
-		if opts.Observe != nil {
-			return nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d cannot run with --trace, --vcd or --check (observers see the whole fabric serially); use sim.partitions: 1", n)}
-		}
 		if sw := len(topo.Switches()); n > sw {
 			return nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's %d switches", n, sw)}
 		}
@@ -144,7 +147,14 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.t1 = r.t0 + ib.PS(w.MeasureNs*1000)
 	r.drainCap = ib.PS(w.DrainNs * 1000)
 	maxT := ib.PS(cfg.Sim.MaxTimeNs * 1000)
-	r.view = &Simulation{Sim: r.s, Ports: net.Ports, Blocks: net.Blocks()}
+	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group}
+	var po *partitionedObservers
+	if r.group != nil && opts.Observe != nil {
+		blocks, parts := net.blocks(part)
+		po, r.view.Blocks = newPartitionedObservers(blocks, parts, len(sims))
+	} else {
+		r.view.Blocks = net.Blocks()
+	}
 	r.check = cfg.Sim.Check
 	if opts.Observe != nil {
 		opts.Observe(r.view)
@@ -163,6 +173,11 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 	} else {
 		r.group.StopAt(maxT)
+		if po != nil {
+			// Observers see a window's events before the run decides
+			// whether it has drained (a checker's violation stops it).
+			r.group.OnBarrier(po.replay)
+		}
 		r.group.OnBarrier(r.barrier)
 		if err := r.group.Run(); err != nil {
 			return nil, err
@@ -299,13 +314,17 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		if r.view.ended {
 			endAt, endEvents = r.view.endAt, r.view.endEvents
 		}
-		// Every switch's window ends where the serial run's would: at
-		// the last delivery, or at the latest event any partition ran.
+	} else if r.view != nil {
+		endAt, endEvents = r.view.end()
+	}
+	if r.view != nil {
+		// Every switch's statistics window ends with the workload: at the
+		// last delivery, not after the settling a checker asks for (so
+		// --check changes no result), nor a lookahead past it (a
+		// partitioned run), nor behind the latest partition.
 		for _, sw := range r.net.Switches {
 			sw.EndStatsAt(endAt)
 		}
-	} else if r.view != nil {
-		endAt, endEvents = r.view.end()
 	}
 	// The partitions' counters, summed in partition order (one part when
 	// serial, so its sums are the serial run's own).

@@ -18,17 +18,6 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 	if f.trace == "" && f.vcd == "" && !check {
 		return nil, func() error { return nil }, nil
 	}
-	if n := l.Config.Sim.Partitions; n > 1 {
-		what := "--trace: a trace sees"
-		switch {
-		case f.trace != "":
-		case f.vcd != "":
-			what = "--vcd: a waveform sees"
-		default:
-			what = "--check: the checkers see"
-		}
-		return nil, nil, userErrorf("%s the whole fabric from one thread; sim.partitions is %d (use sim.partitions: 1)", what, n)
-	}
 	filter, err := verif.ParseFilter(strings.Join(f.tracePaths, ","), strings.Join(f.traceKinds, ","))
 	if err != nil {
 		return nil, nil, userErrorf("--trace-kind: %v", err)
@@ -69,7 +58,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			verif.AttachHook(vcd, s.Blocks...)
 		}
 		if check {
-			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Sim.Stop() }}, s.Blocks...)
+			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
 		}
 	}
 	finish := func() error {
@@ -87,13 +76,13 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			if err != nil {
 				return userErrorf("--vcd: %v", err)
 			}
-			if err := vcd.WriteTo(out, "hcasim "+Version()+" "+f.config, view.Sim.Now()); err != nil && first == nil {
+			if err := vcd.WriteTo(out, "hcasim "+Version()+" "+f.config, view.Now()); err != nil && first == nil {
 				first = fmt.Errorf("--vcd: %v", err)
 			}
 			out.Close()
 		}
 		if chk != nil && view != nil {
-			chk.Finish(view.Sim.Now(), view.Settled)
+			chk.Finish(view.Now(), view.Settled)
 			if err := chk.Err(); err != nil {
 				return fmt.Errorf("invariant violated: %v", err)
 			}
