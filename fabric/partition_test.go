@@ -90,6 +90,13 @@ func TestPartitionedDeterministic(t *testing.T) {
 	for _, threads := range []string{"0", "1", "2", "4"} {
 		assert.Equal(t, one, runPoint(t, append([]string{"sim.threads=" + threads}, sets...)...), "sim.threads=%s", threads)
 	}
+	// A sweep's share of threads (RunOptions.Threads) changes nothing either.
+	l, err := Load(nil, sets)
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{Threads: 1})
+	require.NoError(t, err)
+	delete(m, "wall_s")
+	assert.Equal(t, one, m)
 }
 
 // TestPartition: a 1,024-host three-level fat tree (k = 16: 128 leaf, 128

@@ -18,6 +18,10 @@ type RunOptions struct {
 	// Observe, if set, is called with the simulation after it is built and
 	// before it runs: tracers and checkers attach here.
 	Observe func(s *Simulation)
+	// Threads bounds the threads of a partitioned run whose sim.threads
+	// is 0 (0: one per partition up to GOMAXPROCS); a sweep running
+	// points side by side gives each its share. Results do not depend on it.
+	Threads int
 }
 
 // Simulation is a built model: the engine and the named parts an observer

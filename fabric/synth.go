@@ -104,8 +104,11 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 			return nil, err
 		}
 		r.group = components.NewGroup(n, look)
-		if cfg.Sim.Threads > 0 {
+		switch {
+		case cfg.Sim.Threads > 0:
 			r.group.SetThreads(cfg.Sim.Threads)
+		case opts.Threads > 0:
+			r.group.SetThreads(min(n, opts.Threads, r.group.Threads()))
 		}
 		sims = r.group.Sims()
 	} else {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -81,7 +82,12 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 
 	start := time.Now()
 	bar := newProgress(stderr, f.quiet, len(designs)*sw.PointsPerDesign())
-	outs := sw.Run(designs, f.jobs, sweepRunner(f), func(sweep.Outcome) { bar.add() })
+	// Points run side by side share the CPUs: a partitioned point gets its
+	// share of threads (its results do not depend on them), not one per
+	// partition, whose barrier waits would spin against the other points.
+	together := max(1, min(f.jobs, len(designs)*sw.PointsPerDesign()))
+	threads := max(1, runtime.GOMAXPROCS(0)/together)
+	outs := sw.Run(designs, f.jobs, sweepRunner(f, threads), func(sweep.Outcome) { bar.add() })
 	bar.finish()
 
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed, Points: []report.Point{}}
@@ -140,17 +146,18 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 var fabricRun = fabric.Run
 
 // sweepRunner runs one point on its own engine, with the --check checkers
-// when asked (each point gets its own). wall_s is left out of a sweep's
+// when asked (each point gets its own), a partitioned point on at most
+// threads threads. wall_s is left out of a sweep's
 // metrics: it is wall-clock time, differs from run to run, and would make
 // results depend on the machine and on --jobs (the sweep's wall time goes to
 // stderr instead).
-func sweepRunner(f *runFlags) sweep.Runner {
+func sweepRunner(f *runFlags, threads int) sweep.Runner {
 	return func(p *sweep.Point) (map[string]any, error) {
 		obs, finish, err := observers(p.Loaded, f)
 		if err != nil {
 			return nil, err
 		}
-		m, err := fabricRun(p.Loaded, fabric.RunOptions{Observe: obs})
+		m, err := fabricRun(p.Loaded, fabric.RunOptions{Observe: obs, Threads: threads})
 		if ferr := finish(); err == nil {
 			err = ferr
 		}
