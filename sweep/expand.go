@@ -199,10 +199,16 @@ func (s *Sweep) params(set []assignment) map[string]any {
 // point, so results do not depend on --jobs, on sharding or on the order
 // points run in; a point run alone (every swept key pinned with --set)
 // derives the same seed. A seed param itself is part of params, so
-// sweeping seed gives independent replicas.
+// sweeping seed gives independent replicas. sim.* keys choose how a point
+// runs, not what it models (partitions, threads, engine, per-cycle rounds,
+// checkers, time limit): they are left out, so a sweep over them runs the
+// same traffic at every point and compares like with like.
 func DeriveSeed(base uint64, params map[string]any) uint64 {
 	keys := make([]string, 0, len(params))
 	for k := range params {
+		if strings.HasPrefix(k, "sim.") {
+			continue
+		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)

@@ -123,6 +123,38 @@ func TestDeriveSeed(t *testing.T) {
 	assert.NotEqual(t, DeriveSeed(7, a), DeriveSeed(7, c), "the point must matter")
 	// 100 written as an int or produced as a whole float is one point.
 	assert.Equal(t, DeriveSeed(1, map[string]any{"link.length_m": 100}), DeriveSeed(1, map[string]any{"link.length_m": 100.0}))
+	// sim.* keys say how a point runs, not what it models: the same traffic
+	// at every value.
+	for _, k := range []string{"sim.partitions", "sim.threads", "sim.engine", "sim.per_cycle"} {
+		with := map[string]any{"hca.vl_buffer_bytes": 8192, "workload.size": 1024, k: 2}
+		assert.Equal(t, DeriveSeed(7, a), DeriveSeed(7, with), k)
+	}
+}
+
+// TestSweepPartitionsSameTraffic: a sweep over sim.partitions runs the same
+// traffic at every point, so its points agree on every metric but the event
+// count (fabric.TestPartitionedMatchesSerial holds single runs to that).
+func TestSweepPartitionsSameTraffic(t *testing.T) {
+	s := expand(t, `
+topology: {kind: fat-tree-2, hosts: 64}
+switch: {radix: 16}
+workload: {kind: uniform, size: 1024, offered_load: 0.3, warmup_ns: 1000, measure_ns: 3000}
+sweep:
+  sim.partitions: [1, 2, 4]
+`)
+	outs := s.Run(allDesigns(s), 2, streamRunner, nil)
+	require.Len(t, outs, 3)
+	var first map[string]any
+	for _, o := range outs {
+		require.NoError(t, o.Err)
+		m := o.Metrics
+		delete(m, "events")
+		if first == nil {
+			first = m
+			continue
+		}
+		assert.Equal(t, first, m, "sim.partitions=%v", o.Params["sim.partitions"])
+	}
 }
 
 // streamRunner runs a point on the real engine; wall_s is wall-clock and
