@@ -121,7 +121,9 @@ func (g *Group) Events() uint64 {
 	return n
 }
 
-// Stop ends every partition.
+// Stop ends every partition. Call it between windows (from a barrier
+// function) or before Run: a partition's event must not stop the others
+// while they run the window (Sim.Stop ends its own partition).
 func (g *Group) Stop() {
 	for _, s := range g.sims {
 		s.Stop()

@@ -153,6 +153,9 @@ func (s *Sim) newEvent() *Event {
 	return &Event{owner: s}
 }
 
+// Group returns the partitioned run this Sim is a partition of, or nil.
+func (s *Sim) Group() *Group { return s.group }
+
 // Post queues an event for target, which lives in dst: at once when dst is
 // this Sim, else at the end of the current window of the partitioned run,
 // when dst's partition receives it. An event posted across partitions must
@@ -202,6 +205,7 @@ func (s *Sim) handle(ev *Event) {
 }
 
 // Stop ends the simulation: events still queued are drained without running.
+// In a partitioned run it ends this partition only (Group.Stop ends all).
 func (s *Sim) Stop() { s.stopped = true }
 
 // Stopped reports whether Stop was called or the time limit passed.

@@ -246,8 +246,9 @@ func IsUserError(err error) bool {
 }
 
 // validatePartitions checks sim.partitions and what a partitioned run
-// cannot do: only synthetic traffic is split (perftest, collectives and
-// streams drive the fabric from shared controllers).
+// cannot do: perftest, collectives and streams drive the fabric from one
+// controller whose end must stop every partition at once (a partition can
+// only stop the others at its window's end, after they ran on a little).
 func (c *Config) validatePartitions() error {
 	n := c.Sim.Partitions
 	if n < 1 || n > MaxPartitions {

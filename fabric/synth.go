@@ -92,27 +92,12 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	var sims []*components.Sim
-	part := make([]int, len(topo.Nodes))
-	if n := cfg.Sim.Partitions; n > 1 {
-		if sw := len(topo.Switches()); n > sw {
-			return nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's %d switches", n, sw)}
-		}
-		part = Partition(topo, n)
-		look, err := lookahead(cfg, topo, part)
-		if err != nil {
-			return nil, err
-		}
-		r.group = components.NewGroup(n, look)
-		switch {
-		case cfg.Sim.Threads > 0:
-			r.group.SetThreads(cfg.Sim.Threads)
-		case opts.Threads > 0:
-			r.group.SetThreads(min(n, opts.Threads, r.group.Threads()))
-		}
-		sims = r.group.Sims()
-	} else {
-		sims = []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}
+	sims, part, err := partitionRun(cfg, opts, topo, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(sims) > 1 {
+		r.group = sims[0].Group()
 	}
 	r.s = sims[0]
 	for _, s := range sims {
@@ -187,6 +172,37 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 	}
 	return r.metrics(cfg, timing.DataRateBps()), nil
+}
+
+// partitionRun returns the Sims of a run and each node's partition: one
+// serial Sim, or with sim.partitions > 1 a Group's partitions (the fabric
+// cut by Partition, then adjust, if given, moves nodes) with the lookahead
+// of the cables between them and the thread count the config or the
+// caller (a sweep's share) asks for.
+func partitionRun(cfg *Config, opts RunOptions, topo *Topology, adjust func(part []int)) ([]*components.Sim, []int, error) {
+	n := cfg.Sim.Partitions
+	if n <= 1 {
+		return []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}, make([]int, len(topo.Nodes)), nil
+	}
+	if sw := len(topo.Switches()); n > sw {
+		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's %d switches", n, sw)}
+	}
+	part := Partition(topo, n)
+	if adjust != nil {
+		adjust(part)
+	}
+	look, err := lookahead(cfg, topo, part)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := components.NewGroup(n, look)
+	switch {
+	case cfg.Sim.Threads > 0:
+		g.SetThreads(cfg.Sim.Threads)
+	case opts.Threads > 0:
+		g.SetThreads(min(n, opts.Threads, g.Threads()))
+	}
+	return g.Sims(), part, nil
 }
 
 // lookahead returns the shortest latency of a cable between partitions:
