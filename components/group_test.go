@@ -142,3 +142,25 @@ func TestGroupPacketSeq(t *testing.T) {
 		assert.Equal(t, serial.NewPacket().Seq, one.NewPacket().Seq)
 	}
 }
+
+// BenchmarkGroupWindow measures what a window costs beyond its events: two
+// partitions on two threads, each with one event per window that posts one
+// event to the other (the smallest window that exchanges anything). ns/op
+// is one window: barrier, hand-over and the two events.
+func BenchmarkGroupWindow(b *testing.B) {
+	g := NewGroup(2, groupStep)
+	s := g.Sims()
+	var hops [2]handlerFunc
+	for k := range hops {
+		k := k
+		hops[k] = handlerFunc(func(ev *Event) {
+			if ev.Arg > 0 {
+				s[k].Post(s[1-k], ev.At()+groupStep, hops[1-k], 1, false).Arg = ev.Arg - 1
+			}
+		})
+	}
+	s[0].Schedule(0, hops[0], 1).Arg = int64(b.N)
+	b.ResetTimer()
+	require.NoError(b, g.Run())
+	b.ReportMetric(float64(g.Windows())/float64(b.N), "windows/op")
+}
