@@ -102,6 +102,7 @@ Run flags:
       --memprofile F    write a pprof heap profile
 
 Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml (docs/config.md lists every key).
+One large fabric on several cores: --set sim.partitions=N (synthetic traffic; docs/performance.md).
 `
 
 func init() {
