@@ -20,7 +20,8 @@ import (
 // cable's latency to reach the other end. A window runs every partition
 // from the earliest queued event T up to, not including, T + lookahead; no
 // event of the window can be caused by another partition's event of the
-// same window, so the partitions run it independently, one goroutine each.
+// same window, so the partitions run it independently, on up to one
+// goroutine each (SetThreads).
 // At the window's end the posted events are delivered, destination by
 // destination and source by source in partition order, then the barrier
 // functions run (alone), then the next window starts.
