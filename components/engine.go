@@ -230,19 +230,8 @@ func (e *Engine) Schedule(evt sim.Event) {
 	} else {
 		at = ib.FromSeconds(float64(evt.Time()))
 	}
-	if at < e.now {
-		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
-	}
-	e.seq++
-	if e.seq >= lateBit {
-		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
-	}
-	key := e.seq
 	late := evt.IsSecondary()
-	if late {
-		key |= lateBit
-	}
-	x := heapEntry{orderKey{at: at, key: key}, evt}
+	x := heapEntry{e.order(at, late), evt}
 	// The delay's lane, or an empty lane to claim for it. A delay too large
 	// for the lane key (never in practice) goes to the heap.
 	if d := uint64(at - e.now); d < 1<<62 {
@@ -267,15 +256,24 @@ func (e *Engine) Schedule(evt sim.Event) {
 // heap, not a lane, since such events arrive in batches whose delays from
 // now follow no pattern and would only churn the lanes.
 func (e *Engine) Deliver(evt *Event) {
-	if evt.at < e.now {
-		panic(fmt.Sprintf("engine: event at %d ps delivered at %d ps", evt.at, e.now))
+	e.push(heapEntry{e.order(evt.at, evt.secondary), evt})
+}
+
+// order returns the order key of an event queued now for time at: the next
+// sequence number, with the late flag on top.
+func (e *Engine) order(at ib.PS, late bool) orderKey {
+	if at < e.now {
+		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
 	}
 	e.seq++
-	key := e.seq
-	if evt.secondary {
-		key |= lateBit
+	if e.seq >= lateBit {
+		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
 	}
-	e.push(heapEntry{orderKey{at: evt.at, key: key}, evt})
+	k := orderKey{at: at, key: e.seq}
+	if late {
+		k.key |= lateBit
+	}
+	return k
 }
 
 // push adds x to the heap.

@@ -133,24 +133,27 @@ func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool
 	if at < s.now {
 		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
 	}
-	ev := s.newEvent()
-	ev.at = at
-	ev.target = target
-	ev.Kind = kind
-	ev.secondary = secondary
+	ev := s.newEvent(at, target, kind, secondary)
 	s.Engine.Schedule(ev)
 	return ev
 }
 
-// newEvent takes a cleared event from the pool, or makes one; it belongs
-// to s until Post gives it to another partition.
-func (s *Sim) newEvent() *Event {
+// newEvent takes a cleared event from the pool, or makes one, and fills in
+// what every event has; it belongs to s until Post gives it to another
+// partition.
+func (s *Sim) newEvent(at ib.PS, target EventHandler, kind uint8, late bool) *Event {
+	var ev *Event
 	if n := len(s.freeEvents); n > 0 {
-		ev := s.freeEvents[n-1]
+		ev = s.freeEvents[n-1]
 		s.freeEvents = s.freeEvents[:n-1]
-		return ev
+	} else {
+		ev = &Event{owner: s}
 	}
-	return &Event{owner: s}
+	ev.at = at
+	ev.target = target
+	ev.Kind = kind
+	ev.secondary = late
+	return ev
 }
 
 // Group returns the partitioned run this Sim is a partition of, or nil.
@@ -171,12 +174,8 @@ func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, late boo
 	if at < s.group.windowEnd {
 		panic(fmt.Sprintf("sim: event kind %d posted across partitions at %d ps, inside the window ending %d ps", kind, at, s.group.windowEnd))
 	}
-	ev := s.newEvent()
+	ev := s.newEvent(at, target, kind, late)
 	ev.owner = dst
-	ev.at = at
-	ev.target = target
-	ev.Kind = kind
-	ev.secondary = late
 	s.outbox[dst.part] = append(s.outbox[dst.part], ev)
 	return ev
 }

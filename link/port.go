@@ -236,12 +236,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	// The head arrival runs after same-time primary events, so a
 	// flow-control packet that was on this wire just before the packet
 	// (ending as its head arrives) is applied first (see ScheduleLate).
-	var ev *components.Event
-	if p.remote {
-		ev = p.s.Post(p.peer.s, head, p.peer, evArrive, true)
-	} else {
-		ev = p.s.ScheduleLate(head, p.peer, evArrive)
-	}
+	ev := p.toPeer(head, evArrive, true)
 	ev.Pkt = pkt
 	ev.Tail = head + ser
 	p.s.Schedule(p.busyUntil, p, evTxDone)
@@ -360,12 +355,7 @@ func (p *Port) sendFC() {
 	p.vl[vl].fcLast = now
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
-	var ev *components.Event
-	if p.remote {
-		ev = p.s.Post(p.peer.s, now+p.timing.Latency()+ser, p.peer, evFCArrive, false)
-	} else {
-		ev = p.s.Schedule(now+p.timing.Latency()+ser, p.peer, evFCArrive)
-	}
+	ev := p.toPeer(now+p.timing.Latency()+ser, evFCArrive, false)
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer.
@@ -375,6 +365,19 @@ func (p *Port) sendFC() {
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
 	p.s.Schedule(p.busyUntil, p, evTxDone)
+}
+
+// toPeer queues an event for the peer port: in this Sim, or posted to the
+// peer's partition when the cable crosses partitions (without reading the
+// peer's cold lines otherwise).
+func (p *Port) toPeer(at ib.PS, kind uint8, late bool) *components.Event {
+	switch {
+	case p.remote:
+		return p.s.Post(p.peer.s, at, p.peer, kind, late)
+	case late:
+		return p.s.ScheduleLate(at, p.peer, kind)
+	}
+	return p.s.Schedule(at, p.peer, kind)
 }
 
 // HandleEvent implements components.EventHandler.
