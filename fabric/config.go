@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -237,12 +236,6 @@ func Load(data []byte, sets []string) (*Loaded, error) {
 		}
 	}
 	return Decode(root)
-}
-
-// IsUserError reports whether err is a user's mistake (exit 2) rather than a bug.
-func IsUserError(err error) bool {
-	_, ok := err.(*config.Error)
-	return ok || strings.HasPrefix(fmt.Sprint(err), "config:")
 }
 
 // validatePartitions checks sim.partitions and what a partitioned run

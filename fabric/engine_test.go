@@ -30,11 +30,7 @@ func TestEnginesAgree(t *testing.T) {
 		t.Run(sets[0]+" "+sets[1], func(t *testing.T) {
 			var got [2]map[string]any
 			for i, eng := range []string{"hcasim", "akita"} {
-				l, err := Load(nil, append(append([]string{}, sets...), "switch.vls=1", "sim.engine="+eng))
-				require.NoError(t, err)
-				m, err := Run(l, RunOptions{})
-				require.NoError(t, err)
-				delete(m, "wall_s")
+				m := runPoint(t, append(append([]string{}, sets...), "switch.vls=1", "sim.engine="+eng)...)
 				delete(m, "events") // superseded wake-ups differ with tie order; the model's results must not
 				report.Normalize(m)
 				got[i] = m
@@ -89,11 +85,7 @@ func TestPerCycleRoundsAgree(t *testing.T) {
 	for i, sets := range points {
 		var got [2]map[string]any
 		for k, perCycle := range []string{"false", "true"} {
-			l, err := Load(nil, append(append([]string{}, sets...), "workload.measure_ns=10000", "sim.per_cycle="+perCycle))
-			require.NoError(t, err)
-			m, err := Run(l, RunOptions{})
-			require.NoError(t, err)
-			delete(m, "wall_s")
+			m := runPoint(t, append(append([]string{}, sets...), "workload.measure_ns=10000", "sim.per_cycle="+perCycle)...)
 			delete(m, "events")
 			if sw, ok := m["switch"].(map[string]any); ok {
 				delete(sw, "alloc_rounds")

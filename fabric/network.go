@@ -18,8 +18,7 @@ type HostDevice interface {
 // Network is a built fabric: topology, subnet, switches and host devices
 // joined by link ports.
 type Network struct {
-	Sim      *components.Sim   // the simulation (partition 0's in a partitioned run)
-	Sims     []*components.Sim // every partition's, in order (one when serial)
+	Sim      *components.Sim // the simulation (partition 0's in a partitioned run)
 	Topo     *Topology
 	Subnet   *Subnet
 	Switches []*switchasic.Switch // by switch order in Topo.Switches()
@@ -65,7 +64,7 @@ func BuildNetworkOn(cfg *Config, s *components.Sim, topo *Topology, sub *Subnet,
 // buildNetwork builds the fabric with node i's blocks in sims[part[i]].
 func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topology, sub *Subnet,
 	mkHost func(index int, lid uint16, name string, s *components.Sim) HostDevice) (*Network, error) {
-	n := &Network{Sim: sims[0], Sims: sims, Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
+	n := &Network{Sim: sims[0], Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
 	hostPC := PortConfig(cfg, cfg.HCA.VLBufferBytes)
 	// ports[node][ibPort] → the link port.
 	ports := make([][]*link.Port, len(topo.Nodes))
@@ -110,9 +109,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		}
 	}
 	for _, c := range topo.Cables {
-		lc := cfg.Link
-		lc.Medium = c.Medium.String()
-		link.Connect(ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port], lc.Timing(c.LengthM))
+		link.Connect(ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port], cableTiming(cfg, c))
 	}
 	return n, nil
 }
@@ -149,6 +146,14 @@ func (n *Network) blocks(part []int) ([]sim.Hookable, []int) {
 	return out, parts
 }
 
+// cableTiming is the timing of cable c: the link config with the cable's
+// medium, at its length.
+func cableTiming(cfg *Config, c Cable) link.Timing {
+	lc := cfg.Link
+	lc.Medium = c.Medium.String()
+	return lc.Timing(c.LengthM)
+}
+
 // hostCable is the length and medium of host cables (link.length_m, link.medium).
 func hostCable(cfg *Config) CableSpec {
 	medium, _ := ParseMedium(cfg.Link.Medium)
@@ -173,18 +178,14 @@ func MaxPacketBytes(mtu int) int {
 // the switch its cable reaches. It returns each node's partition.
 func Partition(topo *Topology, parts int) []int {
 	part := make([]int, len(topo.Nodes))
-	tier := make([]int, len(topo.Nodes))
+	tier := make([]int, len(topo.Nodes)) // hosts are tier 0
 	adj := make([][]int, len(topo.Nodes))
 	for _, c := range topo.Cables {
 		adj[c.A.Node] = append(adj[c.A.Node], c.B.Node)
 		adj[c.B.Node] = append(adj[c.B.Node], c.A.Node)
 	}
-	var frontier []int
-	for _, h := range topo.Hosts() {
-		tier[h] = 0
-		frontier = append(frontier, h)
-	}
 	seen := make([]bool, len(topo.Nodes))
+	frontier := topo.Hosts()
 	for _, h := range frontier {
 		seen[h] = true
 	}

@@ -37,6 +37,8 @@ var partitionPoints = []struct {
 		"workload.kind=permutation", "workload.size=2048", "workload.offered_load=0.5", "workload.warmup_ns=1000", "workload.measure_ns=4000"}},
 }
 
+// runPoint loads the defaults with sets, runs the point and returns its
+// metrics without wall_s (wall-clock time).
 func runPoint(t *testing.T, sets ...string) map[string]any {
 	t.Helper()
 	l, err := Load(nil, sets)

@@ -136,17 +136,25 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 // packet straddling an edge counts in proportion, so a window's throughput
 // never gains or loses a whole packet to where its edges fall.
 func windowShare(tail, ser, t0, t1 ib.PS) float64 {
+	in, of := windowOverlap(tail, ser, t0, t1)
+	return float64(in) / float64(of)
+}
+
+// windowOverlap returns windowShare as the fraction in/of: how much of the
+// reception lies in the window, out of how much (an instantaneous packet,
+// ser ≤ 0, is 1/1 inside and 0/1 outside).
+func windowOverlap(tail, ser, t0, t1 ib.PS) (in, of ib.PS) {
 	if ser <= 0 {
 		if tail >= t0 && tail <= t1 {
-			return 1
+			return 1, 1
 		}
-		return 0
+		return 0, 1
 	}
 	lo, hi := max(tail-ser, t0), min(tail, t1)
 	if hi <= lo {
-		return 0
+		return 0, ser
 	}
-	return float64(hi-lo) / float64(ser)
+	return hi - lo, ser
 }
 
 // windowSum adds packets' pro-rata shares of a window (windowShare) exactly:
@@ -162,19 +170,12 @@ type windowSum struct {
 // add counts bytes of a packet whose reception is the ser picoseconds
 // before tail, by the share of them inside [t0, t1].
 func (w *windowSum) add(bytes int64, tail, ser, t0, t1 ib.PS) {
-	if ser <= 0 {
-		if tail >= t0 && tail <= t1 {
-			w.whole += bytes
-		}
-		return
-	}
-	lo, hi := max(tail-ser, t0), min(tail, t1)
-	switch {
-	case hi <= lo:
-	case hi-lo == ser:
+	switch in, of := windowOverlap(tail, ser, t0, t1); {
+	case in == 0:
+	case in == of:
 		w.whole += bytes
 	default:
-		f := new(big.Rat).SetFrac(big.NewInt(bytes*int64(hi-lo)), big.NewInt(int64(ser)))
+		f := new(big.Rat).SetFrac(big.NewInt(bytes*int64(in)), big.NewInt(int64(of)))
 		w.part.Add(&w.part, f)
 	}
 }

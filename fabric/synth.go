@@ -92,7 +92,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	sims, part, err := partitionRun(cfg, opts, topo, nil)
+	sims, part, err := partitionRun(cfg, opts, topo)
 	if err != nil {
 		return nil, err
 	}
@@ -103,14 +103,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	for _, s := range sims {
 		r.parts = append(r.parts, &synthPart{r: r, s: s})
 	}
-	partOf := map[*components.Sim]*synthPart{}
-	for _, p := range r.parts {
-		partOf[p.s] = p
-	}
 	net, err := buildNetwork(cfg, sims, part, topo, sub, func(i int, lid uint16, name string, s *components.Sim) HostDevice {
 		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
-		partOf[s].eps = append(partOf[s].eps, e)
 		return e
 	})
 	if err != nil {
@@ -125,6 +120,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	hosts := topo.Hosts()
 	for i, e := range r.eps {
 		p := r.parts[part[hosts[i]]]
+		p.eps = append(p.eps, e)
 		e.LIDOf = net.HostLID
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
@@ -176,10 +172,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 
 // partitionRun returns the Sims of a run and each node's partition: one
 // serial Sim, or with sim.partitions > 1 a Group's partitions (the fabric
-// cut by Partition, then adjust, if given, moves nodes) with the lookahead
-// of the cables between them and the thread count the config or the
-// caller (a sweep's share) asks for.
-func partitionRun(cfg *Config, opts RunOptions, topo *Topology, adjust func(part []int)) ([]*components.Sim, []int, error) {
+// cut by Partition) with the lookahead of the cables between them and the
+// thread count the config or the caller (a sweep's share) asks for.
+func partitionRun(cfg *Config, opts RunOptions, topo *Topology) ([]*components.Sim, []int, error) {
 	n := cfg.Sim.Partitions
 	if n <= 1 {
 		return []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}, make([]int, len(topo.Nodes)), nil
@@ -188,9 +183,6 @@ func partitionRun(cfg *Config, opts RunOptions, topo *Topology, adjust func(part
 		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's %d switches", n, sw)}
 	}
 	part := Partition(topo, n)
-	if adjust != nil {
-		adjust(part)
-	}
 	look, err := lookahead(cfg, topo, part)
 	if err != nil {
 		return nil, nil, err
@@ -213,9 +205,7 @@ func lookahead(cfg *Config, topo *Topology, part []int) (ib.PS, error) {
 		if part[c.A.Node] == part[c.B.Node] {
 			continue
 		}
-		lc := cfg.Link
-		lc.Medium = c.Medium.String()
-		if l := lc.Timing(c.LengthM).Latency(); look < 0 || l < look {
+		if l := cableTiming(cfg, c).Latency(); look < 0 || l < look {
 			look = l
 		}
 	}
@@ -232,18 +222,17 @@ func lookahead(cfg *Config, topo *Topology, part []int) (ib.PS, error) {
 // barrier checks, between the windows of a partitioned run, whether every
 // partition's measurement window has ended and every packet has landed.
 func (r *synthRun) barrier() {
-	if r.drained || r.stopped {
-		if !r.drained && r.settled() {
-			r.finish()
-		}
+	if r.drained {
 		return
 	}
-	for _, p := range r.parts {
-		if !p.stopped {
-			return
+	if !r.stopped {
+		for _, p := range r.parts {
+			if !p.stopped {
+				return
+			}
 		}
+		r.stopped = true
 	}
-	r.stopped = true
 	if r.settled() {
 		r.finish()
 	}
