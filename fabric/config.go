@@ -55,8 +55,8 @@ type SimConfig struct {
 	// changed. Slower; results are identical (TestPerCycleRoundsAgree).
 	PerCycle bool `yaml:"per_cycle"`
 	// Partitions splits one fabric into this many parts that run in
-	// parallel, one goroutine each, in windows of the shortest cable's
-	// latency (components.Group). 1 is the serial run. Synthetic workloads
+	// parallel (sim.threads), in windows of the shortest cable's latency
+	// between parts (components.Group). 1 is the serial run. Synthetic workloads
 	// only; deterministic for a given count, but same-picosecond ties can
 	// resolve differently from the serial run (docs/performance.md).
 	Partitions int `yaml:"partitions"`
