@@ -131,18 +131,11 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 	return m, nil
 }
 
-// windowShare returns the fraction of a packet's reception, the ser
-// picoseconds before its tail, that falls inside the window [t0, t1]: a
-// packet straddling an edge counts in proportion, so a window's throughput
-// never gains or loses a whole packet to where its edges fall.
-func windowShare(tail, ser, t0, t1 ib.PS) float64 {
-	in, of := windowOverlap(tail, ser, t0, t1)
-	return float64(in) / float64(of)
-}
-
-// windowOverlap returns windowShare as the fraction in/of: how much of the
-// reception lies in the window, out of how much (an instantaneous packet,
-// ser ≤ 0, is 1/1 inside and 0/1 outside).
+// windowOverlap returns the share of a packet's reception, the ser
+// picoseconds before its tail, that falls inside the window [t0, t1], as the
+// fraction in/of: a packet straddling an edge counts in proportion, so a
+// window's throughput never gains or loses a whole packet to where its edges
+// fall (an instantaneous packet, ser ≤ 0, is 1/1 inside and 0/1 outside).
 func windowOverlap(tail, ser, t0, t1 ib.PS) (in, of ib.PS) {
 	if ser <= 0 {
 		if tail >= t0 && tail <= t1 {
@@ -157,7 +150,7 @@ func windowOverlap(tail, ser, t0, t1 ib.PS) (in, of ib.PS) {
 	return hi - lo, ser
 }
 
-// windowSum adds packets' pro-rata shares of a window (windowShare) exactly:
+// windowSum adds packets' pro-rata shares of a window (windowOverlap) exactly:
 // whole packets as an integer, packets straddling an edge as exact
 // fractions. The total is then the same whatever the order of the additions,
 // so the partitions of a parallel run can each sum their own deliveries and
@@ -230,7 +223,7 @@ type streamRun struct {
 	fc0, fc1  uint64
 
 	delivered   int
-	windowBytes float64 // payload bytes received in the window (pro rata, see windowShare)
+	windowBytes windowSum // payload bytes received in the window (pro rata, see windowOverlap)
 	timing      link.Timing
 	lat         workload.Latencies
 	drained     bool
@@ -315,7 +308,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"block_hops":           r.tx.Stats.DataBlocks,
 	}
 	if window > 0 {
-		m["goodput_gbps"] = r.windowBytes * 8 / float64(window) * 1000
+		m["goodput_gbps"] = r.windowBytes.value() * 8 / float64(window) * 1000
 		m["wire_utilization"] = float64(r.busy1-r.busy0) / float64(window)
 	} else {
 		m["goodput_gbps"] = 0.0
@@ -335,10 +328,10 @@ func peakBytes(p *link.Port) int {
 func (r *streamRun) deliver(pkt *ib.Packet, tail ib.PS) {
 	r.delivered++
 	if !r.saturate {
-		r.windowBytes += float64(pkt.PayloadLen)
+		r.windowBytes.whole += int64(pkt.PayloadLen)
 		r.lat.Add(tail - pkt.InjectAt)
 	} else {
-		r.windowBytes += float64(pkt.PayloadLen) * windowShare(tail, r.timing.Serialization(pkt.WireBytes()), r.t0, r.t1)
+		r.windowBytes.add(int64(pkt.PayloadLen), tail, r.timing.Serialization(pkt.WireBytes()), r.t0, r.t1)
 		if tail >= r.t0 && tail <= r.t1 {
 			r.lat.Add(tail - pkt.InjectAt)
 		}
