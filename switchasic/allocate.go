@@ -60,36 +60,42 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 	// testing all of them read every output's port (a cache miss each in a
 	// large fabric) although a round usually wants one or two.
 	of := outputsFree{sw: sw, t: t}
+	var woken components.PortSet // outputs whose freeing round was asked for
 	stalled := sw.stallOuts
-	if !stalled.Any() && !of.any() {
-		return
-	}
 	for i := sw.active.NextAtOrAfter(0); i >= 0; i = sw.active.NextAtOrAfter(i + 1) {
 		in := &sw.in[i]
 		inFree := sw.inputFree(i, tXbar)
 		// The outputs whose heads are looked at: free or stalled ones from
-		// a free input, only stalled ones from a busy input. From a free
-		// input that set is never empty (the early return above).
+		// a free input, only stalled ones from a busy input (whose heads
+		// the round that frees the input looks at).
 		if !inFree && !stalled.Any() {
 			continue
 		}
-		watched := func(o int) bool { return stalled.Has(o) || inFree && of.has(o) }
+		// A head at a free input whose output is busy is not looked at,
+		// but the round when its output frees is asked for: nothing else
+		// may ask for it (the output's wire may have been delayed by
+		// flow-control packets since its last grant).
+		look := func(vl int, q *inputVL, k int32, o int) {
+			switch {
+			case stalled.Has(o) || inFree && of.has(o):
+				sw.consider(i, vl, q, k, t, inFree && of.has(o))
+			case inFree && !woken.Has(o):
+				woken.Set(o)
+				sw.wake(sw.outputFreeAt(o))
+			}
+		}
 		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):
 		// rotating the mask right by in.rr puts VL in.rr at bit 0.
 		for m := bits.RotateLeft16(in.nonEmpty, -in.rr); m != 0; m &= m - 1 {
 			vl := (in.rr + bits.TrailingZeros16(m)) & 15
 			q := in.vls[vl]
 			if len(q.ends) == 1 {
-				o := int(q.slots[q.ends[0].head].out)
-				if watched(o) {
-					sw.consider(i, vl, q, q.ends[0].head, t, inFree && of.has(o))
-				}
+				k := q.ends[0].head
+				look(vl, q, k, int(q.slots[k].out))
 				continue
 			}
 			for o := q.voqNonEmpty.NextAtOrAfter(0); o >= 0; o = q.voqNonEmpty.NextAtOrAfter(o + 1) {
-				if watched(o) {
-					sw.consider(i, vl, q, q.ends[o].head, t, inFree && of.has(o))
-				}
+				look(vl, q, q.ends[o].head, o)
 			}
 		}
 		in.rr = (in.rr + 1) & 15
@@ -113,16 +119,6 @@ func (f *outputsFree) has(o int) bool {
 		}
 	}
 	return f.free.Has(o)
-}
-
-// any reports whether some output is free, stopping at the first.
-func (f *outputsFree) any() bool {
-	for o := 0; o < f.sw.radix; o++ {
-		if f.has(o) {
-			return true
-		}
-	}
-	return false
 }
 
 // consider makes the queued packet in slot k of input i, VL inVL a candidate
@@ -177,6 +173,13 @@ func (sw *Switch) inputFree(i int, tXbar ib.PS) bool {
 // that a busy output costs no look at its port.
 func (sw *Switch) outputFree(o int, t ib.PS) bool {
 	return t >= sw.outFreeFrom[o] && sw.ports[o].BusyUntil() < t+sw.allocPS+sw.xbarPS+sw.cycle
+}
+
+// outputFreeAt returns the first time outputFree(o, t) holds as far as is
+// known now: t >= outFreeFrom[o] and the port's wire (data or flow-control
+// packets) frees before t+allocPS+xbarPS+cycle.
+func (sw *Switch) outputFreeAt(o int) ib.PS {
+	return max(sw.outFreeFrom[o], sw.ports[o].BusyUntil()-sw.allocPS-sw.xbarPS-sw.cycle+1)
 }
 
 // refreshOutput recomputes outFreeFrom[o] after output o's wireFreeEst or
