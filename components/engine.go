@@ -16,12 +16,12 @@ import (
 // sim.Engine interface for hcasim's own events. It differs from Akita's
 // SerialEngine in what the model needs on its hot path:
 //
-//   - the queue is a typed 4-ary heap ordered by (picoseconds, late, sequence
-//     number): no float comparison, no interface call per comparison, no
-//     mutex per push and pop;
+//   - the queue is a typed 4-ary heap ordered by (picoseconds, class,
+//     sequence number): no float comparison, no interface call per
+//     comparison, no mutex per push and pop;
 //   - events of the same picosecond run in the order they were scheduled
-//     (FIFO), after which "late" events (Sim.ScheduleLate) run, so ties never
-//     depend on heap layout;
+//     (FIFO), after which "late" events (Sim.ScheduleLate) run, then "last"
+//     ones (Sim.ScheduleLast), so ties never depend on heap layout;
 //   - engine hooks are invoked only when some hook is attached.
 //
 // The order is a strict total order (sequence numbers are unique), so the
@@ -32,7 +32,7 @@ import (
 // one cable latency after it left, a wire goes idle one serialization time
 // (of a fixed packet size) after it started, flow-control packets and
 // refresh timers recur with constant delays. Events with the same delay and
-// the same late flag are scheduled at non-decreasing times (now never goes
+// the same class are scheduled at non-decreasing times (now never goes
 // back) with increasing sequence numbers, so a FIFO of them is already in
 // queue order. The engine keeps up to numLanes such FIFOs ("lanes", each for
 // one delay) beside the heap; an event goes to a lane of its delay if the
@@ -60,7 +60,7 @@ type Engine struct {
 	paused   atomic.Bool
 	handlers []sim.SimulationEndHandler
 
-	laneDelay [numLanes]uint64    // per lane: delay<<1 | late flag of its events
+	laneDelay [numLanes]uint64    // per lane: delay<<2 | class of its events
 	laneHead  [numLanes]orderKey  // per lane: its first event's order key; idle lanes sort last
 	laneBusy  uint64              // lanes holding events
 	tree      [numLanes]uint8     // tournament tree: tree[1] is the lane with the least head, tree[k] the least of its two children
@@ -90,9 +90,9 @@ type bucket struct {
 var idleHead = orderKey{at: math.MaxInt64, key: math.MaxUint64}
 
 // orderKey is where an event sorts: by picosecond, then key. key packs the
-// tie-breaks into one integer: the late flag in the top bit (late events of
-// a picosecond after the others), then the scheduling sequence number (FIFO
-// among equals). Lane heads are kept as a dense array of them so that
+// tie-breaks into one integer: the class in the top two bits (late events of
+// a picosecond after the primary ones, last events after both), then the
+// scheduling sequence number (FIFO among equals). Lane heads are kept as a dense array of them so that
 // finding the next event reads one array.
 type orderKey struct {
 	at  ib.PS
@@ -103,7 +103,7 @@ func (a *orderKey) less(b *orderKey) bool {
 	return a.at < b.at || (a.at == b.at && a.key < b.key)
 }
 
-// lane is a FIFO ring of events that share one delay and late flag.
+// lane is a FIFO ring of events that share one delay and class.
 type lane struct {
 	buf  []heapEntry // ring, len a power of two
 	head int         // index of the first event
@@ -129,8 +129,9 @@ type heapEntry struct {
 	ev sim.Event
 }
 
-// lateBit marks a late (secondary) event in orderKey.key.
-const lateBit = 1 << 63
+// classShift places an event's class in the top two bits of orderKey.key;
+// sequence numbers stay below 1<<classShift.
+const classShift = 62
 
 // heapArity is the heap's branching factor. A 4-ary heap has half the depth
 // of a binary one, and the children compared in one sift-down step are
@@ -161,7 +162,7 @@ func NewEngine() *Engine {
 	return e
 }
 
-// laneFor returns a lane for events of delay key dk (delay<<1 | late), or -1
+// laneFor returns a lane for events of delay key dk (delay<<2 | class), or -1
 // if every lane is busy with other delays.
 func (e *Engine) laneFor(dk uint64) int {
 	b := &e.laneTable[(dk*0x9E3779B97F4A7C15)>>(64-6)]
@@ -225,20 +226,20 @@ func (e *Engine) CurrentTime() sim.VTimeInSec { return sim.VTimeInSec(e.now.Seco
 // Schedule implements sim.EventScheduler.
 func (e *Engine) Schedule(evt sim.Event) {
 	var at ib.PS
+	var class Class
 	if ke, ok := evt.(*Event); ok {
-		at = ke.at
+		at, class = ke.at, ke.class
 	} else {
 		at = ib.FromSeconds(float64(evt.Time()))
+		if evt.IsSecondary() {
+			class = ClassLate
+		}
 	}
-	late := evt.IsSecondary()
-	x := heapEntry{e.order(at, late), evt}
+	x := heapEntry{e.order(at, class), evt}
 	// The delay's lane, or an empty lane to claim for it. A delay too large
 	// for the lane key (never in practice) goes to the heap.
-	if d := uint64(at - e.now); d < 1<<62 {
-		dk := d << 1
-		if late {
-			dk |= 1
-		}
+	if d := uint64(at - e.now); d < 1<<61 {
+		dk := d<<2 | uint64(class)
 		if l := e.laneFor(dk); l >= 0 {
 			if e.laneBusy&(1<<l) == 0 {
 				e.laneBusy |= 1 << l
@@ -256,24 +257,20 @@ func (e *Engine) Schedule(evt sim.Event) {
 // heap, not a lane, since such events arrive in batches whose delays from
 // now follow no pattern and would only churn the lanes.
 func (e *Engine) Deliver(evt *Event) {
-	e.push(heapEntry{e.order(evt.at, evt.secondary), evt})
+	e.push(heapEntry{e.order(evt.at, evt.class), evt})
 }
 
 // order returns the order key of an event queued now for time at: the next
-// sequence number, with the late flag on top.
-func (e *Engine) order(at ib.PS, late bool) orderKey {
+// sequence number, with the class on top.
+func (e *Engine) order(at ib.PS, class Class) orderKey {
 	if at < e.now {
 		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
 	}
 	e.seq++
-	if e.seq >= lateBit {
+	if e.seq >= 1<<classShift {
 		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
 	}
-	k := orderKey{at: at, key: e.seq}
-	if late {
-		k.key |= lateBit
-	}
-	return k
+	return orderKey{at: at, key: e.seq | uint64(class)<<classShift}
 }
 
 // push adds x to the heap.

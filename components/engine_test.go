@@ -10,15 +10,15 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
-// TestEngineOrder: events run by (time, late, scheduling order). The
+// TestEngineOrder: events run by (time, class, scheduling order). The
 // expected order is derived independently of the heap: a stable sort of the
-// scheduling sequence by (time, late), which keeps scheduling order among
+// scheduling sequence by (time, class), which keeps scheduling order among
 // equals.
 func TestEngineOrder(t *testing.T) {
 	type sched struct {
-		at   ib.PS
-		late bool
-		arg  int64
+		at    ib.PS
+		class Class
+		arg   int64
 	}
 	var got []int64
 	h := handlerFunc(func(ev *Event) { got = append(got, ev.Arg) })
@@ -28,17 +28,13 @@ func TestEngineOrder(t *testing.T) {
 	for i := 0; i < 5000; i++ {
 		// A fixed sequence; 50 distinct times, so many ties.
 		r := rng.next()
-		w := sched{at: ib.PS(r % 50), late: (r>>20)%2 == 0, arg: int64(i)}
-		if w.late {
-			s.ScheduleLate(w.at, h, 1).Arg = w.arg
-		} else {
-			s.Schedule(w.at, h, 1).Arg = w.arg
-		}
+		w := sched{at: ib.PS(r % 50), class: Class((r >> 20) % 3), arg: int64(i)}
+		scheduleClass(s, w.at, h, w.class).Arg = w.arg
 		want = append(want, w)
 	}
 	sort.SliceStable(want, func(i, j int) bool {
 		a, b := want[i], want[j]
-		return a.at < b.at || (a.at == b.at && !a.late && b.late)
+		return a.at < b.at || (a.at == b.at && a.class < b.class)
 	})
 	require.NoError(t, s.Run())
 	require.Len(t, got, len(want))
@@ -47,6 +43,17 @@ func TestEngineOrder(t *testing.T) {
 			break
 		}
 	}
+}
+
+// scheduleClass schedules through the Sim call of the class.
+func scheduleClass(s *Sim, at ib.PS, h EventHandler, class Class) *Event {
+	switch class {
+	case ClassLate:
+		return s.ScheduleLate(at, h, 1)
+	case ClassLast:
+		return s.ScheduleLast(at, h, 1)
+	}
+	return s.Schedule(at, h, 1)
 }
 
 // xorshift is a xorshift64 generator: a fixed sequence for each seed.
@@ -125,15 +132,15 @@ func (h *spreader) HandleEvent(ev *Event) {
 
 // TestEngineOrderDynamic: events scheduled from handlers as time advances,
 // with 200 distinct delays (more than the engine has lanes, so lanes fill,
-// drain and change hands) and random late flags, run in (time, late,
+// drain and change hands) and random classes, run in (time, class,
 // scheduling order). The check is independent of the queue: each event
-// records its time, late flag and a global scheduling number, and the
+// records its time, class and a global scheduling number, and the
 // dispatch sequence must be sorted by them and hold every event once.
 func TestEngineOrderDynamic(t *testing.T) {
 	type rec struct {
-		at   ib.PS
-		late bool
-		seq  int64
+		at    ib.PS
+		class Class
+		seq   int64
 	}
 	var got []rec
 	s := NewSim()
@@ -149,22 +156,15 @@ func TestEngineOrderDynamic(t *testing.T) {
 		if rnd()%4 != 0 {
 			d = ib.PS(1+rnd()%8) * 1000
 		}
-		late := rnd()%3 == 0
-		var ev *Event
-		if late {
-			ev = s.ScheduleLate(s.Now()+d, h, 1)
-		} else {
-			ev = s.Schedule(s.Now()+d, h, 1)
-		}
+		class := Class(rnd() % 3)
+		ev := scheduleClass(s, s.Now()+d, h, class)
 		ev.Arg = scheduled
 		ev.Tail = s.Now() + d
-		if late {
-			ev.VL = 1
-		}
+		ev.VL = int8(class)
 		scheduled++
 	}
 	h = func(ev *Event) {
-		got = append(got, rec{at: ev.Tail, late: ev.VL == 1, seq: ev.Arg})
+		got = append(got, rec{at: ev.Tail, class: Class(ev.VL), seq: ev.Arg})
 		if scheduled < 200000 {
 			for n := rnd() % 3; n > 0; n-- { // 0, 1 or 2 children: the population drifts
 				schedule()
@@ -184,7 +184,7 @@ func TestEngineOrderDynamic(t *testing.T) {
 			continue
 		}
 		p := got[i-1]
-		inOrder := p.at < g.at || p.at == g.at && (!p.late && g.late || p.late == g.late && p.seq < g.seq)
+		inOrder := p.at < g.at || p.at == g.at && (p.class < g.class || p.class == g.class && p.seq < g.seq)
 		require.True(t, inOrder, "dispatch %d: %+v after %+v", i, g, p)
 	}
 }

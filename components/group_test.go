@@ -42,7 +42,7 @@ func (n *groupNode) HandleEvent(ev *Event) {
 	dst := n.nodes[int(r>>16)%len(n.nodes)]
 	// At least two coarse steps on: at least one step (the lookahead) after
 	// now whatever the tags.
-	n.s.Post(dst.s, (coarse+2+ib.PS(r>>24%3))*groupStep+n.tag(), dst, 1, r>>30%2 == 0)
+	n.s.Post(dst.s, (coarse+2+ib.PS(r>>24%3))*groupStep+n.tag(), dst, 1, Class(r>>30%3))
 }
 
 // runGroupModel runs 12 nodes, node i in partition i%parts (parts 0: one
@@ -119,7 +119,7 @@ func TestGroupLookaheadViolation(t *testing.T) {
 		g.SetThreads(2)
 		s := g.Sims()
 		sink := handlerFunc(func(*Event) {})
-		s[from].Schedule(10, handlerFunc(func(ev *Event) { s[from].Post(s[1-from], ev.At()+99, sink, 1, false) }), 1)
+		s[from].Schedule(10, handlerFunc(func(ev *Event) { s[from].Post(s[1-from], ev.At()+99, sink, 1, ClassPrimary) }), 1)
 		assert.PanicsWithValue(t, want, func() { _ = g.Run() }, "posted from partition %d", from)
 	}
 }
@@ -155,7 +155,7 @@ func BenchmarkGroupWindow(b *testing.B) {
 		k := k
 		hops[k] = handlerFunc(func(ev *Event) {
 			if ev.Arg > 0 {
-				s[k].Post(s[1-k], ev.At()+groupStep, hops[1-k], 1, false).Arg = ev.Arg - 1
+				s[k].Post(s[1-k], ev.At()+groupStep, hops[1-k], 1, ClassPrimary).Arg = ev.Arg - 1
 			}
 		})
 	}

@@ -22,11 +22,11 @@ type EventHandler interface {
 // fabric has tens of thousands queued, long out of the caches by the time
 // they run, and each dispatch pays a miss per line.
 type Event struct {
-	at        ib.PS
-	target    EventHandler
-	owner     *Sim
-	secondary bool
-	observer  bool // scheduled for an observer (waveforms): not counted in Events
+	at       ib.PS
+	target   EventHandler
+	owner    *Sim
+	class    Class
+	observer bool // scheduled for an observer (waveforms): not counted in Events
 
 	Kind uint8      // meaning chosen by the target
 	VL   int8       // virtual lane, by kind
@@ -45,8 +45,21 @@ func (e *Event) Time() sim.VTimeInSec { return sim.VTimeInSec(e.at.Seconds()) }
 func (e *Event) Handler() sim.Handler { return e.owner }
 
 // IsSecondary implements sim.Event: Akita runs secondary events after every
-// primary event of the same time.
-func (e *Event) IsSecondary() bool { return e.secondary }
+// primary event of the same time. Late and last events are both secondary
+// to Akita's engine, which has no third class.
+func (e *Event) IsSecondary() bool { return e.class != ClassPrimary }
+
+// Class is where an event runs among the events of its picosecond: all
+// primary events first, then the late ones, then the last ones, each class
+// in the order its events were scheduled.
+type Class uint8
+
+// Event classes.
+const (
+	ClassPrimary Class = iota // the ordinary event
+	ClassLate                 // Sim.ScheduleLate: after the primary events of its picosecond
+	ClassLast                 // Sim.ScheduleLast: after every other event of its picosecond
+)
 
 // At returns the event's time in picoseconds.
 func (e *Event) At() ib.PS { return e.at }
@@ -108,7 +121,7 @@ func (s *Sim) Events() uint64 { return s.events }
 // Schedule queues an event for target at time at. The returned event may be
 // filled in further before the caller returns.
 func (s *Sim) Schedule(at ib.PS, target EventHandler, kind uint8) *Event {
-	return s.schedule(at, target, kind, false)
+	return s.schedule(at, target, kind, ClassPrimary)
 }
 
 // ScheduleLate queues an event that runs after every ordinary event of the
@@ -116,7 +129,17 @@ func (s *Sim) Schedule(at ib.PS, target EventHandler, kind uint8) *Event {
 // flow-control packet that ends on the wire at the instant the next data
 // packet's head arrives was sent first, so it must take effect first.
 func (s *Sim) ScheduleLate(at ib.PS, target EventHandler, kind uint8) *Event {
-	return s.schedule(at, target, kind, true)
+	return s.schedule(at, target, kind, ClassLate)
+}
+
+// ScheduleLast queues an event that runs after every other event of the
+// same picosecond, late ones included. A switch's allocation round on a
+// clock edge uses it, so the round sees every change of that instant
+// (credits, a freed wire, an arrival) whenever the round was asked for: the
+// event-driven rounds and the per-cycle definition (a round asked for one
+// cycle ahead) then decide alike.
+func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8) *Event {
+	return s.schedule(at, target, kind, ClassLast)
 }
 
 // ScheduleObserver queues an event that exists only for an observer (a
@@ -124,16 +147,16 @@ func (s *Sim) ScheduleLate(at ib.PS, target EventHandler, kind uint8) *Event {
 // other event but is not counted in Events, so attaching a tracer changes no
 // reported result.
 func (s *Sim) ScheduleObserver(at ib.PS, target EventHandler, kind uint8) *Event {
-	ev := s.schedule(at, target, kind, false)
+	ev := s.schedule(at, target, kind, ClassPrimary)
 	ev.observer = true
 	return ev
 }
 
-func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool) *Event {
+func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, class Class) *Event {
 	if at < s.now {
 		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
 	}
-	ev := s.newEvent(at, target, kind, secondary)
+	ev := s.newEvent(at, target, kind, class)
 	s.Engine.Schedule(ev)
 	return ev
 }
@@ -141,7 +164,7 @@ func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, secondary bool
 // newEvent takes a cleared event from the pool, or makes one, and fills in
 // what every event has; it belongs to s until Post gives it to another
 // partition.
-func (s *Sim) newEvent(at ib.PS, target EventHandler, kind uint8, late bool) *Event {
+func (s *Sim) newEvent(at ib.PS, target EventHandler, kind uint8, class Class) *Event {
 	var ev *Event
 	if n := len(s.freeEvents); n > 0 {
 		ev = s.freeEvents[n-1]
@@ -152,7 +175,7 @@ func (s *Sim) newEvent(at ib.PS, target EventHandler, kind uint8, late bool) *Ev
 	ev.at = at
 	ev.target = target
 	ev.Kind = kind
-	ev.secondary = late
+	ev.class = class
 	return ev
 }
 
@@ -164,9 +187,9 @@ func (s *Sim) Group() *Group { return s.group }
 // when dst's partition receives it. An event posted across partitions must
 // lie at or beyond the window's end (the run's lookahead guarantees it for
 // the cables between partitions); anything earlier is a model bug.
-func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, late bool) *Event {
+func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, class Class) *Event {
 	if dst == s {
-		return s.schedule(at, target, kind, late)
+		return s.schedule(at, target, kind, class)
 	}
 	if s.group == nil || dst.group != s.group {
 		panic(fmt.Sprintf("sim: event kind %d posted to a Sim outside this run's group", kind))
@@ -174,7 +197,7 @@ func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, late boo
 	if at < s.group.windowEnd {
 		panic(fmt.Sprintf("sim: event kind %d posted across partitions at %d ps, inside the window ending %d ps", kind, at, s.group.windowEnd))
 	}
-	ev := s.newEvent(at, target, kind, late)
+	ev := s.newEvent(at, target, kind, class)
 	ev.owner = dst
 	s.outbox[dst.part] = append(s.outbox[dst.part], ev)
 	return ev

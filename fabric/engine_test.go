@@ -86,14 +86,18 @@ func TestDeterministic(t *testing.T) {
 // scheduled, which the extra rounds change, and means nothing, as for
 // hcasim diff).
 //
-// The last two points are regressions found by running random design points
-// both ways (docs/validation.md): a packet arriving after its output's wire
-// had been pushed back by flow-control packets, while no other packet was
-// queued, was looked at once, found its output busy, and waited for the next
-// unrelated round (one cycle late in the fat tree; in the all-reduce, where
-// every output was busy and a round returned before looking at any queue,
-// forever: the collective hung with twelve packets queued and credits to
-// spare).
+// The last three points are regressions found by running random design
+// points both ways (docs/validation.md). In the first two a packet arriving
+// after its output's wire had been pushed back by flow-control packets,
+// while no other packet was queued, was looked at once, found its output
+// busy, and waited for the next unrelated round (one cycle late in the fat
+// tree; in the all-reduce, where every output was busy and a round returned
+// before looking at any queue, forever: the collective hung with twelve
+// packets queued and credits to spare). In the third (zero-length cables, so
+// credits arrive exactly on clock edges) a round asked for by a credit
+// arrival ran after it and granted, while the per-cycle round of the same
+// edge, asked for a cycle earlier, ran before it and did not; a round now
+// runs after every other event of its picosecond.
 func TestPerCycleRoundsAgree(t *testing.T) {
 	points := [][]string{
 		{"topology.kind=single-switch", "switch.radix=8", "switch.queueing=fifo", "workload.kind=uniform",
@@ -110,6 +114,10 @@ func TestPerCycleRoundsAgree(t *testing.T) {
 		{"topology.kind=single-switch", "switch.radix=12", "link.generation=HDR", "link.width=1x", "link.mtu=1024",
 			"link.length_m=0", "link.fc_min_interval_ns=300", "workload.kind=allreduce", "workload.size=65536",
 			"sim.max_time_ns=1000000"},
+		{"topology.kind=fat-tree-2", "switch.radix=6", "switch.vls=2", "switch.queueing=voq", "switch.allocator=islip",
+			"switch.speedup=2", "switch.vl_buffer_bytes=4224", "topology.routing=minhop", "link.generation=EDR",
+			"link.mtu=256", "link.length_m=0", "link.fc_min_interval_ns=50", "workload.kind=alltoall",
+			"workload.size=65536", "seed=262157"},
 	}
 	for i, sets := range points {
 		var got [2]map[string]any

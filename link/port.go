@@ -236,7 +236,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	// The head arrival runs after same-time primary events, so a
 	// flow-control packet that was on this wire just before the packet
 	// (ending as its head arrives) is applied first (see ScheduleLate).
-	ev := p.toPeer(head, evArrive, true)
+	ev := p.toPeer(head, evArrive, components.ClassLate)
 	ev.Pkt = pkt
 	ev.Tail = head + ser
 	p.s.Schedule(p.busyUntil, p, evTxDone)
@@ -355,7 +355,7 @@ func (p *Port) sendFC() {
 	p.vl[vl].fcLast = now
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
-	ev := p.toPeer(now+p.timing.Latency()+ser, evFCArrive, false)
+	ev := p.toPeer(now+p.timing.Latency()+ser, evFCArrive, components.ClassPrimary)
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer.
@@ -370,11 +370,11 @@ func (p *Port) sendFC() {
 // toPeer queues an event for the peer port: in this Sim, or posted to the
 // peer's partition when the cable crosses partitions (without reading the
 // peer's cold lines otherwise).
-func (p *Port) toPeer(at ib.PS, kind uint8, late bool) *components.Event {
+func (p *Port) toPeer(at ib.PS, kind uint8, class components.Class) *components.Event {
 	switch {
 	case p.remote:
-		return p.s.Post(p.peer.s, at, p.peer, kind, late)
-	case late:
+		return p.s.Post(p.peer.s, at, p.peer, kind, class)
+	case class == components.ClassLate:
 		return p.s.ScheduleLate(at, p.peer, kind)
 	}
 	return p.s.Schedule(at, p.peer, kind)
