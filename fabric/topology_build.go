@@ -118,8 +118,13 @@ func (s FatTree2Spec) Shape() (FatTree2Shape, error) {
 			sh.Leaves = maxLeaves
 		}
 	}
+	if s.Leaves == 0 && s.Hosts > 0 && sh.Leaves > maxLeaves {
+		// The leaves were derived from the hosts: the hosts are what to change.
+		return sh, fmt.Errorf("topology.hosts: %d does not fit a two-level fat tree of radix %d (at most %d: %d leaves of %d host ports; use a larger switch.radix or fat-tree-3)",
+			s.Hosts, r, maxLeaves*sh.Down, maxLeaves, sh.Down)
+	}
 	if sh.Leaves < 1 || sh.Leaves > maxLeaves {
-		return sh, fmt.Errorf("topology.leaves: %d is out of range (1..%d: each spine of radix %d takes %d cables per leaf)", sh.Leaves, maxLeaves, r, sh.Parallel)
+		return sh, fmt.Errorf("topology.leaves: %d is out of range (1..%d: each spine of radix %d takes %s per leaf)", sh.Leaves, maxLeaves, r, plural(sh.Parallel, "cable"))
 	}
 	sh.Hosts = s.Hosts
 	if sh.Hosts == 0 {
@@ -268,4 +273,12 @@ func Ring(n, hostsPerSwitch int, c CableSpec) (*Topology, error) {
 		mustConnect(t, PortRef{sw[i], hostsPerSwitch + 1}, PortRef{sw[(i+1)%n], hostsPerSwitch + 2}, c)
 	}
 	return t, nil
+}
+
+// plural returns "n noun" with an s for any n but 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -56,8 +56,12 @@ func TestFatTree2Errors(t *testing.T) {
 		{FatTree2Spec{Radix: 8, Oversubscription: 0}, "topology.oversubscription: 0 must be positive (down:up ratio at a leaf, 1 = non-blocking)"},
 		{FatTree2Spec{Radix: 8, Oversubscription: 2}, "topology.oversubscription: 2 does not split radix 8 into whole down and up ports (down = radix × o / (1 + o) = 5.333333333333333)"},
 		{FatTree2Spec{Radix: 8, Oversubscription: 1, Spines: 3}, "topology.spines: 3 must divide the 4 up-ports of each leaf"},
-		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 9}, "topology.leaves: 9 is out of range (1..8: each spine of radix 8 takes 1 cables per leaf)"},
+		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 9}, "topology.leaves: 9 is out of range (1..8: each spine of radix 8 takes 1 cable per leaf)"},
 		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 2, Hosts: 9}, "topology.hosts: 9 does not fit 2 leaves of 4 host ports (2..8)"},
+		// Radix 8, non-blocking: 4 host ports per leaf, one cable from each
+		// leaf to each of 4 spines, so at most 8 leaves and 32 hosts.
+		{FatTree2Spec{Radix: 8, Oversubscription: 1, Hosts: 33}, "topology.hosts: 33 does not fit a two-level fat tree of radix 8 (at most 32: 8 leaves of 4 host ports; use a larger switch.radix or fat-tree-3)"},
+		{FatTree2Spec{Radix: 8, Oversubscription: 1, Spines: 2, Leaves: 5}, "topology.leaves: 5 is out of range (1..4: each spine of radix 8 takes 2 cables per leaf)"},
 	}
 	for _, tc := range cases {
 		_, err := FatTree2(tc.spec, testCable)
