@@ -21,10 +21,11 @@ import (
 //     comparison, no mutex per push and pop;
 //   - events of the same picosecond run in the order they were scheduled
 //     (FIFO), after which "late" events (Sim.ScheduleLate) run, then "last"
-//     ones (Sim.ScheduleLast), so ties never depend on heap layout;
+//     ones (Sim.ScheduleLast) by rank, so ties never depend on heap layout;
 //   - engine hooks are invoked only when some hook is attached.
 //
-// The order is a strict total order (sequence numbers are unique), so the
+// The order is a strict total order (sequence numbers are unique, and so
+// are the (picosecond, rank) pairs of last events), so the
 // sequence of events handled does not depend on how the queue is built: any
 // correct priority queue yields the same run.
 //
@@ -235,6 +236,12 @@ func (e *Engine) Schedule(evt sim.Event) {
 			class = ClassLate
 		}
 	}
+	if class == ClassLast {
+		// Ordered by rank, not by when they were scheduled: a lane's FIFO
+		// would not be sorted.
+		e.push(heapEntry{e.lastKey(at, evt.(*Event).Arg), evt})
+		return
+	}
 	x := heapEntry{e.order(at, class), evt}
 	// The delay's lane, or an empty lane to claim for it. A delay too large
 	// for the lane key (never in practice) goes to the heap.
@@ -257,6 +264,10 @@ func (e *Engine) Schedule(evt sim.Event) {
 // heap, not a lane, since such events arrive in batches whose delays from
 // now follow no pattern and would only churn the lanes.
 func (e *Engine) Deliver(evt *Event) {
+	if evt.class == ClassLast {
+		e.push(heapEntry{e.lastKey(evt.at, evt.Arg), evt})
+		return
+	}
 	e.push(heapEntry{e.order(evt.at, evt.class), evt})
 }
 
@@ -271,6 +282,15 @@ func (e *Engine) order(at ib.PS, class Class) orderKey {
 		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
 	}
 	return orderKey{at: at, key: e.seq | uint64(class)<<classShift}
+}
+
+// lastKey returns the order key of a last event for time at: its rank in
+// place of a sequence number (Sim.ScheduleLast).
+func (e *Engine) lastKey(at ib.PS, rank int64) orderKey {
+	if at < e.now {
+		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
+	}
+	return orderKey{at: at, key: uint64(rank) | uint64(ClassLast)<<classShift}
 }
 
 // push adds x to the heap.

@@ -10,10 +10,12 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
-// TestEngineOrder: events run by (time, class, scheduling order). The
-// expected order is derived independently of the heap: a stable sort of the
-// scheduling sequence by (time, class), which keeps scheduling order among
-// equals.
+// TestEngineOrder: events run by (time, class, scheduling order), except
+// that last events of a picosecond run by rank. The expected order is
+// derived independently of the heap: a stable sort of the scheduling
+// sequence by (time, class, rank of a last event), which keeps scheduling
+// order among equals. Ranks fall as events are scheduled, so a last event
+// scheduled later runs earlier.
 func TestEngineOrder(t *testing.T) {
 	type sched struct {
 		at    ib.PS
@@ -21,7 +23,13 @@ func TestEngineOrder(t *testing.T) {
 		arg   int64
 	}
 	var got []int64
-	h := handlerFunc(func(ev *Event) { got = append(got, ev.Arg) })
+	h := handlerFunc(func(ev *Event) {
+		if ev.class == ClassLast {
+			got = append(got, 5000-ev.Arg) // its rank
+			return
+		}
+		got = append(got, ev.Arg)
+	})
 	s := NewSim()
 	var want []sched
 	rng := xorshift(88172645463325252)
@@ -29,12 +37,14 @@ func TestEngineOrder(t *testing.T) {
 		// A fixed sequence; 50 distinct times, so many ties.
 		r := rng.next()
 		w := sched{at: ib.PS(r % 50), class: Class((r >> 20) % 3), arg: int64(i)}
-		scheduleClass(s, w.at, h, w.class).Arg = w.arg
+		if ev := scheduleClass(s, w.at, h, w.class, 5000-int64(i)); w.class != ClassLast {
+			ev.Arg = w.arg
+		}
 		want = append(want, w)
 	}
 	sort.SliceStable(want, func(i, j int) bool {
 		a, b := want[i], want[j]
-		return a.at < b.at || (a.at == b.at && a.class < b.class)
+		return a.at < b.at || (a.at == b.at && (a.class < b.class || a.class == ClassLast && b.class == ClassLast && a.arg > b.arg))
 	})
 	require.NoError(t, s.Run())
 	require.Len(t, got, len(want))
@@ -45,13 +55,14 @@ func TestEngineOrder(t *testing.T) {
 	}
 }
 
-// scheduleClass schedules through the Sim call of the class.
-func scheduleClass(s *Sim, at ib.PS, h EventHandler, class Class) *Event {
+// scheduleClass schedules through the Sim call of the class; rank is used
+// by a last event only.
+func scheduleClass(s *Sim, at ib.PS, h EventHandler, class Class, rank int64) *Event {
 	switch class {
 	case ClassLate:
 		return s.ScheduleLate(at, h, 1)
 	case ClassLast:
-		return s.ScheduleLast(at, h, 1)
+		return s.ScheduleLast(at, h, 1, rank)
 	}
 	return s.Schedule(at, h, 1)
 }
@@ -133,9 +144,10 @@ func (h *spreader) HandleEvent(ev *Event) {
 // TestEngineOrderDynamic: events scheduled from handlers as time advances,
 // with 200 distinct delays (more than the engine has lanes, so lanes fill,
 // drain and change hands) and random classes, run in (time, class,
-// scheduling order). The check is independent of the queue: each event
-// records its time, class and a global scheduling number, and the
-// dispatch sequence must be sorted by them and hold every event once.
+// scheduling order), last events by rank (falling as they are scheduled).
+// The check is independent of the queue: each event records its time,
+// class and a global scheduling number, and the dispatch sequence must be
+// sorted by them and hold every event once.
 func TestEngineOrderDynamic(t *testing.T) {
 	type rec struct {
 		at    ib.PS
@@ -157,14 +169,14 @@ func TestEngineOrderDynamic(t *testing.T) {
 			d = ib.PS(1+rnd()%8) * 1000
 		}
 		class := Class(rnd() % 3)
-		ev := scheduleClass(s, s.Now()+d, h, class)
-		ev.Arg = scheduled
+		ev := scheduleClass(s, s.Now()+d, h, class, 1<<40-scheduled)
+		ev.Port = int32(scheduled)
 		ev.Tail = s.Now() + d
 		ev.VL = int8(class)
 		scheduled++
 	}
 	h = func(ev *Event) {
-		got = append(got, rec{at: ev.Tail, class: Class(ev.VL), seq: ev.Arg})
+		got = append(got, rec{at: ev.Tail, class: Class(ev.VL), seq: int64(ev.Port)})
 		if scheduled < 200000 {
 			for n := rnd() % 3; n > 0; n-- { // 0, 1 or 2 children: the population drifts
 				schedule()
@@ -184,7 +196,8 @@ func TestEngineOrderDynamic(t *testing.T) {
 			continue
 		}
 		p := got[i-1]
-		inOrder := p.at < g.at || p.at == g.at && (p.class < g.class || p.class == g.class && p.seq < g.seq)
+		inOrder := p.at < g.at || p.at == g.at && (p.class < g.class ||
+			p.class == g.class && (p.class != ClassLast && p.seq < g.seq || p.class == ClassLast && p.seq > g.seq))
 		require.True(t, inOrder, "dispatch %d: %+v after %+v", i, g, p)
 	}
 }

@@ -58,7 +58,7 @@ type Class uint8
 const (
 	ClassPrimary Class = iota // the ordinary event
 	ClassLate                 // Sim.ScheduleLate: after the primary events of its picosecond
-	ClassLast                 // Sim.ScheduleLast: after every other event of its picosecond
+	ClassLast                 // Sim.ScheduleLast: after every other event of its picosecond, by rank
 )
 
 // At returns the event's time in picoseconds.
@@ -76,6 +76,7 @@ type Sim struct {
 	freeEvents []*Event
 	freePkts   []*ib.Packet
 	packetSeq  uint64
+	ranks      int64 // ranks handed out by NewRank
 
 	endHooks []func(now ib.PS)
 
@@ -133,13 +134,35 @@ func (s *Sim) ScheduleLate(at ib.PS, target EventHandler, kind uint8) *Event {
 }
 
 // ScheduleLast queues an event that runs after every other event of the
-// same picosecond, late ones included. A switch's allocation round on a
-// clock edge uses it, so the round sees every change of that instant
-// (credits, a freed wire, an arrival) whenever the round was asked for: the
-// event-driven rounds and the per-cycle definition (a round asked for one
-// cycle ahead) then decide alike.
-func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8) *Event {
-	return s.schedule(at, target, kind, ClassLast)
+// same picosecond, late ones included; last events of one picosecond run by
+// rank (a number from NewRank, unique to the target), not in the order they
+// were scheduled, and a target has at most one last event per picosecond.
+// The event's Arg holds the rank and must not be changed.
+//
+// A switch's allocation round on a clock edge is a last event: it sees every
+// change of that instant (credits, a freed wire, an arrival), and the rounds
+// of several switches on one edge run in the switches' order, whenever and
+// however often the rounds were asked for. The event-driven rounds and the
+// per-cycle definition (each round asked for one cycle ahead) then decide
+// alike and schedule what follows in the same order.
+func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8, rank int64) *Event {
+	if at < s.now {
+		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
+	}
+	if rank < 0 || rank >= 1<<classShift {
+		panic(fmt.Sprintf("sim: last event of kind %d with rank %d", kind, rank))
+	}
+	ev := s.newEvent(at, target, kind, ClassLast)
+	ev.Arg = rank
+	s.Engine.Schedule(ev)
+	return ev
+}
+
+// NewRank returns the next rank for ScheduleLast: 0, 1, 2, ... in the order
+// blocks ask, which is the order their last events of one picosecond run in.
+func (s *Sim) NewRank() int64 {
+	s.ranks++
+	return s.ranks - 1
 }
 
 // ScheduleObserver queues an event that exists only for an observer (a

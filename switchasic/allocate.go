@@ -363,12 +363,12 @@ func minPS(ts []ib.PS) ib.PS {
 func trailingZeros16(m uint16) int { return bits.TrailingZeros16(m) }
 
 // scheduleRound schedules an allocation event at t and remembers it. The
-// round runs after every other event of its picosecond (Sim.ScheduleLast):
-// it sees every change of that instant, such as credits arriving exactly on
-// the clock edge, whether it was asked for a cycle ahead (per-cycle rounds)
-// or by that very change (the event-driven rounds).
+// round runs after every other event of its picosecond, in switch order
+// (Sim.ScheduleLast): it sees every change of that instant, such as credits
+// arriving exactly on the clock edge, whether it was asked for a cycle ahead
+// (per-cycle rounds) or by that very change (the event-driven rounds).
 func (sw *Switch) scheduleRound(t ib.PS) {
-	sw.s.ScheduleLast(t, sw, evAlloc)
+	sw.s.ScheduleLast(t, sw, evAlloc, sw.rank)
 	sw.outstanding = append(sw.outstanding, t)
 }
 
