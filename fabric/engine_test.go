@@ -86,7 +86,7 @@ func TestDeterministic(t *testing.T) {
 // scheduled, which the extra rounds change, and means nothing, as for
 // hcasim diff).
 //
-// The last three points are regressions found by running random design
+// The last four points are regressions found by running random design
 // points both ways (docs/validation.md). In the first two a packet arriving
 // after its output's wire had been pushed back by flow-control packets,
 // while no other packet was queued, was looked at once, found its output
@@ -97,7 +97,11 @@ func TestDeterministic(t *testing.T) {
 // credits arrive exactly on clock edges) a round asked for by a credit
 // arrival ran after it and granted, while the per-cycle round of the same
 // edge, asked for a cycle earlier, ran before it and did not; a round now
-// runs after every other event of its picosecond.
+// runs after every other event of its picosecond. In the fourth, rounds of
+// different switches on one edge ran in the order they were asked for, so
+// what they scheduled ran in different orders in the two definitions, and
+// hosts creating packets on one picosecond numbered them differently (same
+// timing, different seq fields); rounds now run in switch order.
 func TestPerCycleRoundsAgree(t *testing.T) {
 	points := [][]string{
 		{"topology.kind=single-switch", "switch.radix=8", "switch.queueing=fifo", "workload.kind=uniform",
@@ -118,6 +122,10 @@ func TestPerCycleRoundsAgree(t *testing.T) {
 			"switch.speedup=2", "switch.vl_buffer_bytes=4224", "topology.routing=minhop", "link.generation=EDR",
 			"link.mtu=256", "link.length_m=0", "link.fc_min_interval_ns=50", "workload.kind=alltoall",
 			"workload.size=65536", "seed=262157"},
+		{"topology.kind=fat-tree-2", "switch.radix=6", "switch.vls=4", "switch.allocator=separable", "switch.speedup=2",
+			"switch.route_cycles=0", "switch.core_clock_mhz=1700", "link.generation=QDR", "link.mtu=256",
+			"link.length_m=30", "link.fc_min_interval_ns=300", "workload.kind=allreduce", "workload.size=4096",
+			"seed=141288"},
 	}
 	for i, sets := range points {
 		var got [2]map[string]any
