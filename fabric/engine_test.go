@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,4 +190,131 @@ func (b blockDigest) sums() map[string]string {
 		out[path] = fmt.Sprintf("%d %x", len(lines), h.Sum(nil))
 	}
 	return out
+}
+
+// TestPerCycleRandomPoints runs random small design points both ways, event
+// -driven rounds and the per-cycle definition, and requires what
+// TestPerCycleRoundsAgree requires: equal metrics (but events and rounds)
+// and each block's trace lines equal. The points draw every switch knob
+// that shapes allocation timing (pipeline cycles down to 0, clock, datapath,
+// queueing, allocator, speedup, cut-through, buffers, a shared pool), link
+// generations and widths with their flow-control timing (cables down to
+// 0 m, so events land exactly on clock edges), and every workload kind. A
+// point the loader refuses (a combination out of range) is skipped, and so is
+// a point that traces nothing in its short window (a slow link); a run that
+// does not finish in time is compared by its error and trace.
+//
+// HCASIM_RANDOM_POINTS=n runs n points instead of the default 12 (a longer
+// campaign; the regressions in TestPerCycleRoundsAgree came from one), and
+// HCASIM_RANDOM_SEED picks another sequence.
+func TestPerCycleRandomPoints(t *testing.T) {
+	n, seed := 12, uint64(1)
+	if v := os.Getenv("HCASIM_RANDOM_POINTS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, "HCASIM_RANDOM_POINTS")
+	}
+	if v := os.Getenv("HCASIM_RANDOM_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "HCASIM_RANDOM_SEED")
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	ran := 0
+	for i := 0; i < n; i++ {
+		sets := randomPoint(rng)
+		var got [2]map[string]any
+		refused := false
+		for k, perCycle := range []string{"false", "true"} {
+			l, err := Load(nil, append(append([]string{}, sets...), "sim.per_cycle="+perCycle))
+			if err != nil {
+				t.Logf("point %d refused: %v", i, err)
+				refused = true
+				break
+			}
+			got[k] = runBothWays(l)
+		}
+		if refused || len(got[0]["trace"].(map[string]string)) == 0 {
+			continue
+		}
+		ran++
+		if !assert.Equal(t, got[0], got[1], "point %d: %v", i, sets) {
+			break
+		}
+	}
+	require.GreaterOrEqual(t, ran, n/2, "most random points must run and trace, or the test checks little")
+}
+
+// runBothWays runs l and returns its metrics without the engine's event
+// and round counts, with each block's trace digest (blockDigest) added; a
+// run that fails (it did not finish within sim.max_time_ns) returns its
+// error as the result, which the other definition must reproduce.
+func runBothWays(l *Loaded) map[string]any {
+	d := blockDigest{}
+	m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+		for _, b := range s.Blocks {
+			b.AcceptHook(d)
+		}
+	}})
+	if err != nil {
+		return map[string]any{"error": err.Error(), "trace": d.sums()}
+	}
+	for _, key := range []string{"events", "wall_s"} {
+		delete(m, key)
+	}
+	if sw, ok := m["switch"].(map[string]any); ok {
+		delete(sw, "alloc_rounds")
+	}
+	m["trace"] = d.sums()
+	report.Normalize(m)
+	return m
+}
+
+// randomPoint draws one small design point as --set overrides.
+func randomPoint(rng *rand.Rand) []string {
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	mtu := []int{256, 512, 1024, 2048, 4096}[rng.IntN(5)]
+	kind := pick("single-switch", "single-switch", "fat-tree-2", "fat-tree-3")
+	sets := []string{
+		"link.generation=" + pick("SDR", "QDR", "FDR", "EDR", "HDR", "NDR", "XDR"),
+		"link.width=" + pick("1x", "4x", "4x", "12x"),
+		fmt.Sprintf("link.mtu=%d", mtu),
+		"link.length_m=" + pick("0", "0", "1", "2", "30"),
+		"link.fc_min_interval_ns=" + pick("0", "0", "50", "300"),
+		"topology.kind=" + kind,
+		fmt.Sprintf("seed=%d", 1+rng.IntN(1_000_000)),
+		"switch.radix=" + pick("4", "6", "8"),
+		"switch.vls=" + pick("1", "2", "4"),
+		"switch.queueing=" + pick("fifo", "voq"),
+		"switch.allocator=" + pick("separable", "islip", "wavefront"),
+		"switch.speedup=" + pick("1", "1", "2"),
+		"switch.cut_through=" + pick("true", "true", "false"),
+		"switch.vl_buffer_bytes=" + pick("4224", "8448", "12800"),
+		"switch.shared_buffer_bytes=" + pick("0", "0", "16384"),
+		"topology.routing=" + pick("minhop", "dmodk", "updown", "random"),
+		"sim.max_time_ns=2000000",
+	}
+	if rng.IntN(2) == 0 {
+		sets = append(sets, "switch.route_cycles="+pick("0", "1", "3"), "switch.alloc_cycles="+pick("0", "1", "2"),
+			"switch.xbar_cycles="+pick("0", "1", "5"), "switch.core_clock_mhz="+pick("500", "1250", "1700"),
+			"switch.datapath_bytes="+pick("16", "64", "128"))
+	}
+	if kind == "fat-tree-3" {
+		sets = append(sets, "topology.hosts=16")
+	}
+	switch wk := pick("uniform", "uniform", "permutation", "hotspot", "incast", "perftest", "allreduce", "alltoall"); wk {
+	case "perftest":
+		sets = append(sets, "workload.kind=perftest", "workload.test="+pick("write_bw", "read_bw", "send_bw", "write_lat"),
+			"workload.iterations=20", "workload.size="+pick("64", "4096", "65536"))
+		if rng.IntN(2) == 0 {
+			sets = append(sets, "workload.background=true", "workload.offered_load=0.4")
+		}
+	case "allreduce", "alltoall":
+		sets = append(sets, "workload.kind="+wk, "workload.size="+pick("4096", "32768"))
+	default:
+		sets = append(sets, "workload.kind="+wk, fmt.Sprintf("workload.size=%d", 1+rng.IntN(mtu)),
+			"workload.offered_load="+pick("0.3", "0.7", "1"), "workload.injection="+pick("bernoulli", "onoff"),
+			"workload.warmup_ns=500", "workload.measure_ns=2000", fmt.Sprintf("workload.sl=%d", rng.IntN(16)))
+	}
+	return sets
 }

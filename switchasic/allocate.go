@@ -71,15 +71,17 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 		if !inFree && !stalled.Any() {
 			continue
 		}
-		// A head at a free input whose output is busy is not looked at,
-		// but the round when its output frees is asked for: nothing else
+		// A head at a free input whose output is busy cannot be granted,
+		// so the round when its output frees is asked for: nothing else
 		// may ask for it (the output's wire may have been delayed by
-		// flow-control packets since its last grant).
+		// flow-control packets since its last grant, and a credit stall
+		// the head ends now asks for no round when the wire frees).
 		look := func(vl int, q *inputVL, k int32, o int) {
-			switch {
-			case stalled.Has(o) || inFree && of.has(o):
-				sw.consider(i, vl, q, k, t, inFree && of.has(o))
-			case inFree && !woken.Has(o):
+			free := inFree && of.has(o)
+			if stalled.Has(o) || free {
+				sw.consider(i, vl, q, k, t, free)
+			}
+			if inFree && !free && !woken.Has(o) {
 				woken.Set(o)
 				sw.wake(sw.outputFreeAt(o))
 			}
