@@ -267,3 +267,55 @@ func TestDiffSamePicosecondOrderIgnored(t *testing.T) {
 	assert.True(t, res.Equivalent())
 	assert.Equal(t, 3, res.Total.Matched)
 }
+
+// TestDiffIdenticalFastPath: identical event lines are recognised while
+// streaming, and the report (verdict, notes, per-stream table) and exit
+// code are exactly what reading both files whole gives, with and without
+// options, and when only the headers differ.
+func TestDiffIdenticalFastPath(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.trace")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	kinds, err := parseKinds("stage,credit_update")
+	require.NoError(t, err)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		text := string(raw)
+		// Same events, another config hash and seed in the header.
+		nl := strings.IndexByte(text, '\n')
+		other := traceMagic + " " + TraceVersion + " config=" + strings.Repeat("ab", 32) + " seed=99" + text[nl:]
+		for _, opt := range []DiffOptions{{Context: 5}, {TolerancePS: 10, Fields: []string{"psn"}, IgnoreKinds: kinds}} {
+			for _, pair := range [][2]string{{text, text}, {text, other}} {
+				res, _, _, ok := identical(strings.NewReader(pair[0]), strings.NewReader(pair[1]), opt)
+				require.True(t, ok, f)
+				require.NotNil(t, res)
+				var fast, whole, errFast, errWhole bytes.Buffer
+				codeFast := diffReaders(strings.NewReader(pair[0]), strings.NewReader(pair[1]), "a", "b", opt, &fast, &errFast)
+				codeWhole := diffWhole(strings.NewReader(pair[0]), strings.NewReader(pair[1]), "a", "b", opt, &whole, &errWhole)
+				assert.Equal(t, codeWhole, codeFast, f)
+				assert.Equal(t, whole.String(), fast.String(), f)
+				assert.Empty(t, errFast.String())
+			}
+		}
+	}
+	// Not identical: a changed field, a missing last line, a bad line in
+	// both. The fast path declines and the whole read reports.
+	base := traceText(baseTrace)
+	for _, b := range []string{
+		strings.Replace(base, "psn=7", "psn=8", 1),
+		base[:strings.LastIndexByte(strings.TrimSuffix(base, "\n"), '\n')+1],
+		base + "oops\n",
+	} {
+		a := b
+		if b != base+"oops\n" {
+			a = base
+		}
+		_, _, _, ok := identical(strings.NewReader(a), strings.NewReader(b), DiffOptions{})
+		assert.False(t, ok)
+	}
+	var out, errb bytes.Buffer
+	code := diffReaders(strings.NewReader(base+"oops\n"), strings.NewReader(base+"oops\n"), "a", "b", DiffOptions{}, &out, &errb)
+	assert.Equal(t, ExitError, code)
+	assert.Contains(t, errb.String(), "a: line 8:")
+}

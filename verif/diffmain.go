@@ -77,8 +77,29 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // diffReaders is DiffMain after the files are open: read both traces,
-// compare, report, and return the exit code.
-func diffReaders(a, b io.Reader, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
+// compare, report, and return the exit code. Identical event lines are
+// recognised while streaming (identical); otherwise both files are read
+// again from the start, whole.
+func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
+	if res, ga, gb, ok := identical(a, b, opt); ok {
+		WriteDiffReport(stdout, &Trace{Header: ga}, &Trace{Header: gb}, res)
+		if res.Equivalent() {
+			return ExitEquivalent
+		}
+		return ExitDifferent
+	}
+	for _, r := range []io.Seeker{a, b} {
+		if _, err := r.Seek(0, io.SeekStart); err != nil {
+			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+			return ExitError
+		}
+	}
+	return diffWhole(a, b, nameA, nameB, opt, stdout, stderr)
+}
+
+// diffWhole reads both traces whole, compares them (Diff), reports, and
+// returns the exit code.
+func diffWhole(a, b io.Reader, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
 	golden, err := ReadTrace(a)
 	if err != nil {
 		fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", nameA, err)
