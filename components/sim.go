@@ -77,6 +77,8 @@ type Sim struct {
 	freePkts   []*ib.Packet
 	packetSeq  uint64
 	ranks      int64 // ranks handed out by NewRank
+	lastAt     ib.PS // time of the last "last" event run, -1 before any
+	lastRank   int64 // its rank
 
 	endHooks []func(now ib.PS)
 
@@ -99,14 +101,14 @@ const (
 
 // NewSim returns a simulation on hcasim's serial engine (components.Engine).
 func NewSim() *Sim {
-	return &Sim{Engine: NewEngine()}
+	return &Sim{Engine: NewEngine(), lastAt: -1}
 }
 
 // NewSimOn returns a simulation on the named engine: "hcasim" or "akita".
 func NewSimOn(engine string) *Sim {
 	switch engine {
 	case EngineAkita:
-		return &Sim{Engine: sim.NewSerialEngine()}
+		return &Sim{Engine: sim.NewSerialEngine(), lastAt: -1}
 	case EngineHcasim, "":
 		return NewSim()
 	}
@@ -157,6 +159,15 @@ func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8, rank int64
 	s.Engine.Schedule(ev)
 	return ev
 }
+
+// LastPassed reports whether a last event of rank greater than rank has
+// already run at the current picosecond: a last event of this rank asked for
+// now would run out of rank order, after its place had passed. A block whose
+// last event comes around every clock edge (a switch's per-cycle rounds)
+// would have had it already; asking for the next edge instead keeps an
+// event-driven block in step with that definition when a chain of
+// zero-delay events reaches it within one picosecond.
+func (s *Sim) LastPassed(rank int64) bool { return s.lastAt == s.now && s.lastRank > rank }
 
 // NewRank returns the next rank for ScheduleLast: 0, 1, 2, ... in the order
 // blocks ask, which is the order their last events of one picosecond run in.
@@ -242,6 +253,9 @@ func (s *Sim) handle(ev *Event) {
 		s.now = ev.at
 		if !ev.observer {
 			s.events++
+		}
+		if ev.class == ClassLast {
+			s.lastAt, s.lastRank = ev.at, ev.Arg
 		}
 		ev.target.HandleEvent(ev)
 	}

@@ -404,6 +404,13 @@ func (sw *Switch) wake(at ib.PS) {
 	if at <= sw.lastRound {
 		at = sw.lastRound + sw.cycle
 	}
+	if at == sw.s.Now() && sw.s.LastPassed(sw.rank) {
+		// This edge's round would already have run (after it, a switch
+		// ranked later granted a packet that reached this one within the
+		// same picosecond: zero-cycle pipeline, zero-latency cable): the
+		// next edge, as with a round on every edge.
+		at += sw.cycle
+	}
 	if sw.wakeups.push(at) && !sw.isOutstanding(at) {
 		sw.scheduleRound(at)
 	}
