@@ -92,11 +92,16 @@ type Port struct {
 
 // vlState is one VL's flow-control state at a port.
 type vlState struct {
-	tx     credit.Sender   // credits for the peer's buffer on this VL
-	rx     credit.Receiver // this port's receive buffer on this VL
-	fcLast ib.PS           // when the last flow-control packet for the VL left
-	lent   int             // shared-pool blocks lent to the VL
-	rxPeak int             // most blocks the receive buffer has held
+	tx credit.Sender // credits for the peer's buffer on this VL
+	// peerCap is the peer's buffer on this VL as its last flow-control
+	// packet gave it (the size at link-up before any): what traces show the
+	// sender's credits against, known here without reading the peer, which
+	// may be another partition's and, with a shared pool, changing.
+	peerCap int32
+	rx      credit.Receiver // this port's receive buffer on this VL
+	fcLast  ib.PS           // when the last flow-control packet for the VL left
+	lent    int             // shared-pool blocks lent to the VL
+	rxPeak  int             // most blocks the receive buffer has held
 }
 
 // PortConfig sizes a port.
@@ -148,6 +153,8 @@ func Connect(a, b *Port, t Timing) {
 	for vl := 0; vl < int(a.vls); vl++ {
 		a.vl[vl].tx = credit.NewSender(b.vl[vl].rx.Capacity())
 		b.vl[vl].tx = credit.NewSender(a.vl[vl].rx.Capacity())
+		a.vl[vl].peerCap = int32(b.vl[vl].rx.Capacity())
+		b.vl[vl].peerCap = int32(a.vl[vl].rx.Capacity())
 	}
 	a.startRefresh()
 	b.startRefresh()
@@ -358,8 +365,10 @@ func (p *Port) sendFC() {
 	ev := p.toPeer(now+p.timing.Latency()+ser, evFCArrive, components.ClassPrimary)
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
-	// the peer) and the FCCL of this side's receive buffer.
+	// the peer) and the FCCL of this side's receive buffer, and, for the
+	// peer's traces and checkers, the buffer's size now.
 	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
+	ev.Port = int32(p.vl[vl].rx.Capacity())
 	if p.NumHooks() > 0 {
 		p.lastTx.data = false
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
@@ -420,8 +429,9 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		vl := int(ev.VL)
 		p.vl[vl].tx.Update(uint16(ev.Arg & 0xFFFF))
 		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
+		p.vl[vl].peerCap = ev.Port
 		if p.NumHooks() > 0 {
-			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), p.peer.vl[vl].rx.Capacity())
+			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), int(p.vl[vl].peerCap))
 		}
 		// Tell the owner even while the wire is busy: a switch grants a
 		// packet ahead of the wire (allocation and crossbar take cycles),
@@ -462,7 +472,7 @@ func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 		// The transmitter's credits for the VL after the packet took its
 		// blocks, and the peer buffer they count against.
 		ev.Fields = append(ev.Fields, components.IntField("avail", int64(p.vl[vl].tx.Available())),
-			components.IntField("cap", int64(p.peer.vl[vl].rx.Capacity())))
+			components.IntField("cap", int64(p.vl[vl].peerCap)))
 	}
 	if vl := int(pkt.VL); kind == components.TraceRxHead && vl != ib.ManagementVL {
 		// The receive buffer's occupancy with the packet's blocks in it,
