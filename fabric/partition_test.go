@@ -264,9 +264,9 @@ func TestPartitionedRandomPoints(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0x9a27))
 	ran := 0
 	for i := 0; i < n; i++ {
-		// A short drain: a saturated point would otherwise run its backlog
-		// for the default 200 µs, seconds of test time.
-		sets := append(randomPoint(rng, true), "sim.check=true", "workload.drain_ns=20000")
+		// A short window and drain: every trace line is kept, and a
+		// saturated 800 Gb/s point would otherwise take seconds.
+		sets := append(randomPoint(rng, true), "sim.check=true", "workload.measure_ns=1000", "workload.drain_ns=10000")
 		parts := 2 + rng.IntN(2)
 		var got [2]map[string]any
 		refused := false
