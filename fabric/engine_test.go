@@ -226,17 +226,7 @@ func (b blockDigest) sumsWithout(drop *regexp.Regexp) map[string]string {
 // campaign; the regressions in TestPerCycleRoundsAgree came from one), and
 // HCASIM_RANDOM_SEED picks another sequence.
 func TestPerCycleRandomPoints(t *testing.T) {
-	n, seed := 12, uint64(1)
-	if v := os.Getenv("HCASIM_RANDOM_POINTS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err, "HCASIM_RANDOM_POINTS")
-	}
-	if v := os.Getenv("HCASIM_RANDOM_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err, "HCASIM_RANDOM_SEED")
-	}
+	n, seed := randomCampaign(t, 12)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	ran := 0
 	for i := 0; i < n; i++ {
@@ -261,6 +251,24 @@ func TestPerCycleRandomPoints(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, ran, n/2, "most random points must run and trace, or the test checks little")
+}
+
+// randomCampaign returns how many random points to run and the seed:
+// HCASIM_RANDOM_POINTS (default n) and HCASIM_RANDOM_SEED (default 1).
+func randomCampaign(t *testing.T, n int) (int, uint64) {
+	t.Helper()
+	seed := uint64(1)
+	if v := os.Getenv("HCASIM_RANDOM_POINTS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, "HCASIM_RANDOM_POINTS")
+	}
+	if v := os.Getenv("HCASIM_RANDOM_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "HCASIM_RANDOM_SEED")
+	}
+	return n, seed
 }
 
 // runBothWays runs l and returns its metrics without the engine's event

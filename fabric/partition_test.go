@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"runtime"
 	"sort"
@@ -249,17 +248,7 @@ func TestPartitionedTraceAndChecks(t *testing.T) {
 // they were scheduled (components.Group, docs/kernel.md). Such a tie is a
 // documented limit of partitioned runs, not a bug; any other difference is.
 func TestPartitionedRandomPoints(t *testing.T) {
-	n, seed := 8, uint64(1)
-	if v := os.Getenv("HCASIM_RANDOM_POINTS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err, "HCASIM_RANDOM_POINTS")
-	}
-	if v := os.Getenv("HCASIM_RANDOM_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err, "HCASIM_RANDOM_SEED")
-	}
+	n, seed := randomCampaign(t, 8)
 	numbers := regexp.MustCompile(` (seq|icrc)=\d+`)
 	rng := rand.New(rand.NewPCG(seed, 0x9a27))
 	ran := 0
