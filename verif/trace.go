@@ -157,6 +157,10 @@ func ParseEventLine(text string) (components.TraceEvent, error) {
 		return ev, fmt.Errorf("unknown event kind %q", clip(kindName))
 	}
 	ev.Kind = k
+	// One allocation of the right size (a '=' inside a quoted value only
+	// makes it larger): appending from nil grows by doubling, and a diff
+	// keeps every event of two traces.
+	ev.Fields = make([]components.TraceField, 0, strings.Count(rest, "="))
 	for rest != "" {
 		var f components.TraceField
 		f, rest, err = parseField(rest)
