@@ -60,7 +60,6 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 	// testing all of them read every output's port (a cache miss each in a
 	// large fabric) although a round usually wants one or two.
 	of := outputsFree{sw: sw, t: t}
-	var woken components.PortSet // outputs whose freeing round was asked for
 	stalled := sw.stallOuts
 	for i := sw.active.NextAtOrAfter(0); i >= 0; i = sw.active.NextAtOrAfter(i + 1) {
 		in := &sw.in[i]
@@ -81,9 +80,13 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			if stalled.Has(o) || free {
 				sw.consider(i, vl, q, k, t, free)
 			}
-			if inFree && !free && !woken.Has(o) {
-				woken.Set(o)
-				sw.wake(sw.outputFreeAt(o))
+			if inFree && !free {
+				// Asked once per freeing time: a busy output is seen by
+				// round after round, and each ask is a push on wakeups.
+				if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+					sw.freeAsked[o] = f
+					sw.wake(f)
+				}
 			}
 		}
 		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):

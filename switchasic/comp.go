@@ -61,6 +61,7 @@ type Switch struct {
 	// or two cache lines rather than each port's unit): they always equal
 	// what the units' fields give (refreshOutput, doGrant).
 	outFreeFrom []ib.PS // per output: first round time its crossbar connection and granted wire time allow a grant
+	freeAsked   []ib.PS // per output: the freeing time (outputFreeAt) a round was last asked for
 	inFreeBy    []ib.PS // per input: when its first crossbar connection frees (min of xbarBusy)
 
 	// Allocation rounds: at most one per core cycle, run only when something
@@ -186,6 +187,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 		blocked:  make([]uint16, n),
 
 		outFreeFrom: make([]ib.PS, n),
+		freeAsked:   make([]ib.PS, n),
 		inFreeBy:    make([]ib.PS, n),
 		lastRound:   -1,
 		rank:        s.NewRank(),
