@@ -50,8 +50,8 @@ func (e *Event) Handler() sim.Handler { return e.owner }
 func (e *Event) IsSecondary() bool { return e.class != ClassPrimary }
 
 // Class is where an event runs among the events of its picosecond: all
-// primary events first, then the late ones, then the last ones, each class
-// in the order its events were scheduled.
+// primary events first, then the late ones, each in the order they were
+// scheduled, then the last ones by rank (Sim.ScheduleLast).
 type Class uint8
 
 // Event classes.
@@ -148,9 +148,7 @@ func (s *Sim) ScheduleLate(at ib.PS, target EventHandler, kind uint8) *Event {
 // per-cycle definition (each round asked for one cycle ahead) then decide
 // alike and schedule what follows in the same order.
 func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8, rank int64) *Event {
-	if at < s.now {
-		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
-	}
+	s.notPast(at, kind)
 	if rank < 0 || rank >= 1<<classShift {
 		panic(fmt.Sprintf("sim: last event of kind %d with rank %d", kind, rank))
 	}
@@ -187,12 +185,17 @@ func (s *Sim) ScheduleObserver(at ib.PS, target EventHandler, kind uint8) *Event
 }
 
 func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, class Class) *Event {
-	if at < s.now {
-		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
-	}
+	s.notPast(at, kind)
 	ev := s.newEvent(at, target, kind, class)
 	s.Engine.Schedule(ev)
 	return ev
+}
+
+// notPast panics when an event of kind is scheduled before now: a model bug.
+func (s *Sim) notPast(at ib.PS, kind uint8) {
+	if at < s.now {
+		panic(fmt.Sprintf("sim: event kind %d scheduled at %d ps, before now %d ps", kind, at, s.now))
+	}
 }
 
 // newEvent takes a cleared event from the pool, or makes one, and fills in
