@@ -436,7 +436,16 @@ grants:
 		plen := 0
 		if needDMA {
 			plen = int(min(uint32(qp.req.MTU), w.Length-uint32(off)))
-			if reqs := d.PCIe.ReadRequestsFor(plen); d.PCIe.TagsFree(now) < reqs {
+			// The packet's reads must be able to issue at once. When they
+			// are more than there are tags, that never happens (waiting for
+			// it spun forever at one picosecond): the packet then starts
+			// as soon as a tag is free, and Read issues the rest as the
+			// oldest reads complete, which keeps every tag busy.
+			reqs := d.PCIe.ReadRequestsFor(plen)
+			if reqs > d.PCIe.Tags() {
+				reqs = 1
+			}
+			if d.PCIe.TagsFree(now) < reqs {
 				t := d.PCIe.NextTagFree(now)
 				if d.schedAt == 0 || t < d.schedAt {
 					d.schedAt = t

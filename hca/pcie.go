@@ -187,5 +187,8 @@ func (p *PCIe) NextTagFree(t ib.PS) ib.PS {
 	return p.tagFree[p.tagHead]
 }
 
+// Tags returns the number of read tags (hca.pcie.outstanding_reads).
+func (p *PCIe) Tags() int { return len(p.tagFree) }
+
 // ReadRequestsFor returns the read requests a DMA read of n bytes needs.
 func (p *PCIe) ReadRequestsFor(n int) int { return (n + p.cfg.MRRSBytes - 1) / p.cfg.MRRSBytes }

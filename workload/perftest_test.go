@@ -99,6 +99,29 @@ func TestWriteBWFollowsTheBottleneck(t *testing.T) {
 	}
 }
 
+// TestWriteBWWithFewerTagsThanAPacketNeeds: a 4096-byte packet's payload
+// is 8 reads of MRRS 512 bytes; with fewer read tags than that (1 or 4),
+// the scheduler once waited for 8 free tags that never exist and the run
+// spun forever at one picosecond. Now the packet starts when every tag is
+// free and its reads issue as tags return, so write_bw follows the tag
+// bound of Little's law, tags × MRRS / round trip (ReadBoundGbps), as
+// TestWriteBWFollowsTheBottleneck requires of the other bounds.
+func TestWriteBWWithFewerTagsThanAPacketNeeds(t *testing.T) {
+	for _, tags := range []int{1, 4} {
+		t.Run(fmt.Sprintf("tags%d", tags), func(t *testing.T) {
+			run := edrRun("write_bw", 65536, 100)
+			run.HCA.PCIe.OutstandingReads = tags
+			require.Greater(t, run.Link.MTU/run.HCA.PCIe.MRRSBytes, tags, "a packet needs more reads than there are tags")
+			m, err := RunPerftest(run)
+			require.NoError(t, err)
+			bw := m["bw_gbps"].(float64)
+			bound := min(linkPayloadGbps(run.Link, 65536), hca.NewPCIe(run.HCA.PCIe).ReadBoundGbps())
+			assert.LessOrEqual(t, bw, bound)
+			assert.GreaterOrEqual(t, bw, 0.98*bound)
+		})
+	}
+}
+
 func TestSmallMessagesBoundByPerMessageCost(t *testing.T) {
 	// 2-byte WRITEs, one WQEBB each. Two per-message costs bound the rate:
 	// the application posts one WR per host.post_ns (60 ns: 16.7 M/s), and
