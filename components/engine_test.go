@@ -1,6 +1,7 @@
 package components
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 
@@ -217,4 +218,21 @@ func TestEngineLaneTree(t *testing.T) {
 	s.Schedule(50, h, 1)
 	require.NoError(t, s.Run())
 	assert.Equal(t, []ib.PS{1, 50, 100, 101, 102, 103, 104, 105, 106, 107}, got)
+}
+
+// TestZeroTimeLoopStops: a block that keeps scheduling itself for the same
+// picosecond is stopped with a panic that names the instant, instead of
+// spinning forever; events at one picosecond below the bound run.
+func TestZeroTimeLoopStops(t *testing.T) {
+	s := NewSim()
+	n := 0
+	var h handlerFunc
+	h = func(ev *Event) {
+		n++
+		s.Schedule(s.Now(), h, 7)
+	}
+	s.Schedule(5, h, 7)
+	assert.PanicsWithValue(t, fmt.Sprintf("sim: more than %d events at 5 ps without time advancing (the last for components.handlerFunc, kind 7): a zero-time loop in the model",
+		MaxEventsPerPicosecond), func() { _ = s.Run() })
+	assert.Equal(t, MaxEventsPerPicosecond, n, "every event up to the bound ran")
 }

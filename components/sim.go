@@ -78,6 +78,7 @@ type Sim struct {
 	packetSeq  uint64
 	ranks      int64 // ranks handed out by NewRank
 	lastAt     ib.PS // time of the last "last" event run, -1 before any
+	sameTime   int   // events run since time last advanced
 	lastRank   int64 // its rank
 
 	endHooks []func(now ib.PS)
@@ -92,6 +93,13 @@ type Sim struct {
 	// keep each one's fields off its neighbours' cache lines.
 	_ [64]byte
 }
+
+// MaxEventsPerPicosecond bounds the events one Sim runs without its time
+// advancing. A fabric of thousands of hosts runs at most thousands at one
+// picosecond; a model that keeps scheduling work for the same instant would
+// otherwise spin forever, and is stopped with a panic naming the instant and
+// the block (the CLI reports it as an internal error).
+const MaxEventsPerPicosecond = 10_000_000
 
 // Engine names, as the sim.engine key spells them.
 const (
@@ -253,6 +261,12 @@ func (s *Sim) handle(ev *Event) {
 		s.stopped = true
 	}
 	if !s.stopped {
+		if ev.at != s.now {
+			s.sameTime = 1
+		} else if s.sameTime++; s.sameTime > MaxEventsPerPicosecond {
+			panic(fmt.Sprintf("sim: more than %d events at %d ps without time advancing (the last for %T, kind %d): a zero-time loop in the model",
+				MaxEventsPerPicosecond, ev.at, ev.target, ev.Kind))
+		}
 		s.now = ev.at
 		if !ev.observer {
 			s.events++
