@@ -211,9 +211,9 @@ func (b blockDigest) sumsWithout(drop *regexp.Regexp) map[string]string {
 }
 
 // TestPerCycleRandomPoints runs random small design points both ways, event
-// -driven rounds and the per-cycle definition, and requires what
-// TestPerCycleRoundsAgree requires: equal metrics (but events and rounds)
-// and each block's trace lines equal. The points draw every switch knob
+// -driven rounds and the per-cycle definition, with the checkers on, and
+// requires what TestPerCycleRoundsAgree requires: equal metrics (but events
+// and rounds) and each block's trace lines equal, and no invariant broken. The points draw every switch knob
 // that shapes allocation timing (pipeline cycles down to 0, clock, datapath,
 // queueing, allocator, speedup, cut-through, buffers, a shared pool), link
 // generations and widths with their flow-control timing (cables down to
@@ -230,7 +230,7 @@ func TestPerCycleRandomPoints(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	ran := 0
 	for i := 0; i < n; i++ {
-		sets := randomPoint(rng, false)
+		sets := append(randomPoint(rng, false), "sim.check=true")
 		var got [2]map[string]any
 		refused := false
 		for k, perCycle := range []string{"false", "true"} {
@@ -240,7 +240,8 @@ func TestPerCycleRandomPoints(t *testing.T) {
 				refused = true
 				break
 			}
-			got[k] = runBothWays(l)
+			got[k] = runChecked(l, nil, true)
+			requireClean(t, got[k], fmt.Sprintf("point %d, per_cycle %s: %v", i, perCycle, sets))
 		}
 		if refused || len(got[0]["trace"].(map[string]string)) == 0 {
 			continue
@@ -250,6 +251,7 @@ func TestPerCycleRandomPoints(t *testing.T) {
 			break
 		}
 	}
+	t.Logf("%d of %d random points ran and were compared", ran, n)
 	require.GreaterOrEqual(t, ran, n/2, "most random points must run and trace, or the test checks little")
 }
 
@@ -271,29 +273,49 @@ func randomCampaign(t *testing.T, n int) (int, uint64) {
 	return n, seed
 }
 
-// runBothWays runs l and returns its metrics without the engine's event
-// and round counts, with each block's trace digest (blockDigest) added; a
-// run that fails (it did not finish within sim.max_time_ns) returns its
-// error as the result, which the other definition must reproduce.
-func runBothWays(l *Loaded) map[string]any {
+// runChecked runs l with every block's trace digested (blockDigest, with
+// what drop matches taken out of the lines) and the checkers attached, and
+// returns its metrics without the engine's event count (and the rounds run,
+// when noRounds) and the trace digests; a violation the checkers find is
+// under "violation", and a run that fails (it did not finish within
+// sim.max_time_ns) returns its error under "error".
+func runChecked(l *Loaded, drop *regexp.Regexp, noRounds bool) map[string]any {
 	d := blockDigest{}
+	var chk *verif.Checkers
+	var view *Simulation
 	m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+		view = s
 		for _, b := range s.Blocks {
 			b.AcceptHook(d)
 		}
+		chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
 	}})
 	if err != nil {
-		return map[string]any{"error": err.Error(), "trace": d.sums()}
+		m = map[string]any{"error": err.Error()}
+	} else {
+		chk.Finish(view.Now(), view.Settled)
 	}
-	for _, key := range []string{"events", "wall_s"} {
-		delete(m, key)
+	if err := chk.Err(); err != nil {
+		m["violation"] = err.Error()
 	}
-	if sw, ok := m["switch"].(map[string]any); ok {
+	delete(m, "events")
+	delete(m, "wall_s")
+	if sw, ok := m["switch"].(map[string]any); ok && noRounds {
 		delete(sw, "alloc_rounds")
 	}
-	m["trace"] = d.sums()
+	m["trace"] = d.sumsWithout(drop)
 	report.Normalize(m)
 	return m
+}
+
+// requireClean fails the test when a random point's run broke an invariant
+// or failed for any reason but its time limit.
+func requireClean(t *testing.T, m map[string]any, what string) {
+	t.Helper()
+	require.NotContains(t, m, "violation", what)
+	if e, ok := m["error"]; ok {
+		require.Contains(t, e, "did not finish", what)
+	}
 }
 
 // randomPoint draws one small design point as --set overrides. forParts

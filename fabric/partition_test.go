@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/verif"
 )
 
@@ -266,20 +265,8 @@ func TestPartitionedRandomPoints(t *testing.T) {
 				refused = true
 				break
 			}
-			d := blockDigest{}
-			m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-				for _, b := range s.Blocks {
-					b.AcceptHook(d)
-				}
-			}})
-			if err != nil {
-				m = map[string]any{"error": err.Error()}
-			}
-			delete(m, "events")
-			delete(m, "wall_s")
-			m["trace"] = d.sumsWithout(numbers)
-			report.Normalize(m)
-			got[k] = m
+			got[k] = runChecked(l, numbers, false)
+			requireClean(t, got[k], fmt.Sprintf("point %d, %d partitions: %v", i, p, sets))
 		}
 		if refused || len(got[0]["trace"].(map[string]string)) == 0 {
 			continue
@@ -289,5 +276,6 @@ func TestPartitionedRandomPoints(t *testing.T) {
 			break
 		}
 	}
+	t.Logf("%d of %d random points ran and were compared", ran, n)
 	require.GreaterOrEqual(t, ran, n/2, "most random points must run and trace, or the test checks little")
 }
