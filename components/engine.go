@@ -93,8 +93,9 @@ var idleHead = orderKey{at: math.MaxInt64, key: math.MaxUint64}
 // orderKey is where an event sorts: by picosecond, then key. key packs the
 // tie-breaks into one integer: the class in the top two bits (late events of
 // a picosecond after the primary ones, last events after both), then the
-// scheduling sequence number (FIFO among equals). Lane heads are kept as a dense array of them so that
-// finding the next event reads one array.
+// scheduling sequence number (FIFO among equals), or a last event's rank.
+// Lane heads are kept as a dense array of them so that finding the next
+// event reads one array.
 type orderKey struct {
 	at  ib.PS
 	key uint64
@@ -228,21 +229,22 @@ func (e *Engine) CurrentTime() sim.VTimeInSec { return sim.VTimeInSec(e.now.Seco
 func (e *Engine) Schedule(evt sim.Event) {
 	var at ib.PS
 	var class Class
+	var rank int64
 	if ke, ok := evt.(*Event); ok {
-		at, class = ke.at, ke.class
+		at, class, rank = ke.at, ke.class, ke.Arg
 	} else {
 		at = ib.FromSeconds(float64(evt.Time()))
 		if evt.IsSecondary() {
 			class = ClassLate
 		}
 	}
+	x := heapEntry{e.order(at, class, rank), evt}
 	if class == ClassLast {
 		// Ordered by rank, not by when they were scheduled: a lane's FIFO
 		// would not be sorted.
-		e.push(heapEntry{e.lastKey(at, evt.(*Event).Arg), evt})
+		e.push(x)
 		return
 	}
-	x := heapEntry{e.order(at, class), evt}
 	// The delay's lane, or an empty lane to claim for it. A delay too large
 	// for the lane key (never in practice) goes to the heap.
 	if d := uint64(at - e.now); d < 1<<61 {
@@ -264,33 +266,24 @@ func (e *Engine) Schedule(evt sim.Event) {
 // heap, not a lane, since such events arrive in batches whose delays from
 // now follow no pattern and would only churn the lanes.
 func (e *Engine) Deliver(evt *Event) {
-	if evt.class == ClassLast {
-		e.push(heapEntry{e.lastKey(evt.at, evt.Arg), evt})
-		return
-	}
-	e.push(heapEntry{e.order(evt.at, evt.class), evt})
+	e.push(heapEntry{e.order(evt.at, evt.class, evt.Arg), evt})
 }
 
-// order returns the order key of an event queued now for time at: the next
-// sequence number, with the class on top.
-func (e *Engine) order(at ib.PS, class Class) orderKey {
+// order returns the order key of an event queued now for time at: the class
+// on top, then the next sequence number, or for a last event its rank
+// (Sim.ScheduleLast).
+func (e *Engine) order(at ib.PS, class Class, rank int64) orderKey {
 	if at < e.now {
 		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
+	}
+	if class == ClassLast {
+		return orderKey{at: at, key: uint64(rank) | uint64(ClassLast)<<classShift}
 	}
 	e.seq++
 	if e.seq >= 1<<classShift {
 		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
 	}
 	return orderKey{at: at, key: e.seq | uint64(class)<<classShift}
-}
-
-// lastKey returns the order key of a last event for time at: its rank in
-// place of a sequence number (Sim.ScheduleLast).
-func (e *Engine) lastKey(at ib.PS, rank int64) orderKey {
-	if at < e.now {
-		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", at, e.now))
-	}
-	return orderKey{at: at, key: uint64(rank) | uint64(ClassLast)<<classShift}
 }
 
 // push adds x to the heap.
