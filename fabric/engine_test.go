@@ -213,11 +213,12 @@ func (b blockDigest) sumsWithout(drop *regexp.Regexp) map[string]string {
 // TestPerCycleRandomPoints runs random small design points both ways, event
 // -driven rounds and the per-cycle definition, with the checkers on, and
 // requires what TestPerCycleRoundsAgree requires: equal metrics (but events
-// and rounds) and each block's trace lines equal, and no invariant broken. The points draw every switch knob
-// that shapes allocation timing (pipeline cycles down to 0, clock, datapath,
-// queueing, allocator, speedup, cut-through, buffers, a shared pool), link
-// generations and widths with their flow-control timing (cables down to
-// 0 m, so events land exactly on clock edges), and every workload kind. A
+// and rounds) and each block's trace lines equal, and no invariant broken.
+// The points draw every switch knob that shapes allocation timing (pipeline
+// cycles down to 0, clock, datapath, queueing, allocator, speedup,
+// cut-through, buffers, a shared pool), link generations and widths with
+// their flow-control timing (cables down to 0 m, so events land exactly on
+// clock edges), and every workload kind. A
 // point the loader refuses (a combination out of range) is skipped, and so is
 // a point that traces nothing in its short window (a slow link); a run that
 // does not finish in time is compared by its error and trace.
@@ -228,26 +229,37 @@ func (b blockDigest) sumsWithout(drop *regexp.Regexp) map[string]string {
 func TestPerCycleRandomPoints(t *testing.T) {
 	n, seed := randomCampaign(t, 12)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	compareRandomPoints(t, n, nil, true, func() ([]string, [2]string) {
+		return append(randomPoint(rng, false), "sim.check=true"), [2]string{"sim.per_cycle=false", "sim.per_cycle=true"}
+	})
+}
+
+// compareRandomPoints runs n points that next draws, each twice with one of
+// its two extra settings, and requires the two runs to agree (runChecked,
+// with drop and noRounds) and to be clean (requireClean). A point the
+// loader refuses, or that traces nothing, is skipped; most must run.
+func compareRandomPoints(t *testing.T, n int, drop *regexp.Regexp, noRounds bool, next func() (sets []string, ways [2]string)) {
+	t.Helper()
 	ran := 0
 	for i := 0; i < n; i++ {
-		sets := append(randomPoint(rng, false), "sim.check=true")
+		sets, ways := next()
 		var got [2]map[string]any
 		refused := false
-		for k, perCycle := range []string{"false", "true"} {
-			l, err := Load(nil, append(append([]string{}, sets...), "sim.per_cycle="+perCycle))
+		for k, way := range ways {
+			l, err := Load(nil, append(append([]string{}, sets...), way))
 			if err != nil {
 				t.Logf("point %d refused: %v", i, err)
 				refused = true
 				break
 			}
-			got[k] = runChecked(l, nil, true)
-			requireClean(t, got[k], fmt.Sprintf("point %d, per_cycle %s: %v", i, perCycle, sets))
+			got[k] = runChecked(l, drop, noRounds)
+			requireClean(t, got[k], fmt.Sprintf("point %d, %s: %v", i, way, sets))
 		}
 		if refused || len(got[0]["trace"].(map[string]string)) == 0 {
 			continue
 		}
 		ran++
-		if !assert.Equal(t, got[0], got[1], "point %d: %v", i, sets) {
+		if !assert.Equal(t, got[0], got[1], "point %d, %s against %s: %v", i, ways[1], ways[0], sets) {
 			break
 		}
 	}

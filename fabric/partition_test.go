@@ -248,34 +248,11 @@ func TestPartitionedTraceAndChecks(t *testing.T) {
 // documented limit of partitioned runs, not a bug; any other difference is.
 func TestPartitionedRandomPoints(t *testing.T) {
 	n, seed := randomCampaign(t, 8)
-	numbers := regexp.MustCompile(` (seq|icrc)=\d+`)
 	rng := rand.New(rand.NewPCG(seed, 0x9a27))
-	ran := 0
-	for i := 0; i < n; i++ {
+	compareRandomPoints(t, n, regexp.MustCompile(` (seq|icrc)=\d+`), false, func() ([]string, [2]string) {
 		// A short window and drain: every trace line is kept, and a
 		// saturated 800 Gb/s point would otherwise take seconds.
 		sets := append(randomPoint(rng, true), "sim.check=true", "workload.measure_ns=1000", "workload.drain_ns=10000")
-		parts := 2 + rng.IntN(2)
-		var got [2]map[string]any
-		refused := false
-		for k, p := range []int{1, parts} {
-			l, err := Load(nil, append(append([]string{}, sets...), fmt.Sprintf("sim.partitions=%d", p)))
-			if err != nil {
-				t.Logf("point %d refused: %v", i, err)
-				refused = true
-				break
-			}
-			got[k] = runChecked(l, numbers, false)
-			requireClean(t, got[k], fmt.Sprintf("point %d, %d partitions: %v", i, p, sets))
-		}
-		if refused || len(got[0]["trace"].(map[string]string)) == 0 {
-			continue
-		}
-		ran++
-		if !assert.Equal(t, got[0], got[1], "point %d, %d partitions: %v", i, parts, sets) {
-			break
-		}
-	}
-	t.Logf("%d of %d random points ran and were compared", ran, n)
-	require.GreaterOrEqual(t, ran, n/2, "most random points must run and trace, or the test checks little")
+		return sets, [2]string{"sim.partitions=1", fmt.Sprintf("sim.partitions=%d", 2+rng.IntN(2))}
+	})
 }
