@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,12 +42,30 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
 		return fail(stderr, userErrorf("bench: %v", err))
 	}
-	names := fs.Args()
+	var shipped []string // the shipped benchmarks' short names
+	for _, n := range configs.Names() {
+		if strings.HasPrefix(n, "bench/") {
+			shipped = append(shipped, strings.TrimSuffix(strings.TrimPrefix(n, "bench/"), ".yaml"))
+		}
+	}
+	names := append([]string(nil), fs.Args()...)
 	if len(names) == 0 {
-		for _, n := range configs.Names() {
-			if strings.HasPrefix(n, "bench/") {
-				names = append(names, n)
-			}
+		for _, n := range shipped {
+			names = append(names, "bench/"+n)
+		}
+	}
+	// Every name is checked before anything runs: a typo in the third name
+	// must not cost the first two runs' time and then fail.
+	for k, name := range names {
+		if !strings.Contains(name, "/") {
+			name = "bench/" + name
+			names[k] = name
+		}
+		if _, err := os.Stat(name); err == nil {
+			continue
+		}
+		if _, ok := configs.Lookup(name); !ok {
+			return fail(stderr, userErrorf("bench: %q is neither a benchmark (%s) nor a config file", fs.Args()[k], strings.Join(shipped, ", ")))
 		}
 	}
 	self, err := os.Executable()
@@ -61,20 +80,28 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	var rows [][]string
 	code := 0
 	for _, name := range names {
-		if !strings.HasPrefix(name, "bench/") && !strings.Contains(name, "/") {
-			name = "bench/" + name
-		}
 		row, err := runBench(self, name, sets)
-		if err != nil {
+		var bad *childUserError
+		switch {
+		case errors.As(err, &bad):
+			// The child named the bad input in its own one line (a --set
+			// key, a config field); the rows already measured are still
+			// printed and appended.
+			fmt.Fprintln(stderr, bad.line)
+			code = 2
+			continue
+		case err != nil:
 			fmt.Fprintf(stderr, "hcasim: bench %s: %v\n", name, err)
-			code = 1
+			code = max(code, 1)
 			continue
 		}
 		_ = t.Append(row[2:])
 		rows = append(rows, row)
 	}
-	if err := t.Render(); err != nil {
-		return fail(stderr, err)
+	if len(rows) > 0 {
+		if err := t.Render(); err != nil {
+			return fail(stderr, err)
+		}
 	}
 	if err := appendCSV(*csvPath, rows); err != nil {
 		return fail(stderr, userErrorf("--csv: %v", err))
@@ -97,7 +124,11 @@ func runBench(self, name string, sets []string) ([]string, error) {
 	err := cmd.Run()
 	wall := time.Since(start).Seconds()
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+		msg := strings.TrimSpace(errb.String())
+		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 2 && msg != "" {
+			return nil, &childUserError{line: msg}
+		}
+		return nil, fmt.Errorf("%v: %s", err, msg)
 	}
 	var res report.Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Points) != 1 {
@@ -131,6 +162,12 @@ func runBench(self, name string, sets []string) ([]string, error) {
 	}, nil
 }
 
+// childUserError is a benchmark run that exited 2: bad input, which its
+// one line of standard error names.
+type childUserError struct{ line string }
+
+func (e *childUserError) Error() string { return e.line }
+
 var benchCSVHeader = []string{"date", "commit", "benchmark", "wall_s", "cpu_s", "sim_time_ns", "events",
 	"block_hops_per_s", "packets_per_s", "peak_mem_mib"}
 
@@ -159,6 +196,9 @@ func checkCSVHeader(path string) error {
 // appendCSV appends rows to path, writing the header if the file is new, so
 // trends show across commits.
 func appendCSV(path string, rows [][]string) error {
+	if len(rows) == 0 {
+		return nil // nothing measured: no file, not even a header
+	}
 	st, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {

@@ -68,3 +68,29 @@ func TestBenchCSVHeaderMismatch(t *testing.T) {
 	assert.Contains(t, errOut, old)
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
 }
+
+// TestBenchBadInput: a name that is neither a shipped benchmark nor a file
+// is refused before anything runs, and a bad --set is the child's one line;
+// both exit 2 and write no CSV (nothing was measured).
+func TestBenchBadInput(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	csvPath := filepath.Join(t.TempDir(), "bench.csv")
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"bench", "switch16-uniform-50", "nosuch"}, []string{`"nosuch" is neither a benchmark`, "switch16-uniform-50"}},
+		{[]string{"bench", "switch16-uniform-50", "--set", "workload.measure_ns=-5"}, []string{"workload.measure_ns", "-5"}},
+	} {
+		code, out, errOut := run(append(c.args, "--csv", csvPath)...)
+		assert.Equal(t, 2, code, errOut)
+		assert.Empty(t, out)
+		for _, w := range c.want {
+			assert.Contains(t, errOut, w)
+		}
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+		assert.NotContains(t, errOut, "exit status")
+		_, err := os.Stat(csvPath)
+		assert.True(t, os.IsNotExist(err), "no CSV when nothing was measured")
+	}
+}
