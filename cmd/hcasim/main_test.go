@@ -82,6 +82,10 @@ func TestBadInput(t *testing.T) {
 		{"no config", []string{}, []string{"-config: no config given"}},
 		{"partitions with perftest", []string{"-config", "ndr.yaml", "--set", "sim.partitions=2"},
 			[]string{"sim.partitions: 2 needs a synthetic workload", "not workload.kind perftest"}},
+		{"unwritable cpu profile", []string{"-config", "edr.yaml", "--cpuprofile", filepath.Join(dir, "no", "cpu.prof")},
+			[]string{"--cpuprofile", "cpu.prof"}},
+		{"unwritable heap profile", []string{"-config", "edr.yaml", "--memprofile", filepath.Join(dir, "no", "mem.prof")},
+			[]string{"--memprofile", "mem.prof"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,5 +178,22 @@ func TestObserversChangeNoResult(t *testing.T) {
 		observed := metrics(append(append([]string{}, args...), "--check", "--trace", filepath.Join(dir, "t.trace"),
 			"--vcd", filepath.Join(dir, "t.vcd"))...)
 		assert.Equal(t, plain, observed, "point %d", i)
+	}
+}
+
+// TestProfiles: --cpuprofile and --memprofile write pprof files (gzipped
+// protocol buffers: they start with the gzip magic 1f 8b) beside the
+// results of the run.
+func TestProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	code, out, errs := run("-config", "edr.yaml", "--set", "workload.iterations=200", "--cpuprofile", cpu, "--memprofile", mem)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "bw_gbps")
+	for _, p := range []string{cpu, mem} {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Greater(t, len(b), 2, p)
+		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], p)
 	}
 }

@@ -148,6 +148,16 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
+	// The heap profile is written after the run, but its file is made now:
+	// an unwritable path is refused before the run, not silently after it.
+	var mf *os.File
+	if f.memprofile != "" {
+		var err error
+		if mf, err = os.Create(f.memprofile); err != nil {
+			return fail(stderr, userErrorf("--memprofile: %v", err))
+		}
+		defer mf.Close()
+	}
 	l, err := loadConfig(f)
 	if err != nil {
 		return fail(stderr, err)
@@ -173,12 +183,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			code = fail(stderr, err)
 		}
 	}
-	if f.memprofile != "" {
-		mf, err := os.Create(f.memprofile)
-		if err == nil {
-			runtime.GC()
-			_ = pprof.WriteHeapProfile(mf)
-			mf.Close()
+	if mf != nil {
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(mf); err != nil && code == 0 {
+			code = fail(stderr, fmt.Errorf("--memprofile: %v", err))
 		}
 	}
 	return code
