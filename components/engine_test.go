@@ -236,3 +236,26 @@ func TestZeroTimeLoopStops(t *testing.T) {
 		MaxEventsPerPicosecond), func() { _ = s.Run() })
 	assert.Equal(t, MaxEventsPerPicosecond, n, "every event up to the bound ran")
 }
+
+// TestProgress: a Sim publishes its time when it advances and at least
+// progressEvery events ran since the last time it did. Events here are one
+// per picosecond at 1, 2, 3, … ps, so the event at t is the t-th, with t−1
+// run before it: times 1, 1+progressEvery, 1+2·progressEvery, … are
+// published, and a handler at t sees the greatest of them not above t;
+// after Run the published time is the final one.
+func TestProgress(t *testing.T) {
+	s := NewSim()
+	const last = 3*progressEvery + 5
+	var h handlerFunc
+	h = func(ev *Event) {
+		now := s.Now()
+		assert.Equal(t, now-(now-1)%progressEvery, s.Progress(), "at %d ps", now)
+		if now < last {
+			s.Schedule(now+1, h, 1)
+		}
+	}
+	s.Schedule(1, h, 1)
+	assert.Equal(t, ib.PS(0), s.Progress())
+	require.NoError(t, s.Run())
+	assert.Equal(t, ib.PS(last), s.Progress())
+}

@@ -113,6 +113,17 @@ func (g *Group) Now() ib.PS {
 	return t
 }
 
+// Progress returns the simulated time the partitions had reached a moment
+// ago (the latest of them); safe to call from another goroutine while the
+// group runs (Sim.Progress).
+func (g *Group) Progress() ib.PS {
+	var t ib.PS
+	for _, s := range g.sims {
+		t = max(t, s.Progress())
+	}
+	return t
+}
+
 // Events returns the events handled by every partition.
 func (g *Group) Events() uint64 {
 	var n uint64
@@ -189,6 +200,7 @@ func (g *Group) Run() error {
 		}
 	}
 	for _, s := range g.sims {
+		s.published.Store(int64(s.now))
 		for _, f := range s.endHooks {
 			f(s.now)
 		}

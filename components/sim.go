@@ -2,6 +2,7 @@ package components
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -79,7 +80,10 @@ type Sim struct {
 	ranks      int64 // ranks handed out by NewRank
 	lastAt     ib.PS // time of the last "last" event run, -1 before any
 	sameTime   int   // events run since time last advanced
-	lastRank   int64 // its rank
+	// nextPublish is the event count from which the next advance of time
+	// is published for Progress.
+	nextPublish uint64
+	lastRank    int64 // its rank
 
 	endHooks []func(now ib.PS)
 
@@ -88,6 +92,11 @@ type Sim struct {
 	part, parts int
 	group       *Group
 	outbox      [][]*Event
+
+	// published is the simulated time, stored when time advances at least
+	// progressEvery events after the last store, for another goroutine to
+	// read (Progress) while the run goes on.
+	published atomic.Int64
 
 	// Partitions' Sims are written on every event by different cores:
 	// keep each one's fields off its neighbours' cache lines.
@@ -263,6 +272,10 @@ func (s *Sim) handle(ev *Event) {
 	if !s.stopped {
 		if ev.at != s.now {
 			s.sameTime = 1
+			if s.events >= s.nextPublish {
+				s.published.Store(int64(ev.at))
+				s.nextPublish = s.events + progressEvery
+			}
 		} else if s.sameTime++; s.sameTime > MaxEventsPerPicosecond {
 			panic(fmt.Sprintf("sim: more than %d events at %d ps without time advancing (the last for %T, kind %d): a zero-time loop in the model",
 				MaxEventsPerPicosecond, ev.at, ev.target, ev.Kind))
@@ -279,6 +292,16 @@ func (s *Sim) handle(ev *Event) {
 	*ev = Event{owner: s}
 	s.freeEvents = append(s.freeEvents, ev)
 }
+
+// progressEvery is how often, in events, a Sim publishes its time for
+// Progress: a few hundred times a second at this model's speed, at a cost
+// of one compare each time the clock advances.
+const progressEvery = 1 << 14
+
+// Progress returns the simulated time this Sim had reached a moment ago. It
+// is the one method safe to call from another goroutine while the Sim runs
+// (a progress display); reading it changes nothing in the run.
+func (s *Sim) Progress() ib.PS { return ib.PS(s.published.Load()) }
 
 // Stop ends the simulation: events still queued are drained without running.
 // In a partitioned run it ends this partition only (Group.Stop ends all).
@@ -298,7 +321,9 @@ func (s *Sim) Run() error {
 	if s.group != nil {
 		panic("sim: a partition runs through its Group, not alone")
 	}
-	if err := s.Engine.Run(); err != nil {
+	err := s.Engine.Run()
+	s.published.Store(int64(s.now))
+	if err != nil {
 		return err
 	}
 	for _, f := range s.endHooks {

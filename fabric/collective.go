@@ -40,6 +40,9 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 		// still on the wire, so the idle-fabric invariants do not apply.
 		opts.Observe(&Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks()})
 	}
+	if opts.Started != nil {
+		opts.Started(&Simulation{Sim: s})
+	}
 	m, err := coll.Run()
 	if err != nil {
 		return nil, err

@@ -163,6 +163,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// MeasureEnd returns when the measurement window of a workload that runs to
+// a fixed simulated time (synthetic traffic) ends; ok is false for those
+// that run to a count (perftest, collectives, streams). A progress display
+// uses it as the run's length (the drain after it is short).
+func (c *Config) MeasureEnd() (end ib.PS, ok bool) {
+	if !isSynthetic(c.Workload.Kind) {
+		return 0, false
+	}
+	return ib.PS(c.Workload.WarmupNs*1000) + ib.PS(c.Workload.MeasureNs*1000), true
+}
+
 func isSynthetic(kind string) bool {
 	switch kind {
 	case "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast":

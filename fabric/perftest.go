@@ -47,6 +47,9 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 		// wire, so the checkers' idle-fabric invariants do not apply.
 		opts.Observe(view)
 	}
+	if opts.Started != nil {
+		opts.Started(view)
+	}
 	if bg != nil {
 		for _, e := range bg.eps {
 			e.Start(bg.t0, bg.t1)

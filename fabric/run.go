@@ -18,6 +18,11 @@ type RunOptions struct {
 	// Observe, if set, is called with the simulation after it is built and
 	// before it runs: tracers and checkers attach here.
 	Observe func(s *Simulation)
+	// Started, if set, is called with the simulation after it is built
+	// and observed, just before it runs. Unlike Observe it attaches
+	// nothing, so a partitioned run stays unobserved: for a progress
+	// display, which may only call Simulation.Progress, from any goroutine.
+	Started func(s *Simulation)
 	// Threads bounds the threads of a partitioned run whose sim.threads
 	// is 0 (0: one per partition up to GOMAXPROCS); a sweep running
 	// points side by side gives each its share. Results do not depend on it.
@@ -53,6 +58,16 @@ func (v *Simulation) Now() ib.PS {
 		return v.group.Now()
 	}
 	return v.Sim.Now()
+}
+
+// Progress returns the simulated time the run had reached a moment ago:
+// the one method safe to call from another goroutine while it runs (a
+// progress display), and reading it changes no result.
+func (v *Simulation) Progress() ib.PS {
+	if v.group != nil {
+		return v.group.Progress()
+	}
+	return v.Sim.Progress()
 }
 
 // Stop ends the run (every partition of a partitioned one): a checker that
@@ -267,6 +282,9 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.check = cfg.Sim.Check
 	if opts.Observe != nil {
 		opts.Observe(r.view)
+	}
+	if opts.Started != nil {
+		opts.Started(r.view)
 	}
 	if r.saturate {
 		warm := ib.PS(w.WarmupNs * 1000)

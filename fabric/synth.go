@@ -143,6 +143,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if opts.Observe != nil {
 		opts.Observe(r.view)
 	}
+	if opts.Started != nil {
+		opts.Started(r.view)
+	}
 	for _, e := range r.eps {
 		e.Start(r.t0, r.t1)
 	}

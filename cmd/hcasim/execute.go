@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
@@ -34,7 +35,16 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	if err != nil {
 		return nil, err
 	}
-	m, err := fabric.Run(l, fabric.RunOptions{Observe: obs})
+	opts := fabric.RunOptions{Observe: obs}
+	var prog *runProgress
+	if showProgress(stderr, f.quiet) {
+		prog = newRunProgress(stderr, &l.Config, 200*time.Millisecond)
+		opts.Started = prog.start
+	}
+	m, err := fabric.Run(l, opts)
+	if prog != nil {
+		prog.stop()
+	}
 	if ferr := finish(); err == nil {
 		err = ferr
 	}

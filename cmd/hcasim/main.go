@@ -97,7 +97,8 @@ Run flags:
       --vcd FILE        write a VCD waveform of credits, buffers and link activity
       --jobs N          sweep points run in parallel (default: the number of cores)
       --shard I/N       run every N-th sweep point, starting at I (0-based)
-      --quiet           no progress bar
+      --quiet           no progress bar (on a terminal, a sweep shows its points done,
+                        a single point its simulated time against the window's end)
       --cpuprofile F    write a pprof CPU profile
       --memprofile F    write a pprof heap profile
 

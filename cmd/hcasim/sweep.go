@@ -13,9 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
-
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
@@ -234,38 +231,6 @@ func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
 		return err
 	}
 	return fh.Close()
-}
-
-// progress is the sweep's progress bar on stderr, or nothing when --quiet
-// or when stderr is not a terminal (a log file or a Slurm output gets the
-// one-line summary instead).
-type progress struct{ bar *progressbar.ProgressBar }
-
-func newProgress(stderr io.Writer, quiet bool, total int) *progress {
-	fh, ok := stderr.(*os.File)
-	if quiet || !ok || !term.IsTerminal(int(fh.Fd())) {
-		return &progress{}
-	}
-	return &progress{bar: progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("sweep"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)}
-}
-
-func (p *progress) add() {
-	if p.bar != nil {
-		_ = p.bar.Add(1)
-	}
-}
-
-func (p *progress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
 }
 
 // defaultOutDir is a sweep's --out when none is given: hcasim-out/<name>,
