@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -73,8 +74,9 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	t := tablewriter.NewTable(stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("benchmark", "wall_s", "cpu_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib")
-	if err := checkCSVHeader(*csvPath); err != nil {
+	t.Header("benchmark", "wall_s", "cpu_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib", "cpu_vs_last")
+	last, err := readCSVHistory(*csvPath)
+	if err != nil {
 		return fail(stderr, err)
 	}
 	var rows [][]string
@@ -95,7 +97,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 			code = max(code, 1)
 			continue
 		}
-		_ = t.Append(row[2:])
+		_ = t.Append(append(row[2:], cpuVsLast(row, last[row[2]])))
 		rows = append(rows, row)
 	}
 	if len(rows) > 0 {
@@ -171,26 +173,56 @@ func (e *childUserError) Error() string { return e.line }
 var benchCSVHeader = []string{"date", "commit", "benchmark", "wall_s", "cpu_s", "sim_time_ns", "events",
 	"block_hops_per_s", "packets_per_s", "peak_mem_mib"}
 
-// checkCSVHeader refuses to append to an existing CSV whose header is not
-// this version's (rows would not line up with their columns).
-func checkCSVHeader(path string) error {
+// readCSVHistory reads the CSV bench appends to and returns, per
+// benchmark, its last row; a missing or empty file has none. A file whose
+// header is not this version's is refused (rows would not line up with
+// their columns), as is a row that does not fit the header, named by line.
+func readCSVHistory(path string) (map[string][]string, error) {
+	last := map[string][]string{}
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return nil
+		return last, nil
 	}
 	if err != nil {
-		return userErrorf("--csv %s: %v", path, err)
+		return nil, userErrorf("--csv %s: %v", path, err)
 	}
 	defer f.Close()
-	head, err := csv.NewReader(f).Read()
+	r := csv.NewReader(f)
+	head, err := r.Read()
 	if err == io.EOF {
-		return nil
+		return last, nil
 	}
 	if err != nil || strings.Join(head, ",") != strings.Join(benchCSVHeader, ",") {
-		return userErrorf("--csv %s: its header is not %q (written by another hcasim version?); name a new file",
+		return nil, userErrorf("--csv %s: its header is not %q (written by another hcasim version?); name a new file",
 			path, strings.Join(benchCSVHeader, ","))
 	}
-	return nil
+	for {
+		row, err := r.Read()
+		if err == io.EOF {
+			return last, nil
+		}
+		if err != nil {
+			return nil, userErrorf("--csv %s: %v", path, err)
+		}
+		last[row[2]] = row
+	}
+}
+
+// cpuVsLast is the change in CPU time against the benchmark's last row, when
+// that row did the same work (the same simulated time and events: the same
+// config, overrides and model); otherwise "-". CPU time rather than wall
+// time: on a shared machine wall time also counts other tenants.
+func cpuVsLast(row, last []string) string {
+	const cpu, simTime, events = 4, 5, 6 // columns of benchCSVHeader
+	if last == nil || last[simTime] != row[simTime] || last[events] != row[events] {
+		return "-"
+	}
+	was, err1 := strconv.ParseFloat(last[cpu], 64)
+	now, err2 := strconv.ParseFloat(row[cpu], 64)
+	if err1 != nil || err2 != nil || was <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*(now-was)/was)
 }
 
 // appendCSV appends rows to path, writing the header if the file is new, so

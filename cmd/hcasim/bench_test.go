@@ -36,6 +36,16 @@ func TestBench(t *testing.T) {
 		code, out, errOut := run(args...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, "switch16-uniform-50")
+		// cpu_vs_last: nothing to compare with the first time; the second
+		// run did the same work (same simulated time and events, the model
+		// being deterministic), so its CPU time is compared.
+		cells := strings.Split(strings.Split(strings.TrimSpace(out), "\n")[3], "│")
+		vs := strings.TrimSpace(cells[len(cells)-2])
+		if i == 0 {
+			assert.Equal(t, "-", vs)
+		} else {
+			assert.Regexp(t, `^[+-]\d+\.\d %$`, vs)
+		}
 	}
 	f, err := os.Open(csvPath)
 	require.NoError(t, err)
@@ -93,4 +103,16 @@ func TestBenchBadInput(t *testing.T) {
 		_, err := os.Stat(csvPath)
 		assert.True(t, os.IsNotExist(err), "no CSV when nothing was measured")
 	}
+}
+
+// TestBenchCSVBadRow: a row that does not fit the header is refused before
+// anything runs, exit 2, naming the file and the line.
+func TestBenchCSVBadRow(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bench.csv")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Join(benchCSVHeader, ",")+"\nx,y\n"), 0o644))
+	code, out, errOut := run("bench", "switch16-uniform-50", "--csv", p)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, p)
+	assert.Contains(t, errOut, "line 2")
 }
