@@ -201,7 +201,12 @@ func (sw *Switch) match(t ib.PS) {
 	var chosen [components.MaxPorts]int8
 	var requesting, matchedOut components.PortSet
 	for o := sw.touched.NextAtOrAfter(0); o >= 0; o = sw.touched.NextAtOrAfter(o + 1) {
-		v := sw.out[o].vlarb.Pick(sw.candVLs[o])
+		var v int
+		if sw.oneVL {
+			v = oneVLPick(sw.candVLs[o])
+		} else {
+			v = sw.out[o].vlarb.Pick(sw.candVLs[o])
+		}
 		chosen[o] = int8(v)
 		set := sw.cand[v*sw.radix+o]
 		if set.Count() >= 2 {
@@ -317,7 +322,9 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	if v != ib.ManagementVL {
 		out.pending[v] += int32(blocks)
 	}
-	out.vlarb.Commit(v, blocks)
+	if !sw.oneVL {
+		out.vlarb.Commit(v, blocks)
+	}
 	out.stage = append(out.stage, staged{pkt: pkt, start: start})
 
 	ev := sw.s.Schedule(start, sw, evWireStart)
@@ -355,6 +362,18 @@ func (sw *Switch) updateStalls(t ib.PS) {
 			sw.stallOuts.Clear(o)
 		}
 	}
+}
+
+// oneVLPick is VL arbitration with one data VL: a ready VL15 goes first,
+// else VL 0. It is what components.VLArbiter picks whatever its tables and
+// state, because the config requires an entry of weight > 0 for VL 0
+// (Config.Validate) and no other data VL is ever ready; so with one VL the
+// arbiter's state never matters and is not kept (TestOneVLPick).
+func oneVLPick(ready uint16) int {
+	if ready&(1<<ib.ManagementVL) != 0 {
+		return ib.ManagementVL
+	}
+	return 0
 }
 
 func minPS(ts []ib.PS) ib.PS {

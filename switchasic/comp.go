@@ -54,7 +54,10 @@ type Switch struct {
 	active   components.PortSet   // inputs holding queued packets
 	// everyCycle: a round on every core clock edge (the per-cycle reference).
 	everyCycle bool
-	rank       int64 // orders this switch's rounds among other switches' rounds of a picosecond
+	// oneVL: a single data VL, so VL arbitration is VL15 first, else VL 0
+	// (oneVLPick), and the output units' arbiters are neither read nor kept.
+	oneVL bool
+	rank  int64 // orders this switch's rounds among other switches' rounds of a picosecond
 
 	// Per-port copies of the crossbar and wire times an allocation round
 	// reads for every port, kept in two dense arrays (a round touches one
@@ -191,6 +194,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 		inFreeBy:    make([]ib.PS, n),
 		lastRound:   -1,
 		rank:        s.NewRank(),
+		oneVL:       cfg.VLs == 1,
 	}
 	sw.routePS = ib.PS(cfg.RouteCycles) * sw.cycle
 	sw.allocPS = ib.PS(cfg.AllocCycles) * sw.cycle

@@ -1,11 +1,13 @@
 package switchasic
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -135,4 +137,45 @@ func TestCreditStallOneVL(t *testing.T) {
 	st := n.sw.VLStats(2, 1)
 	assert.InDelta(t, float64(w1-w0), float64(st.CreditStallPS), float64(ib.Microsecond), "VL1 stalled the whole window")
 	assert.Zero(t, n.sw.VLStats(2, 0).CreditStallPS, "VL0 never stalled")
+}
+
+// TestOneVLPick: with one data VL the switch skips its VL arbiters and picks
+// VL15 if ready, else VL 0 (oneVLPick). That is exact whatever the tables
+// and whatever the arbiter's state: random valid one-VL configs (tables of
+// up to 8 entries naming VLs 0–14 with weights 0–255 in both tables, any
+// high limit; Validate keeps those with a VL 0 entry of weight > 0) run
+// through components.VLArbiter with random ready sets of VL 0 and VL15 and
+// packet sizes give the same pick at every step, the arbiter committing
+// each packet as the switch did before the skip.
+func TestOneVLPick(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	table := func() []VLArbConfig {
+		out := make([]VLArbConfig, rng.IntN(9))
+		for i := range out {
+			out[i] = VLArbConfig{VL: rng.IntN(15), Weight: rng.IntN(256)}
+			if rng.IntN(3) == 0 {
+				out[i].VL = 0
+			}
+		}
+		return out
+	}
+	readies := []uint16{1, 1 << ib.ManagementVL, 1 | 1<<ib.ManagementVL}
+	configs := 0
+	for configs < 200 {
+		cfg := Defaults()
+		cfg.VLs = 1
+		cfg.VLArbHigh, cfg.VLArbLow, cfg.VLHighLimit = table(), table(), rng.IntN(256)
+		if cfg.Validate() != nil {
+			continue
+		}
+		configs++
+		high, low := cfg.VLArbTables()
+		arb := components.NewVLArbiter(high, low, uint8(cfg.VLHighLimit))
+		for step := 0; step < 500; step++ {
+			ready := readies[rng.IntN(len(readies))]
+			got := arb.Pick(ready)
+			require.Equal(t, oneVLPick(ready), got, "config %+v step %d ready %#x", cfg, step, ready)
+			arb.Commit(got, 1+rng.IntN(64))
+		}
+	}
 }
