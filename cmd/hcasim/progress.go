@@ -79,12 +79,12 @@ func newRunProgress(w io.Writer, cfg *fabric.Config, every time.Duration) *runPr
 // start begins the display once the simulation is built
 // (fabric.RunOptions.Started).
 func (p *runProgress) start(v *fabric.Simulation) {
-	max := int64(-1) // a spinner
+	total := int64(-1) // a spinner
 	if p.end > 0 {
-		max = int64(p.end / 1000)
+		total = int64(p.end / 1000) // ns
 	}
 	p.view = v
-	p.bar = progressbar.NewOptions64(max,
+	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionSetPredictTime(p.end > 0),
 		progressbar.OptionSetElapsedTime(true),
