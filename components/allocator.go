@@ -201,7 +201,7 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 	for it := 0; it < a.iterations; it++ {
 		var granted PortSet // inputs that received a grant this iteration
 		// Grant: each unmatched output picks among unmatched inputs requesting it.
-		for o := outs.NextAtOrAfter(0); o >= 0; o = outs.NextAtOrAfter(o + 1) {
+		for o := range outs.All() {
 			if a.outMatched.Has(o) {
 				continue
 			}
@@ -218,7 +218,7 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 			break
 		}
 		// Accept: each input with grants accepts one.
-		for i := granted.NextAtOrAfter(0); i >= 0; i = granted.NextAtOrAfter(i + 1) {
+		for i := range granted.All() {
 			o := a.acceptArb[i].Pick(a.grants[i])
 			a.grants[i] = PortSet{}
 			grant[i] = o
@@ -230,7 +230,7 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 			}
 		}
 	}
-	for o := outs.NextAtOrAfter(0); o >= 0; o = outs.NextAtOrAfter(o + 1) {
+	for o := range outs.All() {
 		a.reqBy[o] = PortSet{}
 	}
 }

@@ -1,6 +1,9 @@
 package components
 
-import "math/bits"
+import (
+	"iter"
+	"math/bits"
+)
 
 // MaxPorts is the largest input, port or VL index set a PortSet holds: IBA 1.6
 // allows 256-port switches (ib-facts.md §4, "Radix").
@@ -39,6 +42,22 @@ func (s PortSet) Any() bool { return s[0]|s[1]|s[2]|s[3] != 0 }
 func (s PortSet) Count() int {
 	return bits.OnesCount64(s[0]) + bits.OnesCount64(s[1]) +
 		bits.OnesCount64(s[2]) + bits.OnesCount64(s[3])
+}
+
+// All yields the members in increasing order, from the words as they were
+// when the loop began: for i := range s.All() { ... }. It is the cheap way
+// to walk a set (a word at a time, lowest bit first) when the loop does
+// not add members ahead of itself.
+func (s PortSet) All() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for w, word := range s {
+			for ; word != 0; word &= word - 1 {
+				if !yield(w<<6 | bits.TrailingZeros64(word)) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // NextAtOrAfter returns the smallest member >= from, or -1 if there is none.

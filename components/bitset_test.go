@@ -1,6 +1,7 @@
 package components
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +35,37 @@ func TestPortSet(t *testing.T) {
 	assert.Equal(t, "1001", b.Bits(4))
 	assert.Panics(t, func() { s.Set(256) })
 	assert.Panics(t, func() { s.Clear(-1) })
+}
+
+// TestPortSetAll: All yields exactly the members NextAtOrAfter walks, in the
+// same increasing order, on random sets of every density, and stops when
+// the loop breaks.
+func TestPortSetAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	for k := 0; k < 500; k++ {
+		var s PortSet
+		for n := rng.IntN(MaxPorts + 1); n > 0; n-- {
+			s.Set(rng.IntN(MaxPorts))
+		}
+		var want, got []int
+		for i := s.NextAtOrAfter(0); i >= 0; i = s.NextAtOrAfter(i + 1) {
+			want = append(want, i)
+		}
+		for i := range s.All() {
+			got = append(got, i)
+		}
+		assert.Equal(t, want, got)
+		if len(want) > 2 {
+			got = got[:0]
+			for i := range s.All() {
+				if got = append(got, i); len(got) == 2 {
+					break
+				}
+			}
+			assert.Equal(t, want[:2], got)
+		}
+	}
+	for range (PortSet{}).All() {
+		t.Fatal("the empty set has no members")
+	}
 }

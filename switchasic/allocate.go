@@ -61,7 +61,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 	// large fabric) although a round usually wants one or two.
 	of := outputsFree{sw: sw, t: t}
 	stalled := sw.stallOuts
-	for i := sw.active.NextAtOrAfter(0); i >= 0; i = sw.active.NextAtOrAfter(i + 1) {
+	for i := range sw.active.All() {
 		in := &sw.in[i]
 		inFree := sw.inputFree(i, tXbar)
 		// The outputs whose heads are looked at: free or stalled ones from
@@ -99,7 +99,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 				look(vl, q, k, int(q.slots[k].out))
 				continue
 			}
-			for o := q.voqNonEmpty.NextAtOrAfter(0); o >= 0; o = q.voqNonEmpty.NextAtOrAfter(o + 1) {
+			for o := range q.voqNonEmpty.All() {
 				look(vl, q, q.ends[o].head, o)
 			}
 		}
@@ -200,7 +200,7 @@ func (sw *Switch) refreshOutput(o int) {
 func (sw *Switch) match(t ib.PS) {
 	var chosen [components.MaxPorts]int8
 	var requesting, matchedOut components.PortSet
-	for o := sw.touched.NextAtOrAfter(0); o >= 0; o = sw.touched.NextAtOrAfter(o + 1) {
+	for o := range sw.touched.All() {
 		var v int
 		if sw.oneVL {
 			v = oneVLPick(sw.candVLs[o])
@@ -212,7 +212,7 @@ func (sw *Switch) match(t ib.PS) {
 		if set.Count() >= 2 {
 			sw.out[o].conflicts++
 		}
-		for i := set.NextAtOrAfter(0); i >= 0; i = set.NextAtOrAfter(i + 1) {
+		for i := range set.All() {
 			sw.req[i].Set(o)
 			requesting.Set(i)
 		}
@@ -237,7 +237,7 @@ func (sw *Switch) match(t ib.PS) {
 		if !granted || pass == sw.cfg.Speedup-1 {
 			break
 		}
-		for i := requesting.NextAtOrAfter(0); i >= 0; i = requesting.NextAtOrAfter(i + 1) {
+		for i := range requesting.All() {
 			for w := range sw.req[i] {
 				sw.req[i][w] &^= matchedOut[w]
 			}
@@ -250,7 +250,7 @@ func (sw *Switch) match(t ib.PS) {
 	// arbiter chose a VL whose inputs went elsewhere, or a separable
 	// allocator missed it) tries again next cycle.
 	retry := false
-	for o := sw.touched.NextAtOrAfter(0); o >= 0; o = sw.touched.NextAtOrAfter(o + 1) {
+	for o := range sw.touched.All() {
 		if !matchedOut.Has(o) {
 			retry = true
 		}
@@ -258,7 +258,7 @@ func (sw *Switch) match(t ib.PS) {
 			v := trailingZeros16(m)
 			c := v*sw.radix + o
 			set := sw.cand[c]
-			for i := set.NextAtOrAfter(0); i >= 0; i = set.NextAtOrAfter(i + 1) {
+			for i := range set.All() {
 				if int(winner[o]) != i || int(chosen[o]) != v {
 					sw.in[i].vls[sw.candInVL[c*sw.radix+i]].arbLosses++
 				}
@@ -268,7 +268,7 @@ func (sw *Switch) match(t ib.PS) {
 		sw.candVLs[o] = 0
 	}
 	sw.touched = components.PortSet{}
-	for i := requesting.NextAtOrAfter(0); i >= 0; i = requesting.NextAtOrAfter(i + 1) {
+	for i := range requesting.All() {
 		sw.req[i] = components.PortSet{}
 	}
 	if retry {
@@ -347,7 +347,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 // updateStalls moves each output VL's credit-stall timer to what this round
 // saw: stalled while a ready packet waits for it without credits.
 func (sw *Switch) updateStalls(t ib.PS) {
-	for o := sw.stallOuts.NextAtOrAfter(0); o >= 0; o = sw.stallOuts.NextAtOrAfter(o + 1) {
+	for o := range sw.stallOuts.All() {
 		out := &sw.out[o]
 		now := sw.blocked[o]
 		for m := now &^ out.stalled; m != 0; m &= m - 1 {
