@@ -70,7 +70,7 @@ type Switch struct {
 	// Allocation rounds: at most one per core cycle, run only when something
 	// may have changed (a packet became eligible, an input or output frees,
 	// credits came back).
-	wakeups     timeHeap
+	wakeups     timeSet
 	outstanding []ib.PS            // times at which an allocation event is scheduled
 	lastRound   ib.PS              // time of the last round, -1 before the first
 	stallOuts   components.PortSet // outputs whose credit-stall state may change
