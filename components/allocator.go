@@ -191,6 +191,9 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 	nOut := len(a.grantArb)
 	for i := range req {
 		r := req[i]
+		if !r.Any() {
+			continue // most inputs request nothing in a round
+		}
 		for o := r.NextAtOrAfter(0); o >= 0 && o < nOut; o = r.NextAtOrAfter(o + 1) {
 			a.reqBy[o].Set(i)
 			outs.Set(o)
