@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,7 +98,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 			code = max(code, 1)
 			continue
 		}
-		_ = t.Append(append(row[2:], cpuVsLast(row, last[row[2]])))
+		_ = t.Append(append(readable(row[2:]), cpuVsLast(row, last[row[2]])))
 		rows = append(rows, row)
 	}
 	if len(rows) > 0 {
@@ -206,6 +207,62 @@ func readCSVHistory(path string) (map[string][]string, error) {
 		}
 		last[row[2]] = row
 	}
+}
+
+// readable formats a CSV row's figures (benchmark, wall, CPU, simulated
+// time, events, block-hops/s, packets/s, MiB) for the printed table: the
+// same units as the CSV, rounded, with digit groups and k/M/G for rates.
+// The CSV keeps the full figures.
+func readable(row []string) []string {
+	out := append([]string(nil), row...)
+	for i := 1; i < len(out); i++ {
+		v, err := strconv.ParseFloat(out[i], 64)
+		if err != nil {
+			continue
+		}
+		switch i {
+		case 1, 2: // wall_s, cpu_s
+			out[i] = strconv.FormatFloat(v, 'f', 3, 64)
+		case 3, 4: // sim_time_ns, events
+			out[i] = groupDigits(int64(math.Round(v)))
+		case 5, 6: // block_hops_per_s, packets_per_s
+			out[i] = siRate(v)
+		case 7: // peak_mem_mib
+			out[i] = strconv.FormatFloat(v, 'f', 1, 64)
+		}
+	}
+	return out
+}
+
+// groupDigits writes n with a comma every three digits: 9,332,800.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// siRate writes v with three significant digits and k, M or G: 18.3 M.
+func siRate(v float64) string {
+	for _, u := range []struct {
+		f float64
+		s string
+	}{{1e9, " G"}, {1e6, " M"}, {1e3, " k"}} {
+		if math.Abs(v) >= u.f {
+			return strconv.FormatFloat(v/u.f, 'g', 3, 64) + u.s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // cpuVsLast is the change in CPU time against the benchmark's last row, when

@@ -116,3 +116,17 @@ func TestBenchCSVBadRow(t *testing.T) {
 	assert.Contains(t, errOut, p)
 	assert.Contains(t, errOut, "line 2")
 }
+
+// TestBenchReadable: the printed table keeps the CSV's units, rounded:
+// seconds to the millisecond, nanoseconds and events as grouped integers,
+// rates to three significant digits with k/M/G, MiB to one decimal.
+func TestBenchReadable(t *testing.T) {
+	got := readable([]string{"fattree64-uniform-30", "1.07470677", "1.073707", "305472.352", "7030566",
+		"1.70710429e+07", "265834.347", "29.8867188"})
+	assert.Equal(t, []string{"fattree64-uniform-30", "1.075", "1.074", "305,472", "7,030,566", "17.1 M", "266 k", "29.9"}, got)
+	assert.Equal(t, "999", groupDigits(999))
+	assert.Equal(t, "1,000", groupDigits(1000))
+	assert.Equal(t, "-12,345,678", groupDigits(-12345678))
+	assert.Equal(t, "1.5 G", siRate(1.5e9))
+	assert.Equal(t, "950", siRate(950))
+}
