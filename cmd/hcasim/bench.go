@@ -42,7 +42,11 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	var sets []string
 	fs.StringArrayVar(&sets, "set", nil, "")
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
-		return fail(stderr, userErrorf("bench: %v", err))
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprint(stdout, benchUsage)
+			return 0
+		}
+		return fail(stderr, userErrorf("bench: %v (usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]...)", err))
 	}
 	var shipped []string // the shipped benchmarks' short names
 	for _, n := range configs.Names() {
@@ -170,6 +174,20 @@ func runBench(self, name string, sets []string) ([]string, error) {
 type childUserError struct{ line string }
 
 func (e *childUserError) Error() string { return e.line }
+
+const benchUsage = `usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]...
+
+Runs the benchmarks of configs/bench (all, or the NAMEs given: a shipped
+benchmark's name or a config file), each in a child process, and prints per
+benchmark wall and CPU seconds, simulated time, events, 64-byte block-hops
+and packets per wall-second, peak memory, and the CPU time's change against
+the benchmark's last row in the CSV when that row did the same work.
+
+      --csv FILE        append one row per benchmark (default bench-results.csv)
+      --set key=value   override a config key in every benchmark (repeatable)
+
+docs/performance.md explains the figures and how to measure on a shared machine.
+`
 
 var benchCSVHeader = []string{"date", "commit", "benchmark", "wall_s", "cpu_s", "sim_time_ns", "events",
 	"block_hops_per_s", "packets_per_s", "peak_mem_mib"}

@@ -146,6 +146,19 @@ func TestVersionAndHelp(t *testing.T) {
 	assert.Contains(t, out, "-config")
 }
 
+// TestHelpFlags: --help and -h print a command's usage on stdout and exit 0,
+// for the run and for every subcommand (they were errors, exit 2, for the
+// run, bench and merge).
+func TestHelpFlags(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-config", "ndr.yaml", "--help"},
+		{"bench", "--help"}, {"bench", "-h"}, {"merge", "--help"}, {"diff", "--help"}, {"rtl", "--help"}} {
+		code, out, errs := run(args...)
+		assert.Equal(t, 0, code, "%v: %s", args, errs)
+		assert.Contains(t, strings.ToLower(out+errs), "usage", "%v", args)
+		assert.NotContains(t, out+errs, "help requested", "%v", args)
+	}
+}
+
 // TestObserversChangeNoResult: tracing, checking and waveforms observe a run;
 // they must not change a single reported number.
 func TestObserversChangeNoResult(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -29,6 +30,11 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "table", "")
 	quiet := fs.Bool("quiet", false, "")
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: hcasim merge DIR... [--out DIR] [--format table|csv|json]")
+			fmt.Fprintln(stdout, "\nMerges the outputs of a sweep's shards (hcasim --shard I/N --out DIR) into one result; docs/sweeps.md.")
+			return 0
+		}
 		return fail(stderr, userErrorf("merge: %s (usage: hcasim merge DIR... [--out DIR] [--format table|csv|json])", err))
 	}
 	switch *format {

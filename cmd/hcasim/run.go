@@ -93,6 +93,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, err
+		}
 		return nil, userErrorf("%s (see hcasim help)", err)
 	}
 	if fs.NArg() > 0 {
@@ -135,6 +138,10 @@ func loadConfig(f *runFlags) (*fabric.Loaded, error) {
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	f, err := parseRunFlags(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprint(stdout, usage) // --help, -h: what "hcasim help" prints
+		return 0
+	}
 	if err != nil {
 		return fail(stderr, err)
 	}
