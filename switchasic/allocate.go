@@ -337,11 +337,12 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 		sw.trace(t, sw.ports[i].Name, components.TraceBufDeq, pkt, i, o, "")
 	}
 	// The input and the output can take part again when their crossbar
-	// connection (and, for the output, the wire) frees.
+	// connection (and, for the output, the wire) frees: for the output that
+	// is outFreeFrom, which refreshOutput set above.
 	if in.nonEmpty != 0 {
 		sw.wake(sw.inFreeBy[i] - sw.allocPS)
 	}
-	sw.wake(max(out.wireFreeEst-sw.allocPS-sw.xbarPS-sw.cycle+1, out.xbarFree-sw.allocPS))
+	sw.wake(sw.outFreeFrom[o])
 }
 
 // updateStalls moves each output VL's credit-stall timer to what this round
