@@ -128,7 +128,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e.OnInject = p.inject
 	}
 	r.t0 = ib.PS(w.WarmupNs * 1000)
-	r.t1 = r.t0 + ib.PS(w.MeasureNs*1000)
+	r.t1, _ = cfg.MeasureEnd()
 	r.drainCap = ib.PS(w.DrainNs * 1000)
 	maxT := ib.PS(cfg.Sim.MaxTimeNs * 1000)
 	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group}
