@@ -79,11 +79,11 @@ type Sim struct {
 	packetSeq  uint64
 	ranks      int64 // ranks handed out by NewRank
 	lastAt     ib.PS // time of the last "last" event run, -1 before any
+	lastRank   int64 // its rank
 	sameTime   int   // events run since time last advanced
 	// nextPublish is the event count from which the next advance of time
 	// is published for Progress.
 	nextPublish uint64
-	lastRank    int64 // its rank
 
 	endHooks []func(now ib.PS)
 
