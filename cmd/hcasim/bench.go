@@ -32,9 +32,7 @@ func init() { subcommands["bench"] = benchMain }
 // wall time, the child's CPU time (user + sys: on a shared machine wall time
 // also counts other tenants), simulated time, events, 64-byte block-hops and
 // packets per wall-second and peak memory, and appends one row per benchmark
-// to a CSV.
-//
-//	hcasim bench [--csv FILE] [--set key=value]... [NAME...]
+// to a CSV (usage: benchUsage).
 func benchMain(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("hcasim bench", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -46,7 +44,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, benchUsage)
 			return 0
 		}
-		return fail(stderr, userErrorf("bench: %v (usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]...)", err))
+		return fail(stderr, userErrorf("bench: %v (%s)", err, benchUsageLine))
 	}
 	var shipped []string // the shipped benchmarks' short names
 	for _, n := range configs.Names() {
@@ -175,7 +173,9 @@ type childUserError struct{ line string }
 
 func (e *childUserError) Error() string { return e.line }
 
-const benchUsage = `usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]...
+const benchUsageLine = "usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]..."
+
+const benchUsage = benchUsageLine + `
 
 Runs the benchmarks of configs/bench (all, or the NAMEs given: a shipped
 benchmark's name or a config file), each in a child process, and prints per

@@ -130,3 +130,17 @@ func TestBenchReadable(t *testing.T) {
 	assert.Equal(t, "1.5 G", siRate(1.5e9))
 	assert.Equal(t, "950", siRate(950))
 }
+
+// TestCPUVsLast: the change is against the last row's CPU time, (1.5 − 2.0)
+// / 2.0 = −25.0 %, and only when that row did the same work: a different
+// simulated time or event count, or no row, gives "-".
+func TestCPUVsLast(t *testing.T) {
+	row := func(cpu, simNs, events string) []string {
+		return []string{"date", "commit", "b", "1", cpu, simNs, events, "1", "1", "1"}
+	}
+	assert.Equal(t, "-25.0 %", cpuVsLast(row("1.5", "100", "7"), row("2.0", "100", "7")))
+	assert.Equal(t, "+10.0 %", cpuVsLast(row("2.2", "100", "7"), row("2.0", "100", "7")))
+	assert.Equal(t, "-", cpuVsLast(row("1.5", "100", "7"), row("2.0", "100", "8")), "other events")
+	assert.Equal(t, "-", cpuVsLast(row("1.5", "100", "7"), row("2.0", "200", "7")), "other simulated time")
+	assert.Equal(t, "-", cpuVsLast(row("1.5", "100", "7"), nil), "no earlier row")
+}
