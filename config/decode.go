@@ -1,8 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -24,8 +27,24 @@ func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(f
 // Parse parses YAML text into a node tree; an empty document is an empty mapping.
 func Parse(data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, errorf("%s", cleanYAMLError(err))
+	}
+	// A second document would be silently ignored: refuse one with content
+	// (a trailing "---" alone is harmless).
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, errorf("%s", cleanYAMLError(err))
+		}
+		if next.Kind != 0 && !(next.Kind == yaml.DocumentNode && (len(next.Content) == 0 || next.Content[0].ShortTag() == "!!null")) {
+			return nil, errorf("line %d: a second YAML document (after ---); a config is one document", next.Line)
+		}
 	}
 	if doc.Kind == 0 || (doc.Kind == yaml.DocumentNode && len(doc.Content) == 0) {
 		return nil, errorf("the config is empty: give at least one key (docs/config.md), or name a shipped config such as ndr.yaml")
@@ -244,12 +263,78 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.ScalarNode {
 		return errorf("%s: line %d: want %s, got %s", path, n.Line, typeName(v.Type()), kindName(n))
 	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return decodeWhole(n, v, path)
+	}
 	ptr := reflect.New(v.Type())
 	if err := n.Decode(ptr.Interface()); err != nil {
 		return errorf("%s: %q is not %s", path, n.Value, typeName(v.Type()))
 	}
+	if f := ptr.Elem(); f.CanFloat() && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+		return errorf("%s: %q is not a finite number", path, n.Value)
+	}
 	v.Set(ptr.Elem())
 	return nil
+}
+
+// decodeWhole decodes an integer key. YAML's own decoding would truncate a
+// fraction (4096.7 → 4096) and wrap a value beyond the type; here a value
+// must be a whole number that fits (1e6 is one, 2.5 is not).
+func decodeWhole(n *yaml.Node, v reflect.Value, path string) error {
+	bad := func() error { return errorf("%s: %q is not %s", path, n.Value, typeName(v.Type())) }
+	var f float64
+	if err := n.Decode(&f); err != nil || n.ShortTag() == "!!bool" {
+		return bad()
+	}
+	if n.ShortTag() == "!!int" {
+		// Exact: a float64 cannot hold every 64-bit integer.
+		if v.CanInt() {
+			var i int64
+			if err := n.Decode(&i); err != nil || v.OverflowInt(i) {
+				return outOfRange(n, v, path, bad())
+			}
+			v.SetInt(i)
+			return nil
+		}
+		var u uint64
+		if err := n.Decode(&u); err != nil || v.OverflowUint(u) {
+			return outOfRange(n, v, path, bad())
+		}
+		v.SetUint(u)
+		return nil
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+		return bad()
+	}
+	// A whole float (1e6): in range of the type before converting.
+	if v.CanInt() {
+		if f < -(1<<63) || f >= 1<<63 || v.OverflowInt(int64(f)) {
+			return outOfRange(n, v, path, bad())
+		}
+		v.SetInt(int64(f))
+		return nil
+	}
+	if f < 0 || f >= 1<<64 || v.OverflowUint(uint64(f)) {
+		return outOfRange(n, v, path, bad())
+	}
+	v.SetUint(uint64(f))
+	return nil
+}
+
+// outOfRange names the range of v's type when a whole number does not fit
+// it, and keeps err for anything that is not a number.
+func outOfRange(n *yaml.Node, v reflect.Value, path string, err error) error {
+	var f float64
+	if n.Decode(&f) != nil || math.IsNaN(f) {
+		return err
+	}
+	shift := 64 - v.Type().Bits()
+	if v.CanInt() {
+		return errorf("%s: %s is out of range (%d to %d)", path, n.Value, int64(math.MinInt64)>>shift, int64(math.MaxInt64)>>shift)
+	}
+	return errorf("%s: %s is out of range (0 to %d)", path, n.Value, uint64(math.MaxUint64)>>shift)
 }
 
 func orRoot(p string) string {

@@ -317,8 +317,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("hca.%s: %d is out of range (%d to %d)", iv.key, iv.v, iv.min, iv.max)
 		}
 	}
-	if c.KeyCacheMissNS < 0 {
-		return fmt.Errorf("hca.key_cache_miss_ns: %v is negative", c.KeyCacheMissNS)
+	if !(c.KeyCacheMissNS >= 0 && c.KeyCacheMissNS <= 1e6) { // NaN fails too
+		return fmt.Errorf("hca.key_cache_miss_ns: %v is out of range (0 to 1e6 ns)", c.KeyCacheMissNS)
 	}
 	if c.VLBufferBytes%64 != 0 {
 		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)

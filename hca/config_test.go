@@ -1,6 +1,7 @@
 package hca
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,6 +37,8 @@ func TestValidateNamesKey(t *testing.T) {
 		{"stage interval", func(c *Config) { c.KeyCheck.IntervalCycles = 0 }, "hca.key_check.interval_cycles: 0 is out of range (1 to 1000000)"},
 		{"stage latency", func(c *Config) { c.CQE.LatencyCycles = -1 }, "hca.cqe.latency_cycles: -1 is out of range (0 to 1000000)"},
 		{"retry_cnt", func(c *Config) { c.RetryCnt = 8 }, "hca.retry_cnt: 8 is out of range (0 to 7)"},
+		{"key cache miss NaN", func(c *Config) { c.KeyCacheMissNS = math.NaN() }, "hca.key_cache_miss_ns: NaN is out of range (0 to 1e6 ns)"},
+		{"key cache miss huge", func(c *Config) { c.KeyCacheMissNS = 1e300 }, "hca.key_cache_miss_ns: 1e+300 is out of range (0 to 1e6 ns)"},
 		{"timeout", func(c *Config) { c.RetryTimeout = 32 }, "hca.retry_timeout: 32 is out of range (0 to 31)"},
 		{"vl buffer", func(c *Config) { c.VLBufferBytes = 100 }, "hca.vl_buffer_bytes: 100 is not a multiple of 64 (one credit is 64 bytes)"},
 		{"cq depth", func(c *Config) { c.CQDepth = 1000 }, "hca.cq_depth: 1000 is not a power of two"},

@@ -89,7 +89,7 @@ func (c *Config) Validate(prefix string) error {
 			return fmt.Errorf("%s.fec: %q is not a FEC mode (default, %s)", prefix, c.FEC, strings.Join(FECNames, ", "))
 		}
 	}
-	if c.FECLatencyNs > 100000 {
+	if !(c.FECLatencyNs <= 100000) { // NaN fails too
 		return fmt.Errorf("%s.fec_latency_ns: %v is out of range (negative for derived, 0 to 100000)", prefix, c.FECLatencyNs)
 	}
 	if c.PropagationPsPerM < 0 || c.PropagationPsPerM > 100000 {

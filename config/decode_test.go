@@ -1,0 +1,98 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+type numbers struct {
+	I   int     `yaml:"i"`
+	I8  int8    `yaml:"i8"`
+	U   uint64  `yaml:"u"`
+	U16 uint16  `yaml:"u16"`
+	F   float64 `yaml:"f"`
+}
+
+func decodeNumbers(t *testing.T, text string) (numbers, error) {
+	t.Helper()
+	root, err := Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	var out numbers
+	return out, Decode(root, &out)
+}
+
+// TestDecodeWholeNumbers: an integer key takes a whole number that fits its
+// type, written as an integer or as a whole float (1e3); a fraction, a
+// boolean or a value beyond the type is refused, never truncated or wrapped
+// (YAML's own decoding turns 4096.7 into 4096 and 2^64 into 2^63).
+func TestDecodeWholeNumbers(t *testing.T) {
+	good := map[string]numbers{
+		"i: 4096":                 {I: 4096},
+		"i: 1e3":                  {I: 1000},
+		"i: -2.0e1":               {I: -20},
+		"i: 0x10":                 {I: 16},
+		"i8: -128":                {I8: -128},
+		"u: 18446744073709551615": {U: 18446744073709551615}, // 2^64-1: exact, not via float64
+		"u16: 65535":              {U16: 65535},
+	}
+	for text, want := range good {
+		got, err := decodeNumbers(t, text)
+		if err != nil || got != want {
+			t.Errorf("%q: got %+v, %v; want %+v", text, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"i: 4096.7":               `i: "4096.7" is not a whole number`,
+		"i: 1.5":                  `i: "1.5" is not a whole number`,
+		"i: .nan":                 `i: ".nan" is not a whole number`,
+		"i: .inf":                 `i: ".inf" is not a whole number`,
+		"i: true":                 `i: "true" is not a whole number`,
+		"i: four":                 `i: "four" is not a whole number`,
+		"i8: 128":                 "i8: 128 is out of range (-128 to 127)",
+		"i8: 1e3":                 "i8: 1e3 is out of range (-128 to 127)",
+		"u: 18446744073709551616": "u: 18446744073709551616 is out of range (0 to 18446744073709551615)",
+		"u: -1":                   "u: -1 is out of range (0 to 18446744073709551615)",
+		"u16: 65536":              "u16: 65536 is out of range (0 to 65535)",
+		"u16: 2.5":                `u16: "2.5" is not a non-negative whole number`,
+	}
+	for text, want := range bad {
+		got, err := decodeNumbers(t, text)
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: got %+v, %v; want error %q", text, got, err, want)
+		}
+	}
+}
+
+// TestDecodeFiniteFloats: NaN and infinities are refused for every float
+// key (a range check written as "v < 0" lets NaN through).
+func TestDecodeFiniteFloats(t *testing.T) {
+	for _, v := range []string{".nan", ".NaN", ".inf", "-.inf", "+.Inf"} {
+		_, err := decodeNumbers(t, "f: "+v)
+		if err == nil || err.Error() != `f: "`+v+`" is not a finite number` {
+			t.Errorf("f: %s: got %v", v, err)
+		}
+	}
+	got, err := decodeNumbers(t, "f: 2.5e-3")
+	if err != nil || got.F != 0.0025 {
+		t.Errorf("f: 2.5e-3: got %v, %v", got.F, err)
+	}
+}
+
+// TestParseOneDocument: a second YAML document would be ignored, so it is
+// refused; a trailing "---" with nothing after it is harmless.
+func TestParseOneDocument(t *testing.T) {
+	_, err := Parse([]byte("i: 1\n---\nfoo: bar\n"))
+	if err == nil || err.Error() != "line 2: a second YAML document (after ---); a config is one document" {
+		t.Errorf("two documents: got %v", err)
+	}
+	for _, text := range []string{"---\ni: 1\n", "i: 1\n---\n", "i: 1\n...\n"} {
+		if _, err := decodeNumbers(t, text); err != nil {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+	if _, err := Parse([]byte("i: 1\n---\n[\n")); err == nil || !strings.HasPrefix(err.Error(), "broken YAML") {
+		t.Errorf("broken second document: got %v", err)
+	}
+}
