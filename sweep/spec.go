@@ -115,7 +115,14 @@ func collect(n *yaml.Node, prefix string, axes *[]Axis) error {
 			if len(v.Content) == 0 {
 				return errorf("sweep.%s: an empty list sweeps nothing", key)
 			}
+			for j, c := range v.Content {
+				if c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" {
+					return errorf("sweep.%s[%d]: an empty value (null) sweeps nothing; give a value", key, j)
+				}
+			}
 			*axes = append(*axes, Axis{Key: key, Values: v.Content})
+		case v.Kind == yaml.MappingNode && len(v.Content) == 0:
+			return errorf("sweep.%s: an empty mapping sweeps nothing; give a list of values or a range {from, to, step}", key)
 		case v.Kind == yaml.MappingNode && isRange(v):
 			a, err := parseRange(key, v)
 			if err != nil {

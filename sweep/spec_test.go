@@ -78,6 +78,10 @@ func TestAxisSearch(t *testing.T) {
 func TestAxisErrors(t *testing.T) {
 	tests := []struct{ yaml, want string }{
 		{"sweep: {link.width: []}", "sweep.link.width: an empty list sweeps nothing"},
+		{"sweep: {workload.offered_load: {}}", "sweep.workload.offered_load: an empty mapping sweeps nothing"},
+		{"sweep: {workload: {offered_load: {}}}", "sweep.workload.offered_load: an empty mapping sweeps nothing"},
+		{"sweep: {workload.offered_load: [0.3, null]}", "sweep.workload.offered_load[1]: an empty value (null) sweeps nothing"},
+		{"sweep: {workload.offered_load: [0.3, ~]}", "sweep.workload.offered_load[1]: an empty value (null) sweeps nothing"},
 		{"sweep: {link.width: 4x}", `sweep.link.width: "4x" is not a list of values`},
 		{"sweep: {workload.size: {from: 8, to: 4, step: 1}}", "sweep.workload.size: from 8 is above to 4"},
 		{"sweep: {workload.size: {from: 4, to: 8, step: 0}}", "sweep.workload.size.step: 0 must be above 0"},
