@@ -104,6 +104,12 @@ func (c *Config) Validate() error {
 	if err := c.Workload.Validate("workload"); err != nil {
 		return err
 	}
+	if c.Topology.Kind != "back-to-back" {
+		// Workload.Validate has checked the SL is 0..15.
+		if t := c.Switch.SL2VLTable(); t[c.Workload.SL&0xF] == ib.ManagementVL {
+			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", c.Workload.SL, c.Switch.VLs)
+		}
+	}
 	if c.Sim.Engine != components.EngineHcasim && c.Sim.Engine != components.EngineAkita {
 		return fmt.Errorf("sim.engine: %q is not an engine (hcasim, akita)", c.Sim.Engine)
 	}

@@ -94,6 +94,9 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 					continue
 				}
 				prev := Channel{Port: PortRef{h, 1}, VL: s.VL(h, 0, 1, sl)}
+				if int(prev.VL) >= s.VLs {
+					break // VL15 for a data SL at the source: nothing enters the fabric
+				}
 				for hop := 0; ; hop++ {
 					pid := ci.id(prev)
 					if seen[pid] == stamp {

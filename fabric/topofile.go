@@ -89,7 +89,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 				}
 				num, isLength := strings.CutSuffix(opt, "m")
 				v, err := strconv.ParseFloat(num, 64)
-				if !isLength || err != nil || v < 0 || v > 1e5 {
+				if !isLength || err != nil || !(v >= 0 && v <= 1e5) { // NaN fails too
 					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)", f[1], opt)
 				}
 				spec.LengthM = v

@@ -63,6 +63,8 @@ func TestTopologyFileErrors(t *testing.T) {
 		{"not a port", head + "cable Fabric.Host[0] Fabric.Switch[0].Port[1]\n", `t.topo:4: "Fabric.Host[0]" is not a port (NODE.Port[N])`},
 		{"port range", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[5]\n", "t.topo:4: Fabric.Switch[0].Port[5]: Fabric.Switch[0] has ports 1..4"},
 		{"length unit", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 5\n", `t.topo:4: cable Fabric.Host[0].Port[1]: "5" is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)`},
+		{"NaN length", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] NaNm\n", `t.topo:4: cable Fabric.Host[0].Port[1]: "NaNm" is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)`},
+		{"infinite length", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] +Infm\n", `t.topo:4: cable Fabric.Host[0].Port[1]: "+Infm" is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)`},
 		{"medium", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 5m glass\n", `t.topo:4: cable Fabric.Host[0].Port[1]: "glass" is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)`},
 		{"double cable", head + cables + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[3]\n", "t.topo:6: cable: Fabric.Host[0].Port[1] is already cabled to Fabric.Switch[0].Port[1]"},
 		{"root not switch", head + "root Fabric.Host[0]\n", "t.topo:4: root Fabric.Host[0]: no switch of that name is declared above"},

@@ -134,3 +134,33 @@ func TestTopologyConfigErrors(t *testing.T) {
 	_, _, err = ring.Fabric(8, linkCable, 1, 1, nil)
 	assert.ErrorContains(t, err, "topology.routing: deadlock: minhop routing has a cycle of 5 channels")
 }
+
+// TestDataSLToDropVLRefused: a workload SL that switch.sl2vl maps to VL 15
+// (drop) would lose every data packet; it is refused before the run (it used
+// to reach the deadlock check, which indexed channels by VL 15 and panicked).
+// Another SL on VL 15 is allowed: nothing uses it.
+func TestDataSLToDropVLRefused(t *testing.T) {
+	base := []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=8", "switch.vls=1",
+		"workload.kind=uniform", "workload.measure_ns=1000", "switch.sl2vl=[0,15,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"}
+	_, err := Load(nil, append(base, "workload.sl=1"))
+	assert.EqualError(t, err, "workload.sl: SL 1 maps to VL 15 (drop) in switch.sl2vl, so the switches would "+
+		"drop every data packet; map it to a data VL (below switch.vls 1) or use another SL")
+	l, err := Load(nil, append(base, "workload.sl=0"))
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, m["packets_created"], m["packets_delivered"])
+
+	// The deadlock check itself ends a route whose source maps the SL to VL 15.
+	single := DefaultTopology()
+	single.Kind, single.Hosts = KindSingleSwitch, 4
+	table := SL2VLTable{}
+	table[1] = 15
+	_, sn, err := single.BuildFabric(8, linkCable, SubnetOptions{Seed: 1, VLs: 1, SL2VL: &table}, []uint8{1})
+	require.NoError(t, err)
+	_, adj, err := sn.DependencyGraph([]uint8{1})
+	require.NoError(t, err)
+	for id, next := range adj {
+		assert.Empty(t, next, "channel %d has dependencies although SL 1 enters no VL", id)
+	}
+}
