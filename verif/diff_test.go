@@ -200,6 +200,9 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"one file", []string{golden}, ExitError, "", "want 2 files"},
 		{"bad kind", []string{golden, same, "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
 		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},
+		// Comparing only a field no event has would compare nothing.
+		{"absent field", []string{golden, changed, "--fields", "bogus"}, ExitError, "", `--fields: "bogus" is in no event of either trace (fields present: avail, bytes, cap, psn, qpn, status, vl, wqe)`},
+		{"present field", []string{golden, changed, "--fields", "bytes"}, ExitEquivalent, "EQUIVALENT: 6 matched", ""},
 		{"bad flag", []string{golden, same, "--frobnicate"}, ExitError, "", "frobnicate"},
 		{"help", []string{"--help"}, 0, "", "usage: hcasim diff GOLDEN NEW"},
 	}

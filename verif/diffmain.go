@@ -3,7 +3,10 @@ package verif
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -110,6 +113,13 @@ func diffWhole(a, b io.Reader, nameA, nameB string, opt DiffOptions, stdout, std
 		fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", nameB, err)
 		return ExitError
 	}
+	if f := absentField(opt.Fields, golden, neu); f != "" {
+		// Comparing only a field no event has would compare nothing but
+		// kinds and times, and call different traces equivalent.
+		fmt.Fprintf(stderr, "hcasim diff: --fields: %q is in no event of either trace (fields present: %s)\n",
+			f, strings.Join(presentFields(golden, neu), ", "))
+		return ExitError
+	}
 	res := Diff(golden, neu, opt)
 	WriteDiffReport(stdout, golden, neu, res)
 	if res.Equivalent() {
@@ -174,4 +184,35 @@ func writeContext(w io.Writer, side string, ctx []Event, at *Event) {
 		}
 		fmt.Fprintf(w, "  %s %5d: %s\n", mark, ctx[i].Line, FormatEvent(&ctx[i].TraceEvent))
 	}
+}
+
+// absentField returns the first of fields that no event of either trace
+// carries, or "".
+func absentField(fields []string, traces ...*Trace) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	present := map[string]bool{}
+	for _, k := range presentFields(traces...) {
+		present[k] = true
+	}
+	for _, f := range fields {
+		if !present[f] {
+			return f
+		}
+	}
+	return ""
+}
+
+// presentFields returns the field keys the traces' events carry, sorted.
+func presentFields(traces ...*Trace) []string {
+	seen := map[string]bool{}
+	for _, t := range traces {
+		for i := range t.Events {
+			for _, f := range t.Events[i].Fields {
+				seen[f.Key] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
