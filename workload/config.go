@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -154,6 +155,34 @@ func (c *Config) Validate(prefix string) error {
 	}
 	if math.IsNaN(c.HotspotFraction) || c.HotspotFraction < 0 || c.HotspotFraction > 1 {
 		return fmt.Errorf("%s.hotspot_fraction: %v is out of range (0 to 1)", prefix, c.HotspotFraction)
+	}
+	return c.checkOtherKinds(prefix)
+}
+
+// checkOtherKinds checks the keys other workload kinds read, whatever the
+// kind: a value valid for its kind is left alone (switching kinds with
+// --set workload.kind=… keeps working), but one no kind could use is
+// refused, so a typo never hides behind a kind that ignores it.
+func (c *Config) checkOtherKinds(prefix string) error {
+	if !slices.Contains(PerftestTests, c.Test) {
+		return fmt.Errorf("%s.test: %q is not a perftest test (%s)", prefix, c.Test, strings.Join(PerftestTests, ", "))
+	}
+	if c.Connection != "RC" && c.Connection != "UD" {
+		return fmt.Errorf("%s.connection: %q is not a transport (RC, UD)", prefix, c.Connection)
+	}
+	if !slices.Contains(Patterns, c.BackgroundPattern) {
+		return fmt.Errorf("%s.background_pattern: %q is not a synthetic pattern (%s)", prefix, c.BackgroundPattern, strings.Join(Patterns, ", "))
+	}
+	if c.SliceBytes < 0 || c.SliceBytes > 1<<30 {
+		return fmt.Errorf("%s.slice_bytes: %d is out of range (0 for %d, up to 1073741824)", prefix, c.SliceBytes, DefaultSliceBytes)
+	}
+	if math.IsNaN(c.ReduceGBps) || c.ReduceGBps < 0 || c.ReduceGBps > 1e6 {
+		return fmt.Errorf("%s.reduce_gbps: %v is out of range (0 for free, up to 1e6 GB/s)", prefix, c.ReduceGBps)
+	}
+	if c.Sizes != "" {
+		if _, err := ParseSizes(c.Sizes, prefix+".sizes"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -60,3 +60,32 @@ func TestConfigTraffic(t *testing.T) {
 	tr.Pattern = PatternUniform
 	assert.Equal(t, DefaultTraffic(), tr)
 }
+
+// TestOtherKindsKeysChecked: a key only another kind reads is still checked
+// (a stream with workload.test=foo used to run, the typo unseen), while a
+// valid value for another kind is left alone so that --set workload.kind=…
+// can switch a config's kind.
+func TestOtherKindsKeysChecked(t *testing.T) {
+	with := func(f func(c *Config)) *Config {
+		c := Defaults() // kind stream
+		f(&c)
+		return &c
+	}
+	for _, tc := range []struct {
+		cfg  *Config
+		want string
+	}{
+		{with(func(c *Config) { c.Test = "foo" }), `workload.test: "foo" is not a perftest test (write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat)`},
+		{with(func(c *Config) { c.Connection = "UC" }), `workload.connection: "UC" is not a transport (RC, UD)`},
+		{with(func(c *Config) { c.BackgroundPattern = "alltoall" }), `workload.background_pattern: "alltoall" is not a synthetic pattern (uniform, permutation, shift, bitcomp, hotspot, incast)`},
+		{with(func(c *Config) { c.SliceBytes = -1 }), "workload.slice_bytes: -1 is out of range (0 for 524288, up to 1073741824)"},
+		{with(func(c *Config) { c.ReduceGBps = -1 }), "workload.reduce_gbps: -1 is out of range (0 for free, up to 1e6 GB/s)"},
+		{with(func(c *Config) { c.Sizes = "garbage" }), `workload.sizes: "garbage" is not size:weight (e.g. 256:0.5,4096:0.5)`},
+	} {
+		assert.EqualError(t, tc.cfg.Validate("workload"), tc.want)
+	}
+	ok := with(func(c *Config) {
+		c.Test, c.Connection, c.BackgroundPattern, c.SliceBytes, c.ReduceGBps, c.Sizes = "send_lat", "UD", "hotspot", 4096, 50, "256:1"
+	})
+	assert.NoError(t, ok.Validate("workload"), "valid settings of other kinds")
+}
