@@ -84,9 +84,10 @@ type Port struct {
 	fieldBuf []components.TraceField
 	lastTx   struct {
 		seq   uint64
+		end   ib.PS // when its tail leaves
 		vl    uint8
 		bytes int
-		data  bool
+		data  bool // a data packet whose tx_end is not written yet
 	}
 }
 
@@ -236,7 +237,8 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	p.Stats.BusyPS += ser
 	pkt.Hops++
 	if p.NumHooks() > 0 {
-		p.lastTx.seq, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, pkt.VL, bytes, true
+		p.traceTxEnd()
+		p.lastTx.seq, p.lastTx.end, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, p.busyUntil, pkt.VL, bytes, true
 		p.tracePacket(now, components.TraceTxStart, pkt)
 	}
 	head := now + p.timing.Latency()
@@ -370,7 +372,7 @@ func (p *Port) sendFC() {
 	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
 	ev.Port = int32(p.vl[vl].rx.Capacity())
 	if p.NumHooks() > 0 {
-		p.lastTx.data = false
+		p.traceTxEnd()
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
 	p.s.Schedule(p.busyUntil, p, evTxDone)
@@ -413,12 +415,8 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		if p.s.Now() < p.busyUntil {
 			return // superseded: a later TxDone is queued
 		}
-		if p.NumHooks() > 0 && p.lastTx.data {
-			p.lastTx.data = false
-			ev := components.TraceEvent{Time: p.s.Now(), Path: p.Name, Kind: components.TraceTxEnd}
-			ev.Fields = append(p.fieldBuf[:0], components.IntField("seq", int64(p.lastTx.seq)),
-				components.IntField("vl", int64(p.lastTx.vl)), components.IntField("bytes", int64(p.lastTx.bytes)))
-			p.emit(&ev)
+		if p.NumHooks() > 0 {
+			p.traceTxEnd()
 		}
 		if p.fcPending != 0 {
 			p.sendFC()
@@ -458,6 +456,21 @@ func (p *Port) HandleEvent(ev *components.Event) {
 	default:
 		panic(fmt.Sprintf("link: %s got event kind %d", p.Name, ev.Kind))
 	}
+}
+
+// traceTxEnd writes the tx_end line the last data packet owes, if any: when
+// its wire-idle event runs, or, when the next packet (data or flow control)
+// starts in the same picosecond before that event has run, just ahead of
+// that packet's line — every tx_start has its tx_end.
+func (p *Port) traceTxEnd() {
+	if !p.lastTx.data {
+		return
+	}
+	p.lastTx.data = false
+	ev := components.TraceEvent{Time: p.lastTx.end, Path: p.Name, Kind: components.TraceTxEnd}
+	ev.Fields = append(p.fieldBuf[:0], components.IntField("seq", int64(p.lastTx.seq)),
+		components.IntField("vl", int64(p.lastTx.vl)), components.IntField("bytes", int64(p.lastTx.bytes)))
+	p.emit(&ev)
 }
 
 func (p *Port) emit(ev *components.TraceEvent) {
