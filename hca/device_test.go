@@ -222,6 +222,59 @@ func TestResponderErrorFlushesReceives(t *testing.T) {
 	assert.Equal(t, QPErr, p.qb.State)
 }
 
+// TestBadRKeyWriteImmCompletesEveryReceive: a WRITE_WITH_IMM with a bad
+// R_Key must not lose a receive WQE. Every receive posted at the responder
+// completes exactly once. A single-packet RDMA_WRITE_ONLY_WITH_IMM has taken
+// the first receive (for its immediate) when the R_Key check fails, so that
+// receive completes with REM_ACCESS_ERR and the next is flushed (rxe
+// rxe_resp.c: check_resource peeks the WQE, the R_Key violation is a class C
+// error whose do_complete posts it with IB_WC_REM_ACCESS_ERR). A two-packet
+// message fails on RDMA_WRITE_FIRST, which takes no receive: both are flushed.
+func TestBadRKeyWriteImmCompletesEveryReceive(t *testing.T) {
+	tests := []struct {
+		name   string
+		length uint32
+		want   [2]WCStatus // receives 100 and 101
+	}{
+		// 100 B ≤ MTU 4096: one RDMA_WRITE_ONLY_WITH_IMM packet.
+		{"one packet", 100, [2]WCStatus{WCRemAccessErr, WCWRFlushErr}},
+		// ⌈5000 / 4096⌉ = 2 packets: FIRST (RETH, checked) then LAST_WITH_IMM.
+		{"two packets", 5000, [2]WCStatus{WCWRFlushErr, WCWRFlushErr}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const region = 1 << 16
+			p := newPair(t, edrLink(), Defaults(), region)
+			before := make([]byte, region)
+			p.b.Mem.Read(p.bufB, before)
+			for i := 0; i < 2; i++ {
+				require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: uint64(100 + i), Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+			}
+			require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWriteImm, Signaled: true, LocalAddr: p.bufA,
+				Length: tc.length, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey ^ 0x80, Imm: 7}))
+			// Run well past the NAK's round trip (a few µs) so that a late or
+			// duplicate completion would be seen too.
+			p.s.StopAt(100 * ib.Microsecond)
+			require.NoError(t, p.s.Run())
+			var sa, rb [8]WC
+			na := p.a.PollCQ(p.qa.SendCQ, sa[:])
+			nb := p.b.PollCQ(p.qb.RecvCQ, rb[:])
+			require.Equal(t, 1, na)
+			assert.Equal(t, WC{WRID: 1, Status: WCRemAccessErr, Opcode: WCRDMAWrite, ByteLen: tc.length, QPN: p.qa.Num}, sa[0])
+			require.Equal(t, 2, nb, "each posted receive completes exactly once")
+			for i := 0; i < 2; i++ {
+				assert.Equal(t, WC{WRID: uint64(100 + i), Status: tc.want[i], Opcode: WCRecv, QPN: p.qb.Num}, rb[i])
+			}
+			assert.Equal(t, int64(1), p.b.Counters.Naks)
+			assert.Equal(t, int64(0), p.b.Counters.PayloadRx, "not one byte written at the responder")
+			after := make([]byte, region)
+			p.b.Mem.Read(p.bufB, after)
+			assert.Equal(t, before, after)
+			assert.Equal(t, QPErr, p.qb.State)
+		})
+	}
+}
+
 func TestRNROnDevice(t *testing.T) {
 	cfg := Defaults()
 	cfg.MinRNRTimer = 1 // 10 µs

@@ -214,7 +214,8 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 
 	// SEND and WRITE packets. A receive WQE is needed by every SEND and by a
 	// WRITE's immediate: take it before touching memory, so an RNR NAK
-	// leaves nothing behind.
+	// leaves nothing behind. The RNR check comes before the R_Key check, as
+	// in rxe_resp.c (check_resource, then check_rkey).
 	needRecv := (isSend(op) && first) || op == ib.RDMAWriteOnlyImm || op == ib.RDMAWriteLastImm
 	var recv RecvWQE
 	if needRecv {
@@ -230,6 +231,15 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
 		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteWrite, pkt.RETH.VA, uint64(pkt.RETH.Length))
 		if a.KeyResult != KeyOK {
+			if needRecv {
+				// RDMA_WRITE_ONLY_WITH_IMM took a receive WQE above: it
+				// completes with the error rather than vanishing (rxe
+				// do_class_ac_error then do_complete with
+				// IB_WC_REM_ACCESS_ERR; ib-facts.md §6). A multi-packet
+				// WRITE fails on its FIRST, before any WQE is taken, and
+				// its receives are flushed with the QP.
+				a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemAccessErr, CQERespWrImm
+			}
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
 		r.writeVA = pkt.RETH.VA
