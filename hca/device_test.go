@@ -499,6 +499,40 @@ func TestImmediateDataAndZeroLength(t *testing.T) {
 	assert.Equal(t, []byte("0123"), got[:4])
 }
 
+// TestZeroLengthSkipsRKeyCheck: a zero-length RDMA WRITE, WRITE_WITH_IMM or
+// READ touches no remote memory, so the responder does not check its R_Key
+// or VA (rxe_resp.c check_rkey returns early when the RETH DMA length is 0).
+// With R_Key 0 and VA 0, never valid here (Register never makes a zero key),
+// all three succeed; the WRITE_WITH_IMM still consumes a receive.
+func TestZeroLengthSkipsRKeyCheck(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 4096)
+	require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 100, Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+	wrs := []SendWR{
+		{ID: 1, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA, LKey: p.mrA.LKey},
+		{ID: 2, Opcode: WRRDMAWriteImm, Signaled: true, LocalAddr: p.bufA, LKey: p.mrA.LKey, Imm: 0xBEEF},
+		{ID: 3, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufA, LKey: p.mrA.LKey},
+	}
+	for i := range wrs {
+		require.NoError(t, p.a.PostSend(p.qa, &wrs[i]))
+	}
+	var sa, rb [8]WC
+	na, nb := 0, 0
+	p.runUntil(t, func() bool {
+		na += p.a.PollCQ(p.qa.SendCQ, sa[na:])
+		nb += p.b.PollCQ(p.qb.RecvCQ, rb[nb:])
+		return na == 3 && nb == 1
+	})
+	require.Equal(t, 3, na)
+	require.Equal(t, 1, nb)
+	for i, op := range []WCOpcode{WCRDMAWrite, WCRDMAWrite, WCRDMARead} {
+		assert.Equal(t, WC{WRID: uint64(i + 1), Status: WCSuccess, Opcode: op, QPN: p.qa.Num}, sa[i])
+	}
+	assert.Equal(t, WC{WRID: 100, Opcode: WCRecvRDMAImm, Imm: 0xBEEF, HasImm: true, QPN: p.qb.Num}, rb[0])
+	assert.Equal(t, int64(0), p.b.Counters.Naks)
+	// B checked no key at all: the translation cache saw no lookup.
+	assert.Equal(t, int64(0), p.b.KeyCache().Hits+p.b.KeyCache().Misses)
+}
+
 func TestZeroLatencyStagesStillSend(t *testing.T) {
 	// With every stage at 0 cycles a packet is ready the instant it is
 	// granted; it must still go out.

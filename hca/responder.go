@@ -183,9 +183,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 
 	switch {
 	case op == ib.RDMAReadRequest:
-		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
-		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteRead, pkt.RETH.VA, uint64(pkt.RETH.Length))
-		if a.KeyResult != KeyOK {
+		if a.KeyResult = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
 		if r.ReadsInProgress >= r.MaxRdAtomic {
@@ -228,9 +226,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		}
 	}
 	if hdr&ib.HasRETH != 0 {
-		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
-		a.KeyResult = env.CheckRKey(pkt.RETH.RKey, AccessRemoteWrite, pkt.RETH.VA, uint64(pkt.RETH.Length))
-		if a.KeyResult != KeyOK {
+		if a.KeyResult = checkRETH(pkt, env, AccessRemoteWrite, &a); a.KeyResult != KeyOK {
 			if needRecv {
 				// RDMA_WRITE_ONLY_WITH_IMM took a receive WQE above: it
 				// completes with the error rather than vanishing (rxe
@@ -324,6 +320,20 @@ func (r *Responder) duplicate(pkt *ib.Packet) RespAction {
 		}
 	}
 	return a
+}
+
+// checkRETH checks a READ's or WRITE's R_Key for need over its whole DMA
+// length and records the check in a. A zero-length READ or WRITE accesses no
+// memory, so its R_Key and VA are not checked (IBA ch. 9 responder rules, as
+// rxe_resp.c check_rkey has it: "A zero-byte op is not required to set an
+// addr or rkey"): the requester may leave them 0. No key-check stage time
+// either. A zero-length WRITE_WITH_IMM still takes a receive WQE.
+func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) KeyResult {
+	if pkt.RETH.Length == 0 {
+		return KeyOK
+	}
+	a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
+	return env.CheckRKey(pkt.RETH.RKey, need, pkt.RETH.VA, uint64(pkt.RETH.Length))
 }
 
 func isSend(op ib.Opcode) bool { return op <= ib.SendOnlyImm }
