@@ -525,9 +525,10 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	qp.udPSN = psnAdd(qp.udPSN, 1)
 	pkt.DETH = ib.DETH{QKey: w.RemoteQKey, SrcQP: qp.Num}
 	pkt.PayloadLen = int(w.Length)
-	ready := now
+	ready, dmaDone := now, now
 	if needDMA {
 		ready = d.PCIe.Read(d.stages[StageDMA].accept(now, 0), pkt.PayloadLen)
+		dmaDone = ready
 		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
 		d.Mem.Read(w.LocalAddr, pkt.Payload)
 		d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(pkt.PSN)),
@@ -536,6 +537,12 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 		pkt.Payload = append(pkt.Payload[:0], dw.inline...)
 	}
 	ready = d.stages[StageTransportTx].accept(ready, 0)
+	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == w.Index && tl.TxReady == 0 {
+		// The same stamps as an RC message's first packet: a UD message is
+		// one packet, addressed by its DETH destination.
+		tl.notePSNs(w.RemoteQPN, pkt.PSN, 1)
+		tl.Granted, tl.DMAReadDone, tl.TxReady = now, dmaDone, ready
+	}
 	wqe := w
 	qp.udPending = qp.udPending[1:]
 	d.reqQ.push(txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe})

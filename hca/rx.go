@@ -239,6 +239,11 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
 	}
 	t = d.keyCheck(t, recv.LKey)
+	tl := d.Timeline
+	traced := tl.atResponder(d, pkt)
+	if traced && tl.RxDone == 0 {
+		tl.RxDone, tl.RespKey = d.s.Now(), t
+	}
 	r := d.Keys.Check(recv.LKey, qp.PD, AccessLocalWrite, recv.Addr, uint64(recv.Length))
 	d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(recv.LKey)),
 		components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
@@ -254,7 +259,14 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	case UDGRHBytes+pkt.PayloadLen > int(recv.Length):
 		c.Status = WCLocLenErr
 	case pkt.PayloadLen > 0:
-		t, _ = d.writePayload(qp.Num, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
+		var vis ib.PS
+		t, vis = d.writePayload(qp.Num, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
+		if traced {
+			tl.RespWrite = vis
+		}
+	}
+	if traced && tl.RespCQEIssue == 0 {
+		tl.RespCQEIssue = t
 	}
 	qp.rqDone++
 	d.writeCQE(qp.RecvCQ, c, t)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/verif"
 )
@@ -316,6 +317,51 @@ func (k *kindCounter) Func(ctx sim.HookCtx) {
 	if ev, ok := ctx.Item.(*components.TraceEvent); ok && ctx.Pos == components.HookPosTrace {
 		(*k)[ev.Kind]++
 	}
+}
+
+// breakdownNs returns a run's latency_breakdown as segment names in order
+// and nanoseconds by name.
+func breakdownNs(t *testing.T, m map[string]any) ([]string, map[string]float64) {
+	var names []string
+	ns := map[string]float64{}
+	for _, s := range m["latency_breakdown"].([]any) {
+		seg := s.(map[string]any)
+		name := seg["segment"].(string)
+		names = append(names, name)
+		ns[name] = seg["ns"].(float64)
+	}
+	require.NotEmpty(t, names, "no breakdown")
+	return names, ns
+}
+
+// TestPerftestUDBreakdownComplete: a UD SEND passes the same pipeline
+// points as an RC one (grant, transport, wire, responder, CQE), so its
+// breakdown has the same segments and they add up to the median, as
+// docs/hca.md promises for every latency test.
+func TestPerftestUDBreakdownComplete(t *testing.T) {
+	run := edrRun("send_lat", 32, 200)
+	run.Connection = "UD"
+	ud, err := RunPerftest(run)
+	require.NoError(t, err)
+	run.Connection = "RC"
+	rc, err := RunPerftest(run)
+	require.NoError(t, err)
+	rcNames, _ := breakdownNs(t, rc)
+	names, ns := breakdownNs(t, ud)
+	assert.Equal(t, rcNames, names)
+	sum := 0.0
+	for _, n := range names[:len(names)-1] {
+		sum += ns[n]
+	}
+	assert.InDelta(t, ns["total"], sum, 1e-6, "segments add up to the total")
+	assert.InDelta(t, ud["lat_us"].(map[string]any)["typical"].(float64)*1000, ns["total"], 1e-6)
+	// The wire segment is the UD SEND_ONLY's serialization plus the cable:
+	// LRH 8 + BTH 12 + DETH 8 + 32 payload + ICRC 4 + VCRC 2 = 66 B, at
+	// EDR 4x's 100 Gb/s 5.28 ns, plus 0.5 m × 4.276 ns/m = 7.418 ns.
+	pkt := ib.Packet{Opcode: ib.UDSendOnly, PayloadLen: 32}
+	require.Equal(t, 66, pkt.WireBytes())
+	tm := run.Link.Timing(run.Link.LengthM)
+	assert.InDelta(t, float64(tm.Latency()+tm.Serialization(66))/1000, ns["wire"], 1e-9)
 }
 
 func TestPerftestUD(t *testing.T) {
