@@ -138,6 +138,10 @@ type perftest struct {
 	tl        hca.Timeline
 	traceIter int
 
+	// linkBusyAt0 is each host's outgoing wire busy time when the timed
+	// part began, so link_utilization covers the same window as bw_gbps.
+	linkBusyAt0 [2]ib.PS
+
 	stamps  []ib.PS // client post times (lat tests)
 	lat     Latencies
 	start   ib.PS
@@ -406,8 +410,9 @@ const setupSettle = 5 * ib.Microsecond
 // begin starts the timed part.
 func (p *perftest) begin() {
 	p.start = p.s.Now()
-	for _, d := range p.dev {
+	for side, d := range p.dev {
 		d.ResetStats()
+		p.linkBusyAt0[side] = d.Port.BusyThrough()
 	}
 	if p.isLat {
 		p.postClient(0)

@@ -77,9 +77,23 @@ func (p *perftest) metrics() map[string]any {
 	m["stages"] = stages
 	m["pcie_utilization"] = pcie
 	m["pcie_gbps_per_direction"] = p.dev[0].PCIe.PayloadGbps()
-	m["link_utilization"] = float64(p.dev[0].Port.Stats.BusyPS) / math.Max(1, float64(span))
+	data := p.dataSide()
+	busy := p.dev[data].Port.BusyThrough() - p.linkBusyAt0[data]
+	m["link_utilization"] = float64(busy) / math.Max(1, float64(span))
 	m["latency_breakdown"] = p.breakdown()
 	return m
+}
+
+// dataSide returns the host whose outgoing wire carries the test's data:
+// the client's (host 0) for WRITE and SEND, whose requests carry the
+// payload, and the server's (host 1) for READ and atomics, whose responses
+// carry it back (read responses; the atomic's original value). The
+// ping-pong tests send the same message both ways; host 0's side counts.
+func (p *perftest) dataSide() int {
+	if p.op == hca.WRRDMARead || p.op == hca.WRFetchAdd {
+		return 1
+	}
+	return 0
 }
 
 func retries(qps []*hca.QP) int64 {

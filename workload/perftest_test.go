@@ -100,6 +100,41 @@ func TestWriteBWFollowsTheBottleneck(t *testing.T) {
 	}
 }
 
+// TestLinkUtilizationFollowsTheData: link_utilization is the busy fraction
+// of the wire that carries the test's data: host 0's sending side for WRITE
+// and SEND, host 1's (the read responses) for READ. Over the same window as
+// bw_gbps, that wire carries every message's packets, so
+//
+//	utilization = bw × (wire bytes / payload bytes) / data rate
+//
+// plus the few flow-control packets (6 B) the port sends meanwhile. A 64 KiB
+// message at MTU 4096 is 16 packets of 26 bytes of headers each (LRH 8 + BTH
+// 12 + ICRC 4 + VCRC 2); the WRITE's first packet adds a RETH (16), a READ's
+// first and last responses an AETH (4 each), a SEND nothing.
+func TestLinkUtilizationFollowsTheData(t *testing.T) {
+	const size = 65536
+	for _, tc := range []struct {
+		test string
+		wire int
+	}{
+		{"write_bw", size + 16*26 + 16},
+		{"send_bw", size + 16*26},
+		{"read_bw", size + 16*26 + 2*4},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			run := edrRun(tc.test, size, 200)
+			m, err := RunPerftest(run)
+			require.NoError(t, err)
+			rate := run.Link.Timing(0).DataRateBps() / 1e9
+			want := m["bw_gbps"].(float64) * float64(tc.wire) / size / rate
+			got := m["link_utilization"].(float64)
+			t.Logf("%s: %.2f Gb/s, utilization %.5f, data packets alone %.5f", tc.test, m["bw_gbps"], got, want)
+			assert.GreaterOrEqual(t, got, want*(1-1e-9))
+			assert.Less(t, got, want+0.002, "flow-control packets add little")
+		})
+	}
+}
+
 // TestWriteBWWithFewerTagsThanAPacketNeeds: a 4096-byte packet's payload
 // is 8 reads of MRRS 512 bytes; with fewer read tags than that (1 or 4),
 // the scheduler once waited for 8 free tags that never exist and the run
