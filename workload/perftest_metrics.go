@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"slices"
 
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
@@ -31,17 +32,9 @@ func (p *perftest) metrics() map[string]any {
 		m["msg_rate_mpps"] = float64(msgs) / float64(span) * 1e6
 	}
 	if p.isLat {
-		var l Latencies
-		if p.op == hca.WRRDMAWrite || p.op == hca.WRSend {
-			// Ping-pong: half the time between successive posts (perftest
-			// write_lat / send_lat).
-			for i := 0; i+1 < len(p.stamps); i++ {
-				l.Add((p.stamps[i+1] - p.stamps[i]) / 2)
-			}
-		} else {
-			l = p.lat
-		}
-		m["lat_us"] = latSummaryUs(&l)
+		v, div := p.latSamples()
+		l := Latencies{v: slices.Clone(v)}
+		m["lat_us"] = latSummaryUs(&l, div)
 	}
 	stages := map[string]any{}
 	pcie := map[string]any{}
@@ -106,11 +99,29 @@ func retries(qps []*hca.QP) int64 {
 	return n
 }
 
+// latSamples returns the latency samples in iteration order and what each
+// is divided by to give the latency: the ping-pong tests (write_lat,
+// send_lat) report half the time between successive posts, so their samples
+// are those round trips, divided by 2 (perftest halves in floating point;
+// halving whole picoseconds here would round half of them down); read_lat
+// and atomic_lat report post → CQE seen.
+func (p *perftest) latSamples() (v []int64, div float64) {
+	if p.op == hca.WRRDMAWrite || p.op == hca.WRSend {
+		v = make([]int64, 0, max(0, len(p.stamps)-1))
+		for i := 0; i+1 < len(p.stamps); i++ {
+			v = append(v, int64(p.stamps[i+1]-p.stamps[i]))
+		}
+		return v, 2
+	}
+	return p.lat.v, 1
+}
+
 // latSummaryUs is the lat_us object with perftest's statistics: min,
-// typical (median), avg, p99, p999 (99.9 %), max, stdev, in µs.
-func latSummaryUs(l *Latencies) map[string]any {
+// typical (median), avg, p99, p999 (99.9 %), max, stdev, in µs, of the
+// samples in l each divided by div.
+func latSummaryUs(l *Latencies, div float64) map[string]any {
 	l.Sort()
-	us := func(p ib.PS) float64 { return float64(p) / 1e6 }
+	us := func(p ib.PS) float64 { return float64(p) / div / 1e6 }
 	if l.Len() == 0 {
 		return map[string]any{"count": 0}
 	}
@@ -123,11 +134,11 @@ func latSummaryUs(l *Latencies) map[string]any {
 		"count":   l.Len(),
 		"min":     us(ib.PS(l.v[0])),
 		"typical": us(l.Quantile(0.5)),
-		"avg":     mean / 1e6,
+		"avg":     mean / div / 1e6,
 		"p99":     us(l.Quantile(0.99)),
 		"p999":    us(l.Quantile(0.999)),
 		"max":     us(ib.PS(l.v[len(l.v)-1])),
-		"stdev":   math.Sqrt(ss/float64(l.Len())) / 1e6,
+		"stdev":   math.Sqrt(ss/float64(l.Len())) / div / 1e6,
 	}
 }
 

@@ -3,6 +3,7 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -352,6 +353,23 @@ func (k *kindCounter) Func(ctx sim.HookCtx) {
 	if ev, ok := ctx.Item.(*components.TraceEvent); ok && ctx.Pos == components.HookPosTrace {
 		(*k)[ev.Kind]++
 	}
+}
+
+// TestPingPongLatencyIsHalfTheRoundTrip: write_lat and send_lat report
+// half the time between successive posts, as perftest does in floating
+// point. Round trips of 1001, 1003 and 1005 ps are latencies of 500.5,
+// 501.5 and 502.5 ps; halving whole picoseconds would drop the half.
+func TestPingPongLatencyIsHalfTheRoundTrip(t *testing.T) {
+	p := &perftest{op: hca.WRSend, stamps: []ib.PS{0, 1001, 2004, 3009}}
+	v, div := p.latSamples()
+	l := Latencies{v: v}
+	got := latSummaryUs(&l, div)
+	assert.InDelta(t, 500.5e-6, got["min"], 1e-12)
+	assert.InDelta(t, 501.5e-6, got["typical"], 1e-12)
+	assert.InDelta(t, 501.5e-6, got["avg"], 1e-12)
+	assert.InDelta(t, 502.5e-6, got["max"], 1e-12)
+	// Population stdev of {500.5, 501.5, 502.5} ps: √(2/3) ps.
+	assert.InDelta(t, math.Sqrt(2.0/3)*1e-6, got["stdev"], 1e-12)
 }
 
 // breakdownNs returns a run's latency_breakdown as segment names in order
