@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/hcasim/hcasim/components"
@@ -135,8 +136,15 @@ type perftest struct {
 	recvDone  [2][]int
 	pongs     int // lat: pongs the server sent
 	pending   [2]bool
+	// tl records the traced message: iteration traceIter's ping (or READ,
+	// atomic, bandwidth-test message), then in the ping-pong tests its pong,
+	// once tlPing has kept the ping's record.
 	tl        hca.Timeline
+	tlPing    hca.Timeline
 	traceIter int
+	// stopAfterTrace: a second pass that only traces traceIter stops once
+	// that iteration is over.
+	stopAfterTrace bool
 
 	// linkBusyAt0 is each host's outgoing wire busy time when the timed
 	// part began, so link_utilization covers the same window as bw_gbps.
@@ -165,7 +173,12 @@ func RunPerftest(run PerftestRun) (map[string]any, error) {
 
 // Perftest is a built perftest run: build it, let observers attach to its
 // simulation and devices, then Run it.
-type Perftest struct{ p *perftest }
+type Perftest struct {
+	p *perftest
+	// rebuild builds the identical run afresh, for the second pass that
+	// traces the median iteration.
+	rebuild func() (*Perftest, error)
+}
 
 // BuildPerftest builds two hosts back to back over run.Link and the test.
 func BuildPerftest(run PerftestRun) (*Perftest, error) {
@@ -180,20 +193,24 @@ func BuildPerftest(run PerftestRun) (*Perftest, error) {
 	}
 	s := components.NewSim()
 	a, b := hca.BackToBack(s, run.Link, run.HCA, run.HCA)
-	return &Perftest{newPerftest(run, s, a, b)}, nil
+	return &Perftest{p: newPerftest(run, s, a, b), rebuild: func() (*Perftest, error) { return BuildPerftest(run) }}, nil
 }
 
 // BuildPerftestOn builds the test between two HCAs already attached to a
 // fabric (a switch, a tree): client on a, server on b. run.Link.MTU is the
-// path MTU; the rest of run.Link is not used.
-func BuildPerftestOn(s *components.Sim, a, b *hca.Device, run PerftestRun) (*Perftest, error) {
+// path MTU; the rest of run.Link is not used. rebuild must build the same
+// run afresh, on a new simulation of the same fabric with any background
+// traffic started, and return BuildPerftestOn's result for it: a latency
+// test whose median iteration is not the one traced runs it a second time,
+// up to that iteration, to trace it (the model is deterministic).
+func BuildPerftestOn(s *components.Sim, a, b *hca.Device, run PerftestRun, rebuild func() (*Perftest, error)) (*Perftest, error) {
 	if err := run.Validate(); err != nil {
 		return nil, err
 	}
 	if !ib.ValidMTU(run.Link.MTU) {
 		return nil, fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", run.Link.MTU)
 	}
-	return &Perftest{newPerftest(run, s, a, b)}, nil
+	return &Perftest{p: newPerftest(run, s, a, b), rebuild: rebuild}, nil
 }
 
 // Sim returns the simulation.
@@ -219,7 +236,65 @@ func (t *Perftest) Run() (map[string]any, error) {
 		return nil, &TimeLimitError{Msg: fmt.Sprintf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, sum(p.completed), run.Iterations*run.QPs)}
 	}
 	p.verify()
-	return p.metrics(), nil
+	traced := p
+	if p.isLat {
+		v, _ := p.latSamples()
+		if k := medianIter(v, p.traceIter); k != p.traceIter {
+			var err error
+			if traced, err = t.retrace(k, v[k]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p.metrics(traced), nil
+}
+
+// medianIter returns an iteration whose sample is the median of v (the
+// nearest-rank median Latencies.Quantile(0.5) reports): prefer, when its
+// sample is the median too, so a run whose iterations tie needs no second
+// pass; else the first such iteration.
+func medianIter(v []int64, prefer int) int {
+	l := Latencies{v: slices.Clone(v)}
+	l.Sort()
+	med := int64(l.Quantile(0.5))
+	if prefer < len(v) && v[prefer] == med {
+		return prefer
+	}
+	return slices.Index(v, med)
+}
+
+// retrace runs the test again from the start, tracing iteration k, and
+// stops once k is over. The model is deterministic, so the second pass
+// repeats the first; iteration k's sample must come out as want.
+func (t *Perftest) retrace(k int, want int64) (*perftest, error) {
+	if t.rebuild == nil {
+		panic(fmt.Sprintf("workload: perftest %s: no rebuild to trace median iteration %d", t.p.run.Test, k))
+	}
+	t2, err := t.rebuild()
+	if err != nil {
+		return nil, err
+	}
+	p := t2.p
+	p.traceIter, p.stopAfterTrace = k, true
+	p.kick()
+	maxT := p.run.MaxTimeNs
+	if maxT <= 0 {
+		maxT = 1e9
+	}
+	p.s.StopAt(p.s.Now() + ib.PS(maxT*1000))
+	if err := p.s.Run(); err != nil {
+		return nil, err
+	}
+	v, _ := p.latSamples()
+	if len(v) <= k || v[k] != want {
+		got := int64(-1)
+		if len(v) > k {
+			got = v[k]
+		}
+		panic(fmt.Sprintf("workload: perftest %s: the second pass is not the first: iteration %d took %d ps, then %d ps",
+			t.p.run.Test, k, want, got))
+	}
+	return p, nil
 }
 
 func sum(v []int) int {
@@ -522,6 +597,7 @@ func (p *perftest) latPoll(side int) {
 			p.pongs++
 			w := p.wr(1, 0, (p.pongs)%perftestCQMod == 0, uint64(p.pongs))
 			p.stampLastByte(1, 0, p.pongs-1)
+			p.tracePong()
 			p.post(1, 0, &w)
 			return
 		}
@@ -543,6 +619,7 @@ func (p *perftest) latPoll(side int) {
 		if side == 1 {
 			p.pongs++
 			w := p.wr(1, 0, p.pongs%perftestCQMod == 0, uint64(p.pongs))
+			p.tracePong()
 			p.post(1, 0, &w)
 			return
 		}
@@ -563,8 +640,31 @@ func (p *perftest) latPoll(side int) {
 			p.finish()
 			return
 		}
+		if p.traceOver() {
+			return
+		}
 		p.postClient(0)
 	}
+}
+
+// tracePong: the server is about to answer ping pongs−1; if that is the
+// traced iteration, keep the ping's record and trace the pong.
+func (p *perftest) tracePong() {
+	if p.pongs-1 == p.traceIter {
+		p.tlPing = p.tl
+		p.tl.Trace(p.qp[1][0], p.qp[1][0].NextWQEIndex())
+	}
+}
+
+// traceOver reports, in a second pass, that the traced iteration is over
+// (for ping-pong: the next ping is posted, which ends its round trip), and
+// then stops the simulation.
+func (p *perftest) traceOver() bool {
+	if !p.stopAfterTrace || p.completed[0] <= p.traceIter {
+		return false
+	}
+	p.s.Stop()
+	return true
 }
 
 // clientTurn: the client saw the pong of its last ping; it records the
@@ -574,6 +674,11 @@ func (p *perftest) clientTurn() {
 	if p.completed[0] == p.run.Iterations {
 		p.stamps = append(p.stamps, p.s.Now())
 		p.finish()
+		return
+	}
+	if p.traceOver() {
+		// The round trip ends with the next ping's post.
+		p.stamps = append(p.stamps, p.s.Now())
 		return
 	}
 	p.postClient(0)

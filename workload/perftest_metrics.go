@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -8,8 +9,10 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
-// metrics builds the run's metrics map (docs/hca.md lists every key).
-func (p *perftest) metrics() map[string]any {
+// metrics builds the run's metrics map (docs/hca.md lists every key);
+// traced is the pass whose Timeline holds the breakdown's iteration (p
+// itself, or a second pass that traced the median iteration).
+func (p *perftest) metrics(traced *perftest) map[string]any {
 	run := p.run
 	span := p.end - p.start
 	msgs := run.Iterations * run.QPs
@@ -73,7 +76,7 @@ func (p *perftest) metrics() map[string]any {
 	data := p.dataSide()
 	busy := p.dev[data].Port.BusyThrough() - p.linkBusyAt0[data]
 	m["link_utilization"] = float64(busy) / math.Max(1, float64(span))
-	m["latency_breakdown"] = p.breakdown()
+	m["latency_breakdown"] = traced.breakdown()
 	return m
 }
 
@@ -142,11 +145,53 @@ func latSummaryUs(l *Latencies, div float64) map[string]any {
 	}
 }
 
-// breakdown returns the traced message's time per segment, in pipeline
-// order, as [{"segment": name, "ns": t}, …]; segments that do not apply
-// to the test are left out. The segments add up to total_ns.
+// segment is one stretch of the traced message's passage, in picoseconds.
+type segment struct {
+	name string
+	ps   ib.PS
+}
+
+// breakdown returns the traced iteration's time per segment, in pipeline
+// order, as [{"segment": name, "ns": t}, …, {"segment": "total", …}];
+// segments that do not apply to the test are left out. In a latency test
+// the traced iteration is one whose sample is the reported median, and the
+// segments add up to it: read_lat and atomic_lat measure post → CQE seen,
+// one message; write_lat and send_lat half a round trip, so each segment is
+// the mean of the ping's and the pong's. A bandwidth test traces its middle
+// message, whose app_poll is host.poll_ns.
 func (p *perftest) breakdown() []any {
-	tl := &p.tl
+	var segs []segment
+	var div ib.PS = 1
+	k := p.traceIter
+	switch {
+	case !p.isLat:
+		segs = p.segments(&p.tl, -1)
+	case p.op == hca.WRRDMAWrite || p.op == hca.WRSend:
+		// The ping ends when the server posts the pong (p.tl.Posted), the
+		// pong when the client posts the next ping.
+		ping := p.segments(&p.tlPing, p.tl.Posted)
+		pong := p.segments(&p.tl, p.stamps[k+1])
+		segs, div = addSegments(ping, pong), 2
+	default:
+		segs = p.segments(&p.tl, p.stamps[k]+ib.PS(p.lat.v[k]))
+	}
+	var out []any
+	var total ib.PS
+	for _, sg := range segs {
+		out = append(out, map[string]any{"segment": sg.name, "ns": float64(sg.ps) / float64(div) / 1000})
+		total += sg.ps
+	}
+	if len(segs) > 0 {
+		out = append(out, map[string]any{"segment": "total", "ns": float64(total) / float64(div) / 1000})
+	}
+	return out
+}
+
+// segments splits tl's message from its post to end (the application's
+// next action: its next post, or the poll that saw the completion) into the
+// stretches between the pipeline points it passed; app_poll is the last,
+// from the message's final point to end. end < 0 takes host.poll_ns.
+func (p *perftest) segments(tl *hca.Timeline, end ib.PS) []segment {
 	pts := []struct {
 		name string
 		t    ib.PS
@@ -180,23 +225,34 @@ func (p *perftest) breakdown() []any {
 			t    ib.PS
 		}{"response_and_requester_cqe", tl.ReqCQE})
 	}
-	var out []any
-	prev := ib.PS(0)
-	first := ib.PS(0)
-	for i, pt := range pts {
+	if tl.Posted == 0 {
+		return nil
+	}
+	var segs []segment
+	prev := tl.Posted
+	for _, pt := range pts[1:] {
 		if pt.t == 0 {
 			continue
 		}
-		if i == 0 {
-			prev, first = pt.t, pt.t
-			continue
-		}
-		out = append(out, map[string]any{"segment": pt.name, "ns": float64(pt.t-prev) / 1000})
+		segs = append(segs, segment{pt.name, pt.t - prev})
 		prev = pt.t
 	}
-	if first != 0 {
-		out = append(out, map[string]any{"segment": "app_poll", "ns": float64(p.pollPS) / 1000})
-		out = append(out, map[string]any{"segment": "total", "ns": float64(prev+p.pollPS-first) / 1000})
+	if end < 0 {
+		end = prev + p.pollPS
+	}
+	return append(segs, segment{"app_poll", end - prev})
+}
+
+// addSegments adds b's times to a's by name, keeping a's order (a ping and
+// its pong pass the same points).
+func addSegments(a, b []segment) []segment {
+	out := slices.Clone(a)
+	for _, sb := range b {
+		i := slices.IndexFunc(out, func(s segment) bool { return s.name == sb.name })
+		if i < 0 {
+			panic(fmt.Sprintf("workload: the pong passed %s, the ping did not", sb.name))
+		}
+		out[i].ps += sb.ps
 	}
 	return out
 }

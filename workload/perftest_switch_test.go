@@ -26,7 +26,7 @@ func throughSwitch(t *testing.T, run PerftestRun) *Perftest {
 	tm := run.Link.Timing(run.Link.LengthM)
 	link.Connect(sw.Port(0), a.AttachPortVLs(&run.Link, scfg.VLs), tm)
 	link.Connect(sw.Port(1), b.AttachPortVLs(&run.Link, scfg.VLs), tm)
-	p, err := BuildPerftestOn(s, a, b, run)
+	p, err := BuildPerftestOn(s, a, b, run, func() (*Perftest, error) { return throughSwitch(t, run), nil })
 	require.NoError(t, err)
 	return p
 }

@@ -50,9 +50,8 @@ func TestPerftestEveryTestMovesData(t *testing.T) {
 			assert.Equal(t, int64(0), m["retries"])
 			if tc.test == "write_lat" || tc.test == "send_lat" || tc.test == "read_lat" || tc.test == "atomic_lat" {
 				lat := m["lat_us"].(map[string]any)
-				// Back to back with nothing else running, every iteration
-				// takes the same time once the caches are warm: the median
-				// equals the traced (middle) message's breakdown total.
+				// The breakdown is a median iteration's: its total is the
+				// median and its segments add up to it.
 				bd := m["latency_breakdown"].([]any)
 				total := bd[len(bd)-1].(map[string]any)
 				require.Equal(t, "total", total["segment"])
@@ -370,6 +369,16 @@ func TestPingPongLatencyIsHalfTheRoundTrip(t *testing.T) {
 	assert.InDelta(t, 502.5e-6, got["max"], 1e-12)
 	// Population stdev of {500.5, 501.5, 502.5} ps: √(2/3) ps.
 	assert.InDelta(t, math.Sqrt(2.0/3)*1e-6, got["stdev"], 1e-12)
+}
+
+// TestMedianIter: the breakdown's iteration is one whose sample is the
+// nearest-rank median (rank ⌈n/2⌉ of the sorted samples), the preferred
+// (already traced) one when it qualifies.
+func TestMedianIter(t *testing.T) {
+	v := []int64{9, 5, 1, 5, 7} // sorted 1 5 5 7 9: rank 3 is 5
+	assert.Equal(t, 3, medianIter(v, 3), "the traced iteration is a median one")
+	assert.Equal(t, 1, medianIter(v, 2), "else the first median iteration")
+	assert.Equal(t, 0, medianIter([]int64{4, 8}, 1), "rank ⌈2/2⌉ = 1: the smaller")
 }
 
 // breakdownNs returns a run's latency_breakdown as segment names in order

@@ -1,0 +1,45 @@
+package fabric
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/configs"
+)
+
+// TestPerftestBreakdownIsTheMedianIteration: under background load every
+// iteration of a latency test takes a different time, so the middle
+// iteration (the one traced first) is in general not the median. The
+// breakdown must be the median iteration's own: its segments add up to the
+// reported median to the picosecond's rounding (a ping-pong segment is the
+// mean of the ping's and the pong's, which may end in half a picosecond; a
+// float sum of a dozen segments keeps that well inside 1e-6 ns).
+func TestPerftestBreakdownIsTheMedianIteration(t *testing.T) {
+	yaml, ok := configs.Lookup("ndr.yaml")
+	require.True(t, ok)
+	for _, test := range []string{"write_lat", "send_lat", "read_lat", "atomic_lat"} {
+		t.Run(test, func(t *testing.T) {
+			// configs/ndr.yaml: host 0 and host 15 of a radix-8 fat tree
+			// while 14 hosts offer 80 % of the link rate.
+			l, err := Load(yaml, []string{"workload.test=" + test, "workload.offered_load=0.8", "workload.iterations=100"})
+			require.NoError(t, err)
+			m, err := Run(l, RunOptions{})
+			require.NoError(t, err)
+			lat := m["lat_us"].(map[string]any)
+			require.Greater(t, lat["stdev"].(float64), 0.0, "the background makes iterations differ")
+			bd := m["latency_breakdown"].([]any)
+			total := bd[len(bd)-1].(map[string]any)
+			require.Equal(t, "total", total["segment"])
+			sum := 0.0
+			for _, s := range bd[:len(bd)-1] {
+				seg := s.(map[string]any)
+				assert.GreaterOrEqual(t, seg["ns"].(float64), 0.0, "%v", seg["segment"])
+				sum += seg["ns"].(float64)
+			}
+			assert.InDelta(t, total["ns"].(float64), sum, 1e-6, "segments add up to the total")
+			assert.InDelta(t, lat["typical"].(float64)*1000, total["ns"].(float64), 1e-6, "the total is the median")
+		})
+	}
+}
