@@ -380,3 +380,51 @@ func TestDocsSizingAnswer(t *testing.T) {
 	assert.Equal(t, 0.0, res.Points[1].Metrics["credit_stall_ns"])
 	assert.Less(t, res.Points[0].Metrics["goodput_gbps"], res.Points[1].Metrics["goodput_gbps"])
 }
+
+// shardRuns runs sweepConfig in n shards and returns their directories.
+func shardRuns(t *testing.T, n int) []string {
+	t.Helper()
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	var dirs []string
+	for i := 0; i < n; i++ {
+		d := t.TempDir()
+		code, _, stderr := run("-config", cfg, "--shard", fmt.Sprintf("%d/%d", i, n), "--out", d, "--quiet")
+		require.Equal(t, 0, code, stderr)
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// TestMergeCorruptManifest: a shard.json edited by hand or damaged is the
+// user's input: merge refuses it with one line naming the file and the
+// field (it used to panic on a negative or huge count, and to reorder the
+// results silently on bad point_designs), and writes nothing.
+func TestMergeCorruptManifest(t *testing.T) {
+	dirs := shardRuns(t, 3)
+	// Shard 0/3 of the 6 designs ran 0 and 3, one point each.
+	orig := readFile(t, filepath.Join(dirs[0], sweep.ManifestFile))
+	require.Contains(t, orig, `"shards": 3`)
+	require.Contains(t, orig, `"designs": 6`)
+	pd := "\"point_designs\": [\n    0,\n    3\n  ]"
+	require.Contains(t, orig, pd)
+	tests := []struct{ old, new, want string }{
+		{`"shards": 3`, `"shards": -1`, "shards: -1 is out of range"},
+		{`"designs": 6`, `"designs": -6`, "designs: -6 is out of range"},
+		{`"shards": 3`, `"shards": 1000000000000000`, "ran: 2 designs, want 1"},
+		{pd, `"point_designs": [99, -5]`, "point_designs[0]: 99, want 0"},
+		{pd, `"point_designs": [3, 0]`, "point_designs[0]: 3, want 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.new, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(dirs[0], sweep.ManifestFile), []byte(strings.Replace(orig, tc.old, tc.new, 1)), 0o644))
+			merged := filepath.Join(t.TempDir(), "merged")
+			code, stdout, stderr := run("merge", dirs[0], dirs[1], dirs[2], "--out", merged)
+			assert.Equal(t, 2, code, stderr)
+			assert.Empty(t, stdout)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+			assert.Contains(t, stderr, filepath.Join(dirs[0], sweep.ManifestFile)+": "+tc.want)
+			assert.NotContains(t, stderr, "internal error")
+			assert.NoDirExists(t, merged)
+		})
+	}
+}
