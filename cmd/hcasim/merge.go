@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 
 	"github.com/spf13/pflag"
@@ -46,17 +47,27 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	if len(dirs) == 0 {
 		return fail(stderr, userErrorf("merge: no directories given (usage: hcasim merge DIR... [--out DIR])"))
 	}
+	if fs.Changed("out") && *out == "" {
+		return fail(stderr, userErrorf("merge: --out: an empty path (name the directory to write the merged result into)"))
+	}
+	if *out != "" {
+		if err := outIsNoShard(*out, dirs); err != nil {
+			return fail(stderr, err)
+		}
+	}
 	res, rows, knee, err := mergeShards(dirs)
 	if err != nil {
 		return fail(stderr, err)
 	}
+	// The merged table is printed even when --out cannot be written: the
+	// files' error is reported after it.
+	var werr error
 	if *out != "" {
 		if err := report.WriteMerged(*out, res, rows); err != nil {
-			return fail(stderr, userErrorf("--out: %v", err))
-		}
-		sweepOutputs.Store(res, &sweepExtras{knee: knee})
-		if err := writePlots(*out, res); err != nil {
-			return fail(stderr, err)
+			werr = userErrorf("--out: %v", err)
+		} else {
+			sweepOutputs.Store(res, &sweepExtras{knee: knee})
+			werr = writePlots(*out, res)
 		}
 	}
 	var perr error
@@ -67,6 +78,9 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 		perr = report.WriteCSVCells(stdout, res.Points, rows)
 	default:
 		perr = report.WriteTable(stdout, res, tableColumns(res))
+	}
+	if werr != nil {
+		return fail(stderr, werr)
 	}
 	if perr != nil {
 		return fail(stderr, perr)
@@ -145,4 +159,20 @@ func mergeShards(dirs []string) (*report.Result, []map[string]string, *sweep.Kne
 		rows = append(rows, it.row)
 	}
 	return res, rows, ms[0].Knee, nil
+}
+
+// outIsNoShard refuses an --out that is one of the shard directories being
+// merged: writing there would overwrite the shard's results and remove its
+// shard.json, so it could not be merged again.
+func outIsNoShard(out string, dirs []string) error {
+	st, err := os.Stat(out)
+	if err != nil {
+		return nil // not there yet: no shard; WriteMerged reports a bad path
+	}
+	for _, d := range dirs {
+		if ds, err := os.Stat(d); err == nil && os.SameFile(st, ds) {
+			return userErrorf("merge: --out %s is the shard directory %s; name another directory (writing there would replace the shard)", out, d)
+		}
+	}
+	return nil
 }

@@ -428,3 +428,34 @@ func TestMergeCorruptManifest(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeOut: --out may not be one of the shards being merged (that
+// replaced the shard's results and removed its shard.json, so it could
+// not be merged again), however it is spelt; an empty --out is refused;
+// and an --out that cannot be written still prints the merged table.
+func TestMergeOut(t *testing.T) {
+	dirs := shardRuns(t, 2)
+	before := readFile(t, filepath.Join(dirs[0], "results.json"))
+	for _, out := range []string{dirs[0], dirs[0] + string(filepath.Separator) + "."} {
+		code, stdout, stderr := run("merge", dirs[0], dirs[1], "--out", out)
+		assert.Equal(t, 2, code, stderr)
+		assert.Empty(t, stdout)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		assert.Contains(t, stderr, "--out "+out+" is the shard directory "+dirs[0])
+		assert.FileExists(t, filepath.Join(dirs[0], sweep.ManifestFile))
+		assert.Equal(t, before, readFile(t, filepath.Join(dirs[0], "results.json")))
+	}
+	code, _, stderr := run("merge", dirs[0], dirs[1], "--out", "")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "--out: an empty path")
+
+	afile := writeFile(t, "afile", "")
+	code, stdout, stderr := run("merge", dirs[0], dirs[1], "--out", afile, "--format", "csv", "--quiet")
+	assert.Equal(t, 2, code, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	assert.Contains(t, stderr, "--out: mkdir "+afile)
+	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points still printed:\n%s", stdout)
+
+	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", t.TempDir(), "--quiet")
+	assert.Equal(t, 0, code, "the shards still merge: %s", stderr)
+}
