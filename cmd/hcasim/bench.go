@@ -76,6 +76,11 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	// The CSV is appended to after the runs; an unwritable path is refused
+	// now, not once their time is spent.
+	if err := checkAppendable(*csvPath); err != nil {
+		return fail(stderr, err)
+	}
 	t := tablewriter.NewTable(stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("benchmark", "wall_s", "cpu_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib", "cpu_vs_last")
 	last, err := readCSVHistory(*csvPath)
@@ -298,6 +303,25 @@ func cpuVsLast(row, last []string) string {
 		return "-"
 	}
 	return fmt.Sprintf("%+.1f %%", 100*(now-was)/was)
+}
+
+// checkAppendable checks that the --csv file can be opened for appending,
+// without leaving a file behind when there was none: a run that measures
+// nothing writes no CSV.
+func checkAppendable(path string) error {
+	if path == "" {
+		return userErrorf("--csv: an empty path (name the CSV file to append to)")
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return userErrorf("--csv: %v", err)
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		return os.Remove(path)
+	}
+	return nil
 }
 
 // appendCSV appends rows to path, writing the header if the file is new, so

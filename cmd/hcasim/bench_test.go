@@ -144,3 +144,22 @@ func TestCPUVsLast(t *testing.T) {
 	assert.Equal(t, "-", cpuVsLast(row("1.5", "100", "7"), row("2.0", "200", "7")), "other simulated time")
 	assert.Equal(t, "-", cpuVsLast(row("1.5", "100", "7"), nil), "no earlier row")
 }
+
+// TestBenchCSVCheckedFirst: a --csv that cannot be written is refused
+// before any benchmark runs (it used to be found after all of them), and
+// an empty one is refused.
+func TestBenchCSVCheckedFirst(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	nodir := filepath.Join(t.TempDir(), "nodir", "x.csv")
+	for _, c := range []struct{ csv, want string }{
+		{nodir, "--csv: open " + nodir + ": no such file or directory"},
+		{"", "--csv: an empty path"},
+	} {
+		code, out, errOut := run("bench", "switch16-uniform-50", "--set", "workload.warmup_ns=1000",
+			"--set", "workload.measure_ns=2000", "--csv", c.csv)
+		assert.Equal(t, 2, code, errOut)
+		assert.Empty(t, out, "nothing ran")
+		assert.Contains(t, errOut, c.want)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+	}
+}

@@ -169,6 +169,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if f.out != "" {
+		if err := prepareOut(f.out); err != nil {
+			return fail(stderr, err)
+		}
+	}
 	res, runErr := execute(l, f, stderr)
 	code := 0
 	if runErr != nil {
@@ -199,24 +204,51 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// present prints the result in the chosen format and writes --out files.
+// present writes the --out files and prints the result in the chosen
+// format. The result is printed even when the files cannot be written (the
+// run's time is spent; its answer is not lost): the files' error is
+// returned after it.
 func present(res *report.Result, f *runFlags, stdout io.Writer) error {
+	var werr error
 	if f.out != "" {
 		if err := report.WriteFiles(f.out, res); err != nil {
-			return userErrorf("--out: %v", err)
-		}
-		if err := writePlots(f.out, res); err != nil {
-			return err
+			werr = userErrorf("--out: %v", err)
+		} else {
+			werr = writePlots(f.out, res)
 		}
 	}
+	var perr error
 	switch f.format {
 	case "json":
-		return report.WriteJSON(stdout, res)
+		perr = report.WriteJSON(stdout, res)
 	case "csv":
-		return report.WriteCSV(stdout, res)
+		perr = report.WriteCSV(stdout, res)
 	default:
-		return report.WriteTable(stdout, res, tableColumns(res))
+		perr = report.WriteTable(stdout, res, tableColumns(res))
 	}
+	if werr != nil {
+		return werr
+	}
+	return perr
+}
+
+// prepareOut makes the --out directory and checks a file can be made in
+// it, so that an unusable --out is refused before a run rather than after
+// it, when the run's time is spent.
+func prepareOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return userErrorf("--out: %v", err)
+	}
+	f, err := os.CreateTemp(dir, ".hcasim-probe-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return userErrorf("--out %s: cannot write there: %v", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // fail prints err on one line and returns its exit code.

@@ -76,6 +76,12 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			manifest.Ran = []int{}
 		}
 	}
+	if defaultOut {
+		// A given --out was made before the config was run (runMain).
+		if err := prepareOut(f.out); err != nil {
+			return nil, err
+		}
+	}
 
 	start := time.Now()
 	bar := newProgress(stderr, f.quiet, len(designs)*sw.PointsPerDesign())

@@ -459,3 +459,41 @@ func TestMergeOut(t *testing.T) {
 	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", t.TempDir(), "--quiet")
 	assert.Equal(t, 0, code, "the shards still merge: %s", stderr)
 }
+
+// TestOutCheckedBeforeTheRun: an --out that cannot be a directory is
+// refused before any point runs (it used to be found after the whole
+// sweep); and when writing fails after the run all the same, the results
+// are still printed.
+func TestOutCheckedBeforeTheRun(t *testing.T) {
+	saved := fabricRun
+	defer func() { fabricRun = saved }()
+	runs := 0
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		runs++
+		return saved(l, o)
+	}
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	afile := writeFile(t, "afile", "")
+	code, stdout, stderr := run("-config", cfg, "--out", afile, "--jobs", "1")
+	assert.Equal(t, 2, code, stderr)
+	assert.Equal(t, "hcasim: --out: mkdir "+afile+": not a directory\n", stderr)
+	assert.Empty(t, stdout)
+	assert.Equal(t, 0, runs, "no point ran")
+
+	// The directory is usable when checked, and replaced by a file while
+	// the first point runs: the six points are printed, then the error.
+	out := filepath.Join(t.TempDir(), "out")
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		if runs++; runs == 1 {
+			require.NoError(t, os.RemoveAll(out))
+			require.NoError(t, os.WriteFile(out, nil, 0o644))
+		}
+		return saved(l, o)
+	}
+	runs = 0
+	code, stdout, stderr = run("-config", cfg, "--out", out, "--jobs", "1", "--quiet", "--format", "csv")
+	assert.Equal(t, 2, code, stderr)
+	assert.Equal(t, 6, runs)
+	assert.Contains(t, stderr, "--out: ")
+	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points:\n%s", stdout)
+}
