@@ -21,8 +21,11 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/pflag"
 
+	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/configs"
+	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
+	"github.com/hcasim/hcasim/sweep"
 )
 
 func init() { subcommands["bench"] = benchMain }
@@ -58,18 +61,18 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 			names = append(names, "bench/"+n)
 		}
 	}
-	// Every name is checked before anything runs: a typo in the third name
-	// must not cost the first two runs' time and then fail.
+	// Every name is resolved, and its config loaded with the overrides,
+	// before anything runs: a typo in the third name must not cost the
+	// first two runs' time and then fail, nor a bad --set fail once per
+	// benchmark.
 	for k, name := range names {
-		if !strings.Contains(name, "/") {
-			name = "bench/" + name
-			names[k] = name
+		path, ok := benchPath(name)
+		if !ok {
+			return fail(stderr, userErrorf("bench: %q is neither a benchmark (%s) nor a config file", name, strings.Join(shipped, ", ")))
 		}
-		if _, err := os.Stat(name); err == nil {
-			continue
-		}
-		if _, ok := configs.Lookup(name); !ok {
-			return fail(stderr, userErrorf("bench: %q is neither a benchmark (%s) nor a config file", fs.Args()[k], strings.Join(shipped, ", ")))
+		names[k] = path
+		if err := checkBenchConfig(name, path, sets); err != nil {
+			return fail(stderr, err)
 		}
 	}
 	self, err := os.Executable()
@@ -119,6 +122,63 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// benchPath resolves a NAME given to bench to the config the child runs. A
+// name with a '/' is a path (or a shipped config's, configs/bench/x.yaml).
+// A shipped benchmark's name without .yaml is that benchmark, even beside a
+// file of that name; any other name that is a file is that file
+// (base.yaml in the current directory); what is left is a shipped
+// benchmark's name (switch16-uniform-50.yaml). ok is false when the name
+// is none of these.
+func benchPath(name string) (path string, ok bool) {
+	isFile := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && !st.IsDir()
+	}
+	if strings.Contains(name, "/") {
+		_, shipped := configs.Lookup(name)
+		return name, shipped || isFile(name)
+	}
+	bench := "bench/" + name
+	_, shipped := configs.Lookup(bench)
+	if isFile(name) && !(shipped && !strings.HasSuffix(name, ".yaml")) {
+		return name, true
+	}
+	return bench, shipped || isFile(bench)
+}
+
+// checkBenchConfig loads a benchmark's config with the --set overrides, as
+// its child will, so that bad input is one line before anything runs. A
+// bench measures one design point per benchmark: a config with a sweep:
+// section is refused (a sweep's child would print every point).
+func checkBenchConfig(name, path string, sets []string) error {
+	data, err := config.ReadFile(path, configs.Lookup)
+	if err != nil {
+		return userErrorf("bench: %s: %s", name, err)
+	}
+	if _, err := fabric.Load(data, nil); err != nil {
+		return userErrorf("bench: %s: %s", name, err)
+	}
+	// The config loads alone: a failure now is an override's, named by
+	// the first --set that fails.
+	for i := range sets {
+		if _, err := fabric.Load(data, sets[:i+1]); err != nil {
+			if strings.HasPrefix(err.Error(), "--set") {
+				return userErrorf("bench: %s", err)
+			}
+			return userErrorf("bench: --set %s: %s", sets[i], err)
+		}
+	}
+	l, err := fabric.Load(data, sets)
+	if err != nil {
+		return userErrorf("bench: %s: %s", name, err)
+	}
+	if sweep.Has(l.Node) {
+		return userErrorf("bench: %s: has a sweep: section, and bench measures single design points "+
+			"(run the sweep with hcasim -config %s, or remove it with --set sweep={})", name, path)
+	}
+	return nil
+}
+
 // runBench runs one benchmark in a child process and returns its CSV row:
 // date, version, name, wall, CPU, sim time, events, block-hops/s, packets/s,
 // MiB.
@@ -141,8 +201,12 @@ func runBench(self, name string, sets []string) ([]string, error) {
 		return nil, fmt.Errorf("%v: %s", err, msg)
 	}
 	var res report.Result
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Points) != 1 {
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return nil, fmt.Errorf("no result: %v", err)
+	}
+	if len(res.Points) != 1 {
+		// checkBenchConfig refuses sweeps: this is our bug.
+		return nil, fmt.Errorf("the run printed %d points, not one", len(res.Points))
 	}
 	m := res.Points[0].Metrics
 	num := func(k string) float64 {
@@ -183,13 +247,18 @@ const benchUsageLine = "usage: hcasim bench [NAME...] [--csv FILE] [--set key=va
 const benchUsage = benchUsageLine + `
 
 Runs the benchmarks of configs/bench (all, or the NAMEs given: a shipped
-benchmark's name or a config file), each in a child process, and prints per
-benchmark wall and CPU seconds, simulated time, events, 64-byte block-hops
-and packets per wall-second, peak memory, and the CPU time's change against
-the benchmark's last row in the CSV when that row did the same work.
+benchmark's name or a config file of one design point, without a sweep),
+each in a child process, and prints per benchmark wall and CPU seconds,
+simulated time, events, 64-byte block-hops and packets per wall-second,
+peak memory, and the CPU time's change against the benchmark's last row in
+the CSV when that row did the same work.
 
       --csv FILE        append one row per benchmark (default bench-results.csv)
       --set key=value   override a config key in every benchmark (repeatable)
+
+A NAME without '/' is a shipped benchmark when it is one's name without
+.yaml (switch16-uniform-50), else a file in the current directory when there
+is one (base.yaml), else a shipped benchmark (switch16-uniform-50.yaml).
 
 docs/performance.md explains the figures and how to measure on a shared machine.
 `

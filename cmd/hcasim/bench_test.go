@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/configs"
 )
 
 // TestMain lets the test binary stand in for hcasim when hcasim bench runs
@@ -79,18 +81,24 @@ func TestBenchCSVHeaderMismatch(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
 }
 
-// TestBenchBadInput: a name that is neither a shipped benchmark nor a file
-// is refused before anything runs, and a bad --set is the child's one line;
-// both exit 2 and write no CSV (nothing was measured).
+// TestBenchBadInput: a name that is neither a shipped benchmark nor a file,
+// a bad --set (once, not once per benchmark) and a config with a sweep (a
+// child would print every point) are refused before anything runs; all
+// exit 2 with one line and write no CSV (nothing was measured).
 func TestBenchBadInput(t *testing.T) {
 	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	t.Chdir(t.TempDir()) // a sweep writes hcasim-out here
 	csvPath := filepath.Join(t.TempDir(), "bench.csv")
+	swept := writeFile(t, "swept.yaml", sweepConfig)
 	for _, c := range []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"bench", "switch16-uniform-50", "nosuch"}, []string{`"nosuch" is neither a benchmark`, "switch16-uniform-50"}},
 		{[]string{"bench", "switch16-uniform-50", "--set", "workload.measure_ns=-5"}, []string{"workload.measure_ns", "-5"}},
+		{[]string{"bench", "--set", "link.mtu=99"}, []string{"bench: --set link.mtu=99: link.mtu: 99 is not an IB MTU"}},
+		{[]string{"bench", "--set", "link.mtu"}, []string{`bench: --set "link.mtu": want key=value`}},
+		{[]string{"bench", swept}, []string{"bench: " + swept + ": has a sweep: section", "single design points"}},
 	} {
 		code, out, errOut := run(append(c.args, "--csv", csvPath)...)
 		assert.Equal(t, 2, code, errOut)
@@ -162,4 +170,43 @@ func TestBenchCSVCheckedFirst(t *testing.T) {
 		assert.Contains(t, errOut, c.want)
 		assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 	}
+}
+
+// TestBenchNames: a config file in the current directory is run by its
+// name (base.yaml was taken for bench/base.yaml and refused), while a
+// shipped benchmark's name without .yaml keeps its meaning beside a file
+// of that name.
+func TestBenchNames(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	t.Chdir(t.TempDir())
+	base, ok := configs.Lookup("bench/switch16-uniform-50.yaml")
+	require.True(t, ok)
+	require.NoError(t, os.WriteFile("base.yaml", base, 0o644))
+	require.NoError(t, os.WriteFile("switch16-uniform-50", []byte("not: a config\n"), 0o644))
+	csvPath := filepath.Join(t.TempDir(), "bench.csv")
+	code, out, errOut := run("bench", "base.yaml", "switch16-uniform-50", "--set", "workload.warmup_ns=1000",
+		"--set", "workload.measure_ns=2000", "--csv", csvPath)
+	require.Equal(t, 0, code, errOut)
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 3, "header and two rows:\n%s", out)
+	assert.Equal(t, "base", rows[1][2])
+	assert.Equal(t, "switch16-uniform-50", rows[2][2])
+	// The same config and overrides: the same work.
+	assert.Equal(t, rows[1][5:7], rows[2][5:7], "sim_time_ns and events")
+
+	p, ok := benchPath("base.yaml")
+	assert.Equal(t, "base.yaml", p)
+	assert.True(t, ok)
+	p, ok = benchPath("switch16-uniform-50")
+	assert.Equal(t, "bench/switch16-uniform-50", p)
+	assert.True(t, ok)
+	p, ok = benchPath("switch16-uniform-50.yaml")
+	assert.Equal(t, "bench/switch16-uniform-50.yaml", p, "no such file here: the shipped one")
+	assert.True(t, ok)
+	_, ok = benchPath("nosuch.yaml")
+	assert.False(t, ok)
 }
