@@ -16,6 +16,7 @@ import (
 	"github.com/hcasim/hcasim/configs"
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
+	"github.com/hcasim/hcasim/sweep"
 	"github.com/hcasim/hcasim/workload"
 )
 
@@ -41,6 +42,7 @@ type runFlags struct {
 	vcd        string
 	jobs       int
 	shard      string
+	shardOf    *sweep.Shard // --shard parsed; nil without it
 	quiet      bool
 	cpuprofile string
 	memprofile string
@@ -113,6 +115,16 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.jobs < 1 || f.jobs > 4096 {
 		return nil, userErrorf("--jobs: %d is out of range (1 to 4096)", f.jobs)
 	}
+	if f.shard != "" {
+		sh, err := sweep.ParseShard(f.shard)
+		if err != nil {
+			return nil, err
+		}
+		if f.out == "" {
+			return nil, userErrorf("--shard %s: needs --out DIR (hcasim merge reads the shards' directories)", f.shard)
+		}
+		f.shardOf = &sh
+	}
 	return f, nil
 }
 
@@ -171,16 +183,19 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.out != "" {
 		if err := prepareOut(f.out); err != nil {
-			return fail(stderr, err)
+			return fail(stderr, userErrorf("--out: %v", err))
 		}
 	}
 	res, runErr := execute(l, f, stderr)
 	code := 0
 	if runErr != nil {
-		if isUserError(runErr) && !strings.HasPrefix(runErr.Error(), "sweep:") {
-			// A mistake found while building or running the design point
-			// (a combination of keys, a deadlock, the time limit) names
-			// the config like a mistake found while loading it.
+		var own *userError
+		if isUserError(runErr) && !errors.As(runErr, &own) {
+			// A mistake the model found while expanding, building or
+			// running the config (a sweep key, a combination of keys, a
+			// deadlock, the time limit) names the config like a mistake
+			// found while loading it. The CLI's own errors name their
+			// source already: a flag, a file, the sweep's summary.
 			runErr = userErrorf("%s: %s", f.config, runErr)
 		}
 		code = fail(stderr, runErr)
@@ -237,7 +252,7 @@ func present(res *report.Result, f *runFlags, stdout io.Writer) error {
 // it, when the run's time is spent.
 func prepareOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return userErrorf("--out: %v", err)
+		return err
 	}
 	f, err := os.CreateTemp(dir, ".hcasim-probe-*")
 	if err != nil {
@@ -245,7 +260,7 @@ func prepareOut(dir string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return userErrorf("--out %s: cannot write there: %v", dir, err)
+		return fmt.Errorf("cannot write in %s: %v", dir, err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

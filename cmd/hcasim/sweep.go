@@ -44,7 +44,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		}
 	}})
 	if err != nil {
-		return nil, userErrorf("%s: %s", f.config, err)
+		return nil, err // runMain names the config
 	}
 	if (f.trace != "" || f.vcd != "") && (len(sw.Designs) > 1 || sw.Search != nil) {
 		return nil, userErrorf("--trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
@@ -54,14 +54,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		designs[i] = i
 	}
 	var manifest *sweep.Manifest
-	if f.shard != "" {
-		sh, err := sweep.ParseShard(f.shard)
-		if err != nil {
-			return nil, err
-		}
-		if f.out == "" {
-			return nil, userErrorf("--shard %s: needs --out DIR (hcasim merge reads the shards' directories)", f.shard)
-		}
+	if sh := f.shardOf; sh != nil {
 		designs = sh.Designs(len(sw.Designs))
 		manifest = &sweep.Manifest{Shard: sh.Index, Shards: sh.Count, Designs: len(sw.Designs), ConfigHash: l.Hash(), Ran: designs}
 	}
@@ -79,7 +72,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if defaultOut {
 		// A given --out was made before the config was run (runMain).
 		if err := prepareOut(f.out); err != nil {
-			return nil, err
+			return nil, userErrorf("sweep: the default output directory: %v (--out DIR to choose another)", err)
 		}
 	}
 

@@ -497,3 +497,45 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 	assert.Contains(t, stderr, "--out: ")
 	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points:\n%s", stdout)
 }
+
+// TestErrorsNameTheirSourceOnce: a mistake in the config names the config
+// once (executeSweep and runMain both added it), and a mistake in a flag
+// names the flag, not the config.
+func TestErrorsNameTheirSourceOnce(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	single := writeFile(t, "single.yaml", strings.Split(sweepConfig, "sweep:")[0])
+	tests := []struct {
+		args []string
+		want string // the whole of stderr
+	}{
+		{[]string{"-config", cfg, "--set", "sweep.workload.offered_load=[]"},
+			"hcasim: " + cfg + ": sweep.workload.offered_load: an empty list sweeps nothing\n"},
+		{[]string{"-config", cfg, "--shard", "3/3", "--out", t.TempDir()},
+			"hcasim: --shard: \"3/3\" is out of range (N at least 1, I from 0 to N−1)\n"},
+		{[]string{"-config", cfg, "--shard", "0/2"},
+			"hcasim: --shard 0/2: needs --out DIR (hcasim merge reads the shards' directories)\n"},
+		{[]string{"-config", single, "--shard", "0/2", "--out", t.TempDir()},
+			"hcasim: --shard 0/2: " + single + " has no sweep: section to shard\n"},
+		{[]string{"-config", cfg, "--trace", filepath.Join(t.TempDir(), "t")},
+			"hcasim: --trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			code, stdout, stderr := run(tt.args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Equal(t, tt.want, stderr)
+		})
+	}
+
+	// A sweep's default output directory is no --out the user gave; it is
+	// checked before the run all the same. sweepConfig has no name: its
+	// directory is hcasim-out/default.
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.Mkdir("hcasim-out", 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join("hcasim-out", "default"), nil, 0o644))
+	code, stdout, stderr := run("-config", cfg)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "hcasim: sweep: the default output directory: mkdir hcasim-out/default: not a directory (--out DIR to choose another)\n", stderr)
+}
