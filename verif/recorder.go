@@ -92,6 +92,78 @@ func globMatch(pattern, name string) bool {
 	return p == len(pattern)
 }
 
+// GlobCanMatch reports whether a --trace-path glob can match some
+// component name. Names are in Akita form (STYLE.md; fabric.ValidName
+// enforces it): dot-separated parts, each a capital letter then letters or
+// digits, with an optional [index]. A glob no such name matches ("[",
+// "fabric.host*", "Fabric.Leaf[2") is a mistake to refuse before a run,
+// not an empty trace to find after it.
+func GlobCanMatch(glob string) bool {
+	// The states of a name being read: at a part's start, in its
+	// letters, after '[', in the index's digits, after ']'.
+	const (
+		partStart = iota
+		letters
+		open
+		digits
+		closed
+		nStates
+	)
+	step := func(st int, c byte) (int, bool) {
+		upper, digit := c >= 'A' && c <= 'Z', c >= '0' && c <= '9'
+		alnum := upper || digit || c >= 'a' && c <= 'z'
+		switch {
+		case st == partStart && upper, st == letters && alnum:
+			return letters, true
+		case (st == letters || st == closed) && c == '.':
+			return partStart, true
+		case st == letters && c == '[':
+			return open, true
+		case (st == open || st == digits) && digit:
+			return digits, true
+		case st == digits && c == ']':
+			return closed, true
+		}
+		return 0, false
+	}
+	// advance is the states a name can be in after one more character,
+	// any of chars.
+	advance := func(from [nStates]bool, chars ...byte) (to [nStates]bool) {
+		for st, on := range from {
+			for _, c := range chars {
+				if n, ok := step(st, c); on && ok {
+					to[n] = true
+				}
+			}
+		}
+		return to
+	}
+	// One character of each class stands for all of it under '*' and '?'.
+	anyChar := []byte{'A', 'a', '0', '.', '[', ']'}
+	var cur [nStates]bool // the states the glob so far can leave a name in
+	cur[partStart] = true
+	for i := 0; i < len(glob); i++ {
+		switch glob[i] {
+		case '*': // any run of characters, the empty one too
+			for {
+				next := cur
+				for st, on := range advance(cur, anyChar...) {
+					next[st] = next[st] || on
+				}
+				if next == cur {
+					break
+				}
+				cur = next
+			}
+		case '?':
+			cur = advance(cur, anyChar...)
+		default:
+			cur = advance(cur, glob[i])
+		}
+	}
+	return cur[letters] || cur[closed]
+}
+
 // Recorder is a sim.Hook that writes the trace of the events announced at
 // components.HookPosTrace. Attach it to every component to trace (see
 // AttachHook), and Flush it when the run ends. Output is deterministic: the

@@ -92,8 +92,9 @@ Run flags:
       --seed N          override the config's seed
       --check           run the invariant checkers (lossless, ordering, integrity, protection)
       --trace FILE      write an event trace (see docs/trace-format.md)
-      --trace-path GLOB only trace components whose path matches (repeatable)
-      --trace-kind K    only trace these event kinds (repeatable)
+      --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
+                        ('*' any run, '?' one character, '[' ']' themselves; repeatable)
+      --trace-kind K    only trace these event kinds (repeatable; both filter --trace and --vcd)
       --vcd FILE        write a VCD waveform of credits, buffers and link activity
       --jobs N          sweep points run in parallel (default: the number of cores)
       --shard I/N       run every N-th sweep point, starting at I (0-based)

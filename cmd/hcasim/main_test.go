@@ -84,6 +84,20 @@ func TestBadInput(t *testing.T) {
 			[]string{"sim.partitions: 2 needs a synthetic workload", "not workload.kind perftest"}},
 		{"unwritable cpu profile", []string{"-config", "edr.yaml", "--cpuprofile", filepath.Join(dir, "no", "cpu.prof")},
 			[]string{"--cpuprofile", "cpu.prof"}},
+		{"trace path no name matches", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-path", "["},
+			[]string{`--trace-path: "[" can match no component`, "Fabric.Leaf[2].Port[5]"}},
+		{"trace path lower case", []string{"-config", "edr.yaml", "--vcd", filepath.Join(dir, "t.vcd"), "--trace-path", "fabric.host*"},
+			[]string{`--trace-path: "fabric.host*" can match no component`}},
+		{"empty trace path", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-path", ""},
+			[]string{`--trace-path: "" holds an empty pattern`}},
+		{"trace kind without trace", []string{"-config", "edr.yaml", "--trace-kind", "tx_start"},
+			[]string{"--trace-kind: filters what --trace and --vcd write, and neither is given"}},
+		{"trace path without trace", []string{"-config", "edr.yaml", "--trace-path", "Fabric.*"},
+			[]string{"--trace-path: filters what --trace and --vcd write"}},
+		{"empty trace kind", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-kind", "tx_start,"},
+			[]string{`--trace-kind: "tx_start," holds an empty kind`}},
+		{"bad trace kind", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-kind", "bogus"},
+			[]string{`--trace-kind: "bogus" is not an event kind`, "tx_start"}},
 		{"unwritable heap profile", []string{"-config", "edr.yaml", "--memprofile", filepath.Join(dir, "no", "mem.prof")},
 			[]string{"--memprofile", "mem.prof"}},
 	}
@@ -209,4 +223,35 @@ func TestProfiles(t *testing.T) {
 		require.Greater(t, len(b), 2, p)
 		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], p)
 	}
+}
+
+// TestTracePathSelects: --trace-path keeps the events of the components its
+// glob matches; '[' and ']' are the name's own brackets, so a bracket left
+// open before '*' still matches (the up-front check must not refuse it).
+// A glob no component can match is refused before the run and writes no
+// trace (it wrote a header-only trace, exit 0).
+func TestTracePathSelects(t *testing.T) {
+	dir := t.TempDir()
+	paths := func(glob string) map[string]int {
+		p := filepath.Join(dir, "t.trace")
+		code, _, errs := run("-config", "edr.yaml", "--set", "workload.iterations=5", "--quiet", "--trace", p, "--trace-path", glob)
+		require.Equal(t, 0, code, errs)
+		seen := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(readFile(t, p)), "\n")[1:] {
+			seen[strings.Fields(line)[1]]++
+		}
+		return seen
+	}
+	hca := paths("Fabric.Host[0].HCA")
+	require.Len(t, hca, 1, "only the one block: %v", hca)
+	assert.Positive(t, hca["Fabric.Host[0].HCA"])
+	host0 := paths("Fabric.Host[0*")
+	assert.Equal(t, hca["Fabric.Host[0].HCA"], host0["Fabric.Host[0].HCA"])
+	assert.Positive(t, host0["Fabric.Host[0].HCA.Port[1]"])
+	assert.Len(t, host0, 2, "host 0's HCA and port: %v", host0)
+
+	p := filepath.Join(dir, "none.trace")
+	code, _, errs := run("-config", "edr.yaml", "--quiet", "--trace", p, "--trace-path", "[")
+	assert.Equal(t, 2, code, errs)
+	assert.NoFileExists(t, p)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
+	"github.com/hcasim/hcasim/verif"
 	"github.com/hcasim/hcasim/workload"
 )
 
@@ -115,6 +116,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.jobs < 1 || f.jobs > 4096 {
 		return nil, userErrorf("--jobs: %d is out of range (1 to 4096)", f.jobs)
 	}
+	if err := checkTraceFilter(f, fs); err != nil {
+		return nil, err
+	}
 	if f.shard != "" {
 		sh, err := sweep.ParseShard(f.shard)
 		if err != nil {
@@ -126,6 +130,41 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		f.shardOf = &sh
 	}
 	return f, nil
+}
+
+// checkTraceFilter checks --trace-path and --trace-kind before the run:
+// each pattern can match a component's name (verif.GlobCanMatch), each
+// kind is one, and a trace or waveform is written for them to filter.
+func checkTraceFilter(f *runFlags, fs *pflag.FlagSet) error {
+	for _, flag := range []string{"trace-path", "trace-kind"} {
+		if fs.Changed(flag) && f.trace == "" && f.vcd == "" {
+			return userErrorf("--%s: filters what --trace and --vcd write, and neither is given", flag)
+		}
+	}
+	for _, v := range f.tracePaths {
+		for _, glob := range strings.Split(v, ",") {
+			glob = strings.TrimSpace(glob)
+			if glob == "" {
+				return userErrorf("--trace-path: %q holds an empty pattern (give a glob such as Fabric.Leaf[2].*)", v)
+			}
+			if !verif.GlobCanMatch(glob) {
+				return userErrorf("--trace-path: %q can match no component (names look like Fabric.Leaf[2].Port[5]: "+
+					"capitalised parts joined by '.', each with an optional [index]; '*' matches any run of characters, "+
+					"'?' one, anything else itself)", glob)
+			}
+		}
+	}
+	for _, v := range f.traceKinds {
+		for _, k := range strings.Split(v, ",") {
+			if strings.TrimSpace(k) == "" {
+				return userErrorf("--trace-kind: %q holds an empty kind (give one such as tx_start)", v)
+			}
+		}
+	}
+	if _, err := verif.ParseFilter("", strings.Join(f.traceKinds, ",")); err != nil {
+		return userErrorf("--trace-kind: %v", err)
+	}
+	return nil
 }
 
 // loadConfig reads, overrides and decodes the config named by f.
