@@ -98,6 +98,10 @@ func TestBadInput(t *testing.T) {
 			[]string{`--trace-kind: "tx_start," holds an empty kind`}},
 		{"bad trace kind", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-kind", "bogus"},
 			[]string{`--trace-kind: "bogus" is not an event kind`, "tx_start"}},
+		{"empty trace", []string{"-config", "edr.yaml", "--trace", ""}, []string{"--trace: an empty value (give a file, or omit --trace)"}},
+		{"empty vcd", []string{"-config", "edr.yaml", "--vcd="}, []string{"--vcd: an empty value"}},
+		{"empty shard", []string{"-config", "ndr.yaml", "--shard", ""}, []string{"--shard: an empty value (give I/N, e.g. 0/4, or omit --shard)"}},
+		{"empty out", []string{"-config", "ndr.yaml", "--out", ""}, []string{"--out: an empty value (give a directory, or omit --out)"}},
 		{"unwritable heap profile", []string{"-config", "edr.yaml", "--memprofile", filepath.Join(dir, "no", "mem.prof")},
 			[]string{"--memprofile", "mem.prof"}},
 	}

@@ -116,6 +116,14 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.jobs < 1 || f.jobs > 4096 {
 		return nil, userErrorf("--jobs: %d is out of range (1 to 4096)", f.jobs)
 	}
+	// Each of these is off when absent; given empty it would be silently
+	// off too, which is never what was meant.
+	for _, e := range []struct{ flag, want string }{{"out", "a directory"}, {"trace", "a file"}, {"vcd", "a file"},
+		{"shard", "I/N, e.g. 0/4"}, {"cpuprofile", "a file"}, {"memprofile", "a file"}} {
+		if fs.Changed(e.flag) && fs.Lookup(e.flag).Value.String() == "" {
+			return nil, userErrorf("--%s: an empty value (give %s, or omit --%s)", e.flag, e.want, e.flag)
+		}
+	}
 	if err := checkTraceFilter(f, fs); err != nil {
 		return nil, err
 	}
