@@ -1,11 +1,13 @@
 package fabric
 
 import (
+	"math"
 	"slices"
 
 	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // partitionedObservers lets tracers and checkers, which expect one thread
@@ -66,7 +68,11 @@ func newPartitionedObservers(blocks []sim.Hookable, part []int, parts int) (*par
 
 // replay hands the window's buffered events to the observers' hooks, in
 // time order (a stable merge: partition order among equal times).
-func (o *partitionedObservers) replay() {
+func (o *partitionedObservers) replay() { o.replayUntil(math.MaxInt64) }
+
+// replayUntil is replay for the events up to end; later ones, which the
+// serial run would never have run, are dropped.
+func (o *partitionedObservers) replayUntil(end ib.PS) {
 	o.merged = o.merged[:0]
 	for k := range o.buffers {
 		o.merged = append(o.merged, o.buffers[k].evs...)
@@ -84,6 +90,9 @@ func (o *partitionedObservers) replay() {
 	})
 	for i := range o.merged {
 		b := &o.merged[i]
+		if b.ev.Time > end {
+			break // sorted by time: the rest is later too
+		}
 		s := o.standIns[b.block]
 		if s.NumHooks() > 0 {
 			s.InvokeHook(sim.HookCtx{Domain: s, Pos: components.HookPosTrace, Item: &b.ev})

@@ -160,12 +160,29 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 	} else {
 		r.group.StopAt(maxT)
-		if po != nil {
-			// Observers see a window's events before the run decides
-			// whether it has drained (a checker's violation stops it).
+		switch {
+		case po != nil && r.check:
+			// Checkers see a window's events before the run decides
+			// whether it has drained (a violation stops it); the run
+			// then settles to a time limit, as the serial run does.
 			r.group.OnBarrier(po.replay)
+			r.group.OnBarrier(r.barrier)
+		case po != nil:
+			// The serial run stops at the delivery that drains it; the
+			// partitions ran on to their window's end. Observers see
+			// the window after the drain decision, and nothing later
+			// than the run's end.
+			r.group.OnBarrier(r.barrier)
+			r.group.OnBarrier(func() {
+				if r.view.ended {
+					po.replayUntil(r.view.endAt)
+					return
+				}
+				po.replay()
+			})
+		default:
+			r.group.OnBarrier(r.barrier)
 		}
-		r.group.OnBarrier(r.barrier)
 		if err := r.group.Run(); err != nil {
 			return nil, err
 		}
