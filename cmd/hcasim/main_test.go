@@ -259,3 +259,27 @@ func TestTracePathSelects(t *testing.T) {
 	assert.Equal(t, 2, code, errs)
 	assert.NoFileExists(t, p)
 }
+
+// TestOutputFilesUpFront: an output file that cannot be written is refused
+// before the run (the waveform's file used to be made after it, the run's
+// time lost), and two outputs naming one file are refused (the later
+// writer replaced the trace with a waveform or a profile).
+func TestOutputFilesUpFront(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "run.trace")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vcd", filepath.Join(dir, "no", "such", "x.vcd")}, "hcasim: --vcd: open " + filepath.Join(dir, "no", "such", "x.vcd") + ": no such file or directory\n"},
+		{[]string{"--trace", tr, "--vcd", tr}, "hcasim: --vcd: " + tr + " is also --trace's file; give each output its own file\n"},
+		{[]string{"--trace", tr, "--cpuprofile", dir + "/./run.trace"}, "hcasim: --cpuprofile: " + dir + "/./run.trace" + " is also --trace's file; give each output its own file\n"},
+		{[]string{"--vcd", filepath.Join(dir, "w.vcd"), "--memprofile", filepath.Join(dir, "w.vcd")}, "hcasim: --memprofile: " + filepath.Join(dir, "w.vcd") + " is also --vcd's file; give each output its own file\n"},
+	}
+	for _, c := range cases {
+		code, out, errs := run(append([]string{"-config", "edr.yaml", "--set", "workload.iterations=200"}, c.args...)...)
+		assert.Equal(t, 2, code, "%v", c.args)
+		assert.Equal(t, c.want, errs, "%v", c.args)
+		assert.NotContains(t, out, "bw_gbps", "%v: refused before the run", c.args)
+	}
+}

@@ -37,7 +37,15 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.EffectiveYAML()),
 			Seed: int64(l.Config.Seed)}, filter)
 	}
+	var vcdFile *os.File
 	if f.vcd != "" {
+		// Made now, so that an unwritable path is refused before the run.
+		if vcdFile, err = os.Create(f.vcd); err != nil {
+			if traceFile != nil {
+				traceFile.Close()
+			}
+			return nil, nil, userErrorf("--vcd: %v", err)
+		}
 		vcd = verif.NewVCDRecorder(filter)
 	}
 	attach := func(s *fabric.Simulation) {
@@ -71,15 +79,15 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 				first = fmt.Errorf("--trace: %v", err)
 			}
 		}
-		if vcd != nil && view != nil {
-			out, err := os.Create(f.vcd)
-			if err != nil {
-				return userErrorf("--vcd: %v", err)
+		if vcdFile != nil {
+			if view != nil {
+				if err := vcd.WriteTo(vcdFile, "hcasim "+Version()+" "+f.config, view.Now()); err != nil && first == nil {
+					first = fmt.Errorf("--vcd: %v", err)
+				}
 			}
-			if err := vcd.WriteTo(out, "hcasim "+Version()+" "+f.config, view.Now()); err != nil && first == nil {
+			if err := vcdFile.Close(); err != nil && first == nil {
 				first = fmt.Errorf("--vcd: %v", err)
 			}
-			out.Close()
 		}
 		if chk != nil && view != nil {
 			chk.Finish(view.Now(), view.Settled)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -127,6 +128,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := checkTraceFilter(f, fs); err != nil {
 		return nil, err
 	}
+	if err := checkOutputFiles(f); err != nil {
+		return nil, err
+	}
 	if f.shard != "" {
 		sh, err := sweep.ParseShard(f.shard)
 		if err != nil {
@@ -138,6 +142,39 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		f.shardOf = &sh
 	}
 	return f, nil
+}
+
+// checkOutputFiles refuses two output flags naming one file: the later
+// writer would silently replace the earlier one's output (a trace
+// overwritten by the waveform, or by a profile).
+func checkOutputFiles(f *runFlags) error {
+	type output struct{ flag, path string }
+	var outs []output
+	for _, o := range []output{{"trace", f.trace}, {"vcd", f.vcd}, {"cpuprofile", f.cpuprofile}, {"memprofile", f.memprofile}} {
+		if o.path == "" {
+			continue
+		}
+		for _, prev := range outs {
+			if samePath(prev.path, o.path) {
+				return userErrorf("--%s: %s is also --%s's file; give each output its own file", o.flag, o.path, prev.flag)
+			}
+		}
+		outs = append(outs, o)
+	}
+	return nil
+}
+
+// samePath reports whether a and b name one file: the same cleaned
+// absolute path, or, for files that exist, the same file (a link).
+func samePath(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	bb, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == bb {
+		return true
+	}
+	ia, errA := os.Stat(a)
+	ib, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
 // checkTraceFilter checks --trace-path and --trace-kind before the run:
