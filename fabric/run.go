@@ -236,6 +236,8 @@ type streamRun struct {
 	busy0     ib.PS // tx wire busy time at t0
 	busy1     ib.PS
 	fc0, fc1  uint64
+	stall0    ib.PS // the source's credit stall at t0
+	stall1    ib.PS
 
 	delivered   int
 	windowBytes windowSum // payload bytes received in the window (pro rata, see windowOverlap)
@@ -304,6 +306,16 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		r.busy1 = r.tx.BusyThrough()
 		r.fc1 = r.tx.Stats.FCPackets
 	}
+	// A stream of a packet count is measured over the whole run; a
+	// saturating one over its window (stopped early by the time limit, up
+	// to then).
+	stall := r.src.CreditStallAt(s.Now())
+	if r.saturate {
+		if s.Now() < r.t1 {
+			r.stall1 = stall
+		}
+		stall = r.stall1 - r.stall0
+	}
 	window := r.t1 - r.t0
 	sent := r.src.Sent()
 	endAt, endEvents := r.view.end()
@@ -316,7 +328,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"packets_delivered":    r.delivered,
 		"packets_dropped":      sent - r.delivered,
 		"drain_complete":       r.drained || (!r.saturate && r.delivered == sent),
-		"credit_stall_ns":      r.src.CreditStall().Nanoseconds(),
+		"credit_stall_ns":      stall.Nanoseconds(),
 		"rx_buffer_peak_bytes": peakBytes(r.rx),
 		"sim_time_ns":          endAt.Nanoseconds(),
 		"events":               endEvents,
@@ -366,10 +378,12 @@ func (r *streamRun) HandleEvent(ev *components.Event) {
 		r.measuring = true
 		r.busy0 = r.tx.BusyThrough()
 		r.fc0 = r.tx.Stats.FCPackets
+		r.stall0 = r.src.CreditStallAt(r.s.Now())
 	case evMeasureEnd:
 		r.measuring = false
 		r.busy1 = r.tx.BusyThrough()
 		r.fc1 = r.tx.Stats.FCPackets
+		r.stall1 = r.src.CreditStallAt(r.s.Now())
 		r.src.StopInjecting()
 		if r.delivered == r.src.Sent() {
 			r.finish()

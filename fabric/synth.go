@@ -47,6 +47,7 @@ type synthPart struct {
 	lat                     workload.Latencies
 	stopped                 bool  // the measurement window ended here
 	lastDeliver             ib.PS // when the latest packet landed here
+	stall0, stall1          ib.PS // its endpoints' credit stall at the window's start and end
 }
 
 // finish ends a drained run.
@@ -315,7 +316,19 @@ func (p *synthPart) HandleEvent(ev *components.Event) {
 		for _, sw := range p.switches {
 			sw.ResetStats()
 		}
+		for _, e := range p.eps {
+			p.stall0 += e.CreditStallAt(p.s.Now())
+		}
 	case evSynthMeasureEnd:
+		// The window ends: its switch statistics and credit stalls are
+		// taken now, not after the drain (whose falling load would dilute
+		// them and leave them over another span than accepted_load).
+		for _, sw := range p.switches {
+			sw.FreezeStats()
+		}
+		for _, e := range p.eps {
+			p.stall1 += e.CreditStallAt(p.s.Now())
+		}
 		p.stopped = true
 		for _, e := range p.eps {
 			e.StopInjecting()
@@ -346,10 +359,10 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		endAt, endEvents = r.view.end()
 	}
 	if r.view != nil {
-		// Every switch's statistics window ends with the workload: at the
-		// last delivery, not after the settling a checker asks for (so
-		// --check changes no result), nor a lookahead past it (a
-		// partitioned run), nor behind the latest partition.
+		// A run that never reached the window's end (the time limit):
+		// its switch statistics end with it, not after the settling a
+		// checker asks for, nor a lookahead past it (a partitioned run),
+		// nor behind the latest partition.
 		for _, sw := range r.net.Switches {
 			sw.EndStatsAt(endAt)
 		}
@@ -377,7 +390,17 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		created += e.Created
 		skipped += e.Skipped
 		wrong += e.WrongDest
-		stall += e.CreditStall()
+	}
+	for _, p := range r.parts {
+		if p.stopped {
+			stall += p.stall1 - p.stall0
+			continue
+		}
+		// Stopped by the time limit inside the window: up to the end.
+		for _, e := range p.eps {
+			stall += e.CreditStallAt(endAt)
+		}
+		stall -= p.stall0
 	}
 	m := map[string]any{
 		"offered_load":        cfg.Workload.OfferedLoad,

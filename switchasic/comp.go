@@ -78,6 +78,7 @@ type Switch struct {
 	window   ib.PS // start of the statistics window
 	statsEnd ib.PS // end of the statistics window when set (EndStatsAt), else now
 	counters Counters
+	frozen   map[string]float64      // the window's Metrics, once FreezeStats ended it
 	fields   []components.TraceField // reused trace field buffer
 }
 

@@ -1,6 +1,7 @@
 package switchasic
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 
@@ -13,6 +14,7 @@ import (
 func (sw *Switch) ResetStats() {
 	now := sw.s.Now()
 	sw.window = now
+	sw.frozen = nil
 	sw.counters = Counters{}
 	for i := range sw.in {
 		for _, q := range sw.in[i].vls {
@@ -45,6 +47,15 @@ type PortStats struct {
 	TxBlocks      uint64  // 64-byte blocks sent
 	LinkUtil      float64 // fraction of the window the wire carried data packets
 	XbarConflicts uint64  // rounds in which two or more inputs requested this output
+}
+
+// FreezeStats ends the statistics window now: Metrics returns, from now on,
+// the window's figures as they stand at this moment, whatever happens after
+// it (a drain phase), until ResetStats starts a new window.
+func (sw *Switch) FreezeStats() {
+	sw.frozen = nil
+	sw.statsEnd = sw.s.Now()
+	sw.frozen = sw.Metrics()
 }
 
 // EndStatsAt ends the statistics window at t instead of the simulation's
@@ -91,6 +102,9 @@ func (sw *Switch) PortStats(i int) PortStats {
 // and VL "port<i>_vl<v>_<name>" (VLs that saw no traffic are left out).
 // MetricKeys gives them in a stable order.
 func (sw *Switch) Metrics() map[string]float64 {
+	if sw.frozen != nil {
+		return maps.Clone(sw.frozen)
+	}
 	m := map[string]float64{
 		"packets_received":         float64(sw.counters.Received),
 		"packets_forwarded":        float64(sw.counters.Forwarded),

@@ -95,6 +95,15 @@ func (e *Endpoint) Queued() int { return e.queue.Len() }
 // wire free.
 func (e *Endpoint) CreditStall() ib.PS { return e.stallPS }
 
+// CreditStallAt is CreditStall at now, a stall still going on counted up to
+// now: sampled at a window's two ends, the stall inside it.
+func (e *Endpoint) CreditStallAt(now ib.PS) ib.PS {
+	if e.stallSince >= 0 && now > e.stallSince {
+		return e.stallPS + now - e.stallSince
+	}
+	return e.stallPS
+}
+
 // HandleEvent implements components.EventHandler: one packet creation.
 func (e *Endpoint) HandleEvent(ev *components.Event) {
 	if !e.injecting {

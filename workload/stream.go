@@ -104,6 +104,18 @@ func (src *StreamSource) CreditStall() ib.PS {
 	return t
 }
 
+// CreditStallAt is CreditStall at now, stalls still going on counted up to
+// now: sampled at a window's two ends, the stall inside it.
+func (src *StreamSource) CreditStallAt(now ib.PS) ib.PS {
+	t := src.CreditStall()
+	for _, since := range src.stallSince {
+		if since >= 0 && now > since {
+			t += now - since
+		}
+	}
+	return t
+}
+
 // Done reports whether every stream has sent its packets (never for a
 // saturating stream until StopInjecting).
 func (src *StreamSource) Done() bool {
