@@ -2,6 +2,7 @@ package verif
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -229,6 +230,16 @@ func TestDiffReportShowsContextAndTable(t *testing.T) {
 	assert.Contains(t, s, "STREAM")
 	assert.Contains(t, s, "H.Port[0] vl=1")
 	assert.Contains(t, s, "TOTAL")
+}
+
+// TestDiffReportSeedNote: the seed note shows both seeds as the runs had
+// them, 2^63 and above included.
+func TestDiffReportSeedNote(t *testing.T) {
+	g, n := mustTrace(t, baseTrace), mustTrace(t, baseTrace)
+	g.Header.Seed, n.Header.Seed = 1<<63, math.MaxUint64
+	var out bytes.Buffer
+	WriteDiffReport(&out, g, n, Diff(g, n, DiffOptions{}))
+	assert.Contains(t, out.String(), "note: seed differs: golden 9223372036854775808, new 18446744073709551615\n")
 }
 
 // FuzzDiff feeds arbitrary pairs of files to the diff: it never panics,

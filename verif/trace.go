@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -29,7 +30,7 @@ const maxLineBytes = 1 << 20
 type Header struct {
 	Version string // TraceVersion
 	Config  string // lower-case hex SHA-256 of the effective config, 64 digits
-	Seed    int64
+	Seed    uint64 // the run's seed; the config allows all of 0..2^64-1
 }
 
 // ConfigHash returns the hex SHA-256 of the effective configuration bytes
@@ -121,9 +122,9 @@ func parseHeader(text string) (Header, error) {
 			}
 			h.Config, sawConfig = v, true
 		case k == "seed":
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := parseSeed(v)
 			if err != nil {
-				return Header{}, fmt.Errorf("header seed %q is not a decimal integer", clip(v))
+				return Header{}, err
 			}
 			h.Seed, sawSeed = n, true
 		default:
@@ -134,6 +135,20 @@ func parseHeader(text string) (Header, error) {
 		return Header{}, fmt.Errorf("header needs config=<sha256> and seed=<n>")
 	}
 	return h, nil
+}
+
+// parseSeed reads a header's seed, a decimal 0..2^64-1. Writers before
+// seeds were uint64 wrote a seed of 2^63 and above as the negative int64 of
+// the same 64 bits (2^64-1 as -1); such a v1 trace reads as the seed it was
+// run with.
+func parseSeed(v string) (uint64, error) {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return n, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 0 {
+		return uint64(n), nil
+	}
+	return 0, fmt.Errorf("header seed %q is not a decimal integer 0..%d", clip(v), uint64(math.MaxUint64))
 }
 
 // ParseEventLine parses one event line: "<ps> <path> <kind> k=v ...".

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,6 +195,33 @@ func TestReadTraceErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 			assert.NotContains(t, err.Error(), "\n", "one-line error")
 		})
+	}
+}
+
+// TestHeaderSeedFullRange: a run's seed is any of 0..2^64-1 (fabric.Config.Seed
+// is a uint64), and the header carries it unchanged; a seed of 2^63 and above
+// must not turn negative.
+func TestHeaderSeedFullRange(t *testing.T) {
+	for _, seed := range []uint64{0, 1, math.MaxInt64, 1 << 63, math.MaxUint64} {
+		h := testHeader
+		h.Seed = seed
+		line := h.String()
+		assert.True(t, strings.HasSuffix(line, " seed="+strconv.FormatUint(seed, 10)), line)
+		tr, err := ReadTrace(strings.NewReader(line + "\n"))
+		require.NoError(t, err)
+		assert.Equal(t, seed, tr.Header.Seed)
+	}
+	// Writers before uint64 seeds wrote the int64 of the same bits: such a
+	// v1 trace reads as the seed it was run with.
+	for in, want := range map[string]uint64{"-1": math.MaxUint64, "-9223372036854775808": 1 << 63} {
+		tr, err := ReadTrace(strings.NewReader("# hcasim-trace v1 config=" + testHeader.Config + " seed=" + in + "\n"))
+		require.NoError(t, err, in)
+		assert.Equal(t, want, tr.Header.Seed, in)
+	}
+	for _, bad := range []string{"18446744073709551616", "-9223372036854775809", "x", ""} {
+		_, err := ReadTrace(strings.NewReader("# hcasim-trace v1 config=" + testHeader.Config + " seed=" + bad + "\n"))
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), `line 1: header seed "`+bad+`" is not a decimal integer 0..18446744073709551615`)
 	}
 }
 

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/verif"
 )
 
 func run(args ...string) (int, string, string) {
@@ -209,6 +213,28 @@ func TestObserversChangeNoResult(t *testing.T) {
 		observed := metrics(append(append([]string{}, args...), "--check", "--trace", filepath.Join(dir, "t.trace"),
 			"--vcd", filepath.Join(dir, "t.vcd"))...)
 		assert.Equal(t, plain, observed, "point %d", i)
+	}
+}
+
+// TestTraceHeaderSeed: the trace header carries the run's seed as the results
+// report it, over the whole range the config allows (0..2^64-1), and reads
+// back as that seed.
+func TestTraceHeaderSeed(t *testing.T) {
+	for _, seed := range []uint64{1 << 63, math.MaxUint64} {
+		s := strconv.FormatUint(seed, 10)
+		p := filepath.Join(t.TempDir(), "t.trace")
+		code, out, errs := run("-config", "xdr.yaml", "--set", "workload.iterations=2", "--seed", s, "--trace", p, "--format", "json")
+		require.Equal(t, 0, code, errs)
+		var res struct{ Seed uint64 }
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		assert.Equal(t, seed, res.Seed)
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		defer f.Close()
+		tr, err := verif.ReadTrace(f)
+		require.NoError(t, err)
+		assert.Equal(t, seed, tr.Header.Seed)
+		assert.NotEmpty(t, tr.Events)
 	}
 }
 

@@ -35,7 +35,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			return nil, nil, userErrorf("--trace: %v", err)
 		}
 		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.EffectiveYAML()),
-			Seed: int64(l.Config.Seed)}, filter)
+			Seed: l.Config.Seed}, filter)
 	}
 	var vcdFile *os.File
 	if f.vcd != "" {
