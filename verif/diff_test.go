@@ -186,6 +186,8 @@ func TestDiffMainExitCodes(t *testing.T) {
 	changed := writeFile(t, dir, "changed.trace", traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2)))
 	v2 := writeFile(t, dir, "v2.trace", strings.Replace(traceText(baseTrace), " v1 ", " v2 ", 1))
 	badLine := writeFile(t, dir, "bad.trace", traceText(baseTrace+"oops\n"))
+	// Cut mid-line, as head -c cuts: the last line still parses as an event.
+	truncated := writeFile(t, dir, "cut.trace", traceText(baseTrace+"70500 H.Qp cqe qpn=5 wqe=1 status=succ"))
 	cases := []struct {
 		name   string
 		args   []string
@@ -198,6 +200,11 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"unreadable", []string{golden, filepath.Join(dir, "nope.trace")}, ExitError, "", "nope.trace"},
 		{"unknown version", []string{golden, v2}, ExitError, "", `line 1: unknown trace version "v2"`},
 		{"bad line", []string{golden, badLine}, ExitError, "", "bad.trace: line 8:"},
+		{"truncated new", []string{golden, truncated}, ExitError, "", "cut.trace: line 8: truncated: no newline at the end"},
+		{"truncated golden", []string{truncated, golden}, ExitError, "", "cut.trace: line 8: truncated: no newline at the end"},
+		// Byte-identical files take the streaming fast path, which must not
+		// take a cut file for a whole one either.
+		{"truncated both", []string{truncated, truncated}, ExitError, "", "cut.trace: line 8: truncated: no newline at the end"},
 		{"one file", []string{golden}, ExitError, "", "want 2 files"},
 		{"bad kind", []string{golden, same, "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
 		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},

@@ -16,16 +16,16 @@ import (
 // memory that does not grow with the files. A verification flow mostly
 // diffs a run against its golden trace and finds them identical; reading
 // both whole into events costs ten or more times their size in memory
-// (2 × 280 MB of trace took 6 GB). ok is false as soon as a line differs
-// or fails to parse, or one file is longer: the caller then reads both
-// whole (ReadTrace, Diff), which reports the divergence or the bad line.
+// (2 × 280 MB of trace took 6 GB). ok is false as soon as a line differs,
+// fails to parse or lacks its newline, or one file is longer: the caller
+// then reads both whole (ReadTrace, Diff), which reports the divergence or
+// the bad line.
 func identical(a, b io.Reader, opt DiffOptions) (res *DiffResult, ga, gb Header, ok bool) {
-	sa, sb := bufio.NewScanner(a), bufio.NewScanner(b)
-	sa.Buffer(make([]byte, 0, 64*1024), maxLineBytes)
-	sb.Buffer(make([]byte, 0, 64*1024), maxLineBytes)
+	sa, cutA := newLineScanner(a)
+	sb, cutB := newLineScanner(b)
 	var err error
 	for i, s := range []*bufio.Scanner{sa, sb} {
-		if !s.Scan() {
+		if !s.Scan() || cutA.unterminated || cutB.unterminated {
 			return nil, ga, gb, false
 		}
 		h, herr := parseHeader(s.Text())
@@ -50,6 +50,9 @@ func identical(a, b io.Reader, opt DiffOptions) (res *DiffResult, ga, gb Header,
 		}
 		if !moreA {
 			break
+		}
+		if cutA.unterminated || cutB.unterminated {
+			return nil, ga, gb, false // a truncated line: ReadTrace reports it
 		}
 		la, lb := sa.Bytes(), sb.Bytes()
 		if !bytes.Equal(la, lb) {

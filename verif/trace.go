@@ -60,14 +60,18 @@ type Trace struct {
 // ReadTrace parses a whole trace. An error names the line and what is wrong
 // with it; the first error stops the read.
 func ReadTrace(r io.Reader) (*Trace, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), maxLineBytes)
+	sc, cut := newLineScanner(r)
 	t := &Trace{}
 	line := 0
 	sawHeader := false
 	for sc.Scan() {
 		line++
 		text := sc.Text()
+		// A first line that is not a header is no trace at all, and
+		// saying so helps more than that it lacks a newline.
+		if cut.unterminated && (sawHeader || strings.HasPrefix(text, traceMagic)) {
+			return nil, fmt.Errorf("line %d: %s", line, errTruncated)
+		}
 		if !sawHeader {
 			h, err := parseHeader(text)
 			if err != nil {
@@ -96,6 +100,36 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 		return nil, fmt.Errorf("line 1: empty file, want header %q", traceMagic+" "+TraceVersion+" config=<sha256> seed=<n>")
 	}
 	return t, nil
+}
+
+// errTruncated is the error of a last line without its newline: a writer
+// ends every line with one, so a file without it was cut short (a full
+// disk, a copy or head -c), and its last line may be cut mid-token into
+// something that still parses ("stage=key" for "stage=key_check").
+const errTruncated = "truncated: no newline at the end (every line of a trace, the last too, ends with \\n)"
+
+// lineEnds watches a bufio.ScanLines scanner for a line that ends at the end
+// of the input instead of at a newline.
+type lineEnds struct {
+	unterminated bool // the last line returned had no newline
+}
+
+func (e *lineEnds) split(data []byte, atEOF bool) (int, []byte, error) {
+	adv, tok, err := bufio.ScanLines(data, atEOF)
+	if tok != nil && data[adv-1] != '\n' {
+		e.unterminated = true
+	}
+	return adv, tok, err
+}
+
+// newLineScanner returns a scanner of r's lines, at most maxLineBytes each,
+// and the watch that says whether the line it last returned had no newline.
+func newLineScanner(r io.Reader) (*bufio.Scanner, *lineEnds) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLineBytes)
+	e := &lineEnds{}
+	sc.Split(e.split)
+	return sc, e
 }
 
 func parseHeader(text string) (Header, error) {

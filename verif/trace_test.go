@@ -187,6 +187,12 @@ func TestReadTraceErrors(t *testing.T) {
 		{"bad int", hdr + "5 A tx_start vl=1x\n", `line 2: field vl: "1x" is not an int64`},
 		{"bad quote", hdr + "5 A tx_start s=\"abc\n", "line 2: field s: bad quoted string"},
 		{"double space", hdr + "5 A tx_start vl=1  psn=2\n", "line 2: field"},
+		// A file cut short (head -c, a full disk) can end in a line that
+		// parses: "stage=key" of "stage=key_check valid=1 ready=0".
+		{"truncated event", hdr + "5 A tx_start vl=1\n6 A stage stage=key", "line 3: truncated: no newline at the end"},
+		{"truncated comment", hdr + "5 A tx_start vl=1\n# the en", "line 3: truncated: no newline at the end"},
+		{"truncated header", testHeader.String(), "line 1: truncated: no newline at the end"},
+		{"not a trace, no newline", "hello", "line 1: not an hcasim trace"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
