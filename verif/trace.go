@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -176,31 +177,47 @@ func parseHeader(text string) (Header, error) {
 // the same 64 bits (2^64-1 as -1); such a v1 trace reads as the seed it was
 // run with.
 func parseSeed(v string) (uint64, error) {
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		return n, nil
+	if canonicalDecimal(v) {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return n, nil
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 0 {
+			return uint64(n), nil
+		}
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 0 {
-		return uint64(n), nil
-	}
-	return 0, fmt.Errorf("header seed %q is not a decimal integer 0..%d", clip(v), uint64(math.MaxUint64))
+	return 0, fmt.Errorf("header seed %q is not a decimal integer 0..%d (no '+', no leading zero)", clip(v), uint64(math.MaxUint64))
 }
 
-// ParseEventLine parses one event line: "<ps> <path> <kind> k=v ...".
+// ParseEventLine parses one event line: "<ps> <path> <kind> k=v ...", the
+// grammar of docs/trace-format.md exactly: one space between tokens and none
+// at either end; integers spelled as strconv.AppendInt spells them (no '+',
+// no leading zero, no -0), so a number has one spelling; a bare string of
+// printable ASCII without '=' or '"'. Everything the writer (AppendEventLine)
+// writes reads back.
 func ParseEventLine(text string) (components.TraceEvent, error) {
 	var ev components.TraceEvent
-	rest := text
-	tok, rest := nextToken(rest)
-	ps, err := strconv.ParseInt(tok, 10, 64)
-	if err != nil || ps < 0 {
-		return ev, fmt.Errorf("time %q is not a non-negative integer of picoseconds", clip(tok))
+	if strings.HasPrefix(text, " ") {
+		return ev, fmt.Errorf("a space before the time (a line starts with its time, and tokens are separated by exactly one space)")
+	}
+	tok, rest, err := nextToken(text)
+	if err != nil {
+		return ev, err
+	}
+	ps, ok := parseInt(tok)
+	if !ok || ps < 0 {
+		return ev, fmt.Errorf("time %q is not a non-negative integer of picoseconds (decimal, no sign, no leading zero)", clip(tok))
 	}
 	ev.Time = ib.PS(ps)
-	ev.Path, rest = nextToken(rest)
+	if ev.Path, rest, err = nextToken(rest); err != nil {
+		return ev, err
+	}
 	if ev.Path == "" {
 		return ev, fmt.Errorf("missing component path after time")
 	}
 	var kindName string
-	kindName, rest = nextToken(rest)
+	if kindName, rest, err = nextToken(rest); err != nil {
+		return ev, err
+	}
 	k, ok := components.ParseTraceKind(kindName)
 	if !ok {
 		return ev, fmt.Errorf("unknown event kind %q", clip(kindName))
@@ -224,26 +241,40 @@ func ParseEventLine(text string) (components.TraceEvent, error) {
 	return ev, nil
 }
 
-// nextToken splits off the text up to the next single space.
-func nextToken(s string) (tok, rest string) {
+// nextToken splits off the text up to the next space, and that space.
+func nextToken(s string) (tok, rest string, err error) {
 	i := strings.IndexByte(s, ' ')
 	if i < 0 {
-		return s, ""
+		return s, "", nil
 	}
-	return s[:i], s[i+1:]
+	rest, err = afterSpace(s[:i], s[i+1:])
+	return s[:i], rest, err
+}
+
+// afterSpace checks the text after the space that ends tok: tokens are
+// separated by exactly one space, and none ends the line.
+func afterSpace(tok, rest string) (string, error) {
+	switch {
+	case rest == "":
+		return "", fmt.Errorf("a space at the end of the line, after %q (tokens are separated by exactly one space, none after the last)", clip(tok))
+	case rest[0] == ' ':
+		return "", fmt.Errorf("two spaces after %q (tokens are separated by exactly one space)", clip(tok))
+	}
+	return rest, nil
 }
 
 func parseField(s string) (components.TraceField, string, error) {
 	eq := strings.IndexByte(s, '=')
 	sp := strings.IndexByte(s, ' ')
 	if eq < 0 || (sp >= 0 && sp < eq) {
-		tok, _ := nextToken(s)
+		tok, _, _ := nextToken(s)
 		return components.TraceField{}, "", fmt.Errorf("field %q is not key=value", clip(tok))
 	}
 	key := s[:eq]
 	if !validKey(key) {
 		return components.TraceField{}, "", fmt.Errorf("field key %q is not a lower-case identifier", clip(key))
 	}
+	line := s // "key=value ...", to name the whole field in an error
 	s = s[eq+1:]
 	if strings.HasPrefix(s, `"`) {
 		q, err := strconv.QuotedPrefix(s)
@@ -256,21 +287,53 @@ func parseField(s string) (components.TraceField, string, error) {
 			if rest[0] != ' ' {
 				return components.TraceField{}, "", fmt.Errorf("field %s: text after closing quote", key)
 			}
-			rest = rest[1:]
+			if rest, err = afterSpace(line[:eq+1+len(q)], rest[1:]); err != nil {
+				return components.TraceField{}, "", err
+			}
 		}
 		return components.StrField(key, v), rest, nil
 	}
-	val, rest := nextToken(s)
+	val, rest := s, ""
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		var err error
+		val = s[:i]
+		if rest, err = afterSpace(line[:eq+1+i], s[i+1:]); err != nil {
+			return components.TraceField{}, "", err
+		}
+	}
 	if val == "" {
 		return components.TraceField{}, "", fmt.Errorf("field %s has an empty value", key)
 	}
-	if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+	if looksNumeric(val) {
+		n, ok := parseInt(val)
+		if !ok {
+			return components.TraceField{}, "", fmt.Errorf("field %s: %q is not an int64 (decimal, optional '-', no '+', no leading zero, no -0)", key, clip(val))
+		}
 		return components.IntField(key, n), rest, nil
 	}
-	if looksNumeric(val) {
-		return components.TraceField{}, "", fmt.Errorf("field %s: %q is not an int64", key, clip(val))
+	for i := 0; i < len(val); i++ {
+		if !bareByte(val[i]) {
+			return components.TraceField{}, "", fmt.Errorf("field %s: bare string %+q has %s (allowed: printable ASCII other than '=' and '\"'; any other string is Go-quoted)", key, clip(val), quoteByte(val[i]))
+		}
 	}
 	return components.StrField(key, val), rest, nil
+}
+
+// canonicalDecimal reports whether s follows the spelling rules of an
+// integer as strconv writes it, beyond what strconv.Parse* checks (digits,
+// range): no '+', no leading zero, no "-0". One number, one spelling.
+func canonicalDecimal(s string) bool {
+	d := strings.TrimPrefix(s, "-")
+	return d != "" && d[0] != '+' && (d[0] != '0' || s == "0")
+}
+
+// parseInt parses a decimal int64 spelled as strconv.AppendInt spells it.
+func parseInt(s string) (int64, bool) {
+	if !canonicalDecimal(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 func validKey(k string) bool {
@@ -293,14 +356,30 @@ func looksNumeric(v string) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+'
 }
 
+// bareByte reports whether c may appear in a bare (unquoted) string value:
+// printable ASCII but '=' (it would read as a key) and '"' (it opens a
+// quoted value).
+func bareByte(c byte) bool {
+	return c > ' ' && c < 0x7f && c != '=' && c != '"'
+}
+
+// quoteByte names a byte in an error: an ASCII one Go-quoted ('"', '\t'),
+// any other by its value (a byte of UTF-8 is no character on its own).
+func quoteByte(c byte) string {
+	if c < utf8.RuneSelf {
+		return strconv.QuoteRuneToASCII(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
 // needsQuote reports whether a string value must be quoted to read back as
 // the same string.
 func needsQuote(v string) bool {
-	if v == "" || v[0] == '"' || looksNumeric(v) {
+	if v == "" || looksNumeric(v) {
 		return true
 	}
 	for i := 0; i < len(v); i++ {
-		if v[i] <= ' ' || v[i] >= 0x7f || v[i] == '=' {
+		if !bareByte(v[i]) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package verif
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -186,7 +187,7 @@ func TestReadTraceErrors(t *testing.T) {
 		{"bad key", hdr + "5 A tx_start VL=1\n", `line 2: field key "VL"`},
 		{"bad int", hdr + "5 A tx_start vl=1x\n", `line 2: field vl: "1x" is not an int64`},
 		{"bad quote", hdr + "5 A tx_start s=\"abc\n", "line 2: field s: bad quoted string"},
-		{"double space", hdr + "5 A tx_start vl=1  psn=2\n", "line 2: field"},
+		{"double space", hdr + "5 A tx_start vl=1  psn=2\n", `line 2: two spaces after "vl=1"`},
 		// A file cut short (head -c, a full disk) can end in a line that
 		// parses: "stage=key" of "stage=key_check valid=1 ready=0".
 		{"truncated event", hdr + "5 A tx_start vl=1\n6 A stage stage=key", "line 3: truncated: no newline at the end"},
@@ -229,6 +230,94 @@ func TestHeaderSeedFullRange(t *testing.T) {
 		require.Error(t, err, bad)
 		assert.Contains(t, err.Error(), `line 1: header seed "`+bad+`" is not a decimal integer 0..18446744073709551615`)
 	}
+}
+
+// TestParseEventLineGrammar: the reader takes exactly the grammar of
+// docs/trace-format.md: one space between tokens, none at either end;
+// integers spelled as strconv writes them (one spelling per number); bare
+// strings of printable ASCII without '=' or '"'. What the writer can write —
+// negative integers, Go-quoted strings with escapes — reads.
+func TestParseEventLineGrammar(t *testing.T) {
+	good := []struct {
+		line string
+		want components.TraceField
+	}{
+		{"1 A tx_end seq=5", components.IntField("seq", 5)},
+		{"1 A tx_end seq=0", components.IntField("seq", 0)},
+		{"1 A tx_end seq=-3", components.IntField("seq", -3)},
+		{"1 A tx_end seq=-9223372036854775808", components.IntField("seq", math.MinInt64)},
+		{"1 A tx_end seq=9223372036854775807", components.IntField("seq", math.MaxInt64)},
+		{"1 A tx_end x=a_b.c[1]", components.StrField("x", "a_b.c[1]")},
+		{"1 A tx_end x=~", components.StrField("x", "~")},
+		{`1 A tx_end x="a\"b"`, components.StrField("x", `a"b`)},
+		{`1 A tx_end x="a  b" y=1`, components.StrField("x", "a  b")},
+		{`1 A tx_end x="\t\u00e9\x00"`, components.StrField("x", "\t\u00e9\x00")},
+		{`1 A tx_end x="007"`, components.StrField("x", "007")},
+		{`1 A tx_end x=""`, components.StrField("x", "")},
+	}
+	for _, c := range good {
+		ev, err := ParseEventLine(c.line)
+		require.NoError(t, err, c.line)
+		f, ok := ev.Field(c.want.Key)
+		require.True(t, ok, c.line)
+		assert.Equal(t, c.want, f, c.line)
+	}
+	ev, err := ParseEventLine("0 A tx_end")
+	require.NoError(t, err)
+	assert.Equal(t, ib.PS(0), ev.Time)
+
+	bad := []struct{ line, want string }{
+		{"1 A tx_end vl=0 ", `a space at the end of the line, after "vl=0"`},
+		{"1 A tx_end ", `a space at the end of the line, after "tx_end"`},
+		{`1 A tx_end x="a" `, `a space at the end of the line, after "x=\"a\""`},
+		{"1 A tx_end vl=0  seq=1", `two spaces after "vl=0"`},
+		{`1 A tx_end x="a"  seq=1`, `two spaces after "x=\"a\""`},
+		{"1 A  tx_end", `two spaces after "A"`},
+		{"1  A tx_end", `two spaces after "1"`},
+		{" 1 A tx_end", "a space before the time"},
+		{`1 A tx_end x=a"b`, `field x: bare string "a\"b" has '"'`},
+		{"1 A tx_end x=a=b", `field x: bare string "a=b" has '='`},
+		{"1 A tx_end x=a\tb", `field x: bare string "a\tb" has '\t'`},
+		{"1 A tx_end x=\u00e9", `field x: bare string "\u00e9" has byte 0xc3`},
+		{"1 A tx_end seq=+5", `field seq: "+5" is not an int64`},
+		{"1 A tx_end seq=-0", `field seq: "-0" is not an int64`},
+		{"1 A tx_end seq=007", `field seq: "007" is not an int64`},
+		{"1 A tx_end seq=-07", `field seq: "-07" is not an int64`},
+		{"1 A tx_end seq=00", `field seq: "00" is not an int64`},
+		{"1 A tx_end seq=-", `field seq: "-" is not an int64`},
+		{"1 A tx_end seq=9223372036854775808", `field seq: "9223372036854775808" is not an int64`},
+		{"0100 A tx_end", `time "0100" is not a non-negative integer`},
+		{"+1 A tx_end", `time "+1" is not a non-negative integer`},
+		{"-0 A tx_end", `time "-0" is not a non-negative integer`},
+		{"00 A tx_end", `time "00" is not a non-negative integer`},
+	}
+	for _, c := range bad {
+		_, err := ParseEventLine(c.line)
+		require.Error(t, err, c.line)
+		assert.Contains(t, err.Error(), c.want, c.line)
+	}
+}
+
+// TestWriterOutputReadsBack: every string and integer the writer is given
+// is written so that the reader, with its exact grammar, gives it back: a
+// string that a bare value cannot hold ('"' or '=' anywhere, a space, a
+// control or non-ASCII byte, a leading digit or sign, empty) is quoted.
+func TestWriterOutputReadsBack(t *testing.T) {
+	strs := []string{"ok", "a_b", `a"b`, `"`, "a=b", "a b", "a\tb", "\u00e9", "\x7f", "\x00", "", "12", "-x", "+x", "0x1", "`", "'", "\\", "#"}
+	ints := []int64{0, 1, -1, 7, math.MaxInt64, math.MinInt64}
+	ev := components.TraceEvent{Time: 0, Path: "A.Port[0]", Kind: components.TraceDrop}
+	for i, v := range strs {
+		ev.Fields = append(ev.Fields, components.StrField(fmt.Sprintf("s%02d", i), v))
+	}
+	for i, v := range ints {
+		ev.Fields = append(ev.Fields, components.IntField(fmt.Sprintf("n%02d", i), v))
+	}
+	line := FormatEvent(&ev)
+	got, err := ParseEventLine(line)
+	require.NoError(t, err, line)
+	sortFields(ev.Fields)
+	assert.Equal(t, ev, got)
+	assert.Contains(t, line, ` s02="a\"b" `, "a '\"' inside a string is quoted")
 }
 
 func FuzzReadTrace(f *testing.F) {

@@ -213,6 +213,13 @@ func TestObserversChangeNoResult(t *testing.T) {
 		observed := metrics(append(append([]string{}, args...), "--check", "--trace", filepath.Join(dir, "t.trace"),
 			"--vcd", filepath.Join(dir, "t.vcd"))...)
 		assert.Equal(t, plain, observed, "point %d", i)
+		// What the writer wrote, the reader's exact grammar takes.
+		f, err := os.Open(filepath.Join(dir, "t.trace"))
+		require.NoError(t, err)
+		tr, err := verif.ReadTrace(f)
+		f.Close()
+		require.NoError(t, err, "point %d", i)
+		assert.NotEmpty(t, tr.Events, "point %d", i)
 	}
 }
 
