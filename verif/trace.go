@@ -98,7 +98,7 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 		return nil, err
 	}
 	if !sawHeader {
-		return nil, fmt.Errorf("line 1: empty file, want header %q", traceMagic+" "+TraceVersion+" config=<sha256> seed=<n>")
+		return nil, fmt.Errorf("line 1: empty file, want header %q", headerForm)
 	}
 	return t, nil
 }
@@ -133,13 +133,19 @@ func newLineScanner(r io.Reader) (*bufio.Scanner, *lineEnds) {
 	return sc, e
 }
 
+// headerForm is the header line's form, for error messages.
+const headerForm = traceMagic + " " + TraceVersion + " config=<sha256> seed=<n>"
+
 func parseHeader(text string) (Header, error) {
-	if !strings.HasPrefix(text, traceMagic+" ") {
+	if !strings.HasPrefix(text, traceMagic) {
 		return Header{}, fmt.Errorf("not an hcasim trace: header %q does not start with %q", clip(text), traceMagic)
+	}
+	if len(text) > len(traceMagic) && text[len(traceMagic)] != ' ' {
+		return Header{}, fmt.Errorf("not an hcasim trace: header %q does not start with %q and a space", clip(text), traceMagic)
 	}
 	parts := strings.Fields(text[len(traceMagic):])
 	if len(parts) == 0 {
-		return Header{}, fmt.Errorf("header has no version, want %s", TraceVersion)
+		return Header{}, fmt.Errorf("header %q ends after the magic: the version, config and seed are missing (want %q)", clip(text), headerForm)
 	}
 	h := Header{Version: parts[0]}
 	if h.Version != TraceVersion {
@@ -167,7 +173,7 @@ func parseHeader(text string) (Header, error) {
 		}
 	}
 	if !sawConfig || !sawSeed {
-		return Header{}, fmt.Errorf("header needs config=<sha256> and seed=<n>")
+		return Header{}, fmt.Errorf("header needs config=<sha256> and seed=<n> (want %q)", headerForm)
 	}
 	return h, nil
 }

@@ -175,6 +175,10 @@ func TestReadTraceErrors(t *testing.T) {
 	}{
 		{"empty", "", "line 1: empty file"},
 		{"not a trace", "hello\n", "line 1: not an hcasim trace"},
+		// The magic alone: say what is missing after it, not that the magic is.
+		{"magic only", "# hcasim-trace\n", `line 1: header "# hcasim-trace" ends after the magic: the version, config and seed are missing (want "# hcasim-trace v1 config=<sha256> seed=<n>")`},
+		{"magic and spaces", "# hcasim-trace  \n", `line 1: header "# hcasim-trace  " ends after the magic: the version, config and seed are missing`},
+		{"magic run on", "# hcasim-tracev1\n", `line 1: not an hcasim trace: header "# hcasim-tracev1" does not start with "# hcasim-trace" and a space`},
 		{"unknown version", "# hcasim-trace v2 config=" + testHeader.Config + " seed=1\n", `line 1: unknown trace version "v2"`},
 		{"bad config", "# hcasim-trace v1 config=abc seed=1\n", "line 1: header config"},
 		{"no seed", "# hcasim-trace v1 config=" + testHeader.Config + "\n", "line 1: header needs"},
