@@ -1,6 +1,8 @@
 package hca
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -114,4 +116,23 @@ func TestSchedulerRoundRobin(t *testing.T) {
 	assert.ElementsMatch(t, []int64{b1, b1, b1, b1, b2, b2, b2, b2}, order)
 	t.Logf("order %v", order)
 	assert.GreaterOrEqual(t, alternations, 5, "order %v", order)
+}
+
+// TestTraceFormatDocsListStages: the stage row of docs/trace-format.md names
+// the HCA as the emitter of stage events and lists every stage name a
+// stage event can carry.
+func TestTraceFormatDocsListStages(t *testing.T) {
+	doc, err := os.ReadFile("../docs/trace-format.md")
+	require.NoError(t, err)
+	var row string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "| `stage` |") {
+			row = l
+		}
+	}
+	require.NotEmpty(t, row, "docs/trace-format.md has a stage row")
+	assert.Contains(t, row, "(HCA")
+	for _, st := range StageNames {
+		assert.Contains(t, row, "`"+st+"`")
+	}
 }

@@ -245,6 +245,41 @@ func TestTraceHeaderSeed(t *testing.T) {
 	}
 }
 
+// TestTraceFormatDocsNameEmitters: every kind a traced run writes has its
+// row in docs/trace-format.md, and the row names who emits it: a kind the
+// simulator writes is not "(none yet)".
+func TestTraceFormatDocsNameEmitters(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/trace-format.md")
+	require.NoError(t, err)
+	rows := map[string]string{} // kind -> its table row
+	for _, l := range strings.Split(string(doc), "\n") {
+		if k, ok := strings.CutPrefix(l, "| `"); ok {
+			if i := strings.Index(k, "` |"); i > 0 {
+				rows[k[:i]] = l
+			}
+		}
+	}
+	p := filepath.Join(t.TempDir(), "t.trace")
+	code, _, errs := run("-config", "xdr.yaml", "--set", "workload.iterations=2", "--trace", p, "--quiet")
+	require.Equal(t, 0, code, errs)
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	tr, err := verif.ReadTrace(f)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for i := range tr.Events {
+		seen[tr.Events[i].Kind.String()] = true
+	}
+	require.True(t, seen["stage"], "a traced run announces the HCA's stage handshakes")
+	for k := range seen {
+		row, ok := rows[k]
+		if assert.True(t, ok, "kind %s has no row in docs/trace-format.md", k) {
+			assert.NotContains(t, row, "(none yet)", "kind %s is written by a traced run", k)
+		}
+	}
+}
+
 // TestProfiles: --cpuprofile and --memprofile write pprof files (gzipped
 // protocol buffers: they start with the gzip magic 1f 8b) beside the
 // results of the run.
