@@ -61,13 +61,15 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	if d.Name == "" {
 		d.Name = *configPath
 	}
+	// Validate's errors name a config key; like the loader's, they say
+	// which config it is in.
 	if err := d.Validate(); err != nil {
-		return userErr("%v", err)
+		return userErr("%s: %v", *configPath, err)
 	}
 	if *outDir != "" {
 		files, err := Emit(d, version)
 		if err != nil {
-			return userErr("%v", err)
+			return userErr("%s: %v", *configPath, err)
 		}
 		if err := WriteTree(*outDir, files); err != nil {
 			return userErr("-o: %v", oneLine(err))

@@ -57,7 +57,7 @@ func TestCLI(t *testing.T) {
 		{"nothing to do", []string{"-config", "r7v2.yaml"}, 2, "", "hcasim rtl: nothing to do: give -o DIR to write Verilog, --report for resources, or both\n", ""},
 		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...)\n", ""},
 		{"loader error", []string{"-config", "nope.yaml", "-o", dir}, 2, "", "hcasim rtl: config: nope.yaml: no such file\n", ""},
-		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", ""},
+		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: r7v2.yaml: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", ""},
 		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", ""},
 	}
 	for _, tc := range tests {
