@@ -1,6 +1,7 @@
 package rtl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,4 +32,43 @@ func TestShippedConfigs(t *testing.T) {
 		_, err = LoadDesign("nope.yaml", nil)
 		assert.Error(t, err)
 	})
+}
+
+// TestBufferMinimumIsTheSimulators checks that the smallest VL buffer the
+// simulator accepts at each MTU (one packet of its largest kind, probed
+// through the real loader) is one the RTL accepts too, so every depth a
+// sweep can choose is exportable; 64 bytes less is refused by both. At MTU
+// 4096 that is 65 blocks: LRH 8 + BTH 12 + RETH 16 + ImmDt 4 + 4096 + ICRC 4
+// + VCRC 2 = 4142 bytes, no GRH (ndr.yaml sweeps 4160).
+func TestBufferMinimumIsTheSimulators(t *testing.T) {
+	assert.Equal(t, 65, (8+12+16+4+4096+4+2+63)/64)
+	for _, mtu := range []int{256, 512, 1024, 2048, 4096} {
+		t.Run(fmt.Sprint(mtu), func(t *testing.T) {
+			load := func(bytes int) (Design, error) {
+				return LoadDesign("ndr.yaml", []string{
+					fmt.Sprintf("link.mtu=%d", mtu),
+					fmt.Sprintf("switch.vl_buffer_bytes=%d", bytes),
+					fmt.Sprintf("hca.vl_buffer_bytes=%d", bytes),
+				})
+			}
+			// The simulator's minimum: the smallest multiple of 64 it loads.
+			minBytes := 0
+			for b := 64; b <= 8192; b += 64 {
+				if _, err := load(b); err == nil {
+					minBytes = b
+					break
+				}
+			}
+			require.NotZero(t, minBytes, "the simulator accepts no buffer up to 8192 bytes")
+			d, err := load(minBytes)
+			require.NoError(t, err)
+			assert.NoError(t, d.Validate())
+			assert.Equal(t, minBytes/64, d.Params().MaxPktBlocks)
+			d.VLBufferBytes -= 64
+			assert.ErrorContains(t, d.Validate(), fmt.Sprintf("switch.vl_buffer_bytes: %d is outside %d..", minBytes-64, minBytes))
+		})
+	}
+	d, err := LoadDesign("ndr.yaml", []string{"switch.vl_buffer_bytes=4160"})
+	require.NoError(t, err)
+	assert.NoError(t, d.Validate())
 }

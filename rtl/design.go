@@ -6,6 +6,7 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/switchasic"
 )
 
 // Design is what the emitter needs from a config: a plain struct so that rtl
@@ -79,11 +80,14 @@ type Params struct {
 	Generation   string
 }
 
-// MaxPacketBytes is the largest packet on the wire at a path MTU: LRH + GRH +
-// BTH + RETH + ImmDt + payload + ICRC + VCRC (ib-facts.md §2: 4182 bytes at
-// MTU 4096).
+// MaxPacketBytes is the largest packet on the wire at a path MTU, the one the
+// simulator checks its VL buffers against (switchasic.MaxPacketBytes): RDMA
+// WRITE ONLY with immediate, LRH + BTH + RETH + ImmDt + payload + ICRC +
+// VCRC, no GRH, as traffic inside one subnet (4142 bytes, 65 blocks, at MTU
+// 4096). Taking the simulator's rule keeps every buffer depth a sweep can
+// choose exportable.
 func MaxPacketBytes(mtu int) int {
-	return ib.LRHBytes + ib.GRHBytes + ib.BTHBytes + ib.RETHBytes + ib.ImmDtBytes + mtu + ib.ICRCBytes + ib.VCRCBytes
+	return switchasic.MaxPacketBytes(mtu)
 }
 
 // Validate checks d and returns the first problem as a one-line error that

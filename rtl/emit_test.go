@@ -117,8 +117,9 @@ func TestParams(t *testing.T) {
 	// 8192 B per VL / 64 B per block = 128 entries, 7 address bits.
 	assert.Equal(t, 128, p.BufDepth)
 	assert.Equal(t, 7, p.BufAddrW)
-	// MTU 2048: 8+40+12+16+4+2048+4+2 = 2134 B = ceil(2134/64) = 34 blocks, 6 bits hold 34.
-	assert.Equal(t, 34, p.MaxPktBlocks)
+	// MTU 2048, RDMA WRITE with immediate and no GRH (the simulator's largest
+	// packet): 8+12+16+4+2048+4+2 = 2094 B = ceil(2094/64) = 33 blocks, 6 bits hold 33.
+	assert.Equal(t, 33, p.MaxPktBlocks)
 	assert.Equal(t, 6, p.PktBlocksW)
 	assert.Equal(t, 2, p.Lanes)
 
@@ -148,9 +149,9 @@ func TestValidate(t *testing.T) {
 		{"width", func(d *Design) { d.LinkWidth = 3 }, "link.width: 3x is not an IB link width (1x, 2x, 4x, 8x, 12x)"},
 		{"2x before hdr", func(d *Design) { d.LinkWidth = 2 }, "link.width: 2x exists only from HDR on, not with EDR (1x, 4x, 8x, 12x)"},
 		{"buffer granularity", func(d *Design) { d.VLBufferBytes = 5000 }, "switch.vl_buffer_bytes: 5000 is not a multiple of 64 (one credit block)"},
-		// MTU 4096: largest packet 4182 B = 66 blocks = 4224 B.
-		{"buffer below one packet", func(d *Design) { d.HCAVLBufferBytes = 4160 }, "hca.vl_buffer_bytes: 4160 is outside 4224..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
-		{"buffer above window", func(d *Design) { d.VLBufferBytes = 131136 }, "switch.vl_buffer_bytes: 131136 is outside 4224..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
+		// MTU 4096: largest packet 8+12+16+4+4096+4+2 = 4142 B = 65 blocks = 4160 B.
+		{"buffer below one packet", func(d *Design) { d.HCAVLBufferBytes = 4096 }, "hca.vl_buffer_bytes: 4096 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
+		{"buffer above window", func(d *Design) { d.VLBufferBytes = 131136 }, "switch.vl_buffer_bytes: 131136 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
 	}
 	require.NoError(t, ok.Validate())
 	for _, tc := range tests {
