@@ -96,7 +96,7 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 		}
 	}
 	if yosysErr != nil {
-		return userErr("--report: cell and flop counts need %v", yosysErr)
+		return userErr("--report: cell and flop counts need yosys, which is not on PATH (install: %s)", EDAInstallHint)
 	}
 	return 0
 }

@@ -82,3 +82,14 @@ func TestCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestReportWithoutYosys: with no yosys on PATH, --report prints the SRAM
+// part, then says on one line what is missing, and exits 2.
+func TestReportWithoutYosys(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"-config", "r7v2.yaml", "--report"}, &stdout, &stderr, testVersion, fakeLoad(t))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stdout.String(), "Buffer SRAM")
+	assert.Equal(t, "hcasim rtl: --report: cell and flop counts need yosys, which is not on PATH (install: "+EDAInstallHint+")\n", stderr.String())
+}
