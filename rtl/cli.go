@@ -61,6 +61,7 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	if d.Name == "" {
 		d.Name = *configPath
 	}
+	d.Overrides = sets
 	// Validate's errors name a config key; like the loader's, they say
 	// which config it is in.
 	if err := d.Validate(); err != nil {

@@ -47,18 +47,21 @@ func TestCLI(t *testing.T) {
 		stdout   string // substring
 		stderr   string // exact, for errors
 		wantFile string
+		// wantRegen: the --set words of the regenerate command in the tree's headers
+		wantRegen string
 	}{
-		{"writes tree", []string{"-config", "r7v2.yaml", "-o", filepath.Join(dir, "a")}, 0, "wrote 22 Verilog files", "", "a/switch_top.v"},
-		{"double-dash flags", []string{"--config", "r7v2.yaml", "--out", filepath.Join(dir, "b")}, 0, "tops: switch_top, hca_top", "", "b/hca_top.v"},
+		{"writes tree", []string{"-config", "r7v2.yaml", "-o", filepath.Join(dir, "a")}, 0, "wrote 22 Verilog files", "", "a/switch_top.v", ""},
+		{"double-dash flags", []string{"--config", "r7v2.yaml", "--out", filepath.Join(dir, "b")}, 0, "tops: switch_top, hca_top", "", "b/hca_top.v", ""},
 		// One VL keeps the VL arbiter tables at one entry, so Yosys is quick;
 		// without Yosys the exit code is 2 after the SRAM part.
-		{"report", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--report", "-o", filepath.Join(dir, "c")}, -1, "Buffer SRAM", "", "c/resources.txt"},
-		{"missing config", []string{"-o", dir}, 2, "", "hcasim rtl: -config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", ""},
-		{"nothing to do", []string{"-config", "r7v2.yaml"}, 2, "", "hcasim rtl: nothing to do: give -o DIR to write Verilog, --report for resources, or both\n", ""},
-		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...)\n", ""},
-		{"loader error", []string{"-config", "nope.yaml", "-o", dir}, 2, "", "hcasim rtl: config: nope.yaml: no such file\n", ""},
-		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: r7v2.yaml: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", ""},
-		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", ""},
+		{"report", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--report", "-o", filepath.Join(dir, "c")}, -1, "Buffer SRAM", "", "c/resources.txt", ""},
+		{"overrides in header", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--set=switch.radix=9", "-o", filepath.Join(dir, "d")}, 0, "wrote 22", "", "d/switch_top.v", " --set switch.vls=1 --set switch.radix=9"},
+		{"missing config", []string{"-o", dir}, 2, "", "hcasim rtl: -config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", "", ""},
+		{"nothing to do", []string{"-config", "r7v2.yaml"}, 2, "", "hcasim rtl: nothing to do: give -o DIR to write Verilog, --report for resources, or both\n", "", ""},
+		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...)\n", "", ""},
+		{"loader error", []string{"-config", "nope.yaml", "-o", dir}, 2, "", "hcasim rtl: config: nope.yaml: no such file\n", "", ""},
+		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: r7v2.yaml: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", "", ""},
+		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +80,11 @@ func TestCLI(t *testing.T) {
 				if strings.HasSuffix(tc.wantFile, ".v") {
 					// The loader gave no name: the header names the config path.
 					assert.Contains(t, string(b), `from config "r7v2.yaml"`)
+				}
+				if tc.wantRegen != "" {
+					b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(tc.wantFile), "switch_top.v"))
+					require.NoError(t, err)
+					assert.Contains(t, string(b), "\n// Regenerate: hcasim rtl -config <that config>"+tc.wantRegen+" -o <dir>;")
 				}
 			}
 		})

@@ -16,6 +16,9 @@ type Design struct {
 	// Name identifies the config in every generated header (the config's name
 	// or its file path).
 	Name string
+	// Overrides are the --set key=value overrides the design was loaded with,
+	// in order; the header's regenerate command repeats them.
+	Overrides []string
 	// Radix is the switch port count (switch.radix), 2..256 (IBA 1.6 allows
 	// 256-port switches; ib-facts.md §4).
 	Radix int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -194,4 +195,39 @@ func lintTree(t *testing.T, d Design) {
 		require.NoError(t, err)
 		assert.Empty(t, strings.TrimSpace(out), "iverilog output for %s", top)
 	}
+}
+
+// TestHeaderRegenerate checks that the header's regenerate command repeats
+// the --set overrides as shell words a shell turns back into the same
+// arguments (bash's printf prints each between NULs), on one comment line.
+func TestHeaderRegenerate(t *testing.T) {
+	d := designByKey(t, "r7v2")
+	d.Overrides = []string{
+		"switch.vls=2",                  // bare
+		"name=it's a test",              // single quote and spaces
+		"switch.sl2vl=[0, 1, 0, 1]",     // glob characters
+		"name=two\nlines\tand \\ $HOME", // control characters, backslash, $
+		"name=caf\u00e9 \u2028",         // UTF-8 and a line separator
+	}
+	hdr := Header(d, testVersion)
+	lines := strings.Split(strings.TrimSuffix(hdr, "\n"), "\n")
+	require.Len(t, lines, 4, "the header keeps its four lines: %q", hdr)
+	cmd := lines[1]
+	const pre, post = "// Regenerate: hcasim rtl -config <that config> ", " -o <dir>; edit the config, not this file."
+	require.True(t, strings.HasPrefix(cmd, pre) && strings.HasSuffix(cmd, post), cmd)
+	assert.Contains(t, cmd, " --set switch.vls=2 --set 'name=it'\\''s a test' --set 'switch.sl2vl=[0, 1, 0, 1]' ")
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash to check the quoting with")
+	}
+	words := strings.TrimSuffix(strings.TrimPrefix(cmd, pre), post)
+	out, err := exec.Command("bash", "-c", `printf '%s\0' `+words).Output()
+	require.NoError(t, err)
+	var want []string
+	for _, o := range d.Overrides {
+		want = append(want, "--set", o)
+	}
+	assert.Equal(t, want, strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"))
+
+	d.Overrides = nil
+	assert.Contains(t, Header(d, testVersion), "\n// Regenerate: hcasim rtl -config <that config> -o <dir>; edit")
 }
