@@ -2,11 +2,21 @@ package rtl
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/hcasim/hcasim/components"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// fifo is the override a shipped config needs to be exported: they all run
+// the simulator's default VOQ input units, which the RTL does not build.
+const fifo = "switch.queueing=fifo"
 
 // TestShippedConfigs emits, lints and compiles the trees of the shipped
 // edr, ndr and xdr configs through the real config loader, and checks that
@@ -15,14 +25,14 @@ func TestShippedConfigs(t *testing.T) {
 	for _, name := range []string{"edr.yaml", "ndr.yaml", "xdr.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			d, err := LoadDesign(name, nil)
+			d, err := LoadDesign(name, []string{fifo})
 			require.NoError(t, err)
 			require.NoError(t, d.Validate())
 			lintTree(t, d)
 		})
 	}
 	t.Run("set", func(t *testing.T) {
-		d, err := LoadDesign("ndr.yaml", []string{"switch.radix=8", "switch.vls=2", "link.width=2x"})
+		d, err := LoadDesign("ndr.yaml", []string{fifo, "switch.radix=8", "switch.vls=2", "link.width=2x"})
 		require.NoError(t, err)
 		p := d.Params()
 		assert.Equal(t, 8, p.Ports)
@@ -46,6 +56,7 @@ func TestBufferMinimumIsTheSimulators(t *testing.T) {
 		t.Run(fmt.Sprint(mtu), func(t *testing.T) {
 			load := func(bytes int) (Design, error) {
 				return LoadDesign("ndr.yaml", []string{
+					fifo,
 					fmt.Sprintf("link.mtu=%d", mtu),
 					fmt.Sprintf("switch.vl_buffer_bytes=%d", bytes),
 					fmt.Sprintf("hca.vl_buffer_bytes=%d", bytes),
@@ -68,7 +79,119 @@ func TestBufferMinimumIsTheSimulators(t *testing.T) {
 			assert.ErrorContains(t, d.Validate(), fmt.Sprintf("switch.vl_buffer_bytes: %d is outside %d..", minBytes-64, minBytes))
 		})
 	}
-	d, err := LoadDesign("ndr.yaml", []string{"switch.vl_buffer_bytes=4160"})
+	d, err := LoadDesign("ndr.yaml", []string{fifo, "switch.vl_buffer_bytes=4160"})
 	require.NoError(t, err)
 	assert.NoError(t, d.Validate())
+}
+
+// TestSwitchKeysTheRTLDoesNotBuild goes through the real loader: a switch
+// key whose value the RTL does not build is refused by name, with the value
+// the RTL takes; the values it does build pass.
+func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
+	tests := []struct {
+		set  []string
+		want string // "" = accepted
+	}{
+		// The audit's case: a shared pool and VOQs, which emitted plain
+		// per-VL FIFOs and a report without the pool's SRAM.
+		{[]string{"switch.queueing=voq", "switch.shared_buffer_bytes=65536", "switch.vl_buffer_bytes=4224"},
+			"switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)"},
+		{[]string{"switch.queueing=voq"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
+		{[]string{}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`}, // the default
+		{[]string{fifo, "switch.allocator=wavefront"}, `switch.allocator: "wavefront" is not supported by the RTL, whose allocator is a round-robin arbiter per output (separable, islip)`},
+		{[]string{fifo, "switch.speedup=2"}, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
+		{[]string{fifo, "switch.cut_through=false"}, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},
+		{[]string{fifo, "switch.datapath_bytes=32"}, "switch.datapath_bytes: 32 is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)"},
+		// Built, or not the RTL's to build (docs/rtl.md says why for each).
+		{[]string{fifo}, ""},
+		{[]string{fifo, "switch.allocator=separable"}, ""},
+		{[]string{fifo, "switch.allocator=islip", "switch.islip_iterations=4"}, ""},
+		{[]string{fifo, "switch.speedup=1", "switch.cut_through=true", "switch.shared_buffer_bytes=0"}, ""},
+		{[]string{fifo, "switch.core_clock_mhz=800", "switch.route_cycles=10", "switch.alloc_cycles=5", "switch.xbar_cycles=3"}, ""},
+		{[]string{fifo, "switch.vl_high_limit=255", "hca.profile=cx5", "hca.tx_buffer_bytes=65536"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.set, ","), func(t *testing.T) {
+			d, err := LoadDesign(filepath.Join("..", "configs", "examples", "hol-blocking.yaml"), tc.set)
+			require.NoError(t, err)
+			if tc.want == "" {
+				assert.NoError(t, d.Validate())
+			} else {
+				assert.EqualError(t, d.Validate(), tc.want)
+			}
+		})
+	}
+}
+
+// TestAllocatorsTheRTLTakes backs the switch.allocator decision: when every
+// input requests at most one output, as an RTL input unit does, separable
+// input-first and iSLIP with any number of iterations grant exactly what one
+// round-robin arbiter per output grants, pointer moved past each grant
+// (sw_xbar_alloc: rr_arbiter, whose Go model is components.RoundRobin),
+// round after round; the wavefront allocator does not.
+func TestAllocatorsTheRTLTakes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		iterations int
+		same       bool
+	}{
+		{components.AllocSeparable, 1, true},
+		{components.AllocISLIP, 1, true},
+		{components.AllocISLIP, 3, true},
+		{components.AllocWavefront, 1, false},
+	} {
+		t.Run(fmt.Sprint(tc.name, tc.iterations), func(t *testing.T) {
+			rounds, differ, grants := compareWithPerOutputRoundRobin(t, tc.name, tc.iterations)
+			require.Greater(t, grants, rounds, "the comparison saw grants")
+			if tc.same {
+				assert.Zero(t, differ, "rounds whose grants differ")
+			} else {
+				assert.NotZero(t, differ, "rounds whose grants differ")
+			}
+		})
+	}
+}
+
+// compareWithPerOutputRoundRobin runs the named allocator and one
+// round-robin arbiter per output side by side on random rounds in which each
+// input requests at most one output, and counts the rounds whose grants
+// differ and the grants the arbiters made.
+func compareWithPerOutputRoundRobin(t *testing.T, name string, iterations int) (rounds, differ, grants int) {
+	const ports = 7
+	rounds = 2000
+	alloc, err := components.NewAllocator(name, ports, ports, iterations)
+	require.NoError(t, err)
+	perOutput := make([]*components.RoundRobin, ports)
+	for o := range perOutput {
+		perOutput[o] = components.NewRoundRobin(ports)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	req := make([]components.PortSet, ports)
+	got, want := make([]int, ports), make([]int, ports)
+	for range rounds {
+		bids := make([]components.PortSet, ports)
+		for i := range req {
+			req[i] = components.PortSet{}
+			if rng.IntN(4) > 0 { // an idle input now and then
+				o := rng.IntN(ports)
+				req[i].Set(o)
+				bids[o].Set(i)
+			}
+		}
+		alloc.Allocate(req, got)
+		for i := range want {
+			want[i] = -1
+		}
+		for o, arb := range perOutput {
+			if i := arb.Pick(bids[o]); i >= 0 {
+				want[i] = o
+				arb.Commit(i)
+				grants++
+			}
+		}
+		if !slices.Equal(want, got) {
+			differ++
+		}
+	}
+	return rounds, differ, grants
 }

@@ -43,6 +43,33 @@ type Design struct {
 	// 0 means 64. The skeleton moves one 64-byte credit block per cycle, so
 	// 64 is the only width it supports.
 	DatapathBytes int
+
+	// The switch keys below choose a micro-architecture. The RTL builds one
+	// value of each (two allocators reduce to the same hardware), the zero
+	// value means it, and Validate refuses any other, so a design point the
+	// RTL does not build is never exported as if it were (docs/rtl.md lists
+	// every key and the decision).
+
+	// SharedBufferBytes is the input port's pool shared by its VLs
+	// (switch.shared_buffer_bytes). The RTL's VL buffers are static, one
+	// sync_fifo per VL, so only 0.
+	SharedBufferBytes int
+	// Queueing is switch.queueing. sw_input_unit keeps one FIFO per VL and
+	// requests the output of one head at a time, so only fifo ("" = fifo).
+	Queueing string
+	// Allocator is switch.allocator. sw_xbar_alloc is a round-robin arbiter
+	// per output whose pointer moves past each grant; with one request per
+	// input that is what separable input-first and iSLIP (any number of
+	// iterations) reduce to, so those two ("" = islip); wavefront's rotating
+	// diagonal priority is not built.
+	Allocator string
+	// Speedup is switch.speedup, crossbar connections one input may hold at
+	// once; 0 means 1. An input unit drains one packet at a time, so only 1.
+	Speedup int
+	// StoreAndForward is switch.cut_through = false. The input unit offers a
+	// packet to the allocator as soon as its head block is in and the
+	// crossbar passes each block on as it arrives, so only cut-through.
+	StoreAndForward bool
 }
 
 // Fixed micro-architecture choices of the emitted skeleton (not config keys;
@@ -98,6 +125,22 @@ func MaxPacketBytes(mtu int) int {
 func (d Design) Validate() error {
 	if d.DatapathBytes != 0 && d.DatapathBytes != BlockBytes {
 		return fmt.Errorf("switch.datapath_bytes: %d is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)", d.DatapathBytes)
+	}
+	if d.SharedBufferBytes != 0 {
+		return fmt.Errorf("switch.shared_buffer_bytes: %d is not supported by the RTL, whose VL buffers are static with no shared pool (0)", d.SharedBufferBytes)
+	}
+	if d.Queueing != "" && d.Queueing != switchasic.QueueFIFO {
+		return fmt.Errorf("switch.queueing: %q is not supported by the RTL, whose input unit keeps one FIFO per VL (%s)", d.Queueing, switchasic.QueueFIFO)
+	}
+	if d.Allocator != "" && d.Allocator != components.AllocISLIP && d.Allocator != components.AllocSeparable {
+		return fmt.Errorf("switch.allocator: %q is not supported by the RTL, whose allocator is a round-robin arbiter per output (%s, %s)",
+			d.Allocator, components.AllocSeparable, components.AllocISLIP)
+	}
+	if d.Speedup != 0 && d.Speedup != 1 {
+		return fmt.Errorf("switch.speedup: %d is not supported by the RTL, where an input holds one crossbar connection at a time (1)", d.Speedup)
+	}
+	if d.StoreAndForward {
+		return fmt.Errorf("switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)")
 	}
 	if d.Radix < 2 || d.Radix > components.MaxPorts {
 		return fmt.Errorf("switch.radix: %d is outside 2..%d (IBA 1.6 allows up to 256 ports)", d.Radix, components.MaxPorts)

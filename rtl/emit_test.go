@@ -149,6 +149,11 @@ func TestValidate(t *testing.T) {
 		{"generation", func(d *Design) { d.LinkGeneration = "gdr" }, `link.generation: "gdr" is not an IB generation (sdr, ddr, qdr, fdr10, fdr, edr, hdr, ndr, xdr)`},
 		{"width", func(d *Design) { d.LinkWidth = 3 }, "link.width: 3x is not an IB link width (1x, 2x, 4x, 8x, 12x)"},
 		{"2x before hdr", func(d *Design) { d.LinkWidth = 2 }, "link.width: 2x exists only from HDR on, not with EDR (1x, 4x, 8x, 12x)"},
+		{"shared pool", func(d *Design) { d.SharedBufferBytes = 65536 }, "switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)"},
+		{"voq", func(d *Design) { d.Queueing = "voq" }, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
+		{"wavefront", func(d *Design) { d.Allocator = "wavefront" }, `switch.allocator: "wavefront" is not supported by the RTL, whose allocator is a round-robin arbiter per output (separable, islip)`},
+		{"speedup", func(d *Design) { d.Speedup = 2 }, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
+		{"store and forward", func(d *Design) { d.StoreAndForward = true }, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},
 		{"buffer granularity", func(d *Design) { d.VLBufferBytes = 5000 }, "switch.vl_buffer_bytes: 5000 is not a multiple of 64 (one credit block)"},
 		// MTU 4096: largest packet 8+12+16+4+4096+4+2 = 4142 B = 65 blocks = 4160 B.
 		{"buffer below one packet", func(d *Design) { d.HCAVLBufferBytes = 4096 }, "hca.vl_buffer_bytes: 4096 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},

@@ -11,7 +11,8 @@ import (
 // LoadDesign is the LoadFunc for Main: it reads the config (a path, or the
 // name of a shipped config), applies the --set overrides, decodes and
 // validates it with the simulator's own rules (fabric.Load), and takes the
-// keys the RTL needs (docs/rtl.md lists them). Its errors are user errors.
+// keys the RTL needs or must refuse (docs/rtl.md lists every switch and HCA
+// key and what the RTL does with it). Its errors are user errors.
 func LoadDesign(path string, sets []string) (Design, error) {
 	data, err := config.ReadFile(path, configs.Lookup)
 	if err != nil {
@@ -32,5 +33,11 @@ func LoadDesign(path string, sets []string) (Design, error) {
 		LinkGeneration:   c.Link.Generation,
 		LinkWidth:        c.Link.Lanes(),
 		DatapathBytes:    c.Switch.DatapathBytes,
+
+		SharedBufferBytes: c.Switch.SharedBufferBytes,
+		Queueing:          c.Switch.Queueing,
+		Allocator:         c.Switch.Allocator,
+		Speedup:           c.Switch.Speedup,
+		StoreAndForward:   !c.Switch.CutThrough,
 	}, nil
 }
