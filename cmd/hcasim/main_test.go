@@ -351,3 +351,20 @@ func TestOutputFilesUpFront(t *testing.T) {
 		assert.NotContains(t, out, "bw_gbps", "%v: refused before the run", c.args)
 	}
 }
+
+// TestRTLDesignPoints: hcasim rtl through the run's own config loader
+// refuses, on one line with exit 2, a design point it does not build (it used
+// to emit per-VL FIFOs for this one), and takes the smallest buffer a sweep
+// of ndr.yaml chooses.
+func TestRTLDesignPoints(t *testing.T) {
+	code, _, errs := run("rtl", "-config", "examples/hol-blocking.yaml", "--set", "switch.queueing=voq",
+		"--set", "switch.shared_buffer_bytes=65536", "--set", "switch.vl_buffer_bytes=4224", "-o", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim rtl: examples/hol-blocking.yaml: switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)\n", errs)
+	code, _, errs = run("rtl", "-config", "ndr.yaml", "-o", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim rtl: ndr.yaml: switch.queueing: \"voq\" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)\n", errs)
+	code, out, errs := run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "--set", "switch.vl_buffer_bytes=4160", "-o", t.TempDir())
+	assert.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "wrote 22 Verilog files")
+}
