@@ -104,7 +104,16 @@ func Set(root *yaml.Node, assignment string) error {
 	} else {
 		vnode = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
 	}
+	unplace(vnode)
 	return SetNode(root, parts, vnode)
+}
+
+// unplace marks a --set value's nodes as from no file line (atLine).
+func unplace(n *yaml.Node) {
+	n.Line, n.Column = 0, 0
+	for _, c := range n.Content {
+		unplace(c)
+	}
 }
 
 // SetNode places value at the key path under root, creating mappings as needed.
@@ -216,7 +225,7 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 	switch v.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return errorf("%s: line %d: want a mapping of keys, got %s", orRoot(path), n.Line, kindName(n))
+			return errorf("%s: %swant a mapping of keys, got %s", orRoot(path), atLine(n), kindName(n))
 		}
 		fs := fields(v.Type())
 		seen := make(map[string]int, len(n.Content)/2)
@@ -242,10 +251,15 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 		return decode(n, v.Elem(), path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return errorf("%s: line %d: want a list, got %s", path, n.Line, kindName(n))
+			return errorf("%s: %swant a list, got %s", path, atLine(n), kindName(n))
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
+			if c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" {
+				// A key left empty keeps its default; an empty list
+				// entry has none to keep.
+				return errorf("%s[%d]: %san empty value (null); give one", path, i, atLine(c))
+			}
 			if err := decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
@@ -253,15 +267,18 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(s)
 		return nil
 	case reflect.Map, reflect.Interface:
+		if v.Kind() == reflect.Map && n.Kind != yaml.MappingNode {
+			return errorf("%s: %swant a mapping of keys, got %s", path, atLine(n), kindName(n))
+		}
 		ptr := reflect.New(v.Type())
 		if err := n.Decode(ptr.Interface()); err != nil {
-			return errorf("%s: line %d: %s", path, n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
+			return errorf("%s: %s%s", path, atLine(n), strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		v.Set(ptr.Elem())
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode {
-		return errorf("%s: line %d: want %s, got %s", path, n.Line, typeName(v.Type()), kindName(n))
+		return errorf("%s: %swant %s, got %s", path, atLine(n), typeName(v.Type()), kindName(n))
 	}
 	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -335,6 +352,15 @@ func outOfRange(n *yaml.Node, v reflect.Value, path string, err error) error {
 		return errorf("%s: %s is out of range (%d to %d)", path, n.Value, int64(math.MinInt64)>>shift, int64(math.MaxInt64)>>shift)
 	}
 	return errorf("%s: %s is out of range (0 to %d)", path, n.Value, uint64(math.MaxUint64)>>shift)
+}
+
+// atLine names a node's line in the config file, or nothing for a value
+// given with --set (Set marks those line 0: "line 1" would mislead).
+func atLine(n *yaml.Node) string {
+	if n.Line <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("line %d: ", n.Line)
 }
 
 func orRoot(p string) string {

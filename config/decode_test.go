@@ -96,3 +96,53 @@ func TestParseOneDocument(t *testing.T) {
 		t.Errorf("broken second document: got %v", err)
 	}
 }
+
+type shapes struct {
+	L []int          `yaml:"l"`
+	M map[string]any `yaml:"m"`
+	S struct {
+		A int `yaml:"a"`
+	} `yaml:"s"`
+}
+
+// TestDecodeShapes: a null list entry is refused (it decoded as 0; a key
+// left empty keeps its default, an entry has none); a scalar where a
+// mapping belongs names the key without Go's type names; a value from
+// --set names no line (its text is one line of its own, "line 1" misled).
+func TestDecodeShapes(t *testing.T) {
+	decodeShapes := func(text string, sets ...string) error {
+		root, err := Parse([]byte(text))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		for _, s := range sets {
+			if err := Set(root, s); err != nil {
+				return err
+			}
+		}
+		var out shapes
+		return Decode(root, &out)
+	}
+	for _, tc := range []struct {
+		text string
+		sets []string
+		want string
+	}{
+		{"l: [1, null, 3]\n", nil, "l[1]: line 1: an empty value (null); give one"},
+		{"l:\n  - 1\n  -\n", nil, "l[1]: line 3: an empty value (null); give one"},
+		{"s: {a: 1}\n", []string{"l=[1, ~]"}, "l[1]: an empty value (null); give one"},
+		{"m: 5\n", nil, `m: line 1: want a mapping of keys, got the value "5"`},
+		{"s: {a: 1}\n", []string{"m=5"}, `m: want a mapping of keys, got the value "5"`},
+		{"s: {a: 1}\n", []string{"s=3"}, `s: want a mapping of keys, got the value "3"`},
+		{"s: 3\n", nil, `s: line 1: want a mapping of keys, got the value "3"`},
+		{"s: {a: 1}\n", []string{"l=4"}, `l: want a list, got the value "4"`},
+	} {
+		err := decodeShapes(tc.text, tc.sets...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q %v: got %v, want %q", tc.text, tc.sets, err, tc.want)
+		}
+	}
+	if err := decodeShapes("l: [1, 2]\nm: {k: v}\n", "s.a=2"); err != nil {
+		t.Errorf("valid shapes: %v", err)
+	}
+}
