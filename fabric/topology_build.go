@@ -130,8 +130,15 @@ func (s FatTree2Spec) Shape() (FatTree2Shape, error) {
 	if sh.Hosts == 0 {
 		sh.Hosts = sh.Leaves * sh.Down
 	}
-	if sh.Hosts < 2 || sh.Hosts > sh.Leaves*sh.Down {
-		return sh, fmt.Errorf("topology.hosts: %d does not fit %d leaves of %d host ports (2..%d)", sh.Hosts, sh.Leaves, sh.Down, sh.Leaves*sh.Down)
+	if sh.Hosts < 2 {
+		return sh, fmt.Errorf("topology.hosts: %d is too few (a fat tree connects at least 2 hosts; 0 = every host port)", sh.Hosts)
+	}
+	if sh.Hosts > sh.Leaves*sh.Down {
+		leaves := fmt.Sprintf("%d leaf switches", sh.Leaves)
+		if sh.Leaves == 1 {
+			leaves = "1 leaf switch"
+		}
+		return sh, fmt.Errorf("topology.hosts: %d does not fit %s of %d host ports (at most %d)", sh.Hosts, leaves, sh.Down, sh.Leaves*sh.Down)
 	}
 	return sh, nil
 }

@@ -57,7 +57,9 @@ func TestFatTree2Errors(t *testing.T) {
 		{FatTree2Spec{Radix: 8, Oversubscription: 2}, "topology.oversubscription: 2 does not split radix 8 into whole down and up ports (down = radix × o / (1 + o) = 5.333333333333333)"},
 		{FatTree2Spec{Radix: 8, Oversubscription: 1, Spines: 3}, "topology.spines: 3 must divide the 4 up-ports of each leaf"},
 		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 9}, "topology.leaves: 9 is out of range (1..8: each spine of radix 8 takes 1 cable per leaf)"},
-		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 2, Hosts: 9}, "topology.hosts: 9 does not fit 2 leaves of 4 host ports (2..8)"},
+		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 2, Hosts: 9}, "topology.hosts: 9 does not fit 2 leaf switches of 4 host ports (at most 8)"},
+		{FatTree2Spec{Radix: 8, Oversubscription: 1, Leaves: 1, Hosts: 5}, "topology.hosts: 5 does not fit 1 leaf switch of 4 host ports (at most 4)"},
+		{FatTree2Spec{Radix: 8, Oversubscription: 1, Hosts: 1}, "topology.hosts: 1 is too few (a fat tree connects at least 2 hosts; 0 = every host port)"},
 		// Radix 8, non-blocking: 4 host ports per leaf, one cable from each
 		// leaf to each of 4 spines, so at most 8 leaves and 32 hosts.
 		{FatTree2Spec{Radix: 8, Oversubscription: 1, Hosts: 33}, "topology.hosts: 33 does not fit a two-level fat tree of radix 8 (at most 32: 8 leaves of 4 host ports; use a larger switch.radix or fat-tree-3)"},

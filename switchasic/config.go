@@ -201,8 +201,8 @@ func (c *Config) Validate() error {
 	if c.VLHighLimit < 0 || c.VLHighLimit > 255 {
 		return fmt.Errorf("switch.vl_high_limit: %d is out of range (0 to 255; 255 = unbounded)", c.VLHighLimit)
 	}
-	if !c.vlArbCanSendEveryVL() {
-		return fmt.Errorf("switch.vlarb_high/vlarb_low: some data VL below vls %d has no entry with weight > 0, so its packets could never leave", c.VLs)
+	if vl := c.vlArbStarvedVL(); vl >= 0 {
+		return fmt.Errorf("switch.vlarb_high/vlarb_low: VL %d (a data VL below vls %d) has no entry with weight > 0, so its packets could never leave", vl, c.VLs)
 	}
 	if len(c.SL2VL) != 0 {
 		if len(c.SL2VL) != 16 {
@@ -219,7 +219,7 @@ func (c *Config) Validate() error {
 
 // vlArbCanSendEveryVL reports whether every data VL the port has appears in
 // some arbitration table with a weight above zero.
-func (c *Config) vlArbCanSendEveryVL() bool {
+func (c *Config) vlArbStarvedVL() int {
 	var has [15]bool
 	for _, t := range [][]VLArbConfig{c.VLArbHigh, c.VLArbLow} {
 		for _, e := range t {
@@ -230,10 +230,10 @@ func (c *Config) vlArbCanSendEveryVL() bool {
 	}
 	for vl := 0; vl < c.VLs; vl++ {
 		if !has[vl] {
-			return false
+			return vl
 		}
 	}
-	return true
+	return -1
 }
 
 // CheckPacketFits returns a user error if one VL's buffer cannot hold a

@@ -52,7 +52,7 @@ func TestValidateErrors(t *testing.T) {
 		{"vlarb weight", func(c *Config) { c.VLArbHigh[0].Weight = 256 }, "switch.vlarb_high[0].weight: 256 is out of range (0 to 255, in 64-byte units)"},
 		{"vlarb size", func(c *Config) { c.VLArbLow = make([]VLArbConfig, 65) }, "switch.vlarb_low: 65 entries, at most 64 allowed"},
 		{"vlarb coverage", func(c *Config) { c.VLArbHigh = nil },
-			"switch.vlarb_high/vlarb_low: some data VL below vls 15 has no entry with weight > 0, so its packets could never leave"},
+			"switch.vlarb_high/vlarb_low: VL 0 (a data VL below vls 15) has no entry with weight > 0, so its packets could never leave"},
 		{"high limit", func(c *Config) { c.VLHighLimit = 256 }, "switch.vl_high_limit: 256 is out of range (0 to 255; 255 = unbounded)"},
 		{"sl2vl len", func(c *Config) { c.SL2VL = []int{0} }, "switch.sl2vl: 1 entries, want 16 (one per SL) or none for the default"},
 		{"sl2vl vl", func(c *Config) {
