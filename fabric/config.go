@@ -120,6 +120,9 @@ func (c *Config) Validate() error {
 	if err := c.validatePartitions(); err != nil {
 		return err
 	}
+	if w.Kind == "perftest" && w.Background && c.Topology.Kind == "back-to-back" {
+		return fmt.Errorf("workload.background: true, but topology.kind back-to-back has only the two perftest hosts; background traffic needs a fabric with more")
+	}
 	if w.Kind == "stream" && c.Topology.Kind != "back-to-back" {
 		return fmt.Errorf("workload.kind: stream runs on topology.kind back-to-back, not %q", c.Topology.Kind)
 	}

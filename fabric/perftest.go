@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
@@ -120,7 +121,10 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	var sources []*workload.Source
 	bg := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
 	bg.parts = []*synthPart{{r: bg, s: s}}
-	if w.Background && n > 2 {
+	if w.Background && n <= 2 {
+		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but the fabric's %d hosts are the two perftest hosts; background traffic needs more (topology.hosts)", n)}
+	}
+	if w.Background {
 		tc := w.Traffic()
 		tc.Pattern = w.BackgroundPattern
 		// Background packets are full MTU unless workload.sizes says otherwise:

@@ -164,3 +164,17 @@ func TestDataSLToDropVLRefused(t *testing.T) {
 		assert.Empty(t, next, "channel %d has dependencies although SL 1 enters no VL", id)
 	}
 }
+
+// TestBackgroundNeedsHosts: perftest background traffic runs on the hosts
+// besides the two perftest hosts; with none it was silently left out.
+func TestBackgroundNeedsHosts(t *testing.T) {
+	base := []string{"workload.kind=perftest", "workload.test=write_lat", "workload.iterations=10", "workload.background=true"}
+	_, err := Load(nil, append(base, "topology.kind=back-to-back"))
+	assert.EqualError(t, err, "workload.background: true, but topology.kind back-to-back has only the two perftest hosts; background traffic needs a fabric with more")
+	l, err := Load(nil, append(base, "topology.kind=single-switch", "topology.hosts=2", "switch.radix=4"))
+	require.NoError(t, err)
+	_, err = Run(l, RunOptions{})
+	assert.EqualError(t, err, "workload.background: true, but the fabric's 2 hosts are the two perftest hosts; background traffic needs more (topology.hosts)")
+	var un *UnsupportedError
+	assert.ErrorAs(t, err, &un, "a user's error (exit 2)")
+}
