@@ -539,3 +539,22 @@ func TestErrorsNameTheirSourceOnce(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Equal(t, "hcasim: sweep: the default output directory: mkdir hcasim-out/default: not a directory (--out DIR to choose another)\n", stderr)
 }
+
+// TestCollectiveSweepTable: a sweep of collectives shows their headline
+// metrics in the table (it showed only the parameters and an empty error
+// column, the metrics being in results.json alone).
+func TestCollectiveSweepTable(t *testing.T) {
+	cfg := writeFile(t, "ar.yaml", `name: ar
+link: {generation: NDR, width: 4x}
+switch: {radix: 4, vls: 1}
+topology: {kind: single-switch, hosts: 4}
+workload: {kind: allreduce, size: 4096}
+sweep: {workload.size: [4096, 8192]}
+`)
+	code, out, stderr := run("-config", cfg, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	header := strings.SplitN(out, "\n", 3)[1]
+	for _, col := range []string{"time_us", "algbw_gbps", "busbw_gbps", "data_verified"} {
+		assert.Contains(t, header, col)
+	}
+}
