@@ -348,7 +348,16 @@ func (p *synthPart) HandleEvent(ev *components.Event) {
 
 func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	window := float64(r.t1 - r.t0)
-	n := float64(len(r.eps))
+	// accepted_load is per sending host, as offered_load is: incast's sink
+	// sends nothing, and counting it read every incast point below its
+	// offered load (saturated, to a knee search) by (n−1)/n.
+	n := 0.0
+	for _, e := range r.eps {
+		if !e.Traffic.Idle() {
+			n++
+		}
+	}
+	n = max(n, 1)
 	endAt, endEvents := r.s.Now(), r.s.Events()
 	if r.group != nil {
 		endAt, endEvents = r.group.Now(), r.group.Events()

@@ -178,3 +178,20 @@ func TestBackgroundNeedsHosts(t *testing.T) {
 	var un *UnsupportedError
 	assert.ErrorAs(t, err, &un, "a user's error (exit 2)")
 }
+
+// TestIncastAcceptedPerSender: incast's hosts but host 0 each offer the
+// load; host 0 only receives. At 0.1 its link carries 3 × 0.1 = 0.3 of its
+// rate, far from saturation, so each sender's load is accepted: about 0.1
+// (≈ 460 packets of 1,050 B per sender in 100 µs at 400 Gb/s, Poisson noise
+// ≈ 5 %). Dividing by all four hosts gave 3 × 0.1 / 4 = 0.075, which a knee
+// search read as saturated.
+func TestIncastAcceptedPerSender(t *testing.T) {
+	l, err := Load(nil, []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "switch.vls=1",
+		"workload.kind=incast", "workload.size=1024", "workload.offered_load=0.1",
+		"workload.warmup_ns=5000", "workload.measure_ns=100000"})
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	assert.InDelta(t, 0.1, m["accepted_load"].(float64), 0.01)
+	assert.Equal(t, m["packets_created"], m["packets_delivered"])
+}
