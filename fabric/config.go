@@ -43,8 +43,8 @@ type SimConfig struct {
 	// MaxTimeNs stops a run that has not finished by this simulated time
 	// (a guard against a workload that never ends); ns.
 	MaxTimeNs float64 `yaml:"max_time_ns"`
-	// Check turns on the invariant checkers (lossless, ordering, integrity,
-	// protection); the CLI's --check sets it.
+	// Check turns on the invariant checkers (lossless, buffers and credits,
+	// ordering, integrity, protection, wire); the CLI's --check sets it.
 	Check bool `yaml:"check"`
 	// Engine is the discrete-event engine: hcasim (a typed-heap serial
 	// engine implementing Akita's sim.Engine, FIFO among same-time events)

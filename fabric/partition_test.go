@@ -175,7 +175,7 @@ func TestPartitionsRefused(t *testing.T) {
 }
 
 // TestPartitionedTraceAndChecks: with three partitions the invariant
-// checkers (lossless, ordering, integrity, buffers, credits) find nothing,
+// checkers (lossless, ordering, integrity, buffers, credits, wire) find nothing,
 // the run settles, and its trace holds exactly the serial run's events:
 // the same lines, once packet numbers (which a partition assigns from its
 // own series) and the ICRCs that cover them are taken out, in time order. Only the order of events of

@@ -20,6 +20,7 @@ const (
 	InvOrdering   = "ordering"       // per QP: request PSNs in order at the responder, completions in order
 	InvIntegrity  = "data-integrity" // RDMA destination bytes equal the source
 	InvProtection = "protection"     // no byte lands in host memory without a valid key
+	InvWire       = "wire"           // per port: one packet on the wire at a time, each tx_start closed by its tx_end
 )
 
 // Violation is a failed invariant: which one, where, when, what, and the
@@ -98,6 +99,13 @@ type CheckConfig struct {
 //     result=fail closes all of that QP's windows (the QP goes to the error
 //     state). A dma_write must lie inside an open window.
 //   - data integrity: CompareData(src, dst).
+//   - wire: tx_start, tx_end and fc_send per port (path). A tx_start opens
+//     the wire for its seq; the next wire event must be that seq's tx_end,
+//     at or after the tx_start, with its vl and bytes. A tx_start or fc_send
+//     while a packet is open is a missing tx_end; one earlier than the last
+//     tx_end is two packets on the wire at once; a tx_end with no packet
+//     open is a second (or stray) tx_end. At Finish on an idle fabric no
+//     packet is open.
 type Checkers struct {
 	cfg CheckConfig
 
@@ -113,6 +121,7 @@ type Checkers struct {
 	psnNext   map[qpKey]int64   // next expected request PSN at a responder QP
 	wqeLast   map[qpKey]int64   // last completed WQE index per (path, qpn, queue)
 	keyWins   map[qpKey][]window
+	wires     map[string]*wireState // by port path
 
 	violations []*Violation
 }
@@ -183,6 +192,7 @@ func NewCheckers(cfg CheckConfig) *Checkers {
 		psnNext:  map[qpKey]int64{},
 		wqeLast:  map[qpKey]int64{},
 		keyWins:  map[qpKey][]window{},
+		wires:    map[string]*wireState{},
 	}
 }
 
@@ -239,6 +249,12 @@ func (c *Checkers) Observe(ev *components.TraceEvent) {
 		c.keyCheck(ev)
 	case components.TraceDMAWrite:
 		c.dmaWrite(ev)
+	case components.TraceTxStart:
+		c.txStart(ev)
+	case components.TraceTxEnd:
+		c.txEnd(ev)
+	case components.TraceFCSend:
+		c.fcSend(ev)
 	}
 }
 
@@ -502,6 +518,90 @@ func (c *Checkers) dmaWrite(ev *components.TraceEvent) {
 	c.fail(InvProtection, ev, fmt.Sprintf("QP %d wrote %d bytes at 0x%x with no passed key check covering them", qpn, n, addr))
 }
 
+// wireState is one port's outgoing wire as its tx_start, tx_end and fc_send
+// events show it.
+type wireState struct {
+	open   bool  // a tx_start whose tx_end has not come
+	seq    int64 // the open (or, when closed, the last) packet's seq; -1 without one
+	start  ib.PS // the open packet's tx_start
+	vl     int64 // the open packet's vl and wire bytes, -1 when its tx_start had none
+	bytes  int64
+	freeAt ib.PS // the last tx_end: the wire carried a packet until then
+}
+
+func (c *Checkers) wire(path string) *wireState {
+	w := c.wires[path]
+	if w == nil {
+		w = &wireState{seq: -1}
+		c.wires[path] = w
+	}
+	return w
+}
+
+func intOr(ev *components.TraceEvent, key string, none int64) int64 {
+	if v, ok := ev.Int(key); ok {
+		return v
+	}
+	return none
+}
+
+// txStart opens the wire for a packet. The port writes the tx_end a packet
+// owes before the next packet's tx_start even when both fall in one
+// picosecond, so a packet still open here lost its tx_end.
+func (c *Checkers) txStart(ev *components.TraceEvent) {
+	w := c.wire(ev.Path)
+	seq := intOr(ev, "seq", -1)
+	switch {
+	case w.open:
+		c.fail(InvWire, ev, fmt.Sprintf("packet seq %d started while packet seq %d (tx_start at %d ps) has no tx_end", seq, w.seq, w.start))
+	case ev.Time < w.freeAt:
+		c.fail(InvWire, ev, fmt.Sprintf("packet seq %d started at %d ps while packet seq %d was on the wire until %d ps: two packets at once", seq, ev.Time, w.seq, w.freeAt))
+	}
+	w.open, w.seq, w.start = true, seq, ev.Time
+	w.vl, w.bytes = intOr(ev, "vl", -1), intOr(ev, "bytes", -1)
+}
+
+func (c *Checkers) txEnd(ev *components.TraceEvent) {
+	w := c.wire(ev.Path)
+	seq := intOr(ev, "seq", -1)
+	if !w.open {
+		if seq == w.seq {
+			c.fail(InvWire, ev, fmt.Sprintf("packet seq %d ended twice", seq))
+		} else {
+			c.fail(InvWire, ev, fmt.Sprintf("tx_end of packet seq %d with no packet on the wire", seq))
+		}
+		return
+	}
+	w.open, w.freeAt = false, ev.Time
+	vl, bytes := intOr(ev, "vl", -1), intOr(ev, "bytes", -1)
+	switch {
+	case seq != w.seq:
+		c.fail(InvWire, ev, fmt.Sprintf("tx_end of packet seq %d while packet seq %d is on the wire", seq, w.seq))
+	case ev.Time < w.start:
+		c.fail(InvWire, ev, fmt.Sprintf("packet seq %d ended at %d ps, before it started at %d ps", seq, ev.Time, w.start))
+	case vl != w.vl || bytes != w.bytes:
+		c.fail(InvWire, ev, fmt.Sprintf("packet seq %d started as vl %d of %d bytes, ended as vl %d of %d bytes", seq, w.vl, w.bytes, vl, bytes))
+	}
+	w.seq = seq
+}
+
+// fcSend checks that a flow-control packet starts on a wire no data packet
+// occupies. The converse, a data packet starting while a flow-control
+// packet is on the wire, is not checked: fc_send gives neither the packet's
+// length nor the link's rate, so its tail's time is not in the trace, and a
+// data packet's tx_end − tx_start is its serialization rounded to the
+// picosecond, so the rate cannot be recovered from it exactly.
+func (c *Checkers) fcSend(ev *components.TraceEvent) {
+	w := c.wire(ev.Path)
+	vl := intOr(ev, "vl", -1)
+	switch {
+	case w.open:
+		c.fail(InvWire, ev, fmt.Sprintf("flow-control packet for VL %d sent while packet seq %d (tx_start at %d ps) has no tx_end", vl, w.seq, w.start))
+	case ev.Time < w.freeAt:
+		c.fail(InvWire, ev, fmt.Sprintf("flow-control packet for VL %d sent at %d ps while packet seq %d was on the wire until %d ps", vl, ev.Time, w.seq, w.freeAt))
+	}
+}
+
 // CompareData checks an RDMA transfer: dst (the bytes now in destination
 // memory) must equal src. what names the transfer in the report.
 func (c *Checkers) CompareData(t ib.PS, path, what string, src, dst []byte) {
@@ -550,6 +650,18 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 		})
 		c.report(&Violation{Invariant: InvBuffer, Path: slots[0].path, Time: now,
 			Detail: fmt.Sprintf("idle fabric: %d packets still in buffers; first seq %d", len(slots), slots[0].seq)})
+	}
+	var onWire []string
+	for path, w := range c.wires {
+		if w.open {
+			onWire = append(onWire, path)
+		}
+	}
+	if len(onWire) > 0 {
+		sort.Strings(onWire)
+		w := c.wires[onWire[0]]
+		c.report(&Violation{Invariant: InvWire, Path: onWire[0], Time: now,
+			Detail: fmt.Sprintf("idle fabric: %d packets still on a wire; first seq %d, tx_start at %d ps and no tx_end", len(onWire), w.seq, w.start)})
 	}
 	keys := make([]vlKey, 0, len(c.credits))
 	for k := range c.credits {

@@ -228,6 +228,111 @@ func TestCheckersFinishCredits(t *testing.T) {
 	assert.Len(t, chk.Violations(), 1)
 }
 
+// wirePkt is packet seq's vl and wire bytes, the fields a tx_start and its
+// tx_end share.
+func wirePkt(seq int64) []components.TraceField {
+	return []components.TraceField{fI("seq", seq), fI("vl", 0), fI("bytes", 106)}
+}
+
+func TestCheckersWire(t *testing.T) {
+	// 106 wire bytes on QDR 4x (32 Gb/s data rate, qdr4x) take
+	// 106 × 8 / 32 ns = 26.5 ns: a packet started at 0 ends at 26500 ps.
+	ser := qdr4x().Serialization(106)
+	require.Equal(t, ib.PS(26500), ser)
+	start := func(at ib.PS, path string, seq int64) *components.TraceEvent {
+		return ev(at, path, components.TraceTxStart, wirePkt(seq)...)
+	}
+	end := func(at ib.PS, path string, seq int64) *components.TraceEvent {
+		return ev(at, path, components.TraceTxEnd, wirePkt(seq)...)
+	}
+	fc := func(at ib.PS, path string) *components.TraceEvent {
+		return ev(at, path, components.TraceFCSend, fI("vl", 0), fI("fctbs", 2), fI("fccl", 4), fI("free", 4), fI("cap", 4), fI("occ", 0))
+	}
+	cases := []struct {
+		name      string
+		events    []*components.TraceEvent
+		idle      bool   // call Finish(now, true) after the events
+		invariant string // "" = no violation
+		detail    string
+	}{
+		{"clean: back to back, a flow-control packet between, two ports", []*components.TraceEvent{
+			start(0, "P", 1), start(0, "Q", 7),
+			end(ser, "P", 1),
+			// The next packet starts in the picosecond the last one's tail
+			// left: the port writes the owed tx_end first.
+			start(ser, "P", 2), end(ser, "Q", 7),
+			end(2*ser, "P", 2),
+			fc(2*ser, "P"),
+			start(3*ser, "P", 3), end(4*ser, "P", 3),
+		}, true, "", ""},
+		{"missing tx_end", []*components.TraceEvent{
+			start(0, "P", 1), start(ser, "P", 2),
+		}, false, InvWire, "packet seq 2 started while packet seq 1 (tx_start at 0 ps) has no tx_end"},
+		{"two packets at once", []*components.TraceEvent{
+			start(0, "P", 1), end(ser, "P", 1), start(ser-1, "P", 2),
+		}, false, InvWire, "packet seq 2 started at 26499 ps while packet seq 1 was on the wire until 26500 ps: two packets at once"},
+		{"tx_end before tx_start", []*components.TraceEvent{
+			start(ser, "P", 1), end(0, "P", 1),
+		}, false, InvWire, "packet seq 1 ended at 0 ps, before it started at 26500 ps"},
+		{"tx_end twice", []*components.TraceEvent{
+			start(0, "P", 1), end(ser, "P", 1), end(ser, "P", 1),
+		}, false, InvWire, "packet seq 1 ended twice"},
+		{"tx_end with nothing started", []*components.TraceEvent{
+			end(ser, "P", 1),
+		}, false, InvWire, "tx_end of packet seq 1 with no packet on the wire"},
+		{"tx_end of another packet", []*components.TraceEvent{
+			start(0, "P", 1), end(ser, "P", 2),
+		}, false, InvWire, "tx_end of packet seq 2 while packet seq 1 is on the wire"},
+		{"tx_end with other bytes", []*components.TraceEvent{
+			start(0, "P", 1), ev(ser, "P", components.TraceTxEnd, fI("seq", 1), fI("vl", 0), fI("bytes", 170)),
+		}, false, InvWire, "packet seq 1 started as vl 0 of 106 bytes, ended as vl 0 of 170 bytes"},
+		{"another port's tx_end does not close the wire", []*components.TraceEvent{
+			start(0, "P", 1), end(ser, "Q", 1),
+		}, false, InvWire, "tx_end of packet seq 1 with no packet on the wire"},
+		{"flow-control packet during a data packet", []*components.TraceEvent{
+			start(0, "P", 1), fc(ser/2, "P"),
+		}, false, InvWire, "flow-control packet for VL 0 sent while packet seq 1 (tx_start at 0 ps) has no tx_end"},
+		{"flow-control packet before the last tail left", []*components.TraceEvent{
+			start(0, "P", 1), end(ser, "P", 1), fc(ser-1, "P"),
+		}, false, InvWire, "flow-control packet for VL 0 sent at 26499 ps while packet seq 1 was on the wire until 26500 ps"},
+		{"a busy fabric may end with a packet on the wire", []*components.TraceEvent{
+			start(0, "P", 1),
+		}, false, "", ""},
+		{"an idle fabric may not", []*components.TraceEvent{
+			start(0, "Q", 4), start(0, "P", 1), end(ser, "Q", 4), start(ser, "R", 9),
+		}, true, InvWire, "idle fabric: 2 packets still on a wire; first seq 1, tx_start at 0 ps and no tx_end"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			chk := NewCheckers(CheckConfig{})
+			for _, e := range c.events {
+				chk.Observe(e)
+			}
+			last := c.events[len(c.events)-1]
+			now := last.Time
+			if c.idle {
+				now = 10 * ser
+				chk.Finish(now, true)
+			}
+			if c.invariant == "" {
+				assert.NoError(t, chk.Err())
+				return
+			}
+			require.Error(t, chk.Err())
+			require.Len(t, chk.Violations(), 1)
+			v := chk.Violations()[0]
+			assert.Equal(t, c.invariant, v.Invariant)
+			assert.Equal(t, c.detail, v.Detail)
+			assert.Equal(t, now, v.Time)
+			if !c.idle {
+				assert.Equal(t, last.Path, v.Path)
+			} else {
+				assert.Equal(t, "P", v.Path, "the first path in name order")
+			}
+		})
+	}
+}
+
 func TestCompareData(t *testing.T) {
 	chk := NewCheckers(CheckConfig{})
 	chk.CompareData(5, "H", "write qp 3", []byte{1, 2, 3}, []byte{1, 2, 3})
@@ -243,7 +348,7 @@ func TestCompareData(t *testing.T) {
 func TestRecentRingOrder(t *testing.T) {
 	chk := NewCheckers(CheckConfig{Recent: 3})
 	for i := 1; i <= 5; i++ {
-		chk.Observe(ev(ib.PS(i), "P", components.TraceTxStart, fI("vl", 0)))
+		chk.Observe(ev(ib.PS(i), "P", components.TraceRxHead, fI("vl", 0)))
 	}
 	chk.Observe(ev(6, "P", components.TraceCreditUpdate, fI("vl", 0), fI("avail", -1)))
 	require.Error(t, chk.Err())

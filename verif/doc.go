@@ -6,8 +6,9 @@
 //   - ReadTrace parses a trace back, with errors that name the line.
 //   - Diff and DiffMain ("hcasim diff GOLDEN NEW") compare two traces stream by
 //     stream and report the first divergence.
-//   - Checkers are scoreboards (lossless, ordering, data integrity,
-//     protection) that stop a run with a report when an invariant fails.
+//   - Checkers are scoreboards (lossless, buffers and credits, ordering, data
+//     integrity, protection, one packet at a time on each wire) that stop a
+//     run with a report when an invariant fails.
 //   - VCDWriter dumps chosen signals as a Value Change Dump in picoseconds for
 //     GTKWave or Surfer.
 //

@@ -90,7 +90,7 @@ Run flags:
       --format F        table (default), csv or json on stdout
       --out DIR         write results.json and results.csv (and plots for a sweep) into DIR
       --seed N          override the config's seed
-      --check           run the invariant checkers (lossless, ordering, integrity, protection)
+      --check           invariant checkers: lossless, buffers, credits, ordering, integrity, protection, wire
       --trace FILE      write an event trace (see docs/trace-format.md)
       --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
                         ('*' any run, '?' one character, '[' ']' themselves; repeatable)
