@@ -67,6 +67,15 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	if err := d.Validate(); err != nil {
 		return userErr("%s: %v", *configPath, err)
 	}
+	switch len(d.SweepIgnored) {
+	case 0:
+	case 1:
+		fmt.Fprintf(stderr, "hcasim rtl: note: %s: sweep axis %s does not change the RTL; one tree serves every point\n",
+			*configPath, d.SweepIgnored[0])
+	default:
+		fmt.Fprintf(stderr, "hcasim rtl: note: %s: sweep axes %s do not change the RTL; one tree serves every point\n",
+			*configPath, strings.Join(d.SweepIgnored, ", "))
+	}
 	if *outDir != "" {
 		files, err := Emit(d, version)
 		if err != nil {

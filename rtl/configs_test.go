@@ -22,17 +22,22 @@ const fifo = "switch.queueing=fifo"
 // edr, ndr and xdr configs through the real config loader, and checks that
 // --set reaches the parameters.
 func TestShippedConfigs(t *testing.T) {
-	for _, name := range []string{"edr.yaml", "ndr.yaml", "xdr.yaml"} {
+	for name, sets := range map[string][]string{
+		"edr.yaml": {fifo},
+		// ndr.yaml sweeps switch.vl_buffer_bytes; its own value is 16640.
+		"ndr.yaml": {fifo, "switch.vl_buffer_bytes=16640"},
+		"xdr.yaml": {fifo},
+	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			d, err := LoadDesign(name, []string{fifo})
+			d, err := LoadDesign(name, sets)
 			require.NoError(t, err)
 			require.NoError(t, d.Validate())
 			lintTree(t, d)
 		})
 	}
 	t.Run("set", func(t *testing.T) {
-		d, err := LoadDesign("ndr.yaml", []string{fifo, "switch.radix=8", "switch.vls=2", "link.width=2x"})
+		d, err := LoadDesign("ndr.yaml", []string{fifo, "switch.vl_buffer_bytes=16640", "switch.radix=8", "switch.vls=2", "link.width=2x"})
 		require.NoError(t, err)
 		p := d.Params()
 		assert.Equal(t, 8, p.Ports)
@@ -97,7 +102,8 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 		{[]string{"switch.queueing=voq", "switch.shared_buffer_bytes=65536", "switch.vl_buffer_bytes=4224"},
 			"switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)"},
 		{[]string{"switch.queueing=voq"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
-		{[]string{}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`}, // the default
+		// The default (the config sweeps switch.queueing, so the sweep goes).
+		{[]string{"sweep={}"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
 		{[]string{fifo, "switch.allocator=wavefront"}, `switch.allocator: "wavefront" is not supported by the RTL, whose allocator is a round-robin arbiter per output (separable, islip)`},
 		{[]string{fifo, "switch.speedup=2"}, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
 		{[]string{fifo, "switch.cut_through=false"}, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},
@@ -119,6 +125,53 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 			} else {
 				assert.EqualError(t, d.Validate(), tc.want)
 			}
+		})
+	}
+}
+
+// TestSweepAxesTheRTLReads: the RTL is one design point, so a sweep: axis
+// one of whose values gives another Design than the config's own is refused
+// by name (the first such value, in the axis's order) until --set pins it;
+// an axis that changes no Design field, whatever its key, is listed as
+// ignored.
+func TestSweepAxesTheRTLReads(t *testing.T) {
+	pin := func(key string) string {
+		return "; pin it with --set " + key + "=VALUE (or drop the sweep with --set sweep={})"
+	}
+	tests := []struct {
+		config  string
+		set     []string
+		want    string   // the error; "" = loaded
+		ignored []string // Design.SweepIgnored when loaded
+	}{
+		// ndr.yaml: switch.vl_buffer_bytes 16640 swept over
+		// [4160, 8320, 16640, 33280]; 4160 is the first value that differs.
+		{"ndr.yaml", []string{fifo}, "ndr.yaml: sweep.switch.vl_buffer_bytes: the RTL is one design point, and this axis changes it (at 4160)" +
+			pin("switch.vl_buffer_bytes"), nil},
+		{"ndr.yaml", []string{fifo, "switch.vl_buffer_bytes=16640"}, "", []string{"workload.offered_load"}},
+		{"ndr.yaml", []string{fifo, "sweep={}"}, "", nil},
+		// hca.vl_buffer_bytes is the HCA default 32768, swept from 8192.
+		// link.length_m changes the cable's flight time, nothing the RTL
+		// builds: not every key outside workload.* is refused.
+		{"examples/buffer-sizing.yaml", []string{fifo}, "examples/buffer-sizing.yaml: sweep.hca.vl_buffer_bytes: the RTL is one design point, and this axis changes it (at 8192)" +
+			pin("hca.vl_buffer_bytes"), nil},
+		{"examples/buffer-sizing.yaml", []string{fifo, "hca.vl_buffer_bytes=32768"}, "", []string{"link.length_m"}},
+		// A knee search is probed at both ends.
+		{"examples/hotspot-knee.yaml", []string{fifo}, "", []string{"workload.hotspot_fraction", "workload.offered_load"}},
+		// switch.queueing is the default voq, swept over [fifo, voq].
+		{"examples/hol-blocking.yaml", nil, "examples/hol-blocking.yaml: sweep.switch.queueing: the RTL is one design point, and this axis changes it (at fifo)" +
+			pin("switch.queueing"), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.config+" "+strings.Join(tc.set, ","), func(t *testing.T) {
+			d, err := LoadDesign(tc.config, tc.set)
+			if tc.want != "" {
+				assert.EqualError(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.ignored, d.SweepIgnored)
+			assert.NoError(t, d.Validate())
 		})
 	}
 }

@@ -19,6 +19,10 @@ type Design struct {
 	// Overrides are the --set key=value overrides the design was loaded with,
 	// in order; the header's regenerate command repeats them.
 	Overrides []string
+	// SweepIgnored are the config's sweep: axes that change nothing the RTL
+	// reads (workload.*, cable lengths, stage latencies): one tree serves
+	// every point of them, and Main says so on stderr.
+	SweepIgnored []string
 	// Radix is the switch port count (switch.radix), 2..256 (IBA 1.6 allows
 	// 256-port switches; ib-facts.md §4).
 	Radix int

@@ -361,10 +361,40 @@ func TestRTLDesignPoints(t *testing.T) {
 		"--set", "switch.shared_buffer_bytes=65536", "--set", "switch.vl_buffer_bytes=4224", "-o", t.TempDir())
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "hcasim rtl: examples/hol-blocking.yaml: switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)\n", errs)
-	code, _, errs = run("rtl", "-config", "ndr.yaml", "-o", t.TempDir())
+	code, _, errs = run("rtl", "-config", "ndr.yaml", "--set", "sweep={}", "-o", t.TempDir())
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "hcasim rtl: ndr.yaml: switch.queueing: \"voq\" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)\n", errs)
 	code, out, errs := run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "--set", "switch.vl_buffer_bytes=4160", "-o", t.TempDir())
 	assert.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "wrote 22 Verilog files")
+}
+
+// TestRTLRefusesASweep: ndr.yaml sweeps switch.vl_buffer_bytes over
+// [4160, 8320, 16640, 33280] (its own value 16640) and workload.offered_load.
+// The RTL is one design point, so exporting the sweep is refused, naming the
+// axis that changes the design; pinned (README's command), the tree has the
+// pinned depth, 16640 / 64 = 260 blocks, and the offered-load axis, which
+// the RTL does not read, gets a note.
+func TestRTLRefusesASweep(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "-o", dir)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim rtl: ndr.yaml: sweep.switch.vl_buffer_bytes: the RTL is one design point, and this axis changes it (at 4160); "+
+		"pin it with --set switch.vl_buffer_bytes=VALUE (or drop the sweep with --set sweep={})\n", errs)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written")
+
+	code, out, errs = run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "--set", "switch.vl_buffer_bytes=16640", "-o", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "wrote 22 Verilog files")
+	assert.Equal(t, "hcasim rtl: note: ndr.yaml: sweep axis workload.offered_load does not change the RTL; one tree serves every point\n", errs)
+	top, err := os.ReadFile(filepath.Join(dir, "switch_top.v"))
+	require.NoError(t, err)
+	assert.Regexp(t, `parameter integer BUF_DEPTH += 260,`, string(top))
+
+	code, _, errs = run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "--set", "sweep={}", "-o", t.TempDir())
+	assert.Equal(t, 0, code, errs)
+	assert.Empty(t, errs)
 }
