@@ -551,12 +551,7 @@ func intOr(ev *components.TraceEvent, key string, none int64) int64 {
 func (c *Checkers) txStart(ev *components.TraceEvent) {
 	w := c.wire(ev.Path)
 	seq := intOr(ev, "seq", -1)
-	switch {
-	case w.open:
-		c.fail(InvWire, ev, fmt.Sprintf("packet seq %d started while packet seq %d (tx_start at %d ps) has no tx_end", seq, w.seq, w.start))
-	case ev.Time < w.freeAt:
-		c.fail(InvWire, ev, fmt.Sprintf("packet seq %d started at %d ps while packet seq %d was on the wire until %d ps: two packets at once", seq, ev.Time, w.seq, w.freeAt))
-	}
+	c.wireFree(w, ev, fmt.Sprintf("packet seq %d", seq))
 	w.open, w.seq, w.start = true, seq, ev.Time
 	w.vl, w.bytes = intOr(ev, "vl", -1), intOr(ev, "bytes", -1)
 }
@@ -592,13 +587,17 @@ func (c *Checkers) txEnd(ev *components.TraceEvent) {
 // data packet's tx_end − tx_start is its serialization rounded to the
 // picosecond, so the rate cannot be recovered from it exactly.
 func (c *Checkers) fcSend(ev *components.TraceEvent) {
-	w := c.wire(ev.Path)
-	vl := intOr(ev, "vl", -1)
+	c.wireFree(c.wire(ev.Path), ev, fmt.Sprintf("flow-control packet for VL %d", intOr(ev, "vl", -1)))
+}
+
+// wireFree fails ev, the start of the packet what on w, if a data packet
+// still holds the wire: one with no tx_end yet, or one whose tx_end is later.
+func (c *Checkers) wireFree(w *wireState, ev *components.TraceEvent, what string) {
 	switch {
 	case w.open:
-		c.fail(InvWire, ev, fmt.Sprintf("flow-control packet for VL %d sent while packet seq %d (tx_start at %d ps) has no tx_end", vl, w.seq, w.start))
+		c.fail(InvWire, ev, fmt.Sprintf("%s started while packet seq %d (tx_start at %d ps) has no tx_end", what, w.seq, w.start))
 	case ev.Time < w.freeAt:
-		c.fail(InvWire, ev, fmt.Sprintf("flow-control packet for VL %d sent at %d ps while packet seq %d was on the wire until %d ps", vl, ev.Time, w.seq, w.freeAt))
+		c.fail(InvWire, ev, fmt.Sprintf("%s started at %d ps while packet seq %d was on the wire until %d ps: two packets at once", what, ev.Time, w.seq, w.freeAt))
 	}
 }
 

@@ -291,10 +291,10 @@ func TestCheckersWire(t *testing.T) {
 		}, false, InvWire, "tx_end of packet seq 1 with no packet on the wire"},
 		{"flow-control packet during a data packet", []*components.TraceEvent{
 			start(0, "P", 1), fc(ser/2, "P"),
-		}, false, InvWire, "flow-control packet for VL 0 sent while packet seq 1 (tx_start at 0 ps) has no tx_end"},
+		}, false, InvWire, "flow-control packet for VL 0 started while packet seq 1 (tx_start at 0 ps) has no tx_end"},
 		{"flow-control packet before the last tail left", []*components.TraceEvent{
 			start(0, "P", 1), end(ser, "P", 1), fc(ser-1, "P"),
-		}, false, InvWire, "flow-control packet for VL 0 sent at 26499 ps while packet seq 1 was on the wire until 26500 ps"},
+		}, false, InvWire, "flow-control packet for VL 0 started at 26499 ps while packet seq 1 was on the wire until 26500 ps: two packets at once"},
 		{"a busy fabric may end with a packet on the wire", []*components.TraceEvent{
 			start(0, "P", 1),
 		}, false, "", ""},
