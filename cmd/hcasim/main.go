@@ -17,7 +17,10 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sort"
+	"strings"
 
+	"github.com/hcasim/hcasim/configs"
 	"github.com/hcasim/hcasim/verif"
 )
 
@@ -56,21 +59,68 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		if f, ok := subcommands[args[0]]; ok {
 			return f(args[1:], stdout, stderr)
 		}
+		if a := args[0]; !strings.HasPrefix(a, "-") && !isConfigName(a) {
+			// A mistyped subcommand ("hcasim bnech") would otherwise be
+			// reported as a stray argument of the run.
+			return fail(stderr, userErrorf("%q is not a subcommand (%s) or a flag; see hcasim help",
+				a, strings.Join(subcommandNames(), ", ")))
+		}
 	}
 	return runMain(args, stdout, stderr)
+}
+
+// isConfigName reports whether a names a file or a shipped config: what a
+// user who forgot -config types first.
+func isConfigName(a string) bool {
+	if _, err := os.Stat(a); err == nil {
+		return true
+	}
+	_, ok := configs.Lookup(a)
+	return ok
+}
+
+// subcommandNames lists the subcommands, sorted.
+func subcommandNames() []string {
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{}
 
 func init() {
-	subcommands["version"] = func(_ []string, stdout, _ io.Writer) int {
+	subcommands["version"] = func(args []string, stdout, stderr io.Writer) int {
+		if code, done := noArguments("version", args, stdout, stderr); done {
+			return code
+		}
 		fmt.Fprintf(stdout, "hcasim %s\n", Version())
 		return 0
 	}
-	subcommands["help"] = func(_ []string, stdout, _ io.Writer) int {
+	subcommands["help"] = func(args []string, stdout, stderr io.Writer) int {
+		if code, done := noArguments("help", args, stdout, stderr); done {
+			return code
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
+}
+
+// noArguments refuses arguments to a subcommand that takes none (ignoring
+// them would let "hcasim version --check" look as if it checked something);
+// --help and -h print the usage, as for every subcommand. done reports
+// whether the subcommand is finished, with code its exit code.
+func noArguments(name string, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		fmt.Fprint(stdout, usage)
+		return 0, true
+	}
+	return fail(stderr, userErrorf("%s: %q is an unexpected argument (hcasim %s takes none)", name, args[0], name)), true
 }
 
 const usage = `hcasim: a cycle-level model of InfiniBand HCAs, switch ASICs and links

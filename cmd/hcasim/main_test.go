@@ -73,6 +73,17 @@ func TestBadInput(t *testing.T) {
 		{"time limit", []string{"-config", "edr.yaml", "--set", "sim.max_time_ns=1000"},
 			[]string{"edr.yaml: perftest write_bw: did not finish", "sim.max_time_ns"}},
 		{"unknown subcommand-like arg", []string{"-config", "edr.yaml", "extra"}, []string{"unexpected argument \"extra\""}},
+		{"unknown subcommand", []string{"foo"},
+			[]string{`"foo" is not a subcommand (bench, diff, help, merge, rtl, version) or a flag`, "hcasim help"}},
+		{"unknown subcommand with flags", []string{"bnech", "--csv", "x.csv"}, []string{`"bnech" is not a subcommand`}},
+		{"config without -config", []string{"edr.yaml"},
+			[]string{`unexpected argument "edr.yaml"`, "give -config edr.yaml"}},
+		{"config file without -config", []string{"--quiet", writeFile(t, "a.yaml", "seed: 1\n")},
+			[]string{"a.yaml", "give -config"}},
+		{"version with an argument", []string{"version", "extra"},
+			[]string{`version: "extra" is an unexpected argument (hcasim version takes none)`}},
+		{"help with an argument", []string{"help", "run"},
+			[]string{`help: "run" is an unexpected argument (hcasim help takes none)`}},
 		{"bad set path", []string{"-config", "ndr.yaml", "--set", "link.speed=NDR"},
 			[]string{"link.speed: unknown key"}},
 		{"bad set syntax", []string{"-config", "ndr.yaml", "--set", "link.width"},
@@ -166,6 +177,11 @@ func TestVersionAndHelp(t *testing.T) {
 	code, out, _ = run("help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "-config")
+	// Every subcommand the usage names is one Main knows, and the other way
+	// round: the "not a subcommand" message lists subcommandNames.
+	for _, name := range subcommandNames() {
+		assert.Contains(t, out, "hcasim "+name, "help does not mention the subcommand %s", name)
+	}
 }
 
 // TestHelpFlags: --help and -h print a command's usage on stdout and exit 0,
@@ -173,7 +189,8 @@ func TestVersionAndHelp(t *testing.T) {
 // run, bench and merge).
 func TestHelpFlags(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"-config", "ndr.yaml", "--help"},
-		{"bench", "--help"}, {"bench", "-h"}, {"merge", "--help"}, {"diff", "--help"}, {"rtl", "--help"}} {
+		{"bench", "--help"}, {"bench", "-h"}, {"merge", "--help"}, {"diff", "--help"}, {"rtl", "--help"},
+		{"version", "--help"}, {"help", "-h"}} {
 		code, out, errs := run(args...)
 		assert.Equal(t, 0, code, "%v: %s", args, errs)
 		assert.Contains(t, strings.ToLower(out+errs), "usage", "%v", args)

@@ -103,6 +103,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		return nil, userErrorf("%s (see hcasim help)", err)
 	}
 	if fs.NArg() > 0 {
+		if a := fs.Arg(0); f.config == "" && isConfigName(a) {
+			return nil, userErrorf("unexpected argument %q (to run a config, give -config %s; see hcasim help)", a, a)
+		}
 		return nil, userErrorf("unexpected argument %q (see hcasim help)", fs.Arg(0))
 	}
 	f.seedSet = fs.Changed("seed")
