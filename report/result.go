@@ -114,22 +114,6 @@ func join(a, b string) string {
 	return a + "_" + b
 }
 
-// FormatValue renders a scalar for CSV and tables.
-func FormatValue(v any) string {
-	switch x := v.(type) {
-	case float64:
-		return strconv.FormatFloat(Round(x), 'g', -1, 64)
-	case float32:
-		return FormatValue(float64(x))
-	case string:
-		return x
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
 // Columns returns the param columns then the metric columns of all points,
 // each group sorted by name.
 func Columns(points []Point) (params, metrics []string) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/report"
 )
 
 // Sweep is an expanded, validated sweep: its axes and its designs.
@@ -300,10 +301,17 @@ func scalarText(n *yaml.Node) string {
 	return config.ScalarString(n)
 }
 
+// paramText names a point in an error: each scalar as written, a list or
+// mapping in the flow form the results print (a block-style list in the
+// file would otherwise come out as "- 0; - 1" on the error's one line).
 func paramText(set []assignment) string {
 	parts := make([]string, len(set))
 	for i, a := range set {
-		parts[i] = a.key + "=" + scalarText(a.value)
+		v := scalarText(a.value)
+		if a.value != nil && a.value.Kind != yaml.ScalarNode {
+			v = report.FormatValue(nodeValue(a.value))
+		}
+		parts[i] = a.key + "=" + v
 	}
 	return strings.Join(parts, ", ")
 }

@@ -100,6 +100,10 @@ func TestExpandErrors(t *testing.T) {
 		// packet does not fit an MTU of 1024.
 		{"link.mtu: [1024, 4096]\n  workload.size: [512, 4096]", "sweep.workload.size: 4096 bytes is more than link.mtu 1024 (a stream packet carries at most one MTU) (at the point link.mtu=1024, workload.size=4096)"},
 		{"sweep.x: [1]", "sweep.sweep.x: a sweep cannot sweep itself"},
+		// A list value written in block style names its point in flow form,
+		// on the error's one line, as the results print it.
+		{"workload.size: [512, 1024]\n  switch.sl2vl:\n    -" + strings.Repeat("\n      - 0", 15) + "\n      - 1",
+			"at the point switch.sl2vl=[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], workload.size=512"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
