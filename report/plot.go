@@ -125,6 +125,19 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 	return written, nil
 }
 
+// IsPlotFile reports whether name is one WritePlots may write, by its
+// naming scheme: LatencyPlot, AcceptedPlot or throughput-vs-<key>.svg for a
+// key ending in buffer_bytes. The CLI removes such a file from --out when
+// the run did not draw it, so that a plot of an earlier run is not taken
+// for one of this run.
+func IsPlotFile(name string) bool {
+	if name == LatencyPlot || name == AcceptedPlot {
+		return true
+	}
+	key, ok := strings.CutPrefix(name, throughputPlotPrefix)
+	return ok && strings.HasSuffix(key, "buffer_bytes.svg")
+}
+
 // legendRoom raises the top of the y axis so that a top-left legend of n
 // rows sits above the curves rather than on them: each row takes about 6 %
 // of the plot's height (of its decades, on a log axis).

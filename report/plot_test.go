@@ -45,6 +45,22 @@ func TestWritePlots(t *testing.T) {
 	svgText(t, filepath.Join(dir, files[0]), "Throughput vs buffer depth", "workload.offered_load=0.6")
 }
 
+// TestIsPlotFile: every plot WritePlots writes is one IsPlotFile names (the
+// CLI removes an earlier run's by that name), and a name outside the scheme
+// is not.
+func TestIsPlotFile(t *testing.T) {
+	files, err := WritePlots(t.TempDir(), loadSweep(true))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		assert.True(t, IsPlotFile(f), f)
+	}
+	for _, name := range []string{"throughput-vs-mine.svg", "throughput-vs-hca.vl_buffer_bytes.png", "latency.svg",
+		"results.json", "notes-latency-vs-offered-load.svg"} {
+		assert.False(t, IsPlotFile(name), name)
+	}
+}
+
 func TestWritePlotsSkipsWhatIsMissing(t *testing.T) {
 	dir := t.TempDir()
 	files, err := WritePlots(dir, loadSweep(false))

@@ -96,29 +96,72 @@ type sweepExtras struct {
 }
 
 // writePlots writes a result's plots into dir, and a sweep's extra files:
-// knee.csv for a knee search, shard.json for a shard.
+// knee.csv for a knee search, shard.json for a shard. Then it removes the
+// files of hcasim's own naming this run did not write (staleOutputs), so
+// that dir holds this run's outputs and no earlier run's.
 func writePlots(dir string, res *report.Result) error {
 	var ex sweepExtras
 	if v, ok := sweepOutputs.LoadAndDelete(res); ok {
 		ex = *v.(*sweepExtras)
 	}
+	written := map[string]bool{resultsJSON: true, resultsCSV: true}
 	if ex.manifest != nil {
+		// A shard draws no plots and finds no knees: merge does.
 		if err := sweep.WriteManifest(dir, ex.manifest); err != nil {
 			return userErrorf("--out: %v", err)
 		}
-		return nil
+		written[sweep.ManifestFile] = true
+	} else {
+		plots, err := report.WritePlots(dir, res)
+		if err != nil {
+			return err
+		}
+		for _, p := range plots {
+			written[p] = true
+		}
+		if ex.knee != nil {
+			if err := writeKnees(dir, res, ex.knee); err != nil {
+				return userErrorf("--out: %v", err)
+			}
+			written[KneeFile] = true
+		}
 	}
-	// A shard's manifest left from an earlier run would make merge take
-	// these results for a shard.
-	if err := os.Remove(filepath.Join(dir, sweep.ManifestFile)); err != nil && !os.IsNotExist(err) {
+	return removeStale(dir, written)
+}
+
+// The results files every run with --out writes (report.WriteFiles,
+// report.WriteMerged).
+const (
+	resultsJSON = "results.json"
+	resultsCSV  = "results.csv"
+)
+
+// isOutputFile reports whether name is a file hcasim writes into --out:
+// the results, knee.csv, shard.json or a plot of report.WritePlots' naming.
+// No other file in --out is ever removed.
+func isOutputFile(name string) bool {
+	switch name {
+	case resultsJSON, resultsCSV, KneeFile, sweep.ManifestFile:
+		return true
+	}
+	return report.IsPlotFile(name)
+}
+
+// removeStale removes from dir the regular files isOutputFile names that
+// are not in written: an earlier run's knee.csv, plots or shard.json would
+// otherwise sit beside this run's results and read as this run's (a
+// shard.json would even make merge take the directory for a shard).
+func removeStale(dir string, written map[string]bool) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
 		return userErrorf("--out: %v", err)
 	}
-	if _, err := report.WritePlots(dir, res); err != nil {
-		return err
-	}
-	if ex.knee != nil {
-		if err := writeKnees(dir, res, ex.knee); err != nil {
-			return userErrorf("--out: %v", err)
+	for _, e := range entries {
+		if written[e.Name()] || !isOutputFile(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
+			return userErrorf("--out: removing %s of an earlier run: %v", e.Name(), err)
 		}
 	}
 	return nil

@@ -287,13 +287,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		code = fail(stderr, runErr)
 	}
-	if res != nil && len(res.Points) == 1 && res.Points[0].Error != "" && len(res.Points[0].Metrics) == 0 {
-		// A single design point that failed computed nothing: the one
-		// line on stderr is the whole answer.
-		res = nil
-	}
+	// A single design point that failed computed nothing: the one line on
+	// stderr is the whole answer on the terminal. --out still gets its
+	// results, the error in them, in place of an earlier run's.
+	show := !(res != nil && len(res.Points) == 1 && res.Points[0].Error != "" && len(res.Points[0].Metrics) == 0)
 	if res != nil {
-		if err := present(res, f, stdout); err != nil && code == 0 {
+		if err := present(res, f, stdout, show); err != nil && code == 0 {
 			code = fail(stderr, err)
 		}
 	}
@@ -306,11 +305,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// present writes the --out files and prints the result in the chosen
-// format. The result is printed even when the files cannot be written (the
-// run's time is spent; its answer is not lost): the files' error is
-// returned after it.
-func present(res *report.Result, f *runFlags, stdout io.Writer) error {
+// present writes the --out files and, when show is set, prints the result
+// in the chosen format. The result is printed even when the files cannot be
+// written (the run's time is spent; its answer is not lost): the files'
+// error is returned after it.
+func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error {
 	var werr error
 	if f.out != "" {
 		if err := report.WriteFiles(f.out, res); err != nil {
@@ -320,10 +319,11 @@ func present(res *report.Result, f *runFlags, stdout io.Writer) error {
 		}
 	}
 	var perr error
-	switch f.format {
-	case "json":
+	switch {
+	case !show:
+	case f.format == "json":
 		perr = report.WriteJSON(stdout, res)
-	case "csv":
+	case f.format == "csv":
 		perr = report.WriteCSV(stdout, res)
 	default:
 		perr = report.WriteTable(stdout, res, tableColumns(res))

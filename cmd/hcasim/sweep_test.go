@@ -102,6 +102,88 @@ func TestSweepPointEqualsPointRunAlone(t *testing.T) {
 	assert.NotEmpty(t, readFile(t, trace))
 }
 
+// TestStaleOutputsRemoved: a run into an --out that holds an earlier run's
+// outputs removes the files of hcasim's naming it does not write itself
+// (a knee.csv, plots, a shard.json), so nothing there reads as this run's
+// that is not; every other file stays.
+func TestStaleOutputsRemoved(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	earlier := []string{KneeFile, report.LatencyPlot, report.AcceptedPlot, "throughput-vs-switch.vl_buffer_bytes.svg", sweep.ManifestFile}
+	mine := []string{"notes.txt", "throughput-vs-mine.svg", "knee.csv.bak", "results.txt"}
+	fill := func(dir string) {
+		for _, f := range append(append([]string{}, earlier...), mine...) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("earlier\n"), 0o644))
+		}
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "latency-vs-offered-load.svg.d"), 0o755))
+	}
+	kept := func(t *testing.T, dir string) {
+		for _, f := range mine {
+			assert.FileExists(t, filepath.Join(dir, f), "not a file hcasim writes")
+		}
+		assert.DirExists(t, filepath.Join(dir, "latency-vs-offered-load.svg.d"))
+	}
+
+	t.Run("sweep", func(t *testing.T) {
+		out := t.TempDir()
+		fill(out)
+		code, _, stderr := run("-config", cfg, "--out", out, "--quiet")
+		require.Equal(t, 0, code, stderr)
+		for _, f := range earlier {
+			assert.NoFileExists(t, filepath.Join(out, f), "left from the earlier run")
+		}
+		kept(t, out)
+		for _, f := range []string{"results.json", "results.csv", "throughput-vs-hca.vl_buffer_bytes.svg"} {
+			assert.FileExists(t, filepath.Join(out, f), "written by this run")
+		}
+	})
+	t.Run("shard", func(t *testing.T) {
+		out := t.TempDir()
+		fill(out)
+		code, _, stderr := run("-config", cfg, "--out", out, "--quiet", "--shard", "0/2")
+		require.Equal(t, 0, code, stderr)
+		for _, f := range earlier[:4] {
+			assert.NoFileExists(t, filepath.Join(out, f), "a shard draws no plots and finds no knee")
+		}
+		assert.NotEqual(t, "earlier\n", readFile(t, filepath.Join(out, sweep.ManifestFile)))
+		kept(t, out)
+	})
+	t.Run("merge", func(t *testing.T) {
+		var shards []string
+		for i := range 2 {
+			d := t.TempDir()
+			code, _, stderr := run("-config", cfg, "--out", d, "--quiet", "--shard", fmt.Sprintf("%d/2", i))
+			require.Equal(t, 0, code, stderr)
+			shards = append(shards, d)
+		}
+		out := t.TempDir()
+		fill(out)
+		code, _, stderr := run("merge", shards[0], shards[1], "--out", out, "--quiet")
+		require.Equal(t, 0, code, stderr)
+		for _, f := range earlier {
+			assert.NoFileExists(t, filepath.Join(out, f), "left from the earlier run")
+		}
+		assert.FileExists(t, filepath.Join(out, "throughput-vs-hca.vl_buffer_bytes.svg"))
+		kept(t, out)
+	})
+	t.Run("a single point that fails", func(t *testing.T) {
+		// Its results.json says so, in place of the earlier run's results.
+		out := t.TempDir()
+		fill(out)
+		require.NoError(t, os.WriteFile(filepath.Join(out, "results.json"), []byte("earlier\n"), 0o644))
+		code, stdout, stderr := run("-config", "edr.yaml", "--set", "sim.max_time_ns=1000", "--out", out)
+		assert.Equal(t, 2, code, stderr)
+		assert.Empty(t, stdout, "the one line on stderr is the answer")
+		res, err := report.ReadJSON(filepath.Join(out, "results.json"))
+		require.NoError(t, err)
+		require.Len(t, res.Points, 1)
+		assert.Contains(t, res.Points[0].Error, "sim.max_time_ns")
+		for _, f := range earlier {
+			assert.NoFileExists(t, filepath.Join(out, f))
+		}
+		kept(t, out)
+	})
+}
+
 func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
 	whole := t.TempDir()
