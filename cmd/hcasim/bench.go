@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -280,14 +281,21 @@ func readCSVHistory(path string) (map[string][]string, error) {
 		return nil, userErrorf("--csv %s: %v", path, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, csvIsDir(path)
+	}
 	r := csv.NewReader(f)
 	head, err := r.Read()
 	if err == io.EOF {
 		return last, nil
 	}
 	if err != nil || strings.Join(head, ",") != strings.Join(benchCSVHeader, ",") {
-		return nil, userErrorf("--csv %s: its header is not %q (written by another hcasim version?); name a new file",
-			path, strings.Join(benchCSVHeader, ","))
+		if err == nil && benchLikeHeader(head) {
+			return nil, userErrorf("--csv %s: its header is not %q (written by another hcasim version?); name a new file",
+				path, strings.Join(benchCSVHeader, ","))
+		}
+		return nil, userErrorf("--csv %s: not a CSV hcasim bench wrote (its first line is not the header %q); "+
+			"name a new file, or one bench wrote", path, strings.Join(benchCSVHeader, ","))
 	}
 	for {
 		row, err := r.Read()
@@ -299,6 +307,26 @@ func readCSVHistory(path string) (map[string][]string, error) {
 		}
 		last[row[2]] = row
 	}
+}
+
+// benchLikeHeader reports whether head looks like the header of an earlier
+// hcasim's bench CSV (columns added, renamed or reordered since): at least
+// three of its names are this version's. Every layout bench has written
+// shares date, benchmark and wall_s with this one; an unrelated file does
+// not.
+func benchLikeHeader(head []string) bool {
+	shared := 0
+	for _, h := range head {
+		if slices.Contains(benchCSVHeader, h) {
+			shared++
+		}
+	}
+	return shared >= 3
+}
+
+// csvIsDir is the error for a --csv that names a directory.
+func csvIsDir(path string) error {
+	return userErrorf("--csv %s: is a directory; name a CSV file to append to (e.g. %s)", path, filepath.Join(path, "bench-results.csv"))
 }
 
 // readable formats a CSV row's figures (benchmark, wall, CPU, simulated
@@ -381,7 +409,10 @@ func checkAppendable(path string) error {
 	if path == "" {
 		return userErrorf("--csv: an empty path (name the CSV file to append to)")
 	}
-	_, statErr := os.Stat(path)
+	st, statErr := os.Stat(path)
+	if statErr == nil && st.IsDir() {
+		return csvIsDir(path)
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return userErrorf("--csv: %v", err)

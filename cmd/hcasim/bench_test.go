@@ -72,13 +72,43 @@ func TestBench(t *testing.T) {
 
 // TestBenchCSVHeaderMismatch: appending to a CSV another version wrote
 // (a different header) is a user error, exit 2, one line naming the file.
+// TestBenchCSVHeaderMismatch: a --csv bench cannot append to is refused
+// before anything runs, exit 2, on one line that says what it is: a
+// directory, a file that is no bench CSV at all, or a bench CSV of another
+// layout (an earlier hcasim's: only then the version hint).
 func TestBenchCSVHeaderMismatch(t *testing.T) {
-	old := filepath.Join(t.TempDir(), "old.csv")
-	require.NoError(t, os.WriteFile(old, []byte("date,commit,benchmark,wall_s,sim_time_ns\n"), 0o644))
-	code, _, errOut := run("bench", "switch16-uniform-50", "--csv", old)
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, old)
-	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, csv string
+		want      []string
+		not       string
+	}{
+		{"older bench CSV", writeFile(t, "old.csv", "date,commit,benchmark,wall_s,sim_time_ns\n"),
+			[]string{"old.csv: its header is not", "written by another hcasim version?"}, ""},
+		{"first bench layout", writeFile(t, "v1.csv", "date,version,benchmark,wall_s,sim_time_ns,events,block_hops_per_s,packets_per_s,peak_mem_mib\n"),
+			[]string{"v1.csv: its header is not", "written by another hcasim version?"}, ""},
+		{"directory", dir,
+			[]string{"--csv " + dir + ": is a directory; name a CSV file to append to", filepath.Join(dir, "bench-results.csv")}, "version"},
+		{"not a CSV", writeFile(t, "go.mod", "module example.com/x\n\ngo 1.26\n"),
+			[]string{"go.mod: not a CSV hcasim bench wrote", "name a new file"}, "version"},
+		{"another CSV", writeFile(t, "prices.csv", "date,price\n2024-01-01,3\n"),
+			[]string{"prices.csv: not a CSV hcasim bench wrote"}, "version"},
+		{"broken CSV", writeFile(t, "quote.csv", "a,b\"c\n"),
+			[]string{"quote.csv: not a CSV hcasim bench wrote"}, "version"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run("bench", "switch16-uniform-50", "--csv", c.csv)
+			assert.Equal(t, 2, code, errOut)
+			assert.Empty(t, out, "nothing ran")
+			for _, w := range c.want {
+				assert.Contains(t, errOut, w)
+			}
+			if c.not != "" {
+				assert.NotContains(t, errOut, c.not)
+			}
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		})
+	}
 }
 
 // TestBenchBadInput: a name that is neither a shipped benchmark nor a file,
