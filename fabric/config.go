@@ -84,6 +84,17 @@ func Defaults() Config {
 	}
 }
 
+// Normalize rewrites the values accepted in any case — the IB acronyms
+// link.generation, link.width, workload.connection, and hca.profile — to
+// their canonical spelling. Decode calls it before Validate, so everything
+// after decoding (the model, params, results) sees one form. Other names
+// (kinds, tests, media, allocators) are matched exactly and left alone.
+func (c *Config) Normalize() {
+	c.Link.Normalize()
+	c.HCA.Normalize()
+	c.Workload.Normalize()
+}
+
 // Validate checks every section and the combinations across sections.
 func (c *Config) Validate() error {
 	if err := c.Link.Validate("link"); err != nil {
@@ -232,6 +243,7 @@ func Decode(root *yaml.Node) (*Loaded, error) {
 	if err := config.Decode(root, &cfg); err != nil {
 		return nil, err
 	}
+	cfg.Normalize()
 	if err := cfg.Validate(); err != nil {
 		return nil, &config.Error{Msg: err.Error()}
 	}

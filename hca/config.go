@@ -262,6 +262,14 @@ func Profile(name string) (Config, error) {
 	return f(), nil
 }
 
+// Normalize rewrites a profile name given in another case (CX7, which
+// Profile accepts) to the name listed (cx7), so that params show one form.
+func (c *Config) Normalize() {
+	if p := strings.ToLower(c.Profile); profiles[p] != nil {
+		c.Profile = p
+	}
+}
+
 // Validate checks every knob's range; errors name the dotted key.
 func (c *Config) Validate() error {
 	if c.Profile != "" {

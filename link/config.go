@@ -60,6 +60,19 @@ func Defaults() Config {
 	}
 }
 
+// Normalize rewrites a generation or width given in another case to its
+// canonical spelling (ndr → NDR, 4X → 4x), so that results and params show
+// one form whatever was typed. A name that is none is left as written, for
+// Validate to refuse.
+func (c *Config) Normalize() {
+	if g, ok := ParseGeneration(c.Generation); ok {
+		c.Generation = string(g)
+	}
+	if w := strings.ToLower(c.Width); Widths[w] != 0 {
+		c.Width = w
+	}
+}
+
 // Validate checks ranges and combinations; prefix is the key path ("link").
 func (c *Config) Validate(prefix string) error {
 	g, ok := ParseGeneration(c.Generation)

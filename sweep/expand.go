@@ -154,6 +154,7 @@ func (s *Sweep) Point(d Design, searchValue float64) (*Point, error) {
 	if err != nil {
 		return p, err
 	}
+	canonicalParams(p.Params, l)
 	p.Seed = DeriveSeed(l.Config.Seed, p.Params)
 	l.Config.Seed = p.Seed
 	if s.fix != nil {
@@ -192,6 +193,24 @@ func (s *Sweep) params(set []assignment) map[string]any {
 		p[a.key] = nodeValue(a.value)
 	}
 	return p
+}
+
+// canonicalParams replaces a string param the decoded config spells
+// differently only in case (fabric.Config.Normalize: ndr → NDR) with that
+// spelling, so that params show what the model ran, and a point's seed does
+// not depend on the case a value was typed in.
+func canonicalParams(params map[string]any, l *fabric.Loaded) {
+	for k, v := range params {
+		written, ok := v.(string)
+		if !ok {
+			continue
+		}
+		if c, ok := fabric.Value(&l.Config, k); ok {
+			if cs, ok := c.(string); ok && cs != written && strings.EqualFold(cs, written) {
+				params[k] = cs
+			}
+		}
+	}
 }
 
 // DeriveSeed returns the seed of a sweep point: the first 8 bytes of

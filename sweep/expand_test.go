@@ -118,6 +118,26 @@ func TestExpandErrors(t *testing.T) {
 	}
 }
 
+// TestSweptAcronymsCanonical: a swept value accepted in any case
+// (fabric.Config.Normalize) is reported in its canonical spelling, and the
+// point's seed does not depend on the case it was typed in.
+func TestSweptAcronymsCanonical(t *testing.T) {
+	lower := expand(t, streamBase+"sweep:\n  link.generation: [ndr, hdr]\n  link.width: [4X]\n")
+	upper := expand(t, streamBase+"sweep:\n  link.generation: [NDR, HDR]\n  link.width: [4x]\n")
+	assert.Equal(t, []string{
+		`{"link.generation":"NDR","link.width":"4x"}`,
+		`{"link.generation":"HDR","link.width":"4x"}`,
+	}, designParams(t, lower))
+	assert.Equal(t, designParams(t, upper), designParams(t, lower))
+	for i := range lower.Designs {
+		pl, err := lower.Point(lower.Designs[i], 0)
+		require.NoError(t, err)
+		pu, err := upper.Point(upper.Designs[i], 0)
+		require.NoError(t, err)
+		assert.Equal(t, pu.Seed, pl.Seed)
+	}
+}
+
 func TestDeriveSeed(t *testing.T) {
 	a := map[string]any{"hca.vl_buffer_bytes": 8192, "workload.size": 1024}
 	b := map[string]any{"workload.size": 1024, "hca.vl_buffer_bytes": 8192}

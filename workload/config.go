@@ -159,6 +159,16 @@ func (c *Config) Validate(prefix string) error {
 	return c.checkOtherKinds(prefix)
 }
 
+// Normalize rewrites a transport given in another case to its canonical
+// spelling (ud → UD), as link.Config.Normalize does for generations: the
+// IB acronyms are accepted in any case and reported in one. A name that is
+// none is left as written, for Validate to refuse.
+func (c *Config) Normalize() {
+	if u := strings.ToUpper(c.Connection); u == "RC" || u == "UD" {
+		c.Connection = u
+	}
+}
+
 // checkOtherKinds checks the keys other workload kinds read, whatever the
 // kind: a value valid for its kind is left alone (switching kinds with
 // --set workload.kind=… keeps working), but one no kind could use is

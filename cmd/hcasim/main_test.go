@@ -184,6 +184,24 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 }
 
+// TestAcronymsAnyCaseEndToEnd: workload.connection=ud runs as link.generation=edr
+// always did, and a run's params show the canonical spellings.
+func TestAcronymsAnyCaseEndToEnd(t *testing.T) {
+	code, out, errs := run("-config", "edr.yaml", "--format", "json", "--set", "workload.connection=ud",
+		"--set", "workload.test=send_lat", "--set", "workload.size=64", "--set", "workload.iterations=20",
+		"--set", "link.generation=edr", "--set", "link.width=4X")
+	require.Equal(t, 0, code, errs)
+	var res struct {
+		Points []struct {
+			Params map[string]any `json:"params"`
+		} `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Points, 1)
+	assert.Equal(t, "EDR", res.Points[0].Params["link.generation"])
+	assert.Equal(t, "4x", res.Points[0].Params["link.width"])
+}
+
 // TestHelpFlags: --help and -h print a command's usage on stdout and exit 0,
 // for the run and for every subcommand (they were errors, exit 2, for the
 // run, bench and merge).
