@@ -154,11 +154,17 @@ type Requester struct {
 	RetryCnt    int
 	RNRRetry    int
 
-	State     QPState
-	nextPSN   uint32     // PSN of the next new message
-	msgs      []*sendMsg // uncompleted messages, oldest first
-	sendIdx   int        // index in msgs of the message being transmitted
-	rdAtomic  int        // READ/atomic requests sent and not answered
+	State   QPState
+	nextPSN uint32     // PSN of the next new message
+	msgs    []*sendMsg // uncompleted messages, oldest first
+	sendIdx int        // index in msgs of the message being transmitted
+	// rdAtomic counts READ/atomic messages sent at least once and not yet
+	// retired. A message holds its slot from its first send until it
+	// completes in order, across retries (rxe wqe->has_rd_atomic, released
+	// in complete_ack): so the responder never executes more than
+	// max_rd_atomic READ/atomics from the oldest unfinished one on, and its
+	// resources still hold every one the requester may retry.
+	rdAtomic  int
 	retryLeft int
 	rnrLeft   int
 	// RNRWaitCode is the RNR timer code of the last RNR NAK; the device
@@ -218,7 +224,7 @@ func (r *Requester) HasWork() bool {
 		return false
 	}
 	m := r.msgs[r.sendIdx]
-	return !(m.sent == 0 && m.isRdAtomic() && r.rdAtomic >= r.MaxRdAtomic)
+	return !(!m.everSent && m.isRdAtomic() && r.rdAtomic >= r.MaxRdAtomic)
 }
 
 // TxPacket describes the next request packet: the message and its packet
@@ -241,11 +247,9 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 	case WRRDMARead:
 		pkt.RETH = ib.RETH{VA: w.RemoteAddr, RKey: w.RKey, Length: w.Length}
 		pkt.AckReq = true
-		r.rdAtomic++
 	case WRCompSwap, WRFetchAdd:
 		pkt.Atomic = ib.AtomicETH{VA: w.RemoteAddr, RKey: w.RKey, SwapAdd: w.SwapAdd, Compare: w.Compare}
 		pkt.AckReq = true
-		r.rdAtomic++
 	default:
 		off := uint32(i * r.MTU)
 		pkt.PayloadLen = int(min(uint32(r.MTU), w.Length-off))
@@ -255,6 +259,9 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 		if pkt.Opcode.Headers()&ib.HasImmDt != 0 {
 			pkt.Imm = w.Imm
 		}
+	}
+	if !m.everSent && m.isRdAtomic() {
+		r.rdAtomic++
 	}
 	m.sent++
 	m.everSent = true
@@ -291,6 +298,9 @@ func (r *Requester) retire(out []Completion) []Completion {
 	for k < len(r.msgs) && r.msgs[k].done {
 		m := r.msgs[k]
 		out = append(out, Completion{WQE: m.wqe, Status: m.status, Posted: m.Posted})
+		if m.isRdAtomic() {
+			r.rdAtomic--
+		}
 		r.free = append(r.free, m)
 		k++
 	}
@@ -335,12 +345,6 @@ func (r *Requester) rewind(psn uint32) {
 		later.readGot = 0
 	}
 	r.sendIdx = i
-	r.rdAtomic = 0
-	for _, e := range r.msgs[:i] {
-		if e.isRdAtomic() && !e.done {
-			r.rdAtomic++
-		}
-	}
 }
 
 // fail completes the message at index i with status and flushes the rest;
@@ -464,7 +468,6 @@ func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res Ac
 	m.readGot += uint32(pkt.PayloadLen)
 	if m.readGot >= m.wqe.Length {
 		m.done, m.status = true, WCSuccess
-		r.rdAtomic--
 	}
 	res.Completions = r.retire(res.Completions)
 	return addr, true, res
@@ -488,7 +491,6 @@ func (r *Requester) OnAtomicAck(pkt *ib.Packet) (addr uint64, ok bool, res AckRe
 	r.ackThrough(pkt.PSN, false)
 	r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
 	m.done, m.status = true, WCSuccess
-	r.rdAtomic--
 	res.Completions = r.retire(res.Completions)
 	return m.wqe.LocalAddr, true, res
 }

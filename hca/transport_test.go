@@ -368,6 +368,39 @@ func TestReadAtomicCap(t *testing.T) {
 	assert.True(t, req.HasWork())
 }
 
+// TestReadSlotHeldUntilRetired: a READ holds its max_rd_atomic slot from
+// its first send until it completes in order, as rxe's has_rd_atomic is
+// released only by complete_ack. With max_rd_atomic 2, READ A (PSN 0) and
+// READ B (PSN 1) go out; B's response alone leaves A unfinished, so C must
+// still wait: were it sent, the responder would have executed A, B and C,
+// and its two resources could no longer replay A.
+func TestReadSlotHeldUntilRetired(t *testing.T) {
+	cfg := Defaults()
+	cfg.MaxRdAtomic = 2
+	req := NewRequester(&cfg, 1024, 0)
+	for i := 0; i < 3; i++ {
+		req.Enqueue(SendWQE{Index: uint16(i), Opcode: WRRDMARead, Length: 8, LocalAddr: uint64(i) << 12}, 0)
+	}
+	drain := func() []uint32 {
+		var psns []uint32
+		for req.HasWork() {
+			var p ib.Packet
+			req.Next(&p)
+			psns = append(psns, p.PSN)
+		}
+		return psns
+	}
+	require.Equal(t, []uint32{0, 1}, drain())
+	_, ok, res := req.OnReadResponse(&ib.Packet{Opcode: ib.RDMAReadResponseOnly, PSN: 1, PayloadLen: 8})
+	require.True(t, ok, "B's data is placed")
+	assert.Empty(t, res.Completions, "B completes only after A")
+	assert.NotContains(t, drain(), uint32(2), "C waits for a slot")
+	_, ok, res = req.OnReadResponse(&ib.Packet{Opcode: ib.RDMAReadResponseOnly, PSN: 0, PayloadLen: 8})
+	require.True(t, ok)
+	require.Len(t, res.Completions, 2, "A, then B")
+	assert.Equal(t, []uint32{2}, drain(), "A and B retired: C goes")
+}
+
 // loopback runs a requester against a responder with real memory and a
 // lossy wire, without timing: every lost packet is recovered by NAK or
 // timeout. It returns the completions.
