@@ -1,6 +1,10 @@
 package hca
 
-import "github.com/hcasim/hcasim/ib"
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/ib"
+)
 
 // ResponderEnv is what the responder needs from its QP: keys and receive WQEs.
 type ResponderEnv interface {
@@ -83,21 +87,33 @@ type Responder struct {
 	// finished; the device decrements it.
 	ReadsInProgress int
 
-	// Atomic replay: a duplicate atomic gets its saved original value. The
-	// responder keeps the last MaxRdAtomic results (its responder resources),
-	// enough for every atomic the requester may still retry.
-	atomicHist []atomicResult
+	// res holds the responder resources (rxe struct resp_res): the last
+	// MaxRdAtomic READ and atomic requests executed, as a ring, resNext the
+	// slot the next one overwrites. The requester keeps at most
+	// max_rd_atomic of them outstanding, so every READ or atomic it may
+	// still retry has its resource here; a duplicate with none is dropped.
+	res     []rdAtomicRes
+	resNext int
 }
 
-type atomicResult struct {
-	psn uint32
-	val uint64
+// rdAtomicRes is one responder resource: a READ or atomic as first
+// executed, which a duplicate request must match to be answered.
+type rdAtomicRes struct {
+	used     bool
+	atomic   bool
+	firstPSN uint32 // the request's PSN
+	lastPSN  uint32 // READ: its last response PSN; atomic: firstPSN
+	va       uint64 // READ: the original RETH VA
+	length   uint32 // READ: the original RETH DMA length, bytes
+	rkey     uint32 // READ: the original R_Key
+	orig     uint64 // atomic: the original value it returned
 }
 
 // NewResponder returns an RTR responder expecting psn.
 func NewResponder(cfg *Config, mtu int, psn uint32) *Responder {
 	return &Responder{MTU: mtu, AckCoalesce: cfg.AckCoalesce, MinRNRTimer: cfg.MinRNRTimer,
-		MaxRdAtomic: cfg.MaxRdAtomic, State: QPRTR, ePSN: psn & psnMask}
+		MaxRdAtomic: cfg.MaxRdAtomic, State: QPRTR, ePSN: psn & psnMask,
+		res: make([]rdAtomicRes, cfg.MaxRdAtomic)}
 }
 
 // ExpectedPSN returns the next PSN the responder accepts.
@@ -106,20 +122,40 @@ func (r *Responder) ExpectedPSN() uint32 { return r.ePSN }
 // MSN returns the message sequence number.
 func (r *Responder) MSN() uint32 { return r.msn }
 
-// SaveAtomic records the original value an atomic at psn returned, for replay.
-func (r *Responder) SaveAtomic(psn uint32, v uint64) {
-	if len(r.atomicHist) >= r.MaxRdAtomic {
-		r.atomicHist = r.atomicHist[1:]
+// saveRes records a READ or atomic just accepted as a responder resource,
+// overwriting the oldest (rxe rxe_prepare_res recycles the ring the same way).
+func (r *Responder) saveRes(e rdAtomicRes) {
+	e.used = true
+	r.res[r.resNext] = e
+	r.resNext = (r.resNext + 1) % len(r.res)
+}
+
+// findRes returns the resource whose PSNs hold psn, or nil (rxe
+// find_resource).
+func (r *Responder) findRes(psn uint32) *rdAtomicRes {
+	for i := range r.res {
+		e := &r.res[i]
+		if e.used && psnDiff(psn, e.firstPSN) >= 0 && psnDiff(psn, e.lastPSN) <= 0 {
+			return e
+		}
 	}
-	r.atomicHist = append(r.atomicHist, atomicResult{psn, v})
+	return nil
+}
+
+// SaveAtomic records the original value the atomic at psn returned, for
+// replay. The atomic's resource was saved when Receive accepted it.
+func (r *Responder) SaveAtomic(psn uint32, v uint64) {
+	e := r.findRes(psn)
+	if e == nil || !e.atomic {
+		panic(fmt.Sprintf("hca: responder: SaveAtomic for PSN %#x, which has no atomic resource", psn))
+	}
+	e.orig = v
 }
 
 // LastAtomic returns the saved atomic result for a duplicate at psn.
 func (r *Responder) LastAtomic(psn uint32) (uint64, bool) {
-	for _, h := range r.atomicHist {
-		if h.psn == psn {
-			return h.val, true
-		}
+	if e := r.findRes(psn); e != nil && e.atomic {
+		return e.orig, true
 	}
 	return 0, false
 }
@@ -163,7 +199,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		return r.nak(&a, SynNAKSeq, r.ePSN, false)
 	}
 	if d < 0 {
-		return r.duplicate(pkt)
+		return r.duplicate(pkt, env)
 	}
 	r.nakSent = false
 	op := pkt.Opcode
@@ -191,7 +227,10 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		}
 		r.ReadsInProgress++
 		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, pkt.RETH.VA, pkt.RETH.Length, pkt.PSN
-		r.ePSN = psnAdd(r.ePSN, PacketCount(pkt.RETH.Length, r.MTU))
+		n := PacketCount(pkt.RETH.Length, r.MTU)
+		r.saveRes(rdAtomicRes{firstPSN: pkt.PSN, lastPSN: psnAdd(pkt.PSN, n-1),
+			va: pkt.RETH.VA, length: pkt.RETH.Length, rkey: pkt.RETH.RKey})
+		r.ePSN = psnAdd(r.ePSN, n)
 		r.msn = (r.msn + 1) & psnMask
 		return a
 	case op == ib.CompareSwap || op == ib.FetchAdd:
@@ -205,6 +244,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		}
 		r.ReadsInProgress++
 		a.Atomic = true
+		r.saveRes(rdAtomicRes{atomic: true, firstPSN: pkt.PSN, lastPSN: pkt.PSN})
 		r.ePSN = psnAdd(r.ePSN, 1)
 		r.msn = (r.msn + 1) & psnMask
 		return a
@@ -297,19 +337,38 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 	return a
 }
 
-// duplicate answers a packet whose PSN is before ePSN: SEND/WRITE get an
-// ACK for the last PSN received; a duplicate READ is re-executed; a
-// duplicate atomic gets its saved result (the device replays it).
-func (r *Responder) duplicate(pkt *ib.Packet) RespAction {
+// duplicate answers a packet whose PSN is before ePSN (rxe
+// duplicate_request): SEND/WRITE get an ACK for the last PSN received. A
+// READ or atomic is answered only from its responder resource: a duplicate
+// READ must carry the original's R_Key and lie within the original's VA
+// range, and its region is checked again (it may have been deregistered
+// since); a duplicate atomic gets its saved result. A duplicate READ or
+// atomic without a matching resource is a class D error: dropped silently,
+// never executed. So is one that would exceed the responder resources
+// (max_rd_atomic responses in progress); the requester's timer recovers it.
+func (r *Responder) duplicate(pkt *ib.Packet, env ResponderEnv) RespAction {
 	var a RespAction
 	a.Drop = true
 	switch pkt.Opcode {
 	case ib.RDMAReadRequest:
-		a.Drop = false
-		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, pkt.RETH.VA, pkt.RETH.Length, pkt.PSN
+		e := r.findRes(pkt.PSN)
+		va, n := pkt.RETH.VA, uint64(pkt.RETH.Length)
+		if e == nil || e.atomic || va < e.va || n > uint64(e.length) ||
+			va+n > e.va+uint64(e.length) || pkt.RETH.RKey != e.rkey ||
+			r.ReadsInProgress >= r.MaxRdAtomic {
+			return a
+		}
+		// The region is checked again on replay, as rxe read_reply does
+		// (rxe_recheck_mr, then the copy's range check): a failure is an
+		// R_Key violation, NAK remote access error, class C.
+		if a.KeyResult = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
+			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
+		}
 		r.ReadsInProgress++
+		a.Drop = false
+		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, va, pkt.RETH.Length, pkt.PSN
 	case ib.CompareSwap, ib.FetchAdd:
-		if _, ok := r.LastAtomic(pkt.PSN); ok {
+		if _, ok := r.LastAtomic(pkt.PSN); ok && r.ReadsInProgress < r.MaxRdAtomic {
 			a.Drop = false
 			a.AtomicReplay = true
 			r.ReadsInProgress++

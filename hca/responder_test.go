@@ -1,0 +1,190 @@
+package hca
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// readReq is an RDMA READ request packet.
+func readReq(psn uint32, va uint64, rkey, n uint32) *ib.Packet {
+	return &ib.Packet{Opcode: ib.RDMAReadRequest, PSN: psn, AckReq: true, RETH: ib.RETH{VA: va, RKey: rkey, Length: n}}
+}
+
+// TestDuplicateReadNeedsItsResource: a READ whose PSN is behind the
+// responder's expected PSN is answered only from the responder resource of
+// the READ first executed at that PSN, as rxe_resp.c duplicate_request does:
+// the duplicate's R_Key must equal the original's and its VA range must lie
+// within the original's; anything else is a class D error, dropped without
+// an ACK, a key check or a byte read. A READ that matches is replayed from
+// the duplicate's PSN, after the region is checked again.
+func TestDuplicateReadNeedsItsResource(t *testing.T) {
+	cfg := Defaults()
+	const mtu = 1024
+	var kt KeyTable
+	mr := kt.Register(1, 0x10000, 0x4000, AccessRemoteRead|AccessRemoteWrite)
+	other := kt.Register(1, 0x40000, 0x1000, AccessRemoteRead)
+	const secret = 0x80000 // registered by nobody
+	const va, n = 0x10100, 3000
+	// The original READ at PSN 100 uses ⌈3000 / 1024⌉ = 3 PSNs (100–102);
+	// a one-packet WRITE follows at 103, so the responder expects 104.
+	setup := func(t *testing.T) (*Responder, *testEnv) {
+		resp := NewResponder(&cfg, mtu, 100)
+		env := &testEnv{kt: &kt, pd: 1}
+		a := resp.Receive(readReq(100, va, mr.RKey, n), env)
+		require.True(t, a.Read)
+		resp.ReadsInProgress-- // the device has sent the responses
+		a = resp.Receive(&ib.Packet{Opcode: ib.RDMAWriteOnly, PSN: 103, AckReq: true, PayloadLen: 8,
+			RETH: ib.RETH{VA: 0x10000, RKey: mr.RKey, Length: 8}}, env)
+		require.True(t, a.Write)
+		require.Equal(t, uint32(104), resp.ExpectedPSN())
+		return resp, env
+	}
+	tests := []struct {
+		name   string
+		pkt    *ib.Packet
+		replay bool
+	}{
+		{"the same request", readReq(100, va, mr.RKey, n), true},
+		// The requester resumes a READ from a later PSN with the rest of it.
+		{"its tail from a later PSN", readReq(101, va+mtu, mr.RKey, n-mtu), true},
+		{"an unregistered buffer with a bad R_Key", readReq(100, secret, 0xdead0001, 16), false},
+		{"another region's valid R_Key", readReq(100, 0x40000, other.RKey, 16), false},
+		// Inside the region the R_Key grants, but not inside the original READ.
+		{"past the original's end", readReq(100, va+n, mr.RKey, 16), false},
+		{"before the original's start", readReq(100, va-1, mr.RKey, 16), false},
+		{"longer than the original", readReq(100, va, mr.RKey, n+1), false},
+		{"at a WRITE's PSN", readReq(103, va, mr.RKey, 16), false},
+		{"older than every resource", readReq(99, va, mr.RKey, 16), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, env := setup(t)
+			a := resp.Receive(tc.pkt, env)
+			assert.Equal(t, QPRTR, resp.State)
+			assert.Equal(t, uint32(104), resp.ExpectedPSN())
+			assert.False(t, a.Ack, "no ACK or NAK either way")
+			if !tc.replay {
+				assert.Equal(t, RespAction{Drop: true}, a, "dropped: no key check, no read")
+				assert.Equal(t, 0, resp.ReadsInProgress)
+				return
+			}
+			assert.True(t, a.Read)
+			assert.Equal(t, tc.pkt.RETH.VA, a.ReadVA)
+			assert.Equal(t, tc.pkt.RETH.Length, a.ReadLen)
+			assert.Equal(t, tc.pkt.PSN, a.ReadPSN, "responses restart at the duplicate's PSN")
+			assert.True(t, a.KeyChecked, "the region is checked again")
+			assert.Equal(t, KeyOK, a.KeyResult)
+			assert.Equal(t, 1, resp.ReadsInProgress)
+		})
+	}
+
+	t.Run("region deregistered since", func(t *testing.T) {
+		// The replay re-checks the region (rxe read_reply: rxe_recheck_mr
+		// fails, RESPST_ERR_RKEY_VIOLATION): NAK remote access error, and the
+		// class C error moves the QP to ERR.
+		resp, env := setup(t)
+		var gone KeyTable
+		gone.Register(1, 0x10000, 0x4000, AccessRemoteRead|AccessRemoteWrite)
+		gone.Deregister(mr.RKey)
+		env.kt = &gone
+		a := resp.Receive(readReq(100, va, mr.RKey, n), env)
+		assert.False(t, a.Read)
+		assert.True(t, a.Ack)
+		assert.Equal(t, uint8(SynNAKAccess), a.AckSyn)
+		assert.Equal(t, uint32(100), a.AckPSN)
+		assert.Equal(t, KeyInvalid, a.KeyResult)
+		assert.Equal(t, QPErr, resp.State)
+	})
+
+	t.Run("responder resources in use", func(t *testing.T) {
+		// max_rd_atomic responses still being generated: a replay would
+		// exceed the responder resources, so it is dropped too.
+		resp, env := setup(t)
+		resp.ReadsInProgress = cfg.MaxRdAtomic
+		a := resp.Receive(readReq(100, va, mr.RKey, n), env)
+		assert.Equal(t, RespAction{Drop: true}, a)
+		assert.Equal(t, cfg.MaxRdAtomic, resp.ReadsInProgress)
+	})
+}
+
+// TestResponderResourcesKeepTheLastMaxRdAtomic: READs and atomics share
+// one ring of max_rd_atomic resources (rxe resp.resources, recycled
+// oldest first), so with max_rd_atomic 2 the third request evicts the
+// first, whose duplicate is then dropped; the two kept are replayed.
+func TestResponderResourcesKeepTheLastMaxRdAtomic(t *testing.T) {
+	cfg := Defaults()
+	cfg.MaxRdAtomic = 2
+	var kt KeyTable
+	mr := kt.Register(1, 0x1000, 0x1000, AccessRemoteRead|AccessRemoteAtomic)
+	resp := NewResponder(&cfg, 1024, 0)
+	env := &testEnv{kt: &kt, pd: 1}
+	fetchAdd := &ib.Packet{Opcode: ib.FetchAdd, PSN: 1, AckReq: true, Atomic: ib.AtomicETH{VA: 0x1008, RKey: mr.RKey, SwapAdd: 1}}
+	// PSN 0: READ, 1: FETCH_ADD (original value 41), 2: READ; one PSN each.
+	// The device finishes each before the next arrives.
+	require.True(t, resp.Receive(readReq(0, 0x1000, mr.RKey, 8), env).Read)
+	resp.ReadsInProgress--
+	require.True(t, resp.Receive(fetchAdd, env).Atomic)
+	resp.SaveAtomic(1, 41)
+	resp.ReadsInProgress--
+	require.True(t, resp.Receive(readReq(2, 0x1010, mr.RKey, 8), env).Read)
+	resp.ReadsInProgress--
+
+	assert.Equal(t, RespAction{Drop: true}, resp.Receive(readReq(0, 0x1000, mr.RKey, 8), env), "evicted")
+	a := resp.Receive(fetchAdd, env)
+	assert.True(t, a.AtomicReplay)
+	orig, ok := resp.LastAtomic(1)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(41), orig)
+	resp.ReadsInProgress--
+	assert.True(t, resp.Receive(readReq(2, 0x1010, mr.RKey, 8), env).Read)
+	resp.ReadsInProgress--
+	// A READ at the atomic's PSN matches no READ resource.
+	assert.Equal(t, RespAction{Drop: true}, resp.Receive(readReq(1, 0x1008, mr.RKey, 8), env))
+}
+
+// TestDuplicateReadLeaksNothingOnDevice: the attack the resource check
+// stops, end to end. After one legitimate 16-byte READ at PSN 0x10, a
+// crafted READ request reuses that PSN (now a duplicate) with a bad R_Key
+// and the VA of an unregistered buffer, then with the good R_Key and the
+// same VA. Neither gets a response, a NAK, or moves B's QP to ERR. An
+// exact duplicate of the legitimate READ, sent last, is answered: the
+// injection path works, so the silence is the responder's doing.
+func TestDuplicateReadLeaksNothingOnDevice(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	secret := p.b.Malloc(4096)
+	p.b.Mem.Write(secret, []byte("TOP-SECRET-BYTES"))
+	p.b.Mem.Write(p.bufB, []byte("public-16-bytes!"))
+	tap := tapPort(p.a)
+	var responses [][]byte
+	tap.drop = func(pkt *ib.Packet) bool {
+		if pkt.Opcode == ib.RDMAReadResponseOnly {
+			responses = append(responses, append([]byte(nil), pkt.Payload[:pkt.PayloadLen]...))
+		}
+		return false
+	}
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufA,
+		Length: 16, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	const firstPSN = 0x10 // newPair connects A's send queue at PSN 0x10
+	crafted := []ib.RETH{
+		{VA: secret, RKey: 0xdead0001, Length: 16},
+		{VA: secret, RKey: p.mrB.RKey, Length: 16},
+		{VA: p.bufB, RKey: p.mrB.RKey, Length: 16}, // the legitimate READ again
+	}
+	for i, reth := range crafted {
+		// 20 µs apart: long after the legitimate READ completed (~2 µs)
+		// and each other's answers.
+		p.s.Schedule(ib.PS(20*(i+1))*ib.Microsecond, &poster{fn: func() {
+			p.inject(t, &ib.Packet{Opcode: ib.RDMAReadRequest, PSN: firstPSN, AckReq: true, RETH: reth})
+		}}, 1)
+	}
+	p.s.StopAt(100 * ib.Microsecond)
+	require.NoError(t, p.s.Run())
+	want := []byte("public-16-bytes!")
+	assert.Equal(t, [][]byte{want, want}, responses, "the legitimate READ and its exact duplicate only")
+	assert.Equal(t, int64(0), p.b.Counters.Naks)
+	assert.Equal(t, QPRTS, p.qb.State)
+}
