@@ -464,7 +464,10 @@ func TestImmediateDataAndZeroLength(t *testing.T) {
 		// SEND with immediate: data into the receive buffer, imm into the CQE.
 		{ID: 1, Opcode: WRSendImm, Signaled: true, LocalAddr: p.bufA, Length: 10, LKey: p.mrA.LKey, Imm: 0xCAFE},
 		// WRITE with immediate: data at the remote address, and a receive
-		// WQE consumed for the immediate (RESP_WR_IMM, byte_len 0).
+		// WQE consumed for the immediate (RESP_WR_IMM). Its byte_len is the
+		// WRITE's length, 4: rxe_resp.c do_complete reports qp->resp.length
+		// (the RETH DMA length) for a WRITE with immediate, and the mlx5
+		// provider the CQE's byte_cnt, which the HCA fills the same way.
 		{ID: 2, Opcode: WRRDMAWriteImm, Signaled: true, LocalAddr: p.bufA, Length: 4, LKey: p.mrA.LKey,
 			RemoteAddr: p.bufB + 50000, RKey: p.mrB.RKey, Imm: 0xBEEF},
 		// A zero-length SEND: one SEND_ONLY packet, a receive completion of 0 bytes.
@@ -490,7 +493,7 @@ func TestImmediateDataAndZeroLength(t *testing.T) {
 		assert.Equal(t, op, sa[i].Opcode)
 	}
 	assert.Equal(t, WC{WRID: 100, Opcode: WCRecv, ByteLen: 10, Imm: 0xCAFE, HasImm: true, QPN: p.qb.Num}, rb[0])
-	assert.Equal(t, WC{WRID: 101, Opcode: WCRecvRDMAImm, ByteLen: 0, Imm: 0xBEEF, HasImm: true, QPN: p.qb.Num}, rb[1])
+	assert.Equal(t, WC{WRID: 101, Opcode: WCRecvRDMAImm, ByteLen: 4, Imm: 0xBEEF, HasImm: true, QPN: p.qb.Num}, rb[1])
 	assert.Equal(t, WC{WRID: 102, Opcode: WCRecv, ByteLen: 0, QPN: p.qb.Num}, rb[2])
 	got := make([]byte, 10)
 	p.b.Mem.Read(p.bufB, got)

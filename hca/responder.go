@@ -76,10 +76,13 @@ type Responder struct {
 	inMsg   bool   // inside a multi-packet SEND or WRITE
 	inSend  bool   // the message is a SEND (else a WRITE)
 	writeVA uint64 // WRITE: next byte's address
-	recv    RecvWQE
-	hasRecv bool
-	recvOff uint32
-	nakSent bool // a sequence NAK was sent for ePSN (send it once)
+	// writeLen is the WRITE's RETH DMA length, bytes, saved at FIRST/ONLY:
+	// a WRITE_WITH_IMM's receive completion reports it as byte_len.
+	writeLen uint32
+	recv     RecvWQE
+	hasRecv  bool
+	recvOff  uint32
+	nakSent  bool // a sequence NAK was sent for ePSN (send it once)
 
 	pendingAckReqs int    // AckReq packets not yet acknowledged (coalescing)
 	pendingAckPSN  uint32 // the PSN a coalesced ACK would carry
@@ -278,7 +281,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			}
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		r.writeVA = pkt.RETH.VA
+		r.writeVA, r.writeLen = pkt.RETH.VA, pkt.RETH.Length
 	}
 	if isSend(op) {
 		if first {
@@ -322,8 +325,11 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			}
 			r.hasRecv = false
 		case op == ib.RDMAWriteLastImm || op == ib.RDMAWriteOnlyImm:
+			// byte_len is the whole WRITE's length, from its RETH: rxe
+			// do_complete reports qp->resp.length (set from reth_len in
+			// check_rkey), mlx5 the CQE's byte_cnt.
 			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode, a.Imm = true, recv, WCSuccess, CQERespWrImm, pkt.Imm
-			a.RecvLen = 0
+			a.RecvLen = r.writeLen
 		}
 	}
 	if pkt.AckReq {

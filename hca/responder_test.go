@@ -1,6 +1,7 @@
 package hca
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -187,4 +188,39 @@ func TestDuplicateReadLeaksNothingOnDevice(t *testing.T) {
 	assert.Equal(t, [][]byte{want, want}, responses, "the legitimate READ and its exact duplicate only")
 	assert.Equal(t, int64(0), p.b.Counters.Naks)
 	assert.Equal(t, QPRTS, p.qb.State)
+}
+
+// TestWriteImmReportsWriteLength: the receive completion of an RDMA WRITE
+// with immediate reports the WRITE's length, from the RETH of its FIRST or
+// ONLY packet (rxe_resp.c do_complete: byte_len = qp->resp.length, which
+// check_rkey set from reth_len; mlx5: the CQE's byte_cnt). The LAST packet
+// carries no RETH, so the length must be kept from the FIRST.
+func TestWriteImmReportsWriteLength(t *testing.T) {
+	const mtu = 1024
+	cfg := Defaults()
+	// ⌈n / 1024⌉ packets: 0 and 100 are one ONLY_WITH_IMM packet, 1024 too;
+	// 1025 is FIRST + LAST_WITH_IMM, 5000 FIRST + 3 MIDDLE + LAST_WITH_IMM.
+	for _, n := range []uint32{0, 100, mtu, mtu + 1, 5000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var kt KeyTable
+			mr := kt.Register(1, 0, 1<<16, AccessRemoteWrite|AccessLocalWrite)
+			env := &testEnv{kt: &kt, pd: 1, rq: []RecvWQE{{Index: 7, Addr: 0x8000, Length: 64, LKey: mr.LKey}}}
+			req := NewRequester(&cfg, mtu, 0)
+			resp := NewResponder(&cfg, mtu, 0)
+			req.Enqueue(SendWQE{Opcode: WRRDMAWriteImm, Length: n, RemoteAddr: 0x100, RKey: mr.RKey, Imm: 0xBEEF}, 0)
+			var done []RespAction
+			for req.HasWork() {
+				var p ib.Packet
+				req.Next(&p)
+				if a := resp.Receive(&p, env); a.RecvDone {
+					done = append(done, a)
+				}
+			}
+			require.Len(t, done, 1)
+			assert.Equal(t, WCSuccess, done[0].RecvStatus)
+			assert.Equal(t, uint8(CQERespWrImm), done[0].RecvOpcode)
+			assert.Equal(t, n, done[0].RecvLen)
+			assert.Equal(t, uint32(0xBEEF), done[0].Imm)
+		})
+	}
 }
