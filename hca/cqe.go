@@ -111,6 +111,9 @@ func wcOfWR(op WROpcode) WCOpcode {
 	return WCSend
 }
 
+// wrHasImm reports whether a send WR opcode carries immediate data.
+func wrHasImm(op WROpcode) bool { return op == WRSendImm || op == WRRDMAWriteImm }
+
 // CQE is a completion as the HCA writes it.
 type CQE struct {
 	Opcode   uint8 // CQEReq … CQERespErr
@@ -166,6 +169,11 @@ func DecodeCQE(buf []byte) CQE {
 	c.QPN = q & 0xFFFFFF
 	c.WROp, _ = mlx5ToWR(uint8(q >> 24))
 	switch c.Opcode {
+	case CQEReq:
+		// A requester CQE has no immediate flag: the provider derives
+		// IB_WC_WITH_IMM from the WQE opcode in sop_drop_qpn (mlx5
+		// handle_good_req; rxe make_send_cqe sets it the same way).
+		c.HasImm = wrHasImm(c.WROp)
 	case CQEReqErr, CQERespErr:
 		c.Status = statusOfSyndrome(buf[cqeSyndromeOff])
 		c.Receiver = c.Opcode == CQERespErr

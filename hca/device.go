@@ -660,7 +660,7 @@ func (d *Device) sendCompletion(qp *QP, c Completion, t ib.PS) {
 		return
 	}
 	d.writeCQE(qp.SendCQ, CQE{Opcode: CQEReq, Status: c.Status, WROp: c.WQE.Opcode, QPN: qp.Num,
-		Counter: c.WQE.Index, ByteCnt: c.WQE.Length}, t)
+		Counter: c.WQE.Index, ByteCnt: c.WQE.Length, HasImm: c.Status == WCSuccess && wrHasImm(c.WQE.Opcode)}, t)
 	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == c.WQE.Index && tl.AckRx == 0 {
 		tl.AckRx = d.s.Now()
 	}

@@ -491,6 +491,11 @@ func TestImmediateDataAndZeroLength(t *testing.T) {
 		assert.Equal(t, WCSuccess, sa[i].Status)
 		assert.Equal(t, uint64(i+1), sa[i].WRID)
 		assert.Equal(t, op, sa[i].Opcode)
+		// The sender's completion of SEND_WITH_IMM and WRITE_WITH_IMM has
+		// IB_WC_WITH_IMM too (rxe make_send_cqe, mlx5 handle_good_req),
+		// with no immediate value in it.
+		assert.Equal(t, i < 2, sa[i].HasImm, "WR %d", i+1)
+		assert.Equal(t, uint32(0), sa[i].Imm)
 	}
 	assert.Equal(t, WC{WRID: 100, Opcode: WCRecv, ByteLen: 10, Imm: 0xCAFE, HasImm: true, QPN: p.qb.Num}, rb[0])
 	assert.Equal(t, WC{WRID: 101, Opcode: WCRecvRDMAImm, ByteLen: 4, Imm: 0xBEEF, HasImm: true, QPN: p.qb.Num}, rb[1])
@@ -528,7 +533,8 @@ func TestZeroLengthSkipsRKeyCheck(t *testing.T) {
 	require.Equal(t, 3, na)
 	require.Equal(t, 1, nb)
 	for i, op := range []WCOpcode{WCRDMAWrite, WCRDMAWrite, WCRDMARead} {
-		assert.Equal(t, WC{WRID: uint64(i + 1), Status: WCSuccess, Opcode: op, QPN: p.qa.Num}, sa[i])
+		// WR 2, the WRITE_WITH_IMM, completes with IB_WC_WITH_IMM.
+		assert.Equal(t, WC{WRID: uint64(i + 1), Status: WCSuccess, Opcode: op, HasImm: i == 1, QPN: p.qa.Num}, sa[i])
 	}
 	assert.Equal(t, WC{WRID: 100, Opcode: WCRecvRDMAImm, Imm: 0xBEEF, HasImm: true, QPN: p.qb.Num}, rb[0])
 	assert.Equal(t, int64(0), p.b.Counters.Naks)

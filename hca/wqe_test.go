@@ -91,6 +91,12 @@ func TestRecvWQEAndCQERoundTrip(t *testing.T) {
 		{Opcode: CQEReqErr, Status: WCRemAccessErr, WROp: WRRDMAWrite, QPN: 7, Counter: 3},
 		{Opcode: CQEReqErr, Status: WCWRFlushErr, WROp: WRSend, QPN: 7, Counter: 4},
 		{Opcode: CQERespErr, Status: WCLocLenErr, QPN: 7, Receiver: true},
+		// A good requester CQE of a WR with immediate has IB_WC_WITH_IMM,
+		// derived from the WQE opcode (mlx5 handle_good_req); an error CQE
+		// does not (mlx5_handle_error_cqe sets no flags).
+		{Opcode: CQEReq, WROp: WRSendImm, QPN: 7, Counter: 5, HasImm: true},
+		{Opcode: CQEReq, WROp: WRRDMAWriteImm, QPN: 7, Counter: 6, HasImm: true},
+		{Opcode: CQEReqErr, Status: WCRemAccessErr, WROp: WRRDMAWriteImm, QPN: 7, Counter: 7},
 	}
 	for _, c := range cqes {
 		b := make([]byte, CQEBytes)
