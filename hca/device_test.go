@@ -156,6 +156,133 @@ func TestRetryAfterDroppedAck(t *testing.T) {
 	assert.Equal(t, src, got)
 }
 
+// TestLostReadResponseRetriedAtOnce: a READ's middle response packet is
+// lost while 20 WRITEs follow it. The ACK of the first WRITE, past the
+// READ's PSNs, is an implied NAK: the READ is retried at once rather than
+// after the local ACK timeout (67 ms with the default retry_timeout 14),
+// and the WRITEs complete behind it.
+func TestLostReadResponseRetriedAtOnce(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	data := make([]byte, 3*4096) // three response packets: FIRST, MIDDLE, LAST
+	for i := range data {
+		data[i] = byte(i*7 + 3)
+	}
+	p.b.Mem.Write(p.bufB, data)
+	lose := tapPort(p.a)
+	lose.drop = func(pkt *ib.Packet) bool {
+		return pkt.Opcode == ib.RDMAReadResponseMiddle && lose.dropped == 0
+	}
+	reads := 0
+	tapPort(p.b).drop = func(pkt *ib.Packet) bool {
+		if pkt.Opcode == ib.RDMAReadRequest {
+			reads++
+		}
+		return false
+	}
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufA,
+		Length: uint32(len(data)), LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	const writes = 20
+	for i := 0; i < writes; i++ {
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: uint64(10 + i), Opcode: WRRDMAWrite, Signaled: true,
+			LocalAddr: p.bufA + 0x8000, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB + 0x8000, RKey: p.mrB.RKey}))
+	}
+	var wcs [writes + 1]WC
+	n := 0
+	p.runUntil(t, func() bool { n += p.a.PollCQ(p.qa.SendCQ, wcs[n:]); return n == len(wcs) })
+	require.Equal(t, len(wcs), n)
+	for i, wc := range wcs {
+		assert.Equal(t, WCSuccess, wc.Status, "completion %d", i)
+	}
+	assert.Equal(t, uint64(1), wcs[0].WRID, "the READ first, in order")
+	got := make([]byte, len(data))
+	p.a.Mem.Read(p.bufA, got)
+	assert.Equal(t, data, got)
+	assert.Equal(t, 1, lose.dropped)
+	assert.Equal(t, int64(0), p.a.Counters.Timeouts)
+	assert.Equal(t, int64(1), p.qa.Requester().Retries)
+	assert.Equal(t, 2, reads, "the READ request went twice")
+	assert.Less(t, p.s.Now(), RetryTimeoutPS(Defaults().RetryTimeout))
+}
+
+// TestTimerNotRestartedBehindUnansweredRead: when the retried READ's
+// response is lost too, only the timer can recover it, and ACKs of the
+// WRITEs streaming behind it must not restart the timer: they acknowledge
+// nothing the requester can complete. A 64-byte READ is followed by 400
+// 4 KiB WRITEs (about 140 µs of wire time at EDR). Its response is lost;
+// the ACK of the first WRITE retries it at once (implied NAK) and starts
+// the timer, 4.096 µs × 2^4 = 65.536 µs; the retried response is lost
+// too. The timeout then fires exactly 65.536 µs after that retry, while
+// the WRITEs still stream, not 65.536 µs after the stream's last ACK.
+func TestTimerNotRestartedBehindUnansweredRead(t *testing.T) {
+	cfg := Defaults()
+	cfg.RetryTimeout = 4
+	timeout := RetryTimeoutPS(cfg.RetryTimeout)
+	require.Equal(t, 65_536*ib.Nanosecond, timeout)
+	p := newPair(t, edrLink(), cfg, 1<<22)
+	lose := tapPort(p.a)
+	var retryAt, lastWrite ib.PS
+	var beforeDeadline, afterDeadline int64 = -1, -1
+	lose.drop = func(pkt *ib.Packet) bool {
+		return pkt.Opcode == ib.RDMAReadResponseOnly && lose.dropped < 2
+	}
+	// The first ACK after the lost response is the implied NAK: the
+	// requester acts on it when its tail has passed the transport-rx stage
+	// (40 cycles), and arms the timer then.
+	tap := &ackWatch{Owner: lose, onAck: func(tail ib.PS) {
+		if retryAt != 0 || lose.dropped != 1 {
+			return
+		}
+		retryAt = tail + ib.PS(cfg.TransportRx.LatencyCycles)*p.a.CyclePS()
+		deadline := retryAt + timeout
+		p.s.Schedule(deadline-1, &poster{fn: func() { beforeDeadline = p.a.Counters.Timeouts }}, 1)
+		p.s.Schedule(deadline+1, &poster{fn: func() { afterDeadline = p.a.Counters.Timeouts }}, 1)
+	}}
+	p.a.Port.Owner = tap
+	tapPort(p.b).drop = func(pkt *ib.Packet) bool {
+		lastWrite = p.s.Now()
+		return false
+	}
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufA,
+		Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	const writes = 400
+	for i := 0; i < writes; i++ {
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: uint64(10 + i), Opcode: WRRDMAWrite, Signaled: true,
+			LocalAddr: p.bufA + 0x10000, Length: 4096, LKey: p.mrA.LKey, RemoteAddr: p.bufB + 0x10000, RKey: p.mrB.RKey}))
+	}
+	var wcs [writes + 1]WC
+	n := 0
+	var readDone ib.PS
+	p.runUntil(t, func() bool {
+		k := p.a.PollCQ(p.qa.SendCQ, wcs[n:])
+		if n == 0 && k > 0 {
+			readDone = p.s.Now()
+		}
+		n += k
+		return n == len(wcs)
+	})
+	require.Equal(t, len(wcs), n)
+	assert.Equal(t, 2, lose.dropped)
+	require.NotZero(t, retryAt)
+	assert.Equal(t, int64(0), beforeDeadline, "no timeout before retry + 65.536 µs")
+	assert.Equal(t, int64(1), afterDeadline, "the timeout at retry + 65.536 µs")
+	assert.Equal(t, int64(1), p.a.Counters.Timeouts)
+	assert.Equal(t, int64(2), p.qa.Requester().Retries, "the implied NAK and the timeout")
+	assert.Less(t, readDone, lastWrite, "the READ recovered while the WRITEs still streamed")
+}
+
+// ackWatch passes packets on to Owner and reports each ACK's tail time.
+type ackWatch struct {
+	link.Owner
+	onAck func(tail ib.PS)
+}
+
+func (w *ackWatch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	if pkt.Opcode == ib.Acknowledge {
+		w.onAck(tail)
+	}
+	w.Owner.PacketArrived(p, pkt, head, tail)
+}
+
 func TestRKeyViolationOnDevice(t *testing.T) {
 	p := newPair(t, edrLink(), Defaults(), 1<<16)
 	before := make([]byte, 1<<16)

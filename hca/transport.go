@@ -167,6 +167,10 @@ type Requester struct {
 	rdAtomic  int
 	retryLeft int
 	rnrLeft   int
+	// startedRetry: a retry sequence (sequence NAK, implied NAK or
+	// timeout) is under way and nothing has progressed since (rxe
+	// comp.started_retry). Further NAKs and implied NAKs start no new one.
+	startedRetry bool
 	// RNRWaitCode is the RNR timer code of the last RNR NAK; the device
 	// holds transmission for that long.
 	RNRWaitCode int
@@ -265,17 +269,22 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 	}
 	m.sent++
 	m.everSent = true
-	if m.sent == m.npkts {
+	r.skipSent()
+	return TxPacket{Msg: m, Index: i}
+}
+
+// skipSent moves sendIdx past messages with nothing left to send: the one
+// just finished, and any a rewind left acknowledged.
+func (r *Requester) skipSent() {
+	for r.sendIdx < len(r.msgs) && r.msgs[r.sendIdx].sent == r.msgs[r.sendIdx].npkts {
 		r.sendIdx++
 	}
-	return TxPacket{Msg: m, Index: i}
 }
 
 // ackThrough marks every message whose PSNs all lie before psn (exclusive
 // when inclusive is false) as acknowledged, except READ and atomics, which
 // only their responses complete.
-func (r *Requester) ackThrough(psn uint32, inclusive bool) bool {
-	progress := false
+func (r *Requester) ackThrough(psn uint32, inclusive bool) {
 	for _, m := range r.msgs {
 		if !m.everSent {
 			break
@@ -286,10 +295,27 @@ func (r *Requester) ackThrough(psn uint32, inclusive bool) bool {
 		}
 		if !m.done && !m.isRdAtomic() && m.sent == m.npkts {
 			m.done, m.status = true, WCSuccess
-			progress = true
 		}
 	}
-	return progress
+}
+
+// settle retires completed messages. Retiring any is progress: the retry
+// timer restarts and the retry counters are restored (rxe
+// reset_retry_counters). Messages completed behind an unfinished one are
+// not: they wait, and so does the timer.
+func (r *Requester) settle(res *AckResult) {
+	n := len(res.Completions)
+	res.Completions = r.retire(res.Completions)
+	if len(res.Completions) > n {
+		r.progressed(res)
+	}
+}
+
+// progressed records progress of the oldest unfinished message.
+func (r *Requester) progressed(res *AckResult) {
+	res.Progress = true
+	r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
+	r.startedRetry = false
 }
 
 // retire pops completed messages off the front, in order.
@@ -326,7 +352,12 @@ func (r *Requester) find(psn uint32) int {
 
 // rewind restarts transmission at psn (go-back-N): the message holding it
 // resends from that packet (a READ from its start), every later one from
-// its start.
+// its start, except those already acknowledged. Those only an implied NAK
+// can leave behind the restart point: WRITEs and SENDs an ACK covered, and
+// READs or atomics whose responses came, after a READ or atomic whose
+// response was lost. The responder has executed them, so skipping them
+// changes nothing there (the go-back-N resend of them would only be
+// duplicates it ACKs or replays).
 func (r *Requester) rewind(psn uint32) {
 	i := r.find(psn)
 	if i < 0 {
@@ -341,10 +372,56 @@ func (r *Requester) rewind(psn uint32) {
 		m.sent = int(psnDiff(psn, m.firstPSN))
 	}
 	for _, later := range r.msgs[i+1:] {
+		if later.done {
+			later.sent = later.npkts
+			continue
+		}
 		later.sent = 0
 		later.readGot = 0
 	}
 	r.sendIdx = i
+	r.skipSent()
+}
+
+// retry starts a go-back-N retry at psn (rxe COMPST_ERROR_RETRY). A
+// timeout always retries; a sequence NAK or an implied NAK only when no
+// retry sequence is under way (rxe comp.started_retry, cleared by
+// progress), so the NAKs, ACKs and responses still in flight from before
+// the rewind start no second one. Each retry sequence spends one of
+// retry_cnt (7 is infinite, as rxe does); with none left the message
+// holding psn fails with RETRY_EXC_ERR.
+func (r *Requester) retry(psn uint32, timeout bool, res *AckResult) {
+	if r.startedRetry && !timeout {
+		return
+	}
+	if r.RetryCnt != 7 {
+		if r.retryLeft == 0 {
+			res.Completions = r.fail(r.find(psn), WCRetryExcErr, res.Completions)
+			return
+		}
+		r.retryLeft--
+	}
+	r.startedRetry = true
+	r.rewind(psn)
+	res.Rewound = true
+}
+
+// impliedNAK retries from the oldest unfinished message at once when it is
+// a READ or atomic whose request is out and an ACK, NAK or response
+// arrives for a later PSN. Responses come back in PSN order, so that one's
+// response was lost: an implied NAK (rxe check_psn: a response past a
+// pending READ/atomic WQE is COMPST_ERROR_RETRY). It reports whether it
+// applied, even when a retry already under way absorbs it.
+func (r *Requester) impliedNAK(psn uint32, res *AckResult) bool {
+	if r.State == QPErr || len(r.msgs) == 0 {
+		return false
+	}
+	h := r.msgs[0]
+	if !h.isRdAtomic() || h.sent == 0 || psnDiff(psn, h.lastPSN()) <= 0 {
+		return false
+	}
+	r.retry(h.firstPSN, false, res)
+	return true
 }
 
 // fail completes the message at index i with status and flushes the rest;
@@ -389,12 +466,18 @@ func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
 	}
 	switch syn & synTypeMask {
 	case SynACK:
-		res.Progress = r.ackThrough(psn, true)
-		if res.Progress {
-			r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
-		}
+		r.ackThrough(psn, true)
+		r.settle(&res)
+		r.impliedNAK(psn, &res)
 	case SynRNRNAK:
-		res.Progress = r.ackThrough(psn, false)
+		r.ackThrough(psn, false)
+		r.settle(&res)
+		if r.impliedNAK(psn, &res) {
+			// The lost response comes first; the RNR NAK is not acted on
+			// (rxe checks the PSN before the syndrome). The resent SEND
+			// meets the empty receive queue again if it still is.
+			break
+		}
 		i := r.find(psn)
 		if i < 0 {
 			break
@@ -410,89 +493,78 @@ func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
 		r.RNRWaitCode = int(syn &^ synTypeMask)
 		res.RNRWait, res.Rewound = true, true
 	case SynNAKSeq & synTypeMask:
-		res.Progress = r.ackThrough(psn, false)
+		r.ackThrough(psn, false)
+		r.settle(&res)
 		i := r.find(psn)
-		if i < 0 {
-			break
-		}
 		switch syn {
 		case SynNAKSeq:
-			if r.RetryCnt != 7 {
-				if r.retryLeft == 0 {
-					res.Completions = r.fail(i, WCRetryExcErr, res.Completions)
-					return res
-				}
-				r.retryLeft--
+			if !r.impliedNAK(psn, &res) && i >= 0 {
+				r.retry(psn, false, &res)
 			}
-			r.rewind(psn)
-			res.Rewound = true
 		case SynNAKInvReq:
-			res.Completions = r.fail(i, WCRemInvReqErr, res.Completions)
-			return res
+			if i >= 0 {
+				res.Completions = r.fail(i, WCRemInvReqErr, res.Completions)
+			}
 		case SynNAKAccess:
-			res.Completions = r.fail(i, WCRemAccessErr, res.Completions)
-			return res
+			if i >= 0 {
+				res.Completions = r.fail(i, WCRemAccessErr, res.Completions)
+			}
 		default:
-			res.Completions = r.fail(i, WCRemOpErr, res.Completions)
-			return res
+			if i >= 0 {
+				res.Completions = r.fail(i, WCRemOpErr, res.Completions)
+			}
 		}
 	}
-	res.Completions = r.retire(res.Completions)
 	return res
 }
 
 // OnReadResponse handles a read response packet. It returns the local
-// address its payload goes to and whether to place it; out-of-order
-// responses are dropped (the retry timer recovers them).
+// address its payload goes to and whether to place it. A response out of
+// order within its READ is dropped; one past an earlier READ or atomic
+// still unanswered is placed, and retries that one (implied NAK).
 func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
 	if r.State == QPErr {
 		return 0, false, res
 	}
-	i := r.find(pkt.PSN)
-	if i < 0 {
-		return 0, false, res
+	if i := r.find(pkt.PSN); i >= 0 {
+		m := r.msgs[i]
+		idx := int(psnDiff(pkt.PSN, m.firstPSN))
+		if m.wqe.Opcode == WRRDMARead && m.sent > 0 && uint32(idx*r.MTU) == m.readGot {
+			// A response implicitly acknowledges every earlier PSN.
+			r.ackThrough(pkt.PSN, false)
+			addr, ok = m.wqe.LocalAddr+uint64(m.readGot), true
+			m.readGot += uint32(pkt.PayloadLen)
+			if m.readGot >= m.wqe.Length {
+				m.done, m.status = true, WCSuccess
+			}
+			r.settle(&res)
+			if !res.Progress && r.msgs[0] == m {
+				r.progressed(&res) // data for the oldest message
+			}
+		}
 	}
-	m := r.msgs[i]
-	if m.wqe.Opcode != WRRDMARead || m.sent == 0 {
-		return 0, false, res
-	}
-	idx := int(psnDiff(pkt.PSN, m.firstPSN))
-	if uint32(idx*r.MTU) != m.readGot {
-		return 0, false, res // a gap: wait for the retry
-	}
-	// A response implicitly acknowledges every earlier PSN.
-	r.ackThrough(pkt.PSN, false)
-	res.Progress = true
-	r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
-	addr = m.wqe.LocalAddr + uint64(m.readGot)
-	m.readGot += uint32(pkt.PayloadLen)
-	if m.readGot >= m.wqe.Length {
-		m.done, m.status = true, WCSuccess
-	}
-	res.Completions = r.retire(res.Completions)
-	return addr, true, res
+	r.impliedNAK(pkt.PSN, &res)
+	return addr, ok, res
 }
 
 // OnAtomicAck handles an ATOMIC_ACKNOWLEDGE; it returns the local address
-// the original value goes to.
+// the original value goes to. Like a read response, it retries an earlier
+// READ or atomic still unanswered (implied NAK).
 func (r *Requester) OnAtomicAck(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
 	if r.State == QPErr {
 		return 0, false, res
 	}
-	i := r.find(pkt.PSN)
-	if i < 0 {
-		return 0, false, res
+	if i := r.find(pkt.PSN); i >= 0 {
+		m := r.msgs[i]
+		if m.wqe.Opcode.isAtomic() && m.sent > 0 && !m.done {
+			r.ackThrough(pkt.PSN, false)
+			m.done, m.status = true, WCSuccess
+			addr, ok = m.wqe.LocalAddr, true
+			r.settle(&res)
+		}
 	}
-	m := r.msgs[i]
-	if !m.wqe.Opcode.isAtomic() || m.sent == 0 || m.done {
-		return 0, false, res
-	}
-	res.Progress = true
-	r.ackThrough(pkt.PSN, false)
-	r.retryLeft, r.rnrLeft = r.RetryCnt, r.RNRRetry
-	m.done, m.status = true, WCSuccess
-	res.Completions = r.retire(res.Completions)
-	return m.wqe.LocalAddr, true, res
+	r.impliedNAK(pkt.PSN, &res)
+	return addr, ok, res
 }
 
 // OnTimeout handles the local ACK timer expiring with messages
@@ -503,17 +575,9 @@ func (r *Requester) OnTimeout() AckResult {
 	if r.State == QPErr || len(r.msgs) == 0 || !r.msgs[0].everSent {
 		return res
 	}
-	if r.RetryCnt != 7 {
-		if r.retryLeft == 0 {
-			res.Completions = r.fail(0, WCRetryExcErr, res.Completions)
-			return res
-		}
-		r.retryLeft--
-	}
 	// The oldest message is not complete, so none of its packets is known
 	// to be acknowledged (ACKs complete whole messages): resend it whole.
-	r.rewind(r.msgs[0].firstPSN)
-	res.Rewound = true
+	r.retry(r.msgs[0].firstPSN, true, &res)
 	return res
 }
 

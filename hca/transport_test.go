@@ -401,6 +401,167 @@ func TestReadSlotHeldUntilRetired(t *testing.T) {
 	assert.Equal(t, []uint32{2}, drain(), "A and B retired: C goes")
 }
 
+// TestImpliedNAK: responses come back in PSN order, so an ACK, NAK or
+// response for a PSN past a READ or atomic still unanswered means its
+// response was lost. The requester retries from it at once (rxe_comp.c
+// check_psn: COMPST_ERROR_RETRY), spending one retry_cnt, and resends
+// only what the responder has not acknowledged: messages already
+// acknowledged are skipped. The same trigger again, while that retry is
+// under way, starts no second one (rxe comp.started_retry).
+func TestImpliedNAK(t *testing.T) {
+	const mtu = 1024
+	type reply struct {
+		op  ib.Opcode
+		psn uint32
+		syn uint8 // ACKNOWLEDGE only
+	}
+	tests := []struct {
+		name    string
+		ops     []WROpcode // 8 bytes each, one PSN each, except a 2048-byte READ at PSNs 0–1
+		trigger reply
+		placed  bool     // the trigger's own payload is accepted
+		resend  []uint32 // PSNs sent again, in order
+	}{
+		// READ 0–1, WRITE 2, WRITE 3. The ACK of 3 covers both WRITEs.
+		{"ACK", []WROpcode{WRRDMARead, WRRDMAWrite, WRRDMAWrite},
+			reply{ib.Acknowledge, 3, SynACKNoLimit}, false, []uint32{0}},
+		// The NAK says 3 is missing: 2 is acknowledged, 3 is resent.
+		{"sequence NAK", []WROpcode{WRRDMARead, WRRDMAWrite, WRRDMAWrite},
+			reply{ib.Acknowledge, 3, SynNAKSeq}, false, []uint32{0, 3}},
+		// The SEND met an empty receive queue, but after the READ: the READ
+		// is retried and the RNR NAK itself is not acted on (no RNR wait).
+		{"RNR NAK", []WROpcode{WRRDMARead, WRSend},
+			reply{ib.Acknowledge, 2, SynRNRNAK | 1}, false, []uint32{0, 2}},
+		// The atomic's result is placed; only the READ goes again.
+		{"atomic response", []WROpcode{WRRDMARead, WRFetchAdd},
+			reply{ib.AtomicAcknowledge, 2, 0}, true, []uint32{0}},
+		// READ 0–1, READ 2: the second READ's data is placed.
+		{"read response", []WROpcode{WRRDMARead, WRRDMARead},
+			reply{ib.RDMAReadResponseOnly, 2, 0}, true, []uint32{0}},
+		// A FETCH_ADD at 0 (one PSN), then a WRITE at 1.
+		{"ACK past an atomic", []WROpcode{WRFetchAdd, WRRDMAWrite},
+			reply{ib.Acknowledge, 1, SynACKNoLimit}, false, []uint32{0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.RetryCnt = 2
+			req := NewRequester(&cfg, mtu, 0)
+			for i, op := range tc.ops {
+				n := uint32(8)
+				if i == 0 && op == WRRDMARead {
+					n = 2 * mtu
+				}
+				req.Enqueue(SendWQE{Index: uint16(i), Opcode: op, Length: n}, 0)
+			}
+			drain := func() []uint32 {
+				var psns []uint32
+				for req.HasWork() {
+					var p ib.Packet
+					req.Next(&p)
+					psns = append(psns, p.PSN)
+				}
+				return psns
+			}
+			drain()
+			deliver := func(rp reply) (bool, AckResult) {
+				pkt := &ib.Packet{Opcode: rp.op, PSN: rp.psn, PayloadLen: 8}
+				switch rp.op {
+				case ib.Acknowledge:
+					return false, req.OnAck(rp.psn, rp.syn)
+				case ib.AtomicAcknowledge:
+					_, ok, res := req.OnAtomicAck(pkt)
+					return ok, res
+				}
+				_, ok, res := req.OnReadResponse(pkt)
+				return ok, res
+			}
+			placed, res := deliver(tc.trigger)
+			assert.Equal(t, tc.placed, placed)
+			assert.True(t, res.Rewound)
+			assert.False(t, res.RNRWait)
+			assert.False(t, res.Progress, "nothing before the READ moved: the timer keeps running")
+			assert.Empty(t, res.Completions, "all wait for the first message")
+			assert.Equal(t, int64(1), req.Retries)
+			assert.Equal(t, cfg.RetryCnt-1, req.retryLeft, "one retry_cnt spent")
+			assert.Equal(t, tc.resend, drain())
+
+			// The trigger again (a packet still in flight from before the
+			// retry): absorbed by the retry under way.
+			_, res = deliver(tc.trigger)
+			assert.False(t, res.Rewound)
+			assert.Equal(t, int64(1), req.Retries)
+			assert.Empty(t, drain())
+		})
+	}
+}
+
+// TestImpliedNAKExhaustsRetryCnt: an implied NAK spends retry_cnt like a
+// sequence NAK; with none left the unanswered READ fails with
+// RETRY_EXC_ERR and the acknowledged WRITE behind it is flushed, as rxe's
+// completer, which completes in order, does.
+func TestImpliedNAKExhaustsRetryCnt(t *testing.T) {
+	cfg := Defaults()
+	cfg.RetryCnt = 0
+	req := NewRequester(&cfg, 1024, 0)
+	req.Enqueue(SendWQE{Index: 0, Opcode: WRRDMARead, Length: 8}, 0)
+	req.Enqueue(SendWQE{Index: 1, Opcode: WRRDMAWrite, Length: 8}, 0)
+	for req.HasWork() {
+		req.Next(&ib.Packet{})
+	}
+	res := req.OnAck(1, SynACKNoLimit)
+	require.Len(t, res.Completions, 2)
+	assert.Equal(t, WCRetryExcErr, res.Completions[0].Status)
+	assert.Equal(t, WCWRFlushErr, res.Completions[1].Status)
+	assert.Equal(t, QPErr, req.State)
+}
+
+// TestRNRStallSpendsOneRetry: three pipelined SENDs meet an empty receive
+// queue. The first gets an RNR NAK, the second a sequence NAK for the
+// first's PSN (the responder expected 0 and got 1), the third is dropped;
+// so every round of the RNR wait. As in rxe, the RNR NAK spends rnr_retry
+// (7: infinite) and the sequence NAK starts a retry that spends one
+// retry_cnt; the sequence NAKs of later rounds find that retry still
+// under way (nothing has progressed) and spend nothing (rxe
+// comp.started_retry). With retry_cnt 1 the SENDs complete once receives
+// are posted; with retry_cnt 0 the first sequence NAK fails the QP.
+func TestRNRStallSpendsOneRetry(t *testing.T) {
+	for _, retryCnt := range []int{0, 1} {
+		t.Run(fmt.Sprint(retryCnt), func(t *testing.T) {
+			cfg := Defaults()
+			cfg.RetryCnt, cfg.RNRRetry = retryCnt, 7
+			req := NewRequester(&cfg, 1024, 0)
+			for i := 0; i < 3; i++ {
+				req.Enqueue(SendWQE{Index: uint16(i), Opcode: WRSend, Length: 8}, 0)
+			}
+			for round := 0; round < 3; round++ {
+				for req.HasWork() {
+					req.Next(&ib.Packet{})
+				}
+				res := req.OnAck(0, SynRNRNAK|1)
+				require.True(t, res.RNRWait)
+				res = req.OnAck(0, SynNAKSeq)
+				if retryCnt == 0 {
+					require.Len(t, res.Completions, 3)
+					assert.Equal(t, WCRetryExcErr, res.Completions[0].Status)
+					return
+				}
+				assert.Empty(t, res.Completions, "round %d", round)
+				assert.Equal(t, round == 0, res.Rewound, "round %d: only the first starts a retry", round)
+			}
+			for req.HasWork() {
+				req.Next(&ib.Packet{})
+			}
+			res := req.OnAck(2, SynACKNoLimit)
+			require.Len(t, res.Completions, 3)
+			for _, c := range res.Completions {
+				assert.Equal(t, WCSuccess, c.Status)
+			}
+			assert.Equal(t, 1, req.retryLeft, "progress restores retry_cnt")
+		})
+	}
+}
+
 // loopback runs a requester against a responder with real memory and a
 // lossy wire, without timing: every lost packet is recovered by NAK or
 // timeout. It returns the completions.
