@@ -195,3 +195,18 @@ func TestIncastAcceptedPerSender(t *testing.T) {
 	assert.InDelta(t, 0.1, m["accepted_load"].(float64), 0.01)
 	assert.Equal(t, m["packets_created"], m["packets_delivered"])
 }
+
+// TestRefreshMustLeaveTheWire: a refresh puts one flow-control packet per
+// data VL ahead of data. On SDR 1x (2 Gb/s of data) a 6-byte FC packet
+// takes 6 × 8 / 2 = 24 ns; with 15 VLs a refresh is 360 ns of wire, so a
+// period of 360 ns or less is all flow control and no data packet ever
+// starts (it ran with packets_sent 0 and no error). Refreshes may take at
+// most half the wire: 720 ns here.
+func TestRefreshMustLeaveTheWire(t *testing.T) {
+	base := []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "switch.vls=15",
+		"link.generation=SDR", "link.width=1x", "link.mtu=256", "workload.kind=uniform", "workload.size=256"}
+	_, err := Load(nil, append(base, "link.fc_refresh_ns=719"))
+	assert.EqualError(t, err, "link.fc_refresh_ns: 719 is too short: each refresh puts a flow-control packet per data VL ahead of data, 360.000 ns of this link's wire for switch.vls 15; give at least 720.000 ns (refreshes at most half the wire)")
+	_, err = Load(nil, append(base, "link.fc_refresh_ns=720"))
+	assert.NoError(t, err)
+}

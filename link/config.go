@@ -55,7 +55,9 @@ func Defaults() Config {
 		// packets (ib-facts.md §3, unconfirmed); at NDR (106.25 Gb/s lanes,
 		// 10-bit symbols) that is ≈ 6.2 µs. The model uses one fixed time.
 		FCRefreshNs: 6000,
-		// The Mellanox flit model's credMinTime (ib-facts.md §3).
+		// 0: a flow-control packet as soon as credits change. The Mellanox
+		// flit model waits at least credMinTime = 256 ns between them
+		// (ib-facts.md §3); set it to model that.
 		FCMinIntervalNs: 0,
 	}
 }
