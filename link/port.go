@@ -99,7 +99,10 @@ type vlState struct {
 	// sender's credits against, known here without reading the peer, which
 	// may be another partition's and, with a shared pool, changing.
 	peerCap int32
-	rx      credit.Receiver // this port's receive buffer on this VL
+	// fcOwed: the VL's receive state changed since its last flow-control
+	// packet (a deferred packet is still needed when its time comes).
+	fcOwed bool
+	rx     credit.Receiver // this port's receive buffer on this VL
 	fcLast  ib.PS           // when the last flow-control packet for the VL left
 	lent    int             // shared-pool blocks lent to the VL
 	rxPeak  int             // most blocks the receive buffer has held
@@ -335,6 +338,7 @@ func (p *Port) BufferCapacity(vl int) int { return p.vl[vl].rx.Capacity() }
 func (p *Port) requestFC(vl int) {
 	bit := uint16(1) << vl
 	now := p.s.Now()
+	p.vl[vl].fcOwed = true
 	if p.fcMinInterval > 0 && p.vl[vl].fcLast > 0 && now < p.vl[vl].fcLast+p.fcMinInterval {
 		if p.fcHeld&bit == 0 {
 			p.fcHeld |= bit
@@ -362,6 +366,7 @@ func (p *Port) sendFC() {
 	ser := p.timing.Serialization(ib.FlowControlBytes)
 	p.busyUntil = now + ser
 	p.vl[vl].fcLast = now
+	p.vl[vl].fcOwed = false
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
 	ev := p.toPeer(now+p.timing.Latency()+ser, evFCArrive, components.ClassPrimary)
@@ -448,10 +453,21 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.s.Schedule(p.s.Now()+p.fcRefresh, p, evFCRefresh)
 	case evFCDeferred:
 		vl := int(ev.VL)
-		p.fcHeld &^= 1 << vl
-		p.fcPending |= 1 << vl
-		if p.s.Now() >= p.busyUntil {
-			p.sendFC()
+		now := p.s.Now()
+		switch {
+		case !p.vl[vl].fcOwed:
+			// A refresh carried the change meanwhile: nothing is owed.
+			p.fcHeld &^= 1 << vl
+		case now < p.vl[vl].fcLast+p.fcMinInterval:
+			// A refresh went out since the deferral, and the VL changed
+			// after it: wait the minimum interval from that packet.
+			p.s.Schedule(p.vl[vl].fcLast+p.fcMinInterval, p, evFCDeferred).VL = int8(vl)
+		default:
+			p.fcHeld &^= 1 << vl
+			p.fcPending |= 1 << vl
+			if now >= p.busyUntil {
+				p.sendFC()
+			}
 		}
 	default:
 		panic(fmt.Sprintf("link: %s got event kind %d", p.Name, ev.Kind))

@@ -353,3 +353,54 @@ func TestEveryTxStartHasTxEnd(t *testing.T) {
 		assert.Equal(t, starts[i]+ser, ends[i], "packet %d's tx_end", i)
 	}
 }
+
+// TestDeferredFCNotRepeated: with a minimum interval M, a credit change
+// within M of a VL's last flow-control packet is deferred to M after it. A
+// refresh that goes out meanwhile carries the change; the deferred packet
+// then used to go anyway, a copy of the refresh's (749 repeats in 3,322
+// packets with a 1 µs refresh, some 120 ps apart). A repeat is now sent only
+// by a refresh, which every period sends changed or not: so an FC packet of
+// a VL whose FCTBS and FCCL equal the previous one's must start within a
+// refresh instant k × R plus the wait for the wire (at most one 4,122-byte
+// packet, 82.44 ns at NDR 4x, and the FC packets of lower VLs ahead of it).
+func TestDeferredFCNotRepeated(t *testing.T) {
+	const refresh, minInterval = ib.Microsecond, 300 * ib.Nanosecond
+	s := components.NewSim()
+	r := rand.New(rand.NewPCG(9, 9))
+	pc := PortConfig{VLs: 2, BufferBlocks: 130, FCRefresh: refresh, FCMinInterval: minInterval}
+	src := &testSource{s: s, r: r, vls: 2, mtu: 4096, left: 3000, sent: map[uint64]bool{}, check: func() {}}
+	sink := &testSink{s: s, r: r, got: map[uint64]int{}, maxHold: 40 * ib.Nanosecond, check: func() {}}
+	a := NewPort(s, src, "Test.Src.Port[1]", 1, pc)
+	b := NewPort(s, sink, "Test.Sink.Port[1]", 1, pc)
+	src.p, sink.p = a, b
+	cfg := Defaults()
+	Connect(a, b, cfg.Timing(30))
+	rec := &traceRecorder{}
+	b.AcceptHook(rec)
+	src.PortReady(a)
+	s.Schedule(0, &stopWhen{s: s, cond: func() bool { return sink.received == 3000 }}, 0)
+	require.NoError(t, s.Run())
+	require.Equal(t, 3000, sink.received)
+
+	wait := ib.PS(82440 + 2*120) // a data packet, then up to two FC packets
+	type content struct{ fctbs, fccl int64 }
+	last := map[int64]content{}
+	fcs, repeats := 0, 0
+	for _, e := range rec.evs {
+		if e.Kind != components.TraceFCSend {
+			continue
+		}
+		fcs++
+		vl, _ := e.Int("vl")
+		c := content{}
+		c.fctbs, _ = e.Int("fctbs")
+		c.fccl, _ = e.Int("fccl")
+		if prev, ok := last[vl]; ok && prev == c {
+			repeats++
+			assert.LessOrEqual(t, e.Time%refresh, wait, "VL %d FC at %d ps repeats the previous one away from a refresh", vl, e.Time)
+		}
+		last[vl] = c
+	}
+	require.Greater(t, fcs, 1000, "enough flow-control traffic to test")
+	require.Greater(t, repeats, 0, "refreshes repeat unchanged state")
+}
