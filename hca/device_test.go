@@ -58,6 +58,20 @@ func (p *pair) runUntil(t *testing.T, done func() bool) {
 	require.NoError(t, p.s.Run())
 }
 
+// pollBoth runs until A's send queue has completed sends and B's receive
+// queue recvs work requests, and returns those completions.
+func (p *pair) pollBoth(t *testing.T, sends, recvs int) (sa, rb [8]WC) {
+	na, nb := 0, 0
+	p.runUntil(t, func() bool {
+		na += p.a.PollCQ(p.qa.SendCQ, sa[na:])
+		nb += p.b.PollCQ(p.qb.RecvCQ, rb[nb:])
+		return na == sends && nb == recvs
+	})
+	require.Equal(t, sends, na)
+	require.Equal(t, recvs, nb)
+	return sa, rb
+}
+
 func TestOneWriteMovesData(t *testing.T) {
 	p := newPair(t, edrLink(), Defaults(), 1<<16)
 	src := make([]byte, 10000)
@@ -605,15 +619,7 @@ func TestImmediateDataAndZeroLength(t *testing.T) {
 	for i := range wrs {
 		require.NoError(t, p.a.PostSend(p.qa, &wrs[i]))
 	}
-	var sa, rb [8]WC
-	na, nb := 0, 0
-	p.runUntil(t, func() bool {
-		na += p.a.PollCQ(p.qa.SendCQ, sa[na:])
-		nb += p.b.PollCQ(p.qb.RecvCQ, rb[nb:])
-		return na == 4 && nb == 3
-	})
-	require.Equal(t, 4, na)
-	require.Equal(t, 3, nb)
+	sa, rb := p.pollBoth(t, 4, 3)
 	for i, op := range []WCOpcode{WCSend, WCRDMAWrite, WCSend, WCRDMARead} {
 		assert.Equal(t, WCSuccess, sa[i].Status)
 		assert.Equal(t, uint64(i+1), sa[i].WRID)
@@ -650,15 +656,7 @@ func TestZeroLengthSkipsRKeyCheck(t *testing.T) {
 	for i := range wrs {
 		require.NoError(t, p.a.PostSend(p.qa, &wrs[i]))
 	}
-	var sa, rb [8]WC
-	na, nb := 0, 0
-	p.runUntil(t, func() bool {
-		na += p.a.PollCQ(p.qa.SendCQ, sa[na:])
-		nb += p.b.PollCQ(p.qb.RecvCQ, rb[nb:])
-		return na == 3 && nb == 1
-	})
-	require.Equal(t, 3, na)
-	require.Equal(t, 1, nb)
+	sa, rb := p.pollBoth(t, 3, 1)
 	for i, op := range []WCOpcode{WCRDMAWrite, WCRDMAWrite, WCRDMARead} {
 		// WR 2, the WRITE_WITH_IMM, completes with IB_WC_WITH_IMM.
 		assert.Equal(t, WC{WRID: uint64(i + 1), Status: WCSuccess, Opcode: op, HasImm: i == 1, QPN: p.qa.Num}, sa[i])

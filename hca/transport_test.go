@@ -381,15 +381,7 @@ func TestReadSlotHeldUntilRetired(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		req.Enqueue(SendWQE{Index: uint16(i), Opcode: WRRDMARead, Length: 8, LocalAddr: uint64(i) << 12}, 0)
 	}
-	drain := func() []uint32 {
-		var psns []uint32
-		for req.HasWork() {
-			var p ib.Packet
-			req.Next(&p)
-			psns = append(psns, p.PSN)
-		}
-		return psns
-	}
+	drain := func() []uint32 { return drainPSNs(req) }
 	require.Equal(t, []uint32{0, 1}, drain())
 	_, ok, res := req.OnReadResponse(&ib.Packet{Opcode: ib.RDMAReadResponseOnly, PSN: 1, PayloadLen: 8})
 	require.True(t, ok, "B's data is placed")
@@ -454,15 +446,7 @@ func TestImpliedNAK(t *testing.T) {
 				}
 				req.Enqueue(SendWQE{Index: uint16(i), Opcode: op, Length: n}, 0)
 			}
-			drain := func() []uint32 {
-				var psns []uint32
-				for req.HasWork() {
-					var p ib.Packet
-					req.Next(&p)
-					psns = append(psns, p.PSN)
-				}
-				return psns
-			}
+			drain := func() []uint32 { return drainPSNs(req) }
 			drain()
 			deliver := func(rp reply) (bool, AckResult) {
 				pkt := &ib.Packet{Opcode: rp.op, PSN: rp.psn, PayloadLen: 8}
@@ -756,4 +740,16 @@ func TestLoopbackIntegrity(t *testing.T) {
 			t.Run(fmt.Sprintf("seed%d/loss%v", seed, loss), func(t *testing.T) { loopback(t, seed, loss) })
 		}
 	}
+}
+
+// drainPSNs takes every packet the requester has to send and returns their
+// PSNs in order.
+func drainPSNs(req *Requester) []uint32 {
+	var psns []uint32
+	for req.HasWork() {
+		var p ib.Packet
+		req.Next(&p)
+		psns = append(psns, p.PSN)
+	}
+	return psns
 }
