@@ -13,6 +13,13 @@ import "fmt"
 // Inputs(). An allocator keeps priority state (round-robin pointers, the
 // wavefront's priority diagonal) that advances only as its algorithm says, so
 // a sequence of rounds is deterministic.
+//
+// A caller may skip the clock cycles in which nothing is requested (the
+// switch's event-driven rounds do). For the separable and iSLIP allocators
+// that changes nothing: by their definitions their pointers move only past a
+// grant, and a cycle without requests makes none. The wavefront's diagonal
+// moves every cycle in hardware, requests or not, so it is a
+// ClockedAllocator, told the cycle before each round.
 type Allocator interface {
 	// Allocate computes one round's matching; see the type comment.
 	Allocate(req []PortSet, grant []int)
@@ -22,6 +29,15 @@ type Allocator interface {
 	Inputs() int
 	// Outputs returns the number of outputs.
 	Outputs() int
+}
+
+// ClockedAllocator is an Allocator whose priority state follows the clock
+// rather than the rounds it is asked for.
+type ClockedAllocator interface {
+	Allocator
+	// SetCycle says that the next Allocate runs on clock cycle c (c ≥ 0,
+	// cycles counted from 0 at time 0).
+	SetCycle(c int64)
 }
 
 // Allocator names, as spelled in switch.allocator.
@@ -244,12 +260,29 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 // diagonal, starting from a priority diagonal; the cells of one wrapped
 // diagonal share no row and no column, so each is granted if it requests and
 // its row and column are still free. The result is always a maximal match.
-// The priority diagonal advances by one every round, as in BookSim2's
-// wavefront.cpp, which makes it fair over n rounds.
+// The priority diagonal advances by one every clock cycle, which makes it
+// fair over n cycles: in hardware it is a counter clocked every cycle,
+// whether or not anything requests. Allocate models one cycle and advances it
+// (as BookSim2's wavefront.cpp, whose routers allocate every cycle); a caller
+// that skips idle cycles sets it from the clock with SetCycle. Advancing it
+// only per call lets it lock in phase with the rounds that have requests:
+// with two outputs whose rounds alternate on a 4-port switch, each output's
+// rounds see only every other diagonal, and an input whose only requests lie
+// on the diagonals an output never sees first is starved outright
+// (switchasic TestWavefrontNoStarvation).
 type WavefrontAllocator struct {
 	inputs, outputs int
 	n               int // max(inputs, outputs)
 	priority        int // the diagonal swept first, 0..n-1
+}
+
+// SetCycle puts the priority diagonal where a per-cycle counter from reset
+// would be on cycle c: c mod n.
+func (a *WavefrontAllocator) SetCycle(c int64) {
+	if c < 0 {
+		panic(fmt.Sprintf("components.WavefrontAllocator.SetCycle: cycle %d < 0", c))
+	}
+	a.priority = int(c % int64(a.n))
 }
 
 // NewWavefrontAllocator returns a wavefront allocator.

@@ -175,6 +175,67 @@ func TestAllocatorFairness(t *testing.T) {
 	}
 }
 
+// TestWavefrontSetCycle: SetCycle(c) puts the diagonal where c calls of
+// Allocate from reset (one per cycle) leave it, for any c.
+func TestWavefrontSetCycle(t *testing.T) {
+	const n = 5
+	req := fullMatrix(n, n)
+	stepped := NewWavefrontAllocator(n, n)
+	clocked := NewWavefrontAllocator(n, n)
+	want, got := make([]int, n), make([]int, n)
+	for c := int64(0); c < 3*n; c++ {
+		stepped.Allocate(req, want)
+		clocked.SetCycle(1000*n + c) // any multiple of n is cycle 0's phase
+		clocked.Allocate(req, got)
+		assert.Equal(t, want, got, "cycle %d", c)
+	}
+}
+
+// TestWavefrontRoundsOutOfPhase: the rounds with requests need not come
+// every cycle. Here output 3's rounds come every 83 cycles (cycle 83j, input
+// 2 requesting it) and output 2's 26 cycles after each (inputs 0 and 1
+// requesting it), as on a 4-port switch whose two outputs each free once per
+// 83-cycle packet. Cell (i, o) is on diagonal (o − i) mod 4, so input 0
+// (diagonal 2) beats input 1 (diagonal 1) for output 2 only when the sweep
+// starts at diagonal 2.
+//
+// Advanced once per call, the diagonal is 2j+1 mod 4 at output 2's rounds
+// (1, 3, 1, ...): input 0 never wins. Set from the clock it is
+// (83j + 26) mod 4 = (3j + 2) mod 4, which is 2 when j ≡ 0 (mod 4): input 0
+// wins one round in four.
+func TestWavefrontRoundsOutOfPhase(t *testing.T) {
+	const rounds = 400
+	req3 := make([]PortSet, 4) // output 3's rounds
+	req3[2].Set(3)
+	req2 := make([]PortSet, 4) // output 2's rounds
+	req2[0].Set(2)
+	req2[1].Set(2)
+	grant := make([]int, 4)
+	for _, clocked := range []bool{false, true} {
+		a := NewWavefrontAllocator(4, 4)
+		wins := 0
+		for j := int64(0); j < rounds; j++ {
+			if clocked {
+				a.SetCycle(83 * j)
+			}
+			a.Allocate(req3, grant)
+			if clocked {
+				a.SetCycle(83*j + 26)
+			}
+			a.Allocate(req2, grant)
+			require.Equal(t, 1, checkMatching(t, req2, grant))
+			if grant[0] == 2 {
+				wins++
+			}
+		}
+		want := 0
+		if clocked {
+			want = rounds / 4
+		}
+		assert.Equal(t, want, wins, "clocked %v", clocked)
+	}
+}
+
 // TestAllocatorTwoInputsOneOutput: two inputs always requesting the same
 // output alternate, so over 2k rounds each wins k times, for every allocator.
 func TestAllocatorTwoInputsOneOutput(t *testing.T) {

@@ -223,6 +223,12 @@ func (sw *Switch) match(t ib.PS) {
 	}
 	tXbar := t + sw.allocPS
 	for pass := 0; pass < sw.cfg.Speedup; pass++ {
+		if sw.clocked != nil {
+			// The diagonal of this edge's cycle (t is on an edge), however
+			// many edges passed without a round; the speedup passes of a
+			// round run in one cycle and share it.
+			sw.clocked.SetCycle(int64(t / sw.cycle))
+		}
 		sw.alloc.Allocate(sw.req, sw.grant)
 		granted := false
 		for i, o := range sw.grant {

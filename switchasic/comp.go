@@ -41,8 +41,11 @@ type Switch struct {
 	out   []outputUnit
 
 	alloc components.Allocator
-	req   []components.PortSet // per input: outputs requested this pass
-	grant []int                // per input: output granted this pass, or -1
+	// clocked is alloc when its priority follows the core clock (wavefront):
+	// match sets its cycle, since rounds run only on some edges.
+	clocked components.ClockedAllocator
+	req     []components.PortSet // per input: outputs requested this pass
+	grant   []int                // per input: output granted this pass, or -1
 
 	// Candidate scratch for one allocation round, VL-major so that a
 	// fabric using few VLs keeps it in a few cache lines per switch.
@@ -197,6 +200,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 		rank:        s.NewRank(),
 		oneVL:       cfg.VLs == 1,
 	}
+	sw.clocked, _ = alloc.(components.ClockedAllocator)
 	sw.routePS = ib.PS(cfg.RouteCycles) * sw.cycle
 	sw.allocPS = ib.PS(cfg.AllocCycles) * sw.cycle
 	sw.xbarPS = ib.PS(cfg.XbarCycles) * sw.cycle

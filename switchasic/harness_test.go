@@ -137,6 +137,7 @@ type netOpts struct {
 	epBlocks  int           // endpoint receive buffer per VL, blocks
 	fcRefresh ib.PS         // 0 = link default
 	mtu       int           // link MTU for the switch's buffer check; 0 = 4096
+	perCycle  bool          // an allocation round on every core clock edge (WithRoundsEveryCycle)
 }
 
 func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
@@ -152,7 +153,11 @@ func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
 	if o.fcRefresh > 0 {
 		lc.FCRefreshNs = float64(o.fcRefresh) / 1000
 	}
-	sw, err := MakeBuilder().WithSim(s).WithConfig(cfg).WithLFT(lft).WithFlowControl(lc).Build("Fabric.Switch[0]")
+	b := MakeBuilder().WithSim(s).WithConfig(cfg).WithLFT(lft).WithFlowControl(lc)
+	if o.perCycle {
+		b = b.WithRoundsEveryCycle()
+	}
+	sw, err := b.Build("Fabric.Switch[0]")
 	require.NoError(t, err)
 	n := &testNet{s: s, sw: sw}
 	if o.epBlocks == 0 {
