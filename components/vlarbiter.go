@@ -54,6 +54,8 @@ const (
 //     packet is sent while the low table had nothing to send (low was not
 //     being held back, so there is no debt to repay).
 //   - A table entry whose VL the port does not have is simply never ready.
+//     (A subnet manager never writes one: OpenSM masks every entry's VL to
+//     the port's VLs, which switchasic.Config.VLArbTables does too.)
 //
 // A VLArbiter may be copied by value before use: the copies share the
 // read-only tables and keep separate walk state (a switch keeps one copy per

@@ -52,14 +52,16 @@ type SL2VLTable [16]uint8
 // VL7 (ib-facts.md §3: opensm doc/QoS_management_in_OpenSM.txt).
 var openSMSL2VL = SL2VLTable{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7}
 
-// DefaultSL2VL returns OpenSM's default SL-to-VL table with each VL reduced
-// modulo vls: SL mod vls for SL 0..14, and SL15 → 7 mod vls (which equals
-// 15 mod vls for every VL count but 15). switchasic.Config.SL2VL uses the
-// same default, so switches and the subnet manager agree.
+// DefaultSL2VL returns OpenSM's default SL-to-VL table with each VL masked
+// as OpenSM's sl2vl_update_table masks it for vls data VLs (ib.VLMask, the
+// same as reducing it modulo vls for every VL count a port supports): SL mod
+// vls for SL 0..14, and SL15 → 7 & mask. switchasic.Config.SL2VLTable uses
+// the same default, so switches and the subnet manager agree.
 func DefaultSL2VL(vls int) SL2VLTable {
 	var t SL2VLTable
+	mask := ib.VLMask(vls)
 	for sl, vl := range openSMSL2VL {
-		t[sl] = vl % uint8(vls)
+		t[sl] = vl & mask
 	}
 	return t
 }

@@ -1,5 +1,7 @@
 package ib
 
+import "fmt"
+
 // Header and trailer sizes in bytes (ib-facts.md §2: kernel ib_pack.h, ib_hdrs.h,
 // wireshark packet-infiniband.c).
 const (
@@ -39,6 +41,22 @@ func ValidMTU(mtu int) bool {
 		return true
 	}
 	return false
+}
+
+// VLMask returns the mask OpenSM applies to every VL it programs into a port
+// operating vls data VLs (1, 2, 4, 8 or 15): vl_mask = (1 << (OperationalVLs
+// − 1)) − 1, where OperationalVLs is the PortInfo code 1..5 for those counts
+// (opensm osm_qos.c vlarb_update_table_block and sl2vl_update_table). That is
+// vls − 1 for 1, 2, 4 and 8 VLs and 15 for 15, so vl & VLMask(vls) is one of
+// the port's data VLs for every vl in 0..14. It panics on another count.
+func VLMask(vls int) uint8 {
+	switch vls {
+	case 1, 2, 4, 8:
+		return uint8(vls - 1)
+	case 15:
+		return 15
+	}
+	panic(fmt.Sprintf("ib.VLMask: %d is not a data-VL count (1, 2, 4, 8, 15)", vls))
 }
 
 // ValidVLCount reports whether n is a data-VL count a port can support: 1, 2,

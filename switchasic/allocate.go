@@ -373,9 +373,10 @@ func (sw *Switch) updateStalls(t ib.PS) {
 
 // oneVLPick is VL arbitration with one data VL: a ready VL15 goes first,
 // else VL 0. It is what components.VLArbiter picks whatever its tables and
-// state, because the config requires an entry of weight > 0 for VL 0
-// (Config.Validate) and no other data VL is ever ready; so with one VL the
-// arbiter's state never matters and is not kept (TestOneVLPick).
+// state, because the config requires an entry of weight > 0
+// (Config.Validate), with one VL every entry's VL folds to 0
+// (Config.VLArbTables), and no other data VL is ever ready; so with one VL
+// the arbiter's state never matters and is not kept (TestOneVLPick).
 func oneVLPick(ready uint16) int {
 	if ready&(1<<ib.ManagementVL) != 0 {
 		return ib.ManagementVL

@@ -19,9 +19,12 @@ const (
 )
 
 // VLArbConfig is one VL arbitration table entry as a user writes it:
-// {vl: 1, weight: 4}. Weight is in 64-byte units (ib-facts.md §3).
+// {vl: 1, weight: 4}. Weight is in 64-byte units (ib-facts.md §3). Like
+// OpenSM, the switch programs the entry with VL vl & ib.VLMask(vls), so with
+// fewer than 15 VLs an entry for a VL the port lacks folds onto one it has
+// (VLArbTables).
 type VLArbConfig struct {
-	VL     int `yaml:"vl"`     // data VL 0..14
+	VL     int `yaml:"vl"`     // VL 0..14 as written; folded to vl & ib.VLMask(vls)
 	Weight int `yaml:"weight"` // 64-byte blocks per turn, 0..255; 0 = skipped
 }
 
@@ -63,7 +66,8 @@ type Config struct {
 	// XbarCycles is the crossbar traversal to the output wire, core cycles.
 	XbarCycles int `yaml:"xbar_cycles"`
 	// VLArbHigh and VLArbLow are the output ports' VL arbitration tables
-	// (up to 64 entries each).
+	// (up to 64 entries each), each entry's VL folded to the port's VLs as
+	// OpenSM does (VLArbTables).
 	VLArbHigh []VLArbConfig `yaml:"vlarb_high"`
 	VLArbLow  []VLArbConfig `yaml:"vlarb_low"`
 	// VLHighLimit is LimitOfHighPriority in 4096-byte units, 0..255;
@@ -71,7 +75,8 @@ type Config struct {
 	VLHighLimit int `yaml:"vl_high_limit"`
 	// SL2VL maps SL 0..15 to a VL, for every (input, output) pair unless the
 	// fabric sets a pair's table; 16 entries, each < VLs, or 15 = drop. Empty
-	// = OpenSM's default table with each VL reduced modulo VLs.
+	// = OpenSM's default table with each VL masked as OpenSM masks it for
+	// VLs (ib.VLMask; the same as reducing it modulo VLs).
 	SL2VL []int `yaml:"sl2vl"`
 }
 
@@ -100,7 +105,8 @@ var openSMSL2VL = [16]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7}
 //     unconfirmed (the flit model uses 50 + 50 ns, §3).
 //   - cut_through true: IB switches forward while still receiving (§8) [P].
 //   - vlarb_high 0:4, vlarb_low 1..14:4, vl_high_limit 0, sl2vl 0..14,7:
-//     OpenSM QoS defaults (§3) [P].
+//     OpenSM QoS defaults (§3) [P], each VL masked to the port's VLs as
+//     OpenSM programs them (ib.VLMask).
 func Defaults() Config {
 	low := make([]VLArbConfig, 0, 14)
 	for vl := 1; vl <= 14; vl++ {
@@ -202,7 +208,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("switch.vl_high_limit: %d is out of range (0 to 255; 255 = unbounded)", c.VLHighLimit)
 	}
 	if vl := c.vlArbStarvedVL(); vl >= 0 {
-		return fmt.Errorf("switch.vlarb_high/vlarb_low: VL %d (a data VL below vls %d) has no entry with weight > 0, so its packets could never leave", vl, c.VLs)
+		return fmt.Errorf("switch.vlarb_high/vlarb_low: VL %d (a data VL below vls %d) has no entry with weight > 0 (an entry's vl counts as vl & %d, as OpenSM masks it for %d VLs), so its packets could never leave",
+			vl, c.VLs, ib.VLMask(c.VLs), c.VLs)
 	}
 	if len(c.SL2VL) != 0 {
 		if len(c.SL2VL) != 16 {
@@ -217,14 +224,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// vlArbCanSendEveryVL reports whether every data VL the port has appears in
-// some arbitration table with a weight above zero.
+// vlArbStarvedVL returns a data VL of the port that no arbitration table
+// entry with a weight above zero serves once the entries' VLs are folded
+// (VLArbTables), or -1 if every one is served. c.VLs must be valid and the
+// entries' VLs in 0..14.
 func (c *Config) vlArbStarvedVL() int {
-	var has [15]bool
+	var has [16]bool
+	mask := ib.VLMask(c.VLs)
 	for _, t := range [][]VLArbConfig{c.VLArbHigh, c.VLArbLow} {
 		for _, e := range t {
-			if e.Weight > 0 && e.VL >= 0 && e.VL < 15 {
-				has[e.VL] = true
+			if e.Weight > 0 {
+				has[uint8(e.VL)&mask] = true
 			}
 		}
 	}
@@ -260,25 +270,35 @@ func (c *Config) PipelinePS() ib.PS {
 }
 
 // SL2VLTable returns the default SL-to-VL table in force: SL2VL if set, else
-// OpenSM's default with each VL reduced modulo VLs.
+// OpenSM's default with each VL masked as sl2vl_update_table masks it
+// (ib.VLMask: SL15 → 7 & 3 = 3 with 4 VLs). For the VL counts a port
+// supports the mask equals reducing modulo VLs.
 func (c *Config) SL2VLTable() [16]uint8 {
 	var t [16]uint8
 	for sl := range t {
 		if len(c.SL2VL) == 16 {
 			t[sl] = uint8(c.SL2VL[sl])
 		} else {
-			t[sl] = uint8(openSMSL2VL[sl] % c.VLs)
+			t[sl] = uint8(openSMSL2VL[sl]) & ib.VLMask(c.VLs)
 		}
 	}
 	return t
 }
 
-// VLArbTables returns the arbitration tables as the VL arbiter takes them.
+// VLArbTables returns the arbitration tables as the switch's VL arbiters are
+// programmed with them: each entry's VL folded to vl & ib.VLMask(VLs), as
+// OpenSM's vlarb_update_table_block does to every table it writes, the
+// defaults and a user's alike. With 2 VLs the default low table 1..14
+// becomes 1, 0, 1, 0, ... (mask 1), so VL 0 gets the high table's turns and
+// half the low table's; without the fold the entries for VLs 2..14 would
+// never be ready and VL 0 would get only the high table's turns. c must be
+// valid.
 func (c *Config) VLArbTables() (high, low []components.VLArbEntry) {
+	mask := ib.VLMask(c.VLs)
 	conv := func(t []VLArbConfig) []components.VLArbEntry {
 		out := make([]components.VLArbEntry, len(t))
 		for i, e := range t {
-			out[i] = components.VLArbEntry{VL: uint8(e.VL), Weight: uint8(e.Weight)}
+			out[i] = components.VLArbEntry{VL: uint8(e.VL) & mask, Weight: uint8(e.Weight)}
 		}
 		return out
 	}

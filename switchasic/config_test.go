@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hcasim/hcasim/components"
 )
 
 func TestDefaultsValid(t *testing.T) {
@@ -17,11 +19,21 @@ func TestDefaultsValid(t *testing.T) {
 	tab := c.SL2VLTable()
 	assert.Equal(t, uint8(14), tab[14])
 	assert.Equal(t, uint8(7), tab[15])
-	// With 4 VLs each VL is reduced modulo 4: SL5 → 1, SL15 → 7 mod 4 = 3.
+	// With 4 VLs each VL is masked with 3 (the same as modulo 4): SL5 → 1,
+	// SL15 → 7 & 3 = 3.
 	c.VLs = 4
 	tab = c.SL2VLTable()
 	assert.Equal(t, uint8(1), tab[5])
 	assert.Equal(t, uint8(3), tab[15])
+	// VLArb entries fold to vl & (vls − 1), as OpenSM programs them: with 2
+	// VLs a table of VLs 2 and 3 serves VLs 0 and 1, so it is valid.
+	c.VLs = 2
+	c.VLArbHigh = nil
+	c.VLArbLow = []VLArbConfig{{VL: 2, Weight: 4}, {VL: 3, Weight: 8}}
+	require.NoError(t, c.Validate())
+	_, low := c.VLArbTables()
+	assert.Equal(t, []components.VLArbEntry{{VL: 0, Weight: 4}, {VL: 1, Weight: 8}}, low)
+	c = Defaults()
 	// A 4122-byte packet (4 KiB MTU) needs 65 credits = 4160 bytes; 12800 fits.
 	assert.NoError(t, c.CheckPacketFits(4122))
 	c.VLBufferBytes = 4096
@@ -52,8 +64,14 @@ func TestValidateErrors(t *testing.T) {
 		{"vlarb weight", func(c *Config) { c.VLArbHigh[0].Weight = 256 }, "switch.vlarb_high[0].weight: 256 is out of range (0 to 255, in 64-byte units)"},
 		{"vlarb size", func(c *Config) { c.VLArbLow = make([]VLArbConfig, 65) }, "switch.vlarb_low: 65 entries, at most 64 allowed"},
 		{"vlarb coverage", func(c *Config) { c.VLArbHigh = nil },
-			"switch.vlarb_high/vlarb_low: VL 0 (a data VL below vls 15) has no entry with weight > 0, so its packets could never leave"},
+			"switch.vlarb_high/vlarb_low: VL 0 (a data VL below vls 15) has no entry with weight > 0 (an entry's vl counts as vl & 15, as OpenSM masks it for 15 VLs), so its packets could never leave"},
 		{"high limit", func(c *Config) { c.VLHighLimit = 256 }, "switch.vl_high_limit: 256 is out of range (0 to 255; 255 = unbounded)"},
+		{"vlarb folded coverage", func(c *Config) {
+			// With 4 VLs the entries fold to 0, 1, 1, 1 (vl & 3): VL 2 is unserved.
+			c.VLs = 4
+			c.VLArbHigh = nil
+			c.VLArbLow = []VLArbConfig{{VL: 4, Weight: 4}, {VL: 1, Weight: 4}, {VL: 5, Weight: 4}, {VL: 13, Weight: 4}}
+		}, "switch.vlarb_high/vlarb_low: VL 2 (a data VL below vls 4) has no entry with weight > 0 (an entry's vl counts as vl & 3, as OpenSM masks it for 4 VLs), so its packets could never leave"},
 		{"sl2vl len", func(c *Config) { c.SL2VL = []int{0} }, "switch.sl2vl: 1 entries, want 16 (one per SL) or none for the default"},
 		{"sl2vl vl", func(c *Config) {
 			c.VLs = 2

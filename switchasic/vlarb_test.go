@@ -1,6 +1,7 @@
 package switchasic
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -68,6 +69,67 @@ func TestVLArbWeights(t *testing.T) {
 	}
 	// 1:3 within one turn (8 packets).
 	assert.InDelta(t, 3*count[0], count[1], 8)
+}
+
+// TestVLArbDefaultsFolded: the default tables (high {0:4}, low {1..14:4},
+// vl_high_limit 0) with every VL the port has saturated: host v floods VL v
+// to the last host with 254-byte packets (228 payload + 26 header, 4 blocks).
+// OpenSM writes each entry's VL as vl & mask (mask = vls − 1, 15 for 15
+// VLs), so the low table the port runs is 1..14 folded onto its VLs.
+//
+// Weight 4 lets exactly one 4-block packet go per entry turn, and limit 0
+// lets one high packet go before a low one, so the output alternates a VL0
+// packet (high) with the next low entry's VL: per 28 packets VL0 gets 14 plus
+// the low entries that fold to 0, and VL v > 0 the entries that fold to v.
+// Low entries 1..14 & mask:
+//
+//	vls 2 (mask 1):  1 0 1 0 1 0 1 0 1 0 1 0 1 0  → VL0 14+7, VL1 7 (0.75/0.25)
+//	vls 4 (mask 3):  1 2 3 0 1 2 3 0 1 2 3 0 1 2  → 14+3, 4, 4, 3
+//	vls 8 (mask 7):  1 2 3 4 5 6 7 0 1 2 3 4 5 6  → 14+1, 2 × 6, 1
+//	vls 15 (mask 15): 1 .. 14                       → 14, 1 each
+//
+// (Without the fold, entries for VLs the port lacks were never ready, and
+// with 2 VLs the output ran 0.5/0.5.) The sequence repeats every 28
+// packets, so any 28k consecutive arrivals hold exactly k times these counts.
+func TestVLArbDefaultsFolded(t *testing.T) {
+	tests := []struct {
+		vls  int
+		want []int // packets per VL in 28
+	}{
+		{2, []int{21, 7}},
+		{4, []int{17, 4, 4, 3}},
+		{8, []int{15, 2, 2, 2, 2, 2, 2, 1}},
+		{15, []int{14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("vls %d", tc.vls), func(t *testing.T) {
+			cfg := smallConfig(tc.vls+1, tc.vls)
+			require.Equal(t, Defaults().VLArbLow, cfg.VLArbLow)
+			sink := tc.vls
+			n := newTestNet(t, cfg, netOpts{timing: ndr(13000)})
+			for src := 0; src < tc.vls; src++ {
+				vl := uint8(src)
+				n.eps[src].backlog = func(e *endpoint) *ib.Packet {
+					p := n.packet(src, sink, vl, 228)
+					require.Equal(t, 4, p.Credits())
+					return p
+				}
+				n.eps[src].trySend()
+			}
+			n.s.StopAt(60 * ib.Microsecond)
+			require.NoError(t, n.s.Run())
+			const skip, k = 500, 100 // warm-up, periods counted
+			got := n.eps[sink].got
+			require.GreaterOrEqual(t, len(got), skip+28*k)
+			count := make([]int, tc.vls)
+			for _, a := range got[skip : skip+28*k] {
+				count[a.vl]++
+			}
+			for v := range tc.want {
+				assert.Equal(t, k*tc.want[v], count[v], "VL%d", v)
+			}
+		})
+	}
 }
 
 // TestVLArbHighLimit: high table {VL0 weight 255}, low {VL1 weight 4}.
