@@ -32,7 +32,12 @@ func sendOne(t *testing.T, cfg Config, o netOpts, payload int) arrival {
 // TestZeroLoadLatency: on an idle switch the head of a packet leaves the
 // output at the first clock edge after its head (cut-through) or tail
 // (store-and-forward) arrived, plus (route + alloc + xbar) cycles — the
-// stage sum. The sink sees it one link latency later.
+// stage sum — plus max(0, ⌈bytes/64⌉ cycles − serialization): the crossbar
+// moves whole 64-byte cycles and the output may not outrun it, so a packet
+// shorter on the wire than in the crossbar waits for its tail. That term is
+// zero for every packet here but the minimal one: 26 bytes of headers take
+// one 1000-ps cycle in the crossbar and 26 × 20 = 520 ps on the wire, so
+// the head leaves 480 ps late. The sink sees it one link latency later.
 func TestZeroLoadLatency(t *testing.T) {
 	ceil := func(x, p ib.PS) ib.PS { return (x + p - 1) / p * p }
 	tests := []struct {
@@ -49,6 +54,8 @@ func TestZeroLoadLatency(t *testing.T) {
 		{"saf unaligned head", false, 3, 5, 7, 1000, 13500, 100},
 		{"ct 800 MHz", true, 10, 20, 30, 800, 21352, 4096},
 		{"saf 800 MHz", false, 10, 20, 30, 800, 21352, 4096},
+		{"ct minimal packet", true, 40, 40, 40, 1000, 13000, 0},
+		{"saf minimal packet", false, 40, 40, 40, 1000, 13000, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,8 +76,15 @@ func TestZeroLoadLatency(t *testing.T) {
 			if !tc.cut {
 				edge = ceil(head+ser, p)
 			}
-			assert.Equal(t, edge+stages+tc.latency, a.head, "sink head")
-			assert.Equal(t, edge+stages+tc.latency+ser, a.tail, "sink tail")
+			xbarCycles := ib.PS((bytes + cfg.DatapathBytes - 1) / cfg.DatapathBytes)
+			late := max(0, xbarCycles*p-ser) // the output waits for the crossbar's tail
+			if tc.payload == 0 {
+				require.Equal(t, ib.PS(480), late, "26 bytes: one 1000-ps cycle against 520 ps")
+			} else {
+				require.Zero(t, late)
+			}
+			assert.Equal(t, edge+stages+late+tc.latency, a.head, "sink head")
+			assert.Equal(t, edge+stages+late+tc.latency+ser, a.tail, "sink tail")
 		})
 	}
 }
