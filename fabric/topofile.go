@@ -19,7 +19,8 @@ import (
 //
 // A cable's length (metres, with the unit: "2.5m") and medium ("copper" or
 // "fibre") are optional and default to the link section's. A node must be
-// declared before a cable names it. Errors name the file and line.
+// declared before a cable names it, and a cable must join two different
+// nodes (Topology.Connect). Errors name the file and line.
 
 // ParseTopology reads a topology file from r; name labels errors (usually the
 // path) and def gives cables without a length or medium theirs.

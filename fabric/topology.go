@@ -154,7 +154,11 @@ func (t *Topology) Lookup(name string) (int, bool) {
 	return i, ok
 }
 
-// Connect cables port a to port b.
+// Connect cables port a to port b. The two ports must be on different
+// nodes: a loopback cable between two ports of one switch carries nothing a
+// route could use, and the routing engines take every cable to join two
+// nodes (dmodk would report one as two switches cabled at the same tier), so
+// it is refused as the user's mistake it is.
 func (t *Topology) Connect(a, b PortRef, lengthM float64, medium Medium) error {
 	for _, p := range []PortRef{a, b} {
 		if p.Node < 0 || p.Node >= len(t.Nodes) {
@@ -169,6 +173,10 @@ func (t *Topology) Connect(a, b PortRef, lengthM float64, medium Medium) error {
 	}
 	if a == b {
 		return fmt.Errorf("cable: %s is cabled to itself", t.PortName(a))
+	}
+	if a.Node == b.Node {
+		return fmt.Errorf("cable: %s to %s loops back into %s; a cable must join two different nodes",
+			t.PortName(a), t.PortName(b), t.Nodes[a.Node].Name)
 	}
 	if lengthM < 0 {
 		return fmt.Errorf("cable: %s to %s has negative length %g m", t.PortName(a), t.PortName(b), lengthM)

@@ -146,6 +146,10 @@ func TestConnectAndCheckErrors(t *testing.T) {
 	_, err = topo.AddSwitch("Fabric.Switch[1]", 257)
 	assert.EqualError(t, err, "switch Fabric.Switch[1]: radix 257 is out of range (1..256)")
 
+	assert.EqualError(t, topo.Connect(PortRef{sw, 1}, PortRef{sw, 2}, 1, Copper),
+		"cable: Fabric.Switch[0].Port[1] to Fabric.Switch[0].Port[2] loops back into Fabric.Switch[0]; a cable must join two different nodes")
+	_, cabled := topo.Peer(PortRef{sw, 2})
+	assert.False(t, cabled, "a refused loopback leaves the port free")
 	require.NoError(t, topo.Connect(PortRef{h0, 1}, PortRef{sw, 1}, 1, Copper))
 	assert.EqualError(t, topo.Connect(PortRef{h1, 1}, PortRef{sw, 1}, 1, Copper),
 		"cable: Fabric.Switch[0].Port[1] is already cabled to Fabric.Host[0].Port[1]")
