@@ -340,7 +340,12 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 
 	if sw.NumHooks() > 0 {
 		sw.trace(t, port.Name, components.TraceArbGrant, pkt, i, o, "")
+		// The packet leaves the buffer of the VL it arrived on: buf_deq
+		// names that VL and its size, as buf_enq did, not the output VL
+		// SL-to-VL gave it (the checkers count blocks per input VL).
+		pkt.VL = uint8(inVL)
 		sw.trace(t, sw.ports[i].Name, components.TraceBufDeq, pkt, i, o, "")
+		pkt.VL = uint8(v)
 	}
 	// The input and the output can take part again when their crossbar
 	// connection (and, for the output, the wire) frees: for the output that

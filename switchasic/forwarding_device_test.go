@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -18,6 +19,8 @@ func TestSL2VLInDevice(t *testing.T) {
 	cfg.VLArbHigh = nil
 	cfg.VLArbLow = []VLArbConfig{{VL: 0, Weight: 4}, {VL: 1, Weight: 4}}
 	n := newTestNet(t, cfg, netOpts{timing: ndr(13000)})
+	rec := &traceRecorder{}
+	n.sw.AcceptHook(rec)
 	// Default table: SL s → VL s mod 2. From port 0 to port 2: SL0 → VL1,
 	// SL1 → drop.
 	def := cfg.SL2VLTable()
@@ -47,6 +50,23 @@ func TestSL2VLInDevice(t *testing.T) {
 	// Every buffer block at the switch input came free again.
 	assert.Zero(t, n.sw.Port(0).BufferUsed(0))
 	assert.Zero(t, n.sw.Port(0).BufferUsed(1))
+	// A packet leaves the input buffer it entered: buf_deq names the input
+	// VL, as buf_enq did, also for the packet SL-to-VL moved to VL1 (it
+	// named the output VL, and the checkers' per-VL block counts drifted).
+	enqVL := map[int64]int64{}
+	deqs := 0
+	for _, e := range rec.events {
+		seq, _ := e.Int("seq")
+		vl, _ := e.Int("vl")
+		switch e.Kind {
+		case components.TraceBufEnq:
+			enqVL[seq] = vl
+		case components.TraceBufDeq:
+			deqs++
+			assert.Equal(t, enqVL[seq], vl, "packet %d left the buffer of another VL than it entered", seq)
+		}
+	}
+	assert.Equal(t, 3, deqs, "the three packets forwarded (the dropped one leaves without a grant)")
 }
 
 // TestAllocatorsInDevice: every allocator, with voq, under saturated
