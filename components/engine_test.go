@@ -259,3 +259,46 @@ func TestProgress(t *testing.T) {
 	require.NoError(t, s.Run())
 	assert.Equal(t, ib.PS(last), s.Progress())
 }
+
+// TestAtLimit: the time limit's function runs when the first event past the
+// limit comes up, seeing the run as one stopped at the limit ends (the last
+// event run and its count); a later limit it sets lets the run go on to
+// that limit, and it runs once. Without a new limit the run stops as
+// StopAt alone stops it. Both engines.
+func TestAtLimit(t *testing.T) {
+	for _, engine := range []string{EngineHcasim, EngineAkita} {
+		t.Run(engine, func(t *testing.T) {
+			// Events at 10, 20, ..., 100 ps; limit 35 ps.
+			run := func(extend ib.PS) (ran []ib.PS, seenNow ib.PS, seenEvents uint64, calls int) {
+				s := NewSimOn(engine)
+				h := handlerFunc(func(ev *Event) { ran = append(ran, ev.At()) })
+				for at := ib.PS(10); at <= 100; at += 10 {
+					s.Schedule(at, h, 1)
+				}
+				s.StopAt(35)
+				s.AtLimit(func() {
+					calls++
+					seenNow, seenEvents = s.Now(), s.Events()
+					if extend > 0 {
+						s.StopAt(s.Now() + extend)
+					}
+				})
+				require.NoError(t, s.Run())
+				return
+			}
+			ran, now, events, calls := run(0)
+			assert.Equal(t, []ib.PS{10, 20, 30}, ran)
+			assert.Equal(t, ib.PS(30), now, "the last event before the limit")
+			assert.Equal(t, uint64(3), events)
+			assert.Equal(t, 1, calls)
+
+			// 30 + 45 = 75: the run goes on to 70; the function does not
+			// run again when the new limit passes.
+			ran, now, events, calls = run(45)
+			assert.Equal(t, []ib.PS{10, 20, 30, 40, 50, 60, 70}, ran)
+			assert.Equal(t, ib.PS(30), now)
+			assert.Equal(t, uint64(3), events)
+			assert.Equal(t, 1, calls)
+		})
+	}
+}

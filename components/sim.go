@@ -72,7 +72,8 @@ type Sim struct {
 
 	now        ib.PS
 	stopped    bool
-	stopAt     ib.PS // events after this time are not run; 0 = no limit
+	stopAt     ib.PS  // events after this time are not run; 0 = no limit
+	atLimit    func() // AtLimit's function: runs when stopAt passes, once
 	events     uint64
 	freeEvents []*Event
 	freePkts   []*ib.Packet
@@ -267,7 +268,7 @@ func (s *Sim) Handle(e sim.Event) error {
 // handle runs ev (unless the simulation has stopped) and recycles it.
 func (s *Sim) handle(ev *Event) {
 	if !s.stopped && s.stopAt > 0 && ev.at > s.stopAt {
-		s.stopped = true
+		s.passLimit(ev.at)
 	}
 	if !s.stopped {
 		if ev.at != s.now {
@@ -312,6 +313,25 @@ func (s *Sim) Stopped() bool { return s.stopped }
 
 // StopAt sets a time limit: no event later than t runs.
 func (s *Sim) StopAt(t ib.PS) { s.stopAt = t }
+
+// AtLimit makes the time limit set by StopAt call f when it passes, before
+// the simulation stops: f sees the simulation as a run stopped at the limit
+// ends it (Now is the last event's time, Events its count), and may set a
+// later limit with StopAt to let the run go on (or Stop it). f runs once.
+// A partition's limit (Group.StopAt) does not call it.
+func (s *Sim) AtLimit(f func()) { s.atLimit = f }
+
+// passLimit handles an event at time at beyond the time limit: AtLimit's
+// function runs, and the simulation stops unless it moved the limit past at.
+func (s *Sim) passLimit(at ib.PS) {
+	if f := s.atLimit; f != nil {
+		s.atLimit = nil
+		f()
+	}
+	if s.stopAt > 0 && at > s.stopAt {
+		s.stopped = true
+	}
+}
 
 // OnEnd registers a function Run calls when the simulation ends.
 func (s *Sim) OnEnd(f func(now ib.PS)) { s.endHooks = append(s.endHooks, f) }
