@@ -62,7 +62,16 @@ func (r *CollectiveRun) Validate() error {
 }
 
 // Collective is a built collective: build it, let observers attach, Run it.
-type Collective struct{ c *collective }
+type Collective struct {
+	c *collective
+	// OnEnd, if set, is called when the collective ends (every rank done),
+	// at the instant the simulation would stop, in place of stopping it: it
+	// must stop it or set a time limit (Sim.StopAt), and may let it run on,
+	// so that acks and flow-control packets still on the wire land for the
+	// checkers. The metrics Run returns are taken before OnEnd, so they are
+	// those of a run stopped there.
+	OnEnd func()
+}
 
 // Sim returns the simulation.
 func (c *Collective) Sim() *components.Sim { return c.c.s }
@@ -124,7 +133,9 @@ type collective struct {
 	finished  int
 	started   bool
 	errs      []string
-	scratch   []byte // reduction buffers, reused
+	result    map[string]any // the metrics, taken at the end
+	onEnd     func()         // Collective.OnEnd
+	scratch   []byte         // reduction buffers, reused
 	scratch2  []byte
 }
 
@@ -189,7 +200,7 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 		}
 	}
 	c.setup(devs)
-	return &Collective{c}, nil
+	return &Collective{c: c}, nil
 }
 
 // sliceCount is how many slices a transfer of b bytes is posted as (a
@@ -318,14 +329,25 @@ func (cl *Collective) Run() (map[string]any, error) {
 		maxT = 1e9
 	}
 	c.s.StopAt(c.s.Now() + ib.PS(maxT*1000))
+	c.onEnd = cl.OnEnd
 	if err := c.s.Run(); err != nil {
 		return nil, err
 	}
 	if c.finished < len(c.ranks) {
 		return nil, &TimeLimitError{Msg: fmt.Sprintf("%s: did not finish within %.0f ns of simulated time (%d of %d ranks done)", c.sched.Op, maxT, c.finished, len(c.ranks))}
 	}
+	if c.result == nil {
+		// Stopped at the end (no OnEnd), or the queue ran dry first.
+		c.conclude()
+	}
+	return c.result, nil
+}
+
+// conclude checks the data and takes the metrics: at the end, whatever the
+// simulation does after.
+func (c *collective) conclude() {
 	c.verify()
-	return c.metrics(), nil
+	c.result = c.metrics()
 }
 
 // HandleEvent implements components.EventHandler: the start, or one turn
@@ -423,12 +445,31 @@ func (c *collective) turn(r int) {
 		c.finished++
 		c.end = max(c.end, rk.doneAt)
 		if c.finished == len(c.ranks) {
-			c.s.StopAt(c.end)
-			if c.end == c.s.Now() {
-				c.s.Stop()
-			}
+			c.stop()
 		}
 	}
+}
+
+// stop ends the run at c.end, the last rank's CPU free: events up to then
+// still run. With an OnEnd, the metrics are taken and OnEnd called at that
+// instant (when the time limit passes) instead.
+func (c *collective) stop() {
+	c.s.StopAt(c.end)
+	if c.onEnd == nil {
+		if c.end == c.s.Now() {
+			c.s.Stop()
+		}
+		return
+	}
+	end := func() {
+		c.conclude()
+		c.onEnd()
+	}
+	if c.end == c.s.Now() {
+		end()
+		return
+	}
+	c.s.AtLimit(end)
 }
 
 // slot is a slice's index in a rank's arrival table and its immediate.

@@ -150,11 +150,15 @@ type perftest struct {
 	// part began, so link_utilization covers the same window as bw_gbps.
 	linkBusyAt0 [2]ib.PS
 
-	stamps  []ib.PS // client post times (lat tests)
-	lat     Latencies
-	start   ib.PS
-	end     ib.PS
-	done    bool
+	stamps []ib.PS // client post times (lat tests)
+	lat    Latencies
+	start  ib.PS
+	end    ib.PS
+	done   bool
+	// result is the metrics (but the latency breakdown) when the test
+	// ended; onEnd is then called instead of stopping the simulation.
+	result  map[string]any
+	onEnd   func()
 	errs    []string
 	payload [2][]byte // the bytes each side's buffer held when it sent
 	scratch []byte
@@ -178,6 +182,14 @@ type Perftest struct {
 	// rebuild builds the identical run afresh, for the second pass that
 	// traces the median iteration.
 	rebuild func() (*Perftest, error)
+	// OnEnd, if set, is called when the test ends (its last completion
+	// polled), in place of stopping the simulation: it must stop it or set
+	// a time limit (Sim.StopAt), and may let it run on, so that acks and
+	// flow-control packets still on the wire land for the checkers. The
+	// metrics Run returns are taken before OnEnd, so they are those of a
+	// run stopped there. Only this run calls it, not a second pass that
+	// traces the median iteration.
+	OnEnd func()
 }
 
 // BuildPerftest builds two hosts back to back over run.Link and the test.
@@ -229,13 +241,14 @@ func (t *Perftest) Run() (map[string]any, error) {
 		maxT = 1e9
 	}
 	p.s.StopAt(p.s.Now() + ib.PS(maxT*1000))
+	p.onEnd = t.OnEnd
 	if err := p.s.Run(); err != nil {
 		return nil, err
 	}
 	if !p.done {
 		return nil, &TimeLimitError{Msg: fmt.Sprintf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, sum(p.completed), run.Iterations*run.QPs)}
 	}
-	p.verify()
+	m := p.result
 	traced := p
 	if p.isLat {
 		v, _ := p.latSamples()
@@ -246,7 +259,8 @@ func (t *Perftest) Run() (map[string]any, error) {
 			}
 		}
 	}
-	return p.metrics(traced), nil
+	m["latency_breakdown"] = traced.breakdown()
+	return m, nil
 }
 
 // medianIter returns an iteration whose sample is the median of v (the
@@ -762,9 +776,17 @@ func (p *perftest) bwPoll(side int) {
 	}
 }
 
+// finish ends the test: its data is checked and its metrics taken now,
+// whatever the simulation does after.
 func (p *perftest) finish() {
 	p.done = true
 	p.end = p.s.Now()
+	p.verify()
+	p.result = p.metrics()
+	if p.onEnd != nil {
+		p.onEnd()
+		return
+	}
 	p.s.Stop()
 }
 

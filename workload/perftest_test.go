@@ -471,3 +471,54 @@ func TestPerftestUD(t *testing.T) {
 	_, err = RunPerftest(run)
 	assert.EqualError(t, err, "workload.connection: UD runs send_lat and send_bw, not write_bw")
 }
+
+// TestOnEndKeepsTheMetrics: a perftest or collective whose OnEnd lets the
+// simulation run on (as a checked run settles) reports exactly the metrics
+// of the run stopped at its end, simulated time and events included, though
+// the simulation went on past it.
+func TestOnEndKeepsTheMetrics(t *testing.T) {
+	const settle = 20 * ib.Microsecond
+	onEnd := func(s *components.Sim, endAt *ib.PS) func() {
+		return func() {
+			*endAt = s.Now()
+			s.StopAt(s.Now() + settle)
+		}
+	}
+	for _, tc := range []struct {
+		test string
+		size int
+	}{{"write_bw", 65536}, {"read_bw", 9000}, {"send_bw", 5000}, {"write_lat", 2}, {"send_lat", 32}, {"read_lat", 2}, {"atomic_lat", 8}} {
+		t.Run(tc.test, func(t *testing.T) {
+			run := edrRun(tc.test, tc.size, 20)
+			want, err := RunPerftest(run)
+			require.NoError(t, err)
+			p, err := BuildPerftest(run)
+			require.NoError(t, err)
+			var endAt ib.PS
+			p.OnEnd = onEnd(p.Sim(), &endAt)
+			got, err := p.Run()
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			require.Positive(t, endAt, "OnEnd was called")
+			assert.Greater(t, p.Sim().Now(), endAt, "the simulation went on")
+		})
+	}
+	for _, op := range []string{CollAllReduce, CollAllToAll} {
+		t.Run(op, func(t *testing.T) {
+			run := CollectiveRun{Op: op, Bytes: 100000, MTU: 4096, Seed: 1}
+			s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
+			want, err := RunCollectiveOn(s, devs, run)
+			require.NoError(t, err)
+			s, devs = collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
+			c, err := BuildCollectiveOn(s, devs, run)
+			require.NoError(t, err)
+			var endAt ib.PS
+			c.OnEnd = onEnd(s, &endAt)
+			got, err := c.Run()
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			require.Positive(t, endAt, "OnEnd was called")
+			assert.Greater(t, s.Now(), endAt, "the simulation went on")
+		})
+	}
+}
