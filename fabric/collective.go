@@ -34,11 +34,16 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
+	view := &Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks()}
 	if opts.Observe != nil {
-		// Settled stays false: the collective ends when the last rank has
-		// polled its last completion, with flow-control packets possibly
-		// still on the wire, so the idle-fabric invariants do not apply.
-		opts.Observe(&Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks()})
+		opts.Observe(view)
+	}
+	if cfg.Sim.Check {
+		// The collective ends when the last rank has polled its last
+		// completion, with acks and flow-control packets possibly still
+		// on the wire: the checkers' idle-fabric invariants apply once
+		// the fabric settles. The metrics are taken at the end.
+		coll.OnEnd = func() { view.finish(true) }
 	}
 	if opts.Started != nil {
 		opts.Started(&Simulation{Sim: s})

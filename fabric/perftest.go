@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"fmt"
+	"maps"
+
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
@@ -43,9 +45,6 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	view.Sim = s
 	if opts.Observe != nil {
-		// Settled stays false: a perftest ends when its last completion is
-		// polled, with ACKs and flow-control packets possibly still on the
-		// wire, so the checkers' idle-fabric invariants do not apply.
 		opts.Observe(view)
 	}
 	if opts.Started != nil {
@@ -56,10 +55,31 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 			e.Start(bg.t0, bg.t1)
 		}
 	}
+	// The fabric's metrics are taken when the test ends, with the test's
+	// own: a checked run then settles, and reports the same numbers.
+	var fm map[string]any
+	if cfg.Sim.Check {
+		pt.OnEnd = func() {
+			fm = perftestFabricMetrics(cfg, s, bg, view)
+			settlePerftest(cfg, view, bg)
+		}
+	}
 	m, err := pt.Run()
 	if err != nil {
 		return nil, err
 	}
+	if fm == nil {
+		fm = perftestFabricMetrics(cfg, s, bg, view)
+	}
+	maps.Copy(m, fm)
+	return m, nil
+}
+
+// perftestFabricMetrics returns what a perftest run reports beside the
+// test's own metrics: the background's, the fabric's counters, the
+// simulated time and events.
+func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *Simulation) map[string]any {
+	m := map[string]any{}
 	if bg != nil {
 		bg.t1 = min(bg.t1, s.Now())
 		for k, v := range bg.metrics(cfg, cfg.Link.Timing(cfg.Link.LengthM).DataRateBps()) {
@@ -80,8 +100,7 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 			blocks += p.Stats.DataBlocks
 		}
 		m["block_hops"] = blocks
-	}
-	if bg == nil {
+	} else {
 		// The fabric's own counters: blocks × links and packets the hosts
 		// received (data, responses and ACKs alike), for benchmarks.
 		var blocks, rx uint64
@@ -96,7 +115,30 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	m["sim_time_ns"] = s.Now().Nanoseconds()
 	m["events"] = s.Events()
-	return m, nil
+	return m
+}
+
+// settlePerftest lets a checked perftest run on after its last completion
+// until the fabric is idle, so the checkers' end-of-run invariants (every
+// packet delivered, every credit back) apply: background traffic stops
+// and drains (for at most workload.drain_ns, as a synthetic run's does;
+// the run then ends unsettled), then the fabric settles (settleTime).
+func settlePerftest(cfg *Config, view *Simulation, bg *synthRun) {
+	view.markEnd()
+	if bg == nil {
+		view.settle()
+		return
+	}
+	bg.view, bg.check, bg.stopped = view, true, true
+	for _, e := range bg.eps {
+		e.StopInjecting()
+	}
+	if bg.settled() {
+		bg.finish()
+		return
+	}
+	// synthPart.deliver finishes the run at the delivery that drains it.
+	view.Sim.StopAt(view.Sim.Now() + ib.PS(cfg.Workload.DrainNs*1000))
 }
 
 // perftestRun is the perftest a config describes.

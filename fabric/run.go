@@ -90,13 +90,29 @@ func (v *Simulation) end() (ib.PS, uint64) {
 }
 
 // finish ends a run whose workload is done: at once, or, when checkers want
-// to see every credit back, after the fabric settles.
+// to see every credit back, after the fabric settles. The run reports the
+// end markEnd recorded, if it was called before (a perftest whose
+// background traffic drained after the test), else now.
 func (v *Simulation) finish(check bool) {
-	v.endAt, v.endEvents, v.ended = v.Sim.Now(), v.Sim.Events(), true
+	v.markEnd()
 	if !check {
 		v.Sim.Stop()
 		return
 	}
+	v.settle()
+}
+
+// markEnd records that the workload finished now, unless an earlier end
+// was recorded: the time and event count the run reports.
+func (v *Simulation) markEnd() {
+	if !v.ended {
+		v.endAt, v.endEvents, v.ended = v.Sim.Now(), v.Sim.Events(), true
+	}
+}
+
+// settle lets the run go on for settleTime from now, every packet already
+// delivered, then end with the fabric idle (Settled).
+func (v *Simulation) settle() {
 	v.Settled = true
 	v.Sim.StopAt(v.Sim.Now() + settleTime(nil, v.Ports))
 }
