@@ -103,9 +103,9 @@ type vlState struct {
 	// packet (a deferred packet is still needed when its time comes).
 	fcOwed bool
 	rx     credit.Receiver // this port's receive buffer on this VL
-	fcLast  ib.PS           // when the last flow-control packet for the VL left
-	lent    int             // shared-pool blocks lent to the VL
-	rxPeak  int             // most blocks the receive buffer has held
+	fcLast ib.PS           // when the last flow-control packet for the VL left
+	lent   int             // shared-pool blocks lent to the VL
+	rxPeak int             // most blocks the receive buffer has held
 }
 
 // PortConfig sizes a port.
