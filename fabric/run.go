@@ -110,11 +110,47 @@ func (v *Simulation) markEnd() {
 	}
 }
 
-// settle lets the run go on for settleTime from now, every packet already
-// delivered, then end with the fabric idle (Settled).
+// settle lets the run go on until the fabric is idle (Settled), then ends
+// it: settleTime at a time, until a whole such window passes with no data
+// packet sent. A workload can end with data still moving — an HCA's
+// retransmission that proved needless, its duplicate ACKs or READ
+// responses, on a link whose round trip is longer than the retry timer —
+// and the credits those packets hold come back only after them. A fabric
+// still sending data after maxSettleWindows windows is not idle, and the
+// run ends unsettled (the checkers' idle-fabric checks do not apply).
 func (v *Simulation) settle() {
-	v.Settled = true
-	v.Sim.StopAt(v.Sim.Now() + settleTime(nil, v.Ports))
+	window := settleTime(nil, v.Ports)
+	sent := v.dataPackets()
+	windows := 1
+	var again func()
+	again = func() {
+		n := v.dataPackets()
+		if n == sent {
+			v.Settled = true // a quiet window: idle
+			return
+		}
+		if windows == maxSettleWindows {
+			return // still busy: ends unsettled
+		}
+		sent, windows = n, windows+1
+		v.Sim.StopAt(v.Sim.Now() + window)
+		v.Sim.AtLimit(again)
+	}
+	v.Sim.StopAt(v.Sim.Now() + window)
+	v.Sim.AtLimit(again)
+}
+
+// maxSettleWindows bounds how long a finished run keeps going for the
+// checkers while data packets still move.
+const maxSettleWindows = 1000
+
+// dataPackets returns the data packets every port has sent so far.
+func (v *Simulation) dataPackets() uint64 {
+	var n uint64
+	for _, p := range v.Ports {
+		n += p.Stats.DataPackets
+	}
+	return n
 }
 
 // settleTime is how long a finished run keeps going when checkers are on, so

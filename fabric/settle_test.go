@@ -112,3 +112,20 @@ func TestHCARunsSettleForTheCheckers(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleWaitsForRetransmissions: a workload can end with data still
+// moving. Over 3 km of copper (3,000 × 4.276 ns = 12.8 µs each way, a
+// 25.7 µs round trip) a retry timer of 4.096 µs × 2² = 16.4 µs fires before
+// an ACK can come back, so the HCA resends requests that arrive anyway; at
+// the last completion some of those needless copies, and the duplicate ACKs
+// they draw, are still on the wires, holding credits a single settle
+// window (one FC refresh, 6 µs, plus a round trip) did not wait for — the
+// checkers reported credits leaked. The run now settles until a whole
+// window passes with no data packet sent, and nothing leaks.
+func TestSettleWaitsForRetransmissions(t *testing.T) {
+	sets := []string{"workload.iterations=20", "link.length_m=3000", "hca.retry_timeout=2",
+		"workload.test=write_bw", "workload.size=4096"}
+	view, chk, _ := runSettled(t, "edr.yaml", sets, false)
+	require.True(t, view.Settled, "the run settled")
+	assert.NoError(t, chk.Err())
+}
