@@ -27,10 +27,15 @@ type VCDSignal struct {
 	Width int    // bits, 1..64
 	id    string
 	index int
+	// init is the value before the first change ($dumpvars), unless
+	// unknown: then it starts as x.
+	init    uint64
+	unknown bool
 }
 
 // VCDWriter writes a Value Change Dump with a 1 ps timescale. Declare every
-// signal, then call Begin, then Change in non-decreasing time, then Close.
+// signal (and give its initial value with SetInitial or SetUnknown), then
+// call Begin, then Change in non-decreasing time, then Close.
 // Changes at one time are coalesced: the last value at a time is written, and
 // only if it differs from the signal's previous value.
 type VCDWriter struct {
@@ -39,6 +44,7 @@ type VCDWriter struct {
 	begun   bool
 	now     ib.PS
 	written []uint64 // last value written per signal
+	xNow    []bool   // the last value written per signal is x
 	pending []uint64 // value at the current time per signal
 	dirty   []int    // signals changed at the current time
 	isDirty []bool
@@ -62,6 +68,29 @@ func (v *VCDWriter) Declare(scope, name string, width int) *VCDSignal {
 	s := &VCDSignal{Scope: scope, Name: name, Width: width, id: vcdID(len(v.signals)), index: len(v.signals)}
 	v.signals = append(v.signals, s)
 	return s
+}
+
+// SetInitial gives s the value it holds before its first change (the
+// default is 0).
+func (v *VCDWriter) SetInitial(s *VCDSignal, value uint64) {
+	v.checkUnbegun(s)
+	if s.Width < 64 {
+		value &= 1<<s.Width - 1
+	}
+	s.init, s.unknown = value, false
+}
+
+// SetUnknown makes s start as x: its value before its first change is not
+// known.
+func (v *VCDWriter) SetUnknown(s *VCDSignal) {
+	v.checkUnbegun(s)
+	s.unknown = true
+}
+
+func (v *VCDWriter) checkUnbegun(s *VCDSignal) {
+	if v.begun {
+		panic(fmt.Sprintf("verif: VCD signal %s.%s given an initial value after Begin", s.Scope, s.Name))
+	}
 }
 
 // vcdID returns the n-th identifier code: base 94 over the printable ASCII
@@ -94,7 +123,8 @@ type vcdScope struct {
 
 // Begin writes the header and the declarations (scopes nested by the dots
 // of each signal's Scope, in declaration order). The initial values follow
-// with the first time step: 0, or the value a signal is given at time 0.
+// with the first time step: the value a signal is given at time 0, else its
+// initial value (SetInitial, SetUnknown; 0 by default).
 func (v *VCDWriter) Begin(comment string) {
 	if v.begun {
 		panic("verif: VCD Begin called twice")
@@ -132,6 +162,7 @@ func (v *VCDWriter) Begin(comment string) {
 	v.w.WriteString("$enddefinitions $end\n")
 	n := len(v.signals)
 	v.written = make([]uint64, n)
+	v.xNow = make([]bool, n)
 	v.pending = make([]uint64, n)
 	v.isDirty = make([]bool, n)
 	v.needDump = true
@@ -164,16 +195,19 @@ func (v *VCDWriter) Change(t ib.PS, s *VCDSignal, value uint64) {
 func (v *VCDWriter) flush() {
 	sort.Ints(v.dirty)
 	if v.needDump {
-		// Initial values: 0, or the value set at time 0, so a signal has
-		// one point at #0 and not two.
+		// Initial values: the value set at time 0, else the declared
+		// initial value or x, so a signal has one point at #0 and not two.
 		v.needDump = false
 		v.w.WriteString("#0\n$dumpvars\n")
 		for i, s := range v.signals {
-			val := uint64(0)
-			if v.now == 0 && v.isDirty[i] {
-				val = v.pending[i]
+			switch {
+			case v.now == 0 && v.isDirty[i]:
+				v.writeValue(s, v.pending[i])
+			case s.unknown:
+				v.writeX(s)
+			default:
+				v.writeValue(s, s.init)
 			}
-			v.writeValue(s, val)
 		}
 		v.w.WriteString("$end\n")
 		if v.now == 0 {
@@ -187,7 +221,7 @@ func (v *VCDWriter) flush() {
 	stamped := false
 	for _, i := range v.dirty {
 		v.isDirty[i] = false
-		if v.pending[i] == v.written[i] {
+		if v.pending[i] == v.written[i] && !v.xNow[i] {
 			continue
 		}
 		if !stamped {
@@ -200,12 +234,21 @@ func (v *VCDWriter) flush() {
 }
 
 func (v *VCDWriter) writeValue(s *VCDSignal, value uint64) {
-	v.written[s.index] = value
+	v.written[s.index], v.xNow[s.index] = value, false
 	if s.Width == 1 {
 		fmt.Fprintf(v.w, "%d%s\n", value&1, s.id)
 		return
 	}
 	fmt.Fprintf(v.w, "b%s %s\n", strconv.FormatUint(value, 2), s.id)
+}
+
+func (v *VCDWriter) writeX(s *VCDSignal) {
+	v.xNow[s.index] = true
+	if s.Width == 1 {
+		fmt.Fprintf(v.w, "x%s\n", s.id)
+		return
+	}
+	fmt.Fprintf(v.w, "bx %s\n", s.id)
 }
 
 // Close writes the last changes and flushes; end is the simulation's end
@@ -230,18 +273,24 @@ func (v *VCDWriter) Close(end ib.PS) error {
 	return v.err
 }
 
-// VCDRecorder is a sim.Hook that turns trace events into waveforms:
+// VCDRecorder is a sim.Hook that turns trace events into waveforms, each
+// starting at #0 from the model's state at time 0 where that is known
+// exactly, else from x:
 //
 //   - <path>.credits_vl<N>: the avail field of any event with vl and avail
-//     (transmitter credits, 64-byte blocks);
+//     (transmitter credits, 64-byte blocks). A port starts with the peer
+//     buffer's whole size: the cap of its first tx_start on the VL, when no
+//     credit_update came before it (an update may change cap, with a
+//     shared pool); else x;
 //   - <path>.occ_vl<N>: the occ field of any event with vl and occ (buffer
-//     occupancy, blocks);
+//     occupancy, blocks); buffers start empty, 0;
 //   - <path>.busy: 1 from tx_start to tx_end (the link direction carries a
-//     data packet);
-//   - <path>.grant: the vl (or in) field of the last arb_grant, and
-//     <path>.grant_pulse toggling on each grant so back-to-back grants of the
-//     same VL stay visible;
-//   - <path>.<stage>_valid, <path>.<stage>_ready: the stage kind's fields.
+//     data packet); an idle wire, 0;
+//   - <path>.grant: the vl (or in) field of the last arb_grant, x before the
+//     first; <path>.grant_pulse toggles on each grant, from 0, so
+//     back-to-back grants of the same VL stay visible;
+//   - <path>.<stage>_valid, <path>.<stage>_ready: the stage kind's fields;
+//     an idle stage holds nothing and is ready, 0 and 1.
 //
 // Signals appear as the run discovers them; the file is written at Close,
 // header first, so only the changes are held in memory. Limit a large run
@@ -258,7 +307,17 @@ type VCDRecorder struct {
 type vcdDecl struct {
 	scope, name string
 	width       int
+	init        vcdStart // from the earliest change (events may come out of time order)
+	first       ib.PS    // that change's time
 }
+
+// vcdStart is a signal's value before its first change.
+type vcdStart struct {
+	value   uint64
+	unknown bool
+}
+
+var vcdUnknown = vcdStart{unknown: true}
 
 type vcdChange struct {
 	t      ib.PS
@@ -293,10 +352,17 @@ func (r *VCDRecorder) Observe(ev *components.TraceEvent) {
 	if hasVL {
 		suffix := "_vl" + strconv.FormatInt(vl, 10)
 		if a, ok := ev.Int("avail"); ok {
-			r.set(ev.Time, ev.Path, "credits"+suffix, 16, uint64(a))
+			// Before its first event the port held the credits link-up
+			// gave it, the peer buffer's size, which a tx_start's cap still
+			// is; a credit_update's cap is the one it brought.
+			init := vcdUnknown
+			if c, ok := ev.Int("cap"); ok && ev.Kind == components.TraceTxStart {
+				init = vcdStart{value: uint64(c)}
+			}
+			r.set(ev.Time, ev.Path, "credits"+suffix, 16, init, uint64(a))
 		}
 		if o, ok := ev.Int("occ"); ok {
-			r.set(ev.Time, ev.Path, "occ"+suffix, 16, uint64(o))
+			r.set(ev.Time, ev.Path, "occ"+suffix, 16, vcdStart{}, uint64(o))
 		}
 	}
 	switch ev.Kind {
@@ -313,36 +379,41 @@ func (r *VCDRecorder) Observe(ev *components.TraceEvent) {
 		if r.onWire[ev.Path] > 0 {
 			busy = 1
 		}
-		r.set(ev.Time, ev.Path, "busy", 1, busy)
+		r.set(ev.Time, ev.Path, "busy", 1, vcdStart{}, busy)
 	case components.TraceArbGrant:
 		g, ok := ev.Int("vl")
 		if !ok {
 			g, _ = ev.Int("in")
 		}
-		r.set(ev.Time, ev.Path, "grant", 8, uint64(g))
+		r.set(ev.Time, ev.Path, "grant", 8, vcdUnknown, uint64(g))
 		r.pulse[ev.Path] ^= 1
-		r.set(ev.Time, ev.Path, "grant_pulse", 1, r.pulse[ev.Path])
+		r.set(ev.Time, ev.Path, "grant_pulse", 1, vcdStart{}, r.pulse[ev.Path])
 	case components.TraceStage:
 		st, ok := ev.Str("stage")
 		if !ok {
 			return
 		}
 		if v, ok := ev.Int("valid"); ok {
-			r.set(ev.Time, ev.Path, st+"_valid", 1, uint64(v))
+			r.set(ev.Time, ev.Path, st+"_valid", 1, vcdStart{}, uint64(v))
 		}
 		if v, ok := ev.Int("ready"); ok {
-			r.set(ev.Time, ev.Path, st+"_ready", 1, uint64(v))
+			r.set(ev.Time, ev.Path, st+"_ready", 1, vcdStart{value: 1}, uint64(v))
 		}
 	}
 }
 
-func (r *VCDRecorder) set(t ib.PS, scope, name string, width int, value uint64) {
+// set records name's change to value at t; init, its value before its
+// first change, counts only from the earliest change (in time, then in
+// announcement order, as WriteTo sorts them).
+func (r *VCDRecorder) set(t ib.PS, scope, name string, width int, init vcdStart, value uint64) {
 	key := scope + "\x00" + name
 	i, ok := r.signals[key]
 	if !ok {
 		i = len(r.decl)
 		r.signals[key] = i
-		r.decl = append(r.decl, vcdDecl{scope, name, width})
+		r.decl = append(r.decl, vcdDecl{scope, name, width, init, t})
+	} else if t < r.decl[i].first {
+		r.decl[i].init, r.decl[i].first = init, t
 	}
 	r.changes = append(r.changes, vcdChange{t, i, value})
 }
@@ -367,6 +438,11 @@ func (r *VCDRecorder) WriteTo(w io.Writer, comment string, end ib.PS) error {
 	for _, i := range order {
 		d := r.decl[i]
 		sigs[i] = vw.Declare(d.scope, d.name, d.width)
+		if d.init.unknown {
+			vw.SetUnknown(sigs[i])
+		} else {
+			vw.SetInitial(sigs[i], d.init.value)
+		}
 	}
 	vw.Begin(comment)
 	changes := r.changes

@@ -28,6 +28,9 @@ type vcdPoint struct {
 	v uint64
 }
 
+// vcdX is how parseVCD gives an x (unknown) value.
+const vcdX = ^uint64(0)
+
 // parseVCD reads the subset of VCD that GTKWave's fst2vcd prints: nested
 // scopes, wire vars, #time, scalar and b-vector changes.
 func parseVCD(t *testing.T, text string) vcdDump {
@@ -53,13 +56,19 @@ func parseVCD(t *testing.T, text string) vcdDump {
 			require.NoError(t, err)
 			now = ib.PS(n)
 		case strings.HasPrefix(tok, "b"):
-			v, err := strconv.ParseUint(tok[1:], 2, 64)
-			require.NoError(t, err)
+			v := vcdX
+			if tok != "bx" {
+				var err error
+				v, err = strconv.ParseUint(tok[1:], 2, 64)
+				require.NoError(t, err)
+			}
 			name := names[toks[i+1]]
 			d.changes[name] = append(d.changes[name], vcdPoint{now, v})
 			i++
 		case (tok[0] == '0' || tok[0] == '1') && names[tok[1:]] != "":
 			d.changes[names[tok[1:]]] = append(d.changes[names[tok[1:]]], vcdPoint{now, uint64(tok[0] - '0')})
+		case tok[0] == 'x' && names[tok[1:]] != "":
+			d.changes[names[tok[1:]]] = append(d.changes[names[tok[1:]]], vcdPoint{now, vcdX})
 		}
 	}
 	return d
@@ -143,8 +152,9 @@ func TestVCDReadByGTKWave(t *testing.T) {
 	// each tx_start and falls at each tx_end; credits follow avail.
 	tr, err := ReadTrace(&trace)
 	require.NoError(t, err)
+	// The source starts with the sink's whole buffer as credit.
 	busy := []vcdPoint{{0, 0}}
-	credits := []vcdPoint{{0, 0}}
+	credits := []vcdPoint{{0, uint64(cfg.BufferBlocks)}}
 	onWire := 0
 	for _, e := range tr.Events {
 		if e.Path != "Bench.Src.Port[0]" {
@@ -208,10 +218,51 @@ func TestVCDRecorderSignals(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, r.WriteTo(&buf, "unit", 100))
 	d := parseVCD(t, buf.String())
-	assert.Equal(t, []vcdPoint{{0, 0}, {10, 3}}, d.changes["S.Port_2.grant"])
+	assert.Equal(t, []vcdPoint{{0, vcdX}, {10, 3}}, d.changes["S.Port_2.grant"], "no grant before the first")
 	assert.Equal(t, []vcdPoint{{0, 0}, {10, 1}, {20, 0}}, d.changes["S.Port_2.grant_pulse"])
 	assert.Equal(t, []vcdPoint{{0, 0}, {30, 1}, {40, 0}}, d.changes["S.Hca.wqefetch_valid"])
-	assert.Equal(t, []vcdPoint{{0, 0}, {40, 1}}, d.changes["S.Hca.wqefetch_ready"])
+	assert.Equal(t, []vcdPoint{{0, 1}, {30, 0}, {40, 1}}, d.changes["S.Hca.wqefetch_ready"], "an idle stage is ready")
 	assert.Equal(t, []vcdPoint{{0, 0}, {50, 5}}, d.changes["S.Port_1.occ_vl2"])
 	assert.NotContains(t, buf.String(), "Other")
+}
+
+// TestVCDStartValues: each signal starts at #0 from the model's state at
+// time 0 where it is known, else x.
+func TestVCDStartValues(t *testing.T) {
+	r := NewVCDRecorder(Filter{})
+	obs := func(tm ib.PS, path string, kind components.TraceKind, fs ...components.TraceField) {
+		r.Observe(&components.TraceEvent{Time: tm, Path: path, Kind: kind, Fields: fs})
+	}
+	// A port's first tx_start: 512 − 65 blocks left of the peer's 512,
+	// so it held all 512 before.
+	obs(2300, "P.Port[1]", components.TraceTxStart, fI("seq", 1), fI("vl", 0), fI("avail", 447), fI("cap", 512))
+	obs(2400, "P.Port[1]", components.TraceTxEnd, fI("seq", 1), fI("vl", 0))
+	// A credit_update first: its cap is the one the update brought (a
+	// shared pool changes it), so the credits before it are not known.
+	obs(500, "P.Port[2]", components.TraceCreditUpdate, fI("vl", 1), fI("avail", 600), fI("cap", 600))
+	// Announced out of time order: the earlier credit_update decides.
+	obs(900, "P.Port[3]", components.TraceTxStart, fI("seq", 2), fI("vl", 0), fI("avail", 10), fI("cap", 12))
+	obs(100, "P.Port[3]", components.TraceCreditUpdate, fI("vl", 0), fI("avail", 14), fI("cap", 14))
+	obs(700, "P.Port[4]", components.TraceRxHead, fI("seq", 3), fI("vl", 0), fI("occ", 2), fI("cap", 8))
+	obs(800, "P.Hca", components.TraceStage, fS("stage", "dma"), fI("valid", 1), fI("ready", 1))
+	obs(900, "P.Sw.Port[1]", components.TraceArbGrant, fI("vl", 0), fI("in", 2))
+	var buf bytes.Buffer
+	require.NoError(t, r.WriteTo(&buf, "unit", 3000))
+	d := parseVCD(t, buf.String())
+	for _, c := range []struct {
+		signal string
+		want   []vcdPoint
+	}{
+		{"P.Port_1.credits_vl0", []vcdPoint{{0, 512}, {2300, 447}}},
+		{"P.Port_1.busy", []vcdPoint{{0, 0}, {2300, 1}, {2400, 0}}},
+		{"P.Port_2.credits_vl1", []vcdPoint{{0, vcdX}, {500, 600}}},
+		{"P.Port_3.credits_vl0", []vcdPoint{{0, vcdX}, {100, 14}, {900, 10}}},
+		{"P.Port_4.occ_vl0", []vcdPoint{{0, 0}, {700, 2}}},
+		{"P.Hca.dma_valid", []vcdPoint{{0, 0}, {800, 1}}},
+		{"P.Hca.dma_ready", []vcdPoint{{0, 1}}},
+		{"P.Sw.Port_1.grant", []vcdPoint{{0, vcdX}, {900, 0}}},
+		{"P.Sw.Port_1.grant_pulse", []vcdPoint{{0, 0}, {900, 1}}},
+	} {
+		assert.Equal(t, c.want, d.changes[c.signal], c.signal)
+	}
 }
