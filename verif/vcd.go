@@ -45,6 +45,10 @@ type VCDWriter struct {
 	now     ib.PS
 	written []uint64 // last value written per signal
 	xNow    []bool   // the last value written per signal is x
+	// stamp is the last timestamp written (#0 with the dump), which Close
+	// compares its end with: now moves with every Change, even one that
+	// writes nothing.
+	stamp   ib.PS
 	pending []uint64 // value at the current time per signal
 	dirty   []int    // signals changed at the current time
 	isDirty []bool
@@ -226,6 +230,7 @@ func (v *VCDWriter) flush() {
 		}
 		if !stamped {
 			fmt.Fprintf(v.w, "#%d\n", v.now)
+			v.stamp = v.now
 			stamped = true
 		}
 		v.writeValue(v.signals[i], v.pending[i])
@@ -264,7 +269,7 @@ func (v *VCDWriter) Close(end ib.PS) error {
 	if v.needDump { // the dump at time 0 had nothing dirty
 		v.flush()
 	}
-	if end > v.now {
+	if end > v.stamp {
 		fmt.Fprintf(v.w, "#%d\n", end)
 	}
 	if err := v.w.Flush(); err != nil {

@@ -226,6 +226,19 @@ func TestVCDRecorderSignals(t *testing.T) {
 	assert.NotContains(t, buf.String(), "Other")
 }
 
+// TestVCDWriterEndsAtEnd: a Change that writes nothing still moves the
+// writer's time; Close's end is compared with the last timestamp written.
+func TestVCDWriterEndsAtEnd(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewVCDWriter(&buf)
+	s := w.Declare("A", "busy", 1)
+	w.Begin("unit")
+	w.Change(10, s, 1)
+	w.Change(20, s, 1) // no change: nothing written at 20
+	require.NoError(t, w.Close(20))
+	assert.True(t, strings.HasSuffix(buf.String(), "#10\n1!\n#20\n"), "got %q", buf.String())
+}
+
 // TestVCDStartValues: each signal starts at #0 from the model's state at
 // time 0 where it is known, else x.
 func TestVCDStartValues(t *testing.T) {
