@@ -331,7 +331,9 @@ type vcdChange struct {
 }
 
 // NewVCDRecorder returns a recorder of the components selected by f's path
-// globs (f.Kinds is ignored: the signal list decides).
+// globs. f.Kinds is ignored: a signal needs every kind it comes from (busy:
+// tx_start and tx_end; credits: tx_start and credit_update), and the CLI
+// refuses --trace-kind without --trace.
 func NewVCDRecorder(f Filter) *VCDRecorder {
 	return &VCDRecorder{paths: newPathSelector(f.Paths), signals: map[string]int{}, pulse: map[string]uint64{}, onWire: map[string]int{}}
 }

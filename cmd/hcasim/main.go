@@ -143,8 +143,9 @@ Run flags:
       --check           invariant checkers: lossless, buffers, credits, ordering, integrity, protection, wire
       --trace FILE      write an event trace (see docs/trace-format.md)
       --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
-                        ('*' any run, '?' one character, '[' ']' themselves; repeatable)
-      --trace-kind K    only trace these event kinds (repeatable; both filter --trace and --vcd)
+                        ('*' any run, '?' one character, '[' ']' themselves; repeatable;
+                        filters --trace and --vcd)
+      --trace-kind K    only trace these event kinds (repeatable; filters --trace, not --vcd)
       --vcd FILE        write a VCD waveform of credits, buffers and link activity
       --jobs N          sweep points run in parallel (default: the number of cores)
       --shard I/N       run every N-th sweep point, starting at I (0-based)

@@ -106,7 +106,11 @@ func TestBadInput(t *testing.T) {
 		{"empty trace path", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-path", ""},
 			[]string{`--trace-path: "" holds an empty pattern`}},
 		{"trace kind without trace", []string{"-config", "edr.yaml", "--trace-kind", "tx_start"},
-			[]string{"--trace-kind: filters what --trace and --vcd write, and neither is given"}},
+			[]string{"--trace-kind: filters what --trace writes, and --trace is not given"}},
+		// A waveform needs every kind its signals come from (busy: tx_start
+		// and tx_end), so --trace-kind does not filter it.
+		{"trace kind with vcd only", []string{"-config", "edr.yaml", "--vcd", filepath.Join(dir, "k.vcd"), "--trace-kind", "tx_start"},
+			[]string{"--trace-kind: filters what --trace writes, and --trace is not given (--vcd is not filtered by kind)"}},
 		{"trace path without trace", []string{"-config", "edr.yaml", "--trace-path", "Fabric.*"},
 			[]string{"--trace-path: filters what --trace and --vcd write"}},
 		{"empty trace kind", []string{"-config", "edr.yaml", "--trace", filepath.Join(dir, "t.trace"), "--trace-kind", "tx_start,"},

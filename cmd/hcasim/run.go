@@ -183,11 +183,19 @@ func samePath(a, b string) bool {
 // checkTraceFilter checks --trace-path and --trace-kind before the run:
 // each pattern can match a component's name (verif.GlobCanMatch), each
 // kind is one, and a trace or waveform is written for them to filter.
+// --trace-kind filters the trace only: a waveform's signals need every kind
+// they come from (busy: tx_start and tx_end; credits: tx_start and
+// credit_update), so a VCD cut by kind would show wrong values.
 func checkTraceFilter(f *runFlags, fs *pflag.FlagSet) error {
-	for _, flag := range []string{"trace-path", "trace-kind"} {
-		if fs.Changed(flag) && f.trace == "" && f.vcd == "" {
-			return userErrorf("--%s: filters what --trace and --vcd write, and neither is given", flag)
+	if fs.Changed("trace-path") && f.trace == "" && f.vcd == "" {
+		return userErrorf("--trace-path: filters what --trace and --vcd write, and neither is given")
+	}
+	if fs.Changed("trace-kind") && f.trace == "" {
+		msg := "--trace-kind: filters what --trace writes, and --trace is not given"
+		if f.vcd != "" {
+			msg += " (--vcd is not filtered by kind)"
 		}
+		return userErrorf("%s", msg)
 	}
 	for _, v := range f.tracePaths {
 		for _, glob := range strings.Split(v, ",") {
