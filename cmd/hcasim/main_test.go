@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,6 +270,32 @@ func TestObserversChangeNoResult(t *testing.T) {
 		require.NoError(t, err, "point %d", i)
 		assert.NotEmpty(t, tr.Events, "point %d", i)
 	}
+}
+
+// TestVCDEndsAtRunEnd: a VCD ends at the run's end, sim_time_ns, and not at
+// a partition's window end, so a partitioned run writes the serial run's
+// VCD byte for byte (the comment names the version and config, the same).
+func TestVCDEndsAtRunEnd(t *testing.T) {
+	dir := t.TempDir()
+	var vcds [2][]byte
+	for i, parts := range []string{"1", "2"} {
+		path := filepath.Join(dir, "p"+parts+".vcd")
+		code, out, errs := run("-config", "bench/fattree64-uniform-30.yaml", "--set", "workload.warmup_ns=1000",
+			"--set", "workload.measure_ns=3000", "--set", "sim.partitions="+parts, "--vcd", path, "--format", "json")
+		require.Equal(t, 0, code, errs)
+		var res map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		ns := res["points"].([]any)[0].(map[string]any)["metrics"].(map[string]any)["sim_time_ns"].(float64)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		stamps := regexp.MustCompile(`(?m)^#(\d+)$`).FindAllSubmatch(data, -1)
+		require.NotEmpty(t, stamps)
+		last, err := strconv.ParseInt(string(stamps[len(stamps)-1][1]), 10, 64)
+		require.NoError(t, err)
+		assert.Equal(t, int64(math.Round(ns*1000)), last, "partitions %s: the last timestamp is sim_time_ns in ps", parts)
+		vcds[i] = data
+	}
+	assert.True(t, bytes.Equal(vcds[0], vcds[1]), "the partitioned run's VCD differs from the serial one's")
 }
 
 // TestTraceHeaderSeed: the trace header carries the run's seed as the results

@@ -81,7 +81,14 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		}
 		if vcdFile != nil {
 			if view != nil {
-				if err := vcd.WriteTo(vcdFile, "hcasim "+Version()+" "+f.config, view.Now()); err != nil && first == nil {
+				// The run's end, not Now: a partitioned run's partitions
+				// may have run a window past it. A checked run goes on to
+				// its settle's end.
+				end := view.End()
+				if view.Settled {
+					end = view.Now()
+				}
+				if err := vcd.WriteTo(vcdFile, "hcasim "+Version()+" "+f.config, end); err != nil && first == nil {
 					first = fmt.Errorf("--vcd: %v", err)
 				}
 			}
