@@ -221,6 +221,12 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	bg.net = net
 	bg.t0 = ib.PS(w.WarmupNs * 1000)
 	bg.t1 = bg.t0 + ib.PS(w.MeasureNs*1000)
+	// The background's statistics (its credit stall, the switches') cover
+	// its window, as a synthetic run's do; a test that ends first ends them.
+	part := bg.parts[0]
+	part.eps, part.switches = bg.eps, net.Switches
+	s.Schedule(bg.t0, part, evSynthStatsStart)
+	s.Schedule(bg.t1, part, evSynthStatsEnd)
 	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range bg.eps {
 		e.LIDOf = func(h int) uint16 { return net.HostLID(h + 1) }

@@ -43,3 +43,28 @@ func TestPerftestBreakdownIsTheMedianIteration(t *testing.T) {
 		})
 	}
 }
+
+// TestPerftestBackgroundStatsInWindow: a perftest's background traffic
+// reports its credit stall and the switches' statistics over its window
+// (warm-up end to window end, or the test's end), as a synthetic run does.
+// The stall was summed over the background's partition, which held no
+// endpoint (always 0, though one-packet switch buffers at 0.8 load stall
+// the hosts for milliseconds), and the switch statistics ran from time 0
+// whatever the warm-up. So: the stall is positive, and a longer warm-up
+// (a later window start, the same traffic) counts fewer conflicts.
+func TestPerftestBackgroundStatsInWindow(t *testing.T) {
+	yaml, ok := configs.Lookup("ndr.yaml")
+	require.True(t, ok)
+	run := func(warmup string) map[string]any {
+		l, err := Load(yaml, []string{"sweep={}", "switch.vl_buffer_bytes=4160", "workload.offered_load=0.8",
+			"workload.warmup_ns=" + warmup})
+		require.NoError(t, err)
+		m, err := Run(l, RunOptions{})
+		require.NoError(t, err)
+		return m
+	}
+	early, late := run("2000"), run("200000")
+	assert.Positive(t, early["credit_stall_ns"].(float64))
+	assert.Less(t, late["switch_xbar_conflicts"].(float64), early["switch_xbar_conflicts"].(float64))
+	assert.Less(t, late["credit_stall_ns"].(float64), early["credit_stall_ns"].(float64))
+}

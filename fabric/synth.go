@@ -48,6 +48,31 @@ type synthPart struct {
 	stopped                 bool  // the measurement window ended here
 	lastDeliver             ib.PS // when the latest packet landed here
 	stall0, stall1          ib.PS // its endpoints' credit stall at the window's start and end
+	statsEnded              bool  // the window's statistics were taken (statsEnd)
+}
+
+// statsStart starts the measurement window's statistics: the switches'
+// and the endpoints' credit stall.
+func (p *synthPart) statsStart() {
+	for _, sw := range p.switches {
+		sw.ResetStats()
+	}
+	for _, e := range p.eps {
+		p.stall0 += e.CreditStallAt(p.s.Now())
+	}
+}
+
+// statsEnd takes them as the window ends, not after a drain (whose falling
+// load would dilute them and leave them over another span than
+// accepted_load).
+func (p *synthPart) statsEnd() {
+	for _, sw := range p.switches {
+		sw.FreezeStats()
+	}
+	for _, e := range p.eps {
+		p.stall1 += e.CreditStallAt(p.s.Now())
+	}
+	p.statsEnded = true
 }
 
 // finish ends a drained run.
@@ -78,6 +103,10 @@ const (
 	evSynthMeasureEnd uint8 = iota + 1
 	evSynthDrainCap
 	evSynthMeasureStart
+	// A perftest's background: the window's statistics only (the traffic
+	// runs on until the test ends).
+	evSynthStatsStart
+	evSynthStatsEnd
 )
 
 func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
@@ -311,24 +340,13 @@ func (r *synthRun) queuedMeasured() int {
 func (p *synthPart) HandleEvent(ev *components.Event) {
 	r := p.r
 	switch ev.Kind {
-	case evSynthMeasureStart:
+	case evSynthMeasureStart, evSynthStatsStart:
 		// Switch statistics cover the measurement window only.
-		for _, sw := range p.switches {
-			sw.ResetStats()
-		}
-		for _, e := range p.eps {
-			p.stall0 += e.CreditStallAt(p.s.Now())
-		}
+		p.statsStart()
+	case evSynthStatsEnd:
+		p.statsEnd()
 	case evSynthMeasureEnd:
-		// The window ends: its switch statistics and credit stalls are
-		// taken now, not after the drain (whose falling load would dilute
-		// them and leave them over another span than accepted_load).
-		for _, sw := range p.switches {
-			sw.FreezeStats()
-		}
-		for _, e := range p.eps {
-			p.stall1 += e.CreditStallAt(p.s.Now())
-		}
+		p.statsEnd()
 		p.stopped = true
 		for _, e := range p.eps {
 			e.StopInjecting()
@@ -401,7 +419,7 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		wrong += e.WrongDest
 	}
 	for _, p := range r.parts {
-		if p.stopped {
+		if p.statsEnded {
 			stall += p.stall1 - p.stall0
 			continue
 		}
