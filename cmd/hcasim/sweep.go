@@ -111,7 +111,10 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		}
 	}
 	if !f.quiet {
-		what := fmt.Sprintf("%d points", len(outs))
+		what := "1 point"
+		if len(outs) != 1 {
+			what = fmt.Sprintf("%d points", len(outs))
+		}
 		if manifest != nil {
 			what += fmt.Sprintf(" (shard %d/%d: %d of %d designs)", manifest.Shard, manifest.Shards, len(designs), len(sw.Designs))
 		}
