@@ -682,3 +682,38 @@ func TestZeroLatencyStagesStillSend(t *testing.T) {
 	p.runUntil(t, func() bool { return p.a.PollCQ(p.qa.SendCQ, wcs[:]) > 0 })
 	assert.Equal(t, WCSuccess, wcs[0].Status)
 }
+
+// TestErrorNAKPastUnansweredRead: a READ's response is lost, and the WRITE
+// after it has a bad R_Key, so its NAK (remote access error) is the first
+// answer past the READ. Only a READ's response completes it; the NAK
+// acknowledges the requests before it but cannot vouch for data that never
+// arrived, and the QP goes to error: the READ is flushed (WR_FLUSH_ERR),
+// its buffer untouched, and the WRITE fails with REM_ACCESS_ERR. It used to
+// complete the READ as successful with its buffer never written. (Retrying
+// the READ, as rxe's completer would, finds the responder QP in error after
+// its NAK: nothing answers, and with retry_cnt 7 the QP waits forever.)
+func TestErrorNAKPastUnansweredRead(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	data := []byte("the READ's bytes, which never reach A")
+	p.b.Mem.Write(p.bufB, data)
+	lose := tapPort(p.a)
+	lose.drop = func(pkt *ib.Packet) bool {
+		return pkt.Opcode == ib.RDMAReadResponseOnly && lose.dropped == 0
+	}
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufA,
+		Length: uint32(len(data)), LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA + 0x8000,
+		Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB + 0x8000, RKey: p.mrB.RKey + 1}))
+	var wcs [2]WC
+	n := 0
+	p.runUntil(t, func() bool { n += p.a.PollCQ(p.qa.SendCQ, wcs[n:]); return n == len(wcs) })
+	require.Equal(t, 2, n)
+	require.Equal(t, 1, lose.dropped, "the READ's response was lost once")
+	assert.Equal(t, uint64(1), wcs[0].WRID)
+	assert.Equal(t, WCWRFlushErr, wcs[0].Status, "the READ, whose data never came, is not reported successful")
+	assert.Equal(t, uint64(2), wcs[1].WRID)
+	assert.Equal(t, WCRemAccessErr, wcs[1].Status)
+	got := make([]byte, len(data))
+	p.a.Mem.Read(p.bufA, got)
+	assert.Equal(t, make([]byte, len(data)), got, "nothing was placed")
+}

@@ -427,17 +427,23 @@ func (r *Requester) impliedNAK(psn uint32, res *AckResult) bool {
 // fail completes the message at index i with status and flushes the rest;
 // the QP goes to ERR (ib-facts.md §5, completion ordering).
 func (r *Requester) fail(i int, status WCStatus, out []Completion) []Completion {
+	nak := r.msgs[i]
 	for j, m := range r.msgs {
-		if j < i && !m.done {
-			// Earlier messages the NAK implicitly acknowledged.
+		if j < i && !m.done && m.wqe.Opcode != WRRDMARead && !m.wqe.Opcode.isAtomic() {
+			// Earlier messages the NAK implicitly acknowledged. A READ or
+			// atomic is completed only by its answer, never by a later
+			// PSN's ACK or NAK: one whose answer was lost stays
+			// incomplete, and with the QP now in error it is flushed
+			// (completing it as successful would report data that never
+			// arrived).
 			m.done, m.status = true, WCSuccess
 		}
 	}
 	out = r.retire(out)
 	r.State = QPErr
-	for j, m := range r.msgs {
+	for _, m := range r.msgs {
 		st := WCWRFlushErr
-		if j == 0 {
+		if m == nak {
 			st = status
 		}
 		out = append(out, Completion{WQE: m.wqe, Status: st, Posted: m.Posted})
