@@ -32,14 +32,13 @@ type Endpoint struct {
 	// OnInject is called for each packet put on the wire.
 	OnInject func(pkt *ib.Packet)
 
-	psnTo      []uint32                     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
-	queue      *components.FIFO[*ib.Packet] // source queue: the FIFO model the RTL co-simulates
-	pending    Packet                       // the next packet the traffic source asked for
-	injecting  bool
-	measureLo  ib.PS // packets created in [measureLo, measureHi) are measured
-	measureHi  ib.PS
-	stallSince ib.PS
-	stallPS    ib.PS
+	psnTo     []uint32                     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
+	queue     *components.FIFO[*ib.Packet] // source queue: the FIFO model the RTL co-simulates
+	pending   Packet                       // the next packet the traffic source asked for
+	injecting bool
+	measureLo ib.PS // packets created in [measureLo, measureHi) are measured
+	measureHi ib.PS
+	stall     components.StallTimer // the head packet waiting for credits with the wire free
 
 	Created   uint64 // packets created by the injection process
 	Skipped   uint64 // creations skipped because the source queue was full
@@ -58,7 +57,7 @@ const evInject uint8 = 1
 // NewEndpoint makes an endpoint; its traffic comes from src.
 func NewEndpoint(s *components.Sim, name string, index int, lid uint16, src *Source) *Endpoint {
 	return &Endpoint{tracer: tracer{path: name}, Name: name, Index: index, LID: lid, s: s,
-		Traffic: src, stallSince: -1, queue: components.NewFIFO[*ib.Packet](MaxSourceQueue)}
+		Traffic: src, queue: components.NewFIFO[*ib.Packet](MaxSourceQueue)}
 }
 
 // Attach gives the endpoint its port.
@@ -91,18 +90,10 @@ func (e *Endpoint) StopInjecting() { e.injecting = false }
 // Queued returns the packets waiting in the source queue.
 func (e *Endpoint) Queued() int { return e.queue.Len() }
 
-// CreditStall returns the time the head packet waited for credits with the
-// wire free.
-func (e *Endpoint) CreditStall() ib.PS { return e.stallPS }
-
-// CreditStallAt is CreditStall at now, a stall still going on counted up to
-// now: sampled at a window's two ends, the stall inside it.
-func (e *Endpoint) CreditStallAt(now ib.PS) ib.PS {
-	if e.stallSince >= 0 && now > e.stallSince {
-		return e.stallPS + now - e.stallSince
-	}
-	return e.stallPS
-}
+// CreditStallAt returns the time the head packet has waited for credits
+// with the wire free up to now, a stall still going on included: sampled at
+// a window's two ends, the stall inside it.
+func (e *Endpoint) CreditStallAt(now ib.PS) ib.PS { return e.stall.Total(now) }
 
 // HandleEvent implements components.EventHandler: one packet creation.
 func (e *Endpoint) HandleEvent(ev *components.Event) {
@@ -149,15 +140,10 @@ func (e *Endpoint) trySend() {
 	}
 	now := e.s.Now()
 	if !e.port.HasCredits(int(pkt.VL), pkt.Credits()) {
-		if e.stallSince < 0 {
-			e.stallSince = now
-		}
+		e.stall.Start(now)
 		return
 	}
-	if e.stallSince >= 0 {
-		e.stallPS += now - e.stallSince
-		e.stallSince = -1
-	}
+	e.stall.Stop(now)
 	e.queue.Pop()
 	e.Sent++
 	if e.OnInject != nil {

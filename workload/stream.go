@@ -28,8 +28,7 @@ type StreamSource struct {
 	dlid     uint16
 	onInject func(pkt *ib.Packet)
 
-	stallSince []ib.PS // per stream: when it began waiting on credits with the wire idle; -1 = not stalled
-	stallPS    []ib.PS // per stream: accumulated credit stall
+	stall []components.StallTimer // per stream: waiting on credits with the wire idle
 }
 
 // StreamSink receives packets on one port, drains them at a limited rate and
@@ -56,11 +55,7 @@ func NewStreamSource(s *components.Sim, name string, c Config, slid, dlid uint16
 		src.limit = c.Packets
 	}
 	src.sent = make([]int, len(src.vls))
-	src.stallSince = make([]ib.PS, len(src.vls))
-	src.stallPS = make([]ib.PS, len(src.vls))
-	for i := range src.stallSince {
-		src.stallSince[i] = -1
-	}
+	src.stall = make([]components.StallTimer, len(src.vls))
 	return src
 }
 
@@ -77,11 +72,8 @@ func (src *StreamSource) Start() { src.trySend() }
 func (src *StreamSource) StopInjecting() {
 	src.stopped = true
 	now := src.s.Now()
-	for i, since := range src.stallSince {
-		if since >= 0 {
-			src.stallPS[i] += now - since
-			src.stallSince[i] = -1
-		}
+	for i := range src.stall {
+		src.stall[i].Stop(now)
 	}
 }
 
@@ -94,24 +86,13 @@ func (src *StreamSource) Sent() int {
 	return n
 }
 
-// CreditStall returns the total time streams waited for credits while the
-// wire was free.
-func (src *StreamSource) CreditStall() ib.PS {
-	var t ib.PS
-	for _, x := range src.stallPS {
-		t += x
-	}
-	return t
-}
-
-// CreditStallAt is CreditStall at now, stalls still going on counted up to
-// now: sampled at a window's two ends, the stall inside it.
+// CreditStallAt returns the time streams have waited for credits while
+// the wire was free up to now, stalls still going on included: sampled at a
+// window's two ends, the stall inside it.
 func (src *StreamSource) CreditStallAt(now ib.PS) ib.PS {
-	t := src.CreditStall()
-	for _, since := range src.stallSince {
-		if since >= 0 && now > since {
-			t += now - since
-		}
+	var t ib.PS
+	for i := range src.stall {
+		t += src.stall[i].Total(now)
 	}
 	return t
 }
@@ -146,15 +127,10 @@ func (src *StreamSource) trySend() {
 		}
 		vl := src.vls[i]
 		if !src.port.HasCredits(vl, blocks) {
-			if src.stallSince[i] < 0 {
-				src.stallSince[i] = now
-			}
+			src.stall[i].Start(now)
 			continue
 		}
-		if src.stallSince[i] >= 0 {
-			src.stallPS[i] += now - src.stallSince[i]
-			src.stallSince[i] = -1
-		}
+		src.stall[i].Stop(now)
 		pkt := src.s.NewPacket()
 		pkt.Opcode = ib.SendOnly
 		pkt.VL = uint8(vl)
