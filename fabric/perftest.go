@@ -225,7 +225,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	// its window, as a synthetic run's do; a test that ends first ends them.
 	part := bg.parts[0]
 	part.eps, part.switches = bg.eps, net.Switches
-	s.Schedule(bg.t0, part, evSynthStatsStart)
+	s.Schedule(bg.t0, part, evSynthMeasureStart)
 	s.Schedule(bg.t1, part, evSynthStatsEnd)
 	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range bg.eps {

@@ -103,9 +103,8 @@ const (
 	evSynthMeasureEnd uint8 = iota + 1
 	evSynthDrainCap
 	evSynthMeasureStart
-	// A perftest's background: the window's statistics only (the traffic
-	// runs on until the test ends).
-	evSynthStatsStart
+	// A perftest's background window ends: its statistics only (the
+	// traffic runs on until the test ends).
 	evSynthStatsEnd
 )
 
@@ -340,7 +339,7 @@ func (r *synthRun) queuedMeasured() int {
 func (p *synthPart) HandleEvent(ev *components.Event) {
 	r := p.r
 	switch ev.Kind {
-	case evSynthMeasureStart, evSynthStatsStart:
+	case evSynthMeasureStart:
 		// Switch statistics cover the measurement window only.
 		p.statsStart()
 	case evSynthStatsEnd:
@@ -423,7 +422,8 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 			stall += p.stall1 - p.stall0
 			continue
 		}
-		// Stopped by the time limit inside the window: up to the end.
+		// The window did not end (the time limit, or a perftest that
+		// ended before its background's window): up to the end.
 		for _, e := range p.eps {
 			stall += e.CreditStallAt(endAt)
 		}
