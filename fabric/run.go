@@ -82,6 +82,13 @@ func (v *Simulation) Stop() {
 
 // end returns when the workload finished and how many events that took:
 // the time and count finish recorded, or the engine's own at the end.
+// End returns when the workload finished: the time sim_time_ns reports.
+// In a partitioned run Now may be later (a partition's window end).
+func (v *Simulation) End() ib.PS {
+	t, _ := v.end()
+	return t
+}
+
 func (v *Simulation) end() (ib.PS, uint64) {
 	if v.ended {
 		return v.endAt, v.endEvents
@@ -119,7 +126,7 @@ func (v *Simulation) markEnd() {
 // still sending data after maxSettleWindows windows is not idle, and the
 // run ends unsettled (the checkers' idle-fabric checks do not apply).
 func (v *Simulation) settle() {
-	window := settleTime(nil, v.Ports)
+	window := settleTime(v.Ports)
 	sent := v.dataPackets()
 	windows := 1
 	var again func()
@@ -156,7 +163,7 @@ func (v *Simulation) dataPackets() uint64 {
 // settleTime is how long a finished run keeps going when checkers are on, so
 // that the last flow-control packets land and credit counts return to full:
 // one refresh period plus a round trip over the longest cable.
-func settleTime(_ *Config, ports []*link.Port) ib.PS {
+func settleTime(ports []*link.Port) ib.PS {
 	var lat ib.PS
 	for _, p := range ports {
 		if p.Peer() == nil {

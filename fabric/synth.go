@@ -96,7 +96,7 @@ func (r *synthRun) finish() {
 	}
 	// Checkers want every credit back: run on until the fabric settles.
 	r.view.Settled = true
-	r.group.StopAt(end + settleTime(nil, r.view.Ports))
+	r.group.StopAt(end + settleTime(r.view.Ports))
 }
 
 const (
