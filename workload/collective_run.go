@@ -185,6 +185,9 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 			c.recvOf[t][x.Dst] = x
 		}
 	}
+	if err := checkWrites(sched, c.slice); err != nil {
+		return nil, err
+	}
 	// A slice waits for the same slice of the transfer it forwards: both
 	// must be cut alike (the ring forwards the very chunk it received).
 	for t := range sched.Steps {
@@ -201,6 +204,62 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	}
 	c.setup(devs)
 	return &Collective{c: c}, nil
+}
+
+// MaxCollectiveWrites is the most RDMA writes one collective run posts, all
+// ranks together: a limit of the model, not of the hardware. Every write is
+// set up before the run (a slot in a send queue sized to hold them all, a
+// pre-posted receive, a completion), which costs some 700 bytes of memory
+// and 30 µs of wall time a write (measured: 1.57 million writes, 1.1 GB,
+// 53 s), so 2^21 writes is about 1.5 GB and a minute. It admits a ring
+// all-reduce over 1024 ranks (2·1024·1023 writes unsliced); without it a
+// slice_bytes of a few bytes on a large collective runs the machine out of
+// memory instead of saying what is wrong.
+const MaxCollectiveWrites = 1 << 21
+
+// Writes returns how many RDMA writes the schedule posts, all ranks
+// together, when its transfers are cut into slices of at most slice bytes
+// (a zero-byte transfer is still one write).
+func (s Schedule) Writes(slice int64) int64 {
+	var n int64
+	for _, step := range s.Steps {
+		for _, x := range step {
+			n += max(1, (x.Bytes+slice-1)/slice)
+		}
+	}
+	return n
+}
+
+// checkWrites refuses a run that would post more than MaxCollectiveWrites
+// writes, naming the smallest workload.slice_bytes that fits, if one does.
+func checkWrites(s Schedule, slice int64) error {
+	n := s.Writes(slice)
+	if n <= MaxCollectiveWrites {
+		return nil
+	}
+	var largest int64
+	for _, step := range s.Steps {
+		for _, x := range step {
+			largest = max(largest, x.Bytes)
+		}
+	}
+	if s.Writes(max(largest, 1)) > MaxCollectiveWrites {
+		return fmt.Errorf("workload.kind: %s over %d ranks posts %d RDMA writes even with every transfer whole, more than the %d one run may post (a model limit on memory and run time)",
+			s.Op, s.Ranks, s.Writes(max(largest, 1)), MaxCollectiveWrites)
+	}
+	// Writes falls as the slice grows: the smallest slice that fits lies in
+	// (slice, largest].
+	lo, hi := slice, max(largest, 1)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if s.Writes(mid) <= MaxCollectiveWrites {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return fmt.Errorf("workload.slice_bytes: %d cuts the %d-byte %s over %d ranks into %d RDMA writes, more than the %d one run may post (a model limit on memory and run time); %d bytes or more fits",
+		slice, s.Bytes, s.Op, s.Ranks, n, MaxCollectiveWrites, hi)
 }
 
 // sliceCount is how many slices a transfer of b bytes is posted as (a

@@ -146,3 +146,33 @@ func BenchmarkRingAllReduce8x1MiB(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*n*2*(n-1)/n*size/b.Elapsed().Seconds(), "bytes/s")
 }
+
+func TestCollectiveWriteLimit(t *testing.T) {
+	// A 1 MiB ring all-reduce over 4 ranks has 2(4−1) = 6 steps in which
+	// each of the 4 ranks sends one 1 MiB / 4 = 262144-byte chunk: 24
+	// transfers. One-byte slices make 24 × 262144 = 6291456 writes, over
+	// the 2^21 = 2097152 limit. The smallest slice that fits needs
+	// ceil(262144 / s) ≤ 2097152 / 24 = 87381.33: s = 3 gives 87382, one
+	// too many; s = 4 gives 65536.
+	s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
+	_, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 1 << 20, MTU: 4096, SliceBytes: 1, Seed: 1})
+	assert.EqualError(t, err, "workload.slice_bytes: 1 cuts the 1048576-byte allreduce over 4 ranks into 6291456 RDMA writes, "+
+		"more than the 2097152 one run may post (a model limit on memory and run time); 4 bytes or more fits")
+
+	// 4-byte slices, 24 × 65536 = 1572864 writes, fit.
+	sched, err := RingAllReduce(4, 1<<20)
+	require.NoError(t, err)
+	assert.EqualValues(t, 6291456, sched.Writes(1))
+	assert.NoError(t, checkWrites(sched, 4))
+
+	// A ring over 1025 ranks posts 2·1025·1024 = 2099200 writes even with
+	// whole chunks (one per rank per step): no slice size helps.
+	sched, err = RingAllReduce(1025, 8)
+	require.NoError(t, err)
+	assert.EqualError(t, checkWrites(sched, DefaultSliceBytes), "workload.kind: allreduce over 1025 ranks posts 2099200 RDMA writes "+
+		"even with every transfer whole, more than the 2097152 one run may post (a model limit on memory and run time)")
+	// 1024 ranks, 2·1024·1023 = 2095104 writes, fit.
+	sched, err = RingAllReduce(1024, 8)
+	require.NoError(t, err)
+	assert.NoError(t, checkWrites(sched, DefaultSliceBytes))
+}
