@@ -168,14 +168,14 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	}
 	if w.Background {
 		tc := w.Traffic()
-		tc.Pattern = w.BackgroundPattern
+		tc.Pattern, tc.Background = w.BackgroundPattern, true
 		// Background packets are full MTU unless workload.sizes says otherwise:
 		// workload.size is the perftest's message size.
 		tc.Size = cfg.Link.MTU
 		rate := cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
 		sources, err = workload.NewSources(tc, n-2, rate, cfg.Seed)
 		if err != nil {
-			return nil, nil, &UnsupportedError{Msg: "workload.background_pattern: " + err.Error()}
+			return nil, nil, &UnsupportedError{Msg: err.Error()}
 		}
 	}
 	var devs [2]*hca.Device

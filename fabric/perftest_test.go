@@ -68,3 +68,34 @@ func TestPerftestBackgroundStatsInWindow(t *testing.T) {
 	assert.Less(t, late["switch_xbar_conflicts"].(float64), early["switch_xbar_conflicts"].(float64))
 	assert.Less(t, late["credit_stall_ns"].(float64), early["credit_stall_ns"].(float64))
 }
+
+// TestPerftestBackgroundPatternErrors: the background runs among the hosts
+// other than the perftest pair, a count the user never wrote, so an error
+// about it names workload.background_pattern and says where the count comes
+// from. configs/ndr.yaml's fat tree has 16 hosts: 16 − 2 = 14 background
+// hosts, not a power of two (bitcomp) and a multiple of 14 (shift 14); a
+// single switch with 3 hosts leaves one, too few for any pattern. The
+// message once said "workload.kind: bitcomp needs a power-of-two number of
+// hosts, the topology has 14" of a 16-host topology.
+func TestPerftestBackgroundPatternErrors(t *testing.T) {
+	yaml, ok := configs.Lookup("ndr.yaml")
+	require.True(t, ok)
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"workload.background_pattern=bitcomp"},
+			"workload.background_pattern: bitcomp needs a power-of-two number of background hosts, the fabric has 14 besides the two perftest hosts"},
+		{[]string{"workload.background_pattern=shift", "workload.shift=14"},
+			"workload.shift: 14 is a multiple of the 14 background hosts, so every host would send to itself"},
+		{[]string{"topology.kind=single-switch", "topology.hosts=3"},
+			"workload.background_pattern: uniform needs at least 2 background hosts, the fabric has 1 besides the two perftest hosts"},
+	} {
+		l, err := Load(yaml, append([]string{"sweep={}"}, tc.set...))
+		require.NoError(t, err)
+		_, err = Run(l, RunOptions{})
+		assert.EqualError(t, err, tc.want)
+		var un *UnsupportedError
+		assert.ErrorAs(t, err, &un, "a user's mistake, exit 2")
+	}
+}

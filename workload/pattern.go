@@ -137,8 +137,28 @@ func (c Incast) Dest(src int, _ *rand.Rand) int {
 // distance, hotspotFraction the hotspot's share; host 0 is the hotspot and
 // the incast target. r draws the permutation (and nothing else).
 func NewPattern(name string, n, shift int, hotspotFraction float64, r *rand.Rand) (Pattern, error) {
+	return newPattern(name, n, shift, hotspotFraction, r, topologyHosts)
+}
+
+// patternHosts says, in NewPattern's errors, which key chose the pattern
+// and what its n hosts are: the whole topology (workload.kind), or
+// perftest's background hosts (workload.background_pattern), which are the
+// fabric's hosts less the test pair, so a count the user never wrote.
+type patternHosts struct {
+	key   string // the config key that names the pattern
+	hosts string // the n hosts, with %d for n: "the topology has %d"
+	noun  string // "hosts" or "background hosts"
+}
+
+var (
+	topologyHosts   = patternHosts{key: "workload.kind", hosts: "the topology has %d", noun: "hosts"}
+	backgroundHosts = patternHosts{key: "workload.background_pattern",
+		hosts: "the fabric has %d besides the two perftest hosts", noun: "background hosts"}
+)
+
+func newPattern(name string, n, shift int, hotspotFraction float64, r *rand.Rand, in patternHosts) (Pattern, error) {
 	if n < 2 {
-		return nil, fmt.Errorf("workload.kind: %s needs at least 2 hosts, the topology has %d", name, n)
+		return nil, fmt.Errorf("%s: %s needs at least 2 %s, "+in.hosts, in.key, name, in.noun, n)
 	}
 	switch name {
 	case PatternUniform:
@@ -147,12 +167,12 @@ func NewPattern(name string, n, shift int, hotspotFraction float64, r *rand.Rand
 		return NewPermutation(n, r), nil
 	case PatternShift:
 		if shift%n == 0 {
-			return nil, fmt.Errorf("workload.shift: %d is a multiple of the %d hosts, so every host would send to itself", shift, n)
+			return nil, fmt.Errorf("workload.shift: %d is a multiple of the %d %s, so every host would send to itself", shift, n, in.noun)
 		}
 		return Shift{N: n, K: shift}, nil
 	case PatternBitComp:
 		if bits.OnesCount(uint(n)) != 1 {
-			return nil, fmt.Errorf("workload.kind: bitcomp needs a power-of-two number of hosts, the topology has %d", n)
+			return nil, fmt.Errorf("%s: bitcomp needs a power-of-two number of %s, "+in.hosts, in.key, in.noun, n)
 		}
 		return BitComplement{N: n}, nil
 	case PatternHotspot:
@@ -163,5 +183,5 @@ func NewPattern(name string, n, shift int, hotspotFraction float64, r *rand.Rand
 	case PatternIncast:
 		return Incast{N: n, Target: 0}, nil
 	}
-	return nil, fmt.Errorf("workload.kind: %q is not a synthetic pattern (uniform, permutation, shift, bitcomp, hotspot, incast)", name)
+	return nil, fmt.Errorf("%s: %q is not a synthetic pattern (uniform, permutation, shift, bitcomp, hotspot, incast)", in.key, name)
 }

@@ -249,7 +249,11 @@ func NewSources(c TrafficConfig, hosts int, gbps float64, seed uint64) ([]*Sourc
 	if !(gbps > 0) {
 		return nil, fmt.Errorf("workload: link data rate %v Gb/s must be positive", gbps)
 	}
-	pat, err := NewPattern(c.Pattern, hosts, c.Shift, c.HotspotFraction, rand.New(rand.NewPCG(seed, patternStream)))
+	in := topologyHosts
+	if c.Background {
+		in = backgroundHosts
+	}
+	pat, err := newPattern(c.Pattern, hosts, c.Shift, c.HotspotFraction, rand.New(rand.NewPCG(seed, patternStream)), in)
 	if err != nil {
 		return nil, err
 	}

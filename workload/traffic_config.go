@@ -33,6 +33,10 @@ type TrafficConfig struct {
 	HotspotFraction float64 `yaml:"hotspot_fraction"`
 	// Shift is the shift pattern's distance: host i sends to i+shift mod N.
 	Shift int `yaml:"shift"`
+	// Background says the traffic is a perftest's background
+	// (workload.background_pattern) among the hosts other than the test
+	// pair: NewSources's errors then name that key and those hosts.
+	Background bool `yaml:"-"`
 }
 
 // DefaultTraffic returns the synthetic-traffic defaults.
