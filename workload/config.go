@@ -132,8 +132,10 @@ func (c *Config) Validate(prefix string) error {
 	if !(c.MeasureNs > 0 && c.MeasureNs <= 1e12) {
 		return fmt.Errorf("%s.measure_ns: %v is out of range (above 0, up to 1e12 ns)", prefix, c.MeasureNs)
 	}
-	if c.Iterations < 1 || c.Iterations > 1e8 {
-		return fmt.Errorf("%s.iterations: %d is out of range (1 to 1e8)", prefix, c.Iterations)
+	// Two at least, as PerftestRun.Validate asks: a latency is the time
+	// between two posts.
+	if c.Iterations < 2 || c.Iterations > 1e8 {
+		return fmt.Errorf("%s.iterations: %d is out of range (2 to 1e8)", prefix, c.Iterations)
 	}
 	if c.TxDepth < 1 || c.TxDepth > 8192 {
 		return fmt.Errorf("%s.tx_depth: %d is out of range (1 to 8192)", prefix, c.TxDepth)

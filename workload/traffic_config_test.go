@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,4 +89,19 @@ func TestOtherKindsKeysChecked(t *testing.T) {
 		c.Test, c.Connection, c.BackgroundPattern, c.SliceBytes, c.ReduceGBps, c.Sizes = "send_lat", "UD", "hotspot", 4096, 50, "256:1"
 	})
 	assert.NoError(t, ok.Validate("workload"), "valid settings of other kinds")
+}
+
+// TestIterationsRangeIsOne: the config and the perftest run check
+// workload.iterations against one range. The config took 1 (its range said
+// "1 to 1e8") and the run then refused it with "2 to 1e8", so 0 and 1 gave
+// two different allowed ranges for one key.
+func TestIterationsRangeIsOne(t *testing.T) {
+	for _, n := range []int{0, 1} {
+		c := Defaults()
+		c.Kind, c.Iterations = "perftest", n
+		want := fmt.Sprintf("workload.iterations: %d is out of range (2 to 1e8)", n)
+		assert.EqualError(t, c.Validate("workload"), want)
+		run := PerftestRun{Test: "write_bw", Size: 8, Iterations: n, TxDepth: 1, QPs: 1}
+		assert.EqualError(t, run.Validate(), want)
+	}
 }
