@@ -355,8 +355,12 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 	}
 	rng := rand.New(rand.NewPCG(run.Seed, 0x9e7f))
 	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite | hca.AccessRemoteRead | hca.AccessRemoteAtomic
+	// The send queue holds every outstanding WQE at the size this test
+	// posts (mlx5 sizes it from max_send_wr and the WQE that
+	// max_inline_data allows), and at least four WQEBBs per WR.
+	wr := hca.SendWR{Opcode: p.op, Inline: p.inline, Length: uint32(run.Size), UD: p.ud}
 	sqBBs := 1
-	for sqBBs < 4*max(run.TxDepth, perftestCQMod) {
+	for sqBBs < max(4, hca.WQEBBs(&wr))*max(run.TxDepth, perftestCQMod) {
 		sqBBs *= 2
 	}
 	cqDepth := run.HCA.CQDepth

@@ -522,3 +522,29 @@ func TestOnEndKeepsTheMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeInlineWQEsFitTheSendQueue: the send queue holds tx_depth WQEs of
+// the size the test posts, as mlx5 sizes it from max_send_wr and
+// max_inline_data. An inline WRITE of 221 bytes is a 16-byte control
+// segment, a 16-byte remote-address segment and 4 + 221 = 225 inline bytes
+// padded to 240: 272 bytes, five 64-byte WQEBBs. With tx_depth 128 (and
+// perftest's CQ moderation of 100, so 128 outstanding) that is 640 WQEBBs,
+// more than the 4 × 128 = 512 a four-WQEBB allowance gives: the run used to
+// stop with "send queue full". UD inline SENDs add the 48-byte address
+// vector: 16 + 48 + 240 = 304 bytes, five WQEBBs as well.
+func TestLargeInlineWQEsFitTheSendQueue(t *testing.T) {
+	for _, tc := range []struct {
+		test, conn string
+		size       int
+	}{{"write_bw", "RC", 221}, {"write_bw", "RC", 236}, {"send_bw", "RC", 236}, {"send_bw", "UD", 236}} {
+		t.Run(fmt.Sprintf("%s/%s/%d", tc.test, tc.conn, tc.size), func(t *testing.T) {
+			run := edrRun(tc.test, tc.size, 300)
+			run.InlineSize, run.Connection = 236, tc.conn
+			require.Equal(t, 5, hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWrite, Inline: true, Length: 221}))
+			m, err := RunPerftest(run)
+			require.NoError(t, err)
+			assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+			assert.Equal(t, 300, m["iterations"])
+		})
+	}
+}
