@@ -66,6 +66,11 @@ func (p *perftest) metrics() map[string]any {
 		m[host+"_naks_sent"] = c.Naks
 		m[host+"_rnr_naks_sent"] = c.RNRNaks
 		m[host+"_cq_overruns"] = c.CQOverruns
+		if p.ud {
+			// UD is unreliable: a datagram without a receive WQE (or with a
+			// bad Q_Key) is dropped, never retried.
+			m[host+"_ud_drops"] = c.UDDrops
+		}
 		kc := d.KeyCache()
 		if kc.Hits+kc.Misses > 0 {
 			m[host+"_key_cache_miss_rate"] = float64(kc.Misses) / float64(kc.Hits+kc.Misses)

@@ -438,9 +438,13 @@ func TestPerftestUD(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, true, ud["data_verified"], "%v", ud["data_errors"])
 			assert.Equal(t, int64(0), ud["host1_acks_sent"], "UD has no ACKs")
+			// The server pre-posts 512 receives and re-posts each one as it
+			// completes, so every datagram finds a WQE: none dropped.
+			assert.Equal(t, int64(0), ud["host1_ud_drops"])
 			run.Connection = "RC"
 			rc, err := RunPerftest(run)
 			require.NoError(t, err)
+			assert.NotContains(t, rc, "host1_ud_drops", "RC reports no UD counter")
 			if tc.test == "send_bw" {
 				// A UD send WQE is 2 WQEBBs (ctrl 16 + datagram 48 + data 16
 				// = 80 B) against RC's 1, so with the prefetch depth in
