@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,12 +16,24 @@ import (
 )
 
 // TestMain lets the test binary stand in for hcasim when hcasim bench runs
-// itself as a child process (os.Executable is the test binary here).
+// itself as a child process (os.Executable is the test binary here). It
+// also fails the package when a test left a sweep's default output
+// directory (hcasim-out, relative to the working directory) in the source
+// tree: a test that runs a sweep without --out must t.Chdir(t.TempDir())
+// first.
 func TestMain(m *testing.M) {
 	if os.Getenv("HCASIM_TEST_AS_CLI") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	_, err := os.Stat("hcasim-out")
+	existed := err == nil
+	code := m.Run()
+	if _, err := os.Stat("hcasim-out"); err == nil && !existed {
+		fmt.Fprintln(os.Stderr, "FAIL: a test wrote hcasim-out/ into cmd/hcasim (run sweeps without --out under t.Chdir(t.TempDir()))")
+		_ = os.RemoveAll("hcasim-out")
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // TestBench: hcasim bench runs a benchmark in a child process, prints its

@@ -77,6 +77,7 @@ func TestSweepDoesNotDependOnJobs(t *testing.T) {
 
 func TestSweepPointEqualsPointRunAlone(t *testing.T) {
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	t.Chdir(t.TempDir()) // the sweep writes hcasim-out/default here
 	code, stdout, stderr := run("-config", cfg, "--format", "json", "--quiet")
 	require.Equal(t, 0, code, stderr)
 	var whole report.Result
@@ -242,6 +243,7 @@ func TestFailingPointIsWrittenAndTheOthersRun(t *testing.T) {
 		return saved(l, o)
 	}
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	t.Chdir(t.TempDir()) // the last run, without --out, writes hcasim-out/default here
 	out := t.TempDir()
 	code, _, stderr := run("-config", cfg, "--out", out, "--quiet")
 	assert.Equal(t, 1, code, "an internal failure exits 1")
@@ -435,6 +437,7 @@ func TestDocsSizingAnswer(t *testing.T) {
 	text, _, ok := strings.Cut(rest, "```")
 	require.True(t, ok)
 	cfg := writeFile(t, "buffer-sizing.yaml", text)
+	t.Chdir(t.TempDir()) // the sweep writes hcasim-out/ndr-buffer-sizing here
 
 	// The credit loop from the doc, derived from the link model: a packet
 	// leaves in t_pkt, its head lands after FEC + flight, the receiver frees
@@ -633,6 +636,7 @@ topology: {kind: single-switch, hosts: 4}
 workload: {kind: allreduce, size: 4096}
 sweep: {workload.size: [4096, 8192]}
 `)
+	t.Chdir(t.TempDir()) // the sweep writes hcasim-out/ar here
 	code, out, stderr := run("-config", cfg, "--quiet")
 	require.Equal(t, 0, code, stderr)
 	header := strings.SplitN(out, "\n", 3)[1]
