@@ -129,6 +129,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim.max_time_ns: %v is out of range (above 0, up to 1e13)", c.Sim.MaxTimeNs)
 	}
 	w := &c.Workload
+	if end, ok := c.windowEnd(); ok && ib.PS(math.Round(c.Sim.MaxTimeNs*1000)) < end {
+		// The run would stop inside its own measurement window, and every
+		// rate would be the part it saw divided by the whole window.
+		return fmt.Errorf("sim.max_time_ns: %v stops the run before its measurement window ends (workload.warmup_ns %v + workload.measure_ns %v = %v ns); give at least %v, or a shorter window",
+			c.Sim.MaxTimeNs, w.WarmupNs, w.MeasureNs, float64(end)/1000, float64(end)/1000)
+	}
 	if err := c.validatePartitions(); err != nil {
 		return err
 	}
@@ -201,6 +207,17 @@ func (c *Config) MeasureEnd() (end ib.PS, ok bool) {
 		return 0, false
 	}
 	return ib.PS(c.Workload.WarmupNs*1000) + ib.PS(c.Workload.MeasureNs*1000), true
+}
+
+// windowEnd returns when the measurement window ends for a workload that
+// runs to a time: synthetic traffic and a saturating stream; ok is false for
+// those that run to a count.
+func (c *Config) windowEnd() (end ib.PS, ok bool) {
+	w := &c.Workload
+	if !isSynthetic(w.Kind) && !(w.Kind == "stream" && w.Saturate) {
+		return 0, false
+	}
+	return ib.PS(w.WarmupNs*1000) + ib.PS(w.MeasureNs*1000), true
 }
 
 func isSynthetic(kind string) bool {

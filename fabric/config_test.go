@@ -47,3 +47,45 @@ func TestAcronymsInAnyCase(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeLimitCoversTheWindow: a workload that runs to a time (synthetic
+// traffic, a saturating stream) measures over [warmup, warmup + measure];
+// a sim.max_time_ns inside that window stopped the run early and divided
+// what it saw by the whole window (a 0.5 offered load "accepted" at 0.15, a
+// negative wire utilization), with no error. It is refused; a workload that
+// runs to a count (a stream of N packets, perftest) reports the time limit
+// itself and is left alone.
+func TestTimeLimitCoversTheWindow(t *testing.T) {
+	synth := []string{"topology.kind=single-switch", "switch.radix=4", "workload.kind=uniform", "workload.size=1024",
+		"workload.warmup_ns=2000", "workload.measure_ns=10000"}
+	stream := []string{"workload.kind=stream", "workload.size=4096", "workload.saturate=true",
+		"workload.warmup_ns=500", "workload.measure_ns=2000"}
+	with := func(base []string, more ...string) []string { return append(append([]string{}, base...), more...) }
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string // empty: accepted
+	}{
+		// 2000 + 10000 = 12000 ns is the window's end.
+		{"synthetic, limit in the window", with(synth, "sim.max_time_ns=5000"),
+			"sim.max_time_ns: 5000 stops the run before its measurement window ends (workload.warmup_ns 2000 + workload.measure_ns 10000 = 12000 ns); give at least 12000"},
+		{"synthetic, limit 1 ns short", with(synth, "sim.max_time_ns=11999"), "give at least 12000"},
+		{"synthetic, limit at the window's end", with(synth, "sim.max_time_ns=12000"), ""},
+		// The default limit (1e8 ns) inside a long window: 1e8 + 1e9 ns.
+		{"synthetic, long window, default limit", with(synth, "workload.measure_ns=1e9"), "give at least 1.000002e+09"},
+		// 500 + 2000 = 2500 ns.
+		{"saturating stream", with(stream, "sim.max_time_ns=1000"), "= 2500 ns); give at least 2500"},
+		{"stream of a count", with(stream, "workload.saturate=false", "workload.packets=100", "sim.max_time_ns=1000"), ""},
+		{"perftest", []string{"workload.kind=perftest", "sim.max_time_ns=1000"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(nil, tc.sets)
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
