@@ -189,9 +189,8 @@ func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot
 			if err != nil {
 				continue
 			}
-			line.Color = plotutil.Color(ci)
-			pts.Color = plotutil.Color(ci)
-			pts.Shape = draw.CircleGlyph{}
+			line.Color, pts.Shape = designStyle(ci)
+			pts.Color = line.Color
 			if s.dashed {
 				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
@@ -211,6 +210,17 @@ func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot
 		return nil, 0
 	}
 	return p, legendRows
+}
+
+// designStyle is the colour and point shape of the ci-th design's lines.
+// The palette has 7 colours; each further round of them takes the next
+// shape (circles first), so 56 designs are told apart before any repeat
+// (with colour alone the 8th design drew exactly as the 1st).
+func designStyle(ci int) (color.Color, draw.GlyphDrawer) {
+	n := len(plotutil.DefaultColors)
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+		draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}}
+	return plotutil.Color(ci), shapes[(ci/n)%len(shapes)]
 }
 
 // sweptKeys are the params holding at least two values across points,

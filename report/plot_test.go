@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // loadSweep is a synthetic offered-load × buffer sweep: accepted load is
@@ -115,4 +117,27 @@ func svgText(t *testing.T, path string, want ...string) string {
 		assert.Contains(t, text.String(), w, path)
 	}
 	return text.String()
+}
+
+// TestDesignStylesDiffer: each design's line is told apart from every
+// other's. The palette has 7 colours (plotutil.DefaultColors), so a sweep
+// with 8 designs (8 buffer depths, say) drew its 8th line exactly as its
+// 1st when colour alone varied; 7 colours × 8 shapes give 56 distinct
+// styles, and the first 7 keep the circles earlier plots had.
+func TestDesignStylesDiffer(t *testing.T) {
+	type style struct {
+		colour string
+		shape  string
+	}
+	seen := map[style]int{}
+	for ci := 0; ci < 56; ci++ {
+		c, g := designStyle(ci)
+		s := style{fmt.Sprint(c), fmt.Sprintf("%T", g)}
+		if prev, ok := seen[s]; ok {
+			t.Errorf("designs %d and %d are both drawn %v", prev, ci, s)
+		}
+		seen[s] = ci
+	}
+	_, g := designStyle(0)
+	assert.IsType(t, draw.CircleGlyph{}, g)
 }
