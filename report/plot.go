@@ -103,7 +103,9 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 			}
 			p.Title.Text = "Throughput vs buffer depth"
 			p.X.Label.Text = x + " (bytes)"
-			p.Y.Label.Text = metric
+			// The axis says the quantity and its unit, then the column it
+			// comes from, as the offered-load plots' x axes do.
+			p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
 			// Curves rise to the right and flatten at the top: the legend
 			// goes bottom right, and the y axis starts at 0 so a shortfall
 			// reads as the fraction it is.

@@ -44,7 +44,9 @@ func TestWritePlots(t *testing.T) {
 	assert.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg", LatencyPlot, AcceptedPlot}, files)
 	svgText(t, filepath.Join(dir, LatencyPlot), "Latency vs offered load", "hca.vl_buffer_bytes=8192 p50", "hca.vl_buffer_bytes=65536 p99")
 	svgText(t, filepath.Join(dir, AcceptedPlot), "Accepted vs offered load", "accepted = offered")
-	svgText(t, filepath.Join(dir, files[0]), "Throughput vs buffer depth", "workload.offered_load=0.6")
+	// Each axis names its unit: bytes of buffer, Gb/s of goodput.
+	svgText(t, filepath.Join(dir, files[0]), "Throughput vs buffer depth", "workload.offered_load=0.6",
+		"hca.vl_buffer_bytes (bytes)", "goodput (Gb/s) — goodput_gbps")
 }
 
 // TestIsPlotFile: every plot WritePlots writes is one IsPlotFile names (the
