@@ -160,5 +160,7 @@ One large fabric on several cores: --set sim.partitions=N (synthetic traffic; do
 
 func init() {
 	// hcasim diff GOLDEN NEW: docs/trace-format.md.
-	subcommands["diff"] = verif.DiffMain
+	subcommands["diff"] = func(args []string, stdout, stderr io.Writer) int {
+		return verif.DiffMain(normalizeArgs(args), stdout, stderr)
+	}
 }

@@ -54,7 +54,7 @@ type runFlags struct {
 // (`-config ndr.yaml`, as most simulators' users type).
 var longFlags = []string{"config", "set", "format", "out", "seed", "check", "trace", "trace-path",
 	"trace-kind", "vcd", "jobs", "shard", "quiet", "cpuprofile", "memprofile", "report", "tolerance-ps",
-	"fields", "ignore-kinds", "context"}
+	"fields", "ignore-kinds", "context", "csv"}
 
 // normalizeArgs rewrites `-config x` and `-config=x` to their `--` form.
 func normalizeArgs(args []string) []string {
