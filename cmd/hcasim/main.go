@@ -139,6 +139,7 @@ Run flags:
       --set key=value   override a config key (repeatable), e.g. --set link.width=4x
       --format F        table (default), csv or json on stdout
       --out DIR         write results.json and results.csv (and plots for a sweep) into DIR
+                        (a sweep without --out: hcasim-out/NAME in the current directory)
       --seed N          override the config's seed
       --check           invariant checkers: lossless, buffers, credits, ordering, integrity, protection, wire
       --trace FILE      write an event trace (see docs/trace-format.md)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -496,4 +497,36 @@ func TestSingleDashLongFlags(t *testing.T) {
 		code, out, errs := run(append([]string{"diff", p, p}, args...)...)
 		assert.Equal(t, verif.ExitEquivalent, code, "%v: %s%s", args, out, errs)
 	}
+}
+
+// TestRunFlagsDocumented: every flag a run takes is in the usage text and
+// in docs/config.md's table of flags, which had none of them.
+func TestRunFlagsDocumented(t *testing.T) {
+	doc := readFile(t, filepath.Join("..", "..", "docs", "config.md"))
+	var rows []string
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(l, "| `-") {
+			rows = append(rows, l)
+		}
+	}
+	require.NotEmpty(t, rows, "docs/config.md has a table of flags")
+	documented := func(flag string) bool {
+		for _, r := range rows {
+			cell, _, _ := strings.Cut(strings.TrimPrefix(r, "| "), " |")
+			if strings.Contains(cell+" ", "`"+flag+" ") || strings.Contains(cell, "`"+flag+"`") {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	runFlagSet(&runFlags{}).VisitAll(func(fl *pflag.Flag) {
+		n++
+		assert.Contains(t, usage, "--"+fl.Name+" ", "usage lists --%s", fl.Name)
+		assert.True(t, documented("--"+fl.Name), "docs/config.md documents --%s", fl.Name)
+		if fl.Shorthand != "" {
+			assert.True(t, documented("-"+fl.Shorthand), "docs/config.md documents -%s", fl.Shorthand)
+		}
+	})
+	assert.Greater(t, n, 10)
 }

@@ -77,8 +77,9 @@ func normalizeArgs(args []string) []string {
 	return out
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
-	f := &runFlags{}
+// runFlagSet defines the run's flags on f (usage and docs/config.md list
+// them; TestRunFlagsDocumented).
+func runFlagSet(f *runFlags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("hcasim", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVarP(&f.config, "config", "c", "", "")
@@ -96,6 +97,12 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.quiet, "quiet", false, "")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
+	return fs
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	f := &runFlags{}
+	fs := runFlagSet(f)
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, err
