@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -31,6 +32,17 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	for _, k := range headlineParams {
 		params[k] = paramValue(l, k)
 	}
+	// What the command line changed is part of what was run: results.json
+	// says "config": "edr.yaml" only, so without these a run with --set
+	// hca.vl_buffer_bytes=4160 wrote the same params as the file's own.
+	for _, k := range sweep.PinnedKeys(f.sets) {
+		if v, ok := fabric.Value(&l.Config, k); ok && isParamValue(v) {
+			params[k] = v
+		}
+	}
+	if f.seedSet {
+		params["seed"] = l.Config.Seed
+	}
 	obs, finish, err := observers(l, f)
 	if err != nil {
 		return nil, err
@@ -54,6 +66,17 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	}
 	res.Points = append(res.Points, report.Point{Params: params, Metrics: m})
 	return res, nil
+}
+
+// isParamValue reports whether v, a config value, is one key's value
+// (a number, string, bool or list) rather than a whole section (--set
+// link={…}), whose keys are params of their own.
+func isParamValue(v any) bool {
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Struct, reflect.Map, reflect.Pointer, reflect.Invalid:
+		return false
+	}
+	return true
 }
 
 // paramValue renders the effective value of a dotted key.

@@ -530,3 +530,28 @@ func TestRunFlagsDocumented(t *testing.T) {
 	})
 	assert.Greater(t, n, 10)
 }
+
+// TestSingleRunParamsSayWhatRan: a single design point's params hold, with
+// the headline keys, every key the command line set (at its decoded value)
+// and --seed: results.json names only the config file, so a run with --set
+// was otherwise indistinguishable from the file's own design point. A whole
+// section given with --set is no param (its keys would be).
+func TestSingleRunParamsSayWhatRan(t *testing.T) {
+	// link={…} first: a later --set of the whole section would replace
+	// link.generation again.
+	code, out, errs := run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "link={width: 4x}",
+		"--set", "workload.iterations=5", "--set", "hca.vl_buffer_bytes=8192", "--set", "link.generation=hdr", "--seed", "7")
+	require.Equal(t, 0, code, errs)
+	var res struct {
+		Points []struct{ Params map[string]any } `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Points, 1)
+	p := res.Points[0].Params
+	assert.Equal(t, 5.0, p["workload.iterations"])
+	assert.Equal(t, 8192.0, p["hca.vl_buffer_bytes"])
+	assert.Equal(t, "HDR", p["link.generation"], "the decoded spelling")
+	assert.Equal(t, 7.0, p["seed"])
+	assert.NotContains(t, p, "link", "a section is no param")
+	assert.Equal(t, "4x", p["link.width"], "headline keys stay")
+}
