@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,6 +119,13 @@ func collect(n *yaml.Node, prefix string, axes *[]Axis) error {
 			for j, c := range v.Content {
 				if c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" {
 					return errorf("sweep.%s[%d]: an empty value (null) sweeps nothing; give a value", key, j)
+				}
+				// A value listed twice ran twice: two identical rows, and
+				// two points at one x in the plots.
+				for i := range j {
+					if reflect.DeepEqual(nodeValue(v.Content[i]), nodeValue(c)) {
+						return errorf("sweep.%s[%d]: %s is listed twice (also [%d]); give each value once", key, j, config.ScalarString(c), i)
+					}
 				}
 			}
 			*axes = append(*axes, Axis{Key: key, Values: v.Content})

@@ -82,6 +82,9 @@ func TestAxisErrors(t *testing.T) {
 		{"sweep: {workload: {offered_load: {}}}", "sweep.workload.offered_load: an empty mapping sweeps nothing"},
 		{"sweep: {workload.offered_load: [0.3, null]}", "sweep.workload.offered_load[1]: an empty value (null) sweeps nothing"},
 		{"sweep: {workload.offered_load: [0.3, ~]}", "sweep.workload.offered_load[1]: an empty value (null) sweeps nothing"},
+		// A repeated value ran its point twice; 0.50 is the number 0.5.
+		{"sweep: {workload.offered_load: [0.5, 0.3, 0.50]}", "sweep.workload.offered_load[2]: 0.50 is listed twice (also [0]); give each value once"},
+		{"sweep: {switch.sl2vl: [[0, 1], [0, 1]]}", "sweep.switch.sl2vl[1]: "},
 		{"sweep: {link.width: 4x}", `sweep.link.width: "4x" is not a list of values`},
 		{"sweep: {workload.size: {from: 8, to: 4, step: 1}}", "sweep.workload.size: from 8 is above to 4"},
 		{"sweep: {workload.size: {from: 4, to: 8, step: 0}}", "sweep.workload.size.step: 0 must be above 0"},
