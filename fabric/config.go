@@ -174,7 +174,7 @@ func (c *Config) Validate() error {
 	// packets go ahead of data: a period that the refresh packets fill
 	// starves data for good. At most half the wire for refreshes.
 	fcWire := c.Link.Timing(c.Link.LengthM).Serialization(ib.FlowControlBytes) * ib.PS(vls)
-	if ib.PS(math.Round(c.Link.FCRefreshNs*1000)) < 2*fcWire {
+	if c.Link.FCRefresh() < 2*fcWire {
 		return fmt.Errorf("link.fc_refresh_ns: %v is too short: each refresh puts a flow-control packet per data VL ahead of data, %.3f ns of this link's wire for switch.vls %d; give at least %.3f ns (refreshes at most half the wire)",
 			c.Link.FCRefreshNs, float64(fcWire)/1000, vls, float64(2*fcWire)/1000)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
 )
 
 // TestAcronymsInAnyCase: the config values that are IB acronyms
@@ -88,4 +90,20 @@ func TestTimeLimitCoversTheWindow(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestFCIntervalsRoundToPicoseconds: link.fc_min_interval_ns 1.001 is
+// 1000.9999… ps in float64; host ports truncated it to 1000 ps while the
+// switches at the other end of their cables rounded it to 1001 ps, so the
+// two ends of one cable coalesced flow-control packets on different
+// intervals. Every port now takes the rounded value: 1.001 ns = 1001 ps,
+// 6000.001 ns = 6,000,001 ps.
+func TestFCIntervalsRoundToPicoseconds(t *testing.T) {
+	l, err := Load(nil, []string{"link.fc_min_interval_ns=1.001", "link.fc_refresh_ns=6000.001"})
+	require.NoError(t, err)
+	pc := PortConfig(&l.Config, l.Config.HCA.VLBufferBytes)
+	assert.Equal(t, ib.PS(1001), pc.FCMinInterval)
+	assert.Equal(t, ib.PS(6_000_001), pc.FCRefresh)
+	assert.Equal(t, pc.FCMinInterval, l.Config.Link.FCMinInterval(), "the switches' value")
+	assert.Equal(t, pc.FCRefresh, l.Config.Link.FCRefresh())
 }

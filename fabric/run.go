@@ -271,8 +271,8 @@ func PortConfig(cfg *Config, bufferBytes int) link.PortConfig {
 	return link.PortConfig{
 		VLs:           cfg.Switch.VLs,
 		BufferBlocks:  bufferBytes / ib.CreditBytes,
-		FCRefresh:     ib.PS(cfg.Link.FCRefreshNs * 1000),
-		FCMinInterval: ib.PS(cfg.Link.FCMinIntervalNs * 1000),
+		FCRefresh:     cfg.Link.FCRefresh(),
+		FCMinInterval: cfg.Link.FCMinInterval(),
 	}
 }
 

@@ -171,7 +171,7 @@ func (d *Device) AttachPort(lc *link.Config) *link.Port { return d.AttachPortVLs
 func (d *Device) AttachPortVLs(lc *link.Config, vls int) *link.Port {
 	d.Port = link.NewPort(d.s, d, d.Name+".Port[1]", 1, link.PortConfig{
 		VLs: vls, BufferBlocks: d.Cfg.VLBufferBytes / ib.CreditBytes,
-		FCRefresh: nsToPS(lc.FCRefreshNs), FCMinInterval: nsToPS(lc.FCMinIntervalNs)})
+		FCRefresh: lc.FCRefresh(), FCMinInterval: lc.FCMinInterval()})
 	return d.Port
 }
 

@@ -152,6 +152,15 @@ func (c *Config) FECLatency() ib.PS {
 	return DefaultFECLatency(c.GenerationValue(), c.Lanes(), c.FECMode())
 }
 
+// FCRefresh returns link.fc_refresh_ns in picoseconds, rounded to the
+// nearest: every port (host, HCA, switch) takes it from here, so both ends of
+// a cable refresh on the same period (1.001 ns is 1000.9999… ps in float).
+func (c *Config) FCRefresh() ib.PS { return ib.PS(math.Round(c.FCRefreshNs * 1000)) }
+
+// FCMinInterval returns link.fc_min_interval_ns in picoseconds, rounded to
+// the nearest (see FCRefresh).
+func (c *Config) FCMinInterval() ib.PS { return ib.PS(math.Round(c.FCMinIntervalNs * 1000)) }
+
 // Timing derives the timing of a cable of lengthM metres under this config.
 func (c *Config) Timing(lengthM float64) Timing {
 	return NewTiming(c.GenerationValue(), c.Lanes(), c.FECLatency(), lengthM, c.PsPerM())

@@ -62,8 +62,8 @@ func (b Builder) WithSL2VL(m *SL2VL) Builder { b.sl2vl = m; return b }
 // link.fc_min_interval_ns) and the MTU, against which Build checks that one
 // VL's buffer holds the largest packet.
 func (b Builder) WithFlowControl(c link.Config) Builder {
-	b.fcRefresh = ib.PS(c.FCRefreshNs*1000 + 0.5)
-	b.fcMinInterval = ib.PS(c.FCMinIntervalNs*1000 + 0.5)
+	b.fcRefresh = c.FCRefresh()
+	b.fcMinInterval = c.FCMinInterval()
 	b.mtu = c.MTU
 	return b
 }
