@@ -99,6 +99,35 @@ func TestSaturatedGoodput(t *testing.T) {
 	}
 }
 
+// TestGoodputExactAtFractionalRates: where a byte's wire time is not a whole
+// number of picoseconds (4x FDR: 440/3 ps; 12x NDR: 20/3; 12x XDR: 10/3)
+// a saturating stream still moves exactly payload / wire bytes × rate, less
+// the refresh packets' share. Each packet's time used to be rounded alone,
+// always the same way for one size: 34-byte packets at 12x XDR took 113 ps
+// instead of 113.33 and the stream carried 0.3 % more than the link's rate
+// (12x NDR: 227 ps instead of 226.67, 0.15 % less).
+func TestGoodputExactAtFractionalRates(t *testing.T) {
+	for _, tc := range []struct {
+		gen, width  string
+		lanes, size int
+	}{
+		{"XDR", "12x", 12, 6}, // SEND_ONLY of 6 bytes: 26 + 6 + 2 pad = 34 wire bytes
+		{"NDR", "12x", 12, 6},
+		{"FDR", "4x", 4, 12}, // 26 + 12 = 38 wire bytes
+	} {
+		t.Run(tc.gen+"-"+tc.width, func(t *testing.T) {
+			m := runSets(t, "link.generation="+tc.gen, "link.width="+tc.width, fmt.Sprintf("workload.size=%d", tc.size),
+				"workload.saturate=true", "workload.warmup_ns=1000", "workload.measure_ns=100000",
+				"hca.vl_buffer_bytes=131072", "link.fc_refresh_ns=1000")
+			rate := dataRate(tc.gen, tc.lanes)
+			wire := 26 + tc.size + (4-tc.size%4)%4
+			fcShare := 6 * 8 / rate / 1000e-9 // one 6-byte FC packet per 1000 ns on the forward wire
+			want := float64(tc.size) / float64(wire) * rate * (1 - fcShare) / 1e9
+			assert.InEpsilon(t, want, m["goodput_gbps"].(float64), 1e-6)
+		})
+	}
+}
+
 // TestCreditLoop checks (issue 2, c): with a receive buffer of W packets, a
 // stream runs at W × payload per credit round trip when that is below line
 // rate, and at line rate once the buffer covers the round trip.

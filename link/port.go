@@ -60,7 +60,11 @@ type Port struct {
 	peer      *Port
 	busyUntil ib.PS // outgoing wire busy until (exclusive)
 
-	timing    Timing
+	timing Timing
+	// serCarry is the exact end of the transmission that ends at busyUntil
+	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
+	// there if it starts at busyUntil.
+	serCarry  int64
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
 	Index     int32  // port number on the owner
@@ -233,7 +237,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	}
 	bytes := pkt.WireBytes()
 	p.Stats.DataBlocks += uint64(ib.Credits(bytes))
-	ser := p.timing.Serialization(bytes)
+	ser := p.serialize(now, bytes)
 	p.busyUntil = now + ser
 	p.Stats.DataPackets++
 	p.Stats.DataBytes += uint64(bytes)
@@ -363,7 +367,7 @@ func (p *Port) sendFC() {
 	}
 	p.fcPending &^= 1 << vl
 	now := p.s.Now()
-	ser := p.timing.Serialization(ib.FlowControlBytes)
+	ser := p.serialize(now, ib.FlowControlBytes)
 	p.busyUntil = now + ser
 	p.vl[vl].fcLast = now
 	p.vl[vl].fcOwed = false
@@ -381,6 +385,19 @@ func (p *Port) sendFC() {
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
 	p.s.Schedule(p.busyUntil, p, evTxDone)
+}
+
+// serialize returns the wire time of bytes starting now and keeps the
+// carry of its end: a transmission that starts as the previous one ends
+// continues from that one's exact end, one after a gap from now.
+func (p *Port) serialize(now ib.PS, bytes int) ib.PS {
+	carry := int64(0)
+	if now == p.busyUntil {
+		carry = p.serCarry
+	}
+	ser, c := p.timing.serialize(bytes, carry)
+	p.serCarry = c
+	return ser
 }
 
 // toPeer queues an event for the peer port: in this Sim, or posted to the

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -403,4 +404,82 @@ func TestDeferredFCNotRepeated(t *testing.T) {
 	}
 	require.Greater(t, fcs, 1000, "enough flow-control traffic to test")
 	require.Greater(t, repeats, 0, "refreshes repeat unchanged state")
+}
+
+// greedy sends a packet of payload bytes whenever the wire and credits
+// allow, left times, and notes each one's tail.
+type greedy struct {
+	s       *components.Sim
+	p       *Port
+	payload int
+	left    int
+	tails   []ib.PS
+}
+
+func (g *greedy) PacketArrived(*Port, *ib.Packet, ib.PS, ib.PS) {}
+
+func (g *greedy) PortReady(p *Port) {
+	for g.left > 0 {
+		pkt := g.s.NewPacket()
+		pkt.Opcode, pkt.PayloadLen = ib.SendOnly, g.payload
+		if !p.CanSend(pkt) {
+			return
+		}
+		g.tails = append(g.tails, p.Send(pkt))
+		g.left--
+	}
+}
+
+// releaser frees every packet as its head arrives.
+type releaser struct{}
+
+func (releaser) PacketArrived(p *Port, pkt *ib.Packet, head, tail ib.PS) {
+	p.Release(int(pkt.VL), pkt.Credits())
+}
+func (releaser) PortReady(*Port) {}
+
+// TestBackToBackWireTimeIsExact: packets sent back to back take exactly
+// their bytes × 8 / rate in total, not the sum of each packet's rounded
+// time. 12x XDR moves 12 × 212.5 Gb/s × 16/17 = 2400 Gb/s, so a byte takes
+// 8 / 2400e9 s = 10/3 ps; a SEND_ONLY of 6 payload bytes is 26 + 6 + 2 pad =
+// 34 bytes, 113.33 ps. 3000 of them end at 3000 × 34 × 10/3 = 340,000 ps;
+// rounded one by one (113 ps each) they ended at 339,000 ps, 0.3 % faster
+// than the link can carry. 4x FDR: 4 × 14.0625 Gb/s × 64/66 = 600/11 Gb/s,
+// a byte 440/3 ps; a 2-byte payload is 26 + 2 + 2 = 30 bytes = 4400 ps
+// exactly, a 1-byte one 26 + 1 + 3 = 30 as well, so use 5 bytes: 26 + 5 + 3
+// = 34 bytes = 14960/3 = 4986.67 ps, and 3000 end at 14,960,000 ps.
+func TestBackToBackWireTimeIsExact(t *testing.T) {
+	for _, tc := range []struct {
+		gen     Generation
+		lanes   int
+		payload int
+		perPkt  [2]ib.PS // the exact time lies between
+		end     ib.PS
+	}{
+		{XDR, 12, 6, [2]ib.PS{113, 114}, 340_000},
+		{FDR, 4, 5, [2]ib.PS{4986, 4987}, 14_960_000},
+	} {
+		t.Run(fmt.Sprintf("%s-%dx", tc.gen, tc.lanes), func(t *testing.T) {
+			const n = 3000
+			s := components.NewSim()
+			src := &greedy{s: s, payload: tc.payload, left: n}
+			pc := PortConfig{VLs: 1, BufferBlocks: 2048, FCRefresh: ib.Second}
+			a := NewPort(s, src, "Test.Src.Port[1]", 1, pc)
+			b := NewPort(s, releaser{}, "Test.Sink.Port[1]", 1, pc)
+			src.p = a
+			Connect(a, b, NewTiming(tc.gen, tc.lanes, 0, 2, CopperPsPerM))
+			src.PortReady(a)
+			s.StopAt(100 * ib.Microsecond)
+			require.NoError(t, s.Run())
+			require.Len(t, src.tails, n)
+			assert.Equal(t, tc.end, src.tails[n-1], "the last tail leaves at exactly n × bytes × 8 / rate")
+			assert.Equal(t, tc.end, a.Stats.BusyPS, "the wire was busy all along")
+			prev := ib.PS(0)
+			for i, tail := range src.tails {
+				d := tail - prev
+				assert.True(t, d == tc.perPkt[0] || d == tc.perPkt[1], "packet %d took %d ps", i, d)
+				prev = tail
+			}
+		})
+	}
 }
