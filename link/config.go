@@ -3,6 +3,7 @@ package link
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/hcasim/hcasim/ib"
@@ -102,6 +103,14 @@ func (c *Config) Validate(prefix string) error {
 	if c.FEC != "default" {
 		if _, ok := fecCodewordBits[FEC(c.FEC)]; !ok {
 			return fmt.Errorf("%s.fec: %q is not a FEC mode (default, %s)", prefix, c.FEC, strings.Join(FECNames, ", "))
+		}
+		if modes := FECModes(g); !slices.Contains(modes, FEC(c.FEC)) {
+			names := make([]string, len(modes))
+			for i, m := range modes {
+				names[i] = string(m)
+			}
+			return fmt.Errorf("%s.fec: %s is not a FEC mode of %s links (default, %s; link.fec_latency_ns sets the FEC latency)",
+				prefix, c.FEC, g, strings.Join(names, ", "))
 		}
 	}
 	if !(c.FECLatencyNs <= 100000) { // NaN fails too

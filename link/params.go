@@ -87,6 +87,24 @@ var fecCodewordBits = map[FEC]int64{FECNone: 0, FECRS528: 5280, FECRS544: 5440, 
 // FECNames lists FEC modes for messages.
 var FECNames = []string{"none", "rs528", "rs544", "llrs271"}
 
+// genFECs lists, per generation, the FEC modes whose parity the
+// generation's data rate (GenInfo's encoding efficiency) is right for.
+// SDR–FDR: no RS code (8b/10b, 64b/66b as is). EDR: none, or RS(528,514)
+// and LL RS(271,257), which mlxlink reports on EDR at the same 25.78125 Gb/s
+// lane rate (RS(528,514) carries exactly the 64b/66b payload: 80 × 66-bit
+// blocks in 5280 bits). HDR–XDR: RS(544,514) only, which the 16/17
+// efficiency already counts; PAM4 lanes run with it (ib-facts.md §1), and
+// "none" would charge its parity without its latency. A link without FEC
+// latency is link.fec_latency_ns: 0.
+var genFECs = map[Generation][]FEC{
+	SDR: {FECNone}, DDR: {FECNone}, QDR: {FECNone}, FDR10: {FECNone}, FDR: {FECNone},
+	EDR: {FECNone, FECRS528, FECLLRS271},
+	HDR: {FECRS544}, NDR: {FECRS544}, XDR: {FECRS544},
+}
+
+// FECModes returns the FEC modes gen may run (besides "default").
+func FECModes(gen Generation) []FEC { return genFECs[gen] }
+
 // Timing is a link direction's derived timing, all integer picoseconds.
 type Timing struct {
 	Lanes int32
