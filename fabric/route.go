@@ -3,58 +3,69 @@ package fabric
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 )
 
 const unreached = int32(-1)
 
-// rankSwitches ranks the switches by breadth-first search from the roots over
-// switch-to-switch cables, as OpenSM's updn engine does (doc/current-routing.txt,
-// "Ranking process"). The roots are the switches marked Root; when none is
-// marked, the switches farthest from their nearest host (a fat tree's top tier;
-// every switch of a ring). Hosts rank one below the deepest switch.
-func (s *Subnet) rankSwitches() error {
+// rootSwitches returns the switches the up/down ranking starts from: those
+// marked Root or, when none is marked, the switches farthest from their
+// nearest host (a fat tree's top tier; every switch of a ring). auto says
+// the roots were picked that way rather than given.
+func (s *Subnet) rootSwitches() (roots []int, auto bool) {
 	t := s.Topo
-	s.rank = make([]int, len(t.Nodes))
 	switches := t.Switches()
-	if len(switches) == 0 {
-		return nil
-	}
-	var roots []int
 	for _, n := range switches {
 		if t.Nodes[n].Root {
 			roots = append(roots, n)
 		}
 	}
-	if len(roots) == 0 {
-		// Distance from every switch to its nearest host.
-		hd := make([]int32, len(t.Nodes))
-		for i := range hd {
-			hd[i] = unreached
-		}
-		var queue []int
-		for _, h := range t.Hosts() {
-			hd[h] = 0
-			queue = append(queue, h)
-		}
-		for len(queue) > 0 {
-			x := queue[0]
-			queue = queue[1:]
-			for p := 1; p <= t.Nodes[x].Ports; p++ {
-				if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Switch && hd[q.Node] == unreached {
-					hd[q.Node] = hd[x] + 1
-					queue = append(queue, q.Node)
-				}
+	if len(roots) > 0 || len(switches) == 0 {
+		return roots, false
+	}
+	// Distance from every switch to its nearest host.
+	hd := make([]int32, len(t.Nodes))
+	for i := range hd {
+		hd[i] = unreached
+	}
+	var queue []int
+	for _, h := range t.Hosts() {
+		hd[h] = 0
+		queue = append(queue, h)
+	}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for p := 1; p <= t.Nodes[x].Ports; p++ {
+			if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Switch && hd[q.Node] == unreached {
+				hd[q.Node] = hd[x] + 1
+				queue = append(queue, q.Node)
 			}
 		}
-		far := int32(0)
-		for _, n := range switches {
-			far = max(far, hd[n])
+	}
+	far := int32(0)
+	for _, n := range switches {
+		far = max(far, hd[n])
+	}
+	for _, n := range switches {
+		if hd[n] == far {
+			roots = append(roots, n)
 		}
-		for _, n := range switches {
-			if hd[n] == far {
-				roots = append(roots, n)
-			}
-		}
+	}
+	return roots, true
+}
+
+// rankSwitches ranks the switches by breadth-first search from roots over
+// switch-to-switch cables, as OpenSM's updn engine does
+// (doc/current-routing.txt, "Ranking process"). Hosts rank one below the
+// deepest switch.
+func (s *Subnet) rankSwitches(roots []int) error {
+	t := s.Topo
+	s.roots = roots
+	s.rank = make([]int, len(t.Nodes))
+	switches := t.Switches()
+	if len(switches) == 0 {
+		return nil
 	}
 	for i := range s.rank {
 		s.rank[i] = -1
@@ -85,6 +96,11 @@ func (s *Subnet) rankSwitches() error {
 	}
 	return nil
 }
+
+// noRouteError is a switch left without a legal route to a destination.
+type noRouteError struct{ msg string }
+
+func (e *noRouteError) Error() string { return e.msg }
 
 // isUp reports whether the hop from node x to its neighbour m goes up: toward
 // a lower rank, or, between switches of equal rank, toward the lower node
@@ -173,7 +189,15 @@ func (s *Subnet) route(o SubnetOptions) error {
 			}
 			cands := r.candidates(x, d)
 			if len(cands) == 0 {
-				return fmt.Errorf("subnet: %s routing: %s has no route to %s", o.Routing, t.Nodes[x].Name, t.Nodes[d].Name)
+				if !r.upDown {
+					return &noRouteError{fmt.Sprintf("subnet: %s routing: %s has no route to %s", o.Routing, t.Nodes[x].Name, t.Nodes[d].Name)}
+				}
+				names := make([]string, len(s.roots))
+				for i, n := range s.roots {
+					names[i] = t.Nodes[n].Name
+				}
+				return &noRouteError{fmt.Sprintf("subnet: %s routing: %s has no up*/down* route to %s from the root switches %s (a route climbs toward them, then descends; mark one root, e.g. a root line in the topology file)",
+					o.Routing, t.Nodes[x].Name, t.Nodes[d].Name, strings.Join(names, ", "))}
 			}
 			p := r.choose(x, d, cands)
 			s.lft[x][lid] = uint16(p)

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -299,4 +300,70 @@ func TestRoutingErrors(t *testing.T) {
 	assert.EqualError(t, err, `topology.routing: "ftree" is not a routing engine (minhop, dmodk, updown, random)`)
 	_, err = NewSubnet(ring, SubnetOptions{Routing: RoutingMinHop, VLs: 3})
 	assert.ErrorContains(t, err, "3 is not a VL count")
+}
+
+// TestUpDownAutoRootsStubSwitches routes a fabric whose automatically chosen
+// roots cannot serve it. Two switches, each with one host, are cabled
+// together, and each carries a spare switch with no hosts:
+//
+//	Stub[0] — Switch[0] — Switch[1] — Stub[1]
+//	             |            |
+//	          Host[0]      Host[1]
+//
+// The stubs are the switches farthest from any host (2 hops), so both would
+// be roots (rank 0) and both Switch[0] and Switch[1] rank 1; the hop between
+// them goes up toward the lower node index. Stub[1]'s only hop is down, to
+// Switch[1], which reaches Host[0] only by going up to Switch[0]: down then
+// up, illegal, so Stub[1] would have no route. With one root every switch
+// climbs its breadth-first parents to it and descends the same tree, so
+// every pair has a route; marking two roots by hand keeps the error, which
+// then names the roots.
+func TestUpDownAutoRootsStubSwitches(t *testing.T) {
+	const src = `
+switch Fabric.Switch[0] 3
+switch Fabric.Switch[1] 3
+switch Fabric.Stub[0] 1
+switch Fabric.Stub[1] 1
+host Fabric.Host[0]
+host Fabric.Host[1]
+cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]
+cable Fabric.Host[1].Port[1] Fabric.Switch[1].Port[1]
+cable Fabric.Switch[0].Port[2] Fabric.Switch[1].Port[2]
+cable Fabric.Switch[0].Port[3] Fabric.Stub[0].Port[1]
+cable Fabric.Switch[1].Port[3] Fabric.Stub[1].Port[1]
+`
+	topo, err := ParseTopology(strings.NewReader(src), "stubs.topo", testCable)
+	require.NoError(t, err)
+	stub0, _ := topo.Lookup("Fabric.Stub[0]")
+	stub1, _ := topo.Lookup("Fabric.Stub[1]")
+	sw0, _ := topo.Lookup("Fabric.Switch[0]")
+	sw1, _ := topo.Lookup("Fabric.Switch[1]")
+	sn, err := NewSubnet(topo, SubnetOptions{Routing: RoutingUpDown, VLs: 1})
+	require.NoError(t, err)
+	// One root, Stub[0] (the first of the two in node order), then breadth
+	// first: Switch[0] 1, Switch[1] 2, Stub[1] 3.
+	assert.Equal(t, 0, sn.Rank(stub0))
+	assert.Equal(t, 1, sn.Rank(sw0))
+	assert.Equal(t, 2, sn.Rank(sw1))
+	assert.Equal(t, 3, sn.Rank(stub1))
+	for _, a := range sn.Hosts() {
+		for _, b := range sn.Hosts() {
+			if a != b {
+				_, err := sn.Path(a, b)
+				assert.NoError(t, err)
+			}
+		}
+	}
+	// Every switch routes every host LID (its table is complete).
+	for _, x := range topo.Switches() {
+		for i := range sn.Hosts() {
+			assert.NotEqual(t, NoPort, sn.Egress(x, sn.HostLID(i)), "%s to host %d", topo.Nodes[x].Name, i)
+		}
+	}
+	assert.NoError(t, sn.CheckDeadlock(nil))
+
+	topo.Nodes[stub0].Root = true
+	topo.Nodes[stub1].Root = true
+	_, err = NewSubnet(topo, SubnetOptions{Routing: RoutingUpDown, VLs: 1})
+	assert.EqualError(t, err, "subnet: updown routing: Fabric.Stub[1] has no up*/down* route to Fabric.Host[0] from the root switches Fabric.Stub[0], Fabric.Stub[1] (a route climbs toward them, then descends; mark one root, e.g. a root line in the topology file)")
 }

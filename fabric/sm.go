@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -88,6 +89,7 @@ type Subnet struct {
 	nodeOf    []int32  // LID → node, -1 if unassigned; len = max LID + 1
 	lft       [][]uint16
 	rank      []int // node → up/down rank (0 = root); hosts rank below every switch
+	roots     []int // the switches of rank 0
 	sl2vl     []sl2vlPorts
 }
 
@@ -108,10 +110,26 @@ func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
 	if err := s.assignLIDs(); err != nil {
 		return nil, err
 	}
-	if err := s.rankSwitches(); err != nil {
+	roots, auto := s.rootSwitches()
+	if err := s.rankSwitches(roots); err != nil {
 		return nil, err
 	}
-	if err := s.route(o); err != nil {
+	err := s.route(o)
+	var noRoute *noRouteError
+	if err != nil && auto && len(roots) > 1 && errors.As(err, &noRoute) {
+		// Roots picked as "the switches farthest from any host" serve a
+		// tree, whose top tier every switch can climb to and descend from.
+		// Off a tree they may not: a switch that climbs to one root may find
+		// no down path from it to the destination's switch. One root always
+		// serves: every switch climbs its breadth-first parents to it and
+		// descends the same tree to any other switch. So fall back to the
+		// first of them.
+		if err := s.rankSwitches(roots[:1]); err != nil {
+			return nil, err
+		}
+		err = s.route(o)
+	}
+	if err != nil {
 		return nil, err
 	}
 	def := DefaultSL2VL(o.VLs)
