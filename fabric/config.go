@@ -121,6 +121,9 @@ func (c *Config) Validate() error {
 		if t := c.Switch.SL2VLTable(); t[c.Workload.SL&0xF] == ib.ManagementVL {
 			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", c.Workload.SL, c.Switch.VLs)
 		}
+		if t := c.Switch.SL2VLTable(); hcaDriven(c.Workload.Kind) && t[0] == ib.ManagementVL {
+			return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls %d)", c.Workload.Kind, c.Switch.VLs)
+		}
 	}
 	if c.Sim.Engine != components.EngineHcasim && c.Sim.Engine != components.EngineAkita {
 		return fmt.Errorf("sim.engine: %q is not an engine (hcasim, akita)", c.Sim.Engine)
@@ -218,6 +221,26 @@ func (c *Config) windowEnd() (end ib.PS, ok bool) {
 		return 0, false
 	}
 	return ib.PS(w.WarmupNs*1000) + ib.PS(w.MeasureNs*1000), true
+}
+
+// hcaDriven reports whether a workload kind runs on HCAs, which send every
+// packet on SL 0 (workload.sl is the background traffic's, for perftest).
+func hcaDriven(kind string) bool {
+	return kind == "perftest" || kind == "allreduce" || kind == "alltoall"
+}
+
+// wireSLs returns the service levels the run's packets carry: the workload's
+// SL for packet endpoints, SL 0 for HCAs, and both for a perftest with
+// background traffic.
+func (c *Config) wireSLs() []uint8 {
+	w := &c.Workload
+	if !hcaDriven(w.Kind) {
+		return []uint8{uint8(w.SL)}
+	}
+	if w.Kind == "perftest" && w.Background && w.SL != 0 {
+		return []uint8{0, uint8(w.SL)}
+	}
+	return []uint8{0}
 }
 
 func isSynthetic(kind string) bool {

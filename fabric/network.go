@@ -41,11 +41,12 @@ func BuildNetwork(cfg *Config, s *components.Sim, seed uint64,
 }
 
 // ConfigureFabric builds the topology and runs the subnet manager and the
-// deadlock check, as the switches' SL-to-VL table routes the workload's SL.
+// deadlock check, as the switches' SL-to-VL table routes every SL the run
+// sends on (workload.sl for packet endpoints, SL 0 for HCAs).
 func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 	sl2vl := SL2VLTable(cfg.Switch.SL2VLTable())
 	topo, sub, err := cfg.Topology.BuildFabric(cfg.Switch.Radix, hostCable(cfg),
-		SubnetOptions{Seed: seed, VLs: cfg.Switch.VLs, SL2VL: &sl2vl}, []uint8{uint8(cfg.Workload.SL)})
+		SubnetOptions{Seed: seed, VLs: cfg.Switch.VLs, SL2VL: &sl2vl}, cfg.wireSLs())
 	if err != nil {
 		return nil, nil, &UnsupportedError{Msg: err.Error()}
 	}

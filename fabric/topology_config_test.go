@@ -210,3 +210,38 @@ func TestRefreshMustLeaveTheWire(t *testing.T) {
 	_, err = Load(nil, append(base, "link.fc_refresh_ns=720"))
 	assert.NoError(t, err)
 }
+
+// TestHCASL0ToDropVLRefused: HCAs send every packet on SL 0 (workload.sl is
+// only the perftest background's), so a switch.sl2vl that drops SL 0 would
+// lose every perftest or collective packet, and the run would only end at
+// sim.max_time_ns with nothing completed. It is refused before the run,
+// whatever workload.sl says; the deadlock check follows SL 0 for the HCAs.
+func TestHCASL0ToDropVLRefused(t *testing.T) {
+	drop0 := "switch.sl2vl=[15,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
+	base := []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "switch.vls=2",
+		"hca.profile=cx7", "workload.sl=1", drop0}
+	for _, kind := range []string{"perftest", "allreduce", "alltoall"} {
+		_, err := Load(nil, append(base, "workload.kind="+kind))
+		assert.EqualError(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind "+kind+
+			" send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls 2)")
+	}
+	// Packet endpoints send on workload.sl, SL 1 here, which the table
+	// keeps on VL 1: nothing is dropped.
+	_, err := Load(nil, append(base, "workload.kind=uniform", "workload.measure_ns=1000"))
+	assert.NoError(t, err)
+
+	for _, tc := range []struct {
+		kind       string
+		background bool
+		want       []uint8
+	}{
+		{"uniform", false, []uint8{3}},
+		{"perftest", false, []uint8{0}},
+		{"perftest", true, []uint8{0, 3}},
+		{"allreduce", false, []uint8{0}},
+	} {
+		c := Defaults()
+		c.Workload.Kind, c.Workload.SL, c.Workload.Background = tc.kind, 3, tc.background
+		assert.Equal(t, tc.want, c.wireSLs(), "%s background %v", tc.kind, tc.background)
+	}
+}
