@@ -29,6 +29,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	line := 0
+	var nodeLine, cableLine []int // the line that declared each node, each cable
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
 	}
@@ -50,6 +51,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			if _, err := t.AddHost(f[1]); err != nil {
 				return nil, fail("%v", err)
 			}
+			nodeLine = append(nodeLine, line)
 		case "switch":
 			if len(f) != 3 {
 				return nil, fail("switch takes a name and a port count (switch NAME PORTS), got %d fields", len(f)-1)
@@ -61,13 +63,17 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			if _, err := t.AddSwitch(f[1], ports); err != nil {
 				return nil, fail("%v", err)
 			}
+			nodeLine = append(nodeLine, line)
 		case "root":
 			if len(f) != 2 {
 				return nil, fail("root takes one switch name (root NAME), got %d fields", len(f)-1)
 			}
 			n, ok := t.Lookup(f[1])
-			if !ok || t.Nodes[n].Kind != Switch {
+			if !ok {
 				return nil, fail("root %s: no switch of that name is declared above", f[1])
+			}
+			if t.Nodes[n].Kind != Switch {
+				return nil, fail("root %s: is a host (line %d); a root is a switch", f[1], nodeLine[n])
 			}
 			t.Nodes[n].Root = true
 		case "cable":
@@ -98,6 +104,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			if err := t.Connect(a, b, spec.LengthM, spec.Medium); err != nil {
 				return nil, fail("%v", err)
 			}
+			cableLine = append(cableLine, line)
 		default:
 			return nil, fail("%q is not a statement (host, switch, root, cable)", f[0])
 		}
@@ -106,6 +113,15 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
 	}
 	if err := t.Check(); err != nil {
+		// Name the line that declared what the error is about.
+		if ce, ok := err.(*CheckError); ok {
+			switch {
+			case ce.Node >= 0:
+				return nil, fmt.Errorf("%s:%d: %v", name, nodeLine[ce.Node], err)
+			case ce.Cable >= 0:
+				return nil, fmt.Errorf("%s:%d: %v", name, cableLine[ce.Cable], err)
+			}
+		}
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	return t, nil

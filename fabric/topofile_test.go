@@ -71,9 +71,15 @@ func TestTopologyFileErrors(t *testing.T) {
 			"t.topo:4: cable: Fabric.Switch[0].Port[3] to Fabric.Switch[0].Port[4] loops back into Fabric.Switch[0]; a cable must join two different nodes"},
 		{"cabled to itself", head + "cable Fabric.Switch[0].Port[3] Fabric.Switch[0].Port[3]\n",
 			"t.topo:4: cable: Fabric.Switch[0].Port[3] is cabled to itself"},
-		{"root not switch", head + "root Fabric.Host[0]\n", "t.topo:4: root Fabric.Host[0]: no switch of that name is declared above"},
-		{"unconnected", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\n", "t.topo: Fabric.Host[1].Port[1] has no cable"},
-		{"one host", "host Fabric.Host[0]\n", "t.topo: topology has 1 hosts; at least 2 are needed"},
+		{"root not switch", head + "root Fabric.Host[0]\n", "t.topo:4: root Fabric.Host[0]: is a host (line 2); a root is a switch"},
+		{"root undeclared", head + "root Fabric.Switch[7]\n", "t.topo:4: root Fabric.Switch[7]: no switch of that name is declared above"},
+		{"unconnected", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\n", "t.topo:3: Fabric.Host[1].Port[1] has no cable"},
+		{"one host", "host Fabric.Host[0]\n", "t.topo: topology has 1 host; at least 2 are needed"},
+		// An island of a switch and a host, declared at lines 6 and 7.
+		{"unreachable", head + cables + "switch Fabric.Switch[1] 4\nhost Fabric.Host[2]\ncable Fabric.Host[2].Port[1] Fabric.Switch[1].Port[1]\n",
+			"t.topo:6: Fabric.Switch[1] cannot be reached from Fabric.Host[0]"},
+		{"host to host", head + "host Fabric.Host[2]\ncable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\ncable Fabric.Host[1].Port[1] Fabric.Host[2].Port[1]\n",
+			"t.topo:6: cable Fabric.Host[1].Port[1] to Fabric.Host[2].Port[1] joins two hosts in a fabric of 3 hosts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

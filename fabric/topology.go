@@ -240,24 +240,36 @@ func (t *Topology) ofKind(k NodeKind) []int {
 	return out
 }
 
+// CheckError is what Check reports: the message and the node or cable it is
+// about (-1 when none), so a topology file can name the line that declared
+// it.
+type CheckError struct {
+	Msg   string
+	Node  int // index into Nodes, or -1
+	Cable int // index into Cables, or -1
+}
+
+func (e *CheckError) Error() string { return e.Msg }
+
 // Check reports a topology the subnet manager cannot route: no hosts, a host
-// without a cable, or a part of the fabric that cannot reach the rest.
+// without a cable, or a part of the fabric that cannot reach the rest. The
+// error is a *CheckError.
 func (t *Topology) Check() error {
 	hosts := t.Hosts()
 	if len(hosts) < 2 {
-		return fmt.Errorf("topology has %d hosts; at least 2 are needed", len(hosts))
+		return &CheckError{Msg: fmt.Sprintf("topology has %s; at least 2 are needed", plural(len(hosts), "host")), Node: -1, Cable: -1}
 	}
 	for _, h := range hosts {
 		if _, ok := t.Peer(PortRef{h, 1}); !ok {
-			return fmt.Errorf("%s has no cable", t.PortName(PortRef{h, 1}))
+			return &CheckError{Msg: fmt.Sprintf("%s has no cable", t.PortName(PortRef{h, 1})), Node: h, Cable: -1}
 		}
 	}
 	if len(hosts) > 2 {
 		// Back-to-back hosts are a topology of their own; inside a larger
 		// fabric two hosts cabled together could not reach anyone else.
-		for _, c := range t.Cables {
+		for i, c := range t.Cables {
 			if t.Nodes[c.A.Node].Kind == Host && t.Nodes[c.B.Node].Kind == Host {
-				return fmt.Errorf("cable %s to %s joins two hosts in a fabric of %d hosts", t.PortName(c.A), t.PortName(c.B), len(hosts))
+				return &CheckError{Msg: fmt.Sprintf("cable %s to %s joins two hosts in a fabric of %d hosts", t.PortName(c.A), t.PortName(c.B), len(hosts)), Node: -1, Cable: i}
 			}
 		}
 	}
@@ -281,7 +293,7 @@ func (t *Topology) Check() error {
 	}
 	for i, s := range seen {
 		if !s {
-			return fmt.Errorf("%s cannot be reached from %s", t.Nodes[i].Name, t.Nodes[hosts[0]].Name)
+			return &CheckError{Msg: fmt.Sprintf("%s cannot be reached from %s", t.Nodes[i].Name, t.Nodes[hosts[0]].Name), Node: i, Cable: -1}
 		}
 	}
 	return nil
