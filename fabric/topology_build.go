@@ -195,8 +195,10 @@ func FatTree3Size(radix, hosts int) (FatTree3Shape, error) {
 	sh.Half = radix / 2
 	perPod := sh.Half * sh.Half
 	maxHosts := radix * perPod
+	given := fmt.Sprint(hosts)
 	if hosts == 0 {
 		hosts = maxHosts
+		given = fmt.Sprintf("0 (a full tree, %d hosts)", hosts)
 	}
 	if hosts < 2 || hosts > maxHosts {
 		return sh, fmt.Errorf("topology.hosts: %d does not fit a three-level fat tree of radix %d (2..%d = k³/4)", hosts, radix, maxHosts)
@@ -204,6 +206,19 @@ func FatTree3Size(radix, hosts int) (FatTree3Shape, error) {
 	sh.Hosts = hosts
 	sh.Pods = (hosts + perPod - 1) / perPod
 	sh.Cores = perPod
+	// Every host and switch takes one unicast LID (LMC 0); the largest trees
+	// need more than the range holds (radix 64: 65536 hosts + 5120 switches).
+	if lids := hosts + sh.Pods*radix + sh.Cores; lids > LastUnicastLID {
+		fit := 0
+		for pods := 1; pods <= radix; pods++ {
+			h := min(pods*perPod, LastUnicastLID-pods*radix-sh.Cores)
+			if h > (pods-1)*perPod {
+				fit = h
+			}
+		}
+		return sh, fmt.Errorf("topology.hosts: %s in a three-level fat tree of radix %d need %d LIDs with the tree's %d switches, more than the unicast range 0x0001-0xBFFF (%d) holds (at most %d hosts at this radix)",
+			given, radix, lids, sh.Pods*radix+sh.Cores, LastUnicastLID, fit)
+	}
 	return sh, nil
 }
 

@@ -92,6 +92,20 @@ func TestFatTree3Size(t *testing.T) {
 	assert.EqualError(t, err, "topology.radix: 7 must be even and in 2..256 for a three-level fat tree")
 	_, err = FatTree3Size(4, 17)
 	assert.EqualError(t, err, "topology.hosts: 17 does not fit a three-level fat tree of radix 4 (2..16 = k³/4)")
+
+	// Every node takes a unicast LID, 1..0xBFFF = 49151 of them. Radix 64
+	// full: 64 pods × 1024 hosts = 65536 hosts, 64 pods × (32 leaves + 32
+	// spines) + 32² cores = 5120 switches, 70656 LIDs. With p pods the
+	// hosts can be at most 49151 − 64p − 1024 and must need p pods (more
+	// than 1024(p−1)): p = 45 gives 45247 (> 45056), p = 46 gives 45183
+	// (< 46080, so 45 pods would do), so 45247 hosts is the most.
+	_, err = FatTree3Size(64, 0)
+	assert.EqualError(t, err, "topology.hosts: 0 (a full tree, 65536 hosts) in a three-level fat tree of radix 64 need 70656 LIDs with the tree's 5120 switches, more than the unicast range 0x0001-0xBFFF (49151) holds (at most 45247 hosts at this radix)")
+	sh, err = FatTree3Size(64, 45247)
+	require.NoError(t, err)
+	assert.Equal(t, 45, sh.Pods)
+	_, err = FatTree3Size(64, 45248)
+	assert.ErrorContains(t, err, "need 49152 LIDs")
 }
 
 func TestNamesAndWiring(t *testing.T) {
