@@ -123,6 +123,9 @@ func (c *TopologyConfig) Validate() error {
 		file   = func() error {
 			return unused("file", fmt.Sprintf("%q", c.File), c.File != "", "set topology.kind: file to use it")
 		}
+		cableLen = func(why string) error {
+			return unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why)
+		}
 		oversb = func(why string) error {
 			return unused("oversubscription", c.Oversubscription, c.Oversubscription != 1, why)
 		}
@@ -133,9 +136,11 @@ func (c *TopologyConfig) Validate() error {
 		if c.Hosts != 0 && c.Hosts != 2 {
 			return fmt.Errorf("topology.hosts: %d hosts cannot be back to back (0 or 2)", c.Hosts)
 		}
-		err = firstErr(leaves("no switches"), spines("no switches"), oversb("no switches"), file())
+		err = firstErr(unused("radix", c.Radix, c.Radix != 0, "no switches"), leaves("no switches"), spines("no switches"),
+			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file())
 	case KindSingleSwitch:
-		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"), file())
+		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"),
+			cableLen("one switch, so no switch-to-switch cables; host cables take link.length_m"), file())
 	case KindFatTree2:
 		err = file()
 	case KindFatTree3:

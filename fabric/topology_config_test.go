@@ -100,6 +100,11 @@ func TestTopologyConfigErrors(t *testing.T) {
 		{with(func(c *TopologyConfig) { c.Radix = 300 }), "topology.radix: 300 is out of range (0 = switch.radix, 2..256)"},
 		{with(func(c *TopologyConfig) { c.Oversubscription = 0 }), "topology.oversubscription: 0 is out of range (above 0, up to 255; 1 = non-blocking)"},
 		{with(func(c *TopologyConfig) { c.CableLengthM = -2 }), "topology.cable_length_m: -2 is out of range (0 = link.length_m, up to 100000 m)"},
+		// Knobs that would change nothing on a shape without switch-to-switch
+		// cables, or without switches, were silently ignored.
+		{with(func(c *TopologyConfig) { c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind back-to-back does not use it (no switches; the host cable takes link.length_m)"},
+		{with(func(c *TopologyConfig) { c.Radix = 8 }), "topology.radix: 8 is set, but topology.kind back-to-back does not use it (no switches)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind single-switch does not use it (one switch, so no switch-to-switch cables; host cables take link.length_m)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFatTree2; c.File = "x.topo" }), `topology.file: "x.topo" is set, but topology.kind fat-tree-2 does not use it (set topology.kind: file to use it)`},
