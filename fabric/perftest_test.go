@@ -88,7 +88,7 @@ func TestPerftestBackgroundPatternErrors(t *testing.T) {
 			"workload.background_pattern: bitcomp needs a power-of-two number of background hosts, the fabric has 14 besides the two perftest hosts"},
 		{[]string{"workload.background_pattern=shift", "workload.shift=14"},
 			"workload.shift: 14 is a multiple of the 14 background hosts, so every host would send to itself"},
-		{[]string{"topology.kind=single-switch", "topology.hosts=3"},
+		{[]string{"topology.kind=single-switch", "topology.cable_length_m=0", "topology.hosts=3"},
 			"workload.background_pattern: uniform needs at least 2 background hosts, the fabric has 1 besides the two perftest hosts"},
 	} {
 		l, err := Load(yaml, append([]string{"sweep={}"}, tc.set...))
