@@ -30,7 +30,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if f.out == "" && f.shard == "" {
 		// A sweep's answer is its files and plots as much as its table: write
 		// them by default, under hcasim-out/<config name>.
-		f.out = defaultOutDir(l.Config.Name)
+		f.out = defaultOutDir(outName(l.Config.Name, f.config))
 		defaultOut = true
 	}
 	pins := sweep.PinnedKeys(f.sets)
@@ -237,6 +237,18 @@ func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
 
 // defaultOutDir is a sweep's --out when none is given: hcasim-out/<name>,
 // with the name reduced to letters, digits, '-', '_' and '.'.
+// outName is what a sweep's default output directory is named after: the
+// config's name, or, for a config that sets none (fabric's "default"), its
+// file's name without the extension, so that two unnamed configs do not
+// write (and clear) one directory.
+func outName(name, configPath string) string {
+	if name != "default" || configPath == "" {
+		return name
+	}
+	base := filepath.Base(configPath)
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
 func defaultOutDir(name string) string {
 	clean := strings.Map(func(r rune) rune {
 		switch {

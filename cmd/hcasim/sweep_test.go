@@ -615,14 +615,35 @@ func TestErrorsNameTheirSourceOnce(t *testing.T) {
 
 	// A sweep's default output directory is no --out the user gave; it is
 	// checked before the run all the same. sweepConfig has no name: its
-	// directory is hcasim-out/default.
+	// directory is named after its file, hcasim-out/sizing.
 	t.Chdir(t.TempDir())
 	require.NoError(t, os.Mkdir("hcasim-out", 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join("hcasim-out", "default"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join("hcasim-out", "sizing"), nil, 0o644))
 	code, stdout, stderr := run("-config", cfg)
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
-	assert.Equal(t, "hcasim: sweep: the default output directory: mkdir hcasim-out/default: not a directory (--out DIR to choose another)\n", stderr)
+	assert.Equal(t, "hcasim: sweep: the default output directory: mkdir hcasim-out/sizing: not a directory (--out DIR to choose another)\n", stderr)
+}
+
+// TestUnnamedConfigsGetTheirOwnDirectories: two sweeps whose configs set no
+// name wrote to one hcasim-out/default, and the second cleared the first's
+// results and plots; each now writes under its file's name, and a config
+// with a name keeps it.
+func TestUnnamedConfigsGetTheirOwnDirectories(t *testing.T) {
+	assert.Equal(t, "a", outName("default", "x/a.yaml"))
+	assert.Equal(t, "b.v2", outName("default", "/y/b.v2.yml"))
+	assert.Equal(t, "ndr-fattree-buffers", outName("ndr-fattree-buffers", "ndr.yaml"))
+	a := writeFile(t, "a.yaml", sweepConfig)
+	b := writeFile(t, "b.yaml", sweepConfig)
+	t.Chdir(t.TempDir())
+	for _, cfg := range []string{a, b} {
+		code, _, stderr := run("-config", cfg, "--quiet")
+		require.Equal(t, 0, code, stderr)
+	}
+	for _, dir := range []string{"a", "b"} {
+		_, err := os.Stat(filepath.Join("hcasim-out", dir, "results.csv"))
+		assert.NoError(t, err, "hcasim-out/%s/results.csv", dir)
+	}
 }
 
 // TestCollectiveSweepTable: a sweep of collectives shows their headline
