@@ -212,7 +212,7 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"absent field", []string{golden, changed, "--fields", "bogus"}, ExitError, "", `--fields: "bogus" is in no event of either trace (fields present: avail, bytes, cap, psn, qpn, status, vl, wqe)`},
 		{"present field", []string{golden, changed, "--fields", "bytes"}, ExitEquivalent, "EQUIVALENT: 6 matched", ""},
 		{"bad flag", []string{golden, same, "--frobnicate"}, ExitError, "", "frobnicate"},
-		{"help", []string{"--help"}, 0, "", "usage: hcasim diff GOLDEN NEW"},
+		{"help", []string{"--help"}, 0, "usage: hcasim diff GOLDEN NEW", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -221,6 +221,16 @@ func TestDiffMainExitCodes(t *testing.T) {
 			assert.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 			assert.Contains(t, out.String(), c.stdout)
 			assert.Contains(t, errb.String(), c.stderr)
+			if code == ExitError {
+				// A user's error is one line on stderr, nothing on stdout.
+				assert.Equal(t, 1, strings.Count(errb.String(), "\n"), "%q", errb.String())
+				assert.Empty(t, out.String())
+			}
+			if c.name == "help" {
+				// Help goes to stdout, as every other --help does.
+				assert.Contains(t, out.String(), "--tolerance-ps")
+				assert.Empty(t, errb.String())
+			}
 		})
 	}
 }

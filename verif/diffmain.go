@@ -26,17 +26,19 @@ const (
 // ExitError. It never panics on any file content.
 func DiffMain(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("diff", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--context N]")
-		fs.PrintDefaults()
-	}
+	// Help goes to stdout, like every other --help; a bad flag is one line
+	// on stderr, without the usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	tol := fs.Int64("tolerance-ps", 0, "largest time difference, in picoseconds, at which two events still match")
 	fields := fs.StringSlice("fields", nil, "compare only these fields (default: all); kind and time are always compared")
 	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
 	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
+			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--context N]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
 			return ExitEquivalent // asked for help, got it
 		}
 		fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
