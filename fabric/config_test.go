@@ -107,3 +107,16 @@ func TestFCIntervalsRoundToPicoseconds(t *testing.T) {
 	assert.Equal(t, pc.FCMinInterval, l.Config.Link.FCMinInterval(), "the switches' value")
 	assert.Equal(t, pc.FCRefresh, l.Config.Link.FCRefresh())
 }
+
+// TestHCABufferErrorsSayWhatIsWrong: 262144 is a multiple of 64 but beyond
+// the 2048 credits (2048 × 64 = 131072 bytes) a 12-bit FCCL can advertise
+// ahead; the message used to say "is not a multiple of 64 bytes up to
+// 131072" of it. Each limit now has its own message.
+func TestHCABufferErrorsSayWhatIsWrong(t *testing.T) {
+	_, err := Load(nil, []string{"hca.vl_buffer_bytes=262144"})
+	assert.EqualError(t, err, "hca.vl_buffer_bytes: 262144 is more than 131072 (2048 credits, the 12-bit FCCL's reach)")
+	_, err = Load(nil, []string{"hca.vl_buffer_bytes=65000"})
+	assert.EqualError(t, err, "hca.vl_buffer_bytes: 65000 is not a multiple of 64 (one credit is 64 bytes)")
+	_, err = Load(nil, []string{"hca.vl_buffer_bytes=131072"})
+	assert.NoError(t, err)
+}
