@@ -16,5 +16,7 @@ func (h HCAHost) Attach(p *link.Port) { h.Device.Port = p }
 
 // NewHCAHost makes host index's HCA, named after the host.
 func NewHCAHost(s *components.Sim, cfg *Config, lid uint16, hostName string) HCAHost {
-	return HCAHost{hca.NewDevice(s, hostName+".HCA", lid, cfg.HCA)}
+	d := hca.NewDevice(s, hostName+".HCA", lid, cfg.HCA)
+	d.DataVL = cfg.Switch.SL2VLTable()[0] // HCAs send on SL 0
+	return HCAHost{d}
 }

@@ -1,11 +1,15 @@
 package fabric
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/configs"
 )
 
@@ -97,5 +101,54 @@ func TestPerftestBackgroundPatternErrors(t *testing.T) {
 		assert.EqualError(t, err, tc.want)
 		var un *UnsupportedError
 		assert.ErrorAs(t, err, &un, "a user's mistake, exit 2")
+	}
+}
+
+// TestHCAsSendOnTheirSLsVL: an HCA port maps SL to VL as a switch port does
+// (IBA's SLtoVLMappingTable exists on CA ports too; OpenSM programs both
+// from one QoS table). HCAs send every packet on SL 0, so with
+// switch.sl2vl putting SL 0 on VL 1 every packet on every link — the
+// hosts' links included, which used to carry them on VL 0 — is on VL 1, and
+// the run still completes with its data verified.
+func TestHCAsSendOnTheirSLsVL(t *testing.T) {
+	for _, test := range []string{"write_bw", "read_lat", "send_lat"} {
+		t.Run(test, func(t *testing.T) {
+			l, err := Load(nil, []string{"topology.kind=single-switch", "topology.hosts=2", "switch.vls=2",
+				"switch.sl2vl=[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", "workload.kind=perftest",
+				"workload.test=" + test, "workload.iterations=20"})
+			require.NoError(t, err)
+			vls := vlCount{}
+			m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+				for _, b := range s.Blocks {
+					b.AcceptHook(vls)
+				}
+			}})
+			require.NoError(t, err)
+			assert.Equal(t, true, m["data_verified"])
+			require.NotZero(t, vls["Host vl=1"], "the hosts sent nothing?")
+			assert.Equal(t, vlCount{"Host vl=1": vls["Host vl=1"], "Switch vl=1": vls["Switch vl=1"]}, vls)
+		})
+	}
+}
+
+// vlCount counts tx_start trace events by block kind (Host, Switch) and VL.
+type vlCount map[string]int
+
+func (c vlCount) Func(ctx sim.HookCtx) {
+	if ctx.Pos != components.HookPosTrace {
+		return
+	}
+	ev := ctx.Item.(*components.TraceEvent)
+	if ev.Kind != components.TraceTxStart {
+		return
+	}
+	kind := "Switch"
+	if strings.Contains(ev.Path, ".Host[") {
+		kind = "Host"
+	}
+	for _, f := range ev.Fields {
+		if f.Key == "vl" {
+			c[fmt.Sprintf("%s vl=%d", kind, f.Int)]++
+		}
 	}
 }

@@ -102,14 +102,18 @@ type Device struct {
 	stageValid, stageReady [NumStages]int64
 	stageTrace             bool // EnableStageTrace was called
 
-	Name  string
-	LID   uint16
-	Cfg   Config
-	Mem   *HostMemory
-	Alloc *Allocator
-	PCIe  *PCIe
-	Keys  KeyTable
-	Port  *link.Port
+	Name string
+	LID  uint16
+	// DataVL is the VL the port sends every packet on: the port's SL-to-VL
+	// table's entry for SL 0, the SL every packet of this HCA carries (a CA
+	// port maps SL to VL as a switch port does; OpenSM programs it alike).
+	DataVL uint8
+	Cfg    Config
+	Mem    *HostMemory
+	Alloc  *Allocator
+	PCIe   *PCIe
+	Keys   KeyTable
+	Port   *link.Port
 
 	s        *components.Sim
 	cycle    ib.PS
@@ -406,6 +410,7 @@ func (d *Device) trySend() {
 func (d *Device) newPacket(qp *QP) *ib.Packet {
 	pkt := d.s.NewPacket()
 	pkt.SLID, pkt.DLID = d.LID, qp.remoteLID
+	pkt.VL = d.DataVL
 	pkt.DestQP = qp.remoteQPN
 	pkt.InjectAt = d.s.Now()
 	return pkt
@@ -516,6 +521,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	pkt := d.s.NewPacket()
 	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
+	pkt.VL = d.DataVL
 	pkt.InjectAt = now
 	pkt.Opcode = ib.UDSendOnly
 	if w.Opcode == WRSendImm {
