@@ -160,7 +160,9 @@ func TestRetryAfterDroppedAck(t *testing.T) {
 	assert.Equal(t, int64(1), p.qa.Requester().Retries)
 	// Go-back-N resends all three packets: 6 request packets in all.
 	assert.Equal(t, int64(6), p.a.Counters.ReqPackets)
-	// The duplicates were acknowledged, not written again.
+	// The duplicates are acknowledged, not written again. Each draws an
+	// ACK of the last PSN; the first of them completes the WRITE, so at
+	// completion B has sent two ACKs: the lost one and that one.
 	assert.Equal(t, int64(9000), p.b.Counters.PayloadRx)
 	assert.Equal(t, int64(2), p.b.Counters.Acks)
 	// The completion comes after the timeout: 4.096 µs × 2^1.

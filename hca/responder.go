@@ -344,7 +344,12 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 }
 
 // duplicate answers a packet whose PSN is before ePSN (rxe
-// duplicate_request): SEND/WRITE get an ACK for the last PSN received. A
+// duplicate_request): every SEND/WRITE packet gets an ACK for the last PSN
+// received, AckReq or not ("Ack again", C9-105, as rxe has done since
+// "RDMA/rxe: Fix missing acks from responder"). A requester resending after
+// a timeout starts at its first unacknowledged PSN, often a packet with no
+// AckReq: the ACK tells it how far the responder got, so a message longer
+// than the timeout still advances. A
 // READ or atomic is answered only from its responder resource: a duplicate
 // READ must carry the original's R_Key and lie within the original's VA
 // range, and its region is checked again (it may have been deregistered
@@ -380,9 +385,7 @@ func (r *Responder) duplicate(pkt *ib.Packet, env ResponderEnv) RespAction {
 			r.ReadsInProgress++
 		}
 	default:
-		if pkt.AckReq {
-			a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, SynACKNoLimit, psnAdd(r.ePSN, -1), r.msn
-		}
+		a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, SynACKNoLimit, psnAdd(r.ePSN, -1), r.msn
 	}
 	return a
 }

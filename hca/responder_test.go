@@ -224,3 +224,49 @@ func TestWriteImmReportsWriteLength(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateWriteOrSendIsAlwaysAcked: a duplicate SEND or WRITE packet
+// draws an ACK of the last PSN received whether or not it asks for one, as
+// rxe_resp.c duplicate_request does ("Ack again", C9-105; the AckReq test
+// was dropped there by "RDMA/rxe: Fix missing acks from responder"). After a
+// timeout the requester resends from its first unacknowledged PSN, and
+// that PSN often lies before the responder's expected PSN in a packet with
+// no AckReq: the ACK tells the requester how far the responder got. The
+// duplicate itself is not placed again.
+func TestDuplicateWriteOrSendIsAlwaysAcked(t *testing.T) {
+	cfg := Defaults()
+	var kt KeyTable
+	mr := kt.Register(1, 0x1000, 0x1000, AccessRemoteWrite|AccessLocalWrite)
+	for _, send := range []bool{false, true} {
+		t.Run(fmt.Sprint("send=", send), func(t *testing.T) {
+			resp := NewResponder(&cfg, 256, 50)
+			env := &testEnv{kt: &kt, pd: 1, rq: []RecvWQE{{Addr: 0x1000, Length: 0x1000, LKey: mr.LKey}}}
+			ops := []ib.Opcode{ib.RDMAWriteFirst, ib.RDMAWriteMiddle, ib.RDMAWriteMiddle}
+			if send {
+				ops = []ib.Opcode{ib.SendFirst, ib.SendMiddle, ib.SendMiddle}
+			}
+			pkt := func(i int) *ib.Packet {
+				p := &ib.Packet{Opcode: ops[i], PSN: uint32(50 + i), PayloadLen: 256}
+				if i == 0 && !send {
+					p.RETH = ib.RETH{VA: 0x1000, RKey: mr.RKey, Length: 4 * 256}
+				}
+				return p
+			}
+			for i := range ops {
+				a := resp.Receive(pkt(i), env)
+				require.True(t, a.Write)
+				require.False(t, a.Ack, "no AckReq, no ACK")
+			}
+			for _, i := range []int{0, 1} {
+				a := resp.Receive(pkt(i), env)
+				assert.True(t, a.Drop)
+				assert.False(t, a.Write, "a duplicate is not placed again")
+				assert.False(t, a.RecvDone)
+				require.True(t, a.Ack, "duplicate PSN %d", 50+i)
+				assert.Equal(t, uint8(SynACKNoLimit), a.AckSyn)
+				assert.Equal(t, uint32(52), a.AckPSN, "the last PSN received")
+			}
+			assert.Equal(t, uint32(53), resp.ExpectedPSN())
+		})
+	}
+}
