@@ -158,7 +158,9 @@ func TestRetryAfterDroppedAck(t *testing.T) {
 	assert.Equal(t, int64(1), p.a.Counters.AcksDropped)
 	assert.Equal(t, int64(1), p.a.Counters.Timeouts)
 	assert.Equal(t, int64(1), p.qa.Requester().Retries)
-	// Go-back-N resends all three packets: 6 request packets in all.
+	// The only AckReq was on the last packet, whose ACK was lost: nothing
+	// of the message is acknowledged, so the timeout resends all three
+	// packets, 6 request packets in all.
 	assert.Equal(t, int64(6), p.a.Counters.ReqPackets)
 	// The duplicates are acknowledged, not written again. Each draws an
 	// ACK of the last PSN; the first of them completes the WRITE, so at
@@ -170,6 +172,121 @@ func TestRetryAfterDroppedAck(t *testing.T) {
 	got := make([]byte, len(src))
 	p.b.Mem.Read(p.bufB, got)
 	assert.Equal(t, src, got)
+}
+
+// TestTimeoutResendsOnlyUnacknowledged: with ack_req_every 4, a 12-packet
+// WRITE (48 KiB at a 4096-byte MTU, PSNs 0x10–0x1B) asks for ACKs on
+// packets 3, 7 and 11. Packets 9–11 are lost the first time. The responder
+// has 0–8: it ACKs 3 and 7 and, with no later packet to show it a gap,
+// sends no NAK. The ACK of 7 acknowledges packets 0–7, so the timeout
+// resends 8–11, four packets (16 request packets in all, where resending
+// the whole message made 24). 8 is a duplicate: it draws an ACK of 8 and is
+// not written again; 11 draws the last ACK. B sends 4 ACKs and writes each
+// of the 12 × 4096 bytes once.
+func TestTimeoutResendsOnlyUnacknowledged(t *testing.T) {
+	cfg := Defaults()
+	cfg.AckReqEvery = 4
+	cfg.RetryTimeout = 4 // 65.536 µs: far above the 0.5 m round trip
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	const n, mtu, first = 12, 4096, 0x10
+	src := make([]byte, n*mtu)
+	for i := range src {
+		src[i] = byte(i*5 + 3)
+	}
+	p.a.Mem.Write(p.bufA, src)
+	lost := map[uint32]bool{}
+	var acksFromB []uint32
+	tapB := tapPort(p.b)
+	tapB.drop = func(pkt *ib.Packet) bool {
+		i := pkt.PSN - first
+		if i >= 9 && !lost[i] {
+			lost[i] = true
+			return true
+		}
+		return false
+	}
+	tapA := tapPort(p.a)
+	tapA.drop = func(pkt *ib.Packet) bool {
+		if pkt.Opcode == ib.Acknowledge {
+			acksFromB = append(acksFromB, pkt.PSN-first)
+		}
+		return false
+	}
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 9, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA,
+		Length: n * mtu, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	var wcs [2]WC
+	k := 0
+	p.runUntil(t, func() bool { k += p.a.PollCQ(p.qa.SendCQ, wcs[k:]); return k > 0 })
+	require.Equal(t, 1, k)
+	assert.Equal(t, WCSuccess, wcs[0].Status)
+	assert.Equal(t, 3, tapB.dropped)
+	assert.Equal(t, int64(1), p.a.Counters.Timeouts)
+	assert.Equal(t, int64(1), p.qa.Requester().Retries)
+	assert.Equal(t, int64(n+4), p.a.Counters.ReqPackets, "12, then 8–11 again")
+	assert.Equal(t, []uint32{3, 7, 8, 11}, acksFromB)
+	assert.Equal(t, int64(4), p.b.Counters.Acks)
+	assert.Equal(t, int64(n*mtu), p.b.Counters.PayloadRx, "every byte written once")
+	got := make([]byte, len(src))
+	p.b.Mem.Read(p.bufB, got)
+	assert.Equal(t, src, got)
+}
+
+// TestShortTimerLongCableCompletes: the local ACK timeout is shorter than
+// the time a credit-limited message takes to send. Over 3 km of copper
+// (3,000 × 4.276 ns ≈ 12.8 µs each way, a credit round trip R ≈ 26 µs) the
+// 32 KiB receive buffer (512 credits) holds 7 of a 64 KiB message's 16
+// packets (4138 wire bytes, 65 credits each: 7 × 65 = 455 ≤ 512 < 8 × 65),
+// and the timer, 4.096 µs × 2¹ = 8.192 µs,
+// fires before any ACK can come back. Resending the whole message at each
+// timeout never got past packet 6: the run livelocked. Now each window of 7
+// packets goes out (time t), goes again when its credits return (t + R:
+// the timeouts in between rewound to its start), and those duplicates draw
+// ACKs of its last packet, which arrive at t + 2R with the credits of the
+// duplicates, just after the window went a third time; the next timeout
+// resends from the next window, when credits return at t + 3R. Packets
+// 0–6 and 7–13 take 3R each; 14–15 end with the LAST's AckReq, answered
+// one R later: the WRITE or SEND, posted at time 0, completes a little
+// after 7R, well before 8R.
+func TestShortTimerLongCableCompletes(t *testing.T) {
+	for _, op := range []WROpcode{WRRDMAWrite, WRSend} {
+		t.Run(op.String(), func(t *testing.T) {
+			cfg := Defaults()
+			cfg.RetryTimeout = 1
+			lc := edrLink()
+			lc.LengthM = 3000
+			p := newPair(t, lc, cfg, 1<<17)
+			const size = 1 << 16
+			src := make([]byte, size)
+			for i := range src {
+				src[i] = byte(i*11 + 5)
+			}
+			p.a.Mem.Write(p.bufA, src)
+			if op == WRSend {
+				require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 3, Addr: p.bufB, Length: size, LKey: p.mrB.LKey}))
+			}
+			require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 4, Opcode: op, Signaled: true, LocalAddr: p.bufA,
+				Length: size, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+			var wcs [2]WC
+			k := 0
+			var doneAt ib.PS
+			p.runUntil(t, func() bool {
+				k += p.a.PollCQ(p.qa.SendCQ, wcs[k:])
+				doneAt = p.s.Now()
+				return k > 0
+			})
+			require.Equal(t, 1, k, "the message completes")
+			assert.Equal(t, WCSuccess, wcs[0].Status)
+			assert.Positive(t, p.a.Counters.Timeouts)
+			assert.Equal(t, int64(size), p.b.Counters.PayloadRx, "every byte written once")
+			got := make([]byte, size)
+			p.b.Mem.Read(p.bufB, got)
+			assert.Equal(t, src, got)
+			// R is at least the cable's two flights, 2 × 12.828 µs.
+			rtt := 2 * lc.Timing(lc.LengthM).Propagation
+			assert.Greater(t, doneAt, 7*rtt)
+			assert.Less(t, doneAt, 8*rtt)
+		})
+	}
 }
 
 // TestLostReadResponseRetriedAtOnce: a READ's middle response packet is

@@ -129,6 +129,12 @@ type sendMsg struct {
 	done     bool
 	status   WCStatus
 	inline   []byte // inline payload, copied from the WQE
+	// acked counts a SEND's or WRITE's request packets, from its first,
+	// that an ACK or NAK has acknowledged: a retry resends from packet
+	// acked (rxe comp.psn). The responder ACKs mid-message at the AckReq
+	// points and on every duplicate, so a message that takes longer to
+	// send than the retry timeout still makes progress.
+	acked int
 	// Posted is when the application posted the WR (for latency breakdowns).
 	Posted ib.PS
 }
@@ -283,20 +289,45 @@ func (r *Requester) skipSent() {
 
 // ackThrough marks every message whose PSNs all lie before psn (exclusive
 // when inclusive is false) as acknowledged, except READ and atomics, which
-// only their responses complete.
-func (r *Requester) ackThrough(psn uint32, inclusive bool) {
+// only their responses complete. A SEND or WRITE that psn lies inside has
+// its packets before psn (through psn when inclusive) acknowledged. It
+// reports whether that added acknowledged packets to the oldest unfinished
+// message without completing it: progress, when an ACK did it.
+//
+// A message being resent after a rewind completes as soon as an ACK covers
+// it, and sends nothing more: the responder has every packet of it. (rxe
+// ignores an ACK past a WQE it is resending until the WQE's last packet has
+// gone again, which only adds duplicates.)
+func (r *Requester) ackThrough(psn uint32, inclusive bool) (advanced bool) {
+	oldest := true // every message before m is complete
+	completed := false
 	for _, m := range r.msgs {
 		if !m.everSent {
 			break
 		}
 		d := psnDiff(m.lastPSN(), psn)
 		if d > 0 || (d == 0 && !inclusive) {
+			k := int(psnDiff(psn, m.firstPSN))
+			if inclusive {
+				k++
+			}
+			if !m.isRdAtomic() && k > m.acked {
+				m.acked = k
+				advanced = oldest
+			}
 			break
 		}
-		if !m.done && !m.isRdAtomic() && m.sent == m.npkts {
+		if !m.done && !m.isRdAtomic() {
 			m.done, m.status = true, WCSuccess
+			m.acked, m.sent = m.npkts, m.npkts
+			completed = true
 		}
+		oldest = oldest && m.done
 	}
+	if completed {
+		r.skipSent()
+	}
+	return advanced
 }
 
 // settle retires completed messages. Retiring any is progress: the retry
@@ -472,8 +503,14 @@ func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
 	}
 	switch syn & synTypeMask {
 	case SynACK:
-		r.ackThrough(psn, true)
+		advanced := r.ackThrough(psn, true)
 		r.settle(&res)
+		if advanced && !res.Progress {
+			// Part of the oldest message acknowledged: progress, as rxe's
+			// check_ack counts every ACK at or past comp.psn (it resets
+			// the retry counters, and the timer restarts).
+			r.progressed(&res)
+		}
 		r.impliedNAK(psn, &res)
 	case SynRNRNAK:
 		r.ackThrough(psn, false)
@@ -581,9 +618,15 @@ func (r *Requester) OnTimeout() AckResult {
 	if r.State == QPErr || len(r.msgs) == 0 || !r.msgs[0].everSent {
 		return res
 	}
-	// The oldest message is not complete, so none of its packets is known
-	// to be acknowledged (ACKs complete whole messages): resend it whole.
-	r.retry(r.msgs[0].firstPSN, true, &res)
+	// The oldest message is not complete; the packets of it an ACK or NAK
+	// covered are (rxe req_retry restarts at comp.psn and skips them in
+	// the first WQE). A READ or atomic goes again from its start.
+	h := r.msgs[0]
+	psn := h.firstPSN
+	if !h.isRdAtomic() {
+		psn = psnAdd(psn, h.acked)
+	}
+	r.retry(psn, true, &res)
 	return res
 }
 

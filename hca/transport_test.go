@@ -753,3 +753,130 @@ func drainPSNs(req *Requester) []uint32 {
 	}
 	return psns
 }
+
+// TestTimeoutResumesAfterMidMessageAck: a timeout resends a message from its
+// first unacknowledged PSN, not from its start (rxe req_retry: req.psn =
+// comp.psn, and retry_first_write_send skips the acknowledged packets of the
+// first WQE). With ack_req_every 4 and a 256-byte MTU, a 2560-byte WRITE or
+// SEND is 10 packets, PSNs 100–109, AckReq on packets 3 and 7 (every 4th)
+// and 9 (the last). Packets 0–5 arrive and 6–9 are lost: the responder
+// ACKs 103 (packet 3's AckReq; packet 5 has none), so packets 0–3 are
+// acknowledged and the timeout resends 104–109, six packets, where resending
+// the whole message took ten. 104 and 105 are duplicates: each draws an ACK
+// of 105, the last PSN received, and is not placed again (rxe
+// duplicate_request, C9-105). 106–109 are new: ACKs of 107 and 109, and
+// the message completes with every byte placed once.
+func TestTimeoutResumesAfterMidMessageAck(t *testing.T) {
+	const mtu, n, first = 256, 10, 100
+	for _, op := range []WROpcode{WRRDMAWrite, WRSend} {
+		t.Run(op.String(), func(t *testing.T) {
+			cfg := Defaults()
+			cfg.AckReqEvery = 4
+			var kt KeyTable
+			mr := kt.Register(1, 0x10000, 0x10000, AccessRemoteWrite|AccessLocalWrite)
+			env := &testEnv{kt: &kt, pd: 1, rq: []RecvWQE{{Addr: 0x10000, Length: n * mtu, LKey: mr.LKey}}}
+			src := make([]byte, n*mtu)
+			for i := range src {
+				src[i] = byte(i*7 + 1)
+			}
+			dst := NewHostMemory()
+			req := NewRequester(&cfg, mtu, first)
+			resp := NewResponder(&cfg, mtu, first)
+			req.Enqueue(SendWQE{Opcode: op, Length: n * mtu, RemoteAddr: 0x10000, RKey: mr.RKey}, 0)
+			var acks []uint32
+			var recvLen uint32
+			placed := 0
+			// deliver hands one request packet to the responder and the
+			// ACK it draws, if any, back to the requester.
+			deliver := func(p *ib.Packet, tx TxPacket) AckResult {
+				p.Payload = src[tx.Index*mtu : tx.Index*mtu+p.PayloadLen]
+				a := resp.Receive(p, env)
+				if a.Write {
+					dst.Write(a.WriteAddr, p.Payload)
+					placed += p.PayloadLen
+				}
+				if a.RecvDone {
+					require.Equal(t, WCSuccess, a.RecvStatus)
+					recvLen = a.RecvLen
+				}
+				if !a.Ack {
+					return AckResult{}
+				}
+				acks = append(acks, a.AckPSN)
+				return req.OnAck(a.AckPSN, a.AckSyn)
+			}
+			var progress []bool
+			for k := 0; req.HasWork(); k++ {
+				var p ib.Packet
+				tx := req.Next(&p)
+				if k < 6 {
+					res := deliver(&p, tx)
+					if len(acks) > len(progress) {
+						progress = append(progress, res.Progress)
+						assert.Empty(t, res.Completions)
+					}
+				}
+			}
+			require.Equal(t, []uint32{first + 3}, acks, "packet 3's AckReq; packet 5 has none")
+			assert.Equal(t, []bool{true}, progress, "an ACK inside the oldest message is progress: the timer restarts")
+
+			res := req.OnTimeout()
+			require.True(t, res.Rewound)
+			var resent []uint32
+			var ops []ib.Opcode
+			var done []Completion
+			for req.HasWork() {
+				var p ib.Packet
+				tx := req.Next(&p)
+				resent = append(resent, p.PSN)
+				ops = append(ops, p.Opcode)
+				assert.Zero(t, p.RETH, "a resumed packet is a MIDDLE or LAST: no RETH")
+				done = append(done, deliver(&p, tx).Completions...)
+			}
+			assert.Equal(t, []uint32{104, 105, 106, 107, 108, 109}, resent)
+			middle, last := RequestOpcode(op, 4, n), RequestOpcode(op, 9, n)
+			assert.Equal(t, []ib.Opcode{middle, middle, middle, middle, middle, last}, ops)
+			assert.Equal(t, []uint32{103, 105, 105, 107, 109}, acks)
+			require.Len(t, done, 1)
+			assert.Equal(t, WCSuccess, done[0].Status)
+			assert.Equal(t, n*mtu, placed, "every byte placed once")
+			got := make([]byte, n*mtu)
+			dst.Read(0x10000, got)
+			assert.Equal(t, src, got)
+			if op == WRSend {
+				assert.Equal(t, uint32(n*mtu), recvLen, "the receive completes with the whole message")
+			}
+			assert.Equal(t, int64(1), req.Retries)
+		})
+	}
+}
+
+// TestMidMessageAckRestoresRetryCnt: an ACK that acknowledges packets of
+// the oldest message, though not all of them, is progress as rxe counts it
+// (check_ack resets the retry counters on every ACK at or past comp.psn):
+// retry_cnt is restored and the retry sequence under way ends. An ACK that
+// acknowledges nothing new is not.
+func TestMidMessageAckRestoresRetryCnt(t *testing.T) {
+	cfg := Defaults()
+	cfg.RetryCnt, cfg.AckReqEvery = 2, 4
+	req := NewRequester(&cfg, 256, 0)
+	req.Enqueue(SendWQE{Opcode: WRRDMAWrite, Length: 10 * 256}, 0)
+	require.Len(t, drainPSNs(req), 10)
+	res := req.OnTimeout()
+	require.True(t, res.Rewound)
+	assert.Equal(t, 1, req.retryLeft)
+	require.Len(t, drainPSNs(req), 10, "nothing acknowledged yet: all ten again")
+
+	res = req.OnAck(3, SynACKNoLimit) // packets 0–3
+	assert.True(t, res.Progress)
+	assert.Empty(t, res.Completions)
+	assert.Equal(t, 2, req.retryLeft, "progress restores retry_cnt")
+	assert.False(t, req.startedRetry, "and ends the retry sequence")
+
+	res = req.OnAck(3, SynACKNoLimit) // the same ACK again
+	assert.False(t, res.Progress, "nothing new acknowledged")
+
+	res = req.OnTimeout()
+	require.True(t, res.Rewound)
+	assert.Equal(t, []uint32{4, 5, 6, 7, 8, 9}, drainPSNs(req))
+}
