@@ -130,19 +130,21 @@ func TestSettleWaitsForRetransmissions(t *testing.T) {
 	assert.NoError(t, chk.Err())
 }
 
-// TestMessageLongerThanRetryTimeoutCompletes: perftest's 64 KiB write_bw
-// and send_bw over 3 km of copper with retry_timeout 1 (4.096 µs × 2¹ =
-// 8.192 µs, under the 25.7 µs round trip and under the time the
-// credit-limited link takes to send one message). The requester used to
-// resend the oldest message whole at every timeout, never got past its
-// first 7 packets, and the run ended at sim.max_time_ns with 0 of 4
-// messages completed. Now the duplicates draw ACKs of the last PSN the
-// responder has, each timeout resends from the first unacknowledged PSN,
-// and the run completes: data verified, checkers clean. Each message
-// takes about 7 round trips (hca TestShortTimerLongCableCompletes derives
-// them), so 4 of them take well under 1 ms.
+// TestMessageLongerThanRetryTimeoutCompletes: perftest's 64 KiB write_bw,
+// send_bw and read_bw over 3 km of copper with retry_timeout 1 (4.096 µs ×
+// 2¹ = 8.192 µs, under the 25.7 µs round trip and under the time the
+// credit-limited link takes to carry one message). The requester used to
+// resend the oldest message whole at every timeout (a READ: ask for all of
+// it again), never got past its first 7 packets (responses), and the run
+// ended at sim.max_time_ns with 0 of 4 messages completed. Now the
+// duplicates draw ACKs of the last PSN the responder has, each timeout
+// resends a WRITE or SEND from its first unacknowledged PSN and asks a
+// READ only for the responses it lacks, and the run completes: data
+// verified, checkers clean. A WRITE takes about 7 round trips (hca
+// TestShortTimerLongCableCompletes derives them), so 4 messages take well
+// under 1 ms.
 func TestMessageLongerThanRetryTimeoutCompletes(t *testing.T) {
-	for _, test := range []string{"write_bw", "send_bw"} {
+	for _, test := range []string{"write_bw", "send_bw", "read_bw"} {
 		t.Run(test, func(t *testing.T) {
 			yaml, ok := configs.Lookup("edr.yaml")
 			require.True(t, ok)

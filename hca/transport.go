@@ -255,7 +255,14 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 	pkt.AckReq = i == m.npkts-1 || (i+1)%r.AckReqEvery == 0
 	switch w.Opcode {
 	case WRRDMARead:
-		pkt.RETH = ib.RETH{VA: w.RemoteAddr, RKey: w.RKey, Length: w.Length}
+		// A READ retried after some of its responses came asks for the
+		// rest: from the first PSN not answered, the VA and length
+		// advanced by the bytes received (rxe req_retry: req.psn =
+		// comp.psn, iova += npsn × mtu, resid kept). The responder
+		// replays that part from the READ's resource.
+		got := m.readGot
+		pkt.PSN = psnAdd(m.firstPSN, int(got)/r.MTU)
+		pkt.RETH = ib.RETH{VA: w.RemoteAddr + uint64(got), RKey: w.RKey, Length: w.Length - got}
 		pkt.AckReq = true
 	case WRCompSwap, WRFetchAdd:
 		pkt.Atomic = ib.AtomicETH{VA: w.RemoteAddr, RKey: w.RKey, SwapAdd: w.SwapAdd, Compare: w.Compare}
@@ -382,13 +389,14 @@ func (r *Requester) find(psn uint32) int {
 }
 
 // rewind restarts transmission at psn (go-back-N): the message holding it
-// resends from that packet (a READ from its start), every later one from
-// its start, except those already acknowledged. Those only an implied NAK
-// can leave behind the restart point: WRITEs and SENDs an ACK covered, and
-// READs or atomics whose responses came, after a READ or atomic whose
-// response was lost. The responder has executed them, so skipping them
-// changes nothing there (the go-back-N resend of them would only be
-// duplicates it ACKs or replays).
+// resends from that packet (a READ asks for the responses it lacks, an
+// atomic goes again), every later one from its start, except those
+// already acknowledged. Those only an implied NAK can leave behind the
+// restart point: WRITEs and SENDs an ACK covered, and READs or atomics
+// whose responses came, after a READ or atomic whose response was lost.
+// The responder has executed them, so skipping them changes nothing there
+// (the go-back-N resend of them would only be duplicates it ACKs or
+// replays).
 func (r *Requester) rewind(psn uint32) {
 	i := r.find(psn)
 	if i < 0 {
@@ -397,8 +405,9 @@ func (r *Requester) rewind(psn uint32) {
 	r.Retries++
 	m := r.msgs[i]
 	if m.isRdAtomic() {
+		// The request goes again. A READ keeps the response bytes it has
+		// and asks only for the rest (Next); an atomic has none.
 		m.sent = 0
-		m.readGot = 0
 	} else {
 		m.sent = int(psnDiff(psn, m.firstPSN))
 	}
@@ -620,7 +629,8 @@ func (r *Requester) OnTimeout() AckResult {
 	}
 	// The oldest message is not complete; the packets of it an ACK or NAK
 	// covered are (rxe req_retry restarts at comp.psn and skips them in
-	// the first WQE). A READ or atomic goes again from its start.
+	// the first WQE). A READ asks again for the responses it lacks; an
+	// atomic goes again.
 	h := r.msgs[0]
 	psn := h.firstPSN
 	if !h.isRdAtomic() {

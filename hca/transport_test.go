@@ -616,7 +616,8 @@ func loopback(t *testing.T, seed uint64, loss float64) {
 		require.Nil(t, req.Enqueue(w, 0))
 	}
 	// A READ returns the responder's memory when it executes (a retried
-	// READ re-executes), so its expected bytes are taken at response time.
+	// READ re-executes, from the first byte not yet received), so its
+	// expected bytes are taken at response time, at their offset in it.
 	readWant := map[uint64][]byte{}
 	lose := func() bool { return rng.Float64() < loss }
 	completed := 0
@@ -651,7 +652,10 @@ func loopback(t *testing.T, seed uint64, loss float64) {
 		if a.Read {
 			data := make([]byte, a.ReadLen)
 			memB.Read(a.ReadVA, data)
-			readWant[w.LocalAddr] = data
+			if readWant[w.LocalAddr] == nil {
+				readWant[w.LocalAddr] = make([]byte, w.Length)
+			}
+			copy(readWant[w.LocalAddr][a.ReadVA-w.RemoteAddr:], data)
 			np := PacketCount(a.ReadLen, mtu)
 			for k := 0; k < np; k++ {
 				lo := k * mtu
@@ -879,4 +883,71 @@ func TestMidMessageAckRestoresRetryCnt(t *testing.T) {
 	res = req.OnTimeout()
 	require.True(t, res.Rewound)
 	assert.Equal(t, []uint32{4, 5, 6, 7, 8, 9}, drainPSNs(req))
+}
+
+// TestTimeoutResumesRead: a READ retried after some of its responses came
+// asks only for the rest, as rxe's req_retry does for the first WQE (the
+// request's PSN is comp.psn, its VA is advanced by the packets received,
+// its length is what is left). A 2560-byte READ at a 256-byte MTU uses
+// PSNs 100–109. Responses 100–103 arrive in order (1024 bytes), 104 is
+// lost, and 105–109 are out of order and dropped. The timeout resends the
+// READ at PSN 104 for the 1536 bytes from VA + 1024; the responder, whose
+// resource holds the READ, replays 104–109 and the READ completes with
+// every byte placed at its offset.
+func TestTimeoutResumesRead(t *testing.T) {
+	const mtu, n, first = 256, 10, 100
+	const va, local = 0x20000, 0x50000
+	cfg := Defaults()
+	var kt KeyTable
+	mr := kt.Register(1, va, 0x1000, AccessRemoteRead)
+	env := &testEnv{kt: &kt, pd: 1}
+	remote := make([]byte, n*mtu)
+	for i := range remote {
+		remote[i] = byte(i*3 + 11)
+	}
+	dst := NewHostMemory()
+	req := NewRequester(&cfg, mtu, first)
+	resp := NewResponder(&cfg, mtu, first)
+	req.Enqueue(SendWQE{Opcode: WRRDMARead, Length: n * mtu, LocalAddr: local, RemoteAddr: va, RKey: mr.RKey}, 0)
+	// answer hands a READ request to the responder and its responses,
+	// those lose does not take, to the requester.
+	answer := func(p *ib.Packet, lose func(psn uint32) bool) []Completion {
+		a := resp.Receive(p, env)
+		require.True(t, a.Read)
+		resp.ReadsInProgress--
+		var done []Completion
+		np := PacketCount(a.ReadLen, mtu)
+		for k := 0; k < np; k++ {
+			psn := psnAdd(a.ReadPSN, k)
+			lo := int(a.ReadVA-va) + k*mtu
+			rp := &ib.Packet{Opcode: ReadResponseOpcode(k, np), PSN: psn, PayloadLen: min(mtu, int(a.ReadLen)-k*mtu)}
+			rp.Payload = remote[lo : lo+rp.PayloadLen]
+			if lose(psn) {
+				continue
+			}
+			addr, ok, res := req.OnReadResponse(rp)
+			if ok {
+				dst.Write(addr, rp.Payload)
+			}
+			done = append(done, res.Completions...)
+		}
+		return done
+	}
+	var p ib.Packet
+	req.Next(&p)
+	require.False(t, req.HasWork())
+	assert.Empty(t, answer(&p, func(psn uint32) bool { return psn == 104 }))
+
+	res := req.OnTimeout()
+	require.True(t, res.Rewound)
+	var again ib.Packet
+	req.Next(&again)
+	assert.Equal(t, uint32(104), again.PSN, "the first PSN not answered")
+	assert.Equal(t, ib.RETH{VA: va + 4*mtu, RKey: mr.RKey, Length: 6 * mtu}, again.RETH)
+	done := answer(&again, func(uint32) bool { return false })
+	require.Len(t, done, 1)
+	assert.Equal(t, WCSuccess, done[0].Status)
+	got := make([]byte, n*mtu)
+	dst.Read(local, got)
+	assert.Equal(t, remote, got)
 }
