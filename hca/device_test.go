@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -835,4 +836,66 @@ func TestErrorNAKPastUnansweredRead(t *testing.T) {
 	got := make([]byte, len(data))
 	p.a.Mem.Read(p.bufA, got)
 	assert.Equal(t, make([]byte, len(data)), got, "nothing was placed")
+}
+
+// ackTimes records, at one device, when each ACK is built (TraceAck) and
+// when it goes on the wire (inject).
+type ackTimes struct{ built, wire []ib.PS }
+
+func (r *ackTimes) Func(ctx sim.HookCtx) {
+	if ctx.Pos != components.HookPosTrace {
+		return
+	}
+	e := ctx.Item.(*components.TraceEvent)
+	if _, rx := e.Str("result"); e.Kind == components.TraceAck && !rx {
+		r.built = append(r.built, e.Time)
+	}
+	if op, _ := e.Str("op"); e.Kind == components.TraceInject && op == "ACKNOWLEDGE" {
+		r.wire = append(r.wire, e.Time)
+	}
+}
+
+// TestAckNotHeldBehindPayloadReads: host A answers B's 200 WRITEs of 4 KiB
+// with ACKs, first while idle otherwise, then while writing 200 of its own
+// to B. The transport_tx stage serves items as they arrive; A's request
+// packets used to book their slots when granted, for the time their payload
+// reads would complete (about 1 µs later), so an ACK built meanwhile waited
+// behind every one of them: 2.7 µs on average. An ACK's way to the wire is
+// the same both ways but for what it shares with A's requests: the wire,
+// which may be carrying one request packet when the ACK is ready (its
+// serialization, 4096 + 30 header and CRC bytes at EDR's 80 ps per byte:
+// about 330 ns), and the stage, where a request may hold the slot the ACK
+// wants (one interval). So with traffic both ways no ACK may take longer
+// than the one-way maximum plus those two.
+func TestAckNotHeldBehindPayloadReads(t *testing.T) {
+	maxDelay := func(bidir bool) ib.PS {
+		p := newPair(t, edrLink(), Defaults(), 1<<22)
+		var rec ackTimes
+		p.a.AcceptHook(&rec)
+		for i := 0; i < 200; i++ {
+			require.NoError(t, p.b.PostSend(p.qb, &SendWR{ID: uint64(i), Opcode: WRRDMAWrite, Signaled: true,
+				LocalAddr: p.bufB, Length: 4096, LKey: p.mrB.LKey, RemoteAddr: p.bufA + 0x200000, RKey: p.mrA.RKey}))
+			if bidir {
+				require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: uint64(i), Opcode: WRRDMAWrite, Signaled: true,
+					LocalAddr: p.bufA, Length: 4096, LKey: p.mrA.LKey, RemoteAddr: p.bufB + 0x200000, RKey: p.mrB.RKey}))
+			}
+		}
+		var wcs [256]WC
+		n := 0
+		p.runUntil(t, func() bool { n += p.b.PollCQ(p.qb.SendCQ, wcs[:]); return n >= 200 })
+		require.Equal(t, len(rec.built), len(rec.wire))
+		require.NotEmpty(t, rec.built)
+		var mx ib.PS
+		for i := range rec.built {
+			mx = max(mx, rec.wire[i]-rec.built[i])
+		}
+		return mx
+	}
+	oneWay, both := maxDelay(false), maxDelay(true)
+	req := ib.Packet{Opcode: ib.RDMAWriteMiddle, PayloadLen: 4096}
+	lc := edrLink()
+	ser := lc.Timing(lc.LengthM).Serialization(req.WireBytes())
+	slot := ib.PS(Defaults().TransportTx.IntervalCycles) * ib.CyclePS(Defaults().CoreClockMHz)
+	t.Logf("ACK build to wire, max: one way %d ps, both ways %d ps (bound %d)", oneWay, both, oneWay+ser+slot)
+	assert.LessOrEqual(t, both, oneWay+ser+slot)
 }

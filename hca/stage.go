@@ -22,11 +22,32 @@ var StageNames = [NumStages]string{"doorbell", "wqe_fetch", "key_check", "dma", 
 // initiation interval, and leaves latency after its start. Pure arithmetic:
 // the device turns the returned times into events, so a stage costs no
 // event per cycle.
+//
+// Items take the issue slots in the order they are offered, each at or
+// after its own time (freeAt), which keeps one QP's steps in order: a
+// packet's DMA write after the previous packet's key check. transport_tx
+// is shared by flows that offer for future times: the requester offers a
+// packet when it grants it, for the time its payload read will complete
+// (about 1 µs later), while ACKs and responses are offered as they are
+// built. There (gapFill) an item takes the first slot at or after its own
+// time that no item holds, as a server taking items as they arrive would:
+// an ACK no longer waits behind the slots of packets whose payloads are
+// still on the way, nor, after a rewind, behind the discarded packets'
+// slots. Offers in time order get the same slots either way; each flow's
+// items keep their order, their slots being offered in time order; a slot
+// once given is never moved, so where two flows' slots would overlap the
+// item offered second waits at most one interval longer than it would in
+// arrival order.
 type stage struct {
-	dev       *Device // announces valid/ready edges when a hook listens
-	idx       int
-	lat, ii   ib.PS
-	freeAt    ib.PS // the next cycle the block accepts an item
+	dev     *Device // announces valid/ready edges when a hook listens
+	idx     int
+	lat, ii ib.PS
+	freeAt  ib.PS // the next cycle the block accepts an item (FIFO)
+	gapFill bool  // serve in time order (slots) rather than offer order
+	// slots are the start times of the issue slots given (gapFill),
+	// ascending; slots[:slotHead] ended by now.
+	slots     []ib.PS
+	slotHead  int
 	busy      ib.PS // Σ initiation intervals: time the issue slot was taken
 	residency ib.PS // Σ (leave − offer): occupancy × time, by Little's law
 	items     int64
@@ -39,8 +60,13 @@ func newStage(sc StageConfig, cycle ib.PS) stage {
 // accept offers an item at t with extra latency (a cache miss) and returns
 // when it leaves the stage.
 func (s *stage) accept(t, extra ib.PS) ib.PS {
-	start := max(t, s.freeAt)
-	s.freeAt = start + s.ii
+	var start ib.PS
+	if s.gapFill {
+		start = s.book(t)
+	} else {
+		start = max(t, s.freeAt)
+		s.freeAt = start + s.ii
+	}
 	s.busy += s.ii
 	done := start + s.lat + extra
 	s.residency += done - t
@@ -66,4 +92,37 @@ func (s *stage) stats(span ib.PS) StageStats {
 		return StageStats{Items: s.items}
 	}
 	return StageStats{Items: s.items, Busy: float64(s.busy) / float64(span), Occupancy: float64(s.residency) / float64(span)}
+}
+
+// book gives the item offered at t the first issue slot at or after t that
+// overlaps no slot given before (gapFill), and returns its start.
+func (s *stage) book(t ib.PS) ib.PS {
+	// Slots that ended by now hold back no offer (offers are for now or
+	// later): forget them.
+	now := s.dev.s.Now()
+	for s.slotHead < len(s.slots) && s.slots[s.slotHead]+s.ii <= now {
+		s.slotHead++
+	}
+	if s.slotHead > 64 && 2*s.slotHead > len(s.slots) {
+		n := copy(s.slots, s.slots[s.slotHead:])
+		s.slots, s.slotHead = s.slots[:n], 0
+	}
+	live := s.slots[s.slotHead:]
+	// From the first slot that ends after t (slots are disjoint, so their
+	// ends ascend with their starts; offers in time order land at the end,
+	// so look from there), move past every slot the item's would overlap.
+	i := len(live)
+	for i > 0 && live[i-1]+s.ii > t {
+		i--
+	}
+	start := t
+	for i < len(live) && live[i] < start+s.ii {
+		start = max(start, live[i]+s.ii)
+		i++
+	}
+	s.slots = append(s.slots, 0)
+	live = s.slots[s.slotHead:]
+	copy(live[i+1:], live[i:])
+	live[i] = start
+	return start
 }
