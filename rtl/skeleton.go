@@ -152,7 +152,8 @@ TODO: MPT cache, the table read through mpt_*, bounds and access-flag checks.`,
 		doc: `hca_transport: the RC/UC/UD transport: segments messages into MTU packets with LRH/BTH and
 extension headers (ib-facts.md §2), PSNs, ACK/NAK and retransmission, responder checks, and
 completions. tx_vl_waiting says which VLs have a packet ready; the packet may start on
-tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits).
+tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
+that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
 TODO: everything inside: QP context, requester and responder state machines, payload DMA
 through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
 		params: []string{"VLS", "VL_W", "DATA_W"},
@@ -175,6 +176,7 @@ through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
 			portOut("tx_vl_waiting", "VLS", "transmit: VLs with a packet ready, and the VL arbiter's choice"),
 			portIn("tx_pick_valid", "", ""),
 			portIn("tx_pick_vl", "VL_W", ""),
+			portOut("tx_pick_taken", "", ""),
 			portOut("tx_valid", "", "transmit packets, one block per beat"),
 			portOut("tx_data", "DATA_W", ""),
 			portOut("tx_sop", "", ""),
