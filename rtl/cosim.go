@@ -172,6 +172,11 @@ type vlArbDUT struct {
 	model       *components.VLArbiter
 	c           int
 	pReady      float64
+	// saturated: every data VL ready every cycle and LimitOfHighPriority
+	// 255, so the high table sends for thousands of cycles while the low
+	// table could send: the high-priority count passes 254 × 64 blocks,
+	// where only "255 = unbounded" keeps the low table waiting.
+	saturated bool
 }
 
 // newVLArbDUT draws random tables (per seed) of highN and lowN entries over
@@ -195,6 +200,15 @@ func newVLArbDUT(r *rand.Rand, highN, lowN, vls int) *vlArbDUT {
 	}
 	d := &vlArbDUT{highN: highN, lowN: lowN, vls: vls, high: table(highN), low: table(lowN)}
 	d.limit = []uint8{0, 1, 2, 5, components.HighLimitUnbounded}[r.IntN(5)]
+	d.model = components.NewVLArbiter(d.high, d.low, d.limit)
+	return d
+}
+
+// newSaturatedVLArbDUT is newVLArbDUT with every data VL always ready and
+// LimitOfHighPriority 255 (see vlArbDUT.saturated).
+func newSaturatedVLArbDUT(r *rand.Rand, highN, lowN, vls int) *vlArbDUT {
+	d := newVLArbDUT(r, highN, lowN, vls)
+	d.saturated, d.limit = true, components.HighLimitUnbounded
 	d.model = components.NewVLArbiter(d.high, d.low, d.limit)
 	return d
 }
@@ -237,7 +251,7 @@ func (d *vlArbDUT) cycle(r *rand.Rand, in, out []Value) {
 	d.c++
 	var ready uint16
 	for v := 0; v < d.vls; v++ {
-		if r.Float64() < p {
+		if d.saturated || r.Float64() < p {
 			ready |= 1 << v
 		}
 	}
@@ -286,8 +300,14 @@ func (d *creditSenderDUT) outputs() []Signal {
 
 func (d *creditSenderDUT) cycle(r *rand.Rand, in, out []Value) {
 	check := 1 + r.IntN(66)
-	if r.IntN(20) == 0 {
+	switch r.IntN(20) {
+	case 0:
 		check = r.IntN(4096) // the whole 12-bit range, including 0
+	case 1:
+		// The edge of the send rule: (FCCL - (FCTBS + check)) mod 4096 is
+		// 2047, 2048 (allowed) or 2049 (refused), which random checks
+		// almost never hit.
+		check = (int(d.model.FCCL()) - int(d.model.FCTBS()) - 2048 + r.IntN(3) - 1) & (credit.Modulus - 1)
 	}
 	can := d.model.CanSend(check)
 	out[0], out[1] = b2v(can), U(uint64(d.model.Available()))

@@ -44,6 +44,7 @@ var cosimTable = []struct {
 	{"vlarb_h1_l1_vl2", func(r *rand.Rand) cosimDUT { return newVLArbDUT(r, 1, 1, 2) }, false},
 	{"vlarb_h5_l9_vl4", func(r *rand.Rand) cosimDUT { return newVLArbDUT(r, 5, 9, 4) }, true},
 	{"vlarb_h64_l64_vl15", func(r *rand.Rand) cosimDUT { return newVLArbDUT(r, 64, 64, 15) }, false},
+	{"vlarb_h8_l8_vl4_unbounded", func(r *rand.Rand) cosimDUT { return newSaturatedVLArbDUT(r, 8, 8, 4) }, false},
 	{"credit_sender_0", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(0) }, false},
 	{"credit_sender_130", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(130) }, false},
 	{"credit_sender_2048", func(*rand.Rand) cosimDUT { return newCreditSenderDUT(2048) }, false},
