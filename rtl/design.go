@@ -105,6 +105,7 @@ type Params struct {
 	BufAddrW     int // BUF_ADDR_W: $clog2(BUF_DEPTH)
 	HCABufDepth  int // HCA_BUF_DEPTH: HCA VL buffer entries (blocks)
 	HCABufAddrW  int // HCA_BUF_ADDR_W
+	PeerDepth    int // PEER_DEPTH: credits per VL before the peer's first FC packet (Params says why)
 	Lanes        int // LANES: link width
 	LaneW        int // LANE_W: bits per lane per cycle
 	VLArbEntries int // VLARB_ENTRIES: entries per VL arbitration table
@@ -214,6 +215,11 @@ func (d Design) Params() Params {
 	if d.VLs == 1 {
 		p.VLArbEntries = 1
 	}
+	// A switch port may face an HCA or a switch, an HCA a switch or (back to
+	// back) another HCA, and the RTL does not know which: only the smaller
+	// buffer is sure not to overflow before the peer's first flow-control
+	// packet, sent right after reset, gives the real limit.
+	p.PeerDepth = min(p.BufDepth, p.HCABufDepth)
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	p.PktBlocksW = cntWidth(p.MaxPktBlocks)

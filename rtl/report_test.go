@@ -83,7 +83,7 @@ func TestReportYosys(t *testing.T) {
 	// rr_arbiter N=36: the pointer, 6 bits.
 	assert.Equal(t, 6, flops[synthKey("rr_arbiter", []Param{{"N", 36}})])
 	// credit_sender: FCTBS + FCCL, 12 bits each.
-	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.BufDepth}})])
+	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.PeerDepth}})])
 	// credit_receiver: ABR + free, 12 bits each.
 	assert.Equal(t, 24, flops[synthKey("credit_receiver", []Param{{"CAPACITY", p.BufDepth}})])
 	// vl_arbiter with 1-entry tables: high_count 15 + per table idx 1 + remain 8.

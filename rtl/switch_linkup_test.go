@@ -1,0 +1,92 @@
+package rtl
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// switchLinkUpTB drives input 1 of an emitted radix-2, 2-VL switch_top with
+// 100 back-to-back 2-block packets (PktLen 20 words: (4*20 + 2) B = 82 B),
+// 200 blocks, all on VL0, which its 200-block VL buffer holds even if
+// nothing drains; the low VLArb table gives VL0 weight 255.
+// Output 0's link always accepts and delivers no flow-control packet, so
+// output 0 sends on the credits it starts with. It prints the blocks sent.
+const switchLinkUpTB = "`timescale 1ns/1ps\n" + `
+module linkup_tb;
+    localparam integer DATA_W = 512;
+    reg clk = 1'b0;
+    reg rst_n = 1'b0;
+    always #5 clk = ~clk;
+    wire [2*4*64-1:0] serdes_tx;
+    wire [1:0] link_up;
+    switch_top dut (
+        .clk(clk), .rst_n(rst_n), .serdes_rx({(2*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
+        .vlarb_high({(64*12){1'b0}}), .vlarb_low({{(63*12){1'b0}}, 8'd255, 4'd0}), .vlarb_limit(8'd0),
+        .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(1'd0)
+    );
+    reg v, s, e;
+    reg [DATA_W-1:0] d;
+    integer blocks, pk, b;
+    initial begin
+        force dut.g_port[1].u_link.rx_valid = v;
+        force dut.g_port[1].u_link.rx_sop = s;
+        force dut.g_port[1].u_link.rx_eop = e;
+        force dut.g_port[1].u_link.rx_data = d;
+        force dut.g_port[1].u_link.rx_vl = 4'd0;
+        force dut.g_port[0].u_link.tx_ready = 1'b1;
+        force dut.g_port[0].u_link.fc_tx_ready = 1'b1;
+    end
+    always @(posedge clk)
+        if (dut.g_port[0].tx_valid && dut.g_port[0].tx_ready) blocks = blocks + 1;
+    initial begin
+        blocks = 0; v = 0; s = 0; e = 0;
+        d = 0; d[DATA_W-38 -: 11] = 11'd20;
+        @(negedge clk); @(negedge clk); rst_n = 1;
+        for (pk = 0; pk < 100; pk = pk + 1)
+            for (b = 0; b < 2; b = b + 1) begin
+                @(negedge clk);
+                v = 1; s = (b == 0); e = (b == 1);
+            end
+        @(negedge clk); v = 0;
+        repeat (400) @(negedge clk);
+        $display("LINKUP blocks=%0d", blocks);
+        $finish;
+    end
+endmodule
+`
+
+// TestSwitchLinkUpCredits: before the peer's first flow-control packet a
+// transmit port may only use the credits the smallest buffer it could face
+// holds. A switch port may face an HCA, so with 200-block switch buffers
+// (12800 B / 64) and 128-block HCA buffers (8192 B / 64) output 0 starts
+// with 128 credits. It checks room for a largest packet (65 blocks at MTU
+// 4096) before each 2-block packet, so packet k (from 0) starts while
+// 2k + 65 <= 128, k <= 31: 32 packets, 64 blocks, then it waits. It used to
+// start with the switch's 200 blocks: 2k + 65 <= 200, 68 packets, 136 blocks,
+// 8 more than an HCA peer holds: lost packets on a lossless link. (An HCA
+// back to back faces an HCA: the same case.)
+func TestSwitchLinkUpCredits(t *testing.T) {
+	needTool(t, "iverilog", "vvp")
+	d := Design{Name: "linkup", Radix: 2, VLs: 2, VLBufferBytes: 12800, HCAVLBufferBytes: 8192, MTU: 4096, LinkGeneration: "NDR", LinkWidth: 4}
+	files, err := Emit(d, testVersion)
+	require.NoError(t, err)
+	files = append(files, File{Name: "linkup_tb.v", Text: switchLinkUpTB})
+	dir := t.TempDir()
+	require.NoError(t, WriteTree(dir, files))
+	ctx := context.Background()
+	_, err = runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "linkup_tb", "-o", "tb.vvp"}, FileNames(files)...)...)
+	require.NoError(t, err)
+	out, err := runTool(ctx, dir, "vvp", "-n", "tb.vvp")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`LINKUP blocks=(\d+)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	blocks, _ := strconv.Atoi(m[1])
+	assert.Equal(t, 2*32, blocks, "blocks sent before any flow-control packet")
+	assert.LessOrEqual(t, blocks, 8192/64, "blocks sent beyond an HCA peer's buffer")
+	assert.Equal(t, 8192/64, d.Params().PeerDepth)
+}
