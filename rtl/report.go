@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,10 +81,15 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.HCABufDepth}}, Role: "HCA VL buffer", Instances: p.VLs},
 		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator, one per output", Instances: p.Ports},
 		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL select and FC select, two per port", Instances: 2 * (p.Ports + 1)},
-		{Module: "vl_arbiter", Params: []Param{{"HIGH_ENTRIES", p.VLArbEntries}, {"LOW_ENTRIES", p.VLArbEntries}}, Role: "output VL arbiter, one per port", Instances: p.Ports + 1},
 		{Module: "credit_sender", Params: []Param{{"INIT_CREDITS", p.PeerDepth}}, Role: "per port per VL", Instances: perPortVL},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.BufDepth}}, Role: "switch, per port per VL", Instances: p.Ports * p.VLs},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
+	}
+	if p.VLs > 1 {
+		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
+		// whenever ready).
+		uses = slices.Insert(uses, 4, CellUse{Module: "vl_arbiter", Params: []Param{{"HIGH_ENTRIES", p.VLArbEntries}, {"LOW_ENTRIES", p.VLArbEntries}},
+			Role: "output VL arbiter, one per port", Instances: p.Ports + 1})
 	}
 	dir, err := os.MkdirTemp("", "hcasim-yosys-")
 	if err != nil {

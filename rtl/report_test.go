@@ -86,8 +86,10 @@ func TestReportYosys(t *testing.T) {
 	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.PeerDepth}})])
 	// credit_receiver: ABR + free, 12 bits each.
 	assert.Equal(t, 24, flops[synthKey("credit_receiver", []Param{{"CAPACITY", p.BufDepth}})])
-	// vl_arbiter with 1-entry tables: high_count 15 + per table idx 1 + remain 8.
-	assert.Equal(t, 15+2*(1+8), flops[synthKey("vl_arbiter", []Param{{"HIGH_ENTRIES", 1}, {"LOW_ENTRIES", 1}})])
+	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
+	for _, c := range r.Cells {
+		assert.NotEqual(t, "vl_arbiter", c.Module)
+	}
 	for _, c := range r.Cells {
 		if c.Module == "sync_fifo" {
 			assert.Equal(t, 1, c.Memories)

@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"testing"
@@ -10,12 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// switchLinkUpTB drives input 1 of an emitted radix-2, 2-VL switch_top with
-// 100 back-to-back 2-block packets (PktLen 20 words: (4*20 + 2) B = 82 B),
-// 200 blocks, all on VL0, which its 200-block VL buffer holds even if
-// nothing drains; the low VLArb table gives VL0 weight 255.
-// Output 0's link always accepts and delivers no flow-control packet, so
-// output 0 sends on the credits it starts with. It prints the blocks sent.
+// switchLinkUpTB (a format: packet count, VLArb table connections) drives
+// input 1 of an emitted radix-2 switch_top with back-to-back 2-block packets
+// on VL0 (PktLen 20 words: (4*20 + 2) B = 82 B). Output 0's link always
+// accepts and delivers no flow-control packet, so output 0 sends on the
+// credits it starts with. It prints the blocks sent.
 const switchLinkUpTB = "`timescale 1ns/1ps\n" + `
 module linkup_tb;
     localparam integer DATA_W = 512;
@@ -26,7 +26,7 @@ module linkup_tb;
     wire [1:0] link_up;
     switch_top dut (
         .clk(clk), .rst_n(rst_n), .serdes_rx({(2*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
-        .vlarb_high({(64*12){1'b0}}), .vlarb_low({{(63*12){1'b0}}, 8'd255, 4'd0}), .vlarb_limit(8'd0),
+        .vlarb_high(%[2]s), .vlarb_limit(8'd0),
         .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(1'd0)
     );
     reg v, s, e;
@@ -47,14 +47,14 @@ module linkup_tb;
         blocks = 0; v = 0; s = 0; e = 0;
         d = 0; d[DATA_W-38 -: 11] = 11'd20;
         @(negedge clk); @(negedge clk); rst_n = 1;
-        for (pk = 0; pk < 100; pk = pk + 1)
+        for (pk = 0; pk < %[1]d; pk = pk + 1)
             for (b = 0; b < 2; b = b + 1) begin
                 @(negedge clk);
                 v = 1; s = (b == 0); e = (b == 1);
             end
         @(negedge clk); v = 0;
         repeat (400) @(negedge clk);
-        $display("LINKUP blocks=%0d", blocks);
+        $display("LINKUP blocks=%%0d", blocks);
         $finish;
     end
 endmodule
@@ -71,11 +71,35 @@ endmodule
 // 8 more than an HCA peer holds: lost packets on a lossless link. (An HCA
 // back to back faces an HCA: the same case.)
 func TestSwitchLinkUpCredits(t *testing.T) {
-	needTool(t, "iverilog", "vvp")
+	// 100 packets, 200 blocks: the 200-block VL buffer holds them even if
+	// nothing drains. The low VLArb table gives VL0 weight 255.
 	d := Design{Name: "linkup", Radix: 2, VLs: 2, VLBufferBytes: 12800, HCAVLBufferBytes: 8192, MTU: 4096, LinkGeneration: "NDR", LinkWidth: 4}
+	blocks := runLinkUpTB(t, d, 100, "{(64*12){1'b0}}), .vlarb_low({{(63*12){1'b0}}, 8'd255, 4'd0}")
+	assert.Equal(t, 2*32, blocks, "blocks sent before any flow-control packet")
+	assert.LessOrEqual(t, blocks, 8192/64, "blocks sent beyond an HCA peer's buffer")
+	assert.Equal(t, 8192/64, d.Params().PeerDepth)
+}
+
+// TestSwitchOneVLNeedsNoVLArbTable: a subnet manager writes no VLArb table
+// for a port with one data VL (OpenSM skips it, ib-facts.md §3), so an
+// emitted one-VL switch must forward with its table ports at 0, as the
+// switch model picks VL 0 whenever it is ready (oneVLPick). It used to run
+// the one-entry tables anyway, found no entry with weight and sent nothing:
+// every shipped config is one VL. 3 packets of 2 blocks: 6 blocks out
+// (credits: 200-block buffers, 6 + 65 <= 200).
+func TestSwitchOneVLNeedsNoVLArbTable(t *testing.T) {
+	d := Design{Name: "onevl", Radix: 2, VLs: 1, VLBufferBytes: 12800, HCAVLBufferBytes: 12800, MTU: 4096, LinkGeneration: "NDR", LinkWidth: 4}
+	assert.Equal(t, 3*2, runLinkUpTB(t, d, 3, "12'd0), .vlarb_low(12'd0"))
+}
+
+// runLinkUpTB runs switchLinkUpTB on d's switch_top and returns the blocks
+// output 0 sent.
+func runLinkUpTB(t *testing.T, d Design, packets int, tables string) int {
+	t.Helper()
+	needTool(t, "iverilog", "vvp")
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
-	files = append(files, File{Name: "linkup_tb.v", Text: switchLinkUpTB})
+	files = append(files, File{Name: "linkup_tb.v", Text: fmt.Sprintf(switchLinkUpTB, packets, tables)})
 	dir := t.TempDir()
 	require.NoError(t, WriteTree(dir, files))
 	ctx := context.Background()
@@ -86,7 +110,5 @@ func TestSwitchLinkUpCredits(t *testing.T) {
 	m := regexp.MustCompile(`LINKUP blocks=(\d+)`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	blocks, _ := strconv.Atoi(m[1])
-	assert.Equal(t, 2*32, blocks, "blocks sent before any flow-control packet")
-	assert.LessOrEqual(t, blocks, 8192/64, "blocks sent beyond an HCA peer's buffer")
-	assert.Equal(t, 8192/64, d.Params().PeerDepth)
+	return blocks
 }
