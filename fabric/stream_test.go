@@ -215,3 +215,41 @@ func TestSwitchStatsInWindow(t *testing.T) {
 	}
 	assert.Equal(t, 30e6, hist, "port 0's occupancy histogram spans the window, in ps")
 }
+
+// TestSwitchBufMeanOverVLsThatHeldPackets: switch_buf_mean_bytes is the
+// mean per-VL input-buffer occupancy "averaged over the switch port-VLs
+// that held packets" (docs/metrics.md). In an incast the sink's port
+// receives nothing (its host only receives), but its output VL stalls on
+// the sink HCA's two-packet buffer (8,320 bytes = 130 credits, two 4,142-byte
+// packets of 65 credits), so the switch lists port 0's VL 0 for its credit
+// stall with a buffer mean and peak of 0. Averaging that zero in would
+// report 7/8 of the senders' ports' occupancy; the figure must be the mean
+// over the seven ports whose peak is above 0, in bytes (64 per block).
+func TestSwitchBufMeanOverVLsThatHeldPackets(t *testing.T) {
+	l, err := Load(nil, []string{"topology.kind=single-switch", "topology.hosts=8", "switch.radix=8", "switch.vls=1",
+		"link.generation=NDR", "link.width=4x", "link.length_m=2", "link.mtu=4096", "hca.vl_buffer_bytes=8320",
+		"workload.kind=incast", "workload.size=4096", "workload.offered_load=1.0",
+		"workload.warmup_ns=2000", "workload.measure_ns=20000"})
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	sw := m["switch"].(map[string]any)
+	var sum float64
+	held, listedEmpty := 0, 0
+	for i := range 8 {
+		p := fmt.Sprintf("port%d_vl0_", i)
+		peak, ok := sw[p+"buf_peak_blocks"].(float64)
+		if !ok {
+			continue
+		}
+		if peak == 0 {
+			listedEmpty++
+			continue
+		}
+		held++
+		sum += sw[p+"buf_mean_blocks"].(float64)
+	}
+	require.Equal(t, 7, held, "the seven senders' ports hold packets")
+	require.Equal(t, 1, listedEmpty, "the sink's port is listed (credit stall) with an empty buffer")
+	assert.InDelta(t, sum/float64(held)*64, m["switch_buf_mean_bytes"].(float64), 1e-6)
+}

@@ -484,8 +484,14 @@ func (r *synthRun) switchMetrics(m map[string]any) {
 			case strings.HasSuffix(k, "_buf_peak_blocks"):
 				peak = max(peak, v)
 			case strings.HasSuffix(k, "_buf_mean_blocks"):
-				meanSum += v
-				meanN++
+				// Only port-VLs that held packets: a VL is also listed
+				// for an output-side credit stall or arbitration loss
+				// alone, with an empty input buffer, and its zero would
+				// dilute the mean.
+				if sm[strings.TrimSuffix(k, "mean_blocks")+"peak_blocks"] > 0 {
+					meanSum += v
+					meanN++
+				}
 			case strings.HasSuffix(k, "_credit_stall_ps"):
 				stall += v
 			case strings.HasSuffix(k, "_xbar_conflicts"):
