@@ -16,23 +16,15 @@ import (
 // counters, allocator, crossbar, VL arbiter, output unit) moves packets end
 // to end.
 func TestSwitchSmoke(t *testing.T) {
-	needTool(t, "iverilog", "vvp")
 	d := Design{Name: "smoke", Radix: 2, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, WriteTree(dir, files))
 	// testdata/smoke_tb.v forces the (TODO) link of port 1 to deliver three
 	// 2-block packets on VLs 0, 1, 0 and counts what port 0 sends; the route
 	// lookup is TODO and sends everything to port 0.
 	tb, err := os.ReadFile(filepath.Join("testdata", "smoke_tb.v"))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "smoke_tb.v"), tb, 0o644))
-	ctx := context.Background()
-	_, err = runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "smoke_tb", "-o", "smoke.vvp", "smoke_tb.v"}, FileNames(files)...)...)
-	require.NoError(t, err)
-	out, err := runTool(ctx, dir, "vvp", "-n", "smoke.vvp")
-	require.NoError(t, err)
+	out := runIcarus(t, append(files, File{Name: "smoke_tb.v", Text: string(tb)}), "smoke_tb")
 	m := regexp.MustCompile(`SMOKE blocks=(\d+) sops=(\d+) eops=(\d+) fctbs0=(\d+) fctbs1=(\d+) fcs=(\d+)`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
@@ -46,4 +38,19 @@ func TestSwitchSmoke(t *testing.T) {
 	// Each VL's FCCL advertisement differs from the reset value, so at least
 	// one flow-control packet per VL goes out.
 	assert.GreaterOrEqual(t, n(6), 2, "flow-control packets")
+}
+
+// runIcarus compiles files with Icarus Verilog, top being the testbench
+// module, runs the simulation and returns what it printed.
+func runIcarus(t *testing.T, files []File, top string) string {
+	t.Helper()
+	needTool(t, "iverilog", "vvp")
+	dir := t.TempDir()
+	require.NoError(t, WriteTree(dir, files))
+	ctx := context.Background()
+	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", top, "-o", "tb.vvp"}, FileNames(files)...)...)
+	require.NoError(t, err)
+	out, err := runTool(ctx, dir, "vvp", "-n", "tb.vvp")
+	require.NoError(t, err)
+	return out
 }

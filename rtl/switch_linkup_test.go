@@ -1,7 +1,6 @@
 package rtl
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -96,17 +95,10 @@ func TestSwitchOneVLNeedsNoVLArbTable(t *testing.T) {
 // output 0 sent.
 func runLinkUpTB(t *testing.T, d Design, packets int, tables string) int {
 	t.Helper()
-	needTool(t, "iverilog", "vvp")
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
 	files = append(files, File{Name: "linkup_tb.v", Text: fmt.Sprintf(switchLinkUpTB, packets, tables)})
-	dir := t.TempDir()
-	require.NoError(t, WriteTree(dir, files))
-	ctx := context.Background()
-	_, err = runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "linkup_tb", "-o", "tb.vvp"}, FileNames(files)...)...)
-	require.NoError(t, err)
-	out, err := runTool(ctx, dir, "vvp", "-n", "tb.vvp")
-	require.NoError(t, err)
+	out := runIcarus(t, files, "linkup_tb")
 	m := regexp.MustCompile(`LINKUP blocks=(\d+)`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	blocks, _ := strconv.Atoi(m[1])

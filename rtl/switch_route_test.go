@@ -1,7 +1,6 @@
 package rtl
 
 import (
-	"context"
 	"regexp"
 	"slices"
 	"testing"
@@ -89,19 +88,12 @@ endmodule
 // the output its DLID names (DLID mod 4: 2 -> port 2, 4 -> port 0) on the VL
 // it came on (no SL-to-VL in the RTL).
 func TestSwitchHeadStaysGranted(t *testing.T) {
-	needTool(t, "iverilog", "vvp")
 	d := Design{Name: "route", Radix: 4, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
 	files = slices.DeleteFunc(files, func(f File) bool { return f.Name == "sw_route_lookup.v" })
 	files = append(files, File{Name: "route_double.v", Text: routeDouble}, File{Name: "route_tb.v", Text: switchRouteTB})
-	dir := t.TempDir()
-	require.NoError(t, WriteTree(dir, files))
-	ctx := context.Background()
-	_, err = runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "route_tb", "-o", "tb.vvp"}, FileNames(files)...)...)
-	require.NoError(t, err)
-	out, err := runTool(ctx, dir, "vvp", "-n", "tb.vvp")
-	require.NoError(t, err)
+	out := runIcarus(t, files, "route_tb")
 	require.Contains(t, out, "ROUTE done")
 	var got []string
 	for _, m := range regexp.MustCompile(`ROUTE port=\d+ vl=\d+ dlid=\d+`).FindAllString(out, -1) {

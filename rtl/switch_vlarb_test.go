@@ -1,19 +1,17 @@
 package rtl
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/hcasim/hcasim/components"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
 )
 
 // switchVLArbTB is a testbench for an emitted radix-3, 2-VL switch_top: the
@@ -144,15 +142,8 @@ func TestSwitchVLArbitration(t *testing.T) {
 			for k, e := range tc.low {
 				fmt.Fprintf(&init, "        low[%d +: 12] = {8'd%d, 4'd%d};\n", 12*k, e.Weight, e.VL)
 			}
-			dir := t.TempDir()
-			require.NoError(t, WriteTree(dir, files))
-			tb := fmt.Sprintf(switchVLArbTB, npkt, tc.limit, init.String())
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "vlarb_tb.v"), []byte(tb), 0o644))
-			ctx := context.Background()
-			_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "vlarb_tb", "-o", "tb.vvp", "vlarb_tb.v"}, FileNames(files)...)...)
-			require.NoError(t, err)
-			out, err := runTool(ctx, dir, "vvp", "-n", "tb.vvp")
-			require.NoError(t, err)
+			tb := File{Name: "vlarb_tb.v", Text: fmt.Sprintf(switchVLArbTB, npkt, tc.limit, init.String())}
+			out := runIcarus(t, append(slices.Clip(files), tb), "vlarb_tb")
 			require.Contains(t, out, "VLARB done")
 			var got []string
 			for _, m := range regexp.MustCompile(`VLARB sop vl=(\d+)`).FindAllStringSubmatch(out, -1) {
