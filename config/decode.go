@@ -89,9 +89,13 @@ func Set(root *yaml.Node, assignment string) error {
 	}
 	key, val := strings.TrimSpace(assignment[:eq]), assignment[eq+1:]
 	parts := strings.Split(key, ".")
-	for _, p := range parts {
+	for j, p := range parts {
 		if p == "" {
 			return errorf("--set %q: %q is not a dotted key path", assignment, key)
+		}
+		if i := strings.IndexByte(p, '['); i > 0 && strings.HasSuffix(p, "]") {
+			list := strings.Join(append(parts[:j:j], p[:i]), ".")
+			return errorf("--set %s: a list is set whole, not by index: --set '%s=[...]' with every entry", key, list)
 		}
 	}
 	var vdoc yaml.Node

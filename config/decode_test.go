@@ -136,6 +136,10 @@ func TestDecodeShapes(t *testing.T) {
 		{"s: {a: 1}\n", []string{"s=3"}, `s: want a mapping of keys, got the value "3"`},
 		{"s: 3\n", nil, `s: line 1: want a mapping of keys, got the value "3"`},
 		{"s: {a: 1}\n", []string{"l=4"}, `l: want a list, got the value "4"`},
+		// A list entry cannot be set by index ("unknown key" of the whole
+		// "l[1]" told nothing of how to set it).
+		{"l: [1, 2]\n", []string{"l[1]=5"}, `--set l[1]: a list is set whole, not by index: --set 'l=[...]' with every entry`},
+		{"s: {a: 1}\n", []string{"s.b[0].c=5"}, `--set s.b[0].c: a list is set whole, not by index: --set 's.b=[...]' with every entry`},
 	} {
 		err := decodeShapes(tc.text, tc.sets...)
 		if err == nil || err.Error() != tc.want {
