@@ -899,3 +899,113 @@ func TestAckNotHeldBehindPayloadReads(t *testing.T) {
 	t.Logf("ACK build to wire, max: one way %d ps, both ways %d ps (bound %d)", oneWay, both, oneWay+ser+slot)
 	assert.LessOrEqual(t, both, oneWay+ser+slot)
 }
+
+// TestBlueFlameNeedsNoFetch posts inline WRITEs that fit
+// hca.blueflame_bytes one at a time (each posted when the previous one's CQE
+// is polled, so each is the only WQE the HCA has not seen): BlueFlame
+// carries every WQE with its doorbell (mlx5 post_send_db copies the whole
+// WQE, wrapping at the ring's end, into the BlueFlame register), and inline
+// data need no payload read, so the HCA issues no PCIe read at all.
+func TestBlueFlameNeedsNoFetch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inline   uint32 // bytes
+		sqBBs    int    // send queue size in WQEBBs
+		prefetch int    // hca.wqe_prefetch_depth
+	}{
+		// ctrl 16 + raddr 16 + inline header 4 + 100 = 136 → 144 B = 3
+		// WQEBBs: in an 8-WQEBB ring the third WQE takes slots 6, 7 and 0.
+		{"wrapping 3-WQEBB WQE", 100, 8, 8},
+		// 16 + 16 + 4 + 220 = 256 B = 4 WQEBBs = blueflame_bytes, larger
+		// than a 2-WQEBB prefetch window: the window limits reads, and a
+		// BlueFlame WQE is not read.
+		{"WQE larger than the prefetch window", 220, 16, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.WQEPrefetchDepth = tc.prefetch
+			s := components.NewSim()
+			a, b := BackToBack(s, edrLink(), cfg, cfg)
+			pa, pb := a.AllocPD(), b.AllocPD()
+			cq := a.CreateCQ(16)
+			qa := a.CreateQP(pa, cq, cq, tc.sqBBs, 16)
+			qb := b.CreateQP(pb, b.CreateCQ(16), b.CreateCQ(16), 16, 16)
+			require.NoError(t, ConnectRC(qa, qb, 4096, 1, 2))
+			bufA, bufB := a.Malloc(4096), b.Malloc(4096)
+			mrB := b.RegMR(pb, bufB, 4096, AccessRemoteWrite)
+			wr := SendWR{Opcode: WRRDMAWrite, Signaled: true, Inline: true, LocalAddr: bufA,
+				Length: tc.inline, RemoteAddr: bufB, RKey: mrB.RKey}
+			require.LessOrEqual(t, WQEBBs(&wr)*WQEBBBytes, cfg.BlueFlameBytes)
+			const msgs = 5
+			posted, done := 0, 0
+			post := &poster{fn: func() {
+				wr.ID = uint64(posted)
+				require.NoError(t, a.PostSend(qa, &wr))
+				posted++
+			}}
+			a.OnCQE = func(cq *CQ, now ib.PS) {
+				var wcs [1]WC
+				done += a.PollCQ(cq, wcs[:])
+				require.Equal(t, WCSuccess, wcs[0].Status)
+				if posted < msgs {
+					s.Schedule(now, post, 0)
+				}
+			}
+			s.Schedule(0, post, 0)
+			s.StopAt(ib.Millisecond)
+			require.NoError(t, s.Run())
+			require.Equal(t, msgs, done)
+			assert.Zero(t, a.PCIe.ReadRequests, "no WQE fetch and no payload read")
+			assert.Zero(t, a.PCIe.ReadBytes)
+		})
+	}
+}
+
+// TestBlueFlameWaitsForEarlierFetch posts a WRITE whose WQE must be fetched
+// and, right behind it, an inline WRITE that goes by BlueFlame. The second
+// doorbell arrives while the first WQE's read is in flight: the first WQE
+// is decoded when its read has come back and been parsed, not when the
+// BlueFlame WQE behind it is, and the two are decoded in posting order.
+func TestBlueFlameWaitsForEarlierFetch(t *testing.T) {
+	cfg := Defaults()
+	p := newPair(t, edrLink(), cfg, 4096)
+	var rec traceRecorder
+	p.a.AcceptHook(&rec)
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA,
+		Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRRDMAWrite, Signaled: true, Inline: true,
+		LocalAddr: p.bufA, Length: 8, RemoteAddr: p.bufB + 64, RKey: p.mrB.RKey}))
+	var wcs [2]WC
+	n := 0
+	p.runUntil(t, func() bool { n += p.a.PollCQ(p.qa.SendCQ, wcs[n:]); return n == 2 })
+	require.Equal(t, 2, n)
+
+	ns := func(f float64) ib.PS { return ib.PS(f*1000 + 0.5) }
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	// The first WQE: post, doorbell store crosses PCIe, doorbell stage, DMA
+	// stage issues a 64-byte read (one WQEBB), the read comes back, the
+	// fetch stage parses it.
+	issue := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) +
+		ib.PS(cfg.Doorbell.LatencyCycles)*cyc + ib.PS(cfg.DMA.LatencyCycles)*cyc
+	firstDecoded := NewPCIe(cfg.PCIe).Read(issue, WQEBBBytes) + ib.PS(cfg.WQEFetch.LatencyCycles)*cyc
+	// The BlueFlame doorbell arrives one post later and is parsed in 10
+	// cycles, long before the first WQE's read returns (~0.5 µs).
+	bfParsed := 2*ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) +
+		ib.PS(cfg.Doorbell.LatencyCycles+cfg.WQEFetch.LatencyCycles)*cyc
+	require.Less(t, bfParsed, firstDecoded)
+	var decoded []ib.PS
+	var order []int64
+	for _, e := range rec.events {
+		if q, _ := e.Str("queue"); e.Kind == components.TraceWQEFetch && q == "sq" {
+			w, _ := e.Int("wqe")
+			decoded, order = append(decoded, e.Time), append(order, w)
+		}
+	}
+	require.Len(t, decoded, 2)
+	assert.Equal(t, []int64{0, 1}, order, "WQE indices (WQEBB counts) in posting order")
+	assert.Equal(t, firstDecoded, decoded[0], "the fetched WQE is decoded when its read is back")
+	// The fetch stage parses in order: the BlueFlame WQE's parse starts one
+	// initiation interval after the first WQE's.
+	assert.Equal(t, firstDecoded+ib.PS(cfg.WQEFetch.IntervalCycles)*cyc, decoded[1],
+		"the BlueFlame WQE behind it is decoded after it, not before")
+}

@@ -412,26 +412,38 @@ func (d *Device) doorbell(qp *QP, pi uint32, bfBBs int) {
 // bfBBs is the size of a WQE that came by BlueFlame with the doorbell (0
 // for none); it needs no fetch if it is the only WQE not yet fetched.
 func (d *Device) fetchWQEs(qp *QP, t ib.PS, bfBBs int) {
+	if bfBBs > 0 && int(qp.sqDB-qp.sqFetch) == bfBBs {
+		// BlueFlame: the whole WQE came with the doorbell (mlx5's
+		// post_send_db copies it, wrapping at the ring's end, into the
+		// BlueFlame register); parse it only. It is not read, so neither
+		// the prefetch window (which bounds reads in flight) nor the ring's
+		// end splits it: a wrapping WQE, or one larger than the window, was
+		// read from host memory before, in pieces a round trip apart.
+		// Its parse books the fetch stage after any fetch still in flight,
+		// so WQEs are still decoded in posting order.
+		d.parseFetched(qp, t, bfBBs)
+		return
+	}
 	for qp.sqFetch != qp.sqDB && qp.fetchInflight < d.Cfg.WQEPrefetchDepth {
 		n := int(qp.sqDB - qp.sqFetch)
 		n = min(n, d.Cfg.WQEPrefetchDepth-qp.fetchInflight, qp.sqBBs-int(qp.sqFetch%uint32(qp.sqBBs)))
-		start := qp.sqFetch
-		var done ib.PS
-		if bfBBs > 0 && n == bfBBs && int(qp.sqDB-qp.sqFetch) == bfBBs {
-			// BlueFlame: the WQE came with the doorbell; parse it only.
-			done = t
-		} else {
-			done = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*WQEBBBytes)
-		}
-		for i := 0; i < n; i++ {
-			done = d.stages[StageWQEFetch].accept(done, 0)
-		}
-		qp.sqFetch += uint32(n)
-		qp.fetchInflight += n
-		e := d.at(done, evWQEFetched)
-		e.Arg = qpArg(qp, start)
-		e.Port = int32(n)
+		d.parseFetched(qp, d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*WQEBBBytes), n)
 	}
+}
+
+// parseFetched runs n WQEBBs that are on chip at t (read back, or written
+// by BlueFlame) through the fetch stage and announces them decoded.
+func (d *Device) parseFetched(qp *QP, t ib.PS, n int) {
+	start := qp.sqFetch
+	done := t
+	for i := 0; i < n; i++ {
+		done = d.stages[StageWQEFetch].accept(done, 0)
+	}
+	qp.sqFetch += uint32(n)
+	qp.fetchInflight += n
+	e := d.at(done, evWQEFetched)
+	e.Arg = qpArg(qp, start)
+	e.Port = int32(n)
 }
 
 // wqeFetched decodes the whole WQEs now on chip and runs the L_Key check of
