@@ -238,6 +238,13 @@ func cx8() Config {
 	c.PCIe.Gen = 6
 	c.PCIe.OutstandingReads = 512 // tags; assumed (10-bit tags, PCIe 4.0+)
 	c.CoreClockMHz = 2000         // MHz; assumed
+	// bytes; at 64 GT/s PCIe runs in Flit Mode: TLPs are packed into the
+	// 236 TLP bytes of 256-byte flits whose DLP, CRC and FEC (already paid
+	// in the 236/256 line rate) protect the link, so a TLP has no STP
+	// token and no LCRC, only its header: 4DW for a 64-bit memory request
+	// or write, 3DW for a completion.
+	c.PCIe.TLPOverheadBytes = 16
+	c.PCIe.CompletionOverheadBytes = 12
 	return c
 }
 

@@ -84,3 +84,30 @@ func TestPCIeReadBound(t *testing.T) {
 	assert.InDelta(t, p.ReadBoundGbps(), gbps, 0.02*p.ReadBoundGbps())
 	assert.LessOrEqual(t, gbps, p.ReadBoundGbps())
 }
+
+// TestPCIeGen6FlitModeFraming: at 64 GT/s PCIe runs in Flit Mode, where
+// TLPs are packed back to back into the 236 TLP bytes of 256-byte flits
+// whose own DLP (6 B, with the sequence number), CRC (8 B) and FEC (6 B)
+// protect the link; there is no STP framing token and no LCRC per TLP.
+// The line rate already pays for those (236/256), so a TLP costs only its
+// header: 4DW = 16 B for a 64-bit memory request, 3DW = 12 B for a
+// completion. The cx8 profile (Gen6) must not charge Gen3's 24 / 20.
+func TestPCIeGen6FlitModeFraming(t *testing.T) {
+	cfg, err := Profile("cx8")
+	if !assert.NoError(t, err) {
+		return
+	}
+	c := cfg.PCIe
+	assert.Equal(t, 6, c.Gen)
+	p := NewPCIe(c)
+	// A 64-byte read: a 16-byte request upstream, the completion latency,
+	// one 64-byte completion with its 12-byte header downstream.
+	want := p.SerPS(16) + nsToPS(c.ReadLatencyNS) + p.SerPS(64+12)
+	assert.Equal(t, want, p.Read(0, 64))
+	// A 64-byte posted write: one TLP of 64 + 16 bytes, then visibility.
+	q := NewPCIe(c)
+	assert.Equal(t, q.SerPS(64+16)+nsToPS(c.WriteLatencyNS), q.Write(0, 64))
+	// The large-read bound: 943.9 Gb/s × 128 / (128 + 12) = 863.0 Gb/s
+	// (RCB 128 B, cx7's), tags permitting.
+	assert.InDelta(t, 64*16*236.0/256*128/140, p.ReadBoundGbps(), 1e-9)
+}
