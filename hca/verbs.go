@@ -281,6 +281,10 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	if qp.UD != wr.UD || qp.UD && wr.Opcode != WRSend && wr.Opcode != WRSendImm {
 		return fmt.Errorf("qp 0x%x: %v work request on a %s QP (UD QPs take UD SENDs only)", qp.Num, wr.Opcode, qpKind(qp))
 	}
+	if n := wqeBytes(wr); n > MaxWQEBytes {
+		return fmt.Errorf("qp 0x%x: inline length %d makes a %d-byte WQE, more than a WQE holds (%d bytes, 63 16-byte segments; at most %d inline bytes for this one)",
+			qp.Num, wr.Length, WQEBBs(wr)*WQEBBBytes, MaxWQEBytes, InlineLimit(wr.Opcode, wr.UD))
+	}
 	bbs := WQEBBs(wr)
 	if int(qp.sqPI+uint32(bbs)-qp.sqCI) > qp.sqBBs {
 		return fmt.Errorf("qp 0x%x: send queue full (%d WQEBBs)", qp.Num, qp.sqBBs)

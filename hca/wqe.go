@@ -15,11 +15,16 @@ const (
 	dsBytes = 16
 	// maxWQEBBs is the largest send WQE in basic blocks (1 KiB).
 	maxWQEBBs = 16
+	// MaxWQEBytes is the largest send WQE: the ctrl segment counts its
+	// 16-byte segments in six bits (MLX5_WQE_CTRL_DS_MASK 0x3f), so 63 of
+	// them, 1008 bytes, in 16 WQEBBs.
+	MaxWQEBytes = 63 * dsBytes
 	// RecvWQEBytes is one receive WQE: a single 16-byte data segment.
 	RecvWQEBytes = 16
-	// MaxInlineLimit is the most inline bytes a 1 KiB WQE holds: 1024 − ctrl
-	// 16 − raddr 16 − inline header 4.
-	MaxInlineLimit = maxWQEBBs*WQEBBBytes - 2*dsBytes - 4
+	// MaxInlineLimit is the most inline bytes any WQE holds, an RC SEND's:
+	// 1008 − ctrl 16 − inline header 4. A WRITE holds 16 fewer (raddr), a
+	// UD SEND 48 fewer (datagram segment); InlineLimit gives each.
+	MaxInlineLimit = MaxWQEBytes - dsBytes - 4
 	// inlineFlag marks an inline data segment's byte count (MLX5_INLINE_SEG).
 	inlineFlag = 0x80000000
 	// ctrlCQUpdate asks for a CQE (MLX5_WQE_CTRL_CQ_UPDATE).
@@ -124,6 +129,14 @@ func (o WROpcode) hasRemote() bool { return o != WRSend && o != WRSendImm }
 // WQEBBs returns how many 64-byte blocks the WQE of wr occupies.
 func WQEBBs(wr *SendWR) int {
 	return (wqeBytes(wr) + WQEBBBytes - 1) / WQEBBBytes
+}
+
+// InlineLimit returns the most inline bytes a WQE of opcode op (on a UD QP
+// if ud) holds: MaxWQEBytes less its segments before the data and the
+// 4-byte inline header.
+func InlineLimit(op WROpcode, ud bool) int {
+	hdr := wqeBytes(&SendWR{Opcode: op, UD: ud}) - dsBytes // less the data segment
+	return MaxWQEBytes - hdr - 4
 }
 
 // datagramBytes is the UD address vector segment (struct mlx5_wqe_av).

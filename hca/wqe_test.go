@@ -1,10 +1,13 @@
 package hca
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
 )
 
 func TestSendWQERoundTrip(t *testing.T) {
@@ -108,4 +111,64 @@ func TestRecvWQEAndCQERoundTrip(t *testing.T) {
 	EncodeCQE(b, &cqes[2])
 	assert.Equal(t, byte(0x13), b[55])
 	assert.Equal(t, byte(13<<4), b[63])
+}
+
+// TestLargestWQE: the ctrl segment counts a WQE's 16-byte segments in six
+// bits (MLX5_WQE_CTRL_DS_MASK 0x3f, ib-facts §7), so a WQE is at most 63
+// segments, 1008 bytes. An RDMA WRITE's headers are ctrl 16 + raddr 16 +
+// inline header 4, leaving 972 inline bytes; a UD SEND's ctrl 16 +
+// datagram 48 + 4 leave 940; an RC SEND's 16 + 4 leave 988. One byte more
+// is refused by post_send (it was encoded with a DS count that wrapped to
+// 0, or overran the WQE buffer: a panic either way).
+func TestLargestWQE(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   WROpcode
+		ud   bool
+		max  int
+	}{
+		{"RC WRITE", WRRDMAWrite, false, 972},
+		{"RC SEND", WRSend, false, 988},
+		{"UD SEND", WRSend, true, 940},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.max, InlineLimit(tc.op, tc.ud))
+			cfg := Defaults()
+			cfg.MaxInlineBytes = MaxInlineLimit
+			s := components.NewSim()
+			a, b := BackToBack(s, edrLink(), cfg, cfg)
+			pd := a.AllocPD()
+			cq := a.CreateCQ(16)
+			var qa *QP
+			if tc.ud {
+				qa = a.CreateUDQP(pd, cq, cq, 64, 16, 7)
+				require.NoError(t, a.ModifyQP(qa, QPAttr{State: QPInit}))
+				require.NoError(t, a.ModifyQP(qa, QPAttr{State: QPRTR, MTU: 4096}))
+				require.NoError(t, a.ModifyQP(qa, QPAttr{State: QPRTS}))
+			} else {
+				qb := b.CreateQP(b.AllocPD(), b.CreateCQ(16), b.CreateCQ(16), 64, 16)
+				qa = a.CreateQP(pd, cq, cq, 64, 16)
+				require.NoError(t, ConnectRC(qa, qb, 4096, 1, 2))
+			}
+			buf := a.Malloc(4096)
+			wr := SendWR{Opcode: tc.op, Inline: true, LocalAddr: buf, Length: uint32(tc.max), UD: tc.ud}
+			require.NoError(t, a.PostSend(qa, &wr))
+			// The WQE as written: 63 segments in 16 WQEBBs, decoded whole.
+			var wqe [16 * WQEBBBytes]byte
+			qa.readSQ(0, wqe[:])
+			w, err := decodeSendWQE(wqe[:], tc.ud)
+			require.NoError(t, err)
+			assert.Equal(t, 16, w.BBs)
+			assert.Equal(t, tc.max, w.InlineLen)
+			wr.Length++
+			err = a.PostSend(qa, &wr)
+			if tc.max == MaxInlineLimit {
+				// hca.max_inline_bytes cannot exceed the largest, the RC SEND's.
+				assert.EqualError(t, err, fmt.Sprintf("qp 0x%x: inline length %d exceeds hca.max_inline_bytes %d", qa.Num, tc.max+1, tc.max))
+				return
+			}
+			assert.EqualError(t, err, fmt.Sprintf("qp 0x%x: inline length %d makes a %d-byte WQE, more than a WQE holds (1008 bytes, 63 16-byte segments; at most %d inline bytes for this one)",
+				qa.Num, tc.max+1, 1024, tc.max))
+		})
+	}
 }

@@ -102,7 +102,28 @@ func (r *PerftestRun) Validate() error {
 	if r.InlineSize < -1 || r.InlineSize > r.HCA.MaxInlineBytes {
 		return fmt.Errorf("workload.inline_size: %d is out of range (-1 for perftest's default, 0 to hca.max_inline_bytes %d)", r.InlineSize, r.HCA.MaxInlineBytes)
 	}
+	// The WQE that carries the data inline must fit the largest WQE (as
+	// ibv_create_qp refuses a max_inline_data the device cannot hold).
+	if op, kind := r.inlineOp(); kind != "" {
+		if lim := hca.InlineLimit(op, r.Connection == "UD"); r.InlineSize > lim {
+			return fmt.Errorf("workload.inline_size: %d is more than a %s WQE holds inline (%d bytes: a WQE is at most 63 16-byte segments)", r.InlineSize, kind, lim)
+		}
+	}
 	return nil
+}
+
+// inlineOp returns the opcode of the test's inline WQEs and its name for
+// messages ("" for tests that send nothing inline: READ, atomics).
+func (r *PerftestRun) inlineOp() (hca.WROpcode, string) {
+	switch {
+	case strings.HasPrefix(r.Test, "write_"):
+		return hca.WRRDMAWrite, hca.WRRDMAWrite.String()
+	case strings.HasPrefix(r.Test, "send_") && r.Connection == "UD":
+		return hca.WRSend, "UD SEND"
+	case strings.HasPrefix(r.Test, "send_"):
+		return hca.WRSend, hca.WRSend.String()
+	}
+	return 0, ""
 }
 
 // App event kinds: the application thread on host 0 or 1 wakes up.

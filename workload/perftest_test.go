@@ -267,6 +267,14 @@ func TestPerftestValidate(t *testing.T) {
 		{"lat qps", func(r *PerftestRun) { r.Test, r.QPs = "send_lat", 2 }, "workload.qps: 2, but the latency tests run on one QP (as perftest's do)"},
 		{"inline", func(r *PerftestRun) { r.InlineSize = 300 }, "workload.inline_size: 300 is out of range (-1 for perftest's default, 0 to hca.max_inline_bytes 236)"},
 		{"hca", func(r *PerftestRun) { r.HCA.RetryCnt = 9 }, "hca.retry_cnt: 9 is out of range (0 to 7)"},
+		// A WQE is at most 63 16-byte segments (1008 B): an RDMA WRITE's
+		// ctrl 16 + raddr 16 + inline header 4 leave 972 bytes of data.
+		{"inline too big for a WRITE WQE", func(r *PerftestRun) { r.HCA.MaxInlineBytes, r.InlineSize = 988, 973 },
+			"workload.inline_size: 973 is more than a RDMA_WRITE WQE holds inline (972 bytes: a WQE is at most 63 16-byte segments)"},
+		// A UD SEND: ctrl 16 + datagram 48 + inline header 4 leave 940.
+		{"inline too big for a UD SEND WQE", func(r *PerftestRun) {
+			r.Test, r.Connection, r.HCA.MaxInlineBytes, r.InlineSize = "send_bw", "UD", 988, 941
+		}, "workload.inline_size: 941 is more than a UD SEND WQE holds inline (940 bytes: a WQE is at most 63 16-byte segments)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
