@@ -185,12 +185,22 @@ func (e *TraceEvent) Clone() TraceEvent {
 // seq vl sl slid dlid op qpn psn bytes credits icrc. A flow-control packet gets
 // vl fctbs fccl instead. Emitters pass a reused buffer so tracing a packet
 // does not allocate.
+//
+// icrc is the CRC the source stamped (p.ICRC), except on a deliver event
+// (set e.Kind first): there it is the ICRC the destination computes over
+// what arrived (ib.ComputeICRC), as a receiving HCA checks it, so a payload
+// byte or header field changed on the way shows as a changed icrc. Echoing
+// the stamp let a corrupted payload pass the lossless checker.
 func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 	if p.Kind == ib.FlowControl {
 		return append(dst,
 			IntField("vl", int64(p.VL)),
 			IntField("fctbs", int64(p.FCTBS)),
 			IntField("fccl", int64(p.FCCL)))
+	}
+	icrc := p.ICRC
+	if e.Kind == TraceDeliver {
+		icrc = ib.ComputeICRC(p)
 	}
 	return append(dst,
 		IntField("seq", int64(p.Seq)),
@@ -203,7 +213,7 @@ func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 		IntField("psn", int64(p.PSN)),
 		IntField("bytes", int64(p.WireBytes())),
 		IntField("credits", int64(p.Credits())),
-		IntField("icrc", int64(p.ICRC)))
+		IntField("icrc", int64(icrc)))
 }
 
 // fieldOrder is the fixed order in which a trace writes the standard keys.

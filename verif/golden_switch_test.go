@@ -71,6 +71,7 @@ func newVLArbBench(t testing.TB, n int) *switchBench {
 			p.SLID, p.DLID = uint16(src+1), 3
 			p.SL, p.VL = uint8(src), uint8(src)
 			p.DestQP = uint32(17 + src)
+			p.ICRC = ib.ComputeICRC(p)
 			b.eps[src].queue = append(b.eps[src].queue, p)
 		}
 	}

@@ -136,6 +136,9 @@ func newBench(cfg *benchConfig) *bench {
 		seq := pkt.Seq
 		*pkt = cfg.Packets[i]
 		pkt.Seq = seq
+		// Stamped as a source does, over the fields and the seq: the
+		// deliver event carries the ICRC recomputed over what arrived.
+		pkt.ICRC = ib.ComputeICRC(pkt)
 		src.queue = append(src.queue, pkt)
 	}
 	s.Schedule(0, src, benchStart)
@@ -150,5 +153,5 @@ func (b *bench) hookables() []sim.Hookable {
 // given PSN: LRH 8 + BTH 12 + RETH 16 + payload + ICRC 4 + VCRC 2 bytes.
 func writePacket(psn uint32, payload int) ib.Packet {
 	return ib.Packet{Kind: ib.Data, VL: 0, SL: 0, SLID: 1, DLID: 2, Opcode: ib.RDMAWriteOnly,
-		DestQP: 17, PSN: psn, PayloadLen: payload, ICRC: 0x1000 + psn}
+		DestQP: 17, PSN: psn, PayloadLen: payload}
 }
