@@ -117,7 +117,9 @@ func TestCheckersCatchInjectedFaults(t *testing.T) {
 				return true
 			}}
 			tapPort(t, r.s, leaf0In, r.tap)
-		}, invariant: verif.InvLossless, path: "Fabric.Host[0].HCA", detail: "injected and never delivered"},
+			// The next packet of the message reaches host 15 first: its PSN
+			// is one past the one the responder expects.
+		}, invariant: verif.InvOrdering, path: host15HCA, detail: "(a gap of 1)", atTap: true},
 		{name: "duplicate", install: func(t *testing.T, r *faultRun) {
 			// Host 15's port hands its HCA a second copy of a WRITE packet
 			// (same seq). The copy rides VL 15, whose release is a no-op,
@@ -144,6 +146,50 @@ func TestCheckersCatchInjectedFaults(t *testing.T) {
 				}}
 			tapPort(t, r.s, leaf0In, r.tap)
 		}, invariant: verif.InvLossless, path: host15HCA, detail: "corrupted: icrc", atTap: true},
+		{name: "invent a credit", panics: true, install: func(t *testing.T, r *faultRun) {
+			// Leaf[0]'s input returns one block more than the packet took
+			// (and never takes it back): host 0 ends with a credit its
+			// peer's buffer does not have.
+			r.tap = &faultTap{pick: isWrite, act: func(p *link.Port, pkt *ib.Packet, _, _ ib.PS) bool {
+				p.Release(int(pkt.VL), 1)
+				return false
+			}}
+			tapPort(t, r.s, leaf0In, r.tap)
+		}, invariant: verif.InvCredit, path: host0Port, detail: "above the peer's buffer"}, // not reached: panics
+		{name: "reorder two packets of one QP", install: func(t *testing.T, r *faultRun) {
+			// Host 15's port holds the first WRITE packet back and hands it
+			// over after the next one: the responder sees PSN n+1 before n.
+			var held *ib.Packet
+			r.tap = &faultTap{pick: isWrite, act: func(_ *link.Port, pkt *ib.Packet, _, _ ib.PS) bool {
+				held = pkt
+				return true
+			}}
+			tapPort(t, r.s, host15Port, r.tap)
+			p := portNamed(t, r.s, host15Port)
+			inner := p.Owner
+			p.Owner = ownerFunc{Owner: inner, arrived: func(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+				inner.PacketArrived(p, pkt, head, tail)
+				if held != nil && pkt != held && isWrite(pkt) {
+					h := held
+					held = nil
+					r.tap.Owner.PacketArrived(p, h, head, tail)
+				}
+			}}
+		}, invariant: verif.InvOrdering, path: host15HCA, detail: "request PSN", atTap: true},
+		{name: "deliver to the wrong host", install: func(t *testing.T, r *faultRun) {
+			// A WRITE for host 15 (LID 16) comes out at host 14, a
+			// background endpoint: host 15's port frees its blocks and host
+			// 14 accepts the packet (on VL 15, so its buffers stay right).
+			// The requester's retry delivers the data to host 15 later.
+			host14 := portNamed(t, r.s, "Fabric.Host[14].Port[1]")
+			r.tap = &faultTap{pick: isWrite, act: func(p *link.Port, pkt *ib.Packet, head, tail ib.PS) bool {
+				p.Release(int(pkt.VL), pkt.Credits())
+				pkt.VL = ib.ManagementVL
+				host14.Owner.PacketArrived(host14, pkt, head, tail)
+				return true
+			}}
+			tapPort(t, r.s, host15Port, r.tap)
+		}, invariant: verif.InvLossless, path: "Fabric.Host[14]", detail: "dlid 16", atTap: true},
 		{name: "complete a WQE twice", invariant: verif.InvOrdering, path: "Fabric.Host[0].HCA", detail: "completion for WQE"},
 	}
 	yaml, ok := configs.Lookup("ndr.yaml")
@@ -170,7 +216,10 @@ func TestCheckersCatchInjectedFaults(t *testing.T) {
 				}})
 			}
 			if c.panics {
-				assert.PanicsWithValue(t, "x", run)
+				// Leaf[0].Port[0] held one packet's 65 blocks (4096 + 40 header
+				// bytes → ⌈4138/64⌉ = 65 blocks, ib-facts §3) less one freed
+				// early: its own release finds 64 in use.
+				assert.PanicsWithValue(t, "link: Fabric.Leaf[0].Port[0] releases 65 blocks on VL 0 with 64 of 260 in use: a credit returned twice", run)
 				return
 			}
 			run()
@@ -211,4 +260,3 @@ type ownerFunc struct {
 func (o ownerFunc) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	o.arrived(p, pkt, head, tail)
 }
-

@@ -265,6 +265,11 @@ func (p *Port) Release(vl int, blocks int) {
 	if vl == ib.ManagementVL {
 		return
 	}
+	if rx := &p.vl[vl].rx; blocks > rx.Used() {
+		// Our bug, but one a verification engineer must be able to place:
+		// the credit package's panic does not know the port.
+		panic(fmt.Sprintf("link: %s releases %d blocks on VL %d with %d of %d in use: a credit returned twice", p.Name, blocks, vl, rx.Used(), rx.Capacity()))
+	}
 	// Lent blocks stay with the VL while nobody else needs them (a lone busy
 	// VL keeps the whole pool); when another VL holding packets is short of
 	// room and the pool cannot serve it, released lent blocks go back to

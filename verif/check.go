@@ -78,7 +78,10 @@ type CheckConfig struct {
 //   - lossless: inject and deliver, keyed by seq; the delivered copy must
 //     carry the injected slid, dlid, qpn, psn, op and icrc; each seq once.
 //     A drop is a violation unless AllowDrops. At Finish, any packet injected
-//     and not delivered is lost.
+//     and not delivered is lost. A unicast packet is delivered at its
+//     destination: a block that injected packets takes only those for the
+//     SLID of its first one, and every packet for one DLID is delivered at
+//     the same block (LMC 0); else it was misrouted.
 //   - buffer: any event with occ: 0 ≤ occ ≤ cap. buf_enq / buf_deq with seq
 //     and credits keep the checker's own count per (path, vl): a packet
 //     enters a buffer once and leaves it once, the blocks it holds never
@@ -89,8 +92,10 @@ type CheckConfig struct {
 //     given. At Finish on an idle fabric, every (path, vl) whose last event
 //     had avail and cap must have avail == cap: less is a leaked credit, more
 //     a credit returned twice.
-//   - ordering: deliver of a request opcode at the responder (path, qpn):
-//     psn must be the expected one or behind it (a retry); ahead is a gap. A
+//   - ordering: deliver of a request opcode per connection (slid, dlid,
+//     qpn), starting from the PSN of the connection's first injected
+//     request: psn must be the expected one or behind it (a retry); ahead
+//     is a gap (a lost or reordered packet). A
 //     request consumes psns PSNs (default 1; an RDMA READ request ⌈len/PMTU⌉).
 //     cqe with a queue field, per (path, qpn, queue): wqe strictly after the
 //     previous one on the 16-bit WQE counter (it may wrap).
@@ -118,7 +123,9 @@ type Checkers struct {
 	credits   map[vlKey]creditState
 	inBuf     map[bufSlot]int64 // packets in a buffer: blocks, by (path, seq)
 	bufOcc    map[vlKey]int64   // blocks in each (path, vl) buffer, by the checker's own count
-	psnNext   map[qpKey]int64   // next expected request PSN at a responder QP
+	psnNext   map[rcKey]int64   // next expected request PSN at a responder QP, by connection
+	srcLID    map[string]int64  // by path: the SLID of the first packet the block injected (its LID)
+	lidAt     map[int64]string  // by DLID: the block that took the first packet delivered to it
 	wqeLast   map[qpKey]int64   // last completed WQE index per (path, qpn, queue)
 	keyWins   map[qpKey][]window
 	wires     map[string]*wireState // by port path
@@ -167,6 +174,14 @@ func keyVL(ev *components.TraceEvent) vlKey {
 
 func keyQP(ev *components.TraceEvent, qpn int64) qpKey { return qpKey{path: ev.Path, qpn: qpn} }
 
+// rcKey is one connection's request stream: the requester's and the
+// responder's LIDs and the responder's QP (LMC 0: one LID per port).
+type rcKey struct{ slid, dlid, qpn int64 }
+
+// firstMulticastLID is where the IB multicast LIDs (and the permissive
+// LID) start; a packet to one of them is delivered at several ports.
+const firstMulticastLID = 0xC000
+
 type bufSlot struct {
 	path string
 	seq  int64
@@ -189,7 +204,9 @@ func NewCheckers(cfg CheckConfig) *Checkers {
 		credits:  map[vlKey]creditState{},
 		inBuf:    map[bufSlot]int64{},
 		bufOcc:   map[vlKey]int64{},
-		psnNext:  map[qpKey]int64{},
+		psnNext:  map[rcKey]int64{},
+		srcLID:   map[string]int64{},
+		lidAt:    map[int64]string{},
 		wqeLast:  map[qpKey]int64{},
 		keyWins:  map[qpKey][]window{},
 		wires:    map[string]*wireState{},
@@ -374,7 +391,39 @@ func (c *Checkers) inject(ev *components.TraceEvent) {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d injected twice", seq))
 		return
 	}
-	c.injected[seq] = identity(ev)
+	id := identity(ev)
+	c.injected[seq] = id
+	if _, ok := c.srcLID[ev.Path]; !ok {
+		c.srcLID[ev.Path] = id.slid
+	}
+	if requestOps[id.op] {
+		// The connection's first request starts the responder's expected
+		// PSN, so packets reordered from the very first are a gap too.
+		if k := (rcKey{id.slid, id.dlid, id.qpn}); !c.hasPSN(k) {
+			c.psnNext[k] = id.psn
+		}
+	}
+}
+
+func (c *Checkers) hasPSN(k rcKey) bool { _, ok := c.psnNext[k]; return ok }
+
+// checkDest fails a delivery at a block that is not the packet's
+// destination: a block that injected packets with one SLID takes only
+// packets for that LID, and packets for one LID all arrive at one block.
+func (c *Checkers) checkDest(ev *components.TraceEvent, seq, dlid int64) bool {
+	if dlid >= firstMulticastLID {
+		return true
+	}
+	if own, ok := c.srcLID[ev.Path]; ok && own != dlid {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for dlid %d delivered at %s, whose LID is %d (misrouted)", seq, dlid, ev.Path, own))
+		return false
+	}
+	if at, ok := c.lidAt[dlid]; ok && at != ev.Path {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for dlid %d delivered at %s, but dlid %d's packets were delivered at %s (misrouted)", seq, dlid, ev.Path, dlid, at))
+		return false
+	}
+	c.lidAt[dlid] = ev.Path
+	return true
 }
 
 func (c *Checkers) deliver(ev *components.TraceEvent) {
@@ -395,6 +444,9 @@ func (c *Checkers) deliver(ev *components.TraceEvent) {
 	delete(c.injected, seq)
 	c.delivered.set(seq)
 	got := identity(ev)
+	if got.dlid == in.dlid && !c.checkDest(ev, seq, got.dlid) {
+		return
+	}
 	for _, d := range []struct {
 		name      string
 		want, got int64
@@ -438,7 +490,9 @@ func (c *Checkers) checkPSN(ev *components.TraceEvent) {
 	if !ok || n < 1 {
 		n = 1
 	}
-	key := keyQP(ev, qpn)
+	slid, _ := ev.Int("slid")
+	dlid, _ := ev.Int("dlid")
+	key := rcKey{slid, dlid, qpn}
 	want, seen := c.psnNext[key]
 	if !seen {
 		c.psnNext[key] = (psn + n) % psnMod

@@ -157,6 +157,22 @@ func TestCheckersSyntheticTable(t *testing.T) {
 		), "", ""},
 		{"psn gap", cat(flow(10, 1, 10, wr), flow(20, 2, 12, wr)),
 			InvOrdering, "QP 9 request PSN 12 arrived, expected 11 (a gap of 1)"},
+		// The connection's first request (PSN 10) is overtaken by its
+		// second: the responder's first request is PSN 11, one ahead.
+		{"first requests reordered", []*components.TraceEvent{
+			ev(1, "A", components.TraceInject, pktFields(1, 10, 0, wr)...),
+			ev(2, "A", components.TraceInject, pktFields(2, 11, 0, wr)...),
+			ev(3, "R", components.TraceDeliver, pktFields(2, 11, 0, wr)...),
+		}, InvOrdering, "QP 9 request PSN 11 arrived, expected 10 (a gap of 1)"},
+		// A injects with slid 1, so it is LID 1; a packet for dlid 2 is not its.
+		{"delivered at the sender", []*components.TraceEvent{
+			ev(1, "A", components.TraceInject, pktFields(1, 0, 0, wr)...),
+			ev(2, "A", components.TraceDeliver, pktFields(1, 0, 0, wr)...),
+		}, InvLossless, "packet seq 1 for dlid 2 delivered at A, whose LID is 1 (misrouted)"},
+		{"two blocks take one dlid", cat(flow(10, 1, 0, wr), []*components.TraceEvent{
+			ev(19, "A", components.TraceInject, pktFields(2, 1, 0, wr)...),
+			ev(20, "Q", components.TraceDeliver, pktFields(2, 1, 0, wr)...),
+		}), InvLossless, "packet seq 2 for dlid 2 delivered at Q, but dlid 2's packets were delivered at R (misrouted)"},
 		{"psn wraps at 2^24", cat(flow(10, 1, 1<<24-1, wr), flow(20, 2, 0, wr)), "", ""},
 		// An RDMA READ of 3 PMTUs uses PSNs 5, 6, 7; the next request is 8.
 		{"read request consumes psns", cat(flow(10, 1, 5, "RDMA_READ_REQUEST", fI("psns", 3)), flow(20, 2, 8, wr)), "", ""},
