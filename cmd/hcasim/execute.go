@@ -57,9 +57,7 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	if prog != nil {
 		prog.stop()
 	}
-	if ferr := finish(); err == nil {
-		err = ferr
-	}
+	err = runOutcome(err, finish())
 	if err != nil {
 		res.Points = append(res.Points, report.Point{Params: params, Metrics: map[string]any{}, Error: err.Error()})
 		return res, err

@@ -99,10 +99,29 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		if chk != nil && view != nil {
 			chk.Finish(view.Now(), view.Settled)
 			if err := chk.Err(); err != nil {
-				return fmt.Errorf("invariant violated: %v", err)
+				return violationError{err}
 			}
 		}
 		return first
 	}
 	return attach, finish, nil
+}
+
+// violationError is a failed invariant as finish returns it.
+type violationError struct{ v error }
+
+func (e violationError) Error() string { return "invariant violated: " + e.v.Error() }
+
+// runOutcome combines a run's error with its observers' (finish): a
+// violated invariant comes first, because the checker stopped the run and
+// the run's own error ("did not finish ... 0 of 10 messages completed") is
+// only its consequence; otherwise the run's error, then finish's.
+func runOutcome(runErr, finishErr error) error {
+	if _, ok := finishErr.(violationError); ok {
+		return finishErr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return finishErr
 }

@@ -157,9 +157,7 @@ func sweepRunner(f *runFlags, threads int) sweep.Runner {
 			return nil, err
 		}
 		m, err := fabricRun(p.Loaded, fabric.RunOptions{Observe: obs, Threads: threads})
-		if ferr := finish(); err == nil {
-			err = ferr
-		}
+		err = runOutcome(err, finish())
 		if err != nil {
 			return nil, err
 		}
