@@ -267,11 +267,14 @@ func (l *Loaded) Hash() string {
 }
 
 // EffectiveYAML is the design point as decoded (defaults filled in), as YAML.
-// sim.check is left out: checking a run does not change the design point,
-// so a checked and an unchecked run carry the same config hash.
+// sim.check and sim.threads are left out: checking a run, or running its
+// partitions on more threads, changes no result (TestPartitionedDeterministic),
+// so such runs carry the same config hash, and hcasim diff does not call
+// their identical traces' configs different.
 func (l *Loaded) EffectiveYAML() []byte {
 	c := l.Config
 	c.Sim.Check = false
+	c.Sim.Threads = 0
 	b, err := yaml.Marshal(&c)
 	if err != nil {
 		panic(fmt.Sprintf("fabric: marshal config: %v", err))

@@ -120,3 +120,24 @@ func TestHCABufferErrorsSayWhatIsWrong(t *testing.T) {
 	_, err = Load(nil, []string{"hca.vl_buffer_bytes=131072"})
 	assert.NoError(t, err)
 }
+
+// TestHashIgnoresWhatChangesNoResult: sim.check and sim.threads change no
+// result (a checked run equals an unchecked one; partitions give identical
+// results on any thread count, TestPartitionedDeterministic), so the
+// config hash — a trace header's config= and a shard's manifest — is the
+// same with or without them; hcasim diff called two identical traces'
+// configs different when only the thread count differed. A setting that
+// changes results (sim.partitions) changes the hash.
+func TestHashIgnoresWhatChangesNoResult(t *testing.T) {
+	base := []string{"topology.kind=fat-tree-2", "switch.radix=8", "workload.kind=uniform", "sim.partitions=2"}
+	hash := func(more ...string) string {
+		l, err := Load(nil, append(append([]string{}, base...), more...))
+		require.NoError(t, err)
+		return l.Hash()
+	}
+	h := hash()
+	assert.Equal(t, h, hash("sim.threads=1"))
+	assert.Equal(t, h, hash("sim.threads=2"))
+	assert.Equal(t, h, hash("sim.check=true"))
+	assert.NotEqual(t, h, hash("sim.partitions=3"))
+}
