@@ -117,12 +117,19 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Topology.Kind != "back-to-back" {
-		// Workload.Validate has checked the SL is 0..15.
-		if t := c.Switch.SL2VLTable(); t[c.Workload.SL&0xF] == ib.ManagementVL {
-			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", c.Workload.SL, c.Switch.VLs)
-		}
-		if t := c.Switch.SL2VLTable(); hcaDriven(c.Workload.Kind) && t[0] == ib.ManagementVL {
-			return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls %d)", c.Workload.Kind, c.Switch.VLs)
+		// Only the SLs packets carry (wireSLs) are checked: an HCA-driven
+		// run without background traffic never sends on workload.sl, so its
+		// SL is not blamed for the HCAs' SL 0. Workload.Validate has checked
+		// the SL is 0..15.
+		t := c.Switch.SL2VLTable()
+		for _, sl := range c.wireSLs() {
+			if t[sl] != ib.ManagementVL {
+				continue
+			}
+			if hcaDriven(c.Workload.Kind) && sl == 0 {
+				return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls %d)", c.Workload.Kind, c.Switch.VLs)
+			}
+			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
 		}
 	}
 	if c.Sim.Engine != components.EngineHcasim && c.Sim.Engine != components.EngineAkita {

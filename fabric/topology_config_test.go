@@ -230,9 +230,22 @@ func TestHCASL0ToDropVLRefused(t *testing.T) {
 		assert.EqualError(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind "+kind+
 			" send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls 2)")
 	}
+	// With workload.sl left at 0 the message still names switch.sl2vl and
+	// the HCAs' SL 0, not workload.sl, which a perftest without background
+	// traffic does not use.
+	_, err := Load(nil, append(base, "workload.kind=perftest", "workload.sl=0"))
+	assert.ErrorContains(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind perftest")
+	// ... and an unused workload.sl on VL 15 is no error, as another unused
+	// SL is not.
+	drop1 := "switch.sl2vl=[0,15,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
+	_, err = Load(nil, append(base, "workload.kind=perftest", drop1))
+	assert.NoError(t, err)
+	_, err = Load(nil, append(base, "workload.kind=perftest", drop1, "workload.background=true"))
+	assert.ErrorContains(t, err, "workload.sl: SL 1 maps to VL 15 (drop)")
+
 	// Packet endpoints send on workload.sl, SL 1 here, which the table
 	// keeps on VL 1: nothing is dropped.
-	_, err := Load(nil, append(base, "workload.kind=uniform", "workload.measure_ns=1000"))
+	_, err = Load(nil, append(base, "workload.kind=uniform", "workload.measure_ns=1000"))
 	assert.NoError(t, err)
 
 	for _, tc := range []struct {
