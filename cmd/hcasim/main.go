@@ -147,9 +147,10 @@ Run flags:
                         ('*' any run, '?' one character, '[' ']' themselves; repeatable;
                         filters --trace and --vcd)
       --trace-kind K    only trace these event kinds (repeatable; filters --trace, not --vcd)
-      --vcd FILE        write a VCD waveform of credits, buffers and link activity
+      --vcd FILE        write a VCD waveform of credits, buffers, link activity and HCA stages
       --jobs N          sweep points run in parallel (default: the number of cores)
-      --shard I/N       run every N-th sweep point, starting at I (0-based)
+      --shard I/N       run every N-th sweep design (a point, or a whole knee search),
+                        starting at I (0-based); needs --out
       --quiet           no progress bar (on a terminal, a sweep shows its points done,
                         a single point its simulated time against the window's end)
       --cpuprofile F    write a pprof CPU profile
