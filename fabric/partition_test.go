@@ -171,7 +171,7 @@ func TestPartitionsRefused(t *testing.T) {
 	_, err = Run(l, RunOptions{})
 	var un *UnsupportedError
 	require.ErrorAs(t, err, &un)
-	assert.Equal(t, "sim.partitions: 3 is more than the fabric's 1 switches", err.Error())
+	assert.Equal(t, "sim.partitions: 3 is more than the fabric's switches (1); give at most 1", err.Error())
 }
 
 // TestPartitionedTraceAndChecks: with three partitions the invariant

@@ -229,7 +229,7 @@ func partitionRun(cfg *Config, opts RunOptions, topo *Topology) ([]*components.S
 		return []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}, make([]int, len(topo.Nodes)), nil
 	}
 	if sw := len(topo.Switches()); n > sw {
-		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's %d switches", n, sw)}
+		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's switches (%d); give at most %d", n, sw, sw)}
 	}
 	part := Partition(topo, n)
 	look, err := lookahead(cfg, topo, part)
