@@ -116,7 +116,9 @@ func (c *Config) Validate() error {
 	if err := c.Workload.Validate("workload"); err != nil {
 		return err
 	}
-	if c.Topology.Kind != "back-to-back" {
+	// Back to back, a collective's HCA ports map SL 0 through the same table
+	// (fabric.NewHCAHost); a perftest's two HCAs send on VL 0 whatever it says.
+	if c.Topology.Kind != "back-to-back" || c.Workload.Kind == "allreduce" || c.Workload.Kind == "alltoall" {
 		// Only the SLs packets carry (wireSLs) are checked: an HCA-driven
 		// run without background traffic never sends on workload.sl, so its
 		// SL is not blamed for the HCAs' SL 0. Workload.Validate has checked
@@ -127,7 +129,7 @@ func (c *Config) Validate() error {
 				continue
 			}
 			if hcaDriven(c.Workload.Kind) && sl == 0 {
-				return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls %d)", c.Workload.Kind, c.Switch.VLs)
+				return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0, so every packet they send would be dropped; map SL 0 to a data VL (below switch.vls %d)", c.Workload.Kind, c.Switch.VLs)
 			}
 			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
 		}

@@ -228,12 +228,17 @@ func TestHCASL0ToDropVLRefused(t *testing.T) {
 	for _, kind := range []string{"perftest", "allreduce", "alltoall"} {
 		_, err := Load(nil, append(base, "workload.kind="+kind))
 		assert.EqualError(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind "+kind+
-			" send on SL 0, so the switches would drop every packet they send; map SL 0 to a data VL (below switch.vls 2)")
+			" send on SL 0, so every packet they send would be dropped; map SL 0 to a data VL (below switch.vls 2)")
 	}
+	// Back to back a collective's HCA ports use the table too (it used to
+	// run with every packet on VL 15, which is not flow-controlled).
+	_, err := Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop0, "workload.kind=allreduce"})
+	assert.ErrorContains(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind allreduce")
+
 	// With workload.sl left at 0 the message still names switch.sl2vl and
 	// the HCAs' SL 0, not workload.sl, which a perftest without background
 	// traffic does not use.
-	_, err := Load(nil, append(base, "workload.kind=perftest", "workload.sl=0"))
+	_, err = Load(nil, append(base, "workload.kind=perftest", "workload.sl=0"))
 	assert.ErrorContains(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind perftest")
 	// ... and an unused workload.sl on VL 15 is no error, as another unused
 	// SL is not.
