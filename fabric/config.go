@@ -294,6 +294,10 @@ func (l *Loaded) EffectiveYAML() []byte {
 // Decode decodes a config node tree (overrides already applied), starting
 // from the defaults and from hca.profile if one is named, and validates it.
 func Decode(root *yaml.Node) (*Loaded, error) {
+	return decode(root, true)
+}
+
+func decode(root *yaml.Node, validate bool) (*Loaded, error) {
 	cfg := Defaults()
 	if n := config.Lookup(root, "hca.profile"); n != nil && n.Kind == yaml.ScalarNode {
 		p, err := hca.Profile(n.Value)
@@ -306,6 +310,9 @@ func Decode(root *yaml.Node) (*Loaded, error) {
 		return nil, err
 	}
 	cfg.Normalize()
+	if !validate {
+		return &Loaded{Config: cfg, Node: root}, nil
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, &config.Error{Msg: err.Error()}
 	}
@@ -317,6 +324,18 @@ func Decode(root *yaml.Node) (*Loaded, error) {
 // nil data (not an empty file) starts from the defaults alone, for tests and
 // programs that give every key as an override.
 func Load(data []byte, sets []string) (*Loaded, error) {
+	return load(data, sets, true)
+}
+
+// LoadSweepBase is Load for the base of a sweep whose every point is
+// validated on its own (sweep.Expand): the base's values are decoded (their
+// types and the known keys checked) but not validated, since a value the
+// sweep replaces at every point is never run. Anything else must use Load.
+func LoadSweepBase(data []byte, sets []string) (*Loaded, error) {
+	return load(data, sets, false)
+}
+
+func load(data []byte, sets []string, validate bool) (*Loaded, error) {
 	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	if data != nil {
 		var err error
@@ -329,7 +348,7 @@ func Load(data []byte, sets []string) (*Loaded, error) {
 			return nil, err
 		}
 	}
-	return Decode(root)
+	return decode(root, validate)
 }
 
 // validatePartitions checks sim.partitions and what a partitioned run

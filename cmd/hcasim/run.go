@@ -242,7 +242,18 @@ func loadConfig(f *runFlags) (*fabric.Loaded, error) {
 	}
 	l, err := fabric.Load(data, sets)
 	if err != nil {
-		return nil, userErrorf("%s: %s", f.config, err)
+		// A sweep's base value of a key the sweep sets at every point is
+		// never run: when every point is valid, so is the sweep, whatever
+		// that value (a synthetic sweep over workload.size from a base
+		// size only perftest takes). Otherwise the base's error stands.
+		base, berr := fabric.LoadSweepBase(data, sets)
+		if berr != nil || !sweep.Has(base.Node) {
+			return nil, userErrorf("%s: %s", f.config, err)
+		}
+		if _, xerr := sweep.Expand(base.Node, sweep.Options{Pinned: pinnedKeys(f)}); xerr != nil {
+			return nil, userErrorf("%s: %s", f.config, err)
+		}
+		l = base
 	}
 	if f.check {
 		l.Config.Sim.Check = true

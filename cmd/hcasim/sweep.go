@@ -33,10 +33,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		f.out = defaultOutDir(outName(l.Config.Name, f.config))
 		defaultOut = true
 	}
-	pins := sweep.PinnedKeys(f.sets)
-	if f.seedSet {
-		pins = append(pins, "seed")
-	}
+	pins := pinnedKeys(f)
 	check := f.check
 	sw, err := sweep.Expand(l.Node, sweep.Options{Pinned: pins, Fix: func(p *fabric.Loaded) {
 		if check {
@@ -259,4 +256,13 @@ func defaultOutDir(name string) string {
 		clean = "sweep"
 	}
 	return filepath.Join("hcasim-out", clean)
+}
+
+// pinnedKeys are the keys --set and --seed fix: a sweep does not vary them.
+func pinnedKeys(f *runFlags) []string {
+	pins := sweep.PinnedKeys(f.sets)
+	if f.seedSet {
+		pins = append(pins, "seed")
+	}
+	return pins
 }

@@ -665,3 +665,28 @@ sweep: {workload.size: [4096, 8192]}
 		assert.Contains(t, header, col)
 	}
 }
+
+// TestSweepBaseValueNeverRun: a sweep over workload.size from a base size
+// no synthetic workload takes (65536, above the 4096-byte MTU) runs every
+// point, since each sets its own size; the base's value was refused before
+// any point was looked at. A sweep that leaves the bad value in every point
+// is refused with the base's own message.
+func TestSweepBaseValueNeverRun(t *testing.T) {
+	base := `name: t
+topology: {kind: single-switch, hosts: 4}
+switch: {radix: 4, vls: 1}
+workload: {kind: uniform, size: 65536, measure_ns: 2000}
+`
+	swept := writeFile(t, "swept.yaml", base+"sweep: {workload.size: [1024, 2048]}\n")
+	code, stdout, stderr := run("-config", swept, "--quiet", "--format", "csv", "--out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 3, strings.Count(stdout, "\n"), "the header and 2 points:\n%s", stdout)
+	kept := writeFile(t, "kept.yaml", base+"sweep: {workload.offered_load: [0.2, 0.4]}\n")
+	code, _, stderr = run("-config", kept, "--quiet", "--out", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: "+kept+": workload.size: 65536 is not a packet payload (1 to 4096 bytes)\n", stderr)
+	// Pinning the swept key leaves the base's value in every point.
+	code, _, stderr = run("-config", swept, "--quiet", "--out", t.TempDir(), "--set", "workload.offered_load=0.3", "--set", "sweep.workload.size=[1024]", "--set", "workload.size=65536")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "workload.size: 65536 is not a packet payload")
+}
