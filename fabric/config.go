@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 
 	"go.yaml.in/yaml/v3"
 
@@ -141,7 +140,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim.max_time_ns: %v is out of range (above 0, up to 1e13)", c.Sim.MaxTimeNs)
 	}
 	w := &c.Workload
-	if end, ok := c.windowEnd(); ok && ib.PS(math.Round(c.Sim.MaxTimeNs*1000)) < end {
+	if end, ok := c.windowEnd(); ok && ib.FromNanoseconds(c.Sim.MaxTimeNs) < end {
 		// The run would stop inside its own measurement window, and every
 		// rate would be the part it saw divided by the whole window.
 		return fmt.Errorf("sim.max_time_ns: %v stops the run before its measurement window ends (workload.warmup_ns %v + workload.measure_ns %v = %v ns); give at least %v, or a shorter window",
@@ -219,7 +218,7 @@ func (c *Config) MeasureEnd() (end ib.PS, ok bool) {
 	if !isSynthetic(c.Workload.Kind) {
 		return 0, false
 	}
-	return ib.PS(c.Workload.WarmupNs*1000) + ib.PS(c.Workload.MeasureNs*1000), true
+	return ib.FromNanoseconds(c.Workload.WarmupNs) + ib.FromNanoseconds(c.Workload.MeasureNs), true
 }
 
 // windowEnd returns when the measurement window ends for a workload that
@@ -230,7 +229,7 @@ func (c *Config) windowEnd() (end ib.PS, ok bool) {
 	if !isSynthetic(w.Kind) && !(w.Kind == "stream" && w.Saturate) {
 		return 0, false
 	}
-	return ib.PS(w.WarmupNs*1000) + ib.PS(w.MeasureNs*1000), true
+	return ib.FromNanoseconds(w.WarmupNs) + ib.FromNanoseconds(w.MeasureNs), true
 }
 
 // hcaDriven reports whether a workload kind runs on HCAs, which send every

@@ -141,3 +141,18 @@ func TestHashIgnoresWhatChangesNoResult(t *testing.T) {
 	assert.Equal(t, h, hash("sim.check=true"))
 	assert.NotEqual(t, h, hash("sim.partitions=3"))
 }
+
+// TestWindowRoundsToPicoseconds: 1.001 ns is 1000.9999… ps in float64; the
+// measurement window truncated it to 1000 ps (the style rule: convert to
+// integer picoseconds by rounding, never truncating, as the link's
+// intervals already did). 2.003 ns is 2003 ps either way; the window is
+// [1001, 1001 + 2003] ps.
+func TestWindowRoundsToPicoseconds(t *testing.T) {
+	l, err := Load(nil, []string{"topology.kind=single-switch", "switch.radix=4", "workload.kind=uniform",
+		"workload.warmup_ns=1.001", "workload.measure_ns=2.003"})
+	require.NoError(t, err)
+	end, ok := l.Config.MeasureEnd()
+	require.True(t, ok)
+	assert.Equal(t, ib.PS(1001+2003), end)
+	assert.Equal(t, ib.PS(1001), ib.FromNanoseconds(1.001))
+}

@@ -138,7 +138,7 @@ func settlePerftest(cfg *Config, view *Simulation, bg *synthRun) {
 		return
 	}
 	// synthPart.deliver finishes the run at the delivery that drains it.
-	view.Sim.StopAt(view.Sim.Now() + ib.PS(cfg.Workload.DrainNs*1000))
+	view.Sim.StopAt(view.Sim.Now() + ib.FromNanoseconds(cfg.Workload.DrainNs))
 }
 
 // perftestRun is the perftest a config describes.
@@ -219,8 +219,8 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		return pt, nil, nil
 	}
 	bg.net = net
-	bg.t0 = ib.PS(w.WarmupNs * 1000)
-	bg.t1 = bg.t0 + ib.PS(w.MeasureNs*1000)
+	bg.t0 = ib.FromNanoseconds(w.WarmupNs)
+	bg.t1 = bg.t0 + ib.FromNanoseconds(w.MeasureNs)
 	// The background's statistics (its credit stall, the switches') cover
 	// its window, as a synthetic run's do; a test that ends first ends them.
 	part := bg.parts[0]

@@ -325,7 +325,7 @@ func (r *streamRun) finish() {
 func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	s := components.NewSimOn(cfg.Sim.Engine)
 	w := cfg.Workload
-	r := &streamRun{s: s, saturate: w.Saturate, drainCap: ib.PS(w.DrainNs * 1000)}
+	r := &streamRun{s: s, saturate: w.Saturate, drainCap: ib.FromNanoseconds(w.DrainNs)}
 	r.src = workload.NewStreamSource(s, "Fabric.Host[0]", w, 1, 2)
 	r.sink = workload.NewStreamSink(s, "Fabric.Host[1]", w.DrainGbps)
 	pc := PortConfig(cfg, cfg.HCA.VLBufferBytes)
@@ -337,7 +337,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
 	link.Connect(r.tx, r.rx, timing)
 	r.sink.OnDeliver = r.deliver
-	s.StopAt(ib.PS(cfg.Sim.MaxTimeNs * 1000))
+	s.StopAt(ib.FromNanoseconds(cfg.Sim.MaxTimeNs))
 
 	r.view = &Simulation{Sim: s, Ports: []*link.Port{r.tx, r.rx}, Blocks: []sim.Hookable{r.tx, r.rx, r.src, r.sink}}
 	r.check = cfg.Sim.Check
@@ -348,8 +348,8 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		opts.Started(r.view)
 	}
 	if r.saturate {
-		warm := ib.PS(w.WarmupNs * 1000)
-		r.t0, r.t1 = warm, warm+ib.PS(w.MeasureNs*1000)
+		warm := ib.FromNanoseconds(w.WarmupNs)
+		r.t0, r.t1 = warm, warm+ib.FromNanoseconds(w.MeasureNs)
 		s.Schedule(r.t0, r, evMeasureStart)
 		s.Schedule(r.t1, r, evMeasureEnd)
 	} else {

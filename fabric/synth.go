@@ -156,10 +156,10 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e.OnDeliver = p.deliver
 		e.OnInject = p.inject
 	}
-	r.t0 = ib.PS(w.WarmupNs * 1000)
+	r.t0 = ib.FromNanoseconds(w.WarmupNs)
 	r.t1, _ = cfg.MeasureEnd()
-	r.drainCap = ib.PS(w.DrainNs * 1000)
-	maxT := ib.PS(cfg.Sim.MaxTimeNs * 1000)
+	r.drainCap = ib.FromNanoseconds(w.DrainNs)
+	maxT := ib.FromNanoseconds(cfg.Sim.MaxTimeNs)
 	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group}
 	var po *partitionedObservers
 	if r.group != nil && opts.Observe != nil {

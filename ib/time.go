@@ -25,6 +25,10 @@ func (t PS) Nanoseconds() float64 { return float64(t) / 1000 }
 // nearest picosecond (never truncating: 1e-9 s is 999.9999 ps in float).
 func FromSeconds(s float64) PS { return PS(math.Round(s * 1e12)) }
 
+// FromNanoseconds converts a config's nanoseconds to picoseconds, rounded:
+// 1.001 ns is 1000.9999… ps in float64, and truncating it gave 1000.
+func FromNanoseconds(ns float64) PS { return PS(math.Round(ns * 1000)) }
+
 // CyclePS returns the period of a clock of freqMHz megahertz in picoseconds,
 // rounded to the nearest picosecond.
 func CyclePS(freqMHz float64) PS { return PS(math.Round(1e6 / freqMHz)) }

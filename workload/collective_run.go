@@ -387,7 +387,7 @@ func (cl *Collective) Run() (map[string]any, error) {
 	if maxT <= 0 {
 		maxT = 1e9
 	}
-	c.s.StopAt(c.s.Now() + ib.PS(maxT*1000))
+	c.s.StopAt(c.s.Now() + ib.FromNanoseconds(maxT))
 	c.onEnd = cl.OnEnd
 	if err := c.s.Run(); err != nil {
 		return nil, err

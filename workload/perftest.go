@@ -261,7 +261,7 @@ func (t *Perftest) Run() (map[string]any, error) {
 	if maxT <= 0 {
 		maxT = 1e9
 	}
-	p.s.StopAt(p.s.Now() + ib.PS(maxT*1000))
+	p.s.StopAt(p.s.Now() + ib.FromNanoseconds(maxT))
 	p.onEnd = t.OnEnd
 	if err := p.s.Run(); err != nil {
 		return nil, err
@@ -316,7 +316,7 @@ func (t *Perftest) retrace(k int, want int64) (*perftest, error) {
 	if maxT <= 0 {
 		maxT = 1e9
 	}
-	p.s.StopAt(p.s.Now() + ib.PS(maxT*1000))
+	p.s.StopAt(p.s.Now() + ib.FromNanoseconds(maxT))
 	if err := p.s.Run(); err != nil {
 		return nil, err
 	}
