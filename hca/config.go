@@ -174,7 +174,12 @@ func Defaults() Config {
 		VLBufferBytes: 32768,
 
 		PCIe: PCIeConfig{
-			Gen: 3, Lanes: 16, // ConnectX-5 on Gen3 x16 (issue 3 host profiles)
+			// ConnectX-4 VPI: "PCIe Gen 3.0 … through an x16 edge connector up
+			// to 8GT/s" (Mellanox user manual, manualshive.com copy); ConnectX-5:
+			// Gen 3.0/4.0 x16 (docs.nvidia.com/networking/display/connectx5ib/
+			// interfaces), Gen4 on the Ex cards. Gen3 x16 carries 126 Gb/s
+			// (ib-facts §8), above EDR 4x's 100.
+			Gen: 3, Lanes: 16,
 			MPSBytes:            256, // bytes; common x86 root-port setting, assumed
 			MRRSBytes:           512, // bytes; Linux default MRRS, assumed
 			ReadCompletionBytes: 64,  // bytes; RCB 64 B, root complexes return cache lines, assumed
@@ -210,7 +215,10 @@ var profiles = map[string]func() Config{
 	"cx8-xdr": cx8,
 }
 
-// cx6 is a ConnectX-6 class HDR host on PCIe Gen4 x16.
+// cx6 is a ConnectX-6 class HDR host on PCIe Gen4 x16: a ConnectX-6 x16
+// card carries "up to 100GbE in a PCIe Gen 3.0/4.0 slot, or up to 200GbE in
+// a PCIe Gen 4.0 slot" (docs.nvidia.com/networking/display/ConnectX6EN/
+// Introduction; the VPI cards list Gen 3.0/4.0 x16 the same way).
 func cx6() Config {
 	c := Defaults()
 	c.Profile = "cx6"
@@ -219,19 +227,24 @@ func cx6() Config {
 	return c
 }
 
-// cx7 is a ConnectX-7 class NDR host on PCIe Gen5 x16.
+// cx7 is a ConnectX-7 class NDR host on PCIe Gen5 x16 ("PCIe Gen 5.0 x16
+// host connectivity", docs.nvidia.com/networking/display/ConnectX7VPIOCP3/
+// Introduction). Its other values are assumed, none published.
 func cx7() Config {
 	c := Defaults()
 	c.Profile = "cx7"
 	c.PCIe.Gen = 5
-	c.PCIe.OutstandingReads = 256 // tags; assumed (8-bit extended tags)
-	c.PCIe.MPSBytes = 512         // bytes; assumed for newer root ports
-	c.PCIe.ReadCompletionBytes = 128
-	c.CoreClockMHz = 1500 // MHz; assumed
+	c.PCIe.OutstandingReads = 256    // tags; assumed (8-bit extended tags)
+	c.PCIe.MPSBytes = 512            // bytes; assumed for newer root ports
+	c.PCIe.ReadCompletionBytes = 128 // bytes; assumed (RCB 128 root ports)
+	c.CoreClockMHz = 1500            // MHz; assumed
 	return c
 }
 
-// cx8 is a ConnectX-8 class XDR host on PCIe Gen6 x16.
+// cx8 is a ConnectX-8 class XDR host on PCIe Gen6 x16 ("PCI Express Gen6
+// (5.0 and 4.0 compatible) through an x16 edge connector",
+// docs.nvidia.com/networking/display/connectx8supernic/supported-interfaces;
+// the OCP 3.0 cards are Gen5 x16, which cannot carry 800 Gb/s).
 func cx8() Config {
 	c := cx7()
 	c.Profile = "cx8"

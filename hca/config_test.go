@@ -58,3 +58,41 @@ func TestValidateNamesKey(t *testing.T) {
 		})
 	}
 }
+
+// TestProfilePCIeCarriesItsPort checks each profile's PCIe link against the
+// port it is for, from gen × lanes × line code, as the vendor manuals state
+// it: a ConnectX-6 x16 card carries 100 Gb/s in a Gen3 slot and 200 Gb/s
+// only in a Gen4 one (NVIDIA ConnectX-6 user manual, Introduction), so the
+// PCIe payload rate of a profile must exceed its 4x port's data rate, and
+// one generation less must not for cx6 and cx7 (Gen3 x16 126 Gb/s < HDR
+// 200; Gen4 x16 252 < NDR 400). cx8's Gen5 x16 (504 Gb/s) is below XDR's
+// 800 too: ConnectX-8 reaches 800 Gb/s on Gen6 x16 or two Gen5 x16 (Socket
+// Direct, DOCA 2.9.0 CX8 release notes).
+func TestProfilePCIeCarriesItsPort(t *testing.T) {
+	tests := []struct {
+		profile  string
+		portGbps float64 // 4x data rate: 25, 50, 100, 200 Gb/s per lane (ib-facts §1)
+	}{
+		{"cx5", 100},
+		{"cx6", 200},
+		{"cx7", 400},
+		{"cx8", 800},
+	}
+	eff := map[int]float64{3: 128.0 / 130, 4: 128.0 / 130, 5: 128.0 / 130, 6: 236.0 / 256}
+	gts := map[int]float64{3: 8, 4: 16, 5: 32, 6: 64}
+	for _, tc := range tests {
+		t.Run(tc.profile, func(t *testing.T) {
+			c, err := Profile(tc.profile)
+			require.NoError(t, err)
+			g := c.PCIe.Gen
+			want := gts[g] * float64(c.PCIe.Lanes) * eff[g] // Gb/s per direction
+			got := NewPCIe(c.PCIe).PayloadGbps()
+			assert.InDelta(t, want, got, 1e-9)
+			assert.Greater(t, got, tc.portGbps, "PCIe Gen%d x%d below the port", g, c.PCIe.Lanes)
+			if tc.profile != "cx5" {
+				lower := gts[g-1] * float64(c.PCIe.Lanes) * eff[g-1]
+				assert.Less(t, lower, tc.portGbps, "one generation less would carry the port too")
+			}
+		})
+	}
+}
