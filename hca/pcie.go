@@ -15,8 +15,10 @@ type pcieGenRate struct {
 
 // pcieGens: Gen3–5 use 128b/130b (ib-facts §8); Gen6 uses 256-byte FLITs
 // of which 236 bytes carry TLPs (6 B DLP, 8 B CRC, 6 B FEC; PCIe 6.0 FLIT
-// layout, secondary source; ib-facts §8 marks the FLIT efficiency
-// unconfirmed and gives ~121–126 GB/s, this gives 118 GB/s at x16).
+// layout from a secondary source, muditbhargava66.github.io notes "Gen6 vs
+// Legacy PCIe", the specification being members-only; ib-facts §8 marks
+// the FLIT efficiency unconfirmed and gives ~121–126 GB/s, this gives
+// 118 GB/s at x16; docs/validation.md has the correction).
 var pcieGens = map[int]pcieGenRate{
 	3: {8, 128, 130},
 	4: {16, 128, 130},
