@@ -40,7 +40,11 @@ func (k KneeSpec) Bisect(probe func(offered float64) (saturated bool, err error)
 		return kn, nil
 	}
 	hi := k.To
-	for hi-lo > k.Tolerance {
+	// The width is compared at the 12 digits the probes are rounded to:
+	// the raw float64 difference of two decimals is off in the last bit
+	// (0.4 − 0.3 = 0.10000000000000003), which would ask a tolerance that
+	// divides the range exactly for one more probe than it needs.
+	for round12(hi-lo) > k.Tolerance {
 		mid := round12((lo + hi) / 2)
 		if mid <= lo || mid >= hi {
 			break // the bracket is as narrow as 12 digits go

@@ -64,6 +64,42 @@ func TestBisectOutsideTheRange(t *testing.T) {
 	assert.True(t, math.IsNaN(got.Above))
 }
 
+// A tolerance that divides the range into a power of two is met exactly:
+// from 0.1 to 0.9 with tolerance 0.1 halves 0.8 to 0.4, 0.2, 0.1 — three
+// probes after the two ends, 2 + log₂(0.8 / 0.1) = 5 in all, wherever the
+// knee lies. The bracket's width is a difference of decimals, though:
+// 0.35 − 0.3 is 0.04999999999999999 in float64 and 0.4 − 0.3 is
+// 0.10000000000000003, so comparing the raw difference with 0.1 asked for
+// one more halving (and a sixth simulation per design) for some knees.
+func TestBisectStopsAtAnExactTolerance(t *testing.T) {
+	for _, tc := range []struct{ from, to, tol float64 }{
+		{0.1, 0.9, 0.1},   // 8 = 2³: 5 probes
+		{0.2, 1.0, 0.1},   // 8: 5
+		{0.1, 0.5, 0.05},  // 8: 5
+		{0.3, 0.7, 0.05},  // 8: 5
+		{0.1, 0.9, 0.025}, // 32 = 2⁵: 7
+		{0.3, 0.9, 0.15},  // 4 = 2²: 4 (the ratio is 4.000000000000001 in float64)
+	} {
+		k := KneeSpec{From: tc.from, To: tc.to, Tolerance: tc.tol, Epsilon: 0.02}
+		want := 2 + int(math.Round(math.Log2((tc.to-tc.from)/tc.tol)))
+		s := &Sweep{Search: &Axis{Key: "workload.offered_load", Search: &k}}
+		assert.Equal(t, want, s.PointsPerDesign(), "%+v", tc)
+		// Knees all over the range, each off the bisection's grid.
+		for knee := tc.from + 0.0001; knee < tc.to; knee += 0.0037 {
+			n := 0
+			got, err := k.Bisect(func(x float64) (bool, error) {
+				n++
+				return x >= knee, nil
+			})
+			require.NoError(t, err)
+			assert.Equal(t, want, n, "%+v, knee %v: probes", tc, knee)
+			assert.Less(t, got.Below, knee)
+			assert.GreaterOrEqual(t, got.Above, knee)
+			assert.InDelta(t, tc.tol, got.Above-got.Below, 1e-12, "%+v, knee %v: bracket %v", tc, knee, got)
+		}
+	}
+}
+
 func TestSaturatedNeedsAcceptedLoad(t *testing.T) {
 	_, err := Saturated(map[string]any{"goodput_gbps": 1.0}, 0.5, 0.02)
 	assert.ErrorContains(t, err, "no accepted_load metric")

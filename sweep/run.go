@@ -50,7 +50,9 @@ func (s *Sweep) PointsPerDesign() int {
 		return 1
 	}
 	k := s.Search.Search
-	return 2 + int(math.Ceil(math.Log2((k.To-k.From)/k.Tolerance)))
+	// round12, as Bisect compares widths: (0.9 − 0.3) / 0.15 is
+	// 4.000000000000001 in float64, whose ⌈log₂⌉ would be 3, not 2.
+	return 2 + int(math.Ceil(math.Log2(round12((k.To-k.From)/k.Tolerance))))
 }
 
 // Run runs the given designs (indices into s.Designs, ascending) on jobs
