@@ -81,7 +81,20 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *Simulation) map[string]any {
 	m := map[string]any{}
 	if bg != nil {
-		bg.t1 = min(bg.t1, s.Now())
+		if now := s.Now(); now <= bg.t0 {
+			// The test ended before the background's warm-up did: its
+			// window [warmup_ns, end of the test] is empty. Its
+			// statistics then cover that empty window (no stall, no
+			// switch activity), not the warm-up that ran from time 0
+			// with no window started; metrics leaves out the rates.
+			part := bg.parts[0]
+			part.stall0, part.stall1 = 0, 0
+			part.statsStart()
+			part.statsEnd()
+			bg.t1 = bg.t0
+		} else {
+			bg.t1 = min(bg.t1, now)
+		}
 		for k, v := range bg.metrics(cfg, cfg.Link.Timing(cfg.Link.LengthM).DataRateBps()) {
 			switch k {
 			case "sim_time_ns", "events", "hosts", "switches", "link_data_rate_gbps", "block_hops":

@@ -431,8 +431,6 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	m := map[string]any{
 		"offered_load":        cfg.Workload.OfferedLoad,
-		"accepted_load":       windowWireBytes * 8 / (rateBps * window * 1e-12) / n,
-		"goodput_gbps":        windowPayload * 8 / window * 1000,
 		"latency_ns":          lat.SummaryNs(),
 		"packets_created":     created,
 		"packets_skipped":     skipped,
@@ -446,6 +444,14 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		"sim_time_ns":         endAt.Nanoseconds(),
 		"events":              endEvents,
 		"link_data_rate_gbps": rateBps / 1e9,
+	}
+	if window > 0 {
+		// A rate over the window; a perftest's background whose test
+		// ended inside its warm-up has none (0/0, or -0 for a window
+		// ending before it starts, which a knee search read as
+		// saturated).
+		m["accepted_load"] = windowWireBytes * 8 / (rateBps * window * 1e-12) / n
+		m["goodput_gbps"] = windowPayload * 8 / window * 1000
 	}
 	if r.drained {
 		// Every measured packet landed; anything injected and not
