@@ -94,17 +94,15 @@ type DesignKnee struct {
 // Knees finds each design's knee in a result's points: points are grouped by
 // every param but key (in order of first appearance) and each group's
 // bracket is its lowest saturated offered load and the highest unsaturated
-// one below it. Failed points are skipped.
+// one below it. Failed points add nothing to a bracket, but a design whose
+// every point failed is still listed, with no bracket ("no point measured"),
+// so that every design has its row in knee.csv and its line on stderr.
 func Knees(points []report.Point, key string, epsilon float64) []DesignKnee {
 	var order []string
 	groups := map[string]*DesignKnee{}
 	for _, p := range points {
 		x, ok := report.Number(p.Params[key])
-		if p.Error != "" || !ok {
-			continue
-		}
-		sat, err := Saturated(p.Metrics, x, epsilon)
-		if err != nil {
+		if !ok {
 			continue
 		}
 		id, design := designOf(p.Params, key)
@@ -113,6 +111,13 @@ func Knees(points []report.Point, key string, epsilon float64) []DesignKnee {
 			g = &DesignKnee{Design: design, Knee: Knee{Below: math.NaN(), Above: math.NaN()}}
 			groups[id] = g
 			order = append(order, id)
+		}
+		if p.Error != "" {
+			continue
+		}
+		sat, err := Saturated(p.Metrics, x, epsilon)
+		if err != nil {
+			continue
 		}
 		if sat && !(x >= g.Above) {
 			g.Above = x

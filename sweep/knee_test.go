@@ -153,3 +153,34 @@ sweep:
 	require.Len(t, outs, 1)
 	assert.ErrorContains(t, outs[0].Err, "sweep.workload.offered_load: search: knee: the point reports no accepted_load")
 }
+
+// TestKneesListsEveryDesign: a design whose every probe failed (here its
+// first, at from = 0.1, which stops the search) has no bracket, but it is a
+// design of the sweep all the same: Knees lists it, in order, with neither
+// end ("no point measured"), so knee.csv has a row for it (empty knee
+// columns) and stderr a line. It used to be dropped. The other design's
+// bracket is unchanged: capacity 0.5, so 0.5 / 0.98 ≈ 0.51 lies between
+// its unsaturated 0.325 and saturated 0.55 (both ends, then 0.55, 0.325).
+func TestKneesListsEveryDesign(t *testing.T) {
+	const key = "workload.offered_load"
+	pt := func(frac, x float64, errText string) report.Point {
+		p := report.Point{Params: map[string]any{"workload.hotspot_fraction": frac, key: x}, Error: errText}
+		if errText == "" {
+			p.Metrics = capped(0.5)(x)
+		} else {
+			p.Metrics = map[string]any{}
+		}
+		return p
+	}
+	points := []report.Point{
+		pt(0.25, 0.1, "workload.kind: bitcomp needs a power-of-two number of hosts"),
+		pt(0.5, 0.1, ""), pt(0.5, 0.325, ""), pt(0.5, 0.55, ""), pt(0.5, 1.0, ""),
+	}
+	knees := Knees(points, key, DefaultKneeEpsilon)
+	require.Len(t, knees, 2)
+	assert.Equal(t, 0.25, knees[0].Design["workload.hotspot_fraction"])
+	assert.True(t, math.IsNaN(knees[0].Below))
+	assert.True(t, math.IsNaN(knees[0].Above))
+	assert.Equal(t, "no point measured", knees[0].Describe(key))
+	assert.Equal(t, Knee{Below: 0.325, Above: 0.55}, knees[1].Knee)
+}
