@@ -156,7 +156,7 @@ type Device struct {
 func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	d := &Device{Name: name, LID: lid, Cfg: cfg, s: s, Mem: NewHostMemory(),
 		Alloc: NewAllocator(0x10_0000), PCIe: NewPCIe(cfg.PCIe), cycle: ib.CyclePS(cfg.CoreClockMHz),
-		keyCache: NewKeyCache(cfg.KeyCacheEntries), missPS: nsToPS(cfg.KeyCacheMissNS), nextPD: 1}
+		keyCache: NewKeyCache(cfg.KeyCacheEntries), missPS: ib.FromNanoseconds(cfg.KeyCacheMissNS), nextPD: 1}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
 		d.stages[i] = newStage(sc, d.cycle)

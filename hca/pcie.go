@@ -74,13 +74,11 @@ func NewPCIe(cfg PCIeConfig) *PCIe {
 		psNum:    8000 * g.effDen,
 		psDen:    g.gts * int64(cfg.Lanes) * g.effNum,
 		tagFree:  make([]ib.PS, cfg.OutstandingReads),
-		readLat:  nsToPS(cfg.ReadLatencyNS),
-		writeLat: nsToPS(cfg.WriteLatencyNS),
-		mmioLat:  nsToPS(cfg.MMIOLatencyNS),
+		readLat:  ib.FromNanoseconds(cfg.ReadLatencyNS),
+		writeLat: ib.FromNanoseconds(cfg.WriteLatencyNS),
+		mmioLat:  ib.FromNanoseconds(cfg.MMIOLatencyNS),
 	}
 }
-
-func nsToPS(ns float64) ib.PS { return ib.PS(ns*1000 + 0.5) }
 
 // SerPS returns the time to serialise bytes on one direction, rounded up.
 func (p *PCIe) SerPS(bytes int) ib.PS {

@@ -102,11 +102,11 @@ func TestPCIeGen6FlitModeFraming(t *testing.T) {
 	p := NewPCIe(c)
 	// A 64-byte read: a 16-byte request upstream, the completion latency,
 	// one 64-byte completion with its 12-byte header downstream.
-	want := p.SerPS(16) + nsToPS(c.ReadLatencyNS) + p.SerPS(64+12)
+	want := p.SerPS(16) + ib.FromNanoseconds(c.ReadLatencyNS) + p.SerPS(64+12)
 	assert.Equal(t, want, p.Read(0, 64))
 	// A 64-byte posted write: one TLP of 64 + 16 bytes, then visibility.
 	q := NewPCIe(c)
-	assert.Equal(t, q.SerPS(64+16)+nsToPS(c.WriteLatencyNS), q.Write(0, 64))
+	assert.Equal(t, q.SerPS(64+16)+ib.FromNanoseconds(c.WriteLatencyNS), q.Write(0, 64))
 	// The large-read bound: 943.9 Gb/s × 128 / (128 + 12) = 863.0 Gb/s
 	// (RCB 128 B, cx7's), tags permitting.
 	assert.InDelta(t, 64*16*236.0/256*128/140, p.ReadBoundGbps(), 1e-9)

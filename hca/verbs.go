@@ -250,7 +250,7 @@ func ConnectRC(a, b *QP, mtu int, psnA, psnB uint32) error {
 // its doorbell store leaves the CPU.
 func (d *Device) cpuPost() ib.PS {
 	start := max(d.s.Now(), d.cpuFreeAt)
-	d.cpuFreeAt = start + nsToPS(d.Cfg.Host.PostNS)
+	d.cpuFreeAt = start + ib.FromNanoseconds(d.Cfg.Host.PostNS)
 	return d.cpuFreeAt
 }
 

@@ -156,7 +156,7 @@ func (c *Config) PsPerM() int64 {
 // FECLatency returns the FEC latency in force.
 func (c *Config) FECLatency() ib.PS {
 	if c.FECLatencyNs >= 0 {
-		return ib.PS(math.Round(c.FECLatencyNs * 1000))
+		return ib.FromNanoseconds(c.FECLatencyNs)
 	}
 	return DefaultFECLatency(c.GenerationValue(), c.Lanes(), c.FECMode())
 }
@@ -164,11 +164,11 @@ func (c *Config) FECLatency() ib.PS {
 // FCRefresh returns link.fc_refresh_ns in picoseconds, rounded to the
 // nearest: every port (host, HCA, switch) takes it from here, so both ends of
 // a cable refresh on the same period (1.001 ns is 1000.9999… ps in float).
-func (c *Config) FCRefresh() ib.PS { return ib.PS(math.Round(c.FCRefreshNs * 1000)) }
+func (c *Config) FCRefresh() ib.PS { return ib.FromNanoseconds(c.FCRefreshNs) }
 
 // FCMinInterval returns link.fc_min_interval_ns in picoseconds, rounded to
 // the nearest (see FCRefresh).
-func (c *Config) FCMinInterval() ib.PS { return ib.PS(math.Round(c.FCMinIntervalNs * 1000)) }
+func (c *Config) FCMinInterval() ib.PS { return ib.FromNanoseconds(c.FCMinIntervalNs) }
 
 // Timing derives the timing of a cable of lengthM metres under this config.
 func (c *Config) Timing(lengthM float64) Timing {

@@ -434,7 +434,7 @@ func (c *collective) wake(r int, now ib.PS) {
 }
 
 func (c *collective) pollPS(r int) ib.PS {
-	return ib.PS(math.Round(c.ranks[r].dev.Cfg.Host.PollNS * 1000))
+	return ib.FromNanoseconds(c.ranks[r].dev.Cfg.Host.PollNS)
 }
 
 // begin starts the timed part: every rank posts what waits for nothing.
@@ -604,7 +604,7 @@ func (c *collective) reduce(rk *collRank, off uint64, n int) {
 	rk.dev.Mem.Write(rk.src+off, acc)
 	if c.run.ReduceGBps > 0 {
 		ns := float64(n) / c.run.ReduceGBps
-		rk.dev.ChargeCPU(ib.PS(math.Round(ns * 1000)))
+		rk.dev.ChargeCPU(ib.FromNanoseconds(ns))
 		rk.reduceNs += ns
 	}
 }

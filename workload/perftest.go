@@ -3,7 +3,6 @@ package workload
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -369,7 +368,7 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 		inl = min(inl, run.HCA.MaxInlineBytes)
 	}
 	p.inline = (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) && run.Size <= inl
-	p.pollPS = ib.PS(math.Round(run.HCA.Host.PollNS * 1000))
+	p.pollPS = ib.FromNanoseconds(run.HCA.Host.PollNS)
 	p.bufLen = max(run.Size, 8)
 	if run.Connection == "UD" {
 		p.ud, p.grh = true, hca.UDGRHBytes
