@@ -90,7 +90,10 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			}
 		}
 		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):
-		// rotating the mask right by in.rr puts VL in.rr at bit 0.
+		// rotating the mask right by in.rr puts VL in.rr at bit 0. The
+		// order decides which input VL is an output VL's candidate when two
+		// of them hold heads for the same output and output VL (per-pair
+		// SL-to-VL tables can merge VLs): the first one looked at.
 		for m := bits.RotateLeft16(in.nonEmpty, -in.rr); m != 0; m &= m - 1 {
 			vl := (in.rr + bits.TrailingZeros16(m)) & 15
 			q := in.vls[vl]
@@ -103,7 +106,6 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 				look(vl, q, q.ends[o].head, o)
 			}
 		}
-		in.rr = (in.rr + 1) & 15
 	}
 }
 
@@ -302,6 +304,11 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 		qi = o
 	}
 	e := sw.dequeue(i, inVL, qi)
+	// A round-robin pointer moved past the VL granted, as the allocators'
+	// pointers move only past a grant: input VLs competing for one output
+	// VL take turns, and the order does not depend on which clock edges
+	// ran a round (TestInputVLsShareAnOutputVL).
+	in.rr = (inVL + 1) & 15
 	pkt := e.pkt
 	pkt.VL = uint8(v) // the VL on the output link (SL2VL)
 	bytes := pkt.WireBytes()

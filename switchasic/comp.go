@@ -141,7 +141,7 @@ type qEnds struct{ head, tail int32 }
 // bytes so that in the switch's slice every unit starts a line.
 type inputUnit struct {
 	nonEmpty uint16  // input VLs with queued packets
-	rr       int     // input VL to look at first in the next round
+	rr       int     // input VL to look at first: the one after the last VL granted
 	xbarBusy []ib.PS // per crossbar connection (speedup): when its tail has left
 	vls      [link.MaxVLs]*inputVL
 	_        [24]byte

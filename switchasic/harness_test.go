@@ -22,7 +22,7 @@ const (
 type arrival struct {
 	seq        uint64
 	src        int32
-	vl         uint8
+	sl, vl     uint8
 	bytes      int
 	head, tail ib.PS
 	injectAt   ib.PS
@@ -52,7 +52,7 @@ type endpoint struct {
 }
 
 func (e *endpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
-	a := arrival{seq: pkt.Seq, src: pkt.Src, vl: pkt.VL, bytes: pkt.WireBytes(), head: head, tail: tail, injectAt: pkt.InjectAt}
+	a := arrival{seq: pkt.Seq, src: pkt.Src, sl: pkt.SL, vl: pkt.VL, bytes: pkt.WireBytes(), head: head, tail: tail, injectAt: pkt.InjectAt}
 	e.got = append(e.got, a)
 	if e.onGet != nil {
 		e.onGet(a)
