@@ -63,35 +63,6 @@ func parseKinds(s string) ([]components.TraceKind, error) {
 	return ks, nil
 }
 
-// globMatch matches name against a glob where '*' is any run of characters
-// and '?' any one character; '[' and ']' are literal, unlike path.Match,
-// because component names contain them.
-func globMatch(pattern, name string) bool {
-	// Iterative matcher with one backtrack point, linear in practice.
-	p, n := 0, 0
-	starP, starN := -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
-			p++
-			n++
-		case p < len(pattern) && pattern[p] == '*':
-			starP, starN = p, n
-			p++
-		case starP >= 0:
-			p = starP + 1
-			starN++
-			n = starN
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
-
 // GlobCanMatch reports whether a --trace-path glob can match some
 // component name. Names are in Akita form (STYLE.md; fabric.ValidName
 // enforces it): dot-separated parts, each a capital letter then letters or
@@ -238,7 +209,7 @@ func (p *pathSelector) selected(path string) bool {
 	on, ok := p.cache[path]
 	if !ok {
 		for _, g := range p.globs {
-			if globMatch(g, path) {
+			if components.GlobMatch(g, path) {
 				on = true
 				break
 			}

@@ -125,7 +125,7 @@ func TestGlobMatch(t *testing.T) {
 		{"", "a", false},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, globMatch(c.pat, c.name), "%q vs %q", c.pat, c.name)
+		assert.Equal(t, c.want, components.GlobMatch(c.pat, c.name), "%q vs %q", c.pat, c.name)
 	}
 }
 
@@ -163,7 +163,7 @@ func TestGlobCanMatch(t *testing.T) {
 		}
 		// What the recorder's matcher does: no name in Akita form matches.
 		for _, name := range []string{"Fabric.Leaf[2].Port[5]", "Fabric.Host[0].HCA", "Fabric.Host[10]", "A"} {
-			assert.False(t, globMatch(c.glob, name), "%q matches %q", c.glob, name)
+			assert.False(t, components.GlobMatch(c.glob, name), "%q matches %q", c.glob, name)
 		}
 	}
 }
