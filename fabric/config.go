@@ -133,6 +133,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
 		}
 	}
+	if n := len(c.Switch.SL2VLPairs); n > 0 && c.Topology.Kind == KindBackToBack {
+		return fmt.Errorf("switch.sl2vl_pairs: %d entries, but topology.kind back-to-back has no switches to program; remove them or use a switched topology", n)
+	}
 	if c.Sim.Engine != components.EngineHcasim && c.Sim.Engine != components.EngineAkita {
 		return fmt.Errorf("sim.engine: %q is not an engine (hcasim, akita)", c.Sim.Engine)
 	}

@@ -1,6 +1,9 @@
 package fabric
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/hcasim/hcasim/components"
@@ -45,12 +48,50 @@ func BuildNetwork(cfg *Config, s *components.Sim, seed uint64,
 // sends on (workload.sl for packet endpoints, SL 0 for HCAs).
 func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 	sl2vl := SL2VLTable(cfg.Switch.SL2VLTable())
-	topo, sub, err := cfg.Topology.BuildFabric(cfg.Switch.Radix, hostCable(cfg),
-		SubnetOptions{Seed: seed, VLs: cfg.Switch.VLs, SL2VL: &sl2vl}, cfg.wireSLs())
+	topo, sub, err := cfg.Topology.buildFabric(cfg.Switch.Radix, hostCable(cfg),
+		SubnetOptions{Seed: seed, VLs: cfg.Switch.VLs, SL2VL: &sl2vl, SL2VLPairs: cfg.Switch.SL2VLPairs}, cfg.wireSLs(), cfg.slFlows)
+	var drop *PairDropError
+	if errors.As(err, &drop) {
+		return nil, nil, &UnsupportedError{Msg: cfg.pairDropMessage(drop)}
+	}
 	if err != nil {
 		return nil, nil, &UnsupportedError{Msg: err.Error()}
 	}
 	return topo, sub, nil
+}
+
+// slFlows returns which of a fabric's hosts send to one another on which
+// SL: every host on workload.sl for synthetic traffic, every host on SL 0
+// for a collective; a perftest's two HCAs (the first and last host) on
+// SL 0, and with background traffic the hosts between them on workload.sl.
+func (c *Config) slFlows(hosts int) []slHosts {
+	w := &c.Workload
+	switch w.Kind {
+	case "allreduce", "alltoall":
+		return []slHosts{{sl: 0}}
+	case "perftest":
+		flows := []slHosts{{sl: 0, hosts: []int{0, hosts - 1}}}
+		if w.Background && hosts > 2 {
+			bg := make([]int, hosts-2)
+			for i := range bg {
+				bg[i] = i + 1
+			}
+			flows = append(flows, slHosts{sl: uint8(w.SL), hosts: bg})
+		}
+		return flows
+	}
+	return []slHosts{{sl: uint8(w.SL)}}
+}
+
+// pairDropMessage says why the run sends on the SL a switch.sl2vl_pairs
+// entry drops: the HCAs' SL 0, or workload.sl.
+func (c *Config) pairDropMessage(e *PairDropError) string {
+	why := fmt.Sprintf("workload.sl %d", e.SL)
+	if e.SL == 0 && hcaDriven(c.Workload.Kind) {
+		why = fmt.Sprintf("the HCAs of workload.kind %s send on SL 0", c.Workload.Kind)
+	}
+	return fmt.Sprintf("switch.sl2vl_pairs[%d].sl2vl[%d]: SL %d maps to VL 15 (drop) on %s from port %d to port %d, which the route from %s to %s takes on SL %d (%s), so the switch would drop those packets; map SL %d to a data VL (below switch.vls %d) on that pair, or leave the pair out of the entry",
+		e.Rule, e.SL, e.SL, e.Switch, e.In, e.Out, e.Src, e.Dst, e.SL, why, e.SL, c.Switch.VLs)
 }
 
 // BuildNetworkOn builds the simulation of an already configured fabric.
@@ -96,7 +137,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 			}
 			lft.Set(uint16(lid), int(p)-1)
 		}
-		sw, err := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).Build(nd.Name)
+		sw, err := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node)).Build(nd.Name)
 		if err != nil {
 			return nil, &UnsupportedError{Msg: err.Error()}
 		}
@@ -113,6 +154,27 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		link.Connect(ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port], cableTiming(cfg, c))
 	}
 	return n, nil
+}
+
+// pairTables returns switch node's SL-to-VL mapping as the subnet manager
+// programmed it, for switchasic.Builder.WithSL2VL (ports 0-based there), or
+// nil when every pair uses the default table, so such a switch keeps no
+// per-pair array.
+func pairTables(sub *Subnet, node int) *switchasic.SL2VL {
+	if !sub.HasPairTables(node) {
+		return nil
+	}
+	ports := sub.Topo.Nodes[node].Ports
+	def := sub.sl2vl[node].tables[0]
+	m := switchasic.NewSL2VL(ports, def)
+	for in := 1; in <= ports; in++ {
+		for out := 1; out <= ports; out++ {
+			if t := sub.SL2VL(node, in, out); *t != def {
+				m.SetPair(in-1, out-1, *t)
+			}
+		}
+	}
+	return m
 }
 
 // Blocks returns every block that announces trace events: ports, switches

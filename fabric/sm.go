@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/switchasic"
 )
 
 // LID range for unicast (ib-facts.md §4: opensm ib_types.h
@@ -43,6 +44,10 @@ type SubnetOptions struct {
 	// DefaultSL2VL(VLs). The deadlock check follows these tables, so they
 	// must be the ones the switches forward by.
 	SL2VL *SL2VLTable
+	// SL2VLPairs are switch.sl2vl_pairs: tables for the switches' port
+	// pairs they select, applied in order over SL2VL (applySL2VLPairs).
+	// They must have passed switchasic.Config.Validate.
+	SL2VLPairs []switchasic.SL2VLPairConfig
 }
 
 // SL2VLTable maps each of the 16 SLs to a VL (ib-facts.md §3: opensm
@@ -72,6 +77,7 @@ func DefaultSL2VL(vls int) SL2VLTable {
 // the per-pair index is only allocated once a pair gets a table of its own.
 type sl2vlPorts struct {
 	tables []SL2VLTable // tables[0] is the node's default
+	rule   []int32      // per table: the switch.sl2vl_pairs entry that set it, -1 for the default and SetSL2VL
 	pair   []uint16     // (in×(ports+1) + out) → index into tables; nil = all default
 }
 
@@ -144,6 +150,10 @@ func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
 	s.sl2vl = make([]sl2vlPorts, len(t.Nodes))
 	for n := range s.sl2vl {
 		s.sl2vl[n].tables = []SL2VLTable{def}
+		s.sl2vl[n].rule = []int32{-1}
+	}
+	if err := s.applySL2VLPairs(o.SL2VLPairs); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -237,14 +247,36 @@ func (s *Subnet) SetSL2VL(n, in, out int, t SL2VLTable) error {
 			return fmt.Errorf("sl2vl: %s (%d, %d): SL%d maps to VL%d but the port has %d data VLs (VL15 = drop)", s.Topo.Nodes[n].Name, in, out, sl, vl, s.VLs)
 		}
 	}
-	p := &s.sl2vl[n]
-	if p.pair == nil {
-		p.pair = make([]uint16, (ports+1)*(ports+1))
-	}
-	p.tables = append(p.tables, t)
-	p.pair[in*(ports+1)+out] = uint16(len(p.tables) - 1)
+	s.sl2vl[n].pair[in*(ports+1)+out] = s.tableIndex(n, t, -1)
 	return nil
 }
+
+// tableIndex returns the index of node n's table t set by rule (-1: none),
+// adding it if the node has no such table yet, and makes sure the node has
+// its per-pair index. Equal tables of one rule share an index, so a rule
+// over every pair of a switch costs one table.
+func (s *Subnet) tableIndex(n int, t SL2VLTable, rule int) uint16 {
+	p := &s.sl2vl[n]
+	if p.pair == nil {
+		ports := s.Topo.Nodes[n].Ports
+		p.pair = make([]uint16, (ports+1)*(ports+1))
+	}
+	for k := range p.tables {
+		if k > 0 && p.tables[k] == t && p.rule[k] == int32(rule) {
+			return uint16(k)
+		}
+	}
+	if len(p.tables) > 0xFFFF {
+		panic(fmt.Sprintf("fabric: %s has more than 65535 SL-to-VL tables", s.Topo.Nodes[n].Name))
+	}
+	p.tables = append(p.tables, t)
+	p.rule = append(p.rule, int32(rule))
+	return uint16(len(p.tables) - 1)
+}
+
+// HasPairTables reports whether some port pair of node n has a table other
+// than the node's default.
+func (s *Subnet) HasPairTables(n int) bool { return s.sl2vl[n].pair != nil }
 
 // Path follows the forwarding tables from host src to host dst (node
 // indices) and returns the egress port of every hop, starting with src's own

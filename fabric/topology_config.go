@@ -248,10 +248,26 @@ func (c *TopologyConfig) Fabric(switchRadix int, link CableSpec, seed uint64, vl
 	return c.BuildFabric(switchRadix, link, SubnetOptions{Seed: seed, VLs: vls}, sls)
 }
 
-// BuildFabric is Fabric with every subnet option: o.Seed, o.VLs and o.SL2VL
-// (the switches' SL-to-VL table, so the deadlock check follows the VLs the
-// switches will use). o.Routing is taken from topology.routing.
+// BuildFabric is Fabric with every subnet option: o.Seed, o.VLs, o.SL2VL
+// and o.SL2VLPairs (the switches' SL-to-VL tables, so the deadlock check
+// follows the VLs the switches will use). o.Routing is taken from
+// topology.routing. A switch.sl2vl_pairs table that drops an SL of sls on a
+// pair some route takes is a *PairDropError.
 func (c *TopologyConfig) BuildFabric(switchRadix int, link CableSpec, o SubnetOptions, sls []uint8) (*Topology, *Subnet, error) {
+	if len(sls) == 0 {
+		sls = []uint8{0}
+	}
+	flows := make([]slHosts, len(sls))
+	for i, sl := range sls {
+		flows[i] = slHosts{sl: sl}
+	}
+	return c.buildFabric(switchRadix, link, o, sls, func(int) []slHosts { return flows })
+}
+
+// buildFabric is BuildFabric with the drop check's flows given per host
+// count (the run's traffic: which hosts send to which on each SL).
+func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOptions, sls []uint8,
+	flows func(hosts int) []slHosts) (*Topology, *Subnet, error) {
 	t, err := c.Build(switchRadix, link)
 	if err != nil {
 		return nil, nil, err
@@ -259,6 +275,9 @@ func (c *TopologyConfig) BuildFabric(switchRadix int, link CableSpec, o SubnetOp
 	o.Routing = c.Routing
 	sn, err := NewSubnet(t, o)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := sn.checkPairDrops(flows(len(sn.hosts))); err != nil {
 		return nil, nil, err
 	}
 	if err := sn.CheckDeadlock(sls); err != nil {

@@ -3,6 +3,8 @@ package switchasic
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -78,6 +80,113 @@ type Config struct {
 	// = OpenSM's default table with each VL masked as OpenSM masks it for
 	// VLs (ib.VLMask; the same as reducing it modulo VLs).
 	SL2VL []int `yaml:"sl2vl"`
+	// SL2VLPairs overrides SL2VL for the (input, output) port pairs each
+	// entry selects, on the switches it names; where entries overlap the
+	// later one wins. The fabric builder resolves the port classes (which
+	// ports face hosts, which go up the tree), so a switch built on its own
+	// ignores them; empty = every pair uses SL2VL.
+	SL2VLPairs []SL2VLPairConfig `yaml:"sl2vl_pairs,omitempty"`
+}
+
+// SL2VLPairConfig is one switch.sl2vl_pairs entry: the SL-to-VL table the
+// selected switches use from the selected input ports to the selected
+// output ports (IBA 7.6.6: a switch's SLtoVLMappingTable is indexed by input
+// and output port; OpenSM can only program one table per port type,
+// qos_swe_sl2vl for switch external ports, and leaves per-pair tables to
+// routing engines such as torus-2QoS).
+type SL2VLPairConfig struct {
+	// Switches is a glob over switch names ('*' any run, '?' one
+	// character, brackets literal, as --trace-path); empty = every switch.
+	Switches string `yaml:"switches,omitempty"`
+	// In and Out select ports (PortSelector): a class (any, host, switch,
+	// up, down) or IB port numbers such as "1-4,7"; empty = any.
+	In  string `yaml:"in,omitempty"`
+	Out string `yaml:"out,omitempty"`
+	// SL2VL maps SL 0..15 to a VL on these pairs: 16 entries, each < VLs,
+	// or 15 = drop.
+	SL2VL []int `yaml:"sl2vl"`
+}
+
+// Port classes of switch.sl2vl_pairs' in and out. The fabric builder
+// resolves them from the cables and the subnet manager's up/down ranks.
+const (
+	PortsAny    = "any"    // every port
+	PortsHost   = "host"   // cabled to a host (a channel adapter)
+	PortsSwitch = "switch" // cabled to another switch
+	PortsUp     = "up"     // cabled to a switch nearer the up/down roots (a leaf's spine ports)
+	PortsDown   = "down"   // cabled to a host or a switch farther from the roots
+)
+
+// PortClasses lists the port classes in the order the docs give them.
+var PortClasses = []string{PortsAny, PortsHost, PortsSwitch, PortsUp, PortsDown}
+
+// PortSelector is a parsed in or out of switch.sl2vl_pairs: a class, or a
+// set of IB port numbers (1-based, as the topology and its port names
+// number them).
+type PortSelector struct {
+	Class string // one of PortClasses, or "" when Ports is set
+	Ports []int  // IB port numbers, ascending, without repeats, when Class is ""
+}
+
+// ParsePortSelector parses a class name or a port list ("3", "1-4,7");
+// empty is any. key names the field in errors.
+func ParsePortSelector(key, s string) (PortSelector, error) {
+	if s == "" {
+		return PortSelector{Class: PortsAny}, nil
+	}
+	for _, c := range PortClasses {
+		if s == c {
+			return PortSelector{Class: c}, nil
+		}
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%s: %q %s (allowed: any, host, switch, up, down, or IB port numbers 1 to %d such as \"1-4,7\")",
+			key, s, why, components.MaxPorts)
+	}
+	var seen [components.MaxPorts + 1]bool
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, errA := strconv.Atoi(strings.TrimSpace(lo))
+		b := a
+		var errB error
+		if isRange {
+			b, errB = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		switch {
+		case errA != nil || errB != nil:
+			return PortSelector{}, bad("is not a port class or a list of port numbers")
+		case a < 1:
+			return PortSelector{}, bad(fmt.Sprintf("names port %d, which is not an external port", a))
+		case b > components.MaxPorts:
+			return PortSelector{}, bad(fmt.Sprintf("names port %d, which is not an external port", b))
+		case a > b:
+			return PortSelector{}, bad(fmt.Sprintf("has the range %d-%d, which runs backwards", a, b))
+		}
+		for p := a; p <= b; p++ {
+			seen[p] = true
+		}
+	}
+	var sel PortSelector
+	for p, ok := range seen {
+		if ok {
+			sel.Ports = append(sel.Ports, p)
+		}
+	}
+	return sel, nil
+}
+
+// String returns the selector as written in the config (a class, or the
+// port list).
+func (p PortSelector) String() string {
+	if p.Class != "" {
+		return p.Class
+	}
+	parts := make([]string, len(p.Ports))
+	for i, x := range p.Ports {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 // openSMSL2VL is OpenSM's default qos_sl2vl: SL i → VL i for 0..14, SL15 →
@@ -215,10 +324,34 @@ func (c *Config) Validate() error {
 		if len(c.SL2VL) != 16 {
 			return fmt.Errorf("switch.sl2vl: %d entries, want 16 (one per SL) or none for the default", len(c.SL2VL))
 		}
-		for sl, vl := range c.SL2VL {
-			if vl != ib.ManagementVL && (vl < 0 || vl >= c.VLs) {
-				return fmt.Errorf("switch.sl2vl[%d]: vl %d is not a data VL of this port (0 to %d) or 15 (drop)", sl, vl, c.VLs-1)
-			}
+		if err := c.checkSL2VL("switch.sl2vl", c.SL2VL); err != nil {
+			return err
+		}
+	}
+	for i, e := range c.SL2VLPairs {
+		key := fmt.Sprintf("switch.sl2vl_pairs[%d]", i)
+		if len(e.SL2VL) != 16 {
+			return fmt.Errorf("%s.sl2vl: %d entries, want 16 (one VL per SL)", key, len(e.SL2VL))
+		}
+		if err := c.checkSL2VL(key+".sl2vl", e.SL2VL); err != nil {
+			return err
+		}
+		if _, err := ParsePortSelector(key+".in", e.In); err != nil {
+			return err
+		}
+		if _, err := ParsePortSelector(key+".out", e.Out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSL2VL checks that every VL of an SL-to-VL table is a data VL of the
+// port or 15 (drop).
+func (c *Config) checkSL2VL(key string, table []int) error {
+	for sl, vl := range table {
+		if vl != ib.ManagementVL && (vl < 0 || vl >= c.VLs) {
+			return fmt.Errorf("%s[%d]: vl %d is not a data VL of this port (0 to %d) or 15 (drop)", key, sl, vl, c.VLs-1)
 		}
 	}
 	return nil
@@ -281,6 +414,16 @@ func (c *Config) SL2VLTable() [16]uint8 {
 		} else {
 			t[sl] = uint8(openSMSL2VL[sl]) & ib.VLMask(c.VLs)
 		}
+	}
+	return t
+}
+
+// PairTable returns entry i of SL2VLPairs's table as a switch programs it.
+// c must be valid.
+func (c *Config) PairTable(i int) [16]uint8 {
+	var t [16]uint8
+	for sl, vl := range c.SL2VLPairs[i].SL2VL {
+		t[sl] = uint8(vl)
 	}
 	return t
 }

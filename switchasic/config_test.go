@@ -77,6 +77,29 @@ func TestValidateErrors(t *testing.T) {
 			c.VLs = 2
 			c.SL2VL = []int{0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15}
 		}, "switch.sl2vl[2]: vl 2 is not a data VL of this port (0 to 1) or 15 (drop)"},
+		{"pair table len", func(c *Config) {
+			c.SL2VLPairs = []SL2VLPairConfig{{In: "host", Out: "up", SL2VL: []int{0, 1}}}
+		}, "switch.sl2vl_pairs[0].sl2vl: 2 entries, want 16 (one VL per SL)"},
+		{"pair table vl", func(c *Config) {
+			c.VLs = 2
+			c.SL2VLPairs = []SL2VLPairConfig{{}, {In: "host", SL2VL: []int{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0}}}
+			c.SL2VLPairs[0].SL2VL = make([]int, 16)
+		}, "switch.sl2vl_pairs[1].sl2vl[14]: vl 3 is not a data VL of this port (0 to 1) or 15 (drop)"},
+		{"pair class", func(c *Config) {
+			c.SL2VLPairs = []SL2VLPairConfig{{In: "uplink", SL2VL: make([]int, 16)}}
+		}, `switch.sl2vl_pairs[0].in: "uplink" is not a port class or a list of port numbers (allowed: any, host, switch, up, down, or IB port numbers 1 to 256 such as "1-4,7")`},
+		{"pair port 0", func(c *Config) {
+			c.SL2VLPairs = []SL2VLPairConfig{{Out: "0-3", SL2VL: make([]int, 16)}}
+		}, `switch.sl2vl_pairs[0].out: "0-3" names port 0, which is not an external port (allowed: any, host, switch, up, down, or IB port numbers 1 to 256 such as "1-4,7")`},
+		{"pair port 257", func(c *Config) {
+			c.SL2VLPairs = []SL2VLPairConfig{{Out: "1,257", SL2VL: make([]int, 16)}}
+		}, `switch.sl2vl_pairs[0].out: "1,257" names port 257, which is not an external port (allowed: any, host, switch, up, down, or IB port numbers 1 to 256 such as "1-4,7")`},
+		{"pair backwards", func(c *Config) {
+			c.SL2VLPairs = []SL2VLPairConfig{{In: "5-3", SL2VL: make([]int, 16)}}
+		}, `switch.sl2vl_pairs[0].in: "5-3" has the range 5-3, which runs backwards (allowed: any, host, switch, up, down, or IB port numbers 1 to 256 such as "1-4,7")`},
+		{"pair empty item", func(c *Config) {
+			c.SL2VLPairs = []SL2VLPairConfig{{In: "1,,2", SL2VL: make([]int, 16)}}
+		}, `switch.sl2vl_pairs[0].in: "1,,2" is not a port class or a list of port numbers (allowed: any, host, switch, up, down, or IB port numbers 1 to 256 such as "1-4,7")`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,4 +136,27 @@ vl_high_limit: 4
 	assert.Equal(t, []VLArbConfig{{VL: 1, Weight: 8}}, c.VLArbHigh)
 	assert.Equal(t, 4, c.VLHighLimit)
 	assert.Equal(t, 40, c.RouteCycles) // untouched default
+}
+
+// TestParsePortSelector: classes by name, empty as any, port lists as
+// sorted sets of IB port numbers (ranges inclusive, repeats merged).
+func TestParsePortSelector(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want PortSelector
+	}{
+		{"", PortSelector{Class: PortsAny}},
+		{"up", PortSelector{Class: PortsUp}},
+		{"host", PortSelector{Class: PortsHost}},
+		{"7", PortSelector{Ports: []int{7}}},
+		{"5-7, 1,6", PortSelector{Ports: []int{1, 5, 6, 7}}},
+		{"256", PortSelector{Ports: []int{256}}},
+	} {
+		got, err := ParsePortSelector("k", tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+	sel, err := ParsePortSelector("k", "3-4,1")
+	require.NoError(t, err)
+	assert.Equal(t, "1,3,4", sel.String())
 }
