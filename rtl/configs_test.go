@@ -108,6 +108,8 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 		{[]string{fifo, "switch.speedup=2"}, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
 		{[]string{fifo, "switch.cut_through=false"}, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},
 		{[]string{fifo, "switch.datapath_bytes=32"}, "switch.datapath_bytes: 32 is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)"},
+		{[]string{fifo, "switch.sl2vl_pairs=[{in: host, sl2vl: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]"},
+			"switch.sl2vl_pairs: 1 entries are not supported by the RTL, which has no SL-to-VL table and forwards a packet on the VL it arrived on (none)"},
 		// Built, or not the RTL's to build (docs/rtl.md says why for each).
 		{[]string{fifo}, ""},
 		{[]string{fifo, "switch.allocator=separable"}, ""},

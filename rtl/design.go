@@ -74,6 +74,11 @@ type Design struct {
 	// packet to the allocator as soon as its head block is in and the
 	// crossbar passes each block on as it arrives, so only cut-through.
 	StoreAndForward bool
+	// SL2VLPairs is the number of switch.sl2vl_pairs entries. The RTL has
+	// no SL-to-VL table and forwards a packet on the VL it arrived on,
+	// which equals the simulator's only while one table serves every hop
+	// (docs/rtl.md), so only 0.
+	SL2VLPairs int
 }
 
 // Fixed micro-architecture choices of the emitted skeleton (not config keys;
@@ -146,6 +151,9 @@ func (d Design) Validate() error {
 	}
 	if d.StoreAndForward {
 		return fmt.Errorf("switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)")
+	}
+	if d.SL2VLPairs != 0 {
+		return fmt.Errorf("switch.sl2vl_pairs: %d entries are not supported by the RTL, which has no SL-to-VL table and forwards a packet on the VL it arrived on (none)", d.SL2VLPairs)
 	}
 	if d.Radix < 2 || d.Radix > components.MaxPorts {
 		return fmt.Errorf("switch.radix: %d is outside 2..%d (IBA 1.6 allows up to 256 ports)", d.Radix, components.MaxPorts)

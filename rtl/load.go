@@ -58,6 +58,7 @@ func designOf(c *fabric.Config) Design {
 		Allocator:         c.Switch.Allocator,
 		Speedup:           c.Switch.Speedup,
 		StoreAndForward:   !c.Switch.CutThrough,
+		SL2VLPairs:        len(c.Switch.SL2VLPairs),
 	}
 }
 
