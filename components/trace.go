@@ -257,24 +257,32 @@ func FieldRank(key string) int {
 //   - any other kind with a vl field: "path vl=N" (one link direction, one VL:
 //     the path of a port's transmitter or receiver is the link direction);
 //   - otherwise the path alone.
-func (e *TraceEvent) StreamKey() string {
+func (e *TraceEvent) StreamKey() string { return string(e.AppendStreamKey(nil)) }
+
+// AppendStreamKey appends e's StreamKey to dst: a diff of large traces looks
+// every event's stream up without building a string per event.
+func (e *TraceEvent) AppendStreamKey(dst []byte) []byte {
+	dst = append(dst, e.Path...)
 	if e.Kind == TraceArbGrant {
-		return e.Path
+		return dst
 	}
 	if e.Kind.IsTransport() {
 		if q, ok := e.Int("qpn"); ok {
-			return e.Path + " qpn=" + strconv.FormatInt(q, 10)
+			dst = append(dst, " qpn="...)
+			return strconv.AppendInt(dst, q, 10)
 		}
-		return e.Path
+		return dst
 	}
 	if e.Kind == TraceStage {
 		if st, ok := e.Str("stage"); ok {
-			return e.Path + " stage=" + st
+			dst = append(dst, " stage="...)
+			return append(dst, st...)
 		}
-		return e.Path
+		return dst
 	}
 	if vl, ok := e.Int("vl"); ok {
-		return e.Path + " vl=" + strconv.FormatInt(vl, 10)
+		dst = append(dst, " vl="...)
+		return strconv.AppendInt(dst, vl, 10)
 	}
-	return e.Path
+	return dst
 }

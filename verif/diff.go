@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // DiffOptions tune what counts as the same event.
@@ -77,12 +78,27 @@ const maxEditDistance = 1000
 // differences; runs of unaligned events are paired position by position as
 // differing, and the surplus is missing or extra.
 func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
+	return diffTraces(parsedDiffTrace(golden), parsedDiffTrace(neu), opt)
+}
+
+// candidate is a mismatch that may be the first divergence: which events,
+// and where each side's context is anchored (file event indexes).
+type candidate struct {
+	key           string
+	what          string
+	g, n          int // the events (file indexes), -1 for the side without
+	gAnchor, nAnc int
+	time          ib.PS
+}
+
+// diffTraces is Diff on traces kept as diffTrace.
+func diffTraces(golden, neu *diffTrace, opt DiffOptions) *DiffResult {
 	ignore := map[components.TraceKind]bool{}
 	for _, k := range opt.IgnoreKinds {
 		ignore[k] = true
 	}
-	gs := splitStreams(golden, ignore)
-	ns := splitStreams(neu, ignore)
+	gs := golden.split(ignore)
+	ns := neu.split(ignore)
 	keys := make([]string, 0, len(gs)+len(ns))
 	for k := range gs {
 		keys = append(keys, k)
@@ -102,13 +118,13 @@ func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
 		}
 	}
 	res := &DiffResult{}
-	var first *Divergence
-	var firstTime int64
+	var first *candidate
 	for _, key := range keys {
 		g, n := gs[key], ns[key]
 		c := StreamCounts{Stream: key}
 		gNext, nNext := 0, 0 // stream positions after the ops so far
-		for _, op := range align(len(g), len(n), func(i, j int) bool { return cmp.equal(&golden.Events[g[i]], &neu.Events[n[j]]) }) {
+		eq := func(i, j int) bool { return cmp.same(golden, g[i], neu, n[j]) }
+		for _, op := range cmp.align(len(g), len(n), eq) {
 			gi, nj := op.i, op.j
 			if gi < 0 {
 				gi = gNext
@@ -120,30 +136,33 @@ func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
 			} else {
 				nNext = nj + 1
 			}
-			var d *Divergence
+			d := candidate{g: -1, n: -1}
 			switch op.what {
 			case opMatch:
 				c.Matched++
 				continue
 			case opMissing:
 				c.Missing++
-				d = &Divergence{What: DivMissing, Golden: &golden.Events[g[op.i]]}
+				d.what, d.g = DivMissing, int(g[op.i])
 			case opExtra:
 				c.Extra++
-				d = &Divergence{What: DivExtra, New: &neu.Events[n[op.j]]}
+				d.what, d.n = DivExtra, int(n[op.j])
 			case opDiffer:
 				c.Differing++
-				ge, ne := &golden.Events[g[op.i]], &neu.Events[n[op.j]]
-				d = &Divergence{What: DivDiffering, Golden: ge, New: ne, Reason: cmp.reason(ge, ne)}
+				d.what, d.g, d.n = DivDiffering, int(g[op.i]), int(n[op.j])
 			}
-			t := d.time()
-			if first == nil || t < firstTime {
-				d.Stream = key
+			if d.g >= 0 {
+				d.time = golden.ev[d.g].time
+			} else {
+				d.time = neu.ev[d.n].time
+			}
+			if first == nil || d.time < first.time {
+				d.key = key
 				// Anchor each side at the event itself or, for the side
 				// that lacks it, where it would have been in that file.
-				d.GoldenContext = context(golden, anchor(g, gi, len(golden.Events)), opt.Context)
-				d.NewContext = context(neu, anchor(n, nj, len(neu.Events)), opt.Context)
-				first, firstTime = d, t
+				d.gAnchor = anchor(g, gi, len(golden.ev))
+				d.nAnc = anchor(n, nj, len(neu.ev))
+				first = &d
 			}
 		}
 		res.Streams = append(res.Streams, c)
@@ -152,119 +171,154 @@ func Diff(golden, neu *Trace, opt DiffOptions) *DiffResult {
 		res.Total.Extra += c.Extra
 		res.Total.Differing += c.Differing
 	}
-	res.First = first
+	if first != nil {
+		res.First = first.divergence(golden, neu, &cmp, opt.Context)
+	}
 	return res
 }
 
-func (d *Divergence) time() int64 {
-	if d.Golden != nil {
-		return int64(d.Golden.Time)
+// divergence reports the candidate: its events and their contexts whole.
+func (d *candidate) divergence(golden, neu *diffTrace, cmp *comparer, n int) *Divergence {
+	out := &Divergence{Stream: d.key, What: d.what,
+		GoldenContext: context(golden, d.gAnchor, n),
+		NewContext:    context(neu, d.nAnc, n)}
+	if d.g >= 0 {
+		e := golden.event(d.g)
+		out.Golden = &e
 	}
-	return int64(d.New.Time)
-}
-
-// splitStreams returns, per stream key, the indices of its events in file order.
-func splitStreams(t *Trace, ignore map[components.TraceKind]bool) map[string][]int {
-	m := map[string][]int{}
-	for i := range t.Events {
-		e := &t.Events[i]
-		if ignore[e.Kind] {
-			continue
-		}
-		k := e.StreamKey()
-		m[k] = append(m[k], i)
+	if d.n >= 0 {
+		e := neu.event(d.n)
+		out.New = &e
 	}
-	for _, idx := range m {
-		canonicalTies(t, idx)
+	if d.what == DivDiffering {
+		out.Reason = cmp.reason(out.Golden, out.New)
 	}
-	return m
-}
-
-// canonicalTies orders each run of same-picosecond events of a stream by
-// their text. Two events at the same picosecond are simultaneous in the
-// model; which one the engine ran first is its tie order, not the model's
-// behaviour, so a diff must not depend on it.
-func canonicalTies(t *Trace, idx []int) {
-	for lo := 0; lo < len(idx); {
-		hi := lo + 1
-		for hi < len(idx) && t.Events[idx[hi]].Time == t.Events[idx[lo]].Time {
-			hi++
-		}
-		if hi-lo > 1 {
-			run := idx[lo:hi]
-			keys := make(map[int]string, len(run))
-			for _, i := range run {
-				keys[i] = FormatEvent(&t.Events[i].TraceEvent)
-			}
-			sort.SliceStable(run, func(a, b int) bool { return keys[run[a]] < keys[run[b]] })
-		}
-		lo = hi
-	}
+	return out
 }
 
 // anchor returns the file index of stream position pos, or where position
 // pos would be (just after the previous stream event) when the stream has
 // fewer events.
-func anchor(stream []int, pos, fileLen int) int {
+func anchor(stream []int32, pos, fileLen int) int {
 	switch {
 	case pos < len(stream):
-		return stream[pos]
+		return int(stream[pos])
 	case len(stream) == 0:
 		return fileLen
 	default:
-		return stream[len(stream)-1] + 1
+		return int(stream[len(stream)-1]) + 1
 	}
 }
 
 // context returns up to n events before file index at, and the event at it.
-func context(t *Trace, at, n int) []Event {
+func context(t *diffTrace, at, n int) []Event {
 	lo := at - n
 	if lo < 0 {
 		lo = 0
 	}
 	hi := at + 1
-	if hi > len(t.Events) {
-		hi = len(t.Events)
+	if hi > len(t.ev) {
+		hi = len(t.ev)
 	}
-	return t.Events[lo:hi]
+	out := make([]Event, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		out = append(out, t.event(i))
+	}
+	return out
 }
 
 type comparer struct {
 	opt    DiffOptions
 	fields map[string]bool // nil: all fields
+
+	ea, eb components.TraceEvent // parse scratch, one per side
+	trace  []int                 // myers' saved rounds, reused across streams
 }
 
-func (c *comparer) equal(a, b *Event) bool { return c.reason(a, b) == "" }
+// same reports whether event i of golden matches event j of neu. Lines
+// whose fields are the same text match when kind and time do; others are
+// parsed (into scratch) and compared field by field, since the same fields
+// may be written in another order or a string quoted where it need not be.
+func (c *comparer) same(golden *diffTrace, i int32, neu *diffTrace, j int32) bool {
+	a, b := &golden.ev[i], &neu.ev[j]
+	if a.kind != b.kind {
+		return false
+	}
+	if dt := int64(b.time - a.time); dt > c.opt.TolerancePS || -dt > c.opt.TolerancePS {
+		return false
+	}
+	if golden.fieldsText(i) == neu.fieldsText(j) {
+		return true
+	}
+	m := c.mismatch(golden.parse(i, &c.ea), neu.parse(j, &c.eb))
+	return m.what == mismatchNone
+}
 
-// reason returns why a and b differ, or "" when they match.
-func (c *comparer) reason(a, b *Event) string {
+// What a mismatch is about.
+const (
+	mismatchNone = iota
+	mismatchKind
+	mismatchTime
+	mismatchNewAbsent    // a field golden has, new lacks
+	mismatchValue        // a field both have, with different values
+	mismatchGoldenAbsent // a field new has, golden lacks
+)
+
+// mismatch is the first difference between two events: what, and the
+// fields concerned (golden's f, new's g).
+type mismatch struct {
+	what int
+	f, g components.TraceField
+}
+
+// mismatch returns the first difference between a and b. Fields are
+// compared by key, in golden's order then new-only keys, so the first
+// difference is deterministic.
+func (c *comparer) mismatch(a, b *components.TraceEvent) mismatch {
 	if a.Kind != b.Kind {
-		return fmt.Sprintf("kind: golden %s, new %s", a.Kind, b.Kind)
+		return mismatch{what: mismatchKind}
 	}
 	if dt := int64(b.Time - a.Time); dt > c.opt.TolerancePS || -dt > c.opt.TolerancePS {
-		return fmt.Sprintf("time: golden %d ps, new %d ps (shift %+d ps, tolerance %d ps)", a.Time, b.Time, dt, c.opt.TolerancePS)
+		return mismatch{what: mismatchTime}
 	}
-	// Fields are compared by key, in golden's order then new-only keys, so
-	// the reason is deterministic.
 	for _, f := range a.Fields {
 		if c.fields != nil && !c.fields[f.Key] {
 			continue
 		}
 		g, ok := b.Field(f.Key)
 		if !ok {
-			return fmt.Sprintf("field %s: golden %s, new absent", f.Key, fieldValue(f))
+			return mismatch{what: mismatchNewAbsent, f: f}
 		}
 		if g != f {
-			return fmt.Sprintf("field %s: golden %s, new %s", f.Key, fieldValue(f), fieldValue(g))
+			return mismatch{what: mismatchValue, f: f, g: g}
 		}
 	}
-	for _, f := range b.Fields {
-		if c.fields != nil && !c.fields[f.Key] {
+	for _, g := range b.Fields {
+		if c.fields != nil && !c.fields[g.Key] {
 			continue
 		}
-		if _, ok := a.Field(f.Key); !ok {
-			return fmt.Sprintf("field %s: golden absent, new %s", f.Key, fieldValue(f))
+		if _, ok := a.Field(g.Key); !ok {
+			return mismatch{what: mismatchGoldenAbsent, g: g}
 		}
+	}
+	return mismatch{}
+}
+
+// reason returns why a and b differ, or "" when they match.
+func (c *comparer) reason(a, b *Event) string {
+	m := c.mismatch(&a.TraceEvent, &b.TraceEvent)
+	switch m.what {
+	case mismatchKind:
+		return fmt.Sprintf("kind: golden %s, new %s", a.Kind, b.Kind)
+	case mismatchTime:
+		dt := int64(b.Time - a.Time)
+		return fmt.Sprintf("time: golden %d ps, new %d ps (shift %+d ps, tolerance %d ps)", a.Time, b.Time, dt, c.opt.TolerancePS)
+	case mismatchNewAbsent:
+		return fmt.Sprintf("field %s: golden %s, new absent", m.f.Key, fieldValue(m.f))
+	case mismatchValue:
+		return fmt.Sprintf("field %s: golden %s, new %s", m.f.Key, fieldValue(m.f), fieldValue(m.g))
+	case mismatchGoldenAbsent:
+		return fmt.Sprintf("field %s: golden absent, new %s", m.g.Key, fieldValue(m.g))
 	}
 	return ""
 }
@@ -295,7 +349,7 @@ type alignOp struct {
 
 // align returns the operations that turn sequence a (len n) into b (len m),
 // with eq(i, j) telling whether a[i] matches b[j].
-func align(n, m int, eq func(i, j int) bool) []alignOp {
+func (c *comparer) align(n, m int, eq func(i, j int) bool) []alignOp {
 	ops := make([]alignOp, 0, max(n, m))
 	// Common prefix and suffix first: the usual case is nearly equal streams.
 	pre := 0
@@ -307,7 +361,7 @@ func align(n, m int, eq func(i, j int) bool) []alignOp {
 	for suf < n-pre && suf < m-pre && eq(n-1-suf, m-1-suf) {
 		suf++
 	}
-	mid := myers(n-pre-suf, m-pre-suf, func(i, j int) bool { return eq(pre+i, pre+j) })
+	mid := c.myers(n-pre-suf, m-pre-suf, func(i, j int) bool { return eq(pre+i, pre+j) })
 	if mid == nil {
 		mid = positional(n-pre-suf, m-pre-suf, func(i, j int) bool { return eq(pre+i, pre+j) })
 	}
@@ -348,7 +402,7 @@ func positional(n, m int, eq func(i, j int) bool) []alignOp {
 // algorithm", 1986) and turns it into ops, pairing each run of deletions
 // with the insertions beside it as differing events. It returns nil when the
 // edit distance exceeds maxEditDistance.
-func myers(n, m int, eq func(i, j int) bool) []alignOp {
+func (c *comparer) myers(n, m int, eq func(i, j int) bool) []alignOp {
 	if n == 0 && m == 0 {
 		return []alignOp{}
 	}
@@ -358,12 +412,14 @@ func myers(n, m int, eq func(i, j int) bool) []alignOp {
 	}
 	off := maxD + 1
 	v := make([]int, 2*maxD+3)
-	// trace[d] keeps V before round d, only diagonals -d-1..d+1 (the ones
-	// round d reads), so memory is O(D²) in the edit distance D.
-	var trace [][]int
+	// Round d's V before the round, only diagonals -d-1..d+1 (the ones
+	// round d reads), is saved at c.trace[d*(d+2):] (2d+3 values after
+	// rounds 0..d-1's), so memory is O(D²) in the edit distance D and is
+	// reused by the next stream.
+	trace := c.trace[:0]
 	found := -1
 	for d := 0; d <= maxD && found < 0; d++ {
-		trace = append(trace, append([]int(nil), v[off-d-1:off+d+2]...))
+		trace = append(trace, v[off-d-1:off+d+2]...)
 		for k := -d; k <= d; k += 2 {
 			var x int
 			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
@@ -383,6 +439,7 @@ func myers(n, m int, eq func(i, j int) bool) []alignOp {
 			}
 		}
 	}
+	c.trace = trace
 	if found < 0 {
 		return nil
 	}
@@ -394,7 +451,7 @@ func myers(n, m int, eq func(i, j int) bool) []alignOp {
 	var rev []edit
 	x, y := n, m
 	for d := found; d > 0; d-- {
-		vd, base := trace[d], d+1 // vd[base+k] is V[k] before round d
+		vd, base := trace[d*(d+2):], d+1 // vd[base+k] is V[k] before round d
 		k := x - y
 		var prevK int
 		if k == -d || (k != d && vd[base+k-1] < vd[base+k+1]) {

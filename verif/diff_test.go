@@ -165,7 +165,8 @@ func TestDiffMissingInLongStreamIsOneEvent(t *testing.T) {
 func TestAlignPositionalFallback(t *testing.T) {
 	// Two streams of 1500 events that never match exceed maxEditDistance
 	// (1000): every pair is reported differing, none lost.
-	ops := align(1500, 1500, func(i, j int) bool { return false })
+	var c comparer
+	ops := c.align(1500, 1500, func(i, j int) bool { return false })
 	require.Len(t, ops, 1500)
 	for _, op := range ops {
 		assert.Equal(t, opDiffer, op.what)
@@ -323,7 +324,7 @@ func TestDiffIdenticalFastPath(t *testing.T) {
 				require.NotNil(t, res)
 				var fast, whole, errFast, errWhole bytes.Buffer
 				codeFast := diffReaders(strings.NewReader(pair[0]), strings.NewReader(pair[1]), "a", "b", opt, &fast, &errFast)
-				codeWhole := diffWhole(strings.NewReader(pair[0]), strings.NewReader(pair[1]), "a", "b", opt, &whole, &errWhole)
+				codeWhole := diffWhole(strings.NewReader(pair[0]), strings.NewReader(pair[1]), "a", "b", [2]int{}, opt, &whole, &errWhole)
 				assert.Equal(t, codeWhole, codeFast, f)
 				assert.Equal(t, whole.String(), fast.String(), f)
 				assert.Empty(t, errFast.String())

@@ -14,12 +14,11 @@ import (
 // notes), the traces are equivalent under any options, and the result — each
 // stream's events all matched — is built while reading, line by line, in
 // memory that does not grow with the files. A verification flow mostly
-// diffs a run against its golden trace and finds them identical; reading
-// both whole into events costs ten or more times their size in memory
-// (2 × 280 MB of trace took 6 GB). ok is false as soon as a line differs,
-// fails to parse or lacks its newline, or one file is longer: the caller
-// then reads both whole (ReadTrace, Diff), which reports the divergence or
-// the bad line.
+// diffs a run against its golden trace and finds them identical. ok is
+// false as soon as a line differs, fails to parse or lacks its newline, or
+// one file is longer: the caller then reads both whole (readDiffTrace,
+// about their size in memory), which reports the divergence or the bad
+// line.
 func identical(a, b io.Reader, opt DiffOptions) (res *DiffResult, ga, gb Header, ok bool) {
 	sa, cutA := newLineScanner(a)
 	sb, cutB := newLineScanner(b)

@@ -84,7 +84,7 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 // diffReaders is DiffMain after the files are open: read both traces,
 // compare, report, and return the exit code. Identical event lines are
 // recognised while streaming (identical); otherwise both files are read
-// again from the start, whole.
+// again from the start, kept compactly (readDiffTrace).
 func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
 	if res, ga, gb, ok := identical(a, b, opt); ok {
 		WriteDiffReport(stdout, &Trace{Header: ga}, &Trace{Header: gb}, res)
@@ -93,24 +93,30 @@ func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdou
 		}
 		return ExitDifferent
 	}
-	for _, r := range []io.Seeker{a, b} {
-		if _, err := r.Seek(0, io.SeekStart); err != nil {
+	var sizes [2]int
+	for i, r := range []io.Seeker{a, b} {
+		n, err := r.Seek(0, io.SeekEnd)
+		if err == nil {
+			sizes[i] = int(n)
+			_, err = r.Seek(0, io.SeekStart)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
 			return ExitError
 		}
 	}
-	return diffWhole(a, b, nameA, nameB, opt, stdout, stderr)
+	return diffWhole(a, b, nameA, nameB, sizes, opt, stdout, stderr)
 }
 
-// diffWhole reads both traces whole, compares them (Diff), reports, and
-// returns the exit code.
-func diffWhole(a, b io.Reader, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
-	golden, err := ReadTrace(a)
+// diffWhole reads both traces whole, compares them, reports, and returns
+// the exit code. sizes are the inputs' sizes in bytes when known, else 0.
+func diffWhole(a, b io.Reader, nameA, nameB string, sizes [2]int, opt DiffOptions, stdout, stderr io.Writer) int {
+	golden, err := readDiffTrace(a, sizes[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", nameA, err)
 		return ExitError
 	}
-	neu, err := ReadTrace(b)
+	neu, err := readDiffTrace(b, sizes[1])
 	if err != nil {
 		fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", nameB, err)
 		return ExitError
@@ -122,8 +128,8 @@ func diffWhole(a, b io.Reader, nameA, nameB string, opt DiffOptions, stdout, std
 			f, strings.Join(presentFields(golden, neu), ", "))
 		return ExitError
 	}
-	res := Diff(golden, neu, opt)
-	WriteDiffReport(stdout, golden, neu, res)
+	res := diffTraces(golden, neu, opt)
+	WriteDiffReport(stdout, &Trace{Header: golden.Header}, &Trace{Header: neu.Header}, res)
 	if res.Equivalent() {
 		return ExitEquivalent
 	}
@@ -190,7 +196,7 @@ func writeContext(w io.Writer, side string, ctx []Event, at *Event) {
 
 // absentField returns the first of fields that no event of either trace
 // carries, or "".
-func absentField(fields []string, traces ...*Trace) string {
+func absentField(fields []string, traces ...*diffTrace) string {
 	if len(fields) == 0 {
 		return ""
 	}
@@ -207,13 +213,11 @@ func absentField(fields []string, traces ...*Trace) string {
 }
 
 // presentFields returns the field keys the traces' events carry, sorted.
-func presentFields(traces ...*Trace) []string {
+func presentFields(traces ...*diffTrace) []string {
 	seen := map[string]bool{}
 	for _, t := range traces {
-		for i := range t.Events {
-			for _, f := range t.Events[i].Fields {
-				seen[f.Key] = true
-			}
+		for _, k := range t.fields {
+			seen[k] = true
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))

@@ -2,6 +2,7 @@ package verif
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -61,46 +62,63 @@ type Trace struct {
 // ReadTrace parses a whole trace. An error names the line and what is wrong
 // with it; the first error stops the read.
 func ReadTrace(r io.Reader) (*Trace, error) {
-	sc, cut := newLineScanner(r)
 	t := &Trace{}
+	err := scanTrace(r, func(h Header) { t.Header = h }, func(line int, text []byte) error {
+		ev, err := ParseEventLine(string(text))
+		if err != nil {
+			return err
+		}
+		t.Events = append(t.Events, Event{TraceEvent: ev, Line: line})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// scanTrace reads a trace line by line: the header to header, each event
+// line (not blank, not a comment) to event with its 1-based line number.
+// text is valid only during the call. An error names the line: event's
+// error is returned as "line N: err".
+func scanTrace(r io.Reader, header func(Header), event func(line int, text []byte) error) error {
+	sc, cut := newLineScanner(r)
 	line := 0
 	sawHeader := false
 	for sc.Scan() {
 		line++
-		text := sc.Text()
+		text := sc.Bytes()
 		// A first line that is not a header is no trace at all, and
 		// saying so helps more than that it lacks a newline.
-		if cut.unterminated && (sawHeader || strings.HasPrefix(text, traceMagic)) {
-			return nil, fmt.Errorf("line %d: %s", line, errTruncated)
+		if cut.unterminated && (sawHeader || bytes.HasPrefix(text, []byte(traceMagic))) {
+			return fmt.Errorf("line %d: %s", line, errTruncated)
 		}
 		if !sawHeader {
-			h, err := parseHeader(text)
+			h, err := parseHeader(string(text))
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", line, err)
+				return fmt.Errorf("line %d: %w", line, err)
 			}
-			t.Header = h
+			header(h)
 			sawHeader = true
 			continue
 		}
-		if text == "" || text[0] == '#' {
+		if len(text) == 0 || text[0] == '#' {
 			continue // blank lines and comments are allowed after the header
 		}
-		ev, err := ParseEventLine(text)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+		if err := event(line, text); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
 		}
-		t.Events = append(t.Events, Event{TraceEvent: ev, Line: line})
 	}
 	if err := sc.Err(); err != nil {
 		if err == bufio.ErrTooLong {
-			return nil, fmt.Errorf("line %d: longer than %d bytes", line+1, maxLineBytes)
+			return fmt.Errorf("line %d: longer than %d bytes", line+1, maxLineBytes)
 		}
-		return nil, err
+		return err
 	}
 	if !sawHeader {
-		return nil, fmt.Errorf("line 1: empty file, want header %q", headerForm)
+		return fmt.Errorf("line 1: empty file, want header %q", headerForm)
 	}
-	return t, nil
+	return nil
 }
 
 // errTruncated is the error of a last line without its newline: a writer
@@ -201,6 +219,13 @@ func parseSeed(v string) (uint64, error) {
 // printable ASCII without '=' or '"'. Everything the writer (AppendEventLine)
 // writes reads back.
 func ParseEventLine(text string) (components.TraceEvent, error) {
+	return parseEvent(text, nil)
+}
+
+// parseEvent is ParseEventLine with the fields put in scratch (its contents
+// overwritten, grown if short) when scratch is not nil, so that a reader
+// that only checks a line or looks at it briefly does not allocate.
+func parseEvent(text string, scratch []components.TraceField) (components.TraceEvent, error) {
 	var ev components.TraceEvent
 	if strings.HasPrefix(text, " ") {
 		return ev, fmt.Errorf("a space before the time (a line starts with its time, and tokens are separated by exactly one space)")
@@ -232,7 +257,11 @@ func ParseEventLine(text string) (components.TraceEvent, error) {
 	// One allocation of the right size (a '=' inside a quoted value only
 	// makes it larger): appending from nil grows by doubling, and a diff
 	// keeps every event of two traces.
-	ev.Fields = make([]components.TraceField, 0, strings.Count(rest, "="))
+	if scratch != nil {
+		ev.Fields = scratch[:0]
+	} else {
+		ev.Fields = make([]components.TraceField, 0, strings.Count(rest, "="))
+	}
 	for rest != "" {
 		var f components.TraceField
 		f, rest, err = parseField(rest)
