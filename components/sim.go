@@ -355,6 +355,22 @@ func (s *Sim) Run() error {
 // NewPacket returns a cleared packet from the pool with the next sequence
 // number.
 func (s *Sim) NewPacket() *ib.Packet {
+	return s.NewPacketNumbered(s.ReserveSeqs(1))
+}
+
+// ReserveSeqs takes n packet numbers, the first returned, for packets a
+// component numbers now and builds later with NewPacketNumbered: the HCA
+// numbers a READ's responses when it reads their payloads and builds each
+// when the wire takes it, so a trace numbers them as it always has.
+func (s *Sim) ReserveSeqs(n int) uint64 {
+	first := s.packetSeq + 1
+	s.packetSeq += uint64(n)
+	return first
+}
+
+// NewPacketNumbered returns a clean packet (from the pool when it can)
+// carrying number seq, which ReserveSeqs handed out.
+func (s *Sim) NewPacketNumbered(seq uint64) *ib.Packet {
 	var p *ib.Packet
 	if n := len(s.freePkts); n > 0 {
 		p = s.freePkts[n-1]
@@ -363,11 +379,10 @@ func (s *Sim) NewPacket() *ib.Packet {
 	} else {
 		p = new(ib.Packet)
 	}
-	s.packetSeq++
-	p.Seq = s.packetSeq
+	p.Seq = seq
 	if s.parts > 1 {
 		// Unique across partitions: partition k numbers k+1, k+1+P, ...
-		p.Seq = (s.packetSeq-1)*uint64(s.parts) + uint64(s.part) + 1
+		p.Seq = (seq-1)*uint64(s.parts) + uint64(s.part) + 1
 	}
 	return p
 }
@@ -375,5 +390,6 @@ func (s *Sim) NewPacket() *ib.Packet {
 // FreePacket returns a packet to the pool once its last holder is done.
 func (s *Sim) FreePacket(p *ib.Packet) { s.freePkts = append(s.freePkts, p) }
 
-// PacketsCreated returns how many packets NewPacket handed out.
+// PacketsCreated returns how many packet numbers NewPacket and ReserveSeqs
+// handed out.
 func (s *Sim) PacketsCreated() uint64 { return s.packetSeq }

@@ -37,6 +37,11 @@ type txEntry struct {
 	// packet only completes udWQE with udStatus, in queue order.
 	udWQE    *SendWQE
 	udStatus WCStatus
+	// readRes, when not 0, makes the entry a READ reply of qp's responder
+	// resource readRes−1: it stays at the head of the response queue until
+	// the reply's last response leaves, readyAt the time its next response
+	// is ready, pkt that response once built.
+	readRes int
 }
 
 // txQueue is a FIFO of packets in the order they were built.
@@ -380,10 +385,30 @@ func (d *Device) trySend() {
 			return
 		}
 		e := q.peek()
+		if e.readRes != 0 && e.pkt == nil {
+			if !e.qp.resp.Replying(e.readRes - 1) {
+				q.pop() // the QP was reset since: its reply went with it
+				continue
+			}
+			d.nextReadResponse(e)
+		}
 		if !d.Port.CanSend(e.pkt) {
 			return // credits: PortReady calls again
 		}
-		entry := q.pop()
+		var entry txEntry
+		if e.readRes != 0 {
+			entry = *e
+			e.pkt = nil
+			slot := e.readRes - 1
+			e.qp.resp.ReadResponseSent(slot, entry.pkt.PSN)
+			if e.qp.resp.Replying(slot) {
+				e.readyAt = e.qp.readReady[slot][e.qp.resp.ReadCursor(slot)]
+			} else {
+				q.pop()
+			}
+		} else {
+			entry = q.pop()
+		}
 		pkt := entry.pkt
 		// The end-to-end CRC over the invariant fields and the payload, so
 		// the checkers can tell a corrupted packet from a delivered one.
@@ -410,11 +435,16 @@ func (d *Device) trySend() {
 // newPacket returns a packet addressed to qp's peer.
 func (d *Device) newPacket(qp *QP) *ib.Packet {
 	pkt := d.s.NewPacket()
+	d.address(pkt, qp)
+	return pkt
+}
+
+// address fills pkt's addressing to qp's peer.
+func (d *Device) address(pkt *ib.Packet, qp *QP) {
 	pkt.SLID, pkt.DLID = d.LID, qp.remoteLID
 	pkt.VL = d.DataVL
 	pkt.DestQP = qp.remoteQPN
 	pkt.InjectAt = d.s.Now()
-	return pkt
 }
 
 // schedule grants request packets to QPs with work, round robin, while the

@@ -41,11 +41,22 @@ type RespAction struct {
 	Imm        uint32
 	RecvStatus WCStatus
 
-	// A READ to answer: Len bytes from VA, response PSNs from PSN.
-	Read    bool
-	ReadVA  uint64
-	ReadLen uint32
-	ReadPSN uint32
+	// A READ reply to start: Len bytes from VA, response PSNs from PSN,
+	// generated one response at a time from responder resource ReadRes
+	// (NextReadResponse). The payloads of responses FetchLo ≤ k < FetchHi
+	// (indices from the resource's first PSN) are to be read from host
+	// memory now; the others of the reply were read for an earlier reply
+	// of the same resource and are still held.
+	Read             bool
+	ReadVA           uint64
+	ReadLen          uint32
+	ReadPSN          uint32
+	ReadRes          int
+	FetchLo, FetchHi int
+	// DropReply: resource ReadRes had a reply under way, queued for the
+	// wire; take it out (a duplicate READ replaces it, or a new request
+	// recycled the resource).
+	DropReply bool
 
 	// An atomic to execute at VA; the result goes back in an atomic ACK.
 	Atomic bool
@@ -86,9 +97,6 @@ type Responder struct {
 
 	pendingAckReqs int    // AckReq packets not yet acknowledged (coalescing)
 	pendingAckPSN  uint32 // the PSN a coalesced ACK would carry
-	// ReadsInProgress counts READ/atomic responses the device has not
-	// finished; the device decrements it.
-	ReadsInProgress int
 
 	// res holds the responder resources (rxe struct resp_res): the last
 	// MaxRdAtomic READ and atomic requests executed, as a ring, resNext the
@@ -100,7 +108,11 @@ type Responder struct {
 }
 
 // rdAtomicRes is one responder resource: a READ or atomic as first
-// executed, which a duplicate request must match to be answered.
+// executed, which a duplicate request must match to be answered, and a
+// READ's reply in progress. The reply is a cursor (rxe res->cur_psn,
+// res->read.va, res->read.resid): the device takes one response at a time
+// from it as the wire takes them, so a resource has at most one reply
+// under way however many duplicates arrive; a duplicate re-points it.
 type rdAtomicRes struct {
 	used     bool
 	atomic   bool
@@ -110,6 +122,31 @@ type rdAtomicRes struct {
 	length   uint32 // READ: the original RETH DMA length, bytes
 	rkey     uint32 // READ: the original R_Key
 	orig     uint64 // atomic: the original value it returned
+
+	replying  bool   // READ: a reply is under way (queued at the device)
+	curPSN    uint32 // the next response's PSN
+	curVA     uint64 // its payload's address
+	resid     uint32 // bytes from curVA to the reply's end
+	replyPSN  uint32 // the reply's first PSN (its FIRST or ONLY response)
+	replyPkts int    // responses in the reply
+	replyMSN  uint32 // the MSN its responses carry
+	// aligned: the reply's packets are the original READ's (its VA is the
+	// original's plus whole MTUs for its PSN, and it ends where the
+	// original does), so a later reply may reuse payloads read for it.
+	aligned bool
+	// fetchedTo: the read engine holds the payloads of responses from the
+	// cursor up to this index (from firstPSN), read and not yet sent.
+	fetchedTo int
+	// sentTo: every response before this index (from firstPSN) has gone
+	// to the wire at least once; below lastPSN the requester cannot have
+	// the whole READ, so the resource is still in use.
+	sentTo int
+}
+
+// inUse reports whether a resource still holds a READ the requester cannot
+// have completed: some of its responses never went to the wire.
+func (e *rdAtomicRes) inUse() bool {
+	return e.used && !e.atomic && e.sentTo <= int(psnDiff(e.lastPSN, e.firstPSN))
 }
 
 // NewResponder returns an RTR responder expecting psn.
@@ -125,40 +162,123 @@ func (r *Responder) ExpectedPSN() uint32 { return r.ePSN }
 // MSN returns the message sequence number.
 func (r *Responder) MSN() uint32 { return r.msn }
 
-// saveRes records a READ or atomic just accepted as a responder resource,
-// overwriting the oldest (rxe rxe_prepare_res recycles the ring the same way).
-func (r *Responder) saveRes(e rdAtomicRes) {
-	e.used = true
-	r.res[r.resNext] = e
-	r.resNext = (r.resNext + 1) % len(r.res)
+// claimRes returns the slot a new READ or atomic takes: the oldest
+// resource (rxe rxe_prepare_res recycles the ring the same way). A READ or
+// atomic from a requester that keeps within max_rd_atomic finds that
+// resource's READ complete at the requester, so every response of it has
+// been sent; one whose responses have not all gone means the requester has
+// more than max_rd_atomic outstanding: false, and the caller NAKs invalid
+// request (IBA responder resources; ib-facts.md §5, rxe
+// RESPST_ERR_TOO_MANY_RDMA_ATM_REQ). A replay still under way there is
+// useless to the requester and is dropped (dropReply).
+func (r *Responder) claimRes() (slot int, dropReply, ok bool) {
+	slot = r.resNext
+	e := &r.res[slot]
+	if e.inUse() {
+		return slot, false, false
+	}
+	return slot, e.replying, true
 }
 
-// findRes returns the resource whose PSNs hold psn, or nil (rxe
+// saveRes records a READ or atomic just accepted in slot (from claimRes).
+func (r *Responder) saveRes(slot int, e rdAtomicRes) {
+	e.used = true
+	r.res[slot] = e
+	r.resNext = (slot + 1) % len(r.res)
+}
+
+// findRes returns the slot of the resource whose PSNs hold psn, or -1 (rxe
 // find_resource).
-func (r *Responder) findRes(psn uint32) *rdAtomicRes {
+func (r *Responder) findRes(psn uint32) int {
 	for i := range r.res {
 		e := &r.res[i]
 		if e.used && psnDiff(psn, e.firstPSN) >= 0 && psnDiff(psn, e.lastPSN) <= 0 {
-			return e
+			return i
 		}
 	}
-	return nil
+	return -1
+}
+
+// startReply points resource slot's cursor at psn for n bytes from va and
+// fills a's READ fields: which responses' payloads must be read now. A
+// reply under way that this one replaces has read the payloads from its
+// cursor on; when both replies cut the READ into the same packets, those
+// are kept, and only the responses before its cursor (already sent) are
+// read again: so however many duplicates arrive, the read engine reads at
+// most what the wire has taken since, plus one READ.
+func (r *Responder) startReply(slot int, psn uint32, va uint64, n uint32, a *RespAction) {
+	e := &r.res[slot]
+	p := int(psnDiff(psn, e.firstPSN))
+	pkts := PacketCount(n, r.MTU)
+	end := p + pkts
+	aligned := va == e.va+uint64(p)*uint64(r.MTU) && end == int(psnDiff(e.lastPSN, e.firstPSN))+1
+	fetchHi := end
+	if e.replying && e.aligned && aligned {
+		cur := int(psnDiff(e.curPSN, e.firstPSN))
+		fetchHi = max(p, min(cur, end))
+	}
+	a.DropReply = a.DropReply || e.replying
+	e.replying = true
+	e.curPSN, e.curVA, e.resid = psn, va, n
+	e.replyPSN, e.replyPkts, e.replyMSN = psn, pkts, r.msn
+	e.aligned, e.fetchedTo = aligned, end
+	a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, va, n, psn
+	a.ReadRes, a.FetchLo, a.FetchHi = slot, p, fetchHi
+}
+
+// ReadCursor returns the index, from its first PSN, of the next response
+// of resource slot's reply: the one NextReadResponse builds next.
+func (r *Responder) ReadCursor(slot int) int {
+	e := &r.res[slot]
+	return int(psnDiff(e.curPSN, e.firstPSN))
+}
+
+// Replying reports whether resource slot has a reply under way.
+func (r *Responder) Replying(slot int) bool { return r.res[slot].replying }
+
+// NextReadResponse fills pkt's transport fields (opcode, PSN, AETH,
+// payload length) with the next response of resource slot's reply and
+// moves the cursor past it (rxe read_reply). It returns the response's
+// index from the READ's first PSN and whether the reply has more.
+func (r *Responder) NextReadResponse(slot int, pkt *ib.Packet) (k int, more bool) {
+	e := &r.res[slot]
+	if !e.replying {
+		panic(fmt.Sprintf("hca: responder: NextReadResponse on resource %d, which has no reply under way", slot))
+	}
+	i := int(psnDiff(e.curPSN, e.replyPSN))
+	pkt.Opcode = ReadResponseOpcode(i, e.replyPkts)
+	pkt.PSN = e.curPSN
+	pkt.AETH = ib.AETH{Syndrome: SynACKNoLimit, MSN: e.replyMSN}
+	pkt.PayloadLen = int(min(uint32(r.MTU), e.resid))
+	k = int(psnDiff(e.curPSN, e.firstPSN))
+	e.curPSN = psnAdd(e.curPSN, 1)
+	e.curVA += uint64(pkt.PayloadLen)
+	e.resid -= uint32(pkt.PayloadLen)
+	e.replying = i+1 < e.replyPkts
+	return k, e.replying
+}
+
+// ReadResponseSent records that the response at psn of resource slot went
+// to the wire.
+func (r *Responder) ReadResponseSent(slot int, psn uint32) {
+	e := &r.res[slot]
+	e.sentTo = max(e.sentTo, int(psnDiff(psn, e.firstPSN))+1)
 }
 
 // SaveAtomic records the original value the atomic at psn returned, for
 // replay. The atomic's resource was saved when Receive accepted it.
 func (r *Responder) SaveAtomic(psn uint32, v uint64) {
-	e := r.findRes(psn)
-	if e == nil || !e.atomic {
+	i := r.findRes(psn)
+	if i < 0 || !r.res[i].atomic {
 		panic(fmt.Sprintf("hca: responder: SaveAtomic for PSN %#x, which has no atomic resource", psn))
 	}
-	e.orig = v
+	r.res[i].orig = v
 }
 
 // LastAtomic returns the saved atomic result for a duplicate at psn.
 func (r *Responder) LastAtomic(psn uint32) (uint64, bool) {
-	if e := r.findRes(psn); e != nil && e.atomic {
-		return e.orig, true
+	if i := r.findRes(psn); i >= 0 && r.res[i].atomic {
+		return r.res[i].orig, true
 	}
 	return 0, false
 }
@@ -225,16 +345,17 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if a.KeyResult = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		if r.ReadsInProgress >= r.MaxRdAtomic {
+		slot, drop, ok := r.claimRes()
+		if !ok {
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
 		}
-		r.ReadsInProgress++
-		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, pkt.RETH.VA, pkt.RETH.Length, pkt.PSN
+		a.DropReply = drop
 		n := PacketCount(pkt.RETH.Length, r.MTU)
-		r.saveRes(rdAtomicRes{firstPSN: pkt.PSN, lastPSN: psnAdd(pkt.PSN, n-1),
+		r.saveRes(slot, rdAtomicRes{firstPSN: pkt.PSN, lastPSN: psnAdd(pkt.PSN, n-1),
 			va: pkt.RETH.VA, length: pkt.RETH.Length, rkey: pkt.RETH.RKey})
 		r.ePSN = psnAdd(r.ePSN, n)
 		r.msn = (r.msn + 1) & psnMask
+		r.startReply(slot, pkt.PSN, pkt.RETH.VA, pkt.RETH.Length, &a)
 		return a
 	case op == ib.CompareSwap || op == ib.FetchAdd:
 		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.Atomic.RKey, pkt.Atomic.VA, 8
@@ -242,12 +363,13 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		if pkt.Atomic.VA%8 != 0 || r.ReadsInProgress >= r.MaxRdAtomic {
+		slot, drop, ok := r.claimRes()
+		if pkt.Atomic.VA%8 != 0 || !ok {
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
 		}
-		r.ReadsInProgress++
 		a.Atomic = true
-		r.saveRes(rdAtomicRes{atomic: true, firstPSN: pkt.PSN, lastPSN: pkt.PSN})
+		a.DropReply, a.ReadRes = drop, slot
+		r.saveRes(slot, rdAtomicRes{atomic: true, firstPSN: pkt.PSN, lastPSN: pkt.PSN})
 		r.ePSN = psnAdd(r.ePSN, 1)
 		r.msn = (r.msn + 1) & psnMask
 		return a
@@ -355,18 +477,30 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 // range, and its region is checked again (it may have been deregistered
 // since); a duplicate atomic gets its saved result. A duplicate READ or
 // atomic without a matching resource is a class D error: dropped silently,
-// never executed. So is one that would exceed the responder resources
-// (max_rd_atomic responses in progress); the requester's timer recovers it.
+// never executed. A duplicate READ re-points its resource's reply to the
+// duplicate's PSN, VA and length (rxe duplicate_request; IBA: the
+// responder restarts the READ response at the PSN requested): a reply of
+// it still under way is replaced, not joined by a second one, and the new
+// reply goes behind the responses already queued, in the order the
+// requests came (a go-back-N retry resends its READs in PSN order, and
+// their replies keep it).
 func (r *Responder) duplicate(pkt *ib.Packet, env ResponderEnv) RespAction {
 	var a RespAction
 	a.Drop = true
 	switch pkt.Opcode {
 	case ib.RDMAReadRequest:
-		e := r.findRes(pkt.PSN)
+		slot := r.findRes(pkt.PSN)
+		if slot < 0 {
+			return a
+		}
+		e := &r.res[slot]
 		va, n := pkt.RETH.VA, uint64(pkt.RETH.Length)
-		if e == nil || e.atomic || va < e.va || n > uint64(e.length) ||
+		// Its responses must also stay within the READ's PSNs, or they
+		// would reuse PSNs of the requests after it.
+		last := psnAdd(pkt.PSN, PacketCount(pkt.RETH.Length, r.MTU)-1)
+		if e.atomic || va < e.va || n > uint64(e.length) ||
 			va+n > e.va+uint64(e.length) || pkt.RETH.RKey != e.rkey ||
-			r.ReadsInProgress >= r.MaxRdAtomic {
+			psnDiff(last, e.lastPSN) > 0 {
 			return a
 		}
 		// The region is checked again on replay, as rxe read_reply does
@@ -375,14 +509,12 @@ func (r *Responder) duplicate(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if a.KeyResult = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		r.ReadsInProgress++
 		a.Drop = false
-		a.Read, a.ReadVA, a.ReadLen, a.ReadPSN = true, va, pkt.RETH.Length, pkt.PSN
+		r.startReply(slot, pkt.PSN, va, pkt.RETH.Length, &a)
 	case ib.CompareSwap, ib.FetchAdd:
-		if _, ok := r.LastAtomic(pkt.PSN); ok && r.ReadsInProgress < r.MaxRdAtomic {
+		if _, ok := r.LastAtomic(pkt.PSN); ok {
 			a.Drop = false
 			a.AtomicReplay = true
-			r.ReadsInProgress++
 		}
 	default:
 		a.Ack, a.AckSyn, a.AckPSN, a.MSN = true, SynACKNoLimit, psnAdd(r.ePSN, -1), r.msn

@@ -37,7 +37,7 @@ func TestDuplicateReadNeedsItsResource(t *testing.T) {
 		env := &testEnv{kt: &kt, pd: 1}
 		a := resp.Receive(readReq(100, va, mr.RKey, n), env)
 		require.True(t, a.Read)
-		resp.ReadsInProgress-- // the device has sent the responses
+		sendReply(resp, a) // the device has sent the responses
 		a = resp.Receive(&ib.Packet{Opcode: ib.RDMAWriteOnly, PSN: 103, AckReq: true, PayloadLen: 8,
 			RETH: ib.RETH{VA: 0x10000, RKey: mr.RKey, Length: 8}}, env)
 		require.True(t, a.Write)
@@ -70,7 +70,6 @@ func TestDuplicateReadNeedsItsResource(t *testing.T) {
 			assert.False(t, a.Ack, "no ACK or NAK either way")
 			if !tc.replay {
 				assert.Equal(t, RespAction{Drop: true}, a, "dropped: no key check, no read")
-				assert.Equal(t, 0, resp.ReadsInProgress)
 				return
 			}
 			assert.True(t, a.Read)
@@ -79,7 +78,12 @@ func TestDuplicateReadNeedsItsResource(t *testing.T) {
 			assert.Equal(t, tc.pkt.PSN, a.ReadPSN, "responses restart at the duplicate's PSN")
 			assert.True(t, a.KeyChecked, "the region is checked again")
 			assert.Equal(t, KeyOK, a.KeyResult)
-			assert.Equal(t, 1, resp.ReadsInProgress)
+			// The original reply has gone whole, so the replay reads every
+			// response it sends again: from the duplicate's PSN (index
+			// PSN − 100 in the READ) to the READ's end, index 3.
+			assert.False(t, a.DropReply, "no reply was under way")
+			assert.Equal(t, int(tc.pkt.PSN-100), a.FetchLo)
+			assert.Equal(t, 3, a.FetchHi)
 		})
 	}
 
@@ -101,15 +105,55 @@ func TestDuplicateReadNeedsItsResource(t *testing.T) {
 		assert.Equal(t, QPErr, resp.State)
 	})
 
-	t.Run("responder resources in use", func(t *testing.T) {
-		// max_rd_atomic responses still being generated: a replay would
-		// exceed the responder resources, so it is dropped too.
+	t.Run("a reply under way is re-pointed, not doubled", func(t *testing.T) {
+		// rxe duplicate_request resets the resource's cursor (cur_psn, va,
+		// resid) to the duplicate's: one reply per resource, whatever the
+		// number of duplicates. Responses already read and not yet sent
+		// are kept; only those sent since are read again.
 		resp, env := setup(t)
-		resp.ReadsInProgress = cfg.MaxRdAtomic
 		a := resp.Receive(readReq(100, va, mr.RKey, n), env)
-		assert.Equal(t, RespAction{Drop: true}, a)
-		assert.Equal(t, cfg.MaxRdAtomic, resp.ReadsInProgress)
+		require.True(t, a.Read)
+		var p ib.Packet
+		resp.NextReadResponse(a.ReadRes, &p) // PSN 100 leaves
+		resp.ReadResponseSent(a.ReadRes, p.PSN)
+		require.Equal(t, 1, resp.ReadCursor(a.ReadRes))
+
+		// The requester got PSN 100 and asks for the rest: responses 1
+		// and 2 are still held, nothing is read.
+		a = resp.Receive(readReq(101, va+mtu, mr.RKey, n-mtu), env)
+		assert.True(t, a.Read)
+		assert.True(t, a.DropReply, "the reply under way is replaced")
+		assert.Equal(t, 1, a.FetchLo)
+		assert.Equal(t, 1, a.FetchHi)
+		assert.Equal(t, 1, resp.ReadCursor(a.ReadRes))
+
+		// An older duplicate asks again from PSN 100: only response 0,
+		// sent already, is read again.
+		a = resp.Receive(readReq(100, va, mr.RKey, n), env)
+		assert.True(t, a.DropReply)
+		assert.Equal(t, 0, a.FetchLo)
+		assert.Equal(t, 1, a.FetchHi)
+		// The reply runs FIRST, MIDDLE, LAST from PSN 100 with the
+		// original's payload lengths: 1024, 1024, 3000 − 2048 = 952.
+		var ops []ib.Opcode
+		var lens []int
+		for resp.Replying(a.ReadRes) {
+			resp.NextReadResponse(a.ReadRes, &p)
+			ops, lens = append(ops, p.Opcode), append(lens, p.PayloadLen)
+		}
+		assert.Equal(t, []ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseLast}, ops)
+		assert.Equal(t, []int{mtu, mtu, n - 2*mtu}, lens)
 	})
+}
+
+// sendReply takes every response of a's READ reply off the responder's
+// cursor, as the device does when the wire takes them.
+func sendReply(r *Responder, a RespAction) {
+	var p ib.Packet
+	for r.Replying(a.ReadRes) {
+		r.NextReadResponse(a.ReadRes, &p)
+		r.ReadResponseSent(a.ReadRes, p.PSN)
+	}
 }
 
 // TestResponderResourcesKeepTheLastMaxRdAtomic: READs and atomics share
@@ -126,23 +170,22 @@ func TestResponderResourcesKeepTheLastMaxRdAtomic(t *testing.T) {
 	fetchAdd := &ib.Packet{Opcode: ib.FetchAdd, PSN: 1, AckReq: true, Atomic: ib.AtomicETH{VA: 0x1008, RKey: mr.RKey, SwapAdd: 1}}
 	// PSN 0: READ, 1: FETCH_ADD (original value 41), 2: READ; one PSN each.
 	// The device finishes each before the next arrives.
-	require.True(t, resp.Receive(readReq(0, 0x1000, mr.RKey, 8), env).Read)
-	resp.ReadsInProgress--
+	a := resp.Receive(readReq(0, 0x1000, mr.RKey, 8), env)
+	require.True(t, a.Read)
+	sendReply(resp, a)
 	require.True(t, resp.Receive(fetchAdd, env).Atomic)
 	resp.SaveAtomic(1, 41)
-	resp.ReadsInProgress--
-	require.True(t, resp.Receive(readReq(2, 0x1010, mr.RKey, 8), env).Read)
-	resp.ReadsInProgress--
+	a = resp.Receive(readReq(2, 0x1010, mr.RKey, 8), env)
+	require.True(t, a.Read)
+	sendReply(resp, a)
 
 	assert.Equal(t, RespAction{Drop: true}, resp.Receive(readReq(0, 0x1000, mr.RKey, 8), env), "evicted")
-	a := resp.Receive(fetchAdd, env)
+	a = resp.Receive(fetchAdd, env)
 	assert.True(t, a.AtomicReplay)
 	orig, ok := resp.LastAtomic(1)
 	assert.True(t, ok)
 	assert.Equal(t, uint64(41), orig)
-	resp.ReadsInProgress--
 	assert.True(t, resp.Receive(readReq(2, 0x1010, mr.RKey, 8), env).Read)
-	resp.ReadsInProgress--
 	// A READ at the atomic's PSN matches no READ resource.
 	assert.Equal(t, RespAction{Drop: true}, resp.Receive(readReq(1, 0x1008, mr.RKey, 8), env))
 }

@@ -100,8 +100,11 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if a.Ack {
 		d.sendAck(qp, t, a.AckSyn, a.AckPSN, a.MSN)
 	}
+	if a.DropReply {
+		d.dropReply(qp, a.ReadRes)
+	}
 	if a.Read {
-		d.readResponses(qp, t, a)
+		d.fetchRead(qp, t, a)
 	}
 	if a.Atomic || a.AtomicReplay {
 		d.atomic(qp, t, pkt, a.AtomicReplay)
@@ -113,32 +116,80 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	}
 }
 
-// readResponses builds the response packets of a READ: per packet a DMA
-// read of its payload, then the transport stage.
-func (d *Device) readResponses(qp *QP, t ib.PS, a RespAction) {
+// fetchRead starts a READ reply: the read engine issues the payload reads
+// of the responses a.FetchLo ≤ k < a.FetchHi at t, each a DMA read and then
+// the transport stage, and records when each response is ready and its
+// payload (copied at issue, as every payload read is: a later request in
+// PSN order, an atomic say, must not change what the READ returns); then the
+// reply joins the response queue as one entry, from which trySend builds
+// one response at a time as the wire takes them (NextReadResponse). A
+// replay replaces the resource's reply still queued, if any (dropReply).
+func (d *Device) fetchRead(qp *QP, t ib.PS, a RespAction) {
 	mtu := qp.resp.MTU
-	n := PacketCount(a.ReadLen, mtu)
-	for k := 0; k < n; k++ {
-		p := d.newPacket(qp)
-		p.Opcode = ReadResponseOpcode(k, n)
-		p.PSN = psnAdd(a.ReadPSN, k)
-		p.AETH = ib.AETH{Syndrome: SynACKNoLimit, MSN: qp.resp.MSN()}
-		lo := k * mtu
-		p.PayloadLen = int(min(uint32(mtu), a.ReadLen-uint32(lo)))
-		ready := t
-		if p.PayloadLen > 0 {
-			issue := d.stages[StageDMA].accept(t, 0)
-			ready = d.PCIe.Read(issue, p.PayloadLen)
-			p.Payload = sized(p.Payload, p.PayloadLen)
-			d.Mem.Read(a.ReadVA+uint64(lo), p.Payload)
-			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(p.PSN)),
-				components.IntField("addr", int64(a.ReadVA)+int64(lo)), components.IntField("len", int64(p.PayloadLen)))
-		}
-		ready = d.stages[StageTransportTx].accept(ready, 0)
-		d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
-		d.wake(ready)
+	if len(qp.readReady) != len(qp.resp.res) {
+		qp.readReady = make([][]ib.PS, len(qp.resp.res))
+		qp.readSeq = make([][]uint64, len(qp.resp.res))
+		qp.readData = make([][]byte, len(qp.resp.res))
 	}
-	qp.resp.ReadsInProgress--
+	ready, seq, data := qp.readReady[a.ReadRes], qp.readSeq[a.ReadRes], qp.readData[a.ReadRes]
+	if n := int(psnDiff(qp.resp.res[a.ReadRes].lastPSN, qp.resp.res[a.ReadRes].firstPSN)) + 1; len(ready) < n {
+		// A larger READ than this resource held before: room for n
+		// responses, each payload at its index × MTU.
+		ready, seq, data = make([]ib.PS, n), make([]uint64, n), make([]byte, n*mtu)
+		qp.readReady[a.ReadRes], qp.readSeq[a.ReadRes], qp.readData[a.ReadRes] = ready, seq, data
+	}
+	// Each response is numbered now, in the order its payload is read.
+	first := d.s.ReserveSeqs(a.FetchHi - a.FetchLo)
+	p := int(psnDiff(a.ReadPSN, qp.resp.res[a.ReadRes].firstPSN))
+	for k := a.FetchLo; k < a.FetchHi; k++ {
+		lo := (k - p) * mtu
+		plen := int(min(uint32(mtu), a.ReadLen-uint32(lo)))
+		at := t
+		if plen > 0 {
+			issue := d.stages[StageDMA].accept(t, 0)
+			at = d.PCIe.Read(issue, plen)
+			d.Mem.Read(a.ReadVA+uint64(lo), data[k*mtu:k*mtu+plen])
+			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(psnAdd(a.ReadPSN, k-p))),
+				components.IntField("addr", int64(a.ReadVA)+int64(lo)), components.IntField("len", int64(plen)))
+		}
+		ready[k] = d.stages[StageTransportTx].accept(at, 0)
+		seq[k] = first + uint64(k-a.FetchLo)
+	}
+	e := txEntry{readyAt: ready[p], qp: qp, readRes: a.ReadRes + 1}
+	d.respQ.push(e)
+	d.wake(e.readyAt)
+}
+
+// dropReply takes resource slot's queued reply out of the response queue
+// (with the response built for it, if one waits for credits).
+func (d *Device) dropReply(qp *QP, slot int) {
+	q := &d.respQ
+	kept := q.items[:q.head]
+	for _, e := range q.items[q.head:] {
+		if e.qp == qp && e.readRes == slot+1 {
+			if e.pkt != nil {
+				d.s.FreePacket(e.pkt)
+			}
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(q.items[len(kept):])
+	q.items = kept
+}
+
+// nextReadResponse builds the next response of the reply entry e stands
+// for, with the payload fetchRead read for it.
+func (d *Device) nextReadResponse(e *txEntry) {
+	qp, slot := e.qp, e.readRes-1
+	p := d.s.NewPacketNumbered(qp.readSeq[slot][qp.resp.ReadCursor(slot)])
+	d.address(p, qp)
+	k, _ := qp.resp.NextReadResponse(slot, p)
+	if p.PayloadLen > 0 {
+		lo := k * qp.resp.MTU
+		p.Payload = append(p.Payload[:0], qp.readData[slot][lo:lo+p.PayloadLen]...)
+	}
+	e.pkt = p
 }
 
 // atomic executes a FETCH_ADD or CMP_SWAP on host memory (a read, then a
@@ -172,7 +223,6 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 	p.AtomicAck = orig
 	ready := d.stages[StageTransportTx].accept(done, 0)
 	d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
-	qp.resp.ReadsInProgress--
 	d.wake(ready)
 }
 

@@ -656,6 +656,7 @@ func loopback(t *testing.T, seed uint64, loss float64) {
 				readWant[w.LocalAddr] = make([]byte, w.Length)
 			}
 			copy(readWant[w.LocalAddr][a.ReadVA-w.RemoteAddr:], data)
+			sendReply(resp, a)
 			np := PacketCount(a.ReadLen, mtu)
 			for k := 0; k < np; k++ {
 				lo := k * mtu
@@ -663,7 +664,6 @@ func loopback(t *testing.T, seed uint64, loss float64) {
 				replies = append(replies, ib.Packet{Opcode: ReadResponseOpcode(k, np), PSN: psnAdd(a.ReadPSN, k),
 					PayloadLen: hi - lo, Payload: data[lo:hi]})
 			}
-			resp.ReadsInProgress--
 		}
 		if a.Atomic || a.AtomicReplay {
 			var orig uint64
@@ -675,7 +675,6 @@ func loopback(t *testing.T, seed uint64, loss float64) {
 				resp.SaveAtomic(p.PSN, orig)
 			}
 			replies = append(replies, ib.Packet{Opcode: ib.AtomicAcknowledge, PSN: p.PSN, AtomicAck: orig})
-			resp.ReadsInProgress--
 		}
 		for _, rp := range replies {
 			if lose() {
@@ -914,7 +913,7 @@ func TestTimeoutResumesRead(t *testing.T) {
 	answer := func(p *ib.Packet, lose func(psn uint32) bool) []Completion {
 		a := resp.Receive(p, env)
 		require.True(t, a.Read)
-		resp.ReadsInProgress--
+		sendReply(resp, a)
 		var done []Completion
 		np := PacketCount(a.ReadLen, mtu)
 		for k := 0; k < np; k++ {

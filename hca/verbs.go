@@ -60,8 +60,15 @@ type QP struct {
 	rqDone        uint32
 	onDemand      bool
 
-	req       *Requester
-	resp      *Responder
+	req  *Requester
+	resp *Responder
+	// readReady[slot][k]: when response k (from the READ's first PSN) of
+	// responder resource slot is read from host memory and built, ready
+	// for the wire (fetchRead); readSeq[slot][k] its packet number;
+	// readData[slot] holds its payload at k × MTU.
+	readReady [][]ib.PS
+	readSeq   [][]uint64
+	readData  [][]byte
 	remoteLID uint16
 	remoteQPN uint32
 
