@@ -560,3 +560,76 @@ func TestLargeInlineWQEsFitTheSendQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestReadRetriedInsideTheRoundTripFinishes: a READ whose requester timer
+// is shorter than the cable's round trip is retried before any response
+// can come back, again and again. The responder must answer a duplicate
+// READ by re-pointing the READ's one reply (rxe duplicate_request), not by
+// queueing another copy of it: with a copy per duplicate the response
+// queue grew without bound, read_lat 64 KiB did not finish 8 READs in
+// 100 ms and read_bw finished none of 64.
+func TestReadRetriedInsideTheRoundTripFinishes(t *testing.T) {
+	// NDR 4x, 3 km of fibre: a round trip takes 2 × 3000 m × 4.897 ns/m =
+	// 29.382 µs, the local ACK timeout 4.096 µs × 2^1 = 8.192 µs. Timers
+	// run from the request's grant, and no response can arrive before a
+	// round trip, so every READ times out at least ⌊29.382 / 8.192⌋ = 3
+	// times before its first response.
+	const length, timeout = 3000.0, 1
+	rtt := 2 * length * link.FibrePsPerM // ps
+	to := float64(hca.RetryTimeoutPS(timeout))
+	minRetriesPerRead := int(rtt / to)
+	require.Equal(t, 3, minRetriesPerRead)
+	// A 64 KiB READ at MTU 4096 is 16 responses.
+	const size, mtu = 65536, 4096
+	const respPerRead = size / mtu
+
+	for _, tc := range []struct {
+		test  string
+		iters int
+	}{{"read_lat", 8}, {"read_bw", 64}} {
+		t.Run(tc.test, func(t *testing.T) {
+			build := func(retryTimeout int) PerftestRun {
+				lc := perftestLink("NDR")
+				lc.LengthM, lc.Medium = length, "fibre"
+				cfg, err := hca.Profile("cx7")
+				require.NoError(t, err)
+				cfg.RetryTimeout = retryTimeout
+				return PerftestRun{Link: lc, HCA: cfg, Test: tc.test, Size: size, Iterations: tc.iters,
+					TxDepth: 128, QPs: 1, InlineSize: -1, Seed: 1, MaxTimeNs: 1e8}
+			}
+			p, err := BuildPerftest(build(timeout))
+			require.NoError(t, err)
+			devs := p.Devices()
+			chk := verif.AttachCheckers(verif.CheckConfig{}, devs[0], devs[1], devs[0].Port, devs[1].Port)
+			m, err := p.Run()
+			require.NoError(t, err, "the READs finish within 100 ms")
+			chk.Finish(p.Sim().Now(), false)
+			assert.NoError(t, chk.Err())
+			assert.Equal(t, true, m["data_verified"])
+
+			// The setting does what it is meant to: retries, at least 3
+			// per READ for the ping-pong read_lat.
+			retries := m["retries"].(int64)
+			if tc.test == "read_lat" {
+				assert.GreaterOrEqual(t, retries, int64(minRetriesPerRead*tc.iters))
+			} else {
+				assert.Positive(t, retries)
+			}
+			// One reply per READ request received, original or duplicate,
+			// each at most the READ's 16 responses: a duplicate replaces
+			// the reply under way. (host0 sends only READ requests.)
+			assert.LessOrEqual(t, devs[1].Counters.RespPackets, respPerRead*devs[0].Counters.ReqPackets)
+
+			// Retries only resend: no faster than with the timer off.
+			q, err := RunPerftest(build(0))
+			require.NoError(t, err)
+			assert.Zero(t, q["retries"])
+			if tc.test == "read_lat" {
+				assert.GreaterOrEqual(t, m["lat_us"].(map[string]any)["typical"].(float64),
+					q["lat_us"].(map[string]any)["typical"].(float64))
+			} else {
+				assert.LessOrEqual(t, m["bw_gbps"].(float64), q["bw_gbps"].(float64))
+			}
+		})
+	}
+}
