@@ -247,6 +247,15 @@ func (r *Responder) NextReadResponse(slot int, pkt *ib.Packet) (k int, more bool
 	}
 	i := int(psnDiff(e.curPSN, e.replyPSN))
 	pkt.Opcode = ReadResponseOpcode(i, e.replyPkts)
+	if e.replyPSN != e.firstPSN {
+		// A replay from inside the READ continues its response sequence,
+		// MIDDLE … LAST (rxe read_reply: rdatm_res_state_replay); the
+		// requester has the FIRST already.
+		pkt.Opcode = ib.RDMAReadResponseMiddle
+		if i == e.replyPkts-1 {
+			pkt.Opcode = ib.RDMAReadResponseLast
+		}
+	}
 	pkt.PSN = e.curPSN
 	pkt.AETH = ib.AETH{Syndrome: SynACKNoLimit, MSN: e.replyMSN}
 	pkt.PayloadLen = int(min(uint32(r.MTU), e.resid))

@@ -143,6 +143,18 @@ func TestDuplicateReadNeedsItsResource(t *testing.T) {
 		}
 		assert.Equal(t, []ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseLast}, ops)
 		assert.Equal(t, []int{mtu, mtu, n - 2*mtu}, lens)
+
+		// A replay from inside the READ continues its sequence: MIDDLE,
+		// LAST from PSN 101 (rxe read_reply in its replay state).
+		a = resp.Receive(readReq(101, va+mtu, mr.RKey, n-mtu), env)
+		require.True(t, a.Read)
+		ops, lens = ops[:0], lens[:0]
+		for resp.Replying(a.ReadRes) {
+			resp.NextReadResponse(a.ReadRes, &p)
+			ops, lens = append(ops, p.Opcode), append(lens, p.PayloadLen)
+		}
+		assert.Equal(t, []ib.Opcode{ib.RDMAReadResponseMiddle, ib.RDMAReadResponseLast}, ops)
+		assert.Equal(t, []int{mtu, n - 2*mtu}, lens)
 	})
 }
 
