@@ -325,3 +325,47 @@ func TestDuplicateWriteOrSendIsAlwaysAcked(t *testing.T) {
 		})
 	}
 }
+
+// TestNewReadBeyondTheResources: a new READ takes the oldest resource.
+// With max_rd_atomic 1 a requester keeping within it sends a second READ
+// only after the first completed, so after every response of the first
+// went to the wire: a replay of the first still queued is useless and is
+// dropped. A second READ while the first still has responses never sent
+// means more than max_rd_atomic outstanding: NAK invalid request, class C
+// (ib-facts.md §5).
+func TestNewReadBeyondTheResources(t *testing.T) {
+	cfg := Defaults()
+	cfg.MaxRdAtomic = 1
+	const mtu = 1024
+	var kt KeyTable
+	mr := kt.Register(1, 0x1000, 0x4000, AccessRemoteRead)
+	env := &testEnv{kt: &kt, pd: 1}
+	// READ at PSN 0 of 2048 bytes: two responses, PSNs 0 and 1; the next
+	// READ's PSN is 2.
+	t.Run("replay queued, first READ sent whole", func(t *testing.T) {
+		resp := NewResponder(&cfg, mtu, 0)
+		a := resp.Receive(readReq(0, 0x1000, mr.RKey, 2*mtu), env)
+		require.True(t, a.Read)
+		sendReply(resp, a)
+		a = resp.Receive(readReq(1, 0x1000+mtu, mr.RKey, mtu), env) // duplicate: replay PSN 1
+		require.True(t, a.Read)
+		a = resp.Receive(readReq(2, 0x2000, mr.RKey, 8), env)
+		assert.True(t, a.Read)
+		assert.True(t, a.DropReply, "the replay in the recycled resource is dropped")
+		assert.Equal(t, QPRTR, resp.State)
+	})
+	t.Run("first READ's last response never sent", func(t *testing.T) {
+		resp := NewResponder(&cfg, mtu, 0)
+		a := resp.Receive(readReq(0, 0x1000, mr.RKey, 2*mtu), env)
+		require.True(t, a.Read)
+		var p ib.Packet
+		resp.NextReadResponse(a.ReadRes, &p)
+		resp.ReadResponseSent(a.ReadRes, p.PSN) // PSN 0 only
+		a = resp.Receive(readReq(2, 0x2000, mr.RKey, 8), env)
+		assert.False(t, a.Read)
+		assert.True(t, a.Ack)
+		assert.Equal(t, uint8(SynNAKInvReq), a.AckSyn)
+		assert.Equal(t, uint32(2), a.AckPSN)
+		assert.Equal(t, QPErr, resp.State)
+	})
+}
