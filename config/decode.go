@@ -281,6 +281,9 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(ptr.Elem())
 		return nil
 	}
+	if v.Type() == itemsType && n.Kind == yaml.SequenceNode {
+		return decodeItems(n, v, path)
+	}
 	if n.Kind != yaml.ScalarNode {
 		return errorf("%s: %swant %s, got %s", path, atLine(n), typeName(v.Type()), kindName(n))
 	}
@@ -480,4 +483,34 @@ func ScalarString(n *yaml.Node) string {
 	}
 	b, _ := yaml.Marshal(n)
 	return strings.TrimSpace(string(b))
+}
+
+// Items is a string of comma-separated items ("1-4,7") that a config may
+// also give as a YAML list of them ([1-4, 7], [1, 2]): the list reads as
+// its items joined by commas, so both spellings mean one thing and the
+// effective config writes the string.
+type Items string
+
+var itemsType = reflect.TypeFor[Items]()
+
+// decodeItems reads a list given for an Items key.
+func decodeItems(n *yaml.Node, v reflect.Value, path string) error {
+	if len(n.Content) == 0 {
+		return errorf("%s: %san empty list; give at least one item, or leave the key out", path, atLine(n))
+	}
+	parts := make([]string, len(n.Content))
+	for i, c := range n.Content {
+		if c.Kind == yaml.AliasNode {
+			c = c.Alias
+		}
+		if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" || c.Value == "" {
+			return errorf("%s[%d]: %swant one item (a number or a word), got %s", path, i, atLine(c), kindName(c))
+		}
+		if strings.Contains(c.Value, ",") {
+			return errorf("%s[%d]: %q holds a comma; in a list give each item as its own entry", path, i, c.Value)
+		}
+		parts[i] = c.Value
+	}
+	v.SetString(strings.Join(parts, ","))
+	return nil
 }

@@ -150,3 +150,40 @@ func TestDecodeShapes(t *testing.T) {
 		t.Errorf("valid shapes: %v", err)
 	}
 }
+
+// TestDecodeItems: an Items key takes its comma-separated string or the
+// same items as a YAML list (a list is its items joined by commas); a
+// list that is empty, nests, or hides a comma in an item is refused.
+func TestDecodeItems(t *testing.T) {
+	type items struct {
+		P Items `yaml:"p"`
+	}
+	for _, tc := range []struct {
+		text, want, err string
+	}{
+		{"p: \"1-4,7\"\n", "1-4,7", ""},
+		{"p: [1-4, 7]\n", "1-4,7", ""},
+		{"p: [1, 2]\n", "1,2", ""},
+		{"p: host\n", "host", ""},
+		{"p: []\n", "", "p: line 1: an empty list; give at least one item, or leave the key out"},
+		{"p: [1, [2]]\n", "", "p[1]: line 1: want one item (a number or a word), got a list"},
+		{"p: [1, ~]\n", "", "p[1]: line 1: want one item (a number or a word), got the value \"~\""},
+		{"p: [\"1,2\"]\n", "", `p[0]: "1,2" holds a comma; in a list give each item as its own entry`},
+		{"p: {a: 1}\n", "", "p: line 1: want a string, got a mapping"},
+	} {
+		root, err := Parse([]byte(tc.text))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.text, err)
+		}
+		var out items
+		err = Decode(root, &out)
+		switch {
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("%q: error %v, want %q", tc.text, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.text, err)
+		case tc.err == "" && out.P != Items(tc.want):
+			t.Errorf("%q: %q, want %q", tc.text, out.P, tc.want)
+		}
+	}
+}

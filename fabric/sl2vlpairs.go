@@ -22,11 +22,11 @@ func (s *Subnet) applySL2VLPairs(rules []switchasic.SL2VLPairConfig) error {
 	switches := t.Switches()
 	for i, r := range rules {
 		key := fmt.Sprintf("switch.sl2vl_pairs[%d]", i)
-		in, err := switchasic.ParsePortSelector(key+".in", r.In)
+		in, err := switchasic.ParsePortSelector(key+".in", string(r.In))
 		if err != nil {
 			return err
 		}
-		out, err := switchasic.ParsePortSelector(key+".out", r.Out)
+		out, err := switchasic.ParsePortSelector(key+".out", string(r.Out))
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -99,9 +100,10 @@ type SL2VLPairConfig struct {
 	// character, brackets literal, as --trace-path); empty = every switch.
 	Switches string `yaml:"switches,omitempty"`
 	// In and Out select ports (PortSelector): a class (any, host, switch,
-	// up, down) or IB port numbers such as "1-4,7"; empty = any.
-	In  string `yaml:"in,omitempty"`
-	Out string `yaml:"out,omitempty"`
+	// up, down) or IB port numbers such as "1-4,7" (or the YAML list
+	// [1-4, 7]); empty = any.
+	In  config.Items `yaml:"in,omitempty"`
+	Out config.Items `yaml:"out,omitempty"`
 	// SL2VL maps SL 0..15 to a VL on these pairs: 16 entries, each < VLs,
 	// or 15 = drop.
 	SL2VL []int `yaml:"sl2vl"`
@@ -336,10 +338,10 @@ func (c *Config) Validate() error {
 		if err := c.checkSL2VL(key+".sl2vl", e.SL2VL); err != nil {
 			return err
 		}
-		if _, err := ParsePortSelector(key+".in", e.In); err != nil {
+		if _, err := ParsePortSelector(key+".in", string(e.In)); err != nil {
 			return err
 		}
-		if _, err := ParsePortSelector(key+".out", e.Out); err != nil {
+		if _, err := ParsePortSelector(key+".out", string(e.Out)); err != nil {
 			return err
 		}
 	}
