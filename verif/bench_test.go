@@ -31,10 +31,13 @@ func BenchmarkRecorder(b *testing.B) {
 }
 
 // BenchmarkCheckers is the cost of checking one inject/deliver pair with
-// buffer and credit events around it (6 events per packet).
+// wire, buffer and credit events around it (7 events per packet).
 func BenchmarkCheckers(b *testing.B) {
 	c := NewCheckers(CheckConfig{})
 	p := writePacket(0, 4096)
+	// A deliver event carries the ICRC computed over what arrived; the
+	// source stamps the same one.
+	p.ICRC = ib.ComputeICRC(&p)
 	mk := func(kind components.TraceKind, path string, extra ...components.TraceField) *components.TraceEvent {
 		e := &components.TraceEvent{Path: path, Kind: kind}
 		e.Fields = append(e.AppendPacket(nil, &p), extra...)
@@ -42,6 +45,8 @@ func BenchmarkCheckers(b *testing.B) {
 	}
 	inj := mk(components.TraceInject, "S")
 	tx := mk(components.TraceTxStart, "S", components.IntField("avail", 0), components.IntField("cap", 65))
+	txe := &components.TraceEvent{Path: "S", Kind: components.TraceTxEnd,
+		Fields: []components.TraceField{components.IntField("seq", 0), components.IntField("vl", 0), components.IntField("bytes", int64(p.WireBytes()))}}
 	enq := mk(components.TraceBufEnq, "D", components.IntField("occ", 65), components.IntField("cap", 65))
 	del := mk(components.TraceDeliver, "D")
 	deq := mk(components.TraceBufDeq, "D", components.IntField("occ", 0), components.IntField("cap", 65))
@@ -59,7 +64,7 @@ func BenchmarkCheckers(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		for _, e := range []*components.TraceEvent{inj, tx, enq, del, deq} {
+		for _, e := range []*components.TraceEvent{inj, tx, txe, enq, del, deq} {
 			setSeqPSN(e, int64(i+1), int64(i)%(1<<24))
 			c.Observe(e)
 		}
