@@ -88,6 +88,9 @@ type Sim struct {
 
 	endHooks []func(now ib.PS)
 
+	// traceEv is the event blocks fill and announce (TraceEvent).
+	traceEv TraceEvent
+
 	// In a partitioned run (Group): this Sim's index, the partition count,
 	// and per destination partition the events posted to it this window.
 	part, parts int
@@ -393,3 +396,15 @@ func (s *Sim) FreePacket(p *ib.Packet) { s.freePkts = append(s.freePkts, p) }
 // PacketsCreated returns how many packet numbers NewPacket and ReserveSeqs
 // handed out.
 func (s *Sim) PacketsCreated() uint64 { return s.packetSeq }
+
+// TraceEvent returns the Sim's one reusable trace event, set to time t,
+// path and kind with no fields, for a block to fill and announce at
+// HookPosTrace. An announced event is valid only during the hook call, and
+// hooks announce nothing themselves, so one event serves every block of the
+// Sim (a partition's blocks run on its own Sim's goroutine). An event made
+// in the block instead escapes through the hook's interface: one heap
+// allocation per traced event.
+func (s *Sim) TraceEvent(t ib.PS, path string, kind TraceKind) *TraceEvent {
+	s.traceEv = TraceEvent{Time: t, Path: path, Kind: kind}
+	return &s.traceEv
+}

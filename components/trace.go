@@ -13,12 +13,14 @@ import (
 // the duration of the call: a hook that keeps it must copy it (Clone).
 //
 // A block announces an event only when something listens, so tracing costs
-// nothing when no hook is attached:
+// nothing when no hook is attached, and fills its Sim's reusable event with
+// fields from its own reused buffer, so tracing allocates nothing:
 //
 //	if c.NumHooks() > 0 {
-//		ev := components.TraceEvent{Time: now, Path: c.Name(), Kind: components.TraceTxStart}
+//		ev := c.s.TraceEvent(now, c.Name(), components.TraceTxStart)
 //		ev.Fields = ev.AppendPacket(c.fieldBuf[:0], pkt)
-//		c.InvokeHook(sim.HookCtx{Domain: c, Pos: components.HookPosTrace, Item: &ev})
+//		c.InvokeHook(sim.HookCtx{Domain: c, Pos: components.HookPosTrace, Item: ev})
+//		c.fieldBuf = ev.Fields[:0]
 //	}
 var HookPosTrace = &sim.HookPos{Name: "Trace"}
 

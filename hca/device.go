@@ -230,10 +230,10 @@ func (d *Device) trace(kind components.TraceKind, qpn uint32, fields ...componen
 	if d.NumHooks() == 0 {
 		return
 	}
-	ev := components.TraceEvent{Time: d.s.Now(), Path: d.Name, Kind: kind}
+	ev := d.s.TraceEvent(d.s.Now(), d.Name, kind)
 	ev.Fields = append(d.fieldBuf[:0], components.IntField("qpn", int64(qpn)))
 	ev.Fields = append(ev.Fields, fields...)
-	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: &ev})
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: ev})
 	d.fieldBuf = ev.Fields[:0]
 }
 
@@ -244,14 +244,14 @@ func (d *Device) tracePacket(kind components.TraceKind, pkt *ib.Packet) {
 	if d.NumHooks() == 0 {
 		return
 	}
-	ev := components.TraceEvent{Time: d.s.Now(), Path: d.Name, Kind: kind}
+	ev := d.s.TraceEvent(d.s.Now(), d.Name, kind)
 	ev.Fields = ev.AppendPacket(d.fieldBuf[:0], pkt)
 	if kind == components.TraceDeliver && pkt.Opcode == ib.RDMAReadRequest {
 		if qp := d.qpByNum(pkt.DestQP); qp != nil && qp.resp != nil {
 			ev.Fields = append(ev.Fields, components.IntField("psns", int64(PacketCount(pkt.RETH.Length, qp.resp.MTU))))
 		}
 	}
-	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: &ev})
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: ev})
 	d.fieldBuf = ev.Fields[:0]
 }
 
@@ -822,9 +822,9 @@ func (d *Device) stageEdge(i int, kind int64) {
 		return
 	}
 	d.stageValid[i], d.stageReady[i] = valid, ready
-	ev := components.TraceEvent{Time: d.s.Now(), Path: d.Name, Kind: components.TraceStage}
+	ev := d.s.TraceEvent(d.s.Now(), d.Name, components.TraceStage)
 	ev.Fields = append(d.fieldBuf[:0], components.StrField("stage", StageNames[i]),
 		components.IntField("valid", valid), components.IntField("ready", ready))
-	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: &ev})
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: ev})
 	d.fieldBuf = ev.Fields[:0]
 }

@@ -505,10 +505,10 @@ func (p *Port) traceTxEnd() {
 		return
 	}
 	p.lastTx.data = false
-	ev := components.TraceEvent{Time: p.lastTx.end, Path: p.Name, Kind: components.TraceTxEnd}
+	ev := p.s.TraceEvent(p.lastTx.end, p.Name, components.TraceTxEnd)
 	ev.Fields = append(p.fieldBuf[:0], components.IntField("seq", int64(p.lastTx.seq)),
 		components.IntField("vl", int64(p.lastTx.vl)), components.IntField("bytes", int64(p.lastTx.bytes)))
-	p.emit(&ev)
+	p.emit(ev)
 }
 
 func (p *Port) emit(ev *components.TraceEvent) {
@@ -517,7 +517,7 @@ func (p *Port) emit(ev *components.TraceEvent) {
 }
 
 func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
-	ev := components.TraceEvent{Time: t, Path: p.Name, Kind: kind}
+	ev := p.s.TraceEvent(t, p.Name, kind)
 	ev.Fields = ev.AppendPacket(p.fieldBuf[:0], pkt)
 	if vl := int(pkt.VL); kind == components.TraceTxStart && vl != ib.ManagementVL {
 		// The transmitter's credits for the VL after the packet took its
@@ -531,7 +531,7 @@ func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 		ev.Fields = append(ev.Fields, components.IntField("occ", int64(p.vl[vl].rx.Used())),
 			components.IntField("cap", int64(p.vl[vl].rx.Capacity())))
 	}
-	p.emit(&ev)
+	p.emit(ev)
 }
 
 // traceFC announces a flow-control packet sent (fc_send: this side's FCTBS
@@ -539,12 +539,12 @@ func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 // state after one arrived (credit_update: FCTBS and FCCL of the transmit
 // side, avail = blocks the sender may now send); cap is the buffer's size.
 func (p *Port) traceFC(t ib.PS, kind components.TraceKind, vl int, fctbs, fccl uint16, countKey string, count, capacity int) {
-	ev := components.TraceEvent{Time: t, Path: p.Name, Kind: kind}
+	ev := p.s.TraceEvent(t, p.Name, kind)
 	ev.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", int64(fctbs)),
 		components.IntField("fccl", int64(fccl)), components.IntField(countKey, int64(count)), components.IntField("cap", int64(capacity)))
 	if kind == components.TraceFCSend {
 		// The receive buffer's occupancy when it advertises its room.
 		ev.Fields = append(ev.Fields, components.IntField("occ", int64(capacity-count)))
 	}
-	p.emit(&ev)
+	p.emit(ev)
 }

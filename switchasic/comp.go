@@ -488,7 +488,7 @@ func (sw *Switch) trace(at ib.PS, path string, kind components.TraceKind, pkt *i
 	if sw.NumHooks() == 0 {
 		return
 	}
-	ev := components.TraceEvent{Time: at, Path: path, Kind: kind}
+	ev := sw.s.TraceEvent(at, path, kind)
 	f := sw.fields[:0]
 	if pkt != nil {
 		f = ev.AppendPacket(f, pkt)
@@ -510,6 +510,6 @@ func (sw *Switch) trace(at ib.PS, path string, kind components.TraceKind, pkt *i
 		}
 	}
 	ev.Fields = f
-	sw.InvokeHook(sim.HookCtx{Domain: sw, Pos: components.HookPosTrace, Item: &ev})
+	sw.InvokeHook(sim.HookCtx{Domain: sw, Pos: components.HookPosTrace, Item: ev})
 	sw.fields = f
 }

@@ -13,14 +13,16 @@ type tracer struct {
 	sim.HookableBase
 	path string
 	buf  []components.TraceField
+	ev   components.TraceEvent // announced, and reused (one made here would escape: an allocation per event)
 }
 
 func (t *tracer) tracePacket(at ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 	if t.NumHooks() == 0 {
 		return
 	}
-	ev := components.TraceEvent{Time: at, Path: t.path, Kind: kind}
+	t.ev = components.TraceEvent{Time: at, Path: t.path, Kind: kind}
+	ev := &t.ev
 	ev.Fields = ev.AppendPacket(t.buf[:0], pkt)
-	t.InvokeHook(sim.HookCtx{Domain: t, Pos: components.HookPosTrace, Item: &ev})
+	t.InvokeHook(sim.HookCtx{Domain: t, Pos: components.HookPosTrace, Item: ev})
 	t.buf = ev.Fields[:0]
 }
