@@ -3,6 +3,7 @@ package verif
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -118,26 +119,50 @@ type Checkers struct {
 	next   int
 	filled bool
 
-	injected  map[int64]pktIdentity // in flight, by seq
-	delivered bitset                // by seq
-	credits   map[vlKey]creditState
-	inBuf     map[bufSlot]int64 // packets in a buffer: blocks, by (path, seq)
-	bufOcc    map[vlKey]int64   // blocks in each (path, vl) buffer, by the checker's own count
-	psnNext   map[rcKey]int64   // next expected request PSN at a responder QP, by connection
-	srcLID    map[string]int64  // by path: the SLID of the first packet the block injected (its LID)
-	lidAt     map[int64]string  // by DLID: the block that took the first packet delivered to it
-	wqeLast   map[qpKey]int64   // last completed WQE index per (path, qpn, queue)
-	keyWins   map[qpKey][]window
-	wires     map[string]*wireState // by port path
+	// Per-path state is found once per event (pathOf: a map lookup, or
+	// none when the event has the previous event's path); what is kept per
+	// packet, QP or buffer is keyed by the path's index, never its name.
+	paths    []*pathState
+	pathIdx  map[string]*pathState
+	lastPath *pathState // the previous event's
+	queues   []string   // queue names seen, by qpKey.queue; "" is 0
 
+	injected   map[int64]pktIdentity // in flight, by seq
+	delivered  bitset                // by seq
+	otherVLs   map[vlKey]*vlState    // (path, vl) with vl outside 0..maxVLIndex-2 (not a real VL)
+	inBuf      map[bufSlot]int64     // packets in a buffer: blocks, by (path, seq)
+	psnNext    map[rcKey]int64       // next expected request PSN at a responder QP, by connection
+	lidAt      map[int64]int32       // by DLID: the path index of the block that took the first packet delivered to it
+	wqeLast    map[qpKey]int64       // last completed WQE index per (path, qpn, queue)
+	keyWins    map[qpKey][]window
 	violations []*Violation
 }
+
+// pathState is what the checkers keep about one component path.
+type pathState struct {
+	name   string
+	idx    int32
+	hasLID bool  // the block injected a packet
+	srcLID int64 // the SLID of the first packet it injected (its LID)
+	wire   wireState
+	vls    []vlState // by vl+1 (vl -1: events without a vl), grown on use
+}
+
+// vlState is one (path, vl)'s credit and buffer state.
+type vlState struct {
+	credit    creditState
+	hasCredit bool  // an event with avail came
+	bufOcc    int64 // blocks in the buffer, by the checker's own count
+}
+
+// maxVLIndex bounds pathState.vls: IB has VLs 0 to 15.
+const maxVLIndex = 17
 
 type pktIdentity struct {
 	slid, dlid, qpn, psn, icrc int64
 	op                         string
 	at                         ib.PS
-	path                       string
+	path                       int32
 }
 
 type creditState struct {
@@ -148,31 +173,20 @@ type creditState struct {
 
 type window struct{ lo, hi int64 } // [lo, hi)
 
-// vlKey and qpKey are map keys built without formatting strings, so the
-// checkers stay cheap enough to leave on.
+// vlKey names a (path, vl) in a report.
 type vlKey struct {
-	path string
+	path int32
 	vl   int64 // -1 when the event has no vl
 }
 
-// String formats the key as a stream key ("path vl=N").
-func (k vlKey) String() string { return fmt.Sprintf("%s vl=%d", k.path, k.vl) }
-
+// qpKey is a map key without strings, so the checkers stay cheap enough to
+// leave on: the path's index, the QP, and the queue name's index in
+// Checkers.queues.
 type qpKey struct {
-	path  string
+	path  int32
+	queue int32
 	qpn   int64
-	queue string
 }
-
-func keyVL(ev *components.TraceEvent) vlKey {
-	vl, ok := ev.Int("vl")
-	if !ok {
-		vl = -1
-	}
-	return vlKey{ev.Path, vl}
-}
-
-func keyQP(ev *components.TraceEvent, qpn int64) qpKey { return qpKey{path: ev.Path, qpn: qpn} }
 
 // rcKey is one connection's request stream: the requester's and the
 // responder's LIDs and the responder's QP (LMC 0: one LID per port).
@@ -183,7 +197,7 @@ type rcKey struct{ slid, dlid, qpn int64 }
 const firstMulticastLID = 0xC000
 
 type bufSlot struct {
-	path string
+	path int32
 	seq  int64
 }
 
@@ -200,16 +214,15 @@ func NewCheckers(cfg CheckConfig) *Checkers {
 	return &Checkers{
 		cfg:      cfg,
 		recent:   make([]components.TraceEvent, cfg.Recent),
+		pathIdx:  map[string]*pathState{},
+		queues:   []string{""},
 		injected: map[int64]pktIdentity{},
-		credits:  map[vlKey]creditState{},
+		otherVLs: map[vlKey]*vlState{},
 		inBuf:    map[bufSlot]int64{},
-		bufOcc:   map[vlKey]int64{},
 		psnNext:  map[rcKey]int64{},
-		srcLID:   map[string]int64{},
-		lidAt:    map[int64]string{},
+		lidAt:    map[int64]int32{},
 		wqeLast:  map[qpKey]int64{},
 		keyWins:  map[qpKey][]window{},
-		wires:    map[string]*wireState{},
 	}
 }
 
@@ -233,46 +246,223 @@ func (c *Checkers) Func(ctx sim.HookCtx) {
 	c.Observe(ev)
 }
 
+// evFields holds the fields of one event the checkers read, found in one
+// pass over the event's fields (an event has a dozen; looking each up by
+// name scanned them all again). As TraceEvent.Int and Str do, a key counts
+// at its first occurrence only, and only with its type: an integer field
+// read as a string (or the converse) is absent.
+type evFields struct {
+	has                                                   uint32 // bit (1 << f*) per integer field present
+	seen                                                  uint32 // bit per key present, whatever its type
+	seq, vl, slid, dlid, qpn, psn, psns, icrc, avail, occ int64
+	capBlocks, credits, bytes, addr, length, wqe          int64
+	op, queue, result, reason                             string
+	hasOp, hasQueue, hasResult, hasReason                 bool
+}
+
+// The evFields bits.
+const (
+	fSeq = iota
+	fVL
+	fSLID
+	fDLID
+	fQPN
+	fPSN
+	fPSNs
+	fICRC
+	fAvail
+	fOcc
+	fCap
+	fCredits
+	fBytes
+	fAddr
+	fLen
+	fWQE
+	fOp
+	fQueue
+	fResult
+	fReason
+)
+
+func (f *evFields) parse(ev *components.TraceEvent) {
+	*f = evFields{}
+	for i := range ev.Fields {
+		fl := &ev.Fields[i]
+		var bit int
+		var dst *int64
+		switch fl.Key {
+		case "seq":
+			bit, dst = fSeq, &f.seq
+		case "vl":
+			bit, dst = fVL, &f.vl
+		case "slid":
+			bit, dst = fSLID, &f.slid
+		case "dlid":
+			bit, dst = fDLID, &f.dlid
+		case "qpn":
+			bit, dst = fQPN, &f.qpn
+		case "psn":
+			bit, dst = fPSN, &f.psn
+		case "psns":
+			bit, dst = fPSNs, &f.psns
+		case "icrc":
+			bit, dst = fICRC, &f.icrc
+		case "avail":
+			bit, dst = fAvail, &f.avail
+		case "occ":
+			bit, dst = fOcc, &f.occ
+		case "cap":
+			bit, dst = fCap, &f.capBlocks
+		case "credits":
+			bit, dst = fCredits, &f.credits
+		case "bytes":
+			bit, dst = fBytes, &f.bytes
+		case "addr":
+			bit, dst = fAddr, &f.addr
+		case "len":
+			bit, dst = fLen, &f.length
+		case "wqe":
+			bit, dst = fWQE, &f.wqe
+		case "op":
+			bit = fOp
+		case "queue":
+			bit = fQueue
+		case "result":
+			bit = fResult
+		case "reason":
+			bit = fReason
+		default:
+			continue
+		}
+		if f.seen&(1<<bit) != 0 {
+			continue
+		}
+		f.seen |= 1 << bit
+		if dst != nil {
+			if !fl.IsStr {
+				*dst = fl.Int
+				f.has |= 1 << bit
+			}
+			continue
+		}
+		if !fl.IsStr {
+			continue
+		}
+		switch bit {
+		case fOp:
+			f.op, f.hasOp = fl.Str, true
+		case fQueue:
+			f.queue, f.hasQueue = fl.Str, true
+		case fResult:
+			f.result, f.hasResult = fl.Str, true
+		case fReason:
+			f.reason, f.hasReason = fl.Str, true
+		}
+	}
+}
+
+// ok reports whether the integer field bit is present.
+func (f *evFields) ok(bit int) bool { return f.has&(1<<bit) != 0 }
+
+// or returns the integer field bit, or none when it is absent.
+func (f *evFields) or(bit int, v, none int64) int64 {
+	if f.ok(bit) {
+		return v
+	}
+	return none
+}
+
 // Observe checks one event.
 func (c *Checkers) Observe(ev *components.TraceEvent) {
 	c.remember(ev)
-	if avail, ok := ev.Int("avail"); ok {
-		c.checkCredit(ev, avail)
+	var f evFields
+	f.parse(ev)
+	if f.ok(fAvail) {
+		c.checkCredit(ev, &f)
 	}
-	if occ, ok := ev.Int("occ"); ok {
-		if capBlocks, hasCap := ev.Int("cap"); occ < 0 || hasCap && occ > capBlocks {
+	if f.ok(fOcc) {
+		if occ, capBlocks, hasCap := f.occ, f.capBlocks, f.ok(fCap); occ < 0 || hasCap && occ > capBlocks {
 			c.fail(InvBuffer, ev, fmt.Sprintf("buffer occupancy %d outside 0..%d", occ, capBlocks))
 		}
 	}
 	switch ev.Kind {
 	case components.TraceInject:
-		c.inject(ev)
+		c.inject(ev, &f)
 	case components.TraceDeliver:
-		c.deliver(ev)
-		c.checkPSN(ev)
+		c.deliver(ev, &f)
+		c.checkPSN(ev, &f)
 	case components.TraceDrop:
 		if !c.cfg.AllowDrops {
-			seq, _ := ev.Int("seq")
-			reason, _ := ev.Str("reason")
-			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d dropped (reason %q) in a lossless fabric", seq, reason))
+			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d dropped (reason %q) in a lossless fabric", f.or(fSeq, f.seq, 0), f.reason))
 		}
 	case components.TraceBufEnq:
-		c.bufEnq(ev)
+		c.bufEnq(ev, &f)
 	case components.TraceBufDeq:
-		c.bufDeq(ev)
+		c.bufDeq(ev, &f)
 	case components.TraceCQE:
-		c.checkCQE(ev)
+		c.checkCQE(ev, &f)
 	case components.TraceKeyCheck:
-		c.keyCheck(ev)
+		c.keyCheck(ev, &f)
 	case components.TraceDMAWrite:
-		c.dmaWrite(ev)
+		c.dmaWrite(ev, &f)
 	case components.TraceTxStart:
-		c.txStart(ev)
+		c.txStart(ev, &f)
 	case components.TraceTxEnd:
-		c.txEnd(ev)
+		c.txEnd(ev, &f)
 	case components.TraceFCSend:
-		c.fcSend(ev)
+		c.fcSend(ev, &f)
 	}
+}
+
+// pathOf returns ev.Path's state, made on first use. Blocks announce runs
+// of events on one path, so the previous event's path is tried first (its
+// string is usually the very same, compared by pointer).
+func (c *Checkers) pathOf(ev *components.TraceEvent) *pathState {
+	if p := c.lastPath; p != nil && p.name == ev.Path {
+		return p
+	}
+	p := c.pathIdx[ev.Path]
+	if p == nil {
+		p = &pathState{name: ev.Path, idx: int32(len(c.paths)), wire: wireState{seq: -1}}
+		c.paths = append(c.paths, p)
+		c.pathIdx[ev.Path] = p
+	}
+	c.lastPath = p
+	return p
+}
+
+// vlOf returns the state of (p, vl); vl is -1 for an event without one.
+func (c *Checkers) vlOf(p *pathState, vl int64) *vlState {
+	i := vl + 1
+	if i < 0 || i >= maxVLIndex {
+		k := vlKey{p.idx, vl}
+		s := c.otherVLs[k]
+		if s == nil {
+			s = &vlState{}
+			c.otherVLs[k] = s
+		}
+		return s
+	}
+	for int64(len(p.vls)) <= i {
+		p.vls = append(p.vls, vlState{})
+	}
+	return &p.vls[i]
+}
+
+// qpOf returns the key of (ev's path, qpn, queue).
+func (c *Checkers) qpOf(ev *components.TraceEvent, qpn int64, queue string) qpKey {
+	q := -1
+	for i, name := range c.queues {
+		if name == queue {
+			q = i
+			break
+		}
+	}
+	if q < 0 {
+		q = len(c.queues)
+		c.queues = append(c.queues, queue)
+	}
+	return qpKey{path: c.pathOf(ev).idx, queue: int32(q), qpn: qpn}
 }
 
 func (c *Checkers) remember(ev *components.TraceEvent) {
@@ -312,78 +502,72 @@ func (c *Checkers) report(v *Violation) {
 	}
 }
 
-func (c *Checkers) checkCredit(ev *components.TraceEvent, avail int64) {
-	key := keyVL(ev)
-	capBlocks, hasCap := ev.Int("cap")
+func (c *Checkers) checkCredit(ev *components.TraceEvent, f *evFields) {
+	avail, capBlocks, hasCap := f.avail, f.or(fCap, f.capBlocks, 0), f.ok(fCap)
 	switch {
 	case avail < 0:
 		c.fail(InvCredit, ev, fmt.Sprintf("credit count %d is negative", avail))
 	case hasCap && avail > capBlocks:
 		c.fail(InvCredit, ev, fmt.Sprintf("credit count %d above the peer's buffer of %d blocks (a credit returned twice?)", avail, capBlocks))
 	}
-	c.credits[key] = creditState{avail: avail, cap: capBlocks, hasCap: hasCap, at: ev.Time}
+	s := c.vlOf(c.pathOf(ev), f.or(fVL, f.vl, -1))
+	s.credit, s.hasCredit = creditState{avail: avail, cap: capBlocks, hasCap: hasCap, at: ev.Time}, true
 }
 
 // bufEnq and bufDeq keep the checker's own account of each buffer, by
 // packet: a packet leaves a buffer (and its credits go back) exactly once.
 // Counting by packet rather than trusting the model's occ catches a credit
 // returned twice even while the buffer is not empty.
-func (c *Checkers) bufEnq(ev *components.TraceEvent) {
-	seq, ok := ev.Int("seq")
-	if !ok {
+func (c *Checkers) bufEnq(ev *components.TraceEvent, f *evFields) {
+	if !f.ok(fSeq) {
 		return
 	}
-	blocks, _ := ev.Int("credits")
-	slot := bufSlot{ev.Path, seq}
+	seq, blocks := f.seq, f.or(fCredits, f.credits, 0)
+	p := c.pathOf(ev)
+	slot := bufSlot{p.idx, seq}
 	if _, dup := c.inBuf[slot]; dup {
 		c.fail(InvBuffer, ev, fmt.Sprintf("packet seq %d enqueued twice", seq))
 		return
 	}
 	c.inBuf[slot] = blocks
-	key := keyVL(ev)
-	c.bufOcc[key] += blocks
-	if capBlocks, ok := ev.Int("cap"); ok && c.bufOcc[key] > capBlocks {
-		c.fail(InvBuffer, ev, fmt.Sprintf("buffer holds %d blocks of packets, above its %d", c.bufOcc[key], capBlocks))
+	s := c.vlOf(p, f.or(fVL, f.vl, -1))
+	s.bufOcc += blocks
+	if f.ok(fCap) && s.bufOcc > f.capBlocks {
+		c.fail(InvBuffer, ev, fmt.Sprintf("buffer holds %d blocks of packets, above its %d", s.bufOcc, f.capBlocks))
 	}
-	if occ, ok := ev.Int("occ"); ok && occ != c.bufOcc[key] {
-		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", occ, c.bufOcc[key]))
+	if f.ok(fOcc) && f.occ != s.bufOcc {
+		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", f.occ, s.bufOcc))
 	}
 }
 
-func (c *Checkers) bufDeq(ev *components.TraceEvent) {
-	seq, ok := ev.Int("seq")
-	if !ok {
+func (c *Checkers) bufDeq(ev *components.TraceEvent, f *evFields) {
+	if !f.ok(fSeq) {
 		return
 	}
-	slot := bufSlot{ev.Path, seq}
+	seq := f.seq
+	p := c.pathOf(ev)
+	slot := bufSlot{p.idx, seq}
 	blocks, in := c.inBuf[slot]
 	if !in {
 		c.fail(InvCredit, ev, fmt.Sprintf("packet seq %d left a buffer it is not in: its credits returned twice (or never taken)", seq))
 		return
 	}
 	delete(c.inBuf, slot)
-	key := keyVL(ev)
-	c.bufOcc[key] -= blocks
-	if occ, ok := ev.Int("occ"); ok && occ != c.bufOcc[key] {
-		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", occ, c.bufOcc[key]))
+	s := c.vlOf(p, f.or(fVL, f.vl, -1))
+	s.bufOcc -= blocks
+	if f.ok(fOcc) && f.occ != s.bufOcc {
+		c.fail(InvBuffer, ev, fmt.Sprintf("buffer accounting: model says %d blocks used, its packets hold %d", f.occ, s.bufOcc))
 	}
 }
 
-func identity(ev *components.TraceEvent) pktIdentity {
-	var id pktIdentity
-	id.slid, _ = ev.Int("slid")
-	id.dlid, _ = ev.Int("dlid")
-	id.qpn, _ = ev.Int("qpn")
-	id.psn, _ = ev.Int("psn")
-	id.icrc, _ = ev.Int("icrc")
-	id.op, _ = ev.Str("op")
-	id.at, id.path = ev.Time, ev.Path
-	return id
+func (c *Checkers) identity(ev *components.TraceEvent, f *evFields) pktIdentity {
+	return pktIdentity{slid: f.or(fSLID, f.slid, 0), dlid: f.or(fDLID, f.dlid, 0), qpn: f.or(fQPN, f.qpn, 0),
+		psn: f.or(fPSN, f.psn, 0), icrc: f.or(fICRC, f.icrc, 0), op: f.op, at: ev.Time, path: c.pathOf(ev).idx}
 }
 
-func (c *Checkers) inject(ev *components.TraceEvent) {
-	seq, ok := ev.Int("seq")
-	if !ok || seq < 0 {
+func (c *Checkers) inject(ev *components.TraceEvent, f *evFields) {
+	seq := f.seq
+	if !f.ok(fSeq) || seq < 0 {
 		c.fail(InvLossless, ev, "inject without a non-negative seq field")
 		return
 	}
@@ -391,10 +575,10 @@ func (c *Checkers) inject(ev *components.TraceEvent) {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d injected twice", seq))
 		return
 	}
-	id := identity(ev)
+	id := c.identity(ev, f)
 	c.injected[seq] = id
-	if _, ok := c.srcLID[ev.Path]; !ok {
-		c.srcLID[ev.Path] = id.slid
+	if p := c.pathOf(ev); !p.hasLID {
+		p.hasLID, p.srcLID = true, id.slid
 	}
 	if requestOps[id.op] {
 		// The connection's first request starts the responder's expected
@@ -414,21 +598,22 @@ func (c *Checkers) checkDest(ev *components.TraceEvent, seq, dlid int64) bool {
 	if dlid >= firstMulticastLID {
 		return true
 	}
-	if own, ok := c.srcLID[ev.Path]; ok && own != dlid {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for dlid %d delivered at %s, whose LID is %d (misrouted)", seq, dlid, ev.Path, own))
+	p := c.pathOf(ev)
+	if p.hasLID && p.srcLID != dlid {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for dlid %d delivered at %s, whose LID is %d (misrouted)", seq, dlid, ev.Path, p.srcLID))
 		return false
 	}
-	if at, ok := c.lidAt[dlid]; ok && at != ev.Path {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for dlid %d delivered at %s, but dlid %d's packets were delivered at %s (misrouted)", seq, dlid, ev.Path, dlid, at))
+	if at, ok := c.lidAt[dlid]; ok && at != p.idx {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for dlid %d delivered at %s, but dlid %d's packets were delivered at %s (misrouted)", seq, dlid, ev.Path, dlid, c.paths[at].name))
 		return false
 	}
-	c.lidAt[dlid] = ev.Path
+	c.lidAt[dlid] = p.idx
 	return true
 }
 
-func (c *Checkers) deliver(ev *components.TraceEvent) {
-	seq, ok := ev.Int("seq")
-	if !ok || seq < 0 {
+func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
+	seq := f.seq
+	if !f.ok(fSeq) || seq < 0 {
 		c.fail(InvLossless, ev, "deliver without a non-negative seq field")
 		return
 	}
@@ -443,11 +628,11 @@ func (c *Checkers) deliver(ev *components.TraceEvent) {
 	}
 	delete(c.injected, seq)
 	c.delivered.set(seq)
-	got := identity(ev)
+	got := c.identity(ev, f)
 	if got.dlid == in.dlid && !c.checkDest(ev, seq, got.dlid) {
 		return
 	}
-	for _, d := range []struct {
+	for _, d := range [...]struct {
 		name      string
 		want, got int64
 	}{{"slid", in.slid, got.slid}, {"dlid", in.dlid, got.dlid}, {"qpn", in.qpn, got.qpn}, {"psn", in.psn, got.psn}, {"icrc", in.icrc, got.icrc}} {
@@ -476,23 +661,19 @@ var requestOps = func() map[string]bool {
 // psnMod is the 24-bit PSN space.
 const psnMod = 1 << 24
 
-func (c *Checkers) checkPSN(ev *components.TraceEvent) {
-	op, _ := ev.Str("op")
-	if !requestOps[op] {
+func (c *Checkers) checkPSN(ev *components.TraceEvent, f *evFields) {
+	if !requestOps[f.op] {
 		return
 	}
-	qpn, ok1 := ev.Int("qpn")
-	psn, ok2 := ev.Int("psn")
-	if !ok1 || !ok2 {
+	if !f.ok(fQPN) || !f.ok(fPSN) {
 		return
 	}
-	n, ok := ev.Int("psns")
-	if !ok || n < 1 {
+	qpn, psn := f.qpn, f.psn
+	n := f.psns
+	if !f.ok(fPSNs) || n < 1 {
 		n = 1
 	}
-	slid, _ := ev.Int("slid")
-	dlid, _ := ev.Int("dlid")
-	key := rcKey{slid, dlid, qpn}
+	key := rcKey{f.or(fSLID, f.slid, 0), f.or(fDLID, f.dlid, 0), qpn}
 	want, seen := c.psnNext[key]
 	if !seen {
 		c.psnNext[key] = (psn + n) % psnMod
@@ -512,16 +693,14 @@ func (c *Checkers) checkPSN(ev *components.TraceEvent) {
 // wqeMod is the range of a CQE's WQE counter (mlx5 wqe_counter, 16 bit).
 const wqeMod = 1 << 16
 
-func (c *Checkers) checkCQE(ev *components.TraceEvent) {
-	qpn, ok1 := ev.Int("qpn")
-	wqe, ok2 := ev.Int("wqe")
-	queue, ok3 := ev.Str("queue")
-	if !ok1 || !ok2 || !ok3 {
+func (c *Checkers) checkCQE(ev *components.TraceEvent, f *evFields) {
+	if !f.ok(fQPN) || !f.ok(fWQE) || !f.hasQueue {
 		// Without the queue a send and a receive completion on one QP
 		// cannot be told apart (their counters are independent).
 		return
 	}
-	key := qpKey{ev.Path, qpn, queue}
+	qpn, wqe, queue := f.qpn, f.wqe, f.queue
+	key := c.qpOf(ev, qpn, queue)
 	if last, seen := c.wqeLast[key]; seen {
 		// Serial-number order on the 16-bit counter: "after" means ahead
 		// by less than half the range, so the counter may wrap.
@@ -532,18 +711,15 @@ func (c *Checkers) checkCQE(ev *components.TraceEvent) {
 	c.wqeLast[key] = wqe
 }
 
-func (c *Checkers) keyCheck(ev *components.TraceEvent) {
-	qpn, _ := ev.Int("qpn")
-	key := keyQP(ev, qpn)
-	result, _ := ev.Str("result")
-	if result != "pass" {
+func (c *Checkers) keyCheck(ev *components.TraceEvent, f *evFields) {
+	key := c.qpOf(ev, f.or(fQPN, f.qpn, 0), "")
+	if f.result != "pass" {
 		delete(c.keyWins, key)
 		return
 	}
-	addr, hasAddr := ev.Int("addr")
-	n, hasLen := ev.Int("len")
+	addr, n := f.or(fAddr, f.addr, 0), f.or(fLen, f.length, 0)
 	w := window{addr, addr + n}
-	if !hasAddr || !hasLen {
+	if !f.ok(fAddr) || !f.ok(fLen) {
 		// A check that does not say its range vouches for the key only:
 		// the QP may write anywhere until a check fails (weaker; emitters
 		// should give addr and len).
@@ -556,15 +732,14 @@ func (c *Checkers) keyCheck(ev *components.TraceEvent) {
 	c.keyWins[key] = ws
 }
 
-func (c *Checkers) dmaWrite(ev *components.TraceEvent) {
-	qpn, ok := ev.Int("qpn")
-	if !ok {
+func (c *Checkers) dmaWrite(ev *components.TraceEvent, f *evFields) {
+	if !f.ok(fQPN) {
 		c.fail(InvProtection, ev, "dma_write without a qpn: no key can cover it")
 		return
 	}
-	addr, _ := ev.Int("addr")
-	n, _ := ev.Int("len")
-	for _, w := range c.keyWins[keyQP(ev, qpn)] {
+	qpn := f.qpn
+	addr, n := f.or(fAddr, f.addr, 0), f.or(fLen, f.length, 0)
+	for _, w := range c.keyWins[c.qpOf(ev, qpn, "")] {
 		if addr >= w.lo && addr+n <= w.hi {
 			return
 		}
@@ -583,36 +758,20 @@ type wireState struct {
 	freeAt ib.PS // the last tx_end: the wire carried a packet until then
 }
 
-func (c *Checkers) wire(path string) *wireState {
-	w := c.wires[path]
-	if w == nil {
-		w = &wireState{seq: -1}
-		c.wires[path] = w
-	}
-	return w
-}
-
-func intOr(ev *components.TraceEvent, key string, none int64) int64 {
-	if v, ok := ev.Int(key); ok {
-		return v
-	}
-	return none
-}
-
 // txStart opens the wire for a packet. The port writes the tx_end a packet
 // owes before the next packet's tx_start even when both fall in one
 // picosecond, so a packet still open here lost its tx_end.
-func (c *Checkers) txStart(ev *components.TraceEvent) {
-	w := c.wire(ev.Path)
-	seq := intOr(ev, "seq", -1)
-	c.wireFree(w, ev, fmt.Sprintf("packet seq %d", seq))
+func (c *Checkers) txStart(ev *components.TraceEvent, f *evFields) {
+	w := &c.pathOf(ev).wire
+	seq := f.or(fSeq, f.seq, -1)
+	c.wireFree(w, ev, false, seq)
 	w.open, w.seq, w.start = true, seq, ev.Time
-	w.vl, w.bytes = intOr(ev, "vl", -1), intOr(ev, "bytes", -1)
+	w.vl, w.bytes = f.or(fVL, f.vl, -1), f.or(fBytes, f.bytes, -1)
 }
 
-func (c *Checkers) txEnd(ev *components.TraceEvent) {
-	w := c.wire(ev.Path)
-	seq := intOr(ev, "seq", -1)
+func (c *Checkers) txEnd(ev *components.TraceEvent, f *evFields) {
+	w := &c.pathOf(ev).wire
+	seq := f.or(fSeq, f.seq, -1)
 	if !w.open {
 		if seq == w.seq {
 			c.fail(InvWire, ev, fmt.Sprintf("packet seq %d ended twice", seq))
@@ -622,7 +781,7 @@ func (c *Checkers) txEnd(ev *components.TraceEvent) {
 		return
 	}
 	w.open, w.freeAt = false, ev.Time
-	vl, bytes := intOr(ev, "vl", -1), intOr(ev, "bytes", -1)
+	vl, bytes := f.or(fVL, f.vl, -1), f.or(fBytes, f.bytes, -1)
 	switch {
 	case seq != w.seq:
 		c.fail(InvWire, ev, fmt.Sprintf("tx_end of packet seq %d while packet seq %d is on the wire", seq, w.seq))
@@ -640,13 +799,22 @@ func (c *Checkers) txEnd(ev *components.TraceEvent) {
 // length nor the link's rate, so its tail's time is not in the trace, and a
 // data packet's tx_end − tx_start is its serialization rounded to the
 // picosecond, so the rate cannot be recovered from it exactly.
-func (c *Checkers) fcSend(ev *components.TraceEvent) {
-	c.wireFree(c.wire(ev.Path), ev, fmt.Sprintf("flow-control packet for VL %d", intOr(ev, "vl", -1)))
+func (c *Checkers) fcSend(ev *components.TraceEvent, f *evFields) {
+	c.wireFree(&c.pathOf(ev).wire, ev, true, f.or(fVL, f.vl, -1))
 }
 
-// wireFree fails ev, the start of the packet what on w, if a data packet
-// still holds the wire: one with no tx_end yet, or one whose tx_end is later.
-func (c *Checkers) wireFree(w *wireState, ev *components.TraceEvent, what string) {
+// wireFree fails ev, the start of a packet on w, if a data packet still
+// holds the wire: one with no tx_end yet, or one whose tx_end is later. The
+// packet is a flow-control packet for VL n when fc, else data packet seq n
+// (named only in a report, so that a passing check formats nothing).
+func (c *Checkers) wireFree(w *wireState, ev *components.TraceEvent, fc bool, n int64) {
+	if !w.open && ev.Time >= w.freeAt {
+		return
+	}
+	what := fmt.Sprintf("packet seq %d", n)
+	if fc {
+		what = fmt.Sprintf("flow-control packet for VL %d", n)
+	}
 	switch {
 	case w.open:
 		c.fail(InvWire, ev, fmt.Sprintf("%s started while packet seq %d (tx_start at %d ps) has no tx_end", what, w.seq, w.start))
@@ -686,7 +854,7 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 		}
 		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 		first := c.injected[seqs[0]]
-		c.report(&Violation{Invariant: InvLossless, Path: first.path, Time: now,
+		c.report(&Violation{Invariant: InvLossless, Path: c.paths[first.path].name, Time: now,
 			Detail: fmt.Sprintf("%d packets injected and never delivered; first seq %d (qpn %d psn %d), injected at %d ps",
 				len(seqs), seqs[0], first.qpn, first.psn, first.at)})
 	}
@@ -696,38 +864,46 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 			slots = append(slots, sl)
 		}
 		sort.Slice(slots, func(i, j int) bool {
-			if slots[i].path != slots[j].path {
-				return slots[i].path < slots[j].path
+			if pi, pj := c.paths[slots[i].path].name, c.paths[slots[j].path].name; pi != pj {
+				return pi < pj
 			}
 			return slots[i].seq < slots[j].seq
 		})
-		c.report(&Violation{Invariant: InvBuffer, Path: slots[0].path, Time: now,
+		c.report(&Violation{Invariant: InvBuffer, Path: c.paths[slots[0].path].name, Time: now,
 			Detail: fmt.Sprintf("idle fabric: %d packets still in buffers; first seq %d", len(slots), slots[0].seq)})
 	}
-	var onWire []string
-	for path, w := range c.wires {
-		if w.open {
-			onWire = append(onWire, path)
+	var onWire []*pathState
+	for _, p := range c.paths {
+		if p.wire.open {
+			onWire = append(onWire, p)
 		}
 	}
 	if len(onWire) > 0 {
-		sort.Strings(onWire)
-		w := c.wires[onWire[0]]
-		c.report(&Violation{Invariant: InvWire, Path: onWire[0], Time: now,
-			Detail: fmt.Sprintf("idle fabric: %d packets still on a wire; first seq %d, tx_start at %d ps and no tx_end", len(onWire), w.seq, w.start)})
+		first := slices.MinFunc(onWire, func(a, b *pathState) int { return strings.Compare(a.name, b.name) })
+		c.report(&Violation{Invariant: InvWire, Path: first.name, Time: now,
+			Detail: fmt.Sprintf("idle fabric: %d packets still on a wire; first seq %d, tx_start at %d ps and no tx_end", len(onWire), first.wire.seq, first.wire.start)})
 	}
-	keys := make([]vlKey, 0, len(c.credits))
-	for k := range c.credits {
-		keys = append(keys, k)
+	var keys []vlKey
+	for _, p := range c.paths {
+		for i := range p.vls {
+			if p.vls[i].hasCredit {
+				keys = append(keys, vlKey{p.idx, int64(i) - 1})
+			}
+		}
+	}
+	for k, s := range c.otherVLs {
+		if s.hasCredit {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].path != keys[j].path {
-			return keys[i].path < keys[j].path
+		if pi, pj := c.paths[keys[i].path].name, c.paths[keys[j].path].name; pi != pj {
+			return pi < pj
 		}
 		return keys[i].vl < keys[j].vl
 	})
 	for _, k := range keys {
-		s := c.credits[k]
+		s := c.vlOf(c.paths[k.path], k.vl).credit
 		if !s.hasCap || s.avail == s.cap {
 			continue
 		}
@@ -735,7 +911,7 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 		if s.avail > s.cap {
 			what = "returned twice"
 		}
-		c.report(&Violation{Invariant: InvCredit, Path: k.String(), Time: now,
+		c.report(&Violation{Invariant: InvCredit, Path: fmt.Sprintf("%s vl=%d", c.paths[k.path].name, k.vl), Time: now,
 			Detail: fmt.Sprintf("idle fabric: %d credits available of %d (last change at %d ps): credits %s", s.avail, s.cap, s.at, what)})
 	}
 }

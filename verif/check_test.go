@@ -374,3 +374,79 @@ func TestRecentRingOrder(t *testing.T) {
 	assert.Equal(t, []ib.PS{4, 5, 6}, []ib.PS{r[0].Time, r[1].Time, r[2].Time})
 	assert.True(t, strings.HasSuffix(chk.Err().Error(), "6 P credit_update vl=0 avail=-1"))
 }
+
+// TestEvFieldsMatchTraceEvent holds the checkers' one-pass field reader to
+// TraceEvent.Int and Str, which it replaced: a key counts at its first
+// occurrence, and only with its own type.
+func TestEvFieldsMatchTraceEvent(t *testing.T) {
+	events := []*components.TraceEvent{
+		ev(1, "P", components.TraceDeliver, pktFields(3, 7, 99, "RDMA_WRITE_ONLY")...),
+		ev(1, "P", components.TraceBufEnq, fI("seq", 1), fI("seq", 2), fS("vl", "0"), fI("vl", 3), fI("occ", -1), fI("cap", 4)),
+		ev(1, "P", components.TraceCQE, fS("qpn", "x"), fI("qpn", 5), fI("queue", 2), fS("queue", "sq"), fS("op", "A"), fS("op", "B")),
+		ev(1, "P", components.TraceKeyCheck, fI("result", 1), fI("addr", -4), fI("len", 0), fS("reason", "r"), fI("psns", 2), fI("avail", 0), fI("credits", 6), fI("bytes", 7), fI("wqe", 8), fI("icrc", 9)),
+		ev(1, "P", components.TraceDrop),
+	}
+	ints := map[string]func(*evFields) (int64, bool){
+		"seq": func(f *evFields) (int64, bool) { return f.seq, f.ok(fSeq) }, "vl": func(f *evFields) (int64, bool) { return f.vl, f.ok(fVL) },
+		"slid": func(f *evFields) (int64, bool) { return f.slid, f.ok(fSLID) }, "dlid": func(f *evFields) (int64, bool) { return f.dlid, f.ok(fDLID) },
+		"qpn": func(f *evFields) (int64, bool) { return f.qpn, f.ok(fQPN) }, "psn": func(f *evFields) (int64, bool) { return f.psn, f.ok(fPSN) },
+		"psns": func(f *evFields) (int64, bool) { return f.psns, f.ok(fPSNs) }, "icrc": func(f *evFields) (int64, bool) { return f.icrc, f.ok(fICRC) },
+		"avail": func(f *evFields) (int64, bool) { return f.avail, f.ok(fAvail) }, "occ": func(f *evFields) (int64, bool) { return f.occ, f.ok(fOcc) },
+		"cap": func(f *evFields) (int64, bool) { return f.capBlocks, f.ok(fCap) }, "credits": func(f *evFields) (int64, bool) { return f.credits, f.ok(fCredits) },
+		"bytes": func(f *evFields) (int64, bool) { return f.bytes, f.ok(fBytes) }, "addr": func(f *evFields) (int64, bool) { return f.addr, f.ok(fAddr) },
+		"len": func(f *evFields) (int64, bool) { return f.length, f.ok(fLen) }, "wqe": func(f *evFields) (int64, bool) { return f.wqe, f.ok(fWQE) },
+	}
+	strs := map[string]func(*evFields) (string, bool){
+		"op": func(f *evFields) (string, bool) { return f.op, f.hasOp }, "queue": func(f *evFields) (string, bool) { return f.queue, f.hasQueue },
+		"result": func(f *evFields) (string, bool) { return f.result, f.hasResult }, "reason": func(f *evFields) (string, bool) { return f.reason, f.hasReason },
+	}
+	for i, e := range events {
+		var f evFields
+		f.parse(e)
+		for key, get := range ints {
+			want, wantOK := e.Int(key)
+			got, gotOK := get(&f)
+			assert.Equal(t, wantOK, gotOK, "event %d %s", i, key)
+			if wantOK {
+				assert.Equal(t, want, got, "event %d %s", i, key)
+			}
+		}
+		for key, get := range strs {
+			want, wantOK := e.Str(key)
+			got, gotOK := get(&f)
+			assert.Equal(t, wantOK, gotOK, "event %d %s", i, key)
+			assert.Equal(t, want, got, "event %d %s", i, key)
+		}
+	}
+}
+
+// TestCheckersFinishOrder: the end-of-run reports name the first path by
+// name, not by the order paths were first seen, and count credits on any
+// vl, a real one or not (the checkers keep VLs 0-15 in a slice, the rest
+// in a map).
+func TestCheckersFinishOrder(t *testing.T) {
+	chk := NewCheckers(CheckConfig{})
+	for _, e := range []*components.TraceEvent{
+		ev(1, "Z", components.TraceCreditUpdate, fI("vl", 0), fI("avail", 2), fI("cap", 8)),
+		ev(2, "A", components.TraceCreditUpdate, fI("vl", 20), fI("avail", 9), fI("cap", 8)),
+		ev(3, "A", components.TraceCreditUpdate, fI("avail", 1), fI("cap", 8)),
+		ev(4, "A", components.TraceCreditUpdate, fI("vl", 1), fI("avail", 8), fI("cap", 8)),
+		ev(5, "Z", components.TraceBufEnq, fI("seq", 1), fI("vl", 0), fI("credits", 2)),
+		ev(6, "A", components.TraceBufEnq, fI("seq", 7), fI("vl", 0), fI("credits", 2)),
+		ev(7, "A", components.TraceBufEnq, fI("seq", 3), fI("vl", 0), fI("credits", 2)),
+	} {
+		chk.Observe(e)
+	}
+	assert.Error(t, chk.Err(), "avail 9 above cap 8 on vl 20")
+	chk.Finish(100, true)
+	var got []string
+	for _, v := range chk.Violations()[1:] {
+		got = append(got, v.Path+": "+v.Detail)
+	}
+	assert.Equal(t, []string{
+		"A: idle fabric: 3 packets still in buffers; first seq 3",
+		"A vl=-1: idle fabric: 1 credits available of 8 (last change at 3 ps): credits leaked (never returned)",
+		"A vl=20: idle fabric: 9 credits available of 8 (last change at 2 ps): credits returned twice",
+		"Z vl=0: idle fabric: 2 credits available of 8 (last change at 1 ps): credits leaked (never returned)",
+	}, got)
+}
