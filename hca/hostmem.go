@@ -2,27 +2,45 @@ package hca
 
 import "encoding/binary"
 
-// pageBytes is the host memory allocation unit of the sparse model.
+// pageBytes is the alignment of host memory allocations (Device.Malloc).
 const pageBytes = 4096
 
-// HostMemory is a host's DRAM: sparse and byte-addressable. Pages come into
-// being on first write and read as zero before; the page map is only looked
-// up, never iterated, so runs are deterministic.
+// chunkBytes is the unit of the sparse store for a page written piecemeal:
+// a QP's send queue, receive queue and doorbell record each start on a page
+// of their own and use a few dozen bytes of it at first, so an all-to-all,
+// with two QPs per pair of ranks, kept whole pages that were almost empty
+// (and took a page fault to write each one's first bytes). A page first
+// written whole (a buffer's set-up, a payload of a page) is stored whole,
+// so bulk transfers copy a page at a time as before.
+const chunkBytes = pageBytes / chunksPerPage
+
+const chunksPerPage = 8
+
+// hostPage is one page of host memory: the page whole, or its chunks, each
+// made on first write.
+type hostPage struct {
+	full   *[pageBytes]byte
+	chunks [chunksPerPage]*[chunkBytes]byte
+}
+
+// HostMemory is a host's DRAM: sparse and byte-addressable. Pages and their
+// chunks come into being on first write and read as zero before; the page
+// map is only looked up, never iterated, so runs are deterministic.
 type HostMemory struct {
-	pages map[uint64]*[pageBytes]byte
+	pages map[uint64]*hostPage
 	// BytesWritten counts every byte stored, by the CPU or by DMA.
 	BytesWritten int64
 }
 
 // NewHostMemory returns an empty host memory.
 func NewHostMemory() *HostMemory {
-	return &HostMemory{pages: make(map[uint64]*[pageBytes]byte)}
+	return &HostMemory{pages: make(map[uint64]*hostPage)}
 }
 
-func (m *HostMemory) page(addr uint64, create bool) *[pageBytes]byte {
+func (m *HostMemory) page(addr uint64, create bool) *hostPage {
 	p := m.pages[addr/pageBytes]
 	if p == nil && create {
-		p = new([pageBytes]byte)
+		p = new(hostPage)
 		m.pages[addr/pageBytes] = p
 	}
 	return p
@@ -33,10 +51,22 @@ func (m *HostMemory) Read(addr uint64, dst []byte) {
 	for len(dst) > 0 {
 		off := addr % pageBytes
 		n := min(uint64(len(dst)), pageBytes-off)
-		if p := m.page(addr, false); p != nil {
-			copy(dst[:n], p[off:off+n])
-		} else {
+		switch p := m.page(addr, false); {
+		case p == nil:
 			clear(dst[:n])
+		case p.full != nil:
+			copy(dst[:n], p.full[off:])
+		default:
+			for seg := dst[:n]; len(seg) > 0; {
+				c := off / chunkBytes
+				k := min(uint64(len(seg)), (c+1)*chunkBytes-off)
+				if p.chunks[c] != nil {
+					copy(seg[:k], p.chunks[c][off%chunkBytes:])
+				} else {
+					clear(seg[:k])
+				}
+				seg, off = seg[k:], off+k
+			}
 		}
 		dst = dst[n:]
 		addr += n
@@ -49,7 +79,23 @@ func (m *HostMemory) Write(addr uint64, src []byte) {
 	for len(src) > 0 {
 		off := addr % pageBytes
 		n := min(uint64(len(src)), pageBytes-off)
-		copy(m.page(addr, true)[off:off+n], src[:n])
+		p := m.page(addr, true)
+		if p.full == nil && n == pageBytes && p.chunks == [chunksPerPage]*[chunkBytes]byte{} {
+			p.full = new([pageBytes]byte)
+		}
+		if p.full != nil {
+			copy(p.full[off:], src[:n])
+		} else {
+			for seg := src[:n]; len(seg) > 0; {
+				c := off / chunkBytes
+				k := min(uint64(len(seg)), (c+1)*chunkBytes-off)
+				if p.chunks[c] == nil {
+					p.chunks[c] = new([chunkBytes]byte)
+				}
+				copy(p.chunks[c][off%chunkBytes:], seg[:k])
+				seg, off = seg[k:], off+k
+			}
+		}
 		src = src[n:]
 		addr += n
 	}

@@ -1,9 +1,11 @@
 package hca
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestHostMemorySparseAcrossPages(t *testing.T) {
@@ -32,4 +34,38 @@ func TestAllocatorAligns(t *testing.T) {
 	assert.Equal(t, uint64(0x1040), a.Alloc(10, 64))
 	assert.Equal(t, uint64(0x2000), a.Alloc(1, 4096))
 	assert.Equal(t, uint64(0x2001), a.Alloc(1, 1))
+}
+
+// TestHostMemoryMatchesFlat writes and reads random ranges — within a
+// chunk, across chunks and pages, whole pages, onto pages stored whole and
+// pages stored in chunks — and requires the sparse store to read back what
+// a flat byte array holds.
+func TestHostMemoryMatchesFlat(t *testing.T) {
+	const span = 6 * pageBytes
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := NewHostMemory()
+	flat := make([]byte, span)
+	for i := 0; i < 2000; i++ {
+		addr := rng.Uint64N(span)
+		n := rng.Uint64N(min(span-addr, 3*chunkBytes)) + 1
+		switch rng.IntN(4) {
+		case 0: // a whole page
+			addr, n = rng.Uint64N(span/pageBytes)*pageBytes, pageBytes
+		case 1: // a few bytes
+			n = min(n, 8)
+		}
+		src := make([]byte, n)
+		for k := range src {
+			src[k] = byte(rng.Uint32())
+		}
+		m.Write(addr, src)
+		copy(flat[addr:], src)
+		lo := rng.Uint64N(span)
+		got := make([]byte, rng.Uint64N(span-lo)+1)
+		m.Read(lo, got)
+		require.Equal(t, flat[lo:lo+uint64(len(got))], got, "read %d bytes at %d after write %d", len(got), lo, i)
+	}
+	got := make([]byte, span)
+	m.Read(0, got)
+	require.Equal(t, flat, got)
 }
