@@ -2,6 +2,7 @@ package hca
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -130,6 +131,12 @@ type Device struct {
 	cqs    []*CQ
 	nextPD uint32
 	rr     int // round-robin pointer over qps
+	// mayWork has bit i set when qps[i]'s requester may have a packet to
+	// send: markWork sets it at every change that can give a QP work, and
+	// pickQP clears it when it finds the QP idle. It holds every QP the
+	// round-robin scan would find eligible (and maybe more), so pickQP
+	// walks only its members and picks exactly what the scan would.
+	mayWork []uint64
 
 	reqQ, respQ txQueue
 	txBufUsed   int   // wire bytes in reqQ
@@ -590,22 +597,81 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	return true
 }
 
-// pickQP returns the next QP, round robin, whose requester may send now.
+// pickQP returns the next QP, round robin from d.rr, whose requester may
+// send now: the first QP at or after the pointer, wrapping, that sendable
+// says may, as a scan over every QP would find, but visiting only the
+// members of mayWork (a 1,022-QP HCA of a 512-rank all-to-all has a few
+// with work at a time). A member found idle leaves the set; one waiting
+// out an RNR NAK stays, since time alone makes it eligible again.
 func (d *Device) pickQP(now ib.PS) *QP {
-	n := len(d.qps)
-	for k := 0; k < n; k++ {
-		qp := d.qps[(d.rr+k)%n]
-		work := qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil
-		if qp.UD {
-			work = (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
-		}
-		if work {
-			d.rr = (d.rr + k + 1) % n
+	start := d.rr
+	qp := d.pickFrom(start, len(d.qps), now)
+	if qp == nil {
+		qp = d.pickFrom(0, start, now)
+	}
+	if pickCheck != nil {
+		pickCheck(d, start, now, qp)
+	}
+	return qp
+}
+
+// pickFrom returns the first QP in qps[lo:hi] that may send now, taking it
+// (the pointer moves past it), or nil; it drops the idle ones it passes
+// from mayWork.
+func (d *Device) pickFrom(lo, hi int, now ib.PS) *QP {
+	for i := d.nextMayWork(lo); i >= 0 && i < hi; i = d.nextMayWork(i + 1) {
+		qp := d.qps[i]
+		if qp.sendable(now) {
+			d.rr = (i + 1) % len(d.qps)
 			return qp
+		}
+		if now >= qp.rnrUntil {
+			d.mayWork[i>>6] &^= 1 << (uint(i) & 63)
 		}
 	}
 	return nil
 }
+
+// nextMayWork returns the smallest member of mayWork at or after from, or
+// -1, a word at a time.
+func (d *Device) nextMayWork(from int) int {
+	w := from >> 6
+	if w >= len(d.mayWork) {
+		return -1
+	}
+	word := d.mayWork[w] &^ (1<<(uint(from)&63) - 1)
+	for word == 0 {
+		w++
+		if w == len(d.mayWork) {
+			return -1
+		}
+		word = d.mayWork[w]
+	}
+	return w<<6 | bits.TrailingZeros64(word)
+}
+
+// markWork puts qp in mayWork: call it after every change that can let
+// qp's requester send (a WQE handed on, an ACK, NAK, response or timeout
+// processed, a modify), before the scheduler next runs.
+func (d *Device) markWork(qp *QP) {
+	i := int(qp.Num - qpBase)
+	d.mayWork[i>>6] |= 1 << (uint(i) & 63)
+}
+
+// sendable reports whether qp's requester may send a packet now: an RC QP
+// with a packet to send (within its READ/atomic window) and no RNR wait
+// under way, a UD QP in RTS or ERR with WQEs queued (in ERR they flush in
+// order).
+func (qp *QP) sendable(now ib.PS) bool {
+	if qp.UD {
+		return (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
+	}
+	return qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil
+}
+
+// pickCheck, when set (tests only), is told of every pick: the pointer it
+// started from, the time and the QP picked (nil for none).
+var pickCheck func(d *Device, rr int, now ib.PS, picked *QP)
 
 // purge drops qp's queued request packets after a go-back-N rewind: they
 // will be rebuilt from the rewound PSN.
@@ -685,6 +751,7 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 	if res.Rewound {
 		d.purge(qp)
 	}
+	d.markWork(qp)
 	d.schedule()
 }
 

@@ -147,6 +147,9 @@ func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
 	qp.rqBuf = d.Malloc(rqDepth * RecvWQEBytes)
 	qp.dbr = d.Malloc(8)
 	d.qps = append(d.qps, qp)
+	if len(d.qps) > 64*len(d.mayWork) {
+		d.mayWork = append(d.mayWork, 0)
+	}
 	return qp
 }
 
@@ -230,6 +233,7 @@ func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
 		return bad()
 	}
 	qp.State = a.State
+	d.markWork(qp)
 	return nil
 }
 
@@ -547,6 +551,7 @@ func (d *Device) wqeReady(qp *QP) {
 	} else {
 		qp.decoded = qp.decoded[k:]
 	}
+	d.markWork(qp)
 	d.schedule()
 }
 
@@ -669,6 +674,7 @@ func (d *Device) udReady(qp *QP, dw decodedWQE, now ib.PS) {
 		dw.status = WCLocLenErr
 	}
 	qp.udPending = append(qp.udPending, dw)
+	d.markWork(qp)
 	d.schedule()
 }
 
