@@ -605,55 +605,56 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 // out an RNR NAK stays, since time alone makes it eligible again.
 func (d *Device) pickQP(now ib.PS) *QP {
 	start := d.rr
-	qp := d.pickFrom(start, len(d.qps), now)
-	if qp == nil {
-		qp = d.pickFrom(0, start, now)
+	var picked *QP
+	// Two laps: members in [start, len(qps)), then in [0, start). Each
+	// walks mayWork a word at a time, lowest bit first.
+	lo, hi := start, len(d.qps)
+laps:
+	for lo < hi {
+		w := lo >> 6
+		word := d.mayWork[w] &^ (1<<(uint(lo)&63) - 1)
+		for {
+			for ; word != 0; word &= word - 1 {
+				i := w<<6 | bits.TrailingZeros64(word)
+				if i >= hi {
+					break
+				}
+				qp := d.qps[i]
+				if qp.sendable(now) {
+					picked = qp
+					if d.rr = i + 1; d.rr == len(d.qps) {
+						d.rr = 0
+					}
+					break laps
+				}
+				if now >= qp.rnrUntil {
+					d.mayWork[w] &^= 1 << (uint(i) & 63)
+				}
+			}
+			if w++; w<<6 >= hi {
+				break
+			}
+			word = d.mayWork[w]
+		}
+		if lo == 0 {
+			break // the second lap, or a first from 0
+		}
+		lo, hi = 0, start
 	}
 	if pickCheck != nil {
-		pickCheck(d, start, now, qp)
+		pickCheck(d, start, now, picked)
 	}
-	return qp
+	return picked
 }
 
-// pickFrom returns the first QP in qps[lo:hi] that may send now, taking it
-// (the pointer moves past it), or nil; it drops the idle ones it passes
-// from mayWork.
-func (d *Device) pickFrom(lo, hi int, now ib.PS) *QP {
-	for i := d.nextMayWork(lo); i >= 0 && i < hi; i = d.nextMayWork(i + 1) {
-		qp := d.qps[i]
-		if qp.sendable(now) {
-			d.rr = (i + 1) % len(d.qps)
-			return qp
-		}
-		if now >= qp.rnrUntil {
-			d.mayWork[i>>6] &^= 1 << (uint(i) & 63)
-		}
-	}
-	return nil
-}
-
-// nextMayWork returns the smallest member of mayWork at or after from, or
-// -1, a word at a time.
-func (d *Device) nextMayWork(from int) int {
-	w := from >> 6
-	if w >= len(d.mayWork) {
-		return -1
-	}
-	word := d.mayWork[w] &^ (1<<(uint(from)&63) - 1)
-	for word == 0 {
-		w++
-		if w == len(d.mayWork) {
-			return -1
-		}
-		word = d.mayWork[w]
-	}
-	return w<<6 | bits.TrailingZeros64(word)
-}
-
-// markWork puts qp in mayWork: call it after every change that can let
-// qp's requester send (a WQE handed on, an ACK, NAK, response or timeout
-// processed, a modify), before the scheduler next runs.
+// markWork puts qp in mayWork if it has work, an RNR wait aside: call it
+// after every change that can let qp's requester send (a WQE handed on, an
+// ACK, NAK, response or timeout processed, a modify), before the scheduler
+// next runs. Leaving out a QP with nothing to send spares the pick a visit.
 func (d *Device) markWork(qp *QP) {
+	if qp.UD && len(qp.udPending) == 0 || !qp.UD && (qp.req == nil || !qp.req.HasWork()) {
+		return
+	}
 	i := int(qp.Num - qpBase)
 	d.mayWork[i>>6] |= 1 << (uint(i) & 63)
 }
@@ -663,10 +664,15 @@ func (d *Device) markWork(qp *QP) {
 // under way, a UD QP in RTS or ERR with WQEs queued (in ERR they flush in
 // order).
 func (qp *QP) sendable(now ib.PS) bool {
-	if qp.UD {
-		return (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
+	if r := qp.req; r != nil { // RC: a UD QP never has a requester
+		return r.HasWork() && now >= qp.rnrUntil
 	}
-	return qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil
+	return qp.UD && qp.udSendable()
+}
+
+// udSendable is sendable for a UD QP (kept apart so sendable inlines).
+func (qp *QP) udSendable() bool {
+	return (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
 }
 
 // pickCheck, when set (tests only), is told of every pick: the pointer it
