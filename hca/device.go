@@ -667,12 +667,7 @@ func (qp *QP) sendable(now ib.PS) bool {
 	if r := qp.req; r != nil { // RC: a UD QP never has a requester
 		return r.HasWork() && now >= qp.rnrUntil
 	}
-	return qp.UD && qp.udSendable()
-}
-
-// udSendable is sendable for a UD QP (kept apart so sendable inlines).
-func (qp *QP) udSendable() bool {
-	return (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
+	return qp.UD && (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
 }
 
 // pickCheck, when set (tests only), is told of every pick: the pointer it
