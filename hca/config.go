@@ -79,6 +79,11 @@ type Config struct {
 	// BlueFlameBytes is the largest WQE the CPU may write through the
 	// BlueFlame register with the doorbell (no WQE fetch); 0 disables it.
 	BlueFlameBytes int `yaml:"blueflame_bytes"`
+	// PreferBlueFlame makes a post of one WR write its WQE through BlueFlame
+	// even when it is not inline (libmlx5's MLX5_POST_SEND_PREFER_BF, on
+	// unless the environment sets it to 0); false leaves BlueFlame to
+	// inline WQEs only, and the HCA fetches every other WQE.
+	PreferBlueFlame bool `yaml:"prefer_blueflame"`
 	// KeyCacheEntries is the translation cache size in memory keys.
 	KeyCacheEntries int `yaml:"key_cache_entries"`
 	// KeyCacheMissNS is the extra time of a key-cache miss (MPT/MTT fetch), ns.
@@ -144,6 +149,11 @@ func Defaults() Config {
 		WQEPrefetchDepth: 8,
 		// bytes; mlx5 BlueFlame half-register, bf_reg_size 512 / 2 (ib-facts §7, unconfirmed).
 		BlueFlameBytes: 256,
+		// rdma-core providers/mlx5/mlx5.c get_always_bf(): prefer_bf is 1
+		// unless MLX5_POST_SEND_PREFER_BF=0, and post_send_db() then copies a
+		// single WR's WQE to the BlueFlame register when `inl ||
+		// ctx->prefer_bf` (qp.c): perftest's non-inline posts go by BlueFlame.
+		PreferBlueFlame: true,
 		// keys; assumed.
 		KeyCacheEntries: 256,
 		// ns; assumed: one host memory read (PCIe read completion latency).

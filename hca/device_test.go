@@ -961,6 +961,66 @@ func TestBlueFlameNeedsNoFetch(t *testing.T) {
 	}
 }
 
+// TestNonInlinePostGoesByBlueFlame posts one non-inline 1 KiB SEND on an
+// idle QP. libmlx5 writes a single WR's WQE through BlueFlame when it is
+// inline or the provider prefers BlueFlame, which it does unless
+// MLX5_POST_SEND_PREFER_BF=0 (rdma-core providers/mlx5 qp.c post_send_db,
+// mlx5.c get_always_bf). A SEND with one gather element is ctrl 16 + data
+// segment 16 = 32 B, one WQEBB, well under blueflame_bytes: with
+// prefer_blueflame the HCA parses it from the doorbell and reads only the
+// payload, 1024 B in 1024 / MRRS 512 = 2 read requests; without it, it
+// first reads the WQEBB (one more request, 64 more bytes, a round trip).
+func TestNonInlinePostGoesByBlueFlame(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		prefer    bool
+		reads     int64 // read request TLPs
+		readBytes int64
+	}{
+		{"prefer_blueflame (libmlx5 default)", true, 2, 1024},
+		{"MLX5_POST_SEND_PREFER_BF=0", false, 3, 1024 + WQEBBBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.PreferBlueFlame = tc.prefer
+			p := newPair(t, edrLink(), cfg, 4096)
+			var rec traceRecorder
+			p.a.AcceptHook(&rec)
+			require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 1, Addr: p.bufB, Length: 4096, LKey: p.mrB.LKey}))
+			wr := SendWR{ID: 9, Opcode: WRSend, Signaled: true, LocalAddr: p.bufA, Length: 1024, LKey: p.mrA.LKey}
+			require.Equal(t, 1, WQEBBs(&wr))
+			require.NoError(t, p.a.PostSend(p.qa, &wr))
+			var wcs [1]WC
+			p.runUntil(t, func() bool { return p.a.PollCQ(p.qa.SendCQ, wcs[:]) == 1 })
+			require.Equal(t, WCSuccess, wcs[0].Status)
+			assert.Equal(t, tc.reads, p.a.PCIe.ReadRequests)
+			assert.Equal(t, tc.readBytes, p.a.PCIe.ReadBytes)
+
+			// When the HCA has the WQE: A's post (the receive was B's),
+			// the doorbell store across PCIe, the doorbell stage, then
+			// either the parse at once or a DMA-stage issue, the read of
+			// one WQEBB and then the parse. With the defaults 60 + 308 + 20
+			// + 10 = 398 ns by BlueFlame; fetched, 10 + 1.524 (request) +
+			// 500 + 5.333 (64 + 20 B completion) ns more.
+			ns := func(f float64) ib.PS { return ib.PS(f*1000 + 0.5) }
+			cyc := ib.CyclePS(cfg.CoreClockMHz)
+			onChip := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) + ib.PS(cfg.Doorbell.LatencyCycles)*cyc
+			if !tc.prefer {
+				onChip = NewPCIe(cfg.PCIe).Read(onChip+ib.PS(cfg.DMA.LatencyCycles)*cyc, WQEBBBytes)
+			}
+			decoded := onChip + ib.PS(cfg.WQEFetch.LatencyCycles)*cyc
+			var got []ib.PS
+			for _, e := range rec.events {
+				if q, _ := e.Str("queue"); e.Kind == components.TraceWQEFetch && q == "sq" {
+					got = append(got, e.Time)
+				}
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, decoded, got[0])
+		})
+	}
+}
+
 // TestBlueFlameWaitsForEarlierFetch posts a WRITE whose WQE must be fetched
 // and, right behind it, an inline WRITE that goes by BlueFlame. The second
 // doorbell arrives while the first WQE's read is in flight: the first WQE
@@ -968,6 +1028,9 @@ func TestBlueFlameNeedsNoFetch(t *testing.T) {
 // BlueFlame WQE behind it is, and the two are decoded in posting order.
 func TestBlueFlameWaitsForEarlierFetch(t *testing.T) {
 	cfg := Defaults()
+	// The first WRITE is not inline: without prefer_blueflame its WQE is
+	// fetched (MLX5_POST_SEND_PREFER_BF=0), the inline one still is not.
+	cfg.PreferBlueFlame = false
 	p := newPair(t, edrLink(), cfg, 4096)
 	var rec traceRecorder
 	p.a.AcceptHook(&rec)

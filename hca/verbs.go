@@ -276,8 +276,10 @@ func (d *Device) ChargeCPU(dt ib.PS) ib.PS {
 }
 
 // PostSend writes wr's WQE into the send queue, updates the doorbell record
-// and rings the doorbell (ibv_post_send). A small inline WQE goes through
-// BlueFlame with the doorbell, so the HCA need not fetch it.
+// and rings the doorbell (ibv_post_send). A WQE of at most
+// hca.blueflame_bytes goes through BlueFlame with the doorbell, so the HCA
+// need not fetch it: an inline one always, any other when
+// hca.prefer_blueflame (libmlx5's default).
 func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	if qp.State != QPRTS && qp.State != QPErr {
 		return fmt.Errorf("qp 0x%x: post_send in state %v (RTS required)", qp.Num, qp.State)
@@ -315,7 +317,10 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	qp.sqPI += uint32(bbs)
 	d.Mem.WriteU32(qp.dbr+4, qp.sqPI&0xffff)
 	store := d.cpuPost()
-	bf := wr.Inline && d.Cfg.BlueFlameBytes > 0 && n <= d.Cfg.BlueFlameBytes
+	// One WR per post (nreq 1): mlx5's post_send_db writes the whole WQE
+	// to the BlueFlame register if it fits and is inline or the provider
+	// prefers BlueFlame (its default; hca.prefer_blueflame).
+	bf := (wr.Inline || d.Cfg.PreferBlueFlame) && d.Cfg.BlueFlameBytes > 0 && n <= d.Cfg.BlueFlameBytes
 	e := d.at(d.PCIe.MMIO(store), evDoorbell)
 	e.Arg = qpArg(qp, qp.sqPI)
 	if bf {

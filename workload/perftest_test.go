@@ -160,11 +160,15 @@ func TestWriteBWWithFewerTagsThanAPacketNeeds(t *testing.T) {
 
 func TestSmallMessagesBoundByPerMessageCost(t *testing.T) {
 	// 2-byte WRITEs, one WQEBB each. Two per-message costs bound the rate:
-	// the application posts one WR per host.post_ns (60 ns: 16.7 M/s), and
-	// the WQE fetch keeps at most wqe_prefetch_depth WQEBBs in flight, each
-	// fetch taking DMA stage 10 ns + read request (24 B) + 500 ns + one
-	// 64-byte completion (+20 B) + parse 10 ns before the next may go.
+	// the application posts one WR per host.post_ns (60 ns: 16.7 M/s), and,
+	// when the WQEs are fetched, the WQE fetch keeps at most
+	// wqe_prefetch_depth WQEBBs in flight, each fetch taking DMA stage 10
+	// ns + read request (24 B) + 500 ns + one 64-byte completion (+20 B) +
+	// parse 10 ns before the next may go. They are fetched when libmlx5
+	// does not prefer BlueFlame (MLX5_POST_SEND_PREFER_BF=0); by default
+	// each post of one WR carries its WQE and only the CPU binds.
 	run := edrRun("write_bw", 2, 2000)
+	run.HCA.PreferBlueFlame = false
 	cfg := run.HCA
 	pcie := hca.NewPCIe(cfg.PCIe)
 	fetchPS := float64(10_000 + pcie.SerPS(24) + 500_000 + pcie.SerPS(84) + 10_000)
@@ -187,6 +191,16 @@ func TestSmallMessagesBoundByPerMessageCost(t *testing.T) {
 		// and by waits at the tx depth (128 outstanding, a CQE every 100).
 		assert.Greater(t, rate, 0.9*tc.bound)
 	}
+	// By BlueFlame no WQE is fetched: depth 8 runs at the CPU's bound.
+	run.HCA.WQEPrefetchDepth = 8
+	run.HCA.PreferBlueFlame = true
+	m, err := RunPerftest(run)
+	require.NoError(t, err)
+	rate := m["msg_rate_mpps"].(float64)
+	t.Logf("prefer_blueflame, depth 8: %.2f M msg/s, CPU bound %.2f", rate, cpuBound)
+	assert.LessOrEqual(t, rate, cpuBound)
+	assert.Greater(t, rate, 0.9*cpuBound)
+	assert.Greater(t, rate, prefetchBound(8), "above the fetch bound: nothing is fetched")
 }
 
 func TestPerftestRetryAfterDroppedAck(t *testing.T) {
@@ -454,16 +468,26 @@ func TestPerftestUD(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotContains(t, rc, "host1_ud_drops", "RC reports no UD counter")
 			if tc.test == "send_bw" {
-				// A UD send WQE is 2 WQEBBs (ctrl 16 + datagram 48 + data 16
-				// = 80 B) against RC's 1, so with the prefetch depth in
-				// WQEBBs small messages run at half RC's rate; large ones
-				// are bound by PCIe alike.
+				// Large messages are bound by PCIe alike. Small ones by
+				// BlueFlame (each post of one WR carries its WQE, UD's
+				// 2-WQEBB one too) are bound by the CPU's posts alike.
 				ratio := ud["bw_gbps"].(float64) / rc["bw_gbps"].(float64)
 				t.Logf("send_bw %d B: UD/RC = %.3f", tc.size, ratio)
+				assert.InDelta(t, 1, ratio, 0.02)
 				if tc.size <= 64 {
+					// Fetched (MLX5_POST_SEND_PREFER_BF=0), a UD send WQE
+					// is 2 WQEBBs (ctrl 16 + datagram 48 + data 16 = 80 B)
+					// against RC's 1, so with the prefetch depth in WQEBBs
+					// small messages run at half RC's rate.
+					run.HCA.PreferBlueFlame = false
+					rc, err := RunPerftest(run)
+					require.NoError(t, err)
+					run.Connection = "UD"
+					ud, err := RunPerftest(run)
+					require.NoError(t, err)
+					ratio := ud["bw_gbps"].(float64) / rc["bw_gbps"].(float64)
+					t.Logf("send_bw %d B, fetched WQEs: UD/RC = %.3f", tc.size, ratio)
 					assert.InDelta(t, 0.5, ratio, 0.05)
-				} else {
-					assert.InDelta(t, 1, ratio, 0.02)
 				}
 			} else {
 				// UD's inline WQE is one WQEBB longer (the 48-byte datagram
