@@ -1001,7 +1001,7 @@ func TestNonInlinePostGoesByBlueFlame(t *testing.T) {
 			// either the parse at once or a DMA-stage issue, the read of
 			// one WQEBB and then the parse. With the defaults 60 + 308 + 20
 			// + 10 = 398 ns by BlueFlame; fetched, 10 + 1.524 (request) +
-			// 500 + 5.333 (64 + 20 B completion) ns more.
+			// 533 + 5.333 (64 + 20 B completion) ns more.
 			ns := func(f float64) ib.PS { return ib.PS(f*1000 + 0.5) }
 			cyc := ib.CyclePS(cfg.CoreClockMHz)
 			onChip := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) + ib.PS(cfg.Doorbell.LatencyCycles)*cyc

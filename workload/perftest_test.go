@@ -163,7 +163,7 @@ func TestSmallMessagesBoundByPerMessageCost(t *testing.T) {
 	// the application posts one WR per host.post_ns (60 ns: 16.7 M/s), and,
 	// when the WQEs are fetched, the WQE fetch keeps at most
 	// wqe_prefetch_depth WQEBBs in flight, each fetch taking DMA stage 10
-	// ns + read request (24 B) + 500 ns + one 64-byte completion (+20 B) +
+	// ns + read request (24 B) + read latency 533 ns + one 64-byte completion (+20 B) +
 	// parse 10 ns before the next may go. They are fetched when libmlx5
 	// does not prefer BlueFlame (MLX5_POST_SEND_PREFER_BF=0); by default
 	// each post of one WR carries its WQE and only the CPU binds.
@@ -171,15 +171,15 @@ func TestSmallMessagesBoundByPerMessageCost(t *testing.T) {
 	run.HCA.PreferBlueFlame = false
 	cfg := run.HCA
 	pcie := hca.NewPCIe(cfg.PCIe)
-	fetchPS := float64(10_000 + pcie.SerPS(24) + 500_000 + pcie.SerPS(84) + 10_000)
+	fetchPS := float64(10_000 + pcie.SerPS(24) + ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS) + pcie.SerPS(84) + 10_000)
 	prefetchBound := func(depth int) float64 { return float64(depth) / fetchPS * 1e6 } // M/s
 	cpuBound := 1e3 / cfg.Host.PostNS
 	for _, tc := range []struct {
 		depth int
 		bound float64
 	}{
-		{8, prefetchBound(8)}, // 8 / 526.86 ns = 15.18 M/s < 16.7: the fetch binds
-		{64, cpuBound},        // 64 / 526.86 ns = 121 M/s: now the CPU binds
+		{8, prefetchBound(8)}, // 8 / 559.86 ns = 14.29 M/s < 16.7: the fetch binds
+		{64, cpuBound},        // 64 / 559.86 ns = 114 M/s: now the CPU binds
 	} {
 		run.HCA.WQEPrefetchDepth = tc.depth
 		m, err := RunPerftest(run)
