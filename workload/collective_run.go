@@ -1,11 +1,13 @@
 package workload
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
@@ -282,15 +284,39 @@ func pow2(v int) int {
 	return p
 }
 
-// rankData returns rank r's initial buffer: S bytes from its own PCG
-// stream, so verification can regenerate it instead of keeping a copy.
-func (c *collective) rankData(r int) []byte {
-	rng := rand.New(rand.NewPCG(c.run.Seed, 0xc011ec7+uint64(r)))
-	b := make([]byte, (c.sched.Bytes+7)/8*8)
+// rankStream is rank r's initial buffer as a stream: S bytes from its own
+// PCG (seed, r), eight at a time, little-endian. Buffers are generated a
+// chunk at a time, never whole: a run holds every rank's 2·S bytes of
+// simulated host memory, and the set-up and the check add only a chunk.
+type rankStream struct {
+	rng  *rand.Rand
+	left int64 // bytes of the stream not yet generated
+}
+
+func (c *collective) rankStream(r int) rankStream {
+	return rankStream{rng: rand.New(rand.NewPCG(c.run.Seed, 0xc011ec7+uint64(r))), left: c.sched.Bytes}
+}
+
+// streamChunk is how many bytes of a rank's stream are generated at once; a
+// multiple of 8, so chunks join into the one stream.
+const streamChunk = 64 << 10
+
+// next fills buf (len a multiple of 8, or the stream's end) with the
+// stream's next bytes and returns them; empty at the end.
+func (g *rankStream) next(buf []byte) []byte {
+	n := min(int64(len(buf)), g.left)
+	g.left -= n
+	b := buf[:n]
 	for i := 0; i < len(b); i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+		if len(b)-i >= 8 {
+			binary.LittleEndian.PutUint64(b[i:], g.rng.Uint64())
+			continue
+		}
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], g.rng.Uint64())
+		copy(b[i:], w[:])
 	}
-	return b[:c.sched.Bytes]
+	return b
 }
 
 func (c *collective) setup(devs []*hca.Device) {
@@ -323,7 +349,15 @@ func (c *collective) setup(devs []*hca.Device) {
 		base := d.Malloc(2 * size)
 		rk.src, rk.dst = base, base+uint64(size)
 		rk.mr = d.RegMR(pds[r], base, 2*size, acc)
-		d.Mem.Write(rk.src, c.rankData(r))
+		g, buf := c.rankStream(r), make([]byte, streamChunk)
+		for off := uint64(0); ; {
+			b := g.next(buf)
+			if len(b) == 0 {
+				break
+			}
+			d.Mem.Write(rk.src+off, b)
+			off += uint64(len(b))
+		}
 		for t := range c.sched.Steps {
 			for k := range c.sched.Steps[t] {
 				x := &c.sched.Steps[t][k]
@@ -621,40 +655,80 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 func (c *collective) verify() {
 	n := len(c.ranks)
 	size := c.sched.Bytes
-	got := make([]byte, size)
 	if c.sched.Op == CollAllReduce {
-		want := make([]byte, size)
-		for r := 0; r < n; r++ {
-			for k, v := range c.rankData(r) {
-				want[k] += v
+		// Every rank's array must equal the bytewise sum of all ranks'
+		// streams: summed a chunk at a time, the n streams side by side.
+		streams := make([]rankStream, n)
+		for r := range streams {
+			streams[r] = c.rankStream(r)
+		}
+		want, buf := make([]byte, streamChunk), make([]byte, streamChunk)
+		got := make([]byte, streamChunk)
+		type diff struct {
+			at        int64 // first differing byte, -1 none
+			got, want byte
+		}
+		bad := make([]diff, n)
+		for r := range bad {
+			bad[r].at = -1
+		}
+		for off := int64(0); off < size; off += streamChunk {
+			w := want[:min(streamChunk, size-off)]
+			clear(w)
+			for r := range streams {
+				for k, v := range streams[r].next(buf[:len(w)]) {
+					w[k] += v
+				}
+			}
+			for r, rk := range c.ranks {
+				if bad[r].at >= 0 {
+					continue
+				}
+				g := got[:len(w)]
+				rk.dev.Mem.Read(rk.src+uint64(off), g)
+				if k := firstDiff(g, w); k >= 0 {
+					bad[r] = diff{off + int64(k), g[k], w[k]}
+				}
 			}
 		}
-		for r, rk := range c.ranks {
-			rk.dev.Mem.Read(rk.src, got)
-			if bytes.Equal(got, want) {
-				continue
-			}
-			if k := firstDiff(got, want); k >= 0 {
-				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d after all-reduce, want the sum %d", r, k, got[k], want[k]))
+		for r, d := range bad {
+			if d.at >= 0 {
+				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d after all-reduce, want the sum %d", r, d.at, d.got, d.want))
 			}
 		}
 		return
 	}
+	// All-to-all: block j of rank i's stream must be in rank j's receive
+	// half at block i. Rank i's stream is walked once, a chunk at a time;
+	// the first difference of each (receiver, sender) block is kept and
+	// reported in receiver order, then sender order.
 	block := size / int64(n)
-	data := make([][]byte, n)
-	for r := range data {
-		data[r] = c.rankData(r)
-	}
-	for j, rk := range c.ranks {
-		rk.dev.Mem.Read(rk.dst, got)
-		for i := 0; i < n; i++ {
-			g := got[int64(i)*block : int64(i+1)*block]
-			w := data[i][int64(j)*block : int64(j+1)*block]
-			if !bytes.Equal(g, w) {
-				k := firstDiff(g, w)
-				c.errs = append(c.errs, fmt.Sprintf("rank %d: block from rank %d differs at byte %d after all-to-all", j, i, k))
+	bad := map[[2]int]int64{}
+	buf, got := make([]byte, streamChunk), make([]byte, streamChunk)
+	for i := 0; i < n; i++ {
+		g := c.rankStream(i)
+		for off := int64(0); off < int64(n)*block; {
+			b := g.next(buf[:min(streamChunk, int64(n)*block-off)])
+			for k := int64(0); k < int64(len(b)); {
+				j, within := int((off+k)/block), (off+k)%block
+				seg := min(int64(len(b))-k, block-within)
+				if _, seen := bad[[2]int{j, i}]; !seen {
+					gs := got[:seg]
+					c.ranks[j].dev.Mem.Read(c.ranks[j].dst+uint64(int64(i)*block+within), gs)
+					if d := firstDiff(gs, b[k:k+seg]); d >= 0 {
+						bad[[2]int{j, i}] = within + int64(d)
+					}
+				}
+				k += seg
 			}
+			off += int64(len(b))
 		}
+	}
+	keys := slices.SortedFunc(maps.Keys(bad), func(a, b [2]int) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
+	for _, key := range keys {
+		c.errs = append(c.errs, fmt.Sprintf("rank %d: block from rank %d differs at byte %d after all-to-all", key[0], key[1], bad[key]))
 	}
 }
 

@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,6 +72,85 @@ func TestCollectiveVerifierCatchesCorruption(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, false, m["data_verified"])
 	assert.Len(t, m["data_errors"], 4, "every rank holds the wrong sum at byte 100")
+}
+
+func TestRankStreamChunksJoin(t *testing.T) {
+	// The buffers are generated a chunk at a time; the chunks must join into
+	// the one stream the definition gives: Uint64s of PCG (seed,
+	// 0xc011ec7+r), little-endian, cut to S bytes. Sizes around the chunk
+	// and off the 8-byte grid.
+	for _, size := range []int64{1, 7, 8, 9, streamChunk - 1, streamChunk, streamChunk + 3, 3*streamChunk + 5} {
+		c := &collective{run: CollectiveRun{Seed: 11}, sched: Schedule{Bytes: size}}
+		rng := rand.New(rand.NewPCG(11, 0xc011ec7+2))
+		want := make([]byte, (size+7)/8*8)
+		for i := 0; i < len(want); i += 8 {
+			binary.LittleEndian.PutUint64(want[i:], rng.Uint64())
+		}
+		g := c.rankStream(2)
+		var got []byte
+		for b := g.next(make([]byte, streamChunk)); len(b) > 0; b = g.next(make([]byte, streamChunk)) {
+			got = append(got, b...)
+		}
+		assert.Equal(t, want[:size], got, "size %d", size)
+	}
+}
+
+func TestCollectiveVerifierNamesEachBadBlock(t *testing.T) {
+	// After a correct run, bytes of the receive halves changed behind the
+	// driver's back: the check must name each (receiver, sender) block once,
+	// at its first bad byte, receivers first. Blocks of 70001 bytes span two
+	// 64 KiB chunks and start off the 8-byte grid.
+	const n, block = 5, 70001
+	s, devs := collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllToAll, Bytes: n * block, MTU: 4096, Seed: 3})
+	require.NoError(t, err)
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	flip := func(rank int, at uint64) {
+		rk := c.c.ranks[rank]
+		var b [1]byte
+		rk.dev.Mem.Read(rk.dst+at, b[:])
+		b[0] ^= 0x40
+		rk.dev.Mem.Write(rk.dst+at, b[:])
+	}
+	flip(3, 1*block+70000) // rank 3's block from rank 1, its last byte
+	flip(3, 1*block+69000) // the same block, later found: not named again
+	flip(0, 4*block+5)     // rank 0's block from rank 4, byte 5
+	c.c.errs = nil
+	c.c.verify()
+	assert.Equal(t, []string{
+		"rank 0: block from rank 4 differs at byte 5 after all-to-all",
+		"rank 3: block from rank 1 differs at byte 69000 after all-to-all",
+	}, c.c.errs)
+
+	// All-reduce over 3 ranks of 200003 bytes (four chunks): rank 1 wrong at
+	// byte 150000, rank 0 at 70000; named in rank order, each with the sum
+	// it should hold.
+	s, devs = collSwitch(t, 3, perftestLink("EDR"), hca.Defaults())
+	c, err = BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 200003, MTU: 4096, Seed: 3})
+	require.NoError(t, err)
+	m, err = c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	var want [2]byte
+	c.c.ranks[0].dev.Mem.Read(c.c.ranks[0].src+70000, want[:1])
+	c.c.ranks[1].dev.Mem.Read(c.c.ranks[1].src+150000, want[1:])
+	bump := func(rank int, at uint64) {
+		rk := c.c.ranks[rank]
+		var b [1]byte
+		rk.dev.Mem.Read(rk.src+at, b[:])
+		b[0]++
+		rk.dev.Mem.Write(rk.src+at, b[:])
+	}
+	bump(1, 150000)
+	bump(0, 70000)
+	c.c.errs = nil
+	c.c.verify()
+	assert.Equal(t, []string{
+		fmt.Sprintf("rank 0: byte 70000 is %d after all-reduce, want the sum %d", want[0]+1, want[0]),
+		fmt.Sprintf("rank 1: byte 150000 is %d after all-reduce, want the sum %d", want[1]+1, want[1]),
+	}, c.c.errs)
 }
 
 func TestCollectiveReduceCostIsCharged(t *testing.T) {
