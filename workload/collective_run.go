@@ -187,6 +187,9 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 			c.recvOf[t][x.Dst] = x
 		}
 	}
+	if err := checkHostBytes(sched); err != nil {
+		return nil, err
+	}
 	if err := checkWrites(sched, c.slice); err != nil {
 		return nil, err
 	}
@@ -218,6 +221,25 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 // slice_bytes of a few bytes on a large collective runs the machine out of
 // memory instead of saying what is wrong.
 const MaxCollectiveWrites = 1 << 21
+
+// MaxCollectiveHostBytes bounds the simulated host memory of one collective
+// run, all ranks together: each rank registers 2·S bytes (its data and its
+// landing half) and the model stores every byte, since the run checks the
+// data it moved. Without it a large size over many ranks runs the machine
+// out of memory instead of saying what is wrong. 8 GiB of buffers is about
+// 8.5 GB resident.
+const MaxCollectiveHostBytes = 8 << 30
+
+// checkHostBytes refuses a run whose buffers exceed MaxCollectiveHostBytes,
+// naming the largest workload.size that fits.
+func checkHostBytes(s Schedule) error {
+	need := 2 * s.Bytes * int64(s.Ranks)
+	if need <= MaxCollectiveHostBytes {
+		return nil
+	}
+	return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (2 × size per rank), more than the %d one run may hold (a model limit: every byte is stored and checked); %d bytes or less fits",
+		s.Bytes, s.Ranks, need, int64(MaxCollectiveHostBytes), MaxCollectiveHostBytes/(2*int64(s.Ranks)))
+}
 
 // Writes returns how many RDMA writes the schedule posts, all ranks
 // together, when its transfers are cut into slices of at most slice bytes

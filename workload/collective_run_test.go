@@ -228,6 +228,24 @@ func BenchmarkRingAllReduce8x1MiB(b *testing.B) {
 	b.ReportMetric(float64(b.N)*n*2*(n-1)/n*size/b.Elapsed().Seconds(), "bytes/s")
 }
 
+func TestCollectiveHostMemoryLimit(t *testing.T) {
+	// Each rank registers 2·S bytes. 8 ranks of 1 GiB need 8 × 2 × 2^30 =
+	// 2^34 bytes, over the 2^33 limit; the largest size that fits is
+	// 2^33 / (2 × 8) = 2^29 = 536870912. Refused before any buffer exists.
+	s, devs := collSwitch(t, 8, perftestLink("EDR"), hca.Defaults())
+	_, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 1 << 30, MTU: 4096, Seed: 1})
+	assert.EqualError(t, err, "workload.size: 1073741824 bytes over 8 ranks needs 17179869184 bytes of simulated host memory "+
+		"(2 × size per rank), more than the 8589934592 one run may hold (a model limit: every byte is stored and checked); 536870912 bytes or less fits")
+	// Exactly at the limit: 4 ranks of 1 GiB are 2^33 bytes. Only the check
+	// is run here (building would allocate the 8 GiB).
+	sched, err := RingAllReduce(4, 1<<30)
+	require.NoError(t, err)
+	assert.NoError(t, checkHostBytes(sched))
+	sched, err = AllToAll(4, 1<<30+4)
+	require.NoError(t, err)
+	assert.Error(t, checkHostBytes(sched), "2 × (2^30 + 4) × 4 bytes is over")
+}
+
 func TestCollectiveWriteLimit(t *testing.T) {
 	// A 1 MiB ring all-reduce over 4 ranks has 2(4−1) = 6 steps in which
 	// each of the 4 ranks sends one 1 MiB / 4 = 262144-byte chunk: 24

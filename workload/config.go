@@ -103,7 +103,13 @@ func (c *Config) Validate(prefix string) error {
 	if !ok {
 		return fmt.Errorf("%s.kind: %q is not a workload (%s)", prefix, c.Kind, strings.Join(Kinds, ", "))
 	}
-	if c.Size < 0 || c.Size > 8<<20 {
+	if c.Kind == "allreduce" || c.Kind == "alltoall" {
+		// nccl-tests' sizes go to GiBs; the bound is CollectiveRun's, and
+		// BuildCollectiveOn refuses what would not fit in memory.
+		if c.Size < 1 || c.Size > 1<<30 {
+			return fmt.Errorf("%s.size: %d is out of range for a collective (1 to 1073741824 bytes)", prefix, c.Size)
+		}
+	} else if c.Size < 0 || c.Size > 8<<20 {
 		return fmt.Errorf("%s.size: %d is out of range (0 to 8388608 bytes)", prefix, c.Size)
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {

@@ -105,3 +105,30 @@ func TestIterationsRangeIsOne(t *testing.T) {
 		assert.EqualError(t, run.Validate(), want)
 	}
 }
+
+// TestSizeRangeByKind: collectives take nccl-tests' sizes up to 1 GiB (the
+// bound CollectiveRun checks); every other kind keeps 8 MiB, perftest's
+// largest message (its MAX_SIZE).
+func TestSizeRangeByKind(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		size int
+		want string
+	}{
+		{"allreduce", 64 << 20, ""},
+		{"alltoall", 1 << 30, ""},
+		{"allreduce", 1<<30 + 1, "workload.size: 1073741825 is out of range for a collective (1 to 1073741824 bytes)"},
+		{"alltoall", 0, "workload.size: 0 is out of range for a collective (1 to 1073741824 bytes)"},
+		{"perftest", 8 << 20, ""},
+		{"perftest", 8<<20 + 1, "workload.size: 8388609 is out of range (0 to 8388608 bytes)"},
+		{"stream", 9 << 20, "workload.size: 9437184 is out of range (0 to 8388608 bytes)"},
+	} {
+		c := Defaults()
+		c.Kind, c.Size = tc.kind, tc.size
+		if tc.want == "" {
+			assert.NoError(t, c.Validate("workload"), "%s %d", tc.kind, tc.size)
+		} else {
+			assert.EqualError(t, c.Validate("workload"), tc.want)
+		}
+	}
+}
