@@ -57,9 +57,17 @@ func newStage(sc StageConfig, cycle ib.PS) stage {
 	return stage{lat: ib.PS(sc.LatencyCycles) * cycle, ii: ib.PS(sc.IntervalCycles) * cycle}
 }
 
-// accept offers an item at t with extra latency (a cache miss) and returns
-// when it leaves the stage.
+// accept offers an item at t with extra latency and returns when it leaves
+// the stage.
 func (s *stage) accept(t, extra ib.PS) ib.PS {
+	start := s.issue(t)
+	return s.leave(t, start, start+s.lat+extra)
+}
+
+// issue gives the item offered at t its issue slot and returns the slot's
+// start; the item's work is done lat after it, unless something it waits
+// for (a key-context read) keeps it longer, and leave says when it leaves.
+func (s *stage) issue(t ib.PS) ib.PS {
 	var start ib.PS
 	if s.gapFill {
 		start = s.book(t)
@@ -68,7 +76,12 @@ func (s *stage) accept(t, extra ib.PS) ib.PS {
 		s.freeAt = start + s.ii
 	}
 	s.busy += s.ii
-	done := start + s.lat + extra
+	return start
+}
+
+// leave records an item offered at t, issued at start, leaving at done
+// (occupancy counts it until then), and returns done.
+func (s *stage) leave(t, start, done ib.PS) ib.PS {
 	s.residency += done - t
 	s.items++
 	if s.dev != nil && s.dev.stageTrace && s.dev.NumHooks() > 0 {
