@@ -86,8 +86,13 @@ type Config struct {
 	PreferBlueFlame bool `yaml:"prefer_blueflame"`
 	// KeyCacheEntries is the translation cache size in memory keys.
 	KeyCacheEntries int `yaml:"key_cache_entries"`
-	// KeyCacheMissNS is the extra time of a key-cache miss (MPT/MTT fetch), ns.
-	KeyCacheMissNS float64 `yaml:"key_cache_miss_ns"`
+	// KeyMissExtraNS is on-chip time a key-cache miss adds on top of the
+	// PCIe read of the key's MKey context (which is modelled: keyCheck), ns.
+	KeyMissExtraNS float64 `yaml:"key_miss_extra_ns"`
+	// KeyCacheMissNS is the retired fixed miss time. It is kept only so that
+	// a config still giving it is refused with a line saying what replaced
+	// it (Validate) instead of "unknown key"; nil when not given.
+	KeyCacheMissNS *float64 `yaml:"key_cache_miss_ns,omitempty"`
 
 	// AckReqEvery makes the requester set AckReq on every Nth packet of a
 	// long message (and always on a message's last packet).
@@ -156,8 +161,8 @@ func Defaults() Config {
 		PreferBlueFlame: true,
 		// keys; assumed.
 		KeyCacheEntries: 256,
-		// ns; assumed: one host memory read (PCIe read completion latency).
-		KeyCacheMissNS: 500,
+		// ns; assumed: a miss costs its MKey-context read and nothing more.
+		KeyMissExtraNS: 0,
 
 		// packets; rxe RXE_MAX_PKT_PER_ACK 64 (ib-facts §5).
 		AckReqEvery: 64,
@@ -367,8 +372,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("hca.%s: %d is out of range (%d to %d)", iv.key, iv.v, iv.min, iv.max)
 		}
 	}
-	if !(c.KeyCacheMissNS >= 0 && c.KeyCacheMissNS <= 1e6) { // NaN fails too
-		return fmt.Errorf("hca.key_cache_miss_ns: %v is out of range (0 to 1e6 ns)", c.KeyCacheMissNS)
+	if c.KeyCacheMissNS != nil {
+		return fmt.Errorf("hca.key_cache_miss_ns: %v is no longer accepted: a key-cache miss is a PCIe read of the key's %d-byte MKey context, timed by hca.pcie.*; remove the key (hca.key_miss_extra_ns, default 0, adds on-chip time on top of the read)",
+			*c.KeyCacheMissNS, MKeyContextBytes)
+	}
+	if !(c.KeyMissExtraNS >= 0 && c.KeyMissExtraNS <= 1e6) { // NaN fails too
+		return fmt.Errorf("hca.key_miss_extra_ns: %v is out of range (0 to 1e6 ns)", c.KeyMissExtraNS)
 	}
 	if c.VLBufferBytes%64 != 0 {
 		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)

@@ -125,7 +125,9 @@ type Device struct {
 	cycle    ib.PS
 	stages   [NumStages]stage
 	keyCache *KeyCache
-	missPS   ib.PS
+	// missExtraPS is on-chip time a key-cache miss adds after its context
+	// read (hca.key_miss_extra_ns), ps.
+	missExtraPS ib.PS
 
 	qps    []*QP
 	cqs    []*CQ
@@ -168,7 +170,7 @@ type Device struct {
 func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	d := &Device{Name: name, LID: lid, Cfg: cfg, s: s, Mem: NewHostMemory(),
 		Alloc: NewAllocator(0x10_0000), PCIe: NewPCIe(cfg.PCIe), cycle: ib.CyclePS(cfg.CoreClockMHz),
-		keyCache: NewKeyCache(cfg.KeyCacheEntries), missPS: ib.FromNanoseconds(cfg.KeyCacheMissNS), nextPD: 1}
+		keyCache: NewKeyCache(cfg.KeyCacheEntries), missExtraPS: ib.FromNanoseconds(cfg.KeyMissExtraNS), nextPD: 1}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
 		d.stages[i] = newStage(sc, d.cycle)
@@ -263,13 +265,24 @@ func (d *Device) tracePacket(kind components.TraceKind, pkt *ib.Packet) {
 }
 
 // keyCheck runs one key through the key-check stage and returns when the
-// check is done: a translation-cache miss adds the miss latency.
+// check is done. The lookup takes the stage's latency; on a miss the HCA
+// then reads the key's MKey context from host memory (ConnectX keeps it in
+// ICM): a read request TLP up, the host's read latency, a completion of
+// MKeyContextBytes down, through the same PCIe model as WQE and payload
+// reads, so the read takes a tag and its TLPs queue with the others in each
+// direction, in the order they were reserved. The context is checked as it
+// arrives (no second pass through the stage), plus hca.key_miss_extra_ns.
+// The read is the translation unit's, not the DMA engine's: it does not
+// take a DMA-stage slot. A miss leaves the issue slot after one interval,
+// so later keys are looked up while it waits (hit under miss).
 func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
-	extra := ib.PS(0)
+	st := &d.stages[StageKeyCheck]
+	start := st.issue(t)
+	done := start + st.lat
 	if !d.keyCache.Access(key) {
-		extra = d.missPS
+		done = d.PCIe.Read(done, MKeyContextBytes) + d.missExtraPS
 	}
-	return d.stages[StageKeyCheck].accept(t, extra)
+	return st.leave(t, start, done)
 }
 
 // qpArg packs a QP's number and a 32-bit value (a producer index, a WQE

@@ -123,11 +123,19 @@ func TestOneMessageLatencyDerivedStageByStage(t *testing.T) {
 		ib.PS(cfg.TransportTx.LatencyCycles)*cyc + // build the packet
 		timing.Latency() + timing.Serialization(46) + // FEC + cable, then the tail
 		ib.PS(cfg.TransportRx.LatencyCycles)*cyc + // parse at the responder
-		ib.PS(cfg.KeyCheck.LatencyCycles)*cyc + ns(cfg.KeyCacheMissNS) + // R_Key, cold cache: a miss
+		ib.PS(cfg.KeyCheck.LatencyCycles)*cyc + // R_Key lookup: a miss, the cache is cold
+		pcie.SerPS(cfg.PCIe.TLPOverheadBytes) + // ...so B reads the MKey context: request TLP up,
+		ns(cfg.PCIe.ReadLatencyNS) + // the host's read latency,
+		pcie.SerPS(MKeyContextBytes+cfg.PCIe.CompletionOverheadBytes) + // one 64-B completion down
 		ib.PS(cfg.DMA.LatencyCycles)*cyc + // DMA engine issues the write
 		pcie.SerPS(2+cfg.PCIe.TLPOverheadBytes) + ns(cfg.PCIe.WriteLatencyNS) // posted write lands
-	// With the defaults: 60 + 308 + 20 + 10 + 40 + (2.138 + 3.68) + 40 + 10 + 500 + 10 + 1.651 + 200 ns.
-	assert.Equal(t, ib.PS(1_205_469), want)
+	// With the defaults: 60 + 308 + 20 + 10 + 40 + (2.138 + 3.68) + 40 + 10
+	// + (1.524 + 533 + 5.333) + 10 + 1.651 + 200 ns. Gen3 x16 moves a byte
+	// in 8000 × 130 / (8 × 16 × 128) = 63.4765625 ps, so the 24-byte request
+	// takes 1523.4 → 1524 ps and the 84-byte completion 5332.03 → 5333 ps
+	// (rounded up): the miss costs 539.857 ns, 39.857 more than the fixed
+	// 500 ns it replaced (1205.469 ns then).
+	assert.Equal(t, ib.PS(1_245_326), want)
 	assert.Equal(t, want, visible)
 	got := make([]byte, 2)
 	p.b.Mem.Read(p.bufB, got)
@@ -967,9 +975,11 @@ func TestBlueFlameNeedsNoFetch(t *testing.T) {
 // MLX5_POST_SEND_PREFER_BF=0 (rdma-core providers/mlx5 qp.c post_send_db,
 // mlx5.c get_always_bf). A SEND with one gather element is ctrl 16 + data
 // segment 16 = 32 B, one WQEBB, well under blueflame_bytes: with
-// prefer_blueflame the HCA parses it from the doorbell and reads only the
-// payload, 1024 B in 1024 / MRRS 512 = 2 read requests; without it, it
-// first reads the WQEBB (one more request, 64 more bytes, a round trip).
+// prefer_blueflame the HCA parses it from the doorbell and reads the
+// payload, 1024 B in 1024 / MRRS 512 = 2 read requests, and, the key cache
+// being cold, the L_Key's MKey context (one more request, 64 bytes);
+// without it, it first reads the WQEBB (one more request, 64 more bytes, a
+// round trip).
 func TestNonInlinePostGoesByBlueFlame(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -977,8 +987,8 @@ func TestNonInlinePostGoesByBlueFlame(t *testing.T) {
 		reads     int64 // read request TLPs
 		readBytes int64
 	}{
-		{"prefer_blueflame (libmlx5 default)", true, 2, 1024},
-		{"MLX5_POST_SEND_PREFER_BF=0", false, 3, 1024 + WQEBBBytes},
+		{"prefer_blueflame (libmlx5 default)", true, 2 + 1, 1024 + MKeyContextBytes},
+		{"MLX5_POST_SEND_PREFER_BF=0", false, 3 + 1, 1024 + WQEBBBytes + MKeyContextBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Defaults()

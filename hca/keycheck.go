@@ -97,6 +97,15 @@ func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResul
 	return KeyOK
 }
 
+// MKeyContextBytes is the size of one memory key's context, the entry a
+// key-cache miss reads from host memory (ICM): the mlx5 PRM's MKey context,
+// struct mlx5_ifc_mkc_bits in Linux include/linux/mlx5/mlx5_ifc.h, whose
+// last field ends at bit 0x200 (reserved_at_1e0[0x20]): 512 bits. It holds
+// the access flags, PD, start address, length and the translation size;
+// the MTT entries that translate an address are another table, not read on
+// a miss here (docs/hca.md).
+const MKeyContextBytes = 64
+
 // KeyCache is the HCA's translation cache: the MPT entries it holds on
 // chip, least recently used out. Lookups only, no iteration over a map, so
 // eviction is deterministic.

@@ -94,6 +94,12 @@ func TestBadInput(t *testing.T) {
 			[]string{"link.mtu", `"big" is not a whole number`}},
 		{"set out of range", []string{"-config", "ndr.yaml", "--set", "workload.offered_load=1.5"},
 			[]string{"workload.offered_load: 1.5 is out of range"}},
+		// A key that used to be valid is refused by name, with what
+		// replaced it, in a file and with --set alike.
+		{"retired key in a file", []string{"-config", writeFile(t, "a.yaml", "hca:\n  key_cache_miss_ns: 500\n")},
+			[]string{"hca.key_cache_miss_ns: 500 is no longer accepted", "PCIe read of the key's 64-byte MKey context", "remove the key"}},
+		{"retired key with set", []string{"-config", "edr.yaml", "--set", "hca.key_cache_miss_ns=0"},
+			[]string{"hca.key_cache_miss_ns: 0 is no longer accepted", "hca.key_miss_extra_ns"}},
 		{"bad format", []string{"-config", "ndr.yaml", "--format", "xml"}, []string{"--format", `"xml"`}},
 		{"unknown flag", []string{"-config", "ndr.yaml", "--colour"}, []string{"unknown flag"}},
 		{"no config", []string{}, []string{"-config: no config given"}},
