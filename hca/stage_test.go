@@ -30,3 +30,18 @@ func TestStageServer(t *testing.T) {
 	// Residency: 10000 + 13000 + 16500 + 10000 + 14000 = 63500 ps → 0.3175 items.
 	assert.InDelta(t, 0.3175, st.Occupancy, 1e-12)
 }
+
+// TestStageIssueLeaveIsAccept: accept is issue then leave written out
+// (for speed); offering the same items both ways gives the same times and
+// statistics.
+func TestStageIssueLeaveIsAccept(t *testing.T) {
+	cfg := StageConfig{LatencyCycles: 10, IntervalCycles: 4}
+	a := newStage(cfg, ib.CyclePS(1000))
+	b := newStage(cfg, ib.CyclePS(1000))
+	for i, o := range []struct{ offer, extra ib.PS }{{0, 0}, {1000, 0}, {2000, 500}, {100000, 0}, {100000, 7}} {
+		start := b.issue(o.offer)
+		assert.Equal(t, a.accept(o.offer, o.extra), b.leave(o.offer, start, start+b.lat+o.extra), "item %d", i)
+	}
+	assert.Equal(t, a.stats(200000), b.stats(200000))
+	assert.Equal(t, int64(5), b.stats(200000).Items)
+}
