@@ -274,13 +274,18 @@ func (d *Device) tracePacket(kind components.TraceKind, pkt *ib.Packet) {
 // arrives (no second pass through the stage), plus hca.key_miss_extra_ns.
 // The read is the translation unit's, not the DMA engine's: it does not
 // take a DMA-stage slot. A miss leaves the issue slot after one interval,
-// so later keys are looked up while it waits (hit under miss).
+// so later keys are looked up while it waits (hit under miss); a later
+// lookup of the key being read hits the allocated entry and waits for the
+// same read to fill it.
 func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
 	st := &d.stages[StageKeyCheck]
 	start := st.issue(t)
 	done := start + st.lat
-	if !d.keyCache.Access(key) {
+	if hit, readyAt := d.keyCache.Lookup(key); hit {
+		done = max(done, readyAt)
+	} else {
 		done = d.PCIe.Read(done, MKeyContextBytes) + d.missExtraPS
+		d.keyCache.Fill(key, done)
 	}
 	return st.leave(t, start, done)
 }

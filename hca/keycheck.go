@@ -1,6 +1,10 @@
 package hca
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/ib"
+)
 
 // Access flags of a memory region (ibv_access_flags, ib-facts.md §6).
 const (
@@ -107,44 +111,70 @@ func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResul
 const MKeyContextBytes = 64
 
 // KeyCache is the HCA's translation cache: the MPT entries it holds on
-// chip, least recently used out. Lookups only, no iteration over a map, so
-// eviction is deterministic.
+// chip, least recently used out, each with the time its context arrives
+// (an entry is allocated at the miss and filled when its read completes).
+// Lookups only, no iteration over a map, so eviction is deterministic.
 type KeyCache struct {
 	capacity int
-	lastUse  map[uint32]uint64 // key index → use stamp
+	entries  map[uint32]keyCacheEntry // key index → entry
 	clock    uint64
 	Hits     int64
 	Misses   int64
 }
 
-// NewKeyCache returns an empty cache of capacity entries.
-func NewKeyCache(capacity int) *KeyCache {
-	return &KeyCache{capacity: capacity, lastUse: make(map[uint32]uint64, capacity)}
+// keyCacheEntry is one cached key context.
+type keyCacheEntry struct {
+	lastUse uint64 // use stamp, for LRU
+	readyAt ib.PS  // when the context is on chip (its read's completion); 0 = at once
 }
 
-// Access looks key's index up and reports whether it hit; a miss fills it,
-// evicting the least recently used entry when full.
+// NewKeyCache returns an empty cache of capacity entries.
+func NewKeyCache(capacity int) *KeyCache {
+	return &KeyCache{capacity: capacity, entries: make(map[uint32]keyCacheEntry, capacity)}
+}
+
+// Access looks key's index up and reports whether it hit; a miss allocates
+// it, evicting the least recently used entry when full, ready at once
+// unless Fill says when its context arrives.
 func (c *KeyCache) Access(key uint32) bool {
+	hit, _ := c.Lookup(key)
+	return hit
+}
+
+// Lookup is Access that also returns, on a hit, when the entry's context
+// is on chip: a hit on an entry whose miss is still being read waits for
+// that read rather than reading again.
+func (c *KeyCache) Lookup(key uint32) (hit bool, readyAt ib.PS) {
 	idx := key >> 8
 	c.clock++
-	if _, ok := c.lastUse[idx]; ok {
-		c.lastUse[idx] = c.clock
+	if e, ok := c.entries[idx]; ok {
+		e.lastUse = c.clock
+		c.entries[idx] = e
 		c.Hits++
-		return true
+		return true, e.readyAt
 	}
 	c.Misses++
-	if len(c.lastUse) >= c.capacity {
+	if len(c.entries) >= c.capacity {
 		// Find the least recently used entry. Stamps are unique, so the
 		// victim does not depend on map order.
 		var victim uint32
 		oldest := ^uint64(0)
-		for k, s := range c.lastUse {
-			if s < oldest {
-				oldest, victim = s, k
+		for k, e := range c.entries {
+			if e.lastUse < oldest {
+				oldest, victim = e.lastUse, k
 			}
 		}
-		delete(c.lastUse, victim)
+		delete(c.entries, victim)
 	}
-	c.lastUse[idx] = c.clock
-	return false
+	c.entries[idx] = keyCacheEntry{lastUse: c.clock}
+	return false, 0
+}
+
+// Fill records when the context of key, just missed, arrives on chip.
+func (c *KeyCache) Fill(key uint32, readyAt ib.PS) {
+	idx := key >> 8
+	if e, ok := c.entries[idx]; ok {
+		e.readyAt = readyAt
+		c.entries[idx] = e
+	}
 }

@@ -32,22 +32,25 @@ func TestColdKeyMissIsAContextRead(t *testing.T) {
 	require.Equal(t, ib.PS(549_857), wantMiss)
 
 	// B checks an R_Key it has never seen, at a time when its PCIe link is
-	// idle: the check is done wantMiss later. A second key check of the
-	// same key after the fill is a hit: the lookup alone.
-	var missDone, hitDone ib.PS
+	// idle: the check is done wantMiss later. A check of the same key 100
+	// ns later, while the context is being read, hits the entry the miss
+	// allocated and waits for that read (no second read); one after the
+	// fill is a hit: the lookup alone.
+	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
-	s.Schedule(at, &poster{fn: func() {
-		missDone = p.b.keyCheck(s.Now(), p.mrB.RKey)
-	}}, 0)
-	s.Schedule(at+ib.Microsecond, &poster{fn: func() {
-		hitDone = p.b.keyCheck(s.Now(), p.mrB.RKey)
-	}}, 0)
+	check := func(at ib.PS, done *ib.PS) {
+		s.Schedule(at, &poster{fn: func() { *done = p.b.keyCheck(s.Now(), p.mrB.RKey) }}, 0)
+	}
+	check(at, &missDone)
+	check(at+100*ib.Nanosecond, &underMissDone)
+	check(at+ib.Microsecond, &hitDone)
 	s.StopAt(20 * ib.Microsecond)
 	require.NoError(t, s.Run())
 	assert.Equal(t, at+wantMiss, missDone)
+	assert.Equal(t, at+wantMiss, underMissDone)
 	assert.Equal(t, at+ib.Microsecond+lookup, hitDone)
 	assert.Equal(t, int64(1), p.b.KeyCache().Misses)
-	assert.Equal(t, int64(1), p.b.KeyCache().Hits)
+	assert.Equal(t, int64(2), p.b.KeyCache().Hits)
 	// The miss was one read request for MKeyContextBytes over B's link.
 	assert.Equal(t, int64(1), p.b.PCIe.ReadRequests)
 	assert.Equal(t, int64(MKeyContextBytes), p.b.PCIe.ReadBytes)
