@@ -1,9 +1,13 @@
 package hca
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
 )
 
 func TestKeyFormatAndCheck(t *testing.T) {
@@ -62,4 +66,58 @@ func TestKeyCacheLRU(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), c.Hits)
 	assert.Equal(t, int64(5), c.Misses)
+}
+
+// refKeyCache is the cache's definition: entries stamped at each use, the
+// least recently stamped one evicted (the scan the linked list replaces).
+type refKeyCache struct {
+	capacity int
+	clock    uint64
+	used     map[uint32]uint64
+	ready    map[uint32]ib.PS
+}
+
+func (c *refKeyCache) lookup(key uint32) (bool, ib.PS) {
+	idx := key >> 8
+	c.clock++
+	if _, ok := c.used[idx]; ok {
+		c.used[idx] = c.clock
+		return true, c.ready[idx]
+	}
+	if len(c.used) >= c.capacity {
+		var victim uint32
+		oldest := ^uint64(0)
+		for k, u := range c.used {
+			if u < oldest {
+				oldest, victim = u, k
+			}
+		}
+		delete(c.used, victim)
+		delete(c.ready, victim)
+	}
+	c.used[idx], c.ready[idx] = c.clock, 0
+	return false, 0
+}
+
+// TestKeyCacheMatchesDefinition runs random lookups and fills over a few
+// more keys than the cache holds, for several capacities, and checks every
+// answer (hit, ready time) against the stamp-and-scan definition.
+func TestKeyCacheMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, capacity := range []int{1, 2, 3, 8, 64} {
+		c := NewKeyCache(capacity)
+		ref := &refKeyCache{capacity: capacity, used: map[uint32]uint64{}, ready: map[uint32]ib.PS{}}
+		for step := 0; step < 20000; step++ {
+			key := uint32(rng.IntN(capacity+capacity/2+2))<<8 | 1
+			hit, at := c.Lookup(key)
+			wantHit, wantAt := ref.lookup(key)
+			require.Equal(t, wantHit, hit, "capacity %d step %d", capacity, step)
+			require.Equal(t, wantAt, at, "capacity %d step %d", capacity, step)
+			if !hit && rng.IntN(2) == 0 {
+				ready := ib.PS(step)
+				c.Fill(key, ready)
+				ref.ready[key>>8] = ready
+			}
+		}
+	}
 }
