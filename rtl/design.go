@@ -74,11 +74,13 @@ type Design struct {
 	// packet to the allocator as soon as its head block is in and the
 	// crossbar passes each block on as it arrives, so only cut-through.
 	StoreAndForward bool
-	// SL2VLPairs is the number of switch.sl2vl_pairs entries. The RTL has
-	// no SL-to-VL table and forwards a packet on the VL it arrived on,
-	// which equals the simulator's only while one table serves every hop
-	// (docs/rtl.md), so only 0.
-	SL2VLPairs int
+	// SL2VL is the switches' SL-to-VL programming (switch.sl2vl and
+	// switch.sl2vl_pairs, resolved per switch and port pair as the
+	// simulator's subnet manager resolves them), one set per distinct
+	// programming; sw_sl2vl holds it as constants. Empty means one set
+	// with no per-pair tables and OpenSM's default table masked to VLs,
+	// what an empty switch.sl2vl gives.
+	SL2VL []SL2VLSet
 }
 
 // Fixed micro-architecture choices of the emitted skeleton (not config keys;
@@ -152,9 +154,6 @@ func (d Design) Validate() error {
 	if d.StoreAndForward {
 		return fmt.Errorf("switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)")
 	}
-	if d.SL2VLPairs != 0 {
-		return fmt.Errorf("switch.sl2vl_pairs: %d entries are not supported by the RTL, which has no SL-to-VL table and forwards a packet on the VL it arrived on (none)", d.SL2VLPairs)
-	}
 	if d.Radix < 2 || d.Radix > components.MaxPorts {
 		return fmt.Errorf("switch.radix: %d is outside 2..%d (IBA 1.6 allows up to 256 ports)", d.Radix, components.MaxPorts)
 	}
@@ -180,6 +179,9 @@ func (d Design) Validate() error {
 		}
 	default:
 		return fmt.Errorf("link.width: %dx is not an IB link width (1x, 2x, 4x, 8x, 12x)", d.LinkWidth)
+	}
+	if err := d.validateSL2VL(); err != nil {
+		return err
 	}
 	minBytes := ib.Credits(MaxPacketBytes(d.MTU)) * ib.CreditBytes
 	for _, b := range []struct {

@@ -96,7 +96,7 @@ func shellQuote(s string) string {
 }
 
 // Emit returns the Verilog tree for d: the primitives, the templated
-// skeleton modules and the TODO-bodied blocks, one module per file, each
+// skeleton modules, the SL-to-VL tables (sw_sl2vl) and the TODO-bodied blocks, one module per file, each
 // behind Header. The order is fixed, so output is deterministic.
 func Emit(d Design, version string) ([]File, error) {
 	if err := d.Validate(); err != nil {
@@ -123,6 +123,9 @@ func Emit(d Design, version string) ([]File, error) {
 		}
 		files = append(files, File{Name: f, Text: hdr + b.String()})
 	}
+	// The SL-to-VL tables are the design's data, not a parameter default:
+	// generated in Go (renderSL2VL) rather than templated.
+	files = append(files, File{Name: "sw_sl2vl.v", Text: hdr + renderSL2VL(d, p)})
 	for _, m := range stubModules {
 		files = append(files, File{Name: m.name + ".v", Text: hdr + m.render(p)})
 	}

@@ -32,7 +32,10 @@ func LoadDesign(path string, sets []string) (Design, error) {
 	if err != nil {
 		return Design{}, fmt.Errorf("%s: %s", path, err)
 	}
-	d := designOf(&l.Config)
+	d, err := designOf(&l.Config)
+	if err != nil {
+		return Design{}, fmt.Errorf("%s: %s", path, err)
+	}
 	if sweep.Has(l.Node) {
 		if d.SweepIgnored, err = sweepAxesTheRTLIgnores(l.Node, sets, d); err != nil {
 			return Design{}, fmt.Errorf("%s: %s", path, err)
@@ -41,7 +44,11 @@ func LoadDesign(path string, sets []string) (Design, error) {
 	return d, nil
 }
 
-func designOf(c *fabric.Config) Design {
+func designOf(c *fabric.Config) (Design, error) {
+	sets, err := sl2vlOf(c)
+	if err != nil {
+		return Design{}, err
+	}
 	return Design{
 		Name:             c.Name,
 		Radix:            c.Switch.Radix,
@@ -58,8 +65,52 @@ func designOf(c *fabric.Config) Design {
 		Allocator:         c.Switch.Allocator,
 		Speedup:           c.Switch.Speedup,
 		StoreAndForward:   !c.Switch.CutThrough,
-		SL2VLPairs:        len(c.Switch.SL2VLPairs),
+		SL2VL:             sets,
+	}, nil
+}
+
+// sl2vlOf resolves the switches' SL-to-VL tables as a run does: with
+// switch.sl2vl_pairs, the subnet manager of the run's own fabric
+// (fabric.ConfigureFabric, seeded as the run) programs every switch and
+// fabric.Subnet.SL2VL gives each pair's table, so the classes, port lists
+// and globs are matched by the simulator's code, not again here; without,
+// every pair of every switch has switch.sl2vl's table.
+func sl2vlOf(c *fabric.Config) ([]SL2VLSet, error) {
+	if len(c.Switch.SL2VLPairs) == 0 {
+		return []SL2VLSet{{Default: c.Switch.SL2VLTable()}}, nil
 	}
+	topo, sub, err := fabric.ConfigureFabric(c, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	radix := c.Switch.Radix
+	var names []string
+	var tables [][][16]uint8
+	for _, n := range topo.Switches() {
+		ports := topo.Nodes[n].Ports
+		if ports > radix {
+			return nil, fmt.Errorf("switch.radix: %d is below the %d ports of %s, whose SL-to-VL tables the RTL could not hold (at least %d)",
+				radix, ports, topo.Nodes[n].Name, ports)
+		}
+		t := make([][16]uint8, radix*radix)
+		for in := 0; in < radix; in++ {
+			for out := 0; out < radix; out++ {
+				// Ports the switch lacks (a topology file's smaller
+				// switch) keep its default table, as port 0's pairs do.
+				a, b := in+1, out+1
+				if a > ports || b > ports {
+					a, b = 0, 0
+				}
+				t[in*radix+out] = *sub.SL2VL(n, a, b)
+			}
+		}
+		names = append(names, topo.Nodes[n].Name)
+		tables = append(tables, t)
+	}
+	if len(names) == 0 {
+		return []SL2VLSet{{Default: c.Switch.SL2VLTable()}}, nil
+	}
+	return groupSL2VL(names, tables, radix), nil
 }
 
 // sweepAxesTheRTLIgnores expands root's sweep as a run would (the keys of
@@ -98,7 +149,11 @@ func sweepAxesTheRTLIgnores(root *yaml.Node, sets []string, base Design) ([]stri
 				if err != nil {
 					return nil, err
 				}
-				if d := designOf(&p.Loaded.Config); !reflect.DeepEqual(d, base) {
+				d, err := designOf(&p.Loaded.Config)
+				if err != nil {
+					return nil, err
+				}
+				if !reflect.DeepEqual(d, base) {
 					return nil, fmt.Errorf("sweep.%s: the RTL is one design point, and this axis changes it (at %v); "+
 						"pin it with --set %s=VALUE (or drop the sweep with --set sweep={})",
 						axis.Key, p.Params[axis.Key], axis.Key)

@@ -16,7 +16,7 @@ import (
 
 // switchVLArbTB is a testbench for an emitted radix-3, 2-VL switch_top: the
 // (TODO) links of ports 1 and 2 deliver %[1]d packets each, back to back,
-// port 1 all on VL0 and port 2 all on VL1, every packet 2 blocks (PktLen 20
+// port 1 all SL0 on VL0 and port 2 all SL1 on VL1, every packet 2 blocks (PktLen 20
 // words: (4*20 + 2) B = 82 B). The route lookup is TODO and sends everything
 // to port 0, whose link always accepts. It prints the VL of each packet port
 // 0 starts, in order.
@@ -36,7 +36,7 @@ module vlarb_tb;
         .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(2'd0)
     );
     reg valid, sop, eop;
-    reg [DATA_W-1:0] data;
+    reg [DATA_W-1:0] data, data1;
     initial begin
         force dut.g_port[1].u_link.rx_valid = valid;
         force dut.g_port[1].u_link.rx_sop = sop;
@@ -46,7 +46,7 @@ module vlarb_tb;
         force dut.g_port[2].u_link.rx_valid = valid;
         force dut.g_port[2].u_link.rx_sop = sop;
         force dut.g_port[2].u_link.rx_eop = eop;
-        force dut.g_port[2].u_link.rx_data = data;
+        force dut.g_port[2].u_link.rx_data = data1;
         force dut.g_port[2].u_link.rx_vl = 4'd1;
         force dut.g_port[0].u_link.tx_ready = 1'b1;
         force dut.g_port[0].u_link.fc_tx_ready = 1'b1;
@@ -61,6 +61,9 @@ module vlarb_tb;
 %[3]s
         valid = 0; sop = 0; eop = 0;
         data = 0; data[DATA_W-38 -: 11] = 11'd20;
+        // Port 2's packets: LRH.VL 1 and LRH.SL 1, which the default table
+        // (SL i -> VL i & 1) keeps on VL 1; port 1's are SL 0 on VL 0.
+        data1 = data; data1[DATA_W-1 -: 4] = 4'd1; data1[DATA_W-9 -: 4] = 4'd1;
         @(negedge clk); @(negedge clk); rst_n = 1;
         for (pk = 0; pk < NPKT; pk = pk + 1) begin
             for (b = 0; b < 2; b = b + 1) begin

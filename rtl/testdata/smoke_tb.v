@@ -1,6 +1,6 @@
 // Smoke testbench for the emitted radix-2, 2-VL switch_top (rtl/smoke_test.go):
 // forces the (TODO) link of port 1 to deliver three 2-block packets on VLs
-// 0, 1, 0, lets port 0's link always accept, and counts what port 0 sends.
+// 0, 1, 0 (SLs 0, 1, 0), lets port 0's link always accept, and counts what port 0 sends.
 `timescale 1ns/1ps
 module smoke_tb;
     localparam integer DATA_W = 512;
@@ -49,6 +49,10 @@ module smoke_tb;
                 rx_valid = 1; rx_sop = (b == 0); rx_eop = (b == 1); rx_vl = pk % 2;
                 rx_data = 0;
                 rx_data[DATA_W-38 -: 11] = 11'd20; // PktLen 20 words: (20 + 16) >> 4 = 2 blocks
+                // LRH.VL and LRH.SL: SL pk % 2 on the VL the default table
+                // (SL i -> VL i & 1 with 2 VLs) gives, as a host sends it.
+                rx_data[DATA_W-1 -: 4] = pk % 2;
+                rx_data[DATA_W-9 -: 4] = pk % 2;
             end
         end
         @(negedge clk); rx_valid = 0;
