@@ -96,7 +96,8 @@ func shellQuote(s string) string {
 }
 
 // Emit returns the Verilog tree for d: the primitives, the templated
-// skeleton modules, the SL-to-VL tables (sw_sl2vl) and the TODO-bodied blocks, one module per file, each
+// skeleton modules, the SL-to-VL tables (sw_sl2vl) and the TODO-bodied
+// blocks, one module per file, each
 // behind Header. The order is fixed, so output is deterministic.
 func Emit(d Design, version string) ([]File, error) {
 	if err := d.Validate(); err != nil {

@@ -39,7 +39,10 @@ TODO: PCS (64b/66b, or 256b/257b with RS(544,514) FEC from HDR on; ib-facts.md Â
 link training and the link state machine, packet framing, VCRC check and generation, LPCRC of
 flow-control packets, VL15 and the link packet types. Receive: one block per rx_valid beat, no
 back-pressure; a flow-control packet raises fc_rx_valid for one cycle. Transmit: tx_* and fc_tx_*
-are valid/ready streams; a data packet is never interrupted by another data packet.`,
+are valid/ready streams; a data packet is never interrupted by another data packet, nor by a
+flow-control packet (the transmit port charges FCTBS with all of a packet's blocks at its head, so
+an FC packet sent mid-packet would overstate them); the head's LRH.VL is already tx_vl (the switch's
+SL-to-VL table may have changed it), which the VCRC must cover.`,
 		params: []string{"LANES", "LANE_W", "DATA_W"},
 		ports: []stubPort{
 			portIn("serdes_rx", "LANES*LANE_W", "serial side: parallel lane data from the SerDes"),
