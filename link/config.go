@@ -30,7 +30,19 @@ type Config struct {
 	// FCMinIntervalNs is the shortest interval between event-driven
 	// flow-control packets for one VL (updates in between coalesce); ns.
 	FCMinIntervalNs float64 `yaml:"fc_min_interval_ns"`
+	// BER is the post-FEC bit error rate of every cable, both directions:
+	// a packet of b bits on the wire arrives corrupted with probability
+	// 1 − (1 − BER)^b and its receiver discards it (docs/fabric.md, "Link
+	// errors"). 0 = error-free, the lossless fabric; omitted from the
+	// effective config then, so configs without it keep their hash.
+	BER float64 `yaml:"ber,omitempty"`
 }
+
+// MaxBER is the largest link.ber: at 1e-4 a 4 KiB-MTU packet (4,138 wire
+// bytes) arrives corrupted with probability 1 − (1 − 1e-4)^33104 ≈ 96 %, so
+// above it nothing useful gets through; real post-FEC rates are below 1e-12
+// (docs/fabric.md).
+const MaxBER = 1e-4
 
 // Propagation delays per metre. Fibre: group index ≈ 1.468 (SMF at 1310 nm)
 // → 1.468 / c = 4.897 ns/m. Copper twinax: velocity factor ≈ 0.78
@@ -124,6 +136,9 @@ func (c *Config) Validate(prefix string) error {
 	}
 	if !(c.FCMinIntervalNs >= 0 && c.FCMinIntervalNs <= c.FCRefreshNs) {
 		return fmt.Errorf("%s.fc_min_interval_ns: %v is out of range (0 to fc_refresh_ns)", prefix, c.FCMinIntervalNs)
+	}
+	if !(c.BER >= 0 && c.BER <= MaxBER) { // NaN fails too
+		return fmt.Errorf("%s.ber: %v is out of range (0 for error-free links, up to %g: the post-FEC bit error rate)", prefix, c.BER, MaxBER)
 	}
 	return nil
 }

@@ -31,6 +31,18 @@ const (
 	evFCArrive
 	evFCRefresh
 	evFCDeferred
+	evDiscard // a corrupted data packet's tail arrives: the receiver discards it
+	evFCLost  // a corrupted flow-control packet arrives: the receiver ignores it
+)
+
+// Trace reasons of a link discard (a drop a port announces).
+const (
+	// ReasonVCRC: a data packet arrived corrupted; its VCRC (and ICRC)
+	// check failed at the receiving port, which discarded it at its tail.
+	ReasonVCRC = "vcrc"
+	// ReasonLPCRC: a flow-control packet arrived corrupted; its LPCRC
+	// check failed and the receiving port ignored it.
+	ReasonLPCRC = "lpcrc"
 )
 
 // PortStats are a port's counters.
@@ -41,6 +53,13 @@ type PortStats struct {
 	FCPackets   uint64 // flow-control packets sent
 	BusyPS      ib.PS  // time the outgoing wire carried bits (data + FC)
 	RxPackets   uint64 // data packets whose head arrived
+}
+
+// PortErrors are a port's receive errors (IBA PortRcvErrors, split by
+// packet kind): packets that arrived corrupted and were discarded.
+type PortErrors struct {
+	Packets   uint64 // data packets discarded at their tail (bad VCRC/ICRC)
+	FCPackets uint64 // flow-control packets ignored (bad LPCRC)
 }
 
 // Port is one end of a link on a device.
@@ -73,6 +92,7 @@ type Port struct {
 
 	vls           int32 // data VLs in use (VL15 is always there)
 	remote        bool  // the peer is in another partition (components.Group)
+	lossy         bool  // the outgoing wire corrupts packets (errs): link.ber > 0
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 	Stats         PortStats
 
@@ -83,6 +103,14 @@ type Port struct {
 	fcRefresh ib.PS // longest interval between FC packets per VL
 
 	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
+
+	// Errors counts the packets that arrived here corrupted.
+	Errors PortErrors
+	// OnDiscard, when set, is called with each data packet this port
+	// discards as corrupted, before the packet goes back to the pool: a
+	// run that counts its packets in and out counts these as lost.
+	OnDiscard func(p *Port, pkt *ib.Packet)
+	errs      bitErrors // the outgoing wire's bit errors, when lossy
 
 	// Trace scratch, used only when a hook listens.
 	fieldBuf []components.TraceField
@@ -181,6 +209,20 @@ func (p *Port) BusyThrough() ib.PS {
 	return p.Stats.BusyPS - max(0, p.busyUntil-p.s.Now())
 }
 
+// SetBitErrorRate makes p's outgoing wire corrupt packets at the post-FEC
+// bit error rate ber (0 < ber ≤ MaxBER; 0 leaves the wire error-free), with
+// draws from p's own stream, seeded by seed and p's name. Call it on both
+// ends of a cable, after Connect, before the run.
+func (p *Port) SetBitErrorRate(ber float64, seed uint64) {
+	if !(ber >= 0 && ber <= MaxBER) {
+		panic(fmt.Sprintf("link: %s given bit error rate %v outside 0..%g", p.Name, ber, MaxBER))
+	}
+	p.lossy = ber > 0
+	if p.lossy {
+		p.errs = newBitErrors(ber, seed, p.Name)
+	}
+}
+
 // Peer returns the port at the other end.
 func (p *Port) Peer() *Port { return p.peer }
 
@@ -249,10 +291,16 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 		p.tracePacket(now, components.TraceTxStart, pkt)
 	}
 	head := now + p.timing.Latency()
+	at, kind := head, evArrive
+	if p.lossy && p.errs.corrupt(bytes) {
+		// The packet's fate is drawn once, here; the receiver learns it
+		// when the tail's CRCs fail, and discards it then.
+		at, kind = head+ser, evDiscard
+	}
 	// The head arrival runs after same-time primary events, so a
 	// flow-control packet that was on this wire just before the packet
 	// (ending as its head arrives) is applied first (see ScheduleLate).
-	ev := p.toPeer(head, evArrive, components.ClassLate)
+	ev := p.toPeer(at, kind, components.ClassLate)
 	ev.Pkt = pkt
 	ev.Tail = head + ser
 	p.s.Schedule(p.busyUntil, p, evTxDone)
@@ -378,7 +426,11 @@ func (p *Port) sendFC() {
 	p.vl[vl].fcOwed = false
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
-	ev := p.toPeer(now+p.timing.Latency()+ser, evFCArrive, components.ClassPrimary)
+	kind := evFCArrive
+	if p.lossy && p.errs.corruptFC() {
+		kind = evFCLost
+	}
+	ev := p.toPeer(now+p.timing.Latency()+ser, kind, components.ClassPrimary)
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer, and, for the
@@ -453,15 +505,36 @@ func (p *Port) HandleEvent(ev *components.Event) {
 	case evFCArrive:
 		vl := int(ev.VL)
 		p.vl[vl].tx.Update(uint16(ev.Arg & 0xFFFF))
+		abr := p.vl[vl].rx.ABR()
 		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
 		p.vl[vl].peerCap = ev.Port
 		if p.NumHooks() > 0 {
 			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), int(p.vl[vl].peerCap))
 		}
+		if p.vl[vl].rx.ABR() != abr {
+			// Blocks the peer sent never arrived (a discarded packet): ABR
+			// jumped to the peer's FCTBS, and with it the limit this port
+			// advertises. The peer gets the new limit now (within
+			// fc_min_interval), not at the next refresh. On a lossless
+			// link ABR already equals FCTBS here: every block sent before
+			// the flow-control packet arrived before it.
+			p.requestFC(vl)
+		}
 		// Tell the owner even while the wire is busy: a switch grants a
 		// packet ahead of the wire (allocation and crossbar take cycles),
 		// so credits matter to it before the wire frees.
 		p.Owner.PortReady(p)
+	case evDiscard:
+		p.discard(ev)
+	case evFCLost:
+		p.Errors.FCPackets++
+		if p.NumHooks() > 0 {
+			vl := int(ev.VL)
+			t := p.s.TraceEvent(p.s.Now(), p.Name, components.TraceDrop)
+			t.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", ev.Arg>>16),
+				components.IntField("fccl", ev.Arg&0xFFFF), components.StrField("reason", ReasonLPCRC))
+			p.emit(t)
+		}
 	case evFCRefresh:
 		// Every VL gets a flow-control packet each refresh period, changed
 		// or not, so a lost update can never leave a sender starved longer
@@ -494,6 +567,24 @@ func (p *Port) HandleEvent(ev *components.Event) {
 	default:
 		panic(fmt.Sprintf("link: %s got event kind %d", p.Name, ev.Kind))
 	}
+}
+
+// discard drops a data packet that arrived corrupted, at its tail: it takes
+// no buffer space and no credit (ABR does not count its blocks; the next
+// flow-control packet from the peer resynchronises ABR to the peer's FCTBS,
+// IBA §7.9), and the owner never sees it.
+func (p *Port) discard(ev *components.Event) {
+	pkt := ev.Pkt
+	p.Errors.Packets++
+	if p.NumHooks() > 0 {
+		t := p.s.TraceEvent(ev.At(), p.Name, components.TraceDrop)
+		t.Fields = append(t.AppendPacket(p.fieldBuf[:0], pkt), components.StrField("reason", ReasonVCRC))
+		p.emit(t)
+	}
+	if p.OnDiscard != nil {
+		p.OnDiscard(p, pkt)
+	}
+	p.s.FreePacket(pkt)
 }
 
 // traceTxEnd writes the tx_end line the last data packet owes, if any: when
