@@ -66,6 +66,17 @@ const (
 	numTraceKinds
 )
 
+// Reasons of the drops a link port announces: link discards, the only
+// losses a lossless fabric allows (link.ber > 0).
+const (
+	// DropVCRC: a data packet arrived corrupted (its VCRC and ICRC checks
+	// failed) and the receiving port discarded it at its tail.
+	DropVCRC = "vcrc"
+	// DropLPCRC: a flow-control packet arrived corrupted (its LPCRC check
+	// failed) and the receiving port ignored it.
+	DropLPCRC = "lpcrc"
+)
+
 var traceKindNames = [numTraceKinds]string{
 	TraceInvalid:      "invalid",
 	TraceTxStart:      "tx_start",

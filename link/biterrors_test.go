@@ -148,7 +148,7 @@ func TestDiscardRecoversCredits(t *testing.T) {
 			got, _ := drops[0].Int("seq")
 			assert.Equal(t, int64(seq), got)
 			reason, _ := drops[0].Str("reason")
-			assert.Equal(t, ReasonVCRC, reason)
+			assert.Equal(t, components.DropVCRC, reason)
 			// The sender's credit updates: short by the lost blocks until
 			// the resynchronised limit lands at full, whole from then on.
 			var updates []components.TraceEvent

@@ -2,6 +2,7 @@ package link
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -33,16 +34,6 @@ const (
 	evFCDeferred
 	evDiscard // a corrupted data packet's tail arrives: the receiver discards it
 	evFCLost  // a corrupted flow-control packet arrives: the receiver ignores it
-)
-
-// Trace reasons of a link discard (a drop a port announces).
-const (
-	// ReasonVCRC: a data packet arrived corrupted; its VCRC (and ICRC)
-	// check failed at the receiving port, which discarded it at its tail.
-	ReasonVCRC = "vcrc"
-	// ReasonLPCRC: a flow-control packet arrived corrupted; its LPCRC
-	// check failed and the receiving port ignored it.
-	ReasonLPCRC = "lpcrc"
 )
 
 // PortStats are a port's counters.
@@ -111,6 +102,9 @@ type Port struct {
 	// run that counts its packets in and out counts these as lost.
 	OnDiscard func(p *Port, pkt *ib.Packet)
 	errs      bitErrors // the outgoing wire's bit errors, when lossy
+	// fcLostAt holds when each flow-control packet lost here arrived, in
+	// time order (FCErrorsBefore): 8 bytes per loss, only on lossy links.
+	fcLostAt []ib.PS
 
 	// Trace scratch, used only when a hook listens.
 	fieldBuf []components.TraceField
@@ -221,6 +215,17 @@ func (p *Port) SetBitErrorRate(ber float64, seed uint64) {
 	if p.lossy {
 		p.errs = newBitErrors(ber, seed, p.Name)
 	}
+}
+
+// Lossy reports whether p's outgoing wire corrupts packets (SetBitErrorRate).
+func (p *Port) Lossy() bool { return p.lossy }
+
+// FCErrorsBefore returns the flow-control packets lost here that arrived
+// before t: a partitioned run, which may run past the time its workload
+// ended, counts exactly what the serial run did.
+func (p *Port) FCErrorsBefore(t ib.PS) uint64 {
+	n, _ := slices.BinarySearch(p.fcLostAt, t)
+	return uint64(n)
 }
 
 // Peer returns the port at the other end.
@@ -528,11 +533,12 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.discard(ev)
 	case evFCLost:
 		p.Errors.FCPackets++
+		p.fcLostAt = append(p.fcLostAt, p.s.Now())
 		if p.NumHooks() > 0 {
 			vl := int(ev.VL)
 			t := p.s.TraceEvent(p.s.Now(), p.Name, components.TraceDrop)
 			t.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", ev.Arg>>16),
-				components.IntField("fccl", ev.Arg&0xFFFF), components.StrField("reason", ReasonLPCRC))
+				components.IntField("fccl", ev.Arg&0xFFFF), components.StrField("reason", components.DropLPCRC))
 			p.emit(t)
 		}
 	case evFCRefresh:
@@ -578,7 +584,7 @@ func (p *Port) discard(ev *components.Event) {
 	p.Errors.Packets++
 	if p.NumHooks() > 0 {
 		t := p.s.TraceEvent(ev.At(), p.Name, components.TraceDrop)
-		t.Fields = append(t.AppendPacket(p.fieldBuf[:0], pkt), components.StrField("reason", ReasonVCRC))
+		t.Fields = append(t.AppendPacket(p.fieldBuf[:0], pkt), components.StrField("reason", components.DropVCRC))
 		p.emit(t)
 	}
 	if p.OnDiscard != nil {
