@@ -78,8 +78,12 @@ type CheckConfig struct {
 //
 //   - lossless: inject and deliver, keyed by seq; the delivered copy must
 //     carry the injected slid, dlid, qpn, psn, op and icrc; each seq once.
-//     A drop is a violation unless AllowDrops. At Finish, any packet injected
-//     and not delivered is lost. A unicast packet is delivered at its
+//     A drop is a violation unless AllowDrops, or it is a link discard
+//     (reason vcrc: a port discarded a corrupted data packet, link.ber > 0):
+//     that packet, in flight with its injected identity, is lost and may
+//     never be delivered; a flow-control packet's loss (reason lpcrc) loses
+//     no data. At Finish, any packet injected and neither delivered nor
+//     discarded by a link is lost. A unicast packet is delivered at its
 //     destination: a block that injected packets takes only those for the
 //     SLID of its first one, and every packet for one DLID is delivered at
 //     the same block (LMC 0); else it was misrouted.
@@ -98,6 +102,9 @@ type CheckConfig struct {
 //     request: psn must be the expected one or behind it (a retry); ahead
 //     is a gap (a lost or reordered packet). A
 //     request consumes psns PSNs (default 1; an RDMA READ request ⌈len/PMTU⌉).
+//     A gap is allowed while the expected PSN's request was discarded by a
+//     link and has not arrived since (the responder NAKs, the requester
+//     resends it).
 //     cqe with a queue field, per (path, qpn, queue): wqe strictly after the
 //     previous one on the 16-bit WQE counter (it may wrap).
 //   - protection: key_check result=pass opens the window [addr, addr+len)
@@ -129,6 +136,8 @@ type Checkers struct {
 
 	injected   map[int64]pktIdentity // in flight, by seq
 	delivered  bitset                // by seq
+	discarded  bitset                // by seq: packets a link discarded (drop reason=vcrc)
+	lostReq    map[rcPSN]bool        // requests a link discarded whose PSN has not arrived since
 	otherVLs   map[vlKey]*vlState    // (path, vl) with vl outside 0..maxVLIndex-2 (not a real VL)
 	inBuf      map[bufSlot]int64     // packets in a buffer: blocks, by (path, seq)
 	psnNext    map[rcKey]int64       // next expected request PSN at a responder QP, by connection
@@ -192,6 +201,12 @@ type qpKey struct {
 // responder's LIDs and the responder's QP (LMC 0: one LID per port).
 type rcKey struct{ slid, dlid, qpn int64 }
 
+// rcPSN is one request PSN of a connection.
+type rcPSN struct {
+	rcKey
+	psn int64
+}
+
 // firstMulticastLID is where the IB multicast LIDs (and the permissive
 // LID) start; a packet to one of them is delivered at several ports.
 const firstMulticastLID = 0xC000
@@ -220,6 +235,7 @@ func NewCheckers(cfg CheckConfig) *Checkers {
 		otherVLs: map[vlKey]*vlState{},
 		inBuf:    map[bufSlot]int64{},
 		psnNext:  map[rcKey]int64{},
+		lostReq:  map[rcPSN]bool{},
 		lidAt:    map[int64]int32{},
 		wqeLast:  map[qpKey]int64{},
 		keyWins:  map[qpKey][]window{},
@@ -392,7 +408,13 @@ func (c *Checkers) Observe(ev *components.TraceEvent) {
 		c.deliver(ev, &f)
 		c.checkPSN(ev, &f)
 	case components.TraceDrop:
-		if !c.cfg.AllowDrops {
+		switch {
+		case f.hasReason && f.reason == components.DropVCRC:
+			c.linkDiscard(ev, &f)
+		case f.hasReason && f.reason == components.DropLPCRC:
+			// A flow-control packet lost: the next one carries the same
+			// counters, no data is lost.
+		case !c.cfg.AllowDrops:
 			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d dropped (reason %q) in a lossless fabric", f.or(fSeq, f.seq, 0), f.reason))
 		}
 	case components.TraceBufEnq:
@@ -571,7 +593,7 @@ func (c *Checkers) inject(ev *components.TraceEvent, f *evFields) {
 		c.fail(InvLossless, ev, "inject without a non-negative seq field")
 		return
 	}
-	if _, dup := c.injected[seq]; dup || c.delivered.has(seq) {
+	if _, dup := c.injected[seq]; dup || c.delivered.has(seq) || c.discarded.has(seq) {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d injected twice", seq))
 		return
 	}
@@ -621,6 +643,10 @@ func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered twice", seq))
 		return
 	}
+	if c.discarded.has(seq) {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered after a link discarded it", seq))
+		return
+	}
 	in, ok := c.injected[seq]
 	if !ok {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered but never injected", seq))
@@ -643,6 +669,46 @@ func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
 	}
 	if in.op != got.op {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: op injected %s, delivered %s", seq, in.op, got.op))
+	}
+}
+
+// linkDiscard takes a packet a link discarded as corrupted (drop reason
+// vcrc) out of flight: it must be in flight, carry its injected identity,
+// and is never delivered after. A discarded request lets its connection's
+// responder see a gap at its PSN until the PSN arrives again.
+func (c *Checkers) linkDiscard(ev *components.TraceEvent, f *evFields) {
+	seq := f.seq
+	if !f.ok(fSeq) || seq < 0 {
+		c.fail(InvLossless, ev, "link discard without a non-negative seq field")
+		return
+	}
+	switch {
+	case c.delivered.has(seq):
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d discarded by a link after it was delivered", seq))
+		return
+	case c.discarded.has(seq):
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d discarded by a link twice", seq))
+		return
+	}
+	in, ok := c.injected[seq]
+	if !ok {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d discarded by a link but never injected", seq))
+		return
+	}
+	delete(c.injected, seq)
+	c.discarded.set(seq)
+	got := c.identity(ev, f)
+	for _, d := range [...]struct {
+		name      string
+		want, got int64
+	}{{"slid", in.slid, got.slid}, {"dlid", in.dlid, got.dlid}, {"qpn", in.qpn, got.qpn}, {"psn", in.psn, got.psn}, {"icrc", in.icrc, got.icrc}} {
+		if d.want != d.got {
+			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d changed before a link discarded it: %s injected %d, discarded %d", seq, d.name, d.want, d.got))
+			return
+		}
+	}
+	if requestOps[in.op] {
+		c.lostReq[rcPSN{rcKey{in.slid, in.dlid, in.qpn}, in.psn}] = true
 	}
 }
 
@@ -683,6 +749,10 @@ func (c *Checkers) checkPSN(ev *components.TraceEvent, f *evFields) {
 	switch {
 	case ahead == 0:
 		c.psnNext[key] = (psn + n) % psnMod
+		delete(c.lostReq, rcPSN{key, psn})
+	case ahead < psnMod/2 && c.lostReq[rcPSN{key, want}]:
+		// The expected request was discarded by a link: the responder
+		// sees the gap and NAKs it; its resend closes it.
 	case ahead < psnMod/2:
 		c.fail(InvOrdering, ev, fmt.Sprintf("QP %d request PSN %d arrived, expected %d (a gap of %d)", qpn, psn, want, ahead))
 	default:

@@ -450,3 +450,87 @@ func TestCheckersFinishOrder(t *testing.T) {
 		"Z vl=0: idle fabric: 2 credits available of 8 (last change at 1 ps): credits leaked (never returned)",
 	}, got)
 }
+
+// TestCheckersLinkDiscards: a drop with reason vcrc is a link discarding a
+// corrupted packet (link.ber > 0): the packet is lost, not missing, and its
+// request PSN may be a gap at the responder until it is resent. Every other
+// loss, duplicate or change is still a violation.
+func TestCheckersLinkDiscards(t *testing.T) {
+	const wr = "RDMA_WRITE_ONLY"
+	inject := func(at ib.PS, seq, psn int64) *components.TraceEvent {
+		return ev(at, "A", components.TraceInject, pktFields(seq, psn, 0, wr)...)
+	}
+	deliver := func(at ib.PS, seq, psn int64) *components.TraceEvent {
+		return ev(at, "R", components.TraceDeliver, pktFields(seq, psn, 0, wr)...)
+	}
+	discard := func(at ib.PS, seq, psn int64) *components.TraceEvent {
+		return ev(at, "S.Port[1]", components.TraceDrop, append(pktFields(seq, psn, 0, wr), fS("reason", components.DropVCRC))...)
+	}
+	cases := []struct {
+		name      string
+		events    []*components.TraceEvent
+		invariant string // "" = no violation, at the end either
+		detail    string
+	}{
+		// PSN 10 is lost, 11 arrives (a gap the loss explains), the
+		// requester resends 10 and 11 (new seqs): all accounted for.
+		{"discard, gap, resend", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 10), inject(3, 2, 11), deliver(4, 2, 11),
+			inject(5, 3, 10), deliver(6, 3, 10), inject(7, 4, 11), deliver(8, 4, 11),
+		}, "", ""},
+		{"a resend lost again keeps the gap allowed", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 10), inject(3, 2, 10), discard(4, 2, 10),
+			inject(5, 3, 11), deliver(6, 3, 11), inject(7, 4, 10), deliver(8, 4, 10),
+		}, "", ""},
+		{"a flow-control packet lost is no loss", []*components.TraceEvent{
+			ev(1, "S.Port[1]", components.TraceDrop, fI("vl", 0), fI("fctbs", 7), fI("fccl", 99), fS("reason", components.DropLPCRC)),
+		}, "", ""},
+		// Seq 2 vanishes without a drop: the announced discard of seq 1
+		// does not cover it.
+		{"silent drop beside a discard", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 10), inject(3, 2, 11),
+			inject(5, 3, 10), deliver(6, 3, 10),
+		}, InvLossless, "1 packets injected and never delivered; first seq 2 (qpn 9 psn 11)"},
+		// After the resent PSN 10 closes the first gap, a gap at 11 (lost
+		// silently) is a gap again.
+		{"gap at a PSN no link lost", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 10), inject(3, 2, 11), inject(4, 3, 12), deliver(5, 3, 12),
+			inject(6, 4, 10), deliver(7, 4, 10), inject(8, 5, 12), deliver(9, 5, 12),
+		}, InvOrdering, "QP 9 request PSN 12 arrived, expected 11 (a gap of 1)"},
+		{"delivered after its discard", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 10), deliver(3, 1, 10),
+		}, InvLossless, "packet seq 1 delivered after a link discarded it"},
+		{"discarded after its delivery", []*components.TraceEvent{
+			inject(1, 1, 10), deliver(2, 1, 10), discard(3, 1, 10),
+		}, InvLossless, "packet seq 1 discarded by a link after it was delivered"},
+		{"discarded twice", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 10), discard(3, 1, 10),
+		}, InvLossless, "packet seq 1 discarded by a link twice"},
+		{"discard of a packet never injected", []*components.TraceEvent{
+			discard(2, 7, 10),
+		}, InvLossless, "packet seq 7 discarded by a link but never injected"},
+		{"discard of a changed packet", []*components.TraceEvent{
+			inject(1, 1, 10), discard(2, 1, 11),
+		}, InvLossless, "packet seq 1 changed before a link discarded it: psn injected 10, discarded 11"},
+		{"any other drop reason is still a loss", []*components.TraceEvent{
+			inject(1, 1, 10), ev(2, "S", components.TraceDrop, append(pktFields(1, 10, 0, wr), fS("reason", "vl15"))...),
+		}, InvLossless, `packet seq 1 dropped (reason "vl15")`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			chk := NewCheckers(CheckConfig{})
+			for _, e := range c.events {
+				chk.Observe(e)
+			}
+			chk.Finish(100, true)
+			if c.invariant == "" {
+				assert.NoError(t, chk.Err())
+				return
+			}
+			require.Error(t, chk.Err())
+			v := chk.Violations()[0]
+			assert.Equal(t, c.invariant, v.Invariant)
+			assert.Contains(t, v.Detail, c.detail)
+		})
+	}
+}
