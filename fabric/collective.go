@@ -55,5 +55,6 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	m["hosts"] = len(devs)
 	m["switches"] = len(net.Switches)
 	m["link_data_rate_gbps"] = cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
+	view.addLinkErrors(m)
 	return m, nil
 }

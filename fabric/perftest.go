@@ -7,6 +7,7 @@ import (
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/workload"
 )
 
@@ -128,6 +129,7 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 	}
 	m["sim_time_ns"] = s.Now().Nanoseconds()
 	m["events"] = s.Events()
+	view.addLinkErrors(m)
 	return m
 }
 
@@ -247,6 +249,18 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		e.VL = sl2vl[w.SL]
 		e.OnDeliver = bg.parts[0].deliver
 		e.OnInject = bg.parts[0].inject
+	}
+	if cfg.Link.BER > 0 {
+		// The background counts its own packets lost (the HCAs' are the
+		// test's to recover): those from an endpoint's LID.
+		hca0, hca1 := net.HostLID(0), net.HostLID(n-1)
+		for _, p := range net.Ports {
+			p.OnDiscard = func(p *link.Port, pkt *ib.Packet) {
+				if pkt.SLID != hca0 && pkt.SLID != hca1 {
+					part.discard(p, pkt)
+				}
+			}
+		}
 	}
 	return pt, bg, nil
 }

@@ -47,6 +47,9 @@ type Simulation struct {
 	endAt     ib.PS
 	endEvents uint64
 	ended     bool
+	// endDiscards is the data packets links had discarded when the
+	// workload finished (link_packet_errors).
+	endDiscards uint64
 
 	group *components.Group // a partitioned run's partitions (Sim is partition 0's), else nil
 }
@@ -114,7 +117,52 @@ func (v *Simulation) finish(check bool) {
 func (v *Simulation) markEnd() {
 	if !v.ended {
 		v.endAt, v.endEvents, v.ended = v.Sim.Now(), v.Sim.Events(), true
+		v.endDiscards = discards(v.Ports)
 	}
+}
+
+// discards returns the data packets the ports have discarded as corrupted.
+func discards(ports []*link.Port) uint64 {
+	var n uint64
+	for _, p := range ports {
+		n += p.Errors.Packets
+	}
+	return n
+}
+
+// addLinkErrors adds the link-error totals of a run on lossy links
+// (link.ber > 0; a lossless run's results keep their keys): data packets
+// discarded up to where the workload finished, and flow-control packets
+// lost before then. Call it at the end, or after the run: a run that
+// settles for the checkers reports the same numbers.
+func (v *Simulation) addLinkErrors(m map[string]any) {
+	lossy := false
+	for _, p := range v.Ports {
+		lossy = lossy || p.Lossy()
+	}
+	if !lossy {
+		return
+	}
+	end := v.End()
+	data := discards(v.Ports)
+	if v.ended {
+		data = v.endDiscards
+	}
+	var fc uint64
+	for _, p := range v.Ports {
+		fc += p.FCErrorsBefore(end)
+	}
+	m["link_packet_errors"] = data
+	m["link_fc_errors"] = fc
+}
+
+// linkErrors returns every error the ports have counted so far.
+func linkErrors(ports []*link.Port) uint64 {
+	var n uint64
+	for _, p := range ports {
+		n += p.Errors.Packets + p.Errors.FCPackets
+	}
+	return n
 }
 
 // settle lets the run go on until the fabric is idle (Settled), then ends
@@ -125,21 +173,24 @@ func (v *Simulation) markEnd() {
 // and the credits those packets hold come back only after them. A fabric
 // still sending data after maxSettleWindows windows is not idle, and the
 // run ends unsettled (the checkers' idle-fabric checks do not apply).
+//
+// On lossy links (link.ber > 0) a quiet window must also pass without a
+// link error, and is one refresh period longer (lossyWindow).
 func (v *Simulation) settle() {
-	window := settleTime(v.Ports)
-	sent := v.dataPackets()
+	window := lossyWindow(v.Ports, settleTime(v.Ports))
+	sent, errs := v.dataPackets(), linkErrors(v.Ports)
 	windows := 1
 	var again func()
 	again = func() {
-		n := v.dataPackets()
-		if n == sent {
+		n, e := v.dataPackets(), linkErrors(v.Ports)
+		if n == sent && e == errs {
 			v.Settled = true // a quiet window: idle
 			return
 		}
 		if windows == maxSettleWindows {
 			return // still busy: ends unsettled
 		}
-		sent, windows = n, windows+1
+		sent, errs, windows = n, e, windows+1
 		v.Sim.StopAt(v.Sim.Now() + window)
 		v.Sim.AtLimit(again)
 	}
@@ -176,6 +227,38 @@ func settleTime(ports []*link.Port) ib.PS {
 		refresh = max(refresh, p.FCRefresh())
 	}
 	return refresh + 2*lat + ib.Microsecond
+}
+
+// setBitErrors gives every port's outgoing wire link.ber, each its own
+// stream from the run's seed and the port's name.
+func setBitErrors(cfg *Config, ports []*link.Port) {
+	if cfg.Link.BER == 0 {
+		return
+	}
+	for _, p := range ports {
+		p.SetBitErrorRate(cfg.Link.BER, cfg.Seed)
+	}
+}
+
+// lossyWindow returns the settle window of a fabric whose links may lose
+// packets: window (settleTime: refresh R + 2 × (L + S), L the longest
+// cable's latency, S a flow-control packet's wire time, + 1 µs) plus one
+// more R. Credits a discard took (before the window: no link error falls
+// in a quiet one) come back when the sender's next FC packet lands (its
+// refresh within R; nothing else is on a quiet wire but other VLs' FC
+// packets, 15 × S at most) and the receiver's answer lands, sent within
+// fc_min_interval ≤ R of its previous FC packet (or by its own refresh,
+// R apart): by 2R + 2(L + S) + 30 S, inside the window while 30 S < 1 µs
+// (S ≤ 24 ns, 6 bytes at SDR 1x: 720 ns). An FC packet lost before the
+// window is made good by the next refresh. A lossless fabric keeps window.
+func lossyWindow(ports []*link.Port, window ib.PS) ib.PS {
+	var refresh ib.PS
+	for _, p := range ports {
+		if p.Lossy() {
+			refresh = max(refresh, p.FCRefresh())
+		}
+	}
+	return window + refresh
 }
 
 // Run builds the design point's simulation, runs it and returns its metrics.
@@ -299,6 +382,7 @@ type streamRun struct {
 	stall1    ib.PS
 
 	delivered   int
+	discarded   int       // packets the link discarded as corrupted
 	windowBytes windowSum // payload bytes received in the window (pro rata, see windowOverlap)
 	timing      link.Timing
 	lat         workload.Latencies
@@ -336,7 +420,9 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.sink.Attach(r.rx)
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
 	link.Connect(r.tx, r.rx, timing)
+	setBitErrors(cfg, []*link.Port{r.tx, r.rx})
 	r.sink.OnDeliver = r.deliver
+	r.rx.OnDiscard = r.discard
 	s.StopAt(ib.FromNanoseconds(cfg.Sim.MaxTimeNs))
 
 	r.view = &Simulation{Sim: s, Ports: []*link.Port{r.tx, r.rx}, Blocks: []sim.Hookable{r.tx, r.rx, r.src, r.sink}}
@@ -386,7 +472,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"packets_sent":         sent,
 		"packets_delivered":    r.delivered,
 		"packets_dropped":      sent - r.delivered,
-		"drain_complete":       r.drained || (!r.saturate && r.delivered == sent),
+		"drain_complete":       r.drained || (!r.saturate && r.delivered+r.discarded == sent),
 		"credit_stall_ns":      stall.Nanoseconds(),
 		"rx_buffer_peak_bytes": peakBytes(r.rx),
 		"sim_time_ns":          endAt.Nanoseconds(),
@@ -403,6 +489,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		m["goodput_gbps"] = 0.0
 		m["wire_utilization"] = 0.0
 	}
+	r.view.addLinkErrors(m)
 	return m, nil
 }
 
@@ -425,7 +512,19 @@ func (r *streamRun) deliver(pkt *ib.Packet, tail ib.PS) {
 			r.lat.Add(tail - pkt.InjectAt)
 		}
 	}
-	if r.src.Done() && r.delivered == r.src.Sent() && !r.drained {
+	r.landed()
+}
+
+// discard counts a packet the link lost: it landed, as far as the drain is
+// concerned.
+func (r *streamRun) discard(_ *link.Port, _ *ib.Packet) {
+	r.discarded++
+	r.landed()
+}
+
+// landed finishes a run of N packets when the last one has landed.
+func (r *streamRun) landed() {
+	if r.src.Done() && r.delivered+r.discarded == r.src.Sent() && !r.drained {
 		r.finish()
 	}
 }
@@ -444,7 +543,7 @@ func (r *streamRun) HandleEvent(ev *components.Event) {
 		r.fc1 = r.tx.Stats.FCPackets
 		r.stall1 = r.src.CreditStallAt(r.s.Now())
 		r.src.StopInjecting()
-		if r.delivered == r.src.Sent() {
+		if r.delivered+r.discarded == r.src.Sent() {
 			r.finish()
 			return
 		}

@@ -27,6 +27,8 @@ type synthRun struct {
 	stopped bool
 	view    *Simulation
 	check   bool
+	// settleErrs: the link errors when a partitioned run started to settle.
+	settleErrs uint64
 }
 
 // synthPart is one partition's share of a synthetic run (the whole run when
@@ -40,6 +42,7 @@ type synthPart struct {
 	switches []*switchasic.Switch
 
 	injected, delivered     uint64
+	discarded               uint64    // endpoint packets links discarded as corrupted
 	measuredOut, measuredIn uint64    // measured packets injected / delivered
 	windowWireBytes         windowSum // wire bytes received in the window (pro rata)
 	windowPayload           windowSum
@@ -90,13 +93,18 @@ func (r *synthRun) finish() {
 		end = max(end, p.lastDeliver)
 	}
 	r.view.endAt, r.view.endEvents, r.view.ended = end, r.group.Events(), true
+	// Every packet has landed: no link discards a data packet after end.
+	r.view.endDiscards = discards(r.view.Ports)
 	if !r.check {
 		r.group.Stop()
 		return
 	}
 	// Checkers want every credit back: run on until the fabric settles.
+	// One window, which on lossy links must pass without a link error
+	// (runSynthetic checks; Simulation.settle says why).
 	r.view.Settled = true
-	r.group.StopAt(end + settleTime(r.view.Ports))
+	r.settleErrs = linkErrors(r.view.Ports)
+	r.group.StopAt(end + lossyWindow(r.view.Ports, settleTime(r.view.Ports)))
 }
 
 const (
@@ -156,6 +164,11 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e.OnDeliver = p.deliver
 		e.OnInject = p.inject
 	}
+	if cfg.Link.BER > 0 {
+		for i, port := range net.Ports {
+			port.OnDiscard = r.parts[part[net.portNode[i]]].discard
+		}
+	}
 	r.t0 = ib.FromNanoseconds(w.WarmupNs)
 	r.t1, _ = cfg.MeasureEnd()
 	r.drainCap = ib.FromNanoseconds(w.DrainNs)
@@ -214,6 +227,11 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 		if err := r.group.Run(); err != nil {
 			return nil, err
+		}
+		if r.view.Settled && linkErrors(r.view.Ports) != r.settleErrs {
+			// A link error in the settle window: credits may still be
+			// coming back, so the idle-fabric checks do not apply.
+			r.view.Settled = false
 		}
 	}
 	return r.metrics(cfg, timing.DataRateBps()), nil
@@ -295,6 +313,9 @@ func (r *synthRun) settled() bool {
 		in += p.injected
 		out += p.delivered
 	}
+	for _, p := range r.parts {
+		out += p.discarded
+	}
 	return in == out && r.queuedMeasured() == 0
 }
 
@@ -320,6 +341,17 @@ func (p *synthPart) deliver(pkt *ib.Packet, tail ib.PS) {
 	}
 	// Serial: the run ends at the delivery that drains it. Partitioned: at
 	// the next barrier (synthRun.barrier).
+	if r.group == nil && r.stopped && !r.drained && r.settled() {
+		r.finish()
+	}
+}
+
+// discard counts a packet a link discarded as corrupted: it landed, for the
+// drain, and is lost (packets_dropped counts the measured ones).
+func (p *synthPart) discard(_ *link.Port, _ *ib.Packet) {
+	r := p.r
+	p.discarded++
+	p.lastDeliver = p.s.Now()
 	if r.group == nil && r.stopped && !r.drained && r.settled() {
 		r.finish()
 	}
@@ -470,6 +502,9 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	m["block_hops"] = blockHops
 	r.switchMetrics(m)
+	if r.view != nil {
+		r.view.addLinkErrors(m)
+	}
 	return m
 }
 

@@ -225,6 +225,10 @@ func BuildPerftest(run PerftestRun) (*Perftest, error) {
 	}
 	s := components.NewSim()
 	a, b := hca.BackToBack(s, run.Link, run.HCA, run.HCA)
+	if ber := run.Link.BER; ber > 0 {
+		a.Port.SetBitErrorRate(ber, run.Seed)
+		b.Port.SetBitErrorRate(ber, run.Seed)
+	}
 	return &Perftest{p: newPerftest(run, s, a, b), rebuild: func() (*Perftest, error) { return BuildPerftest(run) }}, nil
 }
 
