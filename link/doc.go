@@ -12,4 +12,11 @@
 // per-VL credit senders (package credit) for the peer's receive buffers, and
 // the per-VL receive-buffer accounting whose free space it advertises back in
 // flow-control packets that travel on the reverse wire with the same latency.
+//
+// A port's outgoing wire may corrupt packets at a post-FEC bit error rate
+// (SetBitErrorRate, link.ber): one draw per packet from the port's own
+// stream. The receiver discards a corrupted data packet at its tail (no
+// buffer, no credit, the owner never sees it) and ignores a corrupted
+// flow-control packet; ABR resynchronises to the sender's FCTBS at its next
+// flow-control packet (docs/fabric.md, "Link errors").
 package link

@@ -251,3 +251,19 @@ func compareWithPerOutputRoundRobin(t *testing.T, name string, iterations int) (
 	}
 	return rounds, differ, grants
 }
+
+// TestBitErrorsLeaveTheRTL: link.ber is the channel's, not the blocks': a
+// lossy design emits the very files of the lossless one.
+func TestBitErrorsLeaveTheRTL(t *testing.T) {
+	sets := []string{fifo, "switch.vl_buffer_bytes=16640"}
+	clean, err := LoadDesign("ndr.yaml", sets)
+	require.NoError(t, err)
+	lossy, err := LoadDesign("ndr.yaml", append(sets, "link.ber=1e-6"))
+	require.NoError(t, err)
+	a, err := Emit(clean, "test")
+	require.NoError(t, err)
+	b, err := Emit(lossy, "test")
+	require.NoError(t, err)
+	require.NotEmpty(t, a)
+	assert.Equal(t, a, b)
+}
