@@ -108,18 +108,19 @@ type Device struct {
 	stageValid, stageReady [NumStages]int64
 	stageTrace             bool // EnableStageTrace was called
 
-	Name string
-	LID  uint16
-	// DataVL is the VL the port sends every packet on: the port's SL-to-VL
-	// table's entry for SL 0, the SL every packet of this HCA carries (a CA
-	// port maps SL to VL as a switch port does; OpenSM programs it alike).
-	DataVL uint8
-	Cfg    Config
-	Mem    *HostMemory
-	Alloc  *Allocator
-	PCIe   *PCIe
-	Keys   KeyTable
-	Port   *link.Port
+	Name  string
+	LID   uint16
+	Cfg   Config
+	Mem   *HostMemory
+	Alloc *Allocator
+	PCIe  *PCIe
+	Keys  KeyTable
+	Port  *link.Port
+
+	// sl2vl is the port's SL-to-VL table (SetPortQoS): a QP's packets go on
+	// the VL its SL maps to (a CA port maps SL to VL as a switch port does;
+	// OpenSM programs it alike). The zero table puts every SL on VL 0.
+	sl2vl [16]uint8
 
 	s        *components.Sim
 	cycle    ib.PS
@@ -140,14 +141,16 @@ type Device struct {
 	// walks only its members and picks exactly what the scan would.
 	mayWork []uint64
 
-	reqQ, respQ txQueue
-	txBufUsed   int   // wire bytes in reqQ
-	wakeAt      ib.PS // an evTrySend is queued for this time (0 = none)
-	schedAt     ib.PS // an evSchedule is queued for this time (0 = none)
-	rxPending   int   // packets between tail arrival and processing
-	cqeQ        []pendingCQE
-	memQ        []memWrite
-	cpuFreeAt   ib.PS // the application thread is busy until then
+	// tx is the transmit side per data VL (txarb.go): each VL's request
+	// and response queues and its share of the transmit buffer, so a VL
+	// short of credits holds back only its own packets.
+	tx        txPort
+	wakeAt    ib.PS // an evTrySend is queued for this time (0 = none)
+	schedAt   ib.PS // an evSchedule is queued for this time (0 = none)
+	rxPending int   // packets between tail arrival and processing
+	cqeQ      []pendingCQE
+	memQ      []memWrite
+	cpuFreeAt ib.PS // the application thread is busy until then
 
 	// DropAcks makes the device discard the next n ACKs it receives: the
 	// fault-injection hook for the retry test.
@@ -376,50 +379,63 @@ func (d *Device) wake(t ib.PS) {
 	d.at(t, evTrySend)
 }
 
-// trySend puts the next ready packet on the wire: responses and ACKs
-// first, then requests, each queue in order.
+// trySend puts the next ready packet on the wire. Each VL offers one head
+// packet: its response queue's if that is ready (responses and ACKs go
+// first), else its request queue's. Of the VLs whose head is ready and has
+// credits the port's VL arbiter picks one (txPort.pick), so a VL waiting
+// for credits never holds another VL's packets back.
 func (d *Device) trySend() {
+	limit := d.Cfg.TxBufferBytes
+next:
 	for {
 		now := d.s.Now()
-		if d.reqQ.len() > 0 && d.reqQ.peek().pkt == nil && d.reqQ.peek().readyAt <= now {
-			// A UD completion marker: no packet, just the CQE in order.
-			e := d.reqQ.pop()
-			d.sendCompletion(e.qp, Completion{WQE: *e.udWQE, Status: e.udStatus}, now)
-			continue
+		for m := d.tx.used; m != 0; m &= m - 1 {
+			v := &d.tx.vl[bits.TrailingZeros16(m)]
+			for v.req.len() > 0 && v.req.peek().pkt == nil && v.req.peek().readyAt <= now {
+				// A UD completion marker: no packet, just the CQE in order.
+				e := v.req.pop()
+				d.sendCompletion(e.qp, Completion{WQE: *e.udWQE, Status: e.udStatus}, now)
+			}
 		}
 		if d.Port == nil || !d.Port.Idle() {
 			return
 		}
-		var q *txQueue
-		if d.respQ.len() > 0 && d.respQ.peek().readyAt <= now {
-			q = &d.respQ
-		} else if d.reqQ.len() > 0 && d.reqQ.peek().readyAt <= now {
-			q = &d.reqQ
+		// ready: VLs whose head may start now; wait: the earliest time a
+		// VL with no head ready yet will have one.
+		var ready uint16
+		wait := ib.PS(-1)
+		for m := d.tx.used; m != 0; m &= m - 1 {
+			vl := bits.TrailingZeros16(m)
+			q := d.tx.vl[vl].head(now)
+			if q == nil {
+				wait = d.tx.vl[vl].nextReady(wait)
+				continue
+			}
+			e := q.peek()
+			if e.readRes != 0 && e.pkt == nil {
+				if !e.qp.resp.Replying(e.readRes - 1) {
+					q.pop() // the QP was reset since: its reply went with it
+					continue next
+				}
+				d.nextReadResponse(e)
+			}
+			if d.Port.HasCredits(vl, e.pkt.Credits()) {
+				ready |= 1 << uint(vl)
+			}
 		}
-		if q == nil {
-			next := ib.PS(-1)
-			if d.respQ.len() > 0 {
-				next = d.respQ.peek().readyAt
-			}
-			if d.reqQ.len() > 0 && (next < 0 || d.reqQ.peek().readyAt < next) {
-				next = d.reqQ.peek().readyAt
-			}
-			if next > now {
-				d.wake(next)
+		if ready == 0 {
+			// Credits call again through PortReady; a head not yet ready
+			// needs a wake-up.
+			if wait > now {
+				d.wake(wait)
 			}
 			return
 		}
+		portVLs := d.Port.VLs()
+		vl := d.tx.pick(ready, portVLs)
+		tv := &d.tx.vl[vl]
+		q := tv.head(now)
 		e := q.peek()
-		if e.readRes != 0 && e.pkt == nil {
-			if !e.qp.resp.Replying(e.readRes - 1) {
-				q.pop() // the QP was reset since: its reply went with it
-				continue
-			}
-			d.nextReadResponse(e)
-		}
-		if !d.Port.CanSend(e.pkt) {
-			return // credits: PortReady calls again
-		}
 		var entry txEntry
 		if e.readRes != 0 {
 			entry = *e
@@ -440,13 +456,14 @@ func (d *Device) trySend() {
 		pkt.ICRC = ib.ComputeICRC(pkt)
 		d.tracePacket(components.TraceInject, pkt)
 		d.Port.Send(pkt)
+		d.tx.commit(vl, pkt.Credits(), portVLs)
 		d.Counters.PayloadTx += int64(pkt.PayloadLen)
 		if entry.udWQE != nil {
 			d.sendCompletion(entry.qp, Completion{WQE: *entry.udWQE, Status: WCSuccess}, now)
 		}
-		if q == &d.reqQ {
+		if q == &tv.req {
 			d.Counters.ReqPackets++
-			d.txBufUsed -= pkt.WireBytes()
+			d.tx.freed(vl, pkt.WireBytes(), limit)
 			if tl := d.Timeline; tl != nil && tl.dev == d && tl.matchesRequest(pkt) && tl.WireStart == 0 {
 				tl.WireStart = now
 			}
@@ -455,6 +472,30 @@ func (d *Device) trySend() {
 			d.Counters.RespPackets++
 		}
 	}
+}
+
+// head returns the queue whose head packet the VL offers now: the
+// response queue's if ready, else the request queue's if ready, else nil.
+func (v *txVL) head(now ib.PS) *txQueue {
+	if v.resp.len() > 0 && v.resp.peek().readyAt <= now {
+		return &v.resp
+	}
+	if v.req.len() > 0 && v.req.peek().readyAt <= now {
+		return &v.req
+	}
+	return nil
+}
+
+// nextReady returns the earlier of t (−1: none) and the time the VL's
+// first queued head becomes ready.
+func (v *txVL) nextReady(t ib.PS) ib.PS {
+	if v.resp.len() > 0 && (t < 0 || v.resp.peek().readyAt < t) {
+		t = v.resp.peek().readyAt
+	}
+	if v.req.len() > 0 && (t < 0 || v.req.peek().readyAt < t) {
+		t = v.req.peek().readyAt
+	}
+	return t
 }
 
 // newPacket returns a packet addressed to qp's peer.
@@ -467,19 +508,20 @@ func (d *Device) newPacket(qp *QP) *ib.Packet {
 // address fills pkt's addressing to qp's peer.
 func (d *Device) address(pkt *ib.Packet, qp *QP) {
 	pkt.SLID, pkt.DLID = d.LID, qp.remoteLID
-	pkt.VL = d.DataVL
+	pkt.SL, pkt.VL = qp.sl, qp.vl
 	pkt.DestQP = qp.remoteQPN
 	pkt.InjectAt = d.s.Now()
 }
 
 // schedule grants request packets to QPs with work, round robin, while the
-// transmit buffer has room. A grant issues the payload's DMA read (or takes
+// transmit buffer has room: each VL has hca.tx_buffer_bytes of it, and a
+// QP whose VL's share is full is passed over (txPort). A grant issues the payload's DMA read (or takes
 // inline data from the WQE), then the packet is built by the transport
 // stage and queued for the wire.
 func (d *Device) schedule() {
 	now := d.s.Now()
 grants:
-	for d.txBufUsed < d.Cfg.TxBufferBytes {
+	for d.tx.anyRoom() {
 		qp := d.pickQP(now)
 		if qp == nil {
 			break
@@ -536,8 +578,7 @@ grants:
 				tl.Granted, tl.DMAReadDone, tl.TxReady = now, dmaDone, ready
 			}
 		}
-		d.reqQ.push(txEntry{pkt: pkt, readyAt: ready, qp: qp})
-		d.txBufUsed += pkt.WireBytes()
+		d.tx.pushReq(qp.vl, txEntry{pkt: pkt, readyAt: ready, qp: qp}, d.Cfg.TxBufferBytes)
 		if !qp.timerArmed {
 			d.armTimer(qp)
 		}
@@ -560,7 +601,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 		}
 		qp.State = QPErr
 		qp.udPending = qp.udPending[1:]
-		d.reqQ.push(txEntry{readyAt: now, qp: qp, udWQE: &w, udStatus: st})
+		d.tx.pushReq(qp.vl, txEntry{readyAt: now, qp: qp, udWQE: &w, udStatus: st}, d.Cfg.TxBufferBytes)
 		d.wake(now)
 		return true
 	}
@@ -577,7 +618,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	pkt := d.s.NewPacket()
 	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
-	pkt.VL = d.DataVL
+	pkt.SL, pkt.VL = qp.sl, qp.vl
 	pkt.InjectAt = now
 	pkt.Opcode = ib.UDSendOnly
 	if w.Opcode == WRSendImm {
@@ -607,8 +648,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	wqe := w
 	qp.udPending = qp.udPending[1:]
-	d.reqQ.push(txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe})
-	d.txBufUsed += pkt.WireBytes()
+	d.tx.pushReq(qp.vl, txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe}, d.Cfg.TxBufferBytes)
 	if ready > now {
 		d.wake(ready)
 	}
@@ -639,6 +679,12 @@ laps:
 				}
 				qp := d.qps[i]
 				if qp.sendable(now) {
+					if !d.tx.roomFor(qp.vl) {
+						// Its VL's share of the transmit buffer is
+						// full: it stays a member until a packet of
+						// that VL leaves and the scheduler runs again.
+						continue
+					}
 					picked = qp
 					if d.rr = i + 1; d.rr == len(d.qps) {
 						d.rr = 0
@@ -695,16 +741,17 @@ var pickCheck func(d *Device, rr int, now ib.PS, picked *QP)
 // purge drops qp's queued request packets after a go-back-N rewind: they
 // will be rebuilt from the rewound PSN.
 func (d *Device) purge(qp *QP) {
-	kept := d.reqQ.items[:d.reqQ.head]
-	for _, e := range d.reqQ.items[d.reqQ.head:] {
+	q := &d.tx.vl[qp.vl].req
+	kept := q.items[:q.head]
+	for _, e := range q.items[q.head:] {
 		if e.qp == qp {
-			d.txBufUsed -= e.pkt.WireBytes()
+			d.tx.freed(int(qp.vl), e.pkt.WireBytes(), d.Cfg.TxBufferBytes)
 			d.s.FreePacket(e.pkt)
 			continue
 		}
 		kept = append(kept, e)
 	}
-	d.reqQ.items = kept
+	q.items = kept
 }
 
 // ---- retry timer ----

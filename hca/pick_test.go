@@ -34,7 +34,7 @@ func scanPick(d *Device, rr int, now ib.PS) *QP {
 		if qp.UD {
 			work = (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
 		}
-		if work {
+		if work && d.tx.roomFor(qp.vl) {
 			return qp
 		}
 	}

@@ -35,7 +35,7 @@ func (d *Device) sendAck(qp *QP, t ib.PS, syn uint8, psn, msn uint32) {
 	p.PSN = psn
 	p.AETH = ib.AETH{Syndrome: syn, MSN: msn}
 	ready := d.stages[StageTransportTx].accept(t, 0)
-	d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
+	d.tx.vl[qp.vl].resp.push(txEntry{pkt: p, readyAt: ready, qp: qp})
 	if syn&synTypeMask == SynACK {
 		d.Counters.Acks++
 		d.trace(components.TraceAck, qp.Num, components.IntField("psn", int64(psn)), components.IntField("msn", int64(msn)))
@@ -156,14 +156,14 @@ func (d *Device) fetchRead(qp *QP, t ib.PS, a RespAction) {
 		seq[k] = first + uint64(k-a.FetchLo)
 	}
 	e := txEntry{readyAt: ready[p], qp: qp, readRes: a.ReadRes + 1}
-	d.respQ.push(e)
+	d.tx.vl[qp.vl].resp.push(e)
 	d.wake(e.readyAt)
 }
 
 // dropReply takes resource slot's queued reply out of the response queue
 // (with the response built for it, if one waits for credits).
 func (d *Device) dropReply(qp *QP, slot int) {
-	q := &d.respQ
+	q := &d.tx.vl[qp.vl].resp
 	kept := q.items[:q.head]
 	for _, e := range q.items[q.head:] {
 		if e.qp == qp && e.readRes == slot+1 {
@@ -222,7 +222,7 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 	p.AETH = ib.AETH{Syndrome: SynACKNoLimit, MSN: qp.resp.MSN()}
 	p.AtomicAck = orig
 	ready := d.stages[StageTransportTx].accept(done, 0)
-	d.respQ.push(txEntry{pkt: p, readyAt: ready, qp: qp})
+	d.tx.vl[qp.vl].resp.push(txEntry{pkt: p, readyAt: ready, qp: qp})
 	d.wake(ready)
 }
 

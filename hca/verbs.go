@@ -71,6 +71,10 @@ type QP struct {
 	readData  [][]byte
 	remoteLID uint16
 	remoteQPN uint32
+	// sl is the service level of the QP's address vector (ModifyQP to RTR:
+	// ibv_qp_attr.ah_attr.sl, perftest --sl), carried in every packet's LRH;
+	// vl the data VL the port's SL-to-VL table maps it to.
+	sl, vl uint8
 
 	// UD: no connection, no ACKs. QKey is the QP's Q_Key; udPending the
 	// checked WQEs waiting for the scheduler; udPSN the next BTH PSN.
@@ -180,6 +184,10 @@ type QPAttr struct {
 	DestQPN uint32 // RTR
 	RQPSN   uint32 // RTR: first PSN expected
 	SQPSN   uint32 // RTS: first PSN sent
+	// SL is the service level of the address vector (RTR), 0..15. A UD
+	// QP's datagrams all carry it: the model gives a UD QP one address
+	// vector SL, as perftest's single address handle has.
+	SL uint8
 }
 
 // ModifyQP moves qp through RESET → INIT → RTR → RTS, or to ERR (which
@@ -199,6 +207,9 @@ func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
 		}
 		if !ib.ValidMTU(a.MTU) {
 			return fmt.Errorf("qp 0x%x: path mtu %d is not an IB MTU (256, 512, 1024, 2048, 4096)", qp.Num, a.MTU)
+		}
+		if err := d.setSL(qp, a.SL); err != nil {
+			return err
 		}
 		if qp.UD {
 			qp.udMTU = a.MTU // UD has no peer: the MTU bounds each message
@@ -237,8 +248,40 @@ func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
 	return nil
 }
 
-// ConnectRC takes two RESET QPs to RTS facing each other.
+// setSL gives qp service level sl and the VL the port maps it to; a VL the
+// port cannot send on (15, or beyond its VLs) is refused, as a port drops
+// packets on such a VL.
+func (d *Device) setSL(qp *QP, sl uint8) error {
+	if sl > 15 {
+		return fmt.Errorf("qp 0x%x: SL %d is not a service level (0 to 15)", qp.Num, sl)
+	}
+	vl := d.sl2vl[sl]
+	if vl == ib.ManagementVL {
+		return fmt.Errorf("qp 0x%x: SL %d maps to VL 15 (drop) in %s's SL-to-VL table; a data SL needs a data VL", qp.Num, sl, d.Name)
+	}
+	if d.Port != nil && int(vl) >= d.Port.VLs() {
+		return fmt.Errorf("qp 0x%x: SL %d maps to VL %d, but %s has %d data VLs", qp.Num, sl, vl, d.Port.Name, d.Port.VLs())
+	}
+	qp.sl, qp.vl = sl, vl
+	d.tx.used |= 1 << vl
+	return nil
+}
+
+// SL returns the QP's service level (0 before RTR).
+func (qp *QP) SL() uint8 { return qp.sl }
+
+// VL returns the data VL the QP's packets go on.
+func (qp *QP) VL() uint8 { return qp.vl }
+
+// ConnectRC takes two RESET QPs to RTS facing each other, on SL 0.
 func ConnectRC(a, b *QP, mtu int, psnA, psnB uint32) error {
+	return ConnectRCSL(a, b, mtu, psnA, psnB, 0)
+}
+
+// ConnectRCSL takes two RESET QPs to RTS facing each other with service
+// level sl in both address vectors (perftest --sl gives both sides the
+// same SL), so requests and responses travel on sl.
+func ConnectRCSL(a, b *QP, mtu int, psnA, psnB uint32, sl uint8) error {
 	for _, x := range []struct {
 		qp, peer *QP
 		sq, rq   uint32
@@ -246,7 +289,7 @@ func ConnectRC(a, b *QP, mtu int, psnA, psnB uint32) error {
 		d := x.qp.dev
 		for _, attr := range []QPAttr{
 			{State: QPInit},
-			{State: QPRTR, MTU: mtu, DestLID: x.peer.dev.LID, DestQPN: x.peer.Num, RQPSN: x.rq},
+			{State: QPRTR, MTU: mtu, DestLID: x.peer.dev.LID, DestQPN: x.peer.Num, RQPSN: x.rq, SL: sl},
 			{State: QPRTS, SQPSN: x.sq},
 		} {
 			if err := d.ModifyQP(x.qp, attr); err != nil {
