@@ -12,7 +12,8 @@ import (
 // metrics carry nccl-tests' algbw and busbw.
 func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	run := workload.CollectiveRun{Op: cfg.Workload.Kind, Bytes: int64(cfg.Workload.Size), MTU: cfg.Link.MTU,
-		Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs, SliceBytes: cfg.Workload.SliceBytes, ReduceGBps: cfg.Workload.ReduceGBps}
+		Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs, SliceBytes: cfg.Workload.SliceBytes, ReduceGBps: cfg.Workload.ReduceGBps,
+		SL: cfg.Workload.SL}
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}

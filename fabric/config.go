@@ -115,20 +115,23 @@ func (c *Config) Validate() error {
 	if err := c.Workload.Validate("workload"); err != nil {
 		return err
 	}
-	// Back to back, a collective's HCA ports map SL 0 through the same table
-	// (fabric.NewHCAHost); a perftest's two HCAs send on VL 0 whatever it says.
-	if c.Topology.Kind != "back-to-back" || c.Workload.Kind == "allreduce" || c.Workload.Kind == "alltoall" {
-		// Only the SLs packets carry (wireSLs) are checked: an HCA-driven
-		// run without background traffic never sends on workload.sl, so its
-		// SL is not blamed for the HCAs' SL 0. Workload.Validate has checked
-		// the SL is 0..15.
+	// Back to back, a collective's HCA ports map workload.sl through the
+	// same table (fabric.NewHCAHost), and so do a perftest's on any SL but
+	// 0; on SL 0 its two HCAs send on VL 0 whatever the table says.
+	if c.Topology.Kind != "back-to-back" || c.Workload.Kind != "perftest" || c.Workload.SL != 0 {
+		// Only the SLs packets carry (wireSLs) are checked. Workload.Validate
+		// has checked the SLs are 0..15.
 		t := c.Switch.SL2VLTable()
+		w := &c.Workload
 		for _, sl := range c.wireSLs() {
 			if t[sl] != ib.ManagementVL {
 				continue
 			}
-			if hcaDriven(c.Workload.Kind) && sl == 0 {
-				return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0, so every packet they send would be dropped; map SL 0 to a data VL (below switch.vls %d)", c.Workload.Kind, c.Switch.VLs)
+			if hcaDriven(w.Kind) && int(sl) == w.SL && sl == 0 {
+				return fmt.Errorf("switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind %s send on SL 0 (workload.sl), so every packet they send would be dropped; map SL 0 to a data VL (below switch.vls %d)", w.Kind, c.Switch.VLs)
+			}
+			if int(sl) != w.SL {
+				return fmt.Errorf("workload.background_sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every background packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
 			}
 			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
 		}
@@ -235,24 +238,20 @@ func (c *Config) windowEnd() (end ib.PS, ok bool) {
 	return ib.FromNanoseconds(w.WarmupNs) + ib.FromNanoseconds(w.MeasureNs), true
 }
 
-// hcaDriven reports whether a workload kind runs on HCAs, which send every
-// packet on SL 0 (workload.sl is the background traffic's, for perftest).
+// hcaDriven reports whether a workload kind runs on HCAs, whose QPs send
+// on workload.sl.
 func hcaDriven(kind string) bool {
 	return kind == "perftest" || kind == "allreduce" || kind == "alltoall"
 }
 
-// wireSLs returns the service levels the run's packets carry: the workload's
-// SL for packet endpoints, SL 0 for HCAs, and both for a perftest with
-// background traffic.
+// wireSLs returns the service levels the run's packets carry: workload.sl,
+// and for a perftest with background traffic on another SL that one too.
 func (c *Config) wireSLs() []uint8 {
 	w := &c.Workload
-	if !hcaDriven(w.Kind) {
-		return []uint8{uint8(w.SL)}
+	if bg := w.BackgroundServiceLevel(); w.Kind == "perftest" && w.Background && bg != w.SL {
+		return []uint8{uint8(w.SL), uint8(bg)}
 	}
-	if w.Kind == "perftest" && w.Background && w.SL != 0 {
-		return []uint8{0, uint8(w.SL)}
-	}
-	return []uint8{0}
+	return []uint8{uint8(w.SL)}
 }
 
 func isSynthetic(kind string) bool {

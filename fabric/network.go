@@ -61,22 +61,20 @@ func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 }
 
 // slFlows returns which of a fabric's hosts send to one another on which
-// SL: every host on workload.sl for synthetic traffic, every host on SL 0
-// for a collective; a perftest's two HCAs (the first and last host) on
-// SL 0, and with background traffic the hosts between them on workload.sl.
+// SL: every host on workload.sl for synthetic traffic and collectives; a
+// perftest's two HCAs (the first and last host) on workload.sl, and with
+// background traffic the hosts between them on workload.background_sl.
 func (c *Config) slFlows(hosts int) []slHosts {
 	w := &c.Workload
 	switch w.Kind {
-	case "allreduce", "alltoall":
-		return []slHosts{{sl: 0}}
 	case "perftest":
-		flows := []slHosts{{sl: 0, hosts: []int{0, hosts - 1}}}
+		flows := []slHosts{{sl: uint8(w.SL), hosts: []int{0, hosts - 1}}}
 		if w.Background && hosts > 2 {
 			bg := make([]int, hosts-2)
 			for i := range bg {
 				bg[i] = i + 1
 			}
-			flows = append(flows, slHosts{sl: uint8(w.SL), hosts: bg})
+			flows = append(flows, slHosts{sl: uint8(w.BackgroundServiceLevel()), hosts: bg})
 		}
 		return flows
 	}
@@ -84,11 +82,16 @@ func (c *Config) slFlows(hosts int) []slHosts {
 }
 
 // pairDropMessage says why the run sends on the SL a switch.sl2vl_pairs
-// entry drops: the HCAs' SL 0, or workload.sl.
+// entry drops: workload.sl (the HCAs' or the packet endpoints'), or a
+// perftest's background on workload.background_sl.
 func (c *Config) pairDropMessage(e *PairDropError) string {
+	w := &c.Workload
 	why := fmt.Sprintf("workload.sl %d", e.SL)
-	if e.SL == 0 && hcaDriven(c.Workload.Kind) {
-		why = fmt.Sprintf("the HCAs of workload.kind %s send on SL 0", c.Workload.Kind)
+	switch {
+	case w.Kind == "perftest" && w.Background && int(e.SL) != w.SL:
+		why = fmt.Sprintf("the background's workload.background_sl %d", e.SL)
+	case e.SL == 0 && hcaDriven(w.Kind):
+		why = fmt.Sprintf("the HCAs of workload.kind %s send on SL 0", w.Kind)
 	}
 	return fmt.Sprintf("switch.sl2vl_pairs[%d].sl2vl[%d]: SL %d maps to VL 15 (drop) on %s from port %d to port %d, which the route from %s to %s takes on SL %d (%s), so the switch would drop those packets; map SL %d to a data VL (below switch.vls %d) on that pair, or leave the pair out of the entry",
 		e.Rule, e.SL, e.SL, e.Switch, e.In, e.Out, e.Src, e.Dst, e.SL, why, e.SL, c.Switch.VLs)

@@ -159,11 +159,18 @@ func settlePerftest(cfg *Config, view *Simulation, bg *synthRun) {
 // perftestRun is the perftest a config describes.
 func perftestRun(cfg *Config) workload.PerftestRun {
 	w := cfg.Workload
-	return workload.PerftestRun{
+	run := workload.PerftestRun{
 		Link: cfg.Link, HCA: cfg.HCA, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
 		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
-		Connection: w.Connection,
+		Connection: w.Connection, SL: w.SL,
 	}
+	if cfg.Topology.Kind == KindBackToBack && w.SL != 0 {
+		// Back to back on SL 0 the two ports keep one data VL, as they
+		// always had (so such runs are unchanged); on another SL they get
+		// the fabric's VLs, SL-to-VL table and VL arbitration.
+		run.VLs, run.QoS = cfg.Switch.VLs, PortQoS(&cfg.Switch)
+	}
+	return run
 }
 
 // buildFabricPerftest builds the configured fabric with HCAs on its first and
@@ -245,8 +252,9 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range bg.eps {
 		e.LIDOf = func(h int) uint16 { return net.HostLID(h + 1) }
-		e.SL = uint8(w.SL)
-		e.VL = sl2vl[w.SL]
+		bgSL := w.BackgroundServiceLevel()
+		e.SL = uint8(bgSL)
+		e.VL = sl2vl[bgSL]
 		e.OnDeliver = bg.parts[0].deliver
 		e.OnInject = bg.parts[0].inject
 	}

@@ -106,7 +106,7 @@ func TestPerftestBackgroundPatternErrors(t *testing.T) {
 
 // TestHCAsSendOnTheirSLsVL: an HCA port maps SL to VL as a switch port does
 // (IBA's SLtoVLMappingTable exists on CA ports too; OpenSM programs both
-// from one QoS table). HCAs send every packet on SL 0, so with
+// from one QoS table). The HCAs' QPs send on workload.sl, 0 here, so with
 // switch.sl2vl putting SL 0 on VL 1 every packet on every link — the
 // hosts' links included, which used to carry them on VL 0 — is on VL 1, and
 // the run still completes with its data verified.

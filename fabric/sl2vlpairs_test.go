@@ -241,7 +241,7 @@ func TestSL2VLPairsErrors(t *testing.T) {
 		// Host[0] as destination first: from Host[7] the route climbs to
 		// Spine[0] (LID 1's up-port, as above) and enters Leaf[0] on its
 		// port 3, which faces Spine[0], bound for port 1.
-		{"HCAs' SL 0", []string{"workload.kind=perftest", pairs("{in: up, out: host, sl2vl: " + sl2vlList(0, 15) + "}")},
+		{"HCAs' SL 0", []string{"workload.kind=perftest", "workload.sl=0", pairs("{in: up, out: host, sl2vl: " + sl2vlList(0, 15) + "}")},
 			"switch.sl2vl_pairs[0].sl2vl[0]: SL 0 maps to VL 15 (drop) on Fabric.Leaf[0] from port 3 to port 1, which the route from Fabric.Host[7] to Fabric.Host[0] takes on SL 0 (the HCAs of workload.kind perftest send on SL 0), so the switch would drop those packets; map SL 0 to a data VL (below switch.vls 2) on that pair, or leave the pair out of the entry", false},
 	}
 	for _, tc := range tests {

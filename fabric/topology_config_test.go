@@ -216,55 +216,64 @@ func TestRefreshMustLeaveTheWire(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-// TestHCASL0ToDropVLRefused: HCAs send every packet on SL 0 (workload.sl is
-// only the perftest background's), so a switch.sl2vl that drops SL 0 would
-// lose every perftest or collective packet, and the run would only end at
-// sim.max_time_ns with nothing completed. It is refused before the run,
-// whatever workload.sl says; the deadlock check follows SL 0 for the HCAs.
-func TestHCASL0ToDropVLRefused(t *testing.T) {
+// TestHCASLToDropVLRefused: HCAs send on workload.sl (perftest --sl,
+// NCCL_IB_SL), and a perftest's background on workload.background_sl (or
+// workload.sl); an SL the run sends on that switch.sl2vl maps to VL 15 is
+// refused on one line naming the key that chose that SL.
+func TestHCASLToDropVLRefused(t *testing.T) {
 	drop0 := "switch.sl2vl=[15,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
-	base := []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "switch.vls=2",
-		"hca.profile=cx7", "workload.sl=1", drop0}
+	drop1 := "switch.sl2vl=[0,15,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
+	base := []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "switch.vls=2", "hca.profile=cx7"}
 	for _, kind := range []string{"perftest", "allreduce", "alltoall"} {
-		_, err := Load(nil, append(base, "workload.kind="+kind))
+		_, err := Load(nil, append(base, "workload.kind="+kind, drop0))
 		assert.EqualError(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind "+kind+
-			" send on SL 0, so every packet they send would be dropped; map SL 0 to a data VL (below switch.vls 2)")
+			" send on SL 0 (workload.sl), so every packet they send would be dropped; map SL 0 to a data VL (below switch.vls 2)")
+		_, err = Load(nil, append(base, "workload.kind="+kind, drop1, "workload.sl=1"))
+		assert.EqualError(t, err, "workload.sl: SL 1 maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls 2) or use another SL")
+		// On SL 1 the HCAs never use SL 0, which may then drop.
+		_, err = Load(nil, append(base, "workload.kind="+kind, drop0, "workload.sl=1"))
+		assert.NoError(t, err, kind)
 	}
 	// Back to back a collective's HCA ports use the table too (it used to
-	// run with every packet on VL 15, which is not flow-controlled).
+	// run with every packet on VL 15, which is not flow-controlled), and so
+	// do a perftest's on an SL other than 0.
 	_, err := Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop0, "workload.kind=allreduce"})
 	assert.ErrorContains(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind allreduce")
-
-	// With workload.sl left at 0 the message still names switch.sl2vl and
-	// the HCAs' SL 0, not workload.sl, which a perftest without background
-	// traffic does not use.
-	_, err = Load(nil, append(base, "workload.kind=perftest", "workload.sl=0"))
-	assert.ErrorContains(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind perftest")
-	// ... and an unused workload.sl on VL 15 is no error, as another unused
-	// SL is not.
-	drop1 := "switch.sl2vl=[0,15,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
-	_, err = Load(nil, append(base, "workload.kind=perftest", drop1))
-	assert.NoError(t, err)
-	_, err = Load(nil, append(base, "workload.kind=perftest", drop1, "workload.background=true"))
+	_, err = Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop1, "workload.kind=perftest", "workload.sl=1"})
 	assert.ErrorContains(t, err, "workload.sl: SL 1 maps to VL 15 (drop)")
+	// A back-to-back perftest on SL 0 keeps its one VL whatever the table.
+	_, err = Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop0, "workload.kind=perftest"})
+	assert.NoError(t, err)
+
+	// The background's SL is checked only when there is a background.
+	_, err = Load(nil, append(base, "workload.kind=perftest", drop1, "workload.background_sl=1"))
+	assert.NoError(t, err)
+	_, err = Load(nil, append(base, "workload.kind=perftest", drop1, "workload.background_sl=1", "workload.background=true"))
+	assert.EqualError(t, err, "workload.background_sl: SL 1 maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every background packet; map it to a data VL (below switch.vls 2) or use another SL")
+	_, err = Load(nil, append(base, "workload.kind=perftest", "workload.background_sl=16"))
+	assert.EqualError(t, err, "workload.background_sl: 16 is not a service level (0 to 15; leave it out for workload.sl)")
 
 	// Packet endpoints send on workload.sl, SL 1 here, which the table
 	// keeps on VL 1: nothing is dropped.
-	_, err = Load(nil, append(base, "workload.kind=uniform", "workload.measure_ns=1000"))
+	_, err = Load(nil, append(base, "workload.kind=uniform", "workload.measure_ns=1000", "workload.sl=1", drop0))
 	assert.NoError(t, err)
 
+	five := 5
 	for _, tc := range []struct {
 		kind       string
 		background bool
+		bgSL       *int
 		want       []uint8
 	}{
-		{"uniform", false, []uint8{3}},
-		{"perftest", false, []uint8{0}},
-		{"perftest", true, []uint8{0, 3}},
-		{"allreduce", false, []uint8{0}},
+		{"uniform", false, nil, []uint8{3}},
+		{"perftest", false, nil, []uint8{3}},
+		{"perftest", true, nil, []uint8{3}},
+		{"perftest", false, &five, []uint8{3}},
+		{"perftest", true, &five, []uint8{3, 5}},
+		{"allreduce", false, nil, []uint8{3}},
 	} {
 		c := Defaults()
-		c.Workload.Kind, c.Workload.SL, c.Workload.Background = tc.kind, 3, tc.background
+		c.Workload.Kind, c.Workload.SL, c.Workload.Background, c.Workload.BackgroundSL = tc.kind, 3, tc.background, tc.bgSL
 		assert.Equal(t, tc.want, c.wireSLs(), "%s background %v", tc.kind, tc.background)
 	}
 }

@@ -41,6 +41,8 @@ type CollectiveRun struct {
 	ReduceGBps float64
 	Seed       uint64  // fills the buffers and draws the PSNs
 	MaxTimeNs  float64 // simulated-time guard; 0 = 1 s
+	// SL is the service level of every connection (NCCL_IB_SL), 0..15.
+	SL int
 }
 
 // Validate checks the run's own knobs.
@@ -53,6 +55,9 @@ func (r *CollectiveRun) Validate() error {
 	}
 	if !ib.ValidMTU(r.MTU) {
 		return fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", r.MTU)
+	}
+	if r.SL < 0 || r.SL > 15 {
+		return fmt.Errorf("workload.sl: %d is not a service level (0 to 15)", r.SL)
 	}
 	if r.SliceBytes < 0 || r.SliceBytes > 1<<30 {
 		return fmt.Errorf("workload.slice_bytes: %d is out of range (0 for %d, up to 1073741824)", r.SliceBytes, DefaultSliceBytes)
@@ -408,7 +413,7 @@ func (c *collective) setup(devs []*hca.Device) {
 			a, b := c.ranks[src], c.ranks[dst]
 			qa := a.dev.CreateQP(pds[src], a.sendCQ, a.recvCQ, pow2(k*bbs), 1)
 			qb := b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(k))
-			if err := hca.ConnectRC(qa, qb, c.run.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF); err != nil {
+			if err := hca.ConnectRCSL(qa, qb, c.run.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF, uint8(c.run.SL)); err != nil {
 				panic(fmt.Sprintf("workload: collective: connect rank %d to %d: %v", src, dst, err))
 			}
 			a.sendQP[dst] = qa

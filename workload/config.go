@@ -22,7 +22,7 @@ type Config struct {
 	Packets   int     `yaml:"packets"`    // packets to send; 0 with saturate = run for duration_ns
 	Saturate  bool    `yaml:"saturate"`   // send back to back as fast as credits allow
 	VL        int     `yaml:"vl"`         // virtual lane the stream uses
-	SL        int     `yaml:"sl"`         // service level of the stream's packets
+	SL        int     `yaml:"sl"`         // service level of the stream's, synthetic and HCA packets (perftest --sl, NCCL_IB_SL)
 	DrainGbps float64 `yaml:"drain_gbps"` // receiver's buffer drain rate, Gb/s; 0 = unlimited
 	Streams   int     `yaml:"streams"`    // parallel streams on VLs vl, vl+1, …; 1 = one VL
 
@@ -43,6 +43,11 @@ type Config struct {
 	// (offered_load, injection, sizes, and the pattern named by
 	// background_pattern) while the test runs.
 	Background bool `yaml:"background"`
+	// BackgroundSL is the service level of the background traffic; unset
+	// (nil, the default) puts it on workload.sl, with the test. A pointer
+	// so that a config without it has the effective config, and so the
+	// trace header's config hash, it had before the key existed.
+	BackgroundSL *int `yaml:"background_sl,omitempty"`
 	// Connection is the perftest transport: RC (reliable connection) or UD
 	// (unreliable datagram; send tests only).
 	Connection string `yaml:"connection"`
@@ -167,6 +172,15 @@ func (c *Config) Validate(prefix string) error {
 	return c.checkOtherKinds(prefix)
 }
 
+// BackgroundServiceLevel returns the SL of a perftest's background
+// traffic: workload.background_sl, or workload.sl when it is not set.
+func (c *Config) BackgroundServiceLevel() int {
+	if c.BackgroundSL == nil {
+		return c.SL
+	}
+	return *c.BackgroundSL
+}
+
 // Normalize rewrites a transport given in another case to its canonical
 // spelling (ud → UD), as link.Config.Normalize does for generations: the
 // IB acronyms are accepted in any case and reported in one. A name that is
@@ -190,6 +204,9 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	}
 	if !slices.Contains(Patterns, c.BackgroundPattern) {
 		return fmt.Errorf("%s.background_pattern: %q is not a synthetic pattern (%s)", prefix, c.BackgroundPattern, strings.Join(Patterns, ", "))
+	}
+	if sl := c.BackgroundSL; sl != nil && (*sl < 0 || *sl > 15) {
+		return fmt.Errorf("%s.background_sl: %d is not a service level (0 to 15; leave it out for workload.sl)", prefix, *sl)
 	}
 	if c.SliceBytes < 0 || c.SliceBytes > 1<<30 {
 		return fmt.Errorf("%s.slice_bytes: %d is out of range (0 for %d, up to 1073741824)", prefix, c.SliceBytes, DefaultSliceBytes)

@@ -46,6 +46,17 @@ type PerftestRun struct {
 	// send_lat and send_bw with messages up to the MTU.
 	Connection string
 
+	// SL is the service level of the test's QPs, both sides (perftest
+	// --sl): every packet carries it and goes on the VL the ports' tables
+	// give it.
+	SL int
+	// VLs and QoS are the data VLs and the SL-to-VL and VL arbitration of
+	// both HCA ports when BuildPerftest joins them back to back (0 VLs:
+	// one, and the zero QoS puts every SL on VL 0). A fabric's ports are
+	// the fabric's.
+	VLs int
+	QoS hca.PortQoS
+
 	// FaultDropAcks drops that many ACKs at the requester (retry test hook).
 	FaultDropAcks int
 }
@@ -79,6 +90,15 @@ func (r *PerftestRun) Validate() error {
 	}
 	if r.QPs < 1 || r.QPs > 4096 {
 		return fmt.Errorf("workload.qps: %d is out of range (1 to 4096)", r.QPs)
+	}
+	if r.SL < 0 || r.SL > 15 {
+		return fmt.Errorf("workload.sl: %d is not a service level (0 to 15)", r.SL)
+	}
+	if r.VLs > 1 && !ib.ValidVLCount(r.VLs) || r.VLs < 0 {
+		return fmt.Errorf("switch.vls: %d is not a VL count an IB port supports (1, 2, 4, 8, 15)", r.VLs)
+	}
+	if vl := r.QoS.SL2VL[r.SL]; vl == ib.ManagementVL || int(vl) >= max(r.VLs, 1) {
+		return fmt.Errorf("workload.sl: SL %d maps to VL %d, which the HCA ports (%d data VLs) cannot send on; map it to a data VL in switch.sl2vl", r.SL, vl, max(r.VLs, 1))
 	}
 	switch r.Connection {
 	case "", "RC":
@@ -224,7 +244,7 @@ func BuildPerftest(run PerftestRun) (*Perftest, error) {
 		return nil, err
 	}
 	s := components.NewSim()
-	a, b := hca.BackToBack(s, run.Link, run.HCA, run.HCA)
+	a, b := hca.BackToBackQoS(s, run.Link, run.HCA, run.HCA, max(run.VLs, 1), run.QoS)
 	if ber := run.Link.BER; ber > 0 {
 		a.Port.SetBitErrorRate(ber, run.Seed)
 		b.Port.SetBitErrorRate(ber, run.Seed)
@@ -421,7 +441,7 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 		if p.ud {
 			for side, psn := range []uint32{psnA, psnB} {
 				d, qp := p.dev[side], p.qp[side][q]
-				for _, attr := range []hca.QPAttr{{State: hca.QPInit}, {State: hca.QPRTR, MTU: run.Link.MTU}, {State: hca.QPRTS, SQPSN: psn}} {
+				for _, attr := range []hca.QPAttr{{State: hca.QPInit}, {State: hca.QPRTR, MTU: run.Link.MTU, SL: uint8(run.SL)}, {State: hca.QPRTS, SQPSN: psn}} {
 					if err := d.ModifyQP(qp, attr); err != nil {
 						panic(fmt.Sprintf("perftest: modify UD QP: %v", err))
 					}
@@ -429,7 +449,7 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 			}
 			continue
 		}
-		if err := hca.ConnectRC(p.qp[0][q], p.qp[1][q], run.Link.MTU, psnA, psnB); err != nil {
+		if err := hca.ConnectRCSL(p.qp[0][q], p.qp[1][q], run.Link.MTU, psnA, psnB, uint8(run.SL)); err != nil {
 			panic(fmt.Sprintf("perftest: connect: %v", err))
 		}
 	}
