@@ -188,8 +188,9 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 func (d *Device) AttachPort(lc *link.Config) *link.Port { return d.AttachPortVLs(lc, 1) }
 
 // AttachPortVLs makes the device's IB port with vls data VLs (a port facing
-// a switch has the switch's VL count), each with hca.vl_buffer_bytes. The
-// HCA sends on VL 0, SL 0.
+// a switch has the switch's VL count), each with hca.vl_buffer_bytes. Each
+// QP sends on the VL its SL maps to (SetPortQoS; VL 0 for every SL unless
+// programmed).
 func (d *Device) AttachPortVLs(lc *link.Config, vls int) *link.Port {
 	d.Port = link.NewPort(d.s, d, d.Name+".Port[1]", 1, link.PortConfig{
 		VLs: vls, BufferBlocks: d.Cfg.VLBufferBytes / ib.CreditBytes,
