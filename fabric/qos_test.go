@@ -120,3 +120,40 @@ func (c slCount) Func(ctx sim.HookCtx) {
 	}
 	c[fmt.Sprintf("%s sl=%d vl=%d", kind, sl, vl)]++
 }
+
+// TestHCAsSendOnWorkloadSL: perftest (RC and UD) and the collectives put
+// workload.sl in every packet their HCAs send, requests, ACKs and
+// responses alike, on the VL switch.sl2vl gives it: OpenSM's default maps
+// SL 2 to VL 2 of 4. Back to back too: there the ports then have
+// switch.vls VLs.
+func TestHCAsSendOnWorkloadSL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+	}{
+		{"b2b write_bw", []string{"workload.kind=perftest", "workload.test=write_bw", "workload.iterations=50"}},
+		{"b2b read_lat", []string{"workload.kind=perftest", "workload.test=read_lat", "workload.iterations=20"}},
+		{"b2b UD send_bw", []string{"workload.kind=perftest", "workload.test=send_bw", "workload.connection=UD",
+			"workload.size=1024", "workload.iterations=50"}},
+		{"b2b allreduce", []string{"workload.kind=allreduce", "workload.size=65536"}},
+		{"switch alltoall", []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4",
+			"workload.kind=alltoall", "workload.size=65536"}},
+		{"switch perftest", []string{"topology.kind=single-switch", "topology.hosts=2", "switch.radix=4",
+			"workload.kind=perftest", "workload.test=send_lat", "workload.iterations=20"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(nil, append([]string{"switch.vls=4", "workload.sl=2"}, tc.sets...))
+			require.NoError(t, err)
+			sls := slCount{}
+			m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+				for _, b := range s.Blocks {
+					b.AcceptHook(sls)
+				}
+			}})
+			require.NoError(t, err)
+			assert.Equal(t, true, m["data_verified"])
+			require.NotZero(t, sls["HCA sl=2 vl=2"])
+			assert.Equal(t, slCount{"HCA sl=2 vl=2": sls["HCA sl=2 vl=2"]}, sls)
+		})
+	}
+}
