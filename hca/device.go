@@ -390,13 +390,8 @@ func (d *Device) trySend() {
 next:
 	for {
 		now := d.s.Now()
-		for m := d.tx.used; m != 0; m &= m - 1 {
-			v := &d.tx.vl[bits.TrailingZeros16(m)]
-			for v.req.len() > 0 && v.req.peek().pkt == nil && v.req.peek().readyAt <= now {
-				// A UD completion marker: no packet, just the CQE in order.
-				e := v.req.pop()
-				d.sendCompletion(e.qp, Completion{WQE: *e.udWQE, Status: e.udStatus}, now)
-			}
+		if d.tx.markers > 0 {
+			d.completeMarkers(now)
 		}
 		if d.Port == nil || !d.Port.Idle() {
 			return
@@ -405,6 +400,8 @@ next:
 		// VL with no head ready yet will have one.
 		var ready uint16
 		wait := ib.PS(-1)
+		var lastQ *txQueue // the queue of the last VL found ready
+		lastVL := 0
 		for m := d.tx.used; m != 0; m &= m - 1 {
 			vl := bits.TrailingZeros16(m)
 			q := d.tx.vl[vl].head(now)
@@ -422,6 +419,7 @@ next:
 			}
 			if d.Port.HasCredits(vl, e.pkt.Credits()) {
 				ready |= 1 << uint(vl)
+				lastQ, lastVL = q, vl
 			}
 		}
 		if ready == 0 {
@@ -433,9 +431,15 @@ next:
 			return
 		}
 		portVLs := d.Port.VLs()
-		vl := d.tx.pick(ready, portVLs)
+		vl := 0 // a port of one VL has no choice to make
+		if portVLs > 1 {
+			vl = d.tx.pick(ready)
+		}
 		tv := &d.tx.vl[vl]
-		q := tv.head(now)
+		q := lastQ
+		if vl != lastVL {
+			q = tv.head(now)
+		}
 		e := q.peek()
 		var entry txEntry
 		if e.readRes != 0 {
@@ -457,7 +461,9 @@ next:
 		pkt.ICRC = ib.ComputeICRC(pkt)
 		d.tracePacket(components.TraceInject, pkt)
 		d.Port.Send(pkt)
-		d.tx.commit(vl, pkt.Credits(), portVLs)
+		if d.tx.arb != nil && portVLs > 1 {
+			d.tx.arb.Commit(vl, pkt.Credits())
+		}
 		d.Counters.PayloadTx += int64(pkt.PayloadLen)
 		if entry.udWQE != nil {
 			d.sendCompletion(entry.qp, Completion{WQE: *entry.udWQE, Status: WCSuccess}, now)
@@ -471,6 +477,19 @@ next:
 			d.schedule()
 		} else {
 			d.Counters.RespPackets++
+		}
+	}
+}
+
+// completeMarkers writes the CQEs of the UD completion markers at the
+// heads of the request queues: no packet, just the CQE, in queue order.
+func (d *Device) completeMarkers(now ib.PS) {
+	for m := d.tx.used; m != 0; m &= m - 1 {
+		v := &d.tx.vl[bits.TrailingZeros16(m)]
+		for v.req.len() > 0 && v.req.peek().pkt == nil && v.req.peek().readyAt <= now {
+			e := v.req.pop()
+			d.tx.markers--
+			d.sendCompletion(e.qp, Completion{WQE: *e.udWQE, Status: e.udStatus}, now)
 		}
 	}
 }
@@ -579,7 +598,8 @@ grants:
 				tl.Granted, tl.DMAReadDone, tl.TxReady = now, dmaDone, ready
 			}
 		}
-		d.tx.pushReq(qp.vl, txEntry{pkt: pkt, readyAt: ready, qp: qp}, d.Cfg.TxBufferBytes)
+		d.tx.vl[qp.vl].req.push(txEntry{pkt: pkt, readyAt: ready, qp: qp})
+		d.tx.held(qp.vl, pkt.WireBytes(), d.Cfg.TxBufferBytes)
 		if !qp.timerArmed {
 			d.armTimer(qp)
 		}
@@ -602,7 +622,8 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 		}
 		qp.State = QPErr
 		qp.udPending = qp.udPending[1:]
-		d.tx.pushReq(qp.vl, txEntry{readyAt: now, qp: qp, udWQE: &w, udStatus: st}, d.Cfg.TxBufferBytes)
+		d.tx.vl[qp.vl].req.push(txEntry{readyAt: now, qp: qp, udWQE: &w, udStatus: st})
+		d.tx.markers++
 		d.wake(now)
 		return true
 	}
@@ -649,7 +670,8 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	wqe := w
 	qp.udPending = qp.udPending[1:]
-	d.tx.pushReq(qp.vl, txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe}, d.Cfg.TxBufferBytes)
+	d.tx.vl[qp.vl].req.push(txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe})
+	d.tx.held(qp.vl, pkt.WireBytes(), d.Cfg.TxBufferBytes)
 	if ready > now {
 		d.wake(ready)
 	}

@@ -50,6 +50,10 @@ type txPort struct {
 	// hca.tx_buffer_bytes of wire bytes: the scheduler grants no packet to
 	// a QP on it until one leaves.
 	full uint16
+	// markers counts the UD completion markers queued (entries with no
+	// packet, rare: a UD WQE flushed or failed before sending), so the
+	// transmit loop looks for them only when there are some.
+	markers int
 	// arb is the port's VL arbiter (PortQoS); nil: round robin from rr.
 	arb *components.VLArbiter
 	rr  int // round-robin pointer over VLs when arb is nil
@@ -61,16 +65,14 @@ type txVL struct {
 	reqBytes  int // wire bytes of the request packets in req
 }
 
-// pushReq queues a request packet (or a UD completion marker, which holds
-// no buffer) on vl.
-func (t *txPort) pushReq(vl uint8, e txEntry, limit int) {
+// held notes that a request packet of bytes wire bytes was queued on vl
+// (its req.push is the caller's: an entry passed down by value would cost
+// a copy per packet).
+func (t *txPort) held(vl uint8, bytes, limit int) {
 	v := &t.vl[vl]
-	v.req.push(e)
-	if e.pkt != nil {
-		v.reqBytes += e.pkt.WireBytes()
-		if v.reqBytes >= limit {
-			t.full |= 1 << vl
-		}
+	v.reqBytes += bytes
+	if v.reqBytes >= limit {
+		t.full |= 1 << vl
 	}
 }
 
@@ -94,11 +96,8 @@ func (t *txPort) anyRoom() bool { return t.full&t.used != t.used }
 // pick returns the VL to send on next among ready (bit v: VL v's head
 // packet may start now, credits included): the VL arbiter's choice, or
 // the first ready VL at or after the round-robin pointer, which then
-// moves past it. A port of one VL has no choice to make.
-func (t *txPort) pick(ready uint16, portVLs int) int {
-	if portVLs == 1 {
-		return bits.TrailingZeros16(ready)
-	}
+// moves past it. The caller asks only for a port of more than one VL.
+func (t *txPort) pick(ready uint16) int {
 	if t.arb != nil {
 		return t.arb.Pick(ready)
 	}
@@ -107,11 +106,4 @@ func (t *txPort) pick(ready uint16, portVLs int) int {
 	v := (t.rr + bits.TrailingZeros16(rot)) % n
 	t.rr = (v + 1) % n
 	return v
-}
-
-// commit charges a packet of blocks credits sent on vl to the arbiter.
-func (t *txPort) commit(vl, blocks, portVLs int) {
-	if t.arb != nil && portVLs > 1 {
-		t.arb.Commit(vl, blocks)
-	}
 }
