@@ -133,7 +133,11 @@ func (c *Config) Validate() error {
 			if int(sl) != w.SL {
 				return fmt.Errorf("workload.background_sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every background packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
 			}
-			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so the switches would drop every data packet; map it to a data VL (below switch.vls %d) or use another SL", sl, c.Switch.VLs)
+			who := "the switches would drop every data packet"
+			if c.Topology.Kind == KindBackToBack {
+				who = "the HCA ports, which map SL to VL with it, could not send a data packet"
+			}
+			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so %s; map it to a data VL (below switch.vls %d) or use another SL", sl, who, c.Switch.VLs)
 		}
 	}
 	if n := len(c.Switch.SL2VLPairs); n > 0 && c.Topology.Kind == KindBackToBack {

@@ -240,7 +240,8 @@ func TestHCASLToDropVLRefused(t *testing.T) {
 	_, err := Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop0, "workload.kind=allreduce"})
 	assert.ErrorContains(t, err, "switch.sl2vl: SL 0 maps to VL 15 (drop), but the HCAs of workload.kind allreduce")
 	_, err = Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop1, "workload.kind=perftest", "workload.sl=1"})
-	assert.ErrorContains(t, err, "workload.sl: SL 1 maps to VL 15 (drop)")
+	assert.EqualError(t, err, "workload.sl: SL 1 maps to VL 15 (drop) in switch.sl2vl, so the HCA ports, which map SL to VL with it, "+
+		"could not send a data packet; map it to a data VL (below switch.vls 2) or use another SL", "no switches back to back")
 	// A back-to-back perftest on SL 0 keeps its one VL whatever the table.
 	_, err = Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop0, "workload.kind=perftest"})
 	assert.NoError(t, err)
