@@ -1,8 +1,12 @@
 package fabric
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -237,4 +241,67 @@ func TestBERValidated(t *testing.T) {
 	}
 	_, err := Load(nil, []string{"link.ber=1e-4"})
 	assert.NoError(t, err)
+}
+
+// TestCableBER: a topology file gives one cable its own bit error rate.
+// Four hosts on one switch, uniform traffic of 4 KiB packets at 30 % for
+// 20 µs: each host sends about 0.3 × 20000 / 82.44 ≈ 73 packets, and at
+// BER 1e-5 a 4,122-byte packet is corrupted with p = 1 − (1 − 1e-5)^32976
+// ≈ 28 % per wire, so a lossy wire that carries traffic loses some with
+// certainty for practical purposes (all 73 survive with 0.72^73 ≈ 4e-11).
+// Discards happen only at the receiving ends of the lossy cables: with
+// link.ber 0 and ber=1e-5 on Host[2]'s cable, only Host[2].Port[1] and
+// the switch's port 3; with link.ber 1e-5 and ber=0 on Host[3]'s cable,
+// everywhere but Host[3].Port[1] and the switch's port 4.
+func TestCableBER(t *testing.T) {
+	src := func(c2, c3 string) string {
+		return "switch Fabric.Switch[0] 4\n" +
+			"host Fabric.Host[0]\nhost Fabric.Host[1]\nhost Fabric.Host[2]\nhost Fabric.Host[3]\n" +
+			"cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\n" +
+			"cable Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2]\n" +
+			"cable Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3] 2m " + c2 + "\n" +
+			"cable Fabric.Host[3].Port[1] Fabric.Switch[0].Port[4] " + c3 + "\n"
+	}
+	run := func(topo string, sets ...string) map[string]uint64 {
+		path := filepath.Join(t.TempDir(), "t.topo")
+		require.NoError(t, os.WriteFile(path, []byte(topo), 0o644))
+		_, view := runLossy(t, append([]string{"topology.kind=file", "topology.file=" + path, "switch.radix=4",
+			"workload.kind=uniform", "workload.size=4096", "workload.offered_load=0.3",
+			"workload.warmup_ns=1000", "workload.measure_ns=20000"}, sets...)...)
+		got := map[string]uint64{}
+		for _, p := range view.Ports {
+			got[p.Name] = p.Errors.Packets
+		}
+		return got
+	}
+	// switchasic numbers a switch's ports from 0: the file's Port[3] is the
+	// model's Fabric.Switch[0].Port[2] (docs/fabric.md).
+	bad := map[string]bool{"Fabric.Host[2].Port[1]": true, "Fabric.Switch[0].Port[2]": true}
+	for name, n := range run(src("ber=1e-5", "")) {
+		if bad[name] {
+			assert.Positive(t, n, name)
+		} else {
+			assert.Zero(t, n, name)
+		}
+	}
+	good := map[string]bool{"Fabric.Host[3].Port[1]": true, "Fabric.Switch[0].Port[3]": true}
+	for name, n := range run(src("copper", "ber=0"), "link.ber=1e-5") {
+		if good[name] {
+			assert.Zero(t, n, name)
+		} else {
+			assert.Positive(t, n, name)
+		}
+	}
+
+	// FormatTopology writes the rate back, and the file reads the same.
+	topo, err := ParseTopology(strings.NewReader(src("ber=1e-5", "ber=0")), "t.topo", testCable)
+	require.NoError(t, err)
+	assert.Equal(t, Cable{A: PortRef{3, 1}, B: PortRef{0, 3}, LengthM: 2, Medium: testCable.Medium, BER: 1e-5, HasBER: true}, topo.Cables[2])
+	assert.Equal(t, Cable{A: PortRef{4, 1}, B: PortRef{0, 4}, LengthM: testCable.LengthM, Medium: testCable.Medium, HasBER: true}, topo.Cables[3])
+	assert.False(t, topo.Cables[0].HasBER)
+	var buf bytes.Buffer
+	require.NoError(t, FormatTopology(&buf, topo))
+	again, err := ParseTopology(&buf, "again.topo", testCable)
+	require.NoError(t, err)
+	assert.Equal(t, topo.Cables, again.Cables)
 }

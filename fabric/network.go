@@ -156,7 +156,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 	for _, c := range topo.Cables {
 		link.Connect(ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port], cableTiming(cfg, c))
 	}
-	setBitErrors(cfg, n.Ports)
+	setBitErrors(cfg, topo, ports)
 	return n, nil
 }
 

@@ -258,7 +258,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		e.OnDeliver = bg.parts[0].deliver
 		e.OnInject = bg.parts[0].inject
 	}
-	if cfg.Link.BER > 0 {
+	if anyLossy(net.Ports) {
 		// The background counts its own packets lost (the HCAs' are the
 		// test's to recover): those from an endpoint's LID.
 		hca0, hca1 := net.HostLID(0), net.HostLID(n-1)

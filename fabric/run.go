@@ -229,15 +229,32 @@ func settleTime(ports []*link.Port) ib.PS {
 	return refresh + 2*lat + ib.Microsecond
 }
 
-// setBitErrors gives every port's outgoing wire link.ber, each its own
-// stream from the run's seed and the port's name.
-func setBitErrors(cfg *Config, ports []*link.Port) {
-	if cfg.Link.BER == 0 {
-		return
+// setBitErrors gives each cable's two wires its bit error rate: the
+// topology file's ber=… for that cable, else link.ber. Each port draws
+// from its own stream (link.Port.SetBitErrorRate), seeded from the run's
+// seed and the port's name.
+func setBitErrors(cfg *Config, topo *Topology, ports [][]*link.Port) {
+	for _, c := range topo.Cables {
+		ber := cfg.Link.BER
+		if c.HasBER {
+			ber = c.BER
+		}
+		if ber == 0 {
+			continue
+		}
+		ports[c.A.Node][c.A.Port].SetBitErrorRate(ber, cfg.Seed)
+		ports[c.B.Node][c.B.Port].SetBitErrorRate(ber, cfg.Seed)
 	}
+}
+
+// anyLossy reports whether some port's wire may corrupt packets.
+func anyLossy(ports []*link.Port) bool {
 	for _, p := range ports {
-		p.SetBitErrorRate(cfg.Link.BER, cfg.Seed)
+		if p.Lossy() {
+			return true
+		}
 	}
+	return false
 }
 
 // lossyWindow returns the settle window of a fabric whose links may lose
@@ -420,7 +437,10 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.sink.Attach(r.rx)
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
 	link.Connect(r.tx, r.rx, timing)
-	setBitErrors(cfg, []*link.Port{r.tx, r.rx})
+	if ber := cfg.Link.BER; ber > 0 { // one cable, no topology file
+		r.tx.SetBitErrorRate(ber, cfg.Seed)
+		r.rx.SetBitErrorRate(ber, cfg.Seed)
+	}
 	r.sink.OnDeliver = r.deliver
 	r.rx.OnDiscard = r.discard
 	s.StopAt(ib.FromNanoseconds(cfg.Sim.MaxTimeNs))

@@ -164,7 +164,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e.OnDeliver = p.deliver
 		e.OnInject = p.inject
 	}
-	if cfg.Link.BER > 0 {
+	if anyLossy(net.Ports) {
 		for i, port := range net.Ports {
 			port.OnDiscard = r.parts[part[net.portNode[i]]].discard
 		}

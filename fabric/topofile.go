@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hcasim/hcasim/link"
 )
 
 // A topology file describes any fabric the builders do not, one statement a
@@ -16,9 +18,11 @@ import (
 //	switch Fabric.Switch[0] 8                # name, number of ports (radix)
 //	root   Fabric.Switch[0]                  # optional: an up/down root
 //	cable  Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 2.5m copper
+//	cable  Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2] ber=1e-7
 //
-// A cable's length (metres, with the unit: "2.5m") and medium ("copper" or
-// "fibre") are optional and default to the link section's. A node must be
+// A cable's length (metres, with the unit: "2.5m"), medium ("copper" or
+// "fibre") and post-FEC bit error rate ("ber=1e-7", both directions) are
+// optional and default to the link section's. A node must be
 // declared before a cable names it, and a cable must join two different
 // nodes (Topology.Connect). Errors name the file and line.
 
@@ -77,8 +81,8 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			}
 			t.Nodes[n].Root = true
 		case "cable":
-			if len(f) < 3 || len(f) > 5 {
-				return nil, fail("cable takes two ports, then an optional length and medium (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre]), got %d fields", len(f)-1)
+			if len(f) < 3 || len(f) > 6 {
+				return nil, fail("cable takes two ports, then an optional length, medium and bit error rate (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre] [ber=1e-7]), got %d fields", len(f)-1)
 			}
 			a, err := parsePortRef(t, f[1])
 			if err != nil {
@@ -89,21 +93,33 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 				return nil, fail("%v", err)
 			}
 			spec := def
+			var ber float64
+			hasBER := false
 			for _, opt := range f[3:] {
 				if m, ok := ParseMedium(opt); ok {
 					spec.Medium = m
 					continue
 				}
+				if v, ok := strings.CutPrefix(opt, "ber="); ok {
+					r, err := strconv.ParseFloat(v, 64)
+					if err != nil || !(r >= 0 && r <= link.MaxBER) { // NaN fails too
+						return nil, fail("cable %s: ber=%s is not a post-FEC bit error rate (0 for an error-free cable, up to %g)", f[1], v, link.MaxBER)
+					}
+					ber, hasBER = r, true
+					continue
+				}
 				num, isLength := strings.CutSuffix(opt, "m")
 				v, err := strconv.ParseFloat(num, 64)
 				if !isLength || err != nil || !(v >= 0 && v <= 1e5) { // NaN fails too
-					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000) nor a medium (copper, fibre)", f[1], opt)
+					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000), a medium (copper, fibre) nor a bit error rate (ber=1e-7)", f[1], opt)
 				}
 				spec.LengthM = v
 			}
 			if err := t.Connect(a, b, spec.LengthM, spec.Medium); err != nil {
 				return nil, fail("%v", err)
 			}
+			c := &t.Cables[len(t.Cables)-1]
+			c.BER, c.HasBER = ber, hasBER
 			cableLine = append(cableLine, line)
 		default:
 			return nil, fail("%q is not a statement (host, switch, root, cable)", f[0])
@@ -173,8 +189,12 @@ func FormatTopology(w io.Writer, t *Topology) error {
 		}
 	}
 	for _, c := range t.Cables {
-		fmt.Fprintf(bw, "cable %s %s %sm %s\n", t.PortName(c.A), t.PortName(c.B),
+		fmt.Fprintf(bw, "cable %s %s %sm %s", t.PortName(c.A), t.PortName(c.B),
 			strconv.FormatFloat(c.LengthM, 'g', -1, 64), c.Medium)
+		if c.HasBER {
+			fmt.Fprintf(bw, " ber=%s", strconv.FormatFloat(c.BER, 'g', -1, 64))
+		}
+		fmt.Fprintln(bw)
 	}
 	return bw.Flush()
 }

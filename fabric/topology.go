@@ -86,6 +86,10 @@ type Cable struct {
 	A, B    PortRef
 	LengthM float64 // metres
 	Medium  Medium
+	// BER, if HasBER, is this cable's post-FEC bit error rate, both
+	// directions (a topology file's ber=…); otherwise link.ber applies.
+	BER    float64
+	HasBER bool
 }
 
 // Topology is the fabric graph: nodes and the cables between their ports.
