@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -57,8 +58,24 @@ type PerftestRun struct {
 	VLs int
 	QoS hca.PortQoS
 
+	// Pairs lists the test's client–server pairs by host index (the
+	// devices BuildPerftestPairsOn is given; back to back, 0 and 1). Each
+	// pair runs the whole test on its own QPs, CQs and buffers, all
+	// starting together; a host in several pairs holds one set per pair on
+	// its one HCA. nil is one pair, host 0 → host 1. Pair 0's figures are
+	// the single-pair metrics (bw_gbps, lat_us, …; docs/hca.md).
+	Pairs []PerftestPair
+
 	// FaultDropAcks drops that many ACKs at the requester (retry test hook).
 	FaultDropAcks int
+}
+
+// pairs returns the run's pairs: Pairs, or the one pair host 0 → host 1.
+func (r *PerftestRun) pairs() []PerftestPair {
+	if len(r.Pairs) == 0 {
+		return []PerftestPair{{0, 1}}
+	}
+	return r.Pairs
 }
 
 // PerftestRunFrom assembles a run from the config sections the CLI loads:
@@ -115,6 +132,14 @@ func (r *PerftestRun) Validate() error {
 	if strings.HasSuffix(r.Test, "_lat") && r.QPs != 1 {
 		return fmt.Errorf("workload.qps: %d, but the latency tests run on one QP (as perftest's do)", r.QPs)
 	}
+	for i, pr := range r.Pairs {
+		if pr.Client < 0 || pr.Server < 0 || pr.Client == pr.Server {
+			return fmt.Errorf("workload: perftest pair %d: client %d, server %d: a pair is two different hosts", i, pr.Client, pr.Server)
+		}
+	}
+	if len(r.Pairs) > MaxPerftestClients {
+		return fmt.Errorf("workload.clients: %d pairs is more than %d (a model limit: every pair's queues and buffers are set up ahead)", len(r.Pairs), MaxPerftestClients)
+	}
 	if r.Test == "write_lat" && r.Size < 1 {
 		return fmt.Errorf("workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got %d", r.Size)
 	}
@@ -152,22 +177,27 @@ const (
 	evStart
 )
 
-// perftest drives one run: two application threads, one per host.
+// perftest drives one pair of a run: two application threads, one per
+// host of the pair.
 type perftest struct {
-	run    PerftestRun
-	s      *components.Sim
-	dev    [2]*hca.Device
-	qp     [2][]*hca.QP
-	buf    [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
-	rbuf   [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
-	mr     [2][]hca.MR
-	bufLen int
-	ud     bool
-	grh    int // bytes before the payload in a receive buffer: 40 on UD
-	inline bool
-	op     hca.WROpcode
-	isLat  bool
-	pollPS ib.PS
+	run PerftestRun
+	s   *components.Sim
+	g   *perftestGroup // the run's pairs, which start and end together
+	// primary is pair 0: it traces its middle (or median) iteration for
+	// the latency breakdown and reports the single-pair metrics.
+	primary bool
+	dev     [2]*hca.Device
+	qp      [2][]*hca.QP
+	buf     [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
+	rbuf    [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
+	mr      [2][]hca.MR
+	bufLen  int
+	ud      bool
+	grh     int // bytes before the payload in a receive buffer: 40 on UD
+	inline  bool
+	op      hca.WROpcode
+	isLat   bool
+	pollPS  ib.PS
 
 	// Progress.
 	posted    []int // client WRs posted per QP
@@ -195,10 +225,9 @@ type perftest struct {
 	start  ib.PS
 	end    ib.PS
 	done   bool
-	// result is the metrics (but the latency breakdown) when the test
-	// ended; onEnd is then called instead of stopping the simulation.
+	// result is pair 0's metrics (but the latency breakdown) when its test
+	// ended.
 	result  map[string]any
-	onEnd   func()
 	errs    []string
 	payload [2][]byte // the bytes each side's buffer held when it sent
 	scratch []byte
@@ -218,7 +247,8 @@ func RunPerftest(run PerftestRun) (map[string]any, error) {
 // Perftest is a built perftest run: build it, let observers attach to its
 // simulation and devices, then Run it.
 type Perftest struct {
-	p *perftest
+	p *perftest // pair 0
+	g *perftestGroup
 	// rebuild builds the identical run afresh, for the second pass that
 	// traces the median iteration.
 	rebuild func() (*Perftest, error)
@@ -249,7 +279,7 @@ func BuildPerftest(run PerftestRun) (*Perftest, error) {
 		a.Port.SetBitErrorRate(ber, run.Seed)
 		b.Port.SetBitErrorRate(ber, run.Seed)
 	}
-	return &Perftest{p: newPerftest(run, s, a, b), rebuild: func() (*Perftest, error) { return BuildPerftest(run) }}, nil
+	return newPerftestGroup(run, s, []*hca.Device{a, b}, func() (*Perftest, error) { return BuildPerftest(run) })
 }
 
 // BuildPerftestOn builds the test between two HCAs already attached to a
@@ -266,33 +296,65 @@ func BuildPerftestOn(s *components.Sim, a, b *hca.Device, run PerftestRun, rebui
 	if !ib.ValidMTU(run.Link.MTU) {
 		return nil, fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", run.Link.MTU)
 	}
-	return &Perftest{p: newPerftest(run, s, a, b), rebuild: rebuild}, nil
+	if len(run.Pairs) > 0 {
+		return nil, fmt.Errorf("workload: BuildPerftestOn runs one pair; give run.Pairs to BuildPerftestPairsOn")
+	}
+	return newPerftestGroup(run, s, []*hca.Device{a, b}, rebuild)
+}
+
+// BuildPerftestPairsOn builds the test between every pair of run.Pairs
+// (nil: one pair, hosts[0] → hosts[1]) on HCAs already attached to a
+// fabric: a pair's client and server are hosts[Client] and hosts[Server]
+// (an index a pair does not name may be nil). rebuild is as for
+// BuildPerftestOn and must build every pair again.
+func BuildPerftestPairsOn(s *components.Sim, hosts []*hca.Device, run PerftestRun, rebuild func() (*Perftest, error)) (*Perftest, error) {
+	if err := run.Validate(); err != nil {
+		return nil, err
+	}
+	if !ib.ValidMTU(run.Link.MTU) {
+		return nil, fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", run.Link.MTU)
+	}
+	for i, pr := range run.pairs() {
+		for _, h := range []int{pr.Client, pr.Server} {
+			if h >= len(hosts) || hosts[h] == nil {
+				return nil, fmt.Errorf("workload: perftest pair %d: host %d has no HCA", i, h)
+			}
+		}
+	}
+	return newPerftestGroup(run, s, hosts, rebuild)
 }
 
 // Sim returns the simulation.
 func (t *Perftest) Sim() *components.Sim { return t.p.s }
 
-// Devices returns the client's and the server's HCA.
+// Devices returns pair 0's client's and server's HCA.
 func (t *Perftest) Devices() [2]*hca.Device { return t.p.dev }
 
 // Run runs the test to its end and returns the metrics.
 func (t *Perftest) Run() (map[string]any, error) {
-	p := t.p
+	p, g := t.p, t.g
 	run := p.run
-	p.kick()
+	g.kick()
 	maxT := run.MaxTimeNs
 	if maxT <= 0 {
 		maxT = 1e9
 	}
 	p.s.StopAt(p.s.Now() + ib.FromNanoseconds(maxT))
-	p.onEnd = t.OnEnd
+	g.onEnd = t.OnEnd
 	if err := p.s.Run(); err != nil {
 		return nil, err
 	}
-	if !p.done {
-		return nil, &TimeLimitError{Msg: fmt.Sprintf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, sum(p.completed), run.Iterations*run.QPs)}
+	if g.left > 0 {
+		done := 0
+		for _, q := range g.pairs {
+			done += sum(q.completed)
+		}
+		return nil, &TimeLimitError{Msg: fmt.Sprintf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, done, run.Iterations*run.QPs*len(g.pairs))}
 	}
 	m := p.result
+	if len(g.pairs) > 1 {
+		maps.Copy(m, g.result)
+	}
 	traced := p
 	if p.isLat {
 		v, _ := p.latSamples()
@@ -334,7 +396,7 @@ func (t *Perftest) retrace(k int, want int64) (*perftest, error) {
 	}
 	p := t2.p
 	p.traceIter, p.stopAfterTrace = k, true
-	p.kick()
+	t2.g.kick()
 	maxT := p.run.MaxTimeNs
 	if maxT <= 0 {
 		maxT = 1e9
@@ -363,8 +425,10 @@ func sum(v []int) int {
 	return s
 }
 
-func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest {
-	p := &perftest{run: run, s: s, dev: [2]*hca.Device{a, b}}
+// newPerftest sets up one pair, client a and server b: its QPs, CQs,
+// buffers and connections. The group installs the devices' hooks.
+func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary bool) *perftest {
+	p := &perftest{run: run, s: s, dev: [2]*hca.Device{a, b}, primary: primary}
 	p.isLat = strings.HasSuffix(run.Test, "_lat")
 	switch {
 	case strings.HasPrefix(run.Test, "write"):
@@ -456,19 +520,14 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device) *perftest
 	p.posted = make([]int, run.QPs)
 	p.completed = make([]int, run.QPs)
 	p.unsig = make([]int, run.QPs)
-	a.Timeline, b.Timeline = &p.tl, &p.tl
-	a.DropAcks = run.FaultDropAcks
-	for side := 0; side < 2; side++ {
-		side := side
-		p.dev[side].OnCQE = func(_ *hca.CQ, now ib.PS) { p.wakeApp(side, now) }
+	p.traceIter = -1 // never: only pair 0 traces
+	if primary {
+		// Both devices share the one Timeline; only pair 0 sets it, so a
+		// host in other pairs too keeps tracing pair 0's message.
+		a.Timeline, b.Timeline = &p.tl, &p.tl
+		a.DropAcks = run.FaultDropAcks
+		p.traceIter = run.Iterations / 2
 	}
-	if p.op == hca.WRRDMAWrite && p.isLat {
-		for side := 0; side < 2; side++ {
-			side := side
-			p.dev[side].OnMemWrite = func(addr uint64, n int, now ib.PS) { p.memWritten(side, addr, n, now) }
-		}
-	}
-	p.traceIter = run.Iterations / 2
 	return p
 }
 
@@ -500,10 +559,6 @@ func (p *perftest) wakeApp(side int, now ib.PS) {
 // HandleEvent implements components.EventHandler: an application thread
 // runs its poll loop once.
 func (p *perftest) HandleEvent(ev *components.Event) {
-	if ev.Kind == evStart {
-		p.begin()
-		return
-	}
 	side := int(ev.Kind - evApp0)
 	p.pending[side] = false
 	if p.done {
@@ -516,9 +571,8 @@ func (p *perftest) HandleEvent(ev *components.Event) {
 	}
 }
 
-// kick posts the first work: receives everywhere a SEND test needs them,
-// then the client's first message(s).
-func (p *perftest) kick() {
+// postSetup posts the receives a SEND test needs before timing starts.
+func (p *perftest) postSetup() {
 	if p.op == hca.WRSend {
 		for side := 0; side < 2; side++ {
 			if side == 0 && !p.isLat {
@@ -531,24 +585,17 @@ func (p *perftest) kick() {
 			}
 		}
 	}
-	// The timed part starts once setup (pre-posted receives and their
-	// prefetch) is over, as perftest posts its receives before timing.
-	startAt := max(p.dev[0].CPUFreeAt(), p.dev[1].CPUFreeAt())
-	if startAt > 0 {
-		startAt += setupSettle
-	}
-	p.s.Schedule(startAt, p, evStart)
 }
 
 // setupSettle lets the receive prefetches issued during setup land before
 // the timed part begins.
 const setupSettle = 5 * ib.Microsecond
 
-// begin starts the timed part.
+// begin starts the pair's timed part (the group has reset the devices'
+// statistics).
 func (p *perftest) begin() {
 	p.start = p.s.Now()
 	for side, d := range p.dev {
-		d.ResetStats()
 		p.linkBusyAt0[side] = d.Port.BusyThrough()
 	}
 	if p.isLat {
@@ -824,18 +871,17 @@ func (p *perftest) bwPoll(side int) {
 	}
 }
 
-// finish ends the test: its data is checked and its metrics taken now,
-// whatever the simulation does after.
+// finish ends the pair's test: its data is checked now, and pair 0's
+// metrics taken now, whatever the simulation does after; the run ends
+// with its last pair.
 func (p *perftest) finish() {
 	p.done = true
 	p.end = p.s.Now()
 	p.verify()
-	p.result = p.metrics()
-	if p.onEnd != nil {
-		p.onEnd()
-		return
+	if p.primary {
+		p.result = p.metrics()
 	}
-	p.s.Stop()
+	p.g.pairDone()
 }
 
 // verify checks the bytes at the end of a bandwidth run: every message
