@@ -26,6 +26,7 @@ const (
 	evMemVisible
 	evTimeout
 	evStageEdge
+	evRxRelease // a received packet's VL buffer space frees (VL, Arg = blocks)
 )
 
 // txEntry is a packet waiting for the wire.
@@ -340,6 +341,8 @@ func (d *Device) HandleEvent(ev *components.Event) {
 	case evRxDone:
 		d.rxPending--
 		d.receive(ev.Pkt)
+	case evRxRelease:
+		d.Port.Release(int(ev.VL), int(ev.Arg))
 	case evCQEVisible:
 		d.cqeVisible()
 	case evMemVisible:

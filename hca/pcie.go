@@ -102,6 +102,14 @@ func (p *PCIe) Write(t ib.PS, n int) ib.PS {
 	return end + p.writeLat
 }
 
+// WriteQueuedUntil returns when the upstream direction would finish n
+// bytes of posted writes offered now, behind the TLPs already reserved on
+// it: what the data of a packet just received waits for.
+func (p *PCIe) WriteQueuedUntil(now ib.PS, n int) ib.PS {
+	tlps := (n + p.cfg.MPSBytes - 1) / p.cfg.MPSBytes
+	return max(now, p.up.freeAt) + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
+}
+
 // Read fetches n bytes of host memory for the HCA starting at t: one read
 // request per MRRS, each needing a free tag, answered after the read
 // completion latency by completions of ReadCompletionBytes. It returns when

@@ -5,10 +5,37 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
+// PostedWriteQueueBytes is how many bytes of posted-write TLPs (payload
+// and TLP overhead) the HCA holds between its receive buffer and PCIe, an
+// assumption (ConnectX's internal buffering is not published): a
+// received packet's data leaves the IB receive buffer for that queue. 16
+// KiB is four 4 KiB packets, so while PCIe takes writes faster than the
+// link brings them (every profile at its own port's rate: hca.md) the
+// queue never fills and credits go back at the end of transport-rx.
+const PostedWriteQueueBytes = 16384
+
 // receive handles a packet that passed the transport-rx stage: the receive
 // buffer frees (credits go back), then the responder or the requester acts.
+// A packet whose payload is written to host memory frees its buffer only
+// when that payload fits in the posted-write queue: when writes arrive
+// faster than PCIe takes them (an incast into one HCA on a narrow PCIe
+// link), the queue stays full, the port's credits return at the PCIe
+// write rate, and so the senders slow to it, as the receive buffer of a
+// real HCA backs up into link-level flow control.
 func (d *Device) receive(pkt *ib.Packet) {
-	d.Port.Release(int(pkt.VL), pkt.Credits())
+	now := d.s.Now()
+	if n := pkt.PayloadLen; n > 0 {
+		// The payload fits when the bytes queued ahead of its last TLP's
+		// end, its own included, are at most the queue's.
+		if at := d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(PostedWriteQueueBytes); at > now {
+			e := d.at(at, evRxRelease)
+			e.VL, e.Arg = int8(pkt.VL), int64(pkt.Credits())
+		} else {
+			d.Port.Release(int(pkt.VL), pkt.Credits())
+		}
+	} else {
+		d.Port.Release(int(pkt.VL), pkt.Credits())
+	}
 	d.Counters.RxPackets++
 	d.tracePacket(components.TraceDeliver, pkt)
 	qp := d.qpByNum(pkt.DestQP)
