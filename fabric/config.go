@@ -172,6 +172,13 @@ func (c *Config) Validate() error {
 		if err := run.Validate(); err != nil {
 			return err
 		}
+		if c.Topology.Kind == "back-to-back" {
+			// A fabric's pairs are checked against its host count when
+			// it is built; back to back there are two.
+			if _, err := perftestPairs(c, 2); err != nil {
+				return err
+			}
+		}
 	}
 	if isSynthetic(w.Kind) {
 		tc := w.Traffic()

@@ -10,6 +10,7 @@ import (
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/switchasic"
+	"github.com/hcasim/hcasim/workload"
 )
 
 // HostDevice is what sits on a host's port: a packet endpoint or an HCA.
@@ -62,18 +63,28 @@ func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 
 // slFlows returns which of a fabric's hosts send to one another on which
 // SL: every host on workload.sl for synthetic traffic and collectives; a
-// perftest's two HCAs (the first and last host) on workload.sl, and with
-// background traffic the hosts between them on workload.background_sl.
+// perftest's HCAs (the first and last host, or the hosts of
+// workload.pattern's pairs, all taken as one flow, which checks more
+// routes than the pairs use) on workload.sl, and with background traffic
+// the other hosts on workload.background_sl.
 func (c *Config) slFlows(hosts int) []slHosts {
 	w := &c.Workload
 	switch w.Kind {
 	case "perftest":
-		flows := []slHosts{{sl: uint8(w.SL), hosts: []int{0, hosts - 1}}}
-		if w.Background && hosts > 2 {
-			bg := make([]int, hosts-2)
-			for i := range bg {
-				bg[i] = i + 1
+		pairs, err := perftestPairs(c, hosts)
+		if err != nil {
+			// Refused when the perftest is built; check the default pair.
+			pairs = []workload.PerftestPair{{Client: 0, Server: hosts - 1}}
+		}
+		inPair, bg := perftestHosts(pairs, hosts)
+		var hcas []int
+		for h, in := range inPair {
+			if in {
+				hcas = append(hcas, h)
 			}
+		}
+		flows := []slHosts{{sl: uint8(w.SL), hosts: hcas}}
+		if w.Background && len(bg) > 0 {
 			flows = append(flows, slHosts{sl: uint8(w.BackgroundServiceLevel()), hosts: bg})
 		}
 		return flows

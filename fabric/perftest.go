@@ -11,10 +11,11 @@ import (
 	"github.com/hcasim/hcasim/workload"
 )
 
-// runPerftest runs a perftest-style RDMA test between two hosts with HCAs:
+// runPerftest runs a perftest-style RDMA test between hosts with HCAs:
 // back to back, or on any fabric between its first and last host (the pair
-// farthest apart in a fat tree), optionally while the other hosts load the
-// fabric with synthetic background traffic (workload.background).
+// farthest apart in a fat tree) or the pairs workload.pattern names,
+// optionally while the other hosts load the fabric with synthetic
+// background traffic (workload.background).
 func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	run := perftestRun(cfg)
 	if err := run.Validate(); err != nil {
@@ -28,6 +29,9 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	)
 	view := &Simulation{}
 	if cfg.Topology.Kind == KindBackToBack {
+		if run.Pairs, err = perftestPairs(cfg, 2); err != nil {
+			return nil, &UnsupportedError{Msg: err.Error()}
+		}
 		pt, err = workload.BuildPerftest(run)
 		if err != nil {
 			return nil, &UnsupportedError{Msg: err.Error()}
@@ -107,7 +111,7 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 			}
 		}
 		m["background_hosts"] = len(bg.eps)
-		m["hosts"] = len(bg.eps) + 2
+		m["hosts"] = len(bg.net.Hosts)
 		m["switches"] = len(bg.net.Switches)
 		var blocks uint64
 		for _, p := range bg.net.Ports {
@@ -173,8 +177,31 @@ func perftestRun(cfg *Config) workload.PerftestRun {
 	return run
 }
 
-// buildFabricPerftest builds the configured fabric with HCAs on its first and
-// last host and, with workload.background, packet endpoints on the others.
+// perftestPairs returns the perftest's pairs on a fabric of hosts hosts
+// (workload.pattern, workload.clients, workload.shift).
+func perftestPairs(cfg *Config, hosts int) ([]workload.PerftestPair, error) {
+	w := &cfg.Workload
+	return workload.PerftestPairs(w.Pattern, w.Clients, w.Shift, hosts, cfg.Seed)
+}
+
+// perftestHosts returns which of hosts hosts are in a pair (have an HCA)
+// and the others, the background hosts, in host order.
+func perftestHosts(pairs []workload.PerftestPair, hosts int) (inPair []bool, background []int) {
+	inPair = make([]bool, hosts)
+	for _, pr := range pairs {
+		inPair[pr.Client], inPair[pr.Server] = true, true
+	}
+	for h, in := range inPair {
+		if !in {
+			background = append(background, h)
+		}
+	}
+	return inPair, background
+}
+
+// buildFabricPerftest builds the configured fabric with HCAs on the hosts
+// of the test's pairs (the first and last host, or workload.pattern's) and,
+// with workload.background, packet endpoints on the others.
 func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRun, view *Simulation) (*workload.Perftest, *synthRun, error) {
 	w := cfg.Workload
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
@@ -182,35 +209,48 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		return nil, nil, err
 	}
 	n := len(topo.Hosts())
+	if run.Pairs, err = perftestPairs(cfg, n); err != nil {
+		return nil, nil, &UnsupportedError{Msg: err.Error()}
+	}
+	inPair, bgHosts := perftestHosts(run.Pairs, n)
+	bgIndex := make([]int, n) // a background host's index among them
+	for j, h := range bgHosts {
+		bgIndex[h] = j
+	}
 	var sources []*workload.Source
 	bg := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
 	bg.parts = []*synthPart{{r: bg, s: s}}
-	if w.Background && n <= 2 {
-		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but the fabric's %d hosts are the two perftest hosts; background traffic needs more (topology.hosts)", n)}
+	if w.Background && len(bgHosts) == 0 {
+		if len(run.Pairs) == 1 {
+			return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but the fabric's %d hosts are the two perftest hosts; background traffic needs more (topology.hosts)", n)}
+		}
+		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but every one of the fabric's %d hosts is in a perftest pair (workload.pattern %s); background traffic needs hosts in none (fewer workload.clients, or more topology.hosts)", n, w.Pattern)}
 	}
 	if w.Background {
 		tc := w.Traffic()
 		tc.Pattern, tc.Background = w.BackgroundPattern, true
+		tc.PerftestHosts = n - len(bgHosts)
 		// Background packets are full MTU unless workload.sizes says otherwise:
 		// workload.size is the perftest's message size.
 		tc.Size = cfg.Link.MTU
 		rate := cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
-		sources, err = workload.NewSources(tc, n-2, rate, cfg.Seed)
+		sources, err = workload.NewSources(tc, len(bgHosts), rate, cfg.Seed)
 		if err != nil {
 			return nil, nil, &UnsupportedError{Msg: err.Error()}
 		}
 	}
-	var devs [2]*hca.Device
+	devs := make([]*hca.Device, n) // by host; nil off the pairs
 	net, err := BuildNetworkOn(cfg, s, topo, sub, func(i int, lid uint16, name string) HostDevice {
-		if i == 0 || i == n-1 {
+		if inPair[i] {
 			h := NewHCAHost(s, cfg, lid, name)
-			devs[min(i, 1)] = h.Device
+			devs[i] = h.Device
 			return h
 		}
 		if sources == nil {
 			return idleHost{}
 		}
-		e := workload.NewEndpoint(s, name, i-1, lid, sources[i-1])
+		j := bgIndex[i]
+		e := workload.NewEndpoint(s, name, j, lid, sources[j])
 		bg.eps = append(bg.eps, e)
 		return e
 	})
@@ -231,7 +271,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		}
 		return pt, nil
 	}
-	pt, err := workload.BuildPerftestOn(s, devs[0], devs[1], run, rebuild)
+	pt, err := workload.BuildPerftestPairsOn(s, devs, run, rebuild)
 	if err != nil {
 		return nil, nil, &UnsupportedError{Msg: err.Error()}
 	}
@@ -251,7 +291,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	s.Schedule(bg.t1, part, evSynthStatsEnd)
 	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range bg.eps {
-		e.LIDOf = func(h int) uint16 { return net.HostLID(h + 1) }
+		e.LIDOf = func(h int) uint16 { return net.HostLID(bgHosts[h]) }
 		bgSL := w.BackgroundServiceLevel()
 		e.SL = uint8(bgSL)
 		e.VL = sl2vl[bgSL]
@@ -260,11 +300,19 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	}
 	if anyLossy(net.Ports) {
 		// The background counts its own packets lost (the HCAs' are the
-		// test's to recover): those from an endpoint's LID.
-		hca0, hca1 := net.HostLID(0), net.HostLID(n-1)
+		// test's to recover): those from an endpoint's LID, found by an
+		// index of the HCAs' LIDs.
+		var hcaLID []bool
+		for h, in := range inPair {
+			if in {
+				lid := int(net.HostLID(h))
+				hcaLID = append(hcaLID, make([]bool, max(0, lid+1-len(hcaLID)))...)
+				hcaLID[lid] = true
+			}
+		}
 		for _, p := range net.Ports {
 			p.OnDiscard = func(p *link.Port, pkt *ib.Packet) {
-				if pkt.SLID != hca0 && pkt.SLID != hca1 {
+				if int(pkt.SLID) >= len(hcaLID) || !hcaLID[pkt.SLID] {
 					part.discard(p, pkt)
 				}
 			}

@@ -60,6 +60,17 @@ type Config struct {
 	ReduceGBps        float64 `yaml:"reduce_gbps"`
 	BackgroundPattern string  `yaml:"background_pattern"`
 	InlineSize        int     `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
+	// Pattern, for a perftest, says which hosts run the test in pairs
+	// (PerftestPatterns): one pair, the first host to the last (pair, or
+	// empty, the default); an incast of Clients hosts into the last; a
+	// shift or permutation among the first Clients hosts, each the client
+	// of one pair and the server of another. omitempty with an empty
+	// default, so a config without it has the effective config, and so the
+	// trace header's config hash, it had before the key existed.
+	Pattern string `yaml:"pattern,omitempty"`
+	// Clients is the number of perftest clients of a Pattern other than
+	// pair (0: every host the pattern can take).
+	Clients int `yaml:"clients,omitempty"`
 
 	// Synthetic traffic knobs.
 	OfferedLoad     float64 `yaml:"offered_load"`     // fraction of link rate each host injects, 0 < x ≤ 1
@@ -204,6 +215,12 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	}
 	if !slices.Contains(Patterns, c.BackgroundPattern) {
 		return fmt.Errorf("%s.background_pattern: %q is not a synthetic pattern (%s)", prefix, c.BackgroundPattern, strings.Join(Patterns, ", "))
+	}
+	if c.Pattern != "" && !slices.Contains(PerftestPatterns, c.Pattern) {
+		return fmt.Errorf("%s.pattern: %q is not a perftest pattern (%s)", prefix, c.Pattern, strings.Join(PerftestPatterns, ", "))
+	}
+	if c.Clients < 0 || c.Clients > MaxPerftestClients {
+		return fmt.Errorf("%s.clients: %d is out of range (0 for every host the pattern can take, 1 to %d)", prefix, c.Clients, MaxPerftestClients)
 	}
 	if sl := c.BackgroundSL; sl != nil && (*sl < 0 || *sl > 15) {
 		return fmt.Errorf("%s.background_sl: %d is not a service level (0 to 15; leave it out for workload.sl)", prefix, *sl)

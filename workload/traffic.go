@@ -252,6 +252,9 @@ func NewSources(c TrafficConfig, hosts int, gbps float64, seed uint64) ([]*Sourc
 	in := topologyHosts
 	if c.Background {
 		in = backgroundHosts
+		if c.PerftestHosts > 2 {
+			in.hosts = fmt.Sprintf("the fabric has %%d besides the %d perftest hosts", c.PerftestHosts)
+		}
 	}
 	pat, err := newPattern(c.Pattern, hosts, c.Shift, c.HotspotFraction, rand.New(rand.NewPCG(seed, patternStream)), in)
 	if err != nil {

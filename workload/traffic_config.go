@@ -37,6 +37,9 @@ type TrafficConfig struct {
 	// (workload.background_pattern) among the hosts other than the test
 	// pair: NewSources's errors then name that key and those hosts.
 	Background bool `yaml:"-"`
+	// PerftestHosts is, for a background, how many hosts the perftest
+	// takes (0: the two of one pair), for NewSources's errors.
+	PerftestHosts int `yaml:"-"`
 }
 
 // DefaultTraffic returns the synthetic-traffic defaults.
