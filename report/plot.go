@@ -26,6 +26,9 @@ const (
 	AcceptedPlot = "accepted-vs-offered-load.svg"
 	// throughputPlotPrefix + key + ".svg" is throughput vs a buffer-depth key.
 	throughputPlotPrefix = "throughput-vs-"
+	// ClientsPlot is a perftest's aggregate bandwidth (solid) and its
+	// slowest pair's (dashed) vs workload.clients.
+	ClientsPlot = "bandwidth-vs-clients.svg"
 )
 
 // WritePlots draws the plots that the result's swept keys make meaningful
@@ -34,7 +37,9 @@ const (
 //     the points report latency_ns, AcceptedPlot when they report
 //     accepted_load;
 //   - each swept key ending in buffer_bytes: goodput_gbps (or
-//     throughput_gbps) against it, throughput-vs-<key>.svg.
+//     throughput_gbps) against it, throughput-vs-<key>.svg;
+//   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
+//     against it, ClientsPlot.
 //
 // A key is swept when the points hold at least two values of it. Every
 // other swept key splits the points into designs, one line each. Points
@@ -92,6 +97,25 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 					return written, err
 				}
 			}
+		case x == "workload.clients":
+			p, rows := linePlot(r.Points, x, swept, []series{
+				{metric: "aggregate_bw_gbps", label: "aggregate"},
+				{metric: "pair_bw_gbps.min", label: "slowest pair", dashed: true},
+			})
+			if p == nil {
+				continue
+			}
+			p.Title.Text = "Perftest bandwidth vs clients"
+			p.X.Label.Text = "clients — " + x
+			p.Y.Label.Text = "bandwidth (Gb/s) — aggregate_bw_gbps, pair_bw_gbps.min"
+			p.Y.Min = 0
+			legendRoom(p, float64(rows))
+			if t := valueTicks(r.Points, x); t != nil {
+				p.X.Tick.Marker = t
+			}
+			if err := save(p, ClientsPlot); err != nil {
+				return written, err
+			}
 		case strings.HasSuffix(x, "buffer_bytes"):
 			metric := "goodput_gbps"
 			if !hasMetric(r.Points, metric) {
@@ -133,7 +157,7 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 // the run did not draw it, so that a plot of an earlier run is not taken
 // for one of this run.
 func IsPlotFile(name string) bool {
-	if name == LatencyPlot || name == AcceptedPlot {
+	if name == LatencyPlot || name == AcceptedPlot || name == ClientsPlot {
 		return true
 	}
 	key, ok := strings.CutPrefix(name, throughputPlotPrefix)

@@ -65,6 +65,11 @@ type PerftestRun struct {
 	// its one HCA. nil is one pair, host 0 → host 1. Pair 0's figures are
 	// the single-pair metrics (bw_gbps, lat_us, …; docs/hca.md).
 	Pairs []PerftestPair
+	// PairMetrics reports the run-wide pair metrics (aggregate_bw_gbps,
+	// fairness_jain, …) even for one pair, so that a sweep over the
+	// client count has them at every point; runs of several pairs always
+	// report them.
+	PairMetrics bool
 
 	// FaultDropAcks drops that many ACKs at the requester (retry test hook).
 	FaultDropAcks int
@@ -352,7 +357,7 @@ func (t *Perftest) Run() (map[string]any, error) {
 		return nil, &TimeLimitError{Msg: fmt.Sprintf("perftest %s: did not finish within %.0f ns of simulated time (%d of %d messages completed)", run.Test, maxT, done, run.Iterations*run.QPs*len(g.pairs))}
 	}
 	m := p.result
-	if len(g.pairs) > 1 {
+	if g.result != nil {
 		maps.Copy(m, g.result)
 	}
 	traced := p

@@ -134,7 +134,7 @@ func (g *perftestGroup) pairDone() {
 		return
 	}
 	g.end = g.s.Now()
-	if len(g.pairs) > 1 {
+	if len(g.pairs) > 1 || g.run.PairMetrics {
 		g.result = g.metrics()
 	}
 	if g.onEnd != nil {
