@@ -117,8 +117,11 @@ func (c *Config) Validate() error {
 	}
 	// Back to back, a collective's HCA ports map workload.sl through the
 	// same table (fabric.NewHCAHost), and so do a perftest's on any SL but
-	// 0; on SL 0 its two HCAs send on VL 0 whatever the table says.
-	if c.Topology.Kind != "back-to-back" || c.Workload.Kind != "perftest" || c.Workload.SL != 0 {
+	// 0; on SL 0 its two HCAs send on VL 0 whatever the table says. A
+	// stream (back to back only) never looks the table up: its packets go
+	// on workload.vl, vl+1, … whatever their SL, and no switch sees them.
+	if c.Workload.Kind != "stream" &&
+		(c.Topology.Kind != "back-to-back" || c.Workload.Kind != "perftest" || c.Workload.SL != 0) {
 		// Only the SLs packets carry (wireSLs) are checked. Workload.Validate
 		// has checked the SLs are 0..15.
 		t := c.Switch.SL2VLTable()

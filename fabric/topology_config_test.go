@@ -246,6 +246,13 @@ func TestHCASLToDropVLRefused(t *testing.T) {
 	_, err = Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop0, "workload.kind=perftest"})
 	assert.NoError(t, err)
 
+	// A stream (back to back only) sends on workload.vl whatever its SL:
+	// neither end looks switch.sl2vl up and there is no switch to drop
+	// anything, so an SL the table drops is no reason to refuse it (it
+	// was, wrongly, once HCAs' SLs were checked back to back).
+	_, err = Load(nil, []string{"topology.kind=back-to-back", "switch.vls=2", drop1, "workload.kind=stream", "workload.sl=1"})
+	assert.NoError(t, err)
+
 	// The background's SL is checked only when there is a background.
 	_, err = Load(nil, append(base, "workload.kind=perftest", drop1, "workload.background_sl=1"))
 	assert.NoError(t, err)
