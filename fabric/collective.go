@@ -51,7 +51,7 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	m, err := coll.Run()
 	if err != nil {
-		return nil, err
+		return nil, view.explainTimeLimit(cfg, err)
 	}
 	m["hosts"] = len(devs)
 	m["switches"] = len(net.Switches)

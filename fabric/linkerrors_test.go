@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/verif"
+	"github.com/hcasim/hcasim/workload"
 )
 
 // pCorrupt is the chance a packet of bytes wire bytes is corrupted at a
@@ -304,4 +307,52 @@ func TestCableBER(t *testing.T) {
 	again, err := ParseTopology(&buf, "again.topo", testCable)
 	require.NoError(t, err)
 	assert.Equal(t, topo.Cables, again.Cables)
+}
+
+// TestTimeLimitOnLossyLinksSaysWhy: a run that stops at sim.max_time_ns on
+// lossy links says what the links lost and how its transport recovers, on
+// the one line the user sees; the bare "did not finish (0 of 2000 messages
+// completed)" read as a model that hung.
+//
+//   - UD send_lat of 4 KiB back to back at BER 1e-5: each
+//     4,130-byte packet (4,096 payload + LRH 8, BTH 12, DETH 8, ICRC 4,
+//     VCRC 2; no GRH) is lost with p = 1 − (1 − 1e-5)^33040 ≈ 28 %, so the first few of the
+//     2,000 ping-pongs lose one and, UD never resending, the pong it waits
+//     for never comes.
+//   - RC write_bw of 64 KiB at BER 1e-6 with perftest's retry_timeout 14
+//     (4.096 µs × 2^14 = 67.108864 ms): a loss during a go-back-N retry
+//     waits for the timer (docs/hca.md), and 300 messages of 16 packets
+//     (p ≈ 3.3 % each) meet several; a 10 ms limit stops the run first.
+func TestTimeLimitOnLossyLinksSaysWhy(t *testing.T) {
+	base := []string{"topology.kind=back-to-back", "link.generation=EDR", "hca.profile=cx5", "workload.kind=perftest"}
+	for _, tc := range []struct {
+		name string
+		sets []string
+		how  string
+	}{
+		{"UD send_lat", []string{"link.ber=1e-5", "workload.test=send_lat", "workload.connection=UD", "workload.size=4096", "sim.max_time_ns=1e6"},
+			"UD never resends a lost datagram, so a test that waits for one cannot finish"},
+		{"RC write_bw", []string{"link.ber=1e-6", "workload.test=write_bw", "workload.size=65536", "workload.iterations=300", "sim.max_time_ns=1e7"},
+			"RC resends a packet no sequence NAK reports lost only when its retry timer fires (hca.retry_timeout 14: 67.108864ms), and the credits a discard took come back with the sender's next flow-control packet (within link.fc_refresh_ns, 6000 ns)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(nil, append(base, tc.sets...))
+			require.NoError(t, err)
+			_, err = Run(l, RunOptions{})
+			var tl *workload.TimeLimitError
+			require.ErrorAs(t, err, &tl)
+			msg := err.Error()
+			assert.NotContains(t, msg, "\n")
+			m := regexp.MustCompile(`; the links discarded (\d+) data and (\d+) flow-control packets \(link\.ber ([0-9e.-]+)\): (.*) \(the sim\.max_time_ns limit`).FindStringSubmatch(msg)
+			require.NotNil(t, m, msg)
+			data, _ := strconv.Atoi(m[1])
+			assert.Positive(t, data, "a data packet was lost: that is why the run could not finish")
+			assert.Equal(t, tc.how, m[4])
+		})
+	}
+	// The same runs on error-free links finish: the clause is about losses.
+	l, err := Load(nil, append(base, "workload.test=send_lat", "workload.connection=UD", "workload.size=4096", "sim.max_time_ns=1e7"))
+	require.NoError(t, err)
+	_, err = Run(l, RunOptions{})
+	require.NoError(t, err)
 }

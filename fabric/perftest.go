@@ -71,7 +71,7 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	m, err := pt.Run()
 	if err != nil {
-		return nil, err
+		return nil, view.explainTimeLimit(cfg, err)
 	}
 	if fm == nil {
 		fm = perftestFabricMetrics(cfg, s, bg, view)

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/workload"
@@ -154,6 +156,37 @@ func (v *Simulation) addLinkErrors(m map[string]any) {
 	}
 	m["link_packet_errors"] = data
 	m["link_fc_errors"] = fc
+}
+
+// explainTimeLimit adds to a run on lossy links that stopped at
+// sim.max_time_ns what the links lost and how the transport recovers from
+// a loss, the likeliest reason it did not finish: "did not finish (0 of
+// 2000 messages completed)" alone reads as a model that hung. A UD
+// datagram lost is never resent, so a test that waits for it (send_lat's
+// ping-pong) cannot end; RC resends a loss no sequence NAK reveals only
+// when its retry timer fires, and a discard's credits come back only with
+// the sender's next flow-control packet. Other errors, and runs on links
+// that lost nothing, are returned as they are.
+func (v *Simulation) explainTimeLimit(cfg *Config, err error) error {
+	var tl *workload.TimeLimitError
+	if !errors.As(err, &tl) {
+		return err
+	}
+	var data, fc uint64
+	for _, p := range v.Ports {
+		data += p.Errors.Packets
+		fc += p.Errors.FCPackets
+	}
+	if data+fc == 0 {
+		return err
+	}
+	how := fmt.Sprintf("RC resends a packet no sequence NAK reports lost only when its retry timer fires (hca.retry_timeout %d: %v), and the credits a discard took come back with the sender's next flow-control packet (within link.fc_refresh_ns, %g ns)",
+		cfg.HCA.RetryTimeout, time.Duration(hca.RetryTimeoutPS(cfg.HCA.RetryTimeout)/ib.Nanosecond), cfg.Link.FCRefreshNs)
+	if cfg.Workload.Kind == "perftest" && cfg.Workload.Connection == "UD" {
+		how = "UD never resends a lost datagram, so a test that waits for one cannot finish"
+	}
+	tl.Msg += fmt.Sprintf("; the links discarded %d data and %d flow-control packets (link.ber %g): %s", data, fc, cfg.Link.BER, how)
+	return err
 }
 
 // linkErrors returns every error the ports have counted so far.
