@@ -29,7 +29,18 @@ const (
 	// ClientsPlot is a perftest's aggregate bandwidth (solid) and its
 	// slowest pair's (dashed) vs workload.clients.
 	ClientsPlot = "bandwidth-vs-clients.svg"
+	// BERPlot is throughput vs link.ber on a log axis, one colour per
+	// design; a design's error-free point (ber 0, which a log axis cannot
+	// show) is a dashed level across the plot.
+	BERPlot = "throughput-vs-link.ber.svg"
+	// berKey is the swept key BERPlot draws against.
+	berKey = "link.ber"
 )
+
+// berMetrics are the throughput metrics BERPlot draws, the first the points
+// report: synthetic traffic's and a stream's goodput, perftest's bandwidth,
+// a collective's bus bandwidth (docs/metrics.md).
+var berMetrics = []string{"goodput_gbps", "bw_gbps", "busbw_gbps", "throughput_gbps"}
 
 // WritePlots draws the plots that the result's swept keys make meaningful
 // into dir as SVG and returns the files written:
@@ -40,6 +51,7 @@ const (
 //     throughput_gbps) against it, throughput-vs-<key>.svg;
 //   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
 //     against it, ClientsPlot.
+//   - link.ber swept: BERPlot, the first of berMetrics the points report.
 //
 // A key is swept when the points hold at least two values of it. Every
 // other swept key splits the points into designs, one line each. Points
@@ -146,18 +158,147 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
 				return written, err
 			}
+		case x == berKey:
+			p, err := berPlot(r.Points, swept)
+			if err != nil {
+				return written, err
+			}
+			if p != nil {
+				if err := save(p, BERPlot); err != nil {
+					return written, err
+				}
+			}
 		}
 	}
 	return written, nil
 }
 
+// berPlot draws throughput against link.ber. Error rates of interest span
+// decades (1e-12 … 1e-4), so the x axis is logarithmic; the error-free
+// point of each design, which a log axis cannot place, is drawn as a
+// dashed level of the design's colour across the swept rates, the
+// reference the lossy points fall from. Nil when no point has the data.
+func berPlot(points []Point, swept []string) (*plot.Plot, error) {
+	metric := ""
+	for _, m := range berMetrics {
+		if hasMetric(points, m) {
+			metric = m
+			break
+		}
+	}
+	if metric == "" {
+		return nil, nil
+	}
+	var lossy []Point
+	zero := map[string]float64{} // design → its error-free throughput
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pt := range points {
+		v, ok := Number(pt.Params[berKey])
+		if !ok {
+			continue
+		}
+		if v > 0 {
+			lossy = append(lossy, pt)
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			continue
+		}
+		if y, ok := metricValue(pt.Metrics, metric); ok && pt.Error == "" && !math.IsNaN(y) && !math.IsInf(y, 0) {
+			zero[designID(pt, berKey, swept)] = y
+		}
+	}
+	p, _ := linePlot(lossy, berKey, swept, []series{{metric: metric}})
+	if p == nil {
+		return nil, nil
+	}
+	_, order := groupDesigns(lossy, berKey, swept)
+	for ci, id := range order {
+		y, ok := zero[id]
+		if !ok {
+			continue
+		}
+		level, err := plotter.NewLine(plotter.XYs{{X: lo, Y: y}, {X: hi, Y: y}})
+		if err != nil {
+			return nil, err
+		}
+		level.Color, _ = designStyle(ci)
+		level.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(level)
+		p.Legend.Add(strings.TrimPrefix(id+" "+berKey+" = 0", " "), level)
+	}
+	p.Y.Max = math.Max(p.Y.Max, maxValue(zero))
+	p.Title.Text = "Throughput vs link bit error rate"
+	p.X.Label.Text = "post-FEC bit error rate, log scale — " + berKey
+	p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
+	// Throughput falls to the right: the legend goes bottom left, and the
+	// y axis starts at 0 so a loss reads as the fraction it is.
+	p.Legend.Top, p.Legend.Left = false, true
+	p.Y.Min = 0
+	p.Y.Max *= 1.05
+	if hi > lo {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = decadeTicks{}
+	}
+	return p, nil
+}
+
+// decadeTicks marks a log axis at each power of ten, labelled as the
+// config writes a rate (1e-06), with unlabelled ticks at 2 … 9 times it
+// (gonum's LogTicks labels 1e-5 as 9.999999999999999e-06).
+type decadeTicks struct{}
+
+// Ticks returns the ticks between lo and hi.
+func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
+		for k := 1; k <= 9; k++ {
+			// k × 10^e as the nearest float, as "3e-05" parses: 10^-e is
+			// exact, and one division rounds once (3 × 1e-5 would round
+			// twice, to 3.0000000000000004e-05).
+			v := float64(k) * math.Pow10(e)
+			if e < 0 {
+				v = float64(k) / math.Pow10(-e)
+			}
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if k == 1 {
+				t.Label = FormatValue(v)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// designID is the label groupDesigns gives pt's design: the values of the
+// swept keys other than x.
+func designID(pt Point, x string, swept []string) string {
+	var parts []string
+	for _, k := range swept {
+		if k != x {
+			parts = append(parts, k+"="+FormatValue(pt.Params[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// maxValue is the largest value of m, 0 for none.
+func maxValue(m map[string]float64) float64 {
+	v := 0.0
+	for _, y := range m {
+		v = math.Max(v, y)
+	}
+	return v
+}
+
 // IsPlotFile reports whether name is one WritePlots may write, by its
-// naming scheme: LatencyPlot, AcceptedPlot or throughput-vs-<key>.svg for a
-// key ending in buffer_bytes. The CLI removes such a file from --out when
+// naming scheme: LatencyPlot, AcceptedPlot, BERPlot or
+// throughput-vs-<key>.svg for a key ending in buffer_bytes. The CLI removes such a file from --out when
 // the run did not draw it, so that a plot of an earlier run is not taken
 // for one of this run.
 func IsPlotFile(name string) bool {
-	if name == LatencyPlot || name == AcceptedPlot || name == ClientsPlot {
+	if name == LatencyPlot || name == AcceptedPlot || name == ClientsPlot || name == BERPlot {
 		return true
 	}
 	key, ok := strings.CutPrefix(name, throughputPlotPrefix)
@@ -277,13 +418,7 @@ func groupDesigns(points []Point, x string, swept []string) (map[string][]Point,
 	groups := map[string][]Point{}
 	var order []string
 	for _, p := range points {
-		var parts []string
-		for _, k := range swept {
-			if k != x {
-				parts = append(parts, k+"="+FormatValue(p.Params[k]))
-			}
-		}
-		id := strings.Join(parts, ", ")
+		id := designID(p, x, swept)
 		if _, ok := groups[id]; !ok {
 			order = append(order, id)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg/draw"
 )
 
@@ -142,4 +144,70 @@ func TestDesignStylesDiffer(t *testing.T) {
 	}
 	_, g := designStyle(0)
 	assert.IsType(t, draw.CircleGlyph{}, g)
+}
+
+// berSweep is a synthetic link.ber × offered-load sweep: each 4 KiB packet
+// (33,104 wire bits) is lost with p = 1 − (1 − ber)^33104, so goodput is
+// 400 × load × (1 − p) Gb/s; ber 0 is the error-free level.
+func berSweep() *Result {
+	r := &Result{Tool: "hcasim"}
+	for _, load := range []float64{0.3, 0.6} {
+		for _, ber := range []float64{0, 1e-8, 1e-7, 1e-6, 1e-5} {
+			lost := 1 - math.Pow(1-ber, 33104)
+			r.Points = append(r.Points, Point{Params: map[string]any{"link.ber": ber, "workload.offered_load": load},
+				Metrics: map[string]any{"goodput_gbps": 400 * load * (1 - lost), "accepted_load": load * (1 - lost)}})
+		}
+	}
+	return r
+}
+
+// TestBERPlot: a sweep over link.ber draws throughput against it on a log
+// axis (the rates span decades; on a linear one every point below 1e-6
+// would sit on the y axis), one line per design, with each design's
+// error-free point — which no log axis can place — as a dashed level in
+// the legend. Before, a link.ber sweep drew no plot at all.
+func TestBERPlot(t *testing.T) {
+	dir := t.TempDir()
+	files, err := WritePlots(dir, berSweep())
+	require.NoError(t, err)
+	assert.Contains(t, files, BERPlot)
+	assert.True(t, IsPlotFile(BERPlot))
+	svgText(t, filepath.Join(dir, BERPlot), "Throughput vs link bit error rate", "log scale — link.ber",
+		"goodput (Gb/s) — goodput_gbps", "workload.offered_load=0.3", "workload.offered_load=0.6 link.ber = 0")
+
+	// The axis is logarithmic, and the lossy points are drawn at their rates.
+	p, err := berPlot(berSweep().Points, []string{"link.ber", "workload.offered_load"})
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	assert.IsType(t, plot.LogScale{}, p.X.Scale)
+	assert.Equal(t, 1e-8, p.X.Min)
+	assert.Equal(t, 1e-5, p.X.Max)
+	assert.Equal(t, 0.0, p.Y.Min)
+	// The top leaves room over the highest level, 400 × 0.6 = 240 Gb/s.
+	assert.GreaterOrEqual(t, p.Y.Max, 240.0)
+
+	// A perftest sweep has no goodput: its bandwidth is drawn.
+	r := &Result{}
+	for _, ber := range []float64{1e-7, 1e-6} {
+		r.Points = append(r.Points, Point{Params: map[string]any{"link.ber": ber}, Metrics: map[string]any{"bw_gbps": 90.0}})
+	}
+	files, err = WritePlots(t.TempDir(), r)
+	require.NoError(t, err)
+	assert.Equal(t, []string{BERPlot}, files)
+}
+
+// TestDecadeTicks: a log axis of error rates is labelled at each power of
+// ten as a config writes it, with minor ticks at 2 … 9 times it.
+func TestDecadeTicks(t *testing.T) {
+	ticks := decadeTicks{}.Ticks(1e-8, 3e-5)
+	var labels []string
+	for _, tk := range ticks {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	assert.Equal(t, []string{"1e-08", "1e-07", "1e-06", "1e-05"}, labels)
+	// 1e-8 … 9e-6 is 3 decades of 9 ticks, then 1e-5, 2e-5, 3e-5: 30.
+	assert.Len(t, ticks, 30)
+	assert.Equal(t, 3e-5, ticks[len(ticks)-1].Value)
 }
