@@ -168,3 +168,47 @@ func TestMessageLongerThanRetryTimeoutCompletes(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainCapDoesNotCutTheSettle: a checked synthetic or stream run that
+// drains before workload.drain_ns is up settles for the checkers, and the
+// settle — not the drain's limit — ends it. The settle window is at least
+// one refresh period, fc_refresh_ns 6 µs (settleTime: R + 2(L + S) + 1 µs;
+// on lossy links one R more, and as many windows as it takes), while the
+// drain limit here is 2 µs after the window: light traffic (10 % load)
+// lands within a packet time or two of the window's end, so the settle
+// starts well inside the limit and, with the limit still armed, was
+// stopped by it — the run ended unsettled and the idle-fabric checks
+// (nothing lost, every credit back) were skipped without a word.
+func TestDrainCapDoesNotCutTheSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+	}{
+		{"synthetic", []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "workload.kind=uniform",
+			"workload.offered_load=0.1", "workload.warmup_ns=1000", "workload.measure_ns=5000", "workload.drain_ns=2000"}},
+		{"synthetic partitioned", []string{"topology.kind=fat-tree-2", "topology.hosts=16", "switch.radix=8", "workload.kind=uniform",
+			"workload.offered_load=0.1", "workload.warmup_ns=1000", "workload.measure_ns=5000", "workload.drain_ns=2000", "sim.partitions=2"}},
+		{"synthetic lossy", []string{"topology.kind=single-switch", "topology.hosts=4", "switch.radix=4", "workload.kind=uniform",
+			"workload.offered_load=0.1", "workload.warmup_ns=1000", "workload.measure_ns=5000", "workload.drain_ns=2000", "link.ber=1e-6"}},
+		{"stream", []string{"workload.kind=stream", "workload.saturate=true", "workload.warmup_ns=1000", "workload.measure_ns=5000",
+			"workload.drain_ns=2000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(nil, append(tc.sets, "sim.check=true"))
+			require.NoError(t, err)
+			var view *Simulation
+			var chk *verif.Checkers
+			m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+				view = s
+				chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+			}})
+			require.NoError(t, err)
+			require.Equal(t, true, m["drain_complete"], "the run drained inside its limit")
+			window := settleTime(view.Ports)
+			require.Greater(t, window, ib.FromNanoseconds(2000), "a settle window outlasts the drain limit")
+			assert.True(t, view.Settled, "the run settled, so the idle-fabric checks ran")
+			chk.Finish(view.Now(), view.Settled)
+			require.NoError(t, chk.Err())
+		})
+	}
+}

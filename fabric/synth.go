@@ -391,7 +391,14 @@ func (p *synthPart) HandleEvent(ev *components.Event) {
 		}
 		p.s.Schedule(p.s.Now()+r.drainCap, p, evSynthDrainCap)
 	case evSynthDrainCap:
-		p.s.Stop()
+		// The drain's limit. A run that drained before it is settling for
+		// the checkers (finish), and the settle decides when it ends:
+		// stopping it here skipped the idle-fabric checks of any run
+		// whose settle reached past the cap (a drain that ended within a
+		// settle window of it, or a lossy settle of several windows).
+		if !p.r.drained {
+			p.s.Stop()
+		}
 	}
 }
 
