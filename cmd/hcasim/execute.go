@@ -57,7 +57,7 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	if prog != nil {
 		prog.stop()
 	}
-	err = runOutcome(err, finish())
+	err = runOutcome(err, finish(m))
 	if err != nil {
 		res.Points = append(res.Points, report.Point{Params: params, Metrics: map[string]any{}, Error: err.Error()})
 		return res, err
@@ -88,7 +88,7 @@ func paramValue(l *fabric.Loaded, key string) any {
 
 // observers returns the hook that attaches tracing and checking to a built
 // simulation, and a function that closes their files (observe.go).
-func observers(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func() error, error) {
+func observers(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func(map[string]any) error, error) {
 	return observersImpl(l, f)
 }
 

@@ -25,7 +25,7 @@ func normalizeMetric(s string) string { return indexed.ReplaceAllString(s, "$1$2
 
 // metricRuns is one small run of every workload kind and perftest test,
 // the shapes that add metrics (a fabric, background traffic, UD, lossy
-// links), and a sweep point.
+// links, --check), and a sweep point.
 var metricRuns = [][]string{
 	{"--set", "workload.test=write_lat"}, {"--set", "workload.test=write_bw"},
 	{"--set", "workload.test=read_lat"}, {"--set", "workload.test=read_bw"},
@@ -36,7 +36,7 @@ var metricRuns = [][]string{
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.pattern=incast", "--set", "workload.test=read_lat"},
 	{"--set", "workload.kind=stream", "--set", "workload.size=4096"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024"},
-	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024", "--set", "link.ber=1e-6"},
+	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024", "--set", "link.ber=1e-6", "--check"},
 	{"--set", "workload.kind=incast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8", "--set", "workload.size=1024"},
 	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},

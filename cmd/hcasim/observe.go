@@ -12,11 +12,14 @@ import (
 // observersImpl builds the --trace, --check and --vcd observers of one run:
 // a hook that attaches them to the built simulation, and a function that,
 // after the run, finishes the checkers and closes the files. A failed
-// invariant is returned from finish with its full report.
-func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func() error, error) {
+// invariant is returned from finish with its full report. With --check,
+// finish also records in the run's metrics (when there are any) whether
+// the end-of-run checks ran: they need the fabric idle, and a run that
+// could not settle skips them, which a passing --check must not hide.
+func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func(map[string]any) error, error) {
 	check := l.Config.Sim.Check
 	if f.trace == "" && f.vcd == "" && !check {
-		return nil, func() error { return nil }, nil
+		return nil, func(map[string]any) error { return nil }, nil
 	}
 	filter, err := verif.ParseFilter(strings.Join(f.tracePaths, ","), strings.Join(f.traceKinds, ","))
 	if err != nil {
@@ -69,7 +72,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
 		}
 	}
-	finish := func() error {
+	finish := func(m map[string]any) error {
 		var first error
 		if rec != nil {
 			if err := rec.Flush(); err != nil && first == nil {
@@ -100,6 +103,9 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			chk.Finish(view.Now(), view.Settled)
 			if err := chk.Err(); err != nil {
 				return violationError{err}
+			}
+			if m != nil {
+				m["end_checks_run"] = view.Settled
 			}
 		}
 		return first

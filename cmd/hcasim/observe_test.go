@@ -57,8 +57,40 @@ func TestViolationOutranksTheStoppedRun(t *testing.T) {
 	require.NotNil(t, tap, "host 1's port")
 	require.True(t, tap.fired)
 	require.Error(t, runErr, "the stopped perftest fails")
-	err = runOutcome(runErr, finish())
+	err = runOutcome(runErr, finish(nil))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invariant lossless violated")
 	assert.Contains(t, err.Error(), "delivered twice")
+}
+
+// TestEndChecksRunIsReported: the checkers' end-of-run checks (nothing
+// lost, every credit back) need an idle fabric; a checked run says in its
+// metrics whether they ran, so a --check that passed without them does not
+// read as one that passed with them. A perftest settles (true); the same
+// run's view marked unsettled, as a run that never goes idle leaves it,
+// reports false.
+func TestEndChecksRunIsReported(t *testing.T) {
+	yaml, ok := configs.Lookup("edr.yaml")
+	require.True(t, ok)
+	for _, settled := range []bool{true, false} {
+		l, err := fabric.Load(yaml, []string{"workload.test=write_bw", "workload.iterations=10", "sim.check=true"})
+		require.NoError(t, err)
+		obs, finish, err := observersImpl(l, &runFlags{})
+		require.NoError(t, err)
+		var view *fabric.Simulation
+		m, err := fabric.Run(l, fabric.RunOptions{Observe: func(s *fabric.Simulation) { view = s; obs(s) }})
+		require.NoError(t, err)
+		require.True(t, view.Settled, "a checked perftest settles")
+		view.Settled = settled
+		require.NoError(t, finish(m))
+		assert.Equal(t, settled, m["end_checks_run"])
+	}
+	// Without --check the key is absent.
+	l, err := fabric.Load(yaml, []string{"workload.test=write_bw", "workload.iterations=10"})
+	require.NoError(t, err)
+	_, finish, err := observersImpl(l, &runFlags{})
+	require.NoError(t, err)
+	m := map[string]any{}
+	require.NoError(t, finish(m))
+	assert.NotContains(t, m, "end_checks_run")
 }

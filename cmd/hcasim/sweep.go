@@ -154,7 +154,7 @@ func sweepRunner(f *runFlags, threads int) sweep.Runner {
 			return nil, err
 		}
 		m, err := fabricRun(p.Loaded, fabric.RunOptions{Observe: obs, Threads: threads})
-		err = runOutcome(err, finish())
+		err = runOutcome(err, finish(m))
 		if err != nil {
 			return nil, err
 		}
