@@ -658,18 +658,27 @@ func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
 	if got.dlid == in.dlid && !c.checkDest(ev, seq, got.dlid) {
 		return
 	}
+	if name, want, had, bad := headerDiff(in, got); bad {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: %s injected %d, delivered %d", seq, name, want, had))
+		return
+	}
+	if in.op != got.op {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: op injected %s, delivered %s", seq, in.op, got.op))
+	}
+}
+
+// headerDiff returns the first header field (slid, dlid, qpn, psn, icrc)
+// in which got differs from the injected in, with both values.
+func headerDiff(in, got pktIdentity) (name string, want, had int64, differs bool) {
 	for _, d := range [...]struct {
 		name      string
 		want, got int64
 	}{{"slid", in.slid, got.slid}, {"dlid", in.dlid, got.dlid}, {"qpn", in.qpn, got.qpn}, {"psn", in.psn, got.psn}, {"icrc", in.icrc, got.icrc}} {
 		if d.want != d.got {
-			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: %s injected %d, delivered %d", seq, d.name, d.want, d.got))
-			return
+			return d.name, d.want, d.got, true
 		}
 	}
-	if in.op != got.op {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d corrupted: op injected %s, delivered %s", seq, in.op, got.op))
-	}
+	return "", 0, 0, false
 }
 
 // linkDiscard takes a packet a link discarded as corrupted (drop reason
@@ -698,14 +707,9 @@ func (c *Checkers) linkDiscard(ev *components.TraceEvent, f *evFields) {
 	delete(c.injected, seq)
 	c.discarded.set(seq)
 	got := c.identity(ev, f)
-	for _, d := range [...]struct {
-		name      string
-		want, got int64
-	}{{"slid", in.slid, got.slid}, {"dlid", in.dlid, got.dlid}, {"qpn", in.qpn, got.qpn}, {"psn", in.psn, got.psn}, {"icrc", in.icrc, got.icrc}} {
-		if d.want != d.got {
-			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d changed before a link discarded it: %s injected %d, discarded %d", seq, d.name, d.want, d.got))
-			return
-		}
+	if name, want, had, bad := headerDiff(in, got); bad {
+		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d changed before a link discarded it: %s injected %d, discarded %d", seq, name, want, had))
+		return
 	}
 	if requestOps[in.op] {
 		c.lostReq[rcPSN{rcKey{in.slid, in.dlid, in.qpn}, in.psn}] = true
