@@ -121,7 +121,9 @@ func TestIncastReadLatIsTheServersPCIeRead(t *testing.T) {
 // queued one (Chuang, Goel, McKeown, Prabhakar, IEEE JSAC 17(6), 1999),
 // so the switch itself blocks nothing. (At speedup 1 the model's VOQ
 // leaves hold the pairs whose client also serves a pair from another leaf
-// to 70 Gb/s: fabric.md, "Perftest pairs".)
+// to 70 Gb/s: their ACKs wait at a leaf input whose free rounds never meet
+// their output's, the streams being in fixed phase; fabric.md, "Perftest
+// pairs", and switchasic's TestPhaseLockedVOQ.)
 func TestShiftPairsReachTheSinglePairRate(t *testing.T) {
 	fab := []string{"topology.kind=fat-tree-2", "switch.radix=8", "topology.routing=dmodk", "switch.speedup=2",
 		"workload.iterations=200"}
