@@ -657,3 +657,23 @@ func TestReadRetriedInsideTheRoundTripFinishes(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeLimitSaysHowCompletionsCount: write_bw signals one WRITE in
+// perftestCQMod (100), so a run stopped by its time limit after 24 WRITEs
+// were acknowledged still says 0 completed; the message says why the count
+// moves in steps of 100. A latency test signals every message and keeps the
+// plain wording. 2000 ns is too short for either to finish: one 64 KiB
+// WRITE alone is 5.2 µs on the EDR wire.
+func TestTimeLimitSaysHowCompletionsCount(t *testing.T) {
+	run := edrRun("write_bw", 65536, 200)
+	run.MaxTimeNs = 2000
+	_, err := RunPerftest(run)
+	var tl *TimeLimitError
+	require.ErrorAs(t, err, &tl)
+	assert.Contains(t, err.Error(), "(0 of 200 messages completed, as the client sees them: one signaled completion every 100)")
+	run = edrRun("write_lat", 65536, 200)
+	run.MaxTimeNs = 2000
+	_, err = RunPerftest(run)
+	require.ErrorAs(t, err, &tl)
+	assert.Contains(t, err.Error(), "(0 of 200 messages completed)")
+}
