@@ -138,11 +138,7 @@ func discards(ports []*link.Port) uint64 {
 // lost before then. Call it at the end, or after the run: a run that
 // settles for the checkers reports the same numbers.
 func (v *Simulation) addLinkErrors(m map[string]any) {
-	lossy := false
-	for _, p := range v.Ports {
-		lossy = lossy || p.Lossy()
-	}
-	if !lossy {
+	if !anyLossy(v.Ports) {
 		return
 	}
 	end := v.End()
@@ -172,11 +168,8 @@ func (v *Simulation) explainTimeLimit(cfg *Config, err error) error {
 	if !errors.As(err, &tl) {
 		return err
 	}
-	var data, fc uint64
-	for _, p := range v.Ports {
-		data += p.Errors.Packets
-		fc += p.Errors.FCPackets
-	}
+	data := discards(v.Ports)
+	fc := linkErrors(v.Ports) - data
 	if data+fc == 0 {
 		return err
 	}
@@ -185,7 +178,11 @@ func (v *Simulation) explainTimeLimit(cfg *Config, err error) error {
 	if cfg.Workload.Kind == "perftest" && cfg.Workload.Connection == "UD" {
 		how = "UD never resends a lost datagram, so a test that waits for one cannot finish"
 	}
-	tl.Msg += fmt.Sprintf("; the links discarded %d data and %d flow-control packets (link.ber %g): %s", data, fc, cfg.Link.BER, how)
+	rate := fmt.Sprintf("link.ber %g", cfg.Link.BER)
+	if cfg.Link.BER == 0 {
+		rate = "the topology file's cable ber=" // only some cables are lossy
+	}
+	tl.Msg += fmt.Sprintf("; the links discarded %d data and %d flow-control packets (%s): %s", data, fc, rate, how)
 	return err
 }
 

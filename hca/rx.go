@@ -24,15 +24,15 @@ const PostedWriteQueueBytes = 16384
 // real HCA backs up into link-level flow control.
 func (d *Device) receive(pkt *ib.Packet) {
 	now := d.s.Now()
+	release := now
 	if n := pkt.PayloadLen; n > 0 {
 		// The payload fits when the bytes queued ahead of its last TLP's
 		// end, its own included, are at most the queue's.
-		if at := d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(PostedWriteQueueBytes); at > now {
-			e := d.at(at, evRxRelease)
-			e.VL, e.Arg = int8(pkt.VL), int64(pkt.Credits())
-		} else {
-			d.Port.Release(int(pkt.VL), pkt.Credits())
-		}
+		release = d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(PostedWriteQueueBytes)
+	}
+	if release > now {
+		e := d.at(release, evRxRelease)
+		e.VL, e.Arg = int8(pkt.VL), int64(pkt.Credits())
 	} else {
 		d.Port.Release(int(pkt.VL), pkt.Credits())
 	}

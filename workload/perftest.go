@@ -428,8 +428,8 @@ func (t *Perftest) retrace(k int, want int64) (*perftest, error) {
 	return p, nil
 }
 
-func sum(v []int) int {
-	s := 0
+func sum[T int | float64](v []T) T {
+	var s T
 	for _, x := range v {
 		s += x
 	}

@@ -157,7 +157,7 @@ func (g *perftestGroup) metrics() map[string]any {
 	var errs []string
 	var lats []float64
 	results := make([]any, len(g.pairs))
-	var retries int64
+	var retried int64
 	for i, p := range g.pairs {
 		if d := p.end - g.start; d > 0 {
 			bws[i] = bytesPerPair * 8 / float64(d) * 1000
@@ -175,7 +175,7 @@ func (g *perftestGroup) metrics() map[string]any {
 		for _, e := range p.errs {
 			errs = append(errs, fmt.Sprintf("pair %d (host %d → host %d): %s", i, pairs[i].Client, pairs[i].Server, e))
 		}
-		retries += retries0(p)
+		retried += retries(p.qp[0]) // the client side's retry sequences
 	}
 	m["pair_results"] = results
 	if span > 0 {
@@ -183,7 +183,7 @@ func (g *perftestGroup) metrics() map[string]any {
 		m["aggregate_bw_gbps"] = bytesPerPair * n * 8 / float64(span) * 1000
 		m["aggregate_msg_rate_mpps"] = msgsPerPair * n / float64(span) * 1e6
 	}
-	m["pair_bw_sum_gbps"] = sumF(bws)
+	m["pair_bw_sum_gbps"] = sum(bws)
 	m["pair_bw_gbps"] = minMaxMean(bws)
 	// Every pair moves the same bytes, so its bandwidth is proportional
 	// to its message rate, 1 / its time, and Jain's index, which does not
@@ -208,7 +208,7 @@ func (g *perftestGroup) metrics() map[string]any {
 		c.RNRNaks += d.Counters.RNRNaks
 		c.CQOverruns += d.Counters.CQOverruns
 	}
-	m["total_retries"] = retries
+	m["total_retries"] = retried
 	m["total_timeouts"] = c.Timeouts
 	m["total_naks_sent"] = c.Naks
 	m["total_rnr_naks_sent"] = c.RNRNaks
@@ -232,21 +232,9 @@ func (g *perftestGroup) commonServer() *hca.Device {
 	return srv
 }
 
-// retries0 is a pair's client-side retries (its requesters' retry
-// sequences).
-func retries0(p *perftest) int64 { return retries(p.qp[0]) }
-
-func sumF(v []float64) float64 {
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s
-}
-
 // minMaxMean is the {min, max, mean} object of v (not empty).
 func minMaxMean(v []float64) map[string]any {
-	return map[string]any{"min": slices.Min(v), "max": slices.Max(v), "mean": sumF(v) / float64(len(v))}
+	return map[string]any{"min": slices.Min(v), "max": slices.Max(v), "mean": sum(v) / float64(len(v))}
 }
 
 // jain is Jain's fairness index of v, (Σx)² / (n Σx²): 1 when every pair
