@@ -46,6 +46,12 @@ type PCIeConfig struct {
 	// MMIOLatencyNS is the time from the CPU's doorbell / BlueFlame store to
 	// the HCA seeing it (write-combining flush and the downstream TLP), ns.
 	MMIOLatencyNS float64 `yaml:"mmio_latency_ns"`
+	// PostedWriteQueueBytes is how many bytes of posted-write TLPs (payload
+	// and TLP overhead) the HCA holds between its receive buffer and PCIe: a
+	// received packet's data leaves the IB receive buffer, and its credits
+	// go back, once its TLPs fit in this queue (receive). 0: no queue, the
+	// buffer holds a packet until its last TLP has left.
+	PostedWriteQueueBytes int `yaml:"posted_write_queue_bytes"`
 }
 
 // HostConfig is the application's CPU cost around the verbs calls.
@@ -222,6 +228,12 @@ func Defaults() Config {
 			// fixed, ib_send_lat 32 B EDR back to back gives 0.8204 µs median,
 			// reference ≈ 0.82 µs (docs/validation.md).
 			MMIOLatencyNS: 308,
+			// bytes; assumed (ConnectX's internal buffering is not
+			// published): four 4 KiB packets, so while PCIe takes writes
+			// faster than the link brings them (every profile at its own
+			// port's rate) the queue never fills and credits go back at the
+			// end of transport-rx.
+			PostedWriteQueueBytes: 16384,
 		},
 		Host: HostConfig{
 			PostNS: 60, // ns; assumed: build a WQE + store, a few hundred instructions
@@ -366,6 +378,7 @@ func (c *Config) Validate() error {
 		{"pcie.tlp_overhead_bytes", c.PCIe.TLPOverheadBytes, 0, 256},
 		{"pcie.completion_overhead_bytes", c.PCIe.CompletionOverheadBytes, 0, 256},
 		{"pcie.outstanding_reads", c.PCIe.OutstandingReads, 1, 1024},
+		{"pcie.posted_write_queue_bytes", c.PCIe.PostedWriteQueueBytes, 0, 1 << 24},
 	}
 	for _, iv := range ints {
 		if iv.v < iv.min || iv.v > iv.max {

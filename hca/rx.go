@@ -5,15 +5,6 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
-// PostedWriteQueueBytes is how many bytes of posted-write TLPs (payload
-// and TLP overhead) the HCA holds between its receive buffer and PCIe, an
-// assumption (ConnectX's internal buffering is not published): a
-// received packet's data leaves the IB receive buffer for that queue. 16
-// KiB is four 4 KiB packets, so while PCIe takes writes faster than the
-// link brings them (every profile at its own port's rate: hca.md) the
-// queue never fills and credits go back at the end of transport-rx.
-const PostedWriteQueueBytes = 16384
-
 // receive handles a packet that passed the transport-rx stage: the receive
 // buffer frees (credits go back), then the responder or the requester acts.
 // A packet whose payload is written to host memory frees its buffer only
@@ -28,7 +19,7 @@ func (d *Device) receive(pkt *ib.Packet) {
 	if n := pkt.PayloadLen; n > 0 {
 		// The payload fits when the bytes queued ahead of its last TLP's
 		// end, its own included, are at most the queue's.
-		release = d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(PostedWriteQueueBytes)
+		release = d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(d.PCIe.cfg.PostedWriteQueueBytes)
 	}
 	if release > now {
 		e := d.at(release, evRxRelease)
