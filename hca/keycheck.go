@@ -110,33 +110,15 @@ func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResul
 // a miss here (docs/hca.md).
 const MKeyContextBytes = 64
 
-// KeyCache is the HCA's translation cache: the MPT entries it holds on
-// chip, least recently used out, each with the time its context arrives
-// (an entry is allocated at the miss and filled when its read completes).
-// The entries sit in a fixed array of capacity slots on a doubly linked
-// list in order of use (most recent first), so a hit and an eviction are
-// O(1) and the victim is exactly the least recently used entry.
-type KeyCache struct {
-	capacity int
-	slot     map[uint32]int32 // key index → slot
-	slots    []keyCacheEntry
-	mru, lru int32 // ends of the use list; -1 when empty
-	Hits     int64
-	Misses   int64
-}
-
-// keyCacheEntry is one cached key context.
-type keyCacheEntry struct {
-	idx        uint32 // key index held
-	prev, next int32  // neighbours on the use list (prev: more recent)
-	readyAt    ib.PS  // when the context is on chip (its read's completion); 0 = at once
-}
+// KeyCache is the HCA's key cache: the MPT entries (key contexts) it
+// holds on chip, least recently used out, each with the time its context
+// arrives (an entry is allocated at the miss and filled when its read
+// completes). Entries are keyed by the key's index (its upper 24 bits):
+// the 8-bit variant does not select another context.
+type KeyCache struct{ lru[uint32] }
 
 // NewKeyCache returns an empty cache of capacity entries.
-func NewKeyCache(capacity int) *KeyCache {
-	return &KeyCache{capacity: capacity, slot: make(map[uint32]int32, capacity),
-		slots: make([]keyCacheEntry, 0, capacity), mru: -1, lru: -1}
-}
+func NewKeyCache(capacity int) *KeyCache { return &KeyCache{newLRU[uint32](capacity)} }
 
 // Access looks key's index up and reports whether it hit; a miss allocates
 // it, evicting the least recently used entry when full, ready at once
@@ -146,65 +128,10 @@ func (c *KeyCache) Access(key uint32) bool {
 	return hit
 }
 
-// unlink takes slot i off the use list.
-func (c *KeyCache) unlink(i int32) {
-	e := &c.slots[i]
-	if e.prev >= 0 {
-		c.slots[e.prev].next = e.next
-	} else {
-		c.mru = e.next
-	}
-	if e.next >= 0 {
-		c.slots[e.next].prev = e.prev
-	} else {
-		c.lru = e.prev
-	}
-}
-
-// pushFront puts slot i at the most recent end of the use list.
-func (c *KeyCache) pushFront(i int32) {
-	e := &c.slots[i]
-	e.prev, e.next = -1, c.mru
-	if c.mru >= 0 {
-		c.slots[c.mru].prev = i
-	} else {
-		c.lru = i
-	}
-	c.mru = i
-}
-
 // Lookup is Access that also returns, on a hit, when the entry's context
 // is on chip: a hit on an entry whose miss is still being read waits for
 // that read rather than reading again.
-func (c *KeyCache) Lookup(key uint32) (hit bool, readyAt ib.PS) {
-	idx := key >> 8
-	if i, ok := c.slot[idx]; ok {
-		c.Hits++
-		if i != c.mru {
-			c.unlink(i)
-			c.pushFront(i)
-		}
-		return true, c.slots[i].readyAt
-	}
-	c.Misses++
-	var i int32
-	if len(c.slots) < c.capacity {
-		i = int32(len(c.slots))
-		c.slots = append(c.slots, keyCacheEntry{})
-	} else {
-		i = c.lru
-		delete(c.slot, c.slots[i].idx)
-		c.unlink(i)
-	}
-	c.slots[i] = keyCacheEntry{idx: idx}
-	c.slot[idx] = i
-	c.pushFront(i)
-	return false, 0
-}
+func (c *KeyCache) Lookup(key uint32) (hit bool, readyAt ib.PS) { return c.lru.lookup(key >> 8) }
 
 // Fill records when the context of key, just missed, arrives on chip.
-func (c *KeyCache) Fill(key uint32, readyAt ib.PS) {
-	if i, ok := c.slot[key>>8]; ok {
-		c.slots[i].readyAt = readyAt
-	}
-}
+func (c *KeyCache) Fill(key uint32, readyAt ib.PS) { c.lru.fill(key>>8, readyAt) }

@@ -1,0 +1,93 @@
+package hca
+
+import "github.com/hcasim/hcasim/ib"
+
+// lru is an on-chip cache of context entries (key contexts, address
+// translations), least recently used out, each with the time its content
+// arrives: an entry is allocated at the miss and filled when its read
+// completes, so a lookup meanwhile hits and waits for the same read. The
+// entries sit in a fixed array of capacity slots on a doubly linked list
+// in order of use (most recent first), so a hit and an eviction are O(1)
+// and the victim is exactly the least recently used entry.
+type lru[K comparable] struct {
+	capacity int
+	slot     map[K]int32 // tag → slot
+	slots    []lruEntry[K]
+	mru, lru int32 // ends of the use list; -1 when empty
+	Hits     int64
+	Misses   int64
+}
+
+// lruEntry is one cached entry.
+type lruEntry[K comparable] struct {
+	tag        K
+	prev, next int32 // neighbours on the use list (prev: more recent)
+	readyAt    ib.PS // when the content is on chip (its read's completion); 0 = at once
+}
+
+func newLRU[K comparable](capacity int) lru[K] {
+	return lru[K]{capacity: capacity, slot: make(map[K]int32, capacity),
+		slots: make([]lruEntry[K], 0, capacity), mru: -1, lru: -1}
+}
+
+// unlink takes slot i off the use list.
+func (c *lru[K]) unlink(i int32) {
+	e := &c.slots[i]
+	if e.prev >= 0 {
+		c.slots[e.prev].next = e.next
+	} else {
+		c.mru = e.next
+	}
+	if e.next >= 0 {
+		c.slots[e.next].prev = e.prev
+	} else {
+		c.lru = e.prev
+	}
+}
+
+// pushFront puts slot i at the most recent end of the use list.
+func (c *lru[K]) pushFront(i int32) {
+	e := &c.slots[i]
+	e.prev, e.next = -1, c.mru
+	if c.mru >= 0 {
+		c.slots[c.mru].prev = i
+	} else {
+		c.lru = i
+	}
+	c.mru = i
+}
+
+// lookup reports whether tag is cached and, if so, when its content is on
+// chip; a miss allocates it, evicting the least recently used entry when
+// full, ready at once unless fill says when its content arrives.
+func (c *lru[K]) lookup(tag K) (hit bool, readyAt ib.PS) {
+	if i, ok := c.slot[tag]; ok {
+		c.Hits++
+		if i != c.mru {
+			c.unlink(i)
+			c.pushFront(i)
+		}
+		return true, c.slots[i].readyAt
+	}
+	c.Misses++
+	var i int32
+	if len(c.slots) < c.capacity {
+		i = int32(len(c.slots))
+		c.slots = append(c.slots, lruEntry[K]{})
+	} else {
+		i = c.lru
+		delete(c.slot, c.slots[i].tag)
+		c.unlink(i)
+	}
+	c.slots[i] = lruEntry[K]{tag: tag}
+	c.slot[tag] = i
+	c.pushFront(i)
+	return false, 0
+}
+
+// fill records when the content of tag, just missed, arrives on chip.
+func (c *lru[K]) fill(tag K, readyAt ib.PS) {
+	if i, ok := c.slot[tag]; ok {
+		c.slots[i].readyAt = readyAt
+	}
+}
