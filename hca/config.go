@@ -95,6 +95,12 @@ type Config struct {
 	// KeyMissExtraNS is on-chip time a key-cache miss adds on top of the
 	// PCIe read of the key's MKey context (which is modelled: keyCheck), ns.
 	KeyMissExtraNS float64 `yaml:"key_miss_extra_ns"`
+	// MTTCacheEntries is the address-translation cache size in pages: the
+	// MTT entries (one per page of a registered region) the HCA holds on
+	// chip. 0: translations are not modelled (every one on chip).
+	MTTCacheEntries int `yaml:"mtt_cache_entries"`
+	// MTTPageBytes is the page size an MTT entry translates.
+	MTTPageBytes int `yaml:"mtt_page_bytes"`
 	// KeyCacheMissNS is the retired fixed miss time. It is kept only so that
 	// a config still giving it is refused with a line saying what replaced
 	// it (Validate) instead of "unknown key"; nil when not given.
@@ -169,6 +175,14 @@ func Defaults() Config {
 		KeyCacheEntries: 256,
 		// ns; assumed: a miss costs its MKey-context read and nothing more.
 		KeyMissExtraNS: 0,
+		// pages; 0 = address translation not modelled, so results stand as
+		// validated (docs/validation.md). ConnectX's MTT cache size is not
+		// published; set it to study translation misses.
+		MTTCacheEntries: 0,
+		// bytes; the kernel's page size, which mlx5 uses for memory
+		// backed by small pages (mlx5_umem_find_best_pgsz picks the
+		// largest size the pages allow: 2 MiB with huge pages).
+		MTTPageBytes: 4096,
 
 		// packets; rxe RXE_MAX_PKT_PER_ACK 64 (ib-facts §5).
 		AckReqEvery: 64,
@@ -363,6 +377,7 @@ func (c *Config) Validate() error {
 		{"wqe_prefetch_depth", c.WQEPrefetchDepth, 1, 256},
 		{"blueflame_bytes", c.BlueFlameBytes, 0, 1024},
 		{"key_cache_entries", c.KeyCacheEntries, 1, 1 << 20},
+		{"mtt_cache_entries", c.MTTCacheEntries, 0, 1 << 20},
 		{"ack_req_every", c.AckReqEvery, 1, 1 << 16},
 		{"ack_coalesce", c.AckCoalesce, 1, 1024},
 		{"retry_timeout", c.RetryTimeout, 0, 31},
@@ -391,6 +406,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.KeyMissExtraNS >= 0 && c.KeyMissExtraNS <= 1e6) { // NaN fails too
 		return fmt.Errorf("hca.key_miss_extra_ns: %v is out of range (0 to 1e6 ns)", c.KeyMissExtraNS)
+	}
+	if p := c.MTTPageBytes; p < 4096 || p > 1<<30 || p&(p-1) != 0 {
+		return fmt.Errorf("hca.mtt_page_bytes: %d is not a power of two from 4096 to 1073741824 (4 KiB to 1 GiB)", p)
 	}
 	if c.VLBufferBytes%64 != 0 {
 		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)

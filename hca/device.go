@@ -130,6 +130,11 @@ type Device struct {
 	// missExtraPS is on-chip time a key-cache miss adds after its context
 	// read (hca.key_miss_extra_ns), ps.
 	missExtraPS ib.PS
+	// mtt is the address-translation cache (hca.mtt_cache_entries), nil
+	// when translation is not modelled; pageShift is log2 of
+	// hca.mtt_page_bytes.
+	mtt       *MTTCache
+	pageShift uint
 
 	qps    []*QP
 	cqs    []*CQ
@@ -174,7 +179,11 @@ type Device struct {
 func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	d := &Device{Name: name, LID: lid, Cfg: cfg, s: s, Mem: NewHostMemory(),
 		Alloc: NewAllocator(0x10_0000), PCIe: NewPCIe(cfg.PCIe), cycle: ib.CyclePS(cfg.CoreClockMHz),
-		keyCache: NewKeyCache(cfg.KeyCacheEntries), missExtraPS: ib.FromNanoseconds(cfg.KeyMissExtraNS), nextPD: 1}
+		keyCache: NewKeyCache(cfg.KeyCacheEntries), missExtraPS: ib.FromNanoseconds(cfg.KeyMissExtraNS), nextPD: 1,
+		pageShift: uint(bits.TrailingZeros(uint(cfg.MTTPageBytes)))}
+	if cfg.MTTCacheEntries > 0 {
+		d.mtt = &MTTCache{newLRU[uint64](cfg.MTTCacheEntries)}
+	}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
 		d.stages[i] = newStage(sc, d.cycle)

@@ -93,6 +93,15 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
 			components.IntField("len", int64(a.KeyLen)))
+		if a.KeyResult == KeyOK && d.mtt != nil {
+			// The range the key covers is translated once, for every
+			// packet of the message (translate).
+			t = d.translate(t, a.KeyAddr, a.KeyLen)
+			qp.xlateAt = t
+		}
+	} else {
+		// 0 unless translation is modelled.
+		t = max(t, qp.xlateAt)
 	}
 	tl := d.Timeline
 	traced := tl.atResponder(d, pkt)
@@ -316,6 +325,9 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(recv.LKey)),
 		components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
 		components.IntField("len", int64(recv.Length)))
+	if r == KeyOK {
+		t = d.translate(t, recv.Addr, uint64(recv.Length))
+	}
 	c := CQE{Opcode: CQERespSend, QPN: qp.Num, Counter: uint16(recv.Index), Receiver: true,
 		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(UDGRHBytes + pkt.PayloadLen)}
 	if pkt.Opcode == ib.UDSendOnlyImm {

@@ -59,6 +59,10 @@ type QP struct {
 	rqTaken       uint32 // receive WQEs consumed by the responder
 	rqDone        uint32
 	onDemand      bool
+	// xlateAt is when the address translation of the inbound message
+	// being received is on chip: the responder translates a message's
+	// range at its key check, and its later packets' DMAs wait for that.
+	xlateAt ib.PS
 
 	req  *Requester
 	resp *Responder
@@ -548,6 +552,12 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(w.LKey)),
 				components.StrField("result", r.String()), components.IntField("addr", int64(w.LocalAddr)),
 				components.IntField("len", int64(w.Length)))
+			if !dw.keyErr {
+				// The gather element's pages are translated before the
+				// WQE reaches the requester, so its packets' DMAs find
+				// them on chip (translate).
+				dw.readyAt = d.translate(dw.readyAt, w.LocalAddr, uint64(w.Length))
+			}
 		}
 		last = max(last, dw.readyAt)
 		qp.decoded = append(qp.decoded, dw)

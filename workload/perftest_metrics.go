@@ -75,6 +75,9 @@ func (p *perftest) metrics() map[string]any {
 		if kc.Hits+kc.Misses > 0 {
 			m[host+"_key_cache_miss_rate"] = float64(kc.Misses) / float64(kc.Hits+kc.Misses)
 		}
+		if mc := d.MTTCache(); mc != nil && mc.Hits+mc.Misses > 0 {
+			m[host+"_mtt_cache_miss_rate"] = float64(mc.Misses) / float64(mc.Hits+mc.Misses)
+		}
 	}
 	m["stages"] = stages
 	m["pcie_utilization"] = pcie

@@ -1,0 +1,57 @@
+package hca
+
+import "github.com/hcasim/hcasim/ib"
+
+// MTTEntryBytes is the size of one MTT entry, the translation of one page
+// of a registered region to a bus address: the mlx5 PRM's struct mlx5_mtt
+// (Linux include/linux/mlx5/device.h) is one __be64 ptag.
+const MTTEntryBytes = 8
+
+// MTTCache is the HCA's address-translation cache: the MTT entries of the
+// pages its DMAs touched, least recently used out (hca.mtt_cache_entries).
+// Entries are tagged by virtual page number: real MTTs belong to a region,
+// which differs only when one page is registered twice.
+type MTTCache struct{ lru[uint64] }
+
+// MTTCache returns the address-translation cache, nil when translation is
+// not modelled (hca.mtt_cache_entries 0).
+func (d *Device) MTTCache() *MTTCache { return d.mtt }
+
+// translate returns when the MTT entries of the pages that [addr, addr+n)
+// touches are on chip, asked for at t. The HCA translates a range when it
+// has checked the key that covers it: a gather element at WQE decode, a
+// WRITE's or READ's remote range and a SEND's receive buffer at the
+// message's first packet, an atomic's 8 bytes; the message's packets then
+// DMA without further lookups. Pages not cached are read from host memory
+// (ICM) in one PCIe read of the entries from the first missing page to
+// the last, issued at t through the same PCIe model as the payload (a tag,
+// request TLPs up, the read latency, completions down), so translations
+// take PCIe bandwidth from payload reads; a page whose entry is still
+// being read waits for that read.
+func (d *Device) translate(t ib.PS, addr, n uint64) ib.PS {
+	c := d.mtt
+	if c == nil || n <= 0 {
+		return t
+	}
+	first, last := addr>>d.pageShift, (addr+n-1)>>d.pageShift
+	lo, hi := last+1, first // the missing pages' span; empty when lo > hi
+	for p := first; p <= last; p++ {
+		if _, ok := c.slot[p]; !ok {
+			lo, hi = min(lo, p), max(hi, p)
+		}
+	}
+	done := t
+	if lo <= hi {
+		done = d.PCIe.Read(t, int(hi-lo+1)*MTTEntryBytes)
+	}
+	ready := t
+	for p := first; p <= last; p++ {
+		hit, at := c.lookup(p)
+		if !hit {
+			c.fill(p, done)
+			at = done
+		}
+		ready = max(ready, at)
+	}
+	return ready
+}

@@ -1,0 +1,74 @@
+package hca
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// TestMTTMissIsAnEntryRead checks cold translations against their parts:
+// one PCIe read of the missing pages' MTT entries (a header-only request
+// TLP up, the host's read latency, one completion of 8 bytes per entry
+// down), a lookup under that read waiting for it, and a hit costing
+// nothing.
+//
+// Gen3 x16 moves a byte in 8000 × 130 / (8 × 16 × 128) = 63.4765625 ps.
+// Request: tlp_overhead_bytes 24 → 1523.4 → 1524 ps (each TLP rounded up
+// to the picosecond). Completion of one entry: 8 + completion_overhead 20
+// = 28 B → 1777.3 → 1778 ps; of two entries: 36 B → 2285.2 → 2286 ps.
+func TestMTTMissIsAnEntryRead(t *testing.T) {
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 64
+	p := newPair(t, edrLink(), cfg, 4*4096)
+	s := p.s
+	readLat := ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS) // 533 ns
+	one := 1524 + readLat + 1778
+	two := 1524 + readLat + 2286
+	page := uint64(cfg.MTTPageBytes)
+	base := (p.bufB + page - 1) &^ (page - 1) // a page boundary inside B's buffer
+
+	type probe struct {
+		at   ib.PS
+		addr uint64
+		n    uint64
+		done ib.PS
+	}
+	at := 10 * ib.Microsecond
+	probes := []*probe{
+		// 1 KiB inside one cold page: one entry read.
+		{at: at, addr: base, n: 1024},
+		// The same page 100 ns later, while its entry is being read: it
+		// waits for that read, no second one.
+		{at: at + 100*ib.Nanosecond, addr: base + 2048, n: 64},
+		// 1 µs later it is on chip: no wait.
+		{at: at + ib.Microsecond, addr: base + 1024, n: 1024},
+		// A packet across the boundary of pages 1 and 2, both cold: one
+		// read of two entries.
+		{at: at + 2*ib.Microsecond, addr: base + 2*page - 512, n: 1024},
+		// Pages 2 (cached) and 3 (cold): a read of page 3's entry alone.
+		{at: at + 3*ib.Microsecond, addr: base + 3*page - 512, n: 1024},
+	}
+	for _, pr := range probes {
+		s.Schedule(pr.at, &poster{fn: func() { pr.done = p.b.translate(s.Now(), pr.addr, pr.n) }}, 0)
+	}
+	s.StopAt(20 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	assert.Equal(t, at+one, probes[0].done)
+	assert.Equal(t, at+one, probes[1].done)
+	assert.Equal(t, at+ib.Microsecond, probes[2].done)
+	assert.Equal(t, at+2*ib.Microsecond+two, probes[3].done)
+	assert.Equal(t, at+3*ib.Microsecond+one, probes[4].done)
+	c := p.b.MTTCache()
+	// Pages touched: 0, 0, 0, 1 and 2, 2 and 3: misses 0, 1, 2, 3.
+	assert.Equal(t, int64(4), c.Misses)
+	assert.Equal(t, int64(3), c.Hits)
+	assert.Equal(t, int64(3), p.b.PCIe.ReadRequests)
+	assert.Equal(t, int64(4*MTTEntryBytes), p.b.PCIe.ReadBytes)
+	// Off (the default), a translation is on chip at once.
+	off := newPair(t, edrLink(), Defaults(), 4096)
+	assert.Nil(t, off.a.MTTCache())
+	assert.Equal(t, at, off.a.translate(at, off.bufA, 4096))
+}
