@@ -70,6 +70,17 @@ func (t *KeyTable) Deregister(key uint32) {
 	}
 }
 
+// Entry returns the MPT entry at index idx and whether it holds a live
+// region (registered, not deregistered): what an MPT read returns to the
+// key-check unit (rtl hca_key_check reads it so in co-simulation).
+func (t *KeyTable) Entry(idx uint32) (MR, bool) {
+	if int64(idx) >= int64(len(t.entries)) {
+		return MR{}, false
+	}
+	e := t.entries[idx]
+	return e, e.valid
+}
+
 func (t *KeyTable) lookup(key uint32) *MR {
 	idx := key >> 8
 	if int(idx) >= len(t.entries) {

@@ -51,6 +51,8 @@ var cosimTable = []struct {
 	{"credit_receiver_1", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(1) }, false},
 	{"credit_receiver_200", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(200) }, false},
 	{"credit_receiver_2048", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(2048) }, false},
+	{"key_check_lat0", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 0) }, false},
+	{"key_check_lat6", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 6) }, true},
 }
 
 // writeCosimTrace runs the Go model for one seed and writes its trace.

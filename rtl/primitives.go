@@ -20,6 +20,7 @@ var PrimitiveFiles = []string{
 	"vl_arbiter.v",
 	"credit_sender.v",
 	"credit_receiver.v",
+	"hca_key_check.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

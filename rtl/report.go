@@ -84,6 +84,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "credit_sender", Params: []Param{{"INIT_CREDITS", p.PeerDepth}}, Role: "per port per VL", Instances: perPortVL},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.BufDepth}}, Role: "switch, per port per VL", Instances: p.Ports * p.VLs},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
+		{Module: "hca_key_check", Params: []Param{{"TAG_W", 24}}, Role: "HCA key check", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes

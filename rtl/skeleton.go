@@ -127,45 +127,35 @@ hca_dma_engine client rd0, WQE reassembly across WQEBBs.`,
 		},
 	},
 	{
-		name: "hca_key_check",
-		doc: `hca_key_check: checks the L_Key of every scatter/gather entry of a WQE against the memory
-protection table (key = 24-bit index << 8 | 8-bit variant; ib-facts.md §6): key valid, PD
-match, access rights, bounds. chk_status is 0 on success, else the CQE syndrome (0x04 local
-protection error).
-TODO: MPT cache, the table read through mpt_*, bounds and access-flag checks.`,
-		params: []string{"DATA_W"},
+		name: "hca_transport",
+		doc: `hca_transport: the RC/UC/UD transport: segments messages into MTU packets with LRH/BTH and
+extension headers (ib-facts.md §2), PSNs, ACK/NAK and retransmission, responder checks, and
+completions. It decodes WQEs (mlx5 layout) and asks hca_key_check for every key a message
+uses: a gather element's L_Key at decode (need local write for READ and atomics), an R_Key
+(with the RETH range) or a receive WQE's L_Key at the responder, and fails the WQE or NAKs the
+request on a result other than 0 (ib-facts.md §6). tx_vl_waiting says which VLs have a packet ready; the packet may start on
+tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
+that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
+TODO: everything inside: WQE decode, QP context, requester and responder state machines, payload DMA
+through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
+		params: []string{"VLS", "VL_W", "DATA_W"},
 		ports: []stubPort{
 			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch"),
 			portIn("wqe_qpn", "24", ""),
 			portIn("wqe_data", "DATA_W", ""),
 			portOut("wqe_ready", "", ""),
-			portOut("mpt_req_valid", "", "memory protection table read"),
-			portOut("mpt_req_index", "24", ""),
-			portIn("mpt_rsp_valid", "", ""),
-			portIn("mpt_rsp_entry", "128", ""),
-			portOut("chk_valid", "", "checked WQE blocks"),
-			portOut("chk_qpn", "24", ""),
-			portOut("chk_data", "DATA_W", ""),
-			portOut("chk_status", "8", ""),
-			portIn("chk_ready", "", ""),
-		},
-	},
-	{
-		name: "hca_transport",
-		doc: `hca_transport: the RC/UC/UD transport: segments messages into MTU packets with LRH/BTH and
-extension headers (ib-facts.md §2), PSNs, ACK/NAK and retransmission, responder checks, and
-completions. tx_vl_waiting says which VLs have a packet ready; the packet may start on
-tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
-that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
-TODO: everything inside: QP context, requester and responder state machines, payload DMA
-through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
-		params: []string{"VLS", "VL_W", "DATA_W"},
-		ports: []stubPort{
-			portIn("chk_valid", "", "checked WQE blocks"),
-			portIn("chk_qpn", "24", ""),
-			portIn("chk_data", "DATA_W", ""),
-			portIn("chk_status", "8", ""),
-			portOut("chk_ready", "", ""),
+			portOut("kc_req_valid", "", "key checks (hca_key_check): an L_Key at WQE decode, an R_Key or receive L_Key at the responder"),
+			portIn("kc_req_ready", "", ""),
+			portOut("kc_req_key", "32", ""),
+			portOut("kc_req_pd", "32", ""),
+			portOut("kc_req_need", "4", ""),
+			portOut("kc_req_addr", "64", ""),
+			portOut("kc_req_len", "64", ""),
+			portOut("kc_req_tag", "24", ""),
+			portIn("kc_rsp_valid", "", ""),
+			portOut("kc_rsp_ready", "", ""),
+			portIn("kc_rsp_result", "3", "0 pass, 1 invalid key, 2 PD mismatch, 3 access denied, 4 out of bounds"),
+			portIn("kc_rsp_tag", "24", ""),
 			portOut("pay_rd_valid", "", "payload reads (DMA client rd1)"),
 			portOut("pay_rd_addr", "64", ""),
 			portOut("pay_rd_len", "16", ""),
