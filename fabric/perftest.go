@@ -289,6 +289,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	part.eps, part.switches = bg.eps, net.Switches
 	s.Schedule(bg.t0, part, evSynthMeasureStart)
 	s.Schedule(bg.t1, part, evSynthStatsEnd)
+	bg.indexHosts()
 	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range bg.eps {
 		e.LIDOf = func(h int) uint16 { return net.HostLID(bgHosts[h]) }

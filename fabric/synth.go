@@ -22,7 +22,10 @@ type synthRun struct {
 	t0, t1   ib.PS
 	drainCap ib.PS
 
-	timing  link.Timing
+	timing link.Timing
+	// hostOf maps a host's LID to its index in eps: deliveries count their
+	// window bytes per source.
+	hostOf  []int32
 	drained bool
 	stopped bool
 	view    *Simulation
@@ -46,6 +49,7 @@ type synthPart struct {
 	measuredOut, measuredIn uint64    // measured packets injected / delivered
 	windowWireBytes         windowSum // wire bytes received in the window (pro rata)
 	windowPayload           windowSum
+	srcWireBytes            []windowSum // windowWireBytes by source host (index in r.eps)
 	hops                    int64
 	lat                     workload.Latencies
 	stopped                 bool  // the measurement window ended here
@@ -155,6 +159,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	sl2vl := cfg.Switch.SL2VLTable()
 	hosts := topo.Hosts()
+	r.indexHosts()
 	for i, e := range r.eps {
 		p := r.parts[part[hosts[i]]]
 		p.eps = append(p.eps, e)
@@ -332,6 +337,7 @@ func (p *synthPart) deliver(pkt *ib.Packet, tail ib.PS) {
 	p.lastDeliver = tail
 	if ser := r.timing.Serialization(pkt.WireBytes()); tail > r.t0 && tail-ser < r.t1 {
 		p.windowWireBytes.add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
+		p.srcWireBytes[r.hostOf[pkt.SLID]].add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
 		p.windowPayload.add(int64(pkt.PayloadLen), tail, ser, r.t0, r.t1)
 	}
 	if pkt.Measure {
@@ -490,6 +496,7 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		// ending before it starts, which a knee search read as
 		// saturated).
 		m["accepted_load"] = windowWireBytes * 8 / (rateBps * window * 1e-12) / n
+		r.hostLoads(m, rateBps, window, m["accepted_load"].(float64))
 		m["goodput_gbps"] = windowPayload * 8 / window * 1000
 	}
 	if r.drained {
@@ -513,6 +520,54 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		r.view.addLinkErrors(m)
 	}
 	return m
+}
+
+// indexHosts maps the endpoints' LIDs to their indexes and gives every
+// partition a window sum per source, once the endpoints are built.
+func (r *synthRun) indexHosts() {
+	maxLID := uint16(0)
+	for _, e := range r.eps {
+		maxLID = max(maxLID, e.LID)
+	}
+	r.hostOf = make([]int32, int(maxLID)+1)
+	for i, e := range r.eps {
+		r.hostOf[e.LID] = int32(i)
+	}
+	for _, p := range r.parts {
+		p.srcWireBytes = make([]windowSum, len(r.eps))
+	}
+}
+
+// hostLoads adds how the accepted load splits over the sending hosts: each
+// one's wire bytes delivered in the window (to any destination) over its
+// link's capacity in the window, as {min, mean, max} (the mean is
+// accepted, the same quantity as accepted_load, given as that one value
+// rather than a second rounding of it), and Jain's fairness index over
+// them, (Σx)² / (n Σx²): 1 when every sender gets the same, 1/n when one
+// gets everything.
+func (r *synthRun) hostLoads(m map[string]any, rateBps, window, accepted float64) {
+	var loads []float64
+	for i, e := range r.eps {
+		if e.Traffic.Idle() {
+			continue
+		}
+		var w windowSum
+		for _, p := range r.parts {
+			w.merge(&p.srcWireBytes[i])
+		}
+		loads = append(loads, w.value()*8/(rateBps*window*1e-12))
+	}
+	if len(loads) == 0 {
+		return
+	}
+	lo, hi, sum, sq := loads[0], loads[0], 0.0, 0.0
+	for _, x := range loads {
+		lo, hi, sum, sq = min(lo, x), max(hi, x), sum+x, sq+x*x
+	}
+	m["host_accepted_load"] = map[string]any{"min": lo, "mean": accepted, "max": hi}
+	if sq > 0 {
+		m["fairness_jain"] = sum * sum / (float64(len(loads)) * sq)
+	}
 }
 
 // switchMetrics adds the switches' statistics over the window: a fabric-wide
