@@ -16,6 +16,11 @@ type Point struct {
 	Params  map[string]any `json:"params"`
 	Metrics map[string]any `json:"metrics"`
 	Error   string         `json:"error,omitempty"`
+
+	// ci holds, for a summary's design mean (Summary.points), the 95 %
+	// half-width of each metric's mean by flattened name; the plots draw
+	// it as an error bar. Nil for a point of the results.
+	ci map[string]float64
 }
 
 // Result is everything one invocation produced.
