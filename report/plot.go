@@ -292,9 +292,14 @@ func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
 func designID(pt Point, x string, swept []string) string {
 	var parts []string
 	for _, k := range swept {
-		if k != x {
-			parts = append(parts, k+"="+FormatValue(pt.Params[k]))
+		if k == x {
+			continue
 		}
+		if v, ok := pt.labels[k]; ok {
+			parts = append(parts, k+"="+v)
+			continue
+		}
+		parts = append(parts, k+"="+FormatValue(pt.Params[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -402,7 +402,7 @@ func (s *Summary) points() []Point {
 				ci[k] = *st.CI95
 			}
 		}
-		out[i] = Point{Params: d.Params, Metrics: m, ci: ci}
+		out[i] = Point{Params: d.Params, Metrics: m, ci: ci, labels: d.cells}
 	}
 	return out
 }
