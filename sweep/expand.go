@@ -274,7 +274,9 @@ func canonicalParams(params map[string]any, l *fabric.Loaded) {
 // sweeping seed gives independent replicas. sim.* keys choose how a point
 // runs, not what it models (partitions, threads, engine, per-cycle rounds,
 // checkers, time limit): they are left out, so a sweep over them runs the
-// same traffic at every point and compares like with like.
+// same traffic at every point and compares like with like. Under common
+// random numbers (seed: {…, common: true}) Point passes the seed param
+// alone, so the other swept keys change no draw.
 func DeriveSeed(base uint64, params map[string]any) uint64 {
 	keys := make([]string, 0, len(params))
 	for k := range params {

@@ -125,11 +125,19 @@ func TestReplicatedSweepEndToEnd(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, readFile(t, filepath.Join(out, "results.csv")), stdout)
 
-	// --seed pins the axis: one replica, no summary; and the stale
-	// summary of the replicated run in --out is removed.
+	// --seed pins the axis: one replica, run exactly as the replicated
+	// sweep ran it, and no summary; the stale summary of the replicated
+	// run in --out is removed.
+	var replica2 []map[string]string
+	for _, p := range points {
+		if p["seed"] == "2" {
+			replica2 = append(replica2, p)
+		}
+	}
+	require.Len(t, replica2, 4)
 	code, _, stderr = run("-config", cfg, "--out", out, "--seed", "2", "--quiet")
 	require.Equal(t, 0, code, stderr)
-	assert.Len(t, csvRows(t, filepath.Join(out, "results.csv")), 4)
+	assert.Equal(t, replica2, csvRows(t, filepath.Join(out, "results.csv")))
 	assert.NoFileExists(t, filepath.Join(out, report.SummaryCSV))
 	assert.NoFileExists(t, filepath.Join(out, report.SummaryJSON))
 }
