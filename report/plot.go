@@ -61,6 +61,27 @@ func WritePlots(dir string, r *Result) ([]string, error) {
 	return writePlots(dir, r.Points, "")
 }
 
+// WriteMergedPlots is WritePlots for a result merged from shards: rows are
+// its points' results.csv cells, as the shards wrote them, and the legends
+// label the designs from them. The params themselves come back from
+// results.json, where a float such as 1e-06 is written 0.000001: labelled
+// from them, a merged link.ber sweep's legends read link.ber=0.000001
+// where the unsharded run's read link.ber=1e-06.
+func WriteMergedPlots(dir string, r *Result, rows []map[string]string) ([]string, error) {
+	if len(rows) != len(r.Points) {
+		panic(fmt.Sprintf("report: WriteMergedPlots with %d points and %d rows", len(r.Points), len(rows)))
+	}
+	points := make([]Point, len(r.Points))
+	for i, p := range r.Points {
+		p.labels = map[string]string{}
+		for k := range p.Params {
+			p.labels[k] = rows[i][k]
+		}
+		points[i] = p
+	}
+	return writePlots(dir, points, "")
+}
+
 // WriteSummaryPlots draws a replicated sweep's plots: those WritePlots
 // draws for its points, with each design's replicas reduced to their mean
 // and a 95 % confidence error bar (plotter.YErrorBars) in place of one line

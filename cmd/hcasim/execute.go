@@ -115,6 +115,7 @@ type sweepExtras struct {
 	manifest *sweep.Manifest     // a shard's shard.json (a shard draws no plots: merge does)
 	knee     *sweep.KneeManifest // a knee search: write knee.csv
 	summary  *report.Summary     // a replicated sweep: summary.csv, summary.json, plots of the means
+	cells    []map[string]string // a merged result: its points' results.csv cells, for the plots' legends
 }
 
 // takeExtras returns (and forgets) what besides its results files res's
@@ -141,6 +142,9 @@ func writePlots(dir string, res *report.Result, ex *sweepExtras) error {
 		written[sweep.ManifestFile] = true
 	} else {
 		plot := func() ([]string, error) { return report.WritePlots(dir, res) }
+		if ex.cells != nil {
+			plot = func() ([]string, error) { return report.WriteMergedPlots(dir, res, ex.cells) }
+		}
 		if ex.summary != nil {
 			if err := report.WriteSummaryFiles(dir, ex.summary); err != nil {
 				return userErrorf("--out: %v", err)

@@ -61,7 +61,7 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// The merged table is printed even when --out cannot be written: the
 	// files' error is reported after it.
-	ex := &sweepExtras{knee: knee}
+	ex := &sweepExtras{knee: knee, cells: rows}
 	if knee == nil {
 		// From the shards' cells, so that summary.csv's params read as the
 		// unsharded run writes them (summary.json's numbers are the same

@@ -259,3 +259,31 @@ func TestReplicaFormRefused(t *testing.T) {
 		assert.Contains(t, stderr, c.want)
 	}
 }
+
+// TestMergedPlotsLabelAsTheRun: merged shards of a link.ber sweep draw the
+// unsharded run's plots byte for byte. The params come back from
+// results.json, which writes 1e-06 as 0.000001; the legends used to read
+// link.ber=0.000001 in the merged plots and link.ber=1e-06 in the run's.
+// (--seed 1 pins the replicas: this is a plain sweep.)
+func TestMergedPlotsLabelAsTheRun(t *testing.T) {
+	cfg := writeFile(t, "ber.yaml", fmt.Sprintf(replicaConfig, ""))
+	whole := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", whole, "--quiet", "--seed", "1")
+	require.Equal(t, 0, code, stderr)
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		d := t.TempDir()
+		code, _, stderr := run("-config", cfg, "--shard", fmt.Sprintf("%d/2", i), "--out", d, "--quiet", "--seed", "1")
+		require.Equal(t, 0, code, stderr)
+		dirs = append(dirs, d)
+	}
+	merged := t.TempDir()
+	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", merged, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	assert.NoFileExists(t, filepath.Join(merged, report.SummaryCSV))
+	for _, f := range []string{report.LatencyPlot, report.AcceptedPlot} {
+		text := readFile(t, filepath.Join(whole, f))
+		assert.Contains(t, text, "link.ber=1e-06")
+		assert.Equal(t, text, readFile(t, filepath.Join(merged, f)), f)
+	}
+}
