@@ -58,12 +58,49 @@ var berMetrics = []string{"goodput_gbps", "bw_gbps", "busbw_gbps", "throughput_g
 // with an error or without the metric are left out; a plot with no data is
 // not written.
 func WritePlots(dir string, r *Result) ([]string, error) {
+	return writePlots(dir, r.Points, "")
+}
+
+// WriteMergedPlots is WritePlots for a result merged from shards: rows are
+// its points' results.csv cells, as the shards wrote them, and the legends
+// label the designs from them. The params themselves come back from
+// results.json, where a float such as 1e-06 is written 0.000001: labelled
+// from them, a merged link.ber sweep's legends read link.ber=0.000001
+// where the unsharded run's read link.ber=1e-06.
+func WriteMergedPlots(dir string, r *Result, rows []map[string]string) ([]string, error) {
+	if len(rows) != len(r.Points) {
+		panic(fmt.Sprintf("report: WriteMergedPlots with %d points and %d rows", len(r.Points), len(rows)))
+	}
+	points := make([]Point, len(r.Points))
+	for i, p := range r.Points {
+		p.labels = map[string]string{}
+		for k := range p.Params {
+			p.labels[k] = rows[i][k]
+		}
+		points[i] = p
+	}
+	return writePlots(dir, points, "")
+}
+
+// WriteSummaryPlots draws a replicated sweep's plots: those WritePlots
+// draws for its points, with each design's replicas reduced to their mean
+// and a 95 % confidence error bar (plotter.YErrorBars) in place of one line
+// per seed. The seed is no design-splitting key there: the designs are
+// the summary's, which hold no seed.
+func WriteSummaryPlots(dir string, s *Summary) ([]string, error) {
+	return writePlots(dir, s.points(), " (mean ± 95 % CI over seeds)")
+}
+
+// writePlots draws points' plots; note is appended to every title.
+func writePlots(dir string, points []Point, note string) ([]string, error) {
+	r := &Result{Points: points}
 	swept := sweptKeys(r.Points)
 	var written []string
 	save := func(p *plot.Plot, name string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
+		p.Title.Text += note
 		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("plot %s: %v", name, err)
 		}
@@ -276,9 +313,14 @@ func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
 func designID(pt Point, x string, swept []string) string {
 	var parts []string
 	for _, k := range swept {
-		if k != x {
-			parts = append(parts, k+"="+FormatValue(pt.Params[k]))
+		if k == x {
+			continue
 		}
+		if v, ok := pt.labels[k]; ok {
+			parts = append(parts, k+"="+v)
+			continue
+		}
+		parts = append(parts, k+"="+FormatValue(pt.Params[k]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -340,6 +382,7 @@ func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot
 	for ci, id := range order {
 		for _, s := range ss {
 			var xys plotter.XYs
+			var bars errorBars
 			for _, pt := range designs[id] {
 				xv, okx := Number(pt.Params[x])
 				yv, oky := metricValue(pt.Metrics, s.metric)
@@ -347,11 +390,23 @@ func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot
 					continue
 				}
 				xys = append(xys, plotter.XY{X: xv, Y: yv})
+				if hw, ok := pt.ci[strings.ReplaceAll(s.metric, ".", "_")]; ok {
+					bars.XYs = append(bars.XYs, plotter.XY{X: xv, Y: yv})
+					bars.YErrors = append(bars.YErrors, struct{ Low, High float64 }{hw, hw})
+				}
 			}
 			if len(xys) == 0 {
 				continue
 			}
 			sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
+			if len(bars.XYs) > 0 {
+				// Drawn first, under the line and its points.
+				eb, err := plotter.NewYErrorBars(bars)
+				if err == nil {
+					eb.Color, _ = designStyle(ci)
+					p.Add(eb)
+				}
+			}
 			line, pts, err := plotter.NewLinePoints(xys)
 			if err != nil {
 				continue
@@ -377,6 +432,13 @@ func linePlot(points []Point, x string, swept []string, ss []series) (*plot.Plot
 		return nil, 0
 	}
 	return p, legendRows
+}
+
+// errorBars are a design's means and the half-widths of their confidence
+// intervals, for plotter.NewYErrorBars.
+type errorBars struct {
+	plotter.XYs
+	plotter.YErrors
 }
 
 // designStyle is the colour and point shape of the ci-th design's lines.

@@ -16,6 +16,17 @@ type Point struct {
 	Params  map[string]any `json:"params"`
 	Metrics map[string]any `json:"metrics"`
 	Error   string         `json:"error,omitempty"`
+
+	// ci holds, for a summary's design mean (Summary.points), the 95 %
+	// half-width of each metric's mean by flattened name; the plots draw
+	// it as an error bar. Nil for a point of the results.
+	ci map[string]float64
+	// labels are the params as a summary's design prints them in
+	// summary.csv (its cells); the plots' legends use them, so that a
+	// merged run, whose params come back from results.json as 0.000001,
+	// labels its designs 1e-06 as the unsharded run does. Nil for a point
+	// of the results.
+	labels map[string]string
 }
 
 // Result is everything one invocation produced.

@@ -14,6 +14,12 @@
 // parameters (see DeriveSeed), and with its own engine: nothing in a run is
 // shared with another, so results do not depend on --jobs or order.
 //
+// The seed axis also takes {replicas: N} (the base seed and the N − 1
+// after it) and common: true, under which a point's seed derives from its
+// seed value alone, so that every design at one replica draws the same
+// traffic (common random numbers); report.Summarise reduces the replicas
+// of each design to mean and confidence interval.
+//
 // The unit of work and of sharding is a design: one combination of the grid
 // axes' values. In a grid sweep a design is one point; with a knee search a
 // design is the whole bisection along the searched key.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -26,6 +27,9 @@ type Sweep struct {
 	Designs []Design
 	// Search is the unpinned knee-search axis, or nil.
 	Search *Axis
+	// Common is true when the seed axis asks for common random numbers:
+	// a point's seed derives from its seed value alone (DeriveSeed).
+	Common bool
 
 	base *yaml.Node // the config tree after --set, sweep: still in it
 	fix  func(*fabric.Loaded)
@@ -90,6 +94,9 @@ func Expand(root *yaml.Node, opts Options) (*Sweep, error) {
 		a.Pinned = pinned(a.Key, opts.Pinned)
 	}
 	s.Axes = axes
+	if err := s.fillReplicas(root); err != nil {
+		return nil, err
+	}
 	var grid []*Axis
 	for i := range s.Axes {
 		a := &s.Axes[i]
@@ -155,13 +162,58 @@ func (s *Sweep) Point(d Design, searchValue float64) (*Point, error) {
 		return p, err
 	}
 	canonicalParams(p.Params, l)
-	p.Seed = DeriveSeed(l.Config.Seed, p.Params)
+	if s.Common {
+		// Common random numbers: the point's seed is the one a sweep of
+		// seed alone gives its seed value, whatever the other keys are, so
+		// the designs at one replica draw the same traffic.
+		p.Seed = DeriveSeed(l.Config.Seed, map[string]any{SeedKey: p.Params[SeedKey]})
+	} else {
+		p.Seed = DeriveSeed(l.Config.Seed, p.Params)
+	}
 	l.Config.Seed = p.Seed
 	if s.fix != nil {
 		s.fix(l)
 	}
 	p.Loaded = l
 	return p, nil
+}
+
+// fillReplicas gives a `seed: {replicas: N}` axis its values — the base
+// seed (the config's seed: after --set) and the N − 1 seeds after it — and
+// checks the seed axis's mapping forms against the rest of the sweep.
+func (s *Sweep) fillReplicas(root *yaml.Node) error {
+	for i := range s.Axes {
+		a := &s.Axes[i]
+		if a.Key != SeedKey {
+			continue
+		}
+		s.Common = a.Common
+		if a.Replicas > 0 {
+			base := fabric.Defaults().Seed
+			if n := config.Lookup(root, SeedKey); n != nil {
+				if n.Kind != yaml.ScalarNode || n.Decode(&base) != nil {
+					return errorf("seed: %s is not a seed (0 … 2^64−1), so sweep.seed.replicas has no base to count from", describe(n))
+				}
+			}
+			if base > math.MaxUint64-uint64(a.Replicas-1) {
+				return errorf("sweep.seed.replicas: %d replicas from seed %d pass 2^64−1; give a lower seed", a.Replicas, base)
+			}
+			vals := make([]*yaml.Node, a.Replicas)
+			for k := range vals {
+				vals[k] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(base+uint64(k), 10)}
+			}
+			a.Values = vals
+		}
+		if a.Replicas == 0 && !a.Common {
+			continue
+		}
+		for _, b := range s.Axes {
+			if b.Search != nil && !b.Pinned {
+				return errorf("sweep.seed: replicas and common do not go with the knee search of sweep.%s (each replica's bisection probes loads of its own, so no two replicas share a point to average); give seed a list to search each replica's knee", b.Key)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Sweep) withSearch(d Design, v float64) []assignment {
@@ -222,7 +274,9 @@ func canonicalParams(params map[string]any, l *fabric.Loaded) {
 // sweeping seed gives independent replicas. sim.* keys choose how a point
 // runs, not what it models (partitions, threads, engine, per-cycle rounds,
 // checkers, time limit): they are left out, so a sweep over them runs the
-// same traffic at every point and compares like with like.
+// same traffic at every point and compares like with like. Under common
+// random numbers (seed: {…, common: true}) Point passes the seed param
+// alone, so the other swept keys change no draw.
 func DeriveSeed(base uint64, params map[string]any) uint64 {
 	keys := make([]string, 0, len(params))
 	for k := range params {

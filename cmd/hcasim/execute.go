@@ -114,17 +114,25 @@ var sweepOutputs sync.Map // *report.Result → *sweepExtras
 type sweepExtras struct {
 	manifest *sweep.Manifest     // a shard's shard.json (a shard draws no plots: merge does)
 	knee     *sweep.KneeManifest // a knee search: write knee.csv
+	summary  *report.Summary     // a replicated sweep: summary.csv, summary.json, plots of the means
+	cells    []map[string]string // a merged result: its points' results.csv cells, for the plots' legends
+}
+
+// takeExtras returns (and forgets) what besides its results files res's
+// --out gets; nothing for a single run.
+func takeExtras(res *report.Result) *sweepExtras {
+	if v, ok := sweepOutputs.LoadAndDelete(res); ok {
+		return v.(*sweepExtras)
+	}
+	return &sweepExtras{}
 }
 
 // writePlots writes a result's plots into dir, and a sweep's extra files:
-// knee.csv for a knee search, shard.json for a shard. Then it removes the
-// files of hcasim's own naming this run did not write (staleOutputs), so
-// that dir holds this run's outputs and no earlier run's.
-func writePlots(dir string, res *report.Result) error {
-	var ex sweepExtras
-	if v, ok := sweepOutputs.LoadAndDelete(res); ok {
-		ex = *v.(*sweepExtras)
-	}
+// knee.csv for a knee search, shard.json for a shard, summary.csv and
+// summary.json for a replicated sweep (whose plots draw the designs' means).
+// Then it removes the files of hcasim's own naming this run did not write
+// (removeStale), so that dir holds this run's outputs and no earlier run's.
+func writePlots(dir string, res *report.Result, ex *sweepExtras) error {
 	written := map[string]bool{resultsJSON: true, resultsCSV: true}
 	if ex.manifest != nil {
 		// A shard draws no plots and finds no knees: merge does.
@@ -133,7 +141,18 @@ func writePlots(dir string, res *report.Result) error {
 		}
 		written[sweep.ManifestFile] = true
 	} else {
-		plots, err := report.WritePlots(dir, res)
+		plot := func() ([]string, error) { return report.WritePlots(dir, res) }
+		if ex.cells != nil {
+			plot = func() ([]string, error) { return report.WriteMergedPlots(dir, res, ex.cells) }
+		}
+		if ex.summary != nil {
+			if err := report.WriteSummaryFiles(dir, ex.summary); err != nil {
+				return userErrorf("--out: %v", err)
+			}
+			written[report.SummaryJSON], written[report.SummaryCSV] = true, true
+			plot = func() ([]string, error) { return report.WriteSummaryPlots(dir, ex.summary) }
+		}
+		plots, err := plot()
 		if err != nil {
 			return err
 		}
@@ -158,11 +177,11 @@ const (
 )
 
 // isOutputFile reports whether name is a file hcasim writes into --out:
-// the results, knee.csv, shard.json or a plot of report.WritePlots' naming.
-// No other file in --out is ever removed.
+// the results, the summary, knee.csv, shard.json or a plot of
+// report.WritePlots' naming. No other file in --out is ever removed.
 func isOutputFile(name string) bool {
 	switch name {
-	case resultsJSON, resultsCSV, KneeFile, sweep.ManifestFile:
+	case resultsJSON, resultsCSV, report.SummaryJSON, report.SummaryCSV, KneeFile, sweep.ManifestFile:
 		return true
 	}
 	return report.IsPlotFile(name)
@@ -171,6 +190,7 @@ func isOutputFile(name string) bool {
 // removeStale removes from dir the regular files isOutputFile names that
 // are not in written: an earlier run's knee.csv, plots or shard.json would
 // otherwise sit beside this run's results and read as this run's (a
+// summary.csv of an earlier replicated run beside unreplicated results, a
 // shard.json would even make merge take the directory for a shard).
 func removeStale(dir string, written map[string]bool) error {
 	entries, err := os.ReadDir(dir)

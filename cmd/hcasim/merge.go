@@ -61,13 +61,19 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// The merged table is printed even when --out cannot be written: the
 	// files' error is reported after it.
+	ex := &sweepExtras{knee: knee, cells: rows}
+	if knee == nil {
+		// From the shards' cells, so that summary.csv's params read as the
+		// unsharded run writes them (summary.json's numbers are the same
+		// either way: results.json keeps them to the bit).
+		ex.summary = report.Summarise(res, rows)
+	}
 	var werr error
 	if *out != "" {
 		if err := report.WriteMerged(*out, res, rows); err != nil {
 			werr = userErrorf("--out: %v", err)
 		} else {
-			sweepOutputs.Store(res, &sweepExtras{knee: knee})
-			werr = writePlots(*out, res)
+			werr = writePlots(*out, res, ex)
 		}
 	}
 	var perr error
@@ -77,6 +83,10 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	case "csv":
 		perr = report.WriteCSVCells(stdout, res.Points, rows)
 	default:
+		if ex.summary != nil {
+			perr = report.WriteSummaryTable(stdout, ex.summary, sweepColumns)
+			break
+		}
 		perr = report.WriteTable(stdout, res, tableColumns(res))
 	}
 	if werr != nil {

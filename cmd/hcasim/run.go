@@ -336,12 +336,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 // written (the run's time is spent; its answer is not lost): the files'
 // error is returned after it.
 func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error {
+	ex := takeExtras(res)
 	var werr error
 	if f.out != "" {
 		if err := report.WriteFiles(f.out, res); err != nil {
 			werr = userErrorf("--out: %v", err)
 		} else {
-			werr = writePlots(f.out, res)
+			werr = writePlots(f.out, res, ex)
 		}
 	}
 	var perr error
@@ -351,6 +352,10 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 		perr = report.WriteJSON(stdout, res)
 	case f.format == "csv":
 		perr = report.WriteCSV(stdout, res)
+	case ex.summary != nil:
+		// A replicated sweep's table is its designs, mean ± CI; the csv
+		// and json formats stay the points (summary.* has the designs).
+		perr = report.WriteSummaryTable(stdout, ex.summary, sweepColumns)
 	default:
 		perr = report.WriteTable(stdout, res, tableColumns(res))
 	}

@@ -48,4 +48,6 @@ func TestShippedConfigsLoad(t *testing.T) {
 	// The sizes the docs quote.
 	assert.Equal(t, 16, designs["ndr.yaml"])
 	assert.Equal(t, 100, designs["examples/ndr-sweep-100.yaml"])
+	// 5 replicas × 2 buffers × 4 loads: a design of the sweep is one point.
+	assert.Equal(t, 40, designs["examples/latency-replicas.yaml"])
 }

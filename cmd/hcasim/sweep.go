@@ -107,6 +107,13 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			manifest.PointDesigns = append(manifest.PointDesigns, o.Design)
 		}
 	}
+	ex := &sweepExtras{manifest: manifest, knee: knee}
+	if manifest == nil && knee == nil {
+		// A shard holds part of each design's replicas: merge summarises.
+		// A knee search's replicas probe loads of their own: knee.csv
+		// holds each replica's knee.
+		ex.summary = report.Summarise(res, nil)
+	}
 	if !f.quiet {
 		what := "1 point"
 		if len(outs) != 1 {
@@ -124,10 +131,12 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 				fmt.Fprintf(stderr, "hcasim: sweep: %s%s\n", designText(k.Design), k.Describe(knee.Key))
 			}
 		}
+		if s := ex.summary; s != nil {
+			fmt.Fprintf(stderr, "hcasim: sweep: %s, replicated over seed: the table shows mean ± 95 %% CI; %s and %s hold them\n",
+				plural(len(s.Designs), "design"), report.SummaryCSV, report.SummaryJSON)
+		}
 	}
-	if f.out != "" {
-		sweepOutputs.Store(res, &sweepExtras{manifest: manifest, knee: knee})
-	}
+	sweepOutputs.Store(res, ex)
 	if failed == 0 {
 		return res, nil
 	}
@@ -161,6 +170,14 @@ func sweepRunner(f *runFlags, threads int) sweep.Runner {
 		delete(m, "wall_s")
 		return m, nil
 	}
+}
+
+// plural is "1 design", "3 designs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func pointText(params map[string]any) string {

@@ -105,11 +105,11 @@ func TestSweepPointEqualsPointRunAlone(t *testing.T) {
 
 // TestStaleOutputsRemoved: a run into an --out that holds an earlier run's
 // outputs removes the files of hcasim's naming it does not write itself
-// (a knee.csv, plots, a shard.json), so nothing there reads as this run's
-// that is not; every other file stays.
+// (a knee.csv, a summary.csv or summary.json, plots, a shard.json), so
+// nothing there reads as this run's that is not; every other file stays.
 func TestStaleOutputsRemoved(t *testing.T) {
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
-	earlier := []string{KneeFile, report.LatencyPlot, report.AcceptedPlot, "throughput-vs-switch.vl_buffer_bytes.svg", sweep.ManifestFile}
+	earlier := []string{KneeFile, report.SummaryCSV, report.SummaryJSON, report.LatencyPlot, report.AcceptedPlot, "throughput-vs-switch.vl_buffer_bytes.svg", sweep.ManifestFile}
 	mine := []string{"notes.txt", "throughput-vs-mine.svg", "knee.csv.bak", "results.txt"}
 	fill := func(dir string) {
 		for _, f := range append(append([]string{}, earlier...), mine...) {
