@@ -24,8 +24,11 @@ const (
 	// AcceptedPlot is accepted vs offered load, with the diagonal a
 	// lossless, unsaturated network would follow.
 	AcceptedPlot = "accepted-vs-offered-load.svg"
-	// throughputPlotPrefix + key + ".svg" is throughput vs a buffer-depth key.
+	// throughputPlotPrefix + key + ".svg" is throughput vs a buffer-depth
+	// key, or vs any other numeric swept key no plot above draws against.
 	throughputPlotPrefix = "throughput-vs-"
+	// latencyPlotPrefix + key + ".svg" is latency vs such a key.
+	latencyPlotPrefix = "latency-vs-"
 	// ClientsPlot is a perftest's aggregate bandwidth (solid) and its
 	// slowest pair's (dashed) vs workload.clients.
 	ClientsPlot = "bandwidth-vs-clients.svg"
@@ -41,6 +44,22 @@ const (
 // report: synthetic traffic's and a stream's goodput, perftest's bandwidth,
 // a collective's bus bandwidth (docs/metrics.md).
 var berMetrics = []string{"goodput_gbps", "bw_gbps", "busbw_gbps", "throughput_gbps"}
+
+// maxKeyPlotDesigns is the most designs (lines per series) a key's own
+// plots draw.
+const maxKeyPlotDesigns = 8
+
+// latencySeries are the latency series a plot against a key of its own
+// draws, the first set the points report: synthetic traffic's packet
+// latency, a perftest latency test's typical and p99, a collective's time.
+var latencySeries = []struct {
+	ss   []series
+	unit string
+}{
+	{[]series{{metric: "latency_ns.p50", label: "p50"}, {metric: "latency_ns.p99", label: "p99", dashed: true}}, "ns"},
+	{[]series{{metric: "lat_us.typical", label: "typical"}, {metric: "lat_us.p99", label: "p99", dashed: true}}, "µs"},
+	{[]series{{metric: "time_us"}}, "µs"},
+}
 
 // WritePlots draws the plots that the result's swept keys make meaningful
 // into dir as SVG and returns the files written:
@@ -205,9 +224,97 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 					return written, err
 				}
 			}
+		case ownAxis(r.Points, x):
+			if err := keyPlots(r.Points, x, swept, save); err != nil {
+				return written, err
+			}
 		}
 	}
 	return written, nil
+}
+
+// ownAxis reports whether swept key x gets plots of its own
+// (throughput-vs-KEY.svg, latency-vs-KEY.svg): a model key (not the seed,
+// whose replicas are summarised, nor a sim.* key, which changes how a
+// point runs, not its results) whose every value is a number.
+func ownAxis(points []Point, x string) bool {
+	if x == "seed" || strings.HasPrefix(x, "sim.") {
+		return false
+	}
+	for _, pt := range points {
+		if v, ok := pt.Params[x]; ok {
+			if _, num := Number(v); !num {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyPlots draws throughput and latency against x, one line per design:
+// the first throughput metric of berMetrics the points report, and the
+// first latency series of latencySeries. A plot no point has data for is
+// skipped, and so are both when the other swept keys make more than
+// maxKeyPlotDesigns designs (a buffer-depth sweep of 15 values drew 15
+// lines against a cable length of 3, under a legend that hid them).
+func keyPlots(points []Point, x string, swept []string, save func(*plot.Plot, string) error) error {
+	if _, designs := groupDesigns(points, x, swept); len(designs) > maxKeyPlotDesigns {
+		return nil
+	}
+	for _, metric := range berMetrics {
+		if !hasMetric(points, metric) {
+			continue
+		}
+		p, rows := linePlot(points, x, swept, []series{{metric: metric}})
+		if p == nil {
+			break
+		}
+		p.Title.Text = "Throughput vs " + x
+		p.X.Label.Text = x
+		p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
+		p.Y.Min = 0
+		legendRoom(p, float64(rows))
+		keyAxis(p, points, x)
+		if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
+			return err
+		}
+		break
+	}
+	for _, ls := range latencySeries {
+		if !hasMetric(points, ls.ss[0].metric) {
+			continue
+		}
+		p, rows := linePlot(points, x, swept, ls.ss)
+		if p == nil {
+			break
+		}
+		names := make([]string, len(ls.ss))
+		for i, s := range ls.ss {
+			names[i] = s.metric
+		}
+		p.Title.Text = "Latency vs " + x
+		p.X.Label.Text = x
+		p.Y.Label.Text = "latency (" + ls.unit + ") — " + strings.Join(names, ", ")
+		legendRoom(p, float64(rows))
+		keyAxis(p, points, x)
+		if err := save(p, latencyPlotPrefix+x+".svg"); err != nil {
+			return err
+		}
+		break
+	}
+	return nil
+}
+
+// keyAxis gives a plot against x a log axis when x's values span decades,
+// and ticks at the values when they are few.
+func keyAxis(p *plot.Plot, points []Point, x string) {
+	if logAxis(points, x) {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if t := valueTicks(points, x); t != nil {
+		p.X.Tick.Marker = t
+	}
 }
 
 // berPlot draws throughput against link.ber. Error rates of interest span
@@ -343,8 +450,15 @@ func IsPlotFile(name string) bool {
 	if name == LatencyPlot || name == AcceptedPlot || name == ClientsPlot || name == BERPlot {
 		return true
 	}
-	key, ok := strings.CutPrefix(name, throughputPlotPrefix)
-	return ok && strings.HasSuffix(key, "buffer_bytes.svg")
+	// throughput-vs-KEY.svg and latency-vs-KEY.svg for a dotted config
+	// key: a name without a dot after the prefix is not one of ours.
+	for _, prefix := range []string{throughputPlotPrefix, latencyPlotPrefix} {
+		if key, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(key, ".svg") &&
+			strings.Contains(strings.TrimSuffix(key, ".svg"), ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // legendRoom raises the top of the y axis so that a top-left legend of n

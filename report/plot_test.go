@@ -67,6 +67,51 @@ func TestIsPlotFile(t *testing.T) {
 	}
 }
 
+// TestKeyPlots: a numeric swept key no named plot covers gets throughput
+// and latency against it, one line per design; a categorical key, the
+// seed and sim.* keys get none of their own (they still split designs).
+func TestKeyPlots(t *testing.T) {
+	r := &Result{}
+	for _, entries := range []int{0, 8, 16, 256} {
+		for _, alloc := range []string{"islip", "wavefront"} {
+			for _, parts := range []int{1, 2} {
+				r.Points = append(r.Points, Point{
+					Params: map[string]any{"hca.mtt_cache_entries": entries, "switch.allocator": alloc, "sim.partitions": parts},
+					Metrics: map[string]any{"bw_gbps": 300 + float64(entries)/4,
+						"lat_us": map[string]any{"typical": 2 - float64(entries)/1000, "p99": 3 - float64(entries)/1000}},
+				})
+			}
+		}
+	}
+	dir := t.TempDir()
+	files, err := WritePlots(dir, r)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"throughput-vs-hca.mtt_cache_entries.svg", "latency-vs-hca.mtt_cache_entries.svg"}, files)
+	svgText(t, filepath.Join(dir, files[0]), "Throughput vs hca.mtt_cache_entries", "bw (Gb/s) — bw_gbps",
+		"sim.partitions=1, switch.allocator=islip", "sim.partitions=2, switch.allocator=wavefront")
+	svgText(t, filepath.Join(dir, files[1]), "Latency vs hca.mtt_cache_entries", "latency (µs) — lat_us.typical, lat_us.p99",
+		"switch.allocator=wavefront typical", "switch.allocator=islip p99")
+	for _, f := range files {
+		assert.True(t, IsPlotFile(f), f)
+	}
+
+	// Nine key-cache sizes are nine designs against mtt_cache_entries,
+	// more lines than maxKeyPlotDesigns: no plot of its own. Against
+	// key_cache_entries the two MTT sizes are two: drawn.
+	var wide Result
+	for _, entries := range []int{0, 8} {
+		for d := range maxKeyPlotDesigns + 1 {
+			wide.Points = append(wide.Points, Point{
+				Params:  map[string]any{"hca.mtt_cache_entries": entries, "hca.key_cache_entries": 16 << d},
+				Metrics: map[string]any{"bw_gbps": 300.0},
+			})
+		}
+	}
+	files, err = WritePlots(t.TempDir(), &wide)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"throughput-vs-hca.key_cache_entries.svg"}, files, "2 designs against key_cache_entries; 9 against mtt_cache_entries")
+}
+
 func TestWritePlotsSkipsWhatIsMissing(t *testing.T) {
 	dir := t.TempDir()
 	files, err := WritePlots(dir, loadSweep(false))

@@ -323,7 +323,9 @@ func TestSweepPlotsAreSVG(t *testing.T) {
 	out := t.TempDir()
 	code, _, stderr := run("-config", cfg, "--out", out, "--quiet")
 	require.Equal(t, 0, code, stderr)
-	// Buffer and length swept, no offered load: only the throughput plot.
+	// Buffer (3 depths) and length (2) swept, no offered load: throughput
+	// against the buffer (its named plot), and throughput and latency
+	// against the length, a numeric key of its own, one line per depth.
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	var svgs []string
@@ -332,8 +334,10 @@ func TestSweepPlotsAreSVG(t *testing.T) {
 			svgs = append(svgs, e.Name())
 		}
 	}
-	assert.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg"}, svgs)
-	assertSVG(t, filepath.Join(out, svgs[0]), "Throughput vs buffer depth", "link.length_m=100")
+	assert.Equal(t, []string{"latency-vs-link.length_m.svg", "throughput-vs-hca.vl_buffer_bytes.svg", "throughput-vs-link.length_m.svg"}, svgs)
+	assertSVG(t, filepath.Join(out, "throughput-vs-hca.vl_buffer_bytes.svg"), "Throughput vs buffer depth", "link.length_m=100")
+	assertSVG(t, filepath.Join(out, "throughput-vs-link.length_m.svg"), "Throughput vs link.length_m", "hca.vl_buffer_bytes=65536")
+	assertSVG(t, filepath.Join(out, "latency-vs-link.length_m.svg"), "Latency vs link.length_m", "hca.vl_buffer_bytes=16384 p99")
 }
 
 // assertSVG parses the file as XML, checks its root is <svg> and that its
