@@ -256,10 +256,28 @@ func ownAxis(points []Point, x string) bool {
 // first latency series of latencySeries. A plot no point has data for is
 // skipped, and so are both when the other swept keys make more than
 // maxKeyPlotDesigns designs (a buffer-depth sweep of 15 values drew 15
-// lines against a cable length of 3, under a legend that hid them).
+// lines against a cable length of 3, under a legend that hid them) or
+// when the points are not a grid over x and the designs.
 func keyPlots(points []Point, x string, swept []string, save func(*plot.Plot, string) error) error {
-	if _, designs := groupDesigns(points, x, swept); len(designs) > maxKeyPlotDesigns {
+	groups, designs := groupDesigns(points, x, swept)
+	if len(designs) > maxKeyPlotDesigns {
 		return nil
+	}
+	// Every design at every value of x: a grid. A knee search probes other
+	// loads for each design, so against another key its "designs" (the
+	// probed loads) hold a point or two each and draw no curve.
+	all := map[string]bool{}
+	for _, pt := range points {
+		all[fmt.Sprint(pt.Params[x])] = true
+	}
+	for _, id := range designs {
+		seen := map[string]bool{}
+		for _, pt := range groups[id] {
+			seen[fmt.Sprint(pt.Params[x])] = true
+		}
+		if len(seen) != len(all) {
+			return nil
+		}
 	}
 	for _, metric := range berMetrics {
 		if !hasMetric(points, metric) {

@@ -110,6 +110,19 @@ func TestKeyPlots(t *testing.T) {
 	files, err = WritePlots(t.TempDir(), &wide)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"throughput-vs-hca.key_cache_entries.svg"}, files, "2 designs against key_cache_entries; 9 against mtt_cache_entries")
+
+	// Not a grid: a knee search probes other loads per hotspot fraction,
+	// so against the fraction each probed load is a "design" of one or
+	// two points. No plot of the fraction's own.
+	knee := &Result{Points: []Point{
+		{Params: map[string]any{"workload.hotspot_fraction": 0.5, "workload.offered_load": 0.1}, Metrics: map[string]any{"goodput_gbps": 100.0}},
+		{Params: map[string]any{"workload.hotspot_fraction": 0.5, "workload.offered_load": 0.55}, Metrics: map[string]any{"goodput_gbps": 500.0}},
+		{Params: map[string]any{"workload.hotspot_fraction": 0.75, "workload.offered_load": 0.1}, Metrics: map[string]any{"goodput_gbps": 100.0}},
+		{Params: map[string]any{"workload.hotspot_fraction": 0.75, "workload.offered_load": 0.325}, Metrics: map[string]any{"goodput_gbps": 300.0}},
+	}}
+	files, err = WritePlots(t.TempDir(), knee)
+	require.NoError(t, err)
+	assert.NotContains(t, files, "throughput-vs-workload.hotspot_fraction.svg")
 }
 
 func TestWritePlotsSkipsWhatIsMissing(t *testing.T) {
