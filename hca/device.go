@@ -156,7 +156,7 @@ type Device struct {
 	rxPending int   // packets between tail arrival and processing
 	cqeQ      []pendingCQE
 	memQ      []memWrite
-	cpuFreeAt ib.PS // the application thread is busy until then
+	main      Thread // the application thread QPs post on unless moved (SetThread)
 
 	// DropAcks makes the device discard the next n ACKs it receives: the
 	// fault-injection hook for the retry test.

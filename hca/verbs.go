@@ -59,6 +59,7 @@ type QP struct {
 	rqTaken       uint32 // receive WQEs consumed by the responder
 	rqDone        uint32
 	onDemand      bool
+	thread        *Thread // the application thread its posts run on
 	// xlateAt is when the address translation of the inbound message
 	// being received is on chip: the responder translates a message's
 	// range at its key check, and its later packets' DMAs wait for that.
@@ -148,7 +149,7 @@ func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
 	if sqBBs < 1 || sqBBs&(sqBBs-1) != 0 || rqDepth < 1 || rqDepth&(rqDepth-1) != 0 {
 		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
 	}
-	qp := &QP{Num: qpBase + uint32(len(d.qps)), PD: pd, SendCQ: scq, RecvCQ: rcq, State: QPReset, dev: d,
+	qp := &QP{Num: qpBase + uint32(len(d.qps)), PD: pd, SendCQ: scq, RecvCQ: rcq, State: QPReset, dev: d, thread: &d.main,
 		sqBBs: sqBBs, rqDepth: rqDepth, sqWrid: make([]uint64, sqBBs), sqNext: make([]uint32, sqBBs),
 		rqWrid: make([]uint64, rqDepth)}
 	qp.sqBuf = d.Malloc(sqBBs * WQEBBBytes)
@@ -304,23 +305,46 @@ func ConnectRCSL(a, b *QP, mtu int, psnA, psnB uint32, sl uint8) error {
 	return nil
 }
 
-// cpuPost charges the application thread for one post and returns when
+// Thread is an application thread on the host (a CPU core running one
+// process's verbs calls): its posts and poll-loop work run one after
+// another. Every QP starts on its device's main thread; processes that
+// share a host (the perftest pairs of an incast server) each take their
+// own (NewThread, SetThread), as each runs on its own core.
+type Thread struct{ freeAt ib.PS }
+
+// NewThread returns a new application thread on the device's host, free.
+func (d *Device) NewThread() *Thread { return &Thread{} }
+
+// SetThread moves qp's posts to thread t.
+func (qp *QP) SetThread(t *Thread) { qp.thread = t }
+
+// Thread returns the application thread qp's posts run on.
+func (qp *QP) Thread() *Thread { return qp.thread }
+
+// cpuPost charges qp's application thread for one post and returns when
 // its doorbell store leaves the CPU.
-func (d *Device) cpuPost() ib.PS {
-	start := max(d.s.Now(), d.cpuFreeAt)
-	d.cpuFreeAt = start + ib.FromNanoseconds(d.Cfg.Host.PostNS)
-	return d.cpuFreeAt
+func (d *Device) cpuPost(qp *QP) ib.PS {
+	t := qp.thread
+	t.freeAt = max(d.s.Now(), t.freeAt) + ib.FromNanoseconds(d.Cfg.Host.PostNS)
+	return t.freeAt
 }
 
-// CPUFreeAt returns when the application thread is next free.
-func (d *Device) CPUFreeAt() ib.PS { return max(d.cpuFreeAt, d.s.Now()) }
+// FreeAt returns when thread t is next free, at the earliest now.
+func (t *Thread) FreeAt(now ib.PS) ib.PS { return max(t.freeAt, now) }
 
-// ChargeCPU makes the application thread busy for dt from when it is free
-// (poll-loop work the workload models), returning when it is done.
-func (d *Device) ChargeCPU(dt ib.PS) ib.PS {
-	d.cpuFreeAt = d.CPUFreeAt() + dt
-	return d.cpuFreeAt
+// Charge makes thread t busy for dt from when it is free (poll-loop work
+// the workload models), returning when it is done.
+func (t *Thread) Charge(now, dt ib.PS) ib.PS {
+	t.freeAt = t.FreeAt(now) + dt
+	return t.freeAt
 }
+
+// CPUFreeAt returns when the device's main application thread is next free.
+func (d *Device) CPUFreeAt() ib.PS { return d.main.FreeAt(d.s.Now()) }
+
+// ChargeCPU makes the main application thread busy for dt from when it is
+// free (poll-loop work the workload models), returning when it is done.
+func (d *Device) ChargeCPU(dt ib.PS) ib.PS { return d.main.Charge(d.s.Now(), dt) }
 
 // PostSend writes wr's WQE into the send queue, updates the doorbell record
 // and rings the doorbell (ibv_post_send). A WQE of at most
@@ -363,7 +387,7 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	qp.sqNext[slot] = qp.sqPI + uint32(bbs)
 	qp.sqPI += uint32(bbs)
 	d.Mem.WriteU32(qp.dbr+4, qp.sqPI&0xffff)
-	store := d.cpuPost()
+	store := d.cpuPost(qp)
 	// One WR per post (nreq 1): mlx5's post_send_db writes the whole WQE
 	// to the BlueFlame register if it fits and is inline or the provider
 	// prefers BlueFlame (its default; hca.prefer_blueflame).
@@ -418,7 +442,7 @@ func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
 	qp.rqWrid[slot] = wr.ID
 	qp.rqPI++
 	d.Mem.WriteU32(qp.dbr, qp.rqPI&0xffff)
-	store := d.cpuPost()
+	store := d.cpuPost(qp)
 	e := d.at(d.PCIe.MMIO(store), evRecvDoorbell)
 	e.Arg = qpArg(qp, qp.rqPI)
 	return nil

@@ -192,17 +192,20 @@ type perftest struct {
 	// the latency breakdown and reports the single-pair metrics.
 	primary bool
 	dev     [2]*hca.Device
-	qp      [2][]*hca.QP
-	buf     [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
-	rbuf    [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
-	mr      [2][]hca.MR
-	bufLen  int
-	ud      bool
-	grh     int // bytes before the payload in a receive buffer: 40 on UD
-	inline  bool
-	op      hca.WROpcode
-	isLat   bool
-	pollPS  ib.PS
+	// thread is each side's application thread: this pair's process, on a
+	// core of its own even when its host runs other pairs' processes.
+	thread [2]*hca.Thread
+	qp     [2][]*hca.QP
+	buf    [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
+	rbuf   [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
+	mr     [2][]hca.MR
+	bufLen int
+	ud     bool
+	grh    int // bytes before the payload in a receive buffer: 40 on UD
+	inline bool
+	op     hca.WROpcode
+	isLat  bool
+	pollPS ib.PS
 
 	// Progress.
 	posted    []int // client WRs posted per QP
@@ -487,6 +490,7 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 		d := p.dev[side]
 		pd := d.AllocPD()
 		scq, rcq := d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
+		p.thread[side] = d.NewThread()
 		for q := 0; q < run.QPs; q++ {
 			var qp *hca.QP
 			if p.ud {
@@ -503,6 +507,7 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 				data[i] = byte(rng.Uint32())
 			}
 			d.Mem.Write(buf, data)
+			qp.SetThread(p.thread[side])
 			p.qp[side] = append(p.qp[side], qp)
 			p.buf[side] = append(p.buf[side], buf)
 			p.rbuf[side] = append(p.rbuf[side], buf+uint64(p.bufLen))
@@ -563,7 +568,7 @@ func (p *perftest) wakeApp(side int, now ib.PS) {
 		return
 	}
 	p.pending[side] = true
-	at := max(now, p.dev[side].CPUFreeAt()) + p.pollPS
+	at := p.thread[side].FreeAt(now) + p.pollPS
 	p.s.Schedule(at, p, evApp0+uint8(side))
 }
 

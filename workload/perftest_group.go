@@ -104,8 +104,10 @@ func (g *perftestGroup) kick() {
 		p.postSetup()
 	}
 	var startAt ib.PS
-	for _, d := range g.devs {
-		startAt = max(startAt, d.CPUFreeAt())
+	for _, p := range g.pairs {
+		for _, t := range p.thread {
+			startAt = max(startAt, t.FreeAt(g.s.Now()))
+		}
 	}
 	if startAt > 0 {
 		startAt += setupSettle
