@@ -173,7 +173,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.t1, _ = cfg.MeasureEnd()
 	r.drainCap = ib.FromNanoseconds(w.DrainNs)
 	maxT := ib.FromNanoseconds(cfg.Sim.MaxTimeNs)
-	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group}
+	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group, Net: net}
 	var po *partitionedObservers
 	if r.group != nil && opts.Observe != nil {
 		blocks, parts := net.blocks(part)

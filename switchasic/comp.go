@@ -2,6 +2,7 @@ package switchasic
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -35,6 +36,12 @@ type Switch struct {
 
 	lft   *LFT
 	sl2vl *SL2VL
+	// Adaptive routing (WithAR), nil when static. arQueued[o*16+v] is the
+	// blocks of packets queued at the inputs for output o on output VL v,
+	// routed but not yet granted: with pending and the port's credits it
+	// is the load adaptive routing compares (adaptive).
+	ar       *ARTable
+	arQueued []int32
 
 	ports []*link.Port
 	in    []inputUnit
@@ -258,6 +265,12 @@ func (sw *Switch) Port(i int) *link.Port { return sw.ports[i] }
 // Counters returns the switch-wide packet counts.
 func (sw *Switch) Counters() Counters { return sw.counters }
 
+// AR returns the adaptive routing groups the switch forwards by (WithAR), or
+// nil under static routing. The table is the switch's own: a change takes
+// effect at the next packet (the route check's mutation test forces a
+// wrong port this way).
+func (sw *Switch) AR() *ARTable { return sw.ar }
+
 // ceilCycle returns the first core clock edge at or after t (edges at
 // multiples of the period from time 0).
 func (sw *Switch) ceilCycle(t ib.PS) ib.PS {
@@ -275,6 +288,9 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	blocks := pkt.Credits()
 	sw.counters.Received++
 	o := sw.lft.Lookup(pkt.DLID)
+	if sw.ar != nil && inVL != ib.ManagementVL {
+		o = sw.adaptive(i, pkt, o)
+	}
 	var outVL uint8
 	drop := ""
 	switch {
@@ -306,6 +322,9 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	if !sw.cfg.CutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
+	if sw.ar != nil && outVL != ib.ManagementVL {
+		sw.arQueued[o*link.MaxVLs+int(outVL)] += int32(blocks)
+	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
 	if sw.NumHooks() > 0 { // before the arguments: p.Name is in the port's cold lines
 		sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, o, "")
@@ -314,6 +333,59 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	// connection free (a grant skips waking a now-empty input, so this is
 	// the input's wake-up too).
 	sw.wake(max(ready, sw.inFreeBy[i]-sw.allocPS))
+}
+
+// adaptive returns the output port for a data packet that arrived on input
+// i whose LFT port is lftPort: the least-loaded port of its DLID's adaptive
+// routing group, or lftPort when it has no group.
+//
+// The load of port p for the packet is, on the VL the packet would leave p
+// on (SL-to-VL for (i, p)),
+//
+//	queued + pending − credits
+//
+// in 64-byte blocks: packets queued at this switch's inputs for p on that
+// VL (arQueued) plus those granted and not yet on the wire (pending), less
+// the credits the port's peer has advertised and not yet been sent
+// (CreditsAvailable). It is what the switch knows at this instant of the
+// backlog it has for that output VL, net of the room the next hop has: a
+// port whose queue is empty and whose downstream buffer drains scores
+// −buffer, one streaming a flow scores the blocks in flight on its link and
+// waiting behind it. NVIDIA documents only that AR "selects the output
+// port based on the port's load" (InfiniBand Cluster Bring-up Procedure,
+// "Adaptive Routing"); the Mellanox OMNeT++ flit model's forwarding
+// interface has the input buffers report the flits queued per output
+// queue (Pktfwd::repQueuedFlits) as the load its AR selection reads, which
+// is the queued + pending part here. Ties go to the
+// first of the group in cyclic port order from the LFT port, so an idle
+// fabric routes exactly as the static tables do, and the choice depends
+// only on the switch's state: deterministic, with no per-switch pointer.
+// A port whose SL-to-VL entry drops the packet's SL is never chosen.
+func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int) int {
+	g := sw.ar.Group(pkt.DLID)
+	if len(g) < 2 {
+		return lftPort
+	}
+	start := 0
+	for k, p := range g {
+		if int(p) == lftPort {
+			start = k
+			break
+		}
+	}
+	best, bestLoad := lftPort, int64(math.MaxInt64)
+	for k := range g {
+		p := int(g[(start+k)%len(g)])
+		v := int(sw.sl2vl.VL(i, p, pkt.SL))
+		if v == ib.ManagementVL {
+			continue
+		}
+		load := int64(sw.arQueued[p*link.MaxVLs+v]) + int64(sw.out[p].pending[v]) - int64(sw.ports[p].CreditsAvailable(v))
+		if load < bestLoad {
+			best, bestLoad = p, load
+		}
+	}
+	return best
 }
 
 // enqueue appends e to its queue at input i, VL inVL.
