@@ -5,7 +5,6 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
-	"github.com/hcasim/hcasim/link"
 )
 
 // allocationRound is one crossbar allocation on the clock edge t:
@@ -335,9 +334,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	sw.inFreeBy[i] = minPS(in.xbarBusy)
 	if v != ib.ManagementVL {
 		out.pending[v] += int32(blocks)
-		if sw.ar != nil {
-			sw.arQueued[o*link.MaxVLs+v] -= int32(blocks)
-		}
+		out.queued[v] -= int32(blocks)
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)

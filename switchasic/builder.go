@@ -106,11 +106,7 @@ func (b Builder) Build(name string) (*Switch, error) {
 	if sl2vl == nil {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
-	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, alloc, b.fcRefresh, b.fcMinInterval)
-	if b.ar != nil {
-		sw.ar = b.ar
-		sw.arQueued = make([]int32, b.cfg.Radix*link.MaxVLs)
-	}
+	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, alloc, b.fcRefresh, b.fcMinInterval)
 	if b.everyCycle {
 		sw.everyCycle = true
 		sw.scheduleRound(sw.ceilCycle(b.s.Now()))

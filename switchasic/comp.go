@@ -2,7 +2,6 @@ package switchasic
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -36,12 +35,10 @@ type Switch struct {
 
 	lft   *LFT
 	sl2vl *SL2VL
-	// Adaptive routing (WithAR), nil when static. arQueued[o*16+v] is the
-	// blocks of packets queued at the inputs for output o on output VL v,
-	// routed but not yet granted: with pending and the port's credits it
-	// is the load adaptive routing compares (adaptive).
-	ar       *ARTable
-	arQueued []int32
+	// ar holds the adaptive routing groups (WithAR), nil when static; an
+	// AR switch's ports are owned by arOwner, whose route stage chooses
+	// among them (adaptive.go).
+	ar *ARTable
 
 	ports []*link.Port
 	in    []inputUnit
@@ -176,6 +173,13 @@ type outputUnit struct {
 	txBlocks    uint64
 
 	pending [link.MaxVLs]int32 // blocks granted but not yet sent, per VL
+	// queued is, per VL, the blocks of packets at the inputs routed to this
+	// output and not yet granted: adaptive routing's load (adaptive.go).
+	// An AR switch's route stage adds each packet; every grant subtracts
+	// it, so on a static switch, which never reads it, it only counts down
+	// (and wraps, harmlessly): the grant then needs no branch on the
+	// routing mode, and static runs execute what they did before AR.
+	queued [link.MaxVLs]int32
 
 	dataBusy  ib.PS  // wire time of data packets sent in the window
 	conflicts uint64 // rounds in which two or more inputs requested this output
@@ -184,12 +188,12 @@ type outputUnit struct {
 	_         [8]byte // to 768 bytes
 }
 
-func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL,
+func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable,
 	alloc components.Allocator, fcRefresh, fcMinInterval ib.PS) *Switch {
 	n := cfg.Radix
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
-		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, alloc: alloc,
+		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, ar: ar, alloc: alloc,
 		ports:    make([]*link.Port, n),
 		in:       make([]inputUnit, n),
 		out:      make([]outputUnit, n),
@@ -218,8 +222,14 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 	if cfg.Queueing == QueueVOQ {
 		queues = n
 	}
+	// An adaptive routing switch's ports deliver to arOwner, whose route
+	// stage picks the port; a static switch's to the switch itself.
+	var owner link.Owner = sw
+	if ar != nil {
+		owner = arOwner{sw}
+	}
 	for i := 0; i < n; i++ {
-		sw.ports[i] = link.NewPort(s, sw, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
+		sw.ports[i] = link.NewPort(s, owner, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
 			VLs: cfg.VLs, BufferBlocks: blocks, FCRefresh: fcRefresh, FCMinInterval: fcMinInterval,
 			// The shared pool is lent to busy VLs a static buffer's worth
 			// at a time (link.Port.lend).
@@ -288,9 +298,6 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	blocks := pkt.Credits()
 	sw.counters.Received++
 	o := sw.lft.Lookup(pkt.DLID)
-	if sw.ar != nil && inVL != ib.ManagementVL {
-		o = sw.adaptive(i, pkt, o)
-	}
 	var outVL uint8
 	drop := ""
 	switch {
@@ -322,9 +329,6 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	if !sw.cfg.CutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
-	if sw.ar != nil && outVL != ib.ManagementVL {
-		sw.arQueued[o*link.MaxVLs+int(outVL)] += int32(blocks)
-	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
 	if sw.NumHooks() > 0 { // before the arguments: p.Name is in the port's cold lines
 		sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, o, "")
@@ -333,59 +337,6 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	// connection free (a grant skips waking a now-empty input, so this is
 	// the input's wake-up too).
 	sw.wake(max(ready, sw.inFreeBy[i]-sw.allocPS))
-}
-
-// adaptive returns the output port for a data packet that arrived on input
-// i whose LFT port is lftPort: the least-loaded port of its DLID's adaptive
-// routing group, or lftPort when it has no group.
-//
-// The load of port p for the packet is, on the VL the packet would leave p
-// on (SL-to-VL for (i, p)),
-//
-//	queued + pending − credits
-//
-// in 64-byte blocks: packets queued at this switch's inputs for p on that
-// VL (arQueued) plus those granted and not yet on the wire (pending), less
-// the credits the port's peer has advertised and not yet been sent
-// (CreditsAvailable). It is what the switch knows at this instant of the
-// backlog it has for that output VL, net of the room the next hop has: a
-// port whose queue is empty and whose downstream buffer drains scores
-// −buffer, one streaming a flow scores the blocks in flight on its link and
-// waiting behind it. NVIDIA documents only that AR "selects the output
-// port based on the port's load" (InfiniBand Cluster Bring-up Procedure,
-// "Adaptive Routing"); the Mellanox OMNeT++ flit model's forwarding
-// interface has the input buffers report the flits queued per output
-// queue (Pktfwd::repQueuedFlits) as the load its AR selection reads, which
-// is the queued + pending part here. Ties go to the
-// first of the group in cyclic port order from the LFT port, so an idle
-// fabric routes exactly as the static tables do, and the choice depends
-// only on the switch's state: deterministic, with no per-switch pointer.
-// A port whose SL-to-VL entry drops the packet's SL is never chosen.
-func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int) int {
-	g := sw.ar.Group(pkt.DLID)
-	if len(g) < 2 {
-		return lftPort
-	}
-	start := 0
-	for k, p := range g {
-		if int(p) == lftPort {
-			start = k
-			break
-		}
-	}
-	best, bestLoad := lftPort, int64(math.MaxInt64)
-	for k := range g {
-		p := int(g[(start+k)%len(g)])
-		v := int(sw.sl2vl.VL(i, p, pkt.SL))
-		if v == ib.ManagementVL {
-			continue
-		}
-		load := int64(sw.arQueued[p*link.MaxVLs+v]) + int64(sw.out[p].pending[v]) - int64(sw.ports[p].CreditsAvailable(v))
-		if load < bestLoad {
-			best, bestLoad = p, load
-		}
-	}
-	return best
 }
 
 // enqueue appends e to its queue at input i, VL inVL.
