@@ -51,7 +51,10 @@ type TopologyConfig struct {
 	// destination, an adaptive routing group (the routing engine's
 	// candidate ports), and the switches send each data packet out of the
 	// least-loaded port of its group (docs/fabric.md, "Adaptive routing").
-	AdaptiveRouting bool `yaml:"adaptive_routing"`
+	// omitempty: false (static) is left out of the effective config, so a
+	// config without the key keeps the trace header's config hash it had
+	// before the key existed.
+	AdaptiveRouting bool `yaml:"adaptive_routing,omitempty"`
 }
 
 // DefaultTopology returns the topology defaults.
