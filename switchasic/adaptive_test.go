@@ -120,3 +120,13 @@ func TestAdaptiveSplitsTwoFlows(t *testing.T) {
 	assert.Greater(t, ar, 1.94, "AR: two flows on two wires")
 	assert.InEpsilon(t, ap[2], ap[3], 0.05, "AR: the ports carry a flow's worth each")
 }
+
+// TestAdaptiveNoAllocation: choosing a port allocates nothing (it runs once
+// per packet per AR switch).
+func TestAdaptiveNoAllocation(t *testing.T) {
+	n := arNet(t, 2, true)
+	pkt := n.packet(0, 3, 0, 256)
+	g := n.sw.ar.Group(4)
+	require.Len(t, g, 2)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = n.sw.adaptive(0, pkt, 2, g) }))
+}

@@ -159,7 +159,8 @@ type staged struct {
 
 // outputUnit is one port's transmit side. The fields every grant and send
 // touch fill the first cache line, the per-VL pending counts the second,
-// the VL arbiter (by value, not behind a pointer) the next two; the per-VL
+// the per-VL queued counts (adaptive routing) the third, the VL arbiter
+// (by value, not behind a pointer) the next two; the per-VL
 // stall timers, touched only when a VL stalls, come last. The struct is a
 // multiple of 64 bytes so that every unit in the switch's slice starts a
 // line (TestOutputUnitLayout).
@@ -185,7 +186,7 @@ type outputUnit struct {
 	conflicts uint64 // rounds in which two or more inputs requested this output
 	vlarb     components.VLArbiter
 	stall     [link.MaxVLs]components.StallTimer
-	_         [8]byte // to 768 bytes
+	_         [8]byte // to 832 bytes
 }
 
 func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable,
