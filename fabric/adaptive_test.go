@@ -158,6 +158,9 @@ func TestAdaptiveRoutingSplitsSharedUplink(t *testing.T) {
 		assert.EqualValues(t, 0, m["packets_dropped"])
 		assert.EqualValues(t, 0, m["packets_misrouted"])
 	}
+	assert.NotContains(t, static, "packets_reordered", "static results keep their keys")
+	require.Contains(t, ar, "packets_reordered")
+	t.Logf("AR: %v of %v measured packets arrived behind a later one of their flow", ar["packets_reordered"], ar["latency_ns"].(map[string]float64)["count"])
 	s, a := static["accepted_load"].(float64), ar["accepted_load"].(float64)
 	t.Logf("accepted load at %.2f offered: static %.4f, AR %.4f", offered, s, a)
 	assert.LessOrEqual(t, s, 0.5+0.005, "static: two flows share each up-link")
@@ -285,4 +288,14 @@ func TestAdaptiveRoutingDeadlock(t *testing.T) {
 	ud, err := NewSubnet(ring, SubnetOptions{Routing: RoutingUpDown, VLs: 1, AdaptiveRouting: true})
 	require.NoError(t, err)
 	assert.NoError(t, ud.CheckDeadlock(nil))
+}
+
+// TestPSNBefore: packets_reordered compares PSNs in the 24-bit serial
+// order, across the wrap.
+func TestPSNBefore(t *testing.T) {
+	assert.True(t, psnBefore(4, 5))
+	assert.False(t, psnBefore(5, 5))
+	assert.False(t, psnBefore(6, 5))
+	assert.True(t, psnBefore(0xFFFFFF, 0), "0 follows 0xFFFFFF")
+	assert.False(t, psnBefore(0, 0xFFFFFF))
 }
