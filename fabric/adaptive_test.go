@@ -213,22 +213,33 @@ func TestRouteCheckCatchesPortOutsideGroup(t *testing.T) {
 }
 
 // TestAdaptiveRoutingDeterministic: an AR run is the same run every time
-// (results and trace byte for byte), and in two partitions it gives the
-// serial run's results (but the event count) and trace lines (but packet
-// numbers and the ICRCs over them, and the order within a picosecond), as
-// TestPartitionedTraceAndChecks holds static runs to.
+// (results and trace byte for byte), passes every checker, and in two
+// partitions gives the serial run's results (but the event count) and
+// trace lines (but packet numbers and the ICRCs over them, and the order
+// within a picosecond), as TestPartitionedTraceAndChecks holds static runs
+// to.
 func TestAdaptiveRoutingDeterministic(t *testing.T) {
 	sets := []string{"topology.kind=fat-tree-2", "topology.hosts=32", "switch.radix=8", "switch.vls=2",
 		"topology.routing=dmodk", "topology.adaptive_routing=true", "workload.kind=permutation", "workload.size=2048",
 		"workload.offered_load=0.9", "workload.warmup_ns=1000", "workload.measure_ns=4000"}
 	run := func(sets ...string) (map[string]any, string) {
-		l, err := Load(nil, sets)
+		l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
 		require.NoError(t, err)
 		var buf bytes.Buffer
 		rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
-		m, err := Run(l, RunOptions{Observe: func(s *Simulation) { verif.AttachHook(rec, s.Blocks...) }})
+		var chk *verif.Checkers
+		var view *Simulation
+		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+			view = s
+			verif.AttachHook(rec, s.Blocks...)
+			chk = verif.AttachCheckers(verif.CheckConfig{Routes: s.Net, AllowReorder: true,
+				OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+		}})
 		require.NoError(t, err)
 		require.NoError(t, rec.Flush())
+		require.True(t, view.Settled)
+		chk.Finish(view.Now(), view.Settled)
+		require.NoError(t, chk.Err(), "every checker, the route check included, serial and partitioned")
 		delete(m, "wall_s")
 		return m, buf.String()
 	}
