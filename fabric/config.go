@@ -146,8 +146,9 @@ func (c *Config) Validate() error {
 	if c.Topology.AdaptiveRouting && hcaDriven(c.Workload.Kind) {
 		// The RC transport takes a packet that overtook another of its QP
 		// as a PSN sequence error (NAK and go-back-N), and adaptive routing
-		// reorders the packets of a flow; NVIDIA enables AR per SL for
-		// transports that tolerate it, which the hca model's RC does not.
+		// reorders the packets of a flow. AR is fabric-wide here (not
+		// restricted to SLs whose traffic tolerates reordering), so it
+		// is refused wherever the hca model runs.
 		return fmt.Errorf("topology.adaptive_routing: true reorders the packets of a flow, but workload.kind %s runs the hca model's RC transport, which needs them in order; use a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast) or adaptive_routing: false", c.Workload.Kind)
 	}
 	if n := len(c.Switch.SL2VLPairs); n > 0 && c.Topology.Kind == KindBackToBack {
