@@ -213,6 +213,10 @@ func canonicalParams(params map[string]any, l *fabric.Loaded) {
 	}
 }
 
+// pairedKeys are model keys left out of a point's seed, so that their
+// values run on the same traffic (DeriveSeed).
+var pairedKeys = map[string]bool{"topology.adaptive_routing": true}
+
 // DeriveSeed returns the seed of a sweep point: the first 8 bytes of
 // SHA-256 over the base seed and the point's params in key order, each
 // value in its JSON form. It depends on nothing but the config and the
@@ -222,11 +226,14 @@ func canonicalParams(params map[string]any, l *fabric.Loaded) {
 // sweeping seed gives independent replicas. sim.* keys choose how a point
 // runs, not what it models (partitions, threads, engine, per-cycle rounds,
 // checkers, time limit): they are left out, so a sweep over them runs the
-// same traffic at every point and compares like with like.
+// same traffic at every point and compares like with like. So is
+// topology.adaptive_routing (pairedKeys): a sweep over it exists to set
+// adaptive against static routing, and only on the same traffic draws
+// (the same permutation, the same packets) is that a comparison.
 func DeriveSeed(base uint64, params map[string]any) uint64 {
 	keys := make([]string, 0, len(params))
 	for k := range params {
-		if strings.HasPrefix(k, "sim.") {
+		if strings.HasPrefix(k, "sim.") || pairedKeys[k] {
 			continue
 		}
 		keys = append(keys, k)

@@ -153,6 +153,11 @@ func TestDeriveSeed(t *testing.T) {
 		with := map[string]any{"hca.vl_buffer_bytes": 8192, "workload.size": 1024, k: 2}
 		assert.Equal(t, DeriveSeed(7, a), DeriveSeed(7, with), k)
 	}
+	// Adaptive and static routing are compared on the same traffic.
+	for _, v := range []bool{false, true} {
+		with := map[string]any{"hca.vl_buffer_bytes": 8192, "workload.size": 1024, "topology.adaptive_routing": v}
+		assert.Equal(t, DeriveSeed(7, a), DeriveSeed(7, with), "topology.adaptive_routing %v", v)
+	}
 }
 
 // TestSweepPartitionsSameTraffic: a sweep over sim.partitions runs the same
