@@ -35,7 +35,7 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	view := &Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks()}
+	view := &Simulation{Sim: s, Ports: net.Ports, Blocks: net.Blocks(), Net: net}
 	if opts.Observe != nil {
 		opts.Observe(view)
 	}

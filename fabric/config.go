@@ -143,6 +143,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so %s; map it to a data VL (below switch.vls %d) or use another SL", sl, who, c.Switch.VLs)
 		}
 	}
+	if c.Topology.AdaptiveRouting && hcaDriven(c.Workload.Kind) {
+		// The RC transport takes a packet that overtook another of its QP
+		// as a PSN sequence error (NAK and go-back-N), and adaptive routing
+		// reorders the packets of a flow. AR is fabric-wide here (not
+		// restricted to SLs whose traffic tolerates reordering), so it
+		// is refused wherever the hca model runs.
+		return fmt.Errorf("topology.adaptive_routing: true reorders the packets of a flow, but workload.kind %s runs the hca model's RC transport, which needs them in order; use a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast) or adaptive_routing: false", c.Workload.Kind)
+	}
 	if n := len(c.Switch.SL2VLPairs); n > 0 && c.Topology.Kind == KindBackToBack {
 		return fmt.Errorf("switch.sl2vl_pairs: %d entries, but topology.kind back-to-back has no switches to program; remove them or use a switched topology", n)
 	}

@@ -57,7 +57,8 @@ func (s *Subnet) channelName(c Channel) string {
 // DependencyGraph returns the channel dependency graph (Dally and Seitz,
 // "Deadlock-Free Message Routing in Multiprocessor Interconnection Networks",
 // IEEE Trans. Computers C-36(5), 1987) of every host-to-host route for each
-// service level in sls (nil means SL 0 only): for each channel, the channels a
+// service level in sls (nil means SL 0 only), and with adaptive routing of
+// every route its AR groups allow: for each channel, the channels a
 // packet holding it may wait for next, sorted. Routes to switch LIDs are left
 // out: they carry subnet management on VL15, which has no flow control
 // (ib-facts.md §3, C7-18) and so cannot block.
@@ -82,9 +83,19 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 	succ := make([]uint64, succOff[nch])
 	seen := make([]int32, nch) // stamp of the (SL, destination) pass that walked a channel
 	stamp := int32(0)
+	addDep := func(pid int, x int, next Channel) {
+		bit := ci.id(next) - ci.base[x]
+		succ[succOff[pid]+bit/64] |= 1 << (bit % 64)
+	}
 	for _, sl := range sls {
 		if sl > 15 {
 			return nil, nil, fmt.Errorf("deadlock check: SL %d is not a service level (0..15)", sl)
+		}
+		if s.arOf != nil {
+			if err := s.adaptiveDependencies(sl, ci, seen, &stamp, addDep); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
 		for _, d := range s.hosts {
 			stamp++
@@ -126,8 +137,7 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 					if int(next.VL) >= s.VLs {
 						break // VL15 in a data SL's entry: the switch drops the packet
 					}
-					bit := ci.id(next) - ci.base[x]
-					succ[succOff[pid]+bit/64] |= 1 << (bit % 64)
+					addDep(pid, x, next)
 					prev = next
 				}
 			}
@@ -150,6 +160,66 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 		chans[i] = ci.channel(i)
 	}
 	return chans, adj, nil
+}
+
+// adaptiveDependencies adds, for service level sl, the dependencies of
+// every route a packet may take under adaptive routing: from each channel
+// a packet for destination d holds, every port of the next switch's AR
+// group for d (or its LFT port) is a channel it may wait for. The walk goes
+// over the channels reachable from every source host, each once per
+// destination (seen, stamped per pass).
+func (s *Subnet) adaptiveDependencies(sl uint8, ci channelIndex, seen []int32, stamp *int32,
+	addDep func(pid, x int, next Channel)) error {
+	t := s.Topo
+	var stack []Channel
+	var one [1]uint16
+	for _, d := range s.hosts {
+		*stamp++
+		dlid := s.lid[d]
+		stack = stack[:0]
+		for _, h := range s.hosts {
+			if h == d {
+				continue
+			}
+			c := Channel{Port: PortRef{h, 1}, VL: s.VL(h, 0, 1, sl)}
+			if int(c.VL) >= s.VLs {
+				break // VL15 for a data SL at the source: nothing enters the fabric
+			}
+			stack = append(stack, c)
+		}
+		for len(stack) > 0 {
+			prev := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			pid := ci.id(prev)
+			if seen[pid] == *stamp {
+				continue
+			}
+			seen[pid] = *stamp
+			in, ok := t.Peer(prev.Port)
+			if !ok {
+				return fmt.Errorf("deadlock check: route to %s: %s has no cable", t.Nodes[d].Name, t.PortName(prev.Port))
+			}
+			x := in.Node
+			if x == d {
+				continue
+			}
+			if t.Nodes[x].Kind == Host {
+				return fmt.Errorf("deadlock check: a route to %s ends at %s", t.Nodes[d].Name, t.Nodes[x].Name)
+			}
+			for _, out := range s.Egresses(x, dlid, &one) {
+				if out == NoPort || out == 0 {
+					return fmt.Errorf("deadlock check: route to %s: %s has no route to LID %d", t.Nodes[d].Name, t.Nodes[x].Name, dlid)
+				}
+				next := Channel{Port: PortRef{x, int(out)}, VL: s.VL(x, in.Port, int(out), sl)}
+				if int(next.VL) >= s.VLs {
+					continue // VL15 in a data SL's entry: the switch drops the packet (and AR never picks such a port)
+				}
+				addDep(pid, x, next)
+				stack = append(stack, next)
+			}
+		}
+	}
+	return nil
 }
 
 // CheckDeadlock builds the channel dependency graph of the routes (see

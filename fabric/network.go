@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -30,6 +31,9 @@ type Network struct {
 	Ports    []*link.Port         // every port, in build order
 	switchOf map[int]*switchasic.Switch
 	portNode []int // per port (Ports order): its node
+	// switchNode maps a switch's name to its node, for the route check
+	// (RouteSwitch); read-only once built, so partitions may share it.
+	switchNode map[string]int
 }
 
 // BuildNetwork builds the whole fabric in s: the subnet manager configures
@@ -120,7 +124,7 @@ func BuildNetworkOn(cfg *Config, s *components.Sim, topo *Topology, sub *Subnet,
 // buildNetwork builds the fabric with node i's blocks in sims[part[i]].
 func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topology, sub *Subnet,
 	mkHost func(index int, lid uint16, name string, s *components.Sim) HostDevice) (*Network, error) {
-	n := &Network{Sim: sims[0], Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}}
+	n := &Network{Sim: sims[0], Topo: topo, Subnet: sub, switchOf: map[int]*switchasic.Switch{}, switchNode: map[string]int{}}
 	hostPC := PortConfig(cfg, cfg.HCA.VLBufferBytes)
 	// ports[node][ibPort] → the link port.
 	ports := make([][]*link.Port, len(topo.Nodes))
@@ -151,12 +155,17 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 			}
 			lft.Set(uint16(lid), int(p)-1)
 		}
-		sw, err := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node)).Build(nd.Name)
+		sb := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node))
+		if sub.AdaptiveRouting() {
+			sb = sb.WithAR(arTable(sub, node))
+		}
+		sw, err := sb.Build(nd.Name)
 		if err != nil {
 			return nil, &UnsupportedError{Msg: err.Error()}
 		}
 		n.Switches = append(n.Switches, sw)
 		n.switchOf[node] = sw
+		n.switchNode[nd.Name] = node
 		ports[node] = make([]*link.Port, nd.Ports+1)
 		for p := 1; p <= nd.Ports; p++ {
 			ports[node][p] = sw.Port(p - 1)
@@ -169,6 +178,51 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 	}
 	setBitErrors(cfg, topo, ports)
 	return n, nil
+}
+
+// RouteSwitch implements verif.Routes: the node of the switch whose output
+// port is path (a switchasic port name, "Fabric.Leaf[0].Port[3]"), or -1.
+func (n *Network) RouteSwitch(path string) int {
+	i := strings.LastIndex(path, ".Port[")
+	if i < 0 {
+		return -1
+	}
+	if node, ok := n.switchNode[path[:i]]; ok {
+		return node
+	}
+	return -1
+}
+
+// RouteAllowed implements verif.Routes: whether switch node may send a
+// packet for dlid out of its switchasic output out (IB port out+1): the
+// LFT's port, or a port of the DLID's adaptive routing group.
+func (n *Network) RouteAllowed(node int, dlid uint16, out int) bool {
+	var one [1]uint16
+	for _, p := range n.Subnet.Egresses(node, dlid, &one) {
+		if int(p) == out+1 {
+			return true
+		}
+	}
+	return false
+}
+
+// arTable returns switch node's adaptive routing groups as the subnet
+// manager computed them, ports 0-based for switchasic.
+func arTable(sub *Subnet, node int) *switchasic.ARTable {
+	t := switchasic.NewARTable()
+	var ports []int
+	for lid := 1; lid <= int(sub.MaxLID()); lid++ {
+		g := sub.ARGroup(node, uint16(lid))
+		if g == nil {
+			continue
+		}
+		ports = ports[:0]
+		for _, p := range g {
+			ports = append(ports, int(p)-1)
+		}
+		t.Set(uint16(lid), ports)
+	}
+	return t
 }
 
 // pairTables returns switch node's SL-to-VL mapping as the subnet manager

@@ -277,6 +277,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	}
 	view.Ports = net.Ports
 	view.Blocks = net.Blocks()
+	view.Net = net
 	if len(bg.eps) == 0 {
 		return pt, nil, nil
 	}

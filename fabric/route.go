@@ -154,6 +154,13 @@ func (s *Subnet) route(o SubnetOptions) error {
 		return fmt.Errorf("topology.routing: %q is not a routing engine (minhop, dmodk, updown, random)", o.Routing)
 	}
 	s.lft = make([][]uint16, len(t.Nodes))
+	s.ar, s.arOf = nil, nil
+	var arIndex []map[string]uint16 // per switch: group (as a string of its ports) → 1 + index in s.ar[n]
+	if o.AdaptiveRouting {
+		s.ar = make([][][]uint16, len(t.Nodes))
+		s.arOf = make([][]uint16, len(t.Nodes))
+		arIndex = make([]map[string]uint16, len(t.Nodes))
+	}
 	r.load = make([][]int32, len(t.Nodes))
 	switches := t.Switches()
 	for _, n := range switches {
@@ -199,6 +206,9 @@ func (s *Subnet) route(o SubnetOptions) error {
 				return &noRouteError{fmt.Sprintf("subnet: %s routing: %s has no up*/down* route to %s from the root switches %s (a route climbs toward them, then descends; mark one root, e.g. a root line in the topology file)",
 					o.Routing, t.Nodes[x].Name, t.Nodes[d].Name, strings.Join(names, ", "))}
 			}
+			if arIndex != nil && len(cands) >= 2 && t.Nodes[d].Kind == Host {
+				s.setARGroup(arIndex, x, lid, cands)
+			}
 			p := r.choose(x, d, cands)
 			s.lft[x][lid] = uint16(p)
 			if t.Nodes[d].Kind == Host {
@@ -207,6 +217,31 @@ func (s *Subnet) route(o SubnetOptions) error {
 		}
 	}
 	return nil
+}
+
+// setARGroup makes cands (ports in port order) switch x's adaptive routing
+// group for lid. Only host destinations get one: routes to switch LIDs
+// carry subnet management on VL15, which stays on the LFT's route.
+func (s *Subnet) setARGroup(index []map[string]uint16, x, lid int, cands []int) {
+	if s.arOf[x] == nil {
+		s.arOf[x] = make([]uint16, len(s.nodeOf))
+		index[x] = map[string]uint16{}
+	}
+	key := make([]byte, 0, 2*len(cands))
+	for _, p := range cands {
+		key = append(key, byte(p>>8), byte(p))
+	}
+	g, ok := index[x][string(key)]
+	if !ok {
+		ports := make([]uint16, len(cands))
+		for i, p := range cands {
+			ports[i] = uint16(p)
+		}
+		s.ar[x] = append(s.ar[x], ports)
+		g = uint16(len(s.ar[x]))
+		index[x][string(key)] = g
+	}
+	s.arOf[x][lid] = g
 }
 
 // minHopDistances fills dist with hop counts to d by breadth-first search.

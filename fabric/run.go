@@ -39,6 +39,9 @@ type Simulation struct {
 	// Blocks is every block that announces trace events: ports, switches,
 	// hosts. Tracers and checkers attach to all of them.
 	Blocks []sim.Hookable
+	// Net is the switched fabric the run built (nil back to back): the
+	// checkers' route check reads its routes (Network.RouteAllowed).
+	Net *Network
 	// Settled is set when the workload finished and the fabric went idle:
 	// every packet delivered and every credit returned, so the checkers may
 	// run their end-of-run invariants.

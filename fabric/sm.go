@@ -48,6 +48,11 @@ type SubnetOptions struct {
 	// pairs they select, applied in order over SL2VL (applySL2VLPairs).
 	// They must have passed switchasic.Config.Validate.
 	SL2VLPairs []switchasic.SL2VLPairConfig
+	// AdaptiveRouting (topology.adaptive_routing) also gives every switch,
+	// per host destination with two or more candidate ports, its adaptive
+	// routing group: the engine's candidates, the legal shortest ports the
+	// LFT entry was chosen from (ARGroup). The LFT stays the static default.
+	AdaptiveRouting bool
 }
 
 // SL2VLTable maps each of the 16 SLs to a VL (ib-facts.md §3: opensm
@@ -97,6 +102,12 @@ type Subnet struct {
 	rank      []int // node → up/down rank (0 = root); hosts rank below every switch
 	roots     []int // the switches of rank 0
 	sl2vl     []sl2vlPorts
+	// Adaptive routing groups (SubnetOptions.AdaptiveRouting), nil without:
+	// per switch, arOf[n][lid] is 1 + the index of lid's group in ar[n],
+	// or 0 for none (a single candidate, or a switch LID); equal groups
+	// are kept once, as a switch's AR group table holds each set once.
+	ar   [][][]uint16
+	arOf [][]uint16
 }
 
 // NewSubnet assigns LIDs, computes forwarding tables with the chosen routing
@@ -216,6 +227,35 @@ func (s *Subnet) Egress(n int, dlid uint16) uint16 {
 		return NoPort
 	}
 	return s.lft[n][dlid]
+}
+
+// AdaptiveRouting reports whether the subnet manager gave the switches
+// adaptive routing groups.
+func (s *Subnet) AdaptiveRouting() bool { return s.arOf != nil }
+
+// ARGroup returns switch n's adaptive routing group for dlid: the IB ports
+// (1-based, in port order) a packet for dlid may leave on, its LFT port
+// among them; nil when the destination has one candidate or adaptive
+// routing is off (then only the LFT port). The slice is the subnet's own.
+func (s *Subnet) ARGroup(n int, dlid uint16) []uint16 {
+	if s.arOf == nil || s.arOf[n] == nil || int(dlid) >= len(s.arOf[n]) {
+		return nil
+	}
+	if g := s.arOf[n][dlid]; g > 0 {
+		return s.ar[n][g-1]
+	}
+	return nil
+}
+
+// Egresses returns every port switch n may forward dlid to: its AR group,
+// or the LFT port alone (NoPort when there is none). one is scratch for
+// the single-port case, so the call does not allocate.
+func (s *Subnet) Egresses(n int, dlid uint16, one *[1]uint16) []uint16 {
+	if g := s.ARGroup(n, dlid); g != nil {
+		return g
+	}
+	one[0] = s.Egress(n, dlid)
+	return one[:]
 }
 
 // Rank returns node n's up/down rank: 0 for a root switch, growing away from

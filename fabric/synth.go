@@ -32,6 +32,11 @@ type synthRun struct {
 	check   bool
 	// settleErrs: the link errors when a partitioned run started to settle.
 	settleErrs uint64
+	// psnHi is, with adaptive routing, per flow (destination × hosts +
+	// source) 1 + the highest PSN delivered so far (0: none yet), for
+	// packets_reordered; nil under static routing. A destination's row is
+	// written only by its own partition.
+	psnHi []uint32
 }
 
 // synthPart is one partition's share of a synthetic run (the whole run when
@@ -52,10 +57,11 @@ type synthPart struct {
 	srcWireBytes            []windowSum // windowWireBytes by source host (index in r.eps)
 	hops                    int64
 	lat                     workload.Latencies
-	stopped                 bool  // the measurement window ended here
-	lastDeliver             ib.PS // when the latest packet landed here
-	stall0, stall1          ib.PS // its endpoints' credit stall at the window's start and end
-	statsEnded              bool  // the window's statistics were taken (statsEnd)
+	stopped                 bool   // the measurement window ended here
+	lastDeliver             ib.PS  // when the latest packet landed here
+	stall0, stall1          ib.PS  // its endpoints' credit stall at the window's start and end
+	statsEnded              bool   // the window's statistics were taken (statsEnd)
+	reordered               uint64 // measured packets delivered after a later packet of their flow (adaptive routing)
 }
 
 // statsStart starts the measurement window's statistics: the switches'
@@ -153,6 +159,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		return nil, err
 	}
 	r.net = net
+	if sub.AdaptiveRouting() {
+		r.psnHi = make([]uint32, len(r.eps)*len(r.eps))
+	}
 	for i, node := range topo.Switches() {
 		p := r.parts[part[node]]
 		p.switches = append(p.switches, net.Switches[i])
@@ -167,6 +176,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
 		e.OnDeliver = p.deliver
+		if r.psnHi != nil {
+			e.OnDeliver = p.deliverAR
+		}
 		e.OnInject = p.inject
 	}
 	if anyLossy(net.Ports) {
@@ -178,7 +190,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.t1, _ = cfg.MeasureEnd()
 	r.drainCap = ib.FromNanoseconds(w.DrainNs)
 	maxT := ib.FromNanoseconds(cfg.Sim.MaxTimeNs)
-	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group}
+	r.view = &Simulation{Sim: r.s, Ports: net.Ports, group: r.group, Net: net}
 	var po *partitionedObservers
 	if r.group != nil && opts.Observe != nil {
 		blocks, parts := net.blocks(part)
@@ -352,6 +364,30 @@ func (p *synthPart) deliver(pkt *ib.Packet, tail ib.PS) {
 	}
 }
 
+// deliverAR is deliver under adaptive routing: it first counts a packet
+// that arrives after a later one of its flow (a PSN behind the highest
+// delivered, in 24-bit serial order), which an in-order transport would
+// take as a sequence error. Static runs deliver through deliver alone.
+func (p *synthPart) deliverAR(pkt *ib.Packet, tail ib.PS) {
+	r := p.r
+	k := int(pkt.Dst)*len(r.eps) + int(pkt.Src)
+	if hi := r.psnHi[k]; hi != 0 && psnBefore(pkt.PSN, hi-1) {
+		if pkt.Measure {
+			p.reordered++
+		}
+	} else {
+		r.psnHi[k] = pkt.PSN + 1
+	}
+	p.deliver(pkt, tail)
+}
+
+// psnBefore reports whether PSN a comes before b in the 24-bit PSN space
+// (serial-number order: less than half the space behind).
+func psnBefore(a, b uint32) bool {
+	d := (b - a) & 0xFFFFFF
+	return d != 0 && d < 0x800000
+}
+
 // discard counts a packet a link discarded as corrupted: it landed, for the
 // drain, and is lost (packets_dropped counts the measured ones).
 func (p *synthPart) discard(_ *link.Port, _ *ib.Packet) {
@@ -440,7 +476,7 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	// The partitions' counters, summed in partition order (one part when
 	// serial, so its sums are the serial run's own).
-	var injected, delivered, measuredOut, measuredIn uint64
+	var injected, delivered, measuredOut, measuredIn, reordered uint64
 	var wire, payload windowSum
 	var hops int64
 	var lat workload.Latencies
@@ -449,6 +485,7 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		delivered += p.delivered
 		measuredOut += p.measuredOut
 		measuredIn += p.measuredIn
+		reordered += p.reordered
 		wire.merge(&p.windowWireBytes)
 		payload.merge(&p.windowPayload)
 		hops += p.hops
@@ -489,6 +526,9 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		"sim_time_ns":         endAt.Nanoseconds(),
 		"events":              endEvents,
 		"link_data_rate_gbps": rateBps / 1e9,
+	}
+	if r.psnHi != nil {
+		m["packets_reordered"] = reordered
 	}
 	if window > 0 {
 		// A rate over the window; a perftest's background whose test

@@ -47,6 +47,14 @@ type TopologyConfig struct {
 	// two switches; 0 = link.length_m. Host cables always take link.length_m;
 	// a topology file gives its own lengths.
 	CableLengthM float64 `yaml:"cable_length_m"`
+	// AdaptiveRouting has the subnet manager give every switch, per host
+	// destination, an adaptive routing group (the routing engine's
+	// candidate ports), and the switches send each data packet out of the
+	// least-loaded port of its group (docs/fabric.md, "Adaptive routing").
+	// omitempty: false (static) is left out of the effective config, so a
+	// config without the key keeps the trace header's config hash it had
+	// before the key existed.
+	AdaptiveRouting bool `yaml:"adaptive_routing,omitempty"`
 }
 
 // DefaultTopology returns the topology defaults.
@@ -67,6 +75,8 @@ func DefaultTopology() TopologyConfig {
 		Routing: RoutingMinHop,
 		// 0: link.length_m (link.Defaults: 2 m copper).
 		CableLengthM: 0,
+		// Static routing, the LFT alone: OpenSM without its AR manager.
+		AdaptiveRouting: false,
 	}
 }
 
@@ -137,7 +147,8 @@ func (c *TopologyConfig) Validate() error {
 			return fmt.Errorf("topology.hosts: %d hosts cannot be back to back (0 or 2)", c.Hosts)
 		}
 		err = firstErr(unused("radix", c.Radix, c.Radix != 0, "no switches"), leaves("no switches"), spines("no switches"),
-			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file())
+			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file(),
+			unused("adaptive_routing", c.AdaptiveRouting, c.AdaptiveRouting, "no switches"))
 	case KindSingleSwitch:
 		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"),
 			cableLen("one switch, so no switch-to-switch cables; host cables take link.length_m"), file())
@@ -273,6 +284,7 @@ func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOp
 		return nil, nil, err
 	}
 	o.Routing = c.Routing
+	o.AdaptiveRouting = c.AdaptiveRouting
 	sn, err := NewSubnet(t, o)
 	if err != nil {
 		return nil, nil, err

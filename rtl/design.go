@@ -74,6 +74,10 @@ type Design struct {
 	// packet to the allocator as soon as its head block is in and the
 	// crossbar passes each block on as it arrives, so only cut-through.
 	StoreAndForward bool
+	// AdaptiveRouting is topology.adaptive_routing. The RTL's route stage
+	// looks up the LFT alone: no AR group table and no load-based choice,
+	// so it is refused.
+	AdaptiveRouting bool
 	// SL2VL is the switches' SL-to-VL programming (switch.sl2vl and
 	// switch.sl2vl_pairs, resolved per switch and port pair as the
 	// simulator's subnet manager resolves them), one set per distinct
@@ -153,6 +157,9 @@ func (d Design) Validate() error {
 	}
 	if d.StoreAndForward {
 		return fmt.Errorf("switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)")
+	}
+	if d.AdaptiveRouting {
+		return fmt.Errorf("topology.adaptive_routing: true is not supported by the RTL, whose route stage takes the LFT's port alone, with no AR groups or load-based choice (false)")
 	}
 	if d.Radix < 2 || d.Radix > components.MaxPorts {
 		return fmt.Errorf("switch.radix: %d is outside 2..%d (IBA 1.6 allows up to 256 ports)", d.Radix, components.MaxPorts)

@@ -154,6 +154,7 @@ func TestValidate(t *testing.T) {
 		{"wavefront", func(d *Design) { d.Allocator = "wavefront" }, `switch.allocator: "wavefront" is not supported by the RTL, whose allocator is a round-robin arbiter per output (separable, islip)`},
 		{"speedup", func(d *Design) { d.Speedup = 2 }, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
 		{"store and forward", func(d *Design) { d.StoreAndForward = true }, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},
+		{"adaptive routing", func(d *Design) { d.AdaptiveRouting = true }, "topology.adaptive_routing: true is not supported by the RTL, whose route stage takes the LFT's port alone, with no AR groups or load-based choice (false)"},
 		{"buffer granularity", func(d *Design) { d.VLBufferBytes = 5000 }, "switch.vl_buffer_bytes: 5000 is not a multiple of 64 (one credit block)"},
 		// MTU 4096: largest packet 8+12+16+4+4096+4+2 = 4142 B = 65 blocks = 4160 B.
 		{"buffer below one packet", func(d *Design) { d.HCAVLBufferBytes = 4096 }, "hca.vl_buffer_bytes: 4096 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},

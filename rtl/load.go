@@ -65,6 +65,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		Allocator:         c.Switch.Allocator,
 		Speedup:           c.Switch.Speedup,
 		StoreAndForward:   !c.Switch.CutThrough,
+		AdaptiveRouting:   c.Topology.AdaptiveRouting,
 		SL2VL:             sets,
 	}, nil
 }

@@ -153,6 +153,10 @@ func TestDeriveSeed(t *testing.T) {
 		with := map[string]any{"hca.vl_buffer_bytes": 8192, "workload.size": 1024, k: 2}
 		assert.Equal(t, DeriveSeed(7, a), DeriveSeed(7, with), k)
 	}
+	// Model keys all count, adaptive routing too: a paired comparison is
+	// what common random numbers (seed: {…, common: true}) are for.
+	with := map[string]any{"hca.vl_buffer_bytes": 8192, "workload.size": 1024, "topology.adaptive_routing": true}
+	assert.NotEqual(t, DeriveSeed(7, a), DeriveSeed(7, with))
 }
 
 // TestSweepPartitionsSameTraffic: a sweep over sim.partitions runs the same

@@ -334,6 +334,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	sw.inFreeBy[i] = minPS(in.xbarBusy)
 	if v != ib.ManagementVL {
 		out.pending[v] += int32(blocks)
+		out.queued[v] -= int32(blocks)
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)

@@ -24,6 +24,7 @@ type Builder struct {
 	cfg           Config
 	lft           *LFT
 	sl2vl         *SL2VL
+	ar            *ARTable
 	fcRefresh     ib.PS
 	fcMinInterval ib.PS
 	mtu           int // link MTU in payload bytes; 0 = no packet-size check
@@ -56,6 +57,12 @@ func (b Builder) WithLFT(lft *LFT) Builder { b.lft = lft; return b }
 // WithSL2VL sets per-(input, output) SL-to-VL tables; without it every pair
 // uses Config.SL2VLTable().
 func (b Builder) WithSL2VL(m *SL2VL) Builder { b.sl2vl = m; return b }
+
+// WithAR turns adaptive routing on with the subnet manager's groups: a data
+// packet whose DLID has a group leaves on the least-loaded port of it
+// (Switch.adaptive) instead of its LFT port. nil (the default) is static
+// routing. The switch keeps the pointer.
+func (b Builder) WithAR(t *ARTable) Builder { b.ar = t; return b }
 
 // WithFlowControl takes what the switch needs from the links its ports sit
 // on: the flow-control packet intervals (link.fc_refresh_ns,
@@ -99,7 +106,7 @@ func (b Builder) Build(name string) (*Switch, error) {
 	if sl2vl == nil {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
-	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, alloc, b.fcRefresh, b.fcMinInterval)
+	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, alloc, b.fcRefresh, b.fcMinInterval)
 	if b.everyCycle {
 		sw.everyCycle = true
 		sw.scheduleRound(sw.ceilCycle(b.s.Now()))

@@ -35,6 +35,10 @@ type Switch struct {
 
 	lft   *LFT
 	sl2vl *SL2VL
+	// ar holds the adaptive routing groups (WithAR), nil when static; an
+	// AR switch's ports are owned by arOwner, whose route stage chooses
+	// among them (adaptive.go).
+	ar *ARTable
 
 	ports []*link.Port
 	in    []inputUnit
@@ -155,7 +159,8 @@ type staged struct {
 
 // outputUnit is one port's transmit side. The fields every grant and send
 // touch fill the first cache line, the per-VL pending counts the second,
-// the VL arbiter (by value, not behind a pointer) the next two; the per-VL
+// the per-VL queued counts (adaptive routing) the third, the VL arbiter
+// (by value, not behind a pointer) the next two; the per-VL
 // stall timers, touched only when a VL stalls, come last. The struct is a
 // multiple of 64 bytes so that every unit in the switch's slice starts a
 // line (TestOutputUnitLayout).
@@ -169,20 +174,27 @@ type outputUnit struct {
 	txBlocks    uint64
 
 	pending [link.MaxVLs]int32 // blocks granted but not yet sent, per VL
+	// queued is, per VL, the blocks of packets at the inputs routed to this
+	// output and not yet granted: adaptive routing's load (adaptive.go).
+	// An AR switch's route stage adds each packet; every grant subtracts
+	// it, so on a static switch, which never reads it, it only counts down
+	// (and wraps, harmlessly): the grant then needs no branch on the
+	// routing mode, and static runs execute what they did before AR.
+	queued [link.MaxVLs]int32
 
 	dataBusy  ib.PS  // wire time of data packets sent in the window
 	conflicts uint64 // rounds in which two or more inputs requested this output
 	vlarb     components.VLArbiter
 	stall     [link.MaxVLs]components.StallTimer
-	_         [8]byte // to 768 bytes
+	_         [8]byte // to 832 bytes
 }
 
-func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL,
+func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable,
 	alloc components.Allocator, fcRefresh, fcMinInterval ib.PS) *Switch {
 	n := cfg.Radix
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
-		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, alloc: alloc,
+		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, ar: ar, alloc: alloc,
 		ports:    make([]*link.Port, n),
 		in:       make([]inputUnit, n),
 		out:      make([]outputUnit, n),
@@ -211,8 +223,14 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 	if cfg.Queueing == QueueVOQ {
 		queues = n
 	}
+	// An adaptive routing switch's ports deliver to arOwner, whose route
+	// stage picks the port; a static switch's to the switch itself.
+	var owner link.Owner = sw
+	if ar != nil {
+		owner = arOwner{sw}
+	}
 	for i := 0; i < n; i++ {
-		sw.ports[i] = link.NewPort(s, sw, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
+		sw.ports[i] = link.NewPort(s, owner, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
 			VLs: cfg.VLs, BufferBlocks: blocks, FCRefresh: fcRefresh, FCMinInterval: fcMinInterval,
 			// The shared pool is lent to busy VLs a static buffer's worth
 			// at a time (link.Port.lend).
@@ -257,6 +275,12 @@ func (sw *Switch) Port(i int) *link.Port { return sw.ports[i] }
 
 // Counters returns the switch-wide packet counts.
 func (sw *Switch) Counters() Counters { return sw.counters }
+
+// AR returns the adaptive routing groups the switch forwards by (WithAR), or
+// nil under static routing. The table is the switch's own: a change takes
+// effect at the next packet (the route check's mutation test forces a
+// wrong port this way).
+func (sw *Switch) AR() *ARTable { return sw.ar }
 
 // ceilCycle returns the first core clock edge at or after t (edges at
 // multiples of the period from time 0).

@@ -98,3 +98,66 @@ func (m *SL2VL) VL(in, out int, sl uint8) uint8 {
 	}
 	return m.pairs[in*m.radix+out][sl&15]
 }
+
+// ARTable holds a switch's adaptive routing groups, as the subnet manager
+// programs them (NVIDIA's AR groups and AR LFT: per DLID, the set of ports
+// a packet may leave on; the LFT keeps the static port). Ports are 0-based.
+// Equal groups are stored once. The zero value has no groups.
+type ARTable struct {
+	of    []uint16  // per DLID: 1 + group index, 0 = no group (the LFT alone)
+	group [][]int16 // groups, each in port order
+}
+
+// NewARTable returns a table with no groups.
+func NewARTable() *ARTable { return &ARTable{} }
+
+// Set gives dlid the group ports (0-based; at least two, so that there is a
+// choice). It is made at build time and may allocate.
+func (t *ARTable) Set(dlid uint16, ports []int) {
+	if len(ports) < 2 {
+		panic(fmt.Sprintf("switchasic.ARTable.Set: dlid %d group %v has fewer than two ports", dlid, ports))
+	}
+	g := -1
+	for k, grp := range t.group {
+		if len(grp) != len(ports) {
+			continue
+		}
+		same := true
+		for j, p := range grp {
+			same = same && int(p) == ports[j]
+		}
+		if same {
+			g = k
+			break
+		}
+	}
+	if g < 0 {
+		grp := make([]int16, len(ports))
+		for j, p := range ports {
+			if p < 0 || p > 255 {
+				panic(fmt.Sprintf("switchasic.ARTable.Set: dlid %d port %d outside 0..255", dlid, p))
+			}
+			grp[j] = int16(p)
+		}
+		t.group = append(t.group, grp)
+		g = len(t.group) - 1
+		if g >= 0xFFFF {
+			panic("switchasic.ARTable.Set: more than 65534 groups")
+		}
+	}
+	for int(dlid) >= len(t.of) {
+		t.of = append(t.of, 0)
+	}
+	t.of[dlid] = uint16(g + 1)
+}
+
+// Group returns dlid's group (0-based ports, in port order), or nil.
+func (t *ARTable) Group(dlid uint16) []int16 {
+	if int(dlid) >= len(t.of) {
+		return nil
+	}
+	if g := t.of[dlid]; g > 0 {
+		return t.group[g-1]
+	}
+	return nil
+}

@@ -138,6 +138,7 @@ type netOpts struct {
 	fcRefresh ib.PS         // 0 = link default
 	mtu       int           // link MTU for the switch's buffer check; 0 = 4096
 	perCycle  bool          // an allocation round on every core clock edge (WithRoundsEveryCycle)
+	ar        *ARTable      // adaptive routing groups (WithAR); nil = static
 }
 
 func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
@@ -156,6 +157,9 @@ func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
 	b := MakeBuilder().WithSim(s).WithConfig(cfg).WithLFT(lft).WithFlowControl(lc)
 	if o.perCycle {
 		b = b.WithRoundsEveryCycle()
+	}
+	if o.ar != nil {
+		b = b.WithAR(o.ar)
 	}
 	sw, err := b.Build("Fabric.Switch[0]")
 	require.NoError(t, err)

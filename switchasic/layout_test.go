@@ -24,6 +24,7 @@ func TestOutputUnitLayout(t *testing.T) {
 	assert.Zero(t, unsafe.Sizeof(u)%64, "size %d", unsafe.Sizeof(u))
 	assert.LessOrEqual(t, unsafe.Offsetof(u.txBlocks)+8, uintptr(64))
 	assert.Equal(t, uintptr(64), unsafe.Offsetof(u.pending))
+	assert.Equal(t, uintptr(128), unsafe.Offsetof(u.queued))
 }
 
 // TestInputVLLayout: an input VL's round fields fill its first line, a

@@ -22,6 +22,7 @@ const (
 	InvIntegrity  = "data-integrity" // RDMA destination bytes equal the source
 	InvProtection = "protection"     // no byte lands in host memory without a valid key
 	InvWire       = "wire"           // per port: one packet on the wire at a time, each tx_start closed by its tx_end
+	InvRoute      = "route"          // a switch grants a packet only to an output its DLID's route allows (LFT port or AR group)
 )
 
 // Violation is a failed invariant: which one, where, when, what, and the
@@ -56,10 +57,29 @@ type CheckConfig struct {
 	// AllowDrops accepts drop events (a fabric configured to discard, e.g.
 	// SL-to-VL 15); by default a drop breaks "lossless".
 	AllowDrops bool
+	// Routes, when set, holds every arb_grant to the routes the subnet
+	// manager programmed: the output must be the DLID's LFT port or, with
+	// adaptive routing, a port of its AR group (the "route" invariant).
+	Routes Routes
+	// AllowReorder relaxes the ordering invariant's PSN gap check: with
+	// adaptive routing a packet may overtake an earlier one of its flow.
+	// Lossless still holds every packet to exactly one delivery.
+	AllowReorder bool
 	// OnViolation is called at each violation. The lead wires it to stop the
 	// run (components.Sim.Stop) so the report is about the first failure.
 	// nil: violations are only collected.
 	OnViolation func(*Violation)
+}
+
+// Routes tells the route check where a switch may send a DLID's packets.
+// fabric.Network implements it from the subnet manager's tables.
+type Routes interface {
+	// RouteSwitch returns an id for the switch whose output port announced
+	// an arb_grant at path, or -1 when path is no switch port it knows.
+	RouteSwitch(path string) int
+	// RouteAllowed reports whether switch id may send a packet for dlid
+	// out of its output out (0-based, as arb_grant's out field).
+	RouteAllowed(id int, dlid uint16, out int) bool
 }
 
 // Checkers are the scoreboards. They observe the trace events blocks
@@ -155,6 +175,9 @@ type pathState struct {
 	srcLID int64 // the SLID of the first packet it injected (its LID)
 	wire   wireState
 	vls    []vlState // by vl+1 (vl -1: events without a vl), grown on use
+	// routeSw is the route check's switch id for an arb_grant at this
+	// path: -2 until asked, -1 for none.
+	routeSw int
 }
 
 // vlState is one (path, vl)'s credit and buffer state.
@@ -271,7 +294,7 @@ type evFields struct {
 	has                                                   uint32 // bit (1 << f*) per integer field present
 	seen                                                  uint32 // bit per key present, whatever its type
 	seq, vl, slid, dlid, qpn, psn, psns, icrc, avail, occ int64
-	capBlocks, credits, bytes, addr, length, wqe          int64
+	capBlocks, credits, bytes, addr, length, wqe, out     int64
 	op, queue, result, reason                             string
 	hasOp, hasQueue, hasResult, hasReason                 bool
 }
@@ -294,6 +317,7 @@ const (
 	fAddr
 	fLen
 	fWQE
+	fOut
 	fOp
 	fQueue
 	fResult
@@ -339,6 +363,8 @@ func (f *evFields) parse(ev *components.TraceEvent) {
 			bit, dst = fLen, &f.length
 		case "wqe":
 			bit, dst = fWQE, &f.wqe
+		case "out":
+			bit, dst = fOut, &f.out
 		case "op":
 			bit = fOp
 		case "queue":
@@ -417,6 +443,10 @@ func (c *Checkers) Observe(ev *components.TraceEvent) {
 		case !c.cfg.AllowDrops:
 			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d dropped (reason %q) in a lossless fabric", f.or(fSeq, f.seq, 0), f.reason))
 		}
+	case components.TraceArbGrant:
+		if c.cfg.Routes != nil {
+			c.checkRoute(ev, &f)
+		}
 	case components.TraceBufEnq:
 		c.bufEnq(ev, &f)
 	case components.TraceBufDeq:
@@ -445,7 +475,7 @@ func (c *Checkers) pathOf(ev *components.TraceEvent) *pathState {
 	}
 	p := c.pathIdx[ev.Path]
 	if p == nil {
-		p = &pathState{name: ev.Path, idx: int32(len(c.paths)), wire: wireState{seq: -1}}
+		p = &pathState{name: ev.Path, idx: int32(len(c.paths)), wire: wireState{seq: -1}, routeSw: -2}
 		c.paths = append(c.paths, p)
 		c.pathIdx[ev.Path] = p
 	}
@@ -611,6 +641,26 @@ func (c *Checkers) inject(ev *components.TraceEvent, f *evFields) {
 	}
 }
 
+// checkRoute holds a grant to its DLID's route: a switch that sends a
+// packet out of a port its subnet manager did not route the DLID to has
+// misrouted it, whether or not it still reaches its destination.
+func (c *Checkers) checkRoute(ev *components.TraceEvent, f *evFields) {
+	if !f.ok(fDLID) || !f.ok(fOut) || f.dlid >= firstMulticastLID || f.dlid <= 0 {
+		return
+	}
+	p := c.pathOf(ev)
+	if p.routeSw == -2 {
+		p.routeSw = c.cfg.Routes.RouteSwitch(p.name)
+	}
+	if p.routeSw < 0 {
+		return
+	}
+	if !c.cfg.Routes.RouteAllowed(p.routeSw, uint16(f.dlid), int(f.out)) {
+		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d granted to output %d, which is neither the dlid's LFT port nor in its adaptive routing group (misrouted)",
+			f.or(fSeq, f.seq, -1), f.dlid, f.out))
+	}
+}
+
 func (c *Checkers) hasPSN(k rcKey) bool { _, ok := c.psnNext[k]; return ok }
 
 // checkDest fails a delivery at a block that is not the packet's
@@ -732,7 +782,7 @@ var requestOps = func() map[string]bool {
 const psnMod = 1 << 24
 
 func (c *Checkers) checkPSN(ev *components.TraceEvent, f *evFields) {
-	if !requestOps[f.op] {
+	if c.cfg.AllowReorder || !requestOps[f.op] {
 		return
 	}
 	if !f.ok(fQPN) || !f.ok(fPSN) {

@@ -565,3 +565,23 @@ func TestSingleRunParamsSayWhatRan(t *testing.T) {
 	assert.NotContains(t, p, "link", "a section is no param")
 	assert.Equal(t, "4x", p["link.width"], "headline keys stay")
 }
+
+// TestAdaptiveRoutingCLI: topology.adaptive_routing runs a synthetic
+// workload with every checker on, and is refused on one line with exit 2
+// for a value that is not a boolean, an HCA workload and the RTL export.
+func TestAdaptiveRoutingCLI(t *testing.T) {
+	code, _, errs := run("-config", "examples/adaptive-routing.yaml", "--set", "sweep={}", "--set", "topology.adaptive_routing=true",
+		"--set", "workload.measure_ns=5000", "--check", "--quiet", "--format", "json")
+	assert.Equal(t, 0, code, errs)
+	for _, tc := range []struct{ args []string }{
+		{[]string{"-config", "examples/adaptive-routing.yaml", "--set", "topology.adaptive_routing=maybe"}},
+		{[]string{"-config", "ndr.yaml", "--set", "topology.adaptive_routing=true"}},
+		{[]string{"rtl", "-config", "examples/adaptive-routing.yaml", "--set", "sweep={}", "--set", "switch.queueing=fifo",
+			"--set", "topology.adaptive_routing=true", "-o", t.TempDir()}},
+	} {
+		code, _, errs := run(tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Equal(t, 1, strings.Count(errs, "\n"), errs)
+		assert.Contains(t, errs, "topology.adaptive_routing: ")
+	}
+}

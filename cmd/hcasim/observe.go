@@ -69,7 +69,14 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			verif.AttachHook(vcd, s.Blocks...)
 		}
 		if check {
-			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+			cc := verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}
+			if s.Net != nil {
+				cc.Routes = s.Net
+				// Adaptive routing reorders a flow's packets by design;
+				// lossless still holds each to one delivery.
+				cc.AllowReorder = s.Net.Subnet.AdaptiveRouting()
+			}
+			chk = verif.AttachCheckers(cc, s.Blocks...)
 		}
 	}
 	finish := func(m map[string]any) error {

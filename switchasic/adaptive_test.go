@@ -1,0 +1,132 @@
+package switchasic
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+func TestARTable(t *testing.T) {
+	ar := NewARTable()
+	assert.Nil(t, ar.Group(3))
+	ar.Set(3, []int{2, 3})
+	ar.Set(9, []int{2, 3}) // an equal group is stored once
+	ar.Set(5, []int{1, 2, 3})
+	assert.Equal(t, []int16{2, 3}, ar.Group(3))
+	assert.Equal(t, []int16{2, 3}, ar.Group(9))
+	assert.Equal(t, []int16{1, 2, 3}, ar.Group(5))
+	assert.Len(t, ar.group, 2)
+	assert.Nil(t, ar.Group(4))
+	assert.Nil(t, ar.Group(1000)) // beyond the table
+	assert.Panics(t, func() { ar.Set(1, []int{2}) }, "a group of one is no choice")
+	assert.Panics(t, func() { ar.Set(1, []int{2, 256}) })
+}
+
+// arNet is a 4-port switch whose ports 2 and 3 both lead toward LID 4 (as a
+// leaf's two up-links lead to any host under another leaf): the LFT says
+// port lftPort, the AR group {2, 3}. Hosts 0 and 1 send to LID 4.
+func arNet(t *testing.T, lftPort int, ar bool) *testNet {
+	cfg := Defaults()
+	cfg.Radix = 4
+	cfg.VLs = 1
+	o := netOpts{timing: ndr(21352)}
+	if ar {
+		o.ar = NewARTable()
+		o.ar.Set(4, []int{2, 3})
+	}
+	n := newTestNet(t, cfg, o)
+	n.sw.lft.Set(4, lftPort)
+	return n
+}
+
+// TestAdaptiveIdleTakesLFTPort: on an idle switch every port of the group
+// has load −credits of an empty downstream buffer, a tie, which goes to the
+// LFT's port: AR routes a lone packet as the static table does, whichever
+// port that is.
+func TestAdaptiveIdleTakesLFTPort(t *testing.T) {
+	for _, lftPort := range []int{2, 3} {
+		n := arNet(t, lftPort, true)
+		n.eps[0].send(n.packet(0, 3, 0, 256))
+		n.s.StopAt(10 * ib.Microsecond)
+		require.NoError(t, n.s.Run())
+		assert.Len(t, n.eps[lftPort].got, 1, "LFT port %d", lftPort)
+		assert.Len(t, n.eps[5-lftPort].got, 0, "LFT port %d", lftPort)
+		for o := range n.sw.out {
+			assert.Zero(t, n.sw.out[o].queued, "output %d: every packet routed was granted", o)
+		}
+	}
+}
+
+// TestAdaptiveAvoidsDropPort: a port whose SL-to-VL entry drops the
+// packet's SL is never chosen, even when it is the LFT's port and idle.
+func TestAdaptiveAvoidsDropPort(t *testing.T) {
+	n := arNet(t, 2, true)
+	drop := n.sw.cfg.SL2VLTable()
+	drop[0] = ib.ManagementVL
+	n.sw.sl2vl = NewSL2VL(4, n.sw.cfg.SL2VLTable())
+	n.sw.sl2vl.SetPair(0, 2, drop)
+	n.eps[0].send(n.packet(0, 3, 0, 256))
+	n.s.StopAt(10 * ib.Microsecond)
+	require.NoError(t, n.s.Run())
+	assert.Len(t, n.eps[3].got, 1)
+	assert.Zero(t, n.sw.Counters().DropSL2VL)
+}
+
+// TestAdaptiveSplitsTwoFlows: hosts 0 and 1 each send 2074-byte packets
+// back to back to LID 4. Statically both go out of port 2, whose wire then
+// carries both flows: over the window it delivers at most the line rate,
+// 1 byte per 20 ps, so the two flows together get 1 link (0.5 each). With
+// AR the second flow's first packet finds port 2 loaded (the first flow's
+// packet pending or on its wire, its credits taken) and port 3 idle, and
+// from then on each packet takes the port with less backlog: the two flows
+// run on two wires, together at (nearly) 2 links, a flow's worth each.
+func TestAdaptiveSplitsTwoFlows(t *testing.T) {
+	const warm, end = 10 * ib.Microsecond, 60 * ib.Microsecond
+	run := func(ar bool) (links float64, perPort [4]int64) {
+		n := arNet(t, 2, ar)
+		for src := 0; src < 2; src++ {
+			n.eps[src].backlog = func(e *endpoint) *ib.Packet { return n.packet(e.idx, 3, 0, 2048) }
+			n.eps[src].trySend()
+		}
+		var bytes int64
+		for p := 2; p <= 3; p++ {
+			n.eps[p].onGet = func(a arrival) {
+				if a.head >= warm && a.head < end {
+					bytes += int64(a.bytes)
+					perPort[p] += int64(a.bytes)
+				}
+			}
+		}
+		n.s.StopAt(end)
+		require.NoError(t, n.s.Run())
+		c := n.sw.Counters()
+		assert.Zero(t, c.DropRoute+c.DropSL2VL)
+		if ar {
+			for o := range n.sw.out {
+				assert.GreaterOrEqual(t, n.sw.out[o].queued[0], int32(0), "output %d", o)
+			}
+		}
+		return float64(bytes) / (float64(end-warm) / 20), perPort
+	}
+	static, sp := run(false)
+	ar, ap := run(true)
+	t.Logf("links' worth delivered: static %.3f (port 2 %d B, port 3 %d B), AR %.3f (port 2 %d B, port 3 %d B)", static, sp[2], sp[3], ar, ap[2], ap[3])
+	assert.LessOrEqual(t, static, 1.0+1e-9)
+	assert.Greater(t, static, 0.97)
+	assert.Zero(t, sp[3], "static: nothing on port 3")
+	assert.Greater(t, ar, 1.94, "AR: two flows on two wires")
+	assert.InEpsilon(t, ap[2], ap[3], 0.05, "AR: the ports carry a flow's worth each")
+}
+
+// TestAdaptiveNoAllocation: choosing a port allocates nothing (it runs once
+// per packet per AR switch).
+func TestAdaptiveNoAllocation(t *testing.T) {
+	n := arNet(t, 2, true)
+	pkt := n.packet(0, 3, 0, 256)
+	g := n.sw.ar.Group(4)
+	require.Len(t, g, 2)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = n.sw.adaptive(0, pkt, 2, g) }))
+}
