@@ -82,14 +82,20 @@ func WriteJSON(w io.Writer, r *Result) error {
 // Flatten turns nested metrics into dotted-free column names:
 // latency_ns.p50 → latency_ns_p50.
 func Flatten(prefix string, v any, out map[string]string) {
+	walkLeaves(prefix, v, func(key string, v any) { out[key] = FormatValue(v) })
+}
+
+// walkLeaves calls leaf with every scalar in v and its column name, as
+// Flatten names columns.
+func walkLeaves(prefix string, v any, leaf func(key string, v any)) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, vv := range x {
-			Flatten(join(prefix, k), vv, out)
+			walkLeaves(join(prefix, k), vv, leaf)
 		}
 	case map[string]float64:
 		for k, vv := range x {
-			out[join(prefix, k)] = FormatValue(vv)
+			leaf(join(prefix, k), vv)
 		}
 	case []any:
 		// A list of named records ({"segment": "wire", "ns": 447.9}) becomes
@@ -97,7 +103,7 @@ func Flatten(prefix string, v any, out map[string]string) {
 		for i, e := range x {
 			rec, ok := e.(map[string]any)
 			if !ok {
-				Flatten(join(prefix, strconv.Itoa(i)), e, out)
+				walkLeaves(join(prefix, strconv.Itoa(i)), e, leaf)
 				continue
 			}
 			name := strconv.Itoa(i)
@@ -110,11 +116,11 @@ func Flatten(prefix string, v any, out map[string]string) {
 				if k == "segment" || k == "name" || k == "stage" {
 					continue
 				}
-				Flatten(join(join(prefix, name), k), vv, out)
+				walkLeaves(join(join(prefix, name), k), vv, leaf)
 			}
 		}
 	default:
-		out[prefix] = FormatValue(x)
+		leaf(prefix, x)
 	}
 }
 

@@ -202,46 +202,11 @@ func TQuantile(df int) float64 {
 // flattenNumbers is Flatten for the numeric metrics: the same column names,
 // the values as float64; strings and bools are left out.
 func flattenNumbers(prefix string, v any, out map[string]float64) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, vv := range x {
-			flattenNumbers(join(prefix, k), vv, out)
+	walkLeaves(prefix, v, func(key string, v any) {
+		if f, ok := Number(v); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			out[key] = f
 		}
-	case map[string]float64:
-		for k, vv := range x {
-			addNumber(out, join(prefix, k), vv)
-		}
-	case []any:
-		for i, e := range x {
-			rec, ok := e.(map[string]any)
-			if !ok {
-				flattenNumbers(join(prefix, strconv.Itoa(i)), e, out)
-				continue
-			}
-			name := strconv.Itoa(i)
-			for _, key := range []string{"segment", "name", "stage"} {
-				if s, ok := rec[key].(string); ok {
-					name = s
-				}
-			}
-			for k, vv := range rec {
-				if k == "segment" || k == "name" || k == "stage" {
-					continue
-				}
-				flattenNumbers(join(join(prefix, name), k), vv, out)
-			}
-		}
-	default:
-		if f, ok := Number(x); ok {
-			addNumber(out, prefix, f)
-		}
-	}
-}
-
-func addNumber(out map[string]float64, key string, v float64) {
-	if !math.IsNaN(v) && !math.IsInf(v, 0) {
-		out[key] = v
-	}
+	})
 }
 
 // columns returns the summary's param columns and metric names, sorted.
