@@ -4,24 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hcasim/hcasim/configs"
 )
-
-// runNDRWriteBW runs configs/bench/b2b-ndr-write-bw.yaml (NDR 4x back to
-// back, cx7 hosts: PCIe Gen5 x16, MPS 512; write_bw of 64 KiB messages)
-// with sets on top.
-func runNDRWriteBW(t *testing.T, sets ...string) map[string]any {
-	t.Helper()
-	yaml, ok := configs.Lookup("bench/b2b-ndr-write-bw.yaml")
-	require.True(t, ok)
-	l, err := Load(yaml, sets)
-	require.NoError(t, err)
-	m, err := Run(l, RunOptions{})
-	require.NoError(t, err)
-	return m
-}
 
 // TestMTTCacheUnderPerftest: write_bw of 64 KiB messages from one
 // page-aligned buffer to another (4 KiB pages). Each message's range is
@@ -54,7 +37,8 @@ func runNDRWriteBW(t *testing.T, sets ...string) map[string]any {
 func TestMTTCacheUnderPerftest(t *testing.T) {
 	const iters = 1000
 	run := func(entries string) map[string]any {
-		return runNDRWriteBW(t, "workload.iterations=1000", "hca.mtt_cache_entries="+entries)
+		// NDR 4x back to back, cx7 hosts: PCIe Gen5 x16, MPS 512.
+		return runShipped(t, "bench/b2b-ndr-write-bw.yaml", "workload.iterations=1000", "hca.mtt_cache_entries="+entries)
 	}
 	off := run("0")
 	assert.NotContains(t, off, "host0_mtt_cache_miss_rate")

@@ -15,8 +15,14 @@ import (
 // messages) with sets on top.
 func runEDR(t *testing.T, sets ...string) map[string]any {
 	t.Helper()
-	yaml, ok := configs.Lookup("edr.yaml")
-	require.True(t, ok)
+	return runShipped(t, "edr.yaml", sets...)
+}
+
+// runShipped runs the shipped config name with sets on top.
+func runShipped(t *testing.T, name string, sets ...string) map[string]any {
+	t.Helper()
+	yaml, ok := configs.Lookup(name)
+	require.True(t, ok, name)
 	l, err := Load(yaml, sets)
 	require.NoError(t, err)
 	m, err := Run(l, RunOptions{})

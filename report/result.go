@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 )
 
@@ -145,15 +146,7 @@ func Columns(points []Point) (params, metrics []string) {
 			ms[k] = true
 		}
 	}
-	for k := range ps {
-		params = append(params, k)
-	}
-	for k := range ms {
-		metrics = append(metrics, k)
-	}
-	sort.Strings(params)
-	sort.Strings(metrics)
-	return params, metrics
+	return slices.Sorted(maps.Keys(ps)), slices.Sorted(maps.Keys(ms))
 }
 
 // WriteFiles writes results.json and results.csv into dir.

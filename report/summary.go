@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,15 +222,7 @@ func (s *Summary) columns() (params, metrics []string) {
 			ms[k] = true
 		}
 	}
-	for k := range ps {
-		params = append(params, k)
-	}
-	for k := range ms {
-		metrics = append(metrics, k)
-	}
-	sort.Strings(params)
-	sort.Strings(metrics)
-	return params, metrics
+	return slices.Sorted(maps.Keys(ps)), slices.Sorted(maps.Keys(ms))
 }
 
 // WriteSummaryCSV writes one row per design: its params, n, failures, then
