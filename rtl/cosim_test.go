@@ -53,6 +53,15 @@ var cosimTable = []struct {
 	{"credit_receiver_2048", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(2048) }, false},
 	{"key_check_lat0", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 0) }, false},
 	{"key_check_lat6", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 6) }, true},
+	// LFT_TOP 1: a two-entry table; 15 and 1023: 2^n - 1, every address
+	// bit used; 64: one past a power of two, where an address one bit short
+	// aliases DLID 64 onto 0; radix 7 and 36 leave ports outside the radix,
+	// 4 and 256 do not.
+	{"lft_p2_top1", func(*rand.Rand) cosimDUT { return newLFTDUT(2, 1) }, false},
+	{"lft_p4_top15", func(*rand.Rand) cosimDUT { return newLFTDUT(4, 15) }, false},
+	{"lft_p7_top64", func(*rand.Rand) cosimDUT { return newLFTDUT(7, 64) }, true},
+	{"lft_p36_top1023", func(*rand.Rand) cosimDUT { return newLFTDUT(36, 1023) }, false},
+	{"lft_p256_top200", func(*rand.Rand) cosimDUT { return newLFTDUT(256, 200) }, false},
 }
 
 // writeCosimTrace runs the Go model for one seed and writes its trace.
