@@ -34,6 +34,9 @@ func newLFTDUT(ports, top int) *lftDUT {
 	return &lftDUT{ports: ports, portW: idxWidth(ports), top: top, model: switchasic.NewLFT(top), clearLeft: top + 1}
 }
 
+// cycles: the clear, then cosimCycles of writes and lookups.
+func (d *lftDUT) cycles() int { return d.top + 1 + cosimCycles }
+
 func (d *lftDUT) module() string  { return "sw_route_lookup" }
 func (d *lftDUT) files() []string { return []string{"sw_route_lookup.v"} }
 func (d *lftDUT) params() []Param {
@@ -122,42 +125,49 @@ func (d *lftDUT) cycle(r *rand.Rand, in, out []Value) {
 // the same cycle; so a block that got one of them wrong could not match by
 // luck.
 func TestLFTStimulusCoversTheEdges(t *testing.T) {
-	for _, seed := range cosimSeeds {
-		r := rand.New(rand.NewPCG(seed, 0x7e57))
-		d := newLFTDUT(7, 64)
-		in := make([]Value, len(d.inputs()))
-		out := make([]Value, len(d.outputs()))
-		ever := map[uint16]bool{}
-		seen := map[string]int{}
-		for range cosimCycles {
-			ready := d.clearLeft == 0
-			d.cycle(r, in, out)
-			if !ready {
-				continue
-			}
-			dl := uint16(in[0][0])
-			o := d.lastLookup
-			switch {
-			case int(dl) > d.top:
-				seen["past top"]++
-			case !ever[dl]:
-				seen["never written"]++
-			case o == switchasic.NoPort && ever[dl]:
-				seen["removed"]++
-			case o >= d.ports:
-				seen["outside radix"]++
-			default:
-				seen["route"]++
-			}
-			if in[1][0] == 1 && in[2][0] == in[0][0] {
-				seen["same-cycle write"]++
-			}
-			if in[1][0] == 1 && int(in[2][0]) <= d.top {
-				ever[uint16(in[2][0])] = true
-			}
+	for _, size := range [][2]int{{7, 64}, {36, lftTop}} {
+		for _, seed := range cosimSeeds {
+			lftCoverage(t, size[0], size[1], seed)
 		}
-		for _, k := range []string{"route", "never written", "removed", "outside radix", "past top", "same-cycle write"} {
-			assert.GreaterOrEqual(t, seen[k], 10, "seed %d: %s", seed, k)
+	}
+}
+
+// lftCoverage counts one seed's lookups after the clear by kind.
+func lftCoverage(t *testing.T, ports, top int, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 0x7e57))
+	d := newLFTDUT(ports, top)
+	in := make([]Value, len(d.inputs()))
+	out := make([]Value, len(d.outputs()))
+	ever := map[uint16]bool{}
+	seen := map[string]int{}
+	for range d.cycles() {
+		ready := d.clearLeft == 0
+		d.cycle(r, in, out)
+		if !ready {
+			continue
 		}
+		dl := uint16(in[0][0])
+		o := d.lastLookup
+		switch {
+		case int(dl) > d.top:
+			seen["past top"]++
+		case !ever[dl]:
+			seen["never written"]++
+		case o == switchasic.NoPort && ever[dl]:
+			seen["removed"]++
+		case o >= d.ports:
+			seen["outside radix"]++
+		default:
+			seen["route"]++
+		}
+		if in[1][0] == 1 && in[2][0] == in[0][0] {
+			seen["same-cycle write"]++
+		}
+		if in[1][0] == 1 && int(in[2][0]) <= d.top {
+			ever[uint16(in[2][0])] = true
+		}
+	}
+	for _, k := range []string{"route", "never written", "removed", "outside radix", "past top", "same-cycle write"} {
+		assert.GreaterOrEqual(t, seen[k], 10, "radix %d top %d seed %d: %s", ports, top, seed, k)
 	}
 }
