@@ -53,6 +53,32 @@ var cosimTable = []struct {
 	{"credit_receiver_2048", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(2048) }, false},
 	{"key_check_lat0", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 0) }, false},
 	{"key_check_lat6", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 6) }, true},
+	// LFT_TOP 1: a two-entry table; 15 and 1023: 2^n - 1, every address
+	// bit used; 64: one past a power of two, where an address one bit short
+	// aliases DLID 64 onto 0; radix 7 and 36 leave ports outside the radix,
+	// 4 and 256 do not.
+	{"lft_p2_top1", func(*rand.Rand) cosimDUT { return newLFTDUT(2, 1) }, false},
+	{"lft_p4_top15", func(*rand.Rand) cosimDUT { return newLFTDUT(4, 15) }, false},
+	{"lft_p7_top64", func(*rand.Rand) cosimDUT { return newLFTDUT(7, 64) }, true},
+	{"lft_p36_top1023", func(*rand.Rand) cosimDUT { return newLFTDUT(36, 1023) }, false},
+	{"lft_p256_top200", func(*rand.Rand) cosimDUT { return newLFTDUT(256, 200) }, false},
+	// The emitter's default: every unicast LID, a 16-bit address.
+	{"lft_p36_top49151", func(*rand.Rand) cosimDUT { return newLFTDUT(36, lftTop) }, false},
+}
+
+// cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:
+// the forwarding table clears for LFT_TOP + 1 cycles after reset (49152 at
+// the emitter's default) before its first lookup can hit a route.
+type cosimLong interface {
+	cycles() int // cycles per seed
+}
+
+// cosimCyclesOf returns the cycles per seed of dut's case.
+func cosimCyclesOf(dut cosimDUT) int {
+	if l, ok := dut.(cosimLong); ok {
+		return l.cycles()
+	}
+	return cosimCycles
 }
 
 // writeCosimTrace runs the Go model for one seed and writes its trace.
@@ -63,7 +89,7 @@ func writeCosimTrace(t *testing.T, path string, dut cosimDUT, r *rand.Rand) int 
 	tw := NewTraceWriter(f, dut.inputs(), dut.outputs())
 	in := make([]Value, len(dut.inputs()))
 	out := make([]Value, len(dut.outputs()))
-	for c := 0; c < cosimCycles; c++ {
+	for c := 0; c < cosimCyclesOf(dut); c++ {
 		dut.cycle(r, in, out)
 		tw.Cycle(in, out)
 	}
@@ -76,7 +102,7 @@ func writeCosimTrace(t *testing.T, path string, dut cosimDUT, r *rand.Rand) int 
 // returns the file names, testbench first.
 func writeCosimBench(t *testing.T, dir string, dut cosimDUT) []string {
 	t.Helper()
-	tb := Testbench(dut.module(), dut.params(), dut.inputs(), dut.outputs(), cosimMax)
+	tb := Testbench(dut.module(), dut.params(), dut.inputs(), dut.outputs(), max(cosimMax, cosimCyclesOf(dut)+1))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tb.v"), []byte(tb), 0o644))
 	files := []string{"tb.v"}
 	for _, f := range dut.files() {

@@ -97,6 +97,10 @@ const (
 	LaneBits = 64
 	// CreditBits is the width of FCTBS, FCCL and ABR (ib-facts.md §3).
 	CreditBits = 12
+	// lftTop is the highest unicast LID (ib-facts.md §4: 0x0001..0xBFFF;
+	// 0xC000 up is multicast): a switch's forwarding table holds DLIDs
+	// 0..lftTop, 48K entries.
+	lftTop = 0xBFFF
 	// maxBufferBlocks is the largest VL buffer the 12-bit credit counters can
 	// describe: the sender's window is 2048 blocks (credit.Sender).
 	maxBufferBlocks = ib.CreditModulus / 2
@@ -122,6 +126,7 @@ type Params struct {
 	VLArbEntries int // VLARB_ENTRIES: entries per VL arbitration table
 	MaxPktBlocks int // MAX_PKT_BLOCKS: 64-byte blocks of the largest packet at the MTU
 	PktBlocksW   int // PKT_BLOCKS_W: bits of a packet's block count
+	LFTTop       int // LFT_TOP: highest DLID a forwarding table holds, every unicast LID (lftTop)
 	MTU          int // MTU_BYTES
 	Generation   string
 }
@@ -226,6 +231,7 @@ func (d Design) Params() Params {
 		// VLArb then, ib-facts.md §3); keep one entry so the ports exist.
 		VLArbEntries: components.MaxVLArbEntries,
 		MaxPktBlocks: ib.Credits(MaxPacketBytes(d.MTU)),
+		LFTTop:       lftTop,
 		MTU:          d.MTU,
 		Generation:   strings.ToLower(d.LinkGeneration),
 	}

@@ -15,10 +15,6 @@ import (
 	"text/tabwriter"
 )
 
-// lftEntries is the size of a linear forwarding table: every LID below the
-// multicast range 0xC000 (ib-facts.md §4).
-const lftEntries = 0xC000
-
 // BufferUse is one kind of buffer memory in the design.
 type BufferUse struct {
 	Block       string // where it lives
@@ -68,8 +64,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	}
 	add(BufferUse{Block: "switch input VL buffers (sync_fifo)", Entries: p.BufDepth, Width: entryW, ArraysPort: p.VLs, Ports: p.Ports,
 		Note: fmt.Sprintf("%d B/VL = %d blocks of 64 B + sop/eop", d.VLBufferBytes, p.BufDepth)})
-	add(BufferUse{Block: "switch LFT (sw_route_lookup, TODO)", Entries: lftEntries, Width: p.PortW, ArraysPort: 1, Ports: p.Ports,
-		Note: "one copy per input, LIDs 0..0xBFFF"})
+	add(BufferUse{Block: "switch LFT (sw_route_lookup)", Entries: p.LFTTop + 1, Width: p.PortW + 1, ArraysPort: 1, Ports: p.Ports,
+		Note: fmt.Sprintf("one copy per input, DLIDs 0..0x%X (LFT_TOP), {route valid, port} per entry", p.LFTTop)})
 	add(BufferUse{Block: "HCA receive VL buffers (sync_fifo)", Entries: p.HCABufDepth, Width: entryW, ArraysPort: p.VLs, Ports: 1,
 		Note: fmt.Sprintf("%d B/VL = %d blocks of 64 B + sop/eop", d.HCAVLBufferBytes, p.HCABufDepth)})
 	if !synth {
@@ -84,6 +80,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "credit_sender", Params: []Param{{"INIT_CREDITS", p.PeerDepth}}, Role: "per port per VL", Instances: perPortVL},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.BufDepth}}, Role: "switch, per port per VL", Instances: p.Ports * p.VLs},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
+		{Module: "sw_route_lookup", Params: []Param{{"PORTS", p.Ports}, {"PORT_W", p.PortW}, {"LFT_TOP", p.LFTTop}},
+			Role: "forwarding table, one per input", Instances: p.Ports},
 		{Module: "hca_key_check", Params: []Param{{"TAG_W", 24}}, Role: "HCA key check", Instances: 1},
 	}
 	if p.VLs > 1 {

@@ -25,8 +25,9 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 256*514*8*36, sw.TotalBits)
 	// The data part alone is the configured bytes: 16384 * 8 bits per VL.
 	assert.Equal(t, 16384*8, sw.Entries*(sw.Width-2))
-	// LFT: 0xC000 LIDs * 6 bits (36 ports need 6 select bits) per input.
-	assert.Equal(t, 0xC000*6, r.Buffers[1].BitsPerPort)
+	// LFT: 0xC000 LIDs * 7 bits per input: a route-valid bit and 6 port
+	// bits (36 ports need 6 select bits).
+	assert.Equal(t, 0xC000*(1+6), r.Buffers[1].BitsPerPort)
 	// HCA: 65536 / 64 = 1024 entries * 514 bits * 8 VLs, one port.
 	assert.Equal(t, 1024*514*8, r.Buffers[2].TotalBits)
 	assert.Empty(t, r.Cells)
@@ -34,7 +35,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*6*36+1024*514*8), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -86,13 +87,16 @@ func TestReportYosys(t *testing.T) {
 	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.PeerDepth}})])
 	// credit_receiver: ABR + free, 12 bits each.
 	assert.Equal(t, 24, flops[synthKey("credit_receiver", []Param{{"CAPACITY", p.BufDepth}})])
+	// sw_route_lookup: the clear's address, clog2(0xBFFF + 1) = 16 bits, and
+	// its running flag; the 49152-entry table is a memory.
+	assert.Equal(t, 16+1, flops[synthKey("sw_route_lookup", []Param{{"PORTS", 36}, {"PORT_W", 6}, {"LFT_TOP", 0xBFFF}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)
 	}
 	for _, c := range r.Cells {
-		if c.Module == "sync_fifo" {
-			assert.Equal(t, 1, c.Memories)
+		if c.Module == "sync_fifo" || c.Module == "sw_route_lookup" {
+			assert.Equal(t, 1, c.Memories, c.Module)
 		}
 	}
 }

@@ -71,22 +71,6 @@ SL-to-VL table may have changed it), which the VCRC must cover.`,
 		},
 	},
 	{
-		name: "sw_route_lookup",
-		doc: `sw_route_lookup: the linear forwarding table of one switch input: DLID -> output port
-(ib-facts.md §4: unicast LIDs 0x0001..0xBFFF, 48K entries of PORT_W bits).
-TODO: the LFT memory (written through lft_*), multicast (MFT) and LMC path bits; out_port is
-combinational from dlid in this skeleton contract (a real design registers it and the input unit
-waits one cycle).`,
-		params: []string{"PORT_W"},
-		ports: []stubPort{
-			portIn("dlid", "16", "LRH.DLID of the head packet"),
-			portOut("out_port", "PORT_W", ""),
-			portIn("lft_we", "", "LFT write from the subnet management agent"),
-			portIn("lft_dlid", "16", ""),
-			portIn("lft_port", "PORT_W", ""),
-		},
-	},
-	{
 		name: "hca_doorbell",
 		doc: `hca_doorbell: decodes MMIO writes to the UAR pages into send doorbells (mlx5: the first 8 bytes
 of the control segment; ib-facts.md §7) and passes (QPN, producer index) on.

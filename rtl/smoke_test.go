@@ -19,9 +19,9 @@ func TestSwitchSmoke(t *testing.T) {
 	d := Design{Name: "smoke", Radix: 2, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
-	// testdata/smoke_tb.v forces the (TODO) link of port 1 to deliver three
-	// 2-block packets on VLs 0, 1, 0 and counts what port 0 sends; the route
-	// lookup is TODO and sends everything to port 0.
+	// testdata/smoke_tb.v writes the route DLID 1 -> port 0 into the
+	// forwarding tables, forces the (TODO) link of port 1 to deliver three
+	// 2-block packets for DLID 1 on VLs 0, 1, 0 and counts what port 0 sends.
 	tb, err := os.ReadFile(filepath.Join("testdata", "smoke_tb.v"))
 	require.NoError(t, err)
 	out := runIcarus(t, append(files, File{Name: "smoke_tb.v", Text: string(tb)}), "smoke_tb")

@@ -12,7 +12,8 @@ import (
 
 // switchLinkUpTB (a format: packet count, VLArb table connections) drives
 // input 1 of an emitted radix-2 switch_top with back-to-back 2-block packets
-// on VL0 (PktLen 20 words: (4*20 + 2) B = 82 B). Output 0's link always
+// on VL0 for DLID 1 (PktLen 20 words: (4*20 + 2) B = 82 B), after writing
+// the route DLID 1 -> port 0 into its forwarding tables. Output 0's link always
 // accepts and delivers no flow-control packet, so output 0 sends on the
 // credits it starts with. It prints the blocks sent.
 const switchLinkUpTB = "`timescale 1ns/1ps\n" + `
@@ -23,10 +24,12 @@ module linkup_tb;
     always #5 clk = ~clk;
     wire [2*4*64-1:0] serdes_tx;
     wire [1:0] link_up;
-    switch_top dut (
+    reg        lft_we = 1'b0;
+    wire       lft_ready;
+    switch_top #(.LFT_TOP(1)) dut (
         .clk(clk), .rst_n(rst_n), .serdes_rx({(2*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
         .vlarb_high(%[2]s), .vlarb_limit(8'd0),
-        .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(1'd0)
+        .lft_we(lft_we), .lft_dlid(16'd1), .lft_valid(1'b1), .lft_port(1'd0), .lft_ready(lft_ready)
     );
     reg v, s, e;
     reg [DATA_W-1:0] d;
@@ -44,8 +47,11 @@ module linkup_tb;
         if (dut.g_port[0].tx_valid && dut.g_port[0].tx_ready) blocks = blocks + 1;
     initial begin
         blocks = 0; v = 0; s = 0; e = 0;
-        d = 0; d[DATA_W-38 -: 11] = 11'd20;
+        d = 0; d[DATA_W-38 -: 11] = 11'd20; d[DATA_W-17 -: 16] = 16'd1;
         @(negedge clk); @(negedge clk); rst_n = 1;
+        wait (lft_ready);
+        @(negedge clk); lft_we = 1;
+        @(negedge clk); lft_we = 0;
         for (pk = 0; pk < %[1]d; pk = pk + 1)
             for (b = 0; b < 2; b = b + 1) begin
                 @(negedge clk);

@@ -203,9 +203,10 @@ type portSends map[string]map[int64][]string
 
 // TestSwitchSL2VLCosim runs sl2vlFabric in the simulator and the same
 // design in the emitted RTL: six switch_top instances cabled as the fat
-// tree, each with its own SL2VL_SET, its routes forced from the subnet
-// manager's forwarding tables (sw_route_lookup is TODO), hosts that inject
-// the packets the model's hosts sent, in the same order per host. Every
+// tree, each with its own SL2VL_SET and its forwarding tables written,
+// through its lft_* port, with the subnet manager's (fabric.Subnet.LFT, the
+// tables the model's switches forward by), hosts that inject the packets
+// the model's hosts sent, in the same order per host. Every
 // switch port must send the same packets on the same VLs as the model's,
 // in the same order per source; and the RTL with the table ignored (the
 // input unit forwarding on the arrival VL, the old behaviour) must not.
@@ -343,7 +344,14 @@ func vlarbBits(entries []components.VLArbEntry, n int) string {
 // switch cables wired both ways (data, and flow-control packets, which
 // wait for the end of a data packet on the wire: the sender charged FCTBS
 // for all of a packet's blocks at its head), host cables to tb_host
-// instances loaded with the packets the model's hosts sent, in order. It
+// instances loaded with the packets the model's hosts sent, in order.
+// Each switch's LFT_TOP is the subnet's highest LID (every LFT has
+// MaxLID + 1 entries); once its tables have cleared, the subnet
+// management agent's writes (one a cycle) give it the subnet manager's
+// routes, as fabric gives the model's switches theirs: an entry for every
+// LID the SM routes to an external port (IB ports 1-based, the RTL's
+// 0-based), none for port 0 (the switch itself) or no route. The hosts
+// are held in reset until every switch is programmed. It
 // prints "TX switch port vl seq lrh_vl" for every packet head a switch port
 // sends, and "DONE sent=N received=M" when the hosts have sent all and
 // nothing more arrives. It returns the testbench, the host ports' paths and
@@ -383,18 +391,24 @@ func sl2vlTestbench(t *testing.T, cfg *fabric.Config, d Design, topo *fabric.Top
 	radix := p.Ports
 	for i, n := range switches {
 		name := topo.Nodes[n].Name
-		fmt.Fprintf(&b, "    // %s\n    switch_top #(.SL2VL_SET(%d)) sw%d (\n", name, setOf[name], i)
+		fmt.Fprintf(&b, "    // %s\n    reg lft_we%d = 1'b0;\n    reg [15:0] lft_dlid%d = 16'd0;\n    reg [%d:0] lft_port%d = 0;\n"+
+			"    wire lft_ready%d;\n    reg lft_done%d = 1'b0;\n", name, i, i, p.PortW-1, i, i, i)
+		fmt.Fprintf(&b, "    switch_top #(.SL2VL_SET(%d), .LFT_TOP(%d)) sw%d (\n", setOf[name], sub.MaxLID(), i)
 		fmt.Fprintf(&b, "        .clk(clk), .rst_n(rst_n), .serdes_rx(%d'd0), .serdes_tx(), .link_up(),\n", radix*p.Lanes*p.LaneW)
 		fmt.Fprintf(&b, "        .vlarb_high(HIGH), .vlarb_low(LOW), .vlarb_limit(8'd%d),\n", cfg.Switch.VLHighLimit)
-		fmt.Fprintf(&b, "        .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(%d'd0));\n", p.PortW)
-		// The subnet manager's routes (IB ports 1-based, the RTL's 0-based).
-		fmt.Fprintf(&b, "    function [%d:0] lft%d(input [15:0] dlid);\n        case (dlid)\n", p.PortW-1, i)
+		fmt.Fprintf(&b, "        .lft_we(lft_we%d), .lft_dlid(lft_dlid%d), .lft_valid(1'b1), .lft_port(lft_port%d), .lft_ready(lft_ready%d));\n",
+			i, i, i, i)
+		// The subnet manager's routes, written once the tables have cleared.
+		fmt.Fprintf(&b, "    initial begin\n        @(posedge rst_n);\n        wait (lft_ready%d);\n", i)
+		writes := 0
 		for lid, port := range sub.LFT(n) {
 			if lid > 0 && port != fabric.NoPort && port > 0 {
-				fmt.Fprintf(&b, "            16'd%d: lft%d = %d'd%d;\n", lid, i, p.PortW, port-1)
+				fmt.Fprintf(&b, "        @(negedge clk); lft_we%d = 1'b1; lft_dlid%d = 16'd%d; lft_port%d = %d'd%d;\n", i, i, lid, i, p.PortW, port-1)
+				writes++
 			}
 		}
-		fmt.Fprintf(&b, "            default: lft%d = %d'd0;\n        endcase\n    endfunction\n", i, p.PortW)
+		require.Positive(t, writes, "%s: the subnet manager routes something", name)
+		fmt.Fprintf(&b, "        @(negedge clk); lft_we%d = 1'b0; lft_done%d = 1'b1;\n    end\n", i, i)
 		for q := 0; q < radix; q++ {
 			g := fmt.Sprintf("sw%d.g_port[%d]", i, q)
 			fmt.Fprintf(&b, "    reg mid%d_%d;\n", i, q)
@@ -402,10 +416,9 @@ func sl2vlTestbench(t *testing.T, cfg *fabric.Config, d Design, topo *fabric.Top
 				"        else if (%s.tx_valid && %s.tx_ready) mid%d_%d <= !%s.tx_eop;\n", i, q, g, g, i, q, g)
 			// Forces take nets: Icarus evaluates a force's right-hand
 			// side once when it is an expression.
-			fmt.Fprintf(&b, "    wire [%d:0] route%d_%d = lft%d(%s.u_in.u_route.dlid);\n", p.PortW-1, i, q, i, g)
 			fmt.Fprintf(&b, "    wire fc_ready%d_%d = !mid%d_%d;\n", i, q, i, q)
-			fmt.Fprintf(&b, "    initial begin\n        force %s.u_link.tx_ready = 1'b1;\n        force %s.u_link.fc_tx_ready = fc_ready%d_%d;\n"+
-				"        force %s.u_in.u_route.out_port = route%d_%d;\n    end\n", g, g, i, q, g, i, q)
+			fmt.Fprintf(&b, "    initial begin\n        force %s.u_link.tx_ready = 1'b1;\n        force %s.u_link.fc_tx_ready = fc_ready%d_%d;\n    end\n",
+				g, g, i, q)
 			fmt.Fprintf(&b, "    always @(posedge clk)\n        if (%s.tx_valid && %s.tx_ready && %s.tx_sop)\n"+
 				"            $display(\"TX %d %d %%0d %%0d %%0d\", %s.tx_vl, %s.tx_data[351 -: 32], %s.tx_data[511 -: 4]);\n",
 				g, g, g, i, q, g, g, g)
@@ -427,6 +440,12 @@ func sl2vlTestbench(t *testing.T, cfg *fabric.Config, d Design, topo *fabric.Top
 		fmt.Fprintf(&b, "        pkts[%d] = %s;\n", k, x)
 	}
 	b.WriteString("    end\n")
+	// The hosts start when every switch has its routes.
+	var programmed []string
+	for i := range switches {
+		programmed = append(programmed, fmt.Sprintf("lft_done%d", i))
+	}
+	fmt.Fprintf(&b, "    wire hosts_rst_n = rst_n && %s;\n", strings.Join(programmed, " && "))
 	var dones []string
 	for hi, n := range topo.Hosts() {
 		h := hostPaths[hi]
@@ -435,7 +454,7 @@ func sl2vlTestbench(t *testing.T, cfg *fabric.Config, d Design, topo *fabric.Top
 		g := fmt.Sprintf("sw%d.g_port[%d]", idx[peer.Node], peer.Port-1)
 		fmt.Fprintf(&b, "    wire [31:0] h%d_idx;\n    wire h%d_done;\n", hi, hi)
 		fmt.Fprintf(&b, "    tb_host #(.NPKT(%d), .DEPTH(%d), .VLS(%d)) h%d (\n", len(hostPkts[h]), p.BufDepth, p.VLs, hi)
-		fmt.Fprintf(&b, "        .clk(clk), .rst_n(rst_n), .idx(h%d_idx), .pkt(pkts[%d + h%d_idx]),\n", hi, base[h], hi)
+		fmt.Fprintf(&b, "        .clk(clk), .rst_n(hosts_rst_n), .idx(h%d_idx), .pkt(pkts[%d + h%d_idx]),\n", hi, base[h], hi)
 		fmt.Fprintf(&b, "        .tx_valid(), .tx_sop(), .tx_eop(), .tx_vl(), .tx_data(), .fc_valid(), .fc_vl(), .fc_fctbs(), .fc_fccl(),\n")
 		fmt.Fprintf(&b, "        .rx_valid(%s.tx_valid), .rx_vl(%s.tx_vl), .fc_in_valid(%s.fc_tx_valid), .fc_in_vl(%s.fc_tx_vl),\n", g, g, g, g)
 		fmt.Fprintf(&b, "        .fc_in_fccl(%s.fc_tx_fccl), .done(h%d_done));\n", g, hi)

@@ -17,9 +17,10 @@ import (
 // switchVLArbTB is a testbench for an emitted radix-3, 2-VL switch_top: the
 // (TODO) links of ports 1 and 2 deliver %[1]d packets each, back to back,
 // port 1 all SL0 on VL0 and port 2 all SL1 on VL1, every packet 2 blocks (PktLen 20
-// words: (4*20 + 2) B = 82 B). The route lookup is TODO and sends everything
-// to port 0, whose link always accepts. It prints the VL of each packet port
-// 0 starts, in order.
+// words: (4*20 + 2) B = 82 B), all for DLID 1, which the testbench routes
+// to port 0 (whose link always accepts) through the forwarding-table write
+// port before the packets come. It prints the VL of each packet port 0
+// starts, in order.
 const switchVLArbTB = "`timescale 1ns/1ps\n" + `
 module vlarb_tb;
     localparam integer DATA_W = 512;
@@ -30,10 +31,12 @@ module vlarb_tb;
     wire [3*4*64-1:0] serdes_tx;
     wire [2:0] link_up;
     reg [64*12-1:0] high, low;
-    switch_top dut (
+    reg        lft_we = 1'b0;
+    wire       lft_ready;
+    switch_top #(.LFT_TOP(1)) dut (
         .clk(clk), .rst_n(rst_n), .serdes_rx({(3*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
         .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd%[2]d),
-        .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(2'd0)
+        .lft_we(lft_we), .lft_dlid(16'd1), .lft_valid(1'b1), .lft_port(2'd0), .lft_ready(lft_ready)
     );
     reg valid, sop, eop;
     reg [DATA_W-1:0] data, data1;
@@ -60,11 +63,14 @@ module vlarb_tb;
         high = 0; low = 0;
 %[3]s
         valid = 0; sop = 0; eop = 0;
-        data = 0; data[DATA_W-38 -: 11] = 11'd20;
+        data = 0; data[DATA_W-38 -: 11] = 11'd20; data[DATA_W-17 -: 16] = 16'd1;
         // Port 2's packets: LRH.VL 1 and LRH.SL 1, which the default table
         // (SL i -> VL i & 1) keeps on VL 1; port 1's are SL 0 on VL 0.
         data1 = data; data1[DATA_W-1 -: 4] = 4'd1; data1[DATA_W-9 -: 4] = 4'd1;
         @(negedge clk); @(negedge clk); rst_n = 1;
+        wait (lft_ready);
+        @(negedge clk); lft_we = 1;
+        @(negedge clk); lft_we = 0;
         for (pk = 0; pk < NPKT; pk = pk + 1) begin
             for (b = 0; b < 2; b = b + 1) begin
                 @(negedge clk);

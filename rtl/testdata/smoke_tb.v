@@ -1,6 +1,8 @@
 // Smoke testbench for the emitted radix-2, 2-VL switch_top (rtl/smoke_test.go):
 // forces the (TODO) link of port 1 to deliver three 2-block packets on VLs
-// 0, 1, 0 (SLs 0, 1, 0), lets port 0's link always accept, and counts what port 0 sends.
+// 0, 1, 0 (SLs 0, 1, 0) for DLID 1, lets port 0's link always accept, and counts what port 0
+// sends. Before the packets it writes the one route they need, DLID 1 -> port 0, through the
+// forwarding-table write port once the tables have cleared (LFT_TOP 1: two cycles).
 `timescale 1ns/1ps
 module smoke_tb;
     localparam integer DATA_W = 512;
@@ -10,10 +12,13 @@ module smoke_tb;
     wire [2*4*64-1:0] serdes_tx;
     wire [1:0] link_up;
     reg [64*12-1:0] high, low;
-    switch_top dut (
+    reg        lft_we = 1'b0;
+    reg [15:0] lft_dlid = 16'd0;
+    wire       lft_ready;
+    switch_top #(.LFT_TOP(1)) dut (
         .clk(clk), .rst_n(rst_n), .serdes_rx({(2*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
         .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd0),
-        .lft_we(1'b0), .lft_dlid(16'd0), .lft_port(1'd0)
+        .lft_we(lft_we), .lft_dlid(lft_dlid), .lft_valid(1'b1), .lft_port(1'd0), .lft_ready(lft_ready)
     );
     reg rx_valid, rx_sop, rx_eop;
     reg [DATA_W-1:0] rx_data;
@@ -43,6 +48,9 @@ module smoke_tb;
         low[23:12] = {8'd4, 4'd1};  // low entry 1: VL1 weight 4
         rx_valid = 0; rx_sop = 0; rx_eop = 0; rx_data = 0; rx_vl = 0;
         @(negedge clk); @(negedge clk); rst_n = 1;
+        wait (lft_ready);
+        @(negedge clk); lft_we = 1; lft_dlid = 16'd1;
+        @(negedge clk); lft_we = 0;
         for (pk = 0; pk < 3; pk = pk + 1) begin
             for (b = 0; b < 2; b = b + 1) begin
                 @(negedge clk);
@@ -53,6 +61,7 @@ module smoke_tb;
                 // (SL i -> VL i & 1 with 2 VLs) gives, as a host sends it.
                 rx_data[DATA_W-1 -: 4] = pk % 2;
                 rx_data[DATA_W-9 -: 4] = pk % 2;
+                rx_data[DATA_W-17 -: 16] = 16'd1; // LRH.DLID
             end
         end
         @(negedge clk); rx_valid = 0;
