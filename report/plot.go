@@ -460,23 +460,34 @@ func maxValue(m map[string]float64) float64 {
 }
 
 // IsPlotFile reports whether name is one WritePlots may write, by its
-// naming scheme: LatencyPlot, AcceptedPlot, BERPlot or
-// throughput-vs-<key>.svg for a key ending in buffer_bytes. The CLI removes such a file from --out when
-// the run did not draw it, so that a plot of an earlier run is not taken
-// for one of this run.
+// naming scheme: LatencyPlot, AcceptedPlot, ClientsPlot, BERPlot, or
+// throughput-vs-KEY.svg or latency-vs-KEY.svg for a dotted KEY (PlotKey).
+// The CLI removes such a file from --out when the run did not draw it, so
+// that a plot of an earlier run is not taken for one of this run; it
+// removes a KEY plot only when KEY is a config key, which no user's name
+// for a copy (throughput-vs-link.ber.old.svg) is.
 func IsPlotFile(name string) bool {
 	if name == LatencyPlot || name == AcceptedPlot || name == ClientsPlot || name == BERPlot {
 		return true
 	}
-	// throughput-vs-KEY.svg and latency-vs-KEY.svg for a dotted config
-	// key: a name without a dot after the prefix is not one of ours.
+	_, ok := PlotKey(name)
+	return ok
+}
+
+// PlotKey returns the swept key a plot of a key's own is drawn against,
+// KEY of throughput-vs-KEY.svg or latency-vs-KEY.svg, when name has that
+// form with a dotted KEY (a config key always has a section: a name without
+// a dot after the prefix is not one of ours).
+func PlotKey(name string) (string, bool) {
 	for _, prefix := range []string{throughputPlotPrefix, latencyPlotPrefix} {
-		if key, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(key, ".svg") &&
-			strings.Contains(strings.TrimSuffix(key, ".svg"), ".") {
-			return true
+		if key, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(key, ".svg") {
+			key = strings.TrimSuffix(key, ".svg")
+			if strings.Contains(key, ".") {
+				return key, true
+			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // legendRoom raises the top of the y axis so that a top-left legend of n
