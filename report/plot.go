@@ -66,8 +66,8 @@ var latencySeries = []struct {
 //   - an offered-load key (ending in offered_load) swept: LatencyPlot when
 //     the points report latency_ns, AcceptedPlot when they report
 //     accepted_load;
-//   - each swept key ending in buffer_bytes: goodput_gbps (or
-//     throughput_gbps) against it, throughput-vs-<key>.svg;
+//   - each swept key ending in buffer_bytes: the first of berMetrics the
+//     points report against it, throughput-vs-<key>.svg;
 //   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
 //     against it, ClientsPlot.
 //   - link.ber swept: BERPlot, the first of berMetrics the points report.
@@ -185,9 +185,14 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 				return written, err
 			}
 		case strings.HasSuffix(x, "buffer_bytes"):
-			metric := "goodput_gbps"
-			if !hasMetric(r.Points, metric) {
-				metric = "throughput_gbps"
+			// The first throughput the points report: synthetic goodput,
+			// a perftest's bw, a collective's busbw, a stream's throughput.
+			metric := berMetrics[0]
+			for _, m := range berMetrics {
+				if hasMetric(r.Points, m) {
+					metric = m
+					break
+				}
 			}
 			p, _ := linePlot(r.Points, x, swept, []series{{metric: metric}})
 			if p == nil {
