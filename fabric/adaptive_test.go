@@ -3,6 +3,8 @@ package fabric
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -294,7 +296,7 @@ func TestAdaptiveRoutingDeadlock(t *testing.T) {
 		assert.Len(t, ar.ARGroup(x, ar.LID(ring.Switches()[(x-ring.Switches()[0]+2)%4])), 0, "switch LIDs have no group")
 	}
 	assert.Len(t, ar.ARGroup(ring.Switches()[0], ar.HostLID(2)), 2, "two shortest routes to the opposite host")
-	assert.EqualError(t, ar.CheckDeadlock(nil), "deadlock: minhop routing has a cycle of 4 channels in its channel dependency graph: "+
+	assert.EqualError(t, ar.CheckDeadlock(nil), "deadlock: minhop routing with adaptive routing has a cycle of 4 channels in its channel dependency graph: "+
 		"Fabric.Switch[0].Port[2] -> Fabric.Switch[1].Port[2] -> Fabric.Switch[2].Port[2] -> Fabric.Switch[3].Port[2] -> Fabric.Switch[0].Port[2]")
 	ud, err := NewSubnet(ring, SubnetOptions{Routing: RoutingUpDown, VLs: 1, AdaptiveRouting: true})
 	require.NoError(t, err)
@@ -309,4 +311,38 @@ func TestPSNBefore(t *testing.T) {
 	assert.False(t, psnBefore(6, 5))
 	assert.True(t, psnBefore(0xFFFFFF, 0), "0 follows 0xFFFFFF")
 	assert.False(t, psnBefore(0, 0xFFFFFF))
+}
+
+// TestAdaptiveRoutingDeadlockNamesAR: on a ring of four switches, static
+// min-hop routing is deadlock-free (each switch reaches the opposite host
+// one way round) and adaptive routing, which adds the other way to each
+// AR group, has the cycle of the four clockwise channels
+// (TestAdaptiveRoutingDeadlock). The refusal blamed topology.routing, which
+// works without AR; it names topology.adaptive_routing, says the cycle
+// includes the AR alternatives and that the static routes have none.
+func TestAdaptiveRoutingDeadlockNamesAR(t *testing.T) {
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, "switch Fabric.Switch[%d] 3\nhost Fabric.Host[%d]\ncable Fabric.Host[%d].Port[1] Fabric.Switch[%d].Port[1] 1m\n", i, i, i, i)
+	}
+	for i := range 4 {
+		fmt.Fprintf(&b, "cable Fabric.Switch[%d].Port[2] Fabric.Switch[%d].Port[3] 10m\n", i, (i+1)%4)
+	}
+	file := filepath.Join(t.TempDir(), "ring4.topo")
+	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
+	tc := TopologyConfig{Kind: KindFile, File: file, Routing: RoutingMinHop, Oversubscription: 1}
+	_, _, err := tc.Fabric(3, CableSpec{LengthM: 2}, 1, 1, nil)
+	require.NoError(t, err, "static min-hop on the ring of four")
+	tc.AdaptiveRouting = true
+	_, _, err = tc.Fabric(3, CableSpec{LengthM: 2}, 1, 1, nil)
+	require.Error(t, err)
+	assert.Equal(t, "topology.adaptive_routing: deadlock: minhop routing with adaptive routing has a cycle of 4 channels in its channel dependency graph: "+
+		"Fabric.Switch[0].Port[2] -> Fabric.Switch[1].Port[2] -> Fabric.Switch[2].Port[2] -> Fabric.Switch[3].Port[2] -> Fabric.Switch[0].Port[2]"+
+		" (the static minhop routes have none: set adaptive_routing false, or routing updown, whose AR groups keep to up*/down* routes)", err.Error())
+
+	// On the ring of five the static min-hop routes have a cycle of their
+	// own (ring5Cycle): that is the routing's, named as without AR.
+	ring5 := TopologyConfig{Kind: KindFile, File: "testdata/ring5.topo", Routing: RoutingMinHop, Oversubscription: 1, AdaptiveRouting: true}
+	_, _, err = ring5.Fabric(3, CableSpec{LengthM: 2}, 1, 1, nil)
+	assert.ErrorContains(t, err, "topology.routing: deadlock: minhop routing with adaptive routing has a cycle of 5 channels")
 }

@@ -240,8 +240,23 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 		names = append(names, s.channelName(chans[c]))
 	}
 	names = append(names, names[0])
-	return fmt.Errorf("deadlock: %s routing has a cycle of %d channels in its channel dependency graph: %s",
-		s.Routing, len(cycle), strings.Join(names, " -> "))
+	with := ""
+	if s.arOf != nil {
+		with = " with adaptive routing"
+	}
+	return fmt.Errorf("deadlock: %s routing%s has a cycle of %d channels in its channel dependency graph: %s",
+		s.Routing, with, len(cycle), strings.Join(names, " -> "))
+}
+
+// staticDeadlockFree reports whether the LFTs alone, without the AR
+// groups, route without a cycle: whether a cycle of an adaptive routing
+// fabric is adaptive routing's.
+func (s *Subnet) staticDeadlockFree(sls []uint8) bool {
+	ar, arOf := s.ar, s.arOf
+	s.ar, s.arOf = nil, nil
+	err := s.CheckDeadlock(sls)
+	s.ar, s.arOf = ar, arOf
+	return err == nil
 }
 
 // findCycle returns the nodes of one cycle of the directed graph adj, in

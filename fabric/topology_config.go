@@ -293,6 +293,12 @@ func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOp
 		return nil, nil, err
 	}
 	if err := sn.CheckDeadlock(sls); err != nil {
+		if sn.AdaptiveRouting() && sn.staticDeadlockFree(sls) {
+			// The AR groups' alternatives close the cycle: the key to
+			// change is adaptive_routing (or an engine whose groups keep
+			// to up*/down* routes), not the routing that works alone.
+			return nil, nil, fmt.Errorf("topology.adaptive_routing: %v (the static %s routes have none: set adaptive_routing false, or routing updown, whose AR groups keep to up*/down* routes)", err, c.Routing)
+		}
 		return nil, nil, fmt.Errorf("topology.routing: %v", err)
 	}
 	return t, sn, nil

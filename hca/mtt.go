@@ -17,6 +17,10 @@ type MTTCache struct{ lru[uint64] }
 // not modelled (hca.mtt_cache_entries 0).
 func (d *Device) MTTCache() *MTTCache { return d.mtt }
 
+// unread marks, within one translate, an entry it missed and whose read it
+// has yet to issue.
+const unread ib.PS = -1
+
 // translate returns when the MTT entries of the pages that [addr, addr+n)
 // touches are on chip, asked for at t. The HCA translates a range when it
 // has checked the key that covers it: a gather element at WQE decode, a
@@ -34,24 +38,29 @@ func (d *Device) translate(t ib.PS, addr, n uint64) ib.PS {
 		return t
 	}
 	first, last := addr>>d.pageShift, (addr+n-1)>>d.pageShift
+	// One pass decides hit or miss as it allocates: a range with more
+	// pages than the cache has entries evicts its own pages as it goes, so
+	// which pages miss can only be known in the order they are looked up.
 	lo, hi := last+1, first // the missing pages' span; empty when lo > hi
-	for p := first; p <= last; p++ {
-		if _, ok := c.slot[p]; !ok {
-			lo, hi = min(lo, p), max(hi, p)
-		}
-	}
-	done := t
-	if lo <= hi {
-		done = d.PCIe.Read(t, int(hi-lo+1)*MTTEntryBytes)
-	}
 	ready := t
 	for p := first; p <= last; p++ {
-		hit, at := c.lookup(p)
-		if !hit {
-			c.fill(p, done)
-			at = done
+		if hit, at := c.lookup(p); hit {
+			ready = max(ready, at)
+		} else {
+			lo, hi = min(lo, p), max(hi, p)
+			c.fill(p, unread)
 		}
-		ready = max(ready, at)
 	}
-	return ready
+	if lo > hi {
+		return ready
+	}
+	done := d.PCIe.Read(t, int(hi-lo+1)*MTTEntryBytes)
+	for p := lo; p <= hi; p++ {
+		// The pages this pass missed (and has not evicted since) arrive
+		// with the read; a page of the span that hit keeps its own time.
+		if i, ok := c.slot[p]; ok && c.slots[i].readyAt == unread {
+			c.slots[i].readyAt = done
+		}
+	}
+	return max(ready, done)
 }

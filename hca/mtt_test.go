@@ -72,3 +72,32 @@ func TestMTTMissIsAnEntryRead(t *testing.T) {
 	assert.Nil(t, off.a.MTTCache())
 	assert.Equal(t, at, off.a.translate(at, off.bufA, 4096))
 }
+
+// TestMTTRangeLargerThanCacheReadsEveryMissingEntry: a message whose pages
+// outnumber the cache's entries misses on every page each time it is sent
+// again (LRU under a cyclic sweep: translating pages 0 … 15 into 8 entries
+// leaves 8 … 15, and the next pass's misses on 0 … 7 evict them before
+// they are reached). Each pass must then read all 16 entries, 16 × 8 = 128
+// bytes, in one read of the span from the first missing page to the last:
+// 2 × 128 = 256 bytes over both passes, 32 misses, no hits. A lookup that
+// decided which pages miss before the pass's own misses evicted the rest
+// read only pages 0 … 7 (64 bytes) the second time, and pages 8 … 15
+// waited for a read that never fetched them.
+func TestMTTRangeLargerThanCacheReadsEveryMissingEntry(t *testing.T) {
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 8
+	p := newPair(t, edrLink(), cfg, 17*4096)
+	s := p.s
+	page := uint64(cfg.MTTPageBytes)
+	base := (p.bufB + page - 1) &^ (page - 1)
+	at := 10 * ib.Microsecond
+	for k := range 2 {
+		s.Schedule(at+ib.PS(k)*5*ib.Microsecond, &poster{fn: func() { p.b.translate(s.Now(), base, 16*page) }}, 0)
+	}
+	s.StopAt(20 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	c := p.b.MTTCache()
+	assert.Equal(t, int64(32), c.Misses)
+	assert.Equal(t, int64(0), c.Hits)
+	assert.Equal(t, int64(2*16*MTTEntryBytes), p.b.PCIe.ReadBytes)
+}

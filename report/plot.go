@@ -66,8 +66,8 @@ var latencySeries = []struct {
 //   - an offered-load key (ending in offered_load) swept: LatencyPlot when
 //     the points report latency_ns, AcceptedPlot when they report
 //     accepted_load;
-//   - each swept key ending in buffer_bytes: goodput_gbps (or
-//     throughput_gbps) against it, throughput-vs-<key>.svg;
+//   - each swept key ending in buffer_bytes: the first of berMetrics the
+//     points report against it, throughput-vs-<key>.svg;
 //   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
 //     against it, ClientsPlot.
 //   - link.ber swept: BERPlot, the first of berMetrics the points report.
@@ -185,9 +185,14 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 				return written, err
 			}
 		case strings.HasSuffix(x, "buffer_bytes"):
-			metric := "goodput_gbps"
-			if !hasMetric(r.Points, metric) {
-				metric = "throughput_gbps"
+			// The first throughput the points report: synthetic goodput,
+			// a perftest's bw, a collective's busbw, a stream's throughput.
+			metric := berMetrics[0]
+			for _, m := range berMetrics {
+				if hasMetric(r.Points, m) {
+					metric = m
+					break
+				}
 			}
 			p, _ := linePlot(r.Points, x, swept, []series{{metric: metric}})
 			if p == nil {
@@ -460,23 +465,34 @@ func maxValue(m map[string]float64) float64 {
 }
 
 // IsPlotFile reports whether name is one WritePlots may write, by its
-// naming scheme: LatencyPlot, AcceptedPlot, BERPlot or
-// throughput-vs-<key>.svg for a key ending in buffer_bytes. The CLI removes such a file from --out when
-// the run did not draw it, so that a plot of an earlier run is not taken
-// for one of this run.
+// naming scheme: LatencyPlot, AcceptedPlot, ClientsPlot, BERPlot, or
+// throughput-vs-KEY.svg or latency-vs-KEY.svg for a dotted KEY (PlotKey).
+// The CLI removes such a file from --out when the run did not draw it, so
+// that a plot of an earlier run is not taken for one of this run; it
+// removes a KEY plot only when KEY is a config key, which no user's name
+// for a copy (throughput-vs-link.ber.old.svg) is.
 func IsPlotFile(name string) bool {
 	if name == LatencyPlot || name == AcceptedPlot || name == ClientsPlot || name == BERPlot {
 		return true
 	}
-	// throughput-vs-KEY.svg and latency-vs-KEY.svg for a dotted config
-	// key: a name without a dot after the prefix is not one of ours.
+	_, ok := PlotKey(name)
+	return ok
+}
+
+// PlotKey returns the swept key a plot of a key's own is drawn against,
+// KEY of throughput-vs-KEY.svg or latency-vs-KEY.svg, when name has that
+// form with a dotted KEY (a config key always has a section: a name without
+// a dot after the prefix is not one of ours).
+func PlotKey(name string) (string, bool) {
 	for _, prefix := range []string{throughputPlotPrefix, latencyPlotPrefix} {
-		if key, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(key, ".svg") &&
-			strings.Contains(strings.TrimSuffix(key, ".svg"), ".") {
-			return true
+		if key, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(key, ".svg") {
+			key = strings.TrimSuffix(key, ".svg")
+			if strings.Contains(key, ".") {
+				return key, true
+			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // legendRoom raises the top of the y axis so that a top-left legend of n

@@ -269,3 +269,25 @@ func TestDecadeTicks(t *testing.T) {
 	assert.Len(t, ticks, 30)
 	assert.Equal(t, 3e-5, ticks[len(ticks)-1].Value)
 }
+
+// TestBufferPlotOfPerftestAndCollectives: a buffer-depth sweep of a
+// perftest reports bw_gbps and a collective's busbw_gbps, neither goodput
+// nor throughput: the buffer plot draws the first of the throughput
+// metrics the points report, as a key's own plot does, where it drew none
+// (sweeping hca.vl_buffer_bytes under write_bw wrote no plot at all, while
+// any other numeric key got one).
+func TestBufferPlotOfPerftestAndCollectives(t *testing.T) {
+	for _, metric := range []string{"bw_gbps", "busbw_gbps"} {
+		r := &Result{}
+		for _, buf := range []int{8192, 32768, 131072} {
+			r.Points = append(r.Points, Point{Params: map[string]any{"hca.vl_buffer_bytes": buf},
+				Metrics: map[string]any{metric: 100 + float64(buf)/1024}})
+		}
+		dir := t.TempDir()
+		files, err := WritePlots(dir, r)
+		require.NoError(t, err)
+		require.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg"}, files, metric)
+		svgText(t, filepath.Join(dir, files[0]), "Throughput vs buffer depth", "hca.vl_buffer_bytes (bytes)",
+			strings.TrimSuffix(metric, "_gbps")+" (Gb/s) — "+metric)
+	}
+}

@@ -339,6 +339,9 @@ func PlusMinus(st Stat) string {
 	}
 	// The decimal place of the half-width's second significant digit.
 	place := int(math.Floor(math.Log10(hw))) - 1
+	if math.Round(hw/math.Pow10(place)) >= 100 {
+		place++ // it rounds up to the next power of ten: 0.998 is 1.0
+	}
 	if place >= 0 {
 		unit := math.Pow10(place)
 		return strconv.FormatFloat(math.Round(st.Mean/unit)*unit, 'f', 0, 64) + " ± " +

@@ -153,6 +153,13 @@ func TestPlusMinus(t *testing.T) {
 		{Stat{Mean: 123456, CI95: f(1234)}, "123500 ± 1200"},
 		{Stat{Mean: 500, CI95: f(0)}, "500 ± 0"},
 		{Stat{Mean: 7.5}, "7.5"},
+		// A half-width that rounds up to the next power of ten gains a
+		// digit: 0.998 to two significant digits is 1.0 (one decimal),
+		// not 1.00, and the mean goes to that place, 531.0; 99.6 is
+		// 100, 1.0e2: tens, so the mean 1234.5 is 1230.
+		{Stat{Mean: 530.98, CI95: f(0.998)}, "531.0 ± 1.0"},
+		{Stat{Mean: 1234.5, CI95: f(99.6)}, "1230 ± 100"},
+		{Stat{Mean: 0.5, CI95: f(0.0996)}, "0.50 ± 0.10"},
 	} {
 		assert.Equal(t, c.want, PlusMinus(c.st))
 	}

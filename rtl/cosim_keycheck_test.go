@@ -1,6 +1,7 @@
 package rtl
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -20,6 +21,7 @@ import (
 type keyCheckDUT struct {
 	table   hca.KeyTable
 	regions []hca.MR
+	pds     []uint32 // the regions' protection domains
 	maxLat  int
 
 	state          int // 0 idle, 1 read, 2 wait, 3 respond
@@ -34,16 +36,29 @@ type keyCheckDUT struct {
 
 func newKeyCheckDUT(r *rand.Rand, maxLat int) *keyCheckDUT {
 	d := &keyCheckDUT{maxLat: maxLat, rspIn: -1}
-	// Regions in three protection domains with random access flags, one
-	// near the top of the address space (its end wraps in 64 bits, where the
-	// bounds rule's wrapping arithmetic matters), one deregistered.
+	// Regions in three protection domains with random 32-bit handles and
+	// random access flags. A third are large (4 GiB to 1 TiB) anywhere in
+	// the 64-bit space, so the block's address and length comparisons
+	// matter in every bit; one lies near the top of the address space (its
+	// end wraps in 64 bits, where the bounds rule's wrapping arithmetic
+	// matters); one is deregistered.
+	for range 3 {
+		d.pds = append(d.pds, r.Uint32()|1)
+	}
 	for i := range 12 {
 		base := uint64(r.IntN(1<<20)) << 12
 		length := uint64(1 + r.IntN(1<<16))
+		if i%3 == 0 {
+			base, length = r.Uint64()&^0xfff, 1<<32+r.Uint64N(1<<40)
+			if i%2 == 0 {
+				base |= 1 << 63 // half of them in the top half
+			}
+			base = min(base, ^uint64(0)-length) // ends below 2^64
+		}
 		if i == 5 {
 			base, length = ^uint64(0)-uint64(r.IntN(4096)), uint64(8192)
 		}
-		d.regions = append(d.regions, d.table.Register(uint32(1+r.IntN(3)), base, length, r.IntN(16)))
+		d.regions = append(d.regions, d.table.Register(d.pds[r.IntN(3)], base, length, r.IntN(16)))
 	}
 	d.table.Deregister(d.regions[7].LKey)
 	return d
@@ -78,24 +93,42 @@ func (d *keyCheckDUT) entryValue(idx uint32) Value {
 
 // request draws a check that hits each rule's edge often.
 func (d *keyCheckDUT) request(r *rand.Rand) (key, pd uint32, need int, addr, length uint64) {
+	bounds := r.IntN(8) // how the range is drawn (below)
 	mr := d.regions[r.IntN(len(d.regions))]
+	if bounds == 4 {
+		mr = d.regions[3*r.IntN(4)] // a large region (newKeyCheckDUT)
+	}
 	key, pd, need = mr.LKey, mr.PD, r.IntN(16)&mr.Access
 	// Each rule is broken on its own draw, so checks often break several
 	// at once and only the rules' order decides the result.
-	switch r.IntN(10) {
-	case 0:
-		key ^= uint32(1 + r.IntN(255)) // a stale variant
-	case 1:
-		key = uint32(len(d.regions)+r.IntN(100))<<8 | uint32(r.IntN(256)) // no such index
+	// The high-bit range draws (4, 5) leave the key, PD and access valid,
+	// so that the bounds rule alone decides.
+	if bounds != 4 && bounds != 5 {
+		switch r.IntN(10) {
+		case 0:
+			key ^= uint32(1 + r.IntN(255)) // a stale variant
+		case 1:
+			key = uint32(len(d.regions)+r.IntN(100))<<8 | uint32(r.IntN(256)) // no such index
+		}
+		switch r.IntN(4) {
+		case 0:
+			pd = d.pds[r.IntN(3)] // maybe another domain
+		case 1:
+			// A domain that differs in some bits only: the top bit (half
+			// the time), one bit anywhere, or any above the lowest two.
+			flip := []uint32{1 << 31, 1 << 31, 1 << r.IntN(32), r.Uint32() &^ 3}[r.IntN(4)]
+			if flip == 0 {
+				flip = 1 << 31
+			}
+			pd ^= flip
+		}
+		if r.IntN(3) == 0 {
+			need = r.IntN(16) // maybe a flag the region lacks
+		}
 	}
-	if r.IntN(3) == 0 {
-		pd = uint32(1 + r.IntN(3)) // maybe another domain
-	}
-	if r.IntN(3) == 0 {
-		need = r.IntN(16) // maybe a flag the region lacks
-	}
-	addr, length = mr.Addr+uint64(r.IntN(int(mr.Length)+1)), uint64(r.IntN(int(mr.Length)+1))
-	switch r.IntN(8) {
+	addr = mr.Addr + r.Uint64N(mr.Length+1)
+	length = r.Uint64N(mr.Length + 1)
+	switch bounds {
 	case 0:
 		addr = mr.Addr - uint64(r.IntN(2)) // at the base, or one below
 	case 1:
@@ -105,6 +138,19 @@ func (d *keyCheckDUT) request(r *rand.Rand) (key, pd uint32, need int, addr, len
 		length = ^uint64(0) - uint64(r.IntN(1<<20)) // wraps past 2^64
 	case 3:
 		addr, length = r.Uint64(), r.Uint64()
+	case 4:
+		// Far below the base, by 2^k for k the base's top bit or one of
+		// the 16 above bit 47 that the base has room for, and ending
+		// inside the region: only addr < base fails it.
+		top := 63 - bits.LeadingZeros64(mr.Addr)
+		below := uint64(1) << []int{top, min(top, 48+r.IntN(16))}[r.IntN(2)]
+		addr = mr.Addr - below
+		length = below + r.Uint64N(mr.Length+1)
+	case 5:
+		// A length that fits but for a bit at 2^32 or above: past the end
+		// of a small region, or of a large one when the bit is above its
+		// length's.
+		length = r.Uint64N(mr.Addr+mr.Length-addr+1) + uint64(1)<<(32+r.IntN(32))
 	}
 	return
 }
@@ -181,6 +227,77 @@ func TestKeyCheckStimulusCoversEveryRule(t *testing.T) {
 		}
 		for res, n := range seen {
 			assert.GreaterOrEqual(t, n, 10, "seed %d: result %v", seed, hca.KeyResult(res))
+		}
+	}
+}
+
+// TestKeyCheckStimulusSeesEveryBit: the co-simulation only proves the
+// block's comparisons as wide as its stimulus makes them matter. Each
+// mutant below is the check with one field compared in fewer bits than it
+// has (an RTL slip the cosim must catch); the stimulus must make it answer
+// differently from hca.KeyTable.Check many times per seed. With PDs 1 … 3,
+// region lengths below 2^16 and bases below 2^32, a block comparing PDs in
+// 2 bits, addresses in 48 or lengths in 32 matched the model on every
+// check.
+func TestKeyCheckStimulusSeesEveryBit(t *testing.T) {
+	type check struct {
+		key, pd      uint32
+		need         int
+		addr, length uint64
+	}
+	// mutant is KeyTable.Check with pd, addresses and lengths masked as
+	// a narrower comparator would see them.
+	mutant := func(tb *hca.KeyTable, c check, pdMask, addrMask, lenMask uint64) hca.KeyResult {
+		e, ok := tb.Entry(c.key >> 8)
+		switch {
+		case !ok || e.LKey != c.key:
+			return hca.KeyInvalid
+		case uint64(e.PD)&pdMask != uint64(c.pd)&pdMask:
+			return hca.KeyPDMismatch
+		case e.Access&c.need != c.need:
+			return hca.KeyAccessDenied
+		}
+		addr, base := c.addr&addrMask, e.Addr&addrMask
+		end, eEnd := c.addr+c.length&lenMask, e.Addr+e.Length&lenMask
+		if addr < base || end > eEnd || end < c.addr {
+			return hca.KeyOutOfBounds
+		}
+		return hca.KeyOK
+	}
+	all := ^uint64(0)
+	mutants := []struct {
+		name                      string
+		pdMask, addrMask, lenMask uint64
+	}{
+		{"PD in 2 bits", 3, all, all},
+		{"PD in 16 bits", 1<<16 - 1, all, all},
+		{"PD in 31 bits", 1<<31 - 1, all, all},
+		{"address in 48 bits", all, 1<<48 - 1, all},
+		{"address in 63 bits", all, 1<<63 - 1, all},
+		{"length in 32 bits", all, all, 1<<32 - 1},
+		{"length in 48 bits", all, all, 1<<48 - 1},
+	}
+	for _, seed := range cosimSeeds {
+		r := rand.New(rand.NewPCG(seed, 0x7e57))
+		d := newKeyCheckDUT(r, 6)
+		in := make([]Value, len(d.inputs()))
+		out := make([]Value, len(d.outputs()))
+		var checks []check
+		for range cosimCycles {
+			before := d.state
+			d.cycle(r, in, out)
+			if before == 2 && d.state == 3 {
+				checks = append(checks, check{d.key, d.pd, d.need, d.addr, d.length})
+			}
+		}
+		for _, m := range mutants {
+			caught := 0
+			for _, c := range checks {
+				if mutant(&d.table, c, m.pdMask, m.addrMask, m.lenMask) != d.table.Check(c.key, c.pd, c.need, c.addr, c.length) {
+					caught++
+				}
+			}
+			assert.GreaterOrEqual(t, caught, 5, "seed %d: a check with %s differs from the model on only %d checks", seed, m.name, caught)
 		}
 	}
 }

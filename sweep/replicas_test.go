@@ -84,6 +84,10 @@ func TestSeedFormErrors(t *testing.T) {
 		{"seed: {common: true}", "sweep.seed: common alone sweeps nothing"},
 		{"seed: {values: 3, common: true}", `sweep.seed.values: "3" is not a list of seeds`},
 		{"seed: {values: [1, 1], common: true}", "sweep.seed.values[1]: 1 is listed twice"},
+		// Seed 1.0 is seed 1: the same replica twice, which the summary
+		// counted as two and narrowed the interval with.
+		{"seed: {values: [1, 1.0, 2]}", "sweep.seed.values[1]: 1.0 is listed twice (also [0])"},
+		{"seed: [3, 3.0]", "sweep.seed[1]: 3.0 is listed twice (also [0])"},
 		{"seed: {replicas: 3}\n  workload.offered_load: {search: knee, from: 0.1, to: 1}", "sweep.seed: replicas and common do not go with the knee search of sweep.workload.offered_load"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"reflect"
 	"sort"
 	"strconv"
@@ -177,12 +178,44 @@ func checkList(key string, v *yaml.Node) error {
 			return errorf("sweep.%s[%d]: an empty value (null) sweeps nothing; give a value", key, j)
 		}
 		for i := range j {
-			if reflect.DeepEqual(nodeValue(v.Content[i]), nodeValue(c)) {
+			if sameValue(nodeValue(v.Content[i]), nodeValue(c)) {
 				return errorf("sweep.%s[%d]: %s is listed twice (also [%d]); give each value once", key, j, config.ScalarString(c), i)
 			}
 		}
 	}
 	return nil
+}
+
+// sameValue reports whether two decoded sweep values are one value: equal,
+// or numbers of the same value whatever YAML made of them (2 is an int,
+// 2.0 and 2e0 floats; each sets a float key, or a seed, to the same value
+// and derives the same point seed). Numbers compare exactly, so seeds near
+// 2^64, which float64 cannot tell apart, stay distinct.
+func sameValue(a, b any) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	x, okA := exactNumber(a)
+	y, okB := exactNumber(b)
+	return okA && okB && x.Cmp(y) == 0
+}
+
+// exactNumber is a decoded YAML number as an exact rational.
+func exactNumber(v any) (*big.Rat, bool) {
+	switch x := v.(type) {
+	case int:
+		return new(big.Rat).SetInt64(int64(x)), true
+	case int64:
+		return new(big.Rat).SetInt64(x), true
+	case uint64:
+		return new(big.Rat).SetUint64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false
+		}
+		return new(big.Rat).SetFloat64(x), true
+	}
+	return nil, false
 }
 
 func isRange(n *yaml.Node) bool {

@@ -84,6 +84,10 @@ func TestAxisErrors(t *testing.T) {
 		{"sweep: {workload.offered_load: [0.3, ~]}", "sweep.workload.offered_load[1]: an empty value (null) sweeps nothing"},
 		// A repeated value ran its point twice; 0.50 is the number 0.5.
 		{"sweep: {workload.offered_load: [0.5, 0.3, 0.50]}", "sweep.workload.offered_load[2]: 0.50 is listed twice (also [0]); give each value once"},
+		// 2 and 2.0 (an int and a float to YAML) are one length: two
+		// identical points, with one derived seed.
+		{"sweep: {link.length_m: [2, 2.0]}", "sweep.link.length_m[1]: 2.0 is listed twice (also [0])"},
+		{"sweep: {link.length_m: [1, 2e0, 2]}", "sweep.link.length_m[2]: 2 is listed twice (also [1])"},
 		{"sweep: {switch.sl2vl: [[0, 1], [0, 1]]}", "sweep.switch.sl2vl[1]: "},
 		{"sweep: {link.width: 4x}", `sweep.link.width: "4x" is not a list of values`},
 		{"sweep: {workload.size: {from: 8, to: 4, step: 1}}", "sweep.workload.size: from 8 is above to 4"},

@@ -779,12 +779,16 @@ func (c *collective) metrics() map[string]any {
 	var writes int
 	var timeouts, naks, rnr int64
 	var reduceNs float64
+	var mttHits, mttMisses int64
 	for _, rk := range c.ranks {
 		writes += len(rk.sends)
 		timeouts += rk.dev.Counters.Timeouts
 		naks += rk.dev.Counters.Naks
 		rnr += rk.dev.Counters.RNRNaks
 		reduceNs = max(reduceNs, rk.reduceNs)
+		if mc := rk.dev.MTTCache(); mc != nil {
+			mttHits, mttMisses = mttHits+mc.Hits, mttMisses+mc.Misses
+		}
 	}
 	m := map[string]any{
 		"op":            c.sched.Op,
@@ -809,6 +813,11 @@ func (c *collective) metrics() map[string]any {
 	}
 	if len(c.errs) > 0 {
 		m["data_errors"] = c.errs[:min(len(c.errs), 10)]
+	}
+	if mttHits+mttMisses > 0 {
+		// Address translation (hca.mtt_cache_entries): the pages looked up
+		// that missed, over every HCA.
+		m["mtt_cache_miss_rate"] = float64(mttMisses) / float64(mttHits+mttMisses)
 	}
 	return m
 }

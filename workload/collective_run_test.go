@@ -275,3 +275,31 @@ func TestCollectiveWriteLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, checkWrites(sched, DefaultSliceBytes))
 }
+
+// TestCollectiveReportsTranslationMisses: with address translation on, a
+// collective reports its HCAs' pooled MTT miss rate, as a perftest reports
+// each host's. With 1 GiB pages each rank's registered buffer (2 × size
+// bytes from about 1 MiB, far below 1 GiB) is one page, so each of the n
+// HCAs misses once, on its first translation, and every later one hits.
+// Every WRITE is translated twice, its gather element at the sender's WQE
+// decode and its RETH range at the receiver's first packet (the receive
+// WQE a WRITE WITH IMMEDIATE takes has no buffer), so the rate is
+// n / (2 × rdma_writes). Off, there is no rate to report.
+func TestCollectiveReportsTranslationMisses(t *testing.T) {
+	for _, op := range []string{CollAllToAll, CollAllReduce} {
+		const n = 4
+		cfg := hca.Defaults()
+		cfg.MTTCacheEntries, cfg.MTTPageBytes = 16, 1<<30
+		s, devs := collSwitch(t, n, perftestLink("EDR"), cfg)
+		m, err := RunCollectiveOn(s, devs, CollectiveRun{Op: op, Bytes: 100000, MTU: 4096, Seed: 1})
+		require.NoError(t, err)
+		require.Equal(t, true, m["data_verified"])
+		writes := float64(m["rdma_writes"].(int))
+		assert.InDelta(t, n/(2*writes), m["mtt_cache_miss_rate"], 1e-12, op)
+
+		s, devs = collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
+		m, err = RunCollectiveOn(s, devs, CollectiveRun{Op: op, Bytes: 100000, MTU: 4096, Seed: 1})
+		require.NoError(t, err)
+		assert.NotContains(t, m, "mtt_cache_miss_rate", op)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
@@ -178,14 +180,22 @@ const (
 
 // isOutputFile reports whether name is a file hcasim writes into --out:
 // the results, the summary, knee.csv, shard.json or a plot of
-// report.WritePlots' naming. No other file in --out is ever removed.
+// report.WritePlots' naming, a key's own plot only for a KEY that is a
+// config key (a user's copy, throughput-vs-link.ber.old.svg, follows the
+// scheme but no run writes it). No other file in --out is ever removed.
 func isOutputFile(name string) bool {
 	switch name {
 	case resultsJSON, resultsCSV, report.SummaryJSON, report.SummaryCSV, KneeFile, sweep.ManifestFile:
 		return true
 	}
+	if key, ok := report.PlotKey(name); ok {
+		return slices.Contains(configKeys(), key)
+	}
 	return report.IsPlotFile(name)
 }
+
+// configKeys are the config's keys, the only keys a sweep may plot against.
+var configKeys = sync.OnceValue(func() []string { return config.Keys(reflect.TypeOf(fabric.Config{})) })
 
 // removeStale removes from dir the regular files isOutputFile names that
 // are not in written: an earlier run's knee.csv, plots or shard.json would

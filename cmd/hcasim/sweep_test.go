@@ -106,11 +106,15 @@ func TestSweepPointEqualsPointRunAlone(t *testing.T) {
 // TestStaleOutputsRemoved: a run into an --out that holds an earlier run's
 // outputs removes the files of hcasim's naming it does not write itself
 // (a knee.csv, a summary.csv or summary.json, plots, a shard.json), so
-// nothing there reads as this run's that is not; every other file stays.
+// nothing there reads as this run's that is not; every other file stays,
+// among them a user's copy of a plot renamed to keep it
+// (throughput-vs-link.ber.old.svg: "link.ber.old" is no config key, so no
+// run draws that file).
 func TestStaleOutputsRemoved(t *testing.T) {
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
 	earlier := []string{KneeFile, report.SummaryCSV, report.SummaryJSON, report.LatencyPlot, report.AcceptedPlot, "throughput-vs-switch.vl_buffer_bytes.svg", sweep.ManifestFile}
-	mine := []string{"notes.txt", "throughput-vs-mine.svg", "knee.csv.bak", "results.txt"}
+	mine := []string{"notes.txt", "throughput-vs-mine.svg", "knee.csv.bak", "results.txt",
+		"throughput-vs-link.ber.old.svg", "latency-vs-hca.vl_buffer_bytes.v1.svg", "throughput-vs-run.2.svg"}
 	fill := func(dir string) {
 		for _, f := range append(append([]string{}, earlier...), mine...) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("earlier\n"), 0o644))
