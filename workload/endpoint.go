@@ -39,6 +39,7 @@ type Endpoint struct {
 	measureLo ib.PS // packets created in [measureLo, measureHi) are measured
 	measureHi ib.PS
 	stall     components.StallTimer // the head packet waiting for credits with the wire free
+	cc        *ccSource             // congestion control (EnableCC), nil when off
 
 	Created   uint64 // packets created by the injection process
 	Skipped   uint64 // creations skipped because the source queue was full
@@ -74,6 +75,9 @@ func (e *Endpoint) Start(lo, hi ib.PS) {
 		return
 	}
 	e.injecting = true
+	if e.cc != nil {
+		e.cc.throttle.SetWindow(lo, hi)
+	}
 	e.pending = e.Traffic.Next(sendOnlyBytes)
 	e.s.Schedule(e.s.Now()+e.pending.Gap, e, evInject)
 }
@@ -87,8 +91,14 @@ func sendOnlyBytes(payload int) int {
 // StopInjecting ends the injection process.
 func (e *Endpoint) StopInjecting() { e.injecting = false }
 
-// Queued returns the packets waiting in the source queue.
-func (e *Endpoint) Queued() int { return e.queue.Len() }
+// Queued returns the packets waiting in the source queue (with congestion
+// control: in the flows' queues, and the CNPs waiting).
+func (e *Endpoint) Queued() int {
+	if e.cc != nil {
+		return e.cc.queued + e.cc.cnp.Len()
+	}
+	return e.queue.Len()
+}
 
 // CreditStallAt returns the time the head packet has waited for credits
 // with the wire free up to now, a stall still going on included: sampled at
@@ -103,7 +113,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 	now := e.s.Now()
 	dst, size := e.pending.Dst, e.pending.Payload
 	if dst >= 0 && dst != e.Index {
-		if e.queue.Full() {
+		if e.cc == nil && e.queue.Full() || e.cc != nil && e.cc.full(dst) {
 			e.Skipped++
 		} else {
 			pkt := e.s.NewPacket()
@@ -125,8 +135,13 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
 			pkt.ICRC = ib.ComputeICRC(pkt)
 			e.Created++
-			e.queue.Push(pkt)
-			e.trySend()
+			if e.cc != nil {
+				e.cc.push(dst, pkt)
+				e.trySendCC()
+			} else {
+				e.queue.Push(pkt)
+				e.trySend()
+			}
 		}
 	}
 	e.pending = e.Traffic.Next(sendOnlyBytes)
@@ -154,7 +169,13 @@ func (e *Endpoint) trySend() {
 }
 
 // PortReady implements link.Owner.
-func (e *Endpoint) PortReady(p *link.Port) { e.trySend() }
+func (e *Endpoint) PortReady(p *link.Port) {
+	if e.cc != nil {
+		e.trySendCC()
+		return
+	}
+	e.trySend()
+}
 
 // PacketArrived implements link.Owner: the host accepts the packet at its
 // tail; its blocks free then (an endpoint drains at line rate).
@@ -176,6 +197,9 @@ func (k *endpointSink) HandleEvent(ev *components.Event) {
 	pkt := ev.Pkt
 	e.port.Release(int(pkt.VL), pkt.Credits())
 	e.tracePacket(ev.At(), components.TraceDeliver, pkt)
+	if e.cc != nil {
+		e.ccReceive(pkt, ev.At())
+	}
 	if e.OnDeliver != nil {
 		e.OnDeliver(pkt, ev.At())
 	}
