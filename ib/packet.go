@@ -66,8 +66,8 @@ type Packet struct {
 	// on a packet it forwards there, and the destination returns BECN to
 	// the source. The ICRC leaves them out (switches change them on the
 	// way), as ComputeICRC does.
-	FECN bool
-	BECN bool
+	FECN   bool
+	BECN   bool
 	DestQP uint32 // 24 bit
 	PSN    uint32 // 24 bit
 
