@@ -154,6 +154,13 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
+	if cfg.CC.Enable {
+		// The default CCT's unit: an MTU-sized synthetic packet (SEND
+		// ONLY) on the host link.
+		mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
+		p := cfg.CC.Resolve(timing.Serialization(mtu.WireBytes()))
+		r.cc = &p
+	}
 	sims, part, err := partitionRun(cfg, opts, topo)
 	if err != nil {
 		return nil, err
@@ -168,6 +175,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	net, err := buildNetwork(cfg, sims, part, topo, sub, func(i int, lid uint16, name string, s *components.Sim) HostDevice {
 		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
+		if r.cc != nil {
+			return e.EnableCC(r.cc, len(sources))
+		}
 		return e
 	})
 	if err != nil {
@@ -184,13 +194,6 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	sl2vl := cfg.Switch.SL2VLTable()
 	hosts := topo.Hosts()
 	r.indexHosts()
-	if cfg.CC.Enable {
-		// The default CCT's unit: an MTU-sized synthetic packet (SEND
-		// ONLY) on the host link.
-		mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
-		p := cfg.CC.Resolve(timing.Serialization(mtu.WireBytes()))
-		r.cc = &p
-	}
 	r.split = w.Kind == workload.PatternHotspot && (cfg.CC.Enable || cfg.CC.Report)
 	for i, e := range r.eps {
 		p := r.parts[part[hosts[i]]]
@@ -204,7 +207,6 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 		e.OnInject = p.inject
 		if r.cc != nil {
-			e.EnableCC(r.cc, len(r.eps))
 			e.OnInject = p.injectCC
 		}
 		if r.cc != nil || r.split {

@@ -50,10 +50,11 @@ func newCCMarker(m CCMarking, radix int) *ccMarker {
 // 0-payload CNP is below).
 //
 // Marking at the grant is marking as the packet is forwarded to the output
-// (Gran et al., IPDPS 2010: a switch port in the congestion state marks the
-// packets it sends). Every port counts as a root of congestion whether or
-// not it has credits: LLNL's OpenSM settings set the Victim_Mask bit of
-// every port, so victims mark too.
+// VL whose congestion state the switch watches (IBA Annex A10; the
+// threshold's meaning in blocks is this model's, docs/congestion.md). Every
+// port marks whether it is the root of the congestion or a victim of it
+// (no credits downstream): LLNL's OpenSM settings set the Victim_Mask bit
+// of every port.
 func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
 	m := sw.cc
 	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold {

@@ -39,7 +39,10 @@ type Endpoint struct {
 	measureLo ib.PS // packets created in [measureLo, measureHi) are measured
 	measureHi ib.PS
 	stall     components.StallTimer // the head packet waiting for credits with the wire free
-	cc        *ccSource             // congestion control (EnableCC), nil when off
+	// cc is congestion control's state (EnableCC), nil when off. The CC
+	// endpoint runs its own copies of the per-packet methods
+	// (endpoint_cc.go), so these run exactly what they ran before CC.
+	cc *ccSource
 
 	Created   uint64 // packets created by the injection process
 	Skipped   uint64 // creations skipped because the source queue was full
@@ -74,10 +77,11 @@ func (e *Endpoint) Start(lo, hi ib.PS) {
 	if e.Traffic.Idle() {
 		return
 	}
-	e.injecting = true
 	if e.cc != nil {
-		e.cc.throttle.SetWindow(lo, hi)
+		e.startCC(lo, hi)
+		return
 	}
+	e.injecting = true
 	e.pending = e.Traffic.Next(sendOnlyBytes)
 	e.s.Schedule(e.s.Now()+e.pending.Gap, e, evInject)
 }
@@ -113,7 +117,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 	now := e.s.Now()
 	dst, size := e.pending.Dst, e.pending.Payload
 	if dst >= 0 && dst != e.Index {
-		if e.cc == nil && e.queue.Full() || e.cc != nil && e.cc.full(dst) {
+		if e.queue.Full() {
 			e.Skipped++
 		} else {
 			pkt := e.s.NewPacket()
@@ -135,13 +139,8 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
 			pkt.ICRC = ib.ComputeICRC(pkt)
 			e.Created++
-			if e.cc != nil {
-				e.cc.push(dst, pkt)
-				e.trySendCC()
-			} else {
-				e.queue.Push(pkt)
-				e.trySend()
-			}
+			e.queue.Push(pkt)
+			e.trySend()
 		}
 	}
 	e.pending = e.Traffic.Next(sendOnlyBytes)
@@ -169,13 +168,7 @@ func (e *Endpoint) trySend() {
 }
 
 // PortReady implements link.Owner.
-func (e *Endpoint) PortReady(p *link.Port) {
-	if e.cc != nil {
-		e.trySendCC()
-		return
-	}
-	e.trySend()
-}
+func (e *Endpoint) PortReady(p *link.Port) { e.trySend() }
 
 // PacketArrived implements link.Owner: the host accepts the packet at its
 // tail; its blocks free then (an endpoint drains at line rate).
@@ -197,9 +190,6 @@ func (k *endpointSink) HandleEvent(ev *components.Event) {
 	pkt := ev.Pkt
 	e.port.Release(int(pkt.VL), pkt.Credits())
 	e.tracePacket(ev.At(), components.TraceDeliver, pkt)
-	if e.cc != nil {
-		e.ccReceive(pkt, ev.At())
-	}
 	if e.OnDeliver != nil {
 		e.OnDeliver(pkt, ev.At())
 	}

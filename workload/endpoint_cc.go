@@ -4,6 +4,7 @@ import (
 	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
 )
 
 // ccFlowQueue bounds one destination's queue at a source with congestion
@@ -54,8 +55,11 @@ const (
 )
 
 // EnableCC turns congestion control on at this endpoint, for a fabric of
-// hosts hosts: one flow per destination. Call it before Start.
-func (e *Endpoint) EnableCC(p *cc.Params, hosts int) {
+// hosts hosts: one flow per destination. Call it before Start, and attach
+// the returned owner (not the endpoint) to the endpoint's port: it runs the
+// CC versions of the per-packet methods, so an endpoint without congestion
+// control runs exactly the code it ran before CC existed.
+func (e *Endpoint) EnableCC(p *cc.Params, hosts int) *CCEndpoint {
 	e.cc = &ccSource{
 		throttle: cc.NewThrottle(p, hosts),
 		timer:    p.Timer,
@@ -65,6 +69,95 @@ func (e *Endpoint) EnableCC(p *cc.Params, hosts int) {
 		cnp:      components.NewFIFO[*ib.Packet](ccCNPQueue),
 		wakeAt:   -1,
 	}
+	return &CCEndpoint{e}
+}
+
+// CCEndpoint is an Endpoint with congestion control as its port's owner
+// (link.Owner): a CNP goes first, the flows' queues are served oldest
+// eligible first, and each arrival's FECN or BECN is acted on.
+type CCEndpoint struct{ *Endpoint }
+
+// PortReady implements link.Owner.
+func (c *CCEndpoint) PortReady(p *link.Port) { c.trySendCC() }
+
+// PacketArrived implements link.Owner as Endpoint.PacketArrived does; the
+// packet's tail is handled by ccSink.
+func (c *CCEndpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	e := c.Endpoint
+	if pkt.DLID != e.LID {
+		e.WrongDest++
+	}
+	e.Received++
+	ev := e.s.Schedule(tail, (*ccSink)(e), 0)
+	ev.Pkt = pkt
+}
+
+// ccSink handles a CC endpoint's tail arrivals: endpointSink's work, and
+// the packet's congestion bits before it is reported.
+type ccSink Endpoint
+
+// HandleEvent releases the packet's blocks, acts on FECN or BECN and
+// reports the delivery.
+func (k *ccSink) HandleEvent(ev *components.Event) {
+	e := (*Endpoint)(k)
+	pkt := ev.Pkt
+	e.port.Release(int(pkt.VL), pkt.Credits())
+	e.tracePacket(ev.At(), components.TraceDeliver, pkt)
+	e.ccReceive(pkt, ev.At())
+	if e.OnDeliver != nil {
+		e.OnDeliver(pkt, ev.At())
+	}
+	e.s.FreePacket(pkt)
+}
+
+// startCC is Start with congestion control: creations go to ccInject.
+func (e *Endpoint) startCC(lo, hi ib.PS) {
+	e.cc.throttle.SetWindow(lo, hi)
+	e.injecting = true
+	e.pending = e.Traffic.Next(sendOnlyBytes)
+	e.s.Schedule(e.s.Now()+e.pending.Gap, (*ccInject)(e), evInject)
+}
+
+// ccInject handles a CC endpoint's packet creations.
+type ccInject Endpoint
+
+// HandleEvent is Endpoint.HandleEvent with a queue per destination: the
+// same packet, made from the same draws, queued behind its own flow only.
+// (A copy rather than a shared helper: Endpoint.HandleEvent stays the code
+// it was, inlining included.)
+func (k *ccInject) HandleEvent(ev *components.Event) {
+	e := (*Endpoint)(k)
+	if !e.injecting {
+		return
+	}
+	now := e.s.Now()
+	dst, size := e.pending.Dst, e.pending.Payload
+	if dst >= 0 && dst != e.Index {
+		if e.cc.full(dst) {
+			e.Skipped++
+		} else {
+			pkt := e.s.NewPacket()
+			pkt.Opcode = ib.SendOnly
+			pkt.SL, pkt.VL = e.SL, e.VL
+			pkt.SLID, pkt.DLID = e.LID, e.LIDOf(dst)
+			pkt.PayloadLen = size
+			pkt.InjectAt = now
+			pkt.Src, pkt.Dst = int32(e.Index), int32(dst)
+			pkt.Measure = now >= e.measureLo && now < e.measureHi
+			if dst >= len(e.psnTo) {
+				e.psnTo = append(e.psnTo, make([]uint32, dst+1-len(e.psnTo))...)
+			}
+			pkt.DestQP = uint32(e.Index) + 1
+			pkt.PSN = e.psnTo[dst]
+			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
+			pkt.ICRC = ib.ComputeICRC(pkt)
+			e.Created++
+			e.cc.push(dst, pkt)
+			e.trySendCC()
+		}
+	}
+	e.pending = e.Traffic.Next(sendOnlyBytes)
+	e.s.Schedule(now+e.pending.Gap, k, evInject)
 }
 
 // CC returns the endpoint's congestion control counters and reaction point
