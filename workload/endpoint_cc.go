@@ -170,7 +170,7 @@ func (e *Endpoint) CC(now ib.PS) (fecn, cnpsSent, cnpsSkipped, becns uint64, st 
 	return c.FECNReceived, c.CNPsSent, c.CNPsSkipped, c.BECNs, c.throttle.Stats(now), true
 }
 
-// ccFull reports whether destination d's queue is full.
+// full reports whether destination d's queue is full.
 func (c *ccSource) full(d int) bool { return len(c.queues[d])-c.heads[d] >= ccFlowQueue }
 
 // push queues pkt for destination d.
