@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -172,4 +173,41 @@ func TestCCConfigRefused(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 		}
 	}
+}
+
+// TestCCTrace: a trace records the congestion bits where they are set: a
+// packet's fecn=1 from the switch's grant on (arb_grant, its wire and its
+// deliver) but not on its inject, and each CNP (op=CNP, becn=1) from its
+// inject to its deliver; as many CNP injects as delivers as FECN delivers.
+func TestCCTrace(t *testing.T) {
+	l, err := Load([]byte(victimConfig), []string{"cc.enable=true", "workload.warmup_ns=2000", "workload.measure_ns=3000"})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
+	m, err := Run(l, RunOptions{Observe: func(s *Simulation) { verif.AttachHook(rec, s.Blocks...) }})
+	require.NoError(t, err)
+	require.NoError(t, rec.Flush())
+	count := map[string]int{}
+	for _, ln := range strings.Split(buf.String(), "\n") {
+		f := strings.Fields(ln)
+		if len(f) < 3 {
+			continue
+		}
+		kind := f[2]
+		switch {
+		case strings.Contains(ln, " op=CNP "):
+			assert.Contains(t, ln, "becn=1", ln)
+			assert.NotContains(t, ln, "fecn=1", ln)
+			count["cnp "+kind]++
+		case strings.Contains(ln, " fecn=1"):
+			count["fecn "+kind]++
+		}
+	}
+	marked := int(m["cc_fecn_marked"].(uint64))
+	require.Greater(t, marked, 0)
+	assert.Equal(t, marked, count["fecn arb_grant"], "one grant line per marked packet")
+	assert.Equal(t, marked, count["fecn deliver"])
+	assert.Zero(t, count["fecn inject"], "a source never sets FECN")
+	assert.Equal(t, marked, count["cnp inject"])
+	assert.Equal(t, marked, count["cnp deliver"])
 }
