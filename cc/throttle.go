@@ -146,3 +146,19 @@ func (t *Throttle) Stats(now ib.PS) ThrottleStats {
 	}
 	return s
 }
+
+// FlowMean returns flow f's index averaged over the window up to now (the
+// window's end, or earlier).
+func (t *Throttle) FlowMean(f int, now ib.PS) float64 {
+	span := now
+	if t.hi >= 0 {
+		span = min(now, t.hi)
+	}
+	span -= t.lo
+	fl := &t.flows[f]
+	t.accrue(fl, now)
+	if span <= 0 {
+		return float64(fl.index)
+	}
+	return float64(fl.area) / float64(span)
+}

@@ -70,6 +70,7 @@ func TestThrottleTimeAverage(t *testing.T) {
 	th.SetWindow(100, 1100)
 	th.BECN(0, 100) // 2 → 5 as the window opens
 	th.Tick(600)    // 5 → 4 halfway
+	assert.InDelta(t, 4.5, th.FlowMean(0, 5000), 1e-12)
 	st := th.Stats(5000)
 	assert.InDelta(t, 4.5, st.IndexSum, 1e-12)
 	assert.Equal(t, 5, st.Max)

@@ -770,6 +770,16 @@ func (r *synthRun) ccMetrics(m map[string]any, endAt ib.PS) {
 	if throttled > 0 {
 		m["cc_ccti_mean"] = indexSum / float64(throttled)
 	}
+	if r.split && len(r.eps) > 1 {
+		// The hotspot flows alone: every other host's flow to host 0.
+		sum := 0.0
+		for i, e := range r.eps {
+			if i != hotspotHost {
+				sum += e.CCFlowMean(hotspotHost, endAt)
+			}
+		}
+		m["cc_ccti_mean_hotspot"] = sum / float64(len(r.eps)-1)
+	}
 }
 
 // splitMetrics adds the hotspot/victim split of a hotspot run's accepted

@@ -170,6 +170,16 @@ func (e *Endpoint) CC(now ib.PS) (fecn, cnpsSent, cnpsSkipped, becns uint64, st 
 	return c.FECNReceived, c.CNPsSent, c.CNPsSkipped, c.BECNs, c.throttle.Stats(now), true
 }
 
+// CCFlowMean returns the CCT index of this endpoint's flow to destination
+// d averaged over the measurement window up to now (0 without congestion
+// control).
+func (e *Endpoint) CCFlowMean(d int, now ib.PS) float64 {
+	if e.cc == nil {
+		return 0
+	}
+	return e.cc.throttle.FlowMean(d, now)
+}
+
 // full reports whether destination d's queue is full.
 func (c *ccSource) full(d int) bool { return len(c.queues[d])-c.heads[d] >= ccFlowQueue }
 
