@@ -176,7 +176,7 @@ func TestCCConfigRefused(t *testing.T) {
 }
 
 // TestCCTrace: a trace records the congestion bits where they are set: a
-// packet's fecn=1 from the switch's grant on (arb_grant, its wire and its
+// packet's fecn=1 from the switch's buf_enq on (its grant, wire and
 // deliver) but not on its inject, and each CNP (op=CNP, becn=1) from its
 // inject to its deliver; as many CNP injects as delivers as FECN delivers.
 func TestCCTrace(t *testing.T) {

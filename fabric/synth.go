@@ -480,6 +480,11 @@ func (r *synthRun) queuedMeasured() int {
 	for _, e := range r.eps {
 		q += e.Queued()
 	}
+	if r.cc != nil {
+		for _, e := range r.eps {
+			q += e.CCQueued()
+		}
+	}
 	return q
 }
 

@@ -335,9 +335,6 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	if v != ib.ManagementVL {
 		out.pending[v] += int32(blocks)
 		out.queued[v] -= int32(blocks)
-		if sw.cc != nil {
-			sw.markFECN(o, v, pkt)
-		}
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)

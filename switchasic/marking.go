@@ -11,8 +11,8 @@ import (
 type CCMarking struct {
 	// ThresholdBlocks: an output VL is congested while more than this many
 	// 64-byte blocks of packets routed to it wait at the switch's inputs,
-	// not yet granted (outputUnit.queued after the grant of the packet
-	// being forwarded).
+	// not yet granted (outputUnit.queued, before the packet being forwarded
+	// joins it).
 	ThresholdBlocks int
 	// MarkingRate: after marking a packet, this many eligible packets leave
 	// the same output VL unmarked (IBA Marking_Rate; 0 marks every one).
@@ -41,20 +41,24 @@ func newCCMarker(m CCMarking, radix int) *ccMarker {
 		countdown: make([]int32, radix*link.MaxVLs)}
 }
 
-// markFECN is called at the grant of pkt to output o, data VL v, after its
-// blocks left o's queued count: if what still waits for o on v is over the
-// threshold, the packet is eligible, and every (rate+1)-th eligible packet
-// gets FECN. A packet that already carries FECN (marked upstream) keeps it
-// and is not counted again; a CNP is never marked (it is the notification
-// itself, and IBA marks only packets of at least Packet_Size, which a
-// 0-payload CNP is below).
+// markFECN is called as a data packet that arrived is routed to output o,
+// data VL v (the switch forwards it there), before its own blocks join o's
+// queued count: if what already waits for o on v is over the threshold,
+// the packet is eligible, and every (rate+1)-th eligible packet gets FECN.
+// A packet that already carries FECN (marked upstream) keeps it and is not
+// counted again; a CNP is never marked (it is the notification itself, and
+// IBA marks only packets of at least Packet_Size, which a 0-payload CNP is
+// below).
 //
-// Marking at the grant is marking as the packet is forwarded to the output
-// VL whose congestion state the switch watches (IBA Annex A10; the
-// threshold's meaning in blocks is this model's, docs/congestion.md). Every
-// port marks whether it is the root of the congestion or a victim of it
-// (no credits downstream): LLNL's OpenSM settings set the Victim_Mask bit
-// of every port.
+// The congestion state is the output VL's backlog at the instant the packet
+// is forwarded to it (IBA Annex A10 marks packets forwarded to a congested
+// port; the threshold's meaning in blocks is this model's,
+// docs/congestion.md). Marking as the packet joins the backlog, rather than
+// as it leaves, tells the source a queueing delay sooner. Every port marks
+// whether it is the root of the congestion or a victim of it (no credits
+// downstream): LLNL's OpenSM settings set the Victim_Mask bit of every
+// port. The marking lives in the port owners (ccOwner, arOwner), so a
+// switch without congestion control executes none of it.
 func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
 	m := sw.cc
 	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold {
@@ -71,27 +75,35 @@ func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
 }
 
 // ccOwner owns the ports of a static switch with congestion control: it
-// forwards as Switch.PacketArrived does and then counts the packet in its
-// output's queued blocks (on an AR switch arOwner counts them), which every
-// grant takes off, so queued is the backlog markFECN compares with the
-// threshold. A switch without congestion control never reads queued and
-// runs exactly what it ran before.
+// routes the packet as Switch.PacketArrived will, marks it (markFECN), hands
+// it to Switch.PacketArrived, and counts it in its output's queued blocks
+// (on an AR switch arOwner does all this), which every grant takes off, so
+// queued is the backlog markFECN compares with the threshold. A switch
+// without congestion control never reads queued and runs exactly what it
+// ran before.
 type ccOwner struct{ *Switch }
 
 // PacketArrived implements link.Owner.
 func (c ccOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	sw := c.Switch
-	sw.PacketArrived(p, pkt, head, tail)
 	if int(pkt.VL) == ib.ManagementVL {
+		sw.PacketArrived(p, pkt, head, tail)
 		return
 	}
-	// The route Switch.PacketArrived took: a packet it dropped (no route,
-	// or SL-to-VL 15) is never granted and is not counted.
+	// The route Switch.PacketArrived takes: a packet it drops (no route,
+	// or SL-to-VL 15) is never granted, not marked and not counted.
 	o := sw.lft.Lookup(pkt.DLID)
 	if o == NoPort || o >= sw.radix {
+		sw.PacketArrived(p, pkt, head, tail)
 		return
 	}
-	if v := sw.sl2vl.VL(int(p.Index), o, pkt.SL); v != ib.ManagementVL {
-		sw.out[o].queued[v] += int32(pkt.Credits())
+	v := sw.sl2vl.VL(int(p.Index), o, pkt.SL)
+	if v == ib.ManagementVL {
+		sw.PacketArrived(p, pkt, head, tail)
+		return
 	}
+	sw.markFECN(o, int(v), pkt)
+	blocks := int32(pkt.Credits())
+	sw.PacketArrived(p, pkt, head, tail)
+	sw.out[o].queued[v] += blocks
 }

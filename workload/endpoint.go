@@ -96,13 +96,8 @@ func sendOnlyBytes(payload int) int {
 func (e *Endpoint) StopInjecting() { e.injecting = false }
 
 // Queued returns the packets waiting in the source queue (with congestion
-// control: in the flows' queues, and the CNPs waiting).
-func (e *Endpoint) Queued() int {
-	if e.cc != nil {
-		return e.cc.queued + e.cc.cnp.Len()
-	}
-	return e.queue.Len()
-}
+// control, CCQueued the rest).
+func (e *Endpoint) Queued() int { return e.queue.Len() }
 
 // CreditStallAt returns the time the head packet has waited for credits
 // with the wire free up to now, a stall still going on included: sampled at

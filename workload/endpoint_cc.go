@@ -180,6 +180,15 @@ func (e *Endpoint) CCFlowMean(d int, now ib.PS) float64 {
 	return e.cc.throttle.FlowMean(d, now)
 }
 
+// CCQueued returns, with congestion control, the packets waiting in the
+// flows' queues and the CNPs waiting (0 without).
+func (e *Endpoint) CCQueued() int {
+	if e.cc == nil {
+		return 0
+	}
+	return e.cc.queued + e.cc.cnp.Len()
+}
+
 // full reports whether destination d's queue is full.
 func (c *ccSource) full(d int) bool { return len(c.queues[d])-c.heads[d] >= ccFlowQueue }
 
