@@ -390,6 +390,9 @@ func (c *Config) validateCC() error {
 	if err := c.CC.Validate(); err != nil {
 		return err
 	}
+	if c.CC.Report && c.Workload.Kind != workload.PatternHotspot {
+		return fmt.Errorf("cc.report: true splits the accepted load of workload.kind hotspot (host 0 against the others), not %s; remove it or use hotspot", c.Workload.Kind)
+	}
 	if !c.CC.Enable {
 		return nil
 	}
