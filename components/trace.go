@@ -195,7 +195,8 @@ func (e *TraceEvent) Clone() TraceEvent {
 }
 
 // AppendPacket appends the standard packet fields of p to dst and returns it:
-// seq vl sl slid dlid op qpn psn bytes credits icrc. A flow-control packet gets
+// seq vl sl slid dlid op qpn psn bytes credits icrc, and fecn and becn (1)
+// when the packet carries them. A flow-control packet gets
 // vl fctbs fccl instead. Emitters pass a reused buffer so tracing a packet
 // does not allocate.
 //
@@ -215,7 +216,7 @@ func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 	if e.Kind == TraceDeliver {
 		icrc = ib.ComputeICRC(p)
 	}
-	return append(dst,
+	dst = append(dst,
 		IntField("seq", int64(p.Seq)),
 		IntField("vl", int64(p.VL)),
 		IntField("sl", int64(p.SL)),
@@ -227,6 +228,15 @@ func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 		IntField("bytes", int64(p.WireBytes())),
 		IntField("credits", int64(p.Credits())),
 		IntField("icrc", int64(icrc)))
+	// The congestion bits only when set (IBA Annex A10): a run without
+	// congestion control never sets them and traces what it traced before.
+	if p.FECN {
+		dst = append(dst, IntField("fecn", 1))
+	}
+	if p.BECN {
+		dst = append(dst, IntField("becn", 1))
+	}
+	return dst
 }
 
 // fieldOrder is the fixed order in which a trace writes the standard keys.
@@ -237,6 +247,7 @@ var fieldOrder = []string{
 	"stage", "valid", "ready",
 	"queue", "wqe", "key", "addr", "len", "result",
 	"syndrome", "msn", "status", "icrc", "crc", "reason",
+	"fecn", "becn",
 }
 
 var fieldRank = func() map[string]int {

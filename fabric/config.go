@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/hca"
@@ -32,6 +33,10 @@ type Config struct {
 	Topology TopologyConfig    `yaml:"topology"`
 	Workload workload.Config   `yaml:"workload"`
 	Sim      SimConfig         `yaml:"sim"`
+	// CC is congestion control (IBA Annex A10) for the synthetic
+	// workloads; omitted from the effective config while it is the
+	// defaults (cc.Config.IsZero), so configs without it hash as before.
+	CC cc.Config `yaml:"cc,omitempty"`
 
 	// Sweep maps dotted keys to lists of values (or {from, to, step}
 	// ranges); the design points are their Cartesian product.
@@ -81,6 +86,7 @@ func Defaults() Config {
 		Topology: DefaultTopology(),
 		Workload: workload.Defaults(),
 		Sim:      SimConfig{MaxTimeNs: 100e6, Engine: components.EngineHcasim, Partitions: 1},
+		CC:       cc.Defaults(),
 	}
 }
 
@@ -168,6 +174,9 @@ func (c *Config) Validate() error {
 			c.Sim.MaxTimeNs, w.WarmupNs, w.MeasureNs, float64(end)/1000, float64(end)/1000)
 	}
 	if err := c.validatePartitions(); err != nil {
+		return err
+	}
+	if err := c.validateCC(); err != nil {
 		return err
 	}
 	if w.Kind == "perftest" && w.Background && c.Topology.Kind == "back-to-back" {
@@ -372,6 +381,28 @@ func load(data []byte, sets []string, validate bool) (*Loaded, error) {
 		}
 	}
 	return decode(root, validate)
+}
+
+// validateCC checks the cc section and where it can run: the synthetic
+// endpoints react to BECN, the hca model does not, and back to back there
+// is no switch to mark.
+func (c *Config) validateCC() error {
+	if err := c.CC.Validate(); err != nil {
+		return err
+	}
+	if c.CC.Report && c.Workload.Kind != workload.PatternHotspot {
+		return fmt.Errorf("cc.report: true splits the accepted load of workload.kind hotspot (host 0 against the others), not %s; remove it or use hotspot", c.Workload.Kind)
+	}
+	if !c.CC.Enable {
+		return nil
+	}
+	if !isSynthetic(c.Workload.Kind) {
+		return fmt.Errorf("cc.enable: true needs a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast), not workload.kind %s: the hca model does not react to BECN", c.Workload.Kind)
+	}
+	if c.Topology.Kind == KindBackToBack {
+		return fmt.Errorf("cc.enable: true needs switches to mark FECN; topology.kind back-to-back has none")
+	}
+	return nil
 }
 
 // validatePartitions checks sim.partitions and what a partitioned run

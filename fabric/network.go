@@ -143,6 +143,9 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 	if cfg.Sim.PerCycle {
 		b = b.WithRoundsEveryCycle()
 	}
+	if cfg.CC.Enable {
+		b = b.WithCC(&switchasic.CCMarking{ThresholdBlocks: cfg.CC.ThresholdBlocks, MarkingRate: cfg.CC.MarkingRate})
+	}
 	for _, node := range topo.Switches() {
 		nd := topo.Nodes[node]
 		swCfg := cfg.Switch

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
@@ -37,6 +38,11 @@ type synthRun struct {
 	// packets_reordered; nil under static routing. A destination's row is
 	// written only by its own partition.
 	psnHi []uint32
+	// cc is congestion control's parameters (cc.enable), nil when off.
+	cc *cc.Params
+	// split: the hotspot/victim split of the accepted load is measured
+	// (a hotspot run with cc.enable or cc.report; host 0 is the hotspot).
+	split bool
 }
 
 // synthPart is one partition's share of a synthetic run (the whole run when
@@ -62,6 +68,15 @@ type synthPart struct {
 	stall0, stall1          ib.PS  // its endpoints' credit stall at the window's start and end
 	statsEnded              bool   // the window's statistics were taken (statsEnd)
 	reordered               uint64 // measured packets delivered after a later packet of their flow (adaptive routing)
+
+	// Congestion control: CNPs put on the wire and landed here (not data:
+	// they count toward the drain only), and, for the split, the wire
+	// bytes delivered in the window to the hotspot and from non-hotspot
+	// hosts to non-hotspot hosts.
+	cnpOut, cnpIn     uint64
+	hotWire, victWire windowSum
+	// nextDeliver is the delivery deliverCC hands data packets to.
+	nextDeliver func(*ib.Packet, ib.PS)
 }
 
 // statsStart starts the measurement window's statistics: the switches'
@@ -139,6 +154,13 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
+	if cfg.CC.Enable {
+		// The default CCT's unit: an MTU-sized synthetic packet (SEND
+		// ONLY) on the host link.
+		mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
+		p := cfg.CC.Resolve(timing.Serialization(mtu.WireBytes()))
+		r.cc = &p
+	}
 	sims, part, err := partitionRun(cfg, opts, topo)
 	if err != nil {
 		return nil, err
@@ -153,6 +175,9 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	net, err := buildNetwork(cfg, sims, part, topo, sub, func(i int, lid uint16, name string, s *components.Sim) HostDevice {
 		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
+		if r.cc != nil {
+			return e.EnableCC(r.cc, len(sources))
+		}
 		return e
 	})
 	if err != nil {
@@ -169,6 +194,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	sl2vl := cfg.Switch.SL2VLTable()
 	hosts := topo.Hosts()
 	r.indexHosts()
+	r.split = w.Kind == workload.PatternHotspot && (cfg.CC.Enable || cfg.CC.Report)
 	for i, e := range r.eps {
 		p := r.parts[part[hosts[i]]]
 		p.eps = append(p.eps, e)
@@ -180,6 +206,13 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 			e.OnDeliver = p.deliverAR
 		}
 		e.OnInject = p.inject
+		if r.cc != nil {
+			e.OnInject = p.injectCC
+		}
+		if r.cc != nil || r.split {
+			p.nextDeliver = e.OnDeliver
+			e.OnDeliver = p.deliverCC
+		}
 	}
 	if anyLossy(net.Ports) {
 		for i, port := range net.Ports {
@@ -332,9 +365,50 @@ func (r *synthRun) settled() bool {
 	}
 	for _, p := range r.parts {
 		out += p.discarded
+		in += p.cnpOut
+		out += p.cnpIn
 	}
 	return in == out && r.queuedMeasured() == 0
 }
+
+// injectCC is inject with congestion control: a CNP is not data, and
+// counts only toward the drain.
+func (p *synthPart) injectCC(pkt *ib.Packet) {
+	if pkt.Opcode == ib.CNP {
+		p.cnpOut++
+		return
+	}
+	p.inject(pkt)
+}
+
+// deliverCC takes a CNP's landing (the endpoint has already raised its
+// flow's index) for the drain, and measures the hotspot/victim split of a
+// data packet before handing it to the run's delivery.
+func (p *synthPart) deliverCC(pkt *ib.Packet, tail ib.PS) {
+	r := p.r
+	if pkt.Opcode == ib.CNP {
+		p.cnpIn++
+		p.lastDeliver = tail
+		if r.group == nil && r.stopped && !r.drained && r.settled() {
+			r.finish()
+		}
+		return
+	}
+	if r.split {
+		if ser := r.timing.Serialization(pkt.WireBytes()); tail > r.t0 && tail-ser < r.t1 {
+			switch {
+			case pkt.Dst == hotspotHost:
+				p.hotWire.add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
+			case pkt.Src != hotspotHost:
+				p.victWire.add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
+			}
+		}
+	}
+	p.nextDeliver(pkt, tail)
+}
+
+// hotspotHost is the hotspot pattern's hot host (workload.Hotspot.Hot).
+const hotspotHost = 0
 
 func (p *synthPart) inject(pkt *ib.Packet) {
 	p.injected++
@@ -405,6 +479,11 @@ func (r *synthRun) queuedMeasured() int {
 	q := 0
 	for _, e := range r.eps {
 		q += e.Queued()
+	}
+	if r.cc != nil {
+		for _, e := range r.eps {
+			q += e.CCQueued()
+		}
 	}
 	return q
 }
@@ -556,6 +635,12 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	m["block_hops"] = blockHops
 	r.switchMetrics(m)
+	if r.cc != nil {
+		r.ccMetrics(m, endAt)
+	}
+	if r.split && window > 0 {
+		r.splitMetrics(m, cfg, rateBps, window)
+	}
 	if r.view != nil {
 		r.view.addLinkErrors(m)
 	}
@@ -661,4 +746,66 @@ func (r *synthRun) switchMetrics(m map[string]any) {
 	m["switch_xbar_conflicts"] = conflicts
 	m["switch_arb_losses"] = losses
 	m["switch_link_util_max"] = utilMax
+}
+
+// ccMetrics adds congestion control's counters (docs/metrics.md,
+// "Congestion control"), summed over switches and endpoints in index order.
+func (r *synthRun) ccMetrics(m map[string]any, endAt ib.PS) {
+	var marked, fecn, sent, skipped, becns uint64
+	for _, sw := range r.net.Switches {
+		marked += sw.FECNMarked()
+	}
+	var throttled int
+	var indexSum float64
+	maxIndex := r.cc.Min
+	for _, e := range r.eps {
+		f, s, k, b, st, _ := e.CC(endAt)
+		fecn, sent, skipped, becns = fecn+f, sent+s, skipped+k, becns+b
+		throttled += st.Throttled
+		indexSum += st.IndexSum
+		maxIndex = max(maxIndex, st.Max)
+	}
+	m["cc_fecn_marked"] = marked
+	m["cc_fecn_received"] = fecn
+	m["cc_becn_sent"] = sent
+	m["cc_becn_received"] = becns
+	m["cc_cnp_skipped"] = skipped
+	m["cc_flows_throttled"] = throttled
+	m["cc_ccti_max"] = maxIndex
+	if throttled > 0 {
+		m["cc_ccti_mean"] = indexSum / float64(throttled)
+	}
+	if r.split && len(r.eps) > 1 {
+		// The hotspot flows alone: every other host's flow to host 0.
+		sum := 0.0
+		for i, e := range r.eps {
+			if i != hotspotHost {
+				sum += e.CCFlowMean(hotspotHost, endAt)
+			}
+		}
+		m["cc_ccti_mean_hotspot"] = sum / float64(len(r.eps)-1)
+	}
+}
+
+// splitMetrics adds the hotspot/victim split of a hotspot run's accepted
+// load: what the hotspot's link received, and what the other hosts sent
+// each other (the victim traffic, which never goes to the hotspot) per
+// sending host, beside what they offered of it.
+func (r *synthRun) splitMetrics(m map[string]any, cfg *Config, rateBps, window float64) {
+	var hot, vict windowSum
+	for _, p := range r.parts {
+		hot.merge(&p.hotWire)
+		vict.merge(&p.victWire)
+	}
+	capBytes := rateBps * window * 1e-12 / 8
+	m["hotspot_accepted_load"] = hot.value() / capBytes
+	senders := len(r.eps) - 1
+	if senders > 0 {
+		m["victim_accepted_load"] = vict.value() / capBytes / float64(senders)
+		victShare := 1 - cfg.Workload.HotspotFraction
+		if len(r.eps) == 2 {
+			victShare = 0 // two hosts: every packet goes to the hotspot
+		}
+		m["victim_offered_load"] = cfg.Workload.OfferedLoad * victShare
+	}
 }

@@ -33,6 +33,11 @@ const (
 	// UDSendOnly and UDSendOnlyImm are the UD transport's sends (prefix 0x60).
 	UDSendOnly    Opcode = 0x64
 	UDSendOnlyImm Opcode = 0x65
+
+	// CNP is the congestion notification packet (IBA Annex A10; kernel
+	// ib_pack.h IB_OPCODE_CNP = 0x80): no payload, BECN set, from the
+	// destination that received a FECN back to the source.
+	CNP Opcode = 0x80
 )
 
 // Extension-header flags: which headers follow the BTH for an opcode.
@@ -79,6 +84,7 @@ var opTable = [256]opInfo{
 	SendOnlyInv:            {"SEND_ONLY_WITH_INVALIDATE", HasIETH | HasPayload},
 	UDSendOnly:             {"UD_SEND_ONLY", HasDETH | HasPayload},
 	UDSendOnlyImm:          {"UD_SEND_ONLY_WITH_IMMEDIATE", HasDETH | HasImmDt | HasPayload},
+	CNP:                    {"CNP", 0},
 }
 
 // Valid reports whether op is an opcode this model knows.
@@ -128,7 +134,7 @@ func (op Opcode) ExtHeaderBytes() int {
 func (op Opcode) IsRequest() bool {
 	switch op {
 	case RDMAReadResponseFirst, RDMAReadResponseMiddle, RDMAReadResponseLast,
-		RDMAReadResponseOnly, Acknowledge, AtomicAcknowledge:
+		RDMAReadResponseOnly, Acknowledge, AtomicAcknowledge, CNP:
 		return false
 	}
 	return true

@@ -61,6 +61,13 @@ type Packet struct {
 	Opcode Opcode
 	SE     bool // solicited event
 	AckReq bool
+	// FECN and BECN are the BTH's congestion notification bits (IBA Annex
+	// A10; ib-facts.md §2): a switch whose output VL is congested sets FECN
+	// on a packet it forwards there, and the destination returns BECN to
+	// the source. The ICRC leaves them out (switches change them on the
+	// way), as ComputeICRC does.
+	FECN   bool
+	BECN   bool
 	DestQP uint32 // 24 bit
 	PSN    uint32 // 24 bit
 

@@ -49,6 +49,9 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	if !sw.cfg.CutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
+	if sw.cc != nil {
+		sw.markFECN(o, int(outVL), pkt)
+	}
 	sw.out[o].queued[outVL] += int32(blocks)
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
 	if sw.NumHooks() > 0 {

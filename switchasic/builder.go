@@ -25,6 +25,7 @@ type Builder struct {
 	lft           *LFT
 	sl2vl         *SL2VL
 	ar            *ARTable
+	cc            *CCMarking
 	fcRefresh     ib.PS
 	fcMinInterval ib.PS
 	mtu           int // link MTU in payload bytes; 0 = no packet-size check
@@ -63,6 +64,11 @@ func (b Builder) WithSL2VL(m *SL2VL) Builder { b.sl2vl = m; return b }
 // (Switch.adaptive) instead of its LFT port. nil (the default) is static
 // routing. The switch keeps the pointer.
 func (b Builder) WithAR(t *ARTable) Builder { b.ar = t; return b }
+
+// WithCC turns congestion control's FECN marking on (IBA Annex A10;
+// marking.go). nil (the default) marks nothing, and the switch runs the code
+// it ran before congestion control existed.
+func (b Builder) WithCC(m *CCMarking) Builder { b.cc = m; return b }
 
 // WithFlowControl takes what the switch needs from the links its ports sit
 // on: the flow-control packet intervals (link.fc_refresh_ns,
@@ -106,7 +112,7 @@ func (b Builder) Build(name string) (*Switch, error) {
 	if sl2vl == nil {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
-	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, alloc, b.fcRefresh, b.fcMinInterval)
+	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, b.cc, alloc, b.fcRefresh, b.fcMinInterval)
 	if b.everyCycle {
 		sw.everyCycle = true
 		sw.scheduleRound(sw.ceilCycle(b.s.Now()))

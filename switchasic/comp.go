@@ -39,6 +39,10 @@ type Switch struct {
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
 	ar *ARTable
+	// cc marks FECN (WithCC), nil when congestion control is off; a
+	// static CC switch's ports are owned by ccOwner, which counts the
+	// queued blocks the marking reads (marking.go).
+	cc *ccMarker
 
 	ports []*link.Port
 	in    []inputUnit
@@ -189,7 +193,7 @@ type outputUnit struct {
 	_         [8]byte // to 832 bytes
 }
 
-func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable,
+func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
 	alloc components.Allocator, fcRefresh, fcMinInterval ib.PS) *Switch {
 	n := cfg.Radix
 	sw := &Switch{
@@ -228,6 +232,13 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 	var owner link.Owner = sw
 	if ar != nil {
 		owner = arOwner{sw}
+	}
+	if mark != nil {
+		sw.cc = newCCMarker(*mark, n)
+		if ar == nil {
+			// arOwner already counts every packet in queued.
+			owner = ccOwner{sw}
+		}
 	}
 	for i := 0; i < n; i++ {
 		sw.ports[i] = link.NewPort(s, owner, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{

@@ -39,6 +39,10 @@ type Endpoint struct {
 	measureLo ib.PS // packets created in [measureLo, measureHi) are measured
 	measureHi ib.PS
 	stall     components.StallTimer // the head packet waiting for credits with the wire free
+	// cc is congestion control's state (EnableCC), nil when off. The CC
+	// endpoint runs its own copies of the per-packet methods
+	// (endpoint_cc.go), so these run exactly what they ran before CC.
+	cc *ccSource
 
 	Created   uint64 // packets created by the injection process
 	Skipped   uint64 // creations skipped because the source queue was full
@@ -73,6 +77,10 @@ func (e *Endpoint) Start(lo, hi ib.PS) {
 	if e.Traffic.Idle() {
 		return
 	}
+	if e.cc != nil {
+		e.startCC(lo, hi)
+		return
+	}
 	e.injecting = true
 	e.pending = e.Traffic.Next(sendOnlyBytes)
 	e.s.Schedule(e.s.Now()+e.pending.Gap, e, evInject)
@@ -87,7 +95,8 @@ func sendOnlyBytes(payload int) int {
 // StopInjecting ends the injection process.
 func (e *Endpoint) StopInjecting() { e.injecting = false }
 
-// Queued returns the packets waiting in the source queue.
+// Queued returns the packets waiting in the source queue (with congestion
+// control, CCQueued the rest).
 func (e *Endpoint) Queued() int { return e.queue.Len() }
 
 // CreditStallAt returns the time the head packet has waited for credits

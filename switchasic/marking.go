@@ -1,0 +1,109 @@
+package switchasic
+
+import (
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// CCMarking is a switch's congestion control marking setup (IBA Annex A10
+// Switch Congestion Setting, the same for every port and VL): the
+// threshold, in the model's terms, and the marking rate.
+type CCMarking struct {
+	// ThresholdBlocks: an output VL is congested while more than this many
+	// 64-byte blocks of packets routed to it wait at the switch's inputs,
+	// not yet granted (outputUnit.queued, before the packet being forwarded
+	// joins it).
+	ThresholdBlocks int
+	// MarkingRate: after marking a packet, this many eligible packets leave
+	// the same output VL unmarked (IBA Marking_Rate; 0 marks every one).
+	MarkingRate int
+}
+
+// ccMarker is the marking state: the setup and a countdown per output VL.
+type ccMarker struct {
+	threshold int32
+	rate      int32
+	countdown []int32 // [out*MaxVLs + vl]: eligible packets still to pass unmarked
+	marked    uint64  // packets marked over the whole run (not reset with the window's statistics)
+}
+
+// FECNMarked returns the packets this switch set FECN on since the run
+// began (0 without congestion control).
+func (sw *Switch) FECNMarked() uint64 {
+	if sw.cc == nil {
+		return 0
+	}
+	return sw.cc.marked
+}
+
+func newCCMarker(m CCMarking, radix int) *ccMarker {
+	return &ccMarker{threshold: int32(m.ThresholdBlocks), rate: int32(m.MarkingRate),
+		countdown: make([]int32, radix*link.MaxVLs)}
+}
+
+// markFECN is called as a data packet that arrived is routed to output o,
+// data VL v (the switch forwards it there), before its own blocks join o's
+// queued count: if what already waits for o on v is over the threshold,
+// the packet is eligible, and every (rate+1)-th eligible packet gets FECN.
+// A packet that already carries FECN (marked upstream) keeps it and is not
+// counted again; a CNP is never marked (it is the notification itself, and
+// IBA marks only packets of at least Packet_Size, which a 0-payload CNP is
+// below).
+//
+// The congestion state is the output VL's backlog at the instant the packet
+// is forwarded to it (IBA Annex A10 marks packets forwarded to a congested
+// port; the threshold's meaning in blocks is this model's,
+// docs/congestion.md). Marking as the packet joins the backlog, rather than
+// as it leaves, tells the source a queueing delay sooner. Every port marks
+// whether it is the root of the congestion or a victim of it (no credits
+// downstream): LLNL's OpenSM settings set the Victim_Mask bit of every
+// port. The marking lives in the port owners (ccOwner, arOwner), so a
+// switch without congestion control executes none of it.
+func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
+	m := sw.cc
+	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold {
+		return
+	}
+	c := &m.countdown[o*link.MaxVLs+v]
+	if *c > 0 {
+		*c--
+		return
+	}
+	*c = m.rate
+	pkt.FECN = true
+	m.marked++
+}
+
+// ccOwner owns the ports of a static switch with congestion control: it
+// routes the packet as Switch.PacketArrived will, marks it (markFECN), hands
+// it to Switch.PacketArrived, and counts it in its output's queued blocks
+// (on an AR switch arOwner does all this), which every grant takes off, so
+// queued is the backlog markFECN compares with the threshold. A switch
+// without congestion control never reads queued and runs exactly what it
+// ran before.
+type ccOwner struct{ *Switch }
+
+// PacketArrived implements link.Owner.
+func (c ccOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	sw := c.Switch
+	if int(pkt.VL) == ib.ManagementVL {
+		sw.PacketArrived(p, pkt, head, tail)
+		return
+	}
+	// The route Switch.PacketArrived takes: a packet it drops (no route,
+	// or SL-to-VL 15) is never granted, not marked and not counted.
+	o := sw.lft.Lookup(pkt.DLID)
+	if o == NoPort || o >= sw.radix {
+		sw.PacketArrived(p, pkt, head, tail)
+		return
+	}
+	v := sw.sl2vl.VL(int(p.Index), o, pkt.SL)
+	if v == ib.ManagementVL {
+		sw.PacketArrived(p, pkt, head, tail)
+		return
+	}
+	sw.markFECN(o, int(v), pkt)
+	blocks := int32(pkt.Credits())
+	sw.PacketArrived(p, pkt, head, tail)
+	sw.out[o].queued[v] += blocks
+}
