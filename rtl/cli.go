@@ -33,7 +33,7 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	}
 	fs := pflag.NewFlagSet("hcasim rtl", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	configPath := fs.String("config", "", "config file")
+	configPath := fs.StringP("config", "c", "", "config file") // -c, as a run takes it
 	outDir := fs.StringP("out", "o", "", "output directory for the Verilog tree")
 	report := fs.Bool("report", false, "print the resource report")
 	var sets []string

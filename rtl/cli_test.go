@@ -52,6 +52,8 @@ func TestCLI(t *testing.T) {
 	}{
 		{"writes tree", []string{"-config", "r7v2.yaml", "-o", filepath.Join(dir, "a")}, 0, "wrote 23 Verilog files", "", "a/switch_top.v", ""},
 		{"double-dash flags", []string{"--config", "r7v2.yaml", "--out", filepath.Join(dir, "b")}, 0, "tops: switch_top, hca_top", "", "b/hca_top.v", ""},
+		// -c, as a run takes it (hcasim help lists -c, --config).
+		{"short config flag", []string{"-c", "r7v2.yaml", "-o", filepath.Join(dir, "e")}, 0, "wrote 23", "", "e/switch_top.v", ""},
 		// One VL keeps the VL arbiter tables at one entry, so Yosys is quick;
 		// without Yosys the exit code is 2 after the SRAM part.
 		{"report", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--report", "-o", filepath.Join(dir, "c")}, -1, "Buffer SRAM", "", "c/resources.txt", ""},

@@ -79,7 +79,7 @@ func TestSeedFormErrors(t *testing.T) {
 		{"seed: {replicas: 2.5}", `sweep.seed.replicas: "2.5" is not a whole number`},
 		{"seed: {replicas: five}", `sweep.seed.replicas: "five" is not a whole number`},
 		{"seed: {replicas: 3, values: [1, 2]}", "sweep.seed: give replicas or values, not both"},
-		{"seed: {replicas: 3, common: yes}", `sweep.seed.common: "yes" is not true or false`},
+		{"seed: {replicas: 3, common: maybe}", `sweep.seed.common: "maybe" is not true or false`},
 		{"seed: {replicas: 3, from: 1}", "sweep.seed.from: unknown key (sweep.seed takes a list of seeds, {replicas: N}"},
 		{"seed: {common: true}", "sweep.seed: common alone sweeps nothing"},
 		{"seed: {values: 3, common: true}", `sweep.seed.values: "3" is not a list of seeds`},
@@ -112,4 +112,18 @@ func TestSeedFormErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Expand(root, Options{})
 	assert.NoError(t, err)
+}
+
+// TestCommonTakesConfigBooleans: common reads a boolean as every config
+// boolean does (yaml.v3 into a bool: YAML 1.1's yes/no/on/off too), so
+// `common: yes` is common random numbers, as `topology.adaptive_routing:
+// yes` is adaptive routing.
+func TestCommonTakesConfigBooleans(t *testing.T) {
+	for word, want := range map[string]bool{"true": true, "yes": true, "on": true, "false": false, "no": false, "off": false} {
+		root, err := config.Parse([]byte("seed: 7\ntopology: {kind: single-switch, hosts: 4}\nworkload: {kind: uniform, size: 1024, warmup_ns: 500, measure_ns: 2000}\nsweep:\n  seed: {replicas: 2, common: " + word + "}\n"))
+		require.NoError(t, err)
+		s, err := Expand(root, Options{})
+		require.NoError(t, err, word)
+		assert.Equal(t, want, s.Common, word)
+	}
 }

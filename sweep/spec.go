@@ -254,7 +254,10 @@ func parseSeed(n *yaml.Node) (Axis, error) {
 		case "values":
 			values = v
 		case "common":
-			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&a.Common) != nil {
+			// Decoded as a config boolean is (yaml.v3 into a bool: true,
+			// false and YAML 1.1's yes, no, on, off), so that common: yes
+			// means what topology.adaptive_routing: yes does.
+			if v.Kind != yaml.ScalarNode || v.Decode(&a.Common) != nil {
 				return Axis{}, errorf("sweep.seed.common: %s is not true or false", describe(v))
 			}
 		default:
