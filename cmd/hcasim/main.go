@@ -128,7 +128,7 @@ const usage = `hcasim: a cycle-level model of InfiniBand HCAs, switch ASICs and 
 Usage:
   hcasim -config FILE [flags]     run a design point, or the sweep the config describes
   hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
-  hcasim rtl -config FILE -o DIR  export Verilog skeletons and primitives (--report for resources)
+  hcasim rtl -config FILE -o DIR  export Verilog: primitives, key check, LFT, skeletons (--report for resources)
   hcasim merge DIR... [--out DIR] [--format F]  merge sweep shard outputs into one result
   hcasim bench [--csv FILE] [--set k=v] [NAME...]  run the benchmark configs (configs/bench), append to a CSV
   hcasim version                  print the version
@@ -141,7 +141,7 @@ Run flags:
       --out DIR         write results.json and results.csv (and plots for a sweep) into DIR
                         (a sweep without --out: hcasim-out/NAME in the current directory)
       --seed N          override the config's seed
-      --check           invariant checkers: lossless, buffers, credits, ordering, integrity, protection, wire
+      --check           invariant checkers: lossless, buffers, credits, ordering, integrity, protection, wire, route
       --trace FILE      write an event trace (see docs/trace-format.md)
       --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
                         ('*' any run, '?' one character, '[' ']' themselves; repeatable;
