@@ -208,27 +208,52 @@ func linkErrors(ports []*link.Port) uint64 {
 // run ends unsettled (the checkers' idle-fabric checks do not apply).
 //
 // On lossy links (link.ber > 0) a quiet window must also pass without a
-// link error, and is one refresh period longer (lossyWindow).
+// link error, and is one refresh period longer (lossyWindow). A window in
+// which a host had posted writes booked is not quiet either
+// (hostsBusyAfter).
 func (v *Simulation) settle() {
 	window := lossyWindow(v.Ports, settleTime(v.Ports))
 	sent, errs := v.dataPackets(), linkErrors(v.Ports)
+	start := v.Now()
 	windows := 1
 	var again func()
 	again = func() {
 		n, e := v.dataPackets(), linkErrors(v.Ports)
-		if n == sent && e == errs {
+		if n == sent && e == errs && !v.hostsBusyAfter(start) {
 			v.Settled = true // a quiet window: idle
 			return
 		}
 		if windows == maxSettleWindows {
 			return // still busy: ends unsettled
 		}
-		sent, errs, windows = n, e, windows+1
+		sent, errs, windows, start = n, e, windows+1, v.Now()
 		v.Sim.StopAt(v.Sim.Now() + window)
 		v.Sim.AtLimit(again)
 	}
 	v.Sim.StopAt(v.Sim.Now() + window)
 	v.Sim.AtLimit(again)
+}
+
+// busyHost is a host with work booked that holds receive buffer space: an
+// HCA whose PCIe link still has posted writes to carry (a received
+// packet's credits go back only when its payload fits in the posted-write
+// queue). A slow link, or translation reads that posted writes serialise,
+// can stretch that past a settle window, and the credits then come back
+// after it.
+type busyHost interface{ PostedWritesUntil() ib.PS }
+
+// hostsBusyAfter reports whether some host had such work booked past t:
+// a window starting at t in which a host was busy is not quiet, since the
+// credits it returned late can still be on a cable when the window ends.
+// (A link's reservations only grow, so asking at the window's end sees
+// every booking made in it.)
+func (v *Simulation) hostsBusyAfter(t ib.PS) bool {
+	for _, b := range v.Blocks {
+		if h, ok := b.(busyHost); ok && h.PostedWritesUntil() > t {
+			return true
+		}
+	}
+	return false
 }
 
 // maxSettleWindows bounds how long a finished run keeps going for the

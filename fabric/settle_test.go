@@ -130,6 +130,27 @@ func TestSettleWaitsForRetransmissions(t *testing.T) {
 	assert.NoError(t, chk.Err())
 }
 
+// TestSettleWaitsForPostedWrites: UD send_bw of 1-byte messages on two QPs
+// over 3 km of copper, with a one-entry MTT cache at the server: the two
+// QPs' receive buffers evict each other's page, so every datagram's
+// translation read misses and waits behind the previous datagram's posted
+// write (a read does not pass posted writes), about 0.57 µs each, 100 in
+// a row. The client's test ends when its last send completes, with the
+// datagrams still on the 12.8 µs cable; the server writes them for about
+// 17 µs after they land, and returns their credits as they go. One settle
+// window (an FC refresh plus a round trip, ≈30 µs) with no data packet
+// sent passed while the server was still writing, and the checkers found
+// 14 to 16 credits "leaked" on a cable they were still crossing (found by
+// the CLI explorer). A window in which an HCA had posted writes booked is
+// not quiet now (Simulation.hostsBusyAfter).
+func TestSettleWaitsForPostedWrites(t *testing.T) {
+	sets := []string{"workload.test=send_bw", "workload.connection=UD", "workload.qps=2", "workload.size=1",
+		"workload.iterations=50", "link.length_m=3000", "hca.mtt_cache_entries=1"}
+	view, chk, _ := runSettled(t, "edr.yaml", sets, false)
+	require.True(t, view.Settled, "the run settled")
+	assert.NoError(t, chk.Err())
+}
+
 // TestMessageLongerThanRetryTimeoutCompletes: perftest's 64 KiB write_bw,
 // send_bw and read_bw over 3 km of copper with retry_timeout 1 (4.096 µs ×
 // 2¹ = 8.192 µs, under the 25.7 µs round trip and under the time the

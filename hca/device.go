@@ -241,6 +241,11 @@ func (d *Device) PCIeUtilization() (up, down float64) {
 	return d.PCIe.Utilization(d.s.Now() - d.statsFrom)
 }
 
+// PostedWritesUntil returns when the device's PCIe link finishes the work
+// booked on it (PCIe.BusyUntil): after that it holds no receive buffer
+// space for it, so a fabric is idle only once every HCA is past it.
+func (d *Device) PostedWritesUntil() ib.PS { return d.PCIe.BusyUntil() }
+
 // KeyCache returns the translation cache (for its hit and miss counts).
 func (d *Device) KeyCache() *KeyCache { return d.keyCache }
 

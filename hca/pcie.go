@@ -195,6 +195,12 @@ func (p *PCIe) NextTagFree(t ib.PS) ib.PS {
 	return p.tagFree[p.tagHead]
 }
 
+// BusyUntil returns when the link finishes the last TLP reserved on
+// either direction: a received packet's buffer frees no later than the
+// write its payload waits for, so after this the HCA holds no buffer space
+// for work already booked.
+func (p *PCIe) BusyUntil() ib.PS { return max(p.up.freeAt, p.down.freeAt) }
+
 // Tags returns the number of read tags (hca.pcie.outstanding_reads).
 func (p *PCIe) Tags() int { return len(p.tagFree) }
 
