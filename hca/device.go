@@ -27,6 +27,7 @@ const (
 	evTimeout
 	evStageEdge
 	evRxRelease // a received packet's VL buffer space frees (VL, Arg = blocks)
+	evCCTick    // congestion control: a CCTI_Timer expiry (cc.go)
 )
 
 // txEntry is a packet waiting for the wire.
@@ -151,9 +152,10 @@ type Device struct {
 	// and response queues and its share of the transmit buffer, so a VL
 	// short of credits holds back only its own packets.
 	tx        txPort
-	wakeAt    ib.PS // an evTrySend is queued for this time (0 = none)
-	schedAt   ib.PS // an evSchedule is queued for this time (0 = none)
-	rxPending int   // packets between tail arrival and processing
+	cc        *ccState // congestion control (cc.go), nil when off
+	wakeAt    ib.PS    // an evTrySend is queued for this time (0 = none)
+	schedAt   ib.PS    // an evSchedule is queued for this time (0 = none)
+	rxPending int      // packets between tail arrival and processing
 	cqeQ      []pendingCQE
 	memQ      []memWrite
 	main      Thread // the application thread QPs post on unless moved (SetThread)
@@ -362,6 +364,8 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		}
 	case evTimeout:
 		d.timeout(d.eventQP(ev))
+	case evCCTick:
+		d.ccTick()
 	default:
 		panic(fmt.Sprintf("hca: %s got event kind %d", d.Name, ev.Kind))
 	}
@@ -407,6 +411,9 @@ next:
 		}
 		if d.Port == nil || !d.Port.Idle() {
 			return
+		}
+		if d.cc != nil && d.cc.cnp.Len() > 0 && d.ccSendCNP() {
+			continue // a CNP goes ahead of data (cc.go)
 		}
 		// ready: VLs whose head may start now; wait: the earliest time a
 		// VL with no head ready yet will have one.
@@ -612,6 +619,9 @@ grants:
 		}
 		d.tx.vl[qp.vl].req.push(txEntry{pkt: pkt, readyAt: ready, qp: qp})
 		d.tx.held(qp.vl, pkt.WireBytes(), d.Cfg.TxBufferBytes)
+		if d.cc != nil {
+			d.ccGranted(qp, pkt.WireBytes(), now)
+		}
 		if !qp.timerArmed {
 			d.armTimer(qp)
 		}
@@ -684,6 +694,9 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	qp.udPending = qp.udPending[1:]
 	d.tx.vl[qp.vl].req.push(txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe})
 	d.tx.held(qp.vl, pkt.WireBytes(), d.Cfg.TxBufferBytes)
+	if d.cc != nil {
+		d.ccGranted(qp, pkt.WireBytes(), now)
+	}
 	if ready > now {
 		d.wake(ready)
 	}
@@ -726,7 +739,7 @@ laps:
 					}
 					break laps
 				}
-				if now >= qp.rnrUntil {
+				if now >= qp.holdUntil {
 					d.mayWork[w] &^= 1 << (uint(i) & 63)
 				}
 			}
@@ -764,9 +777,9 @@ func (d *Device) markWork(qp *QP) {
 // order).
 func (qp *QP) sendable(now ib.PS) bool {
 	if r := qp.req; r != nil { // RC: a UD QP never has a requester
-		return r.HasWork() && now >= qp.rnrUntil
+		return r.HasWork() && now >= qp.holdUntil
 	}
-	return qp.UD && (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
+	return qp.UD && (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0 && now >= qp.holdUntil
 }
 
 // pickCheck, when set (tests only), is told of every pick: the pointer it
@@ -846,8 +859,8 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 		}
 	}
 	if res.RNRWait {
-		qp.rnrUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
-		d.at(qp.rnrUntil, evSchedule)
+		qp.holdUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
+		d.at(qp.holdUntil, evSchedule)
 	}
 	if res.Rewound {
 		d.purge(qp)
