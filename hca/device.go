@@ -152,10 +152,9 @@ type Device struct {
 	// and response queues and its share of the transmit buffer, so a VL
 	// short of credits holds back only its own packets.
 	tx        txPort
-	cc        *ccState // congestion control (cc.go), nil when off
-	wakeAt    ib.PS    // an evTrySend is queued for this time (0 = none)
-	schedAt   ib.PS    // an evSchedule is queued for this time (0 = none)
-	rxPending int      // packets between tail arrival and processing
+	wakeAt    ib.PS // an evTrySend is queued for this time (0 = none)
+	schedAt   ib.PS // an evSchedule is queued for this time (0 = none)
+	rxPending int   // packets between tail arrival and processing
 	cqeQ      []pendingCQE
 	memQ      []memWrite
 	main      Thread // the application thread QPs post on unless moved (SetThread)
@@ -174,6 +173,9 @@ type Device struct {
 	Counters  Counters
 	fieldBuf  []components.TraceField
 	statsFrom ib.PS
+
+	// cc is congestion control's state (cc.go), nil when off.
+	cc *ccState
 }
 
 // NewDevice builds a device; cfg must have passed Validate. Attach a port
