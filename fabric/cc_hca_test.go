@@ -139,3 +139,51 @@ func TestCCHCALowLoadChangesNothing(t *testing.T) {
 	}
 	assert.Greater(t, compared, 20)
 }
+
+// TestCCHCACollectives: the collectives' HCAs react as perftest's do. An
+// all-to-all on one switch sends seven ranks' writes into every output at
+// once, each at 1/7 of its link: balanced, so little waits at an output,
+// and the test marks at any wait (threshold 0); every marked request is answered
+// and every CNP reaches its QP, the data arrive intact, the checkers pass
+// with the CNPs on the fabric, and the run is deterministic. A ring
+// all-reduce sends each rank's data to one neighbour only: one input per
+// output, nothing is marked, and its results are the CC-off run's.
+func TestCCHCACollectives(t *testing.T) {
+	base := []string{"topology.kind=single-switch", "switch.radix=8", "topology.hosts=8", "switch.vls=1",
+		"link.generation=NDR", "hca.profile=cx7", "workload.size=1048576"}
+	run := func(sets ...string) map[string]any {
+		l, err := Load(nil, append(append([]string{}, base...), sets...))
+		require.NoError(t, err)
+		var chk *verif.Checkers
+		var view *Simulation
+		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+			view = s
+			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+		}})
+		require.NoError(t, err)
+		require.True(t, view.Settled, "the run drained and settled")
+		chk.Finish(view.Now(), view.Settled)
+		require.NoError(t, chk.Err())
+		assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		return m
+	}
+	a := run("workload.kind=alltoall", "cc.enable=true", "cc.threshold_blocks=0", "sim.check=true")
+	b := run("workload.kind=alltoall", "cc.enable=true", "cc.threshold_blocks=0", "sim.check=true")
+	t.Logf("alltoall with CC: %v marked, %v CNPs, busbw %.1f Gb/s", a["cc_fecn_marked"], a["cc_becn_sent"], a["busbw_gbps"])
+	assert.Positive(t, a["cc_fecn_received"])
+	assert.Equal(t, a["cc_fecn_received"], a["cc_becn_sent"])
+	assert.Equal(t, a["cc_becn_sent"], a["cc_becn_received"])
+	for k, v := range a {
+		if k != "wall_s" {
+			assert.Equal(t, v, b[k], k)
+		}
+	}
+	off := run("workload.kind=allreduce", "sim.check=true")
+	on := run("workload.kind=allreduce", "sim.check=true", "cc.enable=true")
+	assert.Equal(t, uint64(0), on["cc_fecn_marked"])
+	for k, v := range off {
+		if k != "wall_s" {
+			assert.Equal(t, v, on[k], k)
+		}
+	}
+}

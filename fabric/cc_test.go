@@ -162,7 +162,7 @@ func TestCCConfigRefused(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"cc.enable=true", "workload.kind=allreduce", "topology.kind=single-switch"}, "cc.enable: true needs a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast) or perftest, not workload.kind allreduce"},
+		{[]string{"cc.enable=true", "workload.kind=stream"}, "cc.enable: true needs switches"},
 		{[]string{"cc.enable=true", "workload.kind=uniform"}, "cc.enable: true needs switches"},
 		{[]string{"cc.enable=true", "workload.kind=perftest"}, "cc.enable: true needs switches"},
 		{[]string{"cc.ccti_increase=0"}, "cc.ccti_increase: 0 is out of range"},

@@ -140,10 +140,27 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 	return m
 }
 
-// hcaCCMetrics adds congestion control's counters for a perftest's HCAs
+// enableHCACC turns on the HCAs' reaction point (hca/cc.go) with
+// cc.enable; nil devices are skipped. The default CCT's unit is an
+// MTU-sized SEND ONLY on the host link, as for the endpoints.
+func enableHCACC(cfg *Config, devs []*hca.Device) {
+	if !cfg.CC.Enable {
+		return
+	}
+	mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
+	p := cfg.CC.Resolve(cfg.Link.Timing(cfg.Link.LengthM).Serialization(mtu.WireBytes()))
+	for _, d := range devs {
+		if d != nil {
+			d.EnableCC(&p)
+		}
+	}
+}
+
+// hcaCCMetrics adds congestion control's counters for the HCAs
 // (docs/metrics.md, "Congestion control"): the switches' marks, and the
 // HCAs' FECNs, CNPs and per-QP indexes summed in port order. A flow is a
-// QP here; its index is averaged over the whole test.
+// QP here; its index is averaged over the whole test. Perftest and the
+// collectives alike.
 func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
 	var marked uint64
 	for _, sw := range view.Net.Switches {
@@ -306,17 +323,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	if err != nil {
 		return nil, nil, err
 	}
-	if cfg.CC.Enable {
-		// The HCAs' reaction point (hca/cc.go); the default CCT's unit is
-		// an MTU-sized SEND ONLY on the host link, as for the endpoints.
-		mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
-		p := cfg.CC.Resolve(cfg.Link.Timing(cfg.Link.LengthM).Serialization(mtu.WireBytes()))
-		for _, d := range devs {
-			if d != nil {
-				d.EnableCC(&p)
-			}
-		}
-	}
+	enableHCACC(cfg, devs)
 	// A latency test may run a second time to trace its median iteration:
 	// the same fabric and background on a new simulation, unobserved.
 	rebuild := func() (*workload.Perftest, error) {
