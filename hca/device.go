@@ -710,7 +710,8 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 // says may, as a scan over every QP would find, but visiting only the
 // members of mayWork (a 1,022-QP HCA of a 512-rank all-to-all has a few
 // with work at a time). A member found idle leaves the set; one waiting
-// out an RNR NAK stays, since time alone makes it eligible again.
+// out an RNR NAK or its congestion control delay (holdUntil) stays, since
+// time alone makes it eligible again.
 func (d *Device) pickQP(now ib.PS) *QP {
 	start := d.rr
 	var picked *QP
@@ -861,6 +862,9 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 		}
 	}
 	if res.RNRWait {
+		// The RNR wait replaces a congestion control delay under way
+		// (10 µs and more, against a CCT delay of at most a few µs with
+		// the default table).
 		qp.holdUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
 		d.at(qp.holdUntil, evSchedule)
 	}
