@@ -162,3 +162,14 @@ func (t *Throttle) FlowMean(f int, now ib.PS) float64 {
 	}
 	return float64(fl.area) / float64(span)
 }
+
+// Grow makes room for flows up to n (new flows start at CCTI_Min): an HCA
+// numbers its flows by QP, and QPs are created after the throttle.
+func (t *Throttle) Grow(n int) {
+	for len(t.flows) < n {
+		t.flows = append(t.flows, flow{index: t.p.Min})
+	}
+}
+
+// Flows returns the number of flows.
+func (t *Throttle) Flows() int { return len(t.flows) }

@@ -162,8 +162,9 @@ func TestCCConfigRefused(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"cc.enable=true", "workload.kind=perftest", "topology.kind=single-switch"}, "cc.enable: true needs a synthetic workload"},
+		{[]string{"cc.enable=true", "workload.kind=stream"}, "cc.enable: true needs switches"},
 		{[]string{"cc.enable=true", "workload.kind=uniform"}, "cc.enable: true needs switches"},
+		{[]string{"cc.enable=true", "workload.kind=perftest"}, "cc.enable: true needs switches"},
 		{[]string{"cc.ccti_increase=0"}, "cc.ccti_increase: 0 is out of range"},
 		{[]string{"cc.cct_ns=[0, 5, 1]"}, "cc.cct_ns: entry 2"},
 		{[]string{"cc.report=true", "workload.kind=uniform", "topology.kind=single-switch"}, "cc.report: true splits the accepted load of workload.kind hotspot"},

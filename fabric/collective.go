@@ -31,6 +31,7 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	enableHCACC(cfg, devs)
 	coll, err := workload.BuildCollectiveOn(s, devs, run)
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
@@ -56,6 +57,9 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	m["hosts"] = len(devs)
 	m["switches"] = len(net.Switches)
 	m["link_data_rate_gbps"] = cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
+	if cfg.CC.Enable {
+		hcaCCMetrics(m, view, s.Now())
+	}
 	view.addLinkErrors(m)
 	return m, nil
 }

@@ -384,8 +384,9 @@ func load(data []byte, sets []string, validate bool) (*Loaded, error) {
 }
 
 // validateCC checks the cc section and where it can run: the synthetic
-// endpoints react to BECN, the hca model does not, and back to back there
-// is no switch to mark.
+// endpoints and the HCAs react to BECN, so every workload but on a
+// back-to-back link, where there is no switch to mark (stream runs only
+// there).
 func (c *Config) validateCC() error {
 	if err := c.CC.Validate(); err != nil {
 		return err
@@ -395,9 +396,6 @@ func (c *Config) validateCC() error {
 	}
 	if !c.CC.Enable {
 		return nil
-	}
-	if !isSynthetic(c.Workload.Kind) {
-		return fmt.Errorf("cc.enable: true needs a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast), not workload.kind %s: the hca model does not react to BECN", c.Workload.Kind)
 	}
 	if c.Topology.Kind == KindBackToBack {
 		return fmt.Errorf("cc.enable: true needs switches to mark FECN; topology.kind back-to-back has none")

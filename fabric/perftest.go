@@ -131,10 +131,76 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 		m["block_hops"] = blocks
 		m["packets_delivered"] = rx
 	}
+	if cfg.CC.Enable && view.Net != nil {
+		hcaCCMetrics(m, view, s.Now())
+	}
 	m["sim_time_ns"] = s.Now().Nanoseconds()
 	m["events"] = s.Events()
 	view.addLinkErrors(m)
 	return m
+}
+
+// enableHCACC turns on the HCAs' reaction point (hca/cc.go) with
+// cc.enable; nil devices are skipped. The default CCT's unit is an
+// MTU-sized SEND ONLY on the host link, as for the endpoints.
+func enableHCACC(cfg *Config, devs []*hca.Device) {
+	if !cfg.CC.Enable {
+		return
+	}
+	mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
+	p := cfg.CC.Resolve(cfg.Link.Timing(cfg.Link.LengthM).Serialization(mtu.WireBytes()))
+	for _, d := range devs {
+		if d != nil {
+			d.EnableCC(&p)
+		}
+	}
+}
+
+// hcaCCMetrics adds congestion control's counters for the HCAs
+// (docs/metrics.md, "Congestion control"): the switches' marks, and the
+// HCAs' FECNs, CNPs and per-QP indexes summed in port order. A flow is a
+// QP here; its index is averaged over the whole test. Perftest and the
+// collectives alike.
+func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
+	var marked uint64
+	for _, sw := range view.Net.Switches {
+		marked += sw.FECNMarked()
+	}
+	var t hca.CCStats
+	maxIndex := -1
+	var indexSum float64
+	throttled := 0
+	for _, p := range view.Ports {
+		h, ok := p.Owner.(HCAHost)
+		if !ok {
+			continue
+		}
+		st, ok := h.CC(now)
+		if !ok {
+			continue
+		}
+		t.FECNReceived += st.FECNReceived
+		t.FECNIgnored += st.FECNIgnored
+		t.CNPsSent += st.CNPsSent
+		t.CNPsSkipped += st.CNPsSkipped
+		t.BECNs += st.BECNs
+		throttled += st.Throttle.Throttled
+		indexSum += st.Throttle.IndexSum
+		maxIndex = max(maxIndex, st.Throttle.Max)
+	}
+	m["cc_fecn_marked"] = marked
+	m["cc_fecn_received"] = t.FECNReceived
+	m["cc_fecn_ignored"] = t.FECNIgnored
+	m["cc_becn_sent"] = t.CNPsSent
+	m["cc_becn_received"] = t.BECNs
+	m["cc_cnp_skipped"] = t.CNPsSkipped
+	m["cc_flows_throttled"] = throttled
+	if maxIndex >= 0 {
+		m["cc_ccti_max"] = maxIndex
+	}
+	if throttled > 0 {
+		m["cc_ccti_mean"] = indexSum / float64(throttled)
+	}
 }
 
 // settlePerftest lets a checked perftest run on after its last completion
@@ -257,6 +323,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	if err != nil {
 		return nil, nil, err
 	}
+	enableHCACC(cfg, devs)
 	// A latency test may run a second time to trace its median iteration:
 	// the same fabric and background on a new simulation, unobserved.
 	rebuild := func() (*workload.Perftest, error) {

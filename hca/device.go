@@ -27,6 +27,7 @@ const (
 	evTimeout
 	evStageEdge
 	evRxRelease // a received packet's VL buffer space frees (VL, Arg = blocks)
+	evCCTick    // congestion control: a CCTI_Timer expiry (cc.go)
 )
 
 // txEntry is a packet waiting for the wire.
@@ -172,6 +173,9 @@ type Device struct {
 	Counters  Counters
 	fieldBuf  []components.TraceField
 	statsFrom ib.PS
+
+	// cc is congestion control's state (cc.go), nil when off.
+	cc *ccState
 }
 
 // NewDevice builds a device; cfg must have passed Validate. Attach a port
@@ -367,6 +371,8 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		}
 	case evTimeout:
 		d.timeout(d.eventQP(ev))
+	case evCCTick:
+		d.ccTick()
 	default:
 		panic(fmt.Sprintf("hca: %s got event kind %d", d.Name, ev.Kind))
 	}
@@ -412,6 +418,9 @@ next:
 		}
 		if d.Port == nil || !d.Port.Idle() {
 			return
+		}
+		if d.cc != nil && d.cc.cnp.Len() > 0 && d.ccSendCNP() {
+			continue // a CNP goes ahead of data (cc.go)
 		}
 		// ready: VLs whose head may start now; wait: the earliest time a
 		// VL with no head ready yet will have one.
@@ -617,6 +626,9 @@ grants:
 		}
 		d.tx.vl[qp.vl].req.push(txEntry{pkt: pkt, readyAt: ready, qp: qp})
 		d.tx.held(qp.vl, pkt.WireBytes(), d.Cfg.TxBufferBytes)
+		if d.cc != nil {
+			d.ccGranted(qp, pkt.WireBytes(), now)
+		}
 		if !qp.timerArmed {
 			d.armTimer(qp)
 		}
@@ -689,6 +701,9 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	qp.udPending = qp.udPending[1:]
 	d.tx.vl[qp.vl].req.push(txEntry{pkt: pkt, readyAt: ready, qp: qp, udWQE: &wqe})
 	d.tx.held(qp.vl, pkt.WireBytes(), d.Cfg.TxBufferBytes)
+	if d.cc != nil {
+		d.ccGranted(qp, pkt.WireBytes(), now)
+	}
 	if ready > now {
 		d.wake(ready)
 	}
@@ -700,7 +715,8 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 // says may, as a scan over every QP would find, but visiting only the
 // members of mayWork (a 1,022-QP HCA of a 512-rank all-to-all has a few
 // with work at a time). A member found idle leaves the set; one waiting
-// out an RNR NAK stays, since time alone makes it eligible again.
+// out an RNR NAK or its congestion control delay (holdUntil) stays, since
+// time alone makes it eligible again.
 func (d *Device) pickQP(now ib.PS) *QP {
 	start := d.rr
 	var picked *QP
@@ -731,7 +747,7 @@ laps:
 					}
 					break laps
 				}
-				if now >= qp.rnrUntil {
+				if now >= qp.holdUntil {
 					d.mayWork[w] &^= 1 << (uint(i) & 63)
 				}
 			}
@@ -769,9 +785,9 @@ func (d *Device) markWork(qp *QP) {
 // order).
 func (qp *QP) sendable(now ib.PS) bool {
 	if r := qp.req; r != nil { // RC: a UD QP never has a requester
-		return r.HasWork() && now >= qp.rnrUntil
+		return r.HasWork() && now >= qp.holdUntil
 	}
-	return qp.UD && (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
+	return qp.UD && (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0 && now >= qp.holdUntil
 }
 
 // pickCheck, when set (tests only), is told of every pick: the pointer it
@@ -851,8 +867,11 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 		}
 	}
 	if res.RNRWait {
-		qp.rnrUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
-		d.at(qp.rnrUntil, evSchedule)
+		// The RNR wait replaces a congestion control delay under way
+		// (10 µs and more, against a CCT delay of at most a few µs with
+		// the default table).
+		qp.holdUntil = d.s.Now() + RNRTimerPS(qp.req.RNRWaitCode)
+		d.at(qp.holdUntil, evSchedule)
 	}
 	if res.Rewound {
 		d.purge(qp)

@@ -30,7 +30,7 @@ func scanPick(d *Device, rr int, now ib.PS) *QP {
 	n := len(d.qps)
 	for k := 0; k < n; k++ {
 		qp := d.qps[(rr+k)%n]
-		work := qp.req != nil && qp.req.HasWork() && now >= qp.rnrUntil
+		work := qp.req != nil && qp.req.HasWork() && now >= qp.holdUntil
 		if qp.UD {
 			work = (qp.State == QPRTS || qp.State == QPErr) && len(qp.udPending) > 0
 		}

@@ -30,6 +30,13 @@ func (d *Device) receive(pkt *ib.Packet) {
 	d.Counters.RxPackets++
 	d.tracePacket(components.TraceDeliver, pkt)
 	qp := d.qpByNum(pkt.DestQP)
+	if d.cc != nil {
+		d.ccReceive(qp, pkt)
+		if pkt.Opcode == ib.CNP {
+			d.s.FreePacket(pkt)
+			return
+		}
+	}
 	if qp == nil || qp.State < QPRTR {
 		d.s.FreePacket(pkt) // no such QP: silently dropped, as hardware does
 		return

@@ -92,7 +92,10 @@ type QP struct {
 	timerArmed    bool  // the local ACK timer runs
 	timerDeadline ib.PS // when it expires
 	timerQueued   bool  // an evTimeout is in the event queue
-	rnrUntil      ib.PS
+	// holdUntil: the requester may be granted no packet before it: an RNR
+	// NAK's wait, or with congestion control (cc.go) the CCT inter-packet
+	// delay. pickQP keeps a QP waiting it in mayWork.
+	holdUntil ib.PS
 }
 
 // decodedWQE is a send WQE on chip, waiting for its key check.

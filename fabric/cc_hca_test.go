@@ -1,0 +1,189 @@
+package fabric
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/verif"
+)
+
+// hcaVictimConfig: testdata/cc-victim.topo, two NDR switches A and B joined
+// by one cable. Four perftest write_bw clients (hosts 0, 1 on A; 2, 3 on B;
+// 64 KiB messages, cx7 HCAs) write into the server, host 6 on B (the
+// incast pattern: clients 0 … 3 into the last host). Hosts 4 (V, on A) and
+// 5 (W, on B) are the background: uniform among themselves, so V sends
+// only to W, at 0.6 of a link of 4 KiB packets. The victim flow V → W
+// shares the cable A → B with clients 0 and 1, and nothing else with the
+// incast. The background's window, [20 µs, 220 µs], ends before any client
+// finishes (the first to finish, a B-side client at 1/3 of the server's
+// drain, needs about 450 µs for its 100 × 64 KiB), so the incast is whole
+// throughout it.
+const hcaVictimConfig = `
+seed: 1
+link: {generation: NDR, width: 4x, length_m: 2, medium: copper, mtu: 4096}
+hca: {profile: cx7}
+switch: {radix: 8, vls: 1, vl_buffer_bytes: 16640}
+topology: {kind: file, file: testdata/cc-victim.topo, routing: minhop}
+workload: {kind: perftest, test: write_bw, size: 65536, iterations: 100, pattern: incast, clients: 4,
+  background: true, background_pattern: uniform, offered_load: 0.6, warmup_ns: 20000, measure_ns: 200000}
+`
+
+// victimLoad is V's accepted load: the background's two hosts are V and W,
+// and W's traffic (B → A, against the incast) is not held back, so V's is
+// the smaller.
+func victimLoad(m map[string]any) float64 {
+	return m["host_accepted_load"].(map[string]any)["min"].(float64)
+}
+
+// TestCCHCAVictimFlow: tree saturation behind an HCA incast, and the HCAs'
+// congestion control giving the victim back its bandwidth.
+//
+// Without CC, derived. The server S drains at some rate D ≤ 1 link. B's
+// output to S serves its three inputs (the cable from A, clients 2 and 3)
+// round robin, one 4 KiB packet each, all backlogged: the cable's input
+// buffer at B gets D/3. That buffer (4 packets) is full of packets for S,
+// since V's packets for W leave it at once (W's output is idle, the switch
+// has a queue per output); so the cable A → B moves only when a packet
+// leaves that buffer: at D/3 (for S) + r_V (for W). A's output to the
+// cable serves its three inputs (clients 0, 1 and V), each backlogged, one
+// packet each in turn: V gets a third, r_V = (D/3 + r_V)/3, r_V = D/6 ≤
+// 1/6 of a link, against the 0.6 it offers to an idle destination. The
+// assertion allows 10 % over 1/6.
+//
+// With CC. B's output to S has more than 130 blocks waiting, marks the
+// clients' packets, S answers each FECN with a CNP to the client's QP, and
+// the client raises its QP's CCT index and spaces its grants. The backlog
+// for S drains from the cable's buffer at B, the cable moves at its full
+// rate again, and V gets what it offers: asserted above 0.8 × 0.6. The
+// incast pays (its aggregate falls: the clients' indexes overshoot their
+// 1/4 share), asserted as a direction only.
+func TestCCHCAVictimFlow(t *testing.T) {
+	off := runCC(t, hcaVictimConfig)
+	on := runCC(t, hcaVictimConfig, "cc.enable=true")
+	t.Logf("victim off %.3f on %.3f, incast %.1f → %.1f Gb/s", victimLoad(off), victimLoad(on),
+		off["aggregate_bw_gbps"], on["aggregate_bw_gbps"])
+	assert.LessOrEqual(t, victimLoad(off), 1.1/6, "the HOL bound D/6")
+	assert.NotContains(t, off, "cc_fecn_marked")
+	assert.Greater(t, victimLoad(on), 0.8*0.6)
+	assert.Less(t, on["aggregate_bw_gbps"].(float64), off["aggregate_bw_gbps"].(float64))
+	assert.Equal(t, true, on["data_verified"])
+	// Every request that arrived marked was answered, and every CNP came
+	// back to its client's QP; the four clients' QPs were throttled.
+	assert.Positive(t, on["cc_fecn_received"])
+	assert.Equal(t, on["cc_fecn_received"], on["cc_becn_sent"])
+	assert.Equal(t, on["cc_becn_sent"], on["cc_becn_received"])
+	assert.Equal(t, uint64(0), on["cc_cnp_skipped"])
+	assert.Equal(t, 4, on["cc_flows_throttled"])
+	// The switches also mark V's packets (every port marks) and the
+	// background endpoints, without CC here, do not answer them.
+	assert.GreaterOrEqual(t, on["cc_fecn_marked"], on["cc_fecn_received"])
+}
+
+// TestCCHCADeterministicAndChecked: the CC run twice gives the same
+// metrics, and with the checkers on (lossless, buffers, credits, ordering,
+// integrity, wire) the CNPs between HCAs pass as the endpoints' do and the
+// run settles.
+func TestCCHCADeterministicAndChecked(t *testing.T) {
+	a := runCC(t, hcaVictimConfig, "cc.enable=true")
+	b := runCC(t, hcaVictimConfig, "cc.enable=true")
+	for k, v := range a {
+		if k != "wall_s" {
+			assert.Equal(t, v, b[k], k)
+		}
+	}
+	l, err := Load([]byte(hcaVictimConfig), []string{"cc.enable=true", "sim.check=true", "workload.iterations=20"})
+	require.NoError(t, err)
+	var chk *verif.Checkers
+	var view *Simulation
+	m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+		view = s
+		chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+	}})
+	require.NoError(t, err)
+	require.True(t, view.Settled, "the run drained and settled")
+	chk.Finish(view.Now(), view.Settled)
+	require.NoError(t, chk.Err())
+	assert.Positive(t, m["cc_becn_received"])
+}
+
+// TestCCHCALowLoadChangesNothing: one write_bw pair across ndr.yaml's fat
+// tree (host 0 to host 15, three switches), alone:
+// at each switch every packet goes from one input to one output at the
+// rate it arrives,
+// so at most the packet in flight waits for the output (65 blocks, below
+// the 130 threshold) and nothing is marked; with CC on, no QP ever has a
+// delay above zero, nothing is gated, and every metric but the cc_ ones
+// is the CC-off run's.
+func TestCCHCALowLoadChangesNothing(t *testing.T) {
+	sets := []string{"sweep={}", "workload.background=false",
+		"workload.test=write_bw", "workload.size=65536", "workload.iterations=50"}
+	off := runShipped(t, "ndr.yaml", sets...)
+	on := runShipped(t, "ndr.yaml", append(sets, "cc.enable=true")...)
+	assert.Equal(t, uint64(0), on["cc_fecn_marked"])
+	assert.Equal(t, 0, on["cc_flows_throttled"])
+	compared := 0
+	for k, v := range off {
+		if k == "wall_s" {
+			continue
+		}
+		assert.Equal(t, v, on[k], k)
+		compared++
+	}
+	for k := range on {
+		if _, ok := off[k]; !ok {
+			assert.True(t, strings.HasPrefix(k, "cc_"), k)
+		}
+	}
+	assert.Greater(t, compared, 20)
+}
+
+// TestCCHCACollectives: the collectives' HCAs react as perftest's do. An
+// all-to-all on one switch sends seven ranks' writes into every output at
+// once, each at 1/7 of its link: balanced, so little waits at an output,
+// and the test marks at any wait (threshold 0); every marked request is answered
+// and every CNP reaches its QP, the data arrive intact, the checkers pass
+// with the CNPs on the fabric, and the run is deterministic. A ring
+// all-reduce sends each rank's data to one neighbour only: one input per
+// output, nothing is marked, and its results are the CC-off run's.
+func TestCCHCACollectives(t *testing.T) {
+	base := []string{"topology.kind=single-switch", "switch.radix=8", "topology.hosts=8", "switch.vls=1",
+		"link.generation=NDR", "hca.profile=cx7", "workload.size=1048576"}
+	run := func(sets ...string) map[string]any {
+		l, err := Load(nil, append(append([]string{}, base...), sets...))
+		require.NoError(t, err)
+		var chk *verif.Checkers
+		var view *Simulation
+		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+			view = s
+			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+		}})
+		require.NoError(t, err)
+		require.True(t, view.Settled, "the run drained and settled")
+		chk.Finish(view.Now(), view.Settled)
+		require.NoError(t, chk.Err())
+		assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		return m
+	}
+	a := run("workload.kind=alltoall", "cc.enable=true", "cc.threshold_blocks=0", "sim.check=true")
+	b := run("workload.kind=alltoall", "cc.enable=true", "cc.threshold_blocks=0", "sim.check=true")
+	t.Logf("alltoall with CC: %v marked, %v CNPs, busbw %.1f Gb/s", a["cc_fecn_marked"], a["cc_becn_sent"], a["busbw_gbps"])
+	assert.Positive(t, a["cc_fecn_received"])
+	assert.Equal(t, a["cc_fecn_received"], a["cc_becn_sent"])
+	assert.Equal(t, a["cc_becn_sent"], a["cc_becn_received"])
+	for k, v := range a {
+		if k != "wall_s" {
+			assert.Equal(t, v, b[k], k)
+		}
+	}
+	off := run("workload.kind=allreduce", "sim.check=true")
+	on := run("workload.kind=allreduce", "sim.check=true", "cc.enable=true")
+	assert.Equal(t, uint64(0), on["cc_fecn_marked"])
+	for k, v := range off {
+		if k != "wall_s" {
+			assert.Equal(t, v, on[k], k)
+		}
+	}
+}
