@@ -98,6 +98,14 @@ workload: {kind: uniform, size: 4096, offered_load: 0.1, warmup_ns: 2000, measur
 `
 	off := runCC(t, cfg)
 	on := runCC(t, cfg, "cc.enable=true")
+	assertCCChangedNothing(t, off, on)
+}
+
+// assertCCChangedNothing: the run with CC on marked nothing, throttled no
+// flow, and reported every metric of the run with CC off (but wall_s)
+// alike, adding only cc_ ones.
+func assertCCChangedNothing(t *testing.T, off, on map[string]any) {
+	t.Helper()
 	assert.Equal(t, uint64(0), on["cc_fecn_marked"])
 	assert.Equal(t, 0, on["cc_flows_throttled"])
 	compared := 0
