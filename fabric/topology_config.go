@@ -40,6 +40,11 @@ type TopologyConfig struct {
 	Spines int `yaml:"spines"`
 	// File is the topology file of kind file (format in docs/fabric.md).
 	File string `yaml:"file"`
+	// Text is a topology file's contents, given in the config itself
+	// instead of File (a config that carries its fabric: shipped examples,
+	// sweeps and shards that run elsewhere). omitempty: configs without it
+	// keep their effective config, and with it its hash.
+	Text string `yaml:"text,omitempty"`
 	// Routing is the subnet manager's routing engine: minhop | dmodk |
 	// updown | random.
 	Routing string `yaml:"routing"`
@@ -131,7 +136,8 @@ func (c *TopologyConfig) Validate() error {
 		leaves = func(why string) error { return unused("leaves", c.Leaves, c.Leaves != 0, why) }
 		spines = func(why string) error { return unused("spines", c.Spines, c.Spines != 0, why) }
 		file   = func() error {
-			return unused("file", fmt.Sprintf("%q", c.File), c.File != "", "set topology.kind: file to use it")
+			return firstErr(unused("file", fmt.Sprintf("%q", c.File), c.File != "", "set topology.kind: file to use it"),
+				unused("text", fmt.Sprintf("%d bytes", len(c.Text)), c.Text != "", "set topology.kind: file to use it"))
 		}
 		cableLen = func(why string) error {
 			return unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why)
@@ -158,8 +164,11 @@ func (c *TopologyConfig) Validate() error {
 		why := "its shape follows topology.radix"
 		err = firstErr(leaves(why), spines(why), oversb("a k-ary three-level tree is 1:1"), file())
 	case KindFile:
-		if c.File == "" {
-			return fmt.Errorf("topology.file: is empty, but topology.kind file needs a topology file")
+		if c.File == "" && c.Text == "" {
+			return fmt.Errorf("topology.file: is empty, but topology.kind file needs a topology file (or its contents in topology.text)")
+		}
+		if c.File != "" && c.Text != "" {
+			return fmt.Errorf("topology.text: is set, and so is topology.file %q: give the fabric one way", c.File)
 		}
 		why := "the file describes the fabric"
 		err = firstErr(unused("hosts", c.Hosts, c.Hosts != 0, why), unused("radix", c.Radix, c.Radix != 0, why),
@@ -235,6 +244,14 @@ func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, erro
 	case KindFatTree3:
 		t, err = FatTree3(r, c.Hosts, link)
 	default: // KindFile; Validate admitted no other
+		if c.Text != "" {
+			// Errors name the key and the text's line: "topology.text:3: …".
+			t, err = ParseTopology(strings.NewReader(c.Text), "topology.text", link)
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
 		t, err = LoadTopologyFile(c.File, link)
 		if err != nil {
 			return nil, fmt.Errorf("topology.file: %v", err)

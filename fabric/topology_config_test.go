@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,7 +110,7 @@ func TestTopologyConfigErrors(t *testing.T) {
 		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFatTree2; c.File = "x.topo" }), `topology.file: "x.topo" is set, but topology.kind fat-tree-2 does not use it (set topology.kind: file to use it)`},
-		{with(func(c *TopologyConfig) { c.Kind = KindFile }), "topology.file: is empty, but topology.kind file needs a topology file"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile }), "topology.file: is empty, but topology.kind file needs a topology file (or its contents in topology.text)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.Hosts = 4 }), "topology.hosts: 4 is set, but topology.kind file does not use it (the file describes the fabric)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.CableLengthM = 4 }), "topology.cable_length_m: 4 is set, but topology.kind file does not use it (the file describes the fabric)"},
 	}
@@ -284,4 +286,36 @@ func TestHCASLToDropVLRefused(t *testing.T) {
 		c.Workload.Kind, c.Workload.SL, c.Workload.Background, c.Workload.BackgroundSL = tc.kind, 3, tc.background, tc.bgSL
 		assert.Equal(t, tc.want, c.wireSLs(), "%s background %v", tc.kind, tc.background)
 	}
+}
+
+// TestTopologyText: a topology file's contents given in topology.text build
+// the fabric the file builds (the same nodes, ports and cables, written
+// back the same by FormatTopology), its errors name topology.text and the
+// line, and text and file together, or text on another kind, are refused.
+func TestTopologyText(t *testing.T) {
+	data, err := os.ReadFile("testdata/ring5.topo")
+	require.NoError(t, err)
+	fromFile := TopologyConfig{Kind: KindFile, File: "testdata/ring5.topo", Routing: RoutingUpDown, Oversubscription: 1}
+	fromText := TopologyConfig{Kind: KindFile, Text: string(data), Routing: RoutingUpDown, Oversubscription: 1}
+	require.NoError(t, fromText.CheckShape(64))
+	a, err := fromFile.Build(64, linkCable)
+	require.NoError(t, err)
+	b, err := fromText.Build(64, linkCable)
+	require.NoError(t, err)
+	var wa, wb strings.Builder
+	require.NoError(t, FormatTopology(&wa, a))
+	require.NoError(t, FormatTopology(&wb, b))
+	assert.Equal(t, wa.String(), wb.String())
+	assert.Len(t, b.Switches(), 5)
+
+	bad := TopologyConfig{Kind: KindFile, Text: "switch A 4\nhost H\ncable H.Port[1]\n", Routing: RoutingMinHop, Oversubscription: 1}
+	_, err = bad.Build(64, linkCable)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "topology.text:3: "), err.Error())
+
+	both := fromText
+	both.File = "testdata/ring5.topo"
+	assert.EqualError(t, both.Validate(), `topology.text: is set, and so is topology.file "testdata/ring5.topo": give the fabric one way`)
+	other := TopologyConfig{Kind: KindSingleSwitch, Text: "switch A 4\n", Routing: RoutingMinHop, Oversubscription: 1}
+	assert.EqualError(t, other.Validate(), "topology.text: 11 bytes is set, but topology.kind single-switch does not use it (set topology.kind: file to use it)")
 }
