@@ -219,6 +219,13 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
 				return written, err
 			}
+			// A buffer's latency too (how deep for the p99 a design
+			// wants), under the rules of a key's own plots.
+			if keyGrid(r.Points, x, swept) {
+				if err := latencyKeyPlot(r.Points, x, swept, save); err != nil {
+					return written, err
+				}
+			}
 		case x == berKey:
 			p, err := berPlot(r.Points, swept)
 			if err != nil {
@@ -264,25 +271,8 @@ func ownAxis(points []Point, x string) bool {
 // lines against a cable length of 3, under a legend that hid them) or
 // when the points are not a grid over x and the designs.
 func keyPlots(points []Point, x string, swept []string, save func(*plot.Plot, string) error) error {
-	groups, designs := groupDesigns(points, x, swept)
-	if len(designs) > maxKeyPlotDesigns {
+	if !keyGrid(points, x, swept) {
 		return nil
-	}
-	// Every design at every value of x: a grid. A knee search probes other
-	// loads for each design, so against another key its "designs" (the
-	// probed loads) hold a point or two each and draw no curve.
-	all := map[string]bool{}
-	for _, pt := range points {
-		all[fmt.Sprint(pt.Params[x])] = true
-	}
-	for _, id := range designs {
-		seen := map[string]bool{}
-		for _, pt := range groups[id] {
-			seen[fmt.Sprint(pt.Params[x])] = true
-		}
-		if len(seen) != len(all) {
-			return nil
-		}
 	}
 	for _, metric := range berMetrics {
 		if !hasMetric(points, metric) {
@@ -303,6 +293,45 @@ func keyPlots(points []Point, x string, swept []string, save func(*plot.Plot, st
 		}
 		break
 	}
+	return latencyKeyPlot(points, x, swept, save)
+}
+
+// keyGrid reports whether x may have plots of its own: at most
+// maxKeyPlotDesigns designs, each at every value of x the points that ran
+// hold (a grid). A knee
+// search probes other loads for each design, so against another key its
+// "designs" (the probed loads) hold a point or two each and draw no curve.
+func keyGrid(points []Point, x string, swept []string) bool {
+	var ok []Point // failed points leave a gap in a line, not a hole in the grid
+	for _, pt := range points {
+		if pt.Error == "" {
+			ok = append(ok, pt)
+		}
+	}
+	points = ok
+	groups, designs := groupDesigns(points, x, swept)
+	if len(designs) > maxKeyPlotDesigns {
+		return false
+	}
+	all := map[string]bool{}
+	for _, pt := range points {
+		all[fmt.Sprint(pt.Params[x])] = true
+	}
+	for _, id := range designs {
+		seen := map[string]bool{}
+		for _, pt := range groups[id] {
+			seen[fmt.Sprint(pt.Params[x])] = true
+		}
+		if len(seen) != len(all) {
+			return false
+		}
+	}
+	return true
+}
+
+// latencyKeyPlot draws latency-vs-KEY.svg: the first series of
+// latencySeries the points report against x, one line per design.
+func latencyKeyPlot(points []Point, x string, swept []string, save func(*plot.Plot, string) error) error {
 	for _, ls := range latencySeries {
 		if !hasMetric(points, ls.ss[0].metric) {
 			continue

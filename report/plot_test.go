@@ -43,7 +43,10 @@ func TestWritePlots(t *testing.T) {
 	files, err := WritePlots(dir, loadSweep(true))
 	require.NoError(t, err)
 	// Both keys swept; link.width has one value, so it is no design.
-	assert.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg", LatencyPlot, AcceptedPlot}, files)
+	// The buffer's latency plot too: the failed point (a buffer the other
+	// points lack) leaves a gap, not a hole in the grid.
+	assert.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg", "latency-vs-hca.vl_buffer_bytes.svg", LatencyPlot, AcceptedPlot}, files)
+	svgText(t, filepath.Join(dir, files[1]), "Latency vs hca.vl_buffer_bytes", "workload.offered_load=0.6 p99")
 	svgText(t, filepath.Join(dir, LatencyPlot), "Latency vs offered load", "hca.vl_buffer_bytes=8192 p50", "hca.vl_buffer_bytes=65536 p99")
 	svgText(t, filepath.Join(dir, AcceptedPlot), "Accepted vs offered load", "accepted = offered")
 	// Each axis names its unit: bytes of buffer, Gb/s of goodput.

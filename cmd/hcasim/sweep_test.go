@@ -328,8 +328,8 @@ func TestSweepPlotsAreSVG(t *testing.T) {
 	code, _, stderr := run("-config", cfg, "--out", out, "--quiet")
 	require.Equal(t, 0, code, stderr)
 	// Buffer (3 depths) and length (2) swept, no offered load: throughput
-	// against the buffer (its named plot), and throughput and latency
-	// against the length, a numeric key of its own, one line per depth.
+	// and latency against the buffer (one line per length), and against
+	// the length (one line per depth).
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	var svgs []string
@@ -338,7 +338,8 @@ func TestSweepPlotsAreSVG(t *testing.T) {
 			svgs = append(svgs, e.Name())
 		}
 	}
-	assert.Equal(t, []string{"latency-vs-link.length_m.svg", "throughput-vs-hca.vl_buffer_bytes.svg", "throughput-vs-link.length_m.svg"}, svgs)
+	assert.Equal(t, []string{"latency-vs-hca.vl_buffer_bytes.svg", "latency-vs-link.length_m.svg", "throughput-vs-hca.vl_buffer_bytes.svg", "throughput-vs-link.length_m.svg"}, svgs)
+	assertSVG(t, filepath.Join(out, "latency-vs-hca.vl_buffer_bytes.svg"), "Latency vs hca.vl_buffer_bytes", "link.length_m=100 p99")
 	assertSVG(t, filepath.Join(out, "throughput-vs-hca.vl_buffer_bytes.svg"), "Throughput vs buffer depth", "link.length_m=100")
 	assertSVG(t, filepath.Join(out, "throughput-vs-link.length_m.svg"), "Throughput vs link.length_m", "hca.vl_buffer_bytes=65536")
 	assertSVG(t, filepath.Join(out, "latency-vs-link.length_m.svg"), "Latency vs link.length_m", "hca.vl_buffer_bytes=16384 p99")
