@@ -101,3 +101,28 @@ func TestMTTRangeLargerThanCacheReadsEveryMissingEntry(t *testing.T) {
 	assert.Equal(t, int64(0), c.Hits)
 	assert.Equal(t, int64(2*16*MTTEntryBytes), p.b.PCIe.ReadBytes)
 }
+
+// TestSendOnlyTranslatesWhatItWrites: a one-packet SEND of 64 bytes into a
+// posted receive of 64 KiB, with translation modelled. The receiver writes
+// 64 bytes into the first page of the buffer, so its translation reads one
+// entry: one miss, not the 16 pages the receive WQE's range covers (the
+// whole range was translated before). The sender translates its 64 gather
+// bytes: one miss too.
+func TestSendOnlyTranslatesWhatItWrites(t *testing.T) {
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 64
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 1, Addr: p.bufB, Length: 1 << 16, LKey: p.mrB.LKey}))
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRSend, Signaled: true,
+		LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey}))
+	_, rb := p.pollBoth(t, 1, 1)
+	assert.Equal(t, WCSuccess, rb[0].Status)
+	// The bytes straddle a page boundary only if they start in the last 63
+	// bytes of a page; then two entries.
+	pages := int64(1)
+	if p.bufB%4096 > 4096-64 {
+		pages = 2
+	}
+	assert.Equal(t, pages, p.b.MTTCache().Misses)
+	assert.Equal(t, int64(1), p.a.MTTCache().Misses)
+}

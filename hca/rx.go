@@ -102,8 +102,15 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 			components.IntField("len", int64(a.KeyLen)))
 		if a.KeyResult == KeyOK && d.mtt != nil {
 			// The range the key covers is translated once, for every
-			// packet of the message (translate).
-			t = d.translate(t, a.KeyAddr, a.KeyLen)
+			// packet of the message (translate). A SEND that is one
+			// packet writes only its payload into the receive buffer, so
+			// only those bytes; a longer SEND's length is not known at
+			// its first packet, so its whole buffer.
+			n := a.KeyLen
+			if pkt.Opcode == ib.SendOnly || pkt.Opcode == ib.SendOnlyImm {
+				n = min(n, uint64(pkt.PayloadLen))
+			}
+			t = d.translate(t, a.KeyAddr, n)
 			qp.xlateAt = t
 		}
 	} else {
@@ -333,7 +340,8 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
 		components.IntField("len", int64(recv.Length)))
 	if r == KeyOK {
-		t = d.translate(t, recv.Addr, uint64(recv.Length))
+		// The bytes the datagram writes: the GRH area and its payload.
+		t = d.translate(t, recv.Addr, min(uint64(recv.Length), uint64(UDGRHBytes+pkt.PayloadLen)))
 	}
 	c := CQE{Opcode: CQERespSend, QPN: qp.Num, Counter: uint16(recv.Index), Receiver: true,
 		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(UDGRHBytes + pkt.PayloadLen)}
