@@ -4,9 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hcasim/hcasim/verif"
 )
 
 // hcaVictimConfig: testdata/cc-victim.topo, two NDR switches A and B joined
@@ -93,18 +90,7 @@ func TestCCHCADeterministicAndChecked(t *testing.T) {
 			assert.Equal(t, v, b[k], k)
 		}
 	}
-	l, err := Load([]byte(hcaVictimConfig), []string{"cc.enable=true", "sim.check=true", "workload.iterations=20"})
-	require.NoError(t, err)
-	var chk *verif.Checkers
-	var view *Simulation
-	m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-		view = s
-		chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
-	}})
-	require.NoError(t, err)
-	require.True(t, view.Settled, "the run drained and settled")
-	chk.Finish(view.Now(), view.Settled)
-	require.NoError(t, chk.Err())
+	m, _ := runPassing(t, []byte(hcaVictimConfig), "cc.enable=true", "workload.iterations=20")
 	assert.Positive(t, m["cc_becn_received"])
 }
 
@@ -136,18 +122,7 @@ func TestCCHCACollectives(t *testing.T) {
 	base := []string{"topology.kind=single-switch", "switch.radix=8", "topology.hosts=8", "switch.vls=1",
 		"link.generation=NDR", "hca.profile=cx7", "workload.size=1048576"}
 	run := func(sets ...string) map[string]any {
-		l, err := Load(nil, append(append([]string{}, base...), sets...))
-		require.NoError(t, err)
-		var chk *verif.Checkers
-		var view *Simulation
-		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-			view = s
-			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
-		}})
-		require.NoError(t, err)
-		require.True(t, view.Settled, "the run drained and settled")
-		chk.Finish(view.Now(), view.Settled)
-		require.NoError(t, chk.Err())
+		m, _ := runPassing(t, nil, append(append([]string{}, base...), sets...)...)
 		assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
 		return m
 	}

@@ -139,18 +139,7 @@ workload: {kind: hotspot, hotspot_fraction: 0.3, size: 4096, offered_load: 0.8, 
 cc: {enable: true, ccti_increase: 4}
 `
 	run := func(sets ...string) map[string]any {
-		l, err := Load([]byte(cfg), append([]string{"sim.check=true"}, sets...))
-		require.NoError(t, err)
-		var chk *verif.Checkers
-		var view *Simulation
-		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-			view = s
-			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
-		}})
-		require.NoError(t, err)
-		require.True(t, view.Settled, "the run drained and settled")
-		chk.Finish(view.Now(), view.Settled)
-		require.NoError(t, chk.Err())
+		m, _ := runPassing(t, []byte(cfg), sets...)
 		return m
 	}
 	serial := run()

@@ -32,7 +32,14 @@ func pCorrupt(ber float64, bytes int) float64 {
 // metrics and the simulation.
 func runLossy(t *testing.T, sets ...string) (map[string]any, *Simulation) {
 	t.Helper()
-	l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
+	return runPassing(t, nil, sets...)
+}
+
+// runPassing is runLossy for the config yaml (nil: the defaults) with sets
+// on top.
+func runPassing(t *testing.T, yaml []byte, sets ...string) (map[string]any, *Simulation) {
+	t.Helper()
+	l, err := Load(yaml, append([]string{"sim.check=true"}, sets...))
 	require.NoError(t, err)
 	var chk *verif.Checkers
 	var view *Simulation
