@@ -683,27 +683,48 @@ func (c *Checkers) checkDest(ev *components.TraceEvent, seq, dlid int64) bool {
 	return true
 }
 
-func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
+// leaveFlight takes the packet of a deliver or a link discard out of
+// flight: it must carry a seq, have been injected, and be neither
+// delivered nor discarded yet; it is then marked as the event says (done).
+// It returns the packet's injected identity, or false after failing with
+// the message of the rule it broke (msgs: no seq; then, for seq, already
+// delivered, already discarded, never injected).
+func (c *Checkers) leaveFlight(ev *components.TraceEvent, f *evFields, done *bitset, msgs *[4]string) (pktIdentity, bool) {
 	seq := f.seq
-	if !f.ok(fSeq) || seq < 0 {
-		c.fail(InvLossless, ev, "deliver without a non-negative seq field")
-		return
+	var broke string
+	in, injected := c.injected[seq]
+	switch {
+	case !f.ok(fSeq) || seq < 0:
+		c.fail(InvLossless, ev, msgs[0])
+		return pktIdentity{}, false
+	case c.delivered.has(seq):
+		broke = msgs[1]
+	case c.discarded.has(seq):
+		broke = msgs[2]
+	case !injected:
+		broke = msgs[3]
 	}
-	if c.delivered.has(seq) {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered twice", seq))
-		return
-	}
-	if c.discarded.has(seq) {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered after a link discarded it", seq))
-		return
-	}
-	in, ok := c.injected[seq]
-	if !ok {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered but never injected", seq))
-		return
+	if broke != "" {
+		c.fail(InvLossless, ev, fmt.Sprintf(broke, seq))
+		return pktIdentity{}, false
 	}
 	delete(c.injected, seq)
-	c.delivered.set(seq)
+	done.set(seq)
+	return in, true
+}
+
+var deliverMsgs = [4]string{"deliver without a non-negative seq field", "packet seq %d delivered twice",
+	"packet seq %d delivered after a link discarded it", "packet seq %d delivered but never injected"}
+
+var discardMsgs = [4]string{"link discard without a non-negative seq field", "packet seq %d discarded by a link after it was delivered",
+	"packet seq %d discarded by a link twice", "packet seq %d discarded by a link but never injected"}
+
+func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
+	seq := f.seq
+	in, ok := c.leaveFlight(ev, f, &c.delivered, &deliverMsgs)
+	if !ok {
+		return
+	}
 	got := c.identity(ev, f)
 	if got.dlid == in.dlid && !c.checkDest(ev, seq, got.dlid) {
 		return
@@ -737,25 +758,10 @@ func headerDiff(in, got pktIdentity) (name string, want, had int64, differs bool
 // responder see a gap at its PSN until the PSN arrives again.
 func (c *Checkers) linkDiscard(ev *components.TraceEvent, f *evFields) {
 	seq := f.seq
-	if !f.ok(fSeq) || seq < 0 {
-		c.fail(InvLossless, ev, "link discard without a non-negative seq field")
-		return
-	}
-	switch {
-	case c.delivered.has(seq):
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d discarded by a link after it was delivered", seq))
-		return
-	case c.discarded.has(seq):
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d discarded by a link twice", seq))
-		return
-	}
-	in, ok := c.injected[seq]
+	in, ok := c.leaveFlight(ev, f, &c.discarded, &discardMsgs)
 	if !ok {
-		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d discarded by a link but never injected", seq))
 		return
 	}
-	delete(c.injected, seq)
-	c.discarded.set(seq)
 	got := c.identity(ev, f)
 	if name, want, had, bad := headerDiff(in, got); bad {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d changed before a link discarded it: %s injected %d, discarded %d", seq, name, want, had))
