@@ -15,7 +15,7 @@ import (
 )
 
 // PerftestTests lists the perftest-style tests RunPerftest runs.
-var PerftestTests = []string{"write_lat", "write_bw", "read_lat", "read_bw", "send_lat", "send_bw", "atomic_lat"}
+var PerftestTests = []string{"write_lat", "write_bw", "read_lat", "read_bw", "send_lat", "send_bw", "atomic_lat", "atomic_bw"}
 
 // Perftest defaults (linux-rdma/perftest src/perftest_parameters.h).
 const (
@@ -227,6 +227,9 @@ type perftest struct {
 	// linkBusyAt0 is each host's outgoing wire busy time when the timed
 	// part began, so link_utilization covers the same window as bw_gbps.
 	linkBusyAt0 [2]ib.PS
+	// atomicAt0 is, per QP, the server's target word when atomic_bw's
+	// timed part began: verify expects it raised by one per FETCH_ADD.
+	atomicAt0 []uint64
 
 	stamps []ib.PS // client post times (lat tests)
 	lat    Latencies
@@ -618,6 +621,12 @@ func (p *perftest) begin() {
 		p.postClient(0)
 		return
 	}
+	if p.op == hca.WRFetchAdd {
+		p.atomicAt0 = make([]uint64, len(p.qp[0]))
+		for q := range p.qp[0] {
+			p.atomicAt0[q] = p.dev[1].Mem.ReadU64(p.rbuf[1][q])
+		}
+	}
 	for q := range p.qp[0] {
 		p.fillQP(q)
 	}
@@ -915,6 +924,18 @@ func (p *perftest) verify() {
 		case hca.WRRDMARead:
 			if !bytes.Equal(p.snapshot(0, p.rbuf[0][q]), p.snapshot(1, p.buf[1][q])) {
 				p.errs = append(p.errs, fmt.Sprintf("qp %d: read buffer differs from the remote source", q))
+			}
+		case hca.WRFetchAdd:
+			// Each FETCH_ADD adds 1 to the server's word and returns the
+			// word before it: after n of them the word is its start + n and
+			// the client holds the value the last one found, start + n − 1.
+			n := uint64(p.run.Iterations)
+			start := p.atomicAt0[q]
+			if got := p.dev[1].Mem.ReadU64(p.rbuf[1][q]); got != start+n {
+				p.errs = append(p.errs, fmt.Sprintf("qp %d: target word %#x after %d FETCH_ADDs of 1 from %#x, want %#x", q, got, n, start, start+n))
+			}
+			if got := p.dev[0].Mem.ReadU64(p.rbuf[0][q]); got != start+n-1 {
+				p.errs = append(p.errs, fmt.Sprintf("qp %d: the last FETCH_ADD returned %#x, want %#x", q, got, start+n-1))
 			}
 		}
 	}

@@ -41,6 +41,7 @@ func TestPerftestEveryTestMovesData(t *testing.T) {
 		{"write_bw", 2, 500}, {"write_bw", 65536, 200}, {"write_bw", 8 << 20, 3},
 		{"send_bw", 0, 300}, {"send_bw", 4096, 300},
 		{"read_bw", 65536, 200},
+		{"atomic_bw", 8, 300},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/%d", tc.test, tc.size), func(t *testing.T) {
@@ -274,7 +275,7 @@ func TestPerftestValidate(t *testing.T) {
 		mutate func(r *PerftestRun)
 		want   string
 	}{
-		{"test", func(r *PerftestRun) { r.Test = "ping" }, `workload.test: "ping" is not a perftest test (write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat)`},
+		{"test", func(r *PerftestRun) { r.Test = "ping" }, `workload.test: "ping" is not a perftest test (write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat, atomic_bw)`},
 		{"size", func(r *PerftestRun) { r.Size = 9 << 20 }, "workload.size: 9437184 is out of range (0 to 8388608 bytes)"},
 		{"write_lat 0", func(r *PerftestRun) { r.Test, r.Size = "write_lat", 0 }, "workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got 0"},
 		{"iters", func(r *PerftestRun) { r.Iterations = 1 }, "workload.iterations: 1 is out of range (2 to 1e8)"},
@@ -339,7 +340,7 @@ func TestPerftestPassesTheCheckers(t *testing.T) {
 		size int
 		drop int
 	}{{"write_bw", 65536, 0}, {"send_bw", 5000, 0}, {"read_bw", 9000, 0}, {"send_lat", 32, 0},
-		{"atomic_lat", 8, 0}, {"write_bw", 4096, 3}} {
+		{"atomic_lat", 8, 0}, {"atomic_bw", 8, 0}, {"write_bw", 4096, 3}} {
 		t.Run(fmt.Sprintf("%s/%d/drop%d", tc.test, tc.size, tc.drop), func(t *testing.T) {
 			run := edrRun(tc.test, tc.size, 100)
 			run.HCA.RetryTimeout = 2
@@ -523,7 +524,7 @@ func TestOnEndKeepsTheMetrics(t *testing.T) {
 	for _, tc := range []struct {
 		test string
 		size int
-	}{{"write_bw", 65536}, {"read_bw", 9000}, {"send_bw", 5000}, {"write_lat", 2}, {"send_lat", 32}, {"read_lat", 2}, {"atomic_lat", 8}} {
+	}{{"write_bw", 65536}, {"read_bw", 9000}, {"send_bw", 5000}, {"write_lat", 2}, {"send_lat", 32}, {"read_lat", 2}, {"atomic_lat", 8}, {"atomic_bw", 8}} {
 		t.Run(tc.test, func(t *testing.T) {
 			run := edrRun(tc.test, tc.size, 20)
 			want, err := RunPerftest(run)
@@ -676,4 +677,37 @@ func TestTimeLimitSaysHowCompletionsCount(t *testing.T) {
 	_, err = RunPerftest(run)
 	require.ErrorAs(t, err, &tl)
 	assert.Contains(t, err.Error(), "(0 of 200 messages completed)")
+}
+
+// TestAtomicBWOneReadModifyWriteAtATime derives ib_atomic_bw's steady
+// message rate: every FETCH_ADD targets the server's one word per QP, and
+// the responder executes an atomic as a PCIe read of the word followed by
+// a posted write of the new value, so the next atomic's read request goes
+// upstream only after that write (a read does not pass a posted write).
+// One atomic therefore costs, on hca.Defaults (PCIe Gen3 x16, 128b/130b:
+// 8000 × 130 / (8 × 16 × 128) = 63.4765625 ps per byte, rounded up per TLP):
+//
+//	read request TLP, 24 B header        1,524 ps
+//	read completion latency            533,000 ps
+//	completion TLP, 8 B + 20 B header    1,778 ps
+//	posted write TLP, 8 B + 24 B header  2,032 ps
+//	                                   538,334 ps
+//
+// Two runs that differ only in iterations differ in measured span by that
+// period per extra atomic, start-up and drain cancelling.
+func TestAtomicBWOneReadModifyWriteAtATime(t *testing.T) {
+	h := hca.Defaults()
+	pcie := hca.NewPCIe(h.PCIe)
+	period := pcie.SerPS(h.PCIe.TLPOverheadBytes) + ib.FromNanoseconds(h.PCIe.ReadLatencyNS) +
+		pcie.SerPS(8+h.PCIe.CompletionOverheadBytes) + pcie.SerPS(8+h.PCIe.TLPOverheadBytes)
+	require.Equal(t, ib.PS(538334), period, "the derivation above")
+	span := func(iters int) float64 {
+		m, err := RunPerftest(edrRun("atomic_bw", 8, iters))
+		require.NoError(t, err)
+		require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		return m["sim_time_ns"].(float64)
+	}
+	const n1, n2 = 200, 600
+	got := span(n2) - span(n1)
+	assert.InDelta(t, float64(period)*(n2-n1)/1000, got, 0.001, "ns for %d more atomics", n2-n1)
 }

@@ -76,7 +76,7 @@ func TestOtherKindsKeysChecked(t *testing.T) {
 		cfg  *Config
 		want string
 	}{
-		{with(func(c *Config) { c.Test = "foo" }), `workload.test: "foo" is not a perftest test (write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat)`},
+		{with(func(c *Config) { c.Test = "foo" }), `workload.test: "foo" is not a perftest test (write_lat, write_bw, read_lat, read_bw, send_lat, send_bw, atomic_lat, atomic_bw)`},
 		{with(func(c *Config) { c.Connection = "UC" }), `workload.connection: "UC" is not a transport (RC, UD)`},
 		{with(func(c *Config) { c.BackgroundPattern = "alltoall" }), `workload.background_pattern: "alltoall" is not a synthetic pattern (uniform, permutation, shift, bitcomp, hotspot, incast)`},
 		{with(func(c *Config) { c.SliceBytes = -1 }), "workload.slice_bytes: -1 is out of range (0 for 524288, up to 1073741824)"},
