@@ -320,10 +320,10 @@ func (p *PCIe) Write(t ib.PS, n int) ib.PS {
 
 // WriteQueuedUntil returns when the upstream direction would finish n
 // bytes of posted writes offered now, behind the TLPs already booked on
-// it: what the data of a packet just received waits for. (The write is
-// issued later, through the DMA stage, after every write the stage took
-// before; a TLP booked ahead of it may yet leave a gap it would fill, so
-// this is the latest it would finish.)
+// it: what the data of a packet just received waits for. It is an
+// estimate made before the write is booked: the write, issued later
+// through the DMA stage, may fill a gap before a TLP booked ahead, or
+// wait behind TLPs booked meanwhile.
 func (p *PCIe) WriteQueuedUntil(now ib.PS, n int) ib.PS {
 	tlps := (n + p.cfg.MPSBytes - 1) / p.cfg.MPSBytes
 	return max(now, p.up.last) + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
