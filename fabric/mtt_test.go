@@ -20,8 +20,9 @@ import (
 // its PCIe link, and the read of a message's MTT entries is a read
 // request on the same direction, which may not pass the posted writes
 // queued before it (PCIe Base Specification, transaction ordering: a
-// non-posted request does not pass a posted request); the model books
-// each direction in order. So each message costs the upstream link its
+// non-posted request does not pass a posted request); the model serves
+// each direction in time order, but a read request after the posted
+// writes issued before it. So each message costs the upstream link its
 // writes, then the request, then the read latency and the completion
 // before its own writes can start:
 //   - Gen5 x16: 32 GT/s × 16 × 128/130 = 504.123 Gb/s;

@@ -185,6 +185,7 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 		Alloc: NewAllocator(0x10_0000), PCIe: NewPCIe(cfg.PCIe), cycle: ib.CyclePS(cfg.CoreClockMHz),
 		keyCache: NewKeyCache(cfg.KeyCacheEntries), missExtraPS: ib.FromNanoseconds(cfg.KeyMissExtraNS), nextPD: 1,
 		pageShift: uint(bits.TrailingZeros(uint(cfg.MTTPageBytes)))}
+	d.PCIe.clock = s
 	if cfg.MTTCacheEntries > 0 {
 		d.mtt = &MTTCache{newLRU[uint64](cfg.MTTCacheEntries)}
 	}
@@ -292,8 +293,8 @@ func (d *Device) tracePacket(kind components.TraceKind, pkt *ib.Packet) {
 // then reads the key's MKey context from host memory (ConnectX keeps it in
 // ICM): a read request TLP up, the host's read latency, a completion of
 // MKeyContextBytes down, through the same PCIe model as WQE and payload
-// reads, so the read takes a tag and its TLPs queue with the others in each
-// direction, in the order they were reserved. The context is checked as it
+// reads, so the read takes a tag and its TLPs share each direction with
+// the others, served in time order (pcie.go). The context is checked as it
 // arrives (no second pass through the stage), plus hca.key_miss_extra_ns.
 // The read is the translation unit's, not the DMA engine's: it does not
 // take a DMA-stage slot. A miss leaves the issue slot after one interval,

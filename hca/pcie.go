@@ -26,40 +26,169 @@ var pcieGens = map[int]pcieGenRate{
 	6: {64, 236, 256},
 }
 
-// pcieDir is one direction of the PCIe link: TLPs are served whole, in the
-// order they are reserved (FIFO arbitration in issue order).
+// tlpSpan is a stretch of one PCIe direction that TLPs hold, [start, end)
+// in ps; TLPs booked back to back share one span.
+type tlpSpan struct{ start, end ib.PS }
+
+// pcieDir is one direction of the PCIe link, booked in time order: a TLP
+// takes the first stretch at or after its own time (and after the TLPs it
+// may not pass, which the caller puts into that time) that no TLP booked
+// before holds, as a link serving TLPs as they become ready would, so a
+// TLP booked for a later time does not hold back one booked afterwards
+// for an earlier time. A TLP once booked is not moved: a TLP booked for
+// an earlier time than TLPs booked before it waits for those of them that
+// hold the stretch it would take, where in strict time order it would
+// have gone first and they after it. Bookings in time order get the FIFO
+// times (each at max(t, end of the previous)).
 type pcieDir struct {
-	freeAt ib.PS // when the direction finishes its last reserved TLP
-	busy   ib.PS // total time spent serialising TLPs
+	// spans are the stretches held before the last one, disjoint and
+	// ascending; spans[:head] ended by now, when they were forgotten.
+	spans []tlpSpan
+	head  int
+	// [tailStart, last) is the last stretch held, kept out of spans: most
+	// bookings extend it (bookTail). last is the latest end booked: the
+	// direction is idle after it.
+	tailStart, last ib.PS
+	busy            ib.PS // total time spent serialising TLPs
 }
 
-func (d *pcieDir) occupy(t, dur ib.PS) ib.PS {
-	s := max(t, d.freeAt)
-	d.freeAt = s + dur
+// book gives a TLP of dur that may start at t the first stretch at or
+// after t that no TLP booked before holds, and returns its start.
+func (d *pcieDir) book(t, dur ib.PS) ib.PS {
+	if start, ok := d.bookTail(t, dur); ok {
+		return start
+	}
+	// t is before the last stretch: search them all, the last included.
+	d.spans = append(d.spans, tlpSpan{d.tailStart, d.last})
+	live := d.spans[d.head:]
+	// From the first span that ends after t (ends ascend with starts), move
+	// past every span the TLP would overlap.
+	i := len(live)
+	for i > 0 && live[i-1].end > t {
+		i--
+	}
+	start := t
+	for i < len(live) && live[i].start < start+dur {
+		start = max(start, live[i].end)
+		i++
+	}
+	end := start + dur
 	d.busy += dur
-	return d.freeAt
+	if dur > 0 {
+		joinPrev := i > 0 && live[i-1].end == start
+		joinNext := i < len(live) && live[i].start == end
+		switch {
+		case joinPrev && joinNext:
+			live[i-1].end = live[i].end
+			copy(live[i:], live[i+1:])
+			d.spans = d.spans[:len(d.spans)-1]
+		case joinPrev:
+			live[i-1].end = end
+		case joinNext:
+			live[i].start = start
+		default:
+			d.spans = append(d.spans, tlpSpan{})
+			live = d.spans[d.head:]
+			copy(live[i+1:], live[i:])
+			live[i] = tlpSpan{start, end}
+		}
+	}
+	// The last span is the tail again.
+	n := len(d.spans) - 1
+	d.tailStart, d.last = d.spans[n].start, d.spans[n].end
+	d.spans = d.spans[:n]
+	return start
 }
+
+// bookTail books dur at the end of what is booked, where book would put
+// it, when no search is needed: t is within or after the last stretch
+// held (the direction is busy from t until last without a gap, then
+// free), so the TLP, or a train of TLPs that go back to back, starts at
+// max(t, last). It reports false, booking nothing, when t is before it.
+func (d *pcieDir) bookTail(t, dur ib.PS) (ib.PS, bool) {
+	if t < d.tailStart {
+		return 0, false
+	}
+	start := max(t, d.last)
+	if dur == 0 {
+		return start, true
+	}
+	d.busy += dur
+	if start != d.last {
+		// A gap before the new TLP: the old tail joins the list.
+		if d.last > d.tailStart {
+			d.spans = append(d.spans, tlpSpan{d.tailStart, d.last})
+		}
+		d.tailStart = start
+	}
+	d.last = start + dur
+	return start, true
+}
+
+// forget drops the spans that ended by now: bookings are for now or later,
+// so they hold back none.
+func (d *pcieDir) forget(now ib.PS) {
+	for d.head < len(d.spans) && d.spans[d.head].end <= now {
+		d.head++
+	}
+	if d.head > 64 && 2*d.head > len(d.spans) {
+		n := copy(d.spans, d.spans[d.head:])
+		d.spans, d.head = d.spans[:n], 0
+	}
+}
+
+// postedMark says that the posted writes issued at or before issue end by
+// doneBy (ps).
+type postedMark struct{ issue, doneBy ib.PS }
+
+// clock is the simulation's time, what the link needs to forget its past.
+type clock interface{ Now() ib.PS }
 
 // PCIe is the timing of the HCA's PCIe link, pure arithmetic with state: per
-// direction the link is busy until some time, so concurrent DMAs share its
-// bandwidth. Upstream (HCA to host) carries posted writes and read requests;
-// downstream (host to HCA) carries read completions. Doorbells (MMIO) are a
-// fixed latency: a few bytes that do not load the link measurably.
+// direction the link holds stretches of time for TLPs, so concurrent DMAs
+// share its bandwidth. Upstream (HCA to host) carries posted writes and read
+// requests; downstream (host to HCA) carries read completions. Doorbells
+// (MMIO) are a fixed latency: a few bytes that do not load the link
+// measurably.
 //
-// Calls must come in non-decreasing time t (a simulation calls at its now).
+// TLPs are served in the order of the times they are issued, not of the
+// calls (pcieDir): the device books some reads ahead of now (a key-cache
+// miss's context read after the lookup, MTT entries after a key check,
+// reads issued when the DMA stage will accept them). Within that, the
+// ordering PCIe requires and the model relies on holds (PCIe Base
+// Specification, transaction ordering, with relaxed ordering off): a
+// posted write does not pass a posted write issued before it, nor a read
+// request a posted write issued before it; a read's completions return in
+// order. Calls must not be for a time before now.
 type PCIe struct {
-	cfg           PCIeConfig
-	psNum, psDen  int64 // picoseconds per byte = psNum / psDen
-	up, down      pcieDir
-	tagFree       []ib.PS // ring: when each outstanding read's tag frees
-	tagHead, tagN int
-	readLat       ib.PS
-	writeLat      ib.PS
-	mmioLat       ib.PS
-	ReadBytes     int64 // payload bytes read by the HCA
-	WrittenBytes  int64 // payload bytes written by the HCA
-	ReadRequests  int64 // read request TLPs sent
-	TagStallPS    ib.PS // time read requests waited for a free tag
+	cfg          PCIeConfig
+	psNum, psDen int64 // picoseconds per byte = psNum / psDen
+	up, down     pcieDir
+	clock        clock // nil: now is 0 (a link used alone, in tests)
+	forgotAt     ib.PS // the now of the last forget
+	// posted are the posted writes booked upstream, ascending by issue
+	// time, each mark the latest end of a write issued at or before it;
+	// posted[:postedHead] are marks of the past, which the mark at
+	// postedHead (issued by now) covers.
+	posted     []postedMark
+	postedHead int
+	// tagBusy are the times the read tags in use free, ascending;
+	// tagBusy[:tagHead] freed by now. The others of the tags are free.
+	tagBusy []ib.PS
+	tagHead int
+	tags    int // hca.pcie.outstanding_reads
+	// reqPS, cplPS and mpsPS are the times of a read request, a full
+	// completion (read_completion_bytes) and a full posted-write TLP
+	// (mps_bytes), each with its overhead: SerPS of them, computed once.
+	reqPS, cplPS, mpsPS ib.PS
+	mrrsCplPS           ib.PS // the completions of a full MRRS request, back to back
+	readLat             ib.PS
+	writeLat            ib.PS
+	mmioLat             ib.PS
+	ReadBytes           int64 // payload bytes read by the HCA
+	WrittenBytes        int64 // payload bytes written by the HCA
+	ReadRequests        int64 // read request TLPs sent
+	TagStallPS          ib.PS // time read requests waited for a free tag
 }
 
 // NewPCIe builds the link model; cfg must have passed Validate.
@@ -68,16 +197,21 @@ func NewPCIe(cfg PCIeConfig) *PCIe {
 	if !ok {
 		panic(fmt.Sprintf("hca: PCIe gen %d has no rate (config not validated)", cfg.Gen))
 	}
-	return &PCIe{
+	p := &PCIe{
 		cfg: cfg,
 		// ps/byte = 8 bits × 1000 ps/ns / (GT/s × lanes × eff)
 		psNum:    8000 * g.effDen,
 		psDen:    g.gts * int64(cfg.Lanes) * g.effNum,
-		tagFree:  make([]ib.PS, cfg.OutstandingReads),
+		tags:     cfg.OutstandingReads,
 		readLat:  ib.FromNanoseconds(cfg.ReadLatencyNS),
 		writeLat: ib.FromNanoseconds(cfg.WriteLatencyNS),
 		mmioLat:  ib.FromNanoseconds(cfg.MMIOLatencyNS),
 	}
+	p.reqPS = p.SerPS(cfg.TLPOverheadBytes)
+	p.cplPS = p.SerPS(cfg.ReadCompletionBytes + cfg.CompletionOverheadBytes)
+	p.mpsPS = p.SerPS(cfg.MPSBytes + cfg.TLPOverheadBytes)
+	p.mrrsCplPS = p.trainPS(cfg.MRRSBytes)
+	return p
 }
 
 // SerPS returns the time to serialise bytes on one direction, rounded up.
@@ -91,60 +225,210 @@ func (p *PCIe) PayloadGbps() float64 { return 8000 / (float64(p.psNum) / float64
 // MMIO returns when a doorbell stored by the CPU at t reaches the HCA.
 func (p *PCIe) MMIO(t ib.PS) ib.PS { return t + p.mmioLat }
 
+// forget drops what no booking from now on can be held back by: spans that
+// ended, posted marks covered by a later one issued by now, tags freed.
+func (p *PCIe) forget() ib.PS {
+	if p.clock == nil {
+		return 0
+	}
+	now := p.clock.Now()
+	if now == p.forgotAt {
+		return now
+	}
+	p.forgotAt = now
+	p.up.forget(now)
+	p.down.forget(now)
+	for p.postedHead+1 < len(p.posted) && p.posted[p.postedHead+1].issue <= now {
+		p.postedHead++
+	}
+	if p.postedHead > 64 && 2*p.postedHead > len(p.posted) {
+		n := copy(p.posted, p.posted[p.postedHead:])
+		p.posted, p.postedHead = p.posted[:n], 0
+	}
+	p.retireTags(now)
+	return now
+}
+
+// postedDone returns when the posted writes issued at or before t end (0
+// if none is booked): what a TLP issued at t that may not pass them waits
+// for.
+func (p *PCIe) postedDone(t ib.PS) ib.PS {
+	for i := len(p.posted) - 1; i >= p.postedHead; i-- {
+		if p.posted[i].issue <= t {
+			return p.posted[i].doneBy
+		}
+	}
+	return 0
+}
+
+// notePosted records a posted-write TLP issued at issue that ends at end:
+// the writes issued at or after issue end no earlier.
+func (p *PCIe) notePosted(issue, end ib.PS) {
+	m := p.posted[p.postedHead:]
+	i := len(m)
+	for i > 0 && m[i-1].issue > issue {
+		m[i-1].doneBy = max(m[i-1].doneBy, end)
+		i--
+	}
+	if i > 0 && m[i-1].issue == issue {
+		m[i-1].doneBy = max(m[i-1].doneBy, end)
+		return
+	}
+	if i > 0 {
+		end = max(end, m[i-1].doneBy)
+	}
+	p.posted = append(p.posted, postedMark{})
+	m = p.posted[p.postedHead:]
+	copy(m[i+1:], m[i:])
+	m[i] = postedMark{issue, end}
+}
+
 // Write posts n bytes from the HCA to host memory starting at t, split into
 // MPS-sized TLPs; it returns when the last byte is visible in memory.
+// Posted writes do not pass one another: each TLP starts after the posted
+// writes issued at or before t.
 func (p *PCIe) Write(t ib.PS, n int) ib.PS {
-	p.WrittenBytes += int64(n)
-	end := t
-	for rest := n; rest > 0; rest -= p.cfg.MPSBytes {
-		end = p.up.occupy(t, p.SerPS(min(rest, p.cfg.MPSBytes)+p.cfg.TLPOverheadBytes))
+	if now := p.forget(); t < now {
+		panic(fmt.Sprintf("hca: PCIe write booked at %d ps, before now %d ps", t, now))
 	}
+	p.WrittenBytes += int64(n)
+	if n <= 0 {
+		return t + p.writeLat
+	}
+	at := max(t, p.postedDone(t))
+	full, rest := n/p.cfg.MPSBytes, n%p.cfg.MPSBytes
+	restPS := ib.PS(0)
+	if rest > 0 {
+		restPS = p.SerPS(rest + p.cfg.TLPOverheadBytes)
+	}
+	// At the end of what is booked the TLPs go back to back: one span
+	// (what booking them one by one gives there).
+	start, ok := p.up.bookTail(at, ib.PS(full)*p.mpsPS+restPS)
+	end := start + ib.PS(full)*p.mpsPS + restPS
+	if !ok {
+		end = at
+		for k := 0; k < full; k++ {
+			end = p.up.book(end, p.mpsPS) + p.mpsPS
+		}
+		if rest > 0 {
+			end = p.up.book(end, restPS) + restPS
+		}
+	}
+	p.notePosted(t, end)
 	return end + p.writeLat
 }
 
 // WriteQueuedUntil returns when the upstream direction would finish n
-// bytes of posted writes offered now, behind the TLPs already reserved on
-// it: what the data of a packet just received waits for.
+// bytes of posted writes offered now, behind the TLPs already booked on
+// it: what the data of a packet just received waits for. It is an
+// estimate made before the write is booked: the write, issued later
+// through the DMA stage, may fill a gap before a TLP booked ahead, or
+// wait behind TLPs booked meanwhile.
 func (p *PCIe) WriteQueuedUntil(now ib.PS, n int) ib.PS {
 	tlps := (n + p.cfg.MPSBytes - 1) / p.cfg.MPSBytes
-	return max(now, p.up.freeAt) + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
+	return max(now, p.up.last) + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
 }
 
 // Read fetches n bytes of host memory for the HCA starting at t: one read
 // request per MRRS, each needing a free tag, answered after the read
 // completion latency by completions of ReadCompletionBytes. It returns when
-// the last completion has arrived at the HCA.
+// the last completion has arrived at the HCA. A request does not pass the
+// posted writes issued at or before its issue; its completions return in
+// order, each after the previous.
 func (p *PCIe) Read(t ib.PS, n int) ib.PS {
+	if now := p.forget(); t < now {
+		panic(fmt.Sprintf("hca: PCIe read booked at %d ps, before now %d ps", t, now))
+	}
 	p.ReadBytes += int64(n)
 	done := t
+	issue := t
 	for rest := n; rest > 0; {
 		r := min(rest, p.cfg.MRRSBytes)
 		rest -= r
-		issue := t
-		if p.tagN == len(p.tagFree) {
-			// All tags in flight: wait for the oldest (completions return in
-			// request order, so the oldest frees first).
-			free := p.tagFree[p.tagHead]
-			p.tagHead = (p.tagHead + 1) % len(p.tagFree)
-			p.tagN--
-			if free > issue {
-				p.TagStallPS += free - issue
-				issue = free
-			}
-		}
-		// A read request is a header-only TLP upstream.
-		reqAt := p.up.occupy(issue, p.SerPS(p.cfg.TLPOverheadBytes))
+		// The DMA engine issues one read's requests in order, each when
+		// it has a tag.
+		issue = p.takeTag(issue)
+		reqAt := p.up.book(max(issue, p.postedDone(issue)), p.reqPS) + p.reqPS
 		p.ReadRequests++
-		cplStart := reqAt + p.readLat
-		end := cplStart
-		for c := r; c > 0; c -= p.cfg.ReadCompletionBytes {
-			end = p.down.occupy(cplStart, p.SerPS(min(c, p.cfg.ReadCompletionBytes)+p.cfg.CompletionOverheadBytes))
-		}
-		p.tagFree[(p.tagHead+p.tagN)%len(p.tagFree)] = end
-		p.tagN++
+		end := p.completions(reqAt+p.readLat, r)
+		p.releaseTag(end)
 		done = max(done, end)
 	}
 	return done
+}
+
+// completions books the completions of a read request of r bytes due at
+// t, each after the previous, and returns when the last ends.
+func (p *PCIe) completions(t ib.PS, r int) ib.PS {
+	train := p.mrrsCplPS
+	if r != p.cfg.MRRSBytes {
+		train = p.trainPS(r)
+	}
+	if start, ok := p.down.bookTail(t, train); ok {
+		return start + train
+	}
+	full, rest := r/p.cfg.ReadCompletionBytes, r%p.cfg.ReadCompletionBytes
+	end := t
+	for k := 0; k < full; k++ {
+		end = p.down.book(end, p.cplPS) + p.cplPS
+	}
+	if rest > 0 {
+		restPS := p.SerPS(rest + p.cfg.CompletionOverheadBytes)
+		end = p.down.book(end, restPS) + restPS
+	}
+	return end
+}
+
+// trainPS returns the time the completions of a read request of r bytes
+// take back to back.
+func (p *PCIe) trainPS(r int) ib.PS {
+	full, rest := r/p.cfg.ReadCompletionBytes, r%p.cfg.ReadCompletionBytes
+	train := ib.PS(full) * p.cplPS
+	if rest > 0 {
+		train += p.SerPS(rest + p.cfg.CompletionOverheadBytes)
+	}
+	return train
+}
+
+// takeTag returns when a read request ready at t gets a tag: at t if a
+// tag is free then, the earliest free first (one free since before now,
+// else the tag in use that frees first, if by t), else when the first tag
+// in use frees. Tags are kept as the times they free, so a tag taken for a
+// read booked ahead of now counts as in use from now, not from that read's
+// issue: a read booked afterwards for an earlier time may wait for a tag
+// it could have used meanwhile (only when every tag is in use).
+func (p *PCIe) takeTag(t ib.PS) ib.PS {
+	if len(p.tagBusy)-p.tagHead < p.tags {
+		return t
+	}
+	free := p.tagBusy[p.tagHead]
+	p.tagHead++
+	if free > t {
+		p.TagStallPS += free - t
+		return free
+	}
+	return t
+}
+
+// releaseTag notes a tag in use until at.
+func (p *PCIe) releaseTag(at ib.PS) {
+	if p.tagHead > 64 && 2*p.tagHead > len(p.tagBusy) {
+		n := copy(p.tagBusy, p.tagBusy[p.tagHead:])
+		p.tagBusy, p.tagHead = p.tagBusy[:n], 0
+	}
+	n := len(p.tagBusy)
+	if n == p.tagHead || p.tagBusy[n-1] <= at {
+		// Reads booked in time order free their tags in that order.
+		p.tagBusy = append(p.tagBusy, at)
+		return
+	}
+	i := n - 1
+	for i > p.tagHead && p.tagBusy[i-1] > at {
+		i--
+	}
+	p.tagBusy = append(p.tagBusy, 0)
+	copy(p.tagBusy[i+1:], p.tagBusy[i:n])
+	p.tagBusy[i] = at
 }
 
 // Utilization returns the busy fraction of the upstream (HCA to host) and
@@ -172,37 +456,43 @@ func (p *PCIe) ReadBoundGbps() float64 {
 
 // retireTags frees the tags of reads whose completions are in by t.
 func (p *PCIe) retireTags(t ib.PS) {
-	for p.tagN > 0 && p.tagFree[p.tagHead] <= t {
-		p.tagHead = (p.tagHead + 1) % len(p.tagFree)
-		p.tagN--
+	for p.tagHead < len(p.tagBusy) && p.tagBusy[p.tagHead] <= t {
+		p.tagHead++
 	}
 }
 
 // TagsFree returns how many read requests may be issued at t without
 // waiting for a tag.
 func (p *PCIe) TagsFree(t ib.PS) int {
-	p.retireTags(t)
-	return len(p.tagFree) - p.tagN
+	p.forget()
+	busy := p.tagBusy[p.tagHead:]
+	i := 0
+	for i < len(busy) && busy[i] <= t {
+		i++
+	}
+	return p.tags - (len(busy) - i)
 }
 
-// NextTagFree returns when the oldest outstanding read frees its tag (t if
-// none is outstanding).
+// NextTagFree returns when the first tag in use after t frees (t if none
+// is).
 func (p *PCIe) NextTagFree(t ib.PS) ib.PS {
-	p.retireTags(t)
-	if p.tagN == 0 {
-		return t
+	p.forget()
+	for _, at := range p.tagBusy[p.tagHead:] {
+		if at > t {
+			return at
+		}
 	}
-	return p.tagFree[p.tagHead]
+	return t
 }
 
 // BusyUntil returns when the link finishes the last TLP reserved on
 // either direction: a received packet's buffer frees no later than the
 // write its payload waits for, so after this the HCA holds no buffer space
 // for work already booked.
-func (p *PCIe) BusyUntil() ib.PS { return max(p.up.freeAt, p.down.freeAt) }
+func (p *PCIe) BusyUntil() ib.PS { return max(p.up.last, p.down.last) }
 
 // Tags returns the number of read tags (hca.pcie.outstanding_reads).
-func (p *PCIe) Tags() int { return len(p.tagFree) }
+func (p *PCIe) Tags() int { return p.tags }
 
 // ReadRequestsFor returns the read requests a DMA read of n bytes needs.
 func (p *PCIe) ReadRequestsFor(n int) int { return (n + p.cfg.MRRSBytes - 1) / p.cfg.MRRSBytes }

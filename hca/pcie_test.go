@@ -72,6 +72,167 @@ func TestPCIeOutstandingReadCap(t *testing.T) {
 	assert.Equal(t, firstTagFree, p.TagStallPS)
 }
 
+// TestPCIeReadBookedAheadHoldsNoEarlierRead: a read booked for a later
+// time (as a key-cache miss books its context read after the lookup)
+// holds the link only while its own TLPs are on it. With gen3(): a
+// request of 24 B takes 1524 ps, a completion of 64 + 20 B 5333 ps, the
+// read latency is 500 ns; A is a 64-byte read booked first, for X = 1 µs.
+func TestPCIeReadBookedAheadHoldsNoEarlierRead(t *testing.T) {
+	const req, cpl, lat, X ib.PS = 1524, 5333, 500 * ib.Nanosecond, ib.Microsecond
+	c := NewPCIe(gen3())
+	require.Equal(t, req, c.SerPS(24))
+	require.Equal(t, cpl, c.SerPS(84))
+	// A alone: request [X, X + req], completion [X + req + lat, + cpl].
+	aDone := X + req + lat + cpl
+	tests := []struct {
+		name string
+		at   ib.PS // the second read's time, booked after A
+		want ib.PS
+	}{
+		// Wholly before A: an idle link. In call order (FIFO) it waited
+		// for A: request [X + req, X + 2 req], completion after A's, done
+		// at X + lat + req + 2 cpl.
+		{"before A", 0, req + lat + cpl},
+		// Its request [X − 1000, X + 524] would overlap A's, which is not
+		// moved: it goes at X + req, and its completion, due at X + 2 req
+		// + lat, waits for A's, which ends at X + req + lat + cpl.
+		{"overlapping A", X - 1000, X + req + lat + 2*cpl},
+		// Its request fits just before A's, [X − req, X]; its completion,
+		// due at X + lat, does not fit in the req before A's: after it.
+		{"in the gap before A", X - req, X + req + lat + 2*cpl},
+		// Wholly after A: idle again.
+		{"after A", 2 * X, 2*X + req + lat + cpl},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPCIe(gen3())
+			assert.Equal(t, aDone, p.Read(X, 64))
+			assert.Equal(t, tc.want, p.Read(tc.at, 64))
+			assert.Zero(t, p.TagStallPS)
+		})
+	}
+}
+
+// TestPCIeOrderingRules: what PCIe transaction ordering (relaxed ordering
+// off) requires of the TLPs the model books out of time order. With
+// gen3(): request 1524 ps, posted-write TLPs of 256 + 24 B 17774 ps, 88 +
+// 24 B 7110 ps, 64 + 24 B 5586 ps; completions 64 + 20 B 5333 ps, 36 + 20
+// B 3555 ps; read latency 500 ns, write latency 200 ns.
+func TestPCIeOrderingRules(t *testing.T) {
+	const req, lat, wlat ib.PS = 1524, 500 * ib.Nanosecond, 200 * ib.Nanosecond
+	c := NewPCIe(gen3())
+	require.Equal(t, ib.PS(17774), c.SerPS(280))
+	require.Equal(t, ib.PS(7110), c.SerPS(112))
+	require.Equal(t, ib.PS(5586), c.SerPS(88))
+	require.Equal(t, ib.PS(5333), c.SerPS(84))
+	require.Equal(t, ib.PS(3555), c.SerPS(56))
+
+	t.Run("a read request does not pass posted writes issued before it", func(t *testing.T) {
+		p := NewPCIe(gen3())
+		// A read booked first for 5 ns holds [5000, 6524] upstream.
+		p.Read(5000, 64)
+		// A 600-byte write at 0.1 ns: its first TLP (17774) does not fit
+		// in [100, 5000]: TLPs [6524, 24298], [24298, 42072], [42072,
+		// 49182].
+		assert.Equal(t, ib.PS(49182)+wlat, p.Write(100, 600))
+		// A 64-byte write at 1 ns would fit in [1000, 5000], but a posted
+		// write does not pass one issued before it: [49182, 54768].
+		assert.Equal(t, ib.PS(54768)+wlat, p.Write(1000, 64))
+		// A read at 1 ns: its request would fit in the same gap, but goes
+		// after both writes: [54768, 56292], then its completion.
+		assert.Equal(t, 54768+req+lat+5333, p.Read(1000, 64))
+		// A read at 0, issued before the writes, passes none: its request
+		// takes [0, 1524]. Its completion, due at 501524, does not fit in
+		// the 5000 ps before the first read's, [506524, 511857]: after it.
+		assert.Equal(t, 5000+req+lat+2*5333, p.Read(0, 64))
+	})
+
+	t.Run("a write issued later holds back no earlier read", func(t *testing.T) {
+		p := NewPCIe(gen3())
+		// A write booked first for 1 µs; a read at 0 is not behind it.
+		assert.Equal(t, ib.Microsecond+17774+17774+7110+wlat, p.Write(ib.Microsecond, 600))
+		assert.Equal(t, req+lat+5333, p.Read(0, 64))
+	})
+
+	t.Run("a read's completions return in order", func(t *testing.T) {
+		p := NewPCIe(gen3())
+		// A 100-byte read at 0: request [0, 1524], completions of 64 and
+		// 36 bytes due from 501524. Another read's completion already
+		// holds [505524, 511524], leaving 4000 ps before it: room for the
+		// 36-byte completion (3555), not the 64-byte one (5333). The first
+		// goes after that span, [511524, 516857]; the second follows it,
+		// [516857, 520412], not into the gap before it.
+		due := req + lat
+		p.down.book(due+4000, 6000)
+		assert.Equal(t, due+10000+5333+3555, p.Read(0, 100))
+	})
+}
+
+// TestPCIeTagsOutOfTimeOrder: with 2 tags, a read booked ahead takes a tag
+// until its completion, and reads booked afterwards for earlier times take
+// the tag that frees first, whenever it was booked. A 64-byte read on an
+// idle gen3() link takes r = 1524 + 500 ns + 5333 = 506857 ps from issue
+// to its completion.
+func TestPCIeTagsOutOfTimeOrder(t *testing.T) {
+	const r = ib.PS(506857)
+	cfg := gen3()
+	cfg.OutstandingReads = 2
+	p := NewPCIe(cfg)
+	X := 2 * ib.Microsecond
+	assert.Equal(t, X+r, p.Read(X, 64)) // A: a tag until X + r
+	assert.Equal(t, r, p.Read(0, 64))   // B: the other tag, until r
+	// At 0 both tags are in use; B's frees first (a ring in call order
+	// said A's, X + r).
+	assert.Equal(t, 0, p.TagsFree(0))
+	assert.Equal(t, r, p.NextTagFree(0))
+	// C at 1 µs: B's tag is free by then: no wait.
+	assert.Equal(t, ib.Microsecond+r, p.Read(ib.Microsecond, 64))
+	assert.Zero(t, p.TagStallPS)
+	// D at 1 µs: the tags are C's (until 1 µs + r) and A's (X + r): D
+	// waits for C's, r, and its read then takes r.
+	assert.Equal(t, ib.Microsecond+2*r, p.Read(ib.Microsecond, 64))
+	assert.Equal(t, r, p.TagStallPS)
+	// D's tag frees at 1 µs + 2r, before A's.
+	assert.Equal(t, 1, p.TagsFree(X+r-1))
+	assert.Equal(t, X+r, p.NextTagFree(ib.Microsecond+2*r))
+	assert.Equal(t, 2, p.TagsFree(X+r))
+}
+
+// fakeClock is a simulation time a test sets.
+type fakeClock struct{ now ib.PS }
+
+func (c *fakeClock) Now() ib.PS { return c.now }
+
+// TestPCIeForgetsItsPast: a link that forgets the spans, posted-write marks
+// and tags of the past (it is told the time) books every TLP where one
+// that remembers everything does, and holds a bounded amount of state
+// however many TLPs it has carried: per microsecond a 4 KiB read, a 4 KiB
+// write and a 64-byte read booked 600 ns ahead, each ending within about
+// 1.2 µs, so at most two microseconds' bookings (a few dozen spans,
+// marks and tags) are live; each slice is compacted once more than 64 of
+// its entries are past and they are most of it.
+func TestPCIeForgetsItsPast(t *testing.T) {
+	cfg := gen3()
+	cfg.OutstandingReads = 64
+	clk := &fakeClock{}
+	forgets, keeps := NewPCIe(cfg), NewPCIe(cfg)
+	forgets.clock = clk
+	const n = 5000
+	for i := range n {
+		clk.now = ib.PS(i) * ib.Microsecond
+		require.Equal(t, keeps.Read(clk.now, 4096), forgets.Read(clk.now, 4096))
+		require.Equal(t, keeps.Write(clk.now+10, 4096), forgets.Write(clk.now+10, 4096))
+		require.Equal(t, keeps.Read(clk.now+600*ib.Nanosecond, 64), forgets.Read(clk.now+600*ib.Nanosecond, 64))
+	}
+	assert.Greater(t, len(keeps.up.spans), n, "the check would see a leak")
+	for name, l := range map[string]int{"up": cap(forgets.up.spans), "down": cap(forgets.down.spans),
+		"posted": cap(forgets.posted), "tags": cap(forgets.tagBusy)} {
+		assert.LessOrEqual(t, l, 512, name)
+	}
+	assert.Equal(t, keeps.up.busy, forgets.up.busy)
+	assert.Equal(t, keeps.TagStallPS, forgets.TagStallPS)
+}
+
 func TestPCIeReadBound(t *testing.T) {
 	c := gen3()
 	c.OutstandingReads = 256
@@ -132,4 +293,87 @@ func TestReadLatencyFromPCIeBench(t *testing.T) {
 	require.Equal(t, ib.PS(10665), p.SerPS(84)) // 10664.06, rounded up
 	measured := ib.PS(656 * 1_000_000 / 1200)   // 656 cycles at 1.2 GHz, ps
 	assert.InDelta(t, float64(measured), float64(p.Read(0, 64)), 500, "546.67 ns measured")
+}
+
+// TestReadNotHeldBehindReadBookedAhead: the defect this PCIe model's
+// time-ordered booking removes, at device level. Host A has two QPs to B
+// and translates addresses (hca.mtt_cache_entries 64). QP 1 posts a WRITE
+// from a region A has never used: its L_Key check misses (the MKey context
+// read, 549.857 ns after the decode) and only then translates the gather
+// element, whose MTT entry misses too, so A books that entry's read
+// 549.857 ns ahead of now. QP 2 posts a WRITE 100 ns later from a region
+// whose key and page an earlier message warmed: its payload read issues
+// 120 ns after QP 1's decode and has the link to itself then. It
+// must take what an idle link gives, stage by stage (profile cx5 at 1 GHz,
+// Gen3 x16: 63.4765625 ps per byte, each TLP rounded up):
+//
+//	post 60 + MMIO 308 (BlueFlame: the WQE comes with the doorbell)
+//	+ doorbell stage 20 + parse one WQEBB 10 + L_Key lookup (hit) 10
+//	+ grant, DMA stage 10 + read request 24 B 1.524 + read latency 533
+//	+ one completion of 64 + 20 B 5.333 = 957.857 ns from the post.
+//
+// Booked in call order (before this model), QP 2's request waited behind
+// QP 1's MTT read request, booked first for later: QP 1 decodes at D =
+// post + 398 ns, its MKey read ends at D + 549.857, the MTT request holds
+// [D + 549.857, D + 551.381]; QP 2's request, ready at D + 120, went
+// after it, and its completion then also waited 0.254 ns behind the MTT
+// entry's (8 + 20 B, 1.778 ns): done at D + 1091.492, 1389.492 ns from
+// QP 2's post (D − 298), held 431.635 ns. The test failed so.
+func TestReadNotHeldBehindReadBookedAhead(t *testing.T) {
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 64
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	s := p.s
+	pd := p.qa.PD
+	q2 := p.a.CreateQP(pd, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
+	q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
+	require.NoError(t, ConnectRC(q2, q2b, 4096, 0x30, 0x40))
+	// Two regions on different pages of A's buffer: QP 1's cold, QP 2's
+	// warmed by a first message.
+	cold := p.a.RegMR(pd, p.bufA, 4096, AccessLocalWrite)
+	warm := p.a.RegMR(pd, p.bufA+8*4096, 4096, AccessLocalWrite)
+	write := func(qp *QP, mr MR, id uint64) *poster {
+		return &poster{fn: func() {
+			require.NoError(t, p.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
+				LocalAddr: mr.Addr, Length: 64, LKey: mr.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+		}}
+	}
+	var tl Timeline
+	p.a.Timeline, p.b.Timeline = &tl, &tl
+	s.Schedule(0, write(q2, warm, 1), 0)
+	at := 20 * ib.Microsecond
+	s.Schedule(at, write(p.qa, cold, 2), 0)
+	s.Schedule(at+100*ib.Nanosecond, &poster{fn: func() {
+		tl.Trace(q2, q2.NextWQEIndex())
+		write(q2, warm, 3).fn()
+	}}, 0)
+	done := 0
+	var wcs [4]WC
+	p.a.OnCQE = func(cq *CQ, now ib.PS) {
+		n := p.a.PollCQ(cq, wcs[:])
+		for i := 0; i < n; i++ {
+			require.Equal(t, WCSuccess, wcs[i].Status)
+		}
+		if done += n; done == 3 {
+			s.Stop()
+		}
+	}
+	s.StopAt(ib.Millisecond)
+	require.NoError(t, s.Run())
+	require.Equal(t, 3, done)
+	// The premise: QP 1's key and page missed (one each; QP 2's warm-up
+	// missed one each before), QP 2's second message hit both.
+	require.Equal(t, int64(2), p.a.KeyCache().Misses)
+	require.Equal(t, int64(2), p.a.MTTCache().Misses)
+
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	pcie := NewPCIe(cfg.PCIe)
+	require.Equal(t, ib.PS(1524), pcie.SerPS(24))
+	require.Equal(t, ib.PS(5333), pcie.SerPS(64+20))
+	want := ib.FromNanoseconds(cfg.Host.PostNS) + ib.FromNanoseconds(cfg.PCIe.MMIOLatencyNS) +
+		ib.PS(cfg.Doorbell.LatencyCycles+cfg.WQEFetch.LatencyCycles+cfg.KeyCheck.LatencyCycles+cfg.DMA.LatencyCycles)*cyc +
+		pcie.SerPS(cfg.PCIe.TLPOverheadBytes) + ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS) +
+		pcie.SerPS(64+cfg.PCIe.CompletionOverheadBytes)
+	require.Equal(t, ib.PS(957_857), want)
+	assert.Equal(t, want, tl.DMAReadDone-tl.Posted)
 }
