@@ -11,7 +11,13 @@ const MTTEntryBytes = 8
 // pages its DMAs touched, least recently used out (hca.mtt_cache_entries).
 // Entries are tagged by virtual page number: real MTTs belong to a region,
 // which differs only when one page is registered twice.
-type MTTCache struct{ lru[uint64] }
+type MTTCache struct {
+	lru[uint64]
+	// EntriesRead counts the MTT entries read from host memory: each read
+	// spans the first to the last page a translation missed, so it can
+	// exceed Misses when a page inside that span hit.
+	EntriesRead int64
+}
 
 // MTTCache returns the address-translation cache, nil when translation is
 // not modelled (hca.mtt_cache_entries 0).
@@ -54,6 +60,7 @@ func (d *Device) translate(t ib.PS, addr, n uint64) ib.PS {
 	if lo > hi {
 		return ready
 	}
+	c.EntriesRead += int64(hi - lo + 1)
 	done := d.PCIe.Read(t, int(hi-lo+1)*MTTEntryBytes)
 	for p := lo; p <= hi; p++ {
 		// The pages this pass missed (and has not evicted since) arrive

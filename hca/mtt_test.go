@@ -67,6 +67,7 @@ func TestMTTMissIsAnEntryRead(t *testing.T) {
 	assert.Equal(t, int64(3), c.Hits)
 	assert.Equal(t, int64(3), p.b.PCIe.ReadRequests)
 	assert.Equal(t, int64(4*MTTEntryBytes), p.b.PCIe.ReadBytes)
+	assert.Equal(t, int64(4), c.EntriesRead)
 	// Off (the default), a translation is on chip at once.
 	off := newPair(t, edrLink(), Defaults(), 4096)
 	assert.Nil(t, off.a.MTTCache())
@@ -100,6 +101,7 @@ func TestMTTRangeLargerThanCacheReadsEveryMissingEntry(t *testing.T) {
 	assert.Equal(t, int64(32), c.Misses)
 	assert.Equal(t, int64(0), c.Hits)
 	assert.Equal(t, int64(2*16*MTTEntryBytes), p.b.PCIe.ReadBytes)
+	assert.Equal(t, int64(32), c.EntriesRead)
 }
 
 // TestSendOnlyTranslatesWhatItWrites: a one-packet SEND of 64 bytes into a
@@ -125,4 +127,47 @@ func TestSendOnlyTranslatesWhatItWrites(t *testing.T) {
 	}
 	assert.Equal(t, pages, p.b.MTTCache().Misses)
 	assert.Equal(t, int64(1), p.a.MTTCache().Misses)
+}
+
+// TestSendLongerThanReceiveBufferFails: a SEND of five 4 KiB packets into
+// a posted receive of 10,000 bytes. Packets 1 and 2 fit (8,192 bytes);
+// packet 3 would end at 12,288 > 10,000: the responder completes the
+// receive with LOC_LEN_ERR, answers NAK invalid request (its QP goes to
+// ERR, class C) and writes none of packet 3's bytes; the requester
+// completes the SEND with REM_INV_REQ_ERR (ib-facts §5). With translation
+// modelled the outcome is the same: completions, memory and the bytes
+// written (translation changes only when writes happen).
+func TestSendLongerThanReceiveBufferFails(t *testing.T) {
+	const recvLen, msgLen = 10_000, 5 * 4096
+	run := func(t *testing.T, cfg Config) (sa, rb WC, mem []byte, written int64) {
+		p := newPair(t, edrLink(), cfg, 8*4096)
+		src := make([]byte, msgLen)
+		for i := range src {
+			src[i] = byte(i*7 + 3)
+		}
+		p.a.Mem.Write(p.bufA, src)
+		require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 1, Addr: p.bufB, Length: recvLen, LKey: p.mrB.LKey}))
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRSend, Signaled: true,
+			LocalAddr: p.bufA, Length: msgLen, LKey: p.mrA.LKey}))
+		a, b := p.pollBoth(t, 1, 1)
+		mem = make([]byte, msgLen)
+		p.b.Mem.Read(p.bufB, mem)
+		assert.Equal(t, src[:2*4096], mem[:2*4096], "the two packets that fit are placed")
+		assert.Equal(t, make([]byte, msgLen-2*4096), mem[2*4096:], "nothing of packet 3 on")
+		assert.Equal(t, QPErr, p.qb.State)
+		return a[0], b[0], mem, p.b.Counters.PayloadRx
+	}
+	sa, rb, mem, written := run(t, Defaults())
+	assert.Equal(t, WCRemInvReqErr, sa.Status)
+	assert.Equal(t, uint64(2), sa.WRID)
+	assert.Equal(t, WCLocLenErr, rb.Status)
+	assert.Equal(t, uint64(1), rb.WRID)
+	assert.Equal(t, int64(2*4096), written)
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 64
+	saX, rbX, memX, writtenX := run(t, cfg)
+	assert.Equal(t, sa, saX)
+	assert.Equal(t, rb, rbX)
+	assert.Equal(t, mem, memX)
+	assert.Equal(t, written, writtenX)
 }
