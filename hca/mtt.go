@@ -30,9 +30,10 @@ const unread ib.PS = -1
 // translate returns when the MTT entries of the pages that [addr, addr+n)
 // touches are on chip, asked for at t. The HCA translates a range when it
 // has checked the key that covers it: a gather element at WQE decode, a
-// WRITE's or READ's remote range and a SEND's receive buffer at the
-// message's first packet, an atomic's 8 bytes; the message's packets then
-// DMA without further lookups. Pages not cached are read from host memory
+// WRITE's or READ's remote range at the message's first packet (its later
+// packets then DMA without further lookups), an atomic's 8 bytes; and, as
+// it scatters, the bytes each SEND packet or UD datagram writes into its
+// receive buffer, at that packet. Pages not cached are read from host memory
 // (ICM) in one PCIe read of the entries from the first missing page to
 // the last, issued at t through the same PCIe model as the payload (a tag,
 // request TLPs up, the read latency, completions down), so translations

@@ -171,3 +171,108 @@ func TestSendLongerThanReceiveBufferFails(t *testing.T) {
 	assert.Equal(t, mem, memX)
 	assert.Equal(t, written, writtenX)
 }
+
+// TestMultiPacketSendTranslatesWhatEachPacketWrites: a SEND of six 4 KiB
+// packets (MTU 4096) into a posted receive of 1 MiB that starts 3,072
+// bytes into a page, translation on (64 entries, 4 KiB pages). Each packet
+// translates the bytes it writes, when it arrives: packet k (0-based)
+// writes [3072 + 4096k, 3072 + 4096(k+1)), pages k and k+1 of the buffer.
+// Packet 0 misses on pages 0 and 1 (one read of two entries); packets 1 … 5
+// each hit the page the packet before read and miss on the next (one read
+// of one entry each). The message's bytes [3072, 3072 + 24576) span pages
+// ⌊3072 / 4096⌋ = 0 to ⌊27647 / 4096⌋ = 6: 7 entries read, 7 misses,
+// 5 hits. Before, the first packet translated the whole receive buffer:
+// [3072, 3072 + 2^20) spans pages 0 … 256, 257 pages, more than the 64
+// entries, so every page missed and all 257 entries were read (257
+// misses, 0 hits, 2,056 bytes), 250 of them for pages no byte goes to.
+func TestMultiPacketSendTranslatesWhatEachPacketWrites(t *testing.T) {
+	const off, recvLen, pkts = 3072, 1 << 20, 6
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 64
+	p := newPair(t, edrLink(), cfg, recvLen+4096)
+	require.Zero(t, p.bufB%4096, "buffers are page aligned")
+	src := make([]byte, pkts*4096)
+	for i := range src {
+		src[i] = byte(i*11 + 5)
+	}
+	p.a.Mem.Write(p.bufA, src)
+	require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 1, Addr: p.bufB + off, Length: recvLen, LKey: p.mrB.LKey}))
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRSend, Signaled: true,
+		LocalAddr: p.bufA, Length: uint32(len(src)), LKey: p.mrA.LKey}))
+	sa, rb := p.pollBoth(t, 1, 1)
+	require.Equal(t, WCSuccess, sa[0].Status)
+	require.Equal(t, WCSuccess, rb[0].Status)
+	got := make([]byte, len(src))
+	p.b.Mem.Read(p.bufB+off, got)
+	require.Equal(t, src, got)
+	c := p.b.MTTCache()
+	assert.Equal(t, int64(7), c.EntriesRead)
+	assert.Equal(t, int64(7), c.Misses)
+	assert.Equal(t, int64(5), c.Hits)
+}
+
+// TestSendFirstPacketNotHeldForLaterPages: a SEND of four 4 KiB packets
+// into a page-aligned posted receive of 1 MiB (256 pages), translation on,
+// on an idle EDR pair with the cx5 defaults (Gen3 x16). The first packet
+// writes page 0 only, so its DMA waits for one entry's read and not for
+// the pages later packets (or none) write.
+//
+// From the first packet's transport-rx done (Timeline.RxDone):
+//   - L_Key check, a cold key-cache miss: 549.857 ns
+//     (TestColdKeyMissIsAContextRead: lookup 10 + request 1.524 + 533 +
+//     84-byte completion 5.333);
+//   - translation of page 0: one read of MTTEntryBytes 8, the request a
+//     header-only TLP of tlp_overhead_bytes 24, SerPS(24) = 1,524 ps
+//     (63.4765625 ps a byte, rounded up), read latency 533,000 ps, one
+//     completion of 8 + 20 bytes, SerPS(28) = 1,778 ps: 536,302 ps.
+//     Timeline.RespKey − RxDone = 549,857 + 536,302 = 1,086,159 ps.
+//     Before, the whole buffer's 256 entries (2,048 bytes) were read: four
+//     MRRS reads of 512 bytes, requests 1,524 ps apart, each answered by
+//     eight 64-byte completions of SerPS(84) = 5,333 ps back to back on
+//     the downstream link, the last done at 1,524 + 533,000 + 32 × 5,333
+//     = 705,180 ps: RespKey − RxDone was 1,255,037 ps, 168.878 ns later;
+//   - then the DMA stage (10 cycles, 10 ns), 16 posted-write TLPs of MPS
+//     256 + 24 bytes, SerPS(280) = 17,774 ps each, and the posted-write
+//     latency 200 ns: the first packet's 4,096 bytes are visible 494,384
+//     ps after RespKey.
+func TestSendFirstPacketNotHeldForLaterPages(t *testing.T) {
+	const recvLen, pkts = 1 << 20, 4
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 512
+	p := newPair(t, edrLink(), cfg, recvLen)
+	pc := p.b.PCIe
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	readLat := ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS)
+	req := pc.SerPS(cfg.PCIe.TLPOverheadBytes)
+	require.Equal(t, ib.PS(1524), req)
+	entryRead := req + readLat + pc.SerPS(MTTEntryBytes+cfg.PCIe.CompletionOverheadBytes)
+	require.Equal(t, ib.PS(536_302), entryRead)
+	const keyMiss ib.PS = 549_857
+	tlp := pc.SerPS(cfg.PCIe.MPSBytes + cfg.PCIe.TLPOverheadBytes)
+	require.Equal(t, ib.PS(17_774), tlp)
+	write := ib.PS(cfg.DMA.LatencyCycles)*cyc + 16*tlp + ib.FromNanoseconds(cfg.PCIe.WriteLatencyNS)
+	require.Equal(t, ib.PS(494_384), write)
+
+	var tl Timeline
+	p.a.Timeline, p.b.Timeline = &tl, &tl
+	var firstVisible ib.PS
+	p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+		if addr == p.bufB && firstVisible == 0 {
+			firstVisible = now
+		}
+	}
+	require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 1, Addr: p.bufB, Length: recvLen, LKey: p.mrB.LKey}))
+	// Post at 10 µs, after the receive WQE's prefetch.
+	p.s.Schedule(10*ib.Microsecond, &poster{fn: func() {
+		tl.Trace(p.qa, p.qa.NextWQEIndex())
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRSend, Signaled: true,
+			LocalAddr: p.bufA, Length: pkts * 4096, LKey: p.mrA.LKey}))
+	}}, 1)
+	sa, rb := p.pollBoth(t, 1, 1)
+	require.Equal(t, WCSuccess, sa[0].Status)
+	require.Equal(t, WCSuccess, rb[0].Status)
+	require.NotZero(t, tl.RxDone)
+	assert.Equal(t, keyMiss+entryRead, tl.RespKey-tl.RxDone)
+	assert.Equal(t, tl.RespKey+write, firstVisible)
+	assert.Equal(t, int64(pkts), p.b.MTTCache().EntriesRead, "one entry per page written")
+}
