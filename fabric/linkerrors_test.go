@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/configs"
+	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/verif"
@@ -362,4 +363,55 @@ func TestTimeLimitOnLossyLinksSaysWhy(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Run(l, RunOptions{})
 	require.NoError(t, err)
+}
+
+// TestUDSendBWOnLossyLinksReportsTheSendersRate: UD send_bw of 4 KiB, EDR
+// back to back, 2,000 datagrams, at BER 1e-6 and on clean links. perftest
+// prints the client's figure, size × iterations / (first post → last send
+// completion) (perftest_parameters.c print_report_bw; run_iter_bw counts
+// send completions), and a UD send completes when its packet leaves the
+// HCA: what the link loses after that cannot move it, so bw_gbps is the
+// clean run's to the bit (while no flow-control packet is lost: a lost one
+// holds credits until the next, link_fc_errors 0 here). perftest's server
+// reports no rate under loss: run_iter_bw_server waits for every one of
+// the iterations, and its check_alive watchdog gives up after two 60 s
+// alarms without a message, printing only how many it received
+// (perftest_resources.c). That count is the datagrams sent less those the
+// link discarded: each 4,130 wire bytes (LRH 8 + BTH 12 + DETH 8 + 4,096 +
+// ICRC 4 + VCRC 2) is lost with p = 1 − (1 − 10⁻⁶)^(8·4130) ≈ 0.0325, so
+// about 65 ± 5σ of 2,000.
+func TestUDSendBWOnLossyLinksReportsTheSendersRate(t *testing.T) {
+	const iters = 2000
+	sets := []string{"topology.kind=back-to-back", "link.generation=EDR", "switch.vls=1", "hca.profile=cx5",
+		"workload.kind=perftest", "workload.test=send_bw", "workload.connection=UD", "workload.size=4096",
+		fmt.Sprintf("workload.iterations=%d", iters)}
+	clean, _ := runLossy(t, sets...)
+	lossy, view := runLossy(t, append(sets, "link.ber=1e-6")...)
+	assert.Equal(t, true, lossy["data_verified"])
+	assert.Zero(t, num(t, lossy, "link_fc_errors"), "the premise: no credits held by a lost FC packet")
+	assert.Equal(t, num(t, clean, "bw_gbps"), num(t, lossy, "bw_gbps"), "the sender's rate, as perftest's client prints it")
+	assert.Equal(t, num(t, clean, "msg_rate_mpps"), num(t, lossy, "msg_rate_mpps"))
+
+	host0, host1 := view.Ports[0], view.Ports[1]
+	require.Equal(t, "Fabric.Host[0].HCA.Port[1]", host0.Name)
+	require.Equal(t, uint64(iters), host0.Stats.DataPackets, "one packet per datagram, nothing else sent")
+	require.Zero(t, host1.Stats.DataPackets, "UD: the server sends no ACK")
+	lost := float64(host1.Errors.Packets)
+	assert.Equal(t, lost, num(t, lossy, "link_packet_errors"))
+	p := pCorrupt(1e-6, 4130)
+	sigma := math.Sqrt(iters * p * (1 - p))
+	assert.InDelta(t, iters*p, lost, 5*sigma, "datagrams lost")
+	var server *hca.Device
+	for _, b := range view.Blocks {
+		if d, ok := b.(*hca.Device); ok && d.Port == host1 {
+			server = d
+		}
+	}
+	require.NotNil(t, server)
+	// What perftest's server would have counted (its "Total Received"):
+	// every datagram the link did not discard, none dropped for want of a
+	// receive WQE.
+	assert.Equal(t, int64(iters)-int64(lost), server.Counters.RxPackets)
+	assert.Zero(t, num(t, lossy, "host1_ud_drops"))
+	t.Logf("%v of %d datagrams lost (expected %.1f ± %.1f); bw %.4f Gb/s both", lost, iters, iters*p, sigma, num(t, lossy, "bw_gbps"))
 }

@@ -187,7 +187,7 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 		pageShift: uint(bits.TrailingZeros(uint(cfg.MTTPageBytes)))}
 	d.PCIe.clock = s
 	if cfg.MTTCacheEntries > 0 {
-		d.mtt = &MTTCache{newLRU[uint64](cfg.MTTCacheEntries)}
+		d.mtt = &MTTCache{lru: newLRU[uint64](cfg.MTTCacheEntries)}
 	}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {

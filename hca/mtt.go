@@ -11,7 +11,13 @@ const MTTEntryBytes = 8
 // pages its DMAs touched, least recently used out (hca.mtt_cache_entries).
 // Entries are tagged by virtual page number: real MTTs belong to a region,
 // which differs only when one page is registered twice.
-type MTTCache struct{ lru[uint64] }
+type MTTCache struct {
+	lru[uint64]
+	// EntriesRead counts the MTT entries read from host memory: each read
+	// spans the first to the last page a translation missed, so it can
+	// exceed Misses when a page inside that span hit.
+	EntriesRead int64
+}
 
 // MTTCache returns the address-translation cache, nil when translation is
 // not modelled (hca.mtt_cache_entries 0).
@@ -24,9 +30,10 @@ const unread ib.PS = -1
 // translate returns when the MTT entries of the pages that [addr, addr+n)
 // touches are on chip, asked for at t. The HCA translates a range when it
 // has checked the key that covers it: a gather element at WQE decode, a
-// WRITE's or READ's remote range and a SEND's receive buffer at the
-// message's first packet, an atomic's 8 bytes; the message's packets then
-// DMA without further lookups. Pages not cached are read from host memory
+// WRITE's or READ's remote range at the message's first packet (its later
+// packets then DMA without further lookups), an atomic's 8 bytes; and, as
+// it scatters, the bytes each SEND packet or UD datagram writes into its
+// receive buffer, at that packet. Pages not cached are read from host memory
 // (ICM) in one PCIe read of the entries from the first missing page to
 // the last, issued at t through the same PCIe model as the payload (a tag,
 // request TLPs up, the read latency, completions down), so translations
@@ -54,6 +61,7 @@ func (d *Device) translate(t ib.PS, addr, n uint64) ib.PS {
 	if lo > hi {
 		return ready
 	}
+	c.EntriesRead += int64(hi - lo + 1)
 	done := d.PCIe.Read(t, int(hi-lo+1)*MTTEntryBytes)
 	for p := lo; p <= hi; p++ {
 		// The pages this pass missed (and has not evicted since) arrive

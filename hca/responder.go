@@ -66,10 +66,21 @@ type RespAction struct {
 	// KeyChecked is the R_Key or L_Key this packet checked (for timing and
 	// traces) and its result.
 	KeyChecked bool
+	Xlate      bool // the packet translates [XlateAddr, XlateAddr+XlateLen)
 	Key        uint32
 	KeyResult  KeyResult
 	KeyAddr    uint64 // the range checked
 	KeyLen     uint64
+	// XlateAddr and XlateLen, with Xlate: the range the packet translates,
+	// its DMA waiting for that translation. A WRITE, READ or atomic
+	// translates the range its key check covered, at its first packet, and
+	// the WRITE's later packets (no Xlate) wait for that; every SEND packet
+	// translates the bytes it writes into the receive buffer, as it arrives
+	// (the message's length is not known before its last packet), so the
+	// receive WQE's key check at the first packet covers more than that
+	// packet translates.
+	XlateAddr uint64
+	XlateLen  uint64
 }
 
 // Responder is the receive side of an RC QP (IBA ch. 9 responder,
@@ -372,6 +383,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
+		a.Xlate, a.XlateAddr, a.XlateLen = true, pkt.Atomic.VA, 8
 		slot, drop, ok := r.claimRes()
 		if pkt.Atomic.VA%8 != 0 || !ok {
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
@@ -436,6 +448,10 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if pkt.PayloadLen > 0 {
 			a.Write, a.WriteAddr = true, r.recv.Addr+uint64(r.recvOff)
 		}
+		// Each packet translates what it writes, as a real HCA translates
+		// as it scatters (the first packet's key check covers the whole
+		// buffer, its translation only its own bytes).
+		a.Xlate, a.XlateAddr, a.XlateLen = true, r.recv.Addr+uint64(r.recvOff), uint64(pkt.PayloadLen)
 		r.recvOff = uint32(end)
 	} else {
 		if pkt.PayloadLen > 0 {
@@ -542,7 +558,11 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) KeyRes
 		return KeyOK
 	}
 	a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
-	return env.CheckRKey(pkt.RETH.RKey, need, pkt.RETH.VA, uint64(pkt.RETH.Length))
+	r := env.CheckRKey(pkt.RETH.RKey, need, pkt.RETH.VA, uint64(pkt.RETH.Length))
+	if r == KeyOK {
+		a.Xlate, a.XlateAddr, a.XlateLen = true, a.KeyAddr, a.KeyLen
+	}
+	return r
 }
 
 func isSend(op ib.Opcode) bool { return op <= ib.SendOnlyImm }

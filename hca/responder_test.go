@@ -369,3 +369,42 @@ func TestNewReadBeyondTheResources(t *testing.T) {
 		assert.Equal(t, QPErr, resp.State)
 	})
 }
+
+// TestResponderTranslationRanges: what each request packet translates
+// (RespAction.Xlate). MTU 1024. A SEND of 2,500 bytes (FIRST 1024, MIDDLE
+// 1024, LAST 452) into a receive of 0x3000 bytes at 0x10_0000: every packet
+// translates the bytes it writes, at 0x10_0000, 0x10_0400 and 0x10_0800,
+// while the L_Key check, at the FIRST only, covers the whole 0x3000. A
+// WRITE of 2,048 bytes to 0x10_4000 (FIRST, LAST): the FIRST translates the
+// RETH's whole range, the LAST nothing of its own (its DMA waits for the
+// FIRST's translation).
+func TestResponderTranslationRanges(t *testing.T) {
+	cfg := Defaults()
+	var kt KeyTable
+	mr := kt.Register(1, 0x10_0000, 0x10_000, AccessLocalWrite|AccessRemoteWrite)
+	env := &testEnv{kt: &kt, pd: 1, rq: []RecvWQE{{Addr: 0x10_0000, Length: 0x3000, LKey: mr.LKey}}}
+	resp := NewResponder(&cfg, 1024, 0)
+	type want struct {
+		keyChecked bool
+		keyLen     uint64
+		xlate      bool
+		addr, n    uint64
+	}
+	steps := []struct {
+		pkt  *ib.Packet
+		want want
+	}{
+		{&ib.Packet{Opcode: ib.SendFirst, PSN: 0, PayloadLen: 1024}, want{true, 0x3000, true, 0x10_0000, 1024}},
+		{&ib.Packet{Opcode: ib.SendMiddle, PSN: 1, PayloadLen: 1024}, want{false, 0, true, 0x10_0400, 1024}},
+		{&ib.Packet{Opcode: ib.SendLast, PSN: 2, PayloadLen: 452}, want{false, 0, true, 0x10_0800, 452}},
+		{&ib.Packet{Opcode: ib.RDMAWriteFirst, PSN: 3, PayloadLen: 1024,
+			RETH: ib.RETH{VA: 0x10_4000, RKey: mr.RKey, Length: 2048}}, want{true, 2048, true, 0x10_4000, 2048}},
+		{&ib.Packet{Opcode: ib.RDMAWriteLast, PSN: 4, PayloadLen: 1024}, want{false, 0, false, 0, 0}},
+	}
+	for _, s := range steps {
+		a := resp.Receive(s.pkt, env)
+		require.False(t, a.Drop, "%v", s.pkt.Opcode)
+		got := want{a.KeyChecked, a.KeyLen, a.Xlate, a.XlateAddr, a.XlateLen}
+		assert.Equal(t, s.want, got, "%v", s.pkt.Opcode)
+	}
+}

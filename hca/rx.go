@@ -100,21 +100,15 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
 			components.IntField("len", int64(a.KeyLen)))
-		if a.KeyResult == KeyOK && d.mtt != nil {
-			// The range the key covers is translated once, for every
-			// packet of the message (translate). A SEND that is one
-			// packet writes only its payload into the receive buffer, so
-			// only those bytes; a longer SEND's length is not known at
-			// its first packet, so its whole buffer.
-			n := a.KeyLen
-			if pkt.Opcode == ib.SendOnly || pkt.Opcode == ib.SendOnlyImm {
-				n = min(n, uint64(pkt.PayloadLen))
-			}
-			t = d.translate(t, a.KeyAddr, n)
-			qp.xlateAt = t
-		}
-	} else {
-		// 0 unless translation is modelled.
+	}
+	// The packet's DMA waits for the translation it needs (translate): the
+	// one it starts here, after its key check if it has one, or else its
+	// message's, started by the message's first packet (RespAction.Xlate).
+	// qp.xlateAt is 0 unless translation is modelled.
+	if a.Xlate && d.mtt != nil {
+		t = d.translate(t, a.XlateAddr, a.XlateLen)
+		qp.xlateAt = t
+	} else if !a.KeyChecked {
 		t = max(t, qp.xlateAt)
 	}
 	tl := d.Timeline
