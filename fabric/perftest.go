@@ -199,6 +199,7 @@ func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
 			continue
 		}
 		t.FECNReceived += st.FECNReceived
+		t.FECNResponses += st.FECNResponses
 		t.FECNIgnored += st.FECNIgnored
 		t.CNPsSent += st.CNPsSent
 		t.CNPsSkipped += st.CNPsSkipped
@@ -209,6 +210,7 @@ func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
 	}
 	m["cc_fecn_marked"] = marked
 	m["cc_fecn_received"] = t.FECNReceived
+	m["cc_fecn_responses"] = t.FECNResponses
 	m["cc_fecn_ignored"] = t.FECNIgnored
 	m["cc_becn_sent"] = t.CNPsSent
 	m["cc_becn_received"] = t.BECNs
