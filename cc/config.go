@@ -27,6 +27,15 @@ type Config struct {
 	// many eligible packets leave the same output VL unmarked (0: every
 	// eligible packet is marked).
 	MarkingRate int `yaml:"marking_rate"`
+	// Marking is how MarkingRate spaces the marks: MarkingDeterministic
+	// (exactly MarkingRate eligible packets unmarked after each mark) or
+	// MarkingRandom (each eligible packet marked with probability
+	// 1/(MarkingRate+1), from the switch's seeded stream: MarkingRate is
+	// then the mean number between marks, as IBA words it). omitempty: the
+	// default is left out of the effective config (MarkingMode.IsZero), so
+	// a config's hash, and its traces' headers, are what they were before
+	// the key existed.
+	Marking MarkingMode `yaml:"marking,omitempty"`
 	// CCTIIncrease is added to a flow's CCT index on each BECN.
 	CCTIIncrease int `yaml:"ccti_increase"`
 	// CCTILimit is the largest CCT index; 0 = the table's last entry.
@@ -41,6 +50,19 @@ type Config struct {
 	// the default table (DefaultCCT).
 	CCTNs []float64 `yaml:"cct_ns"`
 }
+
+// MarkingMode is a cc.marking value.
+type MarkingMode string
+
+// The cc.marking values.
+const (
+	MarkingDeterministic MarkingMode = "deterministic"
+	MarkingRandom        MarkingMode = "random"
+)
+
+// IsZero reports whether m is the default, deterministic (yaml's omitempty
+// asks it).
+func (m MarkingMode) IsZero() bool { return m == MarkingDeterministic }
 
 // Limits of the IBA fields the keys stand for (Annex A10 attribute
 // layouts, as OpenSM's ib_types.h and the 2008 OpenFabrics CC MAD draft
@@ -70,6 +92,9 @@ func Defaults() Config {
 		ThresholdBlocks: 130,
 		// Every eligible packet (IBA: 0 = mark every one).
 		MarkingRate: 0,
+		// A countdown: results do not depend on draws (and are those of
+		// the model before the key existed).
+		Marking: MarkingDeterministic,
 		// 1: LLNL's OpenSM congestion-control settings.
 		CCTIIncrease: 1,
 		CCTILimit:    0,
@@ -92,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MarkingRate < 0 || c.MarkingRate > maxMarkingRate {
 		return fmt.Errorf("cc.marking_rate: %d is out of range (0 to %d: the 16-bit Marking_Rate)", c.MarkingRate, maxMarkingRate)
+	}
+	if c.Marking != MarkingDeterministic && c.Marking != MarkingRandom {
+		return fmt.Errorf("cc.marking: %q is not a marking mode (%s, %s)", c.Marking, MarkingDeterministic, MarkingRandom)
 	}
 	if c.CCTIIncrease < 1 || c.CCTIIncrease > maxIncrease {
 		return fmt.Errorf("cc.ccti_increase: %d is out of range (1 to %d: the 8-bit CCTI_Increase)", c.CCTIIncrease, maxIncrease)
@@ -186,7 +214,7 @@ func DefaultCCT(mtuSer ib.PS) []ib.PS {
 func (c Config) IsZero() bool {
 	d := Defaults()
 	return len(c.CCTNs) == 0 && c.Enable == d.Enable && c.Report == d.Report &&
-		c.ThresholdBlocks == d.ThresholdBlocks && c.MarkingRate == d.MarkingRate &&
+		c.ThresholdBlocks == d.ThresholdBlocks && c.MarkingRate == d.MarkingRate && c.Marking == d.Marking &&
 		c.CCTIIncrease == d.CCTIIncrease && c.CCTILimit == d.CCTILimit &&
 		c.CCTIMin == d.CCTIMin && c.CCTITimerNs == d.CCTITimerNs
 }

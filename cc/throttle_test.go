@@ -99,6 +99,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.ThresholdBlocks = -1 }, "cc.threshold_blocks: -1"},
 		{func(c *Config) { c.MarkingRate = 70000 }, "cc.marking_rate: 70000"},
+		{func(c *Config) { c.Marking = "sometimes" }, `cc.marking: "sometimes" is not a marking mode (deterministic, random)`},
 		{func(c *Config) { c.CCTIIncrease = 0 }, "cc.ccti_increase: 0"},
 		{func(c *Config) { c.CCTITimerNs = 0 }, "cc.ccti_timer_ns: 0"},
 		{func(c *Config) { c.CCTILimit = 128 }, "cc.ccti_limit: 128"},
@@ -118,4 +119,7 @@ func TestConfigValidate(t *testing.T) {
 	assert.True(t, c.IsZero())
 	c.Enable = true
 	assert.False(t, c.IsZero())
+	c = Defaults()
+	c.Marking = MarkingRandom
+	assert.False(t, c.IsZero(), "random marking shows in the effective config")
 }

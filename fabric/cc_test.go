@@ -103,7 +103,7 @@ workload: {kind: uniform, size: 4096, offered_load: 0.1, warmup_ns: 2000, measur
 
 // assertCCChangedNothing: the run with CC on marked nothing, throttled no
 // flow, and reported every metric of the run with CC off (but wall_s)
-// alike, adding only cc_ ones.
+// alike, adding only cc_ ones (and a perftest's background_cc_ ones).
 func assertCCChangedNothing(t *testing.T, off, on map[string]any) {
 	t.Helper()
 	assert.Equal(t, uint64(0), on["cc_fecn_marked"])
@@ -118,7 +118,7 @@ func assertCCChangedNothing(t *testing.T, off, on map[string]any) {
 	}
 	for k := range on {
 		if _, ok := off[k]; !ok {
-			assert.True(t, strings.HasPrefix(k, "cc_"), k)
+			assert.True(t, strings.HasPrefix(k, "cc_") || strings.HasPrefix(k, "background_cc_"), k)
 		}
 	}
 	assert.Greater(t, compared, 20)
@@ -126,9 +126,9 @@ func assertCCChangedNothing(t *testing.T, off, on map[string]any) {
 
 // TestCCPartitionedAndChecked: with CC on, a hotspot on a two-level fat
 // tree gives the same metrics serial and in two partitions (but events,
-// which the partitioned run counts a little past the end), and the
-// checkers (lossless, buffers, credits, ordering, wire) pass with the CNPs
-// on the fabric.
+// which the partitioned run counts a little past the end), with the
+// countdown marking and the random one, and the checkers (lossless,
+// buffers, credits, ordering, wire) pass with the CNPs on the fabric.
 func TestCCPartitionedAndChecked(t *testing.T) {
 	const cfg = `
 seed: 1
@@ -142,14 +142,20 @@ cc: {enable: true, ccti_increase: 4}
 		m, _ := runPassing(t, []byte(cfg), sets...)
 		return m
 	}
-	serial := run()
-	parted := run("sim.partitions=2")
-	assert.Greater(t, serial["cc_becn_received"], uint64(0))
-	for k, v := range serial {
-		if k == "events" || k == "wall_s" {
-			continue
+	for _, marking := range []string{"deterministic", "random"} {
+		// Random marking draws from each switch's own stream, in the
+		// order of the eligible packets at that switch, which a
+		// partitioned run keeps (cc.marking_rate 3: one draw in four
+		// marks).
+		serial := run("cc.marking="+marking, "cc.marking_rate=3")
+		parted := run("cc.marking="+marking, "cc.marking_rate=3", "sim.partitions=2")
+		assert.Greater(t, serial["cc_becn_received"], uint64(0), marking)
+		for k, v := range serial {
+			if k == "events" || k == "wall_s" {
+				continue
+			}
+			assert.Equal(t, v, parted[k], "%s: %s", marking, k)
 		}
-		assert.Equal(t, v, parted[k], k)
 	}
 }
 
@@ -163,6 +169,7 @@ func TestCCConfigRefused(t *testing.T) {
 		{[]string{"cc.enable=true", "workload.kind=uniform"}, "cc.enable: true needs switches"},
 		{[]string{"cc.enable=true", "workload.kind=perftest"}, "cc.enable: true needs switches"},
 		{[]string{"cc.ccti_increase=0"}, "cc.ccti_increase: 0 is out of range"},
+		{[]string{"cc.marking=sometimes"}, `cc.marking: "sometimes" is not a marking mode (deterministic, random)`},
 		{[]string{"cc.cct_ns=[0, 5, 1]"}, "cc.cct_ns: entry 2"},
 		{[]string{"cc.report=true", "workload.kind=uniform", "topology.kind=single-switch"}, "cc.report: true splits the accepted load of workload.kind hotspot"},
 	} {

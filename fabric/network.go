@@ -7,6 +7,7 @@ import (
 
 	"github.com/sarchlab/akita/v3/sim"
 
+	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
@@ -144,7 +145,8 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		b = b.WithRoundsEveryCycle()
 	}
 	if cfg.CC.Enable {
-		b = b.WithCC(&switchasic.CCMarking{ThresholdBlocks: cfg.CC.ThresholdBlocks, MarkingRate: cfg.CC.MarkingRate})
+		b = b.WithCC(&switchasic.CCMarking{ThresholdBlocks: cfg.CC.ThresholdBlocks, MarkingRate: cfg.CC.MarkingRate,
+			Random: cfg.CC.Marking == cc.MarkingRandom, Seed: cfg.Seed})
 	}
 	for _, node := range topo.Switches() {
 		nd := topo.Nodes[node]

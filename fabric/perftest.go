@@ -3,7 +3,9 @@ package fabric
 import (
 	"fmt"
 	"maps"
+	"strings"
 
+	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
@@ -101,11 +103,17 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 			bg.t1 = min(bg.t1, now)
 		}
 		for k, v := range bg.metrics(cfg, cfg.Link.Timing(cfg.Link.LengthM).DataRateBps()) {
-			switch k {
-			case "sim_time_ns", "events", "hosts", "switches", "link_data_rate_gbps", "block_hops":
-			case "packets_dropped", "drain_complete":
+			switch {
+			case k == "sim_time_ns", k == "events", k == "hosts", k == "switches", k == "link_data_rate_gbps", k == "block_hops":
+			case k == "packets_dropped", k == "drain_complete":
 				// The background stops with the test, mid-flight: loss
 				// is for the checkers (--check) to judge, not a count.
+			case k == "cc_fecn_marked":
+				// The switches' count, which hcaCCMetrics reports.
+			case strings.HasPrefix(k, "cc_"):
+				// The background endpoints' reaction, beside the HCAs'
+				// (hcaCCMetrics: cc_ keys).
+				m["background_"+k] = v
 			default:
 				m[k] = v
 			}
@@ -140,18 +148,29 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 	return m
 }
 
-// enableHCACC turns on the HCAs' reaction point (hca/cc.go) with
-// cc.enable; nil devices are skipped. The default CCT's unit is an
-// MTU-sized SEND ONLY on the host link, as for the endpoints.
-func enableHCACC(cfg *Config, devs []*hca.Device) {
+// ccParams returns congestion control's parameters for cfg's fabric, nil
+// with cc.enable off. The default CCT's unit is an MTU-sized synthetic
+// packet (SEND ONLY) on the host link, for the endpoints and the HCAs
+// alike.
+func ccParams(cfg *Config) *cc.Params {
 	if !cfg.CC.Enable {
-		return
+		return nil
 	}
 	mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
 	p := cfg.CC.Resolve(cfg.Link.Timing(cfg.Link.LengthM).Serialization(mtu.WireBytes()))
+	return &p
+}
+
+// enableHCACC turns on the HCAs' reaction point (hca/cc.go) with
+// cc.enable; nil devices are skipped.
+func enableHCACC(cfg *Config, devs []*hca.Device) {
+	p := ccParams(cfg)
+	if p == nil {
+		return
+	}
 	for _, d := range devs {
 		if d != nil {
-			d.EnableCC(&p)
+			d.EnableCC(p)
 		}
 	}
 }
@@ -180,6 +199,7 @@ func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
 			continue
 		}
 		t.FECNReceived += st.FECNReceived
+		t.FECNResponses += st.FECNResponses
 		t.FECNIgnored += st.FECNIgnored
 		t.CNPsSent += st.CNPsSent
 		t.CNPsSkipped += st.CNPsSkipped
@@ -190,6 +210,7 @@ func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
 	}
 	m["cc_fecn_marked"] = marked
 	m["cc_fecn_received"] = t.FECNReceived
+	m["cc_fecn_responses"] = t.FECNResponses
 	m["cc_fecn_ignored"] = t.FECNIgnored
 	m["cc_becn_sent"] = t.CNPsSent
 	m["cc_becn_received"] = t.BECNs
@@ -284,7 +305,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		bgIndex[h] = j
 	}
 	var sources []*workload.Source
-	bg := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM)}
+	bg := &synthRun{s: s, timing: cfg.Link.Timing(cfg.Link.LengthM), cc: ccParams(cfg)}
 	bg.parts = []*synthPart{{r: bg, s: s}}
 	if w.Background && len(bgHosts) == 0 {
 		if len(run.Pairs) == 1 {
@@ -318,6 +339,11 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		j := bgIndex[i]
 		e := workload.NewEndpoint(s, name, j, lid, sources[j])
 		bg.eps = append(bg.eps, e)
+		if bg.cc != nil {
+			// The synthetic workloads' reaction, one flow per
+			// background destination (endpoint_cc.go).
+			return e.EnableCC(bg.cc, len(bgHosts))
+		}
 		return e
 	})
 	if err != nil {
@@ -364,8 +390,14 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		bgSL := w.BackgroundServiceLevel()
 		e.SL = uint8(bgSL)
 		e.VL = sl2vl[bgSL]
-		e.OnDeliver = bg.parts[0].deliver
-		e.OnInject = bg.parts[0].inject
+		e.OnDeliver = part.deliver
+		e.OnInject = part.inject
+		if bg.cc != nil {
+			// CNPs count toward the drain only, as in a synthetic run.
+			e.OnInject = part.injectCC
+			part.nextDeliver = part.deliver
+			e.OnDeliver = part.deliverCC
+		}
 	}
 	if anyLossy(net.Ports) {
 		// The background counts its own packets lost (the HCAs' are the

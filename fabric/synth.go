@@ -154,13 +154,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	if cfg.CC.Enable {
-		// The default CCT's unit: an MTU-sized synthetic packet (SEND
-		// ONLY) on the host link.
-		mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
-		p := cfg.CC.Resolve(timing.Serialization(mtu.WireBytes()))
-		r.cc = &p
-	}
+	r.cc = ccParams(cfg)
 	sims, part, err := partitionRun(cfg, opts, topo)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package hca
 
 import (
+	"math/bits"
+
 	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -9,15 +11,19 @@ import (
 // Congestion control (IBA Annex A10; docs/congestion.md, "The HCA's
 // reaction"): the channel adapter's two roles.
 //
-// Destination: a request on an RC QP or a UD datagram that arrives with
-// FECN is answered with a CNP (BTH opcode 0x80, no payload, BECN set, on
-// the data's SL) to the packet's source LID and QP: the RC QP's remote QPN,
-// or the datagram's DETH.SrcQP. The CNP goes ahead of every data packet of
-// the port (trySend looks at the CNP queue first), as the synthetic
-// endpoints send theirs. A response (ACK, NAK, READ or atomic response)
-// with FECN is counted and not answered: the model throttles a QP's
-// requests only, and a responder's responses follow the requests that
-// elicit them.
+// Destination: a packet that arrives with FECN is answered with a CNP (BTH
+// opcode 0x80, no payload, BECN set, on the data's SL) to the QP that sent
+// it, at the packet's source LID: for a request on an RC QP, the requester
+// (the local responder QP's remote QPN); for a READ response or an atomic
+// ACK, the responder (the local requester QP's remote QPN); for a UD
+// datagram, its DETH.SrcQP. IBA Annex A10 returns the BECN to the marked
+// packet's source whichever way the packet went; the Linux hfi1 driver
+// does the same for responses (hfi1_process_ecn_slowpath: a CNP for RDMA
+// READ responses through ATOMIC ACKNOWLEDGE) and ignores the FECN of a
+// plain ACKNOWLEDGE (an ACK or NAK), as this model does (FECNIgnored, with
+// packets for no QP). The CNP goes ahead of every data packet of the port
+// (trySend looks at the CNP queue first), as the synthetic endpoints send
+// theirs.
 //
 // Source: a CNP with BECN raises the CCT index of the QP it names
 // (cc.Throttle, one flow per QP: IBA's CA reacts per QP), and one timer per
@@ -30,8 +36,16 @@ import (
 // its VL's transmit queue ahead of other QPs' (head-of-line blocking at the
 // source), and the grant-to-wire time (DMA read and transport stage) is
 // the same for each packet of a flow, so the wire spacing follows the
-// grants'. At delay 0 nothing is gated, so a run in which nothing is
-// marked sends exactly what it sends without congestion control.
+// grants'. The same index spaces the QP's responses (READ responses,
+// atomic ACKs, ACKs and NAKs) at the wire: its next response may start no
+// sooner than this one's start + serialization + CCT[index] (respHold).
+// A response is built from host memory as the request asks, not granted
+// by the scheduler, so its gate is in the response queue; a held QP's
+// entry there does not hold back other QPs' responses behind it
+// (ccGateResponses brings forward the oldest response of a QP that is not
+// held; a QP's own responses keep their order). At delay 0 nothing is
+// gated, so a run in which nothing is marked sends exactly what it sends
+// without congestion control.
 
 // cnpQueue bounds the CNPs waiting at an HCA; past it a FECN is not
 // answered (CNPsSkipped), as at the synthetic endpoints.
@@ -43,13 +57,18 @@ type ccState struct {
 	timer    ib.PS
 	ticking  bool // an evCCTick is queued
 	cnp      *components.FIFO[*ib.Packet]
+	// respHolds: some response has left at a delay above zero, so the
+	// response queues may hold a QP's entry (ccGateResponses runs).
+	respHolds bool
+	scan      uint32 // the current response queue scan's mark (QP.ccScan)
 
 	// Counters over the whole run.
-	FECNReceived uint64 // requests and datagrams that arrived with FECN
-	FECNIgnored  uint64 // responses that arrived with FECN (not answered)
-	CNPsSent     uint64 // CNPs put on the wire
-	CNPsSkipped  uint64 // FECNs not answered: the CNP queue was full
-	BECNs        uint64 // CNPs that arrived here for one of its QPs
+	FECNReceived  uint64 // packets that arrived with FECN and are answered
+	FECNResponses uint64 // of them, READ responses and atomic ACKs
+	FECNIgnored   uint64 // ACKs, NAKs and packets for no QP that arrived with FECN
+	CNPsSent      uint64 // CNPs put on the wire
+	CNPsSkipped   uint64 // FECNs not answered: the CNP queue was full
+	BECNs         uint64 // CNPs that arrived here for one of its QPs
 }
 
 // EnableCC turns congestion control on at this HCA with p's parameters.
@@ -72,8 +91,8 @@ func (d *Device) SetCCWindow(lo, hi ib.PS) {
 
 // CCStats are an HCA's congestion control counters and index statistics.
 type CCStats struct {
-	FECNReceived, FECNIgnored, CNPsSent, CNPsSkipped, BECNs uint64
-	Throttle                                                cc.ThrottleStats
+	FECNReceived, FECNResponses, FECNIgnored, CNPsSent, CNPsSkipped, BECNs uint64
+	Throttle                                                               cc.ThrottleStats
 }
 
 // CC returns the HCA's congestion control statistics at now, or false
@@ -84,7 +103,7 @@ func (d *Device) CC(now ib.PS) (CCStats, bool) {
 		return CCStats{}, false
 	}
 	c.throttle.Grow(len(d.qps))
-	return CCStats{c.FECNReceived, c.FECNIgnored, c.CNPsSent, c.CNPsSkipped, c.BECNs, c.throttle.Stats(now)}, true
+	return CCStats{c.FECNReceived, c.FECNResponses, c.FECNIgnored, c.CNPsSent, c.CNPsSkipped, c.BECNs, c.throttle.Stats(now)}, true
 }
 
 // CCIndex returns qp's current CCT index (0 without congestion control).
@@ -122,10 +141,17 @@ func (d *Device) ccReceive(qp *QP, pkt *ib.Packet) {
 	switch {
 	case pkt.Opcode == ib.UDSendOnly || pkt.Opcode == ib.UDSendOnlyImm:
 		srcQP = pkt.DETH.SrcQP
-	case qp != nil && !qp.UD && pkt.Opcode.IsRequest():
-		srcQP = qp.remoteQPN
+	case qp == nil || qp.UD:
+		c.FECNIgnored++ // a packet for no QP
+		return
+	case pkt.Opcode.IsRequest():
+		srcQP = qp.remoteQPN // the requester
+	case pkt.Opcode >= ib.RDMAReadResponseFirst && pkt.Opcode <= ib.RDMAReadResponseOnly,
+		pkt.Opcode == ib.AtomicAcknowledge:
+		srcQP = qp.remoteQPN // the responder
+		c.FECNResponses++
 	default:
-		c.FECNIgnored++ // a response, or a packet for no QP
+		c.FECNIgnored++ // an ACK or NAK (hfi1 ignores them too)
 		return
 	}
 	c.FECNReceived++
@@ -169,6 +195,89 @@ func (d *Device) ccGranted(qp *QP, wireBytes int, now ib.PS) {
 	if t > qp.holdUntil {
 		qp.holdUntil = t
 		d.at(t, evSchedule)
+	}
+}
+
+// ccBeforeSend is the transmit loop's congestion control step at now: it
+// puts a waiting CNP on the wire if it can (and reports so: a CNP goes
+// ahead of every data packet, ACK and response), else applies the QPs'
+// response holds (ccGateResponses). One call, so the loop stays small
+// enough for the compiler to inline it into PortReady.
+func (d *Device) ccBeforeSend(now ib.PS) bool {
+	c := d.cc
+	if c.cnp.Len() > 0 && d.ccSendCNP() {
+		return true
+	}
+	if c.respHolds {
+		d.ccGateResponses(now)
+	}
+	return false
+}
+
+// ccResponded applies qp's inter-packet delay after its response pkt
+// started at now: with a delay above zero, the QP's next response waits
+// for now + serialization + CCT[index].
+func (d *Device) ccResponded(qp *QP, pkt *ib.Packet, now ib.PS) {
+	wireBytes := pkt.WireBytes()
+	c := d.cc
+	i := int(qp.Num - qpBase)
+	c.throttle.Grow(i + 1)
+	delay := c.throttle.Delay(i)
+	if delay == 0 {
+		return
+	}
+	if t := now + d.Port.Timing().Serialization(wireBytes) + delay; t > qp.respHold {
+		qp.respHold = t
+		c.respHolds = true
+	}
+}
+
+// ccGateResponses applies the QPs' response holds to the response queues'
+// heads at now. A head whose QP is held gives way to the oldest entry, if
+// ready, of a QP that is neither held nor has an older entry in the queue
+// (so each QP's responses keep their order; moving it to the front keeps
+// the others' order too); with none ready, the head waits for its QP's
+// hold, and a wake-up is set for the earliest time another QP's entry
+// could go. Nothing is allocated: a scan marks the QPs it has passed.
+func (d *Device) ccGateResponses(now ib.PS) {
+	c := d.cc
+	for m := d.tx.used; m != 0; m &= m - 1 {
+		q := &d.tx.vl[bits.TrailingZeros16(m)].resp
+		if q.len() == 0 {
+			continue
+		}
+		h := q.peek()
+		if h.qp.respHold <= now {
+			continue
+		}
+		c.scan++
+		h.qp.ccScan = c.scan
+		pick, wake := -1, ib.PS(-1)
+		for k := q.head + 1; k < len(q.items); k++ {
+			e := &q.items[k]
+			if e.qp.ccScan == c.scan {
+				continue // an older entry of its QP is ahead of it
+			}
+			e.qp.ccScan = c.scan
+			at := max(e.readyAt, e.qp.respHold)
+			if at <= now {
+				pick = k
+				break
+			}
+			if wake < 0 || at < wake {
+				wake = at
+			}
+		}
+		if pick >= 0 {
+			e := q.items[pick]
+			copy(q.items[q.head+1:pick+1], q.items[q.head:pick])
+			q.items[q.head] = e
+			continue
+		}
+		h.readyAt = max(h.readyAt, h.qp.respHold)
+		if wake >= 0 && wake < h.readyAt {
+			d.wake(wake)
+		}
 	}
 }
 

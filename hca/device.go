@@ -420,7 +420,7 @@ next:
 		if d.Port == nil || !d.Port.Idle() {
 			return
 		}
-		if d.cc != nil && d.cc.cnp.Len() > 0 && d.ccSendCNP() {
+		if d.cc != nil && d.ccBeforeSend(now) {
 			continue // a CNP goes ahead of data (cc.go)
 		}
 		// ready: VLs whose head may start now; wait: the earliest time a
@@ -483,6 +483,9 @@ next:
 			entry = q.pop()
 		}
 		pkt := entry.pkt
+		if d.cc != nil && q == &tv.resp {
+			d.ccResponded(entry.qp, pkt, now)
+		}
 		// The end-to-end CRC over the invariant fields and the payload, so
 		// the checkers can tell a corrupted packet from a delivered one.
 		pkt.ICRC = ib.ComputeICRC(pkt)

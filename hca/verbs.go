@@ -96,6 +96,13 @@ type QP struct {
 	// NAK's wait, or with congestion control (cc.go) the CCT inter-packet
 	// delay. pickQP keeps a QP waiting it in mayWork.
 	holdUntil ib.PS
+	// respHold: with congestion control (cc.go), the QP's next response
+	// (READ response, atomic ACK, ACK or NAK) may start no sooner: its
+	// previous response's start + serialization + CCT[index]. 0 until a
+	// response leaves at a delay above zero.
+	respHold ib.PS
+	// ccScan marks the QP in a response queue scan (ccGateResponses).
+	ccScan uint32
 }
 
 // decodedWQE is a send WQE on chip, waiting for its key check.

@@ -234,7 +234,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 		owner = arOwner{sw}
 	}
 	if mark != nil {
-		sw.cc = newCCMarker(*mark, n)
+		sw.cc = newCCMarker(*mark, n, name)
 		if ar == nil {
 			// arOwner already counts every packet in queued.
 			owner = ccOwner{sw}

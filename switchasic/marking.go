@@ -1,6 +1,10 @@
 package switchasic
 
 import (
+	"hash/fnv"
+	"math/bits"
+	"math/rand/v2"
+
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 )
@@ -16,15 +20,31 @@ type CCMarking struct {
 	ThresholdBlocks int
 	// MarkingRate: after marking a packet, this many eligible packets leave
 	// the same output VL unmarked (IBA Marking_Rate; 0 marks every one).
+	// With Random it is the mean number between marks instead.
 	MarkingRate int
+	// Random marks each eligible packet with probability 1/(MarkingRate+1),
+	// drawn from the switch's own stream (Seed and the switch's name), so
+	// the number of eligible packets from one mark to the next is
+	// geometric with mean MarkingRate+1, IBA's "mean number of packets
+	// between markings". False: the countdown, exactly MarkingRate between.
+	Random bool
+	// Seed is the run's seed (Random only).
+	Seed uint64
 }
 
-// ccMarker is the marking state: the setup and a countdown per output VL.
+// ccMarker is the marking state: the setup and a countdown per output VL,
+// or with random marking the switch's stream.
 type ccMarker struct {
 	threshold int32
 	rate      int32
 	countdown []int32 // [out*MaxVLs + vl]: eligible packets still to pass unmarked
 	marked    uint64  // packets marked over the whole run (not reset with the window's statistics)
+	// random: an eligible packet is marked when a draw from pcg is below
+	// markBelow = ⌊2^64 / (rate+1)⌋: probability 1/(rate+1) to within
+	// 2^-64, in integers, so every machine draws the same marks.
+	random    bool
+	markBelow uint64
+	pcg       rand.PCG
 }
 
 // FECNMarked returns the packets this switch set FECN on since the run
@@ -36,15 +56,44 @@ func (sw *Switch) FECNMarked() uint64 {
 	return sw.cc.marked
 }
 
-func newCCMarker(m CCMarking, radix int) *ccMarker {
-	return &ccMarker{threshold: int32(m.ThresholdBlocks), rate: int32(m.MarkingRate),
+// newCCMarker makes the marking state of the switch name with radix ports.
+func newCCMarker(m CCMarking, radix int, name string) *ccMarker {
+	c := &ccMarker{threshold: int32(m.ThresholdBlocks), rate: int32(m.MarkingRate),
 		countdown: make([]int32, radix*link.MaxVLs)}
+	// At rate 0 both modes mark every eligible packet: no draws.
+	if m.Random && m.MarkingRate > 0 {
+		c.random = true
+		c.markBelow, _ = bits.Div64(1, 0, uint64(m.MarkingRate)+1)
+		// The switch's own stream, as a link's bit errors have theirs
+		// (link/biterrors.go): the draws depend only on the order of the
+		// eligible packets at this switch, which a partitioned run keeps.
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		c.pcg.Seed(m.Seed, h.Sum64()^0x63636d61_726b696e) // "ccmarkin"
+	}
+	return c
+}
+
+// mark decides whether an eligible packet for output o, VL v is marked:
+// the countdown's turn, or a draw.
+func (m *ccMarker) mark(o, v int) bool {
+	if m.random {
+		return m.pcg.Uint64() < m.markBelow
+	}
+	c := &m.countdown[o*link.MaxVLs+v]
+	if *c > 0 {
+		*c--
+		return false
+	}
+	*c = m.rate
+	return true
 }
 
 // markFECN is called as a data packet that arrived is routed to output o,
 // data VL v (the switch forwards it there), before its own blocks join o's
 // queued count: if what already waits for o on v is over the threshold,
-// the packet is eligible, and every (rate+1)-th eligible packet gets FECN.
+// the packet is eligible, and every (rate+1)-th eligible packet gets FECN
+// (with random marking, each with probability 1/(rate+1)).
 // A packet that already carries FECN (marked upstream) keeps it and is not
 // counted again; a CNP is never marked (it is the notification itself, and
 // IBA marks only packets of at least Packet_Size, which a 0-payload CNP is
@@ -61,15 +110,9 @@ func newCCMarker(m CCMarking, radix int) *ccMarker {
 // switch without congestion control executes none of it.
 func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
 	m := sw.cc
-	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold {
+	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold || !m.mark(o, v) {
 		return
 	}
-	c := &m.countdown[o*link.MaxVLs+v]
-	if *c > 0 {
-		*c--
-		return
-	}
-	*c = m.rate
 	pkt.FECN = true
 	m.marked++
 }

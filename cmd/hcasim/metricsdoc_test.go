@@ -33,6 +33,7 @@ var metricRuns = [][]string{
 	{"--set", "workload.test=atomic_lat"},
 	{"--set", "workload.test=send_bw", "--set", "workload.connection=UD", "--set", "workload.size=2048"},
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.background=true"},
+	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.background=true", "--set", "cc.enable=true"},
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.pattern=incast", "--set", "workload.test=read_lat"},
 	{"--set", "workload.kind=stream", "--set", "workload.size=4096"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024"},
