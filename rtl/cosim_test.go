@@ -28,7 +28,7 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // into the RTL and compares every output every cycle. verilator marks the
 // cases also built with Verilator: its C++ build costs ~8 s of CPU, so one
 // case per block with the most state (the VL arbiter, the key check, the
-// forwarding table, the CQE writer) runs under both
+// forwarding table, the CQE writer, the WQE parser) runs under both
 // simulators.
 var cosimTable = []struct {
 	name      string
@@ -69,6 +69,7 @@ var cosimTable = []struct {
 	// emitter's 16.
 	{"cqe_writer_cqn2", func(*rand.Rand) cosimDUT { return newCQEWriterDUT(2) }, true},
 	{"cqe_writer_cqn4", func(*rand.Rand) cosimDUT { return newCQEWriterDUT(cqnW) }, false},
+	{"wqe_parse", func(*rand.Rand) cosimDUT { return newWQEParseDUT() }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

@@ -22,6 +22,7 @@ var PrimitiveFiles = []string{
 	"credit_receiver.v",
 	"sw_route_lookup.v",
 	"hca_key_check.v",
+	"hca_wqe_parse.v",
 	"hca_cqe_writer.v",
 }
 

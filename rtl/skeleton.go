@@ -87,48 +87,49 @@ bypasses the WQE fetch), doorbell coalescing per QP.`,
 		},
 	},
 	{
-		name: "hca_wqe_fetch",
-		doc: `hca_wqe_fetch: reads send WQEs (64-byte WQEBBs, up to 16 per WQE; ib-facts.md §7) from host
-memory for every doorbell and passes them on one block per beat.
-TODO: per-QP send queue state (base, size, consumer index), DMA read requests through
-hca_dma_engine client rd0, WQE reassembly across WQEBBs.`,
-		params: []string{"DATA_W"},
-		ports: []stubPort{
-			portIn("db_valid", "", "doorbells"),
-			portIn("db_qpn", "24", ""),
-			portIn("db_producer", "16", ""),
-			portOut("db_ready", "", ""),
-			portOut("rd_req_valid", "", "host read requests (DMA client rd0)"),
-			portOut("rd_req_addr", "64", ""),
-			portOut("rd_req_len", "16", ""),
-			portIn("rd_req_ready", "", ""),
-			portIn("rd_rsp_valid", "", ""),
-			portIn("rd_rsp_data", "DATA_W", ""),
-			portOut("wqe_valid", "", "fetched WQE blocks"),
-			portOut("wqe_qpn", "24", ""),
-			portOut("wqe_data", "DATA_W", ""),
-			portIn("wqe_ready", "", ""),
-		},
-	},
-	{
 		name: "hca_transport",
 		doc: `hca_transport: the RC/UC/UD transport: segments messages into MTU packets with LRH/BTH and
 extension headers (ib-facts.md §2), PSNs, ACK/NAK and retransmission, responder checks, and
-completions. It decodes WQEs (mlx5 layout) and asks hca_key_check for every key a message
-uses: a gather element's L_Key at decode (need local write for READ and atomics), an R_Key
-(with the RETH range) or a receive WQE's L_Key at the responder, and fails the WQE or NAKs the
-request on a result other than 0 (ib-facts.md §6). Completions go to hca_cqe_writer (cpl_*: the
-fields of hca.CQE that hca.EncodeCQE writes, and the CQ's number). tx_vl_waiting says which VLs have a packet ready; the packet may start on
+completions. It takes each send WQE parsed by hca_wqe_fetch (dec_*: the fields of hca.SendWQE,
+dec_err != 0 for a WQE the parser rejects, to complete with LOC_QP_OP_ERR) and the WQE's blocks
+(wqe_*, whose inline data starts dec_inline_off bytes into the WQE), and asks hca_key_check for
+every key a message uses: a gather element's L_Key at decode (need local write for READ and
+atomics), an R_Key (with the RETH range) or a receive WQE's L_Key at the responder, and fails the
+WQE or NAKs the request on a result other than 0 (ib-facts.md §6). Completions go to
+hca_cqe_writer (cpl_*: the fields of hca.CQE that hca.EncodeCQE writes, and the CQ's number).
+tx_vl_waiting says which VLs have a packet ready; the packet may start on
 tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
-TODO: everything inside: WQE decode, QP context, requester and responder state machines, payload DMA
+TODO: everything inside: QP context, requester and responder state machines, payload DMA
 through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W"},
 		ports: []stubPort{
-			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch"),
+			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
 			portIn("wqe_qpn", "24", ""),
 			portIn("wqe_data", "DATA_W", ""),
 			portOut("wqe_ready", "", ""),
+			portIn("dec_valid", "", "parsed send WQEs from hca_wqe_fetch (hca_wqe_parse's out_* ports)"),
+			portOut("dec_ready", "", ""),
+			portIn("dec_err", "2", "0 parsed, 1 opcode not supported, 2 no room for the data segment"),
+			portIn("dec_opcode", "3", "ibv_wr_opcode"),
+			portIn("dec_index", "16", ""),
+			portIn("dec_qpn", "24", ""),
+			portIn("dec_bbs", "5", ""),
+			portIn("dec_signaled", "", ""),
+			portIn("dec_imm", "32", ""),
+			portIn("dec_raddr", "64", ""),
+			portIn("dec_rkey", "32", ""),
+			portIn("dec_swap_add", "64", ""),
+			portIn("dec_compare", "64", ""),
+			portIn("dec_inline", "", ""),
+			portIn("dec_inline_len", "31", ""),
+			portIn("dec_inline_off", "7", ""),
+			portIn("dec_length", "32", ""),
+			portIn("dec_lkey", "32", ""),
+			portIn("dec_laddr", "64", ""),
+			portIn("dec_dlid", "16", ""),
+			portIn("dec_rqpn", "24", ""),
+			portIn("dec_qkey", "32", ""),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): an L_Key at WQE decode, an R_Key or receive L_Key at the responder"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),
