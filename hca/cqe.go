@@ -129,6 +129,18 @@ type CQE struct {
 	SrcQP    uint32 // UD receive: the sender's QP (DETH)
 }
 
+// CQESlot returns where the HCA writes the next CQE of a ring of depth
+// entries (a power of two) of which pi CQEs were written and ci consumed
+// (both free-running 32-bit counts): the slot, pi mod depth; the owner bit
+// of op_own, (pi / depth) mod 2, which flips on every pass over the ring so
+// that the consumer tells a new CQE from last pass's (mlx5 cq.c); and
+// whether the ring has room, pi − ci < depth. Without room the CQE is an
+// overrun: it is not written and pi does not move.
+func CQESlot(depth int, pi, ci uint32) (slot uint32, owner, room bool) {
+	d := uint32(depth)
+	return pi % d, (pi/d)&1 == 1, pi-ci < d
+}
+
 // EncodeCQE writes c into buf[:64].
 func EncodeCQE(buf []byte, c *CQE) {
 	clear(buf[:CQEBytes])

@@ -912,7 +912,8 @@ func (d *Device) cqeVisible() {
 	p := d.cqeQ[0]
 	d.cqeQ = d.cqeQ[1:]
 	cq := p.cq
-	if cq.pi-cq.ci >= uint32(cq.Depth) {
+	slot, owner, room := CQESlot(cq.Depth, cq.pi, cq.ci)
+	if !room {
 		// The consumer has not freed a slot: CQ overrun (the CQ goes to
 		// error in hardware; the model counts it and drops the CQE).
 		cq.Overrun = true
@@ -920,10 +921,10 @@ func (d *Device) cqeVisible() {
 		return
 	}
 	c := p.cqe
-	c.Owner = (cq.pi/uint32(cq.Depth))&1 == 1
+	c.Owner = owner
 	var buf [CQEBytes]byte
 	EncodeCQE(buf[:], &c)
-	d.Mem.Write(cq.buf+uint64(cq.pi%uint32(cq.Depth))*CQEBytes, buf[:])
+	d.Mem.Write(cq.buf+uint64(slot)*CQEBytes, buf[:])
 	cq.pi++
 	d.Counters.CQEs++
 	queue := "sq"

@@ -557,8 +557,7 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 	last := now
 	for qp.sqDecoded != qp.sqFetched {
 		qp.readSQ(qp.sqDecoded, buf[:WQEBBBytes])
-		ds := int(buf[7] & 0x3f)
-		bbs := max(1, (ds*dsBytes+WQEBBBytes-1)/WQEBBBytes)
+		bbs := WQEBBsOfCtrl(buf[:WQEBBBytes])
 		if cntDiff(qp.sqFetched, qp.sqDecoded+uint32(bbs)) < 0 {
 			break // the rest of this WQE is still being fetched
 		}

@@ -237,6 +237,15 @@ type SendWQE struct {
 	RemoteQKey uint32
 }
 
+// WQEBBsOfCtrl returns how many WQEBBs the send WQE whose ctrl segment
+// starts ctrl occupies: its DS count (the low six bits of byte 7) × 16
+// bytes, rounded up to 64, and at least one (a WQE with a DS count of 0
+// still takes its first block, and fails to decode).
+func WQEBBsOfCtrl(ctrl []byte) int {
+	ds := int(ctrl[7] & 0x3f)
+	return max(1, (ds*dsBytes+WQEBBBytes-1)/WQEBBBytes)
+}
+
 // DecodeSendWQE parses the RC WQE at the start of buf (at least its ctrl
 // segment's DS count × 16 bytes). A malformed WQE is an error (the HCA
 // would complete it with a local QP operation error).

@@ -172,3 +172,32 @@ func TestLargestWQE(t *testing.T) {
 		})
 	}
 }
+
+// TestWQEBBsOfCtrl: the blocks a WQE takes come from its DS count alone,
+// DS × 16 bytes rounded up to 64 (ib-facts §7), at least one; the two top
+// bits of byte 7 are not part of the count (MLX5_WQE_CTRL_DS_MASK 0x3f).
+func TestWQEBBsOfCtrl(t *testing.T) {
+	for _, tc := range []struct {
+		ds7  byte
+		want int
+	}{
+		{0, 1},     // no segments: still the first block
+		{1, 1},     // 16 B
+		{4, 1},     // 64 B
+		{5, 2},     // 80 B
+		{8, 2},     // 128 B
+		{63, 16},   // 1008 B: the largest WQE
+		{0xc3, 1},  // DS 3 with the top bits set
+		{0x40, 1},  // DS 0 with bit 6 set
+		{0x7f, 16}, // DS 63 with bit 6 set
+	} {
+		ctrl := make([]byte, 16)
+		ctrl[7] = tc.ds7
+		assert.Equal(t, tc.want, WQEBBsOfCtrl(ctrl), "byte 7 = 0x%02x", tc.ds7)
+	}
+	// The encoder's sizes agree: a 236-byte inline SEND is 4 WQEBBs.
+	buf := make([]byte, 1024)
+	wr := SendWR{Opcode: WRSend, Inline: true, Length: 236}
+	EncodeSendWQE(buf, &wr, 0, 1, make([]byte, 236))
+	assert.Equal(t, WQEBBs(&wr), WQEBBsOfCtrl(buf))
+}

@@ -26,9 +26,10 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // Verilog: for every case and seed, the Go model produces the stimulus and the
 // expected outputs (a trace), and the generated testbench replays the trace
 // into the RTL and compares every output every cycle. verilator marks the
-// cases also built with Verilator: its C++ build costs ~8 s of CPU, so only
-// the primitive with the most state, the VL arbiter, runs under both
-// simulators in CI.
+// cases also built with Verilator: its C++ build costs ~8 s of CPU, so one
+// case per block with the most state (the VL arbiter, the key check, the
+// forwarding table, the CQE writer, the WQE parser) runs under both
+// simulators.
 var cosimTable = []struct {
 	name      string
 	dut       func(r *rand.Rand) cosimDUT
@@ -64,6 +65,11 @@ var cosimTable = []struct {
 	{"lft_p256_top200", func(*rand.Rand) cosimDUT { return newLFTDUT(256, 200) }, false},
 	// The emitter's default: every unicast LID, a 16-bit address.
 	{"lft_p36_top49151", func(*rand.Rand) cosimDUT { return newLFTDUT(36, lftTop) }, false},
+	// 4 CQs (more completions per ring: more wraps and overruns) and the
+	// emitter's 16.
+	{"cqe_writer_cqn2", func(*rand.Rand) cosimDUT { return newCQEWriterDUT(2) }, true},
+	{"cqe_writer_cqn4", func(*rand.Rand) cosimDUT { return newCQEWriterDUT(cqnW) }, false},
+	{"wqe_parse", func(*rand.Rand) cosimDUT { return newWQEParseDUT() }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

@@ -101,6 +101,11 @@ const (
 	// 0xC000 up is multicast): a switch's forwarding table holds DLIDs
 	// 0..lftTop, 48K entries.
 	lftTop = 0xBFFF
+	// cqnW is the width of a CQ number at hca_cqe_writer, whose CQ
+	// contexts are registers: 2^4 = 16 CQs. The simulator's workloads
+	// create two per HCA (perftest: a send and a receive CQ) or two per
+	// rank an HCA serves; a design that needs more sets CQN_W on hca_top.
+	cqnW = 4
 	// maxBufferBlocks is the largest VL buffer the 12-bit credit counters can
 	// describe: the sender's window is 2048 blocks (credit.Sender).
 	maxBufferBlocks = ib.CreditModulus / 2
@@ -127,6 +132,7 @@ type Params struct {
 	MaxPktBlocks int // MAX_PKT_BLOCKS: 64-byte blocks of the largest packet at the MTU
 	PktBlocksW   int // PKT_BLOCKS_W: bits of a packet's block count
 	LFTTop       int // LFT_TOP: highest DLID a forwarding table holds, every unicast LID (lftTop)
+	CQNW         int // CQN_W: bits of a CQ number, 2^CQN_W CQ contexts in hca_cqe_writer (cqnW)
 	MTU          int // MTU_BYTES
 	Generation   string
 }
@@ -232,6 +238,7 @@ func (d Design) Params() Params {
 		VLArbEntries: components.MaxVLArbEntries,
 		MaxPktBlocks: ib.Credits(MaxPacketBytes(d.MTU)),
 		LFTTop:       lftTop,
+		CQNW:         cqnW,
 		MTU:          d.MTU,
 		Generation:   strings.ToLower(d.LinkGeneration),
 	}

@@ -75,7 +75,7 @@ func TestEmitGolden(t *testing.T) {
 			require.NoError(t, err, "run go test ./rtl -run TestEmitGolden -update")
 			assert.Equal(t, string(want), f.Text, "%s differs from %s (go test ./rtl -run TestEmitGolden -update rewrites it)", f.Name, path)
 		}
-		// 7 templates + sw_sl2vl + 8 TODO-bodied blocks.
+		// 8 templates + sw_sl2vl + 4 TODO-bodied blocks.
 		assert.Equal(t, len(templateFiles)+1+len(stubModules), n)
 	}
 }
@@ -103,7 +103,7 @@ func TestEmitHeaderAndModules(t *testing.T) {
 	for _, mod := range []string{
 		"hca_top", "hca_doorbell", "hca_wqe_fetch", "hca_key_check", "hca_dma_engine", "hca_transport", "hca_cqe_writer",
 		"switch_top", "sw_input_unit", "ib_rx_vl_buffers", "vl_arbiter", "sw_xbar_alloc", "sw_crossbar", "ib_tx_vl_port",
-		"credit_sender", "credit_receiver", "sync_fifo", "rr_arbiter", "ib_link",
+		"credit_sender", "credit_receiver", "sync_fifo", "rr_arbiter", "ib_link", "hca_wqe_parse",
 	} {
 		assert.True(t, seen[mod], mod)
 	}

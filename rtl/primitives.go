@@ -22,6 +22,8 @@ var PrimitiveFiles = []string{
 	"credit_receiver.v",
 	"sw_route_lookup.v",
 	"hca_key_check.v",
+	"hca_wqe_parse.v",
+	"hca_cqe_writer.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -83,6 +83,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "sw_route_lookup", Params: []Param{{"PORTS", p.Ports}, {"PORT_W", p.PortW}, {"LFT_TOP", p.LFTTop}},
 			Role: "forwarding table, one per input", Instances: p.Ports},
 		{Module: "hca_key_check", Params: []Param{{"TAG_W", 24}}, Role: "HCA key check", Instances: 1},
+		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},
+		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes

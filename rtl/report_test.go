@@ -90,6 +90,19 @@ func TestReportYosys(t *testing.T) {
 	// sw_route_lookup: the clear's address, clog2(0xBFFF + 1) = 16 bits, and
 	// its running flag; the 49152-entry table is a memory.
 	assert.Equal(t, 16+1, flops[synthKey("sw_route_lookup", []Param{{"PORTS", 36}, {"PORT_W", 6}, {"LFT_TOP", 0xBFFF}})])
+	// hca_wqe_parse: the WQE's first 112 bytes (896 bits) less the 41 ctrl
+	// bits the model does not read (opmod 8, DS bits 7:6, signature and
+	// dci_stream_id 24, fm_ce_se but CQ_UPDATE 7), out_valid, ud, the
+	// 4-bit beat count and the 5-bit block count: 855 + 1 + 1 + 4 + 5.
+	assert.Equal(t, 855+1+1+4+5, flops[synthKey("hca_wqe_parse", nil)])
+	// hca_cqe_writer, 16 CQs: each context is base 64 + log2 depth 5 + pi
+	// 32 + ci 32 = 133 bits; cq_overrun 16, wr_valid 1, wr_addr 64; of the
+	// 512-bit CQE only the bytes EncodeCQE fills can be nonzero: src_qp 24,
+	// imm 32, byte_cnt 32, syndrome 8, sop_drop_qpn 32, wqe_counter 16,
+	// op_own's opcode 4 and owner 1 = 149 bits, less the syndrome's bits 7:5
+	// and 3 (no syndrome the table holds sets them: 0x01..0x16) and the
+	// mlx5 opcode's bits 7:5 and 2 (0x08..0x12): 141.
+	assert.Equal(t, 16*133+16+1+64+141, flops[synthKey("hca_cqe_writer", []Param{{"CQN_W", 4}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)

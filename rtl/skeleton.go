@@ -87,47 +87,49 @@ bypasses the WQE fetch), doorbell coalescing per QP.`,
 		},
 	},
 	{
-		name: "hca_wqe_fetch",
-		doc: `hca_wqe_fetch: reads send WQEs (64-byte WQEBBs, up to 16 per WQE; ib-facts.md §7) from host
-memory for every doorbell and passes them on one block per beat.
-TODO: per-QP send queue state (base, size, consumer index), DMA read requests through
-hca_dma_engine client rd0, WQE reassembly across WQEBBs.`,
-		params: []string{"DATA_W"},
-		ports: []stubPort{
-			portIn("db_valid", "", "doorbells"),
-			portIn("db_qpn", "24", ""),
-			portIn("db_producer", "16", ""),
-			portOut("db_ready", "", ""),
-			portOut("rd_req_valid", "", "host read requests (DMA client rd0)"),
-			portOut("rd_req_addr", "64", ""),
-			portOut("rd_req_len", "16", ""),
-			portIn("rd_req_ready", "", ""),
-			portIn("rd_rsp_valid", "", ""),
-			portIn("rd_rsp_data", "DATA_W", ""),
-			portOut("wqe_valid", "", "fetched WQE blocks"),
-			portOut("wqe_qpn", "24", ""),
-			portOut("wqe_data", "DATA_W", ""),
-			portIn("wqe_ready", "", ""),
-		},
-	},
-	{
 		name: "hca_transport",
 		doc: `hca_transport: the RC/UC/UD transport: segments messages into MTU packets with LRH/BTH and
 extension headers (ib-facts.md §2), PSNs, ACK/NAK and retransmission, responder checks, and
-completions. It decodes WQEs (mlx5 layout) and asks hca_key_check for every key a message
-uses: a gather element's L_Key at decode (need local write for READ and atomics), an R_Key
-(with the RETH range) or a receive WQE's L_Key at the responder, and fails the WQE or NAKs the
-request on a result other than 0 (ib-facts.md §6). tx_vl_waiting says which VLs have a packet ready; the packet may start on
+completions. It takes each send WQE parsed by hca_wqe_fetch (dec_*: the fields of hca.SendWQE,
+dec_err != 0 for a WQE the parser rejects, to complete with LOC_QP_OP_ERR) and the WQE's blocks
+(wqe_*, whose inline data starts dec_inline_off bytes into the WQE), and asks hca_key_check for
+every key a message uses: a gather element's L_Key at decode (need local write for READ and
+atomics), an R_Key (with the RETH range) or a receive WQE's L_Key at the responder, and fails the
+WQE or NAKs the request on a result other than 0 (ib-facts.md §6). Completions go to
+hca_cqe_writer (cpl_*: the fields of hca.CQE that hca.EncodeCQE writes, and the CQ's number).
+tx_vl_waiting says which VLs have a packet ready; the packet may start on
 tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
-TODO: everything inside: WQE decode, QP context, requester and responder state machines, payload DMA
+TODO: everything inside: QP context, requester and responder state machines, payload DMA
 through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
-		params: []string{"VLS", "VL_W", "DATA_W"},
+		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W"},
 		ports: []stubPort{
-			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch"),
+			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
 			portIn("wqe_qpn", "24", ""),
 			portIn("wqe_data", "DATA_W", ""),
 			portOut("wqe_ready", "", ""),
+			portIn("dec_valid", "", "parsed send WQEs from hca_wqe_fetch (hca_wqe_parse's out_* ports)"),
+			portOut("dec_ready", "", ""),
+			portIn("dec_err", "2", "0 parsed, 1 opcode not supported, 2 no room for the data segment"),
+			portIn("dec_opcode", "3", "ibv_wr_opcode"),
+			portIn("dec_index", "16", ""),
+			portIn("dec_qpn", "24", ""),
+			portIn("dec_bbs", "5", ""),
+			portIn("dec_signaled", "", ""),
+			portIn("dec_imm", "32", ""),
+			portIn("dec_raddr", "64", ""),
+			portIn("dec_rkey", "32", ""),
+			portIn("dec_swap_add", "64", ""),
+			portIn("dec_compare", "64", ""),
+			portIn("dec_inline", "", ""),
+			portIn("dec_inline_len", "31", ""),
+			portIn("dec_inline_off", "7", ""),
+			portIn("dec_length", "32", ""),
+			portIn("dec_lkey", "32", ""),
+			portIn("dec_laddr", "64", ""),
+			portIn("dec_dlid", "16", ""),
+			portIn("dec_rqpn", "24", ""),
+			portIn("dec_qkey", "32", ""),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): an L_Key at WQE decode, an R_Key or receive L_Key at the responder"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),
@@ -166,12 +168,18 @@ through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
 			portIn("rx_eop", "", ""),
 			portIn("rx_vl", "VL_W", ""),
 			portOut("rx_ready", "", ""),
-			portOut("cpl_valid", "", "completions"),
-			portOut("cpl_qpn", "24", ""),
-			portOut("cpl_syndrome", "8", ""),
-			portOut("cpl_wqe_index", "16", ""),
-			portOut("cpl_byte_count", "32", ""),
+			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
+			portOut("cpl_cqn", "CQN_W", ""),
+			portOut("cpl_opcode", "4", "CQE opcode on success: 0 REQ, 1 RESP_WR_IMM, 2 RESP_SEND, 3 RESP_SEND_IMM"),
+			portOut("cpl_status", "8", "ibv_wc_status"),
+			portOut("cpl_receiver", "", ""),
+			portOut("cpl_wr_op", "3", ""),
+			portOut("cpl_qpn", "24", ""),
+			portOut("cpl_wqe_counter", "16", ""),
+			portOut("cpl_byte_count", "32", ""),
+			portOut("cpl_imm", "32", ""),
+			portOut("cpl_src_qp", "24", ""),
 		},
 	},
 	{
@@ -217,26 +225,6 @@ buffer, max payload / read request splitting, PCIe ordering rules.`,
 			portIn("host_wr_ready", "", ""),
 		},
 	},
-	{
-		name: "hca_cqe_writer",
-		doc: `hca_cqe_writer: turns completions into 64-byte CQEs (mlx5 cqe64: opcode in op_own[7:4], owner
-bit op_own[0], error syndromes; ib-facts.md §7) and writes them to the CQ ring in host memory.
-TODO: per-CQ state (base, size, producer index, owner bit flip on wrap), event generation
-(EQE, solicited events, CQ arm).`,
-		params: []string{"DATA_W"},
-		ports: []stubPort{
-			portIn("cpl_valid", "", "completions from hca_transport"),
-			portIn("cpl_qpn", "24", ""),
-			portIn("cpl_syndrome", "8", ""),
-			portIn("cpl_wqe_index", "16", ""),
-			portIn("cpl_byte_count", "32", ""),
-			portOut("cpl_ready", "", ""),
-			portOut("wr_valid", "", "CQE writes (DMA client wr1)"),
-			portOut("wr_addr", "64", ""),
-			portOut("wr_data", "DATA_W", ""),
-			portIn("wr_ready", "", ""),
-		},
-	},
 }
 
 // value returns the default of a named Verilog parameter.
@@ -256,6 +244,8 @@ func (p Params) value(name string) int {
 		return p.Lanes
 	case "LANE_W":
 		return p.LaneW
+	case "CQN_W":
+		return p.CQNW
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

@@ -12,8 +12,10 @@ import (
 type Signal struct {
 	Name  string // Verilog port name
 	Width int    // bits
-	// ValidWhen names a 1-bit output that qualifies this output: while it is
-	// 0 the value is not compared (the trace holds 0). Empty = always compared.
+	// ValidWhen qualifies this output: a 1-bit output's name, or a Verilog
+	// expression of the outputs ("out_valid && out_err == 2'd0"); while it
+	// is 0 the value is not compared (the trace holds 0). Empty = always
+	// compared.
 	ValidWhen string
 }
 
@@ -213,7 +215,7 @@ func Testbench(module string, params []Param, in, out []Signal, maxCycles int) s
 		exp := fmt.Sprintf("cur[%d:%d]", lo+s.Width-1, lo)
 		got := s.Name
 		if s.ValidWhen != "" {
-			got = fmt.Sprintf("(%s ? %s : %d'd0)", s.ValidWhen, s.Name, s.Width)
+			got = fmt.Sprintf("((%s) ? %s : %d'd0)", s.ValidWhen, s.Name, s.Width)
 		}
 		p("                if (%s !== %s) begin\n", got, exp)
 		p("                    errors = errors + 1;\n")

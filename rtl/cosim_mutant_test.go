@@ -1,0 +1,67 @@
+package rtl
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cosimMutant is a deliberate slip in a block's Verilog: the text to
+// replace in its source file and what to put there.
+type cosimMutant struct {
+	name     string
+	file     string
+	old, new string
+}
+
+// runMutants co-simulates newDUT's block once per mutant under Icarus,
+// with the mutant's source in place of the block's, on the first seed's
+// trace, and requires the testbench to report mismatches: a co-simulation
+// that a slip like it passes checks less than it claims. The unmutated
+// block must pass the same trace, so the failures are the mutants'.
+func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
+	needTool(t, "iverilog", "vvp")
+	ctx := context.Background()
+	dir := t.TempDir()
+	seed := cosimSeeds[0]
+	r := rand.New(rand.NewPCG(seed, 0x7e57))
+	dut := newDUT()
+	trace := filepath.Join(dir, "trace.hex")
+	cycles := writeCosimTrace(t, trace, dut, r)
+	run := func(t *testing.T, sub string, replace map[string]string) (checked, errors int) {
+		t.Helper()
+		d := filepath.Join(dir, sub)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		files := writeCosimBench(t, d, dut)
+		for f, text := range replace {
+			require.NoError(t, os.WriteFile(filepath.Join(d, f), []byte(text), 0o644))
+		}
+		_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+		require.NoError(t, err)
+		out, err := runTool(ctx, d, "vvp", "-n", "sim.vvp", "+trace="+trace)
+		require.NoError(t, err)
+		m := cosimResult.FindStringSubmatch(out)
+		require.NotNil(t, m, "testbench printed no COSIM line:\n%s", tail(out, 30))
+		checked, _ = strconv.Atoi(m[1])
+		errors, _ = strconv.Atoi(m[2])
+		return checked, errors
+	}
+	checked, errors := run(t, "orig", nil)
+	require.Equal(t, cycles, checked)
+	require.Zero(t, errors, "the unmutated block must pass the trace")
+	for i, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			src := PrimitiveSource(m.file)
+			require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once in %s", m.file)
+			checked, errors := run(t, "m"+strconv.Itoa(i), map[string]string{m.file: strings.Replace(src, m.old, m.new, 1)})
+			require.Equal(t, cycles, checked)
+			require.Positive(t, errors, "the co-simulation passes a block with %s", m.name)
+		})
+	}
+}

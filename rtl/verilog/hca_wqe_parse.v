@@ -1,0 +1,181 @@
+// hca_wqe_parse: parses a send WQE (mlx5 layout; ib-facts.md §7) from its
+// 64-byte WQEBBs into the fields of a work request. Go model:
+// hca.DecodeSendWQE / hca.DecodeUDSendWQE for the fields and
+// hca.WQEBBsOfCtrl for the blocks a WQE takes (the WQE fetch stage's
+// wqeFetched, hca/verbs.go); rtl/cosim_wqe_test.go compares the two cycle
+// by cycle on WQEs written by hca.EncodeSendWQE.
+//
+// WQEBBs arrive on in_* (valid/ready, byte k of a block in
+// in_data[511-8k -: 8]), a WQE's blocks back to back. The first block of a
+// WQE carries its ctrl segment, whose DS count (byte 7, bits 5:0) says how
+// many blocks it takes: max(1, ceil(DS * 16 / 64)); in_ud (the QP is UD:
+// a 48-byte datagram segment follows the ctrl segment) is sampled with it.
+// The block keeps the first 112 bytes (every header segment and the data
+// segment lie in them; bytes past the WQE's last block read as 0) and
+// ignores the rest, which only hold inline data.
+// From the cycle after a WQE's last block is taken it offers the WQE on
+// out_* until out_ready; in_ready = !out_valid || out_ready, so a one-block
+// WQE a cycle goes through. Segments, in 16-byte units from the start:
+//   ctrl       0: opmod | wqe_index (16) | opcode (8); qpn (24) | ds (6);
+//                 byte 11 bit 3 CQ_UPDATE (signaled); imm (32)
+//   datagram   1-3 (UD only): qkey [16:19], remote QPN [24:27] low 24
+//                 bits, DLID [30:31]
+//   raddr      next, when the opcode has one (all but SEND, SEND_IMM):
+//                 remote address (64), R_Key (32)
+//   atomic     next (CMP_SWAP, FETCH_ADD): swap_add (64), compare (64)
+//   data       next: byte_count (32), L_Key (32), local address (64); or,
+//                 if byte_count bit 31, inline: length = byte_count[30:0],
+//                 data from the byte after the 4-byte header (inline_off)
+// out_opcode is ibv_wr_opcode (mlx5 0x08 0x09 0x0a 0x0b 0x10 0x11 0x12 ->
+// 0..6). out_length is the gather length, the inline length, or 8 for an
+// atomic. A field the WQE does not have is 0 (the model's zero value).
+// out_err: 0 parsed; 1 the opcode is none of those seven; 2 the DS count
+// leaves no room for the data segment (DS <= its index); the model's
+// decoder returns an error for both (the transport would complete the WQE
+// with LOC_QP_OP_ERR). With out_err = 2 the fields before the data
+// segment are still those of the model's decode (opcode, index, qpn, bbs,
+// signaled, imm, the datagram, raddr and atomic fields); with 1 none is.
+// Not parsed, as the model does not: the fence, solicited and small-fence
+// bits of fm_ce_se, opmod, more than one data segment per WQE.
+module hca_wqe_parse (
+    input  wire         clk,
+    input  wire         rst_n,
+    input  wire         in_valid,
+    output wire         in_ready,
+    input  wire [511:0] in_data,
+    input  wire         in_ud,
+    output reg          out_valid,
+    input  wire         out_ready,
+    output wire [1:0]   out_err,
+    output wire [2:0]   out_opcode,     // ibv_wr_opcode
+    output wire [15:0]  out_index,      // wqe_index
+    output wire [23:0]  out_qpn,
+    output wire [4:0]   out_bbs,        // WQEBBs: ceil(ds * 16 / 64)
+    output wire         out_signaled,
+    output wire [31:0]  out_imm,
+    output wire [63:0]  out_raddr,
+    output wire [31:0]  out_rkey,
+    output wire [63:0]  out_swap_add,
+    output wire [63:0]  out_compare,
+    output wire         out_inline,
+    output wire [30:0]  out_inline_len,
+    output wire [6:0]   out_inline_off, // byte offset of the inline data in the WQE
+    output wire [31:0]  out_length,
+    output wire [31:0]  out_lkey,
+    output wire [63:0]  out_laddr,
+    output wire [15:0]  out_dlid,
+    output wire [23:0]  out_rqpn,
+    output wire [31:0]  out_qkey
+);
+    reg [895:0] head;  // the WQE's bytes 0..111, byte k at [895-8k -: 8]
+    reg         ud;
+    reg [3:0]   beat;  // blocks of the WQE taken so far, mod 16
+    reg [4:0]   blocks; // blocks the WQE takes (from its first block)
+
+    assign in_ready = !out_valid || out_ready;
+    wire take = in_valid && in_ready;
+
+    // The blocks of a WQE whose first block is on in_data: max(1, ceil(DS / 4)).
+    wire [5:0] in_ds     = in_data[453:448]; // byte 7 bits 5:0
+    wire [4:0] in_blocks = (in_ds == 6'd0) ? 5'd1 : ({1'b0, in_ds[5:2]} + {4'd0, in_ds[1:0] != 2'd0});
+    wire       first     = beat == 4'd0;
+    wire [4:0] need      = first ? in_blocks : blocks;
+    wire       last      = {1'b0, beat} + 5'd1 == need;
+
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            out_valid <= 1'b0;
+            head      <= 896'd0;
+            ud        <= 1'b0;
+            beat      <= 4'd0;
+            blocks    <= 5'd0;
+        end else begin
+            if (out_valid && out_ready) out_valid <= 1'b0;
+            if (take) begin
+                if (first) begin
+                    head[895:384] <= in_data;
+                    head[383:0]   <= 384'd0; // a one-block WQE has no bytes 64..111
+                    ud            <= in_ud;
+                    blocks        <= in_blocks;
+                end
+                if (beat == 4'd1) head[383:0] <= in_data[511:128];
+                if (last) begin
+                    out_valid <= 1'b1;
+                    beat      <= 4'd0;
+                end else begin
+                    beat <= beat + 4'd1;
+                end
+            end
+        end
+    end
+
+    // ---- the fields, from the kept bytes ----
+    wire [7:0] op_byte = head[871:864]; // byte 3
+    reg        op_ok;
+    reg [2:0]  opcode;
+    always @(*) begin
+        op_ok = 1'b1;
+        case (op_byte)
+            8'h08:   opcode = 3'd0; // RDMA_WRITE
+            8'h09:   opcode = 3'd1; // RDMA_WRITE_WITH_IMM
+            8'h0a:   opcode = 3'd2; // SEND
+            8'h0b:   opcode = 3'd3; // SEND_WITH_IMM
+            8'h10:   opcode = 3'd4; // RDMA_READ
+            8'h11:   opcode = 3'd5; // ATOMIC_CMP_AND_SWP
+            8'h12:   opcode = 3'd6; // ATOMIC_FETCH_AND_ADD
+            default: begin
+                opcode = 3'd0;
+                op_ok  = 1'b0;
+            end
+        endcase
+    end
+    wire has_remote = opcode != 3'd2 && opcode != 3'd3;
+    wire atomic     = opcode == 3'd5 || opcode == 3'd6;
+
+    // Segment indices (16-byte units): datagram 1..3 on UD, then raddr,
+    // atomic, data. An atomic always has a raddr segment before it.
+    wire [2:0] seg_data = (ud ? 3'd4 : 3'd1) + {2'd0, has_remote} + {2'd0, atomic};
+    reg [127:0] data_seg; // 16-byte segment seg_data of the kept bytes
+    always @(*) begin
+        case (seg_data)
+            3'd1:    data_seg = head[767:640];
+            3'd2:    data_seg = head[639:512];
+            3'd3:    data_seg = head[511:384];
+            3'd4:    data_seg = head[383:256];
+            3'd5:    data_seg = head[255:128];
+            3'd6:    data_seg = head[127:0];
+            default: data_seg = 128'd0; // 0 and 7: no data segment is there
+        endcase
+    end
+    wire [95:0]  raddr_seg  = ud ? head[383:288] : head[767:672];  // segment 4 or 1 (its last 4 bytes are reserved)
+    wire [127:0] atomic_seg = ud ? head[255:128] : head[639:512];  // segment 5 or 2
+    // The ctrl bits the model does not read: opmod, byte 7 bits 7:6,
+    // signature, dci_stream_id, fm_ce_se but CQ_UPDATE.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [40:0] ignored = {head[895:888], head[839:838], head[831:804], head[802:800]};
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [5:0]  ds       = head[837:832];   // byte 7 bits 5:0
+    wire [31:0] bc       = data_seg[127:96];
+    wire        inl      = bc[31];
+
+    assign out_err        = !op_ok ? 2'd1 : (ds <= {3'd0, seg_data}) ? 2'd2 : 2'd0;
+    assign out_opcode     = opcode;
+    assign out_index      = head[887:872];   // bytes 1..2
+    assign out_qpn        = head[863:840];   // bytes 4..6
+    assign out_bbs        = {1'b0, ds[5:2]} + {4'd0, ds[1:0] != 2'd0};
+    assign out_signaled   = head[803];       // byte 11 bit 3
+    assign out_imm        = head[799:768];   // bytes 12..15
+    assign out_raddr      = has_remote ? raddr_seg[95:32] : 64'd0;
+    assign out_rkey       = has_remote ? raddr_seg[31:0] : 32'd0;
+    assign out_swap_add   = atomic ? atomic_seg[127:64] : 64'd0;
+    assign out_compare    = atomic ? atomic_seg[63:0] : 64'd0;
+    assign out_inline     = inl;
+    assign out_inline_len = inl ? bc[30:0] : 31'd0;
+    assign out_inline_off = inl ? {seg_data, 4'd4} : 7'd0;
+    assign out_length     = atomic ? 32'd8 : inl ? {1'b0, bc[30:0]} : bc;
+    assign out_lkey       = inl ? 32'd0 : data_seg[95:64];
+    assign out_laddr      = inl ? 64'd0 : data_seg[63:0];
+    assign out_qkey       = ud ? head[767:736] : 32'd0;          // bytes 16..19
+    assign out_rqpn       = ud ? head[695:672] : 24'd0;          // bytes 25..27
+    assign out_dlid       = ud ? head[655:640] : 16'd0;          // bytes 30..31
+endmodule
