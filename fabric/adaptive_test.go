@@ -65,8 +65,9 @@ func TestAdaptiveRoutingGroups(t *testing.T) {
 }
 
 // TestAdaptiveRoutingRefusals: a value that is not a boolean, an HCA
-// workload (whose RC transport needs in-order delivery) and a fabric with
-// no switches are refused, each with one line naming the key.
+// workload (whose RC transport needs in-order delivery) with AR on every
+// SL, its own among them, and a fabric with no switches are refused, each
+// with one line naming the key.
 func TestAdaptiveRoutingRefusals(t *testing.T) {
 	ft := []string{"topology.kind=fat-tree-2", "switch.radix=4", "topology.hosts=8"}
 	for _, tc := range []struct {
@@ -76,11 +77,11 @@ func TestAdaptiveRoutingRefusals(t *testing.T) {
 		{append([]string{"topology.adaptive_routing=maybe", "workload.kind=uniform"}, ft...),
 			`topology.adaptive_routing: "maybe" is not true or false`},
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=perftest"}, ft...),
-			"topology.adaptive_routing: true reorders the packets of a flow, but workload.kind perftest runs the hca model's RC transport, which needs them in order; use a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast) or adaptive_routing: false"},
+			"topology.adaptive_routing: true reorders the packets of a flow on every SL (topology.adaptive_routing_sls is unset), but workload.kind perftest runs the hca model's transport on SL 0 (workload.sl), which needs them in order"},
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=allreduce"}, ft...),
-			"topology.adaptive_routing: true reorders the packets of a flow, but workload.kind allreduce runs the hca model's RC transport"},
+			"topology.adaptive_routing: true reorders the packets of a flow on every SL (topology.adaptive_routing_sls is unset), but workload.kind allreduce runs the hca model's transport"},
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=alltoall"}, ft...),
-			"workload.kind alltoall runs the hca model's RC transport"},
+			"workload.kind alltoall runs the hca model's transport"},
 		{[]string{"topology.adaptive_routing=true", "workload.kind=stream"},
 			"topology.adaptive_routing: true is set, but topology.kind back-to-back does not use it (no switches)"},
 	} {
