@@ -296,12 +296,12 @@ func (c *Checkers) Func(ctx sim.HookCtx) {
 // at its first occurrence only, and only with its type: an integer field
 // read as a string (or the converse) is absent.
 type evFields struct {
-	has                                                   uint32 // bit (1 << f*) per integer field present
-	seen                                                  uint32 // bit per key present, whatever its type
+	has                                                       uint32 // bit (1 << f*) per integer field present
+	seen                                                      uint32 // bit per key present, whatever its type
 	seq, vl, sl, slid, dlid, qpn, psn, psns, icrc, avail, occ int64
-	capBlocks, credits, bytes, addr, length, wqe, out     int64
-	op, queue, result, reason                             string
-	hasOp, hasQueue, hasResult, hasReason                 bool
+	capBlocks, credits, bytes, addr, length, wqe, out         int64
+	op, queue, result, reason                                 string
+	hasOp, hasQueue, hasResult, hasReason                     bool
 }
 
 // The evFields bits.
