@@ -160,7 +160,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		}
 		sb := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node))
 		if sub.AdaptiveRouting() {
-			sb = sb.WithAR(arTable(sub, node))
+			sb = sb.WithAR(arTable(sub, node)).WithARFlowlet(ib.FromNanoseconds(cfg.Topology.ARFlowletGapNs))
 		}
 		sw, err := sb.Build(nd.Name)
 		if err != nil {

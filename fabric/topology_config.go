@@ -66,7 +66,17 @@ type TopologyConfig struct {
 	// Empty (the default) is every SL. Only with adaptive_routing.
 	// omitempty: a config without the key keeps its config hash.
 	AdaptiveRoutingSLs []int `yaml:"adaptive_routing_sls,omitempty"`
+	// ARFlowletGapNs makes an AR switch keep a flow's (source LID,
+	// destination LID, SL) port while its packets arrive less than this
+	// apart, choosing again only after an idle gap (a flowlet); 0 (the
+	// default) chooses for every packet. ns. Only with adaptive_routing.
+	// omitempty: a config without the key keeps its config hash.
+	ARFlowletGapNs float64 `yaml:"ar_flowlet_gap_ns,omitempty"`
 }
+
+// MaxARFlowletGapNs bounds topology.ar_flowlet_gap_ns: one second, far
+// beyond any run's idle gap, so a larger value would mean nothing more.
+const MaxARFlowletGapNs = 1e9
 
 // DefaultTopology returns the topology defaults.
 func DefaultTopology() TopologyConfig {
@@ -131,6 +141,12 @@ func (c *TopologyConfig) Validate() error {
 	if err := c.validateARSLs(); err != nil {
 		return err
 	}
+	if g := c.ARFlowletGapNs; math.IsNaN(g) || g < 0 || g > MaxARFlowletGapNs {
+		return fmt.Errorf("topology.ar_flowlet_gap_ns: %v is out of range (0 = choose a port for every packet, up to %g ns)", g, float64(MaxARFlowletGapNs))
+	}
+	if c.ARFlowletGapNs != 0 && !c.AdaptiveRouting && c.Kind != KindBackToBack {
+		return fmt.Errorf("topology.ar_flowlet_gap_ns: %v is set, but topology.adaptive_routing is false; set adaptive_routing true to use it, or remove the key", c.ARFlowletGapNs)
+	}
 	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
 		return fmt.Errorf("topology.cable_length_m: %v is out of range (0 = link.length_m, up to 100000 m)", c.CableLengthM)
 	}
@@ -164,7 +180,8 @@ func (c *TopologyConfig) Validate() error {
 		err = firstErr(unused("radix", c.Radix, c.Radix != 0, "no switches"), leaves("no switches"), spines("no switches"),
 			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file(),
 			unused("adaptive_routing", c.AdaptiveRouting, c.AdaptiveRouting, "no switches"),
-			unused("adaptive_routing_sls", fmt.Sprint(c.AdaptiveRoutingSLs), c.AdaptiveRoutingSLs != nil, "no switches"))
+			unused("adaptive_routing_sls", fmt.Sprint(c.AdaptiveRoutingSLs), c.AdaptiveRoutingSLs != nil, "no switches"),
+			unused("ar_flowlet_gap_ns", c.ARFlowletGapNs, c.ARFlowletGapNs != 0, "no switches"))
 	case KindSingleSwitch:
 		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"),
 			cableLen("one switch, so no switch-to-switch cables; host cables take link.length_m"), file())

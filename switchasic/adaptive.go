@@ -31,7 +31,11 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	}
 	o := sw.lft.Lookup(pkt.DLID)
 	if g := sw.ar.Group(pkt.DLID); len(g) >= 2 && sw.ar.Adaptive(pkt.SL) {
-		o = sw.adaptive(i, pkt, o, g)
+		if sw.flowlets != nil {
+			o = sw.flowlet(i, pkt, head, o, g)
+		} else {
+			o = sw.adaptive(i, pkt, o, g)
+		}
 	}
 	if o == NoPort || o >= sw.radix {
 		sw.PacketArrived(p, pkt, head, tail) // drops it: no route
