@@ -65,8 +65,9 @@ func TestAdaptiveRoutingGroups(t *testing.T) {
 }
 
 // TestAdaptiveRoutingRefusals: a value that is not a boolean, an HCA
-// workload (whose RC transport needs in-order delivery) and a fabric with
-// no switches are refused, each with one line naming the key.
+// workload (whose RC transport needs in-order delivery) with AR on every
+// SL, its own among them, and a fabric with no switches are refused, each
+// with one line naming the key.
 func TestAdaptiveRoutingRefusals(t *testing.T) {
 	ft := []string{"topology.kind=fat-tree-2", "switch.radix=4", "topology.hosts=8"}
 	for _, tc := range []struct {
@@ -76,11 +77,11 @@ func TestAdaptiveRoutingRefusals(t *testing.T) {
 		{append([]string{"topology.adaptive_routing=maybe", "workload.kind=uniform"}, ft...),
 			`topology.adaptive_routing: "maybe" is not true or false`},
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=perftest"}, ft...),
-			"topology.adaptive_routing: true reorders the packets of a flow, but workload.kind perftest runs the hca model's RC transport, which needs them in order; use a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast) or adaptive_routing: false"},
+			"topology.adaptive_routing: true reorders the packets of a flow on every SL (topology.adaptive_routing_sls is unset), but workload.kind perftest runs the hca model's transport on SL 0 (workload.sl), which needs them in order"},
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=allreduce"}, ft...),
-			"topology.adaptive_routing: true reorders the packets of a flow, but workload.kind allreduce runs the hca model's RC transport"},
+			"topology.adaptive_routing: true reorders the packets of a flow on every SL (topology.adaptive_routing_sls is unset), but workload.kind allreduce runs the hca model's transport"},
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=alltoall"}, ft...),
-			"workload.kind alltoall runs the hca model's RC transport"},
+			"workload.kind alltoall runs the hca model's transport"},
 		{[]string{"topology.adaptive_routing=true", "workload.kind=stream"},
 			"topology.adaptive_routing: true is set, but topology.kind back-to-back does not use it (no switches)"},
 	} {
@@ -120,7 +121,7 @@ func runARChecked(t *testing.T, mutate func(*Simulation), sets ...string) (map[s
 	m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
 		view = s
 		require.NotNil(t, s.Net)
-		chk = verif.AttachCheckers(verif.CheckConfig{Routes: s.Net, AllowReorder: s.Net.Subnet.AdaptiveRouting(),
+		chk = verif.AttachCheckers(verif.CheckConfig{Routes: s.Net, ReorderSLs: s.Net.Subnet.ARSLs(),
 			OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
 		if mutate != nil {
 			mutate(s)
@@ -210,8 +211,8 @@ func TestRouteCheckCatchesPortOutsideGroup(t *testing.T) {
 	var v *verif.Violation
 	require.ErrorAs(t, err, &v)
 	assert.Equal(t, verif.InvRoute, v.Invariant)
-	assert.Contains(t, v.Detail, "for dlid 2 granted to output")
-	assert.Contains(t, v.Detail, "neither the dlid's LFT port nor in its adaptive routing group")
+	assert.Contains(t, v.Detail, "for dlid 2 on SL 0 granted to output")
+	assert.Contains(t, v.Detail, "neither the dlid's LFT port nor, on an SL adaptive routing applies to, in its adaptive routing group")
 }
 
 // TestAdaptiveRoutingDeterministic: an AR run is the same run every time
@@ -234,7 +235,7 @@ func TestAdaptiveRoutingDeterministic(t *testing.T) {
 		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
 			view = s
 			verif.AttachHook(rec, s.Blocks...)
-			chk = verif.AttachCheckers(verif.CheckConfig{Routes: s.Net, AllowReorder: true,
+			chk = verif.AttachCheckers(verif.CheckConfig{Routes: s.Net, ReorderSLs: AllSLs,
 				OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
 		}})
 		require.NoError(t, err)
@@ -321,16 +322,7 @@ func TestPSNBefore(t *testing.T) {
 // works without AR; it names topology.adaptive_routing, says the cycle
 // includes the AR alternatives and that the static routes have none.
 func TestAdaptiveRoutingDeadlockNamesAR(t *testing.T) {
-	var b strings.Builder
-	for i := range 4 {
-		fmt.Fprintf(&b, "switch Fabric.Switch[%d] 3\nhost Fabric.Host[%d]\ncable Fabric.Host[%d].Port[1] Fabric.Switch[%d].Port[1] 1m\n", i, i, i, i)
-	}
-	for i := range 4 {
-		fmt.Fprintf(&b, "cable Fabric.Switch[%d].Port[2] Fabric.Switch[%d].Port[3] 10m\n", i, (i+1)%4)
-	}
-	file := filepath.Join(t.TempDir(), "ring4.topo")
-	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
-	tc := TopologyConfig{Kind: KindFile, File: file, Routing: RoutingMinHop, Oversubscription: 1}
+	tc := TopologyConfig{Kind: KindFile, File: ring4File(t), Routing: RoutingMinHop, Oversubscription: 1}
 	_, _, err := tc.Fabric(3, CableSpec{LengthM: 2}, 1, 1, nil)
 	require.NoError(t, err, "static min-hop on the ring of four")
 	tc.AdaptiveRouting = true
@@ -345,4 +337,20 @@ func TestAdaptiveRoutingDeadlockNamesAR(t *testing.T) {
 	ring5 := TopologyConfig{Kind: KindFile, File: "testdata/ring5.topo", Routing: RoutingMinHop, Oversubscription: 1, AdaptiveRouting: true}
 	_, _, err = ring5.Fabric(3, CableSpec{LengthM: 2}, 1, 1, nil)
 	assert.ErrorContains(t, err, "topology.routing: deadlock: minhop routing with adaptive routing has a cycle of 5 channels")
+}
+
+// ring4File writes a topology file of four switches in a ring, one host
+// each (port 1 the host, 2 clockwise, 3 counter-clockwise), and returns
+// its path.
+func ring4File(t *testing.T) string {
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, "switch Fabric.Switch[%d] 3\nhost Fabric.Host[%d]\ncable Fabric.Host[%d].Port[1] Fabric.Switch[%d].Port[1] 1m\n", i, i, i, i)
+	}
+	for i := range 4 {
+		fmt.Fprintf(&b, "cable Fabric.Switch[%d].Port[2] Fabric.Switch[%d].Port[3] 10m\n", i, (i+1)%4)
+	}
+	file := filepath.Join(t.TempDir(), "ring4.topo")
+	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
+	return file
 }

@@ -149,13 +149,17 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("workload.sl: SL %d maps to VL 15 (drop) in switch.sl2vl, so %s; map it to a data VL (below switch.vls %d) or use another SL", sl, who, c.Switch.VLs)
 		}
 	}
-	if c.Topology.AdaptiveRouting && hcaDriven(c.Workload.Kind) {
-		// The RC transport takes a packet that overtook another of its QP
-		// as a PSN sequence error (NAK and go-back-N), and adaptive routing
-		// reorders the packets of a flow. AR is fabric-wide here (not
-		// restricted to SLs whose traffic tolerates reordering), so it
-		// is refused wherever the hca model runs.
-		return fmt.Errorf("topology.adaptive_routing: true reorders the packets of a flow, but workload.kind %s runs the hca model's RC transport, which needs them in order; use a synthetic workload (uniform, permutation, shift, bitcomp, hotspot, incast) or adaptive_routing: false", c.Workload.Kind)
+	if sl := c.Workload.SL; hcaDriven(c.Workload.Kind) && c.Topology.ARSLMask()&(1<<sl) != 0 {
+		// The hca model's transport takes a packet that overtook another
+		// of its QP as a PSN sequence error (NAK and go-back-N), and
+		// adaptive routing reorders the packets of a flow on the SLs it
+		// applies to. The HCAs send on workload.sl (requests, responses
+		// and ACKs alike), so that SL must keep the static routes;
+		// other SLs (a perftest's background) may adapt.
+		if len(c.Topology.AdaptiveRoutingSLs) == 0 {
+			return fmt.Errorf("topology.adaptive_routing: true reorders the packets of a flow on every SL (topology.adaptive_routing_sls is unset), but workload.kind %s runs the hca model's transport on SL %d (workload.sl), which needs them in order; list the SLs that may adapt in topology.adaptive_routing_sls without SL %d (e.g. background traffic on workload.background_sl: 1 and adaptive_routing_sls: [1]), use a synthetic workload, or set adaptive_routing: false", c.Workload.Kind, sl, sl)
+		}
+		return fmt.Errorf("topology.adaptive_routing_sls: %v has SL %d, on which workload.kind %s runs the hca model's transport (workload.sl), which needs a flow's packets in order; leave SL %d out of the list, or put the HCAs on an SL it does not have", c.Topology.AdaptiveRoutingSLs, sl, c.Workload.Kind, sl)
 	}
 	if n := len(c.Switch.SL2VLPairs); n > 0 && c.Topology.Kind == KindBackToBack {
 		return fmt.Errorf("switch.sl2vl_pairs: %d entries, but topology.kind back-to-back has no switches to program; remove them or use a switched topology", n)

@@ -57,9 +57,11 @@ func (s *Subnet) channelName(c Channel) string {
 // DependencyGraph returns the channel dependency graph (Dally and Seitz,
 // "Deadlock-Free Message Routing in Multiprocessor Interconnection Networks",
 // IEEE Trans. Computers C-36(5), 1987) of every host-to-host route for each
-// service level in sls (nil means SL 0 only), and with adaptive routing of
-// every route its AR groups allow: for each channel, the channels a
-// packet holding it may wait for next, sorted. Routes to switch LIDs are left
+// service level in sls (nil means SL 0 only): for an SL adaptive routing
+// applies to (AdaptiveSL) every route its AR groups allow, for any other
+// SL the LFTs' routes alone. The graph is the union over the SLs (their
+// packets share the channels of the VLs they map to): for each channel,
+// the channels a packet holding it may wait for next, sorted. Routes to switch LIDs are left
 // out: they carry subnet management on VL15, which has no flow control
 // (ib-facts.md §3, C7-18) and so cannot block.
 func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
@@ -91,7 +93,9 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 		if sl > 15 {
 			return nil, nil, fmt.Errorf("deadlock check: SL %d is not a service level (0..15)", sl)
 		}
-		if s.arOf != nil {
+		if s.AdaptiveSL(sl) {
+			// This SL's packets may take every port of an AR group; the
+			// other SLs' follow the LFTs alone (the walk below).
 			if err := s.adaptiveDependencies(sl, ci, seen, &stamp, addDep); err != nil {
 				return nil, nil, err
 			}
@@ -206,7 +210,7 @@ func (s *Subnet) adaptiveDependencies(sl uint8, ci channelIndex, seen []int32, s
 			if t.Nodes[x].Kind == Host {
 				return fmt.Errorf("deadlock check: a route to %s ends at %s", t.Nodes[d].Name, t.Nodes[x].Name)
 			}
-			for _, out := range s.Egresses(x, dlid, &one) {
+			for _, out := range s.Egresses(x, dlid, sl, &one) {
 				if out == NoPort || out == 0 {
 					return fmt.Errorf("deadlock check: route to %s: %s has no route to LID %d", t.Nodes[d].Name, t.Nodes[x].Name, dlid)
 				}
@@ -241,8 +245,13 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 	}
 	names = append(names, names[0])
 	with := ""
-	if s.arOf != nil {
-		with = " with adaptive routing"
+	if len(sls) == 0 {
+		sls = []uint8{0}
+	}
+	for _, sl := range sls {
+		if s.AdaptiveSL(sl) {
+			with = " with adaptive routing"
+		}
 	}
 	return fmt.Errorf("deadlock: %s routing%s has a cycle of %d channels in its channel dependency graph: %s",
 		s.Routing, with, len(cycle), strings.Join(names, " -> "))
@@ -252,10 +261,10 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 // groups, route without a cycle: whether a cycle of an adaptive routing
 // fabric is adaptive routing's.
 func (s *Subnet) staticDeadlockFree(sls []uint8) bool {
-	ar, arOf := s.ar, s.arOf
-	s.ar, s.arOf = nil, nil
+	ar, arOf, arSLs := s.ar, s.arOf, s.arSLs
+	s.ar, s.arOf, s.arSLs = nil, nil, 0
 	err := s.CheckDeadlock(sls)
-	s.ar, s.arOf = ar, arOf
+	s.ar, s.arOf, s.arSLs = ar, arOf, arSLs
 	return err == nil
 }
 

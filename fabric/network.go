@@ -162,7 +162,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 		}
 		sb := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node))
 		if sub.AdaptiveRouting() {
-			sb = sb.WithAR(arTable(sub, node))
+			sb = sb.WithAR(arTable(sub, node)).WithARFlowlet(ib.FromNanoseconds(cfg.Topology.ARFlowletGapNs))
 		}
 		sw, err := sb.Build(nd.Name)
 		if err != nil {
@@ -199,11 +199,12 @@ func (n *Network) RouteSwitch(path string) int {
 }
 
 // RouteAllowed implements verif.Routes: whether switch node may send a
-// packet for dlid out of its switchasic output out (IB port out+1): the
-// LFT's port, or a port of the DLID's adaptive routing group.
-func (n *Network) RouteAllowed(node int, dlid uint16, out int) bool {
+// packet on sl for dlid out of its switchasic output out (IB port out+1):
+// the LFT's port, or, on an SL adaptive routing applies to, a port of the
+// DLID's adaptive routing group.
+func (n *Network) RouteAllowed(node int, dlid uint16, sl uint8, out int) bool {
 	var one [1]uint16
-	for _, p := range n.Subnet.Egresses(node, dlid, &one) {
+	for _, p := range n.Subnet.Egresses(node, dlid, sl, &one) {
 		if int(p) == out+1 {
 			return true
 		}
@@ -212,7 +213,8 @@ func (n *Network) RouteAllowed(node int, dlid uint16, out int) bool {
 }
 
 // arTable returns switch node's adaptive routing groups as the subnet
-// manager computed them, ports 0-based for switchasic.
+// manager computed them, ports 0-based for switchasic, applied to the SLs
+// adaptive routing is on for (the others keep the LFT's port).
 func arTable(sub *Subnet, node int) *switchasic.ARTable {
 	t := switchasic.NewARTable()
 	var ports []int
@@ -227,6 +229,7 @@ func arTable(sub *Subnet, node int) *switchasic.ARTable {
 		}
 		t.Set(uint16(lid), ports)
 	}
+	t.SetStaticSLs(^sub.ARSLs())
 	return t
 }
 

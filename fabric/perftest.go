@@ -384,6 +384,10 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	s.Schedule(bg.t0, part, evSynthMeasureStart)
 	s.Schedule(bg.t1, part, evSynthStatsEnd)
 	bg.indexHosts()
+	if sub.AdaptiveRouting() {
+		// packets_reordered for the background, as for a synthetic run.
+		bg.psnHi = make([]uint32, len(bg.eps)*len(bg.eps))
+	}
 	sl2vl := cfg.Switch.SL2VLTable()
 	for _, e := range bg.eps {
 		e.LIDOf = func(h int) uint16 { return net.HostLID(bgHosts[h]) }
@@ -391,11 +395,14 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		e.SL = uint8(bgSL)
 		e.VL = sl2vl[bgSL]
 		e.OnDeliver = part.deliver
+		if bg.psnHi != nil {
+			e.OnDeliver = part.deliverAR
+		}
 		e.OnInject = part.inject
 		if bg.cc != nil {
 			// CNPs count toward the drain only, as in a synthetic run.
 			e.OnInject = part.injectCC
-			part.nextDeliver = part.deliver
+			part.nextDeliver = e.OnDeliver
 			e.OnDeliver = part.deliverCC
 		}
 	}

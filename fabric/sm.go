@@ -53,7 +53,16 @@ type SubnetOptions struct {
 	// routing group: the engine's candidates, the legal shortest ports the
 	// LFT entry was chosen from (ARGroup). The LFT stays the static default.
 	AdaptiveRouting bool
+	// ARSLs are the service levels whose packets may take an AR group's
+	// ports, bit i for SL i (topology.adaptive_routing_sls, NVIDIA's
+	// ar_sl_mask); the others keep the LFT's port. 0 = every SL (AllSLs).
+	ARSLs uint16
 }
+
+// AllSLs is the service level mask with every SL set: adaptive routing on
+// every SL, as NVIDIA's subnet manager enables it by default (its
+// OSM_ALL_SL_VL_AR_ENABLED, 0xFFFF).
+const AllSLs uint16 = 0xFFFF
 
 // SL2VLTable maps each of the 16 SLs to a VL (ib-facts.md §3: opensm
 // ib_slvl_table_t). VL 15 in a data SL's entry means drop.
@@ -108,6 +117,9 @@ type Subnet struct {
 	// are kept once, as a switch's AR group table holds each set once.
 	ar   [][][]uint16
 	arOf [][]uint16
+	// arSLs are the SLs that may take the groups (SubnetOptions.ARSLs),
+	// bit i for SL i.
+	arSLs uint16
 }
 
 // NewSubnet assigns LIDs, computes forwarding tables with the chosen routing
@@ -124,6 +136,12 @@ func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
 		return nil, fmt.Errorf("subnet: %d is not a VL count an IB port supports (1, 2, 4, 8, 15)", o.VLs)
 	}
 	s := &Subnet{Topo: t, Routing: o.Routing, VLs: o.VLs}
+	if o.AdaptiveRouting {
+		s.arSLs = o.ARSLs
+		if s.arSLs == 0 {
+			s.arSLs = AllSLs
+		}
+	}
 	if err := s.assignLIDs(); err != nil {
 		return nil, err
 	}
@@ -247,12 +265,23 @@ func (s *Subnet) ARGroup(n int, dlid uint16) []uint16 {
 	return nil
 }
 
-// Egresses returns every port switch n may forward dlid to: its AR group,
-// or the LFT port alone (NoPort when there is none). one is scratch for
-// the single-port case, so the call does not allocate.
-func (s *Subnet) Egresses(n int, dlid uint16, one *[1]uint16) []uint16 {
-	if g := s.ARGroup(n, dlid); g != nil {
-		return g
+// ARSLs returns the service levels whose packets may take the AR groups,
+// bit i for SL i; 0 without adaptive routing.
+func (s *Subnet) ARSLs() uint16 { return s.arSLs }
+
+// AdaptiveSL reports whether packets on sl may take the AR groups' ports:
+// adaptive routing is on and sl is one of its SLs.
+func (s *Subnet) AdaptiveSL(sl uint8) bool { return s.arSLs&(1<<(sl&15)) != 0 }
+
+// Egresses returns every port switch n may forward a packet on sl for dlid
+// to: its AR group when sl is an AR SL (AdaptiveSL), else the LFT port
+// alone (NoPort when there is none). one is scratch for the single-port
+// case, so the call does not allocate.
+func (s *Subnet) Egresses(n int, dlid uint16, sl uint8, one *[1]uint16) []uint16 {
+	if s.AdaptiveSL(sl) {
+		if g := s.ARGroup(n, dlid); g != nil {
+			return g
+		}
 	}
 	one[0] = s.Egress(n, dlid)
 	return one[:]

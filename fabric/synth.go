@@ -603,6 +603,15 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	if r.psnHi != nil {
 		m["packets_reordered"] = reordered
 	}
+	if cfg.Topology.ARFlowletGapNs > 0 {
+		// Packets whose flowlet entry another flow's live flowlet held
+		// (routed on their own), over the whole run.
+		var collisions uint64
+		for _, sw := range r.net.Switches {
+			collisions += sw.FlowletStats().Collisions
+		}
+		m["ar_flowlet_collisions"] = collisions
+	}
 	if window > 0 {
 		// A rate over the window; a perftest's background whose test
 		// ended inside its warm-up has none (0/0, or -0 for a window

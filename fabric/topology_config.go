@@ -60,7 +60,23 @@ type TopologyConfig struct {
 	// config without the key keeps the trace header's config hash it had
 	// before the key existed.
 	AdaptiveRouting bool `yaml:"adaptive_routing,omitempty"`
+	// AdaptiveRoutingSLs are the service levels whose packets an AR switch
+	// may route adaptively, as NVIDIA's subnet manager enables AR per SL
+	// (its ar_sl_mask); a packet on any other SL leaves by its LFT port.
+	// Empty (the default) is every SL. Only with adaptive_routing.
+	// omitempty: a config without the key keeps its config hash.
+	AdaptiveRoutingSLs []int `yaml:"adaptive_routing_sls,omitempty"`
+	// ARFlowletGapNs makes an AR switch keep a flow's (source LID,
+	// destination LID, SL) port while its packets arrive less than this
+	// apart, choosing again only after an idle gap (a flowlet); 0 (the
+	// default) chooses for every packet. ns. Only with adaptive_routing.
+	// omitempty: a config without the key keeps its config hash.
+	ARFlowletGapNs float64 `yaml:"ar_flowlet_gap_ns,omitempty"`
 }
+
+// MaxARFlowletGapNs bounds topology.ar_flowlet_gap_ns: one second, far
+// beyond any run's idle gap, so a larger value would mean nothing more.
+const MaxARFlowletGapNs = 1e9
 
 // DefaultTopology returns the topology defaults.
 func DefaultTopology() TopologyConfig {
@@ -122,6 +138,15 @@ func (c *TopologyConfig) Validate() error {
 	if c.Spines < 0 || c.Spines > MaxRadix {
 		return fmt.Errorf("topology.spines: %d is out of range (0 = derived, up to %d)", c.Spines, MaxRadix)
 	}
+	if err := c.validateARSLs(); err != nil {
+		return err
+	}
+	if g := c.ARFlowletGapNs; math.IsNaN(g) || g < 0 || g > MaxARFlowletGapNs {
+		return fmt.Errorf("topology.ar_flowlet_gap_ns: %v is out of range (0 = choose a port for every packet, up to %g ns)", g, float64(MaxARFlowletGapNs))
+	}
+	if c.ARFlowletGapNs != 0 && !c.AdaptiveRouting && c.Kind != KindBackToBack {
+		return fmt.Errorf("topology.ar_flowlet_gap_ns: %v is set, but topology.adaptive_routing is false; set adaptive_routing true to use it, or remove the key", c.ARFlowletGapNs)
+	}
 	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
 		return fmt.Errorf("topology.cable_length_m: %v is out of range (0 = link.length_m, up to 100000 m)", c.CableLengthM)
 	}
@@ -154,7 +179,9 @@ func (c *TopologyConfig) Validate() error {
 		}
 		err = firstErr(unused("radix", c.Radix, c.Radix != 0, "no switches"), leaves("no switches"), spines("no switches"),
 			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file(),
-			unused("adaptive_routing", c.AdaptiveRouting, c.AdaptiveRouting, "no switches"))
+			unused("adaptive_routing", c.AdaptiveRouting, c.AdaptiveRouting, "no switches"),
+			unused("adaptive_routing_sls", fmt.Sprint(c.AdaptiveRoutingSLs), c.AdaptiveRoutingSLs != nil, "no switches"),
+			unused("ar_flowlet_gap_ns", c.ARFlowletGapNs, c.ARFlowletGapNs != 0, "no switches"))
 	case KindSingleSwitch:
 		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"),
 			cableLen("one switch, so no switch-to-switch cables; host cables take link.length_m"), file())
@@ -175,6 +202,49 @@ func (c *TopologyConfig) Validate() error {
 			leaves(why), spines(why), oversb(why), unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why))
 	}
 	return err
+}
+
+// validateARSLs checks topology.adaptive_routing_sls: service levels,
+// each once, and only beside adaptive_routing.
+func (c *TopologyConfig) validateARSLs() error {
+	sls := c.AdaptiveRoutingSLs
+	if sls == nil {
+		return nil
+	}
+	if len(sls) == 0 {
+		return fmt.Errorf("topology.adaptive_routing_sls: [] lets no SL adapt; leave the key out for every SL, or set topology.adaptive_routing false")
+	}
+	var seen uint16
+	for _, sl := range sls {
+		if sl < 0 || sl > 15 {
+			return fmt.Errorf("topology.adaptive_routing_sls: %d is not a service level (0 to 15)", sl)
+		}
+		if seen&(1<<sl) != 0 {
+			return fmt.Errorf("topology.adaptive_routing_sls: SL %d is listed twice (each SL once)", sl)
+		}
+		seen |= 1 << sl
+	}
+	if !c.AdaptiveRouting && c.Kind != KindBackToBack {
+		return fmt.Errorf("topology.adaptive_routing_sls: %v is set, but topology.adaptive_routing is false; set adaptive_routing true to use it, or remove the key", sls)
+	}
+	return nil
+}
+
+// ARSLMask returns the service levels adaptive routing applies to, bit i
+// for SL i: topology.adaptive_routing_sls, or every SL (0xFFFF) when it is
+// empty; 0 without adaptive_routing.
+func (c *TopologyConfig) ARSLMask() uint16 {
+	if !c.AdaptiveRouting {
+		return 0
+	}
+	if len(c.AdaptiveRoutingSLs) == 0 {
+		return AllSLs
+	}
+	var m uint16
+	for _, sl := range c.AdaptiveRoutingSLs {
+		m |= 1 << (sl & 15)
+	}
+	return m
 }
 
 func firstErr(errs ...error) error {
@@ -302,6 +372,7 @@ func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOp
 	}
 	o.Routing = c.Routing
 	o.AdaptiveRouting = c.AdaptiveRouting
+	o.ARSLs = c.ARSLMask()
 	sn, err := NewSubnet(t, o)
 	if err != nil {
 		return nil, nil, err

@@ -10,7 +10,9 @@ import (
 
 // arOwner owns the ports of an adaptive routing switch (Builder.WithAR): its
 // route stage, where a static switch looks up the LFT, takes for a data
-// packet whose DLID has an AR group the group's least-loaded port. A static
+// packet whose DLID has an AR group, on a service level AR applies to
+// (ARTable.Adaptive), the group's least-loaded port; a packet on another
+// SL takes the LFT's port, and counts in its load like any other. A static
 // switch's ports deliver to the Switch itself, whose PacketArrived knows
 // nothing of AR, so static runs execute exactly what they did before.
 type arOwner struct{ *Switch }
@@ -28,8 +30,12 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 		return
 	}
 	o := sw.lft.Lookup(pkt.DLID)
-	if g := sw.ar.Group(pkt.DLID); len(g) >= 2 {
-		o = sw.adaptive(i, pkt, o, g)
+	if g := sw.ar.Group(pkt.DLID); len(g) >= 2 && sw.ar.Adaptive(pkt.SL) {
+		if sw.flowlets != nil {
+			o = sw.flowlet(i, pkt, head, o, g)
+		} else {
+			o = sw.adaptive(i, pkt, o, g)
+		}
 	}
 	if o == NoPort || o >= sw.radix {
 		sw.PacketArrived(p, pkt, head, tail) // drops it: no route

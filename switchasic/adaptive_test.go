@@ -23,6 +23,13 @@ func TestARTable(t *testing.T) {
 	assert.Nil(t, ar.Group(1000)) // beyond the table
 	assert.Panics(t, func() { ar.Set(1, []int{2}) }, "a group of one is no choice")
 	assert.Panics(t, func() { ar.Set(1, []int{2, 256}) })
+	for sl := range uint8(16) {
+		assert.True(t, ar.Adaptive(sl), "the zero mask is AR on every SL")
+	}
+	ar.SetStaticSLs(^uint16(1 << 1)) // AR on SL 1 only
+	assert.True(t, ar.Adaptive(1))
+	assert.False(t, ar.Adaptive(0))
+	assert.False(t, ar.Adaptive(15))
 }
 
 // arNet is a 4-port switch whose ports 2 and 3 both lead toward LID 4 (as a
@@ -119,6 +126,76 @@ func TestAdaptiveSplitsTwoFlows(t *testing.T) {
 	assert.Zero(t, sp[3], "static: nothing on port 3")
 	assert.Greater(t, ar, 1.94, "AR: two flows on two wires")
 	assert.InEpsilon(t, ap[2], ap[3], 0.05, "AR: the ports carry a flow's worth each")
+}
+
+// TestAdaptivePerSL: adaptive routing on SL 1 only (NVIDIA's ar_sl_mask
+// 0x0002). Hosts 0 and 1 each send 2074-byte packets back to back to LID 4,
+// whose LFT port is 2 and AR group {2, 3}; one VL, so both SLs share VL 0
+// and its buffers.
+//
+//   - Both flows on SL 0: neither may adapt. Every packet leaves by port 2:
+//     0 bytes on port 3, and the two flows share port 2's wire, at most 1
+//     link's worth together (1 byte per 20 ps over the window), as a static
+//     switch gives them.
+//   - Both on SL 1: both adapt, as in TestAdaptiveSplitsTwoFlows: about 2
+//     links' worth, each port a flow's worth.
+//   - Host 0 on SL 1, host 1 on SL 0: every packet of host 1 leaves by
+//     port 2 (0 bytes of host 1 on port 3), so host 0's packets, which see
+//     port 2's backlog of host 1's packets, go to port 3: each input
+//     delivers at most its own link's rate, so at most 2 links' worth in
+//     all, and port 2 at most 1, so the total above 1.94 means host 0
+//     carried more than 0.94 of a link on port 3: the AR flow spread away
+//     from the static one.
+func TestAdaptivePerSL(t *testing.T) {
+	const warm, end = 10 * ib.Microsecond, 60 * ib.Microsecond
+	window := float64(end-warm) / 20 // bytes a link carries in the window
+	// run returns the bytes delivered in the window per (port, source).
+	run := func(sl0, sl1 uint8) (bytes [4][2]int64) {
+		n := arNet(t, 2, true)
+		n.sw.ar.SetStaticSLs(^uint16(1 << 1))
+		sls := [2]uint8{sl0, sl1}
+		for src := 0; src < 2; src++ {
+			n.eps[src].backlog = func(e *endpoint) *ib.Packet {
+				p := n.packet(e.idx, 3, 0, 2048)
+				p.SL = sls[e.idx] // on VL 0: one data VL
+				return p
+			}
+			n.eps[src].trySend()
+		}
+		for p := 2; p <= 3; p++ {
+			n.eps[p].onGet = func(a arrival) {
+				require.Equal(t, sls[a.src], a.sl)
+				if a.head >= warm && a.head < end {
+					bytes[p][a.src] += int64(a.bytes)
+				}
+			}
+		}
+		n.s.StopAt(end)
+		require.NoError(t, n.s.Run())
+		c := n.sw.Counters()
+		assert.Zero(t, c.DropRoute+c.DropSL2VL)
+		return bytes
+	}
+	links := func(b [4][2]int64) float64 {
+		return float64(b[2][0]+b[2][1]+b[3][0]+b[3][1]) / window
+	}
+
+	static := run(0, 0)
+	assert.Zero(t, static[3][0]+static[3][1], "SL 0 never adapts: nothing on port 3")
+	assert.LessOrEqual(t, links(static), 1.0+1e-9)
+	assert.Greater(t, links(static), 0.97)
+
+	both := run(1, 1)
+	assert.Greater(t, links(both), 1.94, "SL 1 adapts: two flows on two wires")
+	assert.InEpsilon(t, both[2][0]+both[2][1], both[3][0]+both[3][1], 0.05)
+
+	mixed := run(1, 0)
+	t.Logf("host 0 on SL 1 (AR), host 1 on SL 0 (static): port 2 %d B from host 0, %d B from host 1; port 3 %d B from host 0, %d B from host 1; %.3f links",
+		mixed[2][0], mixed[2][1], mixed[3][0], mixed[3][1], links(mixed))
+	assert.Zero(t, mixed[3][1], "the static SL's packets all leave by the LFT's port")
+	assert.Greater(t, mixed[2][1], int64(0))
+	assert.Greater(t, links(mixed), 1.94)
+	assert.Greater(t, float64(mixed[3][0])/window, 0.94, "the AR SL's packets spread to the other port")
 }
 
 // TestAdaptiveNoAllocation: choosing a port allocates nothing (it runs once

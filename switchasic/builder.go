@@ -25,6 +25,7 @@ type Builder struct {
 	lft           *LFT
 	sl2vl         *SL2VL
 	ar            *ARTable
+	flowletGap    ib.PS // AR flowlet gap (WithARFlowlet); 0 = a port for every packet
 	cc            *CCMarking
 	fcRefresh     ib.PS
 	fcMinInterval ib.PS
@@ -64,6 +65,12 @@ func (b Builder) WithSL2VL(m *SL2VL) Builder { b.sl2vl = m; return b }
 // (Switch.adaptive) instead of its LFT port. nil (the default) is static
 // routing. The switch keeps the pointer.
 func (b Builder) WithAR(t *ARTable) Builder { b.ar = t; return b }
+
+// WithARFlowlet makes an adaptive routing switch (WithAR) keep a flow's
+// port while the flow's packets arrive less than gap apart, choosing again
+// only after an idle gap (flowlet.go). 0 (the default) chooses a port for
+// every packet, as before flowlets existed.
+func (b Builder) WithARFlowlet(gap ib.PS) Builder { b.flowletGap = gap; return b }
 
 // WithCC turns congestion control's FECN marking on (IBA Annex A10;
 // marking.go). nil (the default) marks nothing, and the switch runs the code
@@ -113,6 +120,9 @@ func (b Builder) Build(name string) (*Switch, error) {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
 	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, b.cc, alloc, b.fcRefresh, b.fcMinInterval)
+	if b.ar != nil && b.flowletGap > 0 {
+		sw.flowlets = newFlowletTable(b.flowletGap, FlowletEntries)
+	}
 	if b.everyCycle {
 		sw.everyCycle = true
 		sw.scheduleRound(sw.ceilCycle(b.s.Now()))

@@ -39,6 +39,9 @@ type Switch struct {
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
 	ar *ARTable
+	// flowlets is the AR flowlet table (WithARFlowlet), nil when every
+	// packet is routed on its own.
+	flowlets *flowletTable
 	// cc marks FECN (WithCC), nil when congestion control is off; a
 	// static CC switch's ports are owned by ccOwner, which counts the
 	// queued blocks the marking reads (marking.go).

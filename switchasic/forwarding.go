@@ -102,10 +102,13 @@ func (m *SL2VL) VL(in, out int, sl uint8) uint8 {
 // ARTable holds a switch's adaptive routing groups, as the subnet manager
 // programs them (NVIDIA's AR groups and AR LFT: per DLID, the set of ports
 // a packet may leave on; the LFT keeps the static port). Ports are 0-based.
-// Equal groups are stored once. The zero value has no groups.
+// Equal groups are stored once. The groups apply to the packets of every
+// service level but those SetStaticSLs names (NVIDIA's subnet manager
+// enables AR per SL, its ar_sl_mask). The zero value has no groups.
 type ARTable struct {
-	of    []uint16  // per DLID: 1 + group index, 0 = no group (the LFT alone)
-	group [][]int16 // groups, each in port order
+	of     []uint16  // per DLID: 1 + group index, 0 = no group (the LFT alone)
+	group  [][]int16 // groups, each in port order
+	static uint16    // SLs whose packets keep the LFT's port, bit i for SL i (0: AR on every SL)
 }
 
 // NewARTable returns a table with no groups.
@@ -161,3 +164,12 @@ func (t *ARTable) Group(dlid uint16) []int16 {
 	}
 	return nil
 }
+
+// SetStaticSLs makes the packets of the service levels in mask (bit i for
+// SL i) keep their LFT port whatever their DLID's group: adaptive routing
+// applies to the other SLs only. 0 (the default) is AR on every SL.
+func (t *ARTable) SetStaticSLs(mask uint16) { t.static = mask }
+
+// Adaptive reports whether a packet on sl may leave by a port of its
+// DLID's group rather than the LFT's.
+func (t *ARTable) Adaptive(sl uint8) bool { return t.static&(1<<(sl&15)) == 0 }

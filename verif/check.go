@@ -58,13 +58,16 @@ type CheckConfig struct {
 	// SL-to-VL 15); by default a drop breaks "lossless".
 	AllowDrops bool
 	// Routes, when set, holds every arb_grant to the routes the subnet
-	// manager programmed: the output must be the DLID's LFT port or, with
-	// adaptive routing, a port of its AR group (the "route" invariant).
+	// manager programmed: the output must be the DLID's LFT port or, for
+	// a packet on an SL adaptive routing applies to, a port of its AR
+	// group (the "route" invariant).
 	Routes Routes
-	// AllowReorder relaxes the ordering invariant's PSN gap check: with
-	// adaptive routing a packet may overtake an earlier one of its flow.
-	// Lossless still holds every packet to exactly one delivery.
-	AllowReorder bool
+	// ReorderSLs relaxes the ordering invariant's PSN gap check for the
+	// packets of these service levels (bit i for SL i): with adaptive
+	// routing a packet on an AR SL may overtake an earlier one of its
+	// flow. Packets on the other SLs are held to order. Lossless still
+	// holds every packet to exactly one delivery.
+	ReorderSLs uint16
 	// OnViolation is called at each violation. The lead wires it to stop the
 	// run (components.Sim.Stop) so the report is about the first failure.
 	// nil: violations are only collected.
@@ -77,9 +80,10 @@ type Routes interface {
 	// RouteSwitch returns an id for the switch whose output port announced
 	// an arb_grant at path, or -1 when path is no switch port it knows.
 	RouteSwitch(path string) int
-	// RouteAllowed reports whether switch id may send a packet for dlid
-	// out of its output out (0-based, as arb_grant's out field).
-	RouteAllowed(id int, dlid uint16, out int) bool
+	// RouteAllowed reports whether switch id may send a packet on service
+	// level sl for dlid out of its output out (0-based, as arb_grant's out
+	// field).
+	RouteAllowed(id int, dlid uint16, sl uint8, out int) bool
 }
 
 // Checkers are the scoreboards. They observe the trace events blocks
@@ -124,7 +128,8 @@ type Routes interface {
 //     request consumes psns PSNs (default 1; an RDMA READ request ⌈len/PMTU⌉).
 //     A gap is allowed while the expected PSN's request was discarded by a
 //     link and has not arrived since (the responder NAKs, the requester
-//     resends it).
+//     resends it). Packets on an SL in ReorderSLs (adaptive routing)
+//     are not held to order.
 //     cqe with a queue field, per (path, qpn, queue): wqe strictly after the
 //     previous one on the 16-bit WQE counter (it may wrap).
 //   - protection: key_check result=pass opens the window [addr, addr+len)
@@ -291,12 +296,12 @@ func (c *Checkers) Func(ctx sim.HookCtx) {
 // at its first occurrence only, and only with its type: an integer field
 // read as a string (or the converse) is absent.
 type evFields struct {
-	has                                                   uint32 // bit (1 << f*) per integer field present
-	seen                                                  uint32 // bit per key present, whatever its type
-	seq, vl, slid, dlid, qpn, psn, psns, icrc, avail, occ int64
-	capBlocks, credits, bytes, addr, length, wqe, out     int64
-	op, queue, result, reason                             string
-	hasOp, hasQueue, hasResult, hasReason                 bool
+	has                                                       uint32 // bit (1 << f*) per integer field present
+	seen                                                      uint32 // bit per key present, whatever its type
+	seq, vl, sl, slid, dlid, qpn, psn, psns, icrc, avail, occ int64
+	capBlocks, credits, bytes, addr, length, wqe, out         int64
+	op, queue, result, reason                                 string
+	hasOp, hasQueue, hasResult, hasReason                     bool
 }
 
 // The evFields bits.
@@ -322,6 +327,7 @@ const (
 	fQueue
 	fResult
 	fReason
+	fSL
 )
 
 func (f *evFields) parse(ev *components.TraceEvent) {
@@ -335,6 +341,8 @@ func (f *evFields) parse(ev *components.TraceEvent) {
 			bit, dst = fSeq, &f.seq
 		case "vl":
 			bit, dst = fVL, &f.vl
+		case "sl":
+			bit, dst = fSL, &f.sl
 		case "slid":
 			bit, dst = fSLID, &f.slid
 		case "dlid":
@@ -655,9 +663,12 @@ func (c *Checkers) checkRoute(ev *components.TraceEvent, f *evFields) {
 	if p.routeSw < 0 {
 		return
 	}
-	if !c.cfg.Routes.RouteAllowed(p.routeSw, uint16(f.dlid), int(f.out)) {
-		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d granted to output %d, which is neither the dlid's LFT port nor in its adaptive routing group (misrouted)",
-			f.or(fSeq, f.seq, -1), f.dlid, f.out))
+	// A packet's LRH always carries its SL; an event without one is taken
+	// as SL 0, IB's default.
+	sl := uint8(f.or(fSL, f.sl, 0) & 15)
+	if !c.cfg.Routes.RouteAllowed(p.routeSw, uint16(f.dlid), sl, int(f.out)) {
+		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d granted to output %d, which is neither the dlid's LFT port nor, on an SL adaptive routing applies to, in its adaptive routing group (misrouted)",
+			f.or(fSeq, f.seq, -1), f.dlid, sl, f.out))
 	}
 }
 
@@ -788,7 +799,7 @@ var requestOps = func() map[string]bool {
 const psnMod = 1 << 24
 
 func (c *Checkers) checkPSN(ev *components.TraceEvent, f *evFields) {
-	if c.cfg.AllowReorder || !requestOps[f.op] {
+	if !requestOps[f.op] || c.cfg.ReorderSLs&(1<<(f.or(fSL, f.sl, 0)&15)) != 0 {
 		return
 	}
 	if !f.ok(fQPN) || !f.ok(fPSN) {

@@ -585,3 +585,23 @@ func TestAdaptiveRoutingCLI(t *testing.T) {
 		assert.Contains(t, errs, "topology.adaptive_routing: ")
 	}
 }
+
+// TestAdaptiveRoutingSLsCLI: a perftest on static SL 0 beside background
+// on SL 1 that adapts (topology.adaptive_routing_sls: [1], the shipped
+// example) runs with every checker on; an adaptive_routing_sls with the
+// test's SL, or not a service level, or without adaptive_routing, is
+// refused on one line with exit 2.
+func TestAdaptiveRoutingSLsCLI(t *testing.T) {
+	ex := []string{"-config", "examples/adaptive-routing-perftest.yaml", "--set", "sweep={}"}
+	code, out, errs := run(append(ex, "--set", "workload.background_sl=1", "--set", "workload.iterations=50",
+		"--set", "workload.measure_ns=5000", "--set", "workload.offered_load=0.8", "--check", "--quiet", "--format", "json")...)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, `"packets_reordered"`)
+	for _, set := range []string{"topology.adaptive_routing_sls=[0, 1]", "topology.adaptive_routing_sls=[16]",
+		"topology.adaptive_routing=false"} {
+		code, _, errs := run(append(ex, "--set", set)...)
+		assert.Equal(t, 2, code, set)
+		assert.Equal(t, 1, strings.Count(errs, "\n"), errs)
+		assert.Contains(t, errs, "topology.adaptive_routing_sls: ")
+	}
+}

@@ -41,7 +41,7 @@ var metricRuns = [][]string{
 	{"--set", "workload.kind=incast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024"},
 	{"--set", "workload.kind=hotspot", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024", "--set", "workload.offered_load=0.9", "--set", "cc.enable=true"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8", "--set", "workload.size=1024"},
-	{"--set", "workload.kind=permutation", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8", "--set", "workload.size=1024", "--set", "topology.adaptive_routing=true"},
+	{"--set", "workload.kind=permutation", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8", "--set", "workload.size=1024", "--set", "topology.adaptive_routing=true", "--set", "topology.ar_flowlet_gap_ns=1000"},
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.pattern=incast", "--set", "workload.test=write_bw", "--set", "cc.enable=true"},
 	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=alltoall", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},

@@ -72,9 +72,10 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			cc := verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}
 			if s.Net != nil {
 				cc.Routes = s.Net
-				// Adaptive routing reorders a flow's packets by design;
-				// lossless still holds each to one delivery.
-				cc.AllowReorder = s.Net.Subnet.AdaptiveRouting()
+				// Adaptive routing reorders a flow's packets by design,
+				// on the SLs it applies to; lossless still holds each to
+				// one delivery, and the other SLs stay in order.
+				cc.ReorderSLs = s.Net.Subnet.ARSLs()
 			}
 			chk = verif.AttachCheckers(cc, s.Blocks...)
 		}
