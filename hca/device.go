@@ -176,6 +176,8 @@ type Device struct {
 
 	// cc is congestion control's state (cc.go), nil when off.
 	cc *ccState
+	// atomics serialises the responder's atomics on one word (atomicunit.go).
+	atomics atomicUnit
 }
 
 // NewDevice builds a device; cfg must have passed Validate. Attach a port

@@ -237,8 +237,9 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 	if replay {
 		orig, _ = qp.resp.LastAtomic(pkt.PSN)
 	} else {
-		done = d.PCIe.Read(issue, 8)
 		va := pkt.Atomic.VA
+		issue = d.atomics.wait(va, issue, d.s.Now())
+		done = d.PCIe.Read(issue, 8)
 		orig = d.Mem.ReadU64(va)
 		nv := orig + pkt.Atomic.SwapAdd
 		if pkt.Opcode == ib.CompareSwap {
@@ -247,7 +248,7 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 				nv = pkt.Atomic.SwapAdd
 			}
 		}
-		d.PCIe.Write(done, 8)
+		d.atomics.hold(va, d.PCIe.Write(done, 8)-d.PCIe.writeLat)
 		d.Mem.WriteU64(va, nv)
 		qp.resp.SaveAtomic(pkt.PSN, orig)
 	}

@@ -741,4 +741,20 @@ func TestAtomicBWOneReadModifyWriteAtATime(t *testing.T) {
 	const n1, n2 = 200, 600
 	got := span(n2) - span(n1)
 	assert.InDelta(t, float64(period)*(n2-n1)/1000, got, 0.001, "ns for %d more atomics", n2-n1)
+
+	// With two QPs each has its own word (perftest gives every QP its own
+	// buffer), so the two read-modify-write chains overlap: each QP's n
+	// atomics still take n periods, and the pair moves twice the atomics
+	// in the same time. The PCIe link is far from full (56 bytes upstream
+	// per atomic per period), so nothing else paces them.
+	spanQPs := func(iters int) float64 {
+		run := edrRun("atomic_bw", 8, iters)
+		run.QPs = 2
+		m, err := RunPerftest(run)
+		require.NoError(t, err)
+		require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		return m["sim_time_ns"].(float64)
+	}
+	got2 := spanQPs(n2) - spanQPs(n1)
+	assert.InDelta(t, float64(period)*(n2-n1)/1000, got2, 0.01, "two words: ns for %d more atomics per QP", n2-n1)
 }
