@@ -184,10 +184,7 @@ func (d *Device) ccTick() {
 // wireBytes at now: with a delay above zero, its next grant waits for
 // now + serialization + CCT[index] (an RNR wait already longer stands).
 func (d *Device) ccGranted(qp *QP, wireBytes int, now ib.PS) {
-	c := d.cc
-	i := int(qp.Num - qpBase)
-	c.throttle.Grow(i + 1)
-	delay := c.throttle.Delay(i)
+	delay := d.ccDelay(qp)
 	if delay == 0 {
 		return
 	}
@@ -196,6 +193,14 @@ func (d *Device) ccGranted(qp *QP, wireBytes int, now ib.PS) {
 		qp.holdUntil = t
 		d.at(t, evSchedule)
 	}
+}
+
+// ccDelay returns qp's inter-packet delay now: CCT[its index] (the
+// throttle grows to the QP on its first use).
+func (d *Device) ccDelay(qp *QP) ib.PS {
+	i := int(qp.Num - qpBase)
+	d.cc.throttle.Grow(i + 1)
+	return d.cc.throttle.Delay(i)
 }
 
 // ccBeforeSend is the transmit loop's congestion control step at now: it
@@ -220,9 +225,7 @@ func (d *Device) ccBeforeSend(now ib.PS) bool {
 func (d *Device) ccResponded(qp *QP, pkt *ib.Packet, now ib.PS) {
 	wireBytes := pkt.WireBytes()
 	c := d.cc
-	i := int(qp.Num - qpBase)
-	c.throttle.Grow(i + 1)
-	delay := c.throttle.Delay(i)
+	delay := d.ccDelay(qp)
 	if delay == 0 {
 		return
 	}
