@@ -394,17 +394,8 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		bgSL := w.BackgroundServiceLevel()
 		e.SL = uint8(bgSL)
 		e.VL = sl2vl[bgSL]
-		e.OnDeliver = part.deliver
-		if bg.psnHi != nil {
-			e.OnDeliver = part.deliverAR
-		}
-		e.OnInject = part.inject
-		if bg.cc != nil {
-			// CNPs count toward the drain only, as in a synthetic run.
-			e.OnInject = part.injectCC
-			part.nextDeliver = e.OnDeliver
-			e.OnDeliver = part.deliverCC
-		}
+		// CNPs count toward the drain only, as in a synthetic run.
+		part.wireEndpoint(e, bg.psnHi != nil, bg.cc != nil, bg.cc != nil)
 	}
 	if anyLossy(net.Ports) {
 		// The background counts its own packets lost (the HCAs' are the

@@ -195,18 +195,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e.LIDOf = net.HostLID
 		e.SL = uint8(w.SL)
 		e.VL = sl2vl[w.SL]
-		e.OnDeliver = p.deliver
-		if r.psnHi != nil {
-			e.OnDeliver = p.deliverAR
-		}
-		e.OnInject = p.inject
-		if r.cc != nil {
-			e.OnInject = p.injectCC
-		}
-		if r.cc != nil || r.split {
-			p.nextDeliver = e.OnDeliver
-			e.OnDeliver = p.deliverCC
-		}
+		p.wireEndpoint(e, r.psnHi != nil, r.cc != nil, r.cc != nil || r.split)
 	}
 	if anyLossy(net.Ports) {
 		for i, port := range net.Ports {
@@ -373,6 +362,25 @@ func (p *synthPart) injectCC(pkt *ib.Packet) {
 		return
 	}
 	p.inject(pkt)
+}
+
+// wireEndpoint sets e's callbacks into the part: deliverAR when reordering
+// is counted (adaptive routing), injectCC when the endpoint sends CNPs
+// (congestion control), and deliverCC in front of the delivery when CNPs
+// or the hotspot split must be told apart from data (byCNP).
+func (p *synthPart) wireEndpoint(e *workload.Endpoint, ar, cc, byCNP bool) {
+	e.OnDeliver = p.deliver
+	if ar {
+		e.OnDeliver = p.deliverAR
+	}
+	e.OnInject = p.inject
+	if cc {
+		e.OnInject = p.injectCC
+	}
+	if byCNP {
+		p.nextDeliver = e.OnDeliver
+		e.OnDeliver = p.deliverCC
+	}
 }
 
 // deliverCC takes a CNP's landing (the endpoint has already raised its
