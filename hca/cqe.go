@@ -157,7 +157,16 @@ func EncodeCQE(buf []byte, c *CQE) {
 			op = CQEReqErr
 		}
 	}
-	be.PutUint32(buf[cqeQPNOff:], uint32(wrToMlx5[c.WROp])<<24|c.QPN&0xFFFFFF)
+	// sop_drop_qpn[31:24] is the requester's WQE opcode. A responder CQE
+	// has none: the provider reads only the QPN there (rdma-core mlx5
+	// handle_responder_lazy), and the model writes 0 rather than an opcode
+	// of a request it did not post. What ConnectX writes there is not
+	// public; 0 is the model's choice.
+	sop := uint32(wrToMlx5[c.WROp])
+	if c.Receiver {
+		sop = 0
+	}
+	be.PutUint32(buf[cqeQPNOff:], sop<<24|c.QPN&0xFFFFFF)
 	be.PutUint16(buf[cqeCounterOff:], c.Counter)
 	own := uint8(0)
 	if c.Owner {

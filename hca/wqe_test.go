@@ -111,6 +111,12 @@ func TestRecvWQEAndCQERoundTrip(t *testing.T) {
 	EncodeCQE(b, &cqes[2])
 	assert.Equal(t, byte(0x13), b[55])
 	assert.Equal(t, byte(13<<4), b[63])
+	// sop_drop_qpn[31:24] is the requester's WQE opcode (mlx5 RDMA_WRITE
+	// 0x08); a responder CQE has none and carries 0 there.
+	EncodeCQE(b, &cqes[0])
+	assert.Equal(t, []byte{0x08, 0xab, 0xcd, 0xef}, b[56:60])
+	EncodeCQE(b, &cqes[1])
+	assert.Equal(t, []byte{0, 0, 0, 7}, b[56:60])
 }
 
 // TestLargestWQE: the ctrl segment counts a WQE's 16-byte segments in six

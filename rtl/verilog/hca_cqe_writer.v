@@ -122,6 +122,8 @@ module hca_cqe_writer #(
             default: mlx5_op = 8'h00;
         endcase
     end
+    // A responder CQE carries no WQE opcode: the byte is 0 (hca.EncodeCQE).
+    wire [7:0] sop = cpl_receiver ? 8'd0 : mlx5_op;
     wire       failed = cpl_status != 8'd0;
     wire [3:0] opcode = !failed ? cpl_opcode : cpl_receiver ? 4'd14 : 4'd13;
 
@@ -135,7 +137,7 @@ module hca_cqe_writer #(
         cpl_byte_count,                          // [44:47]
         56'd0,                                   // [48:54] (vendor_err_synd [54] 0)
         failed ? syndrome : 8'd0,                // [55]
-        mlx5_op, cpl_qpn,                        // [56:59] sop_drop_qpn
+        sop, cpl_qpn,                            // [56:59] sop_drop_qpn
         cpl_wqe_counter,                         // [60:61]
         8'd0,                                    // [62]
         opcode, 3'd0, owner                      // [63] op_own
