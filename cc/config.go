@@ -36,6 +36,17 @@ type Config struct {
 	// a config's hash, and its traces' headers, are what they were before
 	// the key existed.
 	Marking MarkingMode `yaml:"marking,omitempty"`
+	// VictimMask is which switch ports mark FECN while they are only a
+	// victim of congestion (the output VL is over the threshold but has no
+	// downstream credits for the packet: its next hop's buffer is full),
+	// IBA's Victim_Mask in the model's terms: VictimAll (every port, the
+	// default, as LLNL's OpenSM settings and the model before the key
+	// existed), VictimNone, VictimHostPorts (ports cabled to a channel
+	// adapter) or VictimSwitchPorts (ports cabled to another switch). A
+	// port marks as the root of congestion (credits available) whatever
+	// the mask. omitempty: the default is left out of the effective config
+	// (VictimMask.IsZero), so configs hash as they did before the key.
+	VictimMask VictimMask `yaml:"victim_mask,omitempty"`
 	// CCTIIncrease is added to a flow's CCT index on each BECN.
 	CCTIIncrease int `yaml:"ccti_increase"`
 	// CCTILimit is the largest CCT index; 0 = the table's last entry.
@@ -63,6 +74,21 @@ const (
 // IsZero reports whether m is the default, deterministic (yaml's omitempty
 // asks it).
 func (m MarkingMode) IsZero() bool { return m == MarkingDeterministic }
+
+// VictimMask is a cc.victim_mask value: which switch ports mark FECN while
+// they are a victim of congestion.
+type VictimMask string
+
+// The cc.victim_mask values.
+const (
+	VictimAll         VictimMask = "all"
+	VictimNone        VictimMask = "none"
+	VictimHostPorts   VictimMask = "host_ports"
+	VictimSwitchPorts VictimMask = "switch_ports"
+)
+
+// IsZero reports whether v is the default, all (yaml's omitempty asks it).
+func (v VictimMask) IsZero() bool { return v == VictimAll }
 
 // Limits of the IBA fields the keys stand for (Annex A10 attribute
 // layouts, as OpenSM's ib_types.h and the 2008 OpenFabrics CC MAD draft
@@ -95,6 +121,10 @@ func Defaults() Config {
 		// A countdown: results do not depend on draws (and are those of
 		// the model before the key existed).
 		Marking: MarkingDeterministic,
+		// Every port marks as a victim too: LLNL's OpenSM settings set
+		// every external port's Victim_Mask bit, and the results are
+		// those of the model before the key existed.
+		VictimMask: VictimAll,
 		// 1: LLNL's OpenSM congestion-control settings.
 		CCTIIncrease: 1,
 		CCTILimit:    0,
@@ -120,6 +150,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Marking != MarkingDeterministic && c.Marking != MarkingRandom {
 		return fmt.Errorf("cc.marking: %q is not a marking mode (%s, %s)", c.Marking, MarkingDeterministic, MarkingRandom)
+	}
+	switch c.VictimMask {
+	case VictimAll, VictimNone, VictimHostPorts, VictimSwitchPorts:
+	default:
+		return fmt.Errorf("cc.victim_mask: %q is not a victim mask (%s, %s, %s, %s)", c.VictimMask, VictimAll, VictimNone, VictimHostPorts, VictimSwitchPorts)
 	}
 	if c.CCTIIncrease < 1 || c.CCTIIncrease > maxIncrease {
 		return fmt.Errorf("cc.ccti_increase: %d is out of range (1 to %d: the 8-bit CCTI_Increase)", c.CCTIIncrease, maxIncrease)
@@ -214,7 +249,7 @@ func DefaultCCT(mtuSer ib.PS) []ib.PS {
 func (c Config) IsZero() bool {
 	d := Defaults()
 	return len(c.CCTNs) == 0 && c.Enable == d.Enable && c.Report == d.Report &&
-		c.ThresholdBlocks == d.ThresholdBlocks && c.MarkingRate == d.MarkingRate && c.Marking == d.Marking &&
+		c.ThresholdBlocks == d.ThresholdBlocks && c.MarkingRate == d.MarkingRate && c.Marking == d.Marking && c.VictimMask == d.VictimMask &&
 		c.CCTIIncrease == d.CCTIIncrease && c.CCTILimit == d.CCTILimit &&
 		c.CCTIMin == d.CCTIMin && c.CCTITimerNs == d.CCTITimerNs
 }

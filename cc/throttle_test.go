@@ -100,6 +100,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.ThresholdBlocks = -1 }, "cc.threshold_blocks: -1"},
 		{func(c *Config) { c.MarkingRate = 70000 }, "cc.marking_rate: 70000"},
 		{func(c *Config) { c.Marking = "sometimes" }, `cc.marking: "sometimes" is not a marking mode (deterministic, random)`},
+		{func(c *Config) { c.VictimMask = "spine" }, `cc.victim_mask: "spine" is not a victim mask (all, none, host_ports, switch_ports)`},
+		{func(c *Config) { c.VictimMask = "" }, `cc.victim_mask: "" is not a victim mask`},
 		{func(c *Config) { c.CCTIIncrease = 0 }, "cc.ccti_increase: 0"},
 		{func(c *Config) { c.CCTITimerNs = 0 }, "cc.ccti_timer_ns: 0"},
 		{func(c *Config) { c.CCTILimit = 128 }, "cc.ccti_limit: 128"},
@@ -122,4 +124,10 @@ func TestConfigValidate(t *testing.T) {
 	c = Defaults()
 	c.Marking = MarkingRandom
 	assert.False(t, c.IsZero(), "random marking shows in the effective config")
+	for _, v := range []VictimMask{VictimNone, VictimHostPorts, VictimSwitchPorts} {
+		c = Defaults()
+		c.VictimMask = v
+		require.NoError(t, c.Validate())
+		assert.False(t, c.IsZero(), "cc.victim_mask %s shows in the effective config", v)
+	}
 }

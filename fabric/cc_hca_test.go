@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/cc"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -341,4 +342,71 @@ func TestCCHCAReadResponses(t *testing.T) {
 	// with the responses spaced and a held reply giving way.
 	m, _ := runPassing(t, []byte(readVictimConfig), "cc.enable=true", "workload.iterations=20")
 	assert.Positive(t, m["cc_fecn_responses"])
+}
+
+// TestCCVictimMaskPorts: cc.victim_mask as per-port Victim_Mask bits on
+// testdata/cc-victim.topo, whose Switch[0] has hosts on ports 1 … 3, the
+// other switch on port 8 and nothing on 4 … 7 (a port without a cable
+// keeps its bit clear: it carries nothing).
+func TestCCVictimMaskPorts(t *testing.T) {
+	topo, err := LoadTopologyFile("testdata/cc-victim.topo", testCable)
+	require.NoError(t, err)
+	a, ok := topo.Lookup("Fabric.Switch[0]")
+	require.True(t, ok)
+	const T, F = true, false
+	assert.Equal(t, []bool{T, T, T, F, F, F, F, F}, victimMarks(topo, a, cc.VictimHostPorts))
+	assert.Equal(t, []bool{F, F, F, F, F, F, F, T}, victimMarks(topo, a, cc.VictimSwitchPorts))
+	assert.Equal(t, []bool{F, F, F, F, F, F, F, F}, victimMarks(topo, a, cc.VictimNone))
+}
+
+// TestCCHCAVictimMask: the HCA victim scenario (TestCCHCAVictimFlow) with
+// cc.victim_mask none against the default all.
+//
+// Where each switch marks. A's host ports are each fed by one input (the
+// cable from B) at no more than a link, so at most one packet waits for
+// them, 65 blocks, never over the threshold (130): every mark A sets is at
+// its cable port. That port is a victim while the cable's buffer at B is
+// full of packets for the server (the HOL derivation in
+// TestCCHCAVictimFlow: it moves only as a packet leaves that buffer), so
+// with none it withholds marks there (cc_victim_unmarked > 0, all of A's
+// but what the server's port at B withholds as a victim of the server's
+// own buffer); and it is a root at the instants B has room and its three
+// inputs (clients 0, 1 and V) still hold more than 130 blocks for it, so it
+// still marks (asserted positive). V's flow is then marked only at those
+// root instants, so it is throttled less and gets more of the cable than
+// with all (asserted as a direction, with the incast's aggregate at least
+// the all run's: the clients on A, no longer marked as victims at A, are
+// still marked at B's server port, their root). With all, no switch checks
+// and the metric is absent, so results are those of the model before the
+// key.
+func TestCCHCAVictimMask(t *testing.T) {
+	run := func(mask string) (map[string]any, []uint64, []uint64) {
+		l, err := Load([]byte(hcaVictimConfig), []string{"cc.enable=true", "cc.victim_mask=" + mask})
+		require.NoError(t, err)
+		var view *Simulation
+		m, err := Run(l, RunOptions{Observe: func(s *Simulation) { view = s }})
+		require.NoError(t, err)
+		var marked, unmarked []uint64
+		for _, sw := range view.Net.Switches {
+			u, checked := sw.VictimUnmarked()
+			assert.Equal(t, mask != "all", checked, "%s: %s checks victims", mask, sw.Name())
+			marked, unmarked = append(marked, sw.FECNMarked()), append(unmarked, u)
+		}
+		return m, marked, unmarked
+	}
+	all, allMarked, _ := run("all")
+	none, noneMarked, noneUnmarked := run("none")
+	t.Logf("all: victim %.3f, incast %.1f Gb/s, marks A %d B %d", victimLoad(all), all["aggregate_bw_gbps"], allMarked[0], allMarked[1])
+	t.Logf("none: victim %.3f, incast %.1f Gb/s, marks A %d B %d, unmarked A %d B %d", victimLoad(none), none["aggregate_bw_gbps"],
+		noneMarked[0], noneMarked[1], noneUnmarked[0], noneUnmarked[1])
+	assert.NotContains(t, all, "cc_victim_unmarked")
+	assert.Equal(t, noneUnmarked[0]+noneUnmarked[1], none["cc_victim_unmarked"])
+	assert.Positive(t, noneUnmarked[0], "A's cable port withholds its victim marks")
+	assert.Greater(t, noneUnmarked[0], noneUnmarked[1], "A's cable port is the victim here")
+	assert.Positive(t, noneMarked[0], "A's cable port still marks as a root")
+	assert.Less(t, noneMarked[0], allMarked[0])
+	assert.Greater(t, victimLoad(none), victimLoad(all))
+	assert.GreaterOrEqual(t, none["aggregate_bw_gbps"].(float64), all["aggregate_bw_gbps"].(float64))
+	assert.Equal(t, true, none["data_verified"])
+	assertMarksAccounted(t, none)
 }

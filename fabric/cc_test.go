@@ -127,8 +127,9 @@ func assertCCChangedNothing(t *testing.T, off, on map[string]any) {
 // TestCCPartitionedAndChecked: with CC on, a hotspot on a two-level fat
 // tree gives the same metrics serial and in two partitions (but events,
 // which the partitioned run counts a little past the end), with the
-// countdown marking and the random one, and the checkers (lossless,
-// buffers, credits, ordering, wire) pass with the CNPs on the fabric.
+// countdown marking, the random one and cc.victim_mask none, and the
+// checkers (lossless, buffers, credits, ordering, wire) pass with the CNPs
+// on the fabric.
 func TestCCPartitionedAndChecked(t *testing.T) {
 	const cfg = `
 seed: 1
@@ -142,19 +143,30 @@ cc: {enable: true, ccti_increase: 4}
 		m, _ := runPassing(t, []byte(cfg), sets...)
 		return m
 	}
-	for _, marking := range []string{"deterministic", "random"} {
+	for _, variant := range []string{"deterministic", "random", "none"} {
 		// Random marking draws from each switch's own stream, in the
 		// order of the eligible packets at that switch, which a
 		// partitioned run keeps (cc.marking_rate 3: one draw in four
-		// marks).
-		serial := run("cc.marking="+marking, "cc.marking_rate=3")
-		parted := run("cc.marking="+marking, "cc.marking_rate=3", "sim.partitions=2")
-		assert.Greater(t, serial["cc_becn_received"], uint64(0), marking)
+		// marks). With cc.victim_mask none a port's victim state is its
+		// own downstream credits, which a partitioned run delivers at the
+		// same instants; the run must meet victims (a leaf's uplink whose
+		// spine is backed up by the hotspot) for the check to mean
+		// anything.
+		sets := []string{"cc.marking=" + variant, "cc.marking_rate=3"}
+		if variant == "none" {
+			sets = []string{"cc.victim_mask=none"}
+		}
+		serial := run(sets...)
+		parted := run(append(sets, "sim.partitions=2")...)
+		assert.Greater(t, serial["cc_becn_received"], uint64(0), variant)
+		if variant == "none" {
+			assert.Greater(t, serial["cc_victim_unmarked"], uint64(0))
+		}
 		for k, v := range serial {
 			if k == "events" || k == "wall_s" {
 				continue
 			}
-			assert.Equal(t, v, parted[k], "%s: %s", marking, k)
+			assert.Equal(t, v, parted[k], "%s: %s", variant, k)
 		}
 	}
 }
@@ -171,6 +183,7 @@ func TestCCConfigRefused(t *testing.T) {
 		{[]string{"cc.ccti_increase=0"}, "cc.ccti_increase: 0 is out of range"},
 		{[]string{"cc.marking=sometimes"}, `cc.marking: "sometimes" is not a marking mode (deterministic, random)`},
 		{[]string{"cc.cct_ns=[0, 5, 1]"}, "cc.cct_ns: entry 2"},
+		{[]string{"cc.victim_mask=spine"}, `cc.victim_mask: "spine" is not a victim mask (all, none, host_ports, switch_ports)`},
 		{[]string{"cc.report=true", "workload.kind=uniform", "topology.kind=single-switch"}, "cc.report: true splits the accepted load of workload.kind hotspot"},
 	} {
 		_, err := Load(nil, tc.sets)

@@ -144,9 +144,11 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 	if cfg.Sim.PerCycle {
 		b = b.WithRoundsEveryCycle()
 	}
+	var mark *switchasic.CCMarking
 	if cfg.CC.Enable {
-		b = b.WithCC(&switchasic.CCMarking{ThresholdBlocks: cfg.CC.ThresholdBlocks, MarkingRate: cfg.CC.MarkingRate,
-			Random: cfg.CC.Marking == cc.MarkingRandom, Seed: cfg.Seed})
+		mark = &switchasic.CCMarking{ThresholdBlocks: cfg.CC.ThresholdBlocks, MarkingRate: cfg.CC.MarkingRate,
+			Random: cfg.CC.Marking == cc.MarkingRandom, Seed: cfg.Seed}
+		b = b.WithCC(mark)
 	}
 	for _, node := range topo.Switches() {
 		nd := topo.Nodes[node]
@@ -161,6 +163,11 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 			lft.Set(uint16(lid), int(p)-1)
 		}
 		sb := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node))
+		if mark != nil && cfg.CC.VictimMask != cc.VictimAll {
+			m := *mark
+			m.VictimMarks = victimMarks(topo, node, cfg.CC.VictimMask)
+			sb = sb.WithCC(&m)
+		}
 		if sub.AdaptiveRouting() {
 			sb = sb.WithAR(arTable(sub, node)).WithARFlowlet(ib.FromNanoseconds(cfg.Topology.ARFlowletGapNs))
 		}
@@ -183,6 +190,29 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 	}
 	setBitErrors(cfg, topo, ports)
 	return n, nil
+}
+
+// victimMarks returns switch node's Victim_Mask (cc.victim_mask) as
+// switchasic takes it: per port, 0-based, whether the port marks FECN while
+// it is a victim of congestion. host_ports sets the bits of the ports
+// cabled to a channel adapter, switch_ports those cabled to another
+// switch, none no bit; a port without a cable carries no traffic and
+// keeps its bit clear.
+func victimMarks(topo *Topology, node int, mask cc.VictimMask) []bool {
+	marks := make([]bool, topo.Nodes[node].Ports)
+	for p := range marks {
+		peer, ok := topo.Peer(PortRef{Node: node, Port: p + 1})
+		if !ok {
+			continue
+		}
+		switch kind := topo.Nodes[peer.Node].Kind; mask {
+		case cc.VictimHostPorts:
+			marks[p] = kind == Host
+		case cc.VictimSwitchPorts:
+			marks[p] = kind == Switch
+		}
+	}
+	return marks
 }
 
 // RouteSwitch implements verif.Routes: the node of the switch whose output

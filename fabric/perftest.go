@@ -108,8 +108,8 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 			case k == "packets_dropped", k == "drain_complete":
 				// The background stops with the test, mid-flight: loss
 				// is for the checkers (--check) to judge, not a count.
-			case k == "cc_fecn_marked":
-				// The switches' count, which hcaCCMetrics reports.
+			case k == "cc_fecn_marked", k == "cc_victim_unmarked":
+				// The switches' counts, which hcaCCMetrics reports.
 			case strings.HasPrefix(k, "cc_"):
 				// The background endpoints' reaction, beside the HCAs'
 				// (hcaCCMetrics: cc_ keys).
@@ -185,6 +185,7 @@ func hcaCCMetrics(m map[string]any, view *Simulation, now ib.PS) {
 	for _, sw := range view.Net.Switches {
 		marked += sw.FECNMarked()
 	}
+	victimMetrics(m, view.Net.Switches)
 	var t hca.CCStats
 	maxIndex := -1
 	var indexSum float64

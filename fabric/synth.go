@@ -759,6 +759,24 @@ func (r *synthRun) switchMetrics(m map[string]any) {
 	m["switch_link_util_max"] = utilMax
 }
 
+// victimMetrics adds cc_victim_unmarked, the packets the switches did not
+// consider for marking because their output VL was only a victim of
+// congestion at a port whose Victim_Mask bit is clear, summed in switch
+// order; only when some switch checks (cc.victim_mask other than all), so
+// the metrics of runs with the default are what they were before the key.
+func victimMetrics(m map[string]any, switches []*switchasic.Switch) {
+	var unmarked uint64
+	checked := false
+	for _, sw := range switches {
+		n, ok := sw.VictimUnmarked()
+		unmarked += n
+		checked = checked || ok
+	}
+	if checked {
+		m["cc_victim_unmarked"] = unmarked
+	}
+}
+
 // ccMetrics adds congestion control's counters (docs/metrics.md,
 // "Congestion control"), summed over switches and endpoints in index order.
 func (r *synthRun) ccMetrics(m map[string]any, endAt ib.PS) {
@@ -766,6 +784,7 @@ func (r *synthRun) ccMetrics(m map[string]any, endAt ib.PS) {
 	for _, sw := range r.net.Switches {
 		marked += sw.FECNMarked()
 	}
+	victimMetrics(m, r.net.Switches)
 	var throttled int
 	var indexSum float64
 	maxIndex := r.cc.Min

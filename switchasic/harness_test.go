@@ -139,6 +139,7 @@ type netOpts struct {
 	mtu       int           // link MTU for the switch's buffer check; 0 = 4096
 	perCycle  bool          // an allocation round on every core clock edge (WithRoundsEveryCycle)
 	ar        *ARTable      // adaptive routing groups (WithAR); nil = static
+	cc        *CCMarking    // FECN marking (WithCC); nil = congestion control off
 }
 
 func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
@@ -160,6 +161,9 @@ func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
 	}
 	if o.ar != nil {
 		b = b.WithAR(o.ar)
+	}
+	if o.cc != nil {
+		b = b.WithCC(o.cc)
 	}
 	sw, err := b.Build("Fabric.Switch[0]")
 	require.NoError(t, err)

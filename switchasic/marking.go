@@ -1,6 +1,7 @@
 package switchasic
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math/bits"
 	"math/rand/v2"
@@ -30,6 +31,13 @@ type CCMarking struct {
 	Random bool
 	// Seed is the run's seed (Random only).
 	Seed uint64
+	// VictimMarks is, per port (0-based), whether the port marks while its
+	// output VL is a victim of congestion rather than its root (IBA's
+	// Victim_Mask bit for the port; victim: the output VL has fewer
+	// downstream credits than the packet needs, markFECN). Nil:
+	// every port does (cc.victim_mask all), and the victim state is never
+	// looked at, so the marking is what it was before the mask existed.
+	VictimMarks []bool
 }
 
 // ccMarker is the marking state: the setup and a countdown per output VL,
@@ -45,6 +53,13 @@ type ccMarker struct {
 	random    bool
 	markBelow uint64
 	pcg       rand.PCG
+	// victimMarks is CCMarking.VictimMarks: per port, whether it marks
+	// while a victim; nil when every port does (no victim check at all).
+	victimMarks []bool
+	// victimUnmarked counts the packets over the threshold that found
+	// their output VL a victim at a port whose victimMarks bit is clear,
+	// so were not eligible (over the whole run, as marked).
+	victimUnmarked uint64
 }
 
 // FECNMarked returns the packets this switch set FECN on since the run
@@ -56,10 +71,29 @@ func (sw *Switch) FECNMarked() uint64 {
 	return sw.cc.marked
 }
 
+// VictimUnmarked returns the packets this switch did not consider for
+// marking since the run began because their output VL was over the
+// threshold only as a victim of congestion (no downstream credits for the
+// packet) at a port whose Victim_Mask bit is clear, and whether the switch
+// checks at all (false without congestion control, or with every port's
+// bit set, cc.victim_mask all).
+func (sw *Switch) VictimUnmarked() (n uint64, checked bool) {
+	if sw.cc == nil || sw.cc.victimMarks == nil {
+		return 0, false
+	}
+	return sw.cc.victimUnmarked, true
+}
+
 // newCCMarker makes the marking state of the switch name with radix ports.
 func newCCMarker(m CCMarking, radix int, name string) *ccMarker {
 	c := &ccMarker{threshold: int32(m.ThresholdBlocks), rate: int32(m.MarkingRate),
 		countdown: make([]int32, radix*link.MaxVLs)}
+	if m.VictimMarks != nil {
+		if len(m.VictimMarks) != radix {
+			panic(fmt.Sprintf("switchasic: %s: %d victim mask bits for %d ports", name, len(m.VictimMarks), radix))
+		}
+		c.victimMarks = append([]bool(nil), m.VictimMarks...)
+	}
 	// At rate 0 both modes mark every eligible packet: no draws.
 	if m.Random && m.MarkingRate > 0 {
 		c.random = true
@@ -103,14 +137,31 @@ func (m *ccMarker) mark(o, v int) bool {
 // is forwarded to it (IBA Annex A10 marks packets forwarded to a congested
 // port; the threshold's meaning in blocks is this model's,
 // docs/congestion.md). Marking as the packet joins the backlog, rather than
-// as it leaves, tells the source a queueing delay sooner. Every port marks
-// whether it is the root of the congestion or a victim of it (no credits
-// downstream): LLNL's OpenSM settings set the Victim_Mask bit of every
-// port. The marking lives in the port owners (ccOwner, arOwner), so a
-// switch without congestion control executes none of it.
+// as it leaves, tells the source a queueing delay sooner.
+//
+// Root or victim: at that same instant the congested output VL is a
+// victim of congestion when its next hop has not advertised room for this
+// packet (the credits the downstream port advertised, less those promised
+// to granted packets not yet on the wire, are fewer than the packet's
+// blocks: hasCredits fails, so the backlog waits on the buffer beyond the
+// link), and the root of it otherwise (the backlog is the link's own
+// oversubscription). A port whose Victim_Mask bit is clear (victimMarks)
+// does not mark as a victim: the packet is not eligible, takes no turn of
+// the countdown and no draw, and counts in victimUnmarked. With every bit
+// set (victimMarks nil, cc.victim_mask all: LLNL's OpenSM settings set the
+// bit of every port) nothing is checked. The marking lives in the port
+// owners (ccOwner, arOwner), so a switch without congestion control
+// executes none of it.
 func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
 	m := sw.cc
-	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold || !m.mark(o, v) {
+	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold {
+		return
+	}
+	if m.victimMarks != nil && !m.victimMarks[o] && !sw.hasCredits(o, v, pkt.Credits()) {
+		m.victimUnmarked++
+		return
+	}
+	if !m.mark(o, v) {
 		return
 	}
 	pkt.FECN = true

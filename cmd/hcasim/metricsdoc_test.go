@@ -43,6 +43,7 @@ var metricRuns = [][]string{
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8", "--set", "workload.size=1024"},
 	{"--set", "workload.kind=permutation", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8", "--set", "workload.size=1024", "--set", "topology.adaptive_routing=true", "--set", "topology.ar_flowlet_gap_ns=1000"},
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.pattern=incast", "--set", "workload.test=write_bw", "--set", "cc.enable=true"},
+	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.pattern=incast", "--set", "workload.test=write_bw", "--set", "cc.enable=true", "--set", "cc.victim_mask=none"},
 	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=alltoall", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "sweep={workload.size: [1024, 2048]}", "--set", "workload.size=1024", "--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4"},
