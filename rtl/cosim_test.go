@@ -72,6 +72,7 @@ var cosimTable = []struct {
 	{"wqe_parse", func(*rand.Rand) cosimDUT { return newWQEParseDUT() }, true},
 	// Two QPs with a one-block window (every read one block); 4 QPs with
 	// windows of 3 and 16; the emitter's 8 QPs and default window of 8.
+	{"doorbell", func(*rand.Rand) cosimDUT { return &doorbellDUT{} }, false},
 	{"wqe_fetch_q1_d1", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(1, 1) }, false},
 	{"wqe_fetch_q2_d3", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 3) }, false},
 	{"wqe_fetch_q2_d16", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 16) }, false},

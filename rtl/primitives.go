@@ -24,6 +24,7 @@ var PrimitiveFiles = []string{
 	"hca_key_check.v",
 	"hca_wqe_parse.v",
 	"hca_cqe_writer.v",
+	"hca_doorbell.v",
 	"hca_wqe_fetch.v",
 }
 

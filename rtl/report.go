@@ -85,6 +85,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "sw_route_lookup", Params: []Param{{"PORTS", p.Ports}, {"PORT_W", p.PortW}, {"LFT_TOP", p.LFTTop}},
 			Role: "forwarding table, one per input", Instances: p.Ports},
 		{Module: "hca_key_check", Params: []Param{{"TAG_W", 24}}, Role: "HCA key check", Instances: 1},
+		{Module: "hca_doorbell", Role: "HCA send doorbell decode", Instances: 1},
 		{Module: "hca_wqe_fetch", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}},
 			Role: "HCA WQE fetch: SQ contexts in flops, reads (parser apart)", Instances: 1},
 		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},

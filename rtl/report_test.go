@@ -106,6 +106,8 @@ func TestReportYosys(t *testing.T) {
 	// and 3 (no syndrome the table holds sets them: 0x01..0x16) and the
 	// mlx5 opcode's bits 7:5 and 2 (0x08..0x12): 141.
 	assert.Equal(t, 16*133+16+1+64+141, flops[synthKey("hca_cqe_writer", []Param{{"CQN_W", 4}})])
+	// hca_doorbell: the output register, valid 1 + QPN 24 + producer 16.
+	assert.Equal(t, 1+24+16, flops[synthKey("hca_doorbell", nil)])
 	// hca_wqe_fetch, 8 QPs, window 8 (FLT_W = clog2(9) = 4), its parser a
 	// black box: each SQ context is created 1 + QPN 24 + base 58 (bits
 	// 63:6) + log2 size 4 + UD 1 + producer 16 + fetched 16 + in flight 4 =
