@@ -525,9 +525,11 @@ func (d *Device) fetchWQEs(qp *QP, t ib.PS, bfBBs int) {
 		d.parseFetched(qp, t, bfBBs)
 		return
 	}
-	for qp.sqFetch != qp.sqDB && qp.fetchInflight < d.Cfg.WQEPrefetchDepth {
-		n := int(qp.sqDB - qp.sqFetch)
-		n = min(n, d.Cfg.WQEPrefetchDepth-qp.fetchInflight, qp.sqBBs-int(qp.sqFetch%uint32(qp.sqBBs)))
+	for {
+		n, _ := WQERead(qp.sqDB, qp.sqFetch, qp.fetchInflight, d.Cfg.WQEPrefetchDepth, qp.sqBBs)
+		if n == 0 {
+			return
+		}
 		d.parseFetched(qp, d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*WQEBBBytes), n)
 	}
 }

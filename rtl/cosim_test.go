@@ -70,6 +70,13 @@ var cosimTable = []struct {
 	{"cqe_writer_cqn2", func(*rand.Rand) cosimDUT { return newCQEWriterDUT(2) }, true},
 	{"cqe_writer_cqn4", func(*rand.Rand) cosimDUT { return newCQEWriterDUT(cqnW) }, false},
 	{"wqe_parse", func(*rand.Rand) cosimDUT { return newWQEParseDUT() }, true},
+	// Two QPs with a one-block window (every read one block); 4 QPs with
+	// windows of 3 and 16; the emitter's 8 QPs and default window of 8.
+	{"doorbell", func(*rand.Rand) cosimDUT { return &doorbellDUT{} }, false},
+	{"wqe_fetch_q1_d1", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(1, 1) }, false},
+	{"wqe_fetch_q2_d3", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 3) }, false},
+	{"wqe_fetch_q2_d16", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 16) }, false},
+	{"wqe_fetch_q3_d8", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(qpnW, 8) }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

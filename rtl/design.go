@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/switchasic"
 )
@@ -37,6 +38,10 @@ type Design struct {
 	HCAVLBufferBytes int
 	// MTU is the path MTU in payload bytes (link.mtu): 256..4096.
 	MTU int
+	// WQEPrefetchDepth is the send WQE fetch window per QP in WQEBBs
+	// (hca.wqe_prefetch_depth), 1..256; 0 means the HCA default (8).
+	// hca_wqe_fetch's block buffer holds that many blocks.
+	WQEPrefetchDepth int
 	// LinkGeneration is the IB speed (link.generation): sdr, ddr, qdr, fdr10,
 	// fdr, edr, hdr, ndr or xdr, in any case.
 	LinkGeneration string
@@ -106,6 +111,15 @@ const (
 	// create two per HCA (perftest: a send and a receive CQ) or two per
 	// rank an HCA serves; a design that needs more sets CQN_W on hca_top.
 	cqnW = 4
+	// qpnW is the width of a send queue context index at hca_wqe_fetch,
+	// whose contexts are registers: 2^3 = 8 QPs, indexed by a QPN's low
+	// bits. The simulator's workloads create one QP per connection an HCA
+	// serves (perftest: one); a design that needs more sets QPN_W on
+	// hca_top.
+	qpnW = 3
+	// maxWQEPrefetch is the largest hca.wqe_prefetch_depth (the config's
+	// own bound, hca.Config.Validate).
+	maxWQEPrefetch = 256
 	// maxBufferBlocks is the largest VL buffer the 12-bit credit counters can
 	// describe: the sender's window is 2048 blocks (credit.Sender).
 	maxBufferBlocks = ib.CreditModulus / 2
@@ -133,6 +147,8 @@ type Params struct {
 	PktBlocksW   int // PKT_BLOCKS_W: bits of a packet's block count
 	LFTTop       int // LFT_TOP: highest DLID a forwarding table holds, every unicast LID (lftTop)
 	CQNW         int // CQN_W: bits of a CQ number, 2^CQN_W CQ contexts in hca_cqe_writer (cqnW)
+	QPNW         int // QPN_W: bits of a send queue context index, 2^QPN_W in hca_wqe_fetch (qpnW)
+	WQEPrefetch  int // WQE_PREFETCH_DEPTH: WQEBBs in flight per QP (hca.wqe_prefetch_depth)
 	MTU          int // MTU_BYTES
 	Generation   string
 }
@@ -198,6 +214,9 @@ func (d Design) Validate() error {
 	default:
 		return fmt.Errorf("link.width: %dx is not an IB link width (1x, 2x, 4x, 8x, 12x)", d.LinkWidth)
 	}
+	if d.WQEPrefetchDepth < 0 || d.WQEPrefetchDepth > maxWQEPrefetch {
+		return fmt.Errorf("hca.wqe_prefetch_depth: %d is outside 1..%d", d.WQEPrefetchDepth, maxWQEPrefetch)
+	}
 	if err := d.validateSL2VL(); err != nil {
 		return err
 	}
@@ -239,11 +258,16 @@ func (d Design) Params() Params {
 		MaxPktBlocks: ib.Credits(MaxPacketBytes(d.MTU)),
 		LFTTop:       lftTop,
 		CQNW:         cqnW,
+		QPNW:         qpnW,
+		WQEPrefetch:  d.WQEPrefetchDepth,
 		MTU:          d.MTU,
 		Generation:   strings.ToLower(d.LinkGeneration),
 	}
 	if d.VLs == 1 {
 		p.VLArbEntries = 1
+	}
+	if p.WQEPrefetch == 0 {
+		p.WQEPrefetch = hca.Defaults().WQEPrefetchDepth
 	}
 	// A switch port may face an HCA or a switch, an HCA a switch or (back to
 	// back) another HCA, and the RTL does not know which: only the smaller

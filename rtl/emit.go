@@ -27,7 +27,6 @@ var templateFiles = []string{
 	"sw_xbar_alloc.v",
 	"sw_crossbar.v",
 	"switch_top.v",
-	"hca_wqe_fetch.v",
 	"hca_top.v",
 }
 

@@ -27,9 +27,11 @@ var lintDesigns = []struct {
 	d   Design
 }{
 	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4}},
-	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2}},
+	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
+		WQEPrefetchDepth: 1}}, // the smallest window: one-bit in-flight counts
 	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1}},
-	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12}},
+	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
+		WQEPrefetchDepth: 256}}, // the largest window: hca_wqe_fetch's widest counts
 }
 
 // goldenDesigns have their generated (non-primitive) files checked against
@@ -75,7 +77,7 @@ func TestEmitGolden(t *testing.T) {
 			require.NoError(t, err, "run go test ./rtl -run TestEmitGolden -update")
 			assert.Equal(t, string(want), f.Text, "%s differs from %s (go test ./rtl -run TestEmitGolden -update rewrites it)", f.Name, path)
 		}
-		// 8 templates + sw_sl2vl + 4 TODO-bodied blocks.
+		// 7 templates + sw_sl2vl + 3 TODO-bodied blocks.
 		assert.Equal(t, len(templateFiles)+1+len(stubModules), n)
 	}
 }
@@ -159,6 +161,7 @@ func TestValidate(t *testing.T) {
 		// MTU 4096: largest packet 8+12+16+4+4096+4+2 = 4142 B = 65 blocks = 4160 B.
 		{"buffer below one packet", func(d *Design) { d.HCAVLBufferBytes = 4096 }, "hca.vl_buffer_bytes: 4096 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
 		{"buffer above window", func(d *Design) { d.VLBufferBytes = 131136 }, "switch.vl_buffer_bytes: 131136 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
+		{"prefetch above 256", func(d *Design) { d.WQEPrefetchDepth = 257 }, "hca.wqe_prefetch_depth: 257 is outside 1..256"},
 	}
 	require.NoError(t, ok.Validate())
 	for _, tc := range tests {

@@ -55,6 +55,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		VLs:              c.Switch.VLs,
 		VLBufferBytes:    c.Switch.VLBufferBytes,
 		HCAVLBufferBytes: c.HCA.VLBufferBytes,
+		WQEPrefetchDepth: c.HCA.WQEPrefetchDepth,
 		MTU:              c.Link.MTU,
 		LinkGeneration:   c.Link.Generation,
 		LinkWidth:        c.Link.Lanes(),

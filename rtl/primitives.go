@@ -24,6 +24,8 @@ var PrimitiveFiles = []string{
 	"hca_key_check.v",
 	"hca_wqe_parse.v",
 	"hca_cqe_writer.v",
+	"hca_doorbell.v",
+	"hca_wqe_fetch.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

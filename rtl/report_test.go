@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 3)
+	require.Len(t, r.Buffers, 4)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -30,12 +30,15 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 0xC000*(1+6), r.Buffers[1].BitsPerPort)
 	// HCA: 65536 / 64 = 1024 entries * 514 bits * 8 VLs, one port.
 	assert.Equal(t, 1024*514*8, r.Buffers[2].TotalBits)
+	// hca_wqe_fetch's block buffer: hca.wqe_prefetch_depth (the default, 8)
+	// WQEBBs of 512 bits.
+	assert.Equal(t, 8*512, r.Buffers[3].TotalBits)
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*512), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -103,13 +106,27 @@ func TestReportYosys(t *testing.T) {
 	// and 3 (no syndrome the table holds sets them: 0x01..0x16) and the
 	// mlx5 opcode's bits 7:5 and 2 (0x08..0x12): 141.
 	assert.Equal(t, 16*133+16+1+64+141, flops[synthKey("hca_cqe_writer", []Param{{"CQN_W", 4}})])
+	// hca_doorbell: the output register, valid 1 + QPN 24 + producer 16.
+	assert.Equal(t, 1+24+16, flops[synthKey("hca_doorbell", nil)])
+	// hca_wqe_fetch, 8 QPs, window 8 (FLT_W = clog2(9) = 4), its parser a
+	// black box: each SQ context is created 1 + QPN 24 + base 58 (bits
+	// 63:6) + log2 size 4 + UD 1 + producer 16 + fetched 16 + in flight 4 =
+	// 124 bits; busy 1, cur 3, caught_up 1, chunk_taken 4; the request
+	// register: valid 1, address 58 (bits 5:0 are 0), length 10 (n * 64:
+	// bits 5:0 are 0); the two sync_fifos' pointers and counts, 3 + 3 + 4
+	// each (their arrays are memories); the arbiter's pointer 3.
+	assert.Equal(t, 8*124+1+3+1+4+1+58+10+2*(3+3+4)+3,
+		flops[synthKey("hca_wqe_fetch", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)
 	}
 	for _, c := range r.Cells {
-		if c.Module == "sync_fifo" || c.Module == "sw_route_lookup" {
+		switch c.Module {
+		case "sync_fifo", "sw_route_lookup":
 			assert.Equal(t, 1, c.Memories, c.Module)
+		case "hca_wqe_fetch":
+			assert.Equal(t, 2, c.Memories, c.Module) // the block buffer and the read lengths
 		}
 	}
 }

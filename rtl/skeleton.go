@@ -71,22 +71,6 @@ SL-to-VL table may have changed it), which the VCRC must cover.`,
 		},
 	},
 	{
-		name: "hca_doorbell",
-		doc: `hca_doorbell: decodes MMIO writes to the UAR pages into send doorbells (mlx5: the first 8 bytes
-of the control segment; ib-facts.md §7) and passes (QPN, producer index) on.
-TODO: UAR page -> QP decode, BlueFlame writes (the whole WQE arrives in the MMIO write and
-bypasses the WQE fetch), doorbell coalescing per QP.`,
-		ports: []stubPort{
-			portIn("mmio_valid", "", "CPU MMIO write"),
-			portIn("mmio_addr", "32", ""),
-			portIn("mmio_data", "64", ""),
-			portOut("db_valid", "", "doorbell: QP and its new producer index"),
-			portOut("db_qpn", "24", ""),
-			portOut("db_producer", "16", ""),
-			portIn("db_ready", "", ""),
-		},
-	},
-	{
 		name: "hca_transport",
 		doc: `hca_transport: the RC/UC/UD transport: segments messages into MTU packets with LRH/BTH and
 extension headers (ib-facts.md §2), PSNs, ACK/NAK and retransmission, responder checks, and

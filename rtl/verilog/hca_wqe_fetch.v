@@ -1,0 +1,259 @@
+// hca_wqe_fetch: reads send WQEs (64-byte WQEBBs, up to 16 per WQE; ib-facts.md §7) from their
+// QP's send queue ring in host memory as doorbells announce them, parses each (hca_wqe_parse)
+// and hands hca_transport the parsed WQE (dec_*) and its blocks (wqe_*, one per beat, for the
+// inline data). Go model: hca.WQERead (hca/wqefetch.go), the chunking rule Device.fetchWQEs
+// uses; rtl/cosim_fetch_test.go compares the two cycle by cycle.
+//
+// Send queue contexts: 2^QPN_W, in flops, indexed by a QPN's low QPN_W bits. sq_cfg_valid
+// creates one (CREATE_QP/INIT of the send queue): its full QPN, the ring's base (64-byte
+// aligned: bits 5:0 are ignored), log2 of its size in WQEBBs (0..15) and whether it is UD; its
+// producer, fetched and in-flight counts start at 0. A QP is created only while it has no read
+// in flight and no block buffered (the driver's reset of the QP), as in the model.
+//
+// Doorbells (db_*, db_ready = 1: one a cycle): the QPN and the new 16-bit producer count (the
+// WQEBBs posted, mod 2^16). One whose QPN is not that of a created context is dropped; one
+// whose producer is not ahead of the context's ((producer - prod) mod 2^16 in 1..2^15 - 1, the
+// model's cntDiff(pi, sqDB) > 0) changes nothing.
+//
+// Fetch: one QP at a time. When idle, a round-robin arbiter (rr_arbiter) picks among the
+// created QPs with WQEBBs posted and not fetched, and the QP holds the fetcher until a read
+// reaches its producer count (or nothing is left to read) and every block it read has gone to
+// the parser. So the blocks of one QP's WQEs reach the parser whole and in ring order (a
+// producer count is a doorbell's, a WQE boundary), the block buffer holds one QP's blocks only,
+// and a doorbell that comes during a hold is served by the next (the other QPs go first).
+// (A QP whose reads never catch up with its producer keeps the fetcher: TODO, hand over at a
+// WQE boundary found by the parser.)
+// While it holds the fetcher, each cycle the read request register is empty or taken, a read
+// of n WQEBBs is loaded from the QP's state at the start of the cycle, by hca.WQERead:
+//   n = min(prod - fetched, WQE_PREFETCH_DEPTH - in_flight, ring - fetched mod ring)
+// (no read when n = 0), at rd_req_addr = base + (fetched mod ring) * 64, rd_req_len = n * 64
+// bytes; fetched and in_flight grow by n. A read never crosses the ring's end.
+// Responses (rd_rsp_*, DMA client rd0: in request order, one 64-byte block a beat, no
+// back-pressure) go into a WQE_PREFETCH_DEPTH-block buffer (sync_fifo), which cannot overflow:
+// its blocks are the fetching QP's in flight, at most WQE_PREFETCH_DEPTH. A read's n blocks
+// leave in_flight together, in the cycle its last block goes from the buffer to the parser (the
+// model's window drops by n when a read's blocks are parsed, hca.Device.wqeFetched).
+// The fork gives each block to the parser and to the transport in the same cycle (a block
+// moves when both can take it).
+// TODO: BlueFlame (a WQE written with its doorbell, parsed without a read; hca_doorbell does
+// not decode it yet), receive queue prefetch (hca.Device.recvFetch), QP contexts in host memory
+// behind a cache.
+module hca_wqe_fetch #(
+    parameter integer DATA_W             = 512,
+    parameter integer QPN_W              = 3, // 2^QPN_W send queue contexts (QPN_W >= 1)
+    parameter integer WQE_PREFETCH_DEPTH = 8, // WQEBBs in flight per QP (hca.wqe_prefetch_depth, 1..256)
+    parameter integer FLT_W              = $clog2(WQE_PREFETCH_DEPTH + 1)
+) (
+    input  wire              clk,
+    input  wire              rst_n,
+    // send queue creation
+    input  wire              sq_cfg_valid,
+    input  wire [23:0]       sq_cfg_qpn,
+    input  wire [63:0]       sq_cfg_base,
+    input  wire [3:0]        sq_cfg_log_size,
+    input  wire              sq_cfg_ud,
+    // doorbells
+    input  wire              db_valid,
+    input  wire [23:0]       db_qpn,
+    input  wire [15:0]       db_producer,
+    output wire              db_ready,
+    // host read requests (DMA client rd0)
+    output reg               rd_req_valid,
+    output reg  [63:0]       rd_req_addr,
+    output reg  [15:0]       rd_req_len,
+    input  wire              rd_req_ready,
+    input  wire              rd_rsp_valid,
+    input  wire [DATA_W-1:0] rd_rsp_data,
+    // fetched WQE blocks, to the transport
+    output wire              wqe_valid,
+    output wire [23:0]       wqe_qpn,
+    output wire [DATA_W-1:0] wqe_data,
+    input  wire              wqe_ready,
+    // parsed WQEs (hca_wqe_parse's out_* ports)
+    output wire              dec_valid,
+    input  wire              dec_ready,
+    output wire [1:0]        dec_err,
+    output wire [2:0]        dec_opcode,
+    output wire [15:0]       dec_index,
+    output wire [23:0]       dec_qpn,
+    output wire [4:0]        dec_bbs,
+    output wire              dec_signaled,
+    output wire [31:0]       dec_imm,
+    output wire [63:0]       dec_raddr,
+    output wire [31:0]       dec_rkey,
+    output wire [63:0]       dec_swap_add,
+    output wire [63:0]       dec_compare,
+    output wire              dec_inline,
+    output wire [30:0]       dec_inline_len,
+    output wire [6:0]        dec_inline_off,
+    output wire [31:0]       dec_length,
+    output wire [31:0]       dec_lkey,
+    output wire [63:0]       dec_laddr,
+    output wire [15:0]       dec_dlid,
+    output wire [23:0]       dec_rqpn,
+    output wire [31:0]       dec_qkey
+);
+    localparam integer     QPS   = 1 << QPN_W;
+    localparam [FLT_W-1:0] DEPTH = WQE_PREFETCH_DEPTH[FLT_W-1:0];
+    localparam [FLT_W-1:0] ONE   = 1;
+
+    // ---- send queue contexts ----
+    reg             sq_on    [0:QPS-1]; // created
+    reg [23:0]      sq_qpn   [0:QPS-1];
+    reg [57:0]      sq_base  [0:QPS-1]; // ring base / 64
+    reg [3:0]       sq_logs  [0:QPS-1]; // log2 ring WQEBBs
+    reg             sq_ud    [0:QPS-1];
+    reg [15:0]      sq_prod  [0:QPS-1]; // producer count from doorbells
+    reg [15:0]      sq_fetch [0:QPS-1]; // WQEBBs whose read was issued
+    reg [FLT_W-1:0] sq_infl  [0:QPS-1]; // read, not yet given to the parser
+
+    // ---- doorbells ----
+    assign db_ready = 1'b1;
+    wire [QPN_W-1:0] db_idx   = db_qpn[QPN_W-1:0];
+    wire [15:0]      db_ahead = db_producer - sq_prod[db_idx];
+    wire             db_hit   = db_valid && sq_on[db_idx] && sq_qpn[db_idx] == db_qpn &&
+                                db_ahead != 16'd0 && !db_ahead[15];
+
+    // ---- which QP fetches ----
+    reg              busy;      // cur holds the fetcher
+    reg [QPN_W-1:0]  cur;
+    reg              caught_up; // a read of this hold reached cur's producer count
+    wire [QPS-1:0]   posted;
+    genvar g;
+    generate
+        for (g = 0; g < QPS; g = g + 1) begin : g_posted
+            assign posted[g] = sq_on[g] && (sq_prod[g] != sq_fetch[g]);
+        end
+    endgenerate
+    wire             pick_valid;
+    wire [QPN_W-1:0] pick_idx;
+    wire             pick = !busy && pick_valid;
+    rr_arbiter #(.N(QPS), .IDX_W(QPN_W)) u_pick (
+        .clk(clk), .rst_n(rst_n), .req(posted), .grant_valid(pick_valid), .grant_idx(pick_idx),
+        .commit(pick), .commit_idx(pick_idx)
+    );
+
+    // ---- the next read of cur (hca.WQERead) ----
+    wire [15:0]      prod      = sq_prod[cur];
+    wire [15:0]      fetched   = sq_fetch[cur];
+    wire [FLT_W-1:0] infl      = sq_infl[cur];
+    wire [15:0]      ring_mask = (16'd1 << sq_logs[cur]) - 16'd1;
+    wire [15:0]      slot      = fetched & ring_mask;
+    wire [16:0]      to_end    = {1'b0, ring_mask} + 17'd1 - {1'b0, slot}; // 1 .. 2^15
+    wire [16:0]      unfetched = {1'b0, prod - fetched};
+    wire [16:0]      room      = {{(17-FLT_W){1'b0}}, DEPTH - infl};
+    wire             can_read  = (unfetched != 17'd0) && (infl < DEPTH);
+    wire [16:0]      n_ring    = (unfetched < to_end) ? unfetched : to_end;
+    wire [16:0]      n         = (n_ring < room) ? n_ring : room; // <= WQE_PREFETCH_DEPTH
+    wire             issue     = busy && !caught_up && can_read && (!rd_req_valid || rd_req_ready);
+    wire             done_qp   = busy && (caught_up || unfetched == 17'd0) && (infl == {FLT_W{1'b0}});
+
+    // ---- the block buffer and the fork ----
+    wire              bb_valid;
+    wire [DATA_W-1:0] bb_data;
+    wire              bb_ready;
+    wire [23:0]       bb_qpn = sq_qpn[cur];
+    wire              bb_ud  = sq_ud[cur];
+    wire              drain  = bb_valid && bb_ready;
+
+    // ---- the reads in flight: a read's blocks leave the window together ----
+    // (hca.Device.wqeFetched: a read's n WQEBBs leave the window when they are
+    // parsed.) Each read's n, oldest first; chunk_taken blocks of the oldest
+    // have gone to the parser. At most WQE_PREFETCH_DEPTH reads of >= 1 block.
+    wire              rl_valid;
+    wire [FLT_W-1:0]  rl_n;
+    reg  [FLT_W-1:0]  chunk_taken;
+    wire              chunk_done = drain && rl_valid && (chunk_taken + ONE == rl_n);
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire              buf_push_ready; // always 1: the buffer holds cur's blocks in flight only
+    wire [FLT_W-1:0]  buf_count;
+    wire [5:0]        base_low = sq_cfg_base[5:0]; // a ring is 64-byte aligned
+    wire              n_top    = n[16];             // n <= WQE_PREFETCH_DEPTH <= 256
+    /* verilator lint_on UNUSEDSIGNAL */
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire              rl_push_ready; // always 1: fewer reads than blocks in flight
+    wire [FLT_W-1:0]  rl_count;
+    /* verilator lint_on UNUSEDSIGNAL */
+    sync_fifo #(.WIDTH(FLT_W), .DEPTH(WQE_PREFETCH_DEPTH)) u_reads (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(issue), .push_ready(rl_push_ready), .push_data(n[FLT_W-1:0]),
+        .pop_valid(rl_valid), .pop_ready(chunk_done), .pop_data(rl_n), .count(rl_count)
+    );
+    sync_fifo #(.WIDTH(DATA_W), .DEPTH(WQE_PREFETCH_DEPTH)) u_blocks (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(rd_rsp_valid), .push_ready(buf_push_ready), .push_data(rd_rsp_data),
+        .pop_valid(bb_valid), .pop_ready(bb_ready), .pop_data(bb_data), .count(buf_count)
+    );
+
+    integer i;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            busy         <= 1'b0;
+            cur          <= {QPN_W{1'b0}};
+            caught_up    <= 1'b0;
+            chunk_taken  <= {FLT_W{1'b0}};
+            rd_req_valid <= 1'b0;
+            rd_req_addr  <= 64'd0;
+            rd_req_len   <= 16'd0;
+            for (i = 0; i < QPS; i = i + 1) begin
+                sq_on[i]    <= 1'b0;
+                sq_qpn[i]   <= 24'd0;
+                sq_base[i]  <= 58'd0;
+                sq_logs[i]  <= 4'd0;
+                sq_ud[i]    <= 1'b0;
+                sq_prod[i]  <= 16'd0;
+                sq_fetch[i] <= 16'd0;
+                sq_infl[i]  <= {FLT_W{1'b0}};
+            end
+        end else begin
+            if (rd_req_valid && rd_req_ready) rd_req_valid <= 1'b0;
+            if (pick) begin
+                busy      <= 1'b1;
+                cur       <= pick_idx;
+                caught_up <= 1'b0;
+            end
+            if (done_qp) busy <= 1'b0;
+            if (issue) begin
+                rd_req_valid  <= 1'b1;
+                rd_req_addr   <= {sq_base[cur] + {42'd0, slot}, 6'd0};
+                rd_req_len    <= {n[9:0], 6'd0};
+                sq_fetch[cur] <= fetched + n[15:0];
+                caught_up     <= n == unfetched;
+            end
+            if (drain) chunk_taken <= chunk_done ? {FLT_W{1'b0}} : chunk_taken + ONE;
+            if (issue || chunk_done)
+                sq_infl[cur] <= infl + (issue ? n[FLT_W-1:0] : {FLT_W{1'b0}}) - (chunk_done ? rl_n : {FLT_W{1'b0}});
+            if (db_hit) sq_prod[db_idx] <= db_producer;
+            // Creation last: it wins over a doorbell in the same cycle.
+            if (sq_cfg_valid) begin
+                sq_on[sq_cfg_qpn[QPN_W-1:0]]    <= 1'b1;
+                sq_qpn[sq_cfg_qpn[QPN_W-1:0]]   <= sq_cfg_qpn;
+                sq_base[sq_cfg_qpn[QPN_W-1:0]]  <= sq_cfg_base[63:6];
+                sq_logs[sq_cfg_qpn[QPN_W-1:0]]  <= sq_cfg_log_size;
+                sq_ud[sq_cfg_qpn[QPN_W-1:0]]    <= sq_cfg_ud;
+                sq_prod[sq_cfg_qpn[QPN_W-1:0]]  <= 16'd0;
+                sq_fetch[sq_cfg_qpn[QPN_W-1:0]] <= 16'd0;
+                sq_infl[sq_cfg_qpn[QPN_W-1:0]]  <= {FLT_W{1'b0}};
+            end
+        end
+    end
+
+    // ---- the fork: a block goes to the parser and the transport together ----
+    wire parse_in_ready;
+    assign bb_ready  = parse_in_ready && wqe_ready;
+    assign wqe_valid = bb_valid && parse_in_ready;
+    assign wqe_qpn   = bb_qpn;
+    assign wqe_data  = bb_data;
+
+    hca_wqe_parse u_parse (
+        .clk(clk), .rst_n(rst_n),
+        .in_valid(bb_valid && wqe_ready), .in_ready(parse_in_ready), .in_data(bb_data), .in_ud(bb_ud),
+        .out_valid(dec_valid), .out_ready(dec_ready), .out_err(dec_err), .out_opcode(dec_opcode),
+        .out_index(dec_index), .out_qpn(dec_qpn), .out_bbs(dec_bbs),
+        .out_signaled(dec_signaled), .out_imm(dec_imm), .out_raddr(dec_raddr), .out_rkey(dec_rkey),
+        .out_swap_add(dec_swap_add), .out_compare(dec_compare), .out_inline(dec_inline),
+        .out_inline_len(dec_inline_len), .out_inline_off(dec_inline_off), .out_length(dec_length),
+        .out_lkey(dec_lkey), .out_laddr(dec_laddr), .out_dlid(dec_dlid), .out_rqpn(dec_rqpn),
+        .out_qkey(dec_qkey)
+    );
+endmodule
