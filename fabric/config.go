@@ -276,7 +276,7 @@ func (c *Config) windowEnd() (end ib.PS, ok bool) {
 // hcaDriven reports whether a workload kind runs on HCAs, whose QPs send
 // on workload.sl.
 func hcaDriven(kind string) bool {
-	return kind == "perftest" || kind == "allreduce" || kind == "alltoall"
+	return kind == "perftest" || kind == "allreduce" || kind == "alltoall" || kind == "replay"
 }
 
 // wireSLs returns the service levels the run's packets carry: workload.sl,
@@ -302,6 +302,11 @@ func isSynthetic(kind string) bool {
 type Loaded struct {
 	Config Config
 	Node   *yaml.Node
+	// ReadFile reads a file a key names (workload.trace_file) as the
+	// config file's directory resolves it: the CLI sets it from where the
+	// config came from (a directory on disk, or the shipped configs). Nil
+	// reads the path as it is, relative to the working directory.
+	ReadFile func(name string) ([]byte, error)
 }
 
 // Hash returns a SHA-256 of the effective config (the decoded values, not the
