@@ -40,16 +40,8 @@ func ps(v any) int64 { return int64(math.Round(v.(float64) * 1000)) }
 // cold first one (max), the warm ones (min, median).
 func TestReplayReadChainIsPerftestReadLat(t *testing.T) {
 	const n = 10
-	var b strings.Builder
-	for i := range n {
-		after := ""
-		if i > 0 {
-			after = fmt.Sprintf(" after=%d", i-1)
-		}
-		fmt.Fprintf(&b, "0 0 1 read 2 id=%d%s\n", i, after)
-	}
 	sets := []string{"topology.kind=back-to-back", "link.generation=EDR"}
-	m := runReplayTrace(t, b.String(), sets...)
+	m := runReplayTrace(t, chainTrace(n, "read", 2), sets...)
 	l, err := Load(nil, append([]string{"workload.kind=perftest", "workload.test=read_lat", "workload.size=2",
 		fmt.Sprintf("workload.iterations=%d", n)}, sets...))
 	require.NoError(t, err)
@@ -62,6 +54,49 @@ func TestReplayReadChainIsPerftestReadLat(t *testing.T) {
 	assert.Equal(t, us("typical"), ps(lat["p50"]))
 	assert.Equal(t, us("max"), ps(lat["max"]))
 	assert.Greater(t, lat["max"], lat["min"], "the cold first READ is slower")
+}
+
+// chainTrace is n messages host 0 → host 1 of op and size, each after
+// the one before.
+func chainTrace(n int, op string, size int) string {
+	var b strings.Builder
+	for i := range n {
+		after := ""
+		if i > 0 {
+			after = fmt.Sprintf(" after=%d", i-1)
+		}
+		fmt.Fprintf(&b, "0 0 1 %s %d id=%d%s\n", op, size, i, after)
+	}
+	return b.String()
+}
+
+// TestReplayWriteIsPerftestWriteBWAtDepthOne: ib_write_bw with -t 1
+// (tx_depth 1) signals every WRITE (cq_mod = min(100, tx_depth) = 1) and
+// posts the next one when the poll loop has seen the previous one's
+// completion: a chain of WRITEs, each after the one before, from the same
+// cold start. Its bandwidth is size × n over first post → last completion
+// seen, so that time, size × n × 8 / bw_gbps, must be the replay's
+// makespan to the picosecond, at one packet (2 B) and at 16 (64 KiB, MTU
+// 4096). And a trace of one WRITE is the chain's first message, alone on
+// an idle fabric: its latency is the chain's cold first sample (its max).
+func TestReplayWriteIsPerftestWriteBWAtDepthOne(t *testing.T) {
+	const n = 5
+	sets := []string{"topology.kind=back-to-back", "link.generation=EDR"}
+	for _, size := range []int{2, 65536} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			m := runReplayTrace(t, chainTrace(n, "write", size), sets...)
+			l, err := Load(nil, append([]string{"workload.kind=perftest", "workload.test=write_bw", "workload.tx_depth=1",
+				fmt.Sprintf("workload.size=%d", size), fmt.Sprintf("workload.iterations=%d", n)}, sets...))
+			require.NoError(t, err)
+			p, err := Run(l, RunOptions{})
+			require.NoError(t, err)
+			perftestPS := int64(math.Round(float64(size*n*8) / p["bw_gbps"].(float64) * 1000))
+			assert.Equal(t, perftestPS, ps(m["makespan_ns"]))
+			one := runReplayTrace(t, chainTrace(1, "write", size), sets...)
+			assert.Equal(t, ps(m["latency_ns"].(map[string]float64)["max"]), ps(one["makespan_ns"]))
+			assert.Equal(t, ps(one["makespan_ns"]), ps(one["latency_ns"].(map[string]float64)["max"]))
+		})
+	}
 }
 
 // TestReplayChainMakespanIsTheSumOfItsLatencies: B after A, C after B,
