@@ -99,6 +99,47 @@ func TestReplayWriteIsPerftestWriteBWAtDepthOne(t *testing.T) {
 	}
 }
 
+// pingPongTrace is n SENDs of size bytes bouncing between hosts 0 and 1,
+// each posted when its source has polled the receive completion of the
+// one before.
+func pingPongTrace(n, size int) string {
+	var b strings.Builder
+	for i := range n {
+		after := ""
+		if i > 0 {
+			after = fmt.Sprintf(" after=%d", i-1)
+		}
+		fmt.Fprintf(&b, "0 %d %d send %d id=%d%s\n", i%2, 1-i%2, size, i, after)
+	}
+	return b.String()
+}
+
+// TestReplayReceiveDependencyIsSendLatLessTheRepost: a dependency on a
+// message received releases the next message when the receiving host's
+// poll loop takes the receive completion. A ping-pong of SENDs is then
+// ib_send_lat, whose reported latency is one hop, from a post on one side
+// to the post it provokes on the other: the receive completion travels,
+// the poll sees it, the next SEND is posted. One difference: send_lat
+// re-posts a receive WQE on the thread before each SEND (hca.md, latency
+// breakdown: cpu_post is 2 × host.post_ns), where the replay pre-posted
+// every receive at set-up; so a warm replay hop is send_lat's typical −
+// host.post_ns (60 ns). Two more hops of the warm ping-pong (12 messages
+// against 10) add exactly two such hops to the makespan, whatever the
+// cold start and the end. send_lat is run without inline (inline_size 0),
+// as the replay posts every message from its registered buffer.
+func TestReplayReceiveDependencyIsSendLatLessTheRepost(t *testing.T) {
+	sets := []string{"topology.kind=back-to-back", "link.generation=EDR"}
+	short := runReplayTrace(t, pingPongTrace(10, 64), sets...)
+	long := runReplayTrace(t, pingPongTrace(12, 64), sets...)
+	l, err := Load(nil, append([]string{"workload.kind=perftest", "workload.test=send_lat", "workload.size=64",
+		"workload.inline_size=0", "workload.iterations=10"}, sets...))
+	require.NoError(t, err)
+	p, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	hop := int64(math.Round(p["lat_us"].(map[string]any)["typical"].(float64)*1e6)) - int64(l.Config.HCA.Host.PostNS*1000)
+	assert.Equal(t, 2*hop, ps(long["makespan_ns"])-ps(short["makespan_ns"]))
+}
+
 // TestReplayChainMakespanIsTheSumOfItsLatencies: B after A, C after B,
 // host 0 to host 1. A is posted at the timed start (the thread is free:
 // set-up ended 5 µs before). B's dependency is met in the poll turn that
