@@ -180,3 +180,20 @@ func TestReplayThroughput(t *testing.T) {
 	assert.Equal(t, 3, m["messages"])
 	assert.InDelta(t, 150001*8/m["makespan_ns"].(float64), m["throughput_gbps"], 1e-9)
 }
+
+// TestReplayHashCoversTheTrace: two traces under one config are two design
+// points, so their hashes (shard manifests, trace headers) differ; the same
+// trace hashes alike.
+func TestReplayHashCoversTheTrace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.trace")
+	hash := func(trace string) string {
+		require.NoError(t, os.WriteFile(path, []byte(trace), 0o644))
+		l, err := Load(nil, []string{"workload.kind=replay", "workload.trace_file=" + path, "topology.kind=back-to-back"})
+		require.NoError(t, err)
+		return l.Hash()
+	}
+	a, b, a2 := hash("0 0 1 write 8\n"), hash("0 0 1 write 9\n"), hash("0 0 1 write 8\n")
+	assert.NotEqual(t, a, b)
+	assert.Equal(t, a, a2)
+}
