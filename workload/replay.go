@@ -480,7 +480,9 @@ func (r *replay) checkWC(h int, wc hca.WC) {
 	}
 }
 
-// stop ends the run at r.end, as collective.stop does.
+// stop ends the run now, at r.end (the turn that polled the last
+// completion); with an OnEnd the metrics are taken first and OnEnd lets
+// the fabric settle for the checkers.
 func (r *replay) stop() {
 	if r.onEnd == nil {
 		r.s.Stop()
