@@ -5,16 +5,23 @@ package configs
 import (
 	"embed"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 )
 
-//go:embed *.yaml bench/*.yaml examples/*.yaml
+//go:embed *.yaml bench/*.yaml examples/*.yaml examples/*.trace
 var files embed.FS
 
 // Lookup returns a shipped config by name: "ndr.yaml", "ndr", or a path
 // ending in configs/ndr.yaml.
 func Lookup(name string) ([]byte, bool) {
+	b, err := fs.ReadFile(files, shippedName(name))
+	return b, err == nil
+}
+
+// shippedName is a shipped config's path among the embedded files.
+func shippedName(name string) string {
 	name = strings.TrimPrefix(name, "./")
 	if i := strings.LastIndex(name, "configs/"); i >= 0 {
 		name = name[i+len("configs/"):]
@@ -22,7 +29,14 @@ func Lookup(name string) ([]byte, bool) {
 	if !strings.HasSuffix(name, ".yaml") {
 		name += ".yaml"
 	}
-	b, err := fs.ReadFile(files, name)
+	return name
+}
+
+// Beside returns a file shipped beside the shipped config named config
+// (Lookup's names), file a path relative to that config's directory: the
+// message trace of a replay example (workload.trace_file).
+func Beside(config, file string) ([]byte, bool) {
+	b, err := fs.ReadFile(files, path.Join(path.Dir(shippedName(config)), file))
 	return b, err == nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 
 	"go.yaml.in/yaml/v3"
 
@@ -276,7 +277,7 @@ func (c *Config) windowEnd() (end ib.PS, ok bool) {
 // hcaDriven reports whether a workload kind runs on HCAs, whose QPs send
 // on workload.sl.
 func hcaDriven(kind string) bool {
-	return kind == "perftest" || kind == "allreduce" || kind == "alltoall"
+	return kind == "perftest" || kind == "allreduce" || kind == "alltoall" || kind == "replay"
 }
 
 // wireSLs returns the service levels the run's packets carry: workload.sl,
@@ -302,13 +303,39 @@ func isSynthetic(kind string) bool {
 type Loaded struct {
 	Config Config
 	Node   *yaml.Node
+	// ReadFile reads a file a key names (workload.trace_file) as the
+	// config file's directory resolves it: the CLI sets it from where the
+	// config came from (a directory on disk, or the shipped configs). Nil
+	// reads the path as it is, relative to the working directory.
+	ReadFile func(name string) ([]byte, error)
 }
 
 // Hash returns a SHA-256 of the effective config (the decoded values, not the
 // text), so two spellings of the same design point hash alike.
 func (l *Loaded) Hash() string {
-	h := sha256.Sum256(l.EffectiveYAML())
+	h := sha256.Sum256(l.Identity())
 	return hex.EncodeToString(h[:8])
+}
+
+// Identity is what a design point's hashes (Hash, a trace's header) cover:
+// its effective config, and for a replay the bytes of its message trace
+// too, since two traces under one config are two design points. A trace
+// that cannot be read adds nothing (the run refuses it). Every other kind
+// is its EffectiveYAML alone, so its hashes are what they were.
+func (l *Loaded) Identity() []byte {
+	b := l.EffectiveYAML()
+	w := &l.Config.Workload
+	if w.Kind != "replay" || w.TraceFile == "" {
+		return b
+	}
+	read := l.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	if data, err := read(w.TraceFile); err == nil {
+		b = append(append(b, "\n# workload.trace_file contents:\n"...), data...)
+	}
+	return b
 }
 
 // EffectiveYAML is the design point as decoded (defaults filled in), as YAML.

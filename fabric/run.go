@@ -353,6 +353,8 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 		m, err = runPerftest(cfg, opts)
 	case "allreduce", "alltoall":
 		m, err = runCollective(cfg, opts)
+	case "replay":
+		m, err = runReplay(l, opts)
 	default:
 		return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.kind: %q is not runnable on topology.kind %q in this build", cfg.Workload.Kind, cfg.Topology.Kind)}
 	}

@@ -71,6 +71,11 @@ type Config struct {
 	// Clients is the number of perftest clients of a Pattern other than
 	// pair (0: every host the pattern can take).
 	Clients int `yaml:"clients,omitempty"`
+	// TraceFile is the message trace a replay runs (workload.kind replay;
+	// format in ParseTrace and docs/fabric.md), a path relative to the
+	// config file's directory. omitempty with an empty default, so a
+	// config without it keeps its effective config and config hash.
+	TraceFile string `yaml:"trace_file,omitempty"`
 
 	// Synthetic traffic knobs.
 	OfferedLoad     float64 `yaml:"offered_load"`     // fraction of link rate each host injects, 0 < x ≤ 1
@@ -82,7 +87,7 @@ type Config struct {
 }
 
 // Kinds lists every workload kind.
-var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall"}
+var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "replay"}
 
 // Defaults returns the workload defaults: a saturating 4 KiB stream.
 func Defaults() Config {
@@ -179,6 +184,12 @@ func (c *Config) Validate(prefix string) error {
 	}
 	if math.IsNaN(c.HotspotFraction) || c.HotspotFraction < 0 || c.HotspotFraction > 1 {
 		return fmt.Errorf("%s.hotspot_fraction: %v is out of range (0 to 1)", prefix, c.HotspotFraction)
+	}
+	if c.Kind == "replay" && c.TraceFile == "" {
+		return fmt.Errorf("%s.trace_file: is empty, but workload.kind replay needs a message trace (a path, relative to the config file's directory)", prefix)
+	}
+	if c.Kind != "replay" && c.TraceFile != "" {
+		return fmt.Errorf("%s.trace_file: %q is set, but workload.kind %s does not use it (set workload.kind: replay to replay it, or remove the key)", prefix, c.TraceFile, c.Kind)
 	}
 	return c.checkOtherKinds(prefix)
 }

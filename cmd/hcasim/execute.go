@@ -96,7 +96,7 @@ func observers(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func(ma
 
 // sweepColumns are the metrics a sweep's table shows, those the points have,
 // in this order (results.csv and results.json hold them all).
-var sweepColumns = []string{"accepted_load", "goodput_gbps", "throughput_gbps", "wire_utilization",
+var sweepColumns = []string{"accepted_load", "goodput_gbps", "throughput_gbps", "makespan_ns", "wire_utilization",
 	"latency_ns_p50", "latency_ns_p99", "credit_stall_ns", "rx_buffer_peak_bytes", "packets_dropped",
 	"bw_gbps", "lat_us_typical", "aggregate_bw_gbps", "pair_bw_gbps_min", "fairness_jain",
 	"hotspot_accepted_load", "victim_accepted_load", "cc_ccti_mean", "cc_ccti_mean_hotspot",

@@ -37,7 +37,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		if err != nil {
 			return nil, nil, userErrorf("--trace: %v", err)
 		}
-		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.EffectiveYAML()),
+		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.Identity()),
 			Seed: l.Config.Seed}, filter)
 	}
 	var vcdFile *os.File

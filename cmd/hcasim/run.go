@@ -258,7 +258,42 @@ func loadConfig(f *runFlags) (*fabric.Loaded, error) {
 	if f.check {
 		l.Config.Sim.Check = true
 	}
+	l.ReadFile = besideConfig(f.config)
 	return l, nil
+}
+
+// besideConfig returns how the files a config's keys name
+// (workload.trace_file) are read: a relative path from the config's own
+// directory, the one on disk for a config file, the shipped configs' for
+// a shipped config (configs/examples/replay-halo.trace beside
+// replay-halo.yaml), as config.ReadFile found it; an absolute path as it
+// is.
+func besideConfig(configName string) func(string) ([]byte, error) {
+	onDisk := false
+	if st, err := os.Stat(configName); err == nil && !st.IsDir() {
+		onDisk = true
+	}
+	dir := filepath.Dir(configName)
+	return func(name string) ([]byte, error) {
+		if filepath.IsAbs(name) || onDisk {
+			p := name
+			if !filepath.IsAbs(name) {
+				p = filepath.Join(dir, name)
+			}
+			b, err := os.ReadFile(p)
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%s: no such file (%s; a relative path is from the config file's directory)", name, p)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: cannot read: %s", name, strings.TrimPrefix(err.Error(), "open "+p+": "))
+			}
+			return b, nil
+		}
+		if b, ok := configs.Beside(configName, name); ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("%s: no such file beside the shipped config %s (a relative path is from the config's directory)", name, configName)
+	}
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {

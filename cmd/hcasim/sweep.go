@@ -39,6 +39,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		if check {
 			p.Config.Sim.Check = true
 		}
+		p.ReadFile = l.ReadFile
 	}})
 	if err != nil {
 		return nil, err // runMain names the config

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReplayExampleDeterministicSweepChecked: the shipped replay example
+// (a sweep over link.generation, its trace found beside the shipped
+// config from any directory) passes the checkers, and two runs print
+// byte-identical JSON (a sweep's points carry no wall time). NDR's faster
+// links finish the same trace sooner than HDR's.
+func TestReplayExampleDeterministicSweepChecked(t *testing.T) {
+	args := []string{"-config", "examples/replay-halo.yaml", "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
+	code, out1, errs := run(args...)
+	require.Equal(t, 0, code, errs)
+	code, out2, errs := run(args...)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, out1, out2)
+	res := decodeResults(t, out1)
+	require.Len(t, res.Points, 2)
+	for _, p := range res.Points {
+		assert.Equal(t, true, p.Metrics["end_checks_run"], "%v", p.Params)
+		assert.Equal(t, true, p.Metrics["completions_ok"], "%v", p.Params)
+		assert.Equal(t, float64(128), p.Metrics["messages"])
+	}
+	assert.Equal(t, "HDR", res.Points[0].Params["link.generation"])
+	assert.Less(t, res.Points[1].Metrics["makespan_ns"].(float64), res.Points[0].Metrics["makespan_ns"].(float64))
+}
+
+// TestReplayBadTraceIsOneLine: a trace's mistake, found through a config
+// file on disk that names it relative to its own directory, is one line
+// naming the file and line, exit code 2, no stack.
+func TestReplayBadTraceIsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.trace"), []byte("0 0 1 write 64\n0 0 1 put 64\n"), 0o644))
+	cfg := filepath.Join(dir, "r.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("topology: {kind: back-to-back}\nworkload: {kind: replay, trace_file: bad.trace}\n"), 0o644))
+	code, _, errs := run("-config", cfg, "--quiet")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: "+cfg+`: bad.trace:2: op: "put" is not an op (write, write_imm, send, read)`+"\n", errs)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("topology: {kind: back-to-back}\nworkload: {kind: replay, trace_file: none.trace}\n"), 0o644))
+	code, _, errs = run("-config", cfg, "--quiet")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: "+cfg+": workload.trace_file: none.trace: no such file ("+filepath.Join(dir, "none.trace")+
+		"; a relative path is from the config file's directory)\n", errs)
+	assert.Equal(t, 1, strings.Count(errs, "\n"))
+}
+
+// TestReplayTraceFileKey: workload.trace_file is required with replay
+// and refused with any other kind.
+func TestReplayTraceFileKey(t *testing.T) {
+	code, _, errs := run("-config", "edr.yaml", "--quiet", "--set", "workload.kind=replay")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "workload.trace_file: is empty, but workload.kind replay needs a message trace")
+	code, _, errs = run("-config", "edr.yaml", "--quiet", "--set", "workload.trace_file=h.trace")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `workload.trace_file: "h.trace" is set, but workload.kind perftest does not use it`)
+}
+
+type replayResults struct {
+	Points []struct {
+		Params  map[string]any `json:"params"`
+		Metrics map[string]any `json:"metrics"`
+	} `json:"points"`
+}
+
+func decodeResults(t *testing.T, out string) replayResults {
+	t.Helper()
+	var res replayResults
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	return res
+}

@@ -1,0 +1,240 @@
+package workload
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// A replay trace is an application's communication as data, one message a
+// line; '#' starts a comment, blank lines are skipped:
+//
+//	# start_ns src dst op bytes [id=N] [after=N,N…]
+//	0     0 1 write_imm 65536 id=1
+//	0     1 0 write_imm 65536 id=2
+//	500   1 2 send      4096  id=3 after=2
+//
+// start_ns is when the source's application posts the message, in ns from
+// the start of the timed run (0, after set-up); src and dst are the
+// topology's host indexes; op is write (RDMA WRITE), write_imm (RDMA WRITE
+// WITH IMMEDIATE), send (SEND) or read (RDMA READ: src reads bytes from
+// dst); bytes is the payload. id names a message for later lines' after=;
+// ids increase down the file. after=X,Y holds the message back until
+// messages X and Y have completed as its source host sees them: a message
+// the source itself posted when it has polled that message's send
+// completion, a send or write_imm it received when it has polled the
+// receive completion. A message is posted at the later of start_ns and
+// its last dependency (docs/fabric.md, "Replaying a message trace").
+
+// ReplayOp is a trace message's verb.
+type ReplayOp uint8
+
+// The trace's ops.
+const (
+	ReplayWrite    ReplayOp = iota // RDMA WRITE
+	ReplayWriteImm                 // RDMA WRITE WITH IMMEDIATE: a receive completion at dst
+	ReplaySend                     // SEND: consumes a receive WQE at dst
+	ReplayRead                     // RDMA READ: src reads from dst
+)
+
+// ReplayOps lists the ops as the trace spells them, by ReplayOp.
+var ReplayOps = []string{"write", "write_imm", "send", "read"}
+
+func (o ReplayOp) String() string { return ReplayOps[o] }
+
+// completesAtDst reports whether the op gives its destination a receive
+// completion (and so takes one of its receive WQEs).
+func (o ReplayOp) completesAtDst() bool { return o == ReplayWriteImm || o == ReplaySend }
+
+// MaxReplayMessages is the most messages a trace may hold: the model sets
+// every one up before the run (send-queue slots, pre-posted receives), the
+// collectives' limit on writes (MaxCollectiveWrites).
+const MaxReplayMessages = MaxCollectiveWrites
+
+// MaxReplayBytes is the largest message: 1 GiB, as a collective's size.
+const MaxReplayBytes = 1 << 30
+
+// MaxReplayStartNs bounds start_ns (as workload.measure_ns is bounded).
+const MaxReplayStartNs = 1e12
+
+// ReplayMsg is one message of a trace.
+type ReplayMsg struct {
+	Start    ib.PS // start_ns, from the timed run's start
+	Src, Dst int   // host indexes
+	Op       ReplayOp
+	Bytes    int64
+	ID       int64   // id=, or -1
+	After    []int32 // indexes (in Trace.Msgs) of the messages it waits for
+	Line     int     // line in the file
+}
+
+// Trace is a parsed, validated replay trace.
+type Trace struct {
+	Name string // the file as named, for messages
+	Msgs []ReplayMsg
+}
+
+// ParseTrace reads a replay trace from r for a fabric of hosts hosts; name
+// labels errors, each one line: "NAME:LINE: field: bad value (what is
+// allowed)".
+func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
+	t := &Trace{Name: name}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	line := 0
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+	}
+	idLine := map[int64]int{}  // id → its line
+	idMsg := map[int64]int32{} // id → its message index
+	var afterIDs [][]int64     // per message, the ids its after= names
+	var afterLines []int       // per message, its line (for the second pass)
+	lastID, lastIDLine := int64(-1), 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		var pos []string
+		m := ReplayMsg{ID: -1, Line: line}
+		var after []int64
+		for _, tok := range f {
+			key, val, ok := strings.Cut(tok, "=")
+			if !ok {
+				pos = append(pos, tok)
+				continue
+			}
+			switch key {
+			case "id":
+				if m.ID >= 0 {
+					return nil, fail("id: given twice on the line (one id a message)")
+				}
+				id, err := strconv.ParseInt(val, 10, 64)
+				if err != nil || id < 0 {
+					return nil, fail("id: %q is not an id (an integer, 0 or more)", val)
+				}
+				if l, dup := idLine[id]; dup {
+					return nil, fail("id: %d is already the id of line %d (each id once)", id, l)
+				}
+				if id <= lastID {
+					return nil, fail("id: %d is not above %d, the id of line %d (ids increase down the file)", id, lastID, lastIDLine)
+				}
+				m.ID = id
+			case "after":
+				for _, s := range strings.Split(val, ",") {
+					id, err := strconv.ParseInt(s, 10, 64)
+					if err != nil || id < 0 {
+						return nil, fail("after: %q is not an id (a list of ids, after=3,7)", s)
+					}
+					for _, a := range after {
+						if a == id {
+							return nil, fail("after: %d is listed twice (each dependency once)", id)
+						}
+					}
+					after = append(after, id)
+				}
+			default:
+				return nil, fail("%s: not a field (the optional fields are id= and after=)", tok)
+			}
+		}
+		if len(pos) != 5 {
+			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N)", len(pos))
+		}
+		st, err := strconv.ParseFloat(pos[0], 64)
+		if err != nil || math.IsNaN(st) || st < 0 || st > MaxReplayStartNs {
+			return nil, fail("start_ns: %q is out of range (0 to 1e12 ns)", pos[0])
+		}
+		m.Start = ib.FromNanoseconds(st)
+		host := func(field, s string) (int, error) {
+			h, err := strconv.Atoi(s)
+			if err != nil || h < 0 || h >= hosts {
+				return 0, fail("%s: %q is not a host of the topology (0 to %d)", field, s, hosts-1)
+			}
+			return h, nil
+		}
+		if m.Src, err = host("src", pos[1]); err != nil {
+			return nil, err
+		}
+		if m.Dst, err = host("dst", pos[2]); err != nil {
+			return nil, err
+		}
+		if m.Src == m.Dst {
+			return nil, fail("dst: %d is the source host too (a message goes to another host)", m.Dst)
+		}
+		op := -1
+		for i, o := range ReplayOps {
+			if o == pos[3] {
+				op = i
+			}
+		}
+		if op < 0 {
+			return nil, fail("op: %q is not an op (%s)", pos[3], strings.Join(ReplayOps, ", "))
+		}
+		m.Op = ReplayOp(op)
+		b, err := strconv.ParseInt(pos[4], 10, 64)
+		if err != nil || b < 1 || b > MaxReplayBytes {
+			return nil, fail("bytes: %q is out of range (1 to %d)", pos[4], MaxReplayBytes)
+		}
+		m.Bytes = b
+		if m.ID >= 0 {
+			for _, a := range after {
+				if a == m.ID {
+					return nil, fail("after: %d is the message's own id (a dependency cycle)", a)
+				}
+			}
+			idLine[m.ID] = line
+			idMsg[m.ID] = int32(len(t.Msgs))
+			lastID, lastIDLine = m.ID, line
+		}
+		if len(t.Msgs) == MaxReplayMessages {
+			return nil, fail("more than %d messages (a model limit: every message is set up before the run)", MaxReplayMessages)
+		}
+		t.Msgs = append(t.Msgs, m)
+		afterIDs = append(afterIDs, after)
+		afterLines = append(afterLines, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
+	}
+	if len(t.Msgs) == 0 {
+		return nil, fmt.Errorf("%s: no messages (one a line: start_ns src dst op bytes)", name)
+	}
+	// Dependencies, once every id is known: a later id is told apart from
+	// one that is nobody's. Depending only on earlier lines makes the
+	// dependency graph acyclic; a message that names itself is the one
+	// cycle that leaves (refused above).
+	for i, after := range afterIDs {
+		line = afterLines[i]
+		m := &t.Msgs[i]
+		for _, id := range after {
+			j, ok := idMsg[id]
+			if !ok {
+				return nil, fail("after: %d is no message's id (a dependency names the id= of an earlier line)", id)
+			}
+			if int(j) > i {
+				return nil, fail("after: %d is the id of line %d, below this one (a message depends on messages above it, so there is no cycle)", id, t.Msgs[j].Line)
+			}
+			d := &t.Msgs[j]
+			switch {
+			case d.Src == m.Src:
+			case d.Dst == m.Src && d.Op.completesAtDst():
+			case d.Dst == m.Src:
+				return nil, fail("after: %d is a %s to host %d, which sees no completion of it (only send and write_imm complete at their destination)", id, d.Op, m.Src)
+			default:
+				return nil, fail("after: %d goes from host %d to host %d, and host %d, this message's source, sees neither end (a dependency is a message the source sent or received)", id, d.Src, d.Dst, m.Src)
+			}
+			m.After = append(m.After, j)
+		}
+	}
+	return t, nil
+}

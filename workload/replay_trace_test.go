@@ -1,0 +1,92 @@
+package workload
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+func TestParseTrace(t *testing.T) {
+	tr, err := ParseTrace(strings.NewReader(`# a comment line
+0     0 1 write_imm 65536 id=1   # trailing comment
+
+2.5   1 0 send      4096  id=4 after=1
+1000  1 2 read      1     after=1,4
+7     0 3 write     8388608 id=9
+`), "h.trace", 4)
+	require.NoError(t, err)
+	require.Len(t, tr.Msgs, 4)
+	assert.Equal(t, ReplayMsg{Start: 0, Src: 0, Dst: 1, Op: ReplayWriteImm, Bytes: 65536, ID: 1, Line: 2}, tr.Msgs[0])
+	// 2.5 ns is 2500 ps exactly; message 4's dependency is the write_imm it
+	// received (index 0); the read waits for the write_imm host 1 received
+	// and the send it made.
+	assert.Equal(t, ReplayMsg{Start: 2500, Src: 1, Dst: 0, Op: ReplaySend, Bytes: 4096, ID: 4, After: []int32{0}, Line: 4}, tr.Msgs[1])
+	assert.Equal(t, ReplayMsg{Start: 1000 * ib.Nanosecond, Src: 1, Dst: 2, Op: ReplayRead, Bytes: 1, ID: -1, After: []int32{0, 1}, Line: 5}, tr.Msgs[2])
+	assert.Equal(t, int64(8388608), tr.Msgs[3].Bytes)
+}
+
+// TestParseTraceRefuses: every mistake a trace can hold is one line naming
+// the file and line, the field, the bad value and what is allowed.
+func TestParseTraceRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, trace, want string }{
+		{"unknown op", "0 0 1 put 8\n",
+			`h.trace:1: op: "put" is not an op (write, write_imm, send, read)`},
+		{"src out of range", "0 4 1 write 8\n",
+			`h.trace:1: src: "4" is not a host of the topology (0 to 3)`},
+		{"dst negative", "\n0 0 -1 write 8\n",
+			`h.trace:2: dst: "-1" is not a host of the topology (0 to 3)`},
+		{"src not a number", "0 a 1 write 8\n",
+			`h.trace:1: src: "a" is not a host of the topology (0 to 3)`},
+		{"src == dst", "0 2 2 write 8\n",
+			`h.trace:1: dst: 2 is the source host too (a message goes to another host)`},
+		{"zero bytes", "0 0 1 write 0\n",
+			`h.trace:1: bytes: "0" is out of range (1 to 1073741824)`},
+		{"negative bytes", "0 0 1 send -5\n",
+			`h.trace:1: bytes: "-5" is out of range (1 to 1073741824)`},
+		{"bytes too large", "0 0 1 send 1073741825\n",
+			`h.trace:1: bytes: "1073741825" is out of range (1 to 1073741824)`},
+		{"negative start", "-1 0 1 write 8\n",
+			`h.trace:1: start_ns: "-1" is out of range (0 to 1e12 ns)`},
+		{"start not a number", "soon 0 1 write 8\n",
+			`h.trace:1: start_ns: "soon" is out of range (0 to 1e12 ns)`},
+		{"too few fields", "0 0 1 write\n",
+			`h.trace:1: 4 fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N)`},
+		{"unknown option", "0 0 1 write 8 tag=x\n",
+			`h.trace:1: tag=x: not a field (the optional fields are id= and after=)`},
+		{"bad id", "0 0 1 write 8 id=x\n",
+			`h.trace:1: id: "x" is not an id (an integer, 0 or more)`},
+		{"two ids", "0 0 1 write 8 id=1 id=2\n",
+			`h.trace:1: id: given twice on the line (one id a message)`},
+		{"duplicate id", "0 0 1 write 8 id=3\n0 1 0 write 8 id=3\n",
+			`h.trace:2: id: 3 is already the id of line 1 (each id once)`},
+		{"unsorted ids", "0 0 1 write 8 id=5\n# x\n0 1 0 write 8 id=4\n",
+			`h.trace:3: id: 4 is not above 5, the id of line 1 (ids increase down the file)`},
+		{"bad after", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1,x\n",
+			`h.trace:2: after: "x" is not an id (a list of ids, after=3,7)`},
+		{"after twice", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 after=1\n",
+			`h.trace:2: after: 1 is listed twice (each dependency once)`},
+		{"unknown dependency", "0 0 1 write 8 id=1\n0 0 1 write 8 after=2\n",
+			`h.trace:2: after: 2 is no message's id (a dependency names the id= of an earlier line)`},
+		{"later dependency", "0 0 1 write 8 id=1 after=2\n0 0 1 write 8 id=2\n",
+			`h.trace:1: after: 2 is the id of line 2, below this one (a message depends on messages above it, so there is no cycle)`},
+		{"cycle on itself", "0 0 1 write 8 id=1 after=1\n",
+			`h.trace:1: after: 1 is the message's own id (a dependency cycle)`},
+		{"dependency the source does not see", "0 2 3 write_imm 8 id=1\n0 0 1 write 8 after=1\n",
+			`h.trace:2: after: 1 goes from host 2 to host 3, and host 0, this message's source, sees neither end (a dependency is a message the source sent or received)`},
+		{"dependency on a write received", "0 1 0 write 8 id=1\n0 0 1 write 8 after=1\n",
+			`h.trace:2: after: 1 is a write to host 0, which sees no completion of it (only send and write_imm complete at their destination)`},
+		{"no messages", "# nothing\n\n",
+			`h.trace: no messages (one a line: start_ns src dst op bytes)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTrace(strings.NewReader(tc.trace), "h.trace", 4)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
