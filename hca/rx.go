@@ -93,10 +93,10 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if qp.onDemand {
 		// The receive WQE was not prefetched: read it from host memory now.
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), RecvWQEBytes)
 	}
 	if a.KeyChecked {
-		t = d.keyCheck(t, a.Key)
+		t = d.keyCheck(qp, t, a.Key)
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
 			components.IntField("len", int64(a.KeyLen)))
@@ -118,7 +118,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	}
 	if a.Write {
 		var vis ib.PS
-		t, vis = d.writePayload(qp.Num, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen])
+		t, vis = d.writePayload(qp, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen])
 		if traced && pkt.PSN == tl.LastPSN {
 			tl.RespWrite = vis
 		}
@@ -181,7 +181,7 @@ func (d *Device) fetchRead(qp *QP, t ib.PS, a RespAction) {
 		plen := int(min(uint32(mtu), a.ReadLen-uint32(lo)))
 		at := t
 		if plen > 0 {
-			issue := d.stages[StageDMA].accept(t, 0)
+			issue := d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 			at = d.PCIe.Read(issue, plen)
 			d.Mem.Read(a.ReadVA+uint64(lo), data[k*mtu:k*mtu+plen])
 			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(psnAdd(a.ReadPSN, k-p))),
@@ -232,7 +232,7 @@ func (d *Device) nextReadResponse(e *txEntry) {
 // original value. A duplicate gets the saved value without re-executing.
 func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 	var orig uint64
-	issue := d.stages[StageDMA].accept(t, 0)
+	issue := d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 	done := issue
 	if replay {
 		orig, _ = qp.resp.LastAtomic(pkt.PSN)
@@ -286,14 +286,14 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		if ok {
 			var b [8]byte
 			putLE64(b[:], pkt.AtomicAck)
-			t, _ = d.writePayload(qp.Num, now, addr, b[:])
+			t, _ = d.writePayload(qp, now, addr, b[:])
 		}
 		d.afterAck(qp, res, t)
 	default: // read responses
 		addr, ok, res := qp.req.OnReadResponse(pkt)
 		t := now
 		if ok && pkt.PayloadLen > 0 {
-			t, _ = d.writePayload(qp.Num, now, addr, pkt.Payload[:pkt.PayloadLen])
+			t, _ = d.writePayload(qp, now, addr, pkt.Payload[:pkt.PayloadLen])
 		}
 		d.afterAck(qp, res, t)
 	}
@@ -322,9 +322,9 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	t := d.s.Now()
 	if qp.onDemand {
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), RecvWQEBytes)
 	}
-	t = d.keyCheck(t, recv.LKey)
+	t = d.keyCheck(qp, t, recv.LKey)
 	tl := d.Timeline
 	traced := tl.atResponder(d, pkt)
 	if traced && tl.RxDone == 0 {
@@ -350,7 +350,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		c.Status = WCLocLenErr
 	case pkt.PayloadLen > 0:
 		var vis ib.PS
-		t, vis = d.writePayload(qp.Num, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
+		t, vis = d.writePayload(qp, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
 		if traced {
 			tl.RespWrite = vis
 		}
