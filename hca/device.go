@@ -150,7 +150,10 @@ type Device struct {
 	schedAt   ib.PS // an evSchedule is queued for this time (0 = none)
 	rxPending int   // packets between tail arrival and processing
 	cqeQ      []pendingCQE
-	main      Thread // the application thread QPs post on unless moved (SetThread)
+	// rxWriteEnd is when the payload write of the packet being received
+	// ends on the PCIe link (ps; 0: none yet): its buffer frees by it.
+	rxWriteEnd ib.PS
+	main       Thread // the application thread QPs post on unless moved (SetThread)
 
 	// DropAcks makes the device discard the next n ACKs it receives: the
 	// fault-injection hook for the retry test.
@@ -944,6 +947,7 @@ func (d *Device) cqeVisible() {
 func (d *Device) writePayload(qp *QP, t ib.PS, addr uint64, data []byte) (issue, vis ib.PS) {
 	issue = d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 	vis = d.PCIe.Write(issue, len(data))
+	d.rxWriteEnd = vis - d.PCIe.writeLat
 	d.Mem.Write(addr, data)
 	d.Counters.PayloadRx += int64(len(data))
 	d.trace(components.TraceDMAWrite, qp.Num, components.IntField("addr", int64(addr)), components.IntField("len", int64(len(data))))

@@ -14,19 +14,42 @@ import (
 // write rate, and so the senders slow to it, as the receive buffer of a
 // real HCA backs up into link-level flow control.
 func (d *Device) receive(pkt *ib.Packet) {
-	now := d.s.Now()
-	release := now
-	if n := pkt.PayloadLen; n > 0 {
-		// The payload fits when the bytes queued ahead of its last TLP's
-		// end, its own included, are at most the queue's.
-		release = d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(d.PCIe.cfg.PostedWriteQueueBytes)
-	}
-	if release > now {
-		e := d.at(release, evRxRelease)
-		e.VL, e.Arg = int8(pkt.VL), int64(pkt.Credits())
-	} else {
+	n := pkt.PayloadLen
+	if n == 0 {
 		d.Port.Release(int(pkt.VL), pkt.Credits())
+		d.deliver(pkt)
+		return
 	}
+	// The payload fits when the bytes queued ahead of its last TLP's end,
+	// its own included, are at most the queue's: from its write's end less
+	// the queue's bytes. The write is booked while the packet is handled
+	// (rxWriteEnd), and goes where the dma stage and the PCIe link put it:
+	// behind a key miss of its own QP, or into a gap before another QP's
+	// write booked ahead (stage.acceptQP), so its buffer frees by that
+	// write, not by what else is booked. A packet with a payload that is
+	// not written (a duplicate, a NAKed request) frees by the estimate of
+	// a write offered as it arrived behind everything booked then
+	// (WriteQueuedUntil), as every payload did before.
+	now := d.s.Now()
+	vl, blocks := int(pkt.VL), pkt.Credits()
+	busy := d.PCIe.up.last // the upstream is booked until then as it arrives
+	d.rxWriteEnd = 0
+	d.deliver(pkt)
+	end := d.rxWriteEnd
+	if end == 0 {
+		end = d.PCIe.WriteQueuedUntil(max(now, busy), n)
+	}
+	if release := end - d.PCIe.queuePS; release > now {
+		e := d.at(release, evRxRelease)
+		e.VL, e.Arg = int8(vl), int64(blocks)
+	} else {
+		d.Port.Release(vl, blocks)
+	}
+}
+
+// deliver hands a received packet to the CC reaction and to its QP's
+// responder or requester, and frees it.
+func (d *Device) deliver(pkt *ib.Packet) {
 	d.Counters.RxPackets++
 	d.tracePacket(components.TraceDeliver, pkt)
 	qp := d.qpByNum(pkt.DestQP)
