@@ -75,12 +75,6 @@ type pendingCQE struct {
 	cqe CQE
 }
 
-// memWrite is a payload write on its way to host memory.
-type memWrite struct {
-	addr uint64
-	n    int
-}
-
 // Counters are a device's event counts.
 type Counters struct {
 	ReqPackets   int64 // request packets sent (including retransmissions)
@@ -156,8 +150,10 @@ type Device struct {
 	schedAt   ib.PS // an evSchedule is queued for this time (0 = none)
 	rxPending int   // packets between tail arrival and processing
 	cqeQ      []pendingCQE
-	memQ      []memWrite
-	main      Thread // the application thread QPs post on unless moved (SetThread)
+	// rxWriteEnd is when the payload write of the packet being received
+	// ends on the PCIe link (ps; 0: none yet): its buffer frees by it.
+	rxWriteEnd ib.PS
+	main       Thread // the application thread QPs post on unless moved (SetThread)
 
 	// DropAcks makes the device discard the next n ACKs it receives: the
 	// fault-injection hook for the retry test.
@@ -195,7 +191,7 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	for i, sc := range scs {
 		d.stages[i] = newStage(sc, d.cycle)
 		d.stages[i].dev, d.stages[i].idx = d, i
-		d.stages[i].gapFill = i == StageTransportTx
+		d.stages[i].gapFill = i == StageTransportTx || i == StageDMA || i == StageKeyCheck
 	}
 	return d
 }
@@ -303,9 +299,9 @@ func (d *Device) tracePacket(kind components.TraceKind, pkt *ib.Packet) {
 // so later keys are looked up while it waits (hit under miss); a later
 // lookup of the key being read hits the allocated entry and waits for the
 // same read to fill it.
-func (d *Device) keyCheck(t ib.PS, key uint32) ib.PS {
+func (d *Device) keyCheck(qp *QP, t ib.PS, key uint32) ib.PS {
 	st := &d.stages[StageKeyCheck]
-	start := st.issue(t)
+	start := st.issueQP(t, &qp.keySlot)
 	done := start + st.lat
 	if hit, readyAt := d.keyCache.Lookup(key); hit {
 		done = max(done, readyAt)
@@ -367,10 +363,8 @@ func (d *Device) HandleEvent(ev *components.Event) {
 	case evCQEVisible:
 		d.cqeVisible()
 	case evMemVisible:
-		w := d.memQ[0]
-		d.memQ = d.memQ[1:]
 		if d.OnMemWrite != nil {
-			d.OnMemWrite(w.addr, w.n, d.s.Now())
+			d.OnMemWrite(uint64(ev.Arg), int(ev.Port), d.s.Now())
 		}
 	case evTimeout:
 		d.timeout(d.eventQP(ev))
@@ -613,7 +607,7 @@ grants:
 		tx := qp.req.Next(pkt)
 		ready, dmaDone := now, now
 		if needDMA {
-			issue := d.stages[StageDMA].accept(now, 0)
+			issue := d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0)
 			ready = d.PCIe.Read(issue, plen)
 			dmaDone = ready
 			pkt.Payload = sized(pkt.Payload, plen)
@@ -687,7 +681,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	pkt.PayloadLen = int(w.Length)
 	ready, dmaDone := now, now
 	if needDMA {
-		ready = d.PCIe.Read(d.stages[StageDMA].accept(now, 0), pkt.PayloadLen)
+		ready = d.PCIe.Read(d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0), pkt.PayloadLen)
 		dmaDone = ready
 		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
 		d.Mem.Read(w.LocalAddr, pkt.Payload)
@@ -950,15 +944,18 @@ func (d *Device) cqeVisible() {
 
 // writePayload places bytes in host memory through the DMA engine and
 // returns when the write issues and when it becomes visible.
-func (d *Device) writePayload(qpn uint32, t ib.PS, addr uint64, data []byte) (issue, vis ib.PS) {
-	issue = d.stages[StageDMA].accept(t, 0)
+func (d *Device) writePayload(qp *QP, t ib.PS, addr uint64, data []byte) (issue, vis ib.PS) {
+	issue = d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 	vis = d.PCIe.Write(issue, len(data))
+	d.rxWriteEnd = vis - d.PCIe.writeLat
 	d.Mem.Write(addr, data)
 	d.Counters.PayloadRx += int64(len(data))
-	d.trace(components.TraceDMAWrite, qpn, components.IntField("addr", int64(addr)), components.IntField("len", int64(len(data))))
+	d.trace(components.TraceDMAWrite, qp.Num, components.IntField("addr", int64(addr)), components.IntField("len", int64(len(data))))
 	if d.OnMemWrite != nil {
-		d.memQ = append(d.memQ, memWrite{addr, len(data)})
-		d.at(vis, evMemVisible)
+		// The write names itself: the dma stage serves QPs in time order,
+		// so writes become visible in an order other than this call's.
+		e := d.at(vis, evMemVisible)
+		e.Arg, e.Port = int64(addr), int32(len(data))
 	}
 	return issue, vis
 }

@@ -39,7 +39,7 @@ func TestColdKeyMissIsAContextRead(t *testing.T) {
 	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
 	check := func(at ib.PS, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.keyCheck(s.Now(), p.mrB.RKey) }}, 0)
+		s.Schedule(at, &poster{fn: func() { *done = p.b.keyCheck(p.qb, s.Now(), p.mrB.RKey) }}, 0)
 	}
 	check(at, &missDone)
 	check(at+100*ib.Nanosecond, &underMissDone)

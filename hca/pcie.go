@@ -182,6 +182,7 @@ type PCIe struct {
 	// (mps_bytes), each with its overhead: SerPS of them, computed once.
 	reqPS, cplPS, mpsPS ib.PS
 	mrrsCplPS           ib.PS // the completions of a full MRRS request, back to back
+	queuePS             ib.PS // posted_write_queue_bytes on the link: a received payload frees its buffer this long before its write ends
 	readLat             ib.PS
 	writeLat            ib.PS
 	mmioLat             ib.PS
@@ -211,6 +212,7 @@ func NewPCIe(cfg PCIeConfig) *PCIe {
 	p.cplPS = p.SerPS(cfg.ReadCompletionBytes + cfg.CompletionOverheadBytes)
 	p.mpsPS = p.SerPS(cfg.MPSBytes + cfg.TLPOverheadBytes)
 	p.mrrsCplPS = p.trainPS(cfg.MRRSBytes)
+	p.queuePS = p.SerPS(cfg.PostedWriteQueueBytes)
 	return p
 }
 
@@ -319,14 +321,14 @@ func (p *PCIe) Write(t ib.PS, n int) ib.PS {
 }
 
 // WriteQueuedUntil returns when the upstream direction would finish n
-// bytes of posted writes offered now, behind the TLPs already booked on
-// it: what the data of a packet just received waits for. It is an
-// estimate made before the write is booked: the write, issued later
-// through the DMA stage, may fill a gap before a TLP booked ahead, or
-// wait behind TLPs booked meanwhile.
-func (p *PCIe) WriteQueuedUntil(now ib.PS, n int) ib.PS {
+// bytes of posted writes offered at t behind the TLPs booked on it until
+// t (t at or after the last of them). The device frees a received
+// packet's buffer by it when the packet's payload is not written (a
+// duplicate, a NAKed request); a written payload frees by its write's
+// own end.
+func (p *PCIe) WriteQueuedUntil(t ib.PS, n int) ib.PS {
 	tlps := (n + p.cfg.MPSBytes - 1) / p.cfg.MPSBytes
-	return max(now, p.up.last) + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
+	return t + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
 }
 
 // Read fetches n bytes of host memory for the HCA starting at t: one read

@@ -14,19 +14,42 @@ import (
 // write rate, and so the senders slow to it, as the receive buffer of a
 // real HCA backs up into link-level flow control.
 func (d *Device) receive(pkt *ib.Packet) {
-	now := d.s.Now()
-	release := now
-	if n := pkt.PayloadLen; n > 0 {
-		// The payload fits when the bytes queued ahead of its last TLP's
-		// end, its own included, are at most the queue's.
-		release = d.PCIe.WriteQueuedUntil(now, n) - d.PCIe.SerPS(d.PCIe.cfg.PostedWriteQueueBytes)
-	}
-	if release > now {
-		e := d.at(release, evRxRelease)
-		e.VL, e.Arg = int8(pkt.VL), int64(pkt.Credits())
-	} else {
+	n := pkt.PayloadLen
+	if n == 0 {
 		d.Port.Release(int(pkt.VL), pkt.Credits())
+		d.deliver(pkt)
+		return
 	}
+	// The payload fits when the bytes queued ahead of its last TLP's end,
+	// its own included, are at most the queue's: from its write's end less
+	// the queue's bytes. The write is booked while the packet is handled
+	// (rxWriteEnd), and goes where the dma stage and the PCIe link put it:
+	// behind a key miss of its own QP, or into a gap before another QP's
+	// write booked ahead (stage.acceptQP), so its buffer frees by that
+	// write, not by what else is booked. A packet with a payload that is
+	// not written (a duplicate, a NAKed request) frees by the estimate of
+	// a write offered as it arrived behind everything booked then
+	// (WriteQueuedUntil), as every payload did before.
+	now := d.s.Now()
+	vl, blocks := int(pkt.VL), pkt.Credits()
+	busy := d.PCIe.up.last // the upstream is booked until then as it arrives
+	d.rxWriteEnd = 0
+	d.deliver(pkt)
+	end := d.rxWriteEnd
+	if end == 0 {
+		end = d.PCIe.WriteQueuedUntil(max(now, busy), n)
+	}
+	if release := end - d.PCIe.queuePS; release > now {
+		e := d.at(release, evRxRelease)
+		e.VL, e.Arg = int8(vl), int64(blocks)
+	} else {
+		d.Port.Release(vl, blocks)
+	}
+}
+
+// deliver hands a received packet to the CC reaction and to its QP's
+// responder or requester, and frees it.
+func (d *Device) deliver(pkt *ib.Packet) {
 	d.Counters.RxPackets++
 	d.tracePacket(components.TraceDeliver, pkt)
 	qp := d.qpByNum(pkt.DestQP)
@@ -93,10 +116,10 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if qp.onDemand {
 		// The receive WQE was not prefetched: read it from host memory now.
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), RecvWQEBytes)
 	}
 	if a.KeyChecked {
-		t = d.keyCheck(t, a.Key)
+		t = d.keyCheck(qp, t, a.Key)
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
 			components.IntField("len", int64(a.KeyLen)))
@@ -118,7 +141,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	}
 	if a.Write {
 		var vis ib.PS
-		t, vis = d.writePayload(qp.Num, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen])
+		t, vis = d.writePayload(qp, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen])
 		if traced && pkt.PSN == tl.LastPSN {
 			tl.RespWrite = vis
 		}
@@ -181,7 +204,7 @@ func (d *Device) fetchRead(qp *QP, t ib.PS, a RespAction) {
 		plen := int(min(uint32(mtu), a.ReadLen-uint32(lo)))
 		at := t
 		if plen > 0 {
-			issue := d.stages[StageDMA].accept(t, 0)
+			issue := d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 			at = d.PCIe.Read(issue, plen)
 			d.Mem.Read(a.ReadVA+uint64(lo), data[k*mtu:k*mtu+plen])
 			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(psnAdd(a.ReadPSN, k-p))),
@@ -232,7 +255,7 @@ func (d *Device) nextReadResponse(e *txEntry) {
 // original value. A duplicate gets the saved value without re-executing.
 func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 	var orig uint64
-	issue := d.stages[StageDMA].accept(t, 0)
+	issue := d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 	done := issue
 	if replay {
 		orig, _ = qp.resp.LastAtomic(pkt.PSN)
@@ -286,14 +309,14 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		if ok {
 			var b [8]byte
 			putLE64(b[:], pkt.AtomicAck)
-			t, _ = d.writePayload(qp.Num, now, addr, b[:])
+			t, _ = d.writePayload(qp, now, addr, b[:])
 		}
 		d.afterAck(qp, res, t)
 	default: // read responses
 		addr, ok, res := qp.req.OnReadResponse(pkt)
 		t := now
 		if ok && pkt.PayloadLen > 0 {
-			t, _ = d.writePayload(qp.Num, now, addr, pkt.Payload[:pkt.PayloadLen])
+			t, _ = d.writePayload(qp, now, addr, pkt.Payload[:pkt.PayloadLen])
 		}
 		d.afterAck(qp, res, t)
 	}
@@ -322,9 +345,9 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	t := d.s.Now()
 	if qp.onDemand {
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].accept(t, 0), RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), RecvWQEBytes)
 	}
-	t = d.keyCheck(t, recv.LKey)
+	t = d.keyCheck(qp, t, recv.LKey)
 	tl := d.Timeline
 	traced := tl.atResponder(d, pkt)
 	if traced && tl.RxDone == 0 {
@@ -350,7 +373,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		c.Status = WCLocLenErr
 	case pkt.PayloadLen > 0:
 		var vis ib.PS
-		t, vis = d.writePayload(qp.Num, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
+		t, vis = d.writePayload(qp, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
 		if traced {
 			tl.RespWrite = vis
 		}

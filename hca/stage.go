@@ -38,6 +38,14 @@ var StageNames = [NumStages]string{"doorbell", "wqe_fetch", "key_check", "dma", 
 // once given is never moved, so where two flows' slots would overlap the
 // item offered second waits at most one interval longer than it would in
 // arrival order.
+//
+// dma and key_check serve in time order too, but through acceptQP and
+// issueQP: an item also starts after the slot of its QP's previous item in
+// the stage, so each QP's items keep their offer order (a packet's payload
+// write after the previous packet's, whose key check may have missed)
+// while other QPs' items fill the gaps. Time order alone let a WRITE's
+// second and third packets be written, and the message acknowledged,
+// before its first packet's R_Key miss was resolved.
 type stage struct {
 	dev     *Device // announces valid/ready edges when a hook listens
 	idx     int
@@ -87,6 +95,48 @@ func (s *stage) issue(t ib.PS) ib.PS {
 	var start ib.PS
 	if s.gapFill {
 		start = s.book(t)
+	} else {
+		start = max(t, s.freeAt)
+		s.freeAt = start + s.ii
+	}
+	s.busy += s.ii
+	return start
+}
+
+// acceptQP is accept for an item of one QP. In a stage that serves in
+// time order (gapFill) the item takes the first slot at or after its own
+// time that starts after the slot of the QP's previous item in the stage
+// (*prev, which it then sets): each QP's items keep their offer order,
+// and other QPs' items fill the gaps. In offer order it is accept.
+// Like accept it is written out (issueQP then leave).
+func (s *stage) acceptQP(t ib.PS, prev *ib.PS, extra ib.PS) ib.PS {
+	var start ib.PS
+	if s.gapFill {
+		start = s.book(max(t, *prev))
+		*prev = start
+	} else {
+		start = max(t, s.freeAt)
+		s.freeAt = start + s.ii
+	}
+	s.busy += s.ii
+	done := start + s.lat + extra
+	s.residency += done - t
+	s.items++
+	if s.dev != nil && s.dev.stageTrace && s.dev.NumHooks() > 0 {
+		s.dev.stageEdges(s.idx, t, start, start+s.ii, done)
+	}
+	return done
+}
+
+// issueQP is issue for an item of one QP (acceptQP).
+func (s *stage) issueQP(t ib.PS, prev *ib.PS) ib.PS {
+	var start ib.PS
+	if s.gapFill {
+		// The previous item's slot, if not yet forgotten (it ends after
+		// now, so after t unless t is later), holds [*prev, *prev + ii):
+		// booking from *prev puts this one after it.
+		start = s.book(max(t, *prev))
+		*prev = start
 	} else {
 		start = max(t, s.freeAt)
 		s.freeAt = start + s.ii
@@ -148,6 +198,11 @@ func (s *stage) book(t ib.PS) ib.PS {
 	for i < len(live) && live[i] < start+s.ii {
 		start = max(start, live[i]+s.ii)
 		i++
+	}
+	if i == len(live) {
+		// Offers in time order land at the end.
+		s.slots = append(s.slots, start)
+		return start
 	}
 	s.slots = append(s.slots, 0)
 	live = s.slots[s.slotHead:]

@@ -45,21 +45,27 @@ type QP struct {
 	rqWrid []uint64
 
 	// HCA side.
-	sqDB          uint32 // producer count from doorbells
-	sqFetch       uint32 // WQEBBs whose fetch was issued
-	sqFetched     uint32 // WQEBBs on chip
-	sqDecoded     uint32 // WQEBBs decoded
-	fetchInflight int
-	decoded       []decodedWQE
-	inlineArena   []byte // inline payloads of decoded WQEs not yet handed on
-	rqDB          uint32 // receive WQEs the HCA knows are posted
-	rqFetch       uint32 // receive WQEs whose prefetch was issued
-	rqInflight    int
-	rqCache       []RecvWQE
-	rqTaken       uint32 // receive WQEs consumed by the responder
-	rqDone        uint32
-	onDemand      bool
-	thread        *Thread // the application thread its posts run on
+	// dmaSlot and keySlot are the starts of the QP's last items in the
+	// dma and key_check stages (ps): the stages serve in time order, but
+	// each QP's items in the order offered (stage.acceptQP), so that a
+	// packet's payload write does not pass the previous packet's, nor the
+	// key check before it.
+	dmaSlot, keySlot ib.PS
+	sqDB             uint32 // producer count from doorbells
+	sqFetch          uint32 // WQEBBs whose fetch was issued
+	sqFetched        uint32 // WQEBBs on chip
+	sqDecoded        uint32 // WQEBBs decoded
+	fetchInflight    int
+	decoded          []decodedWQE
+	inlineArena      []byte // inline payloads of decoded WQEs not yet handed on
+	rqDB             uint32 // receive WQEs the HCA knows are posted
+	rqFetch          uint32 // receive WQEs whose prefetch was issued
+	rqInflight       int
+	rqCache          []RecvWQE
+	rqTaken          uint32 // receive WQEs consumed by the responder
+	rqDone           uint32
+	onDemand         bool
+	thread           *Thread // the application thread its posts run on
 	// xlateAt is when the address translation of the inbound message
 	// being received is on chip: the responder translates a message's
 	// range at its key check, and its later packets' DMAs wait for that.
@@ -530,7 +536,7 @@ func (d *Device) fetchWQEs(qp *QP, t ib.PS, bfBBs int) {
 		if n == 0 {
 			return
 		}
-		d.parseFetched(qp, d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*WQEBBBytes), n)
+		d.parseFetched(qp, d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), n*WQEBBBytes), n)
 	}
 }
 
@@ -581,7 +587,7 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
 				need = AccessLocalWrite
 			}
-			dw.readyAt = d.keyCheck(now, w.LKey)
+			dw.readyAt = d.keyCheck(qp, now, w.LKey)
 			r := d.Keys.Check(w.LKey, qp.PD, need, w.LocalAddr, uint64(w.Length))
 			dw.keyErr = r != KeyOK
 			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(w.LKey)),
@@ -669,7 +675,7 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 	for qp.rqFetch != qp.rqDB && len(qp.rqCache)+qp.rqInflight < capWQEs {
 		n := int(qp.rqDB - qp.rqFetch)
 		n = min(n, capWQEs-len(qp.rqCache)-qp.rqInflight, qp.rqDepth-int(qp.rqFetch%uint32(qp.rqDepth)))
-		done := d.PCIe.Read(d.stages[StageDMA].accept(t, 0), n*RecvWQEBytes)
+		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), n*RecvWQEBytes)
 		done = d.stages[StageWQEFetch].accept(done, 0)
 		e := d.at(done, evRecvFetched)
 		e.Arg = qpArg(qp, qp.rqFetch)
