@@ -321,8 +321,12 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		// Background packets are full MTU unless workload.sizes says otherwise:
 		// workload.size is the perftest's message size.
 		tc.Size = cfg.Link.MTU
-		rate := cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
-		sources, err = workload.NewSources(tc, len(bgHosts), rate, cfg.Seed)
+		hostNodes, nodes := topo.Hosts(), make([]int, len(bgHosts))
+		for j, h := range bgHosts {
+			nodes[j] = hostNodes[h]
+		}
+		bg.hostTiming = hostTimings(cfg, topo, nodes)
+		sources, err = workload.NewSourcesAt(tc, hostGbps(bg.hostTiming, len(bgHosts), bg.timing), cfg.Seed)
 		if err != nil {
 			return nil, nil, &UnsupportedError{Msg: err.Error()}
 		}
