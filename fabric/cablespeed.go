@@ -63,12 +63,24 @@ func cableLink(lc link.Config, c Cable) link.Config {
 	return lc
 }
 
+// cableSpeedError is a cable override that does not fit the others or the
+// link section: Opt is width, gen or fec, Val its value, Msg what is wrong
+// (without the value). A topology file shows it as "width=2x: Msg"
+// (Error), a config key as "topology.host_link_width: 2x is Msg" (keyed).
+type cableSpeedError struct{ Opt, Val, Msg string }
+
+func (e *cableSpeedError) Error() string { return e.Opt + "=" + e.Val + ": " + e.Msg }
+
+// keyed returns the error as the config key key reports it.
+func (e *cableSpeedError) keyed(key string) error {
+	return fmt.Errorf("%s: %s is %s", key, e.Val, e.Msg)
+}
+
 // checkCableSpeed checks a cable's overrides (already parsed; "" = the
 // link section's) against one another and against lc, the link section:
 // 2x needs HDR or later, and the FEC mode must be one the cable's
-// generation runs. The error names the override at fault, as a topology
-// file or a config key spells it (width=2x, fec=rs528); the caller adds
-// the file and line or the key.
+// generation runs. The error is a *cableSpeedError naming the override at
+// fault.
 func checkCableSpeed(lc link.Config, c Cable) error {
 	if lc.Generation == "" { // a CableSpec made without the link section
 		lc = link.Defaults()
@@ -77,9 +89,9 @@ func checkCableSpeed(lc link.Config, c Cable) error {
 	gen := eff.GenerationValue()
 	if link.Widths[eff.Width] == 2 && !link.Generations[gen].Min2x {
 		if c.Width != "" {
-			return fmt.Errorf("width=2x: 2x exists from HDR on, not for %s (1x, 4x, 8x, 12x)", gen)
+			return &cableSpeedError{"width", c.Width, fmt.Sprintf("not a width of %s links (2x exists from HDR on: 1x, 4x, 8x, 12x)", gen)}
 		}
-		return fmt.Errorf("gen=%s: link.width 2x exists from HDR on, not for %s; give the cable width=1x or 4x", gen, gen)
+		return &cableSpeedError{"gen", c.Gen, "not a generation of 2x links (link.width 2x exists from HDR on: HDR, NDR, XDR); give the cable a width too"}
 	}
 	// A FEC the cable does not name is lc.FEC on lc's generation (valid:
 	// link.fec was checked) or "default" on another.
@@ -88,7 +100,47 @@ func checkCableSpeed(lc link.Config, c Cable) error {
 		for _, m := range link.FECModes(gen) {
 			names = append(names, string(m))
 		}
-		return fmt.Errorf("fec=%s: not a FEC mode of %s links (%s)", f, gen, strings.Join(names, ", "))
+		return &cableSpeedError{"fec", c.FEC, fmt.Sprintf("not a FEC mode of %s links (%s)", gen, strings.Join(names, ", "))}
 	}
 	return nil
+}
+
+// CheckOneLinkSpeed returns an error naming the first cable of the
+// configured fabric that runs at another width, generation or FEC than the
+// link section, and the key that makes it so; nil when every cable runs at
+// link.*'s speed. For what takes one link speed for every port (hcasim
+// rtl); what is the design point's error says why it cannot.
+func (c *Config) CheckOneLinkSpeed(what string) error {
+	t := &c.Topology
+	if t.Kind != KindFile && t.HostLinkWidth == "" && t.HostLinkGeneration == "" && t.DegradedLinks == nil {
+		return nil // a builder's cables all take link.*
+	}
+	topo, err := t.Build(c.Switch.Radix, hostCable(c))
+	if err != nil {
+		return err
+	}
+	want := speedOf(c.Link)
+	for _, cb := range topo.Cables {
+		if got := speedOf(cableLink(c.Link, cb)); got != want {
+			key := "topology.degraded_links"
+			switch {
+			case t.Kind == KindFile && t.Text != "":
+				key = "topology.text"
+			case t.Kind == KindFile:
+				key = "topology.file"
+			case t.HostLinkWidth != "" && (topo.Nodes[cb.A.Node].Kind == Host || topo.Nodes[cb.B.Node].Kind == Host):
+				key = "topology.host_link_width"
+			case t.HostLinkGeneration != "" && (topo.Nodes[cb.A.Node].Kind == Host || topo.Nodes[cb.B.Node].Kind == Host):
+				key = "topology.host_link_generation"
+			}
+			return fmt.Errorf("%s: the cable %s to %s runs at %s, not link.*'s %s; %s", key,
+				topo.PortName(cb.A), topo.PortName(cb.B), got, want, what)
+		}
+	}
+	return nil
+}
+
+// speedOf names a link config's width, generation and FEC: "1x NDR rs544".
+func speedOf(lc link.Config) string {
+	return fmt.Sprintf("%s %s %s", strings.ToLower(lc.Width), lc.GenerationValue(), lc.FECMode())
 }

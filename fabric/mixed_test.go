@@ -88,6 +88,19 @@ cable Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3] 0m gen=EDR fec=llrs271
 	assert.Equal(t, ib.PS(8000), t2.Serialization(100))
 }
 
+// TestTopologyFileGenUnder2xLink: under a 2x link section a cable that
+// names only an older generation would be 2x of it, which does not exist.
+func TestTopologyFileGenUnder2xLink(t *testing.T) {
+	lc := link.Defaults()
+	lc.Width = "2x"
+	src := "switch Fabric.Switch[0] 4\nhost Fabric.Host[0]\nhost Fabric.Host[1]\ncable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] gen=QDR\n"
+	_, err := ParseTopology(strings.NewReader(src), "t.topo", CableSpec{Link: lc})
+	assert.EqualError(t, err, "t.topo:4: gen=QDR: not a generation of 2x links (link.width 2x exists from HDR on: HDR, NDR, XDR); give the cable a width too")
+	// With a width of its own it is fine.
+	_, err = ParseTopology(strings.NewReader(strings.Replace(src, "gen=QDR", "gen=QDR width=4x", 1)+"cable Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2]\n"), "t.topo", CableSpec{Link: lc})
+	assert.NoError(t, err)
+}
+
 // probeHost records the packets its port receives (releasing each at its
 // tail) and sends what the test hands it.
 type probeHost struct {
@@ -220,4 +233,117 @@ func TestWriteBWBoundedBySlowCable(t *testing.T) {
 	assert.Equal(t, true, m["data_verified"])
 	assert.LessOrEqual(t, m["bw_gbps"], bound)
 	assert.Greater(t, m["bw_gbps"], 0.97*bound)
+}
+
+// TestCableSpeedKeyErrors: every new config error, one line naming the
+// key, the bad value and what is allowed. The keys alone fail at Load;
+// against the link section and the built fabric's ports, at
+// ConfigureFabric (before any simulation).
+func TestCableSpeedKeyErrors(t *testing.T) {
+	tree := []string{"topology.kind=fat-tree-2", "switch.radix=4", "workload.kind=uniform"}
+	cases := []struct {
+		name    string
+		sets    []string
+		atBuild bool
+		want    string
+	}{
+		{"host width", []string{"topology.host_link_width=3x"}, false, `topology.host_link_width: "3x" is not a link width (1x, 2x, 4x, 8x, 12x)`},
+		{"host generation", []string{"topology.host_link_generation=ZDR"}, false, `topology.host_link_generation: "ZDR" is not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)`},
+		{"host 2x EDR", []string{"topology.host_link_width=2x", "topology.host_link_generation=EDR"}, true, "topology.host_link_width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
+		{"host EDR under 2x link", []string{"link.width=2x", "topology.host_link_generation=EDR"}, true, "topology.host_link_generation: EDR is not a generation of 2x links (link.width 2x exists from HDR on: HDR, NDR, XDR); give the cable a width too"},
+		{"empty list", []string{"topology.degraded_links=[]"}, false, "topology.degraded_links: [] names no cable; leave the key out, or list {cable: \"Fabric.Leaf[0].Port[9]\", width: 1x}"},
+		{"no cable", []string{"topology.degraded_links=[{width: 1x}]"}, false, "topology.degraded_links[0].cable: is empty (the port at either end of the cable, e.g. Fabric.Leaf[0].Port[9])"},
+		{"nothing degraded", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\"}]"}, false, "topology.degraded_links[0]: Fabric.Leaf[0].Port[3] names neither a width nor a generation (width: 1x, generation: HDR)"},
+		{"bad width", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 3x}]"}, false, `topology.degraded_links[0].width: "3x" is not a link width (1x, 2x, 4x, 8x, 12x)`},
+		{"bad generation", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", generation: GDR}]"}, false, `topology.degraded_links[0].generation: "GDR" is not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)`},
+		{"not a port", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0]\", width: 1x}]"}, true, `topology.degraded_links[0].cable: "Fabric.Leaf[0]" is not a port (NODE.Port[N], e.g. Fabric.Leaf[0].Port[9])`},
+		{"no such node", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[9].Port[3]\", width: 1x}]"}, true, "topology.degraded_links[0].cable: Fabric.Leaf[9].Port[3]: the fabric has no node Fabric.Leaf[9]"},
+		{"no such port", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[5]\", width: 1x}]"}, true, "topology.degraded_links[0].cable: Fabric.Leaf[0].Port[5]: Fabric.Leaf[0] has ports 1..4"},
+		// 6 hosts on radix-4 leaves of 2 host ports: Leaf[2] holds hosts
+		// 4 and 5; with hosts: 5 its port 2 is empty.
+		{"uncabled port", []string{"topology.hosts=5", "topology.degraded_links=[{cable: \"Fabric.Leaf[2].Port[2]\", width: 1x}]"}, true, "topology.degraded_links[0].cable: Fabric.Leaf[2].Port[2] has no cable"},
+		{"same cable twice", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x}, {cable: \"Fabric.Spine[0].Port[1]\", width: 2x}]"}, true,
+			"topology.degraded_links[1].cable: Fabric.Spine[0].Port[1] is the cable degraded_links[0] names (Fabric.Leaf[0].Port[3]); give each cable once"},
+		{"2x of EDR", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 2x, generation: EDR}]"}, true, "topology.degraded_links[0].width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
+		{"back to back", []string{"topology.kind=back-to-back", "topology.host_link_width=1x"}, false, "topology.host_link_width: 1x is set, but topology.kind back-to-back does not use it (no switches; the one cable takes link.width and link.generation)"},
+		{"file", []string{"topology.kind=file", "topology.file=testdata/ring5.topo", "topology.degraded_links=[{cable: \"Fabric.Switch[0].Port[2]\", width: 1x}]"}, false,
+			"topology.degraded_links: 1 entry is set, but topology.kind file does not use it (the file gives a cable its own width=, gen= and fec=)"},
+		// A 1x SDR cable: a 6-byte FC packet takes 6 × 8 / 2 Gb/s = 24 ns;
+		// with 8 VLs a refresh is 192 ns of its wire, and 300 ns is less
+		// than twice that (4x NDR: 8 × 120 ps = 0.96 ns, fine).
+		{"refresh on a slow cable", []string{"switch.vls=8", "link.fc_refresh_ns=300", "topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x, generation: SDR}]"}, true,
+			"link.fc_refresh_ns: 300 is too short for the cable Fabric.Leaf[0].Port[3] to Fabric.Spine[0].Port[1] (1x SDR): each refresh puts a flow-control packet per data VL ahead of data, 192.000 ns of its wire for switch.vls 8; give at least 384.000 ns (refreshes at most half the wire)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(nil, append(append([]string{}, tree...), tc.sets...))
+			if !tc.atBuild {
+				require.Error(t, err)
+				assert.Equal(t, tc.want, err.Error())
+				assert.NotContains(t, err.Error(), "\n")
+				return
+			}
+			require.NoError(t, err)
+			_, _, err = ConfigureFabric(&l.Config, l.Config.Seed)
+			var un *UnsupportedError
+			require.ErrorAs(t, err, &un, "exit 2")
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
+// TestCableSpeedKeys: host_link_width/generation reach every cable with a
+// host end and no other; degraded_links the one cable named, whichever
+// end names it. Radix-4 two-level tree: 4 leaves of 2 hosts, 2 spines.
+func TestCableSpeedKeys(t *testing.T) {
+	l, err := Load(nil, []string{"topology.kind=fat-tree-2", "switch.radix=4", "workload.kind=uniform",
+		"topology.host_link_width=2x", "topology.host_link_generation=ndr",
+		`topology.degraded_links=[{cable: "Fabric.Spine[1].Port[1]", width: 1x}]`})
+	require.NoError(t, err)
+	topo, _, err := ConfigureFabric(&l.Config, 1)
+	require.NoError(t, err)
+	degraded := 0
+	for _, c := range topo.Cables {
+		host := topo.Nodes[c.A.Node].Kind == Host || topo.Nodes[c.B.Node].Kind == Host
+		name := topo.PortName(c.A) + " " + topo.PortName(c.B)
+		switch {
+		case host:
+			assert.Equal(t, [2]string{"2x", "NDR"}, [2]string{c.Width, c.Gen}, name)
+		case topo.PortName(c.B) == "Fabric.Spine[1].Port[1]":
+			// Leaf[0]'s up-port u = 1 (port 4) goes to spine 1, port 1.
+			assert.Equal(t, "Fabric.Leaf[0].Port[4]", topo.PortName(c.A))
+			assert.Equal(t, [2]string{"1x", ""}, [2]string{c.Width, c.Gen}, name)
+			// 1x NDR: 100 Gb/s, 80 ps per byte.
+			assert.Equal(t, ib.PS(80), cableTiming(&l.Config, c).Serialization(1))
+			degraded++
+		default:
+			assert.False(t, c.Mixed(), name)
+		}
+	}
+	assert.Equal(t, 1, degraded)
+}
+
+// TestLookaheadTakesEachCablesFEC: two switches joined by one 1x NDR
+// cable, each in its own partition: nothing crosses sooner than that
+// cable's latency, its own RS(544,514) codeword at one 106.25 Gb/s lane
+// (5440 b → 51,200 ps, four times the 4x link section's 12,800) plus 2 m
+// of copper (8,552 ps).
+func TestLookaheadTakesEachCablesFEC(t *testing.T) {
+	src := `
+switch Fabric.Switch[0] 4
+switch Fabric.Switch[1] 4
+host Fabric.Host[0]
+host Fabric.Host[1]
+cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]
+cable Fabric.Host[1].Port[1] Fabric.Switch[1].Port[1]
+cable Fabric.Switch[0].Port[2] Fabric.Switch[1].Port[2] width=1x
+`
+	cfg := &Config{Link: link.Defaults()}
+	topo, err := ParseTopology(strings.NewReader(src), "t.topo", hostCable(cfg))
+	require.NoError(t, err)
+	part := Partition(topo, 2)
+	require.NotEqual(t, part[0], part[1], "the switches in different partitions")
+	look, err := lookahead(cfg, topo, part)
+	require.NoError(t, err)
+	assert.Equal(t, ib.PS(51200+8552), look)
 }

@@ -75,7 +75,7 @@ func TestTopologyFileErrors(t *testing.T) {
 		{"width empty", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] width=\n", "t.topo:4: width=: not a link width (1x, 2x, 4x, 8x, 12x)"},
 		{"gen", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] gen=ZDR\n", "t.topo:4: gen=ZDR: not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)"},
 		{"fec", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] fec=rs999\n", "t.topo:4: fec=rs999: not a FEC mode (default, none, rs528, rs544, llrs271)"},
-		{"2x before HDR", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] gen=EDR width=2x\n", "t.topo:4: width=2x: 2x exists from HDR on, not for EDR (1x, 4x, 8x, 12x)"},
+		{"2x before HDR", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] gen=EDR width=2x\n", "t.topo:4: width=2x: not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
 		{"fec of another gen", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] fec=rs528\n", "t.topo:4: fec=rs528: not a FEC mode of NDR links (default, rs544)"},
 		{"fec of the cable's gen", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] fec=rs544 gen=EDR\n", "t.topo:4: fec=rs544: not a FEC mode of EDR links (default, none, rs528, llrs271)"},
 		{"option twice", head + "cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] width=1x width=4x\n", "t.topo:4: cable Fabric.Host[0].Port[1]: width= is given twice"},
