@@ -347,3 +347,28 @@ cable Fabric.Switch[0].Port[2] Fabric.Switch[1].Port[2] width=1x
 	require.NoError(t, err)
 	assert.Equal(t, ib.PS(51200+8552), look)
 }
+
+// TestOfferedLoadIsOfTheSendersOwnLink: three hosts on one switch, host 0
+// on a 1x cable (100 Gb/s), hosts 1 and 2 on 4x (400 Gb/s), uniform
+// traffic at 0.2: each host offers 0.2 of its own link (20 and 80 Gb/s;
+// nothing near a link's capacity, so all of it is accepted). Were the rate
+// the link section's for everyone, host 0 would offer 80 Gb/s, 0.8 of its
+// link. Bernoulli injection over a 2 ms window: host 0 sends about
+// 0.2 × 100 Gb/s × 2 ms / (8 × 4122 bytes) ≈ 1213 packets, a relative
+// spread of about 1/√1213 ≈ 2.9 % (0.006 of load), so each host's share
+// is checked at 0.2 ± 0.02 (over three standard deviations of the
+// slowest host; host 0 at 0.8 would be far outside).
+func TestOfferedLoadIsOfTheSendersOwnLink(t *testing.T) {
+	topo := mixedTopo + "host Fabric.Host[2]\ncable Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3]\n"
+	cfg := strings.Replace(mixedConfig(`workload: {kind: uniform, size: 4096, offered_load: 0.2, warmup_ns: 5000, measure_ns: 2000000}
+`), strings.ReplaceAll(mixedTopo, "\n", "\n    "), strings.ReplaceAll(topo, "\n", "\n    "), 1)
+	l, err := Load([]byte(cfg), nil)
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 3, m["hosts"])
+	hl := m["host_accepted_load"].(map[string]any)
+	t.Logf("host loads %v", hl)
+	assert.InDelta(t, 0.2, hl["min"], 0.02)
+	assert.InDelta(t, 0.2, hl["max"], 0.02)
+}
