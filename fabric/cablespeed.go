@@ -144,3 +144,21 @@ func (c *Config) CheckOneLinkSpeed(what string) error {
 func speedOf(lc link.Config) string {
 	return fmt.Sprintf("%s %s %s", strings.ToLower(lc.Width), lc.GenerationValue(), lc.FECMode())
 }
+
+// checkBuilderCableSpeeds builds a builder's fabric when a design point
+// gives cables their own speed, so that topology.degraded_links naming a
+// port the fabric lacks, or a speed the link section rules out, fails
+// when the config is loaded (once, before a sweep's points run) rather
+// than point by point; and checks link.fc_refresh_ns against those
+// cables. A topology file is read when the run builds it.
+func (c *Config) checkBuilderCableSpeeds() error {
+	t := &c.Topology
+	if t.Kind == KindFile || (t.HostLinkWidth == "" && t.HostLinkGeneration == "" && t.DegradedLinks == nil) {
+		return nil
+	}
+	topo, err := t.Build(c.Switch.Radix, hostCable(c))
+	if err != nil {
+		return err
+	}
+	return c.checkCableRefresh(topo)
+}

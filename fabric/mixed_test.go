@@ -242,54 +242,55 @@ func TestWriteBWBoundedBySlowCable(t *testing.T) {
 func TestCableSpeedKeyErrors(t *testing.T) {
 	tree := []string{"topology.kind=fat-tree-2", "switch.radix=4", "workload.kind=uniform"}
 	cases := []struct {
-		name    string
-		sets    []string
-		atBuild bool
-		want    string
+		name string
+		sets []string
+		want string
 	}{
-		{"host width", []string{"topology.host_link_width=3x"}, false, `topology.host_link_width: "3x" is not a link width (1x, 2x, 4x, 8x, 12x)`},
-		{"host generation", []string{"topology.host_link_generation=ZDR"}, false, `topology.host_link_generation: "ZDR" is not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)`},
-		{"host 2x EDR", []string{"topology.host_link_width=2x", "topology.host_link_generation=EDR"}, true, "topology.host_link_width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
-		{"host EDR under 2x link", []string{"link.width=2x", "topology.host_link_generation=EDR"}, true, "topology.host_link_generation: EDR is not a generation of 2x links (link.width 2x exists from HDR on: HDR, NDR, XDR); give the cable a width too"},
-		{"empty list", []string{"topology.degraded_links=[]"}, false, "topology.degraded_links: [] names no cable; leave the key out, or list {cable: \"Fabric.Leaf[0].Port[9]\", width: 1x}"},
-		{"no cable", []string{"topology.degraded_links=[{width: 1x}]"}, false, "topology.degraded_links[0].cable: is empty (the port at either end of the cable, e.g. Fabric.Leaf[0].Port[9])"},
-		{"nothing degraded", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\"}]"}, false, "topology.degraded_links[0]: Fabric.Leaf[0].Port[3] names neither a width nor a generation (width: 1x, generation: HDR)"},
-		{"bad width", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 3x}]"}, false, `topology.degraded_links[0].width: "3x" is not a link width (1x, 2x, 4x, 8x, 12x)`},
-		{"bad generation", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", generation: GDR}]"}, false, `topology.degraded_links[0].generation: "GDR" is not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)`},
-		{"not a port", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0]\", width: 1x}]"}, true, `topology.degraded_links[0].cable: "Fabric.Leaf[0]" is not a port (NODE.Port[N], e.g. Fabric.Leaf[0].Port[9])`},
-		{"no such node", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[9].Port[3]\", width: 1x}]"}, true, "topology.degraded_links[0].cable: Fabric.Leaf[9].Port[3]: the fabric has no node Fabric.Leaf[9]"},
-		{"no such port", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[5]\", width: 1x}]"}, true, "topology.degraded_links[0].cable: Fabric.Leaf[0].Port[5]: Fabric.Leaf[0] has ports 1..4"},
+		{"host width", []string{"topology.host_link_width=3x"}, `topology.host_link_width: "3x" is not a link width (1x, 2x, 4x, 8x, 12x)`},
+		{"host generation", []string{"topology.host_link_generation=ZDR"}, `topology.host_link_generation: "ZDR" is not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)`},
+		{"host 2x EDR", []string{"topology.host_link_width=2x", "topology.host_link_generation=EDR"}, "topology.host_link_width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
+		{"host EDR under 2x link", []string{"link.width=2x", "topology.host_link_generation=EDR"}, "topology.host_link_generation: EDR is not a generation of 2x links (link.width 2x exists from HDR on: HDR, NDR, XDR); give the cable a width too"},
+		{"empty list", []string{"topology.degraded_links=[]"}, "topology.degraded_links: [] names no cable; leave the key out, or list {cable: \"Fabric.Leaf[0].Port[9]\", width: 1x}"},
+		{"no cable", []string{"topology.degraded_links=[{width: 1x}]"}, "topology.degraded_links[0].cable: is empty (the port at either end of the cable, e.g. Fabric.Leaf[0].Port[9])"},
+		{"nothing degraded", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\"}]"}, "topology.degraded_links[0]: Fabric.Leaf[0].Port[3] names neither a width nor a generation (width: 1x, generation: HDR)"},
+		{"bad width", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 3x}]"}, `topology.degraded_links[0].width: "3x" is not a link width (1x, 2x, 4x, 8x, 12x)`},
+		{"bad generation", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", generation: GDR}]"}, `topology.degraded_links[0].generation: "GDR" is not a link generation (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)`},
+		{"not a port", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0]\", width: 1x}]"}, `topology.degraded_links[0].cable: "Fabric.Leaf[0]" is not a port (NODE.Port[N], e.g. Fabric.Leaf[0].Port[9])`},
+		{"no such node", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[9].Port[3]\", width: 1x}]"}, "topology.degraded_links[0].cable: Fabric.Leaf[9].Port[3]: the fabric has no node Fabric.Leaf[9]"},
+		{"no such port", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[5]\", width: 1x}]"}, "topology.degraded_links[0].cable: Fabric.Leaf[0].Port[5]: Fabric.Leaf[0] has ports 1..4"},
 		// 6 hosts on radix-4 leaves of 2 host ports: Leaf[2] holds hosts
 		// 4 and 5; with hosts: 5 its port 2 is empty.
-		{"uncabled port", []string{"topology.hosts=5", "topology.degraded_links=[{cable: \"Fabric.Leaf[2].Port[2]\", width: 1x}]"}, true, "topology.degraded_links[0].cable: Fabric.Leaf[2].Port[2] has no cable"},
-		{"same cable twice", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x}, {cable: \"Fabric.Spine[0].Port[1]\", width: 2x}]"}, true,
+		{"uncabled port", []string{"topology.hosts=5", "topology.degraded_links=[{cable: \"Fabric.Leaf[2].Port[2]\", width: 1x}]"}, "topology.degraded_links[0].cable: Fabric.Leaf[2].Port[2] has no cable"},
+		{"same cable twice", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x}, {cable: \"Fabric.Spine[0].Port[1]\", width: 2x}]"},
 			"topology.degraded_links[1].cable: Fabric.Spine[0].Port[1] is the cable degraded_links[0] names (Fabric.Leaf[0].Port[3]); give each cable once"},
-		{"2x of EDR", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 2x, generation: EDR}]"}, true, "topology.degraded_links[0].width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
-		{"back to back", []string{"topology.kind=back-to-back", "topology.host_link_width=1x"}, false, "topology.host_link_width: 1x is set, but topology.kind back-to-back does not use it (no switches; the one cable takes link.width and link.generation)"},
-		{"file", []string{"topology.kind=file", "topology.file=testdata/ring5.topo", "topology.degraded_links=[{cable: \"Fabric.Switch[0].Port[2]\", width: 1x}]"}, false,
+		{"2x of EDR", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 2x, generation: EDR}]"}, "topology.degraded_links[0].width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
+		{"back to back", []string{"topology.kind=back-to-back", "topology.host_link_width=1x"}, "topology.host_link_width: 1x is set, but topology.kind back-to-back does not use it (no switches; the one cable takes link.width and link.generation)"},
+		{"file", []string{"topology.kind=file", "topology.file=testdata/ring5.topo", "topology.degraded_links=[{cable: \"Fabric.Switch[0].Port[2]\", width: 1x}]"},
 			"topology.degraded_links: 1 entry is set, but topology.kind file does not use it (the file gives a cable its own width=, gen= and fec=)"},
 		// A 1x SDR cable: a 6-byte FC packet takes 6 × 8 / 2 Gb/s = 24 ns;
 		// with 8 VLs a refresh is 192 ns of its wire, and 300 ns is less
 		// than twice that (4x NDR: 8 × 120 ps = 0.96 ns, fine).
-		{"refresh on a slow cable", []string{"switch.vls=8", "link.fc_refresh_ns=300", "topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x, generation: SDR}]"}, true,
+		{"refresh on a slow cable", []string{"switch.vls=8", "link.fc_refresh_ns=300", "topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x, generation: SDR}]"},
 			"link.fc_refresh_ns: 300 is too short for the cable Fabric.Leaf[0].Port[3] to Fabric.Spine[0].Port[1] (1x SDR): each refresh puts a flow-control packet per data VL ahead of data, 192.000 ns of its wire for switch.vls 8; give at least 384.000 ns (refreshes at most half the wire)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := Load(nil, append(append([]string{}, tree...), tc.sets...))
-			if !tc.atBuild {
-				require.Error(t, err)
-				assert.Equal(t, tc.want, err.Error())
-				assert.NotContains(t, err.Error(), "\n")
-				return
-			}
-			require.NoError(t, err)
-			_, _, err = ConfigureFabric(&l.Config, l.Config.Seed)
-			var un *UnsupportedError
-			require.ErrorAs(t, err, &un, "exit 2")
+			_, err := Load(nil, append(append([]string{}, tree...), tc.sets...))
+			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
+			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
+	// A topology file is read when the run builds it: its cables' refresh
+	// check comes from ConfigureFabric, before any simulation, as a user
+	// error (exit 2). 1x SDR as above.
+	l, err := Load([]byte(mixedConfig("workload: {kind: uniform}\n")), []string{"switch.vls=8", "link.fc_refresh_ns=300"})
+	require.NoError(t, err)
+	l.Config.Topology.Text = strings.Replace(l.Config.Topology.Text, "width=1x", "width=1x gen=SDR", 1)
+	_, _, err = ConfigureFabric(&l.Config, 1)
+	var un *UnsupportedError
+	require.ErrorAs(t, err, &un)
+	assert.Equal(t, "link.fc_refresh_ns: 300 is too short for the cable Fabric.Host[0].Port[1] to Fabric.Switch[0].Port[1] (1x SDR): each refresh puts a flow-control packet per data VL ahead of data, 192.000 ns of its wire for switch.vls 8; give at least 384.000 ns (refreshes at most half the wire)", err.Error())
 }
 
 // TestCableSpeedKeys: host_link_width/generation reach every cable with a
