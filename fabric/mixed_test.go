@@ -373,3 +373,25 @@ func TestOfferedLoadIsOfTheSendersOwnLink(t *testing.T) {
 	assert.InDelta(t, 0.2, hl["min"], 0.02)
 	assert.InDelta(t, 0.2, hl["max"], 0.02)
 }
+
+// TestCCTablePerHostLink: the default CCT counts in MTU packet times on
+// the host's own link (cc.DefaultCCT: entry i = i × mtuSer / 16, index 16
+// one packet time idle after each packet: half the link). An MTU SEND
+// ONLY packet is 4096 + LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 4122 bytes:
+// 82,440 ps at 4x NDR (20 ps a byte), 329,760 ps at 1x (80). A host on
+// the link section's speed shares its parameters.
+func TestCCTablePerHostLink(t *testing.T) {
+	l, err := Load([]byte(mixedConfig("workload: {kind: uniform}\ncc: {enable: true}\n")), nil)
+	require.NoError(t, err)
+	cfg := &l.Config
+	def := ccParams(cfg)
+	require.NotNil(t, def)
+	assert.Equal(t, ib.PS(82440), def.CCT[16])
+	four := link.NewTiming(link.NDR, 4, 0, 2, link.CopperPsPerM)
+	one := link.NewTiming(link.NDR, 1, 0, 2, link.CopperPsPerM)
+	assert.Same(t, def, ccParamsAt(cfg, def, four))
+	slow := ccParamsAt(cfg, def, one)
+	assert.Equal(t, ib.PS(329760), slow.CCT[16])
+	assert.Equal(t, len(def.CCT), len(slow.CCT))
+	assert.Equal(t, def.Timer, slow.Timer)
+}

@@ -176,7 +176,11 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
 		if r.cc != nil {
-			return e.EnableCC(r.cc, len(sources))
+			p := r.cc
+			if r.hostTiming != nil {
+				p = ccParamsAt(cfg, p, r.hostTiming[i])
+			}
+			return e.EnableCC(p, len(sources))
 		}
 		return e
 	})
