@@ -917,20 +917,27 @@ func (r *synthRun) splitMetrics(m map[string]any, cfg *Config, rateBps, window f
 		vict.merge(&p.victWire)
 	}
 	capBytes := rateBps * window * 1e-12 / 8
-	hotCap, victCap := capBytes, capBytes*float64(len(r.eps)-1)
-	if r.hostTiming != nil {
-		// The hotspot's own link; the victims' links summed.
-		hotCap, victCap = r.hostTiming[hotspotHost].DataRateBps()*window*1e-12/8, 0
+	senders := len(r.eps) - 1
+	if r.hostTiming == nil {
+		m["hotspot_accepted_load"] = hot.value() / capBytes
+		if senders > 0 {
+			m["victim_accepted_load"] = vict.value() / capBytes / float64(senders)
+		}
+	} else {
+		// Host links of several speeds: the hotspot's over its own link,
+		// the victims' over their links summed.
+		var victCap float64
 		for i, t := range r.hostTiming {
 			if i != hotspotHost {
 				victCap += t.DataRateBps() * window * 1e-12 / 8
 			}
 		}
+		m["hotspot_accepted_load"] = hot.value() / (r.hostTiming[hotspotHost].DataRateBps() * window * 1e-12 / 8)
+		if senders > 0 {
+			m["victim_accepted_load"] = vict.value() / victCap
+		}
 	}
-	m["hotspot_accepted_load"] = hot.value() / hotCap
-	senders := len(r.eps) - 1
 	if senders > 0 {
-		m["victim_accepted_load"] = vict.value() / victCap
 		victShare := 1 - cfg.Workload.HotspotFraction
 		if len(r.eps) == 2 {
 			victShare = 0 // two hosts: every packet goes to the hotspot
