@@ -204,7 +204,8 @@ func LoadTopologyFile(path string, def CableSpec) (*Topology, error) {
 }
 
 // FormatTopology writes t as a topology file: every node, the roots, then
-// every cable with its length and medium. ParseTopology reads it back to the
+// every cable with its length and medium, and its bit error rate, width,
+// generation and FEC where it has its own. ParseTopology reads it back to the
 // same topology (levels, which files do not carry, aside).
 func FormatTopology(w io.Writer, t *Topology) error {
 	bw := bufio.NewWriter(w)
