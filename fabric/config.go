@@ -119,6 +119,9 @@ func (c *Config) Validate() error {
 	if err := c.Topology.CheckShape(c.Switch.Radix); err != nil {
 		return err
 	}
+	if err := c.checkBuilderCableSpeeds(); err != nil {
+		return err
+	}
 	if err := c.Workload.Validate("workload"); err != nil {
 		return err
 	}

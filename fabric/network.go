@@ -63,7 +63,36 @@ func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 	if err != nil {
 		return nil, nil, &UnsupportedError{Msg: err.Error()}
 	}
+	if err := cfg.checkCableRefresh(topo); err != nil {
+		return nil, nil, &UnsupportedError{Msg: err.Error()}
+	}
 	return topo, sub, nil
+}
+
+// checkCableRefresh is Validate's link.fc_refresh_ns check for each cable
+// that runs at its own speed: a refresh puts one flow-control packet per
+// data VL ahead of data, and on a slower cable they take longer (4×
+// on a 1x cable of a 4x link). Cables at the link section's speed were
+// checked by Validate.
+func (c *Config) checkCableRefresh(topo *Topology) error {
+	vls := ib.PS(c.Switch.VLs)
+	for _, cb := range topo.Cables {
+		if !cb.Mixed() {
+			continue
+		}
+		fcWire := cableTiming(c, cb).Serialization(ib.FlowControlBytes) * vls
+		if c.Link.FCRefresh() < 2*fcWire {
+			return fmt.Errorf("link.fc_refresh_ns: %v is too short for the cable %s to %s (%s): each refresh puts a flow-control packet per data VL ahead of data, %.3f ns of its wire for switch.vls %d; give at least %.3f ns (refreshes at most half the wire)",
+				c.Link.FCRefreshNs, topo.PortName(cb.A), topo.PortName(cb.B), cableSpeedName(c.Link, cb), float64(fcWire)/1000, c.Switch.VLs, float64(2*fcWire)/1000)
+		}
+	}
+	return nil
+}
+
+// cableSpeedName returns "4x NDR" for the speed cable cb runs at.
+func cableSpeedName(lc link.Config, cb Cable) string {
+	l := cableLink(lc, cb)
+	return l.Width + " " + string(l.GenerationValue())
 }
 
 // slFlows returns which of a fabric's hosts send to one another on which
@@ -317,17 +346,17 @@ func (n *Network) blocks(part []int) ([]sim.Hookable, []int) {
 }
 
 // cableTiming is the timing of cable c: the link config with the cable's
-// medium, at its length.
+// medium, width, generation and FEC (cableLink), at its length.
 func cableTiming(cfg *Config, c Cable) link.Timing {
-	lc := cfg.Link
-	lc.Medium = c.Medium.String()
+	lc := cableLink(cfg.Link, c)
 	return lc.Timing(c.LengthM)
 }
 
-// hostCable is the length and medium of host cables (link.length_m, link.medium).
+// hostCable is the length and medium of host cables (link.length_m,
+// link.medium), and the link section cables are checked against.
 func hostCable(cfg *Config) CableSpec {
 	medium, _ := ParseMedium(cfg.Link.Medium)
-	return CableSpec{LengthM: cfg.Link.LengthM, Medium: medium}
+	return CableSpec{LengthM: cfg.Link.LengthM, Medium: medium, Link: cfg.Link}
 }
 
 // HostLID returns host i's LID.

@@ -161,6 +161,22 @@ func ccParams(cfg *Config) *cc.Params {
 	return &p
 }
 
+// ccParamsAt returns def, congestion control's parameters for the link
+// section's host link, for a host whose own link has timing t: the same
+// parameters when an MTU packet takes as long on it, else ones whose
+// default CCT counts in t's MTU packet times, so an index throttles a
+// host on a slower cable to the same fraction of its own link (cc.cct_ns,
+// when given, is every host's table as written).
+func ccParamsAt(cfg *Config, def *cc.Params, t link.Timing) *cc.Params {
+	mtu := ib.Packet{Opcode: ib.SendOnly, PayloadLen: cfg.Link.MTU}
+	ser := t.Serialization(mtu.WireBytes())
+	if def == nil || ser == cfg.Link.Timing(cfg.Link.LengthM).Serialization(mtu.WireBytes()) {
+		return def
+	}
+	p := cfg.CC.Resolve(ser)
+	return &p
+}
+
 // enableHCACC turns on the HCAs' reaction point (hca/cc.go) with
 // cc.enable; nil devices are skipped.
 func enableHCACC(cfg *Config, devs []*hca.Device) {
@@ -170,7 +186,7 @@ func enableHCACC(cfg *Config, devs []*hca.Device) {
 	}
 	for _, d := range devs {
 		if d != nil {
-			d.EnableCC(p)
+			d.EnableCC(ccParamsAt(cfg, p, d.Port.Timing()))
 		}
 	}
 }
@@ -321,8 +337,12 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		// Background packets are full MTU unless workload.sizes says otherwise:
 		// workload.size is the perftest's message size.
 		tc.Size = cfg.Link.MTU
-		rate := cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
-		sources, err = workload.NewSources(tc, len(bgHosts), rate, cfg.Seed)
+		hostNodes, nodes := topo.Hosts(), make([]int, len(bgHosts))
+		for j, h := range bgHosts {
+			nodes[j] = hostNodes[h]
+		}
+		bg.hostTiming = hostTimings(cfg, topo, nodes)
+		sources, err = workload.NewSourcesAt(tc, hostGbps(bg.hostTiming, len(bgHosts), bg.timing), cfg.Seed)
 		if err != nil {
 			return nil, nil, &UnsupportedError{Msg: err.Error()}
 		}
@@ -343,7 +363,11 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		if bg.cc != nil {
 			// The synthetic workloads' reaction, one flow per
 			// background destination (endpoint_cc.go).
-			return e.EnableCC(bg.cc, len(bgHosts))
+			p := bg.cc
+			if bg.hostTiming != nil {
+				p = ccParamsAt(cfg, p, bg.hostTiming[j])
+			}
+			return e.EnableCC(p, len(bgHosts))
 		}
 		return e
 	})

@@ -24,6 +24,11 @@ type synthRun struct {
 	drainCap ib.PS
 
 	timing link.Timing
+	// hostTiming is each host's own cable timing (by host index) when some
+	// host cable runs at another speed than the link section's; nil when
+	// every host's is timing. A host injects at its offered load of its
+	// own link, and a delivery's wire time is the destination's cable's.
+	hostTiming []link.Timing
 	// hostOf maps a host's LID to its index in eps: deliveries count their
 	// window bytes per source.
 	hostOf  []int32
@@ -150,7 +155,8 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		return nil, err
 	}
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
-	sources, err := workload.NewSources(w.Traffic(), len(topo.Hosts()), timing.DataRateBps()/1e9, seed)
+	r.hostTiming = hostTimings(cfg, topo, topo.Hosts())
+	sources, err := workload.NewSourcesAt(w.Traffic(), hostGbps(r.hostTiming, len(topo.Hosts()), timing), seed)
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
@@ -170,7 +176,11 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 		e := workload.NewEndpoint(s, name, i, lid, sources[i])
 		r.eps = append(r.eps, e)
 		if r.cc != nil {
-			return e.EnableCC(r.cc, len(sources))
+			p := r.cc
+			if r.hostTiming != nil {
+				p = ccParamsAt(cfg, p, r.hostTiming[i])
+			}
+			return e.EnableCC(p, len(sources))
 		}
 		return e
 	})
@@ -397,7 +407,7 @@ func (p *synthPart) deliverCC(pkt *ib.Packet, tail ib.PS) {
 		return
 	}
 	if r.split {
-		if ser := r.timing.Serialization(pkt.WireBytes()); tail > r.t0 && tail-ser < r.t1 {
+		if ser := r.ser(pkt); tail > r.t0 && tail-ser < r.t1 {
 			switch {
 			case pkt.Dst == hotspotHost:
 				p.hotWire.add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
@@ -407,6 +417,49 @@ func (p *synthPart) deliverCC(pkt *ib.Packet, tail ib.PS) {
 		}
 	}
 	p.nextDeliver(pkt, tail)
+}
+
+// ser returns the wire time of pkt on its destination's cable.
+func (r *synthRun) ser(pkt *ib.Packet) ib.PS {
+	if r.hostTiming != nil {
+		return r.hostTiming[pkt.Dst].Serialization(pkt.WireBytes())
+	}
+	return r.timing.Serialization(pkt.WireBytes())
+}
+
+// hostTimings returns the timing of each of hosts' cables (host nodes of
+// topo, in the order given), or nil when every one runs at the link
+// section's speed.
+func hostTimings(cfg *Config, topo *Topology, hosts []int) []link.Timing {
+	mixed := false
+	for _, h := range hosts {
+		if c, ok := topo.CableAt(PortRef{h, 1}); ok && c.Mixed() {
+			mixed = true
+		}
+	}
+	if !mixed {
+		return nil
+	}
+	out := make([]link.Timing, len(hosts))
+	for i, h := range hosts {
+		c, _ := topo.CableAt(PortRef{h, 1})
+		out[i] = cableTiming(cfg, c)
+	}
+	return out
+}
+
+// hostGbps returns each of n hosts' link data rate in Gb/s: its own
+// cable's (hostTiming), or def's for all when hostTiming is nil.
+func hostGbps(hostTiming []link.Timing, n int, def link.Timing) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		t := def
+		if hostTiming != nil {
+			t = hostTiming[i]
+		}
+		out[i] = t.DataRateBps() / 1e9
+	}
+	return out
 }
 
 // hotspotHost is the hotspot pattern's hot host (workload.Hotspot.Hot).
@@ -423,7 +476,7 @@ func (p *synthPart) deliver(pkt *ib.Packet, tail ib.PS) {
 	r := p.r
 	p.delivered++
 	p.lastDeliver = tail
-	if ser := r.timing.Serialization(pkt.WireBytes()); tail > r.t0 && tail-ser < r.t1 {
+	if ser := r.ser(pkt); tail > r.t0 && tail-ser < r.t1 {
 		p.windowWireBytes.add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
 		p.srcWireBytes[r.hostOf[pkt.SLID]].add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
 		p.windowPayload.add(int64(pkt.PayloadLen), tail, ser, r.t0, r.t1)
@@ -608,6 +661,13 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		"events":              endEvents,
 		"link_data_rate_gbps": rateBps / 1e9,
 	}
+	if r.hostTiming != nil {
+		lo, hi := r.hostTiming[0].DataRateBps(), r.hostTiming[0].DataRateBps()
+		for _, t := range r.hostTiming {
+			lo, hi = min(lo, t.DataRateBps()), max(hi, t.DataRateBps())
+		}
+		m["host_link_rate_gbps"] = map[string]any{"min": lo / 1e9, "max": hi / 1e9}
+	}
 	if r.psnHi != nil {
 		m["packets_reordered"] = reordered
 	}
@@ -625,7 +685,14 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		// ended inside its warm-up has none (0/0, or -0 for a window
 		// ending before it starts, which a knee search read as
 		// saturated).
-		m["accepted_load"] = windowWireBytes * 8 / (rateBps * window * 1e-12) / n
+		if r.hostTiming == nil {
+			m["accepted_load"] = windowWireBytes * 8 / (rateBps * window * 1e-12) / n
+		} else {
+			// Host links of several speeds: each sender's fraction of
+			// its own link (as offered_load is), averaged; with one
+			// speed this is the line above.
+			m["accepted_load"] = r.meanHostLoad(window)
+		}
 		r.hostLoads(m, rateBps, window, m["accepted_load"].(float64))
 		m["goodput_gbps"] = windowPayload * 8 / window * 1000
 	}
@@ -691,7 +758,11 @@ func (r *synthRun) hostLoads(m map[string]any, rateBps, window, accepted float64
 		for _, p := range r.parts {
 			w.merge(&p.srcWireBytes[i])
 		}
-		loads = append(loads, w.value()*8/(rateBps*window*1e-12))
+		rate := rateBps
+		if r.hostTiming != nil {
+			rate = r.hostTiming[i].DataRateBps()
+		}
+		loads = append(loads, w.value()*8/(rate*window*1e-12))
 	}
 	if len(loads) == 0 {
 		return
@@ -704,6 +775,24 @@ func (r *synthRun) hostLoads(m map[string]any, rateBps, window, accepted float64
 	if sq > 0 {
 		m["fairness_jain"] = sum * sum / (float64(len(loads)) * sq)
 	}
+}
+
+// meanHostLoad returns the mean over the sending hosts of the wire bytes
+// each delivered in the window over its own link's capacity in it.
+func (r *synthRun) meanHostLoad(window float64) float64 {
+	sum, n := 0.0, 0
+	for i, e := range r.eps {
+		if e.Traffic.Idle() {
+			continue
+		}
+		var w windowSum
+		for _, p := range r.parts {
+			w.merge(&p.srcWireBytes[i])
+		}
+		sum += w.value() * 8 / (r.hostTiming[i].DataRateBps() * window * 1e-12)
+		n++
+	}
+	return sum / float64(max(n, 1))
 }
 
 // switchMetrics adds the switches' statistics over the window: a fabric-wide
@@ -828,10 +917,27 @@ func (r *synthRun) splitMetrics(m map[string]any, cfg *Config, rateBps, window f
 		vict.merge(&p.victWire)
 	}
 	capBytes := rateBps * window * 1e-12 / 8
-	m["hotspot_accepted_load"] = hot.value() / capBytes
 	senders := len(r.eps) - 1
+	if r.hostTiming == nil {
+		m["hotspot_accepted_load"] = hot.value() / capBytes
+		if senders > 0 {
+			m["victim_accepted_load"] = vict.value() / capBytes / float64(senders)
+		}
+	} else {
+		// Host links of several speeds: the hotspot's over its own link,
+		// the victims' over their links summed.
+		var victCap float64
+		for i, t := range r.hostTiming {
+			if i != hotspotHost {
+				victCap += t.DataRateBps() * window * 1e-12 / 8
+			}
+		}
+		m["hotspot_accepted_load"] = hot.value() / (r.hostTiming[hotspotHost].DataRateBps() * window * 1e-12 / 8)
+		if senders > 0 {
+			m["victim_accepted_load"] = vict.value() / victCap
+		}
+	}
 	if senders > 0 {
-		m["victim_accepted_load"] = vict.value() / capBytes / float64(senders)
 		victShare := 1 - cfg.Workload.HotspotFraction
 		if len(r.eps) == 2 {
 			victShare = 0 // two hosts: every packet goes to the hotspot

@@ -19,10 +19,14 @@ import (
 //	root   Fabric.Switch[0]                  # optional: an up/down root
 //	cable  Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] 2.5m copper
 //	cable  Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2] ber=1e-7
+//	cable  Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3] width=1x gen=NDR
 //
 // A cable's length (metres, with the unit: "2.5m"), medium ("copper" or
-// "fibre") and post-FEC bit error rate ("ber=1e-7", both directions) are
-// optional and default to the link section's. A node must be
+// "fibre"), post-FEC bit error rate ("ber=1e-7", both directions), width
+// ("width=1x": a degraded or split cable), generation ("gen=HDR") and FEC
+// ("fec=rs544"; a cable of another generation takes that generation's
+// default unless given) are optional and default to the link section's.
+// A node must be
 // declared before a cable names it, and a cable must join two different
 // nodes (Topology.Connect). Errors name the file and line.
 
@@ -81,8 +85,8 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			}
 			t.Nodes[n].Root = true
 		case "cable":
-			if len(f) < 3 || len(f) > 6 {
-				return nil, fail("cable takes two ports, then an optional length, medium and bit error rate (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre] [ber=1e-7]), got %d fields", len(f)-1)
+			if len(f) < 3 || len(f) > 9 {
+				return nil, fail("cable takes two ports, then an optional length, medium, bit error rate, width, generation and FEC (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre] [ber=1e-7] [width=1x] [gen=NDR] [fec=rs544]), got %d fields", len(f)-1)
 			}
 			a, err := parsePortRef(t, f[1])
 			if err != nil {
@@ -95,6 +99,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			spec := def
 			var ber float64
 			hasBER := false
+			var speed Cable // the width=, gen= and fec= overrides
 			for _, opt := range f[3:] {
 				if m, ok := ParseMedium(opt); ok {
 					spec.Medium = m
@@ -108,18 +113,45 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 					ber, hasBER = r, true
 					continue
 				}
+				if key, v, ok := strings.Cut(opt, "="); ok {
+					var parse func(string) (string, error)
+					var dst *string
+					switch key {
+					case "width":
+						parse, dst = parseCableWidth, &speed.Width
+					case "gen":
+						parse, dst = parseCableGen, &speed.Gen
+					case "fec":
+						parse, dst = parseCableFEC, &speed.FEC
+					default:
+						return nil, fail("cable %s: %s= is not a cable option (ber=, width=, gen=, fec=)", f[1], key)
+					}
+					if *dst != "" {
+						return nil, fail("cable %s: %s= is given twice", f[1], key)
+					}
+					val, err := parse(v)
+					if err != nil {
+						return nil, fail("%s: %v", opt, err)
+					}
+					*dst = val
+					continue
+				}
 				num, isLength := strings.CutSuffix(opt, "m")
 				v, err := strconv.ParseFloat(num, 64)
 				if !isLength || err != nil || !(v >= 0 && v <= 1e5) { // NaN fails too
-					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000), a medium (copper, fibre) nor a bit error rate (ber=1e-7)", f[1], opt)
+					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000), a medium (copper, fibre) nor an option (ber=1e-7, width=1x, gen=NDR, fec=rs544)", f[1], opt)
 				}
 				spec.LengthM = v
+			}
+			if err := checkCableSpeed(def.Link, speed); err != nil {
+				return nil, fail("%v", err)
 			}
 			if err := t.Connect(a, b, spec.LengthM, spec.Medium); err != nil {
 				return nil, fail("%v", err)
 			}
 			c := &t.Cables[len(t.Cables)-1]
 			c.BER, c.HasBER = ber, hasBER
+			c.Width, c.Gen, c.FEC = speed.Width, speed.Gen, speed.FEC
 			cableLine = append(cableLine, line)
 		default:
 			return nil, fail("%q is not a statement (host, switch, root, cable)", f[0])
@@ -172,7 +204,8 @@ func LoadTopologyFile(path string, def CableSpec) (*Topology, error) {
 }
 
 // FormatTopology writes t as a topology file: every node, the roots, then
-// every cable with its length and medium. ParseTopology reads it back to the
+// every cable with its length and medium, and its bit error rate, width,
+// generation and FEC where it has its own. ParseTopology reads it back to the
 // same topology (levels, which files do not carry, aside).
 func FormatTopology(w io.Writer, t *Topology) error {
 	bw := bufio.NewWriter(w)
@@ -193,6 +226,15 @@ func FormatTopology(w io.Writer, t *Topology) error {
 			strconv.FormatFloat(c.LengthM, 'g', -1, 64), c.Medium)
 		if c.HasBER {
 			fmt.Fprintf(bw, " ber=%s", strconv.FormatFloat(c.BER, 'g', -1, 64))
+		}
+		if c.Width != "" {
+			fmt.Fprintf(bw, " width=%s", c.Width)
+		}
+		if c.Gen != "" {
+			fmt.Fprintf(bw, " gen=%s", c.Gen)
+		}
+		if c.FEC != "" {
+			fmt.Fprintf(bw, " fec=%s", c.FEC)
 		}
 		fmt.Fprintln(bw)
 	}

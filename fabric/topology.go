@@ -90,7 +90,18 @@ type Cable struct {
 	// directions (a topology file's ber=…); otherwise link.ber applies.
 	BER    float64
 	HasBER bool
+	// Width, Gen and FEC override the link section's width, generation
+	// and FEC mode for this cable, both directions ("" = link.width,
+	// link.generation, link.fec): a split or degraded cable, a faster
+	// tier. A cable of another generation than the link section's takes
+	// its own generation's default FEC unless FEC is set (cableLink).
+	Width string // 1x, 2x, 4x, 8x, 12x
+	Gen   string // SDR … XDR, canonical spelling
+	FEC   string // a link.fec mode
 }
+
+// Mixed reports whether the cable overrides the link section's speed.
+func (c Cable) Mixed() bool { return c.Width != "" || c.Gen != "" || c.FEC != "" }
 
 // Topology is the fabric graph: nodes and the cables between their ports.
 // Build it with AddHost, AddSwitch and Connect, or with a builder.

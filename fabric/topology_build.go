@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/hcasim/hcasim/link"
 )
 
 // CableSpec is the length and medium every cable a builder makes gets.
 type CableSpec struct {
 	LengthM float64 // metres
 	Medium  Medium
+	// Link is the link section, against which a topology file's per-cable
+	// width=, gen= and fec= are checked; zero = link.Defaults().
+	Link link.Config
 }
 
 func indexed(kind string, i int) string { return "Fabric." + kind + "[" + strconv.Itoa(i) + "]" }

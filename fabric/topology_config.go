@@ -3,7 +3,10 @@ package fabric
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+
+	"github.com/hcasim/hcasim/link"
 )
 
 // Topology kinds, as the topology.kind key spells them.
@@ -72,6 +75,28 @@ type TopologyConfig struct {
 	// default) chooses for every packet. ns. Only with adaptive_routing.
 	// omitempty: a config without the key keeps its config hash.
 	ARFlowletGapNs float64 `yaml:"ar_flowlet_gap_ns,omitempty"`
+	// HostLinkWidth and HostLinkGeneration are the width and generation of
+	// every builder cable between a host and its switch (NDR200 host ports
+	// on split cables: 2x); "" = link.width, link.generation. A host cable
+	// of another generation takes its default FEC. Not for back-to-back
+	// (set link.*) or file (the file gives each cable's). omitempty: a
+	// config without them keeps its config hash.
+	HostLinkWidth      string `yaml:"host_link_width,omitempty"`
+	HostLinkGeneration string `yaml:"host_link_generation,omitempty"`
+	// DegradedLinks are builder cables that run at another width or
+	// generation than the rest (a cable that lost lanes trains down to
+	// 1x and keeps running), each named by the port at either end.
+	// omitempty: a config without them keeps its config hash.
+	DegradedLinks []DegradedLink `yaml:"degraded_links,omitempty"`
+}
+
+// DegradedLink is one topology.degraded_links entry: the cable on port
+// Cable ("Fabric.Leaf[0].Port[9]", either end) runs at Width and/or
+// Generation, both directions.
+type DegradedLink struct {
+	Cable      string `yaml:"cable"`
+	Width      string `yaml:"width,omitempty"`      // 1x … 12x; "" = the cable's
+	Generation string `yaml:"generation,omitempty"` // SDR … XDR; "" = the cable's
 }
 
 // MaxARFlowletGapNs bounds topology.ar_flowlet_gap_ns: one second, far
@@ -150,6 +175,9 @@ func (c *TopologyConfig) Validate() error {
 	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
 		return fmt.Errorf("topology.cable_length_m: %v is out of range (0 = link.length_m, up to 100000 m)", c.CableLengthM)
 	}
+	if err := c.validateCableSpeeds(); err != nil {
+		return err
+	}
 	// Keys a kind does not use are errors, not silently ignored.
 	unused := func(key string, value any, set bool, why string) error {
 		if set {
@@ -177,7 +205,11 @@ func (c *TopologyConfig) Validate() error {
 		if c.Hosts != 0 && c.Hosts != 2 {
 			return fmt.Errorf("topology.hosts: %d hosts cannot be back to back (0 or 2)", c.Hosts)
 		}
-		err = firstErr(unused("radix", c.Radix, c.Radix != 0, "no switches"), leaves("no switches"), spines("no switches"),
+		why := "no switches; the one cable takes link.width and link.generation"
+		err = firstErr(unused("host_link_width", c.HostLinkWidth, c.HostLinkWidth != "", why),
+			unused("host_link_generation", c.HostLinkGeneration, c.HostLinkGeneration != "", why),
+			unused("degraded_links", entries(len(c.DegradedLinks)), c.DegradedLinks != nil, why),
+			unused("radix", c.Radix, c.Radix != 0, "no switches"), leaves("no switches"), spines("no switches"),
 			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file(),
 			unused("adaptive_routing", c.AdaptiveRouting, c.AdaptiveRouting, "no switches"),
 			unused("adaptive_routing_sls", fmt.Sprint(c.AdaptiveRoutingSLs), c.AdaptiveRoutingSLs != nil, "no switches"),
@@ -198,10 +230,137 @@ func (c *TopologyConfig) Validate() error {
 			return fmt.Errorf("topology.text: is set, and so is topology.file %q: give the fabric one way", c.File)
 		}
 		why := "the file describes the fabric"
-		err = firstErr(unused("hosts", c.Hosts, c.Hosts != 0, why), unused("radix", c.Radix, c.Radix != 0, why),
+		perCable := "the file gives a cable its own width=, gen= and fec="
+		err = firstErr(unused("host_link_width", c.HostLinkWidth, c.HostLinkWidth != "", perCable),
+			unused("host_link_generation", c.HostLinkGeneration, c.HostLinkGeneration != "", perCable),
+			unused("degraded_links", entries(len(c.DegradedLinks)), c.DegradedLinks != nil, perCable),
+			unused("hosts", c.Hosts, c.Hosts != 0, why), unused("radix", c.Radix, c.Radix != 0, why),
 			leaves(why), spines(why), oversb(why), unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why))
 	}
 	return err
+}
+
+// entries returns "1 entry" or "n entries".
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
+}
+
+// validateCableSpeeds checks topology.host_link_width,
+// host_link_generation and each degraded_links entry on their own; Build
+// checks them against the link section and the fabric's ports.
+func (c *TopologyConfig) validateCableSpeeds() error {
+	if v := c.HostLinkWidth; v != "" {
+		if _, err := parseCableWidth(v); err != nil {
+			return fmt.Errorf("topology.host_link_width: %q is %v", v, err)
+		}
+	}
+	if v := c.HostLinkGeneration; v != "" {
+		if _, err := parseCableGen(v); err != nil {
+			return fmt.Errorf("topology.host_link_generation: %q is %v", v, err)
+		}
+	}
+	if c.DegradedLinks != nil && len(c.DegradedLinks) == 0 {
+		return fmt.Errorf("topology.degraded_links: [] names no cable; leave the key out, or list {cable: \"Fabric.Leaf[0].Port[9]\", width: 1x}")
+	}
+	for i, d := range c.DegradedLinks {
+		key := fmt.Sprintf("topology.degraded_links[%d]", i)
+		if d.Cable == "" {
+			return fmt.Errorf("%s.cable: is empty (the port at either end of the cable, e.g. Fabric.Leaf[0].Port[9])", key)
+		}
+		if d.Width == "" && d.Generation == "" {
+			return fmt.Errorf("%s: %s names neither a width nor a generation (width: 1x, generation: HDR)", key, d.Cable)
+		}
+		if d.Width != "" {
+			if _, err := parseCableWidth(d.Width); err != nil {
+				return fmt.Errorf("%s.width: %q is %v", key, d.Width, err)
+			}
+		}
+		if d.Generation != "" {
+			if _, err := parseCableGen(d.Generation); err != nil {
+				return fmt.Errorf("%s.generation: %q is %v", key, d.Generation, err)
+			}
+		}
+	}
+	return nil
+}
+
+// applyCableSpeeds gives a builder's cables topology.host_link_width and
+// host_link_generation (cables with a host end) and degraded_links, and
+// checks each against the link section lc.
+func (c *TopologyConfig) applyCableSpeeds(t *Topology, lc link.Config) error {
+	if c.HostLinkWidth != "" || c.HostLinkGeneration != "" {
+		w, _ := parseCableWidth(c.HostLinkWidth)
+		g, _ := parseCableGen(c.HostLinkGeneration)
+		for i := range t.Cables {
+			cb := &t.Cables[i]
+			if t.Nodes[cb.A.Node].Kind != Host && t.Nodes[cb.B.Node].Kind != Host {
+				continue
+			}
+			cb.Width, cb.Gen = w, g
+			if err := checkCableSpeed(lc, *cb); err != nil {
+				e := err.(*cableSpeedError)
+				key := "topology.host_link_width"
+				if e.Opt == "gen" {
+					key = "topology.host_link_generation"
+				}
+				return e.keyed(key)
+			}
+		}
+	}
+	named := make(map[int]int, len(c.DegradedLinks)) // cable → the entry that named it
+	for i, d := range c.DegradedLinks {
+		key := fmt.Sprintf("topology.degraded_links[%d]", i)
+		ci, err := degradedCable(t, d.Cable)
+		if err != nil {
+			return fmt.Errorf("%s.cable: %v", key, err)
+		}
+		if j, dup := named[ci]; dup {
+			return fmt.Errorf("%s.cable: %s is the cable degraded_links[%d] names (%s); give each cable once", key, d.Cable, j, c.DegradedLinks[j].Cable)
+		}
+		named[ci] = i
+		cb := &t.Cables[ci]
+		if d.Width != "" {
+			cb.Width, _ = parseCableWidth(d.Width)
+		}
+		if d.Generation != "" {
+			cb.Gen, _ = parseCableGen(d.Generation)
+		}
+		if err := checkCableSpeed(lc, *cb); err != nil {
+			e := err.(*cableSpeedError)
+			sub := ".width"
+			if e.Opt == "gen" {
+				sub = ".generation"
+			}
+			return e.keyed(key + sub)
+		}
+	}
+	return nil
+}
+
+// degradedCable returns the index of the cable on the port named name
+// ("Fabric.Leaf[0].Port[9]"), or says why there is none.
+func degradedCable(t *Topology, name string) (int, error) {
+	i := strings.LastIndex(name, ".Port[")
+	if i < 0 || !strings.HasSuffix(name, "]") {
+		return 0, fmt.Errorf("%q is not a port (NODE.Port[N], e.g. Fabric.Leaf[0].Port[9])", name)
+	}
+	node, num := name[:i], name[i+len(".Port["):len(name)-1]
+	n, ok := t.Lookup(node)
+	if !ok {
+		return 0, fmt.Errorf("%s: the fabric has no node %s", name, node)
+	}
+	p, err := strconv.Atoi(num)
+	if err != nil || p < 1 || p > t.Nodes[n].Ports {
+		return 0, fmt.Errorf("%s: %s has ports 1..%d", name, node, t.Nodes[n].Ports)
+	}
+	ci := t.cableOf[n][p]
+	if ci < 0 {
+		return 0, fmt.Errorf("%s has no cable", name)
+	}
+	return int(ci), nil
 }
 
 // validateARSLs checks topology.adaptive_routing_sls: service levels,
@@ -332,6 +491,9 @@ func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, erro
 	}
 	if c.CableLengthM > 0 {
 		t.SetSwitchCableLength(c.CableLengthM)
+	}
+	if err := c.applyCableSpeeds(t, link.Link); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

@@ -267,3 +267,19 @@ func TestBitErrorsLeaveTheRTL(t *testing.T) {
 	require.NotEmpty(t, a)
 	assert.Equal(t, a, b)
 }
+
+// TestMixedLinkSpeedsRefused: every RTL port takes link.width's lanes, so
+// a design point with a cable of its own speed has no RTL, and says so in
+// one line naming the key and the cable; one whose per-cable keys repeat
+// link.*'s speed exports as before.
+func TestMixedLinkSpeedsRefused(t *testing.T) {
+	base := []string{"switch.queueing=fifo", "switch.vl_buffer_bytes=16640"}
+	_, err := LoadDesign("ndr.yaml", append(base, `topology.degraded_links=[{cable: "Fabric.Leaf[0].Port[5]", width: 1x}]`))
+	require.Error(t, err)
+	assert.Equal(t, `ndr.yaml: topology.degraded_links: the cable Fabric.Leaf[0].Port[5] to Fabric.Spine[0].Port[1] runs at 1x NDR rs544, not link.*'s 4x NDR rs544; the RTL's ports all have link.width's lanes at link.generation; export a design point whose cables run at one speed`, err.Error())
+	_, err = LoadDesign("ndr.yaml", append(base, "topology.host_link_width=2x"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ndr.yaml: topology.host_link_width: the cable Fabric.Host[0].Port[1] to Fabric.Leaf[0].Port[1] runs at 2x NDR rs544")
+	_, err = LoadDesign("ndr.yaml", append(base, "topology.host_link_width=4x", "topology.host_link_generation=NDR"))
+	assert.NoError(t, err)
+}

@@ -45,6 +45,11 @@ func LoadDesign(path string, sets []string) (Design, error) {
 }
 
 func designOf(c *fabric.Config) (Design, error) {
+	// Every RTL port has link.width's lanes (Params.Lanes, one parameter
+	// for the whole design), so a fabric of mixed speeds has no RTL.
+	if err := c.CheckOneLinkSpeed("the RTL's ports all have link.width's lanes at link.generation; export a design point whose cables run at one speed"); err != nil {
+		return Design{}, err
+	}
 	sets, err := sl2vlOf(c)
 	if err != nil {
 		return Design{}, err

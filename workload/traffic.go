@@ -243,11 +243,25 @@ const (
 // number of hosts, gbps the link's data rate in Gb/s (the slot length), seed
 // the design point's seed. Same arguments, same traffic, on any machine.
 func NewSources(c TrafficConfig, hosts int, gbps float64, seed uint64) ([]*Source, error) {
+	rates := make([]float64, hosts)
+	for i := range rates {
+		rates[i] = gbps
+	}
+	return NewSourcesAt(c, rates, seed)
+}
+
+// NewSourcesAt is NewSources with each host's own link data rate, Gb/s
+// (len(gbps) hosts): offered_load is a fraction of the sending host's own
+// link, so a host on a slower cable offers fewer bytes.
+func NewSourcesAt(c TrafficConfig, gbpsOf []float64, seed uint64) ([]*Source, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if !(gbps > 0) {
-		return nil, fmt.Errorf("workload: link data rate %v Gb/s must be positive", gbps)
+	hosts := len(gbpsOf)
+	for _, gbps := range gbpsOf {
+		if !(gbps > 0) {
+			return nil, fmt.Errorf("workload: link data rate %v Gb/s must be positive", gbps)
+		}
 	}
 	in := topologyHosts
 	if c.Background {
@@ -266,6 +280,7 @@ func NewSources(c TrafficConfig, hosts int, gbps float64, seed uint64) ([]*Sourc
 	}
 	out := make([]*Source, hosts)
 	for h := range out {
+		gbps := gbpsOf[h]
 		var inj Injector
 		if c.Injection == InjectOnOff {
 			inj = NewOnOff(c.OfferedLoad, c.BurstPackets, gbps)
