@@ -22,6 +22,31 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runOnHCAs(cfg, opts, s, topo, sub, func(devs []*hca.Device) (hcaDriver, error) {
+		coll, err := workload.BuildCollectiveOn(s, devs, run)
+		if err != nil {
+			return hcaDriver{}, err
+		}
+		return hcaDriver{run: coll.Run, onEnd: &coll.OnEnd}, nil
+	})
+}
+
+// hcaDriver is a workload built on one HCA per host (a collective, a
+// replay): run runs it to its end and returns its metrics; onEnd is its
+// hook for the moment the last completion is polled, which runOnHCAs sets
+// when the checkers must see the fabric settle.
+type hcaDriver struct {
+	run   func() (map[string]any, error)
+	onEnd *func()
+}
+
+// runOnHCAs builds cfg's fabric on s with an HCA on every host, has build
+// make the workload on those HCAs (an error is the config's, exit 2), runs
+// it with the run's observers and checkers, and adds the metrics every
+// HCA-driven fabric run reports: hosts, switches, the link rate, CC and
+// link errors.
+func runOnHCAs(cfg *Config, opts RunOptions, s *components.Sim, topo *Topology, sub *Subnet,
+	build func(devs []*hca.Device) (hcaDriver, error)) (map[string]any, error) {
 	var devs []*hca.Device
 	net, err := BuildNetworkOn(cfg, s, topo, sub, func(_ int, lid uint16, name string) HostDevice {
 		h := NewHCAHost(s, cfg, lid, name)
@@ -32,7 +57,7 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 		return nil, err
 	}
 	enableHCACC(cfg, devs)
-	coll, err := workload.BuildCollectiveOn(s, devs, run)
+	drv, err := build(devs)
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
@@ -41,16 +66,16 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 		opts.Observe(view)
 	}
 	if cfg.Sim.Check {
-		// The collective ends when the last rank has polled its last
-		// completion, with acks and flow-control packets possibly still
+		// The workload ends when the last host has polled its last
+		// completion, with ACKs and flow-control packets possibly still
 		// on the wire: the checkers' idle-fabric invariants apply once
 		// the fabric settles. The metrics are taken at the end.
-		coll.OnEnd = func() { view.finish(true) }
+		*drv.onEnd = func() { view.finish(true) }
 	}
 	if opts.Started != nil {
 		opts.Started(&Simulation{Sim: s})
 	}
-	m, err := coll.Run()
+	m, err := drv.run()
 	if err != nil {
 		return nil, view.explainTimeLimit(cfg, err)
 	}
