@@ -109,3 +109,37 @@ func TestParseTraceRefuses(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseTrace: whatever a trace holds, ParseTrace does not panic; a
+// refusal is one line naming the file; an accepted trace keeps the rules
+// the run relies on (dependencies on earlier lines only, a delay only with
+// dependencies, hosts in range and distinct).
+func FuzzParseTrace(f *testing.F) {
+	for _, s := range []string{
+		"0 0 1 write_imm 65536 id=1\n0 1 0 send 8 id=2 after=1 delay_ns=20000\n",
+		"0 0 1 write 8 delay_ns=5\n",
+		"1e3 2 3 read 1 id=0\n5 3 2 write 9 after=0,0\n",
+		"0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=-1 delay_ns=2\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tr, err := ParseTrace(strings.NewReader(s), "h.trace", 4)
+		if err != nil {
+			assert.True(t, strings.HasPrefix(err.Error(), "h.trace"), err.Error())
+			assert.NotContains(t, err.Error(), "\n")
+			return
+		}
+		for i, m := range tr.Msgs {
+			assert.GreaterOrEqual(t, m.Delay, ib.PS(0))
+			if m.Delay > 0 {
+				assert.NotEmpty(t, m.After, "line %d: a delay without dependencies", m.Line)
+			}
+			assert.NotEqual(t, m.Src, m.Dst)
+			assert.True(t, m.Src >= 0 && m.Src < 4 && m.Dst >= 0 && m.Dst < 4)
+			for _, d := range m.After {
+				assert.Less(t, int(d), i, "line %d depends on a later line", m.Line)
+			}
+		}
+	})
+}
