@@ -43,8 +43,8 @@ type hcaDriver struct {
 // runOnHCAs builds cfg's fabric on s with an HCA on every host, has build
 // make the workload on those HCAs (an error is the config's, exit 2), runs
 // it with the run's observers and checkers, and adds the metrics every
-// HCA-driven fabric run reports: hosts, switches, the link rate, CC and
-// link errors.
+// HCA-driven fabric run reports: hosts, switches, the link rate (and the
+// hosts' own, when their cables differ), CC and link errors.
 func runOnHCAs(cfg *Config, opts RunOptions, s *components.Sim, topo *Topology, sub *Subnet,
 	build func(devs []*hca.Device) (hcaDriver, error)) (map[string]any, error) {
 	var devs []*hca.Device
@@ -82,6 +82,11 @@ func runOnHCAs(cfg *Config, opts RunOptions, s *components.Sim, topo *Topology, 
 	m["hosts"] = len(devs)
 	m["switches"] = len(net.Switches)
 	m["link_data_rate_gbps"] = cfg.Link.Timing(cfg.Link.LengthM).DataRateBps() / 1e9
+	if ht := hostTimings(cfg, topo, topo.Hosts()); ht != nil {
+		// Host cables of their own speeds: every host runs the workload,
+		// so the link section's rate is not what they send at.
+		m["host_link_rate_gbps"] = hostLinkRates(ht)
+	}
 	if cfg.CC.Enable {
 		hcaCCMetrics(m, view, s.Now())
 	}

@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -394,4 +396,70 @@ func TestCCTablePerHostLink(t *testing.T) {
 	assert.Equal(t, ib.PS(329760), slow.CCT[16])
 	assert.Equal(t, len(def.CCT), len(slow.CCT))
 	assert.Equal(t, def.Timer, slow.Timer)
+}
+
+// ratesTopo is mixedTopo's switch with four hosts whose cables differ in
+// width and generation: host 0 on 1x EDR with RS(528,514), hosts 1 and 2
+// on the link section's 4x NDR, host 3 on 2x HDR. Their data rates, lanes
+// × lane rate × encoding and FEC (ib-facts.md §1; link.Generations): 1x
+// EDR is 25.78125 Gb/s × 64/66 = 25 Gb/s (RS(528,514) carries the 64b/66b
+// blocks as they are, so it costs no rate); 4x NDR is 4 × 106.25 Gb/s ×
+// 16/17 = 400 Gb/s (256b/257b transcoding with RS(544,514): 64/66 × 33/34
+// = 16/17); 2x HDR is 2 × 53.125 Gb/s × 16/17 = 100 Gb/s. Each is a whole
+// number of picoseconds a byte (320, 20, 80), so the Gb/s are exact.
+const ratesTopo = `
+switch Fabric.Switch[0] 4
+host Fabric.Host[0]
+host Fabric.Host[1]
+host Fabric.Host[2]
+host Fabric.Host[3]
+cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] width=1x gen=EDR fec=rs528
+cable Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2]
+cable Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3]
+cable Fabric.Host[3].Port[1] Fabric.Switch[0].Port[4] width=2x gen=HDR
+`
+
+// TestHCARunsReportHostLinkRates: the collectives, the replay and a
+// perftest on ratesTopo report host_link_rate_gbps, {min, max} of the data
+// rates of the cables of the hosts that run the workload (derived at
+// ratesTopo): every host for a collective and a replay, 25 and 400 Gb/s;
+// a perftest's pair, host 0 to the last host (hosts 1 and 2 are idle), 25
+// and 100; with hosts 1 and 2 as background traffic, 25 and 400 again. The link
+// section's rate stays link_data_rate_gbps (400). The same fabric with
+// every cable at the link section's speed reports no host_link_rate_gbps.
+func TestHCARunsReportHostLinkRates(t *testing.T) {
+	config := func(topo, workload string) []byte {
+		return []byte(strings.Replace(mixedConfig(workload), strings.ReplaceAll(mixedTopo, "\n", "\n    "), strings.ReplaceAll(topo, "\n", "\n    "), 1))
+	}
+	trace := filepath.Join(t.TempDir(), "r.trace")
+	require.NoError(t, os.WriteFile(trace, []byte("0 0 1 write 4096\n0 1 2 write 4096 id=1\n0 1 0 write 4096 after=1 delay_ns=1000\n"), 0o644))
+	wide := map[string]any{"min": 25.0, "max": 400.0}
+	for _, tc := range []struct {
+		name, workload string
+		want           map[string]any
+	}{
+		{"allreduce", "workload: {kind: allreduce, size: 4096}\n", wide},
+		{"alltoall", "workload: {kind: alltoall, size: 4096}\n", wide},
+		{"replay", "workload: {kind: replay, trace_file: " + trace + "}\n", wide},
+		{"perftest pair", "workload: {kind: perftest, test: write_bw, size: 4096, iterations: 20}\n", map[string]any{"min": 25.0, "max": 100.0}},
+		{"perftest with background", "workload: {kind: perftest, test: write_bw, size: 4096, iterations: 20, background: true, offered_load: 0.1, warmup_ns: 1000, measure_ns: 5000}\n", wide},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(config(ratesTopo, tc.workload), nil)
+			require.NoError(t, err)
+			m, err := Run(l, RunOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, m["host_link_rate_gbps"])
+			if _, ok := m["link_data_rate_gbps"]; ok {
+				assert.Equal(t, 400.0, m["link_data_rate_gbps"])
+			}
+
+			alike := strings.NewReplacer(" width=1x gen=EDR fec=rs528", "", " width=2x gen=HDR", "").Replace(ratesTopo)
+			l, err = Load(config(alike, tc.workload), nil)
+			require.NoError(t, err)
+			m, err = Run(l, RunOptions{})
+			require.NoError(t, err)
+			assert.NotContains(t, m, "host_link_rate_gbps")
+		})
+	}
 }

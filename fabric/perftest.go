@@ -28,6 +28,9 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 		bg  *synthRun
 		s   *components.Sim
 		err error
+		// rates are the test's hosts' own cable timings, nil when they
+		// run at the link section's speed (back to back: always)
+		rates []link.Timing
 	)
 	view := &Simulation{}
 	if cfg.Topology.Kind == KindBackToBack {
@@ -45,7 +48,7 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 	} else {
 		s = components.NewSimOn(cfg.Sim.Engine)
-		pt, bg, err = buildFabricPerftest(cfg, s, run, view)
+		pt, bg, rates, err = buildFabricPerftest(cfg, s, run, view)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +70,7 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	var fm map[string]any
 	if cfg.Sim.Check {
 		pt.OnEnd = func() {
-			fm = perftestFabricMetrics(cfg, s, bg, view)
+			fm = perftestFabricMetrics(cfg, s, bg, rates, view)
 			settlePerftest(cfg, view, bg)
 		}
 	}
@@ -76,7 +79,7 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 		return nil, view.explainTimeLimit(cfg, err)
 	}
 	if fm == nil {
-		fm = perftestFabricMetrics(cfg, s, bg, view)
+		fm = perftestFabricMetrics(cfg, s, bg, rates, view)
 	}
 	maps.Copy(m, fm)
 	return m, nil
@@ -84,8 +87,9 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 
 // perftestFabricMetrics returns what a perftest run reports beside the
 // test's own metrics: the background's, the fabric's counters, the
-// simulated time and events.
-func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *Simulation) map[string]any {
+// simulated time and events, and with rates (the timings of the cables of
+// the hosts in the test, pairs and background) their {min, max}.
+func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, rates []link.Timing, view *Simulation) map[string]any {
 	m := map[string]any{}
 	if bg != nil {
 		if now := s.Now(); now <= bg.t0 {
@@ -105,6 +109,9 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 		for k, v := range bg.metrics(cfg, cfg.Link.Timing(cfg.Link.LengthM).DataRateBps()) {
 			switch {
 			case k == "sim_time_ns", k == "events", k == "hosts", k == "switches", k == "link_data_rate_gbps", k == "block_hops":
+			case k == "host_link_rate_gbps":
+				// The background hosts' alone; rates covers the pairs'
+				// hosts too (below).
 			case k == "packets_dropped", k == "drain_complete":
 				// The background stops with the test, mid-flight: loss
 				// is for the checkers (--check) to judge, not a count.
@@ -138,6 +145,9 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, view *S
 		}
 		m["block_hops"] = blocks
 		m["packets_delivered"] = rx
+	}
+	if rates != nil {
+		m["host_link_rate_gbps"] = hostLinkRates(rates)
 	}
 	if cfg.CC.Enable && view.Net != nil {
 		hcaCCMetrics(m, view, s.Now())
@@ -305,18 +315,27 @@ func perftestHosts(pairs []workload.PerftestPair, hosts int) (inPair []bool, bac
 
 // buildFabricPerftest builds the configured fabric with HCAs on the hosts
 // of the test's pairs (the first and last host, or workload.pattern's) and,
-// with workload.background, packet endpoints on the others.
-func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRun, view *Simulation) (*workload.Perftest, *synthRun, error) {
+// with workload.background, packet endpoints on the others. It returns the
+// timings of the cables of the hosts in the test (pairs and background)
+// when some run at their own speed (hostTimings), else nil.
+func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRun, view *Simulation) (*workload.Perftest, *synthRun, []link.Timing, error) {
 	w := cfg.Workload
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	n := len(topo.Hosts())
 	if run.Pairs, err = perftestPairs(cfg, n); err != nil {
-		return nil, nil, &UnsupportedError{Msg: err.Error()}
+		return nil, nil, nil, &UnsupportedError{Msg: err.Error()}
 	}
 	inPair, bgHosts := perftestHosts(run.Pairs, n)
+	var inTest []int // host nodes with an HCA or a background endpoint
+	for h, node := range topo.Hosts() {
+		if inPair[h] || w.Background {
+			inTest = append(inTest, node)
+		}
+	}
+	rates := hostTimings(cfg, topo, inTest)
 	bgIndex := make([]int, n) // a background host's index among them
 	for j, h := range bgHosts {
 		bgIndex[h] = j
@@ -326,9 +345,9 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	bg.parts = []*synthPart{{r: bg, s: s}}
 	if w.Background && len(bgHosts) == 0 {
 		if len(run.Pairs) == 1 {
-			return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but the fabric's %d hosts are the two perftest hosts; background traffic needs more (topology.hosts)", n)}
+			return nil, nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but the fabric's %d hosts are the two perftest hosts; background traffic needs more (topology.hosts)", n)}
 		}
-		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but every one of the fabric's %d hosts is in a perftest pair (workload.pattern %s); background traffic needs hosts in none (fewer workload.clients, or more topology.hosts)", n, w.Pattern)}
+		return nil, nil, nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but every one of the fabric's %d hosts is in a perftest pair (workload.pattern %s); background traffic needs hosts in none (fewer workload.clients, or more topology.hosts)", n, w.Pattern)}
 	}
 	if w.Background {
 		tc := w.Traffic()
@@ -344,7 +363,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		bg.hostTiming = hostTimings(cfg, topo, nodes)
 		sources, err = workload.NewSourcesAt(tc, hostGbps(bg.hostTiming, len(bgHosts), bg.timing), cfg.Seed)
 		if err != nil {
-			return nil, nil, &UnsupportedError{Msg: err.Error()}
+			return nil, nil, nil, &UnsupportedError{Msg: err.Error()}
 		}
 	}
 	devs := make([]*hca.Device, n) // by host; nil off the pairs
@@ -372,13 +391,13 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		return e
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	enableHCACC(cfg, devs)
 	// A latency test may run a second time to trace its median iteration:
 	// the same fabric and background on a new simulation, unobserved.
 	rebuild := func() (*workload.Perftest, error) {
-		pt, bg, err := buildFabricPerftest(cfg, components.NewSimOn(cfg.Sim.Engine), run, &Simulation{})
+		pt, bg, _, err := buildFabricPerftest(cfg, components.NewSimOn(cfg.Sim.Engine), run, &Simulation{})
 		if err != nil {
 			return nil, err
 		}
@@ -391,13 +410,13 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	}
 	pt, err := workload.BuildPerftestPairsOn(s, devs, run, rebuild)
 	if err != nil {
-		return nil, nil, &UnsupportedError{Msg: err.Error()}
+		return nil, nil, nil, &UnsupportedError{Msg: err.Error()}
 	}
 	view.Ports = net.Ports
 	view.Blocks = net.Blocks()
 	view.Net = net
 	if len(bg.eps) == 0 {
-		return pt, nil, nil
+		return pt, nil, rates, nil
 	}
 	bg.net = net
 	bg.t0 = ib.FromNanoseconds(w.WarmupNs)
@@ -442,5 +461,5 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 			}
 		}
 	}
-	return pt, bg, nil
+	return pt, bg, rates, nil
 }

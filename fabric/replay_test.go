@@ -161,6 +161,36 @@ func TestReplayChainMakespanIsTheSumOfItsLatencies(t *testing.T) {
 	assert.Less(t, ps(open["makespan_ns"]), ps(chain["makespan_ns"]))
 }
 
+// TestReplayDelayAddsToTheMakespan: B after A with delay_ns=D, host 0 to
+// host 1, against the same chain without the delay. Without it B is posted
+// in the poll turn that sees A's completion
+// (TestReplayChainMakespanIsTheSumOfItsLatencies); with it, D later. A's
+// completion means its ACK is back, so the fabric and both HCAs are idle
+// and their caches warm in both runs; what still runs on an idle fabric is
+// periodic: each port's flow-control refresh every link.fc_refresh_ns
+// (6000 ns) and the core clocks (1 GHz). D = 24 µs is a whole number of
+// both, so B meets every port and clock at the same phase: B's run is the
+// no-delay run's shifted by D, the same two latencies, and the makespan is
+// exactly the no-delay makespan + D.
+//
+// A start_ns later than the dependency's completion + D wins: B is posted
+// at start_ns, as the same B with no dependency at all is (the first
+// write is long done at 90 µs), so the two runs are the same.
+func TestReplayDelayAddsToTheMakespan(t *testing.T) {
+	sets := []string{"topology.kind=single-switch", "topology.hosts=2", "link.generation=NDR"}
+	const d = 24000 // ns, 4 × link.fc_refresh_ns
+	plain := runReplayTrace(t, "0 0 1 write 65536 id=0\n0 0 1 write 65536 after=0\n", sets...)
+	delayed := runReplayTrace(t, fmt.Sprintf("0 0 1 write 65536 id=0\n0 0 1 write 65536 after=0 delay_ns=%d\n", d), sets...)
+	assert.Equal(t, ps(plain["makespan_ns"])+d*1000, ps(delayed["makespan_ns"]))
+	assert.Equal(t, plain["latency_ns"], delayed["latency_ns"])
+
+	late := runReplayTrace(t, fmt.Sprintf("0 0 1 write 65536 id=0\n90000 0 1 write 65536 after=0 delay_ns=%d\n", d), sets...)
+	free := runReplayTrace(t, "0 0 1 write 65536 id=0\n90000 0 1 write 65536\n", sets...)
+	assert.Greater(t, late["makespan_ns"], 90000.0)
+	assert.Equal(t, free["makespan_ns"], late["makespan_ns"])
+	assert.Equal(t, free["latency_ns"], late["latency_ns"])
+}
+
 // TestReplayStartTimes: a message is posted no earlier than its start_ns.
 // Two writes 50 µs apart, far longer than one write's latency (a few µs),
 // so the second finds an idle fabric and warm caches: the makespan is its

@@ -448,6 +448,17 @@ func hostTimings(cfg *Config, topo *Topology, hosts []int) []link.Timing {
 	return out
 }
 
+// hostLinkRates returns the host_link_rate_gbps metric (docs/metrics.md):
+// {min, max} in Gb/s of the data rates of hosts' own cables, timings as
+// hostTimings returns them (not nil).
+func hostLinkRates(timings []link.Timing) map[string]any {
+	lo, hi := timings[0].DataRateBps(), timings[0].DataRateBps()
+	for _, t := range timings {
+		lo, hi = min(lo, t.DataRateBps()), max(hi, t.DataRateBps())
+	}
+	return map[string]any{"min": lo / 1e9, "max": hi / 1e9}
+}
+
 // hostGbps returns each of n hosts' link data rate in Gb/s: its own
 // cable's (hostTiming), or def's for all when hostTiming is nil.
 func hostGbps(hostTiming []link.Timing, n int, def link.Timing) []float64 {
@@ -662,11 +673,7 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 		"link_data_rate_gbps": rateBps / 1e9,
 	}
 	if r.hostTiming != nil {
-		lo, hi := r.hostTiming[0].DataRateBps(), r.hostTiming[0].DataRateBps()
-		for _, t := range r.hostTiming {
-			lo, hi = min(lo, t.DataRateBps()), max(hi, t.DataRateBps())
-		}
-		m["host_link_rate_gbps"] = map[string]any{"min": lo / 1e9, "max": hi / 1e9}
+		m["host_link_rate_gbps"] = hostLinkRates(r.hostTiming)
 	}
 	if r.psnHi != nil {
 		m["packets_reordered"] = reordered

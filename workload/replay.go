@@ -45,6 +45,10 @@ type replayMsg struct {
 	recvd  bool // the destination polled its receive completion
 	postAt ib.PS
 	doneAt ib.PS
+	// readyAt is when the message may be posted, set when its last
+	// dependency completes: the later of its start_ns and that
+	// completion + its delay_ns.
+	readyAt ib.PS
 }
 
 // replayPair is one (source, destination) connection: the RC QP at each
@@ -71,7 +75,7 @@ type replayHost struct {
 	// is the pair whose receiving end that QP is (−1 if none).
 	qpBase   uint32
 	recvPair []int32
-	ready    msgHeap // messages whose dependencies are met, by (start, index)
+	ready    msgHeap // messages whose dependencies are met, by (ready time, start, index)
 	pending  bool    // a poll turn is queued
 }
 
@@ -315,25 +319,33 @@ func (r *replay) begin() {
 // startOf is message i's start_ns in simulated time.
 func (r *replay) startOf(i int32) ib.PS { return r.start + r.tr.Msgs[i].Start }
 
-// release queues message i, whose dependencies are met, at its source; a
-// start still to come sets a timer for it.
+// release queues message i, whose dependencies are met now, at its
+// source, ready at the later of its start and now + its delay_ns; a ready
+// time still to come sets a timer for it. The delay does not hold the
+// application thread: compute is on other cores, or the host posts other
+// messages meanwhile as the trace says.
 func (r *replay) release(i int32) {
 	h := r.tr.Msgs[i].Src
+	now := r.s.Now()
+	at := max(r.startOf(i), now+r.tr.Msgs[i].Delay)
+	r.msgs[i].readyAt = at
 	r.hosts[h].ready.push(i, r)
-	if at := r.startOf(i); at > r.s.Now() {
+	if at > now {
 		e := r.s.Schedule(at, r, evReplayTimer)
 		e.Arg = int64(h)
 	}
 }
 
-// postReady posts, in (start, index) order, every queued message of host
-// h whose start has come.
+// postReady posts, in (ready time, start, index) order, every queued
+// message of host h whose ready time has come. Every postReady follows the
+// releases of its instant, so the messages it finds due are all ready now
+// and go in (start, index) order, as without delays.
 func (r *replay) postReady(h int) {
 	hs := r.hosts[h]
 	now := r.s.Now()
 	for hs.ready.len() > 0 {
 		i := hs.ready.top()
-		if r.startOf(i) > now {
+		if r.msgs[i].readyAt > now {
 			return
 		}
 		hs.ready.pop(r)
@@ -535,14 +547,18 @@ func (r *replay) metrics() map[string]any {
 	return m
 }
 
-// msgHeap is a binary min-heap of message indexes by (start_ns, index):
-// a host's released messages, posted in start order, trace order among
+// msgHeap is a binary min-heap of message indexes by (ready time,
+// start_ns, index): a host's released messages, posted in the order they
+// become ready, start order among those ready at once, trace order among
 // equal starts.
 type msgHeap struct{ v []int32 }
 
 func (q *msgHeap) len() int   { return len(q.v) }
 func (q *msgHeap) top() int32 { return q.v[0] }
 func (r *replay) less(a, b int32) bool {
+	if ra, rb := r.msgs[a].readyAt, r.msgs[b].readyAt; ra != rb {
+		return ra < rb
+	}
 	sa, sb := r.tr.Msgs[a].Start, r.tr.Msgs[b].Start
 	return sa < sb || sa == sb && a < b
 }

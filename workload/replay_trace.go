@@ -14,10 +14,11 @@ import (
 // A replay trace is an application's communication as data, one message a
 // line; '#' starts a comment, blank lines are skipped:
 //
-//	# start_ns src dst op bytes [id=N] [after=N,N…]
+//	# start_ns src dst op bytes [id=N] [after=N,N…] [delay_ns=N]
 //	0     0 1 write_imm 65536 id=1
 //	0     1 0 write_imm 65536 id=2
 //	500   1 2 send      4096  id=3 after=2
+//	0     2 1 write     4096  after=3 delay_ns=20000
 //
 // start_ns is when the source's application posts the message, in ns from
 // the start of the timed run (0, after set-up); src and dst are the
@@ -28,8 +29,11 @@ import (
 // messages X and Y have completed as its source host sees them: a message
 // the source itself posted when it has polled that message's send
 // completion, a send or write_imm it received when it has polled the
-// receive completion. A message is posted at the later of start_ns and
-// its last dependency (docs/fabric.md, "Replaying a message trace").
+// receive completion. delay_ns=N (whole ns, only with after=) is compute
+// between the dependencies and the message: it is posted N ns after its
+// last dependency completed. A message is posted at the later of start_ns
+// and its last dependency's completion + delay_ns (docs/fabric.md,
+// "Replaying a message trace").
 
 // ReplayOp is a trace message's verb.
 type ReplayOp uint8
@@ -59,7 +63,8 @@ const MaxReplayMessages = MaxCollectiveWrites
 // MaxReplayBytes is the largest message: 1 GiB, as a collective's size.
 const MaxReplayBytes = 1 << 30
 
-// MaxReplayStartNs bounds start_ns (as workload.measure_ns is bounded).
+// MaxReplayStartNs bounds start_ns (as workload.measure_ns is bounded)
+// and delay_ns.
 const MaxReplayStartNs = 1e12
 
 // ReplayMsg is one message of a trace.
@@ -70,6 +75,7 @@ type ReplayMsg struct {
 	Bytes    int64
 	ID       int64   // id=, or -1
 	After    []int32 // indexes (in Trace.Msgs) of the messages it waits for
+	Delay    ib.PS   // delay_ns: from the last dependency's completion to the post
 	Line     int     // line in the file
 }
 
@@ -108,6 +114,7 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		var pos []string
 		m := ReplayMsg{ID: -1, Line: line}
 		var after []int64
+		delaySet := false
 		for _, tok := range f {
 			key, val, ok := strings.Cut(tok, "=")
 			if !ok {
@@ -143,12 +150,28 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 					}
 					after = append(after, id)
 				}
+			case "delay_ns":
+				if delaySet {
+					return nil, fail("delay_ns: given twice on the line (one delay a message)")
+				}
+				// Whole nanoseconds: compute time as a trace generator
+				// writes it; a picosecond fraction would be false precision.
+				d, err := strconv.ParseInt(val, 10, 64)
+				if err != nil || d < 0 || d > MaxReplayStartNs {
+					return nil, fail("delay_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
+				}
+				m.Delay, delaySet = ib.PS(d)*ib.Nanosecond, true
 			default:
-				return nil, fail("%s: not a field (the optional fields are id= and after=)", tok)
+				return nil, fail("%s: not a field (the optional fields are id=, after= and delay_ns=)", tok)
 			}
 		}
 		if len(pos) != 5 {
-			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N)", len(pos))
+			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N)", len(pos))
+		}
+		if delaySet && len(after) == 0 {
+			// A delay counts from the dependencies' completion; with none
+			// it would count from time 0, which is start_ns's job.
+			return nil, fail("delay_ns: %d is given without after= (a delay counts from the message's dependencies; without any, start_ns says when it is posted)", m.Delay/ib.Nanosecond)
 		}
 		st, err := strconv.ParseFloat(pos[0], 64)
 		if err != nil || math.IsNaN(st) || st < 0 || st > MaxReplayStartNs {

@@ -17,9 +17,10 @@ func TestParseTrace(t *testing.T) {
 2.5   1 0 send      4096  id=4 after=1
 1000  1 2 read      1     after=1,4
 7     0 3 write     8388608 id=9
+3     0 2 write     8 after=9 delay_ns=20000
 `), "h.trace", 4)
 	require.NoError(t, err)
-	require.Len(t, tr.Msgs, 4)
+	require.Len(t, tr.Msgs, 5)
 	assert.Equal(t, ReplayMsg{Start: 0, Src: 0, Dst: 1, Op: ReplayWriteImm, Bytes: 65536, ID: 1, Line: 2}, tr.Msgs[0])
 	// 2.5 ns is 2500 ps exactly; message 4's dependency is the write_imm it
 	// received (index 0); the read waits for the write_imm host 1 received
@@ -27,6 +28,12 @@ func TestParseTrace(t *testing.T) {
 	assert.Equal(t, ReplayMsg{Start: 2500, Src: 1, Dst: 0, Op: ReplaySend, Bytes: 4096, ID: 4, After: []int32{0}, Line: 4}, tr.Msgs[1])
 	assert.Equal(t, ReplayMsg{Start: 1000 * ib.Nanosecond, Src: 1, Dst: 2, Op: ReplayRead, Bytes: 1, ID: -1, After: []int32{0, 1}, Line: 5}, tr.Msgs[2])
 	assert.Equal(t, int64(8388608), tr.Msgs[3].Bytes)
+	// delay_ns=20000 is 20 µs, 2e7 ps, after the write host 0 sent
+	// itself (id=9, index 3).
+	assert.Equal(t, ReplayMsg{Start: 3 * ib.Nanosecond, Src: 0, Dst: 2, Op: ReplayWrite, Bytes: 8, ID: -1, After: []int32{3}, Delay: 20 * ib.Microsecond, Line: 7}, tr.Msgs[4])
+	for _, m := range tr.Msgs[:4] {
+		assert.Zero(t, m.Delay, "line %d has no delay_ns", m.Line)
+	}
 }
 
 // TestParseTraceRefuses: every mistake a trace can hold is one line naming
@@ -54,9 +61,9 @@ func TestParseTraceRefuses(t *testing.T) {
 		{"start not a number", "soon 0 1 write 8\n",
 			`h.trace:1: start_ns: "soon" is out of range (0 to 1e12 ns)`},
 		{"too few fields", "0 0 1 write\n",
-			`h.trace:1: 4 fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N)`},
+			`h.trace:1: 4 fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N)`},
 		{"unknown option", "0 0 1 write 8 tag=x\n",
-			`h.trace:1: tag=x: not a field (the optional fields are id= and after=)`},
+			`h.trace:1: tag=x: not a field (the optional fields are id=, after= and delay_ns=)`},
 		{"bad id", "0 0 1 write 8 id=x\n",
 			`h.trace:1: id: "x" is not an id (an integer, 0 or more)`},
 		{"two ids", "0 0 1 write 8 id=1 id=2\n",
@@ -79,6 +86,18 @@ func TestParseTraceRefuses(t *testing.T) {
 			`h.trace:2: after: 1 goes from host 2 to host 3, and host 0, this message's source, sees neither end (a dependency is a message the source sent or received)`},
 		{"dependency on a write received", "0 1 0 write 8 id=1\n0 0 1 write 8 after=1\n",
 			`h.trace:2: after: 1 is a write to host 0, which sees no completion of it (only send and write_imm complete at their destination)`},
+		{"negative delay", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=-5\n",
+			`h.trace:2: delay_ns: "-5" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"fractional delay", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=2.5\n",
+			`h.trace:2: delay_ns: "2.5" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"delay not a number", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=long\n",
+			`h.trace:2: delay_ns: "long" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"delay too long", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=1000000000001\n",
+			`h.trace:2: delay_ns: "1000000000001" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"delay twice", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=5 delay_ns=5\n",
+			`h.trace:2: delay_ns: given twice on the line (one delay a message)`},
+		{"delay without dependencies", "0 0 1 write 8 delay_ns=20000\n",
+			`h.trace:1: delay_ns: 20000 is given without after= (a delay counts from the message's dependencies; without any, start_ns says when it is posted)`},
 		{"no messages", "# nothing\n\n",
 			`h.trace: no messages (one a line: start_ns src dst op bytes)`},
 	} {
@@ -89,4 +108,38 @@ func TestParseTraceRefuses(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
+}
+
+// FuzzParseTrace: whatever a trace holds, ParseTrace does not panic; a
+// refusal is one line naming the file; an accepted trace keeps the rules
+// the run relies on (dependencies on earlier lines only, a delay only with
+// dependencies, hosts in range and distinct).
+func FuzzParseTrace(f *testing.F) {
+	for _, s := range []string{
+		"0 0 1 write_imm 65536 id=1\n0 1 0 send 8 id=2 after=1 delay_ns=20000\n",
+		"0 0 1 write 8 delay_ns=5\n",
+		"1e3 2 3 read 1 id=0\n5 3 2 write 9 after=0,0\n",
+		"0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=-1 delay_ns=2\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tr, err := ParseTrace(strings.NewReader(s), "h.trace", 4)
+		if err != nil {
+			assert.True(t, strings.HasPrefix(err.Error(), "h.trace"), err.Error())
+			assert.NotContains(t, err.Error(), "\n")
+			return
+		}
+		for i, m := range tr.Msgs {
+			assert.GreaterOrEqual(t, m.Delay, ib.PS(0))
+			if m.Delay > 0 {
+				assert.NotEmpty(t, m.After, "line %d: a delay without dependencies", m.Line)
+			}
+			assert.NotEqual(t, m.Src, m.Dst)
+			assert.True(t, m.Src >= 0 && m.Src < 4 && m.Dst >= 0 && m.Dst < 4)
+			for _, d := range m.After {
+				assert.Less(t, int(d), i, "line %d depends on a later line", m.Line)
+			}
+		}
+	})
 }
