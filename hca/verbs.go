@@ -668,13 +668,14 @@ func (d *Device) recvDoorbell(qp *QP, pi uint32) {
 }
 
 func (d *Device) recvFetch(qp *QP, t ib.PS) {
-	capWQEs := d.Cfg.WQEPrefetchDepth * (WQEBBBytes / RecvWQEBytes)
 	if cntDiff(qp.rqFetch, qp.rqTaken) < 0 {
 		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
 	}
-	for qp.rqFetch != qp.rqDB && len(qp.rqCache)+qp.rqInflight < capWQEs {
-		n := int(qp.rqDB - qp.rqFetch)
-		n = min(n, capWQEs-len(qp.rqCache)-qp.rqInflight, qp.rqDepth-int(qp.rqFetch%uint32(qp.rqDepth)))
+	for {
+		n, _ := RecvRead(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth)
+		if n == 0 {
+			return
+		}
 		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), n*RecvWQEBytes)
 		done = d.stages[StageWQEFetch].accept(done, 0)
 		e := d.at(done, evRecvFetched)

@@ -22,3 +22,27 @@ func WQERead(posted, fetched uint32, inFlight, depth, ringBBs int) (n, slot int)
 	}
 	return min(int(posted-fetched), depth-inFlight, ringBBs-slot), slot
 }
+
+// RecvRead is the chunking rule of the receive-queue prefetch: the next DMA
+// read of a QP's receive queue, given its counters. Receive WQEs are
+// RecvWQEBytes (16) each, four to a 64-byte block, and the prefetch window is
+// depth blocks (hca.wqe_prefetch_depth), so depth × 4 WQEs. posted is the
+// producer count the doorbells announced (WQEs), fetched the WQEs whose read
+// was issued, held the WQEs read and not yet taken by the responder (on chip
+// or in flight) and ringWQEs the ring's size in WQEs. The read covers n WQEs
+// from ring slot slot (at rq base + slot × 16 bytes):
+//
+//	n = min(posted − fetched, depth × 4 − held, ringWQEs − fetched mod ringWQEs)
+//
+// so a read never runs past the ring's end nor takes the window past depth
+// blocks. n = 0 means no read now. The counters are free running and
+// compared modulo 2^32. (Before calling it, Device.recvFetch moves fetched
+// up to the WQEs the responder already took on demand.)
+func RecvRead(posted, fetched uint32, held, depth, ringWQEs int) (n, slot int) {
+	window := depth * (WQEBBBytes / RecvWQEBytes)
+	slot = int(fetched % uint32(ringWQEs))
+	if posted == fetched || held >= window {
+		return 0, slot
+	}
+	return min(int(posted-fetched), window-held, ringWQEs-slot), slot
+}

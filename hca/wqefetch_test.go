@@ -40,3 +40,37 @@ func TestWQERead(t *testing.T) {
 		})
 	}
 }
+
+// TestRecvRead: the receive-queue prefetch's chunking; the window is depth
+// blocks of four 16-byte receive WQEs, and each row works out the smallest
+// of the three terms.
+func TestRecvRead(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		posted, fetched      uint32
+		held, depth, ringWQE int
+		wantN, wantSlot      int
+	}{
+		// 5 posted, window 2 blocks = 8 WQEs, ring 64: min(5, 8, 64) = 5.
+		{"the posted WQEs bind", 5, 0, 0, 2, 64, 5, 0},
+		// 40 posted, window 8 WQEs with 3 held: min(40, 5, 64) = 5.
+		{"the window binds", 40, 0, 3, 2, 64, 5, 0},
+		// the window in WQEs, not blocks: depth 8 = 32 WQEs: min(40, 32, 64) = 32.
+		{"four WQEs a block", 40, 0, 0, 8, 64, 32, 0},
+		// fetched 61 of a 64-WQE ring: slot 61, 3 to the end: min(19, 32, 3) = 3.
+		{"the ring's end binds", 80, 61, 0, 8, 64, 3, 61},
+		{"nothing posted", 7, 7, 0, 8, 64, 0, 7},
+		{"the window full", 90, 50, 32, 8, 64, 0, 50},
+		// counters across 2^32: posted − fetched = 6, slot = (2^32 − 2) mod 16 = 14,
+		// 2 to the end: min(6, 4, 2) = 2.
+		{"counters wrap", 4, 0xfffffffe, 0, 1, 16, 2, 14},
+		// a one-WQE ring: every read is one WQE at slot 0.
+		{"a one-WQE ring", 9, 8, 0, 8, 1, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, slot := RecvRead(tc.posted, tc.fetched, tc.held, tc.depth, tc.ringWQE)
+			assert.Equal(t, tc.wantN, n, "n")
+			assert.Equal(t, tc.wantSlot, slot, "slot")
+		})
+	}
+}

@@ -34,6 +34,16 @@ type fetchSQ struct {
 	// slot again). ring[slot] is the host memory of the ring.
 	posted, rung, freed uint32
 	ring                [][hca.WQEBBBytes]byte
+
+	blocks []fetchedBlock // the QP's block buffer, oldest first
+	waited int            // reads of other QPs since it could last read (-1: it cannot read now)
+}
+
+// fetchedBlock is a block in a QP's block buffer: the read's n on its
+// last block, 0 on the others.
+type fetchedBlock struct {
+	tag  int
+	data Value
 }
 
 func (q *fetchSQ) ringBBs() int { return 1 << q.logSize }
@@ -41,6 +51,8 @@ func (q *fetchSQ) ringBBs() int { return 1 << q.logSize }
 // hostRead is one read's block on its way back from host memory.
 type hostRead struct {
 	at   int // the first cycle it may come back
+	q    int // the QP that read it
+	tag  int // the read's n on its last block, else 0
 	data Value
 }
 
@@ -49,50 +61,62 @@ type hostRead struct {
 // WQEs (hca.EncodeSendWQE, 1 to 16 WQEBBs) are written into their rings
 // and announced by doorbells (batched, repeated, stale and for QPNs
 // without a context), and host memory answers each read in order after 1
-// to 24 cycles, a block a beat with gaps. It expects each read request to
-// be the one hca.WQERead gives for the fetching QP's counters, and the
-// blocks handed to the parser (wqe_*) and its decode (dec_*) to be the
-// ring's WQEs in order. Its bookkeeping mirrors the block's (the QP that
-// holds the fetcher, the request register, the block buffer, the parser's
-// output register), cycle by cycle.
+// to 24 cycles, a block a beat with gaps. Now and then one QP hogs the
+// fetcher's attention: it posts nearly every cycle while the others post
+// now and then. It expects each read request to be the one hca.WQERead
+// gives for the counters of the QP whose turn it is (round robin among the
+// QPs that can read, one read per turn), and the blocks handed to the
+// parser (wqe_*) and its decode (dec_*) to be each ring's WQEs in order,
+// whole. Its bookkeeping mirrors the block's (the two arbiters, the
+// request register, the QPs' block buffers, the parser's lock and output
+// register), cycle by cycle.
 type wqeFetchDUT struct {
 	qpnW, depth int
 	sqs         []fetchSQ
-	arb         *components.RoundRobin
+	arb         *components.RoundRobin // whose read is next
+	srcArb      *components.RoundRobin // whose WQE goes to the parser next
 
-	busy     bool
-	cur      int
-	caughtUp bool // a read of this hold reached cur's producer count
-	reqV     bool
-	reqAddr  uint64
-	reqLen   int
-	reqQ     int // the QP and slot of the request register's read
-	reqSlot  int
-	reqN     int
+	reqV    bool
+	reqAddr uint64
+	reqLen  int
+	reqQ    int // the QP and slot of the request register's read
+	reqSlot int
+	reqN    int
 
-	host       []hostRead // read blocks host memory has yet to return, in order
-	blocks     []Value    // the block buffer, oldest first
-	reads      []int      // n of each read whose blocks have not all gone to the parser, oldest first
-	chunkTaken int        // blocks of reads[0] gone to the parser
+	host []hostRead // read blocks host memory has yet to return, in order
 
-	// The parser: blocks of the WQE it is taking, and its output register.
+	// The parser: the QP whose WQE it is part way through (lock, ps,
+	// pleft blocks still to go), blocks of the WQE it is taking, and its
+	// output register.
+	lock        bool
+	ps, pleft   int
 	parseBlocks []byte
 	outValid    bool
 	out         wqeItem
 
 	toCreate                                     []int // contexts still to create after reset
 	retiring                                     int   // a context to create again once idle (-1 none); nothing is posted to it
+	hog                                          int   // a QP posting nearly every cycle (-1 none)
 	c                                            int
 	pPost, pReqReady, pRsp, pWQEReady, pDecReady float64
 
 	// Coverage, for TestWQEFetchStimulusCovers.
 	nReads, ringEnd, windowFull, windowBound, stale, foreign, recreated, switches, parsed int
 	maxRead, foreignOn                                                                    int
+	// Fairness: the most reads of other QPs a QP that could read waited
+	// for; reads of other QPs while the hog had WQEBBs posted and not
+	// fetched (where a fetcher held until its QP caught up would serve
+	// the hog only); WQEs the parser
+	// waited inside for the rest of their blocks while another QP's
+	// blocks were buffered.
+	maxWait, hogOthers, splitWaits int
+	lastRead                       int // the QP of the last read (-1 none yet)
 }
 
 func newWQEFetchDUT(qpnW, depth int) *wqeFetchDUT {
 	n := 1 << qpnW
-	d := &wqeFetchDUT{qpnW: qpnW, depth: depth, sqs: make([]fetchSQ, n), arb: components.NewRoundRobin(n), retiring: -1}
+	d := &wqeFetchDUT{qpnW: qpnW, depth: depth, sqs: make([]fetchSQ, n), arb: components.NewRoundRobin(n),
+		srcArb: components.NewRoundRobin(n), retiring: -1, hog: -1, lastRead: -1}
 	for k := range n {
 		if k != n-1 || n == 2 {
 			d.toCreate = append(d.toCreate, k) // the last context stays empty (with 4 QPs or more)
@@ -196,6 +220,15 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 		d.pRsp = []float64{0.3, 0.8, 1}[r.IntN(3)]
 		d.pWQEReady = []float64{0.3, 0.9, 1}[r.IntN(3)]
 		d.pDecReady = []float64{0.2, 0.8, 1}[r.IntN(3)]
+		// Every other phase QP 0 (whose ring is large) hogs: it posts
+		// nearly every cycle, so it has WQEBBs posted and not fetched
+		// nearly all the time; then the request port is slow now and
+		// then, so the others' reads queue behind its.
+		d.hog = -1
+		if r.IntN(2) == 0 && d.sqs[0].on && d.retiring != 0 {
+			d.hog = 0
+			d.pReqReady = []float64{0.2, 0.5, 1}[r.IntN(3)]
+		}
 	}
 	d.c++
 	nq := len(d.sqs)
@@ -209,16 +242,23 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 		cfg, cfgK = true, d.toCreate[0]
 		d.toCreate = d.toCreate[1:]
 	} else if d.retiring < 0 {
-		if k := r.IntN(nq); d.sqs[k].on && d.sqs[k].fetched > 0 && r.IntN(200) == 0 {
+		if k := r.IntN(nq); d.sqs[k].on && d.sqs[k].fetched > 0 && k != d.hog && r.IntN(200) == 0 {
 			d.retiring = k // the driver stops posting to it
 		}
-	} else if q := &d.sqs[d.retiring]; !(d.busy && d.cur == d.retiring) && q.prod == q.fetched && q.inFl == 0 && q.posted == q.rung {
+	} else if q := &d.sqs[d.retiring]; q.prod == q.fetched && q.inFl == 0 && q.posted == q.rung {
 		cfg, cfgK = true, d.retiring
 		d.retiring = -1
 		d.recreated++
 	}
 	if cfg {
 		cfgSQ = d.create(r, cfgK)
+		if cfgK == 0 && len(d.sqs) > 2 {
+			// The hog's ring: 2^6 to 2^9 WQEBBs, so it can keep posting
+			// (and wraps). With two QPs it keeps a drawn size: the other
+			// QP's reads bind at the ring's end often enough then.
+			cfgSQ.logSize = 6 + r.IntN(4)
+			cfgSQ.ring = make([][hca.WQEBBBytes]byte, cfgSQ.ringBBs())
+		}
 	}
 
 	// The driver posts WQEs and rings doorbells: for the QP's newest
@@ -226,7 +266,17 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 	// doorbell of their own), again for an old one, or for a QPN the
 	// block has no context for.
 	db, dbQPN, dbProd := false, uint32(0), uint16(0)
-	if k := r.IntN(nq); d.sqs[k].on && !(cfg && cfgK == k) && k != d.retiring && r.Float64() < d.pPost {
+	k, p := r.IntN(nq), d.pPost
+	if d.hog >= 0 {
+		// Half the cycles the hog posts, nearly always; in the others
+		// the rest post as in a busy phase, so they want reads too.
+		if r.IntN(2) == 0 {
+			k, p = d.hog, 0.9
+		} else {
+			p = 0.3
+		}
+	}
+	if d.sqs[k].on && !(cfg && cfgK == k) && k != d.retiring && r.Float64() < p {
 		q := &d.sqs[k]
 		for range 1 + r.IntN(2) {
 			d.post(r, q)
@@ -278,9 +328,21 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	in[11], in[12] = b2v(wqeReady), b2v(decReady)
 
-	// The outputs of this cycle, from the state at its start.
+	// The outputs of this cycle, from the state at its start. The
+	// parser's source: the QP whose WQE it is part way through, else the
+	// next QP round robin with a block buffered.
 	parseInReady := !d.outValid || decReady
-	bbValid := len(d.blocks) > 0
+	var buffered components.PortSet
+	for k, q := range d.sqs {
+		if len(q.blocks) > 0 {
+			buffered.Set(k)
+		}
+	}
+	src := d.ps
+	if !d.lock {
+		src = d.srcArb.Pick(buffered)
+	}
+	bbValid := src >= 0 && len(d.sqs[src].blocks) > 0
 	for i := range out {
 		out[i] = U(0)
 	}
@@ -291,7 +353,7 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 	out[4] = b2v(bbValid && parseInReady)
 	out[6] = make(Value, 8)
 	if bbValid && parseInReady {
-		out[5], out[6] = U(uint64(d.sqs[d.cur].qpn)), d.blocks[0]
+		out[5], out[6] = U(uint64(d.sqs[src].qpn)), d.sqs[src].blocks[0].data
 	}
 	out[7] = b2v(d.outValid)
 	if d.outValid {
@@ -304,77 +366,90 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 			out[13] = U(uint64(w.Length))
 		}
 	}
+	if d.lock && !bbValid && buffered.Any() {
+		d.splitWaits++ // the rest of a WQE not back yet, another QP's blocks waiting
+	}
 
 	// The rising edge: every decision from the state at the start of the
-	// cycle, as the block's flops.
-	var posted components.PortSet
+	// cycle, as the block's flops. The fetcher: the next QP round robin
+	// among those that can read (hca.WQERead gives n > 0), one read per
+	// turn.
+	var canRead components.PortSet
 	for k, q := range d.sqs {
-		if q.on && q.prod != q.fetched {
-			posted.Set(k)
+		if q.on && q.prod != q.fetched && q.inFl < d.depth {
+			canRead.Set(k)
 		}
 	}
-	pick := -1
-	if !d.busy {
-		pick = d.arb.Pick(posted)
-	}
-	q := &d.sqs[d.cur]
-	n, slot := hca.WQERead(q.prod, q.fetched, q.inFl, d.depth, q.ringBBs())
-	issue := d.busy && !d.caughtUp && n > 0 && (!d.reqV || reqReady)
-	done := d.busy && (d.caughtUp || q.prod == q.fetched) && q.inFl == 0
-	drain := bbValid && parseInReady && wqeReady
-	chunkDone := drain && d.chunkTaken+1 == d.reads[0]
+	rq := d.arb.Pick(canRead)
+	issue := rq >= 0 && (!d.reqV || reqReady)
+	var n, slot int
 	if issue {
+		q := &d.sqs[rq]
+		n, slot = hca.WQERead(q.prod, q.fetched, q.inFl, d.depth, q.ringBBs())
+		if n == 0 {
+			panic("rtl: wqeFetchDUT: a QP that can read reads nothing")
+		}
 		d.count(q, n, slot)
+		d.arb.Commit(rq)
+		d.fair(rq, canRead)
 	}
+	drain := bbValid && parseInReady && wqeReady
 
 	if d.reqV && reqReady {
 		// Host memory returns the read's blocks, in order after those
-		// of earlier reads, from 1 to 24 cycles on.
+		// of earlier reads, from 1 to 24 cycles on; the last carries n.
 		rq := &d.sqs[d.reqQ]
 		at := d.c + 1 + r.IntN(24)
 		for b := range d.reqN {
-			d.host = append(d.host, hostRead{at: at, data: bytesValue(rq.ring[(d.reqSlot+b)%rq.ringBBs()][:])})
+			h := hostRead{at: at, q: d.reqQ, data: bytesValue(rq.ring[(d.reqSlot+b)%rq.ringBBs()][:])}
+			if b == d.reqN-1 {
+				h.tag = d.reqN
+			}
+			d.host = append(d.host, h)
 		}
 		d.reqV = false
-	}
-	if pick >= 0 {
-		d.arb.Commit(pick)
-		if pick != d.cur {
-			d.switches++
-		}
-		d.busy, d.cur, d.caughtUp = true, pick, false
-	}
-	if done {
-		d.busy = false
 	}
 	if d.outValid && decReady {
 		d.outValid = false
 	}
 	if drain {
-		d.take(q, d.blocks[0])
-		d.blocks = d.blocks[1:]
-		q.freed++
-		d.chunkTaken++
-		if chunkDone {
-			// The read's blocks are all parsed: its n leave the window
-			// (hca.Device.wqeFetched).
-			q.inFl -= d.reads[0]
-			d.reads, d.chunkTaken = d.reads[1:], 0
+		q := &d.sqs[src]
+		blk := q.blocks[0]
+		q.blocks = q.blocks[1:]
+		if !d.lock {
+			// A WQE's first block: the parser stays with its QP for
+			// the rest (hca.WQEBBsOfCtrl of this block).
+			d.srcArb.Commit(src)
+			var b [hca.WQEBBBytes]byte
+			for w := range 8 {
+				binary.BigEndian.PutUint64(b[64-8*(w+1):], blk.data[w])
+			}
+			if bbs := hca.WQEBBsOfCtrl(b[:]); bbs > 1 {
+				d.lock, d.ps, d.pleft = true, src, bbs-1
+			}
+		} else if d.pleft--; d.pleft == 0 {
+			d.lock = false
 		}
+		d.take(q, blk.data)
+		q.freed++
+		// A read's blocks are all parsed: its n leave the window
+		// (hca.Device.wqeFetched).
+		q.inFl -= blk.tag
 	}
 	if issue {
+		q := &d.sqs[rq]
 		d.reqV, d.reqAddr, d.reqLen = true, q.base+uint64(slot)*hca.WQEBBBytes, n*hca.WQEBBBytes
-		d.reqQ, d.reqSlot, d.reqN = d.cur, slot, n
-		d.caughtUp = n == int(q.prod-q.fetched)
+		d.reqQ, d.reqSlot, d.reqN = rq, slot, n
 		q.fetched += uint32(n)
 		q.inFl += n
-		d.reads = append(d.reads, n)
 	}
 	if rsp {
-		d.blocks = append(d.blocks, d.host[0].data)
+		h := d.host[0]
 		d.host = d.host[1:]
-		if len(d.blocks) > d.depth {
-			panic("rtl: wqeFetchDUT: the block buffer overflowed")
+		q := &d.sqs[h.q]
+		q.blocks = append(q.blocks, fetchedBlock{tag: h.tag, data: h.data})
+		if len(q.blocks) > d.depth {
+			panic("rtl: wqeFetchDUT: a block buffer overflowed")
 		}
 	}
 	if db {
@@ -387,6 +462,29 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	if cfg {
 		d.sqs[cfgK] = cfgSQ
+	}
+}
+
+// fair records, for the read just given to QP rq, how many reads of other
+// QPs each QP that could read has waited for (TestWQEFetchStimulusCovers
+// bounds the most by 2^QPN_W - 1: the RTL's reads are compared with these).
+func (d *wqeFetchDUT) fair(rq int, canRead components.PortSet) {
+	if d.lastRead >= 0 && d.lastRead != rq {
+		d.switches++
+	}
+	d.lastRead = rq
+	if h := d.hog; h >= 0 && rq != h && d.sqs[h].prod != d.sqs[h].fetched {
+		d.hogOthers++
+	}
+	for k := range d.sqs {
+		q := &d.sqs[k]
+		switch {
+		case k == rq || !canRead.Has(k):
+			q.waited = 0
+		default:
+			q.waited++
+			d.maxWait = max(d.maxWait, q.waited)
+		}
 	}
 }
 
@@ -451,15 +549,24 @@ func randomBlock(r *rand.Rand) Value {
 // TestWQEFetchStimulusCovers: every seed's run sends stale and foreign
 // doorbells and parses dozens of WQEs; over the five seeds of a case the
 // ring's end binds reads with more posted behind it, the fetcher moves
-// between QPs, the window binds reads (with depth
-// > 1 also after an earlier read used part of it), a read takes the whole
-// window, doorbells name a created context's index with another QPN, and
-// QPs are created again. So a block that got one of them wrong could not
-// match the model by luck. (The mutants run on the first seed of 4 QPs
-// with a 3-block window, where every kind occurs.)
+// between QPs, the window binds reads (with depth > 1 also after an
+// earlier read used part of it), a read takes the whole window, doorbells
+// name a created context's index with another QPN, and QPs are created
+// again. So a block that got one of them wrong could not match the model
+// by luck. (The mutants run on the first seed of 4 QPs with a 3-block
+// window, where every kind occurs.)
+//
+// Fairness: while a hog QP posts nearly every cycle, the other QPs' reads
+// go while it has WQEBBs posted and not fetched (hogOthers: a fetcher held
+// by its QP until that QP caught up would give them none), no QP that can
+// read waits for more than 2^QPN_W - 1 reads of others, and with 4 QPs or
+// more some wait for two (the bound is tested under contention, not only
+// with an idle fetcher); the parser waits inside a WQE for its rest
+// while another QP's blocks are buffered (a read that ended inside a WQE
+// was followed by another QP's).
 func TestWQEFetchStimulusCovers(t *testing.T) {
 	for _, tc := range []struct{ qpnW, depth int }{{1, 1}, {2, 3}, {qpnW, 8}, {2, 16}} {
-		var ringEnd, switches, windowBound, windowFull, recreated, foreignOn, maxRead int
+		var ringEnd, switches, windowBound, windowFull, recreated, foreignOn, maxRead, maxWait, splitWaits, hogOthers int
 		for _, seed := range cosimSeeds {
 			r := rand.New(rand.NewPCG(seed, 0x7e57))
 			d := newWQEFetchDUT(tc.qpnW, tc.depth)
@@ -474,16 +581,20 @@ func TestWQEFetchStimulusCovers(t *testing.T) {
 			ringEnd += d.ringEnd
 			assert.GreaterOrEqual(t, d.stale, 10, msg...)
 			assert.GreaterOrEqual(t, d.foreign, 10, msg...)
+			assert.LessOrEqual(t, d.maxWait, 1<<tc.qpnW-1, msg...)
 			switches += d.switches
 			windowBound += d.windowBound
 			windowFull += d.windowFull
 			recreated += d.recreated
 			foreignOn += d.foreignOn
 			maxRead = max(maxRead, d.maxRead)
+			maxWait = max(maxWait, d.maxWait)
+			splitWaits += d.splitWaits
+			hogOthers += d.hogOthers
 		}
 		msg := []any{"qpn_w %d depth %d", tc.qpnW, tc.depth}
 		assert.GreaterOrEqual(t, ringEnd, 20, msg...)
-		assert.GreaterOrEqual(t, switches, 5, msg...)
+		assert.GreaterOrEqual(t, switches, 100, msg...)
 		assert.GreaterOrEqual(t, windowBound, 20, msg...)
 		if tc.depth > 1 {
 			// A one-block window is never partly used.
@@ -492,6 +603,9 @@ func TestWQEFetchStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, recreated, 3, msg...)
 		assert.GreaterOrEqual(t, foreignOn, 20, msg...)
 		assert.Equal(t, tc.depth, maxRead, msg...)
+		assert.GreaterOrEqual(t, hogOthers, 30, msg...)
+		assert.GreaterOrEqual(t, maxWait, min(2, 1<<tc.qpnW-1), msg...)
+		assert.GreaterOrEqual(t, splitWaits, 20, msg...)
 	}
 }
 
@@ -502,16 +616,22 @@ func TestWQEFetchMutantsFail(t *testing.T) {
 	runMutants(t, func() cosimDUT { return newWQEFetchDUT(2, 3) }, []cosimMutant{
 		{"a read one block past the ring's end", f, "{1'b0, ring_mask} + 17'd1 - {1'b0, slot}", "{1'b0, ring_mask} + 17'd2 - {1'b0, slot}"},
 		{"a read one block short of the ring's end", f, "{1'b0, ring_mask} + 17'd1 - {1'b0, slot}", "{1'b0, ring_mask} - {1'b0, slot}"},
-		{"the window check <= instead of <", f, "(infl < DEPTH)", "(infl <= DEPTH)"},
+		{"the window check <= instead of <", f, "(sq_infl[g] < DEPTH)", "(sq_infl[g] <= DEPTH)"},
 		{"the window ignored in n", f, "(n_ring < room) ? n_ring : room", "n_ring"},
-		{"the slot not scaled to 64 bytes", f, "{sq_base[cur] + {42'd0, slot}, 6'd0}", "{sq_base[cur], 6'd0} + {48'd0, slot}"},
-		{"the base of the QP with the lowest index", f, "{sq_base[cur] + {42'd0, slot}, 6'd0}", "{sq_base[0] + {42'd0, slot}, 6'd0}"},
-		{"in flight not decremented", f, "- (chunk_done ? rl_n : {FLT_W{1'b0}})", ""},
-		{"in flight decremented per block", f, "- (chunk_done ? rl_n : {FLT_W{1'b0}})", "- (drain ? ONE : {FLT_W{1'b0}})"},
+		{"the slot not scaled to 64 bytes", f, "{sq_base[rq] + {42'd0, slot}, 6'd0}", "{sq_base[rq], 6'd0} + {48'd0, slot}"},
+		{"the base of the QP with the lowest index", f, "{sq_base[rq] + {42'd0, slot}, 6'd0}", "{sq_base[0] + {42'd0, slot}, 6'd0}"},
+		{"in flight not decremented", f, " - (bq_pop[i] ? bb_tag : {FLT_W{1'b0}})", ""},
+		{"in flight decremented per block", f, " - (bq_pop[i] ? bb_tag : {FLT_W{1'b0}})", " - (bq_pop[i] ? ONE : {FLT_W{1'b0}})"},
+		{"every block tagged with its read's n", f, "rt_last ? rt_n : {FLT_W{1'b0}}", "rt_n"},
 		{"a stale doorbell taken", f, "db_ahead != 16'd0 && !db_ahead[15]", "db_ahead != 16'd0"},
 		{"a doorbell's QPN not checked", f, "sq_on[db_idx] && sq_qpn[db_idx] == db_qpn &&", "sq_on[db_idx] &&"},
-		{"the fetcher handed over with blocks in flight", f, "(caught_up || unfetched == 17'd0) && (infl == {FLT_W{1'b0}})", "(caught_up || unfetched == 17'd0)"},
-		{"a hold not ended when its read catches up", f, "caught_up     <= n == unfetched;", "caught_up     <= 1'b0;"},
+		{"the fetcher never handed over (the QP read keeps its turn)", f, ".commit(issue), .commit_idx(rq)", ".commit(issue), .commit_idx(rq - 1'b1)"},
+		{"the fetcher's pointer never moves", f, ".commit(issue), .commit_idx(rq)", ".commit(1'b0), .commit_idx(rq)"},
+		{"a read issued with the request register full", f, "rq_valid && (!rd_req_valid || rd_req_ready)", "rq_valid"},
+		{"a read's blocks counted one too many", f, "rt_got + ONE == rt_n", "rt_got == rt_n"},
+		{"the parser not held to a WQE's QP", f, "wire [QPN_W-1:0] src      = plock ? ps : sg;", "wire [QPN_W-1:0] src      = sg;"},
+		{"the parser's hold one block short", f, "pleft <= bb_bbs - 5'd1;", "pleft <= bb_bbs - 5'd2;"},
+		{"the parser's QP order not round robin", f, ".commit(first), .commit_idx(sg)", ".commit(1'b0), .commit_idx(sg)"},
 		{"creation leaves the fetched count", f, "                sq_fetch[sq_cfg_qpn[QPN_W-1:0]] <= 16'd0;\n", ""},
 	})
 }

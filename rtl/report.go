@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,8 +69,15 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("one copy per input, DLIDs 0..0x%X (LFT_TOP), {route valid, port} per entry", p.LFTTop)})
 	add(BufferUse{Block: "HCA receive VL buffers (sync_fifo)", Entries: p.HCABufDepth, Width: entryW, ArraysPort: p.VLs, Ports: 1,
 		Note: fmt.Sprintf("%d B/VL = %d blocks of 64 B + sop/eop", d.HCAVLBufferBytes, p.HCABufDepth)})
-	add(BufferUse{Block: "HCA WQE block buffer (sync_fifo)", Entries: p.WQEPrefetch, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("hca.wqe_prefetch_depth = %d WQEBBs of 64 B in flight", p.WQEPrefetch)})
+	// hca_wqe_fetch: one block buffer per send queue context, each entry
+	// a block and FLT_W bits (its read's n on the read's last block), and
+	// the reads in flight ({QP, n}) that route host memory's responses.
+	fltW := bits.Len(uint(p.WQEPrefetch)) // $clog2(WQE_PREFETCH_DEPTH + 1)
+	qps := 1 << p.QPNW
+	add(BufferUse{Block: "HCA WQE block buffers (sync_fifo)", Entries: p.WQEPrefetch, Width: BlockBytes*8 + fltW, ArraysPort: qps, Ports: 1,
+		Note: fmt.Sprintf("one per SQ context (%d), hca.wqe_prefetch_depth = %d WQEBBs of 64 B in flight + the read's n (%d bits)", qps, p.WQEPrefetch, fltW)})
+	add(BufferUse{Block: "HCA WQE reads in flight (sync_fifo)", Entries: qps * p.WQEPrefetch, Width: p.QPNW + fltW, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("{QP, n} of each read host memory has yet to return: at most %d per QP", p.WQEPrefetch)})
 	if !synth {
 		return r, nil
 	}

@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 4)
+	require.Len(t, r.Buffers, 5)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -30,15 +30,18 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 0xC000*(1+6), r.Buffers[1].BitsPerPort)
 	// HCA: 65536 / 64 = 1024 entries * 514 bits * 8 VLs, one port.
 	assert.Equal(t, 1024*514*8, r.Buffers[2].TotalBits)
-	// hca_wqe_fetch's block buffer: hca.wqe_prefetch_depth (the default, 8)
-	// WQEBBs of 512 bits.
-	assert.Equal(t, 8*512, r.Buffers[3].TotalBits)
+	// hca_wqe_fetch's block buffers: one per SQ context (QPN_W = 3: 8), each
+	// hca.wqe_prefetch_depth (the default, 8) WQEBBs of 512 bits and the
+	// read's n, clog2(8 + 1) = 4 bits.
+	assert.Equal(t, 8*8*(512+4), r.Buffers[3].TotalBits)
+	// Its reads in flight: at most 8 per QP, {QP 3 bits, n 4 bits}.
+	assert.Equal(t, 8*8*(3+4), r.Buffers[4].TotalBits)
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*512), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -111,11 +114,14 @@ func TestReportYosys(t *testing.T) {
 	// hca_wqe_fetch, 8 QPs, window 8 (FLT_W = clog2(9) = 4), its parser a
 	// black box: each SQ context is created 1 + QPN 24 + base 58 (bits
 	// 63:6) + log2 size 4 + UD 1 + producer 16 + fetched 16 + in flight 4 =
-	// 124 bits; busy 1, cur 3, caught_up 1, chunk_taken 4; the request
-	// register: valid 1, address 58 (bits 5:0 are 0), length 10 (n * 64:
-	// bits 5:0 are 0); the two sync_fifos' pointers and counts, 3 + 3 + 4
-	// each (their arrays are memories); the arbiter's pointer 3.
-	assert.Equal(t, 8*124+1+3+1+4+1+58+10+2*(3+3+4)+3,
+	// 124 bits; the request register: valid 1, address 58 (bits 5:0 are
+	// 0), length 10 (n * 64: bits 5:0 are 0); the blocks of the oldest
+	// read returned, 4; the parser's hold: locked 1, QP 3, blocks left 5;
+	// the reads-in-flight FIFO (64 entries: pointers 6 + 6, count
+	// clog2(65) = 7) and the 8 block buffers' pointers and counts (3 + 3
+	// + 4 each; the arrays are memories); the two arbiters' pointers, 3
+	// each.
+	assert.Equal(t, 8*124+1+58+10+4+1+3+5+(6+6+7)+8*(3+3+4)+2*3,
 		flops[synthKey("hca_wqe_fetch", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
@@ -126,7 +132,7 @@ func TestReportYosys(t *testing.T) {
 		case "sync_fifo", "sw_route_lookup":
 			assert.Equal(t, 1, c.Memories, c.Module)
 		case "hca_wqe_fetch":
-			assert.Equal(t, 2, c.Memories, c.Module) // the block buffer and the read lengths
+			assert.Equal(t, 1+1<<qpnW, c.Memories, c.Module) // the reads in flight and a block buffer per QP
 		}
 	}
 }

@@ -15,24 +15,28 @@
 // whose producer is not ahead of the context's ((producer - prod) mod 2^16 in 1..2^15 - 1, the
 // model's cntDiff(pi, sqDB) > 0) changes nothing.
 //
-// Fetch: one QP at a time. When idle, a round-robin arbiter (rr_arbiter) picks among the
-// created QPs with WQEBBs posted and not fetched, and the QP holds the fetcher until a read
-// reaches its producer count (or nothing is left to read) and every block it read has gone to
-// the parser. So the blocks of one QP's WQEs reach the parser whole and in ring order (a
-// producer count is a doorbell's, a WQE boundary), the block buffer holds one QP's blocks only,
-// and a doorbell that comes during a hold is served by the next (the other QPs go first).
-// (A QP whose reads never catch up with its producer keeps the fetcher: TODO, hand over at a
-// WQE boundary found by the parser.)
-// While it holds the fetcher, each cycle the read request register is empty or taken, a read
-// of n WQEBBs is loaded from the QP's state at the start of the cycle, by hca.WQERead:
+// Fetch: one read per turn. Each cycle the read request register is empty or taken, a
+// round-robin arbiter (rr_arbiter, u_pick) picks among the created QPs that can read (WQEBBs
+// posted and not fetched, and room in their window) and a read of n WQEBBs is loaded from the
+// picked QP's state at the start of the cycle, by hca.WQERead:
 //   n = min(prod - fetched, WQE_PREFETCH_DEPTH - in_flight, ring - fetched mod ring)
-// (no read when n = 0), at rd_req_addr = base + (fetched mod ring) * 64, rd_req_len = n * 64
-// bytes; fetched and in_flight grow by n. A read never crosses the ring's end.
+// at rd_req_addr = base + (fetched mod ring) * 64, rd_req_len = n * 64 bytes; fetched and
+// in_flight grow by n, and the arbiter's pointer moves past the QP. So the fetcher is handed
+// over after every read, and a QP that can read waits at most 2^QPN_W - 1 reads of others,
+// however much another keeps posting (the model fetches for every QP at once). A read never
+// crosses the ring's end.
 // Responses (rd_rsp_*, DMA client rd0: in request order, one 64-byte block a beat, no
-// back-pressure) go into a WQE_PREFETCH_DEPTH-block buffer (sync_fifo), which cannot overflow:
-// its blocks are the fetching QP's in flight, at most WQE_PREFETCH_DEPTH. A read's n blocks
-// leave in_flight together, in the cycle its last block goes from the buffer to the parser (the
-// model's window drops by n when a read's blocks are parsed, hca.Device.wqeFetched).
+// back-pressure) are routed by a FIFO of the reads in flight ({QP, n}, in request order) into
+// the QP's own WQE_PREFETCH_DEPTH-block buffer (sync_fifo, one per QP), which cannot overflow:
+// its blocks are that QP's in flight, at most WQE_PREFETCH_DEPTH. A read's last block carries
+// the read's n; the n WQEBBs leave in_flight together, in the cycle that block goes to the
+// parser (the model's window drops by n when a read's blocks are parsed,
+// hca.Device.wqeFetched).
+// The parser takes whole WQEs: a second round-robin arbiter (u_src) picks a QP whose buffer
+// has a block, the first block's DS count gives the WQE's blocks (hca.WQEBBsOfCtrl), and the
+// parser stays with that QP until the WQE's last block has gone, waiting for it if a read of
+// the QP ended inside the WQE. So each QP's WQEs reach the parser whole and in ring order,
+// however its reads interleave with other QPs'.
 // The fork gives each block to the parser and to the transport in the same cycle (a block
 // moves when both can take it).
 // TODO: BlueFlame (a WQE written with its doorbell, parsed without a read; hca_doorbell does
@@ -114,84 +118,117 @@ module hca_wqe_fetch #(
     wire             db_hit   = db_valid && sq_on[db_idx] && sq_qpn[db_idx] == db_qpn &&
                                 db_ahead != 16'd0 && !db_ahead[15];
 
-    // ---- which QP fetches ----
-    reg              busy;      // cur holds the fetcher
-    reg [QPN_W-1:0]  cur;
-    reg              caught_up; // a read of this hold reached cur's producer count
-    wire [QPS-1:0]   posted;
+    // ---- which QP reads: one read per turn, round robin ----
+    wire [QPS-1:0]   can_read;
     genvar g;
     generate
-        for (g = 0; g < QPS; g = g + 1) begin : g_posted
-            assign posted[g] = sq_on[g] && (sq_prod[g] != sq_fetch[g]);
+        for (g = 0; g < QPS; g = g + 1) begin : g_can_read
+            assign can_read[g] = sq_on[g] && (sq_prod[g] != sq_fetch[g]) && (sq_infl[g] < DEPTH);
         end
     endgenerate
-    wire             pick_valid;
-    wire [QPN_W-1:0] pick_idx;
-    wire             pick = !busy && pick_valid;
+    wire             rq_valid;
+    wire [QPN_W-1:0] rq;
+    wire             issue = rq_valid && (!rd_req_valid || rd_req_ready);
     rr_arbiter #(.N(QPS), .IDX_W(QPN_W)) u_pick (
-        .clk(clk), .rst_n(rst_n), .req(posted), .grant_valid(pick_valid), .grant_idx(pick_idx),
-        .commit(pick), .commit_idx(pick_idx)
+        .clk(clk), .rst_n(rst_n), .req(can_read), .grant_valid(rq_valid), .grant_idx(rq),
+        .commit(issue), .commit_idx(rq)
     );
 
-    // ---- the next read of cur (hca.WQERead) ----
-    wire [15:0]      prod      = sq_prod[cur];
-    wire [15:0]      fetched   = sq_fetch[cur];
-    wire [FLT_W-1:0] infl      = sq_infl[cur];
-    wire [15:0]      ring_mask = (16'd1 << sq_logs[cur]) - 16'd1;
+    // ---- the read of rq (hca.WQERead) ----
+    wire [15:0]      prod      = sq_prod[rq];
+    wire [15:0]      fetched   = sq_fetch[rq];
+    wire [FLT_W-1:0] infl      = sq_infl[rq];
+    wire [15:0]      ring_mask = (16'd1 << sq_logs[rq]) - 16'd1;
     wire [15:0]      slot      = fetched & ring_mask;
     wire [16:0]      to_end    = {1'b0, ring_mask} + 17'd1 - {1'b0, slot}; // 1 .. 2^15
     wire [16:0]      unfetched = {1'b0, prod - fetched};
     wire [16:0]      room      = {{(17-FLT_W){1'b0}}, DEPTH - infl};
-    wire             can_read  = (unfetched != 17'd0) && (infl < DEPTH);
     wire [16:0]      n_ring    = (unfetched < to_end) ? unfetched : to_end;
-    wire [16:0]      n         = (n_ring < room) ? n_ring : room; // <= WQE_PREFETCH_DEPTH
-    wire             issue     = busy && !caught_up && can_read && (!rd_req_valid || rd_req_ready);
-    wire             done_qp   = busy && (caught_up || unfetched == 17'd0) && (infl == {FLT_W{1'b0}});
+    wire [16:0]      n         = (n_ring < room) ? n_ring : room; // 1 .. WQE_PREFETCH_DEPTH when rq_valid
 
-    // ---- the block buffer and the fork ----
-    wire              bb_valid;
-    wire [DATA_W-1:0] bb_data;
-    wire              bb_ready;
-    wire [23:0]       bb_qpn = sq_qpn[cur];
-    wire              bb_ud  = sq_ud[cur];
-    wire              drain  = bb_valid && bb_ready;
+    // ---- the reads in flight, oldest first: whose QP each returned block is ----
+    wire [QPN_W-1:0] rt_q;     // the QP of the oldest read host memory is returning
+    wire [FLT_W-1:0] rt_n;     // its blocks
+    reg  [FLT_W-1:0] rt_got;   // of them returned
+    wire             rt_last = rt_got + ONE == rt_n;
+    wire             rt_done = rd_rsp_valid && rt_last;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire             rt_valid;      // 1 whenever a block returns: host memory returns what was read
+    wire             rt_push_ready; // always 1: a read has >= 1 block, each QP <= WQE_PREFETCH_DEPTH in flight
+    wire [$clog2(QPS * WQE_PREFETCH_DEPTH + 1)-1:0] rt_count;
+    wire [5:0]       base_low = sq_cfg_base[5:0]; // a ring is 64-byte aligned
+    wire             n_top    = n[16];             // n <= WQE_PREFETCH_DEPTH <= 256
+    /* verilator lint_on UNUSEDSIGNAL */
+    sync_fifo #(.WIDTH(QPN_W + FLT_W), .DEPTH(QPS * WQE_PREFETCH_DEPTH)) u_reads (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(issue), .push_ready(rt_push_ready), .push_data({rq, n[FLT_W-1:0]}),
+        .pop_valid(rt_valid), .pop_ready(rt_done), .pop_data({rt_q, rt_n}), .count(rt_count)
+    );
 
-    // ---- the reads in flight: a read's blocks leave the window together ----
-    // (hca.Device.wqeFetched: a read's n WQEBBs leave the window when they are
-    // parsed.) Each read's n, oldest first; chunk_taken blocks of the oldest
-    // have gone to the parser. At most WQE_PREFETCH_DEPTH reads of >= 1 block.
-    wire              rl_valid;
-    wire [FLT_W-1:0]  rl_n;
-    reg  [FLT_W-1:0]  chunk_taken;
-    wire              chunk_done = drain && rl_valid && (chunk_taken + ONE == rl_n);
+    // ---- one block buffer per QP: {n of the read if its last block, else 0; block} ----
+    localparam integer ENT_W = FLT_W + DATA_W;
+    wire [QPS-1:0]       bq_valid;
+    wire [QPS-1:0]       bq_pop;
+    wire [QPS*ENT_W-1:0] bq_data;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire              buf_push_ready; // always 1: the buffer holds cur's blocks in flight only
-    wire [FLT_W-1:0]  buf_count;
-    wire [5:0]        base_low = sq_cfg_base[5:0]; // a ring is 64-byte aligned
-    wire              n_top    = n[16];             // n <= WQE_PREFETCH_DEPTH <= 256
+    wire [QPS-1:0]       bq_push_ready; // always 1: a QP's buffer holds its blocks in flight only
+    wire [QPS*FLT_W-1:0] bq_count;
     /* verilator lint_on UNUSEDSIGNAL */
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire              rl_push_ready; // always 1: fewer reads than blocks in flight
-    wire [FLT_W-1:0]  rl_count;
-    /* verilator lint_on UNUSEDSIGNAL */
-    sync_fifo #(.WIDTH(FLT_W), .DEPTH(WQE_PREFETCH_DEPTH)) u_reads (
-        .clk(clk), .rst_n(rst_n),
-        .push_valid(issue), .push_ready(rl_push_ready), .push_data(n[FLT_W-1:0]),
-        .pop_valid(rl_valid), .pop_ready(chunk_done), .pop_data(rl_n), .count(rl_count)
+    wire [FLT_W-1:0]     rsp_tag = rt_last ? rt_n : {FLT_W{1'b0}};
+    wire [QPS-1:0]       rsp_hot = rd_rsp_valid ? ({{(QPS-1){1'b0}}, 1'b1} << rt_q) : {QPS{1'b0}};
+    generate
+        for (g = 0; g < QPS; g = g + 1) begin : g_blocks
+            sync_fifo #(.WIDTH(ENT_W), .DEPTH(WQE_PREFETCH_DEPTH)) u_blocks (
+                .clk(clk), .rst_n(rst_n),
+                .push_valid(rsp_hot[g]), .push_ready(bq_push_ready[g]),
+                .push_data({rsp_tag, rd_rsp_data}),
+                .pop_valid(bq_valid[g]), .pop_ready(bq_pop[g]),
+                .pop_data(bq_data[g*ENT_W +: ENT_W]), .count(bq_count[g*FLT_W +: FLT_W])
+            );
+        end
+    endgenerate
+
+    // ---- which QP's blocks go to the parser: whole WQEs, round robin ----
+    reg              plock;  // a WQE of ps is part way through the parser
+    reg [QPN_W-1:0]  ps;
+    reg [4:0]        pleft;  // its blocks still to go
+    wire             sv;
+    wire [QPN_W-1:0] sg;
+    wire [QPN_W-1:0] src      = plock ? ps : sg;
+    wire             bb_valid = plock ? bq_valid[ps] : sv;
+    // src's head entry through an AND-OR mux (a variable part-select of bq_data would be a
+    // barrel shifter 2^QPN_W * ENT_W bits wide).
+    wire [QPS-1:0]   src_hot  = {{(QPS-1){1'b0}}, 1'b1} << src;
+    reg  [ENT_W-1:0] bb_ent;
+    integer k;
+    always @* begin
+        bb_ent = {ENT_W{1'b0}};
+        for (k = 0; k < QPS; k = k + 1)
+            bb_ent = bb_ent | (bq_data[k*ENT_W +: ENT_W] & {ENT_W{src_hot[k]}});
+    end
+    wire [DATA_W-1:0] bb_data = bb_ent[DATA_W-1:0];
+    wire [FLT_W-1:0] bb_tag   = bb_ent[ENT_W-1:DATA_W]; // the read's n on its last block
+    wire             bb_ready;
+    wire [23:0]      bb_qpn   = sq_qpn[src];
+    wire             bb_ud    = sq_ud[src];
+    wire             drain    = bb_valid && bb_ready;
+    wire [5:0]       bb_ds    = bb_data[DATA_W-59 -: 6]; // byte 7 bits 5:0 of a WQE's first block
+    wire [4:0]       bb_bbs   = (bb_ds == 6'd0) ? 5'd1 : ({1'b0, bb_ds[5:2]} + {4'd0, bb_ds[1:0] != 2'd0});
+    wire             first    = drain && !plock;
+    rr_arbiter #(.N(QPS), .IDX_W(QPN_W)) u_src (
+        .clk(clk), .rst_n(rst_n), .req(bq_valid), .grant_valid(sv), .grant_idx(sg),
+        .commit(first), .commit_idx(sg)
     );
-    sync_fifo #(.WIDTH(DATA_W), .DEPTH(WQE_PREFETCH_DEPTH)) u_blocks (
-        .clk(clk), .rst_n(rst_n),
-        .push_valid(rd_rsp_valid), .push_ready(buf_push_ready), .push_data(rd_rsp_data),
-        .pop_valid(bb_valid), .pop_ready(bb_ready), .pop_data(bb_data), .count(buf_count)
-    );
+    assign bq_pop = drain ? src_hot : {QPS{1'b0}};
+    wire [QPS-1:0] rq_hot = issue ? ({{(QPS-1){1'b0}}, 1'b1} << rq) : {QPS{1'b0}};
 
     integer i;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
-            busy         <= 1'b0;
-            cur          <= {QPN_W{1'b0}};
-            caught_up    <= 1'b0;
-            chunk_taken  <= {FLT_W{1'b0}};
+            rt_got       <= {FLT_W{1'b0}};
+            plock        <= 1'b0;
+            ps           <= {QPN_W{1'b0}};
+            pleft        <= 5'd0;
             rd_req_valid <= 1'b0;
             rd_req_addr  <= 64'd0;
             rd_req_len   <= 16'd0;
@@ -207,22 +244,25 @@ module hca_wqe_fetch #(
             end
         end else begin
             if (rd_req_valid && rd_req_ready) rd_req_valid <= 1'b0;
-            if (pick) begin
-                busy      <= 1'b1;
-                cur       <= pick_idx;
-                caught_up <= 1'b0;
-            end
-            if (done_qp) busy <= 1'b0;
             if (issue) begin
-                rd_req_valid  <= 1'b1;
-                rd_req_addr   <= {sq_base[cur] + {42'd0, slot}, 6'd0};
-                rd_req_len    <= {n[9:0], 6'd0};
-                sq_fetch[cur] <= fetched + n[15:0];
-                caught_up     <= n == unfetched;
+                rd_req_valid <= 1'b1;
+                rd_req_addr  <= {sq_base[rq] + {42'd0, slot}, 6'd0};
+                rd_req_len   <= {n[9:0], 6'd0};
+                sq_fetch[rq] <= fetched + n[15:0];
             end
-            if (drain) chunk_taken <= chunk_done ? {FLT_W{1'b0}} : chunk_taken + ONE;
-            if (issue || chunk_done)
-                sq_infl[cur] <= infl + (issue ? n[FLT_W-1:0] : {FLT_W{1'b0}}) - (chunk_done ? rl_n : {FLT_W{1'b0}});
+            if (rd_rsp_valid) rt_got <= rt_last ? {FLT_W{1'b0}} : rt_got + ONE;
+            if (first && bb_bbs != 5'd1) begin
+                plock <= 1'b1;
+                ps    <= sg;
+                pleft <= bb_bbs - 5'd1;
+            end
+            if (drain && plock) begin
+                pleft <= pleft - 5'd1;
+                if (pleft == 5'd1) plock <= 1'b0;
+            end
+            for (i = 0; i < QPS; i = i + 1)
+                if (rq_hot[i] || bq_pop[i])
+                    sq_infl[i] <= sq_infl[i] + (rq_hot[i] ? n[FLT_W-1:0] : {FLT_W{1'b0}}) - (bq_pop[i] ? bb_tag : {FLT_W{1'b0}});
             if (db_hit) sq_prod[db_idx] <= db_producer;
             // Creation last: it wins over a doorbell in the same cycle.
             if (sq_cfg_valid) begin
