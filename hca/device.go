@@ -152,7 +152,10 @@ type Device struct {
 	cqeQ      []pendingCQE
 	// rxWriteEnd is when the payload write of the packet being received
 	// ends on the PCIe link (ps; 0: none yet): its buffer frees by it.
+	// rxDMAStart is when the dma stage takes that payload (ps): its buffer
+	// frees no sooner.
 	rxWriteEnd ib.PS
+	rxDMAStart ib.PS
 	main       Thread // the application thread QPs post on unless moved (SetThread)
 
 	// DropAcks makes the device discard the next n ACKs it receives: the
@@ -948,6 +951,7 @@ func (d *Device) writePayload(qp *QP, t ib.PS, addr uint64, data []byte) (issue,
 	issue = d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 	vis = d.PCIe.Write(issue, len(data))
 	d.rxWriteEnd = vis - d.PCIe.writeLat
+	d.rxDMAStart = issue - d.stages[StageDMA].lat
 	d.Mem.Write(addr, data)
 	d.Counters.PayloadRx += int64(len(data))
 	d.trace(components.TraceDMAWrite, qp.Num, components.IntField("addr", int64(addr)), components.IntField("len", int64(len(data))))

@@ -29,17 +29,21 @@ func (d *Device) receive(pkt *ib.Packet) {
 	// write, not by what else is booked. A packet with a payload that is
 	// not written (a duplicate, a NAKed request) frees by the estimate of
 	// a write offered as it arrived behind everything booked then
-	// (WriteQueuedUntil), as every payload did before.
+	// (WriteQueuedUntil), as every payload did before. A written payload
+	// leaves the buffer no sooner than the dma stage takes it
+	// (rxDMAStart): one whose write waits for its key, its translation or
+	// its QP's previous item is in the buffer meanwhile, not yet in the
+	// posted-write queue.
 	now := d.s.Now()
 	vl, blocks := int(pkt.VL), pkt.Credits()
 	busy := d.PCIe.up.last // the upstream is booked until then as it arrives
-	d.rxWriteEnd = 0
+	d.rxWriteEnd, d.rxDMAStart = 0, 0
 	d.deliver(pkt)
 	end := d.rxWriteEnd
 	if end == 0 {
 		end = d.PCIe.WriteQueuedUntil(max(now, busy), n)
 	}
-	if release := end - d.PCIe.queuePS; release > now {
+	if release := max(end-d.PCIe.queuePS, d.rxDMAStart); release > now {
 		e := d.at(release, evRxRelease)
 		e.VL, e.Arg = int8(vl), int64(blocks)
 	} else {
