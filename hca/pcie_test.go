@@ -377,3 +377,100 @@ func TestReadNotHeldBehindReadBookedAhead(t *testing.T) {
 	require.Equal(t, ib.PS(957_857), want)
 	assert.Equal(t, want, tl.DMAReadDone-tl.Posted)
 }
+
+// TestPCIePostedWritesInIssueOrder: posted writes go on the link in the
+// order of their issue times, whatever the order the device decides on
+// them (PCIe.Post). The link is told no write is posted for an issue
+// before now + 10 ns (the horizon: the device's shortest stage latency
+// before a write) and keeps a write issued later until then. With gen3():
+// a TLP of 256 + 24 B takes 17774 ps, 88 + 24 B 7110, 64 + 24 B 5586; a
+// read request 1524; a completion of 64 + 20 B 5333; read latency 500 ns,
+// write latency 200 ns. W2, 64 bytes issued at 30 ns, is posted first;
+// W1, 344 bytes (TLPs of 256 and 88) issued at 12 ns, after it. Booked in
+// call order (Write, before), W2 held [30000, 35586] and W1 took the gap
+// before it for its first TLP, [12000, 29774], and went after it with its
+// second, [35586, 42696]: W2 passed W1, and a read issued at 25 ns, which
+// may not pass W1, waited for its end, 42696.
+func TestPCIePostedWritesInIssueOrder(t *testing.T) {
+	const H, wlat, lat ib.PS = 10 * ib.Nanosecond, 200 * ib.Nanosecond, 500 * ib.Nanosecond
+	const t1, t2 ib.PS = 12000, 30000
+	c := NewPCIe(gen3())
+	require.Equal(t, ib.PS(17774), c.SerPS(280))
+	require.Equal(t, ib.PS(7110), c.SerPS(112))
+	require.Equal(t, ib.PS(5586), c.SerPS(88))
+	require.Equal(t, ib.PS(1524), c.SerPS(24))
+	require.Equal(t, ib.PS(5333), c.SerPS(84))
+	type booked struct {
+		issue, vis ib.PS
+	}
+	link := func() (*PCIe, *fakeClock, *[]booked) {
+		p := NewPCIe(gen3())
+		clk := &fakeClock{}
+		var got []booked
+		p.clock, p.horizon = clk, H
+		p.onBooked = func(w *PostedWrite, vis ib.PS) { got = append(got, booked{w.Issue, vis}) }
+		return p, clk, &got
+	}
+	post := func(p *PCIe, issue ib.PS, n int) {
+		_, ok := p.Post(issue, n, WriteNote{})
+		require.False(t, ok, "issued after now + horizon: kept")
+	}
+
+	t.Run("the write issued first goes first", func(t *testing.T) {
+		p, clk, got := link()
+		post(p, t2, 64)
+		post(p, t1, 344)
+		assert.Empty(t, *got)
+		// At t1 − H nothing issued before t1 can come: W1 is booked,
+		// [12000, 29774] and [29774, 36884].
+		clk.now = t1 - H
+		p.Flush()
+		// At t2 − H, W2 behind it: [36884, 42470].
+		clk.now = t2 - H
+		p.Flush()
+		assert.Equal(t, []booked{{t1, 36884 + wlat}, {t2, 42470 + wlat}}, *got)
+		assert.Zero(t, p.WritesBookedLate)
+		// A write issued by now + H is booked at once: W3 at 30 ns, 64
+		// bytes, behind W2 (issued at the same time, posted before it):
+		// [42470, 48056].
+		vis, ok := p.Post(t2, 64, WriteNote{})
+		assert.True(t, ok)
+		assert.Equal(t, 48056+wlat, vis)
+	})
+
+	t.Run("a read waits only for the writes issued before it", func(t *testing.T) {
+		p, clk, got := link()
+		post(p, t2, 64)
+		post(p, t1, 344)
+		// A 64-byte read issued at 25 ns, decided on now: it may not pass
+		// W1, which is booked first ([12000, 36884]); W2, issued after
+		// it, is not. Its request [36884, 38408], its completion [538408,
+		// 543741].
+		assert.Equal(t, ib.PS(543741), p.Read(25000, 64))
+		assert.Equal(t, []booked{{t1, 36884 + wlat}}, *got)
+		// W2, booked at t2 − H, goes after the read's request, issued
+		// before it: [38408, 43994].
+		clk.now = t2 - H
+		p.Flush()
+		assert.Equal(t, []booked{{t1, 36884 + wlat}, {t2, 43994 + wlat}}, *got)
+		assert.Zero(t, p.WritesBookedLate)
+	})
+
+	t.Run("a read issued after a kept write books it early", func(t *testing.T) {
+		p, clk, got := link()
+		post(p, t2, 64)
+		// A read issued at 35 ns may not pass W2: W2 is booked now,
+		// [30000, 35586], before its time, and the request follows it,
+		// [35586, 37110], completion [537110, 542443].
+		assert.Equal(t, ib.PS(542443), p.Read(35000, 64))
+		assert.Equal(t, []booked{{t2, 35586 + wlat}}, *got)
+		// W1, posted after that, is booked late: its first TLP takes the
+		// gap before W2, [12000, 29774], its second goes after the
+		// request, [37110, 44220]. The case the link counts.
+		post(p, t1, 344)
+		clk.now = t1 - H
+		p.Flush()
+		assert.Equal(t, []booked{{t2, 35586 + wlat}, {t1, 44220 + wlat}}, *got)
+		assert.Equal(t, int64(1), p.WritesBookedLate)
+	})
+}
