@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -473,4 +474,96 @@ func TestPCIePostedWritesInIssueOrder(t *testing.T) {
 		assert.Equal(t, []booked{{t2, 35586 + wlat}, {t1, 44220 + wlat}}, *got)
 		assert.Equal(t, int64(1), p.WritesBookedLate)
 	})
+}
+
+// TestPostedWritesOfTwoQPsInIssueOrder: the device side of
+// TestPCIePostedWritesInIssueOrder (defaults: cx5 at 1 GHz, Gen3 x16,
+// EDR). Host A has two QPs to B. QP 1 WRITEs 64 bytes into a region of
+// B's never checked: B's R_Key lookup misses, and the payload write
+// issues when the MKey context is in, 549.857 ns after QP 1's packet is
+// delivered (lookup 10 + request 1.524 + 533 + completion 5.333,
+// TestColdKeyMissIsAContextRead), plus the dma stage's 10 ns: B decides
+// on it at that delivery. QP 2, posted 1 ns after QP 1, WRITEs 2560 bytes
+// (one packet) into a warm region; B delivers it later and decides on its
+// write then, but issues it sooner: 10 ns (lookup, hit) + 10 ns (dma
+// stage) after that delivery. Its 10 TLPs of 256 + 24 B take 17.774 ns
+// each, 177.740 ns. QP 1's write, issued later, must not pass it: its one
+// TLP (64 + 24 B, 5.586 ns) goes after QP 2's last, each payload visible
+// 200 ns after its last TLP. Booked in call order, QP 1's TLP went at its
+// issue, 72.190 ns after QP 2's, which took the link before it with four
+// TLPs and after it with six: QP 1's payload was visible 105.550 ns
+// sooner and QP 2's 6.680 ns later (the test failed so).
+func TestPostedWritesOfTwoQPsInIssueOrder(t *testing.T) {
+	cfg := Defaults()
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	s := p.s
+	q2 := p.a.CreateQP(p.qa.PD, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
+	q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
+	require.NoError(t, ConnectRC(q2, q2b, 4096, 0x30, 0x40))
+	acc := AccessLocalWrite | AccessRemoteWrite
+	cold := p.b.RegMR(p.qb.PD, p.bufB, 4096, acc)
+	warm := p.b.RegMR(q2b.PD, p.bufB+8*4096, 4096, acc)
+	write := func(qp *QP, mr MR, n uint32, id uint64) *poster {
+		return &poster{fn: func() {
+			require.NoError(t, p.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
+				LocalAddr: p.bufA, Length: n, LKey: p.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
+		}}
+	}
+	var coldVisible, warmVisible ib.PS
+	p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+		switch {
+		case addr == cold.Addr:
+			coldVisible = now
+		case addr == warm.Addr && n == 2560:
+			warmVisible = now
+		}
+	}
+	// B's deliveries: each QP's packet leaving its transport-rx stage.
+	var rb traceRecorder
+	p.b.AcceptHook(&rb)
+	s.Schedule(0, write(q2, warm, 64, 1), 0) // warms QP 2's R_Key
+	at := 20 * ib.Microsecond
+	s.Schedule(at, write(p.qa, cold, 64, 2), 0)
+	s.Schedule(at+ib.Nanosecond, write(q2, warm, 2560, 3), 0)
+	done := 0
+	var wcs [4]WC
+	p.a.OnCQE = func(cq *CQ, now ib.PS) {
+		n := p.a.PollCQ(cq, wcs[:])
+		for i := 0; i < n; i++ {
+			require.Equal(t, WCSuccess, wcs[i].Status)
+		}
+		done += n
+	}
+	s.StopAt(ib.Millisecond)
+	require.NoError(t, s.Run())
+	require.Equal(t, 3, done)
+	var deliver1, deliver2 ib.PS
+	for _, e := range rb.events {
+		if e.Kind != components.TraceDeliver || e.Time < at {
+			continue
+		}
+		switch qpn, _ := e.Int("qpn"); uint32(qpn) {
+		case p.qb.Num:
+			deliver1 = e.Time
+		case q2b.Num:
+			deliver2 = e.Time
+		}
+	}
+	pcie := NewPCIe(cfg.PCIe)
+	require.Equal(t, ib.PS(17774), pcie.SerPS(256+24))
+	require.Equal(t, ib.PS(5586), pcie.SerPS(64+24))
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	lookup, dma := ib.PS(cfg.KeyCheck.LatencyCycles)*cyc, ib.PS(cfg.DMA.LatencyCycles)*cyc
+	require.Equal(t, ib.PS(549_857), lookup+pcie.SerPS(24)+ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS)+pcie.SerPS(64+20))
+	issue1 := deliver1 + 549_857 + dma
+	issue2 := deliver2 + lookup + dma
+	const train2, tlp1, wlat = 10 * 17774, 5586, 200 * ib.Nanosecond
+	// The premise: B decided on QP 1's write first, QP 2's was issued
+	// first, and QP 1's issue falls within QP 2's train.
+	require.Less(t, deliver1, deliver2)
+	require.Less(t, issue2, issue1)
+	require.Less(t, issue1, issue2+train2)
+	assert.Zero(t, p.b.PCIe.WritesBookedLate)
+	assert.Equal(t, issue2+train2+wlat, warmVisible, "QP 2's write, issued first, at once")
+	assert.Equal(t, issue2+train2+tlp1+wlat, coldVisible, "QP 1's after it")
 }
