@@ -26,8 +26,15 @@ const (
 	evMemVisible
 	evTimeout
 	evStageEdge
-	evRxRelease // a received packet's VL buffer space frees (VL, Arg = blocks)
-	evCCTick    // congestion control: a CCTI_Timer expiry (cc.go)
+	evRxRelease  // a received packet's VL buffer space frees (VL, Arg = blocks)
+	evCCTick     // congestion control: a CCTI_Timer expiry (cc.go)
+	evPostWrites // PCIe: book the posted writes issued by now + horizon (PCIe.Flush)
+)
+
+// Kinds of WriteNote: what a posted write booked late does at its end.
+const (
+	writeCQE     uint8 = iota + 1 // a CQE: it lands when visible (cqeQ)
+	writePayload                  // a received packet's payload: its buffer frees, hooks see it
 )
 
 // txEntry is a packet waiting for the wire.
@@ -153,7 +160,15 @@ type Device struct {
 	// rxWriteEnd is when the payload write of the packet being received
 	// ends on the PCIe link (ps; 0: none yet): its buffer frees by it.
 	rxWriteEnd ib.PS
-	main       Thread // the application thread QPs post on unless moved (SetThread)
+	// rxVL and rxBlocks are the VL and receive-buffer blocks of the packet
+	// being received, for a payload write booked late (postedBooked).
+	rxVL     int8
+	rxBlocks int32
+	// postAt is when the queued evPostWrites books the earliest posted
+	// write the PCIe link keeps (0: none queued).
+	postAt    ib.PS
+	postFlush bool   // evPostWrites is booking them
+	main      Thread // the application thread QPs post on unless moved (SetThread)
 
 	// DropAcks makes the device discard the next n ACKs it receives: the
 	// fault-injection hook for the retry test.
@@ -184,6 +199,11 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 		keyCache: NewKeyCache(cfg.KeyCacheEntries), missExtraPS: ib.FromNanoseconds(cfg.KeyMissExtraNS), nextPD: 1,
 		pageShift: uint(bits.TrailingZeros(uint(cfg.MTTPageBytes)))}
 	d.PCIe.clock = s
+	// Every posted write passes the dma or the cqe stage (an atomic's
+	// result write comes after its read, later still), so none is posted
+	// for an issue time sooner than the shorter of their latencies.
+	d.PCIe.horizon = ib.PS(min(cfg.DMA.LatencyCycles, cfg.CQE.LatencyCycles)) * d.cycle
+	d.PCIe.onBooked = d.postedBooked
 	if cfg.MTTCacheEntries > 0 {
 		d.mtt = &MTTCache{lru: newLRU[uint64](cfg.MTTCacheEntries)}
 	}
@@ -247,7 +267,7 @@ func (d *Device) PCIeUtilization() (up, down float64) {
 // PostedWritesUntil returns when the device's PCIe link finishes the work
 // booked on it (PCIe.BusyUntil): after that it holds no receive buffer
 // space for it, so a fabric is idle only once every HCA is past it.
-func (d *Device) PostedWritesUntil() ib.PS { return d.PCIe.BusyUntil() }
+func (d *Device) PostedWritesUntil() ib.PS { return max(d.PCIe.BusyUntil(), d.PCIe.PendingUntil()) }
 
 // KeyCache returns the translation cache (for its hit and miss counts).
 func (d *Device) KeyCache() *KeyCache { return d.keyCache }
@@ -370,6 +390,16 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		d.timeout(d.eventQP(ev))
 	case evCCTick:
 		d.ccTick()
+	case evPostWrites:
+		if d.s.Now() == d.postAt {
+			d.postAt = 0
+			d.postFlush = true
+			d.PCIe.Flush()
+			d.postFlush = false
+			if next, ok := d.PCIe.NextPending(); ok {
+				d.flushAt(next)
+			}
+		}
 	default:
 		panic(fmt.Sprintf("hca: %s got event kind %d", d.Name, ev.Kind))
 	}
@@ -898,9 +928,60 @@ func (d *Device) sendCompletion(qp *QP, c Completion, t ib.PS) {
 // writeCQE passes a CQE through the CQE stage and posts its 64-byte write.
 func (d *Device) writeCQE(cq *CQ, c CQE, t ib.PS) {
 	issue := d.stages[StageCQE].accept(t, 0)
-	vis := d.PCIe.Write(issue, CQEBytes)
 	d.cqeQ = append(d.cqeQ, pendingCQE{cq: cq, cqe: c})
-	d.at(vis, evCQEVisible)
+	if vis, ok := d.PCIe.Post(issue, CQEBytes, WriteNote{Kind: writeCQE}); ok {
+		d.at(vis, evCQEVisible)
+	} else {
+		d.flushAt(issue)
+	}
+}
+
+// flushAt makes sure the PCIe link books the posted write issued at issue
+// it keeps by issue − horizon: one evPostWrites is queued for the earliest
+// kept write (postAt); one queued for a later time and overtaken is stale
+// when it comes.
+func (d *Device) flushAt(issue ib.PS) {
+	if due := issue - d.PCIe.horizon; d.postAt == 0 || due < d.postAt {
+		d.postAt = due
+		d.at(due, evPostWrites)
+	}
+}
+
+// postedBooked schedules what a posted write the PCIe link booked late
+// (PCIe.Post) does at its end, vis: what writeCQE and writePayload do when
+// it is booked at once. The CQEs land in cqeQ's order: the cqe stage
+// issues them in that order, and posted writes are booked in issue order.
+// A payload's buffer frees when the write is within the posted-write
+// queue's bytes of its end, but not before the write is booked.
+func (d *Device) postedBooked(w *PostedWrite, vis ib.PS) {
+	switch w.Note.Kind {
+	case writeCQE:
+		d.at(vis, evCQEVisible)
+	case writePayload:
+		n := w.Note
+		if n.Blocks > 0 {
+			// Not before the DMA engine takes the payload from the
+			// receive buffer: the dma stage's start, its latency before
+			// the write issues (booked at once, that is by now).
+			release := max(vis-d.PCIe.writeLat-d.PCIe.queuePS, w.Issue-d.stages[StageDMA].lat)
+			if release <= d.s.Now() && d.postFlush {
+				// Booked by evPostWrites, not inside another block's work.
+				d.Port.Release(int(n.VL), int(n.Blocks))
+			} else {
+				e := d.at(release, evRxRelease)
+				e.VL, e.Arg = n.VL, int64(n.Blocks)
+			}
+		}
+		if d.OnMemWrite != nil {
+			e := d.at(vis, evMemVisible)
+			e.Arg, e.Port = int64(n.Addr), n.Len
+		}
+		if n.Timed {
+			d.Timeline.RespWrite = vis
+		}
+	default:
+		panic(fmt.Sprintf("hca: %s: a posted write of kind %d", d.Name, w.Note.Kind))
+	}
 }
 
 // cqeVisible lands the oldest posted CQE in its CQ ring.
@@ -943,21 +1024,35 @@ func (d *Device) cqeVisible() {
 }
 
 // writePayload places bytes in host memory through the DMA engine and
-// returns when the write issues and when it becomes visible.
-func (d *Device) writePayload(qp *QP, t ib.PS, addr uint64, data []byte) (issue, vis ib.PS) {
+// returns when the write issues. The packet being received (receive: its
+// VL and blocks in rxVL, rxBlocks) frees its buffer by the write's end;
+// timed says the write ends the Timeline's message (RespWrite). A write
+// issued later than the PCIe link can book yet is booked when no write
+// issued before it can still come (PCIe.Post), and postedBooked then
+// does what the rest of this does.
+func (d *Device) writePayload(qp *QP, t ib.PS, addr uint64, data []byte, timed bool) (issue ib.PS) {
 	issue = d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
-	vis = d.PCIe.Write(issue, len(data))
-	d.rxWriteEnd = vis - d.PCIe.writeLat
+	vis, ok := d.PCIe.Post(issue, len(data), WriteNote{Kind: writePayload, VL: d.rxVL, Timed: timed,
+		Blocks: d.rxBlocks, Addr: addr, Len: int32(len(data))})
 	d.Mem.Write(addr, data)
 	d.Counters.PayloadRx += int64(len(data))
 	d.trace(components.TraceDMAWrite, qp.Num, components.IntField("addr", int64(addr)), components.IntField("len", int64(len(data))))
+	if !ok {
+		d.rxWriteEnd = -1
+		d.flushAt(issue)
+		return issue
+	}
+	d.rxWriteEnd = vis - d.PCIe.writeLat
+	if timed {
+		d.Timeline.RespWrite = vis
+	}
 	if d.OnMemWrite != nil {
 		// The write names itself: the dma stage serves QPs in time order,
 		// so writes become visible in an order other than this call's.
 		e := d.at(vis, evMemVisible)
 		e.Arg, e.Port = int64(addr), int32(len(data))
 	}
-	return issue, vis
+	return issue
 }
 
 // sized returns b resized to n bytes, reusing its storage when it can (the

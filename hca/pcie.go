@@ -137,6 +137,25 @@ func (d *pcieDir) forget(now ib.PS) {
 	}
 }
 
+// PostedWrite is a posted write the device issues at Issue, N bytes, and
+// what it does when the write's end is known (Note, the device's).
+type PostedWrite struct {
+	Issue ib.PS
+	N     int
+	Note  WriteNote
+}
+
+// WriteNote is what the device does once a posted write is booked: its
+// kind and arguments (device.go, postedBooked).
+type WriteNote struct {
+	Kind   uint8
+	VL     int8
+	Timed  bool  // the write ends a Timeline's message
+	Blocks int32 // receive-buffer blocks its packet holds
+	Addr   uint64
+	Len    int32
+}
+
 // postedMark says that the posted writes issued at or before issue end by
 // doneBy (ps).
 type postedMark struct{ issue, doneBy ib.PS }
@@ -159,7 +178,13 @@ type clock interface{ Now() ib.PS }
 // Specification, transaction ordering, with relaxed ordering off): a
 // posted write does not pass a posted write issued before it, nor a read
 // request a posted write issued before it; a read's completions return in
-// order. Calls must not be for a time before now.
+// order. Calls must not be for a time before now. Posted writes are booked
+// in the order of their issue times (Post): a write issued later than
+// now + horizon is kept until no write issued before it can still come,
+// or until a read request issued at or after it needs its end, so that
+// no posted write passes another (the device decides on some before
+// others issued earlier: a payload write behind its key miss). Write
+// books at once (an atomic's result, and tests).
 type PCIe struct {
 	cfg          PCIeConfig
 	psNum, psDen int64 // picoseconds per byte = psNum / psDen
@@ -172,6 +197,25 @@ type PCIe struct {
 	// postedHead (issued by now) covers.
 	posted     []postedMark
 	postedHead int
+	// pending are the posted writes the device has decided on but not yet
+	// booked (Post), ascending by issue time, ties in call order;
+	// pending[:pendingHead] were booked. horizon: no write is posted for
+	// an issue time before now + horizon (the device's shortest stage
+	// latency before a write), so a write issued by now + horizon can be
+	// booked: every write issued before it has been posted.
+	pending     []PostedWrite
+	pendingHead int
+	horizon     ib.PS
+	// onBooked is told each pending write's end (ps, its last TLP's) when
+	// it is booked.
+	onBooked func(w *PostedWrite, end ib.PS)
+	// bookedIssue is the latest issue time of a posted write booked so far.
+	bookedIssue ib.PS
+	// WritesBookedLate counts posted writes booked after a write issued
+	// later than them: those a read request or an atomic made the link
+	// book before their time (flushPending). Such a write may take the
+	// gaps around the later-issued one and end after it.
+	WritesBookedLate int64
 	// tagBusy are the times the read tags in use free, ascending;
 	// tagBusy[:tagHead] freed by now. The others of the tags are free.
 	tagBusy []ib.PS
@@ -293,6 +337,16 @@ func (p *PCIe) Write(t ib.PS, n int) ib.PS {
 	if now := p.forget(); t < now {
 		panic(fmt.Sprintf("hca: PCIe write booked at %d ps, before now %d ps", t, now))
 	}
+	p.flushPending(t)
+	return p.write(t, n)
+}
+
+// write books a posted write issued at t (Write, flushPending).
+func (p *PCIe) write(t ib.PS, n int) ib.PS {
+	if t < p.bookedIssue {
+		p.WritesBookedLate++
+	}
+	p.bookedIssue = max(p.bookedIssue, t)
 	p.WrittenBytes += int64(n)
 	if n <= 0 {
 		return t + p.writeLat
@@ -320,6 +374,75 @@ func (p *PCIe) Write(t ib.PS, n int) ib.PS {
 	return end + p.writeLat
 }
 
+// Post is Write for a write the device decides on before it issues it
+// (its issue time t is later than now + horizon): posted writes are
+// serialised in the order of their issue times, and a write posted later
+// may be issued earlier. Post books a write issued by now + horizon at
+// once and returns its end (when its data are visible) and true;
+// otherwise it keeps the write, returns false, and books it when Flush is
+// called at t − horizon (the device schedules that) or when a read
+// request or atomic issued at or after it needs its end (flushPending),
+// telling onBooked.
+func (p *PCIe) Post(t ib.PS, n int, note WriteNote) (ib.PS, bool) {
+	now := p.forget()
+	if t < now {
+		panic(fmt.Sprintf("hca: PCIe write posted at %d ps, before now %d ps", t, now))
+	}
+	if t <= now+p.horizon {
+		p.flushPending(t)
+		return p.write(t, n), true
+	}
+	w := PostedWrite{t, n, note}
+	if p.pendingHead > 64 && 2*p.pendingHead > len(p.pending) {
+		k := copy(p.pending, p.pending[p.pendingHead:])
+		p.pending, p.pendingHead = p.pending[:k], 0
+	}
+	i := len(p.pending)
+	for i > p.pendingHead && p.pending[i-1].Issue > t {
+		i--
+	}
+	p.pending = append(p.pending, w)
+	if i < len(p.pending)-1 {
+		copy(p.pending[i+1:], p.pending[i:])
+		p.pending[i] = w
+	}
+	return 0, false
+}
+
+// Flush books the kept writes issued by now + horizon: no write issued
+// before them can be posted any more.
+func (p *PCIe) Flush() {
+	p.flushPending(p.forget() + p.horizon)
+}
+
+// flushPending books the kept writes issued at or before t, in issue
+// order, telling onBooked each end: a TLP issued at t may not pass them.
+func (p *PCIe) flushPending(t ib.PS) {
+	for p.pendingHead < len(p.pending) && p.pending[p.pendingHead].Issue <= t {
+		w := &p.pending[p.pendingHead]
+		p.pendingHead++
+		end := p.write(w.Issue, w.N)
+		p.onBooked(w, end)
+	}
+}
+
+// NextPending returns the earliest issue time of a kept write and whether
+// there is one.
+func (p *PCIe) NextPending() (ib.PS, bool) {
+	if p.pendingHead == len(p.pending) {
+		return 0, false
+	}
+	return p.pending[p.pendingHead].Issue, true
+}
+
+// PendingUntil returns the latest issue time of a kept write (0 if none).
+func (p *PCIe) PendingUntil() ib.PS {
+	if p.pendingHead == len(p.pending) {
+		return 0
+	}
+	return p.pending[len(p.pending)-1].Issue
+}
+
 // WriteQueuedUntil returns when the upstream direction would finish n
 // bytes of posted writes offered at t behind the TLPs booked on it until
 // t (t at or after the last of them). The device frees a received
@@ -341,6 +464,7 @@ func (p *PCIe) Read(t ib.PS, n int) ib.PS {
 	if now := p.forget(); t < now {
 		panic(fmt.Sprintf("hca: PCIe read booked at %d ps, before now %d ps", t, now))
 	}
+	p.flushPending(t)
 	p.ReadBytes += int64(n)
 	done := t
 	issue := t

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -376,4 +377,193 @@ func TestReadNotHeldBehindReadBookedAhead(t *testing.T) {
 		pcie.SerPS(64+cfg.PCIe.CompletionOverheadBytes)
 	require.Equal(t, ib.PS(957_857), want)
 	assert.Equal(t, want, tl.DMAReadDone-tl.Posted)
+}
+
+// TestPCIePostedWritesInIssueOrder: posted writes go on the link in the
+// order of their issue times, whatever the order the device decides on
+// them (PCIe.Post). The link is told no write is posted for an issue
+// before now + 10 ns (the horizon: the device's shortest stage latency
+// before a write) and keeps a write issued later until then. With gen3():
+// a TLP of 256 + 24 B takes 17774 ps, 88 + 24 B 7110, 64 + 24 B 5586; a
+// read request 1524; a completion of 64 + 20 B 5333; read latency 500 ns,
+// write latency 200 ns. W2, 64 bytes issued at 30 ns, is posted first;
+// W1, 344 bytes (TLPs of 256 and 88) issued at 12 ns, after it. Booked in
+// call order (Write, before), W2 held [30000, 35586] and W1 took the gap
+// before it for its first TLP, [12000, 29774], and went after it with its
+// second, [35586, 42696]: W2 passed W1, and a read issued at 25 ns, which
+// may not pass W1, waited for its end, 42696.
+func TestPCIePostedWritesInIssueOrder(t *testing.T) {
+	const H, wlat, lat ib.PS = 10 * ib.Nanosecond, 200 * ib.Nanosecond, 500 * ib.Nanosecond
+	const t1, t2 ib.PS = 12000, 30000
+	c := NewPCIe(gen3())
+	require.Equal(t, ib.PS(17774), c.SerPS(280))
+	require.Equal(t, ib.PS(7110), c.SerPS(112))
+	require.Equal(t, ib.PS(5586), c.SerPS(88))
+	require.Equal(t, ib.PS(1524), c.SerPS(24))
+	require.Equal(t, ib.PS(5333), c.SerPS(84))
+	type booked struct {
+		issue, vis ib.PS
+	}
+	link := func() (*PCIe, *fakeClock, *[]booked) {
+		p := NewPCIe(gen3())
+		clk := &fakeClock{}
+		var got []booked
+		p.clock, p.horizon = clk, H
+		p.onBooked = func(w *PostedWrite, vis ib.PS) { got = append(got, booked{w.Issue, vis}) }
+		return p, clk, &got
+	}
+	post := func(p *PCIe, issue ib.PS, n int) {
+		_, ok := p.Post(issue, n, WriteNote{})
+		require.False(t, ok, "issued after now + horizon: kept")
+	}
+
+	t.Run("the write issued first goes first", func(t *testing.T) {
+		p, clk, got := link()
+		post(p, t2, 64)
+		post(p, t1, 344)
+		assert.Empty(t, *got)
+		// At t1 − H nothing issued before t1 can come: W1 is booked,
+		// [12000, 29774] and [29774, 36884].
+		clk.now = t1 - H
+		p.Flush()
+		// At t2 − H, W2 behind it: [36884, 42470].
+		clk.now = t2 - H
+		p.Flush()
+		assert.Equal(t, []booked{{t1, 36884 + wlat}, {t2, 42470 + wlat}}, *got)
+		assert.Zero(t, p.WritesBookedLate)
+		// A write issued by now + H is booked at once: W3 at 30 ns, 64
+		// bytes, behind W2 (issued at the same time, posted before it):
+		// [42470, 48056].
+		vis, ok := p.Post(t2, 64, WriteNote{})
+		assert.True(t, ok)
+		assert.Equal(t, 48056+wlat, vis)
+	})
+
+	t.Run("a read waits only for the writes issued before it", func(t *testing.T) {
+		p, clk, got := link()
+		post(p, t2, 64)
+		post(p, t1, 344)
+		// A 64-byte read issued at 25 ns, decided on now: it may not pass
+		// W1, which is booked first ([12000, 36884]); W2, issued after
+		// it, is not. Its request [36884, 38408], its completion [538408,
+		// 543741].
+		assert.Equal(t, ib.PS(543741), p.Read(25000, 64))
+		assert.Equal(t, []booked{{t1, 36884 + wlat}}, *got)
+		// W2, booked at t2 − H, goes after the read's request, issued
+		// before it: [38408, 43994].
+		clk.now = t2 - H
+		p.Flush()
+		assert.Equal(t, []booked{{t1, 36884 + wlat}, {t2, 43994 + wlat}}, *got)
+		assert.Zero(t, p.WritesBookedLate)
+	})
+
+	t.Run("a read issued after a kept write books it early", func(t *testing.T) {
+		p, clk, got := link()
+		post(p, t2, 64)
+		// A read issued at 35 ns may not pass W2: W2 is booked now,
+		// [30000, 35586], before its time, and the request follows it,
+		// [35586, 37110], completion [537110, 542443].
+		assert.Equal(t, ib.PS(542443), p.Read(35000, 64))
+		assert.Equal(t, []booked{{t2, 35586 + wlat}}, *got)
+		// W1, posted after that, is booked late: its first TLP takes the
+		// gap before W2, [12000, 29774], its second goes after the
+		// request, [37110, 44220]. The case the link counts.
+		post(p, t1, 344)
+		clk.now = t1 - H
+		p.Flush()
+		assert.Equal(t, []booked{{t2, 35586 + wlat}, {t1, 44220 + wlat}}, *got)
+		assert.Equal(t, int64(1), p.WritesBookedLate)
+	})
+}
+
+// TestPostedWritesOfTwoQPsInIssueOrder: the device side of
+// TestPCIePostedWritesInIssueOrder (defaults: cx5 at 1 GHz, Gen3 x16,
+// EDR). Host A has two QPs to B. QP 1 WRITEs 64 bytes into a region of
+// B's never checked: B's R_Key lookup misses, and the payload write
+// issues when the MKey context is in, 549.857 ns after QP 1's packet is
+// delivered (lookup 10 + request 1.524 + 533 + completion 5.333,
+// TestColdKeyMissIsAContextRead), plus the dma stage's 10 ns: B decides
+// on it at that delivery. QP 2, posted 1 ns after QP 1, WRITEs 2560 bytes
+// (one packet) into a warm region; B delivers it later and decides on its
+// write then, but issues it sooner: 10 ns (lookup, hit) + 10 ns (dma
+// stage) after that delivery. Its 10 TLPs of 256 + 24 B take 17.774 ns
+// each, 177.740 ns. QP 1's write, issued later, must not pass it: its one
+// TLP (64 + 24 B, 5.586 ns) goes after QP 2's last, each payload visible
+// 200 ns after its last TLP. Booked in call order, QP 1's TLP went at its
+// issue, 72.190 ns after QP 2's, which took the link before it with four
+// TLPs and after it with six: QP 1's payload was visible 105.550 ns
+// sooner and QP 2's 6.680 ns later (the test failed so).
+func TestPostedWritesOfTwoQPsInIssueOrder(t *testing.T) {
+	cfg := Defaults()
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	s := p.s
+	q2 := p.a.CreateQP(p.qa.PD, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
+	q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
+	require.NoError(t, ConnectRC(q2, q2b, 4096, 0x30, 0x40))
+	acc := AccessLocalWrite | AccessRemoteWrite
+	cold := p.b.RegMR(p.qb.PD, p.bufB, 4096, acc)
+	warm := p.b.RegMR(q2b.PD, p.bufB+8*4096, 4096, acc)
+	write := func(qp *QP, mr MR, n uint32, id uint64) *poster {
+		return &poster{fn: func() {
+			require.NoError(t, p.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
+				LocalAddr: p.bufA, Length: n, LKey: p.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
+		}}
+	}
+	var coldVisible, warmVisible ib.PS
+	p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+		switch {
+		case addr == cold.Addr:
+			coldVisible = now
+		case addr == warm.Addr && n == 2560:
+			warmVisible = now
+		}
+	}
+	// B's deliveries: each QP's packet leaving its transport-rx stage.
+	var rb traceRecorder
+	p.b.AcceptHook(&rb)
+	s.Schedule(0, write(q2, warm, 64, 1), 0) // warms QP 2's R_Key
+	at := 20 * ib.Microsecond
+	s.Schedule(at, write(p.qa, cold, 64, 2), 0)
+	s.Schedule(at+ib.Nanosecond, write(q2, warm, 2560, 3), 0)
+	done := 0
+	var wcs [4]WC
+	p.a.OnCQE = func(cq *CQ, now ib.PS) {
+		n := p.a.PollCQ(cq, wcs[:])
+		for i := 0; i < n; i++ {
+			require.Equal(t, WCSuccess, wcs[i].Status)
+		}
+		done += n
+	}
+	s.StopAt(ib.Millisecond)
+	require.NoError(t, s.Run())
+	require.Equal(t, 3, done)
+	var deliver1, deliver2 ib.PS
+	for _, e := range rb.events {
+		if e.Kind != components.TraceDeliver || e.Time < at {
+			continue
+		}
+		switch qpn, _ := e.Int("qpn"); uint32(qpn) {
+		case p.qb.Num:
+			deliver1 = e.Time
+		case q2b.Num:
+			deliver2 = e.Time
+		}
+	}
+	pcie := NewPCIe(cfg.PCIe)
+	require.Equal(t, ib.PS(17774), pcie.SerPS(256+24))
+	require.Equal(t, ib.PS(5586), pcie.SerPS(64+24))
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	lookup, dma := ib.PS(cfg.KeyCheck.LatencyCycles)*cyc, ib.PS(cfg.DMA.LatencyCycles)*cyc
+	require.Equal(t, ib.PS(549_857), lookup+pcie.SerPS(24)+ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS)+pcie.SerPS(64+20))
+	issue1 := deliver1 + 549_857 + dma
+	issue2 := deliver2 + lookup + dma
+	const train2, tlp1, wlat = 10 * 17774, 5586, 200 * ib.Nanosecond
+	// The premise: B decided on QP 1's write first, QP 2's was issued
+	// first, and QP 1's issue falls within QP 2's train.
+	require.Less(t, deliver1, deliver2)
+	require.Less(t, issue2, issue1)
+	require.Less(t, issue1, issue2+train2)
+	assert.Zero(t, p.b.PCIe.WritesBookedLate)
+	assert.Equal(t, issue2+train2+wlat, warmVisible, "QP 2's write, issued first, at once")
+	assert.Equal(t, issue2+train2+tlp1+wlat, coldVisible, "QP 1's after it")
 }

@@ -17,6 +17,8 @@ func (d *Device) receive(pkt *ib.Packet) {
 	n := pkt.PayloadLen
 	if n == 0 {
 		d.Port.Release(int(pkt.VL), pkt.Credits())
+		// It may still write (an atomic's result): nothing more to free.
+		d.rxBlocks = 0
 		d.deliver(pkt)
 		return
 	}
@@ -29,13 +31,26 @@ func (d *Device) receive(pkt *ib.Packet) {
 	// write, not by what else is booked. A packet with a payload that is
 	// not written (a duplicate, a NAKed request) frees by the estimate of
 	// a write offered as it arrived behind everything booked then
-	// (WriteQueuedUntil), as every payload did before.
+	// (WriteQueuedUntil), as every payload did before. A written payload
+	// leaves the buffer no sooner than the dma stage takes it: one whose
+	// write waits for its key, its translation or its QP's previous item
+	// is in the buffer meanwhile, not yet in the posted-write queue. Such
+	// a write issues later than the PCIe link books at once (PCIe.Post):
+	// it is booked a horizon before it issues, no sooner than the dma
+	// stage takes it, and frees the buffer then (postedBooked). A write
+	// booked at once issues by now + horizon, so its payload was taken by
+	// now.
 	now := d.s.Now()
 	vl, blocks := int(pkt.VL), pkt.Credits()
 	busy := d.PCIe.up.last // the upstream is booked until then as it arrives
-	d.rxWriteEnd = 0
+	d.rxWriteEnd, d.rxVL, d.rxBlocks = 0, int8(vl), int32(blocks)
 	d.deliver(pkt)
 	end := d.rxWriteEnd
+	if end < 0 {
+		// The write is booked later; it frees the buffer then
+		// (postedBooked).
+		return
+	}
 	if end == 0 {
 		end = d.PCIe.WriteQueuedUntil(max(now, busy), n)
 	}
@@ -140,11 +155,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		tl.RxDone, tl.RespKey = now, t
 	}
 	if a.Write {
-		var vis ib.PS
-		t, vis = d.writePayload(qp, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen])
-		if traced && pkt.PSN == tl.LastPSN {
-			tl.RespWrite = vis
-		}
+		t = d.writePayload(qp, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen], traced && pkt.PSN == tl.LastPSN)
 	}
 	if a.RecvDone {
 		if traced && tl.RespCQEIssue == 0 {
@@ -309,14 +320,14 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		if ok {
 			var b [8]byte
 			putLE64(b[:], pkt.AtomicAck)
-			t, _ = d.writePayload(qp, now, addr, b[:])
+			t = d.writePayload(qp, now, addr, b[:], false)
 		}
 		d.afterAck(qp, res, t)
 	default: // read responses
 		addr, ok, res := qp.req.OnReadResponse(pkt)
 		t := now
 		if ok && pkt.PayloadLen > 0 {
-			t, _ = d.writePayload(qp, now, addr, pkt.Payload[:pkt.PayloadLen])
+			t = d.writePayload(qp, now, addr, pkt.Payload[:pkt.PayloadLen], false)
 		}
 		d.afterAck(qp, res, t)
 	}
@@ -372,11 +383,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	case UDGRHBytes+pkt.PayloadLen > int(recv.Length):
 		c.Status = WCLocLenErr
 	case pkt.PayloadLen > 0:
-		var vis ib.PS
-		t, vis = d.writePayload(qp, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen])
-		if traced {
-			tl.RespWrite = vis
-		}
+		t = d.writePayload(qp, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen], traced)
 	}
 	if traced && tl.RespCQEIssue == 0 {
 		tl.RespCQEIssue = t
