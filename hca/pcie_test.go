@@ -495,20 +495,9 @@ func TestPCIePostedWritesInIssueOrder(t *testing.T) {
 // sooner and QP 2's 6.680 ns later (the test failed so).
 func TestPostedWritesOfTwoQPsInIssueOrder(t *testing.T) {
 	cfg := Defaults()
-	p := newPair(t, edrLink(), cfg, 1<<16)
-	s := p.s
-	q2 := p.a.CreateQP(p.qa.PD, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
-	q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
-	require.NoError(t, ConnectRC(q2, q2b, 4096, 0x30, 0x40))
-	acc := AccessLocalWrite | AccessRemoteWrite
-	cold := p.b.RegMR(p.qb.PD, p.bufB, 4096, acc)
-	warm := p.b.RegMR(q2b.PD, p.bufB+8*4096, 4096, acc)
-	write := func(qp *QP, mr MR, n uint32, id uint64) *poster {
-		return &poster{fn: func() {
-			require.NoError(t, p.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
-				LocalAddr: p.bufA, Length: n, LKey: p.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
-		}}
-	}
+	c := newColdWarm(t, cfg)
+	p, s, q2, q2b, cold, warm := c.pair, c.s, c.q2, c.q2b, c.cold, c.warm
+	write := func(qp *QP, mr MR, n uint32, id uint64) *poster { return c.write(t, qp, mr, n, id) }
 	var coldVisible, warmVisible ib.PS
 	p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
 		switch {

@@ -66,20 +66,9 @@ func TestStageIssueLeaveIsAccept(t *testing.T) {
 // and third packets are written after the first, whose key missed).
 func TestDMAStageNotHeldBehindAnotherQPsKeyMiss(t *testing.T) {
 	cfg := Defaults()
-	p := newPair(t, edrLink(), cfg, 1<<16)
-	s := p.s
-	q2 := p.a.CreateQP(p.qa.PD, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
-	q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
-	require.NoError(t, ConnectRC(q2, q2b, 4096, 0x30, 0x40))
-	acc := AccessLocalWrite | AccessRemoteWrite
-	cold := p.b.RegMR(p.qb.PD, p.bufB, 4096, acc)
-	warm := p.b.RegMR(q2b.PD, p.bufB+8*4096, 4096, acc)
-	write := func(qp *QP, mr MR, id uint64) func() {
-		return func() {
-			require.NoError(t, p.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
-				LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
-		}
-	}
+	c := newColdWarm(t, cfg)
+	p, s, q2, cold, warm := c.pair, c.s, c.q2, c.cold, c.warm
+	write := func(qp *QP, mr MR, id uint64) func() { return c.write(t, qp, mr, 64, id).fn }
 	var tl Timeline
 	p.a.Timeline, p.b.Timeline = &tl, &tl
 	var coldVisible ib.PS // when QP 1's payload is visible in B's memory
@@ -175,20 +164,9 @@ func TestRxBufferFreesByItsOwnWrite(t *testing.T) {
 	// run plays the scenario and samples B's VL 0 buffer (blocks in use)
 	// at the given times.
 	run := func(at []ib.PS) (tl Timeline, coldVisible ib.PS, used []int) {
-		p := newPair(t, edrLink(), cfg, 1<<16)
-		s := p.s
-		q2 := p.a.CreateQP(p.qa.PD, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
-		q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
-		require.NoError(t, ConnectRC(q2, q2b, 4096, 0x30, 0x40))
-		acc := AccessLocalWrite | AccessRemoteWrite
-		cold := p.b.RegMR(p.qb.PD, p.bufB, 4096, acc)
-		warm := p.b.RegMR(q2b.PD, p.bufB+8*4096, 4096, acc)
-		write := func(qp *QP, mr MR, id uint64) func() {
-			return func() {
-				require.NoError(t, p.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
-					LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
-			}
-		}
+		c := newColdWarm(t, cfg)
+		p, s, q2, cold, warm := c.pair, c.s, c.q2, c.cold, c.warm
+		write := func(qp *QP, mr MR, id uint64) func() { return c.write(t, qp, mr, 64, id).fn }
 		p.a.Timeline, p.b.Timeline = &tl, &tl
 		p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
 			if addr == cold.Addr {
@@ -237,4 +215,36 @@ func TestRxBufferFreesByItsOwnWrite(t *testing.T) {
 	require.Equal(t, tl.RxTail, tl2.RxTail, "the replay")
 	assert.Equal(t, []int{2 * blocks, blocks, blocks, 0}, used,
 		"blocks in use just before and after QP 2's TLP leaves, then QP 1's")
+}
+
+// coldWarm is the two-QP scenario of the tests of the HCA's time order:
+// newPair's QP 1 (qa → qb) and a second connected QP (q2 → q2b), with 4 KiB
+// of B's memory registered twice: cold, QP 1's, whose R_Key no packet has
+// looked up (its first WRITE misses in the key cache), and warm, QP 2's,
+// eight pages on.
+type coldWarm struct {
+	*pair
+	q2, q2b    *QP
+	cold, warm MR
+}
+
+func newColdWarm(t *testing.T, cfg Config) *coldWarm {
+	p := newPair(t, edrLink(), cfg, 1<<16)
+	c := &coldWarm{pair: p}
+	c.q2 = p.a.CreateQP(p.qa.PD, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
+	c.q2b = p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
+	require.NoError(t, ConnectRC(c.q2, c.q2b, 4096, 0x30, 0x40))
+	acc := AccessLocalWrite | AccessRemoteWrite
+	c.cold = p.b.RegMR(p.qb.PD, p.bufB, 4096, acc)
+	c.warm = p.b.RegMR(c.q2b.PD, p.bufB+8*4096, 4096, acc)
+	return c
+}
+
+// write returns an event that posts a signaled n-byte RDMA WRITE from A's
+// buffer on qp into mr.
+func (c *coldWarm) write(t *testing.T, qp *QP, mr MR, n uint32, id uint64) *poster {
+	return &poster{fn: func() {
+		require.NoError(t, c.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
+			LocalAddr: c.bufA, Length: n, LKey: c.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
+	}}
 }
