@@ -324,7 +324,6 @@ func TestReadNotHeldBehindReadBookedAhead(t *testing.T) {
 	cfg := Defaults()
 	cfg.MTTCacheEntries = 64
 	p := newPair(t, edrLink(), cfg, 1<<16)
-	s := p.s
 	pd := p.qa.PD
 	q2 := p.a.CreateQP(pd, p.a.CreateCQ(64), p.a.CreateCQ(64), 64, 64)
 	q2b := p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
@@ -341,27 +340,7 @@ func TestReadNotHeldBehindReadBookedAhead(t *testing.T) {
 	}
 	var tl Timeline
 	p.a.Timeline, p.b.Timeline = &tl, &tl
-	s.Schedule(0, write(q2, warm, 1), 0)
-	at := 20 * ib.Microsecond
-	s.Schedule(at, write(p.qa, cold, 2), 0)
-	s.Schedule(at+100*ib.Nanosecond, &poster{fn: func() {
-		tl.Trace(q2, q2.NextWQEIndex())
-		write(q2, warm, 3).fn()
-	}}, 0)
-	done := 0
-	var wcs [4]WC
-	p.a.OnCQE = func(cq *CQ, now ib.PS) {
-		n := p.a.PollCQ(cq, wcs[:])
-		for i := 0; i < n; i++ {
-			require.Equal(t, WCSuccess, wcs[i].Status)
-		}
-		if done += n; done == 3 {
-			s.Stop()
-		}
-	}
-	s.StopAt(ib.Millisecond)
-	require.NoError(t, s.Run())
-	require.Equal(t, 3, done)
+	p.runColdWarm(t, q2, &tl, write, cold, warm, ib.Millisecond)
 	// The premise: QP 1's key and page missed (one each; QP 2's warm-up
 	// missed one each before), QP 2's second message hit both.
 	require.Equal(t, int64(2), p.a.KeyCache().Misses)

@@ -67,8 +67,7 @@ func TestStageIssueLeaveIsAccept(t *testing.T) {
 func TestDMAStageNotHeldBehindAnotherQPsKeyMiss(t *testing.T) {
 	cfg := Defaults()
 	c := newColdWarm(t, cfg)
-	p, s, q2, cold, warm := c.pair, c.s, c.q2, c.cold, c.warm
-	write := func(qp *QP, mr MR, id uint64) func() { return c.write(t, qp, mr, 64, id).fn }
+	p, q2, cold, warm := c.pair, c.q2, c.cold, c.warm
 	var tl Timeline
 	p.a.Timeline, p.b.Timeline = &tl, &tl
 	var coldVisible ib.PS // when QP 1's payload is visible in B's memory
@@ -77,27 +76,7 @@ func TestDMAStageNotHeldBehindAnotherQPsKeyMiss(t *testing.T) {
 			coldVisible = now
 		}
 	}
-	s.Schedule(0, &poster{fn: write(q2, warm, 1)}, 0)
-	at := 20 * ib.Microsecond
-	s.Schedule(at, &poster{fn: write(p.qa, cold, 2)}, 0)
-	s.Schedule(at+100*ib.Nanosecond, &poster{fn: func() {
-		tl.Trace(q2, q2.NextWQEIndex())
-		write(q2, warm, 3)()
-	}}, 0)
-	done := 0
-	var wcs [4]WC
-	p.a.OnCQE = func(cq *CQ, now ib.PS) {
-		n := p.a.PollCQ(cq, wcs[:])
-		for i := 0; i < n; i++ {
-			require.Equal(t, WCSuccess, wcs[i].Status)
-		}
-		if done += n; done == 3 {
-			s.Stop()
-		}
-	}
-	s.StopAt(ib.Millisecond)
-	require.NoError(t, s.Run())
-	require.Equal(t, 3, done)
+	p.runColdWarm(t, q2, &tl, c.write64(t), cold, warm, ib.Millisecond)
 	cyc := ib.CyclePS(cfg.CoreClockMHz)
 	pcie := NewPCIe(cfg.PCIe)
 	require.Equal(t, ib.PS(5586), pcie.SerPS(64+cfg.PCIe.TLPOverheadBytes))
@@ -166,36 +145,17 @@ func TestRxBufferFreesByItsOwnWrite(t *testing.T) {
 	run := func(at []ib.PS) (tl Timeline, coldVisible ib.PS, used []int) {
 		c := newColdWarm(t, cfg)
 		p, s, q2, cold, warm := c.pair, c.s, c.q2, c.cold, c.warm
-		write := func(qp *QP, mr MR, id uint64) func() { return c.write(t, qp, mr, 64, id).fn }
 		p.a.Timeline, p.b.Timeline = &tl, &tl
 		p.b.OnMemWrite = func(addr uint64, n int, now ib.PS) {
 			if addr == cold.Addr {
 				coldVisible = now
 			}
 		}
-		s.Schedule(0, &poster{fn: write(q2, warm, 1)}, 0)
-		start := 20 * ib.Microsecond
-		s.Schedule(start, &poster{fn: write(p.qa, cold, 2)}, 0)
-		s.Schedule(start+100*ib.Nanosecond, &poster{fn: func() {
-			tl.Trace(q2, q2.NextWQEIndex())
-			write(q2, warm, 3)()
-		}}, 0)
 		used = make([]int, len(at))
 		for i, ti := range at {
 			s.Schedule(ti, &poster{fn: func() { used[i] = p.b.Port.BufferUsed(0) }}, 0)
 		}
-		done := 0
-		var wcs [4]WC
-		p.a.OnCQE = func(cq *CQ, now ib.PS) {
-			n := p.a.PollCQ(cq, wcs[:])
-			for i := 0; i < n; i++ {
-				require.Equal(t, WCSuccess, wcs[i].Status)
-			}
-			done += n
-		}
-		s.StopAt(100 * ib.Microsecond)
-		require.NoError(t, s.Run())
-		require.Equal(t, 3, done)
+		p.runColdWarm(t, q2, &tl, c.write64(t), cold, warm, 100*ib.Microsecond)
 		return tl, coldVisible, used
 	}
 	// The first run finds the tails and the cold write's visibility; the
@@ -247,4 +207,38 @@ func (c *coldWarm) write(t *testing.T, qp *QP, mr MR, n uint32, id uint64) *post
 		require.NoError(t, c.a.PostSend(qp, &SendWR{ID: id, Opcode: WRRDMAWrite, Signaled: true,
 			LocalAddr: c.bufA, Length: n, LKey: c.mrA.LKey, RemoteAddr: mr.Addr, RKey: mr.RKey}))
 	}}
+}
+
+// write64 is write for the 64-byte WRITEs of runColdWarm.
+func (c *coldWarm) write64(t *testing.T) func(qp *QP, mr MR, id uint64) *poster {
+	return func(qp *QP, mr MR, id uint64) *poster { return c.write(t, qp, mr, 64, id) }
+}
+
+// runColdWarm plays the time-order tests' three WRITEs from A: QP 2's
+// first into warm at 0 (which warms its keys and pages), QP 1's into cold
+// at 20 µs, and QP 2's second into warm 100 ns later, traced in tl; it
+// runs the simulation to stop and requires the three to have completed
+// successfully. write(qp, mr, id) makes a post.
+func (p *pair) runColdWarm(t *testing.T, q2 *QP, tl *Timeline, write func(qp *QP, mr MR, id uint64) *poster,
+	cold, warm MR, stop ib.PS) {
+	s := p.s
+	s.Schedule(0, write(q2, warm, 1), 0)
+	at := 20 * ib.Microsecond
+	s.Schedule(at, write(p.qa, cold, 2), 0)
+	s.Schedule(at+100*ib.Nanosecond, &poster{fn: func() {
+		tl.Trace(q2, q2.NextWQEIndex())
+		write(q2, warm, 3).fn()
+	}}, 0)
+	done := 0
+	var wcs [4]WC
+	p.a.OnCQE = func(cq *CQ, now ib.PS) {
+		n := p.a.PollCQ(cq, wcs[:])
+		for i := 0; i < n; i++ {
+			require.Equal(t, WCSuccess, wcs[i].Status)
+		}
+		done += n
+	}
+	s.StopAt(stop)
+	require.NoError(t, s.Run())
+	require.Equal(t, 3, done)
 }
