@@ -438,17 +438,11 @@ func (cl *Collective) Run() (map[string]any, error) {
 	// The timed part starts once setup (pre-posted receives and their
 	// prefetch) is over, on every rank at once, as nccl-tests starts its
 	// timer after a barrier.
-	var startAt ib.PS
+	var setupDone ib.PS
 	for _, rk := range c.ranks {
-		startAt = max(startAt, rk.dev.CPUFreeAt())
+		setupDone = max(setupDone, rk.dev.CPUFreeAt())
 	}
-	startAt += setupSettle
-	c.s.Schedule(startAt, c, evCollStart)
-	maxT := c.run.MaxTimeNs
-	if maxT <= 0 {
-		maxT = 1e9
-	}
-	c.s.StopAt(c.s.Now() + ib.FromNanoseconds(maxT))
+	maxT := startTimed(c.s, setupDone, c, evCollStart, c.run.MaxTimeNs)
 	c.onEnd = cl.OnEnd
 	if err := c.s.Run(); err != nil {
 		return nil, err
@@ -461,6 +455,20 @@ func (cl *Collective) Run() (map[string]any, error) {
 		c.conclude()
 	}
 	return c.result, nil
+}
+
+// startTimed schedules ev at h once set-up is over on every device
+// (setupDone, the latest of their CPUFreeAt, plus setupSettle, so the
+// receive prefetches issued during set-up land first) and stops the run
+// maxTimeNs from now (1 s when 0); it returns that guard in ns, for the
+// time-limit message. The collectives and the replay start so.
+func startTimed(s *components.Sim, setupDone ib.PS, h components.EventHandler, ev uint8, maxTimeNs float64) float64 {
+	s.Schedule(setupDone+setupSettle, h, ev)
+	if maxTimeNs <= 0 {
+		maxTimeNs = 1e9
+	}
+	s.StopAt(s.Now() + ib.FromNanoseconds(maxTimeNs))
+	return maxTimeNs
 }
 
 // conclude checks the data and takes the metrics: at the end, whatever the

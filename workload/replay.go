@@ -254,17 +254,11 @@ func (rp *Replay) Run() (map[string]any, error) {
 	r := rp.r
 	// The timed part starts once set-up (pre-posted receives and their
 	// prefetch) is over on every host, as the collectives start.
-	var startAt ib.PS
+	var setupDone ib.PS
 	for _, h := range r.hosts {
-		startAt = max(startAt, h.dev.CPUFreeAt())
+		setupDone = max(setupDone, h.dev.CPUFreeAt())
 	}
-	startAt += setupSettle
-	r.s.Schedule(startAt, r, evReplayStart)
-	maxT := r.run.MaxTimeNs
-	if maxT <= 0 {
-		maxT = 1e9
-	}
-	r.s.StopAt(r.s.Now() + ib.FromNanoseconds(maxT))
+	maxT := startTimed(r.s, setupDone, r, evReplayStart, r.run.MaxTimeNs)
 	r.onEnd = rp.OnEnd
 	if err := r.s.Run(); err != nil {
 		return nil, err
