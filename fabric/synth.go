@@ -756,6 +756,24 @@ func (r *synthRun) indexHosts() {
 // them, (Σx)² / (n Σx²): 1 when every sender gets the same, 1/n when one
 // gets everything.
 func (r *synthRun) hostLoads(m map[string]any, rateBps, window, accepted float64) {
+	loads := r.senderLoads(rateBps, window)
+	if len(loads) == 0 {
+		return
+	}
+	lo, hi, sum, sq := loads[0], loads[0], 0.0, 0.0
+	for _, x := range loads {
+		lo, hi, sum, sq = min(lo, x), max(hi, x), sum+x, sq+x*x
+	}
+	m["host_accepted_load"] = map[string]any{"min": lo, "mean": accepted, "max": hi}
+	if sq > 0 {
+		m["fairness_jain"] = sum * sum / (float64(len(loads)) * sq)
+	}
+}
+
+// senderLoads returns, per sending host in host order, the wire bytes it
+// delivered in the window (to any destination) over its own link's
+// capacity in the window (rateBps when host links are alike).
+func (r *synthRun) senderLoads(rateBps, window float64) []float64 {
 	var loads []float64
 	for i, e := range r.eps {
 		if e.Traffic.Idle() {
@@ -771,35 +789,19 @@ func (r *synthRun) hostLoads(m map[string]any, rateBps, window, accepted float64
 		}
 		loads = append(loads, w.value()*8/(rate*window*1e-12))
 	}
-	if len(loads) == 0 {
-		return
-	}
-	lo, hi, sum, sq := loads[0], loads[0], 0.0, 0.0
-	for _, x := range loads {
-		lo, hi, sum, sq = min(lo, x), max(hi, x), sum+x, sq+x*x
-	}
-	m["host_accepted_load"] = map[string]any{"min": lo, "mean": accepted, "max": hi}
-	if sq > 0 {
-		m["fairness_jain"] = sum * sum / (float64(len(loads)) * sq)
-	}
+	return loads
 }
 
 // meanHostLoad returns the mean over the sending hosts of the wire bytes
-// each delivered in the window over its own link's capacity in it.
+// each delivered in the window over its own link's capacity in it (host
+// links of several speeds).
 func (r *synthRun) meanHostLoad(window float64) float64 {
-	sum, n := 0.0, 0
-	for i, e := range r.eps {
-		if e.Traffic.Idle() {
-			continue
-		}
-		var w windowSum
-		for _, p := range r.parts {
-			w.merge(&p.srcWireBytes[i])
-		}
-		sum += w.value() * 8 / (r.hostTiming[i].DataRateBps() * window * 1e-12)
-		n++
+	loads := r.senderLoads(0, window)
+	sum := 0.0
+	for _, x := range loads {
+		sum += x
 	}
-	return sum / float64(max(n, 1))
+	return sum / float64(max(len(loads), 1))
 }
 
 // switchMetrics adds the switches' statistics over the window: a fabric-wide
