@@ -143,8 +143,7 @@ type Params struct {
 	Lanes        int // LANES: link width
 	LaneW        int // LANE_W: bits per lane per cycle
 	VLArbEntries int // VLARB_ENTRIES: entries per VL arbitration table
-	MaxPktBlocks int // MAX_PKT_BLOCKS: 64-byte blocks of the largest packet at the MTU
-	PktBlocksW   int // PKT_BLOCKS_W: bits of a packet's block count
+	MaxPktBlocks int // 64-byte blocks of the largest packet at the MTU (the files' header; no Verilog parameter: credits are checked per packet)
 	LFTTop       int // LFT_TOP: highest DLID a forwarding table holds, every unicast LID (lftTop)
 	CQNW         int // CQN_W: bits of a CQ number, 2^CQN_W CQ contexts in hca_cqe_writer (cqnW)
 	QPNW         int // QPN_W: bits of a send queue context index, 2^QPN_W in hca_wqe_fetch (qpnW)
@@ -276,6 +275,5 @@ func (d Design) Params() Params {
 	p.PeerDepth = min(p.BufDepth, p.HCABufDepth)
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
-	p.PktBlocksW = cntWidth(p.MaxPktBlocks)
 	return p
 }
