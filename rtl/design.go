@@ -159,14 +159,15 @@ type Params struct {
 	CQNW         int // CQN_W: bits of a CQ number, 2^CQN_W CQ contexts in hca_cqe_writer (cqnW)
 	QPNW         int // QPN_W: bits of a send queue context index, 2^QPN_W in hca_wqe_fetch (qpnW)
 	WQEPrefetch  int // WQE_PREFETCH_DEPTH: WQEBBs in flight per QP (hca.wqe_prefetch_depth)
+	MTU          int // MTU_BYTES
+	Generation   string
+
 	// FC_REFRESH_CYCLES and FC_MIN_CYCLES of the switch's and the HCA's
 	// transmit ports: link.fc_refresh_ns in core cycles rounded down (a
 	// refresh at least as often as asked), link.fc_min_interval_ns rounded
 	// up (a gap at least as long); fcCycles.
 	SwFCRefreshCycles, SwFCMinCycles   int
 	HCAFCRefreshCycles, HCAFCMinCycles int
-	MTU          int // MTU_BYTES
-	Generation   string
 }
 
 // MaxPacketBytes is the largest packet on the wire at a path MTU, the one the
