@@ -24,7 +24,8 @@ import (
 // the start of the timed run (0, after set-up); src and dst are the
 // topology's host indexes; op is write (RDMA WRITE), write_imm (RDMA WRITE
 // WITH IMMEDIATE), send (SEND) or read (RDMA READ: src reads bytes from
-// dst); bytes is the payload. id names a message for later lines' after=;
+// dst), fetch_add or cmp_swap (an 8-byte atomic on a word of dst's);
+// bytes is the payload (8 for an atomic). id names a message for later lines' after=;
 // ids increase down the file. after=X,Y holds the message back until
 // messages X and Y have completed as its source host sees them: a message
 // the source itself posted when it has polled that message's send
@@ -44,16 +45,25 @@ const (
 	ReplayWriteImm                 // RDMA WRITE WITH IMMEDIATE: a receive completion at dst
 	ReplaySend                     // SEND: consumes a receive WQE at dst
 	ReplayRead                     // RDMA READ: src reads from dst
+	ReplayFetchAdd                 // ATOMIC FETCH_AND_ADD of 1 on dst's counter word
+	ReplayCmpSwap                  // ATOMIC COMPARE_AND_SWAP on dst's swap word
 )
 
 // ReplayOps lists the ops as the trace spells them, by ReplayOp.
-var ReplayOps = []string{"write", "write_imm", "send", "read"}
+var ReplayOps = []string{"write", "write_imm", "send", "read", "fetch_add", "cmp_swap"}
 
 func (o ReplayOp) String() string { return ReplayOps[o] }
 
 // completesAtDst reports whether the op gives its destination a receive
 // completion (and so takes one of its receive WQEs).
 func (o ReplayOp) completesAtDst() bool { return o == ReplayWriteImm || o == ReplaySend }
+
+// isAtomic reports whether the op is an atomic (8 bytes, completes at its
+// source only, when the original value has been written there).
+func (o ReplayOp) isAtomic() bool { return o == ReplayFetchAdd || o == ReplayCmpSwap }
+
+// replayAtomicBytes is an atomic's size: one 8-byte word (IBA 9.4.5).
+const replayAtomicBytes = 8
 
 // MaxReplayMessages is the most messages a trace may hold: the model sets
 // every one up before the run (send-queue slots, pre-posted receives), the
@@ -207,6 +217,9 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		b, err := strconv.ParseInt(pos[4], 10, 64)
 		if err != nil || b < 1 || b > MaxReplayBytes {
 			return nil, fail("bytes: %q is out of range (1 to %d)", pos[4], MaxReplayBytes)
+		}
+		if m.Op.isAtomic() && b != replayAtomicBytes {
+			return nil, fail("bytes: %q is not 8 (a %s moves one 8-byte word)", pos[4], m.Op)
 		}
 		m.Bytes = b
 		if m.ID >= 0 {

@@ -41,7 +41,13 @@ func TestParseTrace(t *testing.T) {
 func TestParseTraceRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, trace, want string }{
 		{"unknown op", "0 0 1 put 8\n",
-			`h.trace:1: op: "put" is not an op (write, write_imm, send, read)`},
+			`h.trace:1: op: "put" is not an op (write, write_imm, send, read, fetch_add, cmp_swap)`},
+		{"atomic of 16 bytes", "0 0 1 fetch_add 16\n",
+			`h.trace:1: bytes: "16" is not 8 (a fetch_add moves one 8-byte word)`},
+		{"atomic of 4 bytes", "0 0 1 cmp_swap 4\n",
+			`h.trace:1: bytes: "4" is not 8 (a cmp_swap moves one 8-byte word)`},
+		{"dependency on an atomic received", "0 1 0 fetch_add 8 id=1\n0 0 1 write 8 after=1\n",
+			`h.trace:2: after: 1 is a fetch_add to host 0, which sees no completion of it (only send and write_imm complete at their destination)`},
 		{"src out of range", "0 4 1 write 8\n",
 			`h.trace:1: src: "4" is not a host of the topology (0 to 3)`},
 		{"dst negative", "\n0 0 -1 write 8\n",
@@ -120,6 +126,7 @@ func FuzzParseTrace(f *testing.F) {
 		"0 0 1 write 8 delay_ns=5\n",
 		"1e3 2 3 read 1 id=0\n5 3 2 write 9 after=0,0\n",
 		"0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=-1 delay_ns=2\n",
+		"0 0 1 fetch_add 8 id=1\n0 0 1 cmp_swap 8 after=1\n1 2 cmp_swap 16\n",
 	} {
 		f.Add(s)
 	}
@@ -136,6 +143,9 @@ func FuzzParseTrace(f *testing.F) {
 				assert.NotEmpty(t, m.After, "line %d: a delay without dependencies", m.Line)
 			}
 			assert.NotEqual(t, m.Src, m.Dst)
+			if m.Op.isAtomic() {
+				assert.Equal(t, int64(8), m.Bytes, "line %d: an atomic moves 8 bytes", m.Line)
+			}
 			assert.True(t, m.Src >= 0 && m.Src < 4 && m.Dst >= 0 && m.Dst < 4)
 			for _, d := range m.After {
 				assert.Less(t, int(d), i, "line %d depends on a later line", m.Line)
