@@ -30,11 +30,13 @@ type Replay struct {
 
 // Event kinds of the replay driver: evReplayStart begins the timed run,
 // evReplayPoll is one turn of host ev.Arg's poll loop, evReplayTimer wakes
-// host ev.Arg when a message's start_ns comes.
+// host ev.Arg when a message's start_ns comes, evReplayComputed ends host
+// ev.Arg's compute (compute_ns).
 const (
 	evReplayStart uint8 = iota + 1
 	evReplayPoll
 	evReplayTimer
+	evReplayComputed
 )
 
 // replayMsg is a message's run-time state.
@@ -46,6 +48,9 @@ type replayMsg struct {
 	recvd  bool // the destination polled its receive completion
 	postAt ib.PS
 	doneAt ib.PS
+	// seenAt is the poll turn that took the message's receive completion
+	// at its destination (send and write_imm only).
+	seenAt ib.PS
 	// An atomic's result slot at its source (the k-th atomic the source
 	// issues lands its original value at the host's results + 8k), and
 	// the original value found there when its send completion was polled.
@@ -88,6 +93,13 @@ type replayHost struct {
 	recvPair []int32
 	ready    msgHeap // messages whose dependencies are met, by (ready time, start, index)
 	pending  bool    // a poll turn is queued
+	// computing: the thread is busy with message computeMsg's compute_ns
+	// until its evReplayComputed; it posts, polls and computes nothing
+	// else meanwhile. woken: a completion arrived meanwhile, so the
+	// thread polls once it has posted that message.
+	computing  bool
+	woken      bool
+	computeMsg int32
 }
 
 // replay drives every host's application thread.
@@ -405,6 +417,8 @@ func (r *replay) HandleEvent(ev *components.Event) {
 		r.turn(h)
 	case evReplayTimer:
 		r.postReady(int(ev.Arg))
+	case evReplayComputed:
+		r.computed(int(ev.Arg))
 	}
 }
 
@@ -432,8 +446,9 @@ func (r *replay) startOf(i int32) ib.PS { return r.start + r.tr.Msgs[i].Start }
 // release queues message i, whose dependencies are met now, at its
 // source, ready at the later of its start and now + its delay_ns; a ready
 // time still to come sets a timer for it. The delay does not hold the
-// application thread: compute is on other cores, or the host posts other
-// messages meanwhile as the trace says.
+// application thread (compute on other cores, or a wait): the host posts
+// other messages meanwhile as the trace says. Its compute_ns, after it,
+// does (postReady).
 func (r *replay) release(i int32) {
 	h := r.tr.Msgs[i].Src
 	now := r.s.Now()
@@ -450,17 +465,53 @@ func (r *replay) release(i int32) {
 // message of host h whose ready time has come. Every postReady follows the
 // releases of its instant, so the messages it finds due are all ready now
 // and go in (start, index) order, as without delays.
+//
+// A due message with compute_ns makes the thread busy that long first
+// (from when it is free: after the posts before it) and stops the walk:
+// the thread does nothing else until the compute ends (computed). Due
+// while a poll turn is queued (a completion woke the thread), it waits for
+// that turn, which walks the queue again once it has polled: the thread
+// finishes the poll it has begun before it computes.
 func (r *replay) postReady(h int) {
 	hs := r.hosts[h]
+	if hs.computing {
+		return
+	}
 	now := r.s.Now()
 	for hs.ready.len() > 0 {
 		i := hs.ready.top()
 		if r.msgs[i].readyAt > now {
 			return
 		}
+		if c := r.tr.Msgs[i].Compute; c > 0 {
+			if hs.pending {
+				return
+			}
+			hs.ready.pop(r)
+			hs.computing, hs.computeMsg = true, i
+			e := r.s.Schedule(hs.dev.ChargeCPU(c), r, evReplayComputed)
+			e.Arg = int64(h)
+			return
+		}
 		hs.ready.pop(r)
 		r.post(h, i)
 	}
+}
+
+// computed ends host h's compute: the thread posts the message it
+// computed for, then polls if a completion arrived meanwhile (that turn
+// walks the ready queue after polling), else goes on with the messages
+// due.
+func (r *replay) computed(h int) {
+	hs := r.hosts[h]
+	hs.computing = false
+	r.post(h, hs.computeMsg)
+	if hs.woken {
+		hs.woken = false
+		r.wake(h, r.s.Now())
+		return
+	}
+	r.postReady(h)
 }
 
 // post issues message i from host h: the application thread starts the
@@ -513,6 +564,11 @@ func cmpSwapTag(i int32) uint64 { return uint64(i) + 1 }
 // wake makes host h's application thread poll at now + poll time (once).
 func (r *replay) wake(h int, now ib.PS) {
 	hs := r.hosts[h]
+	if hs.computing {
+		// Busy: the CQE waits in its CQ until the thread polls again.
+		hs.woken = true
+		return
+	}
 	if hs.pending || !r.started {
 		return
 	}
@@ -605,6 +661,7 @@ func (r *replay) received(h int, wc hca.WC) {
 		r.errs = append(r.errs, fmt.Sprintf("host %d: receive completion %v for the %s of line %d", h, wc.Opcode, m.Op, m.Line))
 	}
 	r.msgs[i].recvd = true
+	r.msgs[i].seenAt = r.s.Now()
 	r.completed(i, h)
 }
 

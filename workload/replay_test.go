@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // buildReplay parses trace for n hosts on one EDR switch and builds its
@@ -120,4 +121,101 @@ func TestReplayAtomicsNeedRemoteAtomicAccess(t *testing.T) {
 	require.NoError(t, err, "a failed completion is reported, not taken for a model bug")
 	assert.Equal(t, false, m["completions_ok"])
 	assert.Contains(t, fmt.Sprint(m["completion_errors"]), "REM_ACCESS_ERR")
+}
+
+// runReplayTrace builds trace for n hosts on one EDR switch, runs it and
+// returns the replay's state for its post and poll times.
+func runReplayTrace(t *testing.T, n int, trace string) *replay {
+	t.Helper()
+	rp := buildReplay(t, n, trace)
+	m, err := rp.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["completions_ok"], "%v", m["completion_errors"])
+	return rp.r
+}
+
+// hostCosts are the application thread's per-post and per-poll-turn
+// costs (host.post_ns, host.poll_ns) of hca.Defaults, in ps.
+func hostCosts() (post, poll ib.PS) {
+	h := hca.Defaults().Host
+	return ib.FromNanoseconds(h.PostNS), ib.FromNanoseconds(h.PollNS)
+}
+
+// TestReplayComputeSerializesOnTheThread: hosts 1 and 2 each send host 0
+// an 8-byte write_imm at time 0; their receive completions are polled in
+// one turn of host 0's loop, at T. Host 0 then has two messages due, A
+// after the first and B after the second, each with C of compute. The
+// thread computes A's C from T (it is idle: its set-up ended 5 µs before
+// the timed start) and posts A at T + C (a message's post time is when the
+// thread starts ibv_post_send); the post costs host.post_ns P, so B's
+// compute runs from T + C + P and B is posted at T + 2C + P: C + P after A.
+// With delay_ns=C instead, both are due at T + C and posted in one walk,
+// A at T + C and B one post later, T + C + P: the compute adds exactly C
+// between them, and A, first either way, is posted at the same instant.
+func TestReplayComputeSerializesOnTheThread(t *testing.T) {
+	const c = 1000 * ib.Nanosecond
+	post, _ := hostCosts()
+	trace := func(field string) string {
+		return fmt.Sprintf("0 1 0 write_imm 8 id=1\n0 2 0 write_imm 8 id=2\n0 0 1 write 8 after=1 %s=1000\n0 0 2 write 8 after=2 %s=1000\n", field, field)
+	}
+	comp := runReplayTrace(t, 3, trace("compute_ns"))
+	T := comp.msgs[0].seenAt
+	require.NotZero(t, T)
+	require.Equal(t, T, comp.msgs[1].seenAt, "both dependencies polled in one turn")
+	assert.Equal(t, T+c, comp.msgs[2].postAt)
+	assert.Equal(t, T+2*c+post, comp.msgs[3].postAt)
+
+	delay := runReplayTrace(t, 3, trace("delay_ns"))
+	require.Equal(t, T, delay.msgs[0].seenAt, "the same run up to T")
+	require.Equal(t, T, delay.msgs[1].seenAt)
+	assert.Equal(t, T+c, delay.msgs[2].postAt)
+	assert.Equal(t, T+c+post, delay.msgs[3].postAt)
+}
+
+// TestReplayCompletionWaitsForTheCompute: host 0 computes C = 10 µs for A
+// from T, the turn that polled host 1's write_imm; host 2's write_imm
+// (start_ns 2000) arrives during that compute. Its CQE waits in the CQ:
+// the thread ends the compute at T + C, posts A (P, host.post_ns), and
+// only then polls (Q, host.poll_ns, a turn's cost from the thread being
+// free): the receive completion is taken at T + C + P + Q, and B, after
+// it, is posted in that turn. With delay_ns=C instead the thread is free
+// and polls it on arrival, before T + C.
+func TestReplayCompletionWaitsForTheCompute(t *testing.T) {
+	const c = 10000 * ib.Nanosecond
+	post, poll := hostCosts()
+	trace := func(field string) string {
+		return fmt.Sprintf("0 1 0 write_imm 8 id=1\n2000 2 0 write_imm 8 id=2\n0 0 1 write 8 after=1 %s=10000\n0 0 2 write 8 after=2\n", field)
+	}
+	comp := runReplayTrace(t, 3, trace("compute_ns"))
+	T := comp.msgs[0].seenAt
+	assert.Equal(t, T+c, comp.msgs[2].postAt)
+	assert.Equal(t, T+c+post+poll, comp.msgs[1].seenAt)
+	assert.Equal(t, T+c+post+poll, comp.msgs[3].postAt)
+
+	delay := runReplayTrace(t, 3, trace("delay_ns"))
+	require.Equal(t, T, delay.msgs[0].seenAt)
+	assert.Less(t, delay.msgs[1].seenAt, T+c, "host 2's write_imm arrives during the compute")
+	assert.Greater(t, delay.msgs[1].seenAt, T)
+}
+
+// TestReplayDueMessageWaitsForTheCompute: a message due by its start_ns
+// (5 µs) while the thread computes A (C = 10 µs from T, the turn that
+// polled A's dependency, T < 5 µs < T + C) cannot be posted meanwhile:
+// after the compute the thread posts A at T + C, then the due message one
+// post later, T + C + P. Without compute (delay_ns) it goes at its
+// start_ns.
+func TestReplayDueMessageWaitsForTheCompute(t *testing.T) {
+	const c = 10000 * ib.Nanosecond
+	post, _ := hostCosts()
+	trace := func(field string) string {
+		return fmt.Sprintf("0 1 0 write_imm 8 id=1\n0 0 1 write 8 after=1 %s=10000\n5000 0 2 write 8\n", field)
+	}
+	comp := runReplayTrace(t, 3, trace("compute_ns"))
+	T, start := comp.msgs[0].seenAt, comp.start+5000*ib.Nanosecond
+	require.True(t, T < start && start < T+c, "T = %d, start_ns at %d", T, start)
+	assert.Equal(t, T+c, comp.msgs[1].postAt)
+	assert.Equal(t, T+c+post, comp.msgs[2].postAt)
+
+	delay := runReplayTrace(t, 3, trace("delay_ns"))
+	assert.Equal(t, start, delay.msgs[2].postAt)
 }

@@ -14,7 +14,7 @@ import (
 // A replay trace is an application's communication as data, one message a
 // line; '#' starts a comment, blank lines are skipped:
 //
-//	# start_ns src dst op bytes [id=N] [after=N,N…] [delay_ns=N]
+//	# start_ns src dst op bytes [id=N] [after=N,N…] [delay_ns=N] [compute_ns=N]
 //	0     0 1 write_imm 65536 id=1
 //	0     1 0 write_imm 65536 id=2
 //	500   1 2 send      4096  id=3 after=2
@@ -32,9 +32,13 @@ import (
 // completion, a send or write_imm it received when it has polled the
 // receive completion. delay_ns=N (whole ns, only with after=) is compute
 // between the dependencies and the message: it is posted N ns after its
-// last dependency completed. A message is posted at the later of start_ns
-// and its last dependency's completion + delay_ns (docs/fabric.md,
-// "Replaying a message trace").
+// last dependency completed. A message is due at the later of start_ns
+// and its last dependency's completion + delay_ns. compute_ns=N (whole ns,
+// only with after=) is compute on the source's one application thread:
+// once the message is due the thread is busy N ns (no posts, polls or
+// other compute), then posts it; without compute_ns a due message is
+// posted when the thread is free (docs/fabric.md, "Replaying a message
+// trace").
 
 // ReplayOp is a trace message's verb.
 type ReplayOp uint8
@@ -86,7 +90,10 @@ type ReplayMsg struct {
 	ID       int64   // id=, or -1
 	After    []int32 // indexes (in Trace.Msgs) of the messages it waits for
 	Delay    ib.PS   // delay_ns: from the last dependency's completion to the post
-	Line     int     // line in the file
+	// Compute is compute_ns: once the message is due, its source's
+	// application thread is busy this long, then posts it.
+	Compute ib.PS
+	Line    int // line in the file
 }
 
 // Trace is a parsed, validated replay trace.
@@ -124,7 +131,7 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		var pos []string
 		m := ReplayMsg{ID: -1, Line: line}
 		var after []int64
-		delaySet := false
+		delaySet, computeSet := false, false
 		for _, tok := range f {
 			key, val, ok := strings.Cut(tok, "=")
 			if !ok {
@@ -171,17 +178,31 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 					return nil, fail("delay_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
 				}
 				m.Delay, delaySet = ib.PS(d)*ib.Nanosecond, true
+			case "compute_ns":
+				if computeSet {
+					return nil, fail("compute_ns: given twice on the line (one compute a message)")
+				}
+				c, err := strconv.ParseInt(val, 10, 64)
+				if err != nil || c < 0 || c > MaxReplayStartNs {
+					return nil, fail("compute_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
+				}
+				m.Compute, computeSet = ib.PS(c)*ib.Nanosecond, true
 			default:
-				return nil, fail("%s: not a field (the optional fields are id=, after= and delay_ns=)", tok)
+				return nil, fail("%s: not a field (the optional fields are id=, after=, delay_ns= and compute_ns=)", tok)
 			}
 		}
 		if len(pos) != 5 {
-			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N)", len(pos))
+			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N compute_ns=N)", len(pos))
 		}
 		if delaySet && len(after) == 0 {
 			// A delay counts from the dependencies' completion; with none
 			// it would count from time 0, which is start_ns's job.
 			return nil, fail("delay_ns: %d is given without after= (a delay counts from the message's dependencies; without any, start_ns says when it is posted)", m.Delay/ib.Nanosecond)
+		}
+		if computeSet && len(after) == 0 {
+			// Compute is what a rank does with what it received; without
+			// dependencies there is nothing it waits for to compute on.
+			return nil, fail("compute_ns: %d is given without after= (compute follows the message's dependencies; without any, start_ns says when it is posted)", m.Compute/ib.Nanosecond)
 		}
 		st, err := strconv.ParseFloat(pos[0], 64)
 		if err != nil || math.IsNaN(st) || st < 0 || st > MaxReplayStartNs {
