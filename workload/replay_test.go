@@ -219,3 +219,27 @@ func TestReplayDueMessageWaitsForTheCompute(t *testing.T) {
 	delay := runReplayTrace(t, 3, trace("delay_ns"))
 	assert.Equal(t, start, delay.msgs[2].postAt)
 }
+
+// TestReplayComputeWaitsForTheQueuedPoll: a message whose compute falls
+// due while a poll turn is queued computes after that turn (the thread
+// finishes the poll it has begun). Run once without it to learn T, the
+// turn that polls host 1's write_imm, and TE, the turn that polls host
+// 2's (start_ns 3000): host 0 is idle then, so TE's turn was queued at
+// its CQE, TE − host.poll_ns (40 ns). A, after host 1's write_imm with
+// delay_ns = (TE − T in whole ns, rounded down) − 20, falls due 20 to 21
+// ns before TE, inside that queued turn; it computes C = 5 µs from TE
+// and is posted at TE + C. The turn at TE is unchanged.
+func TestReplayComputeWaitsForTheQueuedPoll(t *testing.T) {
+	_, poll := hostCosts()
+	const c = 5000 * ib.Nanosecond
+	base := "0 1 0 write_imm 8 id=1\n3000 2 0 write_imm 8 id=2\n"
+	first := runReplayTrace(t, 3, base)
+	T, TE := first.msgs[0].seenAt, first.msgs[1].seenAt
+	delay := (TE-T)/ib.Nanosecond - 20
+	due := T + delay*ib.Nanosecond
+	require.True(t, due > TE-poll && due < TE, "A falls due inside the queued turn: %d in (%d, %d)", due, TE-poll, TE)
+	r := runReplayTrace(t, 3, base+fmt.Sprintf("0 0 1 write 8 after=1 delay_ns=%d compute_ns=5000\n", delay))
+	require.Equal(t, T, r.msgs[0].seenAt)
+	require.Equal(t, TE, r.msgs[1].seenAt)
+	assert.Equal(t, TE+c, r.msgs[2].postAt)
+}
