@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,39 @@ func TestReplayBcastExampleComputeHoldsTheThread(t *testing.T) {
 	assert.Greater(t, compute["makespan_ns"].(float64), 80960.0)
 	// cx7's host.post_ns 60, host.poll_ns 40 (hca.Defaults' host).
 	assert.Equal(t, 10000.0+2*60+40, compute["latency_ns"].(map[string]any)["p50"])
+}
+
+// TestReplayAtomicsOnAFatTreePassTheCheckers: many atomics at once on a
+// radix-8 fat tree, with RDMA WRITEs beside them: every host aims three
+// fetch_adds at its neighbour, one at the host five on and a cmp_swap at
+// host 0 (fifteen sources on one swap word), all at time 0. The
+// invariant checkers (--check: nothing lost, duplicated or corrupted on
+// the links) pass, every completion succeeds, and the run exits 0, which
+// it does only when every host's words hold what the atomics aimed at it
+// must leave (an internal error, exit 1, otherwise).
+func TestReplayAtomicsOnAFatTreePassTheCheckers(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for h := range 16 {
+		for range 3 {
+			fmt.Fprintf(&b, "0 %d %d fetch_add 8\n", h, (h+1)%16)
+		}
+		fmt.Fprintf(&b, "0 %d %d fetch_add 8\n0 %d %d write 65536\n", h, (h+5)%16, h, (h+5)%16)
+		if h != 0 {
+			fmt.Fprintf(&b, "0 %d 0 cmp_swap 8\n", h)
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.trace"), []byte(b.String()), 0o644))
+	cfg := filepath.Join(dir, "a.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("topology: {kind: fat-tree-2, hosts: 16}\nswitch: {radix: 8}\nworkload: {kind: replay, trace_file: a.trace}\n"), 0o644))
+	code, out, errs := run("-config", cfg, "--check", "--quiet", "--format", "json", "--out", t.TempDir())
+	require.Equal(t, 0, code, errs)
+	res := decodeResults(t, out)
+	require.Len(t, res.Points, 1)
+	m := res.Points[0].Metrics
+	assert.Equal(t, true, m["end_checks_run"])
+	assert.Equal(t, true, m["completions_ok"], "%v", m["completion_errors"])
+	assert.Equal(t, float64(16*6-1), m["messages"])
 }
 
 // TestReplayBadTraceIsOneLine: a trace's mistake, found through a config
