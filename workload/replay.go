@@ -56,9 +56,10 @@ type replayMsg struct {
 	// the original value found there when its send completion was polled.
 	slot int32
 	orig uint64
-	// readyAt is when the message may be posted, set when its last
-	// dependency completes: the later of its start_ns and that
-	// completion + its delay_ns.
+	// readyAt is when the message is due (posted, or its compute_ns
+	// begun, once the thread is free), set when its last dependency
+	// completes: the later of its start_ns and that completion + its
+	// delay_ns.
 	readyAt ib.PS
 }
 
@@ -128,7 +129,8 @@ type replay struct {
 
 // BuildReplayOn sets a replay of tr up on devs (host i on devs[i]): per
 // host a protection domain, a send and a receive CQ and one registered
-// buffer pair; per (source, destination) pair the trace uses an RC QP at
+// buffer pair (followed, when the trace has atomics, by the host's atomic
+// area); per (source, destination) pair the trace uses an RC QP at
 // each end, with a receive WQE pre-posted for each send and write_imm on
 // it, all before the timed part starts.
 func BuildReplayOn(s *components.Sim, devs []*hca.Device, tr *Trace, run ReplayRun) (*Replay, error) {
