@@ -318,3 +318,22 @@ func TestFCCyclesFromTheConfig(t *testing.T) {
 		[]string{fifo, "sweep={link.fc_refresh_ns: [6000, 3000]}"})
 	assert.EqualError(t, err, "../configs/examples/hol-blocking.yaml: sweep.link.fc_refresh_ns: the RTL is one design point, and this axis changes it (at 3000); pin it with --set link.fc_refresh_ns=VALUE (or drop the sweep with --set sweep={})")
 }
+
+// TestKeyCacheFromTheConfig: hca_key_check's MPT cache is the model's
+// (hca.key_cache_entries, default 256); one the RTL does not build (more
+// than 256 fully associative entries) is refused on one line.
+func TestKeyCacheFromTheConfig(t *testing.T) {
+	path := filepath.Join("..", "configs", "examples", "hol-blocking.yaml")
+	for _, tc := range []struct {
+		set  []string
+		want int
+	}{{nil, 256}, {[]string{"hca.key_cache_entries=16"}, 16}, {[]string{"hca.key_cache_entries=1"}, 1}} {
+		d, err := LoadDesign(path, append([]string{fifo, "sweep={}"}, tc.set...))
+		require.NoError(t, err)
+		require.NoError(t, d.Validate())
+		assert.Equal(t, tc.want, d.Params().KeyCache, "%v", tc.set)
+	}
+	d, err := LoadDesign(path, []string{fifo, "sweep={}", "hca.key_cache_entries=4096"})
+	require.NoError(t, err)
+	assert.EqualError(t, d.Validate(), "hca.key_cache_entries: 4096 is more than the RTL's MPT cache builds (1..256: fully associative, least recently used out, as the model's)")
+}

@@ -17,12 +17,20 @@ import (
 // (entries encoded from KeyTable.Entry, after a random latency), and
 // expects each check's result to be KeyTable.Check's. Its state machine
 // mirrors the block's: idle → read the entry → wait for it → offer the
-// result until taken.
+// result until taken. With an MPT cache the block looks the key's index up
+// first, and whether it hits is the simulator's own hca.KeyCache's answer
+// (least recently used out, keyed by index): a hit offers the result with
+// no read, a miss reads as without a cache.
 type keyCheckDUT struct {
 	table   hca.KeyTable
 	regions []hca.MR
 	pds     []uint32 // the regions' protection domains
 	maxLat  int
+	entries int           // CACHE_ENTRIES; 0 = no cache
+	cache   *hca.KeyCache // nil without a cache
+	hits    int
+	evicted int // misses with the cache full
+	filled  map[uint32]bool
 
 	state          int // 0 idle, 1 read, 2 wait, 3 respond
 	key, pd        uint32
@@ -32,6 +40,13 @@ type keyCheckDUT struct {
 	rspIn          int // cycles until the memory answers; -1 = no read out
 	pReq, pRspTake float64
 	c              int
+}
+
+// newKeyCacheDUT is newKeyCheckDUT with an MPT cache of entries entries.
+func newKeyCacheDUT(r *rand.Rand, maxLat, entries int) *keyCheckDUT {
+	d := newKeyCheckDUT(r, maxLat)
+	d.entries, d.cache, d.filled = entries, hca.NewKeyCache(entries), map[uint32]bool{}
+	return d
 }
 
 func newKeyCheckDUT(r *rand.Rand, maxLat int) *keyCheckDUT {
@@ -65,8 +80,10 @@ func newKeyCheckDUT(r *rand.Rand, maxLat int) *keyCheckDUT {
 }
 
 func (d *keyCheckDUT) module() string  { return "hca_key_check" }
-func (d *keyCheckDUT) files() []string { return []string{"hca_key_check.v"} }
-func (d *keyCheckDUT) params() []Param { return []Param{{"TAG_W", 24}} }
+func (d *keyCheckDUT) files() []string { return []string{"onehot_encode.v", "hca_key_check.v"} }
+func (d *keyCheckDUT) params() []Param {
+	return []Param{{"TAG_W", 24}, {"CACHE_ENTRIES", d.entries}}
+}
 func (d *keyCheckDUT) inputs() []Signal {
 	return []Signal{
 		{Name: "req_valid", Width: 1}, {Name: "req_key", Width: 32}, {Name: "req_pd", Width: 32},
@@ -189,6 +206,22 @@ func (d *keyCheckDUT) cycle(r *rand.Rand, in, out []Value) {
 		if reqValid {
 			d.key, d.pd, d.need, d.addr, d.length, d.tag = key, pd, need, addr, length, tag
 			d.state = 1
+			if d.cache != nil {
+				d.state = 4
+			}
+		}
+	case 4:
+		full := len(d.filled) >= d.entries // entries are never freed
+		if d.cache.Access(d.key) {
+			d.hits++
+			d.result = uint64(d.table.Check(d.key, d.pd, d.need, d.addr, d.length))
+			d.state = 3
+		} else {
+			if full {
+				d.evicted++
+			}
+			d.filled[d.key>>8] = true
+			d.state = 1
 		}
 	case 1:
 		if mptReady {
@@ -300,4 +333,48 @@ func TestKeyCheckStimulusSeesEveryBit(t *testing.T) {
 			assert.GreaterOrEqual(t, caught, 5, "seed %d: a check with %s differs from the model on only %d checks", seed, m.name, caught)
 		}
 	}
+}
+
+// TestKeyCacheStimulusCovers: with a cache, each seed's checks hit, miss
+// into a free slot and miss into a full cache (an eviction) many times, so
+// the replacement order decides the hits that follow.
+func TestKeyCacheStimulusCovers(t *testing.T) {
+	for _, entries := range []int{1, 4, 16} {
+		for _, seed := range cosimSeeds {
+			r := rand.New(rand.NewPCG(seed, 0x7e57))
+			d := newKeyCacheDUT(r, 3, entries)
+			in := make([]Value, len(d.inputs()))
+			out := make([]Value, len(d.outputs()))
+			misses := 0
+			for range cosimCycles {
+				before := d.state
+				d.cycle(r, in, out)
+				if before == 4 && d.state == 1 {
+					misses++
+				}
+			}
+			t.Logf("entries %d seed %d: %d hits, %d misses, %d evictions", entries, seed, d.hits, misses, d.evicted)
+			assert.GreaterOrEqual(t, d.hits, 10, "entries %d seed %d: hits", entries, seed)
+			assert.GreaterOrEqual(t, misses-d.evicted, min(entries, 5), "entries %d seed %d: misses into a free slot", entries, seed)
+			assert.GreaterOrEqual(t, d.evicted, 20, "entries %d seed %d: evictions", entries, seed)
+		}
+	}
+}
+
+// TestKeyCacheMutantsFail: each slip in the cache fails the co-simulation.
+func TestKeyCacheMutantsFail(t *testing.T) {
+	runMutants(t, func() cosimDUT { return newKeyCacheDUT(rand.New(rand.NewPCG(cosimSeeds[0], 0x7e57)), 3, 4) }, []cosimMutant{
+		{"the most recent entry evicted", "hca_key_check.v",
+			"assign oldest_oh[g] = age == OLDEST;", "assign oldest_oh[g] = age == {AGE_W{1'b0}};"},
+		{"a hit leaves the order (first in, first out)", "hca_key_check.v",
+			"end else if (hit_now || fill_now) begin", "end else if (fill_now) begin"},
+		{"entries younger than the hit not aged", "hca_key_check.v",
+			"else if (valid && age < acc_age)", "else if (valid && age < acc_age - 1'b1)"},
+		{"tagged by the key with its variant's bits", "hca_key_check.v",
+			"assign hit_oh[g]    = valid && tag == key[31:8];", "assign hit_oh[g]    = valid && tag == key[23:0];"},
+		{"a hit still reads the MPT", "hca_key_check.v",
+			"S_LOOK: if (c_hit) begin", "S_LOOK: if (1'b0) begin"},
+		{"a fill into a free slot ages nothing", "hca_key_check.v",
+			": OLDEST;\n", ": {AGE_W{1'b0}};\n"},
+	})
 }

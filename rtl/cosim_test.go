@@ -59,6 +59,11 @@ var cosimTable = []struct {
 	{"fc_sched_vl15_r300_m40", func(*rand.Rand) cosimDUT { return newFCSchedDUT(15, 300, 40) }, false},
 	{"key_check_lat0", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 0) }, false},
 	{"key_check_lat6", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 6) }, true},
+	// The MPT cache: one entry (every change of index evicts), 4 and 16
+	// entries under 12 regions and ~100 other indices (hits and evictions).
+	{"key_cache_e1_lat2", func(r *rand.Rand) cosimDUT { return newKeyCacheDUT(r, 2, 1) }, false},
+	{"key_cache_e4_lat0", func(r *rand.Rand) cosimDUT { return newKeyCacheDUT(r, 0, 4) }, false},
+	{"key_cache_e16_lat6", func(r *rand.Rand) cosimDUT { return newKeyCacheDUT(r, 6, 16) }, true},
 	// LFT_TOP 1: a two-entry table; 15 and 1023: 2^n - 1, every address
 	// bit used; 64: one past a power of two, where an address one bit short
 	// aliases DLID 64 onto 0; radix 7 and 36 leave ports outside the radix,

@@ -49,6 +49,11 @@ type Design struct {
 	// LinkWidth is the lane count (link.width, "4x" = 4): 1, 2, 4, 8 or 12;
 	// 2 exists from HDR on (ib-facts.md §1).
 	LinkWidth int
+	// KeyCacheEntries is the MPT cache of hca_key_check
+	// (hca.key_cache_entries; 0 means the HCA default, 256), 1..256: fully
+	// associative with exact least-recently-used replacement, as the
+	// model's, which costs a tag compare and an age per entry.
+	KeyCacheEntries int
 	// SwitchClockMHz and HCAClockMHz are the cores' clocks
 	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
 	// period rounded to a whole picosecond as the simulator rounds it
@@ -128,6 +133,11 @@ const (
 	// serves (perftest: one); a design that needs more sets QPN_W on
 	// hca_top.
 	qpnW = 3
+	// maxKeyCache is the largest MPT cache hca_key_check builds: a tag
+	// compare and an age comparator per entry (fully associative, exact
+	// LRU, as the model's); 256, the HCA default, synthesises in about a
+	// minute of Yosys.
+	maxKeyCache = 256
 	// maxWQEPrefetch is the largest hca.wqe_prefetch_depth (the config's
 	// own bound, hca.Config.Validate).
 	maxWQEPrefetch = 256
@@ -159,6 +169,7 @@ type Params struct {
 	CQNW         int // CQN_W: bits of a CQ number, 2^CQN_W CQ contexts in hca_cqe_writer (cqnW)
 	QPNW         int // QPN_W: bits of a send queue context index, 2^QPN_W in hca_wqe_fetch (qpnW)
 	WQEPrefetch  int // WQE_PREFETCH_DEPTH: WQEBBs in flight per QP (hca.wqe_prefetch_depth)
+	KeyCache     int // KEY_CACHE_ENTRIES: hca_key_check's MPT cache (hca.key_cache_entries)
 	MTU          int // MTU_BYTES
 	Generation   string
 
@@ -234,6 +245,9 @@ func (d Design) Validate() error {
 	if d.WQEPrefetchDepth < 0 || d.WQEPrefetchDepth > maxWQEPrefetch {
 		return fmt.Errorf("hca.wqe_prefetch_depth: %d is outside 1..%d", d.WQEPrefetchDepth, maxWQEPrefetch)
 	}
+	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
+		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
+	}
 	if err := d.validateSL2VL(); err != nil {
 		return err
 	}
@@ -308,6 +322,10 @@ func (d Design) Params() Params {
 	}
 	if p.WQEPrefetch == 0 {
 		p.WQEPrefetch = hca.Defaults().WQEPrefetchDepth
+	}
+	p.KeyCache = d.KeyCacheEntries
+	if p.KeyCache == 0 {
+		p.KeyCache = hca.Defaults().KeyCacheEntries
 	}
 	// A switch port may face an HCA or a switch, an HCA a switch or (back to
 	// back) another HCA, and the RTL does not know which: only the smaller

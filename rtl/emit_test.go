@@ -28,8 +28,9 @@ var lintDesigns = []struct {
 }{
 	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4}},
 	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
-		WQEPrefetchDepth: 1}}, // the smallest window: one-bit in-flight counts
-	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1}},
+		WQEPrefetchDepth: 1, KeyCacheEntries: 1}}, // the smallest window: one-bit in-flight counts; a one-entry MPT cache
+	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1,
+		KeyCacheEntries: 4}}, // a small MPT cache keeps TestReportYosys quick
 	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
 		WQEPrefetchDepth: 256}}, // the largest window: hca_wqe_fetch's widest counts
 }

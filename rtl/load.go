@@ -61,6 +61,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		VLBufferBytes:    c.Switch.VLBufferBytes,
 		HCAVLBufferBytes: c.HCA.VLBufferBytes,
 		WQEPrefetchDepth: c.HCA.WQEPrefetchDepth,
+		KeyCacheEntries:  c.HCA.KeyCacheEntries,
 		MTU:              c.Link.MTU,
 		LinkGeneration:   c.Link.Generation,
 		LinkWidth:        c.Link.Lanes(),

@@ -78,6 +78,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("one per SQ context (%d), hca.wqe_prefetch_depth = %d WQEBBs of 64 B in flight + the read's n (%d bits)", qps, p.WQEPrefetch, fltW)})
 	add(BufferUse{Block: "HCA WQE reads in flight (sync_fifo)", Entries: qps * p.WQEPrefetch, Width: p.QPNW + fltW, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("{QP, n} of each read host memory has yet to return: at most %d per QP", p.WQEPrefetch)})
+	add(BufferUse{Block: "HCA MPT cache (hca_key_check)", Entries: p.KeyCache, Width: 256, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("hca.key_cache_entries = %d MPT entries of 256 bits (tags and ages in flops)", p.KeyCache)})
 	if !synth {
 		return r, nil
 	}
@@ -96,7 +98,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
 		{Module: "sw_route_lookup", Params: []Param{{"PORTS", p.Ports}, {"PORT_W", p.PortW}, {"LFT_TOP", p.LFTTop}},
 			Role: "forwarding table, one per input", Instances: p.Ports},
-		{Module: "hca_key_check", Params: []Param{{"TAG_W", 24}}, Role: "HCA key check", Instances: 1},
+		{Module: "hca_key_check", Params: []Param{{"TAG_W", 24}, {"CACHE_ENTRIES", p.KeyCache}}, Role: "HCA key check, MPT cache tags and ages in flops", Instances: 1},
 		{Module: "hca_doorbell", Role: "HCA send doorbell decode", Instances: 1},
 		{Module: "hca_wqe_fetch", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}},
 			Role: "HCA WQE fetch: SQ contexts in flops, reads (parser apart)", Instances: 1},
@@ -180,7 +182,7 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 	var files []string
 	lib := ""
 	switch module {
-	case "rr_arbiter", "fc_scheduler":
+	case "rr_arbiter", "fc_scheduler", "hca_key_check":
 		files = []string{"onehot_encode.v", module + ".v"}
 	case "vl_arbiter":
 		files = []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"}

@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 5)
+	require.Len(t, r.Buffers, 6)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -36,12 +36,15 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 8*8*(512+4), r.Buffers[3].TotalBits)
 	// Its reads in flight: at most 8 per QP, {QP 3 bits, n 4 bits}.
 	assert.Equal(t, 8*8*(3+4), r.Buffers[4].TotalBits)
+	// hca_key_check's MPT cache: hca.key_cache_entries (the default, 256)
+	// entries of 256 bits.
+	assert.Equal(t, 256*256, r.Buffers[5].TotalBits)
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+256*256), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -94,6 +97,11 @@ func TestReportYosys(t *testing.T) {
 	// the FCCL its last packet carried (12); sent and since are read by
 	// nothing without an interval, so synthesis removes them.
 	assert.Equal(t, 13+1+12, flops[synthKey("fc_scheduler", []Param{{"VLS", 1}, {"VL_W", 1}, {"REFRESH_CYCLES", 6000}, {"MIN_CYCLES", 0}})])
+	// hca_key_check with a 4-entry MPT cache: per entry a tag (24 bits),
+	// a valid bit and an age (2 bits); the check's registers, key 32, PD
+	// 32, need 4, address 64, length 64, result 3, tag 24; and the five
+	// states, one-hot after Yosys' FSM recoding. The entries are a memory.
+	assert.Equal(t, 4*(24+1+2)+(32+32+4+64+64+3+24)+5, flops[synthKey("hca_key_check", []Param{{"TAG_W", 24}, {"CACHE_ENTRIES", 4}})])
 	// credit_sender: FCTBS + FCCL, 12 bits each.
 	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.PeerDepth}})])
 	// credit_receiver: ABR + free, 12 bits each.
@@ -134,7 +142,7 @@ func TestReportYosys(t *testing.T) {
 	}
 	for _, c := range r.Cells {
 		switch c.Module {
-		case "sync_fifo", "sw_route_lookup":
+		case "sync_fifo", "sw_route_lookup", "hca_key_check":
 			assert.Equal(t, 1, c.Memories, c.Module)
 		case "hca_wqe_fetch":
 			assert.Equal(t, 1+1<<qpnW, c.Memories, c.Module) // the reads in flight and a block buffer per QP
