@@ -85,8 +85,10 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	uses := []CellUse{
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.BufDepth}}, Role: "switch VL buffer", Instances: p.Ports * p.VLs},
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.HCABufDepth}}, Role: "HCA VL buffer", Instances: p.VLs},
-		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator, one per output", Instances: p.Ports},
-		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL select and FC select, two per port", Instances: 2 * (p.Ports + 1)},
+		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator: grant per output, accept per input", Instances: 2 * p.Ports},
+		// Switch port: route select, the allocator's input-VL select, FC
+		// select; HCA port: VL select, FC select.
+		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL selects: 3 per switch port, 2 HCA", Instances: 3*p.Ports + 2},
 		{Module: "credit_sender", Params: []Param{{"INIT_CREDITS", p.PeerDepth}}, Role: "per port per VL", Instances: perPortVL},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.BufDepth}}, Role: "switch, per port per VL", Instances: p.Ports * p.VLs},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
