@@ -112,6 +112,16 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 		{[]string{fifo}, ""},
 		{[]string{fifo, "switch.allocator=separable"}, ""},
 		{[]string{fifo, "switch.allocator=islip", "switch.islip_iterations=4"}, ""},
+		// With several VLs an input requests an output per VL head, and only
+		// one iSLIP iteration is what sw_xbar_alloc grants
+		// (TestAllocatorsTheRTLTakes).
+		// (hol-blocking.yaml runs islip_iterations 2.)
+		{[]string{fifo, "switch.vls=2", "switch.islip_iterations=1"}, ""},
+		{[]string{fifo, "switch.vls=4", "switch.allocator=islip", "switch.islip_iterations=1"}, ""},
+		{[]string{fifo, "switch.vls=2"},
+			"switch.islip_iterations: 2 is not supported by the RTL with switch.vls 2, whose allocator runs one iSLIP iteration over a request per input VL (1; any with one VL)"},
+		{[]string{fifo, "switch.vls=8", "switch.allocator=separable"},
+			`switch.allocator: "separable" is not supported by the RTL with switch.vls 8, whose allocator is one iSLIP iteration over a request per input VL (islip; separable only with one VL)`},
 		{[]string{fifo, "switch.speedup=1", "switch.cut_through=true", "switch.shared_buffer_bytes=0"}, ""},
 		{[]string{fifo, "switch.core_clock_mhz=800", "switch.route_cycles=10", "switch.alloc_cycles=5", "switch.xbar_cycles=3"}, ""},
 		{[]string{fifo, "switch.vl_high_limit=255", "hca.profile=cx5", "hca.tx_buffer_bytes=65536"}, ""},
@@ -179,77 +189,256 @@ func TestSweepAxesTheRTLReads(t *testing.T) {
 	}
 }
 
-// TestAllocatorsTheRTLTakes backs the switch.allocator decision: when every
-// input requests at most one output, as an RTL input unit does, separable
-// input-first and iSLIP with any number of iterations grant exactly what one
-// round-robin arbiter per output grants, pointer moved past each grant
-// (sw_xbar_alloc: rr_arbiter, whose Go model is components.RoundRobin),
-// round after round; the wavefront allocator does not.
+// TestAllocatorsTheRTLTakes backs the switch.allocator and
+// switch.islip_iterations decisions. The switch model's allocation round
+// (switchasic: collectCandidates, match, doGrant) and rtlXbarAlloc, the Go
+// description of sw_xbar_alloc, are driven side by side with the same
+// random heads (every input VL's, as both input units offer them) and the
+// same VL arbiter picks, round after round, and must grant the same output
+// and input VL to every input. With one VL an input requests one output,
+// and separable input-first and iSLIP with any number of iterations all
+// reduce to the RTL's per-output round robin; with several VLs an input
+// requests several outputs and only iSLIP with one iteration is the RTL's
+// (the rest differ, so Design.Validate refuses them there). Wavefront
+// differs always.
 func TestAllocatorsTheRTLTakes(t *testing.T) {
 	for _, tc := range []struct {
+		vls        int
 		name       string
 		iterations int
 		same       bool
 	}{
-		{components.AllocSeparable, 1, true},
-		{components.AllocISLIP, 1, true},
-		{components.AllocISLIP, 3, true},
-		{components.AllocWavefront, 1, false},
+		{1, components.AllocSeparable, 1, true},
+		{1, components.AllocISLIP, 1, true},
+		{1, components.AllocISLIP, 3, true},
+		{1, components.AllocWavefront, 1, false},
+		{2, components.AllocISLIP, 1, true},
+		{4, components.AllocISLIP, 1, true},
+		{8, components.AllocISLIP, 1, true},
+		{4, components.AllocISLIP, 2, false},
+		{4, components.AllocSeparable, 1, false},
+		{4, components.AllocWavefront, 1, false},
 	} {
-		t.Run(fmt.Sprint(tc.name, tc.iterations), func(t *testing.T) {
-			rounds, differ, grants := compareWithPerOutputRoundRobin(t, tc.name, tc.iterations)
-			require.Greater(t, grants, rounds, "the comparison saw grants")
+		t.Run(fmt.Sprintf("vls%d_%s%d", tc.vls, tc.name, tc.iterations), func(t *testing.T) {
+			st := compareWithRTLAllocator(t, tc.vls, tc.name, tc.iterations)
+			require.Greater(t, st.grants, st.rounds, "the comparison saw grants")
+			if tc.vls > 1 {
+				// The cases one request per input never shows: an input
+				// offered two outputs (one waits), and two VLs of an input
+				// wanting the granted output on its picked VL (in.rr).
+				require.Greater(t, st.multiOffers, 100, "inputs granted by two outputs or more")
+				require.Greater(t, st.ties, 100, "grants with two input VLs for the output VL")
+			}
 			if tc.same {
-				assert.Zero(t, differ, "rounds whose grants differ")
+				assert.Zero(t, st.differ, "rounds whose grants differ")
 			} else {
-				assert.NotZero(t, differ, "rounds whose grants differ")
+				assert.NotZero(t, st.differ, "rounds whose grants differ")
 			}
 		})
 	}
 }
 
-// compareWithPerOutputRoundRobin runs the named allocator and one
-// round-robin arbiter per output side by side on random rounds in which each
-// input requests at most one output, and counts the rounds whose grants
-// differ and the grants the arbiters made.
-func compareWithPerOutputRoundRobin(t *testing.T, name string, iterations int) (rounds, differ, grants int) {
+// allocHead is one input VL's head as an allocation round sees it: ready,
+// and fitting its output VL's credits (the RTL's counted request, the
+// model's candidate), for output out on output VL vl.
+type allocHead struct {
+	ok      bool
+	out, vl int
+}
+
+// rtlXbarAlloc is the Go description of sw_xbar_alloc, one rr_arbiter
+// (components.RoundRobin) for each of its arbiters: a grant arbiter per
+// output over the inputs, an accept arbiter per input over the outputs,
+// and a VL arbiter per input over its VLs.
+type rtlXbarAlloc struct {
+	grant, accept, vlSel []*components.RoundRobin
+}
+
+func newRTLXbarAlloc(ports, vls int) *rtlXbarAlloc {
+	a := &rtlXbarAlloc{}
+	for range ports {
+		a.grant = append(a.grant, components.NewRoundRobin(ports))
+		a.accept = append(a.accept, components.NewRoundRobin(ports))
+		a.vlSel = append(a.vlSel, components.NewRoundRobin(vls))
+	}
+	return a
+}
+
+// round is one cycle of sw_xbar_alloc: heads[i][v] is input i's VL v's
+// request (not counted when !ok), pick[o] output o's VL arbiter pick (-1:
+// no pick, or the output is busy). It writes, per input, the output and
+// input VL granted, or -1, and returns how many inputs were offered two
+// outputs or more and how many grants had two input VLs to choose from.
+func (a *rtlXbarAlloc) round(heads [][]allocHead, pick []int, out, inVL []int) (multiOffers, ties int) {
+	ports := len(heads)
+	// Requests: input i requests output o when a VL of it wants o on o's pick.
+	cand := make([]components.PortSet, ports)
+	for i, hs := range heads {
+		for _, h := range hs {
+			if h.ok && pick[h.out] == h.vl {
+				cand[h.out].Set(i)
+			}
+		}
+	}
+	// Grant: every output's arbiter picks from its pointer.
+	offer := make([]components.PortSet, ports)
+	gnt := make([]int, ports)
+	for o := range cand {
+		if gnt[o] = a.grant[o].Pick(cand[o]); gnt[o] >= 0 {
+			offer[gnt[o]].Set(o)
+		}
+	}
+	// Accept, then the input VL; the pointers move at the edge, after
+	// every arbiter has picked from the old ones.
+	for i := range heads {
+		out[i], inVL[i] = -1, -1
+		if offer[i].Count() >= 2 {
+			multiOffers++
+		}
+		o := a.accept[i].Pick(offer[i])
+		if o < 0 {
+			continue
+		}
+		var vlReq components.PortSet
+		for v, h := range heads[i] {
+			if h.ok && h.out == o && h.vl == pick[o] {
+				vlReq.Set(v)
+			}
+		}
+		if vlReq.Count() >= 2 {
+			ties++
+		}
+		v := a.vlSel[i].Pick(vlReq)
+		out[i], inVL[i] = o, v
+		a.accept[i].Commit(o)
+		a.grant[o].Commit(i)
+		a.vlSel[i].Commit(v)
+	}
+	return multiOffers, ties
+}
+
+// modelAlloc is the switch model's allocation round over the same heads,
+// as switchasic does it for fifo input units: collectCandidates takes each
+// input's VLs in the order in.rr, in.rr+1, ... (mod 16) and keeps the first
+// VL per (output, output VL); match gives each output's picked VL's
+// candidates to the allocator; doGrant moves in.rr past the input VL
+// granted.
+type modelAlloc struct {
+	alloc components.Allocator
+	rr    []int // per input: in.rr
+}
+
+func (m *modelAlloc) round(cycle int64, heads [][]allocHead, pick []int, out, inVL []int) {
+	ports := len(heads)
+	// candInVL[(vl*ports+o)*ports+i]: input i's VL that is the candidate.
+	candInVL := make(map[[3]int]int)
+	req := make([]components.PortSet, ports)
+	for i, hs := range heads {
+		for k := range 16 {
+			v := (m.rr[i] + k) & 15
+			if v >= len(hs) || !hs[v].ok {
+				continue
+			}
+			key := [3]int{hs[v].vl, hs[v].out, i}
+			if _, seen := candInVL[key]; !seen {
+				candInVL[key] = v
+			}
+		}
+	}
+	for i := range heads {
+		for o := range ports {
+			if _, ok := candInVL[[3]int{pick[o], o, i}]; ok && pick[o] >= 0 {
+				req[i].Set(o)
+			}
+		}
+	}
+	if c, ok := m.alloc.(components.ClockedAllocator); ok {
+		c.SetCycle(cycle)
+	}
+	m.alloc.Allocate(req, out)
+	for i, o := range out {
+		inVL[i] = -1
+		if o >= 0 {
+			inVL[i] = candInVL[[3]int{pick[o], o, i}]
+			m.rr[i] = (inVL[i] + 1) & 15
+		}
+	}
+}
+
+// allocStats counts what compareWithRTLAllocator saw.
+type allocStats struct {
+	rounds, differ, grants, multiOffers, ties int
+}
+
+// compareWithRTLAllocator runs the model's round with the named allocator
+// and rtlXbarAlloc side by side on random rounds of a radix-7 switch with
+// vls VLs: each input VL holds a head now and then, for a random output on
+// a random output VL (per-pair SL-to-VL tables can send two input VLs to
+// one output VL), fitting its credits mostly; an output is busy now and
+// then (no pick, as the model's busy output has no candidates); each
+// output's pick is one of the output VLs its candidates want (what the VL
+// arbiter picks from, whichever it picks). It counts the rounds whose
+// grants differ, the grants, and the cases one request per input lacks.
+func compareWithRTLAllocator(t *testing.T, vls int, name string, iterations int) allocStats {
 	const ports = 7
-	rounds = 2000
+	st := allocStats{rounds: 2000}
 	alloc, err := components.NewAllocator(name, ports, ports, iterations)
 	require.NoError(t, err)
-	perOutput := make([]*components.RoundRobin, ports)
-	for o := range perOutput {
-		perOutput[o] = components.NewRoundRobin(ports)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	req := make([]components.PortSet, ports)
-	got, want := make([]int, ports), make([]int, ports)
-	for range rounds {
-		bids := make([]components.PortSet, ports)
-		for i := range req {
-			req[i] = components.PortSet{}
-			if rng.IntN(4) > 0 { // an idle input now and then
-				o := rng.IntN(ports)
-				req[i].Set(o)
-				bids[o].Set(i)
+	model := &modelAlloc{alloc: alloc, rr: make([]int, ports)}
+	rtl := newRTLXbarAlloc(ports, vls)
+	rng := rand.New(rand.NewPCG(1, uint64(vls)))
+	heads := make([][]allocHead, ports)
+	pick := make([]int, ports)
+	got, gotVL, want, wantVL := make([]int, ports), make([]int, ports), make([]int, ports), make([]int, ports)
+	for r := range st.rounds {
+		busy := make([]bool, ports)
+		for o := range busy {
+			busy[o] = rng.IntN(5) == 0
+		}
+		wanted := make([]components.PortSet, ports) // per output: the output VLs candidates want
+		for i := range heads {
+			heads[i] = make([]allocHead, vls)
+			for v := range heads[i] {
+				if rng.IntN(4) == 0 { // an empty VL now and then
+					continue
+				}
+				h := allocHead{ok: rng.IntN(8) > 0, out: rng.IntN(ports), vl: rng.IntN(vls)}
+				if busy[h.out] {
+					h.ok = false // the model looks at no head for a busy output
+				}
+				heads[i][v] = h
+				if h.ok {
+					wanted[h.out].Set(h.vl)
+				}
 			}
 		}
-		alloc.Allocate(req, got)
-		for i := range want {
-			want[i] = -1
-		}
-		for o, arb := range perOutput {
-			if i := arb.Pick(bids[o]); i >= 0 {
-				want[i] = o
-				arb.Commit(i)
-				grants++
+		for o := range pick {
+			pick[o] = -1
+			if n := wanted[o].Count(); n > 0 {
+				k := rng.IntN(n)
+				for v := range wanted[o].All() {
+					if k == 0 {
+						pick[o] = v
+						break
+					}
+					k--
+				}
 			}
 		}
-		if !slices.Equal(want, got) {
-			differ++
+		model.round(int64(r), heads, pick, want, wantVL)
+		mo, ties := rtl.round(heads, pick, got, gotVL)
+		st.multiOffers += mo
+		st.ties += ties
+		for _, o := range got {
+			if o >= 0 {
+				st.grants++
+			}
+		}
+		if !slices.Equal(want, got) || !slices.Equal(wantVL, gotVL) {
+			st.differ++
 		}
 	}
-	return rounds, differ, grants
+	return st
 }
 
 // TestBitErrorsLeaveTheRTL: link.ber is the channel's, not the blocks': a

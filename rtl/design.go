@@ -80,14 +80,19 @@ type Design struct {
 	// sync_fifo per VL, so only 0.
 	SharedBufferBytes int
 	// Queueing is switch.queueing. sw_input_unit keeps one FIFO per VL and
-	// requests the output of one head at a time, so only fifo ("" = fifo).
+	// requests the output of each VL's head, so only fifo ("" = fifo).
 	Queueing string
-	// Allocator is switch.allocator. sw_xbar_alloc is a round-robin arbiter
-	// per output whose pointer moves past each grant; with one request per
-	// input that is what separable input-first and iSLIP (any number of
-	// iterations) reduce to, so those two ("" = islip); wavefront's rotating
-	// diagonal priority is not built.
+	// Allocator is switch.allocator. sw_xbar_alloc is one iSLIP iteration
+	// (a round-robin grant arbiter per output, an accept arbiter per input)
+	// over a request per input VL's head. With one VL an input requests one
+	// output, and separable input-first and iSLIP (any number of iterations)
+	// all reduce to it, so both are taken ("" = islip); with more VLs only
+	// islip with one iteration. Wavefront's rotating diagonal priority is
+	// not built.
 	Allocator string
+	// ISLIPIterations is switch.islip_iterations (0 means 1): more than one
+	// only with one VL (above).
+	ISLIPIterations int
 	// Speedup is switch.speedup, crossbar connections one input may hold at
 	// once; 0 means 1. An input unit drains one packet at a time, so only 1.
 	Speedup int
@@ -221,6 +226,14 @@ func (d Design) Validate() error {
 	}
 	if !ib.ValidVLCount(d.VLs) {
 		return fmt.Errorf("switch.vls: %d is not a VL count an IB port supports (1, 2, 4, 8, 15)", d.VLs)
+	}
+	if d.VLs > 1 && d.Allocator == components.AllocSeparable {
+		return fmt.Errorf("switch.allocator: %q is not supported by the RTL with switch.vls %d, whose allocator is one iSLIP iteration over a request per input VL (%s; %s only with one VL)",
+			d.Allocator, d.VLs, components.AllocISLIP, components.AllocSeparable)
+	}
+	if d.VLs > 1 && d.ISLIPIterations > 1 {
+		return fmt.Errorf("switch.islip_iterations: %d is not supported by the RTL with switch.vls %d, whose allocator runs one iSLIP iteration over a request per input VL (1; any with one VL)",
+			d.ISLIPIterations, d.VLs)
 	}
 	if !ib.ValidMTU(d.MTU) {
 		return fmt.Errorf("link.mtu: %d is not an IB MTU (256, 512, 1024, 2048, 4096)", d.MTU)

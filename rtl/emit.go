@@ -21,6 +21,7 @@ var templateFS embed.FS
 
 // templateFiles lists the templated modules, in emission order.
 var templateFiles = []string{
+	"ib_rx_vl_fifos.v",
 	"ib_rx_vl_buffers.v",
 	"ib_tx_vl_port.v",
 	"sw_input_unit.v",

@@ -74,6 +74,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		SharedBufferBytes: c.Switch.SharedBufferBytes,
 		Queueing:          c.Switch.Queueing,
 		Allocator:         c.Switch.Allocator,
+		ISLIPIterations:   c.Switch.ISLIPIterations,
 		Speedup:           c.Switch.Speedup,
 		StoreAndForward:   !c.Switch.CutThrough,
 		AdaptiveRouting:   c.Topology.AdaptiveRouting,

@@ -87,8 +87,10 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	uses := []CellUse{
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.BufDepth}}, Role: "switch VL buffer", Instances: p.Ports * p.VLs},
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.HCABufDepth}}, Role: "HCA VL buffer", Instances: p.VLs},
-		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator, one per output", Instances: p.Ports},
-		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL select, one per port", Instances: p.Ports + 1},
+		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator: grant per output, accept per input", Instances: 2 * p.Ports},
+		// Switch port: route select and the allocator's input-VL select;
+		// HCA port: VL select. (Flow-control packets: fc_scheduler.)
+		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL selects: 2 per switch port, 1 HCA", Instances: 2*p.Ports + 1},
 		{Module: "fc_scheduler", Params: []Param{{"VLS", p.VLs}, {"VL_W", p.VLW}, {"REFRESH_CYCLES", p.SwFCRefreshCycles}, {"MIN_CYCLES", p.SwFCMinCycles}},
 			Role: "switch flow-control packets, one per port", Instances: p.Ports},
 		{Module: "fc_scheduler", Params: []Param{{"VLS", p.VLs}, {"VL_W", p.VLW}, {"REFRESH_CYCLES", p.HCAFCRefreshCycles}, {"MIN_CYCLES", p.HCAFCMinCycles}},

@@ -83,7 +83,8 @@ endmodule
 // in the cycle the VL0 packet's head lands in its buffer; the grant is
 // registered, so the input moves its head a cycle later. The input's VL
 // select used to re-pick in that cycle (VL0 comes first round robin) and
-// sent the VL0 packet, for DLID 4, out of output 2. Each packet must leave
+// sent the VL0 packet, for DLID 4, out of output 2. Now both heads request
+// at once and the grant names the input VL it was made for (in_grant_vl). Each packet must leave
 // the output the written table names for its DLID (2 -> port 2, 4 -> port
 // 0) on the VL
 // its SL maps to: every pair has the default table (SL i -> VL i & 1), so

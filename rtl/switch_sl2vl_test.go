@@ -267,10 +267,16 @@ func TestSwitchSL2VLCosim(t *testing.T) {
 		if f.Name == "sw_input_unit.v" {
 			// The table ignored: the request, the crossbar beats and the
 			// LRH on the VL the packet arrived on.
-			text := strings.Replace(f.Text, "assign req_vl    = head_out_vl[VL_W-1:0];", "assign req_vl    = in_vl;", 1)
-			text = strings.Replace(text, "assign xb_vl     = head_sop ? head_out_vl[VL_W-1:0] : pkt_vl;", "assign xb_vl     = in_vl;", 1)
-			text = strings.Replace(text, "assign xb_data   = head_sop ? {head_out_vl, head_data[DATA_W-5:0]} : head_data;", "assign xb_data   = head_data;", 1)
-			require.NotEqual(t, f.Text, text, "the mutation applies")
+			text := f.Text
+			for _, r := range [][2]string{
+				{"assign req_vl[v*VL_W +: VL_W] = cur_ovl[v*4 +: VL_W];", "assign req_vl[v*VL_W +: VL_W] = VLIX;"},
+				{"assign xb_vl    = g_ovl[VL_W-1:0];", "assign xb_vl    = grant_vl;"},
+				{"assign xb_data  = g_sop ? {g_ovl, g_entry[DATA_W-5:0]} : g_entry[DATA_W-1:0];", "assign xb_data  = g_entry[DATA_W-1:0];"},
+			} {
+				next := strings.Replace(text, r[0], r[1], 1)
+				require.NotEqual(t, text, next, "the mutation %q applies", r[0])
+				text = next
+			}
 			mutant[i].Text = text
 		}
 	}
