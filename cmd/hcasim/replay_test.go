@@ -12,25 +12,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestReplayExampleDeterministicSweepChecked: the shipped replay example
-// (a sweep over link.generation, its trace found beside the shipped
-// config from any directory) passes the checkers, and two runs print
-// byte-identical JSON (a sweep's points carry no wall time). NDR's faster
-// links finish the same trace sooner than HDR's.
-func TestReplayExampleDeterministicSweepChecked(t *testing.T) {
-	args := []string{"-config", "examples/replay-halo.yaml", "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
+// runReplayExampleTwice runs a shipped replay config's sweep with the
+// checkers twice, requires byte-identical JSON, points points, each with
+// its end checks run, every completion successful and messages messages,
+// and returns the results.
+func runReplayExampleTwice(t *testing.T, config string, points, messages int) replayResults {
+	t.Helper()
+	args := []string{"-config", config, "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
 	code, out1, errs := run(args...)
 	require.Equal(t, 0, code, errs)
 	code, out2, errs := run(args...)
 	require.Equal(t, 0, code, errs)
 	assert.Equal(t, out1, out2)
 	res := decodeResults(t, out1)
-	require.Len(t, res.Points, 2)
+	require.Len(t, res.Points, points)
 	for _, p := range res.Points {
 		assert.Equal(t, true, p.Metrics["end_checks_run"], "%v", p.Params)
 		assert.Equal(t, true, p.Metrics["completions_ok"], "%v", p.Params)
-		assert.Equal(t, float64(128), p.Metrics["messages"])
+		assert.Equal(t, float64(messages), p.Metrics["messages"])
 	}
+	return res
+}
+
+// TestReplayExampleDeterministicSweepChecked: the shipped replay example
+// (a sweep over link.generation, its trace found beside the shipped
+// config from any directory) passes the checkers, and two runs print
+// byte-identical JSON (a sweep's points carry no wall time). NDR's faster
+// links finish the same trace sooner than HDR's.
+func TestReplayExampleDeterministicSweepChecked(t *testing.T) {
+	res := runReplayExampleTwice(t, "examples/replay-halo.yaml", 2, 128)
 	assert.Equal(t, "HDR", res.Points[0].Params["link.generation"])
 	assert.Less(t, res.Points[1].Metrics["makespan_ns"].(float64), res.Points[0].Metrics["makespan_ns"].(float64))
 }
@@ -51,19 +61,7 @@ func TestReplayExampleDeterministicSweepChecked(t *testing.T) {
 // than the 112 messages' half with the 15 shorter ones (rank 0's chunks,
 // each rank's last report) below them, so the median is that value.
 func TestReplayBcastExampleComputeHoldsTheThread(t *testing.T) {
-	args := []string{"-config", "examples/replay-bcast.yaml", "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
-	code, out1, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	code, out2, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	assert.Equal(t, out1, out2)
-	res := decodeResults(t, out1)
-	require.Len(t, res.Points, 2)
-	for _, p := range res.Points {
-		assert.Equal(t, true, p.Metrics["end_checks_run"], "%v", p.Params)
-		assert.Equal(t, true, p.Metrics["completions_ok"], "%v", p.Params)
-		assert.Equal(t, float64(112), p.Metrics["messages"])
-	}
+	res := runReplayExampleTwice(t, "examples/replay-bcast.yaml", 2, 112)
 	require.Equal(t, "replay-bcast-delay.trace", res.Points[0].Params["workload.trace_file"])
 	delay, compute := res.Points[0].Metrics, res.Points[1].Metrics
 	assert.Less(t, delay["makespan_ns"].(float64), 80000.0)
