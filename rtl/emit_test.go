@@ -77,7 +77,7 @@ func TestEmitGolden(t *testing.T) {
 			require.NoError(t, err, "run go test ./rtl -run TestEmitGolden -update")
 			assert.Equal(t, string(want), f.Text, "%s differs from %s (go test ./rtl -run TestEmitGolden -update rewrites it)", f.Name, path)
 		}
-		// 7 templates + sw_sl2vl + 3 TODO-bodied blocks.
+		// 7 templates + sw_sl2vl + 2 TODO-bodied blocks.
 		assert.Equal(t, len(templateFiles)+1+len(stubModules), n)
 	}
 }

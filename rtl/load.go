@@ -55,16 +55,18 @@ func designOf(c *fabric.Config) (Design, error) {
 		return Design{}, err
 	}
 	return Design{
-		Name:             c.Name,
-		Radix:            c.Switch.Radix,
-		VLs:              c.Switch.VLs,
-		VLBufferBytes:    c.Switch.VLBufferBytes,
-		HCAVLBufferBytes: c.HCA.VLBufferBytes,
-		WQEPrefetchDepth: c.HCA.WQEPrefetchDepth,
-		MTU:              c.Link.MTU,
-		LinkGeneration:   c.Link.Generation,
-		LinkWidth:        c.Link.Lanes(),
-		DatapathBytes:    c.Switch.DatapathBytes,
+		Name:                 c.Name,
+		Radix:                c.Switch.Radix,
+		VLs:                  c.Switch.VLs,
+		VLBufferBytes:        c.Switch.VLBufferBytes,
+		HCAVLBufferBytes:     c.HCA.VLBufferBytes,
+		WQEPrefetchDepth:     c.HCA.WQEPrefetchDepth,
+		PCIeMRRSBytes:        c.HCA.PCIe.MRRSBytes,
+		PCIeOutstandingReads: c.HCA.PCIe.OutstandingReads,
+		MTU:                  c.Link.MTU,
+		LinkGeneration:       c.Link.Generation,
+		LinkWidth:            c.Link.Lanes(),
+		DatapathBytes:        c.Switch.DatapathBytes,
 
 		SharedBufferBytes: c.Switch.SharedBufferBytes,
 		Queueing:          c.Switch.Queueing,
