@@ -132,12 +132,13 @@ func TestReportYosys(t *testing.T) {
 	// 5:0 are 0), data 512; per read client a splitter, busy 1 + block
 	// address 58 + blocks left 11 (up to 1024) + waiting for a write 1,
 	// and ring tail and head counts, 10 bits each; per tag busy 1, client
-	// 1, next slot 9, beats left 4; the rings' valid bits, 2 x 512; the
+	// 1, next ring count 10 (slot 9 and lap 1), beats left 4; the rings'
+	// lap bits, 2 x 512; the
 	// host read register: valid 1, address 58, length 4 (n x 64, n <= 8),
 	// tag 6 (the tags 0..63); the clients' rsp_valid, 2 (rsp_data is the
 	// rings' registered read port, inside the memories); the arbiters'
 	// pointers: writes 1, reads 1, tags 6.
-	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*10+64*(1+1+9+4)+2*512+(1+58+4+6)+2+(1+1+6),
+	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*10+64*(1+1+10+4)+2*512+(1+58+4+6)+2+(1+1+6),
 		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 64}, {"MRRS", 512}, {"TAG_W", 8}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {

@@ -27,9 +27,10 @@
 // Reorder: each read client has a ring of ROB_BLOCKS = 2^clog2(OUTSTANDING * MRRS/64) blocks
 // (so the tags alone bound its reads in flight until delivered data waits behind a late
 // request); a host request reserves its n slots at the ring's tail when issued, each beat is
-// written at its tag's next slot, and the ring's head goes to the client (rdN_rsp_*, one block a
-// beat, registered, no back-pressure) when its slot is filled: every client gets its blocks in
-// the order of its requests, whatever order the host answers in. A slot is free once delivered.
+// written at its tag's next slot, and the ring's head goes to the client (rdN_rsp_*, one block
+// a beat, registered, no back-pressure) once its slot is filled (a lap bit per slot, below):
+// every client gets its blocks in the order of its requests, whatever order the host answers
+// in. A slot is free once delivered.
 //
 // Writes. wrN_* beats (64 bytes, their own address; addr[5:0] ignored) go out on host_wr_*, a
 // register loaded, when empty or taken, from the client a round-robin arbiter (u_wr) picks:
@@ -158,7 +159,7 @@ module hca_dma_engine #(
     // beat's ring slot, its beats still to come
     wire [TAGS_P2-1:0]        tag_busy;
     wire [TAGS_P2-1:0]        tag_cli;
-    wire [TAGS_P2*ROB_AW-1:0] tag_pos_f;
+    wire [TAGS_P2*(ROB_AW+1)-1:0] tag_pos_f; // ring count: slot and lap bit
     wire [OUTSTANDING-1:0]    tag_free = ~tag_busy[OUTSTANDING-1:0];
     genvar g;
     wire              tg_valid;
@@ -207,7 +208,9 @@ module hca_dma_engine #(
     wire              cpl_in  = cpl_rel < OUT_C;
     wire              cpl_ok  = host_cpl_valid && cpl_in && tag_busy[ct];
     wire              cpl_cli = tag_cli[ct];
-    wire [ROB_AW-1:0] cpl_pos = tag_pos_f[ct*ROB_AW +: ROB_AW];
+    wire [ROB_AW:0]   cpl_cnt = tag_pos_f[ct*(ROB_AW+1) +: (ROB_AW+1)];
+    wire [ROB_AW-1:0] cpl_pos = cpl_cnt[ROB_AW-1:0];
+    wire              cpl_lap = cpl_cnt[ROB_AW];
     /* verilator lint_off UNUSEDSIGNAL */
     wire [TAG_W:0]    cpl_rel_all = cpl_rel;  // its low TAG_IW bits index the tag
     wire [5:0]        low_bits = rd0_req_addr[5:0] ^ rd1_req_addr[5:0] ^ wr0_addr[5:0] ^ wr1_addr[5:0]; // whole blocks
@@ -216,31 +219,35 @@ module hca_dma_engine #(
     // ---- reorder rings ----
     reg [DATA_W-1:0]     rob0 [0:ROB_BLOCKS-1];
     reg [DATA_W-1:0]     rob1 [0:ROB_BLOCKS-1];
-    reg [ROB_BLOCKS-1:0] rv0, rv1; // slot filled, not yet delivered
+    // A slot's lap bit is that of the ring count it was last filled for (ring counts have
+    // ROB_AW + 1 bits: slot, lap). The head's slot is filled iff its lap bit is the head
+    // count's: an unfilled slot still holds the lap before (the tail never runs a lap ahead of
+    // the head), or, on the first lap, the reset value 1. So delivery clears nothing.
+    reg [ROB_BLOCKS-1:0] rv0, rv1;
     wire [ROB_AW-1:0] hd0 = rb_head[0][ROB_AW-1:0];
     wire [ROB_AW-1:0] hd1 = rb_head[1][ROB_AW-1:0];
-    wire deliver0 = rv0[hd0];
-    wire deliver1 = rv1[hd1];
+    wire deliver0 = rv0[hd0] == rb_head[0][ROB_AW];
+    wire deliver1 = rv1[hd1] == rb_head[1][ROB_AW];
 
     generate
         for (g = 0; g < TAGS_P2; g = g + 1) begin : g_tag
             localparam [TAG_IW-1:0] G = g;
             reg              busy, cli;
-            reg [ROB_AW-1:0] pos;
+            reg [ROB_AW:0]   pos;
             reg [CB_W-1:0]   left;
             assign tag_busy[g] = busy;
             assign tag_cli[g]  = cli;
-            assign tag_pos_f[g*ROB_AW +: ROB_AW] = pos;
+            assign tag_pos_f[g*(ROB_AW+1) +: (ROB_AW+1)] = pos;
             always @(posedge clk or negedge rst_n) begin
                 if (!rst_n) begin
                     busy <= (g >= OUTSTANDING); // tags past OUTSTANDING never go out
                     cli  <= 1'b0;
-                    pos  <= {ROB_AW{1'b0}};
+                    pos  <= {(ROB_AW+1){1'b0}};
                     left <= {CB_W{1'b0}};
                 end else if (issue && tg == G) begin
                     busy <= 1'b1;
                     cli  <= rg;
-                    pos  <= rb_tail[rg][ROB_AW-1:0];
+                    pos  <= rb_tail[rg];
                     left <= n_g;
                 end else if (cpl_ok && ct == G) begin
                     // a completion beat fills its slot; the tag's last beat frees it
@@ -270,8 +277,8 @@ module hca_dma_engine #(
             rd1_rsp_valid <= 1'b0;
             // (a ring of 256 tags at MRRS 4096 has 16384 slots)
             /* verilator lint_off WIDTHCONCAT */
-            rv0 <= {ROB_BLOCKS{1'b0}};
-            rv1 <= {ROB_BLOCKS{1'b0}};
+            rv0 <= {ROB_BLOCKS{1'b1}};
+            rv1 <= {ROB_BLOCKS{1'b1}};
             /* verilator lint_on WIDTHCONCAT */
             for (c = 0; c < 2; c = c + 1) begin
                 sp_busy[c]  <= 1'b0;
@@ -285,18 +292,12 @@ module hca_dma_engine #(
             // delivery: each ring's head, once filled
             rd0_rsp_valid <= deliver0;
             rd1_rsp_valid <= deliver1;
-            // a completion beat fills its slot (its tag's registers move on in g_tag); a slot
-            // being filled is never the head being delivered, which is filled already
-            if (cpl_ok && !cpl_cli) rv0[cpl_pos] <= 1'b1;
-            if (cpl_ok && cpl_cli) rv1[cpl_pos] <= 1'b1;
-            if (deliver0) begin
-                rv0[hd0]   <= 1'b0;
-                rb_head[0] <= rb_head[0] + 1'b1;
-            end
-            if (deliver1) begin
-                rv1[hd1]   <= 1'b0;
-                rb_head[1] <= rb_head[1] + 1'b1;
-            end
+            // a completion beat fills its slot with its lap (its tag's registers move on in
+            // g_tag); a slot being filled is never the head being delivered, filled already
+            if (cpl_ok && !cpl_cli) rv0[cpl_pos] <= cpl_lap;
+            if (cpl_ok && cpl_cli) rv1[cpl_pos] <= cpl_lap;
+            if (deliver0) rb_head[0] <= rb_head[0] + 1'b1;
+            if (deliver1) rb_head[1] <= rb_head[1] + 1'b1;
             // an earlier write taken by the host releases the reads behind it
             if (host_wr_valid && host_wr_ready) begin
                 sp_wwait[0] <= 1'b0;
