@@ -535,7 +535,7 @@ func (d *dmaDUT) hostTakesRead(r *rand.Rand) {
 	// its way when the read was accepted: the order decided the data.
 	for k := range rd.wseq {
 		b := d.writes[k].addr >> 6 & blkMask
-		if d.wTaken[k] >= rd.acc && (b-d.hrAddr>>6)&blkMask < uint64(d.hrLen/64) {
+		if k < len(d.wTaken) && d.wTaken[k] >= rd.acc && (b-d.hrAddr>>6)&blkMask < uint64(d.hrLen/64) {
 			d.nRAW++
 			break
 		}
@@ -598,6 +598,8 @@ func (d *dmaDUT) scoreDeliveries() {
 		blocks := rd.data[p.chunk]
 		if blocks == nil {
 			d.errorf("client %d request %d: a block of host request %d before the host took it", c, p.req, p.chunk)
+		} else if p.blk >= len(blocks) {
+			d.errorf("client %d request %d: block %d of host request %d, which read %d", c, p.req, p.blk, p.chunk, len(blocks))
 		} else if !valueEq(blocks[p.blk], d.rspData[c]) {
 			d.errorf("client %d request %d: block %d of host request %d is not host memory's", c, p.req, p.blk, p.chunk)
 		}
