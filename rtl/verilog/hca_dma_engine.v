@@ -24,9 +24,9 @@
 // (TAG_W = 10), values 256..256+OUTSTANDING-1 (Tag[9:8] != 0, as 10-bit tag requesters use).
 // Completions (host_cpl_*, one beat a cycle, no back-pressure) may interleave across tags in any
 // order; a tag's beats come in address order (PCIe returns one request's completions in order).
-// Reorder: each read client has a ring of ROB_BLOCKS = 2^clog2(OUTSTANDING * MRRS/64) blocks
-// (so the tags alone bound its reads in flight until delivered data waits behind a late
-// request); a host request reserves its n slots at the ring's tail when issued, each beat is
+// Reorder: each read client has a ring of ROB_BLOCKS = 2^clog2(OUTSTANDING * MRRS/64) blocks,
+// at least two requests' worth (so the tags alone bound its reads in flight until delivered
+// data waits behind a late request); a host request reserves its n slots at the ring's tail when issued, each beat is
 // written at its tag's next slot, and the ring's head goes to the client (rdN_rsp_*, one block
 // a beat, registered, no back-pressure) once its slot is filled (a lap bit per slot, below):
 // every client gets its blocks in the order of its requests, whatever order the host answers
@@ -46,7 +46,7 @@
 // relaxed ordering and ID-based ordering, completion timeouts and error completions (UR/CA),
 // the read data path from a non-64-byte-aligned address.
 module hca_dma_engine #(
-    parameter integer DATA_W      = 512,
+    parameter integer DATA_W      = 512, // one 64-byte block a beat (the block assumes 512)
     parameter integer OUTSTANDING = 64,  // read tags (hca.pcie.outstanding_reads, 1..768)
     parameter integer MRRS        = 512, // max read request bytes (hca.pcie.mrrs_bytes, 128..4096)
     parameter integer TAG_W       = 8    // host_rd_tag bits: 8, or 10 above 256 tags
