@@ -46,8 +46,9 @@ func parseCableFEC(v string) (string, error) {
 // medium and its width, generation and FEC overrides. A cable of another
 // generation than lc's takes that generation's default FEC unless it names
 // one, since lc's FEC mode may not exist there (rs528 is EDR's); a cable of
-// lc's generation keeps lc.FEC. An explicit link.fec_latency_ns applies to
-// every cable; a derived one is derived per cable (its lanes and rate).
+// lc's generation keeps lc.FEC. A cable's own FEC latency (fec_ns=) is
+// its; otherwise an explicit link.fec_latency_ns applies to every cable,
+// and a derived one is derived per cable (its lanes, rate and FEC mode).
 func cableLink(lc link.Config, c Cable) link.Config {
 	lc.Medium = c.Medium.String()
 	if c.Gen != "" && c.Gen != string(lc.GenerationValue()) {
@@ -59,6 +60,9 @@ func cableLink(lc link.Config, c Cable) link.Config {
 	}
 	if c.FEC != "" {
 		lc.FEC = c.FEC
+	}
+	if c.HasFECNs {
+		lc.FECLatencyNs = c.FECNs
 	}
 	return lc
 }

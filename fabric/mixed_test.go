@@ -90,6 +90,52 @@ cable Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3] 0m gen=EDR fec=llrs271
 	assert.Equal(t, ib.PS(8000), t2.Serialization(100))
 }
 
+// TestCableFECLatency: a cable's fec_ns= is its FEC latency, both
+// directions, in place of link.fec_latency_ns or the derived one; it
+// round-trips through FormatTopology, leaves the data rate alone (the
+// cable is not "mixed"), and the partition lookahead takes it. Under the
+// NDR defaults (4x RS(544,514): a 5440-bit codeword at 4 × 106.25 Gb/s =
+// 12.8 ns derived) with link.fec_latency_ns: 60: the plain cable 60 ns,
+// the one with fec_ns=5 5 ns, the 1x one with fec_ns=250.5 250.5 ns.
+func TestCableFECLatency(t *testing.T) {
+	src := `
+switch Fabric.Switch[0] 4
+switch Fabric.Switch[1] 4
+host Fabric.Host[0]
+host Fabric.Host[1]
+cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1] width=1x fec_ns=250.5
+cable Fabric.Host[1].Port[1] Fabric.Switch[1].Port[1]
+cable Fabric.Switch[0].Port[2] Fabric.Switch[1].Port[2] 2m fec_ns=5
+`
+	lc := link.Defaults()
+	lc.FECLatencyNs = 60
+	cfg := &Config{Link: lc}
+	topo, err := ParseTopology(strings.NewReader(src), "f.topo", hostCable(cfg))
+	require.NoError(t, err)
+	c := topo.Cables
+	assert.Equal(t, [3]bool{true, false, true}, [3]bool{c[0].HasFECNs, c[1].HasFECNs, c[2].HasFECNs})
+	assert.False(t, c[2].Mixed(), "a FEC latency alone does not change the cable's speed")
+
+	var buf bytes.Buffer
+	require.NoError(t, FormatTopology(&buf, topo))
+	assert.Contains(t, buf.String(), " width=1x fec_ns=250.5\n")
+	back, err := ParseTopology(&buf, "back", hostCable(cfg))
+	require.NoError(t, err)
+	assert.Equal(t, topo.Cables, back.Cables)
+
+	assert.Equal(t, ib.PS(250500), cableTiming(cfg, c[0]).FEC)
+	assert.Equal(t, ib.PS(60000), cableTiming(cfg, c[1]).FEC)
+	assert.Equal(t, ib.PS(5000), cableTiming(cfg, c[2]).FEC)
+	// Only the switch-to-switch cable crosses two partitions: its 5 ns and
+	// its 2 m of copper (the same cable's latency less its FEC).
+	part := Partition(topo, 2)
+	require.NotEqual(t, part[0], part[1])
+	look, err := lookahead(cfg, topo, part)
+	require.NoError(t, err)
+	assert.Equal(t, cableTiming(cfg, c[2]).Latency(), look)
+	assert.Equal(t, ib.PS(5000)+cableTiming(cfg, c[2]).Propagation, look)
+}
+
 // TestTopologyFileGenUnder2xLink: under a 2x link section a cable that
 // names only an older generation would be 2x of it, which does not exist.
 func TestTopologyFileGenUnder2xLink(t *testing.T) {

@@ -227,3 +227,36 @@ func TestReplayHashCoversTheTrace(t *testing.T) {
 	assert.NotEqual(t, a, b)
 	assert.Equal(t, a, a2)
 }
+
+// TestReplayAtomicChainIsPerftestAtomicLat: a chain of fetch_adds host 0
+// → host 1, each after the one before, is ib_atomic_lat (FETCH_ADD): post
+// one atomic, poll until its CQE is seen, post the next. Both measure post
+// → the poll that sees the CQE (which the HCA writes after the 8-byte
+// original value has landed), on the same HCA model and link, both cold at
+// the first atomic (key-cache and WQE misses) and warm after it. So every
+// sample must be perftest's to the picosecond: the cold first one (max)
+// and the warm ones (min, median). cmp_swap takes the same pipeline (one
+// 8-byte read-modify-write at the responder; the compare is in the HCA),
+// so its chain has the same latencies.
+func TestReplayAtomicChainIsPerftestAtomicLat(t *testing.T) {
+	const n = 10
+	sets := []string{"topology.kind=back-to-back", "link.generation=EDR"}
+	l, err := Load(nil, append([]string{"workload.kind=perftest", "workload.test=atomic_lat", "workload.size=8",
+		fmt.Sprintf("workload.iterations=%d", n)}, sets...))
+	require.NoError(t, err)
+	p, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	want := p["lat_us"].(map[string]any)
+	us := func(k string) int64 { return int64(math.Round(want[k].(float64) * 1e6)) }
+	for _, op := range []string{"fetch_add", "cmp_swap"} {
+		t.Run(op, func(t *testing.T) {
+			m := runReplayTrace(t, chainTrace(n, op, 8), sets...)
+			lat := m["latency_ns"].(map[string]float64)
+			require.Equal(t, float64(n), lat["count"])
+			assert.Equal(t, us("min"), ps(lat["min"]))
+			assert.Equal(t, us("typical"), ps(lat["p50"]))
+			assert.Equal(t, us("max"), ps(lat["max"]))
+			assert.Greater(t, lat["max"], lat["min"], "the cold first atomic is slower")
+		})
+	}
+}

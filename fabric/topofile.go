@@ -85,8 +85,8 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			}
 			t.Nodes[n].Root = true
 		case "cable":
-			if len(f) < 3 || len(f) > 9 {
-				return nil, fail("cable takes two ports, then an optional length, medium, bit error rate, width, generation and FEC (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre] [ber=1e-7] [width=1x] [gen=NDR] [fec=rs544]), got %d fields", len(f)-1)
+			if len(f) < 3 || len(f) > 10 {
+				return nil, fail("cable takes two ports, then an optional length, medium, bit error rate, width, generation, FEC and FEC latency (cable NODE.Port[N] NODE.Port[N] [2.5m] [copper|fibre] [ber=1e-7] [width=1x] [gen=NDR] [fec=rs544] [fec_ns=100]), got %d fields", len(f)-1)
 			}
 			a, err := parsePortRef(t, f[1])
 			if err != nil {
@@ -113,6 +113,17 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 					ber, hasBER = r, true
 					continue
 				}
+				if v, ok := strings.CutPrefix(opt, "fec_ns="); ok {
+					if speed.HasFECNs {
+						return nil, fail("cable %s: fec_ns= is given twice", f[1])
+					}
+					ns, err := strconv.ParseFloat(v, 64)
+					if err != nil || !(ns >= 0 && ns <= link.MaxFECLatencyNs) { // NaN fails too
+						return nil, fail("cable %s: fec_ns=%s is not a FEC latency (0 to %g ns; without it the cable takes link.fec_latency_ns, or its own FEC mode's derived latency)", f[1], v, link.MaxFECLatencyNs)
+					}
+					speed.FECNs, speed.HasFECNs = ns, true
+					continue
+				}
 				if key, v, ok := strings.Cut(opt, "="); ok {
 					var parse func(string) (string, error)
 					var dst *string
@@ -124,7 +135,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 					case "fec":
 						parse, dst = parseCableFEC, &speed.FEC
 					default:
-						return nil, fail("cable %s: %s= is not a cable option (ber=, width=, gen=, fec=)", f[1], key)
+						return nil, fail("cable %s: %s= is not a cable option (ber=, width=, gen=, fec=, fec_ns=)", f[1], key)
 					}
 					if *dst != "" {
 						return nil, fail("cable %s: %s= is given twice", f[1], key)
@@ -139,7 +150,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 				num, isLength := strings.CutSuffix(opt, "m")
 				v, err := strconv.ParseFloat(num, 64)
 				if !isLength || err != nil || !(v >= 0 && v <= 1e5) { // NaN fails too
-					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000), a medium (copper, fibre) nor an option (ber=1e-7, width=1x, gen=NDR, fec=rs544)", f[1], opt)
+					return nil, fail("cable %s: %q is neither a length in metres (e.g. 2.5m, 0..100000), a medium (copper, fibre) nor an option (ber=1e-7, width=1x, gen=NDR, fec=rs544, fec_ns=100)", f[1], opt)
 				}
 				spec.LengthM = v
 			}
@@ -152,6 +163,7 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			c := &t.Cables[len(t.Cables)-1]
 			c.BER, c.HasBER = ber, hasBER
 			c.Width, c.Gen, c.FEC = speed.Width, speed.Gen, speed.FEC
+			c.FECNs, c.HasFECNs = speed.FECNs, speed.HasFECNs
 			cableLine = append(cableLine, line)
 		default:
 			return nil, fail("%q is not a statement (host, switch, root, cable)", f[0])
@@ -205,7 +217,7 @@ func LoadTopologyFile(path string, def CableSpec) (*Topology, error) {
 
 // FormatTopology writes t as a topology file: every node, the roots, then
 // every cable with its length and medium, and its bit error rate, width,
-// generation and FEC where it has its own. ParseTopology reads it back to the
+// generation, FEC and FEC latency where it has its own. ParseTopology reads it back to the
 // same topology (levels, which files do not carry, aside).
 func FormatTopology(w io.Writer, t *Topology) error {
 	bw := bufio.NewWriter(w)
@@ -235,6 +247,9 @@ func FormatTopology(w io.Writer, t *Topology) error {
 		}
 		if c.FEC != "" {
 			fmt.Fprintf(bw, " fec=%s", c.FEC)
+		}
+		if c.HasFECNs {
+			fmt.Fprintf(bw, " fec_ns=%s", strconv.FormatFloat(c.FECNs, 'g', -1, 64))
 		}
 		fmt.Fprintln(bw)
 	}

@@ -98,6 +98,12 @@ type Cable struct {
 	Width string // 1x, 2x, 4x, 8x, 12x
 	Gen   string // SDR … XDR, canonical spelling
 	FEC   string // a link.fec mode
+	// FECNs, if HasFECNs, is this cable's FEC latency in ns, both
+	// directions (a topology file's fec_ns=…), in place of
+	// link.fec_latency_ns or the derived latency (cableLink). It does not
+	// change the cable's data rate, so Mixed does not count it.
+	FECNs    float64
+	HasFECNs bool
 }
 
 // Mixed reports whether the cable overrides the link section's speed.

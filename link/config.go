@@ -125,7 +125,7 @@ func (c *Config) Validate(prefix string) error {
 				prefix, c.FEC, g, strings.Join(names, ", "))
 		}
 	}
-	if !(c.FECLatencyNs <= 100000) { // NaN fails too
+	if !(c.FECLatencyNs <= MaxFECLatencyNs) { // NaN fails too
 		return fmt.Errorf("%s.fec_latency_ns: %v is out of range (negative for derived, 0 to 100000)", prefix, c.FECLatencyNs)
 	}
 	if c.PropagationPsPerM < 0 || c.PropagationPsPerM > 100000 {
@@ -167,6 +167,9 @@ func (c *Config) PsPerM() int64 {
 	}
 	return CopperPsPerM
 }
+
+// MaxFECLatencyNs is the largest FEC latency a link or a cable may set.
+const MaxFECLatencyNs = 100000.0
 
 // FECLatency returns the FEC latency in force.
 func (c *Config) FECLatency() ib.PS {

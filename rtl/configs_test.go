@@ -298,3 +298,38 @@ func TestMixedLinkSpeedsRefused(t *testing.T) {
 	_, err = LoadDesign("ndr.yaml", append(base, "topology.host_link_width=4x", "topology.host_link_generation=NDR"))
 	assert.NoError(t, err)
 }
+
+// TestFCCyclesFromTheConfig: the flow-control schedule's periods are the
+// link's, counted in each core's cycles as the simulator counts time (whole
+// picoseconds, the clock period rounded to one: ib.CyclePS), the refresh
+// rounded down and the minimum interval up, so the RTL refreshes at least
+// as often and waits at least as long as the model. A sweep of either key,
+// or of a clock, changes the design.
+func TestFCCyclesFromTheConfig(t *testing.T) {
+	load := func(t *testing.T, sets ...string) Params {
+		t.Helper()
+		d, err := LoadDesign(filepath.Join("..", "configs", "examples", "hol-blocking.yaml"), append([]string{fifo, "sweep={}"}, sets...))
+		require.NoError(t, err)
+		require.NoError(t, d.Validate())
+		return d.Params()
+	}
+	// Defaults: 6000 ns at 1000 MHz (1000 ps) is 6000 cycles; no interval.
+	p := load(t)
+	assert.Equal(t, [4]int{6000, 0, 6000, 0}, [4]int{p.SwFCRefreshCycles, p.SwFCMinCycles, p.HCAFCRefreshCycles, p.HCAFCMinCycles})
+	// A switch at 800 MHz: 1250 ps, 6e6 / 1250 = 4800 cycles; 256 ns =
+	// 256000 / 1250 = 204.8, rounded up to 205. The cx7 HCA at 1500 MHz:
+	// 1e6 / 1500 = 666.7, a 667 ps period; 6e6 / 667 = 8995.5, rounded
+	// down to 8995; 256000 / 667 = 383.8, up to 384.
+	p = load(t, "switch.core_clock_mhz=800", "hca.profile=cx7", "link.fc_min_interval_ns=256")
+	assert.Equal(t, [4]int{4800, 205, 8995, 384}, [4]int{p.SwFCRefreshCycles, p.SwFCMinCycles, p.HCAFCRefreshCycles, p.HCAFCMinCycles})
+
+	// 1e9 ns at 10 GHz (100 ps) is 1e10 cycles: beyond a Verilog integer.
+	d, err := LoadDesign(filepath.Join("..", "configs", "examples", "hol-blocking.yaml"),
+		[]string{fifo, "sweep={}", "link.fc_refresh_ns=1e9", "switch.core_clock_mhz=10000"})
+	require.NoError(t, err)
+	assert.EqualError(t, d.Validate(), "link.fc_refresh_ns: 1e+09 is 10000000000 cycles of switch.core_clock_mhz 10000, more than the RTL's 2147483647-cycle refresh counter counts (a Verilog integer parameter)")
+
+	_, err = LoadDesign(filepath.Join("..", "configs", "examples", "hol-blocking.yaml"),
+		[]string{fifo, "sweep={link.fc_refresh_ns: [6000, 3000]}"})
+	assert.EqualError(t, err, "../configs/examples/hol-blocking.yaml: sweep.link.fc_refresh_ns: the RTL is one design point, and this axis changes it (at 3000); pin it with --set link.fc_refresh_ns=VALUE (or drop the sweep with --set sweep={})")
+}

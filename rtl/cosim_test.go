@@ -52,6 +52,11 @@ var cosimTable = []struct {
 	{"credit_receiver_1", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(1) }, false},
 	{"credit_receiver_200", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(200) }, false},
 	{"credit_receiver_2048", func(*rand.Rand) cosimDUT { return newCreditReceiverDUT(2048) }, false},
+	// A refresh every cycle (every VL owes at every edge); 4 VLs with a
+	// prime refresh period and a minimum interval; 15 VLs, a long interval.
+	{"fc_sched_vl1_r1_m0", func(*rand.Rand) cosimDUT { return newFCSchedDUT(1, 1, 0) }, false},
+	{"fc_sched_vl4_r97_m5", func(*rand.Rand) cosimDUT { return newFCSchedDUT(4, 97, 5) }, true},
+	{"fc_sched_vl15_r300_m40", func(*rand.Rand) cosimDUT { return newFCSchedDUT(15, 300, 40) }, false},
 	{"key_check_lat0", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 0) }, false},
 	{"key_check_lat6", func(r *rand.Rand) cosimDUT { return newKeyCheckDUT(r, 6) }, true},
 	// LFT_TOP 1: a two-entry table; 15 and 1023: 2^n - 1, every address

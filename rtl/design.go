@@ -7,6 +7,7 @@ import (
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/switchasic"
 )
 
@@ -58,6 +59,16 @@ type Design struct {
 	// LinkWidth is the lane count (link.width, "4x" = 4): 1, 2, 4, 8 or 12;
 	// 2 exists from HDR on (ib-facts.md §1).
 	LinkWidth int
+	// SwitchClockMHz and HCAClockMHz are the cores' clocks
+	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
+	// period rounded to a whole picosecond as the simulator rounds it
+	// (ib.CyclePS). They turn the flow-control intervals into cycles.
+	SwitchClockMHz, HCAClockMHz float64
+	// FCRefreshNs is link.fc_refresh_ns (0 means 6000): every VL sends a
+	// flow-control packet at least this often (fc_scheduler).
+	// FCMinIntervalNs is link.fc_min_interval_ns: the shortest gap between
+	// a VL's flow-control packets for a change.
+	FCRefreshNs, FCMinIntervalNs float64
 	// DatapathBytes is the switch datapath width (switch.datapath_bytes);
 	// 0 means 64. The skeleton moves one 64-byte credit block per cycle, so
 	// 64 is the only width it supports.
@@ -157,8 +168,7 @@ type Params struct {
 	Lanes        int // LANES: link width
 	LaneW        int // LANE_W: bits per lane per cycle
 	VLArbEntries int // VLARB_ENTRIES: entries per VL arbitration table
-	MaxPktBlocks int // MAX_PKT_BLOCKS: 64-byte blocks of the largest packet at the MTU
-	PktBlocksW   int // PKT_BLOCKS_W: bits of a packet's block count
+	MaxPktBlocks int // 64-byte blocks of the largest packet at the MTU (the files' header; no Verilog parameter: credits are checked per packet)
 	LFTTop       int // LFT_TOP: highest DLID a forwarding table holds, every unicast LID (lftTop)
 	CQNW         int // CQN_W: bits of a CQ number, 2^CQN_W CQ contexts in hca_cqe_writer (cqnW)
 	QPNW         int // QPN_W: bits of a send queue context index, 2^QPN_W in hca_wqe_fetch (qpnW)
@@ -169,6 +179,13 @@ type Params struct {
 	ROBBlocks    int // hca_dma_engine's reorder ring per read client, blocks: 2^max(clog2(ReadTags × MRRS/64), clog2(MRRS/64) + 1)
 	MTU          int // MTU_BYTES
 	Generation   string
+
+	// FC_REFRESH_CYCLES and FC_MIN_CYCLES of the switch's and the HCA's
+	// transmit ports: link.fc_refresh_ns in core cycles rounded down (a
+	// refresh at least as often as asked), link.fc_min_interval_ns rounded
+	// up (a gap at least as long); fcCycles.
+	SwFCRefreshCycles, SwFCMinCycles   int
+	HCAFCRefreshCycles, HCAFCMinCycles int
 }
 
 // MaxPacketBytes is the largest packet on the wire at a path MTU, the one the
@@ -244,6 +261,29 @@ func (d Design) Validate() error {
 	if err := d.validateSL2VL(); err != nil {
 		return err
 	}
+	for _, c := range []struct {
+		key string
+		mhz float64
+	}{{"switch.core_clock_mhz", d.SwitchClockMHz}, {"hca.core_clock_mhz", d.HCAClockMHz}} {
+		if !(c.mhz == 0 || c.mhz >= 1 && c.mhz <= 10000) {
+			return fmt.Errorf("%s: %v is outside 1..10000", c.key, c.mhz)
+		}
+	}
+	if !(d.FCRefreshNs == 0 || d.FCRefreshNs >= 10 && d.FCRefreshNs <= 1e9) {
+		return fmt.Errorf("link.fc_refresh_ns: %v is outside 10..1e9", d.FCRefreshNs)
+	}
+	if !(d.FCMinIntervalNs >= 0 && d.FCMinIntervalNs <= d.fcRefreshNs()) {
+		return fmt.Errorf("link.fc_min_interval_ns: %v is outside 0..fc_refresh_ns (%v)", d.FCMinIntervalNs, d.fcRefreshNs())
+	}
+	for _, c := range []struct {
+		key string
+		mhz float64
+	}{{"switch.core_clock_mhz", d.SwitchClockMHz}, {"hca.core_clock_mhz", d.HCAClockMHz}} {
+		if r, _ := d.fcCycles(c.mhz); r > maxFCCycles {
+			return fmt.Errorf("link.fc_refresh_ns: %v is %d cycles of %s %v, more than the RTL's %d-cycle refresh counter counts (a Verilog integer parameter)",
+				d.fcRefreshNs(), r, c.key, clockOr1000(c.mhz), maxFCCycles)
+		}
+	}
 	minBytes := ib.Credits(MaxPacketBytes(d.MTU)) * ib.CreditBytes
 	for _, b := range []struct {
 		key   string
@@ -310,9 +350,10 @@ func (d Design) Params() Params {
 	// buffer is sure not to overflow before the peer's first flow-control
 	// packet, sent right after reset, gives the real limit.
 	p.PeerDepth = min(p.BufDepth, p.HCABufDepth)
+	p.SwFCRefreshCycles, p.SwFCMinCycles = d.fcCycles(d.SwitchClockMHz)
+	p.HCAFCRefreshCycles, p.HCAFCMinCycles = d.fcCycles(d.HCAClockMHz)
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
-	p.PktBlocksW = cntWidth(p.MaxPktBlocks)
 	return p
 }
 
@@ -323,4 +364,35 @@ func robBlocks(tags, mrrs int) int {
 	cb := mrrs / BlockBytes
 	aw := max(idxWidth(tags*cb), cntWidth(cb))
 	return 1 << aw
+}
+
+// maxFCCycles is the largest FC_REFRESH_CYCLES: a Verilog integer
+// parameter is 32-bit signed.
+const maxFCCycles = 1<<31 - 1
+
+func (d Design) fcRefreshNs() float64 {
+	if d.FCRefreshNs == 0 {
+		return link.Defaults().FCRefreshNs
+	}
+	return d.FCRefreshNs
+}
+
+func clockOr1000(mhz float64) float64 {
+	if mhz == 0 {
+		return 1000
+	}
+	return mhz
+}
+
+// fcCycles returns the flow-control refresh period and minimum interval
+// in cycles of a clock of mhz (0: 1000): the refresh rounded down, at
+// least 1, so a VL is refreshed at least as often as link.fc_refresh_ns
+// asks; the interval rounded up, so it is never shorter than
+// link.fc_min_interval_ns. Times are in whole picoseconds first, as the
+// simulator keeps them (link.Config.FCRefresh, ib.CyclePS).
+func (d Design) fcCycles(mhz float64) (refresh, minGap int) {
+	cyc := int64(ib.CyclePS(clockOr1000(mhz)))
+	r := int64(ib.FromNanoseconds(d.fcRefreshNs()))
+	m := int64(ib.FromNanoseconds(d.FCMinIntervalNs))
+	return int(max(r/cyc, 1)), int((m + cyc - 1) / cyc)
 }

@@ -121,9 +121,8 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, 128, p.BufDepth)
 	assert.Equal(t, 7, p.BufAddrW)
 	// MTU 2048, RDMA WRITE with immediate and no GRH (the simulator's largest
-	// packet): 8+12+16+4+2048+4+2 = 2094 B = ceil(2094/64) = 33 blocks, 6 bits hold 33.
+	// packet): 8+12+16+4+2048+4+2 = 2094 B = ceil(2094/64) = 33 blocks.
 	assert.Equal(t, 33, p.MaxPktBlocks)
-	assert.Equal(t, 6, p.PktBlocksW)
 	assert.Equal(t, 2, p.Lanes)
 
 	p = designByKey(t, "r64v15").Params()

@@ -67,6 +67,10 @@ func designOf(c *fabric.Config) (Design, error) {
 		LinkGeneration:       c.Link.Generation,
 		LinkWidth:            c.Link.Lanes(),
 		DatapathBytes:        c.Switch.DatapathBytes,
+		SwitchClockMHz:       c.Switch.CoreClockMHz,
+		HCAClockMHz:          c.HCA.CoreClockMHz,
+		FCRefreshNs:          c.Link.FCRefreshNs,
+		FCMinIntervalNs:      c.Link.FCMinIntervalNs,
 
 		SharedBufferBytes: c.Switch.SharedBufferBytes,
 		Queueing:          c.Switch.Queueing,

@@ -20,6 +20,7 @@ var PrimitiveFiles = []string{
 	"vl_arbiter.v",
 	"credit_sender.v",
 	"credit_receiver.v",
+	"fc_scheduler.v",
 	"sw_route_lookup.v",
 	"hca_key_check.v",
 	"hca_wqe_parse.v",

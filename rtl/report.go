@@ -90,7 +90,11 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.BufDepth}}, Role: "switch VL buffer", Instances: p.Ports * p.VLs},
 		{Module: "sync_fifo", Params: []Param{{"WIDTH", entryW}, {"DEPTH", p.HCABufDepth}}, Role: "HCA VL buffer", Instances: p.VLs},
 		{Module: "rr_arbiter", Params: []Param{{"N", p.Ports}}, Role: "allocator, one per output", Instances: p.Ports},
-		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL select and FC select, two per port", Instances: 2 * (p.Ports + 1)},
+		{Module: "rr_arbiter", Params: []Param{{"N", p.VLs}}, Role: "VL select, one per port", Instances: p.Ports + 1},
+		{Module: "fc_scheduler", Params: []Param{{"VLS", p.VLs}, {"VL_W", p.VLW}, {"REFRESH_CYCLES", p.SwFCRefreshCycles}, {"MIN_CYCLES", p.SwFCMinCycles}},
+			Role: "switch flow-control packets, one per port", Instances: p.Ports},
+		{Module: "fc_scheduler", Params: []Param{{"VLS", p.VLs}, {"VL_W", p.VLW}, {"REFRESH_CYCLES", p.HCAFCRefreshCycles}, {"MIN_CYCLES", p.HCAFCMinCycles}},
+			Role: "HCA flow-control packets", Instances: 1},
 		{Module: "credit_sender", Params: []Param{{"INIT_CREDITS", p.PeerDepth}}, Role: "per port per VL", Instances: perPortVL},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.BufDepth}}, Role: "switch, per port per VL", Instances: p.Ports * p.VLs},
 		{Module: "credit_receiver", Params: []Param{{"CAPACITY", p.HCABufDepth}}, Role: "HCA, per VL", Instances: p.VLs},
@@ -182,8 +186,8 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 	var files []string
 	lib := ""
 	switch module {
-	case "rr_arbiter":
-		files = []string{"onehot_encode.v", "rr_arbiter.v"}
+	case "rr_arbiter", "fc_scheduler":
+		files = []string{"onehot_encode.v", module + ".v"}
 	case "vl_arbiter":
 		files = []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"}
 	case "hca_dma_engine":

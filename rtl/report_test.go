@@ -92,6 +92,11 @@ func TestReportYosys(t *testing.T) {
 	assert.Equal(t, 7+7+7, flops[synthKey("sync_fifo", []Param{{"WIDTH", 514}, {"DEPTH", p.BufDepth}})])
 	// rr_arbiter N=36: the pointer, 6 bits.
 	assert.Equal(t, 6, flops[synthKey("rr_arbiter", []Param{{"N", 36}})])
+	// fc_scheduler, one VL, 6000-cycle refresh, no minimum interval: the
+	// refresh counter ($clog2(6000) = 13 bits), the VL's refresh flag and
+	// the FCCL its last packet carried (12); sent and since are read by
+	// nothing without an interval, so synthesis removes them.
+	assert.Equal(t, 13+1+12, flops[synthKey("fc_scheduler", []Param{{"VLS", 1}, {"VL_W", 1}, {"REFRESH_CYCLES", 6000}, {"MIN_CYCLES", 0}})])
 	// credit_sender: FCTBS + FCCL, 12 bits each.
 	assert.Equal(t, 24, flops[synthKey("credit_sender", []Param{{"INIT_CREDITS", p.PeerDepth}})])
 	// credit_receiver: ABR + free, 12 bits each.

@@ -81,7 +81,9 @@ every key a message uses: a gather element's L_Key at decode (need local write f
 atomics), an R_Key (with the RETH range) or a receive WQE's L_Key at the responder, and fails the
 WQE or NAKs the request on a result other than 0 (ib-facts.md §6). Completions go to
 hca_cqe_writer (cpl_*: the fields of hca.CQE that hca.EncodeCQE writes, and the CQ's number).
-tx_vl_waiting says which VLs have a packet ready; the packet may start on
+tx_vl_waiting says which VLs have a packet ready whose length fits the VL's credits (tx_vl_credit:
+(FCCL - FCTBS) mod 4096 per VL; a head of b blocks fits when (credit - b) mod 4096 <= 2048, as
+credit.Sender.CanSend); the packet may start on
 tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
 TODO: everything inside: QP context, requester and responder state machines, payload DMA
@@ -137,6 +139,7 @@ through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
 			portOut("pay_wr_data", "DATA_W", ""),
 			portIn("pay_wr_ready", "", ""),
 			portOut("tx_vl_waiting", "VLS", "transmit: VLs with a packet ready, and the VL arbiter's choice"),
+			portIn("tx_vl_credit", "VLS*12", ""),
 			portIn("tx_pick_valid", "", ""),
 			portIn("tx_pick_vl", "VL_W", ""),
 			portOut("tx_pick_taken", "", ""),

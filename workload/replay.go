@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
@@ -29,11 +30,13 @@ type Replay struct {
 
 // Event kinds of the replay driver: evReplayStart begins the timed run,
 // evReplayPoll is one turn of host ev.Arg's poll loop, evReplayTimer wakes
-// host ev.Arg when a message's start_ns comes.
+// host ev.Arg when a message's start_ns comes, evReplayComputed ends host
+// ev.Arg's compute (compute_ns).
 const (
 	evReplayStart uint8 = iota + 1
 	evReplayPoll
 	evReplayTimer
+	evReplayComputed
 )
 
 // replayMsg is a message's run-time state.
@@ -45,9 +48,18 @@ type replayMsg struct {
 	recvd  bool // the destination polled its receive completion
 	postAt ib.PS
 	doneAt ib.PS
-	// readyAt is when the message may be posted, set when its last
-	// dependency completes: the later of its start_ns and that
-	// completion + its delay_ns.
+	// seenAt is the poll turn that took the message's receive completion
+	// at its destination (send and write_imm only).
+	seenAt ib.PS
+	// An atomic's result slot at its source (the k-th atomic the source
+	// issues lands its original value at the host's results + 8k), and
+	// the original value found there when its send completion was polled.
+	slot int32
+	orig uint64
+	// readyAt is when the message is due (posted, or its compute_ns
+	// begun, once the thread is free), set when its last dependency
+	// completes: the later of its start_ns and that completion + its
+	// delay_ns.
 	readyAt ib.PS
 }
 
@@ -70,13 +82,25 @@ type replayHost struct {
 	// buffer pair per host, reused by every message: the data is not
 	// checked, only the timing.
 	src, dst uint64
-	mr       hca.MR
+	// atomics is the host's atomic area (only when the trace has atomics):
+	// the counter word every fetch_add aimed at the host adds 1 to, then
+	// the word every cmp_swap aimed at it tries to take from 0, then one
+	// 8-byte result slot per atomic the host issues.
+	atomics uint64
+	mr      hca.MR
 	// qpBase is the smallest QP number it holds; recvPair[qpn − qpBase]
 	// is the pair whose receiving end that QP is (−1 if none).
 	qpBase   uint32
 	recvPair []int32
 	ready    msgHeap // messages whose dependencies are met, by (ready time, start, index)
 	pending  bool    // a poll turn is queued
+	// computing: the thread is busy with message computeMsg's compute_ns
+	// until its evReplayComputed; it posts, polls and computes nothing
+	// else meanwhile. woken: a completion arrived meanwhile, so the
+	// thread polls once it has posted that message.
+	computing  bool
+	woken      bool
+	computeMsg int32
 }
 
 // replay drives every host's application thread.
@@ -94,14 +118,19 @@ type replay struct {
 	left    int // completions (send, and receive where the op has one) not yet polled
 	lat     Latencies
 	errs    []string
-	result  map[string]any
-	onEnd   func()
-	pollWCs [64]hca.WC
+	// atomicErrs are failures of the end-of-run atomics check (a word
+	// that does not hold what the atomics aimed at it must leave): the
+	// model's bug, so Run fails with them as an internal error.
+	atomicErrs []string
+	result     map[string]any
+	onEnd      func()
+	pollWCs    [64]hca.WC
 }
 
 // BuildReplayOn sets a replay of tr up on devs (host i on devs[i]): per
 // host a protection domain, a send and a receive CQ and one registered
-// buffer pair; per (source, destination) pair the trace uses an RC QP at
+// buffer pair (followed, when the trace has atomics, by the host's atomic
+// area); per (source, destination) pair the trace uses an RC QP at
 // each end, with a receive WQE pre-posted for each send and write_imm on
 // it, all before the timed part starts.
 func BuildReplayOn(s *components.Sim, devs []*hca.Device, tr *Trace, run ReplayRun) (*Replay, error) {
@@ -118,8 +147,18 @@ func BuildReplayOn(s *components.Sim, devs []*hca.Device, tr *Trace, run ReplayR
 	// each host's largest incoming payload.
 	var maxBytes int64
 	landing := make([]int64, n)
+	issued := make([]int32, n) // atomics each host issues
+	hasAtomics := false
 	for i := range tr.Msgs {
 		m := &tr.Msgs[i]
+		if m.Op.isAtomic() {
+			// An atomic lands nothing in the buffer pair: it needs its
+			// own area (below), not a larger buffer.
+			r.msgs[i].slot = issued[m.Src]
+			issued[m.Src]++
+			hasAtomics = true
+			continue
+		}
 		maxBytes = max(maxBytes, m.Bytes)
 		to := m.Dst
 		if m.Op == ReplayRead {
@@ -127,9 +166,16 @@ func BuildReplayOn(s *components.Sim, devs []*hca.Device, tr *Trace, run ReplayR
 		}
 		landing[to] = max(landing[to], m.Bytes)
 	}
+	// The atomic area: two target words, then the result slots.
+	areaBytes := make([]int64, n)
+	if hasAtomics {
+		for h := range areaBytes {
+			areaBytes[h] = 16 + 8*int64(issued[h])
+		}
+	}
 	var stored int64
-	for _, b := range landing {
-		stored += b
+	for h, b := range landing {
+		stored += b + areaBytes[h]
 	}
 	if stored > MaxCollectiveHostBytes {
 		return nil, fmt.Errorf("%s: the largest message each host receives adds up to %d bytes of simulated host memory, more than the %d one run may hold (a model limit: every byte landed is stored)",
@@ -165,22 +211,30 @@ func BuildReplayOn(s *components.Sim, devs []*hca.Device, tr *Trace, run ReplayR
 			hostRecvs[m.Dst]++
 		}
 	}
-	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite | hca.AccessRemoteRead
 	pds := make([]uint32, n)
 	for h, d := range devs {
 		hs := &replayHost{dev: d}
 		pds[h] = d.AllocPD()
 		hs.sendCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, hostSends[h])))
 		hs.recvCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, hostRecvs[h])))
-		base := d.Malloc(int(2 * maxBytes))
+		// The atomic area follows the buffer pair, 8-byte aligned (an
+		// atomic's target must be: IBA 9.4.5, NAK invalid request else).
+		pair := (2*maxBytes + 7) &^ 7
+		if areaBytes[h] == 0 {
+			pair = 2 * maxBytes // no atomics: the layout as before them
+		}
+		size := int(pair + areaBytes[h])
+		base := d.Malloc(size)
 		hs.src, hs.dst = base, base+uint64(maxBytes)
-		hs.mr = d.RegMR(pds[h], base, int(2*maxBytes), acc)
+		hs.atomics = base + uint64(pair)
+		hs.mr = d.RegMR(pds[h], base, size, replayAccess)
 		r.hosts = append(r.hosts, hs)
 	}
 	rng := rand.New(rand.NewPCG(run.Seed, 0x4e91a7))
 	// A send queue holds every message posted on it, so posting never waits
 	// for completions to free WQEBBs (as the collectives size theirs).
-	bbs := hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWriteImm, Length: 1})
+	bbs := max(hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWriteImm, Length: 1}),
+		hca.WQEBBs(&hca.SendWR{Opcode: hca.WRFetchAdd, Length: 8}))
 	for _, p := range sortedPairs(pairOf) {
 		src, dst := p.key[0], p.key[1]
 		a, b := r.hosts[src], r.hosts[dst]
@@ -231,6 +285,12 @@ func BuildReplayOn(s *components.Sim, devs []*hca.Device, tr *Trace, run ReplayR
 	return &Replay{r: r}, nil
 }
 
+// replayAccess is every replay buffer's access: local write (receives and
+// READ and atomic results land in it), remote write, read and atomic (the
+// key check unit refuses an atomic on a region registered without
+// IBV_ACCESS_REMOTE_ATOMIC). A variable so a test can take a right away.
+var replayAccess = hca.AccessLocalWrite | hca.AccessRemoteWrite | hca.AccessRemoteRead | hca.AccessRemoteAtomic
+
 type pairKey struct {
 	key [2]int
 	idx int32
@@ -272,10 +332,80 @@ func (rp *Replay) Run() (map[string]any, error) {
 		}
 		return nil, &TimeLimitError{Msg: fmt.Sprintf("replay of %s: did not finish within %.0f ns of simulated time (%d of %d messages completed at their source)", r.tr.Name, maxT, done, len(r.msgs))}
 	}
+	if len(r.atomicErrs) > 0 {
+		return nil, fmt.Errorf("replay of %s: internal error: the atomics left their words wrong (a model bug): %s",
+			r.tr.Name, strings.Join(r.atomicErrs[:min(len(r.atomicErrs), 4)], "; "))
+	}
 	if r.result == nil {
 		r.result = r.metrics()
 	}
 	return r.result, nil
+}
+
+// checkAtomics checks, once every atomic has completed, that each host's
+// words hold what the atomics aimed at it must leave, whatever order its
+// responder executed them in. The counter word starts at 0 and each
+// fetch_add adds 1 and returns the word before it, so after n of them the
+// word is n and their returns are 0 … n−1, each once. The swap word starts
+// at 0 and each cmp_swap swaps in its tag if the word is 0: the first one
+// executed finds 0 and wins, so exactly one returns 0, the word holds its
+// tag, and every other returns that tag. A lost, repeated or misexecuted
+// atomic, or a result written to the wrong place, breaks one of these.
+//
+// A failed completion (completions_ok false) already says the run went
+// wrong and leaves its atomic unexecuted: the words are checked only when
+// every completion succeeded.
+func (r *replay) checkAtomics() []string {
+	if len(r.errs) > 0 {
+		return nil
+	}
+	var errs []string
+	type aimed struct{ fa, cs []int32 }
+	at := make([]aimed, len(r.hosts))
+	for i := range r.tr.Msgs {
+		switch m := &r.tr.Msgs[i]; m.Op {
+		case ReplayFetchAdd:
+			at[m.Dst].fa = append(at[m.Dst].fa, int32(i))
+		case ReplayCmpSwap:
+			at[m.Dst].cs = append(at[m.Dst].cs, int32(i))
+		}
+	}
+	for h, a := range at {
+		hs := r.hosts[h]
+		if n := uint64(len(a.fa)); n > 0 {
+			if got := hs.dev.Mem.ReadU64(hs.atomics); got != n {
+				errs = append(errs, fmt.Sprintf("host %d: counter word holds %d after %d fetch_adds of 1 from 0", h, got, n))
+			}
+			seen := make([]bool, n)
+			for _, i := range a.fa {
+				v := r.msgs[i].orig
+				if v >= n || seen[v] {
+					errs = append(errs, fmt.Sprintf("host %d: the fetch_add of line %d returned %d, not one of 0 to %d not returned before", h, r.tr.Msgs[i].Line, v, n-1))
+					continue
+				}
+				seen[v] = true
+			}
+		}
+		if len(a.cs) > 0 {
+			word := hs.dev.Mem.ReadU64(hs.atomics + 8)
+			winners := 0
+			for _, i := range a.cs {
+				switch v := r.msgs[i].orig; {
+				case v == 0:
+					winners++
+					if word != cmpSwapTag(i) {
+						errs = append(errs, fmt.Sprintf("host %d: the cmp_swap of line %d found 0, but the word holds %d, not its tag %d", h, r.tr.Msgs[i].Line, word, cmpSwapTag(i)))
+					}
+				case v != word:
+					errs = append(errs, fmt.Sprintf("host %d: the cmp_swap of line %d returned %d, not the winner's tag %d", h, r.tr.Msgs[i].Line, v, word))
+				}
+			}
+			if winners != 1 {
+				errs = append(errs, fmt.Sprintf("host %d: %d of the %d cmp_swaps aimed at it found the word 0, want exactly 1", h, winners, len(a.cs)))
+			}
+		}
+	}
+	return errs
 }
 
 // HandleEvent implements components.EventHandler.
@@ -289,6 +419,8 @@ func (r *replay) HandleEvent(ev *components.Event) {
 		r.turn(h)
 	case evReplayTimer:
 		r.postReady(int(ev.Arg))
+	case evReplayComputed:
+		r.computed(int(ev.Arg))
 	}
 }
 
@@ -316,8 +448,9 @@ func (r *replay) startOf(i int32) ib.PS { return r.start + r.tr.Msgs[i].Start }
 // release queues message i, whose dependencies are met now, at its
 // source, ready at the later of its start and now + its delay_ns; a ready
 // time still to come sets a timer for it. The delay does not hold the
-// application thread: compute is on other cores, or the host posts other
-// messages meanwhile as the trace says.
+// application thread (compute on other cores, or a wait): the host posts
+// other messages meanwhile as the trace says. Its compute_ns, after it,
+// does (postReady).
 func (r *replay) release(i int32) {
 	h := r.tr.Msgs[i].Src
 	now := r.s.Now()
@@ -334,17 +467,53 @@ func (r *replay) release(i int32) {
 // message of host h whose ready time has come. Every postReady follows the
 // releases of its instant, so the messages it finds due are all ready now
 // and go in (start, index) order, as without delays.
+//
+// A due message with compute_ns makes the thread busy that long first
+// (from when it is free: after the posts before it) and stops the walk:
+// the thread does nothing else until the compute ends (computed). Due
+// while a poll turn is queued (a completion woke the thread), it waits for
+// that turn, which walks the queue again once it has polled: the thread
+// finishes the poll it has begun before it computes.
 func (r *replay) postReady(h int) {
 	hs := r.hosts[h]
+	if hs.computing {
+		return
+	}
 	now := r.s.Now()
 	for hs.ready.len() > 0 {
 		i := hs.ready.top()
 		if r.msgs[i].readyAt > now {
 			return
 		}
+		if c := r.tr.Msgs[i].Compute; c > 0 {
+			if hs.pending {
+				return
+			}
+			hs.ready.pop(r)
+			hs.computing, hs.computeMsg = true, i
+			e := r.s.Schedule(hs.dev.ChargeCPU(c), r, evReplayComputed)
+			e.Arg = int64(h)
+			return
+		}
 		hs.ready.pop(r)
 		r.post(h, i)
 	}
+}
+
+// computed ends host h's compute: the thread posts the message it
+// computed for, then polls if a completion arrived meanwhile (that turn
+// walks the ready queue after polling), else goes on with the messages
+// due.
+func (r *replay) computed(h int) {
+	hs := r.hosts[h]
+	hs.computing = false
+	r.post(h, hs.computeMsg)
+	if hs.woken {
+		hs.woken = false
+		r.wake(h, r.s.Now())
+		return
+	}
+	r.postReady(h)
 }
 
 // post issues message i from host h: the application thread starts the
@@ -367,6 +536,16 @@ func (r *replay) post(h int, i int32) {
 	case ReplayRead:
 		// The source reads the peer's payload half into its landing half.
 		w.Opcode, w.LocalAddr, w.RemoteAddr = hca.WRRDMARead, hs.dst, peer.src
+	case ReplayFetchAdd:
+		// Add 1 to the peer's counter word; the original value lands in
+		// the message's own result slot.
+		w.Opcode, w.LocalAddr, w.RemoteAddr, w.CompareAdd = hca.WRFetchAdd, hs.resultSlot(rm.slot), peer.atomics, 1
+	case ReplayCmpSwap:
+		// Take the peer's swap word from 0 to this message's tag (its
+		// index + 1, never 0): the first cmp_swap the peer executes wins,
+		// every later one finds the winner's tag and fails.
+		w.Opcode, w.LocalAddr, w.RemoteAddr = hca.WRCompSwap, hs.resultSlot(rm.slot), peer.atomics+8
+		w.CompareAdd, w.Swap = 0, cmpSwapTag(i)
 	}
 	rm.postAt = hs.dev.CPUFreeAt()
 	rm.posted = true
@@ -378,9 +557,20 @@ func (r *replay) post(h int, i int32) {
 	}
 }
 
+// resultSlot is the address of the k-th atomic result slot of host hs.
+func (hs *replayHost) resultSlot(k int32) uint64 { return hs.atomics + 16 + 8*uint64(k) }
+
+// cmpSwapTag is what cmp_swap message i swaps into its target word.
+func cmpSwapTag(i int32) uint64 { return uint64(i) + 1 }
+
 // wake makes host h's application thread poll at now + poll time (once).
 func (r *replay) wake(h int, now ib.PS) {
 	hs := r.hosts[h]
+	if hs.computing {
+		// Busy: the CQE waits in its CQ until the thread polls again.
+		hs.woken = true
+		return
+	}
 	if hs.pending || !r.started {
 		return
 	}
@@ -410,6 +600,18 @@ func (r *replay) turn(h int) {
 			}
 			rm.done, rm.doneAt = true, now
 			r.lat.Add(now - rm.postAt)
+			if m := &r.tr.Msgs[i]; m.Op.isAtomic() {
+				// The CQE follows the result's write, so the slot holds
+				// the original value when the poll sees it.
+				rm.orig = d.Mem.ReadU64(hs.resultSlot(rm.slot))
+				want := hca.WCFetchAdd
+				if m.Op == ReplayCmpSwap {
+					want = hca.WCCompSwap
+				}
+				if wc.Opcode != want {
+					r.errs = append(r.errs, fmt.Sprintf("host %d: send completion %v for the %s of line %d", h, wc.Opcode, m.Op, m.Line))
+				}
+			}
 			r.completed(i, h)
 		}
 		if k < len(wcs) {
@@ -461,6 +663,7 @@ func (r *replay) received(h int, wc hca.WC) {
 		r.errs = append(r.errs, fmt.Sprintf("host %d: receive completion %v for the %s of line %d", h, wc.Opcode, m.Op, m.Line))
 	}
 	r.msgs[i].recvd = true
+	r.msgs[i].seenAt = r.s.Now()
 	r.completed(i, h)
 }
 
@@ -490,6 +693,7 @@ func (r *replay) checkWC(h int, wc hca.WC) {
 // completion); with an OnEnd the metrics are taken first and OnEnd lets
 // the fabric settle for the checkers.
 func (r *replay) stop() {
+	r.atomicErrs = r.checkAtomics()
 	if r.onEnd == nil {
 		r.s.Stop()
 		return

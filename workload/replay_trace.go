@@ -14,7 +14,7 @@ import (
 // A replay trace is an application's communication as data, one message a
 // line; '#' starts a comment, blank lines are skipped:
 //
-//	# start_ns src dst op bytes [id=N] [after=N,N…] [delay_ns=N]
+//	# start_ns src dst op bytes [id=N] [after=N,N…] [delay_ns=N] [compute_ns=N]
 //	0     0 1 write_imm 65536 id=1
 //	0     1 0 write_imm 65536 id=2
 //	500   1 2 send      4096  id=3 after=2
@@ -24,16 +24,21 @@ import (
 // the start of the timed run (0, after set-up); src and dst are the
 // topology's host indexes; op is write (RDMA WRITE), write_imm (RDMA WRITE
 // WITH IMMEDIATE), send (SEND) or read (RDMA READ: src reads bytes from
-// dst); bytes is the payload. id names a message for later lines' after=;
+// dst), fetch_add or cmp_swap (an 8-byte atomic on a word of dst's);
+// bytes is the payload (8 for an atomic). id names a message for later lines' after=;
 // ids increase down the file. after=X,Y holds the message back until
 // messages X and Y have completed as its source host sees them: a message
 // the source itself posted when it has polled that message's send
 // completion, a send or write_imm it received when it has polled the
 // receive completion. delay_ns=N (whole ns, only with after=) is compute
 // between the dependencies and the message: it is posted N ns after its
-// last dependency completed. A message is posted at the later of start_ns
-// and its last dependency's completion + delay_ns (docs/fabric.md,
-// "Replaying a message trace").
+// last dependency completed. A message is due at the later of start_ns
+// and its last dependency's completion + delay_ns. compute_ns=N (whole ns,
+// only with after=) is compute on the source's one application thread:
+// once the message is due the thread is busy N ns (no posts, polls or
+// other compute), then posts it; without compute_ns a due message is
+// posted when the thread is free (docs/fabric.md, "Replaying a message
+// trace").
 
 // ReplayOp is a trace message's verb.
 type ReplayOp uint8
@@ -44,16 +49,25 @@ const (
 	ReplayWriteImm                 // RDMA WRITE WITH IMMEDIATE: a receive completion at dst
 	ReplaySend                     // SEND: consumes a receive WQE at dst
 	ReplayRead                     // RDMA READ: src reads from dst
+	ReplayFetchAdd                 // ATOMIC FETCH_AND_ADD of 1 on dst's counter word
+	ReplayCmpSwap                  // ATOMIC COMPARE_AND_SWAP on dst's swap word
 )
 
 // ReplayOps lists the ops as the trace spells them, by ReplayOp.
-var ReplayOps = []string{"write", "write_imm", "send", "read"}
+var ReplayOps = []string{"write", "write_imm", "send", "read", "fetch_add", "cmp_swap"}
 
 func (o ReplayOp) String() string { return ReplayOps[o] }
 
 // completesAtDst reports whether the op gives its destination a receive
 // completion (and so takes one of its receive WQEs).
 func (o ReplayOp) completesAtDst() bool { return o == ReplayWriteImm || o == ReplaySend }
+
+// isAtomic reports whether the op is an atomic (8 bytes, completes at its
+// source only, when the original value has been written there).
+func (o ReplayOp) isAtomic() bool { return o == ReplayFetchAdd || o == ReplayCmpSwap }
+
+// replayAtomicBytes is an atomic's size: one 8-byte word (IBA 9.4.5).
+const replayAtomicBytes = 8
 
 // MaxReplayMessages is the most messages a trace may hold: the model sets
 // every one up before the run (send-queue slots, pre-posted receives), the
@@ -76,7 +90,10 @@ type ReplayMsg struct {
 	ID       int64   // id=, or -1
 	After    []int32 // indexes (in Trace.Msgs) of the messages it waits for
 	Delay    ib.PS   // delay_ns: from the last dependency's completion to the post
-	Line     int     // line in the file
+	// Compute is compute_ns: once the message is due, its source's
+	// application thread is busy this long, then posts it.
+	Compute ib.PS
+	Line    int // line in the file
 }
 
 // Trace is a parsed, validated replay trace.
@@ -114,7 +131,7 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		var pos []string
 		m := ReplayMsg{ID: -1, Line: line}
 		var after []int64
-		delaySet := false
+		delaySet, computeSet := false, false
 		for _, tok := range f {
 			key, val, ok := strings.Cut(tok, "=")
 			if !ok {
@@ -161,17 +178,31 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 					return nil, fail("delay_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
 				}
 				m.Delay, delaySet = ib.PS(d)*ib.Nanosecond, true
+			case "compute_ns":
+				if computeSet {
+					return nil, fail("compute_ns: given twice on the line (one compute a message)")
+				}
+				c, err := strconv.ParseInt(val, 10, 64)
+				if err != nil || c < 0 || c > MaxReplayStartNs {
+					return nil, fail("compute_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
+				}
+				m.Compute, computeSet = ib.PS(c)*ib.Nanosecond, true
 			default:
-				return nil, fail("%s: not a field (the optional fields are id=, after= and delay_ns=)", tok)
+				return nil, fail("%s: not a field (the optional fields are id=, after=, delay_ns= and compute_ns=)", tok)
 			}
 		}
 		if len(pos) != 5 {
-			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N)", len(pos))
+			return nil, fail("%d fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N compute_ns=N)", len(pos))
 		}
 		if delaySet && len(after) == 0 {
 			// A delay counts from the dependencies' completion; with none
 			// it would count from time 0, which is start_ns's job.
 			return nil, fail("delay_ns: %d is given without after= (a delay counts from the message's dependencies; without any, start_ns says when it is posted)", m.Delay/ib.Nanosecond)
+		}
+		if computeSet && len(after) == 0 {
+			// Compute is what a rank does with what it received; without
+			// dependencies there is nothing it waits for to compute on.
+			return nil, fail("compute_ns: %d is given without after= (compute follows the message's dependencies; without any, start_ns says when it is posted)", m.Compute/ib.Nanosecond)
 		}
 		st, err := strconv.ParseFloat(pos[0], 64)
 		if err != nil || math.IsNaN(st) || st < 0 || st > MaxReplayStartNs {
@@ -207,6 +238,9 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		b, err := strconv.ParseInt(pos[4], 10, 64)
 		if err != nil || b < 1 || b > MaxReplayBytes {
 			return nil, fail("bytes: %q is out of range (1 to %d)", pos[4], MaxReplayBytes)
+		}
+		if m.Op.isAtomic() && b != replayAtomicBytes {
+			return nil, fail("bytes: %q is not 8 (a %s moves one 8-byte word)", pos[4], m.Op)
 		}
 		m.Bytes = b
 		if m.ID >= 0 {

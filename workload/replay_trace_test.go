@@ -18,9 +18,10 @@ func TestParseTrace(t *testing.T) {
 1000  1 2 read      1     after=1,4
 7     0 3 write     8388608 id=9
 3     0 2 write     8 after=9 delay_ns=20000
+0     1 2 fetch_add 8 id=10 after=1 compute_ns=1500 delay_ns=2
 `), "h.trace", 4)
 	require.NoError(t, err)
-	require.Len(t, tr.Msgs, 5)
+	require.Len(t, tr.Msgs, 6)
 	assert.Equal(t, ReplayMsg{Start: 0, Src: 0, Dst: 1, Op: ReplayWriteImm, Bytes: 65536, ID: 1, Line: 2}, tr.Msgs[0])
 	// 2.5 ns is 2500 ps exactly; message 4's dependency is the write_imm it
 	// received (index 0); the read waits for the write_imm host 1 received
@@ -34,6 +35,13 @@ func TestParseTrace(t *testing.T) {
 	for _, m := range tr.Msgs[:4] {
 		assert.Zero(t, m.Delay, "line %d has no delay_ns", m.Line)
 	}
+	for _, m := range tr.Msgs[:5] {
+		assert.Zero(t, m.Compute, "line %d has no compute_ns", m.Line)
+	}
+	// An atomic after the write_imm host 1 received (index 0), with both
+	// a delay (2 ns = 2000 ps) and compute (1500 ns = 1.5e6 ps).
+	assert.Equal(t, ReplayMsg{Start: 0, Src: 1, Dst: 2, Op: ReplayFetchAdd, Bytes: 8, ID: 10, After: []int32{0},
+		Delay: 2 * ib.Nanosecond, Compute: 1500 * ib.Nanosecond, Line: 8}, tr.Msgs[5])
 }
 
 // TestParseTraceRefuses: every mistake a trace can hold is one line naming
@@ -41,7 +49,13 @@ func TestParseTrace(t *testing.T) {
 func TestParseTraceRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, trace, want string }{
 		{"unknown op", "0 0 1 put 8\n",
-			`h.trace:1: op: "put" is not an op (write, write_imm, send, read)`},
+			`h.trace:1: op: "put" is not an op (write, write_imm, send, read, fetch_add, cmp_swap)`},
+		{"atomic of 16 bytes", "0 0 1 fetch_add 16\n",
+			`h.trace:1: bytes: "16" is not 8 (a fetch_add moves one 8-byte word)`},
+		{"atomic of 4 bytes", "0 0 1 cmp_swap 4\n",
+			`h.trace:1: bytes: "4" is not 8 (a cmp_swap moves one 8-byte word)`},
+		{"dependency on an atomic received", "0 1 0 fetch_add 8 id=1\n0 0 1 write 8 after=1\n",
+			`h.trace:2: after: 1 is a fetch_add to host 0, which sees no completion of it (only send and write_imm complete at their destination)`},
 		{"src out of range", "0 4 1 write 8\n",
 			`h.trace:1: src: "4" is not a host of the topology (0 to 3)`},
 		{"dst negative", "\n0 0 -1 write 8\n",
@@ -61,9 +75,9 @@ func TestParseTraceRefuses(t *testing.T) {
 		{"start not a number", "soon 0 1 write 8\n",
 			`h.trace:1: start_ns: "soon" is out of range (0 to 1e12 ns)`},
 		{"too few fields", "0 0 1 write\n",
-			`h.trace:1: 4 fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N)`},
+			`h.trace:1: 4 fields, want 5: start_ns src dst op bytes (then optional id=N after=N,N delay_ns=N compute_ns=N)`},
 		{"unknown option", "0 0 1 write 8 tag=x\n",
-			`h.trace:1: tag=x: not a field (the optional fields are id=, after= and delay_ns=)`},
+			`h.trace:1: tag=x: not a field (the optional fields are id=, after=, delay_ns= and compute_ns=)`},
 		{"bad id", "0 0 1 write 8 id=x\n",
 			`h.trace:1: id: "x" is not an id (an integer, 0 or more)`},
 		{"two ids", "0 0 1 write 8 id=1 id=2\n",
@@ -98,6 +112,16 @@ func TestParseTraceRefuses(t *testing.T) {
 			`h.trace:2: delay_ns: given twice on the line (one delay a message)`},
 		{"delay without dependencies", "0 0 1 write 8 delay_ns=20000\n",
 			`h.trace:1: delay_ns: 20000 is given without after= (a delay counts from the message's dependencies; without any, start_ns says when it is posted)`},
+		{"negative compute", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 compute_ns=-5\n",
+			`h.trace:2: compute_ns: "-5" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"fractional compute", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 compute_ns=0.5\n",
+			`h.trace:2: compute_ns: "0.5" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"compute too long", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 compute_ns=1000000000001\n",
+			`h.trace:2: compute_ns: "1000000000001" is out of range (a whole number of ns, 0 to 1e12)`},
+		{"compute twice", "0 0 1 write 8 id=1\n0 0 1 write 8 after=1 compute_ns=5 compute_ns=5\n",
+			`h.trace:2: compute_ns: given twice on the line (one compute a message)`},
+		{"compute without dependencies", "0 0 1 write 8 compute_ns=5000\n",
+			`h.trace:1: compute_ns: 5000 is given without after= (compute follows the message's dependencies; without any, start_ns says when it is posted)`},
 		{"no messages", "# nothing\n\n",
 			`h.trace: no messages (one a line: start_ns src dst op bytes)`},
 	} {
@@ -120,6 +144,8 @@ func FuzzParseTrace(f *testing.F) {
 		"0 0 1 write 8 delay_ns=5\n",
 		"1e3 2 3 read 1 id=0\n5 3 2 write 9 after=0,0\n",
 		"0 0 1 write 8 id=1\n0 0 1 write 8 after=1 delay_ns=-1 delay_ns=2\n",
+		"0 0 1 fetch_add 8 id=1\n0 0 1 cmp_swap 8 after=1\n1 2 cmp_swap 16\n",
+		"0 0 1 write 8 id=1\n0 1 0 send 8 after=1 compute_ns=5000 delay_ns=7\n0 0 1 read 8 compute_ns=3\n",
 	} {
 		f.Add(s)
 	}
@@ -135,7 +161,14 @@ func FuzzParseTrace(f *testing.F) {
 			if m.Delay > 0 {
 				assert.NotEmpty(t, m.After, "line %d: a delay without dependencies", m.Line)
 			}
+			assert.GreaterOrEqual(t, m.Compute, ib.PS(0))
+			if m.Compute > 0 {
+				assert.NotEmpty(t, m.After, "line %d: compute without dependencies", m.Line)
+			}
 			assert.NotEqual(t, m.Src, m.Dst)
+			if m.Op.isAtomic() {
+				assert.Equal(t, int64(8), m.Bytes, "line %d: an atomic moves 8 bytes", m.Line)
+			}
 			assert.True(t, m.Src >= 0 && m.Src < 4 && m.Dst >= 0 && m.Dst < 4)
 			for _, d := range m.After {
 				assert.Less(t, int(d), i, "line %d depends on a later line", m.Line)
