@@ -29,9 +29,11 @@ var lintDesigns = []struct {
 	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4}},
 	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
 		WQEPrefetchDepth: 1}}, // the smallest window: one-bit in-flight counts
-	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1}},
+	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1,
+		PCIeOutstandingReads: 8}}, // 8 read tags: hca_dma_engine small, so TestReportYosys spends seconds on it, not 22 s
 	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
-		WQEPrefetchDepth: 256}}, // the largest window: hca_wqe_fetch's widest counts
+		WQEPrefetchDepth:     256,                       // the largest window: hca_wqe_fetch's widest counts
+		PCIeOutstandingReads: 768, PCIeMRRSBytes: 128}}, // the most read tags: PCIe 10-bit tags 256..1023
 }
 
 // goldenDesigns have their generated (non-primitive) files checked against

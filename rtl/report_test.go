@@ -131,20 +131,20 @@ func TestReportYosys(t *testing.T) {
 	// each.
 	assert.Equal(t, 8*124+1+58+10+4+1+3+5+(6+6+7)+8*(3+3+4)+2*3,
 		flops[synthKey("hca_wqe_fetch", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
-	// hca_dma_engine, the HCA defaults: 64 tags (6 index bits), MRRS 512
-	// (8 blocks a request: a count of 4 bits), rings of 512 blocks (9
-	// address bits). The host write register: valid 1, address 58 (bits
-	// 5:0 are 0), data 512; per read client a splitter, busy 1 + block
-	// address 58 + blocks left 11 (up to 1024) + waiting for a write 1,
-	// and ring tail and head counts, 10 bits each; per tag busy 1, client
-	// 1, next ring count 10 (slot 9 and lap 1), beats left 4; the rings'
-	// lap bits, 2 x 512; the
-	// host read register: valid 1, address 58, length 4 (n x 64, n <= 8),
-	// tag 6 (the tags 0..63); the clients' rsp_valid, 2 (rsp_data is the
-	// rings' registered read port, inside the memories); the arbiters'
-	// pointers: writes 1, reads 1, tags 6.
-	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*10+64*(1+1+10+4)+2*512+(1+58+4+6)+2+(1+1+6),
-		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 64}, {"MRRS", 512}, {"TAG_W", 8}})])
+	// hca_dma_engine, 8 tags (3 index bits; the design's own choice, to
+	// keep Yosys short), MRRS 512 (8 blocks a request: a count of 4
+	// bits), rings of 8 x 8 = 64 blocks (6 address bits). The host write
+	// register: valid 1, address 58 (bits 5:0 are 0), data 512; per read
+	// client a splitter, busy 1 + block address 58 + blocks left 11 (up to
+	// 1024) + waiting for a write 1, and ring tail and head counts, 7 bits
+	// each; per tag busy 1, client 1, next ring count 7 (slot 6 and lap
+	// 1), beats left 4; the rings' lap bits, 2 x 64; the host read
+	// register: valid 1, address 58, length 4 (n x 64, n <= 8), tag 3 (the
+	// tags 0..7); the clients' rsp_valid, 2 (rsp_data is the rings'
+	// registered read port, inside the memories); the arbiters' pointers:
+	// writes 1, reads 1, tags 3.
+	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*7+8*(1+1+7+4)+2*64+(1+58+4+3)+2+(1+1+3),
+		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 8}, {"MRRS", 512}, {"TAG_W", 8}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)
