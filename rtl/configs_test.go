@@ -125,6 +125,11 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 		{[]string{fifo, "switch.speedup=1", "switch.cut_through=true", "switch.shared_buffer_bytes=0"}, ""},
 		{[]string{fifo, "switch.core_clock_mhz=800", "switch.route_cycles=10", "switch.alloc_cycles=5", "switch.xbar_cycles=3"}, ""},
 		{[]string{fifo, "switch.vl_high_limit=255", "hca.profile=cx5", "hca.tx_buffer_bytes=65536"}, ""},
+		// hca_dma_engine numbers 8-bit tags, or PCIe's 10-bit tags
+		// 256..1023: 768 at most (the model allows 1024).
+		{[]string{fifo, "hca.pcie.outstanding_reads=769"},
+			"hca.pcie.outstanding_reads: 769 is outside 1..768, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)"},
+		{[]string{fifo, "hca.pcie.outstanding_reads=768", "hca.pcie.mrrs_bytes=128"}, ""},
 		// Per-pair SL-to-VL tables are built (sw_sl2vl); they used to be
 		// refused.
 		{[]string{fifo, "switch.sl2vl_pairs=[{in: host, sl2vl: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]"}, ""},
@@ -171,6 +176,16 @@ func TestSweepAxesTheRTLReads(t *testing.T) {
 		{"examples/buffer-sizing.yaml", []string{fifo, "hca.vl_buffer_bytes=32768"}, "", []string{"link.length_m"}},
 		// A knee search is probed at both ends.
 		{"examples/hotspot-knee.yaml", []string{fifo}, "", []string{"workload.hotspot_fraction", "workload.offered_load"}},
+		// The DMA engine's parameters: hca.pcie.mrrs_bytes (default 512)
+		// and hca.pcie.outstanding_reads (cx7, ndr.yaml's profile: 256) are design axes now;
+		// another PCIe key it does not build (the completion size the host
+		// chooses) is not.
+		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mrrs_bytes: [256, 512]}"}, "ndr.yaml: sweep.hca.pcie.mrrs_bytes: the RTL is one design point, and this axis changes it (at 256)" +
+			pin("hca.pcie.mrrs_bytes"), nil},
+		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.outstanding_reads: [256, 128]}"}, "ndr.yaml: sweep.hca.pcie.outstanding_reads: the RTL is one design point, and this axis changes it (at 128)" +
+			pin("hca.pcie.outstanding_reads"), nil},
+		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mrrs_bytes: [256, 512]}", "hca.pcie.mrrs_bytes=1024"}, "", nil},
+		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.read_completion_bytes: [64, 128]}"}, "", []string{"hca.pcie.read_completion_bytes"}},
 		// switch.queueing is the default voq, swept over [fifo, voq].
 		{"examples/hol-blocking.yaml", nil, "examples/hol-blocking.yaml: sweep.switch.queueing: the RTL is one design point, and this axis changes it (at fifo)" +
 			pin("switch.queueing"), nil},

@@ -87,6 +87,13 @@ var cosimTable = []struct {
 	{"wqe_fetch_q2_d3", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 3) }, false},
 	{"wqe_fetch_q2_d16", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 16) }, false},
 	{"wqe_fetch_q3_d8", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(qpnW, 8) }, true},
+	// The DMA engine's cases (dmaCases): its scoreboard runs on the same
+	// seeds in TestDMAScoreboard.
+	{"dma_t4_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t4_m128").dut() }, false},
+	{"dma_t5_m256_rcb128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t5_m256_rcb128").dut() }, false},
+	{"dma_t8_m512", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, true},
+	{"dma_t64_m4096", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t64_m4096").dut() }, false},
+	{"dma_t260_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t260_m128").dut() }, false},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

@@ -43,6 +43,16 @@ type Design struct {
 	// (hca.wqe_prefetch_depth), 1..256; 0 means the HCA default (8).
 	// hca_wqe_fetch's block buffer holds that many blocks.
 	WQEPrefetchDepth int
+	// PCIeMRRSBytes is the PCIe max read request size (hca.pcie.mrrs_bytes),
+	// 128..4096, a power of two; 0 means the HCA default (512).
+	// hca_dma_engine splits reads into host requests of at most that many
+	// bytes, never across an MRRS-aligned address.
+	PCIeMRRSBytes int
+	// PCIeOutstandingReads is the number of read tags
+	// (hca.pcie.outstanding_reads), 1..768; 0 means the HCA default (64).
+	// Above 256 the RTL uses PCIe's 10-bit tags; the model allows up to
+	// 1024, of which 10-bit tags carry 768.
+	PCIeOutstandingReads int
 	// LinkGeneration is the IB speed (link.generation): sdr, ddr, qdr, fdr10,
 	// fdr, edr, hdr, ndr or xdr, in any case.
 	LinkGeneration string
@@ -146,6 +156,10 @@ const (
 	// maxWQEPrefetch is the largest hca.wqe_prefetch_depth (the config's
 	// own bound, hca.Config.Validate).
 	maxWQEPrefetch = 256
+	// maxReadTags is the most read tags hca_dma_engine numbers: 8-bit tags
+	// give 256, PCIe's 10-bit tags 768 (values 256..1023: a 10-bit tag
+	// requester leaves Tag[9:8] = 0 to 8-bit tags).
+	maxReadTags = 768
 	// maxBufferBlocks is the largest VL buffer the 12-bit credit counters can
 	// describe: the sender's window is 2048 blocks (credit.Sender).
 	maxBufferBlocks = ib.CreditModulus / 2
@@ -175,6 +189,10 @@ type Params struct {
 	QPNW         int // QPN_W: bits of a send queue context index, 2^QPN_W in hca_wqe_fetch (qpnW)
 	WQEPrefetch  int // WQE_PREFETCH_DEPTH: WQEBBs in flight per QP (hca.wqe_prefetch_depth)
 	KeyCache     int // KEY_CACHE_ENTRIES: hca_key_check's MPT cache (hca.key_cache_entries)
+	MRRS         int // MRRS_BYTES: max read request bytes (hca.pcie.mrrs_bytes)
+	ReadTags     int // OUTSTANDING_READS: read tags (hca.pcie.outstanding_reads)
+	TagW         int // TAG_W: host_rd_tag bits, 8 or (above 256 tags) 10
+	ROBBlocks    int // hca_dma_engine's reorder ring per read client, blocks: 2^max(clog2(ReadTags × MRRS/64), clog2(MRRS/64) + 1)
 	MTU          int // MTU_BYTES
 	Generation   string
 
@@ -261,6 +279,12 @@ func (d Design) Validate() error {
 	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
 		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
 	}
+	if m := d.PCIeMRRSBytes; m != 0 && (m < 128 || m > 4096 || m&(m-1) != 0) {
+		return fmt.Errorf("hca.pcie.mrrs_bytes: %d is not 128, 256, 512, 1024, 2048 or 4096", m)
+	}
+	if n := d.PCIeOutstandingReads; n < 0 || n > maxReadTags {
+		return fmt.Errorf("hca.pcie.outstanding_reads: %d is outside 1..%d, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)", n, maxReadTags)
+	}
 	if err := d.validateSL2VL(); err != nil {
 		return err
 	}
@@ -340,6 +364,18 @@ func (d Design) Params() Params {
 	if p.KeyCache == 0 {
 		p.KeyCache = hca.Defaults().KeyCacheEntries
 	}
+	p.MRRS, p.ReadTags = d.PCIeMRRSBytes, d.PCIeOutstandingReads
+	if p.MRRS == 0 {
+		p.MRRS = hca.Defaults().PCIe.MRRSBytes
+	}
+	if p.ReadTags == 0 {
+		p.ReadTags = hca.Defaults().PCIe.OutstandingReads
+	}
+	p.TagW = 8
+	if p.ReadTags > 256 {
+		p.TagW = 10
+	}
+	p.ROBBlocks = robBlocks(p.ReadTags, p.MRRS)
 	// A switch port may face an HCA or a switch, an HCA a switch or (back to
 	// back) another HCA, and the RTL does not know which: only the smaller
 	// buffer is sure not to overflow before the peer's first flow-control
@@ -350,6 +386,15 @@ func (d Design) Params() Params {
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p
+}
+
+// robBlocks is the size of each of hca_dma_engine's two reorder rings in
+// 64-byte blocks, its ROB_BLOCKS: every tag's largest request (tags ×
+// MRRS/64), rounded up to a power of two, and at least two requests' worth.
+func robBlocks(tags, mrrs int) int {
+	cb := mrrs / BlockBytes
+	aw := max(idxWidth(tags*cb), cntWidth(cb))
+	return 1 << aw
 }
 
 // maxFCCycles is the largest FC_REFRESH_CYCLES: a Verilog integer

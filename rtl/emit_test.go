@@ -30,9 +30,10 @@ var lintDesigns = []struct {
 	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
 		WQEPrefetchDepth: 1, KeyCacheEntries: 1}}, // the smallest window: one-bit in-flight counts; a one-entry MPT cache
 	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1,
-		KeyCacheEntries: 4}}, // a small MPT cache keeps TestReportYosys quick
+		PCIeOutstandingReads: 8, KeyCacheEntries: 4}}, // 8 read tags and a 4-entry MPT cache keep TestReportYosys quick
 	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
-		WQEPrefetchDepth: 256}}, // the largest window: hca_wqe_fetch's widest counts
+		WQEPrefetchDepth:     256,                       // the largest window: hca_wqe_fetch's widest counts
+		PCIeOutstandingReads: 768, PCIeMRRSBytes: 128}}, // the most read tags: PCIe 10-bit tags 256..1023
 }
 
 // goldenDesigns have their generated (non-primitive) files checked against
@@ -78,7 +79,7 @@ func TestEmitGolden(t *testing.T) {
 			require.NoError(t, err, "run go test ./rtl -run TestEmitGolden -update")
 			assert.Equal(t, string(want), f.Text, "%s differs from %s (go test ./rtl -run TestEmitGolden -update rewrites it)", f.Name, path)
 		}
-		// 7 templates + sw_sl2vl + 3 TODO-bodied blocks.
+		// 7 templates + sw_sl2vl + 2 TODO-bodied blocks.
 		assert.Equal(t, len(templateFiles)+1+len(stubModules), n)
 	}
 }
@@ -133,6 +134,18 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, 16, p.BufDepth)
 	assert.Equal(t, 4, p.BufAddrW)
 	assert.Equal(t, 64, p.VLArbEntries)
+	// hca_dma_engine: the HCA defaults (64 tags, MRRS 512 = 8 blocks a
+	// request) give 8-bit tags and reorder rings of 64 × 8 = 512 blocks;
+	// 512 tags need PCIe's 10-bit tags; one tag at MRRS 128 still gets a
+	// ring of 2^clog2(2 + 1) = 4 blocks (two requests' worth).
+	p = designByKey(t, "edr").Params()
+	assert.Equal(t, 8, p.TagW)
+	assert.Equal(t, 512, p.ROBBlocks)
+	d = designByKey(t, "edr")
+	d.PCIeOutstandingReads, d.PCIeMRRSBytes = 512, 512
+	assert.Equal(t, 10, d.Params().TagW)
+	d.PCIeOutstandingReads, d.PCIeMRRSBytes = 1, 128
+	assert.Equal(t, 4, d.Params().ROBBlocks)
 	// One data VL: a one-entry VL arbitration table.
 	assert.Equal(t, 1, designByKey(t, "r36v1").Params().VLArbEntries)
 }
@@ -145,6 +158,8 @@ func TestValidate(t *testing.T) {
 		want   string
 	}{
 		{"datapath", func(d *Design) { d.DatapathBytes = 128 }, "switch.datapath_bytes: 128 is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)"},
+		{"mrrs", func(d *Design) { d.PCIeMRRSBytes = 64 }, "hca.pcie.mrrs_bytes: 64 is not 128, 256, 512, 1024, 2048 or 4096"},
+		{"read tags", func(d *Design) { d.PCIeOutstandingReads = 1024 }, "hca.pcie.outstanding_reads: 1024 is outside 1..768, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)"},
 		{"radix", func(d *Design) { d.Radix = 1 }, "switch.radix: 1 is outside 2..256 (IBA 1.6 allows up to 256 ports)"},
 		{"vls", func(d *Design) { d.VLs = 3 }, "switch.vls: 3 is not a VL count an IB port supports (1, 2, 4, 8, 15)"},
 		{"mtu", func(d *Design) { d.MTU = 1500 }, "link.mtu: 1500 is not an IB MTU (256, 512, 1024, 2048, 4096)"},

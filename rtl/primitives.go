@@ -27,6 +27,7 @@ var PrimitiveFiles = []string{
 	"hca_cqe_writer.v",
 	"hca_doorbell.v",
 	"hca_wqe_fetch.v",
+	"hca_dma_engine.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -78,6 +78,10 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("one per SQ context (%d), hca.wqe_prefetch_depth = %d WQEBBs of 64 B in flight + the read's n (%d bits)", qps, p.WQEPrefetch, fltW)})
 	add(BufferUse{Block: "HCA WQE reads in flight (sync_fifo)", Entries: qps * p.WQEPrefetch, Width: p.QPNW + fltW, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("{QP, n} of each read host memory has yet to return: at most %d per QP", p.WQEPrefetch)})
+	// hca_dma_engine: a reorder ring per read client (rd0, rd1), a block
+	// per slot, room for every tag's largest request (robBlocks).
+	add(BufferUse{Block: "HCA DMA reorder rings (hca_dma_engine)", Entries: p.ROBBlocks, Width: BlockBytes * 8, ArraysPort: 2, Ports: 1,
+		Note: fmt.Sprintf("one per read client (rd0, rd1): %d tags (hca.pcie.outstanding_reads) x MRRS %d / 64 blocks, to a power of two", p.ReadTags, p.MRRS)})
 	add(BufferUse{Block: "HCA MPT cache (hca_key_check)", Entries: p.KeyCache, Width: 256, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("hca.key_cache_entries = %d MPT entries of 256 bits (tags and ages in flops)", p.KeyCache)})
 	if !synth {
@@ -106,6 +110,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 			Role: "HCA WQE fetch: SQ contexts in flops, reads (parser apart)", Instances: 1},
 		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},
 		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
+		{Module: "hca_dma_engine", Params: []Param{{"OUTSTANDING", p.ReadTags}, {"MRRS", p.MRRS}, {"TAG_W", p.TagW}},
+			Role: "HCA DMA engine: tags, splitters, ring valid bits in flops", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -188,6 +194,8 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		files = []string{"onehot_encode.v", module + ".v"}
 	case "vl_arbiter":
 		files = []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"}
+	case "hca_dma_engine":
+		files = []string{"onehot_encode.v", "rr_arbiter.v", "hca_dma_engine.v"}
 	case "hca_wqe_fetch":
 		files = []string{"sync_fifo.v", "onehot_encode.v", "rr_arbiter.v", "hca_wqe_fetch.v"}
 		// Its hca_wqe_parse has a line of its own: here a black box (one

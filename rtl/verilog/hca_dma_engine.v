@@ -1,0 +1,334 @@
+// hca_dma_engine: the HCA's only host-bus master. Two read clients (rd0 WQE fetch, rd1 payload
+// reads) and two write clients (wr0 payload writes, wr1 CQE writes) share one host bus: tagged
+// read requests (host_rd_*), their completions by tag (host_cpl_*) and posted writes
+// (host_wr_*), PCIe abstracted to 64-byte beats. Go model of the splitting rule:
+// hca.ReadRequest (hca/readsplit.go); rtl/cosim_dma_test.go compares the block with a
+// cycle-level Go model cycle by cycle and checks every request, beat and ordering rule on it.
+//
+// Reads. A client request (rdN_req_*, valid/ready) names whole 64-byte blocks: addr[5:0] is
+// ignored, len is in bytes and rounded up to blocks, and len = 0 is 65536 bytes (1024 blocks,
+// as a PCIe Length of 0 is 1024 DW), the largest read a client may ask. Each client has a
+// splitter register {block address, blocks left, wait-for-write}; it takes the next request
+// when it is empty or issuing its request's last host request in the cycle (so one-chunk
+// requests go back to back). A host request of n blocks is
+//   n = min(blocks left, MRRS/64 - (block address mod MRRS/64))
+// so it never exceeds MRRS and never crosses an MRRS-aligned address, hence never a 4 KiB one
+// (MRRS <= 4096; PCIe forbids a read request crossing 4 KiB). Addresses wrap modulo 2^64, and
+// 2^64 is MRRS-aligned, so no request straddles the wrap.
+// Each cycle the host request register (host_rd_*) is empty or taken, a round-robin arbiter
+// (u_rd) picks a client whose splitter can issue: it has blocks left, no earlier write to wait
+// for (below), a free tag exists, and its reorder ring has room for n blocks. The request takes
+// the next free tag round robin (u_tag, one of OUTSTANDING), held until its last completion
+// beat: a completion of a tag that is not in flight is ignored.
+// Tags: OUTSTANDING <= 256 uses 8-bit tags 0..OUTSTANDING-1; up to 768 uses PCIe's 10-bit tags
+// (TAG_W = 10), values 256..256+OUTSTANDING-1 (Tag[9:8] != 0, as 10-bit tag requesters use).
+// Completions (host_cpl_*, one beat a cycle, no back-pressure) may interleave across tags in any
+// order; a tag's beats come in address order (PCIe returns one request's completions in order).
+// Reorder: each read client has a ring of ROB_BLOCKS = 2^clog2(OUTSTANDING * MRRS/64) blocks,
+// at least two requests' worth (so the tags alone bound its reads in flight until delivered
+// data waits behind a late request); a host request reserves its n slots at the ring's tail when issued, each beat is
+// written at its tag's next slot, and the ring's head goes to the client (rdN_rsp_*, one block
+// a beat, registered, no back-pressure) once its slot is filled (a lap bit per slot, below):
+// every client gets its blocks in the order of its requests, whatever order the host answers
+// in. A slot is free once delivered.
+//
+// Writes. wrN_* beats (64 bytes, their own address; addr[5:0] ignored) go out on host_wr_*, a
+// register loaded, when empty or taken, from the client a round-robin arbiter (u_wr) picks:
+// host writes are in acceptance order, one beat per TLP. A beat never crosses an MPS boundary
+// (MPS >= 128 and beats are 64-byte aligned), so MPS needs nothing here; merging beats into
+// MPS-sized TLPs is the PCIe core's (TODO, below this interface).
+// Ordering (PCIe, relaxed ordering off: a read request does not pass a posted write): a read
+// request taken in a cycle in which a write is, or stays, in the host write register (a write
+// taken from a client in the same cycle counts as earlier) waits until that write has been
+// taken by the host: its host requests are loaded only from the cycle after. Writes never wait
+// for reads (a posted write may pass a read request).
+// TODO: merging beats into MPS-sized write TLPs, byte-granular reads (first/last byte enables),
+// relaxed ordering and ID-based ordering, completion timeouts and error completions (UR/CA),
+// the read data path from a non-64-byte-aligned address.
+module hca_dma_engine #(
+    parameter integer DATA_W      = 512, // one 64-byte block a beat (the block assumes 512)
+    parameter integer OUTSTANDING = 64,  // read tags (hca.pcie.outstanding_reads, 1..768)
+    parameter integer MRRS        = 512, // max read request bytes (hca.pcie.mrrs_bytes, 128..4096)
+    parameter integer TAG_W       = 8    // host_rd_tag bits: 8, or 10 above 256 tags
+) (
+    input  wire              clk,
+    input  wire              rst_n,
+    // client rd0: WQE fetch
+    input  wire              rd0_req_valid,
+    input  wire [63:0]       rd0_req_addr,
+    input  wire [15:0]       rd0_req_len,
+    output wire              rd0_req_ready,
+    output reg               rd0_rsp_valid,
+    output reg  [DATA_W-1:0] rd0_rsp_data,
+    // client rd1: payload reads
+    input  wire              rd1_req_valid,
+    input  wire [63:0]       rd1_req_addr,
+    input  wire [15:0]       rd1_req_len,
+    output wire              rd1_req_ready,
+    output reg               rd1_rsp_valid,
+    output reg  [DATA_W-1:0] rd1_rsp_data,
+    // client wr0: payload writes
+    input  wire              wr0_valid,
+    input  wire [63:0]       wr0_addr,
+    input  wire [DATA_W-1:0] wr0_data,
+    output wire              wr0_ready,
+    // client wr1: CQE writes
+    input  wire              wr1_valid,
+    input  wire [63:0]       wr1_addr,
+    input  wire [DATA_W-1:0] wr1_data,
+    output wire              wr1_ready,
+    // host bus: tagged read requests and their completions
+    output reg               host_rd_valid,
+    output reg  [63:0]       host_rd_addr,
+    output reg  [15:0]       host_rd_len,
+    output reg  [TAG_W-1:0]  host_rd_tag,
+    input  wire              host_rd_ready,
+    input  wire              host_cpl_valid,
+    input  wire [TAG_W-1:0]  host_cpl_tag,
+    input  wire [DATA_W-1:0] host_cpl_data,
+    // host bus: posted writes
+    output reg               host_wr_valid,
+    output reg  [63:0]       host_wr_addr,
+    output reg  [DATA_W-1:0] host_wr_data,
+    input  wire              host_wr_ready
+);
+    localparam integer CB       = MRRS / 64;                 // blocks per host request, at most
+    localparam integer CBL      = $clog2(CB);                // MRRS is a power of two >= 128: CBL >= 1
+    localparam integer CB_W     = CBL + 1;                   // bits of a count 0..CB
+    localparam integer TAG_IW   = (OUTSTANDING > 1) ? $clog2(OUTSTANDING) : 1;
+    localparam integer TAGS_P2  = 1 << TAG_IW;
+    localparam integer TAG_BASE = (OUTSTANDING > 256) ? 256 : 0;
+    // at least two requests' worth (one tag), so a count of n fits the ring's pointers
+    localparam integer ROB_AW   = ($clog2(OUTSTANDING * CB) > CB_W) ? $clog2(OUTSTANDING * CB) : CB_W;
+    localparam integer ROB_BLOCKS = 1 << ROB_AW;
+    localparam [CB_W-1:0]     CB_C    = CB[CB_W-1:0];
+    localparam [ROB_AW+1:0]   ROB_C   = ROB_BLOCKS[ROB_AW+1:0];
+    localparam [TAG_W-1:0]    BASE_C  = TAG_BASE[TAG_W-1:0];
+    localparam [TAG_W:0]      OUT_C   = OUTSTANDING[TAG_W:0];
+
+    // ---- writes: one register, round robin between wr0 and wr1 ----
+    wire       wr_slot = !host_wr_valid || host_wr_ready;
+    wire       wg_valid;
+    wire [0:0] wg;
+    rr_arbiter #(.N(2), .IDX_W(1)) u_wr (
+        .clk(clk), .rst_n(rst_n), .req({wr1_valid, wr0_valid} & {2{wr_slot}}),
+        .grant_valid(wg_valid), .grant_idx(wg), .commit(wg_valid), .commit_idx(wg)
+    );
+    assign wr0_ready = wg_valid && wg == 1'b0;
+    assign wr1_ready = wg_valid && wg == 1'b1;
+    // the write register holds a write after this cycle's edge
+    wire wr_held = wg_valid || (host_wr_valid && !host_wr_ready);
+
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            host_wr_valid <= 1'b0;
+            host_wr_addr  <= 64'd0;
+            host_wr_data  <= {DATA_W{1'b0}};
+        end else if (wg_valid) begin
+            host_wr_valid <= 1'b1;
+            host_wr_addr  <= {(wg == 1'b0) ? wr0_addr[63:6] : wr1_addr[63:6], 6'd0};
+            host_wr_data  <= (wg == 1'b0) ? wr0_data : wr1_data;
+        end else if (host_wr_ready) begin
+            host_wr_valid <= 1'b0;
+        end
+    end
+
+    // ---- read splitters, one per client ----
+    reg        sp_busy  [0:1];
+    reg [57:0] sp_blk   [0:1]; // next block address (address / 64)
+    reg [10:0] sp_left  [0:1]; // blocks left, 1..1024
+    reg        sp_wwait [0:1]; // an earlier write is still in the host write register
+
+    // reorder rings: tail (reserved) and head (delivered) counts
+    reg [ROB_AW:0] rb_tail [0:1];
+    reg [ROB_AW:0] rb_head [0:1];
+
+    wire [CB_W-1:0] to_bnd0 = CB_C - {1'b0, sp_blk[0][CBL-1:0]};
+    wire [CB_W-1:0] to_bnd1 = CB_C - {1'b0, sp_blk[1][CBL-1:0]};
+    wire [CB_W-1:0] n0 = (sp_left[0] < {{(11-CB_W){1'b0}}, to_bnd0}) ? sp_left[0][CB_W-1:0] : to_bnd0;
+    wire [CB_W-1:0] n1 = (sp_left[1] < {{(11-CB_W){1'b0}}, to_bnd1}) ? sp_left[1][CB_W-1:0] : to_bnd1;
+    wire [ROB_AW:0] used0 = rb_tail[0] - rb_head[0];
+    wire [ROB_AW:0] used1 = rb_tail[1] - rb_head[1];
+    wire fits0 = {1'b0, used0} + {{(ROB_AW+2-CB_W){1'b0}}, n0} <= ROB_C;
+    wire fits1 = {1'b0, used1} + {{(ROB_AW+2-CB_W){1'b0}}, n1} <= ROB_C;
+    wire last0 = sp_left[0] == {{(11-CB_W){1'b0}}, n0};
+    wire last1 = sp_left[1] == {{(11-CB_W){1'b0}}, n1};
+
+    // ---- tags ----
+    // per tag (registers in g_tag below): in flight, the client the read is for, its next
+    // beat's ring slot, its beats still to come
+    wire [TAGS_P2-1:0]        tag_busy;
+    wire [TAGS_P2-1:0]        tag_cli;
+    wire [TAGS_P2*(ROB_AW+1)-1:0] tag_pos_f; // ring count: slot and lap bit
+    wire [OUTSTANDING-1:0]    tag_free = ~tag_busy[OUTSTANDING-1:0];
+    genvar g;
+    wire              tg_valid;
+    wire [TAG_IW-1:0] tg;
+
+    // ---- which client issues: round robin among those that can ----
+    wire       rd_slot = !host_rd_valid || host_rd_ready;
+    wire [1:0] can_issue = {sp_busy[1] && !sp_wwait[1] && fits1,
+                            sp_busy[0] && !sp_wwait[0] && fits0} & {2{tg_valid && rd_slot}};
+    wire       issue;
+    wire [0:0] rg;
+    rr_arbiter #(.N(2), .IDX_W(1)) u_rd (
+        .clk(clk), .rst_n(rst_n), .req(can_issue), .grant_valid(issue), .grant_idx(rg),
+        .commit(issue), .commit_idx(rg)
+    );
+    rr_arbiter #(.N(OUTSTANDING), .IDX_W(TAG_IW)) u_tag (
+        .clk(clk), .rst_n(rst_n), .req(tag_free), .grant_valid(tg_valid), .grant_idx(tg),
+        .commit(issue), .commit_idx(tg)
+    );
+    wire [TAG_W-1:0] tg_w;
+    generate
+        if (TAG_W > TAG_IW) begin : g_tag_pad
+            assign tg_w = {{(TAG_W-TAG_IW){1'b0}}, tg};
+        end else begin : g_tag_full
+            assign tg_w = tg;
+        end
+    endgenerate
+    wire [CB_W-1:0] n_g    = (rg == 1'b0) ? n0 : n1;
+    wire            last_g = (rg == 1'b0) ? last0 : last1;
+    assign rd0_req_ready = !sp_busy[0] || (issue && rg == 1'b0 && last0);
+    assign rd1_req_ready = !sp_busy[1] || (issue && rg == 1'b1 && last1);
+
+    // a client request's blocks: ceil(len / 64), len 0 = 1024
+    function [10:0] blocks_of;
+        input [15:0] len;
+        begin
+            if (len == 16'd0) blocks_of = 11'd1024;
+            else blocks_of = {1'b0, len[15:6]} + {10'd0, (len[5:0] != 6'd0)};
+        end
+    endfunction
+
+    // ---- completions ----
+    wire [TAG_W:0]    cpl_rel = {1'b0, host_cpl_tag} - {1'b0, BASE_C};
+    wire [TAG_IW-1:0] ct      = cpl_rel[TAG_IW-1:0];
+    // below TAG_BASE the difference wraps past 2^TAG_W - TAG_BASE > OUTSTANDING
+    wire              cpl_in  = cpl_rel < OUT_C;
+    wire              cpl_ok  = host_cpl_valid && cpl_in && tag_busy[ct];
+    wire              cpl_cli = tag_cli[ct];
+    wire [ROB_AW:0]   cpl_cnt = tag_pos_f[ct*(ROB_AW+1) +: (ROB_AW+1)];
+    wire [ROB_AW-1:0] cpl_pos = cpl_cnt[ROB_AW-1:0];
+    wire              cpl_lap = cpl_cnt[ROB_AW];
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [TAG_W:0]    cpl_rel_all = cpl_rel;  // its low TAG_IW bits index the tag
+    wire [5:0]        low_bits = rd0_req_addr[5:0] ^ rd1_req_addr[5:0] ^ wr0_addr[5:0] ^ wr1_addr[5:0]; // whole blocks
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    // ---- reorder rings ----
+    reg [DATA_W-1:0]     rob0 [0:ROB_BLOCKS-1];
+    reg [DATA_W-1:0]     rob1 [0:ROB_BLOCKS-1];
+    // A slot's lap bit is that of the ring count it was last filled for (ring counts have
+    // ROB_AW + 1 bits: slot, lap). The head's slot is filled iff its lap bit is the head
+    // count's: an unfilled slot still holds the lap before (the tail never runs a lap ahead of
+    // the head), or, on the first lap, the reset value 1. So delivery clears nothing.
+    reg [ROB_BLOCKS-1:0] rv0, rv1;
+    wire [ROB_AW-1:0] hd0 = rb_head[0][ROB_AW-1:0];
+    wire [ROB_AW-1:0] hd1 = rb_head[1][ROB_AW-1:0];
+    wire deliver0 = rv0[hd0] == rb_head[0][ROB_AW];
+    wire deliver1 = rv1[hd1] == rb_head[1][ROB_AW];
+
+    generate
+        for (g = 0; g < TAGS_P2; g = g + 1) begin : g_tag
+            localparam [TAG_IW-1:0] G = g;
+            reg              busy, cli;
+            reg [ROB_AW:0]   pos;
+            reg [CB_W-1:0]   left;
+            assign tag_busy[g] = busy;
+            assign tag_cli[g]  = cli;
+            assign tag_pos_f[g*(ROB_AW+1) +: (ROB_AW+1)] = pos;
+            always @(posedge clk or negedge rst_n) begin
+                if (!rst_n) begin
+                    busy <= (g >= OUTSTANDING); // tags past OUTSTANDING never go out
+                    cli  <= 1'b0;
+                    pos  <= {(ROB_AW+1){1'b0}};
+                    left <= {CB_W{1'b0}};
+                end else if (issue && tg == G) begin
+                    busy <= 1'b1;
+                    cli  <= rg;
+                    pos  <= rb_tail[rg];
+                    left <= n_g;
+                end else if (cpl_ok && ct == G) begin
+                    // a completion beat fills its slot; the tag's last beat frees it
+                    pos  <= pos + 1'b1;
+                    left <= left - 1'b1;
+                    if (left == {{(CB_W-1){1'b0}}, 1'b1}) busy <= 1'b0;
+                end
+            end
+        end
+    endgenerate
+
+    always @(posedge clk) begin
+        if (cpl_ok && !cpl_cli) rob0[cpl_pos] <= host_cpl_data;
+        if (cpl_ok && cpl_cli) rob1[cpl_pos] <= host_cpl_data;
+        rd0_rsp_data <= rob0[hd0];
+        rd1_rsp_data <= rob1[hd1];
+    end
+
+    integer c;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            host_rd_valid <= 1'b0;
+            host_rd_addr  <= 64'd0;
+            host_rd_len   <= 16'd0;
+            host_rd_tag   <= {TAG_W{1'b0}};
+            rd0_rsp_valid <= 1'b0;
+            rd1_rsp_valid <= 1'b0;
+            // (a ring of 256 tags at MRRS 4096 has 16384 slots)
+            /* verilator lint_off WIDTHCONCAT */
+            rv0 <= {ROB_BLOCKS{1'b1}};
+            rv1 <= {ROB_BLOCKS{1'b1}};
+            /* verilator lint_on WIDTHCONCAT */
+            for (c = 0; c < 2; c = c + 1) begin
+                sp_busy[c]  <= 1'b0;
+                sp_blk[c]   <= 58'd0;
+                sp_left[c]  <= 11'd0;
+                sp_wwait[c] <= 1'b0;
+                rb_tail[c]  <= {(ROB_AW+1){1'b0}};
+                rb_head[c]  <= {(ROB_AW+1){1'b0}};
+            end
+        end else begin
+            // delivery: each ring's head, once filled
+            rd0_rsp_valid <= deliver0;
+            rd1_rsp_valid <= deliver1;
+            // a completion beat fills its slot with its lap (its tag's registers move on in
+            // g_tag); a slot being filled is never the head being delivered, filled already
+            if (cpl_ok && !cpl_cli) rv0[cpl_pos] <= cpl_lap;
+            if (cpl_ok && cpl_cli) rv1[cpl_pos] <= cpl_lap;
+            if (deliver0) rb_head[0] <= rb_head[0] + 1'b1;
+            if (deliver1) rb_head[1] <= rb_head[1] + 1'b1;
+            // an earlier write taken by the host releases the reads behind it
+            if (host_wr_valid && host_wr_ready) begin
+                sp_wwait[0] <= 1'b0;
+                sp_wwait[1] <= 1'b0;
+            end
+            // issue one host request
+            if (issue) begin
+                host_rd_valid <= 1'b1;
+                host_rd_addr  <= {sp_blk[rg], 6'd0};
+                host_rd_len   <= {{(10-CB_W){1'b0}}, n_g, 6'd0};
+                host_rd_tag   <= BASE_C + tg_w;
+                rb_tail[rg]   <= rb_tail[rg] + {{(ROB_AW+1-CB_W){1'b0}}, n_g};
+                sp_blk[rg]    <= sp_blk[rg] + {{(58-CB_W){1'b0}}, n_g};
+                sp_left[rg]   <= sp_left[rg] - {{(11-CB_W){1'b0}}, n_g};
+                if (last_g) sp_busy[rg] <= 1'b0;
+            end else if (host_rd_ready) begin
+                host_rd_valid <= 1'b0;
+            end
+            // take client requests
+            if (rd0_req_valid && rd0_req_ready) begin
+                sp_busy[0]  <= 1'b1;
+                sp_blk[0]   <= rd0_req_addr[63:6];
+                sp_left[0]  <= blocks_of(rd0_req_len);
+                sp_wwait[0] <= wr_held;
+            end
+            if (rd1_req_valid && rd1_req_ready) begin
+                sp_busy[1]  <= 1'b1;
+                sp_blk[1]   <= rd1_req_addr[63:6];
+                sp_left[1]  <= blocks_of(rd1_req_len);
+                sp_wwait[1] <= wr_held;
+            end
+        end
+    end
+endmodule
