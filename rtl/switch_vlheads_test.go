@@ -289,3 +289,113 @@ func TestSwitchVLArbitrationOneInput(t *testing.T) {
 		assert.Equal(t, tc.want, strings.Join(got, " "), "VL order out of port 0:\n%s", out)
 	}
 }
+
+// switchDropBesideGrantTB drives input 1 of an emitted radix-3, 2-VL
+// switch_top (LFT_TOP 3: DLID 1 routed to port 0, DLID 3 never written, so
+// no route). Output 0's link takes nothing (tx_ready 0) until released.
+// Back to back on input 1: A on VL 0 (SL 0, DLID 1, 4 blocks: PktLen 60
+// words, (4*60 + 2) B = 242 B), B on VL 1 (SL 1, DLID 3, 3 blocks: PktLen
+// 40, 162 B) and C on VL 1 (SL 1, DLID 1, 1 block: PktLen 5, 26 B). 30
+// cycles after C it prints input 1's free blocks per VL, then releases
+// output 0, waits 30 cycles and prints them again. Every head an output
+// sends is printed.
+const switchDropBesideGrantTB = "`timescale 1ns/1ps\n" + `
+module dropgrant_tb;
+    localparam integer DATA_W = 512;
+    reg clk = 1'b0;
+    reg rst_n = 1'b0;
+    always #5 clk = ~clk;
+    wire [3*4*64-1:0] serdes_tx;
+    wire [2:0] link_up;
+    reg [64*12-1:0] high, low;
+    reg        lft_we = 1'b0;
+    reg [15:0] lft_dlid = 16'd0;
+    reg [1:0]  lft_port = 2'd0;
+    wire       lft_ready;
+    switch_top #(.LFT_TOP(3)) dut (
+        .clk(clk), .rst_n(rst_n), .serdes_rx({(3*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
+        .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd0),
+        .lft_we(lft_we), .lft_dlid(lft_dlid), .lft_valid(1'b1), .lft_port(lft_port), .lft_ready(lft_ready)
+    );
+    reg v, s, e;
+    reg [3:0] vl;
+    reg [DATA_W-1:0] d;
+    reg out0_ready = 1'b0;
+    genvar o;
+    generate
+        for (o = 0; o < 3; o = o + 1) begin : g_mon
+            always @(posedge clk)
+                if (dut.g_port[o].tx_valid && dut.g_port[o].tx_ready && dut.g_port[o].tx_sop)
+                    $display("HEAD port=%0d vl=%0d dlid=%0d", o, dut.g_port[o].tx_vl,
+                             dut.g_port[o].tx_data[DATA_W-17 -: 16]);
+        end
+    endgenerate
+    initial begin
+        force dut.g_port[0].u_link.tx_ready = out0_ready;
+        force dut.g_port[1].u_link.tx_ready = 1'b1;
+        force dut.g_port[2].u_link.tx_ready = 1'b1;
+        force dut.g_port[0].u_link.fc_tx_ready = 1'b1;
+        force dut.g_port[1].u_link.fc_tx_ready = 1'b1;
+        force dut.g_port[2].u_link.fc_tx_ready = 1'b1;
+        force dut.g_port[1].u_link.rx_valid = v;
+        force dut.g_port[1].u_link.rx_sop = s;
+        force dut.g_port[1].u_link.rx_eop = e;
+        force dut.g_port[1].u_link.rx_data = d;
+        force dut.g_port[1].u_link.rx_vl = vl;
+    end
+    task blk(input sop, input eop, input [3:0] lvl, input [15:0] dlid, input [10:0] len);
+        begin
+            @(negedge clk);
+            v = 1; s = sop; e = eop; vl = lvl; d = 0;
+            d[DATA_W-1 -: 4] = lvl; d[DATA_W-9 -: 4] = lvl; // LRH.VL, LRH.SL
+            d[DATA_W-17 -: 16] = dlid; d[DATA_W-38 -: 11] = len;
+        end
+    endtask
+    initial begin
+        high = 0; low = 0;
+        low[11:0] = {8'd4, 4'd0};
+        low[23:12] = {8'd4, 4'd1};
+        v = 0; s = 0; e = 0; d = 0; vl = 0;
+        @(negedge clk); @(negedge clk); rst_n = 1;
+        wait (lft_ready);
+        @(negedge clk); lft_we = 1; lft_dlid = 16'd1; lft_port = 2'd0;
+        @(negedge clk); lft_we = 0;
+        blk(1, 0, 4'd0, 16'd1, 11'd60); blk(0, 0, 4'd0, 16'd1, 11'd60); blk(0, 0, 4'd0, 16'd1, 11'd60); blk(0, 1, 4'd0, 16'd1, 11'd60); // A
+        blk(1, 0, 4'd1, 16'd3, 11'd40); blk(0, 0, 4'd1, 16'd3, 11'd40); blk(0, 1, 4'd1, 16'd3, 11'd40);                                  // B
+        blk(1, 1, 4'd1, 16'd1, 11'd5);                                                                                                    // C
+        @(negedge clk); v = 0;
+        repeat (30) @(negedge clk);
+        $display("FREE held vl0=%0d vl1=%0d", dut.g_port[1].u_in.u_buffers.g_vl[0].u_credit.free,
+                 dut.g_port[1].u_in.u_buffers.g_vl[1].u_credit.free);
+        out0_ready = 1'b1;
+        repeat (30) @(negedge clk);
+        $display("FREE end vl0=%0d vl1=%0d", dut.g_port[1].u_in.u_buffers.g_vl[0].u_credit.free,
+                 dut.g_port[1].u_in.u_buffers.g_vl[1].u_credit.free);
+        $display("DROPGRANT done");
+        $finish;
+    end
+endmodule
+`
+
+// TestSwitchDropBesideGrant: a head dropped on one VL (no route) drains
+// while another VL of the same input holds a grant, and does not disturb
+// it. A (VL 0) is granted output 0, whose link takes nothing, so A's 4
+// blocks stay in input 1's VL 0 buffer (8192 / 64 − 4 = 124 free); B (VL
+// 1, no route) drains as it arrives, and C (VL 1, for output 0) waits for
+// A's output holding its one block, so VL 1 has 128 − 1 = 127 free while
+// A still waits (124 had B's 3 blocks stayed behind A's grant). Once
+// output 0 takes blocks, A leaves whole, then C; B never leaves; every
+// block is free again (128 and 128).
+func TestSwitchDropBesideGrant(t *testing.T) {
+	d := Design{Name: "dropgrant", Radix: 3, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
+	files, err := Emit(d, testVersion)
+	require.NoError(t, err)
+	out := runIcarus(t, append(files, File{Name: "dropgrant_tb.v", Text: switchDropBesideGrantTB}), "dropgrant_tb")
+	require.Contains(t, out, "DROPGRANT done", out)
+	assert.Contains(t, out, "FREE held vl0=124 vl1=127", "B drained beside A's grant:\n%s", out)
+	heads := regexp.MustCompile(`HEAD port=(\d+) vl=(\d+) dlid=(\d+)`).FindAllStringSubmatch(out, -1)
+	require.Len(t, heads, 2, "A and C leave, B does not:\n%s", out)
+	assert.Equal(t, []string{"0", "0", "1"}, heads[0][1:], "A first, on VL 0")
+	assert.Equal(t, []string{"0", "1", "1"}, heads[1][1:], "C second, on VL 1")
+	assert.Contains(t, out, "FREE end vl0=128 vl1=128")
+}
