@@ -26,70 +26,17 @@ import (
 // 0. The bench prints every head an output sends with the cycle (counted
 // from reset), the cycle of the credit, and input 1's free blocks per VL
 // just before the credit and at the end.
-const switchVLHeadsTB = "`timescale 1ns/1ps\n" + `
-module vlheads_tb;
-    localparam integer DATA_W = 512;
-    reg clk = 1'b0;
-    reg rst_n = 1'b0;
-    always #5 clk = ~clk;
-    wire [3*4*64-1:0] serdes_tx;
-    wire [2:0] link_up;
-    reg [64*12-1:0] high, low;
-    reg        lft_we = 1'b0;
-    reg [15:0] lft_dlid = 16'd0;
-    reg [1:0]  lft_port = 2'd0;
-    wire       lft_ready;
-    switch_top #(.LFT_TOP(3)) dut (
-        .clk(clk), .rst_n(rst_n), .serdes_rx({(3*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
-        .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd0),
-        .lft_we(lft_we), .lft_dlid(lft_dlid), .lft_valid(1'b1), .lft_port(lft_port), .lft_ready(lft_ready)
-    );
-    reg v, s, e;
-    reg [3:0] vl;
-    reg [DATA_W-1:0] d;
+var switchVLHeadsTB = switchRadix3Bench("vlheads_tb", `
     reg        fc_v = 1'b0;
     reg [11:0] fc_fccl = 12'd0;
-    integer cycle = 0;
-    always @(posedge clk) if (rst_n) cycle <= cycle + 1;
-    genvar o;
-    generate
-        for (o = 0; o < 3; o = o + 1) begin : g_mon
-            initial begin
-                force dut.g_port[o].u_link.tx_ready = 1'b1;
-                force dut.g_port[o].u_link.fc_tx_ready = 1'b1;
-            end
-            always @(posedge clk)
-                if (dut.g_port[o].tx_valid && dut.g_port[o].tx_ready && dut.g_port[o].tx_sop)
-                    $display("HEAD cycle=%0d port=%0d vl=%0d dlid=%0d", cycle, o, dut.g_port[o].tx_vl,
-                             dut.g_port[o].tx_data[DATA_W-17 -: 16]);
-        end
-    endgenerate
     initial begin
-        force dut.g_port[1].u_link.rx_valid = v;
-        force dut.g_port[1].u_link.rx_sop = s;
-        force dut.g_port[1].u_link.rx_eop = e;
-        force dut.g_port[1].u_link.rx_data = d;
-        force dut.g_port[1].u_link.rx_vl = vl;
         force dut.g_port[2].u_link.fc_rx_valid = fc_v;
         force dut.g_port[2].u_link.fc_rx_vl = 4'd0;
         force dut.g_port[2].u_link.fc_rx_fctbs = 12'd0;
         force dut.g_port[2].u_link.fc_rx_fccl = fc_fccl;
     end
-    task blk(input sop, input eop, input [3:0] lvl, input [15:0] dlid, input [10:0] len);
-        begin
-            @(negedge clk);
-            v = 1; s = sop; e = eop; vl = lvl; d = 0;
-            d[DATA_W-1 -: 4] = lvl; d[DATA_W-9 -: 4] = lvl; // LRH.VL, LRH.SL
-            d[DATA_W-17 -: 16] = dlid; d[DATA_W-38 -: 11] = len;
-        end
-    endtask
     initial begin
-        high = 0; low = 0;
-        low[11:0] = {8'd4, 4'd0};
-        low[23:12] = {8'd4, 4'd1};
-        v = 0; s = 0; e = 0; d = 0; vl = 0;
-        @(negedge clk); @(negedge clk); rst_n = 1;
-        wait (lft_ready);
+        start;
         @(negedge clk); lft_we = 1; lft_dlid = 16'd1; lft_port = 2'd0;
         @(negedge clk); lft_we = 1; lft_dlid = 16'd2; lft_port = 2'd2;
         @(negedge clk); lft_we = 0; fc_v = 1; fc_fccl = 12'd0;
@@ -110,8 +57,85 @@ module vlheads_tb;
         $display("VLHEADS done");
         $finish;
     end
-endmodule
+`)
+
+// switchRadix3Bench is the harness of the benches below: an emitted
+// radix-3 switch_top (LFT_TOP 3, so the tables clear in 4 cycles), its
+// serial ports idle, input 1's link forced from v, s, e, vl and d, which
+// the task blk drives one block at a time (LRH.VL = LRH.SL = the VL,
+// DLID, PktLen), every output's link taking a block when its bit of
+// out_ready is set (all by default) and its flow-control packets always;
+// every head an output sends is printed with the cycle (counted from
+// reset). The task start fills the low VL arbitration table (weight 4 for
+// VLs 0 and 1), leaves reset and waits for the forwarding tables to
+// clear; the lft_* registers write them. body adds the bench's own
+// declarations and stimulus.
+func switchRadix3Bench(module, body string) string {
+	return "`timescale 1ns/1ps\n" + `
+module ` + module + `;
+    localparam integer DATA_W = 512;
+    reg clk = 1'b0;
+    reg rst_n = 1'b0;
+    always #5 clk = ~clk;
+    wire [3*4*64-1:0] serdes_tx;
+    wire [2:0] link_up;
+    reg [64*12-1:0] high, low;
+    reg        lft_we = 1'b0;
+    reg [15:0] lft_dlid = 16'd0;
+    reg [1:0]  lft_port = 2'd0;
+    wire       lft_ready;
+    switch_top #(.LFT_TOP(3)) dut (
+        .clk(clk), .rst_n(rst_n), .serdes_rx({(3*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
+        .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd0),
+        .lft_we(lft_we), .lft_dlid(lft_dlid), .lft_valid(1'b1), .lft_port(lft_port), .lft_ready(lft_ready)
+    );
+    reg v = 1'b0, s = 1'b0, e = 1'b0;
+    reg [3:0] vl = 4'd0;
+    reg [DATA_W-1:0] d = {DATA_W{1'b0}};
+    reg [2:0] out_ready = 3'b111;
+    integer cycle = 0;
+    always @(posedge clk) if (rst_n) cycle <= cycle + 1;
+    genvar o;
+    generate
+        for (o = 0; o < 3; o = o + 1) begin : g_mon
+            wire ready = out_ready[o]; // (Icarus does not follow a bit-select in a force)
+            initial begin
+                force dut.g_port[o].u_link.tx_ready = ready;
+                force dut.g_port[o].u_link.fc_tx_ready = 1'b1;
+            end
+            always @(posedge clk)
+                if (dut.g_port[o].tx_valid && dut.g_port[o].tx_ready && dut.g_port[o].tx_sop)
+                    $display("HEAD cycle=%0d port=%0d vl=%0d dlid=%0d", cycle, o, dut.g_port[o].tx_vl,
+                             dut.g_port[o].tx_data[DATA_W-17 -: 16]);
+        end
+    endgenerate
+    initial begin
+        force dut.g_port[1].u_link.rx_valid = v;
+        force dut.g_port[1].u_link.rx_sop = s;
+        force dut.g_port[1].u_link.rx_eop = e;
+        force dut.g_port[1].u_link.rx_data = d;
+        force dut.g_port[1].u_link.rx_vl = vl;
+    end
+    task blk(input sop, input eop, input [3:0] lvl, input [15:0] dlid, input [10:0] len);
+        begin
+            @(negedge clk);
+            v = 1; s = sop; e = eop; vl = lvl; d = 0;
+            d[DATA_W-1 -: 4] = lvl; d[DATA_W-9 -: 4] = lvl; // LRH.VL, LRH.SL
+            d[DATA_W-17 -: 16] = dlid; d[DATA_W-38 -: 11] = len;
+        end
+    endtask
+    task start;
+        begin
+            high = 0; low = 0;
+            low[11:0] = {8'd4, 4'd0};
+            low[23:12] = {8'd4, 4'd1};
+            @(negedge clk); @(negedge clk); rst_n = 1;
+            wait (lft_ready);
+        end
+    endtask
+` + body + `endmodule
 `
+}
 
 // TestSwitchVLHeadsIndependent: one input VL's head waiting for credits
 // does not hold back the input's other VLs. Packet A (VL 0, for output 2,
@@ -299,65 +323,10 @@ func TestSwitchVLArbitrationOneInput(t *testing.T) {
 // cycles after C it prints input 1's free blocks per VL, then releases
 // output 0, waits 30 cycles and prints them again. Every head an output
 // sends is printed.
-const switchDropBesideGrantTB = "`timescale 1ns/1ps\n" + `
-module dropgrant_tb;
-    localparam integer DATA_W = 512;
-    reg clk = 1'b0;
-    reg rst_n = 1'b0;
-    always #5 clk = ~clk;
-    wire [3*4*64-1:0] serdes_tx;
-    wire [2:0] link_up;
-    reg [64*12-1:0] high, low;
-    reg        lft_we = 1'b0;
-    reg [15:0] lft_dlid = 16'd0;
-    reg [1:0]  lft_port = 2'd0;
-    wire       lft_ready;
-    switch_top #(.LFT_TOP(3)) dut (
-        .clk(clk), .rst_n(rst_n), .serdes_rx({(3*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
-        .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd0),
-        .lft_we(lft_we), .lft_dlid(lft_dlid), .lft_valid(1'b1), .lft_port(lft_port), .lft_ready(lft_ready)
-    );
-    reg v, s, e;
-    reg [3:0] vl;
-    reg [DATA_W-1:0] d;
-    reg out0_ready = 1'b0;
-    genvar o;
-    generate
-        for (o = 0; o < 3; o = o + 1) begin : g_mon
-            always @(posedge clk)
-                if (dut.g_port[o].tx_valid && dut.g_port[o].tx_ready && dut.g_port[o].tx_sop)
-                    $display("HEAD port=%0d vl=%0d dlid=%0d", o, dut.g_port[o].tx_vl,
-                             dut.g_port[o].tx_data[DATA_W-17 -: 16]);
-        end
-    endgenerate
+var switchDropBesideGrantTB = switchRadix3Bench("dropgrant_tb", `
     initial begin
-        force dut.g_port[0].u_link.tx_ready = out0_ready;
-        force dut.g_port[1].u_link.tx_ready = 1'b1;
-        force dut.g_port[2].u_link.tx_ready = 1'b1;
-        force dut.g_port[0].u_link.fc_tx_ready = 1'b1;
-        force dut.g_port[1].u_link.fc_tx_ready = 1'b1;
-        force dut.g_port[2].u_link.fc_tx_ready = 1'b1;
-        force dut.g_port[1].u_link.rx_valid = v;
-        force dut.g_port[1].u_link.rx_sop = s;
-        force dut.g_port[1].u_link.rx_eop = e;
-        force dut.g_port[1].u_link.rx_data = d;
-        force dut.g_port[1].u_link.rx_vl = vl;
-    end
-    task blk(input sop, input eop, input [3:0] lvl, input [15:0] dlid, input [10:0] len);
-        begin
-            @(negedge clk);
-            v = 1; s = sop; e = eop; vl = lvl; d = 0;
-            d[DATA_W-1 -: 4] = lvl; d[DATA_W-9 -: 4] = lvl; // LRH.VL, LRH.SL
-            d[DATA_W-17 -: 16] = dlid; d[DATA_W-38 -: 11] = len;
-        end
-    endtask
-    initial begin
-        high = 0; low = 0;
-        low[11:0] = {8'd4, 4'd0};
-        low[23:12] = {8'd4, 4'd1};
-        v = 0; s = 0; e = 0; d = 0; vl = 0;
-        @(negedge clk); @(negedge clk); rst_n = 1;
-        wait (lft_ready);
+        out_ready[0] = 1'b0;
+        start;
         @(negedge clk); lft_we = 1; lft_dlid = 16'd1; lft_port = 2'd0;
         @(negedge clk); lft_we = 0;
         blk(1, 0, 4'd0, 16'd1, 11'd60); blk(0, 0, 4'd0, 16'd1, 11'd60); blk(0, 0, 4'd0, 16'd1, 11'd60); blk(0, 1, 4'd0, 16'd1, 11'd60); // A
@@ -367,15 +336,14 @@ module dropgrant_tb;
         repeat (30) @(negedge clk);
         $display("FREE held vl0=%0d vl1=%0d", dut.g_port[1].u_in.u_buffers.g_vl[0].u_credit.free,
                  dut.g_port[1].u_in.u_buffers.g_vl[1].u_credit.free);
-        out0_ready = 1'b1;
+        out_ready[0] = 1'b1;
         repeat (30) @(negedge clk);
         $display("FREE end vl0=%0d vl1=%0d", dut.g_port[1].u_in.u_buffers.g_vl[0].u_credit.free,
                  dut.g_port[1].u_in.u_buffers.g_vl[1].u_credit.free);
         $display("DROPGRANT done");
         $finish;
     end
-endmodule
-`
+`)
 
 // TestSwitchDropBesideGrant: a head dropped on one VL (no route) drains
 // while another VL of the same input holds a grant, and does not disturb
@@ -393,7 +361,7 @@ func TestSwitchDropBesideGrant(t *testing.T) {
 	out := runIcarus(t, append(files, File{Name: "dropgrant_tb.v", Text: switchDropBesideGrantTB}), "dropgrant_tb")
 	require.Contains(t, out, "DROPGRANT done", out)
 	assert.Contains(t, out, "FREE held vl0=124 vl1=127", "B drained beside A's grant:\n%s", out)
-	heads := regexp.MustCompile(`HEAD port=(\d+) vl=(\d+) dlid=(\d+)`).FindAllStringSubmatch(out, -1)
+	heads := regexp.MustCompile(`HEAD cycle=\d+ port=(\d+) vl=(\d+) dlid=(\d+)`).FindAllStringSubmatch(out, -1)
 	require.Len(t, heads, 2, "A and C leave, B does not:\n%s", out)
 	assert.Equal(t, []string{"0", "0", "1"}, heads[0][1:], "A first, on VL 0")
 	assert.Equal(t, []string{"0", "1", "1"}, heads[1][1:], "C second, on VL 1")
