@@ -176,74 +176,37 @@ func TestSwitchVLHeadsIndependent(t *testing.T) {
 	assert.Contains(t, out, "FREE after vl0=128 vl1=128")
 }
 
-// switchOneInputVLArbTB drives input 1 of an emitted radix-3, 2-VL
+// switchOneInputVLArbTB is a bench body for switchRadix3Bench (a format:
+// the two VL 0 and VL 1 weights): it drives input 1 of the radix-3, 2-VL
 // switch_top with 4 packets on VL 0 (SL 0) and 4 on VL 1 (SL 1),
 // interleaved, 2 blocks each (PktLen 20), all for DLID 1, routed to port
 // 0, whose peer first advertises FCCL 0 on both VLs. Once every packet is
 // in, the peer advertises FCCL 100 on VL 1 and, the next cycle, on VL 0.
 // The VL arbitration tables are the low table {VL 0 weight %[1]d, VL 1
-// weight %[2]d}. It prints the VL of each packet port 0 starts, in order.
-const switchOneInputVLArbTB = "`timescale 1ns/1ps\n" + `
-module onein_tb;
-    localparam integer DATA_W = 512;
-    reg clk = 1'b0;
-    reg rst_n = 1'b0;
-    always #5 clk = ~clk;
-    wire [3*4*64-1:0] serdes_tx;
-    wire [2:0] link_up;
-    reg [64*12-1:0] high, low;
-    reg        lft_we = 1'b0;
-    wire       lft_ready;
-    switch_top #(.LFT_TOP(1)) dut (
-        .clk(clk), .rst_n(rst_n), .serdes_rx({(3*4*64){1'b0}}), .serdes_tx(serdes_tx), .link_up(link_up),
-        .vlarb_high(high), .vlarb_low(low), .vlarb_limit(8'd0),
-        .lft_we(lft_we), .lft_dlid(16'd1), .lft_valid(1'b1), .lft_port(2'd0), .lft_ready(lft_ready)
-    );
-    reg v, s, e;
-    reg [3:0] vl;
-    reg [DATA_W-1:0] d;
+// weight %[2]d}, written after start's. The harness prints the heads port
+// 0 starts, in order.
+const switchOneInputVLArbTB = `
     reg        fc_v = 1'b0;
     reg [3:0]  fc_vl = 4'd0;
     reg [11:0] fc_fccl = 12'd0;
     integer pk;
     initial begin
-        force dut.g_port[1].u_link.rx_valid = v;
-        force dut.g_port[1].u_link.rx_sop = s;
-        force dut.g_port[1].u_link.rx_eop = e;
-        force dut.g_port[1].u_link.rx_data = d;
-        force dut.g_port[1].u_link.rx_vl = vl;
         force dut.g_port[0].u_link.fc_rx_valid = fc_v;
         force dut.g_port[0].u_link.fc_rx_vl = fc_vl;
         force dut.g_port[0].u_link.fc_rx_fctbs = 12'd0;
         force dut.g_port[0].u_link.fc_rx_fccl = fc_fccl;
-        force dut.g_port[0].u_link.tx_ready = 1'b1;
-        force dut.g_port[0].u_link.fc_tx_ready = 1'b1;
     end
-    always @(posedge clk)
-        if (dut.g_port[0].tx_valid && dut.g_port[0].tx_ready && dut.g_port[0].tx_sop)
-            $display("ONEIN sop vl=%%0d", dut.g_port[0].tx_vl);
-    task blk(input sop, input eop, input [3:0] lvl);
-        begin
-            @(negedge clk);
-            v = 1; s = sop; e = eop; vl = lvl; d = 0;
-            d[DATA_W-1 -: 4] = lvl; d[DATA_W-9 -: 4] = lvl; // LRH.VL, LRH.SL
-            d[DATA_W-17 -: 16] = 16'd1; d[DATA_W-38 -: 11] = 11'd20;
-        end
-    endtask
     initial begin
-        high = 0; low = 0;
+        start;
         low[11:0] = {8'd%[1]d, 4'd0};
         low[23:12] = {8'd%[2]d, 4'd1};
-        v = 0; s = 0; e = 0; d = 0; vl = 0;
-        @(negedge clk); @(negedge clk); rst_n = 1;
-        wait (lft_ready);
-        @(negedge clk); lft_we = 1;
+        @(negedge clk); lft_we = 1; lft_dlid = 16'd1; lft_port = 2'd0;
         @(negedge clk); lft_we = 0; fc_v = 1; fc_vl = 4'd0; fc_fccl = 12'd0;
         @(negedge clk); fc_vl = 4'd1;
         @(negedge clk); fc_v = 0;
         for (pk = 0; pk < 4; pk = pk + 1) begin
-            blk(1, 0, 4'd0); blk(0, 1, 4'd0);
-            blk(1, 0, 4'd1); blk(0, 1, 4'd1);
+            blk(1, 0, 4'd0, 16'd1, 11'd20); blk(0, 1, 4'd0, 16'd1, 11'd20);
+            blk(1, 0, 4'd1, 16'd1, 11'd20); blk(0, 1, 4'd1, 16'd1, 11'd20);
         end
         @(negedge clk); v = 0;
         repeat (4) @(negedge clk);
@@ -254,7 +217,6 @@ module onein_tb;
         $display("ONEIN done");
         $finish;
     end
-endmodule
 `
 
 // TestSwitchVLArbitrationOneInput: two VLs of one input share an output by
@@ -303,11 +265,11 @@ func TestSwitchVLArbitrationOneInput(t *testing.T) {
 		}
 		require.Equal(t, tc.want, strings.Join(model, " "), "the Go model against first principles")
 
-		tb := File{Name: "onein_tb.v", Text: fmt.Sprintf(switchOneInputVLArbTB, tc.w0, tc.w1)}
+		tb := File{Name: "onein_tb.v", Text: switchRadix3Bench("onein_tb", fmt.Sprintf(switchOneInputVLArbTB, tc.w0, tc.w1))}
 		out := runIcarus(t, append(slices.Clip(files), tb), "onein_tb")
 		require.Contains(t, out, "ONEIN done")
 		var got []string
-		for _, m := range regexp.MustCompile(`ONEIN sop vl=(\d+)`).FindAllStringSubmatch(out, -1) {
+		for _, m := range regexp.MustCompile(`HEAD cycle=\d+ port=0 vl=(\d+)`).FindAllStringSubmatch(out, -1) {
 			got = append(got, m[1])
 		}
 		assert.Equal(t, tc.want, strings.Join(got, " "), "VL order out of port 0:\n%s", out)
