@@ -493,18 +493,10 @@ func TestPostedWritesOfTwoQPsInIssueOrder(t *testing.T) {
 	at := 20 * ib.Microsecond
 	s.Schedule(at, write(p.qa, cold, 64, 2), 0)
 	s.Schedule(at+ib.Nanosecond, write(q2, warm, 2560, 3), 0)
-	done := 0
-	var wcs [4]WC
-	p.a.OnCQE = func(cq *CQ, now ib.PS) {
-		n := p.a.PollCQ(cq, wcs[:])
-		for i := 0; i < n; i++ {
-			require.Equal(t, WCSuccess, wcs[i].Status)
-		}
-		done += n
-	}
+	done := p.countSuccesses(t)
 	s.StopAt(ib.Millisecond)
 	require.NoError(t, s.Run())
-	require.Equal(t, 3, done)
+	require.Equal(t, 3, *done)
 	var deliver1, deliver2 ib.PS
 	for _, e := range rb.events {
 		if e.Kind != components.TraceDeliver || e.Time < at {

@@ -214,6 +214,21 @@ func (c *coldWarm) write64(t *testing.T) func(qp *QP, mr MR, id uint64) *poster 
 	return func(qp *QP, mr MR, id uint64) *poster { return c.write(t, qp, mr, 64, id) }
 }
 
+// countSuccesses polls A's completions as they come, requiring each to be
+// a success, and returns the count so far.
+func (p *pair) countSuccesses(t *testing.T) *int {
+	done := 0
+	var wcs [4]WC
+	p.a.OnCQE = func(cq *CQ, now ib.PS) {
+		n := p.a.PollCQ(cq, wcs[:])
+		for i := 0; i < n; i++ {
+			require.Equal(t, WCSuccess, wcs[i].Status)
+		}
+		done += n
+	}
+	return &done
+}
+
 // runColdWarm plays the time-order tests' three WRITEs from A: QP 2's
 // first into warm at 0 (which warms its keys and pages), QP 1's into cold
 // at 20 µs, and QP 2's second into warm 100 ns later, traced in tl; it
@@ -229,16 +244,8 @@ func (p *pair) runColdWarm(t *testing.T, q2 *QP, tl *Timeline, write func(qp *QP
 		tl.Trace(q2, q2.NextWQEIndex())
 		write(q2, warm, 3).fn()
 	}}, 0)
-	done := 0
-	var wcs [4]WC
-	p.a.OnCQE = func(cq *CQ, now ib.PS) {
-		n := p.a.PollCQ(cq, wcs[:])
-		for i := 0; i < n; i++ {
-			require.Equal(t, WCSuccess, wcs[i].Status)
-		}
-		done += n
-	}
+	done := p.countSuccesses(t)
 	s.StopAt(stop)
 	require.NoError(t, s.Run())
-	require.Equal(t, 3, done)
+	require.Equal(t, 3, *done)
 }
