@@ -157,6 +157,11 @@ type TraceEvent struct {
 	Path   string // component name, Akita form: "Fabric.Leaf[2].Port[5]"; no spaces
 	Kind   TraceKind
 	Fields []TraceField // any order; the recorder writes them in FieldRank order
+	// Pkt is the packet a port's tx_start announces (nil on every other
+	// event), for observers that need more than the fields: the pcapng
+	// export encodes its headers and payload. Like the event, it is valid
+	// only during the hook call (packets are pooled).
+	Pkt *ib.Packet
 }
 
 // Field returns the field named key and whether it is present.

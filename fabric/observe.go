@@ -49,6 +49,13 @@ func (h *bufferHook) Func(ctx sim.HookCtx) {
 	}
 	ev := *ctx.Item.(*components.TraceEvent)
 	ev.Fields = slices.Clone(ev.Fields) // the block reuses its field buffer
+	if ev.Pkt != nil {
+		// The packet goes back to its pool, or on to the next hop, long
+		// before the window's end replays the event.
+		pkt := *ev.Pkt
+		pkt.Payload = slices.Clone(pkt.Payload)
+		ev.Pkt = &pkt
+	}
 	h.buf.evs = append(h.buf.evs, bufferedEvent{block: h.block, ev: ev})
 }
 

@@ -616,6 +616,9 @@ func (p *Port) emit(ev *components.TraceEvent) {
 func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
 	ev := p.s.TraceEvent(t, p.Name, kind)
 	ev.Fields = ev.AppendPacket(p.fieldBuf[:0], pkt)
+	if kind == components.TraceTxStart {
+		ev.Pkt = pkt
+	}
 	if vl := int(pkt.VL); kind == components.TraceTxStart && vl != ib.ManagementVL {
 		// The transmitter's credits for the VL after the packet took its
 		// blocks, and the peer buffer they count against.

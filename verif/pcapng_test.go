@@ -1,0 +1,163 @@
+package verif
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/sarchlab/akita/v3/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// fakeWire stands in for ib.AppendWire: six bytes that name the packet, so
+// the test can say which packet a block holds.
+func fakeWire(dst []byte, p *ib.Packet) []byte {
+	return append(dst, 0xA0, byte(p.Seq), 2, 3, 4, 5)
+}
+
+func pcapEvent(r *PcapRecorder, t ib.PS, path string, kind components.TraceKind, pkt *ib.Packet) {
+	ev := &components.TraceEvent{Time: t, Path: path, Kind: kind, Pkt: pkt}
+	r.Func(sim.HookCtx{Pos: components.HookPosTrace, Item: ev})
+}
+
+// pcapBlock is one block as the test's own reader splits a file.
+type pcapBlock struct {
+	typ  uint32
+	body []byte
+}
+
+// readPcapBlocks splits a little-endian pcapng file into blocks, checking
+// that each block's trailing length repeats its leading one.
+func readPcapBlocks(t *testing.T, b []byte) []pcapBlock {
+	t.Helper()
+	var out []pcapBlock
+	for len(b) > 0 {
+		require.GreaterOrEqual(t, len(b), 12)
+		typ := binary.LittleEndian.Uint32(b)
+		n := int(binary.LittleEndian.Uint32(b[4:]))
+		require.Zero(t, n%4, "block length %d", n)
+		require.LessOrEqual(t, n, len(b))
+		require.Equal(t, uint32(n), binary.LittleEndian.Uint32(b[n-4:]), "trailing length")
+		out = append(out, pcapBlock{typ: typ, body: b[8 : n-4]})
+		b = b[n:]
+	}
+	return out
+}
+
+// pcapOptions parses an options list into code → value.
+func pcapOptions(t *testing.T, b []byte) map[uint16][]byte {
+	t.Helper()
+	m := map[uint16][]byte{}
+	for {
+		require.GreaterOrEqual(t, len(b), 4)
+		code, n := binary.LittleEndian.Uint16(b), int(binary.LittleEndian.Uint16(b[2:]))
+		if code == 0 {
+			return m
+		}
+		m[code] = b[4 : 4+n]
+		b = b[4+(n+3)/4*4:]
+	}
+}
+
+// TestPcapngLayout: the section header, one interface per port in the
+// order given, and the packets of those ports' tx_start events only, each
+// Enhanced Packet Block byte for byte as the pcapng draft lays it out.
+func TestPcapngLayout(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewPcapRecorder(&buf, "run X", []PcapPort{
+		{Name: "Fabric.Leaf[0].Port[1]", Description: "to Fabric.Host[3].Port", SpeedBps: 400_000_000_000},
+		{Name: "Fabric.Host[3].Port"},
+	}, 0, fakeWire)
+	pcapEvent(r, 1_234_567, "Fabric.Host[3].Port", components.TraceTxStart, &ib.Packet{Seq: 7})
+	// Not captured: another kind, a port not listed, a flow-control packet, no packet.
+	pcapEvent(r, 1_300_000, "Fabric.Host[3].Port", components.TraceRxHead, &ib.Packet{Seq: 8})
+	pcapEvent(r, 1_300_000, "Fabric.Leaf[0].Port[2]", components.TraceTxStart, &ib.Packet{Seq: 9})
+	pcapEvent(r, 1_300_000, "Fabric.Leaf[0].Port[1]", components.TraceTxStart, &ib.Packet{Kind: ib.FlowControl, Seq: 10})
+	pcapEvent(r, 1_300_000, "Fabric.Leaf[0].Port[1]", components.TraceTxStart, nil)
+	// 2^32 ps + 5: the timestamp's high word is 1.
+	pcapEvent(r, 1<<32+5, "Fabric.Leaf[0].Port[1]", components.TraceTxStart, &ib.Packet{Seq: 0x11})
+	require.NoError(t, r.Flush())
+	assert.Equal(t, uint64(2), r.Packets())
+
+	blocks := readPcapBlocks(t, buf.Bytes())
+	require.Len(t, blocks, 5) // SHB, 2 IDBs, 2 EPBs
+	shb := blocks[0]
+	assert.Equal(t, uint32(0x0A0D0D0A), shb.typ)
+	assert.Equal(t, []byte{0x4D, 0x3C, 0x2B, 0x1A, 1, 0, 0, 0}, shb.body[:8], "byte-order magic, version 1.0")
+	so := pcapOptions(t, shb.body[16:])
+	assert.Equal(t, "run X", string(so[1]))
+	assert.Equal(t, "hcasim", string(so[4]))
+
+	for i, want := range []string{"Fabric.Leaf[0].Port[1]", "Fabric.Host[3].Port"} {
+		idb := blocks[1+i]
+		assert.Equal(t, uint32(1), idb.typ)
+		assert.Equal(t, uint16(247), binary.LittleEndian.Uint16(idb.body), "LINKTYPE_INFINIBAND")
+		assert.Equal(t, uint32(0), binary.LittleEndian.Uint32(idb.body[4:]), "snaplen 0: whole packets")
+		o := pcapOptions(t, idb.body[8:])
+		assert.Equal(t, want, string(o[2]))
+		assert.Equal(t, []byte{12}, o[9], "if_tsresol 10^-12: picoseconds")
+		if i == 0 {
+			assert.Equal(t, "to Fabric.Host[3].Port", string(o[3]))
+			assert.Equal(t, uint64(400e9), binary.LittleEndian.Uint64(o[8]))
+		} else {
+			assert.NotContains(t, o, uint16(3))
+			assert.NotContains(t, o, uint16(8))
+		}
+	}
+
+	// The first packet's block, derived field by field: type 6; body =
+	// interface 1 (the second port), timestamp 1,234,567 ps = 0x0012D687
+	// (high word 0), captured and original length 6, the six bytes and two
+	// of padding, epb_flags (code 2, length 4) = 2 (outbound), epb_packetid
+	// (code 5, length 8) = seq 7, end of options: 4+4+4+4+4+8+8+12+4 = 52
+	// bytes, so the block is 52 + 12 = 64 bytes.
+	want := []byte{
+		0x06, 0, 0, 0, 64, 0, 0, 0,
+		1, 0, 0, 0,
+		0, 0, 0, 0, 0x87, 0xD6, 0x12, 0x00,
+		6, 0, 0, 0, 6, 0, 0, 0,
+		0xA0, 7, 2, 3, 4, 5, 0, 0,
+		2, 0, 4, 0, 2, 0, 0, 0,
+		5, 0, 8, 0, 7, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0,
+		64, 0, 0, 0,
+	}
+	all := buf.Bytes()
+	assert.Equal(t, want, all[len(all)-2*64:len(all)-64])
+	second := blocks[4].body
+	assert.Equal(t, uint32(0), binary.LittleEndian.Uint32(second), "interface 0")
+	assert.Equal(t, uint32(1), binary.LittleEndian.Uint32(second[4:]), "2^32 ps: high word 1")
+	assert.Equal(t, uint32(5), binary.LittleEndian.Uint32(second[8:]), "low word 5")
+	assert.Equal(t, byte(0x11), second[21], "the packet's own bytes")
+}
+
+// TestPcapngSnaplen: a snaplen cuts each packet's captured bytes and keeps
+// its original length, and the interfaces say so.
+func TestPcapngSnaplen(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewPcapRecorder(&buf, "", []PcapPort{{Name: "P"}}, 4, fakeWire)
+	pcapEvent(r, 10, "P", components.TraceTxStart, &ib.Packet{Seq: 1})
+	require.NoError(t, r.Flush())
+	blocks := readPcapBlocks(t, buf.Bytes())
+	require.Len(t, blocks, 3)
+	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(blocks[1].body[4:]), "IDB snaplen")
+	epb := blocks[2].body
+	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(epb[12:]), "captured")
+	assert.Equal(t, uint32(6), binary.LittleEndian.Uint32(epb[16:]), "original")
+	assert.Equal(t, []byte{0xA0, 1, 2, 3}, epb[20:24])
+	assert.Equal(t, uint16(2), binary.LittleEndian.Uint16(epb[24:]), "options follow the 4 bytes, no padding")
+}
+
+// TestPcapngWriteError: a write that fails is reported by Flush, and the
+// recorder stops writing.
+func TestPcapngWriteError(t *testing.T) {
+	r := NewPcapRecorder(failingWriter{}, "", []PcapPort{{Name: "P"}}, 0, fakeWire)
+	for i := range 5000 { // more than the 64 KiB buffer holds
+		pcapEvent(r, ib.PS(i), "P", components.TraceTxStart, &ib.Packet{Seq: uint64(i)})
+	}
+	assert.EqualError(t, r.Flush(), "disk full")
+}
