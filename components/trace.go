@@ -162,6 +162,10 @@ type TraceEvent struct {
 	// export encodes its headers and payload. Like the event, it is valid
 	// only during the hook call (packets are pooled).
 	Pkt *ib.Packet
+	// Corrupt, on a tx_start, says the wire corrupts the packet (link.ber):
+	// its receiver discards it at its tail. Not a trace field: the trace
+	// shows the discard where it happens.
+	Corrupt bool
 }
 
 // Field returns the field named key and whether it is present.

@@ -290,16 +290,17 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	p.Stats.DataBytes += uint64(bytes)
 	p.Stats.BusyPS += ser
 	pkt.Hops++
+	// The packet's fate is drawn once, here; the receiver learns it when
+	// the tail's CRCs fail, and discards it then.
+	corrupt := p.lossy && p.errs.corrupt(bytes)
 	if p.NumHooks() > 0 {
 		p.traceTxEnd()
 		p.lastTx.seq, p.lastTx.end, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, p.busyUntil, pkt.VL, bytes, true
-		p.tracePacket(now, components.TraceTxStart, pkt)
+		p.tracePacket(now, components.TraceTxStart, pkt, corrupt)
 	}
 	head := now + p.timing.Latency()
 	at, kind := head, evArrive
-	if p.lossy && p.errs.corrupt(bytes) {
-		// The packet's fate is drawn once, here; the receiver learns it
-		// when the tail's CRCs fail, and discards it then.
+	if corrupt {
 		at, kind = head+ser, evDiscard
 	}
 	// The head arrival runs after same-time primary events, so a
@@ -492,7 +493,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		}
 		p.Stats.RxPackets++
 		if p.NumHooks() > 0 {
-			p.tracePacket(ev.At(), components.TraceRxHead, pkt)
+			p.tracePacket(ev.At(), components.TraceRxHead, pkt, false)
 		}
 		p.Owner.PacketArrived(p, pkt, ev.At(), ev.Tail)
 	case evTxDone:
@@ -613,11 +614,13 @@ func (p *Port) emit(ev *components.TraceEvent) {
 	p.fieldBuf = ev.Fields[:0]
 }
 
-func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet) {
+// tracePacket announces a packet's tx_start (with the packet, and whether
+// the wire corrupts it) or rx_head.
+func (p *Port) tracePacket(t ib.PS, kind components.TraceKind, pkt *ib.Packet, corrupt bool) {
 	ev := p.s.TraceEvent(t, p.Name, kind)
 	ev.Fields = ev.AppendPacket(p.fieldBuf[:0], pkt)
 	if kind == components.TraceTxStart {
-		ev.Pkt = pkt
+		ev.Pkt, ev.Corrupt = pkt, corrupt
 	}
 	if vl := int(pkt.VL); kind == components.TraceTxStart && vl != ib.ManagementVL {
 		// The transmitter's credits for the VL after the packet took its

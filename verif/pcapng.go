@@ -50,6 +50,11 @@ const (
 	epbOutbound = 2
 )
 
+// corruptComment is the packet comment (opt_comment) of a packet the wire
+// corrupts: the capture is the transmitter's, whose bytes are good; the
+// receiver's CRC check fails at the tail and discards it.
+const corruptComment = "corrupted on the wire (link.ber): the receiver discards it at its tail"
+
 // PcapPort is one capture interface: a link port whose transmitted packets
 // the file holds.
 type PcapPort struct {
@@ -147,6 +152,9 @@ func (r *PcapRecorder) Func(ctx sim.HookCtx) {
 	binary.LittleEndian.PutUint64(pid[:], ev.Pkt.Seq)
 	b = appendOpt(b, optEPBFlags, flags[:])
 	b = appendOpt(b, optEPBPacketID, pid[:])
+	if ev.Corrupt {
+		b = appendOpt(b, optComment, []byte(corruptComment))
+	}
 	b = appendOpt(b, optEnd, nil)
 	r.block = b
 	r.writeBlock(blockEPB, b)

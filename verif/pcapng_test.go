@@ -161,3 +161,21 @@ func TestPcapngWriteError(t *testing.T) {
 	}
 	assert.EqualError(t, r.Flush(), "disk full")
 }
+
+// TestPcapngCorruptComment: a packet the wire corrupts carries a packet
+// comment saying so after its flags and ID; a good one carries none.
+func TestPcapngCorruptComment(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewPcapRecorder(&buf, "", []PcapPort{{Name: "P"}}, 0, fakeWire)
+	r.Func(sim.HookCtx{Pos: components.HookPosTrace, Item: &components.TraceEvent{Time: 1, Path: "P",
+		Kind: components.TraceTxStart, Pkt: &ib.Packet{Seq: 1}, Corrupt: true}})
+	pcapEvent(r, 2, "P", components.TraceTxStart, &ib.Packet{Seq: 2})
+	require.NoError(t, r.Flush())
+	blocks := readPcapBlocks(t, buf.Bytes())
+	require.Len(t, blocks, 4)
+	// Options start after the 20-byte fixed part and the 6 bytes padded to 8.
+	bad, good := pcapOptions(t, blocks[2].body[28:]), pcapOptions(t, blocks[3].body[28:])
+	assert.Equal(t, "corrupted on the wire (link.ber): the receiver discards it at its tail", string(bad[1]))
+	assert.NotContains(t, good, uint16(1))
+	assert.Equal(t, []byte{2, 0, 0, 0}, good[2], "outbound")
+}

@@ -219,6 +219,13 @@ func (p *pathSelector) selected(path string) bool {
 	return on
 }
 
+// SelectsPath reports whether the filter's path globs select a component
+// of that name (every name when there are none).
+func (f Filter) SelectsPath(path string) bool {
+	sel := pathSelector{globs: f.Paths, cache: map[string]bool{}}
+	return sel.selected(path)
+}
+
 // Count returns how many events were written.
 func (r *Recorder) Count() int { return r.count }
 
