@@ -35,7 +35,9 @@ package ib
 //	VCRC  2 bytes  variant CRC (below)
 //
 // A flow-control packet (Kind == FlowControl) is 6 bytes (wireshark
-// dissect_infiniband_link; the 4/12-bit split is IBA's, ib-facts.md §2):
+// dissect_infiniband_link reads Op and FCTBS from the first 2 bytes, VL and
+// FCCL from the next 2, LPCRC from the last 2; the 4/12-bit split is IBA's as
+// ib-facts.md §2 records it, unconfirmed from the spec text):
 //
 //	Op 4 = 0 (normal flow control) | FCTBS 12 | VL 4 | FCCL 12 | LPCRC 16
 //
@@ -103,9 +105,12 @@ package ib
 // Unconfirmed: no published VCRC or LPCRC value was found (no check value for
 // this polynomial in the CRC catalogues, no IB capture with its VCRC in text),
 // so the reflection, the final inversion and the byte order rest on Endace's
-// code and on the ICRC's rule, not on a known answer. The tests check the
-// table against a bit-serial division written from the polynomial and the
-// CRC's residue property, not against a published value.
+// code and on the ICRC's rule, not on a known answer. That the LPCRC is this
+// same CRC-16 over the first 4 bytes is IBA 7.9 as our brief states it; no
+// source read shows it. The tests check the table against a bit-serial
+// division written from the polynomial and the CRC's residue property, not
+// against a published value.
+
 import (
 	"encoding/binary"
 	"fmt"
@@ -113,8 +118,8 @@ import (
 	"slices"
 )
 
-// LRH link next header (LNH) values (IBA 7.7; wireshark IBA_LOCAL, IBA_GLOBAL).
-// 0 (raw) and 1 (IPv6 raw) carry no BTH and are not modelled.
+// LRH link next header (LNH) values (wireshark packet-infiniband.c IBA_LOCAL,
+// IBA_GLOBAL). 0 (RAW) and 1 (IP_NON_IBA) carry no BTH and are not modelled.
 const (
 	lnhIBALocal  = 2 // BTH follows the LRH
 	lnhIBAGlobal = 3 // GRH follows the LRH
