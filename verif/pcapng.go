@@ -20,10 +20,22 @@ import (
 // Header Block, one Interface Description Block per port, then one
 // Enhanced Packet Block per packet, all little-endian, each block's length
 // repeated at its end and its body padded to 4 bytes.
+//
+// Each packet is an ERF record (Endace's Extensible Record Format, link
+// type 197) of type INFINIBAND, as Mellanox's ibdump writes them: Wireshark
+// 4.0 reads LINKTYPE_INFINIBAND (247) as an unknown network type, and
+// reaches its InfiniBand dissector through ERF.
 
-// LinkTypeInfiniBand is LINKTYPE_INFINIBAND (tcpdump.org link-layer header
-// types): a packet starting at its LRH, ending with its CRCs.
-const LinkTypeInfiniBand = 247
+// LinkTypeERF is LINKTYPE_ERF (tcpdump.org link-layer header types).
+const LinkTypeERF = 197
+
+// erfTypeInfiniBand is the ERF record type of an InfiniBand packet, LRH
+// through VCRC (Endace ERF types; Wireshark's erf dissector).
+const erfTypeInfiniBand = 21
+
+// erfHeaderBytes is an ERF record's header: timestamp 8 (little-endian),
+// type 1, flags 1, rlen 2, lctr 2, wlen 2 (big-endian).
+const erfHeaderBytes = 16
 
 const (
 	blockSHB = 0x0A0D0D0A
@@ -101,9 +113,13 @@ func NewPcapRecorder(w io.Writer, comment string, ports []PcapPort, snaplen int,
 	for i, p := range ports {
 		r.ifaces[p.Name] = uint32(i)
 		body = body[:0]
-		body = binary.LittleEndian.AppendUint16(body, LinkTypeInfiniBand)
+		body = binary.LittleEndian.AppendUint16(body, LinkTypeERF)
 		body = binary.LittleEndian.AppendUint16(body, 0) // reserved
-		body = binary.LittleEndian.AppendUint32(body, uint32(max(snaplen, 0)))
+		if snaplen > 0 {
+			body = binary.LittleEndian.AppendUint32(body, uint32(erfHeaderBytes+snaplen))
+		} else {
+			body = binary.LittleEndian.AppendUint32(body, 0)
+		}
 		body = appendOpt(body, optIfName, []byte(p.Name))
 		if p.Description != "" {
 			body = appendOpt(body, optIfDesc, []byte(p.Description))
@@ -142,8 +158,9 @@ func (r *PcapRecorder) Func(ctx sim.HookCtx) {
 	b = binary.LittleEndian.AppendUint32(b, id)
 	b = binary.LittleEndian.AppendUint32(b, uint32(ts>>32))
 	b = binary.LittleEndian.AppendUint32(b, uint32(ts))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.frame)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(erfHeaderBytes+len(data)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(erfHeaderBytes+len(r.frame)))
+	b = appendERFHeader(b, ev.Time, len(data), len(r.frame))
 	b = append(b, data...)
 	b = pad4(b)
 	var flags [4]byte
@@ -198,6 +215,23 @@ func (r *PcapRecorder) writeBlock(typ uint32, body []byte) {
 	if _, err := r.w.Write(hdr[4:]); err != nil {
 		r.err = err
 	}
+}
+
+// appendERFHeader appends an ERF record header: the timestamp as seconds
+// (high 32 bits) and a binary fraction of a second (low 32 bits, rounded
+// down: 2^-32 s is about 233 ps; the block's own timestamp is exact), type
+// INFINIBAND, flags 0 (interface 0, no errors), rlen the record's bytes,
+// no loss, wlen the packet's bytes on the wire.
+func appendERFHeader(b []byte, t ib.PS, captured, wire int) []byte {
+	// frac × 2^32 / 10^12 = frac × 2^20 / 5^12 (10^12 = 2^12 × 5^12), which
+	// stays inside 64 bits for frac < 10^12 < 2^40.
+	const psPerS, fivePow12 = 1_000_000_000_000, 244_140_625
+	sec, frac := uint64(t)/psPerS, uint64(t)%psPerS
+	b = binary.LittleEndian.AppendUint64(b, sec<<32|frac<<20/fivePow12)
+	b = append(b, erfTypeInfiniBand, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(erfHeaderBytes+captured))
+	b = binary.BigEndian.AppendUint16(b, 0)
+	return binary.BigEndian.AppendUint16(b, uint16(wire))
 }
 
 // appendOpt appends one option: code, length, value padded to 4 bytes.

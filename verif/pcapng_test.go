@@ -3,6 +3,7 @@ package verif
 import (
 	"bytes"
 	"encoding/binary"
+	"math/big"
 	"testing"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -95,7 +96,7 @@ func TestPcapngLayout(t *testing.T) {
 	for i, want := range []string{"Fabric.Leaf[0].Port[1]", "Fabric.Host[3].Port"} {
 		idb := blocks[1+i]
 		assert.Equal(t, uint32(1), idb.typ)
-		assert.Equal(t, uint16(247), binary.LittleEndian.Uint16(idb.body), "LINKTYPE_INFINIBAND")
+		assert.Equal(t, uint16(197), binary.LittleEndian.Uint16(idb.body), "LINKTYPE_ERF")
 		assert.Equal(t, uint32(0), binary.LittleEndian.Uint32(idb.body[4:]), "snaplen 0: whole packets")
 		o := pcapOptions(t, idb.body[8:])
 		assert.Equal(t, want, string(o[2]))
@@ -111,28 +112,38 @@ func TestPcapngLayout(t *testing.T) {
 
 	// The first packet's block, derived field by field: type 6; body =
 	// interface 1 (the second port), timestamp 1,234,567 ps = 0x0012D687
-	// (high word 0), captured and original length 6, the six bytes and two
-	// of padding, epb_flags (code 2, length 4) = 2 (outbound), epb_packetid
-	// (code 5, length 8) = seq 7, end of options: 4+4+4+4+4+8+8+12+4 = 52
-	// bytes, so the block is 52 + 12 = 64 bytes.
+	// (high word 0), captured and original length 16 + 6 = 22 (the ERF
+	// header and the packet), the ERF record: timestamp 0 s and
+	// ⌊1,234,567 × 2^32 / 10^12⌋ = ⌊5302.36⌋ = 5302 = 0x14B6 of a second
+	// (little-endian), type 21 (INFINIBAND), flags 0, rlen 22, loss 0,
+	// wlen 6 (big-endian), the six bytes and two of padding; epb_flags
+	// (code 2, length 4) = 2 (outbound), epb_packetid (code 5, length 8) =
+	// seq 7, end of options: 4+8+4+4+24+8+12+4 = 68 bytes, so the block is
+	// 68 + 12 = 80 bytes.
 	want := []byte{
-		0x06, 0, 0, 0, 64, 0, 0, 0,
+		0x06, 0, 0, 0, 80, 0, 0, 0,
 		1, 0, 0, 0,
 		0, 0, 0, 0, 0x87, 0xD6, 0x12, 0x00,
-		6, 0, 0, 0, 6, 0, 0, 0,
+		22, 0, 0, 0, 22, 0, 0, 0,
+		0xB6, 0x14, 0, 0, 0, 0, 0, 0, 21, 0, 0, 22, 0, 0, 0, 6,
 		0xA0, 7, 2, 3, 4, 5, 0, 0,
 		2, 0, 4, 0, 2, 0, 0, 0,
 		5, 0, 8, 0, 7, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0,
-		64, 0, 0, 0,
+		80, 0, 0, 0,
 	}
 	all := buf.Bytes()
-	assert.Equal(t, want, all[len(all)-2*64:len(all)-64])
 	second := blocks[4].body
+	assert.Equal(t, want, all[len(all)-12-len(second)-80:len(all)-12-len(second)])
 	assert.Equal(t, uint32(0), binary.LittleEndian.Uint32(second), "interface 0")
 	assert.Equal(t, uint32(1), binary.LittleEndian.Uint32(second[4:]), "2^32 ps: high word 1")
 	assert.Equal(t, uint32(5), binary.LittleEndian.Uint32(second[8:]), "low word 5")
-	assert.Equal(t, byte(0x11), second[21], "the packet's own bytes")
+	// ERF: 2^32 + 5 ps is 0 s and (2^32 + 5) × 2^32 / 10^12 of a second,
+	// computed here with big integers.
+	frac := new(big.Int).Lsh(big.NewInt(1<<32+5), 32)
+	frac.Div(frac, big.NewInt(1e12))
+	assert.Equal(t, frac.Uint64(), binary.LittleEndian.Uint64(second[20:]))
+	assert.Equal(t, byte(0x11), second[37], "the packet's own bytes")
 }
 
 // TestPcapngSnaplen: a snaplen cuts each packet's captured bytes and keeps
@@ -144,12 +155,13 @@ func TestPcapngSnaplen(t *testing.T) {
 	require.NoError(t, r.Flush())
 	blocks := readPcapBlocks(t, buf.Bytes())
 	require.Len(t, blocks, 3)
-	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(blocks[1].body[4:]), "IDB snaplen")
+	assert.Equal(t, uint32(20), binary.LittleEndian.Uint32(blocks[1].body[4:]), "IDB snaplen: 16 of ERF header + 4")
 	epb := blocks[2].body
-	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(epb[12:]), "captured")
-	assert.Equal(t, uint32(6), binary.LittleEndian.Uint32(epb[16:]), "original")
-	assert.Equal(t, []byte{0xA0, 1, 2, 3}, epb[20:24])
-	assert.Equal(t, uint16(2), binary.LittleEndian.Uint16(epb[24:]), "options follow the 4 bytes, no padding")
+	assert.Equal(t, uint32(20), binary.LittleEndian.Uint32(epb[12:]), "captured: ERF header + 4")
+	assert.Equal(t, uint32(22), binary.LittleEndian.Uint32(epb[16:]), "original: ERF header + 6")
+	assert.Equal(t, []byte{0, 20, 0, 0, 0, 6}, epb[20+10:20+16], "ERF rlen 20, loss 0, wlen 6")
+	assert.Equal(t, []byte{0xA0, 1, 2, 3}, epb[36:40])
+	assert.Equal(t, uint16(2), binary.LittleEndian.Uint16(epb[40:]), "options follow the 20 bytes, no padding")
 }
 
 // TestPcapngWriteError: a write that fails is reported by Flush, and the
@@ -173,8 +185,9 @@ func TestPcapngCorruptComment(t *testing.T) {
 	require.NoError(t, r.Flush())
 	blocks := readPcapBlocks(t, buf.Bytes())
 	require.Len(t, blocks, 4)
-	// Options start after the 20-byte fixed part and the 6 bytes padded to 8.
-	bad, good := pcapOptions(t, blocks[2].body[28:]), pcapOptions(t, blocks[3].body[28:])
+	// Options start after the 20-byte fixed part and the 16 + 6 bytes of
+	// the ERF record padded to 24.
+	bad, good := pcapOptions(t, blocks[2].body[44:]), pcapOptions(t, blocks[3].body[44:])
 	assert.Equal(t, "corrupted on the wire (link.ber): the receiver discards it at its tail", string(bad[1]))
 	assert.NotContains(t, good, uint16(1))
 	assert.Equal(t, []byte{2, 0, 0, 0}, good[2], "outbound")

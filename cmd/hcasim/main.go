@@ -145,9 +145,11 @@ Run flags:
       --trace FILE      write an event trace (see docs/trace-format.md)
       --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
                         ('*' any run, '?' one character, '[' ']' themselves; repeatable;
-                        filters --trace and --vcd)
+                        filters --trace, --vcd and --pcap)
       --trace-kind K    only trace these event kinds (repeatable; filters --trace, not --vcd)
       --vcd FILE        write a VCD waveform of credits, buffers, link activity and HCA stages
+      --pcap FILE       write a pcapng capture of the packets the ports send (Wireshark, tshark)
+      --pcap-snaplen N  keep at most N bytes of each captured packet (0: whole)
       --jobs N          sweep points run in parallel (default: the number of cores)
       --shard I/N       run every N-th sweep design (a point, or a whole knee search),
                         starting at I (0-based); needs --out

@@ -2,14 +2,16 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
 	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/verif"
 )
 
-// observersImpl builds the --trace, --check and --vcd observers of one run:
+// observersImpl builds the --trace, --check, --vcd and --pcap observers of one run:
 // a hook that attaches them to the built simulation, and a function that,
 // after the run, finishes the checkers and closes the files. A failed
 // invariant is returned from finish with its full report. With --check,
@@ -18,7 +20,7 @@ import (
 // could not settle skips them, which a passing --check must not hide.
 func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func(map[string]any) error, error) {
 	check := l.Config.Sim.Check
-	if f.trace == "" && f.vcd == "" && !check {
+	if f.trace == "" && f.vcd == "" && f.pcap == "" && !check {
 		return nil, func(map[string]any) error { return nil }, nil
 	}
 	filter, err := verif.ParseFilter(strings.Join(f.tracePaths, ","), strings.Join(f.traceKinds, ","))
@@ -51,6 +53,18 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		}
 		vcd = verif.NewVCDRecorder(filter)
 	}
+	var pcapFile *os.File
+	var pcap *verif.PcapRecorder
+	if f.pcap != "" {
+		if pcapFile, err = os.Create(f.pcap); err != nil {
+			for _, o := range []*os.File{traceFile, vcdFile} {
+				if o != nil {
+					o.Close()
+				}
+			}
+			return nil, nil, userErrorf("--pcap: %v", err)
+		}
+	}
 	attach := func(s *fabric.Simulation) {
 		view = s
 		if rec != nil || vcd != nil {
@@ -67,6 +81,11 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		}
 		if vcd != nil {
 			verif.AttachHook(vcd, s.Blocks...)
+		}
+		if pcapFile != nil {
+			pcap = verif.NewPcapRecorder(pcapFile, fmt.Sprintf("hcasim %s %s seed %d", Version(), f.config, l.Config.Seed),
+				pcapPorts(s, filter), f.snaplen, ib.AppendWire)
+			verif.AttachHook(pcap, s.Blocks...)
 		}
 		if check {
 			cc := verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}
@@ -107,6 +126,16 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 				first = fmt.Errorf("--vcd: %v", err)
 			}
 		}
+		if pcapFile != nil {
+			if pcap != nil {
+				if err := pcap.Flush(); err != nil && first == nil {
+					first = fmt.Errorf("--pcap: %v", err)
+				}
+			}
+			if err := pcapFile.Close(); err != nil && first == nil {
+				first = fmt.Errorf("--pcap: %v", err)
+			}
+		}
 		if chk != nil && view != nil {
 			chk.Finish(view.Now(), view.Settled)
 			if err := chk.Err(); err != nil {
@@ -119,6 +148,24 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		return first
 	}
 	return attach, finish, nil
+}
+
+// pcapPorts lists the capture interfaces: every port the --trace-path
+// globs select (all without them), in build order, each described by what
+// it is cabled to and its rate.
+func pcapPorts(s *fabric.Simulation, filter verif.Filter) []verif.PcapPort {
+	var out []verif.PcapPort
+	for _, p := range s.Ports {
+		if !filter.SelectsPath(p.Name) {
+			continue
+		}
+		pp := verif.PcapPort{Name: p.Name, SpeedBps: uint64(math.Round(p.Timing().DataRateBps()))}
+		if peer := p.Peer(); peer != nil {
+			pp.Description = fmt.Sprintf("to %s, %d lanes", peer.Name, p.Timing().Lanes)
+		}
+		out = append(out, pp)
+	}
+	return out
 }
 
 // violationError is a failed invariant as finish returns it.

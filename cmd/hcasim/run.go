@@ -42,6 +42,8 @@ type runFlags struct {
 	tracePaths []string
 	traceKinds []string
 	vcd        string
+	pcap       string
+	snaplen    int
 	jobs       int
 	shard      string
 	shardOf    *sweep.Shard // --shard parsed; nil without it
@@ -53,7 +55,7 @@ type runFlags struct {
 // longFlags lists the long names a user may also spell with one dash
 // (`-config ndr.yaml`, as most simulators' users type).
 var longFlags = []string{"config", "set", "format", "out", "seed", "check", "trace", "trace-path",
-	"trace-kind", "vcd", "jobs", "shard", "quiet", "cpuprofile", "memprofile", "report", "tolerance-ps",
+	"trace-kind", "vcd", "pcap", "pcap-snaplen", "jobs", "shard", "quiet", "cpuprofile", "memprofile", "report", "tolerance-ps",
 	"fields", "ignore-kinds", "context", "csv"}
 
 // normalizeArgs rewrites `-config x` and `-config=x` to their `--` form.
@@ -92,6 +94,8 @@ func runFlagSet(f *runFlags) *pflag.FlagSet {
 	fs.StringArrayVar(&f.tracePaths, "trace-path", nil, "")
 	fs.StringArrayVar(&f.traceKinds, "trace-kind", nil, "")
 	fs.StringVar(&f.vcd, "vcd", "", "")
+	fs.StringVar(&f.pcap, "pcap", "", "")
+	fs.IntVar(&f.snaplen, "pcap-snaplen", 0, "")
 	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "")
 	fs.StringVar(&f.shard, "shard", "", "")
 	fs.BoolVar(&f.quiet, "quiet", false, "")
@@ -129,10 +133,19 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	// Each of these is off when absent; given empty it would be silently
 	// off too, which is never what was meant.
-	for _, e := range []struct{ flag, want string }{{"out", "a directory"}, {"trace", "a file"}, {"vcd", "a file"},
+	for _, e := range []struct{ flag, want string }{{"out", "a directory"}, {"trace", "a file"}, {"vcd", "a file"}, {"pcap", "a file"},
 		{"shard", "I/N, e.g. 0/4"}, {"cpuprofile", "a file"}, {"memprofile", "a file"}} {
 		if fs.Changed(e.flag) && fs.Lookup(e.flag).Value.String() == "" {
 			return nil, userErrorf("--%s: an empty value (give %s, or omit --%s)", e.flag, e.want, e.flag)
+		}
+	}
+	if fs.Changed("pcap-snaplen") {
+		if f.pcap == "" {
+			return nil, userErrorf("--pcap-snaplen: cuts the packets --pcap writes, and --pcap is not given")
+		}
+		if f.snaplen < 0 || f.snaplen > maxSnaplen {
+			return nil, userErrorf("--pcap-snaplen: %d is out of range (0 for whole packets, or 1 to %d bytes kept of each)",
+				f.snaplen, maxSnaplen)
 		}
 	}
 	if err := checkTraceFilter(f, fs); err != nil {
@@ -154,13 +167,18 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	return f, nil
 }
 
+// maxSnaplen is the largest --pcap-snaplen: tcpdump's and Wireshark's
+// largest snapshot length, far above any IB packet (4,096 bytes of payload
+// and its headers).
+const maxSnaplen = 262144
+
 // checkOutputFiles refuses two output flags naming one file: the later
 // writer would silently replace the earlier one's output (a trace
 // overwritten by the waveform, or by a profile).
 func checkOutputFiles(f *runFlags) error {
 	type output struct{ flag, path string }
 	var outs []output
-	for _, o := range []output{{"trace", f.trace}, {"vcd", f.vcd}, {"cpuprofile", f.cpuprofile}, {"memprofile", f.memprofile}} {
+	for _, o := range []output{{"trace", f.trace}, {"vcd", f.vcd}, {"pcap", f.pcap}, {"cpuprofile", f.cpuprofile}, {"memprofile", f.memprofile}} {
 		if o.path == "" {
 			continue
 		}
@@ -194,13 +212,13 @@ func samePath(a, b string) bool {
 // they come from (busy: tx_start and tx_end; credits: tx_start and
 // credit_update), so a VCD cut by kind would show wrong values.
 func checkTraceFilter(f *runFlags, fs *pflag.FlagSet) error {
-	if fs.Changed("trace-path") && f.trace == "" && f.vcd == "" {
-		return userErrorf("--trace-path: filters what --trace and --vcd write, and neither is given")
+	if fs.Changed("trace-path") && f.trace == "" && f.vcd == "" && f.pcap == "" {
+		return userErrorf("--trace-path: filters what --trace, --vcd and --pcap write, and none is given")
 	}
 	if fs.Changed("trace-kind") && f.trace == "" {
 		msg := "--trace-kind: filters what --trace writes, and --trace is not given"
-		if f.vcd != "" {
-			msg += " (--vcd is not filtered by kind)"
+		if f.vcd != "" || f.pcap != "" {
+			msg += " (--vcd and --pcap are not filtered by kind)"
 		}
 		return userErrorf("%s", msg)
 	}

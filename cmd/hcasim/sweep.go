@@ -44,8 +44,8 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if err != nil {
 		return nil, err // runMain names the config
 	}
-	if (f.trace != "" || f.vcd != "") && (len(sw.Designs) > 1 || sw.Search != nil) {
-		return nil, userErrorf("--trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
+	if (f.trace != "" || f.vcd != "" || f.pcap != "") && (len(sw.Designs) > 1 || sw.Search != nil) {
+		return nil, userErrorf("--trace/--vcd/--pcap: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
 	}
 	designs := make([]int, len(sw.Designs))
 	for i := range designs {

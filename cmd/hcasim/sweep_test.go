@@ -611,7 +611,7 @@ func TestErrorsNameTheirSourceOnce(t *testing.T) {
 		{[]string{"-config", single, "--shard", "0/2", "--out", t.TempDir()},
 			"hcasim: --shard 0/2: " + single + " has no sweep: section to shard\n"},
 		{[]string{"-config", cfg, "--trace", filepath.Join(t.TempDir(), "t")},
-			"hcasim: --trace/--vcd: a trace follows one design point; pin the sweep's keys with --set to trace one of its points\n"},
+			"hcasim: --trace/--vcd/--pcap: a trace follows one design point; pin the sweep's keys with --set to trace one of its points\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
