@@ -101,7 +101,8 @@ func txStarts(t *testing.T, path string) []verif.Event {
 // pcapRuns are the design points the capture tests run: back to back,
 // every transport header the HCA sends (RETH with FIRST/MIDDLE/LAST
 // segments of a 9,000-byte message at MTU 4096, AETH on ACKs and read
-// responses, AtomicETH and AtomicAckETH), and a switched fabric.
+// responses, AtomicETH and AtomicAckETH, DETH on UD sends), and a switched
+// fabric.
 var pcapRuns = []struct {
 	name string
 	args []string
@@ -113,6 +114,8 @@ var pcapRuns = []struct {
 		[]string{"RDMA_READ_REQUEST", "RDMA_READ_RESPONSE_FIRST", "RDMA_READ_RESPONSE_MIDDLE", "RDMA_READ_RESPONSE_LAST"}},
 	{"atomic", []string{"-config", "edr.yaml", "--set", "workload.test=atomic_lat", "--set", "workload.iterations=3"},
 		[]string{"FETCH_ADD", "ATOMIC_ACKNOWLEDGE"}},
+	{"ud", []string{"-config", "edr.yaml", "--set", "workload.connection=UD", "--set", "workload.test=send_bw",
+		"--set", "workload.size=1024", "--set", "workload.iterations=10"}, []string{"UD_SEND_ONLY"}},
 	// ndr.yaml's latency test (2-byte RDMA writes: PadCnt 2) through two
 	// levels of switches beside uniform background SENDs.
 	{"fabric", []string{"-config", "ndr.yaml", "--set", "switch.vl_buffer_bytes=8320", "--set", "workload.offered_load=0.4",
@@ -260,7 +263,7 @@ func TestPcapSnaplenAndPaths(t *testing.T) {
 func TestPcapMarksCorruptedPackets(t *testing.T) {
 	t.Chdir(t.TempDir()) // ndr.yaml is a sweep: its output directory goes here
 	pc := filepath.Join(t.TempDir(), "ber.pcapng")
-	code, out, errs := run(append(pcapRuns[3].args, "--set", "link.ber=1e-6", "--quiet", "--format", "json", "--pcap", pc)...)
+	code, out, errs := run(append(pcapRuns[4].args, "--set", "link.ber=1e-6", "--quiet", "--format", "json", "--pcap", pc)...)
 	require.Equal(t, 0, code, errs)
 	var res struct {
 		Points []struct {
