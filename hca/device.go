@@ -326,7 +326,7 @@ func (d *Device) keyCheck(qp *QP, t ib.PS, key uint32) ib.PS {
 	if hit, readyAt := d.keyCache.Lookup(key); hit {
 		done = max(done, readyAt)
 	} else {
-		done = d.PCIe.Read(done, MKeyContextBytes) + d.missExtraPS
+		done = d.PCIe.Read(done, MKeyContextAddr(key), MKeyContextBytes) + d.missExtraPS
 		d.keyCache.Fill(key, done)
 	}
 	return st.leave(t, start, done)
@@ -620,7 +620,7 @@ grants:
 			// it spun forever at one picosecond): the packet then starts
 			// as soon as a tag is free, and Read issues the rest as the
 			// oldest reads complete, which keeps every tag busy.
-			reqs := d.PCIe.ReadRequestsFor(plen)
+			reqs := d.PCIe.ReadRequestsAt(w.LocalAddr+uint64(off), plen)
 			if reqs > d.PCIe.Tags() {
 				reqs = 1
 			}
@@ -638,7 +638,11 @@ grants:
 		ready, dmaDone := now, now
 		if needDMA {
 			issue := d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0)
-			ready = d.PCIe.Read(issue, plen)
+			// The bus sees the physical address; the model has none, but a
+			// page (hca.mtt_page_bytes ≥ 4 KiB) is physically aligned to
+			// its size, a multiple of MRRS, so the virtual address splits
+			// into the same requests.
+			ready = d.PCIe.Read(issue, w.LocalAddr+uint64(off), plen)
 			dmaDone = ready
 			pkt.Payload = sized(pkt.Payload, plen)
 			d.Mem.Read(w.LocalAddr+uint64(off), pkt.Payload)
@@ -688,7 +692,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	needDMA := !w.Inline && w.Length > 0
 	if needDMA {
-		if reqs := d.PCIe.ReadRequestsFor(int(w.Length)); d.PCIe.TagsFree(now) < reqs {
+		if reqs := d.PCIe.ReadRequestsAt(w.LocalAddr, int(w.Length)); d.PCIe.TagsFree(now) < reqs {
 			t := d.PCIe.NextTagFree(now)
 			if d.schedAt == 0 || t < d.schedAt {
 				d.schedAt = t
@@ -711,7 +715,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	pkt.PayloadLen = int(w.Length)
 	ready, dmaDone := now, now
 	if needDMA {
-		ready = d.PCIe.Read(d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0), pkt.PayloadLen)
+		ready = d.PCIe.Read(d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0), w.LocalAddr, pkt.PayloadLen)
 		dmaDone = ready
 		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
 		d.Mem.Read(w.LocalAddr, pkt.Payload)

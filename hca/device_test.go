@@ -1016,7 +1016,7 @@ func TestNonInlinePostGoesByBlueFlame(t *testing.T) {
 			cyc := ib.CyclePS(cfg.CoreClockMHz)
 			onChip := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) + ib.PS(cfg.Doorbell.LatencyCycles)*cyc
 			if !tc.prefer {
-				onChip = NewPCIe(cfg.PCIe).Read(onChip+ib.PS(cfg.DMA.LatencyCycles)*cyc, WQEBBBytes)
+				onChip = NewPCIe(cfg.PCIe).Read(onChip+ib.PS(cfg.DMA.LatencyCycles)*cyc, p.qa.sqBuf, WQEBBBytes)
 			}
 			decoded := onChip + ib.PS(cfg.WQEFetch.LatencyCycles)*cyc
 			var got []ib.PS
@@ -1060,7 +1060,7 @@ func TestBlueFlameWaitsForEarlierFetch(t *testing.T) {
 	// fetch stage parses it.
 	issue := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) +
 		ib.PS(cfg.Doorbell.LatencyCycles)*cyc + ib.PS(cfg.DMA.LatencyCycles)*cyc
-	firstDecoded := NewPCIe(cfg.PCIe).Read(issue, WQEBBBytes) + ib.PS(cfg.WQEFetch.LatencyCycles)*cyc
+	firstDecoded := NewPCIe(cfg.PCIe).Read(issue, p.qa.sqBuf, WQEBBBytes) + ib.PS(cfg.WQEFetch.LatencyCycles)*cyc
 	// The BlueFlame doorbell arrives one post later and is parsed in 10
 	// cycles, long before the first WQE's read returns (~0.5 µs).
 	bfParsed := 2*ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) +

@@ -121,6 +121,22 @@ func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResul
 // a miss here (docs/hca.md).
 const MKeyContextBytes = 64
 
+// MPTBase is the bus address at which the model puts the MPT, the table of
+// MKey contexts in ICM (host memory the HCA owns, outside HostMemory):
+// context i at MPTBase + i × MKeyContextBytes, i the key's index (key >>
+// 8, the index the RTL's hca_key_check reads, mpt_req_index = key[31:8]).
+// ConnectX's ICM layout is not published; a table of 64-byte entries from
+// a page-aligned base is the assumption. Every context is then 64-byte
+// aligned, inside one MRRS unit (MRRS ≥ 128), so its read is one request
+// wherever the table lies.
+const MPTBase = 1 << 60
+
+// MKeyContextAddr returns the bus address of key's MKey context, what a
+// key-cache miss reads (MPTBase).
+func MKeyContextAddr(key uint32) uint64 {
+	return MPTBase + uint64(key>>8)*MKeyContextBytes
+}
+
 // KeyCache is the HCA's key cache: the MPT entries (key contexts) it
 // holds on chip, least recently used out, each with the time its context
 // arrives (an entry is allocated at the miss and filled when its read

@@ -1,6 +1,10 @@
 package hca
 
-import "github.com/hcasim/hcasim/ib"
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/ib"
+)
 
 // MTTEntryBytes is the size of one MTT entry, the translation of one page
 // of a registered region to a bus address: the mlx5 PRM's struct mlx5_mtt
@@ -23,12 +27,36 @@ type MTTCache struct {
 // not modelled (hca.mtt_cache_entries 0).
 func (d *Device) MTTCache() *MTTCache { return d.mtt }
 
+// MTTBase is the bus address at which the model puts the MTTs in ICM:
+// region i's entries, one per page from the page of its first byte, at
+// MTTBase + i << 32, so each region's MTT starts 4 KiB-aligned (MRRS ≤
+// 4096 divides it) and a read of its entries splits where the region's
+// page index crosses a multiple of MRRS / 8 (64 pages at MRRS 512).
+// ConnectX's placement is the firmware's and not published; mlx4 allocates
+// a region's MTT from a buddy allocator (mlx4_alloc_mtt_range), naturally
+// aligned to its power-of-two size, which splits the region's reads the
+// same way. 2^32 bytes of entries per region: 2^29 pages.
+const MTTBase = 1<<60 + 1<<58
+
+// mttEntryAddr returns the bus address of the MTT entry of virtual page
+// vpn (page number at hca.mtt_page_bytes) of the region whose key is key.
+func (d *Device) mttEntryAddr(key uint32, vpn uint64) uint64 {
+	mr := d.Keys.lookup(key)
+	if mr == nil {
+		// translate follows a key check that passed, and the device never
+		// deregisters a region.
+		panic(fmt.Sprintf("hca: %s: MTT read for key %#x, which names no region", d.Name, key))
+	}
+	return MTTBase + uint64(key>>8)<<32 + (vpn-mr.Addr>>d.pageShift)*MTTEntryBytes
+}
+
 // unread marks, within one translate, an entry it missed and whose read it
 // has yet to issue.
 const unread ib.PS = -1
 
 // translate returns when the MTT entries of the pages that [addr, addr+n)
-// touches are on chip, asked for at t. The HCA translates a range when it
+// touches are on chip, asked for at t; key is the region's, which passed
+// its check (its MTT's address, MTTBase). The HCA translates a range when it
 // has checked the key that covers it: a gather element at WQE decode, a
 // WRITE's or READ's remote range at the message's first packet (its later
 // packets then DMA without further lookups), an atomic's 8 bytes; and, as
@@ -39,7 +67,7 @@ const unread ib.PS = -1
 // request TLPs up, the read latency, completions down), so translations
 // take PCIe bandwidth from payload reads; a page whose entry is still
 // being read waits for that read.
-func (d *Device) translate(t ib.PS, addr, n uint64) ib.PS {
+func (d *Device) translate(t ib.PS, key uint32, addr, n uint64) ib.PS {
 	c := d.mtt
 	if c == nil || n <= 0 {
 		return t
@@ -62,7 +90,7 @@ func (d *Device) translate(t ib.PS, addr, n uint64) ib.PS {
 		return ready
 	}
 	c.EntriesRead += int64(hi - lo + 1)
-	done := d.PCIe.Read(t, int(hi-lo+1)*MTTEntryBytes)
+	done := d.PCIe.Read(t, d.mttEntryAddr(key, lo), int(hi-lo+1)*MTTEntryBytes)
 	for p := lo; p <= hi; p++ {
 		// The pages this pass missed (and has not evicted since) arrive
 		// with the read; a page of the span that hit keeps its own time.

@@ -52,7 +52,7 @@ func TestMTTMissIsAnEntryRead(t *testing.T) {
 		{at: at + 3*ib.Microsecond, addr: base + 3*page - 512, n: 1024},
 	}
 	for _, pr := range probes {
-		s.Schedule(pr.at, &poster{fn: func() { pr.done = p.b.translate(s.Now(), pr.addr, pr.n) }}, 0)
+		s.Schedule(pr.at, &poster{fn: func() { pr.done = p.b.translate(s.Now(), p.mrB.LKey, pr.addr, pr.n) }}, 0)
 	}
 	s.StopAt(20 * ib.Microsecond)
 	require.NoError(t, s.Run())
@@ -71,7 +71,7 @@ func TestMTTMissIsAnEntryRead(t *testing.T) {
 	// Off (the default), a translation is on chip at once.
 	off := newPair(t, edrLink(), Defaults(), 4096)
 	assert.Nil(t, off.a.MTTCache())
-	assert.Equal(t, at, off.a.translate(at, off.bufA, 4096))
+	assert.Equal(t, at, off.a.translate(at, off.mrA.LKey, off.bufA, 4096))
 }
 
 // TestMTTRangeLargerThanCacheReadsEveryMissingEntry: a message whose pages
@@ -93,7 +93,7 @@ func TestMTTRangeLargerThanCacheReadsEveryMissingEntry(t *testing.T) {
 	base := (p.bufB + page - 1) &^ (page - 1)
 	at := 10 * ib.Microsecond
 	for k := range 2 {
-		s.Schedule(at+ib.PS(k)*5*ib.Microsecond, &poster{fn: func() { p.b.translate(s.Now(), base, 16*page) }}, 0)
+		s.Schedule(at+ib.PS(k)*5*ib.Microsecond, &poster{fn: func() { p.b.translate(s.Now(), p.mrB.LKey, base, 16*page) }}, 0)
 	}
 	s.StopAt(20 * ib.Microsecond)
 	require.NoError(t, s.Run())
@@ -275,4 +275,40 @@ func TestSendFirstPacketNotHeldForLaterPages(t *testing.T) {
 	assert.Equal(t, keyMiss+entryRead, tl.RespKey-tl.RxDone)
 	assert.Equal(t, tl.RespKey+write, firstVisible)
 	assert.Equal(t, int64(pkts), p.b.MTTCache().EntriesRead, "one entry per page written")
+}
+
+// TestMTTReadSplitsAtTheRegionsMRRSBoundary: a region's MTT entries lie
+// in page order from its first page at a 4 KiB-aligned address (MTTBase),
+// 8 bytes each, so at MRRS 512 a request holds the entries of 64 pages
+// from a multiple of 64 pages into the region. Pages 0 … 7 of the region
+// are one request of 64 bytes; pages 60 … 67 are entries 480 … 543 bytes
+// into its MTT, across 512: two requests (32 + 32 bytes), where the count
+// split (⌈64 / 512⌉) made one.
+func TestMTTReadSplitsAtTheRegionsMRRSBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first uint64 // the region's page the translation starts at
+		reqs  int64
+	}{
+		{"pages 0 … 7", 0, 1},
+		{"pages 60 … 67", 60, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.MTTCacheEntries = 64
+			require.Equal(t, 512, cfg.PCIe.MRRSBytes)
+			page := uint64(cfg.MTTPageBytes)
+			p := newPair(t, edrLink(), cfg, 128*int(page))
+			require.Zero(t, p.bufB%page, "the region starts on a page")
+			s := p.s
+			s.Schedule(10*ib.Microsecond, &poster{fn: func() {
+				p.b.translate(s.Now(), p.mrB.LKey, p.bufB+tc.first*page, 8*page)
+			}}, 0)
+			s.StopAt(20 * ib.Microsecond)
+			require.NoError(t, s.Run())
+			assert.Equal(t, int64(8), p.b.MTTCache().EntriesRead)
+			assert.Equal(t, int64(8*MTTEntryBytes), p.b.PCIe.ReadBytes)
+			assert.Equal(t, tc.reqs, p.b.PCIe.ReadRequests)
+		})
+	}
 }

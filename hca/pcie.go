@@ -454,13 +454,14 @@ func (p *PCIe) WriteQueuedUntil(t ib.PS, n int) ib.PS {
 	return t + p.SerPS(n+tlps*p.cfg.TLPOverheadBytes)
 }
 
-// Read fetches n bytes of host memory for the HCA starting at t: one read
-// request per MRRS, each needing a free tag, answered after the read
-// completion latency by completions of ReadCompletionBytes. It returns when
-// the last completion has arrived at the HCA. A request does not pass the
-// posted writes issued at or before its issue; its completions return in
-// order, each after the previous.
-func (p *PCIe) Read(t ib.PS, n int) ib.PS {
+// Read fetches n bytes of host memory at bus address addr for the HCA
+// starting at t: one read request per ReadRequest chunk (at most MRRS, never
+// across an MRRS-aligned address, so never across 4 KiB, as PCIe requires),
+// each needing a free tag, answered after the read completion latency by
+// completions of ReadCompletionBytes. It returns when the last completion has
+// arrived at the HCA. A request does not pass the posted writes issued at or
+// before its issue; its completions return in order, each after the previous.
+func (p *PCIe) Read(t ib.PS, addr uint64, n int) ib.PS {
 	if now := p.forget(); t < now {
 		panic(fmt.Sprintf("hca: PCIe read booked at %d ps, before now %d ps", t, now))
 	}
@@ -468,8 +469,12 @@ func (p *PCIe) Read(t ib.PS, n int) ib.PS {
 	p.ReadBytes += int64(n)
 	done := t
 	issue := t
-	for rest := n; rest > 0; {
-		r := min(rest, p.cfg.MRRSBytes)
+	// The first request runs to the first MRRS-aligned address (or the
+	// read's end); from there every request is a whole MRRS but the last:
+	// ReadRequest's chunks, with one division per read.
+	mrrs := p.cfg.MRRSBytes
+	r := ReadRequest(addr, n, mrrs)
+	for rest := n; rest > 0; r = min(rest, mrrs) {
 		rest -= r
 		// The DMA engine issues one read's requests in order, each when
 		// it has a tag.
@@ -620,5 +625,13 @@ func (p *PCIe) BusyUntil() ib.PS { return max(p.up.last, p.down.last) }
 // Tags returns the number of read tags (hca.pcie.outstanding_reads).
 func (p *PCIe) Tags() int { return p.tags }
 
-// ReadRequestsFor returns the read requests a DMA read of n bytes needs.
-func (p *PCIe) ReadRequestsFor(n int) int { return (n + p.cfg.MRRSBytes - 1) / p.cfg.MRRSBytes }
+// ReadRequestsAt returns the read requests Read makes for n bytes at addr:
+// the MRRS-aligned units [addr, addr+n) touches, one more than by count
+// (⌈n / MRRS⌉) when an unaligned read spans an extra boundary.
+func (p *PCIe) ReadRequestsAt(addr uint64, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	m := p.cfg.MRRSBytes // a power of two
+	return (int(addr&uint64(m-1)) + n + m - 1) / m
+}

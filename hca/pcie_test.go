@@ -49,14 +49,14 @@ func TestPCIeWriteAndRead(t *testing.T) {
 	// A 100-byte read: one request (24 B upstream), 500 ns, then two
 	// completions of 64 and 36 bytes (+20 each) downstream.
 	want = q.SerPS(24) + 500*ib.Nanosecond + q.SerPS(84) + q.SerPS(56)
-	assert.Equal(t, want, q.Read(0, 100))
+	assert.Equal(t, want, q.Read(0, 0, 100))
 	assert.Equal(t, int64(1), q.ReadRequests)
 }
 
 func TestPCIeOutstandingReadCap(t *testing.T) {
 	// 4 tags, 5 requests of 512 B: the fifth waits for the first tag.
 	p := NewPCIe(gen3())
-	done := p.Read(0, 5*512)
+	done := p.Read(0, 0, 5*512)
 	req := p.SerPS(24)
 	cpl := p.SerPS(64 + 20)
 	// Request k (k=0..3) leaves at (k+1)·req; its completions start at
@@ -107,8 +107,8 @@ func TestPCIeReadBookedAheadHoldsNoEarlierRead(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPCIe(gen3())
-			assert.Equal(t, aDone, p.Read(X, 64))
-			assert.Equal(t, tc.want, p.Read(tc.at, 64))
+			assert.Equal(t, aDone, p.Read(X, 0, 64))
+			assert.Equal(t, tc.want, p.Read(tc.at, 0, 64))
 			assert.Zero(t, p.TagStallPS)
 		})
 	}
@@ -131,7 +131,7 @@ func TestPCIeOrderingRules(t *testing.T) {
 	t.Run("a read request does not pass posted writes issued before it", func(t *testing.T) {
 		p := NewPCIe(gen3())
 		// A read booked first for 5 ns holds [5000, 6524] upstream.
-		p.Read(5000, 64)
+		p.Read(5000, 0, 64)
 		// A 600-byte write at 0.1 ns: its first TLP (17774) does not fit
 		// in [100, 5000]: TLPs [6524, 24298], [24298, 42072], [42072,
 		// 49182].
@@ -141,18 +141,18 @@ func TestPCIeOrderingRules(t *testing.T) {
 		assert.Equal(t, ib.PS(54768)+wlat, p.Write(1000, 64))
 		// A read at 1 ns: its request would fit in the same gap, but goes
 		// after both writes: [54768, 56292], then its completion.
-		assert.Equal(t, 54768+req+lat+5333, p.Read(1000, 64))
+		assert.Equal(t, 54768+req+lat+5333, p.Read(1000, 0, 64))
 		// A read at 0, issued before the writes, passes none: its request
 		// takes [0, 1524]. Its completion, due at 501524, does not fit in
 		// the 5000 ps before the first read's, [506524, 511857]: after it.
-		assert.Equal(t, 5000+req+lat+2*5333, p.Read(0, 64))
+		assert.Equal(t, 5000+req+lat+2*5333, p.Read(0, 0, 64))
 	})
 
 	t.Run("a write issued later holds back no earlier read", func(t *testing.T) {
 		p := NewPCIe(gen3())
 		// A write booked first for 1 µs; a read at 0 is not behind it.
 		assert.Equal(t, ib.Microsecond+17774+17774+7110+wlat, p.Write(ib.Microsecond, 600))
-		assert.Equal(t, req+lat+5333, p.Read(0, 64))
+		assert.Equal(t, req+lat+5333, p.Read(0, 0, 64))
 	})
 
 	t.Run("a read's completions return in order", func(t *testing.T) {
@@ -165,7 +165,7 @@ func TestPCIeOrderingRules(t *testing.T) {
 		// [516857, 520412], not into the gap before it.
 		due := req + lat
 		p.down.book(due+4000, 6000)
-		assert.Equal(t, due+10000+5333+3555, p.Read(0, 100))
+		assert.Equal(t, due+10000+5333+3555, p.Read(0, 0, 100))
 	})
 }
 
@@ -180,18 +180,18 @@ func TestPCIeTagsOutOfTimeOrder(t *testing.T) {
 	cfg.OutstandingReads = 2
 	p := NewPCIe(cfg)
 	X := 2 * ib.Microsecond
-	assert.Equal(t, X+r, p.Read(X, 64)) // A: a tag until X + r
-	assert.Equal(t, r, p.Read(0, 64))   // B: the other tag, until r
+	assert.Equal(t, X+r, p.Read(X, 0, 64)) // A: a tag until X + r
+	assert.Equal(t, r, p.Read(0, 0, 64))   // B: the other tag, until r
 	// At 0 both tags are in use; B's frees first (a ring in call order
 	// said A's, X + r).
 	assert.Equal(t, 0, p.TagsFree(0))
 	assert.Equal(t, r, p.NextTagFree(0))
 	// C at 1 µs: B's tag is free by then: no wait.
-	assert.Equal(t, ib.Microsecond+r, p.Read(ib.Microsecond, 64))
+	assert.Equal(t, ib.Microsecond+r, p.Read(ib.Microsecond, 0, 64))
 	assert.Zero(t, p.TagStallPS)
 	// D at 1 µs: the tags are C's (until 1 µs + r) and A's (X + r): D
 	// waits for C's, r, and its read then takes r.
-	assert.Equal(t, ib.Microsecond+2*r, p.Read(ib.Microsecond, 64))
+	assert.Equal(t, ib.Microsecond+2*r, p.Read(ib.Microsecond, 0, 64))
 	assert.Equal(t, r, p.TagStallPS)
 	// D's tag frees at 1 µs + 2r, before A's.
 	assert.Equal(t, 1, p.TagsFree(X+r-1))
@@ -221,9 +221,9 @@ func TestPCIeForgetsItsPast(t *testing.T) {
 	const n = 5000
 	for i := range n {
 		clk.now = ib.PS(i) * ib.Microsecond
-		require.Equal(t, keeps.Read(clk.now, 4096), forgets.Read(clk.now, 4096))
+		require.Equal(t, keeps.Read(clk.now, 0, 4096), forgets.Read(clk.now, 0, 4096))
 		require.Equal(t, keeps.Write(clk.now+10, 4096), forgets.Write(clk.now+10, 4096))
-		require.Equal(t, keeps.Read(clk.now+600*ib.Nanosecond, 64), forgets.Read(clk.now+600*ib.Nanosecond, 64))
+		require.Equal(t, keeps.Read(clk.now+600*ib.Nanosecond, 0, 64), forgets.Read(clk.now+600*ib.Nanosecond, 0, 64))
 	}
 	assert.Greater(t, len(keeps.up.spans), n, "the check would see a leak")
 	for name, l := range map[string]int{"up": cap(forgets.up.spans), "down": cap(forgets.down.spans),
@@ -242,7 +242,7 @@ func TestPCIeReadBound(t *testing.T) {
 	assert.InDelta(t, 8*16*128.0/130*64/84, p.ReadBoundGbps(), 1e-9)
 	// Streaming 1 MiB of reads approaches that bound.
 	n := 1 << 20
-	done := p.Read(0, n)
+	done := p.Read(0, 0, n)
 	gbps := float64(n) * 8 / float64(done) * 1000
 	assert.InDelta(t, p.ReadBoundGbps(), gbps, 0.02*p.ReadBoundGbps())
 	assert.LessOrEqual(t, gbps, p.ReadBoundGbps())
@@ -266,7 +266,7 @@ func TestPCIeGen6FlitModeFraming(t *testing.T) {
 	// A 64-byte read: a 16-byte request upstream, the completion latency,
 	// one 64-byte completion with its 12-byte header downstream.
 	want := p.SerPS(16) + ib.FromNanoseconds(c.ReadLatencyNS) + p.SerPS(64+12)
-	assert.Equal(t, want, p.Read(0, 64))
+	assert.Equal(t, want, p.Read(0, 0, 64))
 	// A 64-byte posted write: one TLP of 64 + 16 bytes, then visibility.
 	q := NewPCIe(c)
 	assert.Equal(t, q.SerPS(64+16)+ib.FromNanoseconds(c.WriteLatencyNS), q.Write(0, 64))
@@ -293,7 +293,7 @@ func TestReadLatencyFromPCIeBench(t *testing.T) {
 	require.Equal(t, ib.PS(3047), p.SerPS(24))
 	require.Equal(t, ib.PS(10665), p.SerPS(84)) // 10664.06, rounded up
 	measured := ib.PS(656 * 1_000_000 / 1200)   // 656 cycles at 1.2 GHz, ps
-	assert.InDelta(t, float64(measured), float64(p.Read(0, 64)), 500, "546.67 ns measured")
+	assert.InDelta(t, float64(measured), float64(p.Read(0, 0, 64)), 500, "546.67 ns measured")
 }
 
 // TestReadNotHeldBehindReadBookedAhead: the defect this PCIe model's
@@ -426,7 +426,7 @@ func TestPCIePostedWritesInIssueOrder(t *testing.T) {
 		// W1, which is booked first ([12000, 36884]); W2, issued after
 		// it, is not. Its request [36884, 38408], its completion [538408,
 		// 543741].
-		assert.Equal(t, ib.PS(543741), p.Read(25000, 64))
+		assert.Equal(t, ib.PS(543741), p.Read(25000, 0, 64))
 		assert.Equal(t, []booked{{t1, 36884 + wlat}}, *got)
 		// W2, booked at t2 − H, goes after the read's request, issued
 		// before it: [38408, 43994].
@@ -442,7 +442,7 @@ func TestPCIePostedWritesInIssueOrder(t *testing.T) {
 		// A read issued at 35 ns may not pass W2: W2 is booked now,
 		// [30000, 35586], before its time, and the request follows it,
 		// [35586, 37110], completion [537110, 542443].
-		assert.Equal(t, ib.PS(542443), p.Read(35000, 64))
+		assert.Equal(t, ib.PS(542443), p.Read(35000, 0, 64))
 		assert.Equal(t, []booked{{t2, 35586 + wlat}}, *got)
 		// W1, posted after that, is booked late: its first TLP takes the
 		// gap before W2, [12000, 29774], its second goes after the
@@ -526,4 +526,102 @@ func TestPostedWritesOfTwoQPsInIssueOrder(t *testing.T) {
 	assert.Zero(t, p.b.PCIe.WritesBookedLate)
 	assert.Equal(t, issue2+train2+wlat, warmVisible, "QP 2's write, issued first, at once")
 	assert.Equal(t, issue2+train2+tlp1+wlat, coldVisible, "QP 1's after it")
+}
+
+// TestPCIeReadSplitsAtAlignedAddresses: Read splits a read where
+// hca.ReadRequest does, at MRRS-aligned addresses, not into n / MRRS full
+// requests and the rest. gen3(): a request of 24 B takes req = 1524 ps, a
+// completion of 64 + 20 B cpl = 5333 ps, the read latency is 500 ns. One
+// tag, so a read's second request waits for its first to complete and the
+// split shows in the time as well as in the count.
+func TestPCIeReadSplitsAtAlignedAddresses(t *testing.T) {
+	lat := 500 * ib.Nanosecond
+	for _, tc := range []struct {
+		name  string
+		mrrs  int
+		addr  uint64
+		n     int
+		split []int // the requests' bytes, in address order; by count ⌈n / MRRS⌉
+	}{
+		// 512 bytes at 256 (a send WQE of 8 WQEBBs at ring slot 4):
+		// 512 − 256 mod 512 = 256 to the boundary at 512, then 256. By
+		// count: one request of 512.
+		{"512 B at 256, MRRS 512", 512, 256, 512, []int{256, 256}},
+		// 4 KiB at 0x1F00, MRRS 4096: 4096 − 0xF00 = 256 bytes to the 4 KiB
+		// boundary at 0x2000, then 3840. By count: one request of 4096,
+		// across the boundary, which PCIe forbids.
+		{"4 KiB at 0x1F00, MRRS 4096", 4096, 0x1F00, 4096, []int{256, 3840}},
+		// At MRRS 512: 0x1F00 mod 512 = 256, so 256, seven of 512 (3584),
+		// and the last 256 from 0x2E00: 9 requests, 8 by count.
+		{"4 KiB at 0x1F00, MRRS 512", 512, 0x1F00, 4096, []int{256, 512, 512, 512, 512, 512, 512, 512, 256}},
+		// Aligned: the same requests as by count.
+		{"1 KiB at 0x2000, MRRS 512", 512, 0x2000, 1024, []int{512, 512}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := gen3()
+			c.MRRSBytes = tc.mrrs
+			c.OutstandingReads = 1
+			p := NewPCIe(c)
+			req, cpl := p.SerPS(24), p.SerPS(64+20)
+			// Each request, in turn, when the one tag is free: its request
+			// TLP, the latency, its r / 64 completions back to back.
+			var want ib.PS
+			sum := 0
+			for _, r := range tc.split {
+				require.Zero(t, r%64, "whole 64-byte completions")
+				want += req + lat + ib.PS(r/64)*cpl
+				sum += r
+			}
+			require.Equal(t, tc.n, sum)
+			assert.Equal(t, want, p.Read(0, tc.addr, tc.n))
+			assert.Equal(t, int64(len(tc.split)), p.ReadRequests)
+			assert.Equal(t, len(tc.split), p.ReadRequestsAt(tc.addr, tc.n))
+			assert.Equal(t, ib.PS(len(tc.split))*req, p.up.busy)
+			// With one tag each request's completions are a train of their
+			// own, a request and the latency after the previous: the trains
+			// downstream are the requests' sizes, in address order.
+			trains := append(p.down.spans[p.down.head:], tlpSpan{p.down.tailStart, p.down.last})
+			if assert.Len(t, trains, len(tc.split)) {
+				for k, r := range tc.split {
+					assert.Equal(t, ib.PS(r/64)*cpl, trains[k].end-trains[k].start, "request %d", k)
+				}
+			}
+			// No request crosses a 4 KiB boundary.
+			addr := tc.addr
+			for _, r := range tc.split {
+				assert.Equal(t, addr/4096, (addr+uint64(r)-1)/4096, "request at %#x of %d", addr, r)
+				addr += uint64(r)
+			}
+		})
+	}
+}
+
+// TestPCIeReadRequestsAreReadRequestChunks: over addresses at and around
+// MRRS and 4 KiB boundaries, odd lengths and every MRRS, Read makes
+// exactly hca.ReadRequests' chunks (the rule the RTL's DMA engine is
+// co-simulated against): as many requests, and with one tag each
+// request's completions a train of its own (a request and the read
+// latency apart), each as long as its chunk's completions back to back.
+// ReadRequestsAt, which the scheduler's tag check uses, counts them.
+func TestPCIeReadRequestsAreReadRequestChunks(t *testing.T) {
+	var chunks []ReadChunk
+	for _, mrrs := range []int{128, 256, 512, 1024, 2048, 4096} {
+		for _, addr := range []uint64{0, 1, 63, 64, 255, 256, 0xF00, 0xFC0, 0xFFF, 0x1000, 0x1F00, 0x12345, ^uint64(0) - 100} {
+			for _, n := range []int{1, 8, 64, 100, 511, 512, 513, 4096, 5000, 65536} {
+				c := gen3()
+				c.MRRSBytes = mrrs
+				c.OutstandingReads = 1
+				p := NewPCIe(c)
+				p.Read(0, addr, n)
+				chunks = ReadRequests(chunks[:0], addr, n, mrrs)
+				require.Equal(t, int64(len(chunks)), p.ReadRequests, "MRRS %d, %d bytes at %#x", mrrs, n, addr)
+				require.Equal(t, len(chunks), p.ReadRequestsAt(addr, n))
+				trains := append(p.down.spans[p.down.head:], tlpSpan{p.down.tailStart, p.down.last})
+				require.Len(t, trains, len(chunks))
+				for k, ch := range chunks {
+					require.Equal(t, p.trainPS(ch.N), trains[k].end-trains[k].start, "MRRS %d, %d bytes at %#x: request %d", mrrs, n, addr, k)
+				}
+			}
+		}
+	}
 }

@@ -15,10 +15,7 @@ package hca
 // mrrs-aligned, so no request straddles the wrap. n ≤ 0 gives 0.
 //
 // The RTL's DMA engine (hca_dma_engine, whose co-simulation takes this
-// function as its reference) splits by it. The model's PCIe.Read does not:
-// it has no address and splits n into n/mrrs full requests and the rest
-// (the same count when addr is mrrs-aligned; an unaligned read may need
-// one request more here). docs/hca.md, "PCIe", says so.
+// function as its reference) and the model's PCIe.Read split by it.
 func ReadRequest(addr uint64, n, mrrs int) int {
 	if n <= 0 {
 		return 0

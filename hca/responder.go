@@ -81,6 +81,7 @@ type RespAction struct {
 	// packet translates.
 	XlateAddr uint64
 	XlateLen  uint64
+	XlateKey  uint32 // the key whose region holds the range (its MTT's address)
 }
 
 // Responder is the receive side of an RC QP (IBA ch. 9 responder,
@@ -383,7 +384,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		a.Xlate, a.XlateAddr, a.XlateLen = true, pkt.Atomic.VA, 8
+		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, pkt.Atomic.VA, 8, pkt.Atomic.RKey
 		slot, drop, ok := r.claimRes()
 		if pkt.Atomic.VA%8 != 0 || !ok {
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
@@ -451,7 +452,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		// Each packet translates what it writes, as a real HCA translates
 		// as it scatters (the first packet's key check covers the whole
 		// buffer, its translation only its own bytes).
-		a.Xlate, a.XlateAddr, a.XlateLen = true, r.recv.Addr+uint64(r.recvOff), uint64(pkt.PayloadLen)
+		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, r.recv.Addr+uint64(r.recvOff), uint64(pkt.PayloadLen), r.recv.LKey
 		r.recvOff = uint32(end)
 	} else {
 		if pkt.PayloadLen > 0 {
@@ -560,7 +561,7 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) KeyRes
 	a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
 	r := env.CheckRKey(pkt.RETH.RKey, need, pkt.RETH.VA, uint64(pkt.RETH.Length))
 	if r == KeyOK {
-		a.Xlate, a.XlateAddr, a.XlateLen = true, a.KeyAddr, a.KeyLen
+		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, a.KeyAddr, a.KeyLen, a.Key
 	}
 	return r
 }

@@ -131,7 +131,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if qp.onDemand {
 		// The receive WQE was not prefetched: read it from host memory now.
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, RecvWQEBytes)
 	}
 	if a.KeyChecked {
 		t = d.keyCheck(qp, t, a.Key)
@@ -144,7 +144,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	// message's, started by the message's first packet (RespAction.Xlate).
 	// qp.xlateAt is 0 unless translation is modelled.
 	if a.Xlate && d.mtt != nil {
-		t = d.translate(t, a.XlateAddr, a.XlateLen)
+		t = d.translate(t, a.XlateKey, a.XlateAddr, a.XlateLen)
 		qp.xlateAt = t
 	} else if !a.KeyChecked {
 		t = max(t, qp.xlateAt)
@@ -216,7 +216,7 @@ func (d *Device) fetchRead(qp *QP, t ib.PS, a RespAction) {
 		at := t
 		if plen > 0 {
 			issue := d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
-			at = d.PCIe.Read(issue, plen)
+			at = d.PCIe.Read(issue, a.ReadVA+uint64(lo), plen)
 			d.Mem.Read(a.ReadVA+uint64(lo), data[k*mtu:k*mtu+plen])
 			d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(psnAdd(a.ReadPSN, k-p))),
 				components.IntField("addr", int64(a.ReadVA)+int64(lo)), components.IntField("len", int64(plen)))
@@ -273,7 +273,7 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
 	} else {
 		va := pkt.Atomic.VA
 		issue = d.atomics.wait(va, issue, d.s.Now())
-		done = d.PCIe.Read(issue, 8)
+		done = d.PCIe.Read(issue, va, 8)
 		orig = d.Mem.ReadU64(va)
 		nv := orig + pkt.Atomic.SwapAdd
 		if pkt.Opcode == ib.CompareSwap {
@@ -356,7 +356,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	t := d.s.Now()
 	if qp.onDemand {
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, RecvWQEBytes)
 	}
 	t = d.keyCheck(qp, t, recv.LKey)
 	tl := d.Timeline
@@ -370,7 +370,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		components.IntField("len", int64(recv.Length)))
 	if r == KeyOK {
 		// The bytes the datagram writes: the GRH area and its payload.
-		t = d.translate(t, recv.Addr, min(uint64(recv.Length), uint64(UDGRHBytes+pkt.PayloadLen)))
+		t = d.translate(t, recv.LKey, recv.Addr, min(uint64(recv.Length), uint64(UDGRHBytes+pkt.PayloadLen)))
 	}
 	c := CQE{Opcode: CQERespSend, QPN: qp.Num, Counter: uint16(recv.Index), Receiver: true,
 		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(UDGRHBytes + pkt.PayloadLen)}

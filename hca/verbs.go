@@ -65,6 +65,7 @@ type QP struct {
 	rqTaken          uint32 // receive WQEs consumed by the responder
 	rqDone           uint32
 	onDemand         bool
+	onDemandAddr     uint64  // with onDemand: the ring slot address of the receive WQE taken on demand, which the responder reads
 	thread           *Thread // the application thread its posts run on
 	// xlateAt is when the address translation of the inbound message
 	// being received is on chip: the responder translates a message's
@@ -532,11 +533,15 @@ func (d *Device) fetchWQEs(qp *QP, t ib.PS, bfBBs int) {
 		return
 	}
 	for {
-		n, _ := WQERead(qp.sqDB, qp.sqFetch, qp.fetchInflight, d.Cfg.WQEPrefetchDepth, qp.sqBBs)
+		n, slot := WQERead(qp.sqDB, qp.sqFetch, qp.fetchInflight, d.Cfg.WQEPrefetchDepth, qp.sqBBs)
 		if n == 0 {
 			return
 		}
-		d.parseFetched(qp, d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), n*WQEBBBytes), n)
+		// The read is at the ring slot's address, as hca_wqe_fetch's
+		// rd_req_addr (base + slot × 64): a read from a slot that is not
+		// MRRS-aligned is split where the ring crosses an MRRS boundary.
+		at := qp.sqBuf + uint64(slot)*WQEBBBytes
+		d.parseFetched(qp, d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), at, n*WQEBBBytes), n)
 	}
 }
 
@@ -597,7 +602,7 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 				// The gather element's pages are translated before the
 				// WQE reaches the requester, so its packets' DMAs find
 				// them on chip (translate).
-				dw.readyAt = d.translate(dw.readyAt, w.LocalAddr, uint64(w.Length))
+				dw.readyAt = d.translate(dw.readyAt, w.LKey, w.LocalAddr, uint64(w.Length))
 			}
 		}
 		last = max(last, dw.readyAt)
@@ -672,11 +677,12 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
 	}
 	for {
-		n, _ := RecvRead(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth)
+		n, slot := RecvRead(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth)
 		if n == 0 {
 			return
 		}
-		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), n*RecvWQEBytes)
+		at := qp.rqBuf + uint64(slot)*RecvWQEBytes
+		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), at, n*RecvWQEBytes)
 		done = d.stages[StageWQEFetch].accept(done, 0)
 		e := d.at(done, evRecvFetched)
 		e.Arg = qpArg(qp, qp.rqFetch)
@@ -732,7 +738,8 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 	}
 	var b [RecvWQEBytes]byte
 	slot := qp.rqTaken % uint32(qp.rqDepth)
-	qp.dev.Mem.Read(qp.rqBuf+uint64(slot)*RecvWQEBytes, b[:])
+	qp.onDemandAddr = qp.rqBuf + uint64(slot)*RecvWQEBytes
+	qp.dev.Mem.Read(qp.onDemandAddr, b[:])
 	w := DecodeRecvWQE(b[:])
 	w.Index = qp.rqTaken
 	qp.rqTaken++
