@@ -883,7 +883,9 @@ func TestDMAMutantsFail(t *testing.T) {
 // cycle after. Then the host answers nothing until every tag is in
 // flight: the first 512 host requests carry tags 256..767 in order (the
 // tag pointer starts at 0, every tag free, 10-bit tags from 256), so each
-// tag's table entry is written and read; each client receives its ring's
+// tag's table entry is written and read, and reads wait 100 cycles for a
+// tag at 512 tags (which the shared cases' host never lets happen above 8
+// tags); each client receives its ring's
 // 4096 blocks and more, and answered oldest first, each ring's head waits
 // at an unfilled slot in every one of its 64 lap words on the first lap,
 // where the 1s the clear wrote (not filled) decide the cycle; and every
@@ -907,6 +909,8 @@ func TestDMAClear(t *testing.T) {
 		assert.Equal(t, clear, d.firstWrite, msg...)
 		assert.Positive(t, d.allTags, msg...)
 		assert.Equal(t, tc.tags, d.maxInFlight, msg...)
+		// (then reads wait for a tag, as with 8 tags or fewer in the shared cases)
+		assert.GreaterOrEqual(t, d.nTagStall, 100, msg...)
 		want := make([]int, tc.tags)
 		for i := range want {
 			want[i] = 256 + i
