@@ -737,7 +737,7 @@ func (tc dmaCase) dut() *dmaDUT {
 // tags and ring run out), 5 tags (not a power of two) at 256 with RCB 128,
 // 8 tags at 512 with a 64 KiB read (len 0), 64 tags at MRRS 4096 (a request per 4
 // KiB; a 64 KiB read of len 65535), and 260 tags: PCIe 10-bit tags from 256 (short: 260 tags cost
-// Icarus about 7 ms a cycle).
+// Icarus about 7 ms a cycle when the tag table and lap bits were flops).
 var dmaCases = []dmaCase{
 	{"dma_t4_m128", 4, 128, 64, -1, false, false},
 	{"dma_t5_m256_rcb128", 5, 256, 128, -1, false, false},
