@@ -884,12 +884,11 @@ func TestDMAMutantsFail(t *testing.T) {
 // flight: the first 512 host requests carry tags 256..767 in order (the
 // tag pointer starts at 0, every tag free, 10-bit tags from 256), so each
 // tag's table entry is written and read, and reads wait 100 cycles for a
-// tag at 512 tags (which the shared cases' host never lets happen above 8
-// tags); each client receives its ring's
-// 4096 blocks and more, and answered oldest first, each ring's head waits
-// at an unfilled slot in every one of its 64 lap words on the first lap,
-// where the 1s the clear wrote (not filled) decide the cycle; and every
-// read is delivered by the end.
+// tag (which the shared cases' host never lets happen above 8 tags). Each
+// client receives its ring's 4096 blocks and more, and as the host answers
+// the oldest request first, each ring's head waits at an unfilled slot in
+// every one of its 64 lap words on the first lap, where the 1s the clear
+// wrote, not data, decide the cycle. Every read is delivered by the end.
 func TestDMAClear(t *testing.T) {
 	tc := dmaFillCase
 	rob := robBlocks(tc.tags, tc.mrrs)
