@@ -87,6 +87,24 @@ type dmaDUT struct {
 	backlog         int // dmaBacklog, or less for a short run
 	tagW, tagBase   int
 	cb, rob         int // blocks per request at most; ring blocks
+	clearLeft       int // cycles of the clear after reset still to come (dmaClearCycles)
+	// holdInClear: the clients present a read each and a write each from
+	// the first cycle of the clear and hold them until taken (the shared
+	// cases wait out the clear without drawing)
+	holdInClear bool
+	// fillTags: every read is a 64 KiB one at an MRRS-aligned address
+	// until each client has asked its ring's worth and 1024 blocks more;
+	// the host answers nothing until every tag is in flight (once), then
+	// the oldest request first, so every tag is used and each ring's head
+	// waits at unfilled slots all over its first lap
+	fillTags   bool
+	allTags    int // the cycle every tag was first in flight at once, 0 before
+	firstWrite int // the cycle the block took its first write, -1 before
+	// lapWait[c][w]: ring c's head waited, on the first lap, at an
+	// unfilled slot of lap word w (so the 1s the clear wrote there decided
+	// a cycle's delivery)
+	lapWait   [2][]bool
+	firstTags []int // the host's tags in the order it took them, the first d.tags
 
 	// block state
 	hwV            bool
@@ -139,13 +157,14 @@ type dmaDUT struct {
 	// coverage and checked items, for TestDMAStimulusCovers
 	nHostReads, nBlocks, nWrites, nOOO, nTagStall, nRingStall, nWaitStall int
 	nUnaligned, nCross4K, nTop, nMax, nOdd, nRAW, nStray, maxInFlight     int
+	nClearWait                                                            int // cycles a read request waited for the clear
 }
 
 func newDMADUT(tags, mrrs, rcb, big int) *dmaDUT {
-	d := &dmaDUT{tags: tags, mrrs: mrrs, rcb: rcb, big: big, cb: mrrs / 64, rob: robBlocks(tags, mrrs), ncycles: dmaCycles, drain: dmaDrain, backlog: dmaBacklog,
+	d := &dmaDUT{tags: tags, mrrs: mrrs, rcb: rcb, big: big, cb: mrrs / 64, rob: robBlocks(tags, mrrs), clearLeft: dmaClearCycles(robBlocks(tags, mrrs)), ncycles: dmaCycles, drain: dmaDrain, backlog: dmaBacklog,
 		wrArb: components.NewRoundRobin(2), rdArb: components.NewRoundRobin(2),
 		tBusy: make([]bool, tags), tCli: make([]int, tags), tPos: make([]int, tags), tLeft: make([]int, tags),
-		mem: map[uint64]Value{}, hostBusy: map[int]bool{}, tagW: 8}
+		mem: map[uint64]Value{}, hostBusy: map[int]bool{}, tagW: 8, firstWrite: -1}
 	if tags > 256 {
 		d.tagW, d.tagBase = 10, 256
 	}
@@ -165,7 +184,7 @@ func (d *dmaDUT) files() []string {
 func (d *dmaDUT) params() []Param {
 	return []Param{{"OUTSTANDING", d.tags}, {"MRRS", d.mrrs}, {"TAG_W", d.tagW}}
 }
-func (d *dmaDUT) cycles() int { return d.ncycles }
+func (d *dmaDUT) cycles() int { return d.ncycles + dmaClearCycles(d.rob) }
 func (d *dmaDUT) inputs() []Signal {
 	return []Signal{
 		{Name: "rd0_req_valid", Width: 1}, {Name: "rd0_req_addr", Width: 64}, {Name: "rd0_req_len", Width: 16},
@@ -241,6 +260,9 @@ func (d *dmaDUT) newRead(r *rand.Rand, c int) *dmaRead {
 	default: // mid-size anywhere
 		rd.addr, rd.len = r.Uint64(), 64*(1+r.IntN(min(3*d.cb, 48)))
 	}
+	if d.fillTags {
+		rd.addr, rd.len = r.Uint64()&(1<<40-1)&^uint64(d.mrrs-1), 0
+	}
 	if d.bigDue(c) {
 		d.bigDone = true
 		// The largest reads, once per client and seed: len 0 is 65536
@@ -283,6 +305,19 @@ func (d *dmaDUT) errorf(format string, args ...any) {
 }
 
 func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
+	if d.clearLeft > 0 && !d.holdInClear {
+		// The clear after reset: the clients and the host wait, drawing
+		// nothing, so what follows is the run a block without a clear had;
+		// the block takes nothing and shows nothing meanwhile.
+		for i := range in {
+			in[i] = U(0)
+		}
+		for i := range out {
+			out[i] = U(0)
+		}
+		d.clearLeft--
+		return
+	}
 	drain := d.c >= d.ncycles-d.drain
 	if d.c%256 == 0 {
 		for c := range 2 {
@@ -301,10 +336,18 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 
 	// ---- stimulus ----
 	for c := range 2 {
-		if d.pres[c] == nil && (r.Float64() < d.pRd[c] && d.asked[c]-d.got[c] < d.backlog || d.bigDue(c)) {
+		hold := d.holdInClear && d.c == 0 // a read and a write on each client from the clear's first cycle
+		// (a random ask draws only while nothing is presented, as ever)
+		ask := func() bool {
+			if d.fillTags {
+				return d.asked[c] < d.rob+1024 && !drain
+			}
+			return r.Float64() < d.pRd[c] && d.asked[c]-d.got[c] < d.backlog
+		}
+		if d.pres[c] == nil && (hold || ask() || d.bigDue(c)) {
 			d.pres[c] = d.newRead(r, c)
 		}
-		if d.wpres[c] == nil && r.Float64() < d.pWr[c] {
+		if d.wpres[c] == nil && (hold || r.Float64() < d.pWr[c]) {
 			w := &dmaWrite{addr: dmaShared + uint64(r.IntN(64))*64, data: randomBlock(r)}
 			if r.IntN(4) == 0 {
 				w.addr = r.Uint64() &^ 63
@@ -320,12 +363,15 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 		d.cur = nil
 		var ready []int
 		for i, p := range d.pending {
-			if p.at <= d.c {
+			if p.at <= d.c && (!d.fillTags || d.allTags > 0) {
 				ready = append(ready, i)
 			}
 		}
 		if len(ready) > 0 {
-			p := d.pending[ready[r.IntN(len(ready))]]
+			p := d.pending[ready[0]] // the oldest (fillTags: the head waits all over its ring)
+			if !d.fillTags {
+				p = d.pending[ready[r.IntN(len(ready))]]
+			}
 			u := d.rcb / 64
 			d.cur, d.curLeft = p, min(len(p.blocks)-p.sent, u-int((p.blk+uint64(p.sent))%uint64(u)))
 		}
@@ -361,7 +407,8 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	in[12], in[13], in[14], in[15], in[16] = b2v(hostRdReady), b2v(cplV), U(uint64(cplTag)), cplData, b2v(hostWrReady)
 
 	// ---- this cycle's outputs, from the state at its start ----
-	wrSlot := !d.hwV || hostWrReady
+	clearing := d.clearLeft > 0
+	wrSlot := !clearing && (!d.hwV || hostWrReady)
 	var wreq components.PortSet
 	for c := range 2 {
 		if d.wpres[c] != nil && wrSlot {
@@ -404,6 +451,12 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	for c := range 2 {
 		ready[c] = !d.spBusy[c] || (rg == c && last[c])
 	}
+	for c := range 2 {
+		ready[c] = ready[c] && !clearing
+		if clearing && d.pres[c] != nil {
+			d.nClearWait++
+		}
+	}
 	for i := range out {
 		out[i] = U(0)
 	}
@@ -444,6 +497,9 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	if wg >= 0 {
 		w := d.wpres[wg]
 		d.hwV, d.hwAddr, d.hwData = true, w.addr, w.data
+		if len(d.writes) == 0 {
+			d.firstWrite = d.c
+		}
 		d.writes = append(d.writes, *w)
 		d.wpres[wg] = nil
 		d.wrArb.Commit(wg)
@@ -454,6 +510,9 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	var deliver [2]bool
 	for c := range 2 {
 		deliver[c] = d.rv[c][d.head[c]%d.rob]
+		if !deliver[c] && d.head[c] < d.rob && d.lapWait[c] != nil {
+			d.lapWait[c][d.head[c]/dmaLapSlots(d.rob)] = true
+		}
 	}
 	if cplV {
 		t := cplTag - d.tagBase
@@ -506,6 +565,9 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 			d.pres[c] = nil
 		}
 	}
+	if clearing {
+		d.clearLeft--
+	}
 	d.c++
 }
 
@@ -543,6 +605,12 @@ func (d *dmaDUT) hostTakesRead(r *rand.Rand) {
 	rd.issued++
 	d.hostBusy[tag] = true
 	d.maxInFlight = max(d.maxInFlight, len(d.hostBusy))
+	if len(d.firstTags) < d.tags {
+		d.firstTags = append(d.firstTags, tag)
+	}
+	if d.allTags == 0 && len(d.hostBusy) == d.tags {
+		d.allTags = d.c
+	}
 	if len(d.hostBusy) > d.tags {
 		d.errorf("%d reads in flight, more than %d tags", len(d.hostBusy), d.tags)
 	}
@@ -647,12 +715,20 @@ type dmaCase struct {
 	tags, mrrs, rcb int
 	big             int  // the client asking a 64 KiB read, -1 none
 	short           bool // 800 cycles a seed, 350 draining, a backlog of 80 (a slow case)
+	fill            bool // holdInClear and fillTags, over dmaFillCycles
 }
 
 func (tc dmaCase) dut() *dmaDUT {
 	d := newDMADUT(tc.tags, tc.mrrs, tc.rcb, tc.big)
 	if tc.short {
 		d.ncycles, d.drain, d.backlog = 800, 350, 80
+	}
+	if tc.fill {
+		d.holdInClear, d.fillTags = true, true
+		for c := range 2 {
+			d.lapWait[c] = make([]bool, dmaClearCycles(d.rob))
+		}
+		d.ncycles, d.drain = dmaFillCycles(d.rob), dmaDrain
 	}
 	return d
 }
@@ -661,13 +737,27 @@ func (tc dmaCase) dut() *dmaDUT {
 // tags and ring run out), 5 tags (not a power of two) at 256 with RCB 128,
 // 8 tags at 512 with a 64 KiB read (len 0), 64 tags at MRRS 4096 (a request per 4
 // KiB; a 64 KiB read of len 65535), and 260 tags: PCIe 10-bit tags from 256 (short: 260 tags cost
-// Icarus about 7 ms a cycle).
+// Icarus about 7 ms a cycle when the tag table and lap bits were flops).
 var dmaCases = []dmaCase{
-	{"dma_t4_m128", 4, 128, 64, -1, false},
-	{"dma_t5_m256_rcb128", 5, 256, 128, -1, false},
-	{"dma_t8_m512", 8, 512, 64, 0, false},
-	{"dma_t64_m4096", 64, 4096, 64, 1, false},
-	{"dma_t260_m128", 260, 128, 64, -1, true},
+	{"dma_t4_m128", 4, 128, 64, -1, false, false},
+	{"dma_t5_m256_rcb128", 5, 256, 128, -1, false, false},
+	{"dma_t8_m512", 8, 512, 64, 0, false, false},
+	{"dma_t64_m4096", 64, 4096, 64, 1, false, false},
+	{"dma_t260_m128", 260, 128, 64, -1, true, false},
+}
+
+// dmaFillCase is cx8's DMA engine (xdr.yaml: 512 tags, MRRS 512, rings of
+// 4096 blocks, so 64 words of lap bits to clear), its clients presenting
+// from the clear's first cycle and reading 64 KiB at a time, the host
+// holding its answers until every tag is in flight (TestDMAClear).
+var dmaFillCase = dmaCase{"dma_t512_m512_fill", 512, 512, 64, -1, false, true}
+
+// dmaFillCycles is a fill run's length for rings of rob blocks: each
+// client asks rob + 1024 blocks, which the host returns at one beat a
+// cycle at best (2 (rob + 1024) cycles), answering about one cycle in
+// 1.5 of those it could (its random phases), and dmaDrain more.
+func dmaFillCycles(rob int) int {
+	return 3*(rob+1024) + dmaDrain
 }
 
 // dmaCaseNamed returns the case called name.
@@ -686,7 +776,7 @@ func runDMA(tc dmaCase, seed uint64) *dmaDUT {
 	d := tc.dut()
 	in := make([]Value, len(d.inputs()))
 	out := make([]Value, len(d.outputs()))
-	for range d.ncycles {
+	for range d.cycles() {
 		d.cycle(r, in, out)
 	}
 	d.done()
@@ -768,12 +858,12 @@ func TestDMAMutantsFail(t *testing.T) {
 	runMutants(t, func() cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, []cosimMutant{
 		{"a request split at MRRS + 64", f, "to_bnd0 = CB_C - {1'b0, sp_blk[0][CBL-1:0]}", "to_bnd0 = CB_C + 1'b1 - {1'b0, sp_blk[0][CBL-1:0]}"},
 		{"split by count, across the MRRS (and 4 KiB) boundary", f, "to_bnd0 = CB_C - {1'b0, sp_blk[0][CBL-1:0]}", "to_bnd0 = CB_C"},
-		{"a tag freed at its first beat, reused while in flight", f, "if (left == {{(CB_W-1){1'b0}}, 1'b1}) busy <= 1'b0;", "busy <= 1'b0;"},
+		{"a tag freed at its first beat, reused while in flight", f, "if (cpl_ok && cpl_left == {{(CB_W-1){1'b0}}, 1'b1}) tag_busy[ct] <= 1'b0;", "if (cpl_ok) tag_busy[ct] <= 1'b0;"},
 		{"a busy tag allocated", f, "tag_free = ~tag_busy[OUTSTANDING-1:0];", "tag_free = {OUTSTANDING{1'b1}};"},
 		{"one tag fewer", f, "tag_free = ~tag_busy[OUTSTANDING-1:0];", "tag_free = ~tag_busy[OUTSTANDING-1:0] & ({OUTSTANDING{1'b1}} >> 1);"},
-		{"the ring delivers a slot before its data arrive", f, "wire deliver0 = rv0[hd0] == rb_head[0][ROB_AW];", "wire deliver0 = rb_tail[0] != rb_head[0];"},
-		{"the lap bits reset to 0: the first lap's slots look filled", f, "rv0 <= {ROB_BLOCKS{1'b1}};", "rv0 <= {ROB_BLOCKS{1'b0}};"},
-		{"a request's beats all written at its first slot", f, "pos  <= pos + 1'b1;", "pos  <= pos;"},
+		{"the ring delivers a slot before its data arrive", f, "wire deliver0 = !clearing && hw0[hd0[LAP_LW-1:0]] == rb_head[0][ROB_AW];", "wire deliver0 = !clearing && rb_tail[0] != rb_head[0];"},
+		{"the clear writes lap bits 0: the first lap's slots look filled", f, "lap0[clr_word] <= {LAP_W{1'b1}};", "lap0[clr_word] <= {LAP_W{1'b0}};"},
+		{"a request's beats all written at its first slot", f, "tag_mem[ct] <= {cpl_cli, cpl_cnt + 1'b1, cpl_left - 1'b1};", "tag_mem[ct] <= {cpl_cli, cpl_cnt, cpl_left - 1'b1};"},
 		{"the ring's room check one block short", f, "fits0 = {1'b0, used0} + {{(ROB_AW+2-CB_W){1'b0}}, n0} <= ROB_C;", "fits0 = {1'b0, used0} + {{(ROB_AW+2-CB_W){1'b0}}, n0} < ROB_C;"},
 		{"a read passes an earlier write", f, "sp_wwait[0] <= wr_held;", "sp_wwait[0] <= 1'b0;"},
 		{"a write taken in the read's own cycle not waited for", f, "wire wr_held = wg_valid || (host_wr_valid && !host_wr_ready);", "wire wr_held = host_wr_valid && !host_wr_ready;"},
@@ -781,5 +871,73 @@ func TestDMAMutantsFail(t *testing.T) {
 		{"the write arbiter's pointer never moves", f, ".commit(wg_valid), .commit_idx(wg)", ".commit(1'b0), .commit_idx(wg)"},
 		{"a length rounded down to blocks", f, "{1'b0, len[15:6]} + {10'd0, (len[5:0] != 6'd0)}", "{1'b0, len[15:6]}"},
 		{"len 0 taken as no blocks", f, "blocks_of = 11'd1024;", "blocks_of = 11'd0;"},
+	})
+}
+
+// TestDMAClear: the clear after reset and every tag and ring slot after
+// it, at cx8's parameters (dmaFillCase; TestCosimIcarus runs its RTL on
+// the same trace). The clear is 4096 slots / 64 a lap word = 64 cycles:
+// both read clients and both write clients present from its first cycle
+// and wait all of it (2 x 64 read-client cycles), and each client's first
+// request and the first write are taken in cycle 64, the clear's first
+// cycle after. Then the host answers nothing until every tag is in
+// flight: the first 512 host requests carry tags 256..767 in order (the
+// tag pointer starts at 0, every tag free, 10-bit tags from 256), so each
+// tag's table entry is written and read, and reads wait 100 cycles for a
+// tag (which the shared cases' host never lets happen above 8 tags). Each
+// client receives its ring's 4096 blocks and more, and as the host answers
+// the oldest request first, each ring's head waits at an unfilled slot in
+// every one of its 64 lap words on the first lap, where the 1s the clear
+// wrote, not data, decide the cycle. Every read is delivered by the end.
+func TestDMAClear(t *testing.T) {
+	tc := dmaFillCase
+	rob := robBlocks(tc.tags, tc.mrrs)
+	require.Equal(t, 4096, rob, "cx8: 512 tags x 512 / 64 blocks")
+	clear := rob / 64
+	require.Equal(t, clear, dmaClearCycles(rob))
+	for _, seed := range cosimSeeds {
+		d := runDMA(tc, seed)
+		msg := []any{"%s seed %d", tc.name, seed}
+		require.Empty(t, d.errs, msg...)
+		assert.Equal(t, 2*clear, d.nClearWait, msg...)
+		for c := range 2 {
+			require.NotEmpty(t, d.reads[c], msg...)
+			assert.Equal(t, clear, d.reads[c][0].acc, msg...)
+			assert.GreaterOrEqual(t, d.got[c], rob, msg...)
+		}
+		assert.Equal(t, clear, d.firstWrite, msg...)
+		assert.Positive(t, d.allTags, msg...)
+		assert.Equal(t, tc.tags, d.maxInFlight, msg...)
+		// (then reads wait for a tag, as with 8 tags or fewer in the shared cases)
+		assert.GreaterOrEqual(t, d.nTagStall, 100, msg...)
+		want := make([]int, tc.tags)
+		for i := range want {
+			want[i] = 256 + i
+		}
+		assert.Equal(t, want, d.firstTags, msg...)
+		for c := range 2 {
+			n := 0
+			for _, w := range d.lapWait[c] {
+				if w {
+					n++
+				}
+			}
+			assert.Equal(t, clear, n, "%s seed %d: lap words ring %d waited in on the first lap", tc.name, seed, c)
+		}
+	}
+}
+
+// TestDMAClearMutantsFail: each slip below in the clear after reset or the
+// tag table fails the co-simulation of the first seed of dmaFillCase
+// (cx8's 512 tags: 64 lap words to clear, every tag and every slot used).
+func TestDMAClearMutantsFail(t *testing.T) {
+	const f = "hca_dma_engine.v"
+	runMutants(t, func() cosimDUT { return dmaFillCase.dut() }, []cosimMutant{
+		{"a read request taken during the clear", f, "assign rd0_req_ready = !clearing && (", "assign rd0_req_ready = ("},
+		{"a write taken during the clear", f, "wire       wr_slot = !clearing && (", "wire       wr_slot = ("},
+		{"the clear over after its first word", f, "if (clr_word == LAST_WORD[LAP_AW-1:0]) clearing <= 1'b0;", "if (1'b1) clearing <= 1'b0;"},
+		{"ring 1's last lap word not cleared", f, "lap1[clr_word] <= {LAP_W{1'b1}};", "if (clr_word != LAST_WORD[LAP_AW-1:0]) lap1[clr_word] <= {LAP_W{1'b1}};"},
+		{"the tag table one entry short (the last tag's entry lost)", f, "reg  [TE_W-1:0]   tag_mem [0:OUTSTANDING-1];", "reg  [TE_W-1:0]   tag_mem [0:OUTSTANDING-2];"},
+		{"a beat's lap written into the next slot's bit", f, "lap0[cpl_word][cpl_pos[LAP_LW-1:0]] <= cpl_lap;", "lap0[cpl_word][cpl_pos[LAP_LW-1:0] + 1'b1] <= cpl_lap;"},
 	})
 }

@@ -94,6 +94,8 @@ var cosimTable = []struct {
 	{"dma_t8_m512", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, true},
 	{"dma_t64_m4096", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t64_m4096").dut() }, false},
 	{"dma_t260_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t260_m128").dut() }, false},
+	// cx8's 512 tags through the clear after reset and on every tag (TestDMAClear)
+	{"dma_t512_m512_fill", func(*rand.Rand) cosimDUT { return dmaFillCase.dut() }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

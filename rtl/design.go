@@ -397,6 +397,22 @@ func robBlocks(tags, mrrs int) int {
 	return 1 << aw
 }
 
+// dmaLapSlots is the ring slots one word of hca_dma_engine's lap bits
+// holds (its LAP_W): 64, or the whole ring when it is smaller.
+func dmaLapSlots(rob int) int { return min(rob, 64) }
+
+// dmaClearCycles is the length of hca_dma_engine's clear after reset for
+// rings of rob blocks: it writes one word of lap bits a cycle (both rings
+// at once), and takes no request until it is done.
+func dmaClearCycles(rob int) int { return rob / dmaLapSlots(rob) }
+
+// dmaTagEntryBits is the width of an entry of hca_dma_engine's tag table
+// (its TE_W): the client 1, the next beat's ring count (slot and lap bit:
+// log2(rob) + 1) and the beats still to come (a count 0..MRRS/64).
+func dmaTagEntryBits(rob, mrrs int) int {
+	return 1 + idxWidth(rob) + 1 + cntWidth(mrrs/BlockBytes)
+}
+
 // maxFCCycles is the largest FC_REFRESH_CYCLES: a Verilog integer
 // parameter is 32-bit signed.
 const maxFCCycles = 1<<31 - 1

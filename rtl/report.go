@@ -82,6 +82,13 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	// per slot, room for every tag's largest request (robBlocks).
 	add(BufferUse{Block: "HCA DMA reorder rings (hca_dma_engine)", Entries: p.ROBBlocks, Width: BlockBytes * 8, ArraysPort: 2, Ports: 1,
 		Note: fmt.Sprintf("one per read client (rd0, rd1): %d tags (hca.pcie.outstanding_reads) x MRRS %d / 64 blocks, to a power of two", p.ReadTags, p.MRRS)})
+	// Beside each ring its lap bits (a bit per slot, dmaLapSlots a word),
+	// and the tag table: register files the block reads combinationally.
+	lapSlots := dmaLapSlots(p.ROBBlocks)
+	add(BufferUse{Block: "HCA DMA ring lap bits (hca_dma_engine)", Entries: p.ROBBlocks / lapSlots, Width: lapSlots, ArraysPort: 2, Ports: 1,
+		Note: fmt.Sprintf("a bit per ring slot, %d slots a word: the clear after reset writes a word a cycle, %d cycles", lapSlots, dmaClearCycles(p.ROBBlocks))})
+	add(BufferUse{Block: "HCA DMA tag table (hca_dma_engine)", Entries: p.ReadTags, Width: dmaTagEntryBits(p.ROBBlocks, p.MRRS), ArraysPort: 1, Ports: 1,
+		Note: "per read tag: {client, next beat's ring count, beats to come} (in flight: flops)"})
 	add(BufferUse{Block: "HCA MPT cache (hca_key_check)", Entries: p.KeyCache, Width: 256, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("hca.key_cache_entries = %d MPT entries of 256 bits (tags and ages in flops)", p.KeyCache)})
 	if !synth {
@@ -111,7 +118,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},
 		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
 		{Module: "hca_dma_engine", Params: []Param{{"OUTSTANDING", p.ReadTags}, {"MRRS", p.MRRS}, {"TAG_W", p.TagW}},
-			Role: "HCA DMA engine: tags, splitters, ring valid bits in flops", Instances: 1},
+			Role: "HCA DMA engine: splitters, tag search; tables in memories", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes

@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 7)
+	require.Len(t, r.Buffers, 9)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -39,15 +39,22 @@ func TestReportBuffers(t *testing.T) {
 	// hca_dma_engine's reorder rings: the HCA defaults, 64 tags x MRRS 512
 	// / 64 = 8 blocks = 512 blocks (a power of two) of 512 bits, two rings.
 	assert.Equal(t, 2*512*512, r.Buffers[5].TotalBits)
+	// Their lap bits: a bit per slot, 64 a word, so 8 words per ring,
+	// cleared in 8 cycles.
+	assert.Equal(t, 8, r.Buffers[6].Entries)
+	assert.Equal(t, 2*512, r.Buffers[6].TotalBits)
+	// The tag table: 64 entries of client 1 + ring count 10 (slot 9, lap
+	// 1) + beats left 4 (0..8).
+	assert.Equal(t, 64*(1+10+4), r.Buffers[7].TotalBits)
 	// hca_key_check's MPT cache: hca.key_cache_entries (the default, 256)
 	// entries of 256 bits.
-	assert.Equal(t, 256*256, r.Buffers[6].TotalBits)
+	assert.Equal(t, 256*256, r.Buffers[8].TotalBits)
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+256*256), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -145,13 +152,15 @@ func TestReportYosys(t *testing.T) {
 	// register: valid 1, address 58 (bits 5:0 are 0), data 512; per read
 	// client a splitter, busy 1 + block address 58 + blocks left 11 (up to
 	// 1024) + waiting for a write 1, and ring tail and head counts, 7 bits
-	// each; per tag busy 1, client 1, next ring count 7 (slot 6 and lap
-	// 1), beats left 4; the rings' lap bits, 2 x 64; the host read
-	// register: valid 1, address 58, length 4 (n x 64, n <= 8), tag 3 (the
-	// tags 0..7); the clients' rsp_valid, 2 (rsp_data is the rings'
-	// registered read port, inside the memories); the arbiters' pointers:
-	// writes 1, reads 1, tags 3.
-	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*7+8*(1+1+7+4)+2*64+(1+58+4+3)+2+(1+1+3),
+	// each; per tag its busy bit (its client, ring count and beats left
+	// are the tag table, a memory, as are the rings' lap bits); the clear's
+	// running flag (a ring of 64 slots is one lap word: the word address is
+	// constant 0 and synthesis removes it); the host read register: valid
+	// 1, address 58, length 4 (n x 64, n <= 8), tag 3 (the tags 0..7); the
+	// clients' rsp_valid, 2 (rsp_data is the rings' registered read port,
+	// inside the memories); the arbiters' pointers: writes 1, reads 1,
+	// tags 3.
+	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*7+8*1+1+(1+58+4+3)+2+(1+1+3),
 		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 8}, {"MRRS", 512}, {"TAG_W", 8}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
@@ -164,7 +173,7 @@ func TestReportYosys(t *testing.T) {
 		case "hca_wqe_fetch":
 			assert.Equal(t, 1+1<<qpnW, c.Memories, c.Module) // the reads in flight and a block buffer per QP
 		case "hca_dma_engine":
-			assert.Equal(t, 2, c.Memories, c.Module) // the two reorder rings
+			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		}
 	}
 }

@@ -5,6 +5,14 @@
 // hca.ReadRequest (hca/readsplit.go); rtl/cosim_dma_test.go compares the block with a
 // cycle-level Go model cycle by cycle and checks every request, beat and ordering rule on it.
 //
+// Reset, then a clear: after rst_n rises the block writes its rings' lap bits (below), one
+// word of LAP_W = min(ROB_BLOCKS, 64) slots a cycle in both rings, ROB_BLOCKS / LAP_W cycles
+// (8 at the HCA defaults, 64 at cx8's 512 tags). Until the last is written it takes nothing:
+// rdN_req_ready and wrN_ready are 0; host_rd_valid, host_wr_valid and rdN_rsp_valid are 0; no
+// tag is in flight, so a completion beat is ignored. Clients hold their requests (valid until
+// ready), taken from the cycle after the clear; from there the block behaves, cycle by cycle,
+// as it would from reset without a clear.
+//
 // Reads. A client request (rdN_req_*, valid/ready) names whole 64-byte blocks: addr[5:0] is
 // ignored, len is in bytes and rounded up to blocks, and len = 0 is 65536 bytes (1024 blocks,
 // as a PCIe Length of 0 is 1024 DW), the largest read a client may ask. Each client has a
@@ -18,8 +26,11 @@
 // Each cycle the host request register (host_rd_*) is empty or taken, a round-robin arbiter
 // (u_rd) picks a client whose splitter can issue: it has blocks left, no earlier write to wait
 // for (below), a free tag exists, and its reorder ring has room for n blocks. The request takes
-// the next free tag round robin (u_tag, one of OUTSTANDING), held until its last completion
-// beat: a completion of a tag that is not in flight is ignored.
+// the next free tag round robin (u_tag, one of OUTSTANDING; a busy bit per tag in flops), held
+// until its last completion beat: a completion of a tag that is not in flight is ignored. The
+// tag's client, next ring slot and beats to come are an entry of the tag table, a memory
+// written at the tag issued and at a beat's tag (never the same: one is free, the other busy)
+// and read at the beat's tag.
 // Tags: OUTSTANDING <= 256 uses 8-bit tags 0..OUTSTANDING-1; up to 768 uses PCIe's 10-bit tags
 // (TAG_W = 10), values 256..256+OUTSTANDING-1 (Tag[9:8] != 0, as 10-bit tag requesters use).
 // Completions (host_cpl_*, one beat a cycle, no back-pressure) may interleave across tags in any
@@ -30,7 +41,8 @@
 // written at its tag's next slot, and the ring's head goes to the client (rdN_rsp_*, one block
 // a beat, registered, no back-pressure) once its slot is filled (a lap bit per slot, below):
 // every client gets its blocks in the order of its requests, whatever order the host answers
-// in. A slot is free once delivered.
+// in. A slot is free once delivered. The lap bits are a memory per ring, LAP_W slots a word
+// (a bit-masked write at a beat's slot, a read of the head's word), which the clear sets to 1.
 //
 // Writes. wrN_* beats (64 bytes, their own address; addr[5:0] ignored) go out on host_wr_*, a
 // register loaded, when empty or taken, from the client a round-robin arbiter (u_wr) picks:
@@ -106,8 +118,11 @@ module hca_dma_engine #(
     localparam [TAG_W-1:0]    BASE_C  = TAG_BASE[TAG_W-1:0];
     localparam [TAG_W:0]      OUT_C   = OUTSTANDING[TAG_W:0];
 
+    reg clearing; // the clear after reset is under way (below, "reorder rings")
+
     // ---- writes: one register, round robin between wr0 and wr1 ----
-    wire       wr_slot = !host_wr_valid || host_wr_ready;
+    // nothing is taken until the clear after reset is done (below)
+    wire       wr_slot = !clearing && (!host_wr_valid || host_wr_ready);
     wire       wg_valid;
     wire [0:0] wg;
     rr_arbiter #(.N(2), .IDX_W(1)) u_wr (
@@ -155,13 +170,12 @@ module hca_dma_engine #(
     wire last1 = sp_left[1] == {{(11-CB_W){1'b0}}, n1};
 
     // ---- tags ----
-    // per tag (registers in g_tag below): in flight, the client the read is for, its next
-    // beat's ring slot, its beats still to come
-    wire [TAGS_P2-1:0]        tag_busy;
-    wire [TAGS_P2-1:0]        tag_cli;
-    wire [TAGS_P2*(ROB_AW+1)-1:0] tag_pos_f; // ring count: slot and lap bit
+    // Per tag: in flight (tag_busy, flops: the free search reads them all), and in the tag
+    // table (tag_mem, below) the client the read is for, its next beat's ring count and its
+    // beats still to come.
+    localparam integer TE_W = 1 + (ROB_AW + 1) + CB_W;   // {client, ring count, beats left}
+    reg  [TAGS_P2-1:0]        tag_busy;
     wire [OUTSTANDING-1:0]    tag_free = ~tag_busy[OUTSTANDING-1:0];
-    genvar g;
     wire              tg_valid;
     wire [TAG_IW-1:0] tg;
 
@@ -189,8 +203,9 @@ module hca_dma_engine #(
     endgenerate
     wire [CB_W-1:0] n_g    = (rg == 1'b0) ? n0 : n1;
     wire            last_g = (rg == 1'b0) ? last0 : last1;
-    assign rd0_req_ready = !sp_busy[0] || (issue && rg == 1'b0 && last0);
-    assign rd1_req_ready = !sp_busy[1] || (issue && rg == 1'b1 && last1);
+    // nothing is taken until the clear after reset is done (below)
+    assign rd0_req_ready = !clearing && (!sp_busy[0] || (issue && rg == 1'b0 && last0));
+    assign rd1_req_ready = !clearing && (!sp_busy[1] || (issue && rg == 1'b1 && last1));
 
     // a client request's blocks: ceil(len / 64), len 0 = 1024
     function [10:0] blocks_of;
@@ -206,9 +221,15 @@ module hca_dma_engine #(
     wire [TAG_IW-1:0] ct      = cpl_rel[TAG_IW-1:0];
     // below TAG_BASE the difference wraps past 2^TAG_W - TAG_BASE > OUTSTANDING
     wire              cpl_in  = cpl_rel < OUT_C;
-    wire              cpl_ok  = host_cpl_valid && cpl_in && tag_busy[ct];
-    wire              cpl_cli = tag_cli[ct];
-    wire [ROB_AW:0]   cpl_cnt = tag_pos_f[ct*(ROB_AW+1) +: (ROB_AW+1)];
+    wire              cpl_ok  = host_cpl_valid && cpl_in && tag_busy[ct]; // none busy in the clear
+    // the tag table: one entry per tag, written when the tag is issued and at each of its beats
+    // (two write ports: the tag issued is free, a beat's tag is busy, never the same entry),
+    // read at the beat's tag
+    reg  [TE_W-1:0]   tag_mem [0:OUTSTANDING-1];
+    wire [TE_W-1:0]   cpl_ent = tag_mem[ct];
+    wire              cpl_cli = cpl_ent[TE_W-1];
+    wire [ROB_AW:0]   cpl_cnt = cpl_ent[CB_W +: ROB_AW + 1];
+    wire [CB_W-1:0]   cpl_left = cpl_ent[CB_W-1:0];
     wire [ROB_AW-1:0] cpl_pos = cpl_cnt[ROB_AW-1:0];
     wire              cpl_lap = cpl_cnt[ROB_AW];
     /* verilator lint_off UNUSEDSIGNAL */
@@ -222,42 +243,76 @@ module hca_dma_engine #(
     // A slot's lap bit is that of the ring count it was last filled for (ring counts have
     // ROB_AW + 1 bits: slot, lap). The head's slot is filled iff its lap bit is the head
     // count's: an unfilled slot still holds the lap before (the tail never runs a lap ahead of
-    // the head), or, on the first lap, the reset value 1. So delivery clears nothing.
-    reg [ROB_BLOCKS-1:0] rv0, rv1;
+    // the head), or, on the first lap, the 1 the clear after reset wrote. So delivery clears
+    // nothing. The lap bits are a memory per ring, LAP_W slots a word (a bit-masked write at a
+    // beat's slot, a read at the head), so the clear writes a word a cycle: LAP_WORDS cycles.
+    localparam integer LAP_W     = (ROB_BLOCKS < 64) ? ROB_BLOCKS : 64;
+    localparam integer LAP_LW    = $clog2(LAP_W);         // ROB_BLOCKS >= 4: LAP_LW >= 2
+    localparam integer LAP_WORDS = ROB_BLOCKS / LAP_W;
+    localparam integer LAP_AW    = (LAP_WORDS > 1) ? $clog2(LAP_WORDS) : 1;
+    localparam integer LAST_WORD = LAP_WORDS - 1;
+    reg [LAP_W-1:0]  lap0 [0:LAP_WORDS-1];
+    reg [LAP_W-1:0]  lap1 [0:LAP_WORDS-1];
+    reg [LAP_AW-1:0] clr_word;  // the lap word it writes this cycle
     wire [ROB_AW-1:0] hd0 = rb_head[0][ROB_AW-1:0];
     wire [ROB_AW-1:0] hd1 = rb_head[1][ROB_AW-1:0];
-    wire deliver0 = rv0[hd0] == rb_head[0][ROB_AW];
-    wire deliver1 = rv1[hd1] == rb_head[1][ROB_AW];
-
+    // each ring count's lap word (its slot's bits above LAP_LW; 0 when one word holds the ring)
+    wire [LAP_AW-1:0] hw0_a, hw1_a, cpl_word;
     generate
-        for (g = 0; g < TAGS_P2; g = g + 1) begin : g_tag
-            localparam [TAG_IW-1:0] G = g;
-            reg              busy, cli;
-            reg [ROB_AW:0]   pos;
-            reg [CB_W-1:0]   left;
-            assign tag_busy[g] = busy;
-            assign tag_cli[g]  = cli;
-            assign tag_pos_f[g*(ROB_AW+1) +: (ROB_AW+1)] = pos;
-            always @(posedge clk or negedge rst_n) begin
-                if (!rst_n) begin
-                    busy <= (g >= OUTSTANDING); // tags past OUTSTANDING never go out
-                    cli  <= 1'b0;
-                    pos  <= {(ROB_AW+1){1'b0}};
-                    left <= {CB_W{1'b0}};
-                end else if (issue && tg == G) begin
-                    busy <= 1'b1;
-                    cli  <= rg;
-                    pos  <= rb_tail[rg];
-                    left <= n_g;
-                end else if (cpl_ok && ct == G) begin
-                    // a completion beat fills its slot; the tag's last beat frees it
-                    pos  <= pos + 1'b1;
-                    left <= left - 1'b1;
-                    if (left == {{(CB_W-1){1'b0}}, 1'b1}) busy <= 1'b0;
-                end
-            end
+        if (LAP_WORDS > 1) begin : g_lap_words
+            assign hw0_a    = hd0[ROB_AW-1:LAP_LW];
+            assign hw1_a    = hd1[ROB_AW-1:LAP_LW];
+            assign cpl_word = cpl_pos[ROB_AW-1:LAP_LW];
+        end else begin : g_lap_word
+            assign hw0_a    = 1'b0;
+            assign hw1_a    = 1'b0;
+            assign cpl_word = 1'b0;
         end
     endgenerate
+    wire [LAP_W-1:0]  hw0 = lap0[hw0_a];
+    wire [LAP_W-1:0]  hw1 = lap1[hw1_a];
+    wire deliver0 = !clearing && hw0[hd0[LAP_LW-1:0]] == rb_head[0][ROB_AW];
+    wire deliver1 = !clearing && hw1[hd1[LAP_LW-1:0]] == rb_head[1][ROB_AW];
+
+    // a tag is busy from its issue to its last beat; tags past OUTSTANDING never go out
+    integer t;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            for (t = 0; t < TAGS_P2; t = t + 1) tag_busy[t] <= (t >= OUTSTANDING);
+        end else begin
+            if (issue) tag_busy[tg] <= 1'b1;
+            // a completion beat fills its slot; the tag's last beat frees it
+            if (cpl_ok && cpl_left == {{(CB_W-1){1'b0}}, 1'b1}) tag_busy[ct] <= 1'b0;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (issue) tag_mem[tg] <= {rg, rb_tail[rg], n_g};
+        if (cpl_ok) tag_mem[ct] <= {cpl_cli, cpl_cnt + 1'b1, cpl_left - 1'b1};
+    end
+
+    // the clear after reset: every lap bit 1, a word a cycle; then requests are taken
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            clearing <= 1'b1;
+            clr_word <= {LAP_AW{1'b0}};
+        end else if (clearing) begin
+            if (clr_word == LAST_WORD[LAP_AW-1:0]) clearing <= 1'b0;
+            else clr_word <= clr_word + 1'b1;
+        end
+    end
+
+    // a completion beat fills its slot and writes its lap (no beat comes in the clear: no tag
+    // is busy); a slot being filled is never the head being delivered, filled already
+    always @(posedge clk) begin
+        if (clearing) begin
+            lap0[clr_word] <= {LAP_W{1'b1}};
+            lap1[clr_word] <= {LAP_W{1'b1}};
+        end else if (cpl_ok) begin
+            if (!cpl_cli) lap0[cpl_word][cpl_pos[LAP_LW-1:0]] <= cpl_lap;
+            if (cpl_cli) lap1[cpl_word][cpl_pos[LAP_LW-1:0]] <= cpl_lap;
+        end
+    end
 
     always @(posedge clk) begin
         if (cpl_ok && !cpl_cli) rob0[cpl_pos] <= host_cpl_data;
@@ -275,11 +330,6 @@ module hca_dma_engine #(
             host_rd_tag   <= {TAG_W{1'b0}};
             rd0_rsp_valid <= 1'b0;
             rd1_rsp_valid <= 1'b0;
-            // (a ring of 256 tags at MRRS 4096 has 16384 slots)
-            /* verilator lint_off WIDTHCONCAT */
-            rv0 <= {ROB_BLOCKS{1'b1}};
-            rv1 <= {ROB_BLOCKS{1'b1}};
-            /* verilator lint_on WIDTHCONCAT */
             for (c = 0; c < 2; c = c + 1) begin
                 sp_busy[c]  <= 1'b0;
                 sp_blk[c]   <= 58'd0;
@@ -292,10 +342,6 @@ module hca_dma_engine #(
             // delivery: each ring's head, once filled
             rd0_rsp_valid <= deliver0;
             rd1_rsp_valid <= deliver1;
-            // a completion beat fills its slot with its lap (its tag's registers move on in
-            // g_tag); a slot being filled is never the head being delivered, filled already
-            if (cpl_ok && !cpl_cli) rv0[cpl_pos] <= cpl_lap;
-            if (cpl_ok && cpl_cli) rv1[cpl_pos] <= cpl_lap;
             if (deliver0) rb_head[0] <= rb_head[0] + 1'b1;
             if (deliver1) rb_head[1] <= rb_head[1] + 1'b1;
             // an earlier write taken by the host releases the reads behind it
