@@ -94,6 +94,11 @@ var cosimTable = []struct {
 	{"dma_t8_m512", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, true},
 	{"dma_t64_m4096", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t64_m4096").dut() }, false},
 	{"dma_t260_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t260_m128").dut() }, false},
+	// The link's CRCs: a receive side (out_ready always 1) and a transmit
+	// side whose PCS stalls; the flow-control codec.
+	{"vcrc_rx", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r, false) }, false},
+	{"vcrc_stall", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r, true) }, true},
+	{"fc_codec", func(*rand.Rand) cosimDUT { return newFCCodecDUT() }, false},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:
