@@ -28,7 +28,7 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // into the RTL and compares every output every cycle. verilator marks the
 // cases also built with Verilator: its C++ build costs ~8 s of CPU, so one
 // case per block with the most state (the VL arbiter, the key check, the
-// forwarding table, the CQE writer, the WQE parser) runs under both
+// forwarding table, the CQE writer, the WQE parser, the VCRC) runs under both
 // simulators.
 var cosimTable = []struct {
 	name      string
@@ -94,10 +94,9 @@ var cosimTable = []struct {
 	{"dma_t8_m512", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, true},
 	{"dma_t64_m4096", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t64_m4096").dut() }, false},
 	{"dma_t260_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t260_m128").dut() }, false},
-	// The link's CRCs: a receive side (out_ready always 1) and a transmit
-	// side whose PCS stalls; the flow-control codec.
-	{"vcrc_rx", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r, false) }, false},
-	{"vcrc_stall", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r, true) }, true},
+	// The link's CRCs: the VCRC (transmit and receive packets, out_ready
+	// stalling in phases) and the flow-control codec.
+	{"vcrc", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r) }, true},
 	{"fc_codec", func(*rand.Rand) cosimDUT { return newFCCodecDUT() }, false},
 }
 

@@ -177,12 +177,12 @@ func vcrcDirected(r *rand.Rand) []vcrcPacket {
 }
 
 // vcrcDUT streams packets (vcrcDirected, then random ones of every opcode
-// and kind) into ib_vcrc and expects each beat, a cycle after it is taken,
-// with the VCRC vcrcExpect writes, and the errors with the last beat. With
-// stall, out_ready stalls in phases (a transmit link's PCS); without, it is
-// always 1 (receive has no back-pressure).
+// and kind: transmit and receive packets alike) into ib_vcrc and expects
+// each beat, a cycle after it is taken, with the VCRC vcrcExpect writes,
+// and the errors with the last beat. out_ready stalls in phases (a
+// transmit link's PCS) and is 1 for long stretches (receive has no
+// back-pressure and ties it to 1).
 type vcrcDUT struct {
-	stall bool
 	queue []vcrcPacket // packets still to send, the current one first
 	next  int          // beats of queue[0] taken
 	held  bool         // a beat was offered last cycle and not taken
@@ -197,8 +197,8 @@ type vcrcDUT struct {
 	stalledBeats int          // cycles a beat waited for out_ready
 }
 
-func newVCRCDUT(r *rand.Rand, stall bool) *vcrcDUT {
-	return &vcrcDUT{stall: stall, queue: vcrcDirected(r), outData: make([]byte, BlockBytes)}
+func newVCRCDUT(r *rand.Rand) *vcrcDUT {
+	return &vcrcDUT{queue: vcrcDirected(r), outData: make([]byte, BlockBytes)}
 }
 
 func (d *vcrcDUT) module() string  { return "ib_vcrc" }
@@ -243,7 +243,7 @@ func (d *vcrcDUT) cycle(r *rand.Rand, in, out []Value) {
 	pIn := max(phaseProb(r, d.c, &d.pIn), 0.5)
 	pReady := phaseProb(r, d.c, &d.pReady)
 	d.c++
-	ready := !d.stall || r.Float64() < pReady
+	ready := r.Float64() < pReady
 	valid := d.held || r.Float64() < pIn // an offered beat stays until taken
 	if len(d.queue) == 0 {
 		d.queue = append(d.queue, randomVCRCPacket(r))
@@ -296,72 +296,69 @@ func (d *vcrcDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 }
 
-// TestVCRCStimulusCovers: per seed and case, every directed packet went
+// TestVCRCStimulusCovers: per seed, every directed packet went
 // through, every opcode went through as a switch sends it (VL moved) and
 // with a bit flipped, the VCRC lay at every word of its beat, packets of 1
 // and of 128 beats, 30 flipped bits (5 of them in PktLen), 3 short and 3
 // long packets, and every flip was one the VCRC rule (ib.VCRC over PktLen)
 // catches and ib.ParseWire refuses (newVCRCPacket panics otherwise).
 func TestVCRCStimulusCovers(t *testing.T) {
-	for _, stall := range []bool{false, true} {
-		for _, seed := range cosimSeeds {
-			r := rand.New(rand.NewPCG(seed, 0x7e57))
-			d := newVCRCDUT(r, stall)
-			directed := len(d.queue)
-			in := make([]Value, len(d.inputs()))
-			out := make([]Value, len(d.outputs()))
-			for range cosimCycles {
-				d.cycle(r, in, out)
+	for _, seed := range cosimSeeds {
+		r := rand.New(rand.NewPCG(seed, 0x7e57))
+		d := newVCRCDUT(r)
+		directed := len(d.queue)
+		in := make([]Value, len(d.inputs()))
+		out := make([]Value, len(d.outputs()))
+		for range cosimCycles {
+			d.cycle(r, in, out)
+		}
+		name := fmt.Sprintf("seed %d", seed)
+		require.Greater(t, len(d.done), directed, "%s: directed packets left", name)
+		kinds := map[string]int{}
+		txOps, flipOps := map[ib.Opcode]bool{}, map[ib.Opcode]bool{}
+		words := map[int]bool{}
+		minBeats, maxBeats := 1000, 0
+		for _, pk := range d.done {
+			kinds[pk.kind]++
+			switch pk.kind {
+			case "tx":
+				txOps[pk.op] = true
+			case "flip", "flip pktlen":
+				flipOps[pk.op] = true
+				assert.True(t, pk.vcrcErr || pk.lenErr, "%s: a flip no error flags", name)
+			case "good":
+				assert.False(t, pk.vcrcErr || pk.lenErr, "%s: a good packet flagged", name)
 			}
-			name := fmt.Sprintf("stall=%v seed %d", stall, seed)
-			t.Logf("%s: %d packets", name, len(d.done))
-			require.Greater(t, len(d.done), directed, "%s: directed packets left", name)
-			kinds := map[string]int{}
-			txOps, flipOps := map[ib.Opcode]bool{}, map[ib.Opcode]bool{}
-			words := map[int]bool{}
-			minBeats, maxBeats := 1000, 0
-			for _, pk := range d.done {
-				kinds[pk.kind]++
-				switch pk.kind {
-				case "tx":
-					txOps[pk.op] = true
-				case "flip", "flip pktlen":
-					flipOps[pk.op] = true
-					assert.True(t, pk.vcrcErr || pk.lenErr, "%s: a flip no error flags", name)
-				case "good":
-					assert.False(t, pk.vcrcErr || pk.lenErr, "%s: a good packet flagged", name)
-				}
-				if pk.kind == "tx" || pk.kind == "good" {
-					words[pk.vword] = true
-					minBeats, maxBeats = min(minBeats, pk.beats), max(maxBeats, pk.beats)
-				}
-			}
-			assert.Len(t, txOps, len(vcrcOpcodes), "%s: opcodes sent with a moved VL", name)
-			assert.GreaterOrEqual(t, len(flipOps), len(vcrcOpcodes)/2, "%s: opcodes with a flipped bit", name)
-			assert.Len(t, words, 16, "%s: VCRC word offsets", name)
-			assert.Equal(t, 1, minBeats, "%s: shortest packet", name)
-			assert.Equal(t, 128, maxBeats, "%s: longest packet (PktLen 2047)", name)
-			assert.GreaterOrEqual(t, kinds["flip"]+kinds["flip pktlen"], 30, "%s: flips", name)
-			assert.GreaterOrEqual(t, kinds["flip pktlen"], 10, "%s: flips in PktLen", name)
-			assert.GreaterOrEqual(t, kinds["short"], 2, "%s: short packets", name)
-			assert.GreaterOrEqual(t, kinds["long"], 2, "%s: long packets", name)
-			if stall {
-				assert.GreaterOrEqual(t, d.stalledBeats, 100, "%s: beats held by out_ready", name)
+			if pk.kind == "tx" || pk.kind == "good" {
+				words[pk.vword] = true
+				minBeats, maxBeats = min(minBeats, pk.beats), max(maxBeats, pk.beats)
 			}
 		}
+		assert.Len(t, txOps, len(vcrcOpcodes), "%s: opcodes sent with a moved VL", name)
+		assert.GreaterOrEqual(t, len(flipOps), len(vcrcOpcodes)/2, "%s: opcodes with a flipped bit", name)
+		assert.Len(t, words, 16, "%s: VCRC word offsets", name)
+		assert.Equal(t, 1, minBeats, "%s: shortest packet", name)
+		assert.Equal(t, 128, maxBeats, "%s: longest packet (PktLen 2047)", name)
+		assert.GreaterOrEqual(t, kinds["flip"]+kinds["flip pktlen"], 30, "%s: flips", name)
+		assert.GreaterOrEqual(t, kinds["flip pktlen"], 10, "%s: flips in PktLen", name)
+		assert.GreaterOrEqual(t, kinds["short"], 2, "%s: short packets", name)
+		assert.GreaterOrEqual(t, kinds["long"], 2, "%s: long packets", name)
+		assert.GreaterOrEqual(t, d.stalledBeats, 100, "%s: beats held by out_ready", name)
 	}
 }
 
 // TestVCRCMutantsFail: each slip of the CRC's definition or of where it
 // goes fails the co-simulation.
 func TestVCRCMutantsFail(t *testing.T) {
-	runMutants(t, func() cosimDUT { return newVCRCDUT(rand.New(rand.NewPCG(cosimSeeds[0], 0x7e57)), true) }, []cosimMutant{
+	runMutants(t, func() cosimDUT { return newVCRCDUT(rand.New(rand.NewPCG(cosimSeeds[0], 0x7e57))) }, []cosimMutant{
 		{"a wrong polynomial tap (0x100F)", "ib_vcrc.v",
 			"localparam [15:0] POLY_R = 16'hD008;", "localparam [15:0] POLY_R = 16'hF008;"},
 		{"the VCRC's bytes most significant first", "ib_vcrc.v",
 			"{{vcrc[7:0], vcrc[15:8]}, 496'd0}", "{vcrc, 496'd0}"},
 		{"the bits of each byte fed most significant first", "ib_vcrc.v",
-			"data_matrix[512*i + 504 - 8*(p/8) + (p%8)] = e[i];", "data_matrix[512*i + 511 - p] = e[i];"},
+			"data_row[504 - 8*(p/8) + (p%8)] = e[i];", "data_row[511 - p] = e[i];"},
+		{"the register's bytes swapped into the beat", "ib_vcrc.v",
+			"{crc_now[7:0], crc_now[15:8], 496'd0}", "{crc_now[15:8], crc_now[7:0], 496'd0}"},
 		{"one word more covered than PktLen says", "ib_vcrc.v",
 			"(at_v ? {1'b0, vword} : 5'd0)", "(at_v ? {1'b0, vword} + 5'd1 : 5'd0)"},
 		{"the beat before the VCRC's not covered", "ib_vcrc.v",

@@ -57,80 +57,57 @@ module ib_vcrc (
     localparam [15:0] POLY_R = 16'hD008; // 0x100B reflected
     localparam [15:0] SEED   = 16'hFFFF;
 
-    // The CRC is linear in the register and in the data, so a beat's update is three constant
-    // matrices (computed at elaboration, below) applied with AND and XOR reductions:
-    //   full     = STATE_M c ^ DATA_M d   the register after the 512 bits of the (masked) beat
-    //   crc_next = UNSHIFT_M[z] full      the register before its last z zero words
+    // The CRC is linear in the register and in the data, and the register only ever meets the
+    // data: fed bit p (byte p/8, bit p%8) is XORed into register bit p for the first 16 bits,
+    // so a register c before the beat is the beat with c[7:0] XORed into byte 0 and c[15:8]
+    // into byte 1, from a zero register. A beat's update is then constant matrices (computed at
+    // elaboration, below) applied with AND and XOR reductions:
+    //   full     = DATA_M (d ^ {c[7:0], c[15:8], 0})  the register after the (masked) beat
+    //   crc_next = UNSHIFT_M(z) full                   the register before its last z zero words
+    // with UNSHIFT_M(z) = UNSHIFT_M(4 (z / 4)) UNSHIFT_M(z mod 4), two small choices of 16x16
+    // maps (and a quarter of the elaboration's steps of one choice among 17).
     // One step of the register on data bit x: r' = (r >> 1) ^ ((r[0] ^ x) ? POLY_R : 0).
-    function [15:0] zero_step(input [15:0] r);
-        zero_step = {1'b0, r[15:1]} ^ (r[0] ? POLY_R : 16'h0000);
-    endfunction
 
-    // Its inverse on a zero bit: POLY_R[15] = 1 and (r >> 1)[15] = 0, so r'[15] = r[0] and
-    // r = {(r' ^ (r'[15] ? POLY_R : 0))[14:0], r'[15]} (x is invertible mod a polynomial with a
-    // constant term).
-    function [15:0] zero_unstep(input [15:0] r);
-        reg [14:0] t;
-        begin
-            t = r[14:0] ^ (r[15] ? POLY_R[14:0] : 15'h0000);
-            zero_unstep = {t, r[15]};
-        end
-    endfunction
-
-    // DATA_M: row i (bits [512i +: 512]) has bit j set when data bit j flips bit i of the
-    // register after a beat from a zero register. Byte k of the beat is d[511-8k -: 8], fed
-    // least significant bit first: its bit b is fed at step p = 8k + b and is d[504 - 8k + b].
-    // A 1 fed at step p into a zero register gives POLY_R (the feedback is 1), then 511 - p
-    // zero steps follow it.
-    function [8191:0] data_matrix(input integer unused);
-        integer p, i;
+    // data_row(i): bit j set when data bit j, fed into a zero register, flips bit i of the
+    // register after the beat. Byte k of the beat is d[511-8k -: 8], fed least significant bit
+    // first: its bit b is fed at step p = 8k + b and is d[504 - 8k + b]. A 1 fed at step p gives
+    // POLY_R (the feedback is 1), then 511 - p zero steps follow it.
+    /* verilator lint_off UNUSEDSIGNAL */
+    function [511:0] data_row(input integer i); // i < 16
+    /* verilator lint_on UNUSEDSIGNAL */
+        integer p;
         reg [15:0] e;
         begin
-            data_matrix = {8192{1'b0}};
+            data_row = {512{1'b0}};
             e = POLY_R;
             for (p = 511; p >= 0; p = p - 1) begin
-                for (i = 0; i < 16; i = i + 1)
-                    data_matrix[512*i + 504 - 8*(p/8) + (p%8)] = e[i];
-                e = zero_step(e);
+                data_row[504 - 8*(p/8) + (p%8)] = e[i];
+                e = {1'b0, e[15:1]} ^ (e[0] ? POLY_R : 16'h0000);
             end
         end
     endfunction
 
-    // STATE_M: row i (bits [16i +: 16]) has bit m set when register bit m flips bit i after
-    // 512 zero bits.
-    function [255:0] state_matrix(input integer unused);
+    // unshift_matrix(z): row i (bits [16i +: 16]) has bit m set when register bit m gives bit i
+    // of the register z zero words (32 zero bits each) earlier. Undoing one zero step:
+    // POLY_R[15] = 1 and (r >> 1)[15] = 0, so r'[15] = r[0] and
+    // r = {(r' ^ (r'[15] ? POLY_R : 0))[14:0], r'[15]} (x is invertible mod a polynomial with a
+    // constant term).
+    function [255:0] unshift_matrix(input integer z);
         integer m, i, p;
         reg [15:0] e;
+        reg [14:0] t;
         begin
-            state_matrix = {256{1'b0}};
+            unshift_matrix = {256{1'b0}};
             for (m = 0; m < 16; m = m + 1) begin
                 e = 16'd1 << m;
-                for (p = 0; p < 512; p = p + 1) e = zero_step(e);
-                for (i = 0; i < 16; i = i + 1) state_matrix[16*i + m] = e[i];
-            end
-        end
-    endfunction
-
-    // UNSHIFT_M[z] (bits [256z +: 256], z = 0..16, rows as STATE_M): z zero words (32 bits
-    // each) undone.
-    function [17*256-1:0] unshift_matrices(input integer unused);
-        integer m, i, z, p;
-        reg [15:0] e;
-        begin
-            unshift_matrices = {17*256{1'b0}};
-            for (m = 0; m < 16; m = m + 1) begin
-                e = 16'd1 << m;
-                for (z = 0; z <= 16; z = z + 1) begin
-                    for (i = 0; i < 16; i = i + 1) unshift_matrices[256*z + 16*i + m] = e[i];
-                    for (p = 0; p < 32; p = p + 1) e = zero_unstep(e);
+                for (p = 0; p < 32*z; p = p + 1) begin
+                    t = e[14:0] ^ (e[15] ? POLY_R[14:0] : 15'h0000);
+                    e = {t, e[15]};
                 end
+                for (i = 0; i < 16; i = i + 1) unshift_matrix[16*i + m] = e[i];
             end
         end
     endfunction
-
-    localparam [8191:0]       DATA_M    = data_matrix(0);
-    localparam [255:0]        STATE_M   = state_matrix(0);
-    localparam [17*256-1:0]   UNSHIFT_M = unshift_matrices(0);
 
     reg  [10:0] pktlen;   // LRH.PktLen of the current packet, 4-byte words
     reg  [7:0]  beat;     // beats of the current packet taken, saturating at 255
@@ -152,16 +129,38 @@ module ib_vcrc (
 
     // The beat's first `words` 4-byte words, the rest zero.
     wire [511:0] masked = in_data & ~({512{1'b1}} >> {words, 5'd0});
-    wire [15:0]  full, crc_next;
-    wire [15:0]  vcrc = ~crc_next;
-    wire [255:0] unshift = UNSHIFT_M[{zwords, 8'd0} +: 256]; // UNSHIFT_M[zwords]
+    wire [511:0] fed = masked ^ {crc_now[7:0], crc_now[15:8], 496'd0};
+    // The constant rows as nets, and each product computed in one block, so that a beat's
+    // register settles in one evaluation in an event-driven simulator.
+    wire [511:0] data_rows [0:15];
+    wire [255:0] unshift_lo_m [0:3]; // UNSHIFT_M(b), b = 0..3
+    wire [255:0] unshift_hi_m [0:4]; // UNSHIFT_M(4a), a = 0..4
     genvar g;
     generate
-        for (g = 0; g < 16; g = g + 1) begin : g_bit
-            assign full[g]     = ^(masked & DATA_M[512*g +: 512]) ^ ^(crc_now & STATE_M[16*g +: 16]);
-            assign crc_next[g] = ^(full & unshift[16*g +: 16]);
+        for (g = 0; g < 16; g = g + 1) begin : g_data
+            localparam [511:0] DATA_ROW = data_row(g);
+            assign data_rows[g] = DATA_ROW;
+        end
+        for (g = 0; g < 5; g = g + 1) begin : g_unshift
+            localparam [255:0] UNSHIFT_HI = unshift_matrix(4*g);
+            assign unshift_hi_m[g] = UNSHIFT_HI;
+            if (g < 4) begin : g_lo
+                localparam [255:0] UNSHIFT_LO = unshift_matrix(g);
+                assign unshift_lo_m[g] = UNSHIFT_LO;
+            end
         end
     endgenerate
+    reg [15:0]  full, lo, crc_next;
+    reg [255:0] mlo, mhi;
+    integer r;
+    always @* begin
+        mlo = unshift_lo_m[zwords[1:0]];
+        mhi = unshift_hi_m[zwords[4:2]];
+        for (r = 0; r < 16; r = r + 1) full[r] = ^(fed & data_rows[r]);
+        for (r = 0; r < 16; r = r + 1) lo[r] = ^(full & mlo[16*r +: 16]);
+        for (r = 0; r < 16; r = r + 1) crc_next[r] = ^(lo & mhi[16*r +: 16]);
+    end
+    wire [15:0]  vcrc = ~crc_next;
     // The VCRC at bytes 4 vword (least significant) and 4 vword + 1 (most), in its beat.
     wire [511:0] vcrc_lanes = {{vcrc[7:0], vcrc[15:8]}, 496'd0} >> {vword, 5'd0};
     wire [511:0] vcrc_mask  = {16'hFFFF, 496'd0} >> {vword, 5'd0};
