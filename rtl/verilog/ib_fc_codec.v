@@ -1,4 +1,4 @@
-// ib_fc_codec: the link's flow-control packets (IBA 7.9.4; ib-facts.md §2): the encoder turns
+// ib_fc_codec: the link's flow-control packets (ib-facts.md §2, ib/wire.go): the encoder turns
 // (FCTBS, VL, FCCL) into the 6-byte packet with its LPCRC, the decoder a received packet into
 // its fields and whether its LPCRC holds (IBA: a flow-control packet with a bad LPCRC is
 // ignored; the model's link.Port counts it in Errors.FCPackets). Go model: ib.AppendWire and

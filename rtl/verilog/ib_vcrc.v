@@ -24,7 +24,7 @@
 //   out_vcrc_err  with out_eop: the 2 bytes the packet carried at the VCRC's place differ from
 //                 it, or the packet ended before that beat (a VCRC never received is wrong).
 //   out_len_err   with out_eop: the packet's last beat is not the VCRC's beat (PktLen
-//                 disagrees with the packet's length; IBA 7.x: discarded as well).
+//                 disagrees with the packet's length, a packet IBA discards as well).
 // A packet that ends early (out_len_err, the VCRC's beat never came) gets no VCRC written. A
 // beat with in_sop starts a packet whatever came before; beats between an eop and the next
 // sop are taken as more of the last packet (the stream never has them).
@@ -35,9 +35,9 @@
 // How a beat's CRC is computed: the covered bytes of a beat are a prefix of it (all 16 of its
 // 4-byte words before the VCRC's beat, PktLen mod 16 words in it, none after), so the words
 // past the prefix are zeroed and the CRC runs over the whole masked beat; the z zero words at
-// its end multiplied the register by x^(32 z) (mod the polynomial), which UNSHIFT_M[z] undoes.
-// One 512-bit XOR network and a 17-way choice of a 16x16 linear map, instead of 17 networks
-// of every length.
+// its end multiplied the register by x^(32 z) (mod the polynomial), which UNSHIFT_M(z) undoes
+// (below). One 512-bit XOR network and two small choices of 16x16 linear maps, instead of 17
+// networks of every length.
 module ib_vcrc (
     input  wire         clk,
     input  wire         rst_n,
