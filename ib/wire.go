@@ -220,6 +220,13 @@ func variantCRC(b []byte) uint16 {
 	return ^r
 }
 
+// VCRC returns the CRC-16 AppendWire writes after b, least significant byte
+// first: a data packet's VCRC when b is the packet from the first LRH byte
+// through the ICRC, a flow-control packet's LPCRC when b is its first 4 bytes
+// (the definition and what is unconfirmed about it: the file comment). The
+// RTL's ib_vcrc and ib_fc_codec are co-simulated against it.
+func VCRC(b []byte) uint16 { return variantCRC(b) }
+
 // putICRC and putVCRC write the CRCs in their wire byte order, least
 // significant byte first (see the file comment); icrcAt and vcrcAt read them.
 func putICRC(b []byte, c uint32) { binary.LittleEndian.PutUint32(b, c) }

@@ -618,3 +618,23 @@ func FuzzParseWire(f *testing.F) {
 		}
 	})
 }
+
+// TestVCRCExported: VCRC (the helper the RTL co-simulation uses) gives the 2
+// bytes AppendWire writes after the bytes it covers, for data packets of every
+// opcode and for flow-control packets, and the bit-serial division's value.
+func TestVCRCExported(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for op := range 256 {
+		if !Opcode(op).Valid() {
+			continue
+		}
+		p := randomPacket(rng, Opcode(op))
+		b := AppendWire(nil, &p)
+		n := len(b) - VCRCBytes
+		assert.Equal(t, le16(VCRC(b[:n])), b[n:], "%s", Opcode(op))
+		assert.Equal(t, vcrcBitSerial(b[:n]), VCRC(b[:n]), "%s", Opcode(op))
+	}
+	fc := Packet{Kind: FlowControl, VL: 3, FCTBS: 0x5A5, FCCL: 0xFFF}
+	b := AppendWire(nil, &fc)
+	assert.Equal(t, le16(VCRC(b[:4])), b[4:])
+}

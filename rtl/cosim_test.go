@@ -28,7 +28,7 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // into the RTL and compares every output every cycle. verilator marks the
 // cases also built with Verilator: its C++ build costs ~8 s of CPU, so one
 // case per block with the most state (the VL arbiter, the key check, the
-// forwarding table, the CQE writer, the WQE parser) runs under both
+// forwarding table, the CQE writer, the WQE parser, the VCRC) runs under both
 // simulators.
 var cosimTable = []struct {
 	name      string
@@ -96,6 +96,10 @@ var cosimTable = []struct {
 	{"dma_t260_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t260_m128").dut() }, false},
 	// cx8's 512 tags through the clear after reset and on every tag (TestDMAClear)
 	{"dma_t512_m512_fill", func(*rand.Rand) cosimDUT { return dmaFillCase.dut() }, true},
+	// The link's CRCs: the VCRC (transmit and receive packets, out_ready
+	// stalling in phases) and the flow-control codec.
+	{"vcrc", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r) }, true},
+	{"fc_codec", func(*rand.Rand) cosimDUT { return newFCCodecDUT() }, false},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

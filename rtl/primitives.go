@@ -28,6 +28,8 @@ var PrimitiveFiles = []string{
 	"hca_doorbell.v",
 	"hca_wqe_fetch.v",
 	"hca_dma_engine.v",
+	"ib_vcrc.v",
+	"ib_fc_codec.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -162,6 +162,14 @@ func TestReportYosys(t *testing.T) {
 	// tags 3.
 	assert.Equal(t, (1+58+512)+2*(1+58+11+1)+4*7+8*1+1+(1+58+4+3)+2+(1+1+3),
 		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 8}, {"MRRS", 512}, {"TAG_W", 8}})])
+	// ib_vcrc: the output register, valid 1 + data 512 + sop, eop and the
+	// two error flags 4; PktLen 11, the beat count 8, the CRC register 16,
+	// the VCRC-seen and -bad flags 2.
+	assert.Equal(t, 1+512+4+11+8+16+2, flops[synthKey("ib_vcrc", nil)])
+	// ib_fc_codec: the encoder's register, valid 1 + the packet's 48 bits
+	// less Op (4 bits, always 0); the decoder's, valid 1 + Op 4 + FCTBS 12
+	// + VL 4 + FCCL 12 + the LPCRC flag 1.
+	assert.Equal(t, 1+44+1+4+12+4+12+1, flops[synthKey("ib_fc_codec", nil)])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)

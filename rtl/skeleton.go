@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,14 @@ type stubModule struct {
 	doc    string   // what the block is and its contract; one paragraph per line
 	params []string // parameter names, defaults from Params
 	ports  []stubPort
+	// The part already written: Verilog placed before the idle outputs,
+	// the outputs it drives (not tied to 0), the inputs it reads (not
+	// gathered as unused) and its own signals that wait for a TODO part
+	// (gathered as unused).
+	body       string
+	driven     []string
+	consumed   []string
+	bodyUnused []string
 }
 
 func portIn(name, width, doc string) stubPort { return stubPort{name: name, width: width, doc: doc} }
@@ -35,14 +44,59 @@ var stubModules = []stubModule{
 		name: "ib_link",
 		doc: `ib_link: the link / SerDes wrapper of one IB port: LANES lanes of LANE_W bits per cycle on the
 serial side, 64-byte blocks and flow-control packets on the core side.
-TODO: PCS (64b/66b, or 256b/257b with RS(544,514) FEC from HDR on; ib-facts.md §1), lane deskew,
-link training and the link state machine, packet framing, VCRC check and generation, LPCRC of
-flow-control packets, VL15 and the link packet types. Receive: one block per rx_valid beat, no
-back-pressure; a flow-control packet raises fc_rx_valid for one cycle. Transmit: tx_* and fc_tx_*
-are valid/ready streams; a data packet is never interrupted by another data packet, nor by a
-flow-control packet (the transmit port charges FCTBS with all of a packet's blocks at its head, so
-an FC packet sent mid-packet would overstate them); the head's LRH.VL is already tx_vl (the switch's
-SL-to-VL table may have changed it), which the VCRC must cover.`,
+Receive: one block per rx_valid beat, no back-pressure; a flow-control packet raises fc_rx_valid for
+one cycle. Transmit: tx_* and fc_tx_* are valid/ready streams; a data packet is never interrupted by
+another data packet, nor by a flow-control packet (the transmit port charges FCTBS with all of a
+packet's blocks at its head, so an FC packet sent mid-packet would overstate them); the head's
+LRH.VL is already tx_vl (the switch's SL-to-VL table may have changed it), which the VCRC must cover.
+Written, on the core side: transmit packets go through ib_vcrc, which writes each one's VCRC (over
+the LRH with its new VL through the ICRC), and flow-control packets through ib_fc_codec's encoder
+(6 bytes with their LPCRC), both towards the PCS; received flow-control packets come from the PCS
+through ib_fc_codec's decoder, and fc_rx_valid rises only for Op 0 with a good LPCRC (IBA: a bad one
+is ignored). The PCS is TODO, so its ready (pcs_tx_ready, pcs_fc_ready) is tied 0 and tx_ready and
+fc_tx_ready stay 0 (a testbench forces them), and it delivers no flow-control packet.
+TODO: the PCS (64b/66b, or 256b/257b with RS(544,514) FEC from HDR on; ib-facts.md §1), lane
+deskew, link training and the link state machine, packet framing; the receive VCRC check: ib_vcrc
+(out_ready 1) between the PCS and rx_* flags a bad VCRC or PktLen with the packet's last block, but
+rx_* has no way to drop a packet there: ib_rx_vl_fifos writes blocks as they come and the switch
+cuts through, so a packet found bad at its eop is in the buffer and may be leaving; it needs an
+rx_err with rx_eop, the buffers dropping or marking the packet (IBA's end-bad-packet delimiter for
+a head already forwarded), and the transmit ib_vcrc told not to re-seal such a packet with a good
+VCRC; counting PortRcvErrors and bad flow-control packets (link.Port's Errors.FCPackets); VL15
+and the link packet types.`,
+		body: `    // Transmit: the VCRC and the flow-control packets' encoding, towards the PCS (TODO).
+    wire              pcs_tx_ready = 1'b0; // TODO: the PCS takes a beat
+    wire              pcs_fc_ready = 1'b0; // TODO: the PCS takes a flow-control packet
+    wire              pcs_tx_valid, pcs_tx_sop, pcs_tx_eop;
+    wire [DATA_W-1:0] pcs_tx_data;
+    wire              tx_vcrc_err, tx_len_err; // the VCRC a transmit packet came with is not checked
+    wire              pcs_fc_valid;
+    wire [47:0]       pcs_fc_pkt;
+    ib_vcrc u_tx_vcrc (
+        .clk(clk), .rst_n(rst_n),
+        .in_valid(tx_valid), .in_ready(tx_ready), .in_data(tx_data), .in_sop(tx_sop), .in_eop(tx_eop),
+        .out_valid(pcs_tx_valid), .out_ready(pcs_tx_ready), .out_data(pcs_tx_data), .out_sop(pcs_tx_sop),
+        .out_eop(pcs_tx_eop), .out_vcrc_err(tx_vcrc_err), .out_len_err(tx_len_err)
+    );
+    // Received flow-control packets from the PCS (TODO: it delivers none yet), passed on with Op 0
+    // and a good LPCRC only.
+    wire              pcs_fc_rx_valid = 1'b0;
+    wire [47:0]       pcs_fc_rx_pkt = 48'd0;
+    wire              fc_dec_valid, fc_dec_err;
+    wire [3:0]        fc_dec_op;
+    ib_fc_codec u_fc (
+        .clk(clk), .rst_n(rst_n),
+        .enc_valid(fc_tx_valid), .enc_ready(fc_tx_ready), .enc_fctbs(fc_tx_fctbs), .enc_vl(fc_tx_vl),
+        .enc_fccl(fc_tx_fccl), .enc_out_valid(pcs_fc_valid), .enc_out_ready(pcs_fc_ready), .enc_out_pkt(pcs_fc_pkt),
+        .dec_valid(pcs_fc_rx_valid), .dec_pkt(pcs_fc_rx_pkt), .dec_out_valid(fc_dec_valid), .dec_out_op(fc_dec_op),
+        .dec_out_fctbs(fc_rx_fctbs), .dec_out_vl(fc_rx_vl), .dec_out_fccl(fc_rx_fccl), .dec_out_lpcrc_err(fc_dec_err)
+    );
+    assign fc_rx_valid = fc_dec_valid && !fc_dec_err && fc_dec_op == 4'd0;
+`,
+		driven:   []string{"tx_ready", "fc_tx_ready", "fc_rx_valid", "fc_rx_vl", "fc_rx_fctbs", "fc_rx_fccl"},
+		consumed: []string{"tx_valid", "tx_data", "tx_sop", "tx_eop", "fc_tx_valid", "fc_tx_vl", "fc_tx_fctbs", "fc_tx_fccl"},
+		bodyUnused: []string{"pcs_tx_valid", "pcs_tx_sop", "pcs_tx_eop", "pcs_tx_data", "tx_vcrc_err", "tx_len_err",
+			"pcs_fc_valid", "pcs_fc_pkt"},
 		params: []string{"LANES", "LANE_W", "DATA_W"},
 		ports: []stubPort{
 			portIn("serdes_rx", "LANES*LANE_W", "serial side: parallel lane data from the SerDes"),
@@ -250,12 +304,20 @@ func (m stubModule) render(p Params) string {
 		}
 	}
 	b.WriteString(");\n")
+	b.WriteString(m.body)
 	b.WriteString("    // Skeleton body: outputs stay idle until the TODO above is written.\n")
 	var sinks []string
-	sinks = append(sinks, "clk", "rst_n")
+	if m.body == "" {
+		sinks = append(sinks, "clk", "rst_n")
+	}
 	for _, s := range m.ports {
 		if !s.out {
-			sinks = append(sinks, s.name)
+			if !slices.Contains(m.consumed, s.name) {
+				sinks = append(sinks, s.name)
+			}
+			continue
+		}
+		if slices.Contains(m.driven, s.name) {
 			continue
 		}
 		zero := "1'b0"
@@ -268,6 +330,7 @@ func (m stubModule) render(p Params) string {
 		}
 		fmt.Fprintf(&b, "    assign %s = %s;\n", s.name, zero)
 	}
+	sinks = append(sinks, m.bodyUnused...)
 	b.WriteString("    /* verilator lint_off UNUSEDSIGNAL */\n")
 	fmt.Fprintf(&b, "    wire unused_ok = &{1'b0, %s, 1'b0};\n", strings.Join(sinks, ", "))
 	b.WriteString("    /* verilator lint_on UNUSEDSIGNAL */\n")
