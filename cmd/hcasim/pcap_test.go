@@ -98,6 +98,17 @@ func txStarts(t *testing.T, path string) []verif.Event {
 	return out
 }
 
+// runCaptured runs a design point with a trace and a capture, and returns
+// the trace's tx_start events and the capture's path.
+func runCaptured(t *testing.T, args []string) ([]verif.Event, string) {
+	t.Helper()
+	dir := t.TempDir()
+	tr, pc := filepath.Join(dir, "t.trace"), filepath.Join(dir, "t.pcapng")
+	code, _, errs := run(append(args, "--quiet", "--trace", tr, "--pcap", pc)...)
+	require.Equal(t, 0, code, errs)
+	return txStarts(t, tr), pc
+}
+
 // pcapRuns are the design points the capture tests run: back to back,
 // every transport header the HCA sends (RETH with FIRST/MIDDLE/LAST
 // segments of a 9,000-byte message at MTU 4096, AETH on ACKs and read
@@ -131,11 +142,7 @@ func TestPcapMatchesTrace(t *testing.T) {
 	t.Chdir(t.TempDir()) // ndr.yaml is a sweep: its output directory goes here
 	for _, rc := range pcapRuns {
 		t.Run(rc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			tr, pc := filepath.Join(dir, "t.trace"), filepath.Join(dir, "t.pcapng")
-			code, _, errs := run(append(rc.args, "--quiet", "--trace", tr, "--pcap", pc)...)
-			require.Equal(t, 0, code, errs)
-			evs := txStarts(t, tr)
+			evs, pc := runCaptured(t, rc.args)
 			_, pkts := readCapture(t, pc)
 			require.Len(t, pkts, len(evs))
 			ops := map[string]bool{}
@@ -184,11 +191,7 @@ func TestPcapReadByWireshark(t *testing.T) {
 	}
 	for _, rc := range pcapRuns {
 		t.Run(rc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			tr, pc := filepath.Join(dir, "t.trace"), filepath.Join(dir, "t.pcapng")
-			code, _, errs := run(append(rc.args, "--quiet", "--trace", tr, "--pcap", pc)...)
-			require.Equal(t, 0, code, errs)
-			evs := txStarts(t, tr)
+			evs, pc := runCaptured(t, rc.args)
 			fields := []string{"frame.interface_name", "infiniband.lrh.vl", "infiniband.lrh.dlid", "infiniband.lrh.slid",
 				"infiniband.bth.destqp", "infiniband.bth.psn", "frame.len", "_ws.malformed", "_ws.expert.severity"}
 			args := []string{"-r", pc, "-T", "fields", "-E", "separator=/t"}
