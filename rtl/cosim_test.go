@@ -100,6 +100,9 @@ var cosimTable = []struct {
 	// stalling in phases) and the flow-control codec.
 	{"vcrc", func(r *rand.Rand) cosimDUT { return newVCRCDUT(r) }, true},
 	{"fc_codec", func(*rand.Rand) cosimDUT { return newFCCodecDUT() }, false},
+	// The requester's packet headers: every WR opcode, MTU and length edge,
+	// PSNs across the wrap, out_ready stalling in phases.
+	{"tx_packetizer", func(r *rand.Rand) cosimDUT { return newPktzDUT(r) }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

@@ -30,6 +30,7 @@ var PrimitiveFiles = []string{
 	"hca_dma_engine.v",
 	"ib_vcrc.v",
 	"ib_fc_codec.v",
+	"hca_tx_packetizer.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -140,8 +140,17 @@ tx_vl_waiting says which VLs have a packet ready whose length fits the VL's cred
 credit.Sender.CanSend); the packet may start on
 tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
-TODO: everything inside: QP context, requester and responder state machines, payload DMA
-through hca_dma_engine (rd1 read, wr0 write), RNR and retry timers.`,
+Written apart, not yet instantiated here: hca_tx_packetizer, the requester's packet headers (one
+message in: WR opcode, length, remote address and key, immediate, atomic operands, and the QP's
+DLID, SLID, SL, VL, remote QPN, first PSN, path MTU and hca.ack_req_every; one 512-bit header beat
+per packet out, LRH through the extension headers, with the payload's length and offset). It goes
+between the QP context and tx_*: this skeleton has no QP context to drive its msg_* from.
+TODO: the QP context (path, PSNs, MTU) and the requester's state (which message is next, the PSNs
+a message takes, go-back-N resends from packet k and a READ's resend of the rest, which the
+packetizer does not do), instantiating hca_tx_packetizer on it, each packet's header beat merged
+with its payload (DMA client rd1) and the ICRC into tx_* beats (ib_link's ib_vcrc writes the
+VCRC), UD's SEND_ONLY with a DETH, the responder's state machine, payload writes (wr0), ACK/NAK
+and completions, RNR and retry timers.`,
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W"},
 		ports: []stubPort{
 			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
