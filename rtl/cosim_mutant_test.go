@@ -25,7 +25,9 @@ type cosimMutant struct {
 // trace, and requires the testbench to report mismatches: a co-simulation
 // that a slip like it passes checks less than it claims. The unmutated
 // block must pass the same trace, so the failures are the mutants'.
+// It makes t parallel, so a test calls it once, as its whole body.
 func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	ctx := context.Background()
 	dir := t.TempDir()

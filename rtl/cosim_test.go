@@ -166,6 +166,7 @@ func checkCosimOutput(t *testing.T, out string, cycles int) {
 }
 
 func TestCosimIcarus(t *testing.T) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	for _, tc := range cosimTable {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,11 +190,16 @@ func TestCosimIcarus(t *testing.T) {
 }
 
 func TestCosimVerilator(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: Verilator co-simulation builds C++; Icarus covers every case")
 	}
 	// verilator --binary builds C++ with make and g++.
 	needTool(t, "verilator", "make", "g++")
+	// Build the shared runtime here, in one slot, rather than in two
+	// cases' slots at once while one of them waits for it.
+	_, err := verilatorRuntimeDir(context.Background())
+	require.NoError(t, err)
 	for _, tc := range cosimTable {
 		if !tc.verilator {
 			continue
