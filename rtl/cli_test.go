@@ -39,6 +39,7 @@ func fakeLoad(t *testing.T) LoadFunc {
 }
 
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		name     string
@@ -109,6 +110,7 @@ func TestReportWithoutYosys(t *testing.T) {
 // ones) or its resource report (which would describe another design); a
 // file the user put there stays.
 func TestStaleOutputsRemoved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))

@@ -22,6 +22,7 @@ const fifo = "switch.queueing=fifo"
 // edr, ndr and xdr configs through the real config loader, and checks that
 // --set reaches the parameters.
 func TestShippedConfigs(t *testing.T) {
+	t.Parallel()
 	for name, sets := range map[string][]string{
 		"edr.yaml": {fifo},
 		// ndr.yaml sweeps switch.vl_buffer_bytes; its own value is 16640.

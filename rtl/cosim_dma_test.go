@@ -890,6 +890,7 @@ func TestDMAMutantsFail(t *testing.T) {
 // every one of its 64 lap words on the first lap, where the 1s the clear
 // wrote, not data, decide the cycle. Every read is delivered by the end.
 func TestDMAClear(t *testing.T) {
+	t.Parallel()
 	tc := dmaFillCase
 	rob := robBlocks(tc.tags, tc.mrrs)
 	require.Equal(t, 4096, rob, "cx8: 512 tags x 512 / 64 blocks")

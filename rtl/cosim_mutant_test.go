@@ -25,7 +25,9 @@ type cosimMutant struct {
 // trace, and requires the testbench to report mismatches: a co-simulation
 // that a slip like it passes checks less than it claims. The unmutated
 // block must pass the same trace, so the failures are the mutants'.
+// It makes t parallel, so a test calls it once, as its whole body.
 func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -57,6 +59,9 @@ func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
 	require.Zero(t, errors, "the unmutated block must pass the trace")
 	for i, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
+			// Each mutant compiles and runs in its own directory on the
+			// shared trace, so two run at once (one vvp per core).
+			t.Parallel()
 			src := PrimitiveSource(m.file)
 			require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once in %s", m.file)
 			checked, errors := run(t, "m"+strconv.Itoa(i), map[string]string{m.file: strings.Replace(src, m.old, m.new, 1)})

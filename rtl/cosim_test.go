@@ -26,7 +26,8 @@ var cosimSeeds = []uint64{1, 2, 3, 4, 5}
 // Verilog: for every case and seed, the Go model produces the stimulus and the
 // expected outputs (a trace), and the generated testbench replays the trace
 // into the RTL and compares every output every cycle. verilator marks the
-// cases also built with Verilator: its C++ build costs ~8 s of CPU, so one
+// cases also built with Verilator: its C++ build costs ~3 s of CPU (with
+// Verilator's runtime compiled once per process, buildVerilator), so one
 // case per block with the most state (the VL arbiter, the key check, the
 // forwarding table, the CQE writer, the WQE parser, the VCRC) runs under both
 // simulators.
@@ -168,6 +169,7 @@ func checkCosimOutput(t *testing.T, out string, cycles int) {
 }
 
 func TestCosimIcarus(t *testing.T) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	for _, tc := range cosimTable {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,11 +193,16 @@ func TestCosimIcarus(t *testing.T) {
 }
 
 func TestCosimVerilator(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: Verilator co-simulation builds C++; Icarus covers every case")
 	}
 	// verilator --binary builds C++ with make and g++.
 	needTool(t, "verilator", "make", "g++")
+	// Build the shared runtime here, in one slot, rather than in two
+	// cases' slots at once while one of them waits for it.
+	_, err := verilatorRuntimeDir(context.Background())
+	require.NoError(t, err)
 	for _, tc := range cosimTable {
 		if !tc.verilator {
 			continue
@@ -205,16 +212,13 @@ func TestCosimVerilator(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			files := writeCosimBench(t, dir, tc.dut(rand.New(rand.NewPCG(0, 0))))
-			args := append([]string{"--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-				"--top-module", "tb", "-o", "Vtb", "--Mdir", "obj", "-j", "1", "-O0"}, files...)
-			_, err := runTool(ctx, dir, "verilator", args...)
-			require.NoError(t, err)
+			vtb := buildVerilator(t, ctx, dir, files)
 			seed := cosimSeeds[0]
 			r := rand.New(rand.NewPCG(seed, 0x7e57))
 			dut := tc.dut(r)
 			trace := filepath.Join(dir, "trace.hex")
 			cycles := writeCosimTrace(t, trace, dut, r)
-			out, err := runTool(ctx, dir, filepath.Join(dir, "obj", "Vtb"), "+trace="+trace)
+			out, err := runTool(ctx, dir, vtb, "+trace="+trace)
 			require.NoError(t, err)
 			checkCosimOutput(t, out, cycles)
 		})

@@ -274,6 +274,7 @@ func runXbarCosim(t *testing.T, ports, vls int, seeds []uint64, mutate func(stri
 // TestXbarAllocCosim: the emitted allocator grants, cycle by cycle, what
 // its Go description grants (see xbarAllocDUT).
 func TestXbarAllocCosim(t *testing.T) {
+	t.Parallel()
 	for _, tc := range xbarCosimCases {
 		t.Run(fmt.Sprintf("r%dv%d", tc.ports, tc.vls), func(t *testing.T) {
 			t.Parallel()
@@ -316,6 +317,7 @@ func TestXbarAllocStimulusCovers(t *testing.T) {
 // TestXbarAllocMutantsFail: each slip in sw_xbar_alloc fails the
 // co-simulation (radix 7, 4 VLs) on at least one seed.
 func TestXbarAllocMutantsFail(t *testing.T) {
+	t.Parallel()
 	for _, m := range []struct{ name, from, to string }{
 		{"grant pointer moved on every grant", ".commit(accepted[o]), .commit_idx(gnt_idx[o*PORT_W +: PORT_W])",
 			".commit(gnt_valid[o]), .commit_idx(gnt_idx[o*PORT_W +: PORT_W])"},

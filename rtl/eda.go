@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"time"
 )
 
 // RequireEDAEnv is the environment variable CI sets to 1 so that tests fail,
@@ -38,7 +40,10 @@ func runTool(ctx context.Context, dir, name string, args ...string) (string, err
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if err := cmd.Run(); err != nil {
+	start := time.Now()
+	err = cmd.Run()
+	logTool(start, dir, name, args, cmd.ProcessState)
+	if err != nil {
 		return out.String(), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out.String(), 40))
 	}
 	return out.String(), nil
@@ -51,4 +56,33 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// EDALogEnv names a file to which runTool appends one line per tool run:
+// wall and CPU seconds, the tool, its directory and arguments. It is how the
+// tests' time is attributed to tools (docs/rtl.md, "Tests and tools").
+const EDALogEnv = "HCASIM_EDA_LOG"
+
+var edaLogMu sync.Mutex
+
+// logTool appends a run to the EDALogEnv file, if one is named.
+func logTool(start time.Time, dir, name string, args []string, ps *os.ProcessState) {
+	path := os.Getenv(EDALogEnv)
+	if path == "" || ps == nil {
+		return
+	}
+	a := strings.Join(args, " ")
+	if len(a) > 200 {
+		a = a[:200] + "..."
+	}
+	line := fmt.Sprintf("%.3f\t%.3f\t%s\t%s\t%s\n", time.Since(start).Seconds(),
+		(ps.UserTime() + ps.SystemTime()).Seconds(), name, dir, a)
+	edaLogMu.Lock()
+	defer edaLogMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteString(line)
 }

@@ -18,3 +18,11 @@ func needTool(t *testing.T, names ...string) {
 		}
 	}
 }
+
+// TestMain removes what the tests share across the process (the Verilator
+// runtime objects, buildVerilator) once they have all run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	verilatorRuntimeCleanup()
+	os.Exit(code)
+}

@@ -170,7 +170,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 			defer func() { <-sem }()
 			u := byKey[k]
 			res := results[k]
-			res.cells, res.flops, res.mems, res.err = synthesize(ctx, dir, fmt.Sprintf("stat%d.txt", i), u.Module, u.Params)
+			res.cells, res.flops, res.mems, res.err = synthesized(ctx, dir, fmt.Sprintf("stat%d.txt", i), u.Module, u.Params)
 		}()
 	}
 	wg.Wait()
@@ -194,6 +194,38 @@ func synthKey(module string, params []Param) string {
 		fmt.Fprintf(&b, " %s=%d", p.Name, p.Value)
 	}
 	return b.String()
+}
+
+// synthesis is one primitive's Yosys statistics, kept for the process.
+type synthesis struct {
+	mu                 sync.Mutex // held while Yosys runs, so a key is synthesised once
+	done               bool
+	cells, flops, mems int
+}
+
+// syntheses holds every successful synthesis of the process by synthKey.
+// The key fixes the result: the sources are the embedded primitives and
+// the script is built from the module and its parameters alone. The CLI
+// makes one report per process, so this serves callers that make several
+// (the tests: TestCLI's report and TestReportYosys synthesise the same
+// ib_vcrc, hca_cqe_writer, hca_wqe_fetch, ... once, not twice). A failure
+// is not kept: the next report tries again.
+var syntheses sync.Map // synthKey -> *synthesis
+
+// synthesized returns synthesize's result for (module, params), running
+// Yosys only the first time in the process.
+func synthesized(ctx context.Context, dir, statFile, module string, params []Param) (cells, flops, mems int, err error) {
+	v, _ := syntheses.LoadOrStore(synthKey(module, params), &synthesis{})
+	s := v.(*synthesis)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		if s.cells, s.flops, s.mems, err = synthesize(ctx, dir, statFile, module, params); err != nil {
+			return 0, 0, 0, err
+		}
+		s.done = true
+	}
+	return s.cells, s.flops, s.mems, nil
 }
 
 // synthesize runs Yosys on one primitive: coarse synthesis with memories

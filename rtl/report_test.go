@@ -82,6 +82,7 @@ func TestParseYosysStat(t *testing.T) {
 // radix-36 design (one-entry VL arbitration tables keep Yosys fast) and
 // checks the flop counts that follow from the RTL registers.
 func TestReportYosys(t *testing.T) {
+	t.Parallel()
 	needTool(t, "yosys")
 	d := designByKey(t, "r36v1")
 	r, err := NewReport(context.Background(), d, true)

@@ -16,6 +16,7 @@ import (
 // counters, allocator, crossbar, VL arbiter, output unit) moves packets end
 // to end.
 func TestSwitchSmoke(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "smoke", Radix: 2, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)

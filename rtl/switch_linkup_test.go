@@ -77,6 +77,7 @@ endmodule
 // 128: 32 packets. Starting with the switch's 200 blocks sent 136 blocks
 // into a 128-block HCA buffer: lost packets on a lossless link.)
 func TestSwitchLinkUpCredits(t *testing.T) {
+	t.Parallel()
 	// 100 packets, 200 blocks: the 200-block VL buffer holds them even if
 	// nothing drains. The low VLArb table gives VL0 weight 255.
 	d := Design{Name: "linkup", Radix: 2, VLs: 2, VLBufferBytes: 12800, HCAVLBufferBytes: 8192, MTU: 4096, LinkGeneration: "NDR", LinkWidth: 4}
@@ -94,6 +95,7 @@ func TestSwitchLinkUpCredits(t *testing.T) {
 // every shipped config is one VL. 3 packets of 2 blocks: 6 blocks out
 // (credits: 200-block buffers, 6 <= 200).
 func TestSwitchOneVLNeedsNoVLArbTable(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "onevl", Radix: 2, VLs: 1, VLBufferBytes: 12800, HCAVLBufferBytes: 12800, MTU: 4096, LinkGeneration: "NDR", LinkWidth: 4}
 	assert.Equal(t, 3*2, runLinkUpTB(t, d, 3, "12'd0), .vlarb_low(12'd0"))
 }
@@ -207,6 +209,7 @@ endmodule
 // them a 65-block head. (Room for a largest packet checked before every
 // pick sends 65 or 67 blocks and stops: every packet then needs 65.)
 func TestSwitchCreditsPerPacketLength(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "fit", Radix: 3, VLs: 1, VLBufferBytes: 12800, HCAVLBufferBytes: 8192, MTU: 4096, LinkGeneration: "NDR", LinkWidth: 4}
 	require.Equal(t, 128, d.Params().PeerDepth)
 	files, err := Emit(d, testVersion)

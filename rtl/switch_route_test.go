@@ -90,6 +90,7 @@ endmodule
 // its SL maps to: every pair has the default table (SL i -> VL i & 1), so
 // the VL it came on.
 func TestSwitchHeadStaysGranted(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "route", Radix: 4, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
@@ -205,6 +206,7 @@ endmodule
 // all five packets (3 + 2 + 1 + 1 + 1 = 8 blocks) every one of the
 // 8192 / 64 = 128 blocks is free again.
 func TestSwitchDrops(t *testing.T) {
+	t.Parallel()
 	drop := [16]uint8{0, 1, 15, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1}
 	d := Design{Name: "drop", Radix: 4, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4,
 		SL2VL: []SL2VLSet{{Default: drop}}}
@@ -313,6 +315,7 @@ endmodule
 // leave port 2 (a lookup left live until the grant would move it to port 3);
 // the packet sent after the write (seq 2) leaves port 3.
 func TestSwitchRouteLatchedAtHead(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "latch", Radix: 4, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)

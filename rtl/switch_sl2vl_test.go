@@ -211,6 +211,7 @@ type portSends map[string]map[int64][]string
 // in the same order per source; and the RTL with the table ignored (the
 // input unit forwarding on the arrival VL, the old behaviour) must not.
 func TestSwitchSL2VLCosim(t *testing.T) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	l, err := fabric.Load(nil, sl2vlFabric)
 	require.NoError(t, err)

@@ -99,6 +99,7 @@ endmodule
 // entry: the low table {VL0 w4, VL1 w4} alternated 0,1,0,1 instead of
 // giving each entry its two packets.
 func TestSwitchVLArbitration(t *testing.T) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	const npkt = 4 // per input; 2 blocks each
 	type entry = components.VLArbEntry

@@ -150,6 +150,7 @@ module ` + module + `;
 // the allocator one VL's head at a time, locked on A: B and C waited for
 // A's credits, which fails the first check.
 func TestSwitchVLHeadsIndependent(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "vlheads", Radix: 3, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
@@ -230,6 +231,7 @@ const switchOneInputVLArbTB = `
 // first and then took the VLs in turn, round robin, whatever the tables
 // said.
 func TestSwitchVLArbitrationOneInput(t *testing.T) {
+	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	d := Design{Name: "onein", Radix: 3, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
@@ -317,6 +319,7 @@ var switchDropBesideGrantTB = switchRadix3Bench("dropgrant_tb", `
 // output 0 takes blocks, A leaves whole, then C; B never leaves; every
 // block is free again (128 and 128).
 func TestSwitchDropBesideGrant(t *testing.T) {
+	t.Parallel()
 	d := Design{Name: "dropgrant", Radix: 3, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 4}
 	files, err := Emit(d, testVersion)
 	require.NoError(t, err)
