@@ -203,17 +203,9 @@ func newPathSelector(globs []string) pathSelector {
 }
 
 func (p *pathSelector) selected(path string) bool {
-	if len(p.globs) == 0 {
-		return true
-	}
 	on, ok := p.cache[path]
 	if !ok {
-		for _, g := range p.globs {
-			if components.GlobMatch(g, path) {
-				on = true
-				break
-			}
-		}
+		on = Filter{Paths: p.globs}.SelectsPath(path)
 		p.cache[path] = on
 	}
 	return on
@@ -222,8 +214,15 @@ func (p *pathSelector) selected(path string) bool {
 // SelectsPath reports whether the filter's path globs select a component
 // of that name (every name when there are none).
 func (f Filter) SelectsPath(path string) bool {
-	sel := pathSelector{globs: f.Paths, cache: map[string]bool{}}
-	return sel.selected(path)
+	if len(f.Paths) == 0 {
+		return true
+	}
+	for _, g := range f.Paths {
+		if components.GlobMatch(g, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Count returns how many events were written.

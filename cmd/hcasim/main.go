@@ -146,7 +146,7 @@ Run flags:
       --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
                         ('*' any run, '?' one character, '[' ']' themselves; repeatable;
                         filters --trace, --vcd and --pcap)
-      --trace-kind K    only trace these event kinds (repeatable; filters --trace, not --vcd)
+      --trace-kind K    only trace these event kinds (repeatable; filters --trace, not --vcd or --pcap)
       --vcd FILE        write a VCD waveform of credits, buffers, link activity and HCA stages
       --pcap FILE       write a pcapng capture of the packets the ports send (Wireshark, tshark)
       --pcap-snaplen N  keep at most N bytes of each captured packet (0: whole)
