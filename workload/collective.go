@@ -2,6 +2,8 @@ package workload
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hcasim/hcasim/ib"
 )
@@ -28,6 +30,17 @@ type Transfer struct {
 	// WaitStep is the step whose incoming transfer Src must have fully
 	// received before this one may start (the chunk it forwards), or NoWait.
 	WaitStep int
+	// WaitAlso lists further steps whose incoming transfers Src must have
+	// received where they overlap this one's bytes: Rabenseifner's
+	// reduce-scatter sends half of a range that every earlier step reduced
+	// into, not only the last. nil for the ring and all-to-all.
+	WaitAlso []int
+	// Land is where a Reduce transfer lands in the receiver's landing area
+	// (the receiver then adds it into its data at Offset). The ring lands
+	// each chunk at its own offset; Rabenseifner gives each step's receive
+	// its own place, since a later step's sender may write before an
+	// earlier step's data arrived and was added.
+	Land int64
 }
 
 // Schedule is a collective as data: for each step, the transfers every rank
@@ -41,8 +54,25 @@ type Schedule struct {
 	// per-rank buffer (all-reduce: the array reduced; all-to-all: the whole
 	// send buffer, n blocks of S/n).
 	Bytes int64
-	Steps [][]Transfer
+	// Algorithm is how an all-reduce is done: AlgRing or AlgRabenseifner
+	// (empty for all-to-all).
+	Algorithm string
+	// Landing is the size of each rank's landing area, where peers write
+	// (Transfer.Land): S for the ring and all-to-all, more for
+	// Rabenseifner's algorithm on a number of ranks that is not a power of
+	// two (its first step lands a whole vector, its later ones their halves).
+	Landing int64
+	Steps   [][]Transfer
 }
+
+// All-reduce algorithms, as workload.algorithm spells them.
+const (
+	AlgRing         = "ring"
+	AlgRabenseifner = "rabenseifner"
+)
+
+// AllReduceAlgorithms lists workload.algorithm's values.
+var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner}
 
 // chunk returns the offset and length of chunk c when bytes are split into n
 // chunks as evenly as whole bytes allow (the first bytes mod n chunks get one
@@ -71,7 +101,7 @@ func RingAllReduce(n int, bytes int64) (Schedule, error) {
 	if err := checkCollective(CollAllReduce, n, bytes); err != nil {
 		return Schedule{}, err
 	}
-	s := Schedule{Op: CollAllReduce, Ranks: n, Bytes: bytes}
+	s := Schedule{Op: CollAllReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes}
 	for t := 0; t < 2*(n-1); t++ {
 		step := make([]Transfer, n)
 		for i := range n {
@@ -81,7 +111,7 @@ func RingAllReduce(n int, bytes int64) (Schedule, error) {
 			if t > 0 {
 				wait = t - 1
 			}
-			step[i] = Transfer{Step: t, Src: i, Dst: (i + 1) % n, Offset: off, Bytes: length, Reduce: t < n-1, WaitStep: wait}
+			step[i] = Transfer{Step: t, Src: i, Dst: (i + 1) % n, Offset: off, Bytes: length, Reduce: t < n-1, WaitStep: wait, Land: off}
 		}
 		s.Steps = append(s.Steps, step)
 	}
@@ -103,7 +133,7 @@ func AllToAll(n int, bytes int64) (Schedule, error) {
 	if block == 0 {
 		return Schedule{}, fmt.Errorf("workload.size: %d bytes is less than one byte per rank for an all-to-all over %d ranks", bytes, n)
 	}
-	s := Schedule{Op: CollAllToAll, Ranks: n, Bytes: block * int64(n)}
+	s := Schedule{Op: CollAllToAll, Ranks: n, Bytes: block * int64(n), Landing: block * int64(n)}
 	for t := 1; t < n; t++ {
 		step := make([]Transfer, n)
 		for i := range n {
@@ -113,6 +143,157 @@ func AllToAll(n int, bytes int64) (Schedule, error) {
 		s.Steps = append(s.Steps, step)
 	}
 	return s, nil
+}
+
+// RabenseifnerAllReduce returns Rabenseifner's all-reduce of bytes bytes
+// over n ranks: a reduce-scatter by recursive halving, then an all-gather
+// by recursive doubling (R. Thakur, R. Rabenseifner and W. Gropp,
+// "Optimization of collective communication operations in MPICH", IJHPCA
+// 19(1), 2005, §4.4; MPICH's MPIR_Allreduce_intra_reduce_scatter_allgather,
+// whose exchange order this follows). It takes 2·log2(p) steps against the
+// ring's 2(n−1), p the largest power of two ≤ n, and each rank still sends
+// 2(p−1)/p·S bytes, so it wins where per-step latency dominates (small and
+// medium sizes) and ties the ring's bandwidth at large ones.
+//
+// The vector is cut into p chunks. In reduce-scatter step k (mask 2^k,
+// nearest partners first) rank r and r XOR mask split the range they hold:
+// the lower rank keeps the lower half and sends the upper one, which the
+// partner adds into its own; after log2(p) steps each rank holds one chunk
+// reduced. The all-gather retraces the steps in reverse (masks from p/2
+// down to 1), each rank sending the range it holds, which doubles. The
+// data sent halves as the partner's distance doubles, so on a fat tree the
+// large exchanges stay under one leaf.
+//
+// When n is not a power of two the first 2·(n−p) ranks fold in pairs
+// (MPICH's way): before the exchange each even one of them sends its whole
+// vector to the odd one after it, which adds it in and takes part as one
+// of the p; after it, the odd one sends the result back.
+func RabenseifnerAllReduce(n int, bytes int64) (Schedule, error) {
+	if err := checkCollective(CollAllReduce, n, bytes); err != nil {
+		return Schedule{}, err
+	}
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	rem := n - p
+	// real is the rank that takes part as new rank nr: the odd one of each
+	// folded pair, then the ranks past the pairs.
+	real := func(nr int) int {
+		if nr < rem {
+			return 2*nr + 1
+		}
+		return nr + rem
+	}
+	at := func(c int) int64 { // byte offset of chunk c (chunk p: the end)
+		if c == p {
+			return bytes
+		}
+		off, _ := chunk(bytes, p, c)
+		return off
+	}
+	s := Schedule{Op: CollAllReduce, Algorithm: AlgRabenseifner, Ranks: n, Bytes: bytes}
+	land := make([]int64, n) // each rank's landing area used so far
+	var waits [][]int        // per rank: the steps it has received in
+	waits = make([][]int, n)
+	add := func(step []Transfer, x Transfer) []Transfer {
+		x.Step = len(s.Steps)
+		x.WaitStep = NoWait
+		if w := waits[x.Src]; len(w) > 0 {
+			x.WaitStep = w[len(w)-1]
+			if len(w) > 1 {
+				x.WaitAlso = slices.Clone(w[:len(w)-1])
+			}
+		}
+		if x.Reduce {
+			x.Land = land[x.Dst]
+			land[x.Dst] += x.Bytes
+		}
+		return append(step, x)
+	}
+	end := func(step []Transfer) {
+		for _, x := range step {
+			waits[x.Dst] = append(waits[x.Dst], x.Step)
+		}
+		s.Steps = append(s.Steps, step)
+	}
+	if rem > 0 {
+		var step []Transfer
+		for r := 0; r < 2*rem; r += 2 {
+			step = add(step, Transfer{Src: r, Dst: r + 1, Offset: 0, Bytes: bytes, Reduce: true})
+		}
+		end(step)
+	}
+	lo, hi := make([]int, p), make([]int, p) // each new rank's chunk range
+	for nr := range p {
+		hi[nr] = p
+	}
+	for mask := 1; mask < p; mask *= 2 {
+		var step []Transfer
+		nlo, nhi := slices.Clone(lo), slices.Clone(hi)
+		for nr := range p {
+			peer := nr ^ mask
+			mid := lo[nr] + (hi[nr]-lo[nr])/2
+			sendLo, sendHi := mid, hi[nr] // the lower rank keeps the lower half
+			if nr < peer {
+				nhi[nr] = mid
+			} else {
+				sendLo, sendHi = lo[nr], mid
+				nlo[nr] = mid
+			}
+			step = add(step, Transfer{Src: real(nr), Dst: real(peer), Offset: at(sendLo), Bytes: at(sendHi) - at(sendLo), Reduce: true})
+		}
+		lo, hi = nlo, nhi
+		end(step)
+	}
+	for mask := p / 2; mask >= 1; mask /= 2 {
+		var step []Transfer
+		nlo, nhi := slices.Clone(lo), slices.Clone(hi)
+		for nr := range p {
+			peer := nr ^ mask
+			step = add(step, Transfer{Src: real(nr), Dst: real(peer), Offset: at(lo[nr]), Bytes: at(hi[nr]) - at(lo[nr])})
+			nlo[nr], nhi[nr] = min(lo[nr], lo[peer]), max(hi[nr], hi[peer])
+		}
+		lo, hi = nlo, nhi
+		end(step)
+	}
+	if rem > 0 {
+		var step []Transfer
+		for r := 0; r < 2*rem; r += 2 {
+			step = add(step, Transfer{Src: r + 1, Dst: r, Offset: 0, Bytes: bytes})
+		}
+		end(step)
+	}
+	s.Landing = max(bytes, slices.Max(land))
+	return s, nil
+}
+
+// AllReduce returns the all-reduce schedule of algorithm alg (AlgRing when
+// empty).
+func AllReduce(alg string, n int, bytes int64) (Schedule, error) {
+	switch alg {
+	case "", AlgRing:
+		return RingAllReduce(n, bytes)
+	case AlgRabenseifner:
+		return RabenseifnerAllReduce(n, bytes)
+	}
+	return Schedule{}, fmt.Errorf("workload.algorithm: %q is not an all-reduce algorithm (%s)", alg, strings.Join(AllReduceAlgorithms, ", "))
+}
+
+// checkAlgorithm checks workload.algorithm for workload.kind op (prefix:
+// the config section).
+func checkAlgorithm(op, alg, prefix string) error {
+	if alg == "" {
+		return nil
+	}
+	if op != CollAllReduce {
+		return fmt.Errorf("%s.algorithm: %q is set, but workload.kind %s does not use it (an all-reduce's: %s; set workload.kind: allreduce, or remove the key)",
+			prefix, alg, op, strings.Join(AllReduceAlgorithms, ", "))
+	}
+	if !slices.Contains(AllReduceAlgorithms, alg) {
+		return fmt.Errorf("%s.algorithm: %q is not an all-reduce algorithm (%s)", prefix, alg, strings.Join(AllReduceAlgorithms, ", "))
+	}
+	return nil
 }
 
 func checkCollective(op string, n int, bytes int64) error {

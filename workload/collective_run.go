@@ -43,6 +43,9 @@ type CollectiveRun struct {
 	MaxTimeNs  float64 // simulated-time guard; 0 = 1 s
 	// SL is the service level of every connection (NCCL_IB_SL), 0..15.
 	SL int
+	// Algorithm is the all-reduce's (AllReduceAlgorithms; empty: the
+	// ring). All-to-all has one.
+	Algorithm string
 }
 
 // Validate checks the run's own knobs.
@@ -64,6 +67,9 @@ func (r *CollectiveRun) Validate() error {
 	}
 	if math.IsNaN(r.ReduceGBps) || r.ReduceGBps < 0 || r.ReduceGBps > 1e6 {
 		return fmt.Errorf("workload.reduce_gbps: %v is out of range (0 for free, up to 1e6 GB/s)", r.ReduceGBps)
+	}
+	if err := checkAlgorithm(r.Op, r.Algorithm, "workload"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -99,6 +105,9 @@ type sliceSend struct {
 	slice int   // slice number within the transfer
 	off   int64 // byte offset of the slice within the transfer
 	n     int64 // bytes
+	// waits[w0:w1] of the rank are the arrival slots (step × maxSlices +
+	// slice) the slice's bytes need (waitSlots).
+	w0, w1 int32
 }
 
 // collRank is one rank: its HCA, buffers, connections and progress.
@@ -115,6 +124,7 @@ type collRank struct {
 	mr       hca.MR
 
 	sends    []sliceSend // in posting order: step by step, slice by slice
+	waits    []int32     // the sends' arrival slots, each send's a run (sliceSend.w0, w1)
 	next     int         // sends posted
 	sent     int         // send completions polled
 	arrived  []bool      // by step × maxSlices + slice: the slice landed (and was reduced)
@@ -168,18 +178,47 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	var sched Schedule
 	var err error
 	if run.Op == CollAllReduce {
-		sched, err = RingAllReduce(len(devs), run.Bytes)
+		sched, err = AllReduce(run.Algorithm, len(devs), run.Bytes)
 	} else {
 		sched, err = AllToAll(len(devs), run.Bytes)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c := &collective{run: run, s: s, sched: sched, slice: run.SliceBytes}
+	c := newCollective(run, sched)
+	c.s = s
+	if err := checkHostBytes(sched); err != nil {
+		return nil, err
+	}
+	if err := checkWrites(sched, c.slice); err != nil {
+		return nil, err
+	}
+	c.setup(devs)
+	return &Collective{c: c}, nil
+}
+
+// newCollective makes the driver of sched without a simulation: the slice
+// size in force and who receives what in each step.
+func newCollective(run CollectiveRun, sched Schedule) *collective {
+	c := &collective{run: run, sched: sched, slice: run.SliceBytes}
 	if c.slice == 0 {
 		c.slice = DefaultSliceBytes
+		if sched.Algorithm == AlgRabenseifner {
+			// MPI's halving and doubling sends each step's range as one
+			// message (MPICH: one MPI_Sendrecv a step). Sliced, a step
+			// forwards only once the previous step's last slices came (a
+			// rank sends the half of its range that arrived last), and the
+			// HCA interleaves the next step's slices with the current
+			// one's on the link, so slicing gains nothing (docs/fabric.md).
+			c.slice = 1
+			for _, step := range sched.Steps {
+				for _, x := range step {
+					c.slice = max(c.slice, x.Bytes)
+				}
+			}
+		}
 	}
-	n := len(devs)
+	n := sched.Ranks
 	c.recvOf = make([][]*Transfer, len(sched.Steps))
 	for t := range sched.Steps {
 		c.recvOf[t] = make([]*Transfer, n)
@@ -192,28 +231,27 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 			c.recvOf[t][x.Dst] = x
 		}
 	}
-	if err := checkHostBytes(sched); err != nil {
-		return nil, err
-	}
-	if err := checkWrites(sched, c.slice); err != nil {
-		return nil, err
-	}
-	// A slice waits for the same slice of the transfer it forwards: both
-	// must be cut alike (the ring forwards the very chunk it received).
-	for t := range sched.Steps {
-		for k := range sched.Steps[t] {
-			x := &sched.Steps[t][k]
-			if x.WaitStep == NoWait {
+	return c
+}
+
+// sendsOf returns rank r's slice sends in posting order (step by step,
+// slice by slice) and the arrival slots they wait on (sliceSend.w0, w1).
+func (c *collective) sendsOf(r int) (sends []sliceSend, waits []int32) {
+	for t := range c.sched.Steps {
+		for k := range c.sched.Steps[t] {
+			x := &c.sched.Steps[t][k]
+			if x.Src != r {
 				continue
 			}
-			w := c.recvOf[x.WaitStep][x.Src]
-			if w == nil || w.Bytes != x.Bytes || w.Offset != x.Offset {
-				panic(fmt.Sprintf("workload: collective %s step %d rank %d waits on step %d, which did not bring the chunk it sends", sched.Op, t, x.Src, x.WaitStep))
+			for sl := 0; sl < c.sliceCount(x.Bytes); sl++ {
+				off, ln := c.sliceOf(x.Bytes, sl)
+				w0 := int32(len(waits))
+				waits = c.waitSlots(waits, x, sl, off, ln)
+				sends = append(sends, sliceSend{xfer: x, slice: sl, off: off, n: ln, w0: w0, w1: int32(len(waits))})
 			}
 		}
 	}
-	c.setup(devs)
-	return &Collective{c: c}, nil
+	return sends, waits
 }
 
 // MaxCollectiveWrites is the most RDMA writes one collective run posts, all
@@ -238,12 +276,20 @@ const MaxCollectiveHostBytes = 8 << 30
 // checkHostBytes refuses a run whose buffers exceed MaxCollectiveHostBytes,
 // naming the largest workload.size that fits.
 func checkHostBytes(s Schedule) error {
-	need := 2 * s.Bytes * int64(s.Ranks)
+	need := (s.Bytes + s.Landing) * int64(s.Ranks)
 	if need <= MaxCollectiveHostBytes {
 		return nil
 	}
-	return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (2 × size per rank), more than the %d one run may hold (a model limit: every byte is stored and checked); %d bytes or less fits",
-		s.Bytes, s.Ranks, need, int64(MaxCollectiveHostBytes), MaxCollectiveHostBytes/(2*int64(s.Ranks)))
+	if s.Landing == s.Bytes {
+		return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (2 × size per rank), more than the %d one run may hold (a model limit: every byte is stored and checked); %d bytes or less fits",
+			s.Bytes, s.Ranks, need, int64(MaxCollectiveHostBytes), MaxCollectiveHostBytes/(2*int64(s.Ranks)))
+	}
+	// Rabenseifner's folded ranks land a whole vector and then their halves:
+	// the landing area is not a fixed multiple of the size, so the size
+	// that fits is scaled from this one, rounded down.
+	fits := int64(float64(MaxCollectiveHostBytes) / float64(need) * float64(s.Bytes))
+	return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (size + %d bytes of landing area per rank, workload.algorithm %s), more than the %d one run may hold (a model limit: every byte is stored and checked); about %d bytes or less fits",
+		s.Bytes, s.Ranks, need, s.Landing, s.Algorithm, int64(MaxCollectiveHostBytes), fits)
 }
 
 // Writes returns how many RDMA writes the schedule posts, all ranks
@@ -373,9 +419,9 @@ func (c *collective) setup(devs []*hca.Device) {
 		pds[r] = d.AllocPD()
 		rk.sendCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, sends)))
 		rk.recvCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, recvs)))
-		base := d.Malloc(2 * size)
+		base := d.Malloc(size + int(c.sched.Landing))
 		rk.src, rk.dst = base, base+uint64(size)
-		rk.mr = d.RegMR(pds[r], base, 2*size, acc)
+		rk.mr = d.RegMR(pds[r], base, size+int(c.sched.Landing), acc)
 		g, buf := c.rankStream(r), make([]byte, streamChunk)
 		for off := uint64(0); ; {
 			b := g.next(buf)
@@ -385,18 +431,7 @@ func (c *collective) setup(devs []*hca.Device) {
 			d.Mem.Write(rk.src+off, b)
 			off += uint64(len(b))
 		}
-		for t := range c.sched.Steps {
-			for k := range c.sched.Steps[t] {
-				x := &c.sched.Steps[t][k]
-				if x.Src != r {
-					continue
-				}
-				for sl := 0; sl < c.sliceCount(x.Bytes); sl++ {
-					off, ln := c.sliceOf(x.Bytes, sl)
-					rk.sends = append(rk.sends, sliceSend{xfer: x, slice: sl, off: off, n: ln})
-				}
-			}
-		}
+		rk.sends, rk.waits = c.sendsOf(r)
 		c.ranks = append(c.ranks, rk)
 	}
 	// PSNs are drawn from the seed, as perftest and NCCL draw them at random.
@@ -605,8 +640,58 @@ func (c *collective) slot(step, slice int) int { return step*c.maxSlices + slice
 
 // ready reports whether a send's input has arrived (and was reduced).
 func (c *collective) ready(rk *collRank, s *sliceSend) bool {
-	w := s.xfer.WaitStep
-	return w == NoWait || rk.arrived[c.slot(w, s.slice)]
+	for _, k := range rk.waits[s.w0:s.w1] {
+		if !rk.arrived[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// waitSlots appends to dst the arrival slots that slice sl (bytes off, n of
+// the transfer) of x needs: of each step x waits on (WaitStep, WaitAlso),
+// the slices of the transfer x.Src received in it that overlap the slice's
+// bytes. A transfer that forwards exactly what it received (the ring) is
+// cut alike, so each of its slices waits for the same slice: a zero-byte
+// chunk too, whose forward still follows its arrival.
+func (c *collective) waitSlots(dst []int32, x *Transfer, sl int, off, n int64) []int32 {
+	if x.WaitStep == NoWait {
+		return dst
+	}
+	lo, hi := x.Offset+off, x.Offset+off+n
+	for i := -1; i < len(x.WaitAlso); i++ {
+		step := x.WaitStep
+		if i >= 0 {
+			step = x.WaitAlso[i]
+		}
+		w := c.recvOf[step][x.Src]
+		if w == nil {
+			panic(fmt.Sprintf("workload: collective %s step %d rank %d waits on step %d, in which it receives nothing", c.sched.Op, x.Step, x.Src, step))
+		}
+		if w.Offset == x.Offset && w.Bytes == x.Bytes {
+			dst = append(dst, int32(c.slot(step, sl)))
+			continue
+		}
+		if n == 0 || hi <= w.Offset || lo >= w.Offset+w.Bytes {
+			continue
+		}
+		k := c.sliceCount(w.Bytes)
+		first := sliceAt(w.Bytes, k, max(lo, w.Offset)-w.Offset)
+		last := sliceAt(w.Bytes, k, min(hi, w.Offset+w.Bytes)-1-w.Offset)
+		for j := first; j <= last; j++ {
+			dst = append(dst, int32(c.slot(step, j)))
+		}
+	}
+	return dst
+}
+
+// sliceAt returns which of the k chunks of b bytes (chunk) holds byte pos.
+func sliceAt(b int64, k int, pos int64) int {
+	base, rem := b/int64(k), b%int64(k)
+	if pos < rem*(base+1) {
+		return int(pos / (base + 1))
+	}
+	return int(rem + (pos-rem*(base+1))/base)
 }
 
 // post writes one slice to its destination: an RDMA WRITE WITH IMMEDIATE
@@ -635,7 +720,7 @@ func (c *collective) landingAddr(peer *collRank, x *Transfer) uint64 {
 	case c.sched.Op == CollAllToAll:
 		return peer.dst + uint64(int64(x.Src)*(c.sched.Bytes/int64(c.sched.Ranks)))
 	case x.Reduce:
-		return peer.dst + uint64(x.Offset)
+		return peer.dst + uint64(x.Land)
 	default:
 		return peer.src + uint64(x.Offset)
 	}
@@ -652,20 +737,21 @@ func (c *collective) landed(r int, imm uint32) {
 	x := c.recvOf[step][r]
 	if x.Reduce {
 		off, n := c.sliceOf(x.Bytes, slice)
-		c.reduce(rk, uint64(x.Offset+off), int(n))
+		c.reduce(rk, uint64(x.Land+off), uint64(x.Offset+off), int(n))
 	}
 	rk.arrived[imm] = true
 	rk.recvs++
 }
 
-// reduce adds the scratch bytes at off into the data buffer (uint8 sum,
-// wrapping, as nccl-tests -d uint8 -o sum) and charges the thread for it.
-func (c *collective) reduce(rk *collRank, off uint64, n int) {
+// reduce adds the n landed bytes at land in the landing area into the data
+// buffer at off (uint8 sum, wrapping, as nccl-tests -d uint8 -o sum) and
+// charges the thread for it.
+func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	if cap(c.scratch) < n {
 		c.scratch, c.scratch2 = make([]byte, n), make([]byte, n)
 	}
 	in, acc := c.scratch[:n], c.scratch2[:n]
-	rk.dev.Mem.Read(rk.dst+off, in)
+	rk.dev.Mem.Read(rk.dst+land, in)
 	rk.dev.Mem.Read(rk.src+off, acc)
 	for i := range acc {
 		acc[i] += in[i]
@@ -813,6 +899,9 @@ func (c *collective) metrics() map[string]any {
 		"reduce_ns_max": reduceNs,
 		"sim_time_ns":   c.s.Now().Nanoseconds(),
 		"events":        c.s.Events(),
+	}
+	if c.sched.Algorithm != "" {
+		m["algorithm"] = c.sched.Algorithm
 	}
 	if t > 0 {
 		alg, bus := c.sched.AlgBW(t), c.sched.BusBW(t)

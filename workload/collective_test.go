@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,8 +13,8 @@ import (
 
 // idealTime runs a schedule on an ideal fabric: every rank's link moves
 // psPerByte per byte, a rank sends one transfer at a time in step order,
-// starting it once its previous send is done and its WaitStep receive has
-// landed; links never collide (each rank sends to one rank and receives from
+// starting it once its previous send is done and its WaitStep (and WaitAlso)
+// receives have landed; links never collide (each rank sends to one rank and receives from
 // one per step in both schedules). It returns when the last byte lands.
 func idealTime(t *testing.T, s Schedule, psPerByte int64) ib.PS {
 	sendFree := make([]int64, s.Ranks)
@@ -25,6 +27,9 @@ func idealTime(t *testing.T, s Schedule, psPerByte int64) ib.PS {
 			start := sendFree[tr.Src]
 			if tr.WaitStep != NoWait {
 				start = max(start, recvAt[tr.WaitStep][tr.Src])
+			}
+			for _, w := range tr.WaitAlso {
+				start = max(start, recvAt[w][tr.Src])
 			}
 			done := start + tr.Bytes*psPerByte
 			sendFree[tr.Src] = done
@@ -168,4 +173,297 @@ func TestCollectiveErrors(t *testing.T) {
 	assert.EqualError(t, err, "workload.size: 0 bytes is not a collective size (at least 1)")
 	_, err = AllToAll(8, 7)
 	assert.EqualError(t, err, "workload.size: 7 bytes is less than one byte per rank for an all-to-all over 8 ranks")
+}
+
+// followData runs a schedule step by step on every byte: a rank's byte
+// holds how many times each rank's contribution is in it (a count per rank,
+// so a contribution added twice shows). A reduce adds the sender's counts
+// into the receiver's, a plain transfer copies them; the sends of a step
+// read the state before it. At the end every rank's every byte must hold
+// each contribution exactly once.
+func followData(t *testing.T, s Schedule) {
+	t.Helper()
+	n, size := s.Ranks, int(s.Bytes)
+	state := make([][][]int, n)
+	for i := range state {
+		state[i] = make([][]int, size)
+		for b := range state[i] {
+			state[i][b] = make([]int, n)
+			state[i][b][i] = 1
+		}
+	}
+	for k, step := range s.Steps {
+		sends, recvs := make([]int, n), make([]int, n)
+		old := make([][][]int, n)
+		for i := range old {
+			old[i] = make([][]int, size)
+			for b := range old[i] {
+				old[i][b] = slices.Clone(state[i][b])
+			}
+		}
+		for _, tr := range step {
+			require.Equal(t, k, tr.Step)
+			sends[tr.Src]++
+			recvs[tr.Dst]++
+			for b := tr.Offset; b < tr.Offset+tr.Bytes; b++ {
+				for r := range n {
+					if tr.Reduce {
+						state[tr.Dst][b][r] += old[tr.Src][b][r]
+					} else {
+						state[tr.Dst][b][r] = old[tr.Src][b][r]
+					}
+				}
+			}
+		}
+		for i := range n {
+			assert.LessOrEqual(t, sends[i], 1, "step %d rank %d sends once at most", k, i)
+			assert.LessOrEqual(t, recvs[i], 1, "step %d rank %d receives once at most", k, i)
+		}
+	}
+	ones := make([]int, n)
+	for r := range ones {
+		ones[r] = 1
+	}
+	for i := range n {
+		for b := range size {
+			if !assert.Equal(t, ones, state[i][b], "n %d size %d rank %d byte %d", n, size, i, b) {
+				return
+			}
+		}
+	}
+}
+
+func TestRabenseifnerAllReduceReduces(t *testing.T) {
+	for n := 2; n <= 17; n++ {
+		for _, size := range []int64{1000, 3, 64} { // uneven chunks; fewer bytes than chunks
+			s, err := RabenseifnerAllReduce(n, size)
+			require.NoError(t, err)
+			// p = the largest power of two ≤ n: log2(p) halving steps, as
+			// many doubling ones, and a fold before and after when p < n.
+			p, logp := 1, 0
+			for p*2 <= n {
+				p, logp = p*2, logp+1
+			}
+			want := 2 * logp
+			if p < n {
+				want += 2
+			}
+			require.Len(t, s.Steps, want, "n %d", n)
+			followData(t, s)
+			assertAsyncSafe(t, s, 0)
+			assertAsyncSafe(t, s, 37)
+		}
+	}
+}
+
+// assertAsyncSafe checks, for slices of slice bytes, what the runner needs
+// beyond the step-by-step data flow, since it runs a send as soon as its
+// inputs are in, not in lockstep. "a happens before b" is built from the
+// runner's own rules (collective.sendsOf): a rank posts its slices in
+// order, a slice arrives after it is posted, and a slice is posted after
+// the arrival of every slot it waits on. Then:
+//   - read after write: a slice is posted after the arrival of every
+//     earlier receive of its rank that wrote any of its bytes (the
+//     reductions into a range and the gathers it forwards);
+//   - write after read: a slice that writes bytes of a rank's data which
+//     an earlier send of that rank reads is posted after that send arrived
+//     (so its bytes were read);
+//   - write after write: a gather into bytes another receive wrote is
+//     posted after that receive arrived;
+//   - landing: a rank's reduce receives land in disjoint places of its
+//     landing area, within Schedule.Landing, so none overwrites another's
+//     data before it is added, whatever the order of arrival.
+func assertAsyncSafe(t *testing.T, s Schedule, slice int64) {
+	t.Helper()
+	for _, msg := range asyncHazards(s, slice) {
+		t.Errorf("n %d size %d slice %d: %s", s.Ranks, s.Bytes, slice, msg)
+	}
+}
+
+func asyncHazards(s Schedule, slice int64) []string {
+	c := newCollective(CollectiveRun{Op: s.Op, SliceBytes: slice}, s)
+	type node struct {
+		x      *Transfer
+		lo, hi int64 // the slice's bytes
+		slot   int   // its arrival slot at x.Dst
+		waits  []int32
+		prev   int // the rank's previous slice, or -1
+	}
+	var nodes []node
+	bySlot := map[[2]int]int{} // (dst rank, slot) → node
+	for r := range s.Ranks {
+		sends, waits := c.sendsOf(r)
+		for k, sd := range sends {
+			prev := -1
+			if k > 0 {
+				prev = len(nodes) - 1
+			}
+			nd := node{x: sd.xfer, lo: sd.xfer.Offset + sd.off, hi: sd.xfer.Offset + sd.off + sd.n,
+				slot: c.slot(sd.xfer.Step, sd.slice), waits: waits[sd.w0:sd.w1], prev: prev}
+			bySlot[[2]int{sd.xfer.Dst, nd.slot}] = len(nodes)
+			nodes = append(nodes, nd)
+		}
+	}
+	// Graph: node 2i is slice i's posting, 2i+1 its arrival.
+	edges := make([][]int, 2*len(nodes))
+	for i, nd := range nodes {
+		edges[2*i] = append(edges[2*i], 2*i+1)
+		if nd.prev >= 0 {
+			edges[2*nd.prev] = append(edges[2*nd.prev], 2*i)
+		}
+		for _, w := range nd.waits {
+			j, ok := bySlot[[2]int{nd.x.Src, int(w)}]
+			if !ok {
+				return []string{fmt.Sprintf("step %d rank %d waits on slot %d, which no slice fills", nd.x.Step, nd.x.Src, w)}
+			}
+			edges[2*j+1] = append(edges[2*j+1], 2*i)
+		}
+	}
+	// reach[i]: the postings reachable from slice i's arrival.
+	reach := make([][]bool, len(nodes))
+	reachOf := func(i int) []bool {
+		if reach[i] == nil {
+			seen := make([]bool, len(edges))
+			stack := []int{2*i + 1}
+			for len(stack) > 0 {
+				v := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				for _, w := range edges[v] {
+					if !seen[w] {
+						seen[w] = true
+						stack = append(stack, w)
+					}
+				}
+			}
+			reach[i] = seen
+		}
+		return reach[i]
+	}
+	overlap := func(a, b node) bool { return a.lo < b.hi && b.lo < a.hi }
+	var bad []string
+	for j, y := range nodes {
+		for i, x := range nodes {
+			if x.x.Step >= y.x.Step || !overlap(x, y) {
+				continue
+			}
+			switch {
+			case x.x.Dst == y.x.Src && !reachOf(i)[2*j]:
+				bad = append(bad, fmt.Sprintf("step %d rank %d sends bytes [%d, %d) before step %d's receive, which wrote some, surely came", y.x.Step, y.x.Src, y.lo, y.hi, x.x.Step))
+			case x.x.Src == y.x.Dst && !reachOf(i)[2*j]:
+				bad = append(bad, fmt.Sprintf("step %d writes bytes [%d, %d) of rank %d, which its step %d send may not have read yet", y.x.Step, y.lo, y.hi, y.x.Dst, x.x.Step))
+			case x.x.Dst == y.x.Dst && !y.x.Reduce && !reachOf(i)[2*j]:
+				bad = append(bad, fmt.Sprintf("step %d gathers bytes [%d, %d) into rank %d, which step %d may still write", y.x.Step, y.lo, y.hi, y.x.Dst, x.x.Step))
+			}
+		}
+	}
+	for r := range s.Ranks {
+		var lands [][2]int64
+		for k := range s.Steps {
+			for _, x := range s.Steps[k] {
+				if x.Dst == r && x.Reduce && x.Bytes > 0 {
+					lands = append(lands, [2]int64{x.Land, x.Land + x.Bytes})
+				}
+			}
+		}
+		slices.SortFunc(lands, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+		for k, l := range lands {
+			if l[0] < 0 || l[1] > s.Landing || k > 0 && l[0] < lands[k-1][1] {
+				bad = append(bad, fmt.Sprintf("rank %d: landing [%d, %d) overlaps another or leaves the %d-byte area", r, l[0], l[1], s.Landing))
+			}
+		}
+	}
+	return bad
+}
+
+func TestAsyncHazardsCanFail(t *testing.T) {
+	// The checker of the runner's rules must see what breaks them. The ring
+	// and Rabenseifner are clean, whole or sliced. Without WaitAlso, a
+	// sliced halving step sends bytes whose reduction by an earlier step
+	// has not surely come (whole, the step before waited on that one: no
+	// hazard); with every reduce landing at its data offset (the ring's
+	// rule) a folded rank's first halving lands where its fold landed; a
+	// ring forward that does not wait sends what has not come.
+	for n := 2; n <= 9; n++ {
+		r, err := RingAllReduce(n, 1000)
+		require.NoError(t, err)
+		assert.Empty(t, asyncHazards(r, 0), "ring n %d", n)
+		assert.Empty(t, asyncHazards(r, 37), "ring n %d sliced", n)
+	}
+	s, err := RabenseifnerAllReduce(8, 1000)
+	require.NoError(t, err)
+	for k := range s.Steps {
+		for i := range s.Steps[k] {
+			s.Steps[k][i].WaitAlso = nil
+		}
+	}
+	assert.Empty(t, asyncHazards(s, 0), "whole transfers need only the step before")
+	assert.NotEmpty(t, asyncHazards(s, 37), "sliced Rabenseifner without WaitAlso")
+	s, err = RabenseifnerAllReduce(6, 1000)
+	require.NoError(t, err)
+	for k := range s.Steps {
+		for i := range s.Steps[k] {
+			s.Steps[k][i].Land = s.Steps[k][i].Offset
+		}
+	}
+	assert.NotEmpty(t, asyncHazards(s, 0), "Rabenseifner landing at data offsets")
+	r, err := RingAllReduce(4, 1000)
+	require.NoError(t, err)
+	r.Steps[4][1].WaitStep = NoWait
+	assert.NotEmpty(t, asyncHazards(r, 0), "a ring forward that does not wait")
+}
+
+// TestRabenseifnerAllReduceBusBW: on the ideal fabric of idealTime, with p
+// ranks (a power of two) and S divisible by p, the halving steps move S/2,
+// S/4, …, S/p bytes and each must wait for the step before (a rank sends
+// half of what it just reduced), so they take (S − S/p)·ps per byte, and the
+// doubling steps as long: t = 2(S − S/p)·ps per byte = 2(p−1)/p·S·ps per
+// byte, the ring's time, and busbw = 1/(ps per byte), the link rate. With
+// n = p + r ranks the fold adds a whole vector before and after: t =
+// (2S + 2(S − S/p))·ps per byte, and busbw = 2(n−1)/n · S / t is below the
+// link rate.
+func TestRabenseifnerAllReduceBusBW(t *testing.T) {
+	for _, n := range []int{2, 4, 8, 16, 6, 12} {
+		p := 1
+		for p*2 <= n {
+			p *= 2
+		}
+		size := int64(16) << 20
+		s, err := RabenseifnerAllReduce(n, size)
+		require.NoError(t, err)
+		got := idealTime(t, s, 20)
+		want := 2 * (size - size/int64(p)) * 20
+		if p < n {
+			want += 2 * size * 20
+		}
+		assert.Equal(t, ib.PS(want), got, "n %d", n)
+		if p == n {
+			assert.InDelta(t, 50.0, s.BusBW(got), 1e-9, "n %d", n)
+		} else {
+			assert.InDelta(t, 50.0*float64(size)*2*float64(n-1)/float64(n)/float64(2*size+2*(size-size/int64(p))), s.BusBW(got), 1e-9, "n %d", n)
+			assert.Less(t, s.BusBW(got), 50.0)
+		}
+		// Each rank of the p sends 2(p−1)/p·S bytes, as in the ring.
+		sent := make([]int64, n)
+		for _, step := range s.Steps {
+			for _, x := range step {
+				sent[x.Src] += x.Bytes
+			}
+		}
+		assert.Equal(t, 2*(size-size/int64(p))+map[bool]int64{true: size, false: 0}[p < n], slices.Max(sent), "n %d", n)
+	}
+}
+
+func TestAllReduceAlgorithms(t *testing.T) {
+	s, err := AllReduce("", 4, 100)
+	require.NoError(t, err)
+	assert.Equal(t, AlgRing, s.Algorithm)
+	s, err = AllReduce(AlgRabenseifner, 4, 100)
+	require.NoError(t, err)
+	assert.Equal(t, AlgRabenseifner, s.Algorithm)
+	assert.Len(t, s.Steps, 4)
+	_, err = AllReduce("tree", 4, 100)
+	assert.EqualError(t, err, `workload.algorithm: "tree" is not an all-reduce algorithm (ring, rabenseifner)`)
+	assert.EqualError(t, checkAlgorithm(CollAllToAll, AlgRing, "workload"),
+		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner; set workload.kind: allreduce, or remove the key)`)
+	assert.NoError(t, checkAlgorithm(CollAllToAll, "", "workload"))
 }
