@@ -9,6 +9,7 @@ import (
 
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/link"
+	"github.com/hcasim/hcasim/verif"
 )
 
 // runCollectiveSets loads a design point with overrides and runs it as a
@@ -174,4 +175,87 @@ func TestCollectiveUserErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "workload.size: 4 bytes is less than one byte per rank for an all-to-all over 8 ranks", err.Error())
 	assert.IsType(t, &UnsupportedError{}, err)
+}
+
+func TestRabenseifnerBeatsTheRingOnSmallMessages(t *testing.T) {
+	// 16 ranks on a two-level NDR fat tree, 64 KiB. The ring takes
+	// 2(n−1) = 30 steps, each waiting for the one before to land, and every
+	// step costs at least post + doorbell MMIO + payload read + CQE write +
+	// poll on the critical path (TestRingAllReduceSmallMessagesAreLatencyBound):
+	// t_ring > 30 · stepNs. Rabenseifner takes 2·log2(16) = 8 steps of at
+	// most S/2 = 32 KiB (under 1 µs at NDR); it beats the ring's floor
+	// unless a step costs more than 30/8 ≈ 3.7 times that floor, which
+	// only a fabric several microseconds deep per message would do. The
+	// data must be the sum either way, and the checkers (lossless, credit,
+	// ordering) see nothing wrong.
+	sets := []string{"topology.kind=fat-tree-2", "switch.radix=8", "topology.hosts=16", "switch.vls=1", "topology.routing=dmodk",
+		"link.generation=NDR", "hca.profile=cx7", "workload.kind=allreduce", "workload.size=65536"}
+	cfg, ring := runCollectiveSets(t, append(sets, "workload.algorithm=ring")...)
+	_, rab := runCollectiveChecked(t, append(sets, "workload.algorithm=rabenseifner")...)
+	for _, m := range []map[string]any{ring, rab} {
+		assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		assert.Equal(t, 16, m["ranks"])
+	}
+	assert.Equal(t, 30, ring["steps"])
+	assert.Equal(t, 8, rab["steps"])
+	assert.Equal(t, "rabenseifner", rab["algorithm"])
+	assert.Equal(t, 16*8, rab["rdma_writes"], "whole transfers: one write a rank a step")
+	h := cfg.HCA
+	stepNs := h.Host.PostNS + h.PCIe.MMIOLatencyNS + h.PCIe.ReadLatencyNS + h.PCIe.WriteLatencyNS + h.Host.PollNS
+	tRing, tRab := ring["time_us"].(float64)*1000, rab["time_us"].(float64)*1000
+	t.Logf("ring %.0f ns, rabenseifner %.0f ns, step floor %.0f ns", tRing, tRab, stepNs)
+	assert.Greater(t, tRing, 30*stepNs)
+	assert.Less(t, tRab, 30*stepNs)
+}
+
+func TestRabenseifnerBusBWNearTheLinkRate(t *testing.T) {
+	// 8 ranks on one NDR switch, 8 MiB, whole transfers. Each step waits
+	// for the one before (a rank sends half of the range it just reduced;
+	// the doubling steps forward what just came), so t = Σ steps (bytes /
+	// rate + one message's latency): 2(S − S/8) = 14 MiB at the bottleneck
+	// rate (≈ 300 µs at NDR) plus 6 latencies of a few µs (well under
+	// 10 % of it). busbw = 2(n−1)/n · S / t is then above 90 % of the
+	// bottleneck, and never above it. The switch gets 64 KiB per VL, as
+	// the ring's bandwidth test explains (credits on busy reverse wires).
+	cfg, m := runCollectiveSets(t, "topology.kind=single-switch", "switch.radix=8", "switch.vls=1", "switch.vl_buffer_bytes=65536",
+		"link.generation=NDR", "hca.profile=cx7", "workload.kind=allreduce", "workload.size=8388608", "workload.algorithm=rabenseifner")
+	assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	assert.Equal(t, 6, m["steps"])
+	bound := min(writeImmPayloadGbps(cfg.Link, 4<<20), hca.NewPCIe(cfg.HCA.PCIe).ReadBoundGbps())
+	bus := m["busbw_gbps"].(float64)
+	t.Logf("busbw %.2f Gb/s of %.2f, %.1f µs", bus, bound, m["time_us"])
+	assert.LessOrEqual(t, bus, bound)
+	assert.Greater(t, bus, 0.9*bound)
+}
+
+func TestRabenseifnerFoldsRanksBeyondAPowerOfTwo(t *testing.T) {
+	// 6 ranks: 4 take part in the halving and doubling, ranks 0 and 2 fold
+	// into 1 and 3 before and get the result after (2·log2(4) + 2 = 6
+	// steps). Whole and sliced (slices then wait on every earlier receive
+	// that wrote their bytes, WaitAlso), with the checkers on: the sum at
+	// every rank, no loss, no duplicate.
+	for _, slice := range []string{"0", "1000"} {
+		_, m := runCollectiveChecked(t, "topology.kind=single-switch", "switch.radix=8", "topology.hosts=6", "switch.vls=1",
+			"workload.kind=allreduce", "workload.size=30000", "workload.algorithm=rabenseifner", "workload.slice_bytes="+slice)
+		assert.Equal(t, true, m["data_verified"], "slice %s: %v", slice, m["data_errors"])
+		assert.Equal(t, 6, m["steps"])
+	}
+}
+
+// runCollectiveChecked is runCollectiveSets with the invariant checkers
+// attached; it fails the test on any violation.
+func runCollectiveChecked(t *testing.T, sets ...string) (*Config, map[string]any) {
+	t.Helper()
+	l, err := Load(nil, sets)
+	require.NoError(t, err)
+	var chk *verif.Checkers
+	var view *Simulation
+	m, err := runCollective(&l.Config, RunOptions{Observe: func(s *Simulation) {
+		view = s
+		chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
+	}})
+	require.NoError(t, err)
+	chk.Finish(view.Now(), view.Settled)
+	require.NoError(t, chk.Err())
+	return &l.Config, m
 }

@@ -54,6 +54,11 @@ type Config struct {
 	// SliceBytes cuts a collective's transfers into pipelined slices of at
 	// most this many bytes (0: the default, NCCL's step size 512 KiB).
 	SliceBytes int64 `yaml:"slice_bytes"`
+	// Algorithm is the all-reduce's algorithm (AllReduceAlgorithms): ring
+	// (empty, the default) or rabenseifner. omitempty, so a config without
+	// it has the effective config, and so the trace header's config hash,
+	// it had before the key existed.
+	Algorithm string `yaml:"algorithm,omitempty"`
 	// ReduceGBps is the rate, in GB/s, at which a rank reduces received data
 	// into its buffer during all-reduce (0: free, as a GPU is much faster
 	// than an IB link).
@@ -132,6 +137,9 @@ func (c *Config) Validate(prefix string) error {
 		}
 	} else if c.Size < 0 || c.Size > 8<<20 {
 		return fmt.Errorf("%s.size: %d is out of range (0 to 8388608 bytes)", prefix, c.Size)
+	}
+	if err := checkAlgorithm(c.Kind, c.Algorithm, prefix); err != nil {
+		return err
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {
 		return fmt.Errorf("%s.packets: %d is out of range (0 to 1e9)", prefix, c.Packets)
