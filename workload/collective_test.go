@@ -343,7 +343,10 @@ func asyncHazards(s Schedule, slice int64) []string {
 	var bad []string
 	for j, y := range nodes {
 		for i, x := range nodes {
-			if x.x.Step >= y.x.Step || !overlap(x, y) {
+			// Same step too: a rank that sends and receives the same bytes
+			// in one step (an exchange) needs its send read before the
+			// receive is added in, which nothing here orders.
+			if i == j || x.x.Step > y.x.Step || !overlap(x, y) {
 				continue
 			}
 			switch {
@@ -410,6 +413,13 @@ func TestAsyncHazardsCanFail(t *testing.T) {
 	require.NoError(t, err)
 	r.Steps[4][1].WaitStep = NoWait
 	assert.NotEmpty(t, asyncHazards(r, 0), "a ring forward that does not wait")
+	// An exchange of whole vectors (recursive doubling's step, which this
+	// driver does not run): each rank's send reads what its receive adds
+	// into, in the same step.
+	x := Schedule{Op: CollAllReduce, Ranks: 2, Bytes: 100, Landing: 100, Steps: [][]Transfer{{
+		{Step: 0, Src: 0, Dst: 1, Bytes: 100, Reduce: true, WaitStep: NoWait},
+		{Step: 0, Src: 1, Dst: 0, Bytes: 100, Reduce: true, WaitStep: NoWait}}}}
+	assert.NotEmpty(t, asyncHazards(x, 0), "an exchange in one step")
 }
 
 // TestRabenseifnerAllReduceBusBW: on the ideal fabric of idealTime, with p
