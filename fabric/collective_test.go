@@ -259,3 +259,35 @@ func runCollectiveChecked(t *testing.T, sets ...string) (*Config, map[string]any
 	require.NoError(t, chk.Err())
 	return &l.Config, m
 }
+
+func TestRecursiveDoublingIsTheShortVectorsAllReduce(t *testing.T) {
+	// 16 ranks on the two-level NDR fat tree, 8 bytes (one double, MPI's
+	// commonest all-reduce). Each algorithm's time is its critical path of
+	// steps, each at least stepNs (post, doorbell MMIO, payload read, CQE
+	// write, poll): the ring 30 steps, Rabenseifner 8, recursive doubling
+	// 4. A recursive-doubling step also waits for the rank's own send to
+	// be acknowledged before adding the partner's vector (the send reads
+	// the bytes the add changes): about one more wire-and-switch trip and a
+	// CQE, under one stepNs here. So recursive doubling's 4 steps cost less
+	// than 8 · stepNs, below Rabenseifner's floor, and Rabenseifner's 8
+	// (8 bytes: nothing to wait for but latency) less than the ring's
+	// floor, 30 · stepNs. The checkers watch the recursive-doubling run.
+	sets := []string{"topology.kind=fat-tree-2", "switch.radix=8", "topology.hosts=16", "switch.vls=1", "topology.routing=dmodk",
+		"link.generation=NDR", "hca.profile=cx7", "workload.kind=allreduce", "workload.size=8"}
+	cfg, ring := runCollectiveSets(t, append(sets, "workload.algorithm=ring")...)
+	_, rab := runCollectiveSets(t, append(sets, "workload.algorithm=rabenseifner")...)
+	_, rd := runCollectiveChecked(t, append(sets, "workload.algorithm=recursive-doubling")...)
+	for _, m := range []map[string]any{ring, rab, rd} {
+		assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	}
+	assert.Equal(t, 4, rd["steps"])
+	h := cfg.HCA
+	stepNs := h.Host.PostNS + h.PCIe.MMIOLatencyNS + h.PCIe.ReadLatencyNS + h.PCIe.WriteLatencyNS + h.Host.PollNS
+	tRing, tRab, tRD := ring["time_us"].(float64)*1000, rab["time_us"].(float64)*1000, rd["time_us"].(float64)*1000
+	t.Logf("ring %.0f ns, rabenseifner %.0f ns, recursive doubling %.0f ns, step floor %.0f ns", tRing, tRab, tRD, stepNs)
+	assert.Greater(t, tRD, 4*stepNs)
+	assert.Less(t, tRD, 8*stepNs)
+	assert.Greater(t, tRab, 8*stepNs)
+	assert.Less(t, tRab, 30*stepNs)
+	assert.Greater(t, tRing, 30*stepNs)
+}

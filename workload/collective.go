@@ -67,12 +67,13 @@ type Schedule struct {
 
 // All-reduce algorithms, as workload.algorithm spells them.
 const (
-	AlgRing         = "ring"
-	AlgRabenseifner = "rabenseifner"
+	AlgRing              = "ring"
+	AlgRabenseifner      = "rabenseifner"
+	AlgRecursiveDoubling = "recursive-doubling"
 )
 
 // AllReduceAlgorithms lists workload.algorithm's values.
-var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner}
+var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling}
 
 // chunk returns the offset and length of chunk c when bytes are split into n
 // chunks as evenly as whole bytes allow (the first bytes mod n chunks get one
@@ -162,29 +163,13 @@ func AllToAll(n int, bytes int64) (Schedule, error) {
 // reduced. The all-gather retraces the steps in reverse (masks from p/2
 // down to 1), each rank sending the range it holds, which doubles. The
 // data sent halves as the partner's distance doubles, so on a fat tree the
-// large exchanges stay under one leaf.
-//
-// When n is not a power of two the first 2·(n−p) ranks fold in pairs
-// (MPICH's way): before the exchange each even one of them sends its whole
-// vector to the odd one after it, which adds it in and takes part as one
-// of the p; after it, the odd one sends the result back.
+// large exchanges stay under one leaf. Ranks beyond p fold (mpiFold).
 func RabenseifnerAllReduce(n int, bytes int64) (Schedule, error) {
 	if err := checkCollective(CollAllReduce, n, bytes); err != nil {
 		return Schedule{}, err
 	}
-	p := 1
-	for p*2 <= n {
-		p *= 2
-	}
-	rem := n - p
-	// real is the rank that takes part as new rank nr: the odd one of each
-	// folded pair, then the ranks past the pairs.
-	real := func(nr int) int {
-		if nr < rem {
-			return 2*nr + 1
-		}
-		return nr + rem
-	}
+	b := newMPIBuilder(AlgRabenseifner, n, bytes)
+	p := b.p
 	at := func(c int) int64 { // byte offset of chunk c (chunk p: the end)
 		if c == p {
 			return bytes
@@ -192,44 +177,11 @@ func RabenseifnerAllReduce(n int, bytes int64) (Schedule, error) {
 		off, _ := chunk(bytes, p, c)
 		return off
 	}
-	s := Schedule{Op: CollAllReduce, Algorithm: AlgRabenseifner, Ranks: n, Bytes: bytes}
-	land := make([]int64, n) // each rank's landing area used so far
-	var waits [][]int        // per rank: the steps it has received in
-	waits = make([][]int, n)
-	add := func(step []Transfer, x Transfer) []Transfer {
-		x.Step = len(s.Steps)
-		x.WaitStep = NoWait
-		if w := waits[x.Src]; len(w) > 0 {
-			x.WaitStep = w[len(w)-1]
-			if len(w) > 1 {
-				x.WaitAlso = slices.Clone(w[:len(w)-1])
-			}
-		}
-		if x.Reduce {
-			x.Land = land[x.Dst]
-			land[x.Dst] += x.Bytes
-		}
-		return append(step, x)
-	}
-	end := func(step []Transfer) {
-		for _, x := range step {
-			waits[x.Dst] = append(waits[x.Dst], x.Step)
-		}
-		s.Steps = append(s.Steps, step)
-	}
-	if rem > 0 {
-		var step []Transfer
-		for r := 0; r < 2*rem; r += 2 {
-			step = add(step, Transfer{Src: r, Dst: r + 1, Offset: 0, Bytes: bytes, Reduce: true})
-		}
-		end(step)
-	}
 	lo, hi := make([]int, p), make([]int, p) // each new rank's chunk range
 	for nr := range p {
 		hi[nr] = p
 	}
 	for mask := 1; mask < p; mask *= 2 {
-		var step []Transfer
 		nlo, nhi := slices.Clone(lo), slices.Clone(hi)
 		for nr := range p {
 			peer := nr ^ mask
@@ -241,31 +193,131 @@ func RabenseifnerAllReduce(n int, bytes int64) (Schedule, error) {
 				sendLo, sendHi = lo[nr], mid
 				nlo[nr] = mid
 			}
-			step = add(step, Transfer{Src: real(nr), Dst: real(peer), Offset: at(sendLo), Bytes: at(sendHi) - at(sendLo), Reduce: true})
+			b.add(Transfer{Src: b.real(nr), Dst: b.real(peer), Offset: at(sendLo), Bytes: at(sendHi) - at(sendLo), Reduce: true})
 		}
 		lo, hi = nlo, nhi
-		end(step)
+		b.end()
 	}
 	for mask := p / 2; mask >= 1; mask /= 2 {
-		var step []Transfer
 		nlo, nhi := slices.Clone(lo), slices.Clone(hi)
 		for nr := range p {
 			peer := nr ^ mask
-			step = add(step, Transfer{Src: real(nr), Dst: real(peer), Offset: at(lo[nr]), Bytes: at(hi[nr]) - at(lo[nr])})
+			b.add(Transfer{Src: b.real(nr), Dst: b.real(peer), Offset: at(lo[nr]), Bytes: at(hi[nr]) - at(lo[nr])})
 			nlo[nr], nhi[nr] = min(lo[nr], lo[peer]), max(hi[nr], hi[peer])
 		}
 		lo, hi = nlo, nhi
-		end(step)
+		b.end()
 	}
-	if rem > 0 {
-		var step []Transfer
-		for r := 0; r < 2*rem; r += 2 {
-			step = add(step, Transfer{Src: r + 1, Dst: r, Offset: 0, Bytes: bytes})
+	return b.done(), nil
+}
+
+// RecursiveDoublingAllReduce returns the recursive-doubling all-reduce of
+// bytes bytes over n ranks (Thakur, Rabenseifner and Gropp 2005, §4.4;
+// MPICH's MPIR_Allreduce_intra_recursive_doubling, its choice for short
+// vectors): in step k (mask 2^k) rank r and r XOR mask exchange their whole
+// vectors and each adds the other's into its own, so after log2(p) steps
+// every rank holds the sum. The fewest steps of any all-reduce, p the
+// largest power of two ≤ n, but each rank sends log2(p)·S bytes: it wins
+// for the shortest vectors only. Ranks beyond p fold (mpiFold).
+//
+// A rank's send in a step reads the very bytes its receive adds into: the
+// driver adds a received vector only once the rank's own send of that step
+// has completed (its data read and acknowledged), as an MPI_Sendrecv into a
+// scratch buffer followed by the local reduction does. Each step's receive
+// lands in its own place, so the landing area is log2(p)·S (one step more
+// on a folded rank).
+func RecursiveDoublingAllReduce(n int, bytes int64) (Schedule, error) {
+	if err := checkCollective(CollAllReduce, n, bytes); err != nil {
+		return Schedule{}, err
+	}
+	b := newMPIBuilder(AlgRecursiveDoubling, n, bytes)
+	for mask := 1; mask < b.p; mask *= 2 {
+		for nr := range b.p {
+			b.add(Transfer{Src: b.real(nr), Dst: b.real(nr ^ mask), Offset: 0, Bytes: bytes, Reduce: true})
 		}
-		end(step)
+		b.end()
 	}
-	s.Landing = max(bytes, slices.Max(land))
-	return s, nil
+	return b.done(), nil
+}
+
+// mpiBuilder builds the MPI algorithms' schedules over the p ranks that
+// take part, p the largest power of two ≤ n. When n is not one the first
+// 2·(n−p) ranks fold in pairs (MPICH's way): before the exchange each even
+// one of them sends its whole vector to the odd one after it, which adds it
+// in and takes part as one of the p; after it, the odd one sends the result
+// back. Every transfer waits on every earlier receive of its sender (the
+// driver keeps only those that overlap its bytes), and every reduced
+// receive lands in a place of its own in the receiver's landing area.
+type mpiBuilder struct {
+	s     Schedule
+	p     int
+	rem   int
+	step  []Transfer
+	land  []int64 // each rank's landing area used so far
+	waits [][]int // per rank: the steps it has received in
+}
+
+func newMPIBuilder(alg string, n int, bytes int64) *mpiBuilder {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	b := &mpiBuilder{s: Schedule{Op: CollAllReduce, Algorithm: alg, Ranks: n, Bytes: bytes},
+		p: p, rem: n - p, land: make([]int64, n), waits: make([][]int, n)}
+	if b.rem > 0 {
+		for r := 0; r < 2*b.rem; r += 2 {
+			b.add(Transfer{Src: r, Dst: r + 1, Offset: 0, Bytes: bytes, Reduce: true})
+		}
+		b.end()
+	}
+	return b
+}
+
+// real is the rank that takes part as new rank nr: the odd one of each
+// folded pair, then the ranks past the pairs.
+func (b *mpiBuilder) real(nr int) int {
+	if nr < b.rem {
+		return 2*nr + 1
+	}
+	return nr + b.rem
+}
+
+// add puts x in the step being built.
+func (b *mpiBuilder) add(x Transfer) {
+	x.Step = len(b.s.Steps)
+	x.WaitStep = NoWait
+	if w := b.waits[x.Src]; len(w) > 0 {
+		x.WaitStep = w[len(w)-1]
+		if len(w) > 1 {
+			x.WaitAlso = slices.Clone(w[:len(w)-1])
+		}
+	}
+	if x.Reduce {
+		x.Land = b.land[x.Dst]
+		b.land[x.Dst] += x.Bytes
+	}
+	b.step = append(b.step, x)
+}
+
+// end closes the step being built.
+func (b *mpiBuilder) end() {
+	for _, x := range b.step {
+		b.waits[x.Dst] = append(b.waits[x.Dst], x.Step)
+	}
+	b.s.Steps = append(b.s.Steps, b.step)
+	b.step = nil
+}
+
+// done adds the unfolding step and returns the schedule.
+func (b *mpiBuilder) done() Schedule {
+	if b.rem > 0 {
+		for r := 0; r < 2*b.rem; r += 2 {
+			b.add(Transfer{Src: r + 1, Dst: r, Offset: 0, Bytes: b.s.Bytes})
+		}
+		b.end()
+	}
+	b.s.Landing = max(b.s.Bytes, slices.Max(b.land))
+	return b.s
 }
 
 // AllReduce returns the all-reduce schedule of algorithm alg (AlgRing when
@@ -276,6 +328,8 @@ func AllReduce(alg string, n int, bytes int64) (Schedule, error) {
 		return RingAllReduce(n, bytes)
 	case AlgRabenseifner:
 		return RabenseifnerAllReduce(n, bytes)
+	case AlgRecursiveDoubling:
+		return RecursiveDoublingAllReduce(n, bytes)
 	}
 	return Schedule{}, fmt.Errorf("workload.algorithm: %q is not an all-reduce algorithm (%s)", alg, strings.Join(AllReduceAlgorithms, ", "))
 }

@@ -112,6 +112,7 @@ type sliceSend struct {
 
 // collRank is one rank: its HCA, buffers, connections and progress.
 type collRank struct {
+	index  int // the rank
 	dev    *hca.Device
 	sendCQ *hca.CQ
 	recvCQ *hca.CQ
@@ -123,17 +124,26 @@ type collRank struct {
 	src, dst uint64
 	mr       hca.MR
 
-	sends    []sliceSend // in posting order: step by step, slice by slice
-	waits    []int32     // the sends' arrival slots, each send's a run (sliceSend.w0, w1)
-	next     int         // sends posted
-	sent     int         // send completions polled
-	arrived  []bool      // by step × maxSlices + slice: the slice landed (and was reduced)
-	recvs    int         // receive completions polled
-	expect   int         // receive completions due
-	pending  bool        // an application wake-up is queued
-	done     bool
-	doneAt   ib.PS
-	reduceNs float64 // ns of reduction charged
+	sends   []sliceSend // in posting order: step by step, slice by slice
+	waits   []int32     // the sends' arrival slots, each send's a run (sliceSend.w0, w1)
+	next    int         // sends posted
+	sent    int         // send completions polled
+	arrived []bool      // by step × maxSlices + slice: the slice landed (and was reduced)
+	got     []bool      // by slot: the slice landed (it may wait to be reduced: deferred)
+	// defer0[k]:defer1[k] of deferIdx are the rank's own sends (indexes in
+	// sends) that must complete before slot k's data is added in: the
+	// sends of the same step that read the bytes it adds into (an
+	// exchange: recursive doubling).
+	defer0, defer1 []int32
+	deferIdx       []int32
+	sendDone       []bool   // by send index: its completion was polled
+	deferred       []uint32 // landed slots waiting for their sends, in arrival order
+	recvs          int      // receive completions polled
+	expect         int      // receive completions due
+	pending        bool     // an application wake-up is queued
+	done           bool
+	doneAt         ib.PS
+	reduceNs       float64 // ns of reduction charged
 }
 
 // collective drives every rank's application thread.
@@ -408,7 +418,7 @@ func (c *collective) setup(devs []*hca.Device) {
 	pds := make([]uint32, n)
 	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite
 	for r, d := range devs {
-		rk := &collRank{dev: d, sendQP: make([]*hca.QP, n)}
+		rk := &collRank{index: r, dev: d, sendQP: make([]*hca.QP, n)}
 		sends, recvs := 0, 0
 		for p := 0; p < n; p++ {
 			sends += slices[r][p]
@@ -432,6 +442,9 @@ func (c *collective) setup(devs []*hca.Device) {
 			off += uint64(len(b))
 		}
 		rk.sends, rk.waits = c.sendsOf(r)
+		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
+		rk.got = make([]bool, len(rk.arrived))
+		rk.sendDone = make([]bool, len(rk.sends))
 		c.ranks = append(c.ranks, rk)
 	}
 	// PSNs are drawn from the seed, as perftest and NCCL draw them at random.
@@ -579,6 +592,7 @@ func (c *collective) turn(r int) {
 		for _, wc := range wcs[:k] {
 			c.checkWC(r, wc)
 			rk.sent++
+			rk.sendDone[wc.WRID] = true
 		}
 		if k < len(wcs) {
 			break
@@ -598,6 +612,7 @@ func (c *collective) turn(r int) {
 			break
 		}
 	}
+	c.applyDeferred(r)
 	for rk.next < len(rk.sends) && c.ready(rk, &rk.sends[rk.next]) {
 		c.post(r, rk.next)
 		rk.next++
@@ -730,17 +745,97 @@ func (c *collective) landingAddr(peer *collRank, x *Transfer) uint64 {
 func (c *collective) landed(r int, imm uint32) {
 	rk := c.ranks[r]
 	step, slice := int(imm)/c.maxSlices, int(imm)%c.maxSlices
-	if step >= len(c.recvOf) || c.recvOf[step][r] == nil || rk.arrived[imm] {
+	if step >= len(c.recvOf) || c.recvOf[step][r] == nil || rk.got[imm] {
 		c.errs = append(c.errs, fmt.Sprintf("rank %d: unexpected immediate %d (step %d slice %d)", r, imm, step, slice))
 		return
 	}
-	x := c.recvOf[step][r]
+	rk.got[imm] = true
+	if !c.sendsDone(rk, imm) {
+		rk.deferred = append(rk.deferred, imm)
+		return
+	}
+	c.apply(rk, imm)
+}
+
+// apply takes landed slot imm of rank rk in: adds it into the data (a
+// reduce) and marks it arrived, which the sends waiting on it look at.
+func (c *collective) apply(rk *collRank, imm uint32) {
+	step, slice := int(imm)/c.maxSlices, int(imm)%c.maxSlices
+	x := c.recvOf[step][rk.index]
 	if x.Reduce {
 		off, n := c.sliceOf(x.Bytes, slice)
 		c.reduce(rk, uint64(x.Land+off), uint64(x.Offset+off), int(n))
 	}
 	rk.arrived[imm] = true
 	rk.recvs++
+}
+
+// sendsDone reports whether the own sends slot imm must wait for (defersOf)
+// have completed.
+func (c *collective) sendsDone(rk *collRank, imm uint32) bool {
+	for _, i := range rk.deferIdx[rk.defer0[imm]:rk.defer1[imm]] {
+		if !rk.sendDone[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// applyDeferred applies rank r's deferred slots whose sends have completed,
+// in the order they landed.
+func (c *collective) applyDeferred(r int) {
+	rk := c.ranks[r]
+	kept := rk.deferred[:0]
+	for _, imm := range rk.deferred {
+		if c.sendsDone(rk, imm) {
+			c.apply(rk, imm)
+		} else {
+			kept = append(kept, imm)
+		}
+	}
+	rk.deferred = kept
+}
+
+// defersOf returns, per arrival slot of rank r, the own sends (indexes in
+// sends) that must complete before the slot's data is added in: in the
+// same step, the slices of r's send whose bytes the received slice adds
+// into. Only an exchange has any (recursive doubling sends its vector and
+// adds the partner's into it); the ring and Rabenseifner send and receive
+// disjoint bytes in a step. The lists are runs of idx: slot k's is
+// idx[from[k]:to[k]].
+func (c *collective) defersOf(r int, sends []sliceSend) (from, to, idx []int32) {
+	slots := len(c.sched.Steps) * c.maxSlices
+	from, to = make([]int32, slots), make([]int32, slots)
+	// r's sends of step t are sends[first[t]:first[t+1]] (posting order is
+	// step order).
+	first := make([]int, len(c.sched.Steps)+1)
+	for t, i := 0, 0; t <= len(c.sched.Steps); t++ {
+		for i < len(sends) && sends[i].xfer.Step < t {
+			i++
+		}
+		first[t] = i
+	}
+	for t := range c.sched.Steps {
+		x := c.recvOf[t][r]
+		if x == nil || !x.Reduce {
+			continue
+		}
+		for k := 0; k < c.sliceCount(x.Bytes); k++ {
+			off, n := c.sliceOf(x.Bytes, k)
+			lo, hi := x.Offset+off, x.Offset+off+n
+			slot := c.slot(t, k)
+			from[slot] = int32(len(idx))
+			for i := first[t]; i < first[t+1]; i++ {
+				y := &sends[i]
+				ylo, yhi := y.xfer.Offset+y.off, y.xfer.Offset+y.off+y.n
+				if n > 0 && y.n > 0 && lo < yhi && ylo < hi {
+					idx = append(idx, int32(i))
+				}
+			}
+			to[slot] = int32(len(idx))
+		}
+	}
+	return from, to, idx
 }
 
 // reduce adds the n landed bytes at land in the landing area into the data

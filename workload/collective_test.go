@@ -280,7 +280,12 @@ func assertAsyncSafe(t *testing.T, s Schedule, slice int64) {
 	}
 }
 
-func asyncHazards(s Schedule, slice int64) []string {
+func asyncHazards(s Schedule, slice int64) []string { return asyncHazardsOf(s, slice, true) }
+
+// asyncHazardsOf is asyncHazards; deferring false drops the driver's rule
+// that a received slice is added in only after the rank's own sends of
+// the step that read its bytes completed (defersOf), to show it matters.
+func asyncHazardsOf(s Schedule, slice int64, deferring bool) []string {
 	c := newCollective(CollectiveRun{Op: s.Op, SliceBytes: slice}, s)
 	type node struct {
 		x      *Transfer
@@ -290,9 +295,13 @@ func asyncHazards(s Schedule, slice int64) []string {
 		prev   int // the rank's previous slice, or -1
 	}
 	var nodes []node
-	bySlot := map[[2]int]int{} // (dst rank, slot) → node
+	bySlot := map[[2]int]int{}            // (dst rank, slot) → node
+	bySend := map[[2]int]int{}            // (src rank, send index) → node
+	defers := make([][3][]int32, s.Ranks) // per rank: defersOf
 	for r := range s.Ranks {
 		sends, waits := c.sendsOf(r)
+		from, to, idx := c.defersOf(r, sends)
+		defers[r] = [3][]int32{from, to, idx}
 		for k, sd := range sends {
 			prev := -1
 			if k > 0 {
@@ -301,60 +310,80 @@ func asyncHazards(s Schedule, slice int64) []string {
 			nd := node{x: sd.xfer, lo: sd.xfer.Offset + sd.off, hi: sd.xfer.Offset + sd.off + sd.n,
 				slot: c.slot(sd.xfer.Step, sd.slice), waits: waits[sd.w0:sd.w1], prev: prev}
 			bySlot[[2]int{sd.xfer.Dst, nd.slot}] = len(nodes)
+			bySend[[2]int{r, k}] = len(nodes)
 			nodes = append(nodes, nd)
 		}
 	}
-	// Graph: node 2i is slice i's posting, 2i+1 its arrival.
-	edges := make([][]int, 2*len(nodes))
+	// Graph: node 3i is slice i's posting, 3i+1 its arrival, 3i+2 when the
+	// receiver takes it in (adds it, marks it arrived): at its arrival, or
+	// once the receiver's own sends it is deferred on have arrived (their
+	// completions come later still).
+	edges := make([][]int, 3*len(nodes))
 	for i, nd := range nodes {
-		edges[2*i] = append(edges[2*i], 2*i+1)
+		edges[3*i] = append(edges[3*i], 3*i+1)
+		edges[3*i+1] = append(edges[3*i+1], 3*i+2)
 		if nd.prev >= 0 {
-			edges[2*nd.prev] = append(edges[2*nd.prev], 2*i)
+			edges[3*nd.prev] = append(edges[3*nd.prev], 3*i)
 		}
 		for _, w := range nd.waits {
 			j, ok := bySlot[[2]int{nd.x.Src, int(w)}]
 			if !ok {
 				return []string{fmt.Sprintf("step %d rank %d waits on slot %d, which no slice fills", nd.x.Step, nd.x.Src, w)}
 			}
-			edges[2*j+1] = append(edges[2*j+1], 2*i)
+			edges[3*j+2] = append(edges[3*j+2], 3*i)
+		}
+		if deferring {
+			d := defers[nd.x.Dst]
+			for _, k := range d[2][d[0][nd.slot]:d[1][nd.slot]] {
+				j := bySend[[2]int{nd.x.Dst, int(k)}]
+				edges[3*j+1] = append(edges[3*j+1], 3*i+2)
+			}
 		}
 	}
-	// reach[i]: the postings reachable from slice i's arrival.
-	reach := make([][]bool, len(nodes))
-	reachOf := func(i int) []bool {
-		if reach[i] == nil {
+	reach := map[int][]bool{}
+	from := func(v int) []bool {
+		if reach[v] == nil {
 			seen := make([]bool, len(edges))
-			stack := []int{2*i + 1}
+			stack := []int{v}
 			for len(stack) > 0 {
-				v := stack[len(stack)-1]
+				u := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
-				for _, w := range edges[v] {
+				for _, w := range edges[u] {
 					if !seen[w] {
 						seen[w] = true
 						stack = append(stack, w)
 					}
 				}
 			}
-			reach[i] = seen
+			reach[v] = seen
 		}
-		return reach[i]
+		return reach[v]
+	}
+	// writes is when slice i's bytes change its receiver's data: a reduce
+	// when it is added in, a gather when the HCA places it.
+	writes := func(i int) int {
+		if nodes[i].x.Reduce {
+			return 3*i + 2
+		}
+		return 3*i + 1
 	}
 	overlap := func(a, b node) bool { return a.lo < b.hi && b.lo < a.hi }
 	var bad []string
 	for j, y := range nodes {
 		for i, x := range nodes {
 			// Same step too: a rank that sends and receives the same bytes
-			// in one step (an exchange) needs its send read before the
-			// receive is added in, which nothing here orders.
+			// in one step (an exchange) sends what it had before the step,
+			// and needs its send read before the receive is added in (the
+			// second case; the first, read after write, is across steps).
 			if i == j || x.x.Step > y.x.Step || !overlap(x, y) {
 				continue
 			}
 			switch {
-			case x.x.Dst == y.x.Src && !reachOf(i)[2*j]:
+			case x.x.Dst == y.x.Src && x.x.Step < y.x.Step && !from(writes(i))[3*j]:
 				bad = append(bad, fmt.Sprintf("step %d rank %d sends bytes [%d, %d) before step %d's receive, which wrote some, surely came", y.x.Step, y.x.Src, y.lo, y.hi, x.x.Step))
-			case x.x.Src == y.x.Dst && !reachOf(i)[2*j]:
+			case x.x.Src == y.x.Dst && !from(3*i + 1)[writes(j)]:
 				bad = append(bad, fmt.Sprintf("step %d writes bytes [%d, %d) of rank %d, which its step %d send may not have read yet", y.x.Step, y.lo, y.hi, y.x.Dst, x.x.Step))
-			case x.x.Dst == y.x.Dst && !y.x.Reduce && !reachOf(i)[2*j]:
+			case x.x.Dst == y.x.Dst && !y.x.Reduce && !from(writes(i))[3*j+1]:
 				bad = append(bad, fmt.Sprintf("step %d gathers bytes [%d, %d) into rank %d, which step %d may still write", y.x.Step, y.lo, y.hi, y.x.Dst, x.x.Step))
 			}
 		}
@@ -413,13 +442,21 @@ func TestAsyncHazardsCanFail(t *testing.T) {
 	require.NoError(t, err)
 	r.Steps[4][1].WaitStep = NoWait
 	assert.NotEmpty(t, asyncHazards(r, 0), "a ring forward that does not wait")
-	// An exchange of whole vectors (recursive doubling's step, which this
-	// driver does not run): each rank's send reads what its receive adds
-	// into, in the same step.
+	// An exchange of whole vectors (recursive doubling's step): each rank's
+	// send reads what its receive adds into, in the same step.
 	x := Schedule{Op: CollAllReduce, Ranks: 2, Bytes: 100, Landing: 100, Steps: [][]Transfer{{
 		{Step: 0, Src: 0, Dst: 1, Bytes: 100, Reduce: true, WaitStep: NoWait},
 		{Step: 0, Src: 1, Dst: 0, Bytes: 100, Reduce: true, WaitStep: NoWait}}}}
-	assert.NotEmpty(t, asyncHazards(x, 0), "an exchange in one step")
+	assert.Empty(t, asyncHazards(x, 0), "an exchange: the driver adds after its own send completed")
+	assert.NotEmpty(t, asyncHazardsOf(x, 0, false), "an exchange added in on arrival")
+	rd, err := RecursiveDoublingAllReduce(8, 1000)
+	require.NoError(t, err)
+	assert.Empty(t, asyncHazards(rd, 0))
+	assert.Empty(t, asyncHazards(rd, 37))
+	assert.NotEmpty(t, asyncHazardsOf(rd, 37, false), "recursive doubling without the deferral")
+	s, err = RabenseifnerAllReduce(8, 1000)
+	require.NoError(t, err)
+	assert.Empty(t, asyncHazardsOf(s, 37, false), "Rabenseifner sends and receives disjoint bytes in a step: nothing to defer")
 }
 
 // TestRabenseifnerAllReduceBusBW: on the ideal fabric of idealTime, with p
@@ -472,8 +509,57 @@ func TestAllReduceAlgorithms(t *testing.T) {
 	assert.Equal(t, AlgRabenseifner, s.Algorithm)
 	assert.Len(t, s.Steps, 4)
 	_, err = AllReduce("tree", 4, 100)
-	assert.EqualError(t, err, `workload.algorithm: "tree" is not an all-reduce algorithm (ring, rabenseifner)`)
+	assert.EqualError(t, err, `workload.algorithm: "tree" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling)`)
 	assert.EqualError(t, checkAlgorithm(CollAllToAll, AlgRing, "workload"),
-		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner; set workload.kind: allreduce, or remove the key)`)
+		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling; set workload.kind: allreduce, or remove the key)`)
 	assert.NoError(t, checkAlgorithm(CollAllToAll, "", "workload"))
+}
+
+func TestRecursiveDoublingAllReduceReduces(t *testing.T) {
+	for n := 2; n <= 17; n++ {
+		for _, size := range []int64{100, 3} {
+			s, err := RecursiveDoublingAllReduce(n, size)
+			require.NoError(t, err)
+			// log2(p) exchanges, and a fold before and after when p < n.
+			p, logp := 1, 0
+			for p*2 <= n {
+				p, logp = p*2, logp+1
+			}
+			want := logp
+			if p < n {
+				want += 2
+			}
+			require.Len(t, s.Steps, want, "n %d", n)
+			followData(t, s)
+			assertAsyncSafe(t, s, 0)
+			assertAsyncSafe(t, s, 37)
+		}
+	}
+}
+
+// TestRecursiveDoublingIdealTime: on idealTime's fabric each of the
+// log2(p) exchanges moves the whole vector and waits for the one before,
+// so t = log2(p)·S·ps per byte (2S more with a fold): the fewest steps, but
+// log2(p)·S bytes a rank against the ring's 2(p−1)/p·S, so for p ≥ 4 its
+// busbw is below the link rate: 2(p−1)/p / log2(p) of it (p = 8: 7/12).
+func TestRecursiveDoublingIdealTime(t *testing.T) {
+	for _, n := range []int{2, 4, 8, 16, 6} {
+		p, logp := 1, 0
+		for p*2 <= n {
+			p, logp = p*2, logp+1
+		}
+		size := int64(1) << 20
+		s, err := RecursiveDoublingAllReduce(n, size)
+		require.NoError(t, err)
+		got := idealTime(t, s, 20)
+		want := int64(logp) * size * 20
+		if p < n {
+			want += 2 * size * 20
+		}
+		assert.Equal(t, ib.PS(want), got, "n %d", n)
+		if p == n {
+			assert.InDelta(t, 50.0*2*float64(n-1)/float64(n)/float64(logp), s.BusBW(got), 1e-9, "n %d", n)
+		}
+		assert.Equal(t, int64(logp)*size+map[bool]int64{true: size, false: 0}[p < n], s.Landing, "n %d: a landing place a step", n)
+	}
 }
