@@ -233,27 +233,48 @@ func followData(t *testing.T, s Schedule) {
 	}
 }
 
-func TestRabenseifnerAllReduceReduces(t *testing.T) {
-	for n := 2; n <= 17; n++ {
-		for _, size := range []int64{1000, 3, 64} { // uneven chunks; fewer bytes than chunks
-			s, err := RabenseifnerAllReduce(n, size)
-			require.NoError(t, err)
-			// p = the largest power of two ≤ n: log2(p) halving steps, as
-			// many doubling ones, and a fold before and after when p < n.
-			p, logp := 1, 0
-			for p*2 <= n {
-				p, logp = p*2, logp+1
+// TestMPIAllReducesReduce follows every byte of Rabenseifner's and
+// recursive doubling's schedules and checks what running them
+// asynchronously needs, on 2..17 ranks (powers of two and not), with
+// uneven chunks and with fewer bytes than chunks. With p the largest power
+// of two ≤ n: Rabenseifner takes log2(p) halving and as many doubling
+// steps, recursive doubling log2(p) exchanges, and both a fold before and
+// after when p < n.
+func TestMPIAllReducesReduce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(int, int64) (Schedule, error)
+		steps func(logp int) int
+		sizes []int64
+	}{
+		{AlgRabenseifner, RabenseifnerAllReduce, func(logp int) int { return 2 * logp }, []int64{1000, 3, 64}},
+		{AlgRecursiveDoubling, RecursiveDoublingAllReduce, func(logp int) int { return logp }, []int64{100, 3}},
+	} {
+		for n := 2; n <= 17; n++ {
+			for _, size := range tc.sizes {
+				s, err := tc.build(n, size)
+				require.NoError(t, err)
+				p, logp := pow2Below(n)
+				want := tc.steps(logp)
+				if p < n {
+					want += 2
+				}
+				require.Len(t, s.Steps, want, "%s n %d", tc.name, n)
+				followData(t, s)
+				assertAsyncSafe(t, s, 0)
+				assertAsyncSafe(t, s, 37)
 			}
-			want := 2 * logp
-			if p < n {
-				want += 2
-			}
-			require.Len(t, s.Steps, want, "n %d", n)
-			followData(t, s)
-			assertAsyncSafe(t, s, 0)
-			assertAsyncSafe(t, s, 37)
 		}
 	}
+}
+
+// pow2Below returns the largest power of two ≤ n and its log2.
+func pow2Below(n int) (p, logp int) {
+	p = 1
+	for p*2 <= n {
+		p, logp = p*2, logp+1
+	}
+	return p, logp
 }
 
 // assertAsyncSafe checks, for slices of slice bytes, what the runner needs
@@ -470,10 +491,7 @@ func TestAsyncHazardsCanFail(t *testing.T) {
 // link rate.
 func TestRabenseifnerAllReduceBusBW(t *testing.T) {
 	for _, n := range []int{2, 4, 8, 16, 6, 12} {
-		p := 1
-		for p*2 <= n {
-			p *= 2
-		}
+		p, _ := pow2Below(n)
 		size := int64(16) << 20
 		s, err := RabenseifnerAllReduce(n, size)
 		require.NoError(t, err)
@@ -515,28 +533,6 @@ func TestAllReduceAlgorithms(t *testing.T) {
 	assert.NoError(t, checkAlgorithm(CollAllToAll, "", "workload"))
 }
 
-func TestRecursiveDoublingAllReduceReduces(t *testing.T) {
-	for n := 2; n <= 17; n++ {
-		for _, size := range []int64{100, 3} {
-			s, err := RecursiveDoublingAllReduce(n, size)
-			require.NoError(t, err)
-			// log2(p) exchanges, and a fold before and after when p < n.
-			p, logp := 1, 0
-			for p*2 <= n {
-				p, logp = p*2, logp+1
-			}
-			want := logp
-			if p < n {
-				want += 2
-			}
-			require.Len(t, s.Steps, want, "n %d", n)
-			followData(t, s)
-			assertAsyncSafe(t, s, 0)
-			assertAsyncSafe(t, s, 37)
-		}
-	}
-}
-
 // TestRecursiveDoublingIdealTime: on idealTime's fabric each of the
 // log2(p) exchanges moves the whole vector and waits for the one before,
 // so t = log2(p)·S·ps per byte (2S more with a fold): the fewest steps, but
@@ -544,10 +540,7 @@ func TestRecursiveDoublingAllReduceReduces(t *testing.T) {
 // busbw is below the link rate: 2(p−1)/p / log2(p) of it (p = 8: 7/12).
 func TestRecursiveDoublingIdealTime(t *testing.T) {
 	for _, n := range []int{2, 4, 8, 16, 6} {
-		p, logp := 1, 0
-		for p*2 <= n {
-			p, logp = p*2, logp+1
-		}
+		p, logp := pow2Below(n)
 		size := int64(1) << 20
 		s, err := RecursiveDoublingAllReduce(n, size)
 		require.NoError(t, err)
