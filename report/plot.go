@@ -347,6 +347,13 @@ func latencyKeyPlot(points []Point, x string, swept []string, save func(*plot.Pl
 		p.Title.Text = "Latency vs " + x
 		p.X.Label.Text = x
 		p.Y.Label.Text = "latency (" + ls.unit + ") — " + strings.Join(names, ", ")
+		// A message size or a buffer swept over decades moves latency by
+		// orders of magnitude: a linear axis flattens the small end.
+		if p.Y.Min > 0 && p.Y.Max >= 100*p.Y.Min {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Y.Label.Text = "latency (" + ls.unit + ", log scale) — " + strings.Join(names, ", ")
+		}
 		legendRoom(p, float64(rows))
 		keyAxis(p, points, x)
 		if err := save(p, latencyPlotPrefix+x+".svg"); err != nil {
@@ -702,13 +709,32 @@ func valueTicks(points []Point, x string) plot.Ticker {
 			continue
 		}
 		seen[v] = true
-		ticks = append(ticks, plot.Tick{Value: v, Label: FormatValue(v)})
+		label := FormatValue(v)
+		if strings.HasSuffix(x, "size") || strings.HasSuffix(x, "_bytes") {
+			label = byteLabel(v)
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
 	if len(ticks) < 2 || len(ticks) > 12 {
 		return nil
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
 	return ticks
+}
+
+// byteLabel writes a byte count in binary units when it is a whole number
+// of them (16 KiB, 4 MiB), as sizes are swept; other counts (4160, a
+// buffer of 65 blocks) as they are.
+func byteLabel(v float64) string {
+	for _, u := range []struct {
+		name string
+		size float64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.size && math.Mod(v, u.size) == 0 {
+			return FormatValue(v/u.size) + " " + u.name
+		}
+	}
+	return FormatValue(v)
 }
 
 // metricValue looks a dotted metric path up ("latency_ns.p50"), falling

@@ -294,3 +294,41 @@ func TestBufferPlotOfPerftestAndCollectives(t *testing.T) {
 			strings.TrimSuffix(metric, "_gbps")+" (Gb/s) — "+metric)
 	}
 }
+
+// TestSizeSweepPlots: a message-size sweep (an all-reduce's algorithms from
+// 1 KiB to 16 MiB) labels its sizes in binary units and, when the latency
+// spans 100× or more (the rule the offered-load plot follows), draws it on
+// a log axis; a narrower span stays linear.
+func TestSizeSweepPlots(t *testing.T) {
+	sweep := func(span float64) *Result {
+		r := &Result{}
+		for i, size := range []int{1024, 16384, 1 << 20, 16 << 20} {
+			for _, alg := range []string{"ring", "rabenseifner"} {
+				r.Points = append(r.Points, Point{
+					Params:  map[string]any{"workload.size": size, "workload.algorithm": alg},
+					Metrics: map[string]any{"busbw_gbps": 10.0 * float64(i+1), "time_us": 10 * math.Pow(span, float64(i)/3)},
+				})
+			}
+		}
+		return r
+	}
+	dir := t.TempDir()
+	files, err := WritePlots(dir, sweep(150))
+	require.NoError(t, err)
+	require.Equal(t, []string{"throughput-vs-workload.size.svg", "latency-vs-workload.size.svg"}, files)
+	svgText(t, filepath.Join(dir, files[0]), "1 KiB", "16 KiB", "1 MiB", "16 MiB", "workload.algorithm=rabenseifner")
+	svgText(t, filepath.Join(dir, files[1]), "latency (µs, log scale) — time_us")
+	dir = t.TempDir()
+	files, err = WritePlots(dir, sweep(50))
+	require.NoError(t, err)
+	svgText(t, filepath.Join(dir, files[1]), "latency (µs) — time_us")
+}
+
+func TestByteLabel(t *testing.T) {
+	for v, want := range map[float64]string{
+		512: "512", 1024: "1 KiB", 1536: "1536", 4160: "4160", 65536: "64 KiB",
+		3 << 20: "3 MiB", 1 << 30: "1 GiB", 0: "0",
+	} {
+		assert.Equal(t, want, byteLabel(v), "%v", v)
+	}
+}
