@@ -291,3 +291,33 @@ func TestRecursiveDoublingIsTheShortVectorsAllReduce(t *testing.T) {
 	assert.Less(t, tRab, 30*stepNs)
 	assert.Greater(t, tRing, 30*stepNs)
 }
+
+func TestRingHalvesBusBWApproachTheLinkRate(t *testing.T) {
+	// All-gather and reduce-scatter of 8 MiB over 8 NDR ranks on the
+	// radix-4 fat tree (cx7 hosts, 64 KiB per VL as the ring all-reduce's
+	// test explains): the all-reduce ring's halves, n − 1 = 7 steps of
+	// 1 MiB blocks in 512 KiB slices, forwarded as they land, so every
+	// rank's link is busy from its first slice to its last: t = (n−1)/n · S
+	// at the bottleneck rate plus one slice's fill and drain (a few µs of
+	// some 150 µs). busbw = (n−1)/n · S / t is then within 3 % of the
+	// bottleneck and never above it, as for the all-reduce. Both move the
+	// same bytes the same way (a reduce-scatter's reduction is free by
+	// default), so they take the same time.
+	var times []float64
+	for _, kind := range []string{"allgather", "reducescatter"} {
+		cfg, m := runCollectiveSets(t, "topology.kind=fat-tree-2", "switch.radix=4", "topology.routing=dmodk", "hca.profile=cx7",
+			"link.generation=NDR", "switch.vls=1", "switch.vl_buffer_bytes=65536", "workload.kind="+kind, "workload.size=8388608")
+		assert.Equal(t, true, m["data_verified"], "%s: %v", kind, m["data_errors"])
+		assert.Equal(t, kind, m["op"])
+		assert.Equal(t, 7, m["steps"])
+		assert.Equal(t, 8*7*2, m["rdma_writes"], "7 blocks of two slices a rank")
+		bound := min(writeImmPayloadGbps(cfg.Link, 512<<10), hca.NewPCIe(cfg.HCA.PCIe).ReadBoundGbps())
+		bus := m["busbw_gbps"].(float64)
+		t.Logf("%s busbw %.2f Gb/s of %.2f, %.1f µs", kind, bus, bound, m["time_us"])
+		assert.LessOrEqual(t, bus, bound)
+		assert.Greater(t, bus, 0.97*bound)
+		assert.InDelta(t, m["algbw_gbps"].(float64)*7/8, bus, 1e-9, "nccl-tests: busbw = algbw · (n−1)/n")
+		times = append(times, m["time_us"].(float64))
+	}
+	assert.Equal(t, times[0], times[1])
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -280,7 +281,7 @@ func (c *Config) windowEnd() (end ib.PS, ok bool) {
 // hcaDriven reports whether a workload kind runs on HCAs, whose QPs send
 // on workload.sl.
 func hcaDriven(kind string) bool {
-	return kind == "perftest" || kind == "allreduce" || kind == "alltoall" || kind == "replay"
+	return kind == "perftest" || kind == "replay" || slices.Contains(workload.Collectives, kind)
 }
 
 // wireSLs returns the service levels the run's packets carry: workload.sl,

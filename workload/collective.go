@@ -10,9 +10,14 @@ import (
 
 // Collective operation names, as workload.kind spells them.
 const (
-	CollAllReduce = "allreduce"
-	CollAllToAll  = "alltoall"
+	CollAllReduce     = "allreduce"
+	CollAllToAll      = "alltoall"
+	CollAllGather     = "allgather"
+	CollReduceScatter = "reducescatter"
 )
+
+// Collectives lists the collective workload kinds.
+var Collectives = []string{CollAllReduce, CollAllToAll, CollAllGather, CollReduceScatter}
 
 // NoWait marks a transfer that needs no earlier receive before it starts.
 const NoWait = -1
@@ -113,6 +118,60 @@ func RingAllReduce(n int, bytes int64) (Schedule, error) {
 				wait = t - 1
 			}
 			step[i] = Transfer{Step: t, Src: i, Dst: (i + 1) % n, Offset: off, Bytes: length, Reduce: t < n-1, WaitStep: wait, Land: off}
+		}
+		s.Steps = append(s.Steps, step)
+	}
+	return s, nil
+}
+
+// RingAllGather returns the ring all-gather of bytes bytes (nccl-tests'
+// all_gather size: the gathered buffer) over n ranks: rank i contributes
+// block i of bytes/n (whole bytes, as nccl-tests' count/nranks; the buffer
+// is n blocks) and in step t = 0 … n−2 sends block (i − t) mod n to rank
+// i+1, which stores it in place — the second half of the ring all-reduce.
+// From step 1 a rank forwards the block it received in the step before.
+// Each rank sends (n−1)·S/n bytes.
+func RingAllGather(n int, bytes int64) (Schedule, error) {
+	return ringHalf(CollAllGather, n, bytes)
+}
+
+// RingReduceScatter returns the ring reduce-scatter of bytes bytes
+// (nccl-tests' reduce_scatter size: each rank's input) over n ranks: the
+// input is n blocks of bytes/n, and rank i ends with block i summed over
+// every rank. In step t = 0 … n−2 rank i sends block (i − t − 1) mod n to
+// rank i+1, which adds it into its own — the first half of the ring
+// all-reduce, turned one block so that each rank ends with its own
+// (nccl's layout). Each rank sends (n−1)·S/n bytes.
+func RingReduceScatter(n int, bytes int64) (Schedule, error) {
+	return ringHalf(CollReduceScatter, n, bytes)
+}
+
+func ringHalf(op string, n int, bytes int64) (Schedule, error) {
+	if err := checkCollective(op, n, bytes); err != nil {
+		return Schedule{}, err
+	}
+	block := bytes / int64(n)
+	if block == 0 {
+		return Schedule{}, fmt.Errorf("workload.size: %d bytes is less than one byte per rank for a %s over %d ranks", bytes, op, n)
+	}
+	s := Schedule{Op: op, Algorithm: AlgRing, Ranks: n, Bytes: block * int64(n)}
+	reduce := op == CollReduceScatter
+	if reduce {
+		s.Landing = s.Bytes
+	}
+	for t := 0; t < n-1; t++ {
+		step := make([]Transfer, n)
+		for i := range n {
+			b := ((i-t)%n + n) % n
+			if reduce {
+				b = ((i-t-1)%n + n) % n
+			}
+			wait := NoWait
+			if t > 0 {
+				wait = t - 1
+			}
+			off := int64(b) * block
+			step[i] = Transfer{Step: t, Src: i, Dst: (i + 1) % n, Offset: off, Bytes: block, Reduce: reduce, WaitStep: wait, Land: off}
 		}
 		s.Steps = append(s.Steps, step)
 	}
@@ -372,17 +431,17 @@ func AlgBW(bytes int64, t ib.PS) float64 {
 
 // BusBWFactor is nccl-tests' correction from algorithm to bus bandwidth for
 // op over n ranks (NVIDIA/nccl-tests doc/PERFORMANCE.md, "Summary"):
-// all-reduce 2(n−1)/n, all-to-all (n−1)/n. Bus bandwidth is comparable with
+// all-reduce 2(n−1)/n; all-to-all, all-gather and reduce-scatter (n−1)/n. Bus bandwidth is comparable with
 // the link rate whatever n: a perfect collective's busbw equals the rate of
 // each rank's link.
 func BusBWFactor(op string, n int) float64 {
 	switch op {
 	case CollAllReduce:
 		return 2 * float64(n-1) / float64(n)
-	case CollAllToAll:
+	case CollAllToAll, CollAllGather, CollReduceScatter:
 		return float64(n-1) / float64(n)
 	}
-	panic(fmt.Sprintf("workload: BusBWFactor: %q is not a collective (allreduce, alltoall)", op))
+	panic(fmt.Sprintf("workload: BusBWFactor: %q is not a collective (%s)", op, strings.Join(Collectives, ", ")))
 }
 
 // BusBW is nccl-tests' bus bandwidth in GB/s: AlgBW × BusBWFactor.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
@@ -50,8 +51,8 @@ type CollectiveRun struct {
 
 // Validate checks the run's own knobs.
 func (r *CollectiveRun) Validate() error {
-	if r.Op != CollAllReduce && r.Op != CollAllToAll {
-		return fmt.Errorf("workload.kind: %q is not a collective (%s, %s)", r.Op, CollAllReduce, CollAllToAll)
+	if !slices.Contains(Collectives, r.Op) {
+		return fmt.Errorf("workload.kind: %q is not a collective (%s)", r.Op, strings.Join(Collectives, ", "))
 	}
 	if r.Bytes < 1 || r.Bytes > 1<<30 {
 		return fmt.Errorf("workload.size: %d is out of range for a collective (1 to 1073741824 bytes)", r.Bytes)
@@ -187,9 +188,14 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	}
 	var sched Schedule
 	var err error
-	if run.Op == CollAllReduce {
+	switch run.Op {
+	case CollAllReduce:
 		sched, err = AllReduce(run.Algorithm, len(devs), run.Bytes)
-	} else {
+	case CollAllGather:
+		sched, err = RingAllGather(len(devs), run.Bytes)
+	case CollReduceScatter:
+		sched, err = RingReduceScatter(len(devs), run.Bytes)
+	default:
 		sched, err = AllToAll(len(devs), run.Bytes)
 	}
 	if err != nil {
@@ -866,17 +872,29 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 }
 
 // verify checks every rank's buffer: all-reduce, the elementwise uint8 sum
-// of every rank's initial data; all-to-all, block i of rank j's receive
+// of every rank's initial data; reduce-scatter, that sum in the rank's own
+// block; all-gather, every block its owner's initial data; all-to-all, block i of rank j's receive
 // buffer equal to block j of rank i's send buffer.
 func (c *collective) verify() {
 	n := len(c.ranks)
 	size := c.sched.Bytes
-	if c.sched.Op == CollAllReduce {
-		// Every rank's array must equal the bytewise sum of all ranks'
-		// streams: summed a chunk at a time, the n streams side by side.
+	if op := c.sched.Op; op != CollAllToAll {
+		// All-reduce: every rank's array must equal the bytewise sum of
+		// all ranks' streams. Reduce-scatter: block r of rank r's, the
+		// rest is scratch. All-gather: block j of every rank's, block j
+		// of rank j's stream. The n streams are walked side by side, a
+		// chunk at a time, and summed where a sum is wanted.
 		streams := make([]rankStream, n)
+		own := make([][]byte, n) // all-gather: each stream's chunk
 		for r := range streams {
 			streams[r] = c.rankStream(r)
+			if op == CollAllGather {
+				own[r] = make([]byte, streamChunk)
+			}
+		}
+		block := size / int64(n) // all-gather and reduce-scatter: n whole blocks
+		if op == CollAllReduce {
+			block = size // one piece: every byte is the sum
 		}
 		want, buf := make([]byte, streamChunk), make([]byte, streamChunk)
 		got := make([]byte, streamChunk)
@@ -892,7 +910,12 @@ func (c *collective) verify() {
 			w := want[:min(streamChunk, size-off)]
 			clear(w)
 			for r := range streams {
-				for k, v := range streams[r].next(buf[:len(w)]) {
+				b := streams[r].next(buf[:len(w)])
+				if op == CollAllGather {
+					copy(own[r], b)
+					continue
+				}
+				for k, v := range b {
 					w[k] += v
 				}
 			}
@@ -902,14 +925,31 @@ func (c *collective) verify() {
 				}
 				g := got[:len(w)]
 				rk.dev.Mem.Read(rk.src+uint64(off), g)
-				if k := firstDiff(g, w); k >= 0 {
-					bad[r] = diff{off + int64(k), g[k], w[k]}
+				// The chunk in pieces of one block each.
+				for lo := off; lo < off+int64(len(w)); {
+					j := lo / block
+					hi := min(off+int64(len(w)), (j+1)*block)
+					exp := w[lo-off : hi-off]
+					switch {
+					case op == CollAllGather:
+						exp = own[j][lo-off : hi-off]
+					case op == CollReduceScatter && j != int64(r):
+						lo = hi
+						continue
+					}
+					if k := firstDiff(g[lo-off:hi-off], exp); k >= 0 {
+						bad[r] = diff{lo + int64(k), g[lo-off+int64(k)], exp[k]}
+						break
+					}
+					lo = hi
 				}
 			}
 		}
+		what := map[string]string{CollAllReduce: "after all-reduce, want the sum", CollReduceScatter: "after reduce-scatter, want the sum",
+			CollAllGather: "after all-gather, want its owner's"}[op]
 		for r, d := range bad {
 			if d.at >= 0 {
-				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d after all-reduce, want the sum %d", r, d.at, d.got, d.want))
+				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d %s %d", r, d.at, d.got, what, d.want))
 			}
 		}
 		return

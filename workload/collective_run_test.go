@@ -74,6 +74,34 @@ func TestCollectiveVerifierCatchesCorruption(t *testing.T) {
 	assert.Len(t, m["data_errors"], 4, "every rank holds the wrong sum at byte 100")
 }
 
+func TestCollectiveVerifierCatchesCorruptionOfTheHalves(t *testing.T) {
+	// 4 ranks, 4096 bytes: blocks of 1024. A byte of rank 2's block 1
+	// changed after setup: in an all-gather rank 2's block 1 is
+	// overwritten by rank 1's (block 2 is rank 2's own, and a change there
+	// reaches every rank); in a reduce-scatter it adds into block 1, which
+	// rank 1 ends with.
+	for _, tc := range []struct {
+		op   string
+		at   uint64
+		want int
+	}{{CollAllGather, 1024 + 100, 0}, {CollAllGather, 2*1024 + 100, 4}, {CollReduceScatter, 1024 + 100, 1}, {CollReduceScatter, 100, 1}} {
+		s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
+		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: tc.op, Bytes: 4096, MTU: 4096, Seed: 7})
+		require.NoError(t, err)
+		rk := c.c.ranks[2]
+		var b [1]byte
+		rk.dev.Mem.Read(rk.src+tc.at, b[:])
+		b[0]++
+		rk.dev.Mem.Write(rk.src+tc.at, b[:])
+		m, err := c.Run()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want == 0, m["data_verified"], "%s at %d", tc.op, tc.at)
+		if tc.want > 0 {
+			assert.Len(t, m["data_errors"], tc.want, "%s at %d: %v", tc.op, tc.at, m["data_errors"])
+		}
+	}
+}
+
 func TestRankStreamChunksJoin(t *testing.T) {
 	// The buffers are generated a chunk at a time; the chunks must join into
 	// the one stream the definition gives: Uint64s of PCG (seed,
@@ -200,7 +228,7 @@ func TestCollectiveRunValidate(t *testing.T) {
 		run  CollectiveRun
 		want string
 	}{
-		{CollectiveRun{Op: "bcast", Bytes: 8, MTU: 4096}, `workload.kind: "bcast" is not a collective (allreduce, alltoall)`},
+		{CollectiveRun{Op: "bcast", Bytes: 8, MTU: 4096}, `workload.kind: "bcast" is not a collective (allreduce, alltoall, allgather, reducescatter)`},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 0, MTU: 4096}, "workload.size: 0 is out of range for a collective (1 to 1073741824 bytes)"},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 3000}, "link.mtu: 3000 is not an IB MTU (256, 512, 1024, 2048, 4096)"},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, SliceBytes: -1}, "workload.slice_bytes: -1 is out of range (0 for 524288, up to 1073741824)"},

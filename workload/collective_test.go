@@ -220,17 +220,71 @@ func followData(t *testing.T, s Schedule) {
 			assert.LessOrEqual(t, recvs[i], 1, "step %d rank %d receives once at most", k, i)
 		}
 	}
-	ones := make([]int, n)
-	for r := range ones {
-		ones[r] = 1
-	}
+	// What each rank's byte must hold: all-reduce, every contribution once;
+	// reduce-scatter, that in the rank's own block (the rest is not
+	// checked); all-gather, the block owner's contribution alone.
+	block := s.Bytes / int64(n)
 	for i := range n {
 		for b := range size {
-			if !assert.Equal(t, ones, state[i][b], "n %d size %d rank %d byte %d", n, size, i, b) {
+			want := make([]int, n)
+			switch s.Op {
+			case CollAllGather:
+				want[int64(b)/block] = 1
+			case CollReduceScatter:
+				if int64(b)/block != int64(i) {
+					continue
+				}
+				fallthrough
+			default:
+				for r := range want {
+					want[r] = 1
+				}
+			}
+			if !assert.Equal(t, want, state[i][b], "%s n %d size %d rank %d byte %d", s.Op, n, size, i, b) {
 				return
 			}
 		}
 	}
+}
+
+// TestRingHalves: the ring all-gather and reduce-scatter take n−1 steps,
+// each rank sending once and receiving once a step, and leave every byte
+// as nccl's operations define it (followData), with the driver's waits
+// safe whole and sliced; uneven sizes are cut to n whole blocks (as
+// nccl-tests' count/nranks), and fewer bytes than ranks is refused.
+func TestRingHalves(t *testing.T) {
+	for _, tc := range []struct {
+		op    string
+		build func(int, int64) (Schedule, error)
+	}{{CollAllGather, RingAllGather}, {CollReduceScatter, RingReduceScatter}} {
+		for n := 2; n <= 9; n++ {
+			for _, size := range []int64{int64(n), 1000} {
+				s, err := tc.build(n, size)
+				require.NoError(t, err)
+				assert.Equal(t, tc.op, s.Op)
+				assert.Equal(t, size/int64(n)*int64(n), s.Bytes)
+				require.Len(t, s.Steps, n-1)
+				followData(t, s)
+				assertAsyncSafe(t, s, 0)
+				assertAsyncSafe(t, s, 37)
+			}
+		}
+		_, err := tc.build(8, 7)
+		assert.EqualError(t, err, "workload.size: 7 bytes is less than one byte per rank for a "+tc.op+" over 8 ranks")
+		// idealTime's fabric: n−1 blocks of S/n back to back per rank (each
+		// forwarded block lands when the sender's link frees), t =
+		// (n−1)·(S/n)·20 ps, busbw = S/t · (n−1)/n = 50 GB/s, the link.
+		for _, n := range []int{2, 4, 8, 16} {
+			size := int64(n) << 20
+			s, err := tc.build(n, size)
+			require.NoError(t, err)
+			got := idealTime(t, s, 20)
+			assert.Equal(t, ib.PS(int64(n-1)*(size/int64(n))*20), got, "%s n %d", tc.op, n)
+			assert.InDelta(t, 50.0, s.BusBW(got), 1e-9, "%s n %d", tc.op, n)
+		}
+	}
+	assert.Equal(t, 0.875, BusBWFactor(CollAllGather, 8))
+	assert.Equal(t, 0.875, BusBWFactor(CollReduceScatter, 8))
 }
 
 // TestMPIAllReducesReduce follows every byte of Rabenseifner's and

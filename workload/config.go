@@ -12,7 +12,7 @@ type Config struct {
 	// Kind selects the driver: stream (one link, back to back), perftest
 	// (RDMA verbs tests on HCAs), or a synthetic pattern on packet
 	// endpoints: uniform, permutation, shift, bitcomp, hotspot, incast;
-	// collectives: allreduce, alltoall.
+	// collectives: allreduce, alltoall, allgather, reducescatter.
 	Kind string `yaml:"kind"`
 	// Size is the payload in bytes of each message (perftest, collectives)
 	// or packet (stream and synthetic patterns).
@@ -92,7 +92,7 @@ type Config struct {
 }
 
 // Kinds lists every workload kind.
-var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "replay"}
+var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "allgather", "reducescatter", "replay"}
 
 // Defaults returns the workload defaults: a saturating 4 KiB stream.
 func Defaults() Config {
@@ -129,7 +129,7 @@ func (c *Config) Validate(prefix string) error {
 	if !ok {
 		return fmt.Errorf("%s.kind: %q is not a workload (%s)", prefix, c.Kind, strings.Join(Kinds, ", "))
 	}
-	if c.Kind == "allreduce" || c.Kind == "alltoall" {
+	if slices.Contains(Collectives, c.Kind) {
 		// nccl-tests' sizes go to GiBs; the bound is CollectiveRun's, and
 		// BuildCollectiveOn refuses what would not fit in memory.
 		if c.Size < 1 || c.Size > 1<<30 {
