@@ -266,3 +266,27 @@ func TestHeaderRegenerate(t *testing.T) {
 	d.Overrides = nil
 	assert.Contains(t, Header(d, testVersion), "\n// Regenerate: hcasim rtl -config <that config> -o <dir>; edit")
 }
+
+// standaloneBlocks are emitted modules no top instantiates yet, so
+// TestLint's runs (one per top) never elaborate them.
+var standaloneBlocks = []string{"hca_tx_packetizer", "hca_tx_assemble"}
+
+// TestLintStandalone requires `verilator --lint-only -Wall` to print
+// nothing for each standalone block of an emitted tree, as its own top
+// (they have no parameters, so one design serves).
+func TestLintStandalone(t *testing.T) {
+	t.Parallel()
+	needTool(t, "verilator")
+	files, err := Emit(designByKey(t, "r7v2"), testVersion)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, WriteTree(dir, files))
+	for _, top := range standaloneBlocks {
+		t.Run(top, func(t *testing.T) {
+			t.Parallel()
+			out, err := runTool(context.Background(), dir, "verilator", "--lint-only", "-Wall", "--top-module", top, top+".v")
+			require.NoError(t, err)
+			assert.Empty(t, strings.TrimSpace(out), "verilator -Wall output for %s", top)
+		})
+	}
+}
