@@ -162,8 +162,9 @@ func newAsmMsg(r *rand.Rand, start int, directed *hca.WROpcode, directedLen int)
 // messages' payload blocks (valid/ready, gaps in phases) to
 // hca_tx_assemble and expects each packet's beats, in order, with
 // out_ready stalling in phases. Its timing is the block's (the file's
-// header): a window of two blocks; a beat goes when the window holds the
-// blocks its payload bytes lie in and the output register is free; after
+// header): a packet is taken with its beat 0; a window of two blocks; a
+// beat goes when the window holds the blocks its payload bytes lie in and
+// the output register is free; after
 // it the window drops the blocks before the next beat's first payload
 // byte (after the packet's last beat, all its blocks but one shared with
 // the next packet of its message). Blocks are numbered over the whole
@@ -178,7 +179,7 @@ type asmDUT struct {
 	bm, bb    int  // the next block: message, block
 	blockHeld bool
 
-	busy     bool
+	busy     bool // beats 1.. of cur's packet under way
 	cur      *asmMsg
 	pkt      int // its packet
 	beat     int // the next beat
@@ -196,7 +197,9 @@ type asmDUT struct {
 	stalled            int          // cycles a beat waited for out_ready
 	waitedForStream    int          // cycles a beat waited for its blocks
 	twoBlocks          int          // beats whose payload lies in two blocks
-	backToBackInMsg    int          // packets taken as the previous packet of their message finished
+	backToBackInMsg    int          // packets whose beat 0 went the cycle after their message's previous packet's last
+	finalAt            int          // the cycle of the last packet's last beat
+	finalMsg           *asmMsg      // its message
 	full               bool         // this phase: every input valid, out_ready 1
 	fullBeats          int          // beats sent in such phases
 	fullGapsInMsg      int          // cycles in them without a beat between two beats of a message
@@ -336,9 +339,16 @@ func (d *asmDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	in[9] = b2v(ready)
 
-	// Outputs, from the state at the start of the cycle.
+	// Outputs, from the state at the start of the cycle. The packet is the
+	// one whose beats 1.. are under way or, with none, the one offered: it
+	// is taken with its beat 0.
+	if !d.busy && pktValid {
+		m := d.msgs[d.pm]
+		d.cur, d.pkt, d.beat = m, d.pp, 0
+		d.s = BlockBytes*m.first + m.start + m.pkts[d.pp].payOff
+	}
 	emit, final, dropTo := false, false, d.dropped
-	if d.busy {
+	if d.busy || pktValid {
 		lo, hi, need, to := d.window(d.beat)
 		if need && lo < d.dropped {
 			panic(fmt.Sprintf("rtl: asm model: beat %d needs block %d, dropped through %d", d.beat, lo, d.dropped))
@@ -363,7 +373,7 @@ func (d *asmDUT) cycle(r *rand.Rand, in, out []Value) {
 			}
 		}
 	}
-	pktReady := !d.busy || (emit && final)
+	pktReady := !d.busy && emit
 	payReady := d.recv-dropTo < 2
 	out[0], out[1], out[2] = b2v(pktReady), b2v(payReady), b2v(d.outValid)
 	out[3], out[4], out[5] = U(0), U(0), U(0)
@@ -383,10 +393,19 @@ func (d *asmDUT) cycle(r *rand.Rand, in, out []Value) {
 		w := d.cur.wires[d.pkt]
 		d.outValid, d.out = true, w[BlockBytes*d.beat:BlockBytes*(d.beat+1)]
 		d.sop, d.eop = d.beat == 0, final
+		if !d.busy { // taken
+			if d.c == d.finalAt+1 && d.cur == d.finalMsg {
+				d.backToBackInMsg++
+			}
+			if d.pp++; d.pp == len(d.msgs[d.pm].pkts) {
+				d.pm, d.pp = d.pm+1, 0
+			}
+		}
 		d.beat++
+		d.busy = !final
 		d.dropped = dropTo
 		if final {
-			d.busy = false
+			d.finalAt, d.finalMsg = d.c, d.cur
 			p := &d.cur.pkts[d.pkt]
 			end := d.s + p.payLen
 			d.pktsOut = append(d.pktsOut, asmPktStat{op: p.op, h: p.hdrBytes, p: p.payLen, pos: d.s % BlockBytes, pad: p.padCnt,
@@ -400,17 +419,6 @@ func (d *asmDUT) cycle(r *rand.Rand, in, out []Value) {
 		d.outValid = false
 	}
 	d.pktHeld = pktValid && !pktReady
-	if pktValid && pktReady {
-		if emit && final && d.cur == d.msgs[d.pm] {
-			d.backToBackInMsg++
-		}
-		m := d.msgs[d.pm]
-		d.busy, d.cur, d.pkt, d.beat = true, m, d.pp, 0
-		d.s = BlockBytes*m.first + m.start + m.pkts[d.pp].payOff
-		if d.pp++; d.pp == len(m.pkts) {
-			d.pm, d.pp = d.pm+1, 0
-		}
-	}
 	d.blockHeld = payValid && !payReady
 	if payValid && payReady {
 		d.recv++
@@ -495,7 +503,7 @@ func TestAsmStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, d.twoBlocks, 1000, "%s: beats over two blocks", name)
 		assert.GreaterOrEqual(t, d.stalled, 500, "%s: beats held by out_ready", name)
 		assert.GreaterOrEqual(t, d.waitedForStream, 200, "%s: cycles a beat waited for the payload stream", name)
-		assert.GreaterOrEqual(t, d.backToBackInMsg, 50, "%s: packets taken as the last one's last beat went", name)
+		assert.GreaterOrEqual(t, d.backToBackInMsg, 50, "%s: packets whose beat 0 followed the last beat of their message's previous one", name)
 		// At full rate (every input valid, out_ready 1) the window keeps
 		// up inside a message: a beat every cycle from a phase's fifth.
 		assert.GreaterOrEqual(t, d.fullBeats, 300, "%s: beats at full rate", name)
@@ -525,7 +533,7 @@ func TestAsmMutantsFail(t *testing.T) {
 		{"a payload at the header's end taken as two blocks", "hca_tx_assemble.v",
 			"wire        c    = pos > st_h;", "wire        c    = pos >= st_h;"},
 		{"the header on every beat", "hca_tx_assemble.v",
-			"((st_beat == 7'd0) ? st_hdr : 512'd0)", "st_hdr"},
+			"(busy ? 512'd0 : pkt_hdr)", "pkt_hdr"},
 		{"no block taken in the cycle one leaves", "hca_tx_assemble.v",
 			"assign pay_ready = left != 2'd2;", "assign pay_ready = qn != 2'd2;"},
 	})

@@ -42,12 +42,15 @@
 // it the window drops the blocks before the next beat's first payload byte, and after a
 // packet's last beat every block of the packet but one it shares with the next packet of its
 // message (its payload ends inside the block). pay_ready is 1 while the window, after this
-// cycle's drops, has room (combinationally from out_ready). Timing: a packet taken at an edge
-// has its first beat on out_* from the next edge at the earliest (the window's blocks taken at
-// an edge count from that edge); beats go one a cycle while out_ready is 1 and the stream keeps
-// up: packets of one message follow each other without a bubble; a message's first beat waits
-// a cycle when it needs two blocks and the previous packet's last beat used two (the window
-// refills one block a cycle).
+// cycle's drops, has room (combinationally from out_ready). Timing: a packet on pkt_* is taken
+// at the edge its beat 0 moves into the output register (pkt_ready is that move,
+// combinationally from pkt_valid, pkt_hdr_bytes, pkt_pay_len, pkt_last, the window and
+// out_ready), so its header beat is read where it is, not copied, and its beat 0 can go in
+// the cycle after the previous packet's last (the window's blocks taken at an edge count from
+// that edge); beats go one a cycle while out_ready is 1 and the stream keeps up: packets of one
+// message follow each other without a bubble; a message's first beat waits a cycle when it
+// needs two blocks and the previous packet's last beat used two (the window refills one block a
+// cycle).
 // Not here: the ICRC and VCRC (ib_icrc, ib_vcrc), the GRH and UD's DETH (the packetizer sends
 // neither; a header of 20..48 bytes is all the shifter takes: past 63 it would need a second
 // header beat), payload reads (hca_transport, above), inline data (the port could take it, above).
@@ -73,13 +76,17 @@ module hca_tx_assemble (
     output reg          out_sop,
     output reg          out_eop
 );
-    // The packet being sent, latched when it is taken.
-    reg         busy;     // a packet has beats still to send
-    reg [511:0] st_hdr;
-    reg [5:0]   st_h;     // header bytes
-    reg [12:0]  st_p;     // payload bytes
-    reg         st_last;  // its message's last packet
-    reg [6:0]   st_beat;  // the next beat's index, 0..64
+    // The packet being sent: the one on pkt_* until its beat 0 goes (the packet is taken with
+    // it, so the header beat is not copied), then its fields latched for the rest.
+    reg         busy;     // beats 1.. of a packet still to send
+    reg [5:0]   r_h;
+    reg [12:0]  r_p;
+    reg         r_last;
+    reg [6:0]   r_beat;
+    wire [5:0]  st_h    = busy ? r_h : pkt_hdr_bytes;  // header bytes
+    wire [12:0] st_p    = busy ? r_p : pkt_pay_len;    // payload bytes
+    wire        st_last = busy ? r_last : pkt_last;    // its message's last packet
+    wire [6:0]  st_beat = busy ? r_beat : 7'd0;        // the beat's index, 0..64
     // Where the payload starts: a message's first packet takes pay_start with its first block
     // (msg_new until its beat 0 goes); a later packet starts where the previous one ended.
     reg         msg_new;
@@ -118,10 +125,9 @@ module hca_tx_assemble (
     /* verilator lint_on UNUSEDSIGNAL */
     wire [1:0]  need   = (first >= nblk) ? 2'd0 : lastb[1:0] - first[1:0] + 2'd1;
 
-    wire emit = busy && qn >= need && (!out_valid || out_ready);
+    wire emit = (busy || pkt_valid) && qn >= need && (!out_valid || out_ready);
     wire done = emit && final_beat;
-    assign pkt_ready = !busy || done;
-    wire take = pkt_valid && pkt_ready;
+    assign pkt_ready = !busy && emit;                   // taken with its beat 0
 
     wire [7:0]  cap_a = (first < npop) ? first : npop;      // blocks dropped before this beat
     wire [7:0]  cap_b = (first_n < npop) ? first_n : npop;  // before the next
@@ -158,7 +164,7 @@ module hca_tx_assemble (
         for (k = 0; k < 64; k = k + 1)
             paymask[511-8*k -: 8] = {8{k[6:0] >= lb && k[6:0] < ub}};
     end
-    wire [511:0] beat = (win[511:0] & paymask) | ((st_beat == 7'd0) ? st_hdr : 512'd0);
+    wire [511:0] beat = (win[511:0] & paymask) | (busy ? 512'd0 : pkt_hdr);
 
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
@@ -173,10 +179,8 @@ module hca_tx_assemble (
                 out_valid <= 1'b1;
             else if (out_ready)
                 out_valid <= 1'b0;
-            if (done)
-                busy <= 1'b0;
-            if (take)
-                busy <= 1'b1;
+            if (emit)
+                busy <= !final_beat;
             if (emit && st_beat == 7'd0)
                 msg_new <= 1'b0;
             if (done)
@@ -196,18 +200,14 @@ module hca_tx_assemble (
             out_data <= beat;
             out_sop  <= st_beat == 7'd0;
             out_eop  <= final_beat;
-            st_beat  <= st_beat + 7'd1;
+            r_beat   <= st_beat + 7'd1;
+            r_h      <= st_h;
+            r_p      <= st_p;
+            r_last   <= st_last;
             if (st_beat == 7'd0)
                 st_pos <= pos;
             if (final_beat)
                 st_pos <= pend[5:0];
-        end
-        if (take) begin
-            st_hdr  <= pkt_hdr;
-            st_h    <= pkt_hdr_bytes;
-            st_p    <= pkt_pay_len;
-            st_last <= pkt_last;
-            st_beat <= 7'd0;
         end
         if (drop == 2'd1)
             q0 <= q1;
