@@ -104,6 +104,9 @@ var cosimTable = []struct {
 	// The requester's packet headers: every WR opcode, MTU and length edge,
 	// PSNs across the wrap, out_ready stalling in phases.
 	{"tx_packetizer", func(r *rand.Rand) cosimDUT { return newPktzDUT(r) }, true},
+	// The requester's packet assembly: headers and payload blocks at every
+	// start offset, back-pressure on both sides.
+	{"tx_assemble", func(*rand.Rand) cosimDUT { return newAsmDUT() }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

@@ -171,6 +171,12 @@ func TestReportYosys(t *testing.T) {
 	// less Op (4 bits, always 0); the decoder's, valid 1 + Op 4 + FCTBS 12
 	// + VL 4 + FCCL 12 + the LPCRC flag 1.
 	assert.Equal(t, 1+44+1+4+12+4+12+1, flops[synthKey("ib_fc_codec", nil)])
+	// hca_tx_assemble: the packet's fields after its beat 0 (its header
+	// beat is read on pkt_hdr, not copied), H 6 + P 13 + last 1 + beat 7 +
+	// busy 1; where its payload starts 6 and msg_new 1; the window, two
+	// blocks 2 x 512 with their starts 2 x 6 and its count 2; the output
+	// register, valid 1 + data 512 + sop and eop 2.
+	assert.Equal(t, (6+13+1+7+1)+(6+1)+(2*512+2*6+2)+(1+512+2), flops[synthKey("hca_tx_assemble", nil)])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)
