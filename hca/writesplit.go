@@ -22,13 +22,13 @@ const pcieBoundary = 4096
 // when none of them would cross a 4 KiB boundary: always when addr is
 // mps-aligned (4096 is a multiple of mps) or the write stays inside one
 // 4 KiB page. Otherwise the count split is no TLP sequence a device may
-// send (one TLP would cross 4 KiB); WriteTLP cuts there, which costs one
-// TLP more than the model books (the model's writes that do this: a UD
-// receive's payload behind its 40-byte GRH, when it reaches the next page;
-// docs/hca.md, "PCIe"). PCIe requires nothing more of a write TLP: unlike
-// read completions, write TLPs need not start at an mps-aligned address,
-// so a write at an unaligned address goes on in mps-sized TLPs, as the
-// model counts it, until a 4 KiB boundary.
+// send (one TLP would cross 4 KiB); WriteTLP cuts there, which costs at
+// most one TLP more than the model books, the rest starting page-aligned
+// (the model's writes that do this: a UD receive's payload behind its
+// 40-byte GRH, when it reaches the next page; docs/hca.md, "PCIe"). PCIe
+// requires nothing more of a write TLP (it need not start at an
+// mps-aligned address), so a write at an unaligned address goes on in
+// mps-sized TLPs, as the model counts it, until a 4 KiB boundary.
 //
 // The RTL's DMA engine (hca_dma_engine, whose co-simulation takes this
 // function as its reference) splits its writes by it.
