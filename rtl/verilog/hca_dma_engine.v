@@ -218,7 +218,7 @@ module hca_dma_engine #(
                 if (wg_valid) begin
                     host_wr_last <= tn_g == 11'd1;
                     host_wr_addr <= {(wg == 1'b0) ? wb0 : wb1, 6'd0};
-                    host_wr_len  <= {tn_g[9:0], 6'd0};
+                    host_wr_len  <= {{(10-MB_W){1'b0}}, tn_g[MB_W-1:0], 6'd0}; // n <= MPS/64
                     tlp_open     <= tn_g != 11'd1;
                     tlp_cli      <= wg;
                     tlp_left     <= tn_g[MB_W-1:0] - 1'b1;
