@@ -68,7 +68,8 @@
 // read reaches the host whole before the read's requests. Writes never wait for reads (a
 // posted write may pass a read request).
 // TODO: byte-granular writes and reads (first/last byte enables, a shifter for data not at a
-// 64-byte address), relaxed ordering and ID-based ordering, completion timeouts and error
+// 64-byte address), gathering a TLP's beats before sending it (a client stalling mid-TLP now
+// holds the write port and the reads behind it), relaxed ordering and ID-based ordering, completion timeouts and error
 // completions (UR/CA), the read data path from a non-64-byte-aligned address.
 module hca_dma_engine #(
     parameter integer DATA_W      = 512, // one 64-byte block a beat (the block assumes 512)
