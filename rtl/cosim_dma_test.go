@@ -152,6 +152,7 @@ type dmaDUT struct {
 	tlpCli         int
 	tlpLeft        int
 	ntlp           int // TLPs the block started
+	lastTLPCli     int // the client of the TLP started last, -1 before
 	wrArb, rdArb   *components.RoundRobin
 	tagPtr         int
 	spBusy, spWait [2]bool
@@ -213,12 +214,13 @@ type dmaDUT struct {
 	// taken while a TLP was open and no beat of it in the register
 	nTLP, nTLPFull, nTLPCut, nCountIllegal, nMultiTLP, nHeldOff, nTLPGap, nTLPWait int
 	nWWrap, nWMax, nPage                                                           int
+	nRRBoth                                                                        int // TLP starts both clients asked for
 }
 
 func newDMADUT(tags, mrrs, mps, rcb, big int) *dmaDUT {
 	d := &dmaDUT{tags: tags, mrrs: mrrs, mps: mps, rcb: rcb, big: big, bigW: big, wScale: 1, cb: mrrs / 64, rob: robBlocks(tags, mrrs), clearLeft: dmaClearCycles(robBlocks(tags, mrrs)), ncycles: dmaCycles, drain: dmaDrain, backlog: dmaBacklog,
 		wrArb: components.NewRoundRobin(2), rdArb: components.NewRoundRobin(2),
-		tBusy: make([]bool, tags), tCli: make([]int, tags), tPos: make([]int, tags), tLeft: make([]int, tags),
+		lastTLPCli: -1, tBusy: make([]bool, tags), tCli: make([]int, tags), tPos: make([]int, tags), tLeft: make([]int, tags),
 		mem: map[uint64]Value{}, hostBusy: map[int]bool{}, tagW: 8, firstWrite: -1}
 	if tags > 256 {
 		d.tagW, d.tagBase = 10, 256
@@ -558,6 +560,14 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 		}
 	}
 	wg := d.wrArb.Pick(wreq)
+	if wreq.Has(0) && wreq.Has(1) {
+		// both clients start a TLP: round robin per TLP gives it to the
+		// one that did not start the last
+		d.nRRBoth++
+		if d.lastTLPCli >= 0 && wg == d.lastTLPCli {
+			d.errorf("write client %d starts a TLP after its own, client %d waiting", wg, 1-wg)
+		}
+	}
 	wsel := wg
 	if wrSlot && d.tlpOpen {
 		if d.wShow[d.tlpCli] {
@@ -653,6 +663,7 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 			d.hwLast, d.hwAddr, d.hwLen = n == 1, wb[wg]<<6, n*64
 			d.tlpOpen, d.tlpCli, d.tlpLeft = n != 1, wg, n-1
 			d.ntlp++
+			d.lastTLPCli = wg
 			d.wrArb.Commit(wg)
 		} else {
 			d.hwLast = d.tlpLeft == 1
@@ -1079,13 +1090,14 @@ func TestDMAScoreboard(t *testing.T) {
 // writes wrapping past 2^64, 50 cycles in which the other client waited at
 // an open TLP and 50 in which the open TLP's client had no beat to give,
 // 5 reads held back by an open TLP alone (no beat of it in the register),
-// and the 64 KiB write on every seed of the cases that ask it (the 8-tag
+// 20 TLPs both clients asked to start (the scoreboard requires the one
+// that did not start the last to get it), and the 64 KiB write on every seed of the cases that ask it (the 8-tag
 // one: MPS 256, so 256 TLPs of 4 beats). So a block
 // that mishandled one of these could not match the trace by luck.
 func TestDMAStimulusCovers(t *testing.T) {
 	for _, tc := range dmaCases {
 		var top, raw, stray, maxReads, ringStall, wait int
-		var multi, full, cut, countIllegal, page, wwrap, heldOff, gap, tlpWait, maxWrites int
+		var multi, full, cut, countIllegal, page, wwrap, heldOff, gap, tlpWait, maxWrites, rrBoth int
 		for _, seed := range cosimSeeds {
 			d := runDMA(tc, seed)
 			msg := []any{"%s seed %d", tc.name, seed}
@@ -1114,6 +1126,7 @@ func TestDMAStimulusCovers(t *testing.T) {
 			gap += d.nTLPGap
 			tlpWait += d.nTLPWait
 			maxWrites += d.nWMax
+			rrBoth += d.nRRBoth
 		}
 		assert.GreaterOrEqual(t, multi, 5, tc.name)
 		assert.GreaterOrEqual(t, full, 10, tc.name)
@@ -1124,6 +1137,7 @@ func TestDMAStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, heldOff, 50, tc.name)
 		assert.GreaterOrEqual(t, gap, 50, tc.name)
 		assert.GreaterOrEqual(t, tlpWait, 5, tc.name)
+		assert.GreaterOrEqual(t, rrBoth, 20, tc.name)
 		assert.GreaterOrEqual(t, top, 10, tc.name)
 		assert.GreaterOrEqual(t, wait, 50, tc.name)
 		assert.GreaterOrEqual(t, raw, 5, tc.name)
