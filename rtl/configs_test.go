@@ -177,8 +177,8 @@ func TestSweepAxesTheRTLReads(t *testing.T) {
 		{"examples/buffer-sizing.yaml", []string{fifo, "hca.vl_buffer_bytes=32768"}, "", []string{"link.length_m"}},
 		// A knee search is probed at both ends.
 		{"examples/hotspot-knee.yaml", []string{fifo}, "", []string{"workload.hotspot_fraction", "workload.offered_load"}},
-		// The DMA engine's parameters: hca.pcie.mrrs_bytes (default 512)
-		// and hca.pcie.outstanding_reads (cx7, ndr.yaml's profile: 256) are design axes now;
+		// The DMA engine's parameters: hca.pcie.mrrs_bytes (default 512),
+		// hca.pcie.mps_bytes and hca.pcie.outstanding_reads (cx7, ndr.yaml's profile: 256) are design axes now;
 		// another PCIe key it does not build (the completion size the host
 		// chooses) is not.
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mrrs_bytes: [256, 512]}"}, "ndr.yaml: sweep.hca.pcie.mrrs_bytes: the RTL is one design point, and this axis changes it (at 256)" +
@@ -186,6 +186,9 @@ func TestSweepAxesTheRTLReads(t *testing.T) {
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.outstanding_reads: [256, 128]}"}, "ndr.yaml: sweep.hca.pcie.outstanding_reads: the RTL is one design point, and this axis changes it (at 128)" +
 			pin("hca.pcie.outstanding_reads"), nil},
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mrrs_bytes: [256, 512]}", "hca.pcie.mrrs_bytes=1024"}, "", nil},
+		// hca.pcie.mps_bytes (cx7: 512) sizes the write TLPs (MPS_BYTES).
+		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mps_bytes: [512, 256]}"}, "ndr.yaml: sweep.hca.pcie.mps_bytes: the RTL is one design point, and this axis changes it (at 256)" +
+			pin("hca.pcie.mps_bytes"), nil},
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.read_completion_bytes: [64, 128]}"}, "", []string{"hca.pcie.read_completion_bytes"}},
 		// switch.queueing is the default voq, swept over [fifo, voq].
 		{"examples/hol-blocking.yaml", nil, "examples/hol-blocking.yaml: sweep.switch.queueing: the RTL is one design point, and this axis changes it (at fifo)" +

@@ -12,7 +12,7 @@ import (
 	"github.com/hcasim/hcasim/hca"
 )
 
-// ---- hca_dma_engine <-> hca.ReadRequest and a host model ----
+// ---- hca_dma_engine <-> hca.ReadRequest, hca.WriteTLP and a host model ----
 
 // dmaCycles is each seed's run: random traffic, then dmaDrain cycles in
 // which no client asks anything new and the host answers at once, so every
@@ -35,7 +35,7 @@ type dmaRead struct {
 	chunks []hca.ReadChunk
 	data   [][]Value // per chunk, filled when the host takes it
 	issued int       // chunks the host has taken
-	wseq   int       // writes accepted before it (at or before its cycle)
+	wseq   int       // write beats accepted before it (at or before its cycle)
 	acc    int       // the cycle the block took it
 }
 
@@ -50,18 +50,45 @@ type dmaPending struct {
 	at     int // the first cycle it may be answered
 }
 
-// dmaWrite is a write beat a client gave the block.
+// dmaWrite is a client write: what the client asked, its beats, its TLPs
+// by hca.WriteTLPs, and how far the block and the host have got with it.
 type dmaWrite struct {
-	addr uint64 // 64-byte aligned
-	data Value
+	addr   uint64 // as asked (bits 5:0 ignored by the block)
+	len    int    // as asked (0 = 65536)
+	beats  []Value
+	tlps   []hca.ReadChunk // hca.WriteTLPs of its blocks
+	sent   int             // beats the block took
+	tlpsIn int             // TLPs the host has taken whole
+	landed []int           // per beat, how often it landed in host memory
+}
+
+// dmaBeat is a write beat the block took, in acceptance order: its write,
+// its index there, and the TLP it opened or went on (a count of TLPs the
+// block started, in order).
+type dmaBeat struct {
+	w   *dmaWrite
+	k   int
+	tlp int
+}
+
+// dmaHostTLP is the TLP the host is taking: its header, from its first
+// beat, and the write whose beats it carries.
+type dmaHostTLP struct {
+	open bool
+	addr uint64
+	len  int
+	got  int // beats taken
+	w    *dmaWrite
 }
 
 // dmaDUT drives hca_dma_engine as its four clients and the host would.
 // Clients rd0 and rd1 ask reads of random lengths (1 byte to 64 KiB,
 // across MRRS and 4 KiB boundaries, at the top of the 64-bit space, with
-// random low address bits) with random gaps; wr0 and wr1 write random beats,
-// many into the blocks the reads read, so a read that passed an earlier
-// write would return stale data. The host takes requests and writes when
+// random low address bits) with random gaps; wr0 and wr1 write 1 to 1024 random
+// beats (around MPS multiples, across 4 KiB at every alignment, a 4 KiB
+// page, wrapping past 2^64), many into the blocks the reads read, so a
+// read that passed an earlier write would return stale data, with random
+// gaps between a write's beats. The host takes requests and writes when
 // host_rd_ready / host_wr_ready (stalling in phases), answers each request
 // after a random delay with completions of read_completion_bytes (split at
 // RCB-aligned addresses, as PCIe's completer does), choosing among the
@@ -75,16 +102,22 @@ type dmaWrite struct {
 // the RTL must do whatever its timing: every host request is the next of
 // its client's hca.ReadRequests chunks (at most MRRS, no MRRS or 4 KiB
 // boundary crossed), with a tag not in flight, never more than OUTSTANDING
-// in flight; it is taken after every write accepted before its client
-// request has been taken; each client's blocks are host memory at its
-// requests' addresses, in request order; host writes are the clients'
-// beats in acceptance order. The RTL matching the trace every cycle is
-// then held to the same.
+// in flight; it is taken after the last beat of every TLP with a beat
+// accepted before its client request has been taken; each client's blocks
+// are host memory at its requests' addresses, in request order; host
+// write beats are the clients' beats in acceptance order, framed into TLPs
+// whose headers are each write's next hca.WriteTLPs chunk (at most MPS,
+// none across 4 KiB), a TLP's beats all of one write, and each beat lands
+// at its TLP's address plus its offset, where the client wrote it, exactly
+// once. The RTL matching the trace every cycle is then held to the same.
 type dmaDUT struct {
 	tags, mrrs, rcb int
-	big             int // the client asking one 64 KiB read (len 0 for rd0, 65535 for rd1), -1 none
-	ncycles, drain  int // cycles per seed, the last drain of them draining
-	backlog         int // dmaBacklog, or less for a short run
+	mps             int     // hca.pcie.mps_bytes: the largest write TLP
+	wScale          float64 // scales the write clients' rates (a write TLP holds back reads taken behind it)
+	big             int     // the client asking one 64 KiB read (len 0 for rd0, 65535 for rd1), -1 none
+	bigW            int     // the client writing 64 KiB once (len 0 for wr0, 65535 for wr1), -1 none
+	ncycles, drain  int     // cycles per seed, the last drain of them draining
+	backlog         int     // dmaBacklog, or less for a short run
 	tagW, tagBase   int
 	cb, rob         int // blocks per request at most; ring blocks
 	clearLeft       int // cycles of the clear after reset still to come (dmaClearCycles)
@@ -107,9 +140,19 @@ type dmaDUT struct {
 	firstTags []int // the host's tags in the order it took them, the first d.tags
 
 	// block state
-	hwV            bool
+	hwV, hwSop     bool
+	hwLast         bool
 	hwAddr         uint64
+	hwLen          int
 	hwData         Value
+	wcBusy         [2]bool
+	wcBlk          [2]uint64
+	wcLeft         [2]int
+	tlpOpen        bool
+	tlpCli         int
+	tlpLeft        int
+	ntlp           int // TLPs the block started
+	lastTLPCli     int // the client of the TLP started last, -1 before
 	wrArb, rdArb   *components.RoundRobin
 	tagPtr         int
 	spBusy, spWait [2]bool
@@ -134,10 +177,16 @@ type dmaDUT struct {
 	// clients and host
 	c                        int
 	reads                    [2][]*dmaRead
-	pres                     [2]*dmaRead // request presented, not yet taken
-	wpres                    [2]*dmaWrite
-	writes                   []dmaWrite // accepted, in order
-	wTaken                   []int      // cycle each accepted write was taken by the host
+	pres                     [2]*dmaRead  // request presented, not yet taken
+	wpres                    [2]*dmaWrite // the write a client is on, nil when none
+	wShow                    [2]bool      // it shows its next beat (valid)
+	pBeat                    [2]float64   // a client shows its write's next beat
+	allW                     []*dmaWrite  // every write a client asked
+	beats                    []dmaBeat    // beats accepted, in order
+	wTaken                   []int        // cycle each accepted beat was taken by the host
+	tlpEnd                   []int        // cycle the host took each TLP's last beat
+	host                     dmaHostTLP
+	bigWDone                 bool // the 64 KiB write asked
 	deliv                    [2]struct{ req, chunk, blk int }
 	mem                      map[uint64]Value
 	salt                     uint64
@@ -150,7 +199,7 @@ type dmaDUT struct {
 	pRdReady, pWrReady, pCpl float64
 	longDelay                bool
 	asked, got               [2]int // blocks read clients asked and received
-	lastW                    uint64 // the address of the write last offered
+	lastW                    uint64 // the address of the write beat last accepted
 	bigDone                  bool   // the 64 KiB read asked
 	errs                     []string
 
@@ -158,12 +207,20 @@ type dmaDUT struct {
 	nHostReads, nBlocks, nWrites, nOOO, nTagStall, nRingStall, nWaitStall int
 	nUnaligned, nCross4K, nTop, nMax, nOdd, nRAW, nStray, maxInFlight     int
 	nClearWait                                                            int // cycles a read request waited for the clear
+	// writes: TLPs taken, full MPS ones, ones cut at 4 KiB short of MPS
+	// and their write's end, writes whose count split (the model's) would
+	// cross 4 KiB, writes of several TLPs, cycles the other client waited
+	// at an open TLP, cycles an open TLP's client showed nothing, reads
+	// taken while a TLP was open and no beat of it in the register
+	nTLP, nTLPFull, nTLPCut, nCountIllegal, nMultiTLP, nHeldOff, nTLPGap, nTLPWait int
+	nWWrap, nWMax, nPage                                                           int
+	nRRBoth                                                                        int // TLP starts both clients asked for
 }
 
-func newDMADUT(tags, mrrs, rcb, big int) *dmaDUT {
-	d := &dmaDUT{tags: tags, mrrs: mrrs, rcb: rcb, big: big, cb: mrrs / 64, rob: robBlocks(tags, mrrs), clearLeft: dmaClearCycles(robBlocks(tags, mrrs)), ncycles: dmaCycles, drain: dmaDrain, backlog: dmaBacklog,
+func newDMADUT(tags, mrrs, mps, rcb, big int) *dmaDUT {
+	d := &dmaDUT{tags: tags, mrrs: mrrs, mps: mps, rcb: rcb, big: big, bigW: big, wScale: 1, cb: mrrs / 64, rob: robBlocks(tags, mrrs), clearLeft: dmaClearCycles(robBlocks(tags, mrrs)), ncycles: dmaCycles, drain: dmaDrain, backlog: dmaBacklog,
 		wrArb: components.NewRoundRobin(2), rdArb: components.NewRoundRobin(2),
-		tBusy: make([]bool, tags), tCli: make([]int, tags), tPos: make([]int, tags), tLeft: make([]int, tags),
+		lastTLPCli: -1, tBusy: make([]bool, tags), tCli: make([]int, tags), tPos: make([]int, tags), tLeft: make([]int, tags),
 		mem: map[uint64]Value{}, hostBusy: map[int]bool{}, tagW: 8, firstWrite: -1}
 	if tags > 256 {
 		d.tagW, d.tagBase = 10, 256
@@ -182,15 +239,15 @@ func (d *dmaDUT) files() []string {
 	return []string{"hca_dma_engine.v", "rr_arbiter.v", "onehot_encode.v"}
 }
 func (d *dmaDUT) params() []Param {
-	return []Param{{"OUTSTANDING", d.tags}, {"MRRS", d.mrrs}, {"TAG_W", d.tagW}}
+	return []Param{{"OUTSTANDING", d.tags}, {"MRRS", d.mrrs}, {"MPS", d.mps}, {"TAG_W", d.tagW}}
 }
 func (d *dmaDUT) cycles() int { return d.ncycles + dmaClearCycles(d.rob) }
 func (d *dmaDUT) inputs() []Signal {
 	return []Signal{
 		{Name: "rd0_req_valid", Width: 1}, {Name: "rd0_req_addr", Width: 64}, {Name: "rd0_req_len", Width: 16},
 		{Name: "rd1_req_valid", Width: 1}, {Name: "rd1_req_addr", Width: 64}, {Name: "rd1_req_len", Width: 16},
-		{Name: "wr0_valid", Width: 1}, {Name: "wr0_addr", Width: 64}, {Name: "wr0_data", Width: 512},
-		{Name: "wr1_valid", Width: 1}, {Name: "wr1_addr", Width: 64}, {Name: "wr1_data", Width: 512},
+		{Name: "wr0_valid", Width: 1}, {Name: "wr0_addr", Width: 64}, {Name: "wr0_len", Width: 16}, {Name: "wr0_data", Width: 512},
+		{Name: "wr1_valid", Width: 1}, {Name: "wr1_addr", Width: 64}, {Name: "wr1_len", Width: 16}, {Name: "wr1_data", Width: 512},
 		{Name: "host_rd_ready", Width: 1},
 		{Name: "host_cpl_valid", Width: 1}, {Name: "host_cpl_tag", Width: d.tagW}, {Name: "host_cpl_data", Width: 512},
 		{Name: "host_wr_ready", Width: 1},
@@ -203,8 +260,9 @@ func (d *dmaDUT) outputs() []Signal {
 		{Name: "wr0_ready", Width: 1}, {Name: "wr1_ready", Width: 1},
 		{Name: "host_rd_valid", Width: 1}, {Name: "host_rd_addr", Width: 64, ValidWhen: "host_rd_valid"},
 		{Name: "host_rd_len", Width: 16, ValidWhen: "host_rd_valid"}, {Name: "host_rd_tag", Width: d.tagW, ValidWhen: "host_rd_valid"},
-		{Name: "host_wr_valid", Width: 1}, {Name: "host_wr_addr", Width: 64, ValidWhen: "host_wr_valid"},
-		{Name: "host_wr_data", Width: 512, ValidWhen: "host_wr_valid"},
+		{Name: "host_wr_valid", Width: 1}, {Name: "host_wr_sop", Width: 1, ValidWhen: "host_wr_valid"},
+		{Name: "host_wr_last", Width: 1, ValidWhen: "host_wr_valid"}, {Name: "host_wr_addr", Width: 64, ValidWhen: "host_wr_valid"},
+		{Name: "host_wr_len", Width: 16, ValidWhen: "host_wr_valid"}, {Name: "host_wr_data", Width: 512, ValidWhen: "host_wr_valid"},
 	}
 }
 
@@ -244,7 +302,7 @@ const dmaShared = 0x7_0000_0000 - 2048
 func (d *dmaDUT) newRead(r *rand.Rand, c int) *dmaRead {
 	rd := &dmaRead{}
 	switch x := r.IntN(40); {
-	case x < 5: // the block a write client has just offered
+	case x < 5: // the block a write client has just given the block
 		rd.addr, rd.len = d.lastW, 64*(1+r.IntN(2))
 	case x < 14: // small, in the shared region
 		rd.addr, rd.len = dmaShared+uint64(r.IntN(64))*64, 64*(1+r.IntN(4))
@@ -292,6 +350,74 @@ func (d *dmaDUT) newRead(r *rand.Rand, c int) *dmaRead {
 	return rd
 }
 
+// newWrite draws a client write and its beats.
+func (d *dmaDUT) newWrite(r *rand.Rand, c int) *dmaWrite {
+	w := &dmaWrite{}
+	// blocks in a full TLP, at most 8 for the lengths drawn (so that at
+	// MPS 4096 the port is not mostly busy with long writes)
+	mb := min(d.mps/64, 8)
+	switch x := r.IntN(40); {
+	case x < 16: // small, in the shared region (where the reads read)
+		w.addr, w.len = dmaShared+uint64(r.IntN(64))*64, 64*(1+r.IntN(3))
+	case x < 21: // around MPS multiples in the shared region, across its 4 KiB boundary at any alignment
+		w.addr, w.len = dmaShared+uint64(r.IntN(64))*64, 64*mb*(1+r.IntN(2))+64*(r.IntN(3)-1)
+	case x < 23: // a 4 KiB page (at MPS 256, 16 TLPs of 4 beats)
+		w.addr, w.len = r.Uint64()&(1<<40-1)&^4095, 4096
+	case x < 27: // ending a little past a 4 KiB boundary
+		w.addr = r.Uint64()&(1<<40-1)&^4095 + 4096 - uint64(64*(1+r.IntN(mb+2)))
+		w.len = 64 * (1 + r.IntN(2*mb+2))
+	case x < 30: // odd lengths (a partial last block is written whole)
+		w.addr, w.len = dmaShared+uint64(r.IntN(64))*64, 1+r.IntN(700)
+	case x < 32: // the top of the 64-bit space, wrapping to 0
+		w.addr, w.len = -uint64(64*(1+r.IntN(6))), 64*(1+r.IntN(12))
+	default: // anywhere
+		w.addr, w.len = r.Uint64(), 64*(1+r.IntN(2*mb+1))
+	}
+	if d.bigWDue(c) {
+		// The largest writes, once per seed: len 0 is 65536 bytes, and
+		// 65535 rounds up to the same 1024 blocks.
+		d.bigWDone = true
+		w.addr, w.len = r.Uint64()&(1<<40-1), []int{0, 65535}[c]
+	}
+	w.addr |= uint64(r.IntN(64)) // ignored low bits
+	n := dmaBlocks(w.len)
+	w.beats, w.landed = make([]Value, n), make([]int, n)
+	for i := range w.beats {
+		w.beats[i] = randomBlock(r)
+	}
+	base := w.addr &^ 63
+	w.tlps = hca.WriteTLPs(nil, base, n*64, d.mps)
+	// The model's split (hca.PCIe.write: by count, whatever the address)
+	// would have a TLP across 4 KiB here, which WriteTLPs cuts.
+	for k := 0; k*d.mps < n*64; k++ {
+		a := base + uint64(k*d.mps)
+		if a/4096 != (a+uint64(min(d.mps, n*64-k*d.mps))-1)/4096 {
+			d.nCountIllegal++
+			break
+		}
+	}
+	if len(w.tlps) > 1 {
+		d.nMultiTLP++
+	}
+	if end := base + uint64(n*64); end < base || end == 0 {
+		d.nWWrap++
+	}
+	if n == 1024 {
+		d.nWMax++
+	}
+	if base%4096 == 0 && n == 64 {
+		d.nPage++ // a whole page: 4096 / MPS TLPs of MPS
+	}
+	d.allW = append(d.allW, w)
+	return w
+}
+
+// bigWDue: write client c is to write 64 KiB, from cycle 1200 as soon as it
+// is on no write.
+func (d *dmaDUT) bigWDue(c int) bool {
+	return d.bigW == c && !d.bigWDone && d.c >= 1200
+}
+
 // bigDue: client c is to ask the 64 KiB read, from cycle 100 as soon as it
 // presents nothing.
 func (d *dmaDUT) bigDue(c int) bool {
@@ -322,7 +448,8 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	if d.c%256 == 0 {
 		for c := range 2 {
 			d.pRd[c] = []float64{0.02, 0.1, 0.5}[r.IntN(3)]
-			d.pWr[c] = []float64{0, 0.1, 0.4, 0.9}[r.IntN(4)]
+			d.pWr[c] = d.wScale * []float64{0, 0.1, 0.3, 0.6}[r.IntN(4)]
+			d.pBeat[c] = []float64{1, 0.8, 0.3}[r.IntN(3)]
 		}
 		d.pRdReady = []float64{0.3, 0.8, 1}[r.IntN(3)]
 		d.pWrReady = []float64{0.2, 0.7, 1}[r.IntN(3)]
@@ -330,7 +457,7 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 		d.longDelay = r.IntN(2) == 0
 	}
 	if drain {
-		d.pRd, d.pWr = [2]float64{}, [2]float64{}
+		d.pRd, d.pWr, d.pBeat = [2]float64{}, [2]float64{}, [2]float64{1, 1}
 		d.pRdReady, d.pWrReady, d.pCpl, d.longDelay = 1, 1, 1, false
 	}
 
@@ -347,13 +474,13 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 		if d.pres[c] == nil && (hold || ask() || d.bigDue(c)) {
 			d.pres[c] = d.newRead(r, c)
 		}
-		if d.wpres[c] == nil && (hold || r.Float64() < d.pWr[c]) {
-			w := &dmaWrite{addr: dmaShared + uint64(r.IntN(64))*64, data: randomBlock(r)}
-			if r.IntN(4) == 0 {
-				w.addr = r.Uint64() &^ 63
-			}
-			d.wpres[c] = w
-			d.lastW = w.addr
+		if d.wpres[c] == nil && (hold || r.Float64() < d.pWr[c] || d.bigWDue(c) && !drain) {
+			d.wpres[c] = d.newWrite(r, c)
+		}
+		// a write's first beat is shown at once and every beat held until
+		// taken; between beats the client may show nothing (no data yet)
+		if w := d.wpres[c]; w != nil && !d.wShow[c] {
+			d.wShow[c] = w.sent == 0 || r.Float64() < d.pBeat[c]
 		}
 	}
 	hostRdReady := r.Float64() < d.pRdReady
@@ -397,26 +524,65 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 			in[3*c], in[3*c+1], in[3*c+2] = U(1), U(p.addr), U(uint64(p.len))
 		}
 	}
-	in[6], in[7], in[8] = U(0), U(r.Uint64()), randomBlock(r)
-	in[9], in[10], in[11] = U(0), U(r.Uint64()), randomBlock(r)
+	// (a write's address and length on beats other than its first, and
+	// everything with valid 0, are noise the block must not read)
+	in[6], in[7], in[8], in[9] = U(0), U(r.Uint64()), U(uint64(r.IntN(1<<16))), randomBlock(r)
+	in[10], in[11], in[12], in[13] = U(0), U(r.Uint64()), U(uint64(r.IntN(1<<16))), randomBlock(r)
 	for c := range 2 {
-		if w := d.wpres[c]; w != nil {
-			in[6+3*c], in[7+3*c], in[8+3*c] = U(1), U(w.addr|uint64(r.IntN(64))), w.data
+		if w := d.wpres[c]; w != nil && d.wShow[c] {
+			in[6+4*c], in[9+4*c] = U(1), w.beats[w.sent]
+			if w.sent == 0 {
+				in[7+4*c], in[8+4*c] = U(w.addr), U(uint64(w.len))
+			}
 		}
 	}
-	in[12], in[13], in[14], in[15], in[16] = b2v(hostRdReady), b2v(cplV), U(uint64(cplTag)), cplData, b2v(hostWrReady)
+	in[14], in[15], in[16], in[17], in[18] = b2v(hostRdReady), b2v(cplV), U(uint64(cplTag)), cplData, b2v(hostWrReady)
 
 	// ---- this cycle's outputs, from the state at its start ----
 	clearing := d.clearLeft > 0
 	wrSlot := !clearing && (!d.hwV || hostWrReady)
+	// each write client's next beat: its block address, beats left, and
+	// the TLP it would start (hca.WriteTLP in blocks)
+	var wb [2]uint64
+	var wl, tn [2]int
+	for c := range 2 {
+		wb[c], wl[c] = d.wcBlk[c], d.wcLeft[c]
+		if w := d.wpres[c]; !d.wcBusy[c] && w != nil {
+			wb[c], wl[c] = w.addr>>6&blkMask, len(w.beats)
+		}
+		tn[c] = min(wl[c], d.mps/64, 64-int(wb[c]%64))
+	}
+	// a new TLP: round robin; an open TLP: its client's next beat
 	var wreq components.PortSet
 	for c := range 2 {
-		if d.wpres[c] != nil && wrSlot {
+		if d.wShow[c] && wrSlot && !d.tlpOpen {
 			wreq.Set(c)
 		}
 	}
 	wg := d.wrArb.Pick(wreq)
-	wrHeld := wg >= 0 || (d.hwV && !hostWrReady)
+	if wreq.Has(0) && wreq.Has(1) {
+		// both clients start a TLP: round robin per TLP gives it to the
+		// one that did not start the last
+		d.nRRBoth++
+		if d.lastTLPCli >= 0 && wg == d.lastTLPCli {
+			d.errorf("write client %d starts a TLP after its own, client %d waiting", wg, 1-wg)
+		}
+	}
+	wsel := wg
+	if wrSlot && d.tlpOpen {
+		if d.wShow[d.tlpCli] {
+			wsel = d.tlpCli
+		} else {
+			d.nTLPGap++
+		}
+		if d.wShow[1-d.tlpCli] {
+			d.nHeldOff++
+		}
+	}
+	wrHeld := wsel >= 0 || (d.hwV && !hostWrReady)
+	// a read taken now waits for the last beat of the TLP in the register
+	// or open
+	wrPend := wrHeld || d.tlpOpen
 	var n [2]int
 	var fits, last [2]bool
 	for c := range 2 {
@@ -467,13 +633,13 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 			out[2+3*c] = d.rspData[c]
 		}
 	}
-	out[6], out[7] = b2v(wg == 0), b2v(wg == 1)
-	out[8], out[12], out[14] = b2v(d.hrV), b2v(d.hwV), make(Value, 8)
+	out[6], out[7] = b2v(wsel == 0), b2v(wsel == 1)
+	out[8], out[12], out[17] = b2v(d.hrV), b2v(d.hwV), make(Value, 8)
 	if d.hrV {
 		out[9], out[10], out[11] = U(d.hrAddr), U(uint64(d.hrLen)), U(uint64(d.hrTag+d.tagBase))
 	}
 	if d.hwV {
-		out[13], out[14] = U(d.hwAddr), d.hwData
+		out[13], out[14], out[15], out[16], out[17] = b2v(d.hwSop), b2v(d.hwLast), U(d.hwAddr), U(uint64(d.hwLen)), d.hwData
 	}
 	d.scoreDeliveries()
 
@@ -482,27 +648,39 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	// first; the block never offers a read it must order after that write
 	// in the same cycle).
 	wrTaken := d.hwV && hostWrReady
+	tlpTaken := wrTaken && d.hwLast // a TLP's last beat
 	if wrTaken {
-		k := len(d.wTaken)
-		if k >= len(d.writes) || d.writes[k].addr != d.hwAddr || !valueEq(d.writes[k].data, d.hwData) {
-			d.errorf("host write %d at %#x is not the clients' write %d", k, d.hwAddr, k)
-		}
-		d.wTaken = append(d.wTaken, d.c)
-		d.mem[d.hwAddr>>6&blkMask] = d.hwData
-		d.nWrites++
+		d.hostTakesWrite()
 	}
 	if d.hrV && hostRdReady {
 		d.hostTakesRead(r)
 	}
-	if wg >= 0 {
-		w := d.wpres[wg]
-		d.hwV, d.hwAddr, d.hwData = true, w.addr, w.data
-		if len(d.writes) == 0 {
+	if wsel >= 0 {
+		w := d.wpres[wsel]
+		d.hwV, d.hwData, d.hwSop = true, w.beats[w.sent], wg >= 0
+		if wg >= 0 {
+			n := tn[wg]
+			d.hwLast, d.hwAddr, d.hwLen = n == 1, wb[wg]<<6, n*64
+			d.tlpOpen, d.tlpCli, d.tlpLeft = n != 1, wg, n-1
+			d.ntlp++
+			d.lastTLPCli = wg
+			d.wrArb.Commit(wg)
+		} else {
+			d.hwLast = d.tlpLeft == 1
+			d.tlpLeft--
+			d.tlpOpen = d.tlpLeft > 0
+		}
+		d.wcBusy[wsel], d.wcBlk[wsel], d.wcLeft[wsel] = wl[wsel] != 1, (wb[wsel]+1)&blkMask, wl[wsel]-1
+		if len(d.beats) == 0 {
 			d.firstWrite = d.c
 		}
-		d.writes = append(d.writes, *w)
-		d.wpres[wg] = nil
-		d.wrArb.Commit(wg)
+		d.beats = append(d.beats, dmaBeat{w, w.sent, d.ntlp - 1})
+		d.lastW = wb[wsel] << 6 // a read soon may ask it while it is on its way
+		w.sent++
+		d.wShow[wsel] = false
+		if w.sent == len(w.beats) {
+			d.wpres[wsel] = nil
+		}
 	} else if hostWrReady {
 		d.hwV = false
 	}
@@ -536,8 +714,8 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 			d.head[c]++
 		}
 	}
-	if wrTaken {
-		d.spWait = [2]bool{} // the write they waited for has gone
+	if tlpTaken {
+		d.spWait = [2]bool{} // the TLP they waited for has gone
 	}
 	if rg >= 0 {
 		c, k := rg, n[rg]
@@ -558,9 +736,12 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	for c := range 2 {
 		if p := d.pres[c]; p != nil && ready[c] {
-			p.wseq, p.acc = len(d.writes), d.c // a write taken this cycle counts as earlier
+			p.wseq, p.acc = len(d.beats), d.c // a beat taken this cycle counts as earlier
+			if wrPend && !wrHeld {
+				d.nTLPWait++ // only the open TLP holds it back
+			}
 			d.reads[c] = append(d.reads[c], p)
-			d.spBusy[c], d.spBlk[c], d.spLeft[c], d.spWait[c] = true, p.addr>>6&blkMask, dmaBlocks(p.len), wrHeld
+			d.spBusy[c], d.spBlk[c], d.spLeft[c], d.spWait[c] = true, p.addr>>6&blkMask, dmaBlocks(p.len), wrPend
 			d.spReq[c], d.spChunk[c] = len(d.reads[c])-1, 0
 			d.pres[c] = nil
 		}
@@ -589,14 +770,22 @@ func (d *dmaDUT) hostTakesRead(r *rand.Rand) {
 	}
 	for k := range rd.wseq {
 		if k >= len(d.wTaken) || d.wTaken[k] >= d.c {
-			d.errorf("client %d request %d passed write %d accepted before it", d.hrCli, d.hrReq, k)
+			d.errorf("client %d request %d passed write beat %d accepted before it", d.hrCli, d.hrReq, k)
 			break
+		}
+	}
+	// nor the rest of the TLP the last of those beats was in (PCIe orders
+	// whole TLPs: the read would otherwise overtake it)
+	if rd.wseq > 0 {
+		if t := d.beats[rd.wseq-1].tlp; t >= len(d.tlpEnd) || d.tlpEnd[t] >= d.c {
+			d.errorf("client %d request %d passed TLP %d, open when it was taken", d.hrCli, d.hrReq, t)
 		}
 	}
 	// A write to one of its blocks accepted before the read and still on
 	// its way when the read was accepted: the order decided the data.
 	for k := range rd.wseq {
-		b := d.writes[k].addr >> 6 & blkMask
+		bt := d.beats[k]
+		b := (bt.w.addr>>6 + uint64(bt.k)) & blkMask
 		if k < len(d.wTaken) && d.wTaken[k] >= rd.acc && (b-d.hrAddr>>6)&blkMask < uint64(d.hrLen/64) {
 			d.nRAW++
 			break
@@ -627,6 +816,65 @@ func (d *dmaDUT) hostTakesRead(r *rand.Rand) {
 	p.at = d.c + 1 + delay
 	d.pending = append(d.pending, p)
 	d.nHostReads++
+}
+
+// hostTakesWrite checks the host write beat in the register against the
+// clients' beats in acceptance order and TLP rules, and puts it into host
+// memory where its TLP's header says: the TLP's address plus 64 bytes a
+// beat before it in the TLP.
+func (d *dmaDUT) hostTakesWrite() {
+	k := len(d.wTaken)
+	d.wTaken = append(d.wTaken, d.c)
+	d.nWrites++
+	if k >= len(d.beats) {
+		d.errorf("host write beat %d, more than the clients gave", k)
+		return
+	}
+	b := d.beats[k]
+	h := &d.host
+	switch {
+	case d.hwSop:
+		if h.open {
+			d.errorf("host write beat %d opens a TLP inside TLP %#x+%d (%d beats taken)", k, h.addr, h.len, h.got)
+		}
+		*h = dmaHostTLP{open: true, addr: d.hwAddr, len: d.hwLen, w: b.w}
+		d.nTLP++
+		switch {
+		case b.w.tlpsIn >= len(b.w.tlps) || b.w.tlps[b.w.tlpsIn] != (hca.ReadChunk{Addr: d.hwAddr, N: d.hwLen}):
+			d.errorf("TLP %#x+%d is not its write's next hca.WriteTLPs chunk (%d of %v)", d.hwAddr, d.hwLen, b.w.tlpsIn, b.w.tlps)
+		case d.hwLen <= 0 || d.hwLen > d.mps || d.hwLen%64 != 0 || d.hwAddr/4096 != (d.hwAddr+uint64(d.hwLen)-1)/4096:
+			d.errorf("TLP %#x+%d is not a legal write at MPS %d", d.hwAddr, d.hwLen, d.mps)
+		}
+		if d.hwLen == d.mps {
+			d.nTLPFull++
+		}
+		if d.hwLen < min(d.mps, 64*(len(b.w.beats)-b.k)) {
+			d.nTLPCut++ // cut at 4 KiB
+		}
+	case !h.open:
+		d.errorf("host write beat %d outside a TLP", k)
+		return
+	case h.addr != d.hwAddr || h.len != d.hwLen:
+		d.errorf("TLP %#x+%d shows header %#x+%d on beat %d", h.addr, h.len, d.hwAddr, d.hwLen, h.got)
+	}
+	if h.w != b.w {
+		d.errorf("TLP %#x+%d carries a beat of another write (clients interleaved in a TLP)", h.addr, h.len)
+	}
+	at := h.addr + uint64(64*h.got)
+	h.got++
+	if want := b.w.addr&^63 + uint64(64*b.k); at != want || !valueEq(d.hwData, b.w.beats[b.k]) {
+		d.errorf("host write beat %d lands at %#x; the client wrote %#x there, or other data", k, at, want)
+	}
+	d.mem[at>>6&blkMask] = d.hwData
+	b.w.landed[b.k]++
+	if d.hwLast != (h.got == h.len/64) {
+		d.errorf("TLP %#x+%d: last %v on its beat %d", h.addr, h.len, d.hwLast, h.got)
+	}
+	if d.hwLast || h.got >= h.len/64 {
+		h.open = false
+		h.w.tlpsIn++
+		d.tlpEnd = append(d.tlpEnd, d.c)
+	}
 }
 
 // hostSends records a completion beat of p.
@@ -692,8 +940,20 @@ func (d *dmaDUT) done() {
 			d.errorf("write client %d still waiting at the end", c)
 		}
 	}
-	if len(d.wTaken) != len(d.writes) || len(d.hostBusy) != 0 {
-		d.errorf("at the end: %d of %d writes sent, %d tags in flight", len(d.wTaken), len(d.writes), len(d.hostBusy))
+	if len(d.wTaken) != len(d.beats) || len(d.hostBusy) != 0 || d.host.open {
+		d.errorf("at the end: %d of %d write beats sent, %d tags in flight, a TLP open: %v", len(d.wTaken), len(d.beats), len(d.hostBusy), d.host.open)
+	}
+	// every beat of every write landed exactly once, in its write's TLPs
+	for i, w := range d.allW {
+		if w.tlpsIn != len(w.tlps) {
+			d.errorf("write %d at %#x: %d of its %d TLPs taken", i, w.addr, w.tlpsIn, len(w.tlps))
+		}
+		for k, n := range w.landed {
+			if n != 1 {
+				d.errorf("write %d at %#x: beat %d landed %d times", i, w.addr, k, n)
+				break
+			}
+		}
 	}
 }
 
@@ -712,16 +972,23 @@ func valueEq(a, b Value) bool {
 // dmaCase is one set of the block's parameters the co-simulation runs.
 type dmaCase struct {
 	name            string
-	tags, mrrs, rcb int
-	big             int  // the client asking a 64 KiB read, -1 none
+	tags, mrrs, mps int
+	rcb             int
+	big             int  // the client asking a 64 KiB read and (below MPS 4096) writing 64 KiB, -1 none
 	short           bool // 800 cycles a seed, 350 draining, a backlog of 80 (a slow case)
 	fill            bool // holdInClear and fillTags, over dmaFillCycles
 }
 
 func (tc dmaCase) dut() *dmaDUT {
-	d := newDMADUT(tc.tags, tc.mrrs, tc.rcb, tc.big)
+	d := newDMADUT(tc.tags, tc.mrrs, tc.mps, tc.rcb, tc.big)
 	if tc.short {
 		d.ncycles, d.drain, d.backlog = 800, 350, 80
+	}
+	if tc.mps == 4096 {
+		// TLPs of up to 64 beats: fewer writes and no 64 KiB one (16
+		// TLPs of 64 beats), so that the reads waiting behind them still
+		// check what they check
+		d.wScale, d.bigW = 0.25, -1
 	}
 	if tc.fill {
 		d.holdInClear, d.fillTags = true, true
@@ -739,18 +1006,18 @@ func (tc dmaCase) dut() *dmaDUT {
 // KiB; a 64 KiB read of len 65535), and 260 tags: PCIe 10-bit tags from 256 (short: 260 tags cost
 // Icarus about 7 ms a cycle when the tag table and lap bits were flops).
 var dmaCases = []dmaCase{
-	{"dma_t4_m128", 4, 128, 64, -1, false, false},
-	{"dma_t5_m256_rcb128", 5, 256, 128, -1, false, false},
-	{"dma_t8_m512", 8, 512, 64, 0, false, false},
-	{"dma_t64_m4096", 64, 4096, 64, 1, false, false},
-	{"dma_t260_m128", 260, 128, 64, -1, true, false},
+	{"dma_t4_m128", 4, 128, 128, 64, -1, false, false},
+	{"dma_t5_m256_rcb128", 5, 256, 256, 128, -1, false, false},
+	{"dma_t8_m512", 8, 512, 256, 64, 0, false, false},
+	{"dma_t64_m4096", 64, 4096, 4096, 64, 1, false, false},
+	{"dma_t260_m128", 260, 128, 128, 64, -1, true, false},
 }
 
 // dmaFillCase is cx8's DMA engine (xdr.yaml: 512 tags, MRRS 512, rings of
 // 4096 blocks, so 64 words of lap bits to clear), its clients presenting
 // from the clear's first cycle and reading 64 KiB at a time, the host
 // holding its answers until every tag is in flight (TestDMAClear).
-var dmaFillCase = dmaCase{"dma_t512_m512_fill", 512, 512, 64, -1, false, true}
+var dmaFillCase = dmaCase{"dma_t512_m512_fill", 512, 512, 512, 64, -1, false, true}
 
 // dmaFillCycles is a fill run's length for rings of rob blocks: each
 // client asks rob + 1024 blocks, which the host returns at one beat a
@@ -789,7 +1056,10 @@ func runDMA(tc dmaCase, seed uint64) *dmaDUT {
 // delivered and every write sent by the end (no deadlock). The numbers
 // are floors from the stimulus: a read client asks about one block in 8
 // cycles and the write clients offer one beat in 20, host requests carry
-// at most 70 cycles' worth; a run that checks fewer has stopped early.
+// at most 70 cycles' worth, and a write TLP at most 200 (64 beats at MPS
+// 4096, with the host taking beats in phases as slow as one in 5 cycles
+// and the client as slow as one in 3); a run that checks fewer has
+// stopped early.
 func TestDMAScoreboard(t *testing.T) {
 	for _, tc := range dmaCases {
 		for _, seed := range cosimSeeds {
@@ -799,6 +1069,7 @@ func TestDMAScoreboard(t *testing.T) {
 			assert.GreaterOrEqual(t, d.nBlocks, d.ncycles/8, msg...)
 			assert.GreaterOrEqual(t, d.nWrites, d.ncycles/20, msg...)
 			assert.GreaterOrEqual(t, d.nHostReads, d.ncycles/70, msg...)
+			assert.GreaterOrEqual(t, d.nTLP, d.ncycles/200, msg...)
 		}
 	}
 }
@@ -813,11 +1084,20 @@ func TestDMAScoreboard(t *testing.T) {
 // Per case: 10 reads wrap past 2^64, 5 return a block an earlier write,
 // still on its way when the read was taken, had changed, 3 stray
 // completions are ignored, and the 64 KiB read is asked on every seed of
-// the cases that ask it. So a block that mishandled one of these could not
-// match the trace by luck.
+// the cases that ask it. Writes, per case: 5 writes of several TLPs, 10
+// TLPs of a full MPS, 5 TLPs cut short at 4 KiB (as many writes whose
+// count split, the model's, would cross it), 3 whole 4 KiB pages, 3
+// writes wrapping past 2^64, 50 cycles in which the other client waited at
+// an open TLP and 50 in which the open TLP's client had no beat to give,
+// 5 reads held back by an open TLP alone (no beat of it in the register),
+// 20 TLPs both clients asked to start (the scoreboard requires the one
+// that did not start the last to get it), and the 64 KiB write on every seed of the cases that ask it (the 8-tag
+// one: MPS 256, so 256 TLPs of 4 beats). So a block
+// that mishandled one of these could not match the trace by luck.
 func TestDMAStimulusCovers(t *testing.T) {
 	for _, tc := range dmaCases {
 		var top, raw, stray, maxReads, ringStall, wait int
+		var multi, full, cut, countIllegal, page, wwrap, heldOff, gap, tlpWait, maxWrites, rrBoth int
 		for _, seed := range cosimSeeds {
 			d := runDMA(tc, seed)
 			msg := []any{"%s seed %d", tc.name, seed}
@@ -836,13 +1116,37 @@ func TestDMAStimulusCovers(t *testing.T) {
 			stray += d.nStray
 			maxReads += d.nMax
 			ringStall += d.nRingStall
+			multi += d.nMultiTLP
+			full += d.nTLPFull
+			cut += d.nTLPCut
+			countIllegal += d.nCountIllegal
+			page += d.nPage
+			wwrap += d.nWWrap
+			heldOff += d.nHeldOff
+			gap += d.nTLPGap
+			tlpWait += d.nTLPWait
+			maxWrites += d.nWMax
+			rrBoth += d.nRRBoth
 		}
+		assert.GreaterOrEqual(t, multi, 5, tc.name)
+		assert.GreaterOrEqual(t, full, 10, tc.name)
+		assert.GreaterOrEqual(t, cut, 5, tc.name)
+		assert.GreaterOrEqual(t, countIllegal, 5, tc.name)
+		assert.GreaterOrEqual(t, page, 3, tc.name)
+		assert.GreaterOrEqual(t, wwrap, 3, tc.name)
+		assert.GreaterOrEqual(t, heldOff, 50, tc.name)
+		assert.GreaterOrEqual(t, gap, 50, tc.name)
+		assert.GreaterOrEqual(t, tlpWait, 5, tc.name)
+		assert.GreaterOrEqual(t, rrBoth, 20, tc.name)
 		assert.GreaterOrEqual(t, top, 10, tc.name)
 		assert.GreaterOrEqual(t, wait, 50, tc.name)
 		assert.GreaterOrEqual(t, raw, 5, tc.name)
 		assert.GreaterOrEqual(t, stray, 3, tc.name)
 		if tc.big >= 0 {
 			assert.Equal(t, len(cosimSeeds), maxReads, tc.name)
+		}
+		if tc.big >= 0 && tc.mps < 4096 {
+			assert.Equal(t, len(cosimSeeds), maxWrites, tc.name)
 		}
 		if tc.tags <= 8 && robBlocks(tc.tags, tc.mrrs) == tc.tags*tc.mrrs/64 {
 			assert.GreaterOrEqual(t, ringStall, 20, tc.name)
@@ -852,7 +1156,8 @@ func TestDMAStimulusCovers(t *testing.T) {
 
 // TestDMAMutantsFail: each slip below, the kind an RTL engineer makes in a
 // DMA engine, fails the co-simulation of the first seed of 8 tags at MRRS
-// 512 (tags and ring run out there, and it asks a 64 KiB read).
+// 512, MPS 256 (tags and ring run out there, and it asks a 64 KiB read and
+// a 64 KiB write).
 func TestDMAMutantsFail(t *testing.T) {
 	const f = "hca_dma_engine.v"
 	runMutants(t, func() cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, []cosimMutant{
@@ -865,8 +1170,16 @@ func TestDMAMutantsFail(t *testing.T) {
 		{"the clear writes lap bits 0: the first lap's slots look filled", f, "lap0[clr_word] <= {LAP_W{1'b1}};", "lap0[clr_word] <= {LAP_W{1'b0}};"},
 		{"a request's beats all written at its first slot", f, "tag_mem[ct] <= {cpl_cli, cpl_cnt + 1'b1, cpl_left - 1'b1};", "tag_mem[ct] <= {cpl_cli, cpl_cnt, cpl_left - 1'b1};"},
 		{"the ring's room check one block short", f, "fits0 = {1'b0, used0} + {{(ROB_AW+2-CB_W){1'b0}}, n0} <= ROB_C;", "fits0 = {1'b0, used0} + {{(ROB_AW+2-CB_W){1'b0}}, n0} < ROB_C;"},
-		{"a read passes an earlier write", f, "sp_wwait[0] <= wr_held;", "sp_wwait[0] <= 1'b0;"},
-		{"a write taken in the read's own cycle not waited for", f, "wire wr_held = wg_valid || (host_wr_valid && !host_wr_ready);", "wire wr_held = host_wr_valid && !host_wr_ready;"},
+		{"a read passes an earlier write", f, "sp_wwait[0] <= wr_pend;", "sp_wwait[0] <= 1'b0;"},
+		{"a write taken in the read's own cycle not waited for", f, "wire wr_held = wtake || (host_wr_valid && !host_wr_ready);", "wire wr_held = host_wr_valid && !host_wr_ready;"},
+		{"a read passes the rest of an open TLP", f, "sp_wwait[0] <= wr_pend;", "sp_wwait[0] <= wr_held;"},
+		{"a read released by any beat of the TLP, not its last", f, "if (host_wr_valid && host_wr_ready && host_wr_last) begin", "if (host_wr_valid && host_wr_ready) begin"},
+		{"a TLP one beat over MPS", f, "localparam [10:0]  MB_C = MB[10:0];", "localparam [10:0]  MB_C = MB[10:0] + 11'd1;"},
+		{"split at MPS only, across 4 KiB", f, "wire [10:0] cap0  = (to4k0 < MB_C) ? to4k0 : MB_C;", "wire [10:0] cap0  = MB_C;"},
+		{"split one beat late at 4 KiB", f, "wire [10:0] to4k1 = 11'd64 - {5'd0, wb1[5:0]};", "wire [10:0] to4k1 = 11'd65 - {5'd0, wb1[5:0]};"},
+		{"clients interleaved mid-TLP (the write arbiter not held)", f, "& {2{wr_slot && !tlp_open}}", "& {2{wr_slot}}"},
+		{"a TLP's beats counted one short of its header", f, "tlp_left     <= tn_g[MB_W-1:0] - 1'b1;", "tlp_left     <= tn_g[MB_W-1:0] - 2'd2;"},
+		{"a later beat's address taken as a new write's", f, "wire [57:0] wb0 = wc_busy[0] ? wc_blk[0] : wr0_addr[63:6];", "wire [57:0] wb0 = wr0_addr[63:6];"},
 		{"the read arbiter's pointer never passes rd1 (rd0 first always)", f, ".commit(issue), .commit_idx(rg)", ".commit(issue), .commit_idx(1'b1)"},
 		{"the write arbiter's pointer never moves", f, ".commit(wg_valid), .commit_idx(wg)", ".commit(1'b0), .commit_idx(wg)"},
 		{"a length rounded down to blocks", f, "{1'b0, len[15:6]} + {10'd0, (len[5:0] != 6'd0)}", "{1'b0, len[15:6]}"},

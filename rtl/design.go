@@ -48,6 +48,11 @@ type Design struct {
 	// hca_dma_engine splits reads into host requests of at most that many
 	// bytes, never across an MRRS-aligned address.
 	PCIeMRRSBytes int
+	// PCIeMPSBytes is the PCIe max payload size (hca.pcie.mps_bytes),
+	// 128..4096, a power of two; 0 means the HCA default (256).
+	// hca_dma_engine sends writes as TLPs of at most that many bytes,
+	// none across 4 KiB (hca.WriteTLP).
+	PCIeMPSBytes int
 	// PCIeOutstandingReads is the number of read tags
 	// (hca.pcie.outstanding_reads), 1..768; 0 means the HCA default (64).
 	// Above 256 the RTL uses PCIe's 10-bit tags; the model allows up to
@@ -190,6 +195,7 @@ type Params struct {
 	WQEPrefetch  int // WQE_PREFETCH_DEPTH: WQEBBs in flight per QP (hca.wqe_prefetch_depth)
 	KeyCache     int // KEY_CACHE_ENTRIES: hca_key_check's MPT cache (hca.key_cache_entries)
 	MRRS         int // MRRS_BYTES: max read request bytes (hca.pcie.mrrs_bytes)
+	MPS          int // MPS_BYTES: max write TLP payload bytes (hca.pcie.mps_bytes)
 	ReadTags     int // OUTSTANDING_READS: read tags (hca.pcie.outstanding_reads)
 	TagW         int // TAG_W: host_rd_tag bits, 8 or (above 256 tags) 10
 	ROBBlocks    int // hca_dma_engine's reorder ring per read client, blocks: 2^max(clog2(ReadTags × MRRS/64), clog2(MRRS/64) + 1)
@@ -282,6 +288,9 @@ func (d Design) Validate() error {
 	if m := d.PCIeMRRSBytes; m != 0 && (m < 128 || m > 4096 || m&(m-1) != 0) {
 		return fmt.Errorf("hca.pcie.mrrs_bytes: %d is not 128, 256, 512, 1024, 2048 or 4096", m)
 	}
+	if m := d.PCIeMPSBytes; m != 0 && (m < 128 || m > 4096 || m&(m-1) != 0) {
+		return fmt.Errorf("hca.pcie.mps_bytes: %d is not 128, 256, 512, 1024, 2048 or 4096", m)
+	}
 	if n := d.PCIeOutstandingReads; n < 0 || n > maxReadTags {
 		return fmt.Errorf("hca.pcie.outstanding_reads: %d is outside 1..%d, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)", n, maxReadTags)
 	}
@@ -370,6 +379,10 @@ func (d Design) Params() Params {
 	}
 	if p.ReadTags == 0 {
 		p.ReadTags = hca.Defaults().PCIe.OutstandingReads
+	}
+	p.MPS = d.PCIeMPSBytes
+	if p.MPS == 0 {
+		p.MPS = hca.Defaults().PCIe.MPSBytes
 	}
 	p.TagW = 8
 	if p.ReadTags > 256 {

@@ -146,6 +146,10 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, 10, d.Params().TagW)
 	d.PCIeOutstandingReads, d.PCIeMRRSBytes = 1, 128
 	assert.Equal(t, 4, d.Params().ROBBlocks)
+	// MPS_BYTES: edr.yaml's cx5 keeps the HCA default, 256.
+	assert.Equal(t, 256, p.MPS)
+	d.PCIeMPSBytes = 4096
+	assert.Equal(t, 4096, d.Params().MPS)
 	// One data VL: a one-entry VL arbitration table.
 	assert.Equal(t, 1, designByKey(t, "r36v1").Params().VLArbEntries)
 }
@@ -159,6 +163,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"datapath", func(d *Design) { d.DatapathBytes = 128 }, "switch.datapath_bytes: 128 is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)"},
 		{"mrrs", func(d *Design) { d.PCIeMRRSBytes = 64 }, "hca.pcie.mrrs_bytes: 64 is not 128, 256, 512, 1024, 2048 or 4096"},
+		{"mps", func(d *Design) { d.PCIeMPSBytes = 8192 }, "hca.pcie.mps_bytes: 8192 is not 128, 256, 512, 1024, 2048 or 4096"},
 		{"read tags", func(d *Design) { d.PCIeOutstandingReads = 1024 }, "hca.pcie.outstanding_reads: 1024 is outside 1..768, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)"},
 		{"radix", func(d *Design) { d.Radix = 1 }, "switch.radix: 1 is outside 2..256 (IBA 1.6 allows up to 256 ports)"},
 		{"vls", func(d *Design) { d.VLs = 3 }, "switch.vls: 3 is not a VL count an IB port supports (1, 2, 4, 8, 15)"},

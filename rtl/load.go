@@ -62,6 +62,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		HCAVLBufferBytes:     c.HCA.VLBufferBytes,
 		WQEPrefetchDepth:     c.HCA.WQEPrefetchDepth,
 		PCIeMRRSBytes:        c.HCA.PCIe.MRRSBytes,
+		PCIeMPSBytes:         c.HCA.PCIe.MPSBytes,
 		PCIeOutstandingReads: c.HCA.PCIe.OutstandingReads,
 		KeyCacheEntries:      c.HCA.KeyCacheEntries,
 		MTU:                  c.Link.MTU,

@@ -117,7 +117,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 			Role: "HCA WQE fetch: SQ contexts in flops, reads (parser apart)", Instances: 1},
 		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},
 		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
-		{Module: "hca_dma_engine", Params: []Param{{"OUTSTANDING", p.ReadTags}, {"MRRS", p.MRRS}, {"TAG_W", p.TagW}},
+		{Module: "hca_dma_engine", Params: []Param{{"OUTSTANDING", p.ReadTags}, {"MRRS", p.MRRS}, {"MPS", p.MPS}, {"TAG_W", p.TagW}},
 			Role: "HCA DMA engine: splitters, tag search; tables in memories", Instances: 1},
 		// In ib_link: the transmit side's VCRC and the flow-control codec,
 		// per switch port and the HCA's.

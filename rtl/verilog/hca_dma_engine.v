@@ -44,23 +44,38 @@
 // in. A slot is free once delivered. The lap bits are a memory per ring, LAP_W slots a word
 // (a bit-masked write at a beat's slot, a read of the head's word), which the clear sets to 1.
 //
-// Writes. wrN_* beats (64 bytes, their own address; addr[5:0] ignored) go out on host_wr_*, a
-// register loaded, when empty or taken, from the client a round-robin arbiter (u_wr) picks:
-// host writes are in acceptance order, one beat per TLP. A beat never crosses an MPS boundary
-// (MPS >= 128 and beats are 64-byte aligned), so MPS needs nothing here; merging beats into
-// MPS-sized TLPs is the PCIe core's (TODO, below this interface).
+// Writes. A client write (wrN_*, valid/ready a beat) is ceil(len / 64) beats of 64 bytes at
+// whole blocks: its first beat carries addr (addr[5:0] ignored) and len (bytes, rounded up to
+// blocks; len = 0 is 65536, as for reads), which later beats' addr and len are not read. The
+// block sends it as posted-write TLPs on host_wr_*: a TLP's beats one after another, its header
+// (host_wr_addr, host_wr_len in bytes, whole blocks: no byte enables) with every beat,
+// host_wr_sop on its first and host_wr_last on its last. A TLP of a write's next beat at block
+// address b with L blocks left is
+//   n = min(L, MPS/64, 64 - b mod 64)
+// blocks (hca.WriteTLP): at most MPS, never across 4 KiB (PCIe forbids a write to cross it),
+// and otherwise MPS-sized from the write's address as the model counts its TLPs (a write TLP
+// need not start MPS-aligned; hca.WriteTLP says where the model's count split is no legal
+// TLP sequence). The host write register is loaded, when empty or taken, with the open TLP's
+// next beat from its client, or, when no TLP is open, with the first beat of a TLP of the
+// client a round-robin arbiter (u_wr) picks: wr0 and wr1 alternate per TLP, never within one,
+// and a client that stalls mid-TLP holds the port (its TLP is not interleaved). Host beats are
+// in acceptance order (one register).
 // Ordering (PCIe, relaxed ordering off: a read request does not pass a posted write): a read
-// request taken in a cycle in which a write is, or stays, in the host write register (a write
-// taken from a client in the same cycle counts as earlier) waits until that write has been
-// taken by the host: its host requests are loaded only from the cycle after. Writes never wait
-// for reads (a posted write may pass a read request).
-// TODO: merging beats into MPS-sized write TLPs, byte-granular reads (first/last byte enables),
-// relaxed ordering and ID-based ordering, completion timeouts and error completions (UR/CA),
-// the read data path from a non-64-byte-aligned address.
+// request taken in a cycle in which a write beat is, or stays, in the host write register (a
+// beat taken from a client in the same cycle counts as earlier), or a TLP is open (its first
+// beat taken, its last not yet), waits until the host has taken that TLP's last beat: its host
+// requests are loaded only from the cycle after. So every TLP with a beat taken before the
+// read reaches the host whole before the read's requests. Writes never wait for reads (a
+// posted write may pass a read request).
+// TODO: byte-granular writes and reads (first/last byte enables, a shifter for data not at a
+// 64-byte address), gathering a TLP's beats before sending it (a client stalling mid-TLP now
+// holds the write port and the reads behind it), relaxed ordering and ID-based ordering, completion timeouts and error
+// completions (UR/CA), the read data path from a non-64-byte-aligned address.
 module hca_dma_engine #(
     parameter integer DATA_W      = 512, // one 64-byte block a beat (the block assumes 512)
     parameter integer OUTSTANDING = 64,  // read tags (hca.pcie.outstanding_reads, 1..768)
     parameter integer MRRS        = 512, // max read request bytes (hca.pcie.mrrs_bytes, 128..4096)
+    parameter integer MPS         = 256, // max write TLP payload bytes (hca.pcie.mps_bytes, 128..4096)
     parameter integer TAG_W       = 8    // host_rd_tag bits: 8, or 10 above 256 tags
 ) (
     input  wire              clk,
@@ -82,11 +97,13 @@ module hca_dma_engine #(
     // client wr0: payload writes
     input  wire              wr0_valid,
     input  wire [63:0]       wr0_addr,
+    input  wire [15:0]       wr0_len,
     input  wire [DATA_W-1:0] wr0_data,
     output wire              wr0_ready,
     // client wr1: CQE writes
     input  wire              wr1_valid,
     input  wire [63:0]       wr1_addr,
+    input  wire [15:0]       wr1_len,
     input  wire [DATA_W-1:0] wr1_data,
     output wire              wr1_ready,
     // host bus: tagged read requests and their completions
@@ -98,9 +115,12 @@ module hca_dma_engine #(
     input  wire              host_cpl_valid,
     input  wire [TAG_W-1:0]  host_cpl_tag,
     input  wire [DATA_W-1:0] host_cpl_data,
-    // host bus: posted writes
+    // host bus: posted-write TLPs, a beat at a time, the header with every beat
     output reg               host_wr_valid,
+    output reg               host_wr_sop,
+    output reg               host_wr_last,
     output reg  [63:0]       host_wr_addr,
+    output reg  [15:0]       host_wr_len,
     output reg  [DATA_W-1:0] host_wr_data,
     input  wire              host_wr_ready
 );
@@ -120,31 +140,101 @@ module hca_dma_engine #(
 
     reg clearing; // the clear after reset is under way (below, "reorder rings")
 
-    // ---- writes: one register, round robin between wr0 and wr1 ----
+    // a client request's blocks: ceil(len / 64), len 0 = 1024
+    function [10:0] blocks_of;
+        input [15:0] len;
+        begin
+            if (len == 16'd0) blocks_of = 11'd1024;
+            else blocks_of = {1'b0, len[15:6]} + {10'd0, (len[5:0] != 6'd0)};
+        end
+    endfunction
+
+    // ---- writes: TLPs through one register, round robin between wr0 and wr1 per TLP ----
+    localparam integer MB   = MPS / 64;                  // blocks per write TLP, at most (2..64)
+    localparam integer MB_W = $clog2(MB) + 1;            // bits of a count 0..MB
+    localparam [10:0]  MB_C = MB[10:0];
+    // per write client: where its write is (wc_busy: its first beat taken, beats left)
+    reg        wc_busy [0:1];
+    reg [57:0] wc_blk  [0:1]; // the next beat's block address
+    reg [10:0] wc_left [0:1]; // beats left, 1..1024
+    // the TLP on the host port: open from its first beat taken to its last taken
+    reg            tlp_open;
+    reg            tlp_cli;
+    reg [MB_W-1:0] tlp_left;  // beats still to take
+    // each client's next beat: in its write, or the first of the write it presents
+    wire [57:0] wb0 = wc_busy[0] ? wc_blk[0] : wr0_addr[63:6];
+    wire [57:0] wb1 = wc_busy[1] ? wc_blk[1] : wr1_addr[63:6];
+    wire [10:0] wl0 = wc_busy[0] ? wc_left[0] : blocks_of(wr0_len);
+    wire [10:0] wl1 = wc_busy[1] ? wc_left[1] : blocks_of(wr1_len);
+    // the TLP a client's next beat would start: n = min(left, MPS/64, 64 - b mod 64) (hca.WriteTLP)
+    wire [10:0] to4k0 = 11'd64 - {5'd0, wb0[5:0]};
+    wire [10:0] to4k1 = 11'd64 - {5'd0, wb1[5:0]};
+    wire [10:0] cap0  = (to4k0 < MB_C) ? to4k0 : MB_C;
+    wire [10:0] cap1  = (to4k1 < MB_C) ? to4k1 : MB_C;
+    wire [10:0] tn0   = (wl0 < cap0) ? wl0 : cap0;
+    wire [10:0] tn1   = (wl1 < cap1) ? wl1 : cap1;
+
     // nothing is taken until the clear after reset is done (below)
     wire       wr_slot = !clearing && (!host_wr_valid || host_wr_ready);
-    wire       wg_valid;
+    wire       wg_valid;   // a TLP starts: its first beat is taken
     wire [0:0] wg;
     rr_arbiter #(.N(2), .IDX_W(1)) u_wr (
-        .clk(clk), .rst_n(rst_n), .req({wr1_valid, wr0_valid} & {2{wr_slot}}),
+        .clk(clk), .rst_n(rst_n), .req({wr1_valid, wr0_valid} & {2{wr_slot && !tlp_open}}),
         .grant_valid(wg_valid), .grant_idx(wg), .commit(wg_valid), .commit_idx(wg)
     );
-    assign wr0_ready = wg_valid && wg == 1'b0;
-    assign wr1_ready = wg_valid && wg == 1'b1;
-    // the write register holds a write after this cycle's edge
-    wire wr_held = wg_valid || (host_wr_valid && !host_wr_ready);
+    // the open TLP's next beat is taken
+    wire       wc_valid = wr_slot && tlp_open && (tlp_cli ? wr1_valid : wr0_valid);
+    wire       wsel     = wg_valid ? wg : tlp_cli;   // the client whose beat is taken
+    wire       wtake    = wg_valid || wc_valid;
+    assign wr0_ready = wtake && wsel == 1'b0;
+    assign wr1_ready = wtake && wsel == 1'b1;
+    wire [10:0] tn_g = (wg == 1'b0) ? tn0 : tn1;
+    // a write beat is in the register after this cycle's edge, or its TLP is still open: a read
+    // taken now waits for that TLP's last beat
+    wire wr_held = wtake || (host_wr_valid && !host_wr_ready);
+    wire wr_pend = wr_held || tlp_open;
 
+    integer w;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             host_wr_valid <= 1'b0;
+            host_wr_sop   <= 1'b0;
+            host_wr_last  <= 1'b0;
             host_wr_addr  <= 64'd0;
+            host_wr_len   <= 16'd0;
             host_wr_data  <= {DATA_W{1'b0}};
-        end else if (wg_valid) begin
-            host_wr_valid <= 1'b1;
-            host_wr_addr  <= {(wg == 1'b0) ? wr0_addr[63:6] : wr1_addr[63:6], 6'd0};
-            host_wr_data  <= (wg == 1'b0) ? wr0_data : wr1_data;
-        end else if (host_wr_ready) begin
-            host_wr_valid <= 1'b0;
+            tlp_open      <= 1'b0;
+            tlp_cli       <= 1'b0;
+            tlp_left      <= {MB_W{1'b0}};
+            for (w = 0; w < 2; w = w + 1) begin
+                wc_busy[w] <= 1'b0;
+                wc_blk[w]  <= 58'd0;
+                wc_left[w] <= 11'd0;
+            end
+        end else begin
+            if (wtake) begin
+                host_wr_valid <= 1'b1;
+                host_wr_data  <= (wsel == 1'b0) ? wr0_data : wr1_data;
+                host_wr_sop   <= wg_valid;
+                if (wg_valid) begin
+                    host_wr_last <= tn_g == 11'd1;
+                    host_wr_addr <= {(wg == 1'b0) ? wb0 : wb1, 6'd0};
+                    host_wr_len  <= {{(10-MB_W){1'b0}}, tn_g[MB_W-1:0], 6'd0}; // n <= MPS/64
+                    tlp_open     <= tn_g != 11'd1;
+                    tlp_cli      <= wg;
+                    tlp_left     <= tn_g[MB_W-1:0] - 1'b1;
+                end else begin
+                    host_wr_last <= tlp_left == {{(MB_W-1){1'b0}}, 1'b1};
+                    tlp_left     <= tlp_left - 1'b1;
+                    if (tlp_left == {{(MB_W-1){1'b0}}, 1'b1}) tlp_open <= 1'b0;
+                end
+                // the client's write moves a beat on
+                wc_busy[wsel] <= ((wsel == 1'b0) ? wl0 : wl1) != 11'd1;
+                wc_blk[wsel]  <= ((wsel == 1'b0) ? wb0 : wb1) + 58'd1;
+                wc_left[wsel] <= ((wsel == 1'b0) ? wl0 : wl1) - 11'd1;
+            end else if (host_wr_ready) begin
+                host_wr_valid <= 1'b0;
+            end
         end
     end
 
@@ -152,7 +242,7 @@ module hca_dma_engine #(
     reg        sp_busy  [0:1];
     reg [57:0] sp_blk   [0:1]; // next block address (address / 64)
     reg [10:0] sp_left  [0:1]; // blocks left, 1..1024
-    reg        sp_wwait [0:1]; // an earlier write is still in the host write register
+    reg        sp_wwait [0:1]; // an earlier TLP has not yet left the host write register whole
 
     // reorder rings: tail (reserved) and head (delivered) counts
     reg [ROB_AW:0] rb_tail [0:1];
@@ -206,15 +296,6 @@ module hca_dma_engine #(
     // nothing is taken until the clear after reset is done (below)
     assign rd0_req_ready = !clearing && (!sp_busy[0] || (issue && rg == 1'b0 && last0));
     assign rd1_req_ready = !clearing && (!sp_busy[1] || (issue && rg == 1'b1 && last1));
-
-    // a client request's blocks: ceil(len / 64), len 0 = 1024
-    function [10:0] blocks_of;
-        input [15:0] len;
-        begin
-            if (len == 16'd0) blocks_of = 11'd1024;
-            else blocks_of = {1'b0, len[15:6]} + {10'd0, (len[5:0] != 6'd0)};
-        end
-    endfunction
 
     // ---- completions ----
     wire [TAG_W:0]    cpl_rel = {1'b0, host_cpl_tag} - {1'b0, BASE_C};
@@ -344,8 +425,8 @@ module hca_dma_engine #(
             rd1_rsp_valid <= deliver1;
             if (deliver0) rb_head[0] <= rb_head[0] + 1'b1;
             if (deliver1) rb_head[1] <= rb_head[1] + 1'b1;
-            // an earlier write taken by the host releases the reads behind it
-            if (host_wr_valid && host_wr_ready) begin
+            // the last beat of an earlier TLP taken by the host releases the reads behind it
+            if (host_wr_valid && host_wr_ready && host_wr_last) begin
                 sp_wwait[0] <= 1'b0;
                 sp_wwait[1] <= 1'b0;
             end
@@ -367,13 +448,13 @@ module hca_dma_engine #(
                 sp_busy[0]  <= 1'b1;
                 sp_blk[0]   <= rd0_req_addr[63:6];
                 sp_left[0]  <= blocks_of(rd0_req_len);
-                sp_wwait[0] <= wr_held;
+                sp_wwait[0] <= wr_pend;
             end
             if (rd1_req_valid && rd1_req_ready) begin
                 sp_busy[1]  <= 1'b1;
                 sp_blk[1]   <= rd1_req_addr[63:6];
                 sp_left[1]  <= blocks_of(rd1_req_len);
-                sp_wwait[1] <= wr_held;
+                sp_wwait[1] <= wr_pend;
             end
         end
     end
