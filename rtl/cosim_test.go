@@ -104,6 +104,9 @@ var cosimTable = []struct {
 	// The requester's packet headers: every WR opcode, MTU and length edge,
 	// PSNs across the wrap, out_ready stalling in phases.
 	{"tx_packetizer", func(r *rand.Rand) cosimDUT { return newPktzDUT(r) }, true},
+	// The ICRC: transmit and receive packets of every header shape, with
+	// and without the VCRC room, gaps and out_ready stalling in phases.
+	{"icrc", func(r *rand.Rand) cosimDUT { return newICRCDUT(r) }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:
