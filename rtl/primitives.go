@@ -31,6 +31,7 @@ var PrimitiveFiles = []string{
 	"ib_vcrc.v",
 	"ib_fc_codec.v",
 	"hca_tx_packetizer.v",
+	"ib_icrc.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It
