@@ -227,6 +227,22 @@ func variantCRC(b []byte) uint16 {
 // RTL's ib_vcrc and ib_fc_codec are co-simulated against it.
 func VCRC(b []byte) uint16 { return variantCRC(b) }
 
+// ICRC returns the CRC-32 AppendWire writes after b, least significant byte
+// first, when b is a data packet from the first LRH byte through the last pad
+// byte: the invariant CRC with the variant fields read as ones, the mask of a
+// global packet when LRH.LNH (b[1] bits 1:0) says a GRH follows, else the
+// local one (the definition and its sources: the file comment). A b shorter
+// than its mask (a PktLen too short for the headers) is masked as far as it
+// goes, as an RTL block that trusts PktLen computes it. The RTL's ib_icrc is
+// co-simulated against it.
+func ICRC(b []byte) uint32 {
+	mask := icrcLocalMask[:]
+	if len(b) > 1 && b[1]&3 == lnhIBAGlobal {
+		mask = icrcGlobalMask[:]
+	}
+	return invariantCRC(b, mask[:min(len(mask), len(b))])
+}
+
 // putICRC and putVCRC write the CRCs in their wire byte order, least
 // significant byte first (see the file comment); icrcAt and vcrcAt read them.
 func putICRC(b []byte, c uint32) { binary.LittleEndian.PutUint32(b, c) }

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -637,4 +638,32 @@ func TestVCRCExported(t *testing.T) {
 	fc := Packet{Kind: FlowControl, VL: 3, FCTBS: 0x5A5, FCCL: 0xFFF}
 	b := AppendWire(nil, &fc)
 	assert.Equal(t, le16(VCRC(b[:4])), b[4:])
+}
+
+// TestICRCExported: ICRC (the helper the RTL co-simulation uses) gives the 4
+// bytes AppendWire writes before the VCRC, for local and global packets of
+// every opcode; a prefix shorter than the mask is masked as far as it goes
+// (the masked bytes read as ones, the rest of the mask unused).
+func TestICRCExported(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 7))
+	for op := range 256 {
+		if !Opcode(op).Valid() {
+			continue
+		}
+		for _, grh := range []bool{false, true} {
+			p := randomPacket(rng, Opcode(op))
+			p.GRH = grh
+			b := AppendWire(nil, &p)
+			n := len(b) - VCRCBytes - ICRCBytes
+			assert.Equal(t, b[n:n+ICRCBytes], binary.LittleEndian.AppendUint32(nil, ICRC(b[:n])), "%s grh %v", Opcode(op), grh)
+		}
+	}
+	p := Packet{Opcode: SendOnly, GRH: true, PayloadLen: 40}
+	b := AppendWire(nil, &p)
+	short := slices.Clone(b[:24]) // LRH and the GRH's first 16 bytes
+	for i, m := range icrcGlobalMask[:24] {
+		short[i] |= m
+	}
+	assert.Equal(t, crc32.ChecksumIEEE(short), ICRC(b[:24]))
+	assert.Equal(t, uint32(0), ICRC(nil)) // nothing covered: the seed inverted back
 }

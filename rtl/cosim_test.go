@@ -107,6 +107,9 @@ var cosimTable = []struct {
 	// The requester's packet assembly: headers and payload blocks at every
 	// start offset, back-pressure on both sides.
 	{"tx_assemble", func(*rand.Rand) cosimDUT { return newAsmDUT() }, true},
+	// The ICRC: transmit and receive packets of every header shape, with
+	// and without the VCRC room, gaps and out_ready stalling in phases.
+	{"icrc", func(r *rand.Rand) cosimDUT { return newICRCDUT(r) }, true},
 }
 
 // cosimLong is a cosimDUT whose case needs more cycles than cosimCycles:

@@ -32,6 +32,7 @@ var PrimitiveFiles = []string{
 	"ib_fc_codec.v",
 	"hca_tx_packetizer.v",
 	"hca_tx_assemble.v",
+	"ib_icrc.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -126,6 +126,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// Standalone until hca_transport's QP context drives it.
 		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (for hca_transport)", Instances: 1},
 		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (for hca_transport)", Instances: 1},
+		// Standalone too: the requester's ICRC, for hca_transport's transmit path.
+		{Module: "ib_icrc", Role: "HCA transmit ICRC (for hca_transport)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes

@@ -173,6 +173,10 @@ func TestReportYosys(t *testing.T) {
 	// two error flags 4; PktLen 11, the beat count 8, the CRC register 16,
 	// the VCRC-seen and -bad flags 2.
 	assert.Equal(t, 1+512+4+11+8+16+2, flops[synthKey("ib_vcrc", nil)])
+	// ib_icrc: the output register, valid 1 + data 512 + sop, eop and the
+	// two error flags 4; PktLen 11, the beat count 8, the CRC register 32,
+	// the ICRC-seen and -bad flags 2.
+	assert.Equal(t, 1+512+4+11+8+32+2, flops[synthKey("ib_icrc", nil)])
 	// ib_fc_codec: the encoder's register, valid 1 + the packet's 48 bits
 	// less Op (4 bits, always 0); the decoder's, valid 1 + Op 4 + FCTBS 12
 	// + VL 4 + FCCL 12 + the LPCRC flag 1.
