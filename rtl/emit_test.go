@@ -271,4 +271,3 @@ func TestHeaderRegenerate(t *testing.T) {
 	d.Overrides = nil
 	assert.Contains(t, Header(d, testVersion), "\n// Regenerate: hcasim rtl -config <that config> -o <dir>; edit")
 }
-
