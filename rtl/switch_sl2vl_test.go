@@ -190,6 +190,7 @@ func TestSwitchSL2VLCosim(t *testing.T) {
 		// on another VL.
 		m := regexp.MustCompile(`(?m)^FAIL: cycle \d+: (Fabric\.\w+\[\d+\]\.Port\[\d+\] \(sw\d+\.g_port\[\d+\], IB port \d+\)) source LID \d+: got packet (\d+) on VL (\d) \(LRH.VL (\d)\), want packet (\d+) on VL (\d)$`).FindStringSubmatch(out)
 		require.NotNil(t, m, out)
+		t.Log(m[0])
 		assert.Equal(t, m[2], m[5], "the same packet")
 		assert.NotEqual(t, m[3], m[6], "on another VL")
 		assert.Equal(t, 1, strings.Count(out, "FAIL"), "one line")
