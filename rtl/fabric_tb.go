@@ -99,9 +99,9 @@ func (r *txRecorder) Func(ctx sim.HookCtx) {
 	}
 }
 
-// CheckTestbenchConfig refuses, naming the key, a config whose run the
+// checkTestbenchConfig refuses, naming the key, a config whose run the
 // testbench cannot replay. Its errors are the user's.
-func CheckTestbenchConfig(c *fabric.Config) error {
+func checkTestbenchConfig(c *fabric.Config) error {
 	if c.Topology.Kind == "back-to-back" {
 		return fmt.Errorf("topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3 or file)")
 	}
@@ -120,7 +120,7 @@ func CheckTestbenchConfig(c *fabric.Config) error {
 // fails, which is reported as the run would report it.
 func BuildFabricTestbench(l *fabric.Loaded, d Design, maxPackets int, version string) (FabricTestbench, error) {
 	cfg := &l.Config
-	if err := CheckTestbenchConfig(cfg); err != nil {
+	if err := checkTestbenchConfig(cfg); err != nil {
 		return FabricTestbench{}, err
 	}
 	topo, sub, err := fabric.ConfigureFabric(cfg, cfg.Seed)

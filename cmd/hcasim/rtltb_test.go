@@ -63,6 +63,14 @@ func TestRTLTestbench(t *testing.T) {
 	// One switch: each packet leaves it once.
 	assert.Contains(t, out, "(25 packets, 25 switch sends checked;")
 
+	// An HCA workload whose trace file lies beside the shipped config:
+	// the run is loaded as hcasim runs it (rtlcmd's loadRTLRun). 400
+	// packets on a two-level fat tree, each leaving 1 or 3 switch ports.
+	code, out, errs = run("rtl", "-config", "examples/replay-halo.yaml", "--set", "sweep={}", "--set", "switch.queueing=fifo",
+		"-o", t.TempDir(), "--testbench")
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "(400 packets, 600 switch sends checked;")
+
 	code, out, errs = run(append(rtlTBConfig, "-o", a)...)
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "removed what an earlier run wrote there and this one does not: tb/fabric_tb.v, tb/run.sh\n")
