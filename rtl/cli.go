@@ -10,23 +10,55 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/configs"
+	"github.com/hcasim/hcasim/fabric"
 )
 
 // LoadFunc turns a config file plus --set overrides into a Design. Its errors
 // are the user's (a bad file, key or value): one line, naming the key.
 type LoadFunc func(path string, sets []string) (Design, error)
 
+// usage is the command line Main takes.
+const usage = "hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]..."
+
 // Main implements
 //
-//	hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...
+//	hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]...
 //
 // -o writes the Verilog tree into DIR; --report prints the resource report
 // (buffer SRAM, and Yosys cell and flop counts of the primitives) to stdout
 // and, with -o, also to DIR/resources.txt. At least one of the two is
-// required. version goes into every generated header. It returns the exit
+// required. --testbench runs the config's simulation and writes, into
+// DIR/tb, a self-checking testbench of the fabric's switches replaying the
+// first N (--testbench-packets) packets its hosts sent
+// (BuildFabricTestbench), and run.sh to run it. version goes into every generated header. It returns the exit
 // code: 0 success, 2 a user error (printed on one line to stderr), 1 an
 // internal error.
 func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc) int {
+	return MainWith(args, stdout, stderr, version, load, LoadRun)
+}
+
+// LoadRunFunc reads a config and its --set overrides as a run does, for
+// the run --testbench replays. Its errors are the user's.
+type LoadRunFunc func(path string, sets []string) (*fabric.Loaded, error)
+
+// LoadRun is the LoadRunFunc Main uses: the config (a path, or the name of
+// a shipped config) decoded and validated by fabric.Load. A file the
+// config names (workload.trace_file) is read relative to the working
+// directory; the CLI gives MainWith a loader that reads it beside the
+// config, as its runs do.
+func LoadRun(path string, sets []string) (*fabric.Loaded, error) {
+	data, err := config.ReadFile(path, configs.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	return fabric.Load(data, sets)
+}
+
+// MainWith is Main with the loader of the run --testbench replays.
+func MainWith(args []string, stdout, stderr io.Writer, version string, load LoadFunc, loadRun LoadRunFunc) int {
 	userErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "hcasim rtl: "+format+"\n", a...)
 		return 2
@@ -36,14 +68,16 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	configPath := fs.StringP("config", "c", "", "config file") // -c, as a run takes it
 	outDir := fs.StringP("out", "o", "", "output directory for the Verilog tree")
 	report := fs.Bool("report", false, "print the resource report")
+	testbench := fs.Bool("testbench", false, "write a self-checking fabric testbench into DIR/tb")
+	tbPackets := fs.Int("testbench-packets", DefaultTestbenchPackets, "packets the testbench's hosts inject")
 	var sets []string
 	fs.StringArrayVar(&sets, "set", nil, "override a config key (key=value), repeatable")
 	if err := fs.Parse(normalizeFlags(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprint(stdout, "usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...\n")
+			fmt.Fprint(stdout, "usage: "+usage+"\n")
 			return 0
 		}
-		return userErr("%v (usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...)", err)
+		return userErr("%v (usage: %s)", err, usage)
 	}
 	if fs.NArg() > 0 {
 		return userErr("unexpected argument %q (usage: hcasim rtl -config FILE [-o DIR] [--report])", fs.Arg(0))
@@ -53,6 +87,18 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	}
 	if *outDir == "" && !*report {
 		return userErr("nothing to do: give -o DIR to write Verilog, --report for resources, or both")
+	}
+	if *testbench && *outDir == "" {
+		return userErr("--testbench: needs -o DIR (the testbench goes into DIR/tb, beside the tree it tests)")
+	}
+	if fs.Changed("testbench-packets") {
+		if !*testbench {
+			return userErr("--testbench-packets: %d given without --testbench", *tbPackets)
+		}
+		if *tbPackets < 1 || *tbPackets > MaxTestbenchPackets {
+			return userErr("--testbench-packets: %d is outside 1..%d (packets the testbench's hosts inject; more take Icarus minutes per switch)",
+				*tbPackets, MaxTestbenchPackets)
+		}
 	}
 	d, err := load(*configPath, sets)
 	if err != nil {
@@ -66,6 +112,15 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 	// which config it is in.
 	if err := d.Validate(); err != nil {
 		return userErr("%s: %v", *configPath, err)
+	}
+	var tb FabricTestbench
+	if *testbench {
+		// Before anything is written: a config the testbench refuses
+		// leaves DIR as it was (and a sweep axis
+		// the RTL ignores is refused, not noted).
+		if tb, err = testbenchOf(loadRun, *configPath, sets, d, *tbPackets, version); err != nil {
+			return userErr("%s: %v", *configPath, oneLine(err))
+		}
 	}
 	switch len(d.SweepIgnored) {
 	case 0:
@@ -85,9 +140,23 @@ func Main(args []string, stdout, stderr io.Writer, version string, load LoadFunc
 			return userErr("-o: %v", oneLine(err))
 		}
 		fmt.Fprintf(stdout, "wrote %d Verilog files to %s (tops: %s)\n", len(files), *outDir, strings.Join(Tops, ", "))
+		if *testbench {
+			if err := writeTestbench(*outDir, tb.Files); err != nil {
+				return userErr("-o: %v", oneLine(err))
+			}
+			fmt.Fprintf(stdout, "wrote the testbench to %s (%d packets, %d switch sends checked; run: sh %s)\n",
+				filepath.Join(*outDir, "tb"), tb.Packets, tb.Sends, filepath.Join(*outDir, "tb", "run.sh"))
+		}
 		stale, err := removeStale(*outDir, files, *report)
 		if err != nil {
 			return userErr("-o: %v", oneLine(err))
+		}
+		if !*testbench {
+			more, err := removeStaleTestbench(*outDir)
+			if err != nil {
+				return userErr("-o: %v", oneLine(err))
+			}
+			stale = append(stale, more...)
 		}
 		if len(stale) > 0 {
 			fmt.Fprintf(stdout, "removed what an earlier run wrote there and this one does not: %s\n", strings.Join(stale, ", "))
@@ -205,4 +274,78 @@ func firstLine(path string) (string, error) {
 	}
 	line, _, _ := strings.Cut(string(buf[:n]), "\n")
 	return line, nil
+}
+
+// testbenchOf loads the config as a run does and builds its fabric
+// testbench (BuildFabricTestbench). A sweep axis the RTL ignores still
+// changes the run the testbench replays, so it is refused until pinned.
+func testbenchOf(loadRun LoadRunFunc, path string, sets []string, d Design, packets int, version string) (FabricTestbench, error) {
+	if len(d.SweepIgnored) > 0 {
+		a := d.SweepIgnored[0]
+		return FabricTestbench{}, fmt.Errorf("sweep.%s: the testbench replays one run, and this axis changes it; "+
+			"pin it with --set %s=VALUE (or drop the sweep with --set sweep={})", a, a)
+	}
+	l, err := loadRun(path, sets)
+	if err != nil {
+		return FabricTestbench{}, err
+	}
+	return BuildFabricTestbench(l, d, packets, version)
+}
+
+// writeTestbench writes the testbench's files (tb/...) under dir, run.sh
+// executable.
+func writeTestbench(dir string, files []File) error {
+	if err := os.MkdirAll(filepath.Join(dir, "tb"), 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(f.Name, ".sh") {
+			mode = 0o755
+		}
+		p := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(p, []byte(f.Text), mode); err != nil {
+			return err
+		}
+		// WriteFile keeps an existing file's mode.
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeStaleTestbench deletes the testbench an earlier --testbench run
+// wrote into dir/tb (files that start with its header), so that tb/run.sh
+// does not test this tree against another design's expectations. It
+// returns the names removed (tb/...).
+func removeStaleTestbench(dir string) ([]string, error) {
+	var removed []string
+	for _, name := range []string{TestbenchTop + ".v", "run.sh"} {
+		p := filepath.Join(dir, "tb", name)
+		head, err := firstLine(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		if name == "run.sh" {
+			// The shebang first: the header is the second line.
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return removed, err
+			}
+			_, rest, _ := strings.Cut(string(b), "\n")
+			head, _, _ = strings.Cut(rest, "\n")
+		}
+		if !strings.Contains(head, "Code generated by hcasim rtl --testbench ") {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, "tb/"+name)
+	}
+	return removed, nil
 }

@@ -61,7 +61,7 @@ func TestCLI(t *testing.T) {
 		{"overrides in header", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--set=switch.radix=9", "-o", filepath.Join(dir, "d")}, 0, "wrote 31", "", "d/switch_top.v", " --set switch.vls=1 --set switch.radix=9"},
 		{"missing config", []string{"-o", dir}, 2, "", "hcasim rtl: -config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", "", ""},
 		{"nothing to do", []string{"-config", "r7v2.yaml"}, 2, "", "hcasim rtl: nothing to do: give -o DIR to write Verilog, --report for resources, or both\n", "", ""},
-		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR] [--report] [--set key=value]...)\n", "", ""},
+		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]...)\n", "", ""},
 		{"loader error", []string{"-config", "nope.yaml", "-o", dir}, 2, "", "hcasim rtl: config: nope.yaml: no such file\n", "", ""},
 		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: r7v2.yaml: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", "", ""},
 		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", "", ""},

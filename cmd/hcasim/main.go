@@ -4,7 +4,7 @@
 //
 //	hcasim -config configs/ndr.yaml [--set key=value]... [--format table|csv|json] [--out DIR]
 //	hcasim diff GOLDEN NEW
-//	hcasim rtl -config FILE -o DIR [--report]
+//	hcasim rtl -config FILE -o DIR [--report] [--testbench [--testbench-packets N]]
 //	hcasim merge DIR...
 //	hcasim version | help
 //
@@ -129,6 +129,7 @@ Usage:
   hcasim -config FILE [flags]     run a design point, or the sweep the config describes
   hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
   hcasim rtl -config FILE -o DIR  export Verilog: primitives, key check, LFT, skeletons (--report for resources)
+                                  (--testbench: DIR/tb, a self-checking testbench of the fabric's switches)
   hcasim merge DIR... [--out DIR] [--format F]  merge sweep shard outputs into one result
   hcasim bench [--csv FILE] [--set k=v] [NAME...]  run the benchmark configs (configs/bench), append to a CSV
   hcasim version                  print the version
