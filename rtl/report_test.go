@@ -187,6 +187,14 @@ func TestReportYosys(t *testing.T) {
 	// blocks 2 x 512 with their starts 2 x 6 and its count 2; the output
 	// register, valid 1 + data 512 + sop and eop 2.
 	assert.Equal(t, (6+13+1+7+1)+(6+1)+(2*512+2*6+2)+(1+512+2), flops[synthKey("hca_tx_assemble", nil)])
+	// hca_tx_path: wiring only, no register of its own; its three blocks
+	// are black boxes, one cell each, and nothing else is left.
+	assert.Zero(t, flops[synthKey("hca_tx_path", nil)])
+	for _, c := range r.Cells {
+		if c.Module == "hca_tx_path" {
+			assert.Equal(t, 3, c.Cells, "hca_tx_path: its three blocks")
+		}
+	}
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)

@@ -140,16 +140,21 @@ tx_vl_waiting says which VLs have a packet ready whose length fits the VL's cred
 credit.Sender.CanSend); the packet may start on
 tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
-Written apart, not yet instantiated here: hca_tx_packetizer, the requester's packet headers (one
-message in: WR opcode, length, remote address and key, immediate, atomic operands, and the QP's
-DLID, SLID, SL, VL, remote QPN, first PSN, path MTU and hca.ack_req_every; one 512-bit header beat
-per packet out, LRH through the extension headers, with the payload's length and offset). It goes
-between the QP context and tx_*: this skeleton has no QP context to drive its msg_* from.
+Written apart, not yet instantiated here: hca_tx_path, the requester's transmit datapath
+(hca_tx_packetizer -> hca_tx_assemble -> ib_icrc: one message in on msg_*, WR opcode, length,
+remote address and key, immediate, atomic operands, and the QP's DLID, SLID, SL, VL, remote QPN,
+first PSN, path MTU and hca.ack_req_every; the message's payload as host blocks in on pay_*; the
+packets out, headers, payload, pad and ICRC, in ib_vcrc's beat format). It goes between the QP
+context and tx_*, and is not instantiated because nothing here can drive it yet: there is no QP
+context for msg_*, no payload reads or transmit buffer for pay_*, and no per-VL queue after it to
+give tx_vl_waiting a packet's length before tx_pick (instantiated on tied inputs it would be
+logic Yosys removes and a test that proves nothing).
 TODO: the QP context (path, PSNs, MTU) and the requester's state (which message is next, the PSNs
 a message takes, go-back-N resends from packet k and a READ's resend of the rest, which the
-packetizer does not do), instantiating hca_tx_packetizer on it, each packet's header beat merged
-with its payload (DMA client rd1) and the ICRC into tx_* beats (ib_link's ib_vcrc writes the
-VCRC), UD's SEND_ONLY with a DETH, the responder's state machine, payload writes (wr0), ACK/NAK
+packetizer does not do), the payload reads (DMA client rd1) into a transmit buffer
+(hca.tx_buffer_bytes) whose read side is hca_tx_path's pay_*, hca_tx_path instantiated on them,
+its packets queued per VL into tx_* (ib_link's ib_vcrc writes the VCRC), UD's SEND_ONLY with a
+DETH, the responder's state machine, payload writes (wr0), ACK/NAK
 and completions, RNR and retry timers.`,
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W"},
 		ports: []stubPort{
