@@ -287,41 +287,24 @@ func icrcDirected(r *rand.Rand) []icrcPacket {
 // and kind) into ib_icrc and expects each beat, a cycle after it is taken,
 // with the ICRC icrcExpect writes, and the errors with the last beat.
 // in_valid has gaps and out_ready stalls, each in phases.
-type icrcDUT struct {
-	queue []icrcPacket // packets still to send, the current one first
-	next  int          // beats of queue[0] taken
-	held  bool         // a beat was offered last cycle and not taken
-
-	outValid                     bool
-	outData                      []byte
-	outSop, outEop, outIE, outLE bool
-
-	c            int
-	pIn, pReady  float64
-	done         []icrcPacket // packets whose last beat was taken
-	stalledBeats int          // cycles a beat waited for out_ready
-	gaps         int          // cycles inside a packet with no beat offered
-}
+type icrcDUT struct{ crcStream[icrcPacket] }
 
 func newICRCDUT(r *rand.Rand) *icrcDUT {
-	return &icrcDUT{queue: icrcDirected(r), outData: make([]byte, BlockBytes)}
+	return &icrcDUT{newCRCStream(icrcDirected(r), func(p *icrcPacket) ([]byte, []byte, int, bool, bool) {
+		return p.in, p.want, p.beats, p.icrcErr, p.lenErr
+	}, randomICRCPacket)}
 }
 
 func (d *icrcDUT) module() string  { return "ib_icrc" }
-func (d *icrcDUT) files() []string { return []string{"ib_icrc.v"} }
+func (d *icrcDUT) files() []string { return d.crcStream.files("ib_icrc") }
 func (d *icrcDUT) params() []Param { return nil }
 func (d *icrcDUT) inputs() []Signal {
-	return []Signal{{Name: "in_valid", Width: 1}, {Name: "in_data", Width: 512}, {Name: "in_sop", Width: 1},
-		{Name: "in_eop", Width: 1}, {Name: "out_ready", Width: 1}}
+	in, _ := d.ports("out_icrc_err")
+	return in
 }
 func (d *icrcDUT) outputs() []Signal {
-	return []Signal{
-		{Name: "in_ready", Width: 1}, {Name: "out_valid", Width: 1},
-		{Name: "out_data", Width: 512, ValidWhen: "out_valid"}, {Name: "out_sop", Width: 1, ValidWhen: "out_valid"},
-		{Name: "out_eop", Width: 1, ValidWhen: "out_valid"},
-		{Name: "out_icrc_err", Width: 1, ValidWhen: "out_valid && out_eop"},
-		{Name: "out_len_err", Width: 1, ValidWhen: "out_valid && out_eop"},
-	}
+	_, out := d.ports("out_icrc_err")
+	return out
 }
 
 // randomICRCPacket draws the next packet: any opcode, a GRH half the time,
@@ -344,68 +327,6 @@ func randomICRCPacket(r *rand.Rand) icrcPacket {
 		kind = "long"
 	}
 	return newICRCPacket(r, p, kind, r.IntN(2) == 0)
-}
-
-func (d *icrcDUT) cycle(r *rand.Rand, in, out []Value) {
-	// Offers in at least half the cycles, so a seed's 3000 cycles carry
-	// the directed packets and a few hundred random ones.
-	pIn := max(phaseProb(r, d.c, &d.pIn), 0.5)
-	pReady := phaseProb(r, d.c, &d.pReady)
-	d.c++
-	ready := r.Float64() < pReady
-	valid := d.held || r.Float64() < pIn // an offered beat stays until taken
-	if len(d.queue) == 0 {
-		d.queue = append(d.queue, randomICRCPacket(r))
-	}
-	pk := &d.queue[0]
-	var data []byte
-	var sop, eop bool
-	if valid {
-		data = pk.in[d.next*BlockBytes : (d.next+1)*BlockBytes]
-		sop, eop = d.next == 0, d.next == pk.beats-1
-	} else {
-		if d.next > 0 {
-			d.gaps++
-		}
-		// Not valid: anything on the wires, which the block must ignore.
-		data = make([]byte, BlockBytes)
-		for i := range data {
-			data[i] = byte(r.Uint32())
-		}
-		sop, eop = r.IntN(2) == 0, r.IntN(2) == 0
-	}
-	in[0], in[1], in[2], in[3], in[4] = b2v(valid), bytesValue(data), b2v(sop), b2v(eop), b2v(ready)
-	// Outputs: the output register, as at the start of the cycle.
-	out[0], out[1] = b2v(ready), b2v(d.outValid)
-	out[2], out[3], out[4] = U(0), U(0), U(0)
-	out[5], out[6] = U(0), U(0)
-	if d.outValid {
-		out[2], out[3], out[4] = bytesValue(d.outData), b2v(d.outSop), b2v(d.outEop)
-		if d.outEop {
-			out[5], out[6] = b2v(d.outIE), b2v(d.outLE)
-		}
-	}
-	// The edge: the register moves when the consumer takes (in_ready = out_ready).
-	d.held = valid && !ready
-	if d.held {
-		d.stalledBeats++
-	}
-	if !ready {
-		return
-	}
-	d.outValid = valid
-	if !valid {
-		return
-	}
-	copy(d.outData, pk.want[d.next*BlockBytes:])
-	d.outSop, d.outEop = sop, eop
-	d.outIE, d.outLE = eop && pk.icrcErr, eop && pk.lenErr
-	d.next++
-	if eop {
-		d.done = append(d.done, *pk)
-		d.queue = d.queue[1:]
-		d.next = 0
-	}
 }
 
 // TestICRCStimulusCovers: per seed, every directed packet went through;

@@ -182,40 +182,24 @@ func vcrcDirected(r *rand.Rand) []vcrcPacket {
 // and the errors with the last beat. out_ready stalls in phases (a
 // transmit link's PCS) and is 1 for long stretches (receive has no
 // back-pressure and ties it to 1).
-type vcrcDUT struct {
-	queue []vcrcPacket // packets still to send, the current one first
-	next  int          // beats of queue[0] taken
-	held  bool         // a beat was offered last cycle and not taken
-
-	outValid                     bool
-	outData                      []byte
-	outSop, outEop, outVE, outLE bool
-
-	c            int
-	pIn, pReady  float64
-	done         []vcrcPacket // packets whose last beat was taken
-	stalledBeats int          // cycles a beat waited for out_ready
-}
+type vcrcDUT struct{ crcStream[vcrcPacket] }
 
 func newVCRCDUT(r *rand.Rand) *vcrcDUT {
-	return &vcrcDUT{queue: vcrcDirected(r), outData: make([]byte, BlockBytes)}
+	return &vcrcDUT{newCRCStream(vcrcDirected(r), func(p *vcrcPacket) ([]byte, []byte, int, bool, bool) {
+		return p.in, p.want, p.beats, p.vcrcErr, p.lenErr
+	}, randomVCRCPacket)}
 }
 
 func (d *vcrcDUT) module() string  { return "ib_vcrc" }
-func (d *vcrcDUT) files() []string { return []string{"ib_vcrc.v"} }
+func (d *vcrcDUT) files() []string { return d.crcStream.files("ib_vcrc") }
 func (d *vcrcDUT) params() []Param { return nil }
 func (d *vcrcDUT) inputs() []Signal {
-	return []Signal{{Name: "in_valid", Width: 1}, {Name: "in_data", Width: 512}, {Name: "in_sop", Width: 1},
-		{Name: "in_eop", Width: 1}, {Name: "out_ready", Width: 1}}
+	in, _ := d.ports("out_vcrc_err")
+	return in
 }
 func (d *vcrcDUT) outputs() []Signal {
-	return []Signal{
-		{Name: "in_ready", Width: 1}, {Name: "out_valid", Width: 1},
-		{Name: "out_data", Width: 512, ValidWhen: "out_valid"}, {Name: "out_sop", Width: 1, ValidWhen: "out_valid"},
-		{Name: "out_eop", Width: 1, ValidWhen: "out_valid"},
-		{Name: "out_vcrc_err", Width: 1, ValidWhen: "out_valid && out_eop"},
-		{Name: "out_len_err", Width: 1, ValidWhen: "out_valid && out_eop"},
-	}
+	_, out := d.ports("out_vcrc_err")
+	return out
 }
 
 // randomVCRCPacket draws the next packet: any opcode, a GRH half the time,
@@ -235,65 +219,6 @@ func randomVCRCPacket(r *rand.Rand) vcrcPacket {
 		kind = "long"
 	}
 	return newVCRCPacket(r, p, kind)
-}
-
-func (d *vcrcDUT) cycle(r *rand.Rand, in, out []Value) {
-	// Offers in at least half the cycles: a seed's 3000 cycles then carry
-	// a few hundred packets.
-	pIn := max(phaseProb(r, d.c, &d.pIn), 0.5)
-	pReady := phaseProb(r, d.c, &d.pReady)
-	d.c++
-	ready := r.Float64() < pReady
-	valid := d.held || r.Float64() < pIn // an offered beat stays until taken
-	if len(d.queue) == 0 {
-		d.queue = append(d.queue, randomVCRCPacket(r))
-	}
-	pk := &d.queue[0]
-	var data []byte
-	var sop, eop bool
-	if valid {
-		data = pk.in[d.next*BlockBytes : (d.next+1)*BlockBytes]
-		sop, eop = d.next == 0, d.next == pk.beats-1
-	} else {
-		// Not valid: anything on the wires, which the block must ignore.
-		data = make([]byte, BlockBytes)
-		for i := range data {
-			data[i] = byte(r.Uint32())
-		}
-		sop, eop = r.IntN(2) == 0, r.IntN(2) == 0
-	}
-	in[0], in[1], in[2], in[3], in[4] = b2v(valid), bytesValue(data), b2v(sop), b2v(eop), b2v(ready)
-	// Outputs: the output register, as at the start of the cycle.
-	out[0], out[1] = b2v(ready), b2v(d.outValid)
-	out[2], out[3], out[4] = U(0), U(0), U(0)
-	out[5], out[6] = U(0), U(0)
-	if d.outValid {
-		out[2], out[3], out[4] = bytesValue(d.outData), b2v(d.outSop), b2v(d.outEop)
-		if d.outEop {
-			out[5], out[6] = b2v(d.outVE), b2v(d.outLE)
-		}
-	}
-	// The edge: the register moves when the consumer takes (in_ready = out_ready).
-	d.held = valid && !ready
-	if d.held {
-		d.stalledBeats++
-	}
-	if !ready {
-		return
-	}
-	d.outValid = valid
-	if !valid {
-		return
-	}
-	copy(d.outData, pk.want[d.next*BlockBytes:])
-	d.outSop, d.outEop = sop, eop
-	d.outVE, d.outLE = eop && pk.vcrcErr, eop && pk.lenErr
-	d.next++
-	if eop {
-		d.done = append(d.done, *pk)
-		d.queue = d.queue[1:]
-		d.next = 0
-	}
 }
 
 // TestVCRCStimulusCovers: per seed, every directed packet went
