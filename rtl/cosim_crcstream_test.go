@@ -10,6 +10,8 @@ import "math/rand/v2"
 // what the packet wants there, and the errors with the last beat. Offers
 // come in at least half the cycles; out_ready stalls in phases.
 type crcStream[P any] struct {
+	mod, errPort string // the module, and the name of its error flag beside out_len_err
+
 	queue []P // packets still to send, the current one first
 	next  int // beats of queue[0] taken
 	held  bool
@@ -31,22 +33,26 @@ type crcStream[P any] struct {
 	gaps         int // cycles inside a packet with no beat offered
 }
 
-func newCRCStream[P any](queue []P, of func(*P) ([]byte, []byte, int, bool, bool), random func(*rand.Rand) P) crcStream[P] {
-	return crcStream[P]{queue: queue, of: of, random: random, outData: make([]byte, BlockBytes)}
+func newCRCStream[P any](mod, errPort string, queue []P, of func(*P) ([]byte, []byte, int, bool, bool),
+	random func(*rand.Rand) P) crcStream[P] {
+	return crcStream[P]{mod: mod, errPort: errPort, queue: queue, of: of, random: random, outData: make([]byte, BlockBytes)}
 }
 
-func (d *crcStream[P]) files(module string) []string { return []string{module + ".v"} }
-
-func (d *crcStream[P]) ports(errName string) (in, out []Signal) {
+func (d *crcStream[P]) module() string  { return d.mod }
+func (d *crcStream[P]) files() []string { return []string{d.mod + ".v"} }
+func (d *crcStream[P]) params() []Param { return nil }
+func (d *crcStream[P]) inputs() []Signal {
 	return []Signal{{Name: "in_valid", Width: 1}, {Name: "in_data", Width: 512}, {Name: "in_sop", Width: 1},
-			{Name: "in_eop", Width: 1}, {Name: "out_ready", Width: 1}},
-		[]Signal{
-			{Name: "in_ready", Width: 1}, {Name: "out_valid", Width: 1},
-			{Name: "out_data", Width: 512, ValidWhen: "out_valid"}, {Name: "out_sop", Width: 1, ValidWhen: "out_valid"},
-			{Name: "out_eop", Width: 1, ValidWhen: "out_valid"},
-			{Name: errName, Width: 1, ValidWhen: "out_valid && out_eop"},
-			{Name: "out_len_err", Width: 1, ValidWhen: "out_valid && out_eop"},
-		}
+		{Name: "in_eop", Width: 1}, {Name: "out_ready", Width: 1}}
+}
+func (d *crcStream[P]) outputs() []Signal {
+	return []Signal{
+		{Name: "in_ready", Width: 1}, {Name: "out_valid", Width: 1},
+		{Name: "out_data", Width: 512, ValidWhen: "out_valid"}, {Name: "out_sop", Width: 1, ValidWhen: "out_valid"},
+		{Name: "out_eop", Width: 1, ValidWhen: "out_valid"},
+		{Name: d.errPort, Width: 1, ValidWhen: "out_valid && out_eop"},
+		{Name: "out_len_err", Width: 1, ValidWhen: "out_valid && out_eop"},
+	}
 }
 
 func (d *crcStream[P]) cycle(r *rand.Rand, in, out []Value) {

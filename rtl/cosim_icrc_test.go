@@ -290,21 +290,9 @@ func icrcDirected(r *rand.Rand) []icrcPacket {
 type icrcDUT struct{ crcStream[icrcPacket] }
 
 func newICRCDUT(r *rand.Rand) *icrcDUT {
-	return &icrcDUT{newCRCStream(icrcDirected(r), func(p *icrcPacket) ([]byte, []byte, int, bool, bool) {
+	return &icrcDUT{newCRCStream("ib_icrc", "out_icrc_err", icrcDirected(r), func(p *icrcPacket) ([]byte, []byte, int, bool, bool) {
 		return p.in, p.want, p.beats, p.icrcErr, p.lenErr
 	}, randomICRCPacket)}
-}
-
-func (d *icrcDUT) module() string  { return "ib_icrc" }
-func (d *icrcDUT) files() []string { return d.crcStream.files("ib_icrc") }
-func (d *icrcDUT) params() []Param { return nil }
-func (d *icrcDUT) inputs() []Signal {
-	in, _ := d.ports("out_icrc_err")
-	return in
-}
-func (d *icrcDUT) outputs() []Signal {
-	_, out := d.ports("out_icrc_err")
-	return out
 }
 
 // randomICRCPacket draws the next packet: any opcode, a GRH half the time,

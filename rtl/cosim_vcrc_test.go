@@ -185,21 +185,9 @@ func vcrcDirected(r *rand.Rand) []vcrcPacket {
 type vcrcDUT struct{ crcStream[vcrcPacket] }
 
 func newVCRCDUT(r *rand.Rand) *vcrcDUT {
-	return &vcrcDUT{newCRCStream(vcrcDirected(r), func(p *vcrcPacket) ([]byte, []byte, int, bool, bool) {
+	return &vcrcDUT{newCRCStream("ib_vcrc", "out_vcrc_err", vcrcDirected(r), func(p *vcrcPacket) ([]byte, []byte, int, bool, bool) {
 		return p.in, p.want, p.beats, p.vcrcErr, p.lenErr
 	}, randomVCRCPacket)}
-}
-
-func (d *vcrcDUT) module() string  { return "ib_vcrc" }
-func (d *vcrcDUT) files() []string { return d.crcStream.files("ib_vcrc") }
-func (d *vcrcDUT) params() []Param { return nil }
-func (d *vcrcDUT) inputs() []Signal {
-	in, _ := d.ports("out_vcrc_err")
-	return in
-}
-func (d *vcrcDUT) outputs() []Signal {
-	_, out := d.ports("out_vcrc_err")
-	return out
 }
 
 // randomVCRCPacket draws the next packet: any opcode, a GRH half the time,
