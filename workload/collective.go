@@ -14,10 +14,11 @@ const (
 	CollAllToAll      = "alltoall"
 	CollAllGather     = "allgather"
 	CollReduceScatter = "reducescatter"
+	CollBroadcast     = "broadcast"
 )
 
 // Collectives lists the collective workload kinds.
-var Collectives = []string{CollAllReduce, CollAllToAll, CollAllGather, CollReduceScatter}
+var Collectives = []string{CollAllReduce, CollAllToAll, CollAllGather, CollReduceScatter, CollBroadcast}
 
 // NoWait marks a transfer that needs no earlier receive before it starts.
 const NoWait = -1
@@ -144,6 +145,27 @@ func RingAllGather(n int, bytes int64) (Schedule, error) {
 // (nccl's layout). Each rank sends (n−1)·S/n bytes.
 func RingReduceScatter(n int, bytes int64) (Schedule, error) {
 	return ringHalf(CollReduceScatter, n, bytes)
+}
+
+// RingBroadcast returns the ring broadcast of bytes bytes from rank 0 (nccl-
+// tests' broadcast, root 0) over n ranks: in step t = 0 … n−2 rank t sends
+// the whole buffer to rank t+1, which stores it in place; from step 1 a
+// rank forwards what it received in the step before, so the driver's
+// slices pipeline down the chain (NCCL's ring broadcast). Every rank but
+// the last sends S bytes.
+func RingBroadcast(n int, bytes int64) (Schedule, error) {
+	if err := checkCollective(CollBroadcast, n, bytes); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Op: CollBroadcast, Algorithm: AlgRing, Ranks: n, Bytes: bytes}
+	for t := 0; t < n-1; t++ {
+		wait := NoWait
+		if t > 0 {
+			wait = t - 1
+		}
+		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: t, Dst: t + 1, Bytes: bytes, WaitStep: wait}})
+	}
+	return s, nil
 }
 
 func ringHalf(op string, n int, bytes int64) (Schedule, error) {
@@ -431,7 +453,8 @@ func AlgBW(bytes int64, t ib.PS) float64 {
 
 // BusBWFactor is nccl-tests' correction from algorithm to bus bandwidth for
 // op over n ranks (NVIDIA/nccl-tests doc/PERFORMANCE.md, "Summary"):
-// all-reduce 2(n−1)/n; all-to-all, all-gather and reduce-scatter (n−1)/n. Bus bandwidth is comparable with
+// all-reduce 2(n−1)/n; all-to-all, all-gather and reduce-scatter (n−1)/n;
+// broadcast 1. Bus bandwidth is comparable with
 // the link rate whatever n: a perfect collective's busbw equals the rate of
 // each rank's link.
 func BusBWFactor(op string, n int) float64 {
@@ -440,6 +463,8 @@ func BusBWFactor(op string, n int) float64 {
 		return 2 * float64(n-1) / float64(n)
 	case CollAllToAll, CollAllGather, CollReduceScatter:
 		return float64(n-1) / float64(n)
+	case CollBroadcast:
+		return 1
 	}
 	panic(fmt.Sprintf("workload: BusBWFactor: %q is not a collective (%s)", op, strings.Join(Collectives, ", ")))
 }

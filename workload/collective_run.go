@@ -195,6 +195,8 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 		sched, err = RingAllGather(len(devs), run.Bytes)
 	case CollReduceScatter:
 		sched, err = RingReduceScatter(len(devs), run.Bytes)
+	case CollBroadcast:
+		sched, err = RingBroadcast(len(devs), run.Bytes)
 	default:
 		sched, err = AllToAll(len(devs), run.Bytes)
 	}
@@ -873,7 +875,8 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 
 // verify checks every rank's buffer: all-reduce, the elementwise uint8 sum
 // of every rank's initial data; reduce-scatter, that sum in the rank's own
-// block; all-gather, every block its owner's initial data; all-to-all, block i of rank j's receive
+// block; all-gather, every block its owner's initial data; broadcast, every
+// byte the root's (rank 0); all-to-all, block i of rank j's receive
 // buffer equal to block j of rank i's send buffer.
 func (c *collective) verify() {
 	n := len(c.ranks)
@@ -888,13 +891,13 @@ func (c *collective) verify() {
 		own := make([][]byte, n) // all-gather: each stream's chunk
 		for r := range streams {
 			streams[r] = c.rankStream(r)
-			if op == CollAllGather {
+			if op == CollAllGather || op == CollBroadcast && r == 0 {
 				own[r] = make([]byte, streamChunk)
 			}
 		}
 		block := size / int64(n) // all-gather and reduce-scatter: n whole blocks
-		if op == CollAllReduce {
-			block = size // one piece: every byte is the sum
+		if op == CollAllReduce || op == CollBroadcast {
+			block = size // one piece: every byte is the sum, or the root's
 		}
 		want, buf := make([]byte, streamChunk), make([]byte, streamChunk)
 		got := make([]byte, streamChunk)
@@ -911,8 +914,10 @@ func (c *collective) verify() {
 			clear(w)
 			for r := range streams {
 				b := streams[r].next(buf[:len(w)])
-				if op == CollAllGather {
-					copy(own[r], b)
+				if op == CollAllGather || op == CollBroadcast {
+					if own[r] != nil {
+						copy(own[r], b)
+					}
 					continue
 				}
 				for k, v := range b {
@@ -933,6 +938,8 @@ func (c *collective) verify() {
 					switch {
 					case op == CollAllGather:
 						exp = own[j][lo-off : hi-off]
+					case op == CollBroadcast:
+						exp = own[0][lo-off : hi-off]
 					case op == CollReduceScatter && j != int64(r):
 						lo = hi
 						continue
@@ -946,7 +953,7 @@ func (c *collective) verify() {
 			}
 		}
 		what := map[string]string{CollAllReduce: "after all-reduce, want the sum", CollReduceScatter: "after reduce-scatter, want the sum",
-			CollAllGather: "after all-gather, want its owner's"}[op]
+			CollAllGather: "after all-gather, want its owner's", CollBroadcast: "after broadcast, want the root's"}[op]
 		for r, d := range bad {
 			if d.at >= 0 {
 				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d %s %d", r, d.at, d.got, what, d.want))

@@ -153,7 +153,7 @@ func TestBandwidthDefinitions(t *testing.T) {
 	assert.Equal(t, 1.75, BusBWFactor(CollAllReduce, 8))
 	assert.Equal(t, 0.875, BusBWFactor(CollAllToAll, 8))
 	assert.Equal(t, 1.0, BusBWFactor(CollAllReduce, 2))
-	assert.Panics(t, func() { BusBWFactor("broadcast", 4) })
+	assert.Panics(t, func() { BusBWFactor("gather", 4) })
 	assert.Panics(t, func() { AlgBW(1, 0) })
 }
 
@@ -222,7 +222,8 @@ func followData(t *testing.T, s Schedule) {
 	}
 	// What each rank's byte must hold: all-reduce, every contribution once;
 	// reduce-scatter, that in the rank's own block (the rest is not
-	// checked); all-gather, the block owner's contribution alone.
+	// checked); all-gather, the block owner's contribution alone;
+	// broadcast, the root's (rank 0) alone.
 	block := s.Bytes / int64(n)
 	for i := range n {
 		for b := range size {
@@ -230,6 +231,8 @@ func followData(t *testing.T, s Schedule) {
 			switch s.Op {
 			case CollAllGather:
 				want[int64(b)/block] = 1
+			case CollBroadcast:
+				want[0] = 1
 			case CollReduceScatter:
 				if int64(b)/block != int64(i) {
 					continue
@@ -609,4 +612,30 @@ func TestRecursiveDoublingIdealTime(t *testing.T) {
 		}
 		assert.Equal(t, int64(logp)*size+map[bool]int64{true: size, false: 0}[p < n], s.Landing, "n %d: a landing place a step", n)
 	}
+}
+
+// TestRingBroadcast: n − 1 steps down the chain from rank 0, one transfer
+// each; every byte of every rank ends as the root's (followData), the
+// driver's waits safe whole and sliced. On idealTime's fabric (whole
+// transfers, each waiting for the one before) t = (n−1)·S·20 ps, so busbw
+// = algbw = S/t = 50/(n−1) GB/s: without slices a chain is n−1 times the
+// link time (the slices' pipeline is the fabric test's).
+func TestRingBroadcast(t *testing.T) {
+	for n := 2; n <= 9; n++ {
+		for _, size := range []int64{1, 1000} {
+			s, err := RingBroadcast(n, size)
+			require.NoError(t, err)
+			require.Len(t, s.Steps, n-1)
+			followData(t, s)
+			assertAsyncSafe(t, s, 0)
+			assertAsyncSafe(t, s, 37)
+		}
+		size := int64(1) << 20
+		s, err := RingBroadcast(n, size)
+		require.NoError(t, err)
+		got := idealTime(t, s, 20)
+		assert.Equal(t, ib.PS(int64(n-1)*size*20), got, "n %d", n)
+		assert.InDelta(t, 50.0/float64(n-1), s.BusBW(got), 1e-9, "n %d", n)
+	}
+	assert.Equal(t, 1.0, BusBWFactor(CollBroadcast, 8))
 }
