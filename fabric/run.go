@@ -351,7 +351,7 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 		m, err = runSynthetic(cfg, opts)
 	case "perftest":
 		m, err = runPerftest(cfg, opts)
-	case "allreduce", "alltoall", "allgather", "reducescatter", "broadcast":
+	case "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "reduce":
 		m, err = runCollective(cfg, opts)
 	case "replay":
 		m, err = runReplay(l, opts)

@@ -15,10 +15,11 @@ const (
 	CollAllGather     = "allgather"
 	CollReduceScatter = "reducescatter"
 	CollBroadcast     = "broadcast"
+	CollReduce        = "reduce"
 )
 
 // Collectives lists the collective workload kinds.
-var Collectives = []string{CollAllReduce, CollAllToAll, CollAllGather, CollReduceScatter, CollBroadcast}
+var Collectives = []string{CollAllReduce, CollAllToAll, CollAllGather, CollReduceScatter, CollBroadcast, CollReduce}
 
 // NoWait marks a transfer that needs no earlier receive before it starts.
 const NoWait = -1
@@ -164,6 +165,27 @@ func RingBroadcast(n int, bytes int64) (Schedule, error) {
 			wait = t - 1
 		}
 		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: t, Dst: t + 1, Bytes: bytes, WaitStep: wait}})
+	}
+	return s, nil
+}
+
+// RingReduce returns the ring reduce of bytes bytes to rank 0 (nccl-tests'
+// reduce, root 0) over n ranks: the broadcast's chain run backwards, in
+// step t = 0 … n−2 rank n−1−t sends its buffer to rank n−2−t, which adds it
+// into its own and forwards the sum in the next step; the driver's slices
+// pipeline up the chain. Rank 0 ends with the sum; the other ranks'
+// buffers hold partial sums. Every rank but the root sends S bytes.
+func RingReduce(n int, bytes int64) (Schedule, error) {
+	if err := checkCollective(CollReduce, n, bytes); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Op: CollReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes}
+	for t := 0; t < n-1; t++ {
+		wait := NoWait
+		if t > 0 {
+			wait = t - 1
+		}
+		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: n - 1 - t, Dst: n - 2 - t, Bytes: bytes, Reduce: true, WaitStep: wait}})
 	}
 	return s, nil
 }
@@ -454,7 +476,7 @@ func AlgBW(bytes int64, t ib.PS) float64 {
 // BusBWFactor is nccl-tests' correction from algorithm to bus bandwidth for
 // op over n ranks (NVIDIA/nccl-tests doc/PERFORMANCE.md, "Summary"):
 // all-reduce 2(n−1)/n; all-to-all, all-gather and reduce-scatter (n−1)/n;
-// broadcast 1. Bus bandwidth is comparable with
+// broadcast and reduce 1. Bus bandwidth is comparable with
 // the link rate whatever n: a perfect collective's busbw equals the rate of
 // each rank's link.
 func BusBWFactor(op string, n int) float64 {
@@ -463,7 +485,7 @@ func BusBWFactor(op string, n int) float64 {
 		return 2 * float64(n-1) / float64(n)
 	case CollAllToAll, CollAllGather, CollReduceScatter:
 		return float64(n-1) / float64(n)
-	case CollBroadcast:
+	case CollBroadcast, CollReduce:
 		return 1
 	}
 	panic(fmt.Sprintf("workload: BusBWFactor: %q is not a collective (%s)", op, strings.Join(Collectives, ", ")))

@@ -197,6 +197,8 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 		sched, err = RingReduceScatter(len(devs), run.Bytes)
 	case CollBroadcast:
 		sched, err = RingBroadcast(len(devs), run.Bytes)
+	case CollReduce:
+		sched, err = RingReduce(len(devs), run.Bytes)
 	default:
 		sched, err = AllToAll(len(devs), run.Bytes)
 	}
@@ -876,8 +878,9 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 // verify checks every rank's buffer: all-reduce, the elementwise uint8 sum
 // of every rank's initial data; reduce-scatter, that sum in the rank's own
 // block; all-gather, every block its owner's initial data; broadcast, every
-// byte the root's (rank 0); all-to-all, block i of rank j's receive
-// buffer equal to block j of rank i's send buffer.
+// byte the root's (rank 0); reduce, the sum at the root (rank 0);
+// all-to-all, block i of rank j's receive buffer equal to block j of rank
+// i's send buffer.
 func (c *collective) verify() {
 	n := len(c.ranks)
 	size := c.sched.Bytes
@@ -896,7 +899,7 @@ func (c *collective) verify() {
 			}
 		}
 		block := size / int64(n) // all-gather and reduce-scatter: n whole blocks
-		if op == CollAllReduce || op == CollBroadcast {
+		if op == CollAllReduce || op == CollBroadcast || op == CollReduce {
 			block = size // one piece: every byte is the sum, or the root's
 		}
 		want, buf := make([]byte, streamChunk), make([]byte, streamChunk)
@@ -925,8 +928,8 @@ func (c *collective) verify() {
 				}
 			}
 			for r, rk := range c.ranks {
-				if bad[r].at >= 0 {
-					continue
+				if bad[r].at >= 0 || op == CollReduce && r != 0 {
+					continue // a reduce's result is the root's alone
 				}
 				g := got[:len(w)]
 				rk.dev.Mem.Read(rk.src+uint64(off), g)
@@ -953,7 +956,8 @@ func (c *collective) verify() {
 			}
 		}
 		what := map[string]string{CollAllReduce: "after all-reduce, want the sum", CollReduceScatter: "after reduce-scatter, want the sum",
-			CollAllGather: "after all-gather, want its owner's", CollBroadcast: "after broadcast, want the root's"}[op]
+			CollAllGather: "after all-gather, want its owner's", CollBroadcast: "after broadcast, want the root's",
+			CollReduce: "after reduce, want the sum"}[op]
 		for r, d := range bad {
 			if d.at >= 0 {
 				c.errs = append(c.errs, fmt.Sprintf("rank %d: byte %d is %d %s %d", r, d.at, d.got, what, d.want))

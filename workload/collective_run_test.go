@@ -80,13 +80,13 @@ func TestCollectiveVerifierCatchesCorruptionOfTheHalves(t *testing.T) {
 	// overwritten by rank 1's (block 2 is rank 2's own, and a change there
 	// reaches every rank); in a reduce-scatter it adds into block 1, which
 	// rank 1 ends with. A broadcast overwrites rank 2's buffer with the
-	// root's: its change is gone.
+	// root's: its change is gone. A reduce adds it into the root's sum.
 	for _, tc := range []struct {
 		op   string
 		at   uint64
 		want int
 	}{{CollAllGather, 1024 + 100, 0}, {CollAllGather, 2*1024 + 100, 4}, {CollReduceScatter, 1024 + 100, 1}, {CollReduceScatter, 100, 1},
-		{CollBroadcast, 100, 0}} {
+		{CollBroadcast, 100, 0}, {CollReduce, 100, 1}} {
 		s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
 		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: tc.op, Bytes: 4096, MTU: 4096, Seed: 7})
 		require.NoError(t, err)
@@ -230,7 +230,7 @@ func TestCollectiveRunValidate(t *testing.T) {
 		run  CollectiveRun
 		want string
 	}{
-		{CollectiveRun{Op: "bcast", Bytes: 8, MTU: 4096}, `workload.kind: "bcast" is not a collective (allreduce, alltoall, allgather, reducescatter, broadcast)`},
+		{CollectiveRun{Op: "bcast", Bytes: 8, MTU: 4096}, `workload.kind: "bcast" is not a collective (allreduce, alltoall, allgather, reducescatter, broadcast, reduce)`},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 0, MTU: 4096}, "workload.size: 0 is out of range for a collective (1 to 1073741824 bytes)"},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 3000}, "link.mtu: 3000 is not an IB MTU (256, 512, 1024, 2048, 4096)"},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, SliceBytes: -1}, "workload.slice_bytes: -1 is out of range (0 for 524288, up to 1073741824)"},

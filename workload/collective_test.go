@@ -223,9 +223,13 @@ func followData(t *testing.T, s Schedule) {
 	// What each rank's byte must hold: all-reduce, every contribution once;
 	// reduce-scatter, that in the rank's own block (the rest is not
 	// checked); all-gather, the block owner's contribution alone;
-	// broadcast, the root's (rank 0) alone.
+	// broadcast, the root's (rank 0) alone; reduce, every contribution once
+	// at the root (the others hold partial sums).
 	block := s.Bytes / int64(n)
 	for i := range n {
+		if s.Op == CollReduce && i != 0 {
+			continue // a reduce's result is the root's alone
+		}
 		for b := range size {
 			want := make([]int, n)
 			switch s.Op {
@@ -614,28 +618,34 @@ func TestRecursiveDoublingIdealTime(t *testing.T) {
 	}
 }
 
-// TestRingBroadcast: n − 1 steps down the chain from rank 0, one transfer
-// each; every byte of every rank ends as the root's (followData), the
-// driver's waits safe whole and sliced. On idealTime's fabric (whole
-// transfers, each waiting for the one before) t = (n−1)·S·20 ps, so busbw
-// = algbw = S/t = 50/(n−1) GB/s: without slices a chain is n−1 times the
-// link time (the slices' pipeline is the fabric test's).
-func TestRingBroadcast(t *testing.T) {
-	for n := 2; n <= 9; n++ {
-		for _, size := range []int64{1, 1000} {
-			s, err := RingBroadcast(n, size)
+// TestRingChains: broadcast and reduce take n − 1 steps along the chain
+// (down from rank 0, up to it), one transfer each; every byte ends as the
+// operation defines it (followData: the root's everywhere; the sum at the
+// root), the driver's waits safe whole and sliced. On idealTime's fabric
+// (whole transfers, each waiting for the one before) t = (n−1)·S·20 ps, so
+// busbw = algbw = S/t = 50/(n−1) GB/s: without slices a chain is n−1 times
+// the link time (the slices' pipeline is the fabric test's).
+func TestRingChains(t *testing.T) {
+	for _, tc := range []struct {
+		op    string
+		build func(int, int64) (Schedule, error)
+	}{{CollBroadcast, RingBroadcast}, {CollReduce, RingReduce}} {
+		for n := 2; n <= 9; n++ {
+			for _, size := range []int64{1, 1000} {
+				s, err := tc.build(n, size)
+				require.NoError(t, err)
+				require.Len(t, s.Steps, n-1)
+				followData(t, s)
+				assertAsyncSafe(t, s, 0)
+				assertAsyncSafe(t, s, 37)
+			}
+			size := int64(1) << 20
+			s, err := tc.build(n, size)
 			require.NoError(t, err)
-			require.Len(t, s.Steps, n-1)
-			followData(t, s)
-			assertAsyncSafe(t, s, 0)
-			assertAsyncSafe(t, s, 37)
+			got := idealTime(t, s, 20)
+			assert.Equal(t, ib.PS(int64(n-1)*size*20), got, "%s n %d", tc.op, n)
+			assert.InDelta(t, 50.0/float64(n-1), s.BusBW(got), 1e-9, "%s n %d", tc.op, n)
 		}
-		size := int64(1) << 20
-		s, err := RingBroadcast(n, size)
-		require.NoError(t, err)
-		got := idealTime(t, s, 20)
-		assert.Equal(t, ib.PS(int64(n-1)*size*20), got, "n %d", n)
-		assert.InDelta(t, 50.0/float64(n-1), s.BusBW(got), 1e-9, "n %d", n)
+		assert.Equal(t, 1.0, BusBWFactor(tc.op, 8))
 	}
-	assert.Equal(t, 1.0, BusBWFactor(CollBroadcast, 8))
 }

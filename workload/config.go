@@ -12,7 +12,8 @@ type Config struct {
 	// Kind selects the driver: stream (one link, back to back), perftest
 	// (RDMA verbs tests on HCAs), or a synthetic pattern on packet
 	// endpoints: uniform, permutation, shift, bitcomp, hotspot, incast;
-	// collectives: allreduce, alltoall, allgather, reducescatter, broadcast.
+	// collectives: allreduce, alltoall, allgather, reducescatter, broadcast,
+	// reduce.
 	Kind string `yaml:"kind"`
 	// Size is the payload in bytes of each message (perftest, collectives)
 	// or packet (stream and synthetic patterns).
@@ -92,7 +93,7 @@ type Config struct {
 }
 
 // Kinds lists every workload kind.
-var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "replay"}
+var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "reduce", "replay"}
 
 // Defaults returns the workload defaults: a saturating 4 KiB stream.
 func Defaults() Config {
