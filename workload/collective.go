@@ -55,7 +55,7 @@ type Transfer struct {
 // write, starting one when its WaitStep transfer has landed; the collective
 // ends when the last transfer lands at every rank.
 type Schedule struct {
-	Op    string // allreduce | alltoall
+	Op    string // one of Collectives
 	Ranks int
 	// Bytes is the collective's size S as nccl-tests reports it: the
 	// per-rank buffer (all-reduce: the array reduced; all-to-all: the whole

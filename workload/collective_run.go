@@ -25,10 +25,12 @@ import (
 // not modelled further.
 const DefaultSliceBytes = 512 << 10
 
-// CollectiveRun is one collective (ring all-reduce or all-to-all) over RDMA
-// WRITEs with immediate on HCAs already attached to a fabric.
+// CollectiveRun is one collective (Collectives: an all-reduce by one of
+// AllReduceAlgorithms, all-to-all, all-gather, reduce-scatter, broadcast or
+// reduce) over RDMA WRITEs with immediate on HCAs already attached to a
+// fabric.
 type CollectiveRun struct {
-	Op    string // allreduce | alltoall
+	Op    string // one of Collectives
 	Bytes int64  // the collective's size S per rank, as nccl-tests' size
 	MTU   int    // path MTU of every connection
 	// SliceBytes is the largest RDMA WRITE; longer transfers are cut into
@@ -304,9 +306,14 @@ func checkHostBytes(s Schedule) error {
 		return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (2 × size per rank), more than the %d one run may hold (a model limit: every byte is stored and checked); %d bytes or less fits",
 			s.Bytes, s.Ranks, need, int64(MaxCollectiveHostBytes), MaxCollectiveHostBytes/(2*int64(s.Ranks)))
 	}
-	// Rabenseifner's folded ranks land a whole vector and then their halves:
-	// the landing area is not a fixed multiple of the size, so the size
-	// that fits is scaled from this one, rounded down.
+	if s.Landing == 0 { // all-gather, broadcast: peers write into the data itself
+		return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (size per rank), more than the %d one run may hold (a model limit: every byte is stored and checked); %d bytes or less fits",
+			s.Bytes, s.Ranks, need, int64(MaxCollectiveHostBytes), MaxCollectiveHostBytes/int64(s.Ranks))
+	}
+	// The MPI all-reduces land a step's receive in a place of its own
+	// (Rabenseifner's halves, recursive doubling's whole vectors, a folded
+	// rank's vector first): the landing area is not a fixed multiple of the
+	// size, so the size that fits is scaled from this one, rounded down.
 	fits := int64(float64(MaxCollectiveHostBytes) / float64(need) * float64(s.Bytes))
 	return fmt.Errorf("workload.size: %d bytes over %d ranks needs %d bytes of simulated host memory (size + %d bytes of landing area per rank, workload.algorithm %s), more than the %d one run may hold (a model limit: every byte is stored and checked); about %d bytes or less fits",
 		s.Bytes, s.Ranks, need, s.Landing, s.Algorithm, int64(MaxCollectiveHostBytes), fits)

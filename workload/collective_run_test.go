@@ -274,6 +274,15 @@ func TestCollectiveHostMemoryLimit(t *testing.T) {
 	sched, err = AllToAll(4, 1<<30+4)
 	require.NoError(t, err)
 	assert.Error(t, checkHostBytes(sched), "2 × (2^30 + 4) × 4 bytes is over")
+	// An all-gather lands in the data itself: S per rank. 16 ranks of
+	// 1 GiB need 2^34 bytes; 2^33 / 16 = 2^29 fits.
+	sched, err = RingAllGather(16, 1<<30)
+	require.NoError(t, err)
+	assert.EqualError(t, checkHostBytes(sched), "workload.size: 1073741824 bytes over 16 ranks needs 17179869184 bytes of simulated host memory "+
+		"(size per rank), more than the 8589934592 one run may hold (a model limit: every byte is stored and checked); 536870912 bytes or less fits")
+	sched, err = RingAllGather(8, 1<<30)
+	require.NoError(t, err)
+	assert.NoError(t, checkHostBytes(sched), "8 ranks of 1 GiB: exactly 2^33")
 }
 
 func TestCollectiveWriteLimit(t *testing.T) {
