@@ -43,12 +43,18 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	csvPath := fs.String("csv", "bench-results.csv", "")
 	var sets []string
 	fs.StringArrayVar(&sets, "set", nil, "")
+	scale := fs.IntSlice("scale", nil, "")
+	windowList := fs.IntSlice("windows", []int{10000, 30000}, "")
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stdout, benchUsage)
 			return 0
 		}
 		return fail(stderr, userErrorf("bench: %v (%s)", err, benchUsageLine))
+	}
+	windows, err := checkScaleFlags(*scale, *windowList, fs.Changed("windows"), fs.NArg())
+	if err != nil {
+		return fail(stderr, err)
 	}
 	var shipped []string // the shipped benchmarks' short names
 	for _, n := range configs.Names() {
@@ -80,10 +86,26 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	var pts []scalePoint
+	if len(*scale) > 0 {
+		if pts, err = scalePoints(fs.Arg(0), names[0], sets, *scale, windows); err != nil {
+			return fail(stderr, err)
+		}
+	}
 	// The CSV is appended to after the runs; an unwritable path is refused
 	// now, not once their time is spent.
 	if err := checkAppendable(*csvPath); err != nil {
 		return fail(stderr, err)
+	}
+	if pts != nil {
+		if _, err := readCSVHistory(*csvPath); err != nil {
+			return fail(stderr, err)
+		}
+		rows, code := benchScale(self, fs.Arg(0), names[0], pts, windows, stdout, stderr)
+		if err := appendCSV(*csvPath, rows); err != nil {
+			return fail(stderr, userErrorf("--csv: %v", err))
+		}
+		return code
 	}
 	t := tablewriter.NewTable(stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("benchmark", "wall_s", "cpu_s", "sim_time_ns", "events", "block_hops_per_s", "packets_per_s", "peak_mem_mib", "cpu_vs_last")
@@ -94,7 +116,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	var rows [][]string
 	code := 0
 	for _, name := range names {
-		row, err := runBench(self, name, sets)
+		row, _, err := runBench(self, name, sets)
 		var bad *childUserError
 		switch {
 		case errors.As(err, &bad):
@@ -180,10 +202,10 @@ func checkBenchConfig(name, path string, sets []string) error {
 	return nil
 }
 
-// runBench runs one benchmark in a child process and returns its CSV row:
-// date, version, name, wall, CPU, sim time, events, block-hops/s, packets/s,
-// MiB.
-func runBench(self, name string, sets []string) ([]string, error) {
+// runBench runs one benchmark in a child process and returns its CSV row
+// (date, version, name, wall, CPU, sim time, events, block-hops/s,
+// packets/s, MiB) and the run's 64-byte block-hops.
+func runBench(self, name string, sets []string) ([]string, float64, error) {
 	args := []string{"-config", name, "--format", "json", "--quiet"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
@@ -197,17 +219,17 @@ func runBench(self, name string, sets []string) ([]string, error) {
 	if err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 2 && msg != "" {
-			return nil, &childUserError{line: msg}
+			return nil, 0, &childUserError{line: msg}
 		}
-		return nil, fmt.Errorf("%v: %s", err, msg)
+		return nil, 0, fmt.Errorf("%v: %s", err, msg)
 	}
 	var res report.Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return nil, fmt.Errorf("no result: %v", err)
+		return nil, 0, fmt.Errorf("no result: %v", err)
 	}
 	if len(res.Points) != 1 {
 		// checkBenchConfig refuses sweeps: this is our bug.
-		return nil, fmt.Errorf("the run printed %d points, not one", len(res.Points))
+		return nil, 0, fmt.Errorf("the run printed %d points, not one", len(res.Points))
 	}
 	m := res.Points[0].Metrics
 	num := func(k string) float64 {
@@ -234,7 +256,7 @@ func runBench(self, name string, sets []string) ([]string, error) {
 		time.Now().UTC().Format(time.RFC3339), revision(), strings.TrimSuffix(filepath.Base(name), ".yaml"),
 		f(wall), f(cpu), f(num("sim_time_ns")), f(num("events")),
 		f(num("block_hops") / simWall), f(packets / simWall), f(float64(rssKiB) / 1024),
-	}, nil
+	}, num("block_hops"), nil
 }
 
 // childUserError is a benchmark run that exited 2: bad input, which its
@@ -243,7 +265,7 @@ type childUserError struct{ line string }
 
 func (e *childUserError) Error() string { return e.line }
 
-const benchUsageLine = "usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]..."
+const benchUsageLine = "usage: hcasim bench [NAME...] [--csv FILE] [--set key=value]... [--scale H,H,... [--windows A,B]]"
 
 const benchUsage = benchUsageLine + `
 
@@ -256,6 +278,14 @@ the CSV when that row did the same work.
 
       --csv FILE        append one row per benchmark (default bench-results.csv)
       --set key=value   override a config key in every benchmark (repeatable)
+      --scale H,H,...   how cost grows with the fabric: run one benchmark at
+                        each number of hosts (topology.hosts; a fat-tree-2
+                        benchmark takes a third level where two cannot reach
+                        them), each with two measurement windows, and print
+                        the CPU time per 64-byte block-hop between the two
+                        (set-up cancels out) and its ratio to the first size
+      --windows A,B     the two workload.measure_ns of --scale, in ns
+                        (default 10000,30000)
 
 A NAME without '/' is a shipped benchmark when it is one's name without
 .yaml (switch16-uniform-50), else a file in the current directory when there
