@@ -8,7 +8,8 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
-// DiffOptions tune what counts as the same event.
+// DiffOptions tune what counts as the same event, and how hcasim diff
+// writes its report.
 type DiffOptions struct {
 	// TolerancePS is how far apart, in picoseconds, two events' times may be
 	// and still match. 0 demands the same picosecond.
@@ -20,6 +21,8 @@ type DiffOptions struct {
 	IgnoreKinds []components.TraceKind
 	// Context is how many events before the first divergence to show per side.
 	Context int
+	// JSON: hcasim diff writes its report as JSON (WriteDiffJSON).
+	JSON bool
 }
 
 // Mismatch kinds of a Divergence.

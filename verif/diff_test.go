@@ -2,6 +2,8 @@ package verif
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -213,6 +215,9 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"absent field", []string{golden, changed, "--fields", "bogus"}, ExitError, "", `--fields: "bogus" is in no event of either trace (fields present: avail, bytes, cap, psn, qpn, status, vl, wqe)`},
 		{"present field", []string{golden, changed, "--fields", "bytes"}, ExitEquivalent, "EQUIVALENT: 6 matched", ""},
 		{"bad flag", []string{golden, same, "--frobnicate"}, ExitError, "", "frobnicate"},
+		{"bad format", []string{golden, same, "--format", "xml"}, ExitError, "", `--format: "xml" is not a report format (text, json)`},
+		{"json equivalent", []string{golden, same, "--format", "json"}, ExitEquivalent, `"verdict": "EQUIVALENT"`, ""},
+		{"json different", []string{golden, changed, "--format", "json"}, ExitDifferent, `"verdict": "DIFFERENT"`, ""},
 		{"help", []string{"--help"}, 0, "usage: hcasim diff GOLDEN NEW", ""},
 	}
 	for _, c := range cases {
@@ -234,6 +239,74 @@ func TestDiffMainExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDiffJSON: --format json carries what the text report says, for a
+// program: the verdict and counts, the first divergence with both events
+// (their lines, times, fields typed as the trace has them, and text) and
+// the context before them, the per-stream counts, and the notes. Both
+// files' psn=7 became 8 on two lines (the tx_start and tx_end of vl=1),
+// so stream "H.Port[0] vl=1" has 2 differing events and the others match
+// (4 events).
+func TestDiffJSON(t *testing.T) {
+	g := mustTrace(t, baseTrace)
+	n := mustTrace(t, strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	n.Header.Seed = g.Header.Seed + 1
+	var out bytes.Buffer
+	require.NoError(t, WriteDiffJSON(&out, g, n, Diff(g, n, DiffOptions{Context: 1})))
+	var r struct {
+		Verdict                            string
+		Matched, Missing, Extra, Differing int
+		Notes                              []string
+		First                              struct {
+			Stream, What, Reason string
+			Golden, New          struct {
+				Line   int
+				TimePS int64 `json:"time_ps"`
+				Path   string
+				Kind   string
+				Fields map[string]any
+				Text   string
+			}
+			GoldenContext []struct{ Line int } `json:"golden_context"`
+		} `json:"first_divergence"`
+		Streams []struct {
+			Stream    string
+			Matched   int
+			Differing int
+		}
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r), out.String())
+	assert.Equal(t, "DIFFERENT", r.Verdict)
+	assert.Equal(t, []int{4, 0, 0, 2}, []int{r.Matched, r.Missing, r.Extra, r.Differing})
+	assert.Equal(t, "H.Port[0] vl=1", r.First.Stream)
+	assert.Equal(t, DivDiffering, r.First.What)
+	assert.Equal(t, "field psn: golden 7, new 8", r.First.Reason)
+	assert.Equal(t, 5, r.First.Golden.Line)
+	assert.Equal(t, int64(34920), r.First.Golden.TimePS)
+	assert.Equal(t, "H.Port[0]", r.First.Golden.Path)
+	assert.Equal(t, "tx_start", r.First.Golden.Kind)
+	assert.Equal(t, map[string]any{"vl": 1.0, "psn": 7.0, "bytes": 106.0}, r.First.Golden.Fields)
+	assert.Equal(t, 8.0, r.First.New.Fields["psn"])
+	assert.Equal(t, "34920 H.Port[0] tx_start vl=1 psn=8 bytes=106", r.First.New.Text)
+	require.Len(t, r.First.GoldenContext, 2, "one event of context, and the divergent one")
+	assert.Equal(t, 4, r.First.GoldenContext[0].Line)
+	var differing int
+	for _, s := range r.Streams {
+		differing += s.Differing
+		if s.Stream == "H.Port[0] vl=1" {
+			assert.Equal(t, 2, s.Differing)
+		}
+	}
+	assert.Equal(t, 2, differing)
+	assert.Contains(t, r.Notes, fmt.Sprintf("note: seed differs: golden %d, new %d", g.Header.Seed, n.Header.Seed))
+
+	// Equivalent traces: no divergence (null), every event matched.
+	out.Reset()
+	require.NoError(t, WriteDiffJSON(&out, g, g, Diff(g, g, DiffOptions{})))
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	assert.Equal(t, "EQUIVALENT", r.Verdict)
+	assert.Contains(t, out.String(), `"first_divergence": null`)
 }
 
 func TestDiffReportShowsContextAndTable(t *testing.T) {

@@ -34,9 +34,10 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	fields := fs.StringSlice("fields", nil, "compare only these fields (default: all); kind and time are always compared")
 	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
 	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
+	format := fs.String("format", "text", "report format: text, or json (for a CI job to read)")
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
-			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--context N]")
+			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--context N] [--format text|json]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return ExitEquivalent // asked for help, got it
@@ -56,6 +57,10 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hcasim diff: --context: %d is negative (allowed: 0 or more)\n", *ctxN)
 		return ExitError
 	}
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(stderr, "hcasim diff: --format: %q is not a report format (text, json)\n", *format)
+		return ExitError
+	}
 	kinds, err := parseKinds(*ignore)
 	if err != nil {
 		fmt.Fprintf(stderr, "hcasim diff: --ignore-kinds: %v\n", err)
@@ -67,7 +72,7 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 	}
-	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Context: *ctxN}
+	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Context: *ctxN, JSON: *format == "json"}
 	var files [2]*os.File
 	for i := range files {
 		f, err := os.Open(fs.Arg(i))
@@ -87,7 +92,7 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 // again from the start, kept compactly (readDiffTrace).
 func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
 	if res, ga, gb, ok := identical(a, b, opt); ok {
-		WriteDiffReport(stdout, &Trace{Header: ga}, &Trace{Header: gb}, res)
+		writeReport(stdout, &Trace{Header: ga}, &Trace{Header: gb}, res, opt)
 		if res.Equivalent() {
 			return ExitEquivalent
 		}
@@ -129,11 +134,20 @@ func diffWhole(a, b io.Reader, nameA, nameB string, sizes [2]int, opt DiffOption
 		return ExitError
 	}
 	res := diffTraces(golden, neu, opt)
-	WriteDiffReport(stdout, &Trace{Header: golden.Header}, &Trace{Header: neu.Header}, res)
+	writeReport(stdout, &Trace{Header: golden.Header}, &Trace{Header: neu.Header}, res, opt)
 	if res.Equivalent() {
 		return ExitEquivalent
 	}
 	return ExitDifferent
+}
+
+// writeReport writes res as text or, with opt.JSON, as JSON.
+func writeReport(w io.Writer, golden, neu *Trace, res *DiffResult, opt DiffOptions) {
+	if opt.JSON {
+		_ = WriteDiffJSON(w, golden, neu, res)
+		return
+	}
+	WriteDiffReport(w, golden, neu, res)
 }
 
 // WriteDiffReport prints res: verdict, header notes, first divergence with
@@ -146,14 +160,8 @@ func WriteDiffReport(w io.Writer, golden, neu *Trace, res *DiffResult) {
 	}
 	fmt.Fprintf(w, "%s: %d matched, %d missing, %d extra, %d differing in %d streams\n",
 		verdict, t.Matched, t.Missing, t.Extra, t.Differing, len(res.Streams))
-	if t.Matched == 0 {
-		fmt.Fprintln(w, "no event matched: a comparison that matches nothing is never equivalent")
-	}
-	if golden.Header.Config != neu.Header.Config {
-		fmt.Fprintf(w, "note: config differs: golden %s, new %s\n", golden.Header.Config, neu.Header.Config)
-	}
-	if golden.Header.Seed != neu.Header.Seed {
-		fmt.Fprintf(w, "note: seed differs: golden %d, new %d\n", golden.Header.Seed, neu.Header.Seed)
+	for _, n := range diffNotes(golden, neu, res) {
+		fmt.Fprintln(w, n)
 	}
 	if d := res.First; d != nil {
 		fmt.Fprintf(w, "\nfirst divergence: stream %q: %s", d.Stream, d.What)
@@ -176,6 +184,22 @@ func WriteDiffReport(w io.Writer, golden, neu *Trace, res *DiffResult) {
 	}
 	fmt.Fprintf(tw, "TOTAL\t%d\t%d\t%d\t%d\t\n", t.Matched, t.Missing, t.Extra, t.Differing)
 	tw.Flush()
+}
+
+// diffNotes are the report's remarks beside the verdict: a comparison
+// that matched nothing, configs or seeds that differ.
+func diffNotes(golden, neu *Trace, res *DiffResult) []string {
+	notes := []string{}
+	if res.Total.Matched == 0 {
+		notes = append(notes, "no event matched: a comparison that matches nothing is never equivalent")
+	}
+	if golden.Header.Config != neu.Header.Config {
+		notes = append(notes, fmt.Sprintf("note: config differs: golden %s, new %s", golden.Header.Config, neu.Header.Config))
+	}
+	if golden.Header.Seed != neu.Header.Seed {
+		notes = append(notes, fmt.Sprintf("note: seed differs: golden %d, new %d", golden.Header.Seed, neu.Header.Seed))
+	}
+	return notes
 }
 
 // writeContext prints the context events of one side; the divergent event
