@@ -78,7 +78,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 		look := func(vl int, q *inputVL, k int32, o int) {
 			free := inFree && of.has(o)
 			if stalled.Has(o) || free {
-				sw.consider(i, vl, q, k, t, free)
+				sw.consider(i, vl, q, k, o, t, free)
 			}
 			if inFree && !free {
 				// Asked once per freeing time: a busy output is seen by
@@ -99,7 +99,15 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			q := in.vls[vl]
 			if len(q.ends) == 1 {
 				k := q.ends[0].head
-				look(vl, q, k, int(q.slots[k].out))
+				if o := int(q.slots[k].out); o != mcastOut {
+					look(vl, q, k, o)
+				} else {
+					// A multicast head asks for every output it still
+					// has to be copied to.
+					for o := range sw.mcast[q.slots[k].mc].remaining.All() {
+						look(vl, q, k, o)
+					}
+				}
 				continue
 			}
 			for o := range q.voqNonEmpty.All() {
@@ -129,15 +137,19 @@ func (f *outputsFree) has(o int) bool {
 }
 
 // consider makes the queued packet in slot k of input i, VL inVL a candidate
-// if it is ready, its output VL has credits and canGrant (its input and
-// output are free); a ready packet lacking credits marks its output VL as
+// for output o (its LFT port, or one of a multicast packet's) if it is
+// ready, its output VL has credits and canGrant (its input and output are
+// free); a ready packet lacking credits marks its output VL as
 // credit-blocked.
-func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant bool) {
+func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, o int, t ib.PS, canGrant bool) {
 	e := &q.slots[k]
 	if e.ready > t {
 		return
 	}
-	o, v := int(e.out), int(e.outVL)
+	v := int(e.outVL)
+	if e.out == mcastOut {
+		v = int(sw.copyVL(i, inVL, o, e.pkt.SL))
+	}
 	if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
 		sw.blocked[o] |= 1 << v
 		sw.stallOuts.Set(o)
@@ -242,6 +254,9 @@ func (sw *Switch) match(t ib.PS) {
 			matchedOut.Set(o)
 			sw.doGrant(i, o, int(chosen[o]), t)
 		}
+		if sw.mcGranted.Any() {
+			sw.extendMulticast(t, &matchedOut, &winner, &chosen)
+		}
 		if !granted || pass == sw.cfg.Speedup-1 {
 			break
 		}
@@ -302,6 +317,14 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	qi := 0
 	if len(q.ends) > 1 {
 		qi = o
+	} else if q.slots[q.ends[0].head].out == mcastOut {
+		// The allocator's grant to a multicast head: its first copy of the
+		// round; extendMulticast adds the other free outputs it asked for.
+		if !sw.grantCopy(i, inVL, o, v, t, false) {
+			sw.mcGranted.Set(i)
+			sw.mcGrantVL[i] = int8(inVL)
+		}
+		return
 	}
 	e := sw.dequeue(i, inVL, qi)
 	// A round-robin pointer moved past the VL granted, as the allocators'
