@@ -30,13 +30,13 @@ type mcastRun struct {
 	flights map[uint64]mcastFlight
 	expect  int32 // copies per packet: every member but the sender
 
-	injected, measuredOut    uint64
-	copies, measuredCopies   uint64 // copies delivered (measured: of measured packets)
-	complete                 uint64 // measured packets every member received
-	memberCopies             []uint64
-	memberWire               []windowSum // wire bytes in the window, per member
-	latCopy, latLast         workload.Latencies
-	lastDeliver              ib.PS
+	injected, measuredOut  uint64
+	copies, measuredCopies uint64 // copies delivered (measured: of measured packets)
+	complete               uint64 // measured packets every member received
+	memberCopies           []uint64
+	memberWire             []windowSum // wire bytes in the window, per member
+	latCopy, latLast       workload.Latencies
+	lastDeliver            ib.PS
 }
 
 type mcastFlight struct {
