@@ -193,9 +193,11 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 			lft.Set(uint16(lid), int(p)-1)
 		}
 		sb := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node))
-		if mlids, ports := sub.MFT(node); len(mlids) > 0 {
-			// Only a switch of some multicast tree has an MFT: the others
-			// run exactly what they ran before multicast existed.
+		if len(sub.MulticastGroups()) > 0 {
+			// With multicast groups every switch has an MFT (empty off
+			// the trees, as a real switch's); without, none has one, and
+			// unicast runs build exactly what they built before.
+			mlids, ports := sub.MFT(node)
 			mft := switchasic.NewMFT()
 			for k, mlid := range mlids {
 				var mask components.PortSet

@@ -62,6 +62,11 @@ func (t *MFT) Entries() (mlids []uint16, masks []components.PortSet) {
 	return mlids, masks
 }
 
+// MFT returns the multicast forwarding table the switch forwards by
+// (WithMFT), or nil. The table is the switch's own: a change takes effect
+// at the next packet (the checkers' mutation tests break it this way).
+func (sw *Switch) MFT() *MFT { return sw.mft }
+
 // mcastOut marks an input entry as a multicast packet: its outputs are the
 // remaining set of its mcState (entry.mc), not entry.out.
 const mcastOut = -1
