@@ -78,7 +78,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 		look := func(vl int, q *inputVL, k int32, o int) {
 			free := inFree && of.has(o)
 			if stalled.Has(o) || free {
-				sw.consider(i, vl, q, k, o, t, free)
+				sw.consider(i, vl, q, k, t, free)
 			}
 			if inFree && !free {
 				// Asked once per freeing time: a busy output is seen by
@@ -104,9 +104,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 				} else {
 					// A multicast head asks for every output it still
 					// has to be copied to.
-					for o := range sw.mcast[q.slots[k].mc].remaining.All() {
-						look(vl, q, k, o)
-					}
+					sw.lookCopies(i, vl, q, k, t, inFree, &of, stalled)
 				}
 				continue
 			}
@@ -137,19 +135,15 @@ func (f *outputsFree) has(o int) bool {
 }
 
 // consider makes the queued packet in slot k of input i, VL inVL a candidate
-// for output o (its LFT port, or one of a multicast packet's) if it is
-// ready, its output VL has credits and canGrant (its input and output are
-// free); a ready packet lacking credits marks its output VL as
+// if it is ready, its output VL has credits and canGrant (its input and
+// output are free); a ready packet lacking credits marks its output VL as
 // credit-blocked.
-func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, o int, t ib.PS, canGrant bool) {
+func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant bool) {
 	e := &q.slots[k]
 	if e.ready > t {
 		return
 	}
-	v := int(e.outVL)
-	if e.out == mcastOut {
-		v = int(sw.copyVL(i, inVL, o, e.pkt.SL))
-	}
+	o, v := int(e.out), int(e.outVL)
 	if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
 		sw.blocked[o] |= 1 << v
 		sw.stallOuts.Set(o)
@@ -246,16 +240,13 @@ func (sw *Switch) match(t ib.PS) {
 		sw.alloc.Allocate(sw.req, sw.grant)
 		granted := false
 		for i, o := range sw.grant {
-			if o < 0 {
+			if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
 				continue
 			}
 			granted = true
 			winner[o] = int16(i)
 			matchedOut.Set(o)
 			sw.doGrant(i, o, int(chosen[o]), t)
-		}
-		if sw.mcGranted.Any() {
-			sw.extendMulticast(t, &matchedOut, &winner, &chosen)
 		}
 		if !granted || pass == sw.cfg.Speedup-1 {
 			break
@@ -317,14 +308,6 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	qi := 0
 	if len(q.ends) > 1 {
 		qi = o
-	} else if q.slots[q.ends[0].head].out == mcastOut {
-		// The allocator's grant to a multicast head: its first copy of the
-		// round; extendMulticast adds the other free outputs it asked for.
-		if !sw.grantCopy(i, inVL, o, v, t, false) {
-			sw.mcGranted.Set(i)
-			sw.mcGrantVL[i] = int8(inVL)
-		}
-		return
 	}
 	e := sw.dequeue(i, inVL, qi)
 	// A round-robin pointer moved past the VL granted, as the allocators'

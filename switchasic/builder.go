@@ -139,8 +139,7 @@ func (b Builder) Build(name string) (*Switch, error) {
 	if sl2vl == nil {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
-	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, b.cc, alloc, b.fcRefresh, b.fcMinInterval)
-	sw.mft = b.mft
+	sw := newSwitch(name, b.s, b.cfg, b.lft, b.mft, sl2vl, b.ar, b.cc, alloc, b.fcRefresh, b.fcMinInterval)
 	if b.ar != nil && b.flowletGap > 0 {
 		sw.flowlets = newFlowletTable(b.flowletGap, FlowletEntries)
 	}

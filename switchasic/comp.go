@@ -43,11 +43,6 @@ type Switch struct {
 	// multicast packets ever queued at once, so a packet allocates nothing.
 	mcast  []mcState
 	mcFree []int32
-	// mcGranted is the inputs whose multicast head the allocator granted
-	// in the current pass and that still have copies to make;
-	// mcGrantVL[i] the input VL of that head (extendMulticast).
-	mcGranted components.PortSet
-	mcGrantVL []int8
 	// ar holds the adaptive routing groups (WithAR), nil when static; an
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
@@ -217,22 +212,21 @@ type outputUnit struct {
 	_         [8]byte // to 832 bytes
 }
 
-func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
+func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
 	alloc components.Allocator, fcRefresh, fcMinInterval ib.PS) *Switch {
 	n := cfg.Radix
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
-		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, ar: ar, alloc: alloc,
-		ports:     make([]*link.Port, n),
-		in:        make([]inputUnit, n),
-		out:       make([]outputUnit, n),
-		req:       make([]components.PortSet, n),
-		grant:     make([]int, n),
-		mcGrantVL: make([]int8, n),
-		cand:      make([]components.PortSet, 16*n),
-		candVLs:   make([]uint16, n),
-		candInVL:  make([]int8, n*n*16),
-		blocked:   make([]uint16, n),
+		cycle: cfg.CyclePS(), lft: lft, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
+		ports:    make([]*link.Port, n),
+		in:       make([]inputUnit, n),
+		out:      make([]outputUnit, n),
+		req:      make([]components.PortSet, n),
+		grant:    make([]int, n),
+		cand:     make([]components.PortSet, 16*n),
+		candVLs:  make([]uint16, n),
+		candInVL: make([]int8, n*n*16),
+		blocked:  make([]uint16, n),
 
 		outFreeFrom: make([]ib.PS, n),
 		freeAsked:   make([]ib.PS, n),
@@ -264,6 +258,12 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 			// arOwner already counts every packet in queued.
 			owner = ccOwner{sw}
 		}
+	}
+	if mft != nil {
+		// A switch with an MFT (never with AR or CC: Build) takes a
+		// multicast packet aside before the unicast route stage, which a
+		// switch without one runs exactly as before.
+		owner = mcOwner{sw}
 	}
 	for i := 0; i < n; i++ {
 		sw.ports[i] = link.NewPort(s, owner, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{
@@ -335,9 +335,6 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	blocks := pkt.Credits()
 	sw.counters.Received++
 	o := sw.lft.Lookup(pkt.DLID)
-	if o == NoPort && sw.mft != nil && sw.multicastArrived(i, inVL, pkt, head, tail) {
-		return
-	}
 	var outVL uint8
 	drop := ""
 	switch {

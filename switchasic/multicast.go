@@ -5,6 +5,7 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
 )
 
 // Multicast LIDs (IBA 1.2 §4.1.1; ib-facts.md §4: 0xC000–0xFFFE, 0xFFFF is
@@ -62,6 +63,20 @@ func (t *MFT) Entries() (mlids []uint16, masks []components.PortSet) {
 	return mlids, masks
 }
 
+// mcOwner is the port owner of a switch with an MFT: a packet whose DLID
+// is a multicast LID with an entry is queued for its copies, any other
+// goes to the unicast route stage (Switch.PacketArrived).
+type mcOwner struct{ *Switch }
+
+// PacketArrived implements link.Owner.
+func (m mcOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	sw := m.Switch
+	if pkt.DLID >= FirstMLID && sw.lft.Lookup(pkt.DLID) == NoPort && sw.multicastArrived(int(p.Index), int(pkt.VL), pkt, head, tail) {
+		return
+	}
+	sw.PacketArrived(p, pkt, head, tail)
+}
+
 // MFT returns the multicast forwarding table the switch forwards by
 // (WithMFT), or nil. The table is the switch's own: a change takes effect
 // at the next packet (the checkers' mutation tests break it this way).
@@ -114,6 +129,7 @@ func (sw *Switch) multicastArrived(i, inVL int, pkt *ib.Packet, head, tail ib.PS
 		sw.mcast = append(sw.mcast, mcState{})
 	}
 	sw.mcast[k] = mcState{remaining: mask, arrived: head}
+	sw.counters.Received++
 	sw.counters.McastReceived++
 	ready := sw.ceilCycle(head) + sw.routePS
 	if !sw.cfg.CutThrough {
@@ -213,29 +229,76 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	return last
 }
 
-// extendMulticast grants, after a pass's allocator grants, every further
-// output the multicast heads granted in the pass requested and that no
-// input was matched to (fanout splitting: a head takes in each round the
-// outputs that are free, have credits and chose its VL; the rest wait for
-// later rounds, the head staying in place).
-func (sw *Switch) extendMulticast(t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) {
-	for i := range sw.mcGranted.All() {
-		inVL := int(sw.mcGrantVL[i])
-		for o := range sw.req[i].All() {
-			if matchedOut.Has(o) {
-				continue
+// grantMulticast is match's grant of output o to input i on VL v when
+// the head the allocator granted is a multicast packet's (it reports false
+// for a unicast head, which doGrant grants). The allocator gives the head
+// one output; every other output the head asked for that no input is
+// matched to in this pass or an earlier one is granted to it too (fanout
+// splitting: a head takes in each round the outputs that are free, have
+// credits and chose its VL; the rest wait for later rounds, the head
+// staying in place). The copies of a round ride on one crossbar
+// connection. matchedOut, winner and chosen are match's.
+func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) bool {
+	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
+	q := sw.in[i].vls[inVL]
+	if len(q.ends) != 1 || q.slots[q.ends[0].head].out != mcastOut {
+		return false
+	}
+	// The outputs the allocator matched in this pass: taken by their own
+	// grants, which the caller makes after this one.
+	taken := *matchedOut
+	for _, g := range sw.grant {
+		if g >= 0 {
+			taken.Set(g)
+		}
+	}
+	winner[o] = int16(i)
+	matchedOut.Set(o)
+	if sw.grantCopy(i, inVL, o, v, t, false) {
+		return true
+	}
+	for o2 := range sw.req[i].All() {
+		if taken.Has(o2) || matchedOut.Has(o2) {
+			continue
+		}
+		v2 := int(chosen[o2])
+		if int(sw.candInVL[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
+			continue // another input VL's head asked for o2
+		}
+		winner[o2] = int16(i)
+		matchedOut.Set(o2)
+		if sw.grantCopy(i, inVL, o2, v2, t, true) {
+			break // the packet's last copy: the queue's next head waits for its own round
+		}
+	}
+	return true
+}
+
+// lookCopies is collectCandidates' look at a multicast head (slot k of
+// input i's VL inVL, a FIFO): a candidate for every output it still has to
+// be copied to, under the rules of a unicast head's (consider), each copy
+// on its own output VL.
+func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet) {
+	e := &q.slots[k]
+	for o := range sw.mcast[e.mc].remaining.All() {
+		free := inFree && of.has(o)
+		if (stalled.Has(o) || free) && e.ready <= t {
+			v := int(sw.copyVL(i, inVL, o, e.pkt.SL))
+			if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
+				sw.blocked[o] |= 1 << v
+				sw.stallOuts.Set(o)
+			} else if c := v*sw.radix + o; free && !sw.cand[c].Has(i) {
+				sw.cand[c].Set(i)
+				sw.candInVL[c*sw.radix+i] = int8(inVL)
+				sw.candVLs[o] |= 1 << v
+				sw.touched.Set(o)
 			}
-			v := int(chosen[o])
-			c := v*sw.radix + o
-			if int(sw.candInVL[c*sw.radix+i]) != inVL {
-				continue // another input VL's head asked for o
-			}
-			winner[o] = int16(i)
-			matchedOut.Set(o)
-			if sw.grantCopy(i, inVL, o, v, t, true) {
-				break // the packet's last copy: the queue's next head waits for its own round
+		}
+		if inFree && !free {
+			if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+				sw.freeAsked[o] = f
+				sw.wake(f)
 			}
 		}
 	}
-	sw.mcGranted = components.PortSet{}
 }
