@@ -116,7 +116,10 @@ type Routes interface {
 //     discarded by a link is lost. A unicast packet is delivered at its
 //     destination: a block that injected packets takes only those for the
 //     SLID of its first one, and every packet for one DLID is delivered at
-//     the same block (LMC 0); else it was misrouted.
+//     the same block (LMC 0); else it was misrouted. With Multicast, a
+//     packet to a group's MLID is delivered once at every member but its
+//     sender and at no other block (multicast.go); the route check holds
+//     its copies to the group's MFT entries (MulticastRoutes).
 //   - buffer: any event with occ: 0 ≤ occ ≤ cap. buf_enq / buf_deq with seq
 //     and credits keep the checker's own count per (path, vl): a packet
 //     enters a buffer once and leaves it once, the blocks it holds never
