@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/verif"
 )
 
@@ -299,5 +300,44 @@ func TestMulticastRefusals(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.NotContains(t, err.Error(), "\n")
 		})
+	}
+}
+
+// TestMulticastPerCycleRoundsAgree: the event-driven rounds give a
+// multicast run the results and trace lines of a round on every core clock
+// edge (TestPerCycleRoundsAgree's rule), with fanouts split by four
+// senders, and on a three-level tree with two VLs, speedup 2, zero-cycle
+// pipelines and store-and-forward.
+func TestMulticastPerCycleRoundsAgree(t *testing.T) {
+	points := [][]string{
+		append(append([]string{}, mcastSets...), "workload.senders=0,4,8,12", "workload.offered_load=0.3",
+			"workload.size=2048", "workload.measure_ns=10000"),
+		{"topology.kind=fat-tree-3", "topology.hosts=16", "switch.radix=4", "switch.vls=2", "switch.queueing=fifo",
+			"switch.speedup=2", "switch.route_cycles=0", "switch.alloc_cycles=0", "switch.xbar_cycles=0",
+			"switch.cut_through=false", "link.generation=QDR", "link.length_m=0", "workload.kind=multicast",
+			"workload.group=0,2,5,8,9,15", "workload.senders=0,9,15", "workload.sl=1", "workload.size=700",
+			"workload.offered_load=0.4", "workload.warmup_ns=500", "workload.measure_ns=5000"},
+	}
+	for i, sets := range points {
+		var got [2]map[string]any
+		for k, perCycle := range []string{"false", "true"} {
+			l, err := Load(nil, append(append([]string{}, sets...), "sim.per_cycle="+perCycle))
+			require.NoError(t, err)
+			d := blockDigest{}
+			m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
+				for _, b := range s.Blocks {
+					b.AcceptHook(d)
+				}
+			}})
+			require.NoError(t, err, "point %d, per_cycle %s", i, perCycle)
+			delete(m, "events")
+			delete(m, "wall_s")
+			require.NotEmpty(t, d, "point %d: a trace comparison with no events matches nothing", i)
+			require.Greater(t, m["switch_mcast_copies"], 100.0, "point %d", i)
+			m["trace"] = d.sums()
+			report.Normalize(m)
+			got[k] = m
+		}
+		assert.Equal(t, got[0], got[1], "point %d", i)
 	}
 }
