@@ -218,6 +218,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if w.Kind == workload.KindMulticast {
+		if err := c.validateMulticast(); err != nil {
+			return err
+		}
+	}
 	if w.Kind == "stream" || isSynthetic(w.Kind) {
 		if w.Size > c.Link.MTU {
 			return fmt.Errorf("workload.size: %d bytes is more than link.mtu %d (a %s packet carries at most one MTU)", w.Size, c.Link.MTU, w.Kind)

@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -192,6 +193,21 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 			lft.Set(uint16(lid), int(p)-1)
 		}
 		sb := b.WithSim(sims[part[node]]).WithConfig(swCfg).WithLFT(lft).WithSL2VL(pairTables(sub, node))
+		if len(sub.MulticastGroups()) > 0 {
+			// With multicast groups every switch has an MFT (empty off
+			// the trees, as a real switch's); without, none has one, and
+			// unicast runs build exactly what they built before.
+			mlids, ports := sub.MFT(node)
+			mft := switchasic.NewMFT()
+			for k, mlid := range mlids {
+				var mask components.PortSet
+				for _, p := range ports[k] {
+					mask.Set(p - 1)
+				}
+				mft.Set(mlid, mask)
+			}
+			sb = sb.WithMFT(mft)
+		}
 		if mark != nil && cfg.CC.VictimMask != cc.VictimAll {
 			m := *mark
 			m.VictimMarks = victimMarks(topo, node, cfg.CC.VictimMask)
@@ -269,6 +285,37 @@ func (n *Network) RouteAllowed(node int, dlid uint16, sl uint8, out int) bool {
 		}
 	}
 	return false
+}
+
+// MulticastAllowed reports whether switch node may send a packet for
+// multicast LID mlid out of its switchasic output out (IB port out+1): a
+// port of the node's MFT entry for the group, as the subnet manager
+// programmed it (the route check's multicast half, verif.MulticastRoutes).
+func (n *Network) MulticastAllowed(node int, mlid uint16, out int) bool {
+	mlids, ports := n.Subnet.MFT(node)
+	for k, id := range mlids {
+		if id == mlid {
+			return slices.Contains(ports[k], out+1)
+		}
+	}
+	return false
+}
+
+// MulticastMembers returns, per multicast group's MLID, the names (trace
+// paths) of its member hosts: what the lossless check holds replication
+// to (verif.CheckConfig.Multicast).
+func (n *Network) MulticastMembers() map[uint16][]string {
+	groups := n.Subnet.MulticastGroups()
+	if len(groups) == 0 {
+		return nil
+	}
+	m := map[uint16][]string{}
+	for _, g := range groups {
+		for _, h := range g.Members {
+			m[g.MLID] = append(m[g.MLID], n.Topo.Nodes[n.Subnet.Hosts()[h]].Name)
+		}
+	}
+	return m
 }
 
 // arTable returns switch node's adaptive routing groups as the subnet

@@ -355,6 +355,8 @@ func Run(l *Loaded, opts RunOptions) (map[string]any, error) {
 		m, err = runCollective(cfg, opts)
 	case "replay":
 		m, err = runReplay(l, opts)
+	case workload.KindMulticast:
+		m, err = runMulticast(cfg, opts)
 	default:
 		return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.kind: %q is not runnable on topology.kind %q in this build", cfg.Workload.Kind, cfg.Topology.Kind)}
 	}

@@ -120,6 +120,8 @@ type Subnet struct {
 	// arSLs are the SLs that may take the groups (SubnetOptions.ARSLs),
 	// bit i for SL i.
 	arSLs uint16
+	// mcast are the multicast groups (AddMulticastGroup), in MLID order.
+	mcast []*MulticastGroup
 }
 
 // NewSubnet assigns LIDs, computes forwarding tables with the chosen routing

@@ -50,6 +50,11 @@ func designOf(c *fabric.Config) (Design, error) {
 	if err := c.CheckOneLinkSpeed("the RTL's ports all have link.width's lanes at link.generation; export a design point whose cables run at one speed"); err != nil {
 		return Design{}, err
 	}
+	if c.Workload.Kind == "multicast" {
+		// The simulator's switches replicate by an MFT (switchasic,
+		// multicast.go); sw_route_lookup.v has no MFT and no replication.
+		return Design{}, fmt.Errorf("workload.kind: multicast is not supported by the RTL, whose route stage has a linear forwarding table only (no MFT, no replication)")
+	}
 	sets, err := sl2vlOf(c)
 	if err != nil {
 		return Design{}, err

@@ -99,7 +99,13 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 			q := in.vls[vl]
 			if len(q.ends) == 1 {
 				k := q.ends[0].head
-				look(vl, q, k, int(q.slots[k].out))
+				if o := int(q.slots[k].out); o != mcastOut {
+					look(vl, q, k, o)
+				} else {
+					// A multicast head asks for every output it still
+					// has to be copied to.
+					sw.lookCopies(i, vl, q, k, t, inFree, &of, stalled)
+				}
 				continue
 			}
 			for o := range q.voqNonEmpty.All() {
@@ -234,7 +240,7 @@ func (sw *Switch) match(t ib.PS) {
 		sw.alloc.Allocate(sw.req, sw.grant)
 		granted := false
 		for i, o := range sw.grant {
-			if o < 0 {
+			if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
 				continue
 			}
 			granted = true

@@ -23,6 +23,7 @@ type Builder struct {
 	s             *components.Sim
 	cfg           Config
 	lft           *LFT
+	mft           *MFT
 	sl2vl         *SL2VL
 	ar            *ARTable
 	flowletGap    ib.PS // AR flowlet gap (WithARFlowlet); 0 = a port for every packet
@@ -55,6 +56,15 @@ func (b Builder) WithConfig(cfg Config) Builder { b.cfg = cfg; return b }
 // WithLFT sets the linear forwarding table (required). The switch keeps the
 // pointer, so the fabric may fill the table after Build and before Run.
 func (b Builder) WithLFT(lft *LFT) Builder { b.lft = lft; return b }
+
+// WithMFT sets the multicast forwarding table: a packet whose DLID is a
+// multicast LID with an entry is copied to the entry's ports (but never
+// back out of its arrival port; multicast.go). nil (the default) forwards
+// no multicast: such a packet has no LFT entry and is dropped, as before.
+// The switch keeps the pointer. Replication is modelled for FIFO input
+// queueing only, static routing and no congestion control: Build refuses
+// the others.
+func (b Builder) WithMFT(t *MFT) Builder { b.mft = t; return b }
 
 // WithSL2VL sets per-(input, output) SL-to-VL tables; without it every pair
 // uses Config.SL2VLTable().
@@ -111,6 +121,16 @@ func (b Builder) Build(name string) (*Switch, error) {
 			return nil, err
 		}
 	}
+	if b.mft != nil {
+		switch {
+		case b.cfg.Queueing != QueueFIFO:
+			return nil, fmt.Errorf("switch.queueing: %q with multicast traffic: replication is modelled for fifo input queueing only (a multicast packet at a VOQ input is not)", b.cfg.Queueing)
+		case b.ar != nil:
+			return nil, fmt.Errorf("topology.adaptive_routing: multicast traffic with adaptive routing is not modelled (the MFT is static)")
+		case b.cc != nil:
+			return nil, fmt.Errorf("cc.enable: multicast traffic with congestion control is not modelled")
+		}
+	}
 	alloc, err := components.NewAllocator(b.cfg.Allocator, b.cfg.Radix, b.cfg.Radix, b.cfg.ISLIPIterations)
 	if err != nil {
 		return nil, fmt.Errorf("switch.allocator: %w", err)
@@ -119,7 +139,7 @@ func (b Builder) Build(name string) (*Switch, error) {
 	if sl2vl == nil {
 		sl2vl = NewSL2VL(b.cfg.Radix, b.cfg.SL2VLTable())
 	}
-	sw := newSwitch(name, b.s, b.cfg, b.lft, sl2vl, b.ar, b.cc, alloc, b.fcRefresh, b.fcMinInterval)
+	sw := newSwitch(name, b.s, b.cfg, b.lft, b.mft, sl2vl, b.ar, b.cc, alloc, b.fcRefresh, b.fcMinInterval)
 	if b.ar != nil && b.flowletGap > 0 {
 		sw.flowlets = newFlowletTable(b.flowletGap, FlowletEntries)
 	}

@@ -35,6 +35,14 @@ type Switch struct {
 
 	lft   *LFT
 	sl2vl *SL2VL
+	// mft is the multicast forwarding table (WithMFT), nil when the switch
+	// forwards no multicast; a FIFO switch only (Builder.Build).
+	mft *MFT
+	// mcast holds the multicast packets queued at the inputs (entry.mc
+	// indexes it), mcFree its free slots: a pool that grows to the most
+	// multicast packets ever queued at once, so a packet allocates nothing.
+	mcast  []mcState
+	mcFree []int32
 	// ar holds the adaptive routing groups (WithAR), nil when static; an
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
@@ -104,6 +112,13 @@ type Counters struct {
 	DropSL2VL  uint64 // dropped: SL-to-VL gave VL15 for a data packet
 	BlockHops  uint64 // 64-byte blocks forwarded (for the block-hop benchmark)
 	AllocRound uint64 // allocation rounds run
+
+	// Multicast (MFT) replication.
+	McastReceived uint64 // multicast packets whose head arrived and found an MFT entry
+	McastCopies   uint64 // copies granted (one per output per packet)
+	McastRounds   uint64 // allocation rounds in which a multicast packet got copies: McastReceived when no fanout was split
+	McastDone     uint64 // multicast packets whose last copy was granted
+	McastHold     ib.PS  // summed over the McastDone packets: head arrival to the last copy's tail through the crossbar (buffer held)
 }
 
 // entry is a packet waiting in an input unit.
@@ -111,10 +126,11 @@ type entry struct {
 	pkt    *ib.Packet
 	tail   ib.PS // when its tail arrives (or arrived) at the input
 	ready  ib.PS // when it may first take part in allocation
-	out    int16 // output port from the LFT
-	outVL  uint8 // VL on the output link, from SL2VL
+	out    int16 // output port from the LFT, or mcastOut for a multicast packet
+	outVL  uint8 // VL on the output link, from SL2VL (unicast)
 	blocks int32 // 64-byte blocks (credits) it occupies
 	next   int32 // next entry in its queue, or -1
+	mc     int32 // a multicast packet's mcState (Switch.mcast), when out is mcastOut
 }
 
 // inputVL is one input VL's queues. Entries live in a slot pool; queues are
@@ -196,12 +212,12 @@ type outputUnit struct {
 	_         [8]byte // to 832 bytes
 }
 
-func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
+func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
 	alloc components.Allocator, fcRefresh, fcMinInterval ib.PS) *Switch {
 	n := cfg.Radix
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
-		cycle: cfg.CyclePS(), lft: lft, sl2vl: sl2vl, ar: ar, alloc: alloc,
+		cycle: cfg.CyclePS(), lft: lft, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
 		ports:    make([]*link.Port, n),
 		in:       make([]inputUnit, n),
 		out:      make([]outputUnit, n),
@@ -242,6 +258,12 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, sl2vl *SL2V
 			// arOwner already counts every packet in queued.
 			owner = ccOwner{sw}
 		}
+	}
+	if mft != nil {
+		// A switch with an MFT (never with AR or CC: Build) takes a
+		// multicast packet aside before the unicast route stage, which a
+		// switch without one runs exactly as before.
+		owner = mcOwner{sw}
 	}
 	for i := 0; i < n; i++ {
 		sw.ports[i] = link.NewPort(s, owner, fmt.Sprintf("%s.Port[%d]", name, i), i, link.PortConfig{

@@ -140,6 +140,7 @@ type netOpts struct {
 	perCycle  bool          // an allocation round on every core clock edge (WithRoundsEveryCycle)
 	ar        *ARTable      // adaptive routing groups (WithAR); nil = static
 	cc        *CCMarking    // FECN marking (WithCC); nil = congestion control off
+	mft       *MFT          // multicast forwarding table (WithMFT); nil = no multicast
 }
 
 func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
@@ -164,6 +165,9 @@ func newTestNet(t testing.TB, cfg Config, o netOpts) *testNet {
 	}
 	if o.cc != nil {
 		b = b.WithCC(o.cc)
+	}
+	if o.mft != nil {
+		b = b.WithMFT(o.mft)
 	}
 	sw, err := b.Build("Fabric.Switch[0]")
 	require.NoError(t, err)

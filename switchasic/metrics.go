@@ -113,6 +113,18 @@ func (sw *Switch) Metrics() map[string]float64 {
 		"block_hops":               float64(sw.counters.BlockHops),
 		"alloc_rounds":             float64(sw.counters.AllocRound),
 	}
+	if sw.mft != nil {
+		// Replication counters, only on a switch with an MFT (unicast
+		// runs report what they reported before multicast existed).
+		c := sw.counters
+		m["mcast_packets_received"] = float64(c.McastReceived)
+		m["mcast_packets_done"] = float64(c.McastDone)
+		m["mcast_copies"] = float64(c.McastCopies)
+		m["mcast_grant_rounds"] = float64(c.McastRounds)
+		if c.McastDone > 0 {
+			m["mcast_hold_mean_ns"] = c.McastHold.Nanoseconds() / float64(c.McastDone)
+		}
+	}
 	for i := 0; i < sw.radix; i++ {
 		p := "port" + strconv.Itoa(i) + "_"
 		ps := sw.PortStats(i)

@@ -68,6 +68,12 @@ type CheckConfig struct {
 	// flow. Packets on the other SLs are held to order. Lossless still
 	// holds every packet to exactly one delivery.
 	ReorderSLs uint16
+	// Multicast, when set, holds every multicast group by MLID: the block
+	// paths of its member hosts. A packet to one of its MLIDs must then be
+	// delivered exactly once to every member but its sender and to no
+	// other block (multicast.go); without it a multicast packet is held to
+	// one delivery, as a unicast one.
+	Multicast map[uint16][]string
 	// OnViolation is called at each violation. The lead wires it to stop the
 	// run (components.Sim.Stop) so the report is about the first failure.
 	// nil: violations are only collected.
@@ -110,7 +116,10 @@ type Routes interface {
 //     discarded by a link is lost. A unicast packet is delivered at its
 //     destination: a block that injected packets takes only those for the
 //     SLID of its first one, and every packet for one DLID is delivered at
-//     the same block (LMC 0); else it was misrouted.
+//     the same block (LMC 0); else it was misrouted. With Multicast, a
+//     packet to a group's MLID is delivered once at every member but its
+//     sender and at no other block (multicast.go); the route check holds
+//     its copies to the group's MFT entries (MulticastRoutes).
 //   - buffer: any event with occ: 0 ≤ occ ≤ cap. buf_enq / buf_deq with seq
 //     and credits keep the checker's own count per (path, vl): a packet
 //     enters a buffer once and leaves it once, the blocks it holds never
@@ -169,6 +178,8 @@ type Checkers struct {
 	lidAt      map[int64]int32       // by DLID: the path index of the block that took the first packet delivered to it
 	wqeLast    map[qpKey]int64       // last completed WQE index per (path, qpn, queue)
 	keyWins    map[qpKey][]window
+	mcast      map[int64]*mcFlight // multicast packets in flight, by seq
+	mcGroups   map[int64]*mcGroup  // by MLID, made on the first packet
 	violations []*Violation
 }
 
@@ -267,6 +278,8 @@ func NewCheckers(cfg CheckConfig) *Checkers {
 		lidAt:    map[int64]int32{},
 		wqeLast:  map[qpKey]int64{},
 		keyWins:  map[qpKey][]window{},
+		mcast:    map[int64]*mcFlight{},
+		mcGroups: map[int64]*mcGroup{},
 	}
 }
 
@@ -631,6 +644,10 @@ func (c *Checkers) inject(ev *components.TraceEvent, f *evFields) {
 		c.fail(InvLossless, ev, "inject without a non-negative seq field")
 		return
 	}
+	if c.isMulticast(f.or(fDLID, f.dlid, 0)) {
+		c.mcInject(ev, f, seq)
+		return
+	}
 	if _, dup := c.injected[seq]; dup || c.delivered.has(seq) || c.discarded.has(seq) {
 		c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d injected twice", seq))
 		return
@@ -653,6 +670,10 @@ func (c *Checkers) inject(ev *components.TraceEvent, f *evFields) {
 // packet out of a port its subnet manager did not route the DLID to has
 // misrouted it, whether or not it still reaches its destination.
 func (c *Checkers) checkRoute(ev *components.TraceEvent, f *evFields) {
+	if f.ok(fDLID) && f.ok(fOut) && c.isMulticast(f.dlid) {
+		c.checkMulticastRoute(ev, f)
+		return
+	}
 	if !f.ok(fDLID) || !f.ok(fOut) || f.dlid >= firstMulticastLID || f.dlid <= 0 {
 		return
 	}
@@ -732,6 +753,10 @@ var discardMsgs = [4]string{"link discard without a non-negative seq field", "pa
 
 func (c *Checkers) deliver(ev *components.TraceEvent, f *evFields) {
 	seq := f.seq
+	if f.ok(fSeq) && seq >= 0 && c.isMulticast(f.or(fDLID, f.dlid, 0)) {
+		c.mcDeliver(ev, f, seq)
+		return
+	}
 	in, ok := c.leaveFlight(ev, f, &c.delivered, &deliverMsgs)
 	if !ok {
 		return
@@ -800,6 +825,11 @@ const psnMod = 1 << 24
 
 func (c *Checkers) checkPSN(ev *components.TraceEvent, f *evFields) {
 	if !requestOps[f.op] || c.cfg.ReorderSLs&(1<<(f.or(fSL, f.sl, 0)&15)) != 0 {
+		return
+	}
+	if c.isMulticast(f.or(fDLID, f.dlid, 0)) {
+		// Unreliable datagrams: no responder PSN to hold them to (the
+		// connection key would be shared by every member).
 		return
 	}
 	if !f.ok(fQPN) || !f.ok(fPSN) {
@@ -988,6 +1018,7 @@ func (c *Checkers) Finish(now ib.PS, idle bool) {
 	if !idle {
 		return
 	}
+	c.mcFinish(now)
 	if len(c.injected) > 0 {
 		seqs := make([]int64, 0, len(c.injected))
 		for s := range c.injected {

@@ -90,10 +90,17 @@ type Config struct {
 	Sizes           string  `yaml:"sizes"`            // size distribution "256:0.5,4096:0.5"; empty = fixed Size
 	HotspotFraction float64 `yaml:"hotspot_fraction"` // hotspot: share of packets to host 0
 	Shift           int     `yaml:"shift"`            // shift pattern distance
+
+	// Multicast traffic (workload.kind multicast; multicast.go): the
+	// group's member hosts and the members that send, host lists such as
+	// "0-7,12" (empty: every host; the group's first member). omitempty,
+	// so a config without them keeps its effective config and config hash.
+	Group   string `yaml:"group,omitempty"`
+	Senders string `yaml:"senders,omitempty"`
 }
 
 // Kinds lists every workload kind.
-var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "reduce", "replay"}
+var Kinds = []string{"stream", "perftest", "uniform", "permutation", "shift", "bitcomp", "hotspot", "incast", "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "reduce", "replay", KindMulticast}
 
 // Defaults returns the workload defaults: a saturating 4 KiB stream.
 func Defaults() Config {
@@ -256,7 +263,7 @@ func (c *Config) checkOtherKinds(prefix string) error {
 			return err
 		}
 	}
-	return nil
+	return c.checkMulticastKeys(prefix)
 }
 
 // TimeLimitError is a run that reached sim.max_time_ns before its workload

@@ -95,6 +95,9 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 				// on the SLs it applies to; lossless still holds each to
 				// one delivery, and the other SLs stay in order.
 				cc.ReorderSLs = s.Net.Subnet.ARSLs()
+				// Replication: each multicast packet once to every
+				// member of its group but the sender.
+				cc.Multicast = s.Net.MulticastMembers()
 			}
 			chk = verif.AttachCheckers(cc, s.Blocks...)
 		}

@@ -1,0 +1,304 @@
+package switchasic
+
+import (
+	"fmt"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// Multicast LIDs (IBA 1.2 §4.1.1; ib-facts.md §4: 0xC000–0xFFFE, 0xFFFF is
+// the permissive LID, never a group).
+const (
+	FirstMLID = 0xC000
+	LastMLID  = 0xFFFE
+)
+
+// MFT is a switch's multicast forwarding table: per multicast LID the set
+// of ports a packet to it leaves by (IBA's MulticastForwardingTable, a port
+// mask per MLID; ib-facts.md §4, "MFT"). Ports are the model's 0-based
+// external indices. The subnet manager fills it; the switch never sends a
+// copy back out of the port the packet arrived on, whatever the mask says.
+// It is dense from FirstMLID up to the highest MLID set (groups are
+// numbered from FirstMLID), so a lookup is an index, not a map.
+type MFT struct {
+	masks []components.PortSet // masks[mlid-FirstMLID]
+}
+
+// NewMFT returns a table with no groups.
+func NewMFT() *MFT { return &MFT{} }
+
+// Set makes mlid's port mask ports (0-based). It is made at build time and
+// may allocate.
+func (t *MFT) Set(mlid uint16, ports components.PortSet) {
+	if mlid < FirstMLID || mlid > LastMLID {
+		panic(fmt.Sprintf("switchasic.MFT.Set: mlid %#x outside %#x..%#x", mlid, FirstMLID, LastMLID))
+	}
+	k := int(mlid - FirstMLID)
+	for k >= len(t.masks) {
+		t.masks = append(t.masks, components.PortSet{})
+	}
+	t.masks[k] = ports
+}
+
+// Lookup returns dlid's port mask; the empty set for a DLID that is not a
+// multicast LID or has no entry.
+func (t *MFT) Lookup(dlid uint16) components.PortSet {
+	if dlid < FirstMLID || int(dlid-FirstMLID) >= len(t.masks) {
+		return components.PortSet{}
+	}
+	return t.masks[dlid-FirstMLID]
+}
+
+// Entries returns the MLIDs with a non-empty mask, in increasing order, and
+// their masks.
+func (t *MFT) Entries() (mlids []uint16, masks []components.PortSet) {
+	for k, m := range t.masks {
+		if m.Any() {
+			mlids = append(mlids, uint16(FirstMLID+k))
+			masks = append(masks, m)
+		}
+	}
+	return mlids, masks
+}
+
+// mcOwner is the port owner of a switch with an MFT: a packet whose DLID
+// is a multicast LID with an entry is queued for its copies, any other
+// goes to the unicast route stage (Switch.PacketArrived).
+type mcOwner struct{ *Switch }
+
+// PacketArrived implements link.Owner.
+func (m mcOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
+	sw := m.Switch
+	if pkt.DLID >= FirstMLID && sw.lft.Lookup(pkt.DLID) == NoPort && sw.multicastArrived(int(p.Index), int(pkt.VL), pkt, head, tail) {
+		return
+	}
+	sw.PacketArrived(p, pkt, head, tail)
+}
+
+// MFT returns the multicast forwarding table the switch forwards by
+// (WithMFT), or nil. The table is the switch's own: a change takes effect
+// at the next packet (the checkers' mutation tests break it this way).
+func (sw *Switch) MFT() *MFT { return sw.mft }
+
+// mcastOut marks an input entry as a multicast packet: its outputs are the
+// remaining set of its mcState (entry.mc), not entry.out.
+const mcastOut = -1
+
+// mcState is a multicast packet at an input: the outputs it still has to
+// be copied to. The packet stays at the head of its input VL's FIFO until
+// this set is empty; its buffer blocks are released when the last copy's
+// tail is through the crossbar.
+type mcState struct {
+	remaining components.PortSet // outputs not yet granted a copy
+	arrived   ib.PS              // head arrival at the input
+}
+
+// multicastArrived queues a packet whose DLID has an MFT entry for the
+// entry's ports less the arrival port and less the ports whose SL-to-VL
+// table drops the packet's SL. It reports false when the DLID has no entry
+// or no port is left (the packet is then dropped as having no route).
+func (sw *Switch) multicastArrived(i, inVL int, pkt *ib.Packet, head, tail ib.PS) bool {
+	mask := sw.mft.Lookup(pkt.DLID)
+	mask.Clear(i) // never back out of the arrival port
+	if inVL != ib.ManagementVL {
+		for o := range mask.All() {
+			if o >= sw.radix {
+				mask.Clear(o)
+				continue
+			}
+			if sw.sl2vl.VL(i, o, pkt.SL) == ib.ManagementVL {
+				mask.Clear(o)
+				sw.counters.DropSL2VL++
+				sw.trace(head, sw.ports[i].Name, components.TraceDrop, pkt, i, o, "sl2vl")
+			}
+		}
+	}
+	q := sw.in[i].vls[inVL]
+	if !mask.Any() || q == nil {
+		return false // no entry (or a VL the port lacks: PacketArrived's panic)
+	}
+	q.occ.Add(head, int64(pkt.Credits()))
+	var k int32
+	if n := len(sw.mcFree); n > 0 {
+		k = sw.mcFree[n-1]
+		sw.mcFree = sw.mcFree[:n-1]
+	} else {
+		k = int32(len(sw.mcast))
+		sw.mcast = append(sw.mcast, mcState{})
+	}
+	sw.mcast[k] = mcState{remaining: mask, arrived: head}
+	sw.counters.Received++
+	sw.counters.McastReceived++
+	ready := sw.ceilCycle(head) + sw.routePS
+	if !sw.cfg.CutThrough {
+		ready = sw.ceilCycle(tail) + sw.routePS
+	}
+	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: mcastOut, mc: k, blocks: int32(pkt.Credits())})
+	if sw.NumHooks() > 0 {
+		sw.trace(head, sw.ports[i].Name, components.TraceBufEnq, pkt, i, -1, "")
+	}
+	sw.wake(max(ready, sw.inFreeBy[i]-sw.allocPS))
+	return true
+}
+
+// copyVL is the VL a copy of a packet on sl from input i leaves output o
+// on: VL15 stays on VL15, data takes the pair's SL-to-VL table.
+func (sw *Switch) copyVL(i, inVL, o int, sl uint8) uint8 {
+	if inVL == ib.ManagementVL {
+		return ib.ManagementVL
+	}
+	return sw.sl2vl.VL(i, o, sl)
+}
+
+// grantCopy starts one copy of the multicast packet at the head of input
+// i's VL inVL (a FIFO) through the crossbar to output o on VL v at round t.
+// The first copy of a round takes one of the input's crossbar connections
+// (the allocator's grant); the others of that round ride on it (shared: a
+// crossbar drives one input's bytes to several outputs at once), so they
+// leave the input together. Each copy reserves its own credits on its
+// output, and has its own timing there, as doGrant's. When no output is
+// left, the packet leaves the queue and its blocks are released when this
+// (the last) copy's tail is through the crossbar: copies granted in
+// earlier rounds were through earlier. It reports whether that was the
+// last copy.
+func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
+	in := &sw.in[i]
+	q := in.vls[inVL]
+	e := &q.slots[q.ends[0].head]
+	st := &sw.mcast[e.mc]
+	orig := e.pkt
+	cp := sw.s.NewPacketNumbered(orig.Seq)
+	*cp = *orig // the same packet: seq, headers, CRCs; its own VL per output
+	cp.VL = uint8(v)
+	in.rr = (inVL + 1) & 15
+	bytes := cp.WireBytes()
+	blocks := int(e.blocks)
+	out := &sw.out[o]
+	port := sw.ports[o]
+	ser := port.Timing().Serialization(bytes)
+
+	xbarIn := t + sw.allocPS
+	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xbarTail := max(xbarIn+xfer, sw.ceilCycle(e.tail))
+	start := max(xbarIn+sw.xbarPS, xbarTail+sw.xbarPS-ser, out.wireFreeEst, port.BusyUntil())
+	out.wireFreeEst = start + ser
+	out.xbarFree = xbarTail
+	sw.refreshOutput(o)
+	if !shared {
+		for k, b := range in.xbarBusy {
+			if b <= xbarIn {
+				in.xbarBusy[k] = xbarTail
+				break
+			}
+		}
+		sw.inFreeBy[i] = minPS(in.xbarBusy)
+		sw.counters.McastRounds++
+	}
+	if v != ib.ManagementVL {
+		out.pending[v] += int32(blocks)
+	}
+	if !sw.oneVL {
+		out.vlarb.Commit(v, blocks)
+	}
+	out.stage = append(out.stage, staged{pkt: cp, start: start})
+	ev := sw.s.Schedule(start, sw, evWireStart)
+	ev.Port = int32(o)
+	st.remaining.Clear(o)
+	sw.counters.McastCopies++
+	if sw.NumHooks() > 0 {
+		sw.trace(t, port.Name, components.TraceArbGrant, cp, i, o, "")
+	}
+	last := !st.remaining.Any()
+	if last {
+		sw.counters.McastDone++
+		sw.counters.McastHold += xbarTail - st.arrived
+		sw.mcFree = append(sw.mcFree, e.mc)
+		sw.dequeue(i, inVL, 0)
+		ev := sw.s.Schedule(xbarTail, sw, evRelease)
+		ev.Port, ev.VL, ev.Arg, ev.Pkt = int32(i), int8(inVL), int64(blocks), orig
+		if sw.NumHooks() > 0 {
+			sw.trace(t, sw.ports[i].Name, components.TraceBufDeq, orig, i, -1, "")
+		}
+	}
+	if in.nonEmpty != 0 {
+		sw.wake(sw.inFreeBy[i] - sw.allocPS)
+	}
+	sw.wake(sw.outFreeFrom[o])
+	return last
+}
+
+// grantMulticast is match's grant of output o to input i on VL v when
+// the head the allocator granted is a multicast packet's (it reports false
+// for a unicast head, which doGrant grants). The allocator gives the head
+// one output; every other output the head asked for that no input is
+// matched to in this pass or an earlier one is granted to it too (fanout
+// splitting: a head takes in each round the outputs that are free, have
+// credits and chose its VL; the rest wait for later rounds, the head
+// staying in place). The copies of a round ride on one crossbar
+// connection. matchedOut, winner and chosen are match's.
+func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) bool {
+	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
+	q := sw.in[i].vls[inVL]
+	if len(q.ends) != 1 || q.slots[q.ends[0].head].out != mcastOut {
+		return false
+	}
+	// The outputs the allocator matched in this pass: taken by their own
+	// grants, which the caller makes after this one.
+	taken := *matchedOut
+	for _, g := range sw.grant {
+		if g >= 0 {
+			taken.Set(g)
+		}
+	}
+	winner[o] = int16(i)
+	matchedOut.Set(o)
+	if sw.grantCopy(i, inVL, o, v, t, false) {
+		return true
+	}
+	for o2 := range sw.req[i].All() {
+		if taken.Has(o2) || matchedOut.Has(o2) {
+			continue
+		}
+		v2 := int(chosen[o2])
+		if int(sw.candInVL[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
+			continue // another input VL's head asked for o2
+		}
+		winner[o2] = int16(i)
+		matchedOut.Set(o2)
+		if sw.grantCopy(i, inVL, o2, v2, t, true) {
+			break // the packet's last copy: the queue's next head waits for its own round
+		}
+	}
+	return true
+}
+
+// lookCopies is collectCandidates' look at a multicast head (slot k of
+// input i's VL inVL, a FIFO): a candidate for every output it still has to
+// be copied to, under the rules of a unicast head's (consider), each copy
+// on its own output VL.
+func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet) {
+	e := &q.slots[k]
+	for o := range sw.mcast[e.mc].remaining.All() {
+		free := inFree && of.has(o)
+		if (stalled.Has(o) || free) && e.ready <= t {
+			v := int(sw.copyVL(i, inVL, o, e.pkt.SL))
+			if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
+				sw.blocked[o] |= 1 << v
+				sw.stallOuts.Set(o)
+			} else if c := v*sw.radix + o; free && !sw.cand[c].Has(i) {
+				sw.cand[c].Set(i)
+				sw.candInVL[c*sw.radix+i] = int8(inVL)
+				sw.candVLs[o] |= 1 << v
+				sw.touched.Set(o)
+			}
+		}
+		if inFree && !free {
+			if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+				sw.freeAsked[o] = f
+				sw.wake(f)
+			}
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package workload
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+)
+
+// KindMulticast is workload.kind multicast: synthetic multicast traffic,
+// members of one group (workload.group) sending to it (workload.senders)
+// by an injection process at workload.offered_load, workload.size bytes a
+// packet; the switches replicate it (switchasic's MFT).
+const KindMulticast = "multicast"
+
+// McastQPN is the destination QP of a multicast packet (IBA 9.8.1: QP
+// 0xFFFFFF, delivered to every QP of the port attached to the group).
+const McastQPN = 0xFFFFFF
+
+// checkMulticastKeys checks workload.group and workload.senders on their
+// own (their hosts against the fabric's count: ParseHostList at build).
+func (c *Config) checkMulticastKeys(prefix string) error {
+	for _, k := range []struct{ key, v string }{{"group", c.Group}, {"senders", c.Senders}} {
+		if k.v == "" {
+			continue
+		}
+		if _, err := ParseHostList(k.v, prefix+"."+k.key, 1<<20); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseHostList parses a host list, "0-7,12" (host indices, ranges
+// inclusive), for key; hosts is the fabric's host count. The result is
+// increasing, without repeats.
+func ParseHostList(s, key string, hosts int) ([]int, error) {
+	seen := map[int]bool{}
+	var out []int
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		lo, hi, isRange := strings.Cut(item, "-")
+		a, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if err1 != nil || err2 != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("%s: %q in %q is not a host index or range (e.g. 0-7,12)", key, item, s)
+		}
+		if b >= hosts {
+			return nil, fmt.Errorf("%s: host %d in %q is beyond the fabric's %d hosts (0 to %d)", key, b, s, hosts, hosts-1)
+		}
+		for h := a; h <= b; h++ {
+			if seen[h] {
+				return nil, fmt.Errorf("%s: host %d appears twice in %q", key, h, s)
+			}
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
+}
+
+// McastHost is a host of synthetic multicast traffic: a group member that
+// accepts every packet at its tail and, if it is a sender, injects UD SEND
+// ONLY packets to the group's MLID by an injection process into a source
+// queue (latency counts from creation, as for Endpoint). A multicast packet
+// carries a GRH, as a verbs address handle for a group must (the MGID is
+// its DGID): 74 bytes of headers and CRCs with the DETH.
+type McastHost struct {
+	tracer
+	Name  string
+	Index int    // host index
+	LID   uint16 // this host's LID
+	MLID  uint16 // the group's multicast LID
+	// SL is the service level of every packet; VL the host port's VL for it.
+	SL, VL uint8
+	// OnDeliver is called for each packet accepted here.
+	OnDeliver func(pkt *ib.Packet, tail ib.PS)
+	// OnInject is called for each packet put on the wire.
+	OnInject func(pkt *ib.Packet)
+
+	s      *components.Sim
+	port   *link.Port
+	inject Injector // nil: not a sender
+	rng    *rand.Rand
+	size   int // payload bytes
+	queue  *components.FIFO[*ib.Packet]
+	psn    uint32
+	next   ib.PS // gap before the next creation
+
+	injecting            bool
+	measureLo, measureHi ib.PS
+
+	Created   uint64 // packets created by the injection process
+	Skipped   uint64 // creations skipped because the source queue was full
+	Sent      uint64
+	Received  uint64
+	WrongDest uint64 // packets for another LID or MLID
+}
+
+// McastWireBytes is a multicast packet's size on the wire for payload
+// bytes: LRH, GRH, BTH, DETH, payload (padded to 4), ICRC and VCRC.
+func McastWireBytes(payload int) int {
+	p := ib.Packet{Opcode: ib.UDSendOnly, GRH: true, PayloadLen: payload}
+	return p.WireBytes()
+}
+
+// NewMcastHost makes a group member; a sender (inject non-nil) draws its
+// gaps from its own PCG stream of seed, as Source does.
+func NewMcastHost(s *components.Sim, name string, index int, lid, mlid uint16, size int, inject Injector, seed uint64) *McastHost {
+	return &McastHost{tracer: tracer{path: name}, Name: name, Index: index, LID: lid, MLID: mlid, s: s,
+		inject: inject, size: size, rng: rand.New(rand.NewPCG(seed, hostStream+uint64(index))),
+		queue: components.NewFIFO[*ib.Packet](MaxSourceQueue)}
+}
+
+// Attach gives the host its port.
+func (h *McastHost) Attach(p *link.Port) { h.port = p }
+
+// Sender reports whether the host injects.
+func (h *McastHost) Sender() bool { return h.inject != nil }
+
+// Start begins injection at the process's first gap; packets created in
+// [lo, hi) are marked for measurement.
+func (h *McastHost) Start(lo, hi ib.PS) {
+	h.measureLo, h.measureHi = lo, hi
+	if h.inject == nil {
+		return
+	}
+	h.injecting = true
+	h.next = h.inject.Next(h.rng, McastWireBytes(h.size))
+	h.s.Schedule(h.s.Now()+h.next, h, evInject)
+}
+
+// StopInjecting ends the injection process.
+func (h *McastHost) StopInjecting() { h.injecting = false }
+
+// Queued returns the packets waiting in the source queue.
+func (h *McastHost) Queued() int { return h.queue.Len() }
+
+// HandleEvent implements components.EventHandler: one packet creation.
+func (h *McastHost) HandleEvent(ev *components.Event) {
+	if !h.injecting {
+		return
+	}
+	now := h.s.Now()
+	if h.queue.Full() {
+		h.Skipped++
+	} else {
+		pkt := h.s.NewPacket()
+		pkt.Opcode = ib.UDSendOnly
+		pkt.GRH = true
+		pkt.SL, pkt.VL = h.SL, h.VL
+		pkt.SLID, pkt.DLID = h.LID, h.MLID
+		pkt.PayloadLen = h.size
+		pkt.InjectAt = now
+		pkt.Src, pkt.Dst = int32(h.Index), -1
+		pkt.Measure = now >= h.measureLo && now < h.measureHi
+		pkt.DestQP = McastQPN
+		pkt.DETH = ib.DETH{SrcQP: uint32(h.Index) + 1}
+		pkt.PSN = h.psn
+		h.psn = (h.psn + 1) & 0xFFFFFF
+		pkt.ICRC = ib.ComputeICRC(pkt)
+		h.Created++
+		h.queue.Push(pkt)
+		h.trySend()
+	}
+	h.next = h.inject.Next(h.rng, McastWireBytes(h.size))
+	h.s.Schedule(now+h.next, h, evInject)
+}
+
+func (h *McastHost) trySend() {
+	pkt, ok := h.queue.Peek()
+	if !ok || !h.port.Idle() || !h.port.HasCredits(int(pkt.VL), pkt.Credits()) {
+		return
+	}
+	h.queue.Pop()
+	h.Sent++
+	if h.OnInject != nil {
+		h.OnInject(pkt)
+	}
+	h.tracePacket(h.s.Now(), components.TraceInject, pkt)
+	h.port.Send(pkt)
+}
+
+// PortReady implements link.Owner.
+func (h *McastHost) PortReady(*link.Port) { h.trySend() }
+
+// PacketArrived implements link.Owner: the host accepts the packet at its
+// tail; its blocks free then.
+func (h *McastHost) PacketArrived(_ *link.Port, pkt *ib.Packet, _, tail ib.PS) {
+	if pkt.DLID != h.MLID && pkt.DLID != h.LID {
+		h.WrongDest++
+	}
+	h.Received++
+	ev := h.s.Schedule(tail, (*mcastSink)(h), 0)
+	ev.Pkt = pkt
+}
+
+// mcastSink handles a host's tail-arrival events.
+type mcastSink McastHost
+
+// HandleEvent releases the packet's blocks and reports the delivery.
+func (k *mcastSink) HandleEvent(ev *components.Event) {
+	h := (*McastHost)(k)
+	pkt := ev.Pkt
+	h.port.Release(int(pkt.VL), pkt.Credits())
+	h.tracePacket(ev.At(), components.TraceDeliver, pkt)
+	if h.OnDeliver != nil {
+		h.OnDeliver(pkt, ev.At())
+	}
+	h.s.FreePacket(pkt)
+}
