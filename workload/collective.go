@@ -48,6 +48,14 @@ type Transfer struct {
 	// its own place, since a later step's sender may write before an
 	// earlier step's data arrived and was added.
 	Land int64
+	// Lane is the queue of its sender the transfer is posted from: the
+	// driver posts a lane's slices in step and slice order, each after the
+	// one before, but one lane never waits for another. The ring, its
+	// halves, the chains and the MPI algorithms use lane 0 alone, so a
+	// rank posts all it sends in order; the tree gives each of a rank's
+	// transfers a lane of its own, as NCCL runs each tree on its own
+	// channels and a tree's reduction and broadcast on separate threads.
+	Lane int
 }
 
 // Schedule is a collective as data: for each step, the transfers every rank
@@ -61,8 +69,8 @@ type Schedule struct {
 	// per-rank buffer (all-reduce: the array reduced; all-to-all: the whole
 	// send buffer, n blocks of S/n).
 	Bytes int64
-	// Algorithm is how an all-reduce is done: AlgRing or AlgRabenseifner
-	// (empty for all-to-all).
+	// Algorithm is how an all-reduce is done (AllReduceAlgorithms), or
+	// AlgRing for the ring's halves and chains (empty for all-to-all).
 	Algorithm string
 	// Landing is the size of each rank's landing area, where peers write
 	// (Transfer.Land): S for the ring and all-to-all, more for
@@ -80,7 +88,7 @@ const (
 )
 
 // AllReduceAlgorithms lists workload.algorithm's values.
-var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling}
+var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling, AlgTree}
 
 // chunk returns the offset and length of chunk c when bytes are split into n
 // chunks as evenly as whole bytes allow (the first bytes mod n chunks get one
@@ -433,6 +441,8 @@ func AllReduce(alg string, n int, bytes int64) (Schedule, error) {
 		return RabenseifnerAllReduce(n, bytes)
 	case AlgRecursiveDoubling:
 		return RecursiveDoublingAllReduce(n, bytes)
+	case AlgTree:
+		return TreeAllReduce(n, bytes)
 	}
 	return Schedule{}, fmt.Errorf("workload.algorithm: %q is not an all-reduce algorithm (%s)", alg, strings.Join(AllReduceAlgorithms, ", "))
 }

@@ -127,7 +127,7 @@ type collRank struct {
 	src, dst uint64
 	mr       hca.MR
 
-	sends   []sliceSend // in posting order: step by step, slice by slice
+	sends   []sliceSend // step by step, slice by slice: each lane's posting order (lanes)
 	waits   []int32     // the sends' arrival slots, each send's a run (sliceSend.w0, w1)
 	next    int         // sends posted
 	sent    int         // send completions polled
@@ -147,6 +147,11 @@ type collRank struct {
 	done           bool
 	doneAt         ib.PS
 	reduceNs       float64 // ns of reduction charged
+	// lanes[l] lists the indexes in sends of lane l's slices, in posting
+	// order (Transfer.Lane; lanes numbered by first appearance);
+	// laneNext[l] of them are posted.
+	lanes    [][]int32
+	laneNext []int
 }
 
 // collective drives every rank's application thread.
@@ -274,6 +279,23 @@ func (c *collective) sendsOf(r int) (sends []sliceSend, waits []int32) {
 		}
 	}
 	return sends, waits
+}
+
+// lanesOf groups sends by their transfers' lanes, numbered in order of
+// first appearance: each lane's indexes in sends, in posting order.
+func lanesOf(sends []sliceSend) [][]int32 {
+	var ids []int
+	var lanes [][]int32
+	for i := range sends {
+		l := slices.Index(ids, sends[i].xfer.Lane)
+		if l < 0 {
+			l = len(ids)
+			ids = append(ids, sends[i].xfer.Lane)
+			lanes = append(lanes, nil)
+		}
+		lanes[l] = append(lanes[l], int32(i))
+	}
+	return lanes
 }
 
 // MaxCollectiveWrites is the most RDMA writes one collective run posts, all
@@ -459,6 +481,8 @@ func (c *collective) setup(devs []*hca.Device) {
 			off += uint64(len(b))
 		}
 		rk.sends, rk.waits = c.sendsOf(r)
+		rk.lanes = lanesOf(rk.sends)
+		rk.laneNext = make([]int, len(rk.lanes))
 		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
 		rk.got = make([]bool, len(rk.arrived))
 		rk.sendDone = make([]bool, len(rk.sends))
@@ -630,9 +654,20 @@ func (c *collective) turn(r int) {
 		}
 	}
 	c.applyDeferred(r)
-	for rk.next < len(rk.sends) && c.ready(rk, &rk.sends[rk.next]) {
-		c.post(r, rk.next)
-		rk.next++
+	// Each lane posts its slices in order while they are ready, the lanes
+	// taking turns a slice at a time (one lane: everything in order).
+	for progress := true; progress; {
+		progress = false
+		for l, idx := range rk.lanes {
+			k := rk.laneNext[l]
+			if k == len(idx) || !c.ready(rk, &rk.sends[idx[k]]) {
+				continue
+			}
+			c.post(r, int(idx[k]))
+			rk.laneNext[l]++
+			rk.next++
+			progress = true
+		}
 	}
 	if rk.next == len(rk.sends) && rk.sent == len(rk.sends) && rk.recvs == rk.expect {
 		rk.done = true

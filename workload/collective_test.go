@@ -341,9 +341,10 @@ func pow2Below(n int) (p, logp int) {
 // assertAsyncSafe checks, for slices of slice bytes, what the runner needs
 // beyond the step-by-step data flow, since it runs a send as soon as its
 // inputs are in, not in lockstep. "a happens before b" is built from the
-// runner's own rules (collective.sendsOf): a rank posts its slices in
-// order, a slice arrives after it is posted, and a slice is posted after
-// the arrival of every slot it waits on. Then:
+// runner's own rules (collective.sendsOf): a rank posts each lane's
+// slices in order (lanesOf; one lane but for the tree), a slice arrives
+// after it is posted, and a slice is posted after the arrival of every
+// slot it waits on. Then:
 //   - read after write: a slice is posted after the arrival of every
 //     earlier receive of its rank that wrote any of its bytes (the
 //     reductions into a range and the gathers it forwards);
@@ -384,10 +385,20 @@ func asyncHazardsOf(s Schedule, slice int64, deferring bool) []string {
 		sends, waits := c.sendsOf(r)
 		from, to, idx := c.defersOf(r, sends)
 		defers[r] = [3][]int32{from, to, idx}
+		before := make([]int, len(sends)) // each send's predecessor in its lane, or -1
+		for _, lane := range lanesOf(sends) {
+			for k, i := range lane {
+				before[i] = -1
+				if k > 0 {
+					before[i] = int(lane[k-1])
+				}
+			}
+		}
+		base := len(nodes)
 		for k, sd := range sends {
 			prev := -1
-			if k > 0 {
-				prev = len(nodes) - 1
+			if before[k] >= 0 {
+				prev = base + before[k]
 			}
 			nd := node{x: sd.xfer, lo: sd.xfer.Offset + sd.off, hi: sd.xfer.Offset + sd.off + sd.n,
 				slot: c.slot(sd.xfer.Step, sd.slice), waits: waits[sd.w0:sd.w1], prev: prev}
@@ -587,10 +598,13 @@ func TestAllReduceAlgorithms(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, AlgRabenseifner, s.Algorithm)
 	assert.Len(t, s.Steps, 4)
-	_, err = AllReduce("tree", 4, 100)
-	assert.EqualError(t, err, `workload.algorithm: "tree" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling)`)
+	s, err = AllReduce(AlgTree, 4, 100)
+	require.NoError(t, err)
+	assert.Equal(t, AlgTree, s.Algorithm)
+	_, err = AllReduce("bruck", 4, 100)
+	assert.EqualError(t, err, `workload.algorithm: "bruck" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling, tree)`)
 	assert.EqualError(t, checkAlgorithm(CollAllToAll, AlgRing, "workload"),
-		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling; set workload.kind: allreduce, or remove the key)`)
+		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling, tree; set workload.kind: allreduce, or remove the key)`)
 	assert.NoError(t, checkAlgorithm(CollAllToAll, "", "workload"))
 }
 
