@@ -77,7 +77,10 @@ type Schedule struct {
 	// Rabenseifner's algorithm on a number of ranks that is not a power of
 	// two (its first step lands a whole vector, its later ones their halves).
 	Landing int64
-	Steps   [][]Transfer
+	// Root is a broadcast's source and a reduce's destination (0 for the
+	// other operations).
+	Root  int
+	Steps [][]Transfer
 }
 
 // All-reduce algorithms, as workload.algorithm spells them.
@@ -156,46 +159,64 @@ func RingReduceScatter(n int, bytes int64) (Schedule, error) {
 	return ringHalf(CollReduceScatter, n, bytes)
 }
 
-// RingBroadcast returns the ring broadcast of bytes bytes from rank 0 (nccl-
-// tests' broadcast, root 0) over n ranks: in step t = 0 … n−2 rank t sends
-// the whole buffer to rank t+1, which stores it in place; from step 1 a
-// rank forwards what it received in the step before, so the driver's
-// slices pipeline down the chain (NCCL's ring broadcast). Every rank but
-// the last sends S bytes.
-func RingBroadcast(n int, bytes int64) (Schedule, error) {
+// RingBroadcast returns the ring broadcast of bytes bytes from rank root
+// (nccl-tests' broadcast, -r root) over n ranks: in step t = 0 … n−2 rank
+// root+t sends the whole buffer to rank root+t+1 (mod n), which stores it
+// in place; from step 1 a rank forwards what it received in the step
+// before, so the driver's slices pipeline down the chain (NCCL's ring
+// broadcast, which starts at the root and runs the ring round). Every rank
+// but the last sends S bytes.
+func RingBroadcast(n, root int, bytes int64) (Schedule, error) {
 	if err := checkCollective(CollBroadcast, n, bytes); err != nil {
 		return Schedule{}, err
 	}
-	s := Schedule{Op: CollBroadcast, Algorithm: AlgRing, Ranks: n, Bytes: bytes}
+	if err := checkRoot(CollBroadcast, n, root); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Op: CollBroadcast, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Root: root}
 	for t := 0; t < n-1; t++ {
 		wait := NoWait
 		if t > 0 {
 			wait = t - 1
 		}
-		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: t, Dst: t + 1, Bytes: bytes, WaitStep: wait}})
+		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: (root + t) % n, Dst: (root + t + 1) % n, Bytes: bytes, WaitStep: wait}})
 	}
 	return s, nil
 }
 
-// RingReduce returns the ring reduce of bytes bytes to rank 0 (nccl-tests'
-// reduce, root 0) over n ranks: the broadcast's chain run backwards, in
-// step t = 0 … n−2 rank n−1−t sends its buffer to rank n−2−t, which adds it
-// into its own and forwards the sum in the next step; the driver's slices
-// pipeline up the chain. Rank 0 ends with the sum; the other ranks'
-// buffers hold partial sums. Every rank but the root sends S bytes.
-func RingReduce(n int, bytes int64) (Schedule, error) {
+// RingReduce returns the ring reduce of bytes bytes to rank root
+// (nccl-tests' reduce, -r root) over n ranks: the broadcast's chain run
+// backwards, in step t = 0 … n−2 rank root−1−t sends its buffer to rank
+// root−t (mod n), which adds it into its own and forwards the sum in the
+// next step; the driver's slices pipeline up the chain. The root ends
+// with the sum; the other ranks' buffers hold partial sums. Every rank but
+// the root sends S bytes. (NCCL's ring reduce runs the ring's way, from
+// the root's successor round to the root: the same n−1 hops in the other
+// direction round the ring.)
+func RingReduce(n, root int, bytes int64) (Schedule, error) {
 	if err := checkCollective(CollReduce, n, bytes); err != nil {
 		return Schedule{}, err
 	}
-	s := Schedule{Op: CollReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes}
+	if err := checkRoot(CollReduce, n, root); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Op: CollReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes, Root: root}
 	for t := 0; t < n-1; t++ {
 		wait := NoWait
 		if t > 0 {
 			wait = t - 1
 		}
-		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: n - 1 - t, Dst: n - 2 - t, Bytes: bytes, Reduce: true, WaitStep: wait}})
+		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: (root + n - 1 - t) % n, Dst: (root + n - 2 - t) % n, Bytes: bytes, Reduce: true, WaitStep: wait}})
 	}
 	return s, nil
+}
+
+// checkRoot checks a broadcast's or reduce's root against the ranks.
+func checkRoot(op string, n, root int) error {
+	if root < 0 || root >= n {
+		return fmt.Errorf("workload.root: %d is not a rank of the %s over %d ranks (0 to %d)", root, op, n, n-1)
+	}
+	return nil
 }
 
 func ringHalf(op string, n int, bytes int64) (Schedule, error) {
@@ -459,6 +480,18 @@ func checkAlgorithm(op, alg, prefix string) error {
 	}
 	if !slices.Contains(AllReduceAlgorithms, alg) {
 		return fmt.Errorf("%s.algorithm: %q is not an all-reduce algorithm (%s)", prefix, alg, strings.Join(AllReduceAlgorithms, ", "))
+	}
+	return nil
+}
+
+// checkRootKind refuses a root for an operation that has none (prefix:
+// the config section); the root's range needs the ranks (checkRoot).
+func checkRootKind(op string, root int, prefix string) error {
+	if root != 0 && op != CollBroadcast && op != CollReduce {
+		return fmt.Errorf("%s.root: %d is set, but workload.kind %s has no root (a broadcast's or reduce's; set workload.kind: broadcast or reduce, or remove the key)", prefix, root, op)
+	}
+	if root < 0 {
+		return fmt.Errorf("%s.root: %d is not a rank (0 to the topology's hosts − 1)", prefix, root)
 	}
 	return nil
 }

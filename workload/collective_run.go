@@ -49,6 +49,9 @@ type CollectiveRun struct {
 	// Algorithm is the all-reduce's (AllReduceAlgorithms; empty: the
 	// ring). All-to-all has one.
 	Algorithm string
+	// Root is a broadcast's source and a reduce's destination rank
+	// (nccl-tests -r), 0 … ranks−1; the other operations have none (0).
+	Root int
 }
 
 // Validate checks the run's own knobs.
@@ -74,7 +77,7 @@ func (r *CollectiveRun) Validate() error {
 	if err := checkAlgorithm(r.Op, r.Algorithm, "workload"); err != nil {
 		return err
 	}
-	return nil
+	return checkRootKind(r.Op, r.Root, "workload")
 }
 
 // Collective is a built collective: build it, let observers attach, Run it.
@@ -203,9 +206,9 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	case CollReduceScatter:
 		sched, err = RingReduceScatter(len(devs), run.Bytes)
 	case CollBroadcast:
-		sched, err = RingBroadcast(len(devs), run.Bytes)
+		sched, err = RingBroadcast(len(devs), run.Root, run.Bytes)
 	case CollReduce:
-		sched, err = RingReduce(len(devs), run.Bytes)
+		sched, err = RingReduce(len(devs), run.Root, run.Bytes)
 	default:
 		sched, err = AllToAll(len(devs), run.Bytes)
 	}
@@ -920,7 +923,7 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 // verify checks every rank's buffer: all-reduce, the elementwise uint8 sum
 // of every rank's initial data; reduce-scatter, that sum in the rank's own
 // block; all-gather, every block its owner's initial data; broadcast, every
-// byte the root's (rank 0); reduce, the sum at the root (rank 0);
+// byte the root's; reduce, the sum at the root;
 // all-to-all, block i of rank j's receive buffer equal to block j of rank
 // i's send buffer.
 func (c *collective) verify() {
@@ -936,7 +939,7 @@ func (c *collective) verify() {
 		own := make([][]byte, n) // all-gather: each stream's chunk
 		for r := range streams {
 			streams[r] = c.rankStream(r)
-			if op == CollAllGather || op == CollBroadcast && r == 0 {
+			if op == CollAllGather || op == CollBroadcast && r == c.sched.Root {
 				own[r] = make([]byte, streamChunk)
 			}
 		}
@@ -970,7 +973,7 @@ func (c *collective) verify() {
 				}
 			}
 			for r, rk := range c.ranks {
-				if bad[r].at >= 0 || op == CollReduce && r != 0 {
+				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root {
 					continue // a reduce's result is the root's alone
 				}
 				g := got[:len(w)]
@@ -984,7 +987,7 @@ func (c *collective) verify() {
 					case op == CollAllGather:
 						exp = own[j][lo-off : hi-off]
 					case op == CollBroadcast:
-						exp = own[0][lo-off : hi-off]
+						exp = own[c.sched.Root][lo-off : hi-off]
 					case op == CollReduceScatter && j != int64(r):
 						lo = hi
 						continue
@@ -1090,6 +1093,11 @@ func (c *collective) metrics() map[string]any {
 	}
 	if c.sched.Algorithm != "" {
 		m["algorithm"] = c.sched.Algorithm
+	}
+	if c.sched.Root != 0 {
+		// Only when set, so that a root-0 run reports what it did before
+		// workload.root existed.
+		m["root"] = c.sched.Root
 	}
 	if t > 0 {
 		alg, bus := c.sched.AlgBW(t), c.sched.BusBW(t)
