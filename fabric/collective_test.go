@@ -433,14 +433,15 @@ func TestTreeBeatsTheRingOnSmallMessages(t *testing.T) {
 }
 
 // TestTreeAllReduceBusBWBetweenOneTreeAndTwo: 8 MiB over 8 NDR ranks (cx7)
-// on one switch, 512 KiB slices, the checkers on. A rank inside one tree
+// on one switch, the checkers on, in NCCL's tree chunks (128 KiB here,
+// TestTreeSliceBytes). A rank inside one tree
 // with two children and a parent sends S/2 up and S/2 to each child there,
 // and S/2 up as a leaf of the other tree: 2S, and ranks 2, 4, 6 (tree 0)
 // and 1, 3, 5 (tree 1) are such. So t ≥ 2S / B at the bottleneck rate B,
 // and busbw = 2(n−1)/n · S / t ≤ (n−1)/n · B: the upper bound. A single
 // binary tree carrying the whole vector makes its inner ranks send 3S (S up,
 // S to each child), so it cannot pass 2/3 of that; beating it is what the
-// second tree is for (NCCL 2.4), the lower bound. The run sits near 78 %
+// second tree is for (NCCL 2.4), the lower bound. The run sits near 79 %
 // of the upper bound, which needs every busy rank's link busy from start
 // to end; here a rank's transfers wait on its children's and parent's
 // slices, and nothing paces a leaf's sends (NCCL's FIFO of 8 slots

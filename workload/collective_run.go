@@ -233,6 +233,9 @@ func newCollective(run CollectiveRun, sched Schedule) *collective {
 	c := &collective{run: run, sched: sched, slice: run.SliceBytes}
 	if c.slice == 0 {
 		c.slice = DefaultSliceBytes
+		if sched.Algorithm == AlgTree {
+			c.slice = treeSliceBytes(sched.Bytes, sched.Ranks)
+		}
 		if sched.Algorithm == AlgRabenseifner {
 			// MPI's halving and doubling sends each step's range as one
 			// message (MPICH: one MPI_Sendrecv a step). Sliced, a step

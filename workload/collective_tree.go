@@ -205,3 +205,26 @@ func TreeAllReduce(n int, bytes int64) (Schedule, error) {
 	s.Landing = slices.Max(land)
 	return s, nil
 }
+
+// treeSliceBytes is the tree's slice when workload.slice_bytes is 0: NCCL's
+// chunk for the tree's simple protocol (enqueue.cc, NCCL 2.4 on), which
+// halves the FIFO step (DefaultSliceBytes) while a channel's share of the
+// bytes is too few chunks to fill the tree's pipeline: below 8 × depth
+// chunks down to 128 KiB, below 4 × depth down to 64 KiB, below depth down
+// to 32 KiB. NCCL's depth for one rank a node is ⌊log2 n⌋ (connectTrees'
+// "good approximation"); each tree here is one channel, so a channel
+// carries S/2.
+func treeSliceBytes(bytes int64, n int) int64 {
+	depth := int64(0)
+	for 1<<(depth+1) <= n {
+		depth++
+	}
+	chunk := int64(DefaultSliceBytes)
+	perChannel := bytes / 2
+	for _, r := range []struct{ chunks, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
+		for perChannel/chunk < r.chunks*depth && chunk > r.floor {
+			chunk /= 2
+		}
+	}
+	return chunk
+}

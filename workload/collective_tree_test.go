@@ -209,3 +209,26 @@ func TestTreeLanesPipeline(t *testing.T) {
 	assert.Equal(t, res[true]["rdma_writes"], res[false]["rdma_writes"])
 	assert.Less(t, res[true]["time_us"].(float64), res[false]["time_us"].(float64))
 }
+
+// TestTreeSliceBytes: NCCL's chunk halving for the tree, worked by hand
+// (a channel: S/2; depth ⌊log2 n⌋). 8 MiB over 8 ranks (depth 3): 4 MiB
+// is 8 chunks of 512 KiB, under 24, so 256 KiB (16) and 128 KiB (32, not
+// under 24); the later rules ask fewer. 1 MiB over 16 (depth 4): 512 KiB
+// is 1 chunk, 128 KiB 4 (the first rule stops there), 64 KiB 8 (under 16,
+// the second stops at 64 KiB), not under 4. 16 MiB over 16: 16 chunks,
+// under 32, so 256 KiB (32, not under). 8 bytes: the floor, 32 KiB. 1 GiB:
+// 1024 chunks, none halved.
+func TestTreeSliceBytes(t *testing.T) {
+	for _, tc := range []struct {
+		bytes int64
+		n     int
+		want  int64
+	}{{8 << 20, 8, 128 << 10}, {1 << 20, 16, 64 << 10}, {8, 16, 32 << 10}, {1 << 30, 16, 512 << 10}, {16 << 20, 16, 256 << 10}} {
+		assert.Equal(t, tc.want, treeSliceBytes(tc.bytes, tc.n), "%d bytes over %d", tc.bytes, tc.n)
+	}
+	// In force when workload.slice_bytes is 0, and only then.
+	s, err := TreeAllReduce(8, 8<<20)
+	require.NoError(t, err)
+	assert.Equal(t, int64(128<<10), newCollective(CollectiveRun{Op: CollAllReduce}, s).slice)
+	assert.Equal(t, int64(1000), newCollective(CollectiveRun{Op: CollAllReduce, SliceBytes: 1000}, s).slice)
+}
