@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -137,11 +138,19 @@ func TestAllToAllRunsAndVerifies(t *testing.T) {
 
 func TestCollectiveDeterministic(t *testing.T) {
 	for _, eng := range []string{"hcasim", "akita"} {
-		for _, kind := range []string{"allreduce", "alltoall"} {
+		// The tree's lanes take turns and a rooted chain turns by its root:
+		// both must repeat as exactly as the rest.
+		for _, kind := range []string{"allreduce", "alltoall", "allreduce --set workload.algorithm=tree", "reduce --set workload.root=3"} {
 			var out [2]string
 			for i := range out {
-				_, m := runCollectiveSets(t, "topology.kind=fat-tree-2", "switch.radix=4", "switch.vls=1",
-					"workload.kind="+kind, "workload.size=300000", "seed=5", "sim.engine="+eng)
+				sets := []string{"topology.kind=fat-tree-2", "switch.radix=4", "switch.vls=1",
+					"workload.size=300000", "seed=5", "sim.engine=" + eng}
+				k, extra, _ := strings.Cut(kind, " --set ")
+				sets = append(sets, "workload.kind="+k)
+				if extra != "" {
+					sets = append(sets, extra)
+				}
+				_, m := runCollectiveSets(t, sets...)
 				assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
 				b, err := json.Marshal(m)
 				require.NoError(t, err)
