@@ -73,7 +73,8 @@ type Schedule struct {
 	// AlgRing for the ring's halves and chains (empty for all-to-all).
 	Algorithm string
 	// Landing is the size of each rank's landing area, where peers write
-	// (Transfer.Land): S for the ring and all-to-all, more for
+	// (Transfer.Land): S for the ring and all-to-all, at most two halves
+	// for the tree (a rank's two children's in one tree), more for
 	// Rabenseifner's algorithm on a number of ranks that is not a power of
 	// two (its first step lands a whole vector, its later ones their halves).
 	Landing int64

@@ -232,3 +232,31 @@ func TestTreeSliceBytes(t *testing.T) {
 	assert.Equal(t, int64(128<<10), newCollective(CollectiveRun{Op: CollAllReduce}, s).slice)
 	assert.Equal(t, int64(1000), newCollective(CollectiveRun{Op: CollAllReduce, SliceBytes: 1000}, s).slice)
 }
+
+// TestTreeRunsOnTheHCAs runs the tree on one EDR switch, mirrored (even n)
+// and shifted (odd n) second trees, with a byte (tree 1 carries none: a
+// zero-byte write still signals), 3 bytes, and 100 kB whole (NCCL's chunk:
+// 32 KiB, TestTreeSliceBytes) and in 8 KiB slices: every rank must end
+// with the sum, and every write posted is one of the schedule's slices
+// (each tree's n−1 edges, up and down, in as many slices as a half
+// needs).
+func TestTreeRunsOnTheHCAs(t *testing.T) {
+	for _, n := range []int{2, 3, 5, 8} {
+		for _, tc := range []struct{ bytes, slice int64 }{{1, 0}, {3, 0}, {100000, 0}, {100000, 8192}} {
+			s, devs := collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
+			m, err := RunCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: tc.bytes, MTU: 4096, SliceBytes: tc.slice, Seed: 9})
+			require.NoError(t, err)
+			assert.Equal(t, true, m["data_verified"], "n %d %+v: %v", n, tc, m["data_errors"])
+			slice := tc.slice
+			if slice == 0 {
+				slice = treeSliceBytes(tc.bytes, n)
+			}
+			writes := 0
+			for h := range 2 {
+				_, half := chunk(tc.bytes, 2, h)
+				writes += 2 * (n - 1) * int(max(1, (half+slice-1)/slice))
+			}
+			assert.Equal(t, writes, m["rdma_writes"], "n %d %+v", n, tc)
+		}
+	}
+}
