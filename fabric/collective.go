@@ -13,7 +13,7 @@ import (
 func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	run := workload.CollectiveRun{Op: cfg.Workload.Kind, Bytes: int64(cfg.Workload.Size), MTU: cfg.Link.MTU,
 		Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs, SliceBytes: cfg.Workload.SliceBytes, ReduceGBps: cfg.Workload.ReduceGBps,
-		SL: cfg.Workload.SL, Algorithm: cfg.Workload.Algorithm}
+		SL: cfg.Workload.SL, Algorithm: cfg.Workload.Algorithm, Root: cfg.Workload.Root}
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}

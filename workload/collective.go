@@ -48,6 +48,14 @@ type Transfer struct {
 	// its own place, since a later step's sender may write before an
 	// earlier step's data arrived and was added.
 	Land int64
+	// Lane is the queue of its sender the transfer is posted from: the
+	// driver posts a lane's slices in step and slice order, each after the
+	// one before, but one lane never waits for another. The ring, its
+	// halves, the chains and the MPI algorithms use lane 0 alone, so a
+	// rank posts all it sends in order; the tree gives each of a rank's
+	// transfers a lane of its own, as NCCL runs each tree on its own
+	// channels and a tree's reduction and broadcast on separate threads.
+	Lane int
 }
 
 // Schedule is a collective as data: for each step, the transfers every rank
@@ -61,15 +69,19 @@ type Schedule struct {
 	// per-rank buffer (all-reduce: the array reduced; all-to-all: the whole
 	// send buffer, n blocks of S/n).
 	Bytes int64
-	// Algorithm is how an all-reduce is done: AlgRing or AlgRabenseifner
-	// (empty for all-to-all).
+	// Algorithm is how an all-reduce is done (AllReduceAlgorithms), or
+	// AlgRing for the ring's halves and chains (empty for all-to-all).
 	Algorithm string
 	// Landing is the size of each rank's landing area, where peers write
-	// (Transfer.Land): S for the ring and all-to-all, more for
+	// (Transfer.Land): S for the ring and all-to-all, at most two halves
+	// for the tree (a rank's two children's in one tree), more for
 	// Rabenseifner's algorithm on a number of ranks that is not a power of
 	// two (its first step lands a whole vector, its later ones their halves).
 	Landing int64
-	Steps   [][]Transfer
+	// Root is a broadcast's source and a reduce's destination (0 for the
+	// other operations).
+	Root  int
+	Steps [][]Transfer
 }
 
 // All-reduce algorithms, as workload.algorithm spells them.
@@ -80,7 +92,7 @@ const (
 )
 
 // AllReduceAlgorithms lists workload.algorithm's values.
-var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling}
+var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling, AlgTree}
 
 // chunk returns the offset and length of chunk c when bytes are split into n
 // chunks as evenly as whole bytes allow (the first bytes mod n chunks get one
@@ -148,46 +160,64 @@ func RingReduceScatter(n int, bytes int64) (Schedule, error) {
 	return ringHalf(CollReduceScatter, n, bytes)
 }
 
-// RingBroadcast returns the ring broadcast of bytes bytes from rank 0 (nccl-
-// tests' broadcast, root 0) over n ranks: in step t = 0 … n−2 rank t sends
-// the whole buffer to rank t+1, which stores it in place; from step 1 a
-// rank forwards what it received in the step before, so the driver's
-// slices pipeline down the chain (NCCL's ring broadcast). Every rank but
-// the last sends S bytes.
-func RingBroadcast(n int, bytes int64) (Schedule, error) {
+// RingBroadcast returns the ring broadcast of bytes bytes from rank root
+// (nccl-tests' broadcast, -r root) over n ranks: in step t = 0 … n−2 rank
+// root+t sends the whole buffer to rank root+t+1 (mod n), which stores it
+// in place; from step 1 a rank forwards what it received in the step
+// before, so the driver's slices pipeline down the chain (NCCL's ring
+// broadcast, which starts at the root and runs the ring round). Every rank
+// but the last sends S bytes.
+func RingBroadcast(n, root int, bytes int64) (Schedule, error) {
 	if err := checkCollective(CollBroadcast, n, bytes); err != nil {
 		return Schedule{}, err
 	}
-	s := Schedule{Op: CollBroadcast, Algorithm: AlgRing, Ranks: n, Bytes: bytes}
+	if err := checkRoot(CollBroadcast, n, root); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Op: CollBroadcast, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Root: root}
 	for t := 0; t < n-1; t++ {
 		wait := NoWait
 		if t > 0 {
 			wait = t - 1
 		}
-		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: t, Dst: t + 1, Bytes: bytes, WaitStep: wait}})
+		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: (root + t) % n, Dst: (root + t + 1) % n, Bytes: bytes, WaitStep: wait}})
 	}
 	return s, nil
 }
 
-// RingReduce returns the ring reduce of bytes bytes to rank 0 (nccl-tests'
-// reduce, root 0) over n ranks: the broadcast's chain run backwards, in
-// step t = 0 … n−2 rank n−1−t sends its buffer to rank n−2−t, which adds it
-// into its own and forwards the sum in the next step; the driver's slices
-// pipeline up the chain. Rank 0 ends with the sum; the other ranks'
-// buffers hold partial sums. Every rank but the root sends S bytes.
-func RingReduce(n int, bytes int64) (Schedule, error) {
+// RingReduce returns the ring reduce of bytes bytes to rank root
+// (nccl-tests' reduce, -r root) over n ranks: the broadcast's chain run
+// backwards, in step t = 0 … n−2 rank root−1−t sends its buffer to rank
+// root−t (mod n), which adds it into its own and forwards the sum in the
+// next step; the driver's slices pipeline up the chain. The root ends
+// with the sum; the other ranks' buffers hold partial sums. Every rank but
+// the root sends S bytes. (NCCL's ring reduce runs the ring's way, from
+// the root's successor round to the root: the same n−1 hops in the other
+// direction round the ring.)
+func RingReduce(n, root int, bytes int64) (Schedule, error) {
 	if err := checkCollective(CollReduce, n, bytes); err != nil {
 		return Schedule{}, err
 	}
-	s := Schedule{Op: CollReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes}
+	if err := checkRoot(CollReduce, n, root); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Op: CollReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes, Root: root}
 	for t := 0; t < n-1; t++ {
 		wait := NoWait
 		if t > 0 {
 			wait = t - 1
 		}
-		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: n - 1 - t, Dst: n - 2 - t, Bytes: bytes, Reduce: true, WaitStep: wait}})
+		s.Steps = append(s.Steps, []Transfer{{Step: t, Src: (root + n - 1 - t) % n, Dst: (root + n - 2 - t) % n, Bytes: bytes, Reduce: true, WaitStep: wait}})
 	}
 	return s, nil
+}
+
+// checkRoot checks a broadcast's or reduce's root against the ranks.
+func checkRoot(op string, n, root int) error {
+	if root < 0 || root >= n {
+		return fmt.Errorf("workload.root: %d is not a rank of the %s over %d ranks (0 to %d)", root, op, n, n-1)
+	}
+	return nil
 }
 
 func ringHalf(op string, n int, bytes int64) (Schedule, error) {
@@ -433,6 +463,8 @@ func AllReduce(alg string, n int, bytes int64) (Schedule, error) {
 		return RabenseifnerAllReduce(n, bytes)
 	case AlgRecursiveDoubling:
 		return RecursiveDoublingAllReduce(n, bytes)
+	case AlgTree:
+		return TreeAllReduce(n, bytes)
 	}
 	return Schedule{}, fmt.Errorf("workload.algorithm: %q is not an all-reduce algorithm (%s)", alg, strings.Join(AllReduceAlgorithms, ", "))
 }
@@ -449,6 +481,18 @@ func checkAlgorithm(op, alg, prefix string) error {
 	}
 	if !slices.Contains(AllReduceAlgorithms, alg) {
 		return fmt.Errorf("%s.algorithm: %q is not an all-reduce algorithm (%s)", prefix, alg, strings.Join(AllReduceAlgorithms, ", "))
+	}
+	return nil
+}
+
+// checkRootKind refuses a root for an operation that has none (prefix:
+// the config section); the root's range needs the ranks (checkRoot).
+func checkRootKind(op string, root int, prefix string) error {
+	if root != 0 && op != CollBroadcast && op != CollReduce {
+		return fmt.Errorf("%s.root: %d is set, but workload.kind %s has no root (a broadcast's or reduce's; set workload.kind: broadcast or reduce, or remove the key)", prefix, root, op)
+	}
+	if root < 0 {
+		return fmt.Errorf("%s.root: %d is not a rank (0 to the topology's hosts − 1)", prefix, root)
 	}
 	return nil
 }

@@ -49,6 +49,9 @@ type CollectiveRun struct {
 	// Algorithm is the all-reduce's (AllReduceAlgorithms; empty: the
 	// ring). All-to-all has one.
 	Algorithm string
+	// Root is a broadcast's source and a reduce's destination rank
+	// (nccl-tests -r), 0 … ranks−1; the other operations have none (0).
+	Root int
 }
 
 // Validate checks the run's own knobs.
@@ -74,7 +77,7 @@ func (r *CollectiveRun) Validate() error {
 	if err := checkAlgorithm(r.Op, r.Algorithm, "workload"); err != nil {
 		return err
 	}
-	return nil
+	return checkRootKind(r.Op, r.Root, "workload")
 }
 
 // Collective is a built collective: build it, let observers attach, Run it.
@@ -127,7 +130,7 @@ type collRank struct {
 	src, dst uint64
 	mr       hca.MR
 
-	sends   []sliceSend // in posting order: step by step, slice by slice
+	sends   []sliceSend // step by step, slice by slice: each lane's posting order (lanes)
 	waits   []int32     // the sends' arrival slots, each send's a run (sliceSend.w0, w1)
 	next    int         // sends posted
 	sent    int         // send completions polled
@@ -147,6 +150,11 @@ type collRank struct {
 	done           bool
 	doneAt         ib.PS
 	reduceNs       float64 // ns of reduction charged
+	// lanes[l] lists the indexes in sends of lane l's slices, in posting
+	// order (Transfer.Lane; lanes numbered by first appearance);
+	// laneNext[l] of them are posted.
+	lanes    [][]int32
+	laneNext []int
 }
 
 // collective drives every rank's application thread.
@@ -198,9 +206,9 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	case CollReduceScatter:
 		sched, err = RingReduceScatter(len(devs), run.Bytes)
 	case CollBroadcast:
-		sched, err = RingBroadcast(len(devs), run.Bytes)
+		sched, err = RingBroadcast(len(devs), run.Root, run.Bytes)
 	case CollReduce:
-		sched, err = RingReduce(len(devs), run.Bytes)
+		sched, err = RingReduce(len(devs), run.Root, run.Bytes)
 	default:
 		sched, err = AllToAll(len(devs), run.Bytes)
 	}
@@ -225,6 +233,9 @@ func newCollective(run CollectiveRun, sched Schedule) *collective {
 	c := &collective{run: run, sched: sched, slice: run.SliceBytes}
 	if c.slice == 0 {
 		c.slice = DefaultSliceBytes
+		if sched.Algorithm == AlgTree {
+			c.slice = treeSliceBytes(sched.Bytes, sched.Ranks)
+		}
 		if sched.Algorithm == AlgRabenseifner {
 			// MPI's halving and doubling sends each step's range as one
 			// message (MPICH: one MPI_Sendrecv a step). Sliced, a step
@@ -274,6 +285,23 @@ func (c *collective) sendsOf(r int) (sends []sliceSend, waits []int32) {
 		}
 	}
 	return sends, waits
+}
+
+// lanesOf groups sends by their transfers' lanes, numbered in order of
+// first appearance: each lane's indexes in sends, in posting order.
+func lanesOf(sends []sliceSend) [][]int32 {
+	var ids []int
+	var lanes [][]int32
+	for i := range sends {
+		l := slices.Index(ids, sends[i].xfer.Lane)
+		if l < 0 {
+			l = len(ids)
+			ids = append(ids, sends[i].xfer.Lane)
+			lanes = append(lanes, nil)
+		}
+		lanes[l] = append(lanes[l], int32(i))
+	}
+	return lanes
 }
 
 // MaxCollectiveWrites is the most RDMA writes one collective run posts, all
@@ -459,6 +487,8 @@ func (c *collective) setup(devs []*hca.Device) {
 			off += uint64(len(b))
 		}
 		rk.sends, rk.waits = c.sendsOf(r)
+		rk.lanes = lanesOf(rk.sends)
+		rk.laneNext = make([]int, len(rk.lanes))
 		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
 		rk.got = make([]bool, len(rk.arrived))
 		rk.sendDone = make([]bool, len(rk.sends))
@@ -630,9 +660,20 @@ func (c *collective) turn(r int) {
 		}
 	}
 	c.applyDeferred(r)
-	for rk.next < len(rk.sends) && c.ready(rk, &rk.sends[rk.next]) {
-		c.post(r, rk.next)
-		rk.next++
+	// Each lane posts its slices in order while they are ready, the lanes
+	// taking turns a slice at a time (one lane: everything in order).
+	for progress := true; progress; {
+		progress = false
+		for l, idx := range rk.lanes {
+			k := rk.laneNext[l]
+			if k == len(idx) || !c.ready(rk, &rk.sends[idx[k]]) {
+				continue
+			}
+			c.post(r, int(idx[k]))
+			rk.laneNext[l]++
+			rk.next++
+			progress = true
+		}
 	}
 	if rk.next == len(rk.sends) && rk.sent == len(rk.sends) && rk.recvs == rk.expect {
 		rk.done = true
@@ -885,7 +926,7 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 // verify checks every rank's buffer: all-reduce, the elementwise uint8 sum
 // of every rank's initial data; reduce-scatter, that sum in the rank's own
 // block; all-gather, every block its owner's initial data; broadcast, every
-// byte the root's (rank 0); reduce, the sum at the root (rank 0);
+// byte the root's; reduce, the sum at the root;
 // all-to-all, block i of rank j's receive buffer equal to block j of rank
 // i's send buffer.
 func (c *collective) verify() {
@@ -901,7 +942,7 @@ func (c *collective) verify() {
 		own := make([][]byte, n) // all-gather: each stream's chunk
 		for r := range streams {
 			streams[r] = c.rankStream(r)
-			if op == CollAllGather || op == CollBroadcast && r == 0 {
+			if op == CollAllGather || op == CollBroadcast && r == c.sched.Root {
 				own[r] = make([]byte, streamChunk)
 			}
 		}
@@ -935,7 +976,7 @@ func (c *collective) verify() {
 				}
 			}
 			for r, rk := range c.ranks {
-				if bad[r].at >= 0 || op == CollReduce && r != 0 {
+				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root {
 					continue // a reduce's result is the root's alone
 				}
 				g := got[:len(w)]
@@ -949,7 +990,7 @@ func (c *collective) verify() {
 					case op == CollAllGather:
 						exp = own[j][lo-off : hi-off]
 					case op == CollBroadcast:
-						exp = own[0][lo-off : hi-off]
+						exp = own[c.sched.Root][lo-off : hi-off]
 					case op == CollReduceScatter && j != int64(r):
 						lo = hi
 						continue
@@ -1055,6 +1096,11 @@ func (c *collective) metrics() map[string]any {
 	}
 	if c.sched.Algorithm != "" {
 		m["algorithm"] = c.sched.Algorithm
+	}
+	if c.sched.Root != 0 {
+		// Only when set, so that a root-0 run reports what it did before
+		// workload.root existed.
+		m["root"] = c.sched.Root
 	}
 	if t > 0 {
 		alg, bus := c.sched.AlgBW(t), c.sched.BusBW(t)

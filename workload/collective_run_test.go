@@ -80,15 +80,19 @@ func TestCollectiveVerifierCatchesCorruptionOfTheHalves(t *testing.T) {
 	// overwritten by rank 1's (block 2 is rank 2's own, and a change there
 	// reaches every rank); in a reduce-scatter it adds into block 1, which
 	// rank 1 ends with. A broadcast overwrites rank 2's buffer with the
-	// root's: its change is gone. A reduce adds it into the root's sum.
+	// root's: its change is gone, unless rank 2 is the root, when every
+	// rank holds it. A reduce adds it into the root's sum, whichever rank
+	// the root is.
 	for _, tc := range []struct {
 		op   string
 		at   uint64
 		want int
-	}{{CollAllGather, 1024 + 100, 0}, {CollAllGather, 2*1024 + 100, 4}, {CollReduceScatter, 1024 + 100, 1}, {CollReduceScatter, 100, 1},
-		{CollBroadcast, 100, 0}, {CollReduce, 100, 1}} {
+		root int
+	}{{CollAllGather, 1024 + 100, 0, 0}, {CollAllGather, 2*1024 + 100, 4, 0}, {CollReduceScatter, 1024 + 100, 1, 0}, {CollReduceScatter, 100, 1, 0},
+		{CollBroadcast, 100, 0, 0}, {CollReduce, 100, 1, 0}, {CollBroadcast, 100, 4, 2}, {CollBroadcast, 100, 0, 3},
+		{CollReduce, 100, 1, 3}, {CollReduce, 100, 1, 2}} {
 		s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
-		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: tc.op, Bytes: 4096, MTU: 4096, Seed: 7})
+		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: tc.op, Bytes: 4096, MTU: 4096, Seed: 7, Root: tc.root})
 		require.NoError(t, err)
 		rk := c.c.ranks[2]
 		var b [1]byte
@@ -97,9 +101,14 @@ func TestCollectiveVerifierCatchesCorruptionOfTheHalves(t *testing.T) {
 		rk.dev.Mem.Write(rk.src+tc.at, b[:])
 		m, err := c.Run()
 		require.NoError(t, err)
-		assert.Equal(t, tc.want == 0, m["data_verified"], "%s at %d", tc.op, tc.at)
+		assert.Equal(t, tc.want == 0, m["data_verified"], "%s at %d root %d", tc.op, tc.at, tc.root)
 		if tc.want > 0 {
-			assert.Len(t, m["data_errors"], tc.want, "%s at %d: %v", tc.op, tc.at, m["data_errors"])
+			assert.Len(t, m["data_errors"], tc.want, "%s at %d root %d: %v", tc.op, tc.at, tc.root, m["data_errors"])
+		}
+		if tc.root != 0 {
+			assert.Equal(t, tc.root, m["root"])
+		} else {
+			assert.NotContains(t, m, "root", "root 0 reports as before workload.root")
 		}
 	}
 }
@@ -235,6 +244,8 @@ func TestCollectiveRunValidate(t *testing.T) {
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 3000}, "link.mtu: 3000 is not an IB MTU (256, 512, 1024, 2048, 4096)"},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, SliceBytes: -1}, "workload.slice_bytes: -1 is out of range (0 for 524288, up to 1073741824)"},
 		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, ReduceGBps: -2}, "workload.reduce_gbps: -2 is out of range (0 for free, up to 1e6 GB/s)"},
+		{CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, Root: 1}, "workload.root: 1 is set, but workload.kind allreduce has no root (a broadcast's or reduce's; set workload.kind: broadcast or reduce, or remove the key)"},
+		{CollectiveRun{Op: CollBroadcast, Bytes: 8, MTU: 4096, Root: -1}, "workload.root: -1 is not a rank (0 to the topology's hosts − 1)"},
 	} {
 		assert.EqualError(t, tc.run.Validate(), tc.want)
 	}
@@ -242,6 +253,10 @@ func TestCollectiveRunValidate(t *testing.T) {
 	s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
 	_, err := RunCollectiveOn(s, devs, CollectiveRun{Op: CollAllToAll, Bytes: 3, MTU: 4096})
 	assert.EqualError(t, err, "workload.size: 3 bytes is less than one byte per rank for an all-to-all over 4 ranks")
+	// A root past the ranks is refused once they are known.
+	s, devs = collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
+	_, err = RunCollectiveOn(s, devs, CollectiveRun{Op: CollReduce, Bytes: 8, MTU: 4096, Root: 4})
+	assert.EqualError(t, err, "workload.root: 4 is not a rank of the reduce over 4 ranks (0 to 3)")
 }
 
 // BenchmarkRingAllReduce8x1MiB reports simulated all-reduce payload bytes

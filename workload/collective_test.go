@@ -223,11 +223,11 @@ func followData(t *testing.T, s Schedule) {
 	// What each rank's byte must hold: all-reduce, every contribution once;
 	// reduce-scatter, that in the rank's own block (the rest is not
 	// checked); all-gather, the block owner's contribution alone;
-	// broadcast, the root's (rank 0) alone; reduce, every contribution once
-	// at the root (the others hold partial sums).
+	// broadcast, the root's alone; reduce, every contribution once at the
+	// root (the others hold partial sums).
 	block := s.Bytes / int64(n)
 	for i := range n {
-		if s.Op == CollReduce && i != 0 {
+		if s.Op == CollReduce && i != s.Root {
 			continue // a reduce's result is the root's alone
 		}
 		for b := range size {
@@ -236,7 +236,7 @@ func followData(t *testing.T, s Schedule) {
 			case CollAllGather:
 				want[int64(b)/block] = 1
 			case CollBroadcast:
-				want[0] = 1
+				want[s.Root] = 1
 			case CollReduceScatter:
 				if int64(b)/block != int64(i) {
 					continue
@@ -341,9 +341,10 @@ func pow2Below(n int) (p, logp int) {
 // assertAsyncSafe checks, for slices of slice bytes, what the runner needs
 // beyond the step-by-step data flow, since it runs a send as soon as its
 // inputs are in, not in lockstep. "a happens before b" is built from the
-// runner's own rules (collective.sendsOf): a rank posts its slices in
-// order, a slice arrives after it is posted, and a slice is posted after
-// the arrival of every slot it waits on. Then:
+// runner's own rules (collective.sendsOf): a rank posts each lane's
+// slices in order (lanesOf; one lane but for the tree), a slice arrives
+// after it is posted, and a slice is posted after the arrival of every
+// slot it waits on. Then:
 //   - read after write: a slice is posted after the arrival of every
 //     earlier receive of its rank that wrote any of its bytes (the
 //     reductions into a range and the gathers it forwards);
@@ -384,10 +385,20 @@ func asyncHazardsOf(s Schedule, slice int64, deferring bool) []string {
 		sends, waits := c.sendsOf(r)
 		from, to, idx := c.defersOf(r, sends)
 		defers[r] = [3][]int32{from, to, idx}
+		before := make([]int, len(sends)) // each send's predecessor in its lane, or -1
+		for _, lane := range lanesOf(sends) {
+			for k, i := range lane {
+				before[i] = -1
+				if k > 0 {
+					before[i] = int(lane[k-1])
+				}
+			}
+		}
+		base := len(nodes)
 		for k, sd := range sends {
 			prev := -1
-			if k > 0 {
-				prev = len(nodes) - 1
+			if before[k] >= 0 {
+				prev = base + before[k]
 			}
 			nd := node{x: sd.xfer, lo: sd.xfer.Offset + sd.off, hi: sd.xfer.Offset + sd.off + sd.n,
 				slot: c.slot(sd.xfer.Step, sd.slice), waits: waits[sd.w0:sd.w1], prev: prev}
@@ -587,10 +598,13 @@ func TestAllReduceAlgorithms(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, AlgRabenseifner, s.Algorithm)
 	assert.Len(t, s.Steps, 4)
-	_, err = AllReduce("tree", 4, 100)
-	assert.EqualError(t, err, `workload.algorithm: "tree" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling)`)
+	s, err = AllReduce(AlgTree, 4, 100)
+	require.NoError(t, err)
+	assert.Equal(t, AlgTree, s.Algorithm)
+	_, err = AllReduce("bruck", 4, 100)
+	assert.EqualError(t, err, `workload.algorithm: "bruck" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling, tree)`)
 	assert.EqualError(t, checkAlgorithm(CollAllToAll, AlgRing, "workload"),
-		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling; set workload.kind: allreduce, or remove the key)`)
+		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling, tree; set workload.kind: allreduce, or remove the key)`)
 	assert.NoError(t, checkAlgorithm(CollAllToAll, "", "workload"))
 }
 
@@ -619,33 +633,62 @@ func TestRecursiveDoublingIdealTime(t *testing.T) {
 }
 
 // TestRingChains: broadcast and reduce take n − 1 steps along the chain
-// (down from rank 0, up to it), one transfer each; every byte ends as the
-// operation defines it (followData: the root's everywhere; the sum at the
-// root), the driver's waits safe whole and sliced. On idealTime's fabric
-// (whole transfers, each waiting for the one before) t = (n−1)·S·20 ps, so
-// busbw = algbw = S/t = 50/(n−1) GB/s: without slices a chain is n−1 times
-// the link time (the slices' pipeline is the fabric test's).
+// (down from the root, up to it), one transfer each; every byte ends as
+// the operation defines it (followData: the root's everywhere; the sum at
+// the root), the driver's waits safe whole and sliced, for every root. On
+// idealTime's fabric (whole transfers, each waiting for the one before) t
+// = (n−1)·S·20 ps, so busbw = algbw = S/t = 50/(n−1) GB/s: without slices
+// a chain is n−1 times the link time (the slices' pipeline is the fabric
+// test's). A root outside the ranks is refused.
 func TestRingChains(t *testing.T) {
 	for _, tc := range []struct {
 		op    string
-		build func(int, int64) (Schedule, error)
+		build func(int, int, int64) (Schedule, error)
 	}{{CollBroadcast, RingBroadcast}, {CollReduce, RingReduce}} {
 		for n := 2; n <= 9; n++ {
-			for _, size := range []int64{1, 1000} {
-				s, err := tc.build(n, size)
-				require.NoError(t, err)
-				require.Len(t, s.Steps, n-1)
-				followData(t, s)
-				assertAsyncSafe(t, s, 0)
-				assertAsyncSafe(t, s, 37)
+			for root := range n {
+				for _, size := range []int64{1, 1000} {
+					s, err := tc.build(n, root, size)
+					require.NoError(t, err)
+					require.Len(t, s.Steps, n-1)
+					assert.Equal(t, root, s.Root)
+					followData(t, s)
+					assertAsyncSafe(t, s, 0)
+					assertAsyncSafe(t, s, 37)
+				}
 			}
 			size := int64(1) << 20
-			s, err := tc.build(n, size)
+			s, err := tc.build(n, n-1, size)
 			require.NoError(t, err)
 			got := idealTime(t, s, 20)
 			assert.Equal(t, ib.PS(int64(n-1)*size*20), got, "%s n %d", tc.op, n)
 			assert.InDelta(t, 50.0/float64(n-1), s.BusBW(got), 1e-9, "%s n %d", tc.op, n)
 		}
 		assert.Equal(t, 1.0, BusBWFactor(tc.op, 8))
+		_, err := tc.build(8, 8, 100)
+		assert.EqualError(t, err, "workload.root: 8 is not a rank of the "+tc.op+" over 8 ranks (0 to 7)")
+		_, err = tc.build(8, -1, 100)
+		assert.EqualError(t, err, "workload.root: -1 is not a rank of the "+tc.op+" over 8 ranks (0 to 7)")
+	}
+	// Root 0 is the chain the operations had before workload.root: rank t
+	// to t+1 (broadcast), rank n−1−t to n−2−t (reduce).
+	b, err := RingBroadcast(5, 0, 10)
+	require.NoError(t, err)
+	r, err := RingReduce(5, 0, 10)
+	require.NoError(t, err)
+	for k := range 4 {
+		assert.Equal(t, [2]int{k, k + 1}, [2]int{b.Steps[k][0].Src, b.Steps[k][0].Dst})
+		assert.Equal(t, [2]int{4 - k, 3 - k}, [2]int{r.Steps[k][0].Src, r.Steps[k][0].Dst})
+	}
+	// Root 3 of 5: broadcast 3 → 4 → 0 → 1 → 2; reduce 2 → 1 → 0 → 4 → 3.
+	b, err = RingBroadcast(5, 3, 10)
+	require.NoError(t, err)
+	r, err = RingReduce(5, 3, 10)
+	require.NoError(t, err)
+	for k, w := range [][2]int{{3, 4}, {4, 0}, {0, 1}, {1, 2}} {
+		assert.Equal(t, w, [2]int{b.Steps[k][0].Src, b.Steps[k][0].Dst})
+	}
+	for k, w := range [][2]int{{2, 1}, {1, 0}, {0, 4}, {4, 3}} {
+		assert.Equal(t, w, [2]int{r.Steps[k][0].Src, r.Steps[k][0].Dst})
 	}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// it has the effective config, and so the trace header's config hash,
 	// it had before the key existed.
 	Algorithm string `yaml:"algorithm,omitempty"`
+	// Root is a broadcast's source and a reduce's destination rank
+	// (nccl-tests -r; 0 … hosts−1, the range checked when the fabric is
+	// built). omitempty with the default 0, so a config without it keeps
+	// its effective config and config hash.
+	Root int `yaml:"root,omitempty"`
 	// ReduceGBps is the rate, in GB/s, at which a rank reduces received data
 	// into its buffer during all-reduce (0: free, as a GPU is much faster
 	// than an IB link).
@@ -147,6 +152,9 @@ func (c *Config) Validate(prefix string) error {
 		return fmt.Errorf("%s.size: %d is out of range (0 to 8388608 bytes)", prefix, c.Size)
 	}
 	if err := checkAlgorithm(c.Kind, c.Algorithm, prefix); err != nil {
+		return err
+	}
+	if err := checkRootKind(c.Kind, c.Root, prefix); err != nil {
 		return err
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {

@@ -140,6 +140,15 @@ func TestBadInput(t *testing.T) {
 		{"empty out", []string{"-config", "ndr.yaml", "--out", ""}, []string{"--out: an empty value (give a directory, or omit --out)"}},
 		{"unwritable heap profile", []string{"-config", "edr.yaml", "--memprofile", filepath.Join(dir, "no", "mem.prof")},
 			[]string{"--memprofile", "mem.prof"}},
+		// workload.root: past the ranks (known when the fabric is built),
+		// negative, and with a kind that has no root.
+		{"root past the ranks", []string{"-config", "edr.yaml", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4",
+			"--set", "workload.kind=broadcast", "--set", "workload.size=4096", "--set", "workload.root=4"},
+			[]string{"workload.root: 4 is not a rank of the broadcast over 4 ranks (0 to 3)"}},
+		{"negative root", []string{"-config", "edr.yaml", "--set", "workload.kind=reduce", "--set", "workload.size=4096", "--set", "workload.root=-1"},
+			[]string{"workload.root: -1 is not a rank (0 to the topology's hosts − 1)"}},
+		{"root without a root", []string{"-config", "edr.yaml", "--set", "workload.kind=allreduce", "--set", "workload.size=4096", "--set", "workload.root=2"},
+			[]string{"workload.root: 2 is set, but workload.kind allreduce has no root"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

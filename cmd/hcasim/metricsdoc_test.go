@@ -52,6 +52,7 @@ var metricRuns = [][]string{
 	{"--set", "workload.kind=reducescatter", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=broadcast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=reduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
+	{"--set", "workload.kind=broadcast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536", "--set", "workload.root=2"},
 	{"--set", "workload.kind=replay", "--set", "workload.trace_file=examples/replay-halo.trace", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8"},
 	{"--set", "workload.kind=multicast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "switch.queueing=fifo", "--set", "workload.size=1024", "--set", "workload.senders=0,3"},
 	{"--set", "sweep={workload.size: [1024, 2048]}", "--set", "workload.size=1024", "--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4"},
