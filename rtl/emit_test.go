@@ -107,7 +107,7 @@ func TestEmitHeaderAndModules(t *testing.T) {
 	for _, mod := range []string{
 		"hca_top", "hca_doorbell", "hca_wqe_fetch", "hca_key_check", "hca_dma_engine", "hca_transport", "hca_cqe_writer",
 		"switch_top", "sw_input_unit", "ib_rx_vl_buffers", "vl_arbiter", "sw_xbar_alloc", "sw_crossbar", "ib_tx_vl_port",
-		"credit_sender", "credit_receiver", "sync_fifo", "rr_arbiter", "ib_link", "hca_wqe_parse", "hca_tx_packetizer", "hca_tx_assemble", "ib_icrc", "hca_tx_path",
+		"credit_sender", "credit_receiver", "sync_fifo", "rr_arbiter", "ib_link", "hca_wqe_parse", "hca_tx_packetizer", "hca_tx_assemble", "ib_icrc", "hca_tx_path", "hca_requester",
 	} {
 		assert.True(t, seen[mod], mod)
 	}

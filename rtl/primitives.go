@@ -34,6 +34,7 @@ var PrimitiveFiles = []string{
 	"hca_tx_assemble.v",
 	"ib_icrc.v",
 	"hca_tx_path.v",
+	"hca_requester.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

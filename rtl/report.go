@@ -91,6 +91,19 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: "per read tag: {client, next beat's ring count, beats to come} (in flight: flops)"})
 	add(BufferUse{Block: "HCA MPT cache (hca_key_check)", Entries: p.KeyCache, Width: 256, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("hca.key_cache_entries = %d MPT entries of 256 bits (tags and ages in flops)", p.KeyCache)})
+	// hca_requester (in hca_transport): the QP contexts (2^QPN_W of QPN
+	// 24, DLID 16, SLID 16, SL 4, VL VL_W, remote QPN 24, next PSN 24,
+	// MTU code 3, with the valid bits in flops), the payload buffer (a
+	// 64-byte block an entry), the start queue ({blocks 27, start 6} a
+	// message) and the packet queue ({sop, eop, data}).
+	add(BufferUse{Block: "HCA requester QP contexts (hca_requester)", Entries: qps, Width: reqCtxBits(p.VLW), ArraysPort: 1, Ports: 1,
+		Note: "per context index: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU (valid bits in flops)"})
+	add(BufferUse{Block: "HCA requester payload buffer (sync_fifo)", Entries: ReqPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("rd1's blocks for hca_tx_path: %d blocks of 64 B, reads issued only with room for them", ReqPayBlocks)})
+	add(BufferUse{Block: "HCA requester start queue (sync_fifo)", Entries: ReqMsgDepth, Width: 27 + 6, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("{blocks, LocalAddr mod 64} of %d messages between dec_* and the payload buffer's read side", ReqMsgDepth)})
+	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("%d beats, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
 	if !synth {
 		return r, nil
 	}
@@ -123,14 +136,17 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// per switch port and the HCA's.
 		{Module: "ib_vcrc", Role: "link VCRC (transmit), one per port", Instances: p.Ports + 1},
 		{Module: "ib_fc_codec", Role: "link flow-control packets, one per port", Instances: p.Ports + 1},
-		// Standalone until hca_transport's QP context drives it.
-		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (for hca_transport)", Instances: 1},
-		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (for hca_transport)", Instances: 1},
-		// Standalone too: the requester's ICRC, for hca_transport's transmit path.
-		{Module: "ib_icrc", Role: "HCA transmit ICRC (for hca_transport)", Instances: 1},
-		// The three above chained (standalone too): its own logic only,
-		// the blocks black boxes, so they are not counted twice.
+		// hca_transport's transmit path (hca_requester's hca_tx_path).
+		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (in hca_tx_path)", Instances: 1},
+		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (in hca_tx_path)", Instances: 1},
+		{Module: "ib_icrc", Role: "HCA transmit ICRC (in hca_tx_path)", Instances: 1},
+		// The three above chained: its own logic only, the blocks black
+		// boxes, so they are not counted twice.
 		{Module: "hca_tx_path", Role: "HCA requester transmit path: the three above wired (blocks apart)", Instances: 1},
+		// hca_transport's requester: contexts, reads, queues; hca_tx_path a
+		// black box (its line above).
+		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}},
+			Role: "HCA requester: QP contexts, payload reads, packet queue (path apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -193,6 +209,19 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	return r, nil
 }
 
+// hca_requester's fixed sizes (its parameters' defaults, which
+// hca_transport keeps): the payload buffer's blocks, the start queue's
+// messages, the packet queue's beats.
+const (
+	ReqPayBlocks = 128
+	ReqMsgDepth  = 4
+	ReqPktBlocks = 130
+)
+
+// reqCtxBits is one requester QP context in memory: QPN 24, DLID 16, SLID
+// 16, SL 4, VL vlW, remote QPN 24, next PSN 24, MTU code 3.
+func reqCtxBits(vlW int) int { return 24 + 16 + 16 + 4 + vlW + 24 + 24 + 3 }
+
 func synthKey(module string, params []Param) string {
 	var b strings.Builder
 	b.WriteString(module)
@@ -252,6 +281,11 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		// Its hca_wqe_parse has a line of its own: here a black box (one
 		// cell, no flops), so the parser is not counted twice.
 		lib = "read_verilog -lib hca_wqe_parse.v; "
+	case "hca_requester":
+		// Its hca_tx_path (and the three blocks in it) have lines of
+		// their own: a black box here.
+		files = []string{"sync_fifo.v", "hca_requester.v"}
+		lib = "read_verilog -lib hca_tx_path.v; "
 	case "hca_tx_path":
 		// Its three blocks have lines of their own: black boxes here (a
 		// cell each), so the line is the wiring's own logic.

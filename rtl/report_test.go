@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 9)
+	require.Len(t, r.Buffers, 13)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -49,12 +49,21 @@ func TestReportBuffers(t *testing.T) {
 	// hca_key_check's MPT cache: hca.key_cache_entries (the default, 256)
 	// entries of 256 bits.
 	assert.Equal(t, 256*256, r.Buffers[8].TotalBits)
+	// hca_requester: 8 QP contexts (QPN_W 3) of QPN 24 + DLID 16 + SLID 16
+	// + SL 4 + VL 3 (8 VLs) + remote QPN 24 + PSN 24 + MTU code 3 = 114
+	// bits; the payload buffer, 128 blocks of 512 bits; the start queue, 4
+	// messages of {blocks 27, start 6}; the packet queue, 130 beats of
+	// 514.
+	assert.Equal(t, 8*114, r.Buffers[9].TotalBits)
+	assert.Equal(t, 128*512, r.Buffers[10].TotalBits)
+	assert.Equal(t, 4*33, r.Buffers[11].TotalBits)
+	assert.Equal(t, 130*514, r.Buffers[12].TotalBits)
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*114+128*512+4*33+130*514), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -195,6 +204,25 @@ func TestReportYosys(t *testing.T) {
 			assert.Equal(t, 3, c.Cells, "hca_tx_path: its three blocks")
 		}
 	}
+	// hca_requester, 8 contexts (QPN_W 3), one VL (VL_W 1), its hca_tx_path
+	// a black box. Flops with a reset: the contexts' valid bits 8; the
+	// message register's valid 1; the read issuer: blocks left 27, next
+	// block address 58, the request register's valid 1, address 58 (bits
+	// 5:0 are 0) and length 10 (rd_n[9:0], bits 5:0 are 0); blocks
+	// reserved clog2(128 + 1) = 8; the head message's blocks taken 27; the
+	// packet queue's whole packets clog2(130 + 1) = 8, sending 1, the
+	// committed VL 1; the FIFOs' pointers and counts: the start queue (4)
+	// 2 + 2 + 3, the payload buffer (128) 7 + 7 + 8, the packet queue
+	// (130) 8 + 8 + 8. Without: the message register, opcode 3, length
+	// 32, R_Key 32, immediate 32, remote address 64, swap/add 64, compare
+	// 64, DLID 16, SLID 16, SL 4, VL 1, remote QPN 24, PSN 24, MTU 3, AckReq
+	// every 17, less the fields loaded from a context and read by nothing
+	// else (DLID, SLID, SL, VL, remote QPN: 61 bits), which Yosys makes the
+	// context memories' registered read ports. Memories: the 8 context
+	// fields and the three FIFOs.
+	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
+		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61),
+		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)
@@ -207,6 +235,8 @@ func TestReportYosys(t *testing.T) {
 			assert.Equal(t, 1+1<<qpnW, c.Memories, c.Module) // the reads in flight and a block buffer per QP
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
+		case "hca_requester":
+			assert.Equal(t, 8+3, c.Memories, c.Module) // the context fields, the three FIFOs
 		}
 	}
 }

@@ -140,24 +140,61 @@ tx_vl_waiting says which VLs have a packet ready whose length fits the VL's cred
 credit.Sender.CanSend); the packet may start on
 tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); a head
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
-Written apart, not yet instantiated here: hca_tx_path, the requester's transmit datapath
-(hca_tx_packetizer -> hca_tx_assemble -> ib_icrc: one message in on msg_*, WR opcode, length,
-remote address and key, immediate, atomic operands, and the QP's DLID, SLID, SL, VL, remote QPN,
-first PSN, path MTU and hca.ack_req_every; the message's payload as host blocks in on pay_*; the
-packets out, headers, payload, pad and ICRC, in ib_vcrc's beat format). It goes between the QP
-context and tx_*, and is not instantiated because nothing here can drive it yet: there is no QP
-context for msg_*, no payload reads or transmit buffer for pay_*, and no per-VL queue after it to
-give tx_vl_waiting a packet's length before tx_pick (instantiated on tied inputs it would be
-logic Yosys removes and a test that proves nothing).
-TODO: the QP context (path, PSNs, MTU) and the requester's state (which message is next, the PSNs
-a message takes, go-back-N resends from packet k and a READ's resend of the rest, which the
-packetizer does not do), the payload reads (DMA client rd1) into a transmit buffer
-(hca.tx_buffer_bytes) whose read side is hca_tx_path's pay_*, hca_tx_path instantiated on them,
-its packets queued per VL into tx_* (ib_link's ib_vcrc writes the VCRC), UD's SEND_ONLY with a
-DETH, the responder's state machine, payload writes (wr0), ACK/NAK
-and completions, RNR and retry timers.`,
-		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W"},
+Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and atomics,
+hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
+written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU; ack_req_every is
+hca.ack_req_every), the parsed WQEs taken in order from dec_* (a WQE with dec_err, inline or for a
+context that does not hold its QPN is taken and dropped: TODO its completion), each message's first
+PSN from its context and the PSNs it takes, its payload read through DMA client rd1 (pay_rd_*,
+pay_rsp_*) into a payload buffer that never takes more reads than it has room for, hca_tx_path
+(hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
+(store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
+(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it).
+TODO: completions (cpl_*) and the WQE errors' LOC_QP_OP_ERR, ACK/NAK, responses and go-back-N resends
+from packet k (a READ's resend of the rest), the retry and RNR timers, max_rd_atomic, a queue per VL
+(one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
+(hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
+data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload writes (wr0), key checks
+(kc_*).`,
+		body: `    // The requester's send side (hca_requester's header).
+    hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W)) u_requester (
+        .clk(clk), .rst_n(rst_n),
+        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
+        .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
+        .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .ack_req_every(ack_req_every),
+        .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(dec_err), .dec_opcode(dec_opcode),
+        .dec_qpn(dec_qpn), .dec_imm(dec_imm), .dec_raddr(dec_raddr), .dec_rkey(dec_rkey),
+        .dec_swap_add(dec_swap_add), .dec_compare(dec_compare), .dec_inline(dec_inline),
+        .dec_length(dec_length), .dec_laddr(dec_laddr),
+        .rd_req_valid(pay_rd_valid), .rd_req_addr(pay_rd_addr), .rd_req_len(pay_rd_len),
+        .rd_req_ready(pay_rd_ready), .rd_rsp_valid(pay_rsp_valid), .rd_rsp_data(pay_rsp_data),
+        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
+        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
+        .tx_ready(tx_ready)
+    );
+    // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
+    assign wqe_ready = 1'b1;
+`,
+		driven: []string{"wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
+			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl"},
+		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
+			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
+			"dec_qpn", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
+			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
+			"tx_pick_valid", "tx_pick_vl", "tx_ready"},
+		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W"},
 		ports: []stubPort{
+			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
+			portIn("qp_cfg_qpn", "24", ""),
+			portIn("qp_cfg_dlid", "16", ""),
+			portIn("qp_cfg_slid", "16", ""),
+			portIn("qp_cfg_sl", "4", ""),
+			portIn("qp_cfg_vl", "VL_W", ""),
+			portIn("qp_cfg_rqpn", "24", ""),
+			portIn("qp_cfg_psn", "24", ""),
+			portIn("qp_cfg_mtu", "3", ""),
+			portIn("ack_req_every", "17", "hca.ack_req_every: AckReq on every Nth packet of a message (1..65536)"),
 			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
 			portIn("wqe_qpn", "24", ""),
 			portIn("wqe_data", "DATA_W", ""),
@@ -259,6 +296,8 @@ func (p Params) value(name string) int {
 		return p.LaneW
 	case "CQN_W":
 		return p.CQNW
+	case "QPN_W":
+		return p.QPNW
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

@@ -1,0 +1,332 @@
+// hca_requester: the send side of hca_transport for RC SEND, RDMA WRITE, RDMA READ requests and
+// atomics: the QP contexts, the next message from the parsed WQEs, the payload reads through DMA
+// client rd1 into a payload buffer, hca_tx_path on them, and a packet queue that offers whole
+// packets to the port (tx_*, ib_tx_vl_port's contract). Go model: hca.Requester (Enqueue: the PSNs
+// a message takes; Next: its packets) with hca.Device.address's addressing and the payload
+// hca.Device.schedule reads, encoded by ib.AppendWire; rtl/cosim_req_test.go runs this block (inside
+// the emitted hca_transport) with ib_vcrc after tx_* and requires every packet to be the model's,
+// byte for byte, and ib.ParseWire to take it.
+//
+// QP contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits (as hca_wqe_fetch's send queue
+// contexts). qp_cfg_* (the modify to RTS: the path and the send PSN) writes one, valid from the next
+// cycle: the QPN, DLID, SLID, SL, VL (< VLS: the port's queue offers VL < VLS only), remote QPN, the
+// next PSN and the path MTU as IBA codes it (1 256 .. 5 4096; hca_tx_packetizer's msg_mtu). A write
+// wins over a message taken for the same context in its cycle. ack_req_every is hca.ack_req_every
+// (1..65536), latched with each message by the packetizer.
+//
+// Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
+// order). dec_ready = the message register is empty or being taken, every read of the previous
+// message has been loaded, and the start queue has room. A WQE is sent when dec_err = 0, its opcode
+// is 0..6, it is not inline and its context index holds its QPN; any other is taken and dropped
+// (TODO: the LOC_QP_OP_ERR completion the model gives a WQE the parser rejects, inline payload from
+// wqe_*, UD). A sent message takes the context's PSN as its first and moves it by the PSNs it uses
+// (hca.Requester.Enqueue): max(1, ceil(length / MTU)) for a SEND, WRITE or READ (a READ's response
+// packets), 1 for an atomic, mod 2^24. No limit on READs and atomics in flight (the model's
+// max_rd_atomic: TODO with the responses that release them), and nothing waits for an ACK.
+//
+// Payload reads (rd1, hca_dma_engine's client contract: whole 64-byte blocks, responses in request
+// order, one a beat, no back-pressure): a SEND or WRITE of L > 0 bytes at LocalAddr reads
+// ceil((LocalAddr mod 64 + L) / 64) blocks from LocalAddr rounded down to 64, in reads of at most
+// READ_BLOCKS blocks, each issued only when the payload buffer (PAY_BLOCKS blocks) has room for it
+// beside every block already asked for and not yet taken by hca_tx_path: so a response always finds
+// room. The buffer's read side is hca_tx_path's pay_*; pay_start (LocalAddr mod 64) comes from a
+// queue of MSG_DEPTH messages' {blocks, start}, pushed when a message is taken, popped with its last
+// block. Each block is read once per message (hca_tx_assemble keeps the block two packets share); the
+// model reads each packet's bytes, the same host bytes (docs/rtl.md, "Requester packet assembly").
+//
+// Transmit: hca_tx_path's packets (ICRC written, VCRC zero) go into a packet queue of PKT_BLOCKS
+// beats (at least one largest packet, 65 beats at MTU 4096, or it deadlocks), store and forward, one
+// queue for every VL: a packet is offered when its last beat is in. tx_vl_waiting has the head
+// packet's VL (LRH.VL) when it fits the VL's credits ((credit - blocks) mod 4096 <= 2048, blocks =
+// (PktLen + 16) >> 4, ib_tx_vl_port's rule); when the port picks that VL the head is committed
+// (tx_pick_taken) and its beats go back to back as tx_ready takes them, tx_vl the committed VL.
+// One queue means a head waiting for its VL's credits holds the other VLs' packets behind it
+// (TODO: a queue per VL, as the model's per-VL request queues).
+// Not here: responses, ACK/NAK and retries (go-back-N, the retry and RNR timers), completions,
+// the model's round robin over QPs per packet (here a message goes whole, in dec_* order, so
+// packets of different QPs do not interleave), the model's transmit buffer accounting
+// (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
+module hca_requester #(
+    parameter integer QPN_W       = 3,
+    parameter integer VLS         = 1,
+    parameter integer VL_W        = 1,
+    parameter integer PAY_BLOCKS  = 128, // payload buffer, 64-byte blocks
+    parameter integer READ_BLOCKS = 64,  // largest rd1 read, blocks (1..1023; at most PAY_BLOCKS)
+    parameter integer PKT_BLOCKS  = 130, // packet queue, beats (>= 65)
+    parameter integer MSG_DEPTH   = 4    // messages with payload between dec_* and pay_*
+) (
+    input  wire                  clk,
+    input  wire                  rst_n,
+    input  wire                  qp_cfg_valid,
+    input  wire [23:0]           qp_cfg_qpn,
+    input  wire [15:0]           qp_cfg_dlid,
+    input  wire [15:0]           qp_cfg_slid,
+    input  wire [3:0]            qp_cfg_sl,
+    input  wire [VL_W-1:0]       qp_cfg_vl,
+    input  wire [23:0]           qp_cfg_rqpn,
+    input  wire [23:0]           qp_cfg_psn,
+    input  wire [2:0]            qp_cfg_mtu,
+    input  wire [16:0]           ack_req_every,
+    input  wire                  dec_valid,
+    output wire                  dec_ready,
+    input  wire [1:0]            dec_err,
+    input  wire [2:0]            dec_opcode,
+    input  wire [23:0]           dec_qpn,
+    input  wire [31:0]           dec_imm,
+    input  wire [63:0]           dec_raddr,
+    input  wire [31:0]           dec_rkey,
+    input  wire [63:0]           dec_swap_add,
+    input  wire [63:0]           dec_compare,
+    input  wire                  dec_inline,
+    input  wire [31:0]           dec_length,
+    input  wire [63:0]           dec_laddr,
+    output reg                   rd_req_valid,
+    output reg  [63:0]           rd_req_addr,
+    output reg  [15:0]           rd_req_len,
+    input  wire                  rd_req_ready,
+    input  wire                  rd_rsp_valid,
+    input  wire [511:0]          rd_rsp_data,
+    output wire [VLS-1:0]        tx_vl_waiting,
+    input  wire [VLS*12-1:0]     tx_vl_credit,
+    input  wire                  tx_pick_valid,
+    input  wire [VL_W-1:0]       tx_pick_vl,
+    output wire                  tx_pick_taken,
+    output wire                  tx_valid,
+    output wire [511:0]          tx_data,
+    output wire                  tx_sop,
+    output wire                  tx_eop,
+    output wire [VL_W-1:0]       tx_vl,
+    input  wire                  tx_ready
+);
+    localparam integer NQ    = 1 << QPN_W;
+    localparam integer PB_CW = $clog2(PAY_BLOCKS + 1);
+    localparam integer PQ_CW = $clog2(PKT_BLOCKS + 1);
+    localparam [26:0]  RB    = READ_BLOCKS[26:0];
+
+    // ---- QP contexts ----
+    reg  [NQ-1:0]   ctx_valid;
+    reg  [23:0]     ctx_qpn  [0:NQ-1];
+    reg  [15:0]     ctx_dlid [0:NQ-1];
+    reg  [15:0]     ctx_slid [0:NQ-1];
+    reg  [3:0]      ctx_sl   [0:NQ-1];
+    reg  [VL_W-1:0] ctx_vl   [0:NQ-1];
+    reg  [23:0]     ctx_rqpn [0:NQ-1];
+    reg  [23:0]     ctx_psn  [0:NQ-1];
+    reg  [2:0]      ctx_mtu  [0:NQ-1];
+
+    // ---- the WQE on dec_*: sent or dropped ----
+    wire [QPN_W-1:0] dix      = dec_qpn[QPN_W-1:0];
+    wire [QPN_W-1:0] cix      = qp_cfg_qpn[QPN_W-1:0];
+    wire [2:0]       d_mtu    = ctx_mtu[dix];
+    wire             is_rdat  = dec_opcode[2];                              // READ, atomics
+    wire             is_atom  = dec_opcode == 3'd5 || dec_opcode == 3'd6;
+    wire             sendable = dec_err == 2'd0 && dec_opcode != 3'd7 && !dec_inline &&
+                                ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;
+    // Packets (and PSNs of a SEND, WRITE or READ): max(1, ceil(L / MTU)), MTU = 128 << code.
+    wire [32:0]      mtu_b    = 33'd128 << d_mtu;
+    wire [32:0]      len_up   = {1'b0, dec_length} + mtu_b - 33'd1;
+    wire [32:0]      npk      = len_up >> ({2'b0, d_mtu} + 5'd7);
+    wire [23:0]      npsn     = (is_atom || npk == 33'd0) ? 24'd1 : npk[23:0];
+    // Payload blocks: ceil((LocalAddr mod 64 + L) / 64), none for L = 0, a READ or an atomic.
+    wire [32:0]      pay_end  = {27'd0, dec_laddr[5:0]} + {1'b0, dec_length} + 33'd63;
+    wire             needs_pay = !is_rdat && dec_length != 32'd0;
+    wire [26:0]      d_blocks = pay_end[32:6];
+
+    // ---- the message register, into hca_tx_path's msg_* ----
+    reg             m_valid;
+    reg  [2:0]      m_opcode;
+    reg  [31:0]     m_length, m_rkey, m_imm;
+    reg  [63:0]     m_raddr, m_swap_add, m_compare;
+    reg  [15:0]     m_dlid, m_slid;
+    reg  [3:0]      m_sl;
+    reg  [VL_W-1:0] m_vl;
+    reg  [23:0]     m_rqpn, m_psn;
+    reg  [2:0]      m_mtu;
+    reg  [16:0]     m_ack_every;
+    wire            msg_ready;
+
+    // ---- payload reads ----
+    reg  [26:0]      rd_left;   // blocks of the message not yet in a read request
+    reg  [57:0]      rd_blk;    // the next read's block address
+    reg  [PB_CW-1:0] reserved;  // blocks asked for and not yet taken by hca_tx_path
+    wire [26:0]      rd_n      = (rd_left < RB) ? rd_left : RB;
+    wire [31:0]      res32     = {{(32-PB_CW){1'b0}}, reserved};
+    wire [31:0]      n32       = {5'd0, rd_n};
+    wire             rd_load   = (!rd_req_valid || rd_req_ready) && rd_left != 27'd0 &&
+                                 res32 + n32 <= PAY_BLOCKS;
+
+    // The start queue: {blocks, start} of each message with payload, oldest first.
+    wire        sq_push_ready, sq_valid;
+    wire [32:0] sq_head;
+
+    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready;
+    wire take = dec_valid && dec_ready;
+    wire send = take && sendable;
+
+    // ---- payload buffer -> hca_tx_path's pay_* ----
+    wire         pay_valid, pay_ready;
+    wire [511:0] pay_data;
+    wire         path_pay_valid = pay_valid && sq_valid; // sq_valid: always, with a block (pushed first)
+    wire         pay_pop = path_pay_valid && pay_ready;
+    reg  [26:0]  pop_cnt;                      // blocks of the head message already taken
+    wire         pop_last = pop_cnt + 27'd1 == sq_head[32:6];
+
+    always @(posedge clk) begin
+        if (send) ctx_psn[dix] <= ctx_psn[dix] + npsn;
+        if (qp_cfg_valid) begin
+            ctx_qpn[cix]  <= qp_cfg_qpn;
+            ctx_dlid[cix] <= qp_cfg_dlid;
+            ctx_slid[cix] <= qp_cfg_slid;
+            ctx_sl[cix]   <= qp_cfg_sl;
+            ctx_vl[cix]   <= qp_cfg_vl;
+            ctx_rqpn[cix] <= qp_cfg_rqpn;
+            ctx_psn[cix]  <= qp_cfg_psn;
+            ctx_mtu[cix]  <= qp_cfg_mtu;
+        end
+        if (send) begin
+            m_opcode    <= dec_opcode;
+            m_length    <= dec_length;
+            m_rkey      <= dec_rkey;
+            m_imm       <= dec_imm;
+            m_raddr     <= dec_raddr;
+            m_swap_add  <= dec_swap_add;
+            m_compare   <= dec_compare;
+            m_dlid      <= ctx_dlid[dix];
+            m_slid      <= ctx_slid[dix];
+            m_sl        <= ctx_sl[dix];
+            m_vl        <= ctx_vl[dix];
+            m_rqpn      <= ctx_rqpn[dix];
+            m_psn       <= ctx_psn[dix];
+            m_mtu       <= d_mtu;
+            m_ack_every <= ack_req_every;
+        end
+    end
+
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            ctx_valid    <= {NQ{1'b0}};
+            m_valid      <= 1'b0;
+            rd_left      <= 27'd0;
+            rd_blk       <= 58'd0;
+            rd_req_valid <= 1'b0;
+            rd_req_addr  <= 64'd0;
+            rd_req_len   <= 16'd0;
+            reserved     <= {PB_CW{1'b0}};
+            pop_cnt      <= 27'd0;
+        end else begin
+            if (qp_cfg_valid) ctx_valid[cix] <= 1'b1;
+            if (send) m_valid <= 1'b1;
+            else if (msg_ready) m_valid <= 1'b0;
+            if (send && needs_pay) begin
+                rd_left <= d_blocks;
+                rd_blk  <= dec_laddr[63:6];
+            end else if (rd_load) begin
+                rd_left <= rd_left - rd_n;
+                rd_blk  <= rd_blk + {31'd0, rd_n};
+            end
+            if (rd_load) begin
+                rd_req_valid <= 1'b1;
+                rd_req_addr  <= {rd_blk, 6'd0};
+                rd_req_len   <= {rd_n[9:0], 6'd0};
+            end else if (rd_req_ready) begin
+                rd_req_valid <= 1'b0;
+            end
+            reserved <= reserved + (rd_load ? rd_n[PB_CW-1:0] : {PB_CW{1'b0}})
+                                 - {{(PB_CW-1){1'b0}}, pay_pop};
+            if (pay_pop) pop_cnt <= pop_last ? 27'd0 : pop_cnt + 27'd1;
+        end
+    end
+
+    wire [$clog2(MSG_DEPTH+1)-1:0] sq_count;
+    sync_fifo #(.WIDTH(33), .DEPTH(MSG_DEPTH)) u_starts (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(send && needs_pay), .push_ready(sq_push_ready), .push_data({d_blocks, dec_laddr[5:0]}),
+        .pop_valid(sq_valid), .pop_ready(pay_pop && pop_last), .pop_data(sq_head),
+        .count(sq_count)
+    );
+
+    // Responses always find room (reserved above), so push_ready is 1 whenever one comes.
+    wire             pay_push_ready;
+    wire [PB_CW-1:0] pay_count;
+    sync_fifo #(.WIDTH(512), .DEPTH(PAY_BLOCKS)) u_payload (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(rd_rsp_valid), .push_ready(pay_push_ready), .push_data(rd_rsp_data),
+        .pop_valid(pay_valid), .pop_ready(pay_ready && sq_valid), .pop_data(pay_data),
+        .count(pay_count)
+    );
+
+    // ---- the transmit datapath ----
+    wire [31:0]  vl32 = {{(32-VL_W){1'b0}}, m_vl};
+    wire         path_valid, path_ready, path_sop, path_eop;
+    wire [511:0] path_data;
+    hca_tx_path u_path (
+        .clk(clk), .rst_n(rst_n),
+        .msg_valid(m_valid), .msg_ready(msg_ready), .msg_opcode(m_opcode), .msg_length(m_length),
+        .msg_raddr(m_raddr), .msg_rkey(m_rkey), .msg_imm(m_imm), .msg_swap_add(m_swap_add),
+        .msg_compare(m_compare), .msg_dlid(m_dlid), .msg_slid(m_slid), .msg_sl(m_sl), .msg_vl(vl32[3:0]),
+        .msg_dest_qpn(m_rqpn), .msg_psn(m_psn), .msg_mtu(m_mtu), .msg_ack_every(m_ack_every),
+        .pay_valid(path_pay_valid), .pay_ready(pay_ready), .pay_data(pay_data), .pay_start(sq_head[5:0]),
+        .out_valid(path_valid), .out_ready(path_ready), .out_data(path_data), .out_sop(path_sop),
+        .out_eop(path_eop)
+    );
+
+    // ---- the packet queue, store and forward, into tx_* ----
+    wire         pq_valid, pq_pop;
+    wire [513:0] pq_head;
+    reg  [PQ_CW-1:0] pkts;     // whole packets in the queue
+    reg              sending;  // the head packet is committed to the port
+    reg  [VL_W-1:0]  cur_vl;
+    wire [PQ_CW-1:0] pq_count;
+    sync_fifo #(.WIDTH(514), .DEPTH(PKT_BLOCKS)) u_packets (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(path_valid), .push_ready(path_ready), .push_data({path_sop, path_eop, path_data}),
+        .pop_valid(pq_valid), .pop_ready(pq_pop), .pop_data(pq_head),
+        .count(pq_count)
+    );
+    wire [3:0]      head_vl4   = pq_head[511:508];               // LRH.VL, byte 0 bits 7:4
+    wire [VL_W-1:0] head_vl    = head_vl4[VL_W-1:0];
+    wire [10:0]     head_len   = pq_head[474:464];               // LRH.PktLen, bytes 4..5
+    wire [11:0]     blk_sum    = {1'b0, head_len} + 12'd16;
+    wire [11:0]     head_blks  = {4'd0, blk_sum[11:4]};
+    wire [31:0]     head_vl32  = {28'd0, head_vl4};
+    wire            vl_ok      = head_vl32 < VLS;
+    wire [11:0]     head_cred  = vl_ok ? tx_vl_credit[head_vl*12 +: 12] : 12'd0;
+    wire [11:0]     cred_left  = head_cred - head_blks;
+    wire            fits       = vl_ok && cred_left <= 12'd2048;
+    wire            offer      = pkts != {PQ_CW{1'b0}} && !sending && fits;
+    wire            commit     = offer && tx_pick_valid && tx_pick_vl == head_vl;
+    assign tx_pick_taken = commit;
+    genvar v;
+    generate
+        for (v = 0; v < VLS; v = v + 1) begin : g_wait
+            localparam integer VI = v;
+            assign tx_vl_waiting[v] = offer && head_vl == VI[VL_W-1:0];
+        end
+    endgenerate
+    assign tx_valid = pq_valid && (sending || commit);
+    assign pq_pop   = tx_valid && tx_ready;
+    assign tx_data  = pq_head[511:0];
+    assign tx_sop   = pq_head[513];
+    assign tx_eop   = pq_head[512];
+    assign tx_vl    = sending ? cur_vl : head_vl;
+    wire   in_eop   = path_valid && path_ready && path_eop;
+    wire   out_eop  = pq_pop && pq_head[512];
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            pkts    <= {PQ_CW{1'b0}};
+            sending <= 1'b0;
+            cur_vl  <= {VL_W{1'b0}};
+        end else begin
+            pkts <= pkts + {{(PQ_CW-1){1'b0}}, in_eop} - {{(PQ_CW-1){1'b0}}, out_eop};
+            if (commit) cur_vl <= head_vl;
+            if (out_eop) sending <= 1'b0;
+            else if (commit) sending <= 1'b1;
+        end
+    end
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_ok = &{1'b0, npk[32:24], pay_end[5:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+                       pay_push_ready,
+                       sq_count, pay_count, pq_count, 1'b0};
+    /* verilator lint_on UNUSEDSIGNAL */
+endmodule
