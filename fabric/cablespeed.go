@@ -164,5 +164,8 @@ func (c *Config) checkBuilderCableSpeeds() error {
 	if err != nil {
 		return err
 	}
-	return c.checkCableRefresh(topo)
+	if err := c.checkCableRefresh(topo); err != nil {
+		return err
+	}
+	return c.checkCablePreFEC(topo)
 }

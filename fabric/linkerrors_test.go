@@ -204,40 +204,45 @@ func TestLinkErrorsWriteBW(t *testing.T) {
 		lo, k, n, retries, timeouts, bw0, bw, bits/tMax, bits/tMin)
 }
 
-// TestSilentDropCaughtOnLossyLinks: with link.ber > 0 the checkers accept
-// the losses links announce and nothing else: a switch that loses a WRITE
+// TestSilentDropCaughtOnLossyLinks: with link.ber > 0, or link.pre_fec_ber
+// (failed codewords corrupt packets in bursts), the checkers accept the
+// losses links announce and nothing else: a switch that loses a WRITE
 // packet without a drop (TestCheckersCatchInjectedFaults' "drop at a
 // switch") is still reported, at host 15, as a gap at that packet's PSN.
 func TestSilentDropCaughtOnLossyLinks(t *testing.T) {
-	yaml, ok := configs.Lookup("ndr.yaml")
-	require.True(t, ok)
-	l, err := Load(yaml, []string{"sweep={}", "workload.test=write_bw", "workload.size=8192",
-		"workload.iterations=10", "sim.check=true", "link.ber=1e-6"})
-	require.NoError(t, err)
-	var chk *verif.Checkers
-	var view *Simulation
-	var psn uint32
-	tap := &faultTap{pick: isWrite, act: func(p *link.Port, pkt *ib.Packet, _, _ ib.PS) bool {
-		psn = pkt.PSN
-		p.Release(int(pkt.VL), pkt.Credits())
-		return true
-	}}
-	_, err = Run(l, RunOptions{Observe: func(s *Simulation) {
-		view = s
-		chk = verif.NewCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }})
-		verif.AttachHook(chk, s.Blocks...)
-		tapPort(t, s, "Fabric.Leaf[0].Port[0]", tap)
-	}})
-	if chk.Err() == nil {
-		require.NoError(t, err)
+	for _, rate := range []string{"link.ber=1e-6", "link.pre_fec_ber=1.3e-3"} {
+		t.Run(rate, func(t *testing.T) {
+			yaml, ok := configs.Lookup("ndr.yaml")
+			require.True(t, ok)
+			l, err := Load(yaml, []string{"sweep={}", "workload.test=write_bw", "workload.size=8192",
+				"workload.iterations=10", "sim.check=true", rate})
+			require.NoError(t, err)
+			var chk *verif.Checkers
+			var view *Simulation
+			var psn uint32
+			tap := &faultTap{pick: isWrite, act: func(p *link.Port, pkt *ib.Packet, _, _ ib.PS) bool {
+				psn = pkt.PSN
+				p.Release(int(pkt.VL), pkt.Credits())
+				return true
+			}}
+			_, err = Run(l, RunOptions{Observe: func(s *Simulation) {
+				view = s
+				chk = verif.NewCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }})
+				verif.AttachHook(chk, s.Blocks...)
+				tapPort(t, s, "Fabric.Leaf[0].Port[0]", tap)
+			}})
+			if chk.Err() == nil {
+				require.NoError(t, err)
+			}
+			chk.Finish(view.Now(), view.Settled)
+			require.True(t, tap.fired)
+			require.Error(t, chk.Err(), "a silent drop passed --check on lossy links")
+			v := chk.Violations()[0]
+			assert.Equal(t, verif.InvOrdering, v.Invariant, "%v", v)
+			assert.Equal(t, "Fabric.Host[15].HCA", v.Path)
+			assert.Contains(t, v.Detail, fmt.Sprintf("expected %d", psn))
+		})
 	}
-	chk.Finish(view.Now(), view.Settled)
-	require.True(t, tap.fired)
-	require.Error(t, chk.Err(), "a silent drop passed --check on lossy links")
-	v := chk.Violations()[0]
-	assert.Equal(t, verif.InvOrdering, v.Invariant, "%v", v)
-	assert.Equal(t, "Fabric.Host[15].HCA", v.Path)
-	assert.Contains(t, v.Detail, fmt.Sprintf("expected %d", psn))
 }
 
 // TestBERValidated: link.ber outside 0 … 1e-4 is one line naming the key,

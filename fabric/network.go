@@ -67,6 +67,9 @@ func ConfigureFabric(cfg *Config, seed uint64) (*Topology, *Subnet, error) {
 	if err := cfg.checkCableRefresh(topo); err != nil {
 		return nil, nil, &UnsupportedError{Msg: err.Error()}
 	}
+	if err := cfg.checkCablePreFEC(topo); err != nil {
+		return nil, nil, &UnsupportedError{Msg: err.Error()}
+	}
 	return topo, sub, nil
 }
 
@@ -85,6 +88,28 @@ func (c *Config) checkCableRefresh(topo *Topology) error {
 		if c.Link.FCRefresh() < 2*fcWire {
 			return fmt.Errorf("link.fc_refresh_ns: %v is too short for the cable %s to %s (%s): each refresh puts a flow-control packet per data VL ahead of data, %.3f ns of its wire for switch.vls %d; give at least %.3f ns (refreshes at most half the wire)",
 				c.Link.FCRefreshNs, topo.PortName(cb.A), topo.PortName(cb.B), cableSpeedName(c.Link, cb), float64(fcWire)/1000, c.Switch.VLs, float64(2*fcWire)/1000)
+		}
+	}
+	return nil
+}
+
+// checkCablePreFEC is Validate's link.pre_fec_ber check for each cable
+// that runs at its own speed: its FEC mode must be an RS code, unless the
+// cable gives its own post-FEC rate (a topology file's ber=, which puts it
+// on the independent bit model). Cables at the link section's speed were
+// checked by Validate.
+func (c *Config) checkCablePreFEC(topo *Topology) error {
+	if c.Link.PreFECBER == 0 {
+		return nil
+	}
+	for _, cb := range topo.Cables {
+		if !cb.Mixed() || cb.HasBER {
+			continue
+		}
+		if lc := cableLink(c.Link, cb); !link.RSFEC(lc.FECMode()) {
+			fec := lc.FECMode()
+			return fmt.Errorf("link.pre_fec_ber: %v needs a Reed-Solomon FEC, and the cable %s to %s runs %s with FEC %s; give it an RS fec= or its own post-FEC ber=",
+				c.Link.PreFECBER, topo.PortName(cb.A), topo.PortName(cb.B), cableSpeedName(c.Link, cb), fec)
 		}
 	}
 	return nil

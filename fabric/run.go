@@ -136,9 +136,10 @@ func discards(ports []*link.Port) uint64 {
 }
 
 // addLinkErrors adds the link-error totals of a run on lossy links
-// (link.ber > 0; a lossless run's results keep their keys): data packets
-// discarded up to where the workload finished, and flow-control packets
-// lost before then. Call it at the end, or after the run: a run that
+// (link.ber or link.pre_fec_ber > 0; a lossless run's results keep their
+// keys): data packets discarded up to where the workload finished, and
+// flow-control packets lost before then; with link.pre_fec_ber also the
+// uncorrectable codewords that began before then and carried packet bits. Call it at the end, or after the run: a run that
 // settles for the checkers reports the same numbers.
 func (v *Simulation) addLinkErrors(m map[string]any) {
 	if !anyLossy(v.Ports) {
@@ -155,6 +156,24 @@ func (v *Simulation) addLinkErrors(m map[string]any) {
 	}
 	m["link_packet_errors"] = data
 	m["link_fc_errors"] = fc
+	if anyCodewordErrors(v.Ports) {
+		var cw uint64
+		for _, p := range v.Ports {
+			cw += p.FailedCodewordsBefore(end)
+		}
+		m["link_fec_uncorrectable"] = cw
+	}
+}
+
+// anyCodewordErrors reports whether some port's wire draws failed FEC
+// codewords (link.pre_fec_ber).
+func anyCodewordErrors(ports []*link.Port) bool {
+	for _, p := range ports {
+		if p.CodewordErrors() {
+			return true
+		}
+	}
+	return false
 }
 
 // explainTimeLimit adds to a run on lossy links that stopped at
@@ -182,7 +201,9 @@ func (v *Simulation) explainTimeLimit(cfg *Config, err error) error {
 		how = "UD never resends a lost datagram, so a test that waits for one cannot finish"
 	}
 	rate := fmt.Sprintf("link.ber %g", cfg.Link.BER)
-	if cfg.Link.BER == 0 {
+	if cfg.Link.PreFECBER > 0 {
+		rate = fmt.Sprintf("link.pre_fec_ber %g", cfg.Link.PreFECBER)
+	} else if cfg.Link.BER == 0 {
 		rate = "the topology file's cable ber=" // only some cables are lossy
 	}
 	tl.Msg += fmt.Sprintf("; the links discarded %d data and %d flow-control packets (%s): %s", data, fc, rate, how)
@@ -287,12 +308,22 @@ func settleTime(ports []*link.Port) ib.PS {
 	return refresh + 2*lat + ib.Microsecond
 }
 
-// setBitErrors gives each cable's two wires its bit error rate: the
-// topology file's ber=… for that cable, else link.ber. Each port draws
-// from its own stream (link.Port.SetBitErrorRate), seeded from the run's
-// seed and the port's name.
+// setBitErrors gives each cable's two wires their errors: the topology
+// file's ber=… for that cable (the independent post-FEC bit model, 0 for
+// none), else link.pre_fec_ber (failed codewords of the cable's own RS FEC;
+// checkCablePreFEC made sure it has one), else link.ber. Each port draws
+// from its own stream (link.Port.SetBitErrorRate, SetPreFECErrorRate),
+// seeded from the run's seed and the port's name.
 func setBitErrors(cfg *Config, topo *Topology, ports [][]*link.Port) {
 	for _, c := range topo.Cables {
+		a, b := ports[c.A.Node][c.A.Port], ports[c.B.Node][c.B.Port]
+		if !c.HasBER && cfg.Link.PreFECBER > 0 {
+			lc := cableLink(cfg.Link, c)
+			m := link.CodewordModelFor(lc.FECMode(), cfg.Link.PreFECBER)
+			a.SetPreFECErrorRate(m, cfg.Seed)
+			b.SetPreFECErrorRate(m, cfg.Seed)
+			continue
+		}
 		ber := cfg.Link.BER
 		if c.HasBER {
 			ber = c.BER
@@ -300,8 +331,8 @@ func setBitErrors(cfg *Config, topo *Topology, ports [][]*link.Port) {
 		if ber == 0 {
 			continue
 		}
-		ports[c.A.Node][c.A.Port].SetBitErrorRate(ber, cfg.Seed)
-		ports[c.B.Node][c.B.Port].SetBitErrorRate(ber, cfg.Seed)
+		a.SetBitErrorRate(ber, cfg.Seed)
+		b.SetBitErrorRate(ber, cfg.Seed)
 	}
 }
 
@@ -499,10 +530,8 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.sink.Attach(r.rx)
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
 	link.Connect(r.tx, r.rx, timing)
-	if ber := cfg.Link.BER; ber > 0 { // one cable, no topology file
-		r.tx.SetBitErrorRate(ber, cfg.Seed)
-		r.rx.SetBitErrorRate(ber, cfg.Seed)
-	}
+	cfg.Link.SetErrors(r.tx, cfg.Seed) // one cable, no topology file
+	cfg.Link.SetErrors(r.rx, cfg.Seed)
 	r.sink.OnDeliver = r.deliver
 	r.rx.OnDiscard = r.discard
 	s.StopAt(ib.FromNanoseconds(cfg.Sim.MaxTimeNs))

@@ -36,6 +36,13 @@ type Config struct {
 	// errors"). 0 = error-free, the lossless fabric; omitted from the
 	// effective config then, so configs without it keep their hash.
 	BER float64 `yaml:"ber,omitempty"`
+	// PreFECBER is the bit error rate ahead of the RS FEC decoder, every
+	// cable, both directions, in place of BER: bits flip independently at
+	// this rate, a codeword with more wrong symbols than its FEC corrects
+	// fails whole, and every packet with a bit in it arrives corrupted
+	// (docs/fabric.md, "Link errors"). Needs an RS FEC mode; 0 = off,
+	// omitted from the effective config then.
+	PreFECBER float64 `yaml:"pre_fec_ber,omitempty"`
 }
 
 // MaxBER is the largest link.ber: at 1e-4 a 4 KiB-MTU packet (4,138 wire
@@ -140,7 +147,49 @@ func (c *Config) Validate(prefix string) error {
 	if !(c.BER >= 0 && c.BER <= MaxBER) { // NaN fails too
 		return fmt.Errorf("%s.ber: %v is out of range (0 for error-free links, up to %g: the post-FEC bit error rate)", prefix, c.BER, MaxBER)
 	}
+	if !(c.PreFECBER >= 0 && c.PreFECBER <= MaxPreFECBER) { // NaN fails too
+		return fmt.Errorf("%s.pre_fec_ber: %v is out of range (0 for off, up to %g: the bit error rate ahead of the RS FEC)", prefix, c.PreFECBER, MaxPreFECBER)
+	}
+	if c.PreFECBER > 0 {
+		if c.BER > 0 {
+			return fmt.Errorf("%s.pre_fec_ber: %v and %s.ber %v are both set; give one (pre_fec_ber: failed RS codewords, ber: independent post-FEC bit errors)", prefix, c.PreFECBER, prefix, c.BER)
+		}
+		if fec := c.FECMode(); !RSFEC(fec) {
+			return fmt.Errorf("%s.pre_fec_ber: %v needs a Reed-Solomon FEC, and %s links run %s here (%s); give %s.ber, the post-FEC rate, instead",
+				prefix, c.PreFECBER, g, fec, rsChoice(g, prefix), prefix)
+		}
+	}
 	return nil
+}
+
+// rsChoice says which RS FEC modes a generation offers, for messages.
+func rsChoice(g Generation, prefix string) string {
+	var rs []string
+	for _, m := range FECModes(g) {
+		if RSFEC(m) {
+			rs = append(rs, string(m))
+		}
+	}
+	if len(rs) == 0 {
+		return fmt.Sprintf("%s has no RS FEC mode", g)
+	}
+	return fmt.Sprintf("%s.fec %s", prefix, strings.Join(rs, " or "))
+}
+
+// Lossy reports whether the links' wires may corrupt packets: link.ber or
+// link.pre_fec_ber is set.
+func (c *Config) Lossy() bool { return c.BER > 0 || c.PreFECBER > 0 }
+
+// SetErrors gives port p's outgoing wire the errors c sets (link.ber or
+// link.pre_fec_ber at c's FEC mode), drawn from seed; nothing on an
+// error-free link. Call it after Connect, on both ends.
+func (c *Config) SetErrors(p *Port, seed uint64) {
+	switch {
+	case c.PreFECBER > 0:
+		p.SetPreFECErrorRate(CodewordModelFor(c.FECMode(), c.PreFECBER), seed)
+	case c.BER > 0:
+		p.SetBitErrorRate(c.BER, seed)
+	}
 }
 
 // GenerationValue returns the parsed generation (call after Validate).

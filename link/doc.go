@@ -18,5 +18,10 @@
 // stream. The receiver discards a corrupted data packet at its tail (no
 // buffer, no credit, the owner never sees it) and ignores a corrupted
 // flow-control packet; ABR resynchronises to the sender's FCTBS at its next
-// flow-control packet (docs/fabric.md, "Link errors").
+// flow-control packet (docs/fabric.md, "Link errors"). Or its errors come
+// from the FEC (SetPreFECErrorRate, link.pre_fec_ber): the wire's stream is
+// cut into RS codewords, each uncorrectable with the probability a pre-FEC
+// bit error rate gives (CodewordFailure), and a failed codeword corrupts
+// every packet with a bit in it, so packets that share one are lost
+// together.
 package link

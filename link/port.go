@@ -83,7 +83,7 @@ type Port struct {
 
 	vls           int32 // data VLs in use (VL15 is always there)
 	remote        bool  // the peer is in another partition (components.Group)
-	lossy         bool  // the outgoing wire corrupts packets (errs): link.ber > 0
+	lossy         bool  // the outgoing wire corrupts packets (errs or cw): link.ber or link.pre_fec_ber > 0
 	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
 	Stats         PortStats
 
@@ -101,7 +101,10 @@ type Port struct {
 	// discards as corrupted, before the packet goes back to the pool: a
 	// run that counts its packets in and out counts these as lost.
 	OnDiscard func(p *Port, pkt *ib.Packet)
-	errs      bitErrors // the outgoing wire's bit errors, when lossy
+	errs      bitErrors // the outgoing wire's bit errors, when lossy and cw is nil
+	// cw, when set, is the outgoing wire's failed FEC codewords (in place
+	// of errs): SetPreFECErrorRate.
+	cw *codewordErrors
 	// fcLostAt holds when each flow-control packet lost here arrived, in
 	// time order (FCErrorsBefore): 8 bytes per loss, only on lossy links.
 	fcLostAt []ib.PS
@@ -212,13 +215,67 @@ func (p *Port) SetBitErrorRate(ber float64, seed uint64) {
 		panic(fmt.Sprintf("link: %s given bit error rate %v outside 0..%g", p.Name, ber, MaxBER))
 	}
 	p.lossy = ber > 0
+	p.cw = nil
 	if p.lossy {
 		p.errs = newBitErrors(ber, seed, p.Name)
 	}
 }
 
-// Lossy reports whether p's outgoing wire corrupts packets (SetBitErrorRate).
+// SetPreFECErrorRate makes p's outgoing wire corrupt packets by whole
+// uncorrectable codewords of its RS FEC: m (CodewordModelFor) gives the FEC
+// mode and the pre-FEC bit error rate, and every packet with a bit in a
+// failed codeword arrives corrupted (docs/fabric.md, "Link errors"). Draws
+// come from p's own stream, seeded by seed and p's name. Call it on both
+// ends of a cable, after Connect (the codewords' times come from the
+// cable's data rate), before the run.
+func (p *Port) SetPreFECErrorRate(m *CodewordModel, seed uint64) {
+	if p.peer == nil {
+		panic(fmt.Sprintf("link: %s given FEC codeword errors before Connect", p.Name))
+	}
+	p.lossy = true
+	p.cw = newCodewordErrors(m, p.timing, seed, p.Name)
+}
+
+// Lossy reports whether p's outgoing wire corrupts packets (SetBitErrorRate,
+// SetPreFECErrorRate).
 func (p *Port) Lossy() bool { return p.lossy }
+
+// CodewordErrors reports whether p's wire draws failed FEC codewords
+// (SetPreFECErrorRate) rather than independent bit errors.
+func (p *Port) CodewordErrors() bool { return p.cw != nil }
+
+// FailedCodewordsBefore returns the uncorrectable codewords that carried
+// bits of a packet p sent and began before t (0 on a wire without
+// SetPreFECErrorRate). A failed codeword no packet touched (in an idle
+// stretch) is not drawn, so not counted: a real port's uncorrectable-block
+// counter counts those too.
+func (p *Port) FailedCodewordsBefore(t ib.PS) uint64 {
+	if p.cw == nil {
+		return 0
+	}
+	n, _ := slices.BinarySearch(p.cw.failedAt, t)
+	return uint64(n)
+}
+
+// corruptLast draws whether the data packet of bytes wire bytes just put on
+// the wire (busyUntil and serCarry are its end) arrives corrupted.
+func (p *Port) corruptLast(bytes int) bool {
+	if p.cw == nil {
+		return p.errs.corrupt(bytes)
+	}
+	end := int64(p.busyUntil)*int64(p.timing.psDen) + p.serCarry
+	return p.cw.corrupt(end-int64(bytes)*p.timing.psNum, end)
+}
+
+// corruptLastFC is corruptLast for the flow-control packet just put on the
+// wire.
+func (p *Port) corruptLastFC() bool {
+	if p.cw == nil {
+		return p.errs.corruptFC()
+	}
+	end := int64(p.busyUntil)*int64(p.timing.psDen) + p.serCarry
+	return p.cw.corrupt(end-ib.FlowControlBytes*p.timing.psNum, end)
+}
 
 // FCErrorsBefore returns the flow-control packets lost here that arrived
 // before t: a partitioned run, which may run past the time its workload
@@ -292,7 +349,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	pkt.Hops++
 	// The packet's fate is drawn once, here; the receiver learns it when
 	// the tail's CRCs fail, and discards it then.
-	corrupt := p.lossy && p.errs.corrupt(bytes)
+	corrupt := p.lossy && p.corruptLast(bytes)
 	if p.NumHooks() > 0 {
 		p.traceTxEnd()
 		p.lastTx.seq, p.lastTx.end, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, p.busyUntil, pkt.VL, bytes, true
@@ -433,7 +490,7 @@ func (p *Port) sendFC() {
 	p.Stats.FCPackets++
 	p.Stats.BusyPS += ser
 	kind := evFCArrive
-	if p.lossy && p.errs.corruptFC() {
+	if p.lossy && p.corruptLastFC() {
 		kind = evFCLost
 	}
 	ev := p.toPeer(now+p.timing.Latency()+ser, kind, components.ClassPrimary)

@@ -108,6 +108,9 @@ func checkTestbenchConfig(c *fabric.Config) error {
 	if c.Link.BER > 0 {
 		return fmt.Errorf("link.ber: %g: the model's ports discard corrupted packets, which the RTL does not (no receive VCRC check); give link.ber=0 for a testbench", c.Link.BER)
 	}
+	if c.Link.PreFECBER > 0 {
+		return fmt.Errorf("link.pre_fec_ber: %g: the model's ports discard packets in failed FEC codewords, which the RTL does not (no receive VCRC check); give link.pre_fec_ber=0 for a testbench", c.Link.PreFECBER)
+	}
 	return nil
 }
 

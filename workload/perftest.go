@@ -286,10 +286,8 @@ func BuildPerftest(run PerftestRun) (*Perftest, error) {
 	}
 	s := components.NewSim()
 	a, b := hca.BackToBackQoS(s, run.Link, run.HCA, run.HCA, max(run.VLs, 1), run.QoS)
-	if ber := run.Link.BER; ber > 0 {
-		a.Port.SetBitErrorRate(ber, run.Seed)
-		b.Port.SetBitErrorRate(ber, run.Seed)
-	}
+	run.Link.SetErrors(a.Port, run.Seed)
+	run.Link.SetErrors(b.Port, run.Seed)
 	return newPerftestGroup(run, s, []*hca.Device{a, b}, func() (*Perftest, error) { return BuildPerftest(run) })
 }
 

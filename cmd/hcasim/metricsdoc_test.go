@@ -38,6 +38,7 @@ var metricRuns = [][]string{
 	{"--set", "workload.kind=stream", "--set", "workload.size=4096"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024", "--set", "link.ber=1e-6", "--check"},
+	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024", "--set", "link.fec=rs528", "--set", "link.pre_fec_ber=5e-4", "--check"},
 	{"--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=1024", "--set", "topology.host_link_width=1x", "--set", "topology.degraded_links=[{cable: \"Fabric.Host[0].Port[1]\", width: 4x}]"},
 	{"--set", "workload.kind=incast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024"},
 	{"--set", "workload.kind=hotspot", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "workload.size=1024", "--set", "workload.offered_load=0.9", "--set", "cc.enable=true"},
