@@ -79,7 +79,10 @@ func (d *fifoDUT) params() []Param {
 	return []Param{{"WIDTH", d.width}, {"DEPTH", d.depth}}
 }
 func (d *fifoDUT) inputs() []Signal {
-	return []Signal{{Name: "push_valid", Width: 1}, {Name: "push_data", Width: d.width}, {Name: "pop_ready", Width: 1}}
+	// drop_* stay 0 here: components.FIFO has no drop; the drop is
+	// co-simulated inside ib_rx_vl_fifos (cosim_rxdrop_test.go).
+	return []Signal{{Name: "push_valid", Width: 1}, {Name: "push_data", Width: d.width}, {Name: "pop_ready", Width: 1},
+		{Name: "drop_valid", Width: 1}, {Name: "drop_count", Width: cntWidth(d.depth)}}
 }
 func (d *fifoDUT) outputs() []Signal {
 	return []Signal{
@@ -99,7 +102,7 @@ func (d *fifoDUT) cycle(r *rand.Rand, in, out []Value) {
 	if d.width < 64 {
 		data &= 1<<d.width - 1
 	}
-	in[0], in[1], in[2] = b2v(push), U(data), b2v(pop)
+	in[0], in[1], in[2], in[3], in[4] = b2v(push), U(data), b2v(pop), U(0), U(0)
 	// Outputs come from the state at the start of the cycle.
 	full, empty := d.model.Full(), d.model.Empty()
 	head, _ := d.model.Peek()

@@ -324,7 +324,7 @@ func TestXbarAllocMutantsFail(t *testing.T) {
 		{"input VL pointer never moved", ".commit(acc_valid[i]), .commit_idx(acc_vl[i*VL_W +: VL_W])",
 			".commit(1'b0), .commit_idx(acc_vl[i*VL_W +: VL_W])"},
 		{"credit check one block short", "room_r <= 12'd2048", "room_r <= 12'd2049"},
-		{"a busy output still matched", "if (!busy[port_r] && out_pick_valid[port_r] &&", "if (out_pick_valid[port_r] &&"},
+		{"a busy output still matched", "!busy[port_r] && out_pick_valid[port_r] &&", "out_pick_valid[port_r] &&"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

@@ -106,10 +106,10 @@ func checkTestbenchConfig(c *fabric.Config) error {
 		return fmt.Errorf("topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3 or file)")
 	}
 	if c.Link.BER > 0 {
-		return fmt.Errorf("link.ber: %g: the model's ports discard corrupted packets, which the RTL does not (no receive VCRC check); give link.ber=0 for a testbench", c.Link.BER)
+		return fmt.Errorf("link.ber: %g: the model's ports discard corrupted packets, which the testbench does not replay (its hosts send no VCRC and drive ib_link's rx_* past the receive check); give link.ber=0 for a testbench", c.Link.BER)
 	}
 	if c.Link.PreFECBER > 0 {
-		return fmt.Errorf("link.pre_fec_ber: %g: the model's ports discard packets in failed FEC codewords, which the RTL does not (no receive VCRC check); give link.pre_fec_ber=0 for a testbench", c.Link.PreFECBER)
+		return fmt.Errorf("link.pre_fec_ber: %g: the model's ports discard packets in failed FEC codewords, which the testbench does not replay (its hosts send no VCRC and drive ib_link's rx_* past the receive check); give link.pre_fec_ber=0 for a testbench", c.Link.PreFECBER)
 	}
 	return nil
 }

@@ -132,9 +132,9 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
 		{Module: "hca_dma_engine", Params: []Param{{"OUTSTANDING", p.ReadTags}, {"MRRS", p.MRRS}, {"MPS", p.MPS}, {"TAG_W", p.TagW}},
 			Role: "HCA DMA engine: splitters, tag search; tables in memories", Instances: 1},
-		// In ib_link: the transmit side's VCRC and the flow-control codec,
-		// per switch port and the HCA's.
-		{Module: "ib_vcrc", Role: "link VCRC (transmit), one per port", Instances: p.Ports + 1},
+		// In ib_link: the VCRC of each side (transmit: written; receive:
+		// checked) and the flow-control codec, per switch port and the HCA's.
+		{Module: "ib_vcrc", Role: "link VCRC (transmit and receive), two per port", Instances: 2 * (p.Ports + 1)},
 		{Module: "ib_fc_codec", Role: "link flow-control packets, one per port", Instances: p.Ports + 1},
 		// hca_transport's transmit path (hca_requester's hca_tx_path).
 		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (in hca_tx_path)", Instances: 1},

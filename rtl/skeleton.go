@@ -53,17 +53,18 @@ Written, on the core side: transmit packets go through ib_vcrc, which writes eac
 the LRH with its new VL through the ICRC), and flow-control packets through ib_fc_codec's encoder
 (6 bytes with their LPCRC), both towards the PCS; received flow-control packets come from the PCS
 through ib_fc_codec's decoder, and fc_rx_valid rises only for Op 0 with a good LPCRC (IBA: a bad one
-is ignored). The PCS is TODO, so its ready (pcs_tx_ready, pcs_fc_ready) is tied 0 and tx_ready and
-fc_tx_ready stay 0 (a testbench forces them), and it delivers no flow-control packet.
+is ignored). Received data packets come from the PCS through a second ib_vcrc (out_ready 1, a
+cycle's latency, as the decoder's) onto rx_*: rx_vl is LRH.VL of the packet's first beat, and
+rx_err rises with rx_eop when the packet's VCRC or length failed (the buffers drop it there,
+ib_rx_vl_fifos). rcv_errors counts those packets (PortRcvErrors; link.Port's Errors.Packets) and
+fc_rcv_errors the flow-control packets whose LPCRC failed (Errors.FCPackets), 16 bits each,
+saturating at 65535 as IBA's PortCounters do. The PCS is TODO, so its ready (pcs_tx_ready,
+pcs_fc_ready) is tied 0 and tx_ready and fc_tx_ready stay 0 (a testbench forces them), and it
+delivers no packet (pcs_rx_*, pcs_fc_rx_* idle: a testbench forces them).
 TODO: the PCS (64b/66b, or 256b/257b with RS(544,514) FEC from HDR on; ib-facts.md §1), lane
-deskew, link training and the link state machine, packet framing; the receive VCRC check: ib_vcrc
-(out_ready 1) between the PCS and rx_* flags a bad VCRC or PktLen with the packet's last block, but
-rx_* has no way to drop a packet there: ib_rx_vl_fifos writes blocks as they come and the switch
-cuts through, so a packet found bad at its eop is in the buffer and may be leaving; it needs an
-rx_err with rx_eop, the buffers dropping or marking the packet (IBA's end-bad-packet delimiter for
-a head already forwarded), and the transmit ib_vcrc told not to re-seal such a packet with a good
-VCRC; counting PortRcvErrors and bad flow-control packets (link.Port's Errors.FCPackets); VL15
-and the link packet types.`,
+deskew, link training and the link state machine, packet framing; IBA's end-bad-packet delimiter
+for a bad packet whose head a cut-through switch already forwarded (ib_rx_vl_fifos passes it on, and
+the transmit ib_vcrc reseals it with a good VCRC); VL15 and the link packet types.`,
 		body: `    // Transmit: the VCRC and the flow-control packets' encoding, towards the PCS (TODO).
     wire              pcs_tx_ready = 1'b0; // TODO: the PCS takes a beat
     wire              pcs_fc_ready = 1'b0; // TODO: the PCS takes a flow-control packet
@@ -92,11 +93,45 @@ and the link packet types.`,
         .dec_out_fctbs(fc_rx_fctbs), .dec_out_vl(fc_rx_vl), .dec_out_fccl(fc_rx_fccl), .dec_out_lpcrc_err(fc_dec_err)
     );
     assign fc_rx_valid = fc_dec_valid && !fc_dec_err && fc_dec_op == 4'd0;
+    // Received data packets from the PCS (TODO: it delivers none yet), checked: the VCRC and
+    // PktLen's agreement with the length, flagged with the last beat.
+    wire              pcs_rx_valid = 1'b0;
+    wire              pcs_rx_sop = 1'b0;
+    wire              pcs_rx_eop = 1'b0;
+    wire [DATA_W-1:0] pcs_rx_data = {DATA_W{1'b0}};
+    wire              rx_vcrc_err, rx_len_err;
+    wire              rx_in_ready; // always 1: out_ready is 1
+    ib_vcrc u_rx_vcrc (
+        .clk(clk), .rst_n(rst_n),
+        .in_valid(pcs_rx_valid), .in_ready(rx_in_ready), .in_data(pcs_rx_data), .in_sop(pcs_rx_sop),
+        .in_eop(pcs_rx_eop), .out_valid(rx_valid), .out_ready(1'b1), .out_data(rx_data), .out_sop(rx_sop),
+        .out_eop(rx_eop), .out_vcrc_err(rx_vcrc_err), .out_len_err(rx_len_err)
+    );
+    assign rx_err = rx_valid && rx_eop && (rx_vcrc_err || rx_len_err);
+    // LRH byte 0 is VL(4) | LVer(4): the first beat's VL, held for the packet's other beats.
+    reg  [3:0]        rx_vl_q;
+    assign rx_vl = (rx_valid && rx_sop) ? rx_data[DATA_W-1 -: 4] : rx_vl_q;
+    // PortRcvErrors and the bad flow-control packets, saturating.
+    reg  [15:0]       rcv_errors_q, fc_rcv_errors_q;
+    assign rcv_errors = rcv_errors_q;
+    assign fc_rcv_errors = fc_rcv_errors_q;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            rx_vl_q         <= 4'd0;
+            rcv_errors_q    <= 16'd0;
+            fc_rcv_errors_q <= 16'd0;
+        end else begin
+            if (rx_valid && rx_sop) rx_vl_q <= rx_data[DATA_W-1 -: 4];
+            if (rx_err && rcv_errors_q != 16'hFFFF) rcv_errors_q <= rcv_errors_q + 16'd1;
+            if (fc_dec_valid && fc_dec_err && fc_rcv_errors_q != 16'hFFFF) fc_rcv_errors_q <= fc_rcv_errors_q + 16'd1;
+        end
+    end
 `,
-		driven:   []string{"tx_ready", "fc_tx_ready", "fc_rx_valid", "fc_rx_vl", "fc_rx_fctbs", "fc_rx_fccl"},
+		driven: []string{"tx_ready", "fc_tx_ready", "fc_rx_valid", "fc_rx_vl", "fc_rx_fctbs", "fc_rx_fccl",
+			"rx_valid", "rx_data", "rx_sop", "rx_eop", "rx_vl", "rx_err", "rcv_errors", "fc_rcv_errors"},
 		consumed: []string{"tx_valid", "tx_data", "tx_sop", "tx_eop", "fc_tx_valid", "fc_tx_vl", "fc_tx_fctbs", "fc_tx_fccl"},
 		bodyUnused: []string{"pcs_tx_valid", "pcs_tx_sop", "pcs_tx_eop", "pcs_tx_data", "tx_vcrc_err", "tx_len_err",
-			"pcs_fc_valid", "pcs_fc_pkt"},
+			"pcs_fc_valid", "pcs_fc_pkt", "rx_in_ready"},
 		params: []string{"LANES", "LANE_W", "DATA_W"},
 		ports: []stubPort{
 			portIn("serdes_rx", "LANES*LANE_W", "serial side: parallel lane data from the SerDes"),
@@ -107,6 +142,9 @@ and the link packet types.`,
 			portOut("rx_sop", "", ""),
 			portOut("rx_eop", "", ""),
 			portOut("rx_vl", "4", "LRH.VL of the packet"),
+			portOut("rx_err", "", "with rx_eop: the packet's VCRC or length failed; drop it"),
+			portOut("rcv_errors", "16", "PortRcvErrors: data packets with rx_err, saturating"),
+			portOut("fc_rcv_errors", "16", "flow-control packets whose LPCRC failed, saturating"),
 			portOut("fc_rx_valid", "", "received flow-control packet (Op, FCTBS, VL, FCCL)"),
 			portOut("fc_rx_vl", "4", ""),
 			portOut("fc_rx_fctbs", "12", ""),

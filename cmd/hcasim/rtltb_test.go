@@ -105,9 +105,9 @@ func TestRTLTestbenchRefuses(t *testing.T) {
 		{[]string{"rtl", "-config", "edr.yaml", "--set", "switch.queueing=fifo", "--testbench", "-o", "DIR"},
 			"hcasim rtl: edr.yaml: topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3 or file)\n"},
 		{append(rtlTBConfig, "--set", "link.ber=1e-7", "--testbench", "-o", "DIR"),
-			"hcasim rtl: edr.yaml: link.ber: 1e-07: the model's ports discard corrupted packets, which the RTL does not (no receive VCRC check); give link.ber=0 for a testbench\n"},
+			"hcasim rtl: edr.yaml: link.ber: 1e-07: the model's ports discard corrupted packets, which the testbench does not replay (its hosts send no VCRC and drive ib_link's rx_* past the receive check); give link.ber=0 for a testbench\n"},
 		{append(rtlTBConfig, "--set", "link.fec=rs528", "--set", "link.pre_fec_ber=1e-3", "--testbench", "-o", "DIR"),
-			"hcasim rtl: edr.yaml: link.pre_fec_ber: 0.001: the model's ports discard packets in failed FEC codewords, which the RTL does not (no receive VCRC check); give link.pre_fec_ber=0 for a testbench\n"},
+			"hcasim rtl: edr.yaml: link.pre_fec_ber: 0.001: the model's ports discard packets in failed FEC codewords, which the testbench does not replay (its hosts send no VCRC and drive ib_link's rx_* past the receive check); give link.pre_fec_ber=0 for a testbench\n"},
 		{append(rtlTBConfig, "--set", "switch.radix=130", "--testbench", "-o", "DIR"),
 			"hcasim rtl: edr.yaml: topology: 1 switch of switch.radix 130 are 130 switch_top ports, more than the testbench's 128 (Icarus's time grows with them: 64 take about 100 s of CPU); export a smaller fabric\n"},
 		// ndr.yaml's buffer axis pinned: its offered-load axis, which one

@@ -242,7 +242,8 @@ module hca_requester #(
         .clk(clk), .rst_n(rst_n),
         .push_valid(send && needs_pay), .push_ready(sq_push_ready), .push_data({d_blocks, dec_laddr[5:0]}),
         .pop_valid(sq_valid), .pop_ready(pay_pop && pop_last), .pop_data(sq_head),
-        .count(sq_count)
+        .count(sq_count),
+        .drop_valid(1'b0), .drop_count({($clog2(MSG_DEPTH+1)){1'b0}})
     );
 
     // Responses always find room (reserved above), so push_ready is 1 whenever one comes.
@@ -252,7 +253,8 @@ module hca_requester #(
         .clk(clk), .rst_n(rst_n),
         .push_valid(rd_rsp_valid), .push_ready(pay_push_ready), .push_data(rd_rsp_data),
         .pop_valid(pay_valid), .pop_ready(pay_ready && sq_valid), .pop_data(pay_data),
-        .count(pay_count)
+        .count(pay_count),
+        .drop_valid(1'b0), .drop_count({PB_CW{1'b0}})
     );
 
     // ---- the transmit datapath ----
@@ -281,7 +283,8 @@ module hca_requester #(
         .clk(clk), .rst_n(rst_n),
         .push_valid(path_valid), .push_ready(path_ready), .push_data({path_sop, path_eop, path_data}),
         .pop_valid(pq_valid), .pop_ready(pq_pop), .pop_data(pq_head),
-        .count(pq_count)
+        .count(pq_count),
+        .drop_valid(1'b0), .drop_count({PQ_CW{1'b0}})
     );
     wire [3:0]      head_vl4   = pq_head[511:508];               // LRH.VL, byte 0 bits 7:4
     wire [VL_W-1:0] head_vl    = head_vl4[VL_W-1:0];

@@ -162,7 +162,8 @@ module hca_wqe_fetch #(
     sync_fifo #(.WIDTH(QPN_W + FLT_W), .DEPTH(QPS * WQE_PREFETCH_DEPTH)) u_reads (
         .clk(clk), .rst_n(rst_n),
         .push_valid(issue), .push_ready(rt_push_ready), .push_data({rq, n[FLT_W-1:0]}),
-        .pop_valid(rt_valid), .pop_ready(rt_done), .pop_data({rt_q, rt_n}), .count(rt_count)
+        .pop_valid(rt_valid), .pop_ready(rt_done), .pop_data({rt_q, rt_n}), .count(rt_count),
+        .drop_valid(1'b0), .drop_count({($clog2(QPS * WQE_PREFETCH_DEPTH + 1)){1'b0}})
     );
 
     // ---- one block buffer per QP: {n of the read if its last block, else 0; block} ----
@@ -183,7 +184,8 @@ module hca_wqe_fetch #(
                 .push_valid(rsp_hot[g]), .push_ready(bq_push_ready[g]),
                 .push_data({rsp_tag, rd_rsp_data}),
                 .pop_valid(bq_valid[g]), .pop_ready(bq_pop[g]),
-                .pop_data(bq_data[g*ENT_W +: ENT_W]), .count(bq_count[g*FLT_W +: FLT_W])
+                .pop_data(bq_data[g*ENT_W +: ENT_W]), .count(bq_count[g*FLT_W +: FLT_W]),
+                .drop_valid(1'b0), .drop_count({FLT_W{1'b0}})
             );
         end
     endgenerate
