@@ -397,20 +397,7 @@ func TestTxPathCosim(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			files := writeTxPathBench(t, dir, nil)
-			var cmd string
-			var args []string
-			if tc.sim == "icarus" {
-				needTool(t, "iverilog", "vvp")
-				_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
-				require.NoError(t, err)
-				cmd, args = "vvp", []string{"-n", "sim.vvp"}
-			} else {
-				if testing.Short() {
-					t.Skip("-short: Verilator co-simulation builds C++; Icarus runs the same testbench")
-				}
-				needTool(t, "verilator", "make", "g++")
-				cmd = buildVerilator(t, ctx, dir, files)
-			}
+			cmd, args := buildSim(t, ctx, dir, tc.sim, files)
 			for _, seed := range tc.seeds {
 				run := newTxPathRun(seed, txPathMsgs)
 				run.write(t, dir)

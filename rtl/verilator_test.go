@@ -76,6 +76,24 @@ var verilatorRuntimeCleanup = func() {}
 // build makes: checked for every cosimTable case with Verilator 5.006). The copies are newer than
 // Vtb.mk, which the runtime objects depend on, so make takes them as they
 // are.
+// buildSim compiles a testbench's files in dir for sim, "icarus" or
+// "verilator", and returns the command and arguments that run it; under
+// -short a Verilator build is skipped (Icarus runs the same testbench).
+func buildSim(t *testing.T, ctx context.Context, dir, sim string, files []string) (string, []string) {
+	t.Helper()
+	if sim == "icarus" {
+		needTool(t, "iverilog", "vvp")
+		_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+		require.NoError(t, err)
+		return "vvp", []string{"-n", "sim.vvp"}
+	}
+	if testing.Short() {
+		t.Skip("-short: Verilator co-simulation builds C++; Icarus runs the same testbench")
+	}
+	needTool(t, "verilator", "make", "g++")
+	return buildVerilator(t, ctx, dir, files), nil
+}
+
 func buildVerilator(t *testing.T, ctx context.Context, dir string, files []string) string {
 	t.Helper()
 	rt, err := verilatorRuntimeDir(ctx)
