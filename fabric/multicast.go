@@ -65,6 +65,8 @@ func (c *Config) validateMulticast() error {
 		return fmt.Errorf("cc.enable: true with workload.kind multicast is not modelled; set it to false")
 	case c.Link.BER > 0:
 		return fmt.Errorf("link.ber: %v with workload.kind multicast is not modelled (an unreliable datagram lost to a link error is not resent, and the checker has no rule for it); use link.ber: 0", c.Link.BER)
+	case c.Link.PreFECBER > 0:
+		return fmt.Errorf("link.pre_fec_ber: %v with workload.kind multicast is not modelled (an unreliable datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0", c.Link.PreFECBER)
 	}
 	w := &c.Workload
 	if w.Sizes != "" {
@@ -122,6 +124,11 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	members, senders, err := mcastMembers(&w, len(topo.Hosts()))
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
+	}
+	for _, c := range topo.Cables {
+		if c.HasBER && c.BER > 0 {
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("topology: a cable's ber=%g with workload.kind multicast is not modelled (an unreliable datagram lost to a link error is not resent, and the checker has no rule for it); give its line ber=0 or none", c.BER)}
+		}
 	}
 	if hostTimings(cfg, topo, topo.Hosts()) != nil {
 		return nil, &UnsupportedError{Msg: "topology: host cables of another speed than the link section's with workload.kind multicast are not supported"}

@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -282,6 +284,7 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{"switch.queueing=voq"}, `switch.queueing: "voq" with workload.kind multicast: replication is modelled for fifo input queueing only (set switch.queueing: fifo)`},
 		{[]string{"topology.adaptive_routing=true"}, "topology.adaptive_routing: true with workload.kind multicast is not modelled (the MFT is static); set it to false"},
 		{[]string{"cc.enable=true"}, "cc.enable: true with workload.kind multicast is not modelled; set it to false"},
+		{[]string{"link.pre_fec_ber=1e-3"}, "link.pre_fec_ber: 0.001 with workload.kind multicast is not modelled (an unreliable datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0"},
 		{[]string{"workload.sizes=256:1"}, `workload.sizes: "256:1" with workload.kind multicast is not supported; give one payload in workload.size`},
 		{[]string{"workload.size=4096", "switch.vl_buffer_bytes=4160"}, "switch.vl_buffer_bytes: 4160 cannot hold one 4170-byte multicast packet (a 4096-byte payload with a GRH); give at least 4224"},
 		{[]string{"workload.group=0,3-x"}, `workload.group: "3-x" in "0,3-x" is not a host index or range (e.g. 0-7,12)`},
@@ -339,5 +342,36 @@ func TestMulticastPerCycleRoundsAgree(t *testing.T) {
 			got[k] = m
 		}
 		assert.Equal(t, got[0], got[1], "point %d", i)
+	}
+}
+
+// TestMulticastRefusesALossyCable: a topology file's cable with its own
+// bit error rate is refused when the run is built, as link.ber is when the
+// config is read (a datagram lost to it is not resent, and the checker
+// has no rule for it); ber=0 on a cable runs.
+func TestMulticastRefusesALossyCable(t *testing.T) {
+	topo := func(ber string) string {
+		return "switch Fabric.Switch[0] 4\n" +
+			"host Fabric.Host[0]\nhost Fabric.Host[1]\nhost Fabric.Host[2]\n" +
+			"cable Fabric.Host[0].Port[1] Fabric.Switch[0].Port[1]\n" +
+			"cable Fabric.Host[1].Port[1] Fabric.Switch[0].Port[2] " + ber + "\n" +
+			"cable Fabric.Host[2].Port[1] Fabric.Switch[0].Port[3]\n"
+	}
+	for _, c := range []struct{ ber, want string }{
+		{"ber=1e-6", "topology: a cable's ber=1e-06 with workload.kind multicast is not modelled"},
+		{"ber=0", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "t.topo")
+		require.NoError(t, os.WriteFile(path, []byte(topo(c.ber)), 0o644))
+		l, err := Load(nil, []string{"topology.kind=file", "topology.file=" + path, "switch.radix=4",
+			"switch.queueing=fifo", "workload.kind=multicast", "workload.warmup_ns=1000", "workload.measure_ns=2000"})
+		require.NoError(t, err)
+		_, err = Run(l, RunOptions{})
+		if c.want == "" {
+			assert.NoError(t, err)
+			continue
+		}
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), c.want)
 	}
 }
