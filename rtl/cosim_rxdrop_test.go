@@ -70,7 +70,7 @@ type rxdFC struct {
 // pdata[511:0], fv, fpkt[47:0], popA[1:0], popB[1:0]} = 568 bits, 142 hex
 // digits.
 func rxdLine(pv, psop, peop bool, data []byte, fv bool, fpkt []byte, popA, popB int) string {
-	var w [71]byte // 568 bits
+	var w [71]byte               // 568 bits
 	bit := func(i int, v bool) { // i: bit index from the top (0 = bit 567)
 		if v {
 			w[i/8] |= 0x80 >> (i % 8)
