@@ -666,6 +666,17 @@ func (c *Checkers) inject(ev *components.TraceEvent, f *evFields) {
 	}
 }
 
+// routeSwitch is the switch index the route tables know ev's path by
+// (looked up once per path), or a negative number for a path that is no
+// switch port.
+func (c *Checkers) routeSwitch(ev *components.TraceEvent) int {
+	p := c.pathOf(ev)
+	if p.routeSw == -2 {
+		p.routeSw = c.cfg.Routes.RouteSwitch(p.name)
+	}
+	return p.routeSw
+}
+
 // checkRoute holds a grant to its DLID's route: a switch that sends a
 // packet out of a port its subnet manager did not route the DLID to has
 // misrouted it, whether or not it still reaches its destination.
@@ -677,17 +688,14 @@ func (c *Checkers) checkRoute(ev *components.TraceEvent, f *evFields) {
 	if !f.ok(fDLID) || !f.ok(fOut) || f.dlid >= firstMulticastLID || f.dlid <= 0 {
 		return
 	}
-	p := c.pathOf(ev)
-	if p.routeSw == -2 {
-		p.routeSw = c.cfg.Routes.RouteSwitch(p.name)
-	}
-	if p.routeSw < 0 {
+	sw := c.routeSwitch(ev)
+	if sw < 0 {
 		return
 	}
 	// A packet's LRH always carries its SL; an event without one is taken
 	// as SL 0, IB's default.
 	sl := uint8(f.or(fSL, f.sl, 0) & 15)
-	if !c.cfg.Routes.RouteAllowed(p.routeSw, uint16(f.dlid), sl, int(f.out)) {
+	if !c.cfg.Routes.RouteAllowed(sw, uint16(f.dlid), sl, int(f.out)) {
 		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d granted to output %d, which is neither the dlid's LFT port nor, on an SL adaptive routing applies to, in its adaptive routing group (misrouted)",
 			f.or(fSeq, f.seq, -1), f.dlid, sl, f.out))
 	}

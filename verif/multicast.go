@@ -148,14 +148,11 @@ func (c *Checkers) checkMulticastRoute(ev *components.TraceEvent, f *evFields) {
 	if !ok {
 		return
 	}
-	p := c.pathOf(ev)
-	if p.routeSw == -2 {
-		p.routeSw = c.cfg.Routes.RouteSwitch(p.name)
-	}
-	if p.routeSw < 0 {
+	sw := c.routeSwitch(ev)
+	if sw < 0 {
 		return
 	}
-	if !mr.MulticastAllowed(p.routeSw, uint16(f.dlid), int(f.out)) {
+	if !mr.MulticastAllowed(sw, uint16(f.dlid), int(f.out)) {
 		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for MLID %#x granted to output %d, which the group's MFT entry does not hold (misrouted)",
 			f.or(fSeq, f.seq, -1), f.dlid, f.out))
 	}
