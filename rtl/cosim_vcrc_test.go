@@ -269,7 +269,7 @@ func TestVCRCMutantsFail(t *testing.T) {
 		{"the VCRC's bytes most significant first", "ib_vcrc.v",
 			"{{vcrc[7:0], vcrc[15:8]}, 496'd0}", "{vcrc, 496'd0}"},
 		{"the bits of each byte fed most significant first", "ib_vcrc.v",
-			"data_row[504 - 8*(p/8) + (p%8)] = e[i];", "data_row[511 - p] = e[i];"},
+			"data_rows_of[512*i +: 512] = l;", "data_rows_of[512*i +: 512] = xi;"},
 		{"the register's bytes swapped into the beat", "ib_vcrc.v",
 			"{crc_now[7:0], crc_now[15:8], 496'd0}", "{crc_now[15:8], crc_now[7:0], 496'd0}"},
 		{"one word more covered than PktLen says", "ib_vcrc.v",

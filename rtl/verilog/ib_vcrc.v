@@ -65,46 +65,62 @@ module ib_vcrc (
     //   full     = DATA_M (d ^ {c[7:0], c[15:8], 0})  the register after the (masked) beat
     //   crc_next = UNSHIFT_M(z) full                   the register before its last z zero words
     // with UNSHIFT_M(z) = UNSHIFT_M(4 (z / 4)) UNSHIFT_M(z mod 4), two small choices of 16x16
-    // maps (and a quarter of the elaboration's steps of one choice among 17).
+    // maps instead of one among 17.
     // One step of the register on data bit x: r' = (r >> 1) ^ ((r[0] ^ x) ? POLY_R : 0).
 
-    // data_row(i): bit j set when data bit j, fed into a zero register, flips bit i of the
-    // register after the beat. Byte k of the beat is d[511-8k -: 8], fed least significant bit
-    // first: its bit b is fed at step p = 8k + b and is d[504 - 8k + b]. A 1 fed at step p gives
-    // POLY_R (the feedback is 1), then 511 - p zero steps follow it.
-    /* verilator lint_off UNUSEDSIGNAL */
-    function [511:0] data_row(input integer i); // i < 16
-    /* verilator lint_on UNUSEDSIGNAL */
-        integer p;
-        reg [15:0] e;
+    // The rows, as ib_icrc computes its own (its header has the derivation, for 32 bits): U_k,
+    // the register k zero steps after a 1 was fed into a zero register, is U_0 = POLY_R and
+    // U_(k+1) = F(U_k), F(r) = (r >> 1) ^ (r[0] ? POLY_R : 0); a data bit fed at step p of the
+    // beat's 512 flips the register by U_(511-p). Row i over k, X_i[k] = U_k[i], follows from
+    // F bit by bit: X_i = ((X_(i+1) ^ (POLY_R[i] ? X_0 : 0)) << 1) | POLY_R[i], X_16 = 0, every
+    // row from X_0 (the register's bit 0 over 512 steps). Byte k of the beat is d[511-8k -: 8],
+    // fed least significant bit first, so lane 8a + b is fed at step 511 - (8a + 7 - b): row i
+    // in lane order is X_i with each byte's bits reversed (three swap stages). 512 steps and
+    // about 70 vector operations at elaboration, once per instance, where a walk per row took
+    // 16 x 512 and the old unshift_matrix 16 x 32 z per z (Icarus spent 0.2 s elaborating each
+    // ib_vcrc, 30 s of a 64-port fabric testbench's compile). data_rows_of returns row i in
+    // bits [512 i +: 512], bit j set when beat bit j (lane j), fed into a zero register, flips
+    // register bit i after the beat.
+    localparam [511:0] NIBBLES = {64{8'hF0}}, PAIRS = {64{8'hCC}}, ODDS = {64{8'hAA}};
+    function [16*512-1:0] data_rows_of(input [15:0] poly);
+        integer k, i;
+        reg [15:0]  e;
+        reg [511:0] x0, xi, l;
         begin
-            data_row = {512{1'b0}};
-            e = POLY_R;
-            for (p = 511; p >= 0; p = p - 1) begin
-                data_row[504 - 8*(p/8) + (p%8)] = e[i];
-                e = {1'b0, e[15:1]} ^ (e[0] ? POLY_R : 16'h0000);
+            e = poly;
+            for (k = 0; k < 512; k = k + 1) begin
+                x0[k] = e[0];
+                e = {1'b0, e[15:1]} ^ (e[0] ? poly : 16'h0);
+            end
+            xi = 512'd0;
+            for (i = 15; i >= 0; i = i - 1) begin
+                xi = ((xi ^ (poly[i] ? x0 : 512'd0)) << 1) | {511'd0, poly[i]};
+                l = ((xi & NIBBLES) >> 4) | ((xi & ~NIBBLES) << 4);
+                l = ((l & PAIRS) >> 2) | ((l & ~PAIRS) << 2);
+                l = ((l & ODDS) >> 1) | ((l & ~ODDS) << 1);
+                data_rows_of[512*i +: 512] = l;
             end
         end
     endfunction
+    localparam [16*512-1:0] DATA_ROWS = data_rows_of(POLY_R);
 
-    // unshift_matrix(z): row i (bits [16i +: 16]) has bit m set when register bit m gives bit i
-    // of the register z zero words (32 zero bits each) earlier. Undoing one zero step:
-    // POLY_R[15] = 1 and (r >> 1)[15] = 0, so r'[15] = r[0] and
+    // unshift_cols(z): UNSHIFT_M(z), the register taken back z zero words (32 zero bits each),
+    // as its 16 columns (column m, bits [16 m +: 16]: where register bit m goes). Undoing one
+    // zero step: POLY_R[15] = 1 and (r >> 1)[15] = 0, so r'[15] = r[0] and
     // r = {(r' ^ (r'[15] ? POLY_R : 0))[14:0], r'[15]} (x is invertible mod a polynomial with a
-    // constant term).
-    function [255:0] unshift_matrix(input integer z);
-        integer m, i, p;
+    // constant term). Bit m < 15 taken back a step is bit m + 1 (its r'[15] is 0), so column m
+    // is bit 0 taken back 32 z + m steps: one walk of 32 z + 16 steps gives all 16.
+    function [255:0] unshift_cols(input integer z);
+        integer j;
         reg [15:0] e;
         reg [14:0] t;
         begin
-            unshift_matrix = {256{1'b0}};
-            for (m = 0; m < 16; m = m + 1) begin
-                e = 16'd1 << m;
-                for (p = 0; p < 32*z; p = p + 1) begin
-                    t = e[14:0] ^ (e[15] ? POLY_R[14:0] : 15'h0000);
-                    e = {t, e[15]};
-                end
-                for (i = 0; i < 16; i = i + 1) unshift_matrix[16*i + m] = e[i];
+            unshift_cols = 256'd0;
+            e = 16'd1;
+            for (j = 0; j < 32*z + 16; j = j + 1) begin
+                if (j >= 32*z) unshift_cols[16*(j - 32*z) +: 16] = e;
+                t = e[14:0] ^ (e[15] ? POLY_R[14:0] : 15'h0000);
+                e = {t, e[15]};
             end
         end
     endfunction
@@ -138,27 +154,28 @@ module ib_vcrc (
     genvar g;
     generate
         for (g = 0; g < 16; g = g + 1) begin : g_data
-            localparam [511:0] DATA_ROW = data_row(g);
-            assign data_rows[g] = DATA_ROW;
+            assign data_rows[g] = DATA_ROWS[512*g +: 512];
         end
         for (g = 0; g < 5; g = g + 1) begin : g_unshift
-            localparam [255:0] UNSHIFT_HI = unshift_matrix(4*g);
+            localparam [255:0] UNSHIFT_HI = unshift_cols(4*g);
             assign unshift_hi_m[g] = UNSHIFT_HI;
             if (g < 4) begin : g_lo
-                localparam [255:0] UNSHIFT_LO = unshift_matrix(g);
+                localparam [255:0] UNSHIFT_LO = unshift_cols(g);
                 assign unshift_lo_m[g] = UNSHIFT_LO;
             end
         end
     endgenerate
     reg [15:0]  full, lo, crc_next;
     reg [255:0] mlo, mhi;
-    integer r;
+    integer r, m;
     always @* begin
         mlo = unshift_lo_m[zwords[1:0]];
         mhi = unshift_hi_m[zwords[4:2]];
         for (r = 0; r < 16; r = r + 1) full[r] = ^(fed & data_rows[r]);
-        for (r = 0; r < 16; r = r + 1) lo[r] = ^(full & mlo[16*r +: 16]);
-        for (r = 0; r < 16; r = r + 1) crc_next[r] = ^(lo & mhi[16*r +: 16]);
+        lo = 16'd0;
+        for (m = 0; m < 16; m = m + 1) lo = lo ^ ({16{full[m]}} & mlo[16*m +: 16]);
+        crc_next = 16'd0;
+        for (m = 0; m < 16; m = m + 1) crc_next = crc_next ^ ({16{lo[m]}} & mhi[16*m +: 16]);
     end
     wire [15:0]  vcrc = ~crc_next;
     // The VCRC at bytes 4 vword (least significant) and 4 vword + 1 (most), in its beat.
