@@ -70,6 +70,12 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 	if len(sls) == 0 {
 		sls = []uint8{0}
 	}
+	return s.dependencyGraph(sls, sls)
+}
+
+// dependencyGraph is DependencyGraph with the unicast routes on the SLs
+// of sls (none when empty) and the multicast trees on those of mcastSLs.
+func (s *Subnet) dependencyGraph(sls, mcastSLs []uint8) ([]Channel, [][]int, error) {
 	t := s.Topo
 	ci := newChannelIndex(t, s.VLs)
 	nch := ci.count()
@@ -149,7 +155,7 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 			}
 		}
 	}
-	if err := s.multicastDependencies(sls, ci, seen, &stamp, addDep); err != nil {
+	if err := s.multicastDependencies(mcastSLs, ci, seen, &stamp, addDep); err != nil {
 		return nil, nil, err
 	}
 	adj := make([][]int, nch)
@@ -302,15 +308,10 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 	if err != nil {
 		return err
 	}
-	cycle := findCycle(adj)
-	if cycle == nil {
+	cycle := s.cycleNames(chans, adj)
+	if cycle == "" {
 		return nil
 	}
-	names := make([]string, 0, len(cycle)+1)
-	for _, c := range cycle {
-		names = append(names, s.channelName(chans[c]))
-	}
-	names = append(names, names[0])
 	with := ""
 	if len(sls) == 0 {
 		sls = []uint8{0}
@@ -326,8 +327,46 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 			with += "s"
 		}
 	}
-	return fmt.Errorf("deadlock: %s routing%s has a cycle of %d channels in its channel dependency graph: %s",
-		s.Routing, with, len(cycle), strings.Join(names, " -> "))
+	return fmt.Errorf("deadlock: %s routing%s has a cycle of %s", s.Routing, with, cycle)
+}
+
+// cycleNames returns a cycle of the graph as "N channels in its channel
+// dependency graph: a -> b -> a", or "" when it has none.
+func (s *Subnet) cycleNames(chans []Channel, adj [][]int) string {
+	cycle := findCycle(adj)
+	if cycle == nil {
+		return ""
+	}
+	names := make([]string, 0, len(cycle)+1)
+	for _, c := range cycle {
+		names = append(names, s.channelName(chans[c]))
+	}
+	names = append(names, names[0])
+	return fmt.Sprintf("%d channels in its channel dependency graph: %s", len(cycle), strings.Join(names, " -> "))
+}
+
+// CheckMulticastDeadlock checks a multicast run's packets as they go: the
+// programmed groups' trees on mcastSL and, when unicastSLs is not empty,
+// the unicast routes on those SLs (a background's), in one channel
+// dependency graph. Each SL goes on the VLs its SL-to-VL tables give it,
+// so a background on another VL shares no channel with the trees.
+func (s *Subnet) CheckMulticastDeadlock(mcastSL uint8, unicastSLs []uint8) error {
+	chans, adj, err := s.dependencyGraph(unicastSLs, []uint8{mcastSL})
+	if err != nil {
+		return err
+	}
+	cycle := s.cycleNames(chans, adj)
+	if cycle == "" {
+		return nil
+	}
+	what := fmt.Sprintf("the trees of %d multicast group", len(s.mcast))
+	if len(s.mcast) > 1 {
+		what += "s"
+	}
+	if len(unicastSLs) > 0 {
+		what = fmt.Sprintf("%s routing with %s", s.Routing, what)
+	}
+	return fmt.Errorf("deadlock: %s on SL %d has a cycle of %s", what, mcastSL, cycle)
 }
 
 // staticDeadlockFree reports whether the LFTs alone, without the AR

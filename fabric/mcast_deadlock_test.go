@@ -1,6 +1,10 @@
 package fabric
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,4 +119,52 @@ func TestDeadlockMulticastTreesFatTrees(t *testing.T) {
 			assert.Greater(t, edges(), unicast, "the trees add dependencies")
 		})
 	}
+}
+
+// ring4Text is a topology file of Ring(4, 3): Switch[i] has hosts 3i..3i+2
+// on ports 1..3, port 4 to Switch[i+1], port 5 from Switch[i-1].
+func ring4Text() string {
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, "switch Fabric.Switch[%d] 5\n", i)
+	}
+	for h := range 12 {
+		fmt.Fprintf(&b, "host Fabric.Host[%d]\ncable Fabric.Host[%d].Port[1] Fabric.Switch[%d].Port[%d]\n", h, h, h/3, h%3+1)
+	}
+	for i := range 4 {
+		fmt.Fprintf(&b, "cable Fabric.Switch[%d].Port[4] Fabric.Switch[%d].Port[5]\n", i, (i+1)%4)
+	}
+	return b.String()
+}
+
+// TestMulticastRunRefusesADeadlockingUnion: a multicast run whose groups'
+// trees close a cycle with its unicast background's routes is refused on
+// one line before it starts. The ring of TestDeadlockMulticastUnionCycle
+// with three hosts a switch, routed up/down (acyclic alone); every switch
+// is a root (rank 0), so group k's tree grows from Switch[k mod 4]. Group
+// 0 {3, 9} (Switch[1] and Switch[3], from Switch[0]) is the path 1-0-3,
+// group 3 {0, 6} (Switch[0] and Switch[2], from Switch[3]) the path 0-3-2;
+// groups 1 and 2 stay on one switch. The paths give the turns at
+// Switch[0] and Switch[3] of the clockwise cycle, the background's unicast
+// routes (hosts in no group: 1, 2, 10, 11) the other two, on the same SL
+// and VL. Without the background, or with it on SL 1, which the default
+// table puts on VL 1, the trees' channels share no cycle: the run goes.
+func TestMulticastRunRefusesADeadlockingUnion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ring4.topo")
+	require.NoError(t, os.WriteFile(path, []byte(ring4Text()), 0o644))
+	run := func(sets ...string) error {
+		l, err := Load(nil, append([]string{"topology.kind=file", "topology.file=" + path, "topology.routing=updown", "switch.radix=5",
+			"switch.vls=2", "switch.queueing=fifo", "workload.kind=multicast", `workload.groups=["3,9","4,5","7,8","0,6"]`,
+			"workload.size=1024", "workload.offered_load=0.2", "workload.warmup_ns=500", "workload.measure_ns=1000"}, sets...))
+		require.NoError(t, err)
+		_, err = Run(l, RunOptions{})
+		return err
+	}
+	err := run("workload.background=true")
+	require.Error(t, err)
+	assert.Equal(t, "workload.groups: deadlock: updown routing with the trees of 4 multicast groups on SL 0 has a cycle of 4 channels in its channel dependency graph: "+
+		"Fabric.Switch[0].Port[4] VL0 -> Fabric.Switch[1].Port[4] VL0 -> Fabric.Switch[2].Port[4] VL0 -> Fabric.Switch[3].Port[4] VL0 -> Fabric.Switch[0].Port[4] VL0; "+
+		"give other groups, or the background an SL on another VL (workload.background_sl)", err.Error())
+	assert.NoError(t, run())
+	assert.NoError(t, run("workload.background=true", "workload.background_sl=1"))
 }
