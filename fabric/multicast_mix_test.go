@@ -3,6 +3,7 @@ package fabric
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -195,4 +196,31 @@ func TestMulticastGroupsCheckersCatchBrokenMFT(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invariant lossless")
 	assert.Contains(t, err.Error(), `dropped (reason "no_route")`)
+}
+
+// TestMulticastBesideBackgroundOnOtherSpines: a background that shares no
+// link with the trees leaves the multicast exactly as it was. On the
+// 16-host fat tree D-mod-K brings host d's packets up to and down from
+// Spine[d mod 4] (its position on its leaf), so the background among the
+// hosts at positions 2 and 3 uses Spines 2 and 3 and the host links of
+// those hosts only; groups 0 = {0, 4, 8, 12} and 1 = {1, 5, 9, 13} are
+// rooted at Spines 0 and 1. The background (at 0.4, on the multicast's own
+// VL) then changes no multicast metric, to the last latency digit.
+func TestMulticastBesideBackgroundOnOtherSpines(t *testing.T) {
+	sets := []string{`workload.groups=["0,4,8,12","1,5,9,13"]`, "workload.offered_load=0.6", "workload.size=2048"}
+	quiet, _, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	loud, _, err := runMcastChecked(t, true, nil, append(sets, "workload.background=true", "workload.background_load=0.4")...)
+	require.NoError(t, err)
+	assert.Equal(t, 8, loud["background_hosts"])
+	assert.InDelta(t, 0.4, loud["background_accepted_load"], 0.05, "the background runs (below FIFO uniform saturation, about 0.59)")
+	compared := 0
+	for k, v := range quiet {
+		if strings.HasPrefix(k, "group") || strings.HasPrefix(k, "member_") || strings.HasPrefix(k, "latency") ||
+			strings.HasPrefix(k, "copies_") || strings.HasPrefix(k, "packets_") || strings.HasPrefix(k, "switch_mcast_") {
+			assert.Equal(t, v, loud[k], k)
+			compared++
+		}
+	}
+	assert.Greater(t, compared, 30, "the multicast's metrics were compared")
 }
