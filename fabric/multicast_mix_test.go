@@ -150,7 +150,8 @@ func TestMulticastBesideBackgroundVLArbitration(t *testing.T) {
 //     have no entry for 0xC001 (group 0's leaves), and they drop them
 //     (no_route): the lossless check catches the drop.
 //
-// The same run unbroken passes both.
+// The same run unbroken passes both, and twice gives the same trace byte
+// for byte.
 func TestMulticastGroupsCheckersCatchBrokenMFT(t *testing.T) {
 	edit := func(s *Simulation, name string, f func(*components.PortSet)) {
 		for _, sw := range s.Net.Switches {
@@ -166,11 +167,16 @@ func TestMulticastGroupsCheckersCatchBrokenMFT(t *testing.T) {
 	sets := []string{`workload.groups=["0-5","8-13"]`, "workload.senders=0,8", "workload.background=true",
 		"workload.background_load=0.3", "workload.offered_load=0.2", "workload.size=256", "workload.measure_ns=5000", "workload.drain_ns=20000"}
 
-	m, _, err := runMcastChecked(t, true, nil, sets...)
+	m, tr1, err := runMcastChecked(t, true, nil, sets...)
 	require.NoError(t, err)
 	assert.Equal(t, true, m["drain_complete"])
 	assert.Equal(t, 4, m["background_hosts"])
 	assert.Greater(t, m["background_packets_delivered"], uint64(100))
+	m2, tr2, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	assert.Equal(t, m, m2)
+	require.Greater(t, strings.Count(tr1, "\n"), 10000)
+	assert.True(t, tr1 == tr2, "the same config and seed give the same trace, byte for byte")
 
 	_, _, err = runMcastChecked(t, true, func(s *Simulation) {
 		edit(s, "Fabric.Leaf[2]", func(m *components.PortSet) { m.Clear(1) })
