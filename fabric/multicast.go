@@ -255,10 +255,11 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 		return nil, &UnsupportedError{Msg: fmt.Sprintf("%s: %v; give %s", key, err, fix)}
 	}
-	var bgHosts []int // hosts in no group, for the background
+	allSend := w.Background && w.BackgroundHosts == workload.BackgroundAll
+	var bgHosts []int // the background's hosts: those in no group, or all
 	bgIndex := make([]int, nHosts)
 	for h := range nHosts {
-		if groupOf[h] == 0 {
+		if groupOf[h] == 0 || allSend {
 			bgIndex[h] = len(bgHosts)
 			bgHosts = append(bgHosts, h)
 		}
@@ -268,14 +269,17 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	r.s = components.NewSimOn(cfg.Sim.Engine)
 	var sources []*workload.Source
 	if w.Background {
-		if len(bgHosts) == 0 {
-			return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but every one of the fabric's %d hosts is in a multicast group; background traffic needs hosts in none (smaller groups, or more topology.hosts)", nHosts)}
+		if len(bgHosts) == 0 { // every host in a group, and background_hosts others
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but every one of the fabric's %d hosts is in a multicast group; background traffic needs hosts in none (smaller groups, more topology.hosts), or workload.background_hosts: all", nHosts)}
 		}
 		r.bg = &synthRun{s: r.s, timing: timing}
 		r.bg.parts = []*synthPart{{r: r.bg, s: r.s}}
 		tc := w.Traffic()
 		tc.OfferedLoad = w.MulticastBackgroundLoad()
-		tc.Beside = fmt.Sprintf("the %d multicast group members", nHosts-len(bgHosts))
+		tc.Beside = fmt.Sprintf(" besides the %d multicast group members", nHosts-len(bgHosts))
+		if allSend {
+			tc.Beside = " (workload.background_hosts: all)"
+		}
 		if sources, err = r.bg.backgroundSources(cfg, topo, bgHosts, tc, cfg.Seed^mcastBackgroundSeed); err != nil {
 			return nil, &UnsupportedError{Msg: err.Error()}
 		}
@@ -307,6 +311,11 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 		r.hosts = append(r.hosts, h)
 		r.slotGroup = append(r.slotGroup, int32(k))
 		g.slots = append(g.slots, slot)
+		if allSend {
+			e := workload.NewEndpoint(r.s, name, bgIndex[i], lid, sources[bgIndex[i]])
+			r.bg.eps = append(r.bg.eps, e)
+			return &mcastMixedHost{m: h, e: e}
+		}
 		return h
 	})
 	if err != nil {
@@ -605,7 +614,7 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 func (r *mcastRun) backgroundMetrics(m map[string]any, cfg *Config, rateBps float64) {
 	bm := r.bg.metrics(cfg, rateBps)
 	for _, k := range []string{"accepted_load", "goodput_gbps", "latency_ns", "packets_sent", "packets_delivered",
-		"credit_stall_ns", "hops_mean", "hosts"} {
+		"credit_stall_ns", "hops_mean", "hosts", "host_accepted_load"} {
 		if v, ok := bm[k]; ok {
 			m["background_"+k] = v
 		}

@@ -117,7 +117,9 @@ const twoSwitches = "switch Fabric.Switch[0] 3\nswitch Fabric.Switch[1] 3\n" +
 // 0.62392. A window that cuts a run of the arbiter counts at most one run
 // more or less: 12510 bytes of the group's in the window's 20000 ns × 50
 // bytes/ns (0.0125), 4122 of host 1's (0.0041, half that in the mean).
-// The checkers, with the route check, hold both kinds of packet.
+// The flow-control packets host 3 returns for what it receives (6 bytes
+// per packet, a quarter of its line) take 0.0004 of its sending, inside
+// that. The checkers, with the route check, hold both kinds of packet.
 func TestMulticastBesideBackgroundVLArbitration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two.topo")
 	require.NoError(t, os.WriteFile(path, []byte(twoSwitches), 0o644))
@@ -229,4 +231,43 @@ func TestMulticastBesideBackgroundOnOtherSpines(t *testing.T) {
 		}
 	}
 	assert.Greater(t, compared, 30, "the multicast's metrics were compared")
+}
+
+// TestMulticastBackgroundOnEveryHost: with workload.background_hosts all a
+// member's port carries its multicast and its unicast, offered to the
+// wire in turn. On one switch with two hosts, group {0, 1}: host 0 sends
+// the group at the line rate and unicast to host 1 at the line rate, host
+// 1 unicast to host 0 at the line rate, all on one VL (50 bytes/ns). Host
+// 0's port alternates a 4170-byte multicast packet and a 4122-byte
+// unicast one (4096 + 26). Each host also returns one 6-byte flow-control
+// packet (ib.FlowControlBytes) per packet it receives, ahead of its data.
+// Per cycle of host 0's pair (T ns) host 1 receives 2 packets and sends n:
+// host 0's wire 4170 + 4122 + 6n = 50T, host 1's 4122n + 2 × 6 = 50T, so
+// n = 8280 / 4116 = 2.01166 and 50T = 8304.07 bytes. Host 1, the member,
+// receives 4170 / 8304.07 = 0.50216 of its link in copies; host 0's
+// unicast gets 4122 / 8304.07 = 0.49638, host 1's 4122n / 8304.07 =
+// 0.99855; background_accepted_load, their mean, 0.74747. A window edge
+// cuts at most one packet of a turn: 4170 bytes of the 20000 ns × 50
+// bytes/ns (0.0042) for host 0's flows; host 1 sends without turns. The
+// checkers hold both kinds.
+func TestMulticastBackgroundOnEveryHost(t *testing.T) {
+	m, _, err := runMcastCheckedOn(t, true, nil, "topology.kind=single-switch", "topology.hosts=2", "switch.vls=1",
+		"switch.queueing=fifo", "link.generation=NDR", "link.width=4x", "link.length_m=2",
+		"switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536",
+		"workload.kind=multicast", "workload.size=4096", "workload.offered_load=1",
+		"workload.background=true", "workload.background_hosts=all", "workload.background_load=1",
+		"workload.warmup_ns=2000", "workload.measure_ns=20000")
+	require.NoError(t, err)
+	assert.Equal(t, true, m["drain_complete"])
+	assert.Equal(t, 2, m["background_hosts"])
+	assert.Equal(t, m["background_packets_sent"], m["background_packets_delivered"])
+	assert.Equal(t, m["copies_expected"], m["copies_delivered"])
+	n := 8280.0 / 4116
+	cycle := 4170 + 4122 + 6*n
+	host0, host1 := 4122/cycle, 4122*n/cycle
+	assert.InDelta(t, 4170/cycle, m["member_accepted_load"], 0.0042)
+	loads := m["background_host_accepted_load"].(map[string]any)
+	assert.InDelta(t, host0, loads["min"], 0.0042)
+	assert.InDelta(t, host1, loads["max"], 0.0005)
+	assert.InDelta(t, (host0+host1)/2, m["background_accepted_load"], 0.0021+0.00025)
 }

@@ -308,7 +308,9 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{`workload.groups=["0-3"]`, "workload.group=4-7"}, `workload.group: "4-7" is set beside workload.groups; give the one group in groups, or use group alone`},
 		{[]string{"workload.groups=[" + strings.Repeat(`"0-1",`, 16383) + `"0-1"]`}, "workload.groups: 16384 groups is more than the 16383 multicast LIDs 0xC000 to 0xFFFE"},
 		// A unicast background (workload.background).
-		{[]string{"workload.background=true"}, "workload.background: true, but every one of the fabric's 16 hosts is in a multicast group; background traffic needs hosts in none (smaller groups, or more topology.hosts)"},
+		{[]string{"workload.background=true"}, "workload.background: true, but every one of the fabric's 16 hosts is in a multicast group; background traffic needs hosts in none (smaller groups, more topology.hosts), or workload.background_hosts: all"},
+		{[]string{"workload.background=true", "workload.background_hosts=some"}, `workload.background_hosts: "some" is not a choice (others: the hosts in no multicast group; all: every host)`},
+		{[]string{"workload.background=true", "workload.group=0-8", "workload.background_pattern=bitcomp"}, "workload.background_pattern: bitcomp needs a power-of-two number of background hosts, the fabric has 7 besides the 9 multicast group members"},
 		{[]string{"workload.group=0-14", "workload.background=true"}, "workload.background_pattern: uniform needs at least 2 background hosts, the fabric has 1 besides the 15 multicast group members"},
 		{[]string{"workload.background_load=1.5", "workload.background=true"}, "workload.background_load: 1.5 is out of range (0 for workload.offered_load, or above 0 up to 1)"},
 	}

@@ -113,6 +113,11 @@ type Config struct {
 	// is the multicast senders'); 0, the default, means OfferedLoad.
 	// omitempty for the config hash.
 	BackgroundLoad float64 `yaml:"background_load,omitempty"`
+	// BackgroundHosts says, with workload.kind multicast and Background,
+	// which hosts send the unicast background: "others" (empty, the
+	// default: the hosts in no group) or "all" (the group members too,
+	// beside their multicast). omitempty for the config hash.
+	BackgroundHosts string `yaml:"background_hosts,omitempty"`
 }
 
 // Kinds lists every workload kind.

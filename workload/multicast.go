@@ -47,11 +47,21 @@ func (c *Config) checkMulticastKeys(prefix string) error {
 	if l := c.BackgroundLoad; math.IsNaN(l) || l < 0 || l > 1 {
 		return fmt.Errorf("%s.background_load: %v is out of range (0 for workload.offered_load, or above 0 up to 1)", prefix, l)
 	}
+	if h := c.BackgroundHosts; h != "" && h != BackgroundOthers && h != BackgroundAll {
+		return fmt.Errorf("%s.background_hosts: %q is not a choice (others: the hosts in no multicast group; all: every host)", prefix, h)
+	}
 	if l := c.BackgroundLoad; l > 0 && l < MinOfferedLoad {
 		return fmt.Errorf("%s.background_load: %v is below the smallest load the injectors take, %v", prefix, l, MinOfferedLoad)
 	}
 	return nil
 }
+
+// Which hosts send a multicast run's unicast background
+// (workload.background_hosts).
+const (
+	BackgroundOthers = "others" // the hosts in no group (the default)
+	BackgroundAll    = "all"    // every host, group members too
+)
 
 // MaxMulticastGroups is how many groups the multicast LIDs 0xC000 to
 // 0xFFFE number (IBA 1.2 §4.1.1; ib-facts.md §4).

@@ -40,9 +40,9 @@ type TrafficConfig struct {
 	// PerftestHosts is, for a background, how many hosts the perftest
 	// takes (0: the two of one pair), for NewSources's errors.
 	PerftestHosts int `yaml:"-"`
-	// Beside names, for a background beside another workload than a
-	// perftest, the hosts it leaves out ("the 16 multicast group
-	// members"), for NewSources's errors; empty for a perftest's.
+	// Beside ends, for a background beside another workload than a
+	// perftest, NewSources's count of its hosts (" besides the 16
+	// multicast group members"); empty for a perftest's.
 	Beside string `yaml:"-"`
 }
 
