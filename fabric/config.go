@@ -289,11 +289,19 @@ func hcaDriven(kind string) bool {
 	return kind == "perftest" || kind == "replay" || slices.Contains(workload.Collectives, kind)
 }
 
+// hasBackground reports whether the workload runs synthetic background
+// traffic beside it (workload.background, read by a perftest and a
+// multicast run).
+func hasBackground(w *workload.Config) bool {
+	return (w.Kind == "perftest" || w.Kind == workload.KindMulticast) && w.Background
+}
+
 // wireSLs returns the service levels the run's packets carry: workload.sl,
-// and for a perftest with background traffic on another SL that one too.
+// and for a perftest or multicast run with background traffic on another
+// SL that one too.
 func (c *Config) wireSLs() []uint8 {
 	w := &c.Workload
-	if bg := w.BackgroundServiceLevel(); w.Kind == "perftest" && w.Background && bg != w.SL {
+	if bg := w.BackgroundServiceLevel(); hasBackground(w) && bg != w.SL {
 		return []uint8{uint8(w.SL), uint8(bg)}
 	}
 	return []uint8{uint8(w.SL)}

@@ -63,11 +63,19 @@ func (s *Subnet) channelName(c Channel) string {
 // packets share the channels of the VLs they map to): for each channel,
 // the channels a packet holding it may wait for next, sorted. Routes to switch LIDs are left
 // out: they carry subnet management on VL15, which has no flow control
-// (ib-facts.md §3, C7-18) and so cannot block.
+// (ib-facts.md §3, C7-18) and so cannot block. With multicast groups
+// (AddMulticastGroup) the copies' dependencies along their trees join the
+// union on every SL of sls (multicastDependencies).
 func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 	if len(sls) == 0 {
 		sls = []uint8{0}
 	}
+	return s.dependencyGraph(sls, sls)
+}
+
+// dependencyGraph is DependencyGraph with the unicast routes on the SLs
+// of sls (none when empty) and the multicast trees on those of mcastSLs.
+func (s *Subnet) dependencyGraph(sls, mcastSLs []uint8) ([]Channel, [][]int, error) {
 	t := s.Topo
 	ci := newChannelIndex(t, s.VLs)
 	nch := ci.count()
@@ -146,6 +154,9 @@ func (s *Subnet) DependencyGraph(sls []uint8) ([]Channel, [][]int, error) {
 				}
 			}
 		}
+	}
+	if err := s.multicastDependencies(mcastSLs, ci, seen, &stamp, addDep); err != nil {
+		return nil, nil, err
 	}
 	adj := make([][]int, nch)
 	for id := range nch {
@@ -226,6 +237,68 @@ func (s *Subnet) adaptiveDependencies(sl uint8, ci channelIndex, seen []int32, s
 	return nil
 }
 
+// multicastDependencies adds, for every multicast group the subnet
+// manager programmed (AddMulticastGroup) and every SL of sls, the
+// dependencies of its copies: a copy that entered switch x on port a and
+// leaves on port b of the entry holds the channel it arrived on while it
+// waits for b's (a replicating switch keeps the packet in its input buffer
+// until every copy has left, switch.md). The walk starts at every member,
+// as any member may send to its group (more than the run's senders, as the
+// unicast walk covers every host pair), and follows the entries as the
+// switches forward: every port of the entry but the arrival port. A tree
+// alone gives no cycle; with the unicast routes on the same VL, or with
+// other groups' trees, the union may.
+func (s *Subnet) multicastDependencies(sls []uint8, ci channelIndex, seen []int32, stamp *int32,
+	addDep func(pid, x int, next Channel)) error {
+	t := s.Topo
+	var stack []Channel
+	for _, sl := range sls {
+		for _, g := range s.mcast {
+			for _, h := range g.Members {
+				*stamp++
+				src := Channel{Port: PortRef{s.hosts[h], 1}, VL: s.VL(s.hosts[h], 0, 1, sl)}
+				if int(src.VL) >= s.VLs {
+					continue // VL15 for a data SL at the source: nothing enters the fabric
+				}
+				stack = append(stack[:0], src)
+				for len(stack) > 0 {
+					prev := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					pid := ci.id(prev)
+					if seen[pid] == *stamp {
+						continue
+					}
+					seen[pid] = *stamp
+					in, ok := t.Peer(prev.Port)
+					if !ok {
+						return fmt.Errorf("deadlock check: multicast group %#x: %s has no cable", g.MLID, t.PortName(prev.Port))
+					}
+					x := in.Node
+					if t.Nodes[x].Kind == Host {
+						continue
+					}
+					k, ok := slices.BinarySearch(g.Switches, x)
+					if !ok {
+						return fmt.Errorf("deadlock check: multicast group %#x reaches %s, which is not in its tree", g.MLID, t.Nodes[x].Name)
+					}
+					for _, out := range g.Ports[k] {
+						if out == in.Port {
+							continue
+						}
+						next := Channel{Port: PortRef{x, out}, VL: s.VL(x, in.Port, out, sl)}
+						if int(next.VL) >= s.VLs {
+							continue // VL15 in a data SL's entry: the switch drops the copy
+						}
+						addDep(pid, x, next)
+						stack = append(stack, next)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // CheckDeadlock builds the channel dependency graph of the routes (see
 // DependencyGraph) and returns an error naming the channels of a cycle if it
 // has one. An acyclic graph means the routing cannot deadlock on credits
@@ -235,15 +308,10 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 	if err != nil {
 		return err
 	}
-	cycle := findCycle(adj)
-	if cycle == nil {
+	cycle := s.cycleNames(chans, adj)
+	if cycle == "" {
 		return nil
 	}
-	names := make([]string, 0, len(cycle)+1)
-	for _, c := range cycle {
-		names = append(names, s.channelName(chans[c]))
-	}
-	names = append(names, names[0])
 	with := ""
 	if len(sls) == 0 {
 		sls = []uint8{0}
@@ -253,8 +321,52 @@ func (s *Subnet) CheckDeadlock(sls []uint8) error {
 			with = " with adaptive routing"
 		}
 	}
-	return fmt.Errorf("deadlock: %s routing%s has a cycle of %d channels in its channel dependency graph: %s",
-		s.Routing, with, len(cycle), strings.Join(names, " -> "))
+	if n := len(s.mcast); n > 0 {
+		with += fmt.Sprintf(" with the trees of %d multicast group", n)
+		if n > 1 {
+			with += "s"
+		}
+	}
+	return fmt.Errorf("deadlock: %s routing%s has a cycle of %s", s.Routing, with, cycle)
+}
+
+// cycleNames returns a cycle of the graph as "N channels in its channel
+// dependency graph: a -> b -> a", or "" when it has none.
+func (s *Subnet) cycleNames(chans []Channel, adj [][]int) string {
+	cycle := findCycle(adj)
+	if cycle == nil {
+		return ""
+	}
+	names := make([]string, 0, len(cycle)+1)
+	for _, c := range cycle {
+		names = append(names, s.channelName(chans[c]))
+	}
+	names = append(names, names[0])
+	return fmt.Sprintf("%d channels in its channel dependency graph: %s", len(cycle), strings.Join(names, " -> "))
+}
+
+// CheckMulticastDeadlock checks a multicast run's packets as they go: the
+// programmed groups' trees on mcastSL and, when unicastSLs is not empty,
+// the unicast routes on those SLs (a background's), in one channel
+// dependency graph. Each SL goes on the VLs its SL-to-VL tables give it,
+// so a background on another VL shares no channel with the trees.
+func (s *Subnet) CheckMulticastDeadlock(mcastSL uint8, unicastSLs []uint8) error {
+	chans, adj, err := s.dependencyGraph(unicastSLs, []uint8{mcastSL})
+	if err != nil {
+		return err
+	}
+	cycle := s.cycleNames(chans, adj)
+	if cycle == "" {
+		return nil
+	}
+	what := fmt.Sprintf("the trees of %d multicast group", len(s.mcast))
+	if len(s.mcast) > 1 {
+		what += "s"
+	}
+	if len(unicastSLs) > 0 {
+		what = fmt.Sprintf("%s routing with %s", s.Routing, what)
+	}
+	return fmt.Errorf("deadlock: %s on SL %d has a cycle of %s", what, mcastSL, cycle)
 }
 
 // staticDeadlockFree reports whether the LFTs alone, without the AR

@@ -14,21 +14,24 @@ import (
 // one group, its senders injecting at the offered load, every member a
 // sink; the switches replicate by the subnet manager's MFTs.
 type mcastRun struct {
-	s      *components.Sim
-	net    *Network
-	hosts  []*workload.McastHost // members, by member position
-	group  *MulticastGroup
-	t0, t1 ib.PS
-	view   *Simulation
-	check  bool
-	timing link.Timing // every link's (host cables of another speed are refused)
-	drain  ib.PS       // workload.drain_ns: the cap on the drain after the window
+	s     *components.Sim
+	net   *Network
+	hosts []*workload.McastHost // members of every group, in host order
+	// slotGroup is each member's group (hosts' index → groups' index).
+	slotGroup []int32
+	group     *MulticastGroup  // the first group
+	groups    []*mcastGroupRun // every group, in MLID order
+	bg        *synthRun        // the unicast background (workload.background), or nil
+	t0, t1    ib.PS
+	view      *Simulation
+	check     bool
+	timing    link.Timing // every link's (host cables of another speed are refused)
+	drain     ib.PS       // workload.drain_ns: the cap on the drain after the window
 
 	stopped, drained bool
 	// flights are the packets some member has yet to receive, by seq:
 	// copies still due, and when and whether the packet was measured.
 	flights map[uint64]mcastFlight
-	expect  int32 // copies per packet: every member but the sender
 
 	injected, measuredOut  uint64
 	copies, measuredCopies uint64 // copies delivered (measured: of measured packets)
@@ -41,8 +44,29 @@ type mcastRun struct {
 
 type mcastFlight struct {
 	left    int32
+	group   int32 // the packet's group (mcastRun.groups)
 	inject  ib.PS
 	measure bool
+}
+
+// mcastGroupRun is one group's share of a multicast run: its members and
+// the counters of its packets, for the per-group metrics.
+type mcastGroupRun struct {
+	g       *MulticastGroup
+	slots   []int // its members' positions in mcastRun.hosts, in host order
+	senders int
+	expect  int32 // copies per packet: every member but the sender
+
+	injected, measuredOut  uint64
+	copies, measuredCopies uint64
+	complete               uint64
+	latCopy, latLast       workload.Latencies
+}
+
+// mcastSpec is one group as the config gives it: members and senders,
+// host indices, increasing.
+type mcastSpec struct {
+	members, senders []int
 }
 
 const (
@@ -85,6 +109,65 @@ func (c *Config) validateMulticast() error {
 	return nil
 }
 
+// mcastGroups returns the run's groups, members and senders (host
+// indices), from workload.group or workload.groups and workload.senders on
+// a fabric of hosts. The groups are disjoint: a host joins one group, so a
+// sender sends to the one group it is in.
+func mcastGroups(w *workload.Config, hosts int) ([]mcastSpec, error) {
+	if len(w.Groups) == 0 {
+		members, senders, err := mcastMembers(w, hosts)
+		if err != nil {
+			return nil, err
+		}
+		return []mcastSpec{{members: members, senders: senders}}, nil
+	}
+	if len(w.Groups) > workload.MaxMulticastGroups {
+		return nil, fmt.Errorf("workload.groups: %d groups is more than the %d multicast LIDs 0xC000 to 0xFFFE", len(w.Groups), workload.MaxMulticastGroups)
+	}
+	groupOf := make([]int, hosts) // host → 1 + its group's index, 0 for none
+	specs := make([]mcastSpec, len(w.Groups))
+	for k, list := range w.Groups {
+		key := fmt.Sprintf("workload.groups[%d]", k)
+		members, err := workload.ParseHostList(list, key, hosts)
+		if err != nil {
+			return nil, err
+		}
+		if len(members) < 2 {
+			return nil, fmt.Errorf("%s: %q has %d member; a group needs at least two (a sender and a receiver)", key, list, len(members))
+		}
+		for _, h := range members {
+			if o := groupOf[h]; o != 0 {
+				return nil, fmt.Errorf("%s: host %d in %q is also in workload.groups[%d] %q; the groups must be disjoint (a host in two groups is not modelled)", key, h, list, o-1, w.Groups[o-1])
+			}
+			groupOf[h] = k + 1
+		}
+		specs[k].members = members
+	}
+	if w.Senders == "" {
+		for k := range specs {
+			specs[k].senders = specs[k].members[:1]
+		}
+		return specs, nil
+	}
+	senders, err := workload.ParseHostList(w.Senders, "workload.senders", hosts)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range senders {
+		k := groupOf[h] - 1
+		if k < 0 {
+			return nil, fmt.Errorf("workload.senders: host %d is in none of workload.groups (a port sends to a group it has joined)", h)
+		}
+		specs[k].senders = append(specs[k].senders, h)
+	}
+	for k := range specs {
+		if len(specs[k].senders) == 0 {
+			return nil, fmt.Errorf("workload.senders: %q names no host of workload.groups[%d] %q; give each group a sender", w.Senders, k, w.Groups[k])
+		}
+	}
+	return specs, nil
+}
+
 // mcastMembers returns the group's members and senders (host indices)
 // from workload.group and workload.senders on a fabric of hosts.
 func mcastMembers(w *workload.Config, hosts int) (members, senders []int, err error) {
@@ -115,13 +198,19 @@ func mcastMembers(w *workload.Config, hosts int) (members, senders []int, err er
 	return members, senders, nil
 }
 
+// mcastBackgroundSeed is mixed into the seed of a multicast run's unicast
+// background, so that its sources' PCG streams (numbered by background
+// host) are not the multicast senders' (numbered by host index).
+const mcastBackgroundSeed = 0x6d63617374626721 // "mcastbg!"
+
 func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	w := cfg.Workload
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	members, senders, err := mcastMembers(&w, len(topo.Hosts()))
+	nHosts := len(topo.Hosts())
+	specs, err := mcastGroups(&w, nHosts)
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
@@ -133,28 +222,78 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if hostTimings(cfg, topo, topo.Hosts()) != nil {
 		return nil, &UnsupportedError{Msg: "topology: host cables of another speed than the link section's with workload.kind multicast are not supported"}
 	}
-	group, err := sub.AddMulticastGroup(members)
-	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
+	r := &mcastRun{flights: map[uint64]mcastFlight{}}
+	groupOf := make([]int, nHosts) // host → 1 + its group's index, 0 for none
+	isSender := make([]bool, nHosts)
+	for k, sp := range specs {
+		group, err := sub.AddMulticastGroup(sp.members)
+		if err != nil {
+			return nil, &UnsupportedError{Msg: err.Error()}
+		}
+		r.groups = append(r.groups, &mcastGroupRun{g: group, senders: len(sp.senders), expect: int32(len(sp.members) - 1)})
+		for _, h := range sp.members {
+			groupOf[h] = k + 1
+		}
+		for _, h := range sp.senders {
+			isSender[h] = true
+		}
+	}
+	r.group = r.groups[0].g
+	// The copies' channel dependencies along the trees, with the unicast
+	// routes (ConfigureFabric checked those alone) and the other trees.
+	var unicastSLs []uint8
+	if w.Background {
+		unicastSLs = []uint8{uint8(w.BackgroundServiceLevel())}
+	}
+	if err := sub.CheckMulticastDeadlock(uint8(w.SL), unicastSLs); err != nil {
+		key, fix := "workload.group", "other members"
+		if len(w.Groups) > 0 {
+			key, fix = "workload.groups", "other groups"
+		}
+		if w.Background {
+			fix += ", or the background an SL on another VL (workload.background_sl)"
+		}
+		return nil, &UnsupportedError{Msg: fmt.Sprintf("%s: %v; give %s", key, err, fix)}
+	}
+	allSend := w.Background && w.BackgroundHosts == workload.BackgroundAll
+	var bgHosts []int // the background's hosts: those in no group, or all
+	bgIndex := make([]int, nHosts)
+	for h := range nHosts {
+		if groupOf[h] == 0 || allSend {
+			bgIndex[h] = len(bgHosts)
+			bgHosts = append(bgHosts, h)
+		}
 	}
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
 	gbps := timing.DataRateBps() / 1e9
-	isSender := map[int]bool{}
-	for _, h := range senders {
-		isSender[h] = true
-	}
-	member := map[int]int{} // host index → member position
-	for k, h := range members {
-		member[h] = k
-	}
-	r := &mcastRun{group: group, flights: map[uint64]mcastFlight{}, expect: int32(len(members) - 1),
-		memberCopies: make([]uint64, len(members)), memberWire: make([]windowSum, len(members))}
 	r.s = components.NewSimOn(cfg.Sim.Engine)
+	var sources []*workload.Source
+	if w.Background {
+		if len(bgHosts) == 0 { // every host in a group, and background_hosts others
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("workload.background: true, but every one of the fabric's %d hosts is in a multicast group; background traffic needs hosts in none (smaller groups, more topology.hosts), or workload.background_hosts: all", nHosts)}
+		}
+		r.bg = &synthRun{s: r.s, timing: timing}
+		r.bg.parts = []*synthPart{{r: r.bg, s: r.s}}
+		tc := w.Traffic()
+		tc.OfferedLoad = w.MulticastBackgroundLoad()
+		tc.Beside = fmt.Sprintf(" besides the %d multicast group members", nHosts-len(bgHosts))
+		if allSend {
+			tc.Beside = " (workload.background_hosts: all)"
+		}
+		if sources, err = r.bg.backgroundSources(cfg, topo, bgHosts, tc, cfg.Seed^mcastBackgroundSeed); err != nil {
+			return nil, &UnsupportedError{Msg: err.Error()}
+		}
+	}
 	sl2vl := cfg.Switch.SL2VLTable()
 	net, err := BuildNetworkOn(cfg, r.s, topo, sub, func(i int, lid uint16, name string) HostDevice {
-		k, ok := member[i]
-		if !ok {
-			return idleHost{}
+		k := groupOf[i] - 1
+		if k < 0 {
+			if sources == nil {
+				return idleHost{}
+			}
+			e := workload.NewEndpoint(r.s, name, bgIndex[i], lid, sources[bgIndex[i]])
+			r.bg.eps = append(r.bg.eps, e)
+			return e
 		}
 		var inj workload.Injector
 		if isSender[i] {
@@ -164,22 +303,50 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 				inj = workload.NewBernoulli(w.OfferedLoad, gbps)
 			}
 		}
-		h := workload.NewMcastHost(r.s, name, i, lid, group.MLID, w.Size, inj, cfg.Seed)
+		g := r.groups[k]
+		h := workload.NewMcastHost(r.s, name, i, lid, g.g.MLID, w.Size, inj, cfg.Seed)
 		h.SL, h.VL = uint8(w.SL), sl2vl[w.SL]
-		h.OnDeliver = func(pkt *ib.Packet, tail ib.PS) { r.deliver(k, pkt, tail) }
+		slot := len(r.hosts)
+		h.OnDeliver = func(pkt *ib.Packet, tail ib.PS) { r.deliver(slot, pkt, tail) }
 		r.hosts = append(r.hosts, h)
+		r.slotGroup = append(r.slotGroup, int32(k))
+		g.slots = append(g.slots, slot)
+		if allSend {
+			e := workload.NewEndpoint(r.s, name, bgIndex[i], lid, sources[bgIndex[i]])
+			r.bg.eps = append(r.bg.eps, e)
+			return &mcastMixedHost{m: h, e: e}
+		}
 		return h
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.net = net
+	r.memberCopies, r.memberWire = make([]uint64, len(r.hosts)), make([]windowSum, len(r.hosts))
 	for _, h := range r.hosts {
 		h.OnInject = r.inject
 	}
 	r.t0 = ib.FromNanoseconds(w.WarmupNs)
 	r.t1 = r.t0 + ib.FromNanoseconds(w.MeasureNs)
 	r.timing, r.drain = timing, ib.FromNanoseconds(w.DrainNs)
+	if bg := r.bg; bg != nil {
+		bg.net, bg.t0, bg.t1 = net, r.t0, r.t1
+		part := bg.parts[0]
+		part.eps = bg.eps // the switches' statistics are the run's (HandleEvent)
+		bg.indexHosts()
+		bg.wireBackground(cfg, net, bgHosts)
+		for _, e := range bg.eps {
+			// The run ends when the groups' packets and the background's
+			// have all landed.
+			deliver := e.OnDeliver
+			e.OnDeliver = func(pkt *ib.Packet, tail ib.PS) {
+				deliver(pkt, tail)
+				r.maybeFinish()
+			}
+		}
+		r.s.Schedule(r.t0, part, evSynthMeasureStart)
+		r.s.Schedule(r.t1, part, evSynthStatsEnd)
+	}
 	r.view = &Simulation{Sim: r.s, Ports: net.Ports, Net: net, Blocks: net.Blocks()}
 	r.check = cfg.Sim.Check
 	if opts.Observe != nil {
@@ -191,13 +358,27 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	for _, h := range r.hosts {
 		h.Start(r.t0, r.t1)
 	}
+	if r.bg != nil {
+		for _, e := range r.bg.eps {
+			e.Start(r.t0, r.t1)
+		}
+	}
 	r.s.Schedule(r.t0, r, evMcastMeasureStart)
 	r.s.Schedule(r.t1, r, evMcastMeasureEnd)
 	r.s.StopAt(ib.FromNanoseconds(cfg.Sim.MaxTimeNs))
 	if err := r.s.Run(); err != nil {
 		return nil, err
 	}
-	return r.metrics(cfg, timing.DataRateBps(), len(senders)), nil
+	senders := 0
+	for _, g := range r.groups {
+		senders += g.senders
+	}
+	return r.metrics(cfg, timing.DataRateBps(), senders), nil
+}
+
+// groupOfMLID returns the group of a multicast LID the run programmed.
+func (r *mcastRun) groupOfMLID(mlid uint16) int32 {
+	return int32(mlid - r.group.MLID)
 }
 
 func (r *mcastRun) inject(pkt *ib.Packet) {
@@ -205,7 +386,13 @@ func (r *mcastRun) inject(pkt *ib.Packet) {
 	if pkt.Measure {
 		r.measuredOut++
 	}
-	r.flights[pkt.Seq] = mcastFlight{left: r.expect, inject: pkt.InjectAt, measure: pkt.Measure}
+	k := r.groupOfMLID(pkt.DLID)
+	g := r.groups[k]
+	g.injected++
+	if pkt.Measure {
+		g.measuredOut++
+	}
+	r.flights[pkt.Seq] = mcastFlight{left: g.expect, group: k, inject: pkt.InjectAt, measure: pkt.Measure}
 }
 
 func (r *mcastRun) deliver(k int, pkt *ib.Packet, tail ib.PS) {
@@ -219,10 +406,14 @@ func (r *mcastRun) deliver(k int, pkt *ib.Packet, tail ib.PS) {
 	if !ok {
 		return // a copy beyond the group's count: the checker names it
 	}
+	g := r.groups[f.group]
+	g.copies++
 	f.left--
 	if f.measure {
 		r.measuredCopies++
 		r.latCopy.Add(tail - f.inject)
+		g.measuredCopies++
+		g.latCopy.Add(tail - f.inject)
 	}
 	if f.left > 0 {
 		r.flights[pkt.Seq] = f
@@ -231,15 +422,22 @@ func (r *mcastRun) deliver(k int, pkt *ib.Packet, tail ib.PS) {
 		if f.measure {
 			r.complete++
 			r.latLast.Add(tail - f.inject)
+			g.complete++
+			g.latLast.Add(tail - f.inject)
 		}
 	}
+	r.maybeFinish()
+}
+
+// maybeFinish ends a stopped run at the delivery that settles it.
+func (r *mcastRun) maybeFinish() {
 	if r.stopped && !r.drained && r.settled() {
 		r.finish()
 	}
 }
 
-// settled reports whether every packet injected reached every member and
-// no source holds a packet.
+// settled reports whether every packet injected reached every member (and
+// every background packet its destination) and no source holds a packet.
 func (r *mcastRun) settled() bool {
 	if len(r.flights) > 0 {
 		return false
@@ -249,7 +447,7 @@ func (r *mcastRun) settled() bool {
 			return false
 		}
 	}
-	return true
+	return r.bg == nil || r.bg.settled()
 }
 
 func (r *mcastRun) finish() {
@@ -270,6 +468,11 @@ func (r *mcastRun) HandleEvent(ev *components.Event) {
 		}
 		for _, h := range r.hosts {
 			h.StopInjecting()
+		}
+		if r.bg != nil {
+			for _, e := range r.bg.eps {
+				e.StopInjecting()
+			}
 		}
 		r.stopped = true
 		if r.settled() {
@@ -294,11 +497,18 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 	for _, sw := range r.net.Switches {
 		sw.EndStatsAt(endAt)
 	}
-	var created, skipped, wrong uint64
+	var created, skipped, wrong, expected uint64
 	for _, h := range r.hosts {
 		created += h.Created
 		skipped += h.Skipped
 		wrong += h.WrongDest
+	}
+	treeSwitches := map[int]bool{}
+	for _, g := range r.groups {
+		expected += g.injected * uint64(g.expect)
+		for _, n := range g.g.Switches {
+			treeSwitches[n] = true
+		}
 	}
 	m := map[string]any{
 		"offered_load":        cfg.Workload.OfferedLoad,
@@ -311,42 +521,70 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 		"mcast_mlid":          int(r.group.MLID),
 		"mcast_members":       len(r.hosts),
 		"mcast_senders":       senders,
-		"mcast_tree_switches": len(r.group.Switches),
+		"mcast_tree_switches": len(treeSwitches),
 		"packets_created":     created,
 		"packets_skipped":     skipped,
 		"packets_sent":        r.injected,
 		"packets_measured":    r.measuredOut,
 		"packets_complete":    r.complete,
 		"packets_misrouted":   wrong,
-		"copies_expected":     r.injected * uint64(r.expect),
+		"copies_expected":     expected,
 		"copies_delivered":    r.copies,
 		"latency_ns":          r.latCopy.SummaryNs(),
 		"latency_last_ns":     r.latLast.SummaryNs(),
 	}
-	// Per receiving member (a lone sender receives nothing): copies over
-	// the run, and wire throughput over the window.
 	window := float64(r.t1 - r.t0)
-	var lo, hi uint64
-	var gLo, gHi, gSum float64
-	n := 0
-	for k, h := range r.hosts {
-		if h.Sender() && senders == 1 {
-			continue
+	receivers := func(slots []int) (lo, hi uint64, gLo, gSum, gHi float64, n int) {
+		for _, k := range slots {
+			if r.hosts[k].Sender() && r.groups[r.slotGroup[k]].senders == 1 {
+				continue // a lone sender receives nothing
+			}
+			c := r.memberCopies[k]
+			g := r.memberWire[k].value() * 8 / window * 1000 // bytes per ps → Gb/s
+			if n == 0 {
+				lo, hi, gLo, gHi = c, c, g, g
+			}
+			lo, hi = min(lo, c), max(hi, c)
+			gLo, gHi = min(gLo, g), max(gHi, g)
+			gSum += g
+			n++
 		}
-		c := r.memberCopies[k]
-		g := r.memberWire[k].value() * 8 / window * 1000 // bytes per ps → Gb/s
-		if n == 0 {
-			lo, hi, gLo, gHi = c, c, g, g
-		}
-		lo, hi = min(lo, c), max(hi, c)
-		gLo, gHi = min(gLo, g), max(gHi, g)
-		gSum += g
-		n++
+		return lo, hi, gLo, gSum, gHi, n
 	}
+	// Per receiving member: copies over the run, and wire throughput over
+	// the window.
+	all := make([]int, len(r.hosts))
+	for k := range all {
+		all[k] = k
+	}
+	lo, hi, gLo, gSum, gHi, n := receivers(all)
 	m["member_copies"] = map[string]any{"min": lo, "max": hi}
 	if window > 0 && n > 0 {
 		m["member_throughput_gbps"] = map[string]any{"min": gLo, "mean": gSum / float64(n), "max": gHi}
 		m["member_accepted_load"] = gSum / float64(n) / (rateBps / 1e9)
+	}
+	if len(r.groups) > 1 {
+		// The breakdown by group (with one group it is the whole above).
+		m["mcast_groups"] = len(r.groups)
+		for k, g := range r.groups {
+			p := fmt.Sprintf("group%d_", k)
+			m[p+"mlid"] = int(g.g.MLID)
+			m[p+"members"] = len(g.slots)
+			m[p+"senders"] = g.senders
+			m[p+"tree_switches"] = len(g.g.Switches)
+			m[p+"packets_sent"] = g.injected
+			m[p+"packets_complete"] = g.complete
+			m[p+"copies_expected"] = g.injected * uint64(g.expect)
+			m[p+"copies_delivered"] = g.copies
+			m[p+"latency_ns"] = g.latCopy.SummaryNs()
+			m[p+"latency_last_ns"] = g.latLast.SummaryNs()
+			if _, _, _, gSum, _, n := receivers(g.slots); window > 0 && n > 0 {
+				m[p+"member_accepted_load"] = gSum / float64(n) / (rateBps / 1e9)
+			}
+		}
+	}
+	if r.bg != nil {
+		r.backgroundMetrics(m, cfg, rateBps)
 	}
 	(&synthRun{net: r.net}).switchMetrics(m)
 	var pkts, done, copies, rounds, holdNs float64
@@ -368,4 +606,18 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 	}
 	r.view.addLinkErrors(m)
 	return m
+}
+
+// backgroundMetrics adds the unicast background's statistics, as a
+// synthetic run reports them, under background_ names (latency_ns and the
+// like are the multicast packets').
+func (r *mcastRun) backgroundMetrics(m map[string]any, cfg *Config, rateBps float64) {
+	bm := r.bg.metrics(cfg, rateBps)
+	for _, k := range []string{"accepted_load", "goodput_gbps", "latency_ns", "packets_sent", "packets_delivered",
+		"credit_stall_ns", "hops_mean", "hosts", "host_accepted_load"} {
+		if v, ok := bm[k]; ok {
+			m["background_"+k] = v
+		}
+	}
+	m["background_offered_load"] = cfg.Workload.MulticastBackgroundLoad()
 }

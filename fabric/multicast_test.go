@@ -149,7 +149,13 @@ var mcastSets = []string{"topology.kind=fat-tree-2", "topology.hosts=16", "switc
 // the first violation.
 func runMcastChecked(t *testing.T, routes bool, mutate func(*Simulation), sets ...string) (map[string]any, string, error) {
 	t.Helper()
-	l, err := Load(nil, append(append([]string{"sim.check=true"}, mcastSets...), sets...))
+	return runMcastCheckedOn(t, routes, mutate, append(append([]string{}, mcastSets...), sets...)...)
+}
+
+// runMcastCheckedOn is runMcastChecked on the sets alone, without mcastSets.
+func runMcastCheckedOn(t *testing.T, routes bool, mutate func(*Simulation), sets ...string) (map[string]any, string, error) {
+	t.Helper()
+	l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
@@ -292,6 +298,21 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{"workload.group=0-3,3"}, `workload.group: host 3 appears twice in "0-3,3"`},
 		{[]string{"workload.group=4"}, `workload.group: "4" has 1 member; a group needs at least two (a sender and a receiver)`},
 		{[]string{"workload.group=0-7", "workload.senders=9"}, `workload.senders: host 9 is not a member of workload.group "0-7" (a port sends to a group it has joined)`},
+		// Several groups (workload.groups).
+		{[]string{`workload.groups=["0-3","3-5"]`}, `workload.groups[1]: host 3 in "3-5" is also in workload.groups[0] "0-3"; the groups must be disjoint (a host in two groups is not modelled)`},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.senders=0,5"}, "workload.senders: host 5 is in none of workload.groups (a port sends to a group it has joined)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.senders=0,1"}, `workload.senders: "0,1" names no host of workload.groups[1] "8-11"; give each group a sender`},
+		{[]string{`workload.groups=["0-3","x"]`}, `workload.groups[1]: "x" in "x" is not a host index or range (e.g. 0-7,12)`},
+		{[]string{`workload.groups=["0-3","8-16"]`}, `workload.groups[1]: host 16 in "8-16" is beyond the fabric's 16 hosts (0 to 15)`},
+		{[]string{`workload.groups=["0-3","5"]`}, `workload.groups[1]: "5" has 1 member; a group needs at least two (a sender and a receiver)`},
+		{[]string{`workload.groups=["0-3"]`, "workload.group=4-7"}, `workload.group: "4-7" is set beside workload.groups; give the one group in groups, or use group alone`},
+		{[]string{"workload.groups=[" + strings.Repeat(`"0-1",`, 16383) + `"0-1"]`}, "workload.groups: 16384 groups is more than the 16383 multicast LIDs 0xC000 to 0xFFFE"},
+		// A unicast background (workload.background).
+		{[]string{"workload.background=true"}, "workload.background: true, but every one of the fabric's 16 hosts is in a multicast group; background traffic needs hosts in none (smaller groups, more topology.hosts), or workload.background_hosts: all"},
+		{[]string{"workload.background=true", "workload.background_hosts=some"}, `workload.background_hosts: "some" is not a choice (others: the hosts in no multicast group; all: every host)`},
+		{[]string{"workload.background=true", "workload.group=0-8", "workload.background_pattern=bitcomp"}, "workload.background_pattern: bitcomp needs a power-of-two number of background hosts, the fabric has 7 besides the 9 multicast group members"},
+		{[]string{"workload.group=0-14", "workload.background=true"}, "workload.background_pattern: uniform needs at least 2 background hosts, the fabric has 1 besides the 15 multicast group members"},
+		{[]string{"workload.background_load=1.5", "workload.background=true"}, "workload.background_load: 1.5 is out of range (0 for workload.offered_load, or above 0 up to 1)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want[:20], func(t *testing.T) {

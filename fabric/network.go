@@ -148,6 +148,13 @@ func (c *Config) slFlows(hosts int) []slHosts {
 			flows = append(flows, slHosts{sl: uint8(w.BackgroundServiceLevel()), hosts: bg})
 		}
 		return flows
+	case workload.KindMulticast:
+		if w.Background && w.BackgroundServiceLevel() != w.SL {
+			// The background hosts are those in no group: every host
+			// taken (more routes than the background uses, as for the
+			// multicast SL's).
+			return []slHosts{{sl: uint8(w.SL)}, {sl: uint8(w.BackgroundServiceLevel())}}
+		}
 	}
 	return []slHosts{{sl: uint8(w.SL)}}
 }
@@ -159,7 +166,7 @@ func (c *Config) pairDropMessage(e *PairDropError) string {
 	w := &c.Workload
 	why := fmt.Sprintf("workload.sl %d", e.SL)
 	switch {
-	case w.Kind == "perftest" && w.Background && int(e.SL) != w.SL:
+	case hasBackground(w) && int(e.SL) != w.SL:
 		why = fmt.Sprintf("the background's workload.background_sl %d", e.SL)
 	case e.SL == 0 && hcaDriven(w.Kind):
 		why = fmt.Sprintf("the HCAs of workload.kind %s send on SL 0", w.Kind)

@@ -351,18 +351,8 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	}
 	if w.Background {
 		tc := w.Traffic()
-		tc.Pattern, tc.Background = w.BackgroundPattern, true
 		tc.PerftestHosts = n - len(bgHosts)
-		// Background packets are full MTU unless workload.sizes says otherwise:
-		// workload.size is the perftest's message size.
-		tc.Size = cfg.Link.MTU
-		hostNodes, nodes := topo.Hosts(), make([]int, len(bgHosts))
-		for j, h := range bgHosts {
-			nodes[j] = hostNodes[h]
-		}
-		bg.hostTiming = hostTimings(cfg, topo, nodes)
-		sources, err = workload.NewSourcesAt(tc, hostGbps(bg.hostTiming, len(bgHosts), bg.timing), cfg.Seed)
-		if err != nil {
+		if sources, err = bg.backgroundSources(cfg, topo, bgHosts, tc, cfg.Seed); err != nil {
 			return nil, nil, nil, &UnsupportedError{Msg: err.Error()}
 		}
 	}
@@ -432,15 +422,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		// packets_reordered for the background, as for a synthetic run.
 		bg.psnHi = make([]uint32, len(bg.eps)*len(bg.eps))
 	}
-	sl2vl := cfg.Switch.SL2VLTable()
-	for _, e := range bg.eps {
-		e.LIDOf = func(h int) uint16 { return net.HostLID(bgHosts[h]) }
-		bgSL := w.BackgroundServiceLevel()
-		e.SL = uint8(bgSL)
-		e.VL = sl2vl[bgSL]
-		// CNPs count toward the drain only, as in a synthetic run.
-		part.wireEndpoint(e, bg.psnHi != nil, bg.cc != nil, bg.cc != nil)
-	}
+	bg.wireBackground(cfg, net, bgHosts)
 	if anyLossy(net.Ports) {
 		// The background counts its own packets lost (the HCAs' are the
 		// test's to recover): those from an endpoint's LID, found by an
@@ -462,4 +444,36 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 		}
 	}
 	return pt, bg, rates, nil
+}
+
+// backgroundSources makes the sources of a background beside another
+// workload (a perftest's, a multicast run's) on bgHosts (host indices of
+// topo): tc's synthetic knobs with workload.background_pattern, packets of
+// link.mtu unless workload.sizes says otherwise (workload.size is the
+// other workload's), each host at its own cable's rate (bg.hostTiming).
+func (bg *synthRun) backgroundSources(cfg *Config, topo *Topology, bgHosts []int, tc workload.TrafficConfig, seed uint64) ([]*workload.Source, error) {
+	tc.Pattern, tc.Background = cfg.Workload.BackgroundPattern, true
+	tc.Size = cfg.Link.MTU
+	hostNodes, nodes := topo.Hosts(), make([]int, len(bgHosts))
+	for j, h := range bgHosts {
+		nodes[j] = hostNodes[h]
+	}
+	bg.hostTiming = hostTimings(cfg, topo, nodes)
+	return workload.NewSourcesAt(tc, hostGbps(bg.hostTiming, len(bgHosts), bg.timing), seed)
+}
+
+// wireBackground gives the background's endpoints (bg.eps, on bgHosts)
+// their destinations' LIDs, workload.background_sl and its VL, and the
+// run's callbacks (bg.parts[0]).
+func (bg *synthRun) wireBackground(cfg *Config, net *Network, bgHosts []int) {
+	sl2vl := cfg.Switch.SL2VLTable()
+	part := bg.parts[0]
+	for _, e := range bg.eps {
+		e.LIDOf = func(h int) uint16 { return net.HostLID(bgHosts[h]) }
+		bgSL := cfg.Workload.BackgroundServiceLevel()
+		e.SL = uint8(bgSL)
+		e.VL = sl2vl[bgSL]
+		// CNPs count toward the drain only, as in a synthetic run.
+		part.wireEndpoint(e, bg.psnHi != nil, bg.cc != nil, bg.cc != nil)
+	}
 }

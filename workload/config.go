@@ -102,6 +102,22 @@ type Config struct {
 	// so a config without them keeps its effective config and config hash.
 	Group   string `yaml:"group,omitempty"`
 	Senders string `yaml:"senders,omitempty"`
+	// Groups, instead of Group, runs several multicast groups at once, one
+	// host list each ("0-7"); the k-th takes MLID 0xC000 + k. No host is in
+	// two groups. Senders then names senders of any group (empty: each
+	// group's first member). omitempty, so a config without it keeps its
+	// effective config and config hash.
+	Groups []string `yaml:"groups,omitempty"`
+	// BackgroundLoad is, with workload.kind multicast and Background, the
+	// offered load of the background hosts' unicast traffic (OfferedLoad
+	// is the multicast senders'); 0, the default, means OfferedLoad.
+	// omitempty for the config hash.
+	BackgroundLoad float64 `yaml:"background_load,omitempty"`
+	// BackgroundHosts says, with workload.kind multicast and Background,
+	// which hosts send the unicast background: "others" (empty, the
+	// default: the hosts in no group) or "all" (the group members too,
+	// beside their multicast). omitempty for the config hash.
+	BackgroundHosts string `yaml:"background_hosts,omitempty"`
 }
 
 // Kinds lists every workload kind.
@@ -225,6 +241,16 @@ func (c *Config) BackgroundServiceLevel() int {
 		return c.SL
 	}
 	return *c.BackgroundSL
+}
+
+// MulticastBackgroundLoad returns the offered load of a multicast run's
+// unicast background: workload.background_load, or workload.offered_load
+// when it is not set.
+func (c *Config) MulticastBackgroundLoad() float64 {
+	if c.BackgroundLoad == 0 {
+		return c.OfferedLoad
+	}
+	return c.BackgroundLoad
 }
 
 // Normalize rewrites a transport given in another case to its canonical

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -32,8 +33,39 @@ func (c *Config) checkMulticastKeys(prefix string) error {
 			return err
 		}
 	}
+	if len(c.Groups) > MaxMulticastGroups {
+		return fmt.Errorf("%s.groups: %d groups is more than the %d multicast LIDs 0xC000 to 0xFFFE", prefix, len(c.Groups), MaxMulticastGroups)
+	}
+	for k, g := range c.Groups {
+		if _, err := ParseHostList(g, fmt.Sprintf("%s.groups[%d]", prefix, k), 1<<20); err != nil {
+			return err
+		}
+	}
+	if len(c.Groups) > 0 && c.Group != "" {
+		return fmt.Errorf("%s.group: %q is set beside %s.groups; give the one group in groups, or use group alone", prefix, c.Group, prefix)
+	}
+	if l := c.BackgroundLoad; math.IsNaN(l) || l < 0 || l > 1 {
+		return fmt.Errorf("%s.background_load: %v is out of range (0 for workload.offered_load, or above 0 up to 1)", prefix, l)
+	}
+	if h := c.BackgroundHosts; h != "" && h != BackgroundOthers && h != BackgroundAll {
+		return fmt.Errorf("%s.background_hosts: %q is not a choice (others: the hosts in no multicast group; all: every host)", prefix, h)
+	}
+	if l := c.BackgroundLoad; l > 0 && l < MinOfferedLoad {
+		return fmt.Errorf("%s.background_load: %v is below the smallest load the injectors take, %v", prefix, l, MinOfferedLoad)
+	}
 	return nil
 }
+
+// Which hosts send a multicast run's unicast background
+// (workload.background_hosts).
+const (
+	BackgroundOthers = "others" // the hosts in no group (the default)
+	BackgroundAll    = "all"    // every host, group members too
+)
+
+// MaxMulticastGroups is how many groups the multicast LIDs 0xC000 to
+// 0xFFFE number (IBA 1.2 §4.1.1; ib-facts.md §4).
+const MaxMulticastGroups = 0xFFFE - 0xC000 + 1
 
 // ParseHostList parses a host list, "0-7,12" (host indices, ranges
 // inclusive), for key; hosts is the fabric's host count. The result is

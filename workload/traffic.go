@@ -269,6 +269,9 @@ func NewSourcesAt(c TrafficConfig, gbpsOf []float64, seed uint64) ([]*Source, er
 		if c.PerftestHosts > 2 {
 			in.hosts = fmt.Sprintf("the fabric has %%d besides the %d perftest hosts", c.PerftestHosts)
 		}
+		if c.Beside != "" {
+			in.hosts = "the fabric has %d" + strings.ReplaceAll(c.Beside, "%", "%%")
+		}
 	}
 	pat, err := newPattern(c.Pattern, hosts, c.Shift, c.HotspotFraction, rand.New(rand.NewPCG(seed, patternStream)), in)
 	if err != nil {

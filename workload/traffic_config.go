@@ -40,6 +40,10 @@ type TrafficConfig struct {
 	// PerftestHosts is, for a background, how many hosts the perftest
 	// takes (0: the two of one pair), for NewSources's errors.
 	PerftestHosts int `yaml:"-"`
+	// Beside ends, for a background beside another workload than a
+	// perftest, NewSources's count of its hosts (" besides the 16
+	// multicast group members"); empty for a perftest's.
+	Beside string `yaml:"-"`
 }
 
 // DefaultTraffic returns the synthetic-traffic defaults.

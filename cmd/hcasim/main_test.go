@@ -149,6 +149,20 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.root: -1 is not a rank (0 to the topology's hosts − 1)"}},
 		{"root without a root", []string{"-config", "edr.yaml", "--set", "workload.kind=allreduce", "--set", "workload.size=4096", "--set", "workload.root=2"},
 			[]string{"workload.root: 2 is set, but workload.kind allreduce has no root"}},
+		// Several multicast groups and a unicast background beside them
+		// (examples/multicast-mixed.yaml: 4 groups of 8 on 64 hosts).
+		{"overlapping groups", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", `workload.groups=["0-7","7-9"]`, "--set", "workload.senders="},
+			[]string{`workload.groups[1]: host 7 in "7-9" is also in workload.groups[0] "0-7"; the groups must be disjoint`}},
+		{"sender in no group", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.senders=4,5,6,7,40"},
+			[]string{"workload.senders: host 40 is in none of workload.groups (a port sends to a group it has joined)"}},
+		{"group without sender", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.senders=4,5,6"},
+			[]string{`workload.senders: "4,5,6" names no host of workload.groups[3]`}},
+		{"too many groups", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.groups=[" + strings.Repeat(`"0-1",`, 16383) + `"0-1"]`},
+			[]string{"workload.groups: 16384 groups is more than the 16383 multicast LIDs 0xC000 to 0xFFFE"}},
+		{"background load", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.background_load=-0.5"},
+			[]string{"workload.background_load: -0.5 is out of range (0 for workload.offered_load, or above 0 up to 1)"}},
+		{"background of no host", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", `workload.groups=["0-31","32-63"]`, "--set", "workload.senders="},
+			[]string{"workload.background: true, but every one of the fabric's 64 hosts is in a multicast group"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

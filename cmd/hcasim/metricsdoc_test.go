@@ -18,8 +18,9 @@ var metricDocPages = []string{"metrics.md", "hca.md", "switch.md", "fabric.md", 
 
 // indexed turns the numbers of per-host, per-port, per-VL and per-bucket
 // names into one placeholder, as the docs write them: host0_ud_drops and
-// host{0,1}_ud_drops, port12_vl0_buf_hist3_ps and port<i>_vl<v>_buf_hist<k>_ps.
-var indexed = regexp.MustCompile(`(^|[^a-z])(host|port|vl|hist)(\d+|\{0,1\}|<[a-z]>)`)
+// host{0,1}_ud_drops, port12_vl0_buf_hist3_ps and port<i>_vl<v>_buf_hist<k>_ps,
+// group1_mlid and group<k>_mlid.
+var indexed = regexp.MustCompile(`(^|[^a-z])(host|port|vl|hist|group)(\d+|\{0,1\}|<[a-z]>)`)
 
 func normalizeMetric(s string) string { return indexed.ReplaceAllString(s, "$1$2#") }
 
@@ -56,6 +57,8 @@ var metricRuns = [][]string{
 	{"--set", "workload.kind=broadcast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536", "--set", "workload.root=2"},
 	{"--set", "workload.kind=replay", "--set", "workload.trace_file=examples/replay-halo.trace", "--set", "topology.kind=fat-tree-2", "--set", "topology.hosts=16", "--set", "switch.radix=8"},
 	{"--set", "workload.kind=multicast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "switch.queueing=fifo", "--set", "workload.size=1024", "--set", "workload.senders=0,3"},
+	{"--set", "workload.kind=multicast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "switch.queueing=fifo", "--set", "workload.size=1024",
+		"--set", `workload.groups=["0,1","2-4"]`, "--set", "workload.background=true"},
 	{"--set", "sweep={workload.size: [1024, 2048]}", "--set", "workload.size=1024", "--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4"},
 }
 
