@@ -450,7 +450,7 @@ func TestTreeBeatsTheRingOnSmallMessages(t *testing.T) {
 // and busbw = 2(n−1)/n · S / t ≤ (n−1)/n · B: the upper bound. A single
 // binary tree carrying the whole vector makes its inner ranks send 3S (S up,
 // S to each child), so it cannot pass 2/3 of that; beating it is what the
-// second tree is for (NCCL 2.4), the lower bound. The run sits near 79 %
+// second tree is for (NCCL 2.4), the lower bound. The run sits near 84 %
 // of the upper bound, which needs every busy rank's link busy from start
 // to end; here a rank's transfers wait on its children's and parent's
 // slices, and nothing paces a leaf's sends (NCCL's FIFO of 8 slots

@@ -114,6 +114,20 @@ type sliceSend struct {
 	// waits[w0:w1] of the rank are the arrival slots (step × maxSlices +
 	// slice) the slice's bytes need (waitSlots).
 	w0, w1 int32
+	conn   int32 // the connection it is posted on: an index in collRank.sendQP
+}
+
+// connection is one of a rank's send connections: one RC QP to a peer for
+// the transfers of one lane (Transfer.Lane). NCCL connects each channel to
+// each of its peers on a connection of its own, with QPs of its own
+// (transport/net.cc sets up a connector per channel and peer;
+// net_ib.cc's ncclIbConnect creates that connection's QPs), so the double
+// binary tree's two trees, each one channel here, never share a send
+// queue, even where both have an edge between the same two ranks. A rank
+// with one lane (every schedule but the tree) has one connection a peer.
+type connection struct {
+	dst, lane int
+	slices    int // slices posted on it over the run
 }
 
 // collRank is one rank: its HCA, buffers, connections and progress.
@@ -122,7 +136,10 @@ type collRank struct {
 	dev    *hca.Device
 	sendCQ *hca.CQ
 	recvCQ *hca.CQ
-	sendQP []*hca.QP // by destination rank (nil where it never sends)
+	// sendQP[i] is the QP of conns[i]: one per destination and lane, in
+	// destination order, then lane order.
+	sendQP []*hca.QP
+	conns  []connection
 	// src is the send buffer: all-reduce's data (reduced in place),
 	// all-to-all's send blocks. dst is where peers write: all-reduce's
 	// scratch for reduce-scatter slices, all-to-all's receive blocks.
@@ -136,6 +153,7 @@ type collRank struct {
 	sent    int         // send completions polled
 	arrived []bool      // by step × maxSlices + slice: the slice landed (and was reduced)
 	got     []bool      // by slot: the slice landed (it may wait to be reduced: deferred)
+	gotAt   []ib.PS     // by slot: when its receive completion was polled
 	// defer0[k]:defer1[k] of deferIdx are the rank's own sends (indexes in
 	// sends) that must complete before slot k's data is added in: the
 	// sends of the same step that read the bytes it adds into (an
@@ -450,24 +468,37 @@ func (g *rankStream) next(buf []byte) []byte {
 func (c *collective) setup(devs []*hca.Device) {
 	n := len(devs)
 	size := int(c.sched.Bytes)
-	// Slices each rank writes to each other rank over the whole run.
-	slices := make([][]int, n)
-	for i := range slices {
-		slices[i] = make([]int, n)
+	// Slices each rank writes to each other rank over the whole run, and
+	// each rank's connections (a peer and a lane) with the slices of each.
+	// (A map, set-up only: an all-to-all has n − 1 connections a rank.)
+	perPair := make([][]int, n)
+	conns := make([][]connection, n)
+	connOf := map[[3]int]int{} // (src, dst, lane) → index in conns[src]
+	for i := range perPair {
+		perPair[i] = make([]int, n)
 	}
 	for _, step := range c.sched.Steps {
 		for _, x := range step {
-			slices[x.Src][x.Dst] += c.sliceCount(x.Bytes)
+			k := c.sliceCount(x.Bytes)
+			perPair[x.Src][x.Dst] += k
+			key := [3]int{x.Src, x.Dst, x.Lane}
+			i, ok := connOf[key]
+			if !ok {
+				i = len(conns[x.Src])
+				connOf[key] = i
+				conns[x.Src] = append(conns[x.Src], connection{dst: x.Dst, lane: x.Lane})
+			}
+			conns[x.Src][i].slices += k
 		}
 	}
 	pds := make([]uint32, n)
 	acc := hca.AccessLocalWrite | hca.AccessRemoteWrite
 	for r, d := range devs {
-		rk := &collRank{index: r, dev: d, sendQP: make([]*hca.QP, n)}
+		rk := &collRank{index: r, dev: d}
 		sends, recvs := 0, 0
 		for p := 0; p < n; p++ {
-			sends += slices[r][p]
-			recvs += slices[p][r]
+			sends += perPair[r][p]
+			recvs += perPair[p][r]
 		}
 		rk.expect = recvs
 		rk.arrived = make([]bool, len(c.sched.Steps)*c.maxSlices)
@@ -491,6 +522,7 @@ func (c *collective) setup(devs []*hca.Device) {
 		rk.laneNext = make([]int, len(rk.lanes))
 		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
 		rk.got = make([]bool, len(rk.arrived))
+		rk.gotAt = make([]ib.PS, len(rk.arrived))
 		rk.sendDone = make([]bool, len(rk.sends))
 		c.ranks = append(c.ranks, rk)
 	}
@@ -499,19 +531,23 @@ func (c *collective) setup(devs []*hca.Device) {
 	// A send queue holds every write the rank will post on it, so posting
 	// never waits for the CQ to free WQEBBs.
 	bbs := hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWriteImm, Length: 1})
+	// Connections are made source by source, destination by destination,
+	// lane by lane, so a schedule of one lane connects (and draws PSNs) in
+	// the order it did before lanes had connections of their own.
 	for src := 0; src < n; src++ {
-		for dst := 0; dst < n; dst++ {
-			k := slices[src][dst]
-			if k == 0 {
-				continue
-			}
-			a, b := c.ranks[src], c.ranks[dst]
+		a := c.ranks[src]
+		slices.SortFunc(conns[src], func(x, y connection) int {
+			return cmp.Or(cmp.Compare(x.dst, y.dst), cmp.Compare(x.lane, y.lane))
+		})
+		for _, cn := range conns[src] {
+			k, dst := cn.slices, cn.dst
+			b := c.ranks[dst]
 			qa := a.dev.CreateQP(pds[src], a.sendCQ, a.recvCQ, pow2(k*bbs), 1)
 			qb := b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(k))
 			if err := hca.ConnectRCSL(qa, qb, c.run.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF, uint8(c.run.SL)); err != nil {
 				panic(fmt.Sprintf("workload: collective: connect rank %d to %d: %v", src, dst, err))
 			}
-			a.sendQP[dst] = qa
+			a.sendQP = append(a.sendQP, qa)
 			for i := 0; i < k; i++ {
 				// A WRITE WITH IMMEDIATE places no bytes in the receive
 				// buffer; the WQE only carries the completion.
@@ -519,6 +555,14 @@ func (c *collective) setup(devs []*hca.Device) {
 					panic(fmt.Sprintf("workload: collective: post_recv on rank %d: %v", dst, err))
 				}
 			}
+		}
+		a.conns = conns[src]
+		for i, cn := range a.conns {
+			connOf[[3]int{src, cn.dst, cn.lane}] = i
+		}
+		for i := range a.sends {
+			x := a.sends[i].xfer
+			a.sends[i].conn = int32(connOf[[3]int{src, x.Dst, x.Lane}])
 		}
 	}
 	for r, rk := range c.ranks {
@@ -779,7 +823,7 @@ func (c *collective) post(r, i int) {
 		LocalAddr: rk.src + uint64(x.Offset+s.off), Length: uint32(s.n), LKey: rk.mr.LKey,
 		RemoteAddr: c.landingAddr(peer, x) + uint64(s.off), RKey: peer.mr.RKey,
 		Imm: uint32(c.slot(x.Step, s.slice))}
-	if err := rk.dev.PostSend(rk.sendQP[x.Dst], &w); err != nil {
+	if err := rk.dev.PostSend(rk.sendQP[s.conn], &w); err != nil {
 		panic(fmt.Sprintf("workload: collective rank %d: post_send: %v", r, err))
 	}
 }
@@ -808,6 +852,7 @@ func (c *collective) landed(r int, imm uint32) {
 		return
 	}
 	rk.got[imm] = true
+	rk.gotAt[imm] = c.s.Now()
 	if !c.sendsDone(rk, imm) {
 		rk.deferred = append(rk.deferred, imm)
 		return

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // TestBtreeShape: NCCL's pictures (src/graph/trees.cc) of the binary tree
@@ -259,4 +260,60 @@ func TestTreeRunsOnTheHCAs(t *testing.T) {
 			assert.Equal(t, writes, m["rdma_writes"], "n %d %+v", n, tc)
 		}
 	}
+}
+
+// TestTreeTreesHaveConnectionsOfTheirOwn: over 8 ranks, ranks 1 and 2 are
+// joined by an edge of each tree (tree 0: 2 is 1's parent; tree 1, the
+// mirror: 1 is 2's parent), so rank 1 sends rank 2 both its tree-0
+// reduction, a leaf's, every slice ready at the start, and its tree-1
+// broadcast, each slice ready once it has come down from tree 1's root.
+// NCCL sends them on two connections (one a channel), each with its own
+// QPs; on one QP, a FIFO, every broadcast slice would queue behind the
+// whole reduction and the first would land after the last reduction slice.
+// On two, the first broadcast slice leaves rank 1 as soon as it has come
+// back down from tree 1's root, while rank 1 is still sending the 16
+// slices of its tree-0 half at a share of its link. The test fails if the
+// two trees share a send queue (tried: every broadcast slice then lands
+// after the last reduction slice).
+func TestTreeTreesHaveConnectionsOfTheirOwn(t *testing.T) {
+	const n = 8
+	run := CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: 2 << 20, MTU: 4096, SliceBytes: 64 << 10, Seed: 3}
+	s, devs := collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
+	cl, err := BuildCollectiveOn(s, devs, run)
+	require.NoError(t, err)
+	m, err := cl.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	c := cl.c
+	to2 := 0
+	for _, cn := range c.ranks[1].conns {
+		if cn.dst == 2 {
+			to2++
+		}
+	}
+	assert.Equal(t, 2, to2, "rank 1 connects to rank 2 once for each tree")
+	// Rank 2's receives from rank 1: its tree-0 child's reduction (lane 0)
+	// and its tree-1 parent's broadcast (lanes 4, 5).
+	var firstDown, lastUp ib.PS = -1, -1
+	for step, recv := range c.recvOf {
+		x := recv[2]
+		if x == nil || x.Src != 1 {
+			continue
+		}
+		for sl := range c.sliceCount(x.Bytes) {
+			at := c.ranks[2].gotAt[c.slot(step, sl)]
+			require.Positive(t, at)
+			if x.Lane/3 == 1 && (firstDown < 0 || at < firstDown) {
+				firstDown = at
+			}
+			if x.Lane/3 == 0 {
+				lastUp = max(lastUp, at)
+			}
+		}
+	}
+	require.Positive(t, firstDown)
+	require.Positive(t, lastUp)
+	t.Logf("rank 2 from rank 1: first tree-1 broadcast slice %.1f µs, last tree-0 reduction slice %.1f µs after the start",
+		(firstDown-c.start).Nanoseconds()/1000, (lastUp-c.start).Nanoseconds()/1000)
+	assert.Less(t, firstDown, lastUp, "the broadcast does not wait for the other tree's reduction")
 }
