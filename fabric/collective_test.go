@@ -450,12 +450,12 @@ func TestTreeBeatsTheRingOnSmallMessages(t *testing.T) {
 // and busbw = 2(n−1)/n · S / t ≤ (n−1)/n · B: the upper bound. A single
 // binary tree carrying the whole vector makes its inner ranks send 3S (S up,
 // S to each child), so it cannot pass 2/3 of that; beating it is what the
-// second tree is for (NCCL 2.4), the lower bound. The run sits near 79 %
+// second tree is for (NCCL 2.4), the lower bound. The run sits near 87 %
 // of the upper bound, which needs every busy rank's link busy from start
-// to end; here a rank's transfers wait on its children's and parent's
-// slices, and nothing paces a leaf's sends (NCCL's FIFO of 8 slots
-// between ranks is not modelled), so they take the link while they are
-// alone on it; the rest of the gap is not analysed (docs/fabric.md).
+// to end. The rest is the fabric's: the same transfers posted all at once,
+// with nothing to wait for, take longer still
+// (workload.TestTreeGapIsTheFabrics; docs/fabric.md, "Where the tree's
+// time goes").
 func TestTreeAllReduceBusBWBetweenOneTreeAndTwo(t *testing.T) {
 	cfg, m := runCollectiveChecked(t, "topology.kind=single-switch", "switch.radix=8", "switch.vls=1", "switch.vl_buffer_bytes=65536",
 		"link.generation=NDR", "hca.profile=cx7", "workload.kind=allreduce", "workload.size=8388608", "workload.algorithm=tree")

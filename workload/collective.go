@@ -50,7 +50,9 @@ type Transfer struct {
 	Land int64
 	// Lane is the queue of its sender the transfer is posted from: the
 	// driver posts a lane's slices in step and slice order, each after the
-	// one before, but one lane never waits for another. The ring, its
+	// one before, but one lane never waits for another, and each lane has
+	// its own connection (RC QP) to each peer, so not even the HCA's send
+	// queue orders one lane's slices behind another's. The ring, its
 	// halves, the chains and the MPI algorithms use lane 0 alone, so a
 	// rank posts all it sends in order; the tree gives each of a rank's
 	// transfers a lane of its own, as NCCL runs each tree on its own

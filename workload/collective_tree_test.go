@@ -1,12 +1,17 @@
 package workload
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
+	"github.com/hcasim/hcasim/switchasic"
 )
 
 // TestBtreeShape: NCCL's pictures (src/graph/trees.cc) of the binary tree
@@ -181,7 +186,12 @@ func TestTreeHazardsCanFail(t *testing.T) {
 // reduction is posted (the broadcast no longer overlaps the reduction),
 // and a parent sends its slices to one child, then all of them to the
 // other. Both must sum right; the lanes must be faster, with the same
-// writes.
+// writes. Both post unpaced (no NCCL FIFO window): in one lane the window
+// stalls the run (tried: no rank done within 1 s of simulated time) — a
+// rank's one queue holds every later slice behind one waiting for a peer
+// to free a slot, and the peer frees it only by posting from its own
+// queue, held the same way — one more reason NCCL runs each tree on its
+// own channel.
 func TestTreeLanesPipeline(t *testing.T) {
 	const n = 8
 	run := CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: 2 << 20, MTU: 4096, SliceBytes: 64 << 10, Seed: 3}
@@ -198,6 +208,7 @@ func TestTreeLanesPipeline(t *testing.T) {
 		}
 		s, devs := collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
 		c := newCollective(run, sched)
+		c.window = 0
 		c.s = s
 		c.setup(devs)
 		m, err := (&Collective{c: c}).Run()
@@ -259,4 +270,183 @@ func TestTreeRunsOnTheHCAs(t *testing.T) {
 			assert.Equal(t, writes, m["rdma_writes"], "n %d %+v", n, tc)
 		}
 	}
+}
+
+// TestTreeTreesHaveConnectionsOfTheirOwn: over 8 ranks, ranks 1 and 2 are
+// joined by an edge of each tree (tree 0: 2 is 1's parent; tree 1, the
+// mirror: 1 is 2's parent), so rank 1 sends rank 2 both its tree-0
+// reduction, a leaf's, every slice ready at the start, and its tree-1
+// broadcast, each slice ready once it has come down from tree 1's root.
+// NCCL sends them on two connections (one a channel), each with its own
+// QPs; on one QP, a FIFO, every broadcast slice would queue behind the
+// whole reduction and the first would land after the last reduction slice.
+// On two, the first broadcast slice leaves rank 1 as soon as it has come
+// back down from tree 1's root, while rank 1 is still sending the 16
+// slices of its tree-0 half at a share of its link. The test fails if the
+// two trees share a send queue (tried: every broadcast slice then lands
+// after the last reduction slice).
+func TestTreeTreesHaveConnectionsOfTheirOwn(t *testing.T) {
+	const n = 8
+	run := CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: 2 << 20, MTU: 4096, SliceBytes: 64 << 10, Seed: 3}
+	s, devs := collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
+	cl, err := BuildCollectiveOn(s, devs, run)
+	require.NoError(t, err)
+	m, err := cl.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	c := cl.c
+	to2 := 0
+	for _, cn := range c.ranks[1].conns {
+		if cn.dst == 2 {
+			to2++
+		}
+	}
+	assert.Equal(t, 2, to2, "rank 1 connects to rank 2 once for each tree")
+	// Rank 2's receives from rank 1: its tree-0 child's reduction (lane 0)
+	// and its tree-1 parent's broadcast (lanes 4, 5).
+	var firstDown, lastUp ib.PS = -1, -1
+	for step, recv := range c.recvOf {
+		x := recv[2]
+		if x == nil || x.Src != 1 {
+			continue
+		}
+		for sl := range c.sliceCount(x.Bytes) {
+			at := c.ranks[2].gotAt[c.slot(step, sl)]
+			require.Positive(t, at)
+			if x.Lane/3 == 1 && (firstDown < 0 || at < firstDown) {
+				firstDown = at
+			}
+			if x.Lane/3 == 0 {
+				lastUp = max(lastUp, at)
+			}
+		}
+	}
+	require.Positive(t, firstDown)
+	require.Positive(t, lastUp)
+	t.Logf("rank 2 from rank 1: first tree-1 broadcast slice %.1f µs, last tree-0 reduction slice %.1f µs after the start",
+		(firstDown-c.start).Nanoseconds()/1000, (lastUp-c.start).Nanoseconds()/1000)
+	assert.Less(t, firstDown, lastUp, "the broadcast does not wait for the other tree's reduction")
+}
+
+// TestTreeSendersKeepToNCCLsFIFO: NCCL's simple protocol moves a
+// connection's data through a FIFO of NCCL_STEPS = 8 slots, and a sender
+// writes step s only once its receiver has freed slot s − 8
+// (prims_simple.h waitPeer). 8 ranks, 2 MiB in 64 KiB slices: each tree
+// carries 1 MiB, 16 slices a connection, so slices 8 … 15 of every
+// connection wait for a credit. Every such post must come no earlier than
+// the credit for slice k − 8 reached the sender (the receiver landed it,
+// reduced it and posted every send that reads it, plus creditPS). A leaf's
+// reduction needs nothing else, so the window alone holds its slices 8 …
+// 15: at least those 8 × (one leaf a tree-0 leaf rank, 4 of them, and 4
+// of tree 1) = 64 posts wait on a credit and nothing else. Unpaced, a leaf
+// posts all 16 at the start and the test fails (tried).
+func TestTreeSendersKeepToNCCLsFIFO(t *testing.T) {
+	const n = 8
+	run := CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: 2 << 20, MTU: 4096, SliceBytes: 64 << 10, Seed: 3}
+	s, devs := collSwitch(t, n, perftestLink("EDR"), hca.Defaults())
+	cl, err := BuildCollectiveOn(s, devs, run)
+	require.NoError(t, err)
+	m, err := cl.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	c := cl.c
+	require.Equal(t, NCCLSteps, c.window)
+	checked, leafHeld := 0, 0
+	for r, rk := range c.ranks {
+		for i := range rk.sends {
+			sd := &rk.sends[i]
+			if sd.slice < NCCLSteps {
+				continue
+			}
+			credit := c.ranks[sd.xfer.Dst].creditAt[c.slot(sd.xfer.Step, sd.slice-NCCLSteps)]
+			require.NotEqual(t, noCredit, credit, "rank %d step %d slice %d: its receiver never freed slot %d", r, sd.xfer.Step, sd.slice, sd.slice-NCCLSteps)
+			assert.GreaterOrEqual(t, rk.postedAt[i], credit, "rank %d step %d slice %d posted before slot %d's credit came", r, sd.xfer.Step, sd.slice, sd.slice-NCCLSteps)
+			checked++
+			if sd.w0 == sd.w1 && rk.postedAt[i] > c.start {
+				leafHeld++
+			}
+		}
+	}
+	t.Logf("%d posts behind a credit, %d of them a leaf's", checked, leafHeld)
+	// Each tree: n − 1 edges up and n − 1 down, 8 slices each past the window.
+	assert.Equal(t, 2*2*(n-1)*8, checked)
+	assert.Equal(t, 2*(n/2)*8, leafHeld)
+}
+
+// collSwitchBuf is collSwitch with vlBuf bytes per switch input VL.
+func collSwitchBuf(t testing.TB, n int, lc link.Config, h hca.Config, vlBuf int) (*components.Sim, []*hca.Device) {
+	s := components.NewSim()
+	lft := switchasic.NewLFT(n + 1)
+	for i := 0; i < n; i++ {
+		lft.Set(uint16(i+1), i)
+	}
+	scfg := switchasic.Defaults()
+	scfg.Radix, scfg.VLs, scfg.VLBufferBytes = max(n, 2), 1, vlBuf
+	sw, err := switchasic.MakeBuilder().WithSim(s).WithConfig(scfg).WithLFT(lft).WithFlowControl(lc).Build("Fabric.Switch[0]")
+	require.NoError(t, err)
+	tm := lc.Timing(lc.LengthM)
+	var devs []*hca.Device
+	for i := 0; i < n; i++ {
+		d := hca.NewDevice(s, fmt.Sprintf("Fabric.Host[%d].HCA", i), uint16(i+1), h)
+		link.Connect(sw.Port(i), d.AttachPortVLs(&lc, scfg.VLs), tm)
+		devs = append(devs, d)
+	}
+	return s, devs
+}
+
+// TestTreeGapIsTheFabrics: the 8-rank 8 MiB tree on one NDR switch (cx7
+// hosts, 64 KiB a VL) in NCCL's 128 KiB chunks, against the same
+// transfers — every slice of every rank, on the same connections, lanes
+// and HCAs — posted all at once, with no data dependency and no FIFO
+// window (the sums are then wrong and not checked). Each busy rank's link
+// carries 2S = 16 MiB each way in both runs (S/2 up and S/2 to each child
+// in its inner tree, S/2 up as the other tree's leaf), 337.6 µs at NDR's
+// 397.5 Gb/s payload rate (writeImm overhead: 26 bytes a 4 KiB packet);
+// neither run reaches it: the free run, with nothing to wait for, leaves
+// links idle while their input buffers at the switch are full of packets
+// for outputs other senders oversubscribe (the roots 0 and 7, whose links
+// are half loaded, offer their peers up to half a link; the switch's
+// 64 KiB a VL, 128 KiB at most with a 12-bit credit window, cannot absorb
+// it). That is the fabric's limit on this traffic matrix, not the
+// driver's: the tree, paced by NCCL's FIFO, must finish no later than the
+// free run. Unpaced it finishes 2 % later (tried), as its leaves then run
+// ahead as the free run's senders do and pay for the fill besides.
+func TestTreeGapIsTheFabrics(t *testing.T) {
+	const n = 8
+	h, err := hca.Profile("cx7")
+	require.NoError(t, err)
+	run := CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: 8 << 20, MTU: 4096, Seed: 1}
+	times := map[string]float64{}
+	for _, free := range []bool{false, true} {
+		sched, err := TreeAllReduce(n, run.Bytes)
+		require.NoError(t, err)
+		if free {
+			for k := range sched.Steps {
+				for i := range sched.Steps[k] {
+					sched.Steps[k][i].WaitStep, sched.Steps[k][i].WaitAlso = NoWait, nil
+				}
+			}
+		}
+		s, devs := collSwitchBuf(t, n, perftestLink("NDR"), h, 64<<10)
+		c := newCollective(run, sched)
+		require.Equal(t, int64(128<<10), c.slice)
+		if free {
+			c.window = 0
+		}
+		c.s = s
+		c.setup(devs)
+		m, err := (&Collective{c: c}).Run()
+		require.NoError(t, err)
+		if !free {
+			require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		}
+		times[map[bool]string{false: "tree", true: "free"}[free]] = m["time_us"].(float64)
+	}
+	lc := perftestLink("NDR")
+	pkts := (128<<10 + lc.MTU - 1) / lc.MTU
+	payload := lc.Timing(lc.LengthM).DataRateBps() * float64(128<<10) / float64(128<<10+pkts*26+16+4)
+	floor := float64(2*run.Bytes) * 8 / payload * 1e6
+	t.Logf("tree %.1f µs, the same transfers free %.1f µs, the links' floor %.1f µs (tree at %.3f of it)", times["tree"], times["free"], floor, floor/times["tree"])
+	assert.Greater(t, times["tree"], floor)
+	assert.LessOrEqual(t, times["tree"], times["free"])
 }
