@@ -1077,7 +1077,7 @@ func (p *reqCplReplay) check(got [10]uint64) string {
 	k := p.next
 	p.next++
 	if k >= len(p.want) {
-		return fmt.Sprintf("completion %d on cpl_*: the model made %d", k, len(p.want))
+		return fmt.Sprintf("completion %d on cpl_*: one too many, the model had made %d by then", k, len(p.want))
 	}
 	w := p.want[k]
 	recv := uint64(0)
