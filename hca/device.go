@@ -919,14 +919,26 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 // sendCompletion writes a send-queue CQE when the WQE asked for one or
 // failed (errors always complete, ib-facts.md §5).
 func (d *Device) sendCompletion(qp *QP, c Completion, t ib.PS) {
-	if c.Status == WCSuccess && !c.WQE.Signaled {
+	cqe, ok := RequesterCQE(qp.Num, c)
+	if !ok {
 		return
 	}
-	d.writeCQE(qp.SendCQ, CQE{Opcode: CQEReq, Status: c.Status, WROp: c.WQE.Opcode, QPN: qp.Num,
-		Counter: c.WQE.Index, ByteCnt: c.WQE.Length, HasImm: c.Status == WCSuccess && wrHasImm(c.WQE.Opcode)}, t)
+	d.writeCQE(qp.SendCQ, cqe, t)
 	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == c.WQE.Index && tl.AckRx == 0 {
 		tl.AckRx = d.s.Now()
 	}
+}
+
+// RequesterCQE returns the send-queue CQE that completion c of QP qpn
+// writes, and whether it writes one: a success of an unsignaled WQE
+// writes none; an error always does (ib-facts.md §5). The RTL's
+// requester (rtl, hca_requester) is checked against it.
+func RequesterCQE(qpn uint32, c Completion) (CQE, bool) {
+	if c.Status == WCSuccess && !c.WQE.Signaled {
+		return CQE{}, false
+	}
+	return CQE{Opcode: CQEReq, Status: c.Status, WROp: c.WQE.Opcode, QPN: qpn, Counter: c.WQE.Index,
+		ByteCnt: c.WQE.Length, HasImm: c.Status == WCSuccess && wrHasImm(c.WQE.Opcode)}, true
 }
 
 // writeCQE passes a CQE through the CQE stage and posts its 64-byte write.

@@ -49,12 +49,14 @@ import (
 // reqReadBlocks blocks; the k-th commit is the k-th packet's VL and fits.
 
 const (
-	reqMsgs        = 64 // items (WQEs and context writes) per seed
-	reqMutantItems = 20
+	reqMsgs        = 80 // items (WQEs and context writes) per seed
+	reqMutantItems = 24
 	reqVLs         = 4  // the design's VLs (tb.v drives 4 credits)
 	reqQPs         = 8  // 2^QPN_W contexts, QPN_W = 3 (Params.QPNW)
 	reqReadBlocks  = 64 // hca_requester's READ_BLOCKS default
 	reqPayBlocks   = 128
+	reqCQNW        = 4 // the design's CQN_W (Params.CQNW)
+	reqOutDepth    = 8 // hca_requester's OQ_DEPTH default: messages outstanding per context
 )
 
 // reqItem is one line of items.hex: a context write or a WQE on dec_*.
@@ -67,6 +69,7 @@ type reqItem struct {
 	sl, vl     uint8
 	rqpn, psn  uint32
 	mtuCode    int
+	cqn        int
 	// WQE
 	wqe    hca.SendWQE
 	err    int
@@ -75,7 +78,7 @@ type reqItem struct {
 	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0)
 	addrs  []uint64 // their addresses
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
-	drop   string   // why not: "err", "inline", "opcode7", "nocontext", "qpn"
+	drop   string   // why not: "err", "inline", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
 	npkts  int
 }
 
@@ -88,14 +91,38 @@ type reqRun struct {
 	addrs []uint64 // and their addresses
 	msgOf []int    // the item index of each block
 	ctrl  [][5]uint64
+	acks  []reqAck
 	// coverage
-	psnWraps, bigMsgs, cfgLater int
+	psnWraps, bigMsgs, cfgLater                                                       int
+	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
 }
 
-// reqCtx is a written context, as the model's QP and requester see it.
+// reqAck is one line of acks.hex: an ACK on ack_* the testbench offers
+// once gate packets have left tx_* (so the responder could have sent it).
+type reqAck struct {
+	gate     int
+	qpn, psn uint32
+}
+
+// reqCtx is a written context, as the model's QP and requester see it, and
+// the messages sent on it since, for the ACKs the run plans.
 type reqCtx struct {
-	item *reqItem
-	req  *hca.Requester
+	item      *reqItem
+	req       *hca.Requester
+	err       bool     // a WQE it could not take completed with an error: the context is in ERR
+	outs      []reqOut // the messages sent since the context was written (or since the error)
+	acked     int      // outs[:acked] are covered by an ACK planned (a READ or atomic stays: only its response completes it)
+	block     int      // the first READ or atomic in outs (no ACK may pass it: the model would retry it), or -1
+	lastAcked uint32
+	anyAcked  bool
+}
+
+// reqOut is a sent message: its PSNs and packets.
+type reqOut struct {
+	first, last uint32
+	rdAtomic    bool
+	signaled    bool
+	pkt0, npkts int // its first packet's index in the run's packets, its packets
 }
 
 func newReqRun(seed uint64, n int) *reqRun {
@@ -105,7 +132,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 	newCfg := func(qix int) *reqItem {
 		it := &reqItem{cfg: true, qix: qix, qpn: uint32(r.IntN(1<<21))<<3 | uint32(qix),
 			dlid: uint16(r.Uint32()), slid: uint16(r.Uint32()), sl: uint8(r.IntN(16)), vl: uint8(r.IntN(reqVLs)),
-			rqpn: r.Uint32() & 0xFFFFFF, psn: r.Uint32() & 0xFFFFFF, mtuCode: 1 + r.IntN(5)}
+			rqpn: r.Uint32() & 0xFFFFFF, psn: r.Uint32() & 0xFFFFFF, mtuCode: 1 + r.IntN(5), cqn: r.IntN(1 << reqCQNW)}
 		if r.IntN(3) == 0 {
 			it.psn = 0xFFFFFF - uint32(r.IntN(8))
 		}
@@ -114,8 +141,64 @@ func newReqRun(seed uint64, n int) *reqRun {
 	addCfg := func(it *reqItem) {
 		cfg := hca.Defaults()
 		cfg.MaxRdAtomic = 1 << 30 // the RTL has no max_rd_atomic (TODO in its header), nor ACKs to release one
-		ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn)}
+		ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn), block: -1}
 		run.items = append(run.items, it)
+	}
+	// restore writes a context again after an error: the same path, a new
+	// PSN and QPN (a new QP on the context: the ACKs still to come for the
+	// old one name a QPN no context holds, and are dropped).
+	restore := func(qix int) {
+		it := *ctxs[qix].item
+		it.psn = r.Uint32() & 0xFFFFFF
+		for old := it.qpn; it.qpn == old; {
+			it.qpn = uint32(r.IntN(1<<21))<<3 | uint32(qix)
+		}
+		addCfg(&it)
+		run.cfgLater++
+	}
+	// planAck plans an ACK on c through outs[t]'s last PSN, or (partial)
+	// through one of its packets before the last.
+	planAck := func(c *reqCtx, t int, partial bool) {
+		o := c.outs[t]
+		psn, gate := o.last, o.pkt0+o.npkts
+		if partial && !o.rdAtomic && o.npkts > 1 {
+			j := r.IntN(o.npkts - 1)
+			psn, gate = (o.first+uint32(j))&0xFFFFFF, o.pkt0+j+1
+			run.ackPartial++
+		} else {
+			if t > c.acked {
+				run.ackCoalesced++
+			}
+			for _, m := range c.outs[c.acked:t] {
+				if m.last > psn {
+					run.ackWrap++ // a message before the wrap acknowledged by a PSN after it
+				}
+				if !m.signaled {
+					run.ackUnsignaled++
+				}
+			}
+			if o.rdAtomic {
+				run.ackAtRdAtomic++
+				c.acked = t
+			} else {
+				c.acked = t + 1
+			}
+		}
+		if c.anyAcked && r.IntN(6) == 0 {
+			// First a duplicate of the last one: the walk finds nothing more.
+			run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: c.lastAcked})
+			run.ackDup++
+		}
+		c.lastAcked, c.anyAcked = psn, true
+		run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: psn})
+	}
+	// ackable is the last message an ACK may cover now.
+	ackable := func(c *reqCtx) int {
+		limit := len(c.outs) - 1
+		if c.block >= 0 {
+			limit = min(limit, c.block)
+		}
+		return limit
 	}
 	// Six contexts at first, 0..4 at the five MTUs (a permutation), 0
 	// and 1 just below the PSN wrap; 6 and 7 only by a later write.
@@ -141,20 +224,38 @@ func newReqRun(seed uint64, n int) *reqRun {
 		length int
 		every  int
 		drop   string
+		unsig  bool // not signaled
+		ack    int  // an ACK right after it, 1: through its last PSN, 2: through a packet inside it
+		stay   bool // an error that leaves its context in ERR for the next WQE
 	}
-	// First a SEND of more blocks than the payload buffer and the packet
-	// queue hold together, read while the port has no credit (below); an
-	// atomic of more bytes than an MTU (the parser gives 8, but one PSN
-	// whatever the length is the model's rule) with a SEND after it on its
-	// context; a WQE dropped for each reason (so the mutants' shorter run
-	// has them all). Then each SEND and WRITE variant of three MTUs and a
+	// First (among the completions' WQEs below) a SEND of more blocks than
+	// the payload buffer and the packet queue hold together, read while the
+	// port has no credit (below); an atomic of more bytes than an MTU (the
+	// parser gives 8, but one PSN whatever the length is the model's rule)
+	// with a SEND after it on its context; a WQE not sent for each reason
+	// (so the mutants' shorter run has them all). Then each SEND and WRITE variant of three MTUs and a
 	// byte with AckReq every 2..4 on contexts 0..3 and context 4's MTU on
 	// three packets (every MTU), three at 0, MTU - 1 and MTU + 1 on the
 	// contexts in turn, a READ of 2^30 bytes or more, a fetch and add.
-	dir := []directed{{qix: 0, op: hca.WRSend, mtus: -1, length: 20000},
-		{qix: 2, op: hca.WRCompSwap, mtus: 5}, {qix: 2, op: hca.WRSend, mtus: -1, length: 1}}
+	//
+	// Completions first: on context 1 (PSN within 2 of the wrap) an
+	// unsignaled 1-byte SEND, then a WRITE of three MTUs and a byte across
+	// the wrap, both acknowledged by one ACK at the WRITE's last PSN (a
+	// coalesced ACK whose PSN has wrapped), and a SEND after them; the
+	// atomic acknowledged at its PSN (the model leaves it for its
+	// response); the 20000-byte SEND acknowledged through a packet inside
+	// it; a parser error on context 0 (its SEND, still outstanding, is
+	// flushed) and a SEND on context 0 in ERR.
+	dir := []directed{{qix: 1, op: hca.WRSend, mtus: -1, length: 1, unsig: true},
+		{qix: 1, op: hca.WRRDMAWrite, mtus: 3, ack: 1}, {qix: 1, op: hca.WRSend, mtus: -1, length: 200},
+		{qix: 2, op: hca.WRCompSwap, mtus: 5, ack: 1}, {qix: 2, op: hca.WRSend, mtus: -1, length: 1},
+		{qix: 0, op: hca.WRSend, mtus: -1, length: 20000, ack: 2}}
 	for _, d := range []string{"err", "inline", "opcode7", "nocontext", "qpn"} {
 		dir = append(dir, directed{qix: -1, op: hca.WRSend, mtus: -1, length: 100, drop: d})
+		if d == "err" {
+			dir[len(dir)-1].qix, dir[len(dir)-1].stay = 0, true
+			dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 100})
+		}
 	}
 	for op := hca.WRRDMAWrite; op <= hca.WRSendImm; op++ {
 		dir = append(dir, directed{qix: int(op), op: op, mtus: 3, every: 2 + int(op)%3})
@@ -243,6 +344,27 @@ func newReqRun(seed uint64, n int) *reqRun {
 		if c != nil && it.drop == "" && it.qpn != c.item.qpn {
 			panic("rtl: reqRun: a WQE meant to be sent names another QPN")
 		}
+		// What hca_requester cannot take completes with LOC_QP_OP_ERR
+		// and puts its context in ERR, where every WQE completes with
+		// WR_FLUSH_ERR (unsent) until the context is written again.
+		bad := c != nil && (it.drop == "err" || it.drop == "inline" || it.drop == "opcode7")
+		if c != nil && it.drop == "" && c.err {
+			it.drop = "flushed"
+		}
+		if c != nil && it.drop == "" && len(c.outs)-c.acked+1 > reqOutDepth {
+			// The context's outstanding messages would not fit
+			// hca_requester's OQ_DEPTH: an ACK through what may be
+			// acknowledged, and if a READ or atomic still holds the
+			// rest (no response comes), the context written again.
+			if l := ackable(c); c.acked <= l {
+				planAck(c, l, false)
+			}
+			if len(c.outs)-c.acked+1 > reqOutDepth {
+				restore(it.qix)
+				c = ctxs[it.qix]
+				it.qpn = c.item.qpn
+			}
+		}
 		mtu := 4096
 		if c != nil {
 			mtu = pktzMTU(c.item.mtuCode)
@@ -284,7 +406,10 @@ func newReqRun(seed uint64, n int) *reqRun {
 		}
 		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: r.Uint64(), RKey: r.Uint32(),
 			Imm: r.Uint32(), SwapAdd: r.Uint64(), Compare: r.Uint64(), LocalAddr: base + uint64(start),
-			Inline: it.wqe.Inline, QPN: it.qpn}
+			Inline: it.wqe.Inline, QPN: it.qpn, Index: uint16(r.Uint32()), Signaled: r.IntN(4) != 0}
+		if d != nil {
+			it.wqe.Signaled = !d.unsig
+		}
 		it.start = start
 		it.sent = it.drop == "" && c != nil
 		if it.sent && op <= hca.WRSendImm && length > 0 {
@@ -306,23 +431,60 @@ func newReqRun(seed uint64, n int) *reqRun {
 			}
 		}
 		if it.sent {
+			pkt0 := len(run.wires)
 			run.addWires(it, c)
+			// Its PSNs, hca.Requester.Enqueue's: one for an atomic,
+			// else a PSN per packet (a READ's response packets).
+			w := run.wires[pkt0]
+			first := uint32(w[17])<<16 | uint32(w[18])<<8 | uint32(w[19]) // BTH PSN
+			npsn := hca.PacketCount(it.wqe.Length, mtu)
+			rdAtomic := op >= hca.WRRDMARead
+			if op >= hca.WRCompSwap {
+				npsn = 1
+			}
+			c.outs = append(c.outs, reqOut{first: first, last: (first + uint32(npsn) - 1) & 0xFFFFFF, rdAtomic: rdAtomic,
+				signaled: it.wqe.Signaled, pkt0: pkt0, npkts: it.npkts})
+			if rdAtomic && c.block < 0 {
+				c.block = len(c.outs) - 1
+			}
+			switch {
+			case d != nil:
+				if d.ack == 1 || d.ack == 2 {
+					planAck(c, len(c.outs)-1, d.ack == 2)
+				}
+			case r.IntN(4) != 0 && c.acked <= ackable(c):
+				// Mostly an ACK through a random message not yet
+				// covered (the ones before it coalesced into it), now
+				// and then through a packet inside one.
+				planAck(c, c.acked+r.IntN(ackable(c)-c.acked+1), r.IntN(4) == 0)
+			}
+		}
+		if bad {
+			if len(c.outs) > c.acked {
+				run.flushOut++ // a message no ACK covers: flushed before the error
+			}
+			c.err, c.outs, c.acked, c.block = true, nil, 0, -1
 		}
 		run.items = append(run.items, it)
+		if c != nil && c.err && (d == nil && r.IntN(4) != 0 || d != nil && !d.stay) {
+			restore(it.qix)
+		}
 	}
 	// The control trace: offers, rd1's ready and answers, out_ready and
 	// picks in 256-cycle phases; per VL a credit that is plenty, scarce
 	// (0..80 blocks), none for the phase, or around the modular rule's
 	// edge (2040..2100), moving every 16 cycles.
-	var pOffer, pRd, pRsp, pOut, pPick float64
+	var pOffer, pRd, pRsp, pOut, pPick, pCpl, pAck float64
 	var credKind [reqVLs]int
 	var cred [reqVLs]uint64
-	for c := range 12*run.beats + 4000 {
+	for c := range 12*run.beats + 6000 {
 		po := max(phaseProb(r, c, &pOffer), 0.2)
 		prd := max(phaseProb(r, c, &pRd), 0.3)
 		prs := max(phaseProb(r, c, &pRsp), 0.4)
 		pout := max(phaseProb(r, c, &pOut), 0.3)
 		ppk := max(phaseProb(r, c, &pPick), 0.3)
+		pcpl := max(phaseProb(r, c, &pCpl), 0.2)
+		pack := max(phaseProb(r, c, &pAck), 0.2)
 		if c%256 == 0 {
 			for v := range credKind {
 				credKind[v] = r.IntN(8)
@@ -378,6 +540,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 		if r.IntN(16) == 0 {
 			w[0] |= 1 << 7 // pick a VL whether it waits or not
 		}
+		bit(8, pcpl) // cpl_ready
+		bit(9, pack) // an ACK offered, when one is due
 		for v := range cred {
 			w[1+v] = cred[v]
 		}
@@ -417,31 +581,41 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 	}
 }
 
-// write writes items.hex, pays.hex and ctrl.hex into dir.
+// write writes items.hex, pays.hex, ctrl.hex and acks.hex into dir.
 func (run *reqRun) write(t *testing.T, dir string) {
 	t.Helper()
-	var items, pays, ctrl strings.Builder
+	var items, pays, ctrl, acks strings.Builder
 	for _, it := range run.items {
 		if it.cfg {
-			fmt.Fprintf(&items, "1%06x%04x%04x%01x%01x%06x%06x%01x%s\n", it.qpn, it.dlid, it.slid, it.sl, it.vl,
-				it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 73))
+			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s\n", it.cqn, it.qpn, it.dlid, it.slid,
+				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 73))
 			continue
 		}
 		w := &it.wqe
-		inl := 0
+		inl, sig := 0, 0
 		if w.Inline {
 			inl = 1
 		}
-		fmt.Fprintf(&items, "0%01x%01x%01x%06x%08x%016x%016x%08x%08x%016x%016x%05x\n", it.err, uint8(w.Opcode), inl,
-			it.qpn, w.Length, w.LocalAddr, w.RemoteAddr, w.RKey, w.Imm, w.SwapAdd, w.Compare, it.every)
+		if w.Signaled {
+			sig = 1
+		}
+		fmt.Fprintf(&items, "%01x%04x0%01x%01x%01x%06x%08x%016x%016x%08x%08x%016x%016x%05x\n", sig, w.Index, it.err,
+			uint8(w.Opcode), inl, it.qpn, w.Length, w.LocalAddr, w.RemoteAddr, w.RKey, w.Imm, w.SwapAdd, w.Compare, it.every)
 	}
 	for _, b := range run.pays {
 		fmt.Fprintf(&pays, "%s\n", hex.EncodeToString(b))
 	}
 	for _, w := range run.ctrl {
-		fmt.Fprintf(&ctrl, "%03x%03x%03x%03x%02x\n", w[4], w[3], w[2], w[1], w[0])
+		fmt.Fprintf(&ctrl, "%03x%03x%03x%03x%03x\n", w[4], w[3], w[2], w[1], w[0])
 	}
-	for name, text := range map[string]string{"items.hex": items.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String()} {
+	for _, a := range run.acks {
+		fmt.Fprintf(&acks, "%04x%06x%06x\n", a.gate, a.qpn, a.psn)
+	}
+	if len(run.acks) == 0 {
+		acks.WriteString("0\n") // $readmemh wants a line
+	}
+	for name, text := range map[string]string{"items.hex": items.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
+		"acks.hex": acks.String()} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
 }
@@ -449,7 +623,8 @@ func (run *reqRun) write(t *testing.T, dir string) {
 func (run *reqRun) args(dir, tag string) []string {
 	return []string{
 		"+items=" + filepath.Join(dir, "items.hex"), "+pays=" + filepath.Join(dir, "pays.hex"),
-		"+ctrl=" + filepath.Join(dir, "ctrl.hex"), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
+		"+ctrl=" + filepath.Join(dir, "ctrl.hex"), "+acks=" + filepath.Join(dir, "acks.hex"),
+		"+nack=" + strconv.Itoa(len(run.acks)), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
@@ -467,23 +642,25 @@ func (run *reqRun) args(dir, tag string) []string {
 // plenty of credit, so a beat past the model's packets is written too.
 const reqTB = "`timescale 1ns/1ps\n" + `
 module tb;
-    localparam MAXIT = 4096, MAXPAY = 65536, MAXCYC = 1048576;
+    localparam MAXIT = 4096, MAXPAY = 65536, MAXCYC = 1048576, MAXACK = 4096;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
-    reg [411:0] items [0:MAXIT-1];
+    reg [431:0] items [0:MAXIT-1];
     reg [511:0] pays [0:MAXPAY-1];
-    reg [55:0]  ctrl [0:MAXCYC-1];
+    reg [59:0]  ctrl [0:MAXCYC-1];
+    reg [63:0]  acks [0:MAXACK-1];
     reg [8*1024-1:0] path;
-    integer nit, npay, ncyc, nbeat, fo, fl, c, k, v, ii, pi, got, rq_blocks;
-    integer werr, cerr, gaps, verr, offers, commits, held_tx;
-    reg [411:0] it;
-    reg [55:0] cw;
-    reg held, take_dec, take_rd, tb_sending, drain;
+    integer nit, npay, ncyc, nbeat, nack, fo, fl, c, k, v, ii, pi, ai, got, rq_blocks, eops, cpls;
+    integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held;
+    reg [431:0] it;
+    reg [59:0] cw;
+    reg [63:0] ak;
+    reg held, take_dec, take_rd, tb_sending, drain, ack_held, take_ack;
     reg [1:0] tb_vl;
     reg [10:0] plen;
     reg [11:0] blks, left;
 
-    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid;
+    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, ack_valid, cpl_ready;
     reg [1:0] pick_vl;
     reg [47:0] credit;
     reg [511:0] rsp_data;
@@ -495,15 +672,22 @@ module tb;
     wire [1:0] tx_vl;
     wire v_valid, v_sop, v_eop, v_vcrc_err, v_len_err;
     wire [511:0] v_data;
+    wire ack_ready, cpl_valid, cpl_receiver;
+    wire [3:0] cpl_cqn, cpl_opcode;
+    wire [7:0] cpl_status;
+    wire [2:0] cpl_wr_op;
+    wire [23:0] cpl_qpn, cpl_src_qp;
+    wire [15:0] cpl_wqe_counter;
+    wire [31:0] cpl_byte_count, cpl_imm;
 
     hca_transport dut (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]),
-        .qp_cfg_mtu(it[294:292]), .ack_req_every(it[16:0]),
+        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .ack_req_every(it[16:0]),
         .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
-        .dec_index(16'd0), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(1'b0), .dec_imm(it[179:148]),
+        .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_imm(it[179:148]),
         .dec_raddr(it[275:212]), .dec_rkey(it[211:180]), .dec_swap_add(it[147:84]), .dec_compare(it[83:20]),
         .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),
@@ -516,8 +700,10 @@ module tb;
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),
         .rx_valid(1'b0), .rx_data(512'd0), .rx_sop(1'b0), .rx_eop(1'b0), .rx_vl(2'd0), .rx_ready(),
-        .cpl_valid(), .cpl_ready(1'b0), .cpl_cqn(), .cpl_opcode(), .cpl_status(), .cpl_receiver(), .cpl_wr_op(),
-        .cpl_qpn(), .cpl_wqe_counter(), .cpl_byte_count(), .cpl_imm(), .cpl_src_qp());
+        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ak[47:24]), .ack_psn(ak[23:0]),
+        .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
+        .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
+        .cpl_wqe_counter(cpl_wqe_counter), .cpl_byte_count(cpl_byte_count), .cpl_imm(cpl_imm), .cpl_src_qp(cpl_src_qp));
     ib_vcrc vcrc (
         .clk(clk), .rst_n(rst_n),
         .in_valid(tx_valid), .in_ready(tx_ready), .in_data(tx_data), .in_sop(tx_sop), .in_eop(tx_eop),
@@ -528,34 +714,45 @@ module tb;
 
     initial begin
         if (!$value$plusargs("nit=%d", nit) || !$value$plusargs("npay=%d", npay) ||
-            !$value$plusargs("ncyc=%d", ncyc) || !$value$plusargs("nbeat=%d", nbeat)) begin
+            !$value$plusargs("ncyc=%d", ncyc) || !$value$plusargs("nbeat=%d", nbeat) ||
+            !$value$plusargs("nack=%d", nack)) begin
             $display("REQ missing plusargs");
             $finish;
         end
         if ($value$plusargs("items=%s", path)) $readmemh(path, items, 0, nit - 1);
         if (npay > 0 && $value$plusargs("pays=%s", path)) $readmemh(path, pays, 0, npay - 1);
         if ($value$plusargs("ctrl=%s", path)) $readmemh(path, ctrl, 0, ncyc - 1);
+        if (nack > 0 && $value$plusargs("acks=%s", path)) $readmemh(path, acks, 0, nack - 1);
         if (!$value$plusargs("out=%s", path)) path = "beats.txt";
         fo = $fopen(path, "w");
         if (!$value$plusargs("log=%s", path)) path = "log.txt";
         fl = $fopen(path, "w");
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
-        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 412'd0;
+        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 432'd0;
+        ack_valid = 1'b0; cpl_ready = 1'b0; ak = 64'd0;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
-        ii = 0; pi = 0; got = 0; rq_blocks = 0;
-        werr = 0; cerr = 0; gaps = 0; verr = 0; offers = 0; commits = 0; held_tx = 0;
+        ack_held = 1'b0; take_ack = 1'b0;
+        ii = 0; pi = 0; ai = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
+        werr = 0; cerr = 0; gaps = 0; verr = 0; offers = 0; commits = 0; held_tx = 0; cpl_held = 0;
         repeat (3) @(posedge clk);
         @(negedge clk) rst_n = 1'b1;
         c = 0;
         k = 0;
         while (k < 64) begin
-            if (c >= ncyc || got >= nbeat) drain = 1'b1;
+            if (c >= ncyc || (got >= nbeat && ii >= nit && ai >= nack)) drain = 1'b1;
             if (drain) k = k + 1;
             @(negedge clk);
             if (take_dec || qp_cfg_valid) ii = ii + 1;
-            cw = drain ? 56'h800_800_800_800_1e : ctrl[c];
-            it = ii < nit ? items[ii] : 412'd0;
-            qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && cw[0];
+            if (take_ack) ai = ai + 1;
+            cw = drain ? 60'h800_800_800_800_31e : ctrl[c];
+            // An ACK once its packets have left tx_* (acks.hex: gate, QPN, PSN), held until taken.
+            ak = ai < nack ? acks[ai] : 64'd0;
+            ack_valid = !drain && ai < nack && eops >= ak[63:48] && (ack_held || cw[9]);
+            cpl_ready = cw[8];
+            it = ii < nit ? items[ii] : 432'd0;
+            // A context write only while no completion work is under way (ack_ready) and no ACK is
+            // offered: the requester is not walking the context it replaces.
+            qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && cw[0] && ack_ready && !ack_valid;
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && (held || cw[0]);
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && pi < npay && cw[2];
@@ -565,7 +762,7 @@ module tb;
                 rq_blocks = rq_blocks - 1;
             end
             out_ready = cw[3];
-            credit = cw[55:8];
+            credit = cw[59:12];
             pick_valid = 1'b0;
             #1;
             // The pick: the first waiting VL at or after cw[6:5]; with cw[7], that VL whatever waits.
@@ -584,6 +781,18 @@ module tb;
             #1;
             take_dec = dec_valid && dec_ready;
             held = dec_valid && !dec_ready;
+            take_ack = ack_valid && ack_ready;
+            ack_held = ack_valid && !ack_ready;
+            // Events in the order the model replays them: the item taken, then the ACK.
+            if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
+            if (qp_cfg_valid) $fdisplay(fl, "Q %0d %0d", ii, c);
+            if (take_ack) $fdisplay(fl, "A %0d %0d", ai, c);
+            if (cpl_valid && cpl_ready) begin
+                $fdisplay(fl, "P %h %h %h %h %h %h %h %h %h %h", cpl_cqn, cpl_opcode, cpl_status, cpl_receiver,
+                          cpl_wr_op, cpl_qpn, cpl_wqe_counter, cpl_byte_count, cpl_imm, cpl_src_qp);
+                cpls = cpls + 1;
+            end
+            if (cpl_valid && !cpl_ready) cpl_held = cpl_held + 1;
             take_rd = rd_req_valid && rd_req_ready;
             if (take_rd) begin
                 $fdisplay(fl, "R %h %h", rd_req_addr, rd_req_len);
@@ -610,7 +819,10 @@ module tb;
             if (tx_valid && tx_vl != tb_vl) verr = verr + 1;
             if (tb_sending && tx_ready && !tx_valid) gaps = gaps + 1;
             if (tb_sending && !tx_ready) held_tx = held_tx + 1;
-            if (tx_valid && tx_ready && tx_eop) tb_sending = 1'b0;
+            if (tx_valid && tx_ready && tx_eop) begin
+                tb_sending = 1'b0;
+                eops = eops + 1;
+            end
             if (v_valid && out_ready) begin
                 $fdisplay(fo, "%b %b %b %h", v_sop, v_eop, v_len_err, v_data);
                 got = got + 1;
@@ -619,14 +831,14 @@ module tb;
         end
         $fclose(fo);
         $fclose(fl);
-        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d",
-                 got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx);
+        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d",
+                 got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held);
         $finish;
     end
 endmodule
 `
 
-var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+)$`)
+var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
 var reqFiles = []string{"hca_requester.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
@@ -642,6 +854,7 @@ func reqTransport(t *testing.T) string {
 	for _, f := range files {
 		if f.Name == "hca_transport.v" {
 			require.Equal(t, reqQPs, 1<<d.Params().QPNW, "the testbench's contexts")
+			require.Equal(t, reqCQNW, d.Params().CQNW, "the testbench's cpl_cqn")
 			return f.Text
 		}
 	}
@@ -671,6 +884,9 @@ type reqResultOf struct {
 	first                        []string
 	werr, cerr, verr, gaps       int
 	offers, commits, heldTx, cyc int
+	acks, cpls, cplHeld          int
+	cplChecked                   int // completions compared with the model's
+	cplByStatus                  map[hca.WCStatus]int
 }
 
 func (res *reqResultOf) fail(format string, args ...any) {
@@ -687,7 +903,8 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	m := reqResult.FindStringSubmatch(out)
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
-	res := &reqResultOf{cyc: n(2), werr: n(5), cerr: n(6), verr: n(7), gaps: n(8), offers: n(9), commits: n(10), heldTx: n(11)}
+	res := &reqResultOf{cyc: n(2), werr: n(5), cerr: n(6), verr: n(7), gaps: n(8), offers: n(9), commits: n(10), heldTx: n(11),
+		acks: n(12), cpls: n(13), cplHeld: n(14), cplByStatus: map[hca.WCStatus]int{}}
 	var first []string
 	res.checked, res.errors, first = txPathCheck(t, &txPathRun{wires: run.wires}, beatsFile)
 	res.first = append(res.first, first...)
@@ -697,9 +914,23 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	blk, pkt := 0, 0
+	cpl := newReqCplReplay(run)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		switch fields[0] {
+		case "Q", "T", "A":
+			i, _ := strconv.Atoi(fields[1])
+			if msg := cpl.event(fields[0], i); msg != "" {
+				res.fail("%s", msg)
+			}
+		case "P":
+			var got [10]uint64
+			for k := range got {
+				got[k], _ = strconv.ParseUint(fields[1+k], 16, 64)
+			}
+			if msg := cpl.check(got); msg != "" {
+				res.fail("%s", msg)
+			}
 		case "R":
 			addr, _ := strconv.ParseUint(fields[1], 16, 64)
 			length, _ := strconv.ParseUint(fields[2], 16, 16)
@@ -743,7 +974,122 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	if pkt != len(run.wires) {
 		res.fail("%d commits for %d packets", pkt, len(run.wires))
 	}
+	if cpl.next != len(cpl.want) {
+		res.fail("%d completions on cpl_*, the model made %d", cpl.next, len(cpl.want))
+	}
+	if res.acks != len(run.acks) {
+		res.fail("%d ACKs taken of %d", res.acks, len(run.acks))
+	}
+	res.cplChecked = min(cpl.next, len(cpl.want))
+	for _, w := range cpl.want[:res.cplChecked] {
+		res.cplByStatus[w.cqe.Status]++
+	}
 	return res
+}
+
+// reqCplReplay replays, in the order the testbench logged them, the
+// context writes, the WQEs taken and the ACKs taken into the model: per
+// context a hca.Requester made at the write (as the RTL's context write
+// empties its outstanding messages), Enqueue and Next for a WQE it sends,
+// FlushAll and a LOC_QP_OP_ERR completion for a WQE hca_requester cannot
+// take (the model's own path for a WQE that fails at decode,
+// hca.Device.wqeReady's, with the RTL's status: rxe's for a WQE it cannot
+// build, ib-facts.md §5), OnAck for an ACK; each completion becomes
+// hca.RequesterCQE's CQE, or none. cpl_* must carry those CQEs, in order.
+type reqCplReplay struct {
+	run  *reqRun
+	ctxs [reqQPs]*reqCtx
+	want []reqWantCQE
+	next int
+	// staleAcks came for a QPN no context held any more.
+	staleAcks int
+}
+
+type reqWantCQE struct {
+	cqn int
+	cqe hca.CQE
+}
+
+func newReqCplReplay(run *reqRun) *reqCplReplay { return &reqCplReplay{run: run} }
+
+func (p *reqCplReplay) complete(c *reqCtx, comps []hca.Completion) {
+	for _, comp := range comps {
+		if cqe, ok := hca.RequesterCQE(c.item.qpn, comp); ok {
+			p.want = append(p.want, reqWantCQE{cqn: c.item.cqn, cqe: cqe})
+		}
+	}
+}
+
+// event replays one logged event; it returns what went wrong, if anything.
+func (p *reqCplReplay) event(kind string, i int) string {
+	switch kind {
+	case "Q":
+		it := p.run.items[i]
+		if !it.cfg {
+			return fmt.Sprintf("item %d written as a context", i)
+		}
+		cfg := hca.Defaults()
+		cfg.MaxRdAtomic = 1 << 30
+		p.ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn)}
+	case "T":
+		it := p.run.items[i]
+		if it.cfg {
+			return fmt.Sprintf("item %d taken as a WQE", i)
+		}
+		c := p.ctxs[it.qix]
+		if c == nil || c.item.qpn != it.qpn {
+			return "" // no context holds its QPN: dropped, no CQ to complete into
+		}
+		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline {
+			p.complete(c, c.req.FlushAll())
+			p.complete(c, []hca.Completion{{WQE: it.wqe, Status: hca.WCLocQPOpErr}})
+			return ""
+		}
+		sends := c.req.State == hca.QPRTS
+		if sends != it.sent {
+			return fmt.Sprintf("item %d: the model's QP in %v, the run says sent=%v", i, c.req.State, it.sent)
+		}
+		p.complete(c, c.req.Enqueue(it.wqe, 0))
+		for c.req.HasWork() {
+			var pkt ib.Packet
+			c.req.Next(&pkt)
+		}
+	case "A":
+		a := p.run.acks[i]
+		c := p.ctxs[a.qpn&(reqQPs-1)]
+		if c == nil || c.item.qpn != a.qpn {
+			p.staleAcks++
+			return "" // for a QP whose context was written again: dropped
+		}
+		res := c.req.OnAck(a.psn, hca.SynACK)
+		if res.Rewound {
+			return fmt.Sprintf("ACK %d (QPN %#x PSN %#x) makes the model retry: the run's ACKs must not pass a READ or atomic", i, a.qpn, a.psn)
+		}
+		p.complete(c, res.Completions)
+	}
+	return ""
+}
+
+// check compares the next completion on cpl_* (cqn, opcode, status,
+// receiver, WR opcode, QPN, WQE counter, byte count, immediate, source QP)
+// with the model's.
+func (p *reqCplReplay) check(got [10]uint64) string {
+	k := p.next
+	p.next++
+	if k >= len(p.want) {
+		return fmt.Sprintf("completion %d on cpl_*: one too many, the model had made %d by then", k, len(p.want))
+	}
+	w := p.want[k]
+	recv := uint64(0)
+	if w.cqe.Receiver {
+		recv = 1
+	}
+	want := [10]uint64{uint64(w.cqn), uint64(w.cqe.Opcode), uint64(w.cqe.Status), recv, uint64(w.cqe.WROp),
+		uint64(w.cqe.QPN), uint64(w.cqe.Counter), uint64(w.cqe.ByteCnt), uint64(w.cqe.Imm), uint64(w.cqe.SrcQP)}
+	if got != want {
+		return fmt.Sprintf("completion %d: cpl_* {cqn opcode status receiver wr_op qpn counter bytes imm src_qp} = %x, the model's %x", k, got, want)
+	}
+	return ""
 }
 
 func runReq(t *testing.T, ctx context.Context, dir, tag string, run *reqRun, cmd string, args ...string) *reqResultOf {
@@ -761,6 +1107,8 @@ func (res *reqResultOf) passes(t *testing.T, run *reqRun, name string) {
 	assert.Zero(t, res.cerr, "%s: commits of a VL not picked or not waiting", name)
 	assert.Zero(t, res.verr, "%s: beats outside a committed packet or on another VL", name)
 	assert.Zero(t, res.gaps, "%s: cycles a committed packet left tx_ready unused", name)
+	assert.Equal(t, len(run.acks), res.acks, "%s: ACKs taken", name)
+	assert.Positive(t, res.cplChecked, "%s: completions compared with the model's", name)
 }
 
 // TestRequesterCosim: hca_transport's requester sends, through ib_vcrc,
@@ -786,13 +1134,22 @@ func TestRequesterCosim(t *testing.T) {
 				run.write(t, dir)
 				res := runReq(t, ctx, dir, strconv.FormatUint(seed, 10), run, cmd, args...)
 				res.passes(t, run, fmt.Sprintf("seed %d", seed))
-				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready",
-					seed, len(run.wires), res.checked, res.cyc, len(run.addrs), res.offers, res.heldTx)
+				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready",
+					seed, len(run.wires), res.checked, res.cyc, len(run.addrs), res.offers, res.heldTx, res.acks,
+					res.cplChecked, res.cplByStatus, res.cplHeld)
 				// The contract's checks saw something: offers, commits of
 				// every packet, packets held by tx_ready.
 				assert.Equal(t, len(run.wires), res.commits, "seed %d: commits", seed)
 				assert.GreaterOrEqual(t, res.offers, len(run.wires), "seed %d: VL-cycles offered", seed)
 				assert.GreaterOrEqual(t, res.heldTx, 100, "seed %d: cycles a committed packet waited for tx_ready", seed)
+				// Completions of each kind the requester makes: successes
+				// on ACKs, LOC_QP_OP_ERR at decode, WR_FLUSH_ERR (the
+				// outstanding messages of a context going to ERR, and WQEs
+				// on a context in ERR), some held by cpl_ready.
+				assert.GreaterOrEqual(t, res.cplByStatus[hca.WCSuccess], 5, "seed %d: successful completions", seed)
+				assert.GreaterOrEqual(t, res.cplByStatus[hca.WCLocQPOpErr], 3, "seed %d: LOC_QP_OP_ERR completions", seed)
+				assert.GreaterOrEqual(t, res.cplByStatus[hca.WCWRFlushErr], 2, "seed %d: WR_FLUSH_ERR completions", seed)
+				assert.GreaterOrEqual(t, res.cplHeld, 5, "seed %d: cycles a completion waited for cpl_ready", seed)
 			}
 		})
 	}
@@ -804,6 +1161,7 @@ func TestRequesterCosim(t *testing.T) {
 // start offsets, every MTU on a message of three packets or more, READs
 // of 2^30 bytes or more, ack_req_every of 2..4, and credits that do not fit.
 func TestRequesterStimulusCovers(t *testing.T) {
+	dups := 0
 	for _, seed := range cosimSeeds[:3] {
 		run := newReqRun(seed, reqMsgs)
 		name := fmt.Sprintf("seed %d", seed)
@@ -839,9 +1197,22 @@ func TestRequesterStimulusCovers(t *testing.T) {
 			ops[ib.Opcode(w[8])] = true // BTH byte 0
 		}
 		assert.Len(t, ops, 15, "%s: request opcodes", name)
-		for _, d := range []string{"err", "inline", "opcode7", "nocontext", "qpn"} {
-			assert.GreaterOrEqual(t, drops[d], 1, "%s: WQEs dropped for %s", name, d)
+		for _, d := range []string{"err", "inline", "opcode7", "nocontext", "qpn", "flushed"} {
+			assert.GreaterOrEqual(t, drops[d], 1, "%s: WQEs not sent for %s", name, d)
 		}
+		// The ACKs: several messages at once, one before the PSN wrap
+		// covered by a PSN after it, unsignaled messages covered, a
+		// packet inside a message, a READ's or atomic's last PSN (the
+		// walk stops there), duplicates; messages outstanding when their
+		// context goes to ERR (flushed).
+		assert.GreaterOrEqual(t, len(run.acks), 10, "%s: ACKs", name)
+		assert.GreaterOrEqual(t, run.ackCoalesced, 3, "%s: ACKs covering several messages", name)
+		assert.GreaterOrEqual(t, run.ackWrap, 1, "%s: ACKs past the PSN wrap covering a message before it", name)
+		assert.GreaterOrEqual(t, run.ackUnsignaled, 1, "%s: unsignaled messages acknowledged", name)
+		assert.GreaterOrEqual(t, run.ackPartial, 1, "%s: ACKs inside a message", name)
+		assert.GreaterOrEqual(t, run.ackAtRdAtomic, 1, "%s: ACKs at a READ's or atomic's last PSN", name)
+		assert.GreaterOrEqual(t, run.flushOut, 1, "%s: errors with messages outstanding on their context", name)
+		dups += run.ackDup
 		assert.GreaterOrEqual(t, run.cfgLater, 2, "%s: context writes after the first WQE", name)
 		assert.GreaterOrEqual(t, run.psnWraps, 1, "%s: PSN wraps inside a message", name)
 		assert.GreaterOrEqual(t, run.bigMsgs, 2, "%s: messages of more than %d blocks", name, reqPayBlocks)
@@ -860,6 +1231,7 @@ func TestRequesterStimulusCovers(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, scarce, 2000, "%s: VL-cycles with a credit some packets do not fit", name)
 	}
+	assert.GreaterOrEqual(t, dups, 1, "duplicate ACKs over the seeds")
 }
 
 // TestRequesterMutantsFail: each slip fails the end-to-end test (Icarus,
@@ -881,9 +1253,15 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"credits compared without the modular rule", f, "cred_left <= 12'd2048", "head_cred >= head_blks"},
 		{"a packet offered before its last beat is in", f, "wire            offer      = pkts != {PQ_CW{1'b0}}", "wire            offer      = pq_valid"},
 		{"the QPN not compared", f, "ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;", "ctx_valid[dix];"},
-		{"a parser error sent", f, "dec_err == 2'd0 && dec_opcode", "dec_opcode"},
+		{"a parser error sent", f, "dec_err != 2'd0 || dec_opcode", "dec_opcode"},
 		{"the context index from the QPN's high bits", f, "wire [QPN_W-1:0] dix      = dec_qpn[QPN_W-1:0];",
 			"wire [QPN_W-1:0] dix      = dec_qpn[23 -: QPN_W];"},
+		// Completions.
+		{"an unsignaled message completed", f, "emit_hd  = pop && (!eng_ack || h_sig);", "emit_hd  = pop;"},
+		{"the ACK's PSN compared without the modulo", f, "(h_d == 24'd0 || h_d[23])", "(h_ent[23:0] <= e_psn)"},
+		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
+		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
+		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

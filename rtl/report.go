@@ -93,17 +93,20 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("hca.key_cache_entries = %d MPT entries of 256 bits (tags and ages in flops)", p.KeyCache)})
 	// hca_requester (in hca_transport): the QP contexts (2^QPN_W of QPN
 	// 24, DLID 16, SLID 16, SL 4, VL VL_W, remote QPN 24, next PSN 24,
-	// MTU code 3, with the valid bits in flops), the payload buffer (a
-	// 64-byte block an entry), the start queue ({blocks 27, start 6} a
-	// message) and the packet queue ({sop, eop, data}).
-	add(BufferUse{Block: "HCA requester QP contexts (hca_requester)", Entries: qps, Width: reqCtxBits(p.VLW), ArraysPort: 1, Ports: 1,
-		Note: "per context index: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU (valid bits in flops)"})
+	// MTU code 3, send CQ CQN_W, with the valid and ERR bits in flops),
+	// the payload buffer (a 64-byte block an entry), the start queue
+	// ({blocks 27, start 6} a message), the packet queue ({sop, eop,
+	// data}) and the outstanding messages (ReqOutDepth a context).
+	add(BufferUse{Block: "HCA requester QP contexts (hca_requester)", Entries: qps, Width: reqCtxBits(p.VLW, p.CQNW), ArraysPort: 1, Ports: 1,
+		Note: "per context index: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ (valid and ERR bits in flops)"})
 	add(BufferUse{Block: "HCA requester payload buffer (sync_fifo)", Entries: ReqPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("rd1's blocks for hca_tx_path: %d blocks of 64 B, reads issued only with room for them", ReqPayBlocks)})
 	add(BufferUse{Block: "HCA requester start queue (sync_fifo)", Entries: ReqMsgDepth, Width: 27 + 6, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("{blocks, LocalAddr mod 64} of %d messages between dec_* and the payload buffer's read side", ReqMsgDepth)})
 	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("%d beats, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
+	add(BufferUse{Block: "HCA requester outstanding messages (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqOutBits, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("%d a context, until ACKed or flushed: {READ or atomic, signaled, opcode, index, length, last PSN} (ring pointers in flops)", ReqOutDepth)})
 	if !synth {
 		return r, nil
 	}
@@ -145,8 +148,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_tx_path", Role: "HCA requester transmit path: the three above wired (blocks apart)", Instances: 1},
 		// hca_transport's requester: contexts, reads, queues; hca_tx_path a
 		// black box (its line above).
-		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}},
-			Role: "HCA requester: QP contexts, payload reads, packet queue (path apart)", Instances: 1},
+		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW}},
+			Role: "HCA requester: QP contexts, payload reads, packet queue, completions (path apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -211,16 +214,20 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 
 // hca_requester's fixed sizes (its parameters' defaults, which
 // hca_transport keeps): the payload buffer's blocks, the start queue's
-// messages, the packet queue's beats.
+// messages, the packet queue's beats, the messages outstanding per
+// context (OQ_DEPTH) and the bits of one: READ or atomic 1, signaled 1,
+// opcode 3, index 16, length 32, last PSN 24.
 const (
 	ReqPayBlocks = 128
 	ReqMsgDepth  = 4
 	ReqPktBlocks = 130
+	ReqOutDepth  = 8
+	ReqOutBits   = 1 + 1 + 3 + 16 + 32 + 24
 )
 
 // reqCtxBits is one requester QP context in memory: QPN 24, DLID 16, SLID
-// 16, SL 4, VL vlW, remote QPN 24, next PSN 24, MTU code 3.
-func reqCtxBits(vlW int) int { return 24 + 16 + 16 + 4 + vlW + 24 + 24 + 3 }
+// 16, SL 4, VL vlW, remote QPN 24, next PSN 24, MTU code 3, send CQ cqnW.
+func reqCtxBits(vlW, cqnW int) int { return 24 + 16 + 16 + 4 + vlW + 24 + 24 + 3 + cqnW }
 
 func synthKey(module string, params []Param) string {
 	var b strings.Builder

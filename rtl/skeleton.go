@@ -180,28 +180,35 @@ tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); 
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
 Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and atomics,
 hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
-written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU; ack_req_every is
-hca.ack_req_every), the parsed WQEs taken in order from dec_* (a WQE with dec_err, inline or for a
-context that does not hold its QPN is taken and dropped: TODO its completion), each message's first
+written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ;
+ack_req_every is hca.ack_req_every), the parsed WQEs taken in order from dec_* (one for a context
+that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7 or inline
+completes with LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
+context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
 PSN from its context and the PSNs it takes, its payload read through DMA client rd1 (pay_rd_*,
 pay_rsp_*) into a payload buffer that never takes more reads than it has room for, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
 (store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
-(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it).
-TODO: completions (cpl_*) and the WQE errors' LOC_QP_OP_ERR, ACK/NAK, responses and go-back-N resends
-from packet k (a READ's resend of the rest), the retry and RNR timers, max_rd_atomic, a queue per VL
+(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). Completions
+(cpl_*): an ACK on ack_* (every PSN through ack_psn of QP ack_qpn; driven by the receive path,
+TODO) completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled
+one; READs and atomics wait for their responses (TODO).
+TODO: the receive path that drives ack_*, NAKs, READ responses and atomic ACKs (their completions),
+go-back-N resends from packet k (a READ's resend of the rest), the retry and RNR timers, max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
 data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload writes (wr0), key checks
 (kc_*).`,
 		body: `    // The requester's send side (hca_requester's header).
-    hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W)) u_requester (
+    hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
-        .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .ack_req_every(ack_req_every),
+        .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .qp_cfg_cqn(qp_cfg_cqn),
+        .ack_req_every(ack_req_every),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(dec_err), .dec_opcode(dec_opcode),
-        .dec_qpn(dec_qpn), .dec_imm(dec_imm), .dec_raddr(dec_raddr), .dec_rkey(dec_rkey),
+        .dec_index(dec_index), .dec_qpn(dec_qpn), .dec_signaled(dec_signaled), .dec_imm(dec_imm),
+        .dec_raddr(dec_raddr), .dec_rkey(dec_rkey),
         .dec_swap_add(dec_swap_add), .dec_compare(dec_compare), .dec_inline(dec_inline),
         .dec_length(dec_length), .dec_laddr(dec_laddr),
         .rd_req_valid(pay_rd_valid), .rd_req_addr(pay_rd_addr), .rd_req_len(pay_rd_len),
@@ -209,18 +216,30 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
         .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
         .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
-        .tx_ready(tx_ready)
+        .tx_ready(tx_ready),
+        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn),
+        .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
+        .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
+        .cpl_byte_count(cpl_byte_count)
     );
+    // The requester's CQEs: REQ (REQ_ERR by hca_cqe_writer when the status is not 0), no immediate
+    // (hca.Device.sendCompletion sets none), not a receive, no source QP.
+    assign cpl_opcode   = 4'd0;
+    assign cpl_receiver = 1'b0;
+    assign cpl_imm      = 32'd0;
+    assign cpl_src_qp   = 24'd0;
     // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
     assign wqe_ready = 1'b1;
 `,
 		driven: []string{"wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
-			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl"},
+			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "ack_ready", "cpl_valid", "cpl_cqn",
+			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
+			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
-			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
-			"dec_qpn", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
+			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
+			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
-			"tx_pick_valid", "tx_pick_vl", "tx_ready"},
+			"tx_pick_valid", "tx_pick_vl", "tx_ready", "ack_valid", "ack_qpn", "ack_psn", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
@@ -232,6 +251,7 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
 			portIn("qp_cfg_rqpn", "24", ""),
 			portIn("qp_cfg_psn", "24", ""),
 			portIn("qp_cfg_mtu", "3", ""),
+			portIn("qp_cfg_cqn", "CQN_W", "the QP's send CQ"),
 			portIn("ack_req_every", "17", "hca.ack_req_every: AckReq on every Nth packet of a message (1..65536)"),
 			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
 			portIn("wqe_qpn", "24", ""),
@@ -299,6 +319,10 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
 			portIn("rx_eop", "", ""),
 			portIn("rx_vl", "VL_W", ""),
 			portOut("rx_ready", "", ""),
+			portIn("ack_valid", "", "ACKs from the receive path (TODO: rx_*): every PSN through ack_psn of QP ack_qpn acknowledged"),
+			portOut("ack_ready", "", ""),
+			portIn("ack_qpn", "24", ""),
+			portIn("ack_psn", "24", ""),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
 			portOut("cpl_cqn", "CQN_W", ""),

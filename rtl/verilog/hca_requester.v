@@ -1,25 +1,36 @@
 // hca_requester: the send side of hca_transport for RC SEND, RDMA WRITE, RDMA READ requests and
 // atomics: the QP contexts, the next message from the parsed WQEs, the payload reads through DMA
-// client rd1 into a payload buffer, hca_tx_path on them, and a packet queue that offers whole
-// packets to the port (tx_*, ib_tx_vl_port's contract). Go model: hca.Requester (Enqueue: the PSNs
+// client rd1 into a payload buffer, hca_tx_path on them, a packet queue that offers whole
+// packets to the port (tx_*, ib_tx_vl_port's contract), and the completions (cpl_*) of the WQEs it
+// takes, on the ACKs ack_* brings or at decode. Go model: hca.Requester (Enqueue: the PSNs
 // a message takes; Next: its packets) with hca.Device.address's addressing and the payload
 // hca.Device.schedule reads, encoded by ib.AppendWire; rtl/cosim_req_test.go runs this block (inside
 // the emitted hca_transport) with ib_vcrc after tx_* and requires every packet to be the model's,
-// byte for byte, and ib.ParseWire to take it.
+// byte for byte, and ib.ParseWire to take it, and every completion on cpl_* to be the CQE
+// hca.RequesterCQE makes of the model's (hca.Requester's Enqueue, OnAck, FlushAll), in order.
 //
 // QP contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits (as hca_wqe_fetch's send queue
 // contexts). qp_cfg_* (the modify to RTS: the path and the send PSN) writes one, valid from the next
 // cycle: the QPN, DLID, SLID, SL, VL (< VLS: the port's queue offers VL < VLS only), remote QPN, the
-// next PSN and the path MTU as IBA codes it (1 256 .. 5 4096; hca_tx_packetizer's msg_mtu). A write
-// wins over a message taken for the same context in its cycle. ack_req_every is hca.ack_req_every
-// (1..65536), latched with each message by the packetizer.
+// next PSN and the path MTU as IBA codes it (1 256 .. 5 4096; hca_tx_packetizer's msg_mtu) and the
+// QP's send CQ. A write wins over a message taken for the same context in its cycle; it empties the
+// context's outstanding messages (no completions: a new QP, or the modify back to RTS after an
+// error) and clears its ERR state. The integrator writes a context only while the completion engine
+// is idle (ack_ready) and no ACK for it is offered. ack_req_every is hca.ack_req_every (1..65536),
+// latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
 // order). dec_ready = the message register is empty or being taken, every read of the previous
-// message has been loaded, and the start queue has room. A WQE is sent when dec_err = 0, its opcode
-// is 0..6, it is not inline and its context index holds its QPN; any other is taken and dropped
-// (TODO: the LOC_QP_OP_ERR completion the model gives a WQE the parser rejects, inline payload from
-// wqe_*, UD). A sent message takes the context's PSN as its first and moves it by the PSNs it uses
+// message has been loaded, and the start queue has room. A WQE whose context index does not hold its
+// QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
+// opcode 7 or inline (the model sends inline data; here TODO, from wqe_*) cannot be taken: once the
+// completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
+// (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
+// for a WQE its requester cannot build; the model's own path for a WQE that fails at decode, a key
+// error's, hca.Device.wqeReady: FlushAll, then the WQE's status) and the context goes to ERR, where
+// every WQE completes with WR_FLUSH_ERR unsent (hca.Requester.Enqueue in ERR). Any other WQE is
+// sent, when its context has room for one more outstanding message (OQ_DEPTH). A sent message
+// takes the context's PSN as its first and moves it by the PSNs it uses
 // (hca.Requester.Enqueue): max(1, ceil(length / MTU)) for a SEND, WRITE or READ (a READ's response
 // packets), 1 for an atomic, mod 2^24. No limit on READs and atomics in flight (the model's
 // max_rd_atomic: TODO with the responses that release them), and nothing waits for an ACK.
@@ -42,9 +53,26 @@
 // (tx_pick_taken) and its beats go back to back as tx_ready takes them, tx_vl the committed VL.
 // One queue means a head waiting for its VL's credits holds the other VLs' packets behind it
 // (TODO: a queue per VL, as the model's per-VL request queues).
-// Not here: responses, ACK/NAK and retries (go-back-N, the retry and RNR timers), completions,
-// the model's round robin over QPs per packet (here a message goes whole, in dec_* order, so
-// packets of different QPs do not interleave), the model's transmit buffer accounting
+// Completions: each sent message is kept in its context's ring of OQ_DEPTH entries ({READ or
+// atomic, signaled, opcode, index, length, last PSN}) until an ACK or a flush takes it. An ACK on
+// ack_* (the responder acknowledged every PSN through ack_psn on QP ack_qpn: hca.Requester.OnAck
+// with an ACK syndrome; the receive path that will drive it is TODO) is taken when the completion
+// engine is idle (ack_ready); for a context holding ack_qpn (else it is dropped) the engine walks
+// the ring from the oldest message, one a cycle: a SEND or WRITE whose last PSN is at or before
+// ack_psn, modulo 2^24 (hca's psnDiff <= 0), leaves, with a completion when signaled; the walk stops
+// at the first message not covered and at a READ or atomic (the model completes those on their
+// responses only: TODO here, so they and everything behind them wait). One completion a cycle at
+// most, into an output register (cpl_* valid/ready): CQN and QPN from the context, status 0
+// (success), 2 (LOC_QP_OP_ERR) or 5 (WR_FLUSH_ERR), the WQE's opcode, index (wqe_counter) and
+// length (byte count), as hca.RequesterCQE; hca_transport adds opcode REQ and zeros. The engine does
+// one job at a time, an ACK's walk or a decode completion, in the order they are taken, so the
+// completions come in the model's order. An ACK naming a PSN not yet sent is not caught (the model
+// ignores messages not yet sent; a responder cannot acknowledge them).
+// Not here: responses and their completions, NAKs and retries (go-back-N, the retry and RNR timers,
+// an implied NAK: an ACK past an unanswered READ), the purge of a context's queued packets when it
+// goes to ERR (the model's purge; here what was taken is sent), the model's round robin over QPs
+// per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
+// interleave), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
 module hca_requester #(
     parameter integer QPN_W       = 3,
@@ -53,7 +81,9 @@ module hca_requester #(
     parameter integer PAY_BLOCKS  = 128, // payload buffer, 64-byte blocks
     parameter integer READ_BLOCKS = 64,  // largest rd1 read, blocks (1..1023; at most PAY_BLOCKS)
     parameter integer PKT_BLOCKS  = 130, // packet queue, beats (>= 65)
-    parameter integer MSG_DEPTH   = 4    // messages with payload between dec_* and pay_*
+    parameter integer MSG_DEPTH   = 4,   // messages with payload between dec_* and pay_*
+    parameter integer CQN_W       = 4,
+    parameter integer OQ_DEPTH    = 8    // messages taken and not yet completed, per context (a power of two)
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
@@ -66,12 +96,15 @@ module hca_requester #(
     input  wire [23:0]           qp_cfg_rqpn,
     input  wire [23:0]           qp_cfg_psn,
     input  wire [2:0]            qp_cfg_mtu,
+    input  wire [CQN_W-1:0]      qp_cfg_cqn,
     input  wire [16:0]           ack_req_every,
     input  wire                  dec_valid,
     output wire                  dec_ready,
     input  wire [1:0]            dec_err,
     input  wire [2:0]            dec_opcode,
+    input  wire [15:0]           dec_index,
     input  wire [23:0]           dec_qpn,
+    input  wire                  dec_signaled,
     input  wire [31:0]           dec_imm,
     input  wire [63:0]           dec_raddr,
     input  wire [31:0]           dec_rkey,
@@ -96,7 +129,19 @@ module hca_requester #(
     output wire                  tx_sop,
     output wire                  tx_eop,
     output wire [VL_W-1:0]       tx_vl,
-    input  wire                  tx_ready
+    input  wire                  tx_ready,
+    input  wire                  ack_valid,
+    output wire                  ack_ready,
+    input  wire [23:0]           ack_qpn,
+    input  wire [23:0]           ack_psn,
+    output reg                   cpl_valid,
+    input  wire                  cpl_ready,
+    output reg  [CQN_W-1:0]      cpl_cqn,
+    output reg  [7:0]            cpl_status,
+    output reg  [2:0]            cpl_wr_op,
+    output reg  [23:0]           cpl_qpn,
+    output reg  [15:0]           cpl_wqe_counter,
+    output reg  [31:0]           cpl_byte_count
 );
     localparam integer NQ    = 1 << QPN_W;
     localparam integer PB_CW = $clog2(PAY_BLOCKS + 1);
@@ -113,6 +158,8 @@ module hca_requester #(
     reg  [23:0]     ctx_rqpn [0:NQ-1];
     reg  [23:0]     ctx_psn  [0:NQ-1];
     reg  [2:0]      ctx_mtu  [0:NQ-1];
+    reg  [CQN_W-1:0] ctx_cqn [0:NQ-1];
+    reg  [NQ-1:0]   ctx_err;   // the context is in ERR: its WQEs complete with WR_FLUSH_ERR, unsent
 
     // ---- the WQE on dec_*: sent or dropped ----
     wire [QPN_W-1:0] dix      = dec_qpn[QPN_W-1:0];
@@ -120,8 +167,12 @@ module hca_requester #(
     wire [2:0]       d_mtu    = ctx_mtu[dix];
     wire             is_rdat  = dec_opcode[2];                              // READ, atomics
     wire             is_atom  = dec_opcode == 3'd5 || dec_opcode == 3'd6;
-    wire             sendable = dec_err == 2'd0 && dec_opcode != 3'd7 && !dec_inline &&
-                                ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;
+    wire             has_ctx  = ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;
+    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline;
+    wire             sendable = !bad_wqe && has_ctx && !ctx_err[dix];
+    // A WQE completed at decode: one the requester cannot take on its context (LOC_QP_OP_ERR, after
+    // the context's outstanding WQEs are flushed), or any on a context in ERR (WR_FLUSH_ERR).
+    wire             to_eng   = has_ctx && (bad_wqe || ctx_err[dix]);
     // Packets (and PSNs of a SEND, WRITE or READ): max(1, ceil(L / MTU)), MTU = 128 << code.
     wire [32:0]      mtu_b    = 33'd128 << d_mtu;
     wire [32:0]      len_up   = {1'b0, dec_length} + mtu_b - 33'd1;
@@ -159,9 +210,33 @@ module hca_requester #(
     wire        sq_push_ready, sq_valid;
     wire [32:0] sq_head;
 
-    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready;
+    // ---- outstanding messages, per context: a ring of OQ_DEPTH entries in one memory ----
+    localparam integer OQ_W = $clog2(OQ_DEPTH);
+    localparam integer PW   = OQ_W + 1;           // a ring pointer with its lap bit
+    localparam [PW-1:0] OQ_FULL = OQ_DEPTH[PW-1:0];
+    // {READ or atomic, signaled, opcode, index, length, last PSN}
+    reg  [76:0]         oq_mem [0:NQ*OQ_DEPTH-1];
+    reg  [NQ*PW-1:0]    oq_hd, oq_tl;
+    wire [PW-1:0]       d_hd    = oq_hd[dix*PW +: PW];
+    wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
+    wire                oq_room = d_tl - d_hd != OQ_FULL;
+    wire [23:0]         d_last  = ctx_psn[dix] + npsn - 24'd1;
+
+    // ---- the completion engine: one job at a time, an ACK's walk or a WQE completed at decode ----
+    reg              eng_busy, eng_ack;    // busy; the job is an ACK's walk (else a decode completion)
+    reg  [QPN_W-1:0] e_ctx;
+    reg  [23:0]      e_psn;                // the ACK's PSN
+    reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
+    reg  [2:0]       e_op;
+    reg  [15:0]      e_idx;
+    reg  [31:0]      e_len;
+    wire             eng_idle = !eng_busy;
+
+    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready &&
+                       (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
+    wire eng_take = take && to_eng;
 
     // ---- payload buffer -> hca_tx_path's pay_* ----
     wire         pay_valid, pay_ready;
@@ -182,7 +257,9 @@ module hca_requester #(
             ctx_rqpn[cix] <= qp_cfg_rqpn;
             ctx_psn[cix]  <= qp_cfg_psn;
             ctx_mtu[cix]  <= qp_cfg_mtu;
+            ctx_cqn[cix]  <= qp_cfg_cqn;
         end
+        if (send) oq_mem[{dix, d_tl[OQ_W-1:0]}] <= {is_rdat, dec_signaled, dec_opcode, dec_index, dec_length, d_last};
         if (send) begin
             m_opcode    <= dec_opcode;
             m_length    <= dec_length;
@@ -324,6 +401,91 @@ module hca_requester #(
             if (commit) cur_vl <= head_vl;
             if (out_eop) sending <= 1'b0;
             else if (commit) sending <= 1'b1;
+        end
+    end
+
+    // ---- completions ----
+    // An ACK (ack_*: the responder acknowledged every PSN through ack_psn on QP ack_qpn) is taken when
+    // the engine is idle; for a context holding ack_qpn it walks the context's outstanding messages
+    // from the oldest, one a cycle: a SEND or WRITE whose last PSN is at or before ack_psn (24-bit
+    // modular: (last - psn) mod 2^24 is 0 or has bit 23) leaves, with a CQE when signaled; the walk
+    // ends at the first message the ACK does not cover, or at a READ or atomic (only its response
+    // completes it: TODO). A decode completion first flushes the context's outstanding messages
+    // (WR_FLUSH_ERR each, signaled or not) and then completes its own WQE.
+    wire [QPN_W-1:0] aix      = ack_qpn[QPN_W-1:0];
+    wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn;
+    wire             ack_take = ack_valid && eng_idle;
+    assign ack_ready = eng_idle;
+    wire [PW-1:0]    e_hd     = oq_hd[e_ctx*PW +: PW];
+    wire [PW-1:0]    e_tl     = oq_tl[e_ctx*PW +: PW];
+    wire             e_any    = e_hd != e_tl;
+    wire [76:0]      h_ent    = oq_mem[{e_ctx, e_hd[OQ_W-1:0]}];
+    wire             h_rdat   = h_ent[76];
+    wire             h_sig    = h_ent[75];
+    wire [23:0]      h_d      = h_ent[23:0] - e_psn;
+    wire             h_acked  = !h_rdat && (h_d == 24'd0 || h_d[23]);
+    wire             out_free = !cpl_valid || cpl_ready;
+    wire             pop      = eng_busy && e_any && (eng_ack ? h_acked && (!h_sig || out_free) : out_free);
+    wire             emit_hd  = pop && (!eng_ack || h_sig);
+    wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
+    wire             eng_done = eng_ack ? !(e_any && h_acked) : emit_own;
+
+    integer q;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            ctx_err   <= {NQ{1'b0}};
+            oq_hd     <= {(NQ*PW){1'b0}};
+            oq_tl     <= {(NQ*PW){1'b0}};
+            eng_busy  <= 1'b0;
+            eng_ack   <= 1'b0;
+            e_ctx     <= {QPN_W{1'b0}};
+            cpl_valid <= 1'b0;
+        end else begin
+            for (q = 0; q < NQ; q = q + 1) begin
+                if (qp_cfg_valid && cix == q[QPN_W-1:0]) begin
+                    // A context write (the modify to RTS) starts the QP afresh: nothing outstanding.
+                    oq_hd[q*PW +: PW] <= {PW{1'b0}};
+                    oq_tl[q*PW +: PW] <= {PW{1'b0}};
+                    ctx_err[q]        <= 1'b0;
+                end else begin
+                    if (send && dix == q[QPN_W-1:0]) oq_tl[q*PW +: PW] <= oq_tl[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
+                    if (pop && e_ctx == q[QPN_W-1:0]) oq_hd[q*PW +: PW] <= oq_hd[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
+                    if (eng_take && bad_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
+                end
+            end
+            if (eng_busy) begin
+                if (eng_done) eng_busy <= 1'b0;
+            end else if (ack_take && ack_hit) begin
+                eng_busy <= 1'b1;
+                eng_ack  <= 1'b1;
+                e_ctx    <= aix;
+            end else if (eng_take) begin
+                eng_busy <= 1'b1;
+                eng_ack  <= 1'b0;
+                e_ctx    <= dix;
+            end
+            if (emit_hd || emit_own) cpl_valid <= 1'b1;
+            else if (cpl_ready) cpl_valid <= 1'b0;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (eng_idle && ack_take) e_psn <= ack_psn;
+        if (eng_take) begin
+            e_flush <= !bad_wqe;
+            e_op    <= dec_opcode;
+            e_idx   <= dec_index;
+            e_len   <= dec_length;
+        end
+        if (emit_hd || emit_own) begin
+            // hca.Device.sendCompletion's CQE: REQ (cpl_opcode 0, in hca_transport), the status, the
+            // WQE's opcode, the QPN, its index as wqe_counter, its length as the byte count.
+            cpl_cqn         <= ctx_cqn[e_ctx];
+            cpl_qpn         <= ctx_qpn[e_ctx];
+            cpl_status      <= emit_own ? (e_flush ? 8'd5 : 8'd2) : (eng_ack ? 8'd0 : 8'd5);
+            cpl_wr_op       <= emit_own ? e_op : h_ent[74:72];
+            cpl_wqe_counter <= emit_own ? e_idx : h_ent[71:56];
+            cpl_byte_count  <= emit_own ? e_len : h_ent[55:24];
         end
     end
 
