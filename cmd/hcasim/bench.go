@@ -86,6 +86,11 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	// Every row names the code as it was when the command started: read
+	// once, so a commit or merge in the checkout while the runs go on (the
+	// revision falls back to HEAD when the binary carries none) does not
+	// split one invocation's rows between two commits.
+	rev := revision()
 	var pts []scalePoint
 	if len(*scale) > 0 {
 		if pts, err = scalePoints(fs.Arg(0), names[0], sets, *scale, windows); err != nil {
@@ -101,7 +106,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		if _, err := readCSVHistory(*csvPath); err != nil {
 			return fail(stderr, err)
 		}
-		rows, code := benchScale(self, fs.Arg(0), names[0], pts, windows, stdout, stderr)
+		rows, code := benchScale(self, rev, fs.Arg(0), names[0], pts, windows, stdout, stderr)
 		if err := appendCSV(*csvPath, rows); err != nil {
 			return fail(stderr, userErrorf("--csv: %v", err))
 		}
@@ -116,7 +121,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	var rows [][]string
 	code := 0
 	for _, name := range names {
-		row, _, err := runBench(self, name, sets)
+		row, _, err := runBench(self, rev, name, sets)
 		var bad *childUserError
 		switch {
 		case errors.As(err, &bad):
@@ -205,7 +210,7 @@ func checkBenchConfig(name, path string, sets []string) error {
 // runBench runs one benchmark in a child process and returns its CSV row
 // (date, version, name, wall, CPU, sim time, events, block-hops/s,
 // packets/s, MiB) and the run's 64-byte block-hops.
-func runBench(self, name string, sets []string) ([]string, float64, error) {
+func runBench(self, rev, name string, sets []string) ([]string, float64, error) {
 	args := []string{"-config", name, "--format", "json", "--quiet"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
@@ -253,7 +258,7 @@ func runBench(self, name string, sets []string) ([]string, float64, error) {
 		simWall = wall
 	}
 	return []string{
-		time.Now().UTC().Format(time.RFC3339), revision(), strings.TrimSuffix(filepath.Base(name), ".yaml"),
+		time.Now().UTC().Format(time.RFC3339), rev, strings.TrimSuffix(filepath.Base(name), ".yaml"),
 		f(wall), f(cpu), f(num("sim_time_ns")), f(num("events")),
 		f(num("block_hops") / simWall), f(packets / simWall), f(float64(rssKiB) / 1024),
 	}, num("block_hops"), nil
