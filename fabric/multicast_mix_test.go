@@ -271,3 +271,135 @@ func TestMulticastBackgroundOnEveryHost(t *testing.T) {
 	assert.InDelta(t, host1, loads["max"], 0.0005)
 	assert.InDelta(t, (host0+host1)/2, m["background_accepted_load"], 0.0021+0.00025)
 }
+
+// twoGroupsOneHost are the sets of groups 0 = {0, 4} and 1 = {0, 8} on
+// mcastSets' 16-host fat tree: host 0 (Leaf[0]) is in both; host 4
+// (Leaf[1]) sends to group 0 and host 8 (Leaf[2]) to group 1
+// (workload.group_senders). Group 0's tree is Leaf[1] → Spine[0] →
+// Leaf[0], group 1's Leaf[2] → Spine[1] → Leaf[0] (root k mod 4 spines):
+// the two streams meet only at Leaf[0]'s port to host 0.
+var twoGroupsOneHost = []string{`workload.groups=["0,4","0,8"]`, `workload.group_senders=["4","8"]`,
+	"workload.size=4096", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536"}
+
+// TestMulticastHostInTwoGroupsBelowLineRate: host 0 receives both groups'
+// streams, each whole, at the sum of their loads. Each sender offers 0.4
+// of NDR 4x (50 bytes/ns): Bernoulli slots of 4170 / 50 = 83.4 ns, a packet
+// in a slot with probability 0.4. Host 0's link is offered 0.8 < 1, so
+// nothing is lost or held back for long:
+//   - each group sends exactly the packets its sender sends with the group
+//     alone (its injections are drawn from its host's own stream, and no
+//     source queue fills): copies_delivered = packets_sent (one receiver);
+//   - host 0, the run's only receiving member (hosts 4 and 8 are their one
+//     group's lone senders), gets every packet of both: member_copies =
+//     packets_sent(0) + packets_sent(1);
+//   - its accepted load is the sum of the groups' shares, and the two
+//     senders' packets in the 100 µs window are Binomial(N, 0.4) each with
+//     N = 100000 / 83.4 = 1199 slots: mean load 0.8, standard deviation
+//     √(2 · 1199 · 0.4 · 0.6) / 1199 = 0.020 of the line rate; 4 σ = 0.08.
+func TestMulticastHostInTwoGroupsBelowLineRate(t *testing.T) {
+	sets := append([]string{"workload.offered_load=0.4", "workload.measure_ns=100000"}, twoGroupsOneHost...)
+	both, _, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	alone := make([]map[string]any, 2)
+	for k, g := range []string{"4", "8"} {
+		alone[k], _, err = runMcastChecked(t, true, nil, "workload.group=0,"+g, "workload.senders="+g, "workload.offered_load=0.4",
+			"workload.measure_ns=100000", "workload.size=4096", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536")
+		require.NoError(t, err)
+	}
+	sent0, sent1 := both["group0_packets_sent"].(uint64), both["group1_packets_sent"].(uint64)
+	assert.Equal(t, alone[0]["packets_sent"], sent0)
+	assert.Equal(t, alone[1]["packets_sent"], sent1)
+	assert.Equal(t, sent0, both["group0_copies_delivered"])
+	assert.Equal(t, sent1, both["group1_copies_delivered"])
+	assert.Equal(t, map[string]any{"min": sent0 + sent1, "max": sent0 + sent1}, both["member_copies"])
+	assert.Equal(t, both["copies_expected"], both["copies_delivered"])
+	assert.Equal(t, 3, both["mcast_members"])
+	assert.Equal(t, true, both["drain_complete"])
+	got := both["member_accepted_load"].(float64)
+	g0, g1 := both["group0_member_accepted_load"].(float64), both["group1_member_accepted_load"].(float64)
+	assert.InDelta(t, g0+g1, got, 1e-12, "host 0's load is its two groups' shares")
+	assert.InDelta(t, 0.8, got, 0.08)
+}
+
+// TestMulticastHostInTwoGroupsAboveLineRate: each sender offers 0.7, so
+// host 0's link is offered 1.4 and carries at most 1: its accepted load,
+// the window's wire bytes counted pro rata, is at most 20000 ns × 50
+// bytes/ns a window. Leaf[0]'s port to host 0 is wanted by two inputs
+// (from Spine[0] and Spine[1]), each a FIFO with group k's copies; once
+// both hold a packet (each gets 0.5 and is offered 0.7, so they fill in
+// the warm-up and stay full) the round-robin allocator alternates them
+// and the port never idles: 1/2 each, and 1 in all, short only by what
+// the window cuts of one packet at each edge (4170 / (20000 × 50) =
+// 0.0042) and the moments a FIFO is empty. Every copy still arrives: the
+// sources' queues (4096 packets) hold the excess, about 0.2 × 22 µs /
+// 83.4 ns = 53 packets each, and drain after the window.
+func TestMulticastHostInTwoGroupsAboveLineRate(t *testing.T) {
+	m, _, err := runMcastChecked(t, true, nil, append([]string{"workload.offered_load=0.7"}, twoGroupsOneHost...)...)
+	require.NoError(t, err)
+	got := m["member_accepted_load"].(float64)
+	g0, g1 := m["group0_member_accepted_load"].(float64), m["group1_member_accepted_load"].(float64)
+	assert.LessOrEqual(t, got, 1.0+1e-12, "one link's worth")
+	assert.InDelta(t, g0+g1, got, 1e-12)
+	assert.InDelta(t, 1.0, got, 2*0.0042)
+	assert.InDelta(t, 0.5, g0, 2*0.0042)
+	assert.InDelta(t, 0.5, g1, 2*0.0042)
+	assert.Equal(t, uint64(0), m["packets_skipped"])
+	assert.Equal(t, m["copies_expected"], m["copies_delivered"])
+	assert.Equal(t, true, m["drain_complete"])
+}
+
+// TestMulticastHostInTwoGroupsCheckersCatchBrokenMFT: the checkers hold
+// each copy to its own group, by its MLID, at hosts in both. Groups 0 =
+// {0, 1, 4} and 1 = {0, 2, 8} (host 4 sends to 0, host 8 to 1): on
+// Leaf[0] host 0 (port 0) is in both, host 1 (port 1) in group 0 only,
+// host 2 (port 2) in group 1 only. Leaf[0]'s entry for group 1 (0xC001)
+// loses host 0's port: group 0's copies still reach host 0, and group 1's
+// host 2, but the lossless check names host 0 as never getting a group-1
+// packet. The entry given host 1's port: the route check refuses the copy
+// out of it, and without the route check the lossless check finds a
+// group-1 copy at host 1, a member of group 0 only (once the flight's
+// members all have it, the checker calls it a duplicate, else a host
+// outside the group: either names host 1). Unbroken, the run passes both
+// and gives the same trace twice.
+func TestMulticastHostInTwoGroupsCheckersCatchBrokenMFT(t *testing.T) {
+	edit := func(f func(*components.PortSet)) func(*Simulation) {
+		return func(s *Simulation) {
+			for _, sw := range s.Net.Switches {
+				if sw.Name() == "Fabric.Leaf[0]" {
+					mask := sw.MFT().Lookup(0xC001)
+					require.True(t, mask.Has(0), "host 0's port is in group 1's entry")
+					f(&mask)
+					sw.MFT().Set(0xC001, mask)
+					return
+				}
+			}
+			t.Fatal("no Fabric.Leaf[0]")
+		}
+	}
+	sets := append([]string{"workload.offered_load=0.2", "workload.measure_ns=5000", "workload.drain_ns=20000"}, twoGroupsOneHost...)
+	sets[3] = `workload.groups=["0,1,4","0,2,8"]`
+	m, tr1, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	assert.Greater(t, m["group1_packets_sent"], uint64(0))
+	_, tr2, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	require.Greater(t, strings.Count(tr1, "\n"), 1000)
+	assert.True(t, tr1 == tr2, "the same config and seed give the same trace, byte for byte")
+
+	_, _, err = runMcastChecked(t, true, edit(func(m *components.PortSet) { m.Clear(0) }), sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant lossless")
+	assert.Contains(t, err.Error(), "(MLID 0xc001 psn 0")
+	assert.Contains(t, err.Error(), "never reached Fabric.Host[0]")
+
+	extra := edit(func(m *components.PortSet) { m.Set(1) })
+	_, _, err = runMcastChecked(t, true, extra, sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant route")
+	assert.Contains(t, err.Error(), "which the group's MFT entry does not hold")
+	_, _, err = runMcastChecked(t, false, extra, sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant lossless")
+	assert.Contains(t, err.Error(), "delivered at Fabric.Host[1]")
+	assert.Contains(t, err.Error(), "dlid=49153", "a group-1 (0xC001) packet")
+}

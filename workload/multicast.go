@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,21 @@ func (c *Config) checkMulticastKeys(prefix string) error {
 	for k, g := range c.Groups {
 		if _, err := ParseHostList(g, fmt.Sprintf("%s.groups[%d]", prefix, k), 1<<20); err != nil {
 			return err
+		}
+	}
+	for k, g := range c.GroupSenders {
+		if _, err := ParseHostList(g, fmt.Sprintf("%s.group_senders[%d]", prefix, k), 1<<20); err != nil {
+			return err
+		}
+	}
+	if len(c.GroupSenders) > 0 {
+		switch {
+		case len(c.Groups) == 0:
+			return fmt.Errorf("%s.group_senders: %d lists are set without %s.groups; they name each group's senders, so give the groups too (or use %s.senders)", prefix, len(c.GroupSenders), prefix, prefix)
+		case len(c.GroupSenders) != len(c.Groups):
+			return fmt.Errorf("%s.group_senders: %d lists for the %d of %s.groups; give one host list per group, in its order", prefix, len(c.GroupSenders), len(c.Groups), prefix)
+		case c.Senders != "":
+			return fmt.Errorf("%s.senders: %q is set beside %s.group_senders; name the senders in one of the two", prefix, c.Senders, prefix)
 		}
 	}
 	if len(c.Groups) > 0 && c.Group != "" {
@@ -114,7 +130,10 @@ type McastHost struct {
 	Name  string
 	Index int    // host index
 	LID   uint16 // this host's LID
-	MLID  uint16 // the group's multicast LID
+	MLID  uint16 // the group's multicast LID (the one it sends to)
+	// Also are the multicast LIDs of the other groups the host has joined
+	// (nil for a host in one group): their copies are for it too.
+	Also []uint16
 	// SL is the service level of every packet; VL the host port's VL for it.
 	SL, VL uint8
 	// OnDeliver is called for each packet accepted here.
@@ -231,7 +250,7 @@ func (h *McastHost) PortReady(*link.Port) { h.trySend() }
 // PacketArrived implements link.Owner: the host accepts the packet at its
 // tail; its blocks free then.
 func (h *McastHost) PacketArrived(_ *link.Port, pkt *ib.Packet, _, tail ib.PS) {
-	if pkt.DLID != h.MLID && pkt.DLID != h.LID {
+	if pkt.DLID != h.MLID && pkt.DLID != h.LID && !slices.Contains(h.Also, pkt.DLID) {
 		h.WrongDest++
 	}
 	h.Received++
