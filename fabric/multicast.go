@@ -111,15 +111,24 @@ func (c *Config) validateMulticast() error {
 	if w.Sizes != "" {
 		return fmt.Errorf("workload.sizes: %q with workload.kind multicast is not supported; give one payload in workload.size", w.Sizes)
 	}
-	if w.Size < 1 || w.Size > c.Link.MTU {
+	size := w.Size // the largest payload of any group
+	if len(w.GroupSizes) > 0 {
+		size = 0
+		for k, sz := range w.GroupSizes {
+			if sz < 1 || sz > c.Link.MTU {
+				return fmt.Errorf("workload.group_sizes[%d]: %d is out of range for a multicast packet (1 to link.mtu %d)", k, sz, c.Link.MTU)
+			}
+			size = max(size, sz)
+		}
+	} else if w.Size < 1 || w.Size > c.Link.MTU {
 		return fmt.Errorf("workload.size: %d is out of range for a multicast packet (1 to link.mtu %d)", w.Size, c.Link.MTU)
 	}
-	bytes := ib.Credits(workload.McastWireBytes(w.Size)) * ib.CreditBytes
+	bytes := ib.Credits(workload.McastWireBytes(size)) * ib.CreditBytes
 	if c.Switch.VLBufferBytes < bytes {
-		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(w.Size), w.Size, bytes)
+		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
 	}
 	if c.HCA.VLBufferBytes < bytes {
-		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(w.Size), w.Size, bytes)
+		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
 	}
 	return nil
 }
@@ -343,13 +352,13 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 		k := in[0] // the group it sends to, or its first
 		if sendsTo[i] != 0 {
 			k = int32(sendsTo[i] - 1)
-			if w.Injection == workload.InjectOnOff {
-				inj = workload.NewOnOff(w.OfferedLoad, w.BurstPackets, gbps)
+			if load := w.GroupLoad(int(k)); w.Injection == workload.InjectOnOff {
+				inj = workload.NewOnOff(load, w.BurstPackets, gbps)
 			} else {
-				inj = workload.NewBernoulli(w.OfferedLoad, gbps)
+				inj = workload.NewBernoulli(load, gbps)
 			}
 		}
-		h := workload.NewMcastHost(r.s, name, i, lid, r.groups[k].g.MLID, w.Size, inj, cfg.Seed)
+		h := workload.NewMcastHost(r.s, name, i, lid, r.groups[k].g.MLID, w.GroupSize(int(k)), inj, cfg.Seed)
 		h.SL, h.VL = uint8(w.SL), sl2vl[w.SL]
 		slot := len(r.hosts)
 		h.OnDeliver = func(pkt *ib.Packet, tail ib.PS) { r.deliver(slot, pkt, tail) }
@@ -649,6 +658,12 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 		for k, g := range r.groups {
 			p := fmt.Sprintf("group%d_", k)
 			m[p+"mlid"] = int(g.g.MLID)
+			if len(cfg.Workload.GroupLoads) > 0 {
+				m[p+"offered_load"] = cfg.Workload.GroupLoads[k]
+			}
+			if len(cfg.Workload.GroupSizes) > 0 {
+				m[p+"payload_bytes"] = cfg.Workload.GroupSizes[k]
+			}
 			m[p+"members"] = len(g.slots)
 			m[p+"senders"] = g.senders
 			m[p+"tree_switches"] = len(g.g.Switches)

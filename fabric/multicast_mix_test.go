@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -402,4 +403,85 @@ func TestMulticastHostInTwoGroupsCheckersCatchBrokenMFT(t *testing.T) {
 	assert.Contains(t, err.Error(), "invariant lossless")
 	assert.Contains(t, err.Error(), "delivered at Fabric.Host[1]")
 	assert.Contains(t, err.Error(), "dlid=49153", "a group-1 (0xC001) packet")
+}
+
+// TestMulticastHostInTwoGroupsGroupLoads: per-group loads
+// (workload.group_loads) on twoGroupsOneHost: group 0's sender offers 0.3
+// and group 1's 0.5. Each sends exactly the packets it sends with its
+// group alone at that load, host 0 receives all of both, and its accepted
+// load is 0.3 + 0.5 = 0.8 within 4 σ of the Bernoulli counts over the
+// 100 µs window: N = 100000 / 83.4 = 1199 slots, σ = √(1199 · (0.3 · 0.7 +
+// 0.5 · 0.5)) / 1199 = 0.0196, 4 σ = 0.078; each group's share within 4 of
+// its own σ (√(1199 · 0.21) / 1199 = 0.0132 and √(1199 · 0.25) / 1199 =
+// 0.0144) of its load.
+func TestMulticastHostInTwoGroupsGroupLoads(t *testing.T) {
+	sets := append([]string{"workload.group_loads=[0.3,0.5]", "workload.measure_ns=100000"}, twoGroupsOneHost...)
+	m, _, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	for k, c := range []struct {
+		sender string
+		load   float64
+		sigma  float64
+	}{{"4", 0.3, 0.0132}, {"8", 0.5, 0.0144}} {
+		p := []string{"group0_", "group1_"}[k]
+		alone, _, err := runMcastChecked(t, true, nil, "workload.group=0,"+c.sender, "workload.senders="+c.sender,
+			fmt.Sprintf("workload.offered_load=%v", c.load), "workload.measure_ns=100000",
+			"workload.size=4096", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536")
+		require.NoError(t, err)
+		assert.Equal(t, alone["packets_sent"], m[p+"packets_sent"], p)
+		assert.Equal(t, m[p+"packets_sent"], m[p+"copies_delivered"], p)
+		assert.Equal(t, c.load, m[p+"offered_load"], p)
+		assert.InDelta(t, c.load, m[p+"member_accepted_load"], 4*c.sigma, p)
+	}
+	sent := m["group0_packets_sent"].(uint64) + m["group1_packets_sent"].(uint64)
+	assert.Equal(t, map[string]any{"min": sent, "max": sent}, m["member_copies"])
+	assert.InDelta(t, 0.8, m["member_accepted_load"], 0.078)
+	assert.Equal(t, true, m["drain_complete"])
+}
+
+// TestMulticastGroupSizes: per-group payloads (workload.group_sizes) on
+// TestMulticastGroupsDisjoint's two groups (0-7 and 8-15, trees sharing
+// no link), both at the line rate: group 0 sends 4096-byte payloads, 4170
+// bytes on the wire with the GRH (83.4 ns at 50 bytes/ns), group 1
+// 1024-byte ones, 1098 bytes (21.96 ns). By the window's end (22000 ns)
+// group 0's sender has made ⌊22000 / 83.4⌋ = 263 packets and group 1's
+// ⌊22000 / 21.96⌋ = 1001; each of a group's 7 receivers takes every one,
+// so the trace holds 7 × 263 = 1841 deliveries of 4170 bytes to MLID
+// 0xC000 (49152) and 7 × 1001 = 7007 of 1098 bytes to 0xC001 (49153), and
+// no other. Each group runs as it would alone with that size: its
+// metrics equal a lone group's of that payload to the last digit.
+func TestMulticastGroupSizes(t *testing.T) {
+	buf := []string{"workload.offered_load=1", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536"}
+	m, tr, err := runMcastChecked(t, true, nil, append([]string{`workload.groups=["0-7","8-15"]`, "workload.group_sizes=[4096,1024]"}, buf...)...)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(263), m["group0_packets_sent"])
+	assert.Equal(t, uint64(1001), m["group1_packets_sent"])
+	assert.Equal(t, 4096, m["group0_payload_bytes"])
+	assert.Equal(t, 1024, m["group1_payload_bytes"])
+	deliveries := map[string]int{}
+	for _, line := range strings.Split(tr, "\n") {
+		if !strings.Contains(line, " deliver ") {
+			continue
+		}
+		var dlid, bytes string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "dlid="); ok {
+				dlid = v
+			}
+			if v, ok := strings.CutPrefix(f, "bytes="); ok {
+				bytes = v
+			}
+		}
+		deliveries[dlid+" "+bytes]++
+	}
+	assert.Equal(t, map[string]int{"49152 4170": 7 * 263, "49153 1098": 7 * 1001}, deliveries)
+	for k, size := range []string{"4096", "1024"} {
+		alone, _, err := runMcastChecked(t, true, nil, append([]string{"workload.group=0-7", "workload.size=" + size}, buf...)...)
+		require.NoError(t, err)
+		p := fmt.Sprintf("group%d_", k)
+		for _, key := range []string{"packets_sent", "packets_complete", "copies_expected", "copies_delivered",
+			"member_accepted_load", "latency_ns", "latency_last_ns"} {
+			assert.Equal(t, alone[key], m[p+key], "%s%s", p, key)
+		}
+	}
 }

@@ -316,6 +316,15 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{`workload.groups=["0-3","5"]`}, `workload.groups[1]: "5" has 1 member; a group needs at least two (a sender and a receiver)`},
 		{[]string{`workload.groups=["0-3"]`, "workload.group=4-7"}, `workload.group: "4-7" is set beside workload.groups; give the one group in groups, or use group alone`},
 		{[]string{"workload.groups=[" + strings.Repeat(`"0-1",`, 16383) + `"0-1"]`}, "workload.groups: 16384 groups is more than the 16383 multicast LIDs 0xC000 to 0xFFFE"},
+		// Per-group loads and sizes (workload.group_loads, group_sizes).
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_loads=[0.5]"}, "workload.group_loads: 1 entries for the 2 of workload.groups; give one per group, in its order"},
+		{[]string{"workload.group_loads=[0.5]"}, "workload.group_loads: 1 entries are set without workload.groups; they are per group, so give the groups too (or use workload.offered_load)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_loads=[0.5,1.5]"}, "workload.group_loads[1]: 1.5 is out of range (0.001 to 1, a fraction of the link)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_loads=[0,0.5]"}, "workload.group_loads[0]: 0 is out of range (0.001 to 1, a fraction of the link)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_sizes=[256,512,1024]"}, "workload.group_sizes: 3 entries for the 2 of workload.groups; give one per group, in its order"},
+		{[]string{"workload.group_sizes=[256]"}, "workload.group_sizes: 1 entries are set without workload.groups; they are per group, so give the groups too (or use workload.size)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_sizes=[256,0]"}, "workload.group_sizes[1]: 0 is out of range for a multicast packet (1 to link.mtu 4096)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_sizes=[256,4096]", "switch.vl_buffer_bytes=4160"}, "switch.vl_buffer_bytes: 4160 cannot hold one 4170-byte multicast packet (a 4096-byte payload with a GRH); give at least 4224"},
 		// A unicast background (workload.background).
 		{[]string{"workload.background=true"}, "workload.background: true, but every one of the fabric's 16 hosts is in a multicast group; background traffic needs hosts in none (smaller groups, more topology.hosts), or workload.background_hosts: all"},
 		{[]string{"workload.background=true", "workload.background_hosts=some"}, `workload.background_hosts: "some" is not a choice (others: the hosts in no multicast group; all: every host)`},

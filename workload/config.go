@@ -115,6 +115,12 @@ type Config struct {
 	// subset of its group): how a host in several groups says which one it
 	// sends to. A host sends to one group. omitempty for the config hash.
 	GroupSenders []string `yaml:"group_senders,omitempty"`
+	// GroupLoads and GroupSizes, beside Groups, give each group's senders
+	// their offered load (fraction of the link) and payload bytes, one
+	// entry per group in Groups' order; empty: OfferedLoad and Size for
+	// every group. omitempty for the config hash.
+	GroupLoads []float64 `yaml:"group_loads,omitempty"`
+	GroupSizes []int     `yaml:"group_sizes,omitempty"`
 	// BackgroundLoad is, with workload.kind multicast and Background, the
 	// offered load of the background hosts' unicast traffic (OfferedLoad
 	// is the multicast senders'); 0, the default, means OfferedLoad.

@@ -57,6 +57,23 @@ func (c *Config) checkMulticastKeys(prefix string) error {
 			return fmt.Errorf("%s.senders: %q is set beside %s.group_senders; name the senders in one of the two", prefix, c.Senders, prefix)
 		}
 	}
+	for _, k := range []struct {
+		key string
+		n   int
+	}{{"group_loads", len(c.GroupLoads)}, {"group_sizes", len(c.GroupSizes)}} {
+		switch {
+		case k.n == 0:
+		case len(c.Groups) == 0:
+			return fmt.Errorf("%s.%s: %d entries are set without %s.groups; they are per group, so give the groups too (or use %s.%s)", prefix, k.key, k.n, prefix, prefix, map[string]string{"group_loads": "offered_load", "group_sizes": "size"}[k.key])
+		case k.n != len(c.Groups):
+			return fmt.Errorf("%s.%s: %d entries for the %d of %s.groups; give one per group, in its order", prefix, k.key, k.n, len(c.Groups), prefix)
+		}
+	}
+	for k, l := range c.GroupLoads {
+		if math.IsNaN(l) || l < MinOfferedLoad || l > 1 {
+			return fmt.Errorf("%s.group_loads[%d]: %v is out of range (%v to 1, a fraction of the link)", prefix, k, l, MinOfferedLoad)
+		}
+	}
 	if len(c.Groups) > 0 && c.Group != "" {
 		return fmt.Errorf("%s.group: %q is set beside %s.groups; give the one group in groups, or use group alone", prefix, c.Group, prefix)
 	}
@@ -78,6 +95,24 @@ const (
 	BackgroundOthers = "others" // the hosts in no group (the default)
 	BackgroundAll    = "all"    // every host, group members too
 )
+
+// GroupLoad returns multicast group k's senders' offered load:
+// workload.group_loads[k], or workload.offered_load.
+func (c *Config) GroupLoad(k int) float64 {
+	if len(c.GroupLoads) > 0 {
+		return c.GroupLoads[k]
+	}
+	return c.OfferedLoad
+}
+
+// GroupSize returns multicast group k's payload bytes:
+// workload.group_sizes[k], or workload.size.
+func (c *Config) GroupSize(k int) int {
+	if len(c.GroupSizes) > 0 {
+		return c.GroupSizes[k]
+	}
+	return c.Size
+}
 
 // MaxMulticastGroups is how many groups the multicast LIDs 0xC000 to
 // 0xFFFE number (IBA 1.2 §4.1.1; ib-facts.md §4).
