@@ -87,16 +87,26 @@ func TestDeadlockMulticastTreesFatTrees(t *testing.T) {
 	for _, tc := range []struct {
 		sets   []string
 		groups [][]int
+		// eachAdds: every group's tree is rooted at a spine no other
+		// group's is, and a spine's copy down to every member of a leaf
+		// is a dependency no D-mod-K route makes, so each group adds
+		// dependencies to the graph.
+		eachAdds bool
 	}{
 		// 64 hosts, radix 16: 8 leaves of 8 hosts. Four groups of 8 on
 		// leaf pairs {0..3 of leaf k, 4..7 of leaf k+4}, roots Spine[k].
 		{[]string{"topology.kind=fat-tree-2", "topology.hosts=64", "switch.radix=16"},
-			[][]int{{0, 1, 2, 3, 36, 37, 38, 39}, {8, 9, 10, 11, 44, 45, 46, 47}, {16, 17, 18, 19, 52, 53, 54, 55}, {24, 25, 26, 27, 60, 61, 62, 63}}},
+			[][]int{{0, 1, 2, 3, 36, 37, 38, 39}, {8, 9, 10, 11, 44, 45, 46, 47}, {16, 17, 18, 19, 52, 53, 54, 55}, {24, 25, 26, 27, 60, 61, 62, 63}}, true},
+		// The same four and a fifth of all 64 hosts (as IPoIB's broadcast
+		// group beside applications' groups), root Spine[4]: every host
+		// of the four is in two groups, a tree link in several entries.
+		{[]string{"topology.kind=fat-tree-2", "topology.hosts=64", "switch.radix=16"},
+			[][]int{{0, 1, 2, 3, 36, 37, 38, 39}, {8, 9, 10, 11, 44, 45, 46, 47}, {16, 17, 18, 19, 52, 53, 54, 55}, {24, 25, 26, 27, 60, 61, 62, 63}, allHosts(64)}, true},
 		// 16 hosts, radix 4: three groups across pods.
 		{[]string{"topology.kind=fat-tree-3", "topology.hosts=16", "switch.radix=4"},
-			[][]int{{0, 2, 8}, {1, 5, 13}, {4, 10, 15}}},
+			[][]int{{0, 2, 8}, {1, 5, 13}, {4, 10, 15}}, false},
 	} {
-		t.Run(tc.sets[0], func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d-groups", tc.sets[0], len(tc.groups)), func(t *testing.T) {
 			l, err := Load(nil, append([]string{"workload.kind=multicast", "switch.queueing=fifo"}, tc.sets...))
 			require.NoError(t, err)
 			_, sub, err := ConfigureFabric(&l.Config, 1)
@@ -111,14 +121,27 @@ func TestDeadlockMulticastTreesFatTrees(t *testing.T) {
 				return n
 			}
 			unicast := edges()
-			for _, g := range tc.groups {
+			for k, g := range tc.groups {
+				before := edges()
 				_, err := sub.AddMulticastGroup(g)
 				require.NoError(t, err)
+				if tc.eachAdds {
+					assert.Greater(t, edges(), before, "group %d adds dependencies", k)
+				}
 			}
 			assert.NoError(t, sub.CheckDeadlock(nil))
 			assert.Greater(t, edges(), unicast, "the trees add dependencies")
 		})
 	}
+}
+
+// allHosts returns hosts 0 … n − 1.
+func allHosts(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // ring4Text is a topology file of Ring(4, 3): Switch[i] has hosts 3i..3i+2

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -17,16 +18,20 @@ type mcastRun struct {
 	s     *components.Sim
 	net   *Network
 	hosts []*workload.McastHost // members of every group, in host order
-	// slotGroup is each member's group (hosts' index → groups' index).
-	slotGroup []int32
-	group     *MulticastGroup  // the first group
-	groups    []*mcastGroupRun // every group, in MLID order
-	bg        *synthRun        // the unicast background (workload.background), or nil
-	t0, t1    ib.PS
-	view      *Simulation
-	check     bool
-	timing    link.Timing // every link's (host cables of another speed are refused)
-	drain     ib.PS       // workload.drain_ns: the cap on the drain after the window
+	// slotSends is the group each member sends to (hosts' index → groups'
+	// index), -1 for a member that only receives.
+	slotSends []int32
+	// slotJoined is each member's groups, increasing, with its position
+	// among each group's slots (a host may be in several groups).
+	slotJoined [][]mcastJoin
+	group      *MulticastGroup  // the first group
+	groups     []*mcastGroupRun // every group, in MLID order
+	bg         *synthRun        // the unicast background (workload.background), or nil
+	t0, t1     ib.PS
+	view       *Simulation
+	check      bool
+	timing     link.Timing // every link's (host cables of another speed are refused)
+	drain      ib.PS       // workload.drain_ns: the cap on the drain after the window
 
 	stopped, drained bool
 	// flights are the packets some member has yet to receive, by seq:
@@ -56,11 +61,21 @@ type mcastGroupRun struct {
 	slots   []int // its members' positions in mcastRun.hosts, in host order
 	senders int
 	expect  int32 // copies per packet: every member but the sender
+	// wire is the group's wire bytes received in the window, per member
+	// (by position in slots): a member in several groups receives each
+	// group's share.
+	wire []windowSum
 
 	injected, measuredOut  uint64
 	copies, measuredCopies uint64
 	complete               uint64
 	latCopy, latLast       workload.Latencies
+}
+
+// mcastJoin is one group a member host has joined: the group's index
+// and the host's position among the group's slots (mcastGroupRun.wire).
+type mcastJoin struct {
+	group, pos int32
 }
 
 // mcastSpec is one group as the config gives it: members and senders,
@@ -96,23 +111,33 @@ func (c *Config) validateMulticast() error {
 	if w.Sizes != "" {
 		return fmt.Errorf("workload.sizes: %q with workload.kind multicast is not supported; give one payload in workload.size", w.Sizes)
 	}
-	if w.Size < 1 || w.Size > c.Link.MTU {
+	size := w.Size // the largest payload of any group
+	if len(w.GroupSizes) > 0 {
+		size = 0
+		for k, sz := range w.GroupSizes {
+			if sz < 1 || sz > c.Link.MTU {
+				return fmt.Errorf("workload.group_sizes[%d]: %d is out of range for a multicast packet (1 to link.mtu %d)", k, sz, c.Link.MTU)
+			}
+			size = max(size, sz)
+		}
+	} else if w.Size < 1 || w.Size > c.Link.MTU {
 		return fmt.Errorf("workload.size: %d is out of range for a multicast packet (1 to link.mtu %d)", w.Size, c.Link.MTU)
 	}
-	bytes := ib.Credits(workload.McastWireBytes(w.Size)) * ib.CreditBytes
+	bytes := ib.Credits(workload.McastWireBytes(size)) * ib.CreditBytes
 	if c.Switch.VLBufferBytes < bytes {
-		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(w.Size), w.Size, bytes)
+		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
 	}
 	if c.HCA.VLBufferBytes < bytes {
-		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(w.Size), w.Size, bytes)
+		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
 	}
 	return nil
 }
 
 // mcastGroups returns the run's groups, members and senders (host
-// indices), from workload.group or workload.groups and workload.senders on
-// a fabric of hosts. The groups are disjoint: a host joins one group, so a
-// sender sends to the one group it is in.
+// indices), from workload.group or workload.groups and workload.senders or
+// workload.group_senders on a fabric of hosts. A host may be in several
+// groups; it sends to one, so workload.senders may name only hosts in one
+// group, and workload.group_senders says which group the others send to.
 func mcastGroups(w *workload.Config, hosts int) ([]mcastSpec, error) {
 	if len(w.Groups) == 0 {
 		members, senders, err := mcastMembers(w, hosts)
@@ -124,7 +149,7 @@ func mcastGroups(w *workload.Config, hosts int) ([]mcastSpec, error) {
 	if len(w.Groups) > workload.MaxMulticastGroups {
 		return nil, fmt.Errorf("workload.groups: %d groups is more than the %d multicast LIDs 0xC000 to 0xFFFE", len(w.Groups), workload.MaxMulticastGroups)
 	}
-	groupOf := make([]int, hosts) // host → 1 + its group's index, 0 for none
+	groupsOf := make([][]int, hosts) // host → its groups' indices, increasing
 	specs := make([]mcastSpec, len(w.Groups))
 	for k, list := range w.Groups {
 		key := fmt.Sprintf("workload.groups[%d]", k)
@@ -136,29 +161,57 @@ func mcastGroups(w *workload.Config, hosts int) ([]mcastSpec, error) {
 			return nil, fmt.Errorf("%s: %q has %d member; a group needs at least two (a sender and a receiver)", key, list, len(members))
 		}
 		for _, h := range members {
-			if o := groupOf[h]; o != 0 {
-				return nil, fmt.Errorf("%s: host %d in %q is also in workload.groups[%d] %q; the groups must be disjoint (a host in two groups is not modelled)", key, h, list, o-1, w.Groups[o-1])
-			}
-			groupOf[h] = k + 1
+			groupsOf[h] = append(groupsOf[h], k)
 		}
 		specs[k].members = members
 	}
-	if w.Senders == "" {
+	sendsTo := make([]int, hosts) // host → 1 + the group it sends to, 0 for none
+	switch {
+	case len(w.GroupSenders) > 0:
+		if len(w.GroupSenders) != len(w.Groups) {
+			return nil, fmt.Errorf("workload.group_senders: %d lists for the %d of workload.groups; give one host list per group, in its order", len(w.GroupSenders), len(w.Groups))
+		}
+		for k, list := range w.GroupSenders {
+			key := fmt.Sprintf("workload.group_senders[%d]", k)
+			senders, err := workload.ParseHostList(list, key, hosts)
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range senders {
+				if !slices.Contains(specs[k].members, h) {
+					return nil, fmt.Errorf("%s: host %d is not a member of workload.groups[%d] %q (a port sends to a group it has joined)", key, h, k, w.Groups[k])
+				}
+				if o := sendsTo[h]; o != 0 {
+					return nil, fmt.Errorf("%s: host %d already sends to workload.groups[%d] %q; a host sends to one group (one stream a host is modelled)", key, h, o-1, w.Groups[o-1])
+				}
+				sendsTo[h] = k + 1
+			}
+			specs[k].senders = senders
+		}
+	case w.Senders == "":
 		for k := range specs {
+			h := specs[k].members[0]
+			if o := sendsTo[h]; o != 0 {
+				return nil, fmt.Errorf("workload.groups[%d]: its first member, host %d, is the first of workload.groups[%d] %q too, and a host sends to one group; name each group's senders in workload.group_senders", k, h, o-1, w.Groups[o-1])
+			}
+			sendsTo[h] = k + 1
 			specs[k].senders = specs[k].members[:1]
 		}
-		return specs, nil
-	}
-	senders, err := workload.ParseHostList(w.Senders, "workload.senders", hosts)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range senders {
-		k := groupOf[h] - 1
-		if k < 0 {
-			return nil, fmt.Errorf("workload.senders: host %d is in none of workload.groups (a port sends to a group it has joined)", h)
+	default:
+		senders, err := workload.ParseHostList(w.Senders, "workload.senders", hosts)
+		if err != nil {
+			return nil, err
 		}
-		specs[k].senders = append(specs[k].senders, h)
+		for _, h := range senders {
+			switch in := groupsOf[h]; len(in) {
+			case 0:
+				return nil, fmt.Errorf("workload.senders: host %d is in none of workload.groups (a port sends to a group it has joined)", h)
+			case 1:
+				specs[in[0]].senders = append(specs[in[0]].senders, h)
+			default:
+				return nil, fmt.Errorf("workload.senders: host %d is in workload.groups[%d] %q and workload.groups[%d] %q; say which it sends to in workload.group_senders (one host list per group) instead", h, in[0], w.Groups[in[0]], in[1], w.Groups[in[1]])
+			}
+		}
 	}
 	for k := range specs {
 		if len(specs[k].senders) == 0 {
@@ -223,8 +276,8 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 		return nil, &UnsupportedError{Msg: "topology: host cables of another speed than the link section's with workload.kind multicast are not supported"}
 	}
 	r := &mcastRun{flights: map[uint64]mcastFlight{}}
-	groupOf := make([]int, nHosts) // host → 1 + its group's index, 0 for none
-	isSender := make([]bool, nHosts)
+	groupsOf := make([][]int32, nHosts) // host → its groups, increasing
+	sendsTo := make([]int, nHosts)      // host → 1 + the group it sends to, 0 for none
 	for k, sp := range specs {
 		group, err := sub.AddMulticastGroup(sp.members)
 		if err != nil {
@@ -232,10 +285,10 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 		}
 		r.groups = append(r.groups, &mcastGroupRun{g: group, senders: len(sp.senders), expect: int32(len(sp.members) - 1)})
 		for _, h := range sp.members {
-			groupOf[h] = k + 1
+			groupsOf[h] = append(groupsOf[h], int32(k))
 		}
 		for _, h := range sp.senders {
-			isSender[h] = true
+			sendsTo[h] = k + 1
 		}
 	}
 	r.group = r.groups[0].g
@@ -259,7 +312,7 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	var bgHosts []int // the background's hosts: those in no group, or all
 	bgIndex := make([]int, nHosts)
 	for h := range nHosts {
-		if groupOf[h] == 0 || allSend {
+		if len(groupsOf[h]) == 0 || allSend {
 			bgIndex[h] = len(bgHosts)
 			bgHosts = append(bgHosts, h)
 		}
@@ -286,8 +339,8 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	sl2vl := cfg.Switch.SL2VLTable()
 	net, err := BuildNetworkOn(cfg, r.s, topo, sub, func(i int, lid uint16, name string) HostDevice {
-		k := groupOf[i] - 1
-		if k < 0 {
+		in := groupsOf[i]
+		if len(in) == 0 {
 			if sources == nil {
 				return idleHost{}
 			}
@@ -296,21 +349,31 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 			return e
 		}
 		var inj workload.Injector
-		if isSender[i] {
-			if w.Injection == workload.InjectOnOff {
-				inj = workload.NewOnOff(w.OfferedLoad, w.BurstPackets, gbps)
+		k := in[0] // the group it sends to, or its first
+		if sendsTo[i] != 0 {
+			k = int32(sendsTo[i] - 1)
+			if load := w.GroupLoad(int(k)); w.Injection == workload.InjectOnOff {
+				inj = workload.NewOnOff(load, w.BurstPackets, gbps)
 			} else {
-				inj = workload.NewBernoulli(w.OfferedLoad, gbps)
+				inj = workload.NewBernoulli(load, gbps)
 			}
 		}
-		g := r.groups[k]
-		h := workload.NewMcastHost(r.s, name, i, lid, g.g.MLID, w.Size, inj, cfg.Seed)
+		h := workload.NewMcastHost(r.s, name, i, lid, r.groups[k].g.MLID, w.GroupSize(int(k)), inj, cfg.Seed)
 		h.SL, h.VL = uint8(w.SL), sl2vl[w.SL]
 		slot := len(r.hosts)
 		h.OnDeliver = func(pkt *ib.Packet, tail ib.PS) { r.deliver(slot, pkt, tail) }
 		r.hosts = append(r.hosts, h)
-		r.slotGroup = append(r.slotGroup, int32(k))
-		g.slots = append(g.slots, slot)
+		r.slotSends = append(r.slotSends, int32(sendsTo[i]-1))
+		var joined []mcastJoin
+		for _, gk := range in {
+			g := r.groups[gk]
+			joined = append(joined, mcastJoin{group: gk, pos: int32(len(g.slots))})
+			g.slots = append(g.slots, slot)
+			if gk != k {
+				h.Also = append(h.Also, g.g.MLID)
+			}
+		}
+		r.slotJoined = append(r.slotJoined, joined)
 		if allSend {
 			e := workload.NewEndpoint(r.s, name, bgIndex[i], lid, sources[bgIndex[i]])
 			r.bg.eps = append(r.bg.eps, e)
@@ -323,6 +386,9 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	r.net = net
 	r.memberCopies, r.memberWire = make([]uint64, len(r.hosts)), make([]windowSum, len(r.hosts))
+	for _, g := range r.groups {
+		g.wire = make([]windowSum, len(g.slots))
+	}
 	for _, h := range r.hosts {
 		h.OnInject = r.inject
 	}
@@ -401,6 +467,14 @@ func (r *mcastRun) deliver(k int, pkt *ib.Packet, tail ib.PS) {
 	r.lastDeliver = tail
 	if ser := r.timing.Serialization(pkt.WireBytes()); tail > r.t0 && tail-ser < r.t1 {
 		r.memberWire[k].add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
+		// The group's share, by the copy's MLID: a copy at a host outside
+		// its group (a broken MFT) counts for none (the checker names it).
+		gk := r.groupOfMLID(pkt.DLID)
+		for _, j := range r.slotJoined[k] {
+			if j.group == gk {
+				r.groups[gk].wire[j.pos].add(int64(pkt.WireBytes()), tail, ser, r.t0, r.t1)
+			}
+		}
 	}
 	f, ok := r.flights[pkt.Seq]
 	if !ok {
@@ -534,13 +608,28 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 		"latency_last_ns":     r.latLast.SummaryNs(),
 	}
 	window := float64(r.t1 - r.t0)
-	receivers := func(slots []int) (lo, hi uint64, gLo, gSum, gHi float64, n int) {
-		for _, k := range slots {
-			if r.hosts[k].Sender() && r.groups[r.slotGroup[k]].senders == 1 {
-				continue // a lone sender receives nothing
+	// loneSender: the member slot k sends to group gk and is its only
+	// sender, so it receives none of gk's packets.
+	loneSender := func(k int, gk int32) bool {
+		return r.slotSends[k] == gk && r.groups[gk].senders == 1
+	}
+	// receivers sums over the members in slots that receive something:
+	// of every group they joined (wire nil), or of group gk (wire its
+	// per-member sums, by position in its slots).
+	receivers := func(slots []int, gk int32, wire []windowSum) (lo, hi uint64, gLo, gSum, gHi float64, n int) {
+		for pos, k := range slots {
+			if wire != nil && loneSender(k, gk) {
+				continue
+			}
+			if wire == nil && len(r.slotJoined[k]) == 1 && loneSender(k, r.slotJoined[k][0].group) {
+				continue // a lone sender of its one group receives nothing
 			}
 			c := r.memberCopies[k]
-			g := r.memberWire[k].value() * 8 / window * 1000 // bytes per ps → Gb/s
+			sum := &r.memberWire[k]
+			if wire != nil {
+				sum = &wire[pos]
+			}
+			g := sum.value() * 8 / window * 1000 // bytes per ps → Gb/s
 			if n == 0 {
 				lo, hi, gLo, gHi = c, c, g, g
 			}
@@ -557,7 +646,7 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 	for k := range all {
 		all[k] = k
 	}
-	lo, hi, gLo, gSum, gHi, n := receivers(all)
+	lo, hi, gLo, gSum, gHi, n := receivers(all, -1, nil)
 	m["member_copies"] = map[string]any{"min": lo, "max": hi}
 	if window > 0 && n > 0 {
 		m["member_throughput_gbps"] = map[string]any{"min": gLo, "mean": gSum / float64(n), "max": gHi}
@@ -569,6 +658,12 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 		for k, g := range r.groups {
 			p := fmt.Sprintf("group%d_", k)
 			m[p+"mlid"] = int(g.g.MLID)
+			if len(cfg.Workload.GroupLoads) > 0 {
+				m[p+"offered_load"] = cfg.Workload.GroupLoads[k]
+			}
+			if len(cfg.Workload.GroupSizes) > 0 {
+				m[p+"payload_bytes"] = cfg.Workload.GroupSizes[k]
+			}
 			m[p+"members"] = len(g.slots)
 			m[p+"senders"] = g.senders
 			m[p+"tree_switches"] = len(g.g.Switches)
@@ -578,7 +673,7 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 			m[p+"copies_delivered"] = g.copies
 			m[p+"latency_ns"] = g.latCopy.SummaryNs()
 			m[p+"latency_last_ns"] = g.latLast.SummaryNs()
-			if _, _, _, gSum, _, n := receivers(g.slots); window > 0 && n > 0 {
+			if _, _, _, gSum, _, n := receivers(g.slots, int32(k), g.wire); window > 0 && n > 0 {
 				m[p+"member_accepted_load"] = gSum / float64(n) / (rateBps / 1e9)
 			}
 		}

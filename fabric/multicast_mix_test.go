@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,4 +271,215 @@ func TestMulticastBackgroundOnEveryHost(t *testing.T) {
 	assert.InDelta(t, host0, loads["min"], 0.0042)
 	assert.InDelta(t, host1, loads["max"], 0.0005)
 	assert.InDelta(t, (host0+host1)/2, m["background_accepted_load"], 0.0021+0.00025)
+}
+
+// twoGroupsOneHost are the sets of groups 0 = {0, 4} and 1 = {0, 8} on
+// mcastSets' 16-host fat tree: host 0 (Leaf[0]) is in both; host 4
+// (Leaf[1]) sends to group 0 and host 8 (Leaf[2]) to group 1
+// (workload.group_senders). Group 0's tree is Leaf[1] → Spine[0] →
+// Leaf[0], group 1's Leaf[2] → Spine[1] → Leaf[0] (root k mod 4 spines):
+// the two streams meet only at Leaf[0]'s port to host 0.
+var twoGroupsOneHost = []string{`workload.groups=["0,4","0,8"]`, `workload.group_senders=["4","8"]`,
+	"workload.size=4096", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536"}
+
+// TestMulticastHostInTwoGroupsBelowLineRate: host 0 receives both groups'
+// streams, each whole, at the sum of their loads. Each sender offers 0.4
+// of NDR 4x (50 bytes/ns): Bernoulli slots of 4170 / 50 = 83.4 ns, a packet
+// in a slot with probability 0.4. Host 0's link is offered 0.8 < 1, so
+// nothing is lost or held back for long:
+//   - each group sends exactly the packets its sender sends with the group
+//     alone (its injections are drawn from its host's own stream, and no
+//     source queue fills): copies_delivered = packets_sent (one receiver);
+//   - host 0, the run's only receiving member (hosts 4 and 8 are their one
+//     group's lone senders), gets every packet of both: member_copies =
+//     packets_sent(0) + packets_sent(1);
+//   - its accepted load is the sum of the groups' shares, and the two
+//     senders' packets in the 100 µs window are Binomial(N, 0.4) each with
+//     N = 100000 / 83.4 = 1199 slots: mean load 0.8, standard deviation
+//     √(2 · 1199 · 0.4 · 0.6) / 1199 = 0.020 of the line rate; 4 σ = 0.08.
+func TestMulticastHostInTwoGroupsBelowLineRate(t *testing.T) {
+	sets := append([]string{"workload.offered_load=0.4", "workload.measure_ns=100000"}, twoGroupsOneHost...)
+	both, _, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	alone := make([]map[string]any, 2)
+	for k, g := range []string{"4", "8"} {
+		alone[k], _, err = runMcastChecked(t, true, nil, "workload.group=0,"+g, "workload.senders="+g, "workload.offered_load=0.4",
+			"workload.measure_ns=100000", "workload.size=4096", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536")
+		require.NoError(t, err)
+	}
+	sent0, sent1 := both["group0_packets_sent"].(uint64), both["group1_packets_sent"].(uint64)
+	assert.Equal(t, alone[0]["packets_sent"], sent0)
+	assert.Equal(t, alone[1]["packets_sent"], sent1)
+	assert.Equal(t, sent0, both["group0_copies_delivered"])
+	assert.Equal(t, sent1, both["group1_copies_delivered"])
+	assert.Equal(t, map[string]any{"min": sent0 + sent1, "max": sent0 + sent1}, both["member_copies"])
+	assert.Equal(t, both["copies_expected"], both["copies_delivered"])
+	assert.Equal(t, 3, both["mcast_members"])
+	assert.Equal(t, true, both["drain_complete"])
+	got := both["member_accepted_load"].(float64)
+	g0, g1 := both["group0_member_accepted_load"].(float64), both["group1_member_accepted_load"].(float64)
+	assert.InDelta(t, g0+g1, got, 1e-12, "host 0's load is its two groups' shares")
+	assert.InDelta(t, 0.8, got, 0.08)
+}
+
+// TestMulticastHostInTwoGroupsAboveLineRate: each sender offers 0.7, so
+// host 0's link is offered 1.4 and carries at most 1: its accepted load,
+// the window's wire bytes counted pro rata, is at most 20000 ns × 50
+// bytes/ns a window. Leaf[0]'s port to host 0 is wanted by two inputs
+// (from Spine[0] and Spine[1]), each a FIFO with group k's copies; once
+// both hold a packet (each gets 0.5 and is offered 0.7, so they fill in
+// the warm-up and stay full) the round-robin allocator alternates them
+// and the port never idles: 1/2 each, and 1 in all, short only by what
+// the window cuts of one packet at each edge (4170 / (20000 × 50) =
+// 0.0042) and the moments a FIFO is empty. Every copy still arrives: the
+// sources' queues (4096 packets) hold the excess, about 0.2 × 22 µs /
+// 83.4 ns = 53 packets each, and drain after the window.
+func TestMulticastHostInTwoGroupsAboveLineRate(t *testing.T) {
+	m, _, err := runMcastChecked(t, true, nil, append([]string{"workload.offered_load=0.7"}, twoGroupsOneHost...)...)
+	require.NoError(t, err)
+	got := m["member_accepted_load"].(float64)
+	g0, g1 := m["group0_member_accepted_load"].(float64), m["group1_member_accepted_load"].(float64)
+	assert.LessOrEqual(t, got, 1.0+1e-12, "one link's worth")
+	assert.InDelta(t, g0+g1, got, 1e-12)
+	assert.InDelta(t, 1.0, got, 2*0.0042)
+	assert.InDelta(t, 0.5, g0, 2*0.0042)
+	assert.InDelta(t, 0.5, g1, 2*0.0042)
+	assert.Equal(t, uint64(0), m["packets_skipped"])
+	assert.Equal(t, m["copies_expected"], m["copies_delivered"])
+	assert.Equal(t, true, m["drain_complete"])
+}
+
+// TestMulticastHostInTwoGroupsCheckersCatchBrokenMFT: the checkers hold
+// each copy to its own group, by its MLID, at hosts in both. Groups 0 =
+// {0, 1, 4} and 1 = {0, 2, 8} (host 4 sends to 0, host 8 to 1): on
+// Leaf[0] host 0 (port 0) is in both, host 1 (port 1) in group 0 only,
+// host 2 (port 2) in group 1 only. Leaf[0]'s entry for group 1 (0xC001)
+// loses host 0's port: group 0's copies still reach host 0, and group 1's
+// host 2, but the lossless check names host 0 as never getting a group-1
+// packet. The entry given host 1's port: the route check refuses the copy
+// out of it, and without the route check the lossless check finds a
+// group-1 copy at host 1, a member of group 0 only: misrouted (whether
+// the group's members all had the packet by then or not). Unbroken, the
+// run passes both and gives the same trace twice.
+func TestMulticastHostInTwoGroupsCheckersCatchBrokenMFT(t *testing.T) {
+	edit := func(f func(*components.PortSet)) func(*Simulation) {
+		return func(s *Simulation) {
+			for _, sw := range s.Net.Switches {
+				if sw.Name() == "Fabric.Leaf[0]" {
+					mask := sw.MFT().Lookup(0xC001)
+					require.True(t, mask.Has(0), "host 0's port is in group 1's entry")
+					f(&mask)
+					sw.MFT().Set(0xC001, mask)
+					return
+				}
+			}
+			t.Fatal("no Fabric.Leaf[0]")
+		}
+	}
+	sets := append([]string{"workload.offered_load=0.2", "workload.measure_ns=5000", "workload.drain_ns=20000"}, twoGroupsOneHost...)
+	sets[3] = `workload.groups=["0,1,4","0,2,8"]`
+	m, tr1, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	assert.Greater(t, m["group1_packets_sent"], uint64(0))
+	_, tr2, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	require.Greater(t, strings.Count(tr1, "\n"), 1000)
+	assert.True(t, tr1 == tr2, "the same config and seed give the same trace, byte for byte")
+
+	_, _, err = runMcastChecked(t, true, edit(func(m *components.PortSet) { m.Clear(0) }), sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant lossless")
+	assert.Contains(t, err.Error(), "(MLID 0xc001 psn 0")
+	assert.Contains(t, err.Error(), "never reached Fabric.Host[0]")
+
+	extra := edit(func(m *components.PortSet) { m.Set(1) })
+	_, _, err = runMcastChecked(t, true, extra, sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant route")
+	assert.Contains(t, err.Error(), "which the group's MFT entry does not hold")
+	_, _, err = runMcastChecked(t, false, extra, sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant lossless")
+	assert.Contains(t, err.Error(), "for MLID 0xc001 delivered at Fabric.Host[1], which is not a member of the group (misrouted)")
+}
+
+// TestMulticastHostInTwoGroupsGroupLoads: per-group loads
+// (workload.group_loads) on twoGroupsOneHost: group 0's sender offers 0.3
+// and group 1's 0.5. Each sends exactly the packets it sends with its
+// group alone at that load, host 0 receives all of both, and its accepted
+// load is 0.3 + 0.5 = 0.8 within 4 σ of the Bernoulli counts over the
+// 100 µs window: N = 100000 / 83.4 = 1199 slots, σ = √(1199 · (0.3 · 0.7 +
+// 0.5 · 0.5)) / 1199 = 0.0196, 4 σ = 0.078; each group's share within 4 of
+// its own σ (√(1199 · 0.21) / 1199 = 0.0132 and √(1199 · 0.25) / 1199 =
+// 0.0144) of its load.
+func TestMulticastHostInTwoGroupsGroupLoads(t *testing.T) {
+	sets := append([]string{"workload.group_loads=[0.3,0.5]", "workload.measure_ns=100000"}, twoGroupsOneHost...)
+	m, _, err := runMcastChecked(t, true, nil, sets...)
+	require.NoError(t, err)
+	for k, c := range []struct {
+		sender string
+		load   float64
+		sigma  float64
+	}{{"4", 0.3, 0.0132}, {"8", 0.5, 0.0144}} {
+		p := []string{"group0_", "group1_"}[k]
+		alone, _, err := runMcastChecked(t, true, nil, "workload.group=0,"+c.sender, "workload.senders="+c.sender,
+			fmt.Sprintf("workload.offered_load=%v", c.load), "workload.measure_ns=100000",
+			"workload.size=4096", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536")
+		require.NoError(t, err)
+		assert.Equal(t, alone["packets_sent"], m[p+"packets_sent"], p)
+		assert.Equal(t, m[p+"packets_sent"], m[p+"copies_delivered"], p)
+		assert.Equal(t, c.load, m[p+"offered_load"], p)
+		assert.InDelta(t, c.load, m[p+"member_accepted_load"], 4*c.sigma, p)
+	}
+	sent := m["group0_packets_sent"].(uint64) + m["group1_packets_sent"].(uint64)
+	assert.Equal(t, map[string]any{"min": sent, "max": sent}, m["member_copies"])
+	assert.InDelta(t, 0.8, m["member_accepted_load"], 0.078)
+	assert.Equal(t, true, m["drain_complete"])
+}
+
+// TestMulticastGroupSizes: per-group payloads (workload.group_sizes) on
+// TestMulticastGroupsDisjoint's two groups (0-7 and 8-15, trees sharing
+// no link), both at the line rate: group 0 sends 4096-byte payloads, 4170
+// bytes on the wire with the GRH (83.4 ns at 50 bytes/ns), group 1
+// 1024-byte ones, 1098 bytes (21.96 ns). By the window's end (22000 ns)
+// group 0's sender has made ⌊22000 / 83.4⌋ = 263 packets and group 1's
+// ⌊22000 / 21.96⌋ = 1001; each of a group's 7 receivers takes every one,
+// so the trace holds 7 × 263 = 1841 deliveries of 4170 bytes to MLID
+// 0xC000 (49152) and 7 × 1001 = 7007 of 1098 bytes to 0xC001 (49153), and
+// no other. Each group runs as it would alone with that size: its
+// metrics equal a lone group's of that payload to the last digit.
+func TestMulticastGroupSizes(t *testing.T) {
+	buf := []string{"workload.offered_load=1", "switch.vl_buffer_bytes=65536", "hca.vl_buffer_bytes=65536"}
+	m, tr, err := runMcastChecked(t, true, nil, append([]string{`workload.groups=["0-7","8-15"]`, "workload.group_sizes=[4096,1024]"}, buf...)...)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(263), m["group0_packets_sent"])
+	assert.Equal(t, uint64(1001), m["group1_packets_sent"])
+	assert.Equal(t, 4096, m["group0_payload_bytes"])
+	assert.Equal(t, 1024, m["group1_payload_bytes"])
+	deliveries := map[string]int{}
+	for _, line := range strings.Split(tr, "\n") {
+		if !strings.Contains(line, " deliver ") {
+			continue
+		}
+		var dlid, bytes string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "dlid="); ok {
+				dlid = v
+			}
+			if v, ok := strings.CutPrefix(f, "bytes="); ok {
+				bytes = v
+			}
+		}
+		deliveries[dlid+" "+bytes]++
+	}
+	assert.Equal(t, map[string]int{"49152 4170": 7 * 263, "49153 1098": 7 * 1001}, deliveries)
+	for k, size := range []string{"4096", "1024"} {
+		alone, _, err := runMcastChecked(t, true, nil, append([]string{"workload.group=0-7", "workload.size=" + size}, buf...)...)
+		require.NoError(t, err)
+		p := fmt.Sprintf("group%d_", k)
+		for _, key := range []string{"packets_sent", "packets_complete", "copies_expected", "copies_delivered",
+			"member_accepted_load", "latency_ns", "latency_last_ns"} {
+			assert.Equal(t, alone[key], m[p+key], "%s%s", p, key)
+		}
+	}
 }

@@ -299,7 +299,16 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{"workload.group=4"}, `workload.group: "4" has 1 member; a group needs at least two (a sender and a receiver)`},
 		{[]string{"workload.group=0-7", "workload.senders=9"}, `workload.senders: host 9 is not a member of workload.group "0-7" (a port sends to a group it has joined)`},
 		// Several groups (workload.groups).
-		{[]string{`workload.groups=["0-3","3-5"]`}, `workload.groups[1]: host 3 in "3-5" is also in workload.groups[0] "0-3"; the groups must be disjoint (a host in two groups is not modelled)`},
+		{[]string{`workload.groups=["0-3","3-5"]`, "workload.senders=3"}, `workload.senders: host 3 is in workload.groups[0] "0-3" and workload.groups[1] "3-5"; say which it sends to in workload.group_senders (one host list per group) instead`},
+		{[]string{`workload.groups=["0-3","0,8"]`}, `workload.groups[1]: its first member, host 0, is the first of workload.groups[0] "0-3" too, and a host sends to one group; name each group's senders in workload.group_senders`},
+		// Senders per group (workload.group_senders).
+		{[]string{`workload.groups=["0-3","0,8"]`, `workload.group_senders=["1"]`}, "workload.group_senders: 1 lists for the 2 of workload.groups; give one host list per group, in its order"},
+		{[]string{`workload.group_senders=["1"]`}, "workload.group_senders: 1 lists are set without workload.groups; they name each group's senders, so give the groups too (or use workload.senders)"},
+		{[]string{`workload.groups=["0-3","0,8"]`, `workload.group_senders=["1","8"]`, "workload.senders=1"}, `workload.senders: "1" is set beside workload.group_senders; name the senders in one of the two`},
+		{[]string{`workload.groups=["0-3","0,8"]`, `workload.group_senders=["1","9"]`}, `workload.group_senders[1]: host 9 is not a member of workload.groups[1] "0,8" (a port sends to a group it has joined)`},
+		{[]string{`workload.groups=["0-3","0,8"]`, `workload.group_senders=["0","0"]`}, `workload.group_senders[1]: host 0 already sends to workload.groups[0] "0-3"; a host sends to one group (one stream a host is modelled)`},
+		{[]string{`workload.groups=["0-3","0,8"]`, `workload.group_senders=["1","y"]`}, `workload.group_senders[1]: "y" in "y" is not a host index or range (e.g. 0-7,12)`},
+		{[]string{`workload.groups=["0-3","0,8"]`, `workload.group_senders=["1","16"]`}, `workload.group_senders[1]: host 16 in "16" is beyond the fabric's 16 hosts (0 to 15)`},
 		{[]string{`workload.groups=["0-3","8-11"]`, "workload.senders=0,5"}, "workload.senders: host 5 is in none of workload.groups (a port sends to a group it has joined)"},
 		{[]string{`workload.groups=["0-3","8-11"]`, "workload.senders=0,1"}, `workload.senders: "0,1" names no host of workload.groups[1] "8-11"; give each group a sender`},
 		{[]string{`workload.groups=["0-3","x"]`}, `workload.groups[1]: "x" in "x" is not a host index or range (e.g. 0-7,12)`},
@@ -307,6 +316,15 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{`workload.groups=["0-3","5"]`}, `workload.groups[1]: "5" has 1 member; a group needs at least two (a sender and a receiver)`},
 		{[]string{`workload.groups=["0-3"]`, "workload.group=4-7"}, `workload.group: "4-7" is set beside workload.groups; give the one group in groups, or use group alone`},
 		{[]string{"workload.groups=[" + strings.Repeat(`"0-1",`, 16383) + `"0-1"]`}, "workload.groups: 16384 groups is more than the 16383 multicast LIDs 0xC000 to 0xFFFE"},
+		// Per-group loads and sizes (workload.group_loads, group_sizes).
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_loads=[0.5]"}, "workload.group_loads: 1 entries for the 2 of workload.groups; give one per group, in its order"},
+		{[]string{"workload.group_loads=[0.5]"}, "workload.group_loads: 1 entries are set without workload.groups; they are per group, so give the groups too (or use workload.offered_load)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_loads=[0.5,1.5]"}, "workload.group_loads[1]: 1.5 is out of range (0.001 to 1, a fraction of the link)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_loads=[0,0.5]"}, "workload.group_loads[0]: 0 is out of range (0.001 to 1, a fraction of the link)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_sizes=[256,512,1024]"}, "workload.group_sizes: 3 entries for the 2 of workload.groups; give one per group, in its order"},
+		{[]string{"workload.group_sizes=[256]"}, "workload.group_sizes: 1 entries are set without workload.groups; they are per group, so give the groups too (or use workload.size)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_sizes=[256,0]"}, "workload.group_sizes[1]: 0 is out of range for a multicast packet (1 to link.mtu 4096)"},
+		{[]string{`workload.groups=["0-3","8-11"]`, "workload.group_sizes=[256,4096]", "switch.vl_buffer_bytes=4160"}, "switch.vl_buffer_bytes: 4160 cannot hold one 4170-byte multicast packet (a 4096-byte payload with a GRH); give at least 4224"},
 		// A unicast background (workload.background).
 		{[]string{"workload.background=true"}, "workload.background: true, but every one of the fabric's 16 hosts is in a multicast group; background traffic needs hosts in none (smaller groups, more topology.hosts), or workload.background_hosts: all"},
 		{[]string{"workload.background=true", "workload.background_hosts=some"}, `workload.background_hosts: "some" is not a choice (others: the hosts in no multicast group; all: every host)`},

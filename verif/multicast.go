@@ -27,6 +27,12 @@ type mcGroup struct {
 	names   []string // by position
 }
 
+// has reports whether the block at path is a member.
+func (g *mcGroup) has(path string) bool {
+	_, ok := g.members[path]
+	return ok
+}
+
 // mcFlight is one multicast packet in flight: its injected identity and
 // the members that have yet to receive it.
 type mcFlight struct {
@@ -79,7 +85,12 @@ func (c *Checkers) mcInject(ev *components.TraceEvent, f *evFields, seq int64) {
 func (c *Checkers) mcDeliver(ev *components.TraceEvent, f *evFields, seq int64) {
 	fl := c.mcast[seq]
 	if fl == nil {
-		switch {
+		switch g := c.mcGroups[f.or(fDLID, f.dlid, 0)]; {
+		case c.delivered.has(seq) && g != nil && !g.has(ev.Path):
+			// A copy its group's members all had, at a host outside the
+			// group (a member of another group, say): misrouted, not a
+			// duplicate.
+			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d for MLID %#x delivered at %s, which is not a member of the group (misrouted)", seq, g.mlid, ev.Path))
 		case c.delivered.has(seq):
 			c.fail(InvLossless, ev, fmt.Sprintf("packet seq %d delivered at %s after every member of its group had it (a duplicate)", seq, ev.Path))
 		default:

@@ -12,9 +12,10 @@ import (
 
 // TestMulticastLossless: with the group of MLID 0xC000 = {A, B, C}, a
 // packet A sends must reach B and C once each: the checker passes that,
-// and fails a copy at a non-member, a second copy at a member, a copy back
-// at the sender, a copy after every member had one, and (at Finish on an
-// idle fabric) a member that never got it.
+// and fails a copy at a non-member (before or after every member had it:
+// misrouted either way), a second copy at a member, a copy back at the
+// sender, a copy after every member had one, and (at Finish on an idle
+// fabric) a member that never got it.
 func TestMulticastLossless(t *testing.T) {
 	f := func(seq int64) []components.TraceField {
 		return []components.TraceField{components.IntField("seq", seq), components.IntField("slid", 1),
@@ -36,6 +37,7 @@ func TestMulticastLossless(t *testing.T) {
 		{"twice to a member", []*components.TraceEvent{inject(1, 1), deliver(2, "B", 1), deliver(3, "B", 1)}, "delivered twice to B (a duplicate)"},
 		{"back to the sender", []*components.TraceEvent{inject(1, 1), deliver(2, "A", 1)}, "delivered back to its sender A"},
 		{"after every member", []*components.TraceEvent{inject(1, 1), deliver(2, "B", 1), deliver(3, "C", 1), deliver(4, "C", 1)}, "after every member of its group had it (a duplicate)"},
+		{"non-member after every member", []*components.TraceEvent{inject(1, 1), deliver(2, "B", 1), deliver(3, "C", 1), deliver(4, "D", 1)}, "for MLID 0xc000 delivered at D, which is not a member of the group (misrouted)"},
 		{"a member missed it", []*components.TraceEvent{inject(1, 1), deliver(2, "B", 1)}, "never reached C (1 members missing it)"},
 		{"unknown group", []*components.TraceEvent{ev(1, "A", components.TraceInject, append(f(1)[:2:2], components.IntField("dlid", 0xC001))...)}, "sent to MLID 0xc001, which no multicast group has"},
 	}

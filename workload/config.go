@@ -103,11 +103,24 @@ type Config struct {
 	Group   string `yaml:"group,omitempty"`
 	Senders string `yaml:"senders,omitempty"`
 	// Groups, instead of Group, runs several multicast groups at once, one
-	// host list each ("0-7"); the k-th takes MLID 0xC000 + k. No host is in
-	// two groups. Senders then names senders of any group (empty: each
-	// group's first member). omitempty, so a config without it keeps its
-	// effective config and config hash.
+	// host list each ("0-7"); the k-th takes MLID 0xC000 + k. A host may be
+	// in several groups (each copy is its group's, by its MLID). Senders
+	// then names senders of any group, each in one group (empty: each
+	// group's first member), or GroupSenders names them per group.
+	// omitempty, so a config without it keeps its effective config and
+	// config hash.
 	Groups []string `yaml:"groups,omitempty"`
+	// GroupSenders, beside Groups and instead of Senders, names each
+	// group's senders, one host list per group in Groups' order (each a
+	// subset of its group): how a host in several groups says which one it
+	// sends to. A host sends to one group. omitempty for the config hash.
+	GroupSenders []string `yaml:"group_senders,omitempty"`
+	// GroupLoads and GroupSizes, beside Groups, give each group's senders
+	// their offered load (fraction of the link) and payload bytes, one
+	// entry per group in Groups' order; empty: OfferedLoad and Size for
+	// every group. omitempty for the config hash.
+	GroupLoads []float64 `yaml:"group_loads,omitempty"`
+	GroupSizes []int     `yaml:"group_sizes,omitempty"`
 	// BackgroundLoad is, with workload.kind multicast and Background, the
 	// offered load of the background hosts' unicast traffic (OfferedLoad
 	// is the multicast senders'); 0, the default, means OfferedLoad.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,38 @@ func (c *Config) checkMulticastKeys(prefix string) error {
 			return err
 		}
 	}
+	for k, g := range c.GroupSenders {
+		if _, err := ParseHostList(g, fmt.Sprintf("%s.group_senders[%d]", prefix, k), 1<<20); err != nil {
+			return err
+		}
+	}
+	if len(c.GroupSenders) > 0 {
+		switch {
+		case len(c.Groups) == 0:
+			return fmt.Errorf("%s.group_senders: %d lists are set without %s.groups; they name each group's senders, so give the groups too (or use %s.senders)", prefix, len(c.GroupSenders), prefix, prefix)
+		case len(c.GroupSenders) != len(c.Groups):
+			return fmt.Errorf("%s.group_senders: %d lists for the %d of %s.groups; give one host list per group, in its order", prefix, len(c.GroupSenders), len(c.Groups), prefix)
+		case c.Senders != "":
+			return fmt.Errorf("%s.senders: %q is set beside %s.group_senders; name the senders in one of the two", prefix, c.Senders, prefix)
+		}
+	}
+	for _, k := range []struct {
+		key string
+		n   int
+	}{{"group_loads", len(c.GroupLoads)}, {"group_sizes", len(c.GroupSizes)}} {
+		switch {
+		case k.n == 0:
+		case len(c.Groups) == 0:
+			return fmt.Errorf("%s.%s: %d entries are set without %s.groups; they are per group, so give the groups too (or use %s.%s)", prefix, k.key, k.n, prefix, prefix, map[string]string{"group_loads": "offered_load", "group_sizes": "size"}[k.key])
+		case k.n != len(c.Groups):
+			return fmt.Errorf("%s.%s: %d entries for the %d of %s.groups; give one per group, in its order", prefix, k.key, k.n, len(c.Groups), prefix)
+		}
+	}
+	for k, l := range c.GroupLoads {
+		if math.IsNaN(l) || l < MinOfferedLoad || l > 1 {
+			return fmt.Errorf("%s.group_loads[%d]: %v is out of range (%v to 1, a fraction of the link)", prefix, k, l, MinOfferedLoad)
+		}
+	}
 	if len(c.Groups) > 0 && c.Group != "" {
 		return fmt.Errorf("%s.group: %q is set beside %s.groups; give the one group in groups, or use group alone", prefix, c.Group, prefix)
 	}
@@ -62,6 +95,24 @@ const (
 	BackgroundOthers = "others" // the hosts in no group (the default)
 	BackgroundAll    = "all"    // every host, group members too
 )
+
+// GroupLoad returns multicast group k's senders' offered load:
+// workload.group_loads[k], or workload.offered_load.
+func (c *Config) GroupLoad(k int) float64 {
+	if len(c.GroupLoads) > 0 {
+		return c.GroupLoads[k]
+	}
+	return c.OfferedLoad
+}
+
+// GroupSize returns multicast group k's payload bytes:
+// workload.group_sizes[k], or workload.size.
+func (c *Config) GroupSize(k int) int {
+	if len(c.GroupSizes) > 0 {
+		return c.GroupSizes[k]
+	}
+	return c.Size
+}
 
 // MaxMulticastGroups is how many groups the multicast LIDs 0xC000 to
 // 0xFFFE number (IBA 1.2 §4.1.1; ib-facts.md §4).
@@ -114,7 +165,10 @@ type McastHost struct {
 	Name  string
 	Index int    // host index
 	LID   uint16 // this host's LID
-	MLID  uint16 // the group's multicast LID
+	MLID  uint16 // the group's multicast LID (the one it sends to)
+	// Also are the multicast LIDs of the other groups the host has joined
+	// (nil for a host in one group): their copies are for it too.
+	Also []uint16
 	// SL is the service level of every packet; VL the host port's VL for it.
 	SL, VL uint8
 	// OnDeliver is called for each packet accepted here.
@@ -231,7 +285,7 @@ func (h *McastHost) PortReady(*link.Port) { h.trySend() }
 // PacketArrived implements link.Owner: the host accepts the packet at its
 // tail; its blocks free then.
 func (h *McastHost) PacketArrived(_ *link.Port, pkt *ib.Packet, _, tail ib.PS) {
-	if pkt.DLID != h.MLID && pkt.DLID != h.LID {
+	if pkt.DLID != h.MLID && pkt.DLID != h.LID && !slices.Contains(h.Also, pkt.DLID) {
 		h.WrongDest++
 	}
 	h.Received++

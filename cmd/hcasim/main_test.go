@@ -151,8 +151,14 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.root: 2 is set, but workload.kind allreduce has no root"}},
 		// Several multicast groups and a unicast background beside them
 		// (examples/multicast-mixed.yaml: 4 groups of 8 on 64 hosts).
-		{"overlapping groups", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", `workload.groups=["0-7","7-9"]`, "--set", "workload.senders="},
-			[]string{`workload.groups[1]: host 7 in "7-9" is also in workload.groups[0] "0-7"; the groups must be disjoint`}},
+		{"sender in two groups", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", `workload.groups=["0-7","7-9"]`, "--set", "workload.senders=7"},
+			[]string{`workload.senders: host 7 is in workload.groups[0] "0-7" and workload.groups[1] "7-9"; say which it sends to in workload.group_senders`}},
+		{"group senders of another length", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", `workload.group_senders=["4"]`, "--set", "workload.senders="},
+			[]string{"workload.group_senders: 1 lists for the 4 of workload.groups; give one host list per group, in its order"}},
+		{"group loads of another length", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.group_loads=[0.5,0.5]"},
+			[]string{"workload.group_loads: 2 entries for the 4 of workload.groups; give one per group, in its order"}},
+		{"group size past the MTU", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.group_sizes=[256,256,256,8192]"},
+			[]string{"workload.group_sizes[3]: 8192 is out of range for a multicast packet (1 to link.mtu 4096)"}},
 		{"sender in no group", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.senders=4,5,6,7,40"},
 			[]string{"workload.senders: host 40 is in none of workload.groups (a port sends to a group it has joined)"}},
 		{"group without sender", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.senders=4,5,6"},
