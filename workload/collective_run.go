@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -1047,9 +1048,7 @@ func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	in, acc := c.scratch[:n], c.scratch2[:n]
 	rk.dev.Mem.Read(rk.dst+land, in)
 	rk.dev.Mem.Read(rk.src+off, acc)
-	for i := range acc {
-		acc[i] += in[i]
-	}
+	addBytes(acc, in)
 	rk.dev.Mem.Write(rk.src+off, acc)
 	if c.run.ReduceGBps > 0 {
 		ns := float64(n) / c.run.ReduceGBps
@@ -1112,9 +1111,7 @@ func (c *collective) verify() {
 					}
 					continue
 				}
-				for k, v := range b {
-					w[k] += v
-				}
+				addBytes(w, b)
 			}
 			for r, rk := range c.ranks {
 				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root {
@@ -1188,8 +1185,28 @@ func (c *collective) verify() {
 	}
 }
 
+// addBytes adds b into a bytewise (uint8, wrapping; len(b) ≥ len(a)),
+// eight bytes at a time: the low seven bits of each byte are added without
+// a carry out of the byte, and each byte's top bit is the sum of the two
+// top bits and that carry, mod 2 — the same bytes as a byte-by-byte sum.
+func addBytes(a, b []byte) {
+	const low7, top = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	b = b[:len(a)]
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		x, y := binary.LittleEndian.Uint64(a[i:]), binary.LittleEndian.Uint64(b[i:])
+		binary.LittleEndian.PutUint64(a[i:], ((x&low7)+(y&low7))^((x^y)&top))
+	}
+	for ; i < len(a); i++ {
+		a[i] += b[i]
+	}
+}
+
 // firstDiff returns the first index where a and b differ, or -1.
 func firstDiff(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1 // the usual case, compared by the runtime's vector loop
+	}
 	for i := range a {
 		if a[i] != b[i] {
 			return i
