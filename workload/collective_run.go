@@ -466,13 +466,16 @@ func pow2(v int) int {
 // PCG (seed, r), eight at a time, little-endian. Buffers are generated a
 // chunk at a time, never whole: a run holds every rank's 2·S bytes of
 // simulated host memory, and the set-up and the check add only a chunk.
+// The PCG is called directly, not through a rand.Rand: Rand.Uint64 is the
+// source's Uint64 behind an interface call, so the bytes are the same
+// (TestRankStreamChunksJoin draws them through a rand.Rand).
 type rankStream struct {
-	rng  *rand.Rand
+	rng  *rand.PCG
 	left int64 // bytes of the stream not yet generated
 }
 
 func (c *collective) rankStream(r int) rankStream {
-	return rankStream{rng: rand.New(rand.NewPCG(c.run.Seed, 0xc011ec7+uint64(r))), left: c.sched.Bytes}
+	return rankStream{rng: rand.NewPCG(c.run.Seed, 0xc011ec7+uint64(r)), left: c.sched.Bytes}
 }
 
 // streamChunk is how many bytes of a rank's stream are generated at once; a
