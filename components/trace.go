@@ -209,7 +209,7 @@ func (e *TraceEvent) Clone() TraceEvent {
 // vl fctbs fccl instead. Emitters pass a reused buffer so tracing a packet
 // does not allocate.
 //
-// icrc is the CRC the source stamped (p.ICRC), except on a deliver event
+// icrc is the CRC the source stamped (p.SourceICRC), except on a deliver event
 // (set e.Kind first): there it is the ICRC the destination computes over
 // what arrived (ib.ComputeICRC), as a receiving HCA checks it, so a payload
 // byte or header field changed on the way shows as a changed icrc. Echoing
@@ -221,7 +221,7 @@ func (e *TraceEvent) AppendPacket(dst []TraceField, p *ib.Packet) []TraceField {
 			IntField("fctbs", int64(p.FCTBS)),
 			IntField("fccl", int64(p.FCCL)))
 	}
-	icrc := p.ICRC
+	icrc := p.SourceICRC()
 	if e.Kind == TraceDeliver {
 		icrc = ib.ComputeICRC(p)
 	}

@@ -294,7 +294,7 @@ func (d *Device) ccSendCNP() bool {
 	}
 	c.cnp.Pop()
 	c.CNPsSent++
-	p.ICRC = ib.ComputeICRC(p)
+	p.DeferICRC()
 	d.tracePacket(components.TraceInject, p)
 	d.Port.Send(p)
 	if d.tx.arb != nil && d.Port.VLs() > 1 {

@@ -23,26 +23,82 @@ type hostPage struct {
 	chunks [chunksPerPage]*[chunkBytes]byte
 }
 
+// regionPages is how many pages one entry of the page map covers (2 MiB):
+// a DMA or a buffer's set-up walks consecutive pages, so it looks the map
+// up once per region (or not at all: the last region is kept) instead of
+// once per page.
+const regionPages = 512
+
+// hostRegion is regionPages consecutive pages, each made on first write.
+type hostRegion [regionPages]*hostPage
+
 // HostMemory is a host's DRAM: sparse and byte-addressable. Pages and their
-// chunks come into being on first write and read as zero before; the page
+// chunks come into being on first write and read as zero before; the region
 // map is only looked up, never iterated, so runs are deterministic.
 type HostMemory struct {
-	pages map[uint64]*hostPage
+	regions map[uint64]*hostRegion // by address / (regionPages × pageBytes)
+	// last and lastKey are the region looked up last (nil none).
+	last    *hostRegion
+	lastKey uint64
+	// slab holds whole pages made ahead, taken by pages first written
+	// whole: a bulk transfer into fresh memory (a collective's landing
+	// area) allocates a slab per several packets, not a page per packet.
+	// Slabs double from one page to slabPages, so a host that writes few
+	// whole pages keeps few spare ones.
+	slab     [][pageBytes]byte
+	slabSize int // pages of the last slab made
+	// pageSlab holds page records made ahead, doubling to pageSlabPages,
+	// for the same reason.
+	pageSlab     []hostPage
+	pageSlabSize int
 	// BytesWritten counts every byte stored, by the CPU or by DMA.
 	BytesWritten int64
 }
 
+// slabPages caps a slab of whole pages (64 KiB); pageSlabPages one of
+// page records (64 × 72 bytes).
+const slabPages, pageSlabPages = 16, 64
+
 // NewHostMemory returns an empty host memory.
 func NewHostMemory() *HostMemory {
-	return &HostMemory{pages: make(map[uint64]*hostPage)}
+	return &HostMemory{regions: make(map[uint64]*hostRegion)}
 }
 
 func (m *HostMemory) page(addr uint64, create bool) *hostPage {
-	p := m.pages[addr/pageBytes]
-	if p == nil && create {
-		p = new(hostPage)
-		m.pages[addr/pageBytes] = p
+	key := addr / (regionPages * pageBytes)
+	r := m.last
+	if r == nil || key != m.lastKey {
+		r = m.regions[key]
+		if r == nil {
+			if !create {
+				return nil
+			}
+			r = new(hostRegion)
+			m.regions[key] = r
+		}
+		m.last, m.lastKey = r, key
 	}
+	i := addr / pageBytes % regionPages
+	p := r[i]
+	if p == nil && create {
+		if len(m.pageSlab) == 0 {
+			m.pageSlabSize = min(max(2*m.pageSlabSize, 1), pageSlabPages)
+			m.pageSlab = make([]hostPage, m.pageSlabSize)
+		}
+		p, m.pageSlab = &m.pageSlab[0], m.pageSlab[1:]
+		r[i] = p
+	}
+	return p
+}
+
+// wholePage returns a fresh zero page from the slab.
+func (m *HostMemory) wholePage() *[pageBytes]byte {
+	if len(m.slab) == 0 {
+		m.slabSize = min(max(2*m.slabSize, 1), slabPages)
+		m.slab = make([][pageBytes]byte, m.slabSize)
+	}
+	p := &m.slab[0]
+	m.slab = m.slab[1:]
 	return p
 }
 
@@ -81,7 +137,7 @@ func (m *HostMemory) Write(addr uint64, src []byte) {
 		n := min(uint64(len(src)), pageBytes-off)
 		p := m.page(addr, true)
 		if p.full == nil && n == pageBytes && p.chunks == [chunksPerPage]*[chunkBytes]byte{} {
-			p.full = new([pageBytes]byte)
+			p.full = m.wholePage()
 		}
 		if p.full != nil {
 			copy(p.full[off:], src[:n])

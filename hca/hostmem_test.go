@@ -40,12 +40,22 @@ func TestAllocatorAligns(t *testing.T) {
 // chunk, across chunks and pages, whole pages, onto pages stored whole and
 // pages stored in chunks — and requires the sparse store to read back what
 // a flat byte array holds.
+//
+// The span lies across a region boundary (the page map's unit), and every
+// tenth write goes to a far region first, so that the kept region changes
+// between accesses.
 func TestHostMemoryMatchesFlat(t *testing.T) {
 	const span = 6 * pageBytes
+	base := uint64(3*regionPages*pageBytes - 3*pageBytes - 100) // the boundary at 3 pages and 100 bytes in
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := NewHostMemory()
 	flat := make([]byte, span)
+	far := make([]byte, 10)
 	for i := 0; i < 2000; i++ {
+		if i%10 == 0 {
+			m.Write(1<<40+uint64(i), far)
+			m.Read(1<<41, far) // an unwritten region
+		}
 		addr := rng.Uint64N(span)
 		n := rng.Uint64N(min(span-addr, 3*chunkBytes)) + 1
 		switch rng.IntN(4) {
@@ -58,14 +68,54 @@ func TestHostMemoryMatchesFlat(t *testing.T) {
 		for k := range src {
 			src[k] = byte(rng.Uint32())
 		}
-		m.Write(addr, src)
+		m.Write(base+addr, src)
 		copy(flat[addr:], src)
 		lo := rng.Uint64N(span)
 		got := make([]byte, rng.Uint64N(span-lo)+1)
-		m.Read(lo, got)
+		m.Read(base+lo, got)
 		require.Equal(t, flat[lo:lo+uint64(len(got))], got, "read %d bytes at %d after write %d", len(got), lo, i)
 	}
 	got := make([]byte, span)
-	m.Read(0, got)
+	m.Read(base, got)
 	require.Equal(t, flat, got)
+}
+
+// BenchmarkHostMemoryDMA: a 64 KiB DMA write and read of host memory in
+// 4 KiB packets, over a 1 MiB buffer already written (the steady state of
+// a perftest or a collective's later steps).
+func BenchmarkHostMemoryDMA(b *testing.B) {
+	m := NewHostMemory()
+	const buf = 1 << 20
+	m.Write(0x10000, make([]byte, buf))
+	pkt := make([]byte, 4096)
+	b.SetBytes(2 * 64 << 10)
+	off := uint64(0)
+	for b.Loop() {
+		for k := uint64(0); k < 16; k++ {
+			m.Write(0x10000+off+k*4096, pkt)
+			m.Read(0x10000+off+k*4096, pkt)
+		}
+		off = (off + 64<<10) % buf
+	}
+}
+
+// BenchmarkHostMemoryFreshWrite: 64 KiB written in 4 KiB packets into
+// memory never written before (a collective's landing area on its first
+// use): the allocations per packet are the figure to watch.
+func BenchmarkHostMemoryFreshWrite(b *testing.B) {
+	m := NewHostMemory()
+	pkt := make([]byte, 4096)
+	b.SetBytes(64 << 10)
+	addr := uint64(0x10000)
+	for b.Loop() {
+		for k := 0; k < 16; k++ {
+			m.Write(addr, pkt)
+			addr += 4096
+		}
+		if addr > 1<<30 {
+			b.StopTimer()
+			m, addr = NewHostMemory(), 0x10000
+			b.StartTimer()
+		}
+	}
 }

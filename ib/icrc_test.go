@@ -41,3 +41,19 @@ func BenchmarkComputeICRC(b *testing.B) {
 	}
 	_ = sink
 }
+
+// TestDeferICRC: a deferred ICRC reads as the one ComputeICRC stamps, once
+// computed stays (a later change to a covered field does not move it, as a
+// stamp would not), and a reset packet carries no deferral.
+func TestDeferICRC(t *testing.T) {
+	p := &Packet{Kind: Data, SLID: 1, DLID: 2, Opcode: RDMAWriteOnly, DestQP: 0x11, PSN: 7, PayloadLen: 5, Seq: 3, Payload: []byte{1, 2, 3, 4, 5}}
+	want := ComputeICRC(p)
+	p.DeferICRC()
+	assert.Zero(t, p.ICRC, "not computed before it is read")
+	assert.Equal(t, want, p.SourceICRC())
+	p.Payload[0] = 9
+	assert.Equal(t, want, p.SourceICRC(), "computed once")
+	p.DeferICRC()
+	p.Reset()
+	assert.Zero(t, p.SourceICRC(), "Reset clears the deferral")
+}

@@ -95,14 +95,35 @@ type Packet struct {
 	// synthetic traffic leaves it nil and carries only PayloadLen.
 	Payload []byte
 
-	ICRC uint32 // end-to-end CRC as computed by the source
+	// ICRC is the end-to-end CRC as computed by the source; read it with
+	// SourceICRC, which computes it if the source deferred it (DeferICRC).
+	ICRC uint32
 	VCRC uint16 // per-hop CRC
 
 	// Flow-control packet fields (Kind == FlowControl).
 	FCTBS uint16 // 12 bit: blocks sent on VL, mod 4096
 	FCCL  uint16 // 12 bit: credit limit advertised by the receiver
 
-	_ [8]byte // to 192 bytes (TestPacketLayout)
+	// icrcDeferred: the source stamped the packet with DeferICRC and no one
+	// has read the ICRC yet.
+	icrcDeferred bool
+	_            [7]byte // to 192 bytes (TestPacketLayout)
+}
+
+// DeferICRC stamps p with its source's ICRC as ComputeICRC would, computed
+// only when SourceICRC first reads it: the CRC over the payload is most of
+// a sending HCA's own work, and only an observer (a trace, the checkers)
+// reads it. The fields it covers (ComputeICRC) must not change until then,
+// and a copy that shares p's payload must read it first.
+func (p *Packet) DeferICRC() { p.ICRC, p.icrcDeferred = 0, true }
+
+// SourceICRC returns the ICRC the source stamped on p, computing a
+// deferred one now.
+func (p *Packet) SourceICRC() uint32 {
+	if p.icrcDeferred {
+		p.ICRC, p.icrcDeferred = ComputeICRC(p), false
+	}
+	return p.ICRC
 }
 
 // PadCnt returns the BTH pad count: payload padded to a multiple of 4 bytes.

@@ -170,7 +170,8 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	st := &sw.mcast[e.mc]
 	orig := e.pkt
 	cp := sw.s.NewPacketNumbered(orig.Seq)
-	*cp = *orig // the same packet: seq, headers, CRCs; its own VL per output
+	orig.SourceICRC() // a deferred ICRC now, while the payload the copy shares is the source's
+	*cp = *orig       // the same packet: seq, headers, CRCs; its own VL per output
 	cp.VL = uint8(v)
 	in.rr = (inVL + 1) & 15
 	bytes := cp.WireBytes()

@@ -357,3 +357,55 @@ func TestCollectiveReportsTranslationMisses(t *testing.T) {
 		assert.NotContains(t, m, "mtt_cache_miss_rate", op)
 	}
 }
+
+// TestAddBytes: the eight-at-a-time sum equals the byte-by-byte uint8 sum
+// (wrapping) on random data, on lengths around the eight-byte word, and on
+// the carry cases (0x80 + 0x80, 0xff + 0x01, 0x7f + 0x01 in every byte).
+func TestAddBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 4096 + 3} {
+		a, b := make([]byte, n), make([]byte, n+5) // b may be longer
+		for i := range a {
+			a[i] = byte(rng.Uint32())
+		}
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		want := make([]byte, n)
+		for i := range want {
+			want[i] = a[i] + b[i]
+		}
+		addBytes(a, b)
+		assert.Equal(t, want, a, "n=%d", n)
+	}
+	for _, c := range [][2]byte{{0x80, 0x80}, {0xff, 0x01}, {0x7f, 0x01}, {0xff, 0xff}, {0, 0}} {
+		a, b := make([]byte, 16), make([]byte, 16)
+		for i := range a {
+			a[i], b[i] = c[0], c[1]
+		}
+		addBytes(a, b)
+		for i := range a {
+			assert.Equal(t, c[0]+c[1], a[i], "%#x + %#x, byte %d", c[0], c[1], i)
+		}
+	}
+}
+
+func TestFirstDiff(t *testing.T) {
+	a := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	assert.Equal(t, -1, firstDiff(a, a))
+	for k := range a {
+		b := append([]byte(nil), a...)
+		b[k]++
+		assert.Equal(t, k, firstDiff(a, b))
+	}
+}
+
+// BenchmarkReduceData: the data side of a reduce, the uint8 sum of a 64 KiB
+// landed slice into the rank's buffer.
+func BenchmarkReduceData(b *testing.B) {
+	x, y := make([]byte, 64<<10), make([]byte, 64<<10)
+	b.SetBytes(int64(len(x)))
+	for b.Loop() {
+		addBytes(x, y)
+	}
+}
