@@ -96,6 +96,7 @@ type reqRun struct {
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
+	ackEarly                                                                          int // ACKs that may come before their message leaves
 }
 
 // reqAck is one line of acks.hex: an ACK on ack_* the testbench offers
@@ -158,10 +159,24 @@ func newReqRun(seed uint64, n int) *reqRun {
 		run.cfgLater++
 	}
 	// planAck plans an ACK on c through outs[t]'s last PSN, or (partial)
-	// through one of its packets before the last.
-	planAck := func(c *reqCtx, t int, partial bool) {
+	// through one of its packets before the last, or (early, a message of
+	// one packet) through its PSN as soon as the packets of the messages
+	// before it on its context have left: it may come before that packet
+	// leaves (or before the WQE is taken), and then the model's walk stops
+	// at the message never sent. An early ACK counts as covering nothing
+	// (a later ACK covers the message).
+	planAck := func(c *reqCtx, t int, partial, early bool) {
 		o := c.outs[t]
 		psn, gate := o.last, o.pkt0+o.npkts
+		if early && !partial && !o.rdAtomic && o.npkts == 1 {
+			run.ackEarly++
+			gate = 0
+			if t > 0 {
+				gate = c.outs[t-1].pkt0 + c.outs[t-1].npkts
+			}
+			run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: psn})
+			return
+		}
 		if partial && !o.rdAtomic && o.npkts > 1 {
 			j := r.IntN(o.npkts - 1)
 			psn, gate = (o.first+uint32(j))&0xFFFFFF, o.pkt0+j+1
@@ -226,7 +241,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 		every  int
 		drop   string
 		unsig  bool // not signaled
-		ack    int  // an ACK right after it, 1: through its last PSN, 2: through a packet inside it
+		ack    int  // an ACK right after it, 1: through its last PSN, 2: through a packet inside it, 3: early (planAck)
 		stay   bool // an error that leaves its context in ERR for the next WQE
 	}
 	// First (among the completions' WQEs below) a SEND of more blocks than
@@ -262,7 +277,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 			dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 100})
 		}
 	}
-	dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 20000, ack: 2})
+	dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 20000, ack: 2},
+		directed{qix: 1, op: hca.WRSend, mtus: -1, length: 1, ack: 3})
 	for op := hca.WRRDMAWrite; op <= hca.WRSendImm; op++ {
 		dir = append(dir, directed{qix: int(op), op: op, mtus: 3, every: 2 + int(op)%3})
 		dir = append(dir, directed{qix: -1, op: op, mtus: -1, length: 0}, directed{qix: -1, op: op, mtus: 1, length: -1},
@@ -363,7 +379,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 			// acknowledged, and if a READ or atomic still holds the
 			// rest (no response comes), the context written again.
 			if l := ackable(c); c.acked <= l {
-				planAck(c, l, false)
+				planAck(c, l, false, false)
 			}
 			if len(c.outs)-c.acked+1 > reqOutDepth {
 				restore(it.qix)
@@ -456,13 +472,16 @@ func newReqRun(seed uint64, n int) *reqRun {
 			switch {
 			case d != nil:
 				if d.ack == 1 || d.ack == 2 {
-					planAck(c, len(c.outs)-1, d.ack == 2)
+					planAck(c, len(c.outs)-1, d.ack == 2, false)
+				}
+				if d.ack == 3 {
+					planAck(c, len(c.outs)-1, false, true)
 				}
 			case r.IntN(4) != 0 && c.acked <= ackable(c):
 				// Mostly an ACK through a random message not yet
 				// covered (the ones before it coalesced into it), now
 				// and then through a packet inside one.
-				planAck(c, c.acked+r.IntN(ackable(c)-c.acked+1), r.IntN(4) == 0)
+				planAck(c, c.acked+r.IntN(ackable(c)-c.acked+1), r.IntN(4) == 0, r.IntN(3) == 0)
 			}
 		}
 		if bad {
@@ -798,12 +817,13 @@ module tb;
             cfg_held = qp_cfg_valid && !qp_cfg_ready;
             if (cfg_held && ack_valid) cfg_ack = cfg_ack + 1;
             if (cfg_held && !ack_valid && ack_ready) cfg_wait = cfg_wait + 1;
-            // Events in the order the model replays them: a commit (its packet goes whole: a purge
-            // in this cycle comes after it), the item taken, then the ACK.
+            // Events in the order the model replays them: the ACK (its walk sees what was sent and
+            // taken before this cycle), a commit (its packet goes whole: a purge in this cycle comes
+            // after it), then the item taken.
+            if (take_ack) $fdisplay(fl, "A %0d %0d", ai, c);
             if (pick_taken) $fdisplay(fl, "C %0d %0d", pick_vl, credit[pick_vl*12 +: 12]);
             if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
             if (take_cfg) $fdisplay(fl, "Q %0d %0d", ii, c);
-            if (take_ack) $fdisplay(fl, "A %0d %0d", ai, c);
             if (cpl_valid && cpl_ready) begin
                 $fdisplay(fl, "P %h %h %h %h %h %h %h %h %h %h", cpl_cqn, cpl_opcode, cpl_status, cpl_receiver,
                           cpl_wr_op, cpl_qpn, cpl_wqe_counter, cpl_byte_count, cpl_imm, cpl_src_qp);
@@ -909,6 +929,7 @@ type reqResultOf struct {
 	cplByStatus                  map[hca.WCStatus]int
 	drops, cfgAck, cfgWait       int // packets the RTL purged; cycles a context write waited for an ACK, for in-flight messages
 	purged, wantBeats            int // packets the model purged (its rule at the logged error); beats of the rest
+	ackUnsent                    int // ACKs taken that named a message not yet sent
 }
 
 func (res *reqResultOf) fail(format string, args ...any) {
@@ -973,6 +994,11 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 			vl, _ := strconv.Atoi(fields[1])
 			cr, _ := strconv.Atoi(fields[2])
 			pkt := cpl.commit()
+			if pkt < len(run.wires) {
+				if msg := cpl.send(pkt); msg != "" {
+					res.fail("%s", msg)
+				}
+			}
 			if pkt >= len(run.wires) {
 				res.fail("commit %d: more than the %d packets the model sends", cpl.commits, len(run.wires)-cpl.purgedN)
 				break
@@ -997,7 +1023,7 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 			res.wantBeats += len(w) / BlockBytes
 		}
 	}
-	res.purged = cpl.purgedN
+	res.purged, res.ackUnsent = cpl.purgedN, cpl.ackUnsent
 	// txPathCheck's mismatches add to the log's.
 	checked, errs, first := txPathCheck(t, &txPathRun{wires: want}, beatsFile)
 	res.checked, res.errors = checked, res.errors+errs
@@ -1046,7 +1072,13 @@ type reqCplReplay struct {
 	purged           []bool
 	nextPkt, commits int
 	purgedN          int
+	pktPSN           []uint32
+	// ackUnsent counts ACKs taken while a message they name had not left.
+	ackUnsent int
 }
+
+// psnAt is a packet's BTH PSN.
+func psnAt(w []byte) uint32 { return uint32(w[17])<<16 | uint32(w[18])<<8 | uint32(w[19]) }
 
 type reqWantCQE struct {
 	cqn int
@@ -1054,7 +1086,8 @@ type reqWantCQE struct {
 }
 
 func newReqCplReplay(run *reqRun) *reqCplReplay {
-	return &reqCplReplay{run: run, owner: make([]*reqCtx, len(run.wires)), purged: make([]bool, len(run.wires))}
+	return &reqCplReplay{run: run, owner: make([]*reqCtx, len(run.wires)), purged: make([]bool, len(run.wires)),
+		pktPSN: make([]uint32, len(run.wires))}
 }
 
 // commit returns the index of the packet a commit on the port starts: the
@@ -1067,6 +1100,24 @@ func (p *reqCplReplay) commit() int {
 	p.nextPkt++
 	p.commits++
 	return k
+}
+
+// send is the model's Next for packet k as it is committed (the model's
+// walk stops at a message never sent); it says what went wrong.
+func (p *reqCplReplay) send(k int) string {
+	if k >= len(p.owner) || p.owner[k] == nil {
+		return fmt.Sprintf("packet %d committed before its WQE was taken", k)
+	}
+	c := p.owner[k]
+	if !c.req.HasWork() {
+		return fmt.Sprintf("packet %d (PSN %#x) committed, the model has none to send", k, p.pktPSN[k])
+	}
+	var pkt ib.Packet
+	c.req.Next(&pkt)
+	if pkt.PSN != p.pktPSN[k] {
+		return fmt.Sprintf("packet %d committed with PSN %#x, the model's next is %#x", k, p.pktPSN[k], pkt.PSN)
+	}
+	return ""
 }
 
 // purge drops c's packets not yet committed (hca.Device.purge: the QP's
@@ -1122,11 +1173,8 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if sends {
 			for k := it.pkt0; k < it.pkt0+it.npkts; k++ {
 				p.owner[k] = c
+				p.pktPSN[k] = psnAt(p.run.wires[k])
 			}
-		}
-		for c.req.HasWork() {
-			var pkt ib.Packet
-			c.req.Next(&pkt)
 		}
 	case "A":
 		a := p.run.acks[i]
@@ -1134,6 +1182,16 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if c == nil || c.item.qpn != a.qpn {
 			p.staleAcks++
 			return "" // for a QP whose context was written again: dropped
+		}
+		// An ACK that reaches a message not yet sent: the packets the
+		// model has sent on this QP stop short of the ACK's PSN.
+		for k := p.nextPkt; k < len(p.owner); k++ {
+			if p.owner[k] == c && !p.purged[k] {
+				if d := (a.psn - p.pktPSN[k]) & 0xFFFFFF; d < 1<<23 {
+					p.ackUnsent++
+				}
+				break
+			}
 		}
 		res := c.req.OnAck(a.psn, hca.SynACK)
 		if res.Rewound {
@@ -1209,9 +1267,9 @@ func TestRequesterCosim(t *testing.T) {
 				run.write(t, dir)
 				res := runReq(t, ctx, dir, strconv.FormatUint(seed, 10), run, cmd, args...)
 				res.passes(t, run, fmt.Sprintf("seed %d", seed))
-				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight",
+				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight; %d ACKs before a message they name left",
 					seed, len(run.wires), res.checked, res.cyc, len(run.addrs), res.offers, res.heldTx, res.acks,
-					res.cplChecked, res.cplByStatus, res.cplHeld, res.purged, res.cfgAck, res.cfgWait)
+					res.cplChecked, res.cplByStatus, res.cplHeld, res.purged, res.cfgAck, res.cfgWait, res.ackUnsent)
 				// The contract's checks saw something: offers, commits of
 				// every packet, packets held by tx_ready.
 				assert.Equal(t, len(run.wires)-res.purged, res.commits, "seed %d: commits", seed)
@@ -1229,9 +1287,12 @@ func TestRequesterCosim(t *testing.T) {
 				// model's, reqCheck), and qp_cfg_ready held context
 				// writes for messages in flight and (over the seeds) for
 				// an ACK offered.
-				assert.GreaterOrEqual(t, res.purged, 3, "seed %d: packets purged", seed)
+				assert.GreaterOrEqual(t, res.purged, 2, "seed %d: packets purged", seed)
 				assert.GreaterOrEqual(t, res.cfgWait, 100, "seed %d: cycles a context write waited for its messages in flight", seed)
 				cfgAck += res.cfgAck
+				// ACKs that came before a message they name had left:
+				// the walk stops there, as the model's.
+				assert.Positive(t, res.ackUnsent, "seed %d: ACKs naming a message not yet sent", seed)
 			}
 			assert.Positive(t, cfgAck, "seeds %v: cycles a context write waited for an ACK offered", tc.seeds)
 		})
@@ -1295,6 +1356,7 @@ func TestRequesterStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, run.ackPartial, 1, "%s: ACKs inside a message", name)
 		assert.GreaterOrEqual(t, run.ackAtRdAtomic, 1, "%s: ACKs at a READ's or atomic's last PSN", name)
 		assert.GreaterOrEqual(t, run.flushOut, 1, "%s: errors with messages outstanding on their context", name)
+		assert.GreaterOrEqual(t, run.ackEarly, 2, "%s: ACKs that may come before their message leaves", name)
 		dups += run.ackDup
 		assert.GreaterOrEqual(t, run.cfgLater, 2, "%s: context writes after the first WQE", name)
 		assert.GreaterOrEqual(t, run.psnWraps, 1, "%s: PSN wraps inside a message", name)
@@ -1345,7 +1407,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
 		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
-		// The purge and context writes.
+		{"an ACK completing a message not yet sent", f, "wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};", "wire             h_ok     = h_acked;"},
+		// The purge.
 		{"no purge", f, "head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};", "head_dead  = 1'b0;"},
 		{"purged messages not counted off as they leave", f, "purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};",
 			"purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W];"},
@@ -1372,7 +1435,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 			}
 			bad := res.errors + res.werr + res.cerr + res.verr + res.gaps
 			assert.True(t, bad > 0 || res.checked != res.wantBeats, "the end-to-end test passes a requester with %s", m.name)
-			t.Logf("%d of %d beats (%d packets purged by the RTL, %d by the model), %d mismatches, werr %d cerr %d verr %d gaps %d: %s", res.checked, res.wantBeats, res.drops, res.purged,
+			t.Logf("%d ACKs before their message left; %d of %d beats (%d packets purged by the RTL, %d by the model), %d mismatches, werr %d cerr %d verr %d gaps %d: %s", res.ackUnsent, res.checked, res.wantBeats, res.drops, res.purged,
 				res.errors, res.werr, res.cerr, res.verr, res.gaps, strings.Join(res.first, "; "))
 		})
 	}

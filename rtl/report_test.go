@@ -232,16 +232,17 @@ func TestReportYosys(t *testing.T) {
 	// output register's WR opcode 3, counter 16 and byte count 32 and
 	// status 2 (its values 0, 2 and 5: bits 7:3 are 0, bits 0 and 2
 	// equal), its CQN and QPN the context memories' registered read ports.
-	// The purge, with a reset: per context the messages in flight and those
-	// to drop, 8 x 2 x clog2(4 + 130 + 2) = 8 x 2 x 8, the dropping bit and
-	// the last-packet bits of the path's and the queue head's packet 2, the
-	// message contexts' queue (4) 2 + 2 + 3.
+	// The purge, with a reset: per context the messages in flight, those
+	// to drop and those not yet sent, 8 x 3 x clog2(4 + 130 + 2) = 8 x 3 x
+	// 8, the dropping bit and the last-packet bits of the path's and the
+	// queue head's packet 2, the message contexts' queue (4) 2 + 2 + 3,
+	// and the ACK walk's count of messages sent 8.
 	// Memories: the 9 context fields, the outstanding messages and the
 	// four FIFOs.
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
 		(8+8*2*4+1+1+3+1)+(24+1+3+16+32+3+16+32+2)+
-		(8*2*8+1+2+(2+2+3)),
+		(8*3*8+1+2+(2+2+3)+8),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {

@@ -73,9 +73,10 @@
 // (success), 2 (LOC_QP_OP_ERR) or 5 (WR_FLUSH_ERR), the WQE's opcode, index (wqe_counter) and
 // length (byte count), as hca.RequesterCQE; hca_transport adds opcode REQ and zeros. The engine does
 // one job at a time, an ACK's walk or a decode completion, in the order they are taken, so the
-// completions come in the model's order. An ACK naming a PSN of a message taken but not yet on
-// tx_* is not caught (the model's walk stops at a message never sent; a responder cannot
-// acknowledge it).
+// completions come in the model's order. The walk also stops at a message none of whose packets
+// had been committed to the port (or purged) when the ACK was taken (hca.Requester.ackThrough
+// stops at a message never sent): per context a count of messages taken and not yet started,
+// and at the ACK a snapshot of the ring's messages less those.
 // Not here: responses and their completions, NAKs and retries (go-back-N, the retry and RNR timers,
 // an implied NAK: an ACK past an unanswered READ), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
@@ -244,6 +245,8 @@ module hca_requester #(
     localparam integer IF_W = $clog2(MSG_DEPTH + PKT_BLOCKS + 2);
     reg  [NQ*IF_W-1:0] inflight;  // taken and not yet out of the packet queue (their last packet)
     reg  [NQ*IF_W-1:0] purge_n;   // of those, the oldest to drop (taken before the context's error)
+    reg  [NQ*IF_W-1:0] unsent;    // of those, the youngest whose first packet is not yet committed (or dropped)
+    reg  [IF_W-1:0]    e_lim;     // the ACK's walk: messages sent when it was taken (hca.Requester: everSent)
     wire               tg_push_ready;
 
     // A context write is taken while the engine is idle, no ACK is offered and none of the
@@ -428,6 +431,11 @@ module hca_requester #(
     wire            offer      = pkts != {PQ_CW{1'b0}} && !sending && !dropping && !head_dead && fits;
     wire            commit     = offer && tx_pick_valid && tx_pick_vl == head_vl;
     assign tx_pick_taken = commit;
+    // The head packet starts its message (FIRST, ONLY, a READ request, an atomic: not MIDDLE or
+    // LAST) and leaves now: committed to the port, or its first beat dropped.
+    wire            head_first = !(head_op == 5'd1 || head_op == 5'd2 || head_op == 5'd3 ||
+                                   head_op == 5'd7 || head_op == 5'd8 || head_op == 5'd9);
+    wire            head_go    = commit || (drop_beat && !dropping);
     genvar v;
     generate
         for (v = 0; v < VLS; v = v + 1) begin : g_wait
@@ -481,17 +489,25 @@ module hca_requester #(
     wire             h_sig    = h_ent[75];
     wire [23:0]      h_d      = h_ent[23:0] - e_psn;
     wire             h_acked  = !h_rdat && (h_d == 24'd0 || h_d[23]);
+    // The walk stops at a message none of whose packets had left when the ACK was taken: the
+    // model's ackThrough stops at a message never sent.
+    wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};
+    wire [PW-1:0]    a_cnt    = oq_tl[aix*PW +: PW] - oq_hd[aix*PW +: PW];
+    wire [IF_W-1:0]  a_cnt_w  = {{(IF_W-PW){1'b0}}, a_cnt};
+    wire [IF_W-1:0]  a_unsent = unsent[aix*IF_W +: IF_W];
     wire             out_free = !cpl_valid || cpl_ready;
-    wire             pop      = eng_busy && e_any && (eng_ack ? h_acked && (!h_sig || out_free) : out_free);
+    wire             pop      = eng_busy && e_any && (eng_ack ? h_ok && (!h_sig || out_free) : out_free);
     wire             emit_hd  = pop && (!eng_ack || h_sig);
     wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
-    wire             eng_done = eng_ack ? !(e_any && h_acked) : emit_own;
+    wire             eng_done = eng_ack ? !(e_any && h_ok) : emit_own;
 
     integer q;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             ctx_err   <= {NQ{1'b0}};
             inflight  <= {(NQ*IF_W){1'b0}};
+            unsent    <= {(NQ*IF_W){1'b0}};
+            e_lim     <= {IF_W{1'b0}};
             purge_n   <= {(NQ*IF_W){1'b0}};
             oq_hd     <= {(NQ*PW){1'b0}};
             oq_tl     <= {(NQ*PW){1'b0}};
@@ -521,6 +537,9 @@ module hca_requester #(
                                               {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]};
                 else if (out_msg && head_ctx == q[QPN_W-1:0] && purge_n[q*IF_W +: IF_W] != {IF_W{1'b0}})
                     purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};
+                unsent[q*IF_W +: IF_W] <= unsent[q*IF_W +: IF_W]
+                    + {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]}
+                    - {{(IF_W-1){1'b0}}, head_go && head_first && head_ctx == q[QPN_W-1:0]};
                 inflight[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W]
                     + {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]}
                     - {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]};
@@ -531,11 +550,13 @@ module hca_requester #(
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b1;
                 e_ctx    <= aix;
+                e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
                 e_ctx    <= dix;
             end
+            if (pop && eng_ack) e_lim <= e_lim - {{(IF_W-1){1'b0}}, 1'b1};
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
             else if (cpl_ready) cpl_valid <= 1'b0;
         end
