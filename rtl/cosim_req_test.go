@@ -80,6 +80,7 @@ type reqItem struct {
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
 	drop   string   // why not: "err", "inline", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
 	npkts  int
+	pkt0   int // its first packet's index in the run's packets
 }
 
 // reqRun is one seed's stimulus and the expected packets.
@@ -95,6 +96,7 @@ type reqRun struct {
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
+	ackEarly                                                                          int // ACKs that may come before their message leaves
 }
 
 // reqAck is one line of acks.hex: an ACK on ack_* the testbench offers
@@ -157,10 +159,24 @@ func newReqRun(seed uint64, n int) *reqRun {
 		run.cfgLater++
 	}
 	// planAck plans an ACK on c through outs[t]'s last PSN, or (partial)
-	// through one of its packets before the last.
-	planAck := func(c *reqCtx, t int, partial bool) {
+	// through one of its packets before the last, or (early, a message of
+	// one packet) through its PSN as soon as the packets of the messages
+	// before it on its context have left: it may come before that packet
+	// leaves (or before the WQE is taken), and then the model's walk stops
+	// at the message never sent. An early ACK counts as covering nothing
+	// (a later ACK covers the message).
+	planAck := func(c *reqCtx, t int, partial, early bool) {
 		o := c.outs[t]
 		psn, gate := o.last, o.pkt0+o.npkts
+		if early && !partial && !o.rdAtomic && o.npkts == 1 {
+			run.ackEarly++
+			gate = 0
+			if t > 0 {
+				gate = c.outs[t-1].pkt0 + c.outs[t-1].npkts
+			}
+			run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: psn})
+			return
+		}
 		if partial && !o.rdAtomic && o.npkts > 1 {
 			j := r.IntN(o.npkts - 1)
 			psn, gate = (o.first+uint32(j))&0xFFFFFF, o.pkt0+j+1
@@ -225,7 +241,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 		every  int
 		drop   string
 		unsig  bool // not signaled
-		ack    int  // an ACK right after it, 1: through its last PSN, 2: through a packet inside it
+		ack    int  // an ACK right after it, 1: through its last PSN, 2: through a packet inside it, 3: early (planAck)
 		stay   bool // an error that leaves its context in ERR for the next WQE
 	}
 	// First (among the completions' WQEs below) a SEND of more blocks than
@@ -243,13 +259,17 @@ func newReqRun(seed uint64, n int) *reqRun {
 	// the wrap, both acknowledged by one ACK at the WRITE's last PSN (a
 	// coalesced ACK whose PSN has wrapped), and a SEND after them; the
 	// atomic acknowledged at its PSN (the model leaves it for its
-	// response); the 20000-byte SEND acknowledged through a packet inside
-	// it; a parser error on context 0 (its SEND, still outstanding, is
-	// flushed) and a SEND on context 0 in ERR.
+	// response); on context 0 a SEND of two MTUs, then a parser error
+	// (the SEND, still outstanding, is flushed, and its packets are
+	// purged unless they have left) and a SEND on context 0 in ERR; the
+	// context written again; after the other reasons' drops, the
+	// 20000-byte SEND on context 0 acknowledged through a packet inside it
+	// (after every directed error, so no purge cuts it: it fills the
+	// buffers).
 	dir := []directed{{qix: 1, op: hca.WRSend, mtus: -1, length: 1, unsig: true},
 		{qix: 1, op: hca.WRRDMAWrite, mtus: 3, ack: 1}, {qix: 1, op: hca.WRSend, mtus: -1, length: 200},
 		{qix: 2, op: hca.WRCompSwap, mtus: 5, ack: 1}, {qix: 2, op: hca.WRSend, mtus: -1, length: 1},
-		{qix: 0, op: hca.WRSend, mtus: -1, length: 20000, ack: 2}}
+		{qix: 0, op: hca.WRSend, mtus: 2}}
 	for _, d := range []string{"err", "inline", "opcode7", "nocontext", "qpn"} {
 		dir = append(dir, directed{qix: -1, op: hca.WRSend, mtus: -1, length: 100, drop: d})
 		if d == "err" {
@@ -257,6 +277,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 			dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 100})
 		}
 	}
+	dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 20000, ack: 2},
+		directed{qix: 1, op: hca.WRSend, mtus: -1, length: 1, ack: 3})
 	for op := hca.WRRDMAWrite; op <= hca.WRSendImm; op++ {
 		dir = append(dir, directed{qix: int(op), op: op, mtus: 3, every: 2 + int(op)%3})
 		dir = append(dir, directed{qix: -1, op: op, mtus: -1, length: 0}, directed{qix: -1, op: op, mtus: 1, length: -1},
@@ -357,7 +379,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 			// acknowledged, and if a READ or atomic still holds the
 			// rest (no response comes), the context written again.
 			if l := ackable(c); c.acked <= l {
-				planAck(c, l, false)
+				planAck(c, l, false, false)
 			}
 			if len(c.outs)-c.acked+1 > reqOutDepth {
 				restore(it.qix)
@@ -450,13 +472,16 @@ func newReqRun(seed uint64, n int) *reqRun {
 			switch {
 			case d != nil:
 				if d.ack == 1 || d.ack == 2 {
-					planAck(c, len(c.outs)-1, d.ack == 2)
+					planAck(c, len(c.outs)-1, d.ack == 2, false)
+				}
+				if d.ack == 3 {
+					planAck(c, len(c.outs)-1, false, true)
 				}
 			case r.IntN(4) != 0 && c.acked <= ackable(c):
 				// Mostly an ACK through a random message not yet
 				// covered (the ones before it coalesced into it), now
 				// and then through a packet inside one.
-				planAck(c, c.acked+r.IntN(ackable(c)-c.acked+1), r.IntN(4) == 0)
+				planAck(c, c.acked+r.IntN(ackable(c)-c.acked+1), r.IntN(4) == 0, r.IntN(3) == 0)
 			}
 		}
 		if bad {
@@ -556,6 +581,7 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 	req := c.req
 	req.AckReqEvery = it.every
 	before := len(run.wires)
+	it.pkt0 = before
 	mtu := pktzMTU(q.mtuCode)
 	req.Enqueue(it.wqe, 0)
 	host := bytes.Join(it.blocks, nil)
@@ -660,6 +686,9 @@ module tb;
     reg [10:0] plen;
     reg [11:0] blks, left;
 
+    reg cfg_held, take_cfg;
+    integer dropped, drops, cfg_ack, cfg_wait;
+    wire qp_cfg_ready;
     reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, ack_valid, cpl_ready;
     reg [1:0] pick_vl;
     reg [47:0] credit;
@@ -682,7 +711,7 @@ module tb;
 
     hca_transport dut (
         .clk(clk), .rst_n(rst_n),
-        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
+        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]),
         .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .ack_req_every(it[16:0]),
         .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
@@ -731,7 +760,8 @@ module tb;
         pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 432'd0;
         ack_valid = 1'b0; cpl_ready = 1'b0; ak = 64'd0;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
-        ack_held = 1'b0; take_ack = 1'b0;
+        ack_held = 1'b0; take_ack = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0;
+        dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
         ii = 0; pi = 0; ai = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
         werr = 0; cerr = 0; gaps = 0; verr = 0; offers = 0; commits = 0; held_tx = 0; cpl_held = 0;
         repeat (3) @(posedge clk);
@@ -739,10 +769,10 @@ module tb;
         c = 0;
         k = 0;
         while (k < 64) begin
-            if (c >= ncyc || (got >= nbeat && ii >= nit && ai >= nack)) drain = 1'b1;
+            if (c >= ncyc || (got + dropped >= nbeat && ii >= nit && ai >= nack)) drain = 1'b1;
             if (drain) k = k + 1;
             @(negedge clk);
-            if (take_dec || qp_cfg_valid) ii = ii + 1;
+            if (take_dec || take_cfg) ii = ii + 1;
             if (take_ack) ai = ai + 1;
             cw = drain ? 60'h800_800_800_800_31e : ctrl[c];
             // An ACK once its packets have left tx_* (acks.hex: gate, QPN, PSN), held until taken.
@@ -750,9 +780,9 @@ module tb;
             ack_valid = !drain && ai < nack && eops >= ak[63:48] && (ack_held || cw[9]);
             cpl_ready = cw[8];
             it = ii < nit ? items[ii] : 432'd0;
-            // A context write only while no completion work is under way (ack_ready) and no ACK is
-            // offered: the requester is not walking the context it replaces.
-            qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && cw[0] && ack_ready && !ack_valid;
+            // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
+            // none of the context's messages between dec_* and tx_*).
+            qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && (cfg_held || cw[0]);
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && (held || cw[0]);
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && pi < npay && cw[2];
@@ -783,10 +813,17 @@ module tb;
             held = dec_valid && !dec_ready;
             take_ack = ack_valid && ack_ready;
             ack_held = ack_valid && !ack_ready;
-            // Events in the order the model replays them: the item taken, then the ACK.
-            if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
-            if (qp_cfg_valid) $fdisplay(fl, "Q %0d %0d", ii, c);
+            take_cfg = qp_cfg_valid && qp_cfg_ready;
+            cfg_held = qp_cfg_valid && !qp_cfg_ready;
+            if (cfg_held && ack_valid) cfg_ack = cfg_ack + 1;
+            if (cfg_held && !ack_valid && ack_ready) cfg_wait = cfg_wait + 1;
+            // Events in the order the model replays them: the ACK (its walk sees what was sent and
+            // taken before this cycle), a commit (its packet goes whole: a purge in this cycle comes
+            // after it), then the item taken.
             if (take_ack) $fdisplay(fl, "A %0d %0d", ai, c);
+            if (pick_taken) $fdisplay(fl, "C %0d %0d", pick_vl, credit[pick_vl*12 +: 12]);
+            if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
+            if (take_cfg) $fdisplay(fl, "Q %0d %0d", ii, c);
             if (cpl_valid && cpl_ready) begin
                 $fdisplay(fl, "P %h %h %h %h %h %h %h %h %h %h", cpl_cqn, cpl_opcode, cpl_status, cpl_receiver,
                           cpl_wr_op, cpl_qpn, cpl_wqe_counter, cpl_byte_count, cpl_imm, cpl_src_qp);
@@ -810,7 +847,6 @@ module tb;
             end
             if (pick_taken) begin
                 if (!pick_valid || !waiting[pick_vl] || tb_sending) cerr = cerr + 1;
-                $fdisplay(fl, "C %0d %0d", pick_vl, credit[pick_vl*12 +: 12]);
                 commits = commits + 1;
                 tb_sending = 1'b1;
                 tb_vl = pick_vl;
@@ -819,9 +855,13 @@ module tb;
             if (tx_valid && tx_vl != tb_vl) verr = verr + 1;
             if (tb_sending && tx_ready && !tx_valid) gaps = gaps + 1;
             if (tb_sending && !tx_ready) held_tx = held_tx + 1;
-            if (tx_valid && tx_ready && tx_eop) begin
-                tb_sending = 1'b0;
-                eops = eops + 1;
+            if (tx_valid && tx_ready && tx_eop) tb_sending = 1'b0;
+            // The ACKs' gates count packets out of the requester's queue, sent or purged (a
+            // purged packet's ACK never comes from a responder; its QP is in ERR or written again).
+            if (dut.u_requester.out_eop) eops = eops + 1;
+            if (dut.u_requester.drop_beat) begin
+                dropped = dropped + 1;
+                if (dut.u_requester.pq_head[512]) drops = drops + 1;
             end
             if (v_valid && out_ready) begin
                 $fdisplay(fo, "%b %b %b %h", v_sop, v_eop, v_len_err, v_data);
@@ -831,14 +871,14 @@ module tb;
         end
         $fclose(fo);
         $fclose(fl);
-        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d",
-                 got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held);
+        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d",
+                 got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held, drops, cfg_ack, cfg_wait);
         $finish;
     end
 endmodule
 `
 
-var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+)$`)
+var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
 var reqFiles = []string{"hca_requester.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
@@ -887,6 +927,9 @@ type reqResultOf struct {
 	acks, cpls, cplHeld          int
 	cplChecked                   int // completions compared with the model's
 	cplByStatus                  map[hca.WCStatus]int
+	drops, cfgAck, cfgWait       int // packets the RTL purged; cycles a context write waited for an ACK, for in-flight messages
+	purged, wantBeats            int // packets the model purged (its rule at the logged error); beats of the rest
+	ackUnsent                    int // ACKs taken that named a message not yet sent
 }
 
 func (res *reqResultOf) fail(format string, args ...any) {
@@ -904,16 +947,13 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
 	res := &reqResultOf{cyc: n(2), werr: n(5), cerr: n(6), verr: n(7), gaps: n(8), offers: n(9), commits: n(10), heldTx: n(11),
-		acks: n(12), cpls: n(13), cplHeld: n(14), cplByStatus: map[hca.WCStatus]int{}}
-	var first []string
-	res.checked, res.errors, first = txPathCheck(t, &txPathRun{wires: run.wires}, beatsFile)
-	res.first = append(res.first, first...)
+		acks: n(12), cpls: n(13), cplHeld: n(14), drops: n(15), cfgAck: n(16), cfgWait: n(17), cplByStatus: map[hca.WCStatus]int{}}
 
 	f, err := os.Open(logFile)
 	require.NoError(t, err)
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	blk, pkt := 0, 0
+	blk := 0
 	cpl := newReqCplReplay(run)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -953,8 +993,14 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 		case "C":
 			vl, _ := strconv.Atoi(fields[1])
 			cr, _ := strconv.Atoi(fields[2])
+			pkt := cpl.commit()
+			if pkt < len(run.wires) {
+				if msg := cpl.send(pkt); msg != "" {
+					res.fail("%s", msg)
+				}
+			}
 			if pkt >= len(run.wires) {
-				res.fail("commit %d: more than the %d packets", pkt, len(run.wires))
+				res.fail("commit %d: more than the %d packets the model sends", cpl.commits, len(run.wires)-cpl.purgedN)
 				break
 			}
 			w := run.wires[pkt]
@@ -964,15 +1010,32 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 			if int(w[0]>>4) != vl || !s.CanSend(blocks) {
 				res.fail("commit %d: VL %d with credit %d for a packet of VL %d and %d blocks", pkt, vl, cr, w[0]>>4, blocks)
 			}
-			pkt++
 		}
 	}
 	require.NoError(t, sc.Err())
+	// The packets the model sends: every sent WQE's, less those its purge
+	// dropped (hca.Device.purge after FlushAll: a QP's packets not yet
+	// started when a WQE fails at decode).
+	var want [][]byte
+	for k, w := range run.wires {
+		if !cpl.purged[k] {
+			want = append(want, w)
+			res.wantBeats += len(w) / BlockBytes
+		}
+	}
+	res.purged, res.ackUnsent = cpl.purgedN, cpl.ackUnsent
+	// txPathCheck's mismatches add to the log's.
+	checked, errs, first := txPathCheck(t, &txPathRun{wires: want}, beatsFile)
+	res.checked, res.errors = checked, res.errors+errs
+	res.first = append(res.first, first...)
+	if res.drops != res.purged {
+		res.fail("the RTL purged %d packets, the model %d", res.drops, res.purged)
+	}
 	if blk != len(run.addrs) {
 		res.fail("reads asked for %d blocks, the messages have %d", blk, len(run.addrs))
 	}
-	if pkt != len(run.wires) {
-		res.fail("%d commits for %d packets", pkt, len(run.wires))
+	if cpl.commits != len(want) {
+		res.fail("%d commits for %d packets", cpl.commits, len(want))
 	}
 	if cpl.next != len(cpl.want) {
 		res.fail("%d completions on cpl_*, the model made %d", cpl.next, len(cpl.want))
@@ -1003,14 +1066,70 @@ type reqCplReplay struct {
 	next int
 	// staleAcks came for a QPN no context held any more.
 	staleAcks int
+	// The purge: each packet's context (as written) once its WQE is taken,
+	// the packets purged, the next packet to commit and the commits.
+	owner            []*reqCtx
+	purged           []bool
+	nextPkt, commits int
+	purgedN          int
+	pktPSN           []uint32
+	// ackUnsent counts ACKs taken while a message they name had not left.
+	ackUnsent int
 }
+
+// psnAt is a packet's BTH PSN.
+func psnAt(w []byte) uint32 { return uint32(w[17])<<16 | uint32(w[18])<<8 | uint32(w[19]) }
 
 type reqWantCQE struct {
 	cqn int
 	cqe hca.CQE
 }
 
-func newReqCplReplay(run *reqRun) *reqCplReplay { return &reqCplReplay{run: run} }
+func newReqCplReplay(run *reqRun) *reqCplReplay {
+	return &reqCplReplay{run: run, owner: make([]*reqCtx, len(run.wires)), purged: make([]bool, len(run.wires)),
+		pktPSN: make([]uint32, len(run.wires))}
+}
+
+// commit returns the index of the packet a commit on the port starts: the
+// next one the model has not purged.
+func (p *reqCplReplay) commit() int {
+	for p.nextPkt < len(p.purged) && p.purged[p.nextPkt] {
+		p.nextPkt++
+	}
+	k := p.nextPkt
+	p.nextPkt++
+	p.commits++
+	return k
+}
+
+// send is the model's Next for packet k as it is committed (the model's
+// walk stops at a message never sent); it says what went wrong.
+func (p *reqCplReplay) send(k int) string {
+	if k >= len(p.owner) || p.owner[k] == nil {
+		return fmt.Sprintf("packet %d committed before its WQE was taken", k)
+	}
+	c := p.owner[k]
+	if !c.req.HasWork() {
+		return fmt.Sprintf("packet %d (PSN %#x) committed, the model has none to send", k, p.pktPSN[k])
+	}
+	var pkt ib.Packet
+	c.req.Next(&pkt)
+	if pkt.PSN != p.pktPSN[k] {
+		return fmt.Sprintf("packet %d committed with PSN %#x, the model's next is %#x", k, p.pktPSN[k], pkt.PSN)
+	}
+	return ""
+}
+
+// purge drops c's packets not yet committed (hca.Device.purge: the QP's
+// queued packets; FlushAll drops those not yet built).
+func (p *reqCplReplay) purge(c *reqCtx) {
+	for k := p.nextPkt; k < len(p.owner); k++ {
+		if p.owner[k] == c && !p.purged[k] {
+			p.purged[k] = true
+			p.purgedN++
+		}
+	}
+}
 
 func (p *reqCplReplay) complete(c *reqCtx, comps []hca.Completion) {
 	for _, comp := range comps {
@@ -1041,6 +1160,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			return "" // no context holds its QPN: dropped, no CQ to complete into
 		}
 		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline {
+			p.purge(c)
 			p.complete(c, c.req.FlushAll())
 			p.complete(c, []hca.Completion{{WQE: it.wqe, Status: hca.WCLocQPOpErr}})
 			return ""
@@ -1050,9 +1170,11 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			return fmt.Sprintf("item %d: the model's QP in %v, the run says sent=%v", i, c.req.State, it.sent)
 		}
 		p.complete(c, c.req.Enqueue(it.wqe, 0))
-		for c.req.HasWork() {
-			var pkt ib.Packet
-			c.req.Next(&pkt)
+		if sends {
+			for k := it.pkt0; k < it.pkt0+it.npkts; k++ {
+				p.owner[k] = c
+				p.pktPSN[k] = psnAt(p.run.wires[k])
+			}
 		}
 	case "A":
 		a := p.run.acks[i]
@@ -1060,6 +1182,16 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if c == nil || c.item.qpn != a.qpn {
 			p.staleAcks++
 			return "" // for a QP whose context was written again: dropped
+		}
+		// An ACK that reaches a message not yet sent: the packets the
+		// model has sent on this QP stop short of the ACK's PSN.
+		for k := p.nextPkt; k < len(p.owner); k++ {
+			if p.owner[k] == c && !p.purged[k] {
+				if d := (a.psn - p.pktPSN[k]) & 0xFFFFFF; d < 1<<23 {
+					p.ackUnsent++
+				}
+				break
+			}
 		}
 		res := c.req.OnAck(a.psn, hca.SynACK)
 		if res.Rewound {
@@ -1101,7 +1233,7 @@ func runReq(t *testing.T, ctx context.Context, dir, tag string, run *reqRun, cmd
 
 func (res *reqResultOf) passes(t *testing.T, run *reqRun, name string) {
 	t.Helper()
-	assert.Equal(t, run.beats, res.checked, "%s: beats received (of %d packets)", name, len(run.wires))
+	assert.Equal(t, res.wantBeats, res.checked, "%s: beats received (of %d packets, %d purged)", name, len(run.wires), res.purged)
 	assert.Zero(t, res.errors, "%s: mismatches: %s", name, strings.Join(res.first, "; "))
 	assert.Zero(t, res.werr, "%s: cycles a VL waited without a fitting head of its own", name)
 	assert.Zero(t, res.cerr, "%s: commits of a VL not picked or not waiting", name)
@@ -1129,17 +1261,18 @@ func TestRequesterCosim(t *testing.T) {
 			dir := t.TempDir()
 			files := writeReqBench(t, dir, nil)
 			cmd, args := buildSim(t, ctx, dir, tc.sim, files)
+			cfgAck := 0
 			for _, seed := range tc.seeds {
 				run := newReqRun(seed, reqMsgs)
 				run.write(t, dir)
 				res := runReq(t, ctx, dir, strconv.FormatUint(seed, 10), run, cmd, args...)
 				res.passes(t, run, fmt.Sprintf("seed %d", seed))
-				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready",
+				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight; %d ACKs before a message they name left",
 					seed, len(run.wires), res.checked, res.cyc, len(run.addrs), res.offers, res.heldTx, res.acks,
-					res.cplChecked, res.cplByStatus, res.cplHeld)
+					res.cplChecked, res.cplByStatus, res.cplHeld, res.purged, res.cfgAck, res.cfgWait, res.ackUnsent)
 				// The contract's checks saw something: offers, commits of
 				// every packet, packets held by tx_ready.
-				assert.Equal(t, len(run.wires), res.commits, "seed %d: commits", seed)
+				assert.Equal(t, len(run.wires)-res.purged, res.commits, "seed %d: commits", seed)
 				assert.GreaterOrEqual(t, res.offers, len(run.wires), "seed %d: VL-cycles offered", seed)
 				assert.GreaterOrEqual(t, res.heldTx, 100, "seed %d: cycles a committed packet waited for tx_ready", seed)
 				// Completions of each kind the requester makes: successes
@@ -1150,7 +1283,18 @@ func TestRequesterCosim(t *testing.T) {
 				assert.GreaterOrEqual(t, res.cplByStatus[hca.WCLocQPOpErr], 3, "seed %d: LOC_QP_OP_ERR completions", seed)
 				assert.GreaterOrEqual(t, res.cplByStatus[hca.WCWRFlushErr], 2, "seed %d: WR_FLUSH_ERR completions", seed)
 				assert.GreaterOrEqual(t, res.cplHeld, 5, "seed %d: cycles a completion waited for cpl_ready", seed)
+				// The purge did something (the RTL's count equals the
+				// model's, reqCheck), and qp_cfg_ready held context
+				// writes for messages in flight and (over the seeds) for
+				// an ACK offered.
+				assert.GreaterOrEqual(t, res.purged, 2, "seed %d: packets purged", seed)
+				assert.GreaterOrEqual(t, res.cfgWait, 100, "seed %d: cycles a context write waited for its messages in flight", seed)
+				cfgAck += res.cfgAck
+				// ACKs that came before a message they name had left:
+				// the walk stops there, as the model's.
+				assert.Positive(t, res.ackUnsent, "seed %d: ACKs naming a message not yet sent", seed)
 			}
+			assert.Positive(t, cfgAck, "seeds %v: cycles a context write waited for an ACK offered", tc.seeds)
 		})
 	}
 }
@@ -1212,6 +1356,7 @@ func TestRequesterStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, run.ackPartial, 1, "%s: ACKs inside a message", name)
 		assert.GreaterOrEqual(t, run.ackAtRdAtomic, 1, "%s: ACKs at a READ's or atomic's last PSN", name)
 		assert.GreaterOrEqual(t, run.flushOut, 1, "%s: errors with messages outstanding on their context", name)
+		assert.GreaterOrEqual(t, run.ackEarly, 2, "%s: ACKs that may come before their message leaves", name)
 		dups += run.ackDup
 		assert.GreaterOrEqual(t, run.cfgLater, 2, "%s: context writes after the first WQE", name)
 		assert.GreaterOrEqual(t, run.psnWraps, 1, "%s: PSN wraps inside a message", name)
@@ -1262,6 +1407,11 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
 		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
+		{"an ACK completing a message not yet sent", f, "wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};", "wire             h_ok     = h_acked;"},
+		// The purge.
+		{"no purge", f, "head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};", "head_dead  = 1'b0;"},
+		{"purged messages not counted off as they leave", f, "purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};",
+			"purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W];"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
@@ -1284,8 +1434,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 				return
 			}
 			bad := res.errors + res.werr + res.cerr + res.verr + res.gaps
-			assert.True(t, bad > 0 || res.checked != run.beats, "the end-to-end test passes a requester with %s", m.name)
-			t.Logf("%d of %d beats, %d mismatches, werr %d cerr %d verr %d gaps %d: %s", res.checked, run.beats,
+			assert.True(t, bad > 0 || res.checked != res.wantBeats, "the end-to-end test passes a requester with %s", m.name)
+			t.Logf("%d ACKs before their message left; %d of %d beats (%d packets purged by the RTL, %d by the model), %d mismatches, werr %d cerr %d verr %d gaps %d: %s", res.ackUnsent, res.checked, res.wantBeats, res.drops, res.purged,
 				res.errors, res.werr, res.cerr, res.verr, res.gaps, strings.Join(res.first, "; "))
 		})
 	}

@@ -95,18 +95,22 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	// 24, DLID 16, SLID 16, SL 4, VL VL_W, remote QPN 24, next PSN 24,
 	// MTU code 3, send CQ CQN_W, with the valid and ERR bits in flops),
 	// the payload buffer (a 64-byte block an entry), the start queue
-	// ({blocks 27, start 6} a message), the packet queue ({sop, eop,
-	// data}) and the outstanding messages (ReqOutDepth a context).
+	// ({blocks 27, start 6} a message), the packet queue ({context, sop,
+	// eop, data}: the context for the purge), the outstanding messages
+	// (ReqOutDepth a context) and the message contexts' queue (a
+	// context index a message, between dec_* and the path's output).
 	add(BufferUse{Block: "HCA requester QP contexts (hca_requester)", Entries: qps, Width: reqCtxBits(p.VLW, p.CQNW), ArraysPort: 1, Ports: 1,
 		Note: "per context index: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ (valid and ERR bits in flops)"})
 	add(BufferUse{Block: "HCA requester payload buffer (sync_fifo)", Entries: ReqPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("rd1's blocks for hca_tx_path: %d blocks of 64 B, reads issued only with room for them", ReqPayBlocks)})
 	add(BufferUse{Block: "HCA requester start queue (sync_fifo)", Entries: ReqMsgDepth, Width: 27 + 6, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("{blocks, LocalAddr mod 64} of %d messages between dec_* and the payload buffer's read side", ReqMsgDepth)})
-	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("%d beats, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
+	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW + p.QPNW, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("%d beats of {context, sop, eop, data}, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
 	add(BufferUse{Block: "HCA requester outstanding messages (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqOutBits, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("%d a context, until ACKed or flushed: {READ or atomic, signaled, opcode, index, length, last PSN} (ring pointers in flops)", ReqOutDepth)})
+	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output, for the packet queue's beats (the purge)", ReqMsgDepth)})
 	if !synth {
 		return r, nil
 	}

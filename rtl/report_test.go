@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 14)
+	require.Len(t, r.Buffers, 15)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -53,21 +53,23 @@ func TestReportBuffers(t *testing.T) {
 	// + SL 4 + VL 3 (8 VLs) + remote QPN 24 + PSN 24 + MTU code 3 + send
 	// CQ 4 (CQN_W) = 118 bits; the payload buffer, 128 blocks of 512 bits;
 	// the start queue, 4 messages of {blocks 27, start 6}; the packet
-	// queue, 130 beats of 514; the outstanding messages, 8 a context
-	// (OQ_DEPTH, as the file says) of READ or atomic 1 + signaled 1 +
-	// opcode 3 + index 16 + length 32 + last PSN 24 = 77 bits.
+	// queue, 130 beats of 514 + the context 3; the outstanding messages, 8
+	// a context (OQ_DEPTH, as the file says) of READ or atomic 1 + signaled
+	// 1 + opcode 3 + index 16 + length 32 + last PSN 24 = 77 bits; the
+	// message contexts, 4 of 3 bits.
 	assert.Equal(t, 8*118, r.Buffers[9].TotalBits)
 	assert.Equal(t, 128*512, r.Buffers[10].TotalBits)
 	assert.Equal(t, 4*33, r.Buffers[11].TotalBits)
-	assert.Equal(t, 130*514, r.Buffers[12].TotalBits)
+	assert.Equal(t, 130*517, r.Buffers[12].TotalBits)
 	assert.Equal(t, 8*8*77, r.Buffers[13].TotalBits)
+	assert.Equal(t, 4*3, r.Buffers[14].TotalBits)
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d ", ReqOutDepth))
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*514+8*8*77), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*517+8*8*77+4*3), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -230,11 +232,17 @@ func TestReportYosys(t *testing.T) {
 	// output register's WR opcode 3, counter 16 and byte count 32 and
 	// status 2 (its values 0, 2 and 5: bits 7:3 are 0, bits 0 and 2
 	// equal), its CQN and QPN the context memories' registered read ports.
+	// The purge, with a reset: per context the messages in flight, those
+	// to drop and those not yet sent, 8 x 3 x clog2(4 + 130 + 2) = 8 x 3 x
+	// 8, the dropping bit and the last-packet bits of the path's and the
+	// queue head's packet 2, the message contexts' queue (4) 2 + 2 + 3,
+	// and the ACK walk's count of messages sent 8.
 	// Memories: the 9 context fields, the outstanding messages and the
-	// three FIFOs.
+	// four FIFOs.
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
-		(8+8*2*4+1+1+3+1)+(24+1+3+16+32+3+16+32+2),
+		(8+8*2*4+1+1+3+1)+(24+1+3+16+32+3+16+32+2)+
+		(8*3*8+1+2+(2+2+3)+8),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4}})])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
@@ -249,7 +257,7 @@ func TestReportYosys(t *testing.T) {
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":
-			assert.Equal(t, 9+1+3, c.Memories, c.Module) // the context fields, the outstanding messages, the three FIFOs
+			assert.Equal(t, 9+1+4, c.Memories, c.Module) // the context fields, the outstanding messages, the four FIFOs
 		}
 	}
 }

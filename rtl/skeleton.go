@@ -202,7 +202,7 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
 		body: `    // The requester's send side (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W)) u_requester (
         .clk(clk), .rst_n(rst_n),
-        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
+        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
         .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .qp_cfg_cqn(qp_cfg_cqn),
         .ack_req_every(ack_req_every),
@@ -231,7 +231,7 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
     // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "ack_ready", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
@@ -243,6 +243,7 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
+			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*"),
 			portIn("qp_cfg_qpn", "24", ""),
 			portIn("qp_cfg_dlid", "16", ""),
 			portIn("qp_cfg_slid", "16", ""),

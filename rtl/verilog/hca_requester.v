@@ -13,11 +13,12 @@
 // contexts). qp_cfg_* (the modify to RTS: the path and the send PSN) writes one, valid from the next
 // cycle: the QPN, DLID, SLID, SL, VL (< VLS: the port's queue offers VL < VLS only), remote QPN, the
 // next PSN and the path MTU as IBA codes it (1 256 .. 5 4096; hca_tx_packetizer's msg_mtu) and the
-// QP's send CQ. A write wins over a message taken for the same context in its cycle; it empties the
-// context's outstanding messages (no completions: a new QP, or the modify back to RTS after an
-// error) and clears its ERR state. The integrator writes a context only while the completion engine
-// is idle (ack_ready) and no ACK for it is offered. ack_req_every is hca.ack_req_every (1..65536),
-// latched with each message by the packetizer.
+// QP's send CQ. A write empties the context's outstanding messages (no completions: a new QP, or the
+// modify back to RTS after an error) and clears its ERR state. qp_cfg_ready: the write is taken only
+// while the completion engine is idle, no ACK is offered (an ACK goes first) and no message of the
+// context is between dec_* and tx_* (so every message a purge counts is the current QP's); a WQE of
+// the context on dec_* waits in the cycle a write of it is taken. ack_req_every is
+// hca.ack_req_every (1..65536), latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
 // order). dec_ready = the message register is empty or being taken, every read of the previous
@@ -53,6 +54,12 @@
 // (tx_pick_taken) and its beats go back to back as tx_ready takes them, tx_vl the committed VL.
 // One queue means a head waiting for its VL's credits holds the other VLs' packets behind it
 // (TODO: a queue per VL, as the model's per-VL request queues).
+// Purge (hca.Device.purge after FlushAll): each beat in the queue carries its message's context
+// index (from a queue of MSG_DEPTH messages between dec_* and the path's output). When a WQE the
+// requester cannot take sends its context to ERR, every message of that context between dec_* and
+// the queue's output (counted per context) is marked, and its packets not yet committed to the port
+// are popped at the queue's head a beat a cycle, never offered: none reaches tx_*. A packet already
+// committed goes whole.
 // Completions: each sent message is kept in its context's ring of OQ_DEPTH entries ({READ or
 // atomic, signaled, opcode, index, length, last PSN}) until an ACK or a flush takes it. An ACK on
 // ack_* (the responder acknowledged every PSN through ack_psn on QP ack_qpn: hca.Requester.OnAck
@@ -66,11 +73,12 @@
 // (success), 2 (LOC_QP_OP_ERR) or 5 (WR_FLUSH_ERR), the WQE's opcode, index (wqe_counter) and
 // length (byte count), as hca.RequesterCQE; hca_transport adds opcode REQ and zeros. The engine does
 // one job at a time, an ACK's walk or a decode completion, in the order they are taken, so the
-// completions come in the model's order. An ACK naming a PSN not yet sent is not caught (the model
-// ignores messages not yet sent; a responder cannot acknowledge them).
+// completions come in the model's order. The walk also stops at a message none of whose packets
+// had been committed to the port (or purged) when the ACK was taken (hca.Requester.ackThrough
+// stops at a message never sent): per context a count of messages taken and not yet started,
+// and at the ACK a snapshot of the ring's messages less those.
 // Not here: responses and their completions, NAKs and retries (go-back-N, the retry and RNR timers,
-// an implied NAK: an ACK past an unanswered READ), the purge of a context's queued packets when it
-// goes to ERR (the model's purge; here what was taken is sent), the model's round robin over QPs
+// an implied NAK: an ACK past an unanswered READ), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -88,6 +96,7 @@ module hca_requester #(
     input  wire                  clk,
     input  wire                  rst_n,
     input  wire                  qp_cfg_valid,
+    output wire                  qp_cfg_ready,
     input  wire [23:0]           qp_cfg_qpn,
     input  wire [15:0]           qp_cfg_dlid,
     input  wire [15:0]           qp_cfg_slid,
@@ -232,7 +241,21 @@ module hca_requester #(
     reg  [31:0]      e_len;
     wire             eng_idle = !eng_busy;
 
-    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready &&
+    // ---- purge: per context, the messages between dec_* and tx_* and how many of the oldest to drop ----
+    localparam integer IF_W = $clog2(MSG_DEPTH + PKT_BLOCKS + 2);
+    reg  [NQ*IF_W-1:0] inflight;  // taken and not yet out of the packet queue (their last packet)
+    reg  [NQ*IF_W-1:0] purge_n;   // of those, the oldest to drop (taken before the context's error)
+    reg  [NQ*IF_W-1:0] unsent;    // of those, the youngest whose first packet is not yet committed (or dropped)
+    reg  [IF_W-1:0]    e_lim;     // the ACK's walk: messages sent when it was taken (hca.Requester: everSent)
+    wire               tg_push_ready;
+
+    // A context write is taken while the engine is idle, no ACK is offered and none of the
+    // context's messages is between dec_* and tx_*; a WQE of that context waits in its cycle.
+    wire [IF_W-1:0] c_inflight = inflight[cix*IF_W +: IF_W];
+    assign qp_cfg_ready = eng_idle && !ack_valid && c_inflight == {IF_W{1'b0}};
+    wire cfg_take = qp_cfg_valid && qp_cfg_ready;
+    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
+                       !(cfg_take && cix == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
@@ -248,7 +271,7 @@ module hca_requester #(
 
     always @(posedge clk) begin
         if (send) ctx_psn[dix] <= ctx_psn[dix] + npsn;
-        if (qp_cfg_valid) begin
+        if (cfg_take) begin
             ctx_qpn[cix]  <= qp_cfg_qpn;
             ctx_dlid[cix] <= qp_cfg_dlid;
             ctx_slid[cix] <= qp_cfg_slid;
@@ -291,7 +314,7 @@ module hca_requester #(
             reserved     <= {PB_CW{1'b0}};
             pop_cnt      <= 27'd0;
         end else begin
-            if (qp_cfg_valid) ctx_valid[cix] <= 1'b1;
+            if (cfg_take) ctx_valid[cix] <= 1'b1;
             if (send) m_valid <= 1'b1;
             else if (msg_ready) m_valid <= 1'b0;
             if (send && needs_pay) begin
@@ -349,16 +372,39 @@ module hca_requester #(
         .out_eop(path_eop)
     );
 
+    // The context of each message between dec_* and the path's output, oldest first: popped with the
+    // eop of the message's last packet (BTH opcode not FIRST or MIDDLE: not 0, 1, 6, 7).
+    wire             tg_valid;
+    wire [QPN_W-1:0] tg_head;
+    wire [4:0]       path_op   = path_data[444:440];               // BTH.OpCode, byte 8 (RC: high bits 0)
+    wire             op_last_p = !(path_op == 5'd0 || path_op == 5'd1 || path_op == 5'd6 || path_op == 5'd7);
+    reg              p_last;                                    // the path's current packet is its message's last
+    wire             path_last = path_sop ? op_last_p : p_last;
+    wire             path_beat = path_valid && path_ready;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) p_last <= 1'b0;
+        else if (path_beat && path_sop) p_last <= op_last_p;
+    end
+    wire [$clog2(MSG_DEPTH+1)-1:0] tg_count;
+    sync_fifo #(.WIDTH(QPN_W), .DEPTH(MSG_DEPTH)) u_tags (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(send), .push_ready(tg_push_ready), .push_data(dix),
+        .pop_valid(tg_valid), .pop_ready(path_beat && path_eop && path_last), .pop_data(tg_head),
+        .count(tg_count),
+        .drop_valid(1'b0), .drop_count({($clog2(MSG_DEPTH+1)){1'b0}})
+    );
+
     // ---- the packet queue, store and forward, into tx_* ----
+    localparam integer PQ_W = 514 + QPN_W;
     wire         pq_valid, pq_pop;
-    wire [513:0] pq_head;
+    wire [PQ_W-1:0] pq_head;
     reg  [PQ_CW-1:0] pkts;     // whole packets in the queue
     reg              sending;  // the head packet is committed to the port
     reg  [VL_W-1:0]  cur_vl;
     wire [PQ_CW-1:0] pq_count;
-    sync_fifo #(.WIDTH(514), .DEPTH(PKT_BLOCKS)) u_packets (
+    sync_fifo #(.WIDTH(PQ_W), .DEPTH(PKT_BLOCKS)) u_packets (
         .clk(clk), .rst_n(rst_n),
-        .push_valid(path_valid), .push_ready(path_ready), .push_data({path_sop, path_eop, path_data}),
+        .push_valid(path_valid), .push_ready(path_ready), .push_data({tg_head, path_sop, path_eop, path_data}),
         .pop_valid(pq_valid), .pop_ready(pq_pop), .pop_data(pq_head),
         .count(pq_count),
         .drop_valid(1'b0), .drop_count({PQ_CW{1'b0}})
@@ -373,9 +419,23 @@ module hca_requester #(
     wire [11:0]     head_cred  = vl_ok ? tx_vl_credit[head_vl*12 +: 12] : 12'd0;
     wire [11:0]     cred_left  = head_cred - head_blks;
     wire            fits       = vl_ok && cred_left <= 12'd2048;
-    wire            offer      = pkts != {PQ_CW{1'b0}} && !sending && fits;
+    // The head packet's context, and whether the purge drops it: popped a beat a cycle, never offered.
+    wire [QPN_W-1:0] head_ctx  = pq_head[PQ_W-1:514];
+    wire            head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};
+    reg             dropping;  // the head packet is being dropped
+    wire            drop_beat  = pq_valid && !sending && (dropping || (pkts != {PQ_CW{1'b0}} && head_dead));
+    wire [4:0]      head_op    = pq_head[444:440];
+    wire            op_last_h  = !(head_op == 5'd0 || head_op == 5'd1 || head_op == 5'd6 || head_op == 5'd7);
+    reg             h_last;    // the head packet is its message's last
+    wire            head_last  = pq_head[513] ? op_last_h : h_last;
+    wire            offer      = pkts != {PQ_CW{1'b0}} && !sending && !dropping && !head_dead && fits;
     wire            commit     = offer && tx_pick_valid && tx_pick_vl == head_vl;
     assign tx_pick_taken = commit;
+    // The head packet starts its message (FIRST, ONLY, a READ request, an atomic: not MIDDLE or
+    // LAST) and leaves now: committed to the port, or its first beat dropped.
+    wire            head_first = !(head_op == 5'd1 || head_op == 5'd2 || head_op == 5'd3 ||
+                                   head_op == 5'd7 || head_op == 5'd8 || head_op == 5'd9);
+    wire            head_go    = commit || (drop_beat && !dropping);
     genvar v;
     generate
         for (v = 0; v < VLS; v = v + 1) begin : g_wait
@@ -384,19 +444,24 @@ module hca_requester #(
         end
     endgenerate
     assign tx_valid = pq_valid && (sending || commit);
-    assign pq_pop   = tx_valid && tx_ready;
+    assign pq_pop   = (tx_valid && tx_ready) || drop_beat;
     assign tx_data  = pq_head[511:0];
     assign tx_sop   = pq_head[513];
     assign tx_eop   = pq_head[512];
     assign tx_vl    = sending ? cur_vl : head_vl;
     wire   in_eop   = path_valid && path_ready && path_eop;
     wire   out_eop  = pq_pop && pq_head[512];
+    wire   out_msg  = out_eop && head_last;   // a message's last packet leaves the queue, sent or dropped
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
-            pkts    <= {PQ_CW{1'b0}};
-            sending <= 1'b0;
-            cur_vl  <= {VL_W{1'b0}};
+            pkts     <= {PQ_CW{1'b0}};
+            sending  <= 1'b0;
+            cur_vl   <= {VL_W{1'b0}};
+            dropping <= 1'b0;
+            h_last   <= 1'b0;
         end else begin
+            if (pq_pop && pq_head[513]) h_last <= op_last_h;
+            if (drop_beat) dropping <= !pq_head[512];
             pkts <= pkts + {{(PQ_CW-1){1'b0}}, in_eop} - {{(PQ_CW-1){1'b0}}, out_eop};
             if (commit) cur_vl <= head_vl;
             if (out_eop) sending <= 1'b0;
@@ -424,16 +489,26 @@ module hca_requester #(
     wire             h_sig    = h_ent[75];
     wire [23:0]      h_d      = h_ent[23:0] - e_psn;
     wire             h_acked  = !h_rdat && (h_d == 24'd0 || h_d[23]);
+    // The walk stops at a message none of whose packets had left when the ACK was taken: the
+    // model's ackThrough stops at a message never sent.
+    wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};
+    wire [PW-1:0]    a_cnt    = oq_tl[aix*PW +: PW] - oq_hd[aix*PW +: PW];
+    wire [IF_W-1:0]  a_cnt_w  = {{(IF_W-PW){1'b0}}, a_cnt};
+    wire [IF_W-1:0]  a_unsent = unsent[aix*IF_W +: IF_W];
     wire             out_free = !cpl_valid || cpl_ready;
-    wire             pop      = eng_busy && e_any && (eng_ack ? h_acked && (!h_sig || out_free) : out_free);
+    wire             pop      = eng_busy && e_any && (eng_ack ? h_ok && (!h_sig || out_free) : out_free);
     wire             emit_hd  = pop && (!eng_ack || h_sig);
     wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
-    wire             eng_done = eng_ack ? !(e_any && h_acked) : emit_own;
+    wire             eng_done = eng_ack ? !(e_any && h_ok) : emit_own;
 
     integer q;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             ctx_err   <= {NQ{1'b0}};
+            inflight  <= {(NQ*IF_W){1'b0}};
+            unsent    <= {(NQ*IF_W){1'b0}};
+            e_lim     <= {IF_W{1'b0}};
+            purge_n   <= {(NQ*IF_W){1'b0}};
             oq_hd     <= {(NQ*PW){1'b0}};
             oq_tl     <= {(NQ*PW){1'b0}};
             eng_busy  <= 1'b0;
@@ -442,7 +517,7 @@ module hca_requester #(
             cpl_valid <= 1'b0;
         end else begin
             for (q = 0; q < NQ; q = q + 1) begin
-                if (qp_cfg_valid && cix == q[QPN_W-1:0]) begin
+                if (cfg_take && cix == q[QPN_W-1:0]) begin
                     // A context write (the modify to RTS) starts the QP afresh: nothing outstanding.
                     oq_hd[q*PW +: PW] <= {PW{1'b0}};
                     oq_tl[q*PW +: PW] <= {PW{1'b0}};
@@ -453,17 +528,35 @@ module hca_requester #(
                     if (eng_take && bad_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
                 end
             end
+            for (q = 0; q < NQ; q = q + 1) begin
+                // inflight: + a message taken, - a message's last packet out of the queue. purge_n: at
+                // an error, every message of the context in flight (less one leaving now); - each of
+                // them as it leaves.
+                if (eng_take && bad_wqe && dix == q[QPN_W-1:0])
+                    purge_n[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W] -
+                                              {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]};
+                else if (out_msg && head_ctx == q[QPN_W-1:0] && purge_n[q*IF_W +: IF_W] != {IF_W{1'b0}})
+                    purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};
+                unsent[q*IF_W +: IF_W] <= unsent[q*IF_W +: IF_W]
+                    + {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]}
+                    - {{(IF_W-1){1'b0}}, head_go && head_first && head_ctx == q[QPN_W-1:0]};
+                inflight[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W]
+                    + {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]}
+                    - {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]};
+            end
             if (eng_busy) begin
                 if (eng_done) eng_busy <= 1'b0;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b1;
                 e_ctx    <= aix;
+                e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
                 e_ctx    <= dix;
             end
+            if (pop && eng_ack) e_lim <= e_lim - {{(IF_W-1){1'b0}}, 1'b1};
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
             else if (cpl_ready) cpl_valid <= 1'b0;
         end
@@ -492,6 +585,6 @@ module hca_requester #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire unused_ok = &{1'b0, npk[32:24], pay_end[5:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
-                       sq_count, pay_count, pq_count, 1'b0};
+                       sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
