@@ -18,6 +18,7 @@ type mcastRun struct {
 	s     *components.Sim
 	net   *Network
 	hosts []*workload.McastHost // members of every group, in host order
+	idle  []*workload.IdleHost  // the hosts in no group, when no background runs
 	// slotSends is the group each member sends to (hosts' index → groups'
 	// index), -1 for a member that only receives.
 	slotSends []int32
@@ -342,7 +343,9 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 		in := groupsOf[i]
 		if len(in) == 0 {
 			if sources == nil {
-				return idleHost{}
+				h := workload.NewIdleHost(r.s, name)
+				r.idle = append(r.idle, h)
+				return h
 			}
 			e := workload.NewEndpoint(r.s, name, bgIndex[i], lid, sources[bgIndex[i]])
 			r.bg.eps = append(r.bg.eps, e)
@@ -575,6 +578,9 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 	for _, h := range r.hosts {
 		created += h.Created
 		skipped += h.Skipped
+		wrong += h.WrongDest
+	}
+	for _, h := range r.idle {
 		wrong += h.WrongDest
 	}
 	treeSwitches := map[int]bool{}

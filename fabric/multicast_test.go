@@ -279,6 +279,54 @@ func TestMulticastCheckerCatchesBrokenMFT(t *testing.T) {
 	assert.Regexp(t, `delivered twice to|delivered back to its sender|\(a duplicate\)`, err.Error())
 }
 
+// TestMulticastCopyToAnIdleHost: only a wrong MFT entry can send a copy to
+// a host in no group (an idle host: no background runs), and the run must
+// say so rather than stop. Group 0-5 on the 16-host tree: Leaf[1] (hosts 4
+// to 7 on its ports 0 to 3) is in the tree for members 4 and 5; its entry
+// given port 2 as well sends every packet's copy to Host[6], in no group.
+// The idle host takes each at its tail as an endpoint does (its blocks
+// released, so Leaf[1]'s output to it keeps its credits and the copies to
+// the members are not held up), counts it misrouted, and announces it, so
+// the lossless checker names Host[6]. Every packet the sender (host 0, on
+// Leaf[0]) sends crosses Leaf[1] once, so packets_misrouted is
+// packets_sent, and every member still gets every packet.
+func TestMulticastCopyToAnIdleHost(t *testing.T) {
+	toHost6 := func(s *Simulation) {
+		for _, sw := range s.Net.Switches {
+			if sw.Name() == "Fabric.Leaf[1]" {
+				mask := sw.MFT().Lookup(0xC000)
+				require.True(t, mask.Has(0) && mask.Has(1) && !mask.Has(2), "Leaf[1]'s entry holds the members' ports only")
+				mask.Set(2)
+				sw.MFT().Set(0xC000, mask)
+				return
+			}
+		}
+		t.Fatal("no Fabric.Leaf[1]")
+	}
+	sets := append(append([]string{}, mcastSets...), "workload.group=0-5", "workload.offered_load=0.2",
+		"workload.size=256", "workload.measure_ns=5000", "workload.drain_ns=20000")
+
+	_, _, err := runMcastCheckedOn(t, false, toHost6, sets...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invariant lossless")
+	assert.Contains(t, err.Error(), "delivered at Fabric.Host[6], which is not a member of the group (misrouted)")
+
+	l, err := Load(nil, sets)
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{Observe: toHost6})
+	require.NoError(t, err)
+	sent := m["packets_sent"]
+	require.Positive(t, sent)
+	assert.Equal(t, sent, m["packets_misrouted"])
+	assert.Equal(t, m["copies_expected"], m["copies_delivered"])
+
+	l, err = Load(nil, sets)
+	require.NoError(t, err)
+	clean, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, clean["packets_misrouted"])
+}
+
 // TestMulticastRefusals: what a multicast run cannot do is refused on one
 // line naming the key, the value and what is allowed, when the config is
 // read or, for what needs the fabric's host count, when the run is built.

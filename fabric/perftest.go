@@ -364,7 +364,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 			return h
 		}
 		if sources == nil {
-			return idleHost{}
+			return workload.NewIdleHost(s, name)
 		}
 		j := bgIndex[i]
 		e := workload.NewEndpoint(s, name, j, lid, sources[j])
