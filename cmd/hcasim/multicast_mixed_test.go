@@ -10,6 +10,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// runDocumentedExample runs a shipped example with --check twice, requires
+// byte-identical JSON with points points, and returns the results and
+// docs/fabric.md, whose table the caller holds to them.
+func runDocumentedExample(t *testing.T, config string, points int) (replayResults, string) {
+	t.Helper()
+	args := []string{"-config", config, "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
+	code, out1, errs := run(args...)
+	require.Equal(t, 0, code, errs)
+	code, out2, errs := run(args...)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, out1, out2)
+	res := decodeResults(t, out1)
+	require.Len(t, res.Points, points)
+	doc, err := os.ReadFile("../../docs/fabric.md")
+	require.NoError(t, err)
+	return res, string(doc)
+}
+
 // TestMulticastMixedExample: the shipped examples/multicast-mixed.yaml
 // (four groups beside a unicast background, 8 points) passes the checkers
 // with every point drained (every copy and background packet landed),
@@ -19,16 +37,7 @@ import (
 // SL: from 0.1 of background up, more background leaves the members less
 // and holds the roots' inputs longer.
 func TestMulticastMixedExample(t *testing.T) {
-	args := []string{"-config", "examples/multicast-mixed.yaml", "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
-	code, out1, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	code, out2, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	assert.Equal(t, out1, out2)
-	res := decodeResults(t, out1)
-	require.Len(t, res.Points, 8)
-	doc, err := os.ReadFile("../../docs/fabric.md")
-	require.NoError(t, err)
+	res, doc := runDocumentedExample(t, "examples/multicast-mixed.yaml", 8)
 	prev := map[float64]map[string]any{} // by SL: the point of the load before
 	for _, p := range res.Points {
 		m := p.Metrics
@@ -40,8 +49,8 @@ func TestMulticastMixedExample(t *testing.T) {
 		assert.Equal(t, float64(4), m["mcast_groups"])
 		assert.Equal(t, float64(32), m["background_hosts"])
 		row := fmt.Sprintf("| %v, %v | %.3f | %.0f / ", load, sl, m["member_accepted_load"], m["latency_last_ns"].(map[string]any)["p50"])
-		assert.True(t, strings.Contains(string(doc), row), "docs/fabric.md has no row starting %q", row)
-		assert.Contains(t, string(doc), fmt.Sprintf("| %.3f | ", m["background_accepted_load"]), "%v", p.Params)
+		assert.True(t, strings.Contains(doc, row), "docs/fabric.md has no row starting %q", row)
+		assert.Contains(t, doc, fmt.Sprintf("| %.3f | ", m["background_accepted_load"]), "%v", p.Params)
 		if q := prev[sl]; q != nil && load > 0.1 {
 			assert.Less(t, m["member_accepted_load"], q["member_accepted_load"], "%v", p.Params)
 			assert.Greater(t, m["switch_mcast_hold_mean_ns"], q["switch_mcast_hold_mean_ns"], "%v", p.Params)

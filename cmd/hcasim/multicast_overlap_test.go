@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // TestMulticastOverlapExample: the shipped examples/multicast-overlap.yaml
@@ -29,16 +27,7 @@ import (
 //     within 4 σ of its slots (256 + 74 = 330 bytes on the wire at 50 B/ns:
 //     6.6 ns, 50000 / 6.6 = 7575 slots, σ = √(0.05 · 0.95 / 7575) = 0.0025).
 func TestMulticastOverlapExample(t *testing.T) {
-	args := []string{"-config", "examples/multicast-overlap.yaml", "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
-	code, out1, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	code, out2, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	assert.Equal(t, out1, out2)
-	res := decodeResults(t, out1)
-	require.Len(t, res.Points, 4)
-	doc, err := os.ReadFile("../../docs/fabric.md")
-	require.NoError(t, err)
+	res, doc := runDocumentedExample(t, "examples/multicast-overlap.yaml", 4)
 	for _, p := range res.Points {
 		m := p.Metrics
 		buf := p.Params["switch.vl_buffer_bytes"].(float64)
@@ -60,6 +49,6 @@ func TestMulticastOverlapExample(t *testing.T) {
 		}
 		row := fmt.Sprintf("| %.0f (%.0f) | %.3f | %.3f | %.3f | %.0f |", buf, buf/4224, load(0), load(1), load(2),
 			m["group1_latency_last_ns"].(map[string]any)["p50"])
-		assert.True(t, strings.Contains(string(doc), row), "docs/fabric.md has no row %q", row)
+		assert.True(t, strings.Contains(doc, row), "docs/fabric.md has no row %q", row)
 	}
 }
