@@ -226,25 +226,12 @@ func TestAdaptiveRoutingDeterministic(t *testing.T) {
 		"topology.routing=dmodk", "topology.adaptive_routing=true", "workload.kind=permutation", "workload.size=2048",
 		"workload.offered_load=0.9", "workload.warmup_ns=1000", "workload.measure_ns=4000"}
 	run := func(sets ...string) (map[string]any, string) {
-		l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
-		require.NoError(t, err)
-		var buf bytes.Buffer
-		rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
-		var chk *verif.Checkers
-		var view *Simulation
-		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-			view = s
-			verif.AttachHook(rec, s.Blocks...)
-			chk = verif.AttachCheckers(verif.CheckConfig{Routes: s.Net, ReorderSLs: AllSLs,
-				OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
-		}})
-		require.NoError(t, err)
-		require.NoError(t, rec.Flush())
-		require.True(t, view.Settled)
-		chk.Finish(view.Now(), view.Settled)
-		require.NoError(t, chk.Err(), "every checker, the route check included, serial and partitioned")
-		delete(m, "wall_s")
-		return m, buf.String()
+		r := runRecorded(t, sets, func(s *Simulation) verif.CheckConfig {
+			return verif.CheckConfig{Routes: s.Net, ReorderSLs: AllSLs}
+		}, nil)
+		require.True(t, r.Settled)
+		require.NoError(t, r.Err, "every checker, the route check included, serial and partitioned")
+		return r.M, r.Trace
 	}
 	m1, tr1 := run(sets...)
 	m2, tr2 := run(sets...)

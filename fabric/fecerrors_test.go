@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -124,24 +123,10 @@ func TestCodewordErrorsDeterministic(t *testing.T) {
 	sets := []string{"topology.kind=fat-tree-2", "switch.radix=8", "workload.kind=uniform", "workload.size=4096",
 		"workload.offered_load=0.3", "workload.warmup_ns=1000", "workload.measure_ns=10000", "link.pre_fec_ber=1.3e-3"}
 	run := func(sets ...string) (map[string]any, string) {
-		l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
-		require.NoError(t, err)
-		var buf bytes.Buffer
-		rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
-		var chk *verif.Checkers
-		var view *Simulation
-		m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-			view = s
-			verif.AttachHook(rec, s.Blocks...)
-			chk = verif.AttachCheckers(verif.CheckConfig{OnViolation: func(*verif.Violation) { s.Stop() }}, s.Blocks...)
-		}})
-		require.NoError(t, err)
-		require.NoError(t, rec.Flush())
-		require.True(t, view.Settled)
-		chk.Finish(view.Now(), view.Settled)
-		require.NoError(t, chk.Err())
-		delete(m, "wall_s")
-		return m, buf.String()
+		r := runRecorded(t, sets, func(*Simulation) verif.CheckConfig { return verif.CheckConfig{} }, nil)
+		require.True(t, r.Settled)
+		require.NoError(t, r.Err)
+		return r.M, r.Trace
 	}
 	m1, tr1 := run(sets...)
 	m2, tr2 := run(sets...)

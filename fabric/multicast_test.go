@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,29 +154,14 @@ func runMcastChecked(t *testing.T, routes bool, mutate func(*Simulation), sets .
 // runMcastCheckedOn is runMcastChecked on the sets alone, without mcastSets.
 func runMcastCheckedOn(t *testing.T, routes bool, mutate func(*Simulation), sets ...string) (map[string]any, string, error) {
 	t.Helper()
-	l, err := Load(nil, append([]string{"sim.check=true"}, sets...))
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	rec := verif.NewRecorder(&buf, verif.Header{Version: verif.TraceVersion, Config: strings.Repeat("0", 64)}, verif.Filter{})
-	var chk *verif.Checkers
-	var view *Simulation
-	m, err := Run(l, RunOptions{Observe: func(s *Simulation) {
-		view = s
-		verif.AttachHook(rec, s.Blocks...)
-		cc := verif.CheckConfig{Multicast: s.Net.MulticastMembers(), OnViolation: func(*verif.Violation) { s.Stop() }}
+	r := runRecorded(t, sets, func(s *Simulation) verif.CheckConfig {
+		cc := verif.CheckConfig{Multicast: s.Net.MulticastMembers()}
 		if routes {
 			cc.Routes = s.Net
 		}
-		chk = verif.AttachCheckers(cc, s.Blocks...)
-		if mutate != nil {
-			mutate(s)
-		}
-	}})
-	require.NoError(t, err)
-	require.NoError(t, rec.Flush())
-	chk.Finish(view.Now(), view.Settled)
-	delete(m, "wall_s")
-	return m, buf.String(), chk.Err()
+		return cc
+	}, mutate)
+	return r.M, r.Trace, r.Err
 }
 
 // TestMulticastRunFatTree: every member but the sender receives every
