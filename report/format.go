@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -29,6 +30,41 @@ func FormatValue(v any) string {
 		return s
 	}
 	return fmt.Sprint(v)
+}
+
+// TableValue renders a metric for the terminal table, where a reader
+// compares columns by eye: a float with a fractional part to 4 significant
+// digits below 1,000 (0.1836, 17.51, 555.8) and to the integer from 1,000 up
+// (17507, 8498743), never in exponent form between 0.001 and 1e15, and a
+// whole number exactly (a count); anything else as FormatValue. The CSV and
+// JSON keep FormatValue's nine digits, for a program or a diff.
+func TableValue(v any) string {
+	x, ok := v.(float64)
+	if !ok {
+		if f, is := v.(float32); is {
+			x, ok = float64(f), true
+		}
+	}
+	a := math.Abs(x)
+	if !ok || x == 0 || math.IsNaN(x) || math.IsInf(x, 0) || a >= 1e15 || a < 1e-3 {
+		if ok && x != 0 && a < 1e-3 {
+			return strconv.FormatFloat(x, 'g', 4, 64)
+		}
+		return FormatValue(v)
+	}
+	if a >= 1000 || x == math.Trunc(x) {
+		return strconv.FormatFloat(math.Round(x), 'f', 0, 64)
+	}
+	// Decimals for 4 significant digits: 3 below 1 less the leading zeros'
+	// count, 3 − ⌊log10 |x|⌋ from 1 up. Rounding can carry into a fifth
+	// digit (999.96 → 1000.0): strconv reads the decimals, not the digits,
+	// so 'g' with 4 digits would write 1e+03; trailing zeros go.
+	d := 3 - int(math.Floor(math.Log10(a)))
+	s := strconv.FormatFloat(x, 'f', d, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 // flowCollection renders v in YAML flow form when it is a list or a

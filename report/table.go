@@ -17,7 +17,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 		return err
 	}
 	for _, p := range r.Points {
-		if err := cw.Write(pointRow(p, params, metrics)); err != nil {
+		if err := cw.Write(pointRow(p, params, metrics, FormatValue)); err != nil {
 			return err
 		}
 	}
@@ -27,7 +27,8 @@ func WriteCSV(w io.Writer, r *Result) error {
 
 // WriteTable writes the points as a table: a single point as metric/value
 // rows, several as one row per point with the chosen metric columns (all
-// when cols is empty).
+// when cols is empty). Metrics are rounded for reading (TableValue); the CSV
+// and JSON keep nine significant digits.
 func WriteTable(w io.Writer, r *Result, cols []string) error {
 	params, metrics := Columns(r.Points)
 	if len(cols) > 0 {
@@ -43,7 +44,7 @@ func WriteTable(w io.Writer, r *Result, cols []string) error {
 			}
 		}
 		flat := map[string]string{}
-		Flatten("", p.Metrics, flat)
+		walkLeaves("", p.Metrics, func(key string, v any) { flat[key] = TableValue(v) })
 		for _, k := range metrics {
 			if err := t.Append(k, flat[k]); err != nil {
 				return err
@@ -61,7 +62,7 @@ func WriteTable(w io.Writer, r *Result, cols []string) error {
 	header = append(header, "error")
 	t.Header(header...)
 	for _, p := range r.Points {
-		cells := pointRow(p, params, metrics)
+		cells := pointRow(p, params, metrics, TableValue)
 		row := make([]any, len(cells))
 		for i, c := range cells {
 			row[i] = c
@@ -73,10 +74,11 @@ func WriteTable(w io.Writer, r *Result, cols []string) error {
 	return t.Render()
 }
 
-// pointRow is one point's cells: its params, its flattened metrics, its error.
-func pointRow(p Point, params, metrics []string) []string {
+// pointRow is one point's cells: its params, its flattened metrics rendered
+// by format, its error.
+func pointRow(p Point, params, metrics []string, format func(any) string) []string {
 	flat := map[string]string{}
-	Flatten("", p.Metrics, flat)
+	walkLeaves("", p.Metrics, func(key string, v any) { flat[key] = format(v) })
 	row := make([]string, 0, len(params)+len(metrics)+1)
 	for _, k := range params {
 		row = append(row, FormatValue(p.Params[k]))

@@ -138,7 +138,8 @@ Usage:
 Run flags:
   -c, --config FILE     YAML design point (a path, or the name of a shipped config: ndr.yaml)
       --set key=value   override a config key (repeatable), e.g. --set link.width=4x
-      --format F        table (default), csv or json on stdout
+      --format F        table (default; metrics rounded for reading), csv or json
+                        (9 significant digits) on stdout
       --out DIR         write results.json and results.csv (and plots for a sweep) into DIR
                         (a sweep without --out: hcasim-out/NAME in the current directory)
       --seed N          override the config's seed
