@@ -71,8 +71,14 @@ func scalePoints(name, path string, sets []string, hosts []int, windows [2]int) 
 			return nil
 		}
 		err := try(kind)
-		if err != nil && kind == fabric.KindFatTree2 && try(fabric.KindFatTree3) == nil {
-			err = nil
+		if err != nil && kind == fabric.KindFatTree2 {
+			// Past two levels' reach: a third. When three cannot reach
+			// them either, that is the refusal to show (the two-level
+			// one would suggest the third level just tried).
+			err = try(fabric.KindFatTree3)
+			if err != nil {
+				return nil, userErrorf("bench: --scale %d: %s: %s; --set switch.radix=R for larger switches", h, name, err)
+			}
 		}
 		if err != nil {
 			return nil, userErrorf("bench: --scale %d: %s: %s", h, name, err)

@@ -111,6 +111,19 @@ func TestBenchScaleGrowsATreeALevel(t *testing.T) {
 	assert.Regexp(t, `│ 136\s+│ fat-tree-3 │`, out)
 }
 
+// TestBenchScalePastThreeLevels: 2,048 hosts do not fit radix-16 switches
+// in three levels either (k³/4 = 16³/4 = 1,024): the refusal is the
+// three-level one, with the way out, before anything runs; exit 2.
+func TestBenchScalePastThreeLevels(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	csv := filepath.Join(t.TempDir(), "b.csv")
+	code, out, errOut := run("bench", "fattree64-uniform-30", "--scale", "128,2048", "--csv", csv)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim: bench: --scale 2048: fattree64-uniform-30: topology.hosts: 2048 does not fit a three-level fat tree of radix 16 (2..1024 = k³/4); --set switch.radix=R for larger switches\n", errOut)
+	assert.NoFileExists(t, csv)
+}
+
 // TestScaleMarginal: the cost per block-hop is the CPU time the longer
 // window added over the block-hops it added: (3 − 1) s / (3e9 − 1e9) = 1 ns;
 // none when it added no block-hops.
