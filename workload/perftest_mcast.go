@@ -283,7 +283,7 @@ func (t *McastPerftest) HandleEvent(ev *components.Event) {
 			t.fill()
 		}
 	case evMcastCheck:
-		t.check()
+		t.check(true)
 	case evMcastApp:
 		k := int(ev.Arg)
 		t.pending[k] = false
@@ -364,7 +364,7 @@ func (t *McastPerftest) poll(k int) {
 		}
 	}
 	if t.senderDone {
-		t.check()
+		t.check(false)
 	}
 }
 
@@ -403,14 +403,15 @@ func (t *McastPerftest) checkWC(k int, wc hca.WC) {
 func (t *McastPerftest) senderFinished() {
 	t.senderDone = true
 	t.senderEnd = t.s.Now()
-	t.check()
+	t.check(true)
 }
 
 // check ends the run when every receiver accounts for every message
-// (received or dropped at its HCA), or after mcastStaleChecks checks
-// without progress (copies lost on the way, link.ber); else it looks again
-// in mcastCheckPS.
-func (t *McastPerftest) check() {
+// (received or dropped at its HCA), or after mcastStaleChecks timed checks
+// in a row without progress (copies that will not come); a timed check
+// (one chain of them, from the sender's end) else looks again in
+// mcastCheckPS, a receiver's poll only ends the run when it is complete.
+func (t *McastPerftest) check(timed bool) {
 	if t.done {
 		return
 	}
@@ -420,6 +421,9 @@ func (t *McastPerftest) check() {
 		n := int64(t.got[k]) + t.devs[k].Counters.UDDrops
 		progress += n
 		all = all && n >= int64(t.run.Iterations)
+	}
+	if !all && !timed {
+		return
 	}
 	if progress != t.progress {
 		t.progress, t.quiet = progress, 0

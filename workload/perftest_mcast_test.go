@@ -8,15 +8,16 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/link"
 	"github.com/hcasim/hcasim/switchasic"
 )
 
 // mcastStar builds hosts 0 … n−1 (LIDs 1 … n) on one FIFO switch (port i
-// to host i) whose MFT sends MLID 0xC000 to every port and, for
-// send_lat, 0xC001 to ports 0 and 1, and the multicast test from host 0
-// to the others.
-func mcastStar(t *testing.T, run PerftestRun, n int) *McastPerftest {
+// to host i) whose MFT sends MLID 0xC000 to every port (but those of
+// left, a broken entry) and, for send_lat, 0xC001 to ports 0 and 1, and
+// the multicast test from host 0 to the others.
+func mcastStar(t *testing.T, run PerftestRun, n int, left ...int) *McastPerftest {
 	s := components.NewSim()
 	lft := switchasic.NewLFT(8)
 	mft := switchasic.NewMFT()
@@ -24,6 +25,9 @@ func mcastStar(t *testing.T, run PerftestRun, n int) *McastPerftest {
 	for i := range n {
 		lft.Set(uint16(i+1), i)
 		all.Set(i)
+	}
+	for _, p := range left {
+		all.Clear(p)
 	}
 	pong.Set(0)
 	pong.Set(1)
@@ -71,6 +75,31 @@ func TestMcastPerftestSendBW(t *testing.T) {
 	assert.Equal(t, 0, m["receiver_messages_min"])
 	assert.Equal(t, int64(300), m["receiver_drops"])
 	assert.Greater(t, m["bw_gbps"].(float64), 0.0)
+}
+
+// TestMcastPerftestLostCopies: the switch's entry leaves out host 3's
+// port, so receiver 2 gets no copy at all: 300 lost (neither received nor
+// dropped at its HCA), the others all 300, and the run still ends once
+// the receivers make no progress for 20 timed checks 1 µs apart
+// (mcastStaleChecks × mcastCheckPS). The chain starts at the sender's
+// last completion; the first check a microsecond later still sees
+// progress (the last copies are polled then: they reach the receivers a
+// switch hop after the sender's last packet leaves, the sender's own
+// completion being polled about when theirs are), so the run ends 1 +
+// 20 = 21 µs after the sender.
+func TestMcastPerftestLostCopies(t *testing.T) {
+	p := mcastStar(t, edrRun("send_bw", 1024, 300), 4, 3)
+	m, err := p.Run()
+	require.NoError(t, err)
+	rs := m["receivers"].([]any)
+	for k, want := range []int{300, 300, 0} {
+		r := rs[k].(map[string]any)
+		assert.Equal(t, want, r["messages"], "receiver %d", k)
+		assert.Equal(t, int64(300-want), r["lost"], "receiver %d", k)
+	}
+	assert.Equal(t, int64(300), m["receiver_lost"])
+	assert.Equal(t, 0.0, m["receiver_bw_gbps_min"])
+	assert.Equal(t, ib.FromNanoseconds(21000), p.end-p.senderEnd)
 }
 
 // TestMcastPerftestSendLat: every ping reaches the three receivers and
