@@ -29,6 +29,8 @@ const (
 	evRxRelease  // a received packet's VL buffer space frees (VL, Arg = blocks)
 	evCCTick     // congestion control: a CCTI_Timer expiry (cc.go)
 	evPostWrites // PCIe: book the posted writes issued by now + horizon (PCIe.Flush)
+	evLoopback   // a multicast packet's copy for the sending HCA's own attached QPs reaches transport-rx (mcast.go)
+	evLoopbackDone
 )
 
 // Kinds of WriteNote: what a posted write booked late does at its end.
@@ -105,6 +107,9 @@ type Counters struct {
 	// McastDrops are multicast packets dropped whole: no QP attached to
 	// the group, or not a UD SEND with a GRH to QP 0xFFFFFF.
 	McastDrops int64
+	// McastLoopback are multicast packets this HCA sent to a group it has
+	// QPs attached to, copied to them inside the HCA (mcast.go, loopback).
+	McastLoopback int64
 }
 
 // Device is one HCA with its host: CPU-side verbs, host memory, the PCIe
@@ -391,6 +396,11 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		d.receive(ev.Pkt)
 	case evRxRelease:
 		d.Port.Release(int(ev.VL), int(ev.Arg))
+	case evLoopback:
+		e := d.at(d.stages[StageTransportRx].accept(d.s.Now(), 0), evLoopbackDone)
+		e.Pkt = ev.Pkt
+	case evLoopbackDone:
+		d.receiveLoopback(ev.Pkt)
 	case evCQEVisible:
 		d.cqeVisible()
 	case evMemVisible:
@@ -529,6 +539,10 @@ next:
 		// checker watches never does).
 		pkt.DeferICRC()
 		d.tracePacket(components.TraceInject, pkt)
+		if pkt.GRH && len(d.mcast) > 0 {
+			// Before Send: the port owns the packet after it.
+			d.loopback(pkt)
+		}
 		d.Port.Send(pkt)
 		if d.tx.arb != nil && portVLs > 1 {
 			d.tx.arb.Commit(vl, pkt.Credits())

@@ -117,3 +117,39 @@ func (d *Device) deliverMcast(pkt *ib.Packet) {
 	}
 	d.rxWriteEnd = end
 }
+
+// loopback gives the QPs of this HCA attached to the group of the
+// multicast packet pkt, about to leave on the wire, a copy of their own:
+// the switch never sends a packet back out of the port it came in on, so
+// the sender's own members get theirs inside the HCA, as ConnectX loops a
+// multicast send back (unless a QP is created with
+// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, which the model does not have: the
+// sending QP itself, if attached, gets a copy too). The copy enters the
+// receive pipeline when the packet's last byte has left (its wire time,
+// as if it had crossed a cable of no length) and goes through
+// transport-rx, then deliverMcast. It takes no port buffer and no credit,
+// and is not announced as a delivery: the fabric did not carry it.
+func (d *Device) loopback(pkt *ib.Packet) {
+	g := d.mcastGroupOf(pkt.DLID)
+	if g == nil || len(g.qps) == 0 {
+		return
+	}
+	// The copy keeps the packet's number (it is the same packet) and has
+	// bytes of its own, so a deferred ICRC stays valid on both.
+	c := d.s.NewPacketNumbered(pkt.Seq)
+	buf := c.Payload[:0]
+	*c = *pkt
+	c.Payload = append(buf, pkt.Payload...)
+	d.Counters.McastLoopback++
+	e := d.at(d.s.Now()+d.Port.Timing().Serialization(pkt.WireBytes()), evLoopback)
+	e.Pkt = c
+}
+
+// receiveLoopback hands a looped-back copy to the attached QPs: a
+// received packet that holds no port buffer.
+func (d *Device) receiveLoopback(pkt *ib.Packet) {
+	d.rxWriteEnd, d.rxVL, d.rxBlocks = 0, int8(pkt.VL), 0
+	d.deliverMcast(pkt)
+	d.rxWriteEnd = 0
+	d.s.FreePacket(pkt)
+}

@@ -167,3 +167,81 @@ func TestMcastAttachRules(t *testing.T) {
 	var wc [1]WC
 	assert.Equal(t, 0, b.PollCQ(ud.RecvCQ, wc[:]))
 }
+
+// TestMcastLoopback: the sending HCA's own QPs attached to the group get
+// their copies inside the HCA (the switch would not send one back), the
+// sending QP included; a QP of the sender not attached gets none. Host a
+// sends 2 datagrams of 9 bytes to MLID 0xC000 from qa, with qa and qa2
+// attached on a and qb on b: qa, qa2 and qb each complete 2 receives;
+// a's McastLoopback is 2 (one per packet, whatever the number of local
+// members), its McastCopies 2 × 2 = 4, and b's McastCopies 2. A loopback
+// copy takes no port buffer: a's port received nothing (RxPackets 0).
+// The looped copy reaches transport-rx when the packet's last byte has
+// left; the copy on the wire reaches b's a cable's flight and b's own
+// store-and-forward later, so a's copies complete first.
+func TestMcastLoopback(t *testing.T) {
+	cfg := Defaults()
+	lc := edrLink()
+	lc.MTU = 1024
+	s := components.NewSim()
+	a, b := BackToBack(s, lc, cfg, cfg)
+	pa, pb := a.AllocPD(), b.AllocPD()
+	qa, qa2, qa3 := udQP(t, a, pa, 7, lc.MTU), udQP(t, a, pa, 7, lc.MTU), udQP(t, a, pa, 7, lc.MTU)
+	qb := udQP(t, b, pb, 7, lc.MTU)
+	const mlid = 0xC000
+	require.NoError(t, a.AttachMcast(qa, mlid))
+	require.NoError(t, a.AttachMcast(qa2, mlid))
+	require.NoError(t, b.AttachMcast(qb, mlid))
+	bufA, bufB := a.Malloc(16384), b.Malloc(8192)
+	mrA := a.RegMR(pa, bufA, 16384, AccessLocalWrite)
+	mrB := b.RegMR(pb, bufB, 8192, AccessLocalWrite)
+	a.Mem.Write(bufA, []byte("loopback!"))
+	for i, qp := range []*QP{qa, qa2, qa3} {
+		for j := range 2 {
+			require.NoError(t, a.PostRecv(qp, &RecvWR{ID: uint64(j), Addr: bufA + 4096 + uint64(i*2+j)*1100, Length: 1064, LKey: mrA.LKey}))
+		}
+	}
+	for j := range 2 {
+		require.NoError(t, b.PostRecv(qb, &RecvWR{ID: uint64(j), Addr: bufB + uint64(j)*1100, Length: 1064, LKey: mrB.LKey}))
+	}
+	var done [4]ib.PS
+	a.OnCQE = func(cq *CQ, now ib.PS) {
+		if cq == qa2.RecvCQ && done[0] == 0 {
+			done[0] = now
+		}
+	}
+	b.OnCQE = func(cq *CQ, now ib.PS) {
+		if cq == qb.RecvCQ && done[1] == 0 {
+			done[1] = now
+		}
+	}
+	for i := range 2 {
+		require.NoError(t, a.PostSend(qa, &SendWR{ID: uint64(i), Opcode: WRSend, Signaled: true, LocalAddr: bufA, Length: 9,
+			LKey: mrA.LKey, UD: true, DLID: mlid, RemoteQPN: ib.MulticastQPN, RemoteQKey: 7}))
+	}
+	s.StopAt(50 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	var wc [4]WC
+	for _, x := range []struct {
+		d    *Device
+		qp   *QP
+		want int
+	}{{a, qa, 2}, {a, qa2, 2}, {a, qa3, 0}, {b, qb, 2}} {
+		n := x.d.PollCQ(x.qp.RecvCQ, wc[:])
+		assert.Equal(t, x.want, n, "qp 0x%x", x.qp.Num)
+		for _, w := range wc[:n] {
+			assert.Equal(t, WCSuccess, w.Status)
+			assert.Equal(t, qa.Num, w.SrcQP)
+		}
+	}
+	got := make([]byte, 9)
+	a.Mem.Read(bufA+4096+2*1100+UDGRHBytes, got)
+	assert.Equal(t, []byte("loopback!"), got)
+	assert.Equal(t, int64(2), a.Counters.McastLoopback)
+	assert.Equal(t, int64(4), a.Counters.McastCopies)
+	assert.Equal(t, int64(0), a.Counters.RxPackets)
+	assert.Equal(t, int64(2), b.Counters.McastCopies)
+	assert.Equal(t, int64(0), b.Counters.McastLoopback)
+	require.NotZero(t, done[0])
+	assert.Less(t, done[0], done[1], "the looped copy skips the cable")
+}
