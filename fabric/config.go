@@ -218,6 +218,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if w.Mcg {
+		if err := c.validateMcg(); err != nil {
+			return err
+		}
+	}
 	if w.Kind == workload.KindMulticast {
 		if err := c.validateMulticast(); err != nil {
 			return err

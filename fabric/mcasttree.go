@@ -40,8 +40,9 @@ type MulticastGroup struct {
 // one it arrived on, so every member but the sender receives each packet
 // once: the tree has no cycle, and each tree link carries a packet once in
 // the direction away from its sender. The sender does not get its own
-// packet back from the fabric (IBA leaves that to the CA's own loopback,
-// which the model does not have).
+// packet back from the fabric (IBA leaves that to the CA's own loopback:
+// an HCA copies a multicast send to its own attached QPs, hca/mcast.go;
+// the synthetic workload's packet endpoints have no QPs).
 func (s *Subnet) AddMulticastGroup(members []int) (*MulticastGroup, error) {
 	t := s.Topo
 	if len(members) < 2 {

@@ -344,7 +344,11 @@ func (n *Network) MulticastMembers() map[uint16][]string {
 	m := map[uint16][]string{}
 	for _, g := range groups {
 		for _, h := range g.Members {
-			m[g.MLID] = append(m[g.MLID], n.Topo.Nodes[n.Subnet.Hosts()[h]].Name)
+			name := n.Topo.Nodes[n.Subnet.Hosts()[h]].Name
+			if d, ok := n.Hosts[h].(HCAHost); ok {
+				name = d.Device.Name // an HCA traces under its own name
+			}
+			m[g.MLID] = append(m[g.MLID], name)
 		}
 	}
 	return m

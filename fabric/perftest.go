@@ -19,6 +19,9 @@ import (
 // optionally while the other hosts load the fabric with synthetic
 // background traffic (workload.background).
 func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
+	if cfg.Workload.Mcg {
+		return runMcastPerftest(cfg, opts)
+	}
 	run := perftestRun(cfg)
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}

@@ -29,6 +29,8 @@ const (
 	evRxRelease  // a received packet's VL buffer space frees (VL, Arg = blocks)
 	evCCTick     // congestion control: a CCTI_Timer expiry (cc.go)
 	evPostWrites // PCIe: book the posted writes issued by now + horizon (PCIe.Flush)
+	evLoopback   // a multicast packet's copy for the sending HCA's own attached QPs reaches transport-rx (mcast.go)
+	evLoopbackDone
 )
 
 // Kinds of WriteNote: what a posted write booked late does at its end.
@@ -98,6 +100,16 @@ type Counters struct {
 	PayloadRx    int64 // payload bytes placed in host memory
 	OnDemandRecv int64 // receive WQEs fetched on demand (cache empty)
 	UDDrops      int64 // UD packets dropped: bad Q_Key, no receive WQE, wrong QP type
+	// McastCopies are the copies of multicast packets handed to attached
+	// QPs (a packet to a group with k QPs attached makes k; a copy a QP
+	// drops for want of a receive WQE counts here and in UDDrops).
+	McastCopies int64
+	// McastDrops are multicast packets dropped whole: no QP attached to
+	// the group, or not a UD SEND with a GRH to QP 0xFFFFFF.
+	McastDrops int64
+	// McastLoopback are multicast packets this HCA sent to a group it has
+	// QPs attached to, copied to them inside the HCA (mcast.go, loopback).
+	McastLoopback int64
 }
 
 // Device is one HCA with its host: CPU-side verbs, host memory, the PCIe
@@ -124,6 +136,10 @@ type Device struct {
 	// the VL its SL maps to (a CA port maps SL to VL as a switch port does;
 	// OpenSM programs it alike). The zero table puts every SL on VL 0.
 	sl2vl [16]uint8
+
+	// mcast is the multicast table: the groups QPs are attached to
+	// (AttachMcast, mcast.go).
+	mcast []mcastGroup
 
 	s        *components.Sim
 	cycle    ib.PS
@@ -380,6 +396,11 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		d.receive(ev.Pkt)
 	case evRxRelease:
 		d.Port.Release(int(ev.VL), int(ev.Arg))
+	case evLoopback:
+		e := d.at(d.stages[StageTransportRx].accept(d.s.Now(), 0), evLoopbackDone)
+		e.Pkt = ev.Pkt
+	case evLoopbackDone:
+		d.receiveLoopback(ev.Pkt)
 	case evCQEVisible:
 		d.cqeVisible()
 	case evMemVisible:
@@ -518,6 +539,10 @@ next:
 		// checker watches never does).
 		pkt.DeferICRC()
 		d.tracePacket(components.TraceInject, pkt)
+		if pkt.GRH && len(d.mcast) > 0 {
+			// Before Send: the port owns the packet after it.
+			d.loopback(pkt)
+		}
 		d.Port.Send(pkt)
 		if d.tx.arb != nil && portVLs > 1 {
 			d.tx.arb.Commit(vl, pkt.Credits())
@@ -705,6 +730,10 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	pkt := d.s.NewPacket()
 	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
+	// A datagram to a multicast LID carries a GRH, its DGID the group's
+	// MGID (ib.MGID): 40 bytes more on the wire, in the transmit buffer
+	// and in the receiver's credits (WireBytes).
+	pkt.GRH = ib.IsMulticastLID(w.DLID)
 	pkt.SL, pkt.VL = qp.sl, qp.vl
 	pkt.InjectAt = now
 	pkt.Opcode = ib.UDSendOnly

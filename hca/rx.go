@@ -67,6 +67,14 @@ func (d *Device) receive(pkt *ib.Packet) {
 func (d *Device) deliver(pkt *ib.Packet) {
 	d.Counters.RxPackets++
 	d.tracePacket(components.TraceDeliver, pkt)
+	if ib.IsMulticastLID(pkt.DLID) {
+		if d.cc != nil {
+			d.ccReceive(nil, pkt) // FECN: a CNP to the source QP (DETH)
+		}
+		d.deliverMcast(pkt)
+		d.s.FreePacket(pkt)
+		return
+	}
 	qp := d.qpByNum(pkt.DestQP)
 	if d.cc != nil {
 		d.ccReceive(qp, pkt)

@@ -55,6 +55,8 @@ package ib
 //     interface ID that is the packet's LID zero-extended to 64 bits: the GID of
 //     LID 0x1234 is fe80::1234 (bytes fe 80 00 00 00 00 00 00 00 00 00 00 00 00
 //     12 34). A real port's interface ID is its port GUID; we have none.
+//   - The DGID of a packet to a multicast LID is the group's MGID, ff12::
+//     followed by the MLID (ib.MGID): the MGID of MLID 0xC000 is ff12::c000.
 //   - ParseWire does not read the GIDs, TClass, FlowLabel or HopLmt back.
 //
 // # ICRC (confirmed)
@@ -250,8 +252,14 @@ func putVCRC(b []byte, c uint16) { binary.LittleEndian.PutUint16(b, c) }
 func icrcAt(b []byte) uint32     { return binary.LittleEndian.Uint32(b) }
 func vcrcAt(b []byte) uint16     { return binary.LittleEndian.Uint16(b) }
 
-// putGID writes our GID for lid: fe80::/64 and the LID as interface ID.
+// putGID writes our GID for lid: fe80::/64 and the LID as interface ID,
+// or for a multicast LID the group's MGID (MGID).
 func putGID(b []byte, lid uint16) {
+	if IsMulticastLID(lid) {
+		g := MGID(lid)
+		copy(b[:16], g[:])
+		return
+	}
 	copy(b[:8], linkLocalPrefix[:])
 	clear(b[8:14])
 	binary.BigEndian.PutUint16(b[14:], lid)

@@ -82,6 +82,15 @@ type Config struct {
 	// Clients is the number of perftest clients of a Pattern other than
 	// pair (0: every host the pattern can take).
 	Clients int `yaml:"clients,omitempty"`
+	// Mcg runs a perftest's send_bw or send_lat to a multicast group
+	// (perftest -g, --mcg): host 0 sends over UD to the group's MLID, and
+	// McgReceivers hosts, each with one UD QP attached, receive every
+	// message. omitempty, as the keys added after the first configs, so a
+	// config without it keeps its effective config and config hash.
+	Mcg bool `yaml:"mcg,omitempty"`
+	// McgReceivers is the number of receivers of a multicast perftest,
+	// hosts 1 … McgReceivers (0: every host but the sender).
+	McgReceivers int `yaml:"mcg_receivers,omitempty"`
 	// TraceFile is the message trace a replay runs (workload.kind replay;
 	// format in ParseTrace and docs/fabric.md), a path relative to the
 	// config file's directory. omitempty with an empty default, so a
@@ -296,6 +305,9 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	if c.Clients < 0 || c.Clients > MaxPerftestClients {
 		return fmt.Errorf("%s.clients: %d is out of range (0 for every host the pattern can take, 1 to %d)", prefix, c.Clients, MaxPerftestClients)
 	}
+	if err := c.checkMcg(prefix); err != nil {
+		return err
+	}
 	if sl := c.BackgroundSL; sl != nil && (*sl < 0 || *sl > 15) {
 		return fmt.Errorf("%s.background_sl: %d is not a service level (0 to 15; leave it out for workload.sl)", prefix, *sl)
 	}
@@ -312,6 +324,33 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	}
 	return c.checkMulticastKeys(prefix)
 }
+
+// checkMcg checks workload.mcg and workload.mcg_receivers on their own
+// (the receivers against the fabric's hosts when it is built).
+func (c *Config) checkMcg(prefix string) error {
+	if c.McgReceivers < 0 || c.McgReceivers > MaxMcgReceivers {
+		return fmt.Errorf("%s.mcg_receivers: %d is out of range (0 for every host but the sender, 1 to %d)", prefix, c.McgReceivers, MaxMcgReceivers)
+	}
+	if !c.Mcg {
+		if c.McgReceivers != 0 {
+			return fmt.Errorf("%s.mcg_receivers: %d is set, but %s.mcg is false (set %s.mcg: true for a multicast perftest, or remove the key)", prefix, c.McgReceivers, prefix, prefix)
+		}
+		return nil
+	}
+	switch {
+	case c.Kind != "perftest":
+		return fmt.Errorf("%s.mcg: true is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, prefix, c.Kind, prefix)
+	case c.Pattern != "" && c.Pattern != PatternPair || c.Clients != 0:
+		return fmt.Errorf("%s.mcg: true with %s.pattern %q and %s.clients %d: a multicast perftest has one sender (host 0) and its receivers (%s.mcg_receivers); remove the pattern and clients", prefix, prefix, c.Pattern, prefix, c.Clients, prefix)
+	case c.Background:
+		return fmt.Errorf("%s.mcg: true with %s.background: true is not modelled; set %s.background: false", prefix, prefix, prefix)
+	}
+	return CheckMcastRun(c.Test, c.Connection, c.QPs, prefix)
+}
+
+// MaxMcgReceivers is the most receivers a multicast perftest takes: every
+// unicast LID's host but the sender's (0x0001 … 0xBFFF).
+const MaxMcgReceivers = 0xBFFF - 1
 
 // TimeLimitError is a run that reached sim.max_time_ns before its workload
 // finished: not a bug, a limit the user can raise.

@@ -457,20 +457,7 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 		run.Size = 8
 		p.run.Size = 8
 	}
-	inl := run.InlineSize
-	if inl < 0 {
-		inl = 0
-		if run.Test == "write_lat" {
-			inl = perftestInlineWrite
-		} else if run.Test == "send_lat" {
-			inl = perftestInlineSend
-			if run.Connection == "UD" {
-				inl = perftestInlineUD
-			}
-		}
-		inl = min(inl, run.HCA.MaxInlineBytes)
-	}
-	p.inline = (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) && run.Size <= inl
+	p.inline = (p.op == hca.WRRDMAWrite || p.op == hca.WRSend) && run.Size <= perftestInlineLimit(run)
 	p.pollPS = ib.FromNanoseconds(run.HCA.Host.PollNS)
 	p.bufLen = max(run.Size, 8)
 	if run.Connection == "UD" {
@@ -546,6 +533,26 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 		p.traceIter = run.Iterations / 2
 	}
 	return p
+}
+
+// perftestInlineLimit returns the largest message the run sends inline:
+// workload.inline_size, or perftest's default for the test (220 for
+// write_lat, 236 for send_lat, 188 for UD send_lat, else 0) capped at
+// hca.max_inline_bytes.
+func perftestInlineLimit(run PerftestRun) int {
+	if run.InlineSize >= 0 {
+		return run.InlineSize
+	}
+	inl := 0
+	if run.Test == "write_lat" {
+		inl = perftestInlineWrite
+	} else if run.Test == "send_lat" {
+		inl = perftestInlineSend
+		if run.Connection == "UD" {
+			inl = perftestInlineUD
+		}
+	}
+	return min(inl, run.HCA.MaxInlineBytes)
 }
 
 // snapshot copies a message's bytes of side's memory at addr.

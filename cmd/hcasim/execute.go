@@ -101,6 +101,7 @@ var sweepColumns = []string{"accepted_load", "goodput_gbps", "throughput_gbps", 
 	"bw_gbps", "lat_us_typical", "aggregate_bw_gbps", "pair_bw_gbps_min", "fairness_jain",
 	"hotspot_accepted_load", "victim_accepted_load", "cc_ccti_mean", "cc_ccti_mean_hotspot",
 	"time_us", "algbw_gbps", "busbw_gbps", "data_verified",
+	"receiver_messages_min", "receiver_bw_gbps_min", "receiver_drops",
 	"member_accepted_load", "latency_last_ns_p50", "latency_last_ns_p99", "switch_mcast_rounds_per_packet", "switch_mcast_hold_mean_ns",
 	"background_accepted_load", "background_latency_ns_p50", "background_latency_ns_p99"}
 

@@ -59,6 +59,10 @@ var metricRuns = [][]string{
 	{"--set", "workload.kind=multicast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "switch.queueing=fifo", "--set", "workload.size=1024", "--set", "workload.senders=0,3"},
 	{"--set", "workload.kind=multicast", "--set", "topology.kind=single-switch", "--set", "topology.hosts=8", "--set", "switch.queueing=fifo", "--set", "workload.size=1024",
 		"--set", `workload.groups=["0,1","2-4"]`, "--set", "workload.background=true"},
+	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "switch.queueing=fifo", "--set", "workload.test=send_bw",
+		"--set", "workload.connection=UD", "--set", "workload.mcg=true", "--set", "workload.size=1024"},
+	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "switch.queueing=fifo", "--set", "workload.test=send_lat",
+		"--set", "workload.connection=UD", "--set", "workload.mcg=true", "--set", "workload.size=32"},
 	{"--set", "sweep={workload.size: [1024, 2048]}", "--set", "workload.size=1024", "--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4"},
 }
 
