@@ -222,6 +222,9 @@ type collective struct {
 	onEnd     func()         // Collective.OnEnd
 	scratch   []byte         // reduction buffers, reused
 	scratch2  []byte
+	// want is what every rank's buffer must hold at the end (fill), S
+	// bytes; nil for all-to-all, whose check draws the streams again.
+	want []byte
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -465,7 +468,8 @@ func pow2(v int) int {
 // rankStream is rank r's initial buffer as a stream: S bytes from its own
 // PCG (seed, r), eight at a time, little-endian. Buffers are generated a
 // chunk at a time, never whole: a run holds every rank's 2·S bytes of
-// simulated host memory, and the set-up and the check add only a chunk.
+// simulated host memory, and the set-up adds a chunk and the S bytes the
+// check wants (fill).
 // The PCG is called directly, not through a rand.Rand: Rand.Uint64 is the
 // source's Uint64 behind an interface call, so the bytes are the same
 // (TestRankStreamChunksJoin draws them through a rand.Rand).
@@ -511,6 +515,51 @@ func (g *rankStream) next(buf []byte) []byte {
 	return buf[:n]
 }
 
+// fill writes every rank's stream into its buffer and keeps what the
+// check will want (c.want): the streams are walked side by side, a chunk
+// at a time, each drawn once. All-reduce, reduce-scatter and reduce want
+// the bytewise uint8 sum of every rank's stream, all-gather block j of
+// rank j's stream at block j, broadcast the root's stream; each is S
+// bytes, kept from here to the check. Drawing the streams again at the
+// check instead cost as much PCG as the set-up (about a quarter of an
+// 8 MiB ring's instructions); keeping the S bytes costs one rank's data
+// more memory, against the 2·S a rank already holds. All-to-all keeps
+// nothing: what it wants is every rank's whole send buffer (n·S), so its
+// check draws the streams again.
+func (c *collective) fill() {
+	op, size, n := c.sched.Op, c.sched.Bytes, len(c.ranks)
+	if op != CollAllToAll {
+		c.want = make([]byte, size)
+	}
+	block := size / int64(n) // all-gather: n whole blocks
+	buf := make([]byte, streamChunk)
+	streams := make([]rankStream, n)
+	for r := range streams {
+		streams[r] = c.rankStream(r)
+	}
+	for off := int64(0); off < size; off += streamChunk {
+		ln := min(streamChunk, size-off)
+		for r, rk := range c.ranks {
+			b := streams[r].next(buf[:ln])
+			rk.dev.Mem.Write(rk.src+uint64(off), b)
+			switch op {
+			case CollAllReduce, CollReduceScatter, CollReduce:
+				addBytes(c.want[off:off+ln], b)
+			case CollBroadcast:
+				if r == c.sched.Root {
+					copy(c.want[off:], b)
+				}
+			case CollAllGather:
+				// The part of this chunk in rank r's own block.
+				lo, hi := max(off, int64(r)*block), min(off+ln, int64(r+1)*block)
+				if lo < hi {
+					copy(c.want[lo:hi], b[lo-off:hi-off])
+				}
+			}
+		}
+	}
+}
+
 func (c *collective) setup(devs []*hca.Device) {
 	n := len(devs)
 	size := int(c.sched.Bytes)
@@ -554,15 +603,6 @@ func (c *collective) setup(devs []*hca.Device) {
 		base := d.Malloc(size + int(c.sched.Landing))
 		rk.src, rk.dst = base, base+uint64(size)
 		rk.mr = d.RegMR(pds[r], base, size+int(c.sched.Landing), acc)
-		g, buf := c.rankStream(r), make([]byte, streamChunk)
-		for off := uint64(0); ; {
-			b := g.next(buf)
-			if len(b) == 0 {
-				break
-			}
-			d.Mem.Write(rk.src+off, b)
-			off += uint64(len(b))
-		}
 		rk.sends, rk.waits = c.sendsOf(r)
 		rk.lanes = lanesOf(rk.sends)
 		rk.laneNext = make([]int, len(rk.lanes))
@@ -583,6 +623,7 @@ func (c *collective) setup(devs []*hca.Device) {
 		}
 		c.ranks = append(c.ranks, rk)
 	}
+	c.fill()
 	// PSNs are drawn from the seed, as perftest and NCCL draw them at random.
 	rng := rand.New(rand.NewPCG(c.run.Seed, 0x95e9))
 	// A send queue holds every write the rank will post on it, so posting
@@ -1090,21 +1131,12 @@ func (c *collective) verify() {
 		// All-reduce: every rank's array must equal the bytewise sum of
 		// all ranks' streams. Reduce-scatter: block r of rank r's, the
 		// rest is scratch. All-gather: block j of every rank's, block j
-		// of rank j's stream. The n streams are walked side by side, a
-		// chunk at a time, and summed where a sum is wanted.
-		streams := make([]rankStream, n)
-		own := make([][]byte, n) // all-gather: each stream's chunk
-		for r := range streams {
-			streams[r] = c.rankStream(r)
-			if op == CollAllGather || op == CollBroadcast && r == c.sched.Root {
-				own[r] = make([]byte, streamChunk)
-			}
-		}
+		// of rank j's stream. What each wants was kept at the set-up
+		// (c.want, fill); the buffers are read a chunk at a time.
 		block := size / int64(n) // all-gather and reduce-scatter: n whole blocks
 		if op == CollAllReduce || op == CollBroadcast || op == CollReduce {
 			block = size // one piece: every byte is the sum, or the root's
 		}
-		want, buf := make([]byte, streamChunk), make([]byte, streamChunk)
 		got := make([]byte, streamChunk)
 		type diff struct {
 			at        int64 // first differing byte, -1 none
@@ -1115,18 +1147,7 @@ func (c *collective) verify() {
 			bad[r].at = -1
 		}
 		for off := int64(0); off < size; off += streamChunk {
-			w := want[:min(streamChunk, size-off)]
-			clear(w)
-			for r := range streams {
-				b := streams[r].next(buf[:len(w)])
-				if op == CollAllGather || op == CollBroadcast {
-					if own[r] != nil {
-						copy(own[r], b)
-					}
-					continue
-				}
-				addBytes(w, b)
-			}
+			w := c.want[off : off+min(streamChunk, size-off)]
 			for r, rk := range c.ranks {
 				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root {
 					continue // a reduce's result is the root's alone
@@ -1137,16 +1158,11 @@ func (c *collective) verify() {
 				for lo := off; lo < off+int64(len(w)); {
 					j := lo / block
 					hi := min(off+int64(len(w)), (j+1)*block)
-					exp := w[lo-off : hi-off]
-					switch {
-					case op == CollAllGather:
-						exp = own[j][lo-off : hi-off]
-					case op == CollBroadcast:
-						exp = own[c.sched.Root][lo-off : hi-off]
-					case op == CollReduceScatter && j != int64(r):
+					if op == CollReduceScatter && j != int64(r) {
 						lo = hi
 						continue
 					}
+					exp := w[lo-off : hi-off]
 					if k := firstDiff(g[lo-off:hi-off], exp); k >= 0 {
 						bad[r] = diff{lo + int64(k), g[lo-off+int64(k)], exp[k]}
 						break
