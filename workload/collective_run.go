@@ -1105,6 +1105,12 @@ func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	rk.dev.Mem.Read(rk.src+off, acc)
 	addBytes(acc, in)
 	rk.dev.Mem.Write(rk.src+off, acc)
+	// The landed bytes are added in and no one reads them again (every
+	// reduced receive has a landing place of its own, Transfer.Land): their
+	// pages go back to the host memory for the landings still to come, so
+	// a rank's landing area costs the process the slices in flight, not S
+	// bytes of fresh memory.
+	rk.dev.Mem.Discard(rk.dst+land, n)
 	if c.run.ReduceGBps > 0 {
 		ns := float64(n) / c.run.ReduceGBps
 		rk.dev.ChargeCPU(ib.FromNanoseconds(ns))

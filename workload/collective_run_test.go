@@ -175,12 +175,12 @@ func TestCollectiveVerifierCatchesInFlightCorruption(t *testing.T) {
 
 func TestCollectiveVerifierCatchesLostAndDuplicatedSlices(t *testing.T) {
 	// After a correct ring all-reduce over 4 ranks of 32768 bytes (chunks
-	// of 8192, one slice each), rank 1's step-0 slice (rank 0's chunk 0,
-	// landed at offset 0 of rank 1's landing area) is added into rank 1's
-	// data once more (a duplicated delivery) or taken out of it (a lost
-	// one): the check must name rank 1 alone, at the first byte of the
-	// chunk where the landed byte is not zero (where adding or removing
-	// it changes the sum), with the sum it wanted.
+	// of 8192, one slice each), rank 1's step-0 slice (rank 0's chunk 0
+	// as set up: the first 8192 bytes of its stream) is added into rank
+	// 1's data once more (a duplicated delivery) or taken out of it (a
+	// lost one): the check must name rank 1 alone, at the first byte of
+	// the chunk where the landed byte is not zero (where adding or
+	// removing it changes the sum), with the sum it wanted.
 	for _, sign := range []int{+1, -1} {
 		s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
 		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5})
@@ -191,8 +191,9 @@ func TestCollectiveVerifierCatchesLostAndDuplicatedSlices(t *testing.T) {
 		rk := c.c.ranks[1]
 		x := c.c.recvOf[0][1]
 		require.Equal(t, int64(0), x.Offset)
-		landed, data := make([]byte, x.Bytes), make([]byte, x.Bytes)
-		rk.dev.Mem.Read(rk.dst+uint64(x.Land), landed)
+		require.Equal(t, 0, x.Src)
+		g := c.c.rankStream(0)
+		landed, data := g.next(make([]byte, x.Bytes)), make([]byte, x.Bytes)
 		rk.dev.Mem.Read(rk.src+uint64(x.Offset), data)
 		k := 0
 		for landed[k] == 0 {
