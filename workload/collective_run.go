@@ -373,7 +373,9 @@ const MaxCollectiveWrites = 1 << 21
 // landing half) and the model stores every byte, since the run checks the
 // data it moved. Without it a large size over many ranks runs the machine
 // out of memory instead of saying what is wrong. 8 GiB of buffers is about
-// 8.5 GB resident.
+// 8.5 GB resident at most: a reduction's landed slices give their pages
+// back once added in (reduce), so its landing half costs less, and the
+// check keeps S bytes more (fill).
 const MaxCollectiveHostBytes = 8 << 30
 
 // checkHostBytes refuses a run whose buffers exceed MaxCollectiveHostBytes,
