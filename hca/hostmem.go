@@ -170,6 +170,41 @@ func (m *HostMemory) Write(addr uint64, src []byte) {
 	}
 }
 
+// Update hands the n bytes at addr to f in place, a stored piece at a
+// time in address order: f gets the piece (to read and change) and its
+// offset from addr. A page or chunk never written is made first (zero),
+// as Write would make it. It counts as writing the n bytes
+// (BytesWritten). For a read-modify-write of a large range (a
+// collective's reduction) without copying it out and back.
+func (m *HostMemory) Update(addr uint64, n int, f func(b []byte, at int)) {
+	m.BytesWritten += int64(n)
+	for at := 0; at < n; {
+		off := addr % pageBytes
+		k := min(uint64(n-at), pageBytes-off)
+		p := m.page(addr, true)
+		if p.full == nil && k == pageBytes && p.chunks == [chunksPerPage]*[chunkBytes]byte{} {
+			p.full = m.wholePage()
+			clear(p.full[:]) // a reused page holds old bytes; f reads before it writes
+		}
+		if p.full != nil {
+			f(p.full[off:off+k], at)
+		} else {
+			for done := uint64(0); done < k; {
+				c := (off + done) / chunkBytes
+				o := (off + done) % chunkBytes
+				j := min(k-done, chunkBytes-o)
+				if p.chunks[c] == nil {
+					p.chunks[c] = new([chunkBytes]byte)
+				}
+				f(p.chunks[c][o:o+j], at+int(done))
+				done += j
+			}
+		}
+		at += int(k)
+		addr += k
+	}
+}
+
 // Discard makes the n bytes at addr read as zero again, as memory never
 // written: a page the range covers whole gives its storage back for the
 // next page written whole; the bytes of a page it covers in part are

@@ -195,3 +195,60 @@ func TestHostMemoryDiscardReusesPages(t *testing.T) {
 	m.Read(0x40000000+7*pageBytes, got)
 	assert.Equal(t, page, got)
 }
+
+// TestHostMemoryUpdateMatchesFlat: Update adding a byte to every byte of
+// random ranges (whole pages, parts of chunks, pages never written,
+// pages stored in chunks, discarded pages reused), mixed with writes and
+// discards, must leave what a flat array changed alike holds, hand f
+// every byte of the range once, in order, and count the range as
+// written.
+func TestHostMemoryUpdateMatchesFlat(t *testing.T) {
+	const span = 6 * pageBytes
+	base := uint64(3*regionPages*pageBytes - 3*pageBytes - 100)
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := NewHostMemory()
+	flat := make([]byte, span)
+	for i := 0; i < 3000; i++ {
+		addr := rng.Uint64N(span)
+		n := rng.Uint64N(min(span-addr, 3*chunkBytes)) + 1
+		if rng.IntN(3) == 0 {
+			addr = rng.Uint64N(span/pageBytes) * pageBytes
+			n = min(span-addr, (rng.Uint64N(3)+1)*pageBytes)
+		}
+		switch op := rng.IntN(4); op {
+		case 0:
+			m.Discard(base+addr, int(n))
+			clear(flat[addr : addr+n])
+		case 1:
+			src := make([]byte, n)
+			for k := range src {
+				src[k] = byte(rng.Uint32())
+			}
+			m.Write(base+addr, src)
+			copy(flat[addr:], src)
+		default:
+			d := byte(rng.Uint32())
+			written := m.BytesWritten
+			next := 0
+			m.Update(base+addr, int(n), func(b []byte, at int) {
+				require.Equal(t, next, at, "pieces in order, each once")
+				for k := range b {
+					b[k] += d
+				}
+				next += len(b)
+			})
+			require.Equal(t, int(n), next)
+			require.Equal(t, written+int64(n), m.BytesWritten)
+			for k := addr; k < addr+n; k++ {
+				flat[k] += d
+			}
+		}
+		lo := rng.Uint64N(span)
+		got := make([]byte, rng.Uint64N(span-lo)+1)
+		m.Read(base+lo, got)
+		require.Equal(t, flat[lo:lo+uint64(len(got))], got, "read %d bytes at %d after operation %d", len(got), lo, i)
+	}
+	got := make([]byte, span)
+	m.Read(base, got)
+	require.Equal(t, flat, got)
+}

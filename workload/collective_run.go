@@ -220,8 +220,7 @@ type collective struct {
 	errs      []string
 	result    map[string]any // the metrics, taken at the end
 	onEnd     func()         // Collective.OnEnd
-	scratch   []byte         // reduction buffers, reused
-	scratch2  []byte
+	scratch   []byte         // reduction buffer, reused
 	// want is what every rank's buffer must hold at the end (fill), S
 	// bytes; nil for all-to-all, whose check draws the streams again.
 	want []byte
@@ -1100,13 +1099,13 @@ func (c *collective) defersOf(r int, sends []sliceSend) (from, to, idx []int32) 
 // charges the thread for it.
 func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	if cap(c.scratch) < n {
-		c.scratch, c.scratch2 = make([]byte, n), make([]byte, n)
+		c.scratch = make([]byte, n)
 	}
-	in, acc := c.scratch[:n], c.scratch2[:n]
+	in := c.scratch[:n]
 	rk.dev.Mem.Read(rk.dst+land, in)
-	rk.dev.Mem.Read(rk.src+off, acc)
-	addBytes(acc, in)
-	rk.dev.Mem.Write(rk.src+off, acc)
+	// Added into the data where it is stored, a page at a time: no copy
+	// of the data out and back.
+	rk.dev.Mem.Update(rk.src+off, n, func(b []byte, at int) { addBytes(b, in[at:]) })
 	// The landed bytes are added in and no one reads them again (every
 	// reduced receive has a landing place of its own, Transfer.Land): their
 	// pages go back to the host memory for the landings still to come, so
