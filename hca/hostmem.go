@@ -51,6 +51,12 @@ type HostMemory struct {
 	// for the same reason.
 	pageSlab     []hostPage
 	pageSlabSize int
+	// free holds the storage of whole pages that Discard released, taken
+	// before the slab by the next pages first written whole: memory that
+	// is written, read once and discarded (a collective's landing area)
+	// keeps reusing a few pages instead of touching fresh ones, each a
+	// page fault of the host process and a page of its resident set.
+	free []*[pageBytes]byte
 	// BytesWritten counts every byte stored, by the CPU or by DMA.
 	BytesWritten int64
 }
@@ -91,8 +97,15 @@ func (m *HostMemory) page(addr uint64, create bool) *hostPage {
 	return p
 }
 
-// wholePage returns a fresh zero page from the slab.
+// wholePage returns storage for a page about to be written whole: a page
+// Discard released (its old bytes, all overwritten at once), or a fresh
+// one from the slab.
 func (m *HostMemory) wholePage() *[pageBytes]byte {
+	if k := len(m.free); k > 0 {
+		p := m.free[k-1]
+		m.free = m.free[:k-1]
+		return p
+	}
 	if len(m.slab) == 0 {
 		m.slabSize = min(max(2*m.slabSize, 1), slabPages)
 		m.slab = make([][pageBytes]byte, m.slabSize)
@@ -154,6 +167,78 @@ func (m *HostMemory) Write(addr uint64, src []byte) {
 		}
 		src = src[n:]
 		addr += n
+	}
+}
+
+// Update hands the n bytes at addr to f in place, a stored piece at a
+// time in address order: f gets the piece (to read and change) and its
+// offset from addr. A page or chunk never written is made first (zero),
+// as Write would make it. It counts as writing the n bytes
+// (BytesWritten). For a read-modify-write of a large range (a
+// collective's reduction) without copying it out and back.
+func (m *HostMemory) Update(addr uint64, n int, f func(b []byte, at int)) {
+	m.BytesWritten += int64(n)
+	for at := 0; at < n; {
+		off := addr % pageBytes
+		k := min(uint64(n-at), pageBytes-off)
+		p := m.page(addr, true)
+		if p.full == nil && k == pageBytes && p.chunks == [chunksPerPage]*[chunkBytes]byte{} {
+			p.full = m.wholePage()
+			clear(p.full[:]) // a reused page holds old bytes; f reads before it writes
+		}
+		if p.full != nil {
+			f(p.full[off:off+k], at)
+		} else {
+			for done := uint64(0); done < k; {
+				c := (off + done) / chunkBytes
+				o := (off + done) % chunkBytes
+				j := min(k-done, chunkBytes-o)
+				if p.chunks[c] == nil {
+					p.chunks[c] = new([chunkBytes]byte)
+				}
+				f(p.chunks[c][o:o+j], at+int(done))
+				done += j
+			}
+		}
+		at += int(k)
+		addr += k
+	}
+}
+
+// Discard makes the n bytes at addr read as zero again, as memory never
+// written: a page the range covers whole gives its storage back for the
+// next page written whole; the bytes of a page it covers in part are
+// cleared. For memory whose contents no one reads again (a collective's
+// landed slice once it is added in), so that later writes reuse its pages
+// instead of fresh ones; what reads it next sees zeros, as before it was
+// written. BytesWritten is unchanged.
+func (m *HostMemory) Discard(addr uint64, n int) {
+	for n > 0 {
+		off := addr % pageBytes
+		k := min(uint64(n), pageBytes-off)
+		switch p := m.page(addr, false); {
+		case p == nil:
+		case p.full != nil && k == pageBytes:
+			m.free = append(m.free, p.full)
+			p.full = nil
+		case p.full != nil:
+			clear(p.full[off : off+k])
+		default:
+			for end := off + k; off < end; {
+				c := off / chunkBytes
+				j := min(end, (c+1)*chunkBytes) - off
+				switch {
+				case p.chunks[c] == nil:
+				case j == chunkBytes:
+					p.chunks[c] = nil
+				default:
+					clear(p.chunks[c][off%chunkBytes : off%chunkBytes+j])
+				}
+				off += j
+			}
+		}
+		n -= int(k)
+		addr += k
 	}
 }
 

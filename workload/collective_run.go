@@ -220,8 +220,10 @@ type collective struct {
 	errs      []string
 	result    map[string]any // the metrics, taken at the end
 	onEnd     func()         // Collective.OnEnd
-	scratch   []byte         // reduction buffers, reused
-	scratch2  []byte
+	scratch   []byte         // reduction buffer, reused
+	// want is what every rank's buffer must hold at the end (fill), S
+	// bytes; nil for all-to-all, whose check draws the streams again.
+	want []byte
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -370,7 +372,9 @@ const MaxCollectiveWrites = 1 << 21
 // landing half) and the model stores every byte, since the run checks the
 // data it moved. Without it a large size over many ranks runs the machine
 // out of memory instead of saying what is wrong. 8 GiB of buffers is about
-// 8.5 GB resident.
+// 8.5 GB resident at most: a reduction's landed slices give their pages
+// back once added in (reduce), so its landing half costs less, and the
+// check keeps S bytes more (fill).
 const MaxCollectiveHostBytes = 8 << 30
 
 // checkHostBytes refuses a run whose buffers exceed MaxCollectiveHostBytes,
@@ -465,7 +469,8 @@ func pow2(v int) int {
 // rankStream is rank r's initial buffer as a stream: S bytes from its own
 // PCG (seed, r), eight at a time, little-endian. Buffers are generated a
 // chunk at a time, never whole: a run holds every rank's 2·S bytes of
-// simulated host memory, and the set-up and the check add only a chunk.
+// simulated host memory, and the set-up adds a chunk and the S bytes the
+// check wants (fill).
 // The PCG is called directly, not through a rand.Rand: Rand.Uint64 is the
 // source's Uint64 behind an interface call, so the bytes are the same
 // (TestRankStreamChunksJoin draws them through a rand.Rand).
@@ -511,6 +516,51 @@ func (g *rankStream) next(buf []byte) []byte {
 	return buf[:n]
 }
 
+// fill writes every rank's stream into its buffer and keeps what the
+// check will want (c.want): the streams are walked side by side, a chunk
+// at a time, each drawn once. All-reduce, reduce-scatter and reduce want
+// the bytewise uint8 sum of every rank's stream, all-gather block j of
+// rank j's stream at block j, broadcast the root's stream; each is S
+// bytes, kept from here to the check. Drawing the streams again at the
+// check instead cost as much PCG as the set-up (528 M instructions of an
+// 8 MiB ring's 3.3 G on 16 ranks); keeping the S bytes costs one rank's
+// data more memory, against the 2·S a rank already holds. All-to-all keeps
+// nothing: what it wants is every rank's whole send buffer (n·S), so its
+// check draws the streams again.
+func (c *collective) fill() {
+	op, size, n := c.sched.Op, c.sched.Bytes, len(c.ranks)
+	if op != CollAllToAll {
+		c.want = make([]byte, size)
+	}
+	block := size / int64(n) // all-gather: n whole blocks
+	buf := make([]byte, streamChunk)
+	streams := make([]rankStream, n)
+	for r := range streams {
+		streams[r] = c.rankStream(r)
+	}
+	for off := int64(0); off < size; off += streamChunk {
+		ln := min(streamChunk, size-off)
+		for r, rk := range c.ranks {
+			b := streams[r].next(buf[:ln])
+			rk.dev.Mem.Write(rk.src+uint64(off), b)
+			switch op {
+			case CollAllReduce, CollReduceScatter, CollReduce:
+				addBytes(c.want[off:off+ln], b)
+			case CollBroadcast:
+				if r == c.sched.Root {
+					copy(c.want[off:], b)
+				}
+			case CollAllGather:
+				// The part of this chunk in rank r's own block.
+				lo, hi := max(off, int64(r)*block), min(off+ln, int64(r+1)*block)
+				if lo < hi {
+					copy(c.want[lo:hi], b[lo-off:hi-off])
+				}
+			}
+		}
+	}
+}
+
 func (c *collective) setup(devs []*hca.Device) {
 	n := len(devs)
 	size := int(c.sched.Bytes)
@@ -554,15 +604,6 @@ func (c *collective) setup(devs []*hca.Device) {
 		base := d.Malloc(size + int(c.sched.Landing))
 		rk.src, rk.dst = base, base+uint64(size)
 		rk.mr = d.RegMR(pds[r], base, size+int(c.sched.Landing), acc)
-		g, buf := c.rankStream(r), make([]byte, streamChunk)
-		for off := uint64(0); ; {
-			b := g.next(buf)
-			if len(b) == 0 {
-				break
-			}
-			d.Mem.Write(rk.src+off, b)
-			off += uint64(len(b))
-		}
 		rk.sends, rk.waits = c.sendsOf(r)
 		rk.lanes = lanesOf(rk.sends)
 		rk.laneNext = make([]int, len(rk.lanes))
@@ -583,6 +624,7 @@ func (c *collective) setup(devs []*hca.Device) {
 		}
 		c.ranks = append(c.ranks, rk)
 	}
+	c.fill()
 	// PSNs are drawn from the seed, as perftest and NCCL draw them at random.
 	rng := rand.New(rand.NewPCG(c.run.Seed, 0x95e9))
 	// A send queue holds every write the rank will post on it, so posting
@@ -1057,13 +1099,19 @@ func (c *collective) defersOf(r int, sends []sliceSend) (from, to, idx []int32) 
 // charges the thread for it.
 func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	if cap(c.scratch) < n {
-		c.scratch, c.scratch2 = make([]byte, n), make([]byte, n)
+		c.scratch = make([]byte, n)
 	}
-	in, acc := c.scratch[:n], c.scratch2[:n]
+	in := c.scratch[:n]
 	rk.dev.Mem.Read(rk.dst+land, in)
-	rk.dev.Mem.Read(rk.src+off, acc)
-	addBytes(acc, in)
-	rk.dev.Mem.Write(rk.src+off, acc)
+	// Added into the data where it is stored, a page at a time: no copy
+	// of the data out and back.
+	rk.dev.Mem.Update(rk.src+off, n, func(b []byte, at int) { addBytes(b, in[at:]) })
+	// The landed bytes are added in and no one reads them again (every
+	// reduced receive has a landing place of its own, Transfer.Land): their
+	// pages go back to the host memory for the landings still to come, so
+	// a rank's landing area costs the process the slices in flight, not S
+	// bytes of fresh memory.
+	rk.dev.Mem.Discard(rk.dst+land, n)
 	if c.run.ReduceGBps > 0 {
 		ns := float64(n) / c.run.ReduceGBps
 		rk.dev.ChargeCPU(ib.FromNanoseconds(ns))
@@ -1090,21 +1138,12 @@ func (c *collective) verify() {
 		// All-reduce: every rank's array must equal the bytewise sum of
 		// all ranks' streams. Reduce-scatter: block r of rank r's, the
 		// rest is scratch. All-gather: block j of every rank's, block j
-		// of rank j's stream. The n streams are walked side by side, a
-		// chunk at a time, and summed where a sum is wanted.
-		streams := make([]rankStream, n)
-		own := make([][]byte, n) // all-gather: each stream's chunk
-		for r := range streams {
-			streams[r] = c.rankStream(r)
-			if op == CollAllGather || op == CollBroadcast && r == c.sched.Root {
-				own[r] = make([]byte, streamChunk)
-			}
-		}
+		// of rank j's stream. What each wants was kept at the set-up
+		// (c.want, fill); the buffers are read a chunk at a time.
 		block := size / int64(n) // all-gather and reduce-scatter: n whole blocks
 		if op == CollAllReduce || op == CollBroadcast || op == CollReduce {
 			block = size // one piece: every byte is the sum, or the root's
 		}
-		want, buf := make([]byte, streamChunk), make([]byte, streamChunk)
 		got := make([]byte, streamChunk)
 		type diff struct {
 			at        int64 // first differing byte, -1 none
@@ -1115,18 +1154,7 @@ func (c *collective) verify() {
 			bad[r].at = -1
 		}
 		for off := int64(0); off < size; off += streamChunk {
-			w := want[:min(streamChunk, size-off)]
-			clear(w)
-			for r := range streams {
-				b := streams[r].next(buf[:len(w)])
-				if op == CollAllGather || op == CollBroadcast {
-					if own[r] != nil {
-						copy(own[r], b)
-					}
-					continue
-				}
-				addBytes(w, b)
-			}
+			w := c.want[off : off+min(streamChunk, size-off)]
 			for r, rk := range c.ranks {
 				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root {
 					continue // a reduce's result is the root's alone
@@ -1137,16 +1165,11 @@ func (c *collective) verify() {
 				for lo := off; lo < off+int64(len(w)); {
 					j := lo / block
 					hi := min(off+int64(len(w)), (j+1)*block)
-					exp := w[lo-off : hi-off]
-					switch {
-					case op == CollAllGather:
-						exp = own[j][lo-off : hi-off]
-					case op == CollBroadcast:
-						exp = own[c.sched.Root][lo-off : hi-off]
-					case op == CollReduceScatter && j != int64(r):
+					if op == CollReduceScatter && j != int64(r) {
 						lo = hi
 						continue
 					}
+					exp := w[lo-off : hi-off]
 					if k := firstDiff(g[lo-off:hi-off], exp); k >= 0 {
 						bad[r] = diff{lo + int64(k), g[lo-off+int64(k)], exp[k]}
 						break

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,6 +18,12 @@ import (
 
 // collSwitch builds n hosts (LIDs 1..n) with HCAs on one switch over lc.
 func collSwitch(t testing.TB, n int, lc link.Config, h hca.Config) (*components.Sim, []*hca.Device) {
+	s, devs, _ := collSwitchSw(t, n, lc, h)
+	return s, devs
+}
+
+// collSwitchSw is collSwitch that also returns the switch.
+func collSwitchSw(t testing.TB, n int, lc link.Config, h hca.Config) (*components.Sim, []*hca.Device, *switchasic.Switch) {
 	s := components.NewSim()
 	lft := switchasic.NewLFT(n + 1)
 	for i := 0; i < n; i++ {
@@ -33,7 +40,7 @@ func collSwitch(t testing.TB, n int, lc link.Config, h hca.Config) (*components.
 		link.Connect(sw.Port(i), d.AttachPortVLs(&lc, scfg.VLs), tm)
 		devs = append(devs, d)
 	}
-	return s, devs
+	return s, devs, sw
 }
 
 func TestCollectiveSmoke(t *testing.T) {
@@ -110,6 +117,96 @@ func TestCollectiveVerifierCatchesCorruptionOfTheHalves(t *testing.T) {
 		} else {
 			assert.NotContains(t, m, "root", "root 0 reports as before workload.root")
 		}
+	}
+}
+
+// flipFirstPayload flips bit 6 of byte at of the first packet with a
+// payload that leaves the port it hooks: a corruption in flight that no
+// CRC catches (the model's receivers trust the wire's own verdict), which
+// only the end-to-end data check can see.
+type flipFirstPayload struct {
+	at   int
+	done bool
+}
+
+func (f *flipFirstPayload) Func(ctx sim.HookCtx) {
+	e, ok := ctx.Item.(*components.TraceEvent)
+	if !ok || f.done || e.Kind != components.TraceTxStart || e.Pkt == nil || len(e.Pkt.Payload) <= f.at {
+		return
+	}
+	e.Pkt.Payload[f.at] ^= 0x40
+	f.done = true
+}
+
+func TestCollectiveVerifierCatchesInFlightCorruption(t *testing.T) {
+	// Ring all-reduce over 4 ranks of 32768 bytes: chunks of 8192, one
+	// slice each, two 4 KiB packets a transfer. The first payload the
+	// switch sends to rank 1 is step 0's: rank 0's chunk 0, bytes 0–4095.
+	// Its byte 5 flipped in flight (v → v XOR 0x40) is added into chunk
+	// 0's sum in the reduce-scatter and passed to every rank by the
+	// all-gather: every rank must end with sum − v + (v XOR 0x40) at byte
+	// 5 and the check must name each, with the sum of the four streams'
+	// byte 5 as the value it wanted.
+	s, devs, sw := collSwitchSw(t, 4, perftestLink("EDR"), hca.Defaults())
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5})
+	require.NoError(t, err)
+	var sum, v byte
+	for r := range 4 {
+		g := c.c.rankStream(r)
+		b := g.next(make([]byte, 8))
+		sum += b[5]
+		if r == 0 {
+			v = b[5]
+		}
+	}
+	flip := &flipFirstPayload{at: 5}
+	sw.Port(1).AcceptHook(flip)
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.True(t, flip.done, "no payload left the switch for rank 1")
+	bad := sum - v + (v ^ 0x40)
+	var want []string
+	for r := range 4 {
+		want = append(want, fmt.Sprintf("rank %d: byte 5 is %d after all-reduce, want the sum %d", r, bad, sum))
+	}
+	assert.Equal(t, false, m["data_verified"])
+	assert.Equal(t, want, m["data_errors"])
+}
+
+func TestCollectiveVerifierCatchesLostAndDuplicatedSlices(t *testing.T) {
+	// After a correct ring all-reduce over 4 ranks of 32768 bytes (chunks
+	// of 8192, one slice each), rank 1's step-0 slice (rank 0's chunk 0
+	// as set up: the first 8192 bytes of its stream) is added into rank
+	// 1's data once more (a duplicated delivery) or taken out of it (a
+	// lost one): the check must name rank 1 alone, at the first byte of
+	// the chunk where the landed byte is not zero (where adding or
+	// removing it changes the sum), with the sum it wanted.
+	for _, sign := range []int{+1, -1} {
+		s, devs := collSwitch(t, 4, perftestLink("EDR"), hca.Defaults())
+		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5})
+		require.NoError(t, err)
+		m, err := c.Run()
+		require.NoError(t, err)
+		require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		rk := c.c.ranks[1]
+		x := c.c.recvOf[0][1]
+		require.Equal(t, int64(0), x.Offset)
+		require.Equal(t, 0, x.Src)
+		g := c.c.rankStream(0)
+		landed, data := g.next(make([]byte, x.Bytes)), make([]byte, x.Bytes)
+		rk.dev.Mem.Read(rk.src+uint64(x.Offset), data)
+		k := 0
+		for landed[k] == 0 {
+			k++
+		}
+		sum := data[k]
+		for i := range data {
+			data[i] += byte(sign) * landed[i]
+		}
+		rk.dev.Mem.Write(rk.src+uint64(x.Offset), data)
+		c.c.errs = nil
+		c.c.verify()
+		assert.Equal(t, []string{fmt.Sprintf("rank 1: byte %d is %d after all-reduce, want the sum %d", k, data[k], sum)}, c.c.errs, "sign %d", sign)
 	}
 }
 
