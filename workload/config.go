@@ -340,8 +340,11 @@ func (c *Config) checkMcg(prefix string) error {
 	switch {
 	case c.Kind != "perftest":
 		return fmt.Errorf("%s.mcg: true is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, prefix, c.Kind, prefix)
-	case c.Pattern != "" && c.Pattern != PatternPair || c.Clients != 0:
-		return fmt.Errorf("%s.mcg: true with %s.pattern %q and %s.clients %d: a multicast perftest has one sender (host 0) and its receivers (%s.mcg_receivers); remove the pattern and clients", prefix, prefix, c.Pattern, prefix, c.Clients, prefix)
+	case c.Pattern != "" && c.Pattern != PatternPair:
+		return fmt.Errorf("%s.pattern: %q with %s.mcg: true: a multicast perftest has one sender (host 0) and its receivers (%s.mcg_receivers); remove the pattern", prefix, c.Pattern, prefix, prefix)
+	case c.Clients > 1:
+		// 1 is the one sender a multicast perftest has anyway.
+		return fmt.Errorf("%s.clients: %d with %s.mcg: true: a multicast perftest has one sender (host 0) and its receivers (%s.mcg_receivers); set %s.clients to 1 or remove it", prefix, c.Clients, prefix, prefix, prefix)
 	case c.Background:
 		return fmt.Errorf("%s.mcg: true with %s.background: true is not modelled; set %s.background: false", prefix, prefix, prefix)
 	}
