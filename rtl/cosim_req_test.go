@@ -50,7 +50,7 @@ import (
 
 const (
 	reqMsgs        = 80 // items (WQEs and context writes) per seed
-	reqMutantItems = 24
+	reqMutantItems = 28
 	reqVLs         = 4  // the design's VLs (tb.v drives 4 credits)
 	reqQPs         = 8  // 2^QPN_W contexts, QPN_W = 3 (Params.QPNW)
 	reqReadBlocks  = 64 // hca_requester's READ_BLOCKS default
@@ -81,6 +81,9 @@ type reqItem struct {
 	drop   string   // why not: "err", "inline", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
 	npkts  int
 	pkt0   int // its first packet's index in the run's packets
+	// gate: the item waits until the requester has taken this many ACKs
+	// (a WQE or context write on a context a NAK fails comes after it).
+	gate int
 }
 
 // reqRun is one seed's stimulus and the expected packets.
@@ -92,18 +95,44 @@ type reqRun struct {
 	addrs []uint64 // and their addresses
 	msgOf []int    // the item index of each block
 	ctrl  [][5]uint64
-	acks  []reqAck
+	acks  []reqAck   // the ACKNOWLEDGE packets (ACKs and NAKs) on rx_*, in order
+	other []reqOther // the other packets on rx_*, each before acks[before]
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
-	ackEarly                                                                          int // ACKs that may come before their message leaves
+	ackEarly                                                                          int    // ACKs that may come before their message leaves
+	nakFatal                                                                          [4]int // NAKs failing a message, by code (3: 3 and above)
+	nakRetry, ackGRH, ackReserved                                                     int    // sequence error and RNR NAKs; ACKs with a GRH; reserved syndromes
 }
 
-// reqAck is one line of acks.hex: an ACK on ack_* the testbench offers
-// once gate packets have left tx_* (so the responder could have sent it).
+// reqAck is an ACKNOWLEDGE packet (an ACK or a NAK: the AETH syndrome
+// says) the testbench offers on rx_* once gate packets have left tx_* (so
+// the responder could have sent it), as ib.AppendWire encodes it.
 type reqAck struct {
 	gate     int
 	qpn, psn uint32
+	syn      uint8
+	grh      bool
+	msn      uint32
+}
+
+// retry reports a sequence error NAK or an RNR NAK: hca_requester does
+// their implicit ACK, and hca_rx_ack counts them (the retry is TODO).
+func (a reqAck) retry() bool { return a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK }
+
+// packet is the ACKNOWLEDGE the responder sends.
+func (a reqAck) packet() *ib.Packet {
+	return &ib.Packet{Opcode: ib.Acknowledge, DLID: uint16(a.qpn), SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
+		PSN: a.psn, AETH: ib.AETH{Syndrome: a.syn, MSN: a.msn}}
+}
+
+// reqOther is a packet on rx_* that is not an ACKNOWLEDGE: hca_rx_ack
+// drops it, counted on rx_rsp_todo (rsp: READ responses, atomic ACKs,
+// CNPs) or rx_not_req (a request, UD).
+type reqOther struct {
+	before int
+	pkt    *ib.Packet
+	rsp    bool
 }
 
 // reqCtx is a written context, as the model's QP and requester see it, and
@@ -117,6 +146,11 @@ type reqCtx struct {
 	block     int      // the first READ or atomic in outs (no ACK may pass it: the model would retry it), or -1
 	lastAcked uint32
 	anyAcked  bool
+	// nakGate: a NAK planned on the context that fails it or makes the
+	// model retry is the nakGate-th ACKNOWLEDGE: the items after it on
+	// the context wait for it (reqItem.gate).
+	nakGate int
+	earlyTo int // outs[:earlyTo] may be covered by an early or partial ACK (planAck)
 }
 
 // reqOut is a sent message: its PSNs and packets.
@@ -129,6 +163,9 @@ type reqOut struct {
 
 func newReqRun(seed uint64, n int) *reqRun {
 	r := rand.New(rand.NewPCG(seed, 0x4e9c))
+	// rn draws what the receive path added (syndromes, GRHs, the other
+	// packets on rx_*, NAKs), so r's draws stay the ones before it.
+	rn := rand.New(rand.NewPCG(seed, 0xad28))
 	run := &reqRun{}
 	ctxs := make([]*reqCtx, reqQPs)
 	newCfg := func(qix int) *reqItem {
@@ -151,6 +188,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 	// old one name a QPN no context holds, and are dropped).
 	restore := func(qix int) {
 		it := *ctxs[qix].item
+		it.gate = ctxs[qix].nakGate
 		it.psn = r.Uint32() & 0xFFFFFF
 		for old := it.qpn; it.qpn == old; {
 			it.qpn = uint32(r.IntN(1<<21))<<3 | uint32(qix)
@@ -165,22 +203,39 @@ func newReqRun(seed uint64, n int) *reqRun {
 	// leaves (or before the WQE is taken), and then the model's walk stops
 	// at the message never sent. An early ACK counts as covering nothing
 	// (a later ACK covers the message).
+	// newAck is an ACK (syndrome 000 and a credit count, 0x1F unlimited),
+	// now and then with a GRH (the first always), and now and then after
+	// a packet on rx_* that is not an ACKNOWLEDGE.
+	newAck := func(gate int, c *reqCtx, psn uint32) reqAck {
+		a := reqAck{gate: gate, qpn: c.item.qpn, psn: psn, syn: uint8(rn.IntN(32)), grh: len(run.acks) == 0 || rn.IntN(5) == 0,
+			msn: rn.Uint32() & 0xFFFFFF}
+		if a.grh {
+			run.ackGRH++
+		}
+		if rn.IntN(4) == 0 {
+			run.other = append(run.other, reqOther{before: len(run.acks), pkt: newOther(rn, c.item.qpn)})
+			run.other[len(run.other)-1].rsp = otherIsRsp(run.other[len(run.other)-1].pkt.Opcode)
+		}
+		return a
+	}
 	planAck := func(c *reqCtx, t int, partial, early bool) {
 		o := c.outs[t]
 		psn, gate := o.last, o.pkt0+o.npkts
 		if early && !partial && !o.rdAtomic && o.npkts == 1 {
 			run.ackEarly++
+			c.earlyTo = max(c.earlyTo, t+1)
 			gate = 0
 			if t > 0 {
 				gate = c.outs[t-1].pkt0 + c.outs[t-1].npkts
 			}
-			run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: psn})
+			run.acks = append(run.acks, newAck(gate, c, psn))
 			return
 		}
 		if partial && !o.rdAtomic && o.npkts > 1 {
 			j := r.IntN(o.npkts - 1)
 			psn, gate = (o.first+uint32(j))&0xFFFFFF, o.pkt0+j+1
 			run.ackPartial++
+			c.earlyTo = max(c.earlyTo, t) // it covers the messages before outs[t]
 		} else {
 			if t > c.acked {
 				run.ackCoalesced++
@@ -202,11 +257,50 @@ func newReqRun(seed uint64, n int) *reqRun {
 		}
 		if c.anyAcked && r.IntN(6) == 0 {
 			// First a duplicate of the last one: the walk finds nothing more.
-			run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: c.lastAcked})
+			run.acks = append(run.acks, newAck(gate, c, c.lastAcked))
 			run.ackDup++
 		}
+		if rn.IntN(12) == 0 {
+			// A reserved syndrome (010, 1xx): OnAck has no case for it,
+			// hca_requester drops it.
+			a := newAck(gate, c, psn)
+			a.syn = []uint8{2, 4, 5, 6, 7}[rn.IntN(5)]<<5 | uint8(rn.IntN(32))
+			run.acks = append(run.acks, a)
+			run.ackReserved++
+		}
 		c.lastAcked, c.anyAcked = psn, true
-		run.acks = append(run.acks, reqAck{gate: gate, qpn: c.item.qpn, psn: psn})
+		run.acks = append(run.acks, newAck(gate, c, psn))
+	}
+	// planNak plans a NAK of syndrome syn at packet k of outs[j], once
+	// every packet of c sent so far has left (so every WQE of c before it
+	// has been taken: the run knows which WQEs after it are flushed). The
+	// items after it on c wait for it (nakGate). A NAK that fails a
+	// message (codes 1..31) puts c in ERR; a sequence error or RNR NAK
+	// makes the model retry from its PSN, which hca_requester does not
+	// (TODO): c is written again right after, so nothing more of it is
+	// sent.
+	planNak := func(c *reqCtx, syn uint8, j, k int) {
+		o := c.outs[j]
+		last := c.outs[len(c.outs)-1]
+		a := newAck(last.pkt0+last.npkts, c, (o.first+uint32(k))&0xFFFFFF)
+		a.syn = syn
+		run.acks = append(run.acks, a)
+		c.nakGate = len(run.acks)
+		if a.retry() {
+			run.nakRetry++
+			return
+		}
+		run.nakFatal[min(int(syn&0x1F), 4)-1]++
+		c.err, c.outs, c.acked, c.block, c.earlyTo = true, nil, 0, -1, 0
+	}
+	// fatalNak is a NAK code that fails a message: 1 invalid request, 2
+	// remote access error, 3 remote operational error, now and then a
+	// code above (OnAck: a remote operational error too).
+	fatalNak := func() uint8 {
+		if rn.IntN(8) == 0 {
+			return hca.SynNAKSeq | uint8(4+rn.IntN(28))
+		}
+		return hca.SynNAKSeq | uint8(1+rn.IntN(3))
 	}
 	// ackable is the last message an ACK may cover now.
 	ackable := func(c *reqCtx) int {
@@ -243,6 +337,10 @@ func newReqRun(seed uint64, n int) *reqRun {
 		unsig  bool // not signaled
 		ack    int  // an ACK right after it, 1: through its last PSN, 2: through a packet inside it, 3: early (planAck)
 		stay   bool // an error that leaves its context in ERR for the next WQE
+		// A NAK right after it (planNak), of this syndrome, at packet
+		// nakPkt of the message nakBack before it on its context.
+		nak             uint8
+		nakBack, nakPkt int
 	}
 	// First (among the completions' WQEs below) a SEND of more blocks than
 	// the payload buffer and the packet queue hold together, read while the
@@ -279,6 +377,24 @@ func newReqRun(seed uint64, n int) *reqRun {
 	}
 	dir = append(dir, directed{qix: 0, op: hca.WRSend, mtus: -1, length: 20000, ack: 2},
 		directed{qix: 1, op: hca.WRSend, mtus: -1, length: 1, ack: 3})
+	dir = append(dir, []directed{
+		// NAKs: on context 3 a WRITE of an MTU and a byte, an unsignaled
+		// SEND of 100 bytes and a SEND of 300, then a remote access error
+		// NAK at the unsignaled SEND's PSN (the WRITE completes, the SEND
+		// fails with REM_ACCESS_ERR although unsignaled, the one after it
+		// is flushed), a SEND on context 3 in ERR (flushed unsent), the
+		// context written again; on context 4 a sequence error NAK at the
+		// second packet of a SEND of three (what is before it completes;
+		// the retry is TODO, so the context is written again); on context
+		// 5 a READ and a SEND, then a remote operational error NAK at the
+		// READ's PSN (a NAK fails a READ as any other: REM_OP_ERR, the
+		// SEND flushed), the context written again.
+		{qix: 3, op: hca.WRRDMAWrite, mtus: 1}, {qix: 3, op: hca.WRSend, mtus: -1, length: 100, unsig: true},
+		{qix: 3, op: hca.WRSend, mtus: -1, length: 300, nak: hca.SynNAKAccess, nakBack: 1, stay: true},
+		{qix: 3, op: hca.WRSend, mtus: -1, length: 10},
+		{qix: 4, op: hca.WRSend, mtus: 2, nak: hca.SynNAKSeq, nakPkt: 1},
+		{qix: 5, op: hca.WRRDMARead, mtus: -1, length: 5000}, {qix: 5, op: hca.WRSend, mtus: -1, length: 64, nak: hca.SynNAKOpErr, nakBack: 1},
+	}...)
 	for op := hca.WRRDMAWrite; op <= hca.WRSendImm; op++ {
 		dir = append(dir, directed{qix: int(op), op: op, mtus: 3, every: 2 + int(op)%3})
 		dir = append(dir, directed{qix: -1, op: op, mtus: -1, length: 0}, directed{qix: -1, op: op, mtus: 1, length: -1},
@@ -352,6 +468,10 @@ func newReqRun(seed uint64, n int) *reqRun {
 			it.drop = "qpn"
 		}
 		c := ctxs[it.qix]
+		if c != nil {
+			it.gate = c.nakGate
+		}
+		retryNow := false
 		it.qpn = uint32(r.IntN(1<<21))<<3 | uint32(it.qix)
 		switch {
 		case c == nil:
@@ -477,21 +597,42 @@ func newReqRun(seed uint64, n int) *reqRun {
 				if d.ack == 3 {
 					planAck(c, len(c.outs)-1, false, true)
 				}
+				if d.nak != 0 {
+					planNak(c, d.nak, len(c.outs)-1-d.nakBack, d.nakPkt)
+					retryNow = !c.err
+				}
 			case r.IntN(4) != 0 && c.acked <= ackable(c):
 				// Mostly an ACK through a random message not yet
 				// covered (the ones before it coalesced into it), now
-				// and then through a packet inside one.
+				// and then through a packet inside one; now and then
+				// after it a NAK failing a message no ACK covers (nor
+				// an early or partial one: it may have), or a sequence
+				// error or RNR NAK inside what an ACK may cover.
 				planAck(c, c.acked+r.IntN(ackable(c)-c.acked+1), r.IntN(4) == 0, r.IntN(3) == 0)
+				from := max(c.acked, c.earlyTo)
+				switch k := rn.IntN(14); {
+				case k <= 1 && from < len(c.outs):
+					j := from + rn.IntN(len(c.outs)-from)
+					planNak(c, fatalNak(), j, rn.IntN(c.outs[j].npkts))
+				case k == 2 && c.acked <= ackable(c):
+					j := c.acked + rn.IntN(ackable(c)-c.acked+1)
+					syn := uint8(hca.SynNAKSeq)
+					if rn.IntN(2) == 0 {
+						syn = hca.SynRNRNAK | uint8(rn.IntN(32))
+					}
+					planNak(c, syn, j, rn.IntN(c.outs[j].npkts))
+					retryNow = true
+				}
 			}
 		}
 		if bad {
 			if len(c.outs) > c.acked {
 				run.flushOut++ // a message no ACK covers: flushed before the error
 			}
-			c.err, c.outs, c.acked, c.block = true, nil, 0, -1
+			c.err, c.outs, c.acked, c.block, c.earlyTo = true, nil, 0, -1, 0
 		}
 		run.items = append(run.items, it)
-		if c != nil && c.err && (d == nil && r.IntN(4) != 0 || d != nil && !d.stay) {
+		if retryNow || c != nil && c.err && (d == nil && r.IntN(4) != 0 || d != nil && !d.stay) {
 			restore(it.qix)
 		}
 	}
@@ -607,11 +748,12 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 	}
 }
 
-// write writes items.hex, pays.hex, ctrl.hex and acks.hex into dir.
+// write writes items.hex, pays.hex, ctrl.hex and rx.hex into dir.
 func (run *reqRun) write(t *testing.T, dir string) {
 	t.Helper()
-	var items, pays, ctrl, acks strings.Builder
+	var items, pays, ctrl, rx strings.Builder
 	for _, it := range run.items {
+		fmt.Fprintf(&items, "%04x", it.gate)
 		if it.cfg {
 			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s\n", it.cqn, it.qpn, it.dlid, it.slid,
 				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 73))
@@ -634,23 +776,67 @@ func (run *reqRun) write(t *testing.T, dir string) {
 	for _, w := range run.ctrl {
 		fmt.Fprintf(&ctrl, "%03x%03x%03x%03x%03x\n", w[4], w[3], w[2], w[1], w[0])
 	}
-	for _, a := range run.acks {
-		fmt.Fprintf(&acks, "%04x%06x%06x\n", a.gate, a.qpn, a.psn)
+	beats := run.rxBeats()
+	for _, b := range beats {
+		fmt.Fprintf(&rx, "%04x%01x%s\n", b.gate, b.flags, hex.EncodeToString(b.data))
 	}
-	if len(run.acks) == 0 {
-		acks.WriteString("0\n") // $readmemh wants a line
+	if len(beats) == 0 {
+		rx.WriteString("0\n") // $readmemh wants a line
 	}
+	require.LessOrEqual(t, len(beats), 2048, "rx.hex: the testbench's MAXRX")
 	for name, text := range map[string]string{"items.hex": items.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
-		"acks.hex": acks.String()} {
+		"rx.hex": rx.String()} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
+}
+
+// reqRxBeat is one beat on rx_*: a packet's first carries its gate.
+type reqRxBeat struct {
+	gate  int
+	flags int // sop << 1 | eop
+	data  []byte
+}
+
+// rxBeats is the stream on rx_*: every ACKNOWLEDGE in order, the other
+// packets before the ACKNOWLEDGE they were planned with, each packet as
+// ib.AppendWire encodes it in whole 64-byte beats (the VCRC's check is
+// ib_link's and ib_rx_vl_buffers', before this stream).
+func (run *reqRun) rxBeats() []reqRxBeat {
+	var out []reqRxBeat
+	add := func(gate int, p *ib.Packet) {
+		w := ib.AppendWire(nil, p)
+		n := (len(w) + BlockBytes - 1) / BlockBytes
+		buf := make([]byte, n*BlockBytes)
+		copy(buf, w)
+		for i := range n {
+			b := reqRxBeat{data: buf[i*BlockBytes : (i+1)*BlockBytes]}
+			if i == 0 {
+				b.gate, b.flags = gate, 2
+			}
+			if i == n-1 {
+				b.flags |= 1
+			}
+			out = append(out, b)
+		}
+	}
+	o := 0
+	for i, a := range run.acks {
+		for ; o < len(run.other) && run.other[o].before <= i; o++ {
+			add(0, run.other[o].pkt)
+		}
+		add(a.gate, a.packet())
+	}
+	for ; o < len(run.other); o++ {
+		add(0, run.other[o].pkt)
+	}
+	return out
 }
 
 func (run *reqRun) args(dir, tag string) []string {
 	return []string{
 		"+items=" + filepath.Join(dir, "items.hex"), "+pays=" + filepath.Join(dir, "pays.hex"),
-		"+ctrl=" + filepath.Join(dir, "ctrl.hex"), "+acks=" + filepath.Join(dir, "acks.hex"),
-		"+nack=" + strconv.Itoa(len(run.acks)), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
+		"+ctrl=" + filepath.Join(dir, "ctrl.hex"), "+rx=" + filepath.Join(dir, "rx.hex"),
+		"+nack=" + strconv.Itoa(len(run.acks)), "+nrx=" + strconv.Itoa(len(run.rxBeats())), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
@@ -668,20 +854,20 @@ func (run *reqRun) args(dir, tag string) []string {
 // plenty of credit, so a beat past the model's packets is written too.
 const reqTB = "`timescale 1ns/1ps\n" + `
 module tb;
-    localparam MAXIT = 4096, MAXPAY = 65536, MAXCYC = 1048576, MAXACK = 4096;
+    localparam MAXIT = 4096, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, STALL = 4000;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
-    reg [431:0] items [0:MAXIT-1];
+    reg [447:0] items [0:MAXIT-1];
     reg [511:0] pays [0:MAXPAY-1];
     reg [59:0]  ctrl [0:MAXCYC-1];
-    reg [63:0]  acks [0:MAXACK-1];
+    reg [531:0] rxs [0:MAXRX-1];
     reg [8*1024-1:0] path;
-    integer nit, npay, ncyc, nbeat, nack, fo, fl, c, k, v, ii, pi, ai, got, rq_blocks, eops, cpls;
-    integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held;
-    reg [431:0] it;
+    integer nit, npay, ncyc, nbeat, nack, nrx, fo, fl, c, k, v, ii, pi, ai, ri, got, rq_blocks, eops, cpls;
+    integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held, idle, stalled;
+    reg [447:0] it;
     reg [59:0] cw;
-    reg [63:0] ak;
-    reg held, take_dec, take_rd, tb_sending, drain, ack_held, take_ack;
+    reg [531:0] rk;
+    reg held, take_dec, take_rd, tb_sending, drain, rx_held, take_rx;
     reg [1:0] tb_vl;
     reg [10:0] plen;
     reg [11:0] blks, left;
@@ -689,7 +875,7 @@ module tb;
     reg cfg_held, take_cfg;
     integer dropped, drops, cfg_ack, cfg_wait;
     wire qp_cfg_ready;
-    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, ack_valid, cpl_ready;
+    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready;
     reg [1:0] pick_vl;
     reg [47:0] credit;
     reg [511:0] rsp_data;
@@ -701,7 +887,8 @@ module tb;
     wire [1:0] tx_vl;
     wire v_valid, v_sop, v_eop, v_vcrc_err, v_len_err;
     wire [511:0] v_data;
-    wire ack_ready, cpl_valid, cpl_receiver;
+    wire rx_ready, cpl_valid, cpl_receiver;
+    wire [15:0] rx_nak_retry, rx_rsp_todo, rx_not_req;
     wire [3:0] cpl_cqn, cpl_opcode;
     wire [7:0] cpl_status;
     wire [2:0] cpl_wr_op;
@@ -728,8 +915,8 @@ module tb;
         .tx_vl_waiting(waiting), .tx_vl_credit(credit), .tx_pick_valid(pick_valid), .tx_pick_vl(pick_vl),
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),
-        .rx_valid(1'b0), .rx_data(512'd0), .rx_sop(1'b0), .rx_eop(1'b0), .rx_vl(2'd0), .rx_ready(),
-        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ak[47:24]), .ack_psn(ak[23:0]),
+        .rx_valid(rx_valid), .rx_data(rk[511:0]), .rx_sop(rk[513]), .rx_eop(rk[512]), .rx_vl(2'd0), .rx_ready(rx_ready),
+        .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo), .rx_not_req(rx_not_req),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
         .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
         .cpl_wqe_counter(cpl_wqe_counter), .cpl_byte_count(cpl_byte_count), .cpl_imm(cpl_imm), .cpl_src_qp(cpl_src_qp));
@@ -744,46 +931,53 @@ module tb;
     initial begin
         if (!$value$plusargs("nit=%d", nit) || !$value$plusargs("npay=%d", npay) ||
             !$value$plusargs("ncyc=%d", ncyc) || !$value$plusargs("nbeat=%d", nbeat) ||
-            !$value$plusargs("nack=%d", nack)) begin
+            !$value$plusargs("nack=%d", nack) || !$value$plusargs("nrx=%d", nrx)) begin
             $display("REQ missing plusargs");
             $finish;
         end
         if ($value$plusargs("items=%s", path)) $readmemh(path, items, 0, nit - 1);
         if (npay > 0 && $value$plusargs("pays=%s", path)) $readmemh(path, pays, 0, npay - 1);
         if ($value$plusargs("ctrl=%s", path)) $readmemh(path, ctrl, 0, ncyc - 1);
-        if (nack > 0 && $value$plusargs("acks=%s", path)) $readmemh(path, acks, 0, nack - 1);
+        if (nrx > 0 && $value$plusargs("rx=%s", path)) $readmemh(path, rxs, 0, nrx - 1);
         if (!$value$plusargs("out=%s", path)) path = "beats.txt";
         fo = $fopen(path, "w");
         if (!$value$plusargs("log=%s", path)) path = "log.txt";
         fl = $fopen(path, "w");
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
-        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 432'd0;
-        ack_valid = 1'b0; cpl_ready = 1'b0; ak = 64'd0;
+        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
+        rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
-        ack_held = 1'b0; take_ack = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0;
+        rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0;
         dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
-        ii = 0; pi = 0; ai = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
+        ii = 0; pi = 0; ai = 0; ri = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
         werr = 0; cerr = 0; gaps = 0; verr = 0; offers = 0; commits = 0; held_tx = 0; cpl_held = 0;
+        idle = 0; stalled = 0;
         repeat (3) @(posedge clk);
         @(negedge clk) rst_n = 1'b1;
         c = 0;
         k = 0;
         while (k < 64) begin
-            if (c >= ncyc || (got + dropped >= nbeat && ii >= nit && ai >= nack)) drain = 1'b1;
+            // Done, or the trace is over, or nothing has moved for STALL cycles (a broken block that
+            // deadlocks stops here instead of at the trace's end: the counts then fail it).
+            if (idle >= STALL && !drain) stalled = 1;
+            if (c >= ncyc || idle >= STALL || (got + dropped >= nbeat && ii >= nit && ri >= nrx && ai >= nack)) drain = 1'b1;
             if (drain) k = k + 1;
             @(negedge clk);
             if (take_dec || take_cfg) ii = ii + 1;
-            if (take_ack) ai = ai + 1;
+            if (take_rx) ri = ri + 1;
             cw = drain ? 60'h800_800_800_800_31e : ctrl[c];
-            // An ACK once its packets have left tx_* (acks.hex: gate, QPN, PSN), held until taken.
-            ak = ai < nack ? acks[ai] : 64'd0;
-            ack_valid = !drain && ai < nack && eops >= ak[63:48] && (ack_held || cw[9]);
+            // The received packets' beats (rx.hex: gate, sop, eop, data), a packet's first beat once
+            // gate packets have left tx_* (so the responder could have answered them), held until
+            // taken.
+            rk = ri < nrx ? rxs[ri] : 532'd0;
+            rx_valid = !drain && ri < nrx && (rx_held || (eops >= rk[531:516] && cw[9]));
             cpl_ready = cw[8];
-            it = ii < nit ? items[ii] : 432'd0;
+            it = ii < nit ? items[ii] : 448'd0;
             // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
-            // none of the context's messages between dec_* and tx_*).
-            qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && (cfg_held || cw[0]);
-            dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && (held || cw[0]);
+            // none of the context's messages between dec_* and tx_*). An item waits until the
+            // requester has taken it[447:432] ACKs (one after a NAK comes after its failure).
+            qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && ai >= it[447:432] && (cfg_held || cw[0]);
+            dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] && (held || cw[0]);
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && pi < npay && cw[2];
             rsp_data = rsp_valid ? pays[pi] : 512'd0;
@@ -811,16 +1005,20 @@ module tb;
             #1;
             take_dec = dec_valid && dec_ready;
             held = dec_valid && !dec_ready;
-            take_ack = ack_valid && ack_ready;
-            ack_held = ack_valid && !ack_ready;
+            take_rx = rx_valid && rx_ready;
+            rx_held = rx_valid && !rx_ready;
             take_cfg = qp_cfg_valid && qp_cfg_ready;
             cfg_held = qp_cfg_valid && !qp_cfg_ready;
-            if (cfg_held && ack_valid) cfg_ack = cfg_ack + 1;
-            if (cfg_held && !ack_valid && ack_ready) cfg_wait = cfg_wait + 1;
-            // Events in the order the model replays them: the ACK (its walk sees what was sent and
-            // taken before this cycle), a commit (its packet goes whole: a purge in this cycle comes
-            // after it), then the item taken.
-            if (take_ack) $fdisplay(fl, "A %0d %0d", ai, c);
+            if (cfg_held && dut.ack_valid) cfg_ack = cfg_ack + 1;
+            if (cfg_held && !dut.ack_valid && dut.ack_ready) cfg_wait = cfg_wait + 1;
+            // Events in the order the model replays them: the ACK or NAK hca_rx_ack hands the
+            // requester (its walk sees what was sent and taken before this cycle; ai counts them,
+            // so the ai-th ACKNOWLEDGE packet of rx.hex), a commit (its packet goes whole: a purge
+            // in this cycle comes after it), then the item taken.
+            if (dut.ack_valid && dut.ack_ready) begin
+                $fdisplay(fl, "A %0d %0d", ai, c);
+                ai = ai + 1;
+            end
             if (pick_taken) $fdisplay(fl, "C %0d %0d", pick_vl, credit[pick_vl*12 +: 12]);
             if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
             if (take_cfg) $fdisplay(fl, "Q %0d %0d", ii, c);
@@ -867,21 +1065,27 @@ module tb;
                 $fdisplay(fo, "%b %b %b %h", v_sop, v_eop, v_len_err, v_data);
                 got = got + 1;
             end
+            if (take_dec || take_cfg || take_rx || take_rd || rsp_valid || (tx_valid && tx_ready) || (cpl_valid && cpl_ready) ||
+                (dut.ack_valid && dut.ack_ready))
+                idle = 0;
+            else
+                idle = idle + 1;
             c = c + 1;
         end
         $fclose(fo);
         $fclose(fl);
-        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d",
-                 got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held, drops, cfg_ack, cfg_wait);
+        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d rxbeats=%0d naks=%0d rsps=%0d notreq=%0d stalled=%0d",
+                 got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held, drops, cfg_ack, cfg_wait,
+                 ri, rx_nak_retry, rx_rsp_todo, rx_not_req, stalled);
         $finish;
     end
 endmodule
 `
 
-var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+)$`)
+var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
-var reqFiles = []string{"hca_requester.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
+var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
 	"ib_icrc.v", "ib_vcrc.v"}
 
 // reqTransport is the emitted hca_transport of a 4-VL design (QPN_W 3).
@@ -930,6 +1134,8 @@ type reqResultOf struct {
 	drops, cfgAck, cfgWait       int // packets the RTL purged; cycles a context write waited for an ACK, for in-flight messages
 	purged, wantBeats            int // packets the model purged (its rule at the logged error); beats of the rest
 	ackUnsent                    int // ACKs taken that named a message not yet sent
+	rxBeats, naks, rsps, notReq  int // beats taken on rx_*; hca_rx_ack's counters
+	nakFailed                    int // NAKs that failed a message (the model's QP went to ERR)
 }
 
 func (res *reqResultOf) fail(format string, args ...any) {
@@ -947,7 +1153,8 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
 	res := &reqResultOf{cyc: n(2), werr: n(5), cerr: n(6), verr: n(7), gaps: n(8), offers: n(9), commits: n(10), heldTx: n(11),
-		acks: n(12), cpls: n(13), cplHeld: n(14), drops: n(15), cfgAck: n(16), cfgWait: n(17), cplByStatus: map[hca.WCStatus]int{}}
+		acks: n(12), cpls: n(13), cplHeld: n(14), drops: n(15), cfgAck: n(16), cfgWait: n(17), cplByStatus: map[hca.WCStatus]int{},
+		rxBeats: n(18), naks: n(19), rsps: n(20), notReq: n(21)}
 
 	f, err := os.Open(logFile)
 	require.NoError(t, err)
@@ -1043,6 +1250,31 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	if res.acks != len(run.acks) {
 		res.fail("%d ACKs taken of %d", res.acks, len(run.acks))
 	}
+	// hca_rx_ack took every beat and counted what it did not hand on.
+	wantNaks, wantRsps, wantNotReq := 0, 0, 0
+	for _, a := range run.acks {
+		if a.retry() {
+			wantNaks++
+		}
+	}
+	for _, o := range run.other {
+		if o.rsp {
+			wantRsps++
+		} else {
+			wantNotReq++
+		}
+	}
+	if n := len(run.rxBeats()); res.rxBeats != n {
+		res.fail("%d beats taken on rx_* of %d", res.rxBeats, n)
+	}
+	if res.naks != wantNaks || res.rsps != wantRsps || res.notReq != wantNotReq {
+		res.fail("rx_nak_retry, rx_rsp_todo, rx_not_req = %d, %d, %d; the stream has %d, %d, %d", res.naks, res.rsps, res.notReq,
+			wantNaks, wantRsps, wantNotReq)
+	}
+	res.nakFailed = cpl.nakFailed
+	if m[22] != "0" {
+		res.fail("nothing moved for 4000 cycles: stopped at cycle %d", res.cyc)
+	}
 	res.cplChecked = min(cpl.next, len(cpl.want))
 	for _, w := range cpl.want[:res.cplChecked] {
 		res.cplByStatus[w.cqe.Status]++
@@ -1075,6 +1307,8 @@ type reqCplReplay struct {
 	pktPSN           []uint32
 	// ackUnsent counts ACKs taken while a message they name had not left.
 	ackUnsent int
+	// nakFailed counts NAKs that failed a message.
+	nakFailed int
 }
 
 // psnAt is a packet's BTH PSN.
@@ -1193,11 +1427,19 @@ func (p *reqCplReplay) event(kind string, i int) string {
 				break
 			}
 		}
-		res := c.req.OnAck(a.psn, hca.SynACK)
-		if res.Rewound {
+		wasErr := c.req.State == hca.QPErr
+		res := c.req.OnAck(a.psn, a.syn)
+		if res.Rewound && !a.retry() {
 			return fmt.Sprintf("ACK %d (QPN %#x PSN %#x) makes the model retry: the run's ACKs must not pass a READ or atomic", i, a.qpn, a.psn)
 		}
 		p.complete(c, res.Completions)
+		if !wasErr && c.req.State == hca.QPErr {
+			// A NAK failed a message: the model builds no more of the
+			// QP's packets (HasWork in ERR), and hca_requester purges
+			// those not yet committed, as at a decode error.
+			p.nakFailed++
+			p.purge(c)
+		}
 	}
 	return ""
 }
@@ -1261,7 +1503,7 @@ func TestRequesterCosim(t *testing.T) {
 			dir := t.TempDir()
 			files := writeReqBench(t, dir, nil)
 			cmd, args := buildSim(t, ctx, dir, tc.sim, files)
-			cfgAck := 0
+			cfgAck, remote := 0, 0
 			for _, seed := range tc.seeds {
 				run := newReqRun(seed, reqMsgs)
 				run.write(t, dir)
@@ -1293,8 +1535,21 @@ func TestRequesterCosim(t *testing.T) {
 				// ACKs that came before a message they name had left:
 				// the walk stops there, as the model's.
 				assert.Positive(t, res.ackUnsent, "seed %d: ACKs naming a message not yet sent", seed)
+				// NAKs through hca_rx_ack: the directed remote access
+				// and operational errors failed their messages (the
+				// model's QP went to ERR), and a sequence error NAK
+				// counted on rx_nak_retry (equal to the stream's:
+				// reqCheck).
+				assert.GreaterOrEqual(t, res.nakFailed, 2, "seed %d: NAKs that failed a message", seed)
+				assert.Positive(t, res.cplByStatus[hca.WCRemAccessErr], "seed %d: REM_ACCESS_ERR completions", seed)
+				assert.Positive(t, res.cplByStatus[hca.WCRemOpErr], "seed %d: REM_OP_ERR completions", seed)
+				assert.Positive(t, res.naks, "seed %d: sequence error and RNR NAKs counted", seed)
+				remote += res.cplByStatus[hca.WCRemInvReqErr]
 			}
 			assert.Positive(t, cfgAck, "seeds %v: cycles a context write waited for an ACK offered", tc.seeds)
+			if tc.sim == "verilator" {
+				assert.Positive(t, remote, "seeds %v: REM_INV_REQ_ERR completions", tc.seeds)
+			}
 		})
 	}
 }
@@ -1305,7 +1560,7 @@ func TestRequesterCosim(t *testing.T) {
 // start offsets, every MTU on a message of three packets or more, READs
 // of 2^30 bytes or more, ack_req_every of 2..4, and credits that do not fit.
 func TestRequesterStimulusCovers(t *testing.T) {
-	dups := 0
+	dups, invReq, reserved, longOther := 0, 0, 0, 0
 	for _, seed := range cosimSeeds[:3] {
 		run := newReqRun(seed, reqMsgs)
 		name := fmt.Sprintf("seed %d", seed)
@@ -1358,6 +1613,31 @@ func TestRequesterStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, run.flushOut, 1, "%s: errors with messages outstanding on their context", name)
 		assert.GreaterOrEqual(t, run.ackEarly, 2, "%s: ACKs that may come before their message leaves", name)
 		dups += run.ackDup
+		// The receive path: NAKs failing a message (the directed remote
+		// access and operational errors; invalid requests from the
+		// random ones over the seeds), sequence error or RNR NAKs, ACKs
+		// with a GRH, reserved syndromes over the seeds, and packets
+		// hca_rx_ack drops: for the requester (TODO) and not, and over
+		// the seeds one of several beats.
+		assert.Positive(t, run.nakFatal[1], "%s: remote access error NAKs", name)
+		assert.Positive(t, run.nakFatal[2], "%s: remote operational error NAKs", name)
+		assert.Positive(t, run.nakRetry, "%s: sequence error and RNR NAKs", name)
+		assert.Positive(t, run.ackGRH, "%s: ACKs with a GRH", name)
+		invReq += run.nakFatal[0]
+		reserved += run.ackReserved
+		rsp, req := 0, 0
+		for _, o := range run.other {
+			if o.rsp {
+				rsp++
+			} else {
+				req++
+			}
+			if len(ib.AppendWire(nil, o.pkt)) > BlockBytes {
+				longOther++
+			}
+		}
+		assert.Positive(t, rsp, "%s: READ responses, atomic ACKs, CNPs on rx_*", name)
+		assert.Positive(t, req, "%s: requests on rx_*", name)
 		assert.GreaterOrEqual(t, run.cfgLater, 2, "%s: context writes after the first WQE", name)
 		assert.GreaterOrEqual(t, run.psnWraps, 1, "%s: PSN wraps inside a message", name)
 		assert.GreaterOrEqual(t, run.bigMsgs, 2, "%s: messages of more than %d blocks", name, reqPayBlocks)
@@ -1377,6 +1657,9 @@ func TestRequesterStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, scarce, 2000, "%s: VL-cycles with a credit some packets do not fit", name)
 	}
 	assert.GreaterOrEqual(t, dups, 1, "duplicate ACKs over the seeds")
+	assert.Positive(t, invReq, "invalid request NAKs over the seeds")
+	assert.Positive(t, reserved, "reserved syndromes over the seeds")
+	assert.Positive(t, longOther, "packets of several beats on rx_* not for the requester, over the seeds")
 }
 
 // TestRequesterMutantsFail: each slip fails the end-to-end test (Icarus,
@@ -1402,14 +1685,22 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"the context index from the QPN's high bits", f, "wire [QPN_W-1:0] dix      = dec_qpn[QPN_W-1:0];",
 			"wire [QPN_W-1:0] dix      = dec_qpn[23 -: QPN_W];"},
 		// Completions.
-		{"an unsignaled message completed", f, "emit_hd  = pop && (!eng_ack || h_sig);", "emit_hd  = pop;"},
-		{"the ACK's PSN compared without the modulo", f, "(h_d == 24'd0 || h_d[23])", "(h_ent[23:0] <= e_psn)"},
+		{"an unsignaled message completed", f, "emit_hd  = pop && (!walking || h_sig);", "emit_hd  = pop;"},
+		{"the ACK's PSN compared without the modulo", f, "((e_incl && h_d == 24'd0) || h_d[23])",
+			"(h_ent[23:0] < e_psn || (e_incl && h_ent[23:0] == e_psn))"},
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
 		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
 		{"an ACK completing a message not yet sent", f, "wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};", "wire             h_ok     = h_acked;"},
 		// The purge.
 		{"no purge", f, "head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};", "head_dead  = 1'b0;"},
+		// The receive path: hca_rx_ack's decode, the NAKs in hca_requester.
+		{"the PSN from the wrong bytes", "hca_rx_ack.v", "wire [23:0]  psn    = bth[23:0];", "wire [23:0]  psn    = bth[31:8];"},
+		{"the syndrome ignored (every ACKNOWLEDGE an ACK)", "hca_rx_ack.v", "ack_syn <= syn;", "ack_syn <= 8'h1F;"},
+		{"the GRH not skipped", "hca_rx_ack.v", "wire         global = lnh == 2'd3;", "wire         global = 1'b0;"},
+		{"a NAK acknowledging its own PSN", f, "((e_incl && h_d == 24'd0) || h_d[23])", "((h_d == 24'd0) || h_d[23])"},
+		{"every message a NAK flushes with its status", f, "(eng_ack && h_holds) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
+		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && e_fatal && e_ctx == dix) &&", ""},
 		{"purged messages not counted off as they leave", f, "purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};",
 			"purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W];"},
 	} {
@@ -1439,4 +1730,33 @@ func TestRequesterMutantsFail(t *testing.T) {
 				res.errors, res.werr, res.cerr, res.verr, res.gaps, strings.Join(res.first, "; "))
 		})
 	}
+}
+
+// newOther is a packet on rx_* that is not an ACKNOWLEDGE, for QP qpn or
+// another: a request for the responder (SEND, a WRITE's first packet of
+// several beats, a READ request, an atomic, UD's SEND), or a packet for
+// the requester that hca_rx_ack does not act on yet (READ responses, an
+// atomic ACK, a CNP); now and then with a GRH.
+func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
+	ops := []ib.Opcode{ib.SendOnly, ib.RDMAWriteFirst, ib.RDMAReadRequest, ib.CompareSwap, ib.UDSendOnly,
+		ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.AtomicAcknowledge, ib.CNP}
+	p := &ib.Packet{Opcode: ops[r.IntN(len(ops))], GRH: r.IntN(4) == 0, DLID: uint16(r.Uint32()), SLID: uint16(r.Uint32()),
+		DestQP: qpn, PSN: r.Uint32() & 0xFFFFFF, AckReq: r.IntN(2) == 0,
+		AETH: ib.AETH{Syndrome: hca.SynACKNoLimit, MSN: r.Uint32() & 0xFFFFFF}}
+	if r.IntN(3) == 0 {
+		p.DestQP = r.Uint32() & 0xFFFFFF
+	}
+	switch p.Opcode {
+	case ib.SendOnly, ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.UDSendOnly:
+		p.PayloadLen = r.IntN(300)
+	case ib.RDMAWriteFirst:
+		p.PayloadLen = 256 // the path MTU: beats past the first
+	}
+	return p
+}
+
+// otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on
+// rx_rsp_todo (for the requester, TODO) rather than rx_not_req.
+func otherIsRsp(op ib.Opcode) bool {
+	return op >= ib.RDMAReadResponseFirst && op <= ib.RDMAReadResponseOnly || op == ib.AtomicAcknowledge || op == ib.CNP
 }

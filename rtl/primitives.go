@@ -35,6 +35,7 @@ var PrimitiveFiles = []string{
 	"ib_icrc.v",
 	"hca_tx_path.v",
 	"hca_requester.v",
+	"hca_rx_ack.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

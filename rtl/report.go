@@ -108,7 +108,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW + p.QPNW, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("%d beats of {context, sop, eop, data}, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
 	add(BufferUse{Block: "HCA requester outstanding messages (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqOutBits, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("%d a context, until ACKed or flushed: {READ or atomic, signaled, opcode, index, length, last PSN} (ring pointers in flops)", ReqOutDepth)})
+		Note: fmt.Sprintf("%d a context, until ACKed or flushed: {READ or atomic, signaled, opcode, index, length, first and last PSN} (ring pointers in flops)", ReqOutDepth)})
 	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output, for the packet queue's beats (the purge)", ReqMsgDepth)})
 	if !synth {
@@ -154,6 +154,9 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// black box (its line above).
 		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW}},
 			Role: "HCA requester: QP contexts, payload reads, packet queue, completions (path apart)", Instances: 1},
+		// hca_transport's receive side: received packets' headers decoded,
+		// ACKs and NAKs into the requester, the rest counted and dropped.
+		{Module: "hca_rx_ack", Role: "HCA receive: ACK/NAK decode into the requester, drop counters", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -220,13 +223,14 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 // hca_transport keeps): the payload buffer's blocks, the start queue's
 // messages, the packet queue's beats, the messages outstanding per
 // context (OQ_DEPTH) and the bits of one: READ or atomic 1, signaled 1,
-// opcode 3, index 16, length 32, last PSN 24.
+// opcode 3, index 16, length 32, first PSN 24 (a NAK's PSN is found in
+// the ring by it), last PSN 24.
 const (
 	ReqPayBlocks = 128
 	ReqMsgDepth  = 4
 	ReqPktBlocks = 130
 	ReqOutDepth  = 8
-	ReqOutBits   = 1 + 1 + 3 + 16 + 32 + 24
+	ReqOutBits   = 1 + 1 + 3 + 16 + 32 + 24 + 24
 )
 
 // reqCtxBits is one requester QP context in memory: QPN 24, DLID 16, SLID

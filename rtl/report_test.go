@@ -55,13 +55,13 @@ func TestReportBuffers(t *testing.T) {
 	// the start queue, 4 messages of {blocks 27, start 6}; the packet
 	// queue, 130 beats of 514 + the context 3; the outstanding messages, 8
 	// a context (OQ_DEPTH, as the file says) of READ or atomic 1 + signaled
-	// 1 + opcode 3 + index 16 + length 32 + last PSN 24 = 77 bits; the
-	// message contexts, 4 of 3 bits.
+	// 1 + opcode 3 + index 16 + length 32 + first PSN 24 + last PSN 24 =
+	// 101 bits; the message contexts, 4 of 3 bits.
 	assert.Equal(t, 8*118, r.Buffers[9].TotalBits)
 	assert.Equal(t, 128*512, r.Buffers[10].TotalBits)
 	assert.Equal(t, 4*33, r.Buffers[11].TotalBits)
 	assert.Equal(t, 130*517, r.Buffers[12].TotalBits)
-	assert.Equal(t, 8*8*77, r.Buffers[13].TotalBits)
+	assert.Equal(t, 8*8*101, r.Buffers[13].TotalBits)
 	assert.Equal(t, 4*3, r.Buffers[14].TotalBits)
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d ", ReqOutDepth))
 	assert.Empty(t, r.Cells)
@@ -69,7 +69,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*517+8*8*77+4*3), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*517+8*8*101+4*3), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -226,12 +226,14 @@ func TestReportYosys(t *testing.T) {
 	// else (DLID, SLID, SL, VL, remote QPN: 61 bits), which Yosys makes the
 	// context memories' registered read ports. The completions: with a
 	// reset, the contexts' ERR bits 8, the outstanding rings' head and
-	// tail pointers 8 x 2 x (3 + 1), the engine's busy and ACK-walk bits
-	// and its context 3, cpl_valid; without, the ACK's PSN 24, the decode
-	// completion's flush bit, opcode 3, index 16 and length 32, and the
-	// output register's WR opcode 3, counter 16 and byte count 32 and
-	// status 2 (its values 0, 2 and 5: bits 7:3 are 0, bits 0 and 2
-	// equal), its CQN and QPN the context memories' registered read ports.
+	// tail pointers 8 x 2 x (3 + 1), the engine's busy, ACK-walk and
+	// NAK-flush bits and its context 3, cpl_valid; without, the ACK's PSN
+	// 24, whether it is an ACK 1 and a NAK that fails a message 1, that
+	// NAK's status 2 (9, 10 or 11: bits 1:0 vary, the others constant),
+	// the decode completion's flush bit, opcode 3, index 16 and length 32,
+	// and the output register's WR opcode 3, counter 16 and byte count 32
+	// and status 4 (its values 0, 2, 5, 9, 10 and 11: bits 7:4 are 0), its
+	// CQN and QPN the context memories' registered read ports.
 	// The purge, with a reset: per context the messages in flight, those
 	// to drop and those not yet sent, 8 x 3 x clog2(4 + 130 + 2) = 8 x 3 x
 	// 8, the dropping bit and the last-packet bits of the path's and the
@@ -241,9 +243,12 @@ func TestReportYosys(t *testing.T) {
 	// four FIFOs.
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
-		(8+8*2*4+1+1+3+1)+(24+1+3+16+32+3+16+32+2)+
+		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4}})])
+	// hca_rx_ack: the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
+	// 8, and the three drop counters, 16 bits each.
+	assert.Equal(t, 1+24+24+8+3*16, flops[synthKey("hca_rx_ack", nil)])
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)

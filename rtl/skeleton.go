@@ -189,17 +189,34 @@ PSN from its context and the PSNs it takes, its payload read through DMA client 
 pay_rsp_*) into a payload buffer that never takes more reads than it has room for, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
 (store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
-(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). Completions
-(cpl_*): an ACK on ack_* (every PSN through ack_psn of QP ack_qpn; driven by the receive path,
-TODO) completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled
-one; READs and atomics wait for their responses (TODO).
-TODO: the receive path that drives ack_*, NAKs, READ responses and atomic ACKs (their completions),
+(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). The receive
+path: hca_rx_ack decodes each packet on rx_* (LRH, GRH when LNH = 3, BTH, AETH) and hands every RC
+ACKNOWLEDGE to hca_requester (QP, PSN, syndrome); the rest is dropped and counted: READ responses,
+atomic ACKs and CNPs on rx_rsp_todo (TODO), requests (no responder yet) and other transports on
+rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. Completions (cpl_*): an ACK
+completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
+READs and atomics wait for their responses (TODO); a NAK completes those before its PSN, and one
+with code 1, 2 or 3+ fails the message holding its PSN (REM_INV_REQ_ERR, REM_ACCESS_ERR,
+REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck).
+TODO: READ responses and atomic ACKs (their completions and data), the retry a sequence error or
+RNR NAK asks for, the ICRC check of received packets,
 go-back-N resends from packet k (a READ's resend of the rest), the retry and RNR timers, max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload writes (wr0), key checks
-(kc_*).`,
-		body: `    // The requester's send side (hca_requester's header).
+data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*), payload writes (wr0),
+key checks (kc_*).`,
+		body: `    // The receive path into the requester: each ACKNOWLEDGE on rx_* (an ACK or a NAK) onto
+    // hca_requester's ack_*; every other packet dropped and counted (hca_rx_ack's header).
+    wire        ack_valid, ack_ready;
+    wire [23:0] ack_qpn, ack_psn;
+    wire [7:0]  ack_syn;
+    hca_rx_ack u_rx_ack (
+        .clk(clk), .rst_n(rst_n),
+        .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_sop(rx_sop), .rx_eop(rx_eop),
+        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req)
+    );
+    // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
@@ -217,7 +234,7 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
         .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
         .tx_ready(tx_ready),
-        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn),
+        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
         .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
         .cpl_byte_count(cpl_byte_count)
@@ -232,14 +249,15 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
     assign wqe_ready = 1'b1;
 `,
 		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
-			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "ack_ready", "cpl_valid", "cpl_cqn",
+			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
+			"rx_not_req", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
-			"tx_pick_valid", "tx_pick_vl", "tx_ready", "ack_valid", "ack_qpn", "ack_psn", "cpl_ready"},
+			"tx_pick_valid", "tx_pick_vl", "tx_ready", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
@@ -320,10 +338,9 @@ data from wqe_*, UD's SEND_ONLY with a DETH, the responder (rx_*), payload write
 			portIn("rx_eop", "", ""),
 			portIn("rx_vl", "VL_W", ""),
 			portOut("rx_ready", "", ""),
-			portIn("ack_valid", "", "ACKs from the receive path (TODO: rx_*): every PSN through ack_psn of QP ack_qpn acknowledged"),
-			portOut("ack_ready", "", ""),
-			portIn("ack_qpn", "24", ""),
-			portIn("ack_psn", "24", ""),
+			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, whose retry is TODO (saturating)"),
+			portOut("rx_rsp_todo", "16", "received READ responses, atomic ACKs and CNPs, dropped: TODO (saturating)"),
+			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
 			portOut("cpl_cqn", "CQN_W", ""),

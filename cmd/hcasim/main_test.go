@@ -501,7 +501,7 @@ func TestRTLDesignPoints(t *testing.T) {
 	assert.Equal(t, "hcasim rtl: examples/hol-blocking.yaml: switch.islip_iterations: 2 is not supported by the RTL with switch.vls 2, whose allocator runs one iSLIP iteration over a request per input VL (1; any with one VL)\n", errs)
 	code, out, errs := run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "--set", "switch.vl_buffer_bytes=4160", "-o", t.TempDir())
 	assert.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "wrote 33 Verilog files")
+	assert.Contains(t, out, "wrote 34 Verilog files")
 }
 
 // TestRTLRefusesASweep: ndr.yaml sweeps switch.vl_buffer_bytes over
@@ -523,7 +523,7 @@ func TestRTLRefusesASweep(t *testing.T) {
 
 	code, out, errs = run("rtl", "-config", "ndr.yaml", "--set", "switch.queueing=fifo", "--set", "switch.vl_buffer_bytes=16640", "-o", dir)
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "wrote 33 Verilog files")
+	assert.Contains(t, out, "wrote 34 Verilog files")
 	assert.Equal(t, "hcasim rtl: note: ndr.yaml: sweep axis workload.offered_load does not change the RTL; one tree serves every point\n", errs)
 	top, err := os.ReadFile(filepath.Join(dir, "switch_top.v"))
 	require.NoError(t, err)

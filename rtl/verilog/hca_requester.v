@@ -2,12 +2,13 @@
 // atomics: the QP contexts, the next message from the parsed WQEs, the payload reads through DMA
 // client rd1 into a payload buffer, hca_tx_path on them, a packet queue that offers whole
 // packets to the port (tx_*, ib_tx_vl_port's contract), and the completions (cpl_*) of the WQEs it
-// takes, on the ACKs ack_* brings or at decode. Go model: hca.Requester (Enqueue: the PSNs
+// takes, on the ACKs and NAKs ack_* brings (hca_rx_ack, from the received packets) or at decode. Go model: hca.Requester (Enqueue: the PSNs
 // a message takes; Next: its packets) with hca.Device.address's addressing and the payload
 // hca.Device.schedule reads, encoded by ib.AppendWire; rtl/cosim_req_test.go runs this block (inside
 // the emitted hca_transport) with ib_vcrc after tx_* and requires every packet to be the model's,
 // byte for byte, and ib.ParseWire to take it, and every completion on cpl_* to be the CQE
-// hca.RequesterCQE makes of the model's (hca.Requester's Enqueue, OnAck, FlushAll), in order.
+// hca.RequesterCQE makes of the model's (hca.Requester's Enqueue, OnAck, FlushAll), in order; the
+// ACKs and NAKs come as ib.AppendWire's packets on hca_transport's rx_*, through hca_rx_ack.
 //
 // QP contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits (as hca_wqe_fetch's send queue
 // contexts). qp_cfg_* (the modify to RTS: the path and the send PSN) writes one, valid from the next
@@ -61,10 +62,11 @@
 // are popped at the queue's head a beat a cycle, never offered: none reaches tx_*. A packet already
 // committed goes whole.
 // Completions: each sent message is kept in its context's ring of OQ_DEPTH entries ({READ or
-// atomic, signaled, opcode, index, length, last PSN}) until an ACK or a flush takes it. An ACK on
-// ack_* (the responder acknowledged every PSN through ack_psn on QP ack_qpn: hca.Requester.OnAck
-// with an ACK syndrome; the receive path that will drive it is TODO) is taken when the completion
-// engine is idle (ack_ready); for a context holding ack_qpn (else it is dropped) the engine walks
+// atomic, signaled, opcode, index, length, first PSN, last PSN}) until an ACK or a flush takes it.
+// An ACKNOWLEDGE on ack_* (QP ack_qpn, PSN ack_psn, AETH syndrome ack_syn: hca.Requester.OnAck) is
+// taken when the completion engine is idle (ack_ready); it is dropped for a context that does not
+// hold ack_qpn or is in ERR (OnAck in ERR does nothing) and for a reserved syndrome (bits 7:5 010
+// or 1xx: OnAck has no case). An ACK (000) acknowledges every PSN through ack_psn; for it the engine walks
 // the ring from the oldest message, one a cycle: a SEND or WRITE whose last PSN is at or before
 // ack_psn, modulo 2^24 (hca's psnDiff <= 0), leaves, with a completion when signaled; the walk stops
 // at the first message not covered and at a READ or atomic (the model completes those on their
@@ -77,7 +79,21 @@
 // had been committed to the port (or purged) when the ACK was taken (hca.Requester.ackThrough
 // stops at a message never sent): per context a count of messages taken and not yet started,
 // and at the ACK a snapshot of the ring's messages less those.
-// Not here: responses and their completions, NAKs and retries (go-back-N, the retry and RNR timers,
+// NAKs (001 RNR, 011 with a code in bits 4:0) acknowledge every PSN before ack_psn (ackThrough not
+// inclusive): the same walk, a message leaving only when its last PSN is strictly before. Then a NAK
+// of code 1 (invalid request), 2 (remote access error) or 3 and above (remote operational error)
+// fails the message holding ack_psn, when one in the ring does (hca.Requester.find: the PSN lies
+// from the head's first PSN through the context's next PSN less one, modulo 2^24, the ring's PSNs
+// being contiguous): the context goes to ERR, its messages between dec_* and tx_* are purged as at a
+// decode error (the model's device stops building the QP's packets; the test's NAKs come after the
+// QP's packets have left, so this purge is not exercised), and the engine completes every message
+// left in the ring, oldest first, signaled or not, one a cycle: the one holding the PSN with status
+// 9 (REM_INV_REQ_ERR), 10 (REM_ACCESS_ERR) or 11 (REM_OP_ERR), the others (a READ or atomic the walk
+// stopped at among them) with WR_FLUSH_ERR (hca.Requester.fail). While the engine walks for such a
+// NAK, a WQE of its context on dec_* waits, so it completes flushed if the NAK fails the context
+// (the model's Enqueue after OnAck). A sequence error NAK (code 0) or an RNR NAK asks for a
+// go-back-N retry (and an RNR wait): TODO, only their implicit ACK is done (hca_rx_ack counts them).
+// Not here: responses and their completions, retries (go-back-N, the retry and RNR timers,
 // an implied NAK: an ACK past an unanswered READ), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave), the model's transmit buffer accounting
@@ -143,6 +159,7 @@ module hca_requester #(
     output wire                  ack_ready,
     input  wire [23:0]           ack_qpn,
     input  wire [23:0]           ack_psn,
+    input  wire [7:0]            ack_syn,
     output reg                   cpl_valid,
     input  wire                  cpl_ready,
     output reg  [CQN_W-1:0]      cpl_cqn,
@@ -223,8 +240,8 @@ module hca_requester #(
     localparam integer OQ_W = $clog2(OQ_DEPTH);
     localparam integer PW   = OQ_W + 1;           // a ring pointer with its lap bit
     localparam [PW-1:0] OQ_FULL = OQ_DEPTH[PW-1:0];
-    // {READ or atomic, signaled, opcode, index, length, last PSN}
-    reg  [76:0]         oq_mem [0:NQ*OQ_DEPTH-1];
+    // {READ or atomic, signaled, opcode, index, length, first PSN, last PSN}
+    reg  [100:0]        oq_mem [0:NQ*OQ_DEPTH-1];
     reg  [NQ*PW-1:0]    oq_hd, oq_tl;
     wire [PW-1:0]       d_hd    = oq_hd[dix*PW +: PW];
     wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
@@ -232,9 +249,13 @@ module hca_requester #(
     wire [23:0]         d_last  = ctx_psn[dix] + npsn - 24'd1;
 
     // ---- the completion engine: one job at a time, an ACK's walk or a WQE completed at decode ----
-    reg              eng_busy, eng_ack;    // busy; the job is an ACK's walk (else a decode completion)
+    reg              eng_busy, eng_ack;    // busy; the job is an ACK's or NAK's (else a decode completion)
+    reg              e_nakf;               // the NAK's flush: its walk is over, the context's messages fail
     reg  [QPN_W-1:0] e_ctx;
     reg  [23:0]      e_psn;                // the ACK's PSN
+    reg              e_incl;               // an ACK: its PSN is acknowledged too (a NAK's is not)
+    reg              e_fatal;              // a NAK that fails the message holding its PSN
+    reg  [7:0]       e_nst;                // its status: REM_INV_REQ_ERR, REM_ACCESS_ERR or REM_OP_ERR
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
     reg  [2:0]       e_op;
     reg  [15:0]      e_idx;
@@ -254,8 +275,11 @@ module hca_requester #(
     wire [IF_W-1:0] c_inflight = inflight[cix*IF_W +: IF_W];
     assign qp_cfg_ready = eng_idle && !ack_valid && c_inflight == {IF_W{1'b0}};
     wire cfg_take = qp_cfg_valid && qp_cfg_ready;
+    // A WQE of the context a NAK that may fail it is being walked for waits for the walk's end: if the
+    // NAK fails a message, the context is in ERR by then and the WQE completes flushed, unsent, as
+    // the model's Enqueue after OnAck does.
     assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
-                       !(cfg_take && cix == dix) &&
+                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && e_fatal && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
@@ -282,7 +306,8 @@ module hca_requester #(
             ctx_mtu[cix]  <= qp_cfg_mtu;
             ctx_cqn[cix]  <= qp_cfg_cqn;
         end
-        if (send) oq_mem[{dix, d_tl[OQ_W-1:0]}] <= {is_rdat, dec_signaled, dec_opcode, dec_index, dec_length, d_last};
+        if (send) oq_mem[{dix, d_tl[OQ_W-1:0]}] <= {is_rdat, dec_signaled, dec_opcode, dec_index, dec_length,
+                                                    ctx_psn[dix], d_last};
         if (send) begin
             m_opcode    <= dec_opcode;
             m_length    <= dec_length;
@@ -477,29 +502,47 @@ module hca_requester #(
     // ends at the first message the ACK does not cover, or at a READ or atomic (only its response
     // completes it: TODO). A decode completion first flushes the context's outstanding messages
     // (WR_FLUSH_ERR each, signaled or not) and then completes its own WQE.
+    // The syndrome (AETH bits 7:5): 000 an ACK, 001 an RNR NAK, 011 a NAK (code in bits 4:0); the
+    // others are reserved, and OnAck's switch has no case for them: dropped. So is an ACK for a
+    // context in ERR (OnAck in ERR does nothing).
     wire [QPN_W-1:0] aix      = ack_qpn[QPN_W-1:0];
-    wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn;
+    wire             a_known  = ack_syn[7:5] == 3'b000 || ack_syn[7:5] == 3'b001 || ack_syn[7:5] == 3'b011;
+    wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn && !ctx_err[aix] && a_known;
     wire             ack_take = ack_valid && eng_idle;
     assign ack_ready = eng_idle;
     wire [PW-1:0]    e_hd     = oq_hd[e_ctx*PW +: PW];
     wire [PW-1:0]    e_tl     = oq_tl[e_ctx*PW +: PW];
     wire             e_any    = e_hd != e_tl;
-    wire [76:0]      h_ent    = oq_mem[{e_ctx, e_hd[OQ_W-1:0]}];
-    wire             h_rdat   = h_ent[76];
-    wire             h_sig    = h_ent[75];
+    wire [100:0]     h_ent    = oq_mem[{e_ctx, e_hd[OQ_W-1:0]}];
+    wire             h_rdat   = h_ent[100];
+    wire             h_sig    = h_ent[99];
+    // An ACK covers a message whose last PSN is at or before its PSN, a NAK one strictly before
+    // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
     wire [23:0]      h_d      = h_ent[23:0] - e_psn;
-    wire             h_acked  = !h_rdat && (h_d == 24'd0 || h_d[23]);
+    wire             h_acked  = !h_rdat && ((e_incl && h_d == 24'd0) || h_d[23]);
+    wire             walking  = eng_busy && eng_ack && !e_nakf;
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
     wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};
+    // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
+    // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
+    // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
+    // 2^24, the flush follows (hca.Requester.fail): every message left in the ring completes, oldest
+    // first, signaled or not, the one holding the PSN with the NAK's status and the others with
+    // WR_FLUSH_ERR, and the context goes to ERR (and its packets not yet committed are purged).
+    wire [23:0]      n_from   = e_psn - h_ent[47:24];
+    wire [23:0]      n_to     = ctx_psn[e_ctx] - 24'd1 - e_psn;
+    wire             walk_end = walking && !(e_any && h_ok);
+    wire             nak_fail = walk_end && e_fatal && e_any && !n_from[23] && !n_to[23];
+    wire             h_holds  = !n_from[23] && !h_d[23];
     wire [PW-1:0]    a_cnt    = oq_tl[aix*PW +: PW] - oq_hd[aix*PW +: PW];
     wire [IF_W-1:0]  a_cnt_w  = {{(IF_W-PW){1'b0}}, a_cnt};
     wire [IF_W-1:0]  a_unsent = unsent[aix*IF_W +: IF_W];
     wire             out_free = !cpl_valid || cpl_ready;
-    wire             pop      = eng_busy && e_any && (eng_ack ? h_ok && (!h_sig || out_free) : out_free);
-    wire             emit_hd  = pop && (!eng_ack || h_sig);
+    wire             pop      = eng_busy && e_any && (walking ? h_ok && (!h_sig || out_free) : out_free);
+    wire             emit_hd  = pop && (!walking || h_sig);
     wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
-    wire             eng_done = eng_ack ? !(e_any && h_ok) : emit_own;
+    wire             eng_done = walking ? walk_end && !nak_fail : (eng_ack ? !e_any : emit_own);
 
     integer q;
     always @(posedge clk or negedge rst_n) begin
@@ -513,6 +556,7 @@ module hca_requester #(
             oq_tl     <= {(NQ*PW){1'b0}};
             eng_busy  <= 1'b0;
             eng_ack   <= 1'b0;
+            e_nakf    <= 1'b0;
             e_ctx     <= {QPN_W{1'b0}};
             cpl_valid <= 1'b0;
         end else begin
@@ -526,15 +570,17 @@ module hca_requester #(
                     if (send && dix == q[QPN_W-1:0]) oq_tl[q*PW +: PW] <= oq_tl[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
                     if (pop && e_ctx == q[QPN_W-1:0]) oq_hd[q*PW +: PW] <= oq_hd[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
                     if (eng_take && bad_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
+                    if (nak_fail && e_ctx == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
                 end
             end
             for (q = 0; q < NQ; q = q + 1) begin
                 // inflight: + a message taken, - a message's last packet out of the queue. purge_n: at
-                // an error, every message of the context in flight (less one leaving now); - each of
-                // them as it leaves.
-                if (eng_take && bad_wqe && dix == q[QPN_W-1:0])
+                // an error (a WQE the requester cannot take, a NAK's failure), every message of the
+                // context in flight (less one leaving now, and one taken now); - each as it leaves.
+                if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || (nak_fail && e_ctx == q[QPN_W-1:0]))
                     purge_n[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W] -
-                                              {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]};
+                                              {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]} +
+                                              {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]};
                 else if (out_msg && head_ctx == q[QPN_W-1:0] && purge_n[q*IF_W +: IF_W] != {IF_W{1'b0}})
                     purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};
                 unsent[q*IF_W +: IF_W] <= unsent[q*IF_W +: IF_W]
@@ -546,9 +592,11 @@ module hca_requester #(
             end
             if (eng_busy) begin
                 if (eng_done) eng_busy <= 1'b0;
+                if (nak_fail) e_nakf <= 1'b1;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b1;
+                e_nakf   <= 1'b0;
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
             end else if (eng_take) begin
@@ -563,7 +611,14 @@ module hca_requester #(
     end
 
     always @(posedge clk) begin
-        if (eng_idle && ack_take) e_psn <= ack_psn;
+        if (eng_idle && ack_take) begin
+            e_psn   <= ack_psn;
+            e_incl  <= ack_syn[7:5] == 3'b000;
+            e_fatal <= ack_syn[7:5] == 3'b011 && ack_syn[4:0] != 5'd0;
+            // The NAK codes (IBA 9.7.5.2.4; hca.Requester.OnAck): 1 invalid request, 2 remote
+            // access error, 3 and any other a remote operational error.
+            e_nst   <= ack_syn[4:0] == 5'd1 ? 8'd9 : ack_syn[4:0] == 5'd2 ? 8'd10 : 8'd11;
+        end
         if (eng_take) begin
             e_flush <= !bad_wqe;
             e_op    <= dec_opcode;
@@ -575,15 +630,16 @@ module hca_requester #(
             // WQE's opcode, the QPN, its index as wqe_counter, its length as the byte count.
             cpl_cqn         <= ctx_cqn[e_ctx];
             cpl_qpn         <= ctx_qpn[e_ctx];
-            cpl_status      <= emit_own ? (e_flush ? 8'd5 : 8'd2) : (eng_ack ? 8'd0 : 8'd5);
-            cpl_wr_op       <= emit_own ? e_op : h_ent[74:72];
-            cpl_wqe_counter <= emit_own ? e_idx : h_ent[71:56];
-            cpl_byte_count  <= emit_own ? e_len : h_ent[55:24];
+            cpl_status      <= emit_own ? (e_flush ? 8'd5 : 8'd2) :
+                               walking ? 8'd0 : (eng_ack && h_holds) ? e_nst : 8'd5;
+            cpl_wr_op       <= emit_own ? e_op : h_ent[98:96];
+            cpl_wqe_counter <= emit_own ? e_idx : h_ent[95:80];
+            cpl_byte_count  <= emit_own ? e_len : h_ent[79:48];
         end
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, npk[32:24], pay_end[5:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
