@@ -164,7 +164,12 @@ type reqOut struct {
 func newReqRun(seed uint64, n int) *reqRun {
 	r := rand.New(rand.NewPCG(seed, 0x4e9c))
 	// rn draws what the receive path added (syndromes, GRHs, the other
-	// packets on rx_*, NAKs), so r's draws stay the ones before it.
+	// packets on rx_*, NAKs), so r's draws stay the ones before it. Its
+	// stream constant was chosen, among those tried, as one whose seeds
+	// still meet the per-seed coverage asserts (TestRequesterStimulusCovers
+	// and the run's own: a QP write held by messages in flight, purged
+	// packets, an early ACK): those asserts, not the constant, are what
+	// keep the stimulus strong, and any stream meeting them serves.
 	rn := rand.New(rand.NewPCG(seed, 0xad28))
 	run := &reqRun{}
 	ctxs := make([]*reqCtx, reqQPs)
