@@ -94,19 +94,8 @@ const (
 // validateMulticast checks what a multicast run cannot do, before it is
 // built: each refusal names the key that asks for it.
 func (c *Config) validateMulticast() error {
-	switch {
-	case c.Topology.Kind == KindBackToBack:
-		return fmt.Errorf("workload.kind: multicast needs switches to replicate; topology.kind back-to-back has none")
-	case c.Switch.Queueing != switchasic.QueueFIFO:
-		return fmt.Errorf("switch.queueing: %q with workload.kind multicast: replication is modelled for fifo input queueing only (set switch.queueing: fifo)", c.Switch.Queueing)
-	case c.Topology.AdaptiveRouting:
-		return fmt.Errorf("topology.adaptive_routing: true with workload.kind multicast is not modelled (the MFT is static); set it to false")
-	case c.CC.Enable:
-		return fmt.Errorf("cc.enable: true with workload.kind multicast is not modelled; set it to false")
-	case c.Link.BER > 0:
-		return fmt.Errorf("link.ber: %v with workload.kind multicast is not modelled (an unreliable datagram lost to a link error is not resent, and the checker has no rule for it); use link.ber: 0", c.Link.BER)
-	case c.Link.PreFECBER > 0:
-		return fmt.Errorf("link.pre_fec_ber: %v with workload.kind multicast is not modelled (an unreliable datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0", c.Link.PreFECBER)
+	if err := c.refuseWithMulticast("workload.kind: multicast", "workload.kind multicast"); err != nil {
+		return err
 	}
 	w := &c.Workload
 	if w.Sizes != "" {
@@ -721,4 +710,26 @@ func (r *mcastRun) backgroundMetrics(m map[string]any, cfg *Config, rateBps floa
 		}
 	}
 	m["background_offered_load"] = cfg.Workload.MulticastBackgroundLoad()
+}
+
+// refuseWithMulticast refuses what neither multicast run models, the
+// synthetic one (workload.kind: multicast) and the HCAs' (workload.mcg):
+// lead names the multicast key as a sentence's subject, with as a phrase
+// ("... with workload.mcg").
+func (c *Config) refuseWithMulticast(lead, with string) error {
+	switch {
+	case c.Topology.Kind == KindBackToBack:
+		return fmt.Errorf("%s needs switches to replicate the group's packets; topology.kind back-to-back has none", lead)
+	case c.Switch.Queueing != switchasic.QueueFIFO:
+		return fmt.Errorf("switch.queueing: %q with %s: replication is modelled for fifo input queueing only (set switch.queueing: fifo)", c.Switch.Queueing, with)
+	case c.Topology.AdaptiveRouting:
+		return fmt.Errorf("topology.adaptive_routing: true with %s is not modelled (the MFT is static); set it to false", with)
+	case c.CC.Enable:
+		return fmt.Errorf("cc.enable: true with %s is not modelled; set it to false", with)
+	case c.Link.BER > 0:
+		return fmt.Errorf("link.ber: %v with %s is not modelled (a datagram lost to a link error is not resent, and the checker has no rule for it); use link.ber: 0", c.Link.BER, with)
+	case c.Link.PreFECBER > 0:
+		return fmt.Errorf("link.pre_fec_ber: %v with %s is not modelled (a datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0", c.Link.PreFECBER, with)
+	}
+	return nil
 }

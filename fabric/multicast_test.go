@@ -322,7 +322,7 @@ func TestMulticastRefusals(t *testing.T) {
 		{[]string{"switch.queueing=voq"}, `switch.queueing: "voq" with workload.kind multicast: replication is modelled for fifo input queueing only (set switch.queueing: fifo)`},
 		{[]string{"topology.adaptive_routing=true"}, "topology.adaptive_routing: true with workload.kind multicast is not modelled (the MFT is static); set it to false"},
 		{[]string{"cc.enable=true"}, "cc.enable: true with workload.kind multicast is not modelled; set it to false"},
-		{[]string{"link.pre_fec_ber=1e-3"}, "link.pre_fec_ber: 0.001 with workload.kind multicast is not modelled (an unreliable datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0"},
+		{[]string{"link.pre_fec_ber=1e-3"}, "link.pre_fec_ber: 0.001 with workload.kind multicast is not modelled (a datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0"},
 		{[]string{"workload.sizes=256:1"}, `workload.sizes: "256:1" with workload.kind multicast is not supported; give one payload in workload.size`},
 		{[]string{"workload.size=4096", "switch.vl_buffer_bytes=4160"}, "switch.vl_buffer_bytes: 4160 cannot hold one 4170-byte multicast packet (a 4096-byte payload with a GRH); give at least 4224"},
 		{[]string{"workload.group=0,3-x"}, `workload.group: "3-x" in "0,3-x" is not a host index or range (e.g. 0-7,12)`},

@@ -7,7 +7,6 @@ import (
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
-	"github.com/hcasim/hcasim/switchasic"
 	"github.com/hcasim/hcasim/workload"
 )
 
@@ -15,19 +14,8 @@ import (
 // before it is built: each refusal names the key that asks for it (as
 // validateMulticast does for the synthetic multicast).
 func (c *Config) validateMcg() error {
-	switch {
-	case c.Topology.Kind == KindBackToBack:
-		return fmt.Errorf("workload.mcg: true needs switches to replicate the group's packets; topology.kind back-to-back has none")
-	case c.Switch.Queueing != switchasic.QueueFIFO:
-		return fmt.Errorf("switch.queueing: %q with workload.mcg: replication is modelled for fifo input queueing only (set switch.queueing: fifo)", c.Switch.Queueing)
-	case c.Topology.AdaptiveRouting:
-		return fmt.Errorf("topology.adaptive_routing: true with workload.mcg is not modelled (the MFT is static); set it to false")
-	case c.CC.Enable:
-		return fmt.Errorf("cc.enable: true with workload.mcg is not modelled; set it to false")
-	case c.Link.BER > 0:
-		return fmt.Errorf("link.ber: %v with workload.mcg is not modelled (a datagram copy lost to a link error is not resent, and the checker has no rule for it); use link.ber: 0", c.Link.BER)
-	case c.Link.PreFECBER > 0:
-		return fmt.Errorf("link.pre_fec_ber: %v with workload.mcg is not modelled (a datagram copy lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0", c.Link.PreFECBER)
+	if err := c.refuseWithMulticast("workload.mcg: true", "workload.mcg"); err != nil {
+		return err
 	}
 	// The largest message is one packet with a GRH: the buffers must hold
 	// it (a UD message is at most the MTU; run.Validate checks that).
