@@ -176,3 +176,97 @@ func TestMcgRefusals(t *testing.T) {
 	require.Error(t, err)
 	assert.EqualError(t, err, "workload.mcg_receivers: 4 is more than the fabric's 4 hosts less the sender (0 for all of them, 1 to 3)")
 }
+
+// mcgLockTree is examples/ud-multicast-perftest.yaml: ib_send_bw -c UD -g
+// of 1000 4 KiB messages from host 0 on the 16-host NDR fat tree (hosts
+// 0-3 on Leaf[0], whose ports 1-3 go to hosts 1-3 and ports 4-7 up to the
+// spines), ConnectX-7 hosts so the wire, not PCIe, bounds the sender.
+var mcgLockTree = append(append([]string{}, mcastSets[:7]...), "link.length_m=2", "topology.cable_length_m=5",
+	"workload.kind=perftest", "workload.test=send_bw", "workload.connection=UD", "workload.mcg=true",
+	"workload.size=4096", "workload.iterations=1000", "hca.profile=cx7")
+
+// TestMcgFanoutSplitLock pins the fanout-splitting lock at the sender's
+// leaf (fabric.md, "Multicast perftest"): once one packet's copies are
+// split into two rounds, every later packet's are, and the sender runs at
+// two crossbar transfers a packet instead of one wire time.
+//
+// A 4096-byte UD SEND to a multicast LID is LRH 8 + GRH 40 + BTH 12 +
+// DETH 8 + 4096 + ICRC 4 + VCRC 2 = 4170 bytes, 66 credits (⌈4170/64⌉):
+// 4170 × 8 / 400 Gb/s = ser = 83.4 ns on an NDR 4x wire, so the sender's
+// bound is 4096 × 8 / 83.4 ns = 392.9 Gb/s. A round of the switch's
+// crossbar (64 bytes a cycle at 1 GHz) holds the input X = 66 cycles =
+// 66 ns. Leaf[0]'s input from host 0 replicates each packet to ports 1-3
+// (local receivers) and, with a receiver past host 3, to one uplink. A
+// split packet leaves the uplink alone in one round and the local ports
+// X later in a second (or the reverse); at the next packet's turn, 2X
+// after the first round, the outputs that went second are still sending
+// (X + ser = 149.4 ns > 2X = 132 ns) while the others are free (ser <
+// 2X), so the allocator splits again: X < ser < 2X keeps the lock, every
+// packet costs the input 2X = 132 ns, and the sender is bound by 4096 × 8
+// / 132 ns = 248.24 Gb/s. Leaf[0]'s grant rounds are then 2N - k for N
+// packets of which the first k went in one round. What splits the first
+// packet is a credit stall on part of its outputs:
+//
+//   - switch.vl_buffer_bytes 12800 (the default, 200 blocks): the spine's
+//     input holds 3 packets (198 blocks), so packet 4's uplink copy waits
+//     for credits while the local copies go: k = 3.
+//   - switch 33280 (520 blocks, 7 packets) with the default hca
+//     vl_buffer_bytes 32768 (512 blocks, 7 packets: 7 × 66 = 462): every
+//     receiver's first receive reads its MKey context over PCIe (a cold
+//     key cache), and the packets behind it wait for that read, so the
+//     first packet's buffer is held past 7 wire times (7 × 83.4 = 583.8
+//     ns) and packet 8's local copies wait while the uplink, with credits,
+//     goes: k = 7.
+//   - switch 33280 and hca 131072 (2048 blocks, 31 packets = 2585 ns of
+//     wire): no stall, no split (rounds = N), the wire rate.
+//   - with the three local receivers only (no uplink) the stall of the
+//     second case holds all the copies alike: one round a packet, the wire.
+//
+// The rates lie within 3 % under their bounds: perftest's time runs from
+// the first post to the last completion, N - 1 packet times plus about
+// 1.8 µs of start-up and tail (the first WQE fetch and payload read, the
+// last packet's way through three switches, its CQE and poll), 2 % of the
+// wire-rate run's 85 µs. Every run is checked
+// (each copy to its group, once) and every receiver gets all N messages.
+func TestMcgFanoutSplitLock(t *testing.T) {
+	const n = 1000
+	ser := 4170 * 8 / 400e9
+	wire := 4096 * 8 / ser / 1e9
+	locked := 4096 * 8 / 132e-9 / 1e9
+	for _, c := range []struct {
+		name      string
+		sets      []string
+		rounds    int // Leaf[0]'s grant rounds
+		bound     float64
+		receivers int
+	}{
+		{"default switch buffer: the uplink stalls at packet 4", []string{"workload.mcg_receivers=4"}, 2*n - 3, locked, 4},
+		{"32 KiB HCA buffer: the locals stall at packet 8", []string{"workload.mcg_receivers=4", "switch.vl_buffer_bytes=33280"}, 2*n - 7, locked, 4},
+		{"15 receivers, the same stall", []string{"workload.mcg_receivers=15", "switch.vl_buffer_bytes=33280"}, 2*n - 7, locked, 15},
+		{"128 KiB HCA buffer: no stall", []string{"workload.mcg_receivers=4", "switch.vl_buffer_bytes=33280", "hca.vl_buffer_bytes=131072"}, n, wire, 4},
+		{"local receivers only: no split", []string{"workload.mcg_receivers=3", "switch.vl_buffer_bytes=33280"}, n, wire, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var sim *Simulation
+			r := runMcg(t, func(s *Simulation) { sim = s }, append(append([]string{}, mcgLockTree...), c.sets...)...)
+			require.NoError(t, r.Err)
+			require.True(t, r.Settled)
+			assert.Equal(t, true, r.M["data_verified"])
+			assert.Equal(t, c.receivers, r.M["mcg_receivers"])
+			assert.Equal(t, n, r.M["receiver_messages_min"])
+			assert.Equal(t, int64(0), r.M["receiver_drops"])
+			var leaf map[string]float64
+			for _, sw := range sim.Net.Switches {
+				if sw.Name() == "Fabric.Leaf[0]" {
+					leaf = sw.Metrics()
+				}
+			}
+			require.NotNil(t, leaf)
+			assert.Equal(t, float64(n), leaf["mcast_packets_done"])
+			assert.Equal(t, float64(c.rounds), leaf["mcast_grant_rounds"])
+			bw := r.M["bw_gbps"].(float64)
+			assert.LessOrEqual(t, bw, c.bound)
+			assert.Greater(t, bw, 0.97*c.bound)
+		})
+	}
+}
