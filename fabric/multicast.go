@@ -677,8 +677,18 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 		r.backgroundMetrics(m, cfg, rateBps)
 	}
 	(&synthRun{net: r.net}).switchMetrics(m)
+	mcastSwitchMetrics(r.net, m)
+	r.view.addLinkErrors(m)
+	return m
+}
+
+// mcastSwitchMetrics adds the switches' replication figures, summed over
+// the switches (docs/metrics.md): packets, copies, grant rounds, and per
+// packet whose last copy was granted its fanout, its rounds (above 1 when
+// fanouts were split) and its buffer hold.
+func mcastSwitchMetrics(net *Network, m map[string]any) {
 	var pkts, done, copies, rounds, holdNs float64
-	for _, sw := range r.net.Switches {
+	for _, sw := range net.Switches {
 		sm := sw.Metrics()
 		pkts += sm["mcast_packets_received"]
 		done += sm["mcast_packets_done"]
@@ -694,8 +704,6 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 		m["switch_mcast_rounds_per_packet"] = rounds / done
 		m["switch_mcast_hold_mean_ns"] = holdNs / done
 	}
-	r.view.addLinkErrors(m)
-	return m
 }
 
 // backgroundMetrics adds the unicast background's statistics, as a

@@ -125,5 +125,8 @@ func runMcastPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	maps.Copy(m, fm)
 	m["mcast_tree_switches"] = len(group.Switches)
+	// What the switches did with the copies: rounds per packet above 1
+	// is fanout splitting (fabric.md, "the fanout-splitting lock").
+	mcastSwitchMetrics(net, m)
 	return m, nil
 }

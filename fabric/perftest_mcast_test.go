@@ -239,12 +239,17 @@ func TestMcgFanoutSplitLock(t *testing.T) {
 		rounds    int // Leaf[0]'s grant rounds
 		bound     float64
 		receivers int
+		// others is how many more switches each packet crosses, each with
+		// a fanout of one there (one round a packet): 4 receivers, the
+		// spine and Leaf[1] (host 4's); 3, none; -1 not derived (15: the
+		// spine and three leaves replicate too).
+		others int
 	}{
-		{"default switch buffer: the uplink stalls at packet 4", []string{"workload.mcg_receivers=4"}, 2*n - 3, locked, 4},
-		{"32 KiB HCA buffer: the locals stall at packet 8", []string{"workload.mcg_receivers=4", "switch.vl_buffer_bytes=33280"}, 2*n - 7, locked, 4},
-		{"15 receivers, the same stall", []string{"workload.mcg_receivers=15", "switch.vl_buffer_bytes=33280"}, 2*n - 7, locked, 15},
-		{"128 KiB HCA buffer: no stall", []string{"workload.mcg_receivers=4", "switch.vl_buffer_bytes=33280", "hca.vl_buffer_bytes=131072"}, n, wire, 4},
-		{"local receivers only: no split", []string{"workload.mcg_receivers=3", "switch.vl_buffer_bytes=33280"}, n, wire, 3},
+		{"default switch buffer: the uplink stalls at packet 4", []string{"workload.mcg_receivers=4"}, 2*n - 3, locked, 4, 2},
+		{"32 KiB HCA buffer: the locals stall at packet 8", []string{"workload.mcg_receivers=4", "switch.vl_buffer_bytes=33280"}, 2*n - 7, locked, 4, 2},
+		{"15 receivers, the same stall", []string{"workload.mcg_receivers=15", "switch.vl_buffer_bytes=33280"}, 2*n - 7, locked, 15, -1},
+		{"128 KiB HCA buffer: no stall", []string{"workload.mcg_receivers=4", "switch.vl_buffer_bytes=33280", "hca.vl_buffer_bytes=131072"}, n, wire, 4, 2},
+		{"local receivers only: no split", []string{"workload.mcg_receivers=3", "switch.vl_buffer_bytes=33280"}, n, wire, 3, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var sim *Simulation
@@ -264,6 +269,12 @@ func TestMcgFanoutSplitLock(t *testing.T) {
 			require.NotNil(t, leaf)
 			assert.Equal(t, float64(n), leaf["mcast_packets_done"])
 			assert.Equal(t, float64(c.rounds), leaf["mcast_grant_rounds"])
+			if c.others >= 0 {
+				// The run's own metrics sum the switches: Leaf[0]'s rounds
+				// and one a packet at each other switch crossed.
+				assert.Equal(t, float64(n*(1+c.others)), r.M["switch_mcast_packets"])
+				assert.Equal(t, float64(c.rounds+n*c.others), r.M["switch_mcast_grant_rounds"])
+			}
 			bw := r.M["bw_gbps"].(float64)
 			assert.LessOrEqual(t, bw, c.bound)
 			assert.Greater(t, bw, 0.97*c.bound)
