@@ -113,14 +113,7 @@ func (c *Config) validateMulticast() error {
 	} else if w.Size < 1 || w.Size > c.Link.MTU {
 		return fmt.Errorf("workload.size: %d is out of range for a multicast packet (1 to link.mtu %d)", w.Size, c.Link.MTU)
 	}
-	bytes := ib.Credits(workload.McastWireBytes(size)) * ib.CreditBytes
-	if c.Switch.VLBufferBytes < bytes {
-		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
-	}
-	if c.HCA.VLBufferBytes < bytes {
-		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
-	}
-	return nil
+	return c.holdsMcastPacket(size)
 }
 
 // mcastGroups returns the run's groups, members and senders (host
@@ -738,6 +731,20 @@ func (c *Config) refuseWithMulticast(lead, with string) error {
 		return fmt.Errorf("link.ber: %v with %s is not modelled (a datagram lost to a link error is not resent, and the checker has no rule for it); use link.ber: 0", c.Link.BER, with)
 	case c.Link.PreFECBER > 0:
 		return fmt.Errorf("link.pre_fec_ber: %v with %s is not modelled (a datagram lost to a failed codeword is not resent, and the checker has no rule for it); use link.pre_fec_ber: 0", c.Link.PreFECBER, with)
+	}
+	return nil
+}
+
+// holdsMcastPacket refuses switch and HCA VL buffers that cannot hold one
+// multicast packet of a size-byte payload with its GRH, as both multicast
+// runs need.
+func (c *Config) holdsMcastPacket(size int) error {
+	bytes := ib.Credits(workload.McastWireBytes(size)) * ib.CreditBytes
+	if c.Switch.VLBufferBytes < bytes {
+		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
+	}
+	if c.HCA.VLBufferBytes < bytes {
+		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
-	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/workload"
 )
 
@@ -20,14 +19,7 @@ func (c *Config) validateMcg() error {
 	// The largest message is one packet with a GRH: the buffers must hold
 	// it (a UD message is at most the MTU; run.Validate checks that).
 	size := min(c.Workload.Size, c.Link.MTU)
-	bytes := ib.Credits(workload.McastWireBytes(size)) * ib.CreditBytes
-	if c.Switch.VLBufferBytes < bytes {
-		return fmt.Errorf("switch.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.Switch.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
-	}
-	if c.HCA.VLBufferBytes < bytes {
-		return fmt.Errorf("hca.vl_buffer_bytes: %d cannot hold one %d-byte multicast packet (a %d-byte payload with a GRH); give at least %d", c.HCA.VLBufferBytes, workload.McastWireBytes(size), size, bytes)
-	}
-	return nil
+	return c.holdsMcastPacket(size)
 }
 
 // runMcastPerftest runs perftest's send_bw or send_lat with --mcg: host 0
