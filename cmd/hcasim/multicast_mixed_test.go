@@ -10,10 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// runDocumentedExample runs a shipped example with --check twice, requires
-// byte-identical JSON with points points, and returns the results and
-// docs/fabric.md, whose table the caller holds to them.
-func runDocumentedExample(t *testing.T, config string, points int) (replayResults, string) {
+// runExampleTwice runs a shipped config's sweep with the checkers twice,
+// requires byte-identical JSON with points points, and returns the results.
+func runExampleTwice(t *testing.T, config string, points int) replayResults {
 	t.Helper()
 	args := []string{"-config", config, "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
 	code, out1, errs := run(args...)
@@ -23,6 +22,15 @@ func runDocumentedExample(t *testing.T, config string, points int) (replayResult
 	assert.Equal(t, out1, out2)
 	res := decodeResults(t, out1)
 	require.Len(t, res.Points, points)
+	return res
+}
+
+// runDocumentedExample runs a shipped example with --check twice, requires
+// byte-identical JSON with points points, and returns the results and
+// docs/fabric.md, whose table the caller holds to them.
+func runDocumentedExample(t *testing.T, config string, points int) (replayResults, string) {
+	t.Helper()
+	res := runExampleTwice(t, config, points)
 	doc, err := os.ReadFile("../../docs/fabric.md")
 	require.NoError(t, err)
 	return res, string(doc)

@@ -18,14 +18,7 @@ import (
 // and returns the results.
 func runReplayExampleTwice(t *testing.T, config string, points, messages int) replayResults {
 	t.Helper()
-	args := []string{"-config", config, "--check", "--quiet", "--format", "json", "--out", t.TempDir()}
-	code, out1, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	code, out2, errs := run(args...)
-	require.Equal(t, 0, code, errs)
-	assert.Equal(t, out1, out2)
-	res := decodeResults(t, out1)
-	require.Len(t, res.Points, points)
+	res := runExampleTwice(t, config, points)
 	for _, p := range res.Points {
 		assert.Equal(t, true, p.Metrics["end_checks_run"], "%v", p.Params)
 		assert.Equal(t, true, p.Metrics["completions_ok"], "%v", p.Params)
