@@ -562,11 +562,18 @@ func (p *perftest) snapshot(side int, addr uint64) []byte {
 
 // snapshotInto is snapshot reusing dst's storage.
 func (p *perftest) snapshotInto(dst []byte, side int, addr uint64) []byte {
-	if cap(dst) < p.run.Size {
-		dst = make([]byte, p.run.Size)
+	return readMessage(dst, p.dev[side], addr, p.run.Size)
+}
+
+// readMessage copies the n bytes at addr of d's host memory into dst's
+// storage (grown when short) and returns them: a message's bytes as the
+// perftests check them.
+func readMessage(dst []byte, d *hca.Device, addr uint64, n int) []byte {
+	if cap(dst) < n {
+		dst = make([]byte, n)
 	}
-	dst = dst[:p.run.Size]
-	p.dev[side].Mem.Read(addr, dst)
+	dst = dst[:n]
+	d.Mem.Read(addr, dst)
 	return dst
 }
 

@@ -383,12 +383,7 @@ func (t *McastPerftest) checkArrived(k int) {
 }
 
 func (t *McastPerftest) snap(dst []byte, k int, addr uint64) []byte {
-	if cap(dst) < t.run.Size {
-		dst = make([]byte, t.run.Size)
-	}
-	dst = dst[:t.run.Size]
-	t.devs[k].Mem.Read(addr, dst)
-	return dst
+	return readMessage(dst, t.devs[k], addr, t.run.Size)
 }
 
 func (t *McastPerftest) checkWC(k int, wc hca.WC) {
