@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,6 +29,9 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	}
 	if f.shard != "" {
 		return nil, userErrorf("--shard %s: %s has no sweep: section to shard", f.shard, f.config)
+	}
+	if !f.quiet {
+		printNotes(stderr, fabric.HostNote(l))
 	}
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed}
 	params := map[string]any{}
@@ -221,4 +225,17 @@ func removeStale(dir string, written map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// printNotes writes each distinct non-empty note once, as
+// "hcasim: note: …" lines on stderr: advice about a config that runs but
+// probably does not measure what its author meant (fabric.HostNote).
+func printNotes(stderr io.Writer, notes ...string) {
+	seen := map[string]bool{}
+	for _, n := range notes {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			fmt.Fprintf(stderr, "hcasim: %s\n", n)
+		}
+	}
 }

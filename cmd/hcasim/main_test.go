@@ -654,3 +654,32 @@ func TestAdaptiveRoutingSLsCLI(t *testing.T) {
 		assert.Contains(t, errs, "topology.adaptive_routing_sls: ")
 	}
 }
+
+// TestHostNoteOnStderr: an NDR perftest that names no host profile runs
+// (exit 0, results on stdout) and says once on stderr that the default
+// host's PCIe bounds it (fabric.HostNote), a sweep once for all its points
+// whatever their number; the points that choose the NDR host have no note;
+// --quiet leaves it out.
+func TestHostNoteOnStderr(t *testing.T) {
+	base := "topology: {kind: back-to-back}\nworkload: {kind: perftest, test: write_bw, size: 4096, iterations: 20}\n"
+	single := writeFile(t, "one.yaml", base)
+	code, stdout, stderr := run("-config", single, "--format", "csv")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "hcasim: note: hca.profile is not set"), stderr)
+	assert.NotContains(t, stdout, "note:")
+	assert.Contains(t, stdout, "bw_gbps")
+
+	sweep := writeFile(t, "sweep.yaml", base+"sweep:\n  workload.size: [1024, 4096, 8192]\n")
+	code, _, stderr = run("-config", sweep, "--out", t.TempDir(), "--jobs", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "note:"), stderr)
+
+	chosen := writeFile(t, "chosen.yaml", base+"sweep:\n  hca.profile: [cx7, cx8]\n")
+	code, _, stderr = run("-config", chosen, "--out", t.TempDir(), "--jobs", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "note:")
+
+	code, _, stderr = run("-config", single, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "note:")
+}

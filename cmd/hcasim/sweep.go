@@ -44,6 +44,9 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if err != nil {
 		return nil, err // runMain names the config
 	}
+	if !f.quiet {
+		printNotes(stderr, sweepNotes(sw)...)
+	}
 	if (f.trace != "" || f.vcd != "" || f.pcap != "") && (len(sw.Designs) > 1 || sw.Search != nil) {
 		return nil, userErrorf("--trace/--vcd/--pcap: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
 	}
@@ -283,4 +286,22 @@ func pinnedKeys(f *runFlags) []string {
 		pins = append(pins, "seed")
 	}
 	return pins
+}
+
+// sweepNotes returns the design points' notes (fabric.HostNote), in design
+// order; a point that does not decode has none (its error is reported when
+// it runs). A knee search's probes differ in load alone, so its first one
+// stands for the design.
+func sweepNotes(sw *sweep.Sweep) []string {
+	var x float64
+	if sw.Search != nil {
+		x = sw.Search.Search.From
+	}
+	var notes []string
+	for _, d := range sw.Designs {
+		if p, err := sw.Point(d, x); err == nil {
+			notes = append(notes, fabric.HostNote(p.Loaded))
+		}
+	}
+	return notes
 }
