@@ -30,9 +30,6 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	if f.shard != "" {
 		return nil, userErrorf("--shard %s: %s has no sweep: section to shard", f.shard, f.config)
 	}
-	if !f.quiet {
-		printNotes(stderr, fabric.HostNote(l))
-	}
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed}
 	params := map[string]any{}
 	for _, k := range headlineParams {
@@ -69,6 +66,10 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 		return res, err
 	}
 	res.Points = append(res.Points, report.Point{Params: params, Metrics: m})
+	if !f.quiet {
+		// After the run: a run that fails says one line, its error.
+		printNotes(stderr, fabric.HostNote(l))
+	}
 	return res, nil
 }
 

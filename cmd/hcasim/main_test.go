@@ -659,7 +659,7 @@ func TestAdaptiveRoutingSLsCLI(t *testing.T) {
 // (exit 0, results on stdout) and says once on stderr that the default
 // host's PCIe bounds it (fabric.HostNote), a sweep once for all its points
 // whatever their number; the points that choose the NDR host have no note;
-// --quiet leaves it out.
+// --quiet leaves it out, and a run that fails says only its error.
 func TestHostNoteOnStderr(t *testing.T) {
 	base := "topology: {kind: back-to-back}\nworkload: {kind: perftest, test: write_bw, size: 4096, iterations: 20}\n"
 	single := writeFile(t, "one.yaml", base)
@@ -682,4 +682,12 @@ func TestHostNoteOnStderr(t *testing.T) {
 	code, _, stderr = run("-config", single, "--quiet")
 	require.Equal(t, 0, code, stderr)
 	assert.NotContains(t, stderr, "note:")
+
+	// A run refused when the fabric is built says its one line, no note.
+	refused := writeFile(t, "refused.yaml", "topology: {kind: single-switch, hosts: 4}\nswitch: {queueing: fifo}\n"+
+		"workload: {kind: perftest, test: send_bw, connection: UD, mcg: true, mcg_receivers: 10, size: 1024, iterations: 10}\n")
+	code, _, stderr = run("-config", refused)
+	require.Equal(t, 2, code, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	assert.Contains(t, stderr, "workload.mcg_receivers: 10 is more than")
 }

@@ -44,9 +44,6 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if err != nil {
 		return nil, err // runMain names the config
 	}
-	if !f.quiet {
-		printNotes(stderr, sweepNotes(sw)...)
-	}
 	if (f.trace != "" || f.vcd != "" || f.pcap != "") && (len(sw.Designs) > 1 || sw.Search != nil) {
 		return nil, userErrorf("--trace/--vcd/--pcap: a trace follows one design point; pin the sweep's keys with --set to trace one of its points")
 	}
@@ -139,6 +136,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			fmt.Fprintf(stderr, "hcasim: sweep: %s, replicated over seed: the table shows mean ± 95 %% CI; %s and %s hold them\n",
 				plural(len(s.Designs), "design"), report.SummaryCSV, report.SummaryJSON)
 		}
+		printNotes(stderr, sweepNotes(sw, designs)...)
 	}
 	sweepOutputs.Store(res, ex)
 	if failed == 0 {
@@ -288,18 +286,18 @@ func pinnedKeys(f *runFlags) []string {
 	return pins
 }
 
-// sweepNotes returns the design points' notes (fabric.HostNote), in design
-// order; a point that does not decode has none (its error is reported when
+// sweepNotes returns the notes (fabric.HostNote) of the designs run (a
+// shard's), in design order; a point that does not decode has none (its error is reported when
 // it runs). A knee search's probes differ in load alone, so its first one
 // stands for the design.
-func sweepNotes(sw *sweep.Sweep) []string {
+func sweepNotes(sw *sweep.Sweep, designs []int) []string {
 	var x float64
 	if sw.Search != nil {
 		x = sw.Search.Search.From
 	}
 	var notes []string
-	for _, d := range sw.Designs {
-		if p, err := sw.Point(d, x); err == nil {
+	for _, d := range designs {
+		if p, err := sw.Point(sw.Designs[d], x); err == nil {
 			notes = append(notes, fabric.HostNote(p.Loaded))
 		}
 	}
