@@ -142,6 +142,26 @@ func TestHashIgnoresWhatChangesNoResult(t *testing.T) {
 	assert.NotEqual(t, h, hash("sim.partitions=3"))
 }
 
+// TestHashOfTheDefaultReplication: switch.mcast_replication's default,
+// split, is the replication every run had before the key existed, so it
+// is left out of the effective config: the hash of a config that does not
+// name it is what it was, and naming split changes nothing; hold, which
+// changes multicast results, changes the hash.
+func TestHashOfTheDefaultReplication(t *testing.T) {
+	hash := func(more ...string) (string, string) {
+		l, err := Load(nil, append([]string{"topology.kind=single-switch", "switch.radix=4", "workload.kind=uniform"}, more...))
+		require.NoError(t, err)
+		return l.Hash(), string(l.EffectiveYAML())
+	}
+	h, y := hash()
+	assert.NotContains(t, y, "mcast_replication")
+	hs, _ := hash("switch.mcast_replication=split")
+	assert.Equal(t, h, hs)
+	hh, yh := hash("switch.mcast_replication=hold")
+	assert.NotEqual(t, h, hh)
+	assert.Contains(t, yh, "mcast_replication: hold")
+}
+
 // TestWindowRoundsToPicoseconds: 1.001 ns is 1000.9999… ps in float64; the
 // measurement window truncated it to 1000 ps (the style rule: convert to
 // integer picoseconds by rounding, never truncating, as the link's

@@ -676,13 +676,19 @@ func (r *mcastRun) metrics(cfg *Config, rateBps float64, senders int) map[string
 }
 
 // mcastSwitchMetrics adds the switches' replication figures, summed over
-// the switches (docs/metrics.md): packets, copies, grant rounds, and per
+// the switches (docs/metrics.md): packets, copies, grant rounds (and under
+// switch.mcast_replication hold, the packets that held back), and per
 // packet whose last copy was granted its fanout, its rounds (above 1 when
 // fanouts were split) and its buffer hold.
 func mcastSwitchMetrics(net *Network, m map[string]any) {
-	var pkts, done, copies, rounds, holdNs float64
+	var pkts, done, copies, rounds, holdNs, held float64
+	holdPolicy := false
 	for _, sw := range net.Switches {
 		sm := sw.Metrics()
+		if h, ok := sm["mcast_held_packets"]; ok {
+			held += h
+			holdPolicy = true
+		}
 		pkts += sm["mcast_packets_received"]
 		done += sm["mcast_packets_done"]
 		copies += sm["mcast_copies"]
@@ -692,6 +698,11 @@ func mcastSwitchMetrics(net *Network, m map[string]any) {
 	m["switch_mcast_packets"] = pkts
 	m["switch_mcast_copies"] = copies
 	m["switch_mcast_grant_rounds"] = rounds
+	if holdPolicy {
+		// switch.mcast_replication: hold only, so split runs report what
+		// they did.
+		m["switch_mcast_held_packets"] = held
+	}
 	if done > 0 {
 		m["switch_mcast_fanout_per_packet"] = copies / done
 		m["switch_mcast_rounds_per_packet"] = rounds / done

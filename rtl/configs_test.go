@@ -134,6 +134,10 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 		// Per-pair SL-to-VL tables are built (sw_sl2vl); they used to be
 		// refused.
 		{[]string{fifo, "switch.sl2vl_pairs=[{in: host, sl2vl: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]"}, ""},
+		// Multicast replication is not built (a multicast design point
+		// is refused, TestMulticastRefused), so its policy changes no
+		// unicast design.
+		{[]string{fifo, "switch.mcast_replication=hold"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.set, ","), func(t *testing.T) {

@@ -43,6 +43,9 @@ type Switch struct {
 	// multicast packets ever queued at once, so a packet allocates nothing.
 	mcast  []mcState
 	mcFree []int32
+	// mcHold: switch.mcast_replication is hold, so a multicast head may
+	// withhold a request that would split its fanout (holdBack).
+	mcHold bool
 	// ar holds the adaptive routing groups (WithAR), nil when static; an
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
@@ -119,6 +122,7 @@ type Counters struct {
 	McastRounds   uint64 // allocation rounds in which a multicast packet got copies: McastReceived when no fanout was split
 	McastDone     uint64 // multicast packets whose last copy was granted
 	McastHold     ib.PS  // summed over the McastDone packets: head arrival to the last copy's tail through the crossbar (buffer held)
+	McastHeld     uint64 // hold policy: multicast packets that withheld a request that would have split their fanout (at most once each)
 }
 
 // entry is a packet waiting in an input unit.
@@ -234,6 +238,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		lastRound:   -1,
 		rank:        s.NewRank(),
 		oneVL:       cfg.VLs == 1,
+		mcHold:      mft != nil && cfg.McastReplication == McastHold,
 	}
 	sw.clocked, _ = alloc.(components.ClockedAllocator)
 	sw.routePS = ib.PS(cfg.RouteCycles) * sw.cycle

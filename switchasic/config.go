@@ -21,6 +21,20 @@ const (
 	QueueVOQ = "voq"
 )
 
+// Multicast replication policies, as spelled in switch.mcast_replication
+// (docs/switch.md, "Replication at a FIFO input").
+const (
+	// McastSplit: a multicast head takes, in every allocation round, the
+	// outputs that are free and have credits, and leaves the rest for
+	// later rounds (fanout splitting).
+	McastSplit = "split"
+	// McastHold: as McastSplit, except that a head whose round would
+	// split its fanout while every output it would leave behind has
+	// credits and frees within the input's crossbar hold of this round
+	// withholds its request until they are all free, once per packet.
+	McastHold = "hold"
+)
+
 // VLArbConfig is one VL arbitration table entry as a user writes it:
 // {vl: 1, weight: 4}. Weight is in 64-byte units (ib-facts.md §3). Like
 // OpenSM, the switch programs the entry with VL vl & ib.VLMask(vls), so with
@@ -87,6 +101,10 @@ type Config struct {
 	// ports face hosts, which go up the tree), so a switch built on its own
 	// ignores them; empty = every pair uses SL2VL.
 	SL2VLPairs []SL2VLPairConfig `yaml:"sl2vl_pairs,omitempty"`
+	// McastReplication is how a multicast head at a FIFO input takes its
+	// outputs when only some are free: split (McastSplit) or hold
+	// (McastHold). A switch without an MFT ignores it.
+	McastReplication string `yaml:"mcast_replication,omitempty"`
 }
 
 // SL2VLPairConfig is one switch.sl2vl_pairs entry: the SL-to-VL table the
@@ -215,6 +233,9 @@ var openSMSL2VL = [16]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7}
 //     the 130 ns class of Quantum-2 (§8) [S]. The split over stages is
 //     unconfirmed (the flit model uses 50 + 50 ns, §3).
 //   - cut_through true: IB switches forward while still receiving (§8) [P].
+//   - mcast_replication split: the model's original policy, kept as the
+//     default so that earlier results stand; hold is the alternative
+//     (docs/switch.md, "Replication at a FIFO input").
 //   - vlarb_high 0:4, vlarb_low 1..14:4, vl_high_limit 0, sl2vl 0..14,7:
 //     OpenSM QoS defaults (§3) [P], each VL masked to the port's VLs as
 //     OpenSM programs them (ib.VLMask).
@@ -241,6 +262,7 @@ func Defaults() Config {
 		VLArbHigh:         []VLArbConfig{{VL: 0, Weight: 4}},
 		VLArbLow:          low,
 		VLHighLimit:       0,
+		McastReplication:  McastSplit,
 	}
 }
 
@@ -271,6 +293,11 @@ func (c *Config) Validate() error {
 	case QueueFIFO, QueueVOQ:
 	default:
 		return fmt.Errorf("switch.queueing: %q is not a queueing discipline (fifo, voq)", c.Queueing)
+	}
+	switch c.McastReplication {
+	case McastSplit, McastHold:
+	default:
+		return fmt.Errorf("switch.mcast_replication: %q is not a multicast replication policy (split, hold)", c.McastReplication)
 	}
 	known := false
 	for _, n := range components.AllocatorNames() {

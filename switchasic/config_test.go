@@ -54,6 +54,8 @@ func TestValidateErrors(t *testing.T) {
 		{"credit window", func(c *Config) { c.VLBufferBytes = 2049 * 64 },
 			"switch.vl_buffer_bytes: 131136 plus shared_buffer_bytes 0 is 2049 credits, more than one VL's 12-bit credit window addresses (at most 2048 credits, 131072 bytes)"},
 		{"queueing", func(c *Config) { c.Queueing = "oq" }, `switch.queueing: "oq" is not a queueing discipline (fifo, voq)`},
+		{"mcast replication", func(c *Config) { c.McastReplication = "wait" }, `switch.mcast_replication: "wait" is not a multicast replication policy (split, hold)`},
+		{"mcast replication empty", func(c *Config) { c.McastReplication = "" }, `switch.mcast_replication: "" is not a multicast replication policy (split, hold)`},
 		{"allocator", func(c *Config) { c.Allocator = "pim" }, `switch.allocator: "pim" is not an allocator (separable, islip, wavefront)`},
 		{"iterations", func(c *Config) { c.ISLIPIterations = 0 }, "switch.islip_iterations: 0 is out of range (1 to radix 64)"},
 		{"speedup", func(c *Config) { c.Speedup = 0 }, "switch.speedup: 0 is out of range (1 to 8)"},
@@ -124,6 +126,7 @@ cut_through: false
 vlarb_high: [{vl: 1, weight: 8}]
 vlarb_low: [{vl: 0, weight: 2}, {vl: 1, weight: 2}]
 vl_high_limit: 4
+mcast_replication: hold
 `
 	require.NoError(t, yaml.Unmarshal([]byte(src), &c))
 	require.NoError(t, c.Validate())
@@ -136,6 +139,8 @@ vl_high_limit: 4
 	assert.Equal(t, []VLArbConfig{{VL: 1, Weight: 8}}, c.VLArbHigh)
 	assert.Equal(t, 4, c.VLHighLimit)
 	assert.Equal(t, 40, c.RouteCycles) // untouched default
+	assert.Equal(t, McastHold, c.McastReplication)
+	assert.Equal(t, McastSplit, Defaults().McastReplication)
 }
 
 // TestParsePortSelector: classes by name, empty as any, port lists as

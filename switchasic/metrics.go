@@ -121,6 +121,10 @@ func (sw *Switch) Metrics() map[string]float64 {
 		m["mcast_packets_done"] = float64(c.McastDone)
 		m["mcast_copies"] = float64(c.McastCopies)
 		m["mcast_grant_rounds"] = float64(c.McastRounds)
+		if sw.mcHold {
+			// Reported under hold only, so split runs report what they did.
+			m["mcast_held_packets"] = float64(c.McastHeld)
+		}
 		if c.McastDone > 0 {
 			m["mcast_hold_mean_ns"] = c.McastHold.Nanoseconds() / float64(c.McastDone)
 		}

@@ -93,6 +93,10 @@ const mcastOut = -1
 type mcState struct {
 	remaining components.PortSet // outputs not yet granted a copy
 	arrived   ib.PS              // head arrival at the input
+	// heldUntil is, under the hold policy, the round at which the head's
+	// one held-back request ends (the last of the outputs it waited for
+	// frees); 0 while it has not held back.
+	heldUntil ib.PS
 }
 
 // multicastArrived queues a packet whose DLID has an MFT entry for the
@@ -281,6 +285,15 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 // on its own output VL.
 func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet) {
 	e := &q.slots[k]
+	if sw.mcHold {
+		st := &sw.mcast[e.mc]
+		if t < st.heldUntil {
+			return // holding back: it asks for nothing until its outputs free
+		}
+		if st.heldUntil == 0 && inFree && e.ready <= t && sw.holdBack(i, inVL, e, st, t, of) {
+			return
+		}
+	}
 	for o := range sw.mcast[e.mc].remaining.All() {
 		free := inFree && of.has(o)
 		if (stalled.Has(o) || free) && e.ready <= t {
@@ -302,4 +315,50 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 			}
 		}
 	}
+}
+
+// holdBack is the hold policy's look at a ready multicast head at a free
+// input (switch.mcast_replication: hold; docs/switch.md, "Replication at a
+// FIFO input"). When this round could grant some of the head's due outputs
+// but not the others, and every one it would leave behind has credits now
+// and frees by t + D, D being how long a grant in this round holds the
+// input (its crossbar transfer, or until its tail is in), the head asks
+// for nothing until the last of them frees, and then takes its outputs
+// together. Splitting would take the free outputs now and the rest no
+// earlier than t + D (the input is busy until then), holding the input
+// until t + 2D at the earliest; held, the one round at f <= t + D frees
+// the input by f + D <= t + 2D, so holding never frees the input later
+// than splitting. An output short of credits frees at no time the switch
+// knows, so it never holds a packet back. A packet holds back at most once
+// (heldUntil stays set): from its held round on it asks as under split,
+// so unicast traffic that takes its outputs one at a time cannot keep it
+// waiting for them all at once. It reports whether the head held back.
+func (sw *Switch) holdBack(i, inVL int, e *entry, st *mcState, t ib.PS, of *outputsFree) bool {
+	xbarIn := t + sw.allocPS
+	xfer := ib.PS((e.pkt.WireBytes()+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	limit := max(xbarIn+xfer, sw.ceilCycle(e.tail)) - sw.allocPS // t + D
+	var until ib.PS
+	free := false
+	for o := range st.remaining.All() {
+		v := int(sw.copyVL(i, inVL, o, e.pkt.SL))
+		if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
+			return false
+		}
+		if of.has(o) {
+			free = true
+			continue
+		}
+		f := sw.ceilCycle(sw.outputFreeAt(o)) // the round at which o can be granted
+		if f > limit {
+			return false
+		}
+		until = max(until, f)
+	}
+	if !free || until == 0 {
+		return false // nothing free (no split to avoid), or everything free (no split)
+	}
+	st.heldUntil = until
+	sw.counters.McastHeld++
+	sw.wake(until)
+	return true
 }

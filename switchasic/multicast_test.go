@@ -17,8 +17,14 @@ const testMLID = 0xC000
 // cut-through, 64-byte datapath) on 4x NDR links of 13 ns head latency,
 // with the MFT entry testMLID → ports.
 func mcastNet(t *testing.T, ports ...int) *testNet {
+	return mcastNetPolicy(t, McastSplit, ports...)
+}
+
+// mcastNetPolicy is mcastNet with switch.mcast_replication policy.
+func mcastNetPolicy(t *testing.T, policy string, ports ...int) *testNet {
 	cfg := smallConfig(16, 1)
 	cfg.Queueing = QueueFIFO
+	cfg.McastReplication = policy
 	cfg.VLBufferBytes = 65536
 	mft := NewMFT()
 	var m components.PortSet

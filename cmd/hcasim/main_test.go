@@ -159,6 +159,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.mcg: true needs workload.connection UD (multicast is unreliable datagram), not RC"}},
 		{"multicast perftest of a write test", []string{"-config", "examples/ud-multicast-perftest.yaml", "--set", "sweep={}", "--set", "workload.test=write_bw"},
 			[]string{"workload.mcg: true runs send_bw and send_lat (perftest: multicast only on the SEND verb), not write_bw"}},
+		{"unknown multicast replication policy", []string{"-config", "examples/ud-multicast-perftest.yaml", "--set", "sweep={}", "--set", "switch.mcast_replication=wait"},
+			[]string{`switch.mcast_replication: "wait" is not a multicast replication policy (split, hold)`}},
 		{"multicast receivers past the hosts", []string{"-config", "examples/ud-multicast-perftest.yaml", "--set", "sweep={}", "--set", "workload.mcg_receivers=16"},
 			[]string{"workload.mcg_receivers: 16 is more than the fabric's 16 hosts less the sender (0 for all of them, 1 to 15)"}},
 		{"group loads of another length", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", "workload.group_loads=[0.5,0.5]"},

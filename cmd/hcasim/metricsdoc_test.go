@@ -63,6 +63,8 @@ var metricRuns = [][]string{
 		"--set", "workload.connection=UD", "--set", "workload.mcg=true", "--set", "workload.size=1024"},
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "switch.queueing=fifo", "--set", "workload.test=send_lat",
 		"--set", "workload.connection=UD", "--set", "workload.mcg=true", "--set", "workload.size=32"},
+	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "switch.queueing=fifo", "--set", "workload.test=send_bw",
+		"--set", "workload.connection=UD", "--set", "workload.mcg=true", "--set", "workload.size=1024", "--set", "switch.mcast_replication=hold"},
 	{"--set", "sweep={workload.size: [1024, 2048]}", "--set", "workload.size=1024", "--set", "workload.kind=uniform", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4"},
 }
 
