@@ -391,7 +391,7 @@ module hca_requester #(
         .msg_valid(m_valid), .msg_ready(msg_ready), .msg_opcode(m_opcode), .msg_length(m_length),
         .msg_raddr(m_raddr), .msg_rkey(m_rkey), .msg_imm(m_imm), .msg_swap_add(m_swap_add),
         .msg_compare(m_compare), .msg_dlid(m_dlid), .msg_slid(m_slid), .msg_sl(m_sl), .msg_vl(vl32[3:0]),
-        .msg_dest_qpn(m_rqpn), .msg_psn(m_psn), .msg_mtu(m_mtu), .msg_ack_every(m_ack_every),
+        .msg_dest_qpn(m_rqpn), .msg_psn(m_psn), .msg_mtu(m_mtu), .msg_ack_every(m_ack_every), .msg_skip(24'd0),
         .pay_valid(path_pay_valid), .pay_ready(pay_ready), .pay_data(pay_data), .pay_start(sq_head[5:0]),
         .out_valid(path_valid), .out_ready(path_ready), .out_data(path_data), .out_sop(path_sop),
         .out_eop(path_eop)
