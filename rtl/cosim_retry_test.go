@@ -473,3 +473,86 @@ func TestRequesterRetryCosim(t *testing.T) {
 		})
 	}
 }
+
+// newRetryPurgePlan is a run whose sequence error NAK comes while most of
+// its QP's packets are still in the requester's packet queue: on context
+// 0 (MTU 256) a WRITE of 2048 bytes (8 packets) and a SEND of 1000 (4);
+// the port has credit for 60 cycles, none from 60 to 399, plenty after,
+// and the NAK, at the WRITE's packet 1, is due once 2 packets have left.
+// The queued packets must be purged (hca.Device.purge after a rewind)
+// and the WRITE resent from packet 1, the SEND whole. Which packets had
+// left when the NAK was taken is the RTL's timing, so the expected
+// packets are only the replay's (no static counts; the testbench runs the
+// control's 900 cycles out), and there is no ACK after it: an ACK
+// through the SEND before its resend left would name a message the
+// model never sent (and the RTL counts as sent once purged: docs/rtl.md,
+// "Retries").
+func newRetryPurgePlan() *retryPlan {
+	p := &retryPlan{run: &reqRun{}}
+	run := p.run
+	cfg := &reqItem{cfg: true, qix: 0, qpn: 0x2340, dlid: 0x31, slid: 0x41, sl: 2, vl: 3, rqpn: 0xB0000, psn: 0x10, mtuCode: 1, cqn: 2}
+	run.items = append(run.items, cfg)
+	for i, w := range []hca.SendWQE{
+		{Opcode: hca.WRRDMAWrite, Length: 2048, RemoteAddr: 0x9000_0000, RKey: 0x77, LocalAddr: 0x80_0000 + 3},
+		{Opcode: hca.WRSend, Length: 1000, LocalAddr: 0x90_0000 + 40},
+	} {
+		w.QPN, w.Index, w.Signaled = cfg.qpn, uint16(i), true
+		run.items = append(run.items, &reqItem{qix: 0, qpn: cfg.qpn, every: retryEvery, wqe: w, sent: true})
+	}
+	run.acks = append(run.acks, reqAck{gate: 2, qpn: cfg.qpn, psn: 0x11, syn: hca.SynNAKSeq, msn: 1})
+	run.beats = 1 << 20 // never reached: the control's cycles end the run
+	for c := range 900 {
+		cred := uint64(2048)
+		if c >= 60 && c < 400 {
+			cred = 0
+		}
+		run.ctrl = append(run.ctrl, [5]uint64{0x31f, cred, cred, cred, cred})
+	}
+	return p
+}
+
+// TestRequesterRetryPurgeCosim: a rewind purges the QP's packets still
+// queued, and the resend is the model's; without the purge it fails.
+func TestRequesterRetryPurgeCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	p := newRetryPurgePlan()
+	dir := t.TempDir()
+	for _, m := range []struct{ name, old, new string }{
+		{name: "unmutated"},
+		{"no purge at a rewind", "((any_fail || rewind) && e_ctx == q[QPN_W-1:0]))", "(any_fail && e_ctx == q[QPN_W-1:0]))"},
+	} {
+		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			replace := map[string]string{}
+			if m.old != "" {
+				src := PrimitiveSource("hca_requester.v")
+				require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once")
+				replace["hca_requester.v"] = strings.Replace(src, m.old, m.new, 1)
+			}
+			writeRetryBench(t, ctx, d, p, replace)
+			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "r"), "+hostfn")...)...)
+			require.NoError(t, err)
+			res := retryCheck(t, p, out, filepath.Join(d, "beats_r.txt"), filepath.Join(d, "log_r.txt"))
+			m2 := reqResult.FindStringSubmatch(out)
+			drops, _ := strconv.Atoi(m2[15])
+			if m.old != "" {
+				assert.True(t, res.errors > 0, "the purge co-simulation passes a requester with %s", m.name)
+				t.Logf("%d mismatches: %s", res.errors, strings.Join(res.first, "; "))
+				return
+			}
+			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+			assert.Equal(t, 1, res.acks, "the NAK taken")
+			// The purge did something: packets of the QP were in the
+			// queue when the NAK came (the credit stop holds them).
+			assert.Positive(t, drops, "packets the rewind purged")
+			// The first 2 packets, then the resend: the WRITE's packets
+			// 1..7 and the SEND's 4, at least (more if some had left).
+			assert.GreaterOrEqual(t, len(res.psns[0]), 2+7+4, "packets sent")
+			t.Logf("%d packets sent, %d purged, PSNs %x", len(res.psns[0]), drops, res.psns[0])
+		})
+	}
+}
