@@ -39,7 +39,11 @@ type pktzMsg struct {
 	mtuCode    int // IBA path MTU code: 1 256 .. 5 4096
 	every      int // hca.ack_req_every
 	lenKind    string
-	pkts       []pktzPacket
+	// skip: a go-back-N resend from packet skip (msg_skip): pkts are
+	// the packets the model sends after a sequence error NAK at the
+	// message's first PSN + skip.
+	skip int
+	pkts []pktzPacket
 }
 
 func pktzMTU(code int) int { return 128 << code }
@@ -50,8 +54,11 @@ func pktzMTU(code int) int { return 128 << code }
 // hca.Device.address sets it on a request packet, its transport headers
 // from Requester.Next (the call the device's scheduler makes per packet),
 // its bytes from ib.AppendWire. The payload offset is the scheduler's:
-// packet index x MTU. It panics if the packet count is not
-// hca.PacketCount's (one for a READ or an atomic).
+// packet index x MTU. With m.skip > 0 every packet is sent first, then a
+// sequence error NAK at PSN first + skip (Requester.OnAck: the go-back-N
+// rewind, hca.Requester.rewind) and m.pkts are the packets Next sends
+// after it: the resend, from packet skip. It panics if the packet count
+// is not hca.PacketCount's (one for a READ or an atomic) less skip.
 func pktzModel(m *pktzMsg) {
 	cfg := hca.Defaults()
 	cfg.AckReqEvery = m.every
@@ -59,6 +66,14 @@ func pktzModel(m *pktzMsg) {
 	req := hca.NewRequester(&cfg, mtu, m.psn)
 	req.Enqueue(m.wqe, 0)
 	m.pkts = m.pkts[:0]
+	if m.skip > 0 {
+		for req.HasWork() {
+			req.Next(&ib.Packet{})
+		}
+		if res := req.OnAck((m.psn+uint32(m.skip))&0xFFFFFF, hca.SynNAKSeq); !res.Rewound {
+			panic("rtl: pktzModel: the sequence error NAK did not rewind the requester")
+		}
+	}
 	for req.HasWork() {
 		pkt := ib.Packet{SLID: m.slid, DLID: m.dlid, SL: m.sl, VL: m.vl, DestQP: m.dqpn}
 		tx := req.Next(&pkt)
@@ -74,9 +89,9 @@ func pktzModel(m *pktzMsg) {
 	if m.wqe.Opcode <= hca.WRSendImm {
 		want = hca.PacketCount(m.wqe.Length, mtu)
 	}
-	if len(m.pkts) != want {
-		panic(fmt.Sprintf("rtl: the requester sent %d packets of a %s of %d bytes at MTU %d, PacketCount says %d",
-			len(m.pkts), m.wqe.Opcode, m.wqe.Length, mtu, want))
+	if len(m.pkts) != want-m.skip {
+		panic(fmt.Sprintf("rtl: the requester sent %d packets of a %s of %d bytes at MTU %d from packet %d, PacketCount says %d",
+			len(m.pkts), m.wqe.Opcode, m.wqe.Length, mtu, m.skip, want))
 	}
 }
 
@@ -128,6 +143,12 @@ func newPktzMsg(r *rand.Rand, op hca.WROpcode, mtuCode int, lenKind string) pktz
 		lenKind: lenKind,
 	}
 	pktzModel(&m)
+	if n := len(m.pkts); op <= hca.WRSendImm && (lenKind == "many" || lenKind == "rand") && n >= 2 && m.wqe.Imm%4 == 0 {
+		// A quarter of them resent from a packet past the first (drawn
+		// from fields already drawn, so the seeds' other draws stay).
+		m.skip = 1 + int(m.wqe.RKey%uint32(n-1))
+		pktzModel(&m)
+	}
 	return m
 }
 
@@ -176,6 +197,7 @@ type pktzDUT struct {
 
 	busy     bool
 	cur      pktzMsg
+	skipLeft int // packets of cur still to step through unsent (msg_skip), one a cycle
 	next     int // packets of cur moved into the output register
 	outValid bool
 	out      pktzPacket
@@ -200,7 +222,7 @@ func (d *pktzDUT) inputs() []Signal {
 		{Name: "msg_swap_add", Width: 64}, {Name: "msg_compare", Width: 64},
 		{Name: "msg_dlid", Width: 16}, {Name: "msg_slid", Width: 16}, {Name: "msg_sl", Width: 4}, {Name: "msg_vl", Width: 4},
 		{Name: "msg_dest_qpn", Width: 24}, {Name: "msg_psn", Width: 24}, {Name: "msg_mtu", Width: 3},
-		{Name: "msg_ack_every", Width: 17}, {Name: "out_ready", Width: 1},
+		{Name: "msg_ack_every", Width: 17}, {Name: "msg_skip", Width: 24}, {Name: "out_ready", Width: 1},
 	}
 }
 func (d *pktzDUT) outputs() []Signal {
@@ -233,17 +255,19 @@ func (d *pktzDUT) cycle(r *rand.Rand, in, out []Value) {
 		in[3], in[4], in[5], in[6], in[7] = U(w.RemoteAddr), U(uint64(w.RKey)), U(uint64(w.Imm)), U(w.SwapAdd), U(w.Compare)
 		in[8], in[9], in[10], in[11] = U(uint64(m.dlid)), U(uint64(m.slid)), U(uint64(m.sl)), U(uint64(m.vl))
 		in[12], in[13], in[14], in[15] = U(uint64(m.dqpn)), U(uint64(m.psn)), U(uint64(m.mtuCode)), U(uint64(m.every))
+		in[16] = U(uint64(m.skip))
 	} else {
 		// Not valid: anything on the wires, which the block must ignore.
 		in[0], in[1], in[2] = U(0), U(uint64(r.IntN(8))), U(uint64(r.Uint32()))
 		in[3], in[4], in[5], in[6], in[7] = U(r.Uint64()), U(uint64(r.Uint32())), U(uint64(r.Uint32())), U(r.Uint64()), U(r.Uint64())
 		in[8], in[9], in[10], in[11] = U(uint64(r.Uint32()&0xFFFF)), U(uint64(r.Uint32()&0xFFFF)), U(uint64(r.IntN(16))), U(uint64(r.IntN(16)))
 		in[12], in[13], in[14], in[15] = U(uint64(r.Uint32()&0xFFFFFF)), U(uint64(r.Uint32()&0xFFFFFF)), U(uint64(r.IntN(8))), U(uint64(r.IntN(1<<17)))
+		in[16] = U(uint64(r.Uint32() & 0xFFFFFF))
 	}
-	in[16] = b2v(ready)
+	in[17] = b2v(ready)
 
 	// Outputs, from the state at the start of the cycle.
-	load := d.busy && (!d.outValid || ready)
+	load := d.busy && d.skipLeft == 0 && (!d.outValid || ready)
 	lastMoves := load && d.cur.pkts[d.next].last
 	msgReady := !d.busy || lastMoves
 	out[0], out[1] = b2v(msgReady), b2v(d.outValid)
@@ -263,6 +287,9 @@ func (d *pktzDUT) cycle(r *rand.Rand, in, out []Value) {
 	if d.outValid && ready {
 		d.sent = append(d.sent, d.out)
 	}
+	if d.busy && d.skipLeft > 0 {
+		d.skipLeft--
+	}
 	switch {
 	case load:
 		d.outValid, d.out = true, d.cur.pkts[d.next]
@@ -276,7 +303,7 @@ func (d *pktzDUT) cycle(r *rand.Rand, in, out []Value) {
 		if lastMoves {
 			d.backToBack++
 		}
-		d.busy, d.cur, d.next = true, *m, 0
+		d.busy, d.cur, d.next, d.skipLeft = true, *m, 0, m.skip
 		d.msgs = append(d.msgs, *m)
 		d.queue = d.queue[1:]
 	}
@@ -322,8 +349,15 @@ func TestPktzStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, wraps, 5, "%s: PSN wraps inside a message", name)
 		assert.GreaterOrEqual(t, midAck, 20, "%s: AckReq before the last packet", name)
 		mtus, edges := map[int]bool{}, map[string]bool{}
-		huge := 0
+		huge, resends := 0, 0
 		for _, m := range d.msgs {
+			if m.skip > 0 {
+				// A resend starts inside the message: MIDDLE or LAST,
+				// no RETH (pktzModel's packets, which the block must send).
+				resends++
+				require.NotContains(t, []ib.Opcode{ib.SendFirst, ib.SendOnly, ib.SendOnlyImm, ib.RDMAWriteFirst, ib.RDMAWriteOnly,
+					ib.RDMAWriteOnlyImm}, m.pkts[0].op, "%s: a resend's first packet", name)
+			}
 			if len(m.pkts) > 2 {
 				mtus[m.mtuCode] = true
 			}
@@ -344,6 +378,7 @@ func TestPktzStimulusCovers(t *testing.T) {
 			}
 		}
 		assert.Positive(t, huge, "%s: READ or atomic of 2^30 bytes or more", name)
+		assert.GreaterOrEqual(t, resends, 5, "%s: go-back-N resends from a packet past the first (msg_skip)", name)
 		assert.GreaterOrEqual(t, d.stalled, 100, "%s: packets held by out_ready", name)
 		assert.GreaterOrEqual(t, d.backToBack, 20, "%s: messages taken as the last packet moved", name)
 	}
@@ -369,6 +404,10 @@ func TestPktzMutantsFail(t *testing.T) {
 			"wire ackreq = one_req || last || st_ack == st_every - 17'd1;", "wire ackreq = one_req || last || st_ack == st_every;"},
 		{"no AckReq on a message's last packet", "hca_tx_packetizer.v",
 			"wire ackreq = one_req || last ||", "wire ackreq = one_req ||"},
+		{"a resend sent from the message's first packet (msg_skip ignored)", "hca_tx_packetizer.v",
+			"wire skip = busy && st_skip != 24'd0;", "wire skip = 1'b0;"},
+		{"a resend one packet short (the skip not ending at packet k)", "hca_tx_packetizer.v",
+			"st_skip  <= msg_skip;", "st_skip  <= msg_skip + {23'd0, msg_skip != 24'd0};"},
 		{"the payload offset not advanced", "hca_tx_packetizer.v",
 			"st_off        <= st_off + {19'd0, st_mtu};", "st_off        <= st_off;"},
 	})

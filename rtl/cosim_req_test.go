@@ -116,8 +116,11 @@ type reqAck struct {
 	msn      uint32
 }
 
-// retry reports a sequence error NAK or an RNR NAK: hca_requester does
-// their implicit ACK, and hca_rx_ack counts them (the retry is TODO).
+// retry reports a sequence error NAK or an RNR NAK: hca_rx_ack counts
+// them; here (RETRY_CNT and RNR_RETRY 0, reqTransport) the first exhausts
+// the QP's retries and fails it with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR,
+// as the model does with retry_cnt and rnr_retry 0. The retries
+// themselves: TestRequesterRetryCosim.
 func (a reqAck) retry() bool { return a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK }
 
 // packet is the ACKNOWLEDGE the responder sends.
@@ -184,7 +187,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 	}
 	addCfg := func(it *reqItem) {
 		cfg := hca.Defaults()
-		cfg.MaxRdAtomic = 1 << 30 // the RTL has no max_rd_atomic (TODO in its header), nor ACKs to release one
+		cfg.MaxRdAtomic = 1 << 30         // the RTL has no max_rd_atomic (TODO in its header), nor ACKs to release one
+		cfg.RetryCnt, cfg.RNRRetry = 0, 0 // reqTransport's RETRY_CNT and RNR_RETRY
 		ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn), block: -1}
 		run.items = append(run.items, it)
 	}
@@ -280,10 +284,11 @@ func newReqRun(seed uint64, n int) *reqRun {
 	// every packet of c sent so far has left (so every WQE of c before it
 	// has been taken: the run knows which WQEs after it are flushed). The
 	// items after it on c wait for it (nakGate). A NAK that fails a
-	// message (codes 1..31) puts c in ERR; a sequence error or RNR NAK
-	// makes the model retry from its PSN, which hca_requester does not
-	// (TODO): c is written again right after, so nothing more of it is
-	// sent.
+	// message (codes 1..31) puts c in ERR; so does a sequence error or
+	// RNR NAK, with retry_cnt and rnr_retry 0 (RETRY_EXC_ERR or
+	// RNR_RETRY_EXC_ERR for the message holding its PSN, unless an early
+	// ACK covered it: the model's replay decides), and c is written again
+	// right after, so nothing more of it is sent.
 	planNak := func(c *reqCtx, syn uint8, j, k int) {
 		o := c.outs[j]
 		last := c.outs[len(c.outs)-1]
@@ -390,7 +395,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 		// is flushed), a SEND on context 3 in ERR (flushed unsent), the
 		// context written again; on context 4 a sequence error NAK at the
 		// second packet of a SEND of three (what is before it completes;
-		// the retry is TODO, so the context is written again); on context
+		// retry_cnt 0: the SEND fails with RETRY_EXC_ERR, and the context
+		// is written again); on context
 		// 5 a READ and a SEND, then a remote operational error NAK at the
 		// READ's PSN (a NAK fails a READ as any other: REM_OP_ERR, the
 		// SEND flushed), the context written again.
@@ -870,6 +876,23 @@ module tb;
     integer nit, npay, ncyc, nbeat, nack, nrx, fo, fl, c, k, v, ii, pi, ai, ri, got, rq_blocks, eops, cpls;
     integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held, idle, stalled;
     reg [447:0] it;
+    // +hostfn: the host answers each block with reqHostBlock of its address (rqa: the addresses
+    // of the blocks asked for, in order) instead of pays.hex in order.
+    reg hostfn;
+    // hca.ack_req_every: the last WQE item's (a register the integrator sets; a resend reads it
+    // after the WQE items are gone).
+    reg [16:0] every_r;
+    reg [57:0] rqa [0:4095];
+    integer rqh, rqt, bi;
+    function [511:0] host_block(input [57:0] b);
+        integer w;
+        reg [63:0] m;
+        begin
+            m = {6'd0, b} * 64'h9E3779B97F4A7C15;
+            for (w = 0; w < 8; w = w + 1)
+                host_block[511 - 64*w -: 64] = m ^ (w * 64'hC2B2AE3D27D4EB4F);
+        end
+    endfunction
     reg [59:0] cw;
     reg [531:0] rk;
     reg held, take_dec, take_rd, tb_sending, drain, rx_held, take_rx;
@@ -905,7 +928,7 @@ module tb;
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]),
-        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .ack_req_every(it[16:0]),
+        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .ack_req_every(every_r),
         .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
         .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_imm(it[179:148]),
@@ -951,6 +974,7 @@ module tb;
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
         pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
         rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0;
+        hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
         rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0;
         dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
@@ -978,16 +1002,18 @@ module tb;
             rx_valid = !drain && ri < nrx && (rx_held || (eops >= rk[531:516] && cw[9]));
             cpl_ready = cw[8];
             it = ii < nit ? items[ii] : 448'd0;
+            if (ii < nit && it[411:408] == 4'd0) every_r = it[16:0];
             // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
             // none of the context's messages between dec_* and tx_*). An item waits until the
             // requester has taken it[447:432] ACKs (one after a NAK comes after its failure).
             qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && ai >= it[447:432] && (cfg_held || cw[0]);
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] && (held || cw[0]);
             rd_req_ready = cw[1];
-            rsp_valid = rq_blocks > 0 && pi < npay && cw[2];
-            rsp_data = rsp_valid ? pays[pi] : 512'd0;
+            rsp_valid = rq_blocks > 0 && (hostfn || pi < npay) && cw[2];
+            rsp_data = !rsp_valid ? 512'd0 : hostfn ? host_block(rqa[rqh % 4096]) : pays[pi];
             if (rsp_valid) begin
-                pi = pi + 1;
+                if (hostfn) rqh = rqh + 1;
+                else pi = pi + 1;
                 rq_blocks = rq_blocks - 1;
             end
             out_ready = cw[3];
@@ -1024,7 +1050,7 @@ module tb;
                 $fdisplay(fl, "A %0d %0d", ai, c);
                 ai = ai + 1;
             end
-            if (pick_taken) $fdisplay(fl, "C %0d %0d", pick_vl, credit[pick_vl*12 +: 12]);
+            if (pick_taken) $fdisplay(fl, "C %0d %0d %0d %0d", pick_vl, credit[pick_vl*12 +: 12], dut.u_requester.head_ctx, c);
             if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
             if (take_cfg) $fdisplay(fl, "Q %0d %0d", ii, c);
             if (cpl_valid && cpl_ready) begin
@@ -1037,6 +1063,10 @@ module tb;
             if (take_rd) begin
                 $fdisplay(fl, "R %h %h", rd_req_addr, rd_req_len);
                 rq_blocks = rq_blocks + (rd_req_len + 63) / 64;
+                for (bi = 0; bi < (rd_req_len + 63) / 64; bi = bi + 1) begin
+                    rqa[rqt % 4096] = rd_req_addr[63:6] + bi;
+                    rqt = rqt + 1;
+                end
             end
             // The tx_* contract.
             plen = tx_data[474:464];
@@ -1388,6 +1418,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		}
 		cfg := hca.Defaults()
 		cfg.MaxRdAtomic = 1 << 30
+		cfg.RetryCnt, cfg.RNRRetry = 0, 0 // reqTransport's RETRY_CNT and RNR_RETRY
 		p.ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn)}
 	case "T":
 		it := p.run.items[i]
@@ -1549,6 +1580,9 @@ func TestRequesterCosim(t *testing.T) {
 				assert.Positive(t, res.cplByStatus[hca.WCRemAccessErr], "seed %d: REM_ACCESS_ERR completions", seed)
 				assert.Positive(t, res.cplByStatus[hca.WCRemOpErr], "seed %d: REM_OP_ERR completions", seed)
 				assert.Positive(t, res.naks, "seed %d: sequence error and RNR NAKs counted", seed)
+				// RETRY_CNT 0 (reqTransport): the directed sequence error
+				// NAK on context 4 exhausts its QP's retries at once.
+				assert.Positive(t, res.cplByStatus[hca.WCRetryExcErr], "seed %d: RETRY_EXC_ERR completions", seed)
 				remote += res.cplByStatus[hca.WCRemInvReqErr]
 			}
 			assert.Positive(t, cfgAck, "seeds %v: cycles a context write waited for an ACK offered", tc.seeds)
@@ -1704,8 +1738,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"the syndrome ignored (every ACKNOWLEDGE an ACK)", "hca_rx_ack.v", "ack_syn <= syn;", "ack_syn <= 8'h1F;"},
 		{"the GRH not skipped", "hca_rx_ack.v", "wire         global = lnh == 2'd3;", "wire         global = 1'b0;"},
 		{"a NAK acknowledging its own PSN", f, "((e_incl && h_d == 24'd0) || h_d[23])", "((h_d == 24'd0) || h_d[23])"},
-		{"every message a NAK flushes with its status", f, "(eng_ack && h_holds) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
-		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && e_fatal && e_ctx == dix) &&", ""},
+		{"every message a NAK flushes with its status", f, "(eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
+		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&", ""},
 		{"purged messages not counted off as they leave", f, "purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};",
 			"purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W];"},
 	} {

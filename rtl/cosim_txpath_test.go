@@ -220,7 +220,7 @@ module tb;
         .msg_opcode(m[402:400]), .msg_length(m[399:368]), .msg_raddr(m[367:304]), .msg_rkey(m[303:272]),
         .msg_imm(m[271:240]), .msg_swap_add(m[239:176]), .msg_compare(m[175:112]),
         .msg_dlid(m[111:96]), .msg_slid(m[95:80]), .msg_sl(m[79:76]), .msg_vl(m[75:72]),
-        .msg_dest_qpn(m[71:48]), .msg_psn(m[47:24]), .msg_mtu(m[22:20]), .msg_ack_every(m[16:0]),
+        .msg_dest_qpn(m[71:48]), .msg_psn(m[47:24]), .msg_mtu(m[22:20]), .msg_ack_every(m[16:0]), .msg_skip(24'd0),
         .pay_valid(pay_valid), .pay_ready(pay_ready), .pay_data(pw[511:0]), .pay_start(pw[517:512]),
         .out_valid(p_valid), .out_ready(p_ready), .out_data(p_data), .out_sop(p_sop), .out_eop(p_eop));
     ib_vcrc vcrc (

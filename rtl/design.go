@@ -69,6 +69,12 @@ type Design struct {
 	// associative with exact least-recently-used replacement, as the
 	// model's, which costs a tag compare and an age per entry.
 	KeyCacheEntries int
+	// RetryCnt and RNRRetry are hca.retry_cnt and hca.rnr_retry, 0..7 (7
+	// infinite): hca_requester's retry counters (RETRY_CNT, RNR_RETRY).
+	// LoadDesign takes them from the config (default 7); a Design literal
+	// that leaves them 0 builds a requester that never retries (the first
+	// sequence error or RNR NAK exhausts it).
+	RetryCnt, RNRRetry int
 	// SwitchClockMHz and HCAClockMHz are the cores' clocks
 	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
 	// period rounded to a whole picosecond as the simulator rounds it
@@ -208,6 +214,13 @@ type Params struct {
 	// up (a gap at least as long); fcCycles.
 	SwFCRefreshCycles, SwFCMinCycles   int
 	HCAFCRefreshCycles, HCAFCMinCycles int
+
+	RetryCnt int // RETRY_CNT: hca.retry_cnt (hca_requester)
+	RNRRetry int // RNR_RETRY: hca.rnr_retry
+	// RNRTick is RNR_TICK: HCA core cycles in 10 us, the unit of every RNR
+	// timer code's delay (ib-facts.md §5, hca.RNRTimerPS), rounded to the
+	// nearest cycle.
+	RNRTick int
 }
 
 // MaxPacketBytes is the largest packet on the wire at a path MTU, the one the
@@ -281,6 +294,14 @@ func (d Design) Validate() error {
 	}
 	if d.WQEPrefetchDepth < 0 || d.WQEPrefetchDepth > maxWQEPrefetch {
 		return fmt.Errorf("hca.wqe_prefetch_depth: %d is outside 1..%d", d.WQEPrefetchDepth, maxWQEPrefetch)
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{{"hca.retry_cnt", d.RetryCnt}, {"hca.rnr_retry", d.RNRRetry}} {
+		if c.v < 0 || c.v > 7 {
+			return fmt.Errorf("%s: %d is not a retry count hca_requester's 3-bit counter holds (0..7, 7 infinite)", c.key, c.v)
+		}
 	}
 	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
 		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
@@ -396,6 +417,8 @@ func (d Design) Params() Params {
 	p.PeerDepth = min(p.BufDepth, p.HCABufDepth)
 	p.SwFCRefreshCycles, p.SwFCMinCycles = d.fcCycles(d.SwitchClockMHz)
 	p.HCAFCRefreshCycles, p.HCAFCMinCycles = d.fcCycles(d.HCAClockMHz)
+	p.RetryCnt, p.RNRRetry = d.RetryCnt, d.RNRRetry
+	p.RNRTick = rnrTick(d.HCAClockMHz)
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p
@@ -435,6 +458,15 @@ func (d Design) fcRefreshNs() float64 {
 		return link.Defaults().FCRefreshNs
 	}
 	return d.FCRefreshNs
+}
+
+// rnrTick is 10 us (hca.RNRTimerPS(1), the RNR timer's unit) in cycles
+// of a clock of mhz (0: 1000), rounded to the nearest cycle: 10000 at
+// 1 GHz.
+func rnrTick(mhz float64) int {
+	cyc := int64(ib.CyclePS(clockOr1000(mhz)))
+	unit := int64(hca.RNRTimerPS(1))
+	return int((unit + cyc/2) / cyc)
 }
 
 func clockOr1000(mhz float64) float64 {

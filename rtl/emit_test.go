@@ -26,11 +26,14 @@ var lintDesigns = []struct {
 	key string
 	d   Design
 }{
-	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4}},
+	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4,
+		RetryCnt: 7, RNRRetry: 7}}, // hca.retry_cnt and rnr_retry's defaults (perftest's)
 	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
-		WQEPrefetchDepth: 1, KeyCacheEntries: 1}}, // the smallest window: one-bit in-flight counts; a one-entry MPT cache
+		WQEPrefetchDepth: 1, KeyCacheEntries: 1, // the smallest window: one-bit in-flight counts; a one-entry MPT cache
+		RetryCnt: 3, RNRRetry: 2}},
 	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1,
-		PCIeOutstandingReads: 8, KeyCacheEntries: 4}}, // 8 read tags and a 4-entry MPT cache keep TestReportYosys quick
+		PCIeOutstandingReads: 8, KeyCacheEntries: 4, // 8 read tags and a 4-entry MPT cache keep TestReportYosys quick
+		RetryCnt: 3, RNRRetry: 2}}, // retry counters that move (at 7 they are constants)
 	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
 		WQEPrefetchDepth:     256,                       // the largest window: hca_wqe_fetch's widest counts
 		PCIeOutstandingReads: 768, PCIeMRRSBytes: 128}}, // the most read tags: PCIe 10-bit tags 256..1023
@@ -150,6 +153,15 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, 256, p.MPS)
 	d.PCIeMPSBytes = 4096
 	assert.Equal(t, 4096, d.Params().MPS)
+	// RNR_TICK: 10 us in core cycles, rounded. 1 GHz (the default): a
+	// 1000 ps cycle, 10^7 / 1000 = 10000; 1500 MHz: ib.CyclePS rounds the
+	// period to 667 ps, 10^7 / 667 = 14992.5, rounded 14993. RETRY_CNT
+	// and RNR_RETRY are the config's.
+	assert.Equal(t, 10000, p.RNRTick)
+	assert.Equal(t, 7, p.RetryCnt)
+	assert.Equal(t, 7, p.RNRRetry)
+	d.HCAClockMHz = 1500
+	assert.Equal(t, 14993, d.Params().RNRTick)
 	// One data VL: a one-entry VL arbitration table.
 	assert.Equal(t, 1, designByKey(t, "r36v1").Params().VLArbEntries)
 }
@@ -182,6 +194,8 @@ func TestValidate(t *testing.T) {
 		{"buffer below one packet", func(d *Design) { d.HCAVLBufferBytes = 4096 }, "hca.vl_buffer_bytes: 4096 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
 		{"buffer above window", func(d *Design) { d.VLBufferBytes = 131136 }, "switch.vl_buffer_bytes: 131136 is outside 4160..131072 (one largest packet at MTU 4096, up to the 2048-block credit window)"},
 		{"prefetch above 256", func(d *Design) { d.WQEPrefetchDepth = 257 }, "hca.wqe_prefetch_depth: 257 is outside 1..256"},
+		{"retry_cnt", func(d *Design) { d.RetryCnt = 8 }, "hca.retry_cnt: 8 is not a retry count hca_requester's 3-bit counter holds (0..7, 7 infinite)"},
+		{"rnr_retry", func(d *Design) { d.RNRRetry = -1 }, "hca.rnr_retry: -1 is not a retry count hca_requester's 3-bit counter holds (0..7, 7 infinite)"},
 	}
 	require.NoError(t, ok.Validate())
 	for _, tc := range tests {

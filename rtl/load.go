@@ -70,6 +70,8 @@ func designOf(c *fabric.Config) (Design, error) {
 		PCIeMPSBytes:         c.HCA.PCIe.MPSBytes,
 		PCIeOutstandingReads: c.HCA.PCIe.OutstandingReads,
 		KeyCacheEntries:      c.HCA.KeyCacheEntries,
+		RetryCnt:             c.HCA.RetryCnt,
+		RNRRetry:             c.HCA.RNRRetry,
 		MTU:                  c.Link.MTU,
 		LinkGeneration:       c.Link.Generation,
 		LinkWidth:            c.Link.Lanes(),

@@ -105,12 +105,14 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("rd1's blocks for hca_tx_path: %d blocks of 64 B, reads issued only with room for them", ReqPayBlocks)})
 	add(BufferUse{Block: "HCA requester start queue (sync_fifo)", Entries: ReqMsgDepth, Width: 27 + 6, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("{blocks, LocalAddr mod 64} of %d messages between dec_* and the payload buffer's read side", ReqMsgDepth)})
-	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW + p.QPNW, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("%d beats of {context, sop, eop, data}, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
+	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW + p.QPNW + 1, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("%d beats of {resend, context, sop, eop, data}, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
 	add(BufferUse{Block: "HCA requester outstanding messages (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqOutBits, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("%d a context, until ACKed or flushed: {READ or atomic, signaled, opcode, index, length, first and last PSN} (ring pointers in flops)", ReqOutDepth)})
-	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output, for the packet queue's beats (the purge)", ReqMsgDepth)})
+	add(BufferUse{Block: "HCA requester resend copies (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqWQEBits, ArraysPort: 1, Ports: 1,
+		Note: "beside each outstanding message, what a go-back-N resend needs: {remote address, R_Key, immediate, swap/add, compare, local address}"})
+	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW + 1, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output and whether each is a resend, for the packet queue's beats (the purge)", ReqMsgDepth)})
 	if !synth {
 		return r, nil
 	}
@@ -152,8 +154,9 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_tx_path", Role: "HCA requester transmit path: the three above wired (blocks apart)", Instances: 1},
 		// hca_transport's requester: contexts, reads, queues; hca_tx_path a
 		// black box (its line above).
-		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW}},
-			Role: "HCA requester: QP contexts, payload reads, packet queue, completions (path apart)", Instances: 1},
+		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW},
+			{"RETRY_CNT", p.RetryCnt}, {"RNR_RETRY", p.RNRRetry}, {"RNR_TICK", p.RNRTick}},
+			Role: "HCA requester: QP contexts, payload reads, packet queue, completions, go-back-N resends (path apart)", Instances: 1},
 		// hca_transport's receive side: received packets' headers decoded,
 		// ACKs and NAKs into the requester, the rest counted and dropped.
 		{Module: "hca_rx_ack", Role: "HCA receive: ACK/NAK decode into the requester, drop counters", Instances: 1},
@@ -231,6 +234,10 @@ const (
 	ReqPktBlocks = 130
 	ReqOutDepth  = 8
 	ReqOutBits   = 1 + 1 + 3 + 16 + 32 + 24 + 24
+	// ReqWQEBits is a resend copy: remote address 64, R_Key 32, immediate
+	// 32, swap/add 64, compare 64, local address 64 (the model keeps the
+	// WQE in its sendMsg).
+	ReqWQEBits = 64 + 32 + 32 + 64 + 64 + 64
 )
 
 // reqCtxBits is one requester QP context in memory: QPN 24, DLID 16, SLID

@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 15)
+	require.Len(t, r.Buffers, 16)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -53,23 +53,27 @@ func TestReportBuffers(t *testing.T) {
 	// + SL 4 + VL 3 (8 VLs) + remote QPN 24 + PSN 24 + MTU code 3 + send
 	// CQ 4 (CQN_W) = 118 bits; the payload buffer, 128 blocks of 512 bits;
 	// the start queue, 4 messages of {blocks 27, start 6}; the packet
-	// queue, 130 beats of 514 + the context 3; the outstanding messages, 8
-	// a context (OQ_DEPTH, as the file says) of READ or atomic 1 + signaled
-	// 1 + opcode 3 + index 16 + length 32 + first PSN 24 + last PSN 24 =
-	// 101 bits; the message contexts, 4 of 3 bits.
+	// queue, 130 beats of 514 + the context 3 + the resend bit; the
+	// outstanding messages, 8 a context (OQ_DEPTH, as the file says) of
+	// READ or atomic 1 + signaled 1 + opcode 3 + index 16 + length 32 +
+	// first PSN 24 + last PSN 24 = 101 bits; beside each its resend copy,
+	// remote address 64 + R_Key 32 + immediate 32 + swap/add 64 + compare
+	// 64 + local address 64 = 320 bits; the message contexts, 4 of 3 bits
+	// and the resend bit.
 	assert.Equal(t, 8*118, r.Buffers[9].TotalBits)
 	assert.Equal(t, 128*512, r.Buffers[10].TotalBits)
 	assert.Equal(t, 4*33, r.Buffers[11].TotalBits)
-	assert.Equal(t, 130*517, r.Buffers[12].TotalBits)
+	assert.Equal(t, 130*518, r.Buffers[12].TotalBits)
 	assert.Equal(t, 8*8*101, r.Buffers[13].TotalBits)
-	assert.Equal(t, 4*3, r.Buffers[14].TotalBits)
-	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d ", ReqOutDepth))
+	assert.Equal(t, 8*8*320, r.Buffers[14].TotalBits)
+	assert.Equal(t, 4*4, r.Buffers[15].TotalBits)
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*517+8*8*101+4*3), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+4*4), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -239,13 +243,26 @@ func TestReportYosys(t *testing.T) {
 	// 8, the dropping bit and the last-packet bits of the path's and the
 	// queue head's packet 2, the message contexts' queue (4) 2 + 2 + 3,
 	// and the ACK walk's count of messages sent 8.
-	// Memories: the 9 context fields, the outstanding messages and the
-	// four FIFOs.
+	// The retries (r36v1: RETRY_CNT 3, RNR_RETRY 2), with a reset: per
+	// context the resend pending 1, its ring pointer 3 + 1, the packets
+	// to skip 24, the RNR wait 40, retry_cnt and rnr_retry left 3 + 3
+	// (at 7 they never move and are constants), started 1: 8 x 76; the
+	// walk's progress bit and the flush's first-completion bit 2.
+	// Without: the NAK's kind 2 and RNR timer code 5, the head-failure
+	// bit 1, one more bit of the failure status (12 and 13: bit 2 now
+	// varies), the message register's packets to skip 24; and the 61
+	// context bits above are flops again: the message register loads them
+	// from two contexts (dec_*'s and the resend's), so they no longer fold
+	// into the context memories' read ports.
+	// Memories: the 9 context fields, the outstanding messages, their
+	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
-		(8*3*8+1+2+(2+2+3)+8),
-		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4}})])
+		(8*3*8+1+2+(2+2+3)+8)+
+		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61),
+		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
+			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}})])
 	// hca_rx_ack: the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
 	// 8, and the three drop counters, 16 bits each.
 	assert.Equal(t, 1+24+24+8+3*16, flops[synthKey("hca_rx_ack", nil)])
@@ -262,7 +279,7 @@ func TestReportYosys(t *testing.T) {
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":
-			assert.Equal(t, 9+1+4, c.Memories, c.Module) // the context fields, the outstanding messages, the four FIFOs
+			assert.Equal(t, 9+1+1+4+1, c.Memories, c.Module) // the context fields, the outstanding messages and their copies, the four FIFOs, the RNR table
 		}
 	}
 }

@@ -197,10 +197,14 @@ rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. Completions 
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
 READs and atomics wait for their responses (TODO); a NAK completes those before its PSN, and one
 with code 1, 2 or 3+ fails the message holding its PSN (REM_INV_REQ_ERR, REM_ACCESS_ERR,
-REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck).
-TODO: READ responses and atomic ACKs (their completions and data), the retry a sequence error or
-RNR NAK asks for, the ICRC check of received packets,
-go-back-N resends from packet k (a READ's resend of the rest), the retry and RNR timers, max_rd_atomic, a queue per VL
+REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck); a sequence error or
+RNR NAK (or one past a READ or atomic never answered: the implied NAK) makes the requester purge
+the QP's packets not yet sent and resend go-back-N from the NAK's packet, after the RNR timer
+(RNR_TICK cycles per 10 us) for an RNR NAK, counting RETRY_CNT and RNR_RETRY (hca.retry_cnt,
+hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR.
+TODO: READ responses and atomic ACKs (their completions and data; a READ retried after part of
+its response, asking for the rest), the ICRC check of received packets, the local ACK timeout
+(hca.retry_timeout), max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
 data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*), payload writes (wr0),
@@ -217,7 +221,8 @@ key checks (kc_*).`,
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req)
     );
     // The requester's send side and completions (hca_requester's header).
-    hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W)) u_requester (
+    hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
+                    .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
@@ -258,7 +263,7 @@ key checks (kc_*).`,
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
-		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W"},
+		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
 			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*"),
@@ -338,7 +343,7 @@ key checks (kc_*).`,
 			portIn("rx_eop", "", ""),
 			portIn("rx_vl", "VL_W", ""),
 			portOut("rx_ready", "", ""),
-			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, whose retry is TODO (saturating)"),
+			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, which hca_requester retries (saturating)"),
 			portOut("rx_rsp_todo", "16", "received READ responses, atomic ACKs and CNPs, dropped: TODO (saturating)"),
 			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
@@ -378,6 +383,12 @@ func (p Params) value(name string) int {
 		return p.CQNW
 	case "QPN_W":
 		return p.QPNW
+	case "RETRY_CNT":
+		return p.RetryCnt
+	case "RNR_RETRY":
+		return p.RNRRetry
+	case "RNR_TICK":
+		return p.RNRTick
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

@@ -55,7 +55,7 @@
 // (tx_pick_taken) and its beats go back to back as tx_ready takes them, tx_vl the committed VL.
 // One queue means a head waiting for its VL's credits holds the other VLs' packets behind it
 // (TODO: a queue per VL, as the model's per-VL request queues).
-// Purge (hca.Device.purge after FlushAll): each beat in the queue carries its message's context
+// Purge (hca.Device.purge after FlushAll or a rewind): each beat in the queue carries its message's context
 // index (from a queue of MSG_DEPTH messages between dec_* and the path's output). When a WQE the
 // requester cannot take sends its context to ERR, every message of that context between dec_* and
 // the queue's output (counted per context) is marked, and its packets not yet committed to the port
@@ -91,12 +91,37 @@
 // 9 (REM_INV_REQ_ERR), 10 (REM_ACCESS_ERR) or 11 (REM_OP_ERR), the others (a READ or atomic the walk
 // stopped at among them) with WR_FLUSH_ERR (hca.Requester.fail). While the engine walks for such a
 // NAK, a WQE of its context on dec_* waits, so it completes flushed if the NAK fails the context
-// (the model's Enqueue after OnAck). A sequence error NAK (code 0) or an RNR NAK asks for a
-// go-back-N retry (and an RNR wait): TODO, only their implicit ACK is done (hca_rx_ack counts them).
-// Not here: responses and their completions, retries (go-back-N, the retry and RNR timers,
-// an implied NAK: an ACK past an unanswered READ), the model's round robin over QPs
+// (the model's Enqueue after OnAck).
+// Retries (hca.Requester.OnAck's sequence error and RNR cases, retry, rewind): after its walk, a
+// sequence error NAK (011 00000) or an RNR NAK (001, timer code in bits 4:0) concerns the ring's
+// head: it holds the PSN, or it is a READ or atomic already sent whose PSNs all lie before the PSN
+// (its response was lost: the implied NAK, a retry from its first PSN by the sequence error's rules).
+// A sequence error (or implied) retry does nothing while a retry sequence is under way and nothing
+// has progressed (rxe comp.started_retry); else it spends one of the context's RETRY_CNT (7:
+// infinite) and starts a sequence; none left: the head fails with RETRY_EXC_ERR (12), the rest
+// flushed and the context to ERR, as a NAK's failure. An RNR NAK spends one of RNR_RETRY (7:
+// infinite); none left: RNR_RETRY_EXC_ERR (13). A walk that retires a message is progress: both
+// counters are restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
+// rewinds the context (go-back-N): its messages between dec_* and tx_* are purged as at an error,
+// and the ring's messages are sent again from the head, oldest first, the head from the NAK's
+// packet (PSN - first; a READ or atomic from its request) and the rest whole, each as a message
+// into hca_tx_path with msg_skip packets stepped over (the packetizer), its payload read again from
+// LocalAddr + skip x MTU: the model resends from its WQE, kept per message, so each ring entry has
+// a copy of the WQE's remote address, R_Key, immediate, atomic operands and local address. After
+// an RNR NAK the context's resend waits RNR_TICK x (the code's delay in 10 us units, ib-facts.md
+// §5, hca.RNRTimerPS) cycles (the model's holdUntil); other contexts go on meanwhile. A resend
+// goes before any WQE on dec_*, one message at a time while the completion engine is idle; a WQE
+// of a context whose resend is pending waits for its end. An ACK that takes the ring's head past
+// the resend's place moves it to the head (the model completes a message being resent and sends no
+// more of it). The lowest context with a resend ready goes first.
+// Not here: responses and their completions (so a READ is resent from its request, the model's
+// readGot being 0 without responses), the local ACK timeout (hca.retry_timeout: the model's
+// OnTimeout, a retry from the oldest unacknowledged PSN), an implied NAK on an ACK or a response
+// (only on a NAK here), the progress a partial ACK of the oldest message makes in the model
+// (ackThrough's advanced: here only a walk that retires a message restores the counters), the
+// model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
-// interleave), the model's transmit buffer accounting
+// interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
 module hca_requester #(
     parameter integer QPN_W       = 3,
@@ -107,7 +132,10 @@ module hca_requester #(
     parameter integer PKT_BLOCKS  = 130, // packet queue, beats (>= 65)
     parameter integer MSG_DEPTH   = 4,   // messages with payload between dec_* and pay_*
     parameter integer CQN_W       = 4,
-    parameter integer OQ_DEPTH    = 8    // messages taken and not yet completed, per context (a power of two)
+    parameter integer OQ_DEPTH    = 8,   // messages taken and not yet completed, per context (a power of two)
+    parameter integer RETRY_CNT   = 7,   // hca.retry_cnt: retry sequences without progress, 0..7 (7 infinite)
+    parameter integer RNR_RETRY   = 7,   // hca.rnr_retry: RNR NAKs without progress, 0..7 (7 infinite)
+    parameter integer RNR_TICK    = 10000 // cycles in 10 us (the RNR timer's unit) at hca.core_clock_mhz
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
@@ -220,6 +248,7 @@ module hca_requester #(
     reg  [23:0]     m_rqpn, m_psn;
     reg  [2:0]      m_mtu;
     reg  [16:0]     m_ack_every;
+    reg  [23:0]     m_skip;        // a resend's packets not sent again
     wire            msg_ready;
 
     // ---- payload reads ----
@@ -242,6 +271,8 @@ module hca_requester #(
     localparam [PW-1:0] OQ_FULL = OQ_DEPTH[PW-1:0];
     // {READ or atomic, signaled, opcode, index, length, first PSN, last PSN}
     reg  [100:0]        oq_mem [0:NQ*OQ_DEPTH-1];
+    // and what a resend needs besides: {remote address, R_Key, immediate, swap/add, compare, local address}
+    reg  [319:0]        oq_wqe [0:NQ*OQ_DEPTH-1];
     reg  [NQ*PW-1:0]    oq_hd, oq_tl;
     wire [PW-1:0]       d_hd    = oq_hd[dix*PW +: PW];
     wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
@@ -255,7 +286,12 @@ module hca_requester #(
     reg  [23:0]      e_psn;                // the ACK's PSN
     reg              e_incl;               // an ACK: its PSN is acknowledged too (a NAK's is not)
     reg              e_fatal;              // a NAK that fails the message holding its PSN
-    reg  [7:0]       e_nst;                // its status: REM_INV_REQ_ERR, REM_ACCESS_ERR or REM_OP_ERR
+    reg  [7:0]       e_nst;                // its status: REM_INV_REQ_ERR, REM_ACCESS_ERR or REM_OP_ERR (or RETRY_EXC_ERR, RNR_RETRY_EXC_ERR)
+    reg              e_seq, e_rnr;         // a sequence error NAK; an RNR NAK
+    reg  [4:0]       e_code;               // the RNR NAK's timer code
+    reg              e_prog;               // the walk retired a message: progress (the retry counters restored)
+    reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
+    reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
     reg  [2:0]       e_op;
     reg  [15:0]      e_idx;
@@ -270,6 +306,53 @@ module hca_requester #(
     reg  [IF_W-1:0]    e_lim;     // the ACK's walk: messages sent when it was taken (hca.Requester: everSent)
     wire               tg_push_ready;
 
+    // ---- go-back-N: per context, a resend pending from the ring's message at rs_ptr ----
+    // A sequence error NAK or an RNR NAK that rewinds a context (hca.Requester.rewind) purges its
+    // messages between dec_* and tx_* and sets rs_pend: its ring's messages are sent again, oldest
+    // first, the first from packet rs_skip, once the RNR wait rs_wait has run out.
+    localparam integer WAIT_W = 40;
+    reg  [NQ-1:0]        rs_pend;   // a resend is pending (or under way)
+    reg  [NQ*PW-1:0]     rs_ptr;    // the next ring message to resend
+    reg  [NQ*24-1:0]     rs_skip;   // packets of that message not to send again (a SEND or WRITE's acknowledged ones)
+    reg  [NQ*WAIT_W-1:0] rs_wait;   // cycles of the RNR wait left
+    reg  [NQ*3-1:0]      retry_left, rnr_left; // retry_cnt and rnr_retry left (rxe's counters)
+    reg  [NQ-1:0]        started;   // a retry sequence is under way (rxe comp.started_retry)
+    // The resend that goes next: the lowest context with one pending and no wait left.
+    reg              rp_any;
+    reg  [QPN_W-1:0] rq;
+    integer          qq;
+    always @* begin
+        rp_any = 1'b0;
+        rq     = {QPN_W{1'b0}};
+        for (qq = NQ - 1; qq >= 0; qq = qq - 1)
+            if (rs_pend[qq] && rs_wait[qq*WAIT_W +: WAIT_W] == {WAIT_W{1'b0}}) begin
+                rp_any = 1'b1;
+                rq     = qq[QPN_W-1:0];
+            end
+    end
+    // An ACK may have taken the ring's head past rs_ptr: the resend goes on from the head (the model's
+    // ackThrough completes a message being resent and sends nothing more of it), from its first packet.
+    wire [PW-1:0]    rp_hd    = oq_hd[rq*PW +: PW];
+    wire [PW-1:0]    rp_tl    = oq_tl[rq*PW +: PW];
+    wire [PW-1:0]    rp_p0    = rs_ptr[rq*PW +: PW];
+    wire             rp_behind = rp_p0 - rp_hd > rp_tl - rp_hd;
+    wire [PW-1:0]    rp_ptr   = rp_behind ? rp_hd : rp_p0;
+    wire [23:0]      rp_skip  = rp_behind ? 24'd0 : rs_skip[rq*24 +: 24];
+    wire             rp_done  = rp_ptr == rp_tl;           // every message sent again: the resend is over
+    wire             rp_valid = rp_any && !rp_done;
+    wire [100:0]     rp_ent   = oq_mem[{rq, rp_ptr[OQ_W-1:0]}];
+    wire [319:0]     rp_wqe   = oq_wqe[{rq, rp_ptr[OQ_W-1:0]}];
+    wire [2:0]       rp_mtu   = ctx_mtu[rq];
+    wire [31:0]      rp_len   = rp_ent[79:48];
+    wire [63:0]      rp_laddr = rp_wqe[63:0];
+    // From packet k: k x MTU bytes on, the payload blocks from there (MTU is a multiple of 64).
+    wire [31:0]      rp_off   = {8'd0, rp_skip} << ({2'b0, rp_mtu} + 5'd7);
+    wire [63:0]      rp_addr  = rp_laddr + {32'd0, rp_off};
+    wire [31:0]      rp_rlen  = rp_len - rp_off;
+    wire [32:0]      rp_end   = {27'd0, rp_addr[5:0]} + {1'b0, rp_rlen} + 33'd63;
+    wire [26:0]      rp_blocks = rp_end[32:6];
+    wire             rp_pay   = !rp_ent[100] && rp_rlen != 32'd0;
+
     // A context write is taken while the engine is idle, no ACK is offered and none of the
     // context's messages is between dec_* and tx_*; a WQE of that context waits in its cycle.
     wire [IF_W-1:0] c_inflight = inflight[cix*IF_W +: IF_W];
@@ -278,12 +361,19 @@ module hca_requester #(
     // A WQE of the context a NAK that may fail it is being walked for waits for the walk's end: if the
     // NAK fails a message, the context is in ERR by then and the WQE completes flushed, unsent, as
     // the model's Enqueue after OnAck does.
+    // A resend goes before any WQE, and a WQE of a context with a resend pending waits for its end
+    // (the model's rewound messages go before the ones queued after them).
     assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
-                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && e_fatal && e_ctx == dix) &&
+                       !rp_valid && !rs_pend[dix] &&
+                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
     wire eng_take = take && to_eng;
+    // A resend's message is taken under the same rules, and only while the completion engine is idle
+    // (a rewind it does moves rs_ptr and purges what is in flight).
+    wire rp_take = rp_valid && (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
+                   eng_idle && !(cfg_take && cix == rq);
 
     // ---- payload buffer -> hca_tx_path's pay_* ----
     wire         pay_valid, pay_ready;
@@ -308,6 +398,7 @@ module hca_requester #(
         end
         if (send) oq_mem[{dix, d_tl[OQ_W-1:0]}] <= {is_rdat, dec_signaled, dec_opcode, dec_index, dec_length,
                                                     ctx_psn[dix], d_last};
+        if (send) oq_wqe[{dix, d_tl[OQ_W-1:0]}] <= {dec_raddr, dec_rkey, dec_imm, dec_swap_add, dec_compare, dec_laddr};
         if (send) begin
             m_opcode    <= dec_opcode;
             m_length    <= dec_length;
@@ -324,6 +415,26 @@ module hca_requester #(
             m_psn       <= ctx_psn[dix];
             m_mtu       <= d_mtu;
             m_ack_every <= ack_req_every;
+            m_skip      <= 24'd0;
+        end
+        if (rp_take) begin
+            // The ring's copy of the message, the context's path, from packet rp_skip.
+            m_opcode    <= rp_ent[98:96];
+            m_length    <= rp_len;
+            m_raddr     <= rp_wqe[319:256];
+            m_rkey      <= rp_wqe[255:224];
+            m_imm       <= rp_wqe[223:192];
+            m_swap_add  <= rp_wqe[191:128];
+            m_compare   <= rp_wqe[127:64];
+            m_dlid      <= ctx_dlid[rq];
+            m_slid      <= ctx_slid[rq];
+            m_sl        <= ctx_sl[rq];
+            m_vl        <= ctx_vl[rq];
+            m_rqpn      <= ctx_rqpn[rq];
+            m_psn       <= rp_ent[47:24];
+            m_mtu       <= rp_mtu;
+            m_ack_every <= ack_req_every;
+            m_skip      <= rp_skip;
         end
     end
 
@@ -340,11 +451,14 @@ module hca_requester #(
             pop_cnt      <= 27'd0;
         end else begin
             if (cfg_take) ctx_valid[cix] <= 1'b1;
-            if (send) m_valid <= 1'b1;
+            if (send || rp_take) m_valid <= 1'b1;
             else if (msg_ready) m_valid <= 1'b0;
             if (send && needs_pay) begin
                 rd_left <= d_blocks;
                 rd_blk  <= dec_laddr[63:6];
+            end else if (rp_take && rp_pay) begin
+                rd_left <= rp_blocks;
+                rd_blk  <= rp_addr[63:6];
             end else if (rd_load) begin
                 rd_left <= rd_left - rd_n;
                 rd_blk  <= rd_blk + {31'd0, rd_n};
@@ -365,7 +479,8 @@ module hca_requester #(
     wire [$clog2(MSG_DEPTH+1)-1:0] sq_count;
     sync_fifo #(.WIDTH(33), .DEPTH(MSG_DEPTH)) u_starts (
         .clk(clk), .rst_n(rst_n),
-        .push_valid(send && needs_pay), .push_ready(sq_push_ready), .push_data({d_blocks, dec_laddr[5:0]}),
+        .push_valid((send && needs_pay) || (rp_take && rp_pay)), .push_ready(sq_push_ready),
+        .push_data(send ? {d_blocks, dec_laddr[5:0]} : {rp_blocks, rp_addr[5:0]}),
         .pop_valid(sq_valid), .pop_ready(pay_pop && pop_last), .pop_data(sq_head),
         .count(sq_count),
         .drop_valid(1'b0), .drop_count({($clog2(MSG_DEPTH+1)){1'b0}})
@@ -391,7 +506,7 @@ module hca_requester #(
         .msg_valid(m_valid), .msg_ready(msg_ready), .msg_opcode(m_opcode), .msg_length(m_length),
         .msg_raddr(m_raddr), .msg_rkey(m_rkey), .msg_imm(m_imm), .msg_swap_add(m_swap_add),
         .msg_compare(m_compare), .msg_dlid(m_dlid), .msg_slid(m_slid), .msg_sl(m_sl), .msg_vl(vl32[3:0]),
-        .msg_dest_qpn(m_rqpn), .msg_psn(m_psn), .msg_mtu(m_mtu), .msg_ack_every(m_ack_every),
+        .msg_dest_qpn(m_rqpn), .msg_psn(m_psn), .msg_mtu(m_mtu), .msg_ack_every(m_ack_every), .msg_skip(m_skip),
         .pay_valid(path_pay_valid), .pay_ready(pay_ready), .pay_data(pay_data), .pay_start(sq_head[5:0]),
         .out_valid(path_valid), .out_ready(path_ready), .out_data(path_data), .out_sop(path_sop),
         .out_eop(path_eop)
@@ -399,8 +514,10 @@ module hca_requester #(
 
     // The context of each message between dec_* and the path's output, oldest first: popped with the
     // eop of the message's last packet (BTH opcode not FIRST or MIDDLE: not 0, 1, 6, 7).
+    // With each context index, whether the message is a resend (its first packet is not the one
+    // the count of messages not yet started waits for).
     wire             tg_valid;
-    wire [QPN_W-1:0] tg_head;
+    wire [QPN_W:0]   tg_head;
     wire [4:0]       path_op   = path_data[444:440];               // BTH.OpCode, byte 8 (RC: high bits 0)
     wire             op_last_p = !(path_op == 5'd0 || path_op == 5'd1 || path_op == 5'd6 || path_op == 5'd7);
     reg              p_last;                                    // the path's current packet is its message's last
@@ -411,16 +528,16 @@ module hca_requester #(
         else if (path_beat && path_sop) p_last <= op_last_p;
     end
     wire [$clog2(MSG_DEPTH+1)-1:0] tg_count;
-    sync_fifo #(.WIDTH(QPN_W), .DEPTH(MSG_DEPTH)) u_tags (
+    sync_fifo #(.WIDTH(QPN_W + 1), .DEPTH(MSG_DEPTH)) u_tags (
         .clk(clk), .rst_n(rst_n),
-        .push_valid(send), .push_ready(tg_push_ready), .push_data(dix),
+        .push_valid(send || rp_take), .push_ready(tg_push_ready), .push_data(send ? {1'b0, dix} : {1'b1, rq}),
         .pop_valid(tg_valid), .pop_ready(path_beat && path_eop && path_last), .pop_data(tg_head),
         .count(tg_count),
         .drop_valid(1'b0), .drop_count({($clog2(MSG_DEPTH+1)){1'b0}})
     );
 
     // ---- the packet queue, store and forward, into tx_* ----
-    localparam integer PQ_W = 514 + QPN_W;
+    localparam integer PQ_W = 515 + QPN_W;
     wire         pq_valid, pq_pop;
     wire [PQ_W-1:0] pq_head;
     reg  [PQ_CW-1:0] pkts;     // whole packets in the queue
@@ -445,7 +562,8 @@ module hca_requester #(
     wire [11:0]     cred_left  = head_cred - head_blks;
     wire            fits       = vl_ok && cred_left <= 12'd2048;
     // The head packet's context, and whether the purge drops it: popped a beat a cycle, never offered.
-    wire [QPN_W-1:0] head_ctx  = pq_head[PQ_W-1:514];
+    wire [QPN_W-1:0] head_ctx  = pq_head[PQ_W-2:514];
+    wire            head_rp    = pq_head[PQ_W-1];               // a resend's packet
     wire            head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};
     reg             dropping;  // the head packet is being dropped
     wire            drop_beat  = pq_valid && !sending && (dropping || (pkts != {PQ_CW{1'b0}} && head_dead));
@@ -542,7 +660,70 @@ module hca_requester #(
     wire             pop      = eng_busy && e_any && (walking ? h_ok && (!h_sig || out_free) : out_free);
     wire             emit_hd  = pop && (!walking || h_sig);
     wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
-    wire             eng_done = walking ? walk_end && !nak_fail : (eng_ack ? !e_any : emit_own);
+    // A sequence error or RNR NAK, at the walk's end (hca.Requester.OnAck after its ackThrough and
+    // settle). The message it concerns is the ring's head: the walk has retired every message wholly
+    // before its PSN, and stopped at the first that is not, or at a READ or atomic. That head holds
+    // the PSN (find), or is a READ or atomic already sent whose PSNs all lie before it: its response
+    // was lost, an implied NAK (impliedNAK: the retry is from its first PSN, by the sequence error's
+    // rules even for an RNR NAK). A retry (retry): none while a retry sequence is under way and no
+    // progress has come since (started); else one of retry_cnt is spent (7: infinite), and with none
+    // left the head fails with RETRY_EXC_ERR (12). An RNR NAK (not implied): one of rnr_retry spent,
+    // none left: RNR_RETRY_EXC_ERR (13); it does not look at started. Progress (a message retired by
+    // this walk: settle) restores both counters and clears started first (progressed).
+    wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];
+    wire             r_find   = e_any && !n_from[23] && !h_d[23];
+    wire             r_seq    = (e_seq && (r_impl || r_find)) || (e_rnr && r_impl);
+    wire             r_rnr    = e_rnr && !r_impl && r_find;
+    wire             r_start  = started[e_ctx] && !e_prog;
+    wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];
+    wire [2:0]       r_nl     = e_prog ? RNR_RETRY[2:0] : rnr_left[e_ctx*3 +: 3];
+    wire             r_exc    = r_seq && !r_start && RETRY_CNT != 7 && r_rl == 3'd0;
+    wire             n_exc    = r_rnr && RNR_RETRY != 7 && r_nl == 3'd0;
+    wire             exc_fail = walk_end && (r_exc || n_exc);
+    wire             rewind   = walk_end && ((r_seq && !r_start && !r_exc) || (r_rnr && !n_exc));
+    // The failure of a NAK or of exhausted retries: the flush follows.
+    wire             any_fail = nak_fail || exc_fail;
+    wire             eng_done = walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
+    // The RNR timer: the code's delay (ib-facts.md §5; hca.RNRTimerPS) in 10 us units, times RNR_TICK:
+    // a table of constants (a ROM), no multiplier.
+    localparam [WAIT_W-1:0] TICK = RNR_TICK * 40'd1;
+    function [WAIT_W-1:0] rnr_delay(input [4:0] c);
+        case (c)
+            5'd0: rnr_delay = TICK * 40'd65536;
+            5'd1: rnr_delay = TICK * 40'd1;
+            5'd2: rnr_delay = TICK * 40'd2;
+            5'd3: rnr_delay = TICK * 40'd3;
+            5'd4: rnr_delay = TICK * 40'd4;
+            5'd5: rnr_delay = TICK * 40'd6;
+            5'd6: rnr_delay = TICK * 40'd8;
+            5'd7: rnr_delay = TICK * 40'd12;
+            5'd8: rnr_delay = TICK * 40'd16;
+            5'd9: rnr_delay = TICK * 40'd24;
+            5'd10: rnr_delay = TICK * 40'd32;
+            5'd11: rnr_delay = TICK * 40'd48;
+            5'd12: rnr_delay = TICK * 40'd64;
+            5'd13: rnr_delay = TICK * 40'd96;
+            5'd14: rnr_delay = TICK * 40'd128;
+            5'd15: rnr_delay = TICK * 40'd192;
+            5'd16: rnr_delay = TICK * 40'd256;
+            5'd17: rnr_delay = TICK * 40'd384;
+            5'd18: rnr_delay = TICK * 40'd512;
+            5'd19: rnr_delay = TICK * 40'd768;
+            5'd20: rnr_delay = TICK * 40'd1024;
+            5'd21: rnr_delay = TICK * 40'd1536;
+            5'd22: rnr_delay = TICK * 40'd2048;
+            5'd23: rnr_delay = TICK * 40'd3072;
+            5'd24: rnr_delay = TICK * 40'd4096;
+            5'd25: rnr_delay = TICK * 40'd6144;
+            5'd26: rnr_delay = TICK * 40'd8192;
+            5'd27: rnr_delay = TICK * 40'd12288;
+            5'd28: rnr_delay = TICK * 40'd16384;
+            5'd29: rnr_delay = TICK * 40'd24576;
+            5'd30: rnr_delay = TICK * 40'd32768;
+            default: rnr_delay = TICK * 40'd49152;
+        endcase
+    endfunction
+    wire [WAIT_W-1:0] rnr_cycles = rnr_delay(e_code);
 
     integer q;
     always @(posedge clk or negedge rst_n) begin
@@ -551,6 +732,15 @@ module hca_requester #(
             inflight  <= {(NQ*IF_W){1'b0}};
             unsent    <= {(NQ*IF_W){1'b0}};
             e_lim     <= {IF_W{1'b0}};
+            rs_pend   <= {NQ{1'b0}};
+            rs_ptr    <= {(NQ*PW){1'b0}};
+            rs_skip   <= {(NQ*24){1'b0}};
+            rs_wait   <= {(NQ*WAIT_W){1'b0}};
+            retry_left <= {NQ{RETRY_CNT[2:0]}};
+            rnr_left  <= {NQ{RNR_RETRY[2:0]}};
+            started   <= {NQ{1'b0}};
+            e_prog    <= 1'b0;
+            e_fpop    <= 1'b0;
             purge_n   <= {(NQ*IF_W){1'b0}};
             oq_hd     <= {(NQ*PW){1'b0}};
             oq_tl     <= {(NQ*PW){1'b0}};
@@ -570,14 +760,53 @@ module hca_requester #(
                     if (send && dix == q[QPN_W-1:0]) oq_tl[q*PW +: PW] <= oq_tl[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
                     if (pop && e_ctx == q[QPN_W-1:0]) oq_hd[q*PW +: PW] <= oq_hd[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
                     if (eng_take && bad_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
-                    if (nak_fail && e_ctx == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
+                    if (any_fail && e_ctx == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
+                end
+                // Resends: set by a rewind, cleared when done, by a context write or the context's error.
+                if (cfg_take && cix == q[QPN_W-1:0]) begin
+                    rs_pend[q]           <= 1'b0;
+                    rs_wait[q*WAIT_W +: WAIT_W] <= {WAIT_W{1'b0}};
+                    retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
+                    rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
+                    started[q]           <= 1'b0;
+                end else begin
+                    if (rs_wait[q*WAIT_W +: WAIT_W] != {WAIT_W{1'b0}})
+                        rs_wait[q*WAIT_W +: WAIT_W] <= rs_wait[q*WAIT_W +: WAIT_W] - {{(WAIT_W-1){1'b0}}, 1'b1};
+                    if (rp_take && rq == q[QPN_W-1:0]) begin
+                        rs_ptr[q*PW +: PW]  <= rp_ptr + {{(PW-1){1'b0}}, 1'b1};
+                        rs_skip[q*24 +: 24] <= 24'd0;
+                    end
+                    if (rp_any && rp_done && rq == q[QPN_W-1:0]) rs_pend[q] <= 1'b0;
+                    if (walk_end && e_ctx == q[QPN_W-1:0]) begin
+                        if (e_prog) begin
+                            retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
+                            rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
+                            started[q]           <= 1'b0;
+                        end
+                        if (rewind && r_seq) begin
+                            retry_left[q*3 +: 3] <= r_rl - {2'd0, RETRY_CNT != 7};
+                            started[q]           <= 1'b1;
+                        end
+                        if (rewind && r_rnr) rnr_left[q*3 +: 3] <= r_nl - {2'd0, RNR_RETRY != 7};
+                        if (rewind) begin
+                            // From the head (no pop in this cycle: the walk is over), the head's
+                            // packets before the PSN acknowledged (a READ or atomic goes whole).
+                            rs_pend[q]                  <= 1'b1;
+                            rs_ptr[q*PW +: PW]          <= e_hd;
+                            rs_skip[q*24 +: 24]         <= (h_rdat || r_impl) ? 24'd0 : n_from;
+                            rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};
+                        end
+                    end
+                    if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || (any_fail && e_ctx == q[QPN_W-1:0]))
+                        rs_pend[q] <= 1'b0;
                 end
             end
             for (q = 0; q < NQ; q = q + 1) begin
                 // inflight: + a message taken, - a message's last packet out of the queue. purge_n: at
                 // an error (a WQE the requester cannot take, a NAK's failure), every message of the
                 // context in flight (less one leaving now, and one taken now); - each as it leaves.
-                if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || (nak_fail && e_ctx == q[QPN_W-1:0]))
+                // A rewind purges the same way: its messages in flight are sent again from the ring.
+                if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || ((any_fail || rewind) && e_ctx == q[QPN_W-1:0]))
                     purge_n[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W] -
                                               {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]} +
                                               {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]};
@@ -585,18 +814,22 @@ module hca_requester #(
                     purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};
                 unsent[q*IF_W +: IF_W] <= unsent[q*IF_W +: IF_W]
                     + {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]}
-                    - {{(IF_W-1){1'b0}}, head_go && head_first && head_ctx == q[QPN_W-1:0]};
+                    - {{(IF_W-1){1'b0}}, head_go && head_first && !head_rp && head_ctx == q[QPN_W-1:0]};
                 inflight[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W]
-                    + {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]}
+                    + {{(IF_W-1){1'b0}}, (send && dix == q[QPN_W-1:0]) || (rp_take && rq == q[QPN_W-1:0])}
                     - {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]};
             end
             if (eng_busy) begin
                 if (eng_done) eng_busy <= 1'b0;
-                if (nak_fail) e_nakf <= 1'b1;
+                if (any_fail) e_nakf <= 1'b1;
+                if (pop && walking) e_prog <= 1'b1;
+                if (pop && e_nakf) e_fpop <= 1'b1;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b1;
                 e_nakf   <= 1'b0;
+                e_prog   <= 1'b0;
+                e_fpop   <= 1'b0;
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
             end else if (eng_take) begin
@@ -618,6 +851,15 @@ module hca_requester #(
             // The NAK codes (IBA 9.7.5.2.4; hca.Requester.OnAck): 1 invalid request, 2 remote
             // access error, 3 and any other a remote operational error.
             e_nst   <= ack_syn[4:0] == 5'd1 ? 8'd9 : ack_syn[4:0] == 5'd2 ? 8'd10 : 8'd11;
+            e_seq   <= ack_syn == 8'h60;
+            e_rnr   <= ack_syn[7:5] == 3'b001;
+            e_code  <= ack_syn[4:0];
+            e_fhead <= 1'b0;
+        end
+        if (exc_fail) begin
+            // Retries exhausted: the head fails (hca.Requester.fail at find(psn), the head here).
+            e_nst   <= r_exc ? 8'd12 : 8'd13;
+            e_fhead <= 1'b1;
         end
         if (eng_take) begin
             e_flush <= !bad_wqe;
@@ -631,7 +873,7 @@ module hca_requester #(
             cpl_cqn         <= ctx_cqn[e_ctx];
             cpl_qpn         <= ctx_qpn[e_ctx];
             cpl_status      <= emit_own ? (e_flush ? 8'd5 : 8'd2) :
-                               walking ? 8'd0 : (eng_ack && h_holds) ? e_nst : 8'd5;
+                               walking ? 8'd0 : (eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5;
             cpl_wr_op       <= emit_own ? e_op : h_ent[98:96];
             cpl_wqe_counter <= emit_own ? e_idx : h_ent[95:80];
             cpl_byte_count  <= emit_own ? e_len : h_ent[79:48];
@@ -639,7 +881,7 @@ module hca_requester #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

@@ -21,8 +21,8 @@
 //   OnAck does). rx_ready is 0 while the register holds an ACK ack_ready has not taken, for every
 //   beat: the packet stream waits (ib_rx_vl_buffers holds the credits meanwhile).
 // - A sequence error NAK (syndrome 0x60) or an RNR NAK (0x20..0x3F) also counts on nak_retry:
-//   hca_requester completes what it implicitly acknowledges, and the go-back-N retry (and RNR
-//   wait) it asks for is TODO there.
+//   hca_requester completes what it implicitly acknowledges and retries go-back-N (after the RNR
+//   wait), or fails the QP when its retry counters are spent (its header).
 // - Packets for the requester it does not act on yet count on rsp_todo and are dropped: RDMA READ
 //   responses (0x0D..0x10), ATOMIC ACKNOWLEDGE (0x12), CNPs (0x80, congestion control's; ours).
 //   Their completions and data placement are TODO.
@@ -45,7 +45,7 @@ module hca_rx_ack (
     output reg  [23:0]  ack_qpn,
     output reg  [23:0]  ack_psn,
     output reg  [7:0]   ack_syn,
-    output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on: their retry is TODO
+    output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on (hca_requester retries)
     output reg  [15:0]  rsp_todo,   // READ responses, atomic ACKs, CNPs: dropped (TODO)
     output reg  [15:0]  not_req     // packets not for the requester: dropped
 );

@@ -21,6 +21,11 @@
 //   msg_psn        the message's first PSN (the QP's next PSN when the WQE was queued).
 //   msg_mtu        the QP's path MTU as IBA codes it: 1 256, 2 512, 3 1024, 4 2048, 5 4096.
 //   msg_ack_every  hca.ack_req_every, 1..65536: AckReq on every Nth packet of a message.
+//   msg_skip       the message's leading packets not to send: 0 for a message's first send, k for
+//                  a go-back-N resend from its packet k (hca.Requester.rewind: sent = k), k below
+//                  its packet count. The skipped packets are stepped through, one a cycle, without
+//                  leaving (their PSNs, offsets and the AckReq count move as if sent), so packet k
+//                  is the model's: MIDDLE or LAST, no RETH, PSN msg_psn + k, AckReq by its index.
 // Packets: a SEND or WRITE of L bytes is max(1, ceil(L / MTU)) packets (hca.PacketCount), the
 // first through the last; a READ request and an atomic are one packet.
 //   opcode         SEND/RDMA WRITE FIRST, MIDDLE, LAST or ONLY, LAST and ONLY _WITH_IMMEDIATE
@@ -43,13 +48,14 @@
 //   out_pay_len    payload bytes of the packet: 0..MTU (0 for a READ request and an atomic).
 //   out_pay_off    the payload's offset in the message: packet index x MTU (0 for one packet).
 //   out_last       the message's last packet.
-// Timing: a message taken at an edge has its first packet on out_* from the next edge; each
+// Timing: a message taken at an edge has its first packet on out_* from the next edge (with
+// msg_skip = k, k edges later); each
 // packet moves into the output register when it is empty or taken (out_ready), so one packet a
 // cycle while out_ready is 1; msg_ready is 1 when no packet of a message waits, and in the
 // cycle the last one moves into the register (combinationally from out_ready), so back-to-back
 // messages leave no bubble.
-// Not here: retries (go-back-N resends from packet k: RETH only on packet 0, as the model; a
-// READ retried after part of its response asks for the rest with a moved RETH), UD (SEND_ONLY
+// Not here: a READ retried after part of its response asks for the rest with a moved RETH
+// (hca.Requester.Next; the RTL has no READ responses yet), UD (SEND_ONLY
 // with a DETH per message, hca.Device.grantUD), the GRH, SE, the next message's PSN (the PSNs
 // a message uses: its packets, a READ's response packets, 1 for an atomic), and the payload.
 module hca_tx_packetizer (
@@ -72,6 +78,7 @@ module hca_tx_packetizer (
     input  wire [23:0]  msg_psn,
     input  wire [2:0]   msg_mtu,
     input  wire [16:0]  msg_ack_every,
+    input  wire [23:0]  msg_skip,
     output reg          out_valid,
     input  wire         out_ready,
     output reg  [511:0] out_hdr,
@@ -101,6 +108,7 @@ module hca_tx_packetizer (
     reg  [31:0] st_off;   // its offset: index x MTU
     reg  [23:0] st_psn;   // its PSN
     reg  [16:0] st_ack;   // its index mod st_every
+    reg  [23:0] st_skip;  // packets still to step through unsent (a resend from packet k)
 
     // The next packet, from the state.
     wire is_write = st_op == OP_WRITE || st_op == OP_WRITE_IMM;
@@ -147,7 +155,9 @@ module hca_tx_packetizer (
     wire [5:0]   hdr_bytes = 6'd20 + {ext_words, 2'b00};
     wire [511:0] hdr = {lrh, bth, ext, 128'd0}; // zero past the headers: ext's unused tail is 0
 
-    wire load = busy && (!out_valid || out_ready);
+    // A skipped packet steps the state as a sent one does, without touching out_*.
+    wire skip = busy && st_skip != 24'd0;
+    wire load = busy && !skip && (!out_valid || out_ready);
     assign msg_ready = !busy || (load && last);
     wire take = msg_valid && msg_ready;
 
@@ -174,6 +184,9 @@ module hca_tx_packetizer (
             out_pay_len   <= pay;
             out_pay_off   <= st_off;
             out_last      <= last;
+        end
+        if (skip) st_skip <= st_skip - 24'd1;
+        if (load || skip) begin
             st_first      <= 1'b0;
             st_rem        <= st_rem - {19'd0, pay};
             st_off        <= st_off + {19'd0, st_mtu};
@@ -200,6 +213,7 @@ module hca_tx_packetizer (
             st_off   <= 32'd0;
             st_psn   <= msg_psn;
             st_ack   <= 17'd0;
+            st_skip  <= msg_skip;
         end
     end
 endmodule

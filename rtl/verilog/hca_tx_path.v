@@ -19,9 +19,9 @@
 // assembler sends is on out_* one edge later. One beat a cycle inside a message while the payload
 // stream and out_ready keep up (hca_tx_assemble's rate); no register is added.
 // Not here: the QP context and the requester's state that drive msg_* (PSNs a message takes,
-// resends), the payload reads and the transmit buffer that drive pay_*, the VCRC (ib_link's
-// ib_vcrc), UD and the GRH (the packetizer sends neither). Not instantiated in hca_transport yet:
-// its skeleton has none of those.
+// which message a go-back-N resend starts at and its msg_skip), the payload reads and the
+// transmit buffer that drive pay_*, the VCRC (ib_link's ib_vcrc), UD and the GRH (the packetizer
+// sends neither). hca_requester (in hca_transport) drives it.
 module hca_tx_path (
     input  wire         clk,
     input  wire         rst_n,
@@ -42,6 +42,7 @@ module hca_tx_path (
     input  wire [23:0]  msg_psn,
     input  wire [2:0]   msg_mtu,
     input  wire [16:0]  msg_ack_every,
+    input  wire [23:0]  msg_skip,
     input  wire         pay_valid,
     output wire         pay_ready,
     input  wire [511:0] pay_data,
@@ -88,6 +89,7 @@ module hca_tx_path (
         .msg_psn       (msg_psn),
         .msg_mtu       (msg_mtu),
         .msg_ack_every (msg_ack_every),
+        .msg_skip      (msg_skip),
         .out_valid     (pkt_valid),
         .out_ready     (pkt_ready),
         .out_hdr       (pkt_hdr),
