@@ -54,6 +54,9 @@ type Switch struct {
 	// static CC switch's ports are owned by ccOwner, which counts the
 	// queued blocks the marking reads (marking.go).
 	cc *ccMarker
+	// agg is the SHARP aggregation node (SetAggNode), nil on a switch
+	// that forwards only.
+	agg *aggNode
 
 	ports []*link.Port
 	in    []inputUnit
@@ -453,6 +456,8 @@ func (sw *Switch) HandleEvent(ev *components.Event) {
 		sw.allocationRound(ev.At())
 	case evWireStart:
 		sw.trySend(int(ev.Port))
+	case evAggIn:
+		sw.aggIn(int(ev.Port), int(ev.VL), ev.Pkt)
 	case evRelease:
 		i, vl, blocks := int(ev.Port), int(ev.VL), int(ev.Arg)
 		sw.ports[i].Release(vl, blocks)
