@@ -456,8 +456,6 @@ func (sw *Switch) HandleEvent(ev *components.Event) {
 		sw.allocationRound(ev.At())
 	case evWireStart:
 		sw.trySend(int(ev.Port))
-	case evAggIn:
-		sw.aggIn(int(ev.Port), int(ev.VL), ev.Pkt)
 	case evRelease:
 		i, vl, blocks := int(ev.Port), int(ev.VL), int(ev.Arg)
 		sw.ports[i].Release(vl, blocks)

@@ -9,8 +9,9 @@ import (
 )
 
 // evAggIn is a packet for the aggregation node whose tail is in (Port =
-// input, Pkt = the packet).
-const evAggIn uint8 = 16
+// input, VL = its VL, Pkt = the packet). The AN handles its own events, so
+// the switch's event dispatch is what it was without one.
+const evAggIn uint8 = 1
 
 // AggConfig is one switch's SHARP aggregation node (AN) for one
 // aggregation tree, as the Aggregation Manager sets it up: which ports its
@@ -86,6 +87,7 @@ type aggNode struct {
 	inUse    int
 	lastT    ib.PS // last time inUse changed
 	counters AggCounters
+	sw       *Switch
 	path     string // trace path of the AN's own inject/deliver events
 	// Mutate, when set, is called on each child fragment's payload before
 	// it is added (tests: a corrupting AN).
@@ -103,7 +105,7 @@ func (sw *Switch) SetAggNode(c AggConfig) error {
 	if c.OSTs < 1 || c.FragmentBytes < 1 || !c.Children.Any() {
 		return fmt.Errorf("switch %s: aggregation node with %d OSTs, %d-byte fragments, children %v", sw.name, c.OSTs, c.FragmentBytes, c.Children)
 	}
-	a := &aggNode{cfg: c, slots: make([]aggSlot, c.OSTs), wait: make([][]aggWait, sw.radix), whead: make([]int, sw.radix), path: sw.name + ".AN"}
+	a := &aggNode{cfg: c, slots: make([]aggSlot, c.OSTs), wait: make([][]aggWait, sw.radix), whead: make([]int, sw.radix), sw: sw, path: sw.name + ".AN"}
 	for k := range a.slots {
 		a.slots[k].acc = make([]byte, c.FragmentBytes)
 	}
@@ -159,8 +161,16 @@ func (m aggOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	}
 	// The ALU reads a whole fragment: it acts on the clock edge after the
 	// tail (store-and-forward into the AN, whatever switch.cut_through).
-	ev := sw.s.Schedule(sw.ceilCycle(tail), sw, evAggIn)
+	ev := sw.s.Schedule(sw.ceilCycle(tail), a, evAggIn)
 	ev.Port, ev.VL, ev.Pkt = int32(i), int8(pkt.VL), pkt
+}
+
+// HandleEvent implements components.EventHandler: a fragment's tail is in.
+func (a *aggNode) HandleEvent(ev *components.Event) {
+	if ev.Kind != evAggIn {
+		panic(fmt.Sprintf("switchasic %s: aggregation node event kind %d", a.sw.name, ev.Kind))
+	}
+	a.sw.aggIn(int(ev.Port), int(ev.VL), ev.Pkt)
 }
 
 // aggIn queues a fragment whose tail is in behind the earlier ones of its
