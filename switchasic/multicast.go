@@ -176,7 +176,15 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	// and its own payload bytes: the original goes back to the packet pool
 	// once its last copy is through the crossbar, and a packet taken from
 	// the pool reuses its buffer, while the copies are still on their way.
-	cp.Payload = append(buf, orig.Payload...)
+	// The last copy takes the original's bytes and leaves it its own
+	// buffer, so a group of one receiver copies nothing.
+	rest := st.remaining
+	rest.Clear(o)
+	if rest.Any() {
+		cp.Payload = append(buf, orig.Payload...)
+	} else {
+		orig.Payload = buf
+	}
 	cp.VL = uint8(v)
 	in.rr = (inVL + 1) & 15
 	bytes := cp.WireBytes()
