@@ -275,3 +275,29 @@ func TestSharpRefusals(t *testing.T) {
 		assert.NotContains(t, err.Error(), "\n", set)
 	}
 }
+
+// TestSharpALUThroughputBoundsTheRoot: with the ANs' ALUs at 20 GB/s (50
+// ps a byte) the root spine, which adds 4 leaves' fragments one at a time,
+// needs 4 · 4096 · 50 ps = 819.2 ns a fragment, more than a host link's
+// 83.5 ns (4174 bytes at 20 ps) or a leaf's 2 · 4096 · 50 = 409.6 ns: 64
+// fragments (256 KiB) take at least 64 · 819.2 ns = 52.4288 µs, and at
+// most that plus one fragment's all-reduce on the same ALUs (fill and
+// drain: the first fragment's way to the root and the last result's way
+// down). The slots now hold each sum for its ALU time, so the occupancy
+// shows: more than one slot at once, none with a free ALU.
+func TestSharpALUThroughputBoundsTheRoot(t *testing.T) {
+	alu := []string{"workload.sharp_alu_gbps=20"}
+	_, one := runCollectiveSets(t, append(append(append([]string{}, sharpSets...), alu...), "workload.size=4096")...)
+	_, m := runCollectiveSets(t, append(append(append([]string{}, sharpSets...), alu...), "workload.size=262144")...)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	got := ib.FromNanoseconds(m["time_us"].(float64) * 1000)
+	bound := ib.PS(64 * 4 * 4096 * 50)
+	fill := ib.FromNanoseconds(one["time_us"].(float64) * 1000)
+	t.Logf("%.3f µs against the root ALU's %.3f µs (+ %.3f µs for one fragment); %v slots at most, %.2f on average",
+		got.Nanoseconds()/1000, bound.Nanoseconds()/1000, fill.Nanoseconds()/1000, m["sharp_osts_used_max"], m["sharp_osts_used_mean"])
+	assert.GreaterOrEqual(t, got, bound)
+	assert.LessOrEqual(t, got, bound+fill)
+	assert.Greater(t, m["sharp_osts_used_max"], 1)
+	_, free := runCollectiveSets(t, append(append([]string{}, sharpSets...), "workload.size=262144")...)
+	assert.Equal(t, 1, free["sharp_osts_used_max"], "a free ALU holds no slot: the children's fragments come together")
+}

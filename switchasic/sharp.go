@@ -13,6 +13,10 @@ import (
 // the switch's event dispatch is what it was without one.
 const evAggIn uint8 = 1
 
+// evAggFree is the ALU done with a reduced fragment: its slot (Arg)
+// frees.
+const evAggFree uint8 = 2
+
 // AggConfig is one switch's SHARP aggregation node (AN) for one
 // aggregation tree, as the Aggregation Manager sets it up: which ports its
 // children's fragments come in on, where the reduced fragment goes, and
@@ -165,12 +169,18 @@ func (m aggOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 	ev.Port, ev.VL, ev.Pkt = int32(i), int8(pkt.VL), pkt
 }
 
-// HandleEvent implements components.EventHandler: a fragment's tail is in.
+// HandleEvent implements components.EventHandler: a fragment's tail is
+// in, or the ALU is through with a reduced fragment.
 func (a *aggNode) HandleEvent(ev *components.Event) {
-	if ev.Kind != evAggIn {
+	switch ev.Kind {
+	case evAggIn:
+		a.sw.aggIn(int(ev.Port), int(ev.VL), ev.Pkt)
+	case evAggFree:
+		a.freeSlot(&a.slots[ev.Arg], ev.At())
+		a.sw.aggRetry()
+	default:
 		panic(fmt.Sprintf("switchasic %s: aggregation node event kind %d", a.sw.name, ev.Kind))
 	}
-	a.sw.aggIn(int(ev.Port), int(ev.VL), ev.Pkt)
 }
 
 // aggIn queues a fragment whose tail is in behind the earlier ones of its
@@ -271,11 +281,15 @@ func (sw *Switch) aggAbsorb(i, inVL int, pkt *ib.Packet, s *aggSlot) (reduced bo
 	// buffer space it holds (the same size: every fragment has the same
 	// headers).
 	copy(pkt.Payload[:n], s.acc[:n])
-	s.busy = false
-	a.counters.SlotPS += ib.PS(a.inUse) * (now - a.lastT)
-	a.lastT = now
-	a.inUse--
 	a.counters.Reduced++
+	// The slot holds the sum until the ALU is through with it.
+	if done := a.aluFree + a.cfg.ALULatency; done > now {
+		ev := sw.s.Schedule(done, a, evAggFree)
+		ev.Arg = int64(int(pkt.Imm) % len(a.slots))
+	} else {
+		a.freeSlot(s, now)
+		reduced = true
+	}
 	seq := sw.s.NewPacketNumbered(sw.s.ReserveSeqs(1))
 	pkt.Seq = seq.Seq
 	sw.s.FreePacket(seq)
@@ -320,7 +334,15 @@ func (sw *Switch) aggAbsorb(i, inVL int, pkt *ib.Packet, s *aggSlot) (reduced bo
 		sw.enqueue(i, inVL, entry{pkt: pkt, tail: now, ready: ready, out: mcastOut, mc: k, blocks: int32(blocks)})
 	}
 	sw.wake(max(ready, sw.inFreeBy[i]-sw.allocPS))
-	return true
+	return reduced
+}
+
+// freeSlot ends a reduced fragment's hold on its slot.
+func (a *aggNode) freeSlot(s *aggSlot, now ib.PS) {
+	s.busy = false
+	a.counters.SlotPS += ib.PS(a.inUse) * (now - a.lastT)
+	a.lastT = now
+	a.inUse--
 }
 
 // aggRetry lets the inputs whose fragments wait into the ALU: a slot
