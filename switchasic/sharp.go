@@ -46,8 +46,8 @@ type AggConfig struct {
 	// ALUPSPerByte is the ALU's time per payload byte it reduces
 	// (1/throughput), 0 for an ALU as fast as its inputs.
 	ALUPSPerByte ib.PS
-	// ALULatency is from the last child's fragment entering the ALU to the
-	// reduced fragment being ready to route.
+	// ALULatency is from the ALU's end with the last child's fragment to
+	// the reduced fragment entering the route stage (and its slot freeing).
 	ALULatency ib.PS
 }
 
@@ -61,7 +61,8 @@ type AggCounters struct {
 	SlotPS      ib.PS  // slot-time: slots in use integrated over time (mean occupancy = SlotPS / window)
 }
 
-// aggSlot is one OST: a fragment being reduced.
+// aggSlot is one OST: a fragment being reduced, from its first child's
+// fragment to the ALU's end with its last.
 type aggSlot struct {
 	busy  bool
 	frag  uint32             // fragment index (the packets' immediate)
@@ -71,8 +72,8 @@ type aggSlot struct {
 	n     int                // payload length of the fragment
 }
 
-// aggWait is a fragment whose tail is in, waiting at its input for the
-// ALU to take it (its slot busy with an earlier fragment).
+// aggWait is a fragment whose tail is in, queued at its input for the ALU
+// (it waits there while its slot holds an earlier fragment).
 type aggWait struct {
 	pkt     *ib.Packet
 	inVL    int
@@ -93,8 +94,8 @@ type aggNode struct {
 	counters AggCounters
 	sw       *Switch
 	path     string // trace path of the AN's own inject/deliver events
-	// Mutate, when set, is called on each child fragment's payload before
-	// it is added (tests: a corrupting AN).
+	// mutate, when set, is called on each child fragment's payload before
+	// it is added (tests: a corrupting AN; SetAggMutation).
 	mutate func(frag uint32, port int, payload []byte) bool
 }
 
