@@ -17,6 +17,9 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
+	if run.Algorithm == workload.AlgSharp {
+		return runSharp(cfg, opts, run)
+	}
 	s := components.NewSimOn(cfg.Sim.Engine)
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {
@@ -46,7 +49,7 @@ type hcaDriver struct {
 // HCA-driven fabric run reports: hosts, switches, the link rate (and the
 // hosts' own, when their cables differ), CC and link errors.
 func runOnHCAs(cfg *Config, opts RunOptions, s *components.Sim, topo *Topology, sub *Subnet,
-	build func(devs []*hca.Device) (hcaDriver, error)) (map[string]any, error) {
+	build func(devs []*hca.Device) (hcaDriver, error), built ...func(*Network) error) (map[string]any, error) {
 	var devs []*hca.Device
 	net, err := BuildNetworkOn(cfg, s, topo, sub, func(_ int, lid uint16, name string) HostDevice {
 		h := NewHCAHost(s, cfg, lid, name)
@@ -57,6 +60,11 @@ func runOnHCAs(cfg *Config, opts RunOptions, s *components.Sim, topo *Topology, 
 		return nil, err
 	}
 	enableHCACC(cfg, devs)
+	for _, f := range built {
+		if err := f(net); err != nil {
+			return nil, err
+		}
+	}
 	drv, err := build(devs)
 	if err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}

@@ -223,6 +223,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if w.Algorithm == workload.AlgSharp {
+		if err := c.validateSharp(); err != nil {
+			return err
+		}
+	}
 	if w.Kind == workload.KindMulticast {
 		if err := c.validateMulticast(); err != nil {
 			return err

@@ -732,8 +732,9 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
 	// A datagram to a multicast LID carries a GRH, its DGID the group's
 	// MGID (ib.MGID): 40 bytes more on the wire, in the transmit buffer
-	// and in the receiver's credits (WireBytes).
-	pkt.GRH = ib.IsMulticastLID(w.DLID)
+	// and in the receiver's credits (WireBytes); so does one whose address
+	// handle is global (the av's grh bit).
+	pkt.GRH = w.GRH || ib.IsMulticastLID(w.DLID)
 	pkt.SL, pkt.VL = qp.sl, qp.vl
 	pkt.InjectAt = now
 	pkt.Opcode = ib.UDSendOnly

@@ -110,6 +110,9 @@ type SendWR struct {
 	DLID       uint16
 	RemoteQPN  uint32
 	RemoteQKey uint32
+	// GRH makes a UD datagram to a unicast LID carry a GRH (the address
+	// handle's is_global); one to a multicast LID always does.
+	GRH bool
 }
 
 // RecvWR is a receive work request (one scatter element).
@@ -141,6 +144,9 @@ func InlineLimit(op WROpcode, ud bool) int {
 
 // datagramBytes is the UD address vector segment (struct mlx5_wqe_av).
 const datagramBytes = 48
+
+// avGRH is the mlx5_wqe_av grh_gid_fl bit that says a GRH is present.
+const avGRH = 1 << 30
 
 func wqeBytes(wr *SendWR) int {
 	n := dsBytes // ctrl
@@ -177,10 +183,15 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 	be.PutUint32(buf[12:], wr.Imm)
 	off := dsBytes
 	if wr.UD {
-		// mlx5_wqe_av: qkey at 0, dqp_dct at 8, rlid at 14.
+		// mlx5_wqe_av: qkey at 0, dqp_dct at 8, rlid at 14, grh_gid_fl
+		// at 28 (bit 30: the GRH is present, as mlx5_create_ah sets it
+		// for an is_global address handle).
 		be.PutUint32(buf[off:], wr.RemoteQKey)
 		be.PutUint32(buf[off+8:], wr.RemoteQPN&0xFFFFFF)
 		be.PutUint16(buf[off+14:], wr.DLID)
+		if wr.GRH {
+			be.PutUint32(buf[off+28:], avGRH)
+		}
 		off += datagramBytes
 	}
 	if wr.Opcode.hasRemote() {
@@ -235,6 +246,7 @@ type SendWQE struct {
 	DLID       uint16
 	RemoteQPN  uint32
 	RemoteQKey uint32
+	GRH        bool // the av's grh bit (is_global)
 }
 
 // WQEBBsOfCtrl returns how many WQEBBs the send WQE whose ctrl segment
@@ -275,6 +287,7 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 		w.RemoteQKey = be.Uint32(buf[off:])
 		w.RemoteQPN = be.Uint32(buf[off+8:]) & 0xFFFFFF
 		w.DLID = be.Uint16(buf[off+14:])
+		w.GRH = be.Uint32(buf[off+28:])&avGRH != 0
 		off += datagramBytes
 	}
 	if op.hasRemote() {

@@ -57,6 +57,9 @@ type Switch struct {
 	// static CC switch's ports are owned by ccOwner, which counts the
 	// queued blocks the marking reads (marking.go).
 	cc *ccMarker
+	// agg is the SHARP aggregation node (SetAggNode), nil on a switch
+	// that forwards only.
+	agg *aggNode
 
 	ports []*link.Port
 	in    []inputUnit

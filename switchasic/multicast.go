@@ -174,8 +174,21 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	st := &sw.mcast[e.mc]
 	orig := e.pkt
 	cp := sw.s.NewPacketNumbered(orig.Seq)
-	orig.SourceICRC() // a deferred ICRC now, while the payload the copy shares is the source's
-	*cp = *orig       // the same packet: seq, headers, CRCs; its own VL per output
+	orig.SourceICRC() // a deferred ICRC now, from the source's payload
+	buf := cp.Payload[:0]
+	*cp = *orig // the same packet: seq, headers, CRCs; its own VL per output
+	// and its own payload bytes: the original goes back to the packet pool
+	// once its last copy is through the crossbar, and a packet taken from
+	// the pool reuses its buffer, while the copies are still on their way.
+	// The last copy takes the original's bytes and leaves it its own
+	// buffer, so a group of one receiver copies nothing.
+	rest := st.remaining
+	rest.Clear(o)
+	if rest.Any() {
+		cp.Payload = append(buf, orig.Payload...)
+	} else {
+		orig.Payload = buf
+	}
 	cp.VL = uint8(v)
 	in.rr = (inVL + 1) & 15
 	bytes := cp.WireBytes()

@@ -94,7 +94,7 @@ const (
 )
 
 // AllReduceAlgorithms lists workload.algorithm's values.
-var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling, AlgTree}
+var AllReduceAlgorithms = []string{AlgRing, AlgRabenseifner, AlgRecursiveDoubling, AlgTree, AlgSharp}
 
 // chunk returns the offset and length of chunk c when bytes are split into n
 // chunks as evenly as whole bytes allow (the first bytes mod n chunks get one
@@ -467,6 +467,8 @@ func AllReduce(alg string, n int, bytes int64) (Schedule, error) {
 		return RecursiveDoublingAllReduce(n, bytes)
 	case AlgTree:
 		return TreeAllReduce(n, bytes)
+	case AlgSharp:
+		return Schedule{}, fmt.Errorf("workload.algorithm: sharp reduces in the switches and has no host schedule (it runs on a fabric: workload.kind allreduce)")
 	}
 	return Schedule{}, fmt.Errorf("workload.algorithm: %q is not an all-reduce algorithm (%s)", alg, strings.Join(AllReduceAlgorithms, ", "))
 }

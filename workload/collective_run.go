@@ -224,6 +224,9 @@ type collective struct {
 	// want is what every rank's buffer must hold at the end (fill), S
 	// bytes; nil for all-to-all, whose check draws the streams again.
 	want []byte
+	// sharp drives the in-network all-reduce (AlgSharp) in place of the
+	// schedule, nil for every other collective.
+	sharp *sharpState
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -729,6 +732,10 @@ func (c *collective) HandleEvent(ev *components.Event) {
 		return
 	}
 	c.ranks[r].pending = false
+	if c.sharp != nil {
+		c.sharpTurn(r)
+		return
+	}
 	c.turn(r)
 }
 
@@ -767,6 +774,10 @@ func (c *collective) begin() {
 		}
 	}
 	for r := range c.ranks {
+		if c.sharp != nil {
+			c.sharpTurn(r)
+			continue
+		}
 		c.turn(r)
 	}
 }
@@ -1316,6 +1327,9 @@ func (c *collective) metrics() map[string]any {
 	}
 	if len(c.errs) > 0 {
 		m["data_errors"] = c.errs[:min(len(c.errs), 10)]
+	}
+	if c.sharp != nil {
+		c.sharpMetrics(m)
 	}
 	if mttHits+mttMisses > 0 {
 		// Address translation (hca.mtt_cache_entries): the pages looked up

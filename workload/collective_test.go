@@ -602,9 +602,9 @@ func TestAllReduceAlgorithms(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, AlgTree, s.Algorithm)
 	_, err = AllReduce("bruck", 4, 100)
-	assert.EqualError(t, err, `workload.algorithm: "bruck" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling, tree)`)
+	assert.EqualError(t, err, `workload.algorithm: "bruck" is not an all-reduce algorithm (ring, rabenseifner, recursive-doubling, tree, sharp)`)
 	assert.EqualError(t, checkAlgorithm(CollAllToAll, AlgRing, "workload"),
-		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling, tree; set workload.kind: allreduce, or remove the key)`)
+		`workload.algorithm: "ring" is set, but workload.kind alltoall does not use it (an all-reduce's: ring, rabenseifner, recursive-doubling, tree, sharp; set workload.kind: allreduce, or remove the key)`)
 	assert.NoError(t, checkAlgorithm(CollAllToAll, "", "workload"))
 }
 

@@ -65,6 +65,15 @@ type Config struct {
 	// built). omitempty with the default 0, so a config without it keeps
 	// its effective config and config hash.
 	Root int `yaml:"root,omitempty"`
+	// SHARP (workload.algorithm: sharp): the window of outstanding
+	// fragments (0: DefaultSharpOSTs), the fragment payload (0: link.mtu),
+	// the aggregation nodes' ALU throughput in GB/s (0: as fast as its
+	// inputs) and latency in ns. omitempty, so a config without them keeps
+	// its effective config and config hash.
+	SharpOSTs          int     `yaml:"sharp_osts,omitempty"`
+	SharpFragmentBytes int     `yaml:"sharp_fragment_bytes,omitempty"`
+	SharpALUGBps       float64 `yaml:"sharp_alu_gbps,omitempty"`
+	SharpALUNs         float64 `yaml:"sharp_alu_ns,omitempty"`
 	// ReduceGBps is the rate, in GB/s, at which a rank reduces received data
 	// into its buffer during all-reduce (0: free, as a GPU is much faster
 	// than an IB link).
@@ -193,6 +202,9 @@ func (c *Config) Validate(prefix string) error {
 		return err
 	}
 	if err := checkRootKind(c.Kind, c.Root, prefix); err != nil {
+		return err
+	}
+	if err := c.checkSharp(prefix); err != nil {
 		return err
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {

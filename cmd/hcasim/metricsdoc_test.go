@@ -49,6 +49,7 @@ var metricRuns = [][]string{
 	{"--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.pattern=incast", "--set", "workload.test=write_bw", "--set", "cc.enable=true", "--set", "cc.victim_mask=none"},
 	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=5", "--set", "workload.size=65536", "--set", "workload.algorithm=rabenseifner"},
+	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536", "--set", "workload.algorithm=sharp", "--set", "switch.queueing=fifo"},
 	{"--set", "workload.kind=alltoall", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=allgather", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=reducescatter", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
