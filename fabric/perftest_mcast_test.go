@@ -27,6 +27,28 @@ func runMcg(t *testing.T, mutate func(*Simulation), sets ...string) recordedRun 
 	}, mutate)
 }
 
+// runMcgLeaf0 runs a multicast perftest with the checkers, requires that
+// it ran clean and that each of its receivers took all n messages, and
+// returns it with Fabric.Leaf[0]'s metrics (the sender's leaf).
+func runMcgLeaf0(t *testing.T, receivers, n int, sets ...string) (recordedRun, map[string]float64) {
+	t.Helper()
+	var sim *Simulation
+	r := runMcg(t, func(s *Simulation) { sim = s }, sets...)
+	require.NoError(t, r.Err)
+	require.True(t, r.Settled)
+	assert.Equal(t, true, r.M["data_verified"])
+	assert.Equal(t, receivers, r.M["mcg_receivers"])
+	assert.Equal(t, n, r.M["receiver_messages_min"])
+	assert.Equal(t, int64(0), r.M["receiver_drops"])
+	for _, sw := range sim.Net.Switches {
+		if sw.Name() == "Fabric.Leaf[0]" {
+			return r, sw.Metrics()
+		}
+	}
+	require.FailNow(t, "no Fabric.Leaf[0]")
+	return r, nil
+}
+
 // TestMcgSendBWBound: every receiver gets every message, and the sender's
 // rate is the wire's for a packet with a GRH.
 //
@@ -252,21 +274,7 @@ func TestMcgFanoutSplitLock(t *testing.T) {
 		{"local receivers only: no split", []string{"workload.mcg_receivers=3", "switch.vl_buffer_bytes=33280"}, n, wire, 3, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var sim *Simulation
-			r := runMcg(t, func(s *Simulation) { sim = s }, append(append([]string{}, mcgLockTree...), c.sets...)...)
-			require.NoError(t, r.Err)
-			require.True(t, r.Settled)
-			assert.Equal(t, true, r.M["data_verified"])
-			assert.Equal(t, c.receivers, r.M["mcg_receivers"])
-			assert.Equal(t, n, r.M["receiver_messages_min"])
-			assert.Equal(t, int64(0), r.M["receiver_drops"])
-			var leaf map[string]float64
-			for _, sw := range sim.Net.Switches {
-				if sw.Name() == "Fabric.Leaf[0]" {
-					leaf = sw.Metrics()
-				}
-			}
-			require.NotNil(t, leaf)
+			r, leaf := runMcgLeaf0(t, c.receivers, n, append(append([]string{}, mcgLockTree...), c.sets...)...)
 			assert.Equal(t, float64(n), leaf["mcast_packets_done"])
 			assert.Equal(t, float64(c.rounds), leaf["mcast_grant_rounds"])
 			if c.others >= 0 {
@@ -340,21 +348,7 @@ func TestMcgHoldEscapesTheLock(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sets := append(append(append([]string{}, mcgLockTree...), "switch.mcast_replication=hold"), c.sets...)
-			var sim *Simulation
-			r := runMcg(t, func(s *Simulation) { sim = s }, sets...)
-			require.NoError(t, r.Err)
-			require.True(t, r.Settled)
-			assert.Equal(t, true, r.M["data_verified"])
-			assert.Equal(t, c.receivers, r.M["mcg_receivers"])
-			assert.Equal(t, n, r.M["receiver_messages_min"])
-			assert.Equal(t, int64(0), r.M["receiver_drops"])
-			var leaf map[string]float64
-			for _, sw := range sim.Net.Switches {
-				if sw.Name() == "Fabric.Leaf[0]" {
-					leaf = sw.Metrics()
-				}
-			}
-			require.NotNil(t, leaf)
+			r, leaf := runMcgLeaf0(t, c.receivers, n, sets...)
 			assert.Equal(t, float64(n), leaf["mcast_packets_done"])
 			assert.Greater(t, leaf["mcast_held_packets"], 0.0, "the hold is what ends the split")
 			assert.Equal(t, r.M["switch_mcast_held_packets"], leaf["mcast_held_packets"], "the other switches' copies find their outputs free together: only Leaf[0] holds")

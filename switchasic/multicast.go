@@ -124,15 +124,7 @@ func (sw *Switch) multicastArrived(i, inVL int, pkt *ib.Packet, head, tail ib.PS
 		return false // no entry (or a VL the port lacks: PacketArrived's panic)
 	}
 	q.occ.Add(head, int64(pkt.Credits()))
-	var k int32
-	if n := len(sw.mcFree); n > 0 {
-		k = sw.mcFree[n-1]
-		sw.mcFree = sw.mcFree[:n-1]
-	} else {
-		k = int32(len(sw.mcast))
-		sw.mcast = append(sw.mcast, mcState{})
-	}
-	sw.mcast[k] = mcState{remaining: mask, arrived: head}
+	k := sw.newMcast(mcState{remaining: mask, arrived: head})
 	sw.counters.Received++
 	sw.counters.McastReceived++
 	ready := sw.ceilCycle(head) + sw.routePS
@@ -374,4 +366,18 @@ func (sw *Switch) holdBack(i, inVL int, e *entry, st *mcState, t ib.PS, of *outp
 	sw.counters.McastHeld++
 	sw.wake(until)
 	return true
+}
+
+// newMcast stores a queued multicast packet's state in a free slot of
+// sw.mcast (growing it only past the most packets ever queued at once)
+// and returns the slot, for its entry's mc.
+func (sw *Switch) newMcast(st mcState) int32 {
+	if n := len(sw.mcFree); n > 0 {
+		k := sw.mcFree[n-1]
+		sw.mcFree = sw.mcFree[:n-1]
+		sw.mcast[k] = st
+		return k
+	}
+	sw.mcast = append(sw.mcast, st)
+	return int32(len(sw.mcast) - 1)
 }

@@ -320,17 +320,9 @@ func (sw *Switch) aggAbsorb(i, inVL int, pkt *ib.Packet, s *aggSlot) (reduced bo
 		if !mask.Any() {
 			panic(fmt.Sprintf("switchasic %s: the result group %#x has no MFT entry at the root", sw.name, pkt.DLID))
 		}
-		var k int32
-		if m := len(sw.mcFree); m > 0 {
-			k = sw.mcFree[m-1]
-			sw.mcFree = sw.mcFree[:m-1]
-		} else {
-			k = int32(len(sw.mcast))
-			sw.mcast = append(sw.mcast, mcState{})
-		}
 		// Every tree port gets a copy, the one the last fragment came in
 		// on too: the result goes back to every child.
-		sw.mcast[k] = mcState{remaining: mask, arrived: now}
+		k := sw.newMcast(mcState{remaining: mask, arrived: now})
 		sw.counters.McastReceived++
 		sw.enqueue(i, inVL, entry{pkt: pkt, tail: now, ready: ready, out: mcastOut, mc: k, blocks: int32(blocks)})
 	}

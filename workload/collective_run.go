@@ -790,33 +790,17 @@ func (c *collective) turn(r int) {
 	if rk.done {
 		return
 	}
-	d := rk.dev
-	var wcs [64]hca.WC
-	for {
-		k := d.PollCQ(rk.sendCQ, wcs[:])
-		for _, wc := range wcs[:k] {
-			c.checkWC(r, wc)
-			rk.sent++
-			rk.sendDone[wc.WRID] = true
+	c.drain(r, rk.sendCQ, func(wc hca.WC) {
+		rk.sent++
+		rk.sendDone[wc.WRID] = true
+	})
+	c.drain(r, rk.recvCQ, func(wc hca.WC) {
+		if wc.Opcode != hca.WCRecvRDMAImm {
+			c.errs = append(c.errs, fmt.Sprintf("rank %d: receive completion %v, want RDMA write with immediate", r, wc.Opcode))
+			return
 		}
-		if k < len(wcs) {
-			break
-		}
-	}
-	for {
-		k := d.PollCQ(rk.recvCQ, wcs[:])
-		for _, wc := range wcs[:k] {
-			c.checkWC(r, wc)
-			if wc.Opcode != hca.WCRecvRDMAImm {
-				c.errs = append(c.errs, fmt.Sprintf("rank %d: receive completion %v, want RDMA write with immediate", r, wc.Opcode))
-				continue
-			}
-			c.landed(r, wc.Imm)
-		}
-		if k < len(wcs) {
-			break
-		}
-	}
+		c.landed(r, wc.Imm)
+	})
 	c.applyDeferred(r)
 	// Each lane posts its slices in order while they are ready, the lanes
 	// taking turns a slice at a time (one lane: everything in order).
@@ -834,13 +818,37 @@ func (c *collective) turn(r int) {
 		}
 	}
 	if rk.next == len(rk.sends) && rk.sent == len(rk.sends) && rk.recvs == rk.expect {
-		rk.done = true
-		rk.doneAt = d.CPUFreeAt()
-		c.finished++
-		c.end = max(c.end, rk.doneAt)
-		if c.finished == len(c.ranks) {
-			c.stop()
+		c.rankDone(r)
+	}
+}
+
+// drain polls rank r's CQ cq until it is empty, checking each completion
+// (checkWC) and handing it to each.
+func (c *collective) drain(r int, cq *hca.CQ, each func(hca.WC)) {
+	d := c.ranks[r].dev
+	var wcs [64]hca.WC
+	for {
+		k := d.PollCQ(cq, wcs[:])
+		for _, wc := range wcs[:k] {
+			c.checkWC(r, wc)
+			each(wc)
 		}
+		if k < len(wcs) {
+			return
+		}
+	}
+}
+
+// rankDone marks rank r done when its CPU is next free (its last poll),
+// and stops the run when it was the last.
+func (c *collective) rankDone(r int) {
+	rk := c.ranks[r]
+	rk.done = true
+	rk.doneAt = rk.dev.CPUFreeAt()
+	c.finished++
+	c.end = max(c.end, rk.doneAt)
+	if c.finished == len(c.ranks) {
+		c.stop()
 	}
 }
 

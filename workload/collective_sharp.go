@@ -139,35 +139,18 @@ func (c *collective) sharpTurn(r int) {
 	sr := &st.ranks[r]
 	d := rk.dev
 	F := st.run.FragmentBytes
-	var wcs [64]hca.WC
-	for {
-		k := d.PollCQ(rk.sendCQ, wcs[:])
-		for _, wc := range wcs[:k] {
-			c.checkWC(r, wc)
-			sr.sentDone++
+	c.drain(r, rk.sendCQ, func(hca.WC) { sr.sentDone++ })
+	c.drain(r, rk.recvCQ, func(wc hca.WC) {
+		f := sr.results
+		if !wc.HasImm || int(wc.Imm) != f {
+			c.errs = append(c.errs, fmt.Sprintf("rank %d: result completion %d carries fragment %d (immediate %v), want %d", r, wc.WRID, wc.Imm, wc.HasImm, f))
 		}
-		if k < len(wcs) {
-			break
-		}
-	}
-	for {
-		k := d.PollCQ(rk.recvCQ, wcs[:])
-		for _, wc := range wcs[:k] {
-			c.checkWC(r, wc)
-			f := sr.results
-			if !wc.HasImm || int(wc.Imm) != f {
-				c.errs = append(c.errs, fmt.Sprintf("rank %d: result completion %d carries fragment %d (immediate %v), want %d", r, wc.WRID, wc.Imm, wc.HasImm, f))
-			}
-			n := c.sharpLen(f)
-			b := st.buf[:n]
-			d.Mem.Read(sr.land+uint64(f)*uint64(hca.UDGRHBytes+F)+hca.UDGRHBytes, b)
-			d.Mem.Write(rk.src+uint64(f*F), b)
-			sr.results++
-		}
-		if k < len(wcs) {
-			break
-		}
-	}
+		n := c.sharpLen(f)
+		b := st.buf[:n]
+		d.Mem.Read(sr.land+uint64(f)*uint64(hca.UDGRHBytes+F)+hca.UDGRHBytes, b)
+		d.Mem.Write(rk.src+uint64(f*F), b)
+		sr.results++
+	})
 	for sr.sent < st.frags && sr.sent < sr.results+st.run.OSTs {
 		f := sr.sent
 		w := hca.SendWR{ID: uint64(f), Opcode: hca.WRSendImm, Signaled: true, UD: true, GRH: true,
@@ -179,13 +162,7 @@ func (c *collective) sharpTurn(r int) {
 		sr.sent++
 	}
 	if sr.sent == st.frags && sr.sentDone == st.frags && sr.results == st.frags {
-		rk.done = true
-		rk.doneAt = d.CPUFreeAt()
-		c.finished++
-		c.end = max(c.end, rk.doneAt)
-		if c.finished == len(c.ranks) {
-			c.stop()
-		}
+		c.rankDone(r)
 	}
 }
 
