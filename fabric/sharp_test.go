@@ -301,3 +301,48 @@ func TestSharpALUThroughputBoundsTheRoot(t *testing.T) {
 	_, free := runCollectiveSets(t, append(append([]string{}, sharpSets...), "workload.size=262144")...)
 	assert.Equal(t, 1, free["sharp_osts_used_max"], "a free ALU holds no slot: the children's fragments come together")
 }
+
+// TestSharpANSendsOnItsOwnPSNs: an AN's reduced fragment is its own
+// packet to its parent (SLID the AN's LID), so it carries the AN's own
+// PSN sequence, 0, 1, 2, … in the order the AN sends them. It used to
+// keep the PSN of whichever child's packet came last, which is another
+// child's stream from fragment to fragment once their timing differs
+// (here a small MTT cache and a slow ALU), and the ordering checker saw
+// the parent's stream from that AN jump. The run must pass the checkers,
+// the trace must show a fragment whose last child differs from the
+// previous one's at some AN (or the case tests nothing), and each AN's
+// injected PSNs must count up from 0.
+func TestSharpANSendsOnItsOwnPSNs(t *testing.T) {
+	r := sharpChecked(t, []string{"switch.radix=8", "topology.hosts=16", "topology.cable_length_m=5",
+		"workload.size=1048576", "workload.sharp_alu_gbps=100", "hca.mtt_cache_entries=64"}, nil)
+	require.NoError(t, r.Err)
+	assert.Equal(t, true, r.M["data_verified"], "%v", r.M["data_errors"])
+	lastIn := map[string]string{}   // AN → the last delivery's input port
+	prevLast := map[string]string{} // AN → the previous reduced fragment's last input
+	nextPSN := map[string]int{}
+	varied := false
+	for _, line := range strings.Split(r.Trace, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.HasSuffix(f[1], ".AN") {
+			continue
+		}
+		an := f[1]
+		switch f[2] {
+		case "deliver":
+			for _, kv := range f[3:] {
+				if strings.HasPrefix(kv, "in=") {
+					lastIn[an] = kv
+				}
+			}
+		case "inject":
+			if p, ok := prevLast[an]; ok && p != lastIn[an] {
+				varied = true
+			}
+			prevLast[an] = lastIn[an]
+			assert.Contains(t, f, "psn="+strconv.Itoa(nextPSN[an]), "%s", line)
+			nextPSN[an]++
+		}
+	}
+	assert.True(t, varied, "no AN saw its last child change: the case does not test the PSN")
+	assert.NotEmpty(t, nextPSN)
+}

@@ -89,6 +89,7 @@ type aggNode struct {
 	wait     [][]aggWait // per input port, in arrival order, from whead
 	whead    []int
 	aluFree  ib.PS // when the ALU finishes the fragment it is adding
+	psn      uint32 // the next reduced fragment's PSN (24 bits)
 	inUse    int
 	lastT    ib.PS // last time inUse changed
 	counters AggCounters
@@ -294,7 +295,12 @@ func (sw *Switch) aggAbsorb(i, inVL int, pkt *ib.Packet, s *aggSlot) (reduced bo
 	seq := sw.s.NewPacketNumbered(sw.s.ReserveSeqs(1))
 	pkt.Seq = seq.Seq
 	sw.s.FreePacket(seq)
+	// The AN sends as its own source (SLID) on its own packet sequence:
+	// the last child's PSN belongs to that child's stream, and which child
+	// comes last varies from fragment to fragment.
 	pkt.SLID = a.cfg.LID
+	pkt.PSN = a.psn
+	a.psn = (a.psn + 1) & 0xFFFFFF
 	pkt.InjectAt = now
 	pkt.Hops = 0
 	ready := sw.ceilCycle(a.aluFree+a.cfg.ALULatency) + sw.routePS
