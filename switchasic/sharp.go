@@ -88,7 +88,7 @@ type aggNode struct {
 	slots    []aggSlot
 	wait     [][]aggWait // per input port, in arrival order, from whead
 	whead    []int
-	aluFree  ib.PS // when the ALU finishes the fragment it is adding
+	aluFree  ib.PS  // when the ALU finishes the fragment it is adding
 	psn      uint32 // the next reduced fragment's PSN (24 bits)
 	inUse    int
 	lastT    ib.PS // last time inUse changed
