@@ -156,7 +156,8 @@ Run flags:
       --shard I/N       run every N-th sweep design (a point, or a whole knee search),
                         starting at I (0-based); needs --out
       --quiet           no progress bar (on a terminal, a sweep shows its points done,
-                        a single point its simulated time against the window's end)
+                        a single point its simulated time against the window's end),
+                        no sweep summary and no notes on stderr; errors still
       --cpuprofile F    write a pprof CPU profile
       --memprofile F    write a pprof heap profile
 
