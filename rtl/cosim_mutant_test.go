@@ -62,11 +62,22 @@ func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
 			// Each mutant compiles and runs in its own directory on the
 			// shared trace, so two run at once (one vvp per core).
 			t.Parallel()
-			src := PrimitiveSource(m.file)
-			require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once in %s", m.file)
-			checked, errors := run(t, "m"+strconv.Itoa(i), map[string]string{m.file: strings.Replace(src, m.old, m.new, 1)})
+			checked, errors := run(t, "m"+strconv.Itoa(i), mutatedSource(t, m.file, m.old, m.new))
 			require.Equal(t, cycles, checked)
 			require.Positive(t, errors, "the co-simulation passes a block with %s", m.name)
 		})
 	}
+}
+
+// mutatedSource returns the replacement map a testbench writer takes for
+// one mutant: file's source with old, which must occur exactly once,
+// replaced by new. An empty file is the unmutated run: an empty map.
+func mutatedSource(t *testing.T, file, old, new string) map[string]string {
+	t.Helper()
+	if file == "" {
+		return map[string]string{}
+	}
+	src := PrimitiveSource(file)
+	require.Equal(t, 1, strings.Count(src, old), "the mutation's text occurs once in %s", file)
+	return map[string]string{file: strings.Replace(src, old, new, 1)}
 }

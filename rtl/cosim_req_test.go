@@ -1159,8 +1159,8 @@ func writeReqBench(t *testing.T, dir string, replace map[string]string) []string
 
 // reqResultOf is the testbench's summary and the Go side's checks.
 type reqResultOf struct {
-	checked, errors              int
-	first                        []string
+	failLog
+	checked                      int
 	werr, cerr, verr, gaps       int
 	offers, commits, heldTx, cyc int
 	acks, cpls, cplHeld          int
@@ -1173,10 +1173,17 @@ type reqResultOf struct {
 	nakFailed                    int // NAKs that failed a message (the model's QP went to ERR)
 }
 
-func (res *reqResultOf) fail(format string, args ...any) {
-	res.errors++
-	if len(res.first) < 6 {
-		res.first = append(res.first, fmt.Sprintf(format, args...))
+// failLog counts a co-simulation's mismatches and keeps the first six
+// for the test's message.
+type failLog struct {
+	errors int
+	first  []string
+}
+
+func (l *failLog) fail(format string, args ...any) {
+	l.errors++
+	if len(l.first) < 6 {
+		l.first = append(l.first, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -1748,12 +1755,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 			ctx := context.Background()
 			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
 			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := map[string]string{}
-			if m.file != "" {
-				src := PrimitiveSource(m.file)
-				require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once in %s", m.file)
-				replace[m.file] = strings.Replace(src, m.old, m.new, 1)
-			}
+			replace := mutatedSource(t, m.file, m.old, m.new)
 			files := writeReqBench(t, d, replace)
 			run.write(t, d)
 			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)

@@ -261,20 +261,12 @@ func retryTransport(t *testing.T) string {
 
 // retryResult is what the replay of one run found.
 type retryResult struct {
-	errors  int
-	first   []string
+	failLog
 	checked int            // beats compared
 	psns    [3][]uint32    // per context, the PSNs the RTL committed
 	status  []hca.WCStatus // the completions' statuses on cpl_*
 	waits   int            // RNR waits checked
 	acks    int
-}
-
-func (r *retryResult) fail(format string, args ...any) {
-	r.errors++
-	if len(r.first) < 6 {
-		r.first = append(r.first, fmt.Sprintf(format, args...))
-	}
 }
 
 // retryCheck replays the log into the model and compares.
@@ -446,12 +438,7 @@ func TestRequesterRetryCosim(t *testing.T) {
 			ctx := context.Background()
 			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
 			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := map[string]string{}
-			if m.file != "" {
-				src := PrimitiveSource(m.file)
-				require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once in %s", m.file)
-				replace[m.file] = strings.Replace(src, m.old, m.new, 1)
-			}
+			replace := mutatedSource(t, m.file, m.old, m.new)
 			writeRetryBench(t, ctx, d, p, replace)
 			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
 			if m.file != "" {
@@ -527,12 +514,11 @@ func TestRequesterRetryPurgeCosim(t *testing.T) {
 			ctx := context.Background()
 			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
 			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := map[string]string{}
+			file := ""
 			if m.old != "" {
-				src := PrimitiveSource("hca_requester.v")
-				require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once")
-				replace["hca_requester.v"] = strings.Replace(src, m.old, m.new, 1)
+				file = "hca_requester.v"
 			}
+			replace := mutatedSource(t, file, m.old, m.new)
 			writeRetryBench(t, ctx, d, p, replace)
 			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "r"), "+hostfn")...)...)
 			require.NoError(t, err)

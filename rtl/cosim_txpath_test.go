@@ -468,12 +468,7 @@ func TestTxPathMutantsFail(t *testing.T) {
 			ctx := context.Background()
 			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
 			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := map[string]string{}
-			if m.file != "" {
-				src := PrimitiveSource(m.file)
-				require.Equal(t, 1, strings.Count(src, m.old), "the mutation's text occurs once in %s", m.file)
-				replace[m.file] = strings.Replace(src, m.old, m.new, 1)
-			}
+			replace := mutatedSource(t, m.file, m.old, m.new)
 			files := writeTxPathBench(t, d, replace)
 			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
 			require.NoError(t, err)
