@@ -144,7 +144,7 @@ func TestDragonflyPlusErrors(t *testing.T) {
 		{DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Spines: 3}, "topology.spines: 3 must divide the 4 up-ports of each leaf"},
 		// Radix 8 with 4 spines: a spine keeps a global port, so at most 7 leaves.
 		{DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Leaves: 8}, "topology.leaves: 8 is out of range for a dragonfly-plus group (1..7: a spine of radix 8 takes 1 cable per leaf and keeps a port for a global cable)"},
-		{DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Leaves: 6, GlobalLinks: 3}, "topology.global_links: 3 is out of range (1..2: a spine of radix 8 has 2 ports left beside its 6 cables to 6 leafs)"},
+		{DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Leaves: 6, GlobalLinks: 3}, "topology.global_links: 3 is out of range (1..2: a spine of radix 8 has 2 ports left beside its 6 cables to 6 leaves)"},
 		// Radix 8, h = 1: 4 spines × 1 = 4 global ports join at most 5 groups.
 		{DragonflyPlusSpec{Radix: 8, Oversubscription: 1, GlobalLinks: 1, Groups: 6}, "topology.groups: 6 is out of range (2..5: every pair of groups needs a global cable, and a group has 4 spines × 1 global links = 4)"},
 		{DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Groups: 1}, "topology.groups: 1 is out of range (2..17: every pair of groups needs a global cable, and a group has 4 spines × 4 global links = 16)"},

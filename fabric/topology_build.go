@@ -359,7 +359,10 @@ func (s DragonflyPlusSpec) Shape() (DragonflyPlusShape, error) {
 		return sh, fmt.Errorf("topology.radix: %d is out of range for a dragonfly-plus (2..%d)", r, MaxRadix)
 	}
 	// The leaf is a fat-tree-2 leaf: the same split of its ports, the same
-	// spines per group.
+	// spines per group. FatTree2Spec.Shape checks radix, oversubscription
+	// and spines before it sizes the tree; its verdict on a one-leaf
+	// tree's hosts (a leaf of one host port holds fewer than 2) is not
+	// this fabric's, which checks its own hosts below.
 	ft, err := FatTree2Spec{Radix: r, Oversubscription: s.Oversubscription, Spines: s.Spines, Leaves: 1, Hosts: 2}.Shape()
 	if err != nil && !strings.HasPrefix(err.Error(), "topology.hosts") {
 		return sh, err
@@ -387,8 +390,12 @@ func (s DragonflyPlusSpec) Shape() (DragonflyPlusShape, error) {
 		sh.GlobalLinks = free
 	}
 	if sh.GlobalLinks < 1 || sh.GlobalLinks > free {
+		leaves := "1 leaf"
+		if sh.Leaves != 1 {
+			leaves = fmt.Sprintf("%d leaves", sh.Leaves)
+		}
 		return sh, fmt.Errorf("topology.global_links: %d is out of range (1..%d: a spine of radix %d has %d ports left beside its %s to %s)",
-			sh.GlobalLinks, free, r, free, plural(sh.Leaves*sh.Parallel, "cable"), plural(sh.Leaves, "leaf"))
+			sh.GlobalLinks, free, r, free, plural(sh.Leaves*sh.Parallel, "cable"), leaves)
 	}
 	maxGroups := sh.MaxGroups()
 	perGroup := sh.Leaves * sh.Down
