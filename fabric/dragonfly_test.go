@@ -191,6 +191,45 @@ func TestDragonflyPlusConfigErrors(t *testing.T) {
 	}
 }
 
+// TestDragonflyPlusCables: from the config, host cables take link.length_m
+// and link.medium, leaf–spine cables topology.cable_length_m, and global
+// cables topology.global_cable_length_m, by default 30 m of fibre —
+// cable_length_m, which sets every switch-to-switch cable of a fat tree,
+// leaves them alone.
+func TestDragonflyPlusCables(t *testing.T) {
+	for _, tc := range []struct {
+		sets          []string
+		local, global float64
+		globalMedium  Medium
+	}{
+		{nil, 2, 30, Fibre},
+		{[]string{"topology.cable_length_m=5"}, 5, 30, Fibre},
+		{[]string{"topology.cable_length_m=5", "topology.global_cable_length_m=100", "topology.global_cable_medium=copper"}, 5, 100, Copper},
+	} {
+		topo, _, _ := dflyFabric(t, append([]string{"switch.radix=4", "link.length_m=2", "link.medium=copper"}, tc.sets...)...)
+		kinds := map[string]int{}
+		for _, c := range topo.Cables {
+			a, b := topo.Nodes[c.A.Node], topo.Nodes[c.B.Node]
+			switch {
+			case a.Kind == Host || b.Kind == Host:
+				kinds["host"]++
+				assert.Equal(t, 2.0, c.LengthM)
+				assert.Equal(t, Copper, c.Medium)
+			case a.Level == 2 && b.Level == 2:
+				kinds["global"]++
+				assert.Equal(t, tc.global, c.LengthM, "%v", tc.sets)
+				assert.Equal(t, tc.globalMedium, c.Medium, "%v", tc.sets)
+			default:
+				kinds["local"]++
+				assert.Equal(t, tc.local, c.LengthM, "%v", tc.sets)
+				assert.Equal(t, Copper, c.Medium)
+			}
+		}
+		// Radix 4: 20 hosts, 5 groups × 2 leaves × 2 up-ports, 5·4/2 pairs × 1.
+		assert.Equal(t, map[string]int{"host": 20, "local": 20, "global": 10}, kinds)
+	}
+}
+
 // dflyFabric builds a dragonfly-plus from config overrides and routes it.
 func dflyFabric(t *testing.T, sets ...string) (*Topology, *Subnet, DragonflyPlusShape) {
 	t.Helper()
@@ -223,6 +262,9 @@ func TestDragonflyPlusMinimalRoutes(t *testing.T) {
 		{"radix 4 minhop", []string{"switch.radix=4"}},
 		{"radix 8 five groups minhop", []string{"switch.radix=8", "topology.groups=5"}},
 		{"radix 8 four groups random", []string{"switch.radix=8", "topology.groups=4", "topology.routing=random"}},
+		// h = 1, 3 groups: 2 cables a pair on 2 of the 4 spines, so half a
+		// leaf's spines have no cable to a given group and must not be taken.
+		{"radix 8 three groups one global link", []string{"switch.radix=8", "topology.groups=3", "topology.global_links=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo, sub, sh := dflyFabric(t, tc.sets...)
@@ -314,6 +356,22 @@ func TestDragonflyPlusDeadlockFree(t *testing.T) {
 				groups += len(sub.ar[n])
 			}
 			assert.Positive(t, groups, "%v: no AR groups", sets)
+		}
+	}
+
+	// The AR groups are the minimal candidates. Radix 8, 5 groups: each
+	// pair's 4 cables sit on 4 different spines (g−1 = 4 ≥ h = 4), so at
+	// Fabric.Leaf[0] every one of its 4 up-ports leads to a spine cabled to
+	// group 1, and the group for a host there (Fabric.Host[16], the first
+	// of group 1) is those 4 ports (5..8: after 4 host ports). A spine has
+	// one cable to that group: one candidate, so no AR group.
+	topo, sub, _ := dflyFabric(t, "switch.radix=8", "topology.groups=5", "topology.adaptive_routing=true")
+	leaf0, _ := topo.Lookup("Fabric.Leaf[0]")
+	host16, _ := topo.Lookup("Fabric.Host[16]")
+	assert.Equal(t, []uint16{5, 6, 7, 8}, sub.ARGroup(leaf0, sub.LID(host16)))
+	for _, sp := range topo.Switches() {
+		if topo.Nodes[sp].Level == 2 {
+			assert.Empty(t, sub.ARGroup(sp, sub.LID(host16)), "%s", topo.Nodes[sp].Name)
 		}
 	}
 
