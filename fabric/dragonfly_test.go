@@ -553,3 +553,37 @@ func TestDragonflyPlusGlobalBisection(t *testing.T) {
 	assert.InEpsilon(t, bound(4), starved, 0.03)
 	assert.Greater(t, balanced, 1.5*starved)
 }
+
+// TestDragonflyPlusFileRoundTrip: the builder's fabric written as a
+// topology file (FormatTopology) and read back has the same nodes (less
+// their tiers, which files do not carry), the same cables with their
+// lengths and media, and the same minhop routes and AR groups: a
+// dragonfly-plus exported this way is a starting point for a hand-edited
+// one (another arrangement, unequal groups) under topology.kind: file.
+func TestDragonflyPlusFileRoundTrip(t *testing.T) {
+	built, err := DragonflyPlus(DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Groups: 4},
+		testCable, CableSpec{LengthM: 5, Medium: Copper}, CableSpec{LengthM: 30, Medium: Fibre})
+	require.NoError(t, err)
+	var buf strings.Builder
+	require.NoError(t, FormatTopology(&buf, built))
+	read, err := ParseTopology(strings.NewReader(buf.String()), "roundtrip", testCable)
+	require.NoError(t, err)
+	require.Len(t, read.Nodes, len(built.Nodes))
+	for i := range built.Nodes {
+		want := built.Nodes[i]
+		want.Level = 0
+		assert.Equal(t, want, read.Nodes[i])
+	}
+	assert.Equal(t, built.Cables, read.Cables)
+	o := SubnetOptions{Routing: RoutingMinHop, VLs: 1, AdaptiveRouting: true}
+	a, err := NewSubnet(built, o)
+	require.NoError(t, err)
+	b, err := NewSubnet(read, o)
+	require.NoError(t, err)
+	for _, s := range built.Switches() {
+		assert.Equal(t, a.LFT(s), b.LFT(s), built.Nodes[s].Name)
+		for lid := uint16(1); lid <= a.MaxLID(); lid++ {
+			assert.Equal(t, a.ARGroup(s, lid), b.ARGroup(s, lid))
+		}
+	}
+}
