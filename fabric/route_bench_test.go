@@ -30,3 +30,44 @@ func BenchmarkSubnet(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSubnetDragonflyPlus times minhop, minhop with AR groups and the
+// deadlock check on a dragonfly-plus of radix 16 with 17 groups: 8 leaves
+// × 8 hosts and 8 spines a group, 1088 hosts, 272 switches, 4 global
+// cables a group pair.
+func BenchmarkSubnetDragonflyPlus(b *testing.B) {
+	topo, err := DragonflyPlus(DragonflyPlusSpec{Radix: 16, Oversubscription: 1, Groups: 17}, testCable, testCable, testCable)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ar := range []bool{false, true} {
+		name := "route/minhop"
+		if ar {
+			name += "+ar"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := NewSubnet(topo, SubnetOptions{Routing: RoutingMinHop, VLs: 1, AdaptiveRouting: ar}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, ar := range []bool{false, true} {
+		sn, err := NewSubnet(topo, SubnetOptions{Routing: RoutingMinHop, VLs: 1, AdaptiveRouting: ar})
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "deadlock-check"
+		if ar {
+			name += "+ar"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if err := sn.CheckDeadlock(nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

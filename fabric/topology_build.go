@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/hcasim/hcasim/link"
 )
@@ -308,4 +309,221 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d %s", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// DragonflyPlusSpec sizes a Dragonfly+ fabric (Shpiner et al., "Dragonfly+:
+// Low Cost Topology for Scaling Datacenters", HiPINEB 2017): groups that are
+// each a two-level leaf/spine fat tree, their spines joined group to group by
+// global cables.
+type DragonflyPlusSpec struct {
+	Radix int // ports per switch, leaves and spines alike
+	// Oversubscription is the leaf's down:up port ratio, as in a fat-tree-2
+	// (1 = half the leaf's ports to hosts, half to the spines).
+	Oversubscription float64
+	Hosts            int // 0 = fill every leaf
+	Groups           int // 0 = as many as the hosts need, or the most the global ports join (S·h + 1)
+	Leaves           int // per group; 0 = half the spine's ports' worth (⌊radix/2⌋ / Parallel)
+	Spines           int // per group; 0 = one per leaf up-port; must divide the up-ports
+	GlobalLinks      int // global cables per spine (h); 0 = every spine port the leaves leave free
+}
+
+// DragonflyPlusShape is the derived shape of a Dragonfly+ fabric.
+type DragonflyPlusShape struct {
+	Down, Up       int // leaf ports to hosts and to spines
+	Leaves, Spines int // per group
+	Parallel       int // cables between each leaf and each spine of its group: Up / Spines
+	GlobalLinks    int // global ports per spine (h)
+	Groups         int
+	// PairCables is the global cables that join each pair of groups,
+	// ⌊Spines·GlobalLinks / (Groups−1)⌋ (at least 1); the
+	// Spines·GlobalLinks − PairCables·(Groups−1) global ports a group has
+	// beyond those stay without a cable.
+	PairCables int
+	Hosts      int
+}
+
+// GlobalPorts returns the global ports of one group: Spines × GlobalLinks.
+func (sh DragonflyPlusShape) GlobalPorts() int { return sh.Spines * sh.GlobalLinks }
+
+// MaxGroups returns the most groups the global ports can join, every pair
+// by at least one cable: Spines × GlobalLinks + 1 (Kim et al., ISCA 2008,
+// g = a·h + 1, with a group's spines as the dragonfly's routers).
+func (sh DragonflyPlusShape) MaxGroups() int { return sh.GlobalPorts() + 1 }
+
+// Shape derives the fabric's shape from the spec, or says which knob is
+// wrong.
+func (s DragonflyPlusSpec) Shape() (DragonflyPlusShape, error) {
+	var sh DragonflyPlusShape
+	r := s.Radix
+	if r < 2 || r > MaxRadix {
+		return sh, fmt.Errorf("topology.radix: %d is out of range for a dragonfly-plus (2..%d)", r, MaxRadix)
+	}
+	// The leaf is a fat-tree-2 leaf: the same split of its ports, the same
+	// spines per group. FatTree2Spec.Shape checks radix, oversubscription
+	// and spines before it sizes the tree; its verdict on a one-leaf
+	// tree's hosts (a leaf of one host port holds fewer than 2) is not
+	// this fabric's, which checks its own hosts below.
+	ft, err := FatTree2Spec{Radix: r, Oversubscription: s.Oversubscription, Spines: s.Spines, Leaves: 1, Hosts: 2}.Shape()
+	if err != nil && !strings.HasPrefix(err.Error(), "topology.hosts") {
+		return sh, err
+	}
+	sh.Down, sh.Up, sh.Spines, sh.Parallel = ft.Down, ft.Up, ft.Spines, ft.Parallel
+	// A spine gives Parallel ports to each leaf of its group and keeps at
+	// least one for a global cable.
+	maxLeaves := (r - 1) / sh.Parallel
+	if maxLeaves < 1 {
+		return sh, fmt.Errorf("topology.radix: %d leaves a spine no port for a global cable (its leaves take %s each)", r, plural(sh.Parallel, "port"))
+	}
+	sh.Leaves = s.Leaves
+	if sh.Leaves == 0 {
+		// The paper's split: half the spine's ports down to the leaves,
+		// half out to other groups.
+		sh.Leaves = max(1, r/2/sh.Parallel)
+	}
+	if sh.Leaves < 1 || sh.Leaves > maxLeaves {
+		return sh, fmt.Errorf("topology.leaves: %d is out of range for a dragonfly-plus group (1..%d: a spine of radix %d takes %s per leaf and keeps a port for a global cable)",
+			sh.Leaves, maxLeaves, r, plural(sh.Parallel, "cable"))
+	}
+	free := r - sh.Leaves*sh.Parallel
+	sh.GlobalLinks = s.GlobalLinks
+	if sh.GlobalLinks == 0 {
+		sh.GlobalLinks = free
+	}
+	if sh.GlobalLinks < 1 || sh.GlobalLinks > free {
+		leaves := "1 leaf"
+		if sh.Leaves != 1 {
+			leaves = fmt.Sprintf("%d leaves", sh.Leaves)
+		}
+		return sh, fmt.Errorf("topology.global_links: %d is out of range (1..%d: a spine of radix %d has %d ports left beside its %s to %s)",
+			sh.GlobalLinks, free, r, free, plural(sh.Leaves*sh.Parallel, "cable"), leaves)
+	}
+	maxGroups := sh.MaxGroups()
+	perGroup := sh.Leaves * sh.Down
+	sh.Groups = s.Groups
+	if sh.Groups == 0 {
+		if s.Hosts > 0 {
+			sh.Groups = (s.Hosts + perGroup - 1) / perGroup
+			if sh.Groups < 2 {
+				return sh, fmt.Errorf("topology.hosts: %d fit one group of %d leaves × %d host ports; a dragonfly-plus has at least 2 groups (set topology.groups, or use fat-tree-2)",
+					s.Hosts, sh.Leaves, sh.Down)
+			}
+			if sh.Groups > maxGroups {
+				return sh, fmt.Errorf("topology.hosts: %d need %d groups of %d hosts, but %d spines × %d global links join at most %d (at most %d hosts; use a larger switch.radix)",
+					s.Hosts, sh.Groups, perGroup, sh.Spines, sh.GlobalLinks, maxGroups, maxGroups*perGroup)
+			}
+		} else {
+			sh.Groups = maxGroups
+		}
+	}
+	if sh.Groups < 2 || sh.Groups > maxGroups {
+		return sh, fmt.Errorf("topology.groups: %d is out of range (2..%d: every pair of groups needs a global cable, and a group has %d spines × %d global links = %d)",
+			sh.Groups, maxGroups, sh.Spines, sh.GlobalLinks, sh.GlobalPorts())
+	}
+	sh.PairCables = sh.GlobalPorts() / (sh.Groups - 1)
+	sh.Hosts = s.Hosts
+	if sh.Hosts == 0 {
+		sh.Hosts = sh.Groups * perGroup
+	}
+	if sh.Hosts < 2 {
+		return sh, fmt.Errorf("topology.hosts: %d is too few (a fabric connects at least 2 hosts; 0 = every host port)", sh.Hosts)
+	}
+	if sh.Hosts > sh.Groups*perGroup {
+		return sh, fmt.Errorf("topology.hosts: %d does not fit %d groups of %d leaves × %d host ports (at most %d)",
+			sh.Hosts, sh.Groups, sh.Leaves, sh.Down, sh.Groups*perGroup)
+	}
+	// Every host and switch takes one unicast LID (LMC 0).
+	switches := sh.Groups * (sh.Leaves + sh.Spines)
+	if lids := sh.Hosts + switches; lids > LastUnicastLID {
+		key, val := "topology.groups", fmt.Sprint(s.Groups)
+		if s.Groups == 0 {
+			val = fmt.Sprintf("0 (the most the global ports join, %d)", sh.Groups)
+			if s.Hosts > 0 {
+				key, val = "topology.hosts", fmt.Sprint(s.Hosts)
+			}
+		}
+		fit := (LastUnicastLID) / (perGroup + sh.Leaves + sh.Spines)
+		return sh, fmt.Errorf("%s: %s: %d hosts and %d switches need %d LIDs, more than the unicast range 0x0001-0xBFFF (%d) holds (at most %d full groups at this shape)",
+			key, val, sh.Hosts, switches, lids, LastUnicastLID, fit)
+	}
+	return sh, nil
+}
+
+// DragonflyPlus builds a Dragonfly+ fabric. Switches are numbered group-major
+// in one flat namespace, as in the fat trees: group G's leaf l is
+// Fabric.Leaf[G×Leaves+l] and its spine s is Fabric.Spine[G×Spines+s]; host
+// h is on leaf h/Down, port h%Down+1 (hosts fill leaf by leaf, group by
+// group). Inside a group the wiring is FatTree2's: leaf up-port u (port
+// Down+1+u) goes to spine u%Spines, port l×Parallel + u/Spines + 1. A
+// spine's ports Leaves×Parallel+1 … +GlobalLinks are its global ports.
+//
+// Global cables follow the relative (circulant) arrangement, its ports laid
+// out consecutively per spine: a group's global port k (spine k/h, its
+// (k%h)-th global port) serves offset δ = k%(g−1) + 1, copy c = k/(g−1),
+// and joins group (G+δ) mod g at that group's port c×(g−1) + (g−1−δ) — the
+// port of the same copy that serves the offset back, g−δ. Every group's
+// wiring is group 0's turned by G, every pair of groups gets PairCables
+// cables, and a pair's copies sit g−1 ports apart, on different spines
+// whenever g−1 ≥ h. Leaves are tier 1 and spines tier 2. No switch is
+// marked Root: a dragonfly has no top tier. The subnet manager then takes
+// every spine as a root (the switches farthest from the hosts), which
+// spreads multicast trees over them, and updown, which cannot route
+// between roots joined spine to spine, falls back to the first spine
+// alone (NewSubnet).
+//
+// host is every host cable's spec, local every leaf–spine cable's, global
+// every spine–spine cable's.
+func DragonflyPlus(s DragonflyPlusSpec, host, local, global CableSpec) (*Topology, error) {
+	sh, err := s.Shape()
+	if err != nil {
+		return nil, err
+	}
+	t := &Topology{}
+	leaves := make([]int, sh.Groups*sh.Leaves)
+	for i := range leaves {
+		leaves[i] = mustAdd(t.AddSwitch(indexed("Leaf", i), s.Radix))
+		t.Nodes[leaves[i]].Level = 1
+	}
+	spines := make([]int, sh.Groups*sh.Spines)
+	for i := range spines {
+		spines[i] = mustAdd(t.AddSwitch(indexed("Spine", i), s.Radix))
+		t.Nodes[spines[i]].Level = 2
+	}
+	for h := 0; h < sh.Hosts; h++ {
+		n := mustAdd(t.AddHost(HostName(h)))
+		mustConnect(t, PortRef{n, 1}, PortRef{leaves[h/sh.Down], h%sh.Down + 1}, host)
+	}
+	for g := 0; g < sh.Groups; g++ {
+		for l := 0; l < sh.Leaves; l++ {
+			for u := 0; u < sh.Up; u++ {
+				spinePort := l*sh.Parallel + u/sh.Spines + 1
+				mustConnect(t, PortRef{leaves[g*sh.Leaves+l], sh.Down + 1 + u}, PortRef{spines[g*sh.Spines+u%sh.Spines], spinePort}, local)
+			}
+		}
+	}
+	for g := 0; g < sh.Groups; g++ {
+		for k := 0; k < sh.PairCables*(sh.Groups-1); k++ {
+			p := sh.globalPeer(g, k)
+			if p.Group < g {
+				continue // cabled from the lower group
+			}
+			mustConnect(t, sh.globalPort(spines, g, k), sh.globalPort(spines, p.Group, p.Port), global)
+		}
+	}
+	return t, nil
+}
+
+// GlobalEnd is one end of a global cable: a group and its global port.
+type GlobalEnd struct{ Group, Port int }
+
+// globalPeer returns the far end of group g's global port k (k below
+// PairCables×(Groups−1)).
+func (sh DragonflyPlusShape) globalPeer(g, k int) GlobalEnd {
+	n := sh.Groups - 1
+	delta, cp := k%n+1, k/n
+	return GlobalEnd{Group: (g + delta) % sh.Groups, Port: cp*n + n - delta}
+}
+
+// globalPort returns the switch port of group g's global port k.
+func (sh DragonflyPlusShape) globalPort(spines []int, g, k int) PortRef {
+	return PortRef{spines[g*sh.Spines+k/sh.GlobalLinks], sh.Leaves*sh.Parallel + 1 + k%sh.GlobalLinks}
 }

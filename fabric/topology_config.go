@@ -11,20 +11,22 @@ import (
 
 // Topology kinds, as the topology.kind key spells them.
 const (
-	KindBackToBack   = "back-to-back"
-	KindSingleSwitch = "single-switch"
-	KindFatTree2     = "fat-tree-2"
-	KindFatTree3     = "fat-tree-3"
-	KindFile         = "file"
+	KindBackToBack    = "back-to-back"
+	KindSingleSwitch  = "single-switch"
+	KindFatTree2      = "fat-tree-2"
+	KindFatTree3      = "fat-tree-3"
+	KindDragonflyPlus = "dragonfly-plus"
+	KindFile          = "file"
 )
 
 // TopologyKinds lists the topology kinds.
-var TopologyKinds = []string{KindBackToBack, KindSingleSwitch, KindFatTree2, KindFatTree3, KindFile}
+var TopologyKinds = []string{KindBackToBack, KindSingleSwitch, KindFatTree2, KindFatTree3, KindDragonflyPlus, KindFile}
 
 // TopologyConfig is the `topology:` section: which fabric to build and how the
 // subnet manager routes it.
 type TopologyConfig struct {
-	// Kind is back-to-back | single-switch | fat-tree-2 | fat-tree-3 | file.
+	// Kind is back-to-back | single-switch | fat-tree-2 | fat-tree-3 |
+	// dragonfly-plus | file.
 	Kind string `yaml:"kind"`
 	// Hosts is the number of hosts; 0 = every host port the topology has
 	// (back-to-back 2, single-switch the radix, a fat tree full).
@@ -32,15 +34,32 @@ type TopologyConfig struct {
 	// Radix is the ports per switch; 0 = switch.radix.
 	Radix int `yaml:"radix"`
 	// Oversubscription is a fat-tree leaf's down:up port ratio (1 = 1:1,
-	// non-blocking; 2 = 2:1). fat-tree-2 only; fat-tree-3 is always 1.
+	// non-blocking; 2 = 2:1). fat-tree-2 and dragonfly-plus (its leaves);
+	// fat-tree-3 is always 1.
 	Oversubscription float64 `yaml:"oversubscription"`
 	// Leaves is the leaf switches of a fat-tree-2; 0 = as many as the hosts
-	// need (or as the spines can take when hosts is 0).
+	// need (or as the spines can take when hosts is 0). In a dragonfly-plus
+	// it is the leaves of each group; 0 = half a spine's ports' worth.
 	Leaves int `yaml:"leaves"`
-	// Spines is the spine switches of a fat-tree-2; 0 = one per leaf up-port.
-	// It must divide the up-ports; each leaf then has up/spines parallel
-	// cables to each spine.
+	// Spines is the spine switches of a fat-tree-2 (of each group of a
+	// dragonfly-plus); 0 = one per leaf up-port. It must divide the
+	// up-ports; each leaf then has up/spines parallel cables to each spine.
 	Spines int `yaml:"spines"`
+	// Groups is a dragonfly-plus's groups; 0 = as many as the hosts need,
+	// or, when hosts is 0, the most the global ports join (spines ×
+	// global_links + 1). omitempty, as are the other dragonfly-plus keys: a
+	// config without them keeps its config hash.
+	Groups int `yaml:"groups,omitempty"`
+	// GlobalLinks is the global cables of each dragonfly-plus spine; 0 =
+	// every port its group's leaves leave free.
+	GlobalLinks int `yaml:"global_links,omitempty"`
+	// GlobalCableLengthM is the length in metres of every dragonfly-plus
+	// global cable (spine to spine, between groups); 0 =
+	// DefaultGlobalCableLengthM.
+	GlobalCableLengthM float64 `yaml:"global_cable_length_m,omitempty"`
+	// GlobalCableMedium is the medium of every dragonfly-plus global cable:
+	// copper | fibre; "" = fibre.
+	GlobalCableMedium string `yaml:"global_cable_medium,omitempty"`
 	// File is the topology file of kind file (format in docs/fabric.md).
 	File string `yaml:"file"`
 	// Text is a topology file's contents, given in the config itself
@@ -98,6 +117,15 @@ type DegradedLink struct {
 	Width      string `yaml:"width,omitempty"`      // 1x … 12x; "" = the cable's
 	Generation string `yaml:"generation,omitempty"` // SDR … XDR; "" = the cable's
 }
+
+// DefaultGlobalCableLengthM is a dragonfly-plus global cable's length when
+// topology.global_cable_length_m is 0: 30 m of fibre. Global cables run
+// between the racks of different groups, which dragonfly deployments span
+// with optical links at "inter-cabinet distances in the range of tens of
+// meters" (ISC High Performance 2017 workshops, LNCS 10524, doi
+// 10.1007/978-3-319-67630-2_5); intra-group cables stay in or next to the
+// group's racks (topology.cable_length_m).
+const DefaultGlobalCableLengthM = 30
 
 // MaxARFlowletGapNs bounds topology.ar_flowlet_gap_ns: one second, far
 // beyond any run's idle gap, so a larger value would mean nothing more.
@@ -178,6 +206,20 @@ func (c *TopologyConfig) Validate() error {
 	if err := c.validateCableSpeeds(); err != nil {
 		return err
 	}
+	if c.Groups < 0 || c.Groups > LastUnicastLID {
+		return fmt.Errorf("topology.groups: %d is out of range (0 = derived, 2 up to spines × global_links + 1)", c.Groups)
+	}
+	if c.GlobalLinks < 0 || c.GlobalLinks > MaxRadix {
+		return fmt.Errorf("topology.global_links: %d is out of range (0 = every spine port the leaves leave free, up to %d)", c.GlobalLinks, MaxRadix)
+	}
+	if g := c.GlobalCableLengthM; math.IsNaN(g) || g < 0 || g > 1e5 {
+		return fmt.Errorf("topology.global_cable_length_m: %v is out of range (0 = %d m, up to 100000 m)", g, DefaultGlobalCableLengthM)
+	}
+	if m := c.GlobalCableMedium; m != "" {
+		if _, ok := ParseMedium(m); !ok {
+			return fmt.Errorf("topology.global_cable_medium: %q is not a medium (copper, fibre; empty = fibre)", m)
+		}
+	}
 	// Keys a kind does not use are errors, not silently ignored.
 	unused := func(key string, value any, set bool, why string) error {
 		if set {
@@ -198,6 +240,13 @@ func (c *TopologyConfig) Validate() error {
 		oversb = func(why string) error {
 			return unused("oversubscription", c.Oversubscription, c.Oversubscription != 1, why)
 		}
+		dfly = func() error {
+			why := "set topology.kind: dragonfly-plus to use it"
+			return firstErr(unused("groups", c.Groups, c.Groups != 0, why),
+				unused("global_links", c.GlobalLinks, c.GlobalLinks != 0, why),
+				unused("global_cable_length_m", c.GlobalCableLengthM, c.GlobalCableLengthM != 0, why),
+				unused("global_cable_medium", c.GlobalCableMedium, c.GlobalCableMedium != "", why))
+		}
 		err error
 	)
 	switch c.Kind {
@@ -213,15 +262,22 @@ func (c *TopologyConfig) Validate() error {
 			oversb("no switches"), cableLen("no switches; the host cable takes link.length_m"), file(),
 			unused("adaptive_routing", c.AdaptiveRouting, c.AdaptiveRouting, "no switches"),
 			unused("adaptive_routing_sls", fmt.Sprint(c.AdaptiveRoutingSLs), c.AdaptiveRoutingSLs != nil, "no switches"),
-			unused("ar_flowlet_gap_ns", c.ARFlowletGapNs, c.ARFlowletGapNs != 0, "no switches"))
+			unused("ar_flowlet_gap_ns", c.ARFlowletGapNs, c.ARFlowletGapNs != 0, "no switches"), dfly())
 	case KindSingleSwitch:
 		err = firstErr(leaves("one switch"), spines("one switch"), oversb("one switch"),
-			cableLen("one switch, so no switch-to-switch cables; host cables take link.length_m"), file())
+			cableLen("one switch, so no switch-to-switch cables; host cables take link.length_m"), file(), dfly())
 	case KindFatTree2:
-		err = file()
+		err = firstErr(file(), dfly())
 	case KindFatTree3:
 		why := "its shape follows topology.radix"
-		err = firstErr(leaves(why), spines(why), oversb("a k-ary three-level tree is 1:1"), file())
+		err = firstErr(leaves(why), spines(why), oversb("a k-ary three-level tree is 1:1"), file(), dfly())
+	case KindDragonflyPlus:
+		if c.Routing == RoutingDModK {
+			// D-mod-K's closed form needs a tree: every switch-to-switch
+			// cable joins two tiers. Global cables join spine to spine.
+			return fmt.Errorf("topology.routing: dmodk routes fat trees, and a dragonfly-plus's global cables join spines of one tier (minhop, updown, random)")
+		}
+		err = file()
 	case KindFile:
 		if c.File == "" && c.Text == "" {
 			return fmt.Errorf("topology.file: is empty, but topology.kind file needs a topology file (or its contents in topology.text)")
@@ -235,7 +291,7 @@ func (c *TopologyConfig) Validate() error {
 			unused("host_link_generation", c.HostLinkGeneration, c.HostLinkGeneration != "", perCable),
 			unused("degraded_links", entries(len(c.DegradedLinks)), c.DegradedLinks != nil, perCable),
 			unused("hosts", c.Hosts, c.Hosts != 0, why), unused("radix", c.Radix, c.Radix != 0, why),
-			leaves(why), spines(why), oversb(why), unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why))
+			leaves(why), spines(why), oversb(why), unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why), dfly())
 	}
 	return err
 }
@@ -439,8 +495,36 @@ func (c *TopologyConfig) CheckShape(switchRadix int) error {
 	case KindFatTree3:
 		_, err := FatTree3Size(r, c.Hosts)
 		return err
+	case KindDragonflyPlus:
+		_, err := c.dragonflyPlusSpec(r).Shape()
+		return err
 	}
 	return nil
+}
+
+func (c *TopologyConfig) dragonflyPlusSpec(radix int) DragonflyPlusSpec {
+	return DragonflyPlusSpec{Radix: radix, Oversubscription: c.Oversubscription, Hosts: c.Hosts, Groups: c.Groups,
+		Leaves: c.Leaves, Spines: c.Spines, GlobalLinks: c.GlobalLinks}
+}
+
+// dragonflyPlusCables returns the specs of a dragonfly-plus's leaf–spine
+// and global cables: link's, at topology.cable_length_m when set, and at
+// topology.global_cable_length_m (or DefaultGlobalCableLengthM) in
+// topology.global_cable_medium (or fibre).
+func (c *TopologyConfig) dragonflyPlusCables(link CableSpec) (local, global CableSpec) {
+	local, global = link, link
+	if c.CableLengthM > 0 {
+		local.LengthM = c.CableLengthM
+	}
+	global.LengthM = DefaultGlobalCableLengthM
+	if c.GlobalCableLengthM > 0 {
+		global.LengthM = c.GlobalCableLengthM
+	}
+	global.Medium = Fibre
+	if c.GlobalCableMedium != "" {
+		global.Medium, _ = ParseMedium(c.GlobalCableMedium)
+	}
+	return local, global
 }
 
 func (c *TopologyConfig) fatTree2Spec(radix int) FatTree2Spec {
@@ -472,6 +556,9 @@ func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, erro
 		t, err = FatTree2(c.fatTree2Spec(r), link)
 	case KindFatTree3:
 		t, err = FatTree3(r, c.Hosts, link)
+	case KindDragonflyPlus:
+		local, global := c.dragonflyPlusCables(link)
+		t, err = DragonflyPlus(c.dragonflyPlusSpec(r), link, local, global)
 	default: // KindFile; Validate admitted no other
 		if c.Text != "" {
 			// Errors name the key and the text's line: "topology.text:3: …".
@@ -489,7 +576,7 @@ func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, erro
 	if err != nil {
 		return nil, err
 	}
-	if c.CableLengthM > 0 {
+	if c.CableLengthM > 0 && c.Kind != KindDragonflyPlus { // a dragonfly-plus's builder set its own
 		t.SetSwitchCableLength(c.CableLengthM)
 	}
 	if err := c.applyCableSpeeds(t, link.Link); err != nil {

@@ -95,7 +95,7 @@ func TestTopologyConfigErrors(t *testing.T) {
 		cfg  TopologyConfig
 		want string
 	}{
-		{with(func(c *TopologyConfig) { c.Kind = "torus" }), `topology.kind: "torus" is not a topology (back-to-back, single-switch, fat-tree-2, fat-tree-3, file)`},
+		{with(func(c *TopologyConfig) { c.Kind = "torus" }), `topology.kind: "torus" is not a topology (back-to-back, single-switch, fat-tree-2, fat-tree-3, dragonfly-plus, file)`},
 		{with(func(c *TopologyConfig) { c.Routing = "lash" }), `topology.routing: "lash" is not a routing engine (minhop, dmodk, updown, random)`},
 		{with(func(c *TopologyConfig) { c.Hosts = 3 }), "topology.hosts: 3 hosts cannot be back to back (0 or 2)"},
 		{with(func(c *TopologyConfig) { c.Hosts = -1 }), "topology.hosts: -1 is out of range (0 = every host port, up to 49151)"},

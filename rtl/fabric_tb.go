@@ -103,7 +103,7 @@ func (r *txRecorder) Func(ctx sim.HookCtx) {
 // testbench cannot replay. Its errors are the user's.
 func checkTestbenchConfig(c *fabric.Config) error {
 	if c.Topology.Kind == "back-to-back" {
-		return fmt.Errorf("topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3 or file)")
+		return fmt.Errorf("topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3, dragonfly-plus or file)")
 	}
 	if c.Link.BER > 0 {
 		return fmt.Errorf("link.ber: %g: the model's ports discard corrupted packets, which the testbench does not replay (its hosts send no VCRC and drive ib_link's rx_* past the receive check); give link.ber=0 for a testbench", c.Link.BER)

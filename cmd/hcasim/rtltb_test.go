@@ -103,7 +103,7 @@ func TestRTLTestbenchRefuses(t *testing.T) {
 		{append(rtlTBConfig, "--testbench", "--testbench-packets", "many", "-o", "DIR"),
 			"hcasim rtl: invalid argument \"many\" for \"--testbench-packets\" flag: must be an integer (usage: hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]...)\n"},
 		{[]string{"rtl", "-config", "edr.yaml", "--set", "switch.queueing=fifo", "--testbench", "-o", "DIR"},
-			"hcasim rtl: edr.yaml: topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3 or file)\n"},
+			"hcasim rtl: edr.yaml: topology.kind: back-to-back has no switch, and the testbench checks the switches' RTL (single-switch, fat-tree-2, fat-tree-3, dragonfly-plus or file)\n"},
 		{append(rtlTBConfig, "--set", "link.ber=1e-7", "--testbench", "-o", "DIR"),
 			"hcasim rtl: edr.yaml: link.ber: 1e-07: the model's ports discard corrupted packets, which the testbench does not replay (its hosts send no VCRC and drive ib_link's rx_* past the receive check); give link.ber=0 for a testbench\n"},
 		{append(rtlTBConfig, "--set", "link.fec=rs528", "--set", "link.pre_fec_ber=1e-3", "--testbench", "-o", "DIR"),
