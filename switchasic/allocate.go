@@ -163,7 +163,7 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 // VL v: the credits the downstream port advertised, less those already
 // promised to granted packets that have not reached the wire.
 func (sw *Switch) hasCredits(o, v, blocks int) bool {
-	return sw.ports[o].CreditsAvailable(v)-int(sw.out[o].pending[v]) >= blocks
+	return sw.ports[o].CreditsAvailable(v)-int(sw.out[o].vl[v].pending) >= blocks
 }
 
 // inputFree reports whether input i has a crossbar connection free by tXbar
@@ -339,8 +339,8 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	}
 	sw.inFreeBy[i] = minPS(in.xbarBusy)
 	if v != ib.ManagementVL {
-		out.pending[v] += int32(blocks)
-		out.queued[v] -= int32(blocks)
+		out.vl[v].pending += int32(blocks)
+		out.vl[v].queued -= int32(blocks)
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)

@@ -187,36 +187,48 @@ type staged struct {
 	start ib.PS // earliest time the head may go on the wire
 }
 
-// outputUnit is one port's transmit side. The fields every grant and send
-// touch fill the first cache line, the per-VL pending counts the second,
-// the per-VL queued counts (adaptive routing) the third, the VL arbiter
-// (by value, not behind a pointer) the next two; the per-VL
-// stall timers, touched only when a VL stalls, come last. The struct is a
-// multiple of 64 bytes so that every unit in the switch's slice starts a
-// line (TestOutputUnitLayout).
+// outputUnit is one port's transmit side. Everything a grant and a send
+// touch on a single-VL fabric fills the first cache line: the stage, the
+// wire and crossbar times, the data wire time, and VL 0's pending and
+// queued counts (vl[0] ends the line; the other VLs' counts follow it).
+// The packets and blocks sent are the port's own counters (every data
+// packet on a switch port goes out through trySend) less their values at
+// the window's start, so a send writes no second line for them. The
+// conflict count (touched only when two inputs ask for the output), the
+// VL arbiter and the per-VL stall timers (touched only when a VL stalls)
+// come after. At 1,024 hosts the model outgrows the caches and each line a
+// hop touches is a miss (TestOutputUnitLayout; docs/performance-data.md).
+// The struct is a multiple of 64 bytes so that every unit in the switch's
+// slice starts a line.
 type outputUnit struct {
 	stage       []staged // granted packets in wire order
 	stageHead   int32    // first live element of stage
 	stalled     uint16   // VLs in credit stall since the last round
 	wireFreeEst ib.PS    // when the wire will be free after every granted packet
 	xbarFree    ib.PS    // when the crossbar output connection frees
-	txPackets   uint64
-	txBlocks    uint64
+	dataBusy    ib.PS    // wire time of data packets sent in the window
 
-	pending [link.MaxVLs]int32 // blocks granted but not yet sent, per VL
-	// queued is, per VL, the blocks of packets at the inputs routed to this
-	// output and not yet granted: adaptive routing's load (adaptive.go).
+	vl [link.MaxVLs]outVLCounts
+
+	conflicts uint64 // rounds in which two or more inputs requested this output
+	// txPackets0 and txBlocks0 are the port's Stats.DataPackets and
+	// Stats.DataBlocks at the window's start (PortStats).
+	txPackets0, txBlocks0 uint64
+	vlarb                 components.VLArbiter
+	stall                 [link.MaxVLs]components.StallTimer
+	_                     [8]byte // to 832 bytes
+}
+
+// outVLCounts are one output VL's block counts.
+type outVLCounts struct {
+	pending int32 // blocks granted but not yet sent
+	// queued is the blocks of packets at the inputs routed to this output
+	// and VL and not yet granted: adaptive routing's load (adaptive.go).
 	// An AR switch's route stage adds each packet; every grant subtracts
 	// it, so on a static switch, which never reads it, it only counts down
 	// (and wraps, harmlessly): the grant then needs no branch on the
 	// routing mode, and static runs execute what they did before AR.
-	queued [link.MaxVLs]int32
-
-	dataBusy  ib.PS  // wire time of data packets sent in the window
-	conflicts uint64 // rounds in which two or more inputs requested this output
-	vlarb     components.VLArbiter
-	stall     [link.MaxVLs]components.StallTimer
-	_         [8]byte // to 832 bytes
+	queued int32
 }
 
 func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
@@ -531,7 +543,7 @@ func (sw *Switch) trySend(o int) {
 		}
 		tailOut := p.Send(st.pkt)
 		if vl != ib.ManagementVL {
-			out.pending[vl] -= int32(blocks)
+			out.vl[vl].pending -= int32(blocks)
 		}
 		if tailOut > out.wireFreeEst {
 			// A flow-control packet went ahead of this one, so the wire
@@ -544,8 +556,6 @@ func (sw *Switch) trySend(o int) {
 			}
 		}
 		out.dataBusy += tailOut - now
-		out.txPackets++
-		out.txBlocks += uint64(blocks)
 		sw.counters.Forwarded++
 		sw.counters.BlockHops += uint64(blocks)
 	}

@@ -16,15 +16,23 @@ func TestInputUnitLayout(t *testing.T) {
 	assert.Less(t, unsafe.Offsetof(u.vls)+8, uintptr(64))
 }
 
-// TestOutputUnitLayout: what every grant and send touches lies in the
-// unit's first cache line, the pending counts in the second, and units in
-// the switch's slice start on line boundaries.
+// TestOutputUnitLayout: what every grant and send of a single-VL fabric
+// touches (the stage, the wire, crossbar and data-busy times, VL 0's
+// pending and queued counts) lies in the unit's first cache line, and units
+// in the switch's slice start on line boundaries.
 func TestOutputUnitLayout(t *testing.T) {
 	var u outputUnit
 	assert.Zero(t, unsafe.Sizeof(u)%64, "size %d", unsafe.Sizeof(u))
-	assert.LessOrEqual(t, unsafe.Offsetof(u.txBlocks)+8, uintptr(64))
-	assert.Equal(t, uintptr(64), unsafe.Offsetof(u.pending))
-	assert.Equal(t, uintptr(128), unsafe.Offsetof(u.queued))
+	for name, end := range map[string]uintptr{
+		"stageHead":   unsafe.Offsetof(u.stageHead) + 4,
+		"stalled":     unsafe.Offsetof(u.stalled) + 2,
+		"wireFreeEst": unsafe.Offsetof(u.wireFreeEst) + 8,
+		"xbarFree":    unsafe.Offsetof(u.xbarFree) + 8,
+		"dataBusy":    unsafe.Offsetof(u.dataBusy) + 8,
+		"vl[0]":       unsafe.Offsetof(u.vl) + unsafe.Sizeof(u.vl[0]),
+	} {
+		assert.LessOrEqual(t, end, uintptr(64), name)
+	}
 }
 
 // TestInputVLLayout: an input VL's round fields fill its first line, a

@@ -207,7 +207,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 		sw.counters.McastRounds++
 	}
 	if v != ib.ManagementVL {
-		out.pending[v] += int32(blocks)
+		out.vl[v].pending += int32(blocks)
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)
