@@ -321,7 +321,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	blocks := int(e.blocks)
 	out := &sw.out[o]
 	port := sw.ports[o]
-	ser := port.Timing().Serialization(bytes)
+	ser := port.Serialization(bytes)
 
 	xbarIn := t + sw.allocPS
 	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle

@@ -187,7 +187,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	blocks := int(e.blocks)
 	out := &sw.out[o]
 	port := sw.ports[o]
-	ser := port.Timing().Serialization(bytes)
+	ser := port.Serialization(bytes)
 
 	xbarIn := t + sw.allocPS
 	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
