@@ -149,19 +149,23 @@ type entry struct {
 // accumulator and histogram sit inside the struct, so a packet's arrival,
 // release and allocation rounds touch a few cache lines of one object
 // rather than five scattered allocations (at 1,024 hosts the model outgrows
-// the caches and every scattered line is a miss).
+// the caches and every scattered line is a miss). A fifo VL's hop touches
+// two of its lines: the first (the ends slice, the slot pool, and the
+// fifo's own ends at its end) and the second, where the accumulator's
+// scalars and first histogram buckets lie. A voq VL also reads voqNonEmpty
+// and its queues' ends, after the accumulator (TestInputVLLayout).
 type inputVL struct {
-	// First line: what every allocation round reads of a non-empty VL.
+	ends  []qEnds // per queue (1 for fifo, radix for voq): first and last entry
+	slots []entry
+	free  int32                // free slot list, -1 = none
+	fifo  [1]qEnds             // a fifo's ends (ends is fifo[:])
+	_     [4]byte              // to the end of the first line
+	occ   components.Occupancy // buffer blocks held (from head arrival to release); starts the second line
+
 	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
-	ends        []qEnds            // per queue (1 for fifo, radix for voq): first and last entry
-	free        int32              // free slot list, -1 = none
-
-	slots     []entry
-	arbLosses uint64    // rounds in which a sendable head lost arbitration
-	inline    [16]qEnds // ends when they fit (fifo, or voq up to radix 16)
-	_         [32]byte
-
-	occ components.Occupancy // buffer blocks held (from head arrival to release); starts a line
+	arbLosses   uint64             // rounds in which a sendable head lost arbitration
+	inline      [16]qEnds          // a voq's ends when they fit (radix up to 16)
+	_           [24]byte
 }
 
 // qEnds are one queue's first and last entries (slot indexes), -1 when the
@@ -171,14 +175,16 @@ type qEnds struct{ head, tail int32 }
 // inputUnit is one port's receive side.
 //
 // The scalars come first so that a round's look at an input (nonEmpty, rr,
-// the first VLs' queues) reads one cache line; the struct is padded to 192
+// the first VLs' queues) and a grant's crossbar time (xbar1, at speedup 1)
+// read one cache line; the struct is padded to 192
 // bytes so that in the switch's slice every unit starts a line.
 type inputUnit struct {
-	nonEmpty uint16  // input VLs with queued packets
-	rr       int     // input VL to look at first: the one after the last VL granted
-	xbarBusy []ib.PS // per crossbar connection (speedup): when its tail has left
+	nonEmpty uint16   // input VLs with queued packets
+	rr       int      // input VL to look at first: the one after the last VL granted
+	xbarBusy []ib.PS  // per crossbar connection (speedup): when its tail has left
+	xbar1    [1]ib.PS // xbarBusy's storage at speedup 1, in the first line
 	vls      [link.MaxVLs]*inputVL
-	_        [24]byte
+	_        [16]byte
 }
 
 // staged is a granted packet between the crossbar and the output wire.
@@ -293,14 +299,21 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 			SharedBlocks: cfg.SharedBufferBytes / ib.CreditBytes,
 		})
 		in := &sw.in[i]
-		in.xbarBusy = make([]ib.PS, cfg.Speedup)
+		in.xbarBusy = in.xbar1[:]
+		if cfg.Speedup > 1 {
+			in.xbarBusy = make([]ib.PS, cfg.Speedup)
+		}
 		for vl := 0; vl < link.MaxVLs; vl++ {
 			if vl >= cfg.VLs && vl != ib.ManagementVL {
 				continue
 			}
 			q := &inputVL{free: -1}
-			q.ends = q.inline[:min(queues, len(q.inline)):len(q.inline)]
-			if queues > len(q.inline) {
+			switch {
+			case queues == 1:
+				q.ends = q.fifo[:]
+			case queues <= len(q.inline):
+				q.ends = q.inline[:queues]
+			default:
 				q.ends = make([]qEnds, queues)
 			}
 			q.occ = components.MakeOccupancy(16, int64(max(1, (blocks+15)/16)))
