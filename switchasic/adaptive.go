@@ -52,7 +52,7 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	sw.counters.Received++
 	q.occ.Add(head, int64(blocks))
 	ready := sw.ceilCycle(head) + sw.routePS
-	if !sw.cfg.CutThrough {
+	if !sw.cutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	if sw.cc != nil {

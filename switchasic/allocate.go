@@ -230,7 +230,7 @@ func (sw *Switch) match(t ib.PS) {
 		winner[o] = -1
 	}
 	tXbar := t + sw.allocPS
-	for pass := 0; pass < sw.cfg.Speedup; pass++ {
+	for pass := 0; pass < int(sw.speedup); pass++ {
 		if sw.clocked != nil {
 			// The diagonal of this edge's cycle (t is on an edge), however
 			// many edges passed without a round; the speedup passes of a
@@ -248,7 +248,7 @@ func (sw *Switch) match(t ib.PS) {
 			matchedOut.Set(o)
 			sw.doGrant(i, o, int(chosen[o]), t)
 		}
-		if !granted || pass == sw.cfg.Speedup-1 {
+		if !granted || pass == int(sw.speedup)-1 {
 			break
 		}
 		for i := range requesting.All() {
@@ -324,7 +324,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	ser := port.Serialization(bytes)
 
 	xbarIn := t + sw.allocPS
-	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xfer := ib.PS((bytes+int(sw.datapathBytes)-1)/int(sw.datapathBytes)) * sw.cycle
 	xbarTail := max(xbarIn+xfer, sw.ceilCycle(e.tail))
 	start := max(xbarIn+sw.xbarPS, xbarTail+sw.xbarPS-ser, out.wireFreeEst, port.BusyUntil())
 

@@ -23,44 +23,28 @@ const (
 type Switch struct {
 	sim.HookableBase
 
-	name  string
 	s     *components.Sim
-	cfg   Config
 	radix int
 
 	cycle   ib.PS // core clock period
 	routePS ib.PS // route stage
 	allocPS ib.PS // allocation stage
 	xbarPS  ib.PS // crossbar traversal to the output wire
+	// Copies of cfg.Speedup, cfg.DatapathBytes and cfg.CutThrough, which
+	// rounds and packets read (cfg lies in the struct's cold part).
+	speedup       int32
+	datapathBytes int32
+	cutThrough    bool
 
 	lft   *LFT
 	sl2vl *SL2VL
 	// mft is the multicast forwarding table (WithMFT), nil when the switch
 	// forwards no multicast; a FIFO switch only (Builder.Build).
 	mft *MFT
-	// mcast holds the multicast packets queued at the inputs (entry.mc
-	// indexes it), mcFree its free slots: a pool that grows to the most
-	// multicast packets ever queued at once, so a packet allocates nothing.
-	mcast  []mcState
-	mcFree []int32
-	// mcHold: switch.mcast_replication is hold, so a multicast head may
-	// withhold a request that would split its fanout (holdBack).
-	mcHold bool
 	// ar holds the adaptive routing groups (WithAR), nil when static; an
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
-	ar *ARTable
-	// flowlets is the AR flowlet table (WithARFlowlet), nil when every
-	// packet is routed on its own.
-	flowlets *flowletTable
-	// cc marks FECN (WithCC), nil when congestion control is off; a
-	// static CC switch's ports are owned by ccOwner, which counts the
-	// queued blocks the marking reads (marking.go).
-	cc *ccMarker
-	// agg is the SHARP aggregation node (SetAggNode), nil on a switch
-	// that forwards only.
-	agg *aggNode
-
+	ar    *ARTable
 	ports []*link.Port
 	in    []inputUnit
 	out   []outputUnit
@@ -103,11 +87,37 @@ type Switch struct {
 	lastRound   ib.PS              // time of the last round, -1 before the first
 	stallOuts   components.PortSet // outputs whose credit-stall state may change
 
+	counters Counters
+
+	// What set-up, statistics, traces and the rarer features read: the
+	// fields above are what a unicast packet's hop and the rounds touch, so
+	// that they fill as few cache lines as they can (at 1,024 hosts every
+	// line a hop touches is a miss; docs/performance-data.md).
+	name     string
+	cfg      Config
 	window   ib.PS // start of the statistics window
 	statsEnd ib.PS // end of the statistics window when set (EndStatsAt), else now
-	counters Counters
-	frozen   map[string]float64      // the window's Metrics, once FreezeStats ended it
-	fields   []components.TraceField // reused trace field buffer
+	// mcast holds the multicast packets queued at the inputs (entry.mc
+	// indexes it), mcFree its free slots: a pool that grows to the most
+	// multicast packets ever queued at once, so a packet allocates nothing.
+	mcast  []mcState
+	mcFree []int32
+	// mcHold: switch.mcast_replication is hold, so a multicast head may
+	// withhold a request that would split its fanout (holdBack).
+	mcHold bool
+	// flowlets is the AR flowlet table (WithARFlowlet), nil when every
+	// packet is routed on its own.
+	flowlets *flowletTable
+	// cc marks FECN (WithCC), nil when congestion control is off; a
+	// static CC switch's ports are owned by ccOwner, which counts the
+	// queued blocks the marking reads (marking.go).
+	cc *ccMarker
+	// agg is the SHARP aggregation node (SetAggNode), nil on a switch
+	// that forwards only.
+	agg *aggNode
+
+	frozen map[string]float64      // the window's Metrics, once FreezeStats ended it
+	fields []components.TraceField // reused trace field buffer
 }
 
 // Counters are the switch-wide packet counts.
@@ -242,7 +252,8 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 	n := cfg.Radix
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
-		cycle: cfg.CyclePS(), lft: lft, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
+		cycle: cfg.CyclePS(), lft: lft,
+		speedup: int32(cfg.Speedup), datapathBytes: int32(cfg.DatapathBytes), cutThrough: cfg.CutThrough, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
 		ports:    make([]*link.Port, n),
 		in:       make([]inputUnit, n),
 		out:      make([]outputUnit, n),
@@ -396,7 +407,7 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 		return
 	}
 	ready := sw.ceilCycle(head) + sw.routePS
-	if !sw.cfg.CutThrough {
+	if !sw.cutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})

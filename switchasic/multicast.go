@@ -128,7 +128,7 @@ func (sw *Switch) multicastArrived(i, inVL int, pkt *ib.Packet, head, tail ib.PS
 	sw.counters.Received++
 	sw.counters.McastReceived++
 	ready := sw.ceilCycle(head) + sw.routePS
-	if !sw.cfg.CutThrough {
+	if !sw.cutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: mcastOut, mc: k, blocks: int32(pkt.Credits())})
@@ -190,7 +190,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	ser := port.Serialization(bytes)
 
 	xbarIn := t + sw.allocPS
-	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xfer := ib.PS((bytes+int(sw.datapathBytes)-1)/int(sw.datapathBytes)) * sw.cycle
 	xbarTail := max(xbarIn+xfer, sw.ceilCycle(e.tail))
 	start := max(xbarIn+sw.xbarPS, xbarTail+sw.xbarPS-ser, out.wireFreeEst, port.BusyUntil())
 	out.wireFreeEst = start + ser
@@ -340,7 +340,7 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 // waiting for them all at once. It reports whether the head held back.
 func (sw *Switch) holdBack(i, inVL int, e *entry, st *mcState, t ib.PS, of *outputsFree) bool {
 	xbarIn := t + sw.allocPS
-	xfer := ib.PS((e.pkt.WireBytes()+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xfer := ib.PS((e.pkt.WireBytes()+int(sw.datapathBytes)-1)/int(sw.datapathBytes)) * sw.cycle
 	limit := max(xbarIn+xfer, sw.ceilCycle(e.tail)) - sw.allocPS // t + D
 	var until ib.PS
 	free := false
