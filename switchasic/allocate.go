@@ -1,6 +1,7 @@
 package switchasic
 
 import (
+	"fmt"
 	"math/bits"
 
 	"github.com/hcasim/hcasim/components"
@@ -46,7 +47,7 @@ func (sw *Switch) allocationRound(t ib.PS) {
 	}
 }
 
-// collectCandidates fills cand, candVLs, candInVL, touched and blocked.
+// collectCandidates fills cand, candVLs, candInVLs, touched and blocked.
 //
 // Only queue heads that could be granted are looked at: those at a free
 // input whose output is free. Heads for outputs that already have a VL in
@@ -154,9 +155,25 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 		return
 	}
 	sw.cand[c].Set(i)
-	sw.candInVL[c*sw.radix+i] = int8(inVL)
+	if sw.sameVL {
+		if inVL != v {
+			panic(fmt.Sprintf("switchasic %s: input %d VL %d holds a candidate for output VL %d with one data VL", sw.name, i, inVL, v))
+		}
+	} else {
+		sw.candInVLs[c*sw.radix+i] = int8(inVL)
+	}
 	sw.candVLs[o] |= 1 << v
 	sw.touched.Set(o)
+}
+
+// candInVL returns the input VL holding input i's candidate c (on output
+// VL v): v itself with one data VL and no MFT (sameVL), else the VL consider
+// noted.
+func (sw *Switch) candInVL(c, i, v int) int {
+	if sw.sameVL {
+		return v
+	}
+	return int(sw.candInVLs[c*sw.radix+i])
 }
 
 // hasCredits reports whether output o may still start a packet of blocks on
@@ -274,7 +291,7 @@ func (sw *Switch) match(t ib.PS) {
 			set := sw.cand[c]
 			for i := range set.All() {
 				if int(winner[o]) != i || int(chosen[o]) != v {
-					sw.in[i].vls[sw.candInVL[c*sw.radix+i]].arbLosses++
+					sw.in[i].vls[sw.candInVL(c, i, v)].arbLosses++
 				}
 			}
 			sw.cand[c] = components.PortSet{}
@@ -302,7 +319,7 @@ func (sw *Switch) match(t ib.PS) {
 // the wire being free. The input buffer is released when the tail has left
 // it, which returns the credits upstream.
 func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
-	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
+	inVL := sw.candInVL(v*sw.radix+o, i, v)
 	in := &sw.in[i]
 	q := in.vls[inVL]
 	qi := 0

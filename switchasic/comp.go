@@ -58,18 +58,23 @@ type Switch struct {
 
 	// Candidate scratch for one allocation round, VL-major so that a
 	// fabric using few VLs keeps it in a few cache lines per switch.
-	cand     []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
-	candVLs  []uint16             // per output: VLs with a candidate
-	candInVL []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate
-	touched  components.PortSet   // outputs with candidates this round
-	blocked  []uint16             // per output: VLs whose candidate lacked credits this round
-	active   components.PortSet   // inputs holding queued packets
+	cand      []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
+	candVLs   []uint16             // per output: VLs with a candidate
+	candInVLs []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate (candInVL)
+	touched   components.PortSet   // outputs with candidates this round
+	blocked   []uint16             // per output: VLs whose candidate lacked credits this round
+	active    components.PortSet   // inputs holding queued packets
 	// everyCycle: a round on every core clock edge (the per-cycle reference).
 	everyCycle bool
 	// oneVL: a single data VL, so VL arbitration is VL15 first, else VL 0
 	// (oneVLPick), and the output units' arbiters are neither read nor kept.
 	oneVL bool
-	rank  int64 // orders this switch's rounds among other switches' rounds of a picosecond
+	// sameVL: oneVL and no MFT, so a unicast candidate's input VL is its
+	// output VL (a data packet arrives on VL 0 and leaves on VL 0, SL-to-VL
+	// giving VL 15 drops it; VL15 stays VL15): candInVLs is neither written
+	// nor read (candInVL), one array fewer in the round's lines.
+	sameVL bool
+	rank   int64 // orders this switch's rounds among other switches' rounds of a picosecond
 
 	// Per-port copies of the crossbar and wire times an allocation round
 	// reads for every port, kept in two dense arrays (a round touches one
@@ -254,15 +259,15 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		name: name, s: s, cfg: cfg, radix: n,
 		cycle: cfg.CyclePS(), lft: lft,
 		speedup: int32(cfg.Speedup), datapathBytes: int32(cfg.DatapathBytes), cutThrough: cfg.CutThrough, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
-		ports:    make([]*link.Port, n),
-		in:       make([]inputUnit, n),
-		out:      make([]outputUnit, n),
-		req:      make([]components.PortSet, n),
-		grant:    make([]int, n),
-		cand:     make([]components.PortSet, 16*n),
-		candVLs:  make([]uint16, n),
-		candInVL: make([]int8, n*n*16),
-		blocked:  make([]uint16, n),
+		ports:     make([]*link.Port, n),
+		in:        make([]inputUnit, n),
+		out:       make([]outputUnit, n),
+		req:       make([]components.PortSet, n),
+		grant:     make([]int, n),
+		cand:      make([]components.PortSet, 16*n),
+		candVLs:   make([]uint16, n),
+		candInVLs: make([]int8, n*n*16),
+		blocked:   make([]uint16, n),
 
 		outFreeFrom: make([]ib.PS, n),
 		freeAsked:   make([]ib.PS, n),
@@ -270,6 +275,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		lastRound:   -1,
 		rank:        s.NewRank(),
 		oneVL:       cfg.VLs == 1,
+		sameVL:      cfg.VLs == 1 && mft == nil,
 		mcHold:      mft != nil && cfg.McastReplication == McastHold,
 	}
 	sw.clocked, _ = alloc.(components.ClockedAllocator)

@@ -249,7 +249,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 // staying in place). The copies of a round ride on one crossbar
 // connection. matchedOut, winner and chosen are match's.
 func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) bool {
-	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
+	inVL := int(sw.candInVLs[(v*sw.radix+o)*sw.radix+i])
 	q := sw.in[i].vls[inVL]
 	if len(q.ends) != 1 || q.slots[q.ends[0].head].out != mcastOut {
 		return false
@@ -272,7 +272,7 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 			continue
 		}
 		v2 := int(chosen[o2])
-		if int(sw.candInVL[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
+		if int(sw.candInVLs[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
 			continue // another input VL's head asked for o2
 		}
 		winner[o2] = int16(i)
@@ -308,7 +308,7 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 				sw.stallOuts.Set(o)
 			} else if c := v*sw.radix + o; free && !sw.cand[c].Has(i) {
 				sw.cand[c].Set(i)
-				sw.candInVL[c*sw.radix+i] = int8(inVL)
+				sw.candInVLs[c*sw.radix+i] = int8(inVL)
 				sw.candVLs[o] |= 1 << v
 				sw.touched.Set(o)
 			}
