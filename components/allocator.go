@@ -154,10 +154,8 @@ func (a *SeparableAllocator) Allocate(req []PortSet, grant []int) {
 // pointers and gives 100 % throughput under uniform Bernoulli traffic with
 // VOQs. With iterations ≥ min(inputs, outputs) the match is maximal.
 type ISLIPAllocator struct {
-	// The arbiters by value, in two dense arrays: a round reads a few
-	// adjacent 16-byte arbiters rather than following a pointer to each.
-	grantArb   []RoundRobin // per output, over inputs
-	acceptArb  []RoundRobin // per input, over outputs
+	grantArb   []*RoundRobin // per output, over inputs
+	acceptArb  []*RoundRobin // per input, over outputs
 	iterations int
 	grants     []PortSet // per input: outputs that granted it this iteration
 	reqBy      []PortSet // per output: inputs requesting it this round
@@ -171,17 +169,17 @@ func NewISLIPAllocator(inputs, outputs, iterations int) *ISLIPAllocator {
 		panic(fmt.Sprintf("components.NewISLIPAllocator: iterations %d, want >= 1", iterations))
 	}
 	a := &ISLIPAllocator{
-		grantArb:   make([]RoundRobin, outputs),
-		acceptArb:  make([]RoundRobin, inputs),
+		grantArb:   make([]*RoundRobin, outputs),
+		acceptArb:  make([]*RoundRobin, inputs),
 		iterations: iterations,
 		grants:     make([]PortSet, inputs),
 		reqBy:      make([]PortSet, outputs),
 	}
 	for o := range a.grantArb {
-		a.grantArb[o] = *NewRoundRobin(inputs)
+		a.grantArb[o] = NewRoundRobin(inputs)
 	}
 	for i := range a.acceptArb {
-		a.acceptArb[i] = *NewRoundRobin(outputs)
+		a.acceptArb[i] = NewRoundRobin(outputs)
 	}
 	return a
 }
