@@ -63,10 +63,14 @@ func (s *Sender) FCCL() uint16 { return s.fccl }
 
 // Receiver is the receive side of one VL's flow control: its buffer
 // accounting and the limit it advertises.
+//
+// Both counts are at most 2048 (NewReceiver, Grow), so they are kept in 16
+// bits: a port keeps a VL's sender, receiver and timers in 32 bytes, part
+// of the few cache lines each packet's hop touches (link.Port).
 type Receiver struct {
 	abr      uint16 // adjusted blocks received, mod 4096
-	capacity int    // buffer size in blocks
-	free     int    // blocks not holding packet data
+	capacity int16  // buffer size in blocks, 0..2048
+	free     int16  // blocks not holding packet data, 0..capacity
 }
 
 // NewReceiver returns a receiver with an empty buffer of capacityBlocks.
@@ -74,41 +78,41 @@ func NewReceiver(capacityBlocks int) Receiver {
 	if capacityBlocks < 0 || capacityBlocks > halfRange {
 		panic(fmt.Sprintf("credit: buffer of %d blocks outside 0..%d", capacityBlocks, halfRange))
 	}
-	return Receiver{capacity: capacityBlocks, free: capacityBlocks}
+	return Receiver{capacity: int16(capacityBlocks), free: int16(capacityBlocks)}
 }
 
 // Receive accounts a packet of blocks arriving into the buffer. Arrival into a
 // full buffer means the sender broke the credit rule: the model's bug.
 func (r *Receiver) Receive(blocks int) {
-	if blocks > r.free {
+	if blocks > int(r.free) {
 		panic(fmt.Sprintf("credit: %d blocks arrived with %d free (buffer overflow)", blocks, r.free))
 	}
-	r.free -= blocks
+	r.free -= int16(blocks)
 	r.abr = uint16((int(r.abr) + blocks) & mask)
 }
 
 // Release frees blocks when a packet leaves the buffer.
 func (r *Receiver) Release(blocks int) {
-	if r.free+blocks > r.capacity {
+	if int(r.free)+blocks > int(r.capacity) {
 		panic(fmt.Sprintf("credit: release of %d blocks with %d of %d free", blocks, r.free, r.capacity))
 	}
-	r.free += blocks
+	r.free += int16(blocks)
 }
 
 // SyncFCTBS sets ABR to the FCTBS of an arriving flow-control packet.
 func (r *Receiver) SyncFCTBS(fctbs uint16) { r.abr = fctbs & mask }
 
 // FCCL returns the limit to advertise: (ABR + free) mod 4096.
-func (r *Receiver) FCCL() uint16 { return uint16((int(r.abr) + r.free) & mask) }
+func (r *Receiver) FCCL() uint16 { return uint16((int(r.abr) + int(r.free)) & mask) }
 
 // Free returns the free blocks.
-func (r *Receiver) Free() int { return r.free }
+func (r *Receiver) Free() int { return int(r.free) }
 
 // Used returns the blocks holding packet data.
-func (r *Receiver) Used() int { return r.capacity - r.free }
+func (r *Receiver) Used() int { return int(r.capacity) - int(r.free) }
 
 // Capacity returns the buffer size in blocks.
-func (r *Receiver) Capacity() int { return r.capacity }
+func (r *Receiver) Capacity() int { return int(r.capacity) }
 
 // ABR returns the adjusted blocks received, mod 4096.
 func (r *Receiver) ABR() uint16 { return r.abr }
@@ -117,11 +121,11 @@ func (r *Receiver) ABR() uint16 { return r.abr }
 // advertised limit, rise by n. The buffer may not exceed 2048 blocks, the
 // reach of a 12-bit limit.
 func (r *Receiver) Grow(n int) {
-	if n < 0 || r.capacity+n > halfRange {
+	if n < 0 || int(r.capacity)+n > halfRange {
 		panic(fmt.Sprintf("credit: grow by %d blocks from %d (at most %d)", n, r.capacity, halfRange))
 	}
-	r.capacity += n
-	r.free += n
+	r.capacity += int16(n)
+	r.free += int16(n)
 }
 
 // ReleaseShrink frees blocks when a packet leaves the buffer and hands back
@@ -133,6 +137,6 @@ func (r *Receiver) ReleaseShrink(blocks, k int) {
 		panic(fmt.Sprintf("credit: give back %d of %d released blocks", k, blocks))
 	}
 	r.Release(blocks)
-	r.capacity -= k
-	r.free -= k
+	r.capacity -= int16(k)
+	r.free -= int16(k)
 }

@@ -165,8 +165,13 @@ func (t Timing) Serialization(bytes int) ib.PS {
 // way for one size (113 ps instead of 113.33 for 34 bytes at 12x XDR: the
 // wire would carry 0.3 % more than its data rate).
 func (t Timing) serialize(bytes int, carry int64) (ib.PS, int64) {
-	x := int64(bytes)*t.psNum + carry
-	den := int64(t.psDen)
+	return serializeFrac(t.psNum, t.psDen, bytes, carry)
+}
+
+// serializeFrac is Timing.serialize for a byte time of psNum/psDen ps.
+func serializeFrac(psNum int64, psDen int32, bytes int, carry int64) (ib.PS, int64) {
+	x := int64(bytes)*psNum + carry
+	den := int64(psDen)
 	ser := (x + den/2) / den
 	return ib.PS(ser), x - ser*den
 }

@@ -2,6 +2,7 @@ package link
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -57,40 +58,46 @@ type PortErrors struct {
 //
 // The fields are ordered by how often events touch them: the first three
 // cache lines hold everything a packet, a flow-control packet or a wire
-// going idle reads or writes, the fourth starts with VL 0's state (the only
-// VL of a single-VL fabric), and what only timers, traces and set-up use
-// comes last. A 1,024-host fabric has 6,144 ports and outgrows the caches, so
-// each further line an event touches is a miss (TestPortLayout;
+// going idle reads or writes, ending with VL 0's state (the only VL of a
+// single-VL fabric); what only timers, traces and set-up use comes last,
+// the hook list among it (traced says whether it has a hook, so that an
+// event does not read the list to learn that nothing is traced). A
+// 1,024-host fabric has 6,144 ports and outgrows the caches, so each
+// further line an event touches is a miss (TestPortLayout;
 // docs/performance-data.md).
 type Port struct {
-	sim.HookableBase
-
 	Owner     Owner
 	s         *components.Sim
 	peer      *Port
 	busyUntil ib.PS // outgoing wire busy until (exclusive)
-
-	timing Timing
 	// serCarry is the exact end of the transmission that ends at busyUntil
 	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
 	// there if it starts at busyUntil.
-	serCarry  int64
+	serCarry int64
+	// psNum, psDen and latency are timing's byte time (psNum/psDen ps) and
+	// Latency(), copied here so that a send reads no cold line.
+	psNum     int64
+	psDen     int32
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
-	Index     int32  // port number on the owner
-	pool      int    // shared-pool blocks not lent to any VL
-	lendChunk int    // blocks lent at a time: one largest packet
+	latency   ib.PS
 
+	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+	Index         int32 // port number on the owner
+	pool          int32 // shared-pool blocks not lent to any VL
+	lendChunk     int32 // blocks lent at a time: one largest packet
 	vls           int32 // data VLs in use (VL15 is always there)
 	remote        bool  // the peer is in another partition (components.Group)
 	lossy         bool  // the outgoing wire corrupts packets (errs or cw): link.ber or link.pre_fec_ber > 0
-	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+	traced        bool  // a hook listens (AcceptHook)
 	Stats         PortStats
 
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
 	vl [MaxVLs]vlState
 
+	sim.HookableBase
+	timing    Timing
 	fcRefresh ib.PS // longest interval between FC packets per VL
 
 	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
@@ -120,7 +127,9 @@ type Port struct {
 	}
 }
 
-// vlState is one VL's flow-control state at a port.
+// vlState is one VL's flow-control state at a port: 32 bytes, so that VL
+// 0's ends the port's third cache line (TestPortLayout). The block counts
+// are at most 2048 (credit.Receiver), so 16 bits hold them.
 type vlState struct {
 	tx credit.Sender // credits for the peer's buffer on this VL
 	// peerCap is the peer's buffer on this VL as its last flow-control
@@ -128,13 +137,19 @@ type vlState struct {
 	// sender's credits against, known here without reading the peer, which
 	// may be another partition's and, with a shared pool, changing.
 	peerCap int32
+	rx      credit.Receiver // this port's receive buffer on this VL
 	// fcOwed: the VL's receive state changed since its last flow-control
 	// packet (a deferred packet is still needed when its time comes).
 	fcOwed bool
-	rx     credit.Receiver // this port's receive buffer on this VL
-	fcLast ib.PS           // when the last flow-control packet for the VL left
-	lent   int             // shared-pool blocks lent to the VL
-	rxPeak int             // most blocks the receive buffer has held
+	lent   int16 // shared-pool blocks lent to the VL
+	rxPeak int16 // most blocks the receive buffer has held
+	fcLast ib.PS // when the last flow-control packet for the VL left
+}
+
+// AcceptHook adds a hook (sim.Hookable) and notes that the port is traced.
+func (p *Port) AcceptHook(h sim.Hook) {
+	p.HookableBase.AcceptHook(h)
+	p.traced = true
 }
 
 // PortConfig sizes a port.
@@ -156,15 +171,19 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 	if cfg.VLs < 1 || cfg.VLs > 15 {
 		panic(fmt.Sprintf("link: port %s with %d VLs", name, cfg.VLs))
 	}
+	if cfg.SharedBlocks < 0 || cfg.SharedBlocks > math.MaxInt32 || cfg.LendBlocks < 0 || cfg.LendBlocks > credit.Modulus/2 {
+		panic(fmt.Sprintf("link: port %s with a shared pool of %d blocks lent %d at a time (at most %d and %d)",
+			name, cfg.SharedBlocks, cfg.LendBlocks, math.MaxInt32, credit.Modulus/2))
+	}
 	p := &Port{Name: name, Index: int32(index), Owner: owner, s: s, vls: int32(cfg.VLs),
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
 	}
-	p.pool = cfg.SharedBlocks
-	p.lendChunk = cfg.LendBlocks
+	p.pool = int32(cfg.SharedBlocks)
+	p.lendChunk = int32(cfg.LendBlocks)
 	if p.lendChunk == 0 {
-		p.lendChunk = cfg.BufferBlocks
+		p.lendChunk = int32(cfg.BufferBlocks) // at most 2048: NewReceiver
 	}
 	return p
 }
@@ -182,7 +201,8 @@ func Connect(a, b *Port, t Timing) {
 	a.peer, b.peer = b, a
 	a.remote = a.s != b.s
 	b.remote = a.remote
-	a.timing, b.timing = t, t
+	a.setTiming(t)
+	b.setTiming(t)
 	for vl := 0; vl < int(a.vls); vl++ {
 		a.vl[vl].tx = credit.NewSender(b.vl[vl].rx.Capacity())
 		b.vl[vl].tx = credit.NewSender(a.vl[vl].rx.Capacity())
@@ -191,6 +211,11 @@ func Connect(a, b *Port, t Timing) {
 	}
 	a.startRefresh()
 	b.startRefresh()
+}
+
+func (p *Port) setTiming(t Timing) {
+	p.timing = t
+	p.psNum, p.psDen, p.latency = t.psNum, t.psDen, t.Latency()
 }
 
 func (p *Port) startRefresh() {
@@ -299,7 +324,7 @@ func (p *Port) VLs() int { return int(p.vls) }
 
 // RxPeakBlocks returns the most 64-byte blocks VL vl's receive buffer has
 // held since the port was made.
-func (p *Port) RxPeakBlocks(vl int) int { return p.vl[vl].rxPeak }
+func (p *Port) RxPeakBlocks(vl int) int { return int(p.vl[vl].rxPeak) }
 
 // Idle reports whether the outgoing wire is free now.
 func (p *Port) Idle() bool { return p.s.Now() >= p.busyUntil && p.fcPending == 0 }
@@ -350,12 +375,12 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	// The packet's fate is drawn once, here; the receiver learns it when
 	// the tail's CRCs fail, and discards it then.
 	corrupt := p.lossy && p.corruptLast(bytes)
-	if p.NumHooks() > 0 {
+	if p.traced {
 		p.traceTxEnd()
 		p.lastTx.seq, p.lastTx.end, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, p.busyUntil, pkt.VL, bytes, true
 		p.tracePacket(now, components.TraceTxStart, pkt, corrupt)
 	}
-	head := now + p.timing.Latency()
+	head := now + p.latency
 	at, kind := head, evArrive
 	if corrupt {
 		at, kind = head+ser, evDiscard
@@ -388,7 +413,7 @@ func (p *Port) Release(vl int, blocks int) {
 	// taken back, so only blocks that just freed can return.
 	back := 0
 	if p.vl[vl].lent > 0 && p.pool < p.lendChunk && p.othersShort(vl) {
-		back = min(p.vl[vl].lent, blocks)
+		back = min(int(p.vl[vl].lent), blocks)
 	}
 	if back == 0 {
 		p.vl[vl].rx.Release(blocks)
@@ -396,8 +421,8 @@ func (p *Port) Release(vl int, blocks int) {
 		return
 	}
 	p.vl[vl].rx.ReleaseShrink(blocks, back)
-	p.vl[vl].lent -= back
-	p.pool += back
+	p.vl[vl].lent -= int16(back)
+	p.pool += int32(back)
 	if back < blocks {
 		p.requestFC(vl)
 	}
@@ -408,7 +433,7 @@ func (p *Port) Release(vl int, blocks int) {
 // no room for another largest packet.
 func (p *Port) othersShort(vl int) bool {
 	for v := 0; v < int(p.vls); v++ {
-		if v != vl && p.vl[v].rx.Used() > 0 && p.vl[v].rx.Free() < p.lendChunk {
+		if v != vl && p.vl[v].rx.Used() > 0 && p.vl[v].rx.Free() < int(p.lendChunk) {
 			return true
 		}
 	}
@@ -424,13 +449,13 @@ func (p *Port) lend(vl int) {
 	if p.pool == 0 {
 		return
 	}
-	g := min(p.lendChunk, p.pool, credit.Modulus/2-p.vl[vl].rx.Capacity())
+	g := min(int(p.lendChunk), int(p.pool), credit.Modulus/2-p.vl[vl].rx.Capacity())
 	if g <= 0 {
 		return
 	}
-	p.vl[vl].rx.Grow(g)
-	p.vl[vl].lent += g
-	p.pool -= g
+	p.vl[vl].rx.Grow(g) // so lent + g stays at most 2048
+	p.vl[vl].lent += int16(g)
+	p.pool -= int32(g)
 	p.requestFC(vl)
 }
 
@@ -438,14 +463,14 @@ func (p *Port) lend(vl int) {
 // and hold packets (so their sender has more to send), lowest VL first.
 func (p *Port) lendToWaiting() {
 	for vl := 0; vl < int(p.vls) && p.pool > 0; vl++ {
-		if p.vl[vl].rx.Used() > 0 && p.vl[vl].rx.Free() < p.lendChunk {
+		if p.vl[vl].rx.Used() > 0 && p.vl[vl].rx.Free() < int(p.lendChunk) {
 			p.lend(vl)
 		}
 	}
 }
 
 // SharedFree returns the shared-pool blocks not lent to any VL.
-func (p *Port) SharedFree() int { return p.pool }
+func (p *Port) SharedFree() int { return int(p.pool) }
 
 // BufferUsed returns the blocks of vl's receive buffer holding packets.
 func (p *Port) BufferUsed(vl int) int { return p.vl[vl].rx.Used() }
@@ -493,14 +518,14 @@ func (p *Port) sendFC() {
 	if p.lossy && p.corruptLastFC() {
 		kind = evFCLost
 	}
-	ev := p.toPeer(now+p.timing.Latency()+ser, kind, components.ClassPrimary)
+	ev := p.toPeer(now+p.latency+ser, kind, components.ClassPrimary)
 	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer, and, for the
 	// peer's traces and checkers, the buffer's size now.
 	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
 	ev.Port = int32(p.vl[vl].rx.Capacity())
-	if p.NumHooks() > 0 {
+	if p.traced {
 		p.traceTxEnd()
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
@@ -515,8 +540,14 @@ func (p *Port) serialize(now ib.PS, bytes int) ib.PS {
 	if now == p.busyUntil {
 		carry = p.serCarry
 	}
-	ser, c := p.timing.serialize(bytes, carry)
+	ser, c := serializeFrac(p.psNum, p.psDen, bytes, carry)
 	p.serCarry = c
+	return ser
+}
+
+// Serialization is Timing().Serialization from the port's hot line.
+func (p *Port) Serialization(bytes int) ib.PS {
+	ser, _ := serializeFrac(p.psNum, p.psDen, bytes, 0)
 	return ser
 }
 
@@ -541,15 +572,15 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		vl := int(pkt.VL)
 		if vl != ib.ManagementVL {
 			p.vl[vl].rx.Receive(pkt.Credits())
-			if u := p.vl[vl].rx.Used(); u > p.vl[vl].rxPeak {
-				p.vl[vl].rxPeak = u
+			if u := p.vl[vl].rx.Used(); u > int(p.vl[vl].rxPeak) {
+				p.vl[vl].rxPeak = int16(u) // at most the capacity, 2048
 			}
 			if p.pool > 0 {
 				p.lend(vl)
 			}
 		}
 		p.Stats.RxPackets++
-		if p.NumHooks() > 0 {
+		if p.traced {
 			p.tracePacket(ev.At(), components.TraceRxHead, pkt, false)
 		}
 		p.Owner.PacketArrived(p, pkt, ev.At(), ev.Tail)
@@ -557,7 +588,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		if p.s.Now() < p.busyUntil {
 			return // superseded: a later TxDone is queued
 		}
-		if p.NumHooks() > 0 {
+		if p.traced {
 			p.traceTxEnd()
 		}
 		if p.fcPending != 0 {
@@ -571,7 +602,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		abr := p.vl[vl].rx.ABR()
 		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
 		p.vl[vl].peerCap = ev.Port
-		if p.NumHooks() > 0 {
+		if p.traced {
 			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), int(p.vl[vl].peerCap))
 		}
 		if p.vl[vl].rx.ABR() != abr {
@@ -592,7 +623,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 	case evFCLost:
 		p.Errors.FCPackets++
 		p.fcLostAt = append(p.fcLostAt, p.s.Now())
-		if p.NumHooks() > 0 {
+		if p.traced {
 			vl := int(ev.VL)
 			t := p.s.TraceEvent(p.s.Now(), p.Name, components.TraceDrop)
 			t.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", ev.Arg>>16),
@@ -640,7 +671,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 func (p *Port) discard(ev *components.Event) {
 	pkt := ev.Pkt
 	p.Errors.Packets++
-	if p.NumHooks() > 0 {
+	if p.traced {
 		t := p.s.TraceEvent(ev.At(), p.Name, components.TraceDrop)
 		t.Fields = append(t.AppendPacket(p.fieldBuf[:0], pkt), components.StrField("reason", components.DropVCRC))
 		p.emit(t)

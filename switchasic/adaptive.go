@@ -52,13 +52,13 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	sw.counters.Received++
 	q.occ.Add(head, int64(blocks))
 	ready := sw.ceilCycle(head) + sw.routePS
-	if !sw.cfg.CutThrough {
+	if !sw.cutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	if sw.cc != nil {
 		sw.markFECN(o, int(outVL), pkt)
 	}
-	sw.out[o].queued[outVL] += int32(blocks)
+	sw.out[o].vl[outVL].queued += int32(blocks)
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
 	if sw.NumHooks() > 0 {
 		sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, o, "")
@@ -75,7 +75,7 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 //	queued + pending − credits
 //
 // in 64-byte blocks: packets at this switch's inputs routed to p on that VL
-// and not yet granted (outputUnit.queued), plus those granted and not yet
+// and not yet granted (outVLCounts.queued), plus those granted and not yet
 // on the wire (pending), less the credits p's peer has advertised and not
 // yet been sent (CreditsAvailable). It is what the switch knows at this
 // instant of its backlog for that output VL, net of the room the next hop
@@ -112,7 +112,7 @@ func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int, g []int16) int {
 			continue
 		}
 		out := &sw.out[p]
-		load := int64(out.queued[v]) + int64(out.pending[v]) - int64(sw.ports[p].CreditsAvailable(v))
+		load := int64(out.vl[v].queued) + int64(out.vl[v].pending) - int64(sw.ports[p].CreditsAvailable(v))
 		if load < bestLoad {
 			best, bestLoad = p, load
 		}

@@ -62,7 +62,9 @@ func TestAdaptiveIdleTakesLFTPort(t *testing.T) {
 		assert.Len(t, n.eps[lftPort].got, 1, "LFT port %d", lftPort)
 		assert.Len(t, n.eps[5-lftPort].got, 0, "LFT port %d", lftPort)
 		for o := range n.sw.out {
-			assert.Zero(t, n.sw.out[o].queued, "output %d: every packet routed was granted", o)
+			for v := range n.sw.out[o].vl {
+				assert.Zero(t, n.sw.out[o].vl[v].queued, "output %d VL %d: every packet routed was granted", o, v)
+			}
 		}
 	}
 }
@@ -113,7 +115,7 @@ func TestAdaptiveSplitsTwoFlows(t *testing.T) {
 		assert.Zero(t, c.DropRoute+c.DropSL2VL)
 		if ar {
 			for o := range n.sw.out {
-				assert.GreaterOrEqual(t, n.sw.out[o].queued[0], int32(0), "output %d", o)
+				assert.GreaterOrEqual(t, n.sw.out[o].vl[0].queued, int32(0), "output %d", o)
 			}
 		}
 		return float64(bytes) / (float64(end-warm) / 20), perPort

@@ -1,6 +1,7 @@
 package switchasic
 
 import (
+	"fmt"
 	"math/bits"
 
 	"github.com/hcasim/hcasim/components"
@@ -46,7 +47,7 @@ func (sw *Switch) allocationRound(t ib.PS) {
 	}
 }
 
-// collectCandidates fills cand, candVLs, candInVL, touched and blocked.
+// collectCandidates fills cand, candVLs, candInVLs, touched and blocked.
 //
 // Only queue heads that could be granted are looked at: those at a free
 // input whose output is free. Heads for outputs that already have a VL in
@@ -154,16 +155,32 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 		return
 	}
 	sw.cand[c].Set(i)
-	sw.candInVL[c*sw.radix+i] = int8(inVL)
+	if sw.sameVL {
+		if inVL != v {
+			panic(fmt.Sprintf("switchasic %s: input %d VL %d holds a candidate for output VL %d with one data VL", sw.name, i, inVL, v))
+		}
+	} else {
+		sw.candInVLs[c*sw.radix+i] = int8(inVL)
+	}
 	sw.candVLs[o] |= 1 << v
 	sw.touched.Set(o)
+}
+
+// candInVL returns the input VL holding input i's candidate c (on output
+// VL v): v itself with one data VL and no MFT (sameVL), else the VL consider
+// noted.
+func (sw *Switch) candInVL(c, i, v int) int {
+	if sw.sameVL {
+		return v
+	}
+	return int(sw.candInVLs[c*sw.radix+i])
 }
 
 // hasCredits reports whether output o may still start a packet of blocks on
 // VL v: the credits the downstream port advertised, less those already
 // promised to granted packets that have not reached the wire.
 func (sw *Switch) hasCredits(o, v, blocks int) bool {
-	return sw.ports[o].CreditsAvailable(v)-int(sw.out[o].pending[v]) >= blocks
+	return sw.ports[o].CreditsAvailable(v)-int(sw.out[o].vl[v].pending) >= blocks
 }
 
 // inputFree reports whether input i has a crossbar connection free by tXbar
@@ -230,7 +247,7 @@ func (sw *Switch) match(t ib.PS) {
 		winner[o] = -1
 	}
 	tXbar := t + sw.allocPS
-	for pass := 0; pass < sw.cfg.Speedup; pass++ {
+	for pass := 0; pass < int(sw.speedup); pass++ {
 		if sw.clocked != nil {
 			// The diagonal of this edge's cycle (t is on an edge), however
 			// many edges passed without a round; the speedup passes of a
@@ -248,7 +265,7 @@ func (sw *Switch) match(t ib.PS) {
 			matchedOut.Set(o)
 			sw.doGrant(i, o, int(chosen[o]), t)
 		}
-		if !granted || pass == sw.cfg.Speedup-1 {
+		if !granted || pass == int(sw.speedup)-1 {
 			break
 		}
 		for i := range requesting.All() {
@@ -274,7 +291,7 @@ func (sw *Switch) match(t ib.PS) {
 			set := sw.cand[c]
 			for i := range set.All() {
 				if int(winner[o]) != i || int(chosen[o]) != v {
-					sw.in[i].vls[sw.candInVL[c*sw.radix+i]].arbLosses++
+					sw.in[i].vls[sw.candInVL(c, i, v)].arbLosses++
 				}
 			}
 			sw.cand[c] = components.PortSet{}
@@ -302,7 +319,7 @@ func (sw *Switch) match(t ib.PS) {
 // the wire being free. The input buffer is released when the tail has left
 // it, which returns the credits upstream.
 func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
-	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
+	inVL := sw.candInVL(v*sw.radix+o, i, v)
 	in := &sw.in[i]
 	q := in.vls[inVL]
 	qi := 0
@@ -321,10 +338,10 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	blocks := int(e.blocks)
 	out := &sw.out[o]
 	port := sw.ports[o]
-	ser := port.Timing().Serialization(bytes)
+	ser := port.Serialization(bytes)
 
 	xbarIn := t + sw.allocPS
-	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xfer := ib.PS((bytes+int(sw.datapathBytes)-1)/int(sw.datapathBytes)) * sw.cycle
 	xbarTail := max(xbarIn+xfer, sw.ceilCycle(e.tail))
 	start := max(xbarIn+sw.xbarPS, xbarTail+sw.xbarPS-ser, out.wireFreeEst, port.BusyUntil())
 
@@ -339,8 +356,8 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	}
 	sw.inFreeBy[i] = minPS(in.xbarBusy)
 	if v != ib.ManagementVL {
-		out.pending[v] += int32(blocks)
-		out.queued[v] -= int32(blocks)
+		out.vl[v].pending += int32(blocks)
+		out.vl[v].queued -= int32(blocks)
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)

@@ -23,44 +23,28 @@ const (
 type Switch struct {
 	sim.HookableBase
 
-	name  string
 	s     *components.Sim
-	cfg   Config
 	radix int
 
 	cycle   ib.PS // core clock period
 	routePS ib.PS // route stage
 	allocPS ib.PS // allocation stage
 	xbarPS  ib.PS // crossbar traversal to the output wire
+	// Copies of cfg.Speedup, cfg.DatapathBytes and cfg.CutThrough, which
+	// rounds and packets read (cfg lies in the struct's cold part).
+	speedup       int32
+	datapathBytes int32
+	cutThrough    bool
 
 	lft   *LFT
 	sl2vl *SL2VL
 	// mft is the multicast forwarding table (WithMFT), nil when the switch
 	// forwards no multicast; a FIFO switch only (Builder.Build).
 	mft *MFT
-	// mcast holds the multicast packets queued at the inputs (entry.mc
-	// indexes it), mcFree its free slots: a pool that grows to the most
-	// multicast packets ever queued at once, so a packet allocates nothing.
-	mcast  []mcState
-	mcFree []int32
-	// mcHold: switch.mcast_replication is hold, so a multicast head may
-	// withhold a request that would split its fanout (holdBack).
-	mcHold bool
 	// ar holds the adaptive routing groups (WithAR), nil when static; an
 	// AR switch's ports are owned by arOwner, whose route stage chooses
 	// among them (adaptive.go).
-	ar *ARTable
-	// flowlets is the AR flowlet table (WithARFlowlet), nil when every
-	// packet is routed on its own.
-	flowlets *flowletTable
-	// cc marks FECN (WithCC), nil when congestion control is off; a
-	// static CC switch's ports are owned by ccOwner, which counts the
-	// queued blocks the marking reads (marking.go).
-	cc *ccMarker
-	// agg is the SHARP aggregation node (SetAggNode), nil on a switch
-	// that forwards only.
-	agg *aggNode
-
+	ar    *ARTable
 	ports []*link.Port
 	in    []inputUnit
 	out   []outputUnit
@@ -74,18 +58,23 @@ type Switch struct {
 
 	// Candidate scratch for one allocation round, VL-major so that a
 	// fabric using few VLs keeps it in a few cache lines per switch.
-	cand     []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
-	candVLs  []uint16             // per output: VLs with a candidate
-	candInVL []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate
-	touched  components.PortSet   // outputs with candidates this round
-	blocked  []uint16             // per output: VLs whose candidate lacked credits this round
-	active   components.PortSet   // inputs holding queued packets
+	cand      []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
+	candVLs   []uint16             // per output: VLs with a candidate
+	candInVLs []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate (candInVL)
+	touched   components.PortSet   // outputs with candidates this round
+	blocked   []uint16             // per output: VLs whose candidate lacked credits this round
+	active    components.PortSet   // inputs holding queued packets
 	// everyCycle: a round on every core clock edge (the per-cycle reference).
 	everyCycle bool
 	// oneVL: a single data VL, so VL arbitration is VL15 first, else VL 0
 	// (oneVLPick), and the output units' arbiters are neither read nor kept.
 	oneVL bool
-	rank  int64 // orders this switch's rounds among other switches' rounds of a picosecond
+	// sameVL: oneVL and no MFT, so a unicast candidate's input VL is its
+	// output VL (a data packet arrives on VL 0 and leaves on VL 0, SL-to-VL
+	// giving VL 15 drops it; VL15 stays VL15): candInVLs is neither written
+	// nor read (candInVL), one array fewer in the round's lines.
+	sameVL bool
+	rank   int64 // orders this switch's rounds among other switches' rounds of a picosecond
 
 	// Per-port copies of the crossbar and wire times an allocation round
 	// reads for every port, kept in two dense arrays (a round touches one
@@ -103,11 +92,37 @@ type Switch struct {
 	lastRound   ib.PS              // time of the last round, -1 before the first
 	stallOuts   components.PortSet // outputs whose credit-stall state may change
 
+	counters Counters
+
+	// What set-up, statistics, traces and the rarer features read: the
+	// fields above are what a unicast packet's hop and the rounds touch, so
+	// that they fill as few cache lines as they can (at 1,024 hosts every
+	// line a hop touches is a miss; docs/performance-data.md).
+	name     string
+	cfg      Config
 	window   ib.PS // start of the statistics window
 	statsEnd ib.PS // end of the statistics window when set (EndStatsAt), else now
-	counters Counters
-	frozen   map[string]float64      // the window's Metrics, once FreezeStats ended it
-	fields   []components.TraceField // reused trace field buffer
+	// mcast holds the multicast packets queued at the inputs (entry.mc
+	// indexes it), mcFree its free slots: a pool that grows to the most
+	// multicast packets ever queued at once, so a packet allocates nothing.
+	mcast  []mcState
+	mcFree []int32
+	// mcHold: switch.mcast_replication is hold, so a multicast head may
+	// withhold a request that would split its fanout (holdBack).
+	mcHold bool
+	// flowlets is the AR flowlet table (WithARFlowlet), nil when every
+	// packet is routed on its own.
+	flowlets *flowletTable
+	// cc marks FECN (WithCC), nil when congestion control is off; a
+	// static CC switch's ports are owned by ccOwner, which counts the
+	// queued blocks the marking reads (marking.go).
+	cc *ccMarker
+	// agg is the SHARP aggregation node (SetAggNode), nil on a switch
+	// that forwards only.
+	agg *aggNode
+
+	frozen map[string]float64      // the window's Metrics, once FreezeStats ended it
+	fields []components.TraceField // reused trace field buffer
 }
 
 // Counters are the switch-wide packet counts.
@@ -149,19 +164,23 @@ type entry struct {
 // accumulator and histogram sit inside the struct, so a packet's arrival,
 // release and allocation rounds touch a few cache lines of one object
 // rather than five scattered allocations (at 1,024 hosts the model outgrows
-// the caches and every scattered line is a miss).
+// the caches and every scattered line is a miss). A fifo VL's hop touches
+// two of its lines: the first (the ends slice, the slot pool, and the
+// fifo's own ends at its end) and the second, where the accumulator's
+// scalars and first histogram buckets lie. A voq VL also reads voqNonEmpty
+// and its queues' ends, after the accumulator (TestInputVLLayout).
 type inputVL struct {
-	// First line: what every allocation round reads of a non-empty VL.
+	ends  []qEnds // per queue (1 for fifo, radix for voq): first and last entry
+	slots []entry
+	free  int32                // free slot list, -1 = none
+	fifo  [1]qEnds             // a fifo's ends (ends is fifo[:])
+	_     [4]byte              // to the end of the first line
+	occ   components.Occupancy // buffer blocks held (from head arrival to release); starts the second line
+
 	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
-	ends        []qEnds            // per queue (1 for fifo, radix for voq): first and last entry
-	free        int32              // free slot list, -1 = none
-
-	slots     []entry
-	arbLosses uint64    // rounds in which a sendable head lost arbitration
-	inline    [16]qEnds // ends when they fit (fifo, or voq up to radix 16)
-	_         [32]byte
-
-	occ components.Occupancy // buffer blocks held (from head arrival to release); starts a line
+	arbLosses   uint64             // rounds in which a sendable head lost arbitration
+	inline      [16]qEnds          // a voq's ends when they fit (radix up to 16)
+	_           [24]byte
 }
 
 // qEnds are one queue's first and last entries (slot indexes), -1 when the
@@ -171,14 +190,16 @@ type qEnds struct{ head, tail int32 }
 // inputUnit is one port's receive side.
 //
 // The scalars come first so that a round's look at an input (nonEmpty, rr,
-// the first VLs' queues) reads one cache line; the struct is padded to 192
+// the first VLs' queues) and a grant's crossbar time (xbar1, at speedup 1)
+// read one cache line; the struct is padded to 192
 // bytes so that in the switch's slice every unit starts a line.
 type inputUnit struct {
-	nonEmpty uint16  // input VLs with queued packets
-	rr       int     // input VL to look at first: the one after the last VL granted
-	xbarBusy []ib.PS // per crossbar connection (speedup): when its tail has left
+	nonEmpty uint16   // input VLs with queued packets
+	rr       int      // input VL to look at first: the one after the last VL granted
+	xbarBusy []ib.PS  // per crossbar connection (speedup): when its tail has left
+	xbar1    [1]ib.PS // xbarBusy's storage at speedup 1, in the first line
 	vls      [link.MaxVLs]*inputVL
-	_        [24]byte
+	_        [16]byte
 }
 
 // staged is a granted packet between the crossbar and the output wire.
@@ -187,36 +208,48 @@ type staged struct {
 	start ib.PS // earliest time the head may go on the wire
 }
 
-// outputUnit is one port's transmit side. The fields every grant and send
-// touch fill the first cache line, the per-VL pending counts the second,
-// the per-VL queued counts (adaptive routing) the third, the VL arbiter
-// (by value, not behind a pointer) the next two; the per-VL
-// stall timers, touched only when a VL stalls, come last. The struct is a
-// multiple of 64 bytes so that every unit in the switch's slice starts a
-// line (TestOutputUnitLayout).
+// outputUnit is one port's transmit side. Everything a grant and a send
+// touch on a single-VL fabric fills the first cache line: the stage, the
+// wire and crossbar times, the data wire time, and VL 0's pending and
+// queued counts (vl[0] ends the line; the other VLs' counts follow it).
+// The packets and blocks sent are the port's own counters (every data
+// packet on a switch port goes out through trySend) less their values at
+// the window's start, so a send writes no second line for them. The
+// conflict count (touched only when two inputs ask for the output), the
+// VL arbiter and the per-VL stall timers (touched only when a VL stalls)
+// come after. At 1,024 hosts the model outgrows the caches and each line a
+// hop touches is a miss (TestOutputUnitLayout; docs/performance-data.md).
+// The struct is a multiple of 64 bytes so that every unit in the switch's
+// slice starts a line.
 type outputUnit struct {
 	stage       []staged // granted packets in wire order
 	stageHead   int32    // first live element of stage
 	stalled     uint16   // VLs in credit stall since the last round
 	wireFreeEst ib.PS    // when the wire will be free after every granted packet
 	xbarFree    ib.PS    // when the crossbar output connection frees
-	txPackets   uint64
-	txBlocks    uint64
+	dataBusy    ib.PS    // wire time of data packets sent in the window
 
-	pending [link.MaxVLs]int32 // blocks granted but not yet sent, per VL
-	// queued is, per VL, the blocks of packets at the inputs routed to this
-	// output and not yet granted: adaptive routing's load (adaptive.go).
+	vl [link.MaxVLs]outVLCounts
+
+	conflicts uint64 // rounds in which two or more inputs requested this output
+	// txPackets0 and txBlocks0 are the port's Stats.DataPackets and
+	// Stats.DataBlocks at the window's start (PortStats).
+	txPackets0, txBlocks0 uint64
+	vlarb                 components.VLArbiter
+	stall                 [link.MaxVLs]components.StallTimer
+	_                     [8]byte // to 832 bytes
+}
+
+// outVLCounts are one output VL's block counts.
+type outVLCounts struct {
+	pending int32 // blocks granted but not yet sent
+	// queued is the blocks of packets at the inputs routed to this output
+	// and VL and not yet granted: adaptive routing's load (adaptive.go).
 	// An AR switch's route stage adds each packet; every grant subtracts
 	// it, so on a static switch, which never reads it, it only counts down
 	// (and wraps, harmlessly): the grant then needs no branch on the
 	// routing mode, and static runs execute what they did before AR.
-	queued [link.MaxVLs]int32
-
-	dataBusy  ib.PS  // wire time of data packets sent in the window
-	conflicts uint64 // rounds in which two or more inputs requested this output
-	vlarb     components.VLArbiter
-	stall     [link.MaxVLs]components.StallTimer
-	_         [8]byte // to 832 bytes
+	queued int32
 }
 
 func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, sl2vl *SL2VL, ar *ARTable, mark *CCMarking,
@@ -224,16 +257,17 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 	n := cfg.Radix
 	sw := &Switch{
 		name: name, s: s, cfg: cfg, radix: n,
-		cycle: cfg.CyclePS(), lft: lft, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
-		ports:    make([]*link.Port, n),
-		in:       make([]inputUnit, n),
-		out:      make([]outputUnit, n),
-		req:      make([]components.PortSet, n),
-		grant:    make([]int, n),
-		cand:     make([]components.PortSet, 16*n),
-		candVLs:  make([]uint16, n),
-		candInVL: make([]int8, n*n*16),
-		blocked:  make([]uint16, n),
+		cycle: cfg.CyclePS(), lft: lft,
+		speedup: int32(cfg.Speedup), datapathBytes: int32(cfg.DatapathBytes), cutThrough: cfg.CutThrough, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
+		ports:     make([]*link.Port, n),
+		in:        make([]inputUnit, n),
+		out:       make([]outputUnit, n),
+		req:       make([]components.PortSet, n),
+		grant:     make([]int, n),
+		cand:      make([]components.PortSet, 16*n),
+		candVLs:   make([]uint16, n),
+		candInVLs: make([]int8, n*n*16),
+		blocked:   make([]uint16, n),
 
 		outFreeFrom: make([]ib.PS, n),
 		freeAsked:   make([]ib.PS, n),
@@ -241,6 +275,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		lastRound:   -1,
 		rank:        s.NewRank(),
 		oneVL:       cfg.VLs == 1,
+		sameVL:      cfg.VLs == 1 && mft == nil,
 		mcHold:      mft != nil && cfg.McastReplication == McastHold,
 	}
 	sw.clocked, _ = alloc.(components.ClockedAllocator)
@@ -281,14 +316,21 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 			SharedBlocks: cfg.SharedBufferBytes / ib.CreditBytes,
 		})
 		in := &sw.in[i]
-		in.xbarBusy = make([]ib.PS, cfg.Speedup)
+		in.xbarBusy = in.xbar1[:]
+		if cfg.Speedup > 1 {
+			in.xbarBusy = make([]ib.PS, cfg.Speedup)
+		}
 		for vl := 0; vl < link.MaxVLs; vl++ {
 			if vl >= cfg.VLs && vl != ib.ManagementVL {
 				continue
 			}
 			q := &inputVL{free: -1}
-			q.ends = q.inline[:min(queues, len(q.inline)):len(q.inline)]
-			if queues > len(q.inline) {
+			switch {
+			case queues == 1:
+				q.ends = q.fifo[:]
+			case queues <= len(q.inline):
+				q.ends = q.inline[:queues]
+			default:
 				q.ends = make([]qEnds, queues)
 			}
 			q.occ = components.MakeOccupancy(16, int64(max(1, (blocks+15)/16)))
@@ -371,7 +413,7 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 		return
 	}
 	ready := sw.ceilCycle(head) + sw.routePS
-	if !sw.cfg.CutThrough {
+	if !sw.cutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
@@ -531,7 +573,7 @@ func (sw *Switch) trySend(o int) {
 		}
 		tailOut := p.Send(st.pkt)
 		if vl != ib.ManagementVL {
-			out.pending[vl] -= int32(blocks)
+			out.vl[vl].pending -= int32(blocks)
 		}
 		if tailOut > out.wireFreeEst {
 			// A flow-control packet went ahead of this one, so the wire
@@ -544,8 +586,6 @@ func (sw *Switch) trySend(o int) {
 			}
 		}
 		out.dataBusy += tailOut - now
-		out.txPackets++
-		out.txBlocks += uint64(blocks)
 		sw.counters.Forwarded++
 		sw.counters.BlockHops += uint64(blocks)
 	}

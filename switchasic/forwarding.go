@@ -9,8 +9,14 @@ const NoPort = -1
 // LFT is a linear forwarding table: a dense array indexed by DLID that gives
 // the output port (ib-facts.md §4, "LFT"). Ports are the model's 0-based
 // external port indices. The zero value routes nothing.
+//
+// An entry is a byte, port+1 (0 for no route), so that a 1,024-host fabric's
+// tables, which every packet's hop reads at a random DLID, take 1 KiB per
+// switch rather than 2; a radix-256 switch that routes to port 255 keeps
+// its table in 16 bits instead (wide).
 type LFT struct {
-	ports []int16 // ports[dlid] = output port, or NoPort
+	ports []uint8 // ports[dlid] = output port + 1, 0 for NoPort; nil once wide is in use
+	wide  []int16 // the table when port 255 is routed: output port, or NoPort
 }
 
 // NewLFT returns a table for DLIDs 0..maxLID with no routes.
@@ -18,11 +24,7 @@ func NewLFT(maxLID int) *LFT {
 	if maxLID < 0 || maxLID > 0xFFFF {
 		panic(fmt.Sprintf("switchasic.NewLFT: maxLID %d outside 0..65535", maxLID))
 	}
-	t := &LFT{ports: make([]int16, maxLID+1)}
-	for i := range t.ports {
-		t.ports[i] = NoPort
-	}
-	return t
+	return &LFT{ports: make([]uint8, maxLID+1)}
 }
 
 // Set routes dlid to port; NoPort removes the route. It grows the table if
@@ -31,30 +33,62 @@ func (t *LFT) Set(dlid uint16, port int) {
 	if port < NoPort || port > 255 {
 		panic(fmt.Sprintf("switchasic.LFT.Set: dlid %d port %d outside -1..255", dlid, port))
 	}
-	for int(dlid) >= len(t.ports) {
-		t.ports = append(t.ports, NoPort)
+	if port == 255 && t.wide == nil {
+		t.wide = make([]int16, len(t.ports))
+		for d, p := range t.ports {
+			t.wide[d] = int16(p) - 1
+		}
+		t.ports = nil
 	}
-	t.ports[dlid] = int16(port)
+	if t.wide != nil {
+		for int(dlid) >= len(t.wide) {
+			t.wide = append(t.wide, NoPort)
+		}
+		t.wide[dlid] = int16(port)
+		return
+	}
+	for int(dlid) >= len(t.ports) {
+		t.ports = append(t.ports, 0)
+	}
+	t.ports[dlid] = uint8(port + 1)
 }
 
 // Lookup returns the output port for dlid, or NoPort.
 func (t *LFT) Lookup(dlid uint16) int {
+	if t.wide != nil {
+		if int(dlid) >= len(t.wide) {
+			return NoPort
+		}
+		return int(t.wide[dlid])
+	}
 	if int(dlid) >= len(t.ports) {
 		return NoPort
 	}
-	return int(t.ports[dlid])
+	return int(t.ports[dlid]) - 1
 }
 
 // Len returns the number of DLIDs the table covers (maxLID + 1).
-func (t *LFT) Len() int { return len(t.ports) }
+func (t *LFT) Len() int {
+	if t.wide != nil {
+		return len(t.wide)
+	}
+	return len(t.ports)
+}
 
 // MaxPort returns the largest port any DLID routes to, or NoPort.
 func (t *LFT) MaxPort() int {
-	m := NoPort
+	if t.wide != nil {
+		m := NoPort
+		for _, p := range t.wide {
+			m = max(m, int(p))
+		}
+		return m
+	}
+	m := 0
 	for _, p := range t.ports {
 		m = max(m, int(p))
 	}
-	return m
+	return m - 1
 }
 
 // SL2VL is a switch's SL-to-VL mapping, one 16-entry table per (input,

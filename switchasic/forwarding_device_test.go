@@ -167,3 +167,33 @@ func TestSpeedup(t *testing.T) {
 	t.Logf("fifo speedup 1: %.3f, speedup 2: %.3f", s1, s2)
 	assert.Greater(t, s2, s1+0.05)
 }
+
+// TestOneVLSMPAndData: with one data VL a candidate's input VL is its
+// output VL (Switch.sameVL): a management packet queued on input VL15 and
+// data packets on VL 0 of the same input, for the same and another output,
+// each leave from the queue they entered, on their own VL, and every
+// input block comes free.
+func TestOneVLSMPAndData(t *testing.T) {
+	cfg := smallConfig(4, 1)
+	n := newTestNet(t, cfg, netOpts{timing: ndr(13000)})
+	require.True(t, n.sw.sameVL)
+	n.eps[0].send(n.packet(0, 1, 0, 100))
+	smp := n.packet(0, 1, ib.ManagementVL, 100)
+	smp.SL = 0
+	n.eps[0].send(smp)
+	n.eps[0].send(n.packet(0, 2, 0, 100))
+	smp2 := n.packet(0, 2, ib.ManagementVL, 100)
+	smp2.SL = 0
+	n.eps[0].send(smp2)
+	n.s.StopAt(2 * ib.Microsecond)
+	require.NoError(t, n.s.Run())
+	for _, o := range []int{1, 2} {
+		vls := map[uint8]int{}
+		for _, g := range n.eps[o].got {
+			vls[g.vl]++
+		}
+		assert.Equal(t, map[uint8]int{0: 1, ib.ManagementVL: 1}, vls, "output %d", o)
+	}
+	assert.Zero(t, n.sw.Port(0).BufferUsed(0))
+	assert.Equal(t, uint64(4), n.sw.Counters().Forwarded)
+}

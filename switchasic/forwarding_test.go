@@ -25,6 +25,35 @@ func TestLFT(t *testing.T) {
 	assert.Panics(t, func() { lft.Set(2, 256) })
 }
 
+// TestLFTEveryPort: every port -1..255 reads back as set, whether the table
+// holds it in a byte (port+1, -1..254) or, once port 255 is routed, in 16
+// bits; the switch to 16 bits keeps the routes set before it, and the zero
+// value and DLIDs grown into route nothing.
+func TestLFTEveryPort(t *testing.T) {
+	var zero LFT
+	assert.Equal(t, NoPort, zero.Lookup(0))
+	lft := NewLFT(300)
+	check := func(upTo int) {
+		for p := NoPort; p <= upTo; p++ {
+			assert.Equal(t, p, lft.Lookup(uint16(p+1)), "dlid %d", p+1)
+		}
+	}
+	for p := NoPort; p <= 254; p++ {
+		lft.Set(uint16(p+1), p) // dlid p+1 routes to p
+	}
+	check(254)
+	assert.Equal(t, 254, lft.MaxPort())
+	lft.Set(400, 7) // grows the byte table; 301..399 have no route
+	assert.Equal(t, NoPort, lft.Lookup(350))
+	assert.Equal(t, 7, lft.Lookup(400))
+	lft.Set(256, 255) // to 16 bits
+	check(255)
+	assert.Equal(t, NoPort, lft.Lookup(350))
+	assert.Equal(t, 7, lft.Lookup(400))
+	assert.Equal(t, 401, lft.Len())
+	assert.Equal(t, 255, lft.MaxPort())
+}
+
 func TestSL2VL(t *testing.T) {
 	var def [16]uint8
 	for sl := range def {

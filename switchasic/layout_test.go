@@ -8,33 +8,70 @@ import (
 )
 
 // TestInputUnitLayout: a round's look at an input (nonEmpty, rr, VL 0's
-// queue) reads the unit's first cache line, and units in the switch's slice
-// start on line boundaries. Performance only (docs/performance-data.md).
+// queue) and a grant's crossbar time at speedup 1 read the unit's first
+// cache line, and units in the switch's slice start on line boundaries.
+// Performance only (docs/performance-data.md).
 func TestInputUnitLayout(t *testing.T) {
 	var u inputUnit
 	assert.Zero(t, unsafe.Sizeof(u)%64, "size %d", unsafe.Sizeof(u))
-	assert.Less(t, unsafe.Offsetof(u.vls)+8, uintptr(64))
+	assert.LessOrEqual(t, unsafe.Offsetof(u.xbar1)+8, uintptr(64))
+	assert.LessOrEqual(t, unsafe.Offsetof(u.vls)+8, uintptr(64))
 }
 
-// TestOutputUnitLayout: what every grant and send touches lies in the
-// unit's first cache line, the pending counts in the second, and units in
-// the switch's slice start on line boundaries.
+// TestOutputUnitLayout: what every grant and send of a single-VL fabric
+// touches (the stage, the wire, crossbar and data-busy times, VL 0's
+// pending and queued counts) lies in the unit's first cache line, and units
+// in the switch's slice start on line boundaries.
 func TestOutputUnitLayout(t *testing.T) {
 	var u outputUnit
 	assert.Zero(t, unsafe.Sizeof(u)%64, "size %d", unsafe.Sizeof(u))
-	assert.LessOrEqual(t, unsafe.Offsetof(u.txBlocks)+8, uintptr(64))
-	assert.Equal(t, uintptr(64), unsafe.Offsetof(u.pending))
-	assert.Equal(t, uintptr(128), unsafe.Offsetof(u.queued))
+	for name, end := range map[string]uintptr{
+		"stageHead":   unsafe.Offsetof(u.stageHead) + 4,
+		"stalled":     unsafe.Offsetof(u.stalled) + 2,
+		"wireFreeEst": unsafe.Offsetof(u.wireFreeEst) + 8,
+		"xbarFree":    unsafe.Offsetof(u.xbarFree) + 8,
+		"dataBusy":    unsafe.Offsetof(u.dataBusy) + 8,
+		"vl[0]":       unsafe.Offsetof(u.vl) + unsafe.Sizeof(u.vl[0]),
+	} {
+		assert.LessOrEqual(t, end, uintptr(64), name)
+	}
 }
 
-// TestInputVLLayout: an input VL's round fields fill its first line, a
-// queue's head and tail share a line, its occupancy accumulator starts a
-// line, and it is a whole number of lines.
+// TestInputVLLayout: a fifo VL's hop reads its first line (ends, slots,
+// free, and the fifo's ends, which ends points to) and the occupancy
+// accumulator, which starts the second line and whose scalars and first
+// two histogram buckets fill it; a voq's ends share lines in pairs; it is
+// a whole number of lines.
 func TestInputVLLayout(t *testing.T) {
 	var q inputVL
-	assert.LessOrEqual(t, unsafe.Offsetof(q.free)+4, uintptr(64))
+	for name, end := range map[string]uintptr{
+		"ends":  unsafe.Offsetof(q.ends) + 24,
+		"slots": unsafe.Offsetof(q.slots) + 24,
+		"free":  unsafe.Offsetof(q.free) + 4,
+		"fifo":  unsafe.Offsetof(q.fifo) + unsafe.Sizeof(q.fifo),
+	} {
+		assert.LessOrEqual(t, end, uintptr(64), name)
+	}
+	assert.Equal(t, uintptr(64), unsafe.Offsetof(q.occ))
+	// Occupancy's scalars and buckets[0..1] are its own first line
+	// (components.TestOccupancyLayout).
 	assert.Equal(t, uintptr(8), unsafe.Sizeof(qEnds{}))
 	assert.Zero(t, unsafe.Offsetof(q.inline)%8)
-	assert.Zero(t, unsafe.Offsetof(q.occ)%64, "occ at %d", unsafe.Offsetof(q.occ))
 	assert.Zero(t, unsafe.Sizeof(q)%64, "size %d", unsafe.Sizeof(q))
+}
+
+// TestSwitchLayout: what a unicast hop and the allocation rounds read of
+// the switch (from the hook list to the packet counters) comes first and
+// fills 11 cache lines: 656 bytes of fields, the counters last; the
+// configuration, names and the rarer features' state come after it.
+func TestSwitchLayout(t *testing.T) {
+	var sw Switch
+	hotEnd := unsafe.Offsetof(sw.counters) + unsafe.Offsetof(sw.counters.AllocRound) + 8
+	assert.LessOrEqual(t, hotEnd, uintptr(11*64))
+	for name, off := range map[string]uintptr{
+		"name": unsafe.Offsetof(sw.name), "cfg": unsafe.Offsetof(sw.cfg), "window": unsafe.Offsetof(sw.window),
+		"mcast": unsafe.Offsetof(sw.mcast), "cc": unsafe.Offsetof(sw.cc), "fields": unsafe.Offsetof(sw.fields),
+	} {
+		assert.GreaterOrEqual(t, off, hotEnd, name)
+	}
 }

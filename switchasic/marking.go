@@ -16,7 +16,7 @@ import (
 type CCMarking struct {
 	// ThresholdBlocks: an output VL is congested while more than this many
 	// 64-byte blocks of packets routed to it wait at the switch's inputs,
-	// not yet granted (outputUnit.queued, before the packet being forwarded
+	// not yet granted (outVLCounts.queued, before the packet being forwarded
 	// joins it).
 	ThresholdBlocks int
 	// MarkingRate: after marking a packet, this many eligible packets leave
@@ -154,7 +154,7 @@ func (m *ccMarker) mark(o, v int) bool {
 // executes none of it.
 func (sw *Switch) markFECN(o, v int, pkt *ib.Packet) {
 	m := sw.cc
-	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].queued[v] <= m.threshold {
+	if pkt.FECN || pkt.Opcode == ib.CNP || sw.out[o].vl[v].queued <= m.threshold {
 		return
 	}
 	if m.victimMarks != nil && !m.victimMarks[o] && !sw.hasCredits(o, v, pkt.Credits()) {
@@ -199,5 +199,5 @@ func (c ccOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	sw.markFECN(o, int(v), pkt)
 	blocks := int32(pkt.Credits())
 	sw.PacketArrived(p, pkt, head, tail)
-	sw.out[o].queued[v] += blocks
+	sw.out[o].vl[v].queued += blocks
 }

@@ -27,7 +27,8 @@ func (sw *Switch) ResetStats() {
 		for v := range out.stall {
 			out.stall[v].ResetWindow(now)
 		}
-		out.conflicts, out.dataBusy, out.txPackets, out.txBlocks = 0, 0, 0, 0
+		out.conflicts, out.dataBusy = 0, 0
+		out.txPackets0, out.txBlocks0 = sw.ports[i].Stats.DataPackets, sw.ports[i].Stats.DataBlocks
 	}
 }
 
@@ -90,7 +91,10 @@ func (sw *Switch) VLStats(i, vl int) VLStats {
 // PortStats returns port i's statistics.
 func (sw *Switch) PortStats(i int) PortStats {
 	out := &sw.out[i]
-	st := PortStats{TxPackets: out.txPackets, TxBlocks: out.txBlocks, XbarConflicts: out.conflicts}
+	// Every data packet on a switch port went out through trySend: the
+	// port's counters since the window started are the output's.
+	ps := &sw.ports[i].Stats
+	st := PortStats{TxPackets: ps.DataPackets - out.txPackets0, TxBlocks: ps.DataBlocks - out.txBlocks0, XbarConflicts: out.conflicts}
 	if span := sw.statsNow() - sw.window; span > 0 {
 		st.LinkUtil = float64(min(out.dataBusy, span)) / float64(span)
 	}

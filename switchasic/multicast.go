@@ -128,7 +128,7 @@ func (sw *Switch) multicastArrived(i, inVL int, pkt *ib.Packet, head, tail ib.PS
 	sw.counters.Received++
 	sw.counters.McastReceived++
 	ready := sw.ceilCycle(head) + sw.routePS
-	if !sw.cfg.CutThrough {
+	if !sw.cutThrough {
 		ready = sw.ceilCycle(tail) + sw.routePS
 	}
 	sw.enqueue(i, inVL, entry{pkt: pkt, tail: tail, ready: ready, out: mcastOut, mc: k, blocks: int32(pkt.Credits())})
@@ -187,10 +187,10 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	blocks := int(e.blocks)
 	out := &sw.out[o]
 	port := sw.ports[o]
-	ser := port.Timing().Serialization(bytes)
+	ser := port.Serialization(bytes)
 
 	xbarIn := t + sw.allocPS
-	xfer := ib.PS((bytes+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xfer := ib.PS((bytes+int(sw.datapathBytes)-1)/int(sw.datapathBytes)) * sw.cycle
 	xbarTail := max(xbarIn+xfer, sw.ceilCycle(e.tail))
 	start := max(xbarIn+sw.xbarPS, xbarTail+sw.xbarPS-ser, out.wireFreeEst, port.BusyUntil())
 	out.wireFreeEst = start + ser
@@ -207,7 +207,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 		sw.counters.McastRounds++
 	}
 	if v != ib.ManagementVL {
-		out.pending[v] += int32(blocks)
+		out.vl[v].pending += int32(blocks)
 	}
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)
@@ -249,7 +249,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 // staying in place). The copies of a round ride on one crossbar
 // connection. matchedOut, winner and chosen are match's.
 func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) bool {
-	inVL := int(sw.candInVL[(v*sw.radix+o)*sw.radix+i])
+	inVL := int(sw.candInVLs[(v*sw.radix+o)*sw.radix+i])
 	q := sw.in[i].vls[inVL]
 	if len(q.ends) != 1 || q.slots[q.ends[0].head].out != mcastOut {
 		return false
@@ -272,7 +272,7 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 			continue
 		}
 		v2 := int(chosen[o2])
-		if int(sw.candInVL[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
+		if int(sw.candInVLs[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
 			continue // another input VL's head asked for o2
 		}
 		winner[o2] = int16(i)
@@ -308,7 +308,7 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 				sw.stallOuts.Set(o)
 			} else if c := v*sw.radix + o; free && !sw.cand[c].Has(i) {
 				sw.cand[c].Set(i)
-				sw.candInVL[c*sw.radix+i] = int8(inVL)
+				sw.candInVLs[c*sw.radix+i] = int8(inVL)
 				sw.candVLs[o] |= 1 << v
 				sw.touched.Set(o)
 			}
@@ -340,7 +340,7 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 // waiting for them all at once. It reports whether the head held back.
 func (sw *Switch) holdBack(i, inVL int, e *entry, st *mcState, t ib.PS, of *outputsFree) bool {
 	xbarIn := t + sw.allocPS
-	xfer := ib.PS((e.pkt.WireBytes()+sw.cfg.DatapathBytes-1)/sw.cfg.DatapathBytes) * sw.cycle
+	xfer := ib.PS((e.pkt.WireBytes()+int(sw.datapathBytes)-1)/int(sw.datapathBytes)) * sw.cycle
 	limit := max(xbarIn+xfer, sw.ceilCycle(e.tail)) - sw.allocPS // t + D
 	var until ib.PS
 	free := false

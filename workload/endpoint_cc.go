@@ -102,7 +102,9 @@ func (k *ccSink) HandleEvent(ev *components.Event) {
 	e := (*Endpoint)(k)
 	pkt := ev.Pkt
 	e.port.Release(int(pkt.VL), pkt.Credits())
-	e.tracePacket(ev.At(), components.TraceDeliver, pkt)
+	if e.traced {
+		e.tracePacket(ev.At(), components.TraceDeliver, pkt)
+	}
 	e.ccReceive(pkt, ev.At())
 	if e.OnDeliver != nil {
 		e.OnDeliver(pkt, ev.At())
@@ -284,7 +286,9 @@ func (e *Endpoint) trySendCC() {
 	if e.OnInject != nil {
 		e.OnInject(pkt)
 	}
-	e.tracePacket(now, components.TraceInject, pkt)
+	if e.traced {
+		e.tracePacket(now, components.TraceInject, pkt)
+	}
 	e.port.Send(pkt)
 }
 
