@@ -235,8 +235,8 @@ func lintTree(t *testing.T, d Design) {
 	hdr := Header(d, testVersion) + "\n"
 	// Each run reads the tree and writes at most its own file (<top>.vvp),
 	// so the four are parallel subtests: the two cores share a design's
-	// long runs (radix 64 x 15 VLs: switch_top takes 36 s of Verilator and
-	// 30 s of Icarus).
+	// long runs (radix 64 x 15 VLs: switch_top takes 33-44 s of Verilator and
+	// 24-38 s of Icarus CPU, by the load).
 	for _, top := range Tops {
 		names := topFiles(files, top)
 		t.Run(top+" verilator", func(t *testing.T) {
