@@ -401,9 +401,12 @@ func TestCQEWriterStimulusCovers(t *testing.T) {
 
 // TestCQEWriterMutantsFail: each slip below, the kind an RTL engineer
 // makes in a CQE writer, fails the co-simulation of the first seed.
+//
+// 1500 cycles of the 3000: each mutant first mismatched by cycle 369
+// (Icarus, 2026-12-02).
 func TestCQEWriterMutantsFail(t *testing.T) {
 	const f = "hca_cqe_writer.v"
-	runMutants(t, func() cosimDUT { return newCQEWriterDUT(2) }, []cosimMutant{
+	runMutantsFor(t, 1500, func() cosimDUT { return newCQEWriterDUT(2) }, []cosimMutant{
 		{"the owner bit one pass early", f, "wire        owner   = pi[logd];", "wire        owner   = pi[logd - 5'd1];"},
 		{"the owner bit not flipped", f, "opcode, 3'd0, owner ", "opcode, 3'd0, 1'b0 "},
 		{"byte_cnt little-endian", f, "        cpl_byte_count,                          // [44:47]",

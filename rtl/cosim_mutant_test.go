@@ -27,6 +27,18 @@ type cosimMutant struct {
 // block must pass the same trace, so the failures are the mutants'.
 // It makes t parallel, so a test calls it once, as its whole body.
 func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
+	runMutantsFor(t, 0, newDUT, mutants)
+}
+
+// runMutantsFor is runMutants on the first cycles cycles of the trace
+// (0: the case's whole length, cosimCyclesOf). A trace's first n cycles are
+// the same whatever its length, so a shorter one catches every mutant that
+// fails within n cycles; it cannot make a mutant pass unseen (the test
+// would say the mutant survived). A test that shortens its trace says in a
+// comment where each mutant first mismatched: at least 4 times that and
+// 1000 cycles. The unmutated block passes its case's whole seeds in the
+// co-simulation tests.
+func runMutantsFor(t *testing.T, cycles int, newDUT func() cosimDUT, mutants []cosimMutant) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	ctx := context.Background()
@@ -35,7 +47,10 @@ func runMutants(t *testing.T, newDUT func() cosimDUT, mutants []cosimMutant) {
 	r := rand.New(rand.NewPCG(seed, 0x7e57))
 	dut := newDUT()
 	trace := filepath.Join(dir, "trace.hex")
-	cycles := writeCosimTrace(t, trace, dut, r)
+	if cycles == 0 {
+		cycles = cosimCyclesOf(dut)
+	}
+	cycles = writeCosimTraceN(t, trace, dut, r, cycles)
 	run := func(t *testing.T, sub string, replace map[string]string) (checked, errors int) {
 		t.Helper()
 		d := filepath.Join(dir, sub)

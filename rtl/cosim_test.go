@@ -130,12 +130,18 @@ func cosimCyclesOf(dut cosimDUT) int {
 // writeCosimTrace runs the Go model for one seed and writes its trace.
 func writeCosimTrace(t *testing.T, path string, dut cosimDUT, r *rand.Rand) int {
 	t.Helper()
+	return writeCosimTraceN(t, path, dut, r, cosimCyclesOf(dut))
+}
+
+// writeCosimTraceN is writeCosimTrace for the first n cycles.
+func writeCosimTraceN(t *testing.T, path string, dut cosimDUT, r *rand.Rand, n int) int {
+	t.Helper()
 	f, err := os.Create(path)
 	require.NoError(t, err)
 	tw := NewTraceWriter(f, dut.inputs(), dut.outputs())
 	in := make([]Value, len(dut.inputs()))
 	out := make([]Value, len(dut.outputs()))
-	for c := 0; c < cosimCyclesOf(dut); c++ {
+	for c := 0; c < n; c++ {
 		dut.cycle(r, in, out)
 		tw.Cycle(in, out)
 	}

@@ -3,11 +3,13 @@ package rtl
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -229,26 +231,117 @@ func lintTree(t *testing.T, d Design) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, WriteTree(dir, files))
-	names := FileNames(files)
 	ctx := context.Background()
+	hdr := Header(d, testVersion) + "\n"
 	// Each run reads the tree and writes at most its own file (<top>.vvp),
 	// so the four are parallel subtests: the two cores share a design's
-	// long runs (radix 64 x 15 VLs: switch_top takes 19 s of Verilator and
-	// 22 s of Icarus).
+	// long runs (radix 64 x 15 VLs: switch_top takes 33-44 s of Verilator and
+	// 24-38 s of Icarus CPU, by the load).
 	for _, top := range Tops {
+		names := topFiles(files, top)
 		t.Run(top+" verilator", func(t *testing.T) {
 			t.Parallel()
-			out, err := runTool(ctx, dir, "verilator", append([]string{"--lint-only", "-Wall", "--top-module", top}, names...)...)
+			out, err := lintRun(ctx, dir, files, names, hdr, "verilator", append([]string{"--lint-only", "-Wall", "--top-module", top}, names...)...)
 			require.NoError(t, err)
 			assert.Empty(t, strings.TrimSpace(out), "verilator -Wall output for %s", top)
 		})
 		t.Run(top+" iverilog", func(t *testing.T) {
 			t.Parallel()
-			out, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", top, "-o", top + ".vvp"}, names...)...)
+			out, err := lintRun(ctx, dir, files, names, hdr, "iverilog", append([]string{"-g2005", "-s", top, "-o", top + ".vvp"}, names...)...)
 			require.NoError(t, err)
 			assert.Empty(t, strings.TrimSpace(out), "iverilog output for %s", top)
 		})
 	}
+}
+
+// topFiles returns, in the tree's order, the files of the modules under
+// top: each file holds the module it is named after, and a module needs
+// every module whose name occurs as a word in its file (an instance; a
+// name in a comment only adds a file). hca_top reaches every file, so its
+// runs still parse the whole tree; switch_top's leave out hca_top.v,
+// hca_transport.v and the HCA blocks, which its lint never reached
+// (--top-module drops the modules outside it after parsing) and which the
+// hca_top runs parse. A file missing here could not pass unseen: Icarus
+// fails on the unknown module, and Verilator reads <module>.v from the
+// run's directory, where the whole tree is.
+func topFiles(files []File, top string) []string {
+	text := map[string]string{}
+	for _, f := range files {
+		text[strings.TrimSuffix(f.Name, ".v")] = f.Text
+	}
+	need := map[string]bool{top: true}
+	for stack := []string{top}; len(stack) > 0; {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, w := range verilogWord.FindAllString(text[m], -1) {
+			if _, ok := text[w]; ok && !need[w] {
+				need[w] = true
+				stack = append(stack, w)
+			}
+		}
+	}
+	var names []string
+	for _, f := range files {
+		if need[strings.TrimSuffix(f.Name, ".v")] {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+var verilogWord = regexp.MustCompile(`[A-Za-z_][A-Za-z_0-9$]*`)
+
+// toolComment matches the words with which a comment speaks to a tool
+// (// verilator lint_off, // synopsys translate_off, ...).
+var toolComment = regexp.MustCompile(`(?i)verilator|synopsys|synthesis|pragma|translate|lint_`)
+
+// lintRuns keeps every lint run of the process by lintKey, so that two
+// designs whose top has the same sources (edr.yaml's and xdr.yaml's
+// switch_top differ in the header comments alone: their HCAs differ, in
+// the PCIe profile and the clock) run each tool once; the second test takes the
+// first's output, which the tool would print again, and asserts on it.
+var lintRuns sync.Map // lintKey -> *lintResult
+
+type lintResult struct {
+	once sync.Once
+	dir  string // where it ran
+	out  string
+	err  error
+}
+
+// lintRun runs tool in dir with args, whose sources are names of files,
+// or returns the output of the process's earlier run of the same tool and
+// arguments on the same sources. The sources are compared without the
+// generated header (hdr, four comment lines the same length in every
+// design), unless the header holds a word a tool reads in a comment.
+func lintRun(ctx context.Context, dir string, files []File, names []string, hdr, tool string, args ...string) (string, error) {
+	inKey := map[string]bool{}
+	for _, n := range names {
+		inKey[n] = true
+	}
+	var key strings.Builder
+	key.WriteString(tool + "\x00" + strings.Join(args, "\x00"))
+	pragma := toolComment.MatchString(hdr)
+	for _, f := range files {
+		if !inKey[f.Name] {
+			continue
+		}
+		text := f.Text
+		if !pragma {
+			text = strings.TrimPrefix(text, hdr)
+		}
+		key.WriteString("\x00" + f.Name + "\x00" + text)
+	}
+	v, _ := lintRuns.LoadOrStore(key.String(), &lintResult{})
+	r := v.(*lintResult)
+	r.once.Do(func() {
+		r.dir = dir
+		r.out, r.err = runTool(ctx, dir, tool, args...)
+	})
+	if r.dir != dir && r.err != nil {
+		return r.out, fmt.Errorf("%w (run in %s on the same sources)", r.err, r.dir)
+	}
+	return r.out, r.err
 }
 
 // TestHeaderRegenerate checks that the header's regenerate command repeats
@@ -284,4 +377,45 @@ func TestHeaderRegenerate(t *testing.T) {
 
 	d.Overrides = nil
 	assert.Contains(t, Header(d, testVersion), "\n// Regenerate: hcasim rtl -config <that config> -o <dir>; edit")
+}
+
+// TestLintRunShares: lintTree's runs are shared exactly between trees whose
+// top has the same sources. The tool here is sh printing its process id, so
+// two outputs are equal only if one run served both. Two designs that
+// differ in name (the header) and in the HCA's read tags
+// (hca.pcie.outstanding_reads, an hca_top parameter: the switch is the
+// same) share switch_top's run and not hca_top's; a design of another
+// radix shares neither.
+func TestLintRunShares(t *testing.T) {
+	needTool(t, "sh")
+	a := designByKey(t, "edr")
+	b := a
+	b.Name, b.PCIeOutstandingReads = "edr-128-tags", 128
+	c := designByKey(t, "r7v2")
+	ctx := context.Background()
+	run := func(d Design, top string) string {
+		files, err := Emit(d, testVersion)
+		require.NoError(t, err)
+		dir := t.TempDir()
+		require.NoError(t, WriteTree(dir, files))
+		names := topFiles(files, top)
+		out, err := lintRun(ctx, dir, files, names, Header(d, testVersion)+"\n", "sh", "-c", "echo $$ "+top+" TestLintRunShares")
+		require.NoError(t, err)
+		return out
+	}
+	assert.Equal(t, run(a, "switch_top"), run(b, "switch_top"), "the same switch_top sources: one run")
+	assert.NotEqual(t, run(a, "hca_top"), run(b, "hca_top"), "hca_top differs in its read tags")
+	assert.NotEqual(t, run(a, "switch_top"), run(c, "switch_top"), "another radix")
+
+	// switch_top's files: its modules, without the HCA's.
+	files, err := Emit(a, testVersion)
+	require.NoError(t, err)
+	st := topFiles(files, "switch_top")
+	for _, f := range []string{"switch_top.v", "ib_link.v", "ib_vcrc.v", "sw_xbar_alloc.v", "sw_route_lookup.v", "sync_fifo.v", "rr_arbiter.v"} {
+		assert.Contains(t, st, f)
+	}
+	for _, f := range []string{"hca_top.v", "hca_transport.v", "hca_requester.v", "hca_dma_engine.v"} {
+		assert.NotContains(t, st, f)
+	}
+	assert.Len(t, topFiles(files, "hca_top"), len(files), "hca_top reaches every file")
 }
