@@ -142,48 +142,17 @@ func sl2vlOf(c *fabric.Config) ([]SL2VLSet, error) {
 // its own, the others held at the base point's values, so the error names
 // the axis that changes the design and the value that does.
 func sweepAxesTheRTLIgnores(root *yaml.Node, sets []string, base Design) ([]string, error) {
-	pins := sweep.PinnedKeys(sets)
-	all, err := sweep.Expand(root, sweep.Options{Pinned: pins})
+	change, ignored, err := sweep.AxesThatChange(root, sets, func(l *fabric.Loaded) (bool, error) {
+		d, err := designOf(&l.Config)
+		return err == nil && reflect.DeepEqual(d, base), err
+	})
 	if err != nil {
 		return nil, err
 	}
-	var ignored []string
-	for _, axis := range all.Axes {
-		if axis.Pinned {
-			continue
-		}
-		alone := append([]string(nil), pins...)
-		for _, other := range all.Axes {
-			if other.Key != axis.Key {
-				alone = append(alone, other.Key)
-			}
-		}
-		sw, err := sweep.Expand(root, sweep.Options{Pinned: alone})
-		if err != nil {
-			return nil, err
-		}
-		probes := []float64{0}
-		if sw.Search != nil {
-			probes = []float64{sw.Search.Search.From, sw.Search.Search.To}
-		}
-		for _, dp := range sw.Designs {
-			for _, x := range probes {
-				p, err := sw.Point(dp, x)
-				if err != nil {
-					return nil, err
-				}
-				d, err := designOf(&p.Loaded.Config)
-				if err != nil {
-					return nil, err
-				}
-				if !reflect.DeepEqual(d, base) {
-					return nil, fmt.Errorf("sweep.%s: the RTL is one design point, and this axis changes it (at %v); "+
-						"pin it with --set %s=VALUE (or drop the sweep with --set sweep={})",
-						axis.Key, p.Params[axis.Key], axis.Key)
-				}
-			}
-		}
-		ignored = append(ignored, axis.Key)
+	if change != nil {
+		return nil, fmt.Errorf("sweep.%s: the RTL is one design point, and this axis changes it (at %v); "+
+			"pin it with --set %s=VALUE (or drop the sweep with --set sweep={})",
+			change.Key, change.Value, change.Key)
 	}
 	return ignored, nil
 }
