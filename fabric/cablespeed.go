@@ -109,6 +109,13 @@ func checkCableSpeed(lc link.Config, c Cable) error {
 	return nil
 }
 
+// BuildTopology builds the fabric c describes, cables and all, as a run
+// builds it before the subnet manager routes it (hcasim topology writes it
+// as a topology file).
+func (c *Config) BuildTopology() (*Topology, error) {
+	return c.Topology.Build(c.Switch.Radix, hostCable(c))
+}
+
 // CheckOneLinkSpeed returns an error naming the first cable of the
 // configured fabric that runs at another width, generation or FEC than the
 // link section, and the key that makes it so; nil when every cable runs at

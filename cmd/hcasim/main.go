@@ -6,6 +6,7 @@
 //	hcasim diff GOLDEN NEW
 //	hcasim rtl -config FILE -o DIR [--report] [--testbench [--testbench-packets N]]
 //	hcasim merge DIR...
+//	hcasim topology -config FILE [-o FILE]
 //	hcasim version | help
 //
 // Exit codes: 0 success; 1 an internal error (a bug); 2 a user's error (bad
@@ -132,6 +133,7 @@ Usage:
                                   (--testbench: DIR/tb, a self-checking testbench of the fabric's switches)
   hcasim merge DIR... [--out DIR] [--format F]  merge sweep shard outputs into one result
   hcasim bench [--csv FILE] [--set k=v] [NAME...]  run the benchmark configs (configs/bench), append to a CSV
+  hcasim topology -config FILE [-o FILE]  write the config's fabric as a topology file (topology.kind: file)
   hcasim version                  print the version
   hcasim help                     print this help
 

@@ -265,7 +265,7 @@ func TestAcronymsAnyCaseEndToEnd(t *testing.T) {
 // run, bench and merge).
 func TestHelpFlags(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"-config", "ndr.yaml", "--help"},
-		{"bench", "--help"}, {"bench", "-h"}, {"merge", "--help"}, {"diff", "--help"}, {"rtl", "--help"},
+		{"bench", "--help"}, {"bench", "-h"}, {"merge", "--help"}, {"diff", "--help"}, {"rtl", "--help"}, {"topology", "--help"},
 		{"version", "--help"}, {"help", "-h"}} {
 		code, out, errs := run(args...)
 		assert.Equal(t, 0, code, "%v: %s", args, errs)

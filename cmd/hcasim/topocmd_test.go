@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dflyBase is a Dragonfly+ design point: radix 8 gives each group 4 leaves
+// of 4 hosts and 4 spines with 4 global ports each; 5 groups share a
+// group's 16 global ports 4 ways, so 4 cables join every pair of groups.
+const dflyBase = `name: dfly
+seed: 1
+link: {generation: NDR, width: 4x, length_m: 2, mtu: 4096}
+switch: {radix: 8, vls: 1, vl_buffer_bytes: 16640}
+workload: {kind: uniform, size: 4096, offered_load: 0.6, warmup_ns: 2000, measure_ns: 5000}
+`
+
+// metricsOf runs a config and returns its single point's metrics.
+func metricsOf(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := run(append(args, "--format", "json", "--quiet")...)
+	require.Equal(t, 0, code, errs)
+	var res struct {
+		Points []struct {
+			Metrics map[string]any `json:"metrics"`
+		} `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Points, 1)
+	delete(res.Points[0].Metrics, "wall_s")
+	return res.Points[0].Metrics
+}
+
+// TestTopologyCommandRoundTrip: `hcasim topology` writes the fabric a
+// builder makes as a topology file, and a run on that file is the run on
+// the builder's fabric, metric for metric, for the dragonfly-plus (minhop)
+// and for ndr.yaml's fat tree (dmodk, HCAs and background traffic).
+//
+// Counts of the dragonfly-plus, from its shape: switches 5 groups × (4
+// leaves + 4 spines) = 40; cables = 80 host cables + 5 × 4 leaves × 4
+// up-ports = 80 leaf–spine + C(5,2) = 10 pairs × 4 = 40 global = 200.
+func TestTopologyCommandRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	built := filepath.Join(dir, "built.yaml")
+	require.NoError(t, os.WriteFile(built, []byte(dflyBase+
+		"topology: {kind: dragonfly-plus, groups: 5, global_cable_length_m: 10}\n"), 0o644))
+	topo := filepath.Join(dir, "dfly.topo")
+	code, out, errs := run("topology", "-config", built, "-o", topo)
+	require.Equal(t, 0, code, errs)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim topology: 80 hosts, 40 switches, 200 cables written to "+topo+"\n", errs)
+	text, err := os.ReadFile(topo)
+	require.NoError(t, err)
+	assert.Equal(t, 40, strings.Count(string(text), "\nswitch ")+boolInt(strings.HasPrefix(string(text), "switch ")))
+	assert.Equal(t, 200, strings.Count(string(text), "\ncable "))
+	// The 40 global cables are the 10 m fibre ones, the rest 2 m copper.
+	assert.Equal(t, 40, strings.Count(string(text), " 10m fibre\n"))
+	// Without -o the same text goes to stdout.
+	code, out, errs = run("topology", "-config", built)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, string(text), out)
+
+	onFile := filepath.Join(dir, "file.yaml")
+	require.NoError(t, os.WriteFile(onFile, []byte(dflyBase+"topology: {kind: file, file: "+topo+"}\n"), 0o644))
+	assert.Equal(t, metricsOf(t, "-config", built), metricsOf(t, "-config", onFile))
+
+	// ndr.yaml: its sweep's axes (buffer, load) leave the fabric alone.
+	ftopo := filepath.Join(dir, "ndr.topo")
+	code, _, errs = run("topology", "-config", "ndr.yaml", "-o", ftopo)
+	require.Equal(t, 0, code, errs)
+	// 16 hosts on radix-8 leaves of 4 host ports: 4 leaves, 4 spines;
+	// cables 16 + 4 × 4 = 32.
+	assert.Equal(t, "hcasim topology: 16 hosts, 8 switches, 32 cables written to "+ftopo+"\n", errs)
+	short := []string{"--set", "sweep={}", "--set", "workload.measure_ns=20000", "--set", "workload.iterations=50"}
+	assert.Equal(t, metricsOf(t, append([]string{"-config", "ndr.yaml"}, short...)...),
+		metricsOf(t, append([]string{"-config", "ndr.yaml", "--set", "topology.kind=file", "--set", "topology.file=" + ftopo,
+			"--set", "topology.hosts=0", "--set", "topology.cable_length_m=0"}, short...)...))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestTopologyCommandRefuses: a sweep axis that changes the fabric, and bad
+// flags, are one line and exit 2; pinned with --set, the axis is accepted.
+func TestTopologyCommandRefuses(t *testing.T) {
+	cfg := writeFile(t, "sweep.yaml", dflyBase+"topology: {kind: dragonfly-plus, groups: 5}\n"+
+		"sweep:\n  switch.vl_buffer_bytes: [16640, 66560]\n  topology.global_cable_length_m: [10, 100]\n")
+	code, out, errs := run("topology", "-config", cfg)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim: topology: "+cfg+": sweep.topology.global_cable_length_m: a topology file is one fabric, "+
+		"and this axis changes it (at 10); pin it with --set topology.global_cable_length_m=VALUE (or drop the sweep with --set sweep={})\n", errs)
+	code, out, errs = run("topology", "-config", cfg, "--set", "topology.global_cable_length_m=100")
+	assert.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "m fibre\n")
+	assert.Equal(t, 40, strings.Count(out, " 100m fibre\n"))
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topology"}, "hcasim: topology: -config: missing (usage: " + topologyUsage + ")\n"},
+		{[]string{"topology", "-config", cfg, "extra"}, "hcasim: topology: unexpected argument \"extra\" (usage: " + topologyUsage + ")\n"},
+		{[]string{"topology", "-config", cfg, "-o", ""}, "hcasim: topology: -o: an empty path (name the file to write, or leave -o out for stdout)\n"},
+		{[]string{"topology", "-config", cfg, "--set", "topology.groups=40"}, "hcasim: topology: " + cfg +
+			": topology.groups: 40 is out of range (2..17: every pair of groups needs a global cable, and a group has 4 spines × 4 global links = 16)\n"},
+	} {
+		code, out, errs := run(c.args...)
+		assert.Equal(t, 2, code, "%v", c.args)
+		assert.Empty(t, out, "%v", c.args)
+		assert.Equal(t, c.want, errs, "%v", c.args)
+	}
+}
