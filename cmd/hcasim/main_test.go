@@ -76,7 +76,7 @@ func TestBadInput(t *testing.T) {
 			[]string{"edr.yaml: perftest write_bw: did not finish", "sim.max_time_ns"}},
 		{"unknown subcommand-like arg", []string{"-config", "edr.yaml", "extra"}, []string{"unexpected argument \"extra\""}},
 		{"unknown subcommand", []string{"foo"},
-			[]string{`"foo" is not a subcommand (bench, diff, help, merge, rtl, version) or a flag`, "hcasim help"}},
+			[]string{`"foo" is not a subcommand (bench, diff, help, merge, rtl, topology, version) or a flag`, "hcasim help"}},
 		{"unknown subcommand with flags", []string{"bnech", "--csv", "x.csv"}, []string{`"bnech" is not a subcommand`}},
 		{"config without -config", []string{"edr.yaml"},
 			[]string{`unexpected argument "edr.yaml"`, "give -config edr.yaml"}},
