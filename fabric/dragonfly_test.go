@@ -587,3 +587,42 @@ func TestDragonflyPlusFileRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestDragonflyPlusAdversarialShift: minimal routing's known limit, the
+// reason Dragonfly+ deployments add non-minimal routing (not modelled).
+// Radix 8, 5 groups: 16 hosts a group, and the group's 16 global ports
+// shared 4 ways, so 4 cables join each pair of groups. With shift 16,
+// host i sends to host i+16, the same place in the next group: all of a
+// group's traffic leaves over the 4 cables to that one group, since a
+// minimal route takes the direct cable. At 100 % offered each of the 16
+// hosts can get at most 4 cables' rate / 16 hosts = 0.25 of its link, with
+// adaptive routing too (its candidates are the same 4 cables). Uniform
+// traffic on the same fabric is not bound by the global cables (a group
+// sends 64/79 of its traffic out over 16 cables: 16 / (16 · 64/79) > 1)
+// and accepts far more.
+func TestDragonflyPlusAdversarialShift(t *testing.T) {
+	run := func(sets ...string) float64 {
+		l, err := Load(nil, append([]string{"topology.kind=dragonfly-plus", "switch.radix=8", "switch.vls=1",
+			"topology.groups=5", "topology.global_cable_length_m=10",
+			// 16 packets of buffer per VL: the credit loop never limits a flow.
+			"switch.vl_buffer_bytes=66560",
+			"workload.size=4096", "workload.offered_load=1.0",
+			"workload.warmup_ns=5000", "workload.measure_ns=20000"}, sets...))
+		require.NoError(t, err)
+		m, err := Run(l, RunOptions{})
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, m["packets_dropped"])
+		require.Equal(t, 80, m["hosts"])
+		return m["accepted_load"].(float64)
+	}
+	const bound = 4.0 / 16
+	for _, ar := range []string{"false", "true"} {
+		got := run("workload.kind=shift", "workload.shift=16", "topology.adaptive_routing="+ar)
+		t.Logf("shift 16, adaptive_routing %s: accepted %.5f (bound %.4f)", ar, got, bound)
+		assert.LessOrEqual(t, got, bound+1e-3, "AR %s", ar)
+		assert.InEpsilon(t, bound, got, 0.01, "AR %s", ar)
+	}
+	uniform := run("workload.kind=uniform")
+	t.Logf("uniform: accepted %.4f", uniform)
+	assert.Greater(t, uniform, 3*bound)
+}
