@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,6 +48,52 @@ const verilatorPCH = "hcasim_vl_pch.h"
 const verilatorPCHMake = verilatorPCH + ".gch: " + verilatorPCH + "\n" +
 	"\t$(OBJCACHE) $(CXX) $(CXXFLAGS) $(CPPFLAGS) $(OPT_FAST) -x c++-header -o $@ $<\n"
 
+// verilatorRuntimePrefix names the runtime's directory in the temp
+// directory: the prefix, the test process's ID, a dash and MkdirTemp's
+// random part.
+const verilatorRuntimePrefix = "hcasim-verilator-runtime-"
+
+// removeStaleRuntimeDirs removes the runtime directories of test processes
+// that have ended without their TestMain's cleanup (a test binary that hit
+// its -timeout panics past it), so timed-out runs do not pile them up. A
+// process is known alive by /proc/PID; without /proc nothing is removed.
+// A directory of another live process, or of an older name without a
+// process ID, is left alone.
+func removeStaleRuntimeDirs() {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		return
+	}
+	tmp := os.TempDir()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, ok := runtimeDirPID(e.Name())
+		if !ok || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
+}
+
+// runtimeDirPID returns the process ID in a runtime directory's name
+// (verilatorRuntimePrefix, digits, a dash), and whether it has one.
+func runtimeDirPID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, verilatorRuntimePrefix)
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(digits)
+	return pid, err == nil && pid > 0
+}
+
 // verilatorRuntime holds the runtime objects compiled once per test process.
 var verilatorRuntime struct {
 	once sync.Once
@@ -60,7 +109,8 @@ var verilatorRuntime struct {
 func verilatorRuntimeDir(ctx context.Context) (string, error) {
 	rt := &verilatorRuntime
 	rt.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hcasim-verilator-runtime-")
+		removeStaleRuntimeDirs()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", verilatorRuntimePrefix, os.Getpid()))
 		if err != nil {
 			rt.err = err
 			return
@@ -171,4 +221,37 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	return out.Close()
+}
+
+// TestRemoveStaleRuntimeDirs: a runtime directory whose process has ended
+// is removed; one of a live process (this one, and PID 1) and names that
+// carry no process ID stay.
+func TestRemoveStaleRuntimeDirs(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc: stale runtime directories are not removed here")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	// A process that has ended: its PID has no /proc entry once waited for
+	// (until the kernel reuses it, which takes a full turn of the PID space).
+	done := exec.Command("true")
+	require.NoError(t, done.Run())
+	dead := done.Process.Pid
+	names := map[string]bool{ // name → kept
+		fmt.Sprintf("%s%d-123", verilatorRuntimePrefix, dead):        false,
+		fmt.Sprintf("%s%d-456", verilatorRuntimePrefix, os.Getpid()): true,
+		verilatorRuntimePrefix + "1-789":                             true,
+		verilatorRuntimePrefix + "2881000000":                        true, // the old name: no PID
+		verilatorRuntimePrefix + "x-1":                               true,
+		verilatorRuntimePrefix + "0-1":                               true, // no process has PID 0
+		"other-dir":                                                  true,
+	}
+	for n := range names {
+		require.NoError(t, os.Mkdir(filepath.Join(tmp, n), 0o755))
+	}
+	removeStaleRuntimeDirs()
+	for n, kept := range names {
+		_, err := os.Stat(filepath.Join(tmp, n))
+		assert.Equal(t, kept, err == nil, n)
+	}
 }
