@@ -126,7 +126,7 @@ func (c *Config) CheckOneLinkSpeed(what string) error {
 	if t.Kind != KindFile && t.HostLinkWidth == "" && t.HostLinkGeneration == "" && t.DegradedLinks == nil {
 		return nil // a builder's cables all take link.*
 	}
-	topo, err := t.Build(c.Switch.Radix, hostCable(c))
+	topo, err := c.BuildTopology()
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (c *Config) checkBuilderCableSpeeds() error {
 	if t.Kind == KindFile || (t.HostLinkWidth == "" && t.HostLinkGeneration == "" && t.DegradedLinks == nil) {
 		return nil
 	}
-	topo, err := t.Build(c.Switch.Radix, hostCable(c))
+	topo, err := c.BuildTopology()
 	if err != nil {
 		return err
 	}

@@ -532,18 +532,7 @@ func TestDragonflyPlusUniformChecked(t *testing.T) {
 // window), and the balanced one carries at least 1.5 times as much.
 func TestDragonflyPlusGlobalBisection(t *testing.T) {
 	run := func(h int) float64 {
-		l, err := Load(nil, []string{"topology.kind=dragonfly-plus", "switch.radix=8", "switch.vls=1",
-			"topology.groups=3", fmt.Sprintf("topology.global_links=%d", h),
-			// 16 packets of buffer per VL: the credit loop never limits a flow.
-			"switch.vl_buffer_bytes=66560",
-			"workload.kind=uniform", "workload.size=4096", "workload.offered_load=1.0",
-			"workload.warmup_ns=5000", "workload.measure_ns=20000"})
-		require.NoError(t, err)
-		m, err := Run(l, RunOptions{})
-		require.NoError(t, err)
-		assert.EqualValues(t, 0, m["packets_dropped"])
-		require.Equal(t, 48, m["hosts"])
-		return m["accepted_load"].(float64)
+		return dragonflyAccepted(t, 48, "topology.groups=3", fmt.Sprintf("topology.global_links=%d", h), "workload.kind=uniform")
 	}
 	const groupHosts, n = 16.0, 48.0
 	f := (n - groupHosts) / (n - 1)
@@ -602,18 +591,7 @@ func TestDragonflyPlusFileRoundTrip(t *testing.T) {
 // and accepts far more.
 func TestDragonflyPlusAdversarialShift(t *testing.T) {
 	run := func(sets ...string) float64 {
-		l, err := Load(nil, append([]string{"topology.kind=dragonfly-plus", "switch.radix=8", "switch.vls=1",
-			"topology.groups=5", "topology.global_cable_length_m=10",
-			// 16 packets of buffer per VL: the credit loop never limits a flow.
-			"switch.vl_buffer_bytes=66560",
-			"workload.size=4096", "workload.offered_load=1.0",
-			"workload.warmup_ns=5000", "workload.measure_ns=20000"}, sets...))
-		require.NoError(t, err)
-		m, err := Run(l, RunOptions{})
-		require.NoError(t, err)
-		assert.EqualValues(t, 0, m["packets_dropped"])
-		require.Equal(t, 80, m["hosts"])
-		return m["accepted_load"].(float64)
+		return dragonflyAccepted(t, 80, append([]string{"topology.groups=5", "topology.global_cable_length_m=10"}, sets...)...)
 	}
 	const bound = 4.0 / 16
 	for _, ar := range []string{"false", "true"} {
@@ -625,4 +603,22 @@ func TestDragonflyPlusAdversarialShift(t *testing.T) {
 	uniform := run("workload.kind=uniform")
 	t.Logf("uniform: accepted %.4f", uniform)
 	assert.Greater(t, uniform, 3*bound)
+}
+
+// dragonflyAccepted runs a radix-8 dragonfly-plus of hosts hosts at 100 %
+// offered load, 4 KiB packets, with the further keys of sets, and returns
+// the accepted load; nothing may be dropped. 16 packets of buffer per VL:
+// the credit loop never limits a flow, so what bounds the result is the
+// cables.
+func dragonflyAccepted(t *testing.T, hosts int, sets ...string) float64 {
+	t.Helper()
+	l, err := Load(nil, append([]string{"topology.kind=dragonfly-plus", "switch.radix=8", "switch.vls=1",
+		"switch.vl_buffer_bytes=66560", "workload.size=4096", "workload.offered_load=1.0",
+		"workload.warmup_ns=5000", "workload.measure_ns=20000"}, sets...))
+	require.NoError(t, err)
+	m, err := Run(l, RunOptions{})
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, m["packets_dropped"])
+	require.Equal(t, hosts, m["hosts"])
+	return m["accepted_load"].(float64)
 }
