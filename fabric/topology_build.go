@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/hcasim/hcasim/link"
 )
@@ -91,30 +90,10 @@ type FatTree2Shape struct {
 func (s FatTree2Spec) Shape() (FatTree2Shape, error) {
 	var sh FatTree2Shape
 	r := s.Radix
-	if r < 2 || r > MaxRadix {
-		return sh, fmt.Errorf("topology.radix: %d is out of range for a fat tree (2..%d)", r, MaxRadix)
+	var err error
+	if sh.Down, sh.Up, sh.Spines, sh.Parallel, err = leafSplit(r, s.Oversubscription, s.Spines, "a fat tree"); err != nil {
+		return sh, err
 	}
-	o := s.Oversubscription
-	if o <= 0 {
-		return sh, fmt.Errorf("topology.oversubscription: %g must be positive (down:up ratio at a leaf, 1 = non-blocking)", o)
-	}
-	down := float64(r) * o / (1 + o)
-	if math.Abs(down-math.Round(down)) > 1e-9 {
-		return sh, fmt.Errorf("topology.oversubscription: %g does not split radix %d into whole down and up ports (down = radix × o / (1 + o) = %g)", o, r, down)
-	}
-	sh.Down = int(math.Round(down))
-	sh.Up = r - sh.Down
-	if sh.Down < 1 || sh.Up < 1 {
-		return sh, fmt.Errorf("topology.oversubscription: %g leaves a leaf of radix %d with %d down and %d up ports; both must be at least 1", o, r, sh.Down, sh.Up)
-	}
-	sh.Spines = s.Spines
-	if sh.Spines == 0 {
-		sh.Spines = sh.Up
-	}
-	if sh.Spines < 1 || sh.Up%sh.Spines != 0 {
-		return sh, fmt.Errorf("topology.spines: %d must divide the %d up-ports of each leaf", s.Spines, sh.Up)
-	}
-	sh.Parallel = sh.Up / sh.Spines
 	maxLeaves := r / sh.Parallel // every leaf takes Parallel ports on every spine
 	sh.Leaves = s.Leaves
 	if sh.Leaves == 0 {
@@ -147,6 +126,37 @@ func (s FatTree2Spec) Shape() (FatTree2Shape, error) {
 		return sh, fmt.Errorf("topology.hosts: %d does not fit %s of %d host ports (at most %d)", sh.Hosts, leaves, sh.Down, sh.Leaves*sh.Down)
 	}
 	return sh, nil
+}
+
+// leafSplit splits a leaf switch of radix r (what: the fabric, for the
+// radix error) into down ports to hosts and up ports, by the
+// oversubscription o (down:up), and the up ports over spines spines (0 =
+// one per up port), each leaf then having parallel cables to each spine:
+// the leaf of a fat-tree-2 and of a dragonfly-plus group.
+func leafSplit(r int, o float64, spines int, what string) (down, up, nSpines, parallel int, err error) {
+	if r < 2 || r > MaxRadix {
+		return 0, 0, 0, 0, fmt.Errorf("topology.radix: %d is out of range for %s (2..%d)", r, what, MaxRadix)
+	}
+	if o <= 0 {
+		return 0, 0, 0, 0, fmt.Errorf("topology.oversubscription: %g must be positive (down:up ratio at a leaf, 1 = non-blocking)", o)
+	}
+	d := float64(r) * o / (1 + o)
+	if math.Abs(d-math.Round(d)) > 1e-9 {
+		return 0, 0, 0, 0, fmt.Errorf("topology.oversubscription: %g does not split radix %d into whole down and up ports (down = radix × o / (1 + o) = %g)", o, r, d)
+	}
+	down = int(math.Round(d))
+	up = r - down
+	if down < 1 || up < 1 {
+		return 0, 0, 0, 0, fmt.Errorf("topology.oversubscription: %g leaves a leaf of radix %d with %d down and %d up ports; both must be at least 1", o, r, down, up)
+	}
+	nSpines = spines
+	if nSpines == 0 {
+		nSpines = up
+	}
+	if nSpines < 1 || up%nSpines != 0 {
+		return 0, 0, 0, 0, fmt.Errorf("topology.spines: %d must divide the %d up-ports of each leaf", spines, up)
+	}
+	return down, up, nSpines, up / nSpines, nil
 }
 
 // FatTree2 builds a two-level fat tree. Leaf l is Fabric.Leaf[l]: ports
@@ -355,19 +365,12 @@ func (sh DragonflyPlusShape) MaxGroups() int { return sh.GlobalPorts() + 1 }
 func (s DragonflyPlusSpec) Shape() (DragonflyPlusShape, error) {
 	var sh DragonflyPlusShape
 	r := s.Radix
-	if r < 2 || r > MaxRadix {
-		return sh, fmt.Errorf("topology.radix: %d is out of range for a dragonfly-plus (2..%d)", r, MaxRadix)
-	}
 	// The leaf is a fat-tree-2 leaf: the same split of its ports, the same
-	// spines per group. FatTree2Spec.Shape checks radix, oversubscription
-	// and spines before it sizes the tree; its verdict on a one-leaf
-	// tree's hosts (a leaf of one host port holds fewer than 2) is not
-	// this fabric's, which checks its own hosts below.
-	ft, err := FatTree2Spec{Radix: r, Oversubscription: s.Oversubscription, Spines: s.Spines, Leaves: 1, Hosts: 2}.Shape()
-	if err != nil && !strings.HasPrefix(err.Error(), "topology.hosts") {
+	// spines per group.
+	var err error
+	if sh.Down, sh.Up, sh.Spines, sh.Parallel, err = leafSplit(r, s.Oversubscription, s.Spines, "a dragonfly-plus"); err != nil {
 		return sh, err
 	}
-	sh.Down, sh.Up, sh.Spines, sh.Parallel = ft.Down, ft.Up, ft.Spines, ft.Parallel
 	// A spine gives Parallel ports to each leaf of its group and keeps at
 	// least one for a global cable.
 	maxLeaves := (r - 1) / sh.Parallel
