@@ -76,9 +76,9 @@ func (sw *Switch) flowlet(i int, pkt *ib.Packet, head ib.PS, lftPort int, g []in
 		}
 	case live:
 		f.stats.Collisions++
-		return sw.adaptive(i, pkt, lftPort, g)
+		return sw.arChoose(i, pkt, lftPort, g)
 	}
-	p := sw.adaptive(i, pkt, lftPort, g)
+	p := sw.arChoose(i, pkt, lftPort, g)
 	e.tag, e.last = key<<8|uint64(p), head
 	f.stats.Flowlets++
 	return p
