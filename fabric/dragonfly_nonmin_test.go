@@ -317,3 +317,34 @@ func TestDragonflyPlusNonMinimalConfigErrors(t *testing.T) {
 	_, err := Load(nil, append(dfly, "switch.vls=2", "topology.adaptive_routing=true", "topology.routing=random", "topology.nonminimal=true"))
 	require.NoError(t, err)
 }
+
+// TestDragonflyPlusDetourBias: the spines' UGAL bias is a detour's extra
+// hop in blocks of the global cable. Defaults: a spine traversal of 40 +
+// 40 + 40 cycles at 1 GHz = 120 ns; a 10 m fibre global cable flies
+// 10 × 4.897 = 48.97 ns and its NDR RS-FEC holds a codeword's 12.8 ns; a
+// 64-byte block takes 64 × 20 ps = 1.28 ns at 4x NDR. (120 + 48.97 +
+// 12.8) / 1.28 = 142.008…, rounded up: 143 blocks. The AR tables the
+// switches get carry it, and only a spine's leaf ports may detour.
+func TestDragonflyPlusDetourBias(t *testing.T) {
+	l, err := Load(nil, append([]string{"topology.kind=dragonfly-plus", "switch.radix=8", "topology.groups=5",
+		"topology.global_cable_length_m=10", "workload.kind=uniform"}, nonMinSets...))
+	require.NoError(t, err)
+	cfg := &l.Config
+	topo, sub, err := ConfigureFabric(cfg, l.Config.Seed)
+	require.NoError(t, err)
+	spines := 0
+	for _, x := range topo.Switches() {
+		ar := arTable(cfg, sub, x)
+		if topo.Nodes[x].Level != 2 {
+			assert.Zero(t, ar.DetourBias(), topo.Nodes[x].Name)
+			continue
+		}
+		spines++
+		assert.EqualValues(t, 143, ar.DetourBias(), topo.Nodes[x].Name)
+		for p := 1; p <= topo.Nodes[x].Ports; p++ {
+			q, _ := topo.Peer(PortRef{x, p})
+			assert.Equal(t, topo.Nodes[q.Node].Level == 1, ar.DetourFrom(p-1), "%s port %d", topo.Nodes[x].Name, p)
+		}
+	}
+	assert.Equal(t, 20, spines)
+}
