@@ -236,10 +236,12 @@ func (t *ARTable) Split(dlid uint16) ([]int16, int) {
 // SetDetourInputs names the input ports (0-based) whose packets may take
 // detour ports: in a Dragonfly+ spine the ports from its own group's
 // leaves, so that a packet detours at most once (one that arrives over a
-// global cable has already left its group and must go on minimally). The
-// subnet manager programs it as NVIDIA's switches select a forwarding
-// table by input port (their per-port private LFTs); here it gates a
-// group's detour part.
+// global cable has already left its group and must go on minimally). A
+// table keyed on the DLID alone cannot tell those packets apart, so some
+// state keyed on the input port is needed; NVIDIA documents a Dragonfly+
+// AR algorithm (DF_PLUS, InfiniBand Cluster Bring-up Procedure, "Adaptive
+// Routing") but not the tables behind it, so this per-input gate is the
+// model's assumption of that mechanism, the least one that works.
 func (t *ARTable) SetDetourInputs(in []bool) { t.detourIn = in }
 
 // DetourFrom reports whether a packet that entered on input port i
