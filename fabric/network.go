@@ -319,6 +319,20 @@ func (n *Network) RouteAllowed(node int, dlid uint16, sl uint8, out int) bool {
 	return false
 }
 
+// RouteAllowedFrom implements verif.RoutesFrom: RouteAllowed for a packet
+// that entered switch node on its switchasic input in (IB port in+1),
+// without the detour ports of its AR group when it may not detour there
+// (Subnet.DetourFrom: non-minimal routing's once-only rule).
+func (n *Network) RouteAllowedFrom(node, in int, dlid uint16, sl uint8, out int) bool {
+	var one [1]uint16
+	for _, p := range n.Subnet.egressesFrom(node, in+1, dlid, sl, &one) {
+		if int(p) == out+1 {
+			return true
+		}
+	}
+	return false
+}
+
 // MulticastAllowed reports whether switch node may send a packet for
 // multicast LID mlid out of its switchasic output out (IB port out+1): a
 // port of the node's MFT entry for the group, as the subnet manager
