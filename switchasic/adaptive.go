@@ -30,11 +30,11 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 		return
 	}
 	o := sw.lft.Lookup(pkt.DLID)
-	if g := sw.ar.Group(pkt.DLID); len(g) >= 2 && sw.ar.Adaptive(pkt.SL) {
+	if g, minimal := sw.ar.Split(pkt.DLID); len(g) >= 2 && sw.ar.Adaptive(pkt.SL) {
 		if sw.flowlets != nil {
-			o = sw.flowlet(i, pkt, head, o, g)
+			o = sw.flowlet(i, pkt, head, o, g, minimal)
 		} else {
-			o = sw.arChoose(i, pkt, o, g)
+			o = sw.arChoose(i, pkt, o, g, minimal)
 		}
 	}
 	if o == NoPort || o >= sw.radix {
@@ -101,8 +101,9 @@ func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int, g []int16) int {
 	return best
 }
 
-// arChoose returns the port of group g (pkt's DLID's AR group) a data
-// packet arriving on input i leaves on. A group without detours (every
+// arChoose returns the port of group g (pkt's DLID's AR group, whose
+// first minimal ports are minimal: ARTable.Split) a data packet arriving
+// on input i leaves on. A group without detours (every
 // group but a Dragonfly+ spine's under topology.nonminimal) is Switch.adaptive's
 // choice. With detours, a packet from an input that may not detour
 // (ARTable.DetourFrom) chooses among the minimal ports alone; one that may
@@ -117,9 +118,8 @@ func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int, g []int16) int {
 // hop costs a fixed latency, which the bias expresses in blocks of
 // backlog (the subnet manager's derivation, fabric). Minimal ports win
 // ties, so an idle fabric routes minimally. Nothing is allocated.
-func (sw *Switch) arChoose(i int, pkt *ib.Packet, lftPort int, g []int16) int {
-	grp, minimal := sw.ar.Split(pkt.DLID)
-	if minimal == len(grp) {
+func (sw *Switch) arChoose(i int, pkt *ib.Packet, lftPort int, g []int16, minimal int) int {
+	if minimal == len(g) {
 		return sw.adaptive(i, pkt, lftPort, g)
 	}
 	best, bestLoad := sw.leastLoaded(i, pkt, lftPort, g[:minimal])

@@ -265,8 +265,8 @@ func TestAdaptiveDetourBias(t *testing.T) {
 		{40, 50, 2, 2}, // the detour is the more loaded
 	} {
 		n.sw.out[2].vl[0].queued, n.sw.out[3].vl[0].queued = tc.q, tc.d
-		assert.Equal(t, tc.in0, n.sw.arChoose(0, pkt, 2, g), "q %d d %d, input 0", tc.q, tc.d)
-		assert.Equal(t, tc.in1, n.sw.arChoose(1, pkt, 2, g), "q %d d %d, input 1", tc.q, tc.d)
+		assert.Equal(t, tc.in0, n.sw.arChoose(0, pkt, 2, g, 1), "q %d d %d, input 0", tc.q, tc.d)
+		assert.Equal(t, tc.in1, n.sw.arChoose(1, pkt, 2, g, 1), "q %d d %d, input 1", tc.q, tc.d)
 	}
 	n.sw.out[2].vl[0].queued, n.sw.out[3].vl[0].queued = 0, 0
 }
