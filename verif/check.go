@@ -708,16 +708,16 @@ func (c *Checkers) checkRoute(ev *components.TraceEvent, f *evFields) {
 	// A packet's LRH always carries its SL; an event without one is taken
 	// as SL 0, IB's default.
 	sl := uint8(f.or(fSL, f.sl, 0) & 15)
-	if rf, ok := c.cfg.Routes.(RoutesFrom); ok && f.ok(fIn) {
-		if !rf.RouteAllowedFrom(sw, int(f.in), uint16(f.dlid), sl, int(f.out)) {
-			c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d from input %d granted to output %d, which is neither the dlid's LFT port nor, on an SL adaptive routing applies to, in the part of its adaptive routing group a packet from that input may take (misrouted)",
-				f.or(fSeq, f.seq, -1), f.dlid, sl, f.in, f.out))
-		}
-		return
-	}
 	if !c.cfg.Routes.RouteAllowed(sw, uint16(f.dlid), sl, int(f.out)) {
 		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d granted to output %d, which is neither the dlid's LFT port nor, on an SL adaptive routing applies to, in its adaptive routing group (misrouted)",
 			f.or(fSeq, f.seq, -1), f.dlid, sl, f.out))
+		return
+	}
+	// A port of the group may still be closed to the packet's input (a
+	// Dragonfly+ spine's detours, for a packet that crossed a global cable).
+	if rf, ok := c.cfg.Routes.(RoutesFrom); ok && f.ok(fIn) && !rf.RouteAllowedFrom(sw, int(f.in), uint16(f.dlid), sl, int(f.out)) {
+		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d from input %d granted to output %d, a detour of its adaptive routing group that a packet from that input may not take (misrouted)",
+			f.or(fSeq, f.seq, -1), f.dlid, sl, f.in, f.out))
 	}
 }
 

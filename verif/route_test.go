@@ -129,7 +129,7 @@ func (f *fakeRoutesFrom) RouteAllowedFrom(id, in int, dlid uint16, sl uint8, out
 // TestRouteCheckFrom: with RoutesFrom the check holds a grant to the part
 // of the group its input may take: output 3 from input 0 passes, from
 // input 1 is a route violation naming the input; a grant without an in
-// field falls back to RouteAllowed, which allows output 3 on SL 1.
+// field is held to RouteAllowed alone, which allows output 3 on SL 1.
 func TestRouteCheckFrom(t *testing.T) {
 	from := func(in int64) *components.TraceEvent {
 		return ev(100, "Fabric.Leaf[0].Port[3]", components.TraceArbGrant, components.IntField("seq", 1),
@@ -144,5 +144,10 @@ func TestRouteCheckFrom(t *testing.T) {
 	require.Len(t, c.Violations(), 1)
 	v := c.Violations()[0]
 	assert.Equal(t, InvRoute, v.Invariant)
-	assert.Equal(t, "packet seq 1 for dlid 5 on SL 1 from input 1 granted to output 3, which is neither the dlid's LFT port nor, on an SL adaptive routing applies to, in the part of its adaptive routing group a packet from that input may take (misrouted)", v.Detail)
+	assert.Equal(t, "packet seq 1 for dlid 5 on SL 1 from input 1 granted to output 3, a detour of its adaptive routing group that a packet from that input may not take (misrouted)", v.Detail)
+	// A port outside the group keeps RouteAllowed's message.
+	c = NewCheckers(CheckConfig{Routes: &fakeRoutesFrom{}})
+	c.Observe(grant("Fabric.Leaf[0].Port[1]", 5, 1, 1))
+	require.Len(t, c.Violations(), 1)
+	assert.Contains(t, c.Violations()[0].Detail, "in its adaptive routing group (misrouted)")
 }
