@@ -40,12 +40,16 @@ const DetourVL = 1
 // a leaf has hosts), and the groups are the switches joined by the other
 // switch-to-switch cables. global[n] lists switch n's global ports in port
 // order (nil for a leaf); group[n] numbers switch n's group (groups in
-// order of their lowest switch), -1 for a host; hostGroup gives a host's
-// its leaf's.
+// order of their lowest switch), and a host's is its leaf's.
 type dragonflyGroups struct {
 	global [][]int
 	group  []int32
 	groups int
+	// reach[x] has bit G set when switch x has a global cable to group G.
+	reach [][]uint64
+	// detour[x][G] are switch x's detour ports toward group G (detours),
+	// computed once per spine and group: they do not depend on the host.
+	detour [][][]int
 }
 
 func newDragonflyGroups(t *Topology) (*dragonflyGroups, error) {
@@ -102,35 +106,58 @@ func newDragonflyGroups(t *Topology) (*dragonflyGroups, error) {
 	if g.groups < 2 {
 		return nil, fmt.Errorf("subnet: non-minimal routing needs a dragonfly-plus of two or more groups joined by spine-to-spine global cables; this fabric has %d group", g.groups)
 	}
+	words := (g.groups + 63) / 64
+	g.reach = make([][]uint64, n)
+	for x, ports := range g.global {
+		if len(ports) == 0 {
+			continue
+		}
+		g.reach[x] = make([]uint64, words)
+		for _, p := range ports {
+			q, _ := t.Peer(PortRef{x, p})
+			gr := g.group[q.Node]
+			g.reach[x][gr/64] |= 1 << (gr % 64)
+		}
+	}
+	// A spine x's detours toward group G (x cabled to G, G not its own):
+	// every global port of x to a third group's spine that has a direct
+	// cable to G. Spines × groups × global ports in all.
+	g.detour = make([][][]int, n)
+	for x, ports := range g.global {
+		if len(ports) == 0 {
+			continue
+		}
+		g.detour[x] = make([][]int, g.groups)
+		for gd := range int32(g.groups) {
+			if gd == g.group[x] || !g.cableTo(x, gd) {
+				continue
+			}
+			for _, p := range ports {
+				q, _ := t.Peer(PortRef{x, p})
+				if g.group[q.Node] != gd && g.cableTo(q.Node, gd) {
+					g.detour[x][gd] = append(g.detour[x][gd], p)
+				}
+			}
+		}
+	}
 	return g, nil
 }
 
 // cableTo reports whether switch x has a global cable to group gr.
-func (g *dragonflyGroups) cableTo(t *Topology, x int, gr int32) bool {
-	for _, p := range g.global[x] {
-		if q, _ := t.Peer(PortRef{x, p}); g.group[q.Node] == gr {
-			return true
-		}
-	}
-	return false
+func (g *dragonflyGroups) cableTo(x int, gr int32) bool {
+	r := g.reach[x]
+	return r != nil && r[gr/64]&(1<<(gr%64)) != 0
 }
 
 // detours appends to out switch x's detour ports toward host d: none
 // unless x is a spine of another group than d's with a direct cable to
 // d's group (the spines minimal routing climbs to); then every global
 // port of x to a third group's spine that has a direct cable to d's group.
-func (g *dragonflyGroups) detours(t *Topology, x, d int, out []int) []int {
-	gx, gd := g.group[x], g.group[d]
-	if len(g.global[x]) == 0 || gx == gd || !g.cableTo(t, x, gd) {
+func (g *dragonflyGroups) detours(x, d int, out []int) []int {
+	if g.detour[x] == nil {
 		return out
 	}
-	for _, p := range g.global[x] {
-		q, _ := t.Peer(PortRef{x, p})
-		if gi := g.group[q.Node]; gi != gd && g.cableTo(t, q.Node, gd) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return append(out, g.detour[x][g.group[d]]...)
 }
 
 // installDetourVLs gives every spine's (global in, global out) port pairs
@@ -169,15 +196,6 @@ func (s *Subnet) GlobalPorts(n int) []int {
 		return nil
 	}
 	return s.nonmin.global[n]
-}
-
-// Group returns node n's Dragonfly+ group (non-minimal routing only; -1
-// otherwise).
-func (s *Subnet) Group(n int) int {
-	if s.nonmin == nil {
-		return -1
-	}
-	return int(s.nonmin.group[n])
 }
 
 // ARSplit returns switch n's AR group for dlid (as ARGroup) and how many

@@ -211,7 +211,7 @@ func (s *Subnet) route(o SubnetOptions) error {
 			if arIndex != nil && t.Nodes[d].Kind == Host {
 				group = append(group[:0], cands...)
 				if s.nonmin != nil {
-					group = s.nonmin.detours(t, x, d, group)
+					group = s.nonmin.detours(x, d, group)
 				}
 				if len(group) >= 2 {
 					s.setARGroup(arIndex, x, lid, group, len(cands))
