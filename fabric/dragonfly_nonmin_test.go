@@ -313,8 +313,18 @@ func TestDragonflyPlusNonMinimalConfigErrors(t *testing.T) {
 		_, err := Load(nil, tc.sets)
 		assert.EqualError(t, err, tc.want, "%v", tc.sets)
 	}
+	// An SL that maps to VL 1 on every hop (the default table with 2 VLs
+	// sends SL 1 to VL 1) puts minimal routes on the detours' VL: radix 8
+	// with 5 groups then has a ring of VL 1 global channels, which the
+	// build refuses with the key to change in front.
+	l, err := Load(nil, []string{"topology.kind=dragonfly-plus", "switch.radix=8", "topology.groups=5", "workload.kind=uniform",
+		"workload.sl=1", "switch.vls=2", "topology.adaptive_routing=true", "topology.nonminimal=true"})
+	require.NoError(t, err)
+	_, _, err = ConfigureFabric(&l.Config, l.Config.Seed)
+	require.Error(t, err)
+	assert.Regexp(t, `^topology\.nonminimal: deadlock: minhop routing with adaptive routing has a cycle of \d+ channels .* VL1 -> .*\(a detour's second global cable takes VL 1; an SL the run sends that maps to VL 1 on other hops shares it and can close a cycle: keep the run's SLs on other VLs, or set nonminimal false\)$`, err.Error())
 	// Random routing takes the same minimal candidates, so it is accepted.
-	_, err := Load(nil, append(dfly, "switch.vls=2", "topology.adaptive_routing=true", "topology.routing=random", "topology.nonminimal=true"))
+	_, err = Load(nil, append(dfly, "switch.vls=2", "topology.adaptive_routing=true", "topology.routing=random", "topology.nonminimal=true"))
 	require.NoError(t, err)
 }
 
@@ -347,4 +357,24 @@ func TestDragonflyPlusDetourBias(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 20, spines)
+}
+
+// TestDragonflyPlusNonMinimalDeterministic: the same config and seed give
+// the same results and the same trace, byte for byte, with detours taken
+// (the shift on radix 4, as TestDragonflyPlusNonMinimalChecked runs it).
+func TestDragonflyPlusNonMinimalDeterministic(t *testing.T) {
+	sets := append([]string{"topology.kind=dragonfly-plus", "switch.radix=4", "workload.kind=shift", "workload.shift=4",
+		"workload.size=2048", "workload.offered_load=0.7", "workload.warmup_ns=2000", "workload.measure_ns=10000"}, nonMinSets...)
+	run := func() recordedRun {
+		r := runRecorded(t, sets, func(s *Simulation) verif.CheckConfig {
+			return verif.CheckConfig{Routes: s.Net, ReorderSLs: s.Net.Subnet.ARSLs()}
+		}, nil)
+		require.NoError(t, r.Err)
+		return r
+	}
+	a, b := run(), run()
+	assert.Greater(t, a.M["hops_mean"].(float64), 5.0, "detours taken")
+	assert.Equal(t, a.M, b.M)
+	require.Greater(t, len(a.Trace), 100000)
+	assert.True(t, a.Trace == b.Trace, "the same trace, byte for byte")
 }

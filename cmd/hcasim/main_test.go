@@ -183,6 +183,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"topology.nonminimal: true moves a detour's second global hop to VL 1, but switch.vls is 1; set switch.vls to 2 or more"}},
 		{"nonminimal without AR", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "topology.adaptive_routing=false"},
 			[]string{"topology.nonminimal: true needs topology.adaptive_routing: true"}},
+		{"nonminimal with an SL on VL 1", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "workload.sl=1"},
+			[]string{"topology.nonminimal: deadlock:", "(a detour's second global cable takes VL 1;"}},
 		{"nonminimal on a fat tree", []string{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "switch.vls=2", "--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal=true"},
 			[]string{"topology.nonminimal: true is set, but topology.kind fat-tree-2 has no Dragonfly+ global cables to detour over"}},
 	}
