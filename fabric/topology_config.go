@@ -211,7 +211,7 @@ func (c *TopologyConfig) Validate() error {
 	if c.NonMinimal {
 		switch {
 		case c.Kind != KindDragonflyPlus:
-			return fmt.Errorf("topology.nonminimal: true is set, but topology.kind %s has no Dragonfly+ global cables to detour over; use topology.kind dragonfly-plus, or remove the key", c.Kind)
+			return fmt.Errorf("topology.nonminimal: true is set, but topology.kind %s is not a dragonfly-plus (the detours go through the groups the dragonfly-plus builder makes); use topology.kind dragonfly-plus, or remove the key", c.Kind)
 		case !c.AdaptiveRouting:
 			return fmt.Errorf("topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key")
 		case c.Routing == RoutingUpDown:

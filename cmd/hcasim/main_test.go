@@ -186,7 +186,7 @@ func TestBadInput(t *testing.T) {
 		{"nonminimal with an SL on VL 1", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "workload.sl=1"},
 			[]string{"topology.nonminimal: deadlock:", "(a detour's second global cable takes VL 1;"}},
 		{"nonminimal on a fat tree", []string{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "switch.vls=2", "--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal=true"},
-			[]string{"topology.nonminimal: true is set, but topology.kind fat-tree-2 has no Dragonfly+ global cables to detour over"}},
+			[]string{"topology.nonminimal: true is set, but topology.kind fat-tree-2 is not a dragonfly-plus"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
