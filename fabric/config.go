@@ -123,6 +123,9 @@ func (c *Config) Validate() error {
 	if err := c.checkBuilderCableSpeeds(); err != nil {
 		return err
 	}
+	if c.Topology.NonMinimal && c.Switch.VLs < 2 {
+		return fmt.Errorf("topology.nonminimal: true moves a detour's second global hop to VL %d, but switch.vls is %d; set switch.vls to 2 or more (each data VL gets switch.vl_buffer_bytes), or remove the key", DetourVL, c.Switch.VLs)
+	}
 	if err := c.Workload.Validate("workload"); err != nil {
 		return err
 	}

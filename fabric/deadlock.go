@@ -221,7 +221,7 @@ func (s *Subnet) adaptiveDependencies(sl uint8, ci channelIndex, seen []int32, s
 			if t.Nodes[x].Kind == Host {
 				return fmt.Errorf("deadlock check: a route to %s ends at %s", t.Nodes[d].Name, t.Nodes[x].Name)
 			}
-			for _, out := range s.Egresses(x, dlid, sl, &one) {
+			for _, out := range s.egressesFrom(x, in.Port, dlid, sl, &one) {
 				if out == NoPort || out == 0 {
 					return fmt.Errorf("deadlock check: route to %s: %s has no route to LID %d", t.Nodes[d].Name, t.Nodes[x].Name, dlid)
 				}

@@ -578,7 +578,8 @@ func TestDragonflyPlusFileRoundTrip(t *testing.T) {
 }
 
 // TestDragonflyPlusAdversarialShift: minimal routing's known limit, the
-// reason Dragonfly+ deployments add non-minimal routing (not modelled).
+// reason Dragonfly+ deployments add non-minimal routing
+// (topology.nonminimal: TestDragonflyPlusNonMinimalShift).
 // Radix 8, 5 groups: 16 hosts a group, and the group's 16 global ports
 // shared 4 ways, so 4 cables join each pair of groups. With shift 16,
 // host i sends to host i+16, the same place in the next group: all of a

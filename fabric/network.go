@@ -246,7 +246,7 @@ func buildNetwork(cfg *Config, sims []*components.Sim, part []int, topo *Topolog
 			sb = sb.WithCC(&m)
 		}
 		if sub.AdaptiveRouting() {
-			sb = sb.WithAR(arTable(sub, node)).WithARFlowlet(ib.FromNanoseconds(cfg.Topology.ARFlowletGapNs))
+			sb = sb.WithAR(arTable(cfg, sub, node)).WithARFlowlet(ib.FromNanoseconds(cfg.Topology.ARFlowletGapNs))
 		}
 		sw, err := sb.Build(nd.Name)
 		if err != nil {
@@ -319,6 +319,20 @@ func (n *Network) RouteAllowed(node int, dlid uint16, sl uint8, out int) bool {
 	return false
 }
 
+// RouteAllowedFrom implements verif.RoutesFrom: RouteAllowed for a packet
+// that entered switch node on its switchasic input in (IB port in+1),
+// without the detour ports of its AR group when it may not detour there
+// (Subnet.DetourFrom: non-minimal routing's once-only rule).
+func (n *Network) RouteAllowedFrom(node, in int, dlid uint16, sl uint8, out int) bool {
+	var one [1]uint16
+	for _, p := range n.Subnet.egressesFrom(node, in+1, dlid, sl, &one) {
+		if int(p) == out+1 {
+			return true
+		}
+	}
+	return false
+}
+
 // MulticastAllowed reports whether switch node may send a packet for
 // multicast LID mlid out of its switchasic output out (IB port out+1): a
 // port of the node's MFT entry for the group, as the subnet manager
@@ -357,11 +371,11 @@ func (n *Network) MulticastMembers() map[uint16][]string {
 // arTable returns switch node's adaptive routing groups as the subnet
 // manager computed them, ports 0-based for switchasic, applied to the SLs
 // adaptive routing is on for (the others keep the LFT's port).
-func arTable(sub *Subnet, node int) *switchasic.ARTable {
+func arTable(cfg *Config, sub *Subnet, node int) *switchasic.ARTable {
 	t := switchasic.NewARTable()
 	var ports []int
 	for lid := 1; lid <= int(sub.MaxLID()); lid++ {
-		g := sub.ARGroup(node, uint16(lid))
+		g, minimal := sub.ARSplit(node, uint16(lid))
 		if g == nil {
 			continue
 		}
@@ -369,10 +383,38 @@ func arTable(sub *Subnet, node int) *switchasic.ARTable {
 		for _, p := range g {
 			ports = append(ports, int(p)-1)
 		}
-		t.Set(uint16(lid), ports)
+		t.SetSplit(uint16(lid), ports, minimal)
 	}
 	t.SetStaticSLs(^sub.ARSLs())
+	if global := sub.GlobalPorts(node); len(global) > 0 {
+		nd := sub.Topo.Nodes[node]
+		in := make([]bool, nd.Ports)
+		for p := 1; p <= nd.Ports; p++ {
+			in[p-1] = sub.DetourFrom(node, p)
+		}
+		t.SetDetourInputs(in)
+		t.SetDetourBias(detourBias(cfg, sub.Topo, PortRef{node, global[0]}))
+	}
 	return t
+}
+
+// detourBias is the UGAL bias (switchasic Switch.arChoose) of a Dragonfly+
+// spine whose global port is g, in 64-byte blocks: what a detour's extra
+// global hop costs over the minimal route, a spine traversal at zero load
+// (switch.PipelinePS) plus the global cable's FEC and flight, expressed
+// as the backlog that drains in that time on the cable, rounded up:
+//
+//	bias = ⌈(pipeline + FEC + flight) / (64 B at the cable's rate)⌉
+//
+// So a packet detours only when the minimal port's backlog would hold it
+// back longer than the detour's extra hop does. Every global cable of a
+// built Dragonfly+ has one length and speed; g's stands for them.
+func detourBias(cfg *Config, t *Topology, g PortRef) int64 {
+	c, _ := t.CableAt(g)
+	tm := cableTiming(cfg, c)
+	extra := cfg.Switch.PipelinePS() + tm.Latency()
+	block := tm.Serialization(ib.CreditBytes)
+	return int64((extra + block - 1) / block)
 }
 
 // pairTables returns switch node's SL-to-VL mapping as the subnet manager

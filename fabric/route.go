@@ -154,13 +154,15 @@ func (s *Subnet) route(o SubnetOptions) error {
 		return fmt.Errorf("topology.routing: %q is not a routing engine (minhop, dmodk, updown, random)", o.Routing)
 	}
 	s.lft = make([][]uint16, len(t.Nodes))
-	s.ar, s.arOf = nil, nil
+	s.ar, s.arOf, s.arMin = nil, nil, nil
 	var arIndex []map[string]uint16 // per switch: group (as a string of its ports) → 1 + index in s.ar[n]
 	if o.AdaptiveRouting {
 		s.ar = make([][][]uint16, len(t.Nodes))
 		s.arOf = make([][]uint16, len(t.Nodes))
+		s.arMin = make([][]uint16, len(t.Nodes))
 		arIndex = make([]map[string]uint16, len(t.Nodes))
 	}
+	var group []int // scratch: a switch's AR group, minimal ports then detours
 	r.load = make([][]int32, len(t.Nodes))
 	switches := t.Switches()
 	for _, n := range switches {
@@ -206,8 +208,14 @@ func (s *Subnet) route(o SubnetOptions) error {
 				return &noRouteError{fmt.Sprintf("subnet: %s routing: %s has no up*/down* route to %s from the root switches %s (a route climbs toward them, then descends; mark one root, e.g. a root line in the topology file)",
 					o.Routing, t.Nodes[x].Name, t.Nodes[d].Name, strings.Join(names, ", "))}
 			}
-			if arIndex != nil && len(cands) >= 2 && t.Nodes[d].Kind == Host {
-				s.setARGroup(arIndex, x, lid, cands)
+			if arIndex != nil && t.Nodes[d].Kind == Host {
+				group = append(group[:0], cands...)
+				if s.nonmin != nil {
+					group = s.nonmin.detours(x, d, group)
+				}
+				if len(group) >= 2 {
+					s.setARGroup(arIndex, x, lid, group, len(cands))
+				}
 			}
 			p := r.choose(x, d, cands)
 			s.lft[x][lid] = uint16(p)
@@ -219,17 +227,21 @@ func (s *Subnet) route(o SubnetOptions) error {
 	return nil
 }
 
-// setARGroup makes cands (ports in port order) switch x's adaptive routing
+// setARGroup makes cands (ports in port order; under non-minimal routing
+// the first minimal of them, then the detours) switch x's adaptive routing
 // group for lid. Only host destinations get one: routes to switch LIDs
 // carry subnet management on VL15, which stays on the LFT's route.
-func (s *Subnet) setARGroup(index []map[string]uint16, x, lid int, cands []int) {
+func (s *Subnet) setARGroup(index []map[string]uint16, x, lid int, cands []int, minimal int) {
 	if s.arOf[x] == nil {
 		s.arOf[x] = make([]uint16, len(s.nodeOf))
 		index[x] = map[string]uint16{}
 	}
-	key := make([]byte, 0, 2*len(cands))
+	key := make([]byte, 0, 2*len(cands)+2)
 	for _, p := range cands {
 		key = append(key, byte(p>>8), byte(p))
+	}
+	if minimal < len(cands) { // a group with detours differs from the same ports all minimal
+		key = append(key, 0xFF, byte(minimal))
 	}
 	g, ok := index[x][string(key)]
 	if !ok {
@@ -238,6 +250,7 @@ func (s *Subnet) setARGroup(index []map[string]uint16, x, lid int, cands []int) 
 			ports[i] = uint16(p)
 		}
 		s.ar[x] = append(s.ar[x], ports)
+		s.arMin[x] = append(s.arMin[x], uint16(minimal))
 		g = uint16(len(s.ar[x]))
 		index[x][string(key)] = g
 	}

@@ -70,4 +70,25 @@ func BenchmarkSubnetDragonflyPlus(b *testing.B) {
 			}
 		})
 	}
+	// Non-minimal routing: the detours in the AR groups (2 VLs) and the
+	// check that walks them.
+	nonmin := SubnetOptions{Routing: RoutingMinHop, VLs: 2, AdaptiveRouting: true, NonMinimal: true}
+	b.Run("route/minhop+ar+nonminimal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := NewSubnet(topo, nonmin); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	sn, err := NewSubnet(topo, nonmin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("deadlock-check+ar+nonminimal", func(b *testing.B) {
+		for b.Loop() {
+			if err := sn.CheckDeadlock(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

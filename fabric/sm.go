@@ -57,6 +57,12 @@ type SubnetOptions struct {
 	// ports, bit i for SL i (topology.adaptive_routing_sls, NVIDIA's
 	// ar_sl_mask); the others keep the LFT's port. 0 = every SL (AllSLs).
 	ARSLs uint16
+	// NonMinimal (topology.nonminimal) adds detours to a Dragonfly+'s AR
+	// groups: at a source group's spine, the global ports to groups whose
+	// spine there has a direct cable to the destination's group, taken
+	// over a second VL (nonminimal.go). It needs AdaptiveRouting and two
+	// or more VLs.
+	NonMinimal bool
 }
 
 // AllSLs is the service level mask with every SL set: adaptive routing on
@@ -117,6 +123,12 @@ type Subnet struct {
 	// are kept once, as a switch's AR group table holds each set once.
 	ar   [][][]uint16
 	arOf [][]uint16
+	// arMin is, per switch and group of ar, how many of the group's
+	// leading ports are minimal (the rest detours: NonMinimal).
+	arMin [][]uint16
+	// nonmin holds a Dragonfly+'s groups and global ports under
+	// non-minimal routing (SubnetOptions.NonMinimal), nil without.
+	nonmin *dragonflyGroups
 	// arSLs are the SLs that may take the groups (SubnetOptions.ARSLs),
 	// bit i for SL i.
 	arSLs uint16
@@ -143,6 +155,19 @@ func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
 		if s.arSLs == 0 {
 			s.arSLs = AllSLs
 		}
+	}
+	if o.NonMinimal {
+		if !o.AdaptiveRouting {
+			return nil, fmt.Errorf("subnet: non-minimal routing puts its detours in the adaptive routing groups, so it needs adaptive routing")
+		}
+		if o.VLs < 2 {
+			return nil, fmt.Errorf("subnet: non-minimal routing moves a detour's second global hop to VL %d, so it needs 2 or more data VLs, not %d", DetourVL, o.VLs)
+		}
+		g, err := newDragonflyGroups(t)
+		if err != nil {
+			return nil, err
+		}
+		s.nonmin = g
 	}
 	if err := s.assignLIDs(); err != nil {
 		return nil, err
@@ -182,6 +207,9 @@ func NewSubnet(t *Topology, o SubnetOptions) (*Subnet, error) {
 	for n := range s.sl2vl {
 		s.sl2vl[n].tables = []SL2VLTable{def}
 		s.sl2vl[n].rule = []int32{-1}
+	}
+	if s.nonmin != nil {
+		s.installDetourVLs()
 	}
 	if err := s.applySL2VLPairs(o.SL2VLPairs); err != nil {
 		return nil, err
@@ -256,7 +284,9 @@ func (s *Subnet) AdaptiveRouting() bool { return s.arOf != nil }
 // ARGroup returns switch n's adaptive routing group for dlid: the IB ports
 // (1-based, in port order) a packet for dlid may leave on, its LFT port
 // among them; nil when the destination has one candidate or adaptive
-// routing is off (then only the LFT port). The slice is the subnet's own.
+// routing is off (then only the LFT port). Under non-minimal routing the
+// minimal ports come first, then the detours (ARSplit). The slice is the
+// subnet's own.
 func (s *Subnet) ARGroup(n int, dlid uint16) []uint16 {
 	if s.arOf == nil || s.arOf[n] == nil || int(dlid) >= len(s.arOf[n]) {
 		return nil

@@ -94,6 +94,14 @@ type TopologyConfig struct {
 	// default) chooses for every packet. ns. Only with adaptive_routing.
 	// omitempty: a config without the key keeps its config hash.
 	ARFlowletGapNs float64 `yaml:"ar_flowlet_gap_ns,omitempty"`
+	// NonMinimal adds to a dragonfly-plus's adaptive routing groups
+	// non-minimal detours through a third group (a source spine's global
+	// ports to spines with a direct cable to the destination's group),
+	// their second global hop on VL 1 (docs/fabric.md, "Non-minimal
+	// routing"). Only with kind dragonfly-plus, adaptive_routing, routing
+	// minhop or random, and switch.vls 2 or more. omitempty: a config
+	// without the key keeps its config hash.
+	NonMinimal bool `yaml:"nonminimal,omitempty"`
 	// HostLinkWidth and HostLinkGeneration are the width and generation of
 	// every builder cable between a host and its switch (NDR200 host ports
 	// on split cables: 2x); "" = link.width, link.generation. A host cable
@@ -199,6 +207,16 @@ func (c *TopologyConfig) Validate() error {
 	}
 	if c.ARFlowletGapNs != 0 && !c.AdaptiveRouting && c.Kind != KindBackToBack {
 		return fmt.Errorf("topology.ar_flowlet_gap_ns: %v is set, but topology.adaptive_routing is false; set adaptive_routing true to use it, or remove the key", c.ARFlowletGapNs)
+	}
+	if c.NonMinimal {
+		switch {
+		case c.Kind != KindDragonflyPlus:
+			return fmt.Errorf("topology.nonminimal: true is set, but topology.kind %s is not a dragonfly-plus (the detours go through the groups the dragonfly-plus builder makes); use topology.kind dragonfly-plus, or remove the key", c.Kind)
+		case !c.AdaptiveRouting:
+			return fmt.Errorf("topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key")
+		case c.Routing == RoutingUpDown:
+			return fmt.Errorf("topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, random)")
+		}
 	}
 	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
 		return fmt.Errorf("topology.cable_length_m: %v is out of range (0 = link.length_m, up to 100000 m)", c.CableLengthM)
@@ -622,6 +640,7 @@ func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOp
 	o.Routing = c.Routing
 	o.AdaptiveRouting = c.AdaptiveRouting
 	o.ARSLs = c.ARSLMask()
+	o.NonMinimal = c.NonMinimal
 	sn, err := NewSubnet(t, o)
 	if err != nil {
 		return nil, nil, err
@@ -630,6 +649,11 @@ func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOp
 		return nil, nil, err
 	}
 	if err := sn.CheckDeadlock(sls); err != nil {
+		if sn.NonMinimal() && sn.staticDeadlockFree(sls) {
+			// The detours' second global hop has VL 1 to itself only when
+			// no SL the run sends maps to VL 1 elsewhere.
+			return nil, nil, fmt.Errorf("topology.nonminimal: %v (a detour's second global cable takes VL %d; an SL the run sends that maps to VL %d on other hops shares it and can close a cycle: keep the run's SLs on other VLs, or set nonminimal false)", err, DetourVL, DetourVL)
+		}
 		if sn.AdaptiveRouting() && sn.staticDeadlockFree(sls) {
 			// The AR groups' alternatives close the cycle: the key to
 			// change is adaptive_routing (or an engine whose groups keep

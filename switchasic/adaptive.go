@@ -30,11 +30,11 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 		return
 	}
 	o := sw.lft.Lookup(pkt.DLID)
-	if g := sw.ar.Group(pkt.DLID); len(g) >= 2 && sw.ar.Adaptive(pkt.SL) {
+	if g, minimal := sw.ar.Split(pkt.DLID); len(g) >= 2 && sw.ar.Adaptive(pkt.SL) {
 		if sw.flowlets != nil {
-			o = sw.flowlet(i, pkt, head, o, g)
+			o = sw.flowlet(i, pkt, head, o, g, minimal)
 		} else {
-			o = sw.adaptive(i, pkt, o, g)
+			o = sw.arChoose(i, pkt, o, g, minimal)
 		}
 	}
 	if o == NoPort || o >= sw.radix {
@@ -97,6 +97,47 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 // port does, the LFT's port is returned (and drops it, as a static switch
 // would). Nothing is allocated.
 func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int, g []int16) int {
+	best, _ := sw.leastLoaded(i, pkt, lftPort, g)
+	return best
+}
+
+// arChoose returns the port of group g (pkt's DLID's AR group, whose
+// first minimal ports are minimal: ARTable.Split) a data packet arriving
+// on input i leaves on. A group without detours (every
+// group but a Dragonfly+ spine's under topology.nonminimal) is Switch.adaptive's
+// choice. With detours, a packet from an input that may not detour
+// (ARTable.DetourFrom) chooses among the minimal ports alone; one that may
+// takes the least loaded detour port only when the least loaded minimal
+// port's load exceeds it by more than the bias:
+//
+//	detour  iff  load(min) − load(detour) > bias
+//
+// UGAL-L's rule (Singh, "Load-Balanced Routing in Interconnection
+// Networks", Stanford PhD thesis, 2005; Kim et al., ISCA 2008, §4.2) with
+// its hop weighting turned into an additive bias: a detour's extra global
+// hop costs a fixed latency, which the bias expresses in blocks of
+// backlog (the subnet manager's derivation, fabric). Minimal ports win
+// ties, so an idle fabric routes minimally. Nothing is allocated.
+func (sw *Switch) arChoose(i int, pkt *ib.Packet, lftPort int, g []int16, minimal int) int {
+	if minimal == len(g) {
+		return sw.adaptive(i, pkt, lftPort, g)
+	}
+	best, bestLoad := sw.leastLoaded(i, pkt, lftPort, g[:minimal])
+	if !sw.ar.DetourFrom(i) {
+		return best
+	}
+	detour, detourLoad := sw.leastLoaded(i, pkt, -1, g[minimal:])
+	if detourLoad != math.MaxInt64 && (bestLoad == math.MaxInt64 || bestLoad-detourLoad > sw.ar.DetourBias()) {
+		return detour
+	}
+	return best
+}
+
+// leastLoaded returns the least loaded port of g for a packet arriving on
+// input i (Switch.adaptive's load and tie rule) and its load; lftPort
+// when every port of g drops the packet's SL, with load math.MaxInt64.
+// lftPort −1 (not in g) starts the ties at g's first port.
+func (sw *Switch) leastLoaded(i int, pkt *ib.Packet, lftPort int, g []int16) (int, int64) {
 	start := 0
 	for k, p := range g {
 		if int(p) == lftPort {
@@ -117,5 +158,5 @@ func (sw *Switch) adaptive(i int, pkt *ib.Packet, lftPort int, g []int16) int {
 			best, bestLoad = p, load
 		}
 	}
-	return best
+	return best, bestLoad
 }

@@ -209,3 +209,64 @@ func TestAdaptiveNoAllocation(t *testing.T) {
 	require.Len(t, g, 2)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = n.sw.adaptive(0, pkt, 2, g) }))
 }
+
+// TestARTableSplit: a group's minimal part is part of its identity (the
+// same ports all minimal are another group), and Split returns it.
+func TestARTableSplit(t *testing.T) {
+	ar := NewARTable()
+	ar.Set(3, []int{2, 3})
+	ar.SetSplit(4, []int{2, 3}, 1)
+	ar.SetSplit(5, []int{2, 3}, 1)
+	g, k := ar.Split(3)
+	assert.Equal(t, []int16{2, 3}, g)
+	assert.Equal(t, 2, k, "Set: every port minimal")
+	g, k = ar.Split(4)
+	assert.Equal(t, []int16{2, 3}, g)
+	assert.Equal(t, 1, k)
+	assert.Len(t, ar.group, 2, "4 and 5 share a group, 3 has its own")
+	_, k = ar.Split(9)
+	assert.Zero(t, k)
+	assert.Panics(t, func() { ar.SetSplit(6, []int{2, 3}, 0) }, "a group needs a minimal port")
+	assert.False(t, ar.DetourFrom(0), "no detour inputs set")
+	ar.SetDetourInputs([]bool{true, false})
+	assert.True(t, ar.DetourFrom(0))
+	assert.False(t, ar.DetourFrom(1))
+	assert.False(t, ar.DetourFrom(7), "beyond the ports")
+}
+
+// TestAdaptiveDetourBias: the UGAL rule of Switch.arChoose on a 4-port
+// switch whose group for LID 4 is port 2 (minimal, the LFT's) then port 3
+// (a detour), with a bias of 10 blocks; input 0 may detour, input 1 may
+// not. Idle, both ports have load −credits of the same empty downstream
+// buffer, a difference of 0: minimal. Queue q blocks on port 2 (as routed,
+// not yet granted packets count) and d on port 3: the difference is q − d,
+// and the packet detours iff q − d > 10, from input 0 only.
+func TestAdaptiveDetourBias(t *testing.T) {
+	cfg := Defaults()
+	cfg.Radix = 4
+	cfg.VLs = 1
+	ar := NewARTable()
+	ar.SetSplit(4, []int{2, 3}, 1)
+	ar.SetDetourInputs([]bool{true, false, false, false})
+	ar.SetDetourBias(10)
+	n := newTestNet(t, cfg, netOpts{timing: ndr(21352), ar: ar})
+	n.sw.lft.Set(4, 2)
+	g := ar.Group(4)
+	pkt := n.packet(0, 3, 0, 256)
+	for _, tc := range []struct {
+		q, d     int32 // blocks queued for port 2 and port 3
+		in0, in1 int   // the port chosen for input 0 and input 1
+	}{
+		{0, 0, 2, 2},
+		{10, 0, 2, 2},  // 10 − 0 is not above the bias
+		{11, 0, 3, 2},  // 11 − 0 is
+		{15, 5, 2, 2},  // 10 again
+		{16, 5, 3, 2},  // 11
+		{40, 50, 2, 2}, // the detour is the more loaded
+	} {
+		n.sw.out[2].vl[0].queued, n.sw.out[3].vl[0].queued = tc.q, tc.d
+		assert.Equal(t, tc.in0, n.sw.arChoose(0, pkt, 2, g, 1), "q %d d %d, input 0", tc.q, tc.d)
+		assert.Equal(t, tc.in1, n.sw.arChoose(1, pkt, 2, g, 1), "q %d d %d, input 1", tc.q, tc.d)
+	}
+	n.sw.out[2].vl[0].queued, n.sw.out[3].vl[0].queued = 0, 0
+}

@@ -62,7 +62,7 @@ func flowletKey(pkt *ib.Packet) uint64 {
 // the SL), else a port chosen now (Switch.adaptive) and remembered. An
 // entry that holds another flow's live flowlet is left to it: this packet
 // is routed on its own. Nothing is allocated.
-func (sw *Switch) flowlet(i int, pkt *ib.Packet, head ib.PS, lftPort int, g []int16) int {
+func (sw *Switch) flowlet(i int, pkt *ib.Packet, head ib.PS, lftPort int, g []int16, minimal int) int {
 	f := sw.flowlets
 	key := flowletKey(pkt) + 1
 	e := &f.entries[(key*0x9E3779B97F4A7C15)>>f.shift] // Fibonacci hashing
@@ -76,9 +76,9 @@ func (sw *Switch) flowlet(i int, pkt *ib.Packet, head ib.PS, lftPort int, g []in
 		}
 	case live:
 		f.stats.Collisions++
-		return sw.adaptive(i, pkt, lftPort, g)
+		return sw.arChoose(i, pkt, lftPort, g, minimal)
 	}
-	p := sw.adaptive(i, pkt, lftPort, g)
+	p := sw.arChoose(i, pkt, lftPort, g, minimal)
 	e.tag, e.last = key<<8|uint64(p), head
 	f.stats.Flowlets++
 	return p

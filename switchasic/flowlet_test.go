@@ -92,7 +92,7 @@ func TestFlowletTable(t *testing.T) {
 	require.Len(t, sw.flowlets.entries, 1)
 	g := sw.ar.Group(4)
 	a, b := n.packet(0, 3, 0, 256), n.packet(1, 3, 0, 256)
-	at := func(pkt *ib.Packet, ns ib.PS) int { return sw.flowlet(0, pkt, ns*ib.Nanosecond, 2, g) }
+	at := func(pkt *ib.Packet, ns ib.PS) int { return sw.flowlet(0, pkt, ns*ib.Nanosecond, 2, g, len(g)) }
 	assert.Equal(t, 2, at(a, 0))
 	assert.Equal(t, FlowletStats{Flowlets: 1}, sw.FlowletStats())
 	assert.Equal(t, 2, at(b, 10))
@@ -110,7 +110,7 @@ func TestFlowletTable(t *testing.T) {
 	drop[0] = ib.ManagementVL
 	sw.sl2vl = NewSL2VL(4, sw.cfg.SL2VLTable())
 	sw.sl2vl.SetPair(1, 2, drop)
-	b2 := func(ns ib.PS) int { return sw.flowlet(1, b, ns*ib.Nanosecond, 2, g) }
+	b2 := func(ns ib.PS) int { return sw.flowlet(1, b, ns*ib.Nanosecond, 2, g, len(g)) }
 	assert.Equal(t, 3, b2(260))
 	assert.Equal(t, 3, b2(270))
 	assert.Equal(t, FlowletStats{Flowlets: 3, Kept: 2, Collisions: 2}, sw.FlowletStats())

@@ -140,9 +140,20 @@ func (m *SL2VL) VL(in, out int, sl uint8) uint8 {
 // service level but those SetStaticSLs names (NVIDIA's subnet manager
 // enables AR per SL, its ar_sl_mask). The zero value has no groups.
 type ARTable struct {
-	of     []uint16  // per DLID: 1 + group index, 0 = no group (the LFT alone)
-	group  [][]int16 // groups, each in port order
-	static uint16    // SLs whose packets keep the LFT's port, bit i for SL i (0: AR on every SL)
+	of    []uint16  // per DLID: 1 + group index, 0 = no group (the LFT alone)
+	group [][]int16 // groups: minimal ports in port order, then detour ports in port order
+	// minimal is, per group, how many of its leading ports are minimal;
+	// the rest are detours (SetSplit), len(group) when it has none.
+	minimal []int
+	static  uint16 // SLs whose packets keep the LFT's port, bit i for SL i (0: AR on every SL)
+	// detourIn marks, per input port (0-based), that a packet entering on
+	// it may take a group's detour ports (SetDetourInputs); nil = no input
+	// may, so detours are never taken.
+	detourIn []bool
+	// detourBias is how much more loaded, in 64-byte blocks, the least
+	// loaded minimal port must be than the least loaded detour port before
+	// a packet takes the detour (SetDetourBias).
+	detourBias int64
 }
 
 // NewARTable returns a table with no groups.
@@ -150,13 +161,23 @@ func NewARTable() *ARTable { return &ARTable{} }
 
 // Set gives dlid the group ports (0-based; at least two, so that there is a
 // choice). It is made at build time and may allocate.
-func (t *ARTable) Set(dlid uint16, ports []int) {
+func (t *ARTable) Set(dlid uint16, ports []int) { t.SetSplit(dlid, ports, len(ports)) }
+
+// SetSplit gives dlid the group ports whose first minimal ports are the
+// minimal ones (a shortest route) and the rest detours (non-minimal
+// routes, taken only by packets from the inputs SetDetourInputs names and
+// only when the minimal ports are loaded beyond the bias). Each part is in
+// port order. At least two ports in all, at least one minimal.
+func (t *ARTable) SetSplit(dlid uint16, ports []int, minimal int) {
 	if len(ports) < 2 {
 		panic(fmt.Sprintf("switchasic.ARTable.Set: dlid %d group %v has fewer than two ports", dlid, ports))
 	}
+	if minimal < 1 || minimal > len(ports) {
+		panic(fmt.Sprintf("switchasic.ARTable.SetSplit: dlid %d group %v: %d minimal ports", dlid, ports, minimal))
+	}
 	g := -1
 	for k, grp := range t.group {
-		if len(grp) != len(ports) {
+		if len(grp) != len(ports) || t.minimal[k] != minimal {
 			continue
 		}
 		same := true
@@ -177,6 +198,7 @@ func (t *ARTable) Set(dlid uint16, ports []int) {
 			grp[j] = int16(p)
 		}
 		t.group = append(t.group, grp)
+		t.minimal = append(t.minimal, minimal)
 		g = len(t.group) - 1
 		if g >= 0xFFFF {
 			panic("switchasic.ARTable.Set: more than 65534 groups")
@@ -198,6 +220,41 @@ func (t *ARTable) Group(dlid uint16) []int16 {
 	}
 	return nil
 }
+
+// Split returns dlid's group (as Group) and how many of its leading ports
+// are minimal; the rest are detours.
+func (t *ARTable) Split(dlid uint16) ([]int16, int) {
+	if int(dlid) >= len(t.of) {
+		return nil, 0
+	}
+	if g := t.of[dlid]; g > 0 {
+		return t.group[g-1], t.minimal[g-1]
+	}
+	return nil, 0
+}
+
+// SetDetourInputs names the input ports (0-based) whose packets may take
+// detour ports: in a Dragonfly+ spine the ports from its own group's
+// leaves, so that a packet detours at most once (one that arrives over a
+// global cable has already left its group and must go on minimally). A
+// table keyed on the DLID alone cannot tell those packets apart, so some
+// state keyed on the input port is needed; NVIDIA documents a Dragonfly+
+// AR algorithm (DF_PLUS, InfiniBand Cluster Bring-up Procedure, "Adaptive
+// Routing") but not the tables behind it, so this per-input gate is the
+// model's assumption of that mechanism, the least one that works.
+func (t *ARTable) SetDetourInputs(in []bool) { t.detourIn = in }
+
+// DetourFrom reports whether a packet that entered on input port i
+// (0-based) may take detour ports.
+func (t *ARTable) DetourFrom(i int) bool { return i < len(t.detourIn) && t.detourIn[i] }
+
+// SetDetourBias sets the bias, in 64-byte blocks, by which the least
+// loaded minimal port's load must exceed the least loaded detour port's
+// before a packet detours.
+func (t *ARTable) SetDetourBias(blocks int64) { t.detourBias = blocks }
+
+// DetourBias returns the bias SetDetourBias set.
+func (t *ARTable) DetourBias() int64 { return t.detourBias }
 
 // SetStaticSLs makes the packets of the service levels in mask (bit i for
 // SL i) keep their LFT port whatever their DLID's group: adaptive routing

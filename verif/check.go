@@ -92,6 +92,16 @@ type Routes interface {
 	RouteAllowed(id int, dlid uint16, sl uint8, out int) bool
 }
 
+// RoutesFrom is a Routes whose allowed ports also depend on the input a
+// packet entered on (a Dragonfly+ spine's detours, taken only by packets
+// from its own group's leaves). The route check uses it for a grant that
+// names its input (arb_grant's in field).
+type RoutesFrom interface {
+	// RouteAllowedFrom is RouteAllowed for a packet that entered switch
+	// id on input in (0-based, as arb_grant's in field).
+	RouteAllowedFrom(id, in int, dlid uint16, sl uint8, out int) bool
+}
+
 // Checkers are the scoreboards. They observe the trace events blocks
 // announce (they are a sim.Hook at components.HookPosTrace, like the
 // Recorder) plus two calls the simulation makes itself: CompareData when an
@@ -312,7 +322,7 @@ type evFields struct {
 	has                                                       uint32 // bit (1 << f*) per integer field present
 	seen                                                      uint32 // bit per key present, whatever its type
 	seq, vl, sl, slid, dlid, qpn, psn, psns, icrc, avail, occ int64
-	capBlocks, credits, bytes, addr, length, wqe, out         int64
+	capBlocks, credits, bytes, addr, length, wqe, out, in     int64
 	op, queue, result, reason                                 string
 	hasOp, hasQueue, hasResult, hasReason                     bool
 }
@@ -341,6 +351,7 @@ const (
 	fResult
 	fReason
 	fSL
+	fIn
 )
 
 func (f *evFields) parse(ev *components.TraceEvent) {
@@ -386,6 +397,8 @@ func (f *evFields) parse(ev *components.TraceEvent) {
 			bit, dst = fWQE, &f.wqe
 		case "out":
 			bit, dst = fOut, &f.out
+		case "in":
+			bit, dst = fIn, &f.in
 		case "op":
 			bit = fOp
 		case "queue":
@@ -698,6 +711,13 @@ func (c *Checkers) checkRoute(ev *components.TraceEvent, f *evFields) {
 	if !c.cfg.Routes.RouteAllowed(sw, uint16(f.dlid), sl, int(f.out)) {
 		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d granted to output %d, which is neither the dlid's LFT port nor, on an SL adaptive routing applies to, in its adaptive routing group (misrouted)",
 			f.or(fSeq, f.seq, -1), f.dlid, sl, f.out))
+		return
+	}
+	// A port of the group may still be closed to the packet's input (a
+	// Dragonfly+ spine's detours, for a packet that crossed a global cable).
+	if rf, ok := c.cfg.Routes.(RoutesFrom); ok && f.ok(fIn) && !rf.RouteAllowedFrom(sw, int(f.in), uint16(f.dlid), sl, int(f.out)) {
+		c.fail(InvRoute, ev, fmt.Sprintf("packet seq %d for dlid %d on SL %d from input %d granted to output %d, a detour of its adaptive routing group that a packet from that input may not take (misrouted)",
+			f.or(fSeq, f.seq, -1), f.dlid, sl, f.in, f.out))
 	}
 }
 

@@ -114,3 +114,40 @@ func TestOrderingPerSL(t *testing.T) {
 		assert.Equal(t, "QP 9 request PSN 12 arrived, expected 11 (a gap of 1)", c.Violations()[0].Detail)
 	}
 }
+
+// fakeRoutesFrom is fakeRoutes whose output 3 for DLID 5 (on SL 1) is a
+// detour only a packet from input 0 may take.
+type fakeRoutesFrom struct{ fakeRoutes }
+
+func (f *fakeRoutesFrom) RouteAllowedFrom(id, in int, dlid uint16, sl uint8, out int) bool {
+	if dlid == 5 && out == 3 && in != 0 {
+		return false
+	}
+	return f.RouteAllowed(id, dlid, sl, out)
+}
+
+// TestRouteCheckFrom: with RoutesFrom the check holds a grant to the part
+// of the group its input may take: output 3 from input 0 passes, from
+// input 1 is a route violation naming the input; a grant without an in
+// field is held to RouteAllowed alone, which allows output 3 on SL 1.
+func TestRouteCheckFrom(t *testing.T) {
+	from := func(in int64) *components.TraceEvent {
+		return ev(100, "Fabric.Leaf[0].Port[3]", components.TraceArbGrant, components.IntField("seq", 1),
+			components.IntField("sl", 1), components.IntField("dlid", 5), components.IntField("in", in), components.IntField("out", 3))
+	}
+	c := NewCheckers(CheckConfig{Routes: &fakeRoutesFrom{}})
+	c.Observe(from(0))
+	c.Observe(ev(100, "Fabric.Leaf[0].Port[3]", components.TraceArbGrant, components.IntField("seq", 1),
+		components.IntField("sl", 1), components.IntField("dlid", 5), components.IntField("out", 3)))
+	require.NoError(t, c.Err())
+	c.Observe(from(1))
+	require.Len(t, c.Violations(), 1)
+	v := c.Violations()[0]
+	assert.Equal(t, InvRoute, v.Invariant)
+	assert.Equal(t, "packet seq 1 for dlid 5 on SL 1 from input 1 granted to output 3, a detour of its adaptive routing group that a packet from that input may not take (misrouted)", v.Detail)
+	// A port outside the group keeps RouteAllowed's message.
+	c = NewCheckers(CheckConfig{Routes: &fakeRoutesFrom{}})
+	c.Observe(grant("Fabric.Leaf[0].Port[1]", 5, 1, 1))
+	require.Len(t, c.Violations(), 1)
+	assert.Contains(t, c.Violations()[0].Detail, "in its adaptive routing group (misrouted)")
+}

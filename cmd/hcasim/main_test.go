@@ -177,6 +177,16 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.background_load: -0.5 is out of range (0 for workload.offered_load, or above 0 up to 1)"}},
 		{"background of no host", []string{"-config", "examples/multicast-mixed.yaml", "--set", "sweep={}", "--set", `workload.groups=["0-31","32-63"]`, "--set", "workload.senders="},
 			[]string{"workload.background: true, but every one of the fabric's 64 hosts is in a multicast group"}},
+		// Non-minimal Dragonfly+ routing needs its second VL, adaptive
+		// routing, and a Dragonfly+.
+		{"nonminimal on one VL", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "switch.vls=1"},
+			[]string{"topology.nonminimal: true moves a detour's second global hop to VL 1, but switch.vls is 1; set switch.vls to 2 or more"}},
+		{"nonminimal without AR", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "topology.adaptive_routing=false"},
+			[]string{"topology.nonminimal: true needs topology.adaptive_routing: true"}},
+		{"nonminimal with an SL on VL 1", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "workload.sl=1"},
+			[]string{"topology.nonminimal: deadlock:", "(a detour's second global cable takes VL 1;"}},
+		{"nonminimal on a fat tree", []string{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "switch.vls=2", "--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal=true"},
+			[]string{"topology.nonminimal: true is set, but topology.kind fat-tree-2 is not a dragonfly-plus"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
