@@ -1,0 +1,194 @@
+package rtl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+)
+
+// ---- hca_requester's local ACK timer <-> hca.Device's retry timer, hca.Requester.OnTimeout ----
+//
+// The emitted hca_transport with RETRY_CNT 3 (retryTransport) and a short
+// local ACK timeout, in reqTB, on a run of two contexts whose responder
+// loses what the requester needs: on context 0 an ACK that acknowledges
+// only the first packet of a message (the rest of its ACKs lost), then a
+// sequence error NAK, then nothing; on context 1 nothing at all (its only
+// message's ACK lost). The model's timer fires (OnTimeout) and the
+// requester resends from the oldest unacknowledged PSN until retry_cnt,
+// shared with the sequence NAK, is spent and the head fails with
+// RETRY_EXC_ERR. The replay (retryCheck with retryTimer) runs the model's
+// timer on the RTL's events: every timeout the RTL takes must come when
+// the model's expires (or up to tmoSlack cycles later), every one the
+// model's takes must come from the RTL, the resent packets must be the
+// model's Next byte for byte, and the completions the model's.
+
+const (
+	// tmoExp is hca.retry_timeout of the run: 4.096 us x 2^3 = 32.768 us.
+	tmoExp = 3
+	// tmoTick is ACK_TICK of the run: cycles in 4.096 us. The emitter
+	// derives it from hca.core_clock_mhz (4096 at 1 GHz); 64, a 64 ns
+	// clock (15.625 MHz), keeps the run short with the model's exponent.
+	tmoTick = 64
+)
+
+// tmoCycles is the timeout in the run's cycles: hca.RetryTimeoutPS(3)
+// (32.768 us) over the 64 ns cycle: 512 = ACK_TICK x 2^3.
+var tmoCycles = int(hca.RetryTimeoutPS(tmoExp) / (hca.RetryTimeoutPS(1) / 2 / tmoTick))
+
+// newTimeoutPlan builds the run. The PSNs and statuses it expects are
+// derived in the comments (T = 512 cycles; cycles approximate where they
+// do not matter, exact where they do: the ACK's offer).
+func newTimeoutPlan() *retryPlan {
+	p := &retryPlan{run: &reqRun{}, toCycles: tmoCycles}
+	run := p.run
+	cfgs := []*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 0, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 4, vl: 1, rqpn: 0xC0001, psn: 0x000200, mtuCode: 2, cqn: 4},
+	}
+	run.items = append(run.items, cfgs...)
+	index := uint16(0x10)
+	wqe := func(it *reqItem, op hca.WROpcode, length int, laddr uint64) {
+		w := hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x6000_0000 + uint64(index)<<12, RKey: 0x4400 + uint32(index),
+			LocalAddr: laddr, QPN: it.qpn, Index: index, Signaled: true}
+		index++
+		run.items = append(run.items, &reqItem{qix: it.qix, qpn: it.qpn, every: retryEvery, wqe: w, sent: true})
+	}
+	// Context 0, MTU 256, from FFFFFE: M0 a SEND of 600 B (3 packets:
+	// FFFFFE FFFFFF 000000), M1 a SEND of 100 B (000001). The timer arms
+	// at M0's first commit, c0 (a few tens of cycles in).
+	wqe(cfgs[0], hca.WRSend, 600, 0x11_0000+8)
+	wqe(cfgs[0], hca.WRSend, 100, 0x12_0000)
+	// Context 1, MTU 512, from 000200: W a WRITE of 700 B (200 201). Its
+	// timer arms at W's first commit, c1.
+	wqe(cfgs[1], hca.WRRDMAWrite, 700, 0x13_0000+3)
+	// a0, offered at cycle 300 (once the first packet is out): an ACK of
+	// FFFFFE only, M0's first packet: acknowledged 1, progress (ackThrough's
+	// advanced), so the timer restarts at 300: deadline 812, not c0 + 512.
+	run.acks = append(run.acks, reqAck{gate: 1, qpn: cfgs[0].qpn, psn: 0xFFFFFE, syn: hca.SynACK, msn: 1})
+	// a1, offered from cycle 600 (once the 4 first packets are out): a
+	// sequence error NAK at FFFFFF: no new packet acknowledged, no progress;
+	// a retry (retry_cnt 3 -> 2, a sequence under way), resend FFFFFF
+	// 000000 000001; M0 has a packet sent, so the timer restarts at 600:
+	// deadline 1112.
+	run.acks = append(run.acks, reqAck{gate: 4, qpn: cfgs[0].qpn, psn: 0xFFFFFF, syn: hca.SynNAKSeq, msn: 1})
+	// Context 0 then hears nothing. At 1112 OnTimeout retries from the
+	// oldest unacknowledged PSN, FFFFFE + 1 = FFFFFF, whatever the sequence
+	// under way (retry_cnt 2 -> 1), resend FFFFFF 000000 000001, restart:
+	// 1624, the same (1 -> 0), 2136: none left, M0 fails with
+	// RETRY_EXC_ERR and M1 is flushed (WR_FLUSH_ERR), context 0 in ERR.
+	//
+	// Context 1 hears nothing. At c1 + 512 OnTimeout retries from 200 (no
+	// packet acknowledged; retry_cnt 3 -> 2): W resent from its first
+	// packet, so nothing is outstanding (Outstanding: W's sent is 0) and
+	// the timer stops, to arm again at the resend's first commit; twice
+	// more (2 -> 1 -> 0), and the fourth expiry fails W with RETRY_EXC_ERR,
+	// about c1 + 4 x 530.
+	//
+	// Control: every handshake ready, credit plenty; rx_* offered only at
+	// cycle 300 and from 600 (cw[9]), so a0 and a1 come when the plan says.
+	for c := range 2700 {
+		cw := uint64(0x31f)
+		if c != 300 && c < 600 {
+			cw = 0x11f
+		}
+		run.ctrl = append(run.ctrl, [5]uint64{cw, 2048, 2048, 2048, 2048})
+	}
+	run.beats = 1 << 20 // never reached: the control's cycles end the run
+	return p
+}
+
+// timeoutTransport is retryTransport with the run's ACK_TICK and
+// RETRY_TIMEOUT.
+func timeoutTransport(t *testing.T) string {
+	t.Helper()
+	src := retryTransport(t)
+	for _, r := range [][2]string{
+		{"parameter integer ACK_TICK = 4096", fmt.Sprintf("parameter integer ACK_TICK = %d", tmoTick)},
+		{"parameter integer RETRY_TIMEOUT = 0", fmt.Sprintf("parameter integer RETRY_TIMEOUT = %d", tmoExp)},
+	} {
+		require.Equal(t, 1, strings.Count(src, r[0]), "hca_transport's %q", r[0])
+		src = strings.Replace(src, r[0], r[1], 1)
+	}
+	return src
+}
+
+// TestTimeoutCycles: the run's timeout in cycles is the parameters' ACK_TICK
+// x 2^RETRY_TIMEOUT, and the emitter's ACK_TICK at 1 GHz is 4.096 us in
+// 1 ns cycles.
+func TestTimeoutCycles(t *testing.T) {
+	assert.Equal(t, tmoTick<<tmoExp, tmoCycles)
+	assert.Equal(t, 4096, ackTick(1000))
+	// 1.5 GHz: the period rounds to 667 ps, 4096000 / 667 = 6140.9,
+	// rounded 6141.
+	assert.Equal(t, 6141, ackTick(1500))
+}
+
+// TestRequesterTimeoutCosim: hca_requester's timeouts come when the model's
+// timer expires, its resends are the model's packet for packet and byte
+// for byte, its completions the model's (RETRY_EXC_ERR when retry_cnt is
+// spent); each mutant of the timer fails.
+func TestRequesterTimeoutCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	p := newTimeoutPlan()
+	dir := t.TempDir()
+	f := "hca_requester.v"
+	for _, m := range []struct{ name, old, new string }{
+		{name: "unmutated"},
+		{"the timer never armed at a commit", "RETRY_TIMEOUT != 0 && commit && head_ctx == q[QPN_W-1:0] && !to_on[q]", "1'b0"},
+		{"the timer not restarted on progress", "end else if (e_prog || w_adv || rewind) begin", "end else if (rewind) begin"},
+		{"a timeout's retry from the head's first PSN", "e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : h_ack[e_ctx*24 +: 24]) : e_psn;", "e_tmo ? h_ent[47:24] : e_psn;"},
+		{"a timeout not spending the shared retry_cnt", "wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];",
+			"wire [2:0]       r_rl     = (e_prog || e_tmo) ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];"},
+		{"a timeout absorbed by a retry sequence under way", "wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;", "wire             r_start  = started[e_ctx] && !e_prog;"},
+	} {
+		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			file := ""
+			if m.old != "" {
+				file = f
+			}
+			replace := mutatedSource(t, file, m.old, m.new)
+			files := writeReqBench(t, d, replace)
+			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
+			p.run.write(t, d)
+			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+			require.NoError(t, err)
+			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			// The plan's derivation: context 0 sends its 4 packets, the
+			// NAK's resend and two timeouts' (3 each); context 1 W's 2
+			// packets and three timeouts' resends of them.
+			want0 := []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1}
+			want1 := []uint32{0x200, 0x201, 0x200, 0x201, 0x200, 0x201, 0x200, 0x201}
+			wantSt := []hca.WCStatus{hca.WCRetryExcErr, hca.WCWRFlushErr, hca.WCRetryExcErr}
+			if m.old != "" {
+				bad := res.errors > 0 || res.acks != len(p.run.acks) || !assert.ObjectsAreEqual(want0, res.psns[0]) ||
+					!assert.ObjectsAreEqual(want1, res.psns[1])
+				assert.True(t, bad, "the timeout co-simulation passes a requester with %s", m.name)
+				t.Logf("%d mismatches: %s", res.errors, strings.Join(res.first, "; "))
+				return
+			}
+			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and NAKs taken")
+			assert.Equal(t, want0, res.psns[0], "context 0's PSNs")
+			assert.Equal(t, want1, res.psns[1], "context 1's PSNs")
+			// Timeouts: context 0's at 1112, 1624, 2136; context 1's four.
+			assert.Equal(t, [3]int{3, 4, 0}, res.tmos, "timeouts taken per context")
+			// Which context fails first is the RTL's timing; the statuses are
+			// M0's and M1's and W's.
+			assert.ElementsMatch(t, wantSt, res.status, "completion statuses")
+			assert.Positive(t, res.checked, "beats compared")
+		})
+	}
+}
