@@ -522,7 +522,7 @@ func TestRequesterRetryCosim(t *testing.T) {
 		{name: "unmutated"},
 		{"a resend from the PSN after the NAK's", f, "(h_rdat || r_impl) ? 24'd0 : n_from;", "(h_rdat || r_impl) ? 24'd0 : n_from + 24'd1;"},
 		{"no RNR wait", f, "r_rnr ? rnr_cycles : {WAIT_W{1'b0}};", "{WAIT_W{1'b0}};"},
-		{"a retry sequence under way not absorbing a NAK", f, "wire             r_start  = started[e_ctx] && !e_prog;", "wire             r_start  = 1'b0;"},
+		{"a retry sequence under way not absorbing a NAK", f, "wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;", "wire             r_start  = 1'b0;"},
 		{"rnr_retry not counted", f, "rnr_left[q*3 +: 3] <= r_nl - {2'd0, RNR_RETRY != 7};", "rnr_left[q*3 +: 3] <= r_nl;"},
 		{"RETRY_EXC_ERR for exhausted RNR retries", f, "e_nst   <= r_exc ? 8'd12 : 8'd13;", "e_nst   <= 8'd12;"},
 		{"no implied NAK", f, "wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];", "wire             r_impl   = 1'b0;"},
