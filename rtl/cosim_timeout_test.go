@@ -52,6 +52,7 @@ func newTimeoutPlan() *retryPlan {
 	cfgs := []*reqItem{
 		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 0, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
 		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 4, vl: 1, rqpn: 0xC0001, psn: 0x000200, mtuCode: 2, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 0, vl: 2, rqpn: 0xC0002, psn: 0x7FFFF0, mtuCode: 1, cqn: 5},
 	}
 	run.items = append(run.items, cfgs...)
 	index := uint16(0x10)
@@ -69,6 +70,9 @@ func newTimeoutPlan() *retryPlan {
 	// Context 1, MTU 512, from 000200: W a WRITE of 700 B (200 201). Its
 	// timer arms at W's first commit, c1.
 	wqe(cfgs[1], hca.WRRDMAWrite, 700, 0x13_0000+3)
+	// Context 2, MTU 256, from 7FFFF0: X a SEND of 700 B (7FFFF0 7FFFF1
+	// 7FFFF2). Its timer arms at X's first commit, c2.
+	wqe(cfgs[2], hca.WRSend, 700, 0x14_0000+40)
 	// a0, offered at cycle 300 (once the first packet is out): an ACK of
 	// FFFFFE only, M0's first packet: acknowledged 1, progress (ackThrough's
 	// advanced), so the timer restarts at 300: deadline 812, not c0 + 512.
@@ -79,6 +83,13 @@ func newTimeoutPlan() *retryPlan {
 	// 000000 000001; M0 has a packet sent, so the timer restarts at 600:
 	// deadline 1112.
 	run.acks = append(run.acks, reqAck{gate: 4, qpn: cfgs[0].qpn, psn: 0xFFFFFF, syn: hca.SynNAKSeq, msn: 1})
+	// a2, offered once 17 packets are out: the 9 first, context 1's and
+	// context 2's first timeout resends (2 and 3, at about c1 + 512 and
+	// c2 + 512, before 600) and a1's (3, after 600); an ACK of 7FFFF0,
+	// X's first packet, after X's first timeout spent one of retry_cnt
+	// (3 -> 2): progress, the counters restored (3) and the timer
+	// restarted (X has packets sent).
+	run.acks = append(run.acks, reqAck{gate: 17, qpn: cfgs[2].qpn, psn: 0x7FFFF0, syn: hca.SynACK, msn: 1})
 	// Context 0 then hears nothing. At 1112 OnTimeout retries from the
 	// oldest unacknowledged PSN, FFFFFE + 1 = FFFFFF, whatever the sequence
 	// under way (retry_cnt 2 -> 1), resend FFFFFF 000000 000001, restart:
@@ -92,9 +103,15 @@ func newTimeoutPlan() *retryPlan {
 	// more (2 -> 1 -> 0), and the fourth expiry fails W with RETRY_EXC_ERR,
 	// about c1 + 4 x 530.
 	//
+	// Context 2 then hears nothing: OnTimeout retries from 7FFFF1 (one
+	// packet acknowledged) with retry_cnt 3 -> 2 -> 1 -> 0 (three resends
+	// of 7FFFF1 7FFFF2), and the fourth expiry after a2 fails X with
+	// RETRY_EXC_ERR, five timeouts in all (four, and a resend fewer, if
+	// a2's progress did not restore the counters).
+	//
 	// Control: every handshake ready, credit plenty; rx_* offered only at
 	// cycle 300 and from 600 (cw[9]), so a0 and a1 come when the plan says.
-	for c := range 2700 {
+	for c := range 3300 {
 		cw := uint64(0x31f)
 		if c != 300 && c < 600 {
 			cw = 0x11f
@@ -148,6 +165,7 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 		{"a timeout's retry from the head's first PSN", "e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : h_ack[e_ctx*24 +: 24]) : e_psn;", "e_tmo ? h_ent[47:24] : e_psn;"},
 		{"a timeout not spending the shared retry_cnt", "wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];",
 			"wire [2:0]       r_rl     = (e_prog || e_tmo) ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];"},
+		{"a partial ACK's progress not restoring the counters", "if (e_prog || w_adv) begin", "if (e_prog) begin"},
 		{"a timeout absorbed by a retry sequence under way", "wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;", "wire             r_start  = started[e_ctx] && !e_prog;"},
 	} {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
@@ -171,10 +189,12 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 			// packets and three timeouts' resends of them.
 			want0 := []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1}
 			want1 := []uint32{0x200, 0x201, 0x200, 0x201, 0x200, 0x201, 0x200, 0x201}
-			wantSt := []hca.WCStatus{hca.WCRetryExcErr, hca.WCWRFlushErr, hca.WCRetryExcErr}
+			want2 := []uint32{0x7FFFF0, 0x7FFFF1, 0x7FFFF2, 0x7FFFF0, 0x7FFFF1, 0x7FFFF2,
+				0x7FFFF1, 0x7FFFF2, 0x7FFFF1, 0x7FFFF2, 0x7FFFF1, 0x7FFFF2}
+			wantSt := []hca.WCStatus{hca.WCRetryExcErr, hca.WCWRFlushErr, hca.WCRetryExcErr, hca.WCRetryExcErr}
 			if m.old != "" {
 				bad := res.errors > 0 || res.acks != len(p.run.acks) || !assert.ObjectsAreEqual(want0, res.psns[0]) ||
-					!assert.ObjectsAreEqual(want1, res.psns[1])
+					!assert.ObjectsAreEqual(want1, res.psns[1]) || !assert.ObjectsAreEqual(want2, res.psns[2])
 				assert.True(t, bad, "the timeout co-simulation passes a requester with %s", m.name)
 				t.Logf("%d mismatches: %s", res.errors, strings.Join(res.first, "; "))
 				return
@@ -183,8 +203,10 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and NAKs taken")
 			assert.Equal(t, want0, res.psns[0], "context 0's PSNs")
 			assert.Equal(t, want1, res.psns[1], "context 1's PSNs")
-			// Timeouts: context 0's at 1112, 1624, 2136; context 1's four.
-			assert.Equal(t, [3]int{3, 4, 0}, res.tmos, "timeouts taken per context")
+			assert.Equal(t, want2, res.psns[2], "context 2's PSNs")
+			// Timeouts: context 0's at 1112, 1624, 2136; context 1's four,
+			// context 2's five.
+			assert.Equal(t, [3]int{3, 4, 5}, res.tmos, "timeouts taken per context")
 			// Which context fails first is the RTL's timing; the statuses are
 			// M0's and M1's and W's.
 			assert.ElementsMatch(t, wantSt, res.status, "completion statuses")
