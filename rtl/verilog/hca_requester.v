@@ -100,8 +100,10 @@
 // has progressed (rxe comp.started_retry); else it spends one of the context's RETRY_CNT (7:
 // infinite) and starts a sequence; none left: the head fails with RETRY_EXC_ERR (12), the rest
 // flushed and the context to ERR, as a NAK's failure. An RNR NAK spends one of RNR_RETRY (7:
-// infinite); none left: RNR_RETRY_EXC_ERR (13). A walk that retires a message is progress: both
-// counters are restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
+// infinite); none left: RNR_RETRY_EXC_ERR (13). A walk that retires a message is progress, and so
+// is an ACK that acknowledges more packets of the oldest message than before (ackThrough's
+// advanced; the head's acknowledged packets are kept per context, h_ack): both counters are
+// restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
 // rewinds the context (go-back-N): its messages between dec_* and tx_* are purged as at an error,
 // and the ring's messages are sent again from the head, oldest first, the head from the NAK's
 // packet (PSN - first; a READ or atomic from its request) and the rest whole, each as a message
