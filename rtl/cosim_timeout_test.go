@@ -214,3 +214,91 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 		})
 	}
 }
+
+// newTimeoutRNRPlan is a run in which an ACK makes progress while the
+// context waits out an RNR NAK to resend the ring's head from its first
+// packet: the model's timer then stops (hca.Requester.Outstanding is
+// false: the head's sent is 0) and arms again at the resend's first
+// commit, so a requester that restarts it at the ACK times out during
+// the wait. On context 0 (MTU 256, from 000040) three SENDs of 1 packet
+// (40 41 42), then:
+//   - a0, offered at cycle 100: an RNR NAK at 41, timer code 10 (32 x 10
+//     us: 640 cycles at RNR_TICK 20): M0 completes (progress), M1 and M2
+//     rewound (sent 0), rnr_retry 2 -> 1, the timer stops;
+//   - a1, offered from cycle 200: an ACK through 41: M1 completes (it was
+//     sent once), progress; the head M2 has sent 0, so the timer stays
+//     stopped (the RTL's restart is the mutant);
+//   - M2 resent after the wait (about cycle 740), the timer armed at its
+//     commit; nothing more: timeouts about 512 cycles after each resend's
+//     commit retry from 42 (retry_cnt 3 -> 2 -> 1 -> 0), and the fourth
+//     fails M2 with RETRY_EXC_ERR.
+//
+// PSNs 40 41 42, then 42 four times; statuses success, success,
+// RETRY_EXC_ERR; four timeouts.
+func newTimeoutRNRPlan() *retryPlan {
+	p := &retryPlan{run: &reqRun{}, toCycles: tmoCycles}
+	run := p.run
+	cfg := &reqItem{cfg: true, qix: 0, qpn: 0x4560, dlid: 0x71, slid: 0x81, sl: 2, vl: 1, rqpn: 0xD0000, psn: 0x40, mtuCode: 1, cqn: 6}
+	run.items = append(run.items, cfg)
+	for i := range 3 {
+		w := hca.SendWQE{Opcode: hca.WRSend, Length: 100, LocalAddr: 0x15_0000 + uint64(i)<<12, QPN: cfg.qpn, Index: uint16(i), Signaled: true}
+		run.items = append(run.items, &reqItem{qix: 0, qpn: cfg.qpn, every: retryEvery, wqe: w, sent: true})
+	}
+	run.acks = append(run.acks,
+		reqAck{gate: 3, qpn: cfg.qpn, psn: 0x41, syn: hca.SynRNRNAK | 10, msn: 1},
+		reqAck{gate: 3, qpn: cfg.qpn, psn: 0x41, syn: hca.SynACK, msn: 2})
+	for c := range 3100 {
+		cw := uint64(0x31f)
+		if c != 100 && c < 200 {
+			cw = 0x11f
+		}
+		run.ctrl = append(run.ctrl, [5]uint64{cw, 2048, 2048, 2048, 2048})
+	}
+	run.beats = 1 << 20 // never reached: the control's cycles end the run
+	return p
+}
+
+// TestRequesterTimeoutRNRCosim: an ACK's progress during an RNR wait
+// leaves the timer stopped until the resend's first commit, as the
+// model's; a requester that counts the rewound head as sent fails.
+func TestRequesterTimeoutRNRCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	p := newTimeoutRNRPlan()
+	dir := t.TempDir()
+	for _, m := range []struct{ name, old, new string }{
+		{name: "unmutated"},
+		{"a rewound head counted as sent", "(e_cnt_w > unsent[e_ctx*IF_W +: IF_W] && !ep_head)", "(e_cnt_w > unsent[e_ctx*IF_W +: IF_W])"},
+	} {
+		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			file := ""
+			if m.old != "" {
+				file = "hca_requester.v"
+			}
+			replace := mutatedSource(t, file, m.old, m.new)
+			files := writeReqBench(t, d, replace)
+			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
+			p.run.write(t, d)
+			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+			require.NoError(t, err)
+			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			want := []uint32{0x40, 0x41, 0x42, 0x42, 0x42, 0x42, 0x42}
+			if m.old != "" {
+				bad := res.errors > 0 || res.acks != len(p.run.acks) || !assert.ObjectsAreEqual(want, res.psns[0])
+				assert.True(t, bad, "the timeout co-simulation passes a requester with %s", m.name)
+				t.Logf("%d mismatches: %s", res.errors, strings.Join(res.first, "; "))
+				return
+			}
+			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and NAKs taken")
+			assert.Equal(t, want, res.psns[0], "context 0's PSNs")
+			assert.Equal(t, [3]int{4, 0, 0}, res.tmos, "timeouts taken per context")
+			assert.Equal(t, []hca.WCStatus{hca.WCSuccess, hca.WCSuccess, hca.WCRetryExcErr}, res.status, "completion statuses")
+			assert.Equal(t, 1, res.waits, "RNR waits checked")
+		})
+	}
+}

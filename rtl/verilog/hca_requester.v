@@ -736,11 +736,17 @@ module hca_requester #(
     wire             w_adv    = w_more && e_incl;
     // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
     // After a rewind only when the head resends from a later packet than its first (its sent > 0);
-    // else when the ring holds a message whose first packet has been committed.
+    // else when the ring holds a message whose first packet has been committed, unless a resend
+    // still to go starts at the head from its first packet (an ACK may have taken the head past
+    // rs_ptr: the resend then starts at the head), which leaves the head with nothing sent.
     wire [PW-1:0]    e_cnt    = e_tl - e_hd;
     wire [IF_W-1:0]  e_cnt_w  = {{(IF_W-PW){1'b0}}, e_cnt};
+    wire [PW-1:0]    ep_p0    = rs_ptr[e_ctx*PW +: PW];
+    wire             ep_head  = rs_pend[e_ctx] && (ep_p0 - e_hd > e_cnt ||
+                                                   (ep_p0 == e_hd && rs_skip[e_ctx*24 +: 24] == 24'd0));
     wire             t_out    = rewind ? !(h_rdat || r_impl) && n_from != 24'd0 :
-                                         e_cnt_w > unsent[e_ctx*IF_W +: IF_W] || (commit && head_ctx == e_ctx);
+                                         (e_cnt_w > unsent[e_ctx*IF_W +: IF_W] && !ep_head) ||
+                                         (commit && head_ctx == e_ctx);
     // A timer expired: taken as a job when the engine is idle and nothing else wants it (an ACK
     // offered, a decode completion, a context write), for a context in RTS whose ring's head has
     // a packet committed (else the model's OnTimeout does nothing: the timer just stops).
