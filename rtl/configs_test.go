@@ -189,6 +189,9 @@ func TestSweepAxesTheRTLReads(t *testing.T) {
 			pin("hca.pcie.mrrs_bytes"), nil},
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.outstanding_reads: [256, 128]}"}, "ndr.yaml: sweep.hca.pcie.outstanding_reads: the RTL is one design point, and this axis changes it (at 128)" +
 			pin("hca.pcie.outstanding_reads"), nil},
+		// hca.retry_timeout is hca_requester's RETRY_TIMEOUT (default 14).
+		{"ndr.yaml", []string{fifo, "sweep={hca.retry_timeout: [14, 2]}"}, "ndr.yaml: sweep.hca.retry_timeout: the RTL is one design point, and this axis changes it (at 2)" +
+			pin("hca.retry_timeout"), nil},
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mrrs_bytes: [256, 512]}", "hca.pcie.mrrs_bytes=1024"}, "", nil},
 		// hca.pcie.mps_bytes (cx7: 512) sizes the write TLPs (MPS_BYTES).
 		{"ndr.yaml", []string{fifo, "sweep={hca.pcie.mps_bytes: [512, 256]}"}, "ndr.yaml: sweep.hca.pcie.mps_bytes: the RTL is one design point, and this axis changes it (at 256)" +

@@ -1051,6 +1051,8 @@ module tb;
                 ai = ai + 1;
             end
             if (pick_taken) $fdisplay(fl, "C %0d %0d %0d %0d", pick_vl, credit[pick_vl*12 +: 12], dut.u_requester.head_ctx, c);
+            // A local ACK timeout the requester takes (its context, hca_requester's tq).
+            if (dut.u_requester.tmo_take && dut.u_requester.tmo_ok) $fdisplay(fl, "O %0d %0d", dut.u_requester.tq, c);
             if (take_dec) $fdisplay(fl, "T %0d %0d", ii, c);
             if (take_cfg) $fdisplay(fl, "Q %0d %0d", ii, c);
             if (cpl_valid && cpl_ready) begin

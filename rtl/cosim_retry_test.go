@@ -137,6 +137,11 @@ type retryPlan struct {
 	psns   [3][]uint32    // per context, the PSNs the model sends, in order
 	status []hca.WCStatus // the completions' statuses, in order
 	rnr    int            // RNR waits the model holds a QP for
+	// toCycles, when not 0, is the local ACK timeout in RTL cycles: the
+	// replay runs the model's retry timer (hca.Device.armTimer, timeout,
+	// afterAck) on the RTL's events and checks each timeout the RTL takes
+	// (its log's O lines) against it.
+	toCycles int
 }
 
 // newRetryPlan builds the run (derivation in the comments: MTU m, PSNs
@@ -267,6 +272,54 @@ type retryResult struct {
 	status  []hca.WCStatus // the completions' statuses on cpl_*
 	waits   int            // RNR waits checked
 	acks    int
+	tmos    [3]int // per context, the timeouts the RTL took and the model agreed with
+}
+
+// retryTimer is the model's local ACK timer per context (hca.Device's
+// timerArmed, timerDeadline) run in RTL cycles: it arms at a commit of the
+// context's packet when it is not running (the RTL's counterpart of the
+// model's grant: hca_requester's header), restarts or stops as
+// hca.Device.afterAck does at the cycle the ACK is taken, and expires
+// cycles later. The RTL restarts its timer at the walk's end, a few
+// cycles after the ACK is taken, and takes an expiry only when its
+// completion engine is free, so its timeout comes at the model's deadline
+// or up to tmoSlack cycles after, never before.
+type retryTimer struct {
+	cycles   int
+	armed    [reqQPs]bool
+	deadline [reqQPs]int
+}
+
+// tmoSlack bounds how late the RTL takes a timeout: an ACK's walk (a
+// cycle a message of the 8-deep ring, and two more), then the engine
+// busy with another context's job of the same kind.
+const tmoSlack = 32
+
+func (tm *retryTimer) commit(q, cyc int) {
+	if !tm.armed[q] {
+		tm.armed[q], tm.deadline[q] = true, cyc+tm.cycles
+	}
+}
+
+// after is hca.Device.afterAck's timer rule.
+func (tm *retryTimer) after(qix int, q *retryQP, r hca.AckResult, cyc int) {
+	if r.Progress || r.Rewound || len(r.Completions) > 0 {
+		tm.armed[qix] = false
+		if q.req.Outstanding() && q.req.State != hca.QPErr {
+			tm.armed[qix], tm.deadline[qix] = true, cyc+tm.cycles
+		}
+	}
+}
+
+// missed fails every running timer whose expiry the RTL should have
+// taken by cycle cyc.
+func (tm *retryTimer) missed(res *retryResult, cyc int) {
+	for q := range tm.armed {
+		if tm.armed[q] && cyc > tm.deadline[q]+tmoSlack {
+			res.fail("context %d: the model's local ACK timer expired at cycle %d, the RTL took no timeout by %d", q, tm.deadline[q], cyc)
+			tm.armed[q] = false
+		}
+	}
 }
 
 // retryCheck replays the log into the model and compares.
@@ -304,10 +357,20 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			}
 		}
 	}
+	var tm *retryTimer
+	if p.toCycles > 0 {
+		tm = &retryTimer{cycles: p.toCycles}
+	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		num := func(i int) int { v, _ := strconv.Atoi(fields[i]); return v }
+		if tm != nil {
+			// Every line but P carries its cycle last.
+			if fields[0] != "P" && fields[0] != "R" {
+				tm.missed(res, num(len(fields)-1))
+			}
+		}
 		switch fields[0] {
 		case "Q":
 			it := p.run.items[num(1)]
@@ -320,6 +383,9 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			q := qps[a.qpn&(reqQPs-1)]
 			r := q.req.OnAck(a.psn, a.syn)
 			complete(q, r.Completions)
+			if tm != nil {
+				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(2))
+			}
 			if r.RNRWait {
 				// The model holds the QP for RNRTimerPS(code); the RTL
 				// counts the code's 10 us units in retryTick cycles.
@@ -343,6 +409,31 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			psn, w := q.send()
 			res.psns[qix] = append(res.psns[qix], psn)
 			wires = append(wires, w)
+			if tm != nil {
+				tm.commit(qix, cyc)
+			}
+		case "O":
+			// The RTL took a local ACK timeout: the model's timer must have
+			// expired (hca.Device.timeout), then OnTimeout, the purge (the
+			// replay's packets are built at commit, so nothing to purge)
+			// and afterAck.
+			qix, cyc := num(1), num(2)
+			q := qps[qix]
+			switch {
+			case tm == nil:
+				res.fail("timeout on context %d at cycle %d: the run has no timer", qix, cyc)
+				continue
+			case q == nil || !tm.armed[qix]:
+				res.fail("timeout on context %d at cycle %d: the model's timer is not running", qix, cyc)
+				continue
+			case cyc < tm.deadline[qix] || cyc > tm.deadline[qix]+tmoSlack:
+				res.fail("timeout on context %d at cycle %d: the model's expires at %d (up to %d after)", qix, cyc, tm.deadline[qix], tmoSlack)
+			}
+			tm.armed[qix] = false
+			r := q.req.OnTimeout()
+			complete(q, r.Completions)
+			tm.after(qix, q, r, cyc)
+			res.tmos[qix]++
 		case "P":
 			var got [10]uint64
 			for k := range got {
@@ -364,6 +455,10 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 		}
 	}
 	require.NoError(t, sc.Err())
+	if tm != nil {
+		end, _ := strconv.Atoi(m[2]) // the cycles the testbench ran
+		tm.missed(res, end)
+	}
 	if next != len(want) {
 		res.fail("%d completions on cpl_*, the model made %d", next, len(want))
 	}
@@ -427,7 +522,7 @@ func TestRequesterRetryCosim(t *testing.T) {
 		{name: "unmutated"},
 		{"a resend from the PSN after the NAK's", f, "(h_rdat || r_impl) ? 24'd0 : n_from;", "(h_rdat || r_impl) ? 24'd0 : n_from + 24'd1;"},
 		{"no RNR wait", f, "r_rnr ? rnr_cycles : {WAIT_W{1'b0}};", "{WAIT_W{1'b0}};"},
-		{"a retry sequence under way not absorbing a NAK", f, "wire             r_start  = started[e_ctx] && !e_prog;", "wire             r_start  = 1'b0;"},
+		{"a retry sequence under way not absorbing a NAK", f, "wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;", "wire             r_start  = 1'b0;"},
 		{"rnr_retry not counted", f, "rnr_left[q*3 +: 3] <= r_nl - {2'd0, RNR_RETRY != 7};", "rnr_left[q*3 +: 3] <= r_nl;"},
 		{"RETRY_EXC_ERR for exhausted RNR retries", f, "e_nst   <= r_exc ? 8'd12 : 8'd13;", "e_nst   <= 8'd12;"},
 		{"no implied NAK", f, "wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];", "wire             r_impl   = 1'b0;"},

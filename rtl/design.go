@@ -75,6 +75,12 @@ type Design struct {
 	// that leaves them 0 builds a requester that never retries (the first
 	// sequence error or RNR NAK exhausts it).
 	RetryCnt, RNRRetry int
+	// RetryTimeout is hca.retry_timeout, IBA's local ACK timeout exponent
+	// t, 0..31: the timeout is 4.096 us x 2^t, 0 none (hca.RetryTimeoutPS);
+	// hca_requester's RETRY_TIMEOUT. LoadDesign takes it from the config
+	// (default 14, 67 ms); a Design literal that leaves it 0 builds
+	// requesters without the timer.
+	RetryTimeout int
 	// SwitchClockMHz and HCAClockMHz are the cores' clocks
 	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
 	// period rounded to a whole picosecond as the simulator rounds it
@@ -221,6 +227,12 @@ type Params struct {
 	// timer code's delay (ib-facts.md §5, hca.RNRTimerPS), rounded to the
 	// nearest cycle.
 	RNRTick int
+	// RetryTimeout is RETRY_TIMEOUT: hca.retry_timeout (0 none).
+	RetryTimeout int
+	// ACKTick is ACK_TICK: HCA core cycles in 4.096 us, the local ACK
+	// timeout's unit (hca.RetryTimeoutPS(t) = 4.096 us x 2^t), rounded to
+	// the nearest cycle; the timer runs ACK_TICK x 2^RETRY_TIMEOUT cycles.
+	ACKTick int
 }
 
 // MaxPacketBytes is the largest packet on the wire at a path MTU, the one the
@@ -302,6 +314,9 @@ func (d Design) Validate() error {
 		if c.v < 0 || c.v > 7 {
 			return fmt.Errorf("%s: %d is not a retry count hca_requester's 3-bit counter holds (0..7, 7 infinite)", c.key, c.v)
 		}
+	}
+	if d.RetryTimeout < 0 || d.RetryTimeout > 31 {
+		return fmt.Errorf("hca.retry_timeout: %d is not a local ACK timeout exponent (0..31: 4.096 us x 2^t, 0 none)", d.RetryTimeout)
 	}
 	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
 		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
@@ -419,6 +434,7 @@ func (d Design) Params() Params {
 	p.HCAFCRefreshCycles, p.HCAFCMinCycles = d.fcCycles(d.HCAClockMHz)
 	p.RetryCnt, p.RNRRetry = d.RetryCnt, d.RNRRetry
 	p.RNRTick = rnrTick(d.HCAClockMHz)
+	p.RetryTimeout, p.ACKTick = d.RetryTimeout, ackTick(d.HCAClockMHz)
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p
@@ -466,6 +482,15 @@ func (d Design) fcRefreshNs() float64 {
 func rnrTick(mhz float64) int {
 	cyc := int64(ib.CyclePS(clockOr1000(mhz)))
 	unit := int64(hca.RNRTimerPS(1))
+	return int((unit + cyc/2) / cyc)
+}
+
+// ackTick returns the HCA core cycles in 4.096 us (the local ACK
+// timeout's unit, hca.RetryTimeoutPS(1) / 2) at mhz (0: 1000), rounded to
+// the nearest cycle as rnrTick rounds.
+func ackTick(mhz float64) int {
+	cyc := int64(ib.CyclePS(clockOr1000(mhz)))
+	unit := int64(hca.RetryTimeoutPS(1) / 2)
 	return int((unit + cyc/2) / cyc)
 }
 

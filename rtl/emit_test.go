@@ -29,13 +29,13 @@ var lintDesigns = []struct {
 	d   Design
 }{
 	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4,
-		RetryCnt: 7, RNRRetry: 7}}, // hca.retry_cnt and rnr_retry's defaults (perftest's)
+		RetryCnt: 7, RNRRetry: 7, RetryTimeout: 14}}, // hca.retry_cnt, rnr_retry and retry_timeout's defaults (perftest's)
 	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
 		WQEPrefetchDepth: 1, KeyCacheEntries: 1, // the smallest window: one-bit in-flight counts; a one-entry MPT cache
-		RetryCnt: 3, RNRRetry: 2}},
+		RetryCnt: 3, RNRRetry: 2, RetryTimeout: 31}}, // the widest local ACK timer: 4096 x 2^31 cycles, 44 bits
 	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1,
 		PCIeOutstandingReads: 8, KeyCacheEntries: 4, // 8 read tags and a 4-entry MPT cache keep TestReportYosys quick
-		RetryCnt: 3, RNRRetry: 2}}, // retry counters that move (at 7 they are constants)
+		RetryCnt: 3, RNRRetry: 2, RetryTimeout: 14}}, // retry counters that move (at 7 they are constants), the default timer
 	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
 		WQEPrefetchDepth:     256,                       // the largest window: hca_wqe_fetch's widest counts
 		PCIeOutstandingReads: 768, PCIeMRRSBytes: 128}}, // the most read tags: PCIe 10-bit tags 256..1023
@@ -162,8 +162,15 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, 10000, p.RNRTick)
 	assert.Equal(t, 7, p.RetryCnt)
 	assert.Equal(t, 7, p.RNRRetry)
+	// RETRY_TIMEOUT is hca.retry_timeout (edr.yaml keeps the default, 14:
+	// 4.096 us x 2^14 = 67 ms); ACK_TICK is 4.096 us in core cycles,
+	// rounded: 4096 at 1 GHz, 4096000 / 667 = 6140.9, rounded 6141, at
+	// 1500 MHz.
+	assert.Equal(t, 14, p.RetryTimeout)
+	assert.Equal(t, 4096, p.ACKTick)
 	d.HCAClockMHz = 1500
 	assert.Equal(t, 14993, d.Params().RNRTick)
+	assert.Equal(t, 6141, d.Params().ACKTick)
 	// One data VL: a one-entry VL arbitration table.
 	assert.Equal(t, 1, designByKey(t, "r36v1").Params().VLArbEntries)
 }
@@ -198,6 +205,7 @@ func TestValidate(t *testing.T) {
 		{"prefetch above 256", func(d *Design) { d.WQEPrefetchDepth = 257 }, "hca.wqe_prefetch_depth: 257 is outside 1..256"},
 		{"retry_cnt", func(d *Design) { d.RetryCnt = 8 }, "hca.retry_cnt: 8 is not a retry count hca_requester's 3-bit counter holds (0..7, 7 infinite)"},
 		{"rnr_retry", func(d *Design) { d.RNRRetry = -1 }, "hca.rnr_retry: -1 is not a retry count hca_requester's 3-bit counter holds (0..7, 7 infinite)"},
+		{"retry_timeout", func(d *Design) { d.RetryTimeout = 32 }, "hca.retry_timeout: 32 is not a local ACK timeout exponent (0..31: 4.096 us x 2^t, 0 none)"},
 	}
 	require.NoError(t, ok.Validate())
 	for _, tc := range tests {

@@ -72,6 +72,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		KeyCacheEntries:      c.HCA.KeyCacheEntries,
 		RetryCnt:             c.HCA.RetryCnt,
 		RNRRetry:             c.HCA.RNRRetry,
+		RetryTimeout:         c.HCA.RetryTimeout,
 		MTU:                  c.Link.MTU,
 		LinkGeneration:       c.Link.Generation,
 		LinkWidth:            c.Link.Lanes(),

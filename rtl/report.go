@@ -155,7 +155,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// hca_transport's requester: contexts, reads, queues; hca_tx_path a
 		// black box (its line above).
 		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW},
-			{"RETRY_CNT", p.RetryCnt}, {"RNR_RETRY", p.RNRRetry}, {"RNR_TICK", p.RNRTick}},
+			{"RETRY_CNT", p.RetryCnt}, {"RNR_RETRY", p.RNRRetry}, {"RNR_TICK", p.RNRTick},
+			{"ACK_TICK", p.ACKTick}, {"RETRY_TIMEOUT", p.RetryTimeout}},
 			Role: "HCA requester: QP contexts, payload reads, packet queue, completions, go-back-N resends (path apart)", Instances: 1},
 		// hca_transport's receive side: received packets' headers decoded,
 		// ACKs and NAKs into the requester, the rest counted and dropped.

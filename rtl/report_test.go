@@ -254,15 +254,21 @@ func TestReportYosys(t *testing.T) {
 	// context bits above are flops again: the message register loads them
 	// from two contexts (dec_*'s and the resend's), so they no longer fold
 	// into the context memories' read ports.
+	// The local ACK timer (r36v1: RETRY_TIMEOUT 14, ACK_TICK 4096), with a
+	// reset: per context the head's acknowledged packets 24, the timer's
+	// running bit 1 and its count, clog2(4096 + 1) + 14 = 27 bits (the
+	// load 4096 x 2^14 = 2^26 needs 27): 8 x 52; without, the job's
+	// timeout bit 1.
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
-		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61),
+		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
+		8*(24+1+27)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
-			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}})])
+			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack: the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
 	// 8, and the three drop counters, 16 bits each.
 	assert.Equal(t, 1+24+24+8+3*16, flops[synthKey("hca_rx_ack", nil)])

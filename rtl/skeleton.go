@@ -201,10 +201,11 @@ REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck); a se
 RNR NAK (or one past a READ or atomic never answered: the implied NAK) makes the requester purge
 the QP's packets not yet sent and resend go-back-N from the NAK's packet, after the RNR timer
 (RNR_TICK cycles per 10 us) for an RNR NAK, counting RETRY_CNT and RNR_RETRY (hca.retry_cnt,
-hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR.
+hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR. A local
+ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
+resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
 TODO: READ responses and atomic ACKs (their completions and data; a READ retried after part of
-its response, asking for the rest), the ICRC check of received packets, the local ACK timeout
-(hca.retry_timeout), max_rd_atomic, a queue per VL
+its response, asking for the rest), the ICRC check of received packets, max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
 data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*), payload writes (wr0),
@@ -222,7 +223,8 @@ key checks (kc_*).`,
     );
     // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
-                    .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK)) u_requester (
+                    .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
+                    .RETRY_TIMEOUT(RETRY_TIMEOUT)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
@@ -263,7 +265,7 @@ key checks (kc_*).`,
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
-		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK"},
+		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
 			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*"),
@@ -389,6 +391,10 @@ func (p Params) value(name string) int {
 		return p.RNRRetry
 	case "RNR_TICK":
 		return p.RNRTick
+	case "ACK_TICK":
+		return p.ACKTick
+	case "RETRY_TIMEOUT":
+		return p.RetryTimeout
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

@@ -100,8 +100,10 @@
 // has progressed (rxe comp.started_retry); else it spends one of the context's RETRY_CNT (7:
 // infinite) and starts a sequence; none left: the head fails with RETRY_EXC_ERR (12), the rest
 // flushed and the context to ERR, as a NAK's failure. An RNR NAK spends one of RNR_RETRY (7:
-// infinite); none left: RNR_RETRY_EXC_ERR (13). A walk that retires a message is progress: both
-// counters are restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
+// infinite); none left: RNR_RETRY_EXC_ERR (13). A walk that retires a message is progress, and so
+// is an ACK that acknowledges more packets of the oldest message than before (ackThrough's
+// advanced; the head's acknowledged packets are kept per context, h_ack): both counters are
+// restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
 // rewinds the context (go-back-N): its messages between dec_* and tx_* are purged as at an error,
 // and the ring's messages are sent again from the head, oldest first, the head from the NAK's
 // packet (PSN - first; a READ or atomic from its request) and the rest whole, each as a message
@@ -114,12 +116,23 @@
 // of a context whose resend is pending waits for its end. An ACK that takes the ring's head past
 // the resend's place moves it to the head (the model completes a message being resent and sends no
 // more of it). The lowest context with a resend ready goes first.
+// Local ACK timeout (hca.Device's retry timer, hca.Requester.OnTimeout): per context a timer of
+// ACK_TICK x 2^RETRY_TIMEOUT cycles (IBA's 4.096 us x 2^t; RETRY_TIMEOUT 0: none). It arms when a
+// packet of the context is committed to the port and it is not running (the model: when a packet
+// is granted); it restarts when an ACK's or NAK's walk ends having made progress (a message retired,
+// or an ACK acknowledging more of the oldest message: ackThrough's advanced) or rewound the context,
+// if a message of the context then has packets sent (hca.Requester.Outstanding), and stops
+// otherwise, and at a failure (the model's afterAck). On expiry the completion engine takes it as a
+// job (after an ACK offered and a decode completion): a retry from the oldest unacknowledged PSN,
+// the head's first PSN plus its acknowledged packets (h_ack, kept per context: what ACKs and NAKs
+// covered of the head; a READ or atomic from its first), by the sequence error's rules except that
+// a retry sequence under way does not absorb it, so it spends one of RETRY_CNT, shared with the
+// sequence error NAKs; none left, the head fails with RETRY_EXC_ERR (12), the rest flushed, the
+// context to ERR. A timer that expires on a context in ERR, or whose head has no packet committed,
+// stops (the model's OnTimeout does nothing).
 // Not here: responses and their completions (so a READ is resent from its request, the model's
-// readGot being 0 without responses), the local ACK timeout (hca.retry_timeout: the model's
-// OnTimeout, a retry from the oldest unacknowledged PSN), an implied NAK on an ACK or a response
-// (only on a NAK here), the progress a partial ACK of the oldest message makes in the model
-// (ackThrough's advanced: here only a walk that retires a message restores the counters), the
-// model's round robin over QPs
+// readGot being 0 without responses), an implied NAK on an ACK or a response
+// (only on a NAK here), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -135,7 +148,9 @@ module hca_requester #(
     parameter integer OQ_DEPTH    = 8,   // messages taken and not yet completed, per context (a power of two)
     parameter integer RETRY_CNT   = 7,   // hca.retry_cnt: retry sequences without progress, 0..7 (7 infinite)
     parameter integer RNR_RETRY   = 7,   // hca.rnr_retry: RNR NAKs without progress, 0..7 (7 infinite)
-    parameter integer RNR_TICK    = 10000 // cycles in 10 us (the RNR timer's unit) at hca.core_clock_mhz
+    parameter integer RNR_TICK    = 10000, // cycles in 10 us (the RNR timer's unit) at hca.core_clock_mhz
+    parameter integer ACK_TICK    = 4096, // cycles in 4.096 us (the local ACK timeout's unit) at hca.core_clock_mhz
+    parameter integer RETRY_TIMEOUT = 14  // hca.retry_timeout: the local ACK timeout is ACK_TICK x 2^t cycles, 0..31 (0 infinite)
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
@@ -290,6 +305,7 @@ module hca_requester #(
     reg              e_seq, e_rnr;         // a sequence error NAK; an RNR NAK
     reg  [4:0]       e_code;               // the RNR NAK's timer code
     reg              e_prog;               // the walk retired a message: progress (the retry counters restored)
+    reg              e_tmo;                // the job is a local ACK timeout's retry (hca.Requester.OnTimeout)
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -317,6 +333,29 @@ module hca_requester #(
     reg  [NQ*WAIT_W-1:0] rs_wait;   // cycles of the RNR wait left
     reg  [NQ*3-1:0]      retry_left, rnr_left; // retry_cnt and rnr_retry left (rxe's counters)
     reg  [NQ-1:0]        started;   // a retry sequence is under way (rxe comp.started_retry)
+    reg  [NQ*24-1:0]     h_ack;     // packets of the ring's head an ACK or NAK acknowledged (hca sendMsg.acked)
+
+    // ---- the local ACK timer, per context (hca.Device.armTimer, timeout) ----
+    // TO_LOAD = ACK_TICK x 2^RETRY_TIMEOUT cycles: IBA's 4.096 us x 2^t (hca.RetryTimeoutPS).
+    localparam integer  TO_W    = $clog2(ACK_TICK + 1) + RETRY_TIMEOUT;
+    localparam [63:0]   TO_T64  = ACK_TICK * 64'd1;
+    localparam [63:0]   TO_L64  = TO_T64 << RETRY_TIMEOUT;
+    localparam [TO_W-1:0] TO_LOAD = TO_L64[TO_W-1:0];
+    reg  [NQ-1:0]        to_on;     // the timer runs
+    reg  [NQ*TO_W-1:0]   to_cnt;    // its cycles left
+    // The expired timer that goes next: the lowest context.
+    reg              tmo_any;
+    reg  [QPN_W-1:0] tq;
+    integer          tqq;
+    always @* begin
+        tmo_any = 1'b0;
+        tq      = {QPN_W{1'b0}};
+        for (tqq = NQ - 1; tqq >= 0; tqq = tqq - 1)
+            if (to_on[tqq] && to_cnt[tqq*TO_W +: TO_W] == {TO_W{1'b0}}) begin
+                tmo_any = 1'b1;
+                tq      = tqq[QPN_W-1:0];
+            end
+    end
     // The resend that goes next: the lowest context with one pending and no wait left.
     reg              rp_any;
     reg  [QPN_W-1:0] rq;
@@ -634,9 +673,13 @@ module hca_requester #(
     wire [100:0]     h_ent    = oq_mem[{e_ctx, e_hd[OQ_W-1:0]}];
     wire             h_rdat   = h_ent[100];
     wire             h_sig    = h_ent[99];
+    // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
+    // (hca.Requester.OnTimeout: the head's first PSN plus its acknowledged packets; a READ or atomic
+    // from its first).
+    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : h_ack[e_ctx*24 +: 24]) : e_psn;
     // An ACK covers a message whose last PSN is at or before its PSN, a NAK one strictly before
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
-    wire [23:0]      h_d      = h_ent[23:0] - e_psn;
+    wire [23:0]      h_d      = h_ent[23:0] - e_pt;
     wire             h_acked  = !h_rdat && ((e_incl && h_d == 24'd0) || h_d[23]);
     wire             walking  = eng_busy && eng_ack && !e_nakf;
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
@@ -648,8 +691,8 @@ module hca_requester #(
     // 2^24, the flush follows (hca.Requester.fail): every message left in the ring completes, oldest
     // first, signaled or not, the one holding the PSN with the NAK's status and the others with
     // WR_FLUSH_ERR, and the context goes to ERR (and its packets not yet committed are purged).
-    wire [23:0]      n_from   = e_psn - h_ent[47:24];
-    wire [23:0]      n_to     = ctx_psn[e_ctx] - 24'd1 - e_psn;
+    wire [23:0]      n_from   = e_pt - h_ent[47:24];
+    wire [23:0]      n_to     = ctx_psn[e_ctx] - 24'd1 - e_pt;
     wire             walk_end = walking && !(e_any && h_ok);
     wire             nak_fail = walk_end && e_fatal && e_any && !n_from[23] && !n_to[23];
     wire             h_holds  = !n_from[23] && !h_d[23];
@@ -674,7 +717,7 @@ module hca_requester #(
     wire             r_find   = e_any && !n_from[23] && !h_d[23];
     wire             r_seq    = (e_seq && (r_impl || r_find)) || (e_rnr && r_impl);
     wire             r_rnr    = e_rnr && !r_impl && r_find;
-    wire             r_start  = started[e_ctx] && !e_prog;
+    wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;
     wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];
     wire [2:0]       r_nl     = e_prog ? RNR_RETRY[2:0] : rnr_left[e_ctx*3 +: 3];
     wire             r_exc    = r_seq && !r_start && RETRY_CNT != 7 && r_rl == 3'd0;
@@ -684,6 +727,33 @@ module hca_requester #(
     // The failure of a NAK or of exhausted retries: the flush follows.
     wire             any_fail = nak_fail || exc_fail;
     wire             eng_done = walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
+    // The head's packets the ACK or NAK acknowledges (hca.Requester.ackThrough on the message its PSN
+    // lies in, the walk having stopped there): PSN - first, + 1 for an ACK. More than before is kept
+    // (h_ack); for an ACK it is progress (ackThrough's advanced: counters restored, timer restarted).
+    wire             w_part   = e_any && !h_rdat && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
+    wire [23:0]      w_k      = n_from + {23'd0, e_incl};
+    wire             w_more   = w_part && w_k > h_ack[e_ctx*24 +: 24];
+    wire             w_adv    = w_more && e_incl;
+    // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
+    // After a rewind only when the head resends from a later packet than its first (its sent > 0);
+    // else when the ring holds a message whose first packet has been committed, unless a resend
+    // still to go starts at the head from its first packet (an ACK may have taken the head past
+    // rs_ptr: the resend then starts at the head), which leaves the head with nothing sent.
+    wire [PW-1:0]    e_cnt    = e_tl - e_hd;
+    wire [IF_W-1:0]  e_cnt_w  = {{(IF_W-PW){1'b0}}, e_cnt};
+    wire [PW-1:0]    ep_p0    = rs_ptr[e_ctx*PW +: PW];
+    wire             ep_head  = rs_pend[e_ctx] && (ep_p0 - e_hd > e_cnt ||
+                                                   (ep_p0 == e_hd && rs_skip[e_ctx*24 +: 24] == 24'd0));
+    wire             t_out    = rewind ? !(h_rdat || r_impl) && n_from != 24'd0 :
+                                         (e_cnt_w > unsent[e_ctx*IF_W +: IF_W] && !ep_head) ||
+                                         (commit && head_ctx == e_ctx);
+    // A timer expired: taken as a job when the engine is idle and nothing else wants it (an ACK
+    // offered, a decode completion, a context write), for a context in RTS whose ring's head has
+    // a packet committed (else the model's OnTimeout does nothing: the timer just stops).
+    wire [IF_W-1:0]  t_cnt_w  = {{(IF_W-PW){1'b0}}, oq_tl[tq*PW +: PW] - oq_hd[tq*PW +: PW]};
+    wire [IF_W-1:0]  t_unsent = unsent[tq*IF_W +: IF_W];
+    wire             tmo_take = tmo_any && eng_idle && !ack_valid && !eng_take && !cfg_take;
+    wire             tmo_ok   = ctx_valid[tq] && !ctx_err[tq] && t_cnt_w > t_unsent;
     // The RNR timer: the code's delay (ib-facts.md §5; hca.RNRTimerPS) in 10 us units, times RNR_TICK:
     // a table of constants (a ROM), no multiplier.
     localparam [WAIT_W-1:0] TICK = RNR_TICK * 40'd1;
@@ -739,6 +809,9 @@ module hca_requester #(
             retry_left <= {NQ{RETRY_CNT[2:0]}};
             rnr_left  <= {NQ{RNR_RETRY[2:0]}};
             started   <= {NQ{1'b0}};
+            h_ack     <= {(NQ*24){1'b0}};
+            to_on     <= {NQ{1'b0}};
+            to_cnt    <= {(NQ*TO_W){1'b0}};
             e_prog    <= 1'b0;
             e_fpop    <= 1'b0;
             purge_n   <= {(NQ*IF_W){1'b0}};
@@ -769,7 +842,30 @@ module hca_requester #(
                     retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
                     rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
                     started[q]           <= 1'b0;
+                    h_ack[q*24 +: 24]    <= 24'd0;
+                    to_on[q]             <= 1'b0;
                 end else begin
+                    if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*24 +: 24] <= 24'd0;
+                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more) h_ack[q*24 +: 24] <= w_k;
+                    // The local ACK timer: counts down while it runs; arms at a commit of the
+                    // context's packet when it is not running (hca.Device.schedule's armTimer); stops
+                    // when its expiry is taken; at a walk's end (hca.Device.afterAck) stops at a
+                    // failure, and restarts on progress or a rewind, running only with packets sent.
+                    if (to_on[q] && to_cnt[q*TO_W +: TO_W] != {TO_W{1'b0}})
+                        to_cnt[q*TO_W +: TO_W] <= to_cnt[q*TO_W +: TO_W] - {{(TO_W-1){1'b0}}, 1'b1};
+                    if (tmo_take && tq == q[QPN_W-1:0]) to_on[q] <= 1'b0;
+                    if (RETRY_TIMEOUT != 0 && commit && head_ctx == q[QPN_W-1:0] && !to_on[q]) begin
+                        to_on[q]               <= 1'b1;
+                        to_cnt[q*TO_W +: TO_W] <= TO_LOAD;
+                    end
+                    if (walk_end && e_ctx == q[QPN_W-1:0]) begin
+                        if (any_fail) begin
+                            to_on[q] <= 1'b0;
+                        end else if (e_prog || w_adv || rewind) begin
+                            to_on[q]               <= RETRY_TIMEOUT != 0 && t_out;
+                            to_cnt[q*TO_W +: TO_W] <= TO_LOAD;
+                        end
+                    end
                     if (rs_wait[q*WAIT_W +: WAIT_W] != {WAIT_W{1'b0}})
                         rs_wait[q*WAIT_W +: WAIT_W] <= rs_wait[q*WAIT_W +: WAIT_W] - {{(WAIT_W-1){1'b0}}, 1'b1};
                     if (rp_take && rq == q[QPN_W-1:0]) begin
@@ -778,7 +874,7 @@ module hca_requester #(
                     end
                     if (rp_any && rp_done && rq == q[QPN_W-1:0]) rs_pend[q] <= 1'b0;
                     if (walk_end && e_ctx == q[QPN_W-1:0]) begin
-                        if (e_prog) begin
+                        if (e_prog || w_adv) begin
                             retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
                             rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
                             started[q]           <= 1'b0;
@@ -794,7 +890,8 @@ module hca_requester #(
                             rs_pend[q]                  <= 1'b1;
                             rs_ptr[q*PW +: PW]          <= e_hd;
                             rs_skip[q*24 +: 24]         <= (h_rdat || r_impl) ? 24'd0 : n_from;
-                            rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};
+                            // A timeout leaves an RNR wait under way alone (the model's holdUntil).
+                            if (!e_tmo) rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};
                         end
                     end
                     if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || (any_fail && e_ctx == q[QPN_W-1:0]))
@@ -836,6 +933,16 @@ module hca_requester #(
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
                 e_ctx    <= dix;
+            end else if (tmo_take && tmo_ok) begin
+                // A timeout's retry: a walk that retires nothing (its PSN is the head's oldest
+                // unacknowledged), then the retry by the sequence error's rules.
+                eng_busy <= 1'b1;
+                eng_ack  <= 1'b1;
+                e_nakf   <= 1'b0;
+                e_prog   <= 1'b0;
+                e_fpop   <= 1'b0;
+                e_ctx    <= tq;
+                e_lim    <= t_cnt_w - t_unsent;
             end
             if (pop && eng_ack) e_lim <= e_lim - {{(IF_W-1){1'b0}}, 1'b1};
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
@@ -855,6 +962,17 @@ module hca_requester #(
             e_rnr   <= ack_syn[7:5] == 3'b001;
             e_code  <= ack_syn[4:0];
             e_fhead <= 1'b0;
+            e_tmo   <= 1'b0;
+        end
+        if (eng_idle && tmo_take && tmo_ok) begin
+            e_psn   <= 24'd0;  // e_pt is the head's oldest unacknowledged PSN
+            e_incl  <= 1'b0;
+            e_fatal <= 1'b0;
+            e_seq   <= 1'b1;
+            e_rnr   <= 1'b0;
+            e_code  <= 5'd0;
+            e_fhead <= 1'b0;
+            e_tmo   <= 1'b1;
         end
         if (exc_fail) begin
             // Retries exhausted: the head fails (hca.Requester.fail at find(psn), the head here).
