@@ -85,7 +85,9 @@ func TestNewAllocatorErrors(t *testing.T) {
 // matrices for every allocator and size, and maximality where the algorithm
 // promises it (wavefront always; iSLIP with iterations >= min(in, out)).
 func TestAllocatorRandomMatrices(t *testing.T) {
-	sizes := [][2]int{{1, 1}, {4, 4}, {8, 8}, {5, 3}, {3, 7}, {32, 32}}
+	// 64 outputs fill one word of a request row, 65 take two, 256 four
+	// (PortRows): the sizes either side of the width steps.
+	sizes := [][2]int{{1, 1}, {4, 4}, {8, 8}, {5, 3}, {3, 7}, {32, 32}, {64, 64}, {65, 65}, {70, 130}, {256, 256}}
 	for _, name := range AllocatorNames() {
 		for _, sz := range sizes {
 			in, out := sz[0], sz[1]
@@ -282,5 +284,29 @@ func TestAllocatorEmpty(t *testing.T) {
 		grant := []int{7, 7, 7, 7}
 		a.Allocate(req, grant)
 		assert.Equal(t, []int{-1, -1, -1, -1}, grant, name)
+	}
+}
+
+// TestAllocateRowsWidth: AllocateRows takes one request row per input, as
+// wide as the outputs need (70 outputs: two words), and refuses rows of
+// another width, whose members it would misread; a request past the
+// outputs (member 5 of a 3-output allocator, inside the row's word) is
+// ignored, as Allocate ignores it.
+func TestAllocateRowsWidth(t *testing.T) {
+	for _, name := range AllocatorNames() {
+		a := newAlloc(t, name, 4, 70, 1)
+		grant := make([]int, 4)
+		req := NewPortRows(4, 70)
+		req.Set(2, 69)
+		a.AllocateRows(req, grant)
+		assert.Equal(t, []int{-1, -1, 69, -1}, grant, name)
+		assert.Panics(t, func() { a.AllocateRows(NewPortRows(4, 64), grant) }, name)
+		assert.Panics(t, func() { a.AllocateRows(NewPortRows(3, 70), grant) }, name)
+
+		b := newAlloc(t, name, 2, 3, 1)
+		past := NewPortRows(2, 3)
+		past.Set(0, 5)
+		b.AllocateRows(past, grant[:2])
+		assert.Equal(t, []int{-1, -1}, grant[:2], name)
 	}
 }
