@@ -151,10 +151,10 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 		return
 	}
 	c := v*sw.radix + o
-	if !canGrant || sw.cand[c].Has(i) {
+	if !canGrant || sw.cand.Has(c, i) {
 		return
 	}
-	sw.cand[c].Set(i)
+	sw.cand.Set(c, i)
 	if sw.sameVL {
 		if inVL != v {
 			panic(fmt.Sprintf("switchasic %s: input %d VL %d holds a candidate for output VL %d with one data VL", sw.name, i, inVL, v))
@@ -233,12 +233,12 @@ func (sw *Switch) match(t ib.PS) {
 			v = sw.out[o].vlarb.Pick(sw.candVLs[o])
 		}
 		chosen[o] = int8(v)
-		set := sw.cand[v*sw.radix+o]
-		if set.Count() >= 2 {
+		c := v*sw.radix + o
+		if sw.cand.Count(c) >= 2 {
 			sw.out[o].conflicts++
 		}
-		for i := range set.All() {
-			sw.req[i].Set(o)
+		for i := range sw.cand.Row(c).All() {
+			sw.req.Set(i, o)
 			requesting.Set(i)
 		}
 	}
@@ -254,7 +254,7 @@ func (sw *Switch) match(t ib.PS) {
 			// round run in one cycle and share it.
 			sw.clocked.SetCycle(int64(t / sw.cycle))
 		}
-		sw.alloc.Allocate(sw.req, sw.grant)
+		sw.alloc.AllocateRows(sw.req, sw.grant)
 		granted := false
 		for i, o := range sw.grant {
 			if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
@@ -269,11 +269,9 @@ func (sw *Switch) match(t ib.PS) {
 			break
 		}
 		for i := range requesting.All() {
-			for w := range sw.req[i] {
-				sw.req[i][w] &^= matchedOut[w]
-			}
+			sw.req.AndNot(i, matchedOut)
 			if !sw.inputFree(i, tXbar) {
-				sw.req[i] = components.PortSet{}
+				sw.req.ClearRow(i)
 			}
 		}
 	}
@@ -288,19 +286,18 @@ func (sw *Switch) match(t ib.PS) {
 		for m := sw.candVLs[o]; m != 0; m &= m - 1 {
 			v := trailingZeros16(m)
 			c := v*sw.radix + o
-			set := sw.cand[c]
-			for i := range set.All() {
+			for i := range sw.cand.Row(c).All() {
 				if int(winner[o]) != i || int(chosen[o]) != v {
 					sw.in[i].vls[sw.candInVL(c, i, v)].arbLosses++
 				}
 			}
-			sw.cand[c] = components.PortSet{}
+			sw.cand.ClearRow(c)
 		}
 		sw.candVLs[o] = 0
 	}
 	sw.touched = components.PortSet{}
 	for i := range requesting.All() {
-		sw.req[i] = components.PortSet{}
+		sw.req.ClearRow(i)
 	}
 	if retry {
 		sw.wake(t + sw.cycle)

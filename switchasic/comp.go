@@ -53,17 +53,18 @@ type Switch struct {
 	// clocked is alloc when its priority follows the core clock (wavefront):
 	// match sets its cycle, since rounds run only on some edges.
 	clocked components.ClockedAllocator
-	req     []components.PortSet // per input: outputs requested this pass
-	grant   []int                // per input: output granted this pass, or -1
+	req     components.PortRows // per input: outputs requested this pass
+	grant   []int               // per input: output granted this pass, or -1
 
 	// Candidate scratch for one allocation round, VL-major so that a
-	// fabric using few VLs keeps it in a few cache lines per switch.
-	cand      []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
-	candVLs   []uint16             // per output: VLs with a candidate
-	candInVLs []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate (candInVL)
-	touched   components.PortSet   // outputs with candidates this round
-	blocked   []uint16             // per output: VLs whose candidate lacked credits this round
-	active    components.PortSet   // inputs holding queued packets
+	// fabric using few VLs keeps it in a few cache lines per switch; its
+	// sets, and req's, are a word each up to radix 64 (PortRows).
+	cand      components.PortRows // [outVL*radix + out]: inputs with a sendable packet
+	candVLs   []uint16            // per output: VLs with a candidate
+	candInVLs []int8              // [(outVL*radix + out)*radix + in]: the input VL holding the candidate (candInVL)
+	touched   components.PortSet  // outputs with candidates this round
+	blocked   []uint16            // per output: VLs whose candidate lacked credits this round
+	active    components.PortSet  // inputs holding queued packets
 	// everyCycle: a round on every core clock edge (the per-cycle reference).
 	everyCycle bool
 	// oneVL: a single data VL, so VL arbitration is VL15 first, else VL 0
@@ -262,9 +263,9 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		ports:     make([]*link.Port, n),
 		in:        make([]inputUnit, n),
 		out:       make([]outputUnit, n),
-		req:       make([]components.PortSet, n),
+		req:       components.NewPortRows(n, n),
 		grant:     make([]int, n),
-		cand:      make([]components.PortSet, 16*n),
+		cand:      components.NewPortRows(16*n, n),
 		candVLs:   make([]uint16, n),
 		candInVLs: make([]int8, n*n*16),
 		blocked:   make([]uint16, n),

@@ -75,3 +75,20 @@ func TestSwitchLayout(t *testing.T) {
 		assert.GreaterOrEqual(t, off, hotEnd, name)
 	}
 }
+
+// TestRoundSetsWidth: a round's candidate and request sets take a 64-bit
+// word per 64 ports, ⌈radix/64⌉ (components.PortRows): a radix-16 switch's
+// req is 16 words (128 bytes, where 32-byte PortSets took 512) and its VL 0
+// candidates the first 16 of cand's 16 VLs × 16 outputs; radix 65 takes two
+// words a set, radix 256 four. Performance only: at 1,024 hosts the round
+// state of 320 switches is part of a hot set past the last-level cache
+// (docs/performance-data.md, twenty-first session).
+func TestRoundSetsWidth(t *testing.T) {
+	for _, tc := range []struct{ radix, words int }{{16, 1}, {64, 1}, {65, 2}, {256, 4}} {
+		n := newTestNet(t, smallConfig(tc.radix, 1), netOpts{timing: ndr(21352)})
+		assert.Equal(t, tc.words, n.sw.req.Words(), "radix %d", tc.radix)
+		assert.Equal(t, tc.radix, n.sw.req.Rows(), "radix %d", tc.radix)
+		assert.Equal(t, tc.words, n.sw.cand.Words(), "radix %d", tc.radix)
+		assert.Equal(t, 16*tc.radix, n.sw.cand.Rows(), "radix %d", tc.radix)
+	}
+}

@@ -267,7 +267,7 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 	if sw.grantCopy(i, inVL, o, v, t, false) {
 		return true
 	}
-	for o2 := range sw.req[i].All() {
+	for o2 := range sw.req.Row(i).All() {
 		if taken.Has(o2) || matchedOut.Has(o2) {
 			continue
 		}
@@ -306,8 +306,8 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 			if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
 				sw.blocked[o] |= 1 << v
 				sw.stallOuts.Set(o)
-			} else if c := v*sw.radix + o; free && !sw.cand[c].Has(i) {
-				sw.cand[c].Set(i)
+			} else if c := v*sw.radix + o; free && !sw.cand.Has(c, i) {
+				sw.cand.Set(c, i)
 				sw.candInVLs[c*sw.radix+i] = int8(inVL)
 				sw.candVLs[o] |= 1 << v
 				sw.touched.Set(o)
