@@ -192,8 +192,13 @@ func (a *SeparableAllocator) AllocateRows(req PortRows, grant []int) {
 // pointers and gives 100 % throughput under uniform Bernoulli traffic with
 // VOQs. With iterations ≥ min(inputs, outputs) the match is maximal.
 type ISLIPAllocator struct {
-	grantArb   []*RoundRobin // per output, over inputs
-	acceptArb  []*RoundRobin // per input, over outputs
+	// The round-robin arbiters (RoundRobin), each kept as its priority
+	// pointer alone, a byte (0..MaxPorts-1; an arbiter's size is the
+	// allocator's): grantPtr[o] is output o's over the inputs, acceptPtr[i]
+	// input i's over the outputs. A radix-16 switch's 32 pointers share
+	// one line, where 32 RoundRobins behind pointers took 768 bytes.
+	grantPtr   []uint8
+	acceptPtr  []uint8
 	iterations int
 	grants     PortRows // per input: outputs that granted it this iteration
 	reqBy      PortRows // per output: inputs requesting it this round
@@ -207,30 +212,27 @@ func NewISLIPAllocator(inputs, outputs, iterations int) *ISLIPAllocator {
 	if iterations < 1 {
 		panic(fmt.Sprintf("components.NewISLIPAllocator: iterations %d, want >= 1", iterations))
 	}
-	a := &ISLIPAllocator{
-		grantArb:   make([]*RoundRobin, outputs),
-		acceptArb:  make([]*RoundRobin, inputs),
+	if inputs < 1 || inputs > MaxPorts || outputs < 1 || outputs > MaxPorts {
+		panic(fmt.Sprintf("components.NewISLIPAllocator: size %d×%d outside 1..%d", inputs, outputs, MaxPorts))
+	}
+	ptrs := make([]uint8, outputs+inputs) // every pointer at 0, as NewRoundRobin's
+	return &ISLIPAllocator{
+		grantPtr:   ptrs[:outputs:outputs],
+		acceptPtr:  ptrs[outputs:],
 		iterations: iterations,
 		grants:     NewPortRows(inputs, outputs),
 		reqBy:      NewPortRows(outputs, inputs),
 	}
-	for o := range a.grantArb {
-		a.grantArb[o] = NewRoundRobin(inputs)
-	}
-	for i := range a.acceptArb {
-		a.acceptArb[i] = NewRoundRobin(outputs)
-	}
-	return a
 }
 
 // Name returns "islip".
 func (a *ISLIPAllocator) Name() string { return AllocISLIP }
 
 // Inputs returns the number of inputs.
-func (a *ISLIPAllocator) Inputs() int { return len(a.acceptArb) }
+func (a *ISLIPAllocator) Inputs() int { return len(a.acceptPtr) }
 
 // Outputs returns the number of outputs.
-func (a *ISLIPAllocator) Outputs() int { return len(a.grantArb) }
+func (a *ISLIPAllocator) Outputs() int { return len(a.grantPtr) }
 
 // Iterations returns the request-grant-accept iterations per round.
 func (a *ISLIPAllocator) Iterations() int { return a.iterations }
@@ -242,14 +244,14 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 
 // AllocateRows computes one round; see Allocator.
 func (a *ISLIPAllocator) AllocateRows(req PortRows, grant []int) {
-	checkAllocArgs(AllocISLIP, len(a.acceptArb), len(a.grantArb), req, grant)
+	checkAllocArgs(AllocISLIP, len(a.acceptPtr), len(a.grantPtr), req, grant)
 	for i := range grant {
 		grant[i] = -1
 	}
 	// Transpose the requests once: reqBy[o] = inputs requesting o. Most
 	// inputs request nothing in a round: a zero word costs one test.
 	var outs PortSet
-	nOut := len(a.grantArb)
+	nIn, nOut := len(a.acceptPtr), len(a.grantPtr)
 	words := req.words
 	for k, word := range req.w {
 		if word == 0 {
@@ -281,7 +283,7 @@ func (a *ISLIPAllocator) AllocateRows(req PortRows, grant []int) {
 			for w := range requesters {
 				requesters[w] &^= inMatched[w]
 			}
-			if i := a.grantArb[o].Pick(requesters); i >= 0 {
+			if i := rrPick(requesters, int(a.grantPtr[o]), nIn); i >= 0 {
 				a.grants.Set(i, o)
 				granted.Set(i)
 			}
@@ -291,14 +293,14 @@ func (a *ISLIPAllocator) AllocateRows(req PortRows, grant []int) {
 		}
 		// Accept: each input with grants accepts one.
 		for i := range granted.All() {
-			o := a.acceptArb[i].Pick(a.grants.Row(i))
+			o := rrPick(a.grants.Row(i), int(a.acceptPtr[i]), nOut)
 			a.grants.ClearRow(i)
 			grant[i] = o
 			inMatched.Set(i)
 			a.outMatched.Set(o)
 			if it == 0 {
-				a.acceptArb[i].Commit(o)
-				a.grantArb[o].Commit(i)
+				a.acceptPtr[i] = uint8(rrAfter(o, nOut))
+				a.grantPtr[o] = uint8(rrAfter(i, nIn))
 			}
 		}
 	}
