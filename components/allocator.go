@@ -15,9 +15,9 @@ import (
 // the output granted to input i or -1. len(req) and len(grant) must equal
 // Inputs(). AllocateRows is the same round on requests kept as PortRows
 // (row i = input i, as wide as Outputs() needs): what a switch keeps, in a
-// word per input up to 64 outputs. An allocator keeps priority state (round-robin pointers, the
-// wavefront's priority diagonal) that advances only as its algorithm says, so
-// a sequence of rounds is deterministic.
+// word per input up to 64 outputs. An allocator keeps priority state
+// (round-robin pointers, the wavefront's priority diagonal) that advances
+// only as its algorithm says, so a sequence of rounds is deterministic.
 //
 // A caller may skip the clock cycles in which nothing is requested (the
 // switch's event-driven rounds do). For the separable and iSLIP allocators
