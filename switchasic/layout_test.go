@@ -62,7 +62,8 @@ func TestInputVLLayout(t *testing.T) {
 
 // TestSwitchLayout: what a unicast hop and the allocation rounds read of
 // the switch (from the hook list to the packet counters) comes first and
-// fills 11 cache lines: 656 bytes of fields, the counters last; the
+// fills 11 cache lines: 672 bytes of fields (req and cand are PortRows,
+// a slice and a width), the counters last; the
 // configuration, names and the rarer features' state come after it.
 func TestSwitchLayout(t *testing.T) {
 	var sw Switch
