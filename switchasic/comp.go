@@ -46,13 +46,14 @@ type Switch struct {
 	// among them (adaptive.go).
 	ar    *ARTable
 	ports []*link.Port
-	in    []inputUnit // per input: its queued-VL mask and VL round robin
+	in    []inputUnit // per input: VL 0's queues, the queued-VL mask, the VL round robin
 	// inVLs are the input VLs' queues, [vl*radix + input], nil for a VL not
 	// in use (VL 0's also in the units, in.q0); xbarBusy is each input's
 	// crossbar connections, [input*speedup + k]: when connection k's tail
-	// has left (speedup > 1; with one, inFreeBy is its time: takeXbar). Dense per switch, not in a struct per input: what a hop
-	// reads of an input is 19 bytes, and a line of its own per input was,
-	// at 1,024 hosts, a miss per hop (docs/performance-data.md).
+	// has left (speedup > 1; with one, inFreeBy is its time: takeXbar).
+	// Dense per switch, not in a struct per input: what a hop reads of an
+	// input is 19 bytes (with inFreeBy), and a line of its own per input
+	// was, at 1,024 hosts, a miss per hop (docs/performance-data.md).
 	inVLs    []*inputVL
 	xbarBusy []ib.PS
 	out      []outputUnit
@@ -264,10 +265,9 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		name: name, s: s, cfg: cfg, radix: n,
 		cycle: cfg.CyclePS(), lft: lft,
 		speedup: int32(cfg.Speedup), datapathBytes: int32(cfg.DatapathBytes), cutThrough: cfg.CutThrough, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
-		ports: make([]*link.Port, n),
-		in:    make([]inputUnit, n),
-		inVLs: make([]*inputVL, link.MaxVLs*n),
-
+		ports:     make([]*link.Port, n),
+		in:        make([]inputUnit, n),
+		inVLs:     make([]*inputVL, link.MaxVLs*n),
 		out:       make([]outputUnit, n),
 		req:       components.NewPortRows(n, n),
 		grant:     make([]int, n),
