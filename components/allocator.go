@@ -1,6 +1,9 @@
 package components
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Allocator is a crossbar (switch) allocator: in one allocation round it
 // matches inputs to outputs so that no input and no output is used twice. It
@@ -10,9 +13,11 @@ import "fmt"
 //
 // Allocate reads req[i], the outputs input i requests, and writes grant[i],
 // the output granted to input i or -1. len(req) and len(grant) must equal
-// Inputs(). An allocator keeps priority state (round-robin pointers, the
-// wavefront's priority diagonal) that advances only as its algorithm says, so
-// a sequence of rounds is deterministic.
+// Inputs(). AllocateRows is the same round on requests kept as PortRows
+// (row i = input i, as wide as Outputs() needs): what a switch keeps, in a
+// word per input up to 64 outputs. An allocator keeps priority state
+// (round-robin pointers, the wavefront's priority diagonal) that advances
+// only as its algorithm says, so a sequence of rounds is deterministic.
 //
 // A caller may skip the clock cycles in which nothing is requested (the
 // switch's event-driven rounds do). For the separable and iSLIP allocators
@@ -23,6 +28,9 @@ import "fmt"
 type Allocator interface {
 	// Allocate computes one round's matching; see the type comment.
 	Allocate(req []PortSet, grant []int)
+	// AllocateRows computes one round's matching on req.Rows() == Inputs()
+	// rows of (Outputs()+63)/64 words; it is Allocate without the copy.
+	AllocateRows(req PortRows, grant []int)
 	// Name returns the name that selects the allocator ("islip").
 	Name() string
 	// Inputs returns the number of inputs.
@@ -74,11 +82,37 @@ func NewAllocator(name string, inputs, outputs, iterations int) (Allocator, erro
 	return nil, fmt.Errorf("allocator: %q is not an allocator (separable, islip, wavefront)", name)
 }
 
-func checkAllocArgs(a Allocator, req []PortSet, grant []int) {
-	if len(req) != a.Inputs() || len(grant) != a.Inputs() {
-		panic(fmt.Sprintf("components.%s allocator: len(req) %d, len(grant) %d, want %d",
-			a.Name(), len(req), len(grant), a.Inputs()))
+// checkAllocArgs panics unless req has a row of (outputs+63)/64 words per
+// input and grant an element per input. It is small enough to inline into
+// each AllocateRows; the message is built only if it fires.
+func checkAllocArgs(name string, inputs, outputs int, req PortRows, grant []int) {
+	if len(req.w) != inputs*req.words || len(grant) != inputs || req.words != (outputs+63)>>6 {
+		panic(allocArgsError{name, inputs, outputs, req.Rows(), req.words, len(grant)})
 	}
+}
+
+// allocArgsError is checkAllocArgs' panic.
+type allocArgsError struct {
+	name                                 string
+	inputs, outputs, rows, words, grants int
+}
+
+func (e allocArgsError) Error() string {
+	return fmt.Sprintf("components.%s allocator: %d request rows of %d words, len(grant) %d, want %d rows of %d",
+		e.name, e.rows, e.words, e.grants, e.inputs, (e.outputs+63)>>6)
+}
+
+// setsAsRows copies req into *rows (made on first use, as wide as outputs
+// needs) for Allocate: the PortSet form for tests and tools, the rows for
+// the switch.
+func setsAsRows(rows *PortRows, req []PortSet, outputs int) PortRows {
+	if rows.Rows() != len(req) {
+		*rows = NewPortRows(len(req), outputs)
+	}
+	for i := range req {
+		rows.SetRow(i, req[i])
+	}
+	return *rows
 }
 
 // SeparableAllocator is a separable input-first allocator with round-robin
@@ -92,7 +126,8 @@ type SeparableAllocator struct {
 	inArb  []*RoundRobin // per input, over outputs
 	outArb []*RoundRobin // per output, over inputs
 	pick   []int         // per input: the output its arbiter proposed, or -1
-	bids   []PortSet     // per output: the inputs that proposed it
+	bids   PortRows      // per output: the inputs that proposed it
+	sets   PortRows      // Allocate's copy of its requests
 }
 
 // NewSeparableAllocator returns a separable input-first allocator.
@@ -101,7 +136,7 @@ func NewSeparableAllocator(inputs, outputs int) *SeparableAllocator {
 		inArb:  make([]*RoundRobin, inputs),
 		outArb: make([]*RoundRobin, outputs),
 		pick:   make([]int, inputs),
-		bids:   make([]PortSet, outputs),
+		bids:   NewPortRows(outputs, inputs),
 	}
 	for i := range a.inArb {
 		a.inArb[i] = NewRoundRobin(outputs)
@@ -123,22 +158,25 @@ func (a *SeparableAllocator) Outputs() int { return len(a.outArb) }
 
 // Allocate computes one round; see Allocator.
 func (a *SeparableAllocator) Allocate(req []PortSet, grant []int) {
-	checkAllocArgs(a, req, grant)
-	for o := range a.bids {
-		a.bids[o] = PortSet{}
-	}
-	for i := range req {
+	a.AllocateRows(setsAsRows(&a.sets, req, a.Outputs()), grant)
+}
+
+// AllocateRows computes one round; see Allocator.
+func (a *SeparableAllocator) AllocateRows(req PortRows, grant []int) {
+	checkAllocArgs(AllocSeparable, len(a.inArb), len(a.outArb), req, grant)
+	clear(a.bids.w)
+	for i := range grant {
 		grant[i] = -1
-		a.pick[i] = a.inArb[i].Pick(req[i])
+		a.pick[i] = a.inArb[i].Pick(req.Row(i))
 		if a.pick[i] >= 0 {
-			a.bids[a.pick[i]].Set(i)
+			a.bids.Set(a.pick[i], i)
 		}
 	}
-	for o := range a.bids {
-		if !a.bids[o].Any() {
+	for o := range a.outArb {
+		if !a.bids.Any(o) {
 			continue
 		}
-		i := a.outArb[o].Pick(a.bids[o])
+		i := a.outArb[o].Pick(a.bids.Row(o))
 		grant[i] = o
 		a.outArb[o].Commit(i)
 		a.inArb[i].Commit(o)
@@ -154,12 +192,18 @@ func (a *SeparableAllocator) Allocate(req []PortSet, grant []int) {
 // pointers and gives 100 % throughput under uniform Bernoulli traffic with
 // VOQs. With iterations ≥ min(inputs, outputs) the match is maximal.
 type ISLIPAllocator struct {
-	grantArb   []*RoundRobin // per output, over inputs
-	acceptArb  []*RoundRobin // per input, over outputs
+	// The round-robin arbiters (RoundRobin), each kept as its priority
+	// pointer alone, a byte (0..MaxPorts-1; an arbiter's size is the
+	// allocator's): grantPtr[o] is output o's over the inputs, acceptPtr[i]
+	// input i's over the outputs. A radix-16 switch's 32 pointers share
+	// one line, where 32 RoundRobins behind pointers took 768 bytes.
+	grantPtr   []uint8
+	acceptPtr  []uint8
 	iterations int
-	grants     []PortSet // per input: outputs that granted it this iteration
-	reqBy      []PortSet // per output: inputs requesting it this round
+	grants     PortRows // per input: outputs that granted it this iteration
+	reqBy      PortRows // per output: inputs requesting it this round
 	outMatched PortSet
+	sets       PortRows // Allocate's copy of its requests
 }
 
 // NewISLIPAllocator returns an iSLIP allocator running iterations iterations
@@ -168,50 +212,61 @@ func NewISLIPAllocator(inputs, outputs, iterations int) *ISLIPAllocator {
 	if iterations < 1 {
 		panic(fmt.Sprintf("components.NewISLIPAllocator: iterations %d, want >= 1", iterations))
 	}
-	a := &ISLIPAllocator{
-		grantArb:   make([]*RoundRobin, outputs),
-		acceptArb:  make([]*RoundRobin, inputs),
+	if inputs < 1 || inputs > MaxPorts || outputs < 1 || outputs > MaxPorts {
+		panic(fmt.Sprintf("components.NewISLIPAllocator: size %d×%d outside 1..%d", inputs, outputs, MaxPorts))
+	}
+	ptrs := make([]uint8, outputs+inputs) // every pointer at 0, as NewRoundRobin's
+	return &ISLIPAllocator{
+		grantPtr:   ptrs[:outputs:outputs],
+		acceptPtr:  ptrs[outputs:],
 		iterations: iterations,
-		grants:     make([]PortSet, inputs),
-		reqBy:      make([]PortSet, outputs),
+		grants:     NewPortRows(inputs, outputs),
+		reqBy:      NewPortRows(outputs, inputs),
 	}
-	for o := range a.grantArb {
-		a.grantArb[o] = NewRoundRobin(inputs)
-	}
-	for i := range a.acceptArb {
-		a.acceptArb[i] = NewRoundRobin(outputs)
-	}
-	return a
 }
 
 // Name returns "islip".
 func (a *ISLIPAllocator) Name() string { return AllocISLIP }
 
 // Inputs returns the number of inputs.
-func (a *ISLIPAllocator) Inputs() int { return len(a.acceptArb) }
+func (a *ISLIPAllocator) Inputs() int { return len(a.acceptPtr) }
 
 // Outputs returns the number of outputs.
-func (a *ISLIPAllocator) Outputs() int { return len(a.grantArb) }
+func (a *ISLIPAllocator) Outputs() int { return len(a.grantPtr) }
 
 // Iterations returns the request-grant-accept iterations per round.
 func (a *ISLIPAllocator) Iterations() int { return a.iterations }
 
 // Allocate computes one round; see Allocator.
 func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
-	checkAllocArgs(a, req, grant)
+	a.AllocateRows(setsAsRows(&a.sets, req, a.Outputs()), grant)
+}
+
+// AllocateRows computes one round; see Allocator.
+func (a *ISLIPAllocator) AllocateRows(req PortRows, grant []int) {
+	checkAllocArgs(AllocISLIP, len(a.acceptPtr), len(a.grantPtr), req, grant)
 	for i := range grant {
 		grant[i] = -1
 	}
-	// Transpose the requests once: reqBy[o] = inputs requesting o.
+	// Transpose the requests once: reqBy[o] = inputs requesting o. Most
+	// inputs request nothing in a round: a zero word costs one test.
 	var outs PortSet
-	nOut := len(a.grantArb)
-	for i := range req {
-		r := req[i]
-		if !r.Any() {
-			continue // most inputs request nothing in a round
+	nIn, nOut := len(a.acceptPtr), len(a.grantPtr)
+	words := req.words
+	for k, word := range req.w {
+		if word == 0 {
+			continue
 		}
-		for o := r.NextAtOrAfter(0); o >= 0 && o < nOut; o = r.NextAtOrAfter(o + 1) {
-			a.reqBy[o].Set(i)
+		i, w := k, 0 // word k is word w of input i's row
+		if words > 1 {
+			i, w = k/words, k%words
+		}
+		for ; word != 0; word &= word - 1 {
+			o := w<<6 | bits.TrailingZeros64(word)
+			if o >= nOut {
+				break // members past the outputs are ignored
+			}
+			a.reqBy.Set(o, i)
 			outs.Set(o)
 		}
 	}
@@ -224,12 +279,12 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 			if a.outMatched.Has(o) {
 				continue
 			}
-			var requesters PortSet
+			requesters := a.reqBy.Row(o)
 			for w := range requesters {
-				requesters[w] = a.reqBy[o][w] &^ inMatched[w]
+				requesters[w] &^= inMatched[w]
 			}
-			if i := a.grantArb[o].Pick(requesters); i >= 0 {
-				a.grants[i].Set(o)
+			if i := rrPick(requesters, int(a.grantPtr[o]), nIn); i >= 0 {
+				a.grants.Set(i, o)
 				granted.Set(i)
 			}
 		}
@@ -238,19 +293,19 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 		}
 		// Accept: each input with grants accepts one.
 		for i := range granted.All() {
-			o := a.acceptArb[i].Pick(a.grants[i])
-			a.grants[i] = PortSet{}
+			o := rrPick(a.grants.Row(i), int(a.acceptPtr[i]), nOut)
+			a.grants.ClearRow(i)
 			grant[i] = o
 			inMatched.Set(i)
 			a.outMatched.Set(o)
 			if it == 0 {
-				a.acceptArb[i].Commit(o)
-				a.grantArb[o].Commit(i)
+				a.acceptPtr[i] = uint8(rrAfter(o, nOut))
+				a.grantPtr[o] = uint8(rrAfter(i, nIn))
 			}
 		}
 	}
 	for o := range outs.All() {
-		a.reqBy[o] = PortSet{}
+		a.reqBy.ClearRow(o)
 	}
 }
 
@@ -271,6 +326,7 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 // on the diagonals an output never sees first is starved outright
 // (switchasic TestWavefrontNoStarvation).
 type WavefrontAllocator struct {
+	sets            PortRows // Allocate's copy of its requests
 	inputs, outputs int
 	n               int // max(inputs, outputs)
 	priority        int // the diagonal swept first, 0..n-1
@@ -299,22 +355,27 @@ func (a *WavefrontAllocator) Inputs() int { return a.inputs }
 // Outputs returns the number of outputs.
 func (a *WavefrontAllocator) Outputs() int { return a.outputs }
 
-// Allocate computes one round; see Allocator. Cell (i, o) lies on diagonal
-// (o − i) mod n.
+// Allocate computes one round; see Allocator.
 func (a *WavefrontAllocator) Allocate(req []PortSet, grant []int) {
-	checkAllocArgs(a, req, grant)
+	a.AllocateRows(setsAsRows(&a.sets, req, a.Outputs()), grant)
+}
+
+// AllocateRows computes one round; see Allocator. Cell (i, o) lies on
+// diagonal (o − i) mod n.
+func (a *WavefrontAllocator) AllocateRows(req PortRows, grant []int) {
+	checkAllocArgs(AllocWavefront, a.inputs, a.outputs, req, grant)
 	var inUsed, outUsed PortSet
 	any := false
 	for i := range grant {
 		grant[i] = -1
-		any = any || req[i].Any()
+		any = any || req.Any(i)
 	}
 	if any {
 		for d := 0; d < a.n; d++ {
 			diag := (a.priority + d) % a.n
 			for i := 0; i < a.inputs; i++ {
 				o := (i + diag) % a.n
-				if o >= a.outputs || inUsed.Has(i) || outUsed.Has(o) || !req[i].Has(o) {
+				if o >= a.outputs || inUsed.Has(i) || outUsed.Has(o) || !req.Has(i, o) {
 					continue
 				}
 				grant[i] = o

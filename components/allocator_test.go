@@ -85,7 +85,9 @@ func TestNewAllocatorErrors(t *testing.T) {
 // matrices for every allocator and size, and maximality where the algorithm
 // promises it (wavefront always; iSLIP with iterations >= min(in, out)).
 func TestAllocatorRandomMatrices(t *testing.T) {
-	sizes := [][2]int{{1, 1}, {4, 4}, {8, 8}, {5, 3}, {3, 7}, {32, 32}}
+	// 64 outputs fill one word of a request row, 65 take two, 256 four
+	// (PortRows): the sizes either side of the width steps.
+	sizes := [][2]int{{1, 1}, {4, 4}, {8, 8}, {5, 3}, {3, 7}, {32, 32}, {64, 64}, {65, 65}, {70, 130}, {256, 256}}
 	for _, name := range AllocatorNames() {
 		for _, sz := range sizes {
 			in, out := sz[0], sz[1]
@@ -282,5 +284,118 @@ func TestAllocatorEmpty(t *testing.T) {
 		grant := []int{7, 7, 7, 7}
 		a.Allocate(req, grant)
 		assert.Equal(t, []int{-1, -1, -1, -1}, grant, name)
+	}
+}
+
+// TestAllocateRowsWidth: AllocateRows takes one request row per input, as
+// wide as the outputs need (70 outputs: two words), and refuses rows of
+// another width, whose members it would misread; a request past the
+// outputs (member 5 of a 3-output allocator, inside the row's word) is
+// ignored, as Allocate ignores it.
+func TestAllocateRowsWidth(t *testing.T) {
+	for _, name := range AllocatorNames() {
+		a := newAlloc(t, name, 4, 70, 1)
+		grant := make([]int, 4)
+		req := NewPortRows(4, 70)
+		req.Set(2, 69)
+		a.AllocateRows(req, grant)
+		assert.Equal(t, []int{-1, -1, 69, -1}, grant, name)
+		assert.Panics(t, func() { a.AllocateRows(NewPortRows(4, 64), grant) }, name)
+		assert.Panics(t, func() { a.AllocateRows(NewPortRows(3, 70), grant) }, name)
+
+		b := newAlloc(t, name, 2, 3, 1)
+		past := NewPortRows(2, 3)
+		past.Set(0, 5)
+		b.AllocateRows(past, grant[:2])
+		assert.Equal(t, []int{-1, -1}, grant[:2], name)
+	}
+}
+
+// refISLIP is iSLIP as McKeown (1999) states it, written plainly over
+// RoundRobin arbiters and PortSets (the model's form before its sets
+// became rows and its arbiters bytes): each iteration, every unmatched
+// output grants the first unmatched requesting input from its pointer,
+// every input with grants accepts the first from its pointer, and both
+// pointers move one past the partner for first-iteration matches only.
+type refISLIP struct {
+	grantArb, acceptArb []*RoundRobin
+	iterations          int
+}
+
+func newRefISLIP(inputs, outputs, iterations int) *refISLIP {
+	r := &refISLIP{iterations: iterations}
+	for range outputs {
+		r.grantArb = append(r.grantArb, NewRoundRobin(inputs))
+	}
+	for range inputs {
+		r.acceptArb = append(r.acceptArb, NewRoundRobin(outputs))
+	}
+	return r
+}
+
+func (r *refISLIP) allocate(req []PortSet, grant []int) {
+	var inMatched, outMatched PortSet
+	for i := range grant {
+		grant[i] = -1
+	}
+	for it := 0; it < r.iterations; it++ {
+		grants := make([]PortSet, len(r.acceptArb))
+		for o := range r.grantArb {
+			if outMatched.Has(o) {
+				continue
+			}
+			var requesters PortSet
+			for i := range req {
+				if req[i].Has(o) && !inMatched.Has(i) {
+					requesters.Set(i)
+				}
+			}
+			if i := r.grantArb[o].Pick(requesters); i >= 0 {
+				grants[i].Set(o)
+			}
+		}
+		for i := range grants {
+			if !grants[i].Any() {
+				continue
+			}
+			o := r.acceptArb[i].Pick(grants[i])
+			grant[i] = o
+			inMatched.Set(i)
+			outMatched.Set(o)
+			if it == 0 {
+				r.acceptArb[i].Commit(o)
+				r.grantArb[o].Commit(i)
+			}
+		}
+	}
+}
+
+// TestISLIPMatchesReference: the allocator (request rows, arbiters kept
+// as byte pointers) grants exactly what the plain statement of iSLIP
+// grants, round after round on random requests, so its pointers move as
+// the paper's do: one past the partner, first iteration only. Sizes on
+// both sides of the one-word rows (64, 65) and the largest switch (256).
+func TestISLIPMatchesReference(t *testing.T) {
+	for _, sz := range [][3]int{{16, 16, 1}, {16, 16, 2}, {5, 9, 3}, {64, 64, 1}, {65, 65, 2}, {256, 256, 1}, {256, 256, 4}} {
+		in, out, iters := sz[0], sz[1], sz[2]
+		a := NewISLIPAllocator(in, out, iters)
+		ref := newRefISLIP(in, out, iters)
+		rng := rand.New(rand.NewPCG(uint64(in*1000+out), uint64(iters)))
+		req := make([]PortSet, in)
+		got, want := make([]int, in), make([]int, in)
+		for round := 0; round < 300; round++ {
+			density := 1 + rng.IntN(8) // sparse to dense rounds
+			for i := range req {
+				req[i] = PortSet{}
+				for o := 0; o < out; o++ {
+					if rng.IntN(density*4) == 0 {
+						req[i].Set(o)
+					}
+				}
+			}
+			a.Allocate(req, got)
+			ref.allocate(req, want)
+			require.Equal(t, want, got, "%dx%d, %d iterations, round %d", in, out, iters, round)
+		}
 	}
 }

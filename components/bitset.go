@@ -93,10 +93,19 @@ func (s PortSet) Bits(n int) string {
 	return string(b)
 }
 
+// checkPortIndex panics with a value, not a message built in place, so
+// that Set and Clear stay small enough to inline.
 func checkPortIndex(i int) {
-	if i < 0 || i >= MaxPorts {
-		panic("components.PortSet: index " + itoa(i) + " outside [0, 256)")
+	if uint(i) >= MaxPorts {
+		panic(indexError(i))
 	}
+}
+
+// indexError is a PortSet index outside [0, MaxPorts).
+type indexError int
+
+func (e indexError) Error() string {
+	return "components.PortSet: index " + itoa(int(e)) + " outside [0, 256)"
 }
 
 // itoa avoids strconv in panic paths that must not allocate on the hot path

@@ -33,3 +33,31 @@ func TestIfaceWords(t *testing.T) {
 type spreaderTarget struct{ n int }
 
 func (s *spreaderTarget) HandleEvent(*Event) { s.n++ }
+
+// TestAllocatorRowsWidth: an allocator's per-port sets are as wide as the
+// ports they hold need, ⌈ports/64⌉ words: iSLIP's reqBy (per output, over
+// inputs) and grants (per input, over outputs), separable's bids (per
+// output, over inputs). A 16 × 16 iSLIP keeps 2 × 16 words (256 bytes),
+// where PortSets took 1 KiB, and its arbiters in 32 bytes, where
+// RoundRobins behind pointers took 768; 16 inputs × 256 outputs keep reqBy in one
+// word a row and grants in four. Performance only.
+func TestAllocatorRowsWidth(t *testing.T) {
+	a := NewISLIPAllocator(16, 16, 1)
+	// Its 32 round-robin arbiters are their pointers, a byte each, in one
+	// slice.
+	assert.Len(t, a.grantPtr, 16)
+	assert.Len(t, a.acceptPtr, 16)
+	assert.Equal(t, uintptr(unsafe.Pointer(&a.grantPtr[15]))+1, uintptr(unsafe.Pointer(&a.acceptPtr[0])),
+		"the accept pointers follow the grant pointers")
+	assert.Equal(t, 1, a.reqBy.Words())
+	assert.Equal(t, 1, a.grants.Words())
+	assert.Len(t, a.reqBy.w, 16)
+	assert.Len(t, a.grants.w, 16)
+	w := NewISLIPAllocator(16, 256, 1)
+	assert.Equal(t, 1, w.reqBy.Words())
+	assert.Equal(t, 256, w.reqBy.Rows())
+	assert.Equal(t, 4, w.grants.Words())
+	s := NewSeparableAllocator(70, 16)
+	assert.Equal(t, 2, s.bids.Words())
+	assert.Equal(t, 16, s.bids.Rows())
+}

@@ -35,14 +35,27 @@ func (a *RoundRobin) Pointer() int { return a.ptr }
 // Pick returns the first requesting input at or after the priority pointer,
 // wrapping around, or -1 if no input in 0..n-1 requests. Requests at indices
 // >= n are ignored. Pick changes no state.
-func (a *RoundRobin) Pick(req PortSet) int {
-	if i := req.NextAtOrAfter(a.ptr); i >= 0 && i < a.n {
+func (a *RoundRobin) Pick(req PortSet) int { return rrPick(req, a.ptr, a.n) }
+
+// rrPick is Pick for an arbiter over n inputs with its pointer at ptr
+// (ISLIPAllocator keeps its arbiters as their pointers alone).
+func rrPick(req PortSet, ptr, n int) int {
+	if i := req.NextAtOrAfter(ptr); i >= 0 && i < n {
 		return i
 	}
-	if i := req.NextAtOrAfter(0); i >= 0 && i < a.ptr {
+	if i := req.NextAtOrAfter(0); i >= 0 && i < ptr {
 		return i
 	}
 	return -1
+}
+
+// rrAfter is where Commit(granted) moves the pointer of an arbiter over n
+// inputs: granted+1, mod n.
+func rrAfter(granted, n int) int {
+	if granted++; granted == n {
+		return 0
+	}
+	return granted
 }
 
 // Commit records that granted was served: the pointer moves to granted+1
@@ -52,8 +65,5 @@ func (a *RoundRobin) Commit(granted int) {
 	if granted < 0 || granted >= a.n {
 		panic(fmt.Sprintf("components.RoundRobin.Commit: granted %d outside [0, %d)", granted, a.n))
 	}
-	a.ptr = granted + 1
-	if a.ptr == a.n {
-		a.ptr = 0
-	}
+	a.ptr = rrAfter(granted, a.n)
 }

@@ -42,7 +42,7 @@ func (a arOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 		return
 	}
 	outVL := sw.sl2vl.VL(i, o, pkt.SL)
-	q := sw.in[i].vls[inVL]
+	q := sw.inputVL(i, inVL)
 	if outVL == ib.ManagementVL || q == nil {
 		sw.PacketArrived(p, pkt, head, tail) // drops it (SL-to-VL), or the model's panic
 		return

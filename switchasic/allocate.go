@@ -95,9 +95,12 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 		// order decides which input VL is an output VL's candidate when two
 		// of them hold heads for the same output and output VL (per-pair
 		// SL-to-VL tables can merge VLs): the first one looked at.
-		for m := bits.RotateLeft16(in.nonEmpty, -in.rr); m != 0; m &= m - 1 {
-			vl := (in.rr + bits.TrailingZeros16(m)) & 15
-			q := in.vls[vl]
+		for m := bits.RotateLeft16(in.nonEmpty, -int(in.rr)); m != 0; m &= m - 1 {
+			vl := (int(in.rr) + bits.TrailingZeros16(m)) & 15
+			q := in.q0
+			if vl != 0 {
+				q = sw.inVLs[vl*sw.radix+i]
+			}
 			if len(q.ends) == 1 {
 				k := q.ends[0].head
 				if o := int(q.slots[k].out); o != mcastOut {
@@ -151,10 +154,10 @@ func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant b
 		return
 	}
 	c := v*sw.radix + o
-	if !canGrant || sw.cand[c].Has(i) {
+	if !canGrant || sw.cand.Has(c, i) {
 		return
 	}
-	sw.cand[c].Set(i)
+	sw.cand.Set(c, i)
 	if sw.sameVL {
 		if inVL != v {
 			panic(fmt.Sprintf("switchasic %s: input %d VL %d holds a candidate for output VL %d with one data VL", sw.name, i, inVL, v))
@@ -233,12 +236,12 @@ func (sw *Switch) match(t ib.PS) {
 			v = sw.out[o].vlarb.Pick(sw.candVLs[o])
 		}
 		chosen[o] = int8(v)
-		set := sw.cand[v*sw.radix+o]
-		if set.Count() >= 2 {
+		c := v*sw.radix + o
+		if sw.cand.Count(c) >= 2 {
 			sw.out[o].conflicts++
 		}
-		for i := range set.All() {
-			sw.req[i].Set(o)
+		for i := range sw.cand.Row(c).All() {
+			sw.req.Set(i, o)
 			requesting.Set(i)
 		}
 	}
@@ -248,13 +251,13 @@ func (sw *Switch) match(t ib.PS) {
 	}
 	tXbar := t + sw.allocPS
 	for pass := 0; pass < int(sw.speedup); pass++ {
-		if sw.clocked != nil {
+		if sw.isClocked {
 			// The diagonal of this edge's cycle (t is on an edge), however
 			// many edges passed without a round; the speedup passes of a
 			// round run in one cycle and share it.
 			sw.clocked.SetCycle(int64(t / sw.cycle))
 		}
-		sw.alloc.Allocate(sw.req, sw.grant)
+		sw.alloc.AllocateRows(sw.req, sw.grant)
 		granted := false
 		for i, o := range sw.grant {
 			if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
@@ -269,11 +272,9 @@ func (sw *Switch) match(t ib.PS) {
 			break
 		}
 		for i := range requesting.All() {
-			for w := range sw.req[i] {
-				sw.req[i][w] &^= matchedOut[w]
-			}
+			sw.req.AndNot(i, matchedOut)
 			if !sw.inputFree(i, tXbar) {
-				sw.req[i] = components.PortSet{}
+				sw.req.ClearRow(i)
 			}
 		}
 	}
@@ -288,19 +289,18 @@ func (sw *Switch) match(t ib.PS) {
 		for m := sw.candVLs[o]; m != 0; m &= m - 1 {
 			v := trailingZeros16(m)
 			c := v*sw.radix + o
-			set := sw.cand[c]
-			for i := range set.All() {
+			for i := range sw.cand.Row(c).All() {
 				if int(winner[o]) != i || int(chosen[o]) != v {
-					sw.in[i].vls[sw.candInVL(c, i, v)].arbLosses++
+					sw.inputVL(i, sw.candInVL(c, i, v)).arbLosses++
 				}
 			}
-			sw.cand[c] = components.PortSet{}
+			sw.cand.ClearRow(c)
 		}
 		sw.candVLs[o] = 0
 	}
 	sw.touched = components.PortSet{}
 	for i := range requesting.All() {
-		sw.req[i] = components.PortSet{}
+		sw.req.ClearRow(i)
 	}
 	if retry {
 		sw.wake(t + sw.cycle)
@@ -321,7 +321,7 @@ func (sw *Switch) match(t ib.PS) {
 func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	inVL := sw.candInVL(v*sw.radix+o, i, v)
 	in := &sw.in[i]
-	q := in.vls[inVL]
+	q := sw.inputVL(i, inVL)
 	qi := 0
 	if len(q.ends) > 1 {
 		qi = o
@@ -331,7 +331,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	// pointers move only past a grant: input VLs competing for one output
 	// VL take turns, and the order does not depend on which clock edges
 	// ran a round (TestInputVLsShareAnOutputVL).
-	in.rr = (inVL + 1) & 15
+	in.rr = uint8((inVL + 1) & 15)
 	pkt := e.pkt
 	pkt.VL = uint8(v) // the VL on the output link (SL2VL)
 	bytes := pkt.WireBytes()
@@ -348,13 +348,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	out.wireFreeEst = start + ser
 	out.xbarFree = xbarTail
 	sw.refreshOutput(o)
-	for k, b := range in.xbarBusy {
-		if b <= xbarIn {
-			in.xbarBusy[k] = xbarTail
-			break
-		}
-	}
-	sw.inFreeBy[i] = minPS(in.xbarBusy)
+	sw.takeXbar(i, xbarIn, xbarTail)
 	if v != ib.ManagementVL {
 		out.vl[v].pending += int32(blocks)
 		out.vl[v].queued -= int32(blocks)

@@ -46,26 +46,36 @@ type Switch struct {
 	// among them (adaptive.go).
 	ar    *ARTable
 	ports []*link.Port
-	in    []inputUnit
-	out   []outputUnit
+	in    []inputUnit // per input: VL 0's queues, the queued-VL mask, the VL round robin
+	// inVLs are the input VLs' queues, [vl*radix + input], nil for a VL not
+	// in use (VL 0's also in the units, in.q0); xbarBusy is each input's
+	// crossbar connections, [input*speedup + k]: when connection k's tail
+	// has left (speedup > 1; with one, inFreeBy is its time: takeXbar).
+	// Dense per switch, not in a struct per input: what a hop reads of an
+	// input is 19 bytes (with inFreeBy), and a line of its own per input
+	// was, at 1,024 hosts, a miss per hop (docs/performance-data.md).
+	inVLs    []*inputVL
+	xbarBusy []ib.PS
+	out      []outputUnit
 
 	alloc components.Allocator
-	// clocked is alloc when its priority follows the core clock (wavefront):
-	// match sets its cycle, since rounds run only on some edges.
-	clocked components.ClockedAllocator
-	req     []components.PortSet // per input: outputs requested this pass
-	grant   []int                // per input: output granted this pass, or -1
+	req   components.PortRows // per input: outputs requested this pass
+	grant []int               // per input: output granted this pass, or -1
 
 	// Candidate scratch for one allocation round, VL-major so that a
-	// fabric using few VLs keeps it in a few cache lines per switch.
-	cand      []components.PortSet // [outVL*radix + out]: inputs with a sendable packet
-	candVLs   []uint16             // per output: VLs with a candidate
-	candInVLs []int8               // [(outVL*radix + out)*radix + in]: the input VL holding the candidate (candInVL)
-	touched   components.PortSet   // outputs with candidates this round
-	blocked   []uint16             // per output: VLs whose candidate lacked credits this round
-	active    components.PortSet   // inputs holding queued packets
+	// fabric using few VLs keeps it in a few cache lines per switch; its
+	// sets, and req's, are a word each up to radix 64 (PortRows).
+	cand      components.PortRows // [outVL*radix + out]: inputs with a sendable packet
+	candVLs   []uint16            // per output: VLs with a candidate
+	candInVLs []int8              // [(outVL*radix + out)*radix + in]: the input VL holding the candidate (candInVL)
+	touched   components.PortSet  // outputs with candidates this round
+	blocked   []uint16            // per output: VLs whose candidate lacked credits this round
+	active    components.PortSet  // inputs holding queued packets
 	// everyCycle: a round on every core clock edge (the per-cycle reference).
 	everyCycle bool
+	// isClocked: alloc's priority follows the core clock (wavefront), and
+	// match sets its cycle (clocked), since rounds run only on some edges.
+	isClocked bool
 	// oneVL: a single data VL, so VL arbitration is VL15 first, else VL 0
 	// (oneVLPick), and the output units' arbiters are neither read nor kept.
 	oneVL bool
@@ -98,8 +108,10 @@ type Switch struct {
 	// fields above are what a unicast packet's hop and the rounds touch, so
 	// that they fill as few cache lines as they can (at 1,024 hosts every
 	// line a hop touches is a miss; docs/performance-data.md).
-	name     string
-	cfg      Config
+	name string
+	cfg  Config
+	// clocked is alloc when isClocked.
+	clocked  components.ClockedAllocator
 	window   ib.PS // start of the statistics window
 	statsEnd ib.PS // end of the statistics window when set (EndStatsAt), else now
 	// mcast holds the multicast packets queued at the inputs (entry.mc
@@ -187,19 +199,13 @@ type inputVL struct {
 // queue is empty; a queue's two ends share a cache line.
 type qEnds struct{ head, tail int32 }
 
-// inputUnit is one port's receive side.
-//
-// The scalars come first so that a round's look at an input (nonEmpty, rr,
-// the first VLs' queues) and a grant's crossbar time (xbar1, at speedup 1)
-// read one cache line; the struct is padded to 192
-// bytes so that in the switch's slice every unit starts a line.
+// inputUnit is one port's receive side, less its crossbar connections
+// (Switch.xbarBusy) and the queues of VLs other than 0 (Switch.inVLs): 16
+// bytes, four units a line (TestInputUnitLayout).
 type inputUnit struct {
+	q0       *inputVL // VL 0's queues (every port has data VL 0), as inVLs[i]
 	nonEmpty uint16   // input VLs with queued packets
-	rr       int      // input VL to look at first: the one after the last VL granted
-	xbarBusy []ib.PS  // per crossbar connection (speedup): when its tail has left
-	xbar1    [1]ib.PS // xbarBusy's storage at speedup 1, in the first line
-	vls      [link.MaxVLs]*inputVL
-	_        [16]byte
+	rr       uint8    // input VL to look at first: the one after the last VL granted
 }
 
 // staged is a granted packet between the crossbar and the output wire.
@@ -261,10 +267,11 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		speedup: int32(cfg.Speedup), datapathBytes: int32(cfg.DatapathBytes), cutThrough: cfg.CutThrough, mft: mft, sl2vl: sl2vl, ar: ar, alloc: alloc,
 		ports:     make([]*link.Port, n),
 		in:        make([]inputUnit, n),
+		inVLs:     make([]*inputVL, link.MaxVLs*n),
 		out:       make([]outputUnit, n),
-		req:       make([]components.PortSet, n),
+		req:       components.NewPortRows(n, n),
 		grant:     make([]int, n),
-		cand:      make([]components.PortSet, 16*n),
+		cand:      components.NewPortRows(16*n, n),
 		candVLs:   make([]uint16, n),
 		candInVLs: make([]int8, n*n*16),
 		blocked:   make([]uint16, n),
@@ -278,7 +285,10 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		sameVL:      cfg.VLs == 1 && mft == nil,
 		mcHold:      mft != nil && cfg.McastReplication == McastHold,
 	}
-	sw.clocked, _ = alloc.(components.ClockedAllocator)
+	sw.clocked, sw.isClocked = alloc.(components.ClockedAllocator)
+	if cfg.Speedup > 1 {
+		sw.xbarBusy = make([]ib.PS, cfg.Speedup*n)
+	}
 	sw.routePS = ib.PS(cfg.RouteCycles) * sw.cycle
 	sw.allocPS = ib.PS(cfg.AllocCycles) * sw.cycle
 	sw.xbarPS = ib.PS(cfg.XbarCycles) * sw.cycle
@@ -315,11 +325,6 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 			// at a time (link.Port.lend).
 			SharedBlocks: cfg.SharedBufferBytes / ib.CreditBytes,
 		})
-		in := &sw.in[i]
-		in.xbarBusy = in.xbar1[:]
-		if cfg.Speedup > 1 {
-			in.xbarBusy = make([]ib.PS, cfg.Speedup)
-		}
 		for vl := 0; vl < link.MaxVLs; vl++ {
 			if vl >= cfg.VLs && vl != ib.ManagementVL {
 				continue
@@ -337,14 +342,45 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 			for k := range q.ends {
 				q.ends[k] = qEnds{-1, -1}
 			}
-			in.vls[vl] = q
+			sw.inVLs[vl*n+i] = q
 		}
+		sw.in[i].q0 = sw.inVLs[i]
 		// Copies of one arbiter: each output has its own walk state and
 		// all share the read-only tables (one cache line per switch).
 		sw.out[i].vlarb = *vlarb
 		sw.refreshOutput(i)
 	}
 	return sw
+}
+
+// inputVL returns input i's queues of VL vl, nil for a VL not in use.
+func (sw *Switch) inputVL(i, vl int) *inputVL {
+	if vl == 0 {
+		return sw.in[i].q0
+	}
+	return sw.inVLs[vl*sw.radix+i]
+}
+
+// takeXbar gives a packet granted to input i at xbarIn a crossbar
+// connection free by then, busy until xbarTail, and updates inFreeBy[i].
+// With one connection (speedup 1) inFreeBy[i] is its time, and xbarBusy is
+// neither kept nor read.
+func (sw *Switch) takeXbar(i int, xbarIn, xbarTail ib.PS) {
+	if sw.speedup == 1 {
+		if sw.inFreeBy[i] <= xbarIn {
+			sw.inFreeBy[i] = xbarTail
+		}
+		return
+	}
+	s := int(sw.speedup)
+	xbar := sw.xbarBusy[i*s : i*s+s]
+	for k, b := range xbar {
+		if b <= xbarIn {
+			xbar[k] = xbarTail
+			break
+		}
+	}
+	sw.inFreeBy[i] = minPS(xbar)
 }
 
 // Name returns the switch's name.
@@ -400,7 +436,7 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 			sw.counters.DropSL2VL++
 		}
 	}
-	q := sw.in[i].vls[inVL]
+	q := sw.inputVL(i, inVL)
 	if q == nil {
 		panic(fmt.Sprintf("switchasic %s: packet %d arrived on port %d VL %d of %d", sw.name, pkt.Seq, i, inVL, sw.cfg.VLs))
 	}
@@ -429,7 +465,7 @@ func (sw *Switch) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 // enqueue appends e to its queue at input i, VL inVL.
 func (sw *Switch) enqueue(i, inVL int, e entry) {
 	in := &sw.in[i]
-	q := in.vls[inVL]
+	q := sw.inputVL(i, inVL)
 	e.next = -1
 	var k int32
 	if q.free >= 0 {
@@ -459,7 +495,7 @@ func (sw *Switch) enqueue(i, inVL int, e entry) {
 // dequeue removes and returns the head of queue qi at input i, VL inVL.
 func (sw *Switch) dequeue(i, inVL, qi int) entry {
 	in := &sw.in[i]
-	q := in.vls[inVL]
+	q := sw.inputVL(i, inVL)
 	qe := &q.ends[qi]
 	k := qe.head
 	e := q.slots[k]
@@ -506,7 +542,7 @@ func (sw *Switch) HandleEvent(ev *components.Event) {
 	case evRelease:
 		i, vl, blocks := int(ev.Port), int(ev.VL), int(ev.Arg)
 		sw.ports[i].Release(vl, blocks)
-		sw.in[i].vls[vl].occ.Add(ev.At(), -int64(blocks))
+		sw.inputVL(i, vl).occ.Add(ev.At(), -int64(blocks))
 		if ev.Pkt != nil { // a dropped packet: its tail is in, it is gone
 			sw.s.FreePacket(ev.Pkt)
 		}

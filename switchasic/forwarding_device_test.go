@@ -197,3 +197,42 @@ func TestOneVLSMPAndData(t *testing.T) {
 	assert.Zero(t, n.sw.Port(0).BufferUsed(0))
 	assert.Equal(t, uint64(4), n.sw.Counters().Forwarded)
 }
+
+// TestSpeedupConnectionsPerInput: with speedup 2 every input has two
+// crossbar connections of its own, so what one input's packets meet in the
+// crossbar does not depend on what its neighbour sends. Input 0 sends two
+// 2,048-byte packets, to outputs 4 and 5, through a crossbar 16 bytes wide
+// (2,074 bytes take 130 cycles of 1 ns in it, against 41.5 ns on the wire):
+// the second arrives one serialization after the first, with the first's
+// tail still in the crossbar, and takes the second connection. The run is
+// repeated with input 1 sending two packets of its own to outputs 6 and 7
+// at the same times.
+// Input 0's packets arrive at hosts 4 and 5 at the same picoseconds in
+// both runs, and with speedup 1 its second one arrives later (it waits for
+// the one connection), which shows the second connection is what it took.
+func TestSpeedupConnectionsPerInput(t *testing.T) {
+	run := func(speedup int, neighbour bool) (ib.PS, ib.PS) {
+		cfg := smallConfig(8, 1)
+		cfg.Speedup = speedup
+		cfg.VLBufferBytes = 64 * 1024
+		cfg.DatapathBytes = 16
+		n := newTestNet(t, cfg, netOpts{timing: ndr(21352)})
+		n.eps[0].send(n.packet(0, 4, 0, 2048))
+		n.eps[0].send(n.packet(0, 5, 0, 2048))
+		if neighbour {
+			n.eps[1].send(n.packet(1, 6, 0, 2048))
+			n.eps[1].send(n.packet(1, 7, 0, 2048))
+		}
+		n.s.StopAt(10 * ib.Microsecond)
+		require.NoError(t, n.s.Run())
+		require.Len(t, n.eps[4].got, 1)
+		require.Len(t, n.eps[5].got, 1)
+		return n.eps[4].got[0].head, n.eps[5].got[0].head
+	}
+	alone4, alone5 := run(2, false)
+	with4, with5 := run(2, true)
+	assert.Equal(t, alone4, with4)
+	assert.Equal(t, alone5, with5)
+	_, one5 := run(1, false)
+	assert.Greater(t, one5, alone5, "speedup 1: the second packet waits for the input's one connection")
+}

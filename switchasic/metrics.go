@@ -16,13 +16,13 @@ func (sw *Switch) ResetStats() {
 	sw.window = now
 	sw.frozen = nil
 	sw.counters = Counters{}
-	for i := range sw.in {
-		for _, q := range sw.in[i].vls {
-			if q != nil {
-				q.occ.ResetWindow(now)
-				q.arbLosses = 0
-			}
+	for _, q := range sw.inVLs {
+		if q != nil {
+			q.occ.ResetWindow(now)
+			q.arbLosses = 0
 		}
+	}
+	for i := range sw.out {
 		out := &sw.out[i]
 		for v := range out.stall {
 			out.stall[v].ResetWindow(now)
@@ -77,7 +77,7 @@ func (sw *Switch) statsNow() ib.PS {
 func (sw *Switch) VLStats(i, vl int) VLStats {
 	now := sw.statsNow()
 	var st VLStats
-	if q := sw.in[i].vls[vl]; q != nil {
+	if q := sw.inputVL(i, vl); q != nil {
 		st.BufMeanBlocks = q.occ.Mean(now)
 		st.BufPeakBlocks = q.occ.Peak()
 		st.BufHistPS = q.occ.Histogram(now)

@@ -119,7 +119,7 @@ func (sw *Switch) multicastArrived(i, inVL int, pkt *ib.Packet, head, tail ib.PS
 			}
 		}
 	}
-	q := sw.in[i].vls[inVL]
+	q := sw.inputVL(i, inVL)
 	if !mask.Any() || q == nil {
 		return false // no entry (or a VL the port lacks: PacketArrived's panic)
 	}
@@ -161,7 +161,7 @@ func (sw *Switch) copyVL(i, inVL, o int, sl uint8) uint8 {
 // last copy.
 func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	in := &sw.in[i]
-	q := in.vls[inVL]
+	q := sw.inputVL(i, inVL)
 	e := &q.slots[q.ends[0].head]
 	st := &sw.mcast[e.mc]
 	orig := e.pkt
@@ -182,7 +182,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 		orig.Payload = buf
 	}
 	cp.VL = uint8(v)
-	in.rr = (inVL + 1) & 15
+	in.rr = uint8((inVL + 1) & 15)
 	bytes := cp.WireBytes()
 	blocks := int(e.blocks)
 	out := &sw.out[o]
@@ -197,13 +197,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	out.xbarFree = xbarTail
 	sw.refreshOutput(o)
 	if !shared {
-		for k, b := range in.xbarBusy {
-			if b <= xbarIn {
-				in.xbarBusy[k] = xbarTail
-				break
-			}
-		}
-		sw.inFreeBy[i] = minPS(in.xbarBusy)
+		sw.takeXbar(i, xbarIn, xbarTail)
 		sw.counters.McastRounds++
 	}
 	if v != ib.ManagementVL {
@@ -250,7 +244,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 // connection. matchedOut, winner and chosen are match's.
 func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) bool {
 	inVL := int(sw.candInVLs[(v*sw.radix+o)*sw.radix+i])
-	q := sw.in[i].vls[inVL]
+	q := sw.inputVL(i, inVL)
 	if len(q.ends) != 1 || q.slots[q.ends[0].head].out != mcastOut {
 		return false
 	}
@@ -267,7 +261,7 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 	if sw.grantCopy(i, inVL, o, v, t, false) {
 		return true
 	}
-	for o2 := range sw.req[i].All() {
+	for o2 := range sw.req.Row(i).All() {
 		if taken.Has(o2) || matchedOut.Has(o2) {
 			continue
 		}
@@ -306,8 +300,8 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 			if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
 				sw.blocked[o] |= 1 << v
 				sw.stallOuts.Set(o)
-			} else if c := v*sw.radix + o; free && !sw.cand[c].Has(i) {
-				sw.cand[c].Set(i)
+			} else if c := v*sw.radix + o; free && !sw.cand.Has(c, i) {
+				sw.cand.Set(c, i)
 				sw.candInVLs[c*sw.radix+i] = int8(inVL)
 				sw.candVLs[o] |= 1 << v
 				sw.touched.Set(o)

@@ -160,7 +160,7 @@ func (m aggOwner) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) 
 		panic(fmt.Sprintf("switchasic %s: aggregation fragment %d (seq %d) arrived on port %d, not a child of the tree", sw.name, pkt.Imm, pkt.Seq, i))
 	}
 	sw.counters.Received++
-	q := sw.in[i].vls[pkt.VL]
+	q := sw.inputVL(i, int(pkt.VL))
 	q.occ.Add(head, int64(pkt.Credits()))
 	if sw.NumHooks() > 0 {
 		sw.trace(head, p.Name, components.TraceBufEnq, pkt, i, -1, "")
