@@ -84,6 +84,21 @@ func runMutantsFor(t *testing.T, cycles int, newDUT func() cosimDUT, mutants []c
 	}
 }
 
+// requesterMutant makes the run directory dir/name (spaces as
+// underscores) of one case of a requester mutant table and returns it with
+// hca_requester.v's text with old replaced by new (nothing replaced for
+// the unmutated case, old empty).
+func requesterMutant(t *testing.T, dir, name, old, new string) (string, map[string]string) {
+	t.Helper()
+	d := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
+	require.NoError(t, os.MkdirAll(d, 0o755))
+	file := ""
+	if old != "" {
+		file = "hca_requester.v"
+	}
+	return d, mutatedSource(t, file, old, new)
+}
+
 // mutatedSource returns the replacement map a testbench writer takes for
 // one mutant: file's source with old, which must occur exactly once,
 // replaced by new. An empty file is the unmutated run: an empty map.

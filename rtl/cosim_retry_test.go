@@ -607,13 +607,7 @@ func TestRequesterRetryPurgeCosim(t *testing.T) {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
-			require.NoError(t, os.MkdirAll(d, 0o755))
-			file := ""
-			if m.old != "" {
-				file = "hca_requester.v"
-			}
-			replace := mutatedSource(t, file, m.old, m.new)
+			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
 			writeRetryBench(t, ctx, d, p, replace)
 			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "r"), "+hostfn")...)...)
 			require.NoError(t, err)

@@ -273,13 +273,7 @@ func TestRequesterTimeoutRNRCosim(t *testing.T) {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
-			require.NoError(t, os.MkdirAll(d, 0o755))
-			file := ""
-			if m.old != "" {
-				file = "hca_requester.v"
-			}
-			replace := mutatedSource(t, file, m.old, m.new)
+			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
 			files := writeReqBench(t, d, replace)
 			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
 			p.run.write(t, d)
