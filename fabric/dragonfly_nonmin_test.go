@@ -301,7 +301,7 @@ func TestDragonflyPlusNonMinimalConfigErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"topology.kind=fat-tree-2", "switch.radix=4", "switch.vls=2", "topology.adaptive_routing=true", "topology.nonminimal=true"},
-			"topology.nonminimal: true is set, but topology.kind fat-tree-2 is not a dragonfly-plus (the detours go through the groups the dragonfly-plus builder makes); use topology.kind dragonfly-plus, or remove the key"},
+			"topology.nonminimal: true is set, but topology.kind fat-tree-2 is not a dragonfly-plus (the detours go through a Dragonfly+'s groups: the dragonfly-plus builder's, or a topology file's of that shape); use topology.kind dragonfly-plus or file, or remove the key"},
 		{append(dfly, "switch.vls=2", "topology.nonminimal=true"),
 			"topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key"},
 		{append(dfly, "switch.vls=2", "topology.adaptive_routing=true", "topology.routing=updown", "topology.nonminimal=true"),

@@ -104,7 +104,7 @@ func newDragonflyGroups(t *Topology) (*dragonflyGroups, error) {
 		}
 	}
 	if g.groups < 2 {
-		return nil, fmt.Errorf("subnet: non-minimal routing needs a dragonfly-plus of two or more groups joined by spine-to-spine global cables; this fabric has %d group", g.groups)
+		return nil, &NotDragonflyError{fmt.Sprintf("this fabric has %d group (a Dragonfly+ has two or more leaf/spine groups joined by spine-to-spine global cables)", g.groups)}
 	}
 	words := (g.groups + 63) / 64
 	g.reach = make([][]uint64, n)
@@ -123,6 +123,7 @@ func newDragonflyGroups(t *Topology) (*dragonflyGroups, error) {
 	// every global port of x to a third group's spine that has a direct
 	// cable to G. Spines × groups × global ports in all.
 	g.detour = make([][][]int, n)
+	detours := 0
 	for x, ports := range g.global {
 		if len(ports) == 0 {
 			continue
@@ -136,11 +137,29 @@ func newDragonflyGroups(t *Topology) (*dragonflyGroups, error) {
 				q, _ := t.Peer(PortRef{x, p})
 				if g.group[q.Node] != gd && g.cableTo(q.Node, gd) {
 					g.detour[x][gd] = append(g.detour[x][gd], p)
+					detours++
 				}
 			}
 		}
 	}
+	if detours == 0 {
+		// A topology file of another shape (a three-level fat tree's
+		// pods look like groups, its cores like one-switch groups) has
+		// no spine cabled both to a group and to a third group's spine
+		// cabled there: nothing to detour through, and the global-to-
+		// global VL 1 pairs would only move its traffic to another VL.
+		return nil, &NotDragonflyError{fmt.Sprintf("no spine of this fabric's %d groups has a detour (a switch without hosts cabled to another group and to a third group's spine cabled to that group, as a Dragonfly+'s spines are)", g.groups)}
+	}
 	return g, nil
+}
+
+// NotDragonflyError is NewSubnet's refusal of non-minimal routing on a
+// fabric that is not shaped as a Dragonfly+ (a topology file's may be
+// anything): Reason says what the groups found lack.
+type NotDragonflyError struct{ Reason string }
+
+func (e *NotDragonflyError) Error() string {
+	return "subnet: non-minimal routing needs a Dragonfly+: " + e.Reason
 }
 
 // cableTo reports whether switch x has a global cable to group gr.

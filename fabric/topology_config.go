@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -210,8 +211,8 @@ func (c *TopologyConfig) Validate() error {
 	}
 	if c.NonMinimal {
 		switch {
-		case c.Kind != KindDragonflyPlus:
-			return fmt.Errorf("topology.nonminimal: true is set, but topology.kind %s is not a dragonfly-plus (the detours go through the groups the dragonfly-plus builder makes); use topology.kind dragonfly-plus, or remove the key", c.Kind)
+		case c.Kind != KindDragonflyPlus && c.Kind != KindFile:
+			return fmt.Errorf("topology.nonminimal: true is set, but topology.kind %s is not a dragonfly-plus (the detours go through a Dragonfly+'s groups: the dragonfly-plus builder's, or a topology file's of that shape); use topology.kind dragonfly-plus or file, or remove the key", c.Kind)
 		case !c.AdaptiveRouting:
 			return fmt.Errorf("topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key")
 		case c.Routing == RoutingUpDown:
@@ -643,6 +644,10 @@ func (c *TopologyConfig) buildFabric(switchRadix int, link CableSpec, o SubnetOp
 	o.NonMinimal = c.NonMinimal
 	sn, err := NewSubnet(t, o)
 	if err != nil {
+		var nd *NotDragonflyError
+		if errors.As(err, &nd) {
+			return nil, nil, fmt.Errorf("topology.nonminimal: true, but %s; use a dragonfly-plus (or a topology file of one), or remove the key", nd.Reason)
+		}
 		return nil, nil, err
 	}
 	if err := sn.checkPairDrops(flows(len(sn.hosts))); err != nil {

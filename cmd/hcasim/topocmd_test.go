@@ -70,6 +70,18 @@ func TestTopologyCommandRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(onFile, []byte(dflyBase+"topology: {kind: file, file: "+topo+"}\n"), 0o644))
 	assert.Equal(t, metricsOf(t, "-config", built), metricsOf(t, "-config", onFile))
 
+	// Non-minimal routing finds the file's groups from its cables (the
+	// spines, switches without hosts, cabled to other groups): the run on
+	// the file is the builder's, metric for metric. Every host sending to
+	// the next group (shift 16) on minimal routes has 4 cables for a
+	// group's 16 hosts, at most 0.25 of a link each; above that, the
+	// detours carried the difference.
+	nm := []string{"--set", "switch.vls=2", "--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal=true",
+		"--set", "workload.kind=shift", "--set", "workload.shift=16"}
+	onBuilder := metricsOf(t, append([]string{"-config", built}, nm...)...)
+	assert.Equal(t, onBuilder, metricsOf(t, append([]string{"-config", onFile}, nm...)...))
+	assert.Greater(t, onBuilder["accepted_load"], 0.3)
+
 	// ndr.yaml: its sweep's axes (buffer, load) leave the fabric alone.
 	ftopo := filepath.Join(dir, "ndr.topo")
 	code, _, errs = run("topology", "-config", "ndr.yaml", "-o", ftopo)
@@ -78,9 +90,45 @@ func TestTopologyCommandRoundTrip(t *testing.T) {
 	// cables 16 + 4 × 4 = 32.
 	assert.Equal(t, "hcasim topology: 16 hosts, 8 switches, 32 cables written to "+ftopo+"\n", errs)
 	short := []string{"--set", "sweep={}", "--set", "workload.measure_ns=20000", "--set", "workload.iterations=50"}
+	onFtopo := []string{"-config", "ndr.yaml", "--set", "topology.kind=file", "--set", "topology.file=" + ftopo,
+		"--set", "topology.hosts=0", "--set", "topology.cable_length_m=0"}
 	assert.Equal(t, metricsOf(t, append([]string{"-config", "ndr.yaml"}, short...)...),
-		metricsOf(t, append([]string{"-config", "ndr.yaml", "--set", "topology.kind=file", "--set", "topology.file=" + ftopo,
-			"--set", "topology.hosts=0", "--set", "topology.cable_length_m=0"}, short...)...))
+		metricsOf(t, append(onFtopo, short...)...))
+
+	// A fat tree's file is one group (leaves and spines joined by
+	// switch-to-switch cables, no spine-to-spine ones): no Dragonfly+.
+	code, out, errs = run(append(onFtopo, append(short, "--set", "switch.vls=2", "--set", "topology.adaptive_routing=true",
+		"--set", "topology.nonminimal=true", "--set", "workload.kind=uniform", "--set", "topology.routing=minhop")...)...)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim: ndr.yaml: topology.nonminimal: true, but this fabric has 1 group (a Dragonfly+ has two or more "+
+		"leaf/spine groups joined by spine-to-spine global cables); use a dragonfly-plus (or a topology file of one), or remove the key\n", errs)
+
+	// Two groups of a leaf and a spine, the spines cabled together: two
+	// groups, but no third group to detour through.
+	two := writeFile(t, "two.yaml", dflyBase+`topology:
+  kind: file
+  adaptive_routing: true
+  nonminimal: true
+  text: |
+    host H0
+    host H1
+    switch L0 8
+    switch L1 8
+    switch S0 8
+    switch S1 8
+    cable H0.Port[1] L0.Port[1] 2m copper
+    cable H1.Port[1] L1.Port[1] 2m copper
+    cable L0.Port[5] S0.Port[1] 2m copper
+    cable L1.Port[5] S1.Port[1] 2m copper
+    cable S0.Port[5] S1.Port[5] 10m fibre
+`)
+	code, out, errs = run("-config", two, "--set", "switch.vls=2", "--quiet")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim: "+two+": topology.nonminimal: true, but no spine of this fabric's 2 groups has a detour (a switch "+
+		"without hosts cabled to another group and to a third group's spine cabled to that group, as a Dragonfly+'s spines are); "+
+		"use a dragonfly-plus (or a topology file of one), or remove the key\n", errs)
 }
 
 func boolInt(b bool) int {
