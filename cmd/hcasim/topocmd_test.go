@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,6 +82,31 @@ func TestTopologyCommandRoundTrip(t *testing.T) {
 	onBuilder := metricsOf(t, append([]string{"-config", built}, nm...)...)
 	assert.Equal(t, onBuilder, metricsOf(t, append([]string{"-config", onFile}, nm...)...))
 	assert.Greater(t, onBuilder["accepted_load"], 0.3)
+
+	// Groups of unequal size, which the builder does not make: the same
+	// file without group 0's first leaf and its 4 hosts (76 hosts, group
+	// 0 with 3 leaves). The checked runs (lossless, credits, routes by
+	// input) pass with and without detours, and with them packets take
+	// more links on average: some took the 6-link detour.
+	var kept []string
+	drop := regexp.MustCompile(`Fabric\.(Leaf\[0\]|Host\[[0-3]\])[.\s]|Fabric\.(Leaf\[0\]|Host\[[0-3]\])$`)
+	for _, line := range strings.Split(string(text), "\n") {
+		if !drop.MatchString(line) {
+			kept = append(kept, line)
+		}
+	}
+	uneq := filepath.Join(dir, "uneq.topo")
+	require.NoError(t, os.WriteFile(uneq, []byte(strings.Join(kept, "\n")), 0o644))
+	// 5 removed node lines and 4 host cables + 4 leaf-spine cables.
+	require.Equal(t, len(strings.Split(string(text), "\n"))-13, len(kept))
+	hops := map[string]float64{}
+	for _, on := range []string{"false", "true"} {
+		m := metricsOf(t, "-config", onFile, "--set", "topology.file="+uneq, "--check", "--set", "switch.vls=2",
+			"--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal="+on, "--set", "workload.offered_load=1")
+		assert.Equal(t, true, m["end_checks_run"], on)
+		hops[on] = m["hops_mean"].(float64)
+	}
+	assert.Greater(t, hops["true"], hops["false"])
 
 	// ndr.yaml: its sweep's axes (buffer, load) leave the fabric alone.
 	ftopo := filepath.Join(dir, "ndr.topo")
