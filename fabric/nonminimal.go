@@ -246,14 +246,9 @@ func (s *Subnet) DetourFrom(n, in int) bool {
 // without the detour ports of its AR group when it may not detour there
 // (DetourFrom).
 func (s *Subnet) egressesFrom(n, in int, dlid uint16, sl uint8, one *[1]uint16) []uint16 {
-	if s.AdaptiveSL(sl) {
-		if g := s.ARGroup(n, dlid); g != nil {
-			if k := int(s.arMin[n][s.arOf[n][dlid]-1]); k < len(g) && !s.DetourFrom(n, in) {
-				return g[:k]
-			}
-			return g
-		}
+	eg := s.Egresses(n, dlid, sl, one)
+	if g, k := s.ARSplit(n, dlid); s.AdaptiveSL(sl) && k < len(g) && !s.DetourFrom(n, in) {
+		return g[:k] // eg is g: the group less its detours
 	}
-	one[0] = s.Egress(n, dlid)
-	return one[:]
+	return eg
 }
