@@ -479,19 +479,18 @@ func (d Design) fcRefreshNs() float64 {
 // rnrTick is 10 us (hca.RNRTimerPS(1), the RNR timer's unit) in cycles
 // of a clock of mhz (0: 1000), rounded to the nearest cycle: 10000 at
 // 1 GHz.
-func rnrTick(mhz float64) int {
-	cyc := int64(ib.CyclePS(clockOr1000(mhz)))
-	unit := int64(hca.RNRTimerPS(1))
-	return int((unit + cyc/2) / cyc)
-}
+func rnrTick(mhz float64) int { return cyclesIn(hca.RNRTimerPS(1), mhz) }
 
 // ackTick returns the HCA core cycles in 4.096 us (the local ACK
 // timeout's unit, hca.RetryTimeoutPS(1) / 2) at mhz (0: 1000), rounded to
 // the nearest cycle as rnrTick rounds.
-func ackTick(mhz float64) int {
+func ackTick(mhz float64) int { return cyclesIn(hca.RetryTimeoutPS(1)/2, mhz) }
+
+// cyclesIn is span in cycles of a clock of mhz (0: 1000), rounded to the
+// nearest cycle.
+func cyclesIn(span ib.PS, mhz float64) int {
 	cyc := int64(ib.CyclePS(clockOr1000(mhz)))
-	unit := int64(hca.RetryTimeoutPS(1) / 2)
-	return int((unit + cyc/2) / cyc)
+	return int((int64(span) + cyc/2) / cyc)
 }
 
 func clockOr1000(mhz float64) float64 {
