@@ -78,7 +78,15 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, userErrorf("bench: %q is neither a benchmark (%s) nor a config file", name, strings.Join(shipped, ", ")))
 		}
 		names[k] = path
-		if err := checkBenchConfig(name, path, sets); err != nil {
+		err := checkBenchConfig(name, path, sets)
+		if err != nil && len(*scale) > 0 && checkBenchConfig(name, path, append([]string{"topology.hosts=" + strconv.Itoa((*scale)[0])}, sets...)) == nil {
+			// --scale sets the hosts: overrides that need its first size
+			// (a dragonfly-plus needs two groups' worth) are fine. The
+			// size goes first, so that the overrides are still checked
+			// one by one after it.
+			err = nil
+		}
+		if err != nil {
 			return fail(stderr, err)
 		}
 	}
@@ -286,7 +294,8 @@ the CSV when that row did the same work.
       --scale H,H,...   how cost grows with the fabric: run one benchmark at
                         each number of hosts (topology.hosts; a fat-tree-2
                         benchmark takes a third level where two cannot reach
-                        them), each with two measurement windows, and print
+                        them; a dragonfly-plus as many groups as they need),
+                        each with two measurement windows, and print
                         the CPU time per 64-byte block-hop between the two
                         (set-up cancels out) and its ratio to the first size
       --windows A,B     the two workload.measure_ns of --scale, in ns

@@ -49,20 +49,25 @@ func scalePoints(name, path string, sets []string, hosts []int, windows [2]int) 
 	}
 	base, err := fabric.Load(data, sets)
 	if err != nil {
+		if b, err2 := fabric.Load(data, scaleSets(sets, hosts[0])); err2 == nil {
+			base, err = b, nil
+		}
+	}
+	if err != nil {
 		return nil, userErrorf("bench: %s: %s", name, err)
 	}
 	kind := base.Config.Topology.Kind
 	switch kind {
-	case fabric.KindSingleSwitch, fabric.KindFatTree2, fabric.KindFatTree3:
+	case fabric.KindSingleSwitch, fabric.KindFatTree2, fabric.KindFatTree3, fabric.KindDragonflyPlus:
 	default:
-		return nil, userErrorf("bench: --scale: %s has topology.kind %s; --scale sets topology.hosts, which only single-switch, fat-tree-2 and fat-tree-3 take", name, kind)
+		return nil, userErrorf("bench: --scale: %s has topology.kind %s; --scale sets topology.hosts, which only single-switch, fat-tree-2, fat-tree-3 and dragonfly-plus take", name, kind)
 	}
 	var pts []scalePoint
 	for _, h := range hosts {
 		p := scalePoint{hosts: h, kind: kind}
 		try := func(k string) error {
 			p.kind = k
-			p.sets = append(append([]string(nil), sets...), "topology.kind="+k, "topology.hosts="+strconv.Itoa(h))
+			p.sets = scaleSets(append(append([]string(nil), sets...), "topology.kind="+k), h)
 			for _, w := range windows {
 				if _, err := fabric.Load(data, append(p.sets, "workload.measure_ns="+strconv.Itoa(w))); err != nil {
 					return err
@@ -148,6 +153,13 @@ func renderScale(t *tablewriter.Table, any bool) {
 	if any {
 		_ = t.Render()
 	}
+}
+
+// scaleSets is sets with topology.hosts at h: a benchmark with the user's
+// overrides may load only at --scale's sizes (a dragonfly-plus built from a
+// 64-host fat-tree benchmark needs two groups, 128 hosts of radix 16).
+func scaleSets(sets []string, h int) []string {
+	return append(append([]string(nil), sets...), "topology.hosts="+strconv.Itoa(h))
 }
 
 // checkScaleFlags checks --scale and --windows: at least two sizes of two

@@ -111,6 +111,49 @@ func TestBenchScaleGrowsATreeALevel(t *testing.T) {
 	assert.Regexp(t, `│ 136\s+│ fat-tree-3 │`, out)
 }
 
+// TestBenchScaleDragonflyPlus: a dragonfly-plus takes --scale's hosts as
+// groups of its radix-16 switches: 8 leaves of 8 hosts, 64 hosts a group,
+// so 128 and 192 hosts are 2 and 3 groups. The block-hops the longer
+// window adds follow from the traffic and the minimal routes: each host
+// offers 30 % of NDR 4x's 50 bytes/ns, 15 bytes/ns, in packets of 1,050
+// wire bytes and 17 credits (TestBenchScale), and a packet crosses 2 links
+// to its 7 leaf mates, 4 to the group's other 56 hosts (leaf, spine, leaf)
+// and 5 to the 64 hosts of each other group (leaf, spine, global cable,
+// spine, leaf), uniform over the N − 1 others:
+//
+//	128 hosts: (7·2 + 56·4 + 64·5) / 127 = 558/127 = 4.394 links
+//	192 hosts: (7·2 + 56·4 + 128·5) / 191 = 878/191 = 4.597 links
+//
+// so 15/1,050 × 17 × links block-hops per ns per host over the 2,000 ns
+// between the windows (±10 %: gaps drawn at random, ≈3,700 packets at 128
+// hosts). Random routing: minhop's LID-order choices put a spine's remote
+// destinations on one of its global cables (TestDragonflyPlusMinhopAliasing).
+func TestBenchScaleDragonflyPlus(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	code, out, errOut := run("bench", "fattree64-uniform-30", "--scale", "128,192", "--windows", "1000,3000",
+		"--set", "topology.routing=random", "--set", "topology.kind=dragonfly-plus", "--set", "workload.warmup_ns=1000",
+		"--csv", filepath.Join(t.TempDir(), "b.csv"))
+	require.Equal(t, 0, code, errOut)
+	var rows [][]string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		cells := strings.Split(l, "│")
+		if len(cells) == 8 && strings.TrimSpace(cells[1]) != "hosts" {
+			rows = append(rows, []string{strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2]), strings.TrimSpace(cells[4])})
+		}
+	}
+	require.Len(t, rows, 2, out)
+	for i, c := range []struct {
+		hosts int
+		links float64
+	}{{128, 558.0 / 127}, {192, 878.0 / 191}} {
+		assert.Equal(t, strconv.Itoa(c.hosts), rows[i][0])
+		assert.Equal(t, "dragonfly-plus", rows[i][1])
+		hops := splitPair(t, rows[i][2])
+		want := 15.0 / 1050 * 17 * c.links * 2000 * float64(c.hosts)
+		assert.InEpsilon(t, want, hops[1]-hops[0], 0.10, "block-hops the longer window added, %d hosts", c.hosts)
+	}
+}
+
 // TestBenchScalePastThreeLevels: 2,048 hosts do not fit radix-16 switches
 // in three levels either (k³/4 = 16³/4 = 1,024): the refusal is the
 // three-level one, with the way out, before anything runs; exit 2.
@@ -154,7 +197,7 @@ func TestBenchScaleBadInput(t *testing.T) {
 		{[]string{"--scale", "16,32", "--windows", "10000"}, "--windows [10000]: give two measurement windows"},
 		{[]string{"--windows", "1000,2000"}, "--windows is set without --scale"},
 		{[]string{"--scale", "16,32", "switch16-uniform-50"}, "--scale measures one benchmark at several sizes; name one (2 given)"},
-		{[]string{"--scale", "2,4", "b2b-ndr-write-bw"}, "--scale: b2b-ndr-write-bw has topology.kind back-to-back; --scale sets topology.hosts"},
+		{[]string{"--scale", "2,4", "b2b-ndr-write-bw"}, "--scale: b2b-ndr-write-bw has topology.kind back-to-back; --scale sets topology.hosts, which only single-switch, fat-tree-2, fat-tree-3 and dragonfly-plus take"},
 		{[]string{"--scale", "16,32"}, "bench: --scale 32: switch16-uniform-50: topology.hosts: 32"},
 	} {
 		args := append([]string{"bench"}, c.args...)
