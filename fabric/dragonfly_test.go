@@ -623,3 +623,64 @@ func dragonflyAccepted(t *testing.T, hosts int, sets ...string) float64 {
 	require.Equal(t, hosts, m["hosts"])
 	return m["accepted_load"].(float64)
 }
+
+// TestDragonflyPlusMinhopAliasing: on two groups of radix-16 switches (8
+// leaves of 8 hosts and 8 spines a group, each spine's 8 global cables to
+// the other group) minhop sends all of a spine's traffic to the other
+// group over one of its 8 global cables. Both choices balance in LID
+// order, by the count of destinations already routed through each
+// candidate (OpenSM's stage 2; fabric.md): a leaf gives the j-th
+// destination outside its group spine j mod 8 (its 56 group mates on other
+// leaves, 7 to a spine, come first), and a spine gives the j-th
+// destination in the other group global cable j mod 8 — so the
+// destinations that reach spine s are those with j ≡ s (mod 8), and all of
+// them leave on the spine's cable s. Random routing, drawing from the same
+// candidates, spreads them. An architect sees it as minhop accepting less
+// than random on this fabric (docs/fabric.md, "Routing").
+func TestDragonflyPlusMinhopAliasing(t *testing.T) {
+	for _, tc := range []struct {
+		routing string
+		minhop  bool
+	}{{"minhop", true}, {"random", false}} {
+		t.Run(tc.routing, func(t *testing.T) {
+			topo, sub, sh := dflyFabric(t, "switch.radix=16", "topology.hosts=128", "topology.routing="+tc.routing)
+			require.Equal(t, 2, sh.Groups)
+			require.Equal(t, 8, sh.Spines)
+			used := map[int]map[int]bool{} // spine → its global ports that carry a route
+			hosts := sub.Hosts()
+			for _, a := range hosts {
+				for _, b := range hosts {
+					if dflyGroupOf(sh, a) == dflyGroupOf(sh, b) {
+						continue
+					}
+					path, err := sub.Path(a, b)
+					require.NoError(t, err)
+					globals := 0
+					for _, out := range path[1:] {
+						next, _ := topo.Peer(out)
+						if topo.Nodes[out.Node].Level == 2 && topo.Nodes[next.Node].Level == 2 {
+							if used[out.Node] == nil {
+								used[out.Node] = map[int]bool{}
+							}
+							used[out.Node][out.Port] = true
+							globals++
+						}
+					}
+					require.Equal(t, 1, globals, "route %s", sub.pathString(path))
+				}
+			}
+			require.Len(t, used, 2*sh.Spines, "every spine carries routes to the other group")
+			for x, ports := range used {
+				if !tc.minhop {
+					assert.Greater(t, len(ports), 1, "%s", topo.Nodes[x].Name)
+					continue
+				}
+				// Spine s of its group (spines follow the leaves in node
+				// order) uses its global cable s: ports 1..8 go down to the
+				// leaves, 9..16 are the global ones.
+				s := (x - sh.Groups*sh.Leaves) % sh.Spines
+				assert.Equal(t, map[int]bool{sh.Leaves*sh.Parallel + 1 + s: true}, ports, "%s", topo.Nodes[x].Name)
+			}
+		})
+	}
+}
