@@ -895,7 +895,7 @@ module tb;
     endfunction
     reg [59:0] cw;
     reg [531:0] rk;
-    reg held, take_dec, take_rd, tb_sending, drain, rx_held, take_rx;
+    reg held, take_dec, take_rd, tb_sending, drain, rx_held, take_rx, ack_took;
     reg [1:0] tb_vl;
     reg [10:0] plen;
     reg [11:0] blks, left;
@@ -976,7 +976,7 @@ module tb;
         rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
-        rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0;
+        rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0; ack_took = 1'b0;
         dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
         ii = 0; pi = 0; ai = 0; ri = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
         werr = 0; cerr = 0; gaps = 0; verr = 0; offers = 0; commits = 0; held_tx = 0; cpl_held = 0;
@@ -1007,7 +1007,10 @@ module tb;
             // none of the context's messages between dec_* and tx_*). An item waits until the
             // requester has taken it[447:432] ACKs (one after a NAK comes after its failure).
             qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && ai >= it[447:432] && (cfg_held || cw[0]);
-            dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] && (held || cw[0]);
+            // A WQE whose gate (a NAK on its context) opened in the cycle before is offered at once, so
+            // that it meets the NAK's walk in hca_requester whatever the cycle the NAK came in.
+            dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] &&
+                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took));
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && (hostfn || pi < npay) && cw[2];
             rsp_data = !rsp_valid ? 512'd0 : hostfn ? host_block(rqa[rqh % 4096]) : pays[pi];
@@ -1046,7 +1049,8 @@ module tb;
             // requester (its walk sees what was sent and taken before this cycle; ai counts them,
             // so the ai-th ACKNOWLEDGE packet of rx.hex), a commit (its packet goes whole: a purge
             // in this cycle comes after it), then the item taken.
-            if (dut.ack_valid && dut.ack_ready) begin
+            ack_took = dut.ack_valid && dut.ack_ready;
+            if (ack_took) begin
                 $fdisplay(fl, "A %0d %0d", ai, c);
                 ai = ai + 1;
             end
