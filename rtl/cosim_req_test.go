@@ -57,6 +57,10 @@ const (
 	reqPayBlocks   = 128
 	reqCQNW        = 4 // the design's CQN_W (Params.CQNW)
 	reqOutDepth    = 8 // hca_requester's OQ_DEPTH default: messages outstanding per context
+	// reqPortLID is the port's LID the testbench drives on port_lid: the
+	// DLID of every packet on rx_* but the corrupted copies that carry
+	// another (reqBad).
+	reqPortLID = 0x0B17
 )
 
 // reqItem is one line of items.hex: a context write or a WQE on dec_*.
@@ -97,6 +101,11 @@ type reqRun struct {
 	ctrl  [][5]uint64
 	acks  []reqAck   // the ACKNOWLEDGE packets (ACKs and NAKs) on rx_*, in order
 	other []reqOther // the other packets on rx_*, each before acks[before]
+	bad   []reqBad   // corrupted ACKNOWLEDGE packets on rx_*, each before acks[before] (addBad)
+	// portPKey is the port's P_Key on port_pkey (0: the default, 0xFFFF);
+	// sat starts hca_rx_ack's counters one short of saturation (+sat).
+	portPKey uint16
+	sat      bool
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
@@ -114,6 +123,7 @@ type reqAck struct {
 	syn      uint8
 	grh      bool
 	msn      uint32
+	pkey     uint16 // BTH.P_Key when not 0; else ib.AppendWire's 0xFFFF
 }
 
 // retry reports a sequence error NAK or an RNR NAK: hca_rx_ack counts
@@ -123,10 +133,42 @@ type reqAck struct {
 // themselves: TestRequesterRetryCosim.
 func (a reqAck) retry() bool { return a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK }
 
-// packet is the ACKNOWLEDGE the responder sends.
+// packet is the ACKNOWLEDGE the responder sends, to the port's LID.
 func (a reqAck) packet() *ib.Packet {
-	return &ib.Packet{Opcode: ib.Acknowledge, DLID: uint16(a.qpn), SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
+	return &ib.Packet{Opcode: ib.Acknowledge, DLID: reqPortLID, SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
 		PSN: a.psn, AETH: ib.AETH{Syndrome: a.syn, MSN: a.msn}}
+}
+
+// wire is the ACKNOWLEDGE's bytes: ib.AppendWire's, with its P_Key
+// written and both CRCs sealed again when it carries one of its own.
+func (a reqAck) wire() []byte {
+	w := ib.AppendWire(nil, a.packet())
+	if a.pkey != 0 {
+		binary.BigEndian.PutUint16(w[bthAt(w)+2:], a.pkey)
+		resealWire(w, true)
+	}
+	return w
+}
+
+// bthAt is the offset of a packet's BTH: after the LRH, and the GRH when
+// LRH.LNH is 3.
+func bthAt(w []byte) int {
+	if w[1]&3 == 3 {
+		return 8 + 40
+	}
+	return 8
+}
+
+// resealWire writes w's ICRC (when icrc) and VCRC again for its bytes, w
+// being a packet from its LRH through its VCRC: what the sender does
+// after setting a field (icrc), or a switch after changing a byte (not:
+// the ICRC then no longer holds).
+func resealWire(w []byte, icrc bool) {
+	n := len(w) - ib.VCRCBytes - 4 // the ICRC's offset
+	if icrc {
+		binary.LittleEndian.PutUint32(w[n:], ib.ICRC(w[:n]))
+	}
+	binary.LittleEndian.PutUint16(w[n+4:], ib.VCRC(w[:n+4]))
 }
 
 // reqOther is a packet on rx_* that is not an ACKNOWLEDGE: hca_rx_ack
@@ -814,8 +856,7 @@ type reqRxBeat struct {
 // ib_link's and ib_rx_vl_buffers', before this stream).
 func (run *reqRun) rxBeats() []reqRxBeat {
 	var out []reqRxBeat
-	add := func(gate int, p *ib.Packet) {
-		w := ib.AppendWire(nil, p)
+	add := func(gate int, w []byte) {
 		n := (len(w) + BlockBytes - 1) / BlockBytes
 		buf := make([]byte, n*BlockBytes)
 		copy(buf, w)
@@ -830,28 +871,44 @@ func (run *reqRun) rxBeats() []reqRxBeat {
 			out = append(out, b)
 		}
 	}
-	o := 0
+	o, b := 0, 0
 	for i, a := range run.acks {
 		for ; o < len(run.other) && run.other[o].before <= i; o++ {
-			add(0, run.other[o].pkt)
+			add(0, ib.AppendWire(nil, run.other[o].pkt))
 		}
-		add(a.gate, a.packet())
+		for ; b < len(run.bad) && run.bad[b].before <= i; b++ {
+			add(a.gate, run.bad[b].wire)
+		}
+		add(a.gate, a.wire())
 	}
 	for ; o < len(run.other); o++ {
-		add(0, run.other[o].pkt)
+		add(0, ib.AppendWire(nil, run.other[o].pkt))
 	}
 	return out
 }
 
+// pkey is the port's P_Key the testbench drives.
+func (run *reqRun) pkey() uint16 {
+	if run.portPKey == 0 {
+		return 0xFFFF
+	}
+	return run.portPKey
+}
+
 func (run *reqRun) args(dir, tag string) []string {
-	return []string{
+	args := []string{
 		"+items=" + filepath.Join(dir, "items.hex"), "+pays=" + filepath.Join(dir, "pays.hex"),
 		"+ctrl=" + filepath.Join(dir, "ctrl.hex"), "+rx=" + filepath.Join(dir, "rx.hex"),
 		"+nack=" + strconv.Itoa(len(run.acks)), "+nrx=" + strconv.Itoa(len(run.rxBeats())), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
+		fmt.Sprintf("+lid=%04x", reqPortLID), fmt.Sprintf("+pkey=%04x", run.pkey()),
 	}
+	if run.sat {
+		args = append(args, "+sat")
+	}
+	return args
 }
 
 // reqTB drives the emitted hca_transport (4 VLs, QPN_W 3) and ib_vcrc
@@ -916,7 +973,9 @@ module tb;
     wire v_valid, v_sop, v_eop, v_vcrc_err, v_len_err;
     wire [511:0] v_data;
     wire rx_ready, cpl_valid, cpl_receiver;
-    wire [15:0] rx_nak_retry, rx_rsp_todo, rx_not_req;
+    wire [15:0] rx_nak_retry, rx_rsp_todo, rx_not_req, rx_icrc_err, rx_hdr_err, rx_pkey_viol;
+    // The port's LID and P_Key (+lid, +pkey: reqRun.args).
+    reg [15:0] port_lid, port_pkey;
     wire [3:0] cpl_cqn, cpl_opcode;
     wire [7:0] cpl_status;
     wire [2:0] cpl_wr_op;
@@ -943,8 +1002,10 @@ module tb;
         .tx_vl_waiting(waiting), .tx_vl_credit(credit), .tx_pick_valid(pick_valid), .tx_pick_vl(pick_vl),
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),
+        .port_lid(port_lid), .port_pkey(port_pkey),
         .rx_valid(rx_valid), .rx_data(rk[511:0]), .rx_sop(rk[513]), .rx_eop(rk[512]), .rx_vl(2'd0), .rx_ready(rx_ready),
         .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo), .rx_not_req(rx_not_req),
+        .rx_icrc_err(rx_icrc_err), .rx_hdr_err(rx_hdr_err), .rx_pkey_viol(rx_pkey_viol),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
         .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
         .cpl_wqe_counter(cpl_wqe_counter), .cpl_byte_count(cpl_byte_count), .cpl_imm(cpl_imm), .cpl_src_qp(cpl_src_qp));
@@ -959,7 +1020,8 @@ module tb;
     initial begin
         if (!$value$plusargs("nit=%d", nit) || !$value$plusargs("npay=%d", npay) ||
             !$value$plusargs("ncyc=%d", ncyc) || !$value$plusargs("nbeat=%d", nbeat) ||
-            !$value$plusargs("nack=%d", nack) || !$value$plusargs("nrx=%d", nrx)) begin
+            !$value$plusargs("nack=%d", nack) || !$value$plusargs("nrx=%d", nrx) ||
+            !$value$plusargs("lid=%h", port_lid) || !$value$plusargs("pkey=%h", port_pkey)) begin
             $display("REQ missing plusargs");
             $finish;
         end
@@ -983,6 +1045,15 @@ module tb;
         idle = 0; stalled = 0;
         repeat (3) @(posedge clk);
         @(negedge clk) rst_n = 1'b1;
+` + "`ifndef VERILATOR" + `
+        // +sat: hca_rx_ack's six counters start one short of saturation, so a run that counts 2 or
+        // more on one shows whether it stops at 65535 (the Go side expects min(65534 + n, 65535)).
+        // Icarus only: a write into the design from the testbench.
+        if ($test$plusargs("sat")) begin
+            dut.u_rx_ack.nak_retry = 16'hFFFE; dut.u_rx_ack.rsp_todo = 16'hFFFE; dut.u_rx_ack.not_req = 16'hFFFE;
+            dut.u_rx_ack.icrc_err = 16'hFFFE; dut.u_rx_ack.hdr_err = 16'hFFFE; dut.u_rx_ack.pkey_viol = 16'hFFFE;
+        end
+` + "`endif" + `
         c = 0;
         k = 0;
         while (k < 64) begin
@@ -1115,15 +1186,15 @@ module tb;
         end
         $fclose(fo);
         $fclose(fl);
-        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d rxbeats=%0d naks=%0d rsps=%0d notreq=%0d stalled=%0d",
+        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d rxbeats=%0d naks=%0d rsps=%0d notreq=%0d stalled=%0d icrc=%0d hdr=%0d pkey=%0d",
                  got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held, drops, cfg_ack, cfg_wait,
-                 ri, rx_nak_retry, rx_rsp_todo, rx_not_req, stalled);
+                 ri, rx_nak_retry, rx_rsp_todo, rx_not_req, stalled, rx_icrc_err, rx_hdr_err, rx_pkey_viol);
         $finish;
     end
 endmodule
 `
 
-var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+)$`)
+var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
 var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
@@ -1172,11 +1243,12 @@ type reqResultOf struct {
 	acks, cpls, cplHeld          int
 	cplChecked                   int // completions compared with the model's
 	cplByStatus                  map[hca.WCStatus]int
-	drops, cfgAck, cfgWait       int // packets the RTL purged; cycles a context write waited for an ACK, for in-flight messages
-	purged, wantBeats            int // packets the model purged (its rule at the logged error); beats of the rest
-	ackUnsent                    int // ACKs taken that named a message not yet sent
-	rxBeats, naks, rsps, notReq  int // beats taken on rx_*; hca_rx_ack's counters
-	nakFailed                    int // NAKs that failed a message (the model's QP went to ERR)
+	drops, cfgAck, cfgWait       int    // packets the RTL purged; cycles a context write waited for an ACK, for in-flight messages
+	purged, wantBeats            int    // packets the model purged (its rule at the logged error); beats of the rest
+	ackUnsent                    int    // ACKs taken that named a message not yet sent
+	rxBeats, naks, rsps, notReq  int    // beats taken on rx_*; hca_rx_ack's counters
+	drop                         [3]int // hca_rx_ack's icrc_err, hdr_err, pkey_viol
+	nakFailed                    int    // NAKs that failed a message (the model's QP went to ERR)
 }
 
 // failLog counts a co-simulation's mismatches and keeps the first six
@@ -1202,7 +1274,7 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
 	res := &reqResultOf{cyc: n(2), werr: n(5), cerr: n(6), verr: n(7), gaps: n(8), offers: n(9), commits: n(10), heldTx: n(11),
 		acks: n(12), cpls: n(13), cplHeld: n(14), drops: n(15), cfgAck: n(16), cfgWait: n(17), cplByStatus: map[hca.WCStatus]int{},
-		rxBeats: n(18), naks: n(19), rsps: n(20), notReq: n(21)}
+		rxBeats: n(18), naks: n(19), rsps: n(20), notReq: n(21), drop: [3]int{n(23), n(24), n(25)}}
 
 	f, err := os.Open(logFile)
 	require.NoError(t, err)
@@ -1315,9 +1387,29 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	if n := len(run.rxBeats()); res.rxBeats != n {
 		res.fail("%d beats taken on rx_* of %d", res.rxBeats, n)
 	}
+	// The corrupted copies, each on the counter of the first check it
+	// fails (reqBad.counter).
+	var wantDrop [3]int
+	for _, b := range run.bad {
+		wantDrop[b.counter]++
+	}
+	// +sat: every counter started at 65534 and stops at 65535.
+	count := func(n int) int {
+		if run.sat {
+			return min(0xFFFE+n, 0xFFFF)
+		}
+		return n
+	}
+	wantNaks, wantRsps, wantNotReq = count(wantNaks), count(wantRsps), count(wantNotReq)
+	for k := range wantDrop {
+		wantDrop[k] = count(wantDrop[k])
+	}
 	if res.naks != wantNaks || res.rsps != wantRsps || res.notReq != wantNotReq {
 		res.fail("rx_nak_retry, rx_rsp_todo, rx_not_req = %d, %d, %d; the stream has %d, %d, %d", res.naks, res.rsps, res.notReq,
 			wantNaks, wantRsps, wantNotReq)
+	}
+	if res.drop != wantDrop {
+		res.fail("rx_icrc_err, rx_hdr_err, rx_pkey_viol = %v; the stream has %v", res.drop, wantDrop)
 	}
 	res.nakFailed = cpl.nakFailed
 	if m[22] != "0" {
@@ -1460,6 +1552,11 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			}
 		}
 	case "A":
+		if i >= len(p.run.acks) {
+			// More taken than the stream has: a packet hca_rx_ack had to
+			// drop (a corrupted copy) went to the requester.
+			return fmt.Sprintf("ACKNOWLEDGE %d taken: the stream has %d", i, len(p.run.acks))
+		}
 		a := p.run.acks[i]
 		c := p.ctxs[a.qpn&(reqQPs-1)]
 		if c == nil || c.item.qpn != a.qpn {
@@ -1790,6 +1887,9 @@ func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
 	p := &ib.Packet{Opcode: ops[r.IntN(len(ops))], GRH: r.IntN(4) == 0, DLID: uint16(r.Uint32()), SLID: uint16(r.Uint32()),
 		DestQP: qpn, PSN: r.Uint32() & 0xFFFFFF, AckReq: r.IntN(2) == 0,
 		AETH: ib.AETH{Syndrome: hca.SynACKNoLimit, MSN: r.Uint32() & 0xFFFFFF}}
+	// To this port: hca_rx_ack drops one for another LID before its
+	// opcode is looked at (the DLID drawn above keeps r's draws).
+	p.DLID = reqPortLID
 	if r.IntN(3) == 0 {
 		p.DestQP = r.Uint32() & 0xFFFFFF
 	}

@@ -148,7 +148,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// hca_transport's transmit path (hca_requester's hca_tx_path).
 		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (in hca_tx_path)", Instances: 1},
 		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (in hca_tx_path)", Instances: 1},
-		{Module: "ib_icrc", Role: "HCA transmit ICRC (in hca_tx_path)", Instances: 1},
+		{Module: "ib_icrc", Role: "HCA ICRC: transmit (in hca_tx_path) and receive check (in hca_rx_ack)", Instances: 2},
 		// The three above chained: its own logic only, the blocks black
 		// boxes, so they are not counted twice.
 		{Module: "hca_tx_path", Role: "HCA requester transmit path: the three above wired (blocks apart)", Instances: 1},
@@ -158,9 +158,11 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 			{"RETRY_CNT", p.RetryCnt}, {"RNR_RETRY", p.RNRRetry}, {"RNR_TICK", p.RNRTick},
 			{"ACK_TICK", p.ACKTick}, {"RETRY_TIMEOUT", p.RetryTimeout}},
 			Role: "HCA requester: QP contexts, payload reads, packet queue, completions, go-back-N resends (path apart)", Instances: 1},
-		// hca_transport's receive side: received packets' headers decoded,
-		// ACKs and NAKs into the requester, the rest counted and dropped.
-		{Module: "hca_rx_ack", Role: "HCA receive: ACK/NAK decode into the requester, drop counters", Instances: 1},
+		// hca_transport's receive side: received packets checked (ICRC,
+		// length, DLID, TVer, P_Key) and their headers decoded, ACKs and
+		// NAKs into the requester, the rest counted and dropped; its
+		// ib_icrc a black box (the line above).
+		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK decode into the requester, drop counters (ICRC apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -309,6 +311,10 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		// their own: a black box here.
 		files = []string{"sync_fifo.v", "hca_requester.v"}
 		lib = "read_verilog -lib hca_tx_path.v; "
+	case "hca_rx_ack":
+		// Its ib_icrc has a line of its own: a black box here.
+		files = []string{"hca_rx_ack.v"}
+		lib = "read_verilog -lib ib_icrc.v; "
 	case "hca_tx_path":
 		// Its three blocks have lines of their own: black boxes here (a
 		// cell each), so the line is the wiring's own logic.

@@ -269,9 +269,20 @@ func TestReportYosys(t *testing.T) {
 		8*(24+1+27)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
-	// hca_rx_ack: the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
-	// 8, and the three drop counters, 16 bits each.
-	assert.Equal(t, 1+24+24+8+3*16, flops[synthKey("hca_rx_ack", nil)])
+	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
+	// instances): the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
+	// 8 (loaded at the packet's first beat: no second copy for the last);
+	// the six counters, 16 bits each: the three it had (NAKs retried,
+	// responses to do, not for the requester) and the three drops before
+	// the decode (ICRC or length, header, P_Key); and what the first beat
+	// said, held to the last: raw or IBA, header bad, P_Key bad, an
+	// ACKNOWLEDGE, a retried NAK, a response, 6 one-bit flags.
+	assert.Equal(t, (1+24+24+8)+6*16+6, flops[synthKey("hca_rx_ack", nil)])
+	for _, c := range r.Cells {
+		if c.Module == "ib_icrc" {
+			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")
+		}
+	}
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
 	for _, c := range r.Cells {
 		assert.NotEqual(t, "vl_arbiter", c.Module)

@@ -1,25 +1,62 @@
-// hca_rx_ack: the receive side of hca_transport's requester: it decodes each received packet's
-// headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK) to hca_requester's
-// ack_* port; everything else it consumes and drops, counted. Go model: hca.Device.complete's
-// ACKNOWLEDGE case, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome) on the QP BTH.DestQP names;
-// rtl/cosim_req_test.go sends the responder's ACKs and NAKs as ib.AppendWire's bytes on rx_* and
-// requires the completions on cpl_* to be the model's.
+// hca_rx_ack: the receive side of hca_transport's requester: it checks each received packet as IBA
+// requires of a channel adapter before acting on it (the ICRC and the length, LRH.DLID, BTH.TVer
+// and P_Key), decodes its headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a
+// NAK) that passed to hca_requester's ack_* port; everything else it consumes and drops, counted.
+// Go model: hca.Device.complete's ACKNOWLEDGE case, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome) on
+// the QP BTH.DestQP names (the model delivers only good packets to the port they name, so it has
+// no drop here); rtl/cosim_req_test.go sends the responder's ACKs and NAKs as ib.AppendWire's
+// bytes on rx_*, among them copies with one corruption each, and requires the completions on
+// cpl_* to be the model's and every corrupted copy dropped and counted.
 //
 // rx_*: the packets ib_rx_vl_buffers gives out (store and forward: a packet whose VCRC or length
-// failed never comes), a 64-byte beat a cycle, byte 0 in bits 511:504, valid/ready. Every header
-// this block reads is in a packet's first beat: LRH (8 bytes), then with LRH.LNH = 2 (IBA local)
-// the BTH at byte 8 and the AETH at byte 20, with LNH = 3 (IBA global) a GRH of 40 bytes first,
-// so the BTH at byte 48 and the AETH at byte 60, its last 4 bytes (ib/wire.go; ib-facts.md §2).
-// The fields, big-endian: BTH.OpCode (BTH byte 0), DestQP (bytes 5..7), PSN (bytes 9..11),
-// AETH.Syndrome (AETH byte 0). A packet with another LNH (raw) is no transport packet: dropped.
+// failed never comes), a 64-byte beat a cycle, byte 0 in bits 511:504, valid/ready. They go first
+// through an ib_icrc in its check mode (out_icrc_err, out_len_err with out_eop), here rather than
+// in hca_transport or hca_top because the decision it feeds is this block's: the packet's fate is
+// known only at its last beat, and this block holds what its first beat said until then. The ICRC
+// is IBA's end-to-end check (ib/wire.go "ICRC (confirmed)"; ib-facts.md §2): a switch that
+// rewrote a variant field reseals only the VCRC, so a packet corrupted before that passes
+// ib_link's VCRC check and only the ICRC catches it. ib_icrc adds one cycle: the decoder below
+// sees its output register (c_*), and rx_ready is the decoder's ready (ib_icrc's in_ready is its
+// out_ready).
+//
+// Every header this block reads is in a packet's first beat: LRH (8 bytes), then with LRH.LNH =
+// 2 (IBA local) the BTH at byte 8 and the AETH at byte 20, with LNH = 3 (IBA global) a GRH of 40
+// bytes first, so the BTH at byte 48 and the AETH at byte 60, its last 4 bytes (ib/wire.go;
+// ib-facts.md §2). The fields, big-endian: LRH.DLID (bytes 2..3), PktLen (bytes 4..5, bits 10:0),
+// BTH.OpCode (BTH byte 0), TVer (BTH byte 1 bits 3:0), P_Key (BTH bytes 2..3), DestQP (bytes
+// 5..7), PSN (bytes 9..11), AETH.Syndrome (AETH byte 0). A packet with another LNH (raw) carries
+// no BTH and no ICRC: only its DLID and length are checked, and it is dropped as not_req.
+//
+// The checks, in this order; a packet counts on the first it fails, and only there:
+// - icrc_err: the ICRC the packet carried is not the one of its bytes (ib_icrc's out_icrc_err;
+//   not for a raw packet, which has none), or PktLen disagrees with the packet's length
+//   (out_len_err). The headers of such a packet cannot be trusted, so it is judged on nothing
+//   else (Linux rxe_rcv drops a packet whose ICRC fails; ib/wire.go ParseWire refuses it).
+// - hdr_err: LRH.DLID is not port_lid (IBA ch. 7: a CA port accepts a packet addressed to its
+//   LID; the fabric's forwarding tables deliver only the port's packets, so one that comes was
+//   misrouted), BTH.TVer is not 0 (IBA ch. 9, the only transport version; Linux rxe hdr_check's
+//   "bad tver"), or an ACKNOWLEDGE's PktLen is not its headers' (7 words local, 17 global: it
+//   carries no payload, ib/wire.go's Opcode.Headers for Acknowledge: BTH and AETH only).
+// - pkey_viol: BTH.P_Key does not match port_pkey: IBA ch. 10's partition rule, as Linux rxe's
+//   pkey_match: the low 15 bits (the partition) equal, and at least one of the two a full member
+//   (bit 15 set); two limited members of a partition may not talk. IBA PortInfo counts these in
+//   P_KeyViolations (rxe: bad_pkey_cntr, saturating at 0xFFFF). port_pkey is the P_Key of the
+//   port's table entry the QPs use: the model's wire convention is the default partition, full
+//   member, 0xFFFF (ib/wire.go "Conventions of ours"; docs/pcap.md), which the integrator ties.
+// - Then as before: an ACKNOWLEDGE goes to ack_*; a READ response, an atomic ACK or a CNP counts
+//   on rsp_todo; anything else on not_req.
 // Decisions:
-// - A packet is decided at its first beat (sop); its other beats are consumed and dropped. An
-//   ACKNOWLEDGE is one beat local (8 + 12 + 4 + ICRC 4 + VCRC 2 = 30 bytes), two global (70
-//   bytes: the second beat holds only the CRCs).
-// - An ACKNOWLEDGE goes out on ack_* (an output register, valid/ready: ack_qpn = DestQP, ack_psn =
-//   PSN, ack_syn = the syndrome, whatever it says: hca_requester decides what a syndrome does, as
-//   OnAck does). rx_ready is 0 while the register holds an ACK ack_ready has not taken, for every
-//   beat: the packet stream waits (ib_rx_vl_buffers holds the credits meanwhile).
+// - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
+//   beat (sop) said is held in six flags meanwhile (p_*). An ACKNOWLEDGE is one beat local (8 + 12
+//   + 4 + ICRC 4 + VCRC 2 = 30 bytes), two global (70 bytes: the second beat holds only the CRCs):
+//   a local ACK reaches ack_* a cycle later than before this check, a global one two.
+// - An ACKNOWLEDGE that passes goes out on ack_* (an output register, valid/ready: ack_qpn =
+//   DestQP, ack_psn = PSN, ack_syn = the syndrome, whatever it says: hca_requester decides what a
+//   syndrome does, as OnAck does). The QPN, PSN and syndrome are loaded at its sop, while ack_valid
+//   is 0 or the requester takes the previous ACK in the same cycle, and ack_valid rises at its
+//   eop, so no second copy of them is needed. The decoder's ready is 0 while the register holds
+//   an ACK ack_ready has not taken, for every beat: the packet stream waits (ib_rx_vl_buffers
+//   holds the credits meanwhile).
 // - A sequence error NAK (syndrome 0x60) or an RNR NAK (0x20..0x3F) also counts on nak_retry:
 //   hca_requester completes what it implicitly acknowledges and retries go-back-N (after the RNR
 //   wait), or fails the QP when its retry counters are spent (its header).
@@ -28,13 +65,20 @@
 //   Their completions and data placement are TODO.
 // - Every other packet counts on not_req and is dropped: requests for a responder (the responder
 //   is not built in RTL), UD and other transports, a raw LNH.
-// The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors.
-// Not checked here (TODO): the ICRC (a corrupted ACK whose VCRC was rewritten would be acted on;
-// IBA drops a packet whose ICRC fails), BTH.TVer and P_Key, LRH.DLID (the fabric delivers only
-// this port's packets), the GRH's fields, PktLen against the headers.
+// The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
+// P_KeyViolations.
+// Not checked here (TODO): the GRH's fields (IPVer, NxtHdr, the DGID against the port's GID,
+// PayLen against PktLen), an LMC above 0 (a port answering to 2^LMC LIDs: DLID's low LMC bits
+// ignored), multicast and permissive DLIDs (dropped here as hdr_err; no multicast group is
+// joined), a P_Key table of several entries (the QP context's P_Key index), BTH.DestQP against
+// the QP contexts (hca_requester drops an ACK for a QPN no context holds, uncounted), a P_Key of
+// 0x0000 or 0x8000 (IBA's invalid P_Key: it matches a port_pkey with the same low bits here; the
+// integrator never sets one), and PktLen against the headers of packets other than ACKs.
 module hca_rx_ack (
     input  wire         clk,
     input  wire         rst_n,
+    input  wire [15:0]  port_lid,   // the port's LID (PortInfo.LID, set by the subnet manager)
+    input  wire [15:0]  port_pkey,  // the port's P_Key (0xFFFF: the default partition, full member)
     input  wire         rx_valid,
     output wire         rx_ready,
     input  wire [511:0] rx_data,
@@ -47,24 +91,61 @@ module hca_rx_ack (
     output reg  [7:0]   ack_syn,
     output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on (hca_requester retries)
     output reg  [15:0]  rsp_todo,   // READ responses, atomic ACKs, CNPs: dropped (TODO)
-    output reg  [15:0]  not_req     // packets not for the requester: dropped
+    output reg  [15:0]  not_req,    // packets not for the requester: dropped
+    output reg  [15:0]  icrc_err,   // ICRC or length wrong: dropped
+    output reg  [15:0]  hdr_err,    // DLID not the port's, TVer not 0, an ACK's PktLen not its headers': dropped
+    output reg  [15:0]  pkey_viol   // P_Key not matching the port's (P_KeyViolations): dropped
 );
-    // Byte i of the beat is rx_data[511 - 8i -: 8].
-    wire [1:0]   lnh    = rx_data[497:496];                  // LRH byte 1, bits 1:0
+    // The ICRC and length check: one cycle, its output register the decoder's input.
+    wire         c_valid, c_sop, c_eop, c_icrc_err, c_len_err;
+    wire [511:0] c_data; // as received but for the ICRC's word, which ib_icrc rewrites (not read here)
+    wire         c_ready = !ack_valid || ack_ready;
+    ib_icrc u_icrc (
+        .clk(clk), .rst_n(rst_n),
+        .in_valid(rx_valid), .in_ready(rx_ready), .in_data(rx_data), .in_sop(rx_sop), .in_eop(rx_eop),
+        .out_valid(c_valid), .out_ready(c_ready), .out_data(c_data), .out_sop(c_sop), .out_eop(c_eop),
+        .out_icrc_err(c_icrc_err), .out_len_err(c_len_err)
+    );
+
+    // Byte i of the beat is c_data[511 - 8i -: 8]. Meaningful at a first beat (c_sop).
+    wire [1:0]   lnh    = c_data[497:496];                   // LRH byte 1, bits 1:0
     wire         global = lnh == 2'd3;
     wire         is_ib  = lnh[1];                            // LNH 2 or 3
+    wire [15:0]  dlid   = c_data[511-8*2 -: 16];             // LRH bytes 2..3
+    wire [10:0]  pktlen = c_data[474:464];                   // LRH bytes 4..5, bits 10:0
     // The BTH and AETH: local at bytes 8 and 20, global 40 bytes later (bytes 48 and 60).
-    wire [95:0]  bth    = global ? rx_data[511-8*48 -: 96] : rx_data[511-8*8 -: 96];
-    wire [7:0]   syn    = global ? rx_data[511-8*60 -: 8]  : rx_data[511-8*20 -: 8];
+    wire [95:0]  bth    = global ? c_data[511-8*48 -: 96] : c_data[511-8*8 -: 96];
+    wire [7:0]   syn    = global ? c_data[511-8*60 -: 8]  : c_data[511-8*20 -: 8];
     wire [7:0]   opcode = bth[95:88];                        // BTH byte 0
+    wire [3:0]   tver   = bth[83:80];                        // BTH byte 1, bits 3:0
+    wire [15:0]  pkey   = bth[79:64];                        // BTH bytes 2..3
     wire [23:0]  dqpn   = bth[55:32];                        // BTH bytes 5..7
     wire [23:0]  psn    = bth[23:0];                         // BTH bytes 9..11
     wire         is_ack = is_ib && opcode == 8'h11;
     wire         is_rsp = is_ib && ((opcode >= 8'h0D && opcode <= 8'h10) || opcode == 8'h12 || opcode == 8'h80);
     wire         retry  = syn == 8'h60 || syn[7:5] == 3'b001;
+    wire         hdr_bad  = dlid != port_lid || (is_ib && tver != 4'd0) ||
+                            (is_ack && pktlen != (global ? 11'd17 : 11'd7));
+    wire         pkey_ok  = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
+    wire         pkey_bad = is_ib && !pkey_ok;
 
-    assign rx_ready = !ack_valid || ack_ready;
-    wire head = rx_valid && rx_ready && rx_sop;
+    // What the first beat said, held to the last: the flags below at sop, p_* after it.
+    reg          p_ib, p_hdr, p_pkey, p_ack, p_retry, p_rsp;
+    wire         k_ib    = c_sop ? is_ib    : p_ib;
+    wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
+    wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
+    wire         k_ack   = c_sop ? is_ack   : p_ack;
+    wire         k_retry = c_sop ? retry    : p_retry;
+    wire         k_rsp   = c_sop ? is_rsp   : p_rsp;
+
+    wire take = c_valid && c_ready;
+    wire head = take && c_sop;
+    wire done = take && c_eop;                                // the packet is decided here
+    wire crc_bad = c_len_err || (k_ib && c_icrc_err);
+    wire d_icrc  = done && crc_bad;
+    wire d_hdr   = done && !crc_bad && k_hdr;
+    wire d_pkey  = done && !crc_bad && !k_hdr && k_pkey;
+    wire d_ok    = done && !crc_bad && !k_hdr && !k_pkey;
 
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
@@ -72,16 +153,30 @@ module hca_rx_ack (
             nak_retry <= 16'd0;
             rsp_todo  <= 16'd0;
             not_req   <= 16'd0;
+            icrc_err  <= 16'd0;
+            hdr_err   <= 16'd0;
+            pkey_viol <= 16'd0;
         end else begin
-            if (head && is_ack) ack_valid <= 1'b1;
+            if (d_ok && k_ack) ack_valid <= 1'b1;
             else if (ack_ready) ack_valid <= 1'b0;
-            if (head && is_ack && retry && nak_retry != 16'hFFFF) nak_retry <= nak_retry + 16'd1;
-            if (head && is_rsp && rsp_todo != 16'hFFFF) rsp_todo <= rsp_todo + 16'd1;
-            if (head && !is_ack && !is_rsp && not_req != 16'hFFFF) not_req <= not_req + 16'd1;
+            if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF) nak_retry <= nak_retry + 16'd1;
+            if (d_ok && !k_ack && k_rsp && rsp_todo != 16'hFFFF) rsp_todo <= rsp_todo + 16'd1;
+            if (d_ok && !k_ack && !k_rsp && not_req != 16'hFFFF) not_req <= not_req + 16'd1;
+            if (d_icrc && icrc_err != 16'hFFFF) icrc_err <= icrc_err + 16'd1;
+            if (d_hdr && hdr_err != 16'hFFFF) hdr_err <= hdr_err + 16'd1;
+            if (d_pkey && pkey_viol != 16'hFFFF) pkey_viol <= pkey_viol + 16'd1;
         end
     end
 
     always @(posedge clk) begin
+        if (head) begin
+            p_ib    <= is_ib;
+            p_hdr   <= hdr_bad;
+            p_pkey  <= pkey_bad;
+            p_ack   <= is_ack;
+            p_retry <= retry;
+            p_rsp   <= is_rsp;
+        end
         if (head && is_ack) begin
             ack_qpn <= dqpn;
             ack_psn <= psn;
@@ -90,6 +185,6 @@ module hca_rx_ack (
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rx_eop, rx_data, bth[87:56], bth[31:24], 1'b0};
+    wire unused_ok = &{1'b0, c_data, bth[87:84], bth[63:56], bth[31:24], 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
