@@ -33,7 +33,7 @@ type reqBad struct {
 	kind    string
 	grh     bool
 	wire    []byte // LRH through VCRC (a beat more for "len")
-	counter int    // the counter it must count on: 0 icrc_err, 1 hdr_err, 2 pkey_viol
+	counter int    // the counter it must count on: 0 icrc_err, 1 hdr_err, 2 pkey_viol, 3 not_req (a raw packet)
 }
 
 // reqBadKinds are the corruptions, taken in turn, local and then with a
@@ -68,13 +68,17 @@ const reqBadPerACK = 3
 
 // addBad sets the port's P_Key and puts reqBadPerACK corrupted copies
 // before every ACKNOWLEDGE of the run (kinds in turn, reqBadKinds, local
-// for a round of the kinds, then with a GRH); its draws come from a
-// stream of their own, so the run's stimulus is unchanged.
+// for a round of the kinds, then with a GRH), and before every other one
+// a raw packet (rawPacket); its draws come from a stream of their own, so
+// the run's stimulus is unchanged.
 func (run *reqRun) addBad(seed uint64, portPKey uint16) {
 	r := rand.New(rand.NewPCG(seed, 0xbad0))
 	run.portPKey = portPKey
 	for n := range reqBadPerACK * len(run.acks) {
 		i := n / reqBadPerACK
+		if n%(2*reqBadPerACK) == 0 {
+			run.bad = append(run.bad, reqBad{before: i, kind: "raw", wire: rawPacket(r), counter: 3})
+		}
 		kind := reqBadKinds[n%len(reqBadKinds)]
 		grh := n/len(reqBadKinds)%2 == 1
 		if kind == "limited" && portPKey&0x8000 != 0 {
@@ -127,6 +131,27 @@ func (run *reqRun) addBad(seed uint64, portPKey uint16) {
 	}
 }
 
+// rawPacket is a raw packet (LRH.LNH 0) to the port: an LRH and 16
+// bytes, PktLen 6, its VCRC. A raw packet has no BTH and no ICRC, so
+// hca_rx_ack checks only its DLID and length and counts it on not_req;
+// ib_icrc, taking it as a local packet, finds the word where an ICRC
+// would be wrong (made sure of here), which must not count.
+func rawPacket(r *rand.Rand) []byte {
+	w := make([]byte, 8+16+ib.VCRCBytes)
+	w[1] = byte(r.IntN(16)) << 4 // SL, LNH 0
+	binary.BigEndian.PutUint16(w[2:], reqPortLID)
+	binary.BigEndian.PutUint16(w[4:], 6)
+	binary.BigEndian.PutUint16(w[6:], uint16(r.Uint32()))
+	for k := 8; k < 24; k++ {
+		w[k] = byte(r.Uint32())
+	}
+	if binary.LittleEndian.Uint32(w[20:]) == ib.ICRC(w[:20]) {
+		w[20] ^= 1
+	}
+	binary.LittleEndian.PutUint16(w[24:], ib.VCRC(w[:24]))
+	return w
+}
+
 // rxCheckRuns are the two runs of the checks: a full port key with the
 // limited-member ACKs to act on, and a limited one, with the counters
 // started one short of saturation.
@@ -161,7 +186,7 @@ func TestRequesterRxCheckCosim(t *testing.T) {
 		// What the copies exercise: every kind, local and global, and a
 		// counter past saturation in the saturated run.
 		kinds := map[string]int{}
-		var perCounter [3]int
+		var perCounter [4]int
 		for _, b := range run.bad {
 			k := b.kind
 			if b.grh {
@@ -170,6 +195,7 @@ func TestRequesterRxCheckCosim(t *testing.T) {
 			kinds[k]++
 			perCounter[b.counter]++
 		}
+		assert.Positive(t, kinds["raw"], "%s: raw packets", rc.name)
 		for _, k := range reqBadKinds {
 			if k == "limited" && rc.pkey&0x8000 != 0 {
 				continue
@@ -189,7 +215,7 @@ func TestRequesterRxCheckCosim(t *testing.T) {
 			assert.Positive(t, limitedACKs, "%s: ACKs with a limited P_Key, acted on", rc.name)
 		}
 		if rc.sat {
-			for k, n := range perCounter {
+			for k, n := range perCounter[:3] {
 				assert.GreaterOrEqual(t, n, 2, "%s: drops on counter %d (one more than saturation needs)", rc.name, k)
 			}
 		}
@@ -210,6 +236,8 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 		run int // rxCheckRuns index
 	}{
 		{cosimMutant{"the ICRC error ignored", f, "wire crc_bad = c_len_err || (k_ib && c_icrc_err);", "wire crc_bad = c_len_err;"}, 1},
+		{cosimMutant{"a raw packet's missing ICRC counted", f, "wire crc_bad = c_len_err || (k_ib && c_icrc_err);",
+			"wire crc_bad = c_len_err || c_icrc_err;"}, 0},
 		{cosimMutant{"the length error ignored", f, "wire crc_bad = c_len_err || (k_ib && c_icrc_err);", "wire crc_bad = k_ib && c_icrc_err;"}, 1},
 		{cosimMutant{"the DLID compare dropped", f, "wire         hdr_bad  = dlid != port_lid ||", "wire         hdr_bad  ="}, 1},
 		{cosimMutant{"TVer not checked", f, "(is_ib && tver != 4'd0) ||", "1'b0 ||"}, 1},

@@ -38,8 +38,9 @@
 //   "bad tver"), or an ACKNOWLEDGE's PktLen is not its headers' (7 words local, 17 global: it
 //   carries no payload, ib/wire.go's Opcode.Headers for Acknowledge: BTH and AETH only).
 // - pkey_viol: BTH.P_Key does not match port_pkey: IBA ch. 10's partition rule, as Linux rxe's
-//   pkey_match: the low 15 bits (the partition) equal, and at least one of the two a full member
-//   (bit 15 set); two limited members of a partition may not talk. IBA PortInfo counts these in
+//   pkey_match (which also refuses IBA's invalid P_Key, low 15 bits 0: not here, TODO below): the
+//   low 15 bits (the partition) equal, and at least one of the two a full member (bit 15 set); two
+//   limited members of a partition may not talk. IBA PortInfo counts these in
 //   P_KeyViolations (rxe: bad_pkey_cntr, saturating at 0xFFFF). port_pkey is the P_Key of the
 //   port's table entry the QPs use: the model's wire convention is the default partition, full
 //   member, 0xFFFF (ib/wire.go "Conventions of ours"; docs/pcap.md), which the integrator ties.
