@@ -2,7 +2,6 @@ package components
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/hcasim/hcasim/ib"
 )
@@ -18,34 +17,25 @@ import (
 // The buckets live inside the struct (at most MaxOccupancyBuckets) and the
 // fields a change touches come first, so that a change at a low level reads
 // and writes one 64-byte line when the accumulator starts a line (a switch
-// keeps one per input VL; at 1,024 hosts each further line is a cache
-// miss): the level and peak in 32 bits (a level must fit an int32: Set
-// panics past it) and the bucket width and count in 32 bits leave room for
-// buckets 0 to 3 in that line, which at a switch input VL of 200 blocks
-// (width 13) cover up to three 1 KiB packets (17 blocks each).
+// keeps one per input VL; at 1,024 hosts each further line is a cache miss).
 type Occupancy struct {
-	level   int32                      // current level, in the caller's unit (blocks)
-	peak    int32                      // largest level seen since start
-	since   ib.PS                      // when level was set
-	area    int64                      // ∫ level dt over [start, since), unit·ps
-	width   int32                      // histogram bucket width, in level units
-	n       int32                      // histogram buckets in use
-	buckets [MaxOccupancyBuckets]ib.PS // time spent per bucket over [start, since)
-	start   ib.PS                      // start of the accumulation window
-	// overflow: area overflowed int64 (reported by Mean as a panic)
-	overflow bool
+	level    int64                      // current level, in the caller's unit (blocks)
+	since    ib.PS                      // when level was set
+	area     int64                      // ∫ level dt over [start, since), unit·ps
+	width    int64                      // histogram bucket width, in level units
+	peak     int64                      // largest level seen since start
+	n        int64                      // histogram buckets in use
+	buckets  [MaxOccupancyBuckets]ib.PS // time spent per bucket over [start, since)
+	start    ib.PS                      // start of the accumulation window
+	overflow bool                       // area overflowed int64 (reported by Mean as a panic)
 }
 
 // MaxOccupancyBuckets is the most histogram buckets an Occupancy keeps.
 const MaxOccupancyBuckets = 16
 
-// MaxOccupancyLevel is the highest level (and bucket width) an Occupancy
-// holds: its level and peak are 32-bit.
-const MaxOccupancyLevel = math.MaxInt32
-
 // NewOccupancy returns an accumulator at level 0 from time 0 with nBuckets
 // histogram buckets of width levels each. It panics if nBuckets is not in
-// [1, MaxOccupancyBuckets] or width is not in [1, MaxOccupancyLevel].
+// [1, MaxOccupancyBuckets] or width < 1.
 func NewOccupancy(nBuckets int, width int64) *Occupancy {
 	o := MakeOccupancy(nBuckets, width)
 	return &o
@@ -54,11 +44,11 @@ func NewOccupancy(nBuckets int, width int64) *Occupancy {
 // MakeOccupancy is NewOccupancy as a value, for a block that keeps the
 // accumulator inside its own struct.
 func MakeOccupancy(nBuckets int, width int64) Occupancy {
-	if nBuckets < 1 || nBuckets > MaxOccupancyBuckets || width < 1 || width > MaxOccupancyLevel {
-		panic(fmt.Sprintf("components.MakeOccupancy: nBuckets %d, width %d, want 1..%d buckets and width 1..%d",
-			nBuckets, width, MaxOccupancyBuckets, MaxOccupancyLevel))
+	if nBuckets < 1 || nBuckets > MaxOccupancyBuckets || width < 1 {
+		panic(fmt.Sprintf("components.MakeOccupancy: nBuckets %d, width %d, want 1..%d buckets and width >= 1",
+			nBuckets, width, MaxOccupancyBuckets))
 	}
-	return Occupancy{width: int32(width), n: int32(nBuckets)}
+	return Occupancy{width: width, n: int64(nBuckets)}
 }
 
 // advance accounts the current level up to now.
@@ -71,40 +61,36 @@ func (o *Occupancy) advance(now ib.PS) {
 		return
 	}
 	prev := o.area
-	level := int64(o.level)
-	o.area += level * int64(dt)
-	if level > 0 && o.area < prev {
+	o.area += o.level * int64(dt)
+	if o.level > 0 && o.area < prev {
 		o.overflow = true
 	}
-	k := level / int64(o.width)
-	if k >= int64(o.n) {
-		k = int64(o.n) - 1
+	k := o.level / o.width
+	if k >= o.n {
+		k = o.n - 1
 	}
 	o.buckets[k] += dt
 	o.since = now
 }
 
 // Set records that the level becomes level at now. now must not be before
-// the previous Set, and level must be in [MinInt32, MaxOccupancyLevel].
+// the previous Set.
 func (o *Occupancy) Set(now ib.PS, level int64) {
-	if int64(int32(level)) != level {
-		panic(fmt.Sprintf("components.Occupancy: level %d past %d", level, MaxOccupancyLevel))
-	}
 	o.advance(now)
-	o.level = int32(level)
-	if o.level > o.peak {
-		o.peak = o.level
+	o.level = level
+	if level > o.peak {
+		o.peak = level
 	}
 }
 
 // Add changes the level by delta at now.
-func (o *Occupancy) Add(now ib.PS, delta int64) { o.Set(now, int64(o.level)+delta) }
+func (o *Occupancy) Add(now ib.PS, delta int64) { o.Set(now, o.level+delta) }
 
 // Level returns the current level.
-func (o *Occupancy) Level() int64 { return int64(o.level) }
+func (o *Occupancy) Level() int64 { return o.level }
 
 // Peak returns the largest level since the window started.
-func (o *Occupancy) Peak() int64 { return int64(o.peak) }
+func (o *Occupancy) Peak() int64 { return o.peak }
 
 // Mean returns the time-weighted mean level over [start, now]; 0 for an empty
 // window.
@@ -128,7 +114,7 @@ func (o *Occupancy) Histogram(now ib.PS) []ib.PS {
 }
 
 // BucketWidth returns the histogram bucket width in level units.
-func (o *Occupancy) BucketWidth() int64 { return int64(o.width) }
+func (o *Occupancy) BucketWidth() int64 { return o.width }
 
 // ResetWindow starts a new accumulation window at now (end of warm-up): the
 // mean, peak and histogram then cover only [now, ...); the level is kept.

@@ -179,7 +179,7 @@ type entry struct {
 // the caches and every scattered line is a miss). A fifo VL's hop touches
 // two of its lines: the first (the ends slice, the slot pool, and the
 // fifo's own ends at its end) and the second, where the accumulator's
-// scalars and first four histogram buckets lie. A voq VL also reads voqNonEmpty
+// scalars and first histogram buckets lie. A voq VL also reads voqNonEmpty
 // and its queues' ends, after the accumulator (TestInputVLLayout).
 type inputVL struct {
 	ends  []qEnds // per queue (1 for fifo, radix for voq): first and last entry
@@ -192,7 +192,7 @@ type inputVL struct {
 	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
 	arbLosses   uint64             // rounds in which a sendable head lost arbitration
 	inline      [16]qEnds          // a voq's ends when they fit (radix up to 16)
-	_           [40]byte
+	_           [24]byte
 }
 
 // qEnds are one queue's first and last entries (slot indexes), -1 when the

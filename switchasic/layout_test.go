@@ -54,7 +54,7 @@ func TestOutputUnitLayout(t *testing.T) {
 // TestInputVLLayout: a fifo VL's hop reads its first line (ends, slots,
 // free, and the fifo's ends, which ends points to) and the occupancy
 // accumulator, which starts the second line and whose scalars and first
-// four histogram buckets fill it; a voq's ends share lines in pairs; it is
+// two histogram buckets fill it; a voq's ends share lines in pairs; it is
 // a whole number of lines.
 func TestInputVLLayout(t *testing.T) {
 	var q inputVL
@@ -67,7 +67,7 @@ func TestInputVLLayout(t *testing.T) {
 		assert.LessOrEqual(t, end, uintptr(64), name)
 	}
 	assert.Equal(t, uintptr(64), unsafe.Offsetof(q.occ))
-	// Occupancy's scalars and buckets[0..3] are its own first line
+	// Occupancy's scalars and buckets[0..1] are its own first line
 	// (components.TestOccupancyLayout).
 	assert.Equal(t, uintptr(8), unsafe.Sizeof(qEnds{}))
 	assert.Zero(t, unsafe.Offsetof(q.inline)%8)
