@@ -227,7 +227,8 @@ type inputUnit struct {
 type outputUnit struct {
 	// stageHead and stageTail are the first and last of the granted
 	// packets not yet on the wire, in wire order, linked through their
-	// StageNext; nil when none is.
+	// StageNext. stageHead is nil when none is; stageTail is then stale
+	// and not read (stage).
 	stageHead, stageTail *ib.Packet
 	stalled              uint16 // VLs in credit stall since the last round
 	wireFreeEst          ib.PS  // when the wire will be free after every granted packet
