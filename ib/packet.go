@@ -47,7 +47,9 @@ type Packet struct {
 	// line (a Packet is 192 bytes, a multiple of 64, so the allocator puts
 	// each one on a line boundary; TestPacketLayout): a fabric of 1,024
 	// hosts outgrows the caches and each further line a hop touches is a
-	// miss.
+	// miss. The transport's and the endpoints' own fields (QP, PSN, source
+	// and destination index), which no switch or link reads, follow in the
+	// second line, so that the first holds a switch output's stage link.
 	Kind Kind
 
 	// LRH
@@ -66,10 +68,16 @@ type Packet struct {
 	// on a packet it forwards there, and the destination returns BECN to
 	// the source. The ICRC leaves them out (switches change them on the
 	// way), as ComputeICRC does.
-	FECN   bool
-	BECN   bool
-	DestQP uint32 // 24 bit
-	PSN    uint32 // 24 bit
+	FECN bool
+	BECN bool
+
+	Measure bool // injected inside the measurement window
+	// icrcDeferred: the source stamped the packet with DeferICRC and no one
+	// has read the ICRC yet.
+	icrcDeferred bool
+
+	Hops int32 // links traversed so far
+	Dst  int32 // index of the destination endpoint
 
 	// PayloadLen is the payload in bytes before padding to 4 bytes.
 	PayloadLen int
@@ -77,23 +85,22 @@ type Packet struct {
 	// Model bookkeeping, never on the wire.
 	Seq      uint64 // per-simulation packet number, for traces and checkers
 	InjectAt PS     // when the source created the packet
-	Src      int32  // index of the source endpoint
-	Dst      int32  // index of the destination endpoint
-	Hops     int32  // links traversed so far
-	Measure  bool   // injected inside the measurement window
 
-	// Extension headers; only those Opcode.Headers() names are on the wire.
-	RETH      RETH
-	AETH      AETH
-	Atomic    AtomicETH
-	AtomicAck uint64 // AtomicAckETH: the original remote value
-	Imm       uint32 // ImmDt
-	IETH      uint32 // R_Key to invalidate
-	DETH      DETH
+	// StageNext and StageAt belong to the switch output that granted the
+	// packet, until its head goes on that output's wire: the output keeps
+	// its granted packets, in wire order, as a list through StageNext, and
+	// StageAt is the earliest time the packet's head may go on the wire.
+	// A grant and a send read the packet's first line anyway, so the stage
+	// costs no line of its own (switchasic). Both are zero elsewhere.
+	StageNext *Packet
+	StageAt   PS
 
-	// Payload holds the bytes when the model moves real data (HCA traffic);
-	// synthetic traffic leaves it nil and carries only PayloadLen.
-	Payload []byte
+	Src    int32  // index of the source endpoint
+	DestQP uint32 // 24 bit
+	PSN    uint32 // 24 bit
+
+	Imm  uint32 // ImmDt
+	IETH uint32 // R_Key to invalidate
 
 	// ICRC is the end-to-end CRC as computed by the source; read it with
 	// SourceICRC, which computes it if the source deferred it (DeferICRC).
@@ -104,10 +111,16 @@ type Packet struct {
 	FCTBS uint16 // 12 bit: blocks sent on VL, mod 4096
 	FCCL  uint16 // 12 bit: credit limit advertised by the receiver
 
-	// icrcDeferred: the source stamped the packet with DeferICRC and no one
-	// has read the ICRC yet.
-	icrcDeferred bool
-	_            [7]byte // to 192 bytes (TestPacketLayout)
+	// Extension headers; only those Opcode.Headers() names are on the wire.
+	RETH      RETH
+	AETH      AETH
+	AtomicAck uint64 // AtomicAckETH: the original remote value
+	Atomic    AtomicETH
+	DETH      DETH
+
+	// Payload holds the bytes when the model moves real data (HCA traffic);
+	// synthetic traffic leaves it nil and carries only PayloadLen.
+	Payload []byte
 }
 
 // DeferICRC stamps p with its source's ICRC as ComputeICRC would, computed

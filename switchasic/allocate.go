@@ -356,7 +356,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)
 	}
-	out.stage = append(out.stage, staged{pkt: pkt, start: start})
+	out.stage(pkt, start)
 
 	ev := sw.s.Schedule(start, sw, evWireStart)
 	ev.Port = int32(o)

@@ -208,16 +208,13 @@ type inputUnit struct {
 	rr       uint8    // input VL to look at first: the one after the last VL granted
 }
 
-// staged is a granted packet between the crossbar and the output wire.
-type staged struct {
-	pkt   *ib.Packet
-	start ib.PS // earliest time the head may go on the wire
-}
-
 // outputUnit is one port's transmit side. Everything a grant and a send
-// touch on a single-VL fabric fills the first cache line: the stage, the
-// wire and crossbar times, the data wire time, and VL 0's pending and
-// queued counts (vl[0] ends the line; the other VLs' counts follow it).
+// touch on a single-VL fabric fills the first cache line: the stage's ends,
+// the wire and crossbar times, the data wire time, and VL 0's pending and
+// queued counts (vl[0] ends the line; the other VLs' counts follow it). The
+// stage itself is a list through the packets (ib.Packet.StageNext), whose
+// first line a grant and a send read anyway: a slice of its own was a
+// line per hop more.
 // The packets and blocks sent are the port's own counters (every data
 // packet on a switch port goes out through trySend) less their values at
 // the window's start, so a send writes no second line for them. The
@@ -228,12 +225,15 @@ type staged struct {
 // The struct is a multiple of 64 bytes so that every unit in the switch's
 // slice starts a line.
 type outputUnit struct {
-	stage       []staged // granted packets in wire order
-	stageHead   int32    // first live element of stage
-	stalled     uint16   // VLs in credit stall since the last round
-	wireFreeEst ib.PS    // when the wire will be free after every granted packet
-	xbarFree    ib.PS    // when the crossbar output connection frees
-	dataBusy    ib.PS    // wire time of data packets sent in the window
+	// stageHead and stageTail are the first and last of the granted
+	// packets not yet on the wire, in wire order, linked through their
+	// StageNext. stageHead is nil when none is; stageTail is then stale
+	// and not read (stage).
+	stageHead, stageTail *ib.Packet
+	stalled              uint16 // VLs in credit stall since the last round
+	wireFreeEst          ib.PS  // when the wire will be free after every granted packet
+	xbarFree             ib.PS  // when the crossbar output connection frees
+	dataBusy             ib.PS  // wire time of data packets sent in the window
 
 	vl [link.MaxVLs]outVLCounts
 
@@ -243,7 +243,7 @@ type outputUnit struct {
 	txPackets0, txBlocks0 uint64
 	vlarb                 components.VLArbiter
 	stall                 [link.MaxVLs]components.StallTimer
-	_                     [8]byte // to 832 bytes
+	_                     [16]byte // to 832 bytes
 }
 
 // outVLCounts are one output VL's block counts.
@@ -581,33 +581,19 @@ func (sw *Switch) trySend(o int) {
 	out := &sw.out[o]
 	p := sw.ports[o]
 	now := sw.s.Now()
-	for int(out.stageHead) < len(out.stage) {
-		st := out.stage[out.stageHead]
-		if st.start > now || !p.Idle() {
+	for pkt := out.stageHead; pkt != nil; pkt = out.stageHead {
+		if pkt.StageAt > now || !p.Idle() {
 			return
 		}
-		vl := int(st.pkt.VL)
-		blocks := st.pkt.Credits()
+		vl := int(pkt.VL)
+		blocks := pkt.Credits()
 		if !p.HasCredits(vl, blocks) {
 			panic(fmt.Sprintf("switchasic %s: packet %d granted to port %d VL %d without credits (%d available, %d blocks)",
-				sw.name, st.pkt.Seq, o, vl, p.CreditsAvailable(vl), blocks))
+				sw.name, pkt.Seq, o, vl, p.CreditsAvailable(vl), blocks))
 		}
-		out.stage[out.stageHead] = staged{}
-		out.stageHead++
-		switch {
-		case int(out.stageHead) == len(out.stage):
-			out.stage = out.stage[:0]
-			out.stageHead = 0
-		case out.stageHead >= 64 && 2*int(out.stageHead) >= len(out.stage):
-			// Under saturation the stage never empties (grants run up to
-			// AllocCycles+XbarCycles ahead of the wire): slide it down so it
-			// does not grow without bound.
-			n := copy(out.stage, out.stage[out.stageHead:])
-			clear(out.stage[n:])
-			out.stage = out.stage[:n]
-			out.stageHead = 0
-		}
-		tailOut := p.Send(st.pkt)
+		out.stageHead = pkt.StageNext
+		pkt.StageNext, pkt.StageAt = nil, 0
+		tailOut := p.Send(pkt)
 		if vl != ib.ManagementVL {
 			out.vl[vl].pending -= int32(blocks)
 		}
@@ -625,6 +611,19 @@ func (sw *Switch) trySend(o int) {
 		sw.counters.Forwarded++
 		sw.counters.BlockHops += uint64(blocks)
 	}
+}
+
+// stage appends pkt, granted to wire start at start, to the output's
+// stage: the packets granted and not yet on the wire, in wire order (their
+// starts increase, as each grant starts after the last one's tail).
+func (out *outputUnit) stage(pkt *ib.Packet, start ib.PS) {
+	pkt.StageNext, pkt.StageAt = nil, start
+	if out.stageHead == nil {
+		out.stageHead = pkt
+	} else {
+		out.stageTail.StageNext = pkt
+	}
+	out.stageTail = pkt
 }
 
 // trace emits a trace event when a hook listens.

@@ -41,6 +41,10 @@ type endpoint struct {
 	held  uint16 // VLs whose received packets are never released (credit starvation)
 	got   []arrival
 	onGet func(a arrival)
+	// staged counts arrivals still carrying a switch output's stage link
+	// (ib.Packet.StageNext or StageAt), which the output clears when it
+	// sends the packet.
+	staged int
 
 	// Generators.
 	backlog   func(e *endpoint) *ib.Packet // called to keep the queue non-empty (saturation)
@@ -54,6 +58,9 @@ type endpoint struct {
 func (e *endpoint) PacketArrived(p *link.Port, pkt *ib.Packet, head, tail ib.PS) {
 	a := arrival{seq: pkt.Seq, src: pkt.Src, sl: pkt.SL, vl: pkt.VL, bytes: pkt.WireBytes(), head: head, tail: tail, injectAt: pkt.InjectAt}
 	e.got = append(e.got, a)
+	if pkt.StageNext != nil || pkt.StageAt != 0 {
+		e.staged++
+	}
 	if e.onGet != nil {
 		e.onGet(a)
 	}

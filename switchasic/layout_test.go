@@ -31,14 +31,16 @@ func TestInputUnitLayout(t *testing.T) {
 }
 
 // TestOutputUnitLayout: what every grant and send of a single-VL fabric
-// touches (the stage, the wire, crossbar and data-busy times, VL 0's
+// touches (the stage's ends, the wire, crossbar and data-busy times, VL 0's
 // pending and queued counts) lies in the unit's first cache line, and units
-// in the switch's slice start on line boundaries.
+// in the switch's slice start on line boundaries. The stage itself is a list
+// through the packets' first lines (TestOutputStageInWireOrder).
 func TestOutputUnitLayout(t *testing.T) {
 	var u outputUnit
 	assert.Zero(t, unsafe.Sizeof(u)%64, "size %d", unsafe.Sizeof(u))
 	for name, end := range map[string]uintptr{
-		"stageHead":   unsafe.Offsetof(u.stageHead) + 4,
+		"stageHead":   unsafe.Offsetof(u.stageHead) + 8,
+		"stageTail":   unsafe.Offsetof(u.stageTail) + 8,
 		"stalled":     unsafe.Offsetof(u.stalled) + 2,
 		"wireFreeEst": unsafe.Offsetof(u.wireFreeEst) + 8,
 		"xbarFree":    unsafe.Offsetof(u.xbarFree) + 8,

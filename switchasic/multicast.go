@@ -206,7 +206,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	if !sw.oneVL {
 		out.vlarb.Commit(v, blocks)
 	}
-	out.stage = append(out.stage, staged{pkt: cp, start: start})
+	out.stage(cp, start)
 	ev := sw.s.Schedule(start, sw, evWireStart)
 	ev.Port = int32(o)
 	st.remaining.Clear(o)

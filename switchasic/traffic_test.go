@@ -113,15 +113,16 @@ func TestHeadOfLineBlocking(t *testing.T) {
 	assert.Greater(t, voq, 0.95, "voq + iSLIP approaches line rate")
 }
 
-// TestOutputStageBounded: grants run AllocCycles+XbarCycles = 80 ns ahead of
-// the wire, so with 90-byte packets (1.8 ns each) about 45 granted packets
-// wait in an output's stage at any time and it never empties under
-// saturation; its storage must still stay bounded (it slides down once half
-// is consumed), here well under 512 entries after 100 µs. (The flow runs
-// at 0.9 of the line rate: a 90-byte packet takes ⌈90/64⌉ = 2 crossbar
-// cycles = 2 ns against 1.8 ns on the wire, so the crossbar, not the link,
-// sets the pace: 100 µs / 2 ns = 50000 packets.)
-func TestOutputStageBounded(t *testing.T) {
+// TestOutputStageInWireOrder: grants run AllocCycles+XbarCycles = 80 ns
+// ahead of the wire, and 90-byte packets cross the crossbar in ⌈90/64⌉ = 2
+// cycles = 2 ns against 1.8 ns on the wire, so the crossbar sets the pace
+// (100 µs / 2 ns = 50000 packets) and an output's stage, never empty under
+// saturation, holds the packets of the last 80 ns of grants: 80 / 2 = 40,
+// give or take the one being granted or sent at the instant the run stops.
+// The stage is a list through the packets (ib.Packet.StageNext): it must
+// hold them in wire order (start times increasing by at least a packet's
+// wire time), end at stageTail, and leave a packet's link clear once sent.
+func TestOutputStageInWireOrder(t *testing.T) {
 	cfg := smallConfig(2, 1)
 	n := newTestNet(t, cfg, netOpts{timing: ndr(13000)})
 	n.eps[0].backlog = func(e *endpoint) *ib.Packet { return n.packet(0, 1, 0, 64) }
@@ -129,5 +130,18 @@ func TestOutputStageBounded(t *testing.T) {
 	n.s.StopAt(100 * ib.Microsecond)
 	require.NoError(t, n.s.Run())
 	require.InDelta(t, 50000, len(n.eps[1].got), 100)
-	assert.Less(t, cap(n.sw.out[1].stage), 512)
+	out := &n.sw.out[1]
+	ser := n.sw.ports[1].Serialization(n.packet(0, 1, 0, 64).WireBytes())
+	staged := 0
+	var last *ib.Packet
+	for p := out.stageHead; p != nil; p = p.StageNext {
+		if last != nil {
+			assert.GreaterOrEqual(t, p.StageAt, last.StageAt+ser, "packet %d after %d", p.Seq, last.Seq)
+		}
+		last = p
+		staged++
+	}
+	assert.InDelta(t, 40, staged, 1)
+	assert.Same(t, last, out.stageTail)
+	assert.Zero(t, n.eps[1].staged, "packets delivered with a stage link")
 }

@@ -15,48 +15,57 @@ import (
 // queues them at the host (latency counts from creation, as BookSim counts
 // it), and a sink that accepts every packet at its tail.
 type Endpoint struct {
-	Name  string
-	Index int    // host index
-	LID   uint16 // this host's LID
-
+	// What a packet's creation, send and delivery touch comes first, in
+	// four cache lines: the first line (sim, port, identity, traffic
+	// source and callbacks), the source queue's ends and the next packet,
+	// the PSN table, window and counters, and the stall timer. The source
+	// queue is kept by value, not behind a pointer of its own, and the
+	// struct is 448 bytes, a Go size class of seven whole lines, so every
+	// endpoint starts a line (TestEndpointLayout): at 1,024 hosts each line
+	// a host touches per packet is a cache miss.
 	s    *components.Sim
 	port *link.Port
+	LID  uint16 // this host's LID
+	// SL is the service level of every packet; VL is the host port's VL for it.
+	SL, VL uint8
 	// traced: a hook listens (AcceptHook). The packet paths test it here
 	// rather than read the tracer's hook list, which lies in a line of its
 	// own at the struct's end: at 1,024 hosts that line was a cache miss
 	// per event.
-	traced bool
+	traced    bool
+	injecting bool
+	Index     int // host index
 
 	// Traffic is the host's synthetic traffic: gaps, destinations, sizes.
 	Traffic *Source
 	// LIDOf maps a host index to its LID.
 	LIDOf func(host int) uint16
-	// SL is the service level of every packet; VL is the host port's VL for it.
-	SL, VL uint8
 	// OnDeliver is called for each packet accepted here.
 	OnDeliver func(pkt *ib.Packet, tail ib.PS)
 	// OnInject is called for each packet put on the wire.
 	OnInject func(pkt *ib.Packet)
 
-	psnTo     []uint32                     // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
-	queue     *components.FIFO[*ib.Packet] // source queue: the FIFO model the RTL co-simulates
-	pending   Packet                       // the next packet the traffic source asked for
-	injecting bool
-	measureLo ib.PS // packets created in [measureLo, measureHi) are measured
+	queue   components.FIFO[*ib.Packet] // source queue: the FIFO model the RTL co-simulates
+	pending Packet                      // the next packet the traffic source asked for
+
+	psnTo     []uint32 // next PSN per destination host: each (source, destination) pair is one flow, as one RC QP would be
+	measureLo ib.PS    // packets created in [measureLo, measureHi) are measured
 	measureHi ib.PS
-	stall     components.StallTimer // the head packet waiting for credits with the wire free
+	Created   uint64 // packets created by the injection process
+	Sent      uint64
+	Received  uint64
+
+	stall components.StallTimer // the head packet waiting for credits with the wire free
 	// cc is congestion control's state (EnableCC), nil when off. The CC
 	// endpoint runs its own copies of the per-packet methods
 	// (endpoint_cc.go), so these run exactly what they ran before CC.
-	cc *ccSource
-
-	Created   uint64 // packets created by the injection process
+	cc        *ccSource
 	Skipped   uint64 // creations skipped because the source queue was full
-	Sent      uint64
-	Received  uint64
 	WrongDest uint64 // packets that arrived at a host they were not for
 
+	Name string
 	tracer
+	_ [48]byte // to 448 bytes
 }
 
 // AcceptHook adds a hook (sim.Hookable) and notes that the host is traced.
@@ -75,7 +84,7 @@ const evInject uint8 = 1
 // NewEndpoint makes an endpoint; its traffic comes from src.
 func NewEndpoint(s *components.Sim, name string, index int, lid uint16, src *Source) *Endpoint {
 	return &Endpoint{tracer: tracer{path: name}, Name: name, Index: index, LID: lid, s: s,
-		Traffic: src, queue: components.NewFIFO[*ib.Packet](MaxSourceQueue)}
+		Traffic: src, queue: components.MakeFIFO[*ib.Packet](MaxSourceQueue)}
 }
 
 // Attach gives the endpoint its port.
