@@ -420,15 +420,16 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	if now < p.busyUntil || p.fcPending != 0 {
 		panic(fmt.Sprintf("link: %s sends packet %d at %d ps on a wire busy until %d ps", p.Name, pkt.Seq, now, p.busyUntil))
 	}
+	bytes := pkt.WireBytes()
+	blocks := ib.Credits(bytes) // pkt.Credits(), without working out its bytes twice
 	vl := int(pkt.VL)
 	if vl != ib.ManagementVL {
 		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
 		}
-		p.vl[vl].tx.Send(pkt.Credits())
+		p.vl[vl].tx.Send(blocks)
 	}
-	bytes := pkt.WireBytes()
-	add16(&p.count.dataBlocks, &p.carried.dataBlocks, uint16(ib.Credits(bytes)))
+	add16(&p.count.dataBlocks, &p.carried.dataBlocks, uint16(blocks))
 	ser := p.serialize(now, bytes)
 	p.busyUntil = now + ser
 	add16(&p.count.dataPackets, &p.carried.dataPackets, 1)
