@@ -179,8 +179,8 @@ type Port struct {
 	lastTx   struct {
 		seq   uint64
 		end   ib.PS // when its tail leaves
-		bytes int
 		vl    uint8
+		bytes int
 		data  bool // a data packet whose tx_end is not written yet
 	}
 }
