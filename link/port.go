@@ -113,17 +113,34 @@ type PortErrors struct {
 
 // Port is one end of a link on a device.
 //
-// The fields are ordered by how often events touch them: the first two
-// cache lines hold everything a packet, a flow-control packet or a wire
-// going idle reads or writes, ending with VL 0's state (the only VL of a
-// single-VL fabric); what only timers, traces and set-up use comes last,
-// the hook list among it (traced says whether it has a hook, so that an
-// event does not read the list to learn that nothing is traced). A
-// 1,024-host fabric has 6,144 ports and outgrows the caches, so each
-// further line an event touches is a miss (TestPortLayout;
-// docs/performance-data.md). To fit two lines the counters keep only their
-// low bits here (portCounts) and the byte time its exact small fraction.
+// The fields are ordered by how often events touch them: two cache lines
+// hold everything a packet, a flow-control packet or a wire going idle
+// reads or writes, from Owner to VL 0's state (the only VL of a single-VL
+// fabric); what only timers, traces and set-up use lies outside them, the
+// hook list among it (traced says whether it has a hook, so that an event
+// does not read the list to learn that nothing is traced). A 1,024-host
+// fabric has 6,144 ports and outgrows the caches, so each further line an
+// event touches is a miss (TestPortLayout; docs/performance-data.md). To
+// fit two lines the counters keep only their low bits there (portCounts)
+// and the byte time its exact small fraction.
+//
+// Go puts an 8-byte header (the type, for the collector) ahead of an
+// object of more than 512 bytes that holds pointers, in a slot that starts
+// on a line, so a Port starts 8 bytes into a line: 56 bytes of cold fields
+// fill it, and the hot lines start at Owner (TestPortAlignment).
 type Port struct {
+	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
+	// Errors counts the packets that arrived here corrupted.
+	Errors PortErrors
+	// OnDiscard, when set, is called with each data packet this port
+	// discards as corrupted, before the packet goes back to the pool: a
+	// run that counts its packets in and out counts these as lost.
+	OnDiscard func(p *Port, pkt *ib.Packet)
+	// cw, when set, is the outgoing wire's failed FEC codewords (in place
+	// of errs): SetPreFECErrorRate.
+	cw        *codewordErrors
+	fcRefresh ib.PS // longest interval between FC packets per VL
+
 	Owner     Owner
 	s         *components.Sim
 	peer      *Port
@@ -154,22 +171,9 @@ type Port struct {
 	vl [MaxVLs]vlState
 
 	sim.HookableBase
-	timing    Timing
-	carried   portCarries // the counters' high parts (portCounts)
-	fcRefresh ib.PS       // longest interval between FC packets per VL
-
-	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
-
-	// Errors counts the packets that arrived here corrupted.
-	Errors PortErrors
-	// OnDiscard, when set, is called with each data packet this port
-	// discards as corrupted, before the packet goes back to the pool: a
-	// run that counts its packets in and out counts these as lost.
-	OnDiscard func(p *Port, pkt *ib.Packet)
-	errs      bitErrors // the outgoing wire's bit errors, when lossy and cw is nil
-	// cw, when set, is the outgoing wire's failed FEC codewords (in place
-	// of errs): SetPreFECErrorRate.
-	cw *codewordErrors
+	timing  Timing
+	carried portCarries // the counters' high parts (portCounts)
+	errs    bitErrors   // the outgoing wire's bit errors, when lossy and cw is nil
 	// fcLostAt holds when each flow-control packet lost here arrived, in
 	// time order (FCErrorsBefore): 8 bytes per loss, only on lossy links.
 	fcLostAt []ib.PS
@@ -186,7 +190,7 @@ type Port struct {
 }
 
 // vlState is one VL's flow-control state at a port: 32 bytes, so that VL
-// 0's ends the port's third cache line (TestPortLayout). The block counts
+// 0's ends the port's second hot line (TestPortLayout). The block counts
 // are at most 2048 (credit.Receiver), so 16 bits hold them.
 type vlState struct {
 	tx credit.Sender // credits for the peer's buffer on this VL
