@@ -98,7 +98,7 @@ func TestCodewordErrorsWriteBW(t *testing.T) {
 
 	host0, host1 := view.Ports[0], view.Ports[1]
 	require.Equal(t, "Fabric.Host[0].HCA.Port[1]", host0.Name)
-	n, k := float64(host0.Stats.DataPackets), float64(host1.Errors.Packets)
+	n, k := float64(host0.Stats().DataPackets), float64(host1.Errors.Packets)
 	p7, p8 := 1-math.Pow(1-pcw, 7), 1-math.Pow(1-pcw, 8)
 	sigma := math.Sqrt(3 * n * p8 * (1 - p7))
 	assert.GreaterOrEqual(t, k, n*p7-5*sigma, "%v of %v data packets lost", k, n)

@@ -182,7 +182,7 @@ func TestLinkErrorsWriteBW(t *testing.T) {
 
 	var host0, host1 = view.Ports[0], view.Ports[1]
 	require.Equal(t, "Fabric.Host[0].HCA.Port[1]", host0.Name)
-	n := float64(host0.Stats.DataPackets)
+	n := float64(host0.Stats().DataPackets)
 	k := float64(host1.Errors.Packets)
 	lo, hi := pCorrupt(1e-6, 4122), pCorrupt(1e-6, 4138)
 	sigma := math.Sqrt(n * hi * (1 - lo))
@@ -399,8 +399,8 @@ func TestUDSendBWOnLossyLinksReportsTheSendersRate(t *testing.T) {
 
 	host0, host1 := view.Ports[0], view.Ports[1]
 	require.Equal(t, "Fabric.Host[0].HCA.Port[1]", host0.Name)
-	require.Equal(t, uint64(iters), host0.Stats.DataPackets, "one packet per datagram, nothing else sent")
-	require.Zero(t, host1.Stats.DataPackets, "UD: the server sends no ACK")
+	require.Equal(t, uint64(iters), host0.Stats().DataPackets, "one packet per datagram, nothing else sent")
+	require.Zero(t, host1.Stats().DataPackets, "UD: the server sends no ACK")
 	lost := float64(host1.Errors.Packets)
 	assert.Equal(t, lost, num(t, lossy, "link_packet_errors"))
 	p := pCorrupt(1e-6, 4130)

@@ -133,7 +133,7 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, rates [
 		m["switches"] = len(bg.net.Switches)
 		var blocks uint64
 		for _, p := range bg.net.Ports {
-			blocks += p.Stats.DataBlocks
+			blocks += p.Stats().DataBlocks
 		}
 		m["block_hops"] = blocks
 	} else {
@@ -141,9 +141,9 @@ func perftestFabricMetrics(cfg *Config, s *components.Sim, bg *synthRun, rates [
 		// received (data, responses and ACKs alike), for benchmarks.
 		var blocks, rx uint64
 		for _, p := range view.Ports {
-			blocks += p.Stats.DataBlocks
+			blocks += p.Stats().DataBlocks
 			if _, ok := p.Owner.(HCAHost); ok || len(view.Ports) == 2 {
-				rx += p.Stats.RxPackets
+				rx += p.Stats().RxPackets
 			}
 		}
 		m["block_hops"] = blocks

@@ -285,7 +285,7 @@ const maxSettleWindows = 1000
 func (v *Simulation) dataPackets() uint64 {
 	var n uint64
 	for _, p := range v.Ports {
-		n += p.Stats.DataPackets
+		n += p.Stats().DataPackets
 	}
 	return n
 }
@@ -507,11 +507,11 @@ type streamRun struct {
 // delivery, not the settling the checkers may add.
 func (r *streamRun) finish() {
 	r.drained = true
-	r.fcAtEnd = r.tx.Stats.FCPackets + r.rx.Stats.FCPackets
+	r.fcAtEnd = r.tx.Stats().FCPackets + r.rx.Stats().FCPackets
 	if !r.saturate {
 		r.t1 = r.s.Now()
 		r.busy1 = r.tx.BusyThrough()
-		r.fc1 = r.tx.Stats.FCPackets
+		r.fc1 = r.tx.Stats().FCPackets
 	}
 	r.view.finish(r.check)
 }
@@ -560,7 +560,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		// Stopped by the time limit: the window ends now.
 		r.t1 = s.Now()
 		r.busy1 = r.tx.BusyThrough()
-		r.fc1 = r.tx.Stats.FCPackets
+		r.fc1 = r.tx.Stats().FCPackets
 	}
 	// A stream of a packet count is measured over the whole run; a
 	// saturating one over its window (stopped early by the time limit, up
@@ -575,7 +575,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 	window := r.t1 - r.t0
 	sent := r.src.Sent()
 	endAt, endEvents := r.view.end()
-	fcPackets := r.tx.Stats.FCPackets + r.rx.Stats.FCPackets
+	fcPackets := r.tx.Stats().FCPackets + r.rx.Stats().FCPackets
 	if r.drained {
 		fcPackets = r.fcAtEnd
 	}
@@ -591,7 +591,7 @@ func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
 		"link_data_rate_gbps":  timing.DataRateBps() / 1e9,
 		"fc_packets":           fcPackets,
 		"latency_ns":           r.lat.SummaryNs(),
-		"block_hops":           r.tx.Stats.DataBlocks,
+		"block_hops":           r.tx.Stats().DataBlocks,
 	}
 	if window > 0 {
 		m["goodput_gbps"] = r.windowBytes.value() * 8 / float64(window) * 1000
@@ -646,12 +646,12 @@ func (r *streamRun) HandleEvent(ev *components.Event) {
 	case evMeasureStart:
 		r.measuring = true
 		r.busy0 = r.tx.BusyThrough()
-		r.fc0 = r.tx.Stats.FCPackets
+		r.fc0 = r.tx.Stats().FCPackets
 		r.stall0 = r.src.CreditStallAt(r.s.Now())
 	case evMeasureEnd:
 		r.measuring = false
 		r.busy1 = r.tx.BusyThrough()
-		r.fc1 = r.tx.Stats.FCPackets
+		r.fc1 = r.tx.Stats().FCPackets
 		r.stall1 = r.src.CreditStallAt(r.s.Now())
 		r.src.StopInjecting()
 		if r.delivered+r.discarded == r.src.Sent() {

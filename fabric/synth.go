@@ -716,7 +716,7 @@ func (r *synthRun) metrics(cfg *Config, rateBps float64) map[string]any {
 	}
 	var blockHops int64
 	for _, p := range r.net.Ports {
-		blockHops += int64(p.Stats.DataBlocks)
+		blockHops += int64(p.Stats().DataBlocks)
 	}
 	m["block_hops"] = blockHops
 	r.switchMetrics(m)

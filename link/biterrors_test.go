@@ -135,7 +135,7 @@ func TestDiscardRecoversCredits(t *testing.T) {
 			assert.Equal(t, uint64(1), b.Errors.Packets)
 			assert.Zero(t, b.Errors.FCPackets)
 			assert.Equal(t, 1, sink.got, "only the second packet reached the owner")
-			assert.Equal(t, uint64(1), b.Stats.RxPackets)
+			assert.Equal(t, uint64(1), b.Stats().RxPackets)
 			// The discard is announced at the tail, as a drop with the packet.
 			var drops []components.TraceEvent
 			for _, e := range recB.evs {

@@ -209,10 +209,10 @@ func TestCodewordPacketFraction(t *testing.T) {
 	s.StopAt(ib.PS(slots)*period + 10*ib.Microsecond)
 	require.NoError(t, s.Run())
 
-	n := float64(src.Stats.DataPackets)
+	n := float64(src.Stats().DataPackets)
 	k := float64(dst.Errors.Packets)
 	require.Greater(t, n, 0.99*slots, "few slots skipped for credits")
-	require.Equal(t, src.Stats.DataPackets, dst.Errors.Packets+uint64(sink.got), "every packet arrived or was discarded")
+	require.Equal(t, src.Stats().DataPackets, dst.Errors.Packets+uint64(sink.got), "every packet arrived or was discarded")
 	p := 1 - math.Pow(1-m.Failure, 7)
 	sigma := math.Sqrt(n * p * (1 - p))
 	assert.InDelta(t, n*p, k, 5*sigma, "%v of %v packets corrupted, expected %.0f ± %.1f", k, n, n*p, sigma)
@@ -222,10 +222,10 @@ func TestCodewordPacketFraction(t *testing.T) {
 	assert.GreaterOrEqual(t, failed, dst.Errors.Packets+dst.Errors.FCPackets)
 	// The failed codewords counted are those packets touched: 7 per data
 	// packet, 1 per flow-control packet, each failing with P_cw.
-	touched := 7*n + float64(src.Stats.FCPackets)
+	touched := 7*n + float64(src.Stats().FCPackets)
 	assert.InDelta(t, touched*m.Failure, float64(failed), 5*math.Sqrt(touched*m.Failure*(1-m.Failure)))
 	t.Logf("P_cw %.4e, p %.4f: %v of %v packets corrupted (expected %.0f ± %.1f); %d failed codewords; %d of %d FC packets lost",
-		m.Failure, p, k, n, n*p, sigma, failed, dst.Errors.FCPackets, src.Stats.FCPackets)
+		m.Failure, p, k, n, n*p, sigma, failed, dst.Errors.FCPackets, src.Stats().FCPackets)
 }
 
 // TestCodewordBurst: one failed codeword corrupts every packet with a bit

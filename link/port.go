@@ -47,6 +47,63 @@ type PortStats struct {
 	RxPackets   uint64 // data packets whose head arrived
 }
 
+// portCounts are the low bits of a port's PortStats, in its hot lines:
+// 16 bits for counts that grow by one packet's worth (packets by 1, blocks
+// by at most 66, a 4 KiB-MTU packet's), 32 for bytes and picoseconds (a
+// packet's wire time is at most ≈17 µs, 4,200-odd bytes at 1x SDR's 4 ns a
+// byte). An add that carries out of a low part puts its 2^16 or 2^32 into
+// the port's portCarries, on a cold line, so that Stats is the exact 64-bit
+// count: a compare per add instead of two more lines per port.
+type portCounts struct {
+	dataPackets uint16
+	dataBlocks  uint16
+	fcPackets   uint16
+	rxPackets   uint16
+	dataBytes   uint32
+	busyPS      uint32
+}
+
+// portCarries are the parts of a port's PortStats that carried out of its
+// portCounts: multiples of 2^16 or 2^32.
+type portCarries struct {
+	dataPackets, dataBlocks, fcPackets, rxPackets, dataBytes, busyPS uint64
+}
+
+// add16 adds v to a count whose low 16 bits are lo and whose carries are
+// hi: exact while v < 2^16, for the sum then wraps at most once, and it
+// wrapped if and only if the new low part is below v.
+func add16(lo *uint16, hi *uint64, v uint16) {
+	n := *lo + v
+	if n < v {
+		*hi += 1 << 16
+	}
+	*lo = n
+}
+
+// add32 is add16 for a count whose low 32 bits are lo.
+func add32(lo *uint32, hi *uint64, v uint32) {
+	n := *lo + v
+	if n < v {
+		*hi += 1 << 32
+	}
+	*lo = n
+}
+
+// Stats returns the port's counters.
+func (p *Port) Stats() PortStats {
+	c, h := &p.count, &p.carried
+	return PortStats{
+		DataPackets: h.dataPackets + uint64(c.dataPackets),
+		DataBytes:   h.dataBytes + uint64(c.dataBytes),
+		DataBlocks:  h.dataBlocks + uint64(c.dataBlocks),
+		FCPackets:   h.fcPackets + uint64(c.fcPackets),
+		BusyPS:      p.busyPS(),
+		RxPackets:   h.rxPackets + uint64(c.rxPackets),
+	}
+}
+
+func (p *Port) busyPS() ib.PS { return ib.PS(p.carried.busyPS + uint64(p.count.busyPS)) }
+
 // PortErrors are a port's receive errors (IBA PortRcvErrors, split by
 // packet kind): packets that arrived corrupted and were discarded.
 type PortErrors struct {
@@ -56,62 +113,67 @@ type PortErrors struct {
 
 // Port is one end of a link on a device.
 //
-// The fields are ordered by how often events touch them: the first three
-// cache lines hold everything a packet, a flow-control packet or a wire
-// going idle reads or writes, ending with VL 0's state (the only VL of a
-// single-VL fabric); what only timers, traces and set-up use comes last,
-// the hook list among it (traced says whether it has a hook, so that an
-// event does not read the list to learn that nothing is traced). A
-// 1,024-host fabric has 6,144 ports and outgrows the caches, so each
-// further line an event touches is a miss (TestPortLayout;
-// docs/performance-data.md).
+// The fields are ordered by how often events touch them: two cache lines
+// hold everything a packet, a flow-control packet or a wire going idle
+// reads or writes, from Owner to VL 0's state (the only VL of a single-VL
+// fabric); what only timers, traces and set-up use lies outside them, the
+// hook list among it (traced says whether it has a hook, so that an event
+// does not read the list to learn that nothing is traced). A 1,024-host
+// fabric has 6,144 ports and outgrows the caches, so each further line an
+// event touches is a miss (TestPortLayout; docs/performance-data.md). To
+// fit two lines the counters keep only their low bits there (portCounts)
+// and the byte time its exact small fraction.
+//
+// Go puts an 8-byte header (the type, for the collector) ahead of an
+// object of more than 512 bytes that holds pointers, in a slot that starts
+// on a line, so a Port starts 8 bytes into a line: 56 bytes of cold fields
+// fill it, and the hot lines start at Owner (TestPortAlignment).
 type Port struct {
-	Owner     Owner
-	s         *components.Sim
-	peer      *Port
-	busyUntil ib.PS // outgoing wire busy until (exclusive)
-	// serCarry is the exact end of the transmission that ends at busyUntil
-	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
-	// there if it starts at busyUntil.
-	serCarry int64
-	// psNum, psDen and latency are timing's byte time (psNum/psDen ps) and
-	// Latency(), copied here so that a send reads no cold line.
-	psNum     int64
-	psDen     int32
-	fcPending uint16 // VLs owing the peer a flow-control packet
-	fcHeld    uint16 // VLs waiting out fcMinInterval
-	latency   ib.PS
-
-	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
-	Index         int32 // port number on the owner
-	pool          int32 // shared-pool blocks not lent to any VL
-	lendChunk     int32 // blocks lent at a time: one largest packet
-	vls           int32 // data VLs in use (VL15 is always there)
-	remote        bool  // the peer is in another partition (components.Group)
-	lossy         bool  // the outgoing wire corrupts packets (errs or cw): link.ber or link.pre_fec_ber > 0
-	traced        bool  // a hook listens (AcceptHook)
-	Stats         PortStats
-
-	// vl holds each VL's credit and buffer state together, so an event on
-	// one VL touches one cache line, not one per array.
-	vl [MaxVLs]vlState
-
-	sim.HookableBase
-	timing    Timing
-	fcRefresh ib.PS // longest interval between FC packets per VL
-
 	Name string // Akita-style name, e.g. Fabric.Leaf[2].Port[5]
-
 	// Errors counts the packets that arrived here corrupted.
 	Errors PortErrors
 	// OnDiscard, when set, is called with each data packet this port
 	// discards as corrupted, before the packet goes back to the pool: a
 	// run that counts its packets in and out counts these as lost.
 	OnDiscard func(p *Port, pkt *ib.Packet)
-	errs      bitErrors // the outgoing wire's bit errors, when lossy and cw is nil
 	// cw, when set, is the outgoing wire's failed FEC codewords (in place
 	// of errs): SetPreFECErrorRate.
-	cw *codewordErrors
+	cw        *codewordErrors
+	fcRefresh ib.PS // longest interval between FC packets per VL
+
+	Owner     Owner
+	s         *components.Sim
+	peer      *Port
+	busyUntil ib.PS // outgoing wire busy until (exclusive)
+	// latency and psNum/psDen are timing's Latency() and byte time (psNum/psDen
+	// ps), copied here so that a send reads no cold line.
+	latency       ib.PS
+	fcMinInterval ib.PS  // shortest interval between event-driven FC packets per VL
+	psNum         int32  // at most 4000 (1x SDR): setTiming
+	pool          int32  // shared-pool blocks not lent to any VL
+	Index         int32  // port number on the owner
+	fcPending     uint16 // VLs owing the peer a flow-control packet
+	fcHeld        uint16 // VLs waiting out fcMinInterval
+	count         portCounts
+	lendChunk     int16 // blocks lent at a time: one largest packet (at most 2048: NewPort)
+	// serCarry is the exact end of the transmission that ends at busyUntil
+	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
+	// there if it starts at busyUntil. |serCarry| ≤ psDen/2 ≤ 4.
+	serCarry int8
+	psDen    uint8 // at most 9 (12x FDR): setTiming
+	vls      uint8 // data VLs in use (VL15 is always there)
+	remote   bool  // the peer is in another partition (components.Group)
+	lossy    bool  // the outgoing wire corrupts packets (errs or cw): link.ber or link.pre_fec_ber > 0
+	traced   bool  // a hook listens (AcceptHook)
+
+	// vl holds each VL's credit and buffer state together, so an event on
+	// one VL touches one cache line, not one per array.
+	vl [MaxVLs]vlState
+
+	sim.HookableBase
+	timing  Timing
+	carried portCarries // the counters' high parts (portCounts)
+	errs    bitErrors   // the outgoing wire's bit errors, when lossy and cw is nil
 	// fcLostAt holds when each flow-control packet lost here arrived, in
 	// time order (FCErrorsBefore): 8 bytes per loss, only on lossy links.
 	fcLostAt []ib.PS
@@ -128,7 +190,7 @@ type Port struct {
 }
 
 // vlState is one VL's flow-control state at a port: 32 bytes, so that VL
-// 0's ends the port's third cache line (TestPortLayout). The block counts
+// 0's ends the port's second hot line (TestPortLayout). The block counts
 // are at most 2048 (credit.Receiver), so 16 bits hold them.
 type vlState struct {
 	tx credit.Sender // credits for the peer's buffer on this VL
@@ -175,15 +237,15 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 		panic(fmt.Sprintf("link: port %s with a shared pool of %d blocks lent %d at a time (at most %d and %d)",
 			name, cfg.SharedBlocks, cfg.LendBlocks, math.MaxInt32, credit.Modulus/2))
 	}
-	p := &Port{Name: name, Index: int32(index), Owner: owner, s: s, vls: int32(cfg.VLs),
+	p := &Port{Name: name, Index: int32(index), Owner: owner, s: s, vls: uint8(cfg.VLs),
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
 	}
 	p.pool = int32(cfg.SharedBlocks)
-	p.lendChunk = int32(cfg.LendBlocks)
+	p.lendChunk = int16(cfg.LendBlocks)
 	if p.lendChunk == 0 {
-		p.lendChunk = int32(cfg.BufferBlocks) // at most 2048: NewReceiver
+		p.lendChunk = int16(cfg.BufferBlocks) // at most 2048: NewReceiver
 	}
 	return p
 }
@@ -215,7 +277,12 @@ func Connect(a, b *Port, t Timing) {
 
 func (p *Port) setTiming(t Timing) {
 	p.timing = t
-	p.psNum, p.psDen, p.latency = t.psNum, t.psDen, t.Latency()
+	// Every generation and width gives a byte time of at most 4000 ps (1x
+	// SDR) over at most 9 (12x FDR: 440/9): TestPortByteTimes.
+	if t.psNum > math.MaxInt32 || t.psDen > math.MaxUint8 {
+		panic(fmt.Sprintf("link: %s: byte time %d/%d ps does not fit the port", p.Name, t.psNum, t.psDen))
+	}
+	p.psNum, p.psDen, p.latency = int32(t.psNum), uint8(t.psDen), t.Latency()
 }
 
 func (p *Port) startRefresh() {
@@ -225,10 +292,10 @@ func (p *Port) startRefresh() {
 }
 
 // BusyThrough returns the time the outgoing wire has carried bits up to now:
-// Stats.BusyPS counts a transmission whole when it starts, so the part of
+// Stats().BusyPS counts a transmission whole when it starts, so the part of
 // the one in progress that lies ahead of now is taken off.
 func (p *Port) BusyThrough() ib.PS {
-	return p.Stats.BusyPS - max(0, p.busyUntil-p.s.Now())
+	return p.busyPS() - max(0, p.busyUntil-p.s.Now())
 }
 
 // SetBitErrorRate makes p's outgoing wire corrupt packets at the post-FEC
@@ -288,7 +355,7 @@ func (p *Port) corruptLast(bytes int) bool {
 	if p.cw == nil {
 		return p.errs.corrupt(bytes)
 	}
-	end := int64(p.busyUntil)*int64(p.timing.psDen) + p.serCarry
+	end := int64(p.busyUntil)*int64(p.timing.psDen) + int64(p.serCarry)
 	return p.cw.corrupt(end-int64(bytes)*p.timing.psNum, end)
 }
 
@@ -298,7 +365,7 @@ func (p *Port) corruptLastFC() bool {
 	if p.cw == nil {
 		return p.errs.corruptFC()
 	}
-	end := int64(p.busyUntil)*int64(p.timing.psDen) + p.serCarry
+	end := int64(p.busyUntil)*int64(p.timing.psDen) + int64(p.serCarry)
 	return p.cw.corrupt(end-ib.FlowControlBytes*p.timing.psNum, end)
 }
 
@@ -357,20 +424,21 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	if now < p.busyUntil || p.fcPending != 0 {
 		panic(fmt.Sprintf("link: %s sends packet %d at %d ps on a wire busy until %d ps", p.Name, pkt.Seq, now, p.busyUntil))
 	}
+	bytes := pkt.WireBytes()
+	blocks := ib.Credits(bytes) // pkt.Credits(), without working out its bytes twice
 	vl := int(pkt.VL)
 	if vl != ib.ManagementVL {
 		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
 		}
-		p.vl[vl].tx.Send(pkt.Credits())
+		p.vl[vl].tx.Send(blocks)
 	}
-	bytes := pkt.WireBytes()
-	p.Stats.DataBlocks += uint64(ib.Credits(bytes))
+	add16(&p.count.dataBlocks, &p.carried.dataBlocks, uint16(blocks))
 	ser := p.serialize(now, bytes)
 	p.busyUntil = now + ser
-	p.Stats.DataPackets++
-	p.Stats.DataBytes += uint64(bytes)
-	p.Stats.BusyPS += ser
+	add16(&p.count.dataPackets, &p.carried.dataPackets, 1)
+	add32(&p.count.dataBytes, &p.carried.dataBytes, uint32(bytes))
+	add32(&p.count.busyPS, &p.carried.busyPS, uint32(ser))
 	pkt.Hops++
 	// The packet's fate is drawn once, here; the receiver learns it when
 	// the tail's CRCs fail, and discards it then.
@@ -412,7 +480,7 @@ func (p *Port) Release(vl int, blocks int) {
 	// the pool instead of being advertised again. Advertised credit is never
 	// taken back, so only blocks that just freed can return.
 	back := 0
-	if p.vl[vl].lent > 0 && p.pool < p.lendChunk && p.othersShort(vl) {
+	if p.vl[vl].lent > 0 && p.pool < int32(p.lendChunk) && p.othersShort(vl) {
 		back = min(int(p.vl[vl].lent), blocks)
 	}
 	if back == 0 {
@@ -512,8 +580,8 @@ func (p *Port) sendFC() {
 	p.busyUntil = now + ser
 	p.vl[vl].fcLast = now
 	p.vl[vl].fcOwed = false
-	p.Stats.FCPackets++
-	p.Stats.BusyPS += ser
+	add16(&p.count.fcPackets, &p.carried.fcPackets, 1)
+	add32(&p.count.busyPS, &p.carried.busyPS, uint32(ser))
 	kind := evFCArrive
 	if p.lossy && p.corruptLastFC() {
 		kind = evFCLost
@@ -538,16 +606,16 @@ func (p *Port) sendFC() {
 func (p *Port) serialize(now ib.PS, bytes int) ib.PS {
 	carry := int64(0)
 	if now == p.busyUntil {
-		carry = p.serCarry
+		carry = int64(p.serCarry)
 	}
-	ser, c := serializeFrac(p.psNum, p.psDen, bytes, carry)
-	p.serCarry = c
+	ser, c := serializeFrac(int64(p.psNum), int32(p.psDen), bytes, carry)
+	p.serCarry = int8(c) // |c| ≤ psDen/2: serializeFrac
 	return ser
 }
 
 // Serialization is Timing().Serialization from the port's hot line.
 func (p *Port) Serialization(bytes int) ib.PS {
-	ser, _ := serializeFrac(p.psNum, p.psDen, bytes, 0)
+	ser, _ := serializeFrac(int64(p.psNum), int32(p.psDen), bytes, 0)
 	return ser
 }
 
@@ -579,7 +647,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 				p.lend(vl)
 			}
 		}
-		p.Stats.RxPackets++
+		add16(&p.count.rxPackets, &p.carried.rxPackets, 1)
 		if p.traced {
 			p.tracePacket(ev.At(), components.TraceRxHead, pkt, false)
 		}

@@ -473,7 +473,7 @@ func TestBackToBackWireTimeIsExact(t *testing.T) {
 			require.NoError(t, s.Run())
 			require.Len(t, src.tails, n)
 			assert.Equal(t, tc.end, src.tails[n-1], "the last tail leaves at exactly n × bytes × 8 / rate")
-			assert.Equal(t, tc.end, a.Stats.BusyPS, "the wire was busy all along")
+			assert.Equal(t, tc.end, a.Stats().BusyPS, "the wire was busy all along")
 			prev := ib.PS(0)
 			for i, tail := range src.tails {
 				d := tail - prev

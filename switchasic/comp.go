@@ -238,8 +238,8 @@ type outputUnit struct {
 	vl [link.MaxVLs]outVLCounts
 
 	conflicts uint64 // rounds in which two or more inputs requested this output
-	// txPackets0 and txBlocks0 are the port's Stats.DataPackets and
-	// Stats.DataBlocks at the window's start (PortStats).
+	// txPackets0 and txBlocks0 are the port's Stats().DataPackets and
+	// DataBlocks at the window's start (PortStats).
 	txPackets0, txBlocks0 uint64
 	vlarb                 components.VLArbiter
 	stall                 [link.MaxVLs]components.StallTimer

@@ -28,7 +28,8 @@ func (sw *Switch) ResetStats() {
 			out.stall[v].ResetWindow(now)
 		}
 		out.conflicts, out.dataBusy = 0, 0
-		out.txPackets0, out.txBlocks0 = sw.ports[i].Stats.DataPackets, sw.ports[i].Stats.DataBlocks
+		st := sw.ports[i].Stats()
+		out.txPackets0, out.txBlocks0 = st.DataPackets, st.DataBlocks
 	}
 }
 
@@ -93,7 +94,7 @@ func (sw *Switch) PortStats(i int) PortStats {
 	out := &sw.out[i]
 	// Every data packet on a switch port went out through trySend: the
 	// port's counters since the window started are the output's.
-	ps := &sw.ports[i].Stats
+	ps := sw.ports[i].Stats()
 	st := PortStats{TxPackets: ps.DataPackets - out.txPackets0, TxBlocks: ps.DataBlocks - out.txBlocks0, XbarConflicts: out.conflicts}
 	if span := sw.statsNow() - sw.window; span > 0 {
 		st.LinkUtil = float64(min(out.dataBusy, span)) / float64(span)

@@ -27,7 +27,7 @@ func TestCheckersCleanRun(t *testing.T) {
 	require.NoError(t, b.s.Run())
 	chk.Finish(b.s.Now(), true)
 	assert.NoError(t, chk.Err())
-	assert.Equal(t, uint64(4), b.dst.port.Stats.RxPackets)
+	assert.Equal(t, uint64(4), b.dst.port.Stats().RxPackets)
 }
 
 func TestCheckersCatchCreditReturnedTwice(t *testing.T) {
