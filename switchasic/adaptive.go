@@ -152,7 +152,7 @@ func (sw *Switch) leastLoaded(i int, pkt *ib.Packet, lftPort int, g []int16) (in
 		if v == ib.ManagementVL {
 			continue
 		}
-		out := sw.out[p]
+		out := &sw.out[p]
 		load := int64(out.vl[v].queued) + int64(out.vl[v].pending) - int64(sw.ports[p].CreditsAvailable(v))
 		if load < bestLoad {
 			best, bestLoad = p, load

@@ -220,7 +220,7 @@ func (sw *Switch) outputFreeAt(o int) ib.PS {
 // wireFreeEst < t+allocPS+xbarPS+cycle (integer picoseconds, so the strict
 // bound is wireFreeEst-allocPS-xbarPS-cycle+1).
 func (sw *Switch) refreshOutput(o int) {
-	out := sw.out[o]
+	out := &sw.out[o]
 	sw.outFreeFrom[o] = max(out.xbarFree-sw.allocPS, out.wireFreeEst-sw.allocPS-sw.xbarPS-sw.cycle+1)
 }
 
@@ -336,7 +336,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	pkt.VL = uint8(v) // the VL on the output link (SL2VL)
 	bytes := pkt.WireBytes()
 	blocks := int(e.blocks)
-	out := sw.out[o]
+	out := &sw.out[o]
 	port := sw.ports[o]
 	ser := port.Serialization(bytes)
 
@@ -385,7 +385,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 // saw: stalled while a ready packet waits for it without credits.
 func (sw *Switch) updateStalls(t ib.PS) {
 	for o := range sw.stallOuts.All() {
-		out := sw.out[o]
+		out := &sw.out[o]
 		now := sw.blocked[o]
 		for m := now &^ out.stalled; m != 0; m &= m - 1 {
 			out.stall[trailingZeros16(m)].Start(t)

@@ -56,7 +56,7 @@ type Switch struct {
 	// was, at 1,024 hosts, a miss per hop (docs/performance-data.md).
 	inVLs    []*inputVL
 	xbarBusy []ib.PS
-	out      []*outputUnit
+	out      []outputUnit
 
 	alloc components.Allocator
 	req   components.PortRows // per input: outputs requested this pass
@@ -222,20 +222,9 @@ type inputUnit struct {
 // VL arbiter and the per-VL stall timers (touched only when a VL stalls)
 // come after. At 1,024 hosts the model outgrows the caches and each line a
 // hop touches is a miss (TestOutputUnitLayout; docs/performance-data.md).
-// Each unit is an object of its own (Switch.out holds pointers): Go puts an
-// 8-byte header ahead of an object of more than 512 bytes that holds
-// pointers and of at most 32 KiB, so the units of a slice started 8 bytes
-// into a line at radix 16 (their hot line straddling two) and on one at
-// radix 64 (a larger slice has no header). Alone, a unit always has the
-// header, and its 56 cold bytes ahead of the hot line fill the rest of the
-// first line (TestOutputUnitAlignment).
+// The struct is a multiple of 64 bytes so that every unit in the switch's
+// slice starts a line.
 type outputUnit struct {
-	conflicts uint64 // rounds in which two or more inputs requested this output
-	// txPackets0 and txBlocks0 are the port's Stats().DataPackets and
-	// DataBlocks at the window's start (PortStats).
-	txPackets0, txBlocks0 uint64
-	_                     [32]byte // to the end of the heap line the header starts
-
 	// stageHead and stageTail are the first and last of the granted
 	// packets not yet on the wire, in wire order, linked through their
 	// StageNext. stageHead is nil when none is; stageTail is then stale
@@ -248,8 +237,13 @@ type outputUnit struct {
 
 	vl [link.MaxVLs]outVLCounts
 
-	vlarb components.VLArbiter
-	stall [link.MaxVLs]components.StallTimer
+	conflicts uint64 // rounds in which two or more inputs requested this output
+	// txPackets0 and txBlocks0 are the port's Stats().DataPackets and
+	// DataBlocks at the window's start (PortStats).
+	txPackets0, txBlocks0 uint64
+	vlarb                 components.VLArbiter
+	stall                 [link.MaxVLs]components.StallTimer
+	_                     [16]byte // to 832 bytes
 }
 
 // outVLCounts are one output VL's block counts.
@@ -274,7 +268,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		ports:     make([]*link.Port, n),
 		in:        make([]inputUnit, n),
 		inVLs:     make([]*inputVL, link.MaxVLs*n),
-		out:       make([]*outputUnit, n),
+		out:       make([]outputUnit, n),
 		req:       components.NewPortRows(n, n),
 		grant:     make([]int, n),
 		cand:      components.NewPortRows(16*n, n),
@@ -353,7 +347,7 @@ func newSwitch(name string, s *components.Sim, cfg Config, lft *LFT, mft *MFT, s
 		sw.in[i].q0 = sw.inVLs[i]
 		// Copies of one arbiter: each output has its own walk state and
 		// all share the read-only tables (one cache line per switch).
-		sw.out[i] = &outputUnit{vlarb: *vlarb}
+		sw.out[i].vlarb = *vlarb
 		sw.refreshOutput(i)
 	}
 	return sw
@@ -584,7 +578,7 @@ func (sw *Switch) wake(at ib.PS) {
 // so the only thing that can hold a due packet is the wire (a flow-control
 // packet going ahead of data).
 func (sw *Switch) trySend(o int) {
-	out := sw.out[o]
+	out := &sw.out[o]
 	p := sw.ports[o]
 	now := sw.s.Now()
 	for pkt := out.stageHead; pkt != nil; pkt = out.stageHead {

@@ -23,7 +23,7 @@ func (sw *Switch) ResetStats() {
 		}
 	}
 	for i := range sw.out {
-		out := sw.out[i]
+		out := &sw.out[i]
 		for v := range out.stall {
 			out.stall[v].ResetWindow(now)
 		}
@@ -91,7 +91,7 @@ func (sw *Switch) VLStats(i, vl int) VLStats {
 
 // PortStats returns port i's statistics.
 func (sw *Switch) PortStats(i int) PortStats {
-	out := sw.out[i]
+	out := &sw.out[i]
 	// Every data packet on a switch port went out through trySend: the
 	// port's counters since the window started are the output's.
 	ps := sw.ports[i].Stats()

@@ -185,7 +185,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	in.rr = uint8((inVL + 1) & 15)
 	bytes := cp.WireBytes()
 	blocks := int(e.blocks)
-	out := sw.out[o]
+	out := &sw.out[o]
 	port := sw.ports[o]
 	ser := port.Serialization(bytes)
 

@@ -130,7 +130,7 @@ func TestOutputStageInWireOrder(t *testing.T) {
 	n.s.StopAt(100 * ib.Microsecond)
 	require.NoError(t, n.s.Run())
 	require.InDelta(t, 50000, len(n.eps[1].got), 100)
-	out := n.sw.out[1]
+	out := &n.sw.out[1]
 	ser := n.sw.ports[1].Serialization(n.packet(0, 1, 0, 64).WireBytes())
 	staged := 0
 	var last *ib.Packet
