@@ -454,12 +454,19 @@ func (e *Engine) touchNext() {
 		if ke.Pkt != nil {
 			prefetch(uintptr(unsafe.Pointer(ke.Pkt)))
 		}
-		// Four lines of the target: a link port's hot fields span them
-		// (most events target ports); for a smaller target the extra
-		// lines are a neighbour's, a harmless hint.
-		prefetch4(uintptr((*ifaceWords)(unsafe.Pointer(&ke.target)).data))
+		// Two lines of the target from TargetHotOffset: a link port's hot
+		// fields (most events target ports; the lines before and after
+		// them are cold, and fetching them would only crowd the cache);
+		// for another target they are a hint, harmless if wrong.
+		prefetch2(uintptr((*ifaceWords)(unsafe.Pointer(&ke.target)).data) + TargetHotOffset)
 	}
 }
+
+// TargetHotOffset is where, from the start of the object an event targets,
+// the lines its handler reads begin: a link port keeps 56 cold bytes ahead
+// of its two hot lines, so that they start a line after Go's 8-byte malloc
+// header (link.TestPortLayout and TestPortAlignment hold the port to it).
+const TargetHotOffset = 56
 
 // ifaceWords is the two-word layout of a Go interface value; touchNext
 // reads its data word only as a prefetch address (a hint that cannot fault

@@ -7,9 +7,9 @@ package components
 //go:noescape
 func prefetch(addr uintptr)
 
-// prefetch4 prefetches the four cache lines from addr on (what a link
-// port's packet, flow-control and wire-idle events read: its first three
-// lines and VL 0's, TestPortLayout).
+// prefetch2 prefetches the two cache lines from addr on (what a link
+// port's packet, flow-control and wire-idle events read, from
+// TargetHotOffset on: link.TestPortLayout).
 //
 //go:noescape
-func prefetch4(addr uintptr)
+func prefetch2(addr uintptr)

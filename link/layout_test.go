@@ -55,4 +55,6 @@ func TestPortAlignment(t *testing.T) {
 	var p Port
 	assert.Greater(t, unsafe.Sizeof(p), uintptr(512), "past 512 bytes, where the header starts")
 	assert.Equal(t, uintptr(56), unsafe.Offsetof(p.Owner))
+	// The engine prefetches an event target's two lines from there.
+	assert.Equal(t, uintptr(components.TargetHotOffset), unsafe.Offsetof(p.Owner))
 }
