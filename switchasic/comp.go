@@ -222,8 +222,11 @@ type inputUnit struct {
 // VL arbiter and the per-VL stall timers (touched only when a VL stalls)
 // come after. At 1,024 hosts the model outgrows the caches and each line a
 // hop touches is a miss (TestOutputUnitLayout; docs/performance-data.md).
-// The struct is a multiple of 64 bytes so that every unit in the switch's
-// slice starts a line.
+// The struct is a multiple of 64 bytes, so every unit in the switch's
+// slice lies at the same offset in its lines: 0 where the slice has no
+// header (radix 40 and up), 8 where Go's malloc header precedes it (a
+// radix-16 switch's 13 KiB), the hot line then straddling two. Aligning it
+// there did not pay (docs/performance-data.md, twenty-second session).
 type outputUnit struct {
 	// stageHead and stageTail are the first and last of the granted
 	// packets not yet on the wire, in wire order, linked through their

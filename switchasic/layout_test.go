@@ -32,9 +32,11 @@ func TestInputUnitLayout(t *testing.T) {
 
 // TestOutputUnitLayout: what every grant and send of a single-VL fabric
 // touches (the stage's ends, the wire, crossbar and data-busy times, VL 0's
-// pending and queued counts) lies in the unit's first cache line, and units
-// in the switch's slice start on line boundaries. The stage itself is a list
-// through the packets' first lines (TestOutputStageInWireOrder).
+// pending and queued counts) lies in the unit's first 64 bytes, and the
+// unit is a whole number of lines, so every unit in the switch's slice has
+// the same offset in its lines (8 bytes at radix 16, past Go's malloc
+// header). The stage itself is a list through the packets' first lines
+// (TestOutputStageInWireOrder).
 func TestOutputUnitLayout(t *testing.T) {
 	var u outputUnit
 	assert.Zero(t, unsafe.Sizeof(u)%64, "size %d", unsafe.Sizeof(u))
