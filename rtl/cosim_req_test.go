@@ -57,10 +57,13 @@ const (
 	reqPayBlocks   = 128
 	reqCQNW        = 4 // the design's CQN_W (Params.CQNW)
 	reqOutDepth    = 8 // hca_requester's OQ_DEPTH default: messages outstanding per context
-	// reqPortLID is the port's LID the testbench drives on port_lid: the
-	// DLID of every packet on rx_* but the corrupted copies that carry
-	// another (reqBad).
-	reqPortLID = 0x0B17
+	reqPKeyN       = 4 // the design's PKEY_N (PKeyTableEntries): +pkeys holds 4 entries
+	// reqPortLID is the port's base LID the testbench drives on port_lid:
+	// the DLID of every packet on rx_* but the corrupted copies that carry
+	// another (reqBad) and, with an LMC, the ACKs that carry path bits
+	// (reqAck.dlid). Its low 7 bits are 0, as the subnet manager gives a
+	// base LID for any LMC up to 7 (the port owns base .. base + 2^LMC - 1).
+	reqPortLID = 0x0B00
 )
 
 // reqItem is one line of items.hex: a context write or a WQE on dec_*.
@@ -102,10 +105,14 @@ type reqRun struct {
 	acks  []reqAck   // the ACKNOWLEDGE packets (ACKs and NAKs) on rx_*, in order
 	other []reqOther // the other packets on rx_*, each before acks[before]
 	bad   []reqBad   // corrupted ACKNOWLEDGE packets on rx_*, each before acks[before] (addBad)
-	// portPKey is the port's P_Key on port_pkey (0: the default, 0xFFFF);
-	// sat starts hca_rx_ack's counters one short of saturation (+sat).
-	portPKey uint16
-	sat      bool
+	// pkeys is the port's P_Key table, written through pkey_cfg_* after
+	// reset (nil: never written, so the table hca_rx_ack resets to: 0xFFFF
+	// at index 0, invalid 0x0000 elsewhere); lmc is the port's LMC on
+	// port_lmc; sat starts hca_rx_ack's counters and hca_requester's no_qp
+	// one short of saturation (+sat).
+	pkeys []uint16
+	lmc   int
+	sat   bool
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
@@ -124,6 +131,7 @@ type reqAck struct {
 	grh      bool
 	msn      uint32
 	pkey     uint16 // BTH.P_Key when not 0; else ib.AppendWire's 0xFFFF
+	dlid     uint16 // LRH.DLID when not 0 (the port's base LID with path bits); else reqPortLID
 }
 
 // retry reports a sequence error NAK or an RNR NAK: hca_rx_ack counts
@@ -135,14 +143,21 @@ func (a reqAck) retry() bool { return a.syn == hca.SynNAKSeq || a.syn&0xE0 == hc
 
 // packet is the ACKNOWLEDGE the responder sends, to the port's LID.
 func (a reqAck) packet() *ib.Packet {
-	return &ib.Packet{Opcode: ib.Acknowledge, DLID: reqPortLID, SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
+	dlid := a.dlid
+	if dlid == 0 {
+		dlid = reqPortLID
+	}
+	return &ib.Packet{Opcode: ib.Acknowledge, DLID: dlid, SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
 		PSN: a.psn, AETH: ib.AETH{Syndrome: a.syn, MSN: a.msn}}
 }
 
 // wire is the ACKNOWLEDGE's bytes: ib.AppendWire's, with its P_Key
 // written and both CRCs sealed again when it carries one of its own.
-func (a reqAck) wire() []byte {
-	w := ib.AppendWire(nil, a.packet())
+func (a reqAck) wire() []byte { return a.sealed(ib.AppendWire(nil, a.packet())) }
+
+// sealed writes the ACK's own P_Key, if it has one, into w (ib.AppendWire's
+// bytes of it or of a copy) and seals both CRCs again.
+func (a reqAck) sealed(w []byte) []byte {
 	if a.pkey != 0 {
 		binary.BigEndian.PutUint16(w[bthAt(w)+2:], a.pkey)
 		resealWire(w, true)
@@ -887,12 +902,14 @@ func (run *reqRun) rxBeats() []reqRxBeat {
 	return out
 }
 
-// pkey is the port's P_Key the testbench drives.
-func (run *reqRun) pkey() uint16 {
-	if run.portPKey == 0 {
-		return 0xFFFF
+// pkeyArg is the P_Key table the testbench writes (+pkeys: entry 0 in
+// the top 16 bits; +npk entries, at most reqPKeyN).
+func (run *reqRun) pkeyArg() uint64 {
+	var v uint64
+	for k, p := range run.pkeys {
+		v |= uint64(p) << (16 * (reqPKeyN - 1 - k))
 	}
-	return run.portPKey
+	return v
 }
 
 func (run *reqRun) args(dir, tag string) []string {
@@ -903,7 +920,8 @@ func (run *reqRun) args(dir, tag string) []string {
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
-		fmt.Sprintf("+lid=%04x", reqPortLID), fmt.Sprintf("+pkey=%04x", run.pkey()),
+		fmt.Sprintf("+lid=%04x", reqPortLID), fmt.Sprintf("+lmc=%d", run.lmc),
+		fmt.Sprintf("+pkeys=%016x", run.pkeyArg()), fmt.Sprintf("+npk=%d", len(run.pkeys)),
 	}
 	if run.sat {
 		args = append(args, "+sat")
@@ -930,7 +948,7 @@ module tb;
     reg [59:0]  ctrl [0:MAXCYC-1];
     reg [531:0] rxs [0:MAXRX-1];
     reg [8*1024-1:0] path;
-    integer nit, npay, ncyc, nbeat, nack, nrx, fo, fl, c, k, v, ii, pi, ai, ri, got, rq_blocks, eops, cpls;
+    integer nit, npay, ncyc, nbeat, nack, nrx, fo, fl, c, k, v, ii, pi, ai, ri, got, rq_blocks, eops, cpls, npk, lmc;
     integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held, idle, stalled;
     reg [447:0] it;
     // +hostfn: the host answers each block with reqHostBlock of its address (rqa: the addresses
@@ -973,9 +991,13 @@ module tb;
     wire v_valid, v_sop, v_eop, v_vcrc_err, v_len_err;
     wire [511:0] v_data;
     wire rx_ready, cpl_valid, cpl_receiver;
-    wire [15:0] rx_nak_retry, rx_rsp_todo, rx_not_req, rx_icrc_err, rx_hdr_err, rx_pkey_viol;
-    // The port's LID and P_Key (+lid, +pkey: reqRun.args).
-    reg [15:0] port_lid, port_pkey;
+    wire [15:0] rx_nak_retry, rx_rsp_todo, rx_not_req, rx_icrc_err, rx_hdr_err, rx_pkey_viol, rx_mcast_drop, rx_no_qp;
+    // The port's base LID and LMC (+lid, +lmc) and its P_Key table, +npk entries of +pkeys
+    // written through pkey_cfg_* after reset (reqRun.args).
+    reg [15:0] port_lid, pkey_cfg_index, pkey_cfg_key;
+    reg [2:0] port_lmc;
+    reg [63:0] pkeys;
+    reg pkey_cfg_valid;
     wire [3:0] cpl_cqn, cpl_opcode;
     wire [7:0] cpl_status;
     wire [2:0] cpl_wr_op;
@@ -1002,10 +1024,12 @@ module tb;
         .tx_vl_waiting(waiting), .tx_vl_credit(credit), .tx_pick_valid(pick_valid), .tx_pick_vl(pick_vl),
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),
-        .port_lid(port_lid), .port_pkey(port_pkey),
+        .port_lid(port_lid), .port_lmc(port_lmc), .pkey_cfg_valid(pkey_cfg_valid), .pkey_cfg_index(pkey_cfg_index),
+        .pkey_cfg_key(pkey_cfg_key),
         .rx_valid(rx_valid), .rx_data(rk[511:0]), .rx_sop(rk[513]), .rx_eop(rk[512]), .rx_vl(2'd0), .rx_ready(rx_ready),
         .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo), .rx_not_req(rx_not_req),
         .rx_icrc_err(rx_icrc_err), .rx_hdr_err(rx_hdr_err), .rx_pkey_viol(rx_pkey_viol),
+        .rx_mcast_drop(rx_mcast_drop), .rx_no_qp(rx_no_qp),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
         .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
         .cpl_wqe_counter(cpl_wqe_counter), .cpl_byte_count(cpl_byte_count), .cpl_imm(cpl_imm), .cpl_src_qp(cpl_src_qp));
@@ -1021,7 +1045,8 @@ module tb;
         if (!$value$plusargs("nit=%d", nit) || !$value$plusargs("npay=%d", npay) ||
             !$value$plusargs("ncyc=%d", ncyc) || !$value$plusargs("nbeat=%d", nbeat) ||
             !$value$plusargs("nack=%d", nack) || !$value$plusargs("nrx=%d", nrx) ||
-            !$value$plusargs("lid=%h", port_lid) || !$value$plusargs("pkey=%h", port_pkey)) begin
+            !$value$plusargs("lid=%h", port_lid) || !$value$plusargs("lmc=%d", lmc) ||
+            !$value$plusargs("pkeys=%h", pkeys) || !$value$plusargs("npk=%d", npk)) begin
             $display("REQ missing plusargs");
             $finish;
         end
@@ -1036,6 +1061,7 @@ module tb;
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
         pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
         rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0;
+        port_lmc = lmc[2:0]; pkey_cfg_valid = 1'b0; pkey_cfg_index = 16'd0; pkey_cfg_key = 16'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
         rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0; ack_took = 1'b0;
@@ -1046,14 +1072,21 @@ module tb;
         repeat (3) @(posedge clk);
         @(negedge clk) rst_n = 1'b1;
 ` + "`ifndef VERILATOR" + `
-        // +sat: hca_rx_ack's six counters start one short of saturation, so a run that counts 2 or
-        // more on one shows whether it stops at 65535 (the Go side expects min(65534 + n, 65535)).
-        // Icarus only: a write into the design from the testbench.
+        // +sat: hca_rx_ack's seven counters and hca_requester's no_qp start one short of
+        // saturation, so a run that counts 2 or more on one shows whether it stops at 65535 (the Go
+        // side expects min(65534 + n, 65535)). Icarus only: a write into the design from the testbench.
         if ($test$plusargs("sat")) begin
             dut.u_rx_ack.nak_retry = 16'hFFFE; dut.u_rx_ack.rsp_todo = 16'hFFFE; dut.u_rx_ack.not_req = 16'hFFFE;
             dut.u_rx_ack.icrc_err = 16'hFFFE; dut.u_rx_ack.hdr_err = 16'hFFFE; dut.u_rx_ack.pkey_viol = 16'hFFFE;
+            dut.u_rx_ack.mcast_drop = 16'hFFFE; dut.u_requester.no_qp = 16'hFFFE;
         end
 ` + "`endif" + `
+        // The P_Key table, an entry a cycle, before any packet.
+        for (v = 0; v < npk; v = v + 1) begin
+            pkey_cfg_valid = 1'b1; pkey_cfg_index = v; pkey_cfg_key = pkeys[63 - 16*v -: 16];
+            @(negedge clk);
+        end
+        pkey_cfg_valid = 1'b0;
         c = 0;
         k = 0;
         while (k < 64) begin
@@ -1186,15 +1219,16 @@ module tb;
         end
         $fclose(fo);
         $fclose(fl);
-        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d rxbeats=%0d naks=%0d rsps=%0d notreq=%0d stalled=%0d icrc=%0d hdr=%0d pkey=%0d",
+        $display("REQ beats=%0d cycles=%0d items=%0d blocks=%0d werr=%0d cerr=%0d verr=%0d gaps=%0d offers=%0d commits=%0d held=%0d acks=%0d cpls=%0d cplheld=%0d drops=%0d cfgack=%0d cfgwait=%0d rxbeats=%0d naks=%0d rsps=%0d notreq=%0d stalled=%0d icrc=%0d hdr=%0d pkey=%0d mcast=%0d noqp=%0d",
                  got, c, ii, pi, werr, cerr, verr, gaps, offers, commits, held_tx, ai, cpls, cpl_held, drops, cfg_ack, cfg_wait,
-                 ri, rx_nak_retry, rx_rsp_todo, rx_not_req, stalled, rx_icrc_err, rx_hdr_err, rx_pkey_viol);
+                 ri, rx_nak_retry, rx_rsp_todo, rx_not_req, stalled, rx_icrc_err, rx_hdr_err, rx_pkey_viol, rx_mcast_drop,
+                 rx_no_qp);
         $finish;
     end
 endmodule
 `
 
-var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+)$`)
+var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+) mcast=(\d+) noqp=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
 var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
@@ -1247,7 +1281,8 @@ type reqResultOf struct {
 	purged, wantBeats            int    // packets the model purged (its rule at the logged error); beats of the rest
 	ackUnsent                    int    // ACKs taken that named a message not yet sent
 	rxBeats, naks, rsps, notReq  int    // beats taken on rx_*; hca_rx_ack's counters
-	drop                         [3]int // hca_rx_ack's icrc_err, hdr_err, pkey_viol
+	drop                         [4]int // hca_rx_ack's icrc_err, hdr_err, pkey_viol, mcast_drop
+	noQP, staleAcks              int    // hca_requester's no_qp; ACKs the replay found no context holding
 	nakFailed                    int    // NAKs that failed a message (the model's QP went to ERR)
 }
 
@@ -1274,7 +1309,7 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
 	res := &reqResultOf{cyc: n(2), werr: n(5), cerr: n(6), verr: n(7), gaps: n(8), offers: n(9), commits: n(10), heldTx: n(11),
 		acks: n(12), cpls: n(13), cplHeld: n(14), drops: n(15), cfgAck: n(16), cfgWait: n(17), cplByStatus: map[hca.WCStatus]int{},
-		rxBeats: n(18), naks: n(19), rsps: n(20), notReq: n(21), drop: [3]int{n(23), n(24), n(25)}}
+		rxBeats: n(18), naks: n(19), rsps: n(20), notReq: n(21), drop: [4]int{n(23), n(24), n(25), n(26)}, noQP: n(27)}
 
 	f, err := os.Open(logFile)
 	require.NoError(t, err)
@@ -1389,9 +1424,9 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	}
 	// The corrupted copies, each on the counter of the first check it
 	// fails (reqBad.counter), and the raw packets on not_req.
-	var wantDrop [3]int
+	var wantDrop [4]int
 	for _, b := range run.bad {
-		if b.counter == 3 {
+		if b.counter == cntNotReq {
 			wantNotReq++
 			continue
 		}
@@ -1413,7 +1448,14 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 			wantNaks, wantRsps, wantNotReq)
 	}
 	if res.drop != wantDrop {
-		res.fail("rx_icrc_err, rx_hdr_err, rx_pkey_viol = %v; the stream has %v", res.drop, wantDrop)
+		res.fail("rx_icrc_err, rx_hdr_err, rx_pkey_viol, rx_mcast_drop = %v; the stream has %v", res.drop, wantDrop)
+	}
+	// The ACKs the replay found for a QPN no context held when the
+	// requester took them (the model's QP lookup, hca.Device.deliver, finds
+	// none: dropped), each counted on rx_no_qp.
+	res.staleAcks = cpl.staleAcks
+	if want := count(cpl.staleAcks); res.noQP != want {
+		res.fail("rx_no_qp = %d; the replay found %d ACKs for a QPN no context held", res.noQP, want)
 	}
 	res.nakFailed = cpl.nakFailed
 	if m[22] != "0" {
@@ -1659,9 +1701,9 @@ func TestRequesterCosim(t *testing.T) {
 				run.write(t, dir)
 				res := runReq(t, ctx, dir, strconv.FormatUint(seed, 10), run, cmd, args...)
 				res.passes(t, run, fmt.Sprintf("seed %d", seed))
-				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight; %d ACKs before a message they name left",
+				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight; %d ACKs before a message they name left; %d for a QPN no context held (rx_no_qp %d)",
 					seed, len(run.wires), res.checked, res.cyc, len(run.addrs), res.offers, res.heldTx, res.acks,
-					res.cplChecked, res.cplByStatus, res.cplHeld, res.purged, res.cfgAck, res.cfgWait, res.ackUnsent)
+					res.cplChecked, res.cplByStatus, res.cplHeld, res.purged, res.cfgAck, res.cfgWait, res.ackUnsent, res.staleAcks, res.noQP)
 				// The contract's checks saw something: offers, commits of
 				// every packet, packets held by tx_ready.
 				assert.Equal(t, len(run.wires)-res.purged, res.commits, "seed %d: commits", seed)
@@ -1851,6 +1893,9 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"the PSN from the wrong bytes", "hca_rx_ack.v", "wire [23:0]  psn    = bth[23:0];", "wire [23:0]  psn    = bth[31:8];"},
 		{"the syndrome ignored (every ACKNOWLEDGE an ACK)", "hca_rx_ack.v", "ack_syn <= syn;", "ack_syn <= 8'h1F;"},
 		{"the GRH not skipped", "hca_rx_ack.v", "wire         global = lnh == 2'd3;", "wire         global = 1'b0;"},
+		// The run writes no P_Key table: the reset's 0xFFFF at index 0 lets its packets through.
+		{"the P_Key table's entry 0 reset invalid", "hca_rx_ack.v", "pkey_tab[pi] <= pi == 0 ? 16'hFFFF : 16'h0000;",
+			"pkey_tab[pi] <= 16'h0000;"},
 		{"a NAK acknowledging its own PSN", f, "((e_incl && h_d == 24'd0) || h_d[23])", "((h_d == 24'd0) || h_d[23])"},
 		{"every message a NAK flushes with its status", f, "(eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
 		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&", ""},

@@ -233,7 +233,17 @@ type Params struct {
 	// timeout's unit (hca.RetryTimeoutPS(t) = 4.096 us x 2^t), rounded to
 	// the nearest cycle; the timer runs ACK_TICK x 2^RETRY_TIMEOUT cycles.
 	ACKTick int
+	// PKeyN is PKEY_N: entries of hca_rx_ack's P_Key table (PKeyTableEntries;
+	// the model has no P_Key table: every port is in the default partition).
+	PKeyN int
 }
+
+// PKeyTableEntries is the size of the HCA port's P_Key table in the RTL
+// (hca_rx_ack's PKEY_N, IBA's NodeInfo.PartitionCap): a few partitions per
+// port, 16 flops and a 15-bit compare each. No config key sets it: the model
+// has no partitions (every packet and port carries the default P_Key
+// 0xFFFF), so there is no value of the model's to take.
+const PKeyTableEntries = 4
 
 // MaxPacketBytes is the largest packet on the wire at a path MTU, the one the
 // simulator checks its VL buffers against (switchasic.MaxPacketBytes): RDMA
@@ -435,6 +445,7 @@ func (d Design) Params() Params {
 	p.RetryCnt, p.RNRRetry = d.RetryCnt, d.RNRRetry
 	p.RNRTick = rnrTick(d.HCAClockMHz)
 	p.RetryTimeout, p.ACKTick = d.RetryTimeout, ackTick(d.HCAClockMHz)
+	p.PKeyN = PKeyTableEntries
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p

@@ -192,14 +192,19 @@ pay_rsp_*) into a payload buffer that never takes more reads than it has room fo
 (wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). The receive
 path: hca_rx_ack checks each packet on rx_* as IBA requires of a CA before acting on it, in this
 order, and drops and counts one that fails at its last beat: the ICRC and PktLen against the length
-(its own ib_icrc in check mode) on rx_icrc_err; LRH.DLID not port_lid, BTH.TVer not 0, or an
-ACKNOWLEDGE's PktLen not its headers' on rx_hdr_err; BTH.P_Key not matching port_pkey (the low 15
-bits equal and one of the two a full member; 0xFFFF, the model's default partition, is what an
-integrator ties) on rx_pkey_viol (PortInfo's P_KeyViolations). port_lid is the port's LID as the
-subnet manager set it: the QP contexts' qp_cfg_slid is the SLID their packets carry, which an
-integrator sets from the same LID (the RTL does not compare them). A packet that passes is decoded
+(its own ib_icrc in check mode) on rx_icrc_err; a unicast LRH.DLID that is not one of the port's
+2^LMC LIDs (its low port_lmc bits cleared, not port_lid), BTH.TVer not 0, or an ACKNOWLEDGE's PktLen
+not its headers' on rx_hdr_err; BTH.P_Key matching no valid entry of the port's P_Key table (PKEY_N
+entries written through pkey_cfg_*, 0xFFFF at index 0 and invalid 0x0000 elsewhere after reset; an
+entry matches when the low 15 bits are equal and not 0, IBA's invalid P_Keys 0x0000 and 0x8000
+never matching, and one of the two is a full member) on rx_pkey_viol (PortInfo's P_KeyViolations);
+a multicast or the permissive DLID (0xC000..0xFFFF: UD's and subnet management's, not an RC
+requester's) on rx_mcast_drop. port_lid and port_lmc are the port's base LID and LMC as the subnet
+manager set them: the QP contexts' qp_cfg_slid is the SLID their packets carry, which an integrator
+sets from the same LIDs (the RTL does not compare them). A packet that passes is decoded
 (LRH, GRH when LNH = 3, BTH, AETH): every RC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome)
-at its last beat; the rest is dropped and counted: READ responses, atomic ACKs and CNPs on
+at its last beat (one for a QPN no context holds is dropped there, counted on rx_no_qp); the rest
+is dropped and counted: READ responses, atomic ACKs and CNPs on
 rx_rsp_todo (TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
 and RNR NAKs also count on rx_nak_retry. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
@@ -213,8 +218,8 @@ hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_
 ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
 resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
 TODO: READ responses and atomic ACKs (their completions and data; a READ retried after part of
-its response, asking for the rest), the GRH's fields, LMC, multicast DLIDs and a P_Key table on
-receive, max_rd_atomic, a queue per VL
+its response, asking for the rest), the GRH's fields and the QP's P_Key index on receive,
+max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
 data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*), payload writes (wr0),
@@ -225,12 +230,13 @@ key checks (kc_*).`,
     wire        ack_valid, ack_ready;
     wire [23:0] ack_qpn, ack_psn;
     wire [7:0]  ack_syn;
-    hca_rx_ack u_rx_ack (
-        .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_pkey(port_pkey),
+    hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
+        .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
+        .pkey_cfg_valid(pkey_cfg_valid), .pkey_cfg_index(pkey_cfg_index), .pkey_cfg_key(pkey_cfg_key),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
-        .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol)
+        .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
     );
     // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
@@ -253,6 +259,7 @@ key checks (kc_*).`,
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
         .tx_ready(tx_ready),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .no_qp(rx_no_qp),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
         .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
         .cpl_byte_count(cpl_byte_count)
@@ -268,15 +275,17 @@ key checks (kc_*).`,
 `,
 		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
-			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "cpl_valid", "cpl_cqn",
+			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
-			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_pkey", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
-		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT"},
+			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
+			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
+		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
+			"PKEY_N"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
 			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*"),
@@ -350,8 +359,11 @@ key checks (kc_*).`,
 			portOut("tx_eop", "", ""),
 			portOut("tx_vl", "VL_W", ""),
 			portIn("tx_ready", "", ""),
-			portIn("port_lid", "16", "the port's LID (PortInfo.LID, from the subnet manager): a received packet's LRH.DLID must be it"),
-			portIn("port_pkey", "16", "the port's P_Key (0xFFFF: the default partition, full member): a received packet's BTH.P_Key must match it"),
+			portIn("port_lid", "16", "the port's base LID (PortInfo.LID, from the subnet manager): a received unicast LRH.DLID with its low port_lmc bits cleared must be it"),
+			portIn("port_lmc", "3", "PortInfo.LMC: the port owns the 2^LMC LIDs from port_lid (0: one)"),
+			portIn("pkey_cfg_valid", "", "the port's P_Key table (PKEY_N entries; 0xFFFF at index 0, 0x0000 elsewhere after reset): entry pkey_cfg_index gets pkey_cfg_key; a received BTH.P_Key must match a valid entry"),
+			portIn("pkey_cfg_index", "16", "an index past the table is ignored"),
+			portIn("pkey_cfg_key", "16", ""),
 			portIn("rx_valid", "", "received packets from the VL buffers"),
 			portIn("rx_data", "DATA_W", ""),
 			portIn("rx_sop", "", ""),
@@ -362,8 +374,10 @@ key checks (kc_*).`,
 			portOut("rx_rsp_todo", "16", "received READ responses, atomic ACKs and CNPs, dropped: TODO (saturating)"),
 			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
 			portOut("rx_icrc_err", "16", "received packets whose ICRC or length failed, dropped (saturating)"),
-			portOut("rx_hdr_err", "16", "received packets whose DLID is not port_lid, TVer not 0, or an ACK's PktLen not its headers', dropped (saturating)"),
-			portOut("rx_pkey_viol", "16", "received packets whose P_Key does not match port_pkey, dropped: P_KeyViolations (saturating)"),
+			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, or an ACK's PktLen not its headers', dropped (saturating)"),
+			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
+			portOut("rx_mcast_drop", "16", "received packets to a multicast or the permissive DLID (0xC000..0xFFFF), dropped: not for an RC requester (saturating)"),
+			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs for a QPN no QP context holds, dropped (saturating)"),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
 			portOut("cpl_cqn", "CQN_W", ""),
@@ -411,6 +425,8 @@ func (p Params) value(name string) int {
 		return p.ACKTick
 	case "RETRY_TIMEOUT":
 		return p.RetryTimeout
+	case "PKEY_N":
+		return p.PKeyN
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

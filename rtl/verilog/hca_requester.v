@@ -65,7 +65,7 @@
 // atomic, signaled, opcode, index, length, first PSN, last PSN}) until an ACK or a flush takes it.
 // An ACKNOWLEDGE on ack_* (QP ack_qpn, PSN ack_psn, AETH syndrome ack_syn: hca.Requester.OnAck) is
 // taken when the completion engine is idle (ack_ready); it is dropped for a context that does not
-// hold ack_qpn or is in ERR (OnAck in ERR does nothing) and for a reserved syndrome (bits 7:5 010
+// hold ack_qpn (counted on no_qp, 16 bits, saturating) or is in ERR (OnAck in ERR does nothing) and for a reserved syndrome (bits 7:5 010
 // or 1xx: OnAck has no case). An ACK (000) acknowledges every PSN through ack_psn; for it the engine walks
 // the ring from the oldest message, one a cycle: a SEND or WRITE whose last PSN is at or before
 // ack_psn, modulo 2^24 (hca's psnDiff <= 0), leaves, with a completion when signaled; the walk stops
@@ -203,6 +203,7 @@ module hca_requester #(
     input  wire [23:0]           ack_qpn,
     input  wire [23:0]           ack_psn,
     input  wire [7:0]            ack_syn,
+    output reg  [15:0]           no_qp,     // ACKNOWLEDGEs taken for a QPN no context holds, dropped (saturating)
     output reg                   cpl_valid,
     input  wire                  cpl_ready,
     output reg  [CQN_W-1:0]      cpl_cqn,
@@ -667,6 +668,16 @@ module hca_requester #(
     wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn && !ctx_err[aix] && a_known;
     wire             ack_take = ack_valid && eng_idle;
     assign ack_ready = eng_idle;
+    // An ACKNOWLEDGE for a QPN no context holds (none written at its index, or one of another QP:
+    // a QP destroyed or its context written again) has nowhere to go: dropped, as the model drops
+    // a packet for a QP it does not have (hca.Device.deliver), and counted here, where the
+    // contexts are (the model counts nothing). One for a context in ERR or with a reserved
+    // syndrome is dropped too but not counted: its QP exists.
+    wire             no_ctx   = !(ctx_valid[aix] && ctx_qpn[aix] == ack_qpn);
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) no_qp <= 16'd0;
+        else if (ack_take && no_ctx && no_qp != 16'hFFFF) no_qp <= no_qp + 16'd1;
+    end
     wire [PW-1:0]    e_hd     = oq_hd[e_ctx*PW +: PW];
     wire [PW-1:0]    e_tl     = oq_tl[e_ctx*PW +: PW];
     wire             e_any    = e_hd != e_tl;

@@ -1,10 +1,12 @@
 // hca_rx_ack: the receive side of hca_transport's requester: it checks each received packet as IBA
-// requires of a channel adapter before acting on it (the ICRC and the length, LRH.DLID, BTH.TVer
-// and P_Key), decodes its headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a
-// NAK) that passed to hca_requester's ack_* port; everything else it consumes and drops, counted.
+// requires of a channel adapter before acting on it (the ICRC and the length, LRH.DLID against
+// the port's LIDs, BTH.TVer, the P_Key against the port's P_Key table, a unicast DLID), decodes its
+// headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK) that passed to
+// hca_requester's ack_* port; everything else it consumes and drops, counted.
 // Go model: hca.Device.complete's ACKNOWLEDGE case, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome) on
-// the QP BTH.DestQP names (the model delivers only good packets to the port they name, so it has
-// no drop here); rtl/cosim_req_test.go sends the responder's ACKs and NAKs as ib.AppendWire's
+// the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
+// the P_Key 0xFFFF on every packet and every port, and multicast only to UD QPs, so it has no
+// drop here and checks none of these rules: every packet it makes passes them); rtl/cosim_req_test.go sends the responder's ACKs and NAKs as ib.AppendWire's
 // bytes on rx_*, among them copies with one corruption each, and requires the completions on
 // cpl_* to be the model's and every corrupted copy dropped and counted.
 //
@@ -32,23 +34,44 @@
 //   not for a raw packet, which has none), or PktLen disagrees with the packet's length
 //   (out_len_err). The headers of such a packet cannot be trusted, so it is judged on nothing
 //   else (Linux rxe_rcv drops a packet whose ICRC fails; ib/wire.go ParseWire refuses it).
-// - hdr_err: LRH.DLID is not port_lid (IBA ch. 7: a CA port accepts a packet addressed to its
-//   LID; the fabric's forwarding tables deliver only the port's packets, so one that comes was
-//   misrouted), BTH.TVer is not 0 (IBA ch. 9, the only transport version; Linux rxe hdr_check's
-//   "bad tver"), or an ACKNOWLEDGE's PktLen is not its headers' (7 words local, 17 global: it
-//   carries no payload, ib/wire.go's Opcode.Headers for Acknowledge: BTH and AETH only).
-// - pkey_viol: BTH.P_Key does not match port_pkey: IBA ch. 10's partition rule, as Linux rxe's
-//   pkey_match (which also refuses IBA's invalid P_Key, low 15 bits 0: not here, TODO below): the
-//   low 15 bits (the partition) equal, and at least one of the two a full member (bit 15 set); two
-//   limited members of a partition may not talk. IBA PortInfo counts these in
-//   P_KeyViolations (rxe: bad_pkey_cntr, saturating at 0xFFFF). port_pkey is the P_Key of the
-//   port's table entry the QPs use: the model's wire convention is the default partition, full
-//   member, 0xFFFF (ib/wire.go "Conventions of ours"; docs/pcap.md), which the integrator ties.
+// - hdr_err: a unicast LRH.DLID (below 0xC000) not one of the port's: with its low port_lmc bits
+//   cleared it is not port_lid (IBA ch. 7, the link layer's DLID check: a CA port owns the
+//   2^LMC LIDs from its base LID, PortInfo.LID and PortInfo.LMC, and masks the LMC's low bits
+//   before it compares; ib-facts.md §4; Linux qib_ib_rcv's "lid &= ~((1 << ppd->lmc) - 1)"; the
+//   subnet manager gives a base LID whose low LMC bits are 0, and one that has them set matches
+//   nothing with LMC > 0 here, as in qib), BTH.TVer not 0 (IBA ch. 9, the only transport version;
+//   Linux rxe hdr_check's "bad tver"), or an ACKNOWLEDGE's PktLen not its headers' (7 words local,
+//   17 global: it carries no payload, ib/wire.go's Opcode.Headers for Acknowledge: BTH and AETH
+//   only). A misrouted packet: the fabric's forwarding tables deliver only the port's LIDs.
+// - pkey_viol: BTH.P_Key matches no valid entry of the port's P_Key table (PKEY_N entries,
+//   written through pkey_cfg_*). IBA ch. 10's partition rule, as Linux rxe's pkey_match: an entry
+//   matches when the low 15 bits (the partition) are equal, not 0, and at least one of the two is
+//   a full member (bit 15 set); two limited members of a partition may not talk. A P_Key whose low
+//   15 bits are 0 (0x0000, 0x8000) is IBA's invalid P_Key (C10-116, as OpenSM's ib_types.h
+//   ib_pkey_is_invalid quotes it: a CI regards it as invalid), never matching, not even an entry
+//   that holds it: one test (the entry's low bits not 0) refuses both sides, since the low bits
+//   must be equal to match. IBA PortInfo counts these in P_KeyViolations (rxe: bad_pkey_cntr,
+//   saturating at 0xFFFF). After reset the table holds 0xFFFF at index 0 (the default partition,
+//   full member: the model's wire convention, ib/wire.go "Conventions of ours", docs/pcap.md) and
+//   0x0000, invalid, elsewhere, so a port whose table is never written matches the model's
+//   packets. A write (pkey_cfg_valid: entry pkey_cfg_index, 16 bits as IBA's P_Key index, gets
+//   pkey_cfg_key; an index past the table is ignored) counts for the packets whose first beat
+//   comes after the cycle it is taken in (the match is decided at the first beat).
+// - mcast_drop: a multicast DLID (0xC000..0xFFFE) or the permissive DLID 0xFFFF. The link layer
+//   accepts them (a multicast packet comes to a port because its switch's MFT sends it there;
+//   the permissive LID reaches a port whatever its LID, IBA ch. 7), but this block feeds an RC
+//   requester, and IBA's multicast is for unreliable datagrams (a multicast packet's DestQP is
+//   0xFFFFFF; hca.Device.deliverMcast takes one only for a UD QP attached to its group), and the
+//   permissive DLID for subnet management packets to QP0 (directed route). Neither is an error
+//   of the packet's headers: a counter of its own, not hdr_err (PortRcvErrors' kind), so a UD
+//   receive path can take them later without changing what hdr_err means. Decided after the
+//   P_Key, which IBA checks on multicast packets too.
 // - Then as before: an ACKNOWLEDGE goes to ack_*; a READ response, an atomic ACK or a CNP counts
-//   on rsp_todo; anything else on not_req.
+//   on rsp_todo; anything else on not_req. An ACKNOWLEDGE for a QPN no context holds is
+//   hca_requester's to count (its no_qp: the contexts are there).
 // Decisions:
 // - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
-//   beat (sop) said is held in six flags meanwhile (p_*). An ACKNOWLEDGE is one beat local (8 + 12
+//   beat (sop) said is held in seven flags meanwhile (p_*). An ACKNOWLEDGE is one beat local (8 + 12
 //   + 4 + ICRC 4 + VCRC 2 = 30 bytes), two global (70 bytes: the second beat holds only the CRCs):
 //   a local ACK reaches ack_* a cycle later than before this check, a global one two.
 // - An ACKNOWLEDGE that passes goes out on ack_* (an output register, valid/ready: ack_qpn =
@@ -63,23 +86,27 @@
 //   wait), or fails the QP when its retry counters are spent (its header).
 // - Packets for the requester it does not act on yet count on rsp_todo and are dropped: RDMA READ
 //   responses (0x0D..0x10), ATOMIC ACKNOWLEDGE (0x12), CNPs (0x80, congestion control's; ours).
-//   Their completions and data placement are TODO.
+//   Their completions and data placement are TODO, and so is their QPN's check against the
+//   contexts.
 // - Every other packet counts on not_req and is dropped: requests for a responder (the responder
 //   is not built in RTL), UD and other transports, a raw LNH.
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
 // P_KeyViolations.
 // Not checked here (TODO): the GRH's fields (IPVer, NxtHdr, the DGID against the port's GID,
-// PayLen against PktLen), an LMC above 0 (a port answering to 2^LMC LIDs: DLID's low LMC bits
-// ignored), multicast and permissive DLIDs (dropped here as hdr_err; no multicast group is
-// joined), a P_Key table of several entries (the QP context's P_Key index), BTH.DestQP against
-// the QP contexts (hca_requester drops an ACK for a QPN no context holds, uncounted), a P_Key of
-// 0x0000 or 0x8000 (IBA's invalid P_Key: it matches a port_pkey with the same low bits here; the
-// integrator never sets one), and PktLen against the headers of packets other than ACKs.
-module hca_rx_ack (
+// PayLen against PktLen), the QP context's P_Key index (IBA checks a packet against the entry its
+// QP uses; here any valid entry passes it, as a port with one partition per QP would), the
+// reserved DLID 0 on a port whose port_lid is 0 (not yet given a LID: it matches here), and
+// PktLen against the headers of packets other than ACKs (READ responses: with their path).
+module hca_rx_ack #(
+    parameter integer PKEY_N = 4    // entries of the P_Key table (NodeInfo.PartitionCap)
+) (
     input  wire         clk,
     input  wire         rst_n,
-    input  wire [15:0]  port_lid,   // the port's LID (PortInfo.LID, set by the subnet manager)
-    input  wire [15:0]  port_pkey,  // the port's P_Key (0xFFFF: the default partition, full member)
+    input  wire [15:0]  port_lid,   // the port's base LID (PortInfo.LID, set by the subnet manager)
+    input  wire [2:0]   port_lmc,   // PortInfo.LMC: the port owns port_lid .. port_lid + 2^LMC - 1
+    input  wire         pkey_cfg_valid, // the P_Key table: entry pkey_cfg_index gets pkey_cfg_key
+    input  wire [15:0]  pkey_cfg_index,
+    input  wire [15:0]  pkey_cfg_key,
     input  wire         rx_valid,
     output wire         rx_ready,
     input  wire [511:0] rx_data,
@@ -94,8 +121,9 @@ module hca_rx_ack (
     output reg  [15:0]  rsp_todo,   // READ responses, atomic ACKs, CNPs: dropped (TODO)
     output reg  [15:0]  not_req,    // packets not for the requester: dropped
     output reg  [15:0]  icrc_err,   // ICRC or length wrong: dropped
-    output reg  [15:0]  hdr_err,    // DLID not the port's, TVer not 0, an ACK's PktLen not its headers': dropped
-    output reg  [15:0]  pkey_viol   // P_Key not matching the port's (P_KeyViolations): dropped
+    output reg  [15:0]  hdr_err,    // unicast DLID not the port's, TVer not 0, an ACK's PktLen not its headers': dropped
+    output reg  [15:0]  pkey_viol,  // P_Key matching no valid table entry (P_KeyViolations): dropped
+    output reg  [15:0]  mcast_drop  // multicast or permissive DLID (not for an RC requester): dropped
 );
     // The ICRC and length check: one cycle, its output register the decoder's input.
     wire         c_valid, c_sop, c_eop, c_icrc_err, c_len_err;
@@ -107,6 +135,18 @@ module hca_rx_ack (
         .out_valid(c_valid), .out_ready(c_ready), .out_data(c_data), .out_sop(c_sop), .out_eop(c_eop),
         .out_icrc_err(c_icrc_err), .out_len_err(c_len_err)
     );
+
+    // The P_Key table (PKEY_N x 16 flops): 0xFFFF at index 0 after reset, 0x0000 (invalid) elsewhere.
+    reg  [15:0]  pkey_tab [0:PKEY_N-1];
+    integer      pi;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            for (pi = 0; pi < PKEY_N; pi = pi + 1) pkey_tab[pi] <= pi == 0 ? 16'hFFFF : 16'h0000;
+        end else if (pkey_cfg_valid) begin
+            for (pi = 0; pi < PKEY_N; pi = pi + 1)
+                if (pkey_cfg_index == pi[15:0]) pkey_tab[pi] <= pkey_cfg_key;
+        end
+    end
 
     // Byte i of the beat is c_data[511 - 8i -: 8]. Meaningful at a first beat (c_sop).
     wire [1:0]   lnh    = c_data[497:496];                   // LRH byte 1, bits 1:0
@@ -125,16 +165,28 @@ module hca_rx_ack (
     wire         is_ack = is_ib && opcode == 8'h11;
     wire         is_rsp = is_ib && ((opcode >= 8'h0D && opcode <= 8'h10) || opcode == 8'h12 || opcode == 8'h80);
     wire         retry  = syn == 8'h60 || syn[7:5] == 3'b001;
-    wire         hdr_bad  = dlid != port_lid || (is_ib && tver != 4'd0) ||
+    // 0xC000..0xFFFF: the multicast LIDs and the permissive LID, the two top bits set.
+    wire         mc     = dlid[15:14] == 2'b11;
+    wire [15:0]  lmc_keep = 16'hFFFF << port_lmc;            // the bits above the LMC's path bits
+    wire         lid_ok = (dlid & lmc_keep) == port_lid;
+    wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
                             (is_ack && pktlen != (global ? 11'd17 : 11'd7));
-    wire         pkey_ok  = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
+    reg          pkey_ok;
+    integer      pm;
+    always @* begin
+        pkey_ok = 1'b0;
+        for (pm = 0; pm < PKEY_N; pm = pm + 1)
+            if (pkey_tab[pm][14:0] != 15'd0 && pkey[14:0] == pkey_tab[pm][14:0] && (pkey[15] || pkey_tab[pm][15]))
+                pkey_ok = 1'b1;
+    end
     wire         pkey_bad = is_ib && !pkey_ok;
 
     // What the first beat said, held to the last: the flags below at sop, p_* after it.
-    reg          p_ib, p_hdr, p_pkey, p_ack, p_retry, p_rsp;
+    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp;
     wire         k_ib    = c_sop ? is_ib    : p_ib;
     wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
     wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
+    wire         k_mc    = c_sop ? mc       : p_mc;
     wire         k_ack   = c_sop ? is_ack   : p_ack;
     wire         k_retry = c_sop ? retry    : p_retry;
     wire         k_rsp   = c_sop ? is_rsp   : p_rsp;
@@ -146,17 +198,19 @@ module hca_rx_ack (
     wire d_icrc  = done && crc_bad;
     wire d_hdr   = done && !crc_bad && k_hdr;
     wire d_pkey  = done && !crc_bad && !k_hdr && k_pkey;
-    wire d_ok    = done && !crc_bad && !k_hdr && !k_pkey;
+    wire d_mc    = done && !crc_bad && !k_hdr && !k_pkey && k_mc;
+    wire d_ok    = done && !crc_bad && !k_hdr && !k_pkey && !k_mc;
 
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
-            ack_valid <= 1'b0;
-            nak_retry <= 16'd0;
-            rsp_todo  <= 16'd0;
-            not_req   <= 16'd0;
-            icrc_err  <= 16'd0;
-            hdr_err   <= 16'd0;
-            pkey_viol <= 16'd0;
+            ack_valid  <= 1'b0;
+            nak_retry  <= 16'd0;
+            rsp_todo   <= 16'd0;
+            not_req    <= 16'd0;
+            icrc_err   <= 16'd0;
+            hdr_err    <= 16'd0;
+            pkey_viol  <= 16'd0;
+            mcast_drop <= 16'd0;
         end else begin
             if (d_ok && k_ack) ack_valid <= 1'b1;
             else if (ack_ready) ack_valid <= 1'b0;
@@ -166,6 +220,7 @@ module hca_rx_ack (
             if (d_icrc && icrc_err != 16'hFFFF) icrc_err <= icrc_err + 16'd1;
             if (d_hdr && hdr_err != 16'hFFFF) hdr_err <= hdr_err + 16'd1;
             if (d_pkey && pkey_viol != 16'hFFFF) pkey_viol <= pkey_viol + 16'd1;
+            if (d_mc && mcast_drop != 16'hFFFF) mcast_drop <= mcast_drop + 16'd1;
         end
     end
 
@@ -174,6 +229,7 @@ module hca_rx_ack (
             p_ib    <= is_ib;
             p_hdr   <= hdr_bad;
             p_pkey  <= pkey_bad;
+            p_mc    <= mc;
             p_ack   <= is_ack;
             p_retry <= retry;
             p_rsp   <= is_rsp;
