@@ -1894,8 +1894,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"the syndrome ignored (every ACKNOWLEDGE an ACK)", "hca_rx_ack.v", "ack_syn <= syn;", "ack_syn <= 8'h1F;"},
 		{"the GRH not skipped", "hca_rx_ack.v", "wire         global = lnh == 2'd3;", "wire         global = 1'b0;"},
 		// The run writes no P_Key table: the reset's 0xFFFF at index 0 lets its packets through.
-		{"the P_Key table's entry 0 reset invalid", "hca_rx_ack.v", "pkey_tab[pi] <= pi == 0 ? 16'hFFFF : 16'h0000;",
-			"pkey_tab[pi] <= 16'h0000;"},
+		{"the P_Key table's entry 0 reset invalid", "hca_rx_ack.v", "pkey_tab[16*pi +: 16] <= pi == 0 ? 16'hFFFF : 16'h0000;",
+			"pkey_tab[16*pi +: 16] <= 16'h0000;"},
 		{"a NAK acknowledging its own PSN", f, "((e_incl && h_d == 24'd0) || h_d[23])", "((h_d == 24'd0) || h_d[23])"},
 		{"every message a NAK flushes with its status", f, "(eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
 		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&", ""},

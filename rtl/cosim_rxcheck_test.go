@@ -400,7 +400,7 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 	needTool(t, "iverilog", "vvp")
 	dir := t.TempDir()
 	const f = "hca_rx_ack.v"
-	const pkeyRule = "pkey_tab[pm][14:0] != 15'd0 && pkey[14:0] == pkey_tab[pm][14:0] && (pkey[15] || pkey_tab[pm][15])"
+	const pkeyRule = "pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15] && (pkey[15] || pkey_tab[16*pm+15])"
 	for _, m := range []struct {
 		cosimMutant
 		run int // rxCheckRuns index
@@ -417,19 +417,19 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 			"wire [15:0]  lmc_keep = ((16'hFFFF << port_lmc) >> 1) | 16'h8000;"}, 1},
 		{cosimMutant{"TVer not checked", f, "(is_ib && tver != 4'd0) ||", "1'b0 ||"}, 1},
 		{cosimMutant{"an ACK's PktLen not checked", f, "(is_ack && pktlen != (global ? 11'd17 : 11'd7))", "1'b0"}, 1},
-		{cosimMutant{"the P_Key's member bit ignored", f, pkeyRule, "pkey_tab[pm][14:0] != 15'd0 && pkey[14:0] == pkey_tab[pm][14:0]"}, 1},
+		{cosimMutant{"the P_Key's member bit ignored", f, pkeyRule, "pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15]"}, 1},
 		{cosimMutant{"a full member required of the packet", f, pkeyRule,
-			"pkey_tab[pm][14:0] != 15'd0 && pkey[14:0] == pkey_tab[pm][14:0] && pkey[15]"}, 0},
+			"pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15] && pkey[15]"}, 0},
 		{cosimMutant{"the invalid P_Key matched (no C10-116)", f, pkeyRule,
-			"pkey[14:0] == pkey_tab[pm][14:0] && (pkey[15] || pkey_tab[pm][15])"}, 0},
+			"pkey[14:0] == pkey_tab[16*pm +: 15] && (pkey[15] || pkey_tab[16*pm+15])"}, 0},
 		{cosimMutant{"the invalid P_Key matched, limited run", f, pkeyRule,
-			"pkey[14:0] == pkey_tab[pm][14:0] && (pkey[15] || pkey_tab[pm][15])"}, 1},
+			"pkey[14:0] == pkey_tab[16*pm +: 15] && (pkey[15] || pkey_tab[16*pm+15])"}, 1},
 		{cosimMutant{"only the table's entry 0 compared", f, "for (pm = 0; pm < PKEY_N; pm = pm + 1)",
 			"for (pm = 0; pm < 1; pm = pm + 1)"}, 0},
 		{cosimMutant{"the table's last entry not compared", f, "for (pm = 0; pm < PKEY_N; pm = pm + 1)",
 			"for (pm = 0; pm < PKEY_N - 1; pm = pm + 1)"}, 1},
-		{cosimMutant{"a write to every entry", f, "if (pkey_cfg_index == pi[15:0]) pkey_tab[pi] <= pkey_cfg_key;",
-			"pkey_tab[pi] <= pkey_cfg_key;"}, 0},
+		{cosimMutant{"a write to every entry", f, "if (pkey_cfg_index == pi[15:0]) pkey_tab[16*pi +: 16] <= pkey_cfg_key;",
+			"pkey_tab[16*pi +: 16] <= pkey_cfg_key;"}, 0},
 		{cosimMutant{"multicast DLIDs compared as unicast", f, "wire         hdr_bad  = (!mc && !lid_ok) ||",
 			"wire         hdr_bad  = !lid_ok ||"}, 0},
 		{cosimMutant{"the permissive LID taken as unicast", f, "wire         mc     = dlid[15:14] == 2'b11;",

@@ -259,6 +259,8 @@ func TestReportYosys(t *testing.T) {
 	// running bit 1 and its count, clog2(4096 + 1) + 14 = 27 bits (the
 	// load 4096 x 2^14 = 2^26 needs 27): 8 x 52; without, the job's
 	// timeout bit 1.
+	// The count of ACKs for a QPN no context holds (no_qp), 16 bits with
+	// a reset.
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
@@ -266,18 +268,19 @@ func TestReportYosys(t *testing.T) {
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
-		8*(24+1+27)+1,
+		8*(24+1+27)+1+16,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
 	// instances): the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
 	// 8 (loaded at the packet's first beat: no second copy for the last);
-	// the six counters, 16 bits each: the three it had (NAKs retried,
-	// responses to do, not for the requester) and the three drops before
-	// the decode (ICRC or length, header, P_Key); and what the first beat
-	// said, held to the last: raw or IBA, header bad, P_Key bad, an
-	// ACKNOWLEDGE, a retried NAK, a response, 6 one-bit flags.
-	assert.Equal(t, (1+24+24+8)+6*16+6, flops[synthKey("hca_rx_ack", nil)])
+	// the seven counters, 16 bits each: the three it had (NAKs retried,
+	// responses to do, not for the requester) and the four drops before
+	// the decode (ICRC or length, header, P_Key, multicast); what the
+	// first beat said, held to the last: raw or IBA, header bad, P_Key
+	// bad, multicast, an ACKNOWLEDGE, a retried NAK, a response, 7 one-bit
+	// flags; and the P_Key table, PKEY_N (4) entries of 16 bits.
+	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16, flops[synthKey("hca_rx_ack", nil)])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
 			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")

@@ -136,15 +136,16 @@ module hca_rx_ack #(
         .out_icrc_err(c_icrc_err), .out_len_err(c_len_err)
     );
 
-    // The P_Key table (PKEY_N x 16 flops): 0xFFFF at index 0 after reset, 0x0000 (invalid) elsewhere.
-    reg  [15:0]  pkey_tab [0:PKEY_N-1];
+    // The P_Key table (PKEY_N x 16 flops, entry i in bits 16i+15:16i): 0xFFFF at index 0 after reset,
+    // 0x0000 (invalid) elsewhere.
+    reg  [16*PKEY_N-1:0] pkey_tab;
     integer      pi;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
-            for (pi = 0; pi < PKEY_N; pi = pi + 1) pkey_tab[pi] <= pi == 0 ? 16'hFFFF : 16'h0000;
+            for (pi = 0; pi < PKEY_N; pi = pi + 1) pkey_tab[16*pi +: 16] <= pi == 0 ? 16'hFFFF : 16'h0000;
         end else if (pkey_cfg_valid) begin
             for (pi = 0; pi < PKEY_N; pi = pi + 1)
-                if (pkey_cfg_index == pi[15:0]) pkey_tab[pi] <= pkey_cfg_key;
+                if (pkey_cfg_index == pi[15:0]) pkey_tab[16*pi +: 16] <= pkey_cfg_key;
         end
     end
 
@@ -176,7 +177,7 @@ module hca_rx_ack #(
     always @* begin
         pkey_ok = 1'b0;
         for (pm = 0; pm < PKEY_N; pm = pm + 1)
-            if (pkey_tab[pm][14:0] != 15'd0 && pkey[14:0] == pkey_tab[pm][14:0] && (pkey[15] || pkey_tab[pm][15]))
+            if (pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15] && (pkey[15] || pkey_tab[16*pm+15]))
                 pkey_ok = 1'b1;
     end
     wire         pkey_bad = is_ib && !pkey_ok;
