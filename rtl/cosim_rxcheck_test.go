@@ -80,13 +80,32 @@ type reqBad struct {
 //     tables put 0x8000 or 0x0000 in an entry: rxCheckRuns) -> pkey_viol
 //     (IBA C10-116: an invalid P_Key never matches);
 //   - mcast: LRH.DLID a multicast LID (0xC000..0xFFFE) -> mcast_drop;
-//   - perm: LRH.DLID the permissive LID 0xFFFF -> mcast_drop.
-var reqBadKinds = []string{"icrc", "dlidflip", "len", "dlid", "lmcout", "tver", "ackpay", "pkey", "limited", "invalid", "mcast", "perm"}
+//   - perm: LRH.DLID the permissive LID 0xFFFF -> mcast_drop;
+//   - ipver, nxthdr, paylen (with a GRH only): GRH IPVer not 6, NxtHdr not
+//     0x1B, PayLen off by 4..64 bytes (ib.ParseWire refuses each) ->
+//     hdr_err;
+//   - short: an IBA packet (LNH 2 or 3) whose PktLen leaves no room for
+//     its BTH (5 words local, the LRH, 8 bytes of a SEND ONLY's BTH and
+//     the ICRC; with a GRH 15, its PayLen to match), both CRCs right ->
+//     hdr_err (not not_req);
+//   - rspaeth: a READ response FIRST, LAST or ONLY of no payload whose
+//     PktLen leaves no room for its AETH (a MIDDLE's length, 6 or 16
+//     words) -> hdr_err (not rsp_todo);
+//   - rsppad: a READ response of no payload with PadCnt 1..3 (pad bytes
+//     past the headers: a payload of less than 0 bytes) -> hdr_err;
+//   - atomlen: an ATOMIC ACKNOWLEDGE with 4..16 bytes of payload (not its
+//     headers' 9 or 19 words) -> hdr_err.
+var reqBadKinds = []string{"icrc", "dlidflip", "len", "dlid", "lmcout", "tver", "ackpay", "pkey", "limited", "invalid", "mcast", "perm",
+	"ipver", "nxthdr", "paylen", "short", "rspaeth", "rsppad", "atomlen"}
+
+// grhOnly are the kinds that corrupt a GRH: every copy of them has one.
+var grhOnly = map[string]bool{"ipver": true, "nxthdr": true, "paylen": true}
 
 // reqBadPerACK is the corrupted copies before each ACKNOWLEDGE: the
-// mutants' run of reqMutantItems items has 6 ACKNOWLEDGEs, and every kind
-// is to come local and with a GRH (24 copies).
-const reqBadPerACK = 4
+// mutants' run of reqMutantItems items has 8 ACKNOWLEDGEs (two of them
+// for no context, addBad), and every kind is to come local and with a GRH
+// (38 copies).
+const reqBadPerACK = 5
 
 // pkeyMatch is IBA's P_Key rule at a CA port, the reference the tables
 // and the copies are built against: key matches an entry when their low
@@ -168,12 +187,22 @@ func (run *reqRun) addBad(seed uint64, table []uint16, lmc int) {
 			run.bad = append(run.bad, reqBad{before: i, kind: "raw", wire: rawPacket(r), counter: cntNotReq})
 		}
 		kind := reqBadKinds[n%len(reqBadKinds)]
-		grh := n/len(reqBadKinds)%2 == 1
+		grh := n/len(reqBadKinds)%2 == 1 || grhOnly[kind]
 		c := run.acks[i]
 		c.grh, c.syn = grh, hca.SynNAKAccess
 		p := c.packet()
-		if kind == "ackpay" {
+		switch kind {
+		case "ackpay":
 			p.PayloadLen = 4 * (1 + r.IntN(4))
+		case "rspaeth", "rsppad":
+			// A READ response to the ACK's QP, no payload: MIDDLE's
+			// length (no AETH) for rspaeth, retyped below.
+			p.Opcode = ib.RDMAReadResponseMiddle
+			if kind == "rsppad" {
+				p.Opcode = ib.RDMAReadResponseFirst + ib.Opcode(r.IntN(4))
+			}
+		case "atomlen":
+			p.Opcode, p.PayloadLen = ib.AtomicAcknowledge, 4*(1+r.IntN(4))
 		}
 		w := c.sealed(ib.AppendWire(nil, p))
 		bth := bthAt(w)
@@ -239,6 +268,47 @@ func (run *reqRun) addBad(seed uint64, table []uint16, lmc int) {
 				}
 			}
 			setPKey(k)
+		case "ipver":
+			w[8] = w[8]&0x0F | byte([]int{4, 5, 7, 15, 0}[r.IntN(5)])<<4
+			resealWire(w, true)
+			b.counter = cntHdr
+		case "nxthdr":
+			w[14] = byte(0x1B ^ (1 + r.IntN(0xFF)))
+			resealWire(w, true)
+			b.counter = cntHdr
+		case "paylen":
+			d := uint16(4 * (1 + r.IntN(16)))
+			if r.IntN(2) == 0 {
+				d = -d
+			}
+			binary.BigEndian.PutUint16(w[12:], binary.BigEndian.Uint16(w[12:])+d)
+			resealWire(w, true)
+			b.counter = cntHdr
+		case "short":
+			// The LRH (and GRH), 8 bytes, the ICRC and the VCRC: PktLen
+			// one word short of an LRH, (GRH,) BTH and ICRC.
+			// The 8 bytes start a SEND ONLY's BTH (an ACK's would fail
+			// the ACK's own PktLen rule first): without the room check
+			// it would count on not_req.
+			n := bth + 8 + 4
+			w = append(w[:n:n], 0, 0)
+			w[bth] = byte(ib.SendOnly)
+			binary.BigEndian.PutUint16(w[4:], uint16(n/4))
+			if grh {
+				binary.BigEndian.PutUint16(w[12:], uint16(n-48))
+			}
+			resealWire(w, true)
+			b.counter = cntHdr
+		case "rspaeth":
+			w[bth] = byte([]ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseLast, ib.RDMAReadResponseOnly}[r.IntN(3)])
+			resealWire(w, true)
+			b.counter = cntHdr
+		case "rsppad":
+			w[bth+1] |= byte(1+r.IntN(3)) << 4
+			resealWire(w, true)
+			b.counter = cntHdr
+		case "atomlen":
+			b.counter = cntHdr
 		case "mcast":
 			setDLID(uint16(0xC000 + r.IntN(0xFFFF-0xC000)))
 			b.counter = cntMcast
@@ -355,7 +425,9 @@ func TestRequesterRxCheckCosim(t *testing.T) {
 		}
 		assert.Positive(t, kinds["raw"], "%s: raw packets", rc.name)
 		for _, k := range reqBadKinds {
-			assert.Positive(t, kinds[k], "%s: %s copies", rc.name, k)
+			if !grhOnly[k] {
+				assert.Positive(t, kinds[k], "%s: %s copies", rc.name, k)
+			}
 			assert.Positive(t, kinds[k+"+grh"], "%s: %s copies with a GRH", rc.name, k)
 		}
 		// What the good ACKs exercise: keys that only an entry past
@@ -417,13 +489,19 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 			"wire [15:0]  lmc_keep = ((16'hFFFF << port_lmc) >> 1) | 16'h8000;"}, 1},
 		{cosimMutant{"TVer not checked", f, "(is_ib && tver != 4'd0) ||", "1'b0 ||"}, 1},
 		{cosimMutant{"an ACK's PktLen not checked", f, "(is_ack && pktlen != (global ? 11'd17 : 11'd7))", "1'b0"}, 1},
+		{cosimMutant{"the GRH's IPVer not checked", f, "g_ipver != 4'd6 ||", "1'b0 ||"}, 0},
+		{cosimMutant{"the GRH's NxtHdr not checked", f, "g_nxthdr != 8'h1B ||", "1'b0 ||"}, 0},
+		{cosimMutant{"the GRH's PayLen not checked", f, "g_paylen != {3'd0, pktlen, 2'b00} - 16'd48);", "1'b0);"}, 0},
+		{cosimMutant{"PktLen's room for the BTH not checked", f, "(is_ib && pktlen < base_w) ||", "1'b0 ||"}, 0},
+		{cosimMutant{"a READ response's AETH not counted", f, "wire [10:0]  rsp_w    = base_w + {10'd0, opcode != 8'h0E};",
+			"wire [10:0]  rsp_w    = base_w;"}, 0},
+		{cosimMutant{"a READ response's PadCnt not counted", f, "(pktlen == rsp_w && padcnt != 2'd0)", "1'b0"}, 0},
+		{cosimMutant{"an atomic ACK's PktLen not checked", f, "(is_ib && opcode == 8'h12 && pktlen != base_w + 11'd3)", "1'b0"}, 0},
 		{cosimMutant{"the P_Key's member bit ignored", f, pkeyRule, "pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15]"}, 1},
 		{cosimMutant{"a full member required of the packet", f, pkeyRule,
 			"pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15] && pkey[15]"}, 0},
 		{cosimMutant{"the invalid P_Key matched (no C10-116)", f, pkeyRule,
 			"pkey[14:0] == pkey_tab[16*pm +: 15] && (pkey[15] || pkey_tab[16*pm+15])"}, 0},
-		{cosimMutant{"the invalid P_Key matched, limited run", f, pkeyRule,
-			"pkey[14:0] == pkey_tab[16*pm +: 15] && (pkey[15] || pkey_tab[16*pm+15])"}, 1},
 		{cosimMutant{"only the table's entry 0 compared", f, "for (pm = 0; pm < PKEY_N; pm = pm + 1)",
 			"for (pm = 0; pm < 1; pm = pm + 1)"}, 0},
 		{cosimMutant{"the table's last entry not compared", f, "for (pm = 0; pm < PKEY_N; pm = pm + 1)",

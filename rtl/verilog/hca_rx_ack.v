@@ -43,6 +43,15 @@
 //   Linux rxe hdr_check's "bad tver"), or an ACKNOWLEDGE's PktLen not its headers' (7 words local,
 //   17 global: it carries no payload, ib/wire.go's Opcode.Headers for Acknowledge: BTH and AETH
 //   only). A misrouted packet: the fabric's forwarding tables deliver only the port's LIDs.
+//   Also hdr_err, ib.ParseWire's rules for a well-formed packet, so the RTL refuses what the
+//   model's parser refuses: an IBA packet whose PktLen leaves no room for its LRH, GRH, BTH and
+//   ICRC (6 words local, 16 global); a GRH whose IPVer is not 6, NxtHdr not 0x1B (IBA's BTH
+//   next) or PayLen not the bytes from the BTH through the ICRC (PktLen x 4 - 48); an RDMA READ
+//   response whose PktLen leaves no room for its AETH (FIRST, LAST, ONLY: 7 words local, 17
+//   global; MIDDLE has none) and PadCnt's pad bytes; an ATOMIC ACKNOWLEDGE whose PktLen is not
+//   its headers' (9 words local, 19 global: stricter than ParseWire, as for an ACK). A READ
+//   response's payload against the QP's path MTU (FIRST and MIDDLE carry exactly one, LAST 1..PMTU
+//   bytes) is TODO with the response path, which has the QP context.
 // - pkey_viol: BTH.P_Key matches no valid entry of the port's P_Key table (PKEY_N entries,
 //   written through pkey_cfg_*). IBA ch. 10's partition rule, as Linux rxe's pkey_match: an entry
 //   matches when the low 15 bits (the partition) are equal, not 0, and at least one of the two is
@@ -92,11 +101,12 @@
 //   is not built in RTL), UD and other transports, a raw LNH.
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
 // P_KeyViolations.
-// Not checked here (TODO): the GRH's fields (IPVer, NxtHdr, the DGID against the port's GID,
-// PayLen against PktLen), the QP context's P_Key index (IBA checks a packet against the entry its
+// Not checked here (TODO): the GRH's DGID against the port's GIDs (the model's parser does not
+// check it either), the QP context's P_Key index (IBA checks a packet against the entry its
 // QP uses; here any valid entry passes it, as a port with one partition per QP would), the
-// reserved DLID 0 on a port whose port_lid is 0 (not yet given a LID: it matches here), and
-// PktLen against the headers of packets other than ACKs (READ responses: with their path).
+// reserved DLID 0 on a port whose port_lid is 0 (not yet given a LID: it matches here), PktLen
+// against the headers of requests (the responder's), a READ response's payload against the path
+// MTU.
 module hca_rx_ack #(
     parameter integer PKEY_N = 4    // entries of the P_Key table (NodeInfo.PartitionCap)
 ) (
@@ -160,6 +170,7 @@ module hca_rx_ack #(
     wire [7:0]   syn    = global ? c_data[511-8*60 -: 8]  : c_data[511-8*20 -: 8];
     wire [7:0]   opcode = bth[95:88];                        // BTH byte 0
     wire [3:0]   tver   = bth[83:80];                        // BTH byte 1, bits 3:0
+    wire [1:0]   padcnt = bth[85:84];                        // BTH byte 1, bits 5:4
     wire [15:0]  pkey   = bth[79:64];                        // BTH bytes 2..3
     wire [23:0]  dqpn   = bth[55:32];                        // BTH bytes 5..7
     wire [23:0]  psn    = bth[23:0];                         // BTH bytes 9..11
@@ -170,7 +181,24 @@ module hca_rx_ack #(
     wire         mc     = dlid[15:14] == 2'b11;
     wire [15:0]  lmc_keep = 16'hFFFF << port_lmc;            // the bits above the LMC's path bits
     wire         lid_ok = (dlid & lmc_keep) == port_lid;
+    // The GRH (bytes 8..47 of a global packet): IPVer (byte 8, bits 7:4) 6, NxtHdr (byte 14) 0x1B
+    // (a BTH next), PayLen (bytes 12..13) the bytes from the BTH through the ICRC, PktLen x 4 - 48.
+    wire [3:0]   g_ipver  = c_data[511-8*8 -: 4];
+    wire [15:0]  g_paylen = c_data[511-8*12 -: 16];
+    wire [7:0]   g_nxthdr = c_data[511-8*14 -: 8];
+    wire         grh_bad  = global && (g_ipver != 4'd6 || g_nxthdr != 8'h1B ||
+                                       g_paylen != {3'd0, pktlen, 2'b00} - 16'd48);
+    // The words a packet's headers take with its ICRC (LRH 2, GRH 10, BTH 3, ICRC 1; a READ
+    // response's AETH 1 but MIDDLE's; an atomic ACK's AETH and AtomicAckETH 3): PktLen must leave
+    // room for them and for PadCnt's bytes (ib.ParseWire's rules), and is exactly them for an
+    // atomic ACK, which carries no payload (as an ACK: 7 words local, 17 global).
+    wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
+    wire         rd_rsp   = is_ib && opcode >= 8'h0D && opcode <= 8'h10;
+    wire [10:0]  rsp_w    = base_w + {10'd0, opcode != 8'h0E};
+    wire         rsp_bad  = (rd_rsp && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
+                            (is_ib && opcode == 8'h12 && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
+                            (is_ib && pktlen < base_w) || grh_bad || rsp_bad ||
                             (is_ack && pktlen != (global ? 11'd17 : 11'd7));
     reg          pkey_ok;
     integer      pm;
