@@ -193,8 +193,10 @@ pay_rsp_*) into a payload buffer that never takes more reads than it has room fo
 path: hca_rx_ack checks each packet on rx_* as IBA requires of a CA before acting on it, in this
 order, and drops and counts one that fails at its last beat: the ICRC and PktLen against the length
 (its own ib_icrc in check mode) on rx_icrc_err; a unicast LRH.DLID that is not one of the port's
-2^LMC LIDs (its low port_lmc bits cleared, not port_lid), BTH.TVer not 0, or an ACKNOWLEDGE's PktLen
-not its headers' on rx_hdr_err; BTH.P_Key matching no valid entry of the port's P_Key table (PKEY_N
+2^LMC LIDs (its low port_lmc bits cleared, not port_lid), BTH.TVer not 0, an ACKNOWLEDGE's or an
+atomic ACK's PktLen not its headers', or what ib.ParseWire refuses (a GRH's IPVer not 6, NxtHdr not
+0x1B or PayLen not PktLen x 4 - 48; a PktLen with no room for the BTH, or for a READ response's AETH
+and pad) on rx_hdr_err; BTH.P_Key matching no valid entry of the port's P_Key table (PKEY_N
 entries written through pkey_cfg_*, 0xFFFF at index 0 and invalid 0x0000 elsewhere after reset; an
 entry matches when the low 15 bits are equal and not 0, IBA's invalid P_Keys 0x0000 and 0x8000
 never matching, and one of the two is a full member) on rx_pkey_viol (PortInfo's P_KeyViolations);
@@ -218,7 +220,7 @@ hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_
 ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
 resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
 TODO: READ responses and atomic ACKs (their completions and data; a READ retried after part of
-its response, asking for the rest), the GRH's fields and the QP's P_Key index on receive,
+its response, asking for the rest), the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
@@ -374,7 +376,7 @@ key checks (kc_*).`,
 			portOut("rx_rsp_todo", "16", "received READ responses, atomic ACKs and CNPs, dropped: TODO (saturating)"),
 			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
 			portOut("rx_icrc_err", "16", "received packets whose ICRC or length failed, dropped (saturating)"),
-			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, or an ACK's PktLen not its headers', dropped (saturating)"),
+			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, GRH or length malformed (hca_rx_ack's header), dropped (saturating)"),
 			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
 			portOut("rx_mcast_drop", "16", "received packets to a multicast or the permissive DLID (0xC000..0xFFFF), dropped: not for an RC requester (saturating)"),
 			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs for a QPN no QP context holds, dropped (saturating)"),
