@@ -6,9 +6,11 @@
 // Go model: hca.Device.complete's ACKNOWLEDGE case, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome) on
 // the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
 // the P_Key 0xFFFF on every packet and every port, and multicast only to UD QPs, so it has no
-// drop here and checks none of these rules: every packet it makes passes them); rtl/cosim_req_test.go sends the responder's ACKs and NAKs as ib.AppendWire's
-// bytes on rx_*, among them copies with one corruption each, and requires the completions on
-// cpl_* to be the model's and every corrupted copy dropped and counted.
+// drop here and checks none of the LID, P_Key and multicast rules: every packet it makes passes
+// them; the GRH and length rules are its parser's, ib.ParseWire's); rtl/cosim_req_test.go sends
+// the responder's ACKs and NAKs as ib.AppendWire's bytes on rx_*, among them copies with one
+// corruption each (rtl/cosim_rxcheck_test.go), and requires the completions on cpl_* to be the
+// model's and every corrupted copy dropped and counted.
 //
 // rx_*: the packets ib_rx_vl_buffers gives out (store and forward: a packet whose VCRC or length
 // failed never comes), a 64-byte beat a cycle, byte 0 in bits 511:504, valid/ready. They go first
