@@ -262,6 +262,37 @@ func (e *Engine) Schedule(evt sim.Event) {
 	e.push(x)
 }
 
+// Reserve returns the sequence number the next primary or late event
+// scheduled now would get, and uses it up: an event scheduled later with
+// ScheduleReserved sorts among its picosecond's events as if it had been
+// scheduled now. A block that may or may not need an event (a wire going
+// idle that nobody waits for) reserves its place and schedules it only
+// if asked, and the run is the same either way.
+func (e *Engine) Reserve() uint64 {
+	e.seq++
+	if e.seq >= 1<<classShift {
+		panic(fmt.Sprintf("engine: sequence number %d overflows the heap key", e.seq))
+	}
+	return e.seq
+}
+
+// LastReserved returns the latest sequence number handed out: what a
+// block that kept only a reserved number's low bits needs to restore it.
+func (e *Engine) LastReserved() uint64 { return e.seq }
+
+// ScheduleReserved queues a primary or late event with a sequence number
+// from Reserve. It goes to the heap: a lane's FIFO holds its delay's
+// events in the order they were scheduled, and this one was not.
+func (e *Engine) ScheduleReserved(ev *Event, seq uint64) {
+	if ev.class == ClassLast || seq == 0 || seq > e.seq {
+		panic(fmt.Sprintf("engine: event of class %d scheduled with sequence number %d (last handed out: %d)", ev.class, seq, e.seq))
+	}
+	if ev.at < e.now {
+		panic(fmt.Sprintf("engine: event at %d ps scheduled at %d ps", ev.at, e.now))
+	}
+	e.push(heapEntry{orderKey{at: ev.at, key: seq | uint64(ev.class)<<classShift}, ev})
+}
+
 // Deliver queues an event that another partition posted (Group): on the
 // heap, not a lane, since such events arrive in batches whose delays from
 // now follow no pattern and would only churn the lanes.

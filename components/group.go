@@ -65,7 +65,7 @@ func NewGroup(n int, lookahead ib.PS) *Group {
 	g := &Group{lookahead: lookahead, errs: make([]error, n)}
 	for k := 0; k < n; k++ {
 		e := NewEngine()
-		s := &Sim{Engine: e, part: k, parts: n, group: g, outbox: make([][]*Event, n), lastAt: -1}
+		s := &Sim{Engine: e, fast: e, part: k, parts: n, group: g, outbox: make([][]*Event, n), lastAt: -1}
 		g.sims = append(g.sims, s)
 		g.engines = append(g.engines, e)
 	}

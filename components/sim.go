@@ -69,6 +69,11 @@ func (e *Event) At() ib.PS { return e.at }
 // packet pools and the counters every report needs.
 type Sim struct {
 	Engine sim.Engine
+	// fast is Engine when it is hcasim's own (nil on Akita's): the one that
+	// can reserve an event's place in the order (Reserve).
+	fast *Engine
+	// noReserve: Reserve hands out no places (NoReservations).
+	noReserve bool
 
 	now        ib.PS
 	stopped    bool
@@ -122,7 +127,8 @@ const (
 
 // NewSim returns a simulation on hcasim's serial engine (components.Engine).
 func NewSim() *Sim {
-	return &Sim{Engine: NewEngine(), lastAt: -1}
+	e := NewEngine()
+	return &Sim{Engine: e, fast: e, lastAt: -1}
 }
 
 // NewSimOn returns a simulation on the named engine: "hcasim" or "akita".
@@ -177,6 +183,63 @@ func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8, rank int64
 	ev.Arg = rank
 	s.Engine.Schedule(ev)
 	return ev
+}
+
+// Reserve returns a place in the order of events for one that may be
+// scheduled later (ScheduleReserved), as if it were scheduled now; 0 when
+// the engine cannot reserve places (Akita's), and then ScheduleReserved
+// schedules as Schedule does.
+func (s *Sim) Reserve() uint64 {
+	if s.fast == nil || s.noReserve {
+		return 0
+	}
+	return s.fast.Reserve()
+}
+
+// NoReservations makes Reserve hand out no places, so that blocks queue at
+// once every event they would only have reserved a place for: the
+// definition that reservations are checked against (sim.every_wire_end),
+// the same run with more events.
+func (s *Sim) NoReservations() { s.noReserve = true }
+
+// ReserveLow is Reserve's low 32 bits, for a block that keeps a reservation
+// in a hot line: ScheduleReservedLow restores the rest, which holds while
+// fewer than 2^32 events are scheduled between the two.
+// It is never 0, so that 0 can mean "none": a number whose low bits are 0
+// is passed over for the next.
+func (s *Sim) ReserveLow() uint32 {
+	if s.fast == nil || s.noReserve {
+		return 0
+	}
+	low := uint32(s.fast.Reserve())
+	if low == 0 {
+		low = uint32(s.fast.Reserve())
+	}
+	return low
+}
+
+// ScheduleReserved queues an event at time at in the place seq (from
+// Reserve) holds among the primary events of its picosecond. Akita's
+// engine, which orders ties its own way, takes it as Schedule.
+func (s *Sim) ScheduleReserved(at ib.PS, target EventHandler, kind uint8, seq uint64) *Event {
+	if s.fast == nil {
+		return s.schedule(at, target, kind, ClassPrimary)
+	}
+	s.notPast(at, kind)
+	ev := s.newEvent(at, target, kind, ClassPrimary)
+	s.fast.ScheduleReserved(ev, seq)
+	return ev
+}
+
+// ScheduleReservedLow is ScheduleReserved for a reservation kept as its low
+// 32 bits (ReserveLow): the latest number handed out with those low bits.
+func (s *Sim) ScheduleReservedLow(at ib.PS, target EventHandler, kind uint8, low uint32) *Event {
+	var seq uint64
+	if s.fast != nil {
+		last := s.fast.LastReserved()
+		seq = last - uint64(uint32(last)-low)
+	}
+	return s.ScheduleReserved(at, target, kind, seq)
 }
 
 // LastPassed reports whether a last event of rank greater than rank has

@@ -20,7 +20,7 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if run.Algorithm == workload.AlgSharp {
 		return runSharp(cfg, opts, run)
 	}
-	s := components.NewSimOn(cfg.Sim.Engine)
+	s := newSim(cfg)
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {
 		return nil, err

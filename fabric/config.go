@@ -61,6 +61,11 @@ type SimConfig struct {
 	// per-cycle definition, instead of only on edges where something
 	// changed. Slower; results are identical (TestPerCycleRoundsAgree).
 	PerCycle bool `yaml:"per_cycle"`
+	// EveryWireEnd queues an event for the end of every packet on every
+	// wire, as the definition does, instead of only for the ends that a
+	// block waits for (link.Port.SendQuiet). More events; results and
+	// traces are identical (TestQuietWireEndsAgree).
+	EveryWireEnd bool `yaml:"every_wire_end,omitempty"`
 	// Partitions splits one fabric into this many parts that run in
 	// parallel (sim.threads), in windows of the shortest cable's latency
 	// between parts (components.Group). 1 is the serial run. Synthetic workloads

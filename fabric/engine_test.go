@@ -111,36 +111,7 @@ func TestDeterministic(t *testing.T) {
 // per-cycle round of the edge had run; the event-driven switch ran a round
 // for it on that edge anyway. It now takes the next edge, as per-cycle.
 func TestPerCycleRoundsAgree(t *testing.T) {
-	points := [][]string{
-		{"topology.kind=single-switch", "switch.radix=8", "switch.queueing=fifo", "workload.kind=uniform",
-			"workload.size=1024", "workload.offered_load=0.8", "workload.measure_ns=10000"},
-		{"topology.kind=single-switch", "switch.radix=8", "switch.queueing=voq", "switch.allocator=wavefront",
-			"workload.kind=uniform", "workload.sizes=256:0.5,4096:0.5", "workload.offered_load=0.9", "switch.vls=2",
-			"workload.sl=1", "workload.measure_ns=10000"},
-		{"topology.kind=fat-tree-2", "switch.radix=8", "topology.routing=dmodk", "workload.kind=permutation",
-			"workload.size=2048", "workload.offered_load=0.7", "switch.cut_through=false", "workload.measure_ns=10000"},
-		{"topology.kind=fat-tree-3", "topology.hosts=16", "switch.radix=6", "switch.vls=2", "switch.queueing=voq",
-			"switch.allocator=wavefront", "switch.vl_buffer_bytes=8448", "topology.routing=random", "link.generation=FDR",
-			"link.width=1x", "link.mtu=1024", "workload.kind=uniform", "workload.size=407", "workload.offered_load=1",
-			"workload.sl=7", "workload.warmup_ns=0", "workload.measure_ns=5000", "seed=711079"},
-		{"topology.kind=single-switch", "switch.radix=12", "link.generation=HDR", "link.width=1x", "link.mtu=1024",
-			"link.length_m=0", "link.fc_min_interval_ns=300", "workload.kind=allreduce", "workload.size=65536",
-			"sim.max_time_ns=1000000"},
-		{"topology.kind=fat-tree-2", "switch.radix=6", "switch.vls=2", "switch.queueing=voq", "switch.allocator=islip",
-			"switch.speedup=2", "switch.vl_buffer_bytes=4224", "topology.routing=minhop", "link.generation=EDR",
-			"link.mtu=256", "link.length_m=0", "link.fc_min_interval_ns=50", "workload.kind=alltoall",
-			"workload.size=65536", "seed=262157"},
-		{"topology.kind=fat-tree-2", "switch.radix=6", "switch.vls=4", "switch.allocator=separable", "switch.speedup=2",
-			"switch.route_cycles=0", "switch.core_clock_mhz=1700", "link.generation=QDR", "link.mtu=256",
-			"link.length_m=30", "link.fc_min_interval_ns=300", "workload.kind=allreduce", "workload.size=4096",
-			"seed=141288"},
-		{"topology.kind=fat-tree-3", "topology.hosts=16", "switch.radix=6", "switch.vls=4", "switch.allocator=separable",
-			"switch.speedup=2", "switch.route_cycles=0", "switch.alloc_cycles=0", "switch.xbar_cycles=0",
-			"switch.core_clock_mhz=500", "topology.routing=random", "link.generation=QDR", "link.length_m=0",
-			"workload.kind=uniform", "workload.size=1950", "workload.offered_load=0.7", "workload.injection=onoff",
-			"workload.warmup_ns=500", "workload.measure_ns=2000", "workload.sl=7", "seed=329408"},
-	}
-	for i, sets := range points {
+	for i, sets := range allocationPoints {
 		var got [2]map[string]any
 		for k, perCycle := range []string{"false", "true"} {
 			l, err := Load(nil, append(append([]string{}, sets...), "sim.per_cycle="+perCycle))
@@ -165,6 +136,37 @@ func TestPerCycleRoundsAgree(t *testing.T) {
 		}
 		assert.Equal(t, got[0], got[1], "point %d", i)
 	}
+}
+
+// allocationPoints are TestPerCycleRoundsAgree's design points.
+var allocationPoints = [][]string{
+	{"topology.kind=single-switch", "switch.radix=8", "switch.queueing=fifo", "workload.kind=uniform",
+		"workload.size=1024", "workload.offered_load=0.8", "workload.measure_ns=10000"},
+	{"topology.kind=single-switch", "switch.radix=8", "switch.queueing=voq", "switch.allocator=wavefront",
+		"workload.kind=uniform", "workload.sizes=256:0.5,4096:0.5", "workload.offered_load=0.9", "switch.vls=2",
+		"workload.sl=1", "workload.measure_ns=10000"},
+	{"topology.kind=fat-tree-2", "switch.radix=8", "topology.routing=dmodk", "workload.kind=permutation",
+		"workload.size=2048", "workload.offered_load=0.7", "switch.cut_through=false", "workload.measure_ns=10000"},
+	{"topology.kind=fat-tree-3", "topology.hosts=16", "switch.radix=6", "switch.vls=2", "switch.queueing=voq",
+		"switch.allocator=wavefront", "switch.vl_buffer_bytes=8448", "topology.routing=random", "link.generation=FDR",
+		"link.width=1x", "link.mtu=1024", "workload.kind=uniform", "workload.size=407", "workload.offered_load=1",
+		"workload.sl=7", "workload.warmup_ns=0", "workload.measure_ns=5000", "seed=711079"},
+	{"topology.kind=single-switch", "switch.radix=12", "link.generation=HDR", "link.width=1x", "link.mtu=1024",
+		"link.length_m=0", "link.fc_min_interval_ns=300", "workload.kind=allreduce", "workload.size=65536",
+		"sim.max_time_ns=1000000"},
+	{"topology.kind=fat-tree-2", "switch.radix=6", "switch.vls=2", "switch.queueing=voq", "switch.allocator=islip",
+		"switch.speedup=2", "switch.vl_buffer_bytes=4224", "topology.routing=minhop", "link.generation=EDR",
+		"link.mtu=256", "link.length_m=0", "link.fc_min_interval_ns=50", "workload.kind=alltoall",
+		"workload.size=65536", "seed=262157"},
+	{"topology.kind=fat-tree-2", "switch.radix=6", "switch.vls=4", "switch.allocator=separable", "switch.speedup=2",
+		"switch.route_cycles=0", "switch.core_clock_mhz=1700", "link.generation=QDR", "link.mtu=256",
+		"link.length_m=30", "link.fc_min_interval_ns=300", "workload.kind=allreduce", "workload.size=4096",
+		"seed=141288"},
+	{"topology.kind=fat-tree-3", "topology.hosts=16", "switch.radix=6", "switch.vls=4", "switch.allocator=separable",
+		"switch.speedup=2", "switch.route_cycles=0", "switch.alloc_cycles=0", "switch.xbar_cycles=0",
+		"switch.core_clock_mhz=500", "topology.routing=random", "link.generation=QDR", "link.length_m=0",
+		"workload.kind=uniform", "workload.size=1950", "workload.offered_load=0.7", "workload.injection=onoff",
+		"workload.warmup_ns=500", "workload.measure_ns=2000", "workload.sl=7", "seed=329408"},
 }
 
 // blockDigest keeps each block's trace lines (traceDigest's format), one

@@ -30,6 +30,8 @@ type mcastMixedHost struct {
 func (h *mcastMixedHost) Attach(p *link.Port) {
 	h.m.Attach(p)
 	h.e.Attach(p)
+	h.m.SharePort()
+	h.e.SharePort()
 }
 
 // PacketArrived implements link.Owner.

@@ -302,7 +302,7 @@ func runMulticast(cfg *Config, opts RunOptions) (map[string]any, error) {
 	}
 	timing := cfg.Link.Timing(cfg.Link.LengthM)
 	gbps := timing.DataRateBps() / 1e9
-	r.s = components.NewSimOn(cfg.Sim.Engine)
+	r.s = newSim(cfg)
 	var sources []*workload.Source
 	if w.Background {
 		if len(bgHosts) == 0 { // every host in a group, and background_hosts others

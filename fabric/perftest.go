@@ -45,12 +45,15 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 			return nil, &UnsupportedError{Msg: err.Error()}
 		}
 		s = pt.Sim()
+		if cfg.Sim.EveryWireEnd {
+			s.NoReservations()
+		}
 		for _, d := range pt.Devices() {
 			view.Ports = append(view.Ports, d.Port)
 			view.Blocks = append(view.Blocks, d, d.Port)
 		}
 	} else {
-		s = components.NewSimOn(cfg.Sim.Engine)
+		s = newSim(cfg)
 		pt, bg, rates, err = buildFabricPerftest(cfg, s, run, view)
 		if err != nil {
 			return nil, err
@@ -390,7 +393,7 @@ func buildFabricPerftest(cfg *Config, s *components.Sim, run workload.PerftestRu
 	// A latency test may run a second time to trace its median iteration:
 	// the same fabric and background on a new simulation, unobserved.
 	rebuild := func() (*workload.Perftest, error) {
-		pt, bg, _, err := buildFabricPerftest(cfg, components.NewSimOn(cfg.Sim.Engine), run, &Simulation{})
+		pt, bg, _, err := buildFabricPerftest(cfg, newSim(cfg), run, &Simulation{})
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/workload"
 )
@@ -35,7 +34,7 @@ func runMcastPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	s := components.NewSimOn(cfg.Sim.Engine)
+	s := newSim(cfg)
 	view := &Simulation{Sim: s}
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 
-	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/workload"
 )
@@ -15,7 +14,7 @@ import (
 // it depends on have completed.
 func runReplay(l *Loaded, opts RunOptions) (map[string]any, error) {
 	cfg := &l.Config
-	s := components.NewSimOn(cfg.Sim.Engine)
+	s := newSim(cfg)
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {
 		return nil, err

@@ -517,7 +517,7 @@ func (r *streamRun) finish() {
 }
 
 func runStream(cfg *Config, opts RunOptions) (map[string]any, error) {
-	s := components.NewSimOn(cfg.Sim.Engine)
+	s := newSim(cfg)
 	w := cfg.Workload
 	r := &streamRun{s: s, saturate: w.Saturate, drainCap: ib.FromNanoseconds(w.DrainNs)}
 	r.src = workload.NewStreamSource(s, "Fabric.Host[0]", w, 1, 2)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/switchasic"
@@ -138,7 +137,7 @@ func runSharp(cfg *Config, opts RunOptions, run workload.CollectiveRun) (map[str
 	if err := cfg.validateSharp(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}
-	s := components.NewSimOn(cfg.Sim.Engine)
+	s := newSim(cfg)
 	topo, sub, err := ConfigureFabric(cfg, cfg.Seed)
 	if err != nil {
 		return nil, err

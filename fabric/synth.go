@@ -287,7 +287,7 @@ func runSynthetic(cfg *Config, opts RunOptions) (map[string]any, error) {
 func partitionRun(cfg *Config, opts RunOptions, topo *Topology) ([]*components.Sim, []int, error) {
 	n := cfg.Sim.Partitions
 	if n <= 1 {
-		return []*components.Sim{components.NewSimOn(cfg.Sim.Engine)}, make([]int, len(topo.Nodes)), nil
+		return []*components.Sim{newSim(cfg)}, make([]int, len(topo.Nodes)), nil
 	}
 	if sw := len(topo.Switches()); n > sw {
 		return nil, nil, &UnsupportedError{Msg: fmt.Sprintf("sim.partitions: %d is more than the fabric's switches (%d); give at most %d", n, sw, sw)}
@@ -304,7 +304,22 @@ func partitionRun(cfg *Config, opts RunOptions, topo *Topology) ([]*components.S
 	case opts.Threads > 0:
 		g.SetThreads(min(n, opts.Threads, g.Threads()))
 	}
+	if cfg.Sim.EveryWireEnd {
+		for _, s := range g.Sims() {
+			s.NoReservations()
+		}
+	}
 	return g.Sims(), part, nil
+}
+
+// newSim returns a serial Sim on the config's engine, with its run-control
+// knobs applied.
+func newSim(cfg *Config) *components.Sim {
+	s := components.NewSimOn(cfg.Sim.Engine)
+	if cfg.Sim.EveryWireEnd {
+		s.NoReservations()
+	}
+	return s
 }
 
 // lookahead returns the shortest latency of a cable between partitions:

@@ -21,8 +21,10 @@ type Owner interface {
 	// at tail. The blocks are already counted in p's receive buffer; the
 	// owner calls p.Release when the packet leaves the buffer.
 	PacketArrived(p *Port, pkt *ib.Packet, head, tail ib.PS)
-	// PortReady is called when p's wire goes idle or credits arrive: the
-	// owner may now be able to Send.
+	// PortReady is called when credits arrive, and when p's wire goes idle
+	// after a Send, or after a SendQuiet if the owner found the wire busy
+	// (Idle, CanSend) or asked (WaitIdle) since: the owner may now be able
+	// to send.
 	PortReady(p *Port)
 }
 
@@ -35,6 +37,7 @@ const (
 	evFCDeferred
 	evDiscard // a corrupted data packet's tail arrives: the receiver discards it
 	evFCLost  // a corrupted flow-control packet arrives: the receiver ignores it
+	evTxEnd   // a traced data packet's tail leaves (an observer's event: wireBusy)
 )
 
 // PortStats are a port's counters.
@@ -148,14 +151,19 @@ type Port struct {
 	// latency and psNum/psDen are timing's Latency() and byte time (psNum/psDen
 	// ps), copied here so that a send reads no cold line.
 	latency       ib.PS
-	fcMinInterval ib.PS  // shortest interval between event-driven FC packets per VL
-	psNum         int32  // at most 4000 (1x SDR): setTiming
-	pool          int32  // shared-pool blocks not lent to any VL
-	Index         int32  // port number on the owner
-	fcPending     uint16 // VLs owing the peer a flow-control packet
-	fcHeld        uint16 // VLs waiting out fcMinInterval
-	count         portCounts
-	lendChunk     int16 // blocks lent at a time: one largest packet (at most 2048: NewPort)
+	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+	pool          int32 // shared-pool blocks not lent to any VL
+	// idleSeq is the place (Sim.ReserveLow, never 0) the event for the
+	// wire going idle at busyUntil holds among its picosecond's events,
+	// kept until someone waits for the wire (waitIdle); 0 once it is
+	// queued, or when nothing is on the wire.
+	idleSeq   uint32
+	count     portCounts
+	psNum     uint16 // at most 4000 (1x SDR): setTiming
+	Index     uint16 // port number on the owner (at most fabric.MaxRadix)
+	fcPending uint16 // VLs owing the peer a flow-control packet
+	fcHeld    uint16 // VLs waiting out fcMinInterval
+	lendChunk int16  // blocks lent at a time: one largest packet (at most 2048: NewPort)
 	// serCarry is the exact end of the transmission that ends at busyUntil
 	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
 	// there if it starts at busyUntil. |serCarry| ≤ psDen/2 ≤ 4.
@@ -237,7 +245,10 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 		panic(fmt.Sprintf("link: port %s with a shared pool of %d blocks lent %d at a time (at most %d and %d)",
 			name, cfg.SharedBlocks, cfg.LendBlocks, math.MaxInt32, credit.Modulus/2))
 	}
-	p := &Port{Name: name, Index: int32(index), Owner: owner, s: s, vls: uint8(cfg.VLs),
+	if index < 0 || index > math.MaxUint16 {
+		panic(fmt.Sprintf("link: port %s with index %d", name, index))
+	}
+	p := &Port{Name: name, Index: uint16(index), Owner: owner, s: s, vls: uint8(cfg.VLs),
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
@@ -279,10 +290,10 @@ func (p *Port) setTiming(t Timing) {
 	p.timing = t
 	// Every generation and width gives a byte time of at most 4000 ps (1x
 	// SDR) over at most 9 (12x FDR: 440/9): TestPortByteTimes.
-	if t.psNum > math.MaxInt32 || t.psDen > math.MaxUint8 {
+	if t.psNum > math.MaxUint16 || t.psDen > math.MaxUint8 {
 		panic(fmt.Sprintf("link: %s: byte time %d/%d ps does not fit the port", p.Name, t.psNum, t.psDen))
 	}
-	p.psNum, p.psDen, p.latency = int32(t.psNum), uint8(t.psDen), t.Latency()
+	p.psNum, p.psDen, p.latency = uint16(t.psNum), uint8(t.psDen), t.Latency()
 }
 
 func (p *Port) startRefresh() {
@@ -393,8 +404,45 @@ func (p *Port) VLs() int { return int(p.vls) }
 // held since the port was made.
 func (p *Port) RxPeakBlocks(vl int) int { return int(p.vl[vl].rxPeak) }
 
-// Idle reports whether the outgoing wire is free now.
-func (p *Port) Idle() bool { return p.s.Now() >= p.busyUntil && p.fcPending == 0 }
+// Idle reports whether the outgoing wire is free now. When it is not, the
+// owner's PortReady is called when it frees (WaitIdle).
+func (p *Port) Idle() bool {
+	if p.s.Now() >= p.busyUntil && p.fcPending == 0 {
+		return true
+	}
+	p.WaitIdle()
+	return false
+}
+
+// WaitIdle asks for the owner's PortReady when the wire frees, at
+// BusyUntil (nothing, if no packet is on it: the owner may send now). The
+// event for it holds the place in its picosecond that it would have held
+// had it been queued when the wire's last packet started (Sim.Reserve),
+// so a run is the same whether or not anybody waited: what is saved is
+// the events for wires that go idle unwatched (most, below saturation).
+func (p *Port) WaitIdle() {
+	if p.idleSeq != 0 {
+		p.s.ScheduleReservedLow(p.busyUntil, p, evTxDone, p.idleSeq)
+		p.idleSeq = 0
+	}
+}
+
+// wireBusy notes that the wire carries a packet until busyUntil: it takes
+// the place of the event for the wire going idle (WaitIdle queues it), or
+// queues the event now on an engine that cannot reserve places (Akita's).
+// A traced data packet's tx_end is written when its tail leaves, by an
+// observer's event next in order to the reserved place (nothing is queued
+// between the two), so the trace has it where the wire's end would be,
+// and a traced run counts the events an untraced one does.
+func (p *Port) wireBusy(data bool) {
+	if p.idleSeq = p.s.ReserveLow(); p.idleSeq == 0 {
+		p.s.Schedule(p.busyUntil, p, evTxDone)
+		return
+	}
+	if data && p.traced {
+		p.s.ScheduleObserver(p.busyUntil, p, evTxEnd)
+	}
+}
 
 // BusyUntil returns when the outgoing wire frees.
 func (p *Port) BusyUntil() ib.PS { return p.busyUntil }
@@ -416,10 +464,21 @@ func (p *Port) CanSend(pkt *ib.Packet) bool {
 	return p.Idle() && p.HasCredits(int(pkt.VL), pkt.Credits())
 }
 
-// Send puts pkt on the wire now and returns when its tail leaves. The caller
-// must have checked CanSend; sending on a busy wire or without credit is a
-// model bug.
+// Send puts pkt on the wire now and returns when its tail leaves; the
+// owner's PortReady follows then. The caller must have checked CanSend;
+// sending on a busy wire or without credit is a model bug.
 func (p *Port) Send(pkt *ib.Packet) ib.PS {
+	end := p.SendQuiet(pkt)
+	p.WaitIdle()
+	return end
+}
+
+// SendQuiet is Send without the PortReady at the packet's end unless the
+// owner asks for it (Idle or CanSend finding the wire busy, or WaitIdle)
+// before then: for an owner that tries the wire whenever it has something
+// to send, to which a wire going idle with nothing waiting is no news.
+// The run is the same as with Send (WaitIdle), with fewer events.
+func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 	now := p.s.Now()
 	if now < p.busyUntil || p.fcPending != 0 {
 		panic(fmt.Sprintf("link: %s sends packet %d at %d ps on a wire busy until %d ps", p.Name, pkt.Seq, now, p.busyUntil))
@@ -459,7 +518,7 @@ func (p *Port) Send(pkt *ib.Packet) ib.PS {
 	ev := p.toPeer(at, kind, components.ClassLate)
 	ev.Pkt = pkt
 	ev.Tail = head + ser
-	p.s.Schedule(p.busyUntil, p, evTxDone)
+	p.wireBusy(true)
 	return p.busyUntil
 }
 
@@ -563,6 +622,8 @@ func (p *Port) requestFC(vl int) {
 	p.fcPending |= bit
 	if now >= p.busyUntil {
 		p.sendFC()
+	} else {
+		p.WaitIdle() // the packet goes when the wire frees
 	}
 }
 
@@ -597,7 +658,10 @@ func (p *Port) sendFC() {
 		p.traceTxEnd()
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
-	p.s.Schedule(p.busyUntil, p, evTxDone)
+	p.wireBusy(false)
+	if p.fcPending != 0 {
+		p.WaitIdle() // the next VL's packet goes when this one ends
+	}
 }
 
 // serialize returns the wire time of bytes starting now and keeps the
@@ -654,13 +718,19 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.Owner.PacketArrived(p, pkt, ev.At(), ev.Tail)
 	case evTxDone:
 		if p.s.Now() < p.busyUntil {
-			return // superseded: a later TxDone is queued
+			// Superseded: a packet went on the wire at this picosecond
+			// ahead of this event; whoever waited waits for its end.
+			p.WaitIdle()
+			return
 		}
 		if p.traced {
 			p.traceTxEnd()
 		}
 		if p.fcPending != 0 {
 			p.sendFC()
+			// Whoever waited for the wire waits for the flow-control
+			// packet's end, as when every wire's end was an event.
+			p.WaitIdle()
 			return
 		}
 		p.Owner.PortReady(p)
@@ -686,6 +756,12 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		// packet ahead of the wire (allocation and crossbar take cycles),
 		// so credits matter to it before the wire frees.
 		p.Owner.PortReady(p)
+	case evTxEnd:
+		// Unless written already: by the wire's end (WaitIdle), or by a
+		// packet that started at this picosecond ahead of this event.
+		if p.lastTx.data && p.lastTx.end == p.s.Now() {
+			p.traceTxEnd()
+		}
 	case evDiscard:
 		p.discard(ev)
 	case evFCLost:
@@ -705,8 +781,12 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		for vl := 0; vl < int(p.vls); vl++ {
 			p.fcPending |= 1 << vl
 		}
-		if p.fcPending != 0 && p.s.Now() >= p.busyUntil {
-			p.sendFC()
+		if p.fcPending != 0 {
+			if p.s.Now() >= p.busyUntil {
+				p.sendFC()
+			} else {
+				p.WaitIdle()
+			}
 		}
 		p.s.Schedule(p.s.Now()+p.fcRefresh, p, evFCRefresh)
 	case evFCDeferred:
@@ -725,6 +805,8 @@ func (p *Port) HandleEvent(ev *components.Event) {
 			p.fcPending |= 1 << vl
 			if now >= p.busyUntil {
 				p.sendFC()
+			} else {
+				p.WaitIdle()
 			}
 		}
 	default:

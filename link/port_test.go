@@ -281,13 +281,20 @@ func (m *sendLater) HandleEvent(*components.Event) {
 }
 
 // traceRecorder keeps the trace lines a port announces.
-type traceRecorder struct{ evs []components.TraceEvent }
+type traceRecorder struct {
+	evs  []components.TraceEvent
+	s    *components.Sim // when set, said notes when each line was announced
+	said []ib.PS
+}
 
 func (r *traceRecorder) Func(ctx sim.HookCtx) {
 	if ev, ok := ctx.Item.(*components.TraceEvent); ok && ctx.Pos == components.HookPosTrace {
 		e := *ev
 		e.Fields = append([]components.TraceField(nil), ev.Fields...)
 		r.evs = append(r.evs, e)
+		if r.s != nil {
+			r.said = append(r.said, r.s.Now())
+		}
 	}
 }
 
@@ -298,9 +305,10 @@ func (r *traceRecorder) Func(ctx sim.HookCtx) {
 // idle. Then a flow-control packet (a release the sink owes) may start at
 // such an instant too.
 type backToBack struct {
-	s    *components.Sim
-	p    *Port
-	left int
+	s     *components.Sim
+	p     *Port
+	left  int
+	quiet bool // SendQuiet: the tx_end lines come from the observer's events
 }
 
 func (b *backToBack) HandleEvent(*components.Event) {
@@ -310,7 +318,11 @@ func (b *backToBack) HandleEvent(*components.Event) {
 	pkt := b.s.NewPacket()
 	pkt.Opcode, pkt.PayloadLen = ib.SendOnly, 64
 	b.s.Schedule(b.s.Now()+b.p.timing.Serialization(pkt.WireBytes()), b, 0)
-	b.p.Send(pkt)
+	if b.quiet {
+		b.p.SendQuiet(pkt)
+	} else {
+		b.p.Send(pkt)
+	}
 	b.left--
 }
 
@@ -320,15 +332,21 @@ func (b *backToBack) HandleEvent(*components.Event) {
 // wrote no tx_end (511 of 10,402 packets on a 90 % loaded fifo switch). Each
 // tx_start must be followed by its own tx_end at start + serialization.
 func TestEveryTxStartHasTxEnd(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) { everyTxStartHasTxEnd(t, quiet) })
+	}
+}
+
+func everyTxStartHasTxEnd(t *testing.T, quiet bool) {
 	s := components.NewSim()
 	pc := PortConfig{VLs: 1, BufferBlocks: 64, FCRefresh: 10 * ib.Microsecond}
-	src := &backToBack{s: s, left: 5}
+	src := &backToBack{s: s, left: 5, quiet: quiet}
 	a := NewPort(s, idleOwner{}, "Test.Src.Port[1]", 1, pc)
 	b := NewPort(s, &holdSink{}, "Test.Sink.Port[1]", 1, pc)
 	cfg := Defaults()
 	Connect(a, b, cfg.Timing(2))
 	src.p = a
-	rec := &traceRecorder{}
+	rec := &traceRecorder{s: s}
 	a.AcceptHook(rec)
 	s.Schedule(0, src, 0)
 	s.StopAt(ib.Microsecond)
@@ -339,12 +357,15 @@ func TestEveryTxStartHasTxEnd(t *testing.T) {
 	ser := ib.PS(1800)
 	require.Equal(t, ser, a.timing.Serialization(90))
 	var starts, ends []ib.PS
-	for _, e := range rec.evs {
+	for i, e := range rec.evs {
 		switch e.Kind {
 		case components.TraceTxStart:
 			starts = append(starts, e.Time)
 		case components.TraceTxEnd:
 			ends = append(ends, e.Time)
+			// Written as the tail leaves, among that picosecond's lines,
+			// not ahead of it.
+			assert.Equal(t, e.Time, rec.said[i], "tx_end %d announced", len(ends)-1)
 		}
 	}
 	require.Len(t, starts, 5)

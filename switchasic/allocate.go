@@ -360,6 +360,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 
 	ev := sw.s.Schedule(start, sw, evWireStart)
 	ev.Port = int32(o)
+	sw.startAtWireEnd(port, start)
 	ev = sw.s.Schedule(xbarTail, sw, evRelease)
 	ev.Port, ev.VL, ev.Arg = int32(i), int8(inVL), int64(blocks)
 

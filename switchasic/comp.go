@@ -576,6 +576,18 @@ func (sw *Switch) wake(at ib.PS) {
 	}
 }
 
+// startAtWireEnd: a packet granted to start at the instant the port's wire
+// frees goes at the wire's end event if that comes first among the
+// picosecond's events (it holds the place of the packet now on the wire's
+// send, earlier than this grant's wire-start event), so the port must
+// queue it (the ports' wire ends are events only when waited for:
+// link.Port.SendQuiet).
+func (sw *Switch) startAtWireEnd(port *link.Port, start ib.PS) {
+	if start == port.BusyUntil() {
+		port.WaitIdle()
+	}
+}
+
 // trySend puts staged packets of output o on the wire while their start time
 // has come and the wire can take them. Credits were reserved at allocation,
 // so the only thing that can hold a due packet is the wire (a flow-control
@@ -596,7 +608,9 @@ func (sw *Switch) trySend(o int) {
 		}
 		out.stageHead = pkt.StageNext
 		pkt.StageNext, pkt.StageAt = nil, 0
-		tailOut := p.Send(pkt)
+		// Quiet: the next staged packet has its own wire-start event, and
+		// one due while the wire is busy finds it so (Idle) and waits.
+		tailOut := p.SendQuiet(pkt)
 		if vl != ib.ManagementVL {
 			out.vl[vl].pending -= int32(blocks)
 		}

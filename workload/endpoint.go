@@ -34,7 +34,10 @@ type Endpoint struct {
 	// per event.
 	traced    bool
 	injecting bool
-	Index     int // host index
+	// sharedWire: another source sends on this port too (SharePort), so
+	// every packet's end is a PortReady, as the two take turns there.
+	sharedWire bool
+	Index      int // host index
 
 	// Traffic is the host's synthetic traffic: gaps, destinations, sizes.
 	Traffic *Source
@@ -184,8 +187,17 @@ func (e *Endpoint) trySend() {
 	if e.traced {
 		e.tracePacket(now, components.TraceInject, pkt)
 	}
-	e.port.Send(pkt)
+	if e.sharedWire || e.queue.Len() > 0 {
+		e.port.Send(pkt) // the next one goes when this one's tail has left
+	} else {
+		e.port.SendQuiet(pkt) // an injection tries the wire: no news needed
+	}
 }
+
+// SharePort notes that another source sends on the endpoint's port and
+// takes turns with it in the owner's PortReady, which must then come at
+// the end of every packet the endpoint sends.
+func (e *Endpoint) SharePort() { e.sharedWire = true }
 
 // PortReady implements link.Owner.
 func (e *Endpoint) PortReady(p *link.Port) { e.trySend() }

@@ -238,8 +238,8 @@ func (c *ccSource) pop(d int) {
 // marked sends what the single source FIFO sends, in the same order.
 func (e *Endpoint) trySendCC() {
 	c := e.cc
-	if !e.port.Idle() {
-		return
+	if c.cnp.Len() == 0 && len(c.backlog) == 0 || !e.port.Idle() {
+		return // nothing to send, or (Idle) the wire's end will call again
 	}
 	now := e.s.Now()
 	d := -1
@@ -289,7 +289,11 @@ func (e *Endpoint) trySendCC() {
 	if e.traced {
 		e.tracePacket(now, components.TraceInject, pkt)
 	}
-	e.port.Send(pkt)
+	if c.cnp.Len() > 0 || len(c.backlog) > 0 {
+		e.port.Send(pkt) // the next try comes when this one's tail has left
+	} else {
+		e.port.SendQuiet(pkt) // nothing waits: a new packet tries the wire
+	}
 }
 
 // ccWake asks for a send attempt at t, unless one is already due by then.

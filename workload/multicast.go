@@ -186,6 +186,7 @@ type McastHost struct {
 	next   ib.PS // gap before the next creation
 
 	injecting            bool
+	sharedWire           bool // SharePort
 	measureLo, measureHi ib.PS
 
 	Created   uint64 // packets created by the injection process
@@ -276,8 +277,15 @@ func (h *McastHost) trySend() {
 		h.OnInject(pkt)
 	}
 	h.tracePacket(h.s.Now(), components.TraceInject, pkt)
-	h.port.Send(pkt)
+	if h.sharedWire || h.queue.Len() > 0 {
+		h.port.Send(pkt) // the next one goes when this one's tail has left
+	} else {
+		h.port.SendQuiet(pkt) // an injection tries the wire: no news needed
+	}
 }
+
+// SharePort is Endpoint.SharePort for a multicast host.
+func (h *McastHost) SharePort() { h.sharedWire = true }
 
 // PortReady implements link.Owner.
 func (h *McastHost) PortReady(*link.Port) { h.trySend() }
