@@ -291,11 +291,6 @@ func (c *TopologyConfig) Validate() error {
 		why := "its shape follows topology.radix"
 		err = firstErr(leaves(why), spines(why), oversb("a k-ary three-level tree is 1:1"), file(), dfly())
 	case KindDragonflyPlus:
-		if c.Routing == RoutingDModK {
-			// D-mod-K's closed form needs a tree: every switch-to-switch
-			// cable joins two tiers. Global cables join spine to spine.
-			return fmt.Errorf("topology.routing: dmodk routes fat trees, and a dragonfly-plus's global cables join spines of one tier (minhop, updown, random)")
-		}
 		err = file()
 	case KindFile:
 		if c.File == "" && c.Text == "" {
