@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,31 +148,63 @@ func TestDragonflyPlusDModKCableShare(t *testing.T) {
 }
 
 // TestDragonflyPlusDModKShift: counted from the routes (MaxChannelLoad,
-// no simulation), the group-to-group shift i → i + 64 on two groups of
-// radix 16 (128 hosts) is link-disjoint under dmodk: host i of a group
-// sends to the host of the same index i in the other, over cable i mod 64
-// of the 64, so each global cable carries one flow; leaf l's 8 hosts
-// (i = 8l … 8l+7) climb to spines i mod 8, all different, and land on
-// spine i mod 8 of the other group (the pair's cables join port k to port
-// k, spine k/8 to spine k/8, and cable e = i is spine i mod 8's cable i/8,
-// port 8(i mod 8) + i/8), which descends to leaf l over its own cable. So
-// no channel carries two flows. minhop sends a spine's 8 destinations over
-// one cable (TestDragonflyPlusMinhopAliasing): 8 flows on it.
+// no simulation), the shift permutations i → i + k mod N on radix-16
+// Dragonfly+ fabrics (64 hosts a group: 8 leaves of 8, 8 spines).
+//
+// 128 hosts, 2 groups, c = 64 cables a pair: dmodk gives destination j (its
+// index in its group) cable j of the 64, which is spine j mod 8's cable
+// j/8, and the pair's cables join group port k to port k, so the cable
+// lands on spine j mod 8 of j's group, which descends to j's leaf j/8.
+// Destinations within the group climb to spine j mod 8 too. So the
+// channels into j's leaf from spine s carry only j = 8·leaf + s, a global
+// cable only its j, and a leaf's up-link to spine s only destinations
+// j ≡ s mod 8. A shift sends a leaf's 8 hosts to 8 consecutive hosts,
+// whose indices in their groups are consecutive mod 64, so distinct mod 8:
+// one flow per up-link. Every shift is link-disjoint: worst 1. minhop's
+// group-to-group shift (k = 64) puts a spine's 8 destinations on one cable
+// (TestDragonflyPlusMinhopAliasing): worst 8.
+//
+// 192 hosts, 3 groups, c = 32: cable j mod 32, spine j mod 8 again (the
+// pair's cables join port k to a port of the same spine), so the same
+// argument holds but for the cables, which carry 2 destinations each:
+// every shift worst at most 2, and the group shift (k = 64: all 64 hosts
+// of a group to the next) exactly 2.
+//
+// 256 hosts, 4 groups, c = 21: cable j mod 21 carries 3 or 4 destinations
+// (j = 0, 21, 42, 63 share cable 0), so the group shift k = 64, which sends
+// all four from one group, has worst 4 = ⌈64/21⌉, the fewest any routing
+// of 64 flows over 21 cables can have. (Other shifts are not derived here:
+// a leaf's 8 consecutive destinations can fall on one spine twice, as
+// cable 20 and cable 0 may be on the same spine.)
 func TestDragonflyPlusDModKShift(t *testing.T) {
-	for _, tc := range []struct {
-		routing string
-		want    int
-	}{{"dmodk", 1}, {"minhop", 8}} {
-		_, sub, sh := dflyFabric(t, "switch.radix=16", "topology.hosts=128", "topology.routing="+tc.routing)
-		n := sh.Hosts
+	shifts := func(sub *Subnet, n int) (group, worst int) {
 		flows := make([][2]int, n)
-		for i := range flows {
-			flows[i] = [2]int{i, (i + n/2) % n}
+		for k := 1; k < n; k++ {
+			for i := range flows {
+				flows[i] = [2]int{i, (i + k) % n}
+			}
+			w, err := sub.MaxChannelLoad(flows)
+			require.NoError(t, err)
+			worst = max(worst, w)
+			if k == 64 {
+				group = w
+			}
 		}
-		worst, err := sub.MaxChannelLoad(flows)
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, worst, tc.routing)
+		return group, worst
 	}
+	for _, tc := range []struct {
+		hosts, group, worst int
+	}{{128, 1, 1}, {192, 2, 2}, {256, 4, 0}} { // worst 0: not derived, not checked
+		_, sub, sh := dflyFabric(t, "switch.radix=16", fmt.Sprintf("topology.hosts=%d", tc.hosts), "topology.routing=dmodk")
+		group, worst := shifts(sub, sh.Hosts)
+		assert.Equal(t, tc.group, group, "%d hosts: group shift", tc.hosts)
+		if tc.worst > 0 {
+			assert.Equal(t, tc.worst, worst, "%d hosts: every shift", tc.hosts)
+		}
+	}
+	_, sub, sh := dflyFabric(t, "switch.radix=16", "topology.hosts=128", "topology.routing=minhop")
+	group, _ := shifts(sub, sh.Hosts)
+	assert.Equal(t, 8, group, "minhop, 128 hosts: group shift")
 }
 
 // TestDragonflyPlusDModKUniform: uniform traffic at 0.3 offered on two

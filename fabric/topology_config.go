@@ -216,7 +216,7 @@ func (c *TopologyConfig) Validate() error {
 		case !c.AdaptiveRouting:
 			return fmt.Errorf("topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key")
 		case c.Routing == RoutingUpDown:
-			return fmt.Errorf("topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, random)")
+			return fmt.Errorf("topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, dmodk, random)")
 		}
 	}
 	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
