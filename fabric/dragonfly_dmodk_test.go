@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -233,18 +234,47 @@ func TestDragonflyPlusDModKUniform(t *testing.T) {
 	assert.InEpsilon(t, 0.3, got, 0.04)
 }
 
-// TestDragonflyPlusDModKFileRefused: a Dragonfly+ read from a topology file
-// carries no tiers, so dmodk routes it as a fat tree and refuses it, naming
-// two spines joined at one tier and the builder.
-func TestDragonflyPlusDModKFileRefused(t *testing.T) {
-	built, err := DragonflyPlus(DragonflyPlusSpec{Radix: 4, Oversubscription: 1}, testCable, testCable, testCable)
-	require.NoError(t, err)
-	for i := range built.Nodes {
-		built.Nodes[i].Level = 0
+// TestDragonflyPlusDModKFile: a Dragonfly+ read from a topology file
+// carries no tiers; dmodk takes a switch with hosts for a leaf and one
+// without for a spine, and routes it as it routes the builder's fabric:
+// the same forwarding tables, switch by switch, on the shapes of
+// TestDragonflyPlusDModKCableShare and one with two parallel cables. A file
+// it recognises but cannot balance is refused on one line naming the
+// cables: here a leaf with one cable to a spine and two to the other.
+func TestDragonflyPlusDModKFile(t *testing.T) {
+	fileOf := func(spec DragonflyPlusSpec) (built, read *Topology, text string) {
+		built, err := DragonflyPlus(spec, testCable, testCable, testCable)
+		require.NoError(t, err)
+		var buf strings.Builder
+		require.NoError(t, FormatTopology(&buf, built))
+		read, err = ParseTopology(strings.NewReader(buf.String()), "dfly", testCable)
+		require.NoError(t, err)
+		return built, read, buf.String()
 	}
-	_, err = NewSubnet(built, SubnetOptions{Routing: RoutingDModK, VLs: 1})
-	require.Error(t, err)
-	assert.Regexp(t, `^topology.routing: dmodk needs a fat tree \(or a Dragonfly\+ as topology.kind dragonfly-plus builds it\), but Fabric.Spine\[\d+\] and Fabric.Spine\[\d+\] are cabled at the same tier$`, err.Error())
+	o := SubnetOptions{Routing: RoutingDModK, VLs: 1}
+	for _, spec := range []DragonflyPlusSpec{
+		{Radix: 4, Oversubscription: 1},
+		{Radix: 16, Oversubscription: 1, Hosts: 256},
+		{Radix: 8, Oversubscription: 1, Groups: 3, GlobalLinks: 1},
+		{Radix: 8, Oversubscription: 1, Groups: 3, Spines: 2},
+	} {
+		built, read, _ := fileOf(spec)
+		a, err := NewSubnet(built, o)
+		require.NoError(t, err)
+		b, err := NewSubnet(read, o)
+		require.NoError(t, err, "%+v", spec)
+		for _, x := range built.Switches() {
+			require.Equal(t, a.LFT(x), b.LFT(x), "%+v: %s", spec, built.Nodes[x].Name)
+		}
+	}
+
+	_, _, text := fileOf(DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Groups: 3, Spines: 2})
+	const cut = "cable Fabric.Leaf[0].Port[7] Fabric.Spine[0].Port[2] 2m copper\n"
+	require.Contains(t, text, cut)
+	read, err := ParseTopology(strings.NewReader(strings.Replace(text, cut, "", 1)), "dfly", testCable)
+	require.NoError(t, err)
+	_, err = NewSubnet(read, o)
+	assert.EqualError(t, err, "topology.routing: dmodk needs every leaf of a Dragonfly+ cabled to every spine of its group by the same number of cables, but Fabric.Leaf[0] has 2 to Fabric.Spine[1], not 1 (minhop, updown, random)")
 }
 
 // TestDragonflyPlusDModKParallel: with two cables between each leaf and

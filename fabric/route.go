@@ -150,14 +150,8 @@ func (s *Subnet) route(o SubnetOptions) error {
 		// as good as any.
 		r.rng = rand.New(rand.NewPCG(o.Seed, 0x6a09e667f3bcc908))
 	case RoutingDModK:
-		var err error
-		if r.dfly, err = newDflyDModK(t); err != nil {
+		if err := r.prepareDModKOn(); err != nil {
 			return err
-		}
-		if r.dfly == nil {
-			if err := r.prepareDModK(); err != nil {
-				return err
-			}
 		}
 	default:
 		return fmt.Errorf("topology.routing: %q is not a routing engine (minhop, dmodk, updown, random)", o.Routing)
@@ -411,6 +405,31 @@ func (r *router) choose(x, d int, cands []int) int {
 	return best
 }
 
+// prepareDModKOn prepares D-mod-K for the fabric: its Dragonfly+ form
+// (route_dfly.go) on a fabric the dragonfly-plus builder made, its fat-tree
+// form on a regular fat tree, and on a topology file that is no fat tree
+// but is shaped as a Dragonfly+, the Dragonfly+ form. A file of neither
+// shape gets the fat-tree form's refusal.
+func (r *router) prepareDModKOn() error {
+	t := r.s.Topo
+	if spine := builderSpines(t); spine != nil {
+		var err error
+		r.dfly, err = newDflyDModK(t, spine)
+		return err
+	}
+	treeErr := r.prepareDModK()
+	if treeErr == nil {
+		return nil
+	}
+	spine := fileSpines(t)
+	if spine == nil {
+		return treeErr
+	}
+	var err error
+	r.dfly, err = newDflyDModK(t, spine)
+	return err
+}
+
 // prepareDModK checks that the fabric is a regular tree and derives, per
 // switch level, the up-port count U and the divisor W (the product of U over
 // the levels below).
@@ -438,7 +457,7 @@ func (r *router) prepareDModK() error {
 				continue
 			}
 			if s.rank[q.Node] == s.rank[n] {
-				return fmt.Errorf("topology.routing: dmodk needs a fat tree (or a Dragonfly+ as topology.kind dragonfly-plus builds it), but %s and %s are cabled at the same tier", t.Nodes[n].Name, t.Nodes[q.Node].Name)
+				return fmt.Errorf("topology.routing: dmodk needs a fat tree or a Dragonfly+, but %s and %s are cabled at the same tier (minhop, updown, random)", t.Nodes[n].Name, t.Nodes[q.Node].Name)
 			}
 			if s.rank[q.Node] < s.rank[n] {
 				r.upPorts[n] = append(r.upPorts[n], p)

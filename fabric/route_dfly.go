@@ -3,7 +3,8 @@ package fabric
 import "fmt"
 
 // D-mod-K on a Dragonfly+ (topology.routing: dmodk on topology.kind
-// dragonfly-plus; docs/fabric.md, "D-mod-K on a Dragonfly+").
+// dragonfly-plus, or on a topology file of that shape; docs/fabric.md,
+// "D-mod-K on a Dragonfly+").
 //
 // Zahavi's D-mod-K picks, at each switch a route climbs, the candidate
 // given by a digit of the destination's index, the digits of successive
@@ -44,32 +45,82 @@ type dflyDModK struct {
 	cables [][][]PortRef
 }
 
-// newDflyDModK returns D-mod-K's Dragonfly+ state when t is a fabric the
-// dragonfly-plus builder made (every switch a leaf, tier 1, or a spine,
-// tier 2, and some spines cabled spine to spine), or nil when t is another
-// fabric, which dmodk then routes as a fat tree. A topology file carries no
-// tiers, so a Dragonfly+ read from one is routed (and refused) as a fat
-// tree.
-func newDflyDModK(t *Topology) (*dflyDModK, error) {
+// builderSpines returns which switches are spines when t is a Dragonfly+
+// the dragonfly-plus builder made (every switch a leaf, tier 1, or a spine,
+// tier 2, and some spines cabled to each other), and nil otherwise.
+func builderSpines(t *Topology) []bool {
+	spine := make([]bool, len(t.Nodes))
+	global := false
+	for _, x := range t.Switches() {
+		switch t.Nodes[x].Level {
+		case 1:
+		case 2:
+			spine[x] = true
+			for p := 1; p <= t.Nodes[x].Ports; p++ {
+				if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Switch && t.Nodes[q.Node].Level == 2 {
+					global = true
+				}
+			}
+		default:
+			return nil
+		}
+	}
+	if !global {
+		return nil
+	}
+	return spine
+}
+
+// fileSpines returns which switches are spines when t, without tiers (a
+// topology file), is shaped as a Dragonfly+: a switch with hosts is a leaf
+// and one without a spine, every leaf is cabled only to hosts and spines,
+// every spine to some leaf, and some spines to each other. It returns nil
+// otherwise (a fat tree's cores have no leaf; a ring's switches all have
+// hosts). A leaf without hosts would be taken for a spine, so such a file
+// is not recognised.
+func fileSpines(t *Topology) []bool {
+	spine := make([]bool, len(t.Nodes))
 	switches := t.Switches()
-	globalCables := 0
 	for _, x := range switches {
-		lv := t.Nodes[x].Level
-		if lv != 1 && lv != 2 {
-			return nil, nil
-		}
-		if lv != 2 {
-			continue
-		}
+		spine[x] = true
 		for p := 1; p <= t.Nodes[x].Ports; p++ {
-			if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Switch && t.Nodes[q.Node].Level == 2 {
-				globalCables++
+			if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Host {
+				spine[x] = false
 			}
 		}
 	}
-	if globalCables == 0 {
-		return nil, nil
+	global := false
+	for _, x := range switches {
+		leaves := 0
+		for p := 1; p <= t.Nodes[x].Ports; p++ {
+			q, ok := t.Peer(PortRef{x, p})
+			if !ok || t.Nodes[q.Node].Kind != Switch {
+				continue
+			}
+			switch {
+			case !spine[x] && !spine[q.Node]:
+				return nil // leaf to leaf
+			case spine[x] && spine[q.Node]:
+				global = true
+			case spine[x]:
+				leaves++
+			}
+		}
+		if spine[x] && leaves == 0 {
+			return nil
+		}
 	}
+	if !global {
+		return nil
+	}
+	return spine
+}
+
+// newDflyDModK returns D-mod-K's Dragonfly+ state for t, whose spines are
+// spine (builderSpines, fileSpines), or says what keeps it from balancing
+// the fabric.
+func newDflyDModK(t *Topology, spine []bool) (*dflyDModK, error) {
+	switches := t.Switches()
 	n := len(t.Nodes)
 	f := &dflyDModK{group: make([]int32, n), inGroup: make([]int32, n), spineAt: make([]int32, n), up: make([][][]int, n)}
 	for i := range f.group {
@@ -88,7 +139,7 @@ func newDflyDModK(t *Topology) (*dflyDModK, error) {
 			y := queue[k]
 			for p := 1; p <= t.Nodes[y].Ports; p++ {
 				q, ok := t.Peer(PortRef{y, p})
-				if !ok || t.Nodes[q.Node].Kind != Switch || t.Nodes[q.Node].Level == t.Nodes[y].Level || f.group[q.Node] >= 0 {
+				if !ok || t.Nodes[q.Node].Kind != Switch || spine[q.Node] == spine[y] || f.group[q.Node] >= 0 {
 					continue
 				}
 				f.group[q.Node] = int32(groups)
@@ -97,9 +148,12 @@ func newDflyDModK(t *Topology) (*dflyDModK, error) {
 		}
 		groups++
 	}
+	if groups < 2 {
+		return nil, fmt.Errorf("topology.routing: dmodk needs a fat tree or a Dragonfly+, but this fabric's spines cabled to each other are all in one group (minhop, updown, random)")
+	}
 	f.spines = make([][]int, groups)
 	for _, x := range switches {
-		if t.Nodes[x].Level == 2 {
+		if spine[x] {
 			g := f.group[x]
 			f.spineAt[x] = int32(len(f.spines[g]))
 			f.spines[g] = append(f.spines[g], x)
@@ -121,7 +175,7 @@ func newDflyDModK(t *Topology) (*dflyDModK, error) {
 	// parallel cable a leaf climbs on, so every leaf needs the same).
 	parallel := -1
 	for _, x := range switches {
-		if t.Nodes[x].Level != 1 {
+		if spine[x] {
 			continue
 		}
 		g := f.group[x]
@@ -151,7 +205,7 @@ func newDflyDModK(t *Topology) (*dflyDModK, error) {
 		for sp, x := range f.spines[gs] {
 			perSpine[sp] = make([][]int, groups)
 			for p := 1; p <= t.Nodes[x].Ports; p++ {
-				if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Switch && t.Nodes[q.Node].Level == 2 {
+				if q, ok := t.Peer(PortRef{x, p}); ok && t.Nodes[q.Node].Kind == Switch && spine[q.Node] {
 					gd := f.group[q.Node]
 					perSpine[sp][gd] = append(perSpine[sp][gd], p)
 					rounds = max(rounds, len(perSpine[sp][gd]))
@@ -184,11 +238,11 @@ func (f *dflyDModK) choose(t *Topology, x, d int, cands []int) int {
 	i := int(f.inGroup[d])
 	gx, gd := f.group[x], f.group[d]
 	switch {
-	case t.Nodes[x].Level == 1 && gx == gd: // climb within the group
+	case f.spineAt[x] < 0 && gx == gd: // a leaf climbs within the group
 		s := len(f.spines[gx])
 		ports := f.up[x][i%s]
 		return pick(cands, ports[(i/s)%len(ports)], i)
-	case t.Nodes[x].Level == 1: // climb toward another group's global cable
+	case f.spineAt[x] < 0: // a leaf climbs toward a global cable to d's group
 		cables := f.cables[gx][gd]
 		c := len(cables)
 		ports := f.up[x][f.spineAt[cables[i%c].Node]]
