@@ -240,7 +240,8 @@ func TestDragonflyPlusDModKUniform(t *testing.T) {
 // the same forwarding tables, switch by switch, on the shapes of
 // TestDragonflyPlusDModKCableShare and one with two parallel cables. A file
 // it recognises but cannot balance is refused on one line naming the
-// cables: here a leaf with one cable to a spine and two to the other.
+// cables: a leaf with one cable to a spine and two to the other, and two
+// groups without a cable between them.
 func TestDragonflyPlusDModKFile(t *testing.T) {
 	fileOf := func(spec DragonflyPlusSpec) (built, read *Topology, text string) {
 		built, err := DragonflyPlus(spec, testCable, testCable, testCable)
@@ -275,6 +276,22 @@ func TestDragonflyPlusDModKFile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = NewSubnet(read, o)
 	assert.EqualError(t, err, "topology.routing: dmodk needs every leaf of a Dragonfly+ cabled to every spine of its group by the same number of cables, but Fabric.Leaf[0] has 2 to Fabric.Spine[1], not 1 (minhop, updown, random)")
+
+	// Radix 4, 5 groups, one cable a pair: without the cable between
+	// groups 0 and 1 (Spine[0] port 3 to Spine[3]) there is no minimal
+	// route between them to balance.
+	_, _, text = fileOf(DragonflyPlusSpec{Radix: 4, Oversubscription: 1})
+	var kept []string
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if !strings.HasPrefix(line, "cable Fabric.Spine[0].Port[3] Fabric.Spine[3].Port[4] ") {
+			kept = append(kept, line)
+		}
+	}
+	require.Len(t, kept, len(strings.SplitAfter(text, "\n"))-1)
+	read, err = ParseTopology(strings.NewReader(strings.Join(kept, "")), "dfly", testCable)
+	require.NoError(t, err)
+	_, err = NewSubnet(read, o)
+	assert.EqualError(t, err, "topology.routing: dmodk needs a global cable between every pair of Dragonfly+ groups, but the group of Fabric.Leaf[0] has none to the group of Fabric.Leaf[2] (minhop, updown, random)")
 }
 
 // TestDragonflyPlusDModKParallel: with two cables between each leaf and

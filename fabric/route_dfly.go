@@ -128,11 +128,12 @@ func newDflyDModK(t *Topology, spine []bool) (*dflyDModK, error) {
 	}
 	// Groups: the switches joined by leaf–spine cables.
 	groups := 0
-	var queue []int
+	var queue, first []int // first: each group's first switch, to name it
 	for _, x := range switches {
 		if f.group[x] >= 0 {
 			continue
 		}
+		first = append(first, x)
 		f.group[x] = int32(groups)
 		queue = append(queue[:0], x)
 		for k := 0; k < len(queue); k++ {
@@ -222,7 +223,7 @@ func newDflyDModK(t *Topology, spine []bool) (*dflyDModK, error) {
 			}
 			if gd != gs && len(f.cables[gs][gd]) == 0 {
 				return nil, fmt.Errorf("topology.routing: dmodk needs a global cable between every pair of Dragonfly+ groups, but the group of %s has none to the group of %s (minhop, updown, random)",
-					t.Nodes[f.spines[gs][0]].Name, t.Nodes[f.spines[gd][0]].Name)
+					t.Nodes[first[gs]].Name, t.Nodes[first[gd]].Name)
 			}
 		}
 	}
