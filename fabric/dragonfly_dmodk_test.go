@@ -74,8 +74,9 @@ func dflyCableShare(t *testing.T, topo *Topology, sub *Subnet, sh DragonflyPlusS
 // and on 256 hosts a spine has 2 or 3 cables to a group (its global ports
 // k = 8s … 8s+7 serve offset k mod 3 + 1), the shape where a per-spine
 // digit alone could not balance the cables. Per spine the count is the sum
-// over its cables, so spines carry destinations in proportion to their
-// cables. minhop's counts on the same fabrics are not within ±1
+// over its k cables to the group, between k⌊N/c⌋ and k⌈N/c⌉: 8 from each
+// leaf on 128 hosts (8 cables of 1) and on 192 (4 of 2), in proportion to
+// the spine's cables on 256. minhop's counts on the same fabrics are not within ±1
 // (TestDragonflyPlusMinhopAliasing: on 128 hosts one cable in 8 of each
 // spine carries 8 destinations from each leaf). Further shapes: radix 4
 // (each spine cabled to 2 of the 4 other groups, so half the spines have
@@ -114,10 +115,18 @@ func TestDragonflyPlusDModKCableShare(t *testing.T) {
 					pair := cables[[2]int{gs, gd}]
 					require.Len(t, pair, sh.PairCables, "cables from group %d to %d", gs, gd)
 					n, c := groupHosts[gd], len(pair)
+					perSpine, cablesOf := map[int]int{}, map[int]int{}
 					for _, cable := range pair {
 						assert.GreaterOrEqual(t, got[cable], n/c, "%s: %s to group %d", topo.Nodes[leaf].Name, topo.PortName(cable), gd)
 						assert.LessOrEqual(t, got[cable], (n+c-1)/c, "%s: %s to group %d", topo.Nodes[leaf].Name, topo.PortName(cable), gd)
+						perSpine[cable.Node] += got[cable]
+						cablesOf[cable.Node]++
 						checked++
+					}
+					// A spine with k cables to the group carries k shares.
+					for x, k := range cablesOf {
+						assert.GreaterOrEqual(t, perSpine[x], k*(n/c), "%s: %s to group %d", topo.Nodes[leaf].Name, topo.Nodes[x].Name, gd)
+						assert.LessOrEqual(t, perSpine[x], k*((n+c-1)/c), "%s: %s to group %d", topo.Nodes[leaf].Name, topo.Nodes[x].Name, gd)
 					}
 				}
 			}
