@@ -153,6 +153,9 @@ func TestDragonflyPlusNonMinimalDeadlockFree(t *testing.T) {
 	}{
 		{[]string{"switch.radix=4"}, false},
 		{[]string{"switch.radix=8", "topology.groups=5"}, true},
+		// dmodk's LFTs (route_dfly.go) send a detour's intermediate spine
+		// over its direct cable too, so the same argument holds.
+		{[]string{"switch.radix=8", "topology.groups=5", "topology.routing=dmodk"}, true},
 	} {
 		sets := tc.sets
 		topo, sub, _ := dflyFabric(t, append(sets, nonMinSets...)...) // ConfigureFabric runs CheckDeadlock
@@ -305,7 +308,7 @@ func TestDragonflyPlusNonMinimalConfigErrors(t *testing.T) {
 		{append(dfly, "switch.vls=2", "topology.nonminimal=true"),
 			"topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key"},
 		{append(dfly, "switch.vls=2", "topology.adaptive_routing=true", "topology.routing=updown", "topology.nonminimal=true"),
-			"topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, random)"},
+			"topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, dmodk, random)"},
 		{append(dfly, "switch.vls=1", "topology.adaptive_routing=true", "topology.nonminimal=true"),
 			"topology.nonminimal: true moves a detour's second global hop to VL 1, but switch.vls is 1; set switch.vls to 2 or more (each data VL gets switch.vl_buffer_bytes), or remove the key"},
 	}

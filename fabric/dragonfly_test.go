@@ -170,8 +170,6 @@ func TestDragonflyPlusConfigErrors(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"topology.kind=dragonfly-plus", "switch.radix=4", "topology.routing=dmodk"},
-			"topology.routing: dmodk routes fat trees, and a dragonfly-plus's global cables join spines of one tier (minhop, updown, random)"},
 		{[]string{"topology.kind=dragonfly-plus", "switch.radix=4", "topology.groups=6"},
 			"topology.groups: 6 is out of range (2..5: every pair of groups needs a global cable, and a group has 2 spines × 2 global links = 4)"},
 		{[]string{"topology.kind=dragonfly-plus", "switch.radix=4", "topology.global_cable_medium=glass"},
@@ -252,8 +250,8 @@ func dflyFabric(t *testing.T, sets ...string) (*Topology, *Subnet, DragonflyPlus
 // two groups directly. The route climbs (leaf to spine), crosses at most
 // one global cable and descends (spine to leaf), never back up: the order
 // that makes minimal routing deadlock-free on one VL
-// (TestDragonflyPlusDeadlockFree). Random routing takes the same minimal
-// candidates, so it is held to the same.
+// (TestDragonflyPlusDeadlockFree). Random routing and dmodk pick from the
+// same minimal candidates, so they are held to the same.
 func TestDragonflyPlusMinimalRoutes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -265,6 +263,13 @@ func TestDragonflyPlusMinimalRoutes(t *testing.T) {
 		// h = 1, 3 groups: 2 cables a pair on 2 of the 4 spines, so half a
 		// leaf's spines have no cable to a given group and must not be taken.
 		{"radix 8 three groups one global link", []string{"switch.radix=8", "topology.groups=3", "topology.global_links=1"}},
+		// dmodk (route_dfly.go) picks among the same minimal candidates;
+		// the shapes of TestDragonflyPlusDModKCableShare: one spine with
+		// no cable to a group (radix 4), several (radix 16, 4 groups: 2
+		// or 3 a spine), one global link a spine.
+		{"radix 4 dmodk", []string{"switch.radix=4", "topology.routing=dmodk"}},
+		{"radix 8 three groups one global link dmodk", []string{"switch.radix=8", "topology.groups=3", "topology.global_links=1", "topology.routing=dmodk"}},
+		{"radix 16 four groups dmodk", []string{"switch.radix=16", "topology.groups=4", "topology.routing=dmodk"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo, sub, sh := dflyFabric(t, tc.sets...)
@@ -345,6 +350,9 @@ func TestDragonflyPlusDeadlockFree(t *testing.T) {
 		{"switch.radix=8", "topology.groups=5", "topology.adaptive_routing=true"},
 		{"switch.radix=4", "topology.routing=updown"},
 		{"switch.radix=4", "topology.routing=random"},
+		{"switch.radix=4", "topology.routing=dmodk"},
+		{"switch.radix=8", "topology.groups=5", "topology.routing=dmodk", "topology.adaptive_routing=true"},
+		{"switch.radix=16", "topology.groups=4", "topology.routing=dmodk"},
 	} {
 		_, sub, _ := dflyFabric(t, sets...) // ConfigureFabric runs CheckDeadlock and fails on a cycle
 		require.NoError(t, sub.CheckDeadlock(nil), "%v", sets)

@@ -135,6 +135,9 @@ type router struct {
 	level   []int
 	upCount []int
 	divisor []int
+	// dfly is D-mod-K's state on a Dragonfly+ (route_dfly.go), nil on a
+	// fat tree.
+	dfly *dflyDModK
 }
 
 func (s *Subnet) route(o SubnetOptions) error {
@@ -147,7 +150,7 @@ func (s *Subnet) route(o SubnetOptions) error {
 		// as good as any.
 		r.rng = rand.New(rand.NewPCG(o.Seed, 0x6a09e667f3bcc908))
 	case RoutingDModK:
-		if err := r.prepareDModK(); err != nil {
+		if err := r.prepareDModKOn(); err != nil {
 			return err
 		}
 	default:
@@ -186,7 +189,9 @@ func (s *Subnet) route(o SubnetOptions) error {
 		// no flow control and cannot deadlock, so they are plain min-hop under
 		// every engine. (Up/down could not route them at all between two
 		// roots: OpenSM's doc/current-routing.txt notes the same limit.)
-		r.upDown = (r.routing == RoutingUpDown || r.routing == RoutingDModK) && t.Nodes[d].Kind == Host
+		// D-mod-K on a Dragonfly+ chooses among the min-hop candidates (its
+		// spines are cabled to each other, so up*/down* does not apply).
+		r.upDown = (r.routing == RoutingUpDown || r.routing == RoutingDModK && r.dfly == nil) && t.Nodes[d].Kind == Host
 		if r.upDown {
 			r.upDownDistances(d)
 		} else {
@@ -382,6 +387,9 @@ func (r *router) choose(x, d int, cands []int) int {
 		return cands[r.rng.IntN(len(cands))]
 	case RoutingDModK:
 		if hd := r.s.hostIndex[d]; hd >= 0 {
+			if r.dfly != nil {
+				return r.dfly.choose(r.s.Topo, x, d, cands)
+			}
 			return r.dModK(x, int(hd), cands)
 		}
 	}
@@ -395,6 +403,31 @@ func (r *router) choose(x, d int, cands []int) int {
 		}
 	}
 	return best
+}
+
+// prepareDModKOn prepares D-mod-K for the fabric: its Dragonfly+ form
+// (route_dfly.go) on a fabric the dragonfly-plus builder made, its fat-tree
+// form on a regular fat tree, and on a topology file that is no fat tree
+// but is shaped as a Dragonfly+, the Dragonfly+ form. A file of neither
+// shape gets the fat-tree form's refusal.
+func (r *router) prepareDModKOn() error {
+	t := r.s.Topo
+	if spine := builderSpines(t); spine != nil {
+		var err error
+		r.dfly, err = newDflyDModK(t, spine)
+		return err
+	}
+	treeErr := r.prepareDModK()
+	if treeErr == nil {
+		return nil
+	}
+	spine := fileSpines(t)
+	if spine == nil {
+		return treeErr
+	}
+	var err error
+	r.dfly, err = newDflyDModK(t, spine)
+	return err
 }
 
 // prepareDModK checks that the fabric is a regular tree and derives, per
@@ -424,7 +457,7 @@ func (r *router) prepareDModK() error {
 				continue
 			}
 			if s.rank[q.Node] == s.rank[n] {
-				return fmt.Errorf("topology.routing: dmodk needs a fat tree, but %s and %s are cabled at the same tier", t.Nodes[n].Name, t.Nodes[q.Node].Name)
+				return fmt.Errorf("topology.routing: dmodk needs a fat tree or a Dragonfly+, but %s and %s are cabled at the same tier (minhop, updown, random)", t.Nodes[n].Name, t.Nodes[q.Node].Name)
 			}
 			if s.rank[q.Node] < s.rank[n] {
 				r.upPorts[n] = append(r.upPorts[n], p)

@@ -216,7 +216,7 @@ func (c *TopologyConfig) Validate() error {
 		case !c.AdaptiveRouting:
 			return fmt.Errorf("topology.nonminimal: true needs topology.adaptive_routing: true (the detours are ports of the adaptive routing groups, chosen by load); set adaptive_routing true, or remove the key")
 		case c.Routing == RoutingUpDown:
-			return fmt.Errorf("topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, random)")
+			return fmt.Errorf("topology.nonminimal: true with topology.routing updown is not modelled (a detour relies on the intermediate spine's minimal route to the destination's group: minhop, dmodk, random)")
 		}
 	}
 	if math.IsNaN(c.CableLengthM) || c.CableLengthM < 0 || c.CableLengthM > 1e5 {
@@ -291,11 +291,6 @@ func (c *TopologyConfig) Validate() error {
 		why := "its shape follows topology.radix"
 		err = firstErr(leaves(why), spines(why), oversb("a k-ary three-level tree is 1:1"), file(), dfly())
 	case KindDragonflyPlus:
-		if c.Routing == RoutingDModK {
-			// D-mod-K's closed form needs a tree: every switch-to-switch
-			// cable joins two tiers. Global cables join spine to spine.
-			return fmt.Errorf("topology.routing: dmodk routes fat trees, and a dragonfly-plus's global cables join spines of one tier (minhop, updown, random)")
-		}
 		err = file()
 	case KindFile:
 		if c.File == "" && c.Text == "" {
