@@ -225,6 +225,6 @@ func TestSetBitErrorRateZeroIsLossless(t *testing.T) {
 	s := components.NewSim()
 	a := NewPort(s, idleOwner{}, "A.Port[1]", 1, PortConfig{VLs: 1, BufferBlocks: 100, FCRefresh: ib.Microsecond})
 	a.SetBitErrorRate(0, 1)
-	assert.False(t, a.lossy)
+	assert.False(t, a.flags.has(lossy))
 	assert.Panics(t, func() { a.SetBitErrorRate(2*MaxBER, 1) })
 }

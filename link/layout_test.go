@@ -25,7 +25,7 @@ func TestPortLayout(t *testing.T) {
 		"Index":         end(unsafe.Offsetof(p.Index), 4),
 		"count":         end(unsafe.Offsetof(p.count), unsafe.Sizeof(p.count)),
 		"lendChunk":     end(unsafe.Offsetof(p.lendChunk), 2),
-		"traced":        end(unsafe.Offsetof(p.traced), 1),
+		"flags":         end(unsafe.Offsetof(p.flags), 1),
 		"vl[0]":         end(unsafe.Offsetof(p.vl), unsafe.Sizeof(p.vl[0])),
 	} {
 		assert.LessOrEqual(t, e, uintptr(2*64), name)

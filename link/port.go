@@ -170,9 +170,7 @@ type Port struct {
 	serCarry int8
 	psDen    uint8 // at most 9 (12x FDR): setTiming
 	vls      uint8 // data VLs in use (VL15 is always there)
-	remote   bool  // the peer is in another partition (components.Group)
-	lossy    bool  // the outgoing wire corrupts packets (errs or cw): link.ber or link.pre_fec_ber > 0
-	traced   bool  // a hook listens (AcceptHook)
+	flags    portFlags
 
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
@@ -197,6 +195,25 @@ type Port struct {
 	}
 }
 
+// portFlags are a port's yes-or-no facts, a bit each, in one hot byte.
+type portFlags uint8
+
+const (
+	// remote: the peer is in another partition (components.Group).
+	remote portFlags = 1 << iota
+	// lossy: the outgoing wire corrupts packets (errs or cw): link.ber or
+	// link.pre_fec_ber > 0.
+	lossy
+	// traced: a hook listens (AcceptHook).
+	traced
+	// ownerWaits: the owner found the wire busy or asked (WaitIdle) and
+	// has not had its PortReady since; a flow-control packet that takes
+	// the wire as it frees passes the wait on to its own end.
+	ownerWaits
+)
+
+func (f portFlags) has(b portFlags) bool { return f&b != 0 }
+
 // vlState is one VL's flow-control state at a port: 32 bytes, so that VL
 // 0's ends the port's second hot line (TestPortLayout). The block counts
 // are at most 2048 (credit.Receiver), so 16 bits hold them.
@@ -219,7 +236,7 @@ type vlState struct {
 // AcceptHook adds a hook (sim.Hookable) and notes that the port is traced.
 func (p *Port) AcceptHook(h sim.Hook) {
 	p.HookableBase.AcceptHook(h)
-	p.traced = true
+	p.flags |= traced
 }
 
 // PortConfig sizes a port.
@@ -272,8 +289,10 @@ func Connect(a, b *Port, t Timing) {
 		panic(fmt.Sprintf("link: %s has %d VLs, %s has %d", a.Name, a.vls, b.Name, b.vls))
 	}
 	a.peer, b.peer = b, a
-	a.remote = a.s != b.s
-	b.remote = a.remote
+	if a.s != b.s {
+		a.flags |= remote
+		b.flags |= remote
+	}
 	a.setTiming(t)
 	b.setTiming(t)
 	for vl := 0; vl < int(a.vls); vl++ {
@@ -317,9 +336,10 @@ func (p *Port) SetBitErrorRate(ber float64, seed uint64) {
 	if !(ber >= 0 && ber <= MaxBER) {
 		panic(fmt.Sprintf("link: %s given bit error rate %v outside 0..%g", p.Name, ber, MaxBER))
 	}
-	p.lossy = ber > 0
+	p.flags &^= lossy
 	p.cw = nil
-	if p.lossy {
+	if ber > 0 {
+		p.flags |= lossy
 		p.errs = newBitErrors(ber, seed, p.Name)
 	}
 }
@@ -335,13 +355,13 @@ func (p *Port) SetPreFECErrorRate(m *CodewordModel, seed uint64) {
 	if p.peer == nil {
 		panic(fmt.Sprintf("link: %s given FEC codeword errors before Connect", p.Name))
 	}
-	p.lossy = true
+	p.flags |= lossy
 	p.cw = newCodewordErrors(m, p.timing, seed, p.Name)
 }
 
 // Lossy reports whether p's outgoing wire corrupts packets (SetBitErrorRate,
 // SetPreFECErrorRate).
-func (p *Port) Lossy() bool { return p.lossy }
+func (p *Port) Lossy() bool { return p.flags.has(lossy) }
 
 // CodewordErrors reports whether p's wire draws failed FEC codewords
 // (SetPreFECErrorRate) rather than independent bit errors.
@@ -421,6 +441,14 @@ func (p *Port) Idle() bool {
 // so a run is the same whether or not anybody waited: what is saved is
 // the events for wires that go idle unwatched (most, below saturation).
 func (p *Port) WaitIdle() {
+	p.flags |= ownerWaits
+	p.armIdle()
+}
+
+// armIdle queues the event for the wire going idle in its reserved place,
+// if it is not queued yet: for the owner (WaitIdle), or for a flow-control
+// packet owed while the wire is busy.
+func (p *Port) armIdle() {
 	if p.idleSeq != 0 {
 		p.s.ScheduleReservedLow(p.busyUntil, p, evTxDone, p.idleSeq)
 		p.idleSeq = 0
@@ -439,7 +467,7 @@ func (p *Port) wireBusy(data bool) {
 		p.s.Schedule(p.busyUntil, p, evTxDone)
 		return
 	}
-	if data && p.traced {
+	if data && p.flags.has(traced) {
 		p.s.ScheduleObserver(p.busyUntil, p, evTxEnd)
 	}
 }
@@ -483,6 +511,7 @@ func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 	if now < p.busyUntil || p.fcPending != 0 {
 		panic(fmt.Sprintf("link: %s sends packet %d at %d ps on a wire busy until %d ps", p.Name, pkt.Seq, now, p.busyUntil))
 	}
+	p.flags &^= ownerWaits // served: an owner with more to send asks again
 	bytes := pkt.WireBytes()
 	blocks := ib.Credits(bytes) // pkt.Credits(), without working out its bytes twice
 	vl := int(pkt.VL)
@@ -501,8 +530,8 @@ func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 	pkt.Hops++
 	// The packet's fate is drawn once, here; the receiver learns it when
 	// the tail's CRCs fail, and discards it then.
-	corrupt := p.lossy && p.corruptLast(bytes)
-	if p.traced {
+	corrupt := p.flags.has(lossy) && p.corruptLast(bytes)
+	if p.flags.has(traced) {
 		p.traceTxEnd()
 		p.lastTx.seq, p.lastTx.end, p.lastTx.vl, p.lastTx.bytes, p.lastTx.data = pkt.Seq, p.busyUntil, pkt.VL, bytes, true
 		p.tracePacket(now, components.TraceTxStart, pkt, corrupt)
@@ -623,7 +652,7 @@ func (p *Port) requestFC(vl int) {
 	if now >= p.busyUntil {
 		p.sendFC()
 	} else {
-		p.WaitIdle() // the packet goes when the wire frees
+		p.armIdle() // the packet goes when the wire frees
 	}
 }
 
@@ -644,7 +673,7 @@ func (p *Port) sendFC() {
 	add16(&p.count.fcPackets, &p.carried.fcPackets, 1)
 	add32(&p.count.busyPS, &p.carried.busyPS, uint32(ser))
 	kind := evFCArrive
-	if p.lossy && p.corruptLastFC() {
+	if p.flags.has(lossy) && p.corruptLastFC() {
 		kind = evFCLost
 	}
 	ev := p.toPeer(now+p.latency+ser, kind, components.ClassPrimary)
@@ -654,13 +683,13 @@ func (p *Port) sendFC() {
 	// peer's traces and checkers, the buffer's size now.
 	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
 	ev.Port = int32(p.vl[vl].rx.Capacity())
-	if p.traced {
+	if p.flags.has(traced) {
 		p.traceTxEnd()
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
 	}
 	p.wireBusy(false)
 	if p.fcPending != 0 {
-		p.WaitIdle() // the next VL's packet goes when this one ends
+		p.armIdle() // the next VL's packet goes when this one ends
 	}
 }
 
@@ -688,7 +717,7 @@ func (p *Port) Serialization(bytes int) ib.PS {
 // peer's cold lines otherwise).
 func (p *Port) toPeer(at ib.PS, kind uint8, class components.Class) *components.Event {
 	switch {
-	case p.remote:
+	case p.flags.has(remote):
 		return p.s.Post(p.peer.s, at, p.peer, kind, class)
 	case class == components.ClassLate:
 		return p.s.ScheduleLate(at, p.peer, kind)
@@ -712,27 +741,34 @@ func (p *Port) HandleEvent(ev *components.Event) {
 			}
 		}
 		add16(&p.count.rxPackets, &p.carried.rxPackets, 1)
-		if p.traced {
+		if p.flags.has(traced) {
 			p.tracePacket(ev.At(), components.TraceRxHead, pkt, false)
 		}
 		p.Owner.PacketArrived(p, pkt, ev.At(), ev.Tail)
 	case evTxDone:
 		if p.s.Now() < p.busyUntil {
 			// Superseded: a packet went on the wire at this picosecond
-			// ahead of this event; whoever waited waits for its end.
-			p.WaitIdle()
+			// ahead of this event. An owner that waited, and did not send
+			// it, waits for its end.
+			if p.flags.has(ownerWaits) {
+				p.armIdle()
+			}
 			return
 		}
-		if p.traced {
+		if p.flags.has(traced) {
 			p.traceTxEnd()
 		}
 		if p.fcPending != 0 {
 			p.sendFC()
-			// Whoever waited for the wire waits for the flow-control
-			// packet's end, as when every wire's end was an event.
-			p.WaitIdle()
+			// An owner that waited for the wire waits for the
+			// flow-control packet's end, as when every wire's end was an
+			// event.
+			if p.flags.has(ownerWaits) {
+				p.armIdle()
+			}
 			return
 		}
+		p.flags &^= ownerWaits
 		p.Owner.PortReady(p)
 	case evFCArrive:
 		vl := int(ev.VL)
@@ -740,7 +776,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		abr := p.vl[vl].rx.ABR()
 		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
 		p.vl[vl].peerCap = ev.Port
-		if p.traced {
+		if p.flags.has(traced) {
 			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), int(p.vl[vl].peerCap))
 		}
 		if p.vl[vl].rx.ABR() != abr {
@@ -767,7 +803,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 	case evFCLost:
 		p.Errors.FCPackets++
 		p.fcLostAt = append(p.fcLostAt, p.s.Now())
-		if p.traced {
+		if p.flags.has(traced) {
 			vl := int(ev.VL)
 			t := p.s.TraceEvent(p.s.Now(), p.Name, components.TraceDrop)
 			t.Fields = append(p.fieldBuf[:0], components.IntField("vl", int64(vl)), components.IntField("fctbs", ev.Arg>>16),
@@ -785,7 +821,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 			if p.s.Now() >= p.busyUntil {
 				p.sendFC()
 			} else {
-				p.WaitIdle()
+				p.armIdle()
 			}
 		}
 		p.s.Schedule(p.s.Now()+p.fcRefresh, p, evFCRefresh)
@@ -806,7 +842,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 			if now >= p.busyUntil {
 				p.sendFC()
 			} else {
-				p.WaitIdle()
+				p.armIdle()
 			}
 		}
 	default:
@@ -821,7 +857,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 func (p *Port) discard(ev *components.Event) {
 	pkt := ev.Pkt
 	p.Errors.Packets++
-	if p.traced {
+	if p.flags.has(traced) {
 		t := p.s.TraceEvent(ev.At(), p.Name, components.TraceDrop)
 		t.Fields = append(t.AppendPacket(p.fieldBuf[:0], pkt), components.StrField("reason", components.DropVCRC))
 		p.emit(t)

@@ -117,21 +117,81 @@ func TestWaitIdleKeepsItsPlace(t *testing.T) {
 
 // TestQuietSupersededEnd: a packet that starts at the picosecond the
 // previous one ends, from an event queued before that one's send (so it
-// runs ahead of the wire's end), takes the wire; an owner that waited for
-// the first end then gets its PortReady when the second packet ends, as
-// when every end was an event (the first end's event found the wire busy
-// and the second packet's end called it).
+// runs ahead of the wire's end), takes the wire. If the owner sent it, the
+// owner is served: no PortReady for it at the second packet's end (after
+// Send, which asks, there is one).
 func TestQuietSupersededEnd(t *testing.T) {
-	s, a, own, _ := quietRig(t)
-	s.Schedule(0, step(func() {
-		s.Schedule(ser64, step(func() {
-			require.True(t, a.Idle(), "the first tail has left")
+	for _, quiet := range []bool{true, false} {
+		s, a, own, _ := quietRig(t)
+		s.Schedule(0, step(func() {
+			s.Schedule(ser64, step(func() {
+				require.True(t, a.Idle(), "the first tail has left")
+				if quiet {
+					a.SendQuiet(packet64(s))
+				} else {
+					a.Send(packet64(s))
+				}
+			}), 0)
 			a.SendQuiet(packet64(s))
 		}), 0)
+		s.Schedule(100, step(func() { assert.False(t, a.Idle()) }), 0)
+		require.NoError(t, s.Run())
+		if quiet {
+			assert.Empty(t, own.at, "the owner sent: it is served")
+		} else {
+			assert.Equal(t, []ib.PS{2 * ser64}, own.at, "Send asks for the second packet's end")
+		}
+		assert.Equal(t, uint64(2), a.Stats().DataPackets)
+	}
+}
+
+// TestQuietEndSupersededByFC: an owner waits for the wire (Idle finds it
+// busy); as the packet's tail leaves, a flow-control packet takes the
+// wire, from a buffer release queued before the send (so it runs ahead of
+// the wire's end): the owner's PortReady comes at the flow-control
+// packet's end, as when every wire's end was an event (the data packet's
+// end found the wire busy and the flow-control packet's end called it).
+// The release frees a packet the sink side sent to this port first.
+func TestQuietEndSupersededByFC(t *testing.T) {
+	s, a, own, _ := quietRig(t)
+	b := a.Peer()
+	var credits int
+	s.Schedule(0, step(func() {
+		pkt := packet64(s)
+		credits = pkt.Credits()
+		b.Send(pkt) // arrives long before t0 (2 m of cable: about 10 ns)
+	}), 0)
+	const t0 = ib.PS(50000)
+	serFC := a.Serialization(ib.FlowControlBytes)
+	s.Schedule(t0, step(func() {
+		s.Schedule(t0+ser64, step(func() { a.Release(0, credits) }), 0)
 		a.SendQuiet(packet64(s))
 	}), 0)
-	s.Schedule(100, step(func() { assert.False(t, a.Idle()) }), 0)
+	s.Schedule(t0+100, step(func() { assert.False(t, a.Idle()) }), 0)
 	require.NoError(t, s.Run())
-	assert.Equal(t, []ib.PS{2 * ser64}, own.at)
-	assert.Equal(t, uint64(2), a.Stats().DataPackets)
+	assert.Equal(t, []ib.PS{t0 + ser64 + serFC}, own.at)
+	assert.Equal(t, uint64(1), a.Stats().FCPackets)
+}
+
+// TestQuietEndBehindFC: an owner waits for the wire (Idle finds it busy),
+// and a flow-control packet is owed meanwhile (a buffer release while the
+// wire is busy): at the data packet's end the flow-control packet goes
+// first, and the owner's PortReady comes at its end.
+func TestQuietEndBehindFC(t *testing.T) {
+	s, a, own, _ := quietRig(t)
+	b := a.Peer()
+	var credits int
+	s.Schedule(0, step(func() {
+		pkt := packet64(s)
+		credits = pkt.Credits()
+		b.Send(pkt)
+	}), 0)
+	const t0 = ib.PS(50000)
+	serFC := a.Serialization(ib.FlowControlBytes)
+	s.Schedule(t0, step(func() { a.SendQuiet(packet64(s)) }), 0)
+	s.Schedule(t0+100, step(func() { assert.False(t, a.Idle()) }), 0)
+	s.Schedule(t0+200, step(func() { a.Release(0, credits) }), 0)
+	require.NoError(t, s.Run())
+	assert.Equal(t, []ib.PS{t0 + ser64 + serFC}, own.at)
+	assert.Equal(t, uint64(1), a.Stats().FCPackets)
 }
