@@ -60,11 +60,15 @@ func TestReserveLowAcrossWrap(t *testing.T) {
 	assert.Equal(t, uint64(1<<32-1), got)
 }
 
-// TestNoReservations: with reservations off (and on Akita's engine) Reserve
-// hands out nothing, so blocks queue their events at once.
-func TestNoReservations(t *testing.T) {
+// TestAllEvents: under AllEvents (and on Akita's engine) Reserve hands out
+// nothing, so blocks queue their events at once, and blocks are told the
+// run is not quiet.
+func TestAllEvents(t *testing.T) {
 	s := NewSim()
-	s.NoReservations()
+	assert.True(t, s.Quiet())
+	assert.NotZero(t, s.Reserve())
+	s.AllEvents()
+	assert.False(t, s.Quiet())
 	assert.Zero(t, s.Reserve())
 	assert.Zero(t, s.ReserveLow())
 	assert.Zero(t, NewSimOn(EngineAkita).ReserveLow())

@@ -72,8 +72,9 @@ type Sim struct {
 	// fast is Engine when it is hcasim's own (nil on Akita's): the one that
 	// can reserve an event's place in the order (Reserve).
 	fast *Engine
-	// noReserve: Reserve hands out no places (NoReservations).
-	noReserve bool
+	// allEvents: blocks queue and deliver every event the definition has
+	// (AllEvents).
+	allEvents bool
 
 	now        ib.PS
 	stopped    bool
@@ -190,17 +191,24 @@ func (s *Sim) ScheduleLast(at ib.PS, target EventHandler, kind uint8, rank int64
 // the engine cannot reserve places (Akita's), and then ScheduleReserved
 // schedules as Schedule does.
 func (s *Sim) Reserve() uint64 {
-	if s.fast == nil || s.noReserve {
+	if s.fast == nil || s.allEvents {
 		return 0
 	}
 	return s.fast.Reserve()
 }
 
-// NoReservations makes Reserve hand out no places, so that blocks queue at
-// once every event they would only have reserved a place for: the
-// definition that reservations are checked against (sim.every_wire_end),
-// the same run with more events.
-func (s *Sim) NoReservations() { s.noReserve = true }
+// AllEvents makes blocks queue and deliver every event the definition
+// has: Reserve hands out no places, so a block queues at once what it would
+// only have reserved a place for, and blocks that may leave out calls that
+// change nothing (a link port telling an owner with nothing to send of
+// credits: link.Port.Pending) make them. The run is the same, with more
+// events and calls: the definition the quiet ones are checked against
+// (sim.all_port_events).
+func (s *Sim) AllEvents() { s.allEvents = true }
+
+// Quiet reports whether blocks may leave out the events and calls that
+// change nothing (not AllEvents).
+func (s *Sim) Quiet() bool { return !s.allEvents }
 
 // ReserveLow is Reserve's low 32 bits, for a block that keeps a reservation
 // in a hot line: ScheduleReservedLow restores the rest, which holds while
@@ -208,7 +216,7 @@ func (s *Sim) NoReservations() { s.noReserve = true }
 // It is never 0, so that 0 can mean "none": a number whose low bits are 0
 // is passed over for the next.
 func (s *Sim) ReserveLow() uint32 {
-	if s.fast == nil || s.noReserve {
+	if s.fast == nil || s.allEvents {
 		return 0
 	}
 	low := uint32(s.fast.Reserve())

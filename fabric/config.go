@@ -61,11 +61,13 @@ type SimConfig struct {
 	// per-cycle definition, instead of only on edges where something
 	// changed. Slower; results are identical (TestPerCycleRoundsAgree).
 	PerCycle bool `yaml:"per_cycle"`
-	// EveryWireEnd queues an event for the end of every packet on every
-	// wire, as the definition does, instead of only for the ends that a
-	// block waits for (link.Port.SendQuiet). More events; results and
-	// traces are identical (TestQuietWireEndsAgree).
-	EveryWireEnd bool `yaml:"every_wire_end,omitempty"`
+	// AllPortEvents queues an event for the end of every packet on every
+	// wire and tells every port's owner of every credit arrival, as the
+	// definition does, instead of only the wire ends a block waits for
+	// (link.Port.SendQuiet) and the credits of an owner with something to
+	// send (link.Port.Pending). More events; results and traces are
+	// identical (TestQuietPortsAgree).
+	AllPortEvents bool `yaml:"all_port_events,omitempty"`
 	// Partitions splits one fabric into this many parts that run in
 	// parallel (sim.threads), in windows of the shortest cable's latency
 	// between parts (components.Group). 1 is the serial run. Synthetic workloads

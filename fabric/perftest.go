@@ -45,8 +45,8 @@ func runPerftest(cfg *Config, opts RunOptions) (map[string]any, error) {
 			return nil, &UnsupportedError{Msg: err.Error()}
 		}
 		s = pt.Sim()
-		if cfg.Sim.EveryWireEnd {
-			s.NoReservations()
+		if cfg.Sim.AllPortEvents {
+			s.AllEvents()
 		}
 		for _, d := range pt.Devices() {
 			view.Ports = append(view.Ports, d.Port)

@@ -304,9 +304,9 @@ func partitionRun(cfg *Config, opts RunOptions, topo *Topology) ([]*components.S
 	case opts.Threads > 0:
 		g.SetThreads(min(n, opts.Threads, g.Threads()))
 	}
-	if cfg.Sim.EveryWireEnd {
+	if cfg.Sim.AllPortEvents {
 		for _, s := range g.Sims() {
-			s.NoReservations()
+			s.AllEvents()
 		}
 	}
 	return g.Sims(), part, nil
@@ -316,8 +316,8 @@ func partitionRun(cfg *Config, opts RunOptions, topo *Topology) ([]*components.S
 // knobs applied.
 func newSim(cfg *Config) *components.Sim {
 	s := components.NewSimOn(cfg.Sim.Engine)
-	if cfg.Sim.EveryWireEnd {
-		s.NoReservations()
+	if cfg.Sim.AllPortEvents {
+		s.AllEvents()
 	}
 	return s
 }

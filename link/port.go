@@ -210,6 +210,9 @@ const (
 	// has not had its PortReady since; a flow-control packet that takes
 	// the wire as it frees passes the wait on to its own end.
 	ownerWaits
+	// ownerIdle: the owner has nothing to send on this port (Pending), so
+	// credits arriving are no news to it.
+	ownerIdle
 )
 
 func (f portFlags) has(b portFlags) bool { return f&b != 0 }
@@ -443,6 +446,21 @@ func (p *Port) Idle() bool {
 func (p *Port) WaitIdle() {
 	p.flags |= ownerWaits
 	p.armIdle()
+}
+
+// Pending tells the port whether its owner has something to send on it.
+// While it has not, a flow-control packet's credits reach the port without
+// a PortReady: the owner, with nothing queued, would do nothing with them,
+// and reads them when it next tries to send. An owner that never calls it
+// is told of every credit arrival; one that does must say true before it
+// next needs credits to arrive to go on (a packet queued, a packet waiting
+// for credits). Under Sim.AllEvents every owner is told (the definition).
+func (p *Port) Pending(on bool) {
+	if on {
+		p.flags &^= ownerIdle
+	} else if p.s.Quiet() {
+		p.flags |= ownerIdle
+	}
 }
 
 // armIdle queues the event for the wire going idle in its reserved place,
@@ -790,8 +808,12 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		}
 		// Tell the owner even while the wire is busy: a switch grants a
 		// packet ahead of the wire (allocation and crossbar take cycles),
-		// so credits matter to it before the wire frees.
-		p.Owner.PortReady(p)
+		// so credits matter to it before the wire frees. An owner with
+		// nothing to send (Pending) would do nothing with them now: the
+		// event then reads this line only.
+		if !p.flags.has(ownerIdle) {
+			p.Owner.PortReady(p)
+		}
 	case evTxEnd:
 		// Unless written already: by the wire's end (WaitIdle), or by a
 		// packet that started at this picosecond ahead of this event.

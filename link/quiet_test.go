@@ -195,3 +195,50 @@ func TestQuietEndBehindFC(t *testing.T) {
 	assert.Equal(t, []ib.PS{t0 + ser64 + serFC}, own.at)
 	assert.Equal(t, uint64(1), a.Stats().FCPackets)
 }
+
+// TestPendingQuietsCredits: credits coming back (the peer releases the
+// packet this port sent, and its flow-control packet arrives one cable
+// latency and a 6-byte serialization later) call the owner's PortReady,
+// unless the owner said it has nothing to send (Pending(false)); the
+// credits reach the port either way. Under Sim.AllEvents every owner is
+// told.
+func TestPendingQuietsCredits(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		pending, all, again bool
+		wantPortReady       bool
+	}{
+		{"never said", true, false, false, true},
+		{"nothing pending", false, false, false, false},
+		{"nothing pending, then a packet", false, false, true, true},
+		{"nothing pending, all events", false, true, false, true},
+	} {
+		s, a, own, _ := quietRig(t)
+		if c.all {
+			s.AllEvents()
+		}
+		b := a.Peer()
+		full := a.CreditsAvailable(0)
+		pkt := packet64(s)
+		credits := pkt.Credits()
+		const release = ib.PS(50000)
+		s.Schedule(0, step(func() {
+			a.Send(pkt)
+			if !c.pending {
+				a.Pending(false)
+			}
+			if c.again {
+				a.Pending(true)
+			}
+		}), 0)
+		s.Schedule(release, step(func() { b.Release(0, credits) }), 0)
+		require.NoError(t, s.Run())
+		arrive := release + a.Timing().Latency() + a.Serialization(ib.FlowControlBytes)
+		want := []ib.PS{ser64} // the Send's own end
+		if c.wantPortReady {
+			want = append(want, arrive)
+		}
+		assert.Equal(t, want, own.at, c.name)
+		assert.Equal(t, full, a.CreditsAvailable(0), "%s: the credits are back", c.name)
+	}
+}

@@ -360,7 +360,7 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 
 	ev := sw.s.Schedule(start, sw, evWireStart)
 	ev.Port = int32(o)
-	sw.startAtWireEnd(port, start)
+	sw.staged(port, start)
 	ev = sw.s.Schedule(xbarTail, sw, evRelease)
 	ev.Port, ev.VL, ev.Arg = int32(i), int8(inVL), int64(blocks)
 
@@ -395,6 +395,7 @@ func (sw *Switch) updateStalls(t ib.PS) {
 			out.stall[trailingZeros16(m)].Stop(t)
 		}
 		out.stalled = now
+		sw.settle(o)
 		sw.blocked[o] = 0
 		if now == 0 {
 			sw.stallOuts.Clear(o)

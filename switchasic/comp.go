@@ -576,16 +576,26 @@ func (sw *Switch) wake(at ib.PS) {
 	}
 }
 
-// startAtWireEnd: a packet granted to start at the instant the port's wire
-// frees goes at the wire's end event if that comes first among the
-// picosecond's events (it holds the place of the packet now on the wire's
-// send, earlier than this grant's wire-start event), so the port must
-// queue it (the ports' wire ends are events only when waited for:
+// staged tells an output's port that a packet was staged for it to start at
+// start (link.Port.Pending). A packet granted to start at the instant the
+// port's wire frees goes at the wire's end event if that comes first among
+// the picosecond's events (it holds the place of the packet now on the
+// wire's send, earlier than this grant's wire-start event), so the port
+// must queue it (the ports' wire ends are events only when waited for:
 // link.Port.SendQuiet).
-func (sw *Switch) startAtWireEnd(port *link.Port, start ib.PS) {
+func (sw *Switch) staged(port *link.Port, start ib.PS) {
+	port.Pending(true)
 	if start == port.BusyUntil() {
 		port.WaitIdle()
 	}
+}
+
+// settle tells output o's port whether the switch has anything for it: a
+// staged packet, or a VL stalled on credits (link.Port.Pending). With
+// neither, PortReady would do nothing with arriving credits.
+func (sw *Switch) settle(o int) {
+	out := &sw.out[o]
+	sw.ports[o].Pending(out.stageHead != nil || out.stalled != 0)
 }
 
 // trySend puts staged packets of output o on the wire while their start time
@@ -627,6 +637,9 @@ func (sw *Switch) trySend(o int) {
 		out.dataBusy += tailOut - now
 		sw.counters.Forwarded++
 		sw.counters.BlockHops += uint64(blocks)
+		if out.stageHead == nil && out.stalled == 0 {
+			p.Pending(false)
+		}
 	}
 }
 

@@ -209,7 +209,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 	out.stage(cp, start)
 	ev := sw.s.Schedule(start, sw, evWireStart)
 	ev.Port = int32(o)
-	sw.startAtWireEnd(port, start)
+	sw.staged(port, start)
 	st.remaining.Clear(o)
 	sw.counters.McastCopies++
 	if sw.NumHooks() > 0 {

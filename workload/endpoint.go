@@ -161,6 +161,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 			pkt.ICRC = ib.ComputeICRC(pkt)
 			e.Created++
 			e.queue.Push(pkt)
+			e.port.Pending(true)
 			e.trySend()
 		}
 	}
@@ -187,10 +188,12 @@ func (e *Endpoint) trySend() {
 	if e.traced {
 		e.tracePacket(now, components.TraceInject, pkt)
 	}
-	if e.sharedWire || e.queue.Len() > 0 {
+	switch {
+	case e.sharedWire || e.queue.Len() > 0:
 		e.port.Send(pkt) // the next one goes when this one's tail has left
-	} else {
+	default:
 		e.port.SendQuiet(pkt) // an injection tries the wire: no news needed
+		e.port.Pending(false) // nor credits, until a packet is queued
 	}
 }
 

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// quietWirePoints are design points whose hosts and switches send in the
+// quietPortPoints are design points whose hosts and switches send in the
 // ways SendQuiet is used (switch outputs, packet endpoints with and without
 // congestion control, HCAs, streams) or next to them (flow-control
 // packets, lossy links, partitions), beyond allocationPoints.
-var quietWirePoints = [][]string{
+var quietPortPoints = [][]string{
 	{"topology.kind=single-switch", "switch.radix=8", "workload.kind=uniform", "workload.size=4096",
 		"workload.offered_load=0.9", "cc.enable=true", "workload.measure_ns=10000"},
 	{"topology.kind=single-switch", "switch.radix=8", "workload.kind=uniform", "workload.size=1024",
@@ -30,24 +30,24 @@ var quietWirePoints = [][]string{
 		"workload.measure_ns=5000"},
 }
 
-// TestQuietWireEndsAgree: a port queues the event for its wire going idle
+// TestQuietPortsAgree: a port queues the event for its wire going idle
 // only when a block waits for the wire (link.Port.SendQuiet, WaitIdle),
 // in the place among its picosecond's events it would have had if queued
-// at the send; sim.every_wire_end: true queues one for every packet's end,
+// at the send; sim.all_port_events: true queues one for every packet's end,
 // the definition. Both must give the same results and the same trace, with
 // the checkers finding nothing: every metric but the event count (and the
 // allocation rounds, which a switch also ran for wires going idle while a
 // VL waited for credits, and which change nothing: TestPerCycleRoundsAgree),
 // and each block's trace lines. The quiet runs must save events.
-func TestQuietWireEndsAgree(t *testing.T) {
-	points := append(append([][]string{}, allocationPoints...), quietWirePoints...)
+func TestQuietPortsAgree(t *testing.T) {
+	points := append(append([][]string{}, allocationPoints...), quietPortPoints...)
 	for i, sets := range points {
 		var got [2]map[string]any
 		for k, every := range []string{"false", "true"} {
-			l, err := Load(nil, append(append([]string{}, sets...), "sim.every_wire_end="+every))
+			l, err := Load(nil, append(append([]string{}, sets...), "sim.all_port_events="+every))
 			require.NoError(t, err, "point %d", i)
 			got[k] = runChecked(l, nil, true)
-			requireClean(t, got[k], fmt.Sprintf("point %d, every_wire_end %s", i, every))
+			requireClean(t, got[k], fmt.Sprintf("point %d, all_port_events %s", i, every))
 		}
 		assert.Equal(t, got[0], got[1], "point %d: %v", i, sets)
 	}
@@ -56,7 +56,7 @@ func TestQuietWireEndsAgree(t *testing.T) {
 	// it, an endpoint's only when its source queue was not empty.
 	var events [2]uint64
 	for k, every := range []string{"false", "true"} {
-		l, err := Load(nil, append(append([]string{}, allocationPoints[0]...), "sim.every_wire_end="+every))
+		l, err := Load(nil, append(append([]string{}, allocationPoints[0]...), "sim.all_port_events="+every))
 		require.NoError(t, err)
 		m, err := Run(l, RunOptions{})
 		require.NoError(t, err)
@@ -67,22 +67,22 @@ func TestQuietWireEndsAgree(t *testing.T) {
 	assert.Less(t, events[0], events[1], "the quiet run saves events")
 }
 
-// TestQuietWireEndsRandomPoints: TestQuietWireEndsAgree on random small
+// TestQuietPortsRandomPoints: TestQuietPortsAgree on random small
 // design points (TestPerCycleRandomPoints's), with the checkers on.
 // HCASIM_RANDOM_POINTS and HCASIM_RANDOM_SEED as there.
-func TestQuietWireEndsRandomPoints(t *testing.T) {
+func TestQuietPortsRandomPoints(t *testing.T) {
 	n, seed := randomCampaign(t, 8)
 	rng := rand.New(rand.NewPCG(seed, 0x91e7))
 	compareRandomPoints(t, n, nil, true, func() ([]string, [2]string) {
-		return append(randomPoint(rng, false), "sim.check=true"), [2]string{"sim.every_wire_end=false", "sim.every_wire_end=true"}
+		return append(randomPoint(rng, false), "sim.check=true"), [2]string{"sim.all_port_events=false", "sim.all_port_events=true"}
 	})
 }
 
-// TestQuietWireEndsMulticast: the same on a multicast run whose hosts are
+// TestQuietPortsMulticast: the same on a multicast run whose hosts are
 // also background sources (workload.background_hosts: all): a member and
 // a packet endpoint share each host's port and take turns at its
 // PortReady, so each asks for the end of every packet it sends.
-func TestQuietWireEndsMulticast(t *testing.T) {
+func TestQuietPortsMulticast(t *testing.T) {
 	sets := []string{"topology.kind=single-switch", "topology.hosts=4", "switch.vls=1", "switch.queueing=fifo",
 		"link.generation=NDR", "link.width=4x", "link.length_m=2", "workload.kind=multicast", "workload.size=4096",
 		"workload.offered_load=0.5", "workload.background=true", "workload.background_hosts=all",
@@ -90,7 +90,7 @@ func TestQuietWireEndsMulticast(t *testing.T) {
 	var got [2]map[string]any
 	var traces [2]string
 	for k, every := range []string{"false", "true"} {
-		m, trace, err := runMcastCheckedOn(t, true, nil, append(append([]string{}, sets...), "sim.every_wire_end="+every)...)
+		m, trace, err := runMcastCheckedOn(t, true, nil, append(append([]string{}, sets...), "sim.all_port_events="+every)...)
 		require.NoError(t, err)
 		delete(m, "events")
 		delete(m, "wall_s")
