@@ -145,6 +145,17 @@ func TestQuietSupersededEnd(t *testing.T) {
 	}
 }
 
+// heldByA has the peer send port a one packet at time 0, which a's owner
+// keeps in a's buffer (it arrives within 2 m of cable's 10 ns), and returns
+// its credits, for a buffer release later to owe the peer a flow-control
+// packet.
+func heldByA(s *components.Sim, a *Port) int {
+	pkt := packet64(s)
+	credits := pkt.Credits()
+	s.Schedule(0, step(func() { a.Peer().Send(pkt) }), 0)
+	return credits
+}
+
 // TestQuietEndSupersededByFC: an owner waits for the wire (Idle finds it
 // busy); as the packet's tail leaves, a flow-control packet takes the
 // wire, from a buffer release queued before the send (so it runs ahead of
@@ -154,13 +165,7 @@ func TestQuietSupersededEnd(t *testing.T) {
 // The release frees a packet the sink side sent to this port first.
 func TestQuietEndSupersededByFC(t *testing.T) {
 	s, a, own, _ := quietRig(t)
-	b := a.Peer()
-	var credits int
-	s.Schedule(0, step(func() {
-		pkt := packet64(s)
-		credits = pkt.Credits()
-		b.Send(pkt) // arrives long before t0 (2 m of cable: about 10 ns)
-	}), 0)
+	credits := heldByA(s, a)
 	const t0 = ib.PS(50000)
 	serFC := a.Serialization(ib.FlowControlBytes)
 	s.Schedule(t0, step(func() {
@@ -179,13 +184,7 @@ func TestQuietEndSupersededByFC(t *testing.T) {
 // first, and the owner's PortReady comes at its end.
 func TestQuietEndBehindFC(t *testing.T) {
 	s, a, own, _ := quietRig(t)
-	b := a.Peer()
-	var credits int
-	s.Schedule(0, step(func() {
-		pkt := packet64(s)
-		credits = pkt.Credits()
-		b.Send(pkt)
-	}), 0)
+	credits := heldByA(s, a)
 	const t0 = ib.PS(50000)
 	serFC := a.Serialization(ib.FlowControlBytes)
 	s.Schedule(t0, step(func() { a.SendQuiet(packet64(s)) }), 0)
