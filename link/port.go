@@ -21,10 +21,11 @@ type Owner interface {
 	// at tail. The blocks are already counted in p's receive buffer; the
 	// owner calls p.Release when the packet leaves the buffer.
 	PacketArrived(p *Port, pkt *ib.Packet, head, tail ib.PS)
-	// PortReady is called when credits arrive, and when p's wire goes idle
-	// after a Send, or after a SendQuiet if the owner found the wire busy
-	// (Idle, CanSend) or asked (WaitIdle) since: the owner may now be able
-	// to send.
+	// PortReady is called when credits arrive (unless the owner said it
+	// has nothing to send: Pending), and when p's wire goes idle after a
+	// Send, or after a SendQuiet if the owner found the wire busy (Idle,
+	// CanSend) or asked (WaitIdle) since: the owner may now be able to
+	// send.
 	PortReady(p *Port)
 }
 
@@ -155,7 +156,7 @@ type Port struct {
 	pool          int32 // shared-pool blocks not lent to any VL
 	// idleSeq is the place (Sim.ReserveLow, never 0) the event for the
 	// wire going idle at busyUntil holds among its picosecond's events,
-	// kept until someone waits for the wire (waitIdle); 0 once it is
+	// kept until someone waits for the wire (armIdle); 0 once it is
 	// queued, or when nothing is on the wire.
 	idleSeq   uint32
 	count     portCounts
@@ -810,7 +811,7 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		// packet ahead of the wire (allocation and crossbar take cycles),
 		// so credits matter to it before the wire frees. An owner with
 		// nothing to send (Pending) would do nothing with them now: the
-		// event then reads this line only.
+		// event then reads the port's second line only.
 		if !p.flags.has(ownerIdle) {
 			p.Owner.PortReady(p)
 		}
