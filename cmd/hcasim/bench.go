@@ -56,6 +56,15 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if len(*scale) > 0 {
+		// --scale sets the hosts at each size; a --set of them too would
+		// be checked at one number and run at others.
+		for _, s := range sets {
+			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "topology.hosts" {
+				return fail(stderr, userErrorf("bench: --set %s with --scale %v: --scale sets topology.hosts at each size; drop the --set", s, *scale))
+			}
+		}
+	}
 	var shipped []string // the shipped benchmarks' short names
 	for _, n := range configs.Names() {
 		if strings.HasPrefix(n, "bench/") {

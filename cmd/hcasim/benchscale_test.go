@@ -199,6 +199,7 @@ func TestBenchScaleBadInput(t *testing.T) {
 		{[]string{"--scale", "16,32", "switch16-uniform-50"}, "--scale measures one benchmark at several sizes; name one (2 given)"},
 		{[]string{"--scale", "2,4", "b2b-ndr-write-bw"}, "--scale: b2b-ndr-write-bw has topology.kind back-to-back; --scale sets topology.hosts, which only single-switch, fat-tree-2, fat-tree-3 and dragonfly-plus take"},
 		{[]string{"--scale", "16,32"}, "bench: --scale 32: switch16-uniform-50: topology.hosts: 32"},
+		{[]string{"--scale", "4,8", "--set", "topology.hosts=8"}, "bench: --set topology.hosts=8 with --scale [4 8]: --scale sets topology.hosts at each size; drop the --set"},
 	} {
 		args := append([]string{"bench"}, c.args...)
 		if !strings.Contains(strings.Join(c.args, " "), "b2b") {
