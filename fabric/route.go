@@ -388,7 +388,7 @@ func (r *router) choose(x, d int, cands []int) int {
 	case RoutingDModK:
 		if hd := r.s.hostIndex[d]; hd >= 0 {
 			if r.dfly != nil {
-				return r.dfly.choose(r.s.Topo, x, d, cands)
+				return r.dfly.choose(x, d, cands)
 			}
 			return r.dModK(x, int(hd), cands)
 		}

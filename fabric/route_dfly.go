@@ -232,7 +232,7 @@ func newDflyDModK(t *Topology, spine []bool) (*dflyDModK, error) {
 
 // choose picks switch x's port for host d among cands, its minimal
 // candidates in port order (see the comment at the top of the file).
-func (f *dflyDModK) choose(t *Topology, x, d int, cands []int) int {
+func (f *dflyDModK) choose(x, d int, cands []int) int {
 	if len(cands) == 1 {
 		return cands[0]
 	}
