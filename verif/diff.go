@@ -3,6 +3,7 @@ package verif
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -19,6 +20,10 @@ type DiffOptions struct {
 	Fields []string
 	// IgnoreKinds are dropped from both traces before comparing.
 	IgnoreKinds []components.TraceKind
+	// Paths, when not empty, are globs (components.GlobMatch): only events
+	// of a component whose path matches one are compared, as --trace-path
+	// selects what a run records.
+	Paths []string
 	// Context is how many events before the first divergence to show per side.
 	Context int
 	// JSON: hcasim diff writes its report as JSON (WriteDiffJSON).
@@ -58,6 +63,9 @@ type DiffResult struct {
 	Streams []StreamCounts // sorted by Stream
 	Total   StreamCounts   // sums; Stream is empty
 	First   *Divergence    // earliest mismatch in time; nil when none
+	// Paths are the globs the comparison was restricted to
+	// (DiffOptions.Paths); empty when every component was compared.
+	Paths []string
 }
 
 // Equivalent reports whether the traces match: no missing, extra or
@@ -100,8 +108,8 @@ func diffTraces(golden, neu *diffTrace, opt DiffOptions) *DiffResult {
 	for _, k := range opt.IgnoreKinds {
 		ignore[k] = true
 	}
-	gs := golden.split(ignore)
-	ns := neu.split(ignore)
+	gs := golden.split(ignore, opt.Paths)
+	ns := neu.split(ignore, opt.Paths)
 	keys := make([]string, 0, len(gs)+len(ns))
 	for k := range gs {
 		keys = append(keys, k)
@@ -120,7 +128,7 @@ func diffTraces(golden, neu *diffTrace, opt DiffOptions) *DiffResult {
 			cmp.fields[f] = true
 		}
 	}
-	res := &DiffResult{}
+	res := &DiffResult{Paths: opt.Paths}
 	var first *candidate
 	for _, key := range keys {
 		g, n := gs[key], ns[key]
@@ -178,6 +186,30 @@ func diffTraces(golden, neu *diffTrace, opt DiffOptions) *DiffResult {
 		res.First = first.divergence(golden, neu, &cmp, opt.Context)
 	}
 	return res
+}
+
+// selected reports whether events of a component at path are compared:
+// paths is empty, or one of its globs matches.
+func selected(paths []string, path string) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	for _, g := range paths {
+		if components.GlobMatch(g, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// streamPath returns the component path a stream key starts with
+// (TraceEvent.StreamKey: the path, then a space and the stream's field,
+// if any; a path has no spaces).
+func streamPath(key string) string {
+	if i := strings.IndexByte(key, ' '); i >= 0 {
+		return key[:i]
+	}
+	return key
 }
 
 // divergence reports the candidate: its events and their contexts whole.

@@ -390,7 +390,7 @@ func TestDiffIdenticalFastPath(t *testing.T) {
 		// Same events, another config hash and seed in the header.
 		nl := strings.IndexByte(text, '\n')
 		other := traceMagic + " " + TraceVersion + " config=" + strings.Repeat("ab", 32) + " seed=99" + text[nl:]
-		for _, opt := range []DiffOptions{{Context: 5}, {TolerancePS: 10, Fields: []string{"psn"}, IgnoreKinds: kinds}} {
+		for _, opt := range []DiffOptions{{Context: 5}, {TolerancePS: 10, Fields: []string{"psn"}, IgnoreKinds: kinds}, {Paths: []string{"*Port*"}}} {
 			for _, pair := range [][2]string{{text, text}, {text, other}} {
 				res, _, _, ok := identical(strings.NewReader(pair[0]), strings.NewReader(pair[1]), opt)
 				require.True(t, ok, f)
@@ -423,4 +423,62 @@ func TestDiffIdenticalFastPath(t *testing.T) {
 	code := diffReaders(strings.NewReader(base+"oops\n"), strings.NewReader(base+"oops\n"), "a", "b", DiffOptions{}, &out, &errb)
 	assert.Equal(t, ExitError, code)
 	assert.Contains(t, errb.String(), "a: line 8:")
+}
+
+// TestDiffMainPath: --path restricts the comparison to components whose
+// path matches a glob, as --trace-path restricts a recording. baseTrace has
+// two components: H.Port[0] (streams vl=0: tx_start, tx_end; vl=1:
+// credit_update, tx_start, tx_end; 5 events) and H.Qp (one cqe). "changed"
+// has psn 7 → 8 on vl=1's tx_start and tx_end, so:
+//   - H.Qp alone: its 1 event matches, equivalent;
+//   - H.Port[*: 3 matched, 2 differing;
+//   - both globs (comma-separated): 4 matched, 2 differing, as without;
+//   - a glob that selects nothing, in either file, is an error naming it and
+//     the components there are (even when the files are identical, on the
+//     streaming path), and so is an empty glob.
+func TestDiffMainPath(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	same := writeFile(t, dir, "same.trace", traceText(baseTrace))
+	changed := writeFile(t, dir, "changed.trace", traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2)))
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string
+	}{
+		{"qp only", []string{golden, changed, "--path", "H.Qp"}, ExitEquivalent,
+			[]string{"EQUIVALENT: 1 matched", `note: compared only components matching "H.Qp"`}, ""},
+		{"port only", []string{golden, changed, "--path", "H.Port[*"}, ExitDifferent,
+			[]string{"DIFFERENT: 3 matched, 0 missing, 0 extra, 2 differing", `first divergence: stream "H.Port[0] vl=1"`}, ""},
+		{"both", []string{golden, changed, "--path", "H.Qp,H.Port[0]"}, ExitDifferent,
+			[]string{"DIFFERENT: 4 matched, 0 missing, 0 extra, 2 differing", `note: compared only components matching "H.Qp", "H.Port[0]"`}, ""},
+		{"repeated", []string{golden, changed, "--path", "H.Qp", "--path", "H.Port[0]"}, ExitDifferent,
+			[]string{"DIFFERENT: 4 matched, 0 missing, 0 extra, 2 differing"}, ""},
+		{"json note", []string{golden, changed, "--path", "H.Qp", "--format", "json"}, ExitEquivalent,
+			[]string{`"matched": 1`, `note: compared only components matching \"H.Qp\"`}, ""},
+		{"selects nothing", []string{golden, changed, "--path", "H.Qp", "--path", "Fabric.*"}, ExitError, nil,
+			`--path: "Fabric.*" selects no event to compare in either trace (components: H.Port[0], H.Qp)`},
+		{"selects nothing, identical files", []string{golden, same, "--path", "Fabric.*"}, ExitError, nil,
+			`--path: "Fabric.*" selects no event to compare in either trace`},
+		{"only ignored kinds", []string{golden, changed, "--path", "H.Qp", "--ignore-kinds", "cqe"}, ExitError, nil,
+			`--path: "H.Qp" selects no event to compare in either trace`},
+		{"empty glob", []string{golden, same, "--path", ""}, ExitError, nil, "--path: an empty glob"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := DiffMain(c.args, &out, &errb)
+			assert.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+			for _, want := range c.stdout {
+				assert.Contains(t, out.String(), want)
+			}
+			assert.Contains(t, errb.String(), c.stderr)
+			if code == ExitError {
+				assert.Equal(t, 1, strings.Count(errb.String(), "\n"), "%q", errb.String())
+				assert.Empty(t, out.String())
+			}
+		})
+	}
 }

@@ -64,14 +64,14 @@ func identical(a, b io.Reader, opt DiffOptions) (res *DiffResult, ga, gb Header,
 		if ev, err = ParseEventLine(string(la)); err != nil {
 			return nil, ga, gb, false
 		}
-		if !ignore[ev.Kind] {
+		if !ignore[ev.Kind] && selected(opt.Paths, ev.Path) {
 			counts[ev.StreamKey()]++
 		}
 	}
 	if sa.Err() != nil || sb.Err() != nil {
 		return nil, ga, gb, false
 	}
-	res = &DiffResult{}
+	res = &DiffResult{Paths: opt.Paths}
 	for k, n := range counts {
 		res.Streams = append(res.Streams, StreamCounts{Stream: k, Matched: n})
 		res.Total.Matched += n

@@ -6,10 +6,13 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
+
+	"github.com/hcasim/hcasim/components"
 )
 
 // Exit codes of DiffMain.
@@ -33,11 +36,12 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	tol := fs.Int64("tolerance-ps", 0, "largest time difference, in picoseconds, at which two events still match")
 	fields := fs.StringSlice("fields", nil, "compare only these fields (default: all); kind and time are always compared")
 	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
+	paths := fs.StringSlice("path", nil, "compare only components whose path matches this glob ('*' any run, '?' one character), e.g. 'Fabric.Leaf[2].*'; repeatable or comma-separated")
 	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
 	format := fs.String("format", "text", "report format: text, or json (for a CI job to read)")
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
-			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--context N] [--format text|json]")
+			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--path GLOB] [--context N] [--format text|json]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return ExitEquivalent // asked for help, got it
@@ -72,7 +76,16 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 	}
-	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Context: *ctxN, JSON: *format == "json"}
+	if fs.Changed("path") && len(*paths) == 0 {
+		*paths = []string{""}
+	}
+	for _, g := range *paths {
+		if g == "" {
+			fmt.Fprintf(stderr, "hcasim diff: --path: an empty glob (allowed: a component path glob, e.g. 'Fabric.Leaf[2].*')\n")
+			return ExitError
+		}
+	}
+	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Paths: *paths, Context: *ctxN, JSON: *format == "json"}
 	var files [2]*os.File
 	for i := range files {
 		f, err := os.Open(fs.Arg(i))
@@ -92,6 +105,10 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 // again from the start, kept compactly (readDiffTrace).
 func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
 	if res, ga, gb, ok := identical(a, b, opt); ok {
+		if g := unusedPath(opt.Paths, res); g != "" {
+			fmt.Fprintf(stderr, "hcasim diff: --path: %q selects no event to compare in either trace\n", g)
+			return ExitError
+		}
 		writeReport(stdout, &Trace{Header: ga}, &Trace{Header: gb}, res, opt)
 		if res.Equivalent() {
 			return ExitEquivalent
@@ -134,11 +151,53 @@ func diffWhole(a, b io.Reader, nameA, nameB string, sizes [2]int, opt DiffOption
 		return ExitError
 	}
 	res := diffTraces(golden, neu, opt)
+	if g := unusedPath(opt.Paths, res); g != "" {
+		// A glob that selects nothing is a typo more often than not, and
+		// with no other glob it would compare nothing.
+		fmt.Fprintf(stderr, "hcasim diff: --path: %q selects no event to compare in either trace (components: %s)\n",
+			g, strings.Join(pathsOf(golden, neu), ", "))
+		return ExitError
+	}
 	writeReport(stdout, &Trace{Header: golden.Header}, &Trace{Header: neu.Header}, res, opt)
 	if res.Equivalent() {
 		return ExitEquivalent
 	}
 	return ExitDifferent
+}
+
+// unusedPath returns the first of paths that selects no compared stream of
+// res (none of its events kept after --ignore-kinds, in either trace), or
+// "".
+func unusedPath(paths []string, res *DiffResult) string {
+	for _, g := range paths {
+		used := false
+		for _, st := range res.Streams {
+			if components.GlobMatch(g, streamPath(st.Stream)) {
+				used = true
+				break
+			}
+		}
+		if !used {
+			return g
+		}
+	}
+	return ""
+}
+
+// pathsOf lists the component paths of both traces' streams, sorted, at
+// most 8 and then how many more.
+func pathsOf(a, b *diffTrace) []string {
+	set := map[string]bool{}
+	for _, t := range []*diffTrace{a, b} {
+		for _, k := range t.keys {
+			set[streamPath(k)] = true
+		}
+	}
+	all := slices.Sorted(maps.Keys(set))
+	if len(all) > 8 {
+		all = append(all[:8], fmt.Sprintf("and %d more", len(all)-8))
+	}
+	return all
 }
 
 // writeReport writes res as text or, with opt.JSON, as JSON.
@@ -187,11 +246,19 @@ func WriteDiffReport(w io.Writer, golden, neu *Trace, res *DiffResult) {
 }
 
 // diffNotes are the report's remarks beside the verdict: a comparison
-// that matched nothing, configs or seeds that differ.
+// that matched nothing, one restricted to some components, configs or
+// seeds that differ.
 func diffNotes(golden, neu *Trace, res *DiffResult) []string {
 	notes := []string{}
 	if res.Total.Matched == 0 {
 		notes = append(notes, "no event matched: a comparison that matches nothing is never equivalent")
+	}
+	if len(res.Paths) > 0 {
+		q := make([]string, len(res.Paths))
+		for i, g := range res.Paths {
+			q[i] = strconv.Quote(g)
+		}
+		notes = append(notes, "note: compared only components matching "+strings.Join(q, ", "))
 	}
 	if golden.Header.Config != neu.Header.Config {
 		notes = append(notes, fmt.Sprintf("note: config differs: golden %s, new %s", golden.Header.Config, neu.Header.Config))

@@ -234,11 +234,15 @@ func (r tieRun) Swap(a, b int) {
 	r.keys[a], r.keys[b] = r.keys[b], r.keys[a]
 }
 
-// split returns, per stream key, its events not of an ignored kind, in
-// file order with same-picosecond runs in canonical order.
-func (t *diffTrace) split(ignore map[components.TraceKind]bool) map[string][]int32 {
+// split returns, per stream key of a component paths selects (all when
+// empty), its events not of an ignored kind, in file order with
+// same-picosecond runs in canonical order.
+func (t *diffTrace) split(ignore map[components.TraceKind]bool, paths []string) map[string][]int32 {
 	m := make(map[string][]int32, len(t.keys))
 	for id, key := range t.keys {
+		if !selected(paths, streamPath(key)) {
+			continue
+		}
 		var idx []int32
 		for _, i := range t.streams[id] {
 			if !ignore[t.ev[i].kind] {

@@ -56,7 +56,7 @@ type runFlags struct {
 // (`-config ndr.yaml`, as most simulators' users type).
 var longFlags = []string{"config", "set", "format", "out", "seed", "check", "trace", "trace-path",
 	"trace-kind", "vcd", "pcap", "pcap-snaplen", "jobs", "shard", "quiet", "cpuprofile", "memprofile", "report", "tolerance-ps",
-	"fields", "ignore-kinds", "context", "csv", "testbench", "testbench-packets"}
+	"fields", "ignore-kinds", "path", "context", "csv", "testbench", "testbench-packets"}
 
 // normalizeArgs rewrites `-config x` and `-config=x` to their `--` form.
 func normalizeArgs(args []string) []string {
