@@ -106,6 +106,18 @@ func newDragonflyGroups(t *Topology) (*dragonflyGroups, error) {
 	if g.groups < 2 {
 		return nil, &NotDragonflyError{fmt.Sprintf("this fabric has %d group (a Dragonfly+ has two or more leaf/spine groups joined by spine-to-spine global cables)", g.groups)}
 	}
+	// A cable between two spines of one group (joined through its leaves)
+	// would pass for a global cable: a detour over it would take a
+	// group's own spine for a third group, and the second VL, kept for a
+	// second global cable, a first one. A Dragonfly+ has no such cable.
+	for x, ports := range g.global {
+		for _, p := range ports {
+			if q, _ := t.Peer(PortRef{x, p}); g.group[q.Node] == g.group[x] && x < q.Node {
+				return nil, &NotDragonflyError{fmt.Sprintf("%s and %s, spines of one group (joined through its leaves), are cabled to each other (%s.Port[%d]); a Dragonfly+'s spine-to-spine cables join different groups",
+					t.Nodes[x].Name, t.Nodes[q.Node].Name, t.Nodes[x].Name, p)}
+			}
+		}
+	}
 	words := (g.groups + 63) / 64
 	g.reach = make([][]uint64, n)
 	for x, ports := range g.global {

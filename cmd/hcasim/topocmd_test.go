@@ -155,6 +155,47 @@ func TestTopologyCommandRoundTrip(t *testing.T) {
 	assert.Equal(t, "hcasim: "+two+": topology.nonminimal: true, but no spine of this fabric's 2 groups has a detour (a switch "+
 		"without hosts cabled to another group and to a third group's spine cabled to that group, as a Dragonfly+'s spines are); "+
 		"use a dragonfly-plus (or a topology file of one), or remove the key\n", errs)
+
+	// Three groups of a leaf and a spine, the spines cabled in a triangle
+	// (so detours exist), and group 0 with a second spine cabled to its
+	// first: that cable joins one group's spines, not two groups.
+	same := writeFile(t, "same.yaml", dflyBase+`topology:
+  kind: file
+  adaptive_routing: true
+  nonminimal: true
+  text: |
+    host H0
+    host H1
+    host H2
+    switch L0 8
+    switch L1 8
+    switch L2 8
+    switch S0 8
+    switch S0b 8
+    switch S1 8
+    switch S2 8
+    cable H0.Port[1] L0.Port[1] 2m copper
+    cable H1.Port[1] L1.Port[1] 2m copper
+    cable H2.Port[1] L2.Port[1] 2m copper
+    cable L0.Port[5] S0.Port[1] 2m copper
+    cable L0.Port[6] S0b.Port[1] 2m copper
+    cable L1.Port[5] S1.Port[1] 2m copper
+    cable L2.Port[5] S2.Port[1] 2m copper
+    cable S0.Port[5] S1.Port[5] 10m fibre
+    cable S1.Port[6] S2.Port[5] 10m fibre
+    cable S2.Port[6] S0.Port[6] 10m fibre
+    cable S0.Port[7] S0b.Port[7] 10m fibre
+`)
+	code, out, errs = run("-config", same, "--set", "switch.vls=2", "--quiet")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "hcasim: "+same+": topology.nonminimal: true, but S0 and S0b, spines of one group (joined through "+
+		"its leaves), are cabled to each other (S0.Port[7]); a Dragonfly+'s spine-to-spine cables join different groups; "+
+		"use a dragonfly-plus (or a topology file of one), or remove the key\n", errs)
+	// Without that cable the same fabric builds and runs checked.
+	noSame := writeFile(t, "nosame.yaml", strings.Replace(readText(t, same), "    cable S0.Port[7] S0b.Port[7] 10m fibre\n", "", 1))
+	code, _, errs = run("-config", noSame, "--set", "switch.vls=2", "--set", "workload.measure_ns=5000", "--check", "--quiet")
+	assert.Equal(t, 0, code, errs)
 }
 
 func boolInt(b bool) int {
@@ -194,4 +235,11 @@ func TestTopologyCommandRefuses(t *testing.T) {
 		assert.Empty(t, out, "%v", c.args)
 		assert.Equal(t, c.want, errs, "%v", c.args)
 	}
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
 }
