@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -244,7 +245,8 @@ func TestDragonflyPlusDModKUniform(t *testing.T) {
 }
 
 // TestDragonflyPlusDModKFile: a Dragonfly+ read from a topology file
-// carries no tiers; dmodk takes a switch with hosts for a leaf and one
+// without tiers (written by hand; FormatTopology's tier= taken out);
+// dmodk takes a switch with hosts for a leaf and one
 // without for a spine, and routes it as it routes the builder's fabric:
 // the same forwarding tables, switch by switch, on the shapes of
 // TestDragonflyPlusDModKCableShare and one with two parallel cables. A file
@@ -257,9 +259,10 @@ func TestDragonflyPlusDModKFile(t *testing.T) {
 		require.NoError(t, err)
 		var buf strings.Builder
 		require.NoError(t, FormatTopology(&buf, built))
-		read, err = ParseTopology(strings.NewReader(buf.String()), "dfly", testCable)
+		text = regexp.MustCompile(` tier=\d`).ReplaceAllString(buf.String(), "")
+		read, err = ParseTopology(strings.NewReader(text), "dfly", testCable)
 		require.NoError(t, err)
-		return built, read, buf.String()
+		return built, read, text
 	}
 	o := SubnetOptions{Routing: RoutingDModK, VLs: 1}
 	for _, spec := range []DragonflyPlusSpec{
@@ -349,4 +352,34 @@ func TestDragonflyPlusDModKParallel(t *testing.T) {
 		}
 	}
 	assert.Equal(t, sh.Groups*(sh.Leaves*sh.Up+sh.Spines*sh.Leaves*sh.Parallel), checked)
+}
+
+// TestDragonflyPlusDModKFileEmptyLeaves: a Dragonfly+ whose hosts do not
+// fill every leaf (radix 8, 5 groups of 4 leaves of 4 host ports, 60
+// hosts: leaves 0-14 full, leaf 15 of group 3 and group 4's leaves 16-19
+// without hosts). Written by hcasim topology (FormatTopology, with tier=)
+// and read back, dmodk routes it to the builder's tables, switch by
+// switch. Without the tiers a leaf without hosts looks like a spine, so
+// the file is not taken for a Dragonfly+; the refusal says what it needs.
+func TestDragonflyPlusDModKFileEmptyLeaves(t *testing.T) {
+	built, err := DragonflyPlus(DragonflyPlusSpec{Radix: 8, Oversubscription: 1, Groups: 5, Hosts: 60}, testCable, testCable, testCable)
+	require.NoError(t, err)
+	var buf strings.Builder
+	require.NoError(t, FormatTopology(&buf, built))
+	o := SubnetOptions{Routing: RoutingDModK, VLs: 1}
+	a, err := NewSubnet(built, o)
+	require.NoError(t, err)
+	read, err := ParseTopology(strings.NewReader(buf.String()), "dfly", testCable)
+	require.NoError(t, err)
+	b, err := NewSubnet(read, o)
+	require.NoError(t, err)
+	for _, x := range built.Switches() {
+		require.Equal(t, a.LFT(x), b.LFT(x), built.Nodes[x].Name)
+	}
+	bare := regexp.MustCompile(` tier=\d`).ReplaceAllString(buf.String(), "")
+	read, err = ParseTopology(strings.NewReader(bare), "dfly", testCable)
+	require.NoError(t, err)
+	_, err = NewSubnet(read, o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "; a Dragonfly+ in a topology file whose leaves do not all have hosts needs its switches' tiers (tier=1 leaves, tier=2 spines; hcasim topology writes them)")
 }

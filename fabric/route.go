@@ -423,11 +423,35 @@ func (r *router) prepareDModKOn() error {
 	}
 	spine := fileSpines(t)
 	if spine == nil {
+		if hostlessSwitchCable(t) {
+			// Perhaps a Dragonfly+ with a leaf without hosts, which a file
+			// without tiers cannot tell from a spine.
+			return fmt.Errorf("%v; a Dragonfly+ in a topology file whose leaves do not all have hosts needs its switches' tiers (tier=1 leaves, tier=2 spines; hcasim topology writes them)", treeErr)
+		}
 		return treeErr
 	}
 	var err error
 	r.dfly, err = newDflyDModK(t, spine)
 	return err
+}
+
+// hostlessSwitchCable reports whether t, without tiers, has a cable between
+// two switches without hosts: spine-to-spine cables, or cables to a leaf
+// without hosts.
+func hostlessSwitchCable(t *Topology) bool {
+	hosted := make([]bool, len(t.Nodes))
+	for _, h := range t.Hosts() {
+		if q, ok := t.Peer(PortRef{h, 1}); ok {
+			hosted[q.Node] = true
+		}
+	}
+	for _, c := range t.Cables {
+		a, b := c.A.Node, c.B.Node
+		if t.Nodes[a].Kind == Switch && t.Nodes[b].Kind == Switch && t.Nodes[a].Level == 0 && !hosted[a] && !hosted[b] {
+			return true
+		}
+	}
+	return false
 }
 
 // prepareDModK checks that the fabric is a regular tree and derives, per

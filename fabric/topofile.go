@@ -61,16 +61,27 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 			}
 			nodeLine = append(nodeLine, line)
 		case "switch":
-			if len(f) != 3 {
-				return nil, fail("switch takes a name and a port count (switch NAME PORTS), got %d fields", len(f)-1)
+			if len(f) != 3 && len(f) != 4 {
+				return nil, fail("switch takes a name, a port count and an optional tier (switch NAME PORTS [tier=N]), got %d fields", len(f)-1)
 			}
 			ports, err := strconv.Atoi(f[2])
 			if err != nil {
 				return nil, fail("switch %s: port count %q is not a whole number", f[1], f[2])
 			}
-			if _, err := t.AddSwitch(f[1], ports); err != nil {
+			level := 0
+			if len(f) == 4 {
+				v, ok := strings.CutPrefix(f[3], "tier=")
+				n, err := strconv.Atoi(v)
+				if !ok || err != nil || n < 1 || n > maxTier {
+					return nil, fail("switch %s: %q is not a tier (tier=1 for a leaf, 2 and %d above it)", f[1], f[3], maxTier)
+				}
+				level = n
+			}
+			x, err := t.AddSwitch(f[1], ports)
+			if err != nil {
 				return nil, fail("%v", err)
 			}
+			t.Nodes[x].Level = level
 			nodeLine = append(nodeLine, line)
 		case "root":
 			if len(f) != 2 {
@@ -172,6 +183,9 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
 	}
+	if err := checkTiers(t); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", name, nodeLine[err.node], err.msg)
+	}
 	if err := t.Check(); err != nil {
 		// Name the line that declared what the error is about.
 		if ce, ok := err.(*CheckError); ok {
@@ -185,6 +199,47 @@ func ParseTopology(r io.Reader, name string, def CableSpec) (*Topology, error) {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	return t, nil
+}
+
+// maxTier is the highest tier a topology file gives a switch: a
+// three-level fat tree's cores.
+const maxTier = 3
+
+// tierError is checkTiers' refusal, about the switch declared at node.
+type tierError struct {
+	node int
+	msg  string
+}
+
+// checkTiers checks a file's tiers (the builders' Node.Level, which
+// FormatTopology writes as tier=): every switch has one or none does, and
+// hosts attach to tier-1 switches only. D-mod-K reads them to tell a
+// Dragonfly+'s leaves from its spines (route_dfly.go), so a wrong tier
+// would route the fabric as another shape.
+func checkTiers(t *Topology) *tierError {
+	var with, without = -1, -1
+	for _, x := range t.Switches() {
+		if t.Nodes[x].Level > 0 && with < 0 {
+			with = x
+		}
+		if t.Nodes[x].Level == 0 && without < 0 {
+			without = x
+		}
+	}
+	if with < 0 {
+		return nil
+	}
+	if without >= 0 {
+		return &tierError{without, fmt.Sprintf("switch %s has no tier, but %s has one (tier=%d): give every switch a tier, or none",
+			t.Nodes[without].Name, t.Nodes[with].Name, t.Nodes[with].Level)}
+	}
+	for _, h := range t.Hosts() {
+		if q, ok := t.Peer(PortRef{h, 1}); ok && t.Nodes[q.Node].Kind == Switch && t.Nodes[q.Node].Level != 1 {
+			return &tierError{q.Node, fmt.Sprintf("switch %s has tier=%d, but host %s is cabled to it: hosts attach to tier-1 switches (leaves)",
+				t.Nodes[q.Node].Name, t.Nodes[q.Node].Level, t.Nodes[h].Name)}
+		}
+	}
+	return nil
 }
 
 // parsePortRef parses "Fabric.Switch[0].Port[5]" against the nodes declared.
@@ -217,15 +272,20 @@ func LoadTopologyFile(path string, def CableSpec) (*Topology, error) {
 
 // FormatTopology writes t as a topology file: every node, the roots, then
 // every cable with its length and medium, and its bit error rate, width,
-// generation, FEC and FEC latency where it has its own. ParseTopology reads it back to the
-// same topology (levels, which files do not carry, aside).
+// generation, FEC and FEC latency where it has its own, and a builder's
+// switch tiers (Node.Level, as tier=). ParseTopology reads it back to the
+// same topology.
 func FormatTopology(w io.Writer, t *Topology) error {
 	bw := bufio.NewWriter(w)
 	for _, n := range t.Nodes {
 		if n.Kind == Host {
 			fmt.Fprintf(bw, "host %s\n", n.Name)
 		} else {
-			fmt.Fprintf(bw, "switch %s %d\n", n.Name, n.Ports)
+			fmt.Fprintf(bw, "switch %s %d", n.Name, n.Ports)
+			if n.Level > 0 {
+				fmt.Fprintf(bw, " tier=%d", n.Level)
+			}
+			fmt.Fprintln(bw)
 		}
 	}
 	for _, n := range t.Nodes {

@@ -54,7 +54,17 @@ func TestTopologyFileErrors(t *testing.T) {
 		name, src, want string
 	}{
 		{"unknown statement", head + "link a b\n", `t.topo:4: "link" is not a statement (host, switch, root, cable)`},
-		{"switch fields", "switch Fabric.Switch[0]\n", "t.topo:1: switch takes a name and a port count (switch NAME PORTS), got 1 fields"},
+		{"switch fields", "switch Fabric.Switch[0]\n", "t.topo:1: switch takes a name, a port count and an optional tier (switch NAME PORTS [tier=N]), got 1 fields"},
+		{"switch tier", "switch Fabric.Switch[0] 8 tier=4\n", `t.topo:1: switch Fabric.Switch[0]: "tier=4" is not a tier (tier=1 for a leaf, 2 and 3 above it)`},
+		{"switch tier word", "switch Fabric.Switch[0] 8 level=1\n", `t.topo:1: switch Fabric.Switch[0]: "level=1" is not a tier (tier=1 for a leaf, 2 and 3 above it)`},
+		// Tiers on some switches only: the line of the first without.
+		{"tiers partial", "switch Fabric.Leaf[0] 4 tier=1\nswitch Fabric.Spine[0] 4\nhost Fabric.Host[0]\n" +
+			"cable Fabric.Host[0].Port[1] Fabric.Leaf[0].Port[1]\ncable Fabric.Leaf[0].Port[2] Fabric.Spine[0].Port[1]\n",
+			"t.topo:2: switch Fabric.Spine[0] has no tier, but Fabric.Leaf[0] has one (tier=1): give every switch a tier, or none"},
+		// A host on a spine: D-mod-K would route it as a spine's.
+		{"tier host", "switch Fabric.Leaf[0] 4 tier=1\nswitch Fabric.Spine[0] 4 tier=2\nhost Fabric.Host[0]\n" +
+			"cable Fabric.Host[0].Port[1] Fabric.Spine[0].Port[1]\ncable Fabric.Leaf[0].Port[2] Fabric.Spine[0].Port[2]\n",
+			"t.topo:2: switch Fabric.Spine[0] has tier=2, but host Fabric.Host[0] is cabled to it: hosts attach to tier-1 switches (leaves)"},
 		{"switch ports", "\n# c\nswitch Fabric.Switch[0] many\n", `t.topo:3: switch Fabric.Switch[0]: port count "many" is not a whole number`},
 		{"radix", "switch Fabric.Switch[0] 300\n", "t.topo:1: switch Fabric.Switch[0]: radix 300 is out of range (1..256)"},
 		{"bad name", "host fabric_host0\n", `t.topo:1: host name "fabric_host0" is not in Akita form (capitalised parts, e.g. Fabric.Host[3])`},
@@ -118,9 +128,7 @@ func TestTopologyFileRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, read.Nodes, len(built.Nodes))
 	for i := range built.Nodes {
-		want := built.Nodes[i]
-		want.Level = 0 // files do not carry tiers
-		assert.Equal(t, want, read.Nodes[i])
+		assert.Equal(t, built.Nodes[i], read.Nodes[i]) // the tiers too
 	}
 	assert.Equal(t, built.Cables, read.Cables)
 

@@ -65,7 +65,8 @@ type Node struct {
 	Ports int      // external ports: 1 for a host, the radix for a switch
 	// Level is the switch's tier in a tree built by a builder: 1 for a leaf,
 	// 2 for a spine, 3 for a core switch; 0 for hosts and for switches whose
-	// tier is not known (file topologies; the subnet manager then ranks them).
+	// tier is not known (a topology file without tier=; the subnet manager
+	// then ranks them).
 	Level int
 	// Root marks a switch the up/down ranking starts from (rank 0). Builders
 	// mark the top tier; a topology file marks them with `root` lines. When no
