@@ -62,60 +62,102 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 	// large fabric) although a round usually wants one or two.
 	of := outputsFree{sw: sw, t: t}
 	stalled := sw.stallOuts
-	for i := range sw.active.All() {
-		in := &sw.in[i]
-		inFree := sw.inputFree(i, tXbar)
-		// The outputs whose heads are looked at: free or stalled ones from
-		// a free input, only stalled ones from a busy input (whose heads
-		// the round that frees the input looks at).
-		if !inFree && !stalled.Any() {
-			continue
-		}
-		// A head at a free input whose output is busy cannot be granted,
-		// so the round when its output frees is asked for: nothing else
-		// may ask for it (the output's wire may have been delayed by
-		// flow-control packets since its last grant, and a credit stall
-		// the head ends now asks for no round when the wire frees).
-		look := func(vl int, q *inputVL, k int32, o int) {
-			free := inFree && of.has(o)
-			if stalled.Has(o) || free {
-				sw.consider(i, vl, q, k, t, free)
-			}
-			if inFree && !free {
-				// Asked once per freeing time: a busy output is seen by
-				// round after round, and each ask is a push on wakeups.
-				if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
-					sw.freeAsked[o] = f
-					sw.wake(f)
-				}
-			}
-		}
-		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):
-		// rotating the mask right by in.rr puts VL in.rr at bit 0. The
-		// order decides which input VL is an output VL's candidate when two
-		// of them hold heads for the same output and output VL (per-pair
-		// SL-to-VL tables can merge VLs): the first one looked at.
-		for m := bits.RotateLeft16(in.nonEmpty, -int(in.rr)); m != 0; m &= m - 1 {
-			vl := (int(in.rr) + bits.TrailingZeros16(m)) & 15
-			q := in.q0
-			if vl != 0 {
-				q = sw.inVLs[vl*sw.radix+i]
-			}
-			if len(q.ends) == 1 {
-				k := q.ends[0].head
-				if o := int(q.slots[k].out); o != mcastOut {
-					look(vl, q, k, o)
-				} else {
-					// A multicast head asks for every output it still
-					// has to be copied to.
-					sw.lookCopies(i, vl, q, k, t, inFree, &of, stalled)
-				}
+	nw := sw.cand.Words() // words of a set of ports (a PortSet's others are 0)
+	for wi := range nw {
+		for am := sw.active[wi]; am != 0; am &= am - 1 {
+			i := wi<<6 | bits.TrailingZeros64(am)
+			in := &sw.in[i]
+			inFree := sw.inputFree(i, tXbar)
+			// The outputs whose heads are looked at: free or stalled ones
+			// from a free input, only stalled ones from a busy input (whose
+			// heads the round that frees the input looks at).
+			if !inFree && !stalled.Any() {
 				continue
 			}
-			for o := range q.voqNonEmpty.All() {
-				look(vl, q, q.ends[o].head, o)
+			// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod
+			// 16): rotating the mask right by in.rr puts VL in.rr at bit 0.
+			// The order decides which input VL is an output VL's candidate
+			// when two of them hold heads for the same output and output VL
+			// (per-pair SL-to-VL tables can merge VLs): the first one looked
+			// at.
+			for m := bits.RotateLeft16(in.nonEmpty, -int(in.rr)); m != 0; m &= m - 1 {
+				vl := (int(in.rr) + bits.TrailingZeros16(m)) & 15
+				q := in.q0
+				if vl != 0 {
+					q = sw.inVLs[vl*sw.radix+i]
+				}
+				if len(q.ends) == 1 {
+					k := q.ends[0].head
+					if o := int(q.slots[k].out); o != mcastOut {
+						sw.lookHead(i, vl, q, k, o, t, inFree, &of, stalled)
+					} else {
+						// A multicast head asks for every output it still
+						// has to be copied to.
+						sw.lookCopies(i, vl, q, k, t, inFree, &of, stalled)
+					}
+					continue
+				}
+				sw.lookVOQs(i, vl, q, t, inFree, &of, stalled, nw)
 			}
 		}
+	}
+}
+
+// lookHead looks at the head in slot k of input i's fifo VL vl, bound for
+// output o: it is considered if its output is stalled, or free and its
+// input free. A head at a free input whose output is busy cannot be
+// granted, so the round when its output frees is asked for: nothing else
+// may ask for it (the output's wire may have been delayed by flow-control
+// packets since its last grant, and a credit stall the head ends now asks
+// for no round when the wire frees).
+func (sw *Switch) lookHead(i, vl int, q *inputVL, k int32, o int, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet) {
+	free := inFree && of.has(o)
+	if stalled.Has(o) || free {
+		sw.consider(i, vl, q, k, t, free)
+	}
+	if inFree && !free {
+		sw.askFree(o)
+	}
+}
+
+// lookVOQs is lookHead for every non-empty queue of input i's voq VL vl, a
+// word of outputs at a time: which of them are free is one AND with what
+// the round knows, and a busy output's freeing time is asked for once per
+// round (askFree of an output already asked this round changes nothing:
+// nothing in a round's look moves an output's freeing time), in the order
+// lookHead would ask, so the rounds scheduled are the same.
+func (sw *Switch) lookVOQs(i, vl int, q *inputVL, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet, nw int) {
+	for w := range nw {
+		queued := q.voqNonEmpty[w]
+		var free uint64
+		if inFree {
+			for u := queued &^ of.known[w]; u != 0; u &= u - 1 {
+				of.eval(w<<6 | bits.TrailingZeros64(u))
+			}
+			free = queued & of.free[w]
+		}
+		for c := queued&stalled[w] | free; c != 0; c &= c - 1 {
+			b := bits.TrailingZeros64(c)
+			o := w<<6 | b
+			sw.consider(i, vl, q, q.ends[o].head, t, free&(1<<b) != 0)
+		}
+		if inFree {
+			busy := queued &^ free &^ of.asked[w]
+			of.asked[w] |= busy
+			for ; busy != 0; busy &= busy - 1 {
+				sw.askFree(w<<6 | bits.TrailingZeros64(busy))
+			}
+		}
+	}
+}
+
+// askFree asks for the round when busy output o frees, once per freeing
+// time: a busy output is seen by round after round, and each ask is a push
+// on wakeups.
+func (sw *Switch) askFree(o int) {
+	if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+		sw.freeAsked[o] = f
+		sw.wake(f)
 	}
 }
 
@@ -125,17 +167,25 @@ type outputsFree struct {
 	sw          *Switch
 	t           ib.PS
 	known, free components.PortSet
+	// asked: the busy outputs whose freeing time lookVOQs asked for this
+	// round.
+	asked components.PortSet
 }
 
 // has reports whether output o can take a packet granted this round.
 func (f *outputsFree) has(o int) bool {
 	if !f.known.Has(o) {
-		f.known.Set(o)
-		if f.sw.outputFree(o, f.t) {
-			f.free.Set(o)
-		}
+		f.eval(o)
 	}
 	return f.free.Has(o)
+}
+
+// eval evaluates output o, not yet known this round.
+func (f *outputsFree) eval(o int) {
+	f.known.Set(o)
+	if f.sw.outputFree(o, f.t) {
+		f.free.Set(o)
+	}
 }
 
 // consider makes the queued packet in slot k of input i, VL inVL a candidate

@@ -309,10 +309,7 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 			}
 		}
 		if inFree && !free {
-			if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
-				sw.freeAsked[o] = f
-				sw.wake(f)
-			}
+			sw.askFree(o)
 		}
 	}
 }
