@@ -275,29 +275,38 @@ func (sw *Switch) refreshOutput(o int) {
 }
 
 // match runs the VL arbiters and the allocator and grants the winners.
+//
+// Its sets are walked a word at a time over the words the radix needs
+// (sw.cand.Words()), not a PortSet's four.
 func (sw *Switch) match(t ib.PS) {
-	var chosen [components.MaxPorts]int8
+	var chosen [components.MaxPorts]int8 // per touched output: the VL its arbiter chose
+	// winner[o] is the input output o was granted to, read only where
+	// matchedOut has o (so it needs no setting up).
+	var winner [components.MaxPorts]uint8
 	var requesting, matchedOut components.PortSet
-	for o := range sw.touched.All() {
-		var v int
-		if sw.oneVL {
-			v = oneVLPick(sw.candVLs[o])
-		} else {
-			v = sw.out[o].vlarb.Pick(sw.candVLs[o])
+	nw := sw.cand.Words()
+	for ow := range nw {
+		for tm := sw.touched[ow]; tm != 0; tm &= tm - 1 {
+			o := ow<<6 | bits.TrailingZeros64(tm)
+			var v int
+			if sw.oneVL {
+				v = oneVLPick(sw.candVLs[o])
+			} else {
+				v = sw.out[o].vlarb.Pick(sw.candVLs[o])
+			}
+			chosen[o] = int8(v)
+			c := v*sw.radix + o
+			if sw.cand.Count(c) >= 2 {
+				sw.out[o].conflicts++
+			}
+			for w := range nw {
+				row := sw.cand.Word(c, w)
+				requesting[w] |= row
+				for ; row != 0; row &= row - 1 {
+					sw.req.Set(w<<6|bits.TrailingZeros64(row), o)
+				}
+			}
 		}
-		chosen[o] = int8(v)
-		c := v*sw.radix + o
-		if sw.cand.Count(c) >= 2 {
-			sw.out[o].conflicts++
-		}
-		for i := range sw.cand.Row(c).All() {
-			sw.req.Set(i, o)
-			requesting.Set(i)
-		}
-	}
-	var winner [components.MaxPorts]int16 // per output: the input it was granted to, or -1
-	for o := range winner[:sw.radix] {
-		winner[o] = -1
 	}
 	tXbar := t + sw.allocPS
 	for pass := 0; pass < int(sw.speedup); pass++ {
@@ -308,23 +317,32 @@ func (sw *Switch) match(t ib.PS) {
 			sw.clocked.SetCycle(int64(t / sw.cycle))
 		}
 		sw.alloc.AllocateRows(sw.req, sw.grant)
+		// An allocator grants only inputs that request, so the grants
+		// are read at the requesting inputs alone, in input order.
 		granted := false
-		for i, o := range sw.grant {
-			if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
-				continue
+		for w := range nw {
+			for rm := requesting[w]; rm != 0; rm &= rm - 1 {
+				i := w<<6 | bits.TrailingZeros64(rm)
+				o := sw.grant[i]
+				if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
+					continue
+				}
+				granted = true
+				winner[o] = uint8(i)
+				matchedOut.Set(o)
+				sw.doGrant(i, o, int(chosen[o]), t)
 			}
-			granted = true
-			winner[o] = int16(i)
-			matchedOut.Set(o)
-			sw.doGrant(i, o, int(chosen[o]), t)
 		}
 		if !granted || pass == int(sw.speedup)-1 {
 			break
 		}
-		for i := range requesting.All() {
-			sw.req.AndNot(i, matchedOut)
-			if !sw.inputFree(i, tXbar) {
-				sw.req.ClearRow(i)
+		for w := range nw {
+			for rm := requesting[w]; rm != 0; rm &= rm - 1 {
+				i := w<<6 | bits.TrailingZeros64(rm)
+				sw.req.AndNot(i, matchedOut)
+				if !sw.inputFree(i, tXbar) {
+					sw.req.ClearRow(i)
+				}
 			}
 		}
 	}
@@ -332,25 +350,34 @@ func (sw *Switch) match(t ib.PS) {
 	// arbiter chose a VL whose inputs went elsewhere, or a separable
 	// allocator missed it) tries again next cycle.
 	retry := false
-	for o := range sw.touched.All() {
-		if !matchedOut.Has(o) {
-			retry = true
-		}
-		for m := sw.candVLs[o]; m != 0; m &= m - 1 {
-			v := trailingZeros16(m)
-			c := v*sw.radix + o
-			for i := range sw.cand.Row(c).All() {
-				if int(winner[o]) != i || int(chosen[o]) != v {
-					sw.inputVL(i, sw.candInVL(c, i, v)).arbLosses++
-				}
+	for ow := range nw {
+		retry = retry || sw.touched[ow]&^matchedOut[ow] != 0
+		for tm := sw.touched[ow]; tm != 0; tm &= tm - 1 {
+			o := ow<<6 | bits.TrailingZeros64(tm)
+			won := -1 // the input granted o, if any
+			if matchedOut.Has(o) {
+				won = int(winner[o])
 			}
-			sw.cand.ClearRow(c)
+			for m := sw.candVLs[o]; m != 0; m &= m - 1 {
+				v := trailingZeros16(m)
+				c := v*sw.radix + o
+				for w := range nw {
+					for row := sw.cand.Word(c, w); row != 0; row &= row - 1 {
+						if i := w<<6 | bits.TrailingZeros64(row); won != i || int(chosen[o]) != v {
+							sw.inputVL(i, sw.candInVL(c, i, v)).arbLosses++
+						}
+					}
+				}
+				sw.cand.ClearRow(c)
+			}
+			sw.candVLs[o] = 0
 		}
-		sw.candVLs[o] = 0
 	}
 	sw.touched = components.PortSet{}
-	for i := range requesting.All() {
-		sw.req.ClearRow(i)
+	for w := range nw {
+		for rm := requesting[w]; rm != 0; rm &= rm - 1 {
+			sw.req.ClearRow(w<<6 | bits.TrailingZeros64(rm))
+		}
 	}
 	if retry {
 		sw.wake(t + sw.cycle)
@@ -435,21 +462,28 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 // updateStalls moves each output VL's credit-stall timer to what this round
 // saw: stalled while a ready packet waits for it without credits.
 func (sw *Switch) updateStalls(t ib.PS) {
-	for o := range sw.stallOuts.All() {
-		out := &sw.out[o]
-		now := sw.blocked[o]
-		for m := now &^ out.stalled; m != 0; m &= m - 1 {
-			out.stall[trailingZeros16(m)].Start(t)
+	for w := range sw.cand.Words() {
+		for sm := sw.stallOuts[w]; sm != 0; sm &= sm - 1 {
+			sw.updateStall(w<<6|bits.TrailingZeros64(sm), t)
 		}
-		for m := out.stalled &^ now; m != 0; m &= m - 1 {
-			out.stall[trailingZeros16(m)].Stop(t)
-		}
-		out.stalled = now
-		sw.settle(o)
-		sw.blocked[o] = 0
-		if now == 0 {
-			sw.stallOuts.Clear(o)
-		}
+	}
+}
+
+// updateStall is updateStalls for output o.
+func (sw *Switch) updateStall(o int, t ib.PS) {
+	out := &sw.out[o]
+	now := sw.blocked[o]
+	for m := now &^ out.stalled; m != 0; m &= m - 1 {
+		out.stall[trailingZeros16(m)].Start(t)
+	}
+	for m := out.stalled &^ now; m != 0; m &= m - 1 {
+		out.stall[trailingZeros16(m)].Stop(t)
+	}
+	out.stalled = now
+	sw.settle(o)
+	sw.blocked[o] = 0
+	if now == 0 {
+		sw.stallOuts.Clear(o)
 	}
 }
 
