@@ -97,7 +97,36 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 					}
 					continue
 				}
-				sw.lookVOQs(i, vl, q, t, inFree, &of, stalled, nw)
+				// Every non-empty queue of a voq VL, a word of outputs at
+				// a time: which are free is one AND with what the round
+				// knows, and a busy output's freeing time is asked for
+				// once per round (askFree of an output already asked this
+				// round changes nothing: nothing in a round's look moves
+				// an output's freeing time), in the order lookHead would
+				// ask, so the rounds scheduled are the same.
+				for w := range nw {
+					queued := q.voqNonEmpty[w]
+					var free uint64
+					if inFree {
+						for u := queued &^ of.known[w]; u != 0; u &= u - 1 {
+							of.eval(w<<6 | bits.TrailingZeros64(u))
+						}
+						free = queued & of.free[w]
+					}
+					for c := queued&stalled[w] | free; c != 0; c &= c - 1 {
+						b := bits.TrailingZeros64(c)
+						if e := &q.slots[q.ends[w<<6|b].head]; e.ready <= t {
+							sw.consider(i, vl, e, free&(1<<b) != 0)
+						}
+					}
+					if inFree {
+						busy := queued &^ free &^ of.asked[w]
+						of.asked[w] |= busy
+						for ; busy != 0; busy &= busy - 1 {
+							sw.askFree(w<<6 | bits.TrailingZeros64(busy))
+						}
+					}
+				}
 			}
 		}
 	}
@@ -112,42 +141,11 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 // for no round when the wire frees).
 func (sw *Switch) lookHead(i, vl int, q *inputVL, k int32, o int, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet) {
 	free := inFree && of.has(o)
-	if stalled.Has(o) || free {
-		sw.consider(i, vl, q, k, t, free)
+	if e := &q.slots[k]; (stalled.Has(o) || free) && e.ready <= t {
+		sw.consider(i, vl, e, free)
 	}
 	if inFree && !free {
 		sw.askFree(o)
-	}
-}
-
-// lookVOQs is lookHead for every non-empty queue of input i's voq VL vl, a
-// word of outputs at a time: which of them are free is one AND with what
-// the round knows, and a busy output's freeing time is asked for once per
-// round (askFree of an output already asked this round changes nothing:
-// nothing in a round's look moves an output's freeing time), in the order
-// lookHead would ask, so the rounds scheduled are the same.
-func (sw *Switch) lookVOQs(i, vl int, q *inputVL, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet, nw int) {
-	for w := range nw {
-		queued := q.voqNonEmpty[w]
-		var free uint64
-		if inFree {
-			for u := queued &^ of.known[w]; u != 0; u &= u - 1 {
-				of.eval(w<<6 | bits.TrailingZeros64(u))
-			}
-			free = queued & of.free[w]
-		}
-		for c := queued&stalled[w] | free; c != 0; c &= c - 1 {
-			b := bits.TrailingZeros64(c)
-			o := w<<6 | b
-			sw.consider(i, vl, q, q.ends[o].head, t, free&(1<<b) != 0)
-		}
-		if inFree {
-			busy := queued &^ free &^ of.asked[w]
-			of.asked[w] |= busy
-			for ; busy != 0; busy &= busy - 1 {
-				sw.askFree(w<<6 | bits.TrailingZeros64(busy))
-			}
-		}
 	}
 }
 
@@ -167,8 +165,8 @@ type outputsFree struct {
 	sw          *Switch
 	t           ib.PS
 	known, free components.PortSet
-	// asked: the busy outputs whose freeing time lookVOQs asked for this
-	// round.
+	// asked: the busy outputs of voq queues whose freeing time
+	// collectCandidates asked for this round.
 	asked components.PortSet
 }
 
@@ -188,15 +186,12 @@ func (f *outputsFree) eval(o int) {
 	}
 }
 
-// consider makes the queued packet in slot k of input i, VL inVL a candidate
-// if it is ready, its output VL has credits and canGrant (its input and
+// consider makes e, the ready head of a queue of input i, VL inVL, a
+// candidate if its output VL has credits and canGrant (its input and
 // output are free); a ready packet lacking credits marks its output VL as
-// credit-blocked.
-func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant bool) {
-	e := &q.slots[k]
-	if e.ready > t {
-		return
-	}
+// credit-blocked. The caller tests readiness (e.ready <= t), which most
+// heads not yet ready fail, before the call.
+func (sw *Switch) consider(i, inVL int, e *entry, canGrant bool) {
 	o, v := int(e.out), int(e.outVL)
 	if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
 		sw.blocked[o] |= 1 << v
