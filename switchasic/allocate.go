@@ -109,8 +109,11 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 					var free uint64
 					if inFree {
 						for u := queued &^ of.known[w]; u != 0; u &= u - 1 {
-							of.eval(w<<6 | bits.TrailingZeros64(u))
+							if b := bits.TrailingZeros64(u); sw.outputFree(w<<6|b, t) {
+								of.free[w] |= 1 << b
+							}
 						}
+						of.known[w] |= queued
 						free = queued & of.free[w]
 					}
 					for c := queued&stalled[w] | free; c != 0; c &= c - 1 {
