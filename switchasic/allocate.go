@@ -62,18 +62,19 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 	// large fabric) although a round usually wants one or two.
 	of := outputsFree{sw: sw, t: t}
 	stalled := sw.stallOuts
+	anyStalled := stalled.Any()
 	nw := sw.cand.Words() // words of a set of ports (a PortSet's others are 0)
 	for wi := range nw {
 		for am := sw.active[wi]; am != 0; am &= am - 1 {
 			i := wi<<6 | bits.TrailingZeros64(am)
-			in := &sw.in[i]
 			inFree := sw.inputFree(i, tXbar)
 			// The outputs whose heads are looked at: free or stalled ones
 			// from a free input, only stalled ones from a busy input (whose
 			// heads the round that frees the input looks at).
-			if !inFree && !stalled.Any() {
+			if !inFree && !anyStalled {
 				continue
 			}
+			in := &sw.in[i]
 			// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod
 			// 16): rotating the mask right by in.rr puts VL in.rr at bit 0.
 			// The order decides which input VL is an output VL's candidate
@@ -126,7 +127,13 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 						busy := queued &^ free &^ of.asked[w]
 						of.asked[w] |= busy
 						for ; busy != 0; busy &= busy - 1 {
-							sw.askFree(w<<6 | bits.TrailingZeros64(busy))
+							// askFree, in line: most asks find the time
+							// already asked.
+							o := w<<6 | bits.TrailingZeros64(busy)
+							if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+								sw.freeAsked[o] = f
+								sw.wake(f)
+							}
 						}
 					}
 				}
