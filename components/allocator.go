@@ -200,13 +200,14 @@ type ISLIPAllocator struct {
 	grantPtr   []uint8
 	acceptPtr  []uint8
 	iterations int
+	// oneWord: at most 64 inputs and 64 outputs, so every row is one word
+	// and a round runs on words (allocateWords), reading the struct's
+	// first two lines (to reqBy) and not outMatched.
+	oneWord    bool
 	grants     PortRows // per input: outputs that granted it this iteration
 	reqBy      PortRows // per output: inputs requesting it this round
 	outMatched PortSet
 	sets       PortRows // Allocate's copy of its requests
-	// oneWord: at most 64 inputs and 64 outputs, so every row is one word
-	// and a round runs on words (allocateWords).
-	oneWord bool
 }
 
 // NewISLIPAllocator returns an iSLIP allocator running iterations iterations
