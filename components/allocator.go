@@ -200,6 +200,10 @@ type ISLIPAllocator struct {
 	grantPtr   []uint8
 	acceptPtr  []uint8
 	iterations int
+	// oneWord: at most 64 inputs and 64 outputs, so every row is one word
+	// and a round runs on words (allocateWords), reading the struct's
+	// first two lines (to reqBy) and not outMatched.
+	oneWord    bool
 	grants     PortRows // per input: outputs that granted it this iteration
 	reqBy      PortRows // per output: inputs requesting it this round
 	outMatched PortSet
@@ -222,6 +226,7 @@ func NewISLIPAllocator(inputs, outputs, iterations int) *ISLIPAllocator {
 		iterations: iterations,
 		grants:     NewPortRows(inputs, outputs),
 		reqBy:      NewPortRows(outputs, inputs),
+		oneWord:    inputs <= 64 && outputs <= 64,
 	}
 }
 
@@ -245,6 +250,10 @@ func (a *ISLIPAllocator) Allocate(req []PortSet, grant []int) {
 // AllocateRows computes one round; see Allocator.
 func (a *ISLIPAllocator) AllocateRows(req PortRows, grant []int) {
 	checkAllocArgs(AllocISLIP, len(a.acceptPtr), len(a.grantPtr), req, grant)
+	if a.oneWord {
+		a.allocateWords(req.w, grant)
+		return
+	}
 	for i := range grant {
 		grant[i] = -1
 	}
@@ -307,6 +316,67 @@ func (a *ISLIPAllocator) AllocateRows(req PortRows, grant []int) {
 	for o := range outs.All() {
 		a.reqBy.ClearRow(o)
 	}
+}
+
+// allocateWords is AllocateRows when every row is one word (a switch of
+// radix 64 or less): the same iterations, with each set a uint64 and each
+// arbiter's pick a shift and a count of trailing zeros (rrPickWord), where
+// the rows' form walked four-word PortSets. TestISLIPMatchesReference holds
+// both forms to the paper's statement.
+func (a *ISLIPAllocator) allocateWords(req []uint64, grant []int) {
+	nIn, nOut := len(a.acceptPtr), len(a.grantPtr)
+	reqBy, grants := a.reqBy.w[:nOut], a.grants.w[:nIn]
+	outMask := ^uint64(0) >> (64 - nOut) // members past the outputs are ignored
+	var outs uint64
+	for i, word := range req[:len(grant)] {
+		grant[i] = -1
+		for word &= outMask; word != 0; word &= word - 1 {
+			o := bits.TrailingZeros64(word)
+			reqBy[o] |= 1 << i
+			outs |= 1 << o
+		}
+	}
+	var inMatched, outMatched uint64
+	for it := 0; it < a.iterations; it++ {
+		var granted uint64 // inputs that received a grant this iteration
+		// Grant: each unmatched output picks among unmatched inputs requesting it.
+		for m := outs &^ outMatched; m != 0; m &= m - 1 {
+			o := bits.TrailingZeros64(m)
+			if r := reqBy[o] &^ inMatched; r != 0 {
+				i := rrPickWord(r, a.grantPtr[o])
+				grants[i] |= 1 << o
+				granted |= 1 << i
+			}
+		}
+		if granted == 0 {
+			break
+		}
+		// Accept: each input with grants accepts one.
+		for m := granted; m != 0; m &= m - 1 {
+			i := bits.TrailingZeros64(m)
+			o := rrPickWord(grants[i], a.acceptPtr[i])
+			grants[i] = 0
+			grant[i] = o
+			inMatched |= 1 << i
+			outMatched |= 1 << o
+			if it == 0 {
+				a.acceptPtr[i] = uint8(rrAfter(o, nOut))
+				a.grantPtr[o] = uint8(rrAfter(i, nIn))
+			}
+		}
+	}
+	for m := outs; m != 0; m &= m - 1 {
+		reqBy[bits.TrailingZeros64(m)] = 0
+	}
+}
+
+// rrPickWord is rrPick on a one-word set r (not empty, every member below
+// the arbiter's size): the first member at or after ptr, else the first.
+func rrPickWord(r uint64, ptr uint8) int {
+	if h := r >> ptr << ptr; h != 0 {
+		return bits.TrailingZeros64(h)
+	}
+	return bits.TrailingZeros64(r)
 }
 
 // WavefrontAllocator is the wavefront allocator (Tamir & Chi, "Symmetric

@@ -112,6 +112,11 @@ func (r PortRows) Count(row int) int {
 	return n
 }
 
+// Word returns word w of row, its members 64w to 64w+63 (w < Words()): a
+// loop over a row's words and their bits walks no words a PortSet has
+// beyond the row's.
+func (r PortRows) Word(row, w int) uint64 { return r.w[row*r.words+w] }
+
 // Row returns row as a PortSet (a copy), to walk with All or hand to a
 // RoundRobin.
 func (r PortRows) Row(row int) PortSet {

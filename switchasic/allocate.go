@@ -62,60 +62,110 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 	// large fabric) although a round usually wants one or two.
 	of := outputsFree{sw: sw, t: t}
 	stalled := sw.stallOuts
-	for i := range sw.active.All() {
-		in := &sw.in[i]
-		inFree := sw.inputFree(i, tXbar)
-		// The outputs whose heads are looked at: free or stalled ones from
-		// a free input, only stalled ones from a busy input (whose heads
-		// the round that frees the input looks at).
-		if !inFree && !stalled.Any() {
-			continue
-		}
-		// A head at a free input whose output is busy cannot be granted,
-		// so the round when its output frees is asked for: nothing else
-		// may ask for it (the output's wire may have been delayed by
-		// flow-control packets since its last grant, and a credit stall
-		// the head ends now asks for no round when the wire frees).
-		look := func(vl int, q *inputVL, k int32, o int) {
-			free := inFree && of.has(o)
-			if stalled.Has(o) || free {
-				sw.consider(i, vl, q, k, t, free)
-			}
-			if inFree && !free {
-				// Asked once per freeing time: a busy output is seen by
-				// round after round, and each ask is a push on wakeups.
-				if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
-					sw.freeAsked[o] = f
-					sw.wake(f)
-				}
-			}
-		}
-		// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod 16):
-		// rotating the mask right by in.rr puts VL in.rr at bit 0. The
-		// order decides which input VL is an output VL's candidate when two
-		// of them hold heads for the same output and output VL (per-pair
-		// SL-to-VL tables can merge VLs): the first one looked at.
-		for m := bits.RotateLeft16(in.nonEmpty, -int(in.rr)); m != 0; m &= m - 1 {
-			vl := (int(in.rr) + bits.TrailingZeros16(m)) & 15
-			q := in.q0
-			if vl != 0 {
-				q = sw.inVLs[vl*sw.radix+i]
-			}
-			if len(q.ends) == 1 {
-				k := q.ends[0].head
-				if o := int(q.slots[k].out); o != mcastOut {
-					look(vl, q, k, o)
-				} else {
-					// A multicast head asks for every output it still
-					// has to be copied to.
-					sw.lookCopies(i, vl, q, k, t, inFree, &of, stalled)
-				}
+	anyStalled := stalled.Any()
+	nw := sw.cand.Words() // words of a set of ports (a PortSet's others are 0)
+	for wi := range nw {
+		for am := sw.active[wi]; am != 0; am &= am - 1 {
+			i := wi<<6 | bits.TrailingZeros64(am)
+			inFree := sw.inputFree(i, tXbar)
+			// The outputs whose heads are looked at: free or stalled ones
+			// from a free input, only stalled ones from a busy input (whose
+			// heads the round that frees the input looks at).
+			if !inFree && !anyStalled {
 				continue
 			}
-			for o := range q.voqNonEmpty.All() {
-				look(vl, q, q.ends[o].head, o)
+			in := &sw.in[i]
+			// The non-empty input VLs in the order in.rr, in.rr+1, ... (mod
+			// 16): rotating the mask right by in.rr puts VL in.rr at bit 0.
+			// The order decides which input VL is an output VL's candidate
+			// when two of them hold heads for the same output and output VL
+			// (per-pair SL-to-VL tables can merge VLs): the first one looked
+			// at.
+			for m := bits.RotateLeft16(in.nonEmpty, -int(in.rr)); m != 0; m &= m - 1 {
+				vl := (int(in.rr) + bits.TrailingZeros16(m)) & 15
+				q := in.q0
+				if vl != 0 {
+					q = sw.inVLs[vl*sw.radix+i]
+				}
+				if len(q.ends) == 1 {
+					k := q.ends[0].head
+					if o := int(q.slots[k].out); o != mcastOut {
+						sw.lookHead(i, vl, q, k, o, t, inFree, &of, stalled)
+					} else {
+						// A multicast head asks for every output it still
+						// has to be copied to.
+						sw.lookCopies(i, vl, q, k, t, inFree, &of, stalled)
+					}
+					continue
+				}
+				// Every non-empty queue of a voq VL, a word of outputs at
+				// a time: which are free is one AND with what the round
+				// knows, and a busy output's freeing time is asked for
+				// once per round (askFree of an output already asked this
+				// round changes nothing: nothing in a round's look moves
+				// an output's freeing time), in the order lookHead would
+				// ask, so the rounds scheduled are the same.
+				for w := range nw {
+					queued := q.voqNonEmpty[w]
+					var free uint64
+					if inFree {
+						for u := queued &^ of.known[w]; u != 0; u &= u - 1 {
+							if b := bits.TrailingZeros64(u); sw.outputFree(w<<6|b, t) {
+								of.free[w] |= 1 << b
+							}
+						}
+						of.known[w] |= queued
+						free = queued & of.free[w]
+					}
+					for c := queued&stalled[w] | free; c != 0; c &= c - 1 {
+						b := bits.TrailingZeros64(c)
+						if e := &q.slots[q.ends[w<<6|b].head]; e.ready <= t {
+							sw.consider(i, vl, e, free&(1<<b) != 0)
+						}
+					}
+					if inFree {
+						busy := queued &^ free &^ of.asked[w]
+						of.asked[w] |= busy
+						for ; busy != 0; busy &= busy - 1 {
+							// askFree, in line: most asks find the time
+							// already asked.
+							o := w<<6 | bits.TrailingZeros64(busy)
+							if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+								sw.freeAsked[o] = f
+								sw.wake(f)
+							}
+						}
+					}
+				}
 			}
 		}
+	}
+}
+
+// lookHead looks at the head in slot k of input i's fifo VL vl, bound for
+// output o: it is considered if its output is stalled, or free and its
+// input free. A head at a free input whose output is busy cannot be
+// granted, so the round when its output frees is asked for: nothing else
+// may ask for it (the output's wire may have been delayed by flow-control
+// packets since its last grant, and a credit stall the head ends now asks
+// for no round when the wire frees).
+func (sw *Switch) lookHead(i, vl int, q *inputVL, k int32, o int, t ib.PS, inFree bool, of *outputsFree, stalled components.PortSet) {
+	free := inFree && of.has(o)
+	if e := &q.slots[k]; (stalled.Has(o) || free) && e.ready <= t {
+		sw.consider(i, vl, e, free)
+	}
+	if inFree && !free {
+		sw.askFree(o)
+	}
+}
+
+// askFree asks for the round when busy output o frees, once per freeing
+// time: a busy output is seen by round after round, and each ask is a push
+// on wakeups.
+func (sw *Switch) askFree(o int) {
+	if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
+		sw.freeAsked[o] = f
+		sw.wake(f)
 	}
 }
 
@@ -125,28 +175,33 @@ type outputsFree struct {
 	sw          *Switch
 	t           ib.PS
 	known, free components.PortSet
+	// asked: the busy outputs of voq queues whose freeing time
+	// collectCandidates asked for this round.
+	asked components.PortSet
 }
 
 // has reports whether output o can take a packet granted this round.
 func (f *outputsFree) has(o int) bool {
 	if !f.known.Has(o) {
-		f.known.Set(o)
-		if f.sw.outputFree(o, f.t) {
-			f.free.Set(o)
-		}
+		f.eval(o)
 	}
 	return f.free.Has(o)
 }
 
-// consider makes the queued packet in slot k of input i, VL inVL a candidate
-// if it is ready, its output VL has credits and canGrant (its input and
-// output are free); a ready packet lacking credits marks its output VL as
-// credit-blocked.
-func (sw *Switch) consider(i, inVL int, q *inputVL, k int32, t ib.PS, canGrant bool) {
-	e := &q.slots[k]
-	if e.ready > t {
-		return
+// eval evaluates output o, not yet known this round.
+func (f *outputsFree) eval(o int) {
+	f.known.Set(o)
+	if f.sw.outputFree(o, f.t) {
+		f.free.Set(o)
 	}
+}
+
+// consider makes e, the ready head of a queue of input i, VL inVL, a
+// candidate if its output VL has credits and canGrant (its input and
+// output are free); a ready packet lacking credits marks its output VL as
+// credit-blocked. The caller tests readiness (e.ready <= t), which most
+// heads not yet ready fail, before the call.
+func (sw *Switch) consider(i, inVL int, e *entry, canGrant bool) {
 	o, v := int(e.out), int(e.outVL)
 	if v != ib.ManagementVL && !sw.hasCredits(o, v, int(e.blocks)) {
 		sw.blocked[o] |= 1 << v
@@ -225,29 +280,38 @@ func (sw *Switch) refreshOutput(o int) {
 }
 
 // match runs the VL arbiters and the allocator and grants the winners.
+//
+// Its sets are walked a word at a time over the words the radix needs
+// (sw.cand.Words()), not a PortSet's four.
 func (sw *Switch) match(t ib.PS) {
-	var chosen [components.MaxPorts]int8
+	var chosen [components.MaxPorts]int8 // per touched output: the VL its arbiter chose
+	// winner[o] is the input output o was granted to, read only where
+	// matchedOut has o (so it needs no setting up).
+	var winner [components.MaxPorts]uint8
 	var requesting, matchedOut components.PortSet
-	for o := range sw.touched.All() {
-		var v int
-		if sw.oneVL {
-			v = oneVLPick(sw.candVLs[o])
-		} else {
-			v = sw.out[o].vlarb.Pick(sw.candVLs[o])
+	nw := sw.cand.Words()
+	for ow := range nw {
+		for tm := sw.touched[ow]; tm != 0; tm &= tm - 1 {
+			o := ow<<6 | bits.TrailingZeros64(tm)
+			var v int
+			if sw.oneVL {
+				v = oneVLPick(sw.candVLs[o])
+			} else {
+				v = sw.out[o].vlarb.Pick(sw.candVLs[o])
+			}
+			chosen[o] = int8(v)
+			c := v*sw.radix + o
+			if sw.cand.Count(c) >= 2 {
+				sw.out[o].conflicts++
+			}
+			for w := range nw {
+				row := sw.cand.Word(c, w)
+				requesting[w] |= row
+				for ; row != 0; row &= row - 1 {
+					sw.req.Set(w<<6|bits.TrailingZeros64(row), o)
+				}
+			}
 		}
-		chosen[o] = int8(v)
-		c := v*sw.radix + o
-		if sw.cand.Count(c) >= 2 {
-			sw.out[o].conflicts++
-		}
-		for i := range sw.cand.Row(c).All() {
-			sw.req.Set(i, o)
-			requesting.Set(i)
-		}
-	}
-	var winner [components.MaxPorts]int16 // per output: the input it was granted to, or -1
-	for o := range winner[:sw.radix] {
-		winner[o] = -1
 	}
 	tXbar := t + sw.allocPS
 	for pass := 0; pass < int(sw.speedup); pass++ {
@@ -258,23 +322,32 @@ func (sw *Switch) match(t ib.PS) {
 			sw.clocked.SetCycle(int64(t / sw.cycle))
 		}
 		sw.alloc.AllocateRows(sw.req, sw.grant)
+		// An allocator grants only inputs that request, so the grants
+		// are read at the requesting inputs alone, in input order.
 		granted := false
-		for i, o := range sw.grant {
-			if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
-				continue
+		for w := range nw {
+			for rm := requesting[w]; rm != 0; rm &= rm - 1 {
+				i := w<<6 | bits.TrailingZeros64(rm)
+				o := sw.grant[i]
+				if o < 0 || sw.mft != nil && sw.grantMulticast(i, o, int(chosen[o]), t, &matchedOut, &winner, &chosen) {
+					continue
+				}
+				granted = true
+				winner[o] = uint8(i)
+				matchedOut.Set(o)
+				sw.doGrant(i, o, int(chosen[o]), t)
 			}
-			granted = true
-			winner[o] = int16(i)
-			matchedOut.Set(o)
-			sw.doGrant(i, o, int(chosen[o]), t)
 		}
 		if !granted || pass == int(sw.speedup)-1 {
 			break
 		}
-		for i := range requesting.All() {
-			sw.req.AndNot(i, matchedOut)
-			if !sw.inputFree(i, tXbar) {
-				sw.req.ClearRow(i)
+		for w := range nw {
+			for rm := requesting[w]; rm != 0; rm &= rm - 1 {
+				i := w<<6 | bits.TrailingZeros64(rm)
+				sw.req.AndNot(i, matchedOut)
+				if !sw.inputFree(i, tXbar) {
+					sw.req.ClearRow(i)
+				}
 			}
 		}
 	}
@@ -282,25 +355,34 @@ func (sw *Switch) match(t ib.PS) {
 	// arbiter chose a VL whose inputs went elsewhere, or a separable
 	// allocator missed it) tries again next cycle.
 	retry := false
-	for o := range sw.touched.All() {
-		if !matchedOut.Has(o) {
-			retry = true
-		}
-		for m := sw.candVLs[o]; m != 0; m &= m - 1 {
-			v := trailingZeros16(m)
-			c := v*sw.radix + o
-			for i := range sw.cand.Row(c).All() {
-				if int(winner[o]) != i || int(chosen[o]) != v {
-					sw.inputVL(i, sw.candInVL(c, i, v)).arbLosses++
-				}
+	for ow := range nw {
+		retry = retry || sw.touched[ow]&^matchedOut[ow] != 0
+		for tm := sw.touched[ow]; tm != 0; tm &= tm - 1 {
+			o := ow<<6 | bits.TrailingZeros64(tm)
+			won := -1 // the input granted o, if any
+			if matchedOut.Has(o) {
+				won = int(winner[o])
 			}
-			sw.cand.ClearRow(c)
+			for m := sw.candVLs[o]; m != 0; m &= m - 1 {
+				v := trailingZeros16(m)
+				c := v*sw.radix + o
+				for w := range nw {
+					for row := sw.cand.Word(c, w); row != 0; row &= row - 1 {
+						if i := w<<6 | bits.TrailingZeros64(row); won != i || int(chosen[o]) != v {
+							sw.inputVL(i, sw.candInVL(c, i, v)).arbLosses++
+						}
+					}
+				}
+				sw.cand.ClearRow(c)
+			}
+			sw.candVLs[o] = 0
 		}
-		sw.candVLs[o] = 0
 	}
 	sw.touched = components.PortSet{}
-	for i := range requesting.All() {
-		sw.req.ClearRow(i)
+	for w := range nw {
+		for rm := requesting[w]; rm != 0; rm &= rm - 1 {
+			sw.req.ClearRow(w<<6 | bits.TrailingZeros64(rm))
+		}
 	}
 	if retry {
 		sw.wake(t + sw.cycle)
@@ -385,21 +467,28 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 // updateStalls moves each output VL's credit-stall timer to what this round
 // saw: stalled while a ready packet waits for it without credits.
 func (sw *Switch) updateStalls(t ib.PS) {
-	for o := range sw.stallOuts.All() {
-		out := &sw.out[o]
-		now := sw.blocked[o]
-		for m := now &^ out.stalled; m != 0; m &= m - 1 {
-			out.stall[trailingZeros16(m)].Start(t)
+	for w := range sw.cand.Words() {
+		for sm := sw.stallOuts[w]; sm != 0; sm &= sm - 1 {
+			sw.updateStall(w<<6|bits.TrailingZeros64(sm), t)
 		}
-		for m := out.stalled &^ now; m != 0; m &= m - 1 {
-			out.stall[trailingZeros16(m)].Stop(t)
-		}
-		out.stalled = now
-		sw.settle(o)
-		sw.blocked[o] = 0
-		if now == 0 {
-			sw.stallOuts.Clear(o)
-		}
+	}
+}
+
+// updateStall is updateStalls for output o.
+func (sw *Switch) updateStall(o int, t ib.PS) {
+	out := &sw.out[o]
+	now := sw.blocked[o]
+	for m := now &^ out.stalled; m != 0; m &= m - 1 {
+		out.stall[trailingZeros16(m)].Start(t)
+	}
+	for m := out.stalled &^ now; m != 0; m &= m - 1 {
+		out.stall[trailingZeros16(m)].Stop(t)
+	}
+	out.stalled = now
+	sw.settle(o)
+	sw.blocked[o] = 0
+	if now == 0 {
+		sw.stallOuts.Clear(o)
 	}
 }
 

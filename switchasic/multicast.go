@@ -243,7 +243,7 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 // credits and chose its VL; the rest wait for later rounds, the head
 // staying in place). The copies of a round ride on one crossbar
 // connection. matchedOut, winner and chosen are match's.
-func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]int16, chosen *[components.MaxPorts]int8) bool {
+func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.PortSet, winner *[components.MaxPorts]uint8, chosen *[components.MaxPorts]int8) bool {
 	inVL := int(sw.candInVLs[(v*sw.radix+o)*sw.radix+i])
 	q := sw.inputVL(i, inVL)
 	if len(q.ends) != 1 || q.slots[q.ends[0].head].out != mcastOut {
@@ -257,7 +257,7 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 			taken.Set(g)
 		}
 	}
-	winner[o] = int16(i)
+	winner[o] = uint8(i)
 	matchedOut.Set(o)
 	if sw.grantCopy(i, inVL, o, v, t, false) {
 		return true
@@ -270,7 +270,7 @@ func (sw *Switch) grantMulticast(i, o, v int, t ib.PS, matchedOut *components.Po
 		if int(sw.candInVLs[(v2*sw.radix+o2)*sw.radix+i]) != inVL {
 			continue // another input VL's head asked for o2
 		}
-		winner[o2] = int16(i)
+		winner[o2] = uint8(i)
 		matchedOut.Set(o2)
 		if sw.grantCopy(i, inVL, o2, v2, t, true) {
 			break // the packet's last copy: the queue's next head waits for its own round
@@ -309,10 +309,7 @@ func (sw *Switch) lookCopies(i, inVL int, q *inputVL, k int32, t ib.PS, inFree b
 			}
 		}
 		if inFree && !free {
-			if f := sw.outputFreeAt(o); f != sw.freeAsked[o] {
-				sw.freeAsked[o] = f
-				sw.wake(f)
-			}
+			sw.askFree(o)
 		}
 	}
 }
