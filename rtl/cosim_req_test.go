@@ -132,20 +132,37 @@ type reqAck struct {
 	msn      uint32
 	pkey     uint16 // BTH.P_Key when not 0; else ib.AppendWire's 0xFFFF
 	dlid     uint16 // LRH.DLID when not 0 (the port's base LID with path bits); else reqPortLID
+	// rsp, when not nil, makes it a response instead (a READ response or
+	// an ATOMIC ACKNOWLEDGE, its DestQP qpn and PSN psn): hca_rx_ack hands
+	// it to the requester on the same ack_* register, in the stream's
+	// order, as the model's Device.complete takes them.
+	rsp *ib.Packet
+	// stray: a response for a QPN no context of the run holds.
+	stray bool
 }
+
+// isRsp reports a READ response or an atomic ACK.
+func (a reqAck) isRsp() bool { return a.rsp != nil }
 
 // retry reports a sequence error NAK or an RNR NAK: hca_rx_ack counts
 // them; here (RETRY_CNT and RNR_RETRY 0, reqTransport) the first exhausts
 // the QP's retries and fails it with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR,
 // as the model does with retry_cnt and rnr_retry 0. The retries
 // themselves: TestRequesterRetryCosim.
-func (a reqAck) retry() bool { return a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK }
+func (a reqAck) retry() bool {
+	return a.rsp == nil && (a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK)
+}
 
 // packet is the ACKNOWLEDGE the responder sends, to the port's LID.
 func (a reqAck) packet() *ib.Packet {
 	dlid := a.dlid
 	if dlid == 0 {
 		dlid = reqPortLID
+	}
+	if a.rsp != nil {
+		p := *a.rsp
+		p.DLID, p.GRH, p.DestQP, p.PSN = dlid, a.grh, a.qpn, a.psn
+		return &p
 	}
 	return &ib.Packet{Opcode: ib.Acknowledge, DLID: dlid, SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
 		PSN: a.psn, AETH: ib.AETH{Syndrome: a.syn, MSN: a.msn}}
@@ -279,8 +296,17 @@ func newReqRun(seed uint64, n int) *reqRun {
 			run.ackGRH++
 		}
 		if rn.IntN(4) == 0 {
-			run.other = append(run.other, reqOther{before: len(run.acks), pkt: newOther(rn, c.item.qpn)})
-			run.other[len(run.other)-1].rsp = otherIsRsp(run.other[len(run.other)-1].pkt.Opcode)
+			o := newOther(rn, c.item.qpn)
+			if otherToRequester(o.Opcode) {
+				// A READ response or an atomic ACK: hca_rx_ack hands it
+				// to the requester, in order with the ACKs. For a QPN no
+				// context of the run holds (set at the end), so the
+				// model drops it and the RTL counts it on rx_no_qp:
+				// these responses answer nothing the run planned.
+				run.acks = append(run.acks, reqAck{qpn: o.DestQP, psn: o.PSN, grh: o.GRH, rsp: o, stray: true})
+			} else {
+				run.other = append(run.other, reqOther{before: len(run.acks), pkt: o, rsp: otherIsRsp(o.Opcode)})
+			}
 		}
 		return a
 	}
@@ -702,6 +728,13 @@ func newReqRun(seed uint64, n int) *reqRun {
 		run.items = append(run.items, it)
 		if retryNow || c != nil && c.err && (d == nil && r.IntN(4) != 0 || d != nil && !d.stay) {
 			restore(it.qix)
+		}
+	}
+	// The stray responses' QPNs: none a context write of the run gives.
+	for i := range run.acks {
+		a := &run.acks[i]
+		for a.stray && run.wroteQPN(a.qpn) {
+			a.qpn = (a.qpn + reqQPs) & 0xFFFFFF
 		}
 	}
 	// The control trace: offers, rd1's ready and answers, out_ready and
@@ -1620,7 +1653,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			}
 		}
 		wasErr := c.req.State == hca.QPErr
-		res := c.req.OnAck(a.psn, a.syn)
+		res := modelRx(c.req, a)
 		if res.Rewound && !a.retry() {
 			return fmt.Sprintf("ACK %d (QPN %#x PSN %#x) makes the model retry: the run's ACKs must not pass a READ or atomic", i, a.qpn, a.psn)
 		}
@@ -1755,7 +1788,7 @@ func TestRequesterCosim(t *testing.T) {
 // start offsets, every MTU on a message of three packets or more, READs
 // of 2^30 bytes or more, ack_req_every of 2..4, and credits that do not fit.
 func TestRequesterStimulusCovers(t *testing.T) {
-	dups, invReq, reserved, longOther := 0, 0, 0, 0
+	dups, invReq, reserved, longOther, cnps, strays := 0, 0, 0, 0, 0, 0
 	for _, seed := range cosimSeeds[:3] {
 		run := newReqRun(seed, reqMsgs)
 		name := fmt.Sprintf("seed %d", seed)
@@ -1831,7 +1864,12 @@ func TestRequesterStimulusCovers(t *testing.T) {
 				longOther++
 			}
 		}
-		assert.Positive(t, rsp, "%s: READ responses, atomic ACKs, CNPs on rx_*", name)
+		for _, a := range run.acks {
+			if a.stray {
+				strays++
+			}
+		}
+		cnps += rsp
 		assert.Positive(t, req, "%s: requests on rx_*", name)
 		assert.GreaterOrEqual(t, run.cfgLater, 2, "%s: context writes after the first WQE", name)
 		assert.GreaterOrEqual(t, run.psnWraps, 1, "%s: PSN wraps inside a message", name)
@@ -1855,6 +1893,8 @@ func TestRequesterStimulusCovers(t *testing.T) {
 	assert.Positive(t, invReq, "invalid request NAKs over the seeds")
 	assert.Positive(t, reserved, "reserved syndromes over the seeds")
 	assert.Positive(t, longOther, "packets of several beats on rx_* not for the requester, over the seeds")
+	assert.Positive(t, cnps, "CNPs on rx_* (rx_rsp_todo), over the seeds")
+	assert.Positive(t, strays, "READ responses and atomic ACKs for a QPN no context holds on rx_*, over the seeds")
 }
 
 // TestRequesterMutantsFail: each slip fails the end-to-end test (Icarus,
@@ -1927,9 +1967,9 @@ func TestRequesterMutantsFail(t *testing.T) {
 
 // newOther is a packet on rx_* that is not an ACKNOWLEDGE, for QP qpn or
 // another: a request for the responder (SEND, a WRITE's first packet of
-// several beats, a READ request, an atomic, UD's SEND), or a packet for
-// the requester that hca_rx_ack does not act on yet (READ responses, an
-// atomic ACK, a CNP); now and then with a GRH.
+// several beats, a READ request, an atomic, UD's SEND), a response for the
+// requester (READ responses, an atomic ACK) or a CNP, which hca_rx_ack
+// does not act on yet; now and then with a GRH.
 func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
 	ops := []ib.Opcode{ib.SendOnly, ib.RDMAWriteFirst, ib.RDMAReadRequest, ib.CompareSwap, ib.UDSendOnly,
 		ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.AtomicAcknowledge, ib.CNP}
@@ -1951,8 +1991,13 @@ func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
 	return p
 }
 
-// otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on
-// rx_rsp_todo (for the requester, TODO) rather than rx_not_req.
-func otherIsRsp(op ib.Opcode) bool {
-	return op >= ib.RDMAReadResponseFirst && op <= ib.RDMAReadResponseOnly || op == ib.AtomicAcknowledge || op == ib.CNP
+// otherToRequester reports whether hca_rx_ack hands a packet of opcode op
+// to the requester (on ack_*, with the ACKNOWLEDGEs): a READ response or
+// an atomic ACK.
+func otherToRequester(op ib.Opcode) bool {
+	return op >= ib.RDMAReadResponseFirst && op <= ib.RDMAReadResponseOnly || op == ib.AtomicAcknowledge
 }
+
+// otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on
+// rx_rsp_todo (for the requester, TODO: a CNP) rather than rx_not_req.
+func otherIsRsp(op ib.Opcode) bool { return op == ib.CNP }

@@ -189,7 +189,7 @@ func (run *reqRun) addBad(seed uint64, table []uint16, lmc int) {
 		kind := reqBadKinds[n%len(reqBadKinds)]
 		grh := n/len(reqBadKinds)%2 == 1 || grhOnly[kind]
 		c := run.acks[i]
-		c.grh, c.syn = grh, hca.SynNAKAccess
+		c.grh, c.syn, c.rsp = grh, hca.SynNAKAccess, nil // an ACKNOWLEDGE's copy, also before a response
 		p := c.packet()
 		switch kind {
 		case "ackpay":

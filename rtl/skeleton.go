@@ -231,12 +231,15 @@ key checks (kc_*).`,
     // counted (hca_rx_ack's header).
     wire        ack_valid, ack_ready;
     wire [23:0] ack_qpn, ack_psn;
-    wire [7:0]  ack_syn;
+    wire [7:0]  ack_syn, ack_op;
+    wire [12:0] ack_len;
+    wire [63:0] ack_orig;
     hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
         .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
         .pkey_cfg_valid(pkey_cfg_valid), .pkey_cfg_index(pkey_cfg_index), .pkey_cfg_key(pkey_cfg_key),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
     );
@@ -261,6 +264,7 @@ key checks (kc_*).`,
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
         .tx_ready(tx_ready),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig),
         .no_qp(rx_no_qp),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
         .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),

@@ -203,6 +203,9 @@ module hca_requester #(
     input  wire [23:0]           ack_qpn,
     input  wire [23:0]           ack_psn,
     input  wire [7:0]            ack_syn,
+    input  wire [7:0]            ack_op,    // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
+    input  wire [12:0]           ack_len,   // a READ response's payload bytes (its placement: TODO)
+    input  wire [63:0]           ack_orig,  // an atomic ACK's original value (its placement: TODO)
     output reg  [15:0]           no_qp,     // ACKNOWLEDGEs taken for a QPN no context holds, dropped (saturating)
     output reg                   cpl_valid,
     input  wire                  cpl_ready,
@@ -307,6 +310,8 @@ module hca_requester #(
     reg  [4:0]       e_code;               // the RNR NAK's timer code
     reg              e_prog;               // the walk retired a message: progress (the retry counters restored)
     reg              e_tmo;                // the job is a local ACK timeout's retry (hca.Requester.OnTimeout)
+    reg              e_rsp;                // the job is a response's: a READ response or an atomic ACK
+    reg              e_rrd;                // a READ response (else an atomic ACK)
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -405,7 +410,7 @@ module hca_requester #(
     // (the model's rewound messages go before the ones queued after them).
     assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
                        !rp_valid && !rs_pend[dix] &&
-                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&
+                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
@@ -664,7 +669,11 @@ module hca_requester #(
     // others are reserved, and OnAck's switch has no case for them: dropped. So is an ACK for a
     // context in ERR (OnAck in ERR does nothing).
     wire [QPN_W-1:0] aix      = ack_qpn[QPN_W-1:0];
-    wire             a_known  = ack_syn[7:5] == 3'b000 || ack_syn[7:5] == 3'b001 || ack_syn[7:5] == 3'b011;
+    // A READ response (0x0D..0x10) or an atomic ACK (0x12): the model's OnReadResponse and
+    // OnAtomicAck read no syndrome (a MIDDLE has no AETH), so none is refused.
+    wire             a_rrd    = ack_op >= 8'h0D && ack_op <= 8'h10;
+    wire             a_rsp    = a_rrd || ack_op == 8'h12;
+    wire             a_known  = a_rsp || ack_syn[7:5] == 3'b000 || ack_syn[7:5] == 3'b001 || ack_syn[7:5] == 3'b011;
     wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn && !ctx_err[aix] && a_known;
     wire             ack_take = ack_valid && eng_idle;
     assign ack_ready = eng_idle;
@@ -692,17 +701,28 @@ module hca_requester #(
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
     wire [23:0]      h_d      = h_ent[23:0] - e_pt;
     wire             h_acked  = !h_rdat && ((e_incl && h_d == 24'd0) || h_d[23]);
+    // The PSN's place in the head: its packets before it (a NAK's find and resend, a response's
+    // sequence check).
+    wire [23:0]      n_from   = e_pt - h_ent[47:24];
+    // A response for the head (hca.Requester.OnReadResponse, OnAtomicAck): a READ response for a
+    // READ, an atomic ACK for an atomic, already sent, in sequence (the PSN is the head's first plus
+    // the responses it has had, h_ack: the model's readGot / MTU, each response but the last carrying
+    // an MTU; an atomic has none), not past the head's last PSN. One at the head's last PSN (an
+    // atomic's only one) completes it: the walk takes it as it takes an acknowledged SEND or WRITE.
+    wire [2:0]       h_op     = h_ent[98:96];
+    wire             h_acc    = e_rsp && h_rdat && e_lim != {IF_W{1'b0}} && (e_rrd ? h_op == 3'd4 : h_op != 3'd4) &&
+                                n_from == h_ack[e_ctx*24 +: 24] && !h_d[23];
+    wire             h_fin    = h_acc && h_d == 24'd0;
     wire             walking  = eng_busy && eng_ack && !e_nakf;
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
-    wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};
+    wire             h_ok     = (h_acked || h_fin) && e_lim != {IF_W{1'b0}};
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
     // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
     // 2^24, the flush follows (hca.Requester.fail): every message left in the ring completes, oldest
     // first, signaled or not, the one holding the PSN with the NAK's status and the others with
     // WR_FLUSH_ERR, and the context goes to ERR (and its packets not yet committed are purged).
-    wire [23:0]      n_from   = e_pt - h_ent[47:24];
     wire [23:0]      n_to     = ctx_psn[e_ctx] - 24'd1 - e_pt;
     wire             walk_end = walking && !(e_any && h_ok);
     wire             nak_fail = walk_end && e_fatal && e_any && !n_from[23] && !n_to[23];
@@ -726,7 +746,7 @@ module hca_requester #(
     // this walk: settle) restores both counters and clears started first (progressed).
     wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];
     wire             r_find   = e_any && !n_from[23] && !h_d[23];
-    wire             r_seq    = (e_seq && (r_impl || r_find)) || (e_rnr && r_impl);
+    wire             r_seq    = (e_seq && (r_impl || r_find)) || ((e_rnr || e_rsp) && r_impl);
     wire             r_rnr    = e_rnr && !r_impl && r_find;
     wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;
     wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];
@@ -741,10 +761,12 @@ module hca_requester #(
     // The head's packets the ACK or NAK acknowledges (hca.Requester.ackThrough on the message its PSN
     // lies in, the walk having stopped there): PSN - first, + 1 for an ACK. More than before is kept
     // (h_ack); for an ACK it is progress (ackThrough's advanced: counters restored, timer restarted).
-    wire             w_part   = e_any && !h_rdat && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
-    wire [23:0]      w_k      = n_from + {23'd0, e_incl};
+    // A response that does not complete the head READ (FIRST, MIDDLE) is one more of its responses
+    // (h_ack, the model's readGot), and progress (OnReadResponse: data for the oldest message).
+    wire             w_part   = e_any && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23] && (e_rsp ? h_acc : !h_rdat);
+    wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};
     wire             w_more   = w_part && w_k > h_ack[e_ctx*24 +: 24];
-    wire             w_adv    = w_more && e_incl;
+    wire             w_adv    = w_more && (e_incl || e_rsp);
     // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
     // After a rewind only when the head resends from a later packet than its first (its sent > 0);
     // else when the ring holds a message whose first packet has been committed, unless a resend
@@ -964,16 +986,20 @@ module hca_requester #(
     always @(posedge clk) begin
         if (eng_idle && ack_take) begin
             e_psn   <= ack_psn;
-            e_incl  <= ack_syn[7:5] == 3'b000;
-            e_fatal <= ack_syn[7:5] == 3'b011 && ack_syn[4:0] != 5'd0;
+            // A response acknowledges every PSN before its own (OnReadResponse's ackThrough, not
+            // inclusive), fails nothing and retries only on the implied NAK.
+            e_incl  <= !a_rsp && ack_syn[7:5] == 3'b000;
+            e_fatal <= !a_rsp && ack_syn[7:5] == 3'b011 && ack_syn[4:0] != 5'd0;
             // The NAK codes (IBA 9.7.5.2.4; hca.Requester.OnAck): 1 invalid request, 2 remote
             // access error, 3 and any other a remote operational error.
             e_nst   <= ack_syn[4:0] == 5'd1 ? 8'd9 : ack_syn[4:0] == 5'd2 ? 8'd10 : 8'd11;
-            e_seq   <= ack_syn == 8'h60;
-            e_rnr   <= ack_syn[7:5] == 3'b001;
+            e_seq   <= !a_rsp && ack_syn == 8'h60;
+            e_rnr   <= !a_rsp && ack_syn[7:5] == 3'b001;
             e_code  <= ack_syn[4:0];
             e_fhead <= 1'b0;
             e_tmo   <= 1'b0;
+            e_rsp   <= a_rsp;
+            e_rrd   <= a_rrd;
         end
         if (eng_idle && tmo_take && tmo_ok) begin
             e_psn   <= 24'd0;  // e_pt is the head's oldest unacknowledged PSN
@@ -984,6 +1010,8 @@ module hca_requester #(
             e_code  <= 5'd0;
             e_fhead <= 1'b0;
             e_tmo   <= 1'b1;
+            e_rsp   <= 1'b0;
+            e_rrd   <= 1'b0;
         end
         if (exc_fail) begin
             // Retries exhausted: the head fails (hca.Requester.fail at find(psn), the head here).
@@ -1010,7 +1038,7 @@ module hca_requester #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, ack_len, ack_orig, rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

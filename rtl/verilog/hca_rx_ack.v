@@ -129,8 +129,11 @@ module hca_rx_ack #(
     output reg  [23:0]  ack_qpn,
     output reg  [23:0]  ack_psn,
     output reg  [7:0]   ack_syn,
+    output reg  [7:0]   ack_op,     // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
+    output reg  [12:0]  ack_len,    // a READ response's payload bytes (PktLen x 4 less its headers, ICRC and PadCnt)
+    output reg  [63:0]  ack_orig,   // an atomic ACK's AtomicAckETH: the original remote value
     output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on (hca_requester retries)
-    output reg  [15:0]  rsp_todo,   // READ responses, atomic ACKs, CNPs: dropped (TODO)
+    output reg  [15:0]  rsp_todo,   // CNPs: dropped (TODO)
     output reg  [15:0]  not_req,    // packets not for the requester: dropped
     output reg  [15:0]  icrc_err,   // ICRC or length wrong: dropped
     output reg  [15:0]  hdr_err,    // unicast DLID not the port's, TVer not 0, an ACK's PktLen not its headers': dropped
@@ -176,9 +179,13 @@ module hca_rx_ack #(
     wire [15:0]  pkey   = bth[79:64];                        // BTH bytes 2..3
     wire [23:0]  dqpn   = bth[55:32];                        // BTH bytes 5..7
     wire [23:0]  psn    = bth[23:0];                         // BTH bytes 9..11
+    // For the requester (ack_*): an ACKNOWLEDGE, a READ response, an atomic ACK.
+    wire         rd_rsp = is_ib && opcode >= 8'h0D && opcode <= 8'h10;
+    wire         at_ack = is_ib && opcode == 8'h12;
     wire         is_ack = is_ib && opcode == 8'h11;
-    wire         is_rsp = is_ib && ((opcode >= 8'h0D && opcode <= 8'h10) || opcode == 8'h12 || opcode == 8'h80);
-    wire         retry  = syn == 8'h60 || syn[7:5] == 3'b001;
+    wire         to_req = is_ack || rd_rsp || at_ack;
+    wire         is_rsp = is_ib && opcode == 8'h80;             // a CNP: congestion control's, TODO
+    wire         retry  = is_ack && (syn == 8'h60 || syn[7:5] == 3'b001);
     // 0xC000..0xFFFF: the multicast LIDs and the permissive LID, the two top bits set.
     wire         mc     = dlid[15:14] == 2'b11;
     wire [15:0]  lmc_keep = 16'hFFFF << port_lmc;            // the bits above the LMC's path bits
@@ -195,10 +202,12 @@ module hca_rx_ack #(
     // room for them and for PadCnt's bytes (ib.ParseWire's rules), and is exactly them for an
     // atomic ACK, which carries no payload (as an ACK: 7 words local, 17 global).
     wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
-    wire         rd_rsp   = is_ib && opcode >= 8'h0D && opcode <= 8'h10;
     wire [10:0]  rsp_w    = base_w + {10'd0, opcode != 8'h0E};
+    // A READ response's payload: the words past its headers and ICRC, less PadCnt's bytes (taken on
+    // a response that passes the length rule above, so never below 0).
+    wire [12:0]  rsp_pay  = {pktlen - rsp_w, 2'b00} - {11'd0, padcnt};
     wire         rsp_bad  = (rd_rsp && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
-                            (is_ib && opcode == 8'h12 && pktlen != base_w + 11'd3);
+                            (at_ack && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
                             (is_ib && pktlen < base_w) || grh_bad || rsp_bad ||
                             (is_ack && pktlen != (global ? 11'd17 : 11'd7));
@@ -213,12 +222,12 @@ module hca_rx_ack #(
     wire         pkey_bad = is_ib && !pkey_ok;
 
     // What the first beat said, held to the last: the flags below at sop, p_* after it.
-    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp;
+    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat;
     wire         k_ib    = c_sop ? is_ib    : p_ib;
     wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
     wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
     wire         k_mc    = c_sop ? mc       : p_mc;
-    wire         k_ack   = c_sop ? is_ack   : p_ack;
+    wire         k_ack   = c_sop ? to_req   : p_ack;
     wire         k_retry = c_sop ? retry    : p_retry;
     wire         k_rsp   = c_sop ? is_rsp   : p_rsp;
 
@@ -261,15 +270,22 @@ module hca_rx_ack #(
             p_hdr   <= hdr_bad;
             p_pkey  <= pkey_bad;
             p_mc    <= mc;
-            p_ack   <= is_ack;
+            p_ack   <= to_req;
             p_retry <= retry;
             p_rsp   <= is_rsp;
+            p_gat   <= global && at_ack;
         end
-        if (head && is_ack) begin
+        if (head && to_req) begin
             ack_qpn <= dqpn;
             ack_psn <= psn;
             ack_syn <= syn;
+            ack_op  <= opcode;
+            ack_len <= rsp_pay;
+            // The AtomicAckETH after the AETH: bytes 24..31 local; with a GRH bytes 64..71, the
+            // second beat's first 8 (below).
+            ack_orig <= c_data[511-8*24 -: 64];
         end
+        if (take && !c_sop && p_gat) ack_orig <= c_data[511 -: 64];
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
