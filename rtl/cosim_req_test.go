@@ -1653,7 +1653,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			}
 		}
 		wasErr := c.req.State == hca.QPErr
-		res := modelRx(c.req, a)
+		res, _ := modelRx(c.req, a)
 		if res.Rewound && !a.retry() {
 			return fmt.Sprintf("ACK %d (QPN %#x PSN %#x) makes the model retry: the run's ACKs must not pass a READ or atomic", i, a.qpn, a.psn)
 		}

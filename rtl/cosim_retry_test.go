@@ -381,7 +381,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 		case "A":
 			a := p.run.acks[num(1)]
 			q := qps[a.qpn&(reqQPs-1)]
-			r := modelRx(q.req, a)
+			r, _ := modelRx(q.req, a)
 			complete(q, r.Completions)
 			if tm != nil {
 				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(2))

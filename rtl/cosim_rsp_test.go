@@ -1,22 +1,270 @@
 package rtl
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
 )
 
+// ---- hca_requester's responses <-> hca.Requester.OnReadResponse, OnAtomicAck ----
+//
+// The emitted hca_transport (RETRY_CNT 3: retryTransport) in reqTB, on a
+// directed run of three contexts whose responder answers READs and atomics:
+// READ responses FIRST, MIDDLE, LAST and ONLY, atomic ACKs, responses that
+// acknowledge the SENDs and WRITEs before them (the model's ackThrough in
+// OnReadResponse and OnAtomicAck), responses the model drops (a duplicate,
+// one out of sequence, one of the wrong kind for the message holding its
+// PSN) and one past a READ never answered (the implied NAK: the READs go
+// again). Every response is ib.AppendWire's bytes, some with a GRH, gated
+// on the packets sent before it. The log is replayed into the model as
+// TestRequesterRetryCosim replays it (retryCheck, modelRx): every packet
+// the RTL commits is the model's Next then, byte for byte, and every
+// completion on cpl_* the model's, in order, and made by the model by the
+// point of the log where the RTL gives it.
+
 // modelRx is what the model's requester does with a packet hca_rx_ack hands
 // the requester (hca.Device.complete): OnAck for an ACKNOWLEDGE,
-// OnReadResponse for a READ response, OnAtomicAck for an atomic ACK.
-func modelRx(req *hca.Requester, a reqAck) hca.AckResult {
+// OnReadResponse for a READ response, OnAtomicAck for an atomic ACK. ok
+// is the model's "place the payload or the original value".
+func modelRx(req *hca.Requester, a reqAck) (res hca.AckResult, ok bool) {
 	if a.rsp == nil {
-		return req.OnAck(a.psn, a.syn)
+		return req.OnAck(a.psn, a.syn), false
 	}
 	p := a.packet()
 	if p.Opcode == ib.AtomicAcknowledge {
-		_, _, res := req.OnAtomicAck(p)
-		return res
+		_, ok, res = req.OnAtomicAck(p)
+		return res, ok
 	}
-	_, _, res := req.OnReadResponse(p)
-	return res
+	_, ok, res = req.OnReadResponse(p)
+	return res, ok
+}
+
+// rspPlan is a retryPlan whose run has responses; placed counts the
+// responses the model accepted, dropped those it did not.
+type rspPlan struct {
+	*retryPlan
+	placed, dropped int
+}
+
+// readRsp is READ response i of n at psn carrying length bytes (payload
+// bytes drawn from psn, so each response's differ).
+func readRsp(i, n int, psn uint32, length int, grh bool) reqAck {
+	pay := make([]byte, length)
+	for k := range pay {
+		pay[k] = byte(int(psn)*7 + k*13)
+	}
+	return reqAck{psn: psn & 0xFFFFFF, grh: grh, rsp: &ib.Packet{Opcode: hca.ReadResponseOpcode(i, n), PayloadLen: length, Payload: pay,
+		AETH: ib.AETH{Syndrome: hca.SynACKNoLimit, MSN: 1}}}
+}
+
+// atomicAck is an ATOMIC ACKNOWLEDGE at psn with original value orig.
+func atomicAck(psn uint32, orig uint64, grh bool) reqAck {
+	return reqAck{psn: psn & 0xFFFFFF, grh: grh, rsp: &ib.Packet{Opcode: ib.AtomicAcknowledge, AtomicAck: orig,
+		AETH: ib.AETH{Syndrome: hca.SynACKNoLimit, MSN: 1}}}
+}
+
+// newRspPlan builds the run (derivations in the comments: MTU m, PSNs mod
+// 2^24).
+func newRspPlan() *rspPlan {
+	p := &rspPlan{retryPlan: &retryPlan{run: &reqRun{}}}
+	run := p.run
+	qps := [3]*retryQP{}
+	cfgs := []*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
+	}
+	for _, it := range cfgs {
+		run.items = append(run.items, it)
+		qps[it.qix] = newRetryQP(it)
+	}
+	drain := func() {
+		for q, qp := range qps {
+			for qp.req.HasWork() {
+				psn, w := qp.send()
+				p.psns[q] = append(p.psns[q], psn)
+				run.wires = append(run.wires, w)
+				run.beats += len(w) / BlockBytes
+			}
+		}
+	}
+	index := uint16(0x80)
+	wqe := func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
+		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
+		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x5000_0000 + uint64(index)<<12, RKey: 0x6600 + uint32(index),
+			Imm: 0xBEEF0000 + uint32(index), SwapAdd: 0x1111 * uint64(index), Compare: 0x2222 * uint64(index), LocalAddr: laddr,
+			QPN: it.qpn, Index: index, Signaled: signaled}
+		index++
+		run.items = append(run.items, it)
+		for _, c := range qps[q].enqueue(it.wqe) {
+			p.status = append(p.status, c.Status)
+		}
+	}
+	// deliver offers a once every packet the model has sent so far has
+	// left (its gate), and runs the model on it.
+	deliver := func(q int, a reqAck) {
+		a.gate, a.qpn, a.msn = len(run.wires), qps[q].item.qpn, 1
+		run.acks = append(run.acks, a)
+		res, ok := modelRx(qps[q].req, a)
+		if a.rsp != nil {
+			if ok {
+				p.placed++
+			} else {
+				p.dropped++
+			}
+		}
+		for _, c := range res.Completions {
+			p.status = append(p.status, c.Status)
+		}
+		drain()
+	}
+	// Context 0, MTU 256, from PSN FFFFFE: M0 a SEND of 100 B (FFFFFE),
+	// M1 an unsignaled WRITE of 600 B (3 packets: FFFFFF 000000 000001,
+	// across the wrap), M2 a READ of 700 B (3 PSNs 000002..000004, one
+	// request packet at 000002), M3 a SEND of 10 B (000005).
+	wqe(0, hca.WRSend, 100, 0x10_0000+3, true)
+	wqe(0, hca.WRRDMAWrite, 600, 0x11_0000, false)
+	wqe(0, hca.WRRDMARead, 700, 0x12_0000+64, true)
+	wqe(0, hca.WRSend, 10, 0x13_0000, true)
+	drain()
+	// r0, M2's FIRST (000002, 256 B): in sequence (readGot 0); it
+	// acknowledges every PSN before it: M0 completes (a CQE) and M1 (no
+	// CQE: unsignaled); M2 has 256 B.
+	deliver(0, readRsp(0, 3, 0x000002, 256, true))
+	// r1, M2's LAST (000004) before its MIDDLE: out of sequence (index 2
+	// x 256 is not readGot 256): dropped.
+	deliver(0, readRsp(2, 3, 0x000004, 188, false))
+	// r2, the MIDDLE (000003): in sequence, M2 has 512 B.
+	deliver(0, readRsp(1, 3, 0x000003, 256, false))
+	// r3, the MIDDLE again (a duplicate): 256 is not 512, dropped.
+	deliver(0, readRsp(1, 3, 0x000003, 256, true))
+	// r4, the LAST (000004, 700 - 512 = 188 B): M2 has its 700, complete.
+	deliver(0, readRsp(2, 3, 0x000004, 188, false))
+	// a5, an ACK through 000005: M3 completes.
+	deliver(0, reqAck{psn: 0x000005, syn: hca.SynACK})
+	// Context 1, MTU 1024, from 000100: A0 a fetch and add (000100), S a
+	// SEND of 50 B (000101), A1 a compare and swap (000102), R a READ of
+	// 0 B (one PSN, 000103: a READ response ONLY of no payload).
+	wqe(1, hca.WRFetchAdd, 8, 0x20_0000, true)
+	wqe(1, hca.WRSend, 50, 0x21_0000+17, true)
+	wqe(1, hca.WRCompSwap, 8, 0x22_0000+8, true)
+	wqe(1, hca.WRRDMARead, 0, 0x23_0000, true)
+	drain()
+	// r6, A0's atomic ACK (000100): complete.
+	deliver(1, atomicAck(0x000100, 0x0123456789ABCDEF, false))
+	// r7, A1's atomic ACK (000102): it acknowledges S (000101) first; S
+	// and A1 complete, in order.
+	deliver(1, atomicAck(0x000102, 0xFEDCBA9876543210, true))
+	// r8, an atomic ACK at R's PSN (000103): R is a READ, not an atomic:
+	// dropped (and no implied NAK: R holds the PSN).
+	deliver(1, atomicAck(0x000103, 42, false))
+	// r9, a READ response ONLY at A1's PSN, long retired: nothing holds
+	// 000102, dropped.
+	deliver(1, readRsp(0, 1, 0x000102, 0, false))
+	// r10, R's ONLY (000103, 0 B): readGot 0 >= 0, R completes.
+	deliver(1, readRsp(0, 1, 0x000103, 0, true))
+	// Context 2, MTU 512, from 123456: R1 an unsignaled READ of 1000 B
+	// (123456 123457), R2 a READ of 1500 B (123458 123459 12345A), S2 a SEND of
+	// 600 B (12345B 12345C).
+	wqe(2, hca.WRRDMARead, 1000, 0x30_0000, false)
+	wqe(2, hca.WRRDMARead, 1500, 0x31_0000+100, true)
+	wqe(2, hca.WRSend, 600, 0x32_0000+1, true)
+	drain()
+	// r11, R2's FIRST (123458) while R1 has had nothing: R2 in sequence
+	// (the model places its 512 B), but R1's response was lost: the
+	// implied NAK, a retry from R1 (retry_cnt 3 -> 2): R1, R2 (its
+	// readGot back to 0) and S2 go again (123456, 123458, 12345B
+	// 12345C).
+	deliver(2, readRsp(0, 3, 0x123458, 512, false))
+	// r12..r13: R1's FIRST and LAST: R1 completes (progress: retry_cnt
+	// back to 3).
+	deliver(2, readRsp(0, 2, 0x123456, 512, false))
+	deliver(2, readRsp(1, 2, 0x123457, 488, true))
+	// r14..r16: R2's three: R2 completes.
+	deliver(2, readRsp(0, 3, 0x123458, 512, false))
+	deliver(2, readRsp(1, 3, 0x123459, 512, false))
+	deliver(2, readRsp(2, 3, 0x12345A, 476, false))
+	// a17, an ACK through 12345C: S2 completes.
+	deliver(2, reqAck{psn: 0x12345C, syn: hca.SynACK})
+	// Control: every handshake ready, every VL's credit plenty, a WQE or
+	// ACK offered whenever one is due.
+	for range 1500 {
+		run.ctrl = append(run.ctrl, [5]uint64{0x31f, 2048, 2048, 2048, 2048})
+	}
+	return p
+}
+
+// TestRspPlan: the model does in the run what the plan's comments derive,
+// so the co-simulation's comparison is against those numbers.
+func TestRspPlan(t *testing.T) {
+	p := newRspPlan()
+	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND).
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5}, p.psns[0], "context 0")
+	// Context 1: A0, S, A1, R.
+	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103}, p.psns[1], "context 1")
+	// Context 2: R1, R2, S2 (2 packets), then again after the implied NAK.
+	assert.Equal(t, []uint32{0x123456, 0x123458, 0x12345B, 0x12345C, 0x123456, 0x123458, 0x12345B, 0x12345C}, p.psns[2], "context 2")
+	// Completions (signaled or not): M0 M1 on r0, M2 on r4, M3 on a5; A0
+	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r16, S2 on a17.
+	want := make([]hca.WCStatus, 11)
+	assert.Equal(t, want, p.status, "completion statuses (all WCSuccess)")
+	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16; dropped: r1
+	// r3, r8 r9.
+	assert.Equal(t, 12, p.placed, "responses the model accepts")
+	assert.Equal(t, 4, p.dropped, "responses the model drops")
+	assert.Equal(t, 18, len(p.run.acks), "ACKs and responses")
+}
+
+// TestRequesterResponseCosim: hca_requester completes READs and atomics
+// on their responses as the model does, and drops or retries on those the
+// model drops or retries on; each mutant of the response logic fails.
+func TestRequesterResponseCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	p := newRspPlan()
+	dir := t.TempDir()
+	f, rx := "hca_requester.v", "hca_rx_ack.v"
+	for _, m := range []struct{ name, file, old, new string }{
+		{name: "unmutated"},
+		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
+		{"a response out of sequence taken", f, "n_from == h_ack[e_ctx*24 +: 24] && !h_d[23];", "!h_d[23];"},
+		{"a response of the wrong kind taken", f, "(e_rrd ? h_op == 3'd4 : h_op != 3'd4)", "1'b1"},
+		{"a response acknowledging nothing before it", f, "wire             h_ok     = (h_acked || h_fin)", "wire             h_ok     = ((h_acked && !e_rsp) || h_fin)"},
+		{"a READ's responses not counted", f, "wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};", "wire [23:0]      w_k      = n_from + {23'd0, e_incl};"},
+		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
+	} {
+		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			replace := mutatedSource(t, m.file, m.old, m.new)
+			writeRetryBench(t, ctx, d, p.retryPlan, replace)
+			res := runRetry(t, ctx, d, "r", p.retryPlan, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			if m.file != "" {
+				bad := res.errors > 0 || res.checked != p.run.beats || res.acks != len(p.run.acks)
+				assert.True(t, bad, "the response co-simulation passes a requester with %s", m.name)
+				t.Logf("%d mismatches, %d of %d beats: %s", res.errors, res.checked, p.run.beats, strings.Join(res.first, "; "))
+				return
+			}
+			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+			assert.Equal(t, p.run.beats, res.checked, "beats compared")
+			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and responses taken")
+			for q := range p.psns {
+				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
+			}
+			// The CQEs: the signaled completions of the plan (M0 M2 M3,
+			// A0 S A1 R, R2 S2: M1 and R1 are unsignaled), each success.
+			assert.Equal(t, make([]hca.WCStatus, 9), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+		})
+	}
 }
