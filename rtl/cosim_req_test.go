@@ -1926,7 +1926,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
 		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
-		{"an ACK completing a message not yet sent", f, "wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};", "wire             h_ok     = h_acked;"},
+		{"an ACK completing a message not yet sent", f, "wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin) && e_lim != {IF_W{1'b0}};",
+			"wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin);"},
 		// The purge.
 		{"no purge", f, "head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};", "head_dead  = 1'b0;"},
 		// The receive path: hca_rx_ack's decode, the NAKs in hca_requester.
@@ -1938,7 +1939,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 			"pkey_tab[16*pi +: 16] <= 16'h0000;"},
 		{"a NAK acknowledging its own PSN", f, "((e_incl && h_d == 24'd0) || h_d[23])", "((h_d == 24'd0) || h_d[23])"},
 		{"every message a NAK flushes with its status", f, "(eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
-		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&", ""},
+		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&", ""},
 		{"purged messages not counted off as they leave", f, "purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};",
 			"purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W];"},
 	} {

@@ -312,6 +312,9 @@ module hca_requester #(
     reg              e_tmo;                // the job is a local ACK timeout's retry (hca.Requester.OnTimeout)
     reg              e_rsp;                // the job is a response's: a READ response or an atomic ACK
     reg              e_rrd;                // a READ response (else an atomic ACK)
+    reg              e_scan;               // a response's scan: the ring read from the head for the message holding its PSN
+    reg  [PW-1:0]    e_sp;                 // the scan's place in the ring
+    reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -690,7 +693,10 @@ module hca_requester #(
     wire [PW-1:0]    e_hd     = oq_hd[e_ctx*PW +: PW];
     wire [PW-1:0]    e_tl     = oq_tl[e_ctx*PW +: PW];
     wire             e_any    = e_hd != e_tl;
-    wire [100:0]     h_ent    = oq_mem[{e_ctx, e_hd[OQ_W-1:0]}];
+    // The ring entry the job reads: the head, or during a response's scan the scanned one (one read
+    // port for both).
+    wire [PW-1:0]    h_ptr    = e_scan ? e_sp : e_hd;
+    wire [100:0]     h_ent    = oq_mem[{e_ctx, h_ptr[OQ_W-1:0]}];
     wire             h_rdat   = h_ent[100];
     wire             h_sig    = h_ent[99];
     // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
@@ -704,19 +710,32 @@ module hca_requester #(
     // The PSN's place in the head: its packets before it (a NAK's find and resend, a response's
     // sequence check).
     wire [23:0]      n_from   = e_pt - h_ent[47:24];
-    // A response for the head (hca.Requester.OnReadResponse, OnAtomicAck): a READ response for a
-    // READ, an atomic ACK for an atomic, already sent, in sequence (the PSN is the head's first plus
-    // the responses it has had, h_ack: the model's readGot / MTU, each response but the last carrying
-    // an MTU; an atomic has none), not past the head's last PSN. One at the head's last PSN (an
-    // atomic's only one) completes it: the walk takes it as it takes an acknowledged SEND or WRITE.
+    // A response the model takes (hca.Requester.OnReadResponse, OnAtomicAck), for the head: the scan
+    // below found the message holding its PSN and the response in sequence for it (e_ok), and the
+    // walk has brought that message to the ring's head (the head holds the PSN). Its sequence: the
+    // PSN is the message's first plus the responses it has had (h_ack for the head: the model's
+    // readGot / MTU, each response but the last carrying an MTU; none for an atomic). One at the
+    // head's last PSN (an atomic's only one) completes it: the walk takes it as it takes an
+    // acknowledged SEND or WRITE.
     wire [2:0]       h_op     = h_ent[98:96];
-    wire             h_acc    = e_rsp && h_rdat && e_lim != {IF_W{1'b0}} && (e_rrd ? h_op == 3'd4 : h_op != 3'd4) &&
-                                n_from == h_ack[e_ctx*24 +: 24] && !h_d[23];
+    wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;
+    wire             h_acc    = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
     wire             h_fin    = h_acc && h_d == 24'd0;
-    wire             walking  = eng_busy && eng_ack && !e_nakf;
+    wire             walking  = eng_busy && eng_ack && !e_nakf && !e_scan;
+    // A response's scan (before its walk, a cycle an entry from the head): the model acknowledges
+    // the PSNs before a response's (ackThrough) only when the message holding its PSN (find) takes
+    // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its PSN
+    // the message's first plus the responses it has had: h_ack for the head, none for a later one).
+    // The scan ends at that message (e_ok: the response is in sequence for it), or past the
+    // messages sent when the response was taken (e_lim), or at the ring's tail (none holds the PSN:
+    // e_ok 0). Without e_ok the walk retires nothing; the implied NAK is judged as after any walk.
+    wire [PW-1:0]    s_idx    = e_sp - e_hd;
+    wire             s_end    = e_sp == e_tl || {{(IF_W-PW){1'b0}}, s_idx} >= e_lim;
+    wire             s_hold   = !n_from[23] && !h_d[23];
+    wire             s_in     = h_rdat && h_kind && n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
-    wire             h_ok     = (h_acked || h_fin) && e_lim != {IF_W{1'b0}};
+    wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin) && e_lim != {IF_W{1'b0}};
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
     // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
@@ -731,7 +750,7 @@ module hca_requester #(
     wire [IF_W-1:0]  a_cnt_w  = {{(IF_W-PW){1'b0}}, a_cnt};
     wire [IF_W-1:0]  a_unsent = unsent[aix*IF_W +: IF_W];
     wire             out_free = !cpl_valid || cpl_ready;
-    wire             pop      = eng_busy && e_any && (walking ? h_ok && (!h_sig || out_free) : out_free);
+    wire             pop      = eng_busy && !e_scan && e_any && (walking ? h_ok && (!h_sig || out_free) : out_free);
     wire             emit_hd  = pop && (!walking || h_sig);
     wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
     // A sequence error or RNR NAK, at the walk's end (hca.Requester.OnAck after its ackThrough and
@@ -757,7 +776,7 @@ module hca_requester #(
     wire             rewind   = walk_end && ((r_seq && !r_start && !r_exc) || (r_rnr && !n_exc));
     // The failure of a NAK or of exhausted retries: the flush follows.
     wire             any_fail = nak_fail || exc_fail;
-    wire             eng_done = walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
+    wire             eng_done = e_scan ? 1'b0 : walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
     // The head's packets the ACK or NAK acknowledges (hca.Requester.ackThrough on the message its PSN
     // lies in, the walk having stopped there): PSN - first, + 1 for an ACK. More than before is kept
     // (h_ack); for an ACK it is progress (ackThrough's advanced: counters restored, timer restarted).
@@ -853,6 +872,7 @@ module hca_requester #(
             eng_busy  <= 1'b0;
             eng_ack   <= 1'b0;
             e_nakf    <= 1'b0;
+            e_scan    <= 1'b0;
             e_ctx     <= {QPN_W{1'b0}};
             cpl_valid <= 1'b0;
         end else begin
@@ -953,6 +973,7 @@ module hca_requester #(
                 if (eng_done) eng_busy <= 1'b0;
                 if (any_fail) e_nakf <= 1'b1;
                 if (pop && walking) e_prog <= 1'b1;
+                if (e_scan && (s_end || s_hold)) e_scan <= 1'b0;
                 if (pop && e_nakf) e_fpop <= 1'b1;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
@@ -962,6 +983,7 @@ module hca_requester #(
                 e_fpop   <= 1'b0;
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
+                e_scan   <= a_rsp;
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
@@ -1000,6 +1022,12 @@ module hca_requester #(
             e_tmo   <= 1'b0;
             e_rsp   <= a_rsp;
             e_rrd   <= a_rrd;
+            e_sp    <= oq_hd[aix*PW +: PW];
+            e_ok    <= 1'b0;
+        end
+        if (eng_busy && e_scan) begin
+            if (!s_end && s_hold) e_ok <= s_in;
+            else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};
         end
         if (eng_idle && tmo_take && tmo_ok) begin
             e_psn   <= 24'd0;  // e_pt is the head's oldest unacknowledged PSN
@@ -1038,7 +1066,7 @@ module hca_requester #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, ack_len, ack_orig, rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, ack_len, ack_orig, h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
