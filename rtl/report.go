@@ -162,7 +162,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// length, DLID, TVer, P_Key) and their headers decoded, ACKs and
 		// NAKs into the requester, the rest counted and dropped; its
 		// ib_icrc a black box (the line above).
-		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK decode into the requester, drop counters (ICRC apart)", Instances: 1},
+		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK and response decode into the requester, drop counters (ICRC apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes

@@ -261,6 +261,9 @@ func TestReportYosys(t *testing.T) {
 	// timeout bit 1.
 	// The count of ACKs for a QPN no context holds (no_qp), 16 bits with
 	// a reset.
+	// The responses: with a reset, the scan's bit 1; without, the job's
+	// response and READ-response bits 2, the scan's ring pointer 3 + 1
+	// and its match bit 1.
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
@@ -268,7 +271,8 @@ func TestReportYosys(t *testing.T) {
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
-		8*(24+1+27)+1+16,
+		8*(24+1+27)+1+16+
+		(1+2+4+1),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -279,8 +283,11 @@ func TestReportYosys(t *testing.T) {
 	// the decode (ICRC or length, header, P_Key, multicast); what the
 	// first beat said, held to the last: raw or IBA, header bad, P_Key
 	// bad, multicast, an ACKNOWLEDGE, a retried NAK, a response, 7 one-bit
-	// flags; and the P_Key table, PKEY_N (4) entries of 16 bits.
-	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16, flops[synthKey("hca_rx_ack", nil)])
+	// flags; and the P_Key table, PKEY_N (4) entries of 16 bits. The
+	// responses the register carries too: the opcode 8, a READ response's
+	// payload bytes 13, an atomic ACK's original value 64, and the flag
+	// of a global atomic ACK (its value is in its second beat) 1.
+	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1), flops[synthKey("hca_rx_ack", nil)])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
 			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")

@@ -204,13 +204,18 @@ a multicast or the permissive DLID (0xC000..0xFFFF: UD's and subnet management's
 requester's) on rx_mcast_drop. port_lid and port_lmc are the port's base LID and LMC as the subnet
 manager set them: the QP contexts' qp_cfg_slid is the SLID their packets carry, which an integrator
 sets from the same LIDs (the RTL does not compare them). A packet that passes is decoded
-(LRH, GRH when LNH = 3, BTH, AETH): every RC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome)
-at its last beat (one for a QPN no context holds is dropped there, counted on rx_no_qp); the rest
-is dropped and counted: READ responses, atomic ACKs and CNPs on
-rx_rsp_todo (TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
+(LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
+ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
+length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
+is dropped there, counted on rx_no_qp); the rest is dropped and counted: CNPs on rx_rsp_todo
+(TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
 and RNR NAKs also count on rx_nak_retry. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
-READs and atomics wait for their responses (TODO); a NAK completes those before its PSN, and one
+a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAtomicAck): one in
+sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
+READ's last (the atomic's only) completes it; one the model drops (out of sequence, a duplicate,
+the wrong kind) acknowledges nothing; one past a READ or atomic never answered is the implied NAK
+(a retry); a NAK completes those before its PSN, and one
 with code 1, 2 or 3+ fails the message holding its PSN (REM_INV_REQ_ERR, REM_ACCESS_ERR,
 REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck); a sequence error or
 RNR NAK (or one past a READ or atomic never answered: the implied NAK) makes the requester purge
@@ -219,8 +224,9 @@ the QP's packets not yet sent and resend go-back-N from the NAK's packet, after 
 hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR. A local
 ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
 resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
-TODO: READ responses and atomic ACKs (their completions and data; a READ retried after part of
-its response, asking for the rest), the GRH's DGID and the QP's P_Key index on receive,
+TODO: the responses' data (a READ response's payload and an atomic's original value into host
+memory through DMA wr0, which has no byte enables), a READ retried after part of its response
+asking for the rest, the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
@@ -377,13 +383,13 @@ key checks (kc_*).`,
 			portIn("rx_vl", "VL_W", ""),
 			portOut("rx_ready", "", ""),
 			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, which hca_requester retries (saturating)"),
-			portOut("rx_rsp_todo", "16", "received READ responses, atomic ACKs and CNPs, dropped: TODO (saturating)"),
+			portOut("rx_rsp_todo", "16", "received CNPs, dropped: TODO (saturating)"),
 			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
 			portOut("rx_icrc_err", "16", "received packets whose ICRC or length failed, dropped (saturating)"),
 			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, GRH or length malformed (hca_rx_ack's header), dropped (saturating)"),
 			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
 			portOut("rx_mcast_drop", "16", "received packets to a multicast or the permissive DLID (0xC000..0xFFFF), dropped: not for an RC requester (saturating)"),
-			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs for a QPN no QP context holds, dropped (saturating)"),
+			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs and responses for a QPN no QP context holds, dropped (saturating)"),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
 			portOut("cpl_cqn", "CQN_W", ""),

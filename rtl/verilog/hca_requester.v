@@ -2,7 +2,7 @@
 // atomics: the QP contexts, the next message from the parsed WQEs, the payload reads through DMA
 // client rd1 into a payload buffer, hca_tx_path on them, a packet queue that offers whole
 // packets to the port (tx_*, ib_tx_vl_port's contract), and the completions (cpl_*) of the WQEs it
-// takes, on the ACKs and NAKs ack_* brings (hca_rx_ack, from the received packets) or at decode. Go model: hca.Requester (Enqueue: the PSNs
+// takes, on the ACKs, NAKs and responses ack_* brings (hca_rx_ack, from the received packets) or at decode. Go model: hca.Requester (Enqueue: the PSNs
 // a message takes; Next: its packets) with hca.Device.address's addressing and the payload
 // hca.Device.schedule reads, encoded by ib.AppendWire; rtl/cosim_req_test.go runs this block (inside
 // the emitted hca_transport) with ib_vcrc after tx_* and requires every packet to be the model's,
@@ -35,7 +35,7 @@
 // takes the context's PSN as its first and moves it by the PSNs it uses
 // (hca.Requester.Enqueue): max(1, ceil(length / MTU)) for a SEND, WRITE or READ (a READ's response
 // packets), 1 for an atomic, mod 2^24. No limit on READs and atomics in flight (the model's
-// max_rd_atomic: TODO with the responses that release them), and nothing waits for an ACK.
+// max_rd_atomic: TODO), and nothing waits for an ACK.
 //
 // Payload reads (rd1, hca_dma_engine's client contract: whole 64-byte blocks, responses in request
 // order, one a beat, no back-pressure): a SEND or WRITE of L > 0 bytes at LocalAddr reads
@@ -70,7 +70,7 @@
 // the ring from the oldest message, one a cycle: a SEND or WRITE whose last PSN is at or before
 // ack_psn, modulo 2^24 (hca's psnDiff <= 0), leaves, with a completion when signaled; the walk stops
 // at the first message not covered and at a READ or atomic (the model completes those on their
-// responses only: TODO here, so they and everything behind them wait). One completion a cycle at
+// responses only, below: they and everything behind them wait). One completion a cycle at
 // most, into an output register (cpl_* valid/ready): CQN and QPN from the context, status 0
 // (success), 2 (LOC_QP_OP_ERR) or 5 (WR_FLUSH_ERR), the WQE's opcode, index (wqe_counter) and
 // length (byte count), as hca.RequesterCQE; hca_transport adds opcode REQ and zeros. The engine does
@@ -130,9 +130,34 @@
 // sequence error NAKs; none left, the head fails with RETRY_EXC_ERR (12), the rest flushed, the
 // context to ERR. A timer that expires on a context in ERR, or whose head has no packet committed,
 // stops (the model's OnTimeout does nothing).
-// Not here: responses and their completions (so a READ is resent from its request, the model's
-// readGot being 0 without responses), an implied NAK on an ACK or a response
-// (only on a NAK here), the model's round robin over QPs
+// Responses (ack_op 0x0D..0x10 a READ response, 0x12 an atomic ACK: hca.Requester.OnReadResponse,
+// OnAtomicAck), taken as jobs like ACKs, in the order hca_rx_ack gives them; dropped, not looked at
+// further, for a context that does not hold ack_qpn (counted on no_qp) or is in ERR. First a scan
+// (a cycle an entry, from the head, through the messages sent when the response was taken) for
+// the message holding its PSN: it takes the response when it is a READ for a READ response or an
+// atomic for an atomic ACK and the response is in sequence for it (its PSN the message's first
+// plus the responses it has had: per context the head's count, h_ack, which a NAK's partial
+// acknowledgement of a SEND or WRITE uses otherwise; 0 for a later message). Only then does the
+// walk run, not inclusive (ackThrough(psn, false)): the SENDs and WRITEs before the PSN leave as
+// for a NAK, and, the message then at the head, the response counts one more of its responses
+// (progress: OnReadResponse's data for the oldest message), or, at its last PSN (an atomic's only
+// one), completes it in the walk, a CQE when signaled (byte count the WQE's length). Without the
+// scan's match the walk retires nothing, as the model runs no ackThrough for a response it drops
+// (a duplicate, one out of sequence, one of the wrong kind, one for a PSN no message holds). After
+// the walk, the implied NAK as for a NAK: the head a READ or atomic already sent whose PSNs all lie
+// before the response's, a retry from it by the sequence error's rules. The payload and the
+// original value (ack_len, ack_orig) are not written to host memory (TODO: through DMA wr0, which
+// has no byte enables; the model writes the payload at LocalAddr + readGot and the atomic's 8
+// bytes at LocalAddr). A READ completes on its last PSN, where the model counts bytes (readGot >=
+// Length): the same for every response whose FIRST and MIDDLEs carry an MTU each, as the model's
+// responder sends them (the payload length against the path MTU is not checked).
+// Not here: a READ retried after part of its responses asks for it whole (the model asks for the
+// rest: its RETH and PSN from readGot), the responses the model keeps for a READ that is not the
+// ring's head (a response in sequence for a later READ while an earlier READ or atomic is
+// unanswered: the model places it and, if it completes that READ or atomic, keeps it completed and
+// sends it no more, and it marks the SENDs and WRITEs between acknowledged, not to be resent; here
+// the response is dropped and the retry resends them all), an implied NAK on an ACK (only on a
+// NAK or a response here), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.

@@ -1,10 +1,11 @@
 // hca_rx_ack: the receive side of hca_transport's requester: it checks each received packet as IBA
 // requires of a channel adapter before acting on it (the ICRC and the length, LRH.DLID against
 // the port's LIDs, BTH.TVer, the P_Key against the port's P_Key table, a unicast DLID), decodes its
-// headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK) that passed to
-// hca_requester's ack_* port; everything else it consumes and drops, counted.
-// Go model: hca.Device.complete's ACKNOWLEDGE case, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome) on
-// the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
+// headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK), RDMA READ response
+// (0x0D..0x10) and ATOMIC ACKNOWLEDGE (0x12) that passed to hca_requester's ack_* port, in the order
+// they came; everything else it consumes and drops, counted.
+// Go model: hca.Device.complete, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome), OnReadResponse and
+// OnAtomicAck on the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
 // the P_Key 0xFFFF on every packet and every port, and multicast only to UD QPs, so it has no
 // drop here and checks none of the LID, P_Key and multicast rules: every packet it makes passes
 // them; the GRH and length rules are its parser's, ib.ParseWire's); rtl/cosim_req_test.go sends
@@ -77,17 +78,26 @@
 //   of the packet's headers: a counter of its own, not hdr_err (PortRcvErrors' kind), so a UD
 //   receive path can take them later without changing what hdr_err means. Decided after the
 //   P_Key, which IBA checks on multicast packets too.
-// - Then as before: an ACKNOWLEDGE goes to ack_*; a READ response, an atomic ACK or a CNP counts
-//   on rsp_todo; anything else on not_req. An ACKNOWLEDGE for a QPN no context holds is
-//   hca_requester's to count (its no_qp: the contexts are there).
+// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; a CNP counts on
+//   rsp_todo; anything else on not_req. One for a QPN no context holds is hca_requester's to count
+//   (its no_qp: the contexts are there).
 // Decisions:
 // - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
 //   beat (sop) said is held in seven flags meanwhile (p_*). An ACKNOWLEDGE is one beat local (8 + 12
 //   + 4 + ICRC 4 + VCRC 2 = 30 bytes), two global (70 bytes: the second beat holds only the CRCs):
 //   a local ACK reaches ack_* a cycle later than before this check, a global one two.
-// - An ACKNOWLEDGE that passes goes out on ack_* (an output register, valid/ready: ack_qpn =
-//   DestQP, ack_psn = PSN, ack_syn = the syndrome, whatever it says: hca_requester decides what a
-//   syndrome does, as OnAck does). The QPN, PSN and syndrome are loaded at its sop, while ack_valid
+// - An ACKNOWLEDGE, READ response or atomic ACK that passes goes out on ack_* (an output register,
+//   valid/ready: ack_qpn = DestQP, ack_psn = PSN, ack_syn = the AETH syndrome, whatever it says:
+//   hca_requester decides what a syndrome does, as OnAck does, and reads none for a response, as
+//   OnReadResponse and OnAtomicAck read none (a MIDDLE has no AETH: ack_syn is then its first
+//   payload byte); ack_op = BTH.OpCode; ack_len = a READ response's payload bytes, PktLen x 4 less
+//   its headers (LRH, GRH, BTH, the AETH but for a MIDDLE), its ICRC and PadCnt's pad bytes;
+//   ack_orig = an atomic ACK's AtomicAckETH, the original remote value, bytes 24..31 local, with a
+//   GRH bytes 64..71, the first 8 of the packet's second beat, loaded there). ack_len and ack_orig
+//   are for the placement of the payload and the original value, TODO in hca_requester; the
+//   payload's beats themselves are dropped here (TODO with the placement: a realigner, the
+//   payload starts 20, 24, 60 or 64 bytes into the packet, and a buffer that holds a response's
+//   blocks until the requester has judged it). The QPN, PSN and syndrome are loaded at its sop, while ack_valid
 //   is 0 or the requester takes the previous ACK in the same cycle, and ack_valid rises at its
 //   eop, so no second copy of them is needed. The decoder's ready is 0 while the register holds
 //   an ACK ack_ready has not taken, for every beat: the packet stream waits (ib_rx_vl_buffers
@@ -95,10 +105,8 @@
 // - A sequence error NAK (syndrome 0x60) or an RNR NAK (0x20..0x3F) also counts on nak_retry:
 //   hca_requester completes what it implicitly acknowledges and retries go-back-N (after the RNR
 //   wait), or fails the QP when its retry counters are spent (its header).
-// - Packets for the requester it does not act on yet count on rsp_todo and are dropped: RDMA READ
-//   responses (0x0D..0x10), ATOMIC ACKNOWLEDGE (0x12), CNPs (0x80, congestion control's; ours).
-//   Their completions and data placement are TODO, and so is their QPN's check against the
-//   contexts.
+// - CNPs (0x80, congestion control's; ours) count on rsp_todo and are dropped: TODO with
+//   congestion control.
 // - Every other packet counts on not_req and is dropped: requests for a responder (the responder
 //   is not built in RTL), UD and other transports, a raw LNH.
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
