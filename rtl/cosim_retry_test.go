@@ -272,6 +272,7 @@ type retryResult struct {
 	status  []hca.WCStatus // the completions' statuses on cpl_*
 	waits   int            // RNR waits checked
 	acks    int
+	cplHeld int    // cycles a completion waited for cpl_ready
 	tmos    [3]int // per context, the timeouts the RTL took and the model agreed with
 }
 
@@ -329,6 +330,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
 	res := &retryResult{}
 	res.acks, _ = strconv.Atoi(m[12])
+	res.cplHeld, _ = strconv.Atoi(m[14])
 	if m[22] != "0" {
 		res.fail("nothing moved for 4000 cycles")
 	}

@@ -3,6 +3,7 @@ package rtl
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,6 +209,27 @@ func newRspPlan() *rspPlan {
 	return p
 }
 
+// stall replaces the run's control with one that holds every handshake
+// back now and then: WQEs, ACKs and responses offered, rd1's ready and
+// answers, out_ready, the picks and cpl_ready, each in 256-cycle phases
+// of 10 to 90 % (phaseProb), the credits plenty. The model's replay does
+// not depend on the timing, so the run's expectations stay the plan's.
+func (p *rspPlan) stall(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 0x57a11))
+	var ph [7]float64
+	p.run.ctrl = p.run.ctrl[:0]
+	for c := range 12000 {
+		w := [5]uint64{0, 2048, 2048, 2048, 2048}
+		for i, b := range []int{0, 1, 2, 3, 4, 8, 9} {
+			if r.Float64() < max(phaseProb(r, c, &ph[i]), 0.1) {
+				w[0] |= 1 << b
+			}
+		}
+		w[0] |= uint64(r.IntN(4)) << 5 // the VL the pick search starts at
+		p.run.ctrl = append(p.run.ctrl, w)
+	}
+}
+
 // TestRspPlan: the model does in the run what the plan's comments derive,
 // so the co-simulation's comparison is against those numbers.
 func TestRspPlan(t *testing.T) {
@@ -235,11 +257,11 @@ func TestRspPlan(t *testing.T) {
 func TestRequesterResponseCosim(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
-	p := newRspPlan()
 	dir := t.TempDir()
 	f, rx := "hca_requester.v", "hca_rx_ack.v"
 	for _, m := range []struct{ name, file, old, new string }{
 		{name: "unmutated"},
+		{name: "unmutated, stalled"},
 		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
 		{"a response out of sequence acknowledging what is before it", f, "wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin)",
 			"wire             h_ok     = (h_acked || h_fin)"},
@@ -251,10 +273,14 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a READ's responses not counted", f, "wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};", "wire [23:0]      w_k      = n_from + {23'd0, e_incl};"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
 	} {
-		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
+			p := newRspPlan()
+			if strings.HasSuffix(m.name, "stalled") {
+				p.stall(cosimSeeds[0])
+			}
+			d := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(m.name))
 			require.NoError(t, os.MkdirAll(d, 0o755))
 			replace := mutatedSource(t, m.file, m.old, m.new)
 			writeRetryBench(t, ctx, d, p.retryPlan, replace)
@@ -274,6 +300,13 @@ func TestRequesterResponseCosim(t *testing.T) {
 			// The CQEs: the signaled completions of the plan (M0 M2 M3,
 			// A0 S A1 R, R2 S2: M1 and R1 are unsignaled), each success.
 			assert.Equal(t, make([]hca.WCStatus, 9), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+			if strings.HasSuffix(m.name, "stalled") {
+				// The stalls reached the completions: some waited for
+				// cpl_ready (the all-ready run's never do).
+				assert.Positive(t, res.cplHeld, "cycles a completion waited for cpl_ready")
+			} else {
+				assert.Zero(t, res.cplHeld, "cycles a completion waited for cpl_ready with it always 1")
+			}
 		})
 	}
 }
