@@ -1011,7 +1011,12 @@ module tb;
     reg cfg_held, take_cfg;
     integer dropped, drops, cfg_ack, cfg_wait;
     wire qp_cfg_ready;
-    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready;
+    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready, wr_ready;
+    // wr0, the payload writes (READ responses' payloads): taken when the control's bit 10 says.
+    wire wr_valid;
+    wire [63:0] wr_addr;
+    wire [15:0] wr_len;
+    wire [511:0] wr_data;
     reg [1:0] pick_vl;
     reg [47:0] credit;
     reg [511:0] rsp_data;
@@ -1053,7 +1058,7 @@ module tb;
         .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
         .pay_rsp_valid(rsp_valid), .pay_rsp_data(rsp_data),
-        .pay_wr_valid(), .pay_wr_addr(), .pay_wr_len(), .pay_wr_data(), .pay_wr_ready(1'b0),
+        .pay_wr_valid(wr_valid), .pay_wr_addr(wr_addr), .pay_wr_len(wr_len), .pay_wr_data(wr_data), .pay_wr_ready(wr_ready),
         .tx_vl_waiting(waiting), .tx_vl_credit(credit), .tx_pick_valid(pick_valid), .tx_pick_vl(pick_vl),
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),
@@ -1093,7 +1098,7 @@ module tb;
         fl = $fopen(path, "w");
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
         pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
-        rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0;
+        rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0; wr_ready = 1'b0;
         port_lmc = lmc[2:0]; pkey_cfg_valid = 1'b0; pkey_cfg_index = 16'd0; pkey_cfg_key = 16'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
@@ -1131,13 +1136,14 @@ module tb;
             @(negedge clk);
             if (take_dec || take_cfg) ii = ii + 1;
             if (take_rx) ri = ri + 1;
-            cw = drain ? 60'h800_800_800_800_31e : ctrl[c];
+            cw = drain ? 60'h800_800_800_800_71e : ctrl[c];
             // The received packets' beats (rx.hex: gate, sop, eop, data), a packet's first beat once
             // gate packets have left tx_* (so the responder could have answered them), held until
             // taken.
             rk = ri < nrx ? rxs[ri] : 532'd0;
             rx_valid = !drain && ri < nrx && (rx_held || (eops >= rk[531:516] && cw[9]));
             cpl_ready = cw[8];
+            wr_ready = cw[10];
             it = ii < nit ? items[ii] : 448'd0;
             if (ii < nit && it[411:408] == 4'd0) every_r = it[16:0];
             // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
@@ -1202,6 +1208,7 @@ module tb;
                 cpls = cpls + 1;
             end
             if (cpl_valid && !cpl_ready) cpl_held = cpl_held + 1;
+            if (wr_valid && wr_ready) $fdisplay(fl, "W %h %h %h %0d", wr_addr, wr_len, wr_data, c);
             take_rd = rd_req_valid && rd_req_ready;
             if (take_rd) begin
                 $fdisplay(fl, "R %h %h", rd_req_addr, rd_req_len);
@@ -1244,6 +1251,7 @@ module tb;
                 got = got + 1;
             end
             if (take_dec || take_cfg || take_rx || take_rd || rsp_valid || (tx_valid && tx_ready) || (cpl_valid && cpl_ready) ||
+                (wr_valid && wr_ready) ||
                 (dut.ack_valid && dut.ack_ready))
                 idle = 0;
             else
@@ -1385,6 +1393,8 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 				}
 				blk++
 			}
+		case "W":
+			res.fail("a payload write on wr0 at %s: the run has no READ response a context takes", fields[1])
 		case "C":
 			vl, _ := strconv.Atoi(fields[1])
 			cr, _ := strconv.Atoi(fields[2])
@@ -1653,7 +1663,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			}
 		}
 		wasErr := c.req.State == hca.QPErr
-		res, _ := modelRx(c.req, a)
+		res, _, _ := modelRx(c.req, a)
 		if res.Rewound && !a.retry() {
 			return fmt.Sprintf("ACK %d (QPN %#x PSN %#x) makes the model retry: the run's ACKs must not pass a READ or atomic", i, a.qpn, a.psn)
 		}
@@ -1926,8 +1936,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
 		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
-		{"an ACK completing a message not yet sent", f, "wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin) && e_lim != {IF_W{1'b0}};",
-			"wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin);"},
+		{"an ACK completing a message not yet sent", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};",
+			"h_cover  = h_acked && (!e_rsp || e_ok);"},
 		// The purge.
 		{"no purge", f, "head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};", "head_dead  = 1'b0;"},
 		// The receive path: hca_rx_ack's decode, the NAKs in hca_requester.

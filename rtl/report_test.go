@@ -68,6 +68,7 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 8*8*320, r.Buffers[14].TotalBits)
 	assert.Equal(t, 4*4, r.Buffers[15].TotalBits)
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
+	assert.Contains(t, PrimitiveSource("hca_rx_ack.v"), fmt.Sprintf("localparam integer PD_DEPTH = %d;", RxPayBlocks))
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
@@ -263,7 +264,12 @@ func TestReportYosys(t *testing.T) {
 	// a reset.
 	// The responses: with a reset, the scan's bit 1; without, the job's
 	// response and READ-response bits 2, the scan's ring pointer 3 + 1
-	// and its match bit 1.
+	// and its match bit 1. Their payload's drain: with a reset, the
+	// job's blocks-to-judge bit 1 and the drain's blocks left 7; without,
+	// the job's block count 7, the write bit 1, the write's address 64
+	// (its low bits the READ's local address's, which only the alignment
+	// check refuses) and its length 7 (blocks x 64: bits 5:0 and 15:13
+	// are 0).
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
@@ -272,7 +278,7 @@ func TestReportYosys(t *testing.T) {
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
 		8*(24+1+27)+1+16+
-		(1+2+4+1),
+		(1+2+4+1)+(1+7+7+1+64+7),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -286,8 +292,14 @@ func TestReportYosys(t *testing.T) {
 	// flags; and the P_Key table, PKEY_N (4) entries of 16 bits. The
 	// responses the register carries too: the opcode 8, a READ response's
 	// payload bytes 13, an atomic ACK's original value 64, and the flag
-	// of a global atomic ACK (its value is in its second beat) 1.
-	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1), flops[synthKey("hca_rx_ack", nil)])
+	// of a global atomic ACK (its value is in its second beat) 1. The
+	// payload's realigner: the previous beat 512, the offset's code 2
+	// bits that Yosys's FSM pass re-encodes one-hot (4), the payload's
+	// blocks 7, those pushed 7, the beat count 7, the READ-response flag
+	// 1, the blocks handed on (ack_blk) 7; its FIFO's pointers, flattened
+	// in: read and write 7 + 7 (RxPayBlocks = 128 entries) and count 8.
+	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1)+
+		(512+4+7+7+7+1+7)+(7+7+8), flops[synthKey("hca_rx_ack", nil)])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
 			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")

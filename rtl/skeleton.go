@@ -240,12 +240,16 @@ key checks (kc_*).`,
     wire [7:0]  ack_syn, ack_op;
     wire [12:0] ack_len;
     wire [63:0] ack_orig;
+    wire [6:0]  ack_blk;
+    wire        pd_valid, pd_pop;
+    wire [511:0] pd_data;
     hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
         .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
         .pkey_cfg_valid(pkey_cfg_valid), .pkey_cfg_index(pkey_cfg_index), .pkey_cfg_key(pkey_cfg_key),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
-        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
+        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
     );
@@ -270,7 +274,10 @@ key checks (kc_*).`,
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
         .tx_ready(tx_ready),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
-        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
+        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
+        .wr_valid(pay_wr_valid), .wr_addr(pay_wr_addr), .wr_len(pay_wr_len), .wr_data(pay_wr_data),
+        .wr_ready(pay_wr_ready),
         .no_qp(rx_no_qp),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
         .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
@@ -285,7 +292,8 @@ key checks (kc_*).`,
     // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
+			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
 			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
@@ -293,7 +301,7 @@ key checks (kc_*).`,
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
-			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
+			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",

@@ -231,6 +231,15 @@ module hca_requester #(
     input  wire [7:0]            ack_op,    // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
     input  wire [12:0]           ack_len,   // a READ response's payload bytes (its placement: TODO)
     input  wire [63:0]           ack_orig,  // an atomic ACK's original value (its placement: TODO)
+    input  wire [6:0]            ack_blk,   // a READ response's payload blocks waiting on pd_* (hca_rx_ack)
+    input  wire                  pd_valid,  // READ response payload blocks, in order (hca_rx_ack's FIFO)
+    input  wire [511:0]          pd_data,
+    output wire                  pd_pop,
+    output wire                  wr_valid,  // payload writes: DMA client wr0 (hca_dma_engine's contract)
+    output wire [63:0]           wr_addr,
+    output wire [15:0]           wr_len,
+    output wire [511:0]          wr_data,
+    input  wire                  wr_ready,
     output reg  [15:0]           no_qp,     // ACKNOWLEDGEs taken for a QPN no context holds, dropped (saturating)
     output reg                   cpl_valid,
     input  wire                  cpl_ready,
@@ -340,6 +349,14 @@ module hca_requester #(
     reg              e_scan;               // a response's scan: the ring read from the head for the message holding its PSN
     reg  [PW-1:0]    e_sp;                 // the scan's place in the ring
     reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
+    reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
+    reg  [6:0]       e_blk;                // how many (ack_blk)
+    // ---- the payload drain: a READ response's blocks from pd_* to wr0, or dropped ----
+    reg  [6:0]       d_left;               // blocks to take from pd_*
+    reg              d_wr;                 // written through wr0 (else dropped)
+    reg  [63:0]      d_addr;               // the write's address and length (wr0 reads them at its first beat)
+    reg  [15:0]      d_len;
+    wire             d_busy   = e_drn || d_left != 7'd0;
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -703,8 +720,9 @@ module hca_requester #(
     wire             a_rsp    = a_rrd || ack_op == 8'h12;
     wire             a_known  = a_rsp || ack_syn[7:5] == 3'b000 || ack_syn[7:5] == 3'b001 || ack_syn[7:5] == 3'b011;
     wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn && !ctx_err[aix] && a_known;
-    wire             ack_take = ack_valid && eng_idle;
-    assign ack_ready = eng_idle;
+    // The drain is free too: a response dropped without a job (no context) drains its blocks there.
+    wire             ack_take = ack_valid && eng_idle && d_left == 7'd0;
+    assign ack_ready = eng_idle && d_left == 7'd0;
     // An ACKNOWLEDGE for a QPN no context holds (none written at its index, or one of another QP:
     // a QP destroyed or its context written again) has nowhere to go: dropped, as the model drops
     // a packet for a QP it does not have (hca.Device.deliver), and counted here, where the
@@ -760,7 +778,17 @@ module hca_requester #(
     wire             s_in     = h_rdat && h_kind && n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
-    wire             h_ok     = ((h_acked && (!e_rsp || e_ok)) || h_fin) && e_lim != {IF_W{1'b0}};
+    // A READ response's payload is judged where the walk has no SEND or WRITE left to retire: written
+    // through wr0 when the head takes the response (h_acc) and the READ's local address and length
+    // are multiples of 64 bytes (its payloads are then whole blocks at LocalAddr + the responses
+    // before x MTU, the model's LocalAddr + readGot), else dropped (TODO: wr0 has no byte enables).
+    // The walk waits for the drain: a READ's completion leaves after its last block was taken.
+    wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
+    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_hd[OQ_W-1:0]}];
+    wire             h_align  = h_wqe[5:0] == 6'd0 && h_ent[53:48] == 6'd0;
+    wire             d_dec    = walking && e_drn && !(e_any && h_cover);
+    wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
+    wire             h_ok     = h_cover || (h_fin && !d_busy);
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
     // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
@@ -768,7 +796,7 @@ module hca_requester #(
     // first, signaled or not, the one holding the PSN with the NAK's status and the others with
     // WR_FLUSH_ERR, and the context goes to ERR (and its packets not yet committed are purged).
     wire [23:0]      n_to     = ctx_psn[e_ctx] - 24'd1 - e_pt;
-    wire             walk_end = walking && !(e_any && h_ok);
+    wire             walk_end = walking && !(e_any && h_ok) && !d_busy;
     wire             nak_fail = walk_end && e_fatal && e_any && !n_from[23] && !n_to[23];
     wire             h_holds  = !n_from[23] && !h_d[23];
     wire [PW-1:0]    a_cnt    = oq_tl[aix*PW +: PW] - oq_hd[aix*PW +: PW];
@@ -898,6 +926,8 @@ module hca_requester #(
             eng_ack   <= 1'b0;
             e_nakf    <= 1'b0;
             e_scan    <= 1'b0;
+            e_drn     <= 1'b0;
+            d_left    <= 7'd0;
             e_ctx     <= {QPN_W{1'b0}};
             cpl_valid <= 1'b0;
         end else begin
@@ -1009,6 +1039,7 @@ module hca_requester #(
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
                 e_scan   <= a_rsp;
+                e_drn    <= a_rrd && ack_blk != 7'd0;
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
@@ -1025,6 +1056,12 @@ module hca_requester #(
                 e_lim    <= t_cnt_w - t_unsent;
             end
             if (pop && eng_ack) e_lim <= e_lim - {{(IF_W-1){1'b0}}, 1'b1};
+            // The drain: a response dropped without a job drains at once; a job's at its decision.
+            if (ack_take && !ack_hit) d_left <= a_rrd ? ack_blk : 7'd0;
+            else if (d_dec) begin
+                d_left <= e_blk;
+                e_drn  <= 1'b0;
+            end else if (pd_pop) d_left <= d_left - 7'd1;
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
             else if (cpl_ready) cpl_valid <= 1'b0;
         end
@@ -1047,8 +1084,15 @@ module hca_requester #(
             e_tmo   <= 1'b0;
             e_rsp   <= a_rsp;
             e_rrd   <= a_rrd;
+            e_blk   <= ack_blk;
             e_sp    <= oq_hd[aix*PW +: PW];
             e_ok    <= 1'b0;
+        end
+        if (ack_take && !ack_hit) d_wr <= 1'b0;
+        if (d_dec) begin
+            d_wr   <= h_acc && e_any && h_align;
+            d_addr <= h_wqe[63:0] + {28'd0, d_off};
+            d_len  <= {3'd0, e_blk, 6'd0};
         end
         if (eng_busy && e_scan) begin
             if (!s_end && s_hold) e_ok <= s_in;
@@ -1090,8 +1134,15 @@ module hca_requester #(
         end
     end
 
+    // The drain's wr0 writes: one per response, its blocks back to back as pd_* and wr_ready allow.
+    assign wr_valid = d_left != 7'd0 && d_wr && pd_valid;
+    assign wr_addr  = d_addr;
+    assign wr_len   = d_len;
+    assign wr_data  = pd_data;
+    assign pd_pop   = d_left != 7'd0 && pd_valid && (!d_wr || wr_ready);
+
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, ack_len, ack_orig, h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, ack_len, ack_orig, h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

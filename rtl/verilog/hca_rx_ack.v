@@ -140,6 +140,10 @@ module hca_rx_ack #(
     output reg  [7:0]   ack_op,     // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
     output reg  [12:0]  ack_len,    // a READ response's payload bytes (PktLen x 4 less its headers, ICRC and PadCnt)
     output reg  [63:0]  ack_orig,   // an atomic ACK's AtomicAckETH: the original remote value
+    output reg  [6:0]   ack_blk,    // a READ response's payload blocks it left in the payload FIFO (pd_*)
+    output wire         pd_valid,   // the payload FIFO's head block: READ response payloads, realigned
+    output wire [511:0] pd_data,
+    input  wire         pd_pop,
     output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on (hca_requester retries)
     output reg  [15:0]  rsp_todo,   // CNPs: dropped (TODO)
     output reg  [15:0]  not_req,    // packets not for the requester: dropped
@@ -151,7 +155,10 @@ module hca_rx_ack #(
     // The ICRC and length check: one cycle, its output register the decoder's input.
     wire         c_valid, c_sop, c_eop, c_icrc_err, c_len_err;
     wire [511:0] c_data; // as received but for the ICRC's word, which ib_icrc rewrites (not read here)
-    wire         c_ready = !ack_valid || ack_ready;
+    // The stream moves while the ACK register is free (or being taken) and the payload FIFO has room
+    // for a block (a beat pushes at most one).
+    wire         pd_room;
+    wire         c_ready = (!ack_valid || ack_ready) && pd_room;
     ib_icrc u_icrc (
         .clk(clk), .rst_n(rst_n),
         .in_valid(rx_valid), .in_ready(rx_ready), .in_data(rx_data), .in_sop(rx_sop), .in_eop(rx_eop),
@@ -296,7 +303,67 @@ module hca_rx_ack #(
         if (take && !c_sop && p_gat) ack_orig <= c_data[511 -: 64];
     end
 
+    // ---- READ response payloads, realigned to blocks, into the payload FIFO ----
+    // The payload starts 20 bytes into the packet (a MIDDLE, local: LRH 8, BTH 12), 24 (FIRST, LAST,
+    // ONLY: the AETH 4 more), 60 or 64 (with a GRH): block i is the payload's bytes 64i..64i+63,
+    // the bytes from the offset in one beat and the rest from the next, pushed when the next beat
+    // comes, at most one a beat, and not past the payload's blocks (at most 64: an MTU of 4096). A
+    // payload whose last block ends within the last beat's bytes gets that block only if another
+    // beat follows it in the packet: always when the payload is whole blocks (its pad, ICRC and
+    // VCRC, 6 bytes or more, come after it), not always otherwise; ack_blk says how many were
+    // pushed. Those of a packet dropped at its last beat are taken back (the FIFO's drop).
+    wire         is_mid  = opcode == 8'h0E;
+    wire [1:0]   sh_code = global ? (is_mid ? 2'd3 : 2'd0) : (is_mid ? 2'd1 : 2'd2);
+    wire [13:0]  nb_up   = {1'b0, rsp_pay} + 14'd63;
+    wire [6:0]   nb_cap  = nb_up[13:6] > 8'd64 ? 7'd64 : nb_up[12:6];
+    reg  [511:0] prev;      // the packet's previous beat
+    reg  [1:0]   p_sh;      // the payload's offset in its first beat: 0 (64: the second beat's 0), 20, 24, 60
+    reg  [6:0]   p_nb;      // its blocks (at most 64)
+    reg  [6:0]   p_blk;     // blocks pushed
+    reg  [6:0]   p_beat;    // beats taken before this one (saturating)
+    reg          p_rdp;     // the packet is a READ response
+    reg  [511:0] blk;
+    always @* begin
+        case (p_sh)
+            2'd1:    blk = {prev[351:0], c_data[511:352]};  // 20 bytes on
+            2'd2:    blk = {prev[319:0], c_data[511:320]};  // 24
+            2'd3:    blk = {prev[31:0],  c_data[511:32]};   // 60
+            default: blk = prev;                              // 64: whole beats from the second
+        endcase
+    end
+    wire         ok_now  = !crc_bad && !k_hdr && !k_pkey && !k_mc;  // at the last beat: the packet passes
+    wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;            // the first beat that completes block 0
+    wire         pd_push = take && !c_sop && p_rdp && p_beat >= p_from && p_blk < p_nb && (!c_eop || ok_now);
+    wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;
+    wire [7:0]   pd_count;
+    wire         pd_push_ready;
+    assign pd_room = pd_push_ready;
+    localparam integer PD_DEPTH = 128;  // two responses' payloads at MTU 4096 (rtl.RxPayBlocks)
+    sync_fifo #(.WIDTH(512), .DEPTH(PD_DEPTH)) u_payload (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(pd_push), .push_ready(pd_push_ready), .push_data(blk),
+        .pop_valid(pd_valid), .pop_ready(pd_pop), .pop_data(pd_data),
+        .count(pd_count),
+        .drop_valid(pd_drop), .drop_count({1'b0, p_blk})
+    );
+    always @(posedge clk) begin
+        if (take) prev <= c_data;
+        if (head) begin
+            p_sh   <= sh_code;
+            p_nb   <= nb_cap;
+            p_rdp  <= rd_rsp;
+            p_blk  <= 7'd0;
+            p_beat <= 7'd1;
+        end else if (take) begin
+            if (pd_push) p_blk <= p_blk + 7'd1;
+            if (p_beat != 7'h7F) p_beat <= p_beat + 7'd1;
+        end
+        // The blocks a READ response left in the FIFO, with its header (set at its last beat; 0 for a
+        // packet of one beat, or not a READ response).
+        if (done) ack_blk <= (c_sop || !p_rdp) ? 7'd0 : p_blk + {6'd0, pd_push};
+    end
+
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, c_data, bth[87:84], bth[63:56], bth[31:24], 1'b0};
+    wire unused_ok = &{1'b0, c_data, bth[87:84], bth[63:56], bth[31:24], pd_count, nb_up[5:0], 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
