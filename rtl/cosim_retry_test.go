@@ -280,8 +280,8 @@ type retryResult struct {
 	status  []hca.WCStatus // the completions' statuses on cpl_*
 	waits   int            // RNR waits checked
 	acks    int
-	cplHeld int    // cycles a completion waited for cpl_ready
-	writes  int    // wr0 writes (their first beats) and beats
+	cplHeld int // cycles a completion waited for cpl_ready
+	writes  int // wr0 writes (their first beats) and beats
 	wbeats  int
 	tmos    [3]int // per context, the timeouts the RTL took and the model agreed with
 }
