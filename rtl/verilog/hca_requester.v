@@ -145,10 +145,18 @@
 // scan's match the walk retires nothing, as the model runs no ackThrough for a response it drops
 // (a duplicate, one out of sequence, one of the wrong kind, one for a PSN no message holds). After
 // the walk, the implied NAK as for a NAK: the head a READ or atomic already sent whose PSNs all lie
-// before the response's, a retry from it by the sequence error's rules. The payload and the
-// original value (ack_len, ack_orig) are not written to host memory (TODO: through DMA wr0, which
-// has no byte enables; the model writes the payload at LocalAddr + readGot and the atomic's 8
-// bytes at LocalAddr). A READ completes on its last PSN, where the model counts bytes (readGot >=
+// before the response's, a retry from it by the sequence error's rules. A READ response's payload
+// (ack_blk blocks on pd_*, hca_rx_ack's FIFO, realigned) is judged where the walk has no SEND or
+// WRITE left to retire: written through DMA client wr0 (wr_*: one write of ack_blk x 64 bytes,
+// hca_dma_engine's client contract) at LocalAddr + the responses the READ had before x MTU (the
+// model's hca.Device.complete: LocalAddr + readGot) when the head takes the response and the
+// READ's local address and length are both multiples of 64 bytes (its payloads are then whole
+// blocks: wr0 has no byte enables), else dropped from pd_*; the walk waits until the blocks are
+// taken, so a READ's CQE leaves after its last block went to wr0 (wr0 and wr1 keep acceptance
+// order). A response dropped without a job (no context) has its blocks dropped at once; the next
+// response is taken only when the drain is free. TODO: a READ whose local address or length is not
+// a multiple of 64 (it completes, its data is not written: byte enables through hca_dma_engine),
+// and an atomic's original value (8 bytes: ack_orig, not written). A READ completes on its last PSN, where the model counts bytes (readGot >=
 // Length): the same for every response whose FIRST and MIDDLEs carry an MTU each, as the model's
 // responder sends them (the payload length against the path MTU is not checked).
 // Not here: a READ retried after part of its responses asks for it whole (the model asks for the

@@ -93,11 +93,10 @@
 //   payload byte); ack_op = BTH.OpCode; ack_len = a READ response's payload bytes, PktLen x 4 less
 //   its headers (LRH, GRH, BTH, the AETH but for a MIDDLE), its ICRC and PadCnt's pad bytes;
 //   ack_orig = an atomic ACK's AtomicAckETH, the original remote value, bytes 24..31 local, with a
-//   GRH bytes 64..71, the first 8 of the packet's second beat, loaded there). ack_len and ack_orig
-//   are for the placement of the payload and the original value, TODO in hca_requester; the
-//   payload's beats themselves are dropped here (TODO with the placement: a realigner, the
-//   payload starts 20, 24, 60 or 64 bytes into the packet, and a buffer that holds a response's
-//   blocks until the requester has judged it). The QPN, PSN and syndrome are loaded at its sop, while ack_valid
+//   GRH bytes 64..71, the first 8 of the packet's second beat, loaded there; its placement is
+//   TODO in hca_requester); ack_blk = the blocks of a READ response's payload left in the payload
+//   FIFO (pd_*, below), which hca_requester takes for wr0 or drops, ack_blk of them, after it
+//   has taken the header. The QPN, PSN and syndrome are loaded at its sop, while ack_valid
 //   is 0 or the requester takes the previous ACK in the same cycle, and ack_valid rises at its
 //   eop, so no second copy of them is needed. The decoder's ready is 0 while the register holds
 //   an ACK ack_ready has not taken, for every beat: the packet stream waits (ib_rx_vl_buffers
