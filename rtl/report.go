@@ -111,10 +111,11 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("%d a context, until ACKed or flushed: {READ or atomic, signaled, opcode, index, length, first and last PSN} (ring pointers in flops)", ReqOutDepth)})
 	add(BufferUse{Block: "HCA requester resend copies (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqWQEBits, ArraysPort: 1, Ports: 1,
 		Note: "beside each outstanding message, what a go-back-N resend needs: {remote address, R_Key, immediate, swap/add, compare, local address}"})
-	add(BufferUse{Block: "HCA receive payload FIFO (sync_fifo in hca_rx_ack)", Entries: RxPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("READ responses' payloads realigned to 64-byte blocks, %d blocks (two responses at MTU 4096), until the requester writes them to wr0 or drops them", RxPayBlocks)})
 	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW + 1, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output and whether each is a resend, for the packet queue's beats (the purge)", ReqMsgDepth)})
+	// hca_rx_ack (in hca_transport): READ responses' payloads.
+	add(BufferUse{Block: "HCA receive payload FIFO (sync_fifo in hca_rx_ack)", Entries: RxPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("READ responses' payloads realigned to 64-byte blocks, %d blocks (two responses at MTU 4096), until the requester writes them to wr0 or drops them", RxPayBlocks)})
 	if !synth {
 		return r, nil
 	}
