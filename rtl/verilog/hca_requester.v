@@ -237,7 +237,7 @@ module hca_requester #(
     input  wire [23:0]           ack_psn,
     input  wire [7:0]            ack_syn,
     input  wire [7:0]            ack_op,    // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
-    input  wire [12:0]           ack_len,   // a READ response's payload bytes (its placement: TODO)
+    input  wire [12:0]           ack_len,   // a READ response's payload bytes (unused: ack_blk counts its blocks)
     input  wire [63:0]           ack_orig,  // an atomic ACK's original value (its placement: TODO)
     input  wire [6:0]            ack_blk,   // a READ response's payload blocks waiting on pd_* (hca_rx_ack)
     input  wire                  pd_valid,  // READ response payload blocks, in order (hca_rx_ack's FIFO)
