@@ -132,20 +132,37 @@ type reqAck struct {
 	msn      uint32
 	pkey     uint16 // BTH.P_Key when not 0; else ib.AppendWire's 0xFFFF
 	dlid     uint16 // LRH.DLID when not 0 (the port's base LID with path bits); else reqPortLID
+	// rsp, when not nil, makes it a response instead (a READ response or
+	// an ATOMIC ACKNOWLEDGE, its DestQP qpn and PSN psn): hca_rx_ack hands
+	// it to the requester on the same ack_* register, in the stream's
+	// order, as the model's Device.complete takes them.
+	rsp *ib.Packet
+	// stray: a response for a QPN no context of the run holds.
+	stray bool
 }
+
+// isRsp reports a READ response or an atomic ACK.
+func (a reqAck) isRsp() bool { return a.rsp != nil }
 
 // retry reports a sequence error NAK or an RNR NAK: hca_rx_ack counts
 // them; here (RETRY_CNT and RNR_RETRY 0, reqTransport) the first exhausts
 // the QP's retries and fails it with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR,
 // as the model does with retry_cnt and rnr_retry 0. The retries
 // themselves: TestRequesterRetryCosim.
-func (a reqAck) retry() bool { return a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK }
+func (a reqAck) retry() bool {
+	return a.rsp == nil && (a.syn == hca.SynNAKSeq || a.syn&0xE0 == hca.SynRNRNAK)
+}
 
 // packet is the ACKNOWLEDGE the responder sends, to the port's LID.
 func (a reqAck) packet() *ib.Packet {
 	dlid := a.dlid
 	if dlid == 0 {
 		dlid = reqPortLID
+	}
+	if a.rsp != nil {
+		p := *a.rsp
+		p.DLID, p.GRH, p.DestQP, p.PSN = dlid, a.grh, a.qpn, a.psn
+		return &p
 	}
 	return &ib.Packet{Opcode: ib.Acknowledge, DLID: dlid, SLID: uint16(a.psn), GRH: a.grh, DestQP: a.qpn,
 		PSN: a.psn, AETH: ib.AETH{Syndrome: a.syn, MSN: a.msn}}
@@ -279,8 +296,17 @@ func newReqRun(seed uint64, n int) *reqRun {
 			run.ackGRH++
 		}
 		if rn.IntN(4) == 0 {
-			run.other = append(run.other, reqOther{before: len(run.acks), pkt: newOther(rn, c.item.qpn)})
-			run.other[len(run.other)-1].rsp = otherIsRsp(run.other[len(run.other)-1].pkt.Opcode)
+			o := newOther(rn, c.item.qpn)
+			if otherToRequester(o.Opcode) {
+				// A READ response or an atomic ACK: hca_rx_ack hands it
+				// to the requester, in order with the ACKs. For a QPN no
+				// context of the run holds (set at the end), so the
+				// model drops it and the RTL counts it on rx_no_qp:
+				// these responses answer nothing the run planned.
+				run.acks = append(run.acks, reqAck{qpn: o.DestQP, psn: o.PSN, grh: o.GRH, rsp: o, stray: true})
+			} else {
+				run.other = append(run.other, reqOther{before: len(run.acks), pkt: o, rsp: otherIsRsp(o.Opcode)})
+			}
 		}
 		return a
 	}
@@ -704,6 +730,13 @@ func newReqRun(seed uint64, n int) *reqRun {
 			restore(it.qix)
 		}
 	}
+	// The stray responses' QPNs: none a context write of the run gives.
+	for i := range run.acks {
+		a := &run.acks[i]
+		for a.stray && run.wroteQPN(a.qpn) {
+			a.qpn = (a.qpn + reqQPs) & 0xFFFFFF
+		}
+	}
 	// The control trace: offers, rd1's ready and answers, out_ready and
 	// picks in 256-cycle phases; per VL a credit that is plenty, scarce
 	// (0..80 blocks), none for the phase, or around the modular rule's
@@ -978,7 +1011,12 @@ module tb;
     reg cfg_held, take_cfg;
     integer dropped, drops, cfg_ack, cfg_wait;
     wire qp_cfg_ready;
-    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready;
+    reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready, wr_ready;
+    // wr0, the payload writes (READ responses' payloads): taken when the control's bit 10 says.
+    wire wr_valid;
+    wire [63:0] wr_addr;
+    wire [15:0] wr_len;
+    wire [511:0] wr_data;
     reg [1:0] pick_vl;
     reg [47:0] credit;
     reg [511:0] rsp_data;
@@ -1020,7 +1058,7 @@ module tb;
         .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
         .pay_rsp_valid(rsp_valid), .pay_rsp_data(rsp_data),
-        .pay_wr_valid(), .pay_wr_addr(), .pay_wr_len(), .pay_wr_data(), .pay_wr_ready(1'b0),
+        .pay_wr_valid(wr_valid), .pay_wr_addr(wr_addr), .pay_wr_len(wr_len), .pay_wr_data(wr_data), .pay_wr_ready(wr_ready),
         .tx_vl_waiting(waiting), .tx_vl_credit(credit), .tx_pick_valid(pick_valid), .tx_pick_vl(pick_vl),
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),
@@ -1060,7 +1098,7 @@ module tb;
         fl = $fopen(path, "w");
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
         pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
-        rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0;
+        rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0; wr_ready = 1'b0;
         port_lmc = lmc[2:0]; pkey_cfg_valid = 1'b0; pkey_cfg_index = 16'd0; pkey_cfg_key = 16'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
         held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
@@ -1098,13 +1136,14 @@ module tb;
             @(negedge clk);
             if (take_dec || take_cfg) ii = ii + 1;
             if (take_rx) ri = ri + 1;
-            cw = drain ? 60'h800_800_800_800_31e : ctrl[c];
+            cw = drain ? 60'h800_800_800_800_71e : ctrl[c];
             // The received packets' beats (rx.hex: gate, sop, eop, data), a packet's first beat once
             // gate packets have left tx_* (so the responder could have answered them), held until
             // taken.
             rk = ri < nrx ? rxs[ri] : 532'd0;
             rx_valid = !drain && ri < nrx && (rx_held || (eops >= rk[531:516] && cw[9]));
             cpl_ready = cw[8];
+            wr_ready = cw[10];
             it = ii < nit ? items[ii] : 448'd0;
             if (ii < nit && it[411:408] == 4'd0) every_r = it[16:0];
             // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
@@ -1169,6 +1208,7 @@ module tb;
                 cpls = cpls + 1;
             end
             if (cpl_valid && !cpl_ready) cpl_held = cpl_held + 1;
+            if (wr_valid && wr_ready) $fdisplay(fl, "W %h %h %h %0d", wr_addr, wr_len, wr_data, c);
             take_rd = rd_req_valid && rd_req_ready;
             if (take_rd) begin
                 $fdisplay(fl, "R %h %h", rd_req_addr, rd_req_len);
@@ -1211,6 +1251,7 @@ module tb;
                 got = got + 1;
             end
             if (take_dec || take_cfg || take_rx || take_rd || rsp_valid || (tx_valid && tx_ready) || (cpl_valid && cpl_ready) ||
+                (wr_valid && wr_ready) ||
                 (dut.ack_valid && dut.ack_ready))
                 idle = 0;
             else
@@ -1352,6 +1393,8 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 				}
 				blk++
 			}
+		case "W":
+			res.fail("a payload write on wr0 at %s: the run has no READ response a context takes", fields[1])
 		case "C":
 			vl, _ := strconv.Atoi(fields[1])
 			cr, _ := strconv.Atoi(fields[2])
@@ -1620,7 +1663,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			}
 		}
 		wasErr := c.req.State == hca.QPErr
-		res := c.req.OnAck(a.psn, a.syn)
+		res, _, _ := modelRx(c.req, a)
 		if res.Rewound && !a.retry() {
 			return fmt.Sprintf("ACK %d (QPN %#x PSN %#x) makes the model retry: the run's ACKs must not pass a READ or atomic", i, a.qpn, a.psn)
 		}
@@ -1755,7 +1798,7 @@ func TestRequesterCosim(t *testing.T) {
 // start offsets, every MTU on a message of three packets or more, READs
 // of 2^30 bytes or more, ack_req_every of 2..4, and credits that do not fit.
 func TestRequesterStimulusCovers(t *testing.T) {
-	dups, invReq, reserved, longOther := 0, 0, 0, 0
+	dups, invReq, reserved, longOther, cnps, strays := 0, 0, 0, 0, 0, 0
 	for _, seed := range cosimSeeds[:3] {
 		run := newReqRun(seed, reqMsgs)
 		name := fmt.Sprintf("seed %d", seed)
@@ -1831,7 +1874,12 @@ func TestRequesterStimulusCovers(t *testing.T) {
 				longOther++
 			}
 		}
-		assert.Positive(t, rsp, "%s: READ responses, atomic ACKs, CNPs on rx_*", name)
+		for _, a := range run.acks {
+			if a.stray {
+				strays++
+			}
+		}
+		cnps += rsp
 		assert.Positive(t, req, "%s: requests on rx_*", name)
 		assert.GreaterOrEqual(t, run.cfgLater, 2, "%s: context writes after the first WQE", name)
 		assert.GreaterOrEqual(t, run.psnWraps, 1, "%s: PSN wraps inside a message", name)
@@ -1855,6 +1903,8 @@ func TestRequesterStimulusCovers(t *testing.T) {
 	assert.Positive(t, invReq, "invalid request NAKs over the seeds")
 	assert.Positive(t, reserved, "reserved syndromes over the seeds")
 	assert.Positive(t, longOther, "packets of several beats on rx_* not for the requester, over the seeds")
+	assert.Positive(t, cnps, "CNPs on rx_* (rx_rsp_todo), over the seeds")
+	assert.Positive(t, strays, "READ responses and atomic ACKs for a QPN no context holds on rx_*, over the seeds")
 }
 
 // TestRequesterMutantsFail: each slip fails the end-to-end test (Icarus,
@@ -1886,7 +1936,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
 		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
-		{"an ACK completing a message not yet sent", f, "wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};", "wire             h_ok     = h_acked;"},
+		{"an ACK completing a message not yet sent", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};",
+			"h_cover  = h_acked && (!e_rsp || e_ok);"},
 		// The purge.
 		{"no purge", f, "head_dead  = purge_n[head_ctx*IF_W +: IF_W] != {IF_W{1'b0}};", "head_dead  = 1'b0;"},
 		// The receive path: hca_rx_ack's decode, the NAKs in hca_requester.
@@ -1898,7 +1949,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 			"pkey_tab[16*pi +: 16] <= 16'h0000;"},
 		{"a NAK acknowledging its own PSN", f, "((e_incl && h_d == 24'd0) || h_d[23])", "((h_d == 24'd0) || h_d[23])"},
 		{"every message a NAK flushes with its status", f, "(eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5", "eng_ack ? e_nst : 8'd5"},
-		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&", ""},
+		{"a WQE taken while a NAK is walked for its context", f, "!(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&", ""},
 		{"purged messages not counted off as they leave", f, "purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W] - {{(IF_W-1){1'b0}}, 1'b1};",
 			"purge_n[q*IF_W +: IF_W] <= purge_n[q*IF_W +: IF_W];"},
 	} {
@@ -1927,9 +1978,9 @@ func TestRequesterMutantsFail(t *testing.T) {
 
 // newOther is a packet on rx_* that is not an ACKNOWLEDGE, for QP qpn or
 // another: a request for the responder (SEND, a WRITE's first packet of
-// several beats, a READ request, an atomic, UD's SEND), or a packet for
-// the requester that hca_rx_ack does not act on yet (READ responses, an
-// atomic ACK, a CNP); now and then with a GRH.
+// several beats, a READ request, an atomic, UD's SEND), a response for the
+// requester (READ responses, an atomic ACK) or a CNP, which hca_rx_ack
+// does not act on yet; now and then with a GRH.
 func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
 	ops := []ib.Opcode{ib.SendOnly, ib.RDMAWriteFirst, ib.RDMAReadRequest, ib.CompareSwap, ib.UDSendOnly,
 		ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.AtomicAcknowledge, ib.CNP}
@@ -1951,8 +2002,13 @@ func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
 	return p
 }
 
-// otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on
-// rx_rsp_todo (for the requester, TODO) rather than rx_not_req.
-func otherIsRsp(op ib.Opcode) bool {
-	return op >= ib.RDMAReadResponseFirst && op <= ib.RDMAReadResponseOnly || op == ib.AtomicAcknowledge || op == ib.CNP
+// otherToRequester reports whether hca_rx_ack hands a packet of opcode op
+// to the requester (on ack_*, with the ACKNOWLEDGEs): a READ response or
+// an atomic ACK.
+func otherToRequester(op ib.Opcode) bool {
+	return op >= ib.RDMAReadResponseFirst && op <= ib.RDMAReadResponseOnly || op == ib.AtomicAcknowledge
 }
+
+// otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on
+// rx_rsp_todo (for the requester, TODO: a CNP) rather than rx_not_req.
+func otherIsRsp(op ib.Opcode) bool { return op == ib.CNP }

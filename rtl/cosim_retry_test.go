@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,6 +138,13 @@ type retryPlan struct {
 	psns   [3][]uint32    // per context, the PSNs the model sends, in order
 	status []hca.WCStatus // the completions' statuses, in order
 	rnr    int            // RNR waits the model holds a QP for
+	// mem is host memory as the model's payload writes leave it (byte
+	// address to byte) where the RTL writes too (READs whose local address
+	// and length are multiples of 64), and bufs those READs' buffers by
+	// WQE index: a READ's CQE must find its buffer written. nil: the run
+	// writes nothing.
+	mem  map[uint64]byte
+	bufs map[uint16][2]uint64
 	// toCycles, when not 0, is the local ACK timeout in RTL cycles: the
 	// replay runs the model's retry timer (hca.Device.armTimer, timeout,
 	// afterAck) on the RTL's events and checks each timeout the RTL takes
@@ -272,6 +280,9 @@ type retryResult struct {
 	status  []hca.WCStatus // the completions' statuses on cpl_*
 	waits   int            // RNR waits checked
 	acks    int
+	cplHeld int // cycles a completion waited for cpl_ready
+	writes  int // wr0 writes (their first beats) and beats
+	wbeats  int
 	tmos    [3]int // per context, the timeouts the RTL took and the model agreed with
 }
 
@@ -329,6 +340,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
 	res := &retryResult{}
 	res.acks, _ = strconv.Atoi(m[12])
+	res.cplHeld, _ = strconv.Atoi(m[14])
 	if m[22] != "0" {
 		res.fail("nothing moved for 4000 cycles")
 	}
@@ -361,7 +373,13 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	if p.toCycles > 0 {
 		tm = &retryTimer{cycles: p.toCycles}
 	}
+	// The RTL's wr0 writes into host memory: a write's address and length
+	// on its first beat, its beats 64 bytes apart.
+	mem := map[uint64]byte{}
+	var wAddr uint64
+	wLeft := 0
 	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		num := func(i int) int { v, _ := strconv.Atoi(fields[i]); return v }
@@ -381,7 +399,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 		case "A":
 			a := p.run.acks[num(1)]
 			q := qps[a.qpn&(reqQPs-1)]
-			r := q.req.OnAck(a.psn, a.syn)
+			r, _, _ := modelRx(q.req, a)
 			complete(q, r.Completions)
 			if tm != nil {
 				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(2))
@@ -434,10 +452,42 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			complete(q, r.Completions)
 			tm.after(qix, q, r, cyc)
 			res.tmos[qix]++
+		case "W":
+			if p.mem == nil {
+				res.fail("a payload write on wr0 at %s: the run writes nothing", fields[1])
+				continue
+			}
+			if wLeft == 0 {
+				wAddr, _ = strconv.ParseUint(fields[1], 16, 64)
+				n, _ := strconv.ParseUint(fields[2], 16, 16)
+				wLeft = int(n / BlockBytes)
+				if n%BlockBytes != 0 || n == 0 || wAddr%BlockBytes != 0 {
+					res.fail("a wr0 write at %#x of %d bytes: not whole aligned blocks", wAddr, n)
+					wLeft = max(1, wLeft)
+				}
+				res.writes++
+			}
+			data, _ := hex.DecodeString(fields[3])
+			for i, b := range data {
+				mem[wAddr+uint64(i)] = b
+			}
+			wAddr += BlockBytes
+			wLeft--
+			res.wbeats++
 		case "P":
 			var got [10]uint64
 			for k := range got {
 				got[k], _ = strconv.ParseUint(fields[1+k], 16, 64)
+			}
+			// A READ's completion: its buffer holds the model's bytes by now
+			// (the data before the CQE) when the RTL writes it.
+			if buf, ok := p.bufs[uint16(got[6])]; ok && got[4] == uint64(hca.WRRDMARead) && got[2] == 0 {
+				for a := buf[0]; a < buf[0]+buf[1]; a++ {
+					if mem[a] != p.mem[a] {
+						res.fail("READ %#x completed before its buffer held the model's byte at %#x", got[6], a)
+						break
+					}
+				}
 			}
 			if next >= len(want) {
 				res.fail("completion %d on cpl_*: the model had made %d", next, len(want))
@@ -461,6 +511,20 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	}
 	if next != len(want) {
 		res.fail("%d completions on cpl_*, the model made %d", next, len(want))
+	}
+	// Host memory: what the RTL wrote is what the model's writes leave,
+	// byte for byte, nothing more.
+	if wLeft != 0 {
+		res.fail("a wr0 write with %d beats missing", wLeft)
+	}
+	if p.mem != nil && len(mem) != len(p.mem) {
+		res.fail("wr0 wrote %d bytes, the model's READs %d", len(mem), len(p.mem))
+	}
+	for a, b := range mem {
+		if w, ok := p.mem[a]; !ok || w != b {
+			res.fail("wr0 wrote %#02x at %#x, the model %#02x (written: %v)", b, a, w, ok)
+			break
+		}
 	}
 	for i, q := range qps {
 		if q != nil && q.req.HasWork() {

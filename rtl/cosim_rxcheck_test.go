@@ -189,7 +189,7 @@ func (run *reqRun) addBad(seed uint64, table []uint16, lmc int) {
 		kind := reqBadKinds[n%len(reqBadKinds)]
 		grh := n/len(reqBadKinds)%2 == 1 || grhOnly[kind]
 		c := run.acks[i]
-		c.grh, c.syn = grh, hca.SynNAKAccess
+		c.grh, c.syn, c.rsp = grh, hca.SynNAKAccess, nil // an ACKNOWLEDGE's copy, also before a response
 		p := c.packet()
 		switch kind {
 		case "ackpay":
@@ -496,7 +496,7 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 		{cosimMutant{"a READ response's AETH not counted", f, "wire [10:0]  rsp_w    = base_w + {10'd0, opcode != 8'h0E};",
 			"wire [10:0]  rsp_w    = base_w;"}, 0},
 		{cosimMutant{"a READ response's PadCnt not counted", f, "(pktlen == rsp_w && padcnt != 2'd0)", "1'b0"}, 0},
-		{cosimMutant{"an atomic ACK's PktLen not checked", f, "(is_ib && opcode == 8'h12 && pktlen != base_w + 11'd3)", "1'b0"}, 0},
+		{cosimMutant{"an atomic ACK's PktLen not checked", f, "(at_ack && pktlen != base_w + 11'd3)", "1'b0"}, 0},
 		{cosimMutant{"the P_Key's member bit ignored", f, pkeyRule, "pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15]"}, 1},
 		{cosimMutant{"a full member required of the packet", f, pkeyRule,
 			"pkey_tab[16*pm +: 15] != 15'd0 && pkey[14:0] == pkey_tab[16*pm +: 15] && pkey[15]"}, 0},
@@ -515,8 +515,8 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 		{cosimMutant{"a multicast packet counted and acted on", f, "wire d_ok    = done && !crc_bad && !k_hdr && !k_pkey && !k_mc;",
 			"wire d_ok    = done && !crc_bad && !k_hdr && !k_pkey;"}, 0},
 		{cosimMutant{"the ACK decided at its first beat", f, "wire done = take && c_eop;", "wire done = take && c_sop;"}, 1},
-		{cosimMutant{"the first beat's decode not held to the last", f, "wire         k_ack   = c_sop ? is_ack   : p_ack;",
-			"wire         k_ack   = is_ack;"}, 0},
+		{cosimMutant{"the first beat's decode not held to the last", f, "wire         k_ack   = c_sop ? to_req   : p_ack;",
+			"wire         k_ack   = to_req;"}, 0},
 		{cosimMutant{"the multicast flag not held to the last beat", f, "wire         k_mc    = c_sop ? mc       : p_mc;",
 			"wire         k_mc    = mc;"}, 0},
 		{cosimMutant{"the ICRC counter not saturating", f, "if (d_icrc && icrc_err != 16'hFFFF)", "if (d_icrc)"}, 1},

@@ -113,6 +113,9 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: "beside each outstanding message, what a go-back-N resend needs: {remote address, R_Key, immediate, swap/add, compare, local address}"})
 	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW + 1, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output and whether each is a resend, for the packet queue's beats (the purge)", ReqMsgDepth)})
+	// hca_rx_ack (in hca_transport): READ responses' payloads.
+	add(BufferUse{Block: "HCA receive payload FIFO (sync_fifo in hca_rx_ack)", Entries: RxPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("READ responses' payloads realigned to 64-byte blocks, %d blocks (two responses at MTU 4096), until the requester writes them to wr0 or drops them", RxPayBlocks)})
 	if !synth {
 		return r, nil
 	}
@@ -162,7 +165,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// length, DLID, TVer, P_Key) and their headers decoded, ACKs and
 		// NAKs into the requester, the rest counted and dropped; its
 		// ib_icrc a black box (the line above).
-		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK decode into the requester, drop counters (ICRC apart)", Instances: 1},
+		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK and response decode into the requester, drop counters (ICRC apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -232,6 +235,10 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 // opcode 3, index 16, length 32, first PSN 24 (a NAK's PSN is found in
 // the ring by it), last PSN 24.
 const (
+	// RxPayBlocks is hca_rx_ack's payload FIFO (PD_DEPTH): two READ
+	// responses' payloads at MTU 4096 (64 blocks each), the one the
+	// requester is judging and the next one arriving.
+	RxPayBlocks  = 128
 	ReqPayBlocks = 128
 	ReqMsgDepth  = 4
 	ReqPktBlocks = 130
@@ -313,7 +320,7 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		lib = "read_verilog -lib hca_tx_path.v; "
 	case "hca_rx_ack":
 		// Its ib_icrc has a line of its own: a black box here.
-		files = []string{"hca_rx_ack.v"}
+		files = []string{"sync_fifo.v", "hca_rx_ack.v"}
 		lib = "read_verilog -lib ib_icrc.v; "
 	case "hca_tx_path":
 		// Its three blocks have lines of their own: black boxes here (a

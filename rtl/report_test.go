@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 16)
+	require.Len(t, r.Buffers, 17)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -67,13 +67,17 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 8*8*101, r.Buffers[13].TotalBits)
 	assert.Equal(t, 8*8*320, r.Buffers[14].TotalBits)
 	assert.Equal(t, 4*4, r.Buffers[15].TotalBits)
+	// hca_rx_ack's payload FIFO: RxPayBlocks (128: two READ responses of
+	// MTU 4096, 64 blocks each) blocks of 512 bits.
+	assert.Equal(t, 2*4096/64*512, r.Buffers[16].TotalBits)
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
+	assert.Contains(t, PrimitiveSource("hca_rx_ack.v"), fmt.Sprintf("localparam integer PD_DEPTH = %d;", RxPayBlocks))
 	assert.Empty(t, r.Cells)
 
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+4*4), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+4*4+128*512), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -261,6 +265,14 @@ func TestReportYosys(t *testing.T) {
 	// timeout bit 1.
 	// The count of ACKs for a QPN no context holds (no_qp), 16 bits with
 	// a reset.
+	// The responses: with a reset, the scan's bit 1; without, the job's
+	// response and READ-response bits 2, the scan's ring pointer 3 + 1
+	// and its match bit 1. Their payload's drain: with a reset, the
+	// job's blocks-to-judge bit 1 and the drain's blocks left 7; without,
+	// the job's block count 7, the write bit 1, the write's address 64
+	// (its low bits the READ's local address's, which only the alignment
+	// check refuses) and its length 7 (blocks x 64: bits 5:0 and 15:13
+	// are 0).
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
@@ -268,7 +280,8 @@ func TestReportYosys(t *testing.T) {
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
-		8*(24+1+27)+1+16,
+		8*(24+1+27)+1+16+
+		(1+2+4+1)+(1+7+7+1+64+7),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -279,8 +292,17 @@ func TestReportYosys(t *testing.T) {
 	// the decode (ICRC or length, header, P_Key, multicast); what the
 	// first beat said, held to the last: raw or IBA, header bad, P_Key
 	// bad, multicast, an ACKNOWLEDGE, a retried NAK, a response, 7 one-bit
-	// flags; and the P_Key table, PKEY_N (4) entries of 16 bits.
-	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16, flops[synthKey("hca_rx_ack", nil)])
+	// flags; and the P_Key table, PKEY_N (4) entries of 16 bits. The
+	// responses the register carries too: the opcode 8, a READ response's
+	// payload bytes 13, an atomic ACK's original value 64, and the flag
+	// of a global atomic ACK (its value is in its second beat) 1. The
+	// payload's realigner: the previous beat 512, the offset's code 2
+	// bits that Yosys's FSM pass re-encodes one-hot (4), the payload's
+	// blocks 7, those pushed 7, the beat count 7, the READ-response flag
+	// 1, the blocks handed on (ack_blk) 7; its FIFO's pointers, flattened
+	// in: read and write 7 + 7 (RxPayBlocks = 128 entries) and count 8.
+	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1)+
+		(512+4+7+7+7+1+7)+(7+7+8), flops[synthKey("hca_rx_ack", nil)])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
 			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")

@@ -204,13 +204,21 @@ a multicast or the permissive DLID (0xC000..0xFFFF: UD's and subnet management's
 requester's) on rx_mcast_drop. port_lid and port_lmc are the port's base LID and LMC as the subnet
 manager set them: the QP contexts' qp_cfg_slid is the SLID their packets carry, which an integrator
 sets from the same LIDs (the RTL does not compare them). A packet that passes is decoded
-(LRH, GRH when LNH = 3, BTH, AETH): every RC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome)
-at its last beat (one for a QPN no context holds is dropped there, counted on rx_no_qp); the rest
-is dropped and counted: READ responses, atomic ACKs and CNPs on
-rx_rsp_todo (TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
+(LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
+ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
+length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
+is dropped there, counted on rx_no_qp); the rest is dropped and counted: CNPs on rx_rsp_todo
+(TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
 and RNR NAKs also count on rx_nak_retry. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
-READs and atomics wait for their responses (TODO); a NAK completes those before its PSN, and one
+a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAtomicAck): one in
+sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
+READ's last (the atomic's only) completes it; one the model drops (out of sequence, a duplicate,
+the wrong kind) acknowledges nothing; one past a READ or atomic never answered is the implied NAK
+(a retry); a READ response's payload, realigned to blocks by hca_rx_ack, goes to host memory
+through DMA client wr0 (pay_wr_*) at LocalAddr + the READ's responses before x MTU when the READ
+takes it and its local address and length are multiples of 64 bytes (wr0 has no byte enables),
+its CQE after its last block; a NAK completes those before its PSN, and one
 with code 1, 2 or 3+ fails the message holding its PSN (REM_INV_REQ_ERR, REM_ACCESS_ERR,
 REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck); a sequence error or
 RNR NAK (or one past a READ or atomic never answered: the implied NAK) makes the requester purge
@@ -219,24 +227,33 @@ the QP's packets not yet sent and resend go-back-N from the NAK's packet, after 
 hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR. A local
 ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
 resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
-TODO: READ responses and atomic ACKs (their completions and data; a READ retried after part of
-its response, asking for the rest), the GRH's DGID and the QP's P_Key index on receive,
+TODO: the data of a READ whose local address or length is not a multiple of 64 bytes and an
+atomic's original value (byte enables through hca_dma_engine), a READ retried after part of its
+response asking for the rest, the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*), payload writes (wr0),
+data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*; its writes on wr0),
 key checks (kc_*).`,
-		body: `    // The receive path into the requester: each ACKNOWLEDGE on rx_* (an ACK or a NAK) whose ICRC,
-    // length, DLID, TVer and P_Key pass onto hca_requester's ack_*; every other packet dropped and
-    // counted (hca_rx_ack's header).
+		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
+    // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
+    // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
+    // header). The requester writes READ responses' payloads through wr0 (pay_wr_*).
     wire        ack_valid, ack_ready;
     wire [23:0] ack_qpn, ack_psn;
-    wire [7:0]  ack_syn;
+    wire [7:0]  ack_syn, ack_op;
+    wire [12:0] ack_len;
+    wire [63:0] ack_orig;
+    wire [6:0]  ack_blk;
+    wire        pd_valid, pd_pop;
+    wire [511:0] pd_data;
     hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
         .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
         .pkey_cfg_valid(pkey_cfg_valid), .pkey_cfg_index(pkey_cfg_index), .pkey_cfg_key(pkey_cfg_key),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
+        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
     );
@@ -261,6 +278,10 @@ key checks (kc_*).`,
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
         .tx_ready(tx_ready),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
+        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
+        .wr_valid(pay_wr_valid), .wr_addr(pay_wr_addr), .wr_len(pay_wr_len), .wr_data(pay_wr_data),
+        .wr_ready(pay_wr_ready),
         .no_qp(rx_no_qp),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
         .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
@@ -275,7 +296,8 @@ key checks (kc_*).`,
     // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len", "tx_vl_waiting",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
+			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
 			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
@@ -283,7 +305,7 @@ key checks (kc_*).`,
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
-			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "tx_vl_credit",
+			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
@@ -345,7 +367,7 @@ key checks (kc_*).`,
 			portIn("pay_rd_ready", "", ""),
 			portIn("pay_rsp_valid", "", ""),
 			portIn("pay_rsp_data", "DATA_W", ""),
-			portOut("pay_wr_valid", "", "payload writes (DMA client wr0)"),
+			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads (hca_requester)"),
 			portOut("pay_wr_addr", "64", ""),
 			portOut("pay_wr_len", "16", "bytes, on a write's first beat (whole blocks; hca_dma_engine)"),
 			portOut("pay_wr_data", "DATA_W", ""),
@@ -373,13 +395,13 @@ key checks (kc_*).`,
 			portIn("rx_vl", "VL_W", ""),
 			portOut("rx_ready", "", ""),
 			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, which hca_requester retries (saturating)"),
-			portOut("rx_rsp_todo", "16", "received READ responses, atomic ACKs and CNPs, dropped: TODO (saturating)"),
+			portOut("rx_rsp_todo", "16", "received CNPs, dropped: TODO (saturating)"),
 			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
 			portOut("rx_icrc_err", "16", "received packets whose ICRC or length failed, dropped (saturating)"),
 			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, GRH or length malformed (hca_rx_ack's header), dropped (saturating)"),
 			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
 			portOut("rx_mcast_drop", "16", "received packets to a multicast or the permissive DLID (0xC000..0xFFFF), dropped: not for an RC requester (saturating)"),
-			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs for a QPN no QP context holds, dropped (saturating)"),
+			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs and responses for a QPN no QP context holds, dropped (saturating)"),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
 			portOut("cpl_cqn", "CQN_W", ""),

@@ -2,7 +2,7 @@
 // atomics: the QP contexts, the next message from the parsed WQEs, the payload reads through DMA
 // client rd1 into a payload buffer, hca_tx_path on them, a packet queue that offers whole
 // packets to the port (tx_*, ib_tx_vl_port's contract), and the completions (cpl_*) of the WQEs it
-// takes, on the ACKs and NAKs ack_* brings (hca_rx_ack, from the received packets) or at decode. Go model: hca.Requester (Enqueue: the PSNs
+// takes, on the ACKs, NAKs and responses ack_* brings (hca_rx_ack, from the received packets) or at decode. Go model: hca.Requester (Enqueue: the PSNs
 // a message takes; Next: its packets) with hca.Device.address's addressing and the payload
 // hca.Device.schedule reads, encoded by ib.AppendWire; rtl/cosim_req_test.go runs this block (inside
 // the emitted hca_transport) with ib_vcrc after tx_* and requires every packet to be the model's,
@@ -35,7 +35,7 @@
 // takes the context's PSN as its first and moves it by the PSNs it uses
 // (hca.Requester.Enqueue): max(1, ceil(length / MTU)) for a SEND, WRITE or READ (a READ's response
 // packets), 1 for an atomic, mod 2^24. No limit on READs and atomics in flight (the model's
-// max_rd_atomic: TODO with the responses that release them), and nothing waits for an ACK.
+// max_rd_atomic: TODO), and nothing waits for an ACK.
 //
 // Payload reads (rd1, hca_dma_engine's client contract: whole 64-byte blocks, responses in request
 // order, one a beat, no back-pressure): a SEND or WRITE of L > 0 bytes at LocalAddr reads
@@ -70,7 +70,7 @@
 // the ring from the oldest message, one a cycle: a SEND or WRITE whose last PSN is at or before
 // ack_psn, modulo 2^24 (hca's psnDiff <= 0), leaves, with a completion when signaled; the walk stops
 // at the first message not covered and at a READ or atomic (the model completes those on their
-// responses only: TODO here, so they and everything behind them wait). One completion a cycle at
+// responses only, below: they and everything behind them wait). One completion a cycle at
 // most, into an output register (cpl_* valid/ready): CQN and QPN from the context, status 0
 // (success), 2 (LOC_QP_OP_ERR) or 5 (WR_FLUSH_ERR), the WQE's opcode, index (wqe_counter) and
 // length (byte count), as hca.RequesterCQE; hca_transport adds opcode REQ and zeros. The engine does
@@ -130,9 +130,42 @@
 // sequence error NAKs; none left, the head fails with RETRY_EXC_ERR (12), the rest flushed, the
 // context to ERR. A timer that expires on a context in ERR, or whose head has no packet committed,
 // stops (the model's OnTimeout does nothing).
-// Not here: responses and their completions (so a READ is resent from its request, the model's
-// readGot being 0 without responses), an implied NAK on an ACK or a response
-// (only on a NAK here), the model's round robin over QPs
+// Responses (ack_op 0x0D..0x10 a READ response, 0x12 an atomic ACK: hca.Requester.OnReadResponse,
+// OnAtomicAck), taken as jobs like ACKs, in the order hca_rx_ack gives them; dropped, not looked at
+// further, for a context that does not hold ack_qpn (counted on no_qp) or is in ERR. First a scan
+// (a cycle an entry, from the head, through the messages sent when the response was taken) for
+// the message holding its PSN: it takes the response when it is a READ for a READ response or an
+// atomic for an atomic ACK and the response is in sequence for it (its PSN the message's first
+// plus the responses it has had: per context the head's count, h_ack, which a NAK's partial
+// acknowledgement of a SEND or WRITE uses otherwise; 0 for a later message). Only then does the
+// walk run, not inclusive (ackThrough(psn, false)): the SENDs and WRITEs before the PSN leave as
+// for a NAK, and, the message then at the head, the response counts one more of its responses
+// (progress: OnReadResponse's data for the oldest message), or, at its last PSN (an atomic's only
+// one), completes it in the walk, a CQE when signaled (byte count the WQE's length). Without the
+// scan's match the walk retires nothing, as the model runs no ackThrough for a response it drops
+// (a duplicate, one out of sequence, one of the wrong kind, one for a PSN no message holds). After
+// the walk, the implied NAK as for a NAK: the head a READ or atomic already sent whose PSNs all lie
+// before the response's, a retry from it by the sequence error's rules. A READ response's payload
+// (ack_blk blocks on pd_*, hca_rx_ack's FIFO, realigned) is judged where the walk has no SEND or
+// WRITE left to retire: written through DMA client wr0 (wr_*: one write of ack_blk x 64 bytes,
+// hca_dma_engine's client contract) at LocalAddr + the responses the READ had before x MTU (the
+// model's hca.Device.complete: LocalAddr + readGot) when the head takes the response and the
+// READ's local address and length are both multiples of 64 bytes (its payloads are then whole
+// blocks: wr0 has no byte enables), else dropped from pd_*; the walk waits until the blocks are
+// taken, so a READ's CQE leaves after its last block went to wr0 (wr0 and wr1 keep acceptance
+// order). A response dropped without a job (no context) has its blocks dropped at once; the next
+// response is taken only when the drain is free. TODO: a READ whose local address or length is not
+// a multiple of 64 (it completes, its data is not written: byte enables through hca_dma_engine),
+// and an atomic's original value (8 bytes: ack_orig, not written). A READ completes on its last PSN, where the model counts bytes (readGot >=
+// Length): the same for every response whose FIRST and MIDDLEs carry an MTU each, as the model's
+// responder sends them (the payload length against the path MTU is not checked).
+// Not here: a READ retried after part of its responses asks for it whole (the model asks for the
+// rest: its RETH and PSN from readGot), the responses the model keeps for a READ that is not the
+// ring's head (a response in sequence for a later READ while an earlier READ or atomic is
+// unanswered: the model places it and, if it completes that READ or atomic, keeps it completed and
+// sends it no more, and it marks the SENDs and WRITEs between acknowledged, not to be resent; here
+// the response is dropped and the retry resends them all), an implied NAK on an ACK (only on a
+// NAK or a response here), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -203,6 +236,18 @@ module hca_requester #(
     input  wire [23:0]           ack_qpn,
     input  wire [23:0]           ack_psn,
     input  wire [7:0]            ack_syn,
+    input  wire [7:0]            ack_op,    // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
+    input  wire [12:0]           ack_len,   // a READ response's payload bytes (unused: ack_blk counts its blocks)
+    input  wire [63:0]           ack_orig,  // an atomic ACK's original value (its placement: TODO)
+    input  wire [6:0]            ack_blk,   // a READ response's payload blocks waiting on pd_* (hca_rx_ack)
+    input  wire                  pd_valid,  // READ response payload blocks, in order (hca_rx_ack's FIFO)
+    input  wire [511:0]          pd_data,
+    output wire                  pd_pop,
+    output wire                  wr_valid,  // payload writes: DMA client wr0 (hca_dma_engine's contract)
+    output wire [63:0]           wr_addr,
+    output wire [15:0]           wr_len,
+    output wire [511:0]          wr_data,
+    input  wire                  wr_ready,
     output reg  [15:0]           no_qp,     // ACKNOWLEDGEs taken for a QPN no context holds, dropped (saturating)
     output reg                   cpl_valid,
     input  wire                  cpl_ready,
@@ -307,6 +352,19 @@ module hca_requester #(
     reg  [4:0]       e_code;               // the RNR NAK's timer code
     reg              e_prog;               // the walk retired a message: progress (the retry counters restored)
     reg              e_tmo;                // the job is a local ACK timeout's retry (hca.Requester.OnTimeout)
+    reg              e_rsp;                // the job is a response's: a READ response or an atomic ACK
+    reg              e_rrd;                // a READ response (else an atomic ACK)
+    reg              e_scan;               // a response's scan: the ring read from the head for the message holding its PSN
+    reg  [PW-1:0]    e_sp;                 // the scan's place in the ring
+    reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
+    reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
+    reg  [6:0]       e_blk;                // how many (ack_blk)
+    // ---- the payload drain: a READ response's blocks from pd_* to wr0, or dropped ----
+    reg  [6:0]       d_left;               // blocks to take from pd_*
+    reg              d_wr;                 // written through wr0 (else dropped)
+    reg  [63:0]      d_addr;               // the write's address and length (wr0 reads them at its first beat)
+    reg  [15:0]      d_len;
+    wire             d_busy   = e_drn || d_left != 7'd0;
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -405,7 +463,7 @@ module hca_requester #(
     // (the model's rewound messages go before the ones queued after them).
     assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
                        !rp_valid && !rs_pend[dix] &&
-                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr) && e_ctx == dix) &&
+                       !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
@@ -664,10 +722,15 @@ module hca_requester #(
     // others are reserved, and OnAck's switch has no case for them: dropped. So is an ACK for a
     // context in ERR (OnAck in ERR does nothing).
     wire [QPN_W-1:0] aix      = ack_qpn[QPN_W-1:0];
-    wire             a_known  = ack_syn[7:5] == 3'b000 || ack_syn[7:5] == 3'b001 || ack_syn[7:5] == 3'b011;
+    // A READ response (0x0D..0x10) or an atomic ACK (0x12): the model's OnReadResponse and
+    // OnAtomicAck read no syndrome (a MIDDLE has no AETH), so none is refused.
+    wire             a_rrd    = ack_op >= 8'h0D && ack_op <= 8'h10;
+    wire             a_rsp    = a_rrd || ack_op == 8'h12;
+    wire             a_known  = a_rsp || ack_syn[7:5] == 3'b000 || ack_syn[7:5] == 3'b001 || ack_syn[7:5] == 3'b011;
     wire             ack_hit  = ctx_valid[aix] && ctx_qpn[aix] == ack_qpn && !ctx_err[aix] && a_known;
-    wire             ack_take = ack_valid && eng_idle;
-    assign ack_ready = eng_idle;
+    // The drain is free too: a response dropped without a job (no context) drains its blocks there.
+    wire             ack_take = ack_valid && eng_idle && d_left == 7'd0;
+    assign ack_ready = eng_idle && d_left == 7'd0;
     // An ACKNOWLEDGE for a QPN no context holds (none written at its index, or one of another QP:
     // a QP destroyed or its context written again) has nowhere to go: dropped, as the model drops
     // a packet for a QP it does not have (hca.Device.deliver), and counted here, where the
@@ -681,7 +744,10 @@ module hca_requester #(
     wire [PW-1:0]    e_hd     = oq_hd[e_ctx*PW +: PW];
     wire [PW-1:0]    e_tl     = oq_tl[e_ctx*PW +: PW];
     wire             e_any    = e_hd != e_tl;
-    wire [100:0]     h_ent    = oq_mem[{e_ctx, e_hd[OQ_W-1:0]}];
+    // The ring entry the job reads: the head, or during a response's scan the scanned one (one read
+    // port for both).
+    wire [PW-1:0]    h_ptr    = e_scan ? e_sp : e_hd;
+    wire [100:0]     h_ent    = oq_mem[{e_ctx, h_ptr[OQ_W-1:0]}];
     wire             h_rdat   = h_ent[100];
     wire             h_sig    = h_ent[99];
     // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
@@ -692,26 +758,60 @@ module hca_requester #(
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
     wire [23:0]      h_d      = h_ent[23:0] - e_pt;
     wire             h_acked  = !h_rdat && ((e_incl && h_d == 24'd0) || h_d[23]);
-    wire             walking  = eng_busy && eng_ack && !e_nakf;
+    // The PSN's place in the head: its packets before it (a NAK's find and resend, a response's
+    // sequence check).
+    wire [23:0]      n_from   = e_pt - h_ent[47:24];
+    // A response the model takes (hca.Requester.OnReadResponse, OnAtomicAck), for the head: the scan
+    // below found the message holding its PSN and the response in sequence for it (e_ok), and the
+    // walk has brought that message to the ring's head (the head holds the PSN). Its sequence: the
+    // PSN is the message's first plus the responses it has had (h_ack for the head: the model's
+    // readGot / MTU, each response but the last carrying an MTU; none for an atomic). One at the
+    // head's last PSN (an atomic's only one) completes it: the walk takes it as it takes an
+    // acknowledged SEND or WRITE.
+    wire [2:0]       h_op     = h_ent[98:96];
+    wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;
+    wire             h_acc    = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
+    wire             h_fin    = h_acc && h_d == 24'd0;
+    wire             walking  = eng_busy && eng_ack && !e_nakf && !e_scan;
+    // A response's scan (before its walk, a cycle an entry from the head): the model acknowledges
+    // the PSNs before a response's (ackThrough) only when the message holding its PSN (find) takes
+    // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its PSN
+    // the message's first plus the responses it has had: h_ack for the head, none for a later one).
+    // The scan ends at that message (e_ok: the response is in sequence for it), or past the
+    // messages sent when the response was taken (e_lim), or at the ring's tail (none holds the PSN:
+    // e_ok 0). Without e_ok the walk retires nothing; the implied NAK is judged as after any walk.
+    wire [PW-1:0]    s_idx    = e_sp - e_hd;
+    wire             s_end    = e_sp == e_tl || {{(IF_W-PW){1'b0}}, s_idx} >= e_lim;
+    wire             s_hold   = !n_from[23] && !h_d[23];
+    wire             s_in     = h_rdat && h_kind && n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
-    wire             h_ok     = h_acked && e_lim != {IF_W{1'b0}};
+    // A READ response's payload is judged where the walk has no SEND or WRITE left to retire: written
+    // through wr0 when the head takes the response (h_acc) and the READ's local address and length
+    // are multiples of 64 bytes (its payloads are then whole blocks at LocalAddr + the responses
+    // before x MTU, the model's LocalAddr + readGot), else dropped (TODO: wr0 has no byte enables).
+    // The walk waits for the drain: a READ's completion leaves after its last block was taken.
+    wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
+    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_hd[OQ_W-1:0]}];
+    wire             h_align  = h_wqe[5:0] == 6'd0 && h_ent[53:48] == 6'd0;
+    wire             d_dec    = walking && e_drn && !(e_any && h_cover);
+    wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
+    wire             h_ok     = h_cover || (h_fin && !d_busy);
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
     // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
     // 2^24, the flush follows (hca.Requester.fail): every message left in the ring completes, oldest
     // first, signaled or not, the one holding the PSN with the NAK's status and the others with
     // WR_FLUSH_ERR, and the context goes to ERR (and its packets not yet committed are purged).
-    wire [23:0]      n_from   = e_pt - h_ent[47:24];
     wire [23:0]      n_to     = ctx_psn[e_ctx] - 24'd1 - e_pt;
-    wire             walk_end = walking && !(e_any && h_ok);
+    wire             walk_end = walking && !(e_any && h_ok) && !d_busy;
     wire             nak_fail = walk_end && e_fatal && e_any && !n_from[23] && !n_to[23];
     wire             h_holds  = !n_from[23] && !h_d[23];
     wire [PW-1:0]    a_cnt    = oq_tl[aix*PW +: PW] - oq_hd[aix*PW +: PW];
     wire [IF_W-1:0]  a_cnt_w  = {{(IF_W-PW){1'b0}}, a_cnt};
     wire [IF_W-1:0]  a_unsent = unsent[aix*IF_W +: IF_W];
     wire             out_free = !cpl_valid || cpl_ready;
-    wire             pop      = eng_busy && e_any && (walking ? h_ok && (!h_sig || out_free) : out_free);
+    wire             pop      = eng_busy && !e_scan && e_any && (walking ? h_ok && (!h_sig || out_free) : out_free);
     wire             emit_hd  = pop && (!walking || h_sig);
     wire             emit_own = eng_busy && !eng_ack && !e_any && out_free;
     // A sequence error or RNR NAK, at the walk's end (hca.Requester.OnAck after its ackThrough and
@@ -726,7 +826,7 @@ module hca_requester #(
     // this walk: settle) restores both counters and clears started first (progressed).
     wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];
     wire             r_find   = e_any && !n_from[23] && !h_d[23];
-    wire             r_seq    = (e_seq && (r_impl || r_find)) || (e_rnr && r_impl);
+    wire             r_seq    = (e_seq && (r_impl || r_find)) || ((e_rnr || e_rsp) && r_impl);
     wire             r_rnr    = e_rnr && !r_impl && r_find;
     wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;
     wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];
@@ -737,14 +837,16 @@ module hca_requester #(
     wire             rewind   = walk_end && ((r_seq && !r_start && !r_exc) || (r_rnr && !n_exc));
     // The failure of a NAK or of exhausted retries: the flush follows.
     wire             any_fail = nak_fail || exc_fail;
-    wire             eng_done = walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
+    wire             eng_done = e_scan ? 1'b0 : walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
     // The head's packets the ACK or NAK acknowledges (hca.Requester.ackThrough on the message its PSN
     // lies in, the walk having stopped there): PSN - first, + 1 for an ACK. More than before is kept
     // (h_ack); for an ACK it is progress (ackThrough's advanced: counters restored, timer restarted).
-    wire             w_part   = e_any && !h_rdat && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
-    wire [23:0]      w_k      = n_from + {23'd0, e_incl};
+    // A response that does not complete the head READ (FIRST, MIDDLE) is one more of its responses
+    // (h_ack, the model's readGot), and progress (OnReadResponse: data for the oldest message).
+    wire             w_part   = e_any && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23] && (e_rsp ? h_acc : !h_rdat);
+    wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};
     wire             w_more   = w_part && w_k > h_ack[e_ctx*24 +: 24];
-    wire             w_adv    = w_more && e_incl;
+    wire             w_adv    = w_more && (e_incl || e_rsp);
     // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
     // After a rewind only when the head resends from a later packet than its first (its sent > 0);
     // else when the ring holds a message whose first packet has been committed, unless a resend
@@ -831,6 +933,9 @@ module hca_requester #(
             eng_busy  <= 1'b0;
             eng_ack   <= 1'b0;
             e_nakf    <= 1'b0;
+            e_scan    <= 1'b0;
+            e_drn     <= 1'b0;
+            d_left    <= 7'd0;
             e_ctx     <= {QPN_W{1'b0}};
             cpl_valid <= 1'b0;
         end else begin
@@ -931,6 +1036,7 @@ module hca_requester #(
                 if (eng_done) eng_busy <= 1'b0;
                 if (any_fail) e_nakf <= 1'b1;
                 if (pop && walking) e_prog <= 1'b1;
+                if (e_scan && (s_end || s_hold)) e_scan <= 1'b0;
                 if (pop && e_nakf) e_fpop <= 1'b1;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
@@ -940,6 +1046,8 @@ module hca_requester #(
                 e_fpop   <= 1'b0;
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
+                e_scan   <= a_rsp;
+                e_drn    <= a_rrd && ack_blk != 7'd0;
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
@@ -956,6 +1064,12 @@ module hca_requester #(
                 e_lim    <= t_cnt_w - t_unsent;
             end
             if (pop && eng_ack) e_lim <= e_lim - {{(IF_W-1){1'b0}}, 1'b1};
+            // The drain: a response dropped without a job drains at once; a job's at its decision.
+            if (ack_take && !ack_hit) d_left <= a_rrd ? ack_blk : 7'd0;
+            else if (d_dec) begin
+                d_left <= e_blk;
+                e_drn  <= 1'b0;
+            end else if (pd_pop) d_left <= d_left - 7'd1;
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
             else if (cpl_ready) cpl_valid <= 1'b0;
         end
@@ -964,16 +1078,33 @@ module hca_requester #(
     always @(posedge clk) begin
         if (eng_idle && ack_take) begin
             e_psn   <= ack_psn;
-            e_incl  <= ack_syn[7:5] == 3'b000;
-            e_fatal <= ack_syn[7:5] == 3'b011 && ack_syn[4:0] != 5'd0;
+            // A response acknowledges every PSN before its own (OnReadResponse's ackThrough, not
+            // inclusive), fails nothing and retries only on the implied NAK.
+            e_incl  <= !a_rsp && ack_syn[7:5] == 3'b000;
+            e_fatal <= !a_rsp && ack_syn[7:5] == 3'b011 && ack_syn[4:0] != 5'd0;
             // The NAK codes (IBA 9.7.5.2.4; hca.Requester.OnAck): 1 invalid request, 2 remote
             // access error, 3 and any other a remote operational error.
             e_nst   <= ack_syn[4:0] == 5'd1 ? 8'd9 : ack_syn[4:0] == 5'd2 ? 8'd10 : 8'd11;
-            e_seq   <= ack_syn == 8'h60;
-            e_rnr   <= ack_syn[7:5] == 3'b001;
+            e_seq   <= !a_rsp && ack_syn == 8'h60;
+            e_rnr   <= !a_rsp && ack_syn[7:5] == 3'b001;
             e_code  <= ack_syn[4:0];
             e_fhead <= 1'b0;
             e_tmo   <= 1'b0;
+            e_rsp   <= a_rsp;
+            e_rrd   <= a_rrd;
+            e_blk   <= ack_blk;
+            e_sp    <= oq_hd[aix*PW +: PW];
+            e_ok    <= 1'b0;
+        end
+        if (ack_take && !ack_hit) d_wr <= 1'b0;
+        if (d_dec) begin
+            d_wr   <= h_acc && e_any && h_align;
+            d_addr <= h_wqe[63:0] + {28'd0, d_off};
+            d_len  <= {3'd0, e_blk, 6'd0};
+        end
+        if (eng_busy && e_scan) begin
+            if (!s_end && s_hold) e_ok <= s_in;
+            else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};
         end
         if (eng_idle && tmo_take && tmo_ok) begin
             e_psn   <= 24'd0;  // e_pt is the head's oldest unacknowledged PSN
@@ -984,6 +1115,8 @@ module hca_requester #(
             e_code  <= 5'd0;
             e_fhead <= 1'b0;
             e_tmo   <= 1'b1;
+            e_rsp   <= 1'b0;
+            e_rrd   <= 1'b0;
         end
         if (exc_fail) begin
             // Retries exhausted: the head fails (hca.Requester.fail at find(psn), the head here).
@@ -1009,8 +1142,15 @@ module hca_requester #(
         end
     end
 
+    // The drain's wr0 writes: one per response, its blocks back to back as pd_* and wr_ready allow.
+    assign wr_valid = d_left != 7'd0 && d_wr && pd_valid;
+    assign wr_addr  = d_addr;
+    assign wr_len   = d_len;
+    assign wr_data  = pd_data;
+    assign pd_pop   = d_left != 7'd0 && pd_valid && (!d_wr || wr_ready);
+
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, ack_len, ack_orig, h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

@@ -1,10 +1,11 @@
 // hca_rx_ack: the receive side of hca_transport's requester: it checks each received packet as IBA
 // requires of a channel adapter before acting on it (the ICRC and the length, LRH.DLID against
 // the port's LIDs, BTH.TVer, the P_Key against the port's P_Key table, a unicast DLID), decodes its
-// headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK) that passed to
-// hca_requester's ack_* port; everything else it consumes and drops, counted.
-// Go model: hca.Device.complete's ACKNOWLEDGE case, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome) on
-// the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
+// headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK), RDMA READ response
+// (0x0D..0x10) and ATOMIC ACKNOWLEDGE (0x12) that passed to hca_requester's ack_* port, in the order
+// they came; everything else it consumes and drops, counted.
+// Go model: hca.Device.complete, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome), OnReadResponse and
+// OnAtomicAck on the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
 // the P_Key 0xFFFF on every packet and every port, and multicast only to UD QPs, so it has no
 // drop here and checks none of the LID, P_Key and multicast rules: every packet it makes passes
 // them; the GRH and length rules are its parser's, ib.ParseWire's); rtl/cosim_req_test.go sends
@@ -77,17 +78,25 @@
 //   of the packet's headers: a counter of its own, not hdr_err (PortRcvErrors' kind), so a UD
 //   receive path can take them later without changing what hdr_err means. Decided after the
 //   P_Key, which IBA checks on multicast packets too.
-// - Then as before: an ACKNOWLEDGE goes to ack_*; a READ response, an atomic ACK or a CNP counts
-//   on rsp_todo; anything else on not_req. An ACKNOWLEDGE for a QPN no context holds is
-//   hca_requester's to count (its no_qp: the contexts are there).
+// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; a CNP counts on
+//   rsp_todo; anything else on not_req. One for a QPN no context holds is hca_requester's to count
+//   (its no_qp: the contexts are there).
 // Decisions:
 // - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
 //   beat (sop) said is held in seven flags meanwhile (p_*). An ACKNOWLEDGE is one beat local (8 + 12
 //   + 4 + ICRC 4 + VCRC 2 = 30 bytes), two global (70 bytes: the second beat holds only the CRCs):
 //   a local ACK reaches ack_* a cycle later than before this check, a global one two.
-// - An ACKNOWLEDGE that passes goes out on ack_* (an output register, valid/ready: ack_qpn =
-//   DestQP, ack_psn = PSN, ack_syn = the syndrome, whatever it says: hca_requester decides what a
-//   syndrome does, as OnAck does). The QPN, PSN and syndrome are loaded at its sop, while ack_valid
+// - An ACKNOWLEDGE, READ response or atomic ACK that passes goes out on ack_* (an output register,
+//   valid/ready: ack_qpn = DestQP, ack_psn = PSN, ack_syn = the AETH syndrome, whatever it says:
+//   hca_requester decides what a syndrome does, as OnAck does, and reads none for a response, as
+//   OnReadResponse and OnAtomicAck read none (a MIDDLE has no AETH: ack_syn is then its first
+//   payload byte); ack_op = BTH.OpCode; ack_len = a READ response's payload bytes, PktLen x 4 less
+//   its headers (LRH, GRH, BTH, the AETH but for a MIDDLE), its ICRC and PadCnt's pad bytes;
+//   ack_orig = an atomic ACK's AtomicAckETH, the original remote value, bytes 24..31 local, with a
+//   GRH bytes 64..71, the first 8 of the packet's second beat, loaded there; its placement is
+//   TODO in hca_requester); ack_blk = the blocks of a READ response's payload left in the payload
+//   FIFO (pd_*, below), which hca_requester takes for wr0 or drops, ack_blk of them, after it
+//   has taken the header. The QPN, PSN and syndrome are loaded at its sop, while ack_valid
 //   is 0 or the requester takes the previous ACK in the same cycle, and ack_valid rises at its
 //   eop, so no second copy of them is needed. The decoder's ready is 0 while the register holds
 //   an ACK ack_ready has not taken, for every beat: the packet stream waits (ib_rx_vl_buffers
@@ -95,10 +104,8 @@
 // - A sequence error NAK (syndrome 0x60) or an RNR NAK (0x20..0x3F) also counts on nak_retry:
 //   hca_requester completes what it implicitly acknowledges and retries go-back-N (after the RNR
 //   wait), or fails the QP when its retry counters are spent (its header).
-// - Packets for the requester it does not act on yet count on rsp_todo and are dropped: RDMA READ
-//   responses (0x0D..0x10), ATOMIC ACKNOWLEDGE (0x12), CNPs (0x80, congestion control's; ours).
-//   Their completions and data placement are TODO, and so is their QPN's check against the
-//   contexts.
+// - CNPs (0x80, congestion control's; ours) count on rsp_todo and are dropped: TODO with
+//   congestion control.
 // - Every other packet counts on not_req and is dropped: requests for a responder (the responder
 //   is not built in RTL), UD and other transports, a raw LNH.
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
@@ -129,8 +136,15 @@ module hca_rx_ack #(
     output reg  [23:0]  ack_qpn,
     output reg  [23:0]  ack_psn,
     output reg  [7:0]   ack_syn,
+    output reg  [7:0]   ack_op,     // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
+    output reg  [12:0]  ack_len,    // a READ response's payload bytes (PktLen x 4 less its headers, ICRC and PadCnt)
+    output reg  [63:0]  ack_orig,   // an atomic ACK's AtomicAckETH: the original remote value
+    output reg  [6:0]   ack_blk,    // a READ response's payload blocks it left in the payload FIFO (pd_*)
+    output wire         pd_valid,   // the payload FIFO's head block: READ response payloads, realigned
+    output wire [511:0] pd_data,
+    input  wire         pd_pop,
     output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on (hca_requester retries)
-    output reg  [15:0]  rsp_todo,   // READ responses, atomic ACKs, CNPs: dropped (TODO)
+    output reg  [15:0]  rsp_todo,   // CNPs: dropped (TODO)
     output reg  [15:0]  not_req,    // packets not for the requester: dropped
     output reg  [15:0]  icrc_err,   // ICRC or length wrong: dropped
     output reg  [15:0]  hdr_err,    // unicast DLID not the port's, TVer not 0, an ACK's PktLen not its headers': dropped
@@ -140,7 +154,10 @@ module hca_rx_ack #(
     // The ICRC and length check: one cycle, its output register the decoder's input.
     wire         c_valid, c_sop, c_eop, c_icrc_err, c_len_err;
     wire [511:0] c_data; // as received but for the ICRC's word, which ib_icrc rewrites (not read here)
-    wire         c_ready = !ack_valid || ack_ready;
+    // The stream moves while the ACK register is free (or being taken) and the payload FIFO has room
+    // for a block (a beat pushes at most one).
+    wire         pd_room;
+    wire         c_ready = (!ack_valid || ack_ready) && pd_room;
     ib_icrc u_icrc (
         .clk(clk), .rst_n(rst_n),
         .in_valid(rx_valid), .in_ready(rx_ready), .in_data(rx_data), .in_sop(rx_sop), .in_eop(rx_eop),
@@ -176,9 +193,13 @@ module hca_rx_ack #(
     wire [15:0]  pkey   = bth[79:64];                        // BTH bytes 2..3
     wire [23:0]  dqpn   = bth[55:32];                        // BTH bytes 5..7
     wire [23:0]  psn    = bth[23:0];                         // BTH bytes 9..11
+    // For the requester (ack_*): an ACKNOWLEDGE, a READ response, an atomic ACK.
+    wire         rd_rsp = is_ib && opcode >= 8'h0D && opcode <= 8'h10;
+    wire         at_ack = is_ib && opcode == 8'h12;
     wire         is_ack = is_ib && opcode == 8'h11;
-    wire         is_rsp = is_ib && ((opcode >= 8'h0D && opcode <= 8'h10) || opcode == 8'h12 || opcode == 8'h80);
-    wire         retry  = syn == 8'h60 || syn[7:5] == 3'b001;
+    wire         to_req = is_ack || rd_rsp || at_ack;
+    wire         is_rsp = is_ib && opcode == 8'h80;             // a CNP: congestion control's, TODO
+    wire         retry  = is_ack && (syn == 8'h60 || syn[7:5] == 3'b001);
     // 0xC000..0xFFFF: the multicast LIDs and the permissive LID, the two top bits set.
     wire         mc     = dlid[15:14] == 2'b11;
     wire [15:0]  lmc_keep = 16'hFFFF << port_lmc;            // the bits above the LMC's path bits
@@ -195,10 +216,12 @@ module hca_rx_ack #(
     // room for them and for PadCnt's bytes (ib.ParseWire's rules), and is exactly them for an
     // atomic ACK, which carries no payload (as an ACK: 7 words local, 17 global).
     wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
-    wire         rd_rsp   = is_ib && opcode >= 8'h0D && opcode <= 8'h10;
     wire [10:0]  rsp_w    = base_w + {10'd0, opcode != 8'h0E};
+    // A READ response's payload: the words past its headers and ICRC, less PadCnt's bytes (taken on
+    // a response that passes the length rule above, so never below 0).
+    wire [12:0]  rsp_pay  = {pktlen - rsp_w, 2'b00} - {11'd0, padcnt};
     wire         rsp_bad  = (rd_rsp && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
-                            (is_ib && opcode == 8'h12 && pktlen != base_w + 11'd3);
+                            (at_ack && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
                             (is_ib && pktlen < base_w) || grh_bad || rsp_bad ||
                             (is_ack && pktlen != (global ? 11'd17 : 11'd7));
@@ -213,12 +236,12 @@ module hca_rx_ack #(
     wire         pkey_bad = is_ib && !pkey_ok;
 
     // What the first beat said, held to the last: the flags below at sop, p_* after it.
-    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp;
+    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat;
     wire         k_ib    = c_sop ? is_ib    : p_ib;
     wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
     wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
     wire         k_mc    = c_sop ? mc       : p_mc;
-    wire         k_ack   = c_sop ? is_ack   : p_ack;
+    wire         k_ack   = c_sop ? to_req   : p_ack;
     wire         k_retry = c_sop ? retry    : p_retry;
     wire         k_rsp   = c_sop ? is_rsp   : p_rsp;
 
@@ -261,18 +284,85 @@ module hca_rx_ack #(
             p_hdr   <= hdr_bad;
             p_pkey  <= pkey_bad;
             p_mc    <= mc;
-            p_ack   <= is_ack;
+            p_ack   <= to_req;
             p_retry <= retry;
             p_rsp   <= is_rsp;
+            p_gat   <= global && at_ack;
         end
-        if (head && is_ack) begin
+        if (head && to_req) begin
             ack_qpn <= dqpn;
             ack_psn <= psn;
             ack_syn <= syn;
+            ack_op  <= opcode;
+            ack_len <= rsp_pay;
+            // The AtomicAckETH after the AETH: bytes 24..31 local; with a GRH bytes 64..71, the
+            // second beat's first 8 (below).
+            ack_orig <= c_data[511-8*24 -: 64];
         end
+        if (take && !c_sop && p_gat) ack_orig <= c_data[511 -: 64];
+    end
+
+    // ---- READ response payloads, realigned to blocks, into the payload FIFO ----
+    // The payload starts 20 bytes into the packet (a MIDDLE, local: LRH 8, BTH 12), 24 (FIRST, LAST,
+    // ONLY: the AETH 4 more), 60 or 64 (with a GRH): block i is the payload's bytes 64i..64i+63,
+    // the bytes from the offset in one beat and the rest from the next, pushed when the next beat
+    // comes, at most one a beat, and not past the payload's blocks (at most 64: an MTU of 4096). A
+    // payload whose last block ends within the last beat's bytes gets that block only if another
+    // beat follows it in the packet: always when the payload is whole blocks (its pad, ICRC and
+    // VCRC, 6 bytes or more, come after it), not always otherwise; ack_blk says how many were
+    // pushed. Those of a packet dropped at its last beat are taken back (the FIFO's drop).
+    wire         is_mid  = opcode == 8'h0E;
+    wire [1:0]   sh_code = global ? (is_mid ? 2'd3 : 2'd0) : (is_mid ? 2'd1 : 2'd2);
+    wire [13:0]  nb_up   = {1'b0, rsp_pay} + 14'd63;
+    wire [6:0]   nb_cap  = nb_up[13:6] > 8'd64 ? 7'd64 : nb_up[12:6];
+    reg  [511:0] prev;      // the packet's previous beat
+    reg  [1:0]   p_sh;      // the payload's offset in its first beat: 0 (64: the second beat's 0), 20, 24, 60
+    reg  [6:0]   p_nb;      // its blocks (at most 64)
+    reg  [6:0]   p_blk;     // blocks pushed
+    reg  [6:0]   p_beat;    // beats taken before this one (saturating)
+    reg          p_rdp;     // the packet is a READ response
+    reg  [511:0] blk;
+    always @* begin
+        case (p_sh)
+            2'd1:    blk = {prev[351:0], c_data[511:352]};  // 20 bytes on
+            2'd2:    blk = {prev[319:0], c_data[511:320]};  // 24
+            2'd3:    blk = {prev[31:0],  c_data[511:32]};   // 60
+            default: blk = prev;                              // 64: whole beats from the second
+        endcase
+    end
+    wire         ok_now  = !crc_bad && !k_hdr && !k_pkey && !k_mc;  // at the last beat: the packet passes
+    wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;            // the first beat that completes block 0
+    wire         pd_push = take && !c_sop && p_rdp && p_beat >= p_from && p_blk < p_nb && (!c_eop || ok_now);
+    wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;
+    wire [7:0]   pd_count;
+    wire         pd_push_ready;
+    assign pd_room = pd_push_ready;
+    localparam integer PD_DEPTH = 128;  // two responses' payloads at MTU 4096 (rtl.RxPayBlocks)
+    sync_fifo #(.WIDTH(512), .DEPTH(PD_DEPTH)) u_payload (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(pd_push), .push_ready(pd_push_ready), .push_data(blk),
+        .pop_valid(pd_valid), .pop_ready(pd_pop), .pop_data(pd_data),
+        .count(pd_count),
+        .drop_valid(pd_drop), .drop_count({1'b0, p_blk})
+    );
+    always @(posedge clk) begin
+        if (take) prev <= c_data;
+        if (head) begin
+            p_sh   <= sh_code;
+            p_nb   <= nb_cap;
+            p_rdp  <= rd_rsp;
+            p_blk  <= 7'd0;
+            p_beat <= 7'd1;
+        end else if (take) begin
+            if (pd_push) p_blk <= p_blk + 7'd1;
+            if (p_beat != 7'h7F) p_beat <= p_beat + 7'd1;
+        end
+        // The blocks a READ response left in the FIFO, with its header (set at its last beat; 0 for a
+        // packet of one beat, or not a READ response).
+        if (done) ack_blk <= (c_sop || !p_rdp) ? 7'd0 : p_blk + {6'd0, pd_push};
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, c_data, bth[87:84], bth[63:56], bth[31:24], 1'b0};
+    wire unused_ok = &{1'b0, c_data, bth[87:84], bth[63:56], bth[31:24], pd_count, nb_up[5:0], 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

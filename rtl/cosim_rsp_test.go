@@ -1,0 +1,355 @@
+package rtl
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// ---- hca_requester's responses <-> hca.Requester.OnReadResponse, OnAtomicAck ----
+//
+// The emitted hca_transport (RETRY_CNT 3: retryTransport) in reqTB, on a
+// directed run of three contexts whose responder answers READs and atomics:
+// READ responses FIRST, MIDDLE, LAST and ONLY, atomic ACKs, responses that
+// acknowledge the SENDs and WRITEs before them (the model's ackThrough in
+// OnReadResponse and OnAtomicAck), responses the model drops (a duplicate,
+// one out of sequence, one of the wrong kind for the message holding its
+// PSN) and one past a READ never answered (the implied NAK: the READs go
+// again). Every response is ib.AppendWire's bytes, some with a GRH, gated
+// on the packets sent before it. The log is replayed into the model as
+// TestRequesterRetryCosim replays it (retryCheck, modelRx): every packet
+// the RTL commits is the model's Next then, byte for byte, and every
+// completion on cpl_* the model's, in order, and made by the model by the
+// point of the log where the RTL gives it.
+
+// modelRx is what the model's requester does with a packet hca_rx_ack hands
+// the requester (hca.Device.complete): OnAck for an ACKNOWLEDGE,
+// OnReadResponse for a READ response, OnAtomicAck for an atomic ACK. ok
+// is the model's "place the payload or the original value" at addr.
+func modelRx(req *hca.Requester, a reqAck) (res hca.AckResult, addr uint64, ok bool) {
+	if a.rsp == nil {
+		return req.OnAck(a.psn, a.syn), 0, false
+	}
+	p := a.packet()
+	if p.Opcode == ib.AtomicAcknowledge {
+		addr, ok, res = req.OnAtomicAck(p)
+		return res, addr, ok
+	}
+	addr, ok, res = req.OnReadResponse(p)
+	return res, addr, ok
+}
+
+// rspPlan is a retryPlan whose run has responses; placed counts the
+// responses the model accepted, dropped those it did not.
+type rspPlan struct {
+	*retryPlan
+	placed, dropped int
+	written         int // responses whose payload the RTL writes (p.mem)
+}
+
+// readRsp is READ response i of n at psn carrying length bytes (payload
+// bytes drawn from psn, so each response's differ).
+func readRsp(i, n int, psn uint32, length int, grh bool) reqAck {
+	pay := make([]byte, length)
+	for k := range pay {
+		pay[k] = byte(int(psn)*7 + k*13)
+	}
+	return reqAck{psn: psn & 0xFFFFFF, grh: grh, rsp: &ib.Packet{Opcode: hca.ReadResponseOpcode(i, n), PayloadLen: length, Payload: pay,
+		AETH: ib.AETH{Syndrome: hca.SynACKNoLimit, MSN: 1}}}
+}
+
+// atomicAck is an ATOMIC ACKNOWLEDGE at psn with original value orig.
+func atomicAck(psn uint32, orig uint64, grh bool) reqAck {
+	return reqAck{psn: psn & 0xFFFFFF, grh: grh, rsp: &ib.Packet{Opcode: ib.AtomicAcknowledge, AtomicAck: orig,
+		AETH: ib.AETH{Syndrome: hca.SynACKNoLimit, MSN: 1}}}
+}
+
+// newRspPlan builds the run (derivations in the comments: MTU m, PSNs mod
+// 2^24).
+func newRspPlan() *rspPlan {
+	p := &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
+	run := p.run
+	qps := [3]*retryQP{}
+	cfgs := []*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
+	}
+	for _, it := range cfgs {
+		run.items = append(run.items, it)
+		qps[it.qix] = newRetryQP(it)
+	}
+	drain := func() {
+		for q, qp := range qps {
+			for qp.req.HasWork() {
+				psn, w := qp.send()
+				p.psns[q] = append(p.psns[q], psn)
+				run.wires = append(run.wires, w)
+				run.beats += len(w) / BlockBytes
+			}
+		}
+	}
+	index := uint16(0x80)
+	wqe := func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
+		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
+		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x5000_0000 + uint64(index)<<12, RKey: 0x6600 + uint32(index),
+			Imm: 0xBEEF0000 + uint32(index), SwapAdd: 0x1111 * uint64(index), Compare: 0x2222 * uint64(index), LocalAddr: laddr,
+			QPN: it.qpn, Index: index, Signaled: signaled}
+		index++
+		run.items = append(run.items, it)
+		for _, c := range qps[q].enqueue(it.wqe) {
+			p.status = append(p.status, c.Status)
+		}
+		if op == hca.WRRDMARead && laddr%BlockBytes == 0 && length%BlockBytes == 0 && length > 0 {
+			p.bufs[it.wqe.Index] = [2]uint64{laddr, uint64(length)}
+		}
+	}
+	// deliver offers a once every packet the model has sent so far has
+	// left (its gate), and runs the model on it.
+	deliver := func(q int, a reqAck) {
+		a.gate, a.qpn, a.msn = len(run.wires), qps[q].item.qpn, 1
+		run.acks = append(run.acks, a)
+		res, addr, ok := modelRx(qps[q].req, a)
+		if a.rsp != nil {
+			if ok {
+				p.placed++
+			} else {
+				p.dropped++
+			}
+		}
+		// The model's payload write (hca.Device.complete), where the RTL
+		// writes too: a READ whose local address and length are multiples
+		// of 64 bytes.
+		for _, b := range p.bufs {
+			if ok && a.rsp.Opcode != ib.AtomicAcknowledge && addr >= b[0] && addr < b[0]+b[1] {
+				for i, v := range a.packet().Payload[:a.rsp.PayloadLen] {
+					p.mem[addr+uint64(i)] = v
+				}
+				p.written++
+			}
+		}
+		for _, c := range res.Completions {
+			p.status = append(p.status, c.Status)
+		}
+		drain()
+	}
+	// Context 0, MTU 256, from PSN FFFFFE: M0 a SEND of 100 B (FFFFFE),
+	// M1 an unsignaled WRITE of 600 B (3 packets: FFFFFF 000000 000001,
+	// across the wrap), M2 a READ of 700 B (3 PSNs 000002..000004, one
+	// request packet at 000002), M3 a SEND of 10 B (000005).
+	wqe(0, hca.WRSend, 100, 0x10_0000+3, true)
+	wqe(0, hca.WRRDMAWrite, 600, 0x11_0000, false)
+	wqe(0, hca.WRRDMARead, 700, 0x12_0000+64, true)
+	wqe(0, hca.WRSend, 10, 0x13_0000, true)
+	drain()
+	// x0, M2's MIDDLE (000003) before its FIRST: out of sequence (index 1
+	// x 256 is not readGot 0): dropped, and the model acknowledges
+	// nothing with it (ackThrough only for a response in sequence): M0
+	// and M1 stay.
+	deliver(0, readRsp(1, 3, 0x000003, 256, false))
+	// r0, M2's FIRST (000002, 256 B): in sequence (readGot 0); it
+	// acknowledges every PSN before it: M0 completes (a CQE) and M1 (no
+	// CQE: unsignaled); M2 has 256 B.
+	deliver(0, readRsp(0, 3, 0x000002, 256, true))
+	// r1, M2's LAST (000004) before its MIDDLE: out of sequence (index 2
+	// x 256 is not readGot 256): dropped.
+	deliver(0, readRsp(2, 3, 0x000004, 188, false))
+	// r2, the MIDDLE (000003): in sequence, M2 has 512 B.
+	deliver(0, readRsp(1, 3, 0x000003, 256, false))
+	// r3, the MIDDLE again (a duplicate): 256 is not 512, dropped.
+	deliver(0, readRsp(1, 3, 0x000003, 256, true))
+	// r4, the LAST (000004, 700 - 512 = 188 B): M2 has its 700, complete.
+	deliver(0, readRsp(2, 3, 0x000004, 188, false))
+	// a5, an ACK through 000005: M3 completes.
+	deliver(0, reqAck{psn: 0x000005, syn: hca.SynACK})
+	// Context 1, MTU 1024, from 000100: A0 a fetch and add (000100), S a
+	// SEND of 50 B (000101), A1 a compare and swap (000102), R a READ of
+	// 0 B (one PSN, 000103: a READ response ONLY of no payload).
+	wqe(1, hca.WRFetchAdd, 8, 0x20_0000, true)
+	wqe(1, hca.WRSend, 50, 0x21_0000+17, true)
+	wqe(1, hca.WRCompSwap, 8, 0x22_0000+8, true)
+	wqe(1, hca.WRRDMARead, 0, 0x23_0000, true)
+	drain()
+	// r6, A0's atomic ACK (000100): complete.
+	deliver(1, atomicAck(0x000100, 0x0123456789ABCDEF, false))
+	// r7, A1's atomic ACK (000102): it acknowledges S (000101) first; S
+	// and A1 complete, in order.
+	deliver(1, atomicAck(0x000102, 0xFEDCBA9876543210, true))
+	// r8, an atomic ACK at R's PSN (000103): R is a READ, not an atomic:
+	// dropped (and no implied NAK: R holds the PSN).
+	deliver(1, atomicAck(0x000103, 42, false))
+	// r9, a READ response ONLY at A1's PSN, long retired: nothing holds
+	// 000102, dropped.
+	deliver(1, readRsp(0, 1, 0x000102, 0, false))
+	// r10, R's ONLY (000103, 0 B): readGot 0 >= 0, R completes.
+	deliver(1, readRsp(0, 1, 0x000103, 0, true))
+	// Context 2, MTU 512, from 123456: R1 an unsignaled READ of 1024 B
+	// (123456 123457), R2 a READ of 2048 B (123458..12345B), S2 a SEND of
+	// 600 B (12345C 12345D). Both READs' local addresses and lengths are
+	// multiples of 64: their payloads go to host memory through wr0.
+	wqe(2, hca.WRRDMARead, 1024, 0x30_0000, false)
+	wqe(2, hca.WRRDMARead, 2048, 0x31_0000, true)
+	wqe(2, hca.WRSend, 600, 0x32_0000+1, true)
+	drain()
+	// r11, R2's FIRST (123458) while R1 has had nothing: R2 in sequence
+	// (the model places its 512 B; the RTL drops them: the same bytes
+	// come again with r14), but R1's response was lost: the implied NAK,
+	// a retry from R1 (retry_cnt 3 -> 2): R1, R2 (its readGot back to 0)
+	// and S2 go again (123456, 123458, 12345C 12345D).
+	deliver(2, readRsp(0, 4, 0x123458, 512, false))
+	// r12..r13: R1's FIRST and LAST (with a GRH: its payload starts a
+	// beat in): R1 completes (progress: retry_cnt back to 3). Before r12
+	// a copy of it with a payload byte flipped (its VCRC sealed again:
+	// only the ICRC shows it): hca_rx_ack drops it at its last beat, and
+	// the 8 blocks of it already in its payload FIFO with it.
+	bad := readRsp(0, 2, 0x123456, 512, false)
+	bad.qpn = qps[2].item.qpn
+	w := bad.wire()
+	w[len(w)-ib.VCRCBytes-4-100] ^= 0x10
+	resealWire(w, false)
+	run.bad = append(run.bad, reqBad{before: len(run.acks), kind: "icrc", wire: w, counter: cntICRC})
+	deliver(2, readRsp(0, 2, 0x123456, 512, false))
+	deliver(2, readRsp(1, 2, 0x123457, 512, true))
+	// r14..r17: R2's four, a MIDDLE local (20 bytes in), one with a GRH
+	// (60 bytes in): R2 completes.
+	deliver(2, readRsp(0, 4, 0x123458, 512, false))
+	deliver(2, readRsp(1, 4, 0x123459, 512, false))
+	deliver(2, readRsp(2, 4, 0x12345A, 512, true))
+	deliver(2, readRsp(3, 4, 0x12345B, 512, false))
+	// a18, an ACK through 12345D: S2 completes.
+	deliver(2, reqAck{psn: 0x12345D, syn: hca.SynACK})
+	// Control: every handshake ready (wr0's too, bit 10), every VL's
+	// credit plenty, a WQE or ACK offered whenever one is due.
+	for range 1500 {
+		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
+	}
+	return p
+}
+
+// stall replaces the run's control with one that holds every handshake
+// back now and then: WQEs, ACKs and responses offered, rd1's ready and
+// answers, out_ready, the picks, cpl_ready and wr0's ready, each in 256-cycle phases
+// of 10 to 90 % (phaseProb), the credits plenty. The model's replay does
+// not depend on the timing, so the run's expectations stay the plan's.
+func (p *rspPlan) stall(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 0x57a11))
+	var ph [8]float64
+	p.run.ctrl = p.run.ctrl[:0]
+	for c := range 12000 {
+		w := [5]uint64{0, 2048, 2048, 2048, 2048}
+		for i, b := range []int{0, 1, 2, 3, 4, 8, 9, 10} {
+			if r.Float64() < max(phaseProb(r, c, &ph[i]), 0.1) {
+				w[0] |= 1 << b
+			}
+		}
+		w[0] |= uint64(r.IntN(4)) << 5 // the VL the pick search starts at
+		p.run.ctrl = append(p.run.ctrl, w)
+	}
+}
+
+// TestRspPlan: the model does in the run what the plan's comments derive,
+// so the co-simulation's comparison is against those numbers.
+func TestRspPlan(t *testing.T) {
+	p := newRspPlan()
+	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND).
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5}, p.psns[0], "context 0")
+	// Context 1: A0, S, A1, R.
+	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103}, p.psns[1], "context 1")
+	// Context 2: R1, R2, S2 (2 packets), then again after the implied NAK.
+	assert.Equal(t, []uint32{0x123456, 0x123458, 0x12345C, 0x12345D, 0x123456, 0x123458, 0x12345C, 0x12345D}, p.psns[2], "context 2")
+	// Completions (signaled or not): M0 M1 on r0, M2 on r4, M3 on a5; A0
+	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r17, S2 on a18.
+	want := make([]hca.WCStatus, 11)
+	assert.Equal(t, want, p.status, "completion statuses (all WCSuccess)")
+	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17; dropped:
+	// x0 r1 r3, r8 r9.
+	assert.Equal(t, 13, p.placed, "responses the model accepts")
+	assert.Equal(t, 5, p.dropped, "responses the model drops")
+	assert.Equal(t, 20, len(p.run.acks), "ACKs and responses")
+	// Written to host memory (R1 and R2: their local addresses and
+	// lengths are multiples of 64; M2's 700 B and R's 0 B are not
+	// written): r11 and r14 the same 512 B at R2's start, r12 r13 R1's
+	// 1024, r15..r17 the rest of R2's 2048: 3072 bytes in all.
+	assert.Equal(t, 7, p.written, "responses the model writes where the RTL does")
+	assert.Len(t, p.mem, 1024+2048, "bytes written")
+}
+
+// TestRequesterResponseCosim: hca_requester completes READs and atomics
+// on their responses as the model does, and drops or retries on those the
+// model drops or retries on; each mutant of the response logic fails.
+func TestRequesterResponseCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	dir := t.TempDir()
+	f, rx := "hca_requester.v", "hca_rx_ack.v"
+	for _, m := range []struct{ name, file, old, new string }{
+		{name: "unmutated"},
+		{name: "unmutated, stalled"},
+		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
+		{"a response out of sequence acknowledging what is before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && e_lim"},
+		{"a response out of sequence taken", f, "n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);", "1'b1;"},
+		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
+		{"a response acknowledging nothing before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && !e_rsp && e_lim"},
+		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
+		{"a READ's responses not counted", f, "wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};", "wire [23:0]      w_k      = n_from + {23'd0, e_incl};"},
+		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
+		// The payload.
+		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], c_data[511:352]};", "2'd1:    blk = {prev[319:0], c_data[511:320]};"},
+		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
+		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
+		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy);", "h_cover || h_fin;"},
+		{"a READ's payload written whatever its alignment", f, "wire             h_align  = h_wqe[5:0] == 6'd0 && h_ent[53:48] == 6'd0;", "wire             h_align  = 1'b1;"},
+		{"a response the head does not take written", f, "d_wr   <= h_acc && e_any && h_align;", "d_wr   <= e_any && h_align;"},
+		{"the payload at the READ's start whatever came before", f, "d_addr <= h_wqe[63:0] + {28'd0, d_off};", "d_addr <= h_wqe[63:0];"},
+	} {
+		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			p := newRspPlan()
+			if strings.HasSuffix(m.name, "stalled") {
+				p.stall(cosimSeeds[0])
+			}
+			d := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(m.name))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			replace := mutatedSource(t, m.file, m.old, m.new)
+			writeRetryBench(t, ctx, d, p.retryPlan, replace)
+			res := runRetry(t, ctx, d, "r", p.retryPlan, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			if m.file != "" {
+				bad := res.errors > 0 || res.checked != p.run.beats || res.acks != len(p.run.acks)
+				assert.True(t, bad, "the response co-simulation passes a requester with %s", m.name)
+				t.Logf("%d mismatches, %d of %d beats: %s", res.errors, res.checked, p.run.beats, strings.Join(res.first, "; "))
+				return
+			}
+			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+			assert.Equal(t, p.run.beats, res.checked, "beats compared")
+			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and responses taken")
+			for q := range p.psns {
+				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
+			}
+			// The CQEs: the signaled completions of the plan (M0 M2 M3,
+			// A0 S A1 R, R2 S2: M1 and R1 are unsignaled), each success.
+			assert.Equal(t, make([]hca.WCStatus, 9), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+			// wr0: R1's two responses, R2's four (r11's blocks dropped:
+			// its READ was not the head), 512 B = 8 blocks each.
+			assert.Equal(t, 6, res.writes, "wr0 writes")
+			assert.Equal(t, 6*8, res.wbeats, "wr0 beats")
+			if strings.HasSuffix(m.name, "stalled") {
+				// The stalls reached the completions: some waited for
+				// cpl_ready (the all-ready run's never do).
+				assert.Positive(t, res.cplHeld, "cycles a completion waited for cpl_ready")
+			} else {
+				assert.Zero(t, res.cplHeld, "cycles a completion waited for cpl_ready with it always 1")
+			}
+		})
+	}
+}
