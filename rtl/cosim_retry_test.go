@@ -152,33 +152,41 @@ type retryPlan struct {
 	toCycles int
 }
 
+// addQPs configures a context for each of cfgs (the run's first items)
+// and returns each context's model, by context index.
+func (p *retryPlan) addQPs(cfgs []*reqItem) (qps [3]*retryQP) {
+	for _, it := range cfgs {
+		p.run.items = append(p.run.items, it)
+		qps[it.qix] = newRetryQP(it)
+	}
+	return qps
+}
+
+// drain sends every packet the models have now, as the gates make the
+// RTL do before the next NAK or response is offered.
+func (p *retryPlan) drain(qps [3]*retryQP) {
+	for q, qp := range qps {
+		for qp.req.HasWork() {
+			psn, w := qp.send()
+			p.psns[q] = append(p.psns[q], psn)
+			p.run.wires = append(p.run.wires, w)
+			p.run.beats += len(w) / BlockBytes
+		}
+	}
+}
+
 // newRetryPlan builds the run (derivation in the comments: MTU m, PSNs
 // mod 2^24).
 func newRetryPlan() *retryPlan {
 	p := &retryPlan{run: &reqRun{}}
 	run := p.run
-	qps := [3]*retryQP{}
 	cfgs := []*reqItem{
 		{cfg: true, qix: 0, qpn: 0x1230, dlid: 0x11, slid: 0x21, sl: 3, vl: 1, rqpn: 0xA0000, psn: 0xFFFFFD, mtuCode: 1, cqn: 5},
 		{cfg: true, qix: 1, qpn: 0x1231, dlid: 0x12, slid: 0x22, sl: 7, vl: 2, rqpn: 0xA0001, psn: 0x000100, mtuCode: 3, cqn: 6},
 		{cfg: true, qix: 2, qpn: 0x1232, dlid: 0x13, slid: 0x23, sl: 0, vl: 0, rqpn: 0xA0002, psn: 0x123456, mtuCode: 2, cqn: 7},
 	}
-	for _, it := range cfgs {
-		run.items = append(run.items, it)
-		qps[it.qix] = newRetryQP(it)
-	}
-	// drain sends every packet the model has now, as the gates make the
-	// RTL do before the next NAK is offered.
-	drain := func() {
-		for q, qp := range qps {
-			for qp.req.HasWork() {
-				psn, w := qp.send()
-				p.psns[q] = append(p.psns[q], psn)
-				run.wires = append(run.wires, w)
-				run.beats += len(w) / BlockBytes
-			}
-		}
-	}
+	qps := p.addQPs(cfgs)
+	drain := func() { p.drain(qps) }
 	index := uint16(0x40)
 	wqe := func(q int, op hca.WROpcode, length int, laddr uint64, gate int) {
 		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, gate: gate, sent: true}
@@ -537,6 +545,28 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	return res
 }
 
+// runRetryCase runs plan p's co-simulation in dir with file's old text
+// replaced by new (none when file is ""). A mutant must fail it — a
+// mismatch, or fewer beats or ACKs and responses than the plan's (failing
+// says what the mutant is otherwise) — and gives nil; the unmutated run
+// must match beat for beat and take every ACK and response, and its
+// result is returned for the caller's own checks.
+func runRetryCase(t *testing.T, ctx context.Context, dir string, p *retryPlan, file, old, new, failing string) *retryResult {
+	t.Helper()
+	writeRetryBench(t, ctx, dir, p, mutatedSource(t, file, old, new))
+	res := runRetry(t, ctx, dir, "r", p, "vvp", "-n", filepath.Join(dir, "sim.vvp"))
+	if file != "" {
+		bad := res.errors > 0 || res.checked != p.run.beats || res.acks != len(p.run.acks)
+		assert.True(t, bad, failing)
+		t.Logf("%d mismatches, %d of %d beats: %s", res.errors, res.checked, p.run.beats, strings.Join(res.first, "; "))
+		return nil
+	}
+	assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+	assert.Equal(t, p.run.beats, res.checked, "beats compared")
+	assert.Equal(t, len(p.run.acks), res.acks, "ACKs, NAKs and responses taken")
+	return res
+}
+
 func runRetry(t *testing.T, ctx context.Context, dir, tag string, p *retryPlan, cmd string, args ...string) *retryResult {
 	t.Helper()
 	out, err := runTool(ctx, dir, cmd, append(args, append(p.run.args(dir, tag), "+hostfn")...)...)
@@ -597,18 +627,10 @@ func TestRequesterRetryCosim(t *testing.T) {
 			ctx := context.Background()
 			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
 			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := mutatedSource(t, m.file, m.old, m.new)
-			writeRetryBench(t, ctx, d, p, replace)
-			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
-			if m.file != "" {
-				bad := res.errors > 0 || res.checked != p.run.beats || res.acks != len(p.run.acks)
-				assert.True(t, bad, "the retry co-simulation passes a requester with %s", m.name)
-				t.Logf("%d mismatches, %d of %d beats: %s", res.errors, res.checked, p.run.beats, strings.Join(res.first, "; "))
+			res := runRetryCase(t, ctx, d, p, m.file, m.old, m.new, "the retry co-simulation passes a requester with "+m.name)
+			if res == nil {
 				return
 			}
-			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
-			assert.Equal(t, p.run.beats, res.checked, "beats compared")
-			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and NAKs taken")
 			// The RTL's order per context and its statuses are the plan's
 			// (TestRetryPlan derives them).
 			for q := range p.psns {

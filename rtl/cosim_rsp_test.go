@@ -79,26 +79,13 @@ func atomicAck(psn uint32, orig uint64, grh bool) reqAck {
 func newRspPlan() *rspPlan {
 	p := &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
 	run := p.run
-	qps := [3]*retryQP{}
 	cfgs := []*reqItem{
 		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
 		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
 		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
 	}
-	for _, it := range cfgs {
-		run.items = append(run.items, it)
-		qps[it.qix] = newRetryQP(it)
-	}
-	drain := func() {
-		for q, qp := range qps {
-			for qp.req.HasWork() {
-				psn, w := qp.send()
-				p.psns[q] = append(p.psns[q], psn)
-				run.wires = append(run.wires, w)
-				run.beats += len(w) / BlockBytes
-			}
-		}
-	}
+	qps := p.addQPs(cfgs)
+	drain := func() { p.drain(qps) }
 	index := uint16(0x80)
 	wqe := func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
 		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
@@ -321,18 +308,10 @@ func TestRequesterResponseCosim(t *testing.T) {
 			}
 			d := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(m.name))
 			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := mutatedSource(t, m.file, m.old, m.new)
-			writeRetryBench(t, ctx, d, p.retryPlan, replace)
-			res := runRetry(t, ctx, d, "r", p.retryPlan, "vvp", "-n", filepath.Join(d, "sim.vvp"))
-			if m.file != "" {
-				bad := res.errors > 0 || res.checked != p.run.beats || res.acks != len(p.run.acks)
-				assert.True(t, bad, "the response co-simulation passes a requester with %s", m.name)
-				t.Logf("%d mismatches, %d of %d beats: %s", res.errors, res.checked, p.run.beats, strings.Join(res.first, "; "))
+			res := runRetryCase(t, ctx, d, p.retryPlan, m.file, m.old, m.new, "the response co-simulation passes a requester with "+m.name)
+			if res == nil {
 				return
 			}
-			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
-			assert.Equal(t, p.run.beats, res.checked, "beats compared")
-			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and responses taken")
 			for q := range p.psns {
 				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
 			}
