@@ -406,10 +406,11 @@ func (r *router) choose(x, d int, cands []int) int {
 }
 
 // prepareDModKOn prepares D-mod-K for the fabric: its Dragonfly+ form
-// (route_dfly.go) on a fabric the dragonfly-plus builder made, its fat-tree
-// form on a regular fat tree, and on a topology file that is no fat tree
-// but is shaped as a Dragonfly+, the Dragonfly+ form. A file of neither
-// shape gets the fat-tree form's refusal.
+// (route_dfly.go) on a fabric the dragonfly-plus builder made or a
+// topology file with its tiers (tier=), its fat-tree form on a regular fat
+// tree, and on a topology file without tiers that is no fat tree but is
+// shaped as a Dragonfly+, the Dragonfly+ form. A file of neither shape gets
+// the fat-tree form's refusal.
 func (r *router) prepareDModKOn() error {
 	t := r.s.Topo
 	if spine := builderSpines(t); spine != nil {

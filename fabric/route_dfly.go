@@ -46,8 +46,9 @@ type dflyDModK struct {
 }
 
 // builderSpines returns which switches are spines when t is a Dragonfly+
-// the dragonfly-plus builder made (every switch a leaf, tier 1, or a spine,
-// tier 2, and some spines cabled to each other), and nil otherwise.
+// whose tiers are known — the dragonfly-plus builder made it, or a topology
+// file gives them (tier=) — every switch a leaf, tier 1, or a spine, tier
+// 2, and some spines cabled to each other; and nil otherwise.
 func builderSpines(t *Topology) []bool {
 	spine := make([]bool, len(t.Nodes))
 	global := false
