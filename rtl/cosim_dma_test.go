@@ -3,6 +3,7 @@ package rtl
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,6 +57,7 @@ type dmaWrite struct {
 	addr   uint64 // as asked (bits 5:0 ignored by the block)
 	len    int    // as asked (0 = 65536)
 	beats  []Value
+	be     []uint64        // per beat, its byte enables (bit 63 - k: byte lane k)
 	tlps   []hca.ReadChunk // hca.WriteTLPs of its blocks
 	sent   int             // beats the block took
 	tlpsIn int             // TLPs the host has taken whole
@@ -145,6 +147,7 @@ type dmaDUT struct {
 	hwAddr         uint64
 	hwLen          int
 	hwData         Value
+	hwBe           uint64
 	wcBusy         [2]bool
 	wcBlk          [2]uint64
 	wcLeft         [2]int
@@ -215,6 +218,7 @@ type dmaDUT struct {
 	nTLP, nTLPFull, nTLPCut, nCountIllegal, nMultiTLP, nHeldOff, nTLPGap, nTLPWait int
 	nWWrap, nWMax, nPage                                                           int
 	nRRBoth                                                                        int // TLP starts both clients asked for
+	nPartialBE                                                                     int // host beats with bytes disabled
 }
 
 func newDMADUT(tags, mrrs, mps, rcb, big int) *dmaDUT {
@@ -251,6 +255,7 @@ func (d *dmaDUT) inputs() []Signal {
 		{Name: "host_rd_ready", Width: 1},
 		{Name: "host_cpl_valid", Width: 1}, {Name: "host_cpl_tag", Width: d.tagW}, {Name: "host_cpl_data", Width: 512},
 		{Name: "host_wr_ready", Width: 1},
+		{Name: "wr0_be", Width: 64}, {Name: "wr1_be", Width: 64},
 	}
 }
 func (d *dmaDUT) outputs() []Signal {
@@ -263,6 +268,7 @@ func (d *dmaDUT) outputs() []Signal {
 		{Name: "host_wr_valid", Width: 1}, {Name: "host_wr_sop", Width: 1, ValidWhen: "host_wr_valid"},
 		{Name: "host_wr_last", Width: 1, ValidWhen: "host_wr_valid"}, {Name: "host_wr_addr", Width: 64, ValidWhen: "host_wr_valid"},
 		{Name: "host_wr_len", Width: 16, ValidWhen: "host_wr_valid"}, {Name: "host_wr_data", Width: 512, ValidWhen: "host_wr_valid"},
+		{Name: "host_wr_be", Width: 64, ValidWhen: "host_wr_valid"},
 	}
 }
 
@@ -384,6 +390,20 @@ func (d *dmaDUT) newWrite(r *rand.Rand, c int) *dmaWrite {
 	w.beats, w.landed = make([]Value, n), make([]int, n)
 	for i := range w.beats {
 		w.beats[i] = randomBlock(r)
+	}
+	// Byte enables as a client of a contiguous byte range gives them (no
+	// draw, so the run is the one it was before the block had them): the
+	// first beat from the address's low bits on, the last up to the
+	// length's last byte, every other beat whole; a one-beat write whose
+	// two ends cross keeps the first's.
+	w.be = make([]uint64, n)
+	for i := range w.be {
+		w.be[i] = ^uint64(0)
+	}
+	w.be[0] = ^uint64(0) >> (w.addr % 64)
+	last := ^uint64(0) << (63 - uint64(w.len+63)%64)
+	if n > 1 || w.be[0]&last != 0 {
+		w.be[n-1] &= last
 	}
 	base := w.addr &^ 63
 	w.tlps = hca.WriteTLPs(nil, base, n*64, d.mps)
@@ -537,6 +557,13 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 		}
 	}
 	in[14], in[15], in[16], in[17], in[18] = b2v(hostRdReady), b2v(cplV), U(uint64(cplTag)), cplData, b2v(hostWrReady)
+	// byte enables: a shown beat's, else noise (the noise data's first word: no draw)
+	in[19], in[20] = U(in[9][0]), U(in[13][0])
+	for c := range 2 {
+		if w := d.wpres[c]; w != nil && d.wShow[c] {
+			in[19+c] = U(w.be[w.sent])
+		}
+	}
 
 	// ---- this cycle's outputs, from the state at its start ----
 	clearing := d.clearLeft > 0
@@ -640,6 +667,7 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	if d.hwV {
 		out[13], out[14], out[15], out[16], out[17] = b2v(d.hwSop), b2v(d.hwLast), U(d.hwAddr), U(uint64(d.hwLen)), d.hwData
+		out[18] = U(d.hwBe)
 	}
 	d.scoreDeliveries()
 
@@ -657,7 +685,7 @@ func (d *dmaDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	if wsel >= 0 {
 		w := d.wpres[wsel]
-		d.hwV, d.hwData, d.hwSop = true, w.beats[w.sent], wg >= 0
+		d.hwV, d.hwData, d.hwBe, d.hwSop = true, w.beats[w.sent], w.be[w.sent], wg >= 0
 		if wg >= 0 {
 			n := tn[wg]
 			d.hwLast, d.hwAddr, d.hwLen = n == 1, wb[wg]<<6, n*64
@@ -862,10 +890,23 @@ func (d *dmaDUT) hostTakesWrite() {
 	}
 	at := h.addr + uint64(64*h.got)
 	h.got++
-	if want := b.w.addr&^63 + uint64(64*b.k); at != want || !valueEq(d.hwData, b.w.beats[b.k]) {
-		d.errorf("host write beat %d lands at %#x; the client wrote %#x there, or other data", k, at, want)
+	if want := b.w.addr&^63 + uint64(64*b.k); at != want || !valueEq(d.hwData, b.w.beats[b.k]) || d.hwBe != b.w.be[b.k] {
+		d.errorf("host write beat %d lands at %#x; the client wrote %#x there, or other data or byte enables", k, at, want)
 	}
-	d.mem[at>>6&blkMask] = d.hwData
+	// Only the enabled bytes change (byte lane k is bits 511-8k..504-8k:
+	// word 7 - k/8, byte 7 - k%8 of it).
+	blk := at >> 6 & blkMask
+	v := slices.Clone(d.memBlock(blk))
+	for k := range 64 {
+		if d.hwBe>>(63-k)&1 != 0 {
+			sh := 8 * uint(7-k%8)
+			v[7-k/8] = v[7-k/8]&^(0xFF<<sh) | d.hwData[7-k/8]&(0xFF<<sh)
+		}
+	}
+	d.mem[blk] = v
+	if d.hwBe != ^uint64(0) {
+		d.nPartialBE++
+	}
 	b.w.landed[b.k]++
 	if d.hwLast != (h.got == h.len/64) {
 		d.errorf("TLP %#x+%d: last %v on its beat %d", h.addr, h.len, d.hwLast, h.got)
@@ -1078,7 +1119,8 @@ func TestDMAScoreboard(t *testing.T) {
 // (a beat of a later request while an earlier one has beats to come) 50
 // times, a read waits for an earlier write (50 cycles per case), 5 reads split at an MRRS
 // boundary before their end and 5 across 4 KiB, and a length that is not a
-// multiple of 64; with 8 tags or fewer every tag is in flight at once and
+// multiple of 64, and 1 in 100 cycles a write beat with bytes disabled (the
+// host keeps its bytes there); with 8 tags or fewer every tag is in flight at once and
 // reads wait for a tag 100 cycles, and where the ring holds exactly the
 // tags' requests (4 and 8 tags) they wait for ring room 20 times per case.
 // Per case: 10 reads wrap past 2^64, 5 return a block an earlier write,
@@ -1106,6 +1148,10 @@ func TestDMAStimulusCovers(t *testing.T) {
 			assert.GreaterOrEqual(t, d.nUnaligned, 5, msg...)
 			assert.GreaterOrEqual(t, d.nCross4K, 5, msg...)
 			assert.GreaterOrEqual(t, d.nOdd, 1, msg...)
+			// Nearly every write's first beat has bytes disabled (its
+			// address's low bits are random), and its reads' blocks are
+			// host memory as those beats left it.
+			assert.GreaterOrEqual(t, d.nPartialBE, d.ncycles/100, msg...)
 			if tc.tags <= 8 {
 				assert.Equal(t, tc.tags, d.maxInFlight, msg...)
 				assert.GreaterOrEqual(t, d.nTagStall, 100, msg...)
@@ -1161,6 +1207,8 @@ func TestDMAStimulusCovers(t *testing.T) {
 func TestDMAMutantsFail(t *testing.T) {
 	const f = "hca_dma_engine.v"
 	runMutants(t, func() cosimDUT { return dmaCaseNamed("dma_t8_m512").dut() }, []cosimMutant{
+		{"the byte enables not passed on (every byte written)", f, "host_wr_be    <= (wsel == 1'b0) ? wr0_be : wr1_be;", "host_wr_be    <= {64{1'b1}};"},
+		{"the other client's byte enables", f, "host_wr_be    <= (wsel == 1'b0) ? wr0_be : wr1_be;", "host_wr_be    <= (wsel == 1'b0) ? wr1_be : wr0_be;"},
 		{"a request split at MRRS + 64", f, "to_bnd0 = CB_C - {1'b0, sp_blk[0][CBL-1:0]}", "to_bnd0 = CB_C + 1'b1 - {1'b0, sp_blk[0][CBL-1:0]}"},
 		{"split by count, across the MRRS (and 4 KiB) boundary", f, "to_bnd0 = CB_C - {1'b0, sp_blk[0][CBL-1:0]}", "to_bnd0 = CB_C"},
 		{"a tag freed at its first beat, reused while in flight", f, "if (cpl_ok && cpl_left == {{(CB_W-1){1'b0}}, 1'b1}) tag_busy[ct] <= 1'b0;", "if (cpl_ok) tag_busy[ct] <= 1'b0;"},

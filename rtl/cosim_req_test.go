@@ -1017,6 +1017,7 @@ module tb;
     wire [63:0] wr_addr;
     wire [15:0] wr_len;
     wire [511:0] wr_data;
+    wire [63:0] wr_be;
     reg [1:0] pick_vl;
     reg [47:0] credit;
     reg [511:0] rsp_data;
@@ -1058,7 +1059,7 @@ module tb;
         .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
         .pay_rsp_valid(rsp_valid), .pay_rsp_data(rsp_data),
-        .pay_wr_valid(wr_valid), .pay_wr_addr(wr_addr), .pay_wr_len(wr_len), .pay_wr_data(wr_data), .pay_wr_ready(wr_ready),
+        .pay_wr_valid(wr_valid), .pay_wr_addr(wr_addr), .pay_wr_len(wr_len), .pay_wr_data(wr_data), .pay_wr_be(wr_be), .pay_wr_ready(wr_ready),
         .tx_vl_waiting(waiting), .tx_vl_credit(credit), .tx_pick_valid(pick_valid), .tx_pick_vl(pick_vl),
         .tx_pick_taken(pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready),

@@ -175,7 +175,7 @@ func TestReportYosys(t *testing.T) {
 	// bits), rings of 8 x 8 = 64 blocks (6 address bits), the default MPS
 	// 256 (4 blocks a TLP: a count 0..4 of mbW = 3 bits). The host write
 	// register: valid 1, sop 1, last 1, address 58 (bits 5:0 are 0),
-	// length mbW (n x 64, n <= 4), data 512; per write client busy 1,
+	// length mbW (n x 64, n <= 4), data 512, byte enables 64; per write client busy 1,
 	// block address 58, beats left 11 (up to 1024); the open TLP: open 1,
 	// client 1, beats left mbW; per read
 	// client a splitter, busy 1 + block address 58 + blocks left 11 (up to
@@ -190,7 +190,7 @@ func TestReportYosys(t *testing.T) {
 	// tags 3.
 	require.Equal(t, 256, p.MPS)
 	mbW := cntWidth(p.MPS / 64)
-	assert.Equal(t, (1+1+1+58+mbW+512)+2*(1+58+11)+(1+1+mbW)+2*(1+58+11+1)+4*7+8*1+1+(1+58+4+3)+2+(1+1+3),
+	assert.Equal(t, (1+1+1+58+mbW+512+64)+2*(1+58+11)+(1+1+mbW)+2*(1+58+11+1)+4*7+8*1+1+(1+58+4+3)+2+(1+1+3),
 		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 8}, {"MRRS", 512}, {"MPS", p.MPS}, {"TAG_W", 8}})])
 	// ib_vcrc: the output register, valid 1 + data 512 + sop, eop and the
 	// two error flags 4; PktLen 11, the beat count 8, the CRC register 16,

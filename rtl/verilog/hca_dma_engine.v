@@ -48,8 +48,15 @@
 // whole blocks: its first beat carries addr (addr[5:0] ignored) and len (bytes, rounded up to
 // blocks; len = 0 is 65536, as for reads), which later beats' addr and len are not read. The
 // block sends it as posted-write TLPs on host_wr_*: a TLP's beats one after another, its header
-// (host_wr_addr, host_wr_len in bytes, whole blocks: no byte enables) with every beat,
-// host_wr_sop on its first and host_wr_last on its last. A TLP of a write's next beat at block
+// (host_wr_addr, host_wr_len in bytes, whole blocks) with every beat, host_wr_sop on its first
+// and host_wr_last on its last, and the beat's byte enables (host_wr_be, passed on from the
+// client's wrN_be with its beat: bit 63 - k enables byte lane k, the byte at data[511-8k -: 8],
+// at host address block + k). The host writes only the enabled bytes. The client's contract,
+// which PCIe needs and the block does not check: a write's enabled bytes are one contiguous
+// range, so only its first beat may have lanes disabled at the start and only its last at the
+// end (every other beat all ones), and at least one byte is enabled. TLPs split at whole beats,
+// so each TLP's enabled bytes are contiguous too: the PCIe core's DW address, Length, First DW BE
+// and Last DW BE follow from its header and its first and last beats' masks. A TLP of a write's next beat at block
 // address b with L blocks left is
 //   n = min(L, MPS/64, 64 - b mod 64)
 // blocks (hca.WriteTLP): at most MPS, never across 4 KiB (PCIe forbids a write to cross it),
@@ -67,8 +74,7 @@
 // requests are loaded only from the cycle after. So every TLP with a beat taken before the
 // read reaches the host whole before the read's requests. Writes never wait for reads (a
 // posted write may pass a read request).
-// TODO: byte-granular writes and reads (first/last byte enables, a shifter for data not at a
-// 64-byte address), gathering a TLP's beats before sending it (a client stalling mid-TLP now
+// TODO: byte-granular reads (a shifter for data not at a 64-byte address), gathering a TLP's beats before sending it (a client stalling mid-TLP now
 // holds the write port and the reads behind it), relaxed ordering and ID-based ordering, completion timeouts and error
 // completions (UR/CA), the read data path from a non-64-byte-aligned address.
 module hca_dma_engine #(
@@ -99,12 +105,14 @@ module hca_dma_engine #(
     input  wire [63:0]       wr0_addr,
     input  wire [15:0]       wr0_len,
     input  wire [DATA_W-1:0] wr0_data,
+    input  wire [63:0]       wr0_be,    // byte enables of the beat: bit 63 - k for byte lane k
     output wire              wr0_ready,
     // client wr1: CQE writes
     input  wire              wr1_valid,
     input  wire [63:0]       wr1_addr,
     input  wire [15:0]       wr1_len,
     input  wire [DATA_W-1:0] wr1_data,
+    input  wire [63:0]       wr1_be,
     output wire              wr1_ready,
     // host bus: tagged read requests and their completions
     output reg               host_rd_valid,
@@ -122,6 +130,7 @@ module hca_dma_engine #(
     output reg  [63:0]       host_wr_addr,
     output reg  [15:0]       host_wr_len,
     output reg  [DATA_W-1:0] host_wr_data,
+    output reg  [63:0]       host_wr_be,   // the beat's byte enables, as its client gave them
     input  wire              host_wr_ready
 );
     localparam integer CB       = MRRS / 64;                 // blocks per host request, at most
@@ -203,6 +212,7 @@ module hca_dma_engine #(
             host_wr_addr  <= 64'd0;
             host_wr_len   <= 16'd0;
             host_wr_data  <= {DATA_W{1'b0}};
+            host_wr_be    <= 64'd0;
             tlp_open      <= 1'b0;
             tlp_cli       <= 1'b0;
             tlp_left      <= {MB_W{1'b0}};
@@ -215,6 +225,7 @@ module hca_dma_engine #(
             if (wtake) begin
                 host_wr_valid <= 1'b1;
                 host_wr_data  <= (wsel == 1'b0) ? wr0_data : wr1_data;
+                host_wr_be    <= (wsel == 1'b0) ? wr0_be : wr1_be;
                 host_wr_sop   <= wg_valid;
                 if (wg_valid) begin
                     host_wr_last <= tn_g == 11'd1;

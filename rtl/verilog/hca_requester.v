@@ -247,6 +247,7 @@ module hca_requester #(
     output wire [63:0]           wr_addr,
     output wire [15:0]           wr_len,
     output wire [511:0]          wr_data,
+    output wire [63:0]           wr_be,     // the beat's byte enables: bit 63 - k for the byte at wr_data[511-8k -: 8]
     input  wire                  wr_ready,
     output reg  [15:0]           no_qp,     // ACKNOWLEDGEs taken for a QPN no context holds, dropped (saturating)
     output reg                   cpl_valid,
@@ -1147,6 +1148,7 @@ module hca_requester #(
     assign wr_addr  = d_addr;
     assign wr_len   = d_len;
     assign wr_data  = pd_data;
+    assign wr_be    = {64{1'b1}};
     assign pd_pop   = d_left != 7'd0 && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
