@@ -1209,7 +1209,7 @@ module tb;
                 cpls = cpls + 1;
             end
             if (cpl_valid && !cpl_ready) cpl_held = cpl_held + 1;
-            if (wr_valid && wr_ready) $fdisplay(fl, "W %h %h %h %0d", wr_addr, wr_len, wr_data, c);
+            if (wr_valid && wr_ready) $fdisplay(fl, "W %h %h %h %h %0d", wr_addr, wr_len, wr_data, wr_be, c);
             take_rd = rd_req_valid && rd_req_ready;
             if (take_rd) begin
                 $fdisplay(fl, "R %h %h", rd_req_addr, rd_req_len);

@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -97,8 +98,11 @@ func newRspPlan() *rspPlan {
 		for _, c := range qps[q].enqueue(it.wqe) {
 			p.status = append(p.status, c.Status)
 		}
-		if op == hca.WRRDMARead && laddr%BlockBytes == 0 && length%BlockBytes == 0 && length > 0 {
+		switch {
+		case op == hca.WRRDMARead && length > 0:
 			p.bufs[it.wqe.Index] = [2]uint64{laddr, uint64(length)}
+		case op == hca.WRCompSwap || op == hca.WRFetchAdd:
+			p.bufs[it.wqe.Index] = [2]uint64{laddr, 8}
 		}
 	}
 	// deliver offers a once every packet the model has sent so far has
@@ -114,14 +118,21 @@ func newRspPlan() *rspPlan {
 				p.dropped++
 			}
 		}
-		// The model's payload write (hca.Device.complete), where the RTL
-		// writes too: a READ whose local address and length are multiples
-		// of 64 bytes.
-		for _, b := range p.bufs {
-			if ok && a.rsp.Opcode != ib.AtomicAcknowledge && addr >= b[0] && addr < b[0]+b[1] {
-				for i, v := range a.packet().Payload[:a.rsp.PayloadLen] {
-					p.mem[addr+uint64(i)] = v
-				}
+		// The model's host write (hca.Device.complete): a READ response's
+		// payload at the address OnReadResponse gives, when it has one; an
+		// atomic's original value at the WQE's local address, 8 bytes,
+		// least significant first (putLE64).
+		if ok {
+			var data []byte
+			if a.rsp.Opcode == ib.AtomicAcknowledge {
+				data = binary.LittleEndian.AppendUint64(nil, a.rsp.AtomicAck)
+			} else {
+				data = a.packet().Payload[:a.rsp.PayloadLen]
+			}
+			for i, v := range data {
+				p.mem[addr+uint64(i)] = v
+			}
+			if len(data) > 0 {
 				p.written++
 			}
 		}
@@ -215,6 +226,48 @@ func newRspPlan() *rspPlan {
 	deliver(2, readRsp(3, 4, 0x12345B, 512, false))
 	// a18, an ACK through 12345D: S2 completes.
 	deliver(2, reqAck{psn: 0x12345D, syn: hca.SynACK})
+	// Payloads not at whole blocks, written at their host byte lanes with
+	// byte enables (s = address mod 64, n bytes: ceil((s + n) / 64) beats).
+	// Their WQEs wait until the requester has taken every ACK and response
+	// so far (reqItem.gate): the responses' gates count packets sent, which
+	// holds only while the RTL sends in the plan's order.
+	gateFrom, ackGate := len(run.items), len(run.acks)
+	// Context 0 (MTU 256, next PSN 000006): Ra a READ of 1 B at offset 5
+	// (000006: its ONLY is one beat, 24 + 1 + 3 pad + ICRC + VCRC = 34
+	// bytes, so its block is pushed after the packet's last beat; 1 beat),
+	// Rb of 63 B at offset 5 (000007: lanes 5..63 and 0..3 of the next
+	// block, 2 beats), Rc of 65 B at offset 63 (000008: lane 63, then a
+	// whole block, 2 beats).
+	wqe(0, hca.WRRDMARead, 1, 0x40_0000+5, true)
+	wqe(0, hca.WRRDMARead, 63, 0x41_0000+5, true)
+	wqe(0, hca.WRRDMARead, 65, 0x42_0000+63, true)
+	drain()
+	// r19..r21: their ONLYs (Rb's with a GRH: 64 bytes in, its payload
+	// all in its second beat, whose block is pushed after it): each
+	// completes its READ.
+	deliver(0, readRsp(0, 1, 0x000006, 1, false))
+	deliver(0, readRsp(0, 1, 0x000007, 63, true))
+	deliver(0, readRsp(0, 1, 0x000008, 65, false))
+	// Context 1 (MTU 1024, next PSN 000104): Rd a READ of 4099 B at
+	// offset 60 (5 PSNs 000104..000108: 4 x 1024 + 3; across a 4 KiB
+	// boundary), A2 a fetch and add at lane 56 (000109).
+	wqe(1, hca.WRRDMARead, 4099, 0x43_0000+60, true)
+	wqe(1, hca.WRFetchAdd, 8, 0x24_0000+56, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r22..r26: Rd's FIRST, three MIDDLEs (one with a GRH) and its LAST of
+	// 3 B with a GRH (one beat of payload at 64 bytes in): each of the
+	// four of 1024 B is 16 source blocks at s = 60, s + 63 > 63, so 17
+	// beats; the LAST 1 beat (60 + 2 <= 63). Rd completes.
+	deliver(1, readRsp(0, 5, 0x000104, 1024, false))
+	deliver(1, readRsp(1, 5, 0x000105, 1024, false))
+	deliver(1, readRsp(2, 5, 0x000106, 1024, true))
+	deliver(1, readRsp(3, 5, 0x000107, 1024, false))
+	deliver(1, readRsp(4, 5, 0x000108, 3, true))
+	// r27, A2's atomic ACK: its value in lanes 56..63, A2 completes.
+	deliver(1, atomicAck(0x000109, 0x8877665544332211, false))
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
 	for range 1500 {
@@ -248,27 +301,31 @@ func (p *rspPlan) stall(seed uint64) {
 // so the co-simulation's comparison is against those numbers.
 func TestRspPlan(t *testing.T) {
 	p := newRspPlan()
-	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND).
-	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5}, p.psns[0], "context 0")
-	// Context 1: A0, S, A1, R.
-	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103}, p.psns[1], "context 1")
+	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND), then
+	// the READ requests of Ra, Rb, Rc.
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5, 6, 7, 8}, p.psns[0], "context 0")
+	// Context 1: A0, S, A1, R, then Rd's request (its 5 PSNs from 104)
+	// and A2 at 109.
+	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103, 0x104, 0x109}, p.psns[1], "context 1")
 	// Context 2: R1, R2, S2 (2 packets), then again after the implied NAK.
 	assert.Equal(t, []uint32{0x123456, 0x123458, 0x12345C, 0x12345D, 0x123456, 0x123458, 0x12345C, 0x12345D}, p.psns[2], "context 2")
 	// Completions (signaled or not): M0 M1 on r0, M2 on r4, M3 on a5; A0
-	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r17, S2 on a18.
-	want := make([]hca.WCStatus, 11)
+	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r17, S2 on a18; Ra Rb
+	// Rc on r19..r21, Rd on r26, A2 on r27.
+	want := make([]hca.WCStatus, 16)
 	assert.Equal(t, want, p.status, "completion statuses (all WCSuccess)")
-	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17; dropped:
-	// x0 r1 r3, r8 r9.
-	assert.Equal(t, 13, p.placed, "responses the model accepts")
+	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17, r19..r27;
+	// dropped: x0 r1 r3, r8 r9.
+	assert.Equal(t, 22, p.placed, "responses the model accepts")
 	assert.Equal(t, 5, p.dropped, "responses the model drops")
-	assert.Equal(t, 20, len(p.run.acks), "ACKs and responses")
-	// Written to host memory (R1 and R2: their local addresses and
-	// lengths are multiples of 64; M2's 700 B and R's 0 B are not
-	// written): r11 and r14 the same 512 B at R2's start, r12 r13 R1's
-	// 1024, r15..r17 the rest of R2's 2048: 3072 bytes in all.
-	assert.Equal(t, 7, p.written, "responses the model writes where the RTL does")
-	assert.Len(t, p.mem, 1024+2048, "bytes written")
+	assert.Equal(t, 29, len(p.run.acks), "ACKs and responses")
+	// Written to host memory, every placed response with bytes (R's ONLY
+	// of 0 B writes nothing): r0 r2 r4 M2's 700 B, r6 r7 A0's and A1's 8,
+	// r11 and r14 the same 512 B at R2's start, r12 r13 R1's 1024,
+	// r15..r17 the rest of R2's 2048, r19..r21 Ra Rb Rc's 1 + 63 + 65,
+	// r22..r26 Rd's 4099, r27 A2's 8: 21 writes, the buffers disjoint.
+	assert.Equal(t, 21, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8, "bytes written")
 }
 
 // TestRequesterResponseCosim: hca_requester completes READs and atomics
@@ -291,13 +348,23 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a READ's responses not counted", f, "wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};", "wire [23:0]      w_k      = n_from + {23'd0, e_incl};"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
 		// The payload.
-		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], c_data[511:352]};", "2'd1:    blk = {prev[319:0], c_data[511:320]};"},
+		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
 		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
 		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
 		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy);", "h_cover || h_fin;"},
-		{"a READ's payload written whatever its alignment", f, "wire             h_align  = h_wqe[5:0] == 6'd0 && h_ent[53:48] == 6'd0;", "wire             h_align  = 1'b1;"},
-		{"a response the head does not take written", f, "d_wr   <= h_acc && e_any && h_align;", "d_wr   <= e_any && h_align;"},
-		{"the payload at the READ's start whatever came before", f, "d_addr <= h_wqe[63:0] + {28'd0, d_off};", "d_addr <= h_wqe[63:0];"},
+		{"a response the head does not take written", f, "wire             d_take   = h_acc && e_any;", "wire             d_take   = e_any;"},
+		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {28'd0, d_off};", "d_a      = h_wqe[63:0];"},
+		// Byte enables and the realignment to the host address.
+		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
+		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
+		{"the first beat's mask from lane 0", f, "d_first ? {64{1'b1}} >> d_addr[5:0] :", "d_first ? {64{1'b1}} :"},
+		{"the payload not shifted to its host lanes", f, "{d_prev, d_cur} >> {d_addr[5:0], 3'b000};", "{d_prev, d_cur} >> 512;"},
+		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
+		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
+		// An atomic's original value.
+		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
+		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {28'd0, d_off};", "d_a      = h_wqe[63:0] + {28'd0, d_off} + {60'd0, !e_rrd, 3'd0};"},
+		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
 	} {
 		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
 			t.Parallel()
@@ -316,12 +383,18 @@ func TestRequesterResponseCosim(t *testing.T) {
 				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
 			}
 			// The CQEs: the signaled completions of the plan (M0 M2 M3,
-			// A0 S A1 R, R2 S2: M1 and R1 are unsignaled), each success.
-			assert.Equal(t, make([]hca.WCStatus, 9), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
-			// wr0: R1's two responses, R2's four (r11's blocks dropped:
-			// its READ was not the head), 512 B = 8 blocks each.
-			assert.Equal(t, 6, res.writes, "wr0 writes")
-			assert.Equal(t, 6*8, res.wbeats, "wr0 beats")
+			// A0 S A1 R, R2 S2, Ra Rb Rc Rd A2: M1 and R1 are
+			// unsignaled), each success.
+			assert.Equal(t, make([]hca.WCStatus, 14), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+			// wr0, a write per response written, ceil((s + n) / 64)
+			// beats at lane s = address mod 64 for n bytes: M2's three
+			// (s 0: 256, 256, 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), R1's
+			// two and R2's four (r11's blocks dropped: its READ was not
+			// the head; 512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5,
+			// 63 B: 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60
+			// (17 each) and its LAST of 3 (1), A2 (s 56: 1).
+			assert.Equal(t, 3+2+6+3+5+1, res.writes, "wr0 writes")
+			assert.Equal(t, (4+4+3)+(1+1)+6*8+(1+2+2)+(4*17+1)+1, res.wbeats, "wr0 beats")
 			if strings.HasSuffix(m.name, "stalled") {
 				// The stalls reached the completions: some waited for
 				// cpl_ready (the all-ready run's never do).

@@ -270,9 +270,14 @@ func TestReportYosys(t *testing.T) {
 	// and its match bit 1. Their payload's drain: with a reset, the
 	// job's blocks-to-judge bit 1 and the drain's blocks left 7; without,
 	// the job's block count 7, the write bit 1, the write's address 64
-	// (its low bits the READ's local address's, which only the alignment
-	// check refuses) and its length 7 (blocks x 64: bits 5:0 and 15:13
-	// are 0).
+	// and its length 7 (beats x 64, at most 65: bits 5:0 and 15:13 are
+	// 0). Their placement at host byte lanes: with a reset, the spilled
+	// beat's bit 1; without, the payload's length 6 (only (n - 1) mod 64
+	// is read: the last byte's lane), the atomic's original value 64, the
+	// atomic and first-beat bits 2, the last byte's lane 6, and the source
+	// block before 504 (its lane 0 never reaches a beat: a shift by s >= 1
+	// bytes takes its lanes 64 - s..63; the first byte's lane is the
+	// write address's low bits, no flop of its own).
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
@@ -281,7 +286,8 @@ func TestReportYosys(t *testing.T) {
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
 		8*(24+1+27)+1+16+
-		(1+2+4+1)+(1+7+7+1+64+7),
+		(1+2+4+1)+(1+7+7+1+64+7)+
+		(1+6+64+2+6+504),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -300,9 +306,10 @@ func TestReportYosys(t *testing.T) {
 	// bits that Yosys's FSM pass re-encodes one-hot (4), the payload's
 	// blocks 7, those pushed 7, the beat count 7, the READ-response flag
 	// 1, the blocks handed on (ack_blk) 7; its FIFO's pointers, flattened
-	// in: read and write 7 + 7 (RxPayBlocks = 128 entries) and count 8.
+	// in: read and write 7 + 7 (RxPayBlocks = 128 entries) and count 8;
+	// the tail block still to push after a packet's last beat, 1.
 	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1)+
-		(512+4+7+7+7+1+7)+(7+7+8), flops[synthKey("hca_rx_ack", nil)])
+		(512+4+7+7+7+1+7)+(7+7+8)+1, flops[synthKey("hca_rx_ack", nil)])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
 			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")

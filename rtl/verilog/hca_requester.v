@@ -360,12 +360,19 @@ module hca_requester #(
     reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
     reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
     reg  [6:0]       e_blk;                // how many (ack_blk)
-    // ---- the payload drain: a READ response's blocks from pd_* to wr0, or dropped ----
-    reg  [6:0]       d_left;               // blocks to take from pd_*
+    reg  [12:0]      e_plen;               // the payload's bytes: a READ response's (ack_len), an atomic's 8
+    reg  [63:0]      e_orig;               // an atomic ACK's original value (ack_orig)
+    // ---- the payload drain: a response's blocks from pd_* (or an atomic's value) to wr0, or dropped ----
+    reg  [6:0]       d_left;               // source blocks to take: from pd_*, or the atomic's value (one)
+    reg              d_tail;               // one more beat after the last source block (the shift spills into it)
     reg              d_wr;                 // written through wr0 (else dropped)
+    reg              d_atm;                // the source is the atomic's value, not pd_*
+    reg              d_first;              // the write's next beat is its first
+    reg  [5:0]       d_e;                  // the byte lane of its last byte, in the write's last beat
+    reg  [511:0]     d_prev;               // the source block before (0 before the first)
     reg  [63:0]      d_addr;               // the write's address and length (wr0 reads them at its first beat)
     reg  [15:0]      d_len;
-    wire             d_busy   = e_drn || d_left != 7'd0;
+    wire             d_busy   = e_drn || d_left != 7'd0 || d_tail;
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -787,16 +794,42 @@ module hca_requester #(
     wire             s_in     = h_rdat && h_kind && n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
-    // A READ response's payload is judged where the walk has no SEND or WRITE left to retire: written
-    // through wr0 when the head takes the response (h_acc) and the READ's local address and length
-    // are multiples of 64 bytes (its payloads are then whole blocks at LocalAddr + the responses
-    // before x MTU, the model's LocalAddr + readGot), else dropped (TODO: wr0 has no byte enables).
-    // The walk waits for the drain: a READ's completion leaves after its last block was taken.
+    // A response's payload is judged where the walk has no SEND or WRITE left to retire: written
+    // through wr0 when the head takes the response (h_acc), else dropped. A READ response's goes to
+    // LocalAddr + the responses before x MTU (the model's LocalAddr + readGot), an atomic's original
+    // value to LocalAddr (8 bytes, least significant first, as the model's putLE64), each at its
+    // host byte lanes with byte enables on the write's first and last beats (below).
+    // The walk waits for the drain: a READ's or atomic's completion leaves after its last beat was taken.
     wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
     wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_hd[OQ_W-1:0]}];
-    wire             h_align  = h_wqe[5:0] == 6'd0 && h_ent[53:48] == 6'd0;
     wire             d_dec    = walking && e_drn && !(e_any && h_cover);
     wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
+    // The write at its decision: its address, the payload's first byte lane there (s) and its last
+    // byte's lane (s + (n - 1) mod 64, mod 64); the payload's last block spills into one more beat
+    // when s + (n - 1) mod 64 passes lane 63, so the write is the source blocks, plus that one, x 64.
+    wire             d_take   = h_acc && e_any;
+    wire [63:0]      d_a      = h_wqe[63:0] + {28'd0, d_off};
+    wire [12:0]      d_nm1    = e_plen - 13'd1;
+    wire [6:0]       d_sum    = {1'b0, d_a[5:0]} + {1'b0, d_nm1[5:0]};
+    wire [6:0]       d_src    = e_rrd ? e_blk : 7'd1;
+    // The drain's wr0 writes: one per response, its beats back to back as pd_* and wr_ready allow.
+    // The payload realigned to its host address: host byte lane k of beat j holds payload byte
+    // 64j + k - s, from source block j (lanes k >= s) or j - 1 (lanes k < s), so a beat is the
+    // source block before and this one, {d_prev, d_cur}, shifted right by s bytes; after the last
+    // source block the spilled beat shifts it in with zeros (s = d_addr[5:0], the write's address as
+    // the DMA engine ignores it). An atomic's source block is its
+    // original value in lanes 0..7, least significant byte first (the model's putLE64). Byte
+    // enables: the first beat from lane s on, the last up to lane d_e, the rest whole.
+    wire             d_have   = d_left != 7'd0;
+    wire [511:0]     d_cur    = !d_have ? 512'd0 :
+                                d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],
+                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0} : pd_data;
+    wire [1023:0]    d_win    = {d_prev, d_cur} >> {d_addr[5:0], 3'b000};
+    wire             d_lastb  = d_have ? d_left == 7'd1 && !d_tail : 1'b1;
+    wire [63:0]      d_be_f   = d_first ? {64{1'b1}} >> d_addr[5:0] : {64{1'b1}};
+    wire [63:0]      d_be_l   = d_lastb ? ~({64{1'b1}} >> ({1'b0, d_e} + 7'd1)) : {64{1'b1}};
+    wire             w_valid  = d_wr && (d_have ? d_atm || pd_valid : d_tail);
+    wire             w_take   = w_valid && wr_ready;
     wire             h_ok     = h_cover || (h_fin && !d_busy);
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
@@ -937,6 +970,7 @@ module hca_requester #(
             e_scan    <= 1'b0;
             e_drn     <= 1'b0;
             d_left    <= 7'd0;
+            d_tail    <= 1'b0;
             e_ctx     <= {QPN_W{1'b0}};
             cpl_valid <= 1'b0;
         end else begin
@@ -1048,7 +1082,7 @@ module hca_requester #(
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
                 e_scan   <= a_rsp;
-                e_drn    <= a_rrd && ack_blk != 7'd0;
+                e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
                 eng_ack  <= 1'b0;
@@ -1068,9 +1102,12 @@ module hca_requester #(
             // The drain: a response dropped without a job drains at once; a job's at its decision.
             if (ack_take && !ack_hit) d_left <= a_rrd ? ack_blk : 7'd0;
             else if (d_dec) begin
-                d_left <= e_blk;
+                // A READ response's blocks, written or dropped; an atomic's value only when written.
+                d_left <= e_rrd ? e_blk : {6'd0, d_take};
+                d_tail <= d_take && d_sum[6];
                 e_drn  <= 1'b0;
-            end else if (pd_pop) d_left <= d_left - 7'd1;
+            end else if (pd_pop || (w_take && d_atm && d_have)) d_left <= d_left - 7'd1;
+            else if (w_take && !d_have) d_tail <= 1'b0;
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
             else if (cpl_ready) cpl_valid <= 1'b0;
         end
@@ -1094,14 +1131,27 @@ module hca_requester #(
             e_rsp   <= a_rsp;
             e_rrd   <= a_rrd;
             e_blk   <= ack_blk;
+            e_plen  <= a_rrd ? ack_len : 13'd8;
+            e_orig  <= ack_orig;
             e_sp    <= oq_hd[aix*PW +: PW];
             e_ok    <= 1'b0;
         end
-        if (ack_take && !ack_hit) d_wr <= 1'b0;
+        if (ack_take && !ack_hit) begin
+            d_wr  <= 1'b0;
+            d_atm <= 1'b0;
+        end
         if (d_dec) begin
-            d_wr   <= h_acc && e_any && h_align;
-            d_addr <= h_wqe[63:0] + {28'd0, d_off};
-            d_len  <= {3'd0, e_blk, 6'd0};
+            d_wr    <= d_take;
+            d_atm   <= !e_rrd;
+            d_addr  <= d_a;
+            d_len   <= {3'd0, d_src + {6'd0, d_sum[6]}, 6'd0};
+            d_e     <= d_sum[5:0];
+            d_first <= 1'b1;
+            d_prev  <= 512'd0;
+        end
+        if (w_take) begin
+            d_first <= 1'b0;
+            if (d_have) d_prev <= d_cur;
         end
         if (eng_busy && e_scan) begin
             if (!s_end && s_hold) e_ok <= s_in;
@@ -1143,16 +1193,15 @@ module hca_requester #(
         end
     end
 
-    // The drain's wr0 writes: one per response, its blocks back to back as pd_* and wr_ready allow.
-    assign wr_valid = d_left != 7'd0 && d_wr && pd_valid;
+    assign wr_valid = w_valid;
     assign wr_addr  = d_addr;
     assign wr_len   = d_len;
-    assign wr_data  = pd_data;
-    assign wr_be    = {64{1'b1}};
-    assign pd_pop   = d_left != 7'd0 && pd_valid && (!d_wr || wr_ready);
+    assign wr_data  = d_win[511:0];
+    assign wr_be    = d_be_f & d_be_l;
+    assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, ack_len, ack_orig, h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, d_win[1023:512], d_nm1[12:6], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

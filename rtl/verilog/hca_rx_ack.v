@@ -307,10 +307,13 @@ module hca_rx_ack #(
     // ONLY: the AETH 4 more), 60 or 64 (with a GRH): block i is the payload's bytes 64i..64i+63,
     // the bytes from the offset in one beat and the rest from the next, pushed when the next beat
     // comes, at most one a beat, and not past the payload's blocks (at most 64: an MTU of 4096). A
-    // payload whose last block ends within the last beat's bytes gets that block only if another
-    // beat follows it in the packet: always when the payload is whole blocks (its pad, ICRC and
-    // VCRC, 6 bytes or more, come after it), not always otherwise; ack_blk says how many were
-    // pushed. Those of a packet dropped at its last beat are taken back (the FIFO's drop).
+    // payload that ends inside a block may have that last block start in the packet's last beat
+    // (one beat at most: the blocks before it were complete by then), with no beat to come: a
+    // packet that passes pushes it in the cycle after its last beat (p_tail), from that beat alone
+    // (the next beat's bytes taken as 0). That cycle's beat, if any, is a next packet's first,
+    // which pushes nothing, so one push a cycle still holds. ack_blk says how many were pushed,
+    // the tail's included: ceil(payload / 64) for a packet that passes. Those of a packet dropped
+    // at its last beat are taken back (the FIFO's drop); a dropped packet pushes no tail.
     wire         is_mid  = opcode == 8'h0E;
     wire [1:0]   sh_code = global ? (is_mid ? 2'd3 : 2'd0) : (is_mid ? 2'd1 : 2'd2);
     wire [13:0]  nb_up   = {1'b0, rsp_pay} + 14'd63;
@@ -321,19 +324,27 @@ module hca_rx_ack #(
     reg  [6:0]   p_blk;     // blocks pushed
     reg  [6:0]   p_beat;    // beats taken before this one (saturating)
     reg          p_rdp;     // the packet is a READ response
+    reg          p_tail;    // the last block of the packet before is still to push, from prev alone
+    wire [511:0] nxt     = p_tail ? 512'd0 : c_data;
     reg  [511:0] blk;
     always @* begin
         case (p_sh)
-            2'd1:    blk = {prev[351:0], c_data[511:352]};  // 20 bytes on
-            2'd2:    blk = {prev[319:0], c_data[511:320]};  // 24
-            2'd3:    blk = {prev[31:0],  c_data[511:32]};   // 60
-            default: blk = prev;                              // 64: whole beats from the second
+            2'd1:    blk = {prev[351:0], nxt[511:352]};  // 20 bytes on
+            2'd2:    blk = {prev[319:0], nxt[511:320]};  // 24
+            2'd3:    blk = {prev[31:0],  nxt[511:32]};   // 60
+            default: blk = prev;                           // 64: whole beats from the second
         endcase
     end
     wire         ok_now  = !crc_bad && !k_hdr && !k_pkey && !k_mc;  // at the last beat: the packet passes
     wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;            // the first beat that completes block 0
-    wire         pd_push = take && !c_sop && p_rdp && p_beat >= p_from && p_blk < p_nb && (!c_eop || ok_now);
+    wire         pd_beat = take && !c_sop && p_rdp && p_beat >= p_from && p_blk < p_nb && (!c_eop || ok_now);
+    wire         pd_push = pd_beat || (p_tail && pd_push_ready);
     wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;
+    // At a passing last beat: the packet's blocks pushed by then (a one-beat packet's p_* are not
+    // loaded yet: its first beat's decode), and whether its last is still to come (the tail).
+    wire         k_rdp   = c_sop ? rd_rsp : p_rdp;
+    wire [6:0]   k_blk   = (c_sop ? 7'd0 : p_blk) + {6'd0, pd_beat};
+    wire         t_need  = done && ok_now && k_rdp && k_blk < (c_sop ? nb_cap : p_nb);
     wire [7:0]   pd_count;
     wire         pd_push_ready;
     assign pd_room = pd_push_ready;
@@ -345,6 +356,11 @@ module hca_rx_ack #(
         .count(pd_count),
         .drop_valid(pd_drop), .drop_count({1'b0, p_blk})
     );
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) p_tail <= 1'b0;
+        else if (t_need) p_tail <= 1'b1;
+        else if (pd_push_ready) p_tail <= 1'b0;
+    end
     always @(posedge clk) begin
         if (take) prev <= c_data;
         if (head) begin
@@ -354,15 +370,15 @@ module hca_rx_ack #(
             p_blk  <= 7'd0;
             p_beat <= 7'd1;
         end else if (take) begin
-            if (pd_push) p_blk <= p_blk + 7'd1;
+            if (pd_beat) p_blk <= p_blk + 7'd1;
             if (p_beat != 7'h7F) p_beat <= p_beat + 7'd1;
         end
         // The blocks a READ response left in the FIFO, with its header (set at its last beat; 0 for a
         // packet of one beat, or not a READ response).
-        if (done) ack_blk <= (c_sop || !p_rdp) ? 7'd0 : p_blk + {6'd0, pd_push};
+        if (done) ack_blk <= k_rdp ? k_blk + {6'd0, t_need} : 7'd0;
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, c_data, bth[87:84], bth[63:56], bth[31:24], pd_count, nb_up[5:0], 1'b0};
+    wire unused_ok = &{1'b0, c_data, nxt[31:0], bth[87:84], bth[63:56], bth[31:24], pd_count, nb_up[5:0], 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
