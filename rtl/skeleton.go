@@ -215,10 +215,11 @@ a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAto
 sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
 READ's last (the atomic's only) completes it; one the model drops (out of sequence, a duplicate,
 the wrong kind) acknowledges nothing; one past a READ or atomic never answered is the implied NAK
-(a retry); a READ response's payload, realigned to blocks by hca_rx_ack, goes to host memory
-through DMA client wr0 (pay_wr_*) at LocalAddr + the READ's responses before x MTU when the READ
-takes it and its local address and length are multiples of 64 bytes (wr0 has no byte enables),
-its CQE after its last block; a NAK completes those before its PSN, and one
+(a retry); a READ response's payload goes to host memory through DMA client wr0 (pay_wr_*) at
+exactly LocalAddr + the READ's responses before x MTU through its length, and an atomic's original
+value to its local address (8 bytes, least significant first), each realigned to its host byte
+lanes with byte enables (pay_wr_be) on the write's first and last beats, its CQE after its last
+byte; a NAK completes those before its PSN, and one
 with code 1, 2 or 3+ fails the message holding its PSN (REM_INV_REQ_ERR, REM_ACCESS_ERR,
 REM_OP_ERR), flushes the rest and puts the QP in ERR (hca.Requester.OnAck); a sequence error or
 RNR NAK (or one past a READ or atomic never answered: the implied NAK) makes the requester purge
@@ -227,8 +228,7 @@ the QP's packets not yet sent and resend go-back-N from the NAK's packet, after 
 hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR. A local
 ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
 resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
-TODO: the data of a READ whose local address or length is not a multiple of 64 bytes and an
-atomic's original value (byte enables through hca_dma_engine), a READ retried after part of its
+TODO: a READ retried after part of its
 response asking for the rest, the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
@@ -238,7 +238,8 @@ key checks (kc_*).`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
-    // header). The requester writes READ responses' payloads through wr0 (pay_wr_*).
+    // header). The requester writes READ responses' payloads and atomics' original values through
+    // wr0 (pay_wr_*, with byte enables).
     wire        ack_valid, ack_ready;
     wire [23:0] ack_qpn, ack_psn;
     wire [7:0]  ack_syn, ack_op;
@@ -367,7 +368,7 @@ key checks (kc_*).`,
 			portIn("pay_rd_ready", "", ""),
 			portIn("pay_rsp_valid", "", ""),
 			portIn("pay_rsp_data", "DATA_W", ""),
-			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads (hca_requester)"),
+			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads, atomics' original values (hca_requester)"),
 			portOut("pay_wr_addr", "64", ""),
 			portOut("pay_wr_len", "16", "bytes, on a write's first beat (whole blocks; hca_dma_engine)"),
 			portOut("pay_wr_data", "DATA_W", ""),

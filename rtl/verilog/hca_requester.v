@@ -145,18 +145,18 @@
 // scan's match the walk retires nothing, as the model runs no ackThrough for a response it drops
 // (a duplicate, one out of sequence, one of the wrong kind, one for a PSN no message holds). After
 // the walk, the implied NAK as for a NAK: the head a READ or atomic already sent whose PSNs all lie
-// before the response's, a retry from it by the sequence error's rules. A READ response's payload
-// (ack_blk blocks on pd_*, hca_rx_ack's FIFO, realigned) is judged where the walk has no SEND or
-// WRITE left to retire: written through DMA client wr0 (wr_*: one write of ack_blk x 64 bytes,
-// hca_dma_engine's client contract) at LocalAddr + the responses the READ had before x MTU (the
-// model's hca.Device.complete: LocalAddr + readGot) when the head takes the response and the
-// READ's local address and length are both multiples of 64 bytes (its payloads are then whole
-// blocks: wr0 has no byte enables), else dropped from pd_*; the walk waits until the blocks are
-// taken, so a READ's CQE leaves after its last block went to wr0 (wr0 and wr1 keep acceptance
-// order). A response dropped without a job (no context) has its blocks dropped at once; the next
-// response is taken only when the drain is free. TODO: a READ whose local address or length is not
-// a multiple of 64 (it completes, its data is not written: byte enables through hca_dma_engine),
-// and an atomic's original value (8 bytes: ack_orig, not written). A READ completes on its last PSN, where the model counts bytes (readGot >=
+// before the response's, a retry from it by the sequence error's rules. A response's data is
+// judged where the walk has no SEND or WRITE left to retire: written through DMA client wr0 (wr_*,
+// hca_dma_engine's client contract, with byte enables) when the head takes the response, else a
+// READ response's blocks (ack_blk on pd_*, hca_rx_ack's FIFO, realigned to the payload's start)
+// are dropped. What the model's hca.Device.complete writes, at exactly its bytes: a READ
+// response's ack_len bytes at LocalAddr + the responses the READ had before x MTU (readGot), an
+// atomic's original value (ack_orig) at LocalAddr, 8 bytes least significant first (putLE64);
+// realigned to the host address's byte lanes, byte enables on the write's first and last beats
+// (the drain, below). The walk waits until the write's last beat is taken, so a READ's or
+// atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
+// response dropped without a job (no context) has its blocks dropped at once; the next response
+// is taken only when the drain is free. A READ completes on its last PSN, where the model counts bytes (readGot >=
 // Length): the same for every response whose FIRST and MIDDLEs carry an MTU each, as the model's
 // responder sends them (the payload length against the path MTU is not checked).
 // Not here: a READ retried after part of its responses asks for it whole (the model asks for the
@@ -237,8 +237,8 @@ module hca_requester #(
     input  wire [23:0]           ack_psn,
     input  wire [7:0]            ack_syn,
     input  wire [7:0]            ack_op,    // BTH.OpCode: 0x11 ACKNOWLEDGE, 0x0D..0x10 a READ response, 0x12 an atomic ACK
-    input  wire [12:0]           ack_len,   // a READ response's payload bytes (unused: ack_blk counts its blocks)
-    input  wire [63:0]           ack_orig,  // an atomic ACK's original value (its placement: TODO)
+    input  wire [12:0]           ack_len,   // a READ response's payload bytes (its write's length)
+    input  wire [63:0]           ack_orig,  // an atomic ACK's original value (written to the WQE's local address)
     input  wire [6:0]            ack_blk,   // a READ response's payload blocks waiting on pd_* (hca_rx_ack)
     input  wire                  pd_valid,  // READ response payload blocks, in order (hca_rx_ack's FIFO)
     input  wire [511:0]          pd_data,

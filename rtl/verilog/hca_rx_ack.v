@@ -93,8 +93,8 @@
 //   payload byte); ack_op = BTH.OpCode; ack_len = a READ response's payload bytes, PktLen x 4 less
 //   its headers (LRH, GRH, BTH, the AETH but for a MIDDLE), its ICRC and PadCnt's pad bytes;
 //   ack_orig = an atomic ACK's AtomicAckETH, the original remote value, bytes 24..31 local, with a
-//   GRH bytes 64..71, the first 8 of the packet's second beat, loaded there; its placement is
-//   TODO in hca_requester); ack_blk = the blocks of a READ response's payload left in the payload
+//   GRH bytes 64..71, the first 8 of the packet's second beat, loaded there; hca_requester
+//   writes it to the atomic's local address); ack_blk = the blocks of a READ response's payload left in the payload
 //   FIFO (pd_*, below), which hca_requester takes for wr0 or drops, ack_blk of them, after it
 //   has taken the header. The QPN, PSN and syndrome are loaded at its sop, while ack_valid
 //   is 0 or the requester takes the previous ACK in the same cycle, and ack_valid rises at its
