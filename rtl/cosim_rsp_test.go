@@ -357,8 +357,9 @@ func TestRequesterResponseCosim(t *testing.T) {
 		// Byte enables and the realignment to the host address.
 		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
 		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
-		{"the first beat's mask from lane 0", f, "d_first ? {64{1'b1}} >> d_addr[5:0] :", "d_first ? {64{1'b1}} :"},
-		{"the payload not shifted to its host lanes", f, "{d_prev, d_cur} >> {d_addr[5:0], 3'b000};", "{d_prev, d_cur} >> 512;"},
+		{"the first beat's mask from lane 0", f, "d_first ? d_ge :", "d_first ? {64{1'b1}} :"},
+		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
+		{"the lanes below s from this block, not the block before", f, "d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];", "d_rot[511-8*dk -: 8];"},
 		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
 		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
 		// An atomic's original value.

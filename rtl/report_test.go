@@ -275,9 +275,9 @@ func TestReportYosys(t *testing.T) {
 	// beat's bit 1; without, the payload's length 6 (only (n - 1) mod 64
 	// is read: the last byte's lane), the atomic's original value 64, the
 	// atomic and first-beat bits 2, the last byte's lane 6, and the source
-	// block before 504 (its lane 0 never reaches a beat: a shift by s >= 1
-	// bytes takes its lanes 64 - s..63; the first byte's lane is the
-	// write address's low bits, no flop of its own).
+	// block before, rotated by s, 504 (a beat takes its lanes below s <=
+	// 63, so never lane 63; s is the write address's low bits, no flop of
+	// its own).
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+

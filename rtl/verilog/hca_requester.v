@@ -369,7 +369,7 @@ module hca_requester #(
     reg              d_atm;                // the source is the atomic's value, not pd_*
     reg              d_first;              // the write's next beat is its first
     reg  [5:0]       d_e;                  // the byte lane of its last byte, in the write's last beat
-    reg  [511:0]     d_prev;               // the source block before (0 before the first)
+    reg  [511:0]     d_prev;               // the source block before, rotated by s (0 before the first)
     reg  [63:0]      d_addr;               // the write's address and length (wr0 reads them at its first beat)
     reg  [15:0]      d_len;
     wire             d_busy   = e_drn || d_left != 7'd0 || d_tail;
@@ -813,20 +813,34 @@ module hca_requester #(
     wire [6:0]       d_sum    = {1'b0, d_a[5:0]} + {1'b0, d_nm1[5:0]};
     wire [6:0]       d_src    = e_rrd ? e_blk : 7'd1;
     // The drain's wr0 writes: one per response, its beats back to back as pd_* and wr_ready allow.
-    // The payload realigned to its host address: host byte lane k of beat j holds payload byte
-    // 64j + k - s, from source block j (lanes k >= s) or j - 1 (lanes k < s), so a beat is the
-    // source block before and this one, {d_prev, d_cur}, shifted right by s bytes; after the last
-    // source block the spilled beat shifts it in with zeros (s = d_addr[5:0], the write's address as
-    // the DMA engine ignores it). An atomic's source block is its
+    // The payload realigned to its host address (s = d_addr[5:0], the write's address as the DMA
+    // engine ignores it): host byte lane k of beat j holds payload byte 64j + k - s, from source
+    // block j for lanes k >= s and from block j - 1 for lanes k < s. Both are the block rotated by s
+    // bytes (lane k from its lane k - s mod 64): a beat takes lanes k >= s of this block's rotation
+    // and lanes k < s of the block before's, kept rotated in d_prev (0 before the first). One
+    // 512-bit rotator of 6 byte stages and a lane select, not a 1024-bit shifter. After the last
+    // source block the spilled beat takes d_prev's lanes alone. An atomic's source block is its
     // original value in lanes 0..7, least significant byte first (the model's putLE64). Byte
     // enables: the first beat from lane s on, the last up to lane d_e, the rest whole.
     wire             d_have   = d_left != 7'd0;
     wire [511:0]     d_cur    = !d_have ? 512'd0 :
                                 d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],
                                          e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0} : pd_data;
-    wire [1023:0]    d_win    = {d_prev, d_cur} >> {d_addr[5:0], 3'b000};
+    wire [511:0]     d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;  // rotate by 1 byte
+    wire [511:0]     d_r1     = d_addr[1] ? {d_r0[15:0],   d_r0[511:16]}   : d_r0;   // 2
+    wire [511:0]     d_r2     = d_addr[2] ? {d_r1[31:0],   d_r1[511:32]}   : d_r1;   // 4
+    wire [511:0]     d_r3     = d_addr[3] ? {d_r2[63:0],   d_r2[511:64]}   : d_r2;   // 8
+    wire [511:0]     d_r4     = d_addr[4] ? {d_r3[127:0],  d_r3[511:128]}  : d_r3;   // 16
+    wire [511:0]     d_rot    = d_addr[5] ? {d_r4[255:0],  d_r4[511:256]}  : d_r4;   // 32
+    wire [63:0]      d_ge     = {64{1'b1}} >> d_addr[5:0];   // bit 63 - k: lane k >= s
+    reg  [511:0]     d_out;
+    integer          dk;
+    always @* begin
+        for (dk = 0; dk < 64; dk = dk + 1)
+            d_out[511-8*dk -: 8] = d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];
+    end
     wire             d_lastb  = d_have ? d_left == 7'd1 && !d_tail : 1'b1;
-    wire [63:0]      d_be_f   = d_first ? {64{1'b1}} >> d_addr[5:0] : {64{1'b1}};
+    wire [63:0]      d_be_f   = d_first ? d_ge : {64{1'b1}};
     wire [63:0]      d_be_l   = d_lastb ? ~({64{1'b1}} >> ({1'b0, d_e} + 7'd1)) : {64{1'b1}};
     wire             w_valid  = d_wr && (d_have ? d_atm || pd_valid : d_tail);
     wire             w_take   = w_valid && wr_ready;
@@ -1151,7 +1165,7 @@ module hca_requester #(
         end
         if (w_take) begin
             d_first <= 1'b0;
-            if (d_have) d_prev <= d_cur;
+            if (d_have) d_prev <= d_rot;
         end
         if (eng_busy && e_scan) begin
             if (!s_end && s_hold) e_ok <= s_in;
@@ -1196,12 +1210,12 @@ module hca_requester #(
     assign wr_valid = w_valid;
     assign wr_addr  = d_addr;
     assign wr_len   = d_len;
-    assign wr_data  = d_win[511:0];
+    assign wr_data  = d_out;
     assign wr_be    = d_be_f & d_be_l;
     assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, d_win[1023:512], d_nm1[12:6], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, d_nm1[12:6], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
