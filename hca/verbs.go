@@ -37,9 +37,9 @@ type QP struct {
 	// rqStride is one receive WQE's bytes: 16 × the power of two at or
 	// above the QP's max_recv_sge (mlx5's receive WQE shift), so a WQE's
 	// read costs its whole stride whatever its SGEs.
-	rqStride int
-	maxRecvSGE int // QPCap.MaxRecvSGE
-	dbr     uint64 // doorbell record: [0] RQ counter, [1] SQ counter
+	rqStride   int
+	maxRecvSGE int    // QPCap.MaxRecvSGE
+	dbr        uint64 // doorbell record: [0] RQ counter, [1] SQ counter
 
 	// Application side.
 	sqPI   uint32   // WQEBBs posted
