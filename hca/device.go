@@ -1159,20 +1159,23 @@ func (d *Device) gather(qp *QP, now ib.PS, sgl []SGE, off uint64, pkt *ib.Packet
 
 // scatter writes data, the bytes [off, off+len(data)) of a message, into
 // the list's elements in order, one posted write per part (writePayload),
-// and returns the last write's issue. The receive buffer frees by the last
-// write (the writes end in issue order), or by the estimate if any of them
-// was booked later.
+// and returns the last write's issue. The packet's receive buffer frees by
+// its last write (they end in issue order): only that write carries the
+// packet's blocks, as only one of a multicast packet's copies does.
 func (d *Device) scatter(qp *QP, t ib.PS, sgl []SGE, off uint64, data []byte, timed bool) ib.PS {
 	d.sglPieces = sglSlice(d.sglPieces[:0], sgl, off, uint64(len(data)))
-	deferred, at, issue := false, 0, t
+	blocks, at, issue := d.rxBlocks, 0, t
 	for i, p := range d.sglPieces {
-		issue = d.writePayload(qp, t, p.Addr, data[at:at+int(p.Length)], timed && i == len(d.sglPieces)-1)
+		last := i == len(d.sglPieces)-1
+		if !last {
+			d.rxBlocks = 0
+		} else {
+			d.rxBlocks = blocks
+		}
+		issue = d.writePayload(qp, t, p.Addr, data[at:at+int(p.Length)], timed && last)
 		at += int(p.Length)
-		deferred = deferred || d.rxWriteEnd < 0
 	}
-	if deferred {
-		d.rxWriteEnd = -1
-	}
+	d.rxBlocks = blocks
 	return issue
 }
 
