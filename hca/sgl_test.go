@@ -53,8 +53,8 @@ func TestSendWQEWithSGLRoundTrip(t *testing.T) {
 		// 16, and one 16-byte data segment per SGE (ib-facts §7).
 		ds, bbs int
 	}{
-		{"WRITE 4 SGEs", SendWR{Opcode: WRRDMAWrite, SGL: sgl(4), RemoteAddr: 0x77, RKey: 9}, 1 + 1 + 4, 2},    // 96 B
-		{"SEND 3 SGEs", SendWR{Opcode: WRSend, SGL: sgl(3)}, 1 + 3, 1},                                        // 64 B
+		{"WRITE 4 SGEs", SendWR{Opcode: WRRDMAWrite, SGL: sgl(4), RemoteAddr: 0x77, RKey: 9}, 1 + 1 + 4, 2},  // 96 B
+		{"SEND 3 SGEs", SendWR{Opcode: WRSend, SGL: sgl(3)}, 1 + 3, 1},                                       // 64 B
 		{"READ 30 SGEs", SendWR{Opcode: WRRDMARead, SGL: sgl(30), RemoteAddr: 0x88, RKey: 7}, 1 + 1 + 30, 8}, // 512 B
 		{"UD SEND 30 SGEs", SendWR{Opcode: WRSend, UD: true, SGL: sgl(30), DLID: 5, RemoteQPN: 0x123, RemoteQKey: 0x11}, 1 + 3 + 30, 9},
 		{"SEND no SGE", SendWR{Opcode: WRSend, SGL: []SGE{}}, 1 + 1, 1}, // one zero-byte segment
@@ -351,7 +351,7 @@ func TestReadAndAtomicLandInTheLocalSGL(t *testing.T) {
 	const old = 0x1122334455667788
 	p.b.Mem.WriteU64(p.bufB+24576, old)
 	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRFetchAdd, Signaled: true, CompareAdd: 5,
-		SGL: []SGE{{Addr: p.bufA + 30000, Length: 4, LKey: p.mrA.LKey}, {Addr: p.bufA + 31000, Length: 4, LKey: p.mrA.LKey}},
+		SGL:        []SGE{{Addr: p.bufA + 30000, Length: 4, LKey: p.mrA.LKey}, {Addr: p.bufA + 31000, Length: 4, LKey: p.mrA.LKey}},
 		RemoteAddr: p.bufB + 24576, RKey: p.mrB.RKey}))
 	sa, _ := p.pollBoth(t, 2, 0)
 	require.Equal(t, WCSuccess, sa[0].Status)
