@@ -93,6 +93,7 @@ func TestRecvWQEStrideAndRoundTrip(t *testing.T) {
 		sgl            []SGE
 	}{
 		{1, 16, list[:1]}, {2, 32, list[:2]}, {3, 64, list}, {4, 64, list}, {32, 512, list[:2]},
+		{1, 16, []SGE{}}, {4, 64, []SGE{}}, // num_sge 0: the terminator alone
 	} {
 		buf := make([]byte, c.stride)
 		EncodeRecvWQE(buf, &RecvWR{SGL: c.sgl})
@@ -105,6 +106,7 @@ func TestRecvWQEStrideAndRoundTrip(t *testing.T) {
 		if len(c.sgl) == 1 {
 			assert.Equal(t, RecvWQE{Length: 10, LKey: 0x301, Addr: 0x1000}, w)
 		} else {
+			require.NotNil(t, w.SGL)
 			assert.Equal(t, c.sgl, w.SGL)
 		}
 		s := components.NewSim()
@@ -388,4 +390,73 @@ func TestSGLRefusedAtPost(t *testing.T) {
 	assert.ErrorContains(t, err, "both SGL and Addr/Length/LKey")
 	_, err = p.b.CreateQPCap(p.qb.PD, p.qb.SendCQ, p.qb.RecvCQ, 8, 8, QPCap{MaxRecvSGE: MaxRecvSGE + 1})
 	assert.ErrorContains(t, err, "max_recv_sge 33 is not 1 … 32")
+}
+
+// TestUDSendGathersItsSGL: a UD SEND of three elements (5, 300 and 700
+// bytes from two places of one region) arrives as the one 1005-byte
+// datagram they make, after the receive's 40-byte GRH area; a UD receive
+// of two elements is refused at post (a UD QP takes one: the GRH area's
+// scatter is not modelled).
+func TestUDSendGathersItsSGL(t *testing.T) {
+	cfg := Defaults()
+	lc := edrLink()
+	s := components.NewSim()
+	a, b := BackToBack(s, lc, cfg, cfg)
+	pa, pb := a.AllocPD(), b.AllocPD()
+	qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
+	qb := b.CreateUDQP(pb, b.CreateCQ(16), b.CreateCQ(16), 64, 64, 0x2222)
+	for _, x := range []struct {
+		d  *Device
+		qp *QP
+	}{{a, qa}, {b, qb}} {
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: lc.MTU}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
+	}
+	bufA, bufB := a.Malloc(8192), b.Malloc(8192)
+	mrA := a.RegMR(pa, bufA, 8192, AccessLocalWrite)
+	mrB := b.RegMR(pb, bufB, 8192, AccessLocalWrite)
+	src := pattern(8192, 17)
+	a.Mem.Write(bufA, src)
+	sgl := []SGE{{Addr: bufA + 4000, Length: 5, LKey: mrA.LKey}, {Addr: bufA + 10, Length: 300, LKey: mrA.LKey}, {Addr: bufA + 6000, Length: 700, LKey: mrA.LKey}}
+	// A UD QP is made for one receive element (CreateUDQP).
+	assert.ErrorIs(t, b.PostRecv(qb, &RecvWR{SGL: []SGE{{Addr: bufB, Length: 40, LKey: mrB.LKey}, {Addr: bufB + 64, Length: 2000, LKey: mrB.LKey}}}),
+		syscall.EINVAL)
+	require.NoError(t, b.PostRecv(qb, &RecvWR{ID: 3, Addr: bufB, Length: 2048, LKey: mrB.LKey}))
+	require.NoError(t, a.PostSend(qa, &SendWR{ID: 1, Opcode: WRSend, Signaled: true, SGL: sgl, UD: true, DLID: b.LID, RemoteQPN: qb.Num, RemoteQKey: 0x2222}))
+	s.StopAt(50 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	var wb [2]WC
+	require.Equal(t, 1, b.PollCQ(qb.RecvCQ, wb[:]))
+	require.Equal(t, WCSuccess, wb[0].Status)
+	assert.Equal(t, uint32(UDGRHBytes+1005), wb[0].ByteLen)
+	want := append(append(append([]byte{}, src[4000:4005]...), src[10:310]...), src[6000:6700]...)
+	got := make([]byte, 1005)
+	b.Mem.Read(bufB+UDGRHBytes, got)
+	assert.Equal(t, want, got)
+}
+
+// TestEmptySGLIsAZeroByteMessage: num_sge 0 on both sides, as verbs
+// allows: a SEND of no element into a receive of no element completes
+// with 0 bytes and checks no key (the empty send list's one segment
+// carries MLX5_INVALID_LKEY, which no region has). On a one-segment
+// receive stride the empty list is the terminator alone.
+func TestEmptySGLIsAZeroByteMessage(t *testing.T) {
+	for _, stride := range []int{1, 4} {
+		p := sglPair(t, Defaults(), 4096, stride)
+		require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 4, SGL: []SGE{}}))
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 2, Opcode: WRSend, Signaled: true, SGL: []SGE{}}))
+		sa, rb := p.pollBoth(t, 1, 1)
+		assert.Equal(t, WCSuccess, sa[0].Status)
+		assert.Equal(t, WCSuccess, rb[0].Status)
+		assert.Equal(t, uint32(0), rb[0].ByteLen)
+		// No MKey context is read (cold caches would read one per key
+		// looked up): A reads nothing (its WQE came by BlueFlame), B its
+		// one receive WQE, a stride of 16 × 1 or 16 × 4 bytes, by the
+		// prefetch and, as the SEND arrives before that read is back,
+		// once more on demand.
+		assert.Zero(t, p.a.PCIe.ReadBytes)
+		assert.Equal(t, int64(1), p.b.Counters.OnDemandRecv)
+		assert.Equal(t, int64(2*16*stride), p.b.PCIe.ReadBytes)
+	}
 }

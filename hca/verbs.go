@@ -514,9 +514,6 @@ func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
 			// (Linux drivers/infiniband/hw/mlx5).
 			return fmt.Errorf("qp 0x%x: receive WR with %d SGEs, more than the QP's max_recv_sge %d: %w", qp.Num, len(wr.SGL), qp.maxRecvSGE, syscall.EINVAL)
 		}
-		if qp.UD && len(wr.SGL) != 1 {
-			return fmt.Errorf("qp 0x%x: a UD receive WR with %d SGEs (the model scatters UD datagrams into one element only)", qp.Num, len(wr.SGL))
-		}
 		if sglLength(wr.SGL) > 1<<31 {
 			return fmt.Errorf("qp 0x%x: receive WR's SGEs hold %d bytes, more than a message's 2^31", qp.Num, sglLength(wr.SGL))
 		}

@@ -444,9 +444,10 @@ type RecvWQE struct {
 func DecodeRecvWQE(buf []byte) RecvWQE {
 	be := binary.BigEndian
 	segs := len(buf) / dsBytes
-	if segs == 1 {
-		// A stride of one segment has no room for a terminator (mlx5
-		// writes one only after fewer elements than max_recv_sge).
+	if segs == 1 && (be.Uint32(buf[4:]) != invalidLKey || be.Uint32(buf[0:]) != 0) {
+		// One element fills a stride of one segment (mlx5 writes the
+		// terminator only after fewer elements than max_recv_sge: there,
+		// an empty list).
 		return RecvWQE{Length: be.Uint32(buf[0:]), LKey: be.Uint32(buf[4:]), Addr: be.Uint64(buf[8:])}
 	}
 	n := 0
