@@ -460,3 +460,28 @@ func TestEmptySGLIsAZeroByteMessage(t *testing.T) {
 		assert.Equal(t, int64(2*16*stride), p.b.PCIe.ReadBytes)
 	}
 }
+
+// TestBadLKeyInARecvSGEFailsTheSEND: a receive list whose third element
+// reaches past its region fails the SEND landing in it as one receive
+// element past its region does: LOC_PROT_ERR in B's receive CQE, NAK to
+// A (REM_OP_ERR there), no byte written, whichever element is bad.
+func TestBadLKeyInARecvSGEFailsTheSEND(t *testing.T) {
+	run := func(sgl func(p *pair) RecvWR) (WC, WC, *pair) {
+		p := sglPair(t, Defaults(), 8192, 3)
+		p.a.Mem.Write(p.bufA, pattern(8192, 7))
+		wr := sgl(p)
+		require.NoError(t, p.b.PostRecv(p.qb, &wr))
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRSend, Signaled: true, LocalAddr: p.bufA, Length: 500, LKey: p.mrA.LKey}))
+		sa, rb := p.pollBoth(t, 1, 1)
+		return sa[0], rb[0], p
+	}
+	sa1, rb1, _ := run(func(p *pair) RecvWR { return RecvWR{ID: 5, Addr: p.bufB + 8000, Length: 600, LKey: p.mrB.LKey} })
+	require.Equal(t, WCLocProtErr, rb1.Status)
+	sa3, rb3, p := run(func(p *pair) RecvWR {
+		return RecvWR{ID: 5, SGL: []SGE{{Addr: p.bufB, Length: 100, LKey: p.mrB.LKey}, {Addr: p.bufB + 200, Length: 100, LKey: p.mrB.LKey},
+			{Addr: p.bufB + 8000, Length: 400, LKey: p.mrB.LKey}}}
+	})
+	assert.Equal(t, rb1.Status, rb3.Status)
+	assert.Equal(t, sa1.Status, sa3.Status)
+	assert.Zero(t, p.b.Counters.PayloadRx, "no byte written")
+}
