@@ -285,7 +285,7 @@ func perftestRun(cfg *Config) workload.PerftestRun {
 	w := cfg.Workload
 	run := workload.PerftestRun{
 		Link: cfg.Link, HCA: cfg.HCA, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
-		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
+		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
 		Connection: w.Connection, SL: w.SL, PairMetrics: w.Pattern != "" && w.Pattern != workload.PatternPair,
 	}
 	if cfg.Topology.Kind == KindBackToBack && w.SL != 0 {

@@ -115,6 +115,9 @@ type Counters struct {
 // Device is one HCA with its host: CPU-side verbs, host memory, the PCIe
 // link and the HCA pipeline, attached to one IB port.
 type Device struct {
+	// sglPieces is scratch for the parts of a scatter/gather list one
+	// packet reads or writes (gather, scatter): no allocation per packet.
+	sglPieces []SGE
 	sim.HookableBase
 
 	// Stage handshake state for waveforms (stageEdge); touched only while a
@@ -647,7 +650,12 @@ grants:
 			// it spun forever at one picosecond): the packet then starts
 			// as soon as a tag is free, and Read issues the rest as the
 			// oldest reads complete, which keeps every tag busy.
-			reqs := d.PCIe.ReadRequestsAt(w.LocalAddr+uint64(off), plen)
+			var reqs int
+			if w.SGL == nil {
+				reqs = d.PCIe.ReadRequestsAt(w.LocalAddr+uint64(off), plen)
+			} else {
+				reqs = d.sglReadRequests(w.SGL, uint64(off), plen)
+			}
 			if reqs > d.PCIe.Tags() {
 				reqs = 1
 			}
@@ -663,7 +671,11 @@ grants:
 		pkt := d.newPacket(qp)
 		tx := qp.req.Next(pkt)
 		ready, dmaDone := now, now
-		if needDMA {
+		if needDMA && w.SGL != nil {
+			pkt.Payload = sized(pkt.Payload, plen)
+			ready = d.gather(qp, now, w.SGL, uint64(off), pkt)
+			dmaDone = ready
+		} else if needDMA {
 			issue := d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0)
 			// The bus sees the physical address; the model has none, but a
 			// page (hca.mtt_page_bytes ≥ 4 KiB) is physically aligned to
@@ -719,7 +731,13 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	}
 	needDMA := !w.Inline && w.Length > 0
 	if needDMA {
-		if reqs := d.PCIe.ReadRequestsAt(w.LocalAddr, int(w.Length)); d.PCIe.TagsFree(now) < reqs {
+		reqs := 0
+		if w.SGL == nil {
+			reqs = d.PCIe.ReadRequestsAt(w.LocalAddr, int(w.Length))
+		} else {
+			reqs = d.sglReadRequests(w.SGL, 0, int(w.Length))
+		}
+		if d.PCIe.TagsFree(now) < reqs {
 			t := d.PCIe.NextTagFree(now)
 			if d.schedAt == 0 || t < d.schedAt {
 				d.schedAt = t
@@ -746,7 +764,11 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	pkt.DETH = ib.DETH{QKey: w.RemoteQKey, SrcQP: qp.Num}
 	pkt.PayloadLen = int(w.Length)
 	ready, dmaDone := now, now
-	if needDMA {
+	if needDMA && w.SGL != nil {
+		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
+		ready = d.gather(qp, now, w.SGL, 0, pkt)
+		dmaDone = ready
+	} else if needDMA {
 		ready = d.PCIe.Read(d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0), w.LocalAddr, pkt.PayloadLen)
 		dmaDone = ready
 		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
@@ -1100,6 +1122,60 @@ func (d *Device) writePayload(qp *QP, t ib.PS, addr uint64, data []byte, timed b
 		e := d.at(vis, evMemVisible)
 		e.Arg, e.Port = int64(addr), int32(len(data))
 	}
+	return issue
+}
+
+// sglReadRequests returns the PCIe read requests the bytes [off, off+n)
+// of a gather list take: each element's part split at MRRS-aligned
+// addresses (ReadRequest), the parts never merged, as each is a read of
+// its own.
+func (d *Device) sglReadRequests(sgl []SGE, off uint64, n int) int {
+	d.sglPieces = sglSlice(d.sglPieces[:0], sgl, off, uint64(n))
+	reqs := 0
+	for _, p := range d.sglPieces {
+		reqs += d.PCIe.ReadRequestsAt(p.Addr, int(p.Length))
+	}
+	return reqs
+}
+
+// gather reads a packet's payload, the bytes [off, off+len(pkt.Payload))
+// of the list, from each element's part in order: each part is a DMA read
+// of its own, taking a dma-stage slot (the engine issues one descriptor
+// per interval) and PCIe requests split at MRRS-aligned addresses. It
+// returns when the last completion is in.
+func (d *Device) gather(qp *QP, now ib.PS, sgl []SGE, off uint64, pkt *ib.Packet) ib.PS {
+	d.sglPieces = sglSlice(d.sglPieces[:0], sgl, off, uint64(len(pkt.Payload)))
+	ready, at := now, 0
+	for _, p := range d.sglPieces {
+		issue := d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0)
+		ready = max(ready, d.PCIe.Read(issue, p.Addr, int(p.Length)))
+		d.Mem.Read(p.Addr, pkt.Payload[at:at+int(p.Length)])
+		at += int(p.Length)
+		d.trace(components.TraceDMARead, qp.Num, components.IntField("psn", int64(pkt.PSN)),
+			components.IntField("addr", int64(p.Addr)), components.IntField("len", int64(p.Length)))
+	}
+	return ready
+}
+
+// scatter writes data, the bytes [off, off+len(data)) of a message, into
+// the list's elements in order, one posted write per part (writePayload),
+// and returns the last write's issue. The packet's receive buffer frees by
+// its last write (they end in issue order): only that write carries the
+// packet's blocks, as only one of a multicast packet's copies does.
+func (d *Device) scatter(qp *QP, t ib.PS, sgl []SGE, off uint64, data []byte, timed bool) ib.PS {
+	d.sglPieces = sglSlice(d.sglPieces[:0], sgl, off, uint64(len(data)))
+	blocks, at, issue := d.rxBlocks, 0, t
+	for i, p := range d.sglPieces {
+		last := i == len(d.sglPieces)-1
+		if !last {
+			d.rxBlocks = 0
+		} else {
+			d.rxBlocks = blocks
+		}
+		issue = d.writePayload(qp, t, p.Addr, data[at:at+int(p.Length)], timed && last)
+		at += int(p.Length)
+	}
+	d.rxBlocks = blocks
 	return issue
 }
 

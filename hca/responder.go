@@ -23,9 +23,16 @@ type ResponderEnv interface {
 type RespAction struct {
 	Drop bool // the packet changes nothing (duplicate handled by Ack, or ignored)
 
-	// Payload placement: PayloadLen bytes of the packet go to WriteAddr.
+	// Payload placement: PayloadLen bytes of the packet go to WriteAddr,
+	// or, with RecvSGL (a SEND into a receive WQE of several scatter
+	// elements), to the message's bytes from ScatterOff on in that list.
 	Write     bool
 	WriteAddr uint64
+	// RecvSGL is the receive WQE's scatter list when it has other than
+	// one element: the key check (KeyChecked) covers each element, and the
+	// packet's write and translation scatter over it from ScatterOff.
+	RecvSGL    []SGE
+	ScatterOff uint64
 
 	// An ACK or NAK to send now: syndrome and PSN.
 	Ack    bool
@@ -438,7 +445,25 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCLocLenErr, CQERespSend
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
 		}
-		if first {
+		if r.recv.SGL != nil {
+			a.RecvSGL, a.ScatterOff = r.recv.SGL, uint64(r.recvOff)
+		}
+		if first && r.recv.SGL != nil {
+			// Every element's L_Key is checked over the whole element, in
+			// order; the first that fails fails the message, as a single
+			// element's does (KeyChecked names it).
+			a.KeyChecked, a.KeyResult = len(r.recv.SGL) > 0, KeyOK
+			for _, e := range r.recv.SGL {
+				a.Key, a.KeyAddr, a.KeyLen = e.LKey, e.Addr, uint64(e.Length)
+				if a.KeyResult = env.CheckLKey(e.LKey, e.Addr, uint64(e.Length)); a.KeyResult != KeyOK {
+					break
+				}
+			}
+			if a.KeyResult != KeyOK {
+				a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCLocProtErr, CQERespSend
+				return r.nak(&a, SynNAKOpErr, pkt.PSN, true)
+			}
+		} else if first {
 			a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, r.recv.LKey, r.recv.Addr, uint64(r.recv.Length)
 			a.KeyResult = env.CheckLKey(r.recv.LKey, r.recv.Addr, uint64(r.recv.Length))
 			if a.KeyResult != KeyOK {

@@ -139,9 +139,27 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if qp.onDemand {
 		// The receive WQE was not prefetched: read it from host memory now.
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
 	}
-	if a.KeyChecked {
+	if a.KeyChecked && a.RecvSGL != nil {
+		// A lookup per element, up to the one that failed, each in the
+		// key_check stage (its issue slots in order).
+		t0, done := t, t
+		for _, e := range a.RecvSGL {
+			done = max(done, d.keyCheck(qp, t0, e.LKey))
+			r := KeyOK
+			if e.LKey == a.Key && e.Addr == a.KeyAddr && uint64(e.Length) == a.KeyLen {
+				r = a.KeyResult
+			}
+			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(e.LKey)),
+				components.StrField("result", r.String()), components.IntField("addr", int64(e.Addr)),
+				components.IntField("len", int64(e.Length)))
+			if r != KeyOK {
+				break
+			}
+		}
+		t = done
+	} else if a.KeyChecked {
 		t = d.keyCheck(qp, t, a.Key)
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
@@ -151,7 +169,16 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	// one it starts here, after its key check if it has one, or else its
 	// message's, started by the message's first packet (RespAction.Xlate).
 	// qp.xlateAt is 0 unless translation is modelled.
-	if a.Xlate && d.mtt != nil {
+	if a.Xlate && d.mtt != nil && a.RecvSGL != nil {
+		// Each element's part the packet writes, its own region's MTT.
+		d.sglPieces = sglSlice(d.sglPieces[:0], a.RecvSGL, a.ScatterOff, a.XlateLen)
+		t0, done := t, t
+		for _, p := range d.sglPieces {
+			done = max(done, d.translate(t0, p.LKey, p.Addr, uint64(p.Length)))
+		}
+		t = done
+		qp.xlateAt = t
+	} else if a.Xlate && d.mtt != nil {
 		t = d.translate(t, a.XlateKey, a.XlateAddr, a.XlateLen)
 		qp.xlateAt = t
 	} else if !a.KeyChecked {
@@ -162,7 +189,9 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	if traced && tl.RxDone == 0 {
 		tl.RxDone, tl.RespKey = now, t
 	}
-	if a.Write {
+	if a.Write && a.RecvSGL != nil {
+		t = d.scatter(qp, t, a.RecvSGL, a.ScatterOff, pkt.Payload[:pkt.PayloadLen], traced && pkt.PSN == tl.LastPSN)
+	} else if a.Write {
 		t = d.writePayload(qp, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen], traced && pkt.PSN == tl.LastPSN)
 	}
 	if a.RecvDone {
@@ -323,19 +352,27 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		}
 		d.afterAck(qp, qp.req.OnAck(pkt.PSN, syn), now)
 	case ib.AtomicAcknowledge:
-		addr, ok, res := qp.req.OnAtomicAck(pkt)
+		pl, ok, res := qp.req.OnAtomicAckPlaced(pkt)
 		t := now
 		if ok {
 			var b [8]byte
 			putLE64(b[:], pkt.AtomicAck)
-			t = d.writePayload(qp, now, addr, b[:], false)
+			if pl.SGL != nil {
+				t = d.scatter(qp, now, pl.SGL, 0, b[:], false)
+			} else {
+				t = d.writePayload(qp, now, pl.Addr, b[:], false)
+			}
 		}
 		d.afterAck(qp, res, t)
 	default: // read responses
-		addr, ok, res := qp.req.OnReadResponse(pkt)
+		pl, ok, res := qp.req.OnReadResponsePlaced(pkt)
 		t := now
-		if ok && pkt.PayloadLen > 0 {
-			t = d.writePayload(qp, now, addr, pkt.Payload[:pkt.PayloadLen], false)
+		switch {
+		case !ok || pkt.PayloadLen == 0:
+		case pl.SGL != nil:
+			t = d.scatter(qp, now, pl.SGL, pl.Off, pkt.Payload[:pkt.PayloadLen], false)
+		default:
+			t = d.writePayload(qp, now, pl.Addr, pkt.Payload[:pkt.PayloadLen], false)
 		}
 		d.afterAck(qp, res, t)
 	}
@@ -364,7 +401,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	t := d.s.Now()
 	if qp.onDemand {
 		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, RecvWQEBytes)
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
 	}
 	t = d.keyCheck(qp, t, recv.LKey)
 	tl := d.Timeline

@@ -575,8 +575,24 @@ func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
 // order within its READ is dropped; one past an earlier READ or atomic
 // still unanswered is placed, and retries that one (implied NAK).
 func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
+	pl, ok, res := r.OnReadResponsePlaced(pkt)
+	return pl.Addr, ok, res
+}
+
+// Placement says where a response's payload lands at the requester: at
+// Addr, or, for a WR with a scatter list, at offset Off of the message in
+// SGL (Addr is then Off).
+type Placement struct {
+	Addr uint64
+	SGL  []SGE
+	Off  uint64
+}
+
+// OnReadResponsePlaced is OnReadResponse with the placement of a WR with a
+// scatter list (Placement).
+func (r *Requester) OnReadResponsePlaced(pkt *ib.Packet) (pl Placement, ok bool, res AckResult) {
 	if r.State == QPErr {
-		return 0, false, res
+		return pl, false, res
 	}
 	if i := r.find(pkt.PSN); i >= 0 {
 		m := r.msgs[i]
@@ -584,7 +600,7 @@ func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res Ac
 		if m.wqe.Opcode == WRRDMARead && m.sent > 0 && uint32(idx*r.MTU) == m.readGot {
 			// A response implicitly acknowledges every earlier PSN.
 			r.ackThrough(pkt.PSN, false)
-			addr, ok = m.wqe.LocalAddr+uint64(m.readGot), true
+			pl, ok = Placement{Addr: m.wqe.LocalAddr + uint64(m.readGot), SGL: m.wqe.SGL, Off: uint64(m.readGot)}, true
 			m.readGot += uint32(pkt.PayloadLen)
 			if m.readGot >= m.wqe.Length {
 				m.done, m.status = true, WCSuccess
@@ -596,27 +612,34 @@ func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res Ac
 		}
 	}
 	r.impliedNAK(pkt.PSN, &res)
-	return addr, ok, res
+	return pl, ok, res
 }
 
 // OnAtomicAck handles an ATOMIC_ACKNOWLEDGE; it returns the local address
 // the original value goes to. Like a read response, it retries an earlier
 // READ or atomic still unanswered (implied NAK).
 func (r *Requester) OnAtomicAck(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
+	pl, ok, res := r.OnAtomicAckPlaced(pkt)
+	return pl.Addr, ok, res
+}
+
+// OnAtomicAckPlaced is OnAtomicAck with the placement of a WR with a
+// scatter list (Placement).
+func (r *Requester) OnAtomicAckPlaced(pkt *ib.Packet) (pl Placement, ok bool, res AckResult) {
 	if r.State == QPErr {
-		return 0, false, res
+		return pl, false, res
 	}
 	if i := r.find(pkt.PSN); i >= 0 {
 		m := r.msgs[i]
 		if m.wqe.Opcode.isAtomic() && m.sent > 0 && !m.done {
 			r.ackThrough(pkt.PSN, false)
 			m.done, m.status = true, WCSuccess
-			addr, ok = m.wqe.LocalAddr, true
+			pl, ok = Placement{Addr: m.wqe.LocalAddr, SGL: m.wqe.SGL}, true
 			r.settle(&res)
 		}
 	}
 	r.impliedNAK(pkt.PSN, &res)
-	return addr, ok, res
+	return pl, ok, res
 }
 
 // OnTimeout handles the local ACK timer expiring with messages

@@ -2,6 +2,7 @@ package hca
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
@@ -31,9 +32,14 @@ type QP struct {
 
 	sqBuf   uint64 // send queue ring, sqBBs × 64 bytes
 	sqBBs   int
-	rqBuf   uint64 // receive queue ring, rqDepth × 16 bytes
+	rqBuf   uint64 // receive queue ring, rqDepth × rqStride bytes
 	rqDepth int
-	dbr     uint64 // doorbell record: [0] RQ counter, [1] SQ counter
+	// rqStride is one receive WQE's bytes: 16 × the power of two at or
+	// above the QP's max_recv_sge (mlx5's receive WQE shift), so a WQE's
+	// read costs its whole stride whatever its SGEs.
+	rqStride   int
+	maxRecvSGE int    // QPCap.MaxRecvSGE
+	dbr        uint64 // doorbell record: [0] RQ counter, [1] SQ counter
 
 	// Application side.
 	sqPI   uint32   // WQEBBs posted
@@ -157,26 +163,55 @@ func (d *Device) CreateCQ(depth int) *CQ {
 	return cq
 }
 
+// QPCap is what a QP is created for beyond its queue sizes (ibv_qp_cap).
+type QPCap struct {
+	// MaxRecvSGE is the most scatter elements a receive WR may carry,
+	// 1 … MaxRecvSGE; it sets the receive stride (QP.RecvStride).
+	MaxRecvSGE int
+}
+
+// RecvStride returns the QP's receive WQE size in bytes.
+func (qp *QP) RecvStride() int { return qp.rqStride }
+
 // qpBase is the first QP number (QPs 0 and 1 are special in IB).
 const qpBase = 0x100
 
 // CreateQP makes an RC QP in RESET with a send queue of sqBBs WQEBBs and a
 // receive queue of rqDepth WQEs (both powers of two).
 func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
+	qp, err := d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, QPCap{MaxRecvSGE: 1})
+	if err != nil {
+		panic(err)
+	}
+	return qp
+}
+
+// CreateQPCap makes an RC QP as CreateQP does, for the capabilities c: its
+// receive WQEs take c.MaxRecvSGE scatter elements, a stride of 16 × that
+// rounded up to a power of two bytes. A count outside 1 … MaxRecvSGE is
+// refused, as ibv_create_qp refuses a cap above the device's.
+func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCap) (*QP, error) {
+	if c.MaxRecvSGE < 1 || c.MaxRecvSGE > MaxRecvSGE {
+		return nil, fmt.Errorf("hca: %s max_recv_sge %d is not 1 … %d", d.Name, c.MaxRecvSGE, MaxRecvSGE)
+	}
+	stride := RecvWQEBytes
+	for stride < c.MaxRecvSGE*RecvWQEBytes {
+		stride *= 2
+	}
 	if sqBBs < 1 || sqBBs&(sqBBs-1) != 0 || rqDepth < 1 || rqDepth&(rqDepth-1) != 0 {
 		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
 	}
 	qp := &QP{Num: qpBase + uint32(len(d.qps)), PD: pd, SendCQ: scq, RecvCQ: rcq, State: QPReset, dev: d, thread: &d.main,
 		sqBBs: sqBBs, rqDepth: rqDepth, sqWrid: make([]uint64, sqBBs), sqNext: make([]uint32, sqBBs),
-		rqWrid: make([]uint64, rqDepth)}
+		rqWrid: make([]uint64, rqDepth), rqStride: stride, maxRecvSGE: c.MaxRecvSGE}
 	qp.sqBuf = d.Malloc(sqBBs * WQEBBBytes)
-	qp.rqBuf = d.Malloc(rqDepth * RecvWQEBytes)
+	qp.rqBuf = d.Malloc(rqDepth * stride)
 	qp.dbr = d.Malloc(8)
 	d.qps = append(d.qps, qp)
 	if len(d.qps) > 64*len(d.mayWork) {
 		d.mayWork = append(d.mayWork, 0)
 	}
-	return qp
+	return qp, nil
 }
 
 // CreateUDQP makes a UD QP in RESET with Q_Key qkey.
@@ -372,6 +407,15 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	if qp.State != QPRTS && qp.State != QPErr {
 		return fmt.Errorf("qp 0x%x: post_send in state %v (RTS required)", qp.Num, qp.State)
 	}
+	if wr.SGL != nil {
+		if err := checkSGL(qp, wr); err != nil {
+			return err
+		}
+		// The WQE's length is the list's; the caller's WR is not changed.
+		c := *wr
+		c.Length = uint32(sglLength(wr.SGL))
+		wr = &c
+	}
 	if wr.Inline && int(wr.Length) > d.Cfg.MaxInlineBytes {
 		return fmt.Errorf("qp 0x%x: inline length %d exceeds hca.max_inline_bytes %d", qp.Num, wr.Length, d.Cfg.MaxInlineBytes)
 	}
@@ -393,7 +437,16 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	var inline []byte
 	if wr.Inline {
 		inline = make([]byte, wr.Length)
-		d.Mem.Read(wr.LocalAddr, inline)
+		if wr.SGL == nil {
+			d.Mem.Read(wr.LocalAddr, inline)
+		} else {
+			// The CPU copies each element's bytes into the WQE, in order.
+			at := 0
+			for _, e := range wr.SGL {
+				d.Mem.Read(e.Addr, inline[at:at+int(e.Length)])
+				at += int(e.Length)
+			}
+		}
 	}
 	var buf [maxWQEBBs * WQEBBBytes]byte
 	idx := uint16(qp.sqPI)
@@ -452,10 +505,23 @@ func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
 	if int(qp.rqPI-qp.rqCI) >= qp.rqDepth {
 		return fmt.Errorf("qp 0x%x: receive queue full (%d WQEs)", qp.Num, qp.rqDepth)
 	}
-	var b [RecvWQEBytes]byte
-	EncodeRecvWQE(b[:], wr)
+	if wr.SGL != nil {
+		if wr.Addr != 0 || wr.Length != 0 || wr.LKey != 0 {
+			return fmt.Errorf("qp 0x%x: receive WR sets both SGL and Addr/Length/LKey (give one scatter element or a list)", qp.Num)
+		}
+		if len(wr.SGL) > qp.maxRecvSGE {
+			// mlx5 post_recv refuses num_sge > rq.max_gs with EINVAL
+			// (Linux drivers/infiniband/hw/mlx5).
+			return fmt.Errorf("qp 0x%x: receive WR with %d SGEs, more than the QP's max_recv_sge %d: %w", qp.Num, len(wr.SGL), qp.maxRecvSGE, syscall.EINVAL)
+		}
+		if sglLength(wr.SGL) > 1<<31 {
+			return fmt.Errorf("qp 0x%x: receive WR's SGEs hold %d bytes, more than a message's 2^31", qp.Num, sglLength(wr.SGL))
+		}
+	}
+	var b [MaxRecvSGE * RecvWQEBytes]byte
+	EncodeRecvWQE(b[:qp.rqStride], wr)
 	slot := qp.rqPI % uint32(qp.rqDepth)
-	d.Mem.Write(qp.rqBuf+uint64(slot)*RecvWQEBytes, b[:])
+	d.Mem.Write(qp.rqBuf+uint64(slot)*uint64(qp.rqStride), b[:qp.rqStride])
 	qp.rqWrid[slot] = wr.ID
 	qp.rqPI++
 	d.Mem.WriteU32(qp.dbr, qp.rqPI&0xffff)
@@ -587,6 +653,12 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			at := len(qp.inlineArena)
 			qp.inlineArena = append(qp.inlineArena, buf[w.InlineOff:w.InlineOff+w.InlineLen]...)
 			dw.inline = qp.inlineArena[at:len(qp.inlineArena):len(qp.inlineArena)]
+		} else if w.SGL != nil {
+			need := 0
+			if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
+				need = AccessLocalWrite
+			}
+			dw.readyAt, dw.keyErr = d.checkSGL(qp, now, need, w.SGL)
 		} else if w.Length > 0 {
 			need := 0
 			if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
@@ -677,12 +749,12 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
 	}
 	for {
-		n, slot := RecvRead(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth)
+		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
 		if n == 0 {
 			return
 		}
-		at := qp.rqBuf + uint64(slot)*RecvWQEBytes
-		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), at, n*RecvWQEBytes)
+		at := qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
+		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), at, n*qp.rqStride)
 		done = d.stages[StageWQEFetch].accept(done, 0)
 		e := d.at(done, evRecvFetched)
 		e.Arg = qpArg(qp, qp.rqFetch)
@@ -694,15 +766,15 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 
 func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 	qp.rqInflight -= n
-	var b [RecvWQEBytes]byte
+	var b [MaxRecvSGE * RecvWQEBytes]byte
 	for i := 0; i < n; i++ {
 		idx := start + uint32(i)
 		if cntDiff(idx, qp.rqTaken) < 0 {
 			continue // already taken on demand
 		}
 		slot := idx % uint32(qp.rqDepth)
-		d.Mem.Read(qp.rqBuf+uint64(slot)*RecvWQEBytes, b[:])
-		w := DecodeRecvWQE(b[:])
+		d.Mem.Read(qp.rqBuf+uint64(slot)*uint64(qp.rqStride), b[:qp.rqStride])
+		w := DecodeRecvWQE(b[:qp.rqStride])
 		w.Index = idx
 		qp.rqCache = append(qp.rqCache, w)
 		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(idx&0xffff)), components.StrField("queue", "rq"))
@@ -736,11 +808,11 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 	if cntDiff(qp.rqDB, qp.rqTaken) <= 0 {
 		return RecvWQE{}, false
 	}
-	var b [RecvWQEBytes]byte
+	var b [MaxRecvSGE * RecvWQEBytes]byte
 	slot := qp.rqTaken % uint32(qp.rqDepth)
-	qp.onDemandAddr = qp.rqBuf + uint64(slot)*RecvWQEBytes
-	qp.dev.Mem.Read(qp.onDemandAddr, b[:])
-	w := DecodeRecvWQE(b[:])
+	qp.onDemandAddr = qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
+	qp.dev.Mem.Read(qp.onDemandAddr, b[:qp.rqStride])
+	w := DecodeRecvWQE(b[:qp.rqStride])
 	w.Index = qp.rqTaken
 	qp.rqTaken++
 	qp.onDemand = true
@@ -791,4 +863,53 @@ func (d *Device) flushUD(qp *QP) {
 		d.sendCompletion(qp, Completion{WQE: dw.wqe, Status: WCWRFlushErr}, d.s.Now())
 	}
 	qp.udPending = qp.udPending[:0]
+}
+
+// checkSGL refuses a send WR's scatter/gather list as verbs would: the
+// list and the single-element fields both set, more elements than the
+// device's max_send_sge (libmlx5's _mlx5_post_send returns ENOMEM for
+// num_sge > sq.max_gs, rdma-core providers/mlx5/qp.c), an atomic's list
+// not of 8 bytes.
+func checkSGL(qp *QP, wr *SendWR) error {
+	if wr.LocalAddr != 0 || wr.Length != 0 || wr.LKey != 0 {
+		return fmt.Errorf("qp 0x%x: send WR sets both SGL and LocalAddr/Length/LKey (give one scatter/gather element or a list)", qp.Num)
+	}
+	if len(wr.SGL) > MaxSendSGE {
+		return fmt.Errorf("qp 0x%x: send WR with %d SGEs, more than max_send_sge %d: %w", qp.Num, len(wr.SGL), MaxSendSGE, syscall.ENOMEM)
+	}
+	n := sglLength(wr.SGL)
+	if n > 1<<31 {
+		return fmt.Errorf("qp 0x%x: send WR's SGEs hold %d bytes, more than a message's 2^31", qp.Num, n)
+	}
+	if wr.Opcode.isAtomic() && n != 8 {
+		return fmt.Errorf("qp 0x%x: %v with SGEs of %d bytes (an atomic's result is 8 bytes)", qp.Num, wr.Opcode, n)
+	}
+	return nil
+}
+
+// checkSGL runs the L_Key check of each element of a WR's list from t, in
+// order, each a lookup in the key_check stage (PD, access need, bounds:
+// the single element's rules), an element of no bytes skipped as a
+// single one is. It returns when the last check (and, with translation
+// modelled, the last element's translation) is done and whether one
+// failed: a WR with a bad element fails whole, and no byte of it moves.
+func (d *Device) checkSGL(qp *QP, t ib.PS, need int, sgl []SGE) (ready ib.PS, bad bool) {
+	ready = t
+	for _, e := range sgl {
+		if e.Length == 0 {
+			continue
+		}
+		done := d.keyCheck(qp, t, e.LKey)
+		r := d.Keys.Check(e.LKey, qp.PD, need, e.Addr, uint64(e.Length))
+		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(e.LKey)),
+			components.StrField("result", r.String()), components.IntField("addr", int64(e.Addr)),
+			components.IntField("len", int64(e.Length)))
+		if r != KeyOK {
+			bad = true
+		} else {
+			done = d.translate(done, e.LKey, e.Addr, uint64(e.Length))
+		}
+		ready = max(ready, done)
+	}
+	return ready, bad
 }

@@ -19,8 +19,26 @@ const (
 	// 16-byte segments in six bits (MLX5_WQE_CTRL_DS_MASK 0x3f), so 63 of
 	// them, 1008 bytes, in 16 WQEBBs.
 	MaxWQEBytes = 63 * dsBytes
-	// RecvWQEBytes is one receive WQE: a single 16-byte data segment.
+	// RecvWQEBytes is one receive WQE of one scatter element: a single
+	// 16-byte data segment. A QP created for more (QPCap.MaxRecvSGE) has
+	// a receive stride of a power of two of them (QP.RecvStride).
 	RecvWQEBytes = 16
+	// MaxSendSGE is the most gather elements a send WR may carry (the
+	// device's max_send_sge). Linux mlx5 (drivers/infiniband/hw/mlx5,
+	// get_send_sge and mlx5_ib_query_device) caps a send descriptor at
+	// 512 bytes for this count: (512 − ctrl 16 − raddr 16) / 16 = 30, the
+	// "max_sge: 30" ibv_devinfo shows on ConnectX. Every send WQE of 30
+	// SGEs fits the 63 segments a ctrl DS count allows (a UD one is 34).
+	MaxSendSGE = 30
+	// MaxRecvSGE is the most scatter elements a receive WR may carry (the
+	// device's max_recv_sge): mlx5_ib_query_device gives max_wqe_sz_rq /
+	// 16, a firmware capability our sources do not give for ConnectX; the
+	// model assumes the send side's 512-byte descriptor, 32 segments.
+	MaxRecvSGE = 32
+	// invalidLKey ends a receive WQE's scatter list shorter than its
+	// stride (MLX5_INVALID_LKEY, as mlx5's post_recv writes it). The key
+	// table never issues it: a key's variant byte is odd.
+	invalidLKey = 0x100
 	// MaxInlineLimit is the most inline bytes any WQE holds, an RC SEND's:
 	// 1008 − ctrl 16 − inline header 4. A WRITE holds 16 fewer (raddr), a
 	// UD SEND 48 fewer (datagram segment); InlineLimit gives each.
@@ -85,8 +103,19 @@ func mlx5ToWR(op uint8) (WROpcode, bool) {
 	return 0, false
 }
 
-// SendWR is a send work request as the application posts it (ibv_send_wr
-// with one scatter/gather element).
+// SGE is one scatter/gather element (ibv_sge): Length bytes at Addr in
+// the memory region of LKey.
+type SGE struct {
+	Addr   uint64
+	Length uint32 // bytes
+	LKey   uint32
+}
+
+// SendWR is a send work request as the application posts it (ibv_send_wr).
+// Its local buffer is either one scatter/gather element, LocalAddr, Length
+// and LKey (SGL nil), or the list SGL (ibv_send_wr.sg_list, num_sge =
+// len(SGL); a non-nil empty list is num_sge 0, a zero-byte message), never
+// both: PostSend refuses a WR with SGL set and any of the three non-zero.
 type SendWR struct {
 	ID       uint64
 	Opcode   WROpcode
@@ -96,6 +125,10 @@ type SendWR struct {
 	LocalAddr uint64
 	Length    uint32 // bytes; atomics are always 8
 	LKey      uint32
+	// SGL is the local buffer as a gather list (for READ and atomics a
+	// scatter list), in order: the message is the concatenation of its
+	// elements, at most MaxSendSGE of them.
+	SGL []SGE
 	// Remote buffer.
 	RemoteAddr uint64
 	RKey       uint32
@@ -115,12 +148,35 @@ type SendWR struct {
 	GRH bool
 }
 
-// RecvWR is a receive work request (one scatter element).
+// RecvWR is a receive work request (ibv_recv_wr): one scatter element,
+// Addr, Length and LKey (SGL nil), or the list SGL (num_sge = len(SGL), at
+// most the QP's QPCap.MaxRecvSGE), never both.
 type RecvWR struct {
 	ID     uint64
 	Addr   uint64
 	Length uint32
 	LKey   uint32
+	SGL    []SGE
+}
+
+// sgeCount returns how many data segments wr's WQE carries: one for the
+// single-element form, len(SGL) for a list, and one for an empty list
+// (EncodeSendWQE writes a zero-byte segment for it, as the RTL's WQE
+// parser needs a data segment; a WQE without one fails to decode).
+func (wr *SendWR) sgeCount() int {
+	if wr.SGL == nil {
+		return 1
+	}
+	return max(1, len(wr.SGL))
+}
+
+// sglLength returns the bytes of a list: the sum of its elements.
+func sglLength(sgl []SGE) uint64 {
+	var n uint64
+	for _, e := range sgl {
+		n += uint64(e.Length)
+	}
+	return n
 }
 
 // isAtomic reports whether op is an atomic.
@@ -162,7 +218,7 @@ func wqeBytes(wr *SendWR) int {
 	if wr.Inline {
 		n += (4 + int(wr.Length) + dsBytes - 1) / dsBytes * dsBytes
 	} else {
-		n += dsBytes
+		n += dsBytes * wr.sgeCount()
 	}
 	return n
 }
@@ -210,10 +266,22 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 		}
 		off += dsBytes
 	}
-	if wr.Inline {
+	switch {
+	case wr.Inline:
 		be.PutUint32(buf[off:], uint32(len(inline))|inlineFlag)
 		copy(buf[off+4:], inline)
-	} else {
+	case len(wr.SGL) > 0:
+		// One mlx5_wqe_data_seg per element, in order.
+		for _, e := range wr.SGL {
+			be.PutUint32(buf[off:], e.Length)
+			be.PutUint32(buf[off+4:], e.LKey)
+			be.PutUint64(buf[off+8:], e.Addr)
+			off += dsBytes
+		}
+	case wr.SGL != nil:
+		// num_sge 0: one segment of zero bytes and no key.
+		be.PutUint32(buf[off+4:], invalidLKey)
+	default:
 		be.PutUint32(buf[off:], wr.Length)
 		be.PutUint32(buf[off+4:], wr.LKey)
 		be.PutUint64(buf[off+8:], wr.LocalAddr)
@@ -233,13 +301,17 @@ type SendWQE struct {
 	RKey       uint32
 	// Atomic segment.
 	SwapAdd, Compare uint64
-	// Data: a gather element or inline bytes.
+	// Data: a gather element or inline bytes. Length is the message's
+	// bytes (the sum over SGL when the WQE has several data segments).
 	Inline    bool
 	InlineLen int
 	InlineOff int // offset of the inline data in the WQE
 	Length    uint32
 	LKey      uint32
 	LocalAddr uint64
+	// SGL holds the data segments when there are more than one (LKey and
+	// LocalAddr are then 0); nil for one, which LKey and LocalAddr give.
+	SGL []SGE
 	// BBs is the WQE's size in basic blocks.
 	BBs int
 	// UD datagram segment.
@@ -309,6 +381,15 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 		w.InlineLen = int(bc &^ inlineFlag)
 		w.InlineOff = off + 4
 		w.Length = uint32(w.InlineLen)
+	} else if segs := (ds*dsBytes - off) / dsBytes; segs > 1 {
+		w.SGL = make([]SGE, segs)
+		var n uint32
+		for i := range w.SGL {
+			at := off + i*dsBytes
+			w.SGL[i] = SGE{Length: be.Uint32(buf[at:]), LKey: be.Uint32(buf[at+4:]), Addr: be.Uint64(buf[at+8:])}
+			n += w.SGL[i].Length
+		}
+		w.Length = n
 	} else {
 		w.Length = bc
 		w.LKey = be.Uint32(buf[off+4:])
@@ -320,24 +401,67 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 	return w, nil
 }
 
-// EncodeRecvWQE writes a receive WQE (one data segment) into buf[:16].
+// EncodeRecvWQE writes a receive WQE into buf, whose length is the
+// queue's stride (a power of two of 16-byte data segments): one data
+// segment per scatter element and, when they are fewer than the stride
+// holds, a segment of key MLX5_INVALID_LKEY after them that ends the list
+// (mlx5 post_recv). buf[:16] takes a single-element WR.
 func EncodeRecvWQE(buf []byte, wr *RecvWR) {
 	be := binary.BigEndian
-	be.PutUint32(buf[0:], wr.Length)
-	be.PutUint32(buf[4:], wr.LKey)
-	be.PutUint64(buf[8:], wr.Addr)
+	if wr.SGL == nil {
+		be.PutUint32(buf[0:], wr.Length)
+		be.PutUint32(buf[4:], wr.LKey)
+		be.PutUint64(buf[8:], wr.Addr)
+		return
+	}
+	clear(buf)
+	off := 0
+	for _, e := range wr.SGL {
+		be.PutUint32(buf[off:], e.Length)
+		be.PutUint32(buf[off+4:], e.LKey)
+		be.PutUint64(buf[off+8:], e.Addr)
+		off += dsBytes
+	}
+	if off < len(buf) {
+		be.PutUint32(buf[off+4:], invalidLKey)
+	}
 }
 
-// RecvWQE is a receive WQE as the HCA decodes it.
+// RecvWQE is a receive WQE as the HCA decodes it. Length is the bytes
+// its scatter list holds; SGL is the list when it has other than one
+// element (Addr and LKey are then 0), nil for one.
 type RecvWQE struct {
 	Index  uint32 // position in the receive queue (producer count)
 	Length uint32
 	LKey   uint32
 	Addr   uint64
+	SGL    []SGE
 }
 
-// DecodeRecvWQE parses a receive WQE.
+// DecodeRecvWQE parses a receive WQE of len(buf) bytes (the stride): its
+// data segments up to the first of key MLX5_INVALID_LKEY or the stride's
+// end.
 func DecodeRecvWQE(buf []byte) RecvWQE {
 	be := binary.BigEndian
-	return RecvWQE{Length: be.Uint32(buf[0:]), LKey: be.Uint32(buf[4:]), Addr: be.Uint64(buf[8:])}
+	segs := len(buf) / dsBytes
+	if segs == 1 && (be.Uint32(buf[4:]) != invalidLKey || be.Uint32(buf[0:]) != 0) {
+		// One element fills a stride of one segment (mlx5 writes the
+		// terminator only after fewer elements than max_recv_sge: there,
+		// an empty list).
+		return RecvWQE{Length: be.Uint32(buf[0:]), LKey: be.Uint32(buf[4:]), Addr: be.Uint64(buf[8:])}
+	}
+	n := 0
+	for n < segs && be.Uint32(buf[n*dsBytes+4:]) != invalidLKey {
+		n++
+	}
+	if n == 1 {
+		return RecvWQE{Length: be.Uint32(buf[0:]), LKey: be.Uint32(buf[4:]), Addr: be.Uint64(buf[8:])}
+	}
+	w := RecvWQE{SGL: make([]SGE, n)}
+	for i := range w.SGL {
+		at := i * dsBytes
+		w.SGL[i] = SGE{Length: be.Uint32(buf[at:]), LKey: be.Uint32(buf[at+4:]), Addr: be.Uint64(buf[at+8:])}
+		w.Length += w.SGL[i].Length
+	}
+	return w
 }

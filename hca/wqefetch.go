@@ -39,7 +39,15 @@ func WQERead(posted, fetched uint32, inFlight, depth, ringBBs int) (n, slot int)
 // compared modulo 2^32. (Before calling it, Device.recvFetch moves fetched
 // up to the WQEs the responder already took on demand.)
 func RecvRead(posted, fetched uint32, held, depth, ringWQEs int) (n, slot int) {
-	window := depth * (WQEBBBytes / RecvWQEBytes)
+	return RecvReadStride(posted, fetched, held, depth, ringWQEs, RecvWQEBytes)
+}
+
+// RecvReadStride is RecvRead for a receive queue of stride bytes per WQE
+// (16 × a power of two, QP.RecvStride): the window of depth 64-byte blocks
+// holds depth × 64 / stride WQEs, at least one, and a read of n WQEs is
+// n × stride bytes.
+func RecvReadStride(posted, fetched uint32, held, depth, ringWQEs, stride int) (n, slot int) {
+	window := max(1, depth*WQEBBBytes/stride)
 	slot = int(fetched % uint32(ringWQEs))
 	if posted == fetched || held >= window {
 		return 0, slot

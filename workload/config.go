@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/hcasim/hcasim/hca"
 )
 
 // Config is the `workload:` section.
@@ -80,6 +82,11 @@ type Config struct {
 	ReduceGBps        float64 `yaml:"reduce_gbps"`
 	BackgroundPattern string  `yaml:"background_pattern"`
 	InlineSize        int     `yaml:"inline_size"` // largest message sent inline (perftest -I); -1 = perftest's default (220 write_lat, 236 send_lat, else 0)
+	// SGEs, for a perftest, cuts each message's local buffer into that
+	// many scatter/gather elements (PerftestRun.SGEs), 1 … hca.MaxSendSGE;
+	// nil is 1, the single element perftest posts. omitempty, so a config
+	// without it keeps its effective config and config hash.
+	SGEs *int `yaml:"sges,omitempty"`
 	// Pattern, for a perftest, says which hosts run the test in pairs
 	// (PerftestPatterns): one pair, the first host to the last (pair, or
 	// empty, the default); an incast of Clients hosts into the last; a
@@ -320,6 +327,9 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	if err := c.checkMcg(prefix); err != nil {
 		return err
 	}
+	if err := c.checkSGEs(prefix); err != nil {
+		return err
+	}
 	if sl := c.BackgroundSL; sl != nil && (*sl < 0 || *sl > 15) {
 		return fmt.Errorf("%s.background_sl: %d is not a service level (0 to 15; leave it out for workload.sl)", prefix, *sl)
 	}
@@ -361,6 +371,30 @@ func (c *Config) checkMcg(prefix string) error {
 		return fmt.Errorf("%s.mcg: true with %s.background: true is not modelled; set %s.background: false", prefix, prefix, prefix)
 	}
 	return CheckMcastRun(c.Test, c.Connection, c.QPs, prefix)
+}
+
+// SGECount returns workload.sges: the scatter/gather elements per
+// perftest message, 1 when the key is not given.
+func (c *Config) SGECount() int {
+	if c.SGEs == nil {
+		return 1
+	}
+	return *c.SGEs
+}
+
+// checkSGEs checks workload.sges on its own (against the message size in
+// PerftestRun.Validate).
+func (c *Config) checkSGEs(prefix string) error {
+	n := c.SGECount()
+	switch {
+	case n < 1 || n > hca.MaxSendSGE:
+		return fmt.Errorf("%s.sges: %d is out of range (1 to %d, the HCA's max_send_sge)", prefix, n, hca.MaxSendSGE)
+	case n > 1 && c.Kind != "perftest":
+		return fmt.Errorf("%s.sges: %d is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, n, prefix, c.Kind, prefix)
+	case n > 1 && c.Mcg:
+		return fmt.Errorf("%s.sges: %d with %s.mcg: true is not modelled (a multicast perftest's datagrams take one element)", prefix, n, prefix)
+	}
+	return nil
 }
 
 // MaxMcgReceivers is the most receivers a multicast perftest takes: every

@@ -43,6 +43,13 @@ type PerftestRun struct {
 	Seed       uint64  // fills the buffers; the model has no other randomness
 	MaxTimeNs  float64 // simulated-time guard; 0 = 1 s
 
+	// SGEs cuts each work request's local buffer (the gather list of a
+	// WRITE or SEND, the scatter list of a READ or atomic) and, for the
+	// send tests, each receive buffer, into that many elements of one
+	// region, equal parts with the last taking the remainder; 0 and 1 are
+	// one element in the single-element fields (perftest's WRs).
+	SGEs int
+
 	// Connection is the transport (perftest -c): RC (also ""), or UD for
 	// send_lat and send_bw with messages up to the MTU.
 	Connection string
@@ -88,7 +95,7 @@ func (r *PerftestRun) pairs() []PerftestPair {
 // perftest's default), the link section and the hca section.
 func PerftestRunFrom(w Config, lc link.Config, h hca.Config, seed uint64, maxTimeNs float64) PerftestRun {
 	return PerftestRun{Link: lc, HCA: h, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
-		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, Seed: seed, MaxTimeNs: maxTimeNs}
+		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: seed, MaxTimeNs: maxTimeNs}
 }
 
 // Validate checks the run's own knobs (the link and HCA configs validate
@@ -145,6 +152,9 @@ func (r *PerftestRun) Validate() error {
 	if len(r.Pairs) > MaxPerftestClients {
 		return fmt.Errorf("workload.clients: %d pairs is more than %d (a model limit: every pair's queues and buffers are set up ahead)", len(r.Pairs), MaxPerftestClients)
 	}
+	if err := r.checkSGEs(); err != nil {
+		return err
+	}
 	if r.Test == "write_lat" && r.Size < 1 {
 		return fmt.Errorf("workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got %d", r.Size)
 	}
@@ -159,6 +169,38 @@ func (r *PerftestRun) Validate() error {
 		}
 	}
 	return nil
+}
+
+// checkSGEs refuses a count of scatter/gather elements the run cannot
+// post: outside 1 … hca.MaxSendSGE, more than the message's bytes (an
+// element of no bytes moves nothing; atomics move 8), or on UD.
+func (r *PerftestRun) checkSGEs() error {
+	n := max(r.SGEs, 1)
+	size := r.Size
+	if strings.HasPrefix(r.Test, "atomic") {
+		size = 8
+	}
+	switch {
+	case r.SGEs < 0 || r.SGEs > hca.MaxSendSGE:
+		return fmt.Errorf("workload.sges: %d is out of range (1 to %d, the HCA's max_send_sge)", r.SGEs, hca.MaxSendSGE)
+	case n > 1 && n > size:
+		return fmt.Errorf("workload.sges: %d is more than the message's %d bytes (each element must hold at least one byte)", n, size)
+	case n > 1 && r.Connection == "UD":
+		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (a UD receive takes one element)", n)
+	}
+	return nil
+}
+
+// sgl cuts n bytes at addr (in the region of lkey) into k elements, equal
+// parts with the last taking the remainder.
+func sgl(addr uint64, n, k int, lkey uint32) []hca.SGE {
+	l := make([]hca.SGE, k)
+	part := n / k
+	for i := range l {
+		l[i] = hca.SGE{Addr: addr + uint64(i*part), Length: uint32(part), LKey: lkey}
+	}
+	l[k-1].Length = uint32(n - (k-1)*part)
+	return l
 }
 
 // inlineOp returns the opcode of the test's inline WQEs and its name for
@@ -469,6 +511,9 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 	// posts (mlx5 sizes it from max_send_wr and the WQE that
 	// max_inline_data allows), and at least four WQEBBs per WR.
 	wr := hca.SendWR{Opcode: p.op, Inline: p.inline, Length: uint32(run.Size), UD: p.ud}
+	if run.SGEs > 1 && !p.inline {
+		wr.Length, wr.SGL = 0, make([]hca.SGE, run.SGEs)
+	}
 	sqBBs := 1
 	for sqBBs < max(4, hca.WQEBBs(&wr))*max(run.TxDepth, perftestCQMod) {
 		sqBBs *= 2
@@ -484,7 +529,11 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 			if p.ud {
 				qp = d.CreateUDQP(pd, scq, rcq, sqBBs, perftestRxDepth, perftestQKey)
 			} else {
-				qp = d.CreateQP(pd, scq, rcq, sqBBs, perftestRxDepth)
+				var err error
+				qp, err = d.CreateQPCap(pd, scq, rcq, sqBBs, perftestRxDepth, hca.QPCap{MaxRecvSGE: max(run.SGEs, 1)})
+				if err != nil {
+					panic(fmt.Sprintf("perftest: create QP: %v", err))
+				}
 			}
 			// One registration covers the send half and the receive half
 			// (with the GRH area on UD).
@@ -646,7 +695,11 @@ func (p *perftest) begin() {
 
 func (p *perftest) postRecv(side, q int) {
 	d := p.dev[side]
-	if err := d.PostRecv(p.qp[side][q], &hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen + p.grh), LKey: p.mr[side][q].LKey}); err != nil {
+	wr := hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen + p.grh), LKey: p.mr[side][q].LKey}
+	if p.run.SGEs > 1 {
+		wr = hca.RecvWR{ID: uint64(q), SGL: sgl(p.rbuf[side][q], p.bufLen, p.run.SGEs, p.mr[side][q].LKey)}
+	}
+	if err := d.PostRecv(p.qp[side][q], &wr); err != nil {
 		panic(fmt.Sprintf("perftest: post_recv: %v", err))
 	}
 }
@@ -667,6 +720,11 @@ func (p *perftest) wr(side, q int, signaled bool, id uint64) hca.SendWR {
 	case hca.WRFetchAdd:
 		w.LocalAddr = p.rbuf[side][q]
 		w.CompareAdd = 1
+	}
+	if p.run.SGEs > 1 {
+		// The same buffer, cut into the list (an atomic's 8 bytes too).
+		w.SGL = sgl(w.LocalAddr, int(w.Length), p.run.SGEs, w.LKey)
+		w.LocalAddr, w.Length, w.LKey = 0, 0, 0
 	}
 	return w
 }

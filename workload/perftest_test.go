@@ -355,7 +355,7 @@ func TestPerftestRunFromConfig(t *testing.T) {
 	w.Kind, w.Test, w.Size, w.Iterations, w.InlineSize = "perftest", "send_lat", 32, 100, -1
 	run := PerftestRunFrom(w, perftestLink("EDR"), hca.Defaults(), 5, 0)
 	assert.Equal(t, PerftestRun{Link: perftestLink("EDR"), HCA: hca.Defaults(), Test: "send_lat", Size: 32,
-		Iterations: 100, TxDepth: 128, QPs: 1, InlineSize: -1, Seed: 5}, run)
+		Iterations: 100, TxDepth: 128, QPs: 1, InlineSize: -1, SGEs: 1, Seed: 5}, run)
 	m, err := RunPerftest(run)
 	require.NoError(t, err)
 	assert.Equal(t, true, m["inline"], "perftest's default inline size for send_lat is 236")

@@ -1,0 +1,86 @@
+package workload
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// TestPerftestSGEsMoveTheBytes: every test with its buffers cut into
+// scatter/gather elements moves the bytes it moves with one (the gather
+// of WRITEs and SENDs, the scatter of SENDs into receive lists, READ
+// responses and atomic results into the requester's list), and posts
+// WQEs one data segment per element.
+func TestPerftestSGEsMoveTheBytes(t *testing.T) {
+	for _, tc := range []struct {
+		test             string
+		size, iters, sge int
+	}{
+		{"write_lat", 4096, 20, 3}, {"send_lat", 5000, 20, 3}, {"send_lat", 32, 50, 2}, // inline: the CPU copies each element
+		{"read_lat", 20000, 10, 5}, {"atomic_lat", 8, 50, 2},
+		{"write_bw", 65536, 50, 7}, {"send_bw", 9000, 100, 4}, {"read_bw", 65536, 50, 3}, {"atomic_bw", 8, 100, 8},
+	} {
+		t.Run(fmt.Sprintf("%s/%d/%d", tc.test, tc.size, tc.sge), func(t *testing.T) {
+			run := edrRun(tc.test, tc.size, tc.iters)
+			run.SGEs = tc.sge
+			m, err := RunPerftest(run)
+			require.NoError(t, err)
+			assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+		})
+	}
+}
+
+// TestPerftestSGEsBlueFlameCliffAndTags: write_bw of 64-byte messages
+// (EDR, cx5 defaults) posts one WR at a time, so a WQE of at most
+// hca.blueflame_bytes (256) goes with its doorbell. A WRITE WQE is ctrl 16
+// + raddr 16 + 16 per SGE: 14 SGEs make 256 bytes, 15 make 272, five
+// WQEBBs that must be fetched. Each element is a PCIe read of its own
+// (13 of 4 bytes and one of 12), holding a tag for its request, the read
+// latency and its completion.
+//
+//   - With tags enough (pcie.outstanding_reads 1024) the CPU's post
+//     (host.post_ns, 60 ns: 16.7 M/s) bounds 14 SGEs, and the fetch bounds
+//     15: it keeps wqe_prefetch_depth (8) WQEBBs in flight, each read
+//     taking the DMA stage's latency, a request, the read latency, five
+//     84-byte completions and five WQEBBs parsed: 8 / 5 WQEs per cycle.
+//   - With cx5's 64 tags, 14 reads per message bound 14 SGEs at 64 tags
+//     over the tag time the 14 reads hold. The scheduler grants a packet
+//     only when all its 14 tags are free at once, so tags idle while they
+//     gather: the rate is under that bound, by less than 20 %.
+func TestPerftestSGEsBlueFlameCliffAndTags(t *testing.T) {
+	run := edrRun("write_bw", 64, 2000)
+	cfg := run.HCA
+	require.Equal(t, 4, hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWrite, SGL: make([]hca.SGE, 14)}))
+	require.Equal(t, 5, hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWrite, SGL: make([]hca.SGE, 15)}))
+	require.Equal(t, 256, cfg.BlueFlameBytes)
+	cyc := float64(ib.CyclePS(cfg.CoreClockMHz))
+	pcie := hca.NewPCIe(cfg.PCIe)
+	req, lat := float64(pcie.SerPS(cfg.PCIe.TLPOverheadBytes)), float64(ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS))
+	cyclePS := float64(cfg.DMA.LatencyCycles)*cyc + req + lat + 5*float64(pcie.SerPS(64+cfg.PCIe.CompletionOverheadBytes)) +
+		5*float64(cfg.WQEFetch.LatencyCycles)*cyc
+	fetchBound := float64(cfg.WQEPrefetchDepth) / 5 / cyclePS * 1e6 // M WQE/s: 8 / 5 per 621 ns = 2.58
+	cpuBound := 1e3 / cfg.Host.PostNS                               // 16.7 M/s
+	tagPS := 13*(req+lat+float64(pcie.SerPS(4+cfg.PCIe.CompletionOverheadBytes))) + req + lat + float64(pcie.SerPS(12+cfg.PCIe.CompletionOverheadBytes))
+	tagBound := float64(cfg.PCIe.OutstandingReads) / tagPS * 1e6 // 64 / 14 × 536 ns = 8.5 M/s
+	rate := func(sges, tags int) float64 {
+		run.SGEs, run.HCA.PCIe.OutstandingReads = sges, tags
+		m, err := RunPerftest(run)
+		require.NoError(t, err)
+		require.Equal(t, true, m["data_verified"])
+		return m["msg_rate_mpps"].(float64)
+	}
+	r14, r15, r14tags := rate(14, 1024), rate(15, 1024), rate(14, 64)
+	t.Logf("1024 tags: 14 SGEs %.3f M msg/s (CPU bound %.3f), 15 SGEs %.3f (fetch bound %.3f); 64 tags: 14 SGEs %.3f (tag bound %.3f)",
+		r14, cpuBound, r15, fetchBound, r14tags, tagBound)
+	assert.LessOrEqual(t, r14, cpuBound)
+	assert.Greater(t, r14, 0.9*cpuBound, "14 SGEs go by BlueFlame")
+	assert.LessOrEqual(t, r15, fetchBound)
+	assert.Greater(t, r15, 0.9*fetchBound, "15 SGEs are fetched, five WQEBBs each")
+	assert.LessOrEqual(t, r14tags, tagBound)
+	assert.Greater(t, r14tags, 0.8*tagBound)
+}
