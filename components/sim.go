@@ -339,8 +339,9 @@ func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, class Cl
 	return ev
 }
 
-// Handle implements sim.Handler: it dispatches a kernel event to its target
-// and returns the event to the pool.
+// Handle implements sim.Handler: it dispatches a pooled kernel event (one
+// from Akita's engine or hcasim's heap; a lane's event is dispatched in
+// place, never through Handle) to its target and returns it to the pool.
 func (s *Sim) Handle(e sim.Event) error {
 	s.handle(e.(*Event))
 	return nil
