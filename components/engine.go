@@ -42,6 +42,12 @@ import (
 // log2(numLanes) steps, and the next event is the lesser of that and the
 // heap's top: O(1) heap work for lane events instead of O(log n).
 //
+// A lane holds Sim's events by value, in a ring read in order (see lane);
+// the heap holds pooled events behind pointers: last events (ordered by
+// rank), events with a reserved place (ScheduleReserved), events posted by
+// another partition (Deliver), anything scheduled through Akita's
+// interface (Schedule), and the rare event whose delay finds no lane.
+//
 // Which delay owns which lane only affects speed, never order: every lane is
 // sorted whatever delays share or split lanes, and the tree and the heap
 // always yield the least (time, late, sequence) overall. A fabric of 1,024
@@ -67,6 +73,7 @@ type Engine struct {
 	tree      [numLanes]uint8     // tournament tree: tree[1] is the lane with the least head, tree[k] the least of its two children
 	laneTable [laneBuckets]bucket // delay → lane hints
 	lanes     [numLanes]lane
+	grow      uint64 // lanes with spilled events (see lane): grown before the next event runs
 
 	// The partitions of a Group run engines on different cores: keep each
 	// one's lines apart from whatever is allocated next to it.
@@ -105,23 +112,88 @@ func (a *orderKey) less(b *orderKey) bool {
 	return a.at < b.at || (a.at == b.at && a.key < b.key)
 }
 
-// lane is a FIFO ring of events that share one delay and class.
+// lane is a FIFO ring of events that share one delay and class, held by
+// value. A pooled event behind a pointer is a line of its own, cold by the
+// time it runs in a large fabric; in the ring, popping a lane's head reads
+// the next head's key, beside that event, so the line an event runs from
+// was read with its lane's order, and the ring is written and read in
+// sequence (grow keeps it tight, so a new event goes to a line read
+// shortly before).
+//
+// A slot's event is what Sim.Schedule returns for its caller to fill in and
+// what the handler receives, so slots never move or get overwritten while
+// a pointer to them may be live:
+//   - a lane never fills its last free slot (room), so a push made while the
+//     lane's previous head is being handled cannot land on it (that slot is
+//     the one just before the head);
+//   - a full lane does not grow at once: the events that come for it wait,
+//     in order and from the Sim's pool, in its spill, and the ring grows and
+//     takes them by value before the next event runs (Engine.grow), when no
+//     handler runs and every pointer to a slot has been given up.
+//
+// While the spill holds events the ring is full (only a pop makes room, and
+// none happens before the spill is emptied), so a push with room never
+// overtakes a spilled event.
 type lane struct {
-	buf  []heapEntry // ring, len a power of two
-	head int         // index of the first event
-	n    int         // events held
+	buf   []laneSlot // ring (nil before the lane's first event)
+	head  int        // index of the first event
+	n     int        // events held in the ring
+	spill []spilled  // events after the ring's, while it is full
 }
 
-func (l *lane) push(x heapEntry) {
-	if l.n == len(l.buf) {
-		bigger := make([]heapEntry, max(64, 2*len(l.buf)))
+// laneSlot is one event of a lane: its order key's tie-break (the time is
+// the event's own) and the event.
+type laneSlot struct {
+	key uint64
+	ev  Event
+}
+
+// spilled is an event waiting in a lane's spill: its key, and the pooled
+// event its scheduler fills in.
+type spilled struct {
+	key uint64
+	ev  *Event
+}
+
+// laneFirstSlots is a lane's ring size at its first event.
+const laneFirstSlots = 64
+
+// at returns the ring index of the lane's i-th event, i < len(l.buf).
+func (l *lane) at(i int) int {
+	if i += l.head; i >= len(l.buf) {
+		i -= len(l.buf)
+	}
+	return i
+}
+
+// room reports whether the ring can take one more event (keeping a slot
+// free: see lane).
+func (l *lane) room() bool { return l.n+1 < len(l.buf) }
+
+// grow makes the ring large enough for its events and the spill's with a
+// slot to spare, and an eighth more, and moves the spill's events into it,
+// returning them to their Sim's pool; only between events (see lane). A
+// ring just longer than its lane's most events so far has its next free
+// slot one that was read shortly before, still in the caches; a ring twice
+// that long (a power of two) writes each event into a line untouched for
+// a whole cycle of the ring.
+func (l *lane) grow() {
+	if need := l.n + len(l.spill) + 1; need > len(l.buf) {
+		bigger := make([]laneSlot, max(laneFirstSlots, need+need/8))
 		for i := 0; i < l.n; i++ {
-			bigger[i] = l.buf[(l.head+i)&(len(l.buf)-1)]
+			bigger[i] = l.buf[l.at(i)]
 		}
 		l.buf, l.head = bigger, 0
 	}
-	l.buf[(l.head+l.n)&(len(l.buf)-1)] = x
-	l.n++
+	for i, x := range l.spill {
+		l.buf[l.at(l.n)] = laneSlot{key: x.key, ev: *x.ev}
+		l.n++
+		s := x.ev.owner
+		*x.ev = Event{owner: s}
+		s.freeEvents = append(s.freeEvents, x.ev)
+		l.spill[i] = spilled{}
+	}
+	l.spill = l.spill[:0]
 }
 
 // heapEntry is one queued event: 32 bytes, so that a node's four children
@@ -225,7 +297,10 @@ func (e *Engine) replay(l int) {
 // CurrentTime implements sim.TimeTeller.
 func (e *Engine) CurrentTime() sim.VTimeInSec { return sim.VTimeInSec(e.now.Seconds()) }
 
-// Schedule implements sim.EventScheduler.
+// Schedule implements sim.EventScheduler: an event scheduled through
+// Akita's interface (a kernel event its caller keeps a pointer to, or
+// another kind) goes to the heap. Sim's kernel events take the lanes
+// (scheduleKernel).
 func (e *Engine) Schedule(evt sim.Event) {
 	var at ib.PS
 	var class Class
@@ -238,28 +313,54 @@ func (e *Engine) Schedule(evt sim.Event) {
 			class = ClassLate
 		}
 	}
-	x := heapEntry{e.order(at, class, rank), evt}
-	if class == ClassLast {
-		// Ordered by rank, not by when they were scheduled: a lane's FIFO
-		// would not be sorted.
-		e.push(x)
-		return
-	}
+	e.push(heapEntry{e.order(at, class, rank), evt})
+}
+
+// scheduleKernel queues a primary or late event of s for target at time
+// at and returns it for the caller to fill in: in the lane of its delay
+// when there is one with room, by value, else an event of s's pool on the
+// heap. Either stays where it is until it runs (see lane).
+func (e *Engine) scheduleKernel(s *Sim, at ib.PS, target EventHandler, kind uint8, class Class) *Event {
+	x := e.order(at, class, 0)
 	// The delay's lane, or an empty lane to claim for it. A delay too large
 	// for the lane key (never in practice) goes to the heap.
 	if d := uint64(at - e.now); d < 1<<61 {
 		dk := d<<2 | uint64(class)
 		if l := e.laneFor(dk); l >= 0 {
-			if e.laneBusy&(1<<l) == 0 {
-				e.laneBusy |= 1 << l
-				e.laneHead[l] = x.orderKey
-				e.replay(l)
+			ln := &e.lanes[l]
+			if len(ln.buf) == 0 {
+				// Its first event: no slot of it can be held yet.
+				ln.grow()
 			}
-			e.lanes[l].push(x)
-			return
+			if ln.room() { // and so the spill is empty
+				if e.laneBusy&(1<<l) == 0 {
+					e.laneBusy |= 1 << l
+					e.laneHead[l] = x
+					e.replay(l)
+				}
+				slot := &ln.buf[ln.at(ln.n)]
+				*slot = laneSlot{key: x.key, ev: Event{at: at, target: target, owner: s, class: class, Kind: kind}}
+				ln.n++
+				return &slot.ev
+			}
+			ev := s.newEvent(at, target, kind, class)
+			ln.spill = append(ln.spill, spilled{x.key, ev})
+			e.grow |= 1 << l
+			return ev
 		}
 	}
-	e.push(x)
+	ev := s.newEvent(at, target, kind, class)
+	e.push(heapEntry{x, ev})
+	return ev
+}
+
+// growLanes grows the lanes that have spilled events and moves those into
+// their rings: between events, when no pointer to a slot is held.
+func (e *Engine) growLanes() {
+	for g := e.grow; g != 0; g &= g - 1 {
+		e.lanes[bits.TrailingZeros64(g)].grow()
+	}
+	e.grow = 0
 }
 
 // Reserve returns the sequence number the next primary or late event
@@ -347,27 +448,24 @@ func (e *Engine) first() int {
 	return w
 }
 
-// next removes and returns the least event of the heap and the lanes; the
-// caller ensures there is one.
-func (e *Engine) next() heapEntry {
-	best := e.first()
-	if best < 0 {
-		return e.pop()
+// popLane removes lane l's head and returns it. Its slot stays as it is
+// while it is handled (see lane).
+func (e *Engine) popLane(l int) *Event {
+	ln := &e.lanes[l]
+	x := &ln.buf[ln.head]
+	if ln.head++; ln.head == len(ln.buf) {
+		ln.head = 0
 	}
-	l := &e.lanes[best]
-	x := l.buf[l.head]
-	l.buf[l.head] = heapEntry{}
-	l.head = (l.head + 1) & (len(l.buf) - 1)
-	l.n--
-	if l.n == 0 {
-		e.laneBusy &^= 1 << best
-		e.laneHead[best] = idleHead
+	ln.n--
+	if ln.n == 0 {
+		e.laneBusy &^= 1 << l
+		e.laneHead[l] = idleHead
 	} else {
-		y := &l.buf[l.head]
-		e.laneHead[best] = y.orderKey
+		y := &ln.buf[ln.head]
+		e.laneHead[l] = orderKey{at: y.ev.at, key: y.key}
 	}
-	e.replay(best)
-	return x
+	e.replay(l)
+	return &x.ev
 }
 
 func (e *Engine) pop() heapEntry {
@@ -432,12 +530,32 @@ func (e *Engine) NextAt() (at ib.PS, ok bool) {
 
 func (e *Engine) run(limit ib.PS) error {
 	for (len(e.heap) > 0 || e.laneBusy != 0) && !e.paused.Load() {
+		if e.grow != 0 {
+			e.growLanes()
+		}
 		if limit != noLimit {
 			if at, _ := e.NextAt(); at >= limit {
 				return nil
 			}
 		}
-		ent := e.next()
+		if l := e.first(); l >= 0 {
+			// A lane's event is always a kernel event, and its slot is
+			// reused, not pooled: dispatch only.
+			ev := e.popLane(l)
+			e.now = ev.at
+			e.touchNext()
+			if e.NumHooks() > 0 {
+				ctx := sim.HookCtx{Domain: e, Pos: sim.HookPosBeforeEvent, Item: ev}
+				e.InvokeHook(ctx)
+				ev.owner.dispatch(ev)
+				ctx.Pos = sim.HookPosAfterEvent
+				e.InvokeHook(ctx)
+				continue
+			}
+			ev.owner.dispatch(ev)
+			continue
+		}
+		ent := e.pop()
 		e.now = ent.at
 		e.touchNext()
 		if e.NumHooks() > 0 {
@@ -470,15 +588,13 @@ func (e *Engine) run(limit ib.PS) error {
 // dispatch. Prefetches are hints (components/prefetch_*.go): they change no
 // result.
 func (e *Engine) touchNext() {
-	var ev sim.Event
+	var ke *Event
 	if l := e.first(); l >= 0 {
-		ev = e.lanes[l].buf[e.lanes[l].head].ev
+		ke = &e.lanes[l].buf[e.lanes[l].head].ev
 	} else if len(e.heap) > 0 {
-		ev = e.heap[0].ev
-	} else {
-		return
+		ke, _ = e.heap[0].ev.(*Event)
 	}
-	if ke, ok := ev.(*Event); ok {
+	if ke != nil {
 		// Reading the event waits for its line; the lines its handler will
 		// read first (its target's and its packet's) are then only
 		// requested, so they arrive while the current event runs.
@@ -526,7 +642,7 @@ func (e *Engine) Finished() {
 func (e *Engine) Pending() int {
 	n := len(e.heap)
 	for i := range e.lanes {
-		n += e.lanes[i].n
+		n += e.lanes[i].n + len(e.lanes[i].spill)
 	}
 	return n
 }

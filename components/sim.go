@@ -16,7 +16,9 @@ type EventHandler interface {
 
 // Event is one scheduled happening: a packet head arriving on a port, a wire
 // going idle, a pipeline stage finishing. The fields a kind does not use stay
-// zero. Events come from Sim's pool and return to it after they are handled;
+// zero. On hcasim's engine most events wait by value in a lane of the engine
+// (one FIFO per fixed delay); the others, and every event on Akita's engine,
+// come from Sim's pool and return to it after they are handled. Either way
 // a handler must not keep the pointer.
 //
 // An Event is exactly one 64-byte cache line (TestEventLayout): a large
@@ -150,7 +152,9 @@ func (s *Sim) Now() ib.PS { return s.now }
 func (s *Sim) Events() uint64 { return s.events }
 
 // Schedule queues an event for target at time at. The returned event may be
-// filled in further before the caller returns.
+// filled in further until the event being handled returns (before a run:
+// until Run), whatever else is scheduled meanwhile; it stays where it is
+// until it runs.
 func (s *Sim) Schedule(at ib.PS, target EventHandler, kind uint8) *Event {
 	return s.schedule(at, target, kind, ClassPrimary)
 }
@@ -278,6 +282,9 @@ func (s *Sim) ScheduleObserver(at ib.PS, target EventHandler, kind uint8) *Event
 
 func (s *Sim) schedule(at ib.PS, target EventHandler, kind uint8, class Class) *Event {
 	s.notPast(at, kind)
+	if s.fast != nil {
+		return s.fast.scheduleKernel(s, at, target, kind, class)
+	}
 	ev := s.newEvent(at, target, kind, class)
 	s.Engine.Schedule(ev)
 	return ev
@@ -332,8 +339,9 @@ func (s *Sim) Post(dst *Sim, at ib.PS, target EventHandler, kind uint8, class Cl
 	return ev
 }
 
-// Handle implements sim.Handler: it dispatches a kernel event to its target
-// and returns the event to the pool.
+// Handle implements sim.Handler: it dispatches a pooled kernel event (one
+// from Akita's engine or hcasim's heap; a lane's event is dispatched in
+// place, never through Handle) to its target and returns it to the pool.
 func (s *Sim) Handle(e sim.Event) error {
 	s.handle(e.(*Event))
 	return nil
@@ -341,6 +349,15 @@ func (s *Sim) Handle(e sim.Event) error {
 
 // handle runs ev (unless the simulation has stopped) and recycles it.
 func (s *Sim) handle(ev *Event) {
+	s.dispatch(ev)
+	*ev = Event{owner: s}
+	s.freeEvents = append(s.freeEvents, ev)
+}
+
+// dispatch runs ev, unless the simulation has stopped: for an event held
+// in an engine lane, whose slot is not pooled, all of handle but the
+// recycling.
+func (s *Sim) dispatch(ev *Event) {
 	if !s.stopped && s.stopAt > 0 && ev.at > s.stopAt {
 		s.passLimit(ev.at)
 	}
@@ -364,8 +381,6 @@ func (s *Sim) handle(ev *Event) {
 		}
 		ev.target.HandleEvent(ev)
 	}
-	*ev = Event{owner: s}
-	s.freeEvents = append(s.freeEvents, ev)
 }
 
 // progressEvery is how often, in events, a Sim publishes its time for
