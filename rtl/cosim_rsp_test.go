@@ -268,6 +268,70 @@ func newRspPlan() *rspPlan {
 	deliver(1, readRsp(4, 5, 0x000108, 3, true))
 	// r27, A2's atomic ACK: its value in lanes 56..63, A2 completes.
 	deliver(1, atomicAck(0x000109, 0x8877665544332211, false))
+	// READs retried after part of their responses, and responses whose
+	// payloads are not an MTU: the model counts a READ's bytes (readGot,
+	// the sum of the payloads it took), takes a response only at index x
+	// MTU == readGot, writes it at LocalAddr + readGot, completes the READ
+	// when readGot >= Length, and resends a READ from PSN first + readGot /
+	// MTU with the RETH's VA + readGot and DMA length Length - readGot
+	// (hca.Requester.Next, OnReadResponse). Context 0 (MTU 256, next PSN
+	// 000009), the WQEs once every ACK and response before is taken: Re a
+	// READ of 700 B at offset 10 (000009..00000B), Sa a SEND of 20 B
+	// (00000C), Rf a READ of 1000 B at offset 33 (00000D..000010), Rg a
+	// READ of 600 B at offset 7 (000011..000013), Sb a SEND of 20 B
+	// (000014).
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(0, hca.WRRDMARead, 700, 0x44_0000+10, true)
+	wqe(0, hca.WRSend, 20, 0x47_0000, true)
+	wqe(0, hca.WRRDMARead, 1000, 0x45_0000+33, true)
+	wqe(0, hca.WRRDMARead, 600, 0x46_0000+7, true)
+	wqe(0, hca.WRSend, 20, 0x48_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r28, Re's FIRST (000009, 256 B): readGot 0 -> 256, at +0.
+	deliver(0, readRsp(0, 3, 0x000009, 256, false))
+	// n29, a sequence error NAK at Sa (00000C): Re's PSNs all lie before
+	// it, its MIDDLE and LAST lost: the implied NAK, a retry from Re
+	// (retry_cnt 3 -> 2). Re asks for the rest: PSN 000009 + 256 / 256 =
+	// 00000A, VA + 256, length 700 - 256 = 444; Sa, Rf, Rg and Sb go again
+	// whole (00000C 00000D 000011 000014).
+	deliver(0, reqAck{psn: 0x00000C, syn: hca.SynNAKSeq})
+	// r30..r31, the responder's answer to that request, FIRST (00000A, 256
+	// B) and LAST (00000B, 188 B): indexes 1 and 2 x 256 are readGot 256
+	// and 512, at +256 and +512; 700 >= 700, Re completes.
+	deliver(0, readRsp(0, 2, 0x00000A, 256, false))
+	deliver(0, readRsp(1, 2, 0x00000B, 188, true))
+	// a32, an ACK through 00000C: Sa completes.
+	deliver(0, reqAck{psn: 0x00000C, syn: hca.SynACK})
+	// r33, Rf's FIRST (00000D, 256 B), then r34 a MIDDLE at 00000E with
+	// the other 744 B (longer than the MTU: IBA forbids it, and neither
+	// the model nor hca_rx_ack checks it): in sequence (1 x 256 =
+	// readGot), at +256; readGot 1000 >= 1000, Rf completes at its second
+	// PSN of four.
+	deliver(0, readRsp(0, 4, 0x00000D, 256, false))
+	deliver(0, readRsp(1, 4, 0x00000E, 744, false))
+	// r35, a LAST at Rf's last PSN (000010): no message holds it now,
+	// dropped.
+	deliver(0, readRsp(3, 4, 0x000010, 232, false))
+	// r36, Rg's FIRST (000011, 256 B) at +0, r37 a MIDDLE of 100 B (shorter
+	// than the MTU) at +256: readGot 356. r38, the LAST (000013): 2 x 256
+	// is not 356, dropped.
+	deliver(0, readRsp(0, 3, 0x000011, 256, false))
+	deliver(0, readRsp(1, 3, 0x000012, 100, true))
+	deliver(0, readRsp(2, 3, 0x000013, 244, false))
+	// n39, a sequence error NAK at Sb (000014): the implied NAK, a retry
+	// from Rg (retry_cnt back to 3 since r28's progress, now 2): Rg asks
+	// from 000011 + 356 / 256 = 000012, VA + 356, 600 - 356 = 244 B; Sb
+	// again (000014).
+	deliver(0, reqAck{psn: 0x000014, syn: hca.SynNAKSeq})
+	// r40, the answer, an ONLY at 000012 of 244 B: 1 x 256 is not 356,
+	// dropped (the model's Rg can take no more responses).
+	deliver(0, readRsp(0, 1, 0x000012, 244, false))
+	// n41, a NAK invalid request at 000012: Rg fails (REM_INV_REQ_ERR), Sb
+	// is flushed (WR_FLUSH_ERR), context 0 goes to ERR.
+	deliver(0, reqAck{psn: 0x000012, syn: hca.SynNAKInvReq})
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
 	for range 1500 {
@@ -301,9 +365,12 @@ func (p *rspPlan) stall(seed uint64) {
 // so the co-simulation's comparison is against those numbers.
 func TestRspPlan(t *testing.T) {
 	p := newRspPlan()
-	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND), then
-	// the READ requests of Ra, Rb, Rc.
-	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5, 6, 7, 8}, p.psns[0], "context 0")
+	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND), the
+	// READ requests of Ra, Rb, Rc, then Re Sa Rf Rg Sb, again after n29
+	// with Re's request for the rest at 00000A, and Rg's for the rest at
+	// 000012 and Sb after n39.
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5, 6, 7, 8,
+		0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
 	// Context 1: A0, S, A1, R, then Rd's request (its 5 PSNs from 104)
 	// and A2 at 109.
 	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103, 0x104, 0x109}, p.psns[1], "context 1")
@@ -311,21 +378,23 @@ func TestRspPlan(t *testing.T) {
 	assert.Equal(t, []uint32{0x123456, 0x123458, 0x12345C, 0x12345D, 0x123456, 0x123458, 0x12345C, 0x12345D}, p.psns[2], "context 2")
 	// Completions (signaled or not): M0 M1 on r0, M2 on r4, M3 on a5; A0
 	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r17, S2 on a18; Ra Rb
-	// Rc on r19..r21, Rd on r26, A2 on r27.
-	want := make([]hca.WCStatus, 16)
-	assert.Equal(t, want, p.status, "completion statuses (all WCSuccess)")
-	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17, r19..r27;
-	// dropped: x0 r1 r3, r8 r9.
-	assert.Equal(t, 22, p.placed, "responses the model accepts")
-	assert.Equal(t, 5, p.dropped, "responses the model drops")
-	assert.Equal(t, 29, len(p.run.acks), "ACKs and responses")
+	// Rc on r19..r21, Rd on r26, A2 on r27; Re on r31, Sa on a32, Rf on
+	// r34; Rg failed and Sb flushed on n41.
+	want := append(make([]hca.WCStatus, 19), hca.WCRemInvReqErr, hca.WCWRFlushErr)
+	assert.Equal(t, want, p.status, "completion statuses")
+	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17, r19..r27,
+	// r28 r30 r31 r33 r34 r36 r37; dropped: x0 r1 r3, r8 r9, r35 r38 r40.
+	assert.Equal(t, 29, p.placed, "responses the model accepts")
+	assert.Equal(t, 8, p.dropped, "responses the model drops")
+	assert.Equal(t, 29+14, len(p.run.acks), "ACKs and responses")
 	// Written to host memory, every placed response with bytes (R's ONLY
 	// of 0 B writes nothing): r0 r2 r4 M2's 700 B, r6 r7 A0's and A1's 8,
 	// r11 and r14 the same 512 B at R2's start, r12 r13 R1's 1024,
 	// r15..r17 the rest of R2's 2048, r19..r21 Ra Rb Rc's 1 + 63 + 65,
-	// r22..r26 Rd's 4099, r27 A2's 8: 21 writes, the buffers disjoint.
-	assert.Equal(t, 21, p.written, "responses the model writes")
-	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8, "bytes written")
+	// r22..r26 Rd's 4099, r27 A2's 8, Re's 256 + 256 + 188, Rf's 256 +
+	// 744, Rg's 256 + 100: 28 writes, the buffers disjoint.
+	assert.Equal(t, 28, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8+700+1000+356, "bytes written")
 }
 
 // TestRequesterResponseCosim: hca_requester completes READs and atomics
@@ -341,11 +410,11 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{name: "unmutated, stalled"},
 		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
 		{"a response out of sequence acknowledging what is before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && e_lim"},
-		{"a response out of sequence taken", f, "n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);", "1'b1;"},
+		{"a response out of sequence taken", f, "d_off[31:0] == (e_sp == e_hd ? e_hack : 32'd0);", "1'b1;"},
 		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
 		{"a response acknowledging nothing before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && !e_rsp && e_lim"},
 		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
-		{"a READ's responses not counted", f, "wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};", "wire [23:0]      w_k      = n_from + {23'd0, e_incl};"},
+		{"a READ's responses not counted", f, "w_k      = e_rsp ? rg_sum[31:0] :", "w_k      = e_rsp ? e_hack :"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
 		// The payload.
 		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
@@ -353,7 +422,17 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
 		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy);", "h_cover || h_fin;"},
 		{"a response the head does not take written", f, "wire             d_take   = h_acc && e_any;", "wire             d_take   = e_any;"},
-		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {28'd0, d_off};", "d_a      = h_wqe[63:0];"},
+		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {32'd0, e_hack};", "d_a      = h_wqe[63:0];"},
+		// Payload lengths summed (readGot), and a READ retried after part
+		// of its responses asking for the rest.
+		{"a response's bytes counted as an MTU", f, "w_k      = e_rsp ? rg_sum[31:0] :", "w_k      = e_rsp ? e_hack + (32'd128 << ctx_mtu[e_ctx]) :"},
+		{"the sequence checked in whole MTUs (readGot / MTU)", f, "d_off[31:0] == (e_sp == e_hd ? e_hack : 32'd0);",
+			"{8'd0, n_from} == ((e_sp == e_hd ? e_hack : 32'd0) >> ({2'b0, ctx_mtu[e_ctx]} + 5'd7));"},
+		{"a READ completing only at its last PSN", f, "h_fin    = h_acc && (!e_rrd || rg_sum >= {1'b0, h_ent[79:48]});", "h_fin    = h_acc && h_d == 24'd0;"},
+		{"a READ resent whole after part of its responses", f, "rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4) ? h_ack[rq*32 +: 32] : 32'd0;", "rp_got   = 32'd0;"},
+		{"a resent READ from its first PSN", f, "m_psn       <= rp_ent[47:24] + rp_gpsn[23:0];", "m_psn       <= rp_ent[47:24];"},
+		{"a resent READ's VA not moved", f, "m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};", "m_raddr     <= rp_wqe[319:256];"},
+		{"a resent READ's DMA length whole", f, "m_length    <= rp_len - rp_got;", "m_length    <= rp_len;"},
 		// Byte enables and the realignment to the host address.
 		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
 		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
@@ -364,7 +443,7 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
 		// An atomic's original value.
 		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
-		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {28'd0, d_off};", "d_a      = h_wqe[63:0] + {28'd0, d_off} + {60'd0, !e_rrd, 3'd0};"},
+		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_hack};", "d_a      = h_wqe[63:0] + {32'd0, e_hack} + {60'd0, !e_rrd, 3'd0};"},
 		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
 	} {
 		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
@@ -384,18 +463,23 @@ func TestRequesterResponseCosim(t *testing.T) {
 				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
 			}
 			// The CQEs: the signaled completions of the plan (M0 M2 M3,
-			// A0 S A1 R, R2 S2, Ra Rb Rc Rd A2: M1 and R1 are
-			// unsignaled), each success.
-			assert.Equal(t, make([]hca.WCStatus, 14), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+			// A0 S A1 R, R2 S2, Ra Rb Rc Rd A2, Re Sa Rf: M1 and R1 are
+			// unsignaled), each success, then Rg's REM_INV_REQ_ERR and
+			// Sb's WR_FLUSH_ERR.
+			wantSt := append(make([]hca.WCStatus, 17), hca.WCRemInvReqErr, hca.WCWRFlushErr)
+			assert.Equal(t, wantSt, res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
 			// wr0, a write per response written, ceil((s + n) / 64)
 			// beats at lane s = address mod 64 for n bytes: M2's three
 			// (s 0: 256, 256, 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), R1's
 			// two and R2's four (r11's blocks dropped: its READ was not
 			// the head; 512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5,
 			// 63 B: 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60
-			// (17 each) and its LAST of 3 (1), A2 (s 56: 1).
-			assert.Equal(t, 3+2+6+3+5+1, res.writes, "wr0 writes")
-			assert.Equal(t, (4+4+3)+(1+1)+6*8+(1+2+2)+(4*17+1)+1, res.wbeats, "wr0 beats")
+			// (17 each) and its LAST of 3 (1), A2 (s 56: 1); Re's three at
+			// s = 10 (each at LocalAddr + readGot, readGot a multiple of 64:
+			// 256 B 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744
+			// B ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2).
+			assert.Equal(t, 3+2+6+3+5+1+3+2+2, res.writes, "wr0 writes")
+			assert.Equal(t, (4+4+3)+(1+1)+6*8+(1+2+2)+(4*17+1)+1+(5+5+4)+(5+13)+(5+2), res.wbeats, "wr0 beats")
 			if strings.HasSuffix(m.name, "stalled") {
 				// The stalls reached the completions: some waited for
 				// cpl_ready (the all-ready run's never do).

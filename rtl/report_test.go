@@ -259,10 +259,11 @@ func TestReportYosys(t *testing.T) {
 	// from two contexts (dec_*'s and the resend's), so they no longer fold
 	// into the context memories' read ports.
 	// The local ACK timer (r36v1: RETRY_TIMEOUT 14, ACK_TICK 4096), with a
-	// reset: per context the head's acknowledged packets 24, the timer's
-	// running bit 1 and its count, clog2(4096 + 1) + 14 = 27 bits (the
-	// load 4096 x 2^14 = 2^26 needs 27): 8 x 52; without, the job's
-	// timeout bit 1.
+	// reset: per context the head's progress 32 (a SEND's or WRITE's
+	// acknowledged packets, below 2^24, or a READ's bytes received,
+	// readGot, up to its 32-bit length), the timer's running bit 1 and its
+	// count, clog2(4096 + 1) + 14 = 27 bits (the load 4096 x 2^14 = 2^26
+	// needs 27): 8 x 60; without, the job's timeout bit 1.
 	// The count of ACKs for a QPN no context holds (no_qp), 16 bits with
 	// a reset.
 	// The responses: with a reset, the scan's bit 1; without, the job's
@@ -272,8 +273,9 @@ func TestReportYosys(t *testing.T) {
 	// the job's block count 7, the write bit 1, the write's address 64
 	// and its length 7 (beats x 64, at most 65: bits 5:0 and 15:13 are
 	// 0). Their placement at host byte lanes: with a reset, the spilled
-	// beat's bit 1; without, the payload's length 6 (only (n - 1) mod 64
-	// is read: the last byte's lane), the atomic's original value 64, the
+	// beat's bit 1; without, the payload's length 13 (its low 6 bits for
+	// the last byte's lane, all 13 added to readGot), the atomic's
+	// original value 64, the
 	// atomic and first-beat bits 2, the last byte's lane 6, and the source
 	// block before, rotated by s, 504 (a beat takes its lanes below s <=
 	// 63, so never lane 63; s is the write address's low bits, no flop of
@@ -285,9 +287,9 @@ func TestReportYosys(t *testing.T) {
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
-		8*(24+1+27)+1+16+
+		8*(32+1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
-		(1+6+64+2+6+504),
+		(1+13+64+2+6+504),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two

@@ -106,7 +106,9 @@
 // restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
 // rewinds the context (go-back-N): its messages between dec_* and tx_* are purged as at an error,
 // and the ring's messages are sent again from the head, oldest first, the head from the NAK's
-// packet (PSN - first; a READ or atomic from its request) and the rest whole, each as a message
+// packet (PSN - first; an atomic from its request, a READ from its request for the responses it
+// lacks: PSN first + readGot / MTU, the RETH's VA + readGot and DMA length - readGot, as the
+// model's Next) and the rest whole, each as a message
 // into hca_tx_path with msg_skip packets stepped over (the packetizer), its payload read again from
 // LocalAddr + skip x MTU: the model resends from its WQE, kept per message, so each ring entry has
 // a copy of the WQE's remote address, R_Key, immediate, atomic operands and local address. After
@@ -135,13 +137,14 @@
 // further, for a context that does not hold ack_qpn (counted on no_qp) or is in ERR. First a scan
 // (a cycle an entry, from the head, through the messages sent when the response was taken) for
 // the message holding its PSN: it takes the response when it is a READ for a READ response or an
-// atomic for an atomic ACK and the response is in sequence for it (its PSN the message's first
-// plus the responses it has had: per context the head's count, h_ack, which a NAK's partial
-// acknowledgement of a SEND or WRITE uses otherwise; 0 for a later message). Only then does the
+// atomic for an atomic ACK and the response is in sequence for it (its index in the message x MTU
+// equal to the bytes the READ has had, the model's readGot: per context the head's, h_ack, which
+// holds a SEND's or WRITE's acknowledged packets otherwise; 0 for a later message). Only then does the
 // walk run, not inclusive (ackThrough(psn, false)): the SENDs and WRITEs before the PSN leave as
-// for a NAK, and, the message then at the head, the response counts one more of its responses
-// (progress: OnReadResponse's data for the oldest message), or, at its last PSN (an atomic's only
-// one), completes it in the walk, a CQE when signaled (byte count the WQE's length). Without the
+// for a NAK, and, the message then at the head, the response adds its payload's bytes to readGot
+// (progress: OnReadResponse's data for the oldest message), or, when readGot reaches the READ's
+// length (at any PSN) or for an atomic,
+// completes it in the walk, a CQE when signaled (byte count the WQE's length). Without the
 // scan's match the walk retires nothing, as the model runs no ackThrough for a response it drops
 // (a duplicate, one out of sequence, one of the wrong kind, one for a PSN no message holds). After
 // the walk, the implied NAK as for a NAK: the head a READ or atomic already sent whose PSNs all lie
@@ -156,11 +159,10 @@
 // (the drain, below). The walk waits until the write's last beat is taken, so a READ's or
 // atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
 // response dropped without a job (no context) has its blocks dropped at once; the next response
-// is taken only when the drain is free. A READ completes on its last PSN, where the model counts bytes (readGot >=
-// Length): the same for every response whose FIRST and MIDDLEs carry an MTU each, as the model's
-// responder sends them (the payload length against the path MTU is not checked).
-// Not here: a READ retried after part of its responses asks for it whole (the model asks for the
-// rest: its RETH and PSN from readGot), the responses the model keeps for a READ that is not the
+// is taken only when the drain is free. A response's payload length is not checked against the
+// path MTU (nor in the model): a shorter or longer FIRST or MIDDLE moves readGot by its length, so
+// the responses after it are out of sequence, as in the model.
+// Not here: the responses the model keeps for a READ that is not the
 // ring's head (a response in sequence for a later READ while an earlier READ or atomic is
 // unanswered: the model places it and, if it completes that READ or atomic, keeps it completed and
 // sends it no more, and it marks the SENDs and WRITEs between acknowledged, not to be resent; here
@@ -400,7 +402,9 @@ module hca_requester #(
     reg  [NQ*WAIT_W-1:0] rs_wait;   // cycles of the RNR wait left
     reg  [NQ*3-1:0]      retry_left, rnr_left; // retry_cnt and rnr_retry left (rxe's counters)
     reg  [NQ-1:0]        started;   // a retry sequence is under way (rxe comp.started_retry)
-    reg  [NQ*24-1:0]     h_ack;     // packets of the ring's head an ACK or NAK acknowledged (hca sendMsg.acked)
+    // The ring's head's progress: a SEND's or WRITE's packets an ACK or NAK acknowledged (hca
+    // sendMsg.acked, below 2^24), a READ's response bytes received in sequence (sendMsg.readGot).
+    reg  [NQ*32-1:0]     h_ack;
 
     // ---- the local ACK timer, per context (hca.Device.armTimer, timeout) ----
     // TO_LOAD = ACK_TICK x 2^RETRY_TIMEOUT cycles: IBA's 4.096 us x 2^t (hca.RetryTimeoutPS).
@@ -458,6 +462,13 @@ module hca_requester #(
     wire [32:0]      rp_end   = {27'd0, rp_addr[5:0]} + {1'b0, rp_rlen} + 33'd63;
     wire [26:0]      rp_blocks = rp_end[32:6];
     wire             rp_pay   = !rp_ent[100] && rp_rlen != 32'd0;
+    // A READ at the ring's head resent after some of its responses came asks for the rest
+    // (hca.Requester.Next; rxe req_retry): from the first PSN not answered, first + readGot / MTU,
+    // the RETH's VA and DMA length moved by the bytes received (h_ack: readGot, read at the take, as
+    // the model's Next reads it at the send). A later READ has had none (the model's rewind clears
+    // its readGot).
+    wire [31:0]      rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4) ? h_ack[rq*32 +: 32] : 32'd0;
+    wire [31:0]      rp_gpsn  = rp_got >> ({2'b0, rp_mtu} + 5'd7);
 
     // A context write is taken while the engine is idle, no ACK is offered and none of the
     // context's messages is between dec_* and tx_*; a WQE of that context waits in its cycle.
@@ -526,8 +537,8 @@ module hca_requester #(
         if (rp_take) begin
             // The ring's copy of the message, the context's path, from packet rp_skip.
             m_opcode    <= rp_ent[98:96];
-            m_length    <= rp_len;
-            m_raddr     <= rp_wqe[319:256];
+            m_length    <= rp_len - rp_got;
+            m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};
             m_rkey      <= rp_wqe[255:224];
             m_imm       <= rp_wqe[223:192];
             m_swap_add  <= rp_wqe[191:128];
@@ -537,7 +548,7 @@ module hca_requester #(
             m_sl        <= ctx_sl[rq];
             m_vl        <= ctx_vl[rq];
             m_rqpn      <= ctx_rqpn[rq];
-            m_psn       <= rp_ent[47:24];
+            m_psn       <= rp_ent[47:24] + rp_gpsn[23:0];
             m_mtu       <= rp_mtu;
             m_ack_every <= ack_req_every;
             m_skip      <= rp_skip;
@@ -761,7 +772,8 @@ module hca_requester #(
     // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
     // (hca.Requester.OnTimeout: the head's first PSN plus its acknowledged packets; a READ or atomic
     // from its first).
-    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : h_ack[e_ctx*24 +: 24]) : e_psn;
+    wire [31:0]      e_hack   = h_ack[e_ctx*32 +: 32];
+    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : e_hack[23:0]) : e_psn;
     // An ACK covers a message whose last PSN is at or before its PSN, a NAK one strictly before
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
     wire [23:0]      h_d      = h_ent[23:0] - e_pt;
@@ -772,43 +784,47 @@ module hca_requester #(
     // A response the model takes (hca.Requester.OnReadResponse, OnAtomicAck), for the head: the scan
     // below found the message holding its PSN and the response in sequence for it (e_ok), and the
     // walk has brought that message to the ring's head (the head holds the PSN). Its sequence: the
-    // PSN is the message's first plus the responses it has had (h_ack for the head: the model's
-    // readGot / MTU, each response but the last carrying an MTU; none for an atomic). One at the
-    // head's last PSN (an atomic's only one) completes it: the walk takes it as it takes an
-    // acknowledged SEND or WRITE.
+    // PSN's index in the message x MTU is the bytes it has had (h_ack for the head: the model's
+    // readGot; none for an atomic). One that brings readGot to the READ's length (an atomic's only
+    // one) completes it: the walk takes it as it takes an acknowledged SEND or WRITE.
     wire [2:0]       h_op     = h_ent[98:96];
     wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;
     wire             h_acc    = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
-    wire             h_fin    = h_acc && h_d == 24'd0;
+    // A READ is done when its bytes received reach its length (the model's readGot >= Length), at
+    // whatever PSN: the responses' payload lengths are summed, not counted as an MTU each.
+    wire [32:0]      rg_sum   = {1'b0, e_hack} + {20'd0, e_plen};
+    wire             h_fin    = h_acc && (!e_rrd || rg_sum >= {1'b0, h_ent[79:48]});
     wire             walking  = eng_busy && eng_ack && !e_nakf && !e_scan;
     // A response's scan (before its walk, a cycle an entry from the head): the model acknowledges
     // the PSNs before a response's (ackThrough) only when the message holding its PSN (find) takes
-    // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its PSN
-    // the message's first plus the responses it has had: h_ack for the head, none for a later one).
+    // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its
+    // index x MTU the bytes it has had, uint32(idx x MTU) == readGot: h_ack for the head, none for a
+    // later one).
     // The scan ends at that message (e_ok: the response is in sequence for it), or past the
     // messages sent when the response was taken (e_lim), or at the ring's tail (none holds the PSN:
     // e_ok 0). Without e_ok the walk retires nothing; the implied NAK is judged as after any walk.
     wire [PW-1:0]    s_idx    = e_sp - e_hd;
     wire             s_end    = e_sp == e_tl || {{(IF_W-PW){1'b0}}, s_idx} >= e_lim;
     wire             s_hold   = !n_from[23] && !h_d[23];
-    wire             s_in     = h_rdat && h_kind && n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);
+    // The PSN's place in the message in bytes (its index x MTU, mod 2^32 as the model's uint32).
+    wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
+    wire             s_in     = h_rdat && h_kind && d_off[31:0] == (e_sp == e_hd ? e_hack : 32'd0);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
     // A response's payload is judged where the walk has no SEND or WRITE left to retire: written
     // through wr0 when the head takes the response (h_acc), else dropped. A READ response's goes to
-    // LocalAddr + the responses before x MTU (the model's LocalAddr + readGot), an atomic's original
+    // LocalAddr + the bytes of the responses before (the model's LocalAddr + readGot), an atomic's original
     // value to LocalAddr (8 bytes, least significant first, as the model's putLE64), each at its
     // host byte lanes with byte enables on the write's first and last beats (below).
     // The walk waits for the drain: a READ's or atomic's completion leaves after its last beat was taken.
     wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
     wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_hd[OQ_W-1:0]}];
     wire             d_dec    = walking && e_drn && !(e_any && h_cover);
-    wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
     // The write at its decision: its address, the payload's first byte lane there (s) and its last
     // byte's lane (s + (n - 1) mod 64, mod 64); the payload's last block spills into one more beat
     // when s + (n - 1) mod 64 passes lane 63, so the write is the source blocks, plus that one, x 64.
     wire             d_take   = h_acc && e_any;
-    wire [63:0]      d_a      = h_wqe[63:0] + {28'd0, d_off};
+    wire [63:0]      d_a      = h_wqe[63:0] + {32'd0, e_hack};
     wire [12:0]      d_nm1    = e_plen - 13'd1;
     wire [6:0]       d_sum    = {1'b0, d_a[5:0]} + {1'b0, d_nm1[5:0]};
     wire [6:0]       d_src    = e_rrd ? e_blk : 7'd1;
@@ -892,8 +908,8 @@ module hca_requester #(
     // A response that does not complete the head READ (FIRST, MIDDLE) is one more of its responses
     // (h_ack, the model's readGot), and progress (OnReadResponse: data for the oldest message).
     wire             w_part   = e_any && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23] && (e_rsp ? h_acc : !h_rdat);
-    wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};
-    wire             w_more   = w_part && w_k > h_ack[e_ctx*24 +: 24];
+    wire [31:0]      w_k      = e_rsp ? rg_sum[31:0] : {8'd0, n_from + {23'd0, e_incl}};
+    wire             w_more   = w_part && (e_rsp || w_k > e_hack);
     wire             w_adv    = w_more && (e_incl || e_rsp);
     // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
     // After a rewind only when the head resends from a later packet than its first (its sent > 0);
@@ -970,7 +986,7 @@ module hca_requester #(
             retry_left <= {NQ{RETRY_CNT[2:0]}};
             rnr_left  <= {NQ{RNR_RETRY[2:0]}};
             started   <= {NQ{1'b0}};
-            h_ack     <= {(NQ*24){1'b0}};
+            h_ack     <= {(NQ*32){1'b0}};
             to_on     <= {NQ{1'b0}};
             to_cnt    <= {(NQ*TO_W){1'b0}};
             e_prog    <= 1'b0;
@@ -1007,11 +1023,11 @@ module hca_requester #(
                     retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
                     rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
                     started[q]           <= 1'b0;
-                    h_ack[q*24 +: 24]    <= 24'd0;
+                    h_ack[q*32 +: 32]    <= 32'd0;
                     to_on[q]             <= 1'b0;
                 end else begin
-                    if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*24 +: 24] <= 24'd0;
-                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more) h_ack[q*24 +: 24] <= w_k;
+                    if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*32 +: 32] <= 32'd0;
+                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more) h_ack[q*32 +: 32] <= w_k;
                     // The local ACK timer: counts down while it runs; arms at a commit of the
                     // context's packet when it is not running (hca.Device.schedule's armTimer); stops
                     // when its expiry is taken; at a walk's end (hca.Device.afterAck) stops at a
@@ -1215,7 +1231,7 @@ module hca_requester #(
     assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, d_nm1[12:6], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
