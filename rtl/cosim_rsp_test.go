@@ -332,6 +332,58 @@ func newRspPlan() *rspPlan {
 	// n41, a NAK invalid request at 000012: Rg fails (REM_INV_REQ_ERR), Sb
 	// is flushed (WR_FLUSH_ERR), context 0 goes to ERR.
 	deliver(0, reqAck{psn: 0x000012, syn: hca.SynNAKInvReq})
+	// Responses behind an unanswered READ or atomic: the model takes a
+	// response in sequence for a later READ or atomic (find, not the
+	// head), acknowledges the SENDs and WRITEs before it (done, not sent
+	// again: rewind skips a done message), keeps what it completes done
+	// until the head completes, and retries from the head (the implied
+	// NAK; absorbed while a retry sequence is under way, the later READ
+	// keeping its readGot). Context 1 (MTU 1024, next PSN 00010A), once
+	// every ACK and response before is taken: Ha a fetch and add
+	// (00010A), Sx a SEND of 50 B (00010B), Ry a READ of 3072 B at
+	// offset 20 (00010C..00010E), Az a compare and swap at lane 8
+	// (00010F), Sw a SEND of 30 B (000110).
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(1, hca.WRFetchAdd, 8, 0x4B_0000, true)
+	wqe(1, hca.WRSend, 50, 0x4C_0000, true)
+	wqe(1, hca.WRRDMARead, 3072, 0x49_0000+20, true)
+	wqe(1, hca.WRCompSwap, 8, 0x4A_0000+8, true)
+	wqe(1, hca.WRSend, 30, 0x4D_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r42, Ry's FIRST (00010C, 1024 B) while Ha has had no answer: in
+	// sequence for Ry (readGot 0), at +0, readGot 1024; Sx is
+	// acknowledged (done); then the implied NAK, a retry from Ha
+	// (retry_cnt 3 -> 2): Ha, Ry (its readGot back to 0), Az and Sw go
+	// again (00010A 00010C 00010F 000110), Sx does not.
+	// Its bytes are not those r44 brings for the same PSN (the remote
+	// buffer written in between, by another QP): the model's host memory
+	// ends with r44's.
+	first := readRsp(0, 3, 0x00010C, 1024, false)
+	for k := range first.rsp.Payload {
+		first.rsp.Payload[k] ^= 0x5A
+	}
+	deliver(1, first)
+	// r43, Az's atomic ACK (00010F), Ha still unanswered: Az done, its
+	// value written; the implied NAK is absorbed (a retry sequence under
+	// way, no progress since).
+	deliver(1, atomicAck(0x00010F, 0x0A0B0C0D0E0F1011, false))
+	// r44..r45, Ry's FIRST again (the answer to its resend; readGot 0, at
+	// +0, readGot 1024) and its MIDDLE (1 x 1024 = readGot: at +1024,
+	// readGot 2048): both behind Ha, the implied NAK absorbed each time,
+	// so Ry keeps its bytes.
+	deliver(1, readRsp(0, 3, 0x00010C, 1024, true))
+	deliver(1, readRsp(1, 3, 0x00010D, 1024, false))
+	// r46, Ha's atomic ACK (00010A): Ha completes, and Sx, done, after
+	// it; Ry (2048 of 3072) is not done: the rest wait.
+	deliver(1, atomicAck(0x00010A, 0x1213141516171819, true))
+	// r47, Ry's LAST (00010E, 1024 B): 2 x 1024 = readGot, at +2048,
+	// readGot 3072: Ry completes, and Az (done) after it.
+	deliver(1, readRsp(2, 3, 0x00010E, 1024, false))
+	// a48, an ACK through 000110: Sw completes.
+	deliver(1, reqAck{psn: 0x000110, syn: hca.SynACK})
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
 	for range 1500 {
@@ -372,29 +424,34 @@ func TestRspPlan(t *testing.T) {
 	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5, 6, 7, 8,
 		0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
 	// Context 1: A0, S, A1, R, then Rd's request (its 5 PSNs from 104)
-	// and A2 at 109.
-	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103, 0x104, 0x109}, p.psns[1], "context 1")
+	// and A2 at 109, then Ha Sx Ry Az Sw, and after r42 all but Sx again.
+	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103, 0x104, 0x109,
+		0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110}, p.psns[1], "context 1")
 	// Context 2: R1, R2, S2 (2 packets), then again after the implied NAK.
 	assert.Equal(t, []uint32{0x123456, 0x123458, 0x12345C, 0x12345D, 0x123456, 0x123458, 0x12345C, 0x12345D}, p.psns[2], "context 2")
 	// Completions (signaled or not): M0 M1 on r0, M2 on r4, M3 on a5; A0
 	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r17, S2 on a18; Ra Rb
 	// Rc on r19..r21, Rd on r26, A2 on r27; Re on r31, Sa on a32, Rf on
-	// r34; Rg failed and Sb flushed on n41.
-	want := append(make([]hca.WCStatus, 19), hca.WCRemInvReqErr, hca.WCWRFlushErr)
+	// r34; Rg failed and Sb flushed on n41; Ha Sx on r46, Ry Az on r47,
+	// Sw on a48.
+	want := append(append(make([]hca.WCStatus, 19), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
 	assert.Equal(t, want, p.status, "completion statuses")
 	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17, r19..r27,
-	// r28 r30 r31 r33 r34 r36 r37; dropped: x0 r1 r3, r8 r9, r35 r38 r40.
-	assert.Equal(t, 29, p.placed, "responses the model accepts")
+	// r28 r30 r31 r33 r34 r36 r37, r42..r47; dropped: x0 r1 r3, r8 r9,
+	// r35 r38 r40.
+	assert.Equal(t, 35, p.placed, "responses the model accepts")
 	assert.Equal(t, 8, p.dropped, "responses the model drops")
-	assert.Equal(t, 29+14, len(p.run.acks), "ACKs and responses")
+	assert.Equal(t, 29+14+7, len(p.run.acks), "ACKs and responses")
 	// Written to host memory, every placed response with bytes (R's ONLY
 	// of 0 B writes nothing): r0 r2 r4 M2's 700 B, r6 r7 A0's and A1's 8,
 	// r11 and r14 the same 512 B at R2's start, r12 r13 R1's 1024,
 	// r15..r17 the rest of R2's 2048, r19..r21 Ra Rb Rc's 1 + 63 + 65,
 	// r22..r26 Rd's 4099, r27 A2's 8, Re's 256 + 256 + 188, Rf's 256 +
-	// 744, Rg's 256 + 100: 28 writes, the buffers disjoint.
-	assert.Equal(t, 28, p.written, "responses the model writes")
-	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8+700+1000+356, "bytes written")
+	// 744, Rg's 256 + 100, Ry's first 1024 twice (r42 and r44 at the
+	// same addresses, r44's bytes last) and its other two 1024, Az's and
+	// Ha's 8: 34 writes, the buffers disjoint.
+	assert.Equal(t, 34, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8+700+1000+356+3072+8+8, "bytes written")
 }
 
 // TestRequesterResponseCosim: hca_requester completes READs and atomics
@@ -410,29 +467,35 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{name: "unmutated, stalled"},
 		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
 		{"a response out of sequence acknowledging what is before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && e_lim"},
-		{"a response out of sequence taken", f, "d_off[31:0] == (e_sp == e_hd ? e_hack : 32'd0);", "1'b1;"},
+		{"a response out of sequence taken", f, "d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);", "1'b1;"},
 		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
-		{"a response acknowledging nothing before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && !e_rsp && e_lim"},
 		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
-		{"a READ's responses not counted", f, "w_k      = e_rsp ? rg_sum[31:0] :", "w_k      = e_rsp ? e_hack :"},
+		{"a READ's responses not counted", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot;"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
 		// The payload.
 		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
 		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
 		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
-		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy);", "h_cover || h_fin;"},
-		{"a response the head does not take written", f, "wire             d_take   = h_acc && e_any;", "wire             d_take   = e_any;"},
-		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {32'd0, e_hack};", "d_a      = h_wqe[63:0];"},
+		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy) || h_dn;", "h_cover || h_fin || h_dn;"},
+		{"a response no message takes written", f, "wire             d_take   = m_take && e_any;", "wire             d_take   = e_any;"},
+		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0];"},
 		// Payload lengths summed (readGot), and a READ retried after part
 		// of its responses asking for the rest.
-		{"a response's bytes counted as an MTU", f, "w_k      = e_rsp ? rg_sum[31:0] :", "w_k      = e_rsp ? e_hack + (32'd128 << ctx_mtu[e_ctx]) :"},
-		{"the sequence checked in whole MTUs (readGot / MTU)", f, "d_off[31:0] == (e_sp == e_hd ? e_hack : 32'd0);",
-			"{8'd0, n_from} == ((e_sp == e_hd ? e_hack : 32'd0) >> ({2'b0, ctx_mtu[e_ctx]} + 5'd7));"},
-		{"a READ completing only at its last PSN", f, "h_fin    = h_acc && (!e_rrd || rg_sum >= {1'b0, h_ent[79:48]});", "h_fin    = h_acc && h_d == 24'd0;"},
-		{"a READ resent whole after part of its responses", f, "rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4) ? h_ack[rq*32 +: 32] : 32'd0;", "rp_got   = 32'd0;"},
+		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot + (32'd128 << ctx_mtu[e_ctx]);"},
+		{"the sequence checked in whole MTUs (readGot / MTU)", f, "d_off[31:0] == h_got &&",
+			"{8'd0, n_from} == (h_got >> ({2'b0, ctx_mtu[e_ctx]} + 5'd7)) &&"},
+		{"a READ completing only at its last PSN", f, "m_fin    = !e_rrd || rg_sum >= {1'b0, e_mlen};", "m_fin    = !e_rrd || h_d == 24'd0;"},
+		{"a READ resent whole after part of its responses", f, "rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4 && oq_gv[rp_ix]) ? oq_got[rp_ix] : 32'd0;", "rp_got   = 32'd0;"},
 		{"a resent READ from its first PSN", f, "m_psn       <= rp_ent[47:24] + rp_gpsn[23:0];", "m_psn       <= rp_ent[47:24];"},
 		{"a resent READ's VA not moved", f, "m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};", "m_raddr     <= rp_wqe[319:256];"},
 		{"a resent READ's DMA length whole", f, "m_length    <= rp_len - rp_got;", "m_length    <= rp_len;"},
+		// Responses behind an unanswered READ or atomic.
+		{"a response behind the head not taken", f, "m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}};", "m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && e_sp == e_hd;"},
+		{"the SENDs and WRITEs before it not marked done", f, "m_mark[k] = m_upd && k[QPN_W+OQ_W-1:OQ_W] == e_ctx", "m_mark[k] = 1'b0 && k[QPN_W+OQ_W-1:OQ_W] == e_ctx"},
+		{"a done message sent again", f, "wire             rp_dn    = oq_done[rp_ix];", "wire             rp_dn    = 1'b0;"},
+		{"a done message not retired at the head", f, "h_ok     = h_cover || (h_fin && !d_busy) || h_dn;", "h_ok     = h_cover || (h_fin && !d_busy);"},
+		{"a READ behind the head keeping no bytes", f, "h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;", "h_got    = (oq_gv[h_ix] && h_ptr == e_hd) ? oq_got[h_ix] : 32'd0;"},
+		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
 		// Byte enables and the realignment to the host address.
 		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
 		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
@@ -443,7 +506,7 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
 		// An atomic's original value.
 		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
-		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_hack};", "d_a      = h_wqe[63:0] + {32'd0, e_hack} + {60'd0, !e_rrd, 3'd0};"},
+		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0] + {32'd0, e_mgot} + {60'd0, !e_rrd, 3'd0};"},
 		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
 	} {
 		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
@@ -465,21 +528,23 @@ func TestRequesterResponseCosim(t *testing.T) {
 			// The CQEs: the signaled completions of the plan (M0 M2 M3,
 			// A0 S A1 R, R2 S2, Ra Rb Rc Rd A2, Re Sa Rf: M1 and R1 are
 			// unsignaled), each success, then Rg's REM_INV_REQ_ERR and
-			// Sb's WR_FLUSH_ERR.
-			wantSt := append(make([]hca.WCStatus, 17), hca.WCRemInvReqErr, hca.WCWRFlushErr)
+			// Sb's WR_FLUSH_ERR, then Ha Sx Ry Az (on r46) and Sw (a47).
+			wantSt := append(append(make([]hca.WCStatus, 17), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
 			assert.Equal(t, wantSt, res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
 			// wr0, a write per response written, ceil((s + n) / 64)
 			// beats at lane s = address mod 64 for n bytes: M2's three
-			// (s 0: 256, 256, 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), R1's
-			// two and R2's four (r11's blocks dropped: its READ was not
-			// the head; 512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5,
+			// (s 0: 256, 256, 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), r11
+			// (R2's FIRST behind R1: the model writes it), R1's two and
+			// R2's four (512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5,
 			// 63 B: 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60
 			// (17 each) and its LAST of 3 (1), A2 (s 56: 1); Re's three at
 			// s = 10 (each at LocalAddr + readGot, readGot a multiple of 64:
 			// 256 B 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744
-			// B ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2).
-			assert.Equal(t, 3+2+6+3+5+1+3+2+2, res.writes, "wr0 writes")
-			assert.Equal(t, (4+4+3)+(1+1)+6*8+(1+2+2)+(4*17+1)+1+(5+5+4)+(5+13)+(5+2), res.wbeats, "wr0 beats")
+			// B ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2);
+			// Ry's four of 1024 B at s = 20 (17 each), Az's value at lane 8
+			// and Ha's at lane 0 (1 each).
+			assert.Equal(t, 3+2+7+3+5+1+3+2+2+4+2, res.writes, "wr0 writes")
+			assert.Equal(t, (4+4+3)+(1+1)+7*8+(1+2+2)+(4*17+1)+1+(5+5+4)+(5+13)+(5+2)+4*17+2, res.wbeats, "wr0 beats")
 			if strings.HasSuffix(m.name, "stalled") {
 				// The stalls reached the completions: some waited for
 				// cpl_ready (the all-ready run's never do).

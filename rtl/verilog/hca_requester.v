@@ -162,12 +162,16 @@
 // is taken only when the drain is free. A response's payload length is not checked against the
 // path MTU (nor in the model): a shorter or longer FIRST or MIDDLE moves readGot by its length, so
 // the responses after it are out of sequence, as in the model.
-// Not here: the responses the model keeps for a READ that is not the
-// ring's head (a response in sequence for a later READ while an earlier READ or atomic is
-// unanswered: the model places it and, if it completes that READ or atomic, keeps it completed and
-// sends it no more, and it marks the SENDs and WRITEs between acknowledged, not to be resent; here
-// the response is dropped and the retry resends them all), an implied NAK on an ACK (only on a
-// NAK or a response here), the model's round robin over QPs
+// A response in sequence for a message behind an unanswered READ or atomic (the scan finds it
+// past the head): taken as the model's OnReadResponse and OnAtomicAck take it (find, not the
+// head): its data written at its LocalAddr + its readGot (kept per ring entry, oq_got), and at the
+// walk's end every SEND and WRITE before it is done (the response acknowledges their PSNs: the
+// model's ackThrough), and so is the message when the response completes it; a done message is
+// not sent again by a rewind (the resend steps over it) and leaves, in order, with its CQE, when
+// the walk reaches it at the head. A later READ's bytes are kept while the implied NAK is
+// absorbed, and start afresh when a rewind resends it (the model's rewind clears its readGot).
+// Not here: an implied NAK on an ACK (only on a NAK or a response here), and an ACK marking the
+// SENDs and WRITEs it covers behind an unanswered READ or atomic done, the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -338,6 +342,14 @@ module hca_requester #(
     // and what a resend needs besides: {remote address, R_Key, immediate, swap/add, compare, local address}
     reg  [319:0]        oq_wqe [0:NQ*OQ_DEPTH-1];
     reg  [NQ*PW-1:0]    oq_hd, oq_tl;
+    // Per entry: a READ or atomic (a copy of oq_mem's bit, for the marking below), done (the model's
+    // sendMsg.done for a message behind the head: a SEND or WRITE a later response acknowledged, a
+    // READ or atomic its responses completed; popped, in order, when the walk reaches it), and
+    // whether the READ's response bytes (oq_got) are valid (else 0: a message sent, or resent
+    // behind the head, has had none: the model's rewind clears a later READ's readGot).
+    reg  [NQ*OQ_DEPTH-1:0] oq_rd, oq_done, oq_gv;
+    // A READ's response bytes received in sequence (the model's sendMsg.readGot), per entry.
+    reg  [31:0]         oq_got [0:NQ*OQ_DEPTH-1];
     wire [PW-1:0]       d_hd    = oq_hd[dix*PW +: PW];
     wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
     wire                oq_room = d_tl - d_hd != OQ_FULL;
@@ -360,6 +372,7 @@ module hca_requester #(
     reg              e_scan;               // a response's scan: the ring read from the head for the message holding its PSN
     reg  [PW-1:0]    e_sp;                 // the scan's place in the ring
     reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
+    reg  [31:0]      e_mgot, e_mlen;       // that message's response bytes before (readGot) and its length
     reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
     reg  [6:0]       e_blk;                // how many (ack_blk)
     reg  [12:0]      e_plen;               // the payload's bytes: a READ response's (ack_len), an atomic's 8
@@ -402,9 +415,7 @@ module hca_requester #(
     reg  [NQ*WAIT_W-1:0] rs_wait;   // cycles of the RNR wait left
     reg  [NQ*3-1:0]      retry_left, rnr_left; // retry_cnt and rnr_retry left (rxe's counters)
     reg  [NQ-1:0]        started;   // a retry sequence is under way (rxe comp.started_retry)
-    // The ring's head's progress: a SEND's or WRITE's packets an ACK or NAK acknowledged (hca
-    // sendMsg.acked, below 2^24), a READ's response bytes received in sequence (sendMsg.readGot).
-    reg  [NQ*32-1:0]     h_ack;
+    reg  [NQ*24-1:0]     h_ack;     // packets of the ring's head an ACK or NAK acknowledged (hca sendMsg.acked)
 
     // ---- the local ACK timer, per context (hca.Device.armTimer, timeout) ----
     // TO_LOAD = ACK_TICK x 2^RETRY_TIMEOUT cycles: IBA's 4.096 us x 2^t (hca.RetryTimeoutPS).
@@ -467,7 +478,11 @@ module hca_requester #(
     // the RETH's VA and DMA length moved by the bytes received (h_ack: readGot, read at the take, as
     // the model's Next reads it at the send). A later READ has had none (the model's rewind clears
     // its readGot).
-    wire [31:0]      rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4) ? h_ack[rq*32 +: 32] : 32'd0;
+    wire [QPN_W+OQ_W-1:0] rp_ix   = {rq, rp_ptr[OQ_W-1:0]};
+    wire [31:0]      rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4 && oq_gv[rp_ix]) ? oq_got[rp_ix] : 32'd0;
+    // A message a later response completed or acknowledged is not sent again (the model's rewind
+    // leaves a done message sent): the resend steps over it, a cycle, sending nothing.
+    wire             rp_dn    = oq_done[rp_ix];
     wire [31:0]      rp_gpsn  = rp_got >> ({2'b0, rp_mtu} + 5'd7);
 
     // A context write is taken while the engine is idle, no ACK is offered and none of the
@@ -489,7 +504,8 @@ module hca_requester #(
     wire eng_take = take && to_eng;
     // A resend's message is taken under the same rules, and only while the completion engine is idle
     // (a rewind it does moves rs_ptr and purges what is in flight).
-    wire rp_take = rp_valid && (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
+    wire rp_skp  = rp_valid && rp_dn && eng_idle && !(cfg_take && cix == rq);
+    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
                    eng_idle && !(cfg_take && cix == rq);
 
     // ---- payload buffer -> hca_tx_path's pay_* ----
@@ -768,12 +784,17 @@ module hca_requester #(
     wire [PW-1:0]    h_ptr    = e_scan ? e_sp : e_hd;
     wire [100:0]     h_ent    = oq_mem[{e_ctx, h_ptr[OQ_W-1:0]}];
     wire             h_rdat   = h_ent[100];
+    wire [QPN_W+OQ_W-1:0] h_ix    = {e_ctx, h_ptr[OQ_W-1:0]};
+    wire [31:0]      h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;
+    // The head is done (a message a response behind an unanswered READ or atomic completed or
+    // acknowledged): the walk takes it as an acknowledged one.
+    wire             h_dn     = oq_done[{e_ctx, e_hd[OQ_W-1:0]}] && !e_scan && e_lim != {IF_W{1'b0}};
     wire             h_sig    = h_ent[99];
     // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
     // (hca.Requester.OnTimeout: the head's first PSN plus its acknowledged packets; a READ or atomic
     // from its first).
-    wire [31:0]      e_hack   = h_ack[e_ctx*32 +: 32];
-    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : e_hack[23:0]) : e_psn;
+    wire [23:0]      e_hack   = h_ack[e_ctx*24 +: 24];
+    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : e_hack) : e_psn;
     // An ACK covers a message whose last PSN is at or before its PSN, a NAK one strictly before
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
     wire [23:0]      h_d      = h_ent[23:0] - e_pt;
@@ -792,8 +813,12 @@ module hca_requester #(
     wire             h_acc    = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
     // A READ is done when its bytes received reach its length (the model's readGot >= Length), at
     // whatever PSN: the responses' payload lengths are summed, not counted as an MTU each.
-    wire [32:0]      rg_sum   = {1'b0, e_hack} + {20'd0, e_plen};
-    wire             h_fin    = h_acc && (!e_rrd || rg_sum >= {1'b0, h_ent[79:48]});
+    wire [32:0]      rg_sum   = {1'b0, e_mgot} + {20'd0, e_plen};
+    wire             m_fin    = !e_rrd || rg_sum >= {1'b0, e_mlen};
+    wire             h_fin    = h_acc && m_fin;
+    // The message the scan matched takes the response, at the head or behind an unanswered READ or
+    // atomic (the model's OnReadResponse, OnAtomicAck take it wherever find puts it).
+    wire             m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}};
     wire             walking  = eng_busy && eng_ack && !e_nakf && !e_scan;
     // A response's scan (before its walk, a cycle an entry from the head): the model acknowledges
     // the PSNs before a response's (ackThrough) only when the message holding its PSN (find) takes
@@ -808,7 +833,7 @@ module hca_requester #(
     wire             s_hold   = !n_from[23] && !h_d[23];
     // The PSN's place in the message in bytes (its index x MTU, mod 2^32 as the model's uint32).
     wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
-    wire             s_in     = h_rdat && h_kind && d_off[31:0] == (e_sp == e_hd ? e_hack : 32'd0);
+    wire             s_in     = h_rdat && h_kind && d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
     // A response's payload is judged where the walk has no SEND or WRITE left to retire: written
@@ -818,13 +843,13 @@ module hca_requester #(
     // host byte lanes with byte enables on the write's first and last beats (below).
     // The walk waits for the drain: a READ's or atomic's completion leaves after its last beat was taken.
     wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
-    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_hd[OQ_W-1:0]}];
+    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_sp[OQ_W-1:0]}];  // the matched message's (a response's job)
     wire             d_dec    = walking && e_drn && !(e_any && h_cover);
     // The write at its decision: its address, the payload's first byte lane there (s) and its last
     // byte's lane (s + (n - 1) mod 64, mod 64); the payload's last block spills into one more beat
     // when s + (n - 1) mod 64 passes lane 63, so the write is the source blocks, plus that one, x 64.
-    wire             d_take   = h_acc && e_any;
-    wire [63:0]      d_a      = h_wqe[63:0] + {32'd0, e_hack};
+    wire             d_take   = m_take && e_any;
+    wire [63:0]      d_a      = h_wqe[63:0] + {32'd0, e_mgot};
     wire [12:0]      d_nm1    = e_plen - 13'd1;
     wire [6:0]       d_sum    = {1'b0, d_a[5:0]} + {1'b0, d_nm1[5:0]};
     wire [6:0]       d_src    = e_rrd ? e_blk : 7'd1;
@@ -860,7 +885,7 @@ module hca_requester #(
     wire [63:0]      d_be_l   = d_lastb ? ~({64{1'b1}} >> ({1'b0, d_e} + 7'd1)) : {64{1'b1}};
     wire             w_valid  = d_wr && (d_have ? d_atm || pd_valid : d_tail);
     wire             w_take   = w_valid && wr_ready;
-    wire             h_ok     = h_cover || (h_fin && !d_busy);
+    wire             h_ok     = h_cover || (h_fin && !d_busy) || h_dn;
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
     // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
@@ -908,7 +933,7 @@ module hca_requester #(
     // A response that does not complete the head READ (FIRST, MIDDLE) is one more of its responses
     // (h_ack, the model's readGot), and progress (OnReadResponse: data for the oldest message).
     wire             w_part   = e_any && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23] && (e_rsp ? h_acc : !h_rdat);
-    wire [31:0]      w_k      = e_rsp ? rg_sum[31:0] : {8'd0, n_from + {23'd0, e_incl}};
+    wire [23:0]      w_k      = n_from + {23'd0, e_incl};
     wire             w_more   = w_part && (e_rsp || w_k > e_hack);
     wire             w_adv    = w_more && (e_incl || e_rsp);
     // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
@@ -972,6 +997,50 @@ module hca_requester #(
     endfunction
     wire [WAIT_W-1:0] rnr_cycles = rnr_delay(e_code);
 
+    // The per-entry bits. A response behind an unanswered READ or atomic (the model's ackThrough,
+    // OnReadResponse, OnAtomicAck on a message not at the head): at its walk's end, when the message
+    // it matched is still in the ring, every SEND and WRITE before that message is done (the
+    // response acknowledges its PSNs), its readGot moves by the payload, and it is done when that
+    // completes it. The walk later takes done messages at the head in order.
+    wire [PW-1:0]    m_pos    = e_sp - e_hd;
+    wire             m_in     = m_pos < e_tl - e_hd;
+    wire             m_upd    = walk_end && m_take && m_in;
+    wire [QPN_W+OQ_W-1:0] m_ix = {e_ctx, e_sp[OQ_W-1:0]};
+    always @(posedge clk) begin
+        if (m_upd && e_rrd) oq_got[m_ix] <= rg_sum[31:0];
+    end
+    integer k;
+    reg [OQ_W-1:0]          k_off;
+    reg [NQ*OQ_DEPTH-1:0]   m_mark;   // the SENDs and WRITEs before the matched message
+    always @* begin
+        for (k = 0; k < NQ*OQ_DEPTH; k = k + 1) begin
+            k_off     = k[OQ_W-1:0] - e_hd[OQ_W-1:0];
+            m_mark[k] = m_upd && k[QPN_W+OQ_W-1:OQ_W] == e_ctx && {1'b0, k_off} < m_pos && !oq_rd[k];
+        end
+    end
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            oq_rd   <= {(NQ*OQ_DEPTH){1'b0}};
+            oq_done <= {(NQ*OQ_DEPTH){1'b0}};
+            oq_gv   <= {(NQ*OQ_DEPTH){1'b0}};
+        end else begin
+            oq_done <= oq_done | m_mark;
+            if (m_upd && m_fin) oq_done[m_ix] <= 1'b1;
+            if (m_upd && e_rrd) oq_gv[m_ix] <= 1'b1;
+            // A resend of a message behind the head starts its READ afresh (the model's rewind).
+            if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;
+            if (send) begin
+                oq_rd[{dix, d_tl[OQ_W-1:0]}]   <= is_rdat;
+                oq_done[{dix, d_tl[OQ_W-1:0]}] <= 1'b0;
+                oq_gv[{dix, d_tl[OQ_W-1:0]}]   <= 1'b0;
+            end
+            if (cfg_take) begin
+                oq_done[cix*OQ_DEPTH +: OQ_DEPTH] <= {OQ_DEPTH{1'b0}};
+                oq_gv[cix*OQ_DEPTH +: OQ_DEPTH]   <= {OQ_DEPTH{1'b0}};
+            end
+        end
+    end
+
     integer q;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
@@ -986,7 +1055,7 @@ module hca_requester #(
             retry_left <= {NQ{RETRY_CNT[2:0]}};
             rnr_left  <= {NQ{RNR_RETRY[2:0]}};
             started   <= {NQ{1'b0}};
-            h_ack     <= {(NQ*32){1'b0}};
+            h_ack     <= {(NQ*24){1'b0}};
             to_on     <= {NQ{1'b0}};
             to_cnt    <= {(NQ*TO_W){1'b0}};
             e_prog    <= 1'b0;
@@ -1023,11 +1092,11 @@ module hca_requester #(
                     retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
                     rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
                     started[q]           <= 1'b0;
-                    h_ack[q*32 +: 32]    <= 32'd0;
+                    h_ack[q*24 +: 24]    <= 24'd0;
                     to_on[q]             <= 1'b0;
                 end else begin
-                    if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*32 +: 32] <= 32'd0;
-                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more) h_ack[q*32 +: 32] <= w_k;
+                    if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*24 +: 24] <= 24'd0;
+                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more && !e_rsp) h_ack[q*24 +: 24] <= w_k;
                     // The local ACK timer: counts down while it runs; arms at a commit of the
                     // context's packet when it is not running (hca.Device.schedule's armTimer); stops
                     // when its expiry is taken; at a walk's end (hca.Device.afterAck) stops at a
@@ -1049,7 +1118,7 @@ module hca_requester #(
                     end
                     if (rs_wait[q*WAIT_W +: WAIT_W] != {WAIT_W{1'b0}})
                         rs_wait[q*WAIT_W +: WAIT_W] <= rs_wait[q*WAIT_W +: WAIT_W] - {{(WAIT_W-1){1'b0}}, 1'b1};
-                    if (rp_take && rq == q[QPN_W-1:0]) begin
+                    if ((rp_take || rp_skp) && rq == q[QPN_W-1:0]) begin
                         rs_ptr[q*PW +: PW]  <= rp_ptr + {{(PW-1){1'b0}}, 1'b1};
                         rs_skip[q*24 +: 24] <= 24'd0;
                     end
@@ -1184,7 +1253,11 @@ module hca_requester #(
             if (d_have) d_prev <= d_rot;
         end
         if (eng_busy && e_scan) begin
-            if (!s_end && s_hold) e_ok <= s_in;
+            if (!s_end && s_hold) begin
+                e_ok   <= s_in;
+                e_mgot <= h_got;
+                e_mlen <= h_ent[79:48];
+            end
             else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};
         end
         if (eng_idle && tmo_take && tmo_ok) begin
