@@ -77,18 +77,18 @@ func atomicAck(psn uint32, orig uint64, grh bool) reqAck {
 
 // newRspPlan builds the run (derivations in the comments: MTU m, PSNs mod
 // 2^24).
-func newRspPlan() *rspPlan {
-	p := &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
+// newRspGen sets up a response run on the contexts cfgs and returns its
+// plan and the helpers that build it: wqe posts a WQE (the model's
+// Enqueue), deliver offers an ACK or response once every packet the
+// model has sent so far has left (its gate) and runs the model on it,
+// drain sends what the model has to send.
+func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool), deliver func(q int, a reqAck), drain func()) {
+	p = &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
 	run := p.run
-	cfgs := []*reqItem{
-		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
-		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
-		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
-	}
 	qps := p.addQPs(cfgs)
-	drain := func() { p.drain(qps) }
+	drain = func() { p.drain(qps) }
 	index := uint16(0x80)
-	wqe := func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
+	wqe = func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
 		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
 		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x5000_0000 + uint64(index)<<12, RKey: 0x6600 + uint32(index),
 			Imm: 0xBEEF0000 + uint32(index), SwapAdd: 0x1111 * uint64(index), Compare: 0x2222 * uint64(index), LocalAddr: laddr,
@@ -105,9 +105,7 @@ func newRspPlan() *rspPlan {
 			p.bufs[it.wqe.Index] = [2]uint64{laddr, 8}
 		}
 	}
-	// deliver offers a once every packet the model has sent so far has
-	// left (its gate), and runs the model on it.
-	deliver := func(q int, a reqAck) {
+	deliver = func(q int, a reqAck) {
 		a.gate, a.qpn, a.msn = len(run.wires), qps[q].item.qpn, 1
 		run.acks = append(run.acks, a)
 		res, addr, ok := modelRx(qps[q].req, a)
@@ -141,6 +139,16 @@ func newRspPlan() *rspPlan {
 		}
 		drain()
 	}
+	return p, wqe, deliver, drain
+}
+
+func newRspPlan() *rspPlan {
+	p, wqe, deliver, drain := newRspGen([]*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
+	})
+	run := p.run
 	// Context 0, MTU 256, from PSN FFFFFE: M0 a SEND of 100 B (FFFFFE),
 	// M1 an unsignaled WRITE of 600 B (3 packets: FFFFFF 000000 000001,
 	// across the wrap), M2 a READ of 700 B (3 PSNs 000002..000004, one
@@ -211,7 +219,7 @@ func newRspPlan() *rspPlan {
 	// only the ICRC shows it): hca_rx_ack drops it at its last beat, and
 	// the 8 blocks of it already in its payload FIFO with it.
 	bad := readRsp(0, 2, 0x123456, 512, false)
-	bad.qpn = qps[2].item.qpn
+	bad.qpn = run.items[2].qpn // context 2's configuration, the run's third item
 	w := bad.wire()
 	w[len(w)-ib.VCRCBytes-4-100] ^= 0x10
 	resealWire(w, false)
@@ -268,14 +276,34 @@ func newRspPlan() *rspPlan {
 	deliver(1, readRsp(4, 5, 0x000108, 3, true))
 	// r27, A2's atomic ACK: its value in lanes 56..63, A2 completes.
 	deliver(1, atomicAck(0x000109, 0x8877665544332211, false))
+	// Control: every handshake ready (wr0's too, bit 10), every VL's
+	// credit plenty, a WQE or ACK offered whenever one is due.
+	for range 1500 {
+		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
+	}
+	return p
+}
+
+// newRspRetryPlan is a second response run (docs/rtl.md, "Responses"):
+// READs retried after part of their responses, responses whose payloads
+// are not an MTU, and responses behind an unanswered READ or atomic. Its
+// contexts start where newRspPlan's end (context 0 at PSN 000009,
+// context 1 at 00010A), so the derivations read the same.
+func newRspRetryPlan() *rspPlan {
+	p, wqe, deliver, drain := newRspGen([]*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0x000009, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x00010A, mtuCode: 3, cqn: 4},
+	})
+	run := p.run
+	var gateFrom, ackGate int
 	// READs retried after part of their responses, and responses whose
 	// payloads are not an MTU: the model counts a READ's bytes (readGot,
 	// the sum of the payloads it took), takes a response only at index x
 	// MTU == readGot, writes it at LocalAddr + readGot, completes the READ
 	// when readGot >= Length, and resends a READ from PSN first + readGot /
 	// MTU with the RETH's VA + readGot and DMA length Length - readGot
-	// (hca.Requester.Next, OnReadResponse). Context 0 (MTU 256, next PSN
-	// 000009), the WQEs once every ACK and response before is taken: Re a
+	// (hca.Requester.Next, OnReadResponse). Context 0 (MTU 256, from PSN
+	// 000009): Re a
 	// READ of 700 B at offset 10 (000009..00000B), Sa a SEND of 20 B
 	// (00000C), Rf a READ of 1000 B at offset 33 (00000D..000010), Rg a
 	// READ of 600 B at offset 7 (000011..000013), Sb a SEND of 20 B
@@ -290,46 +318,46 @@ func newRspPlan() *rspPlan {
 		it.gate = ackGate
 	}
 	drain()
-	// r28, Re's FIRST (000009, 256 B): readGot 0 -> 256, at +0.
+	// r0, Re's FIRST (000009, 256 B): readGot 0 -> 256, at +0.
 	deliver(0, readRsp(0, 3, 0x000009, 256, false))
-	// n29, a sequence error NAK at Sa (00000C): Re's PSNs all lie before
+	// n1, a sequence error NAK at Sa (00000C): Re's PSNs all lie before
 	// it, its MIDDLE and LAST lost: the implied NAK, a retry from Re
 	// (retry_cnt 3 -> 2). Re asks for the rest: PSN 000009 + 256 / 256 =
 	// 00000A, VA + 256, length 700 - 256 = 444; Sa, Rf, Rg and Sb go again
 	// whole (00000C 00000D 000011 000014).
 	deliver(0, reqAck{psn: 0x00000C, syn: hca.SynNAKSeq})
-	// r30..r31, the responder's answer to that request, FIRST (00000A, 256
+	// r2..r3, the responder's answer to that request, FIRST (00000A, 256
 	// B) and LAST (00000B, 188 B): indexes 1 and 2 x 256 are readGot 256
 	// and 512, at +256 and +512; 700 >= 700, Re completes.
 	deliver(0, readRsp(0, 2, 0x00000A, 256, false))
 	deliver(0, readRsp(1, 2, 0x00000B, 188, true))
-	// a32, an ACK through 00000C: Sa completes.
+	// a4, an ACK through 00000C: Sa completes.
 	deliver(0, reqAck{psn: 0x00000C, syn: hca.SynACK})
-	// r33, Rf's FIRST (00000D, 256 B), then r34 a MIDDLE at 00000E with
+	// r5, Rf's FIRST (00000D, 256 B), then r6 a MIDDLE at 00000E with
 	// the other 744 B (longer than the MTU: IBA forbids it, and neither
 	// the model nor hca_rx_ack checks it): in sequence (1 x 256 =
 	// readGot), at +256; readGot 1000 >= 1000, Rf completes at its second
 	// PSN of four.
 	deliver(0, readRsp(0, 4, 0x00000D, 256, false))
 	deliver(0, readRsp(1, 4, 0x00000E, 744, false))
-	// r35, a LAST at Rf's last PSN (000010): no message holds it now,
+	// r7, a LAST at Rf's last PSN (000010): no message holds it now,
 	// dropped.
 	deliver(0, readRsp(3, 4, 0x000010, 232, false))
-	// r36, Rg's FIRST (000011, 256 B) at +0, r37 a MIDDLE of 100 B (shorter
-	// than the MTU) at +256: readGot 356. r38, the LAST (000013): 2 x 256
+	// r8, Rg's FIRST (000011, 256 B) at +0, r9 a MIDDLE of 100 B (shorter
+	// than the MTU) at +256: readGot 356. r10, the LAST (000013): 2 x 256
 	// is not 356, dropped.
 	deliver(0, readRsp(0, 3, 0x000011, 256, false))
 	deliver(0, readRsp(1, 3, 0x000012, 100, true))
 	deliver(0, readRsp(2, 3, 0x000013, 244, false))
-	// n39, a sequence error NAK at Sb (000014): the implied NAK, a retry
-	// from Rg (retry_cnt back to 3 since r28's progress, now 2): Rg asks
+	// n11, a sequence error NAK at Sb (000014): the implied NAK, a retry
+	// from Rg (retry_cnt back to 3 since r0's progress, now 2): Rg asks
 	// from 000011 + 356 / 256 = 000012, VA + 356, 600 - 356 = 244 B; Sb
 	// again (000014).
 	deliver(0, reqAck{psn: 0x000014, syn: hca.SynNAKSeq})
-	// r40, the answer, an ONLY at 000012 of 244 B: 1 x 256 is not 356,
+	// r12, the answer, an ONLY at 000012 of 244 B: 1 x 256 is not 356,
 	// dropped (the model's Rg can take no more responses).
 	deliver(0, readRsp(0, 1, 0x000012, 244, false))
-	// n41, a NAK invalid request at 000012: Rg fails (REM_INV_REQ_ERR), Sb
+	// n13, a NAK invalid request at 000012: Rg fails (REM_INV_REQ_ERR), Sb
 	// is flushed (WR_FLUSH_ERR), context 0 goes to ERR.
 	deliver(0, reqAck{psn: 0x000012, syn: hca.SynNAKInvReq})
 	// Responses behind an unanswered READ or atomic: the model takes a
@@ -353,36 +381,36 @@ func newRspPlan() *rspPlan {
 		it.gate = ackGate
 	}
 	drain()
-	// r42, Ry's FIRST (00010C, 1024 B) while Ha has had no answer: in
+	// r14, Ry's FIRST (00010C, 1024 B) while Ha has had no answer: in
 	// sequence for Ry (readGot 0), at +0, readGot 1024; Sx is
 	// acknowledged (done); then the implied NAK, a retry from Ha
 	// (retry_cnt 3 -> 2): Ha, Ry (its readGot back to 0), Az and Sw go
 	// again (00010A 00010C 00010F 000110), Sx does not.
-	// Its bytes are not those r44 brings for the same PSN (the remote
+	// Its bytes are not those r16 brings for the same PSN (the remote
 	// buffer written in between, by another QP): the model's host memory
-	// ends with r44's.
+	// ends with r16's.
 	first := readRsp(0, 3, 0x00010C, 1024, false)
 	for k := range first.rsp.Payload {
 		first.rsp.Payload[k] ^= 0x5A
 	}
 	deliver(1, first)
-	// r43, Az's atomic ACK (00010F), Ha still unanswered: Az done, its
+	// r15, Az's atomic ACK (00010F), Ha still unanswered: Az done, its
 	// value written; the implied NAK is absorbed (a retry sequence under
 	// way, no progress since).
 	deliver(1, atomicAck(0x00010F, 0x0A0B0C0D0E0F1011, false))
-	// r44..r45, Ry's FIRST again (the answer to its resend; readGot 0, at
+	// r16..r17, Ry's FIRST again (the answer to its resend; readGot 0, at
 	// +0, readGot 1024) and its MIDDLE (1 x 1024 = readGot: at +1024,
 	// readGot 2048): both behind Ha, the implied NAK absorbed each time,
 	// so Ry keeps its bytes.
 	deliver(1, readRsp(0, 3, 0x00010C, 1024, true))
 	deliver(1, readRsp(1, 3, 0x00010D, 1024, false))
-	// r46, Ha's atomic ACK (00010A): Ha completes, and Sx, done, after
+	// r18, Ha's atomic ACK (00010A): Ha completes, and Sx, done, after
 	// it; Ry (2048 of 3072) is not done: the rest wait.
 	deliver(1, atomicAck(0x00010A, 0x1213141516171819, true))
-	// r47, Ry's LAST (00010E, 1024 B): 2 x 1024 = readGot, at +2048,
+	// r19, Ry's LAST (00010E, 1024 B): 2 x 1024 = readGot, at +2048,
 	// readGot 3072: Ry completes, and Az (done) after it.
 	deliver(1, readRsp(2, 3, 0x00010E, 1024, false))
-	// a48, an ACK through 000110: Sw completes.
+	// a20, an ACK through 000110: Sw completes.
 	deliver(1, reqAck{psn: 0x000110, syn: hca.SynACK})
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
@@ -417,41 +445,93 @@ func (p *rspPlan) stall(seed uint64) {
 // so the co-simulation's comparison is against those numbers.
 func TestRspPlan(t *testing.T) {
 	p := newRspPlan()
-	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND), the
-	// READ requests of Ra, Rb, Rc, then Re Sa Rf Rg Sb, again after n29
-	// with Re's request for the rest at 00000A, and Rg's for the rest at
-	// 000012 and Sb after n39.
-	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5, 6, 7, 8,
-		0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
+	// Context 0: its 6 packets (SEND, WRITE x3, READ request, SEND), then
+	// the READ requests of Ra, Rb, Rc.
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 2, 5, 6, 7, 8}, p.psns[0], "context 0")
 	// Context 1: A0, S, A1, R, then Rd's request (its 5 PSNs from 104)
-	// and A2 at 109, then Ha Sx Ry Az Sw, and after r42 all but Sx again.
-	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103, 0x104, 0x109,
-		0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110}, p.psns[1], "context 1")
+	// and A2 at 109.
+	assert.Equal(t, []uint32{0x100, 0x101, 0x102, 0x103, 0x104, 0x109}, p.psns[1], "context 1")
 	// Context 2: R1, R2, S2 (2 packets), then again after the implied NAK.
 	assert.Equal(t, []uint32{0x123456, 0x123458, 0x12345C, 0x12345D, 0x123456, 0x123458, 0x12345C, 0x12345D}, p.psns[2], "context 2")
 	// Completions (signaled or not): M0 M1 on r0, M2 on r4, M3 on a5; A0
 	// on r6, S A1 on r7, R on r10; R1 on r13, R2 on r17, S2 on a18; Ra Rb
-	// Rc on r19..r21, Rd on r26, A2 on r27; Re on r31, Sa on a32, Rf on
-	// r34; Rg failed and Sb flushed on n41; Ha Sx on r46, Ry Az on r47,
-	// Sw on a48.
-	want := append(append(make([]hca.WCStatus, 19), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
-	assert.Equal(t, want, p.status, "completion statuses")
-	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17, r19..r27,
-	// r28 r30 r31 r33 r34 r36 r37, r42..r47; dropped: x0 r1 r3, r8 r9,
-	// r35 r38 r40.
-	assert.Equal(t, 35, p.placed, "responses the model accepts")
-	assert.Equal(t, 8, p.dropped, "responses the model drops")
-	assert.Equal(t, 29+14+7, len(p.run.acks), "ACKs and responses")
+	// Rc on r19..r21, Rd on r26, A2 on r27.
+	want := make([]hca.WCStatus, 16)
+	assert.Equal(t, want, p.status, "completion statuses (all WCSuccess)")
+	// Placed: r0 r2 r4, r6 r7 r10, r11 r12 r13 r14 r15 r16 r17, r19..r27;
+	// dropped: x0 r1 r3, r8 r9.
+	assert.Equal(t, 22, p.placed, "responses the model accepts")
+	assert.Equal(t, 5, p.dropped, "responses the model drops")
+	assert.Equal(t, 29, len(p.run.acks), "ACKs and responses")
 	// Written to host memory, every placed response with bytes (R's ONLY
 	// of 0 B writes nothing): r0 r2 r4 M2's 700 B, r6 r7 A0's and A1's 8,
 	// r11 and r14 the same 512 B at R2's start, r12 r13 R1's 1024,
 	// r15..r17 the rest of R2's 2048, r19..r21 Ra Rb Rc's 1 + 63 + 65,
-	// r22..r26 Rd's 4099, r27 A2's 8, Re's 256 + 256 + 188, Rf's 256 +
-	// 744, Rg's 256 + 100, Ry's first 1024 twice (r42 and r44 at the
-	// same addresses, r44's bytes last) and its other two 1024, Az's and
-	// Ha's 8: 34 writes, the buffers disjoint.
-	assert.Equal(t, 34, p.written, "responses the model writes")
-	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8+700+1000+356+3072+8+8, "bytes written")
+	// r22..r26 Rd's 4099, r27 A2's 8: 21 writes, the buffers disjoint.
+	assert.Equal(t, 21, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8, "bytes written")
+}
+
+// TestRspRetryPlan: the same for newRspRetryPlan.
+func TestRspRetryPlan(t *testing.T) {
+	p := newRspRetryPlan()
+	// Context 0: Re Sa Rf Rg Sb, again after n1 with Re's request for the
+	// rest at 00000A, then Rg's for the rest at 000012 and Sb after n11.
+	assert.Equal(t, []uint32{0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
+	// Context 1: Ha Sx Ry Az Sw, and after r14 all but Sx again.
+	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110}, p.psns[1], "context 1")
+	// Re on r3, Sa on a4, Rf on r6; Rg failed and Sb flushed on n13; Ha
+	// Sx on r18, Ry Az on r19, Sw on a20.
+	want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
+	assert.Equal(t, want, p.status, "completion statuses")
+	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19; dropped: r7 r10 r12.
+	assert.Equal(t, 13, p.placed, "responses the model accepts")
+	assert.Equal(t, 3, p.dropped, "responses the model drops")
+	assert.Equal(t, 21, len(p.run.acks), "ACKs and responses")
+	// Written: Re's 256 + 256 + 188, Rf's 256 + 744, Rg's 256 + 100,
+	// Ry's first 1024 twice (r14 and r16 at the same addresses, r16's
+	// bytes last) and its other two 1024, Az's and Ha's 8: 13 writes, the
+	// buffers disjoint.
+	assert.Equal(t, 13, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+1000+356+3072+8+8, "bytes written")
+}
+
+// rspCase is a run of a response plan: unmutated (file ""), or file's old
+// text replaced by new, which must fail it.
+type rspCase struct{ name, file, old, new string }
+
+// runRspCases runs each case of plan, in parallel, and check on each
+// unmutated run's result; a name ending in "stalled" runs with the
+// handshakes held back (rspPlan.stall).
+func runRspCases(t *testing.T, plan func() *rspPlan, cases []rspCase, check func(t *testing.T, p *rspPlan, res *retryResult)) {
+	dir := t.TempDir()
+	for _, m := range cases {
+		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			p := plan()
+			if strings.HasSuffix(m.name, "stalled") {
+				p.stall(cosimSeeds[0])
+			}
+			d := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(m.name))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			res := runRetryCase(t, ctx, d, p.retryPlan, m.file, m.old, m.new, "the response co-simulation passes a requester with "+m.name)
+			if res == nil {
+				return
+			}
+			for q := range p.psns {
+				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
+			}
+			check(t, p, res)
+			if strings.HasSuffix(m.name, "stalled") {
+				// The stalls reached the completions: some waited for
+				// cpl_ready (the all-ready run's never do).
+				assert.Positive(t, res.cplHeld, "cycles a completion waited for cpl_ready")
+			} else {
+				assert.Zero(t, res.cplHeld, "cycles a completion waited for cpl_ready with it always 1")
+			}
+		})
+	}
 }
 
 // TestRequesterResponseCosim: hca_requester completes READs and atomics
@@ -460,9 +540,8 @@ func TestRspPlan(t *testing.T) {
 func TestRequesterResponseCosim(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
-	dir := t.TempDir()
 	f, rx := "hca_requester.v", "hca_rx_ack.v"
-	for _, m := range []struct{ name, file, old, new string }{
+	runRspCases(t, newRspPlan, []rspCase{
 		{name: "unmutated"},
 		{name: "unmutated, stalled"},
 		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
@@ -479,6 +558,46 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy) || h_dn;", "h_cover || h_fin || h_dn;"},
 		{"a response no message takes written", f, "wire             d_take   = m_take && e_any;", "wire             d_take   = e_any;"},
 		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0];"},
+		// Byte enables and the realignment to the host address.
+		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
+		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
+		{"the first beat's mask from lane 0", f, "d_first ? d_ge :", "d_first ? {64{1'b1}} :"},
+		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
+		{"the lanes below s from this block, not the block before", f, "d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];", "d_rot[511-8*dk -: 8];"},
+		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
+		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
+		// An atomic's original value.
+		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
+		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0] + {32'd0, e_mgot} + {60'd0, !e_rrd, 3'd0};"},
+		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
+	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
+		// The CQEs: the signaled completions of the plan (M0 M2 M3, A0
+		// S A1 R, R2 S2, Ra Rb Rc Rd A2: M1 and R1 are unsignaled), each
+		// success.
+		assert.Equal(t, make([]hca.WCStatus, 14), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+		// wr0, a write per response written, ceil((s + n) / 64) beats at
+		// lane s = address mod 64 for n bytes: M2's three (s 0: 256, 256,
+		// 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), r11 (R2's FIRST behind
+		// R1: the model writes it, and again with r14), R1's two and R2's
+		// four (512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5, 63 B:
+		// 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60 (17 each)
+		// and its LAST of 3 (1), A2 (s 56: 1).
+		assert.Equal(t, 3+2+7+3+5+1, res.writes, "wr0 writes")
+		assert.Equal(t, (4+4+3)+(1+1)+7*8+(1+2+2)+(4*17+1)+1, res.wbeats, "wr0 beats")
+	})
+}
+
+// TestRequesterResponseRetryCosim: hca_requester counts a READ's bytes as
+// the model's readGot, resends a READ for the rest, and takes responses
+// behind an unanswered READ or atomic as the model does; each mutant of
+// that logic fails.
+func TestRequesterResponseRetryCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	f := "hca_requester.v"
+	runRspCases(t, newRspRetryPlan, []rspCase{
+		{name: "unmutated"},
+		{name: "unmutated, stalled"},
 		// Payload lengths summed (readGot), and a READ retried after part
 		// of its responses asking for the rest.
 		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot + (32'd128 << ctx_mtu[e_ctx]);"},
@@ -496,62 +615,18 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a done message not retired at the head", f, "h_ok     = h_cover || (h_fin && !d_busy) || h_dn;", "h_ok     = h_cover || (h_fin && !d_busy);"},
 		{"a READ behind the head keeping no bytes", f, "h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;", "h_got    = (oq_gv[h_ix] && h_ptr == e_hd) ? oq_got[h_ix] : 32'd0;"},
 		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
-		// Byte enables and the realignment to the host address.
-		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
-		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
-		{"the first beat's mask from lane 0", f, "d_first ? d_ge :", "d_first ? {64{1'b1}} :"},
-		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
-		{"the lanes below s from this block, not the block before", f, "d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];", "d_rot[511-8*dk -: 8];"},
-		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
-		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
-		// An atomic's original value.
-		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
-		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0] + {32'd0, e_mgot} + {60'd0, !e_rrd, 3'd0};"},
-		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
-	} {
-		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			p := newRspPlan()
-			if strings.HasSuffix(m.name, "stalled") {
-				p.stall(cosimSeeds[0])
-			}
-			d := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(m.name))
-			require.NoError(t, os.MkdirAll(d, 0o755))
-			res := runRetryCase(t, ctx, d, p.retryPlan, m.file, m.old, m.new, "the response co-simulation passes a requester with "+m.name)
-			if res == nil {
-				return
-			}
-			for q := range p.psns {
-				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
-			}
-			// The CQEs: the signaled completions of the plan (M0 M2 M3,
-			// A0 S A1 R, R2 S2, Ra Rb Rc Rd A2, Re Sa Rf: M1 and R1 are
-			// unsignaled), each success, then Rg's REM_INV_REQ_ERR and
-			// Sb's WR_FLUSH_ERR, then Ha Sx Ry Az (on r46) and Sw (a47).
-			wantSt := append(append(make([]hca.WCStatus, 17), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
-			assert.Equal(t, wantSt, res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
-			// wr0, a write per response written, ceil((s + n) / 64)
-			// beats at lane s = address mod 64 for n bytes: M2's three
-			// (s 0: 256, 256, 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), r11
-			// (R2's FIRST behind R1: the model writes it), R1's two and
-			// R2's four (512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5,
-			// 63 B: 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60
-			// (17 each) and its LAST of 3 (1), A2 (s 56: 1); Re's three at
-			// s = 10 (each at LocalAddr + readGot, readGot a multiple of 64:
-			// 256 B 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744
-			// B ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2);
-			// Ry's four of 1024 B at s = 20 (17 each), Az's value at lane 8
-			// and Ha's at lane 0 (1 each).
-			assert.Equal(t, 3+2+7+3+5+1+3+2+2+4+2, res.writes, "wr0 writes")
-			assert.Equal(t, (4+4+3)+(1+1)+7*8+(1+2+2)+(4*17+1)+1+(5+5+4)+(5+13)+(5+2)+4*17+2, res.wbeats, "wr0 beats")
-			if strings.HasSuffix(m.name, "stalled") {
-				// The stalls reached the completions: some waited for
-				// cpl_ready (the all-ready run's never do).
-				assert.Positive(t, res.cplHeld, "cycles a completion waited for cpl_ready")
-			} else {
-				assert.Zero(t, res.cplHeld, "cycles a completion waited for cpl_ready with it always 1")
-			}
-		})
-	}
+	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
+		// The CQEs: Re Sa Rf, Rg's REM_INV_REQ_ERR and Sb's WR_FLUSH_ERR,
+		// Ha Sx Ry Az and Sw, every WQE signaled.
+		want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
+		assert.Equal(t, want, res.status, "completion statuses on cpl_*")
+		// wr0, ceil((s + n) / 64) beats a write: Re's three at s = 10
+		// (each at LocalAddr + readGot, readGot a multiple of 64: 256 B
+		// 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744 B
+		// ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2); Ry's
+		// four of 1024 B at s = 20 (17 each), Az's value at lane 8 and
+		// Ha's at lane 0 (1 each).
+		assert.Equal(t, 3+2+2+4+2, res.writes, "wr0 writes")
+		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2, res.wbeats, "wr0 beats")
+	})
 }
