@@ -293,6 +293,7 @@ func newRspRetryPlan() *rspPlan {
 	p, wqe, deliver, drain := newRspGen([]*reqItem{
 		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0x000009, mtuCode: 1, cqn: 3},
 		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x00010A, mtuCode: 3, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x000200, mtuCode: 2, cqn: 9},
 	})
 	run := p.run
 	var gateFrom, ackGate int
@@ -412,6 +413,32 @@ func newRspRetryPlan() *rspPlan {
 	deliver(1, readRsp(2, 3, 0x00010E, 1024, false))
 	// a20, an ACK through 000110: Sw completes.
 	deliver(1, reqAck{psn: 0x000110, syn: hca.SynACK})
+	// An ACK past an unanswered READ: the model's ackThrough marks the
+	// SENDs and WRITEs it covers done behind the READ (it does not stop
+	// at a READ), and its impliedNAK retries from the READ, the done ones
+	// not sent again. Context 2 (MTU 512, from 000200), held until the
+	// above are taken: Hr a READ of 512 B at offset 0 (000200), Wy a
+	// WRITE of 1000 B (000201 000202), Sz a SEND of 10 B (000203).
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(2, hca.WRRDMARead, 512, 0x4E_0000, true)
+	wqe(2, hca.WRRDMAWrite, 1000, 0x4F_0000+9, true)
+	wqe(2, hca.WRSend, 10, 0x50_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// a21, an ACK through 0001FF, before the ring (a late duplicate of
+	// the QP's last ACK before these): it covers nothing and implies
+	// nothing (Hr's PSNs are not before it).
+	deliver(2, reqAck{psn: 0x0001FF, syn: hca.SynACK})
+	// a22, an ACK through 000202 (Wy's last): Wy done behind Hr; Hr's
+	// PSN lies before it: the implied NAK, a retry from Hr (retry_cnt 3
+	// -> 2): Hr and Sz go again (000200 000203), Wy does not.
+	deliver(2, reqAck{psn: 0x000202, syn: hca.SynACK})
+	// r23, Hr's ONLY (000200, 512 B): Hr completes, and Wy after it.
+	deliver(2, readRsp(0, 1, 0x000200, 512, false))
+	// a24, an ACK through 000203: Sz completes.
+	deliver(2, reqAck{psn: 0x000203, syn: hca.SynACK})
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
 	for range 1500 {
@@ -480,20 +507,22 @@ func TestRspRetryPlan(t *testing.T) {
 	assert.Equal(t, []uint32{0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
 	// Context 1: Ha Sx Ry Az Sw, and after r14 all but Sx again.
 	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110}, p.psns[1], "context 1")
+	// Context 2: Hr, Wy (2 packets), Sz, and after a22 Hr and Sz again.
+	assert.Equal(t, []uint32{0x200, 0x201, 0x202, 0x203, 0x200, 0x203}, p.psns[2], "context 2")
 	// Re on r3, Sa on a4, Rf on r6; Rg failed and Sb flushed on n13; Ha
-	// Sx on r18, Ry Az on r19, Sw on a20.
-	want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
+	// Sx on r18, Ry Az on r19, Sw on a20; Hr Wy on r23, Sz on a24.
+	want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 8)...)
 	assert.Equal(t, want, p.status, "completion statuses")
-	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19; dropped: r7 r10 r12.
-	assert.Equal(t, 13, p.placed, "responses the model accepts")
+	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19, r23; dropped: r7 r10 r12.
+	assert.Equal(t, 14, p.placed, "responses the model accepts")
 	assert.Equal(t, 3, p.dropped, "responses the model drops")
-	assert.Equal(t, 21, len(p.run.acks), "ACKs and responses")
+	assert.Equal(t, 25, len(p.run.acks), "ACKs and responses")
 	// Written: Re's 256 + 256 + 188, Rf's 256 + 744, Rg's 256 + 100,
 	// Ry's first 1024 twice (r14 and r16 at the same addresses, r16's
-	// bytes last) and its other two 1024, Az's and Ha's 8: 13 writes, the
-	// buffers disjoint.
-	assert.Equal(t, 13, p.written, "responses the model writes")
-	assert.Len(t, p.mem, 700+1000+356+3072+8+8, "bytes written")
+	// bytes last) and its other two 1024, Az's and Ha's 8, Hr's 512: 14
+	// writes, the buffers disjoint.
+	assert.Equal(t, 14, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+1000+356+3072+8+8+512, "bytes written")
 }
 
 // rspCase is a run of a response plan: unmutated (file ""), or file's old
@@ -550,7 +579,7 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
 		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
 		{"a READ's responses not counted", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot;"},
-		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
+		{"no implied NAK on a response", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_incl) && r_impl)"},
 		// The payload.
 		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
 		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
@@ -610,23 +639,27 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		{"a resent READ's DMA length whole", f, "m_length    <= rp_len - rp_got;", "m_length    <= rp_len;"},
 		// Responses behind an unanswered READ or atomic.
 		{"a response behind the head not taken", f, "m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}};", "m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && e_sp == e_hd;"},
-		{"the SENDs and WRITEs before it not marked done", f, "m_mark[k] = m_upd && k[QPN_W+OQ_W-1:OQ_W] == e_ctx", "m_mark[k] = 1'b0 && k[QPN_W+OQ_W-1:OQ_W] == e_ctx"},
+		{"the SENDs and WRITEs before it not marked done", f, "m_mark[k] = m_rng && k[QPN_W+OQ_W-1:OQ_W] == e_ctx", "m_mark[k] = 1'b0 && k[QPN_W+OQ_W-1:OQ_W] == e_ctx"},
 		{"a done message sent again", f, "wire             rp_dn    = oq_done[rp_ix];", "wire             rp_dn    = 1'b0;"},
 		{"a done message not retired at the head", f, "h_ok     = h_cover || (h_fin && !d_busy) || h_dn;", "h_ok     = h_cover || (h_fin && !d_busy);"},
 		{"a READ behind the head keeping no bytes", f, "h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;", "h_got    = (oq_gv[h_ix] && h_ptr == e_hd) ? oq_got[h_ix] : 32'd0;"},
 		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
+		// An ACK past an unanswered READ.
+		{"no implied NAK on an ACK", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_rsp) && r_impl)"},
+		{"an old ACK's scan passing the ring (marking every message sent)", f, "wire             s_stop   = !h_d[23];", "wire             s_stop   = s_hold;"},
+		{"an ACK not marking the message at its PSN done", f, "if (m_rng && m_in && !e_rsp && e_incl && e_meq) oq_done[m_ix] <= 1'b1;", "if (1'b0) oq_done[m_ix] <= 1'b1;"},
 	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
 		// The CQEs: Re Sa Rf, Rg's REM_INV_REQ_ERR and Sb's WR_FLUSH_ERR,
-		// Ha Sx Ry Az and Sw, every WQE signaled.
-		want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 5)...)
+		// Ha Sx Ry Az and Sw, Hr Wy Sz, every WQE signaled.
+		want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 8)...)
 		assert.Equal(t, want, res.status, "completion statuses on cpl_*")
 		// wr0, ceil((s + n) / 64) beats a write: Re's three at s = 10
 		// (each at LocalAddr + readGot, readGot a multiple of 64: 256 B
 		// 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744 B
 		// ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2); Ry's
 		// four of 1024 B at s = 20 (17 each), Az's value at lane 8 and
-		// Ha's at lane 0 (1 each).
-		assert.Equal(t, 3+2+2+4+2, res.writes, "wr0 writes")
-		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2, res.wbeats, "wr0 beats")
+		// Ha's at lane 0 (1 each); Hr's 512 B at s = 0 (8).
+		assert.Equal(t, 3+2+2+4+2+1, res.writes, "wr0 writes")
+		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2+8, res.wbeats, "wr0 beats")
 	})
 }

@@ -283,7 +283,8 @@ func TestReportYosys(t *testing.T) {
 	// its own). The READs' bytes and the responses behind an unanswered
 	// READ or atomic: with a reset, per ring entry (8 x 8) READ or atomic,
 	// done and bytes-valid bits 3 x 64; without, the matched message's
-	// bytes before and length 32 + 32.
+	// bytes before and length 32 + 32 and whether an ACK covers it at its
+	// last PSN 1.
 	// Memories: the 9 context fields, the outstanding messages, their
 	// resend copies, the READs' bytes received, the four FIFOs and the
 	// RNR timer's table (a ROM).
@@ -295,7 +296,7 @@ func TestReportYosys(t *testing.T) {
 		8*(24+1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
 		(1+13+64+2+6+504)+
-		(3*64+32+32),
+		(3*64+32+32+1),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two

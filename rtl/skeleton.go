@@ -231,7 +231,8 @@ resends go-back-N from the oldest unacknowledged PSN when it expires, spending R
 resent after part of its responses asks for the rest (PSN, VA and DMA length moved by the bytes
 received, which are summed from the responses' payloads, as the model's readGot); a response in
 sequence for a message behind an unanswered READ or atomic is taken as the model takes it (its
-data written, the SENDs and WRITEs before it done, done messages not resent, retired in order).
+data written, the SENDs and WRITEs before it done, done messages not resent, retired in order), and
+an ACK marks the SENDs and WRITEs it covers behind one done and, past it, is the implied NAK.
 TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer

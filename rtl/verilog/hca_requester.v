@@ -170,8 +170,14 @@
 // not sent again by a rewind (the resend steps over it) and leaves, in order, with its CQE, when
 // the walk reaches it at the head. A later READ's bytes are kept while the implied NAK is
 // absorbed, and start afresh when a rewind resends it (the model's rewind clears its readGot).
-// Not here: an implied NAK on an ACK (only on a NAK or a response here), and an ACK marking the
-// SENDs and WRITEs it covers behind an unanswered READ or atomic done, the model's round robin over QPs
+// An ACK's or NAK's job scans the same way (to the first message whose last PSN is at or after its
+// PSN), and at its walk's end marks the SENDs and WRITEs before that message done, and, for an ACK,
+// that message when its last PSN is the ACK's: the model's ackThrough, which does not stop at a READ
+// or atomic. An ACK past a READ or atomic already sent whose PSNs all lie before it is the implied
+// NAK too, as a NAK or a response past it.
+// Not here: an ACK's or NAK's partial acknowledgement of a SEND or WRITE behind the head (the
+// model's acked of a later message, which its timeout resends from once it is the head; h_ack is
+// the head's only), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -373,6 +379,7 @@ module hca_requester #(
     reg  [PW-1:0]    e_sp;                 // the scan's place in the ring
     reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
     reg  [31:0]      e_mgot, e_mlen;       // that message's response bytes before (readGot) and its length
+    reg              e_meq;                // it is a SEND or WRITE whose last PSN is the job's (an ACK covers it)
     reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
     reg  [6:0]       e_blk;                // how many (ack_blk)
     reg  [12:0]      e_plen;               // the payload's bytes: a READ response's (ack_len), an atomic's 8
@@ -831,6 +838,10 @@ module hca_requester #(
     wire [PW-1:0]    s_idx    = e_sp - e_hd;
     wire             s_end    = e_sp == e_tl || {{(IF_W-PW){1'b0}}, s_idx} >= e_lim;
     wire             s_hold   = !n_from[23] && !h_d[23];
+    // The scan stops at the first message whose last PSN is at or after the PSN: it holds the PSN
+    // (s_hold), or the PSN lies before the ring (an old ACK's: the ring's PSNs are contiguous), and
+    // then nothing before it is covered.
+    wire             s_stop   = !h_d[23];
     // The PSN's place in the message in bytes (its index x MTU, mod 2^32 as the model's uint32).
     wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
     wire             s_in     = h_rdat && h_kind && d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);
@@ -915,7 +926,7 @@ module hca_requester #(
     // this walk: settle) restores both counters and clears started first (progressed).
     wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];
     wire             r_find   = e_any && !n_from[23] && !h_d[23];
-    wire             r_seq    = (e_seq && (r_impl || r_find)) || ((e_rnr || e_rsp) && r_impl);
+    wire             r_seq    = (e_seq && (r_impl || r_find)) || ((e_rnr || e_rsp || e_incl) && r_impl);
     wire             r_rnr    = e_rnr && !r_impl && r_find;
     wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;
     wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];
@@ -1005,6 +1016,11 @@ module hca_requester #(
     wire [PW-1:0]    m_pos    = e_sp - e_hd;
     wire             m_in     = m_pos < e_tl - e_hd;
     wire             m_upd    = walk_end && m_take && m_in;
+    // An ACK's or NAK's walk marks the same way (the model's ackThrough does not stop at a READ or
+    // atomic): every SEND and WRITE before the message its scan found holding the PSN (or, none
+    // holding it, every one sent), and, for an ACK, that message when its last PSN is the ACK's.
+    // m_pos past the ring's count: the walk has taken the matched message (nothing is left before it).
+    wire             m_rng    = walk_end && m_pos <= e_tl - e_hd && (e_rsp ? m_take : !e_tmo);
     wire [QPN_W+OQ_W-1:0] m_ix = {e_ctx, e_sp[OQ_W-1:0]};
     always @(posedge clk) begin
         if (m_upd && e_rrd) oq_got[m_ix] <= rg_sum[31:0];
@@ -1015,7 +1031,7 @@ module hca_requester #(
     always @* begin
         for (k = 0; k < NQ*OQ_DEPTH; k = k + 1) begin
             k_off     = k[OQ_W-1:0] - e_hd[OQ_W-1:0];
-            m_mark[k] = m_upd && k[QPN_W+OQ_W-1:OQ_W] == e_ctx && {1'b0, k_off} < m_pos && !oq_rd[k];
+            m_mark[k] = m_rng && k[QPN_W+OQ_W-1:OQ_W] == e_ctx && {1'b0, k_off} < m_pos && !oq_rd[k];
         end
     end
     always @(posedge clk or negedge rst_n) begin
@@ -1026,6 +1042,7 @@ module hca_requester #(
         end else begin
             oq_done <= oq_done | m_mark;
             if (m_upd && m_fin) oq_done[m_ix] <= 1'b1;
+            if (m_rng && m_in && !e_rsp && e_incl && e_meq) oq_done[m_ix] <= 1'b1;
             if (m_upd && e_rrd) oq_gv[m_ix] <= 1'b1;
             // A resend of a message behind the head starts its READ afresh (the model's rewind).
             if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;
@@ -1170,7 +1187,7 @@ module hca_requester #(
                 if (eng_done) eng_busy <= 1'b0;
                 if (any_fail) e_nakf <= 1'b1;
                 if (pop && walking) e_prog <= 1'b1;
-                if (e_scan && (s_end || s_hold)) e_scan <= 1'b0;
+                if (e_scan && (s_end || s_stop)) e_scan <= 1'b0;
                 if (pop && e_nakf) e_fpop <= 1'b1;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
@@ -1180,7 +1197,7 @@ module hca_requester #(
                 e_fpop   <= 1'b0;
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
-                e_scan   <= a_rsp;
+                e_scan   <= 1'b1;   // a response's for the message taking it; an ACK's or NAK's for its marking
                 e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
@@ -1234,6 +1251,7 @@ module hca_requester #(
             e_orig  <= ack_orig;
             e_sp    <= oq_hd[aix*PW +: PW];
             e_ok    <= 1'b0;
+            e_meq   <= 1'b0;
         end
         if (ack_take && !ack_hit) begin
             d_wr  <= 1'b0;
@@ -1253,10 +1271,11 @@ module hca_requester #(
             if (d_have) d_prev <= d_rot;
         end
         if (eng_busy && e_scan) begin
-            if (!s_end && s_hold) begin
-                e_ok   <= s_in;
+            if (!s_end && s_stop) begin
+                e_ok   <= s_in && s_hold;
                 e_mgot <= h_got;
                 e_mlen <= h_ent[79:48];
+                e_meq  <= s_hold && !h_rdat && h_d == 24'd0;
             end
             else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};
         end
