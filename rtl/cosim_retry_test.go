@@ -166,7 +166,7 @@ func (p *retryPlan) addQPs(cfgs []*reqItem) (qps [3]*retryQP) {
 // RTL do before the next NAK or response is offered.
 func (p *retryPlan) drain(qps [3]*retryQP) {
 	for q, qp := range qps {
-		for qp.req.HasWork() {
+		for qp != nil && qp.req.HasWork() { // nil: a context the run does not use
 			psn, w := qp.send()
 			p.psns[q] = append(p.psns[q], psn)
 			p.run.wires = append(p.run.wires, w)

@@ -77,18 +77,18 @@ func atomicAck(psn uint32, orig uint64, grh bool) reqAck {
 
 // newRspPlan builds the run (derivations in the comments: MTU m, PSNs mod
 // 2^24).
-func newRspPlan() *rspPlan {
-	p := &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
+// newRspGen sets up a response run on the contexts cfgs and returns its
+// plan and the helpers that build it: wqe posts a WQE (the model's
+// Enqueue), deliver offers an ACK or response once every packet the
+// model has sent so far has left (its gate) and runs the model on it,
+// drain sends what the model has to send.
+func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool), deliver func(q int, a reqAck), drain func()) {
+	p = &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
 	run := p.run
-	cfgs := []*reqItem{
-		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
-		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
-		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
-	}
 	qps := p.addQPs(cfgs)
-	drain := func() { p.drain(qps) }
+	drain = func() { p.drain(qps) }
 	index := uint16(0x80)
-	wqe := func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
+	wqe = func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
 		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
 		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x5000_0000 + uint64(index)<<12, RKey: 0x6600 + uint32(index),
 			Imm: 0xBEEF0000 + uint32(index), SwapAdd: 0x1111 * uint64(index), Compare: 0x2222 * uint64(index), LocalAddr: laddr,
@@ -105,9 +105,7 @@ func newRspPlan() *rspPlan {
 			p.bufs[it.wqe.Index] = [2]uint64{laddr, 8}
 		}
 	}
-	// deliver offers a once every packet the model has sent so far has
-	// left (its gate), and runs the model on it.
-	deliver := func(q int, a reqAck) {
+	deliver = func(q int, a reqAck) {
 		a.gate, a.qpn, a.msn = len(run.wires), qps[q].item.qpn, 1
 		run.acks = append(run.acks, a)
 		res, addr, ok := modelRx(qps[q].req, a)
@@ -141,6 +139,16 @@ func newRspPlan() *rspPlan {
 		}
 		drain()
 	}
+	return p, wqe, deliver, drain
+}
+
+func newRspPlan() *rspPlan {
+	p, wqe, deliver, drain := newRspGen([]*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0xFFFFFE, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x000100, mtuCode: 3, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x123456, mtuCode: 2, cqn: 9},
+	})
+	run := p.run
 	// Context 0, MTU 256, from PSN FFFFFE: M0 a SEND of 100 B (FFFFFE),
 	// M1 an unsignaled WRITE of 600 B (3 packets: FFFFFF 000000 000001,
 	// across the wrap), M2 a READ of 700 B (3 PSNs 000002..000004, one
@@ -211,7 +219,7 @@ func newRspPlan() *rspPlan {
 	// only the ICRC shows it): hca_rx_ack drops it at its last beat, and
 	// the 8 blocks of it already in its payload FIFO with it.
 	bad := readRsp(0, 2, 0x123456, 512, false)
-	bad.qpn = qps[2].item.qpn
+	bad.qpn = run.items[2].qpn // context 2's configuration, the run's third item
 	w := bad.wire()
 	w[len(w)-ib.VCRCBytes-4-100] ^= 0x10
 	resealWire(w, false)
@@ -276,6 +284,169 @@ func newRspPlan() *rspPlan {
 	return p
 }
 
+// newRspRetryPlan is a second response run (docs/rtl.md, "Responses"):
+// READs retried after part of their responses, responses whose payloads
+// are not an MTU, and responses behind an unanswered READ or atomic. Its
+// contexts start where newRspPlan's end (context 0 at PSN 000009,
+// context 1 at 00010A), so the derivations read the same.
+func newRspRetryPlan() *rspPlan {
+	p, wqe, deliver, drain := newRspGen([]*reqItem{
+		{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 1, rqpn: 0xC0000, psn: 0x000009, mtuCode: 1, cqn: 3},
+		{cfg: true, qix: 1, qpn: 0x3451, dlid: 0x52, slid: 0x62, sl: 5, vl: 3, rqpn: 0xC0001, psn: 0x00010A, mtuCode: 3, cqn: 4},
+		{cfg: true, qix: 2, qpn: 0x3452, dlid: 0x53, slid: 0x63, sl: 9, vl: 0, rqpn: 0xC0002, psn: 0x000200, mtuCode: 2, cqn: 9},
+	})
+	run := p.run
+	var gateFrom, ackGate int
+	// READs retried after part of their responses, and responses whose
+	// payloads are not an MTU: the model counts a READ's bytes (readGot,
+	// the sum of the payloads it took), takes a response only at index x
+	// MTU == readGot, writes it at LocalAddr + readGot, completes the READ
+	// when readGot >= Length, and resends a READ from PSN first + readGot /
+	// MTU with the RETH's VA + readGot and DMA length Length - readGot
+	// (hca.Requester.Next, OnReadResponse). Context 0 (MTU 256, from PSN
+	// 000009): Re a
+	// READ of 700 B at offset 10 (000009..00000B), Sa a SEND of 20 B
+	// (00000C), Rf a READ of 1000 B at offset 33 (00000D..000010), Rg a
+	// READ of 600 B at offset 7 (000011..000013), Sb a SEND of 20 B
+	// (000014).
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(0, hca.WRRDMARead, 700, 0x44_0000+10, true)
+	wqe(0, hca.WRSend, 20, 0x47_0000, true)
+	wqe(0, hca.WRRDMARead, 1000, 0x45_0000+33, true)
+	wqe(0, hca.WRRDMARead, 600, 0x46_0000+7, true)
+	wqe(0, hca.WRSend, 20, 0x48_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r0, Re's FIRST (000009, 256 B): readGot 0 -> 256, at +0.
+	deliver(0, readRsp(0, 3, 0x000009, 256, false))
+	// n1, a sequence error NAK at Sa (00000C): Re's PSNs all lie before
+	// it, its MIDDLE and LAST lost: the implied NAK, a retry from Re
+	// (retry_cnt 3 -> 2). Re asks for the rest: PSN 000009 + 256 / 256 =
+	// 00000A, VA + 256, length 700 - 256 = 444; Sa, Rf, Rg and Sb go again
+	// whole (00000C 00000D 000011 000014).
+	deliver(0, reqAck{psn: 0x00000C, syn: hca.SynNAKSeq})
+	// r2..r3, the responder's answer to that request, FIRST (00000A, 256
+	// B) and LAST (00000B, 188 B): indexes 1 and 2 x 256 are readGot 256
+	// and 512, at +256 and +512; 700 >= 700, Re completes.
+	deliver(0, readRsp(0, 2, 0x00000A, 256, false))
+	deliver(0, readRsp(1, 2, 0x00000B, 188, true))
+	// a4, an ACK through 00000C: Sa completes.
+	deliver(0, reqAck{psn: 0x00000C, syn: hca.SynACK})
+	// r5, Rf's FIRST (00000D, 256 B), then r6 a MIDDLE at 00000E with
+	// the other 744 B (longer than the MTU: IBA forbids it, and neither
+	// the model nor hca_rx_ack checks it): in sequence (1 x 256 =
+	// readGot), at +256; readGot 1000 >= 1000, Rf completes at its second
+	// PSN of four.
+	deliver(0, readRsp(0, 4, 0x00000D, 256, false))
+	deliver(0, readRsp(1, 4, 0x00000E, 744, false))
+	// r7, a LAST at Rf's last PSN (000010): no message holds it now,
+	// dropped.
+	deliver(0, readRsp(3, 4, 0x000010, 232, false))
+	// r8, Rg's FIRST (000011, 256 B) at +0, r9 a MIDDLE of 100 B (shorter
+	// than the MTU) at +256: readGot 356. r10, the LAST (000013): 2 x 256
+	// is not 356, dropped.
+	deliver(0, readRsp(0, 3, 0x000011, 256, false))
+	deliver(0, readRsp(1, 3, 0x000012, 100, true))
+	deliver(0, readRsp(2, 3, 0x000013, 244, false))
+	// n11, a sequence error NAK at Sb (000014): the implied NAK, a retry
+	// from Rg (retry_cnt back to 3 since r0's progress, now 2): Rg asks
+	// from 000011 + 356 / 256 = 000012, VA + 356, 600 - 356 = 244 B; Sb
+	// again (000014).
+	deliver(0, reqAck{psn: 0x000014, syn: hca.SynNAKSeq})
+	// r12, the answer, an ONLY at 000012 of 244 B: 1 x 256 is not 356,
+	// dropped (the model's Rg can take no more responses).
+	deliver(0, readRsp(0, 1, 0x000012, 244, false))
+	// n13, a NAK invalid request at 000012: Rg fails (REM_INV_REQ_ERR), Sb
+	// is flushed (WR_FLUSH_ERR), context 0 goes to ERR.
+	deliver(0, reqAck{psn: 0x000012, syn: hca.SynNAKInvReq})
+	// Responses behind an unanswered READ or atomic: the model takes a
+	// response in sequence for a later READ or atomic (find, not the
+	// head), acknowledges the SENDs and WRITEs before it (done, not sent
+	// again: rewind skips a done message), keeps what it completes done
+	// until the head completes, and retries from the head (the implied
+	// NAK; absorbed while a retry sequence is under way, the later READ
+	// keeping its readGot). Context 1 (MTU 1024, next PSN 00010A), once
+	// every ACK and response before is taken: Ha a fetch and add
+	// (00010A), Sx a SEND of 50 B (00010B), Ry a READ of 3072 B at
+	// offset 20 (00010C..00010E), Az a compare and swap at lane 8
+	// (00010F), Sw a SEND of 30 B (000110).
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(1, hca.WRFetchAdd, 8, 0x4B_0000, true)
+	wqe(1, hca.WRSend, 50, 0x4C_0000, true)
+	wqe(1, hca.WRRDMARead, 3072, 0x49_0000+20, true)
+	wqe(1, hca.WRCompSwap, 8, 0x4A_0000+8, true)
+	wqe(1, hca.WRSend, 30, 0x4D_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r14, Ry's FIRST (00010C, 1024 B) while Ha has had no answer: in
+	// sequence for Ry (readGot 0), at +0, readGot 1024; Sx is
+	// acknowledged (done); then the implied NAK, a retry from Ha
+	// (retry_cnt 3 -> 2): Ha, Ry (its readGot back to 0), Az and Sw go
+	// again (00010A 00010C 00010F 000110), Sx does not.
+	// Its bytes are not those r16 brings for the same PSN (the remote
+	// buffer written in between, by another QP): the model's host memory
+	// ends with r16's.
+	first := readRsp(0, 3, 0x00010C, 1024, false)
+	for k := range first.rsp.Payload {
+		first.rsp.Payload[k] ^= 0x5A
+	}
+	deliver(1, first)
+	// r15, Az's atomic ACK (00010F), Ha still unanswered: Az done, its
+	// value written; the implied NAK is absorbed (a retry sequence under
+	// way, no progress since).
+	deliver(1, atomicAck(0x00010F, 0x0A0B0C0D0E0F1011, false))
+	// r16..r17, Ry's FIRST again (the answer to its resend; readGot 0, at
+	// +0, readGot 1024) and its MIDDLE (1 x 1024 = readGot: at +1024,
+	// readGot 2048): both behind Ha, the implied NAK absorbed each time,
+	// so Ry keeps its bytes.
+	deliver(1, readRsp(0, 3, 0x00010C, 1024, true))
+	deliver(1, readRsp(1, 3, 0x00010D, 1024, false))
+	// r18, Ha's atomic ACK (00010A): Ha completes, and Sx, done, after
+	// it; Ry (2048 of 3072) is not done: the rest wait.
+	deliver(1, atomicAck(0x00010A, 0x1213141516171819, true))
+	// r19, Ry's LAST (00010E, 1024 B): 2 x 1024 = readGot, at +2048,
+	// readGot 3072: Ry completes, and Az (done) after it.
+	deliver(1, readRsp(2, 3, 0x00010E, 1024, false))
+	// a20, an ACK through 000110: Sw completes.
+	deliver(1, reqAck{psn: 0x000110, syn: hca.SynACK})
+	// An ACK past an unanswered READ: the model's ackThrough marks the
+	// SENDs and WRITEs it covers done behind the READ (it does not stop
+	// at a READ), and its impliedNAK retries from the READ, the done ones
+	// not sent again. Context 2 (MTU 512, from 000200), held until the
+	// above are taken: Hr a READ of 512 B at offset 0 (000200), Wy a
+	// WRITE of 1000 B (000201 000202), Sz a SEND of 10 B (000203).
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(2, hca.WRRDMARead, 512, 0x4E_0000, true)
+	wqe(2, hca.WRRDMAWrite, 1000, 0x4F_0000+9, true)
+	wqe(2, hca.WRSend, 10, 0x50_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// a21, an ACK through 0001FF, before the ring (a late duplicate of
+	// the QP's last ACK before these): it covers nothing and implies
+	// nothing (Hr's PSNs are not before it).
+	deliver(2, reqAck{psn: 0x0001FF, syn: hca.SynACK})
+	// a22, an ACK through 000202 (Wy's last): Wy done behind Hr; Hr's
+	// PSN lies before it: the implied NAK, a retry from Hr (retry_cnt 3
+	// -> 2): Hr and Sz go again (000200 000203), Wy does not.
+	deliver(2, reqAck{psn: 0x000202, syn: hca.SynACK})
+	// r23, Hr's ONLY (000200, 512 B): Hr completes, and Wy after it.
+	deliver(2, readRsp(0, 1, 0x000200, 512, false))
+	// a24, an ACK through 000203: Sz completes.
+	deliver(2, reqAck{psn: 0x000203, syn: hca.SynACK})
+	// Control: every handshake ready (wr0's too, bit 10), every VL's
+	// credit plenty, a WQE or ACK offered whenever one is due.
+	for range 1500 {
+		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
+	}
+	return p
+}
+
 // stall replaces the run's control with one that holds every handshake
 // back now and then: WQEs, ACKs and responses offered, rd1's ready and
 // answers, out_ready, the picks, cpl_ready and wr0's ready, each in 256-cycle phases
@@ -328,49 +499,46 @@ func TestRspPlan(t *testing.T) {
 	assert.Len(t, p.mem, 700+8+8+1024+2048+1+63+65+4099+8, "bytes written")
 }
 
-// TestRequesterResponseCosim: hca_requester completes READs and atomics
-// on their responses as the model does, and drops or retries on those the
-// model drops or retries on; each mutant of the response logic fails.
-func TestRequesterResponseCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
+// TestRspRetryPlan: the same for newRspRetryPlan.
+func TestRspRetryPlan(t *testing.T) {
+	p := newRspRetryPlan()
+	// Context 0: Re Sa Rf Rg Sb, again after n1 with Re's request for the
+	// rest at 00000A, then Rg's for the rest at 000012 and Sb after n11.
+	assert.Equal(t, []uint32{0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
+	// Context 1: Ha Sx Ry Az Sw, and after r14 all but Sx again.
+	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110}, p.psns[1], "context 1")
+	// Context 2: Hr, Wy (2 packets), Sz, and after a22 Hr and Sz again.
+	assert.Equal(t, []uint32{0x200, 0x201, 0x202, 0x203, 0x200, 0x203}, p.psns[2], "context 2")
+	// Re on r3, Sa on a4, Rf on r6; Rg failed and Sb flushed on n13; Ha
+	// Sx on r18, Ry Az on r19, Sw on a20; Hr Wy on r23, Sz on a24.
+	want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 8)...)
+	assert.Equal(t, want, p.status, "completion statuses")
+	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19, r23; dropped: r7 r10 r12.
+	assert.Equal(t, 14, p.placed, "responses the model accepts")
+	assert.Equal(t, 3, p.dropped, "responses the model drops")
+	assert.Equal(t, 25, len(p.run.acks), "ACKs and responses")
+	// Written: Re's 256 + 256 + 188, Rf's 256 + 744, Rg's 256 + 100,
+	// Ry's first 1024 twice (r14 and r16 at the same addresses, r16's
+	// bytes last) and its other two 1024, Az's and Ha's 8, Hr's 512: 14
+	// writes, the buffers disjoint.
+	assert.Equal(t, 14, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+1000+356+3072+8+8+512, "bytes written")
+}
+
+// rspCase is a run of a response plan: unmutated (file ""), or file's old
+// text replaced by new, which must fail it.
+type rspCase struct{ name, file, old, new string }
+
+// runRspCases runs each case of plan, in parallel, and check on each
+// unmutated run's result; a name ending in "stalled" runs with the
+// handshakes held back (rspPlan.stall).
+func runRspCases(t *testing.T, plan func() *rspPlan, cases []rspCase, check func(t *testing.T, p *rspPlan, res *retryResult)) {
 	dir := t.TempDir()
-	f, rx := "hca_requester.v", "hca_rx_ack.v"
-	for _, m := range []struct{ name, file, old, new string }{
-		{name: "unmutated"},
-		{name: "unmutated, stalled"},
-		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
-		{"a response out of sequence acknowledging what is before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && e_lim"},
-		{"a response out of sequence taken", f, "n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);", "1'b1;"},
-		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
-		{"a response acknowledging nothing before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && !e_rsp && e_lim"},
-		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
-		{"a READ's responses not counted", f, "wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};", "wire [23:0]      w_k      = n_from + {23'd0, e_incl};"},
-		{"no implied NAK on a response", f, "((e_rnr || e_rsp) && r_impl)", "(e_rnr && r_impl)"},
-		// The payload.
-		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
-		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
-		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
-		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy);", "h_cover || h_fin;"},
-		{"a response the head does not take written", f, "wire             d_take   = h_acc && e_any;", "wire             d_take   = e_any;"},
-		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {28'd0, d_off};", "d_a      = h_wqe[63:0];"},
-		// Byte enables and the realignment to the host address.
-		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
-		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
-		{"the first beat's mask from lane 0", f, "d_first ? d_ge :", "d_first ? {64{1'b1}} :"},
-		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
-		{"the lanes below s from this block, not the block before", f, "d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];", "d_rot[511-8*dk -: 8];"},
-		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
-		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
-		// An atomic's original value.
-		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
-		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {28'd0, d_off};", "d_a      = h_wqe[63:0] + {28'd0, d_off} + {60'd0, !e_rrd, 3'd0};"},
-		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
-	} {
+	for _, m := range cases {
 		t.Run(strings.NewReplacer(" ", "_", ",", "").Replace(m.name), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			p := newRspPlan()
+			p := plan()
 			if strings.HasSuffix(m.name, "stalled") {
 				p.stall(cosimSeeds[0])
 			}
@@ -383,19 +551,7 @@ func TestRequesterResponseCosim(t *testing.T) {
 			for q := range p.psns {
 				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
 			}
-			// The CQEs: the signaled completions of the plan (M0 M2 M3,
-			// A0 S A1 R, R2 S2, Ra Rb Rc Rd A2: M1 and R1 are
-			// unsignaled), each success.
-			assert.Equal(t, make([]hca.WCStatus, 14), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
-			// wr0, a write per response written, ceil((s + n) / 64)
-			// beats at lane s = address mod 64 for n bytes: M2's three
-			// (s 0: 256, 256, 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), R1's
-			// two and R2's four (r11's blocks dropped: its READ was not
-			// the head; 512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5,
-			// 63 B: 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60
-			// (17 each) and its LAST of 3 (1), A2 (s 56: 1).
-			assert.Equal(t, 3+2+6+3+5+1, res.writes, "wr0 writes")
-			assert.Equal(t, (4+4+3)+(1+1)+6*8+(1+2+2)+(4*17+1)+1, res.wbeats, "wr0 beats")
+			check(t, p, res)
 			if strings.HasSuffix(m.name, "stalled") {
 				// The stalls reached the completions: some waited for
 				// cpl_ready (the all-ready run's never do).
@@ -405,4 +561,105 @@ func TestRequesterResponseCosim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequesterResponseCosim: hca_requester completes READs and atomics
+// on their responses as the model does, and drops or retries on those the
+// model drops or retries on; each mutant of the response logic fails.
+func TestRequesterResponseCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	f, rx := "hca_requester.v", "hca_rx_ack.v"
+	runRspCases(t, newRspPlan, []rspCase{
+		{name: "unmutated"},
+		{name: "unmutated, stalled"},
+		{"responses not handed to the requester", rx, "wire         to_req = is_ack || rd_rsp || at_ack;", "wire         to_req = is_ack;"},
+		{"a response out of sequence acknowledging what is before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && e_lim"},
+		{"a response out of sequence taken", f, "d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);", "1'b1;"},
+		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
+		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
+		{"a READ's responses not counted", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot;"},
+		{"no implied NAK on a response", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_incl) && r_impl)"},
+		// The payload.
+		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
+		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
+		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
+		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy) || h_dn;", "h_cover || h_fin || h_dn;"},
+		{"a response no message takes written", f, "wire             d_take   = m_take && e_any;", "wire             d_take   = e_any;"},
+		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0];"},
+		// Byte enables and the realignment to the host address.
+		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
+		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
+		{"the first beat's mask from lane 0", f, "d_first ? d_ge :", "d_first ? {64{1'b1}} :"},
+		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
+		{"the lanes below s from this block, not the block before", f, "d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];", "d_rot[511-8*dk -: 8];"},
+		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
+		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
+		// An atomic's original value.
+		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
+		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0] + {32'd0, e_mgot} + {60'd0, !e_rrd, 3'd0};"},
+		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
+	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
+		// The CQEs: the signaled completions of the plan (M0 M2 M3, A0
+		// S A1 R, R2 S2, Ra Rb Rc Rd A2: M1 and R1 are unsignaled), each
+		// success.
+		assert.Equal(t, make([]hca.WCStatus, 14), res.status, fmt.Sprintf("completion statuses on cpl_* (%d)", len(res.status)))
+		// wr0, a write per response written, ceil((s + n) / 64) beats at
+		// lane s = address mod 64 for n bytes: M2's three (s 0: 256, 256,
+		// 188 B: 4 + 4 + 3), A0 and A1 (1 + 1), r11 (R2's FIRST behind
+		// R1: the model writes it, and again with r14), R1's two and R2's
+		// four (512 B at s 0: 8 each), Ra (s 5, 1 B: 1), Rb (s 5, 63 B:
+		// 2), Rc (s 63, 65 B: 2), Rd's four of 1024 B at s 60 (17 each)
+		// and its LAST of 3 (1), A2 (s 56: 1).
+		assert.Equal(t, 3+2+7+3+5+1, res.writes, "wr0 writes")
+		assert.Equal(t, (4+4+3)+(1+1)+7*8+(1+2+2)+(4*17+1)+1, res.wbeats, "wr0 beats")
+	})
+}
+
+// TestRequesterResponseRetryCosim: hca_requester counts a READ's bytes as
+// the model's readGot, resends a READ for the rest, and takes responses
+// behind an unanswered READ or atomic as the model does; each mutant of
+// that logic fails.
+func TestRequesterResponseRetryCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	f := "hca_requester.v"
+	runRspCases(t, newRspRetryPlan, []rspCase{
+		{name: "unmutated"},
+		{name: "unmutated, stalled"},
+		// Payload lengths summed (readGot), and a READ retried after part
+		// of its responses asking for the rest.
+		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot + (32'd128 << ctx_mtu[e_ctx]);"},
+		{"the sequence checked in whole MTUs (readGot / MTU)", f, "d_off[31:0] == h_got &&",
+			"{8'd0, n_from} == (h_got >> ({2'b0, ctx_mtu[e_ctx]} + 5'd7)) &&"},
+		{"a READ completing only at its last PSN", f, "m_fin    = !e_rrd || rg_sum >= {1'b0, e_mlen};", "m_fin    = !e_rrd || h_d == 24'd0;"},
+		// (The READ resent whole, rp_got 0, is the three below at once.)
+		{"a resent READ from its first PSN", f, "m_psn       <= rp_ent[47:24] + rp_gpsn[23:0];", "m_psn       <= rp_ent[47:24];"},
+		{"a resent READ's VA not moved", f, "m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};", "m_raddr     <= rp_wqe[319:256];"},
+		{"a resent READ's DMA length whole", f, "m_length    <= rp_len - rp_got;", "m_length    <= rp_len;"},
+		// Responses behind an unanswered READ or atomic.
+		{"a response behind the head not taken", f, "m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}};", "m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && e_sp == e_hd;"},
+		{"the SENDs and WRITEs before it not marked done", f, "m_mark[k] = m_rng && k[QPN_W+OQ_W-1:OQ_W] == e_ctx", "m_mark[k] = 1'b0 && k[QPN_W+OQ_W-1:OQ_W] == e_ctx"},
+		{"a done message sent again", f, "wire             rp_dn    = oq_done[rp_ix];", "wire             rp_dn    = 1'b0;"},
+		{"a done message not retired at the head", f, "h_ok     = h_cover || (h_fin && !d_busy) || h_dn;", "h_ok     = h_cover || (h_fin && !d_busy);"},
+		{"a READ behind the head keeping no bytes", f, "h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;", "h_got    = (oq_gv[h_ix] && h_ptr == e_hd) ? oq_got[h_ix] : 32'd0;"},
+		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
+		// An ACK past an unanswered READ.
+		{"no implied NAK on an ACK", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_rsp) && r_impl)"},
+		{"an old ACK's scan passing the ring (marking every message sent)", f, "wire             s_stop   = !h_d[23];", "wire             s_stop   = s_hold;"},
+		{"an ACK not marking the message at its PSN done", f, "if (m_rng && m_in && !e_rsp && e_incl && e_meq) oq_done[m_ix] <= 1'b1;", "if (1'b0) oq_done[m_ix] <= 1'b1;"},
+	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
+		// The CQEs: Re Sa Rf, Rg's REM_INV_REQ_ERR and Sb's WR_FLUSH_ERR,
+		// Ha Sx Ry Az and Sw, Hr Wy Sz, every WQE signaled.
+		want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 8)...)
+		assert.Equal(t, want, res.status, "completion statuses on cpl_*")
+		// wr0, ceil((s + n) / 64) beats a write: Re's three at s = 10
+		// (each at LocalAddr + readGot, readGot a multiple of 64: 256 B
+		// 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744 B
+		// ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2); Ry's
+		// four of 1024 B at s = 20 (17 each), Az's value at lane 8 and
+		// Ha's at lane 0 (1 each); Hr's 512 B at s = 0 (8).
+		assert.Equal(t, 3+2+2+4+2+1, res.writes, "wr0 writes")
+		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2+8, res.wbeats, "wr0 beats")
+	})
 }

@@ -162,7 +162,7 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 		{name: "unmutated"},
 		{"the timer never armed at a commit", "RETRY_TIMEOUT != 0 && commit && head_ctx == q[QPN_W-1:0] && !to_on[q]", "1'b0"},
 		{"the timer not restarted on progress", "end else if (e_prog || w_adv || rewind) begin", "end else if (rewind) begin"},
-		{"a timeout's retry from the head's first PSN", "e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : h_ack[e_ctx*24 +: 24]) : e_psn;", "e_tmo ? h_ent[47:24] : e_psn;"},
+		{"a timeout's retry from the head's first PSN", "e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : e_hack) : e_psn;", "e_tmo ? h_ent[47:24] : e_psn;"},
 		{"a timeout not spending the shared retry_cnt", "wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];",
 			"wire [2:0]       r_rl     = (e_prog || e_tmo) ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];"},
 		{"a partial ACK's progress not restoring the counters", "if (e_prog || w_adv) begin", "if (e_prog) begin"},

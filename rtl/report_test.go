@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 17)
+	require.Len(t, r.Buffers, 18)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -58,18 +58,20 @@ func TestReportBuffers(t *testing.T) {
 	// READ or atomic 1 + signaled 1 + opcode 3 + index 16 + length 32 +
 	// first PSN 24 + last PSN 24 = 101 bits; beside each its resend copy,
 	// remote address 64 + R_Key 32 + immediate 32 + swap/add 64 + compare
-	// 64 + local address 64 = 320 bits; the message contexts, 4 of 3 bits
-	// and the resend bit.
+	// 64 + local address 64 = 320 bits; beside each a READ's bytes
+	// received, 32 bits (a WQE's length is 32 bits); the message contexts,
+	// 4 of 3 bits and the resend bit.
 	assert.Equal(t, 8*118, r.Buffers[9].TotalBits)
 	assert.Equal(t, 128*512, r.Buffers[10].TotalBits)
 	assert.Equal(t, 4*33, r.Buffers[11].TotalBits)
 	assert.Equal(t, 130*518, r.Buffers[12].TotalBits)
 	assert.Equal(t, 8*8*101, r.Buffers[13].TotalBits)
 	assert.Equal(t, 8*8*320, r.Buffers[14].TotalBits)
-	assert.Equal(t, 4*4, r.Buffers[15].TotalBits)
+	assert.Equal(t, 8*8*32, r.Buffers[15].TotalBits)
+	assert.Equal(t, 4*4, r.Buffers[16].TotalBits)
 	// hca_rx_ack's payload FIFO: RxPayBlocks (128: two READ responses of
 	// MTU 4096, 64 blocks each) blocks of 512 bits.
-	assert.Equal(t, 2*4096/64*512, r.Buffers[16].TotalBits)
+	assert.Equal(t, 2*4096/64*512, r.Buffers[17].TotalBits)
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
 	assert.Contains(t, PrimitiveSource("hca_rx_ack.v"), fmt.Sprintf("localparam integer PD_DEPTH = %d;", RxPayBlocks))
 	assert.Empty(t, r.Cells)
@@ -77,7 +79,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+4*4+128*512), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*512), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -272,14 +274,20 @@ func TestReportYosys(t *testing.T) {
 	// the job's block count 7, the write bit 1, the write's address 64
 	// and its length 7 (beats x 64, at most 65: bits 5:0 and 15:13 are
 	// 0). Their placement at host byte lanes: with a reset, the spilled
-	// beat's bit 1; without, the payload's length 6 (only (n - 1) mod 64
-	// is read: the last byte's lane), the atomic's original value 64, the
+	// beat's bit 1; without, the payload's length 13 (its low 6 bits for
+	// the last byte's lane, all 13 added to readGot), the atomic's
+	// original value 64, the
 	// atomic and first-beat bits 2, the last byte's lane 6, and the source
 	// block before, rotated by s, 504 (a beat takes its lanes below s <=
 	// 63, so never lane 63; s is the write address's low bits, no flop of
-	// its own).
+	// its own). The READs' bytes and the responses behind an unanswered
+	// READ or atomic: with a reset, per ring entry (8 x 8) READ or atomic,
+	// done and bytes-valid bits 3 x 64; without, the matched message's
+	// bytes before and length 32 + 32 and whether an ACK covers it at its
+	// last PSN 1.
 	// Memories: the 9 context fields, the outstanding messages, their
-	// resend copies, the four FIFOs and the RNR timer's table (a ROM).
+	// resend copies, the READs' bytes received, the four FIFOs and the
+	// RNR timer's table (a ROM).
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
@@ -287,7 +295,8 @@ func TestReportYosys(t *testing.T) {
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
 		8*(24+1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
-		(1+6+64+2+6+504),
+		(1+13+64+2+6+504)+
+		(3*64+32+32+1),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -328,7 +337,7 @@ func TestReportYosys(t *testing.T) {
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":
-			assert.Equal(t, 9+1+1+4+1, c.Memories, c.Module) // the context fields, the outstanding messages and their copies, the four FIFOs, the RNR table
+			assert.Equal(t, 9+1+1+1+4+1, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the four FIFOs, the RNR table
 		}
 	}
 }

@@ -227,9 +227,13 @@ the QP's packets not yet sent and resend go-back-N from the NAK's packet, after 
 (RNR_TICK cycles per 10 us) for an RNR NAK, counting RETRY_CNT and RNR_RETRY (hca.retry_cnt,
 hca.rnr_retry; 7 infinite): spent, the QP fails with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR. A local
 ACK timer per QP (ACK_TICK x 2^RETRY_TIMEOUT cycles: hca.retry_timeout's 4.096 us x 2^t; 0 none)
-resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT.
-TODO: a READ retried after part of its
-response asking for the rest, the GRH's DGID and the QP's P_Key index on receive,
+resends go-back-N from the oldest unacknowledged PSN when it expires, spending RETRY_CNT; a READ
+resent after part of its responses asks for the rest (PSN, VA and DMA length moved by the bytes
+received, which are summed from the responses' payloads, as the model's readGot); a response in
+sequence for a message behind an unanswered READ or atomic is taken as the model takes it (its
+data written, the SENDs and WRITEs before it done, done messages not resent, retired in order), and
+an ACK marks the SENDs and WRITEs it covers behind one done and, past it, is the implied NAK.
+TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline

@@ -106,7 +106,9 @@
 // restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
 // rewinds the context (go-back-N): its messages between dec_* and tx_* are purged as at an error,
 // and the ring's messages are sent again from the head, oldest first, the head from the NAK's
-// packet (PSN - first; a READ or atomic from its request) and the rest whole, each as a message
+// packet (PSN - first; an atomic from its request, a READ from its request for the responses it
+// lacks: PSN first + readGot / MTU, the RETH's VA + readGot and DMA length - readGot, as the
+// model's Next) and the rest whole, each as a message
 // into hca_tx_path with msg_skip packets stepped over (the packetizer), its payload read again from
 // LocalAddr + skip x MTU: the model resends from its WQE, kept per message, so each ring entry has
 // a copy of the WQE's remote address, R_Key, immediate, atomic operands and local address. After
@@ -135,13 +137,14 @@
 // further, for a context that does not hold ack_qpn (counted on no_qp) or is in ERR. First a scan
 // (a cycle an entry, from the head, through the messages sent when the response was taken) for
 // the message holding its PSN: it takes the response when it is a READ for a READ response or an
-// atomic for an atomic ACK and the response is in sequence for it (its PSN the message's first
-// plus the responses it has had: per context the head's count, h_ack, which a NAK's partial
-// acknowledgement of a SEND or WRITE uses otherwise; 0 for a later message). Only then does the
+// atomic for an atomic ACK and the response is in sequence for it (its index in the message x MTU
+// equal to the bytes the READ has had, the model's readGot: per context the head's, h_ack, which
+// holds a SEND's or WRITE's acknowledged packets otherwise; 0 for a later message). Only then does the
 // walk run, not inclusive (ackThrough(psn, false)): the SENDs and WRITEs before the PSN leave as
-// for a NAK, and, the message then at the head, the response counts one more of its responses
-// (progress: OnReadResponse's data for the oldest message), or, at its last PSN (an atomic's only
-// one), completes it in the walk, a CQE when signaled (byte count the WQE's length). Without the
+// for a NAK, and, the message then at the head, the response adds its payload's bytes to readGot
+// (progress: OnReadResponse's data for the oldest message), or, when readGot reaches the READ's
+// length (at any PSN) or for an atomic,
+// completes it in the walk, a CQE when signaled (byte count the WQE's length). Without the
 // scan's match the walk retires nothing, as the model runs no ackThrough for a response it drops
 // (a duplicate, one out of sequence, one of the wrong kind, one for a PSN no message holds). After
 // the walk, the implied NAK as for a NAK: the head a READ or atomic already sent whose PSNs all lie
@@ -156,16 +159,25 @@
 // (the drain, below). The walk waits until the write's last beat is taken, so a READ's or
 // atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
 // response dropped without a job (no context) has its blocks dropped at once; the next response
-// is taken only when the drain is free. A READ completes on its last PSN, where the model counts bytes (readGot >=
-// Length): the same for every response whose FIRST and MIDDLEs carry an MTU each, as the model's
-// responder sends them (the payload length against the path MTU is not checked).
-// Not here: a READ retried after part of its responses asks for it whole (the model asks for the
-// rest: its RETH and PSN from readGot), the responses the model keeps for a READ that is not the
-// ring's head (a response in sequence for a later READ while an earlier READ or atomic is
-// unanswered: the model places it and, if it completes that READ or atomic, keeps it completed and
-// sends it no more, and it marks the SENDs and WRITEs between acknowledged, not to be resent; here
-// the response is dropped and the retry resends them all), an implied NAK on an ACK (only on a
-// NAK or a response here), the model's round robin over QPs
+// is taken only when the drain is free. A response's payload length is not checked against the
+// path MTU (nor in the model): a shorter or longer FIRST or MIDDLE moves readGot by its length, so
+// the responses after it are out of sequence, as in the model.
+// A response in sequence for a message behind an unanswered READ or atomic (the scan finds it
+// past the head): taken as the model's OnReadResponse and OnAtomicAck take it (find, not the
+// head): its data written at its LocalAddr + its readGot (kept per ring entry, oq_got), and at the
+// walk's end every SEND and WRITE before it is done (the response acknowledges their PSNs: the
+// model's ackThrough), and so is the message when the response completes it; a done message is
+// not sent again by a rewind (the resend steps over it) and leaves, in order, with its CQE, when
+// the walk reaches it at the head. A later READ's bytes are kept while the implied NAK is
+// absorbed, and start afresh when a rewind resends it (the model's rewind clears its readGot).
+// An ACK's or NAK's job scans the same way (to the first message whose last PSN is at or after its
+// PSN), and at its walk's end marks the SENDs and WRITEs before that message done, and, for an ACK,
+// that message when its last PSN is the ACK's: the model's ackThrough, which does not stop at a READ
+// or atomic. An ACK past a READ or atomic already sent whose PSNs all lie before it is the implied
+// NAK too, as a NAK or a response past it.
+// Not here: an ACK's or NAK's partial acknowledgement of a SEND or WRITE behind the head (the
+// model's acked of a later message, which its timeout resends from once it is the head; h_ack is
+// the head's only), the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -336,6 +348,14 @@ module hca_requester #(
     // and what a resend needs besides: {remote address, R_Key, immediate, swap/add, compare, local address}
     reg  [319:0]        oq_wqe [0:NQ*OQ_DEPTH-1];
     reg  [NQ*PW-1:0]    oq_hd, oq_tl;
+    // Per entry: a READ or atomic (a copy of oq_mem's bit, for the marking below), done (the model's
+    // sendMsg.done for a message behind the head: a SEND or WRITE a later response acknowledged, a
+    // READ or atomic its responses completed; popped, in order, when the walk reaches it), and
+    // whether the READ's response bytes (oq_got) are valid (else 0: a message sent, or resent
+    // behind the head, has had none: the model's rewind clears a later READ's readGot).
+    reg  [NQ*OQ_DEPTH-1:0] oq_rd, oq_done, oq_gv;
+    // A READ's response bytes received in sequence (the model's sendMsg.readGot), per entry.
+    reg  [31:0]         oq_got [0:NQ*OQ_DEPTH-1];
     wire [PW-1:0]       d_hd    = oq_hd[dix*PW +: PW];
     wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
     wire                oq_room = d_tl - d_hd != OQ_FULL;
@@ -358,6 +378,8 @@ module hca_requester #(
     reg              e_scan;               // a response's scan: the ring read from the head for the message holding its PSN
     reg  [PW-1:0]    e_sp;                 // the scan's place in the ring
     reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
+    reg  [31:0]      e_mgot, e_mlen;       // that message's response bytes before (readGot) and its length
+    reg              e_meq;                // it is a SEND or WRITE whose last PSN is the job's (an ACK covers it)
     reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
     reg  [6:0]       e_blk;                // how many (ack_blk)
     reg  [12:0]      e_plen;               // the payload's bytes: a READ response's (ack_len), an atomic's 8
@@ -458,6 +480,17 @@ module hca_requester #(
     wire [32:0]      rp_end   = {27'd0, rp_addr[5:0]} + {1'b0, rp_rlen} + 33'd63;
     wire [26:0]      rp_blocks = rp_end[32:6];
     wire             rp_pay   = !rp_ent[100] && rp_rlen != 32'd0;
+    // A READ at the ring's head resent after some of its responses came asks for the rest
+    // (hca.Requester.Next; rxe req_retry): from the first PSN not answered, first + readGot / MTU,
+    // the RETH's VA and DMA length moved by the bytes received (h_ack: readGot, read at the take, as
+    // the model's Next reads it at the send). A later READ has had none (the model's rewind clears
+    // its readGot).
+    wire [QPN_W+OQ_W-1:0] rp_ix   = {rq, rp_ptr[OQ_W-1:0]};
+    wire [31:0]      rp_got   = (rp_ptr == rp_hd && rp_ent[98:96] == 3'd4 && oq_gv[rp_ix]) ? oq_got[rp_ix] : 32'd0;
+    // A message a later response completed or acknowledged is not sent again (the model's rewind
+    // leaves a done message sent): the resend steps over it, a cycle, sending nothing.
+    wire             rp_dn    = oq_done[rp_ix];
+    wire [31:0]      rp_gpsn  = rp_got >> ({2'b0, rp_mtu} + 5'd7);
 
     // A context write is taken while the engine is idle, no ACK is offered and none of the
     // context's messages is between dec_* and tx_*; a WQE of that context waits in its cycle.
@@ -478,7 +511,8 @@ module hca_requester #(
     wire eng_take = take && to_eng;
     // A resend's message is taken under the same rules, and only while the completion engine is idle
     // (a rewind it does moves rs_ptr and purges what is in flight).
-    wire rp_take = rp_valid && (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
+    wire rp_skp  = rp_valid && rp_dn && eng_idle && !(cfg_take && cix == rq);
+    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
                    eng_idle && !(cfg_take && cix == rq);
 
     // ---- payload buffer -> hca_tx_path's pay_* ----
@@ -526,8 +560,8 @@ module hca_requester #(
         if (rp_take) begin
             // The ring's copy of the message, the context's path, from packet rp_skip.
             m_opcode    <= rp_ent[98:96];
-            m_length    <= rp_len;
-            m_raddr     <= rp_wqe[319:256];
+            m_length    <= rp_len - rp_got;
+            m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};
             m_rkey      <= rp_wqe[255:224];
             m_imm       <= rp_wqe[223:192];
             m_swap_add  <= rp_wqe[191:128];
@@ -537,7 +571,7 @@ module hca_requester #(
             m_sl        <= ctx_sl[rq];
             m_vl        <= ctx_vl[rq];
             m_rqpn      <= ctx_rqpn[rq];
-            m_psn       <= rp_ent[47:24];
+            m_psn       <= rp_ent[47:24] + rp_gpsn[23:0];
             m_mtu       <= rp_mtu;
             m_ack_every <= ack_req_every;
             m_skip      <= rp_skip;
@@ -757,11 +791,17 @@ module hca_requester #(
     wire [PW-1:0]    h_ptr    = e_scan ? e_sp : e_hd;
     wire [100:0]     h_ent    = oq_mem[{e_ctx, h_ptr[OQ_W-1:0]}];
     wire             h_rdat   = h_ent[100];
+    wire [QPN_W+OQ_W-1:0] h_ix    = {e_ctx, h_ptr[OQ_W-1:0]};
+    wire [31:0]      h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;
+    // The head is done (a message a response behind an unanswered READ or atomic completed or
+    // acknowledged): the walk takes it as an acknowledged one.
+    wire             h_dn     = oq_done[{e_ctx, e_hd[OQ_W-1:0]}] && !e_scan && e_lim != {IF_W{1'b0}};
     wire             h_sig    = h_ent[99];
     // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
     // (hca.Requester.OnTimeout: the head's first PSN plus its acknowledged packets; a READ or atomic
     // from its first).
-    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : h_ack[e_ctx*24 +: 24]) : e_psn;
+    wire [23:0]      e_hack   = h_ack[e_ctx*24 +: 24];
+    wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : e_hack) : e_psn;
     // An ACK covers a message whose last PSN is at or before its PSN, a NAK one strictly before
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
     wire [23:0]      h_d      = h_ent[23:0] - e_pt;
@@ -772,43 +812,55 @@ module hca_requester #(
     // A response the model takes (hca.Requester.OnReadResponse, OnAtomicAck), for the head: the scan
     // below found the message holding its PSN and the response in sequence for it (e_ok), and the
     // walk has brought that message to the ring's head (the head holds the PSN). Its sequence: the
-    // PSN is the message's first plus the responses it has had (h_ack for the head: the model's
-    // readGot / MTU, each response but the last carrying an MTU; none for an atomic). One at the
-    // head's last PSN (an atomic's only one) completes it: the walk takes it as it takes an
-    // acknowledged SEND or WRITE.
+    // PSN's index in the message x MTU is the bytes it has had (h_ack for the head: the model's
+    // readGot; none for an atomic). One that brings readGot to the READ's length (an atomic's only
+    // one) completes it: the walk takes it as it takes an acknowledged SEND or WRITE.
     wire [2:0]       h_op     = h_ent[98:96];
     wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;
     wire             h_acc    = e_rsp && e_ok && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23];
-    wire             h_fin    = h_acc && h_d == 24'd0;
+    // A READ is done when its bytes received reach its length (the model's readGot >= Length), at
+    // whatever PSN: the responses' payload lengths are summed, not counted as an MTU each.
+    wire [32:0]      rg_sum   = {1'b0, e_mgot} + {20'd0, e_plen};
+    wire             m_fin    = !e_rrd || rg_sum >= {1'b0, e_mlen};
+    wire             h_fin    = h_acc && m_fin;
+    // The message the scan matched takes the response, at the head or behind an unanswered READ or
+    // atomic (the model's OnReadResponse, OnAtomicAck take it wherever find puts it).
+    wire             m_take   = e_rsp && e_ok && e_lim != {IF_W{1'b0}};
     wire             walking  = eng_busy && eng_ack && !e_nakf && !e_scan;
     // A response's scan (before its walk, a cycle an entry from the head): the model acknowledges
     // the PSNs before a response's (ackThrough) only when the message holding its PSN (find) takes
-    // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its PSN
-    // the message's first plus the responses it has had: h_ack for the head, none for a later one).
+    // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its
+    // index x MTU the bytes it has had, uint32(idx x MTU) == readGot: h_ack for the head, none for a
+    // later one).
     // The scan ends at that message (e_ok: the response is in sequence for it), or past the
     // messages sent when the response was taken (e_lim), or at the ring's tail (none holds the PSN:
     // e_ok 0). Without e_ok the walk retires nothing; the implied NAK is judged as after any walk.
     wire [PW-1:0]    s_idx    = e_sp - e_hd;
     wire             s_end    = e_sp == e_tl || {{(IF_W-PW){1'b0}}, s_idx} >= e_lim;
     wire             s_hold   = !n_from[23] && !h_d[23];
-    wire             s_in     = h_rdat && h_kind && n_from == (e_sp == e_hd ? h_ack[e_ctx*24 +: 24] : 24'd0);
+    // The scan stops at the first message whose last PSN is at or after the PSN: it holds the PSN
+    // (s_hold), or the PSN lies before the ring (an old ACK's: the ring's PSNs are contiguous), and
+    // then nothing before it is covered.
+    wire             s_stop   = !h_d[23];
+    // The PSN's place in the message in bytes (its index x MTU, mod 2^32 as the model's uint32).
+    wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
+    wire             s_in     = h_rdat && h_kind && d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);
     // The walk stops at a message none of whose packets had left when the ACK was taken: the
     // model's ackThrough stops at a message never sent.
     // A response's payload is judged where the walk has no SEND or WRITE left to retire: written
     // through wr0 when the head takes the response (h_acc), else dropped. A READ response's goes to
-    // LocalAddr + the responses before x MTU (the model's LocalAddr + readGot), an atomic's original
+    // LocalAddr + the bytes of the responses before (the model's LocalAddr + readGot), an atomic's original
     // value to LocalAddr (8 bytes, least significant first, as the model's putLE64), each at its
     // host byte lanes with byte enables on the write's first and last beats (below).
     // The walk waits for the drain: a READ's or atomic's completion leaves after its last beat was taken.
     wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
-    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_hd[OQ_W-1:0]}];
+    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_sp[OQ_W-1:0]}];  // the matched message's (a response's job)
     wire             d_dec    = walking && e_drn && !(e_any && h_cover);
-    wire [35:0]      d_off    = {12'd0, n_from} << ({2'b0, ctx_mtu[e_ctx]} + 5'd7);
     // The write at its decision: its address, the payload's first byte lane there (s) and its last
     // byte's lane (s + (n - 1) mod 64, mod 64); the payload's last block spills into one more beat
     // when s + (n - 1) mod 64 passes lane 63, so the write is the source blocks, plus that one, x 64.
-    wire             d_take   = h_acc && e_any;
-    wire [63:0]      d_a      = h_wqe[63:0] + {28'd0, d_off};
+    wire             d_take   = m_take && e_any;
+    wire [63:0]      d_a      = h_wqe[63:0] + {32'd0, e_mgot};
     wire [12:0]      d_nm1    = e_plen - 13'd1;
     wire [6:0]       d_sum    = {1'b0, d_a[5:0]} + {1'b0, d_nm1[5:0]};
     wire [6:0]       d_src    = e_rrd ? e_blk : 7'd1;
@@ -844,7 +896,7 @@ module hca_requester #(
     wire [63:0]      d_be_l   = d_lastb ? ~({64{1'b1}} >> ({1'b0, d_e} + 7'd1)) : {64{1'b1}};
     wire             w_valid  = d_wr && (d_have ? d_atm || pd_valid : d_tail);
     wire             w_take   = w_valid && wr_ready;
-    wire             h_ok     = h_cover || (h_fin && !d_busy);
+    wire             h_ok     = h_cover || (h_fin && !d_busy) || h_dn;
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
     // in the ring holds its PSN (hca.Requester.find), so when the PSN lies from the head's first PSN
     // through the context's last (its next PSN less one: the ring's PSNs are contiguous), modulo
@@ -874,7 +926,7 @@ module hca_requester #(
     // this walk: settle) restores both counters and clears started first (progressed).
     wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];
     wire             r_find   = e_any && !n_from[23] && !h_d[23];
-    wire             r_seq    = (e_seq && (r_impl || r_find)) || ((e_rnr || e_rsp) && r_impl);
+    wire             r_seq    = (e_seq && (r_impl || r_find)) || ((e_rnr || e_rsp || e_incl) && r_impl);
     wire             r_rnr    = e_rnr && !r_impl && r_find;
     wire             r_start  = started[e_ctx] && !e_prog && !e_tmo;
     wire [2:0]       r_rl     = e_prog ? RETRY_CNT[2:0] : retry_left[e_ctx*3 +: 3];
@@ -892,8 +944,8 @@ module hca_requester #(
     // A response that does not complete the head READ (FIRST, MIDDLE) is one more of its responses
     // (h_ack, the model's readGot), and progress (OnReadResponse: data for the oldest message).
     wire             w_part   = e_any && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23] && (e_rsp ? h_acc : !h_rdat);
-    wire [23:0]      w_k      = n_from + {23'd0, e_incl || e_rsp};
-    wire             w_more   = w_part && w_k > h_ack[e_ctx*24 +: 24];
+    wire [23:0]      w_k      = n_from + {23'd0, e_incl};
+    wire             w_more   = w_part && (e_rsp || w_k > e_hack);
     wire             w_adv    = w_more && (e_incl || e_rsp);
     // After the walk: does a message of the context have packets sent (hca.Requester.Outstanding)?
     // After a rewind only when the head resends from a later packet than its first (its sent > 0);
@@ -956,6 +1008,56 @@ module hca_requester #(
     endfunction
     wire [WAIT_W-1:0] rnr_cycles = rnr_delay(e_code);
 
+    // The per-entry bits. A response behind an unanswered READ or atomic (the model's ackThrough,
+    // OnReadResponse, OnAtomicAck on a message not at the head): at its walk's end, when the message
+    // it matched is still in the ring, every SEND and WRITE before that message is done (the
+    // response acknowledges its PSNs), its readGot moves by the payload, and it is done when that
+    // completes it. The walk later takes done messages at the head in order.
+    wire [PW-1:0]    m_pos    = e_sp - e_hd;
+    wire             m_in     = m_pos < e_tl - e_hd;
+    wire             m_upd    = walk_end && m_take && m_in;
+    // An ACK's or NAK's walk marks the same way (the model's ackThrough does not stop at a READ or
+    // atomic): every SEND and WRITE before the message its scan found holding the PSN (or, none
+    // holding it, every one sent), and, for an ACK, that message when its last PSN is the ACK's.
+    // m_pos past the ring's count: the walk has taken the matched message (nothing is left before it).
+    wire             m_rng    = walk_end && m_pos <= e_tl - e_hd && (e_rsp ? m_take : !e_tmo);
+    wire [QPN_W+OQ_W-1:0] m_ix = {e_ctx, e_sp[OQ_W-1:0]};
+    always @(posedge clk) begin
+        if (m_upd && e_rrd) oq_got[m_ix] <= rg_sum[31:0];
+    end
+    integer k;
+    reg [OQ_W-1:0]          k_off;
+    reg [NQ*OQ_DEPTH-1:0]   m_mark;   // the SENDs and WRITEs before the matched message
+    always @* begin
+        for (k = 0; k < NQ*OQ_DEPTH; k = k + 1) begin
+            k_off     = k[OQ_W-1:0] - e_hd[OQ_W-1:0];
+            m_mark[k] = m_rng && k[QPN_W+OQ_W-1:OQ_W] == e_ctx && {1'b0, k_off} < m_pos && !oq_rd[k];
+        end
+    end
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            oq_rd   <= {(NQ*OQ_DEPTH){1'b0}};
+            oq_done <= {(NQ*OQ_DEPTH){1'b0}};
+            oq_gv   <= {(NQ*OQ_DEPTH){1'b0}};
+        end else begin
+            oq_done <= oq_done | m_mark;
+            if (m_upd && m_fin) oq_done[m_ix] <= 1'b1;
+            if (m_rng && m_in && !e_rsp && e_incl && e_meq) oq_done[m_ix] <= 1'b1;
+            if (m_upd && e_rrd) oq_gv[m_ix] <= 1'b1;
+            // A resend of a message behind the head starts its READ afresh (the model's rewind).
+            if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;
+            if (send) begin
+                oq_rd[{dix, d_tl[OQ_W-1:0]}]   <= is_rdat;
+                oq_done[{dix, d_tl[OQ_W-1:0]}] <= 1'b0;
+                oq_gv[{dix, d_tl[OQ_W-1:0]}]   <= 1'b0;
+            end
+            if (cfg_take) begin
+                oq_done[cix*OQ_DEPTH +: OQ_DEPTH] <= {OQ_DEPTH{1'b0}};
+                oq_gv[cix*OQ_DEPTH +: OQ_DEPTH]   <= {OQ_DEPTH{1'b0}};
+            end
+        end
+    end
+
     integer q;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
@@ -1011,7 +1113,7 @@ module hca_requester #(
                     to_on[q]             <= 1'b0;
                 end else begin
                     if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*24 +: 24] <= 24'd0;
-                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more) h_ack[q*24 +: 24] <= w_k;
+                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more && !e_rsp) h_ack[q*24 +: 24] <= w_k;
                     // The local ACK timer: counts down while it runs; arms at a commit of the
                     // context's packet when it is not running (hca.Device.schedule's armTimer); stops
                     // when its expiry is taken; at a walk's end (hca.Device.afterAck) stops at a
@@ -1033,7 +1135,7 @@ module hca_requester #(
                     end
                     if (rs_wait[q*WAIT_W +: WAIT_W] != {WAIT_W{1'b0}})
                         rs_wait[q*WAIT_W +: WAIT_W] <= rs_wait[q*WAIT_W +: WAIT_W] - {{(WAIT_W-1){1'b0}}, 1'b1};
-                    if (rp_take && rq == q[QPN_W-1:0]) begin
+                    if ((rp_take || rp_skp) && rq == q[QPN_W-1:0]) begin
                         rs_ptr[q*PW +: PW]  <= rp_ptr + {{(PW-1){1'b0}}, 1'b1};
                         rs_skip[q*24 +: 24] <= 24'd0;
                     end
@@ -1085,7 +1187,7 @@ module hca_requester #(
                 if (eng_done) eng_busy <= 1'b0;
                 if (any_fail) e_nakf <= 1'b1;
                 if (pop && walking) e_prog <= 1'b1;
-                if (e_scan && (s_end || s_hold)) e_scan <= 1'b0;
+                if (e_scan && (s_end || s_stop)) e_scan <= 1'b0;
                 if (pop && e_nakf) e_fpop <= 1'b1;
             end else if (ack_take && ack_hit) begin
                 eng_busy <= 1'b1;
@@ -1095,7 +1197,7 @@ module hca_requester #(
                 e_fpop   <= 1'b0;
                 e_ctx    <= aix;
                 e_lim    <= (a_cnt_w > a_unsent) ? a_cnt_w - a_unsent : {IF_W{1'b0}};
-                e_scan   <= a_rsp;
+                e_scan   <= 1'b1;   // a response's for the message taking it; an ACK's or NAK's for its marking
                 e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);
             end else if (eng_take) begin
                 eng_busy <= 1'b1;
@@ -1149,6 +1251,7 @@ module hca_requester #(
             e_orig  <= ack_orig;
             e_sp    <= oq_hd[aix*PW +: PW];
             e_ok    <= 1'b0;
+            e_meq   <= 1'b0;
         end
         if (ack_take && !ack_hit) begin
             d_wr  <= 1'b0;
@@ -1168,7 +1271,12 @@ module hca_requester #(
             if (d_have) d_prev <= d_rot;
         end
         if (eng_busy && e_scan) begin
-            if (!s_end && s_hold) e_ok <= s_in;
+            if (!s_end && s_stop) begin
+                e_ok   <= s_in && s_hold;
+                e_mgot <= h_got;
+                e_mlen <= h_ent[79:48];
+                e_meq  <= s_hold && !h_rdat && h_d == 24'd0;
+            end
             else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};
         end
         if (eng_idle && tmo_take && tmo_ok) begin
@@ -1215,7 +1323,7 @@ module hca_requester #(
     assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, d_nm1[12:6], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

@@ -54,8 +54,8 @@
 // cycle while out_ready is 1; msg_ready is 1 when no packet of a message waits, and in the
 // cycle the last one moves into the register (combinationally from out_ready), so back-to-back
 // messages leave no bubble.
-// Not here: a READ retried after part of its response asks for the rest with a moved RETH
-// (hca.Requester.Next; the RTL has no READ responses yet), UD (SEND_ONLY
+// A READ retried after part of its responses asks for the rest (hca.Requester.Next): hca_requester
+// gives it as a message whose PSN, remote address and length are already moved. Not here: UD (SEND_ONLY
 // with a DETH per message, hca.Device.grantUD), the GRH, SE, the next message's PSN (the PSNs
 // a message uses: its packets, a READ's response packets, 1 for an atomic), and the payload.
 module hca_tx_packetizer (
