@@ -398,24 +398,9 @@ func TestSGLRefusedAtPost(t *testing.T) {
 // of two elements is refused at post (a UD QP takes one: the GRH area's
 // scatter is not modelled).
 func TestUDSendGathersItsSGL(t *testing.T) {
-	cfg := Defaults()
-	lc := edrLink()
-	s := components.NewSim()
-	a, b := BackToBack(s, lc, cfg, cfg)
-	pa, pb := a.AllocPD(), b.AllocPD()
-	qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
-	qb := b.CreateUDQP(pb, b.CreateCQ(16), b.CreateCQ(16), 64, 64, 0x2222)
-	for _, x := range []struct {
-		d  *Device
-		qp *QP
-	}{{a, qa}, {b, qb}} {
-		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
-		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: lc.MTU}))
-		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
-	}
-	bufA, bufB := a.Malloc(8192), b.Malloc(8192)
-	mrA := a.RegMR(pa, bufA, 8192, AccessLocalWrite)
-	mrB := b.RegMR(pb, bufB, 8192, AccessLocalWrite)
+	p := newUDPair(t, edrLink())
+	s, a, b, qa, qb := p.s, p.a, p.b, p.qa, p.qb
+	bufA, bufB, mrA, mrB := p.bufA, p.bufB, p.mrA, p.mrB
 	src := pattern(8192, 17)
 	a.Mem.Write(bufA, src)
 	sgl := []SGE{{Addr: bufA + 4000, Length: 5, LKey: mrA.LKey}, {Addr: bufA + 10, Length: 300, LKey: mrA.LKey}, {Addr: bufA + 6000, Length: 700, LKey: mrA.LKey}}

@@ -8,12 +8,22 @@ import (
 
 	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
+	"github.com/hcasim/hcasim/link"
 )
 
-func TestUDSend(t *testing.T) {
+// udPair is two back-to-back devices on link lc, each with one UD QP
+// (Q_Keys 0x1111 and 0x2222) in RTS and an 8 KiB buffer registered for
+// local write.
+type udPair struct {
+	s          *components.Sim
+	a, b       *Device
+	qa, qb     *QP
+	bufA, bufB uint64
+	mrA, mrB   MR
+}
+
+func newUDPair(t *testing.T, lc link.Config) udPair {
 	cfg := Defaults()
-	lc := edrLink()
-	lc.MTU = 1024
 	s := components.NewSim()
 	a, b := BackToBack(s, lc, cfg, cfg)
 	pa, pb := a.AllocPD(), b.AllocPD()
@@ -28,8 +38,16 @@ func TestUDSend(t *testing.T) {
 		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
 	}
 	bufA, bufB := a.Malloc(8192), b.Malloc(8192)
-	mrA := a.RegMR(pa, bufA, 8192, AccessLocalWrite)
-	mrB := b.RegMR(pb, bufB, 8192, AccessLocalWrite)
+	return udPair{s: s, a: a, b: b, qa: qa, qb: qb, bufA: bufA, bufB: bufB,
+		mrA: a.RegMR(pa, bufA, 8192, AccessLocalWrite), mrB: b.RegMR(pb, bufB, 8192, AccessLocalWrite)}
+}
+
+func TestUDSend(t *testing.T) {
+	lc := edrLink()
+	lc.MTU = 1024
+	p := newUDPair(t, lc)
+	s, a, b, qa, qb := p.s, p.a, p.b, p.qa, p.qb
+	bufA, bufB, mrA, mrB := p.bufA, p.bufB, p.mrA, p.mrB
 	a.Mem.Write(bufA, []byte("datagram!"))
 	// Two receives of 1024 + 40 bytes.
 	for i := 0; i < 2; i++ {
