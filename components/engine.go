@@ -262,20 +262,26 @@ func (e *Engine) laneFor(dk uint64) int {
 	if free == 0 {
 		return -1
 	}
-	// A way whose hint is empty or stale, else one whose lane is idle
-	// (its delay can claim a lane again when its events come back).
+	// Prefer a way whose hint is empty or stale.
 	w := -1
 	for i := range b.dk {
 		if b.dk[i] == math.MaxUint64 || e.laneDelay[b.lane[i]] != b.dk[i] {
 			w = i
 			break
 		}
-		if w < 0 && e.laneBusy&(1<<b.lane[i]) == 0 {
-			w = i
-		}
 	}
 	if w < 0 {
-		return -1
+		// Every hint is live: drop one whose lane is idle (its delay can
+		// claim a lane again when its events come back), never a busy one.
+		for i := range b.lane {
+			if e.laneBusy&(1<<b.lane[i]) == 0 {
+				w = i
+				break
+			}
+		}
+		if w < 0 {
+			return -1
+		}
 	}
 	l := bits.TrailingZeros64(free)
 	e.laneDelay[l] = dk
