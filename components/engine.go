@@ -37,7 +37,9 @@ import (
 // back) with increasing sequence numbers, so a FIFO of them is already in
 // queue order. The engine keeps up to numLanes such FIFOs ("lanes", each for
 // one delay) beside the heap; an event goes to a lane of its delay if the
-// lane table knows one, or claims an empty lane, else to the heap. A
+// lane table knows one, or claims an empty lane (unless the table could
+// only make room for its hint by dropping a busy lane's: see laneFor),
+// else to the heap. A
 // tournament tree over the lanes' heads finds the least of them in
 // log2(numLanes) steps, and the next event is the lesser of that and the
 // heap's top: O(1) heap work for lane events instead of O(log n).
@@ -239,8 +241,8 @@ func NewEngine() *Engine {
 // if every lane is busy with other delays, or if dk's bucket holds no hint
 // it may drop.
 //
-// A hint is dropped only if it is empty, stale, or points at an idle lane:
-// never the hint of a busy lane. Were a busy lane's hint dropped (rare
+// A new hint takes a way that is empty or stale, else one whose lane is
+// idle: it never replaces a busy lane's hint. Were a busy lane's hint dropped (rare
 // delays colliding in its bucket), its delay's next event would claim a
 // second lane and fill a new ring from laneFirstSlots slots, growing in
 // eighths, while the old lane drained: a frequent delay with thousands of
