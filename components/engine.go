@@ -242,13 +242,13 @@ func NewEngine() *Engine {
 // it may drop.
 //
 // A new hint takes a way that is empty or stale, else one whose lane is
-// idle: it never replaces a busy lane's hint. Were a busy lane's hint dropped (rare
-// delays colliding in its bucket), its delay's next event would claim a
-// second lane and fill a new ring from laneFirstSlots slots, growing in
-// eighths, while the old lane drained: a frequent delay with thousands of
-// pending events would regrow its ring again and again. When the four hints
-// of dk's bucket all point at busy lanes, dk's event goes to the heap
-// instead; only speed depends on where it goes.
+// idle: it never replaces a busy lane's hint. Were a busy lane's hint
+// dropped (rare delays colliding in its bucket), its delay's next event
+// would claim a second lane and fill a new ring from laneFirstSlots slots,
+// growing in eighths, while the old lane drained: a frequent delay with
+// thousands of pending events would regrow its ring again and again. When
+// the four hints of dk's bucket all point at busy lanes, dk's event goes to
+// the heap instead; only speed depends on where it goes.
 func (e *Engine) laneFor(dk uint64) int {
 	b := &e.laneTable[laneBucket(dk)]
 	for w := range b.dk {
