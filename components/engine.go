@@ -37,7 +37,9 @@ import (
 // back) with increasing sequence numbers, so a FIFO of them is already in
 // queue order. The engine keeps up to numLanes such FIFOs ("lanes", each for
 // one delay) beside the heap; an event goes to a lane of its delay if the
-// lane table knows one, or claims an empty lane, else to the heap. A
+// lane table knows one, or claims an empty lane (unless the table could
+// only make room for its hint by dropping a busy lane's: see laneFor),
+// else to the heap. A
 // tournament tree over the lanes' heads finds the least of them in
 // log2(numLanes) steps, and the next event is the lesser of that and the
 // heap's top: O(1) heap work for lane events instead of O(log n).
@@ -87,11 +89,10 @@ const numLanes = 64
 const laneBuckets = 64
 
 // bucket holds up to four delay → lane hints. A hint may be stale (its lane
-// since taken by another delay); Schedule checks laneDelay before using it.
+// since taken by another delay); laneFor checks laneDelay before using it.
 type bucket struct {
 	dk   [4]uint64
 	lane [4]uint8
-	next uint8 // way to replace next
 }
 
 // idleHead sorts after every real event.
@@ -237,9 +238,19 @@ func NewEngine() *Engine {
 }
 
 // laneFor returns a lane for events of delay key dk (delay<<2 | class), or -1
-// if every lane is busy with other delays.
+// if every lane is busy with other delays, or if dk's bucket holds no hint
+// it may drop.
+//
+// A new hint takes a way that is empty or stale, else one whose lane is
+// idle: it never replaces a busy lane's hint. Were a busy lane's hint
+// dropped (rare delays colliding in its bucket), its delay's next event
+// would claim a second lane and fill a new ring from laneFirstSlots slots,
+// growing in eighths, while the old lane drained: a frequent delay with
+// thousands of pending events would regrow its ring again and again. When
+// the four hints of dk's bucket all point at busy lanes, dk's event goes to
+// the heap instead; only speed depends on where it goes.
 func (e *Engine) laneFor(dk uint64) int {
-	b := &e.laneTable[(dk*0x9E3779B97F4A7C15)>>(64-6)]
+	b := &e.laneTable[laneBucket(dk)]
 	for w := range b.dk {
 		if b.dk[w] == dk {
 			if l := int(b.lane[w]); e.laneDelay[l] == dk {
@@ -253,8 +264,6 @@ func (e *Engine) laneFor(dk uint64) int {
 	if free == 0 {
 		return -1
 	}
-	l := bits.TrailingZeros64(free)
-	e.laneDelay[l] = dk
 	// Prefer a way whose hint is empty or stale.
 	w := -1
 	for i := range b.dk {
@@ -264,12 +273,28 @@ func (e *Engine) laneFor(dk uint64) int {
 		}
 	}
 	if w < 0 {
-		w = int(b.next)
-		b.next = (b.next + 1) & 3
+		// Every hint is live: drop one whose lane is idle (its delay can
+		// claim a lane again when its events come back), never a busy one.
+		for i := range b.lane {
+			if e.laneBusy&(1<<b.lane[i]) == 0 {
+				w = i
+				break
+			}
+		}
+		if w < 0 {
+			return -1
+		}
 	}
+	l := bits.TrailingZeros64(free)
+	e.laneDelay[l] = dk
 	b.dk[w], b.lane[w] = dk, uint8(l)
 	return l
 }
+
+// laneBucket returns the bucket of the lane table that holds delay key
+// dk's hint: a Fibonacci hash, whose top six bits spread delays that
+// differ in a few low bits (laneBuckets is 1<<6).
+func laneBucket(dk uint64) int { return int((dk * 0x9E3779B97F4A7C15) >> (64 - 6)) }
 
 // replay recomputes the tournament path from lane l's leaf to the root after
 // its head changed.

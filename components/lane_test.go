@@ -131,3 +131,82 @@ func (r *recordingHook) Func(ctx sim.HookCtx) {
 		r.seen = append(r.seen, fmt.Sprintf("after %d", r.arg))
 	}
 }
+
+// bucketMates returns the first n delays after 0 (other than not) whose
+// primary events' hints fall in the same bucket of the lane table as
+// delay not's, in increasing order.
+func bucketMates(not ib.PS, n int) []ib.PS {
+	want := laneBucket(uint64(not) << 2)
+	var got []ib.PS
+	for d := ib.PS(1); len(got) < n; d++ {
+		if d != not && laneBucket(uint64(d)<<2) == want {
+			got = append(got, d)
+		}
+	}
+	return got
+}
+
+// TestLaneTableKeepsBusyHints: the delay → lane table never drops the hint
+// of a busy lane. Two events of laneDelay take lane 0 (the lowest idle
+// lane); one event each of three delays c0 < c1 < c2 sharing its bucket
+// take lanes 1, 2, 3 and the bucket's other three ways: all four hints now
+// point at busy lanes. An event of a fourth such delay, c3, may drop none
+// of them, so it goes to the heap (one entry) rather than a lane; a third
+// event of laneDelay still finds lane 0 (three events there). Were c3 to
+// evict laneDelay's hint (way 0, the first a round-robin replaces),
+// laneDelay's third event would claim a fifth lane and lane 0 keep two.
+func TestLaneTableKeepsBusyHints(t *testing.T) {
+	c := bucketMates(laneDelay, 4)
+	h := handlerFunc(func(*Event) {})
+	s := NewSim()
+	e := s.fast
+	s.Schedule(laneDelay, h, 1)
+	s.Schedule(laneDelay, h, 1)
+	for _, d := range c[:3] {
+		s.Schedule(d, h, 1)
+	}
+	require.Equal(t, uint64(0b1111), e.laneBusy, "laneDelay and c0..c2 each in a lane of their own")
+	require.Empty(t, e.heap)
+	s.Schedule(c[3], h, 1)
+	assert.Len(t, e.heap, 1, "c3's event on the heap")
+	assert.Equal(t, uint64(0b1111), e.laneBusy, "c3 claimed no lane")
+	s.Schedule(laneDelay, h, 1)
+	assert.Equal(t, 3, e.lanes[0].n, "laneDelay's events all in lane 0")
+	require.NoError(t, s.Run())
+	assert.Zero(t, e.Pending())
+}
+
+// TestLaneTableDropsIdleHint: a hint whose lane is idle may be dropped. At
+// time 0, one event of c0 takes lane 0, then two of laneDelay lane 1 and
+// one each of c1 and c2 lanes 2 and 3: the bucket's four ways are taken,
+// and c0 < laneDelay, c1, c2 (bucketMates searches upward from 1, and one
+// delay in 64 or so shares a bucket), so c0's event runs first and leaves
+// lane 0 idle. Its handler schedules an event c3 ahead: c0's hint points
+// at an idle lane, so c3 takes its way and the lowest idle lane, lane 0
+// (one event, none on the heap), and a third event of laneDelay still
+// joins its two in lane 1.
+func TestLaneTableDropsIdleHint(t *testing.T) {
+	c := bucketMates(laneDelay, 4)
+	require.Less(t, c[0], laneDelay)
+	s := NewSim()
+	e := s.fast
+	nop := handlerFunc(func(*Event) {})
+	ran := false
+	first := handlerFunc(func(*Event) {
+		ran = true
+		require.Equal(t, uint64(0b1110), e.laneBusy, "lane 0 idle while c0's event runs")
+		s.Schedule(s.Now()+c[3], nop, 1)
+		assert.Empty(t, e.heap, "c3's event in a lane")
+		assert.Equal(t, 1, e.lanes[0].n, "c3's event in lane 0")
+		assert.Equal(t, uint64(c[3])<<2, e.laneDelay[0])
+		s.Schedule(s.Now()+laneDelay, nop, 1)
+		assert.Equal(t, 3, e.lanes[1].n, "laneDelay's third event in lane 1, beside its two")
+	})
+	s.Schedule(c[0], first, 1)
+	s.Schedule(laneDelay, nop, 1)
+	s.Schedule(laneDelay, nop, 1)
+	s.Schedule(c[1], nop, 1)
+	s.Schedule(c[2], nop, 1)
+	require.NoError(t, s.Run())
+	assert.True(t, ran)
+}
