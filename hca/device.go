@@ -1179,6 +1179,15 @@ func (d *Device) scatter(qp *QP, t ib.PS, sgl []SGE, off uint64, data []byte, ti
 	return issue
 }
 
+// place writes a response's data where the requester's WR puts it (pl):
+// at pl.Addr, or from offset pl.Off on in the WR's list pl.SGL.
+func (d *Device) place(qp *QP, t ib.PS, pl Placement, data []byte) ib.PS {
+	if pl.SGL == nil {
+		return d.writePayload(qp, t, pl.Addr, data, false)
+	}
+	return d.scatter(qp, t, pl.SGL, pl.Off, data, false)
+}
+
 // sized returns b resized to n bytes, reusing its storage when it can (the
 // caller overwrites every byte).
 func sized(b []byte, n int) []byte {

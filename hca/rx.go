@@ -352,27 +352,19 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 		}
 		d.afterAck(qp, qp.req.OnAck(pkt.PSN, syn), now)
 	case ib.AtomicAcknowledge:
-		pl, ok, res := qp.req.OnAtomicAckPlaced(pkt)
+		pl, ok, res := qp.req.OnAtomicAck(pkt)
 		t := now
 		if ok {
 			var b [8]byte
 			putLE64(b[:], pkt.AtomicAck)
-			if pl.SGL != nil {
-				t = d.scatter(qp, now, pl.SGL, 0, b[:], false)
-			} else {
-				t = d.writePayload(qp, now, pl.Addr, b[:], false)
-			}
+			t = d.place(qp, now, pl, b[:])
 		}
 		d.afterAck(qp, res, t)
 	default: // read responses
-		pl, ok, res := qp.req.OnReadResponsePlaced(pkt)
+		pl, ok, res := qp.req.OnReadResponse(pkt)
 		t := now
-		switch {
-		case !ok || pkt.PayloadLen == 0:
-		case pl.SGL != nil:
-			t = d.scatter(qp, now, pl.SGL, pl.Off, pkt.Payload[:pkt.PayloadLen], false)
-		default:
-			t = d.writePayload(qp, now, pl.Addr, pkt.Payload[:pkt.PayloadLen], false)
+		if ok && pkt.PayloadLen > 0 {
+			t = d.place(qp, now, pl, pkt.Payload[:pkt.PayloadLen])
 		}
 		d.afterAck(qp, res, t)
 	}

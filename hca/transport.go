@@ -570,15 +570,6 @@ func (r *Requester) OnAck(psn uint32, syn uint8) AckResult {
 	return res
 }
 
-// OnReadResponse handles a read response packet. It returns the local
-// address its payload goes to and whether to place it. A response out of
-// order within its READ is dropped; one past an earlier READ or atomic
-// still unanswered is placed, and retries that one (implied NAK).
-func (r *Requester) OnReadResponse(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
-	pl, ok, res := r.OnReadResponsePlaced(pkt)
-	return pl.Addr, ok, res
-}
-
 // Placement says where a response's payload lands at the requester: at
 // Addr, or, for a WR with a scatter list, at offset Off of the message in
 // SGL (Addr is then Off).
@@ -588,9 +579,11 @@ type Placement struct {
 	Off  uint64
 }
 
-// OnReadResponsePlaced is OnReadResponse with the placement of a WR with a
-// scatter list (Placement).
-func (r *Requester) OnReadResponsePlaced(pkt *ib.Packet) (pl Placement, ok bool, res AckResult) {
+// OnReadResponse handles a read response packet. It returns the local
+// placement of its payload and whether to place it. A response out of
+// order within its READ is dropped; one past an earlier READ or atomic
+// still unanswered is placed, and retries that one (implied NAK).
+func (r *Requester) OnReadResponse(pkt *ib.Packet) (pl Placement, ok bool, res AckResult) {
 	if r.State == QPErr {
 		return pl, false, res
 	}
@@ -615,17 +608,10 @@ func (r *Requester) OnReadResponsePlaced(pkt *ib.Packet) (pl Placement, ok bool,
 	return pl, ok, res
 }
 
-// OnAtomicAck handles an ATOMIC_ACKNOWLEDGE; it returns the local address
-// the original value goes to. Like a read response, it retries an earlier
+// OnAtomicAck handles an ATOMIC_ACKNOWLEDGE; it returns where the
+// original value goes (Placement). Like a read response, it retries an earlier
 // READ or atomic still unanswered (implied NAK).
-func (r *Requester) OnAtomicAck(pkt *ib.Packet) (addr uint64, ok bool, res AckResult) {
-	pl, ok, res := r.OnAtomicAckPlaced(pkt)
-	return pl.Addr, ok, res
-}
-
-// OnAtomicAckPlaced is OnAtomicAck with the placement of a WR with a
-// scatter list (Placement).
-func (r *Requester) OnAtomicAckPlaced(pkt *ib.Packet) (pl Placement, ok bool, res AckResult) {
+func (r *Requester) OnAtomicAck(pkt *ib.Packet) (pl Placement, ok bool, res AckResult) {
 	if r.State == QPErr {
 		return pl, false, res
 	}

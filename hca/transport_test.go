@@ -358,9 +358,9 @@ func TestReadAtomicCap(t *testing.T) {
 	assert.Equal(t, 2, n, "the third READ waits for a response")
 	// The first READ (PSNs 0–1) answered: its LAST frees a slot.
 	for i, op := range []ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseLast} {
-		addr, ok, res := req.OnReadResponse(&ib.Packet{Opcode: op, PSN: uint32(i), PayloadLen: 1024})
+		pl, ok, res := req.OnReadResponse(&ib.Packet{Opcode: op, PSN: uint32(i), PayloadLen: 1024})
 		require.True(t, ok)
-		assert.Equal(t, uint64(i*1024), addr)
+		assert.Equal(t, uint64(i*1024), pl.Addr)
 		if i == 1 {
 			require.Len(t, res.Completions, 1)
 		}
@@ -688,15 +688,15 @@ func loopback(t *testing.T, seed uint64, loss float64) {
 					require.Equal(t, WCSuccess, c.Status)
 				}
 			case ib.AtomicAcknowledge:
-				addr, ok, res := req.OnAtomicAck(&rp)
+				pl, ok, res := req.OnAtomicAck(&rp)
 				if ok {
-					memA.WriteU64(addr, rp.AtomicAck)
+					memA.WriteU64(pl.Addr, rp.AtomicAck)
 				}
 				completed += len(res.Completions)
 			default:
-				addr, ok, res := req.OnReadResponse(&rp)
+				pl, ok, res := req.OnReadResponse(&rp)
 				if ok {
-					memA.Write(addr, rp.Payload)
+					memA.Write(pl.Addr, rp.Payload)
 				}
 				completed += len(res.Completions)
 			}
@@ -924,9 +924,9 @@ func TestTimeoutResumesRead(t *testing.T) {
 			if lose(psn) {
 				continue
 			}
-			addr, ok, res := req.OnReadResponse(rp)
+			pl, ok, res := req.OnReadResponse(rp)
 			if ok {
-				dst.Write(addr, rp.Payload)
+				dst.Write(pl.Addr, rp.Payload)
 			}
 			done = append(done, res.Completions...)
 		}

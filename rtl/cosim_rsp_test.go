@@ -42,12 +42,13 @@ func modelRx(req *hca.Requester, a reqAck) (res hca.AckResult, addr uint64, ok b
 		return req.OnAck(a.psn, a.syn), 0, false
 	}
 	p := a.packet()
+	var pl hca.Placement
 	if p.Opcode == ib.AtomicAcknowledge {
-		addr, ok, res = req.OnAtomicAck(p)
-		return res, addr, ok
+		pl, ok, res = req.OnAtomicAck(p)
+		return res, pl.Addr, ok
 	}
-	addr, ok, res = req.OnReadResponse(p)
-	return res, addr, ok
+	pl, ok, res = req.OnReadResponse(p)
+	return res, pl.Addr, ok
 }
 
 // rspPlan is a retryPlan whose run has responses; placed counts the
