@@ -141,25 +141,7 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 		if e.queue.Full() {
 			e.Skipped++
 		} else {
-			pkt := e.s.NewPacket()
-			pkt.Opcode = ib.SendOnly
-			pkt.SL, pkt.VL = e.SL, e.VL
-			pkt.SLID, pkt.DLID = e.LID, e.LIDOf(dst)
-			pkt.PayloadLen = size
-			pkt.InjectAt = now
-			pkt.Src, pkt.Dst = int32(e.Index), int32(dst)
-			pkt.Measure = now >= e.measureLo && now < e.measureHi
-			// The destination sees each source as its own QP (QPN = source
-			// index + 1) with its own PSN sequence, so the ordering checker
-			// can hold every flow to in-order delivery.
-			if dst >= len(e.psnTo) {
-				e.psnTo = append(e.psnTo, make([]uint32, dst+1-len(e.psnTo))...)
-			}
-			pkt.DestQP = uint32(e.Index) + 1
-			pkt.PSN = e.psnTo[dst]
-			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
-			pkt.ICRC = ib.ComputeICRC(pkt)
-			e.Created++
+			pkt := e.newPacket(now, dst, size)
 			e.queue.Push(pkt)
 			e.port.Pending(true)
 			e.trySend()
@@ -167,6 +149,31 @@ func (e *Endpoint) HandleEvent(ev *components.Event) {
 	}
 	e.pending = e.Traffic.Next(sendOnlyBytes)
 	e.s.Schedule(now+e.pending.Gap, e, evInject)
+}
+
+// newPacket makes the SEND ONLY packet of size payload bytes that the
+// injection process creates at now for dst, and counts it created.
+func (e *Endpoint) newPacket(now ib.PS, dst, size int) *ib.Packet {
+	pkt := e.s.NewPacket()
+	pkt.Opcode = ib.SendOnly
+	pkt.SL, pkt.VL = e.SL, e.VL
+	pkt.SLID, pkt.DLID = e.LID, e.LIDOf(dst)
+	pkt.PayloadLen = size
+	pkt.InjectAt = now
+	pkt.Src, pkt.Dst = int32(e.Index), int32(dst)
+	pkt.Measure = now >= e.measureLo && now < e.measureHi
+	// The destination sees each source as its own QP (QPN = source
+	// index + 1) with its own PSN sequence, so the ordering checker
+	// can hold every flow to in-order delivery.
+	if dst >= len(e.psnTo) {
+		e.psnTo = append(e.psnTo, make([]uint32, dst+1-len(e.psnTo))...)
+	}
+	pkt.DestQP = uint32(e.Index) + 1
+	pkt.PSN = e.psnTo[dst]
+	e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
+	pkt.ICRC = ib.ComputeICRC(pkt)
+	e.Created++
+	return pkt
 }
 
 func (e *Endpoint) trySend() {

@@ -138,22 +138,7 @@ func (k *ccInject) HandleEvent(ev *components.Event) {
 		if e.cc.full(dst) {
 			e.Skipped++
 		} else {
-			pkt := e.s.NewPacket()
-			pkt.Opcode = ib.SendOnly
-			pkt.SL, pkt.VL = e.SL, e.VL
-			pkt.SLID, pkt.DLID = e.LID, e.LIDOf(dst)
-			pkt.PayloadLen = size
-			pkt.InjectAt = now
-			pkt.Src, pkt.Dst = int32(e.Index), int32(dst)
-			pkt.Measure = now >= e.measureLo && now < e.measureHi
-			if dst >= len(e.psnTo) {
-				e.psnTo = append(e.psnTo, make([]uint32, dst+1-len(e.psnTo))...)
-			}
-			pkt.DestQP = uint32(e.Index) + 1
-			pkt.PSN = e.psnTo[dst]
-			e.psnTo[dst] = (e.psnTo[dst] + 1) & 0xFFFFFF
-			pkt.ICRC = ib.ComputeICRC(pkt)
-			e.Created++
+			pkt := e.newPacket(now, dst, size)
 			e.cc.push(dst, pkt)
 			e.trySendCC()
 		}
