@@ -85,9 +85,12 @@ type reqItem struct {
 	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0)
 	addrs  []uint64 // their addresses
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
-	drop   string   // why not: "err", "inline", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
-	npkts  int
-	pkt0   int // its first packet's index in the run's packets
+	drop   string   // why not: "err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
+	// sges is dec_sges: the WQE's data segments, 1 but for a "sgl" drop
+	// (2..8: a gather list, which hca_requester refuses: gather TODO).
+	sges  int
+	npkts int
+	pkt0  int // its first packet's index in the run's packets
 	// gate: the item waits until the requester has taken this many ACKs
 	// (a WQE or context write on a context a NAK fails comes after it).
 	gate int
@@ -496,7 +499,10 @@ func newReqRun(seed uint64, n int) *reqRun {
 	}
 	dir = append(dir, directed{qix: 4, op: hca.WRSend, mtus: 3},
 		directed{qix: -1, op: hca.WRRDMARead, mtus: -1, length: 1<<30 + r.IntN(1<<30)},
-		directed{qix: -1, op: hca.WRFetchAdd, mtus: -1, length: 8})
+		directed{qix: -1, op: hca.WRFetchAdd, mtus: -1, length: 8},
+		// A gather list (dec_sges 2..8), refused: last, so the stimulus
+		// before it is what it was before lists.
+		directed{qix: -1, op: hca.WRSend, mtus: -1, length: 100, drop: "sgl"})
 	nextDir := 0
 	var starts []int
 	for len(run.items) < n {
@@ -540,6 +546,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 				k = 0
 			case "inline":
 				k = 1
+			case "sgl":
+				k = 5
 			case "opcode7":
 				k = 2
 			case "nocontext":
@@ -554,6 +562,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 			it.err, it.drop = 1+r.IntN(2), "err"
 		case k == 1:
 			it.wqe.Inline, it.drop = true, "inline"
+		case k == 5 && d != nil:
+			it.sges, it.drop = 2+nextDir%7, "sgl" // no draw: the random stream stays as it was
 		case k == 2:
 			op, it.drop = 7, "opcode7"
 		case k == 3:
@@ -583,7 +593,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 		// What hca_requester cannot take completes with LOC_QP_OP_ERR
 		// and puts its context in ERR, where every WQE completes with
 		// WR_FLUSH_ERR (unsent) until the context is written again.
-		bad := c != nil && (it.drop == "err" || it.drop == "inline" || it.drop == "opcode7")
+		bad := c != nil && (it.drop == "err" || it.drop == "inline" || it.drop == "sgl" || it.drop == "opcode7")
 		if c != nil && it.drop == "" && c.err {
 			it.drop = "flushed"
 		}
@@ -865,6 +875,9 @@ func (run *reqRun) write(t *testing.T, dir string) {
 		if w.Inline {
 			inl = 1
 		}
+		if it.sges > 1 {
+			inl |= (it.sges - 1) << 1 // bits 399:397: dec_sges - 1
+		}
 		if w.Signaled {
 			sig = 1
 		}
@@ -1055,6 +1068,8 @@ module tb;
         .dec_raddr(it[275:212]), .dec_rkey(it[211:180]), .dec_swap_add(it[147:84]), .dec_compare(it[83:20]),
         .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),
+        .dec_sges({3'd0, it[399:397]} + 6'd1), .dec_sge_valid(1'b0), .dec_sge_ready(), .dec_sge_len(32'd0),
+        .dec_sge_lkey(32'd0), .dec_sge_addr(64'd0), .dec_sge_last(1'b0),
         .kc_req_valid(), .kc_req_ready(1'b0), .kc_req_key(), .kc_req_pd(), .kc_req_need(), .kc_req_addr(),
         .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
@@ -1624,7 +1639,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if c == nil || c.item.qpn != it.qpn {
 			return "" // no context holds its QPN: dropped, no CQ to complete into
 		}
-		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline {
+		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline || it.sges > 1 {
 			p.purge(c)
 			p.complete(c, c.req.FlushAll())
 			p.complete(c, []hca.Completion{{WQE: it.wqe, Status: hca.WCLocQPOpErr}})
@@ -1835,7 +1850,7 @@ func TestRequesterStimulusCovers(t *testing.T) {
 			ops[ib.Opcode(w[8])] = true // BTH byte 0
 		}
 		assert.Len(t, ops, 15, "%s: request opcodes", name)
-		for _, d := range []string{"err", "inline", "opcode7", "nocontext", "qpn", "flushed"} {
+		for _, d := range []string{"err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed"} {
 			assert.GreaterOrEqual(t, drops[d], 1, "%s: WQEs not sent for %s", name, d)
 		}
 		// The ACKs: several messages at once, one before the PSN wrap

@@ -25,7 +25,9 @@
 // order). dec_ready = the message register is empty or being taken, every read of the previous
 // message has been loaded, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7 or inline (the model sends inline data; here TODO, from wqe_*) cannot be taken: once the
+// opcode 7, inline (the model sends inline data; here TODO, from wqe_*) or a gather list of more
+// than one data segment (dec_sges > 1: the model gathers or scatters each element; here TODO, the
+// parser's sge_* stream is drained by hca_transport) cannot be taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
 // for a WQE its requester cannot build; the model's own path for a WQE that fails at decode, a key
@@ -226,6 +228,7 @@ module hca_requester #(
     input  wire                  dec_inline,
     input  wire [31:0]           dec_length,
     input  wire [63:0]           dec_laddr,
+    input  wire [5:0]            dec_sges,  // the WQE's data segments (hca_wqe_parse's out_sges): more than one is refused
     output reg                   rd_req_valid,
     output reg  [63:0]           rd_req_addr,
     output reg  [15:0]           rd_req_len,
@@ -296,7 +299,7 @@ module hca_requester #(
     wire             is_rdat  = dec_opcode[2];                              // READ, atomics
     wire             is_atom  = dec_opcode == 3'd5 || dec_opcode == 3'd6;
     wire             has_ctx  = ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;
-    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline;
+    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline || dec_sges > 6'd1;
     wire             sendable = !bad_wqe && has_ctx && !ctx_err[dix];
     // A WQE completed at decode: one the requester cannot take on its context (LOC_QP_OP_ERR, after
     // the context's outstanding WQEs are flushed), or any on a context in ERR (WR_FLUSH_ERR).
