@@ -86,14 +86,37 @@ type reqItem struct {
 	addrs  []uint64 // their addresses
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
 	drop   string   // why not: "err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
-	// sges is dec_sges: the WQE's data segments, 1 but for a "sgl" drop
-	// (2..8: a gather list, which hca_requester refuses: gather TODO).
-	sges  int
-	npkts int
-	pkt0  int // its first packet's index in the run's packets
+	npkts  int
+	pkt0   int // its first packet's index in the run's packets
 	// gate: the item waits until the requester has taken this many ACKs
 	// (a WQE or context write on a context a NAK fails comes after it).
 	gate int
+}
+
+// reqMaxSGE is hca_requester's MAX_SGE: a longer gather list is refused.
+const reqMaxSGE = hca.MaxSendSGE
+
+// elems is the WQE's gather list as hca_wqe_parse offers it on sge_*:
+// wqe.SGL, or its one data segment (Length at LocalAddr), none for a
+// context write, an inline WQE or one the parser fails (hca_wqe_parse's
+// out_sges 0).
+func (it *reqItem) elems() []hca.SGE {
+	switch {
+	case it.cfg || it.err != 0 || it.wqe.Inline:
+		return nil
+	case it.wqe.SGL != nil:
+		return it.wqe.SGL
+	}
+	return []hca.SGE{{Addr: it.wqe.LocalAddr, Length: it.wqe.Length}}
+}
+
+// nsg is the run's segments on dec_sge_*, over its items.
+func (run *reqRun) nsg() int {
+	n := 0
+	for _, it := range run.items {
+		n += len(it.elems())
+	}
+	return n
 }
 
 // reqRun is one seed's stimulus and the expected packets.
@@ -500,8 +523,10 @@ func newReqRun(seed uint64, n int) *reqRun {
 	dir = append(dir, directed{qix: 4, op: hca.WRSend, mtus: 3},
 		directed{qix: -1, op: hca.WRRDMARead, mtus: -1, length: 1<<30 + r.IntN(1<<30)},
 		directed{qix: -1, op: hca.WRFetchAdd, mtus: -1, length: 8},
-		// A gather list (dec_sges 2..8), refused: last, so the stimulus
-		// before it is what it was before lists.
+		// A gather list longer than hca_requester's MAX_SGE (31..62
+		// segments: only a DS count past what the encoder writes makes
+		// one), refused: last, so the stimulus before it is what it was
+		// before lists.
 		directed{qix: -1, op: hca.WRSend, mtus: -1, length: 100, drop: "sgl"})
 	nextDir := 0
 	var starts []int
@@ -563,7 +588,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 		case k == 1:
 			it.wqe.Inline, it.drop = true, "inline"
 		case k == 5 && d != nil:
-			it.sges, it.drop = 2+nextDir%7, "sgl" // no draw: the random stream stays as it was
+			it.drop = "sgl" // its list below: no draw, so the random stream stays as it was
 		case k == 2:
 			op, it.drop = 7, "opcode7"
 		case k == 3:
@@ -655,6 +680,16 @@ func newReqRun(seed uint64, n int) *reqRun {
 			Inline: it.wqe.Inline, QPN: it.qpn, Index: uint16(r.Uint32()), Signaled: r.IntN(4) != 0}
 		if d != nil {
 			it.wqe.Signaled = !d.unsig
+		}
+		if it.drop == "sgl" {
+			// Elements whose lengths sum to the WQE's, as the parser's
+			// out_length.
+			n := reqMaxSGE + 1 + nextDir%32
+			it.wqe.SGL = make([]hca.SGE, n)
+			for i := range it.wqe.SGL {
+				it.wqe.SGL[i] = hca.SGE{Addr: base + uint64(BlockBytes*i), Length: uint32(length / n)}
+			}
+			it.wqe.SGL[n-1].Length += uint32(length % n)
 		}
 		it.start = start
 		it.sent = it.drop == "" && c != nil
@@ -862,9 +897,15 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 // write writes items.hex, pays.hex, ctrl.hex and rx.hex into dir.
 func (run *reqRun) write(t *testing.T, dir string) {
 	t.Helper()
-	var items, pays, ctrl, rx strings.Builder
-	for _, it := range run.items {
-		fmt.Fprintf(&items, "%04x", it.gate)
+	var items, sgs, pays, ctrl, rx strings.Builder
+	nsg := 0
+	for i, it := range run.items {
+		elems := it.elems()
+		fmt.Fprintf(&items, "%02x%04x", len(elems), it.gate)
+		for _, e := range elems {
+			fmt.Fprintf(&sgs, "%04x%08x%016x\n", i, e.Length, e.Addr)
+			nsg++
+		}
 		if it.cfg {
 			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s\n", it.cqn, it.qpn, it.dlid, it.slid,
 				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 73))
@@ -874,9 +915,6 @@ func (run *reqRun) write(t *testing.T, dir string) {
 		inl, sig := 0, 0
 		if w.Inline {
 			inl = 1
-		}
-		if it.sges > 1 {
-			inl |= (it.sges - 1) << 1 // bits 399:397: dec_sges - 1
 		}
 		if w.Signaled {
 			sig = 1
@@ -898,7 +936,11 @@ func (run *reqRun) write(t *testing.T, dir string) {
 		rx.WriteString("0\n") // $readmemh wants a line
 	}
 	require.LessOrEqual(t, len(beats), 2048, "rx.hex: the testbench's MAXRX")
-	for name, text := range map[string]string{"items.hex": items.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
+	require.LessOrEqual(t, nsg, 16384, "sges.hex: the testbench's MAXSG")
+	if nsg == 0 {
+		sgs.WriteString("0\n")
+	}
+	for name, text := range map[string]string{"items.hex": items.String(), "sges.hex": sgs.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
 		"rx.hex": rx.String()} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
@@ -965,6 +1007,7 @@ func (run *reqRun) args(dir, tag string) []string {
 		"+nack=" + strconv.Itoa(len(run.acks)), "+nrx=" + strconv.Itoa(len(run.rxBeats())), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
+		"+sgs=" + filepath.Join(dir, "sges.hex"), "+nsg=" + strconv.Itoa(run.nsg()),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
 		fmt.Sprintf("+lid=%04x", reqPortLID), fmt.Sprintf("+lmc=%d", run.lmc),
 		fmt.Sprintf("+pkeys=%016x", run.pkeyArg()), fmt.Sprintf("+npk=%d", len(run.pkeys)),
@@ -986,17 +1029,23 @@ func (run *reqRun) args(dir, tag string) []string {
 // plenty of credit, so a beat past the model's packets is written too.
 const reqTB = "`timescale 1ns/1ps\n" + `
 module tb;
-    localparam MAXIT = 4096, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, STALL = 4000;
+    localparam MAXIT = 4096, MAXSG = 16384, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, STALL = 4000;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
-    reg [447:0] items [0:MAXIT-1];
+    reg [455:0] items [0:MAXIT-1];
+    // The WQEs' data segments, in item order: {item 16, length 32, address 64} (sges.hex), offered
+    // on dec_sge_* while their item's header is offered and after it is taken, as hca_wqe_parse
+    // does; the next item waits until the last is taken.
+    reg [111:0] sgs [0:MAXSG-1];
+    integer nsg, ei;
+    reg hdr_took, take_sge, sg_here;
     reg [511:0] pays [0:MAXPAY-1];
     reg [59:0]  ctrl [0:MAXCYC-1];
     reg [531:0] rxs [0:MAXRX-1];
     reg [8*1024-1:0] path;
     integer nit, npay, ncyc, nbeat, nack, nrx, fo, fl, c, k, v, ii, pi, ai, ri, got, rq_blocks, eops, cpls, npk, lmc;
     integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held, idle, stalled;
-    reg [447:0] it;
+    reg [455:0] it;
     // +hostfn: the host answers each block with reqHostBlock of its address (rqa: the addresses
     // of the blocks asked for, in order) instead of pays.hex in order.
     reg hostfn;
@@ -1024,6 +1073,8 @@ module tb;
     reg cfg_held, take_cfg;
     integer dropped, drops, cfg_ack, cfg_wait;
     wire qp_cfg_ready;
+    reg dec_sge_valid;
+    wire dec_sge_ready;
     reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready, wr_ready;
     // wr0, the payload writes (READ responses' payloads): taken when the control's bit 10 says.
     wire wr_valid;
@@ -1068,8 +1119,8 @@ module tb;
         .dec_raddr(it[275:212]), .dec_rkey(it[211:180]), .dec_swap_add(it[147:84]), .dec_compare(it[83:20]),
         .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),
-        .dec_sges({3'd0, it[399:397]} + 6'd1), .dec_sge_valid(1'b0), .dec_sge_ready(), .dec_sge_len(32'd0),
-        .dec_sge_lkey(32'd0), .dec_sge_addr(64'd0), .dec_sge_last(1'b0),
+        .dec_sges(it[453:448]), .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(sgs[ei][95:64]),
+        .dec_sge_lkey(32'd0), .dec_sge_addr(sgs[ei][63:0]), .dec_sge_last(!(ei + 1 < nsg && sgs[ei + 1][111:96] == ii)),
         .kc_req_valid(), .kc_req_ready(1'b0), .kc_req_key(), .kc_req_pd(), .kc_req_need(), .kc_req_addr(),
         .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
@@ -1105,6 +1156,8 @@ module tb;
             $finish;
         end
         if ($value$plusargs("items=%s", path)) $readmemh(path, items, 0, nit - 1);
+        if (!$value$plusargs("nsg=%d", nsg)) nsg = 0;
+        if (nsg > 0 && $value$plusargs("sgs=%s", path)) $readmemh(path, sgs, 0, nsg - 1);
         if (npay > 0 && $value$plusargs("pays=%s", path)) $readmemh(path, pays, 0, npay - 1);
         if ($value$plusargs("ctrl=%s", path)) $readmemh(path, ctrl, 0, ncyc - 1);
         if (nrx > 0 && $value$plusargs("rx=%s", path)) $readmemh(path, rxs, 0, nrx - 1);
@@ -1113,11 +1166,11 @@ module tb;
         if (!$value$plusargs("log=%s", path)) path = "log.txt";
         fl = $fopen(path, "w");
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
-        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
+        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 456'd0;
         rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0; wr_ready = 1'b0;
         port_lmc = lmc[2:0]; pkey_cfg_valid = 1'b0; pkey_cfg_index = 16'd0; pkey_cfg_key = 16'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
-        held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
+        held = 1'b0; take_dec = 1'b0; take_sge = 1'b0; hdr_took = 1'b0; ei = 0; dec_sge_valid = 1'b0; sg_here = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
         rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0; ack_took = 1'b0;
         dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
         ii = 0; pi = 0; ai = 0; ri = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
@@ -1150,7 +1203,14 @@ module tb;
             if (c >= ncyc || idle >= STALL || (got + dropped >= nbeat && ii >= nit && ri >= nrx && ai >= nack)) drain = 1'b1;
             if (drain) k = k + 1;
             @(negedge clk);
-            if (take_dec || take_cfg) ii = ii + 1;
+            // An item is done when taken and its last segment too (hca_wqe_parse's in_ready).
+            if (take_sge) ei = ei + 1;
+            if (take_cfg || ((take_dec || hdr_took) && !(ei < nsg && sgs[ei][111:96] == ii))) begin
+                ii = ii + 1;
+                hdr_took = 1'b0;
+            end else if (take_dec) begin
+                hdr_took = 1'b1;
+            end
             if (take_rx) ri = ri + 1;
             cw = drain ? 60'h800_800_800_800_71e : ctrl[c];
             // The received packets' beats (rx.hex: gate, sop, eop, data), a packet's first beat once
@@ -1160,7 +1220,7 @@ module tb;
             rx_valid = !drain && ri < nrx && (rx_held || (eops >= rk[531:516] && cw[9]));
             cpl_ready = cw[8];
             wr_ready = cw[10];
-            it = ii < nit ? items[ii] : 448'd0;
+            it = ii < nit ? items[ii] : 456'd0;
             if (ii < nit && it[411:408] == 4'd0) every_r = it[16:0];
             // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
             // none of the context's messages between dec_* and tx_*). An item waits until the
@@ -1169,7 +1229,9 @@ module tb;
             // A WQE whose gate (a NAK on its context) opened in the cycle before is offered at once, so
             // that it meets the NAK's walk in hca_requester whatever the cycle the NAK came in.
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] &&
-                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took));
+                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took)) && !hdr_took;
+            sg_here = ei < nsg && sgs[ei][111:96] == ii;
+            dec_sge_valid = sg_here && (dec_valid || hdr_took);
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && (hostfn || pi < npay) && cw[2];
             rsp_data = !rsp_valid ? 512'd0 : hostfn ? host_block(rqa[rqh % 4096]) : pays[pi];
@@ -1197,6 +1259,7 @@ module tb;
             end
             #1;
             take_dec = dec_valid && dec_ready;
+            take_sge = dec_sge_valid && dec_sge_ready;
             held = dec_valid && !dec_ready;
             take_rx = rx_valid && rx_ready;
             rx_held = rx_valid && !rx_ready;
@@ -1639,7 +1702,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if c == nil || c.item.qpn != it.qpn {
 			return "" // no context holds its QPN: dropped, no CQ to complete into
 		}
-		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline || it.sges > 1 {
+		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline || len(it.wqe.SGL) > reqMaxSGE {
 			p.purge(c)
 			p.complete(c, c.req.FlushAll())
 			p.complete(c, []hca.Completion{{WQE: it.wqe, Status: hca.WCLocQPOpErr}})
@@ -1936,8 +1999,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"the PSN moved by one per message", f, "if (send) ctx_psn[dix] <= ctx_psn[dix] + npsn;", "if (send) ctx_psn[dix] <= ctx_psn[dix] + 24'd1;"},
 		{"an atomic taking its length's PSNs", f, "(is_atom || npk == 33'd0)", "(npk == 33'd0)"},
 		{"reads past the payload buffer's room", f, "res32 + n32 <= PAY_BLOCKS;", "1'b1;"},
-		{"the blocks counted without the start offset", f, "{27'd0, dec_laddr[5:0]} + {1'b0, dec_length}", "{1'b0, dec_length}"},
-		{"pay_start 0", f, ".pay_start(sq_head[5:0])", ".pay_start(6'd0)"},
+		{"the blocks counted without the start offset", f, "{27'd0, g_a[5:0]} + {1'b0, g_take}", "{1'b0, g_take}"},
+		{"the packer's first block from lane 0", f, "pk_first ? {1'b0, el_head[39:34]} : 7'd0", "7'd0"},
 		{"the VL's high bits for LRH.VL", f, "head_vl4[VL_W-1:0];", "head_vl4[3 -: VL_W];"},
 		{"credits compared without the modular rule", f, "cred_left <= 12'd2048", "head_cred >= head_blks"},
 		{"a packet offered before its last beat is in", f, "wire            offer      = pkts != {PQ_CW{1'b0}}", "wire            offer      = pq_valid"},
