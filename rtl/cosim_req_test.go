@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,6 +83,7 @@ type reqItem struct {
 	err    int
 	every  int
 	start  int      // LocalAddr mod 64
+	msg    []byte   // a gather list's message: its elements' bytes in order (addList); nil for one element
 	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0)
 	addrs  []uint64 // their addresses
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
@@ -139,12 +141,78 @@ type reqRun struct {
 	pkeys []uint16
 	lmc   int
 	sat   bool
+	// lists: SENDs and WRITEs with gather lists (newReqRunOf); their
+	// count, those of 30 elements, zero-byte elements, elements holding a
+	// packet boundary.
+	lists                                  bool
+	listN, lists30, listZero, listStraddle int
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
 	ackEarly                                                                          int    // ACKs that may come before their message leaves
 	nakFatal                                                                          [4]int // NAKs failing a message, by code (3: 3 and above)
 	nakRetry, ackGRH, ackReserved                                                     int    // sequence error and RNR NAKs; ACKs with a GRH; reserved syndromes
+}
+
+// addList makes it's payload of length bytes a gather list (the WQE's
+// SGL, LocalAddr 0 as the model's decode of a list): 2, 3, 1 to 30 or 30
+// elements, the first at addr, the others anywhere at any lane; the cuts
+// between them random, a third of them at a packet boundary (a multiple
+// of mtu, or a byte either side), some twice at one place (a zero-byte
+// element). Each element's blocks are host blocks the run's reads must
+// ask for in order, element by element (msgOf: each element its own, so
+// no read may cross elements); the message is the elements' bytes in
+// order (hca.md "Scatter/gather lists": each packet's bytes cut at the
+// elements' bounds, each part read at its element's address).
+func (run *reqRun) addList(r *rand.Rand, it *reqItem, addr uint64, length, mtu int) {
+	n := []int{2, 3, 1 + r.IntN(hca.MaxSendSGE), hca.MaxSendSGE}[r.IntN(4)]
+	cuts := []int{0}
+	for range n - 1 {
+		c := r.IntN(length + 1)
+		switch r.IntN(6) {
+		case 0, 1:
+			c = min(length, max(0, mtu*(c/mtu)+r.IntN(3)-1))
+		case 2:
+			c = cuts[len(cuts)-1] // a zero-byte element, if the sort keeps it there
+		}
+		cuts = append(cuts, c)
+	}
+	cuts = append(cuts, length)
+	slices.Sort(cuts)
+	it.wqe.SGL = make([]hca.SGE, n)
+	it.wqe.LocalAddr = 0
+	for e := range n {
+		l := cuts[e+1] - cuts[e]
+		a := addr
+		if e > 0 {
+			a = r.Uint64()&^63 | uint64(r.IntN(BlockBytes))
+		}
+		it.wqe.SGL[e] = hca.SGE{Addr: a, Length: uint32(l), LKey: r.Uint32()}
+		if l == 0 {
+			run.listZero++
+			continue
+		}
+		s := int(a % BlockBytes)
+		nb := (s + l + BlockBytes - 1) / BlockBytes
+		host := make([]byte, nb*BlockBytes)
+		for i := range host {
+			host[i] = byte(r.Uint32())
+		}
+		for i := range nb {
+			it.blocks = append(it.blocks, host[i*BlockBytes:(i+1)*BlockBytes])
+			run.pays = append(run.pays, host[i*BlockBytes:(i+1)*BlockBytes])
+			run.addrs = append(run.addrs, a-uint64(s)+uint64(i*BlockBytes))
+			run.msgOf = append(run.msgOf, len(run.items)*64+e)
+		}
+		it.msg = append(it.msg, host[s:s+l]...)
+		// An element holding the bytes of two packets or more: a packet
+		// boundary strictly inside it.
+		if cuts[e]/mtu != (cuts[e+1]-1)/mtu {
+			run.listStraddle++
+		}
+	}
+	run.lists30 += b2i(n == hca.MaxSendSGE)
+	run.listN++
 }
 
 // reqAck is an ACKNOWLEDGE packet (an ACK or a NAK: the AETH syndrome
@@ -264,7 +332,12 @@ type reqOut struct {
 	pkt0, npkts int // its first packet's index in the run's packets, its packets
 }
 
-func newReqRun(seed uint64, n int) *reqRun {
+func newReqRun(seed uint64, n int) *reqRun { return newReqRunOf(seed, n, false) }
+
+// newReqRunOf is newReqRun; with lists, half the SENDs and WRITEs sent
+// with a payload carry it as a gather list (addList), drawn after the
+// rest, so a run without lists is newReqRun's.
+func newReqRunOf(seed uint64, n int, lists bool) *reqRun {
 	r := rand.New(rand.NewPCG(seed, 0x4e9c))
 	// rn draws what the receive path added (syndromes, GRHs, the other
 	// packets on rx_*, NAKs), so r's draws stay the ones before it. Its
@@ -274,7 +347,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 	// packets, an early ACK): those asserts, not the constant, are what
 	// keep the stimulus strong, and any stream meeting them serves.
 	rn := rand.New(rand.NewPCG(seed, 0xad28))
-	run := &reqRun{}
+	run := &reqRun{lists: lists}
 	ctxs := make([]*reqCtx, reqQPs)
 	newCfg := func(qix int) *reqItem {
 		it := &reqItem{cfg: true, qix: qix, qpn: uint32(r.IntN(1<<21))<<3 | uint32(qix),
@@ -693,7 +766,10 @@ func newReqRun(seed uint64, n int) *reqRun {
 		}
 		it.start = start
 		it.sent = it.drop == "" && c != nil
-		if it.sent && op <= hca.WRSendImm && length > 0 {
+		if it.sent && op <= hca.WRSendImm && length > 0 && run.lists && r.IntN(2) == 0 {
+			starts = starts[1:]
+			run.addList(r, it, base+uint64(start), length, mtu)
+		} else if it.sent && op <= hca.WRSendImm && length > 0 {
 			starts = starts[1:]
 			nb := (start + length + BlockBytes - 1) / BlockBytes
 			host := make([]byte, nb*BlockBytes)
@@ -871,12 +947,17 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 	it.pkt0 = before
 	mtu := pktzMTU(q.mtuCode)
 	req.Enqueue(it.wqe, 0)
-	host := bytes.Join(it.blocks, nil)
+	host, start := bytes.Join(it.blocks, nil), it.start
+	if it.msg != nil {
+		// A gather list: the message is its elements' bytes in order
+		// (addList), host[0] its first byte.
+		host, start = it.msg, 0
+	}
 	for req.HasWork() {
 		pkt := ib.Packet{SLID: q.slid, DLID: q.dlid, SL: q.sl, VL: q.vl, DestQP: q.rqpn} // hca.Device.address
 		tx := req.Next(&pkt)
 		if pkt.PayloadLen > 0 {
-			off := it.start + tx.Index*mtu // hca.Device.schedule's read, LocalAddr + index x MTU
+			off := start + tx.Index*mtu // hca.Device.schedule's read, LocalAddr + index x MTU
 			pkt.Payload = host[off : off+pkt.PayloadLen]
 		}
 		if tx.Index > 0 && pkt.PSN == 0 {
@@ -1869,6 +1950,33 @@ func TestRequesterCosim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequesterGatherRandomCosim: TestRequesterCosim's run (Icarus, the
+// first seed) with half the SENDs and WRITEs carrying their payload as a
+// gather list (newReqRunOf): every packet the model's, the reads each
+// element's blocks in order, never across elements, under the run's
+// stalls, purges, NAKs and context writes. The list's cases (17 lists,
+// 4 of 30, 47 zero-byte elements, 10 holding a packet boundary on
+// 2026-12-02): at least 10 lists, one of 30, 5 zero-byte elements and 5
+// elements holding a packet boundary.
+func TestRequesterGatherRandomCosim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	files := writeReqBench(t, dir, nil)
+	cmd, args := buildSim(t, ctx, dir, "icarus", files)
+	seed := cosimSeeds[0]
+	run := newReqRunOf(seed, reqMsgs, true)
+	run.write(t, dir)
+	res := runReq(t, ctx, dir, "g", run, cmd, args...)
+	res.passes(t, run, "lists")
+	assert.GreaterOrEqual(t, run.listN, 10, "lists")
+	assert.Positive(t, run.lists30, "lists of 30")
+	assert.GreaterOrEqual(t, run.listZero, 5, "zero-byte elements")
+	assert.GreaterOrEqual(t, run.listStraddle, 5, "elements holding a packet boundary")
+	t.Logf("%d lists (%d of 30), %d zero-byte elements, %d elements across a packet boundary; %d packets, %d payload blocks read",
+		run.listN, run.lists30, run.listZero, run.listStraddle, len(run.wires), len(run.addrs))
 }
 
 // TestRequesterStimulusCovers: per seed simulated, every request opcode,
