@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 18)
+	require.Len(t, r.Buffers, 22)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -72,6 +72,16 @@ func TestReportBuffers(t *testing.T) {
 	// hca_rx_ack's payload FIFO: RxPayBlocks (128: two READ responses of
 	// MTU 4096, 64 blocks each) blocks of 512 bits.
 	assert.Equal(t, 2*4096/64*512, r.Buffers[17].TotalBits)
+	// Gather lists: the parser's 16 blocks of 512 bits; per outstanding
+	// message (8 contexts x 8) 32 elements of length 32 + address 64 and
+	// the list's length, 6 bits (up to 62 segments); the element queue, 4
+	// of {last 1, first lane 6, end lane 7, blocks 27}.
+	assert.Equal(t, 16*512, r.Buffers[18].TotalBits)
+	assert.Equal(t, 8*8*32*96, r.Buffers[19].TotalBits)
+	assert.Equal(t, 8*8*6, r.Buffers[20].TotalBits)
+	assert.Equal(t, 4*41, r.Buffers[21].TotalBits)
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer EL_DEPTH    = %d ", ReqElDepth))
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("reg  [95:0]      sg_mem [0:NQ*OQ_DEPTH*%d-1];", ReqSGLSlots))
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
 	assert.Contains(t, PrimitiveSource("hca_rx_ack.v"), fmt.Sprintf("localparam integer PD_DEPTH = %d;", RxPayBlocks))
 	assert.Empty(t, r.Cells)
@@ -79,7 +89,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*512), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*512+16*512+8*8*32*96+8*8*6+4*41), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {

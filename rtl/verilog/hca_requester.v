@@ -22,12 +22,15 @@
 // hca.ack_req_every (1..65536), latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
-// order). dec_ready = the message register is empty or being taken, every read of the previous
-// message has been loaded, and the start queue has room. A WQE whose context index does not hold its
+// order), its data segments on dec_sge_* (hca_wqe_parse's sge_*: the first may be taken with the
+// header, the rest after it, one a cycle). dec_ready = the message register is empty or being taken,
+// every read of the previous message has been loaded (its gather walked), no segment of the previous
+// WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7, inline (the model sends inline data; here TODO, from wqe_*) or a gather list of more
-// than one data segment (dec_sges > 1: the model gathers or scatters each element; here TODO, the
-// parser's sge_* stream is drained by hca_transport) cannot be taken: once the
+// opcode 7, inline (the model sends inline data; here TODO, from wqe_*), a list longer than MAX_SGE
+// (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) or a READ's or atomic's scatter
+// list of more than one element (the model scatters the response per element; here TODO) cannot be
+// taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
 // for a WQE its requester cannot build; the model's own path for a WQE that fails at decode, a key
@@ -40,14 +43,25 @@
 // max_rd_atomic: TODO), and nothing waits for an ACK.
 //
 // Payload reads (rd1, hca_dma_engine's client contract: whole 64-byte blocks, responses in request
-// order, one a beat, no back-pressure): a SEND or WRITE of L > 0 bytes at LocalAddr reads
-// ceil((LocalAddr mod 64 + L) / 64) blocks from LocalAddr rounded down to 64, in reads of at most
-// READ_BLOCKS blocks, each issued only when the payload buffer (PAY_BLOCKS blocks) has room for it
-// beside every block already asked for and not yet taken by hca_tx_path: so a response always finds
-// room. The buffer's read side is hca_tx_path's pay_*; pay_start (LocalAddr mod 64) comes from a
-// queue of MSG_DEPTH messages' {blocks, start}, pushed when a message is taken, popped with its last
-// block. Each block is read once per message (hca_tx_assemble keeps the block two packets share); the
-// model reads each packet's bytes, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// order, one a beat, no back-pressure): a SEND's or WRITE's payload of L > 0 bytes is its gather
+// list, one element (the single data segment) or several (hca.md "Scatter/gather lists": the message
+// is the elements' concatenation). A sent SEND's or WRITE's segments are kept with its ring entry
+// (MAX_SGE a entry, {length, address}), and a walk goes through them in order, a cycle an element:
+// an element of A bytes at address a reads ceil((a mod 64 + A) / 64) blocks from a rounded down to
+// 64, its reads loaded once the previous element's are all issued; an element of 0 bytes reads
+// nothing. Reads are of at most READ_BLOCKS blocks, each issued only when the payload buffer
+// (PAY_BLOCKS blocks) has room for it beside every block already asked for and not yet taken by the
+// packer: so a response always finds room. A resend from packet k walks the same list from byte
+// k x MTU: elements wholly before it are stepped over, the one holding it read from there. The
+// packer takes the buffer's blocks with each element's {first lane, end lane, blocks} (a queue of
+// EL_DEPTH elements) and packs their bytes into one contiguous message from lane 0, hca_tx_path's
+// pay_* (pay_start 0): a block goes out when the message's bytes reach its lane 63, the message's
+// last with its last byte (one more cycle when that byte spills into a block more); its blocks per
+// message, ceil(L / 64), come from a queue of MSG_DEPTH messages' {blocks, start 0}, pushed when a
+// message is taken, popped with its last block. Each element's block is read once per message
+// (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
+// its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly"). The
+// elements' L_Keys are not checked (kc_*: TODO, for a single element too).
 //
 // Transmit: hca_tx_path's packets (ICRC written, VCRC zero) go into a packet queue of PKT_BLOCKS
 // beats (at least one largest packet, 65 beats at MTU 4096, or it deadlocks), store and forward, one
