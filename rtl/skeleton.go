@@ -182,11 +182,14 @@ Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and at
 hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
 written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ;
 ack_req_every is hca.ack_req_every), the parsed WQEs taken in order from dec_* (one for a context
-that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7 or inline
-completes with LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
+that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, inline,
+a gather list longer than 30 or a READ's or atomic's list of more than one element completes with
+LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
 context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
 PSN from its context and the PSNs it takes, its payload read through DMA client rd1 (pay_rd_*,
-pay_rsp_*) into a payload buffer that never takes more reads than it has room for, hca_tx_path
+pay_rsp_*) element by element of its gather list (dec_sge_*: each element's blocks at its own
+address; the elements' L_Keys unchecked, kc_* TODO) into a payload buffer that never takes more
+reads than it has room for, packed into one contiguous message, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
 (store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
 (wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). The receive
