@@ -79,11 +79,15 @@ type reqItem struct {
 	mtuCode    int
 	cqn        int
 	// WQE
-	wqe    hca.SendWQE
-	err    int
-	every  int
-	start  int      // LocalAddr mod 64
-	msg    []byte   // a gather list's message: its elements' bytes in order (addList); nil for one element
+	wqe   hca.SendWQE
+	err   int
+	every int
+	start int    // LocalAddr mod 64
+	msg   []byte // a gather list's message: its elements' bytes in order (addList); nil for one element
+	// keyRes is the model's L_Key check of each element (hca.KeyTable.Check; nil: every one passes),
+	// which the testbench answers hca_requester's kc_* with; pd a context write's PD.
+	keyRes []hca.KeyResult
+	pd     uint32
 	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0)
 	addrs  []uint64 // their addresses
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
@@ -99,7 +103,7 @@ type reqItem struct {
 const reqMaxSGE = hca.MaxSendSGE
 
 // elems is the WQE's gather list as hca_wqe_parse offers it on sge_*:
-// wqe.SGL, or its one data segment (Length at LocalAddr), none for a
+// wqe.SGL, or its one data segment (Length at LocalAddr, LKey), none for a
 // context write, an inline WQE or one the parser fails (hca_wqe_parse's
 // out_sges 0).
 func (it *reqItem) elems() []hca.SGE {
@@ -109,7 +113,17 @@ func (it *reqItem) elems() []hca.SGE {
 	case it.wqe.SGL != nil:
 		return it.wqe.SGL
 	}
-	return []hca.SGE{{Addr: it.wqe.LocalAddr, Length: it.wqe.Length}}
+	return []hca.SGE{{Addr: it.wqe.LocalAddr, Length: it.wqe.Length, LKey: it.wqe.LKey}}
+}
+
+// keyBad reports an element whose L_Key the model's check fails.
+func (it *reqItem) keyBad() bool {
+	for _, r := range it.keyRes {
+		if r != hca.KeyOK {
+			return true
+		}
+	}
+	return false
 }
 
 // nsg is the run's segments on dec_sge_*, over its items.
@@ -980,16 +994,24 @@ func (run *reqRun) write(t *testing.T, dir string) {
 	t.Helper()
 	var items, sgs, pays, ctrl, rx strings.Builder
 	nsg := 0
+	var pd [reqQPs]uint32 // each context's PD, from its last write
 	for i, it := range run.items {
+		if it.cfg {
+			pd[it.qix] = it.pd
+		}
 		elems := it.elems()
 		fmt.Fprintf(&items, "%02x%04x", len(elems), it.gate)
-		for _, e := range elems {
-			fmt.Fprintf(&sgs, "%04x%08x%016x\n", i, e.Length, e.Addr)
+		for k, e := range elems {
+			res := 0
+			if k < len(it.keyRes) {
+				res = int(it.keyRes[k])
+			}
+			fmt.Fprintf(&sgs, "%04x%01x%08x%08x%08x%016x\n", i, res, pd[it.qix], e.LKey, e.Length, e.Addr)
 			nsg++
 		}
 		if it.cfg {
-			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s\n", it.cqn, it.qpn, it.dlid, it.slid,
-				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 73))
+			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s%08x\n", it.cqn, it.qpn, it.dlid, it.slid,
+				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 65), it.pd)
 			continue
 		}
 		w := &it.wqe
@@ -1114,10 +1136,15 @@ module tb;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
     reg [455:0] items [0:MAXIT-1];
-    // The WQEs' data segments, in item order: {item 16, length 32, address 64} (sges.hex), offered
-    // on dec_sge_* while their item's header is offered and after it is taken, as hca_wqe_parse
-    // does; the next item waits until the last is taken.
-    reg [111:0] sgs [0:MAXSG-1];
+    // The WQEs' data segments, in item order: {item 16, key check result 4, the context's PD 32,
+    // L_Key 32, length 32, address 64} (sges.hex), offered on dec_sge_* while their item's header
+    // is offered, as hca_wqe_parse does; the next item waits until the last is taken. A key check
+    // on kc_* is answered the cycle after it is taken with the result of the segment on dec_sge_*
+    // (the requester holds it until then), and must name that segment's L_Key, address and length,
+    // the context's PD and local read (else a KCHK-ERR line).
+    reg [179:0] sgs [0:MAXSG-1];
+    reg kc_pend, kc_rdy;
+    reg [2:0] kc_res;
     integer nsg, ei;
     reg hdr_took, take_sge, sg_here;
     reg [511:0] pays [0:MAXPAY-1];
@@ -1154,8 +1181,11 @@ module tb;
     reg cfg_held, take_cfg;
     integer dropped, drops, cfg_ack, cfg_wait;
     wire qp_cfg_ready;
-    reg dec_sge_valid;
-    wire dec_sge_ready;
+    reg dec_sge_valid, kc_rsp_valid;
+    wire dec_sge_ready, kc_req_valid, kc_rsp_ready;
+    wire [31:0] kc_req_key, kc_req_pd;
+    wire [3:0] kc_req_need;
+    wire [63:0] kc_req_addr, kc_req_len;
     reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready, wr_ready;
     // wr0, the payload writes (READ responses' payloads): taken when the control's bit 10 says.
     wire wr_valid;
@@ -1193,7 +1223,7 @@ module tb;
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]),
-        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .ack_req_every(every_r),
+        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
         .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
         .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_imm(it[179:148]),
@@ -1201,9 +1231,10 @@ module tb;
         .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),
         .dec_sges(it[453:448]), .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(sgs[ei][95:64]),
-        .dec_sge_lkey(32'd0), .dec_sge_addr(sgs[ei][63:0]), .dec_sge_last(!(ei + 1 < nsg && sgs[ei + 1][111:96] == ii)),
-        .kc_req_valid(), .kc_req_ready(1'b0), .kc_req_key(), .kc_req_pd(), .kc_req_need(), .kc_req_addr(),
-        .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
+        .dec_sge_lkey(sgs[ei][127:96]), .dec_sge_addr(sgs[ei][63:0]), .dec_sge_last(!(ei + 1 < nsg && sgs[ei + 1][179:164] == ii)),
+        .kc_req_valid(kc_req_valid), .kc_req_ready(kc_rdy), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
+        .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len), .kc_req_tag(),
+        .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready), .kc_rsp_result(kc_res), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
         .pay_rsp_valid(rsp_valid), .pay_rsp_data(rsp_data),
         .pay_wr_valid(wr_valid), .pay_wr_addr(wr_addr), .pay_wr_len(wr_len), .pay_wr_data(wr_data), .pay_wr_be(wr_be), .pay_wr_ready(wr_ready),
@@ -1251,6 +1282,7 @@ module tb;
         rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0; wr_ready = 1'b0;
         port_lmc = lmc[2:0]; pkey_cfg_valid = 1'b0; pkey_cfg_index = 16'd0; pkey_cfg_key = 16'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
+        kc_pend = 1'b0; kc_rdy = 1'b0; kc_res = 3'd0; kc_rsp_valid = 1'b0;
         held = 1'b0; take_dec = 1'b0; take_sge = 1'b0; hdr_took = 1'b0; ei = 0; dec_sge_valid = 1'b0; sg_here = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
         rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0; ack_took = 1'b0;
         dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
@@ -1286,7 +1318,7 @@ module tb;
             @(negedge clk);
             // An item is done when taken and its last segment too (hca_wqe_parse's in_ready).
             if (take_sge) ei = ei + 1;
-            if (take_cfg || ((take_dec || hdr_took) && !(ei < nsg && sgs[ei][111:96] == ii))) begin
+            if (take_cfg || ((take_dec || hdr_took) && !(ei < nsg && sgs[ei][179:164] == ii))) begin
                 ii = ii + 1;
                 hdr_took = 1'b0;
             end else if (take_dec) begin
@@ -1311,7 +1343,9 @@ module tb;
             // that it meets the NAK's walk in hca_requester whatever the cycle the NAK came in.
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] &&
                         (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took)) && !hdr_took;
-            sg_here = ei < nsg && sgs[ei][111:96] == ii;
+            sg_here = ei < nsg && sgs[ei][179:164] == ii;
+            kc_rsp_valid = kc_pend;
+            kc_rdy = !kc_pend;
             dec_sge_valid = sg_here && (dec_valid || hdr_took);
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && (hostfn || pi < npay) && cw[2];
@@ -1341,6 +1375,15 @@ module tb;
             #1;
             take_dec = dec_valid && dec_ready;
             take_sge = dec_sge_valid && dec_sge_ready;
+            if (kc_rsp_valid && kc_rsp_ready) kc_pend = 1'b0;
+            if (kc_req_valid && kc_rdy) begin
+                if (!sg_here || kc_req_key != sgs[ei][127:96] || kc_req_pd != sgs[ei][159:128] || kc_req_need != 4'd0 ||
+                    kc_req_addr != sgs[ei][63:0] || kc_req_len != {32'd0, sgs[ei][95:64]})
+                    $display("KCHK-ERR cycle %0d: key %h pd %h need %h addr %h len %h for segment %0d", c, kc_req_key,
+                             kc_req_pd, kc_req_need, kc_req_addr, kc_req_len, ei);
+                kc_pend = 1'b1;
+                kc_res = sgs[ei][162:160];
+            end
             held = dec_valid && !dec_ready;
             take_rx = rx_valid && rx_ready;
             rx_held = rx_valid && !rx_ready;
@@ -1865,6 +1908,7 @@ func runReq(t *testing.T, ctx context.Context, dir, tag string, run *reqRun, cmd
 	t.Helper()
 	out, err := runTool(ctx, dir, cmd, append(args, run.args(dir, tag)...)...)
 	require.NoError(t, err)
+	assert.NotContains(t, out, "KCHK-ERR", "key checks on kc_* that name another segment")
 	return reqCheck(t, run, out, filepath.Join(dir, "beats_"+tag+".txt"), filepath.Join(dir, "log_"+tag+".txt"))
 }
 
@@ -2122,7 +2166,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 			"(h_ent[23:0] < e_psn || (e_incl && h_ent[23:0] == e_psn))"},
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
-		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
+		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : e_prot ? 8'd4 : 8'd2)", "8'd5"},
 		{"an ACK completing a message not yet sent", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};",
 			"h_cover  = h_acked && (!e_rsp || e_ok);"},
 		// The purge.

@@ -372,6 +372,9 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	m := reqResult.FindStringSubmatch(out)
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
 	res := &retryResult{}
+	if i := strings.Index(out, "KCHK-ERR"); i >= 0 {
+		res.fail("%s", strings.SplitN(out[i:], "\n", 2)[0])
+	}
 	res.acks, _ = strconv.Atoi(m[12])
 	res.cplHeld, _ = strconv.Atoi(m[14])
 	if m[22] != "0" {
@@ -431,6 +434,13 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			qps[it.qix] = newRetryQP(it)
 		case "T":
 			it := p.run.items[num(1)]
+			if it.keyBad() {
+				// hca.Device.wqeReady's key error: the outstanding
+				// messages flushed, the WQE LOC_PROT_ERR, the QP to ERR.
+				complete(qps[it.qix], qps[it.qix].req.FlushAll())
+				complete(qps[it.qix], []hca.Completion{{WQE: it.wqe, Status: hca.WCLocProtErr}})
+				break
+			}
 			complete(qps[it.qix], qps[it.qix].enqueue(it.wqe))
 		case "A":
 			a := p.run.acks[num(1)]

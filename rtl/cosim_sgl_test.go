@@ -73,10 +73,17 @@ func gatherSGL30() []hca.SGE {
 // and 64 make 81, so the byte is element 15's 13th, 1280 - 1267), then
 // G2 and G3 whole: PSNs 0x28..0x32 again. Then an ACK through 0x32
 // completes G1, G2 and G3.
+//
+// Then, on the context's PD 0x77, G4 a WRITE of 3 elements whose second's
+// L_Key is in another PD (hca.KeyTable.Check: PD mismatch): the model
+// fails it with LOC_PROT_ERR before any read (hca.Device.wqeReady: the
+// QP to ERR, nothing sent), and G5, a SEND of 10 B after it, completes
+// with WR_FLUSH_ERR, unsent. Every element of G0..G3 passes its check
+// (their keys the testbench answers 0 for).
 func newGatherPlan() (*retryPlan, []uint64) {
 	p := &retryPlan{run: &reqRun{}}
 	run := p.run
-	cfgs := []*reqItem{{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 2, rqpn: 0xC0000, psn: 0x20, mtuCode: 1, cqn: 3}}
+	cfgs := []*reqItem{{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 2, rqpn: 0xC0000, psn: 0x20, mtuCode: 1, cqn: 3, pd: 0x77}}
 	qps := p.addQPs(cfgs)
 	wrs := []hca.SendWR{
 		{Opcode: hca.WRRDMAWrite, RemoteAddr: 0x7000_0000, RKey: 0x55, SGL: []hca.SGE{
@@ -119,6 +126,39 @@ func newGatherPlan() (*retryPlan, []uint64) {
 		}
 		p.drain(qps)
 	}
+	// G4 and G5, once both ACKs are taken (gate 2).
+	var kt hca.KeyTable
+	mr0 := kt.Register(0x77, 0x50_0000, 4096, 0)
+	mr1 := kt.Register(0x78, 0x51_0000, 4096, 0) // another PD's region
+	mr2 := kt.Register(0x77, 0x52_0000, 4096, 0)
+	g4 := []hca.SGE{{Addr: 0x50_0000, Length: 100, LKey: mr0.LKey}, {Addr: 0x51_0000 + 8, Length: 200, LKey: mr1.LKey},
+		{Addr: 0x52_0000, Length: 300, LKey: mr2.LKey}}
+	for i, wr := range []hca.SendWR{
+		{Opcode: hca.WRRDMAWrite, RemoteAddr: 0x7200_0000, RKey: 0x57, SGL: g4, Signaled: true},
+		{Opcode: hca.WRSend, LocalAddr: 0x50_0000 + 200, Length: 10, LKey: mr0.LKey, Signaled: true}, // a good key
+	} {
+		var buf [16 * hca.WQEBBBytes]byte
+		hca.EncodeSendWQE(buf[:], &wr, uint16(len(wrs)+i), cfgs[0].qpn, nil)
+		w, err := hca.DecodeSendWQE(buf[:])
+		if err != nil {
+			panic(err)
+		}
+		it := &reqItem{qix: 0, qpn: cfgs[0].qpn, every: retryEvery, wqe: w, gate: 2}
+		for _, e := range it.elems() {
+			it.keyRes = append(it.keyRes, kt.Check(e.LKey, 0x77, 0, e.Addr, uint64(e.Length)))
+		}
+		run.items = append(run.items, it)
+		if i == 0 {
+			for _, c := range qps[0].req.FlushAll() {
+				p.status = append(p.status, c.Status)
+			}
+			p.status = append(p.status, hca.WCLocProtErr)
+			continue
+		}
+		for _, c := range qps[0].enqueue(w) {
+			p.status = append(p.status, c.Status)
+		}
+	}
 	run.beats = 1 << 20 // the control's cycles end the run
 	for range 3000 {
 		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
@@ -149,7 +189,10 @@ func TestGatherPlan(t *testing.T) {
 		psns = append(psns, k)
 	}
 	assert.Equal(t, psns, p.psns[0], "PSNs: 19 first sends, then 0x28..0x32 again")
-	assert.Equal(t, []hca.WCStatus{hca.WCSuccess, hca.WCSuccess, hca.WCSuccess, hca.WCSuccess}, p.status, "G0 on the NAK, the rest on the ACK")
+	assert.Equal(t, []hca.WCStatus{hca.WCSuccess, hca.WCSuccess, hca.WCSuccess, hca.WCSuccess, hca.WCLocProtErr, hca.WCWRFlushErr}, p.status,
+		"G0 on the NAK, G1..G3 on the ACK, G4's bad key, G5 flushed")
+	// G4's keys: the second element's region is in PD 0x78.
+	assert.Equal(t, []hca.KeyResult{hca.KeyOK, hca.KeyPDMismatch, hca.KeyOK}, p.run.items[len(p.run.items)-2].keyRes, "G4's checks")
 	require.Len(t, p.run.wires, 30)
 	h := reqHostBytes
 	cat := func(bs ...[]byte) []byte { return append([]byte(nil), bytesJoin(bs)...) }
@@ -201,7 +244,10 @@ func TestRequesterGatherCosim(t *testing.T) {
 		{"a zero-byte element read", "wire             g_past   = g_skip >= g_len;", "wire             g_past   = g_skip > g_len;"},
 		{"the packer's last spill forgotten", "pk_flush <= pk_mend && pk_fn[5:0] != 6'd0;", "pk_flush <= 1'b0;"},
 		{"the packer's rotation one lane off", "wire [5:0]   pk_r     = pk_lo[5:0] - pk_f;", "wire [5:0]   pk_r     = pk_lo[5:0] - pk_f + 6'd1;"},
-		{"a segment kept one place on", "(s_on ? s_k : 5'd0)", "(s_on ? s_k + 5'd1 : 5'd0)"},
+		{"a segment kept one place on", "sg_mem[{d_ix, s_k[4:0]}]", "sg_mem[{d_ix, s_k[4:0] + 5'd1}]"},
+		{"every element's L_Key the first's", "assign kc_req_key    = dec_sge_lkey;", "assign kc_req_key    = sg_mem[{d_ix, 5'd0}][95:64];"},
+		{"a failed L_Key check ignored", "if (kc_rsp_result != 3'd0) s_bad <= 1'b1;", "s_bad <= 1'b0;"},
+		{"the check's length the WQE's", "assign kc_req_len    = {32'd0, dec_sge_len};", "assign kc_req_len    = {32'd0, dec_length};"},
 	} {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()

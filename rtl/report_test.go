@@ -298,13 +298,14 @@ func TestReportYosys(t *testing.T) {
 	// bytes before and length 32 + 32 and whether an ACK covers it at its
 	// last PSN 1.
 	// The gather (hca.md "Scatter/gather lists"), with a reset: the
-	// segment intake's busy and keep bits 2, its ring entry 3 + 3 and
-	// segment index 5; the walk's busy bit 1, its entry 3 + 3, element 5,
+	// segment intake's count of segments taken 6, its failed-check bit
+	// and its check-pending bit 2; the walk's busy bit 1, its entry 3 + 3, element 5,
 	// element count 6, bytes to step over 32 and to gather 32; the
 	// packer's blocks taken of its element 27, its held bytes 512, their
 	// count 6 and the spill bit 1; the element queue's (4) pointers and
-	// count 2 + 2 + 3.
-	// Memories: the 9 context fields, the outstanding messages, their
+	// count 2 + 2 + 3. Without: the decode completion's LOC_PROT_ERR bit
+	// 1.
+	// Memories: the 10 context fields (the PD the tenth), the outstanding messages, their
 	// resend copies, the READs' bytes received, the five FIFOs (the
 	// element queue the fifth), the RNR timer's table (a ROM), the gather
 	// lists and their element counts.
@@ -317,7 +318,7 @@ func TestReportYosys(t *testing.T) {
 		(1+2+4+1)+(1+7+7+1+64+7)+
 		(1+13+64+2+6+504)+
 		(3*64+32+32+1)+
-		(2+3+3+5+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3),
+		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -358,7 +359,7 @@ func TestReportYosys(t *testing.T) {
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":
-			assert.Equal(t, 9+1+1+1+5+1+2, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR table, the gather lists and their counts
+			assert.Equal(t, 10+1+1+1+5+1+2, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR table, the gather lists and their counts
 		case "hca_wqe_parse":
 			assert.Equal(t, 1, c.Memories, c.Module) // the WQE's blocks (its data segments)
 		}

@@ -228,6 +228,7 @@ module hca_requester #(
     input  wire [23:0]           qp_cfg_psn,
     input  wire [2:0]            qp_cfg_mtu,
     input  wire [CQN_W-1:0]      qp_cfg_cqn,
+    input  wire [31:0]           qp_cfg_pd,     // the QP's protection domain (its elements' L_Keys are checked in it)
     input  wire [16:0]           ack_req_every,
     input  wire                  dec_valid,
     output wire                  dec_ready,
@@ -248,8 +249,19 @@ module hca_requester #(
     input  wire                  dec_sge_valid, // and the segments themselves, one a beat (hca_wqe_parse's sge_*)
     output wire                  dec_sge_ready,
     input  wire [31:0]           dec_sge_len,
+    input  wire [31:0]           dec_sge_lkey,
     input  wire [63:0]           dec_sge_addr,
     input  wire                  dec_sge_last,
+    output wire                  kc_req_valid,  // an element's L_Key check (hca_key_check's req_*/rsp_*)
+    input  wire                  kc_req_ready,
+    output wire [31:0]           kc_req_key,
+    output wire [31:0]           kc_req_pd,
+    output wire [3:0]            kc_req_need,
+    output wire [63:0]           kc_req_addr,
+    output wire [63:0]           kc_req_len,
+    input  wire                  kc_rsp_valid,
+    output wire                  kc_rsp_ready,
+    input  wire [2:0]            kc_rsp_result,
     output reg                   rd_req_valid,
     output reg  [63:0]           rd_req_addr,
     output reg  [15:0]           rd_req_len,
@@ -311,6 +323,7 @@ module hca_requester #(
     reg  [23:0]     ctx_psn  [0:NQ-1];
     reg  [2:0]      ctx_mtu  [0:NQ-1];
     reg  [CQN_W-1:0] ctx_cqn [0:NQ-1];
+    reg  [31:0]     ctx_pd  [0:NQ-1];
     reg  [NQ-1:0]   ctx_err;   // the context is in ERR: its WQEs complete with WR_FLUSH_ERR, unsent
 
     // ---- the WQE on dec_*: sent or dropped ----
@@ -320,14 +333,21 @@ module hca_requester #(
     wire             is_rdat  = dec_opcode[2];                              // READ, atomics
     wire             is_atom  = dec_opcode == 3'd5 || dec_opcode == 3'd6;
     wire             has_ctx  = ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;
+    reg  [5:0]       s_k;       // the WQE's segments taken so far (below, "the gather list")
+    reg              s_bad;     // one of them failed its L_Key check
+    reg              k_wait;    // a check is asked for and its result not yet in
     // A gather list longer than MAX_SGE, or a READ's or atomic's scatter list of more than one element
     // (TODO), cannot be taken.
     wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline || dec_sges > MAX_SGE[5:0] ||
                                 (is_rdat && dec_sges > 6'd1);
-    wire             sendable = !bad_wqe && has_ctx && !ctx_err[dix];
+    // A WQE one of whose elements' L_Key failed its check (s_bad, below) completes with LOC_PROT_ERR.
+    wire             s_ok_ctx = !bad_wqe && has_ctx && !ctx_err[dix];
+    wire             sendable = s_ok_ctx && !s_bad;
     // A WQE completed at decode: one the requester cannot take on its context (LOC_QP_OP_ERR, after
-    // the context's outstanding WQEs are flushed), or any on a context in ERR (WR_FLUSH_ERR).
-    wire             to_eng   = has_ctx && (bad_wqe || ctx_err[dix]);
+    // the context's outstanding WQEs are flushed), one with a bad L_Key (LOC_PROT_ERR, the same way),
+    // or any on a context in ERR (WR_FLUSH_ERR).
+    wire             to_eng   = has_ctx && (bad_wqe || ctx_err[dix] || s_bad);
+    wire             fail_wqe = bad_wqe || s_bad;      // completed with an error of its own: the context to ERR
     // Packets (and PSNs of a SEND, WRITE or READ): max(1, ceil(L / MTU)), MTU = 128 << code.
     wire [32:0]      mtu_b    = 33'd128 << d_mtu;
     wire [32:0]      len_up   = {1'b0, dec_length} + mtu_b - 33'd1;
@@ -356,7 +376,6 @@ module hca_requester #(
     reg  [26:0]      rd_left;   // blocks of the message not yet in a read request
     reg  [57:0]      rd_blk;    // the next read's block address
     reg  [PB_CW-1:0] reserved;  // blocks asked for and not yet taken by the packer
-    reg              s_on;      // a WQE's gather list is being taken (below)
     reg              g_on;      // a message's gather list is being walked (below)
     wire [26:0]      rd_n      = (rd_left < RB) ? rd_left : RB;
     wire [31:0]      res32     = {{(32-PB_CW){1'b0}}, reserved};
@@ -427,6 +446,7 @@ module hca_requester #(
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
+    reg              e_prot;               // or LOC_PROT_ERR (an element's L_Key failed)
     reg  [2:0]       e_op;
     reg  [15:0]      e_idx;
     reg  [31:0]      e_len;
@@ -524,14 +544,15 @@ module hca_requester #(
     // A context write is taken while the engine is idle, no ACK is offered and none of the
     // context's messages is between dec_* and tx_*; a WQE of that context waits in its cycle.
     wire [IF_W-1:0] c_inflight = inflight[cix*IF_W +: IF_W];
-    assign qp_cfg_ready = eng_idle && !ack_valid && c_inflight == {IF_W{1'b0}};
+    assign qp_cfg_ready = eng_idle && !ack_valid && c_inflight == {IF_W{1'b0}} &&
+                          !(dec_valid && dix == cix && (s_k != 6'd0 || k_wait));
     wire cfg_take = qp_cfg_valid && qp_cfg_ready;
     // A WQE of the context a NAK that may fail it is being walked for waits for the walk's end: if the
     // NAK fails a message, the context is in ERR by then and the WQE completes flushed, unsent, as
     // the model's Enqueue after OnAck does.
     // A resend goes before any WQE, and a WQE of a context with a resend pending waits for its end
     // (the model's rewound messages go before the ones queued after them).
-    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && !s_on && sq_push_ready && tg_push_ready &&
+    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && s_k == dec_sges && !k_wait && sq_push_ready && tg_push_ready &&
                        !rp_valid && !rs_pend[dix] &&
                        !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
@@ -541,7 +562,7 @@ module hca_requester #(
     // A resend's message is taken under the same rules, and only while the completion engine is idle
     // (a rewind it does moves rs_ptr and purges what is in flight).
     wire rp_skp  = rp_valid && rp_dn && eng_idle && !(cfg_take && cix == rq);
-    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && !s_on && sq_push_ready && tg_push_ready &&
+    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && sq_push_ready && tg_push_ready &&
                    eng_idle && !(cfg_take && cix == rq);
 
     // ---- payload buffer -> the packer -> hca_tx_path's pay_* ----
@@ -567,6 +588,7 @@ module hca_requester #(
             ctx_psn[cix]  <= qp_cfg_psn;
             ctx_mtu[cix]  <= qp_cfg_mtu;
             ctx_cqn[cix]  <= qp_cfg_cqn;
+            ctx_pd[cix]   <= qp_cfg_pd;
         end
         if (send) oq_mem[{dix, d_tl[OQ_W-1:0]}] <= {is_rdat, dec_signaled, dec_opcode, dec_index, dec_length,
                                                     ctx_psn[dix], d_last};
@@ -667,22 +689,33 @@ module hca_requester #(
     );
 
     // ---- the gather list (hca.md "Scatter/gather lists") ----
-    // Intake: a WQE's segments follow its header on dec_sge_* (the first may come with it); a sent
-    // SEND's or WRITE's are kept with its ring entry ({context, slot}, 32 a entry), so a resend reads
-    // them again; others are taken and dropped. dec_* takes no WQE while segments are being taken.
+    // Intake: a WQE's segments come on dec_sge_* while its header waits on dec_*; the header is taken
+    // after the last (s_k = dec_sges). A SEND's or WRITE's on a context that can send it are kept
+    // with the ring entry it will take ({context, slot d_tl}, 32 an entry; taken only with room in
+    // the ring, so the slot is free), and each of more than 0 bytes has its L_Key checked first
+    // (hca_key_check: the context's PD, local read, its address and length), one at a time, the
+    // segment taken with the result; after a failure the rest are taken unchecked (the model fails
+    // the WR at its first bad element, before any payload read), and the WQE completes with
+    // LOC_PROT_ERR, unsent. Others are taken and dropped, unchecked. A context write of the WQE's
+    // context waits while its segments are being taken.
     localparam integer EX_W = QPN_W + OQ_W;
     reg  [95:0]      sg_mem [0:NQ*OQ_DEPTH*32-1];  // {length, address} of element e of entry x at {x, e}
     reg  [5:0]       oq_nsg [0:NQ*OQ_DEPTH-1];      // the entry's elements
-    reg              s_keep;                        // into sg_mem, at entry s_ix
-    reg  [EX_W-1:0]  s_ix;
-    reg  [4:0]       s_k;                           // its next segment's index
     wire [EX_W-1:0]  d_ix     = {dix, d_tl[OQ_W-1:0]};
-    wire             keep_now = send && !is_rdat;
-    assign dec_sge_ready = s_on || take;
+    wire             s_kept   = s_ok_ctx && !is_rdat;           // its segments are kept (when there is room)
+    wire             s_chk    = dec_sge_len != 32'd0 && !s_bad; // this one is checked
+    wire             s_go     = dec_valid && s_k != dec_sges && (s_kept ? oq_room : 1'b1);
+    assign kc_req_valid  = s_go && s_kept && s_chk && dec_sge_valid && !k_wait;
+    assign kc_req_key    = dec_sge_lkey;
+    assign kc_req_pd     = ctx_pd[dix];
+    assign kc_req_need   = 4'd0;                            // a gather reads: local read, always allowed
+    assign kc_req_addr   = dec_sge_addr;
+    assign kc_req_len    = {32'd0, dec_sge_len};
+    assign kc_rsp_ready  = k_wait;
+    assign dec_sge_ready = s_go && (!s_kept || !s_chk || (k_wait && kc_rsp_valid));
     wire             sge_tk   = dec_sge_valid && dec_sge_ready;
     always @(posedge clk) begin
-        if (sge_tk && (s_on ? s_keep : keep_now))
-            sg_mem[{(s_on ? s_ix : d_ix), (s_on ? s_k : 5'd0)}] <= {dec_sge_len, dec_sge_addr};
+        if (sge_tk && s_kept) sg_mem[{d_ix, s_k[4:0]}] <= {dec_sge_len, dec_sge_addr};
         if (send) oq_nsg[d_ix] <= dec_sges;
     end
 
@@ -690,7 +723,7 @@ module hca_requester #(
     // from k x MTU bytes on (an element wholly before that, or of 0 bytes, is stepped over, a cycle);
     // each element's reads loaded (rd_left, rd_blk) from its own address, once the previous
     // element's are all issued, and its {message's last, first lane, end lane, blocks} queued for the
-    // packer. The walk waits for the WQE's segments to be in (s_on).
+    // packer. The WQE's segments are all in before its header is taken.
     reg  [EX_W-1:0]  g_ix;
     reg  [4:0]       g_e;
     reg  [5:0]       g_n;                           // the list's elements
@@ -706,13 +739,12 @@ module hca_requester #(
     wire [5:0]       g_hi     = g_a[5:0] + g_take[5:0] - 6'd1;        // its last byte's lane
     wire             g_mlast  = g_take == g_rem;
     wire             el_push_ready;
-    wire             g_step   = g_on && !s_on && rd_left == 27'd0 && (g_past || el_push_ready);
+    wire             g_step   = g_on && rd_left == 27'd0 && (g_past || el_push_ready);
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
-            s_on   <= 1'b0;
-            s_keep <= 1'b0;
-            s_ix   <= {EX_W{1'b0}};
-            s_k    <= 5'd0;
+            s_k    <= 6'd0;
+            s_bad  <= 1'b0;
+            k_wait <= 1'b0;
             g_on   <= 1'b0;
             g_ix   <= {EX_W{1'b0}};
             g_e    <= 5'd0;
@@ -721,13 +753,15 @@ module hca_requester #(
             g_rem  <= 32'd0;
         end else begin
             if (take) begin
-                s_on   <= dec_sges > {5'd0, sge_tk} && !(sge_tk && dec_sge_last);
-                s_keep <= keep_now;
-                s_ix   <= d_ix;
-                s_k    <= {4'd0, sge_tk};
+                s_k   <= 6'd0;
+                s_bad <= 1'b0;
             end else if (sge_tk) begin
-                s_k <= s_k + 5'd1;
-                if (dec_sge_last) s_on <= 1'b0;
+                s_k <= s_k + 6'd1;
+            end
+            if (kc_req_valid && kc_req_ready) k_wait <= 1'b1;
+            if (k_wait && kc_rsp_valid) begin
+                k_wait <= 1'b0;
+                if (kc_rsp_result != 3'd0) s_bad <= 1'b1;
             end
             if (send && needs_pay) begin
                 g_on   <= 1'b1;
@@ -1284,7 +1318,7 @@ module hca_requester #(
                 end else begin
                     if (send && dix == q[QPN_W-1:0]) oq_tl[q*PW +: PW] <= oq_tl[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
                     if (pop && e_ctx == q[QPN_W-1:0]) oq_hd[q*PW +: PW] <= oq_hd[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
-                    if (eng_take && bad_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
+                    if (eng_take && fail_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
                     if (any_fail && e_ctx == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
                 end
                 // Resends: set by a rewind, cleared when done, by a context write or the context's error.
@@ -1346,7 +1380,7 @@ module hca_requester #(
                             if (!e_tmo) rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};
                         end
                     end
-                    if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || (any_fail && e_ctx == q[QPN_W-1:0]))
+                    if ((eng_take && fail_wqe && dix == q[QPN_W-1:0]) || (any_fail && e_ctx == q[QPN_W-1:0]))
                         rs_pend[q] <= 1'b0;
                 end
             end
@@ -1355,7 +1389,7 @@ module hca_requester #(
                 // an error (a WQE the requester cannot take, a NAK's failure), every message of the
                 // context in flight (less one leaving now, and one taken now); - each as it leaves.
                 // A rewind purges the same way: its messages in flight are sent again from the ring.
-                if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || ((any_fail || rewind) && e_ctx == q[QPN_W-1:0]))
+                if ((eng_take && fail_wqe && dix == q[QPN_W-1:0]) || ((any_fail || rewind) && e_ctx == q[QPN_W-1:0]))
                     purge_n[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W] -
                                               {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]} +
                                               {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]};
@@ -1482,7 +1516,8 @@ module hca_requester #(
             e_fhead <= 1'b1;
         end
         if (eng_take) begin
-            e_flush <= !bad_wqe;
+            e_flush <= !fail_wqe;
+            e_prot  <= !bad_wqe && s_bad;
             e_op    <= dec_opcode;
             e_idx   <= dec_index;
             e_len   <= dec_length;
@@ -1492,7 +1527,7 @@ module hca_requester #(
             // WQE's opcode, the QPN, its index as wqe_counter, its length as the byte count.
             cpl_cqn         <= ctx_cqn[e_ctx];
             cpl_qpn         <= ctx_qpn[e_ctx];
-            cpl_status      <= emit_own ? (e_flush ? 8'd5 : 8'd2) :
+            cpl_status      <= emit_own ? (e_flush ? 8'd5 : e_prot ? 8'd4 : 8'd2) :
                                walking ? 8'd0 : (eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5;
             cpl_wr_op       <= emit_own ? e_op : h_ent[98:96];
             cpl_wqe_counter <= emit_own ? e_idx : h_ent[95:80];
@@ -1508,7 +1543,7 @@ module hca_requester #(
     assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_addr, el_count, g_end[5:0], pk_dd[511:0], d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
