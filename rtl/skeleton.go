@@ -188,7 +188,8 @@ LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
 context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
 PSN from its context and the PSNs it takes, its payload read through DMA client rd1 (pay_rd_*,
 pay_rsp_*) element by element of its gather list (dec_sge_*: each element's blocks at its own
-address; the elements' L_Keys unchecked, kc_* TODO) into a payload buffer that never takes more
+address, each element's L_Key checked first through kc_* in the QP's PD, qp_cfg_pd: a failure
+completes the WQE with LOC_PROT_ERR, unsent) into a payload buffer that never takes more
 reads than it has room for, packed into one contiguous message, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
 (store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
@@ -241,7 +242,7 @@ max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
 data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*; its writes on wr0),
-key checks (kc_*).`,
+the responder's key checks (kc_*: the requester checks its gather elements' L_Keys).`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's

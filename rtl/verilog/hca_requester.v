@@ -22,8 +22,9 @@
 // hca.ack_req_every (1..65536), latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
-// order), its data segments on dec_sge_* (hca_wqe_parse's sge_*: the first may be taken with the
-// header, the rest after it, one a cycle). dec_ready = the message register is empty or being taken,
+// order), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
+// element of a SEND or WRITE its context can send checked first (below). dec_ready = the message
+// register is empty or being taken,
 // every read of the previous message has been loaded (its gather walked), no segment of the previous
 // WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
@@ -60,8 +61,14 @@
 // message, ceil(L / 64), come from a queue of MSG_DEPTH messages' {blocks, start 0}, pushed when a
 // message is taken, popped with its last block. Each element's block is read once per message
 // (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
-// its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly"). The
-// elements' L_Keys are not checked (kc_*: TODO, for a single element too).
+// its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// L_Key checks (kc_*, hca_key_check's contract): each kept element of more than 0 bytes, in the
+// context's PD (qp_cfg_pd), local read, its address and length, one check at a time, before the
+// WQE's header is taken, so before any read; a WQE with a failed check is not sent: it completes
+// with LOC_PROT_ERR (4) as a WQE that fails at decode does (the outstanding messages flushed first,
+// the context to ERR: hca.Device.wqeReady's key error). A WQE on a context in ERR is not checked
+// (flushed; the model checks it and completes a bad one with LOC_PROT_ERR), nor a READ's or
+// atomic's local buffer (TODO: LOCAL_WRITE).
 //
 // Transmit: hca_tx_path's packets (ICRC written, VCRC zero) go into a packet queue of PKT_BLOCKS
 // beats (at least one largest packet, 65 beats at MTU 4096, or it deadlocks), store and forward, one
