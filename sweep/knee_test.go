@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -120,7 +121,7 @@ sweep:
 		c := p.Loaded.Config
 		return capped(capacity[c.HCA.VLBufferBytes])(c.Workload.OfferedLoad), nil
 	}
-	outs := s.Run([]int{0, 1}, 2, run, nil)
+	outs := s.Run(context.Background(), []int{0, 1}, 2, run, nil)
 	var points []report.Point
 	for i, o := range outs {
 		require.NoError(t, o.Err)
@@ -149,7 +150,7 @@ func TestKneeSearchOnAStreamFailsClearly(t *testing.T) {
 sweep:
   workload.offered_load: {search: knee, from: 0.1, to: 1.0}
 `)
-	outs := s.Run([]int{0}, 1, streamRunner, nil)
+	outs := s.Run(context.Background(), []int{0}, 1, streamRunner, nil)
 	require.Len(t, outs, 1)
 	assert.ErrorContains(t, outs[0].Err, "sweep.workload.offered_load: search: knee: the point reports no accepted_load")
 }

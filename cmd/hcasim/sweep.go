@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -81,7 +82,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	// partition, whose barrier waits would spin against the other points.
 	together := max(1, min(f.jobs, len(designs)*sw.PointsPerDesign()))
 	threads := max(1, runtime.GOMAXPROCS(0)/together)
-	outs := sw.Run(designs, f.jobs, sweepRunner(f, threads), func(sweep.Outcome) { bar.add() })
+	outs := sw.Run(context.Background(), designs, f.jobs, sweepRunner(f, threads), func(sweep.Outcome) { bar.add() })
 	bar.finish()
 
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed, Points: []report.Point{}}
