@@ -185,3 +185,16 @@ func TestKneesListsEveryDesign(t *testing.T) {
 	assert.Equal(t, "no point measured", knees[0].Describe(key))
 	assert.Equal(t, Knee{Below: 0.325, Above: 0.55}, knees[1].Knee)
 }
+
+// TestSaturationSure: 9 digits keep a relative error of at most 5e-9, so a
+// threshold 1e-6 away is sure and one 1e-10 away is not; the threshold is
+// offered × (1 − epsilon) = 0.5 × 0.98 = 0.49.
+func TestSaturationSure(t *testing.T) {
+	for _, c := range []struct {
+		acc  float64
+		sure bool
+	}{{0.49 + 1e-6, true}, {0.49 - 1e-6, true}, {0.49 + 1e-10, false}, {0.49, false}, {0.3, true}} {
+		assert.Equal(t, c.sure, SaturationSure(map[string]any{AcceptedMetric: c.acc}, 0.5, 0.02), "accepted %v", c.acc)
+	}
+	assert.False(t, SaturationSure(map[string]any{}, 0.5, 0.02), "no accepted_load: not sure")
+}

@@ -46,6 +46,15 @@ func (p *progress) add() {
 	}
 }
 
+// abandon leaves the bar where it stopped (an interrupted sweep): it
+// draws no more, and its line is cleared for the summary after it.
+func (p *progress) abandon() {
+	if p.bar != nil {
+		_ = p.bar.Exit()
+		_ = p.bar.Clear()
+	}
+}
+
 func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
@@ -118,6 +127,18 @@ func (p *runProgress) update() {
 	}
 	_ = p.bar.Set64(int64(now / 1000))
 	p.bar.Describe(fmt.Sprintf("simulated %.1f µs", float64(now)/1e6))
+}
+
+// abandon ends the display of a run that was stopped: the bar is cleared,
+// not filled.
+func (p *runProgress) abandon() {
+	if p.bar == nil {
+		return
+	}
+	close(p.done)
+	p.wg.Wait()
+	_ = p.bar.Exit()
+	_ = p.bar.Clear()
 }
 
 // stop ends the display after the run (a no-op if it never started: the
