@@ -97,7 +97,7 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 // is raised again here, where Main reports it.
 func runStoppable(l *fabric.Loaded, opts fabric.RunOptions, req *stopRequest, files bool) (map[string]any, error, bool) {
 	if req == nil {
-		m, err := fabric.Run(l, opts)
+		m, err := fabricRun(l, opts)
 		return m, err, false
 	}
 	var hook *stopHook
@@ -121,7 +121,7 @@ func runStoppable(l *fabric.Loaded, opts fabric.RunOptions, req *stopRequest, fi
 				ch <- outcome{panic: &forwardedPanic{value: r, stack: debug.Stack()}}
 			}
 		}()
-		m, err := fabric.Run(l, opts)
+		m, err := fabricRun(l, opts)
 		ch <- outcome{m: m, err: err}
 	}()
 	var o outcome
