@@ -121,3 +121,36 @@ func TestRunUncancelledUnchanged(t *testing.T) {
 		assert.NoError(t, o.Err)
 	}
 }
+
+// TestRunCancelledBetweenProbes: cancelled from done after the search's
+// second probe — between probes, not during one — the search starts no
+// third probe, and the probe it would have run next (0.55, the middle of
+// [0.1, 1.0]) is the one marked not run, however far the worker got
+// before Run took its snapshot (Run replays the bisection on the finished
+// probes to find it).
+func TestRunCancelledBetweenProbes(t *testing.T) {
+	s := expand(t, streamBase+`
+sweep:
+  workload.offered_load: {search: knee, from: 0.1, to: 1.0, tolerance: 0.05}
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls, done := 0, 0
+	run := func(p *Point) (map[string]any, error) {
+		calls++
+		return capped(0.4)(p.Loaded.Config.Workload.OfferedLoad), nil
+	}
+	outs := s.Run(ctx, []int{0}, 1, run, func(Outcome) {
+		if done++; done == 2 {
+			cancel()
+		}
+	})
+	assert.Equal(t, 2, calls, "no probe starts after the cancel")
+	var loads []any
+	for _, o := range outs {
+		loads = append(loads, o.Params["workload.offered_load"])
+	}
+	assert.Equal(t, []any{0.1, 0.55, 1}, loads)
+	require.Len(t, outs, 3)
+	assert.ErrorIs(t, outs[1].Err, ErrNotRun)
+}

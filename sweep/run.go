@@ -129,11 +129,17 @@ dispatch:
 			// would have run first.
 			nr := st.pending[i]
 			if nr == nil {
-				d := s.Designs[designs[i]]
-				o := s.notRunAt(d, s.firstProbe())
-				nr = &o
+				// Between two points (or before the first): the one it
+				// would have run next, if any.
+				if x, more := s.nextProbe(os); more {
+					o := s.notRunAt(s.Designs[designs[i]], x)
+					nr = &o
+				}
 			}
-			os = append(append([]Outcome{}, os...), *nr)
+			os = append([]Outcome{}, os...)
+			if nr != nil {
+				os = append(os, *nr)
+			}
 			s.sortProbes(os)
 		}
 		out = append(out, os...)
@@ -193,13 +199,35 @@ func (s *Sweep) notRunAt(d Design, searchValue float64) Outcome {
 	return Outcome{Design: d.Index, Params: p.Params, Seed: p.Seed, Metrics: map[string]any{}, Err: ErrNotRun}
 }
 
-// firstProbe is the searched value a design's first point runs at: a knee
-// search's lowest load, 0 on a grid.
-func (s *Sweep) firstProbe() float64 {
+// nextProbe returns the point a design whose finished points are outs
+// runs next — on a grid its one point, if not yet run; in a knee search
+// the probe the bisection takes after them, found by replaying it on
+// their outcomes — and whether there is one (a search that outs already
+// ends has none).
+func (s *Sweep) nextProbe(outs []Outcome) (float64, bool) {
 	if s.Search == nil {
-		return 0
+		return 0, len(outs) == 0
 	}
-	return s.Search.Search.From
+	k := s.Search.Search
+	byLoad := map[float64]Outcome{}
+	for _, o := range outs {
+		x, _ := report.Number(o.Params[s.Search.Key])
+		byLoad[x] = o
+	}
+	var next float64
+	more := false
+	_, _ = k.Bisect(func(x float64) (bool, error) {
+		o, ok := byLoad[x]
+		if !ok {
+			next, more = x, true
+			return false, ErrNotRun
+		}
+		if o.Err != nil {
+			return false, o.Err
+		}
+		return Saturated(o.Metrics, x, k.Epsilon)
+	})
+	return next, more
 }
 
 // sortProbes puts a knee search's probes in ascending order of the
