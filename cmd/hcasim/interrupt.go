@@ -97,8 +97,11 @@ func watchSignals(r *stopRequest, stderr io.Writer) (stop func()) {
 				if r.request(sig) {
 					continue
 				}
-				// "\r\x1b[K" clears a progress bar's line on a terminal.
-				fmt.Fprintf(stderr, "\r\x1b[Khcasim: %s again: exiting at once, writing nothing more\n", signalName(sig))
+				clear := ""
+				if showProgress(stderr, false) {
+					clear = "\r\x1b[K" // a progress bar's line, on a terminal
+				}
+				fmt.Fprintf(stderr, "%shcasim: %s again: exiting at once, writing nothing more\n", clear, signalName(sig))
 				os.Exit(signalExitCode(sig))
 			}
 		}

@@ -75,6 +75,11 @@ type runProgress struct {
 	bar  *progressbar.ProgressBar
 	done chan struct{}
 	wg   sync.WaitGroup
+
+	// mu orders start, on the run's goroutine, with abandon, on Main's:
+	// a run abandoned on a signal may still be starting.
+	mu        sync.Mutex
+	abandoned bool
 }
 
 func newRunProgress(w io.Writer, cfg *fabric.Config, every time.Duration) *runProgress {
@@ -88,6 +93,11 @@ func newRunProgress(w io.Writer, cfg *fabric.Config, every time.Duration) *runPr
 // start begins the display once the simulation is built
 // (fabric.RunOptions.Started).
 func (p *runProgress) start(v *fabric.Simulation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.abandoned {
+		return
+	}
 	total := int64(-1) // a spinner
 	if p.end > 0 {
 		total = int64(p.end / 1000) // ns
@@ -132,6 +142,9 @@ func (p *runProgress) update() {
 // abandon ends the display of a run that was stopped: the bar is cleared,
 // not filled.
 func (p *runProgress) abandon() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.abandoned = true
 	if p.bar == nil {
 		return
 	}
