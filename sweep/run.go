@@ -123,7 +123,7 @@ dispatch:
 	defer st.mu.Unlock()
 	st.closed = true
 	var out []Outcome
-	for i, os := range st.outs {
+	for i, got := range st.outs {
 		if !st.complete[i] {
 			// Interrupted: the probe it was running, or the point it
 			// would have run first.
@@ -131,18 +131,18 @@ dispatch:
 			if nr == nil {
 				// Between two points (or before the first): the one it
 				// would have run next, if any.
-				if x, more := s.nextProbe(os); more {
+				if x, more := s.nextProbe(got); more {
 					o := s.notRunAt(s.Designs[designs[i]], x)
 					nr = &o
 				}
 			}
-			os = append([]Outcome{}, os...)
+			got = append([]Outcome{}, got...)
 			if nr != nil {
-				os = append(os, *nr)
+				got = append(got, *nr)
 			}
-			s.sortProbes(os)
+			s.sortProbes(got)
 		}
-		out = append(out, os...)
+		out = append(out, got...)
 	}
 	return out
 }

@@ -470,3 +470,14 @@ func TestRealSignalEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeCommand: the continue line is the command as given plus
+// --resume, each argument quoted for a POSIX shell when it needs it (a
+// --set whose value holds spaces, brackets or a quote), and --resume is
+// not added twice.
+func TestResumeCommand(t *testing.T) {
+	assert.Equal(t, `hcasim -config s.yaml --set 'sweep.link.length_m=[2, 30]' --set 'workload.name=it'\''s' --resume`,
+		resumeCommand([]string{"-config", "s.yaml", "--set", "sweep.link.length_m=[2, 30]", "--set", "workload.name=it's"}))
+	assert.Equal(t, "hcasim -config s.yaml --resume --out o", resumeCommand([]string{"-config", "s.yaml", "--resume", "--out", "o"}))
+	assert.Equal(t, "hcasim -config ''", resumeCommand([]string{"-config", ""})[:len("hcasim -config ''")])
+}

@@ -66,10 +66,7 @@ func readResume(dir string, sw *sweep.Sweep, run []int, want report.Interruption
 	if got.Build != want.Build {
 		return nil, userErrorf("--resume: %s was written by hcasim %s, this is %s: two builds may compute a point differently, so resume with the build that was interrupted, or run without --resume", path, got.Build, want.Build)
 	}
-	ok, err := sweepPoints(sw, run)
-	if err != nil {
-		return nil, err
-	}
+	ok := sweepPoints(sw, run)
 	designs := make([]int, len(res.Points))
 	for i, p := range res.Points {
 		d, in := ok(p.Params)
@@ -99,7 +96,7 @@ func readResume(dir string, sw *sweep.Sweep, run []int, want report.Interruption
 // sweepPoints returns which of the designs run params belong to, and
 // whether they are one of its points: a grid design's point, or a knee
 // search's design at a load within its range.
-func sweepPoints(sw *sweep.Sweep, designs []int) (func(map[string]any) (design int, ok bool), error) {
+func sweepPoints(sw *sweep.Sweep, designs []int) func(map[string]any) (design int, ok bool) {
 	byKey := map[string]int{}
 	var searchKey string
 	var x float64
@@ -126,7 +123,7 @@ func sweepPoints(sw *sweep.Sweep, designs []int) (func(map[string]any) (design i
 		}
 		v, isNum := report.Number(params[searchKey])
 		return d, isNum && v >= sw.Search.Search.From && v <= sw.Search.Search.To
-	}, nil
+	}
 }
 
 // keepFinished returns an interrupted resumed run's outcomes with every
