@@ -63,7 +63,7 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 		prog = newRunProgress(stderr, &l.Config, 200*time.Millisecond)
 		opts.Started = prog.start
 	}
-	m, err, stopped := runStoppable(l, opts, f.stop, obs != nil)
+	m, stopped, err := runStoppable(l, opts, f.stop, obs != nil)
 	if prog != nil {
 		if stopped {
 			prog.abandon()
@@ -72,7 +72,7 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 		}
 	}
 	if stopped {
-		return interruptedRun(res, params, l, f, finish)
+		return interruptedRun(res, params, f, finish)
 	}
 	err = runOutcome(err, finish(m))
 	if err != nil {
@@ -87,21 +87,21 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	return res, nil
 }
 
-// runStoppable runs the design point, watching req. Asked to stop, a run
-// that writes files (files: --trace, --vcd, --pcap, --check attach
-// observers) is stopped by a stopHook at its next trace event and waited
-// for, so that finish closes its files whole; any other run is abandoned
+// runStoppable runs the design point, watching req. Asked to stop, an
+// observed run (--trace, --vcd, --pcap, --check) is stopped by a stopHook
+// at its next trace event and waited for, so that finish closes its files
+// whole; any other run is abandoned
 // on its goroutine (the process exits soon after). stopped reports
 // whether the run was stopped or abandoned; a run that finished before
 // the request took hold returns its results as usual. A panic in the run
 // is raised again here, where Main reports it.
-func runStoppable(l *fabric.Loaded, opts fabric.RunOptions, req *stopRequest, files bool) (map[string]any, error, bool) {
+func runStoppable(l *fabric.Loaded, opts fabric.RunOptions, req *stopRequest, observed bool) (m map[string]any, stopped bool, err error) {
 	if req == nil {
 		m, err := fabricRun(l, opts)
-		return m, err, false
+		return m, false, err
 	}
 	var hook *stopHook
-	if files {
+	if observed {
 		observe := opts.Observe
 		opts.Observe = func(s *fabric.Simulation) {
 			observe(s)
@@ -128,15 +128,15 @@ func runStoppable(l *fabric.Loaded, opts fabric.RunOptions, req *stopRequest, fi
 	select {
 	case o = <-ch:
 	case <-req.ctx.Done():
-		if !files {
-			return nil, nil, true
+		if !observed {
+			return nil, true, nil
 		}
 		o = <-ch // the hook stops the engine at its next event
 	}
 	if o.panic != nil {
 		panic(o.panic)
 	}
-	return o.m, o.err, hook != nil && hook.stopped
+	return o.m, hook != nil && hook.stopped, o.err
 }
 
 // forwardedPanic is a panic of a run's goroutine, raised again on Main's
@@ -152,7 +152,7 @@ func (p *forwardedPanic) String() string { return fmt.Sprint(p.value) }
 // and --pcap are closed whole up to where it stopped (finish), --out gets
 // the point with the error "interrupted: not finished", and the returned
 // error is the one line that says so.
-func interruptedRun(res *report.Result, params map[string]any, l *fabric.Loaded, f *runFlags, finish func(map[string]any) error) (*report.Result, error) {
+func interruptedRun(res *report.Result, params map[string]any, f *runFlags, finish func(map[string]any) error) (*report.Result, error) {
 	sig := f.stop.signal()
 	msg := fmt.Sprintf("interrupted (%s): the run did not finish, no metrics", signalName(sig))
 	var files []string
