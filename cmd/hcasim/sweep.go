@@ -75,14 +75,17 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		}
 	}
 
-	// What an interrupted run records, and --resume checks.
-	ident := report.Interruption{Build: buildID(), ConfigHash: l.Hash(), Check: f.check}
+	// What an interrupted run records, and --resume checks (the build is
+	// hashed only then: it reads the whole executable).
+	ident := report.Interruption{ConfigHash: l.Hash(), Check: f.check}
 	if sh := f.shardOf; sh != nil {
 		ident.Shard = fmt.Sprintf("%d/%d", sh.Index, sh.Count)
 	}
 	var prev *resumed
 	if f.resume {
-		if prev, err = readResume(f.out, sw, designs, ident); err != nil {
+		want := ident
+		want.Build = buildID()
+		if prev, err = readResume(f.out, sw, designs, want); err != nil {
 			return nil, err
 		}
 		if prev == nil && !f.quiet {
@@ -195,7 +198,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 // many points are done and how to continue.
 func interruptedSweep(res *report.Result, rows []map[string]string, notRun int, ident report.Interruption, f *runFlags, defaultOut bool) (*report.Result, error) {
 	sig := f.stop.signal()
-	ident.Signal, ident.NotRun = signalName(sig), notRun
+	ident.Signal, ident.NotRun, ident.Build = signalName(sig), notRun, buildID()
 	res.Interrupted = &ident
 	sweepOutputs.Store(res, &sweepExtras{interrupted: true, cells: rows})
 	where := f.out
