@@ -281,7 +281,8 @@ func TestResumeRefusals(t *testing.T) {
 }
 
 // TestMergeRefusesInterruptedShard: a shard stopped part-way has no
-// shard.json; merge names it and says how to finish it.
+// shard.json; merge names it and says how to finish it; finished with
+// --resume, it merges into the unsharded run's files.
 func TestMergeRefusesInterruptedShard(t *testing.T) {
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
 	dirs := []string{t.TempDir(), t.TempDir()}
@@ -295,6 +296,18 @@ func TestMergeRefusesInterruptedShard(t *testing.T) {
 	code, _, stderr = run("merge", dirs[0], dirs[1])
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "hcasim: merge: "+dirs[1]+" was interrupted (SIGTERM) with 2 of its 3 points not run: finish it first, with its command and --resume\n", stderr)
+
+	// Resumed, the shard merges into what the unsharded run writes.
+	code, _, stderr = run("-config", cfg, "--shard", "1/2", "--out", dirs[1], "--quiet", "--resume")
+	require.Equal(t, 0, code, stderr)
+	merged, whole := t.TempDir(), t.TempDir()
+	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", merged, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = run("-config", cfg, "--out", whole, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	for _, f := range []string{"results.json", "results.csv"} {
+		assert.Equal(t, readFile(t, filepath.Join(whole, f)), readFile(t, filepath.Join(merged, f)), f)
+	}
 }
 
 // TestInterruptedSingleRunClosesItsFiles: a single run stopped part-way
