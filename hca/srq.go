@@ -250,7 +250,7 @@ func (s *SRQ) freeWQE(slot uint16) {
 }
 
 // CreateQPSRQ makes an RC QP as CreateQP does, with no receive queue of
-// its own: its receives come from srq (ibv_qp_init_attr.srq). The SRQ must
+// its own (CreateUDQPSRQ: a UD QP): its receives come from srq (ibv_qp_init_attr.srq). The SRQ must
 // be in the QP's PD (the model checks a receive buffer's L_Key against
 // the QP's PD).
 func (d *Device) CreateQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ) (*QP, error) {
@@ -262,6 +262,22 @@ func (d *Device) CreateQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ) (*QP,
 	}
 	qp := d.newQP(pd, scq, rcq, sqBBs, 0, srq.stride, srq.MaxSGE)
 	qp.srq = srq
+	return qp, nil
+}
+
+// CreateUDQPSRQ makes a UD QP with Q_Key qkey on srq, as CreateUDQP does
+// with its own RQ. The SRQ must be of max_sge 1 (created for one element):
+// a UD receive scattered over several elements (its GRH area, then the
+// payload) is not built, as CreateUDQP's RQ takes one element.
+func (d *Device) CreateUDQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, qkey uint32) (*QP, error) {
+	if srq != nil && srq.MaxSGE != 1 {
+		return nil, fmt.Errorf("hca: %s: srq %d takes %d SGEs; a UD QP's SRQ must take one (max_sge 1): a UD receive over several elements is not built", d.Name, srq.Num, srq.MaxSGE)
+	}
+	qp, err := d.CreateQPSRQ(pd, scq, rcq, sqBBs, srq)
+	if err != nil {
+		return nil, err
+	}
+	qp.UD, qp.QKey = true, qkey
 	return qp, nil
 }
 

@@ -357,3 +357,67 @@ func TestSRQQPInErrorLeavesTheWQEs(t *testing.T) {
 	assert.Equal(t, WC{WRID: 100, Status: WCSuccess, Opcode: WCRecv, ByteLen: 5, QPN: r.qb[1].Num}, wcs[0])
 	assert.Equal(t, 3, r.srq.Posted())
 }
+
+// TestUDQPsShareAnSRQ: two UD QPs of B on one SRQ of three WQEs. A sends
+// datagrams to B's QP 1, QP 0, QP 1, QP 0, 5 µs apart: the first three
+// take the SRQ's WQEs in posting order, each payload after the 40-byte
+// GRH area of its buffer, each CQE naming the QP it came in on and the
+// sender's QP (DETH); the fourth finds the SRQ empty and is dropped (UD
+// has no RNR), counted in UDDrops. An SRQ of more than one SGE is refused
+// for a UD QP.
+func TestUDQPsShareAnSRQ(t *testing.T) {
+	lc := edrLink()
+	cfg := Defaults()
+	s := components.NewSim()
+	a, b := BackToBack(s, lc, cfg, cfg)
+	pa, pb := a.AllocPD(), b.AllocPD()
+	srq, err := b.CreateSRQ(pb, 3, 1)
+	require.NoError(t, err)
+	wide, err := b.CreateSRQ(pb, 3, 2)
+	require.NoError(t, err)
+	_, err = b.CreateUDQPSRQ(pb, b.CreateCQ(16), b.CreateCQ(16), 64, wide, 0x2222)
+	assert.Error(t, err, "a UD QP on an SRQ of 3 SGEs")
+	qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
+	rcq := b.CreateCQ(16)
+	var qb []*QP
+	for i := 0; i < 2; i++ {
+		q, err := b.CreateUDQPSRQ(pb, b.CreateCQ(16), rcq, 64, srq, 0x2222)
+		require.NoError(t, err)
+		qb = append(qb, q)
+	}
+	for _, x := range []struct {
+		d  *Device
+		qp *QP
+	}{{a, qa}, {b, qb[0]}, {b, qb[1]}} {
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: lc.MTU}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
+	}
+	bufA, bufB := a.Malloc(8192), b.Malloc(8192)
+	mrA, mrB := a.RegMR(pa, bufA, 8192, AccessLocalWrite), b.RegMR(pb, bufB, 8192, AccessLocalWrite)
+	for k := 0; k < 3; k++ {
+		require.NoError(t, b.PostSRQRecv(srq, &RecvWR{ID: uint64(10 + k), Addr: bufB + uint64(k)*1024, Length: 1024, LKey: mrB.LKey}))
+	}
+	to := []int{1, 0, 1, 0}
+	for k, i := range to {
+		s.Schedule(ib.PS(k+1)*gap, &poster{fn: func() {
+			at := bufA + uint64(k)*64
+			a.Mem.Write(at, []byte(fmt.Sprintf("dgram %d", k)))
+			require.NoError(t, a.PostSend(qa, &SendWR{ID: uint64(k), Opcode: WRSend, Signaled: true, LocalAddr: at, Length: 7, LKey: mrA.LKey,
+				UD: true, DLID: b.LID, RemoteQPN: qb[i].Num, RemoteQKey: 0x2222}))
+		}}, 1)
+	}
+	s.StopAt(ib.PS(len(to)+2) * gap)
+	require.NoError(t, s.Run())
+	var wc [8]WC
+	n := b.PollCQ(rcq, wc[:])
+	require.Equal(t, 3, n)
+	for k := 0; k < 3; k++ {
+		assert.Equal(t, WC{WRID: uint64(10 + k), Opcode: WCRecv, ByteLen: UDGRHBytes + 7, QPN: qb[to[k]].Num, SrcQP: qa.Num}, wc[k], "datagram %d", k)
+		got := make([]byte, 7)
+		b.Mem.Read(bufB+uint64(k)*1024+UDGRHBytes, got)
+		assert.Equal(t, fmt.Sprintf("dgram %d", k), string(got))
+	}
+	assert.Equal(t, int64(1), b.Counters.UDDrops, "the fourth finds the SRQ empty")
+	assert.Zero(t, srq.Posted())
+}
