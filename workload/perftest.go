@@ -221,8 +221,8 @@ func (r *PerftestRun) rxDepth() int {
 // checkSRQ refuses use_srq where perftest refuses it (a test other than
 // send_bw and send_lat: perftest_parameters.c, "Using SRQ only avavilible
 // in SEND tests"; more QPs than rx_depth: "Using SRQ depth should be
-// greater than number of QPs") and where the model does not build it
-// (UD), and rx_depth out of range or on a test that posts no receives.
+// greater than number of QPs"), and rx_depth out of range or on a test
+// that posts no receives.
 func (r *PerftestRun) checkSRQ() error {
 	send := r.Test == "send_bw" || r.Test == "send_lat"
 	switch {
@@ -234,8 +234,6 @@ func (r *PerftestRun) checkSRQ() error {
 		return nil
 	case !send:
 		return fmt.Errorf("workload.use_srq: true with workload.test %s: perftest's --use_srq is for the SEND tests (send_bw, send_lat)", r.Test)
-	case r.Connection == "UD":
-		return fmt.Errorf("workload.use_srq: true with workload.connection UD is not modelled (a UD QP on an SRQ is not built)")
 	case r.QPs > r.rxDepth():
 		return fmt.Errorf("workload.use_srq: true with workload.qps %d above workload.rx_depth %d: perftest refuses an SRQ shallower than the QP count", r.QPs, r.rxDepth())
 	}
@@ -597,6 +595,8 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 			var qp *hca.QP
 			var err error
 			switch {
+			case p.ud && p.srq[side] != nil:
+				qp, err = d.CreateUDQPSRQ(pd, scq, rcq, sqBBs, p.srq[side], perftestQKey)
 			case p.ud:
 				qp = d.CreateUDQP(pd, scq, rcq, sqBBs, rqDepth, perftestQKey)
 			case p.srq[side] != nil:

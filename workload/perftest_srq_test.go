@@ -9,16 +9,18 @@ import (
 	"github.com/hcasim/hcasim/hca"
 )
 
-// TestPerftestSRQAmpleDepthSameRate: send_bw on 8 QPs with their receives
-// on one SRQ of perftest's rx_depth 512 (64 per QP posted, reposted as
-// each completes) runs at the rate of the same run with 512 receives per
-// QP, to the bit. Why: the client's rate is bound on its own side (64 B:
-// its CPU posting one WR per 60 ns; 64 KiB: the link), and the server
-// keeps up either way: every SEND's first packet finds a receive WQE
-// already prefetched on chip (the SRQ's 512 cover the few messages in
-// flight between a WQE's take and its repost), so no WQE read ever sits
-// on a packet's path, the receive path's timing per packet is the RQ's,
-// and the ACKs that complete the client's WRs leave when they would.
+// TestPerftestSRQAmpleDepthSameRate: send_bw on 8 QPs (RC, and UD) with
+// their receives on one SRQ of perftest's rx_depth 512 (64 per QP
+// posted, reposted as each completes) runs at the rate of the same run
+// with 512 receives per QP, to the bit. Why: the client's rate is bound
+// on its own side (64 B: its CPU posting one WR per 60 ns; 64 KiB and UD
+// 2 KiB: the link), and the server keeps up either way: every SEND's
+// first packet finds a receive WQE already prefetched on chip (the SRQ's
+// 512 cover the few messages in flight between a WQE's take and its
+// repost), so no WQE read ever sits on a packet's path, the receive
+// path's timing per packet is the RQ's, and the ACKs that complete the
+// client's WRs leave when they would (UD: its sends complete as they
+// leave, and none is dropped).
 // What differs (32-byte SRQ WQEs read instead of 16-byte RQ WQEs, the
 // SRQ's reads ordered in the dma stage on their own rather than with a
 // QP's payload writes) is off the packets' path here. It need not be
@@ -26,13 +28,13 @@ import (
 // SRQ (docs/hca.md, "Shared receive queues"; which write moved was not
 // traced).
 func TestPerftestSRQAmpleDepthSameRate(t *testing.T) {
-	for _, size := range []int{64, 65536} {
-		iters := 2000
-		if size > 4096 {
-			iters = 100
-		}
-		run := edrRun("send_bw", size, iters)
-		run.QPs = 8
+	for _, tc := range []struct {
+		size, iters int
+		conn        string
+	}{{64, 2000, "RC"}, {65536, 100, "RC"}, {2048, 1000, "UD"}} {
+		size := tc.size
+		run := edrRun("send_bw", size, tc.iters)
+		run.QPs, run.Connection = 8, tc.conn
 		plain, err := RunPerftest(run)
 		require.NoError(t, err)
 		run.UseSRQ = true
@@ -41,6 +43,7 @@ func TestPerftestSRQAmpleDepthSameRate(t *testing.T) {
 		assert.Equal(t, true, shared["data_verified"], "%v", shared["data_errors"])
 		assert.Zero(t, shared["host1_rnr_naks_sent"])
 		assert.Zero(t, plain["host1_rnr_naks_sent"])
+		assert.Zero(t, shared["host1_ud_drops"], "UD: no datagram finds the SRQ empty")
 		assert.Equal(t, plain["bw_gbps"], shared["bw_gbps"], "size %d", size)
 		assert.Equal(t, plain["msg_rate_mpps"], shared["msg_rate_mpps"], "size %d", size)
 	}
@@ -87,7 +90,6 @@ func TestPerftestSRQRefused(t *testing.T) {
 	}{
 		{"write_bw", func(r *PerftestRun) { r.Test, r.UseSRQ = "write_bw", true }, "workload.use_srq: true with workload.test write_bw: perftest's --use_srq is for the SEND tests (send_bw, send_lat)"},
 		{"read_bw", func(r *PerftestRun) { r.Test, r.UseSRQ = "read_bw", true }, "workload.use_srq: true with workload.test read_bw"},
-		{"UD", func(r *PerftestRun) { r.Connection, r.Size, r.UseSRQ = "UD", 1024, true }, "workload.use_srq: true with workload.connection UD is not modelled"},
 		{"qps above rx_depth", func(r *PerftestRun) { r.QPs, r.RxDepth, r.UseSRQ = 8, 4, true }, "workload.use_srq: true with workload.qps 8 above workload.rx_depth 4"},
 		{"rx_depth range", func(r *PerftestRun) { r.RxDepth = MaxPerftestRxDepth + 1 }, "workload.rx_depth: 8193 is out of range (0 for perftest's 512, 1 to 8192)"},
 		{"rx_depth on write_bw", func(r *PerftestRun) { r.Test, r.RxDepth = "write_bw", 16 }, "workload.rx_depth: 16 is set, but workload.test write_bw posts no receives"},

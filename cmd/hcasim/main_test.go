@@ -86,11 +86,9 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.sges: 2 with workload.connection UD is not modelled"}},
 		{"sges on a collective", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.sges=2"},
 			[]string{"workload.sges: 2 is set, but workload.kind allreduce does not use it"}},
-		// workload.use_srq: perftest's send tests on RC; workload.rx_depth.
+		// workload.use_srq: perftest's send tests; workload.rx_depth.
 		{"use_srq on write_bw", []string{"-config", "edr.yaml", "--set", "workload.use_srq=true"},
 			[]string{"edr.yaml: workload.use_srq: true with workload.test write_bw: perftest's --use_srq is for the SEND tests (send_bw, send_lat)"}},
-		{"use_srq on UD", []string{"-config", "edr.yaml", "--set", "workload.test=send_bw", "--set", "workload.connection=UD", "--set", "workload.size=1024", "--set", "workload.use_srq=true"},
-			[]string{"workload.use_srq: true with workload.connection UD is not modelled"}},
 		{"use_srq shallower than the QPs", []string{"-config", "edr.yaml", "--set", "workload.test=send_bw", "--set", "workload.qps=8", "--set", "workload.rx_depth=4", "--set", "workload.use_srq=true"},
 			[]string{"workload.use_srq: true with workload.qps 8 above workload.rx_depth 4"}},
 		{"use_srq on a collective", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.use_srq=true"},
