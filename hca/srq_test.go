@@ -421,3 +421,52 @@ func TestUDQPsShareAnSRQ(t *testing.T) {
 	assert.Equal(t, int64(1), b.Counters.UDDrops, "the fourth finds the SRQ empty")
 	assert.Zero(t, srq.Posted())
 }
+
+// TestSRQReadsFollowTheChain: the HCA learns where the list goes only from
+// the WQEs it reads. Every post rings its own doorbell (60 ns of CPU, then
+// the 308 ns MMIO), and a read of one WQE takes 557.825 ns from its
+// doorbell to on chip (dma stage 10 ns, a 24-byte request TLP, the 533 ns
+// read latency, the 32 + 20-byte completion, the wqe_fetch stage's 10
+// ns). Round 1: a fresh SRQ of depth 4, three WQEs posted in slots 0, 1,
+// 2, in ring order: each read as its doorbell comes, on chip by 0.678 µs
+// after the first doorbell D. Round 2: after the out-of-order frees of
+// TestSRQFollowsItsList the next three are in slots 3, 2, 1, each WQE's
+// next index breaking the ring's order, so each read waits for the one
+// bringing its address: on chip at D + 0.558, 1.116 and 1.673 µs. In each
+// round three SENDs of a few bytes are posted 0.1 µs after the receives,
+// back to back on three QPs; a SEND reaches B's responder 1.04 µs after
+// its post (60 ns CPU, 308 MMIO, 20 doorbell, 10 parse, 10 L_Key, 10 dma,
+// the payload read 1.5 + 533 + 2, 40 transmit, the wire, 40 receive), so
+// at D − 0.368 + 0.1 + 1.04 = D + 0.772, 0.832, 0.892 µs (round 1 later:
+// its keys are cold). Round 1 finds every WQE on chip; round 2 the first
+// only, and reads the other two, still on their way, again on demand
+// (Counters.OnDemandRecv).
+func TestSRQReadsFollowTheChain(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 3, 3, true)
+	sendAll := func(round int) {
+		for i := 0; i < 3; i++ {
+			r.send(t, i, fmt.Sprintf("round %d qp %d", round, i))
+		}
+	}
+	const lead = 100 * ib.Nanosecond
+	var onDemand [2]int64
+	r.at(gap, func() { r.postRecvs(t, 0, 3) })
+	r.at(gap+lead, func() { sendAll(1) })
+	r.at(5*gap, func() {
+		onDemand[0] = r.b.Counters.OnDemandRecv
+		for i := 2; i >= 0; i-- { // frees slots 2, 1, 0: the list 3 → 2 → 1 → 0
+			var wc [1]WC
+			require.Equal(t, 1, r.b.PollCQ(r.qb[i].RecvCQ, wc[:]))
+		}
+		r.postRecvs(t, 3, 6)
+	})
+	r.at(5*gap+lead, func() { sendAll(2) })
+	r.runTo(t, 8*gap)
+	onDemand[1] = r.b.Counters.OnDemandRecv - onDemand[0]
+	assert.Equal(t, [2]int64{0, 2}, onDemand, "on-demand reads: none in ring order, two behind the broken list")
+	wcs := r.recvAll()
+	require.Len(t, wcs, 3)
+	for k := range wcs {
+		assert.Equal(t, uint64(103+k), wcs[k].WRID)
+	}
+}
