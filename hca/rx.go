@@ -140,6 +140,9 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		// The receive WQE was not prefetched: read it from host memory now.
 		d.Counters.OnDemandRecv++
 		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
+		if qp.srq != nil {
+			qp.srq.readOnDemand(t)
+		}
 	}
 	if a.KeyChecked && a.RecvSGL != nil {
 		// A lookup per element, up to the one that failed, each in the
@@ -394,6 +397,9 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	if qp.onDemand {
 		d.Counters.OnDemandRecv++
 		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
+		if qp.srq != nil {
+			qp.srq.readOnDemand(t)
+		}
 	}
 	t = d.keyCheck(qp, t, recv.LKey)
 	tl := d.Timeline

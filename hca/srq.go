@@ -33,13 +33,16 @@ import (
 // MMIO latency after the CPU's store; a modelling choice, mlx5 reads the
 // record) and prefetches them into an on-chip cache shared by the SRQ's
 // QPs, up to hca.wqe_prefetch_depth 64-byte blocks, each read a run of
-// contiguous slots. It follows the list: a read stops after a WQE whose
-// next index is not the following slot (mod depth), and the read from
-// that next index issues no sooner than the read that brings it
-// completes. (A real prefetcher might read past the break speculatively
-// and discard; the bytes of such a read are not modelled.) When the cache
-// is empty but a WQE is posted, the responder reads it on demand, as for
-// an RQ.
+// contiguous slots. It follows the list assuming it follows the ring (as
+// it does after create, and while WQEs are freed in the order taken): the
+// next slot is read without waiting for the WQE before it. Where the list
+// leaves the ring, a read stops after the WQE whose next index is not the
+// following slot (mod depth), and the read from that next index issues no
+// sooner than the read that brings it completes (a WQE taken on demand
+// there likewise, readOnDemand). (A real prefetcher might read past the
+// break speculatively and discard; the bytes of such a read are not
+// modelled.) When the cache is empty but a WQE is posted, the responder
+// reads it on demand, as for an RQ.
 
 // srqNextBytes is the next segment before an SRQ WQE's data segments
 // (struct mlx5_wqe_srq_next_seg).
@@ -88,12 +91,15 @@ type SRQ struct {
 	nextSlot uint16 // the slot of WQE number fetch (the list's next)
 	// chainAt: the HCA knows nextSlot only from then (the read of the WQE
 	// before it, whose next index broke the ring's order, completes).
-	chainAt  ib.PS
-	slots    []uint16 // slot of WQE number n at n mod depth (read issued)
-	inflight int      // WQEs read, not yet on chip
-	cache    []srqEntry
-	taken    uint32 // WQEs taken by the responders
-	dmaSlot  ib.PS  // start of the SRQ's last read in the dma stage (stage.acceptQP)
+	chainAt ib.PS
+	// chainPending: a WQE taken on demand at the list's front broke the
+	// ring's order; its read's completion sets chainAt (readOnDemand).
+	chainPending bool
+	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
+	inflight     int      // WQEs read, not yet on chip
+	cache        []srqEntry
+	taken        uint32 // WQEs taken by the responders
+	dmaSlot      ib.PS  // start of the SRQ's last read in the dma stage (stage.acceptQP)
 }
 
 // srqEntry is a WQE in the SRQ's on-chip cache, seq its position in
@@ -396,11 +402,13 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 		slot = s.slots[s.taken%uint32(s.depth)] // its read is in flight
 	} else {
 		// Not read yet: this read takes it, and the prefetch goes on
-		// after it. (The next index it brings is taken as known at once.)
+		// after it, at once if the list follows the ring there, else once
+		// this read brings the next index (readOnDemand).
 		slot = s.nextSlot
 		s.slots[s.fetch%uint32(s.depth)] = slot
 		s.fetch++
 		s.nextSlot = s.nextIndex(slot)
+		s.chainPending = s.nextSlot != (slot+1)&uint16(s.depth-1)
 	}
 	qp.onDemandAddr = s.buf + uint64(slot)*uint64(s.stride)
 	w := s.readWQE(slot)
@@ -408,6 +416,16 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 	qp.onDemand = true
 	d.srqTook(s)
 	return w, true
+}
+
+// readOnDemand: a responder's on-demand read of one of the SRQ's WQEs
+// completes at t; if it was the list's front and its next index breaks the
+// ring's order, the prefetch learns where to go on only then.
+func (s *SRQ) readOnDemand(t ib.PS) {
+	if s.chainPending {
+		s.chainPending = false
+		s.chainAt = max(s.chainAt, t)
+	}
 }
 
 // srqTook raises the SRQ limit event when a WQE taken leaves fewer than
