@@ -31,6 +31,8 @@ const (
 	evPostWrites // PCIe: book the posted writes issued by now + horizon (PCIe.Flush)
 	evLoopback   // a multicast packet's copy for the sending HCA's own attached QPs reaches transport-rx (mcast.go)
 	evLoopbackDone
+	evSRQDoorbell // an SRQ's doorbell (Arg: srqArg, the WQEs posted)
+	evSRQFetched  // SRQ WQEs read (Arg: srqArg, the first's number; Port: how many)
 )
 
 // Kinds of WriteNote: what a posted write booked late does at its end.
@@ -157,10 +159,14 @@ type Device struct {
 	mtt       *MTTCache
 	pageShift uint
 
-	qps    []*QP
-	cqs    []*CQ
-	nextPD uint32
-	rr     int // round-robin pointer over qps
+	qps  []*QP
+	cqs  []*CQ
+	srqs []*SRQ
+	// asyncEvents are the affiliated asynchronous events raised and not
+	// yet read (GetAsyncEvent).
+	asyncEvents []AsyncEvent
+	nextPD      uint32
+	rr          int // round-robin pointer over qps
 	// mayWork has bit i set when qps[i]'s requester may have a packet to
 	// send: markWork sets it at every change that can give a QP work, and
 	// pickQP clears it when it finds the QP idle. It holds every QP the
@@ -380,6 +386,10 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		d.recvDoorbell(d.eventQP(ev), uint32(ev.Arg))
 	case evRecvFetched:
 		d.recvFetched(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
+	case evSRQDoorbell:
+		d.srqDoorbell(d.eventSRQ(ev.Arg), uint32(ev.Arg))
+	case evSRQFetched:
+		d.srqFetched(d.eventSRQ(ev.Arg), uint32(ev.Arg), int(ev.Port))
 	case evSchedule:
 		if d.schedAt == d.s.Now() {
 			d.schedAt = 0

@@ -140,6 +140,9 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		// The receive WQE was not prefetched: read it from host memory now.
 		d.Counters.OnDemandRecv++
 		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
+		if qp.srq != nil {
+			qp.srq.readOnDemand(t)
+		}
 	}
 	if a.KeyChecked && a.RecvSGL != nil {
 		// A lookup per element, up to the one that failed, each in the
@@ -394,6 +397,9 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	if qp.onDemand {
 		d.Counters.OnDemandRecv++
 		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
+		if qp.srq != nil {
+			qp.srq.readOnDemand(t)
+		}
 	}
 	t = d.keyCheck(qp, t, recv.LKey)
 	tl := d.Timeline
@@ -431,7 +437,18 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 
 // flushRecvs completes every receive WQE the HCA knows of and has not used
 // with WR_FLUSH_ERR (a QP in ERR).
+//
+// A QP on an SRQ flushes nothing: the WQEs belong to the SRQ and stay
+// posted for its other QPs (rxe flush_recv_queue returns for a QP with an
+// SRQ); the HCA raises EventQPLastWQEReached instead, as rxe does, once.
 func (d *Device) flushRecvs(qp *QP, t ib.PS) {
+	if qp.srq != nil {
+		if !qp.lastWQE {
+			qp.lastWQE = true
+			d.asyncEvents = append(d.asyncEvents, AsyncEvent{Type: EventQPLastWQEReached, QP: qp, At: t})
+		}
+		return
+	}
 	for cntDiff(qp.rqDB, qp.rqTaken) > 0 {
 		idx := qp.rqTaken
 		qp.rqTaken++

@@ -38,8 +38,14 @@ type QP struct {
 	// above the QP's max_recv_sge (mlx5's receive WQE shift), so a WQE's
 	// read costs its whole stride whatever its SGEs.
 	rqStride   int
-	maxRecvSGE int    // QPCap.MaxRecvSGE
-	dbr        uint64 // doorbell record: [0] RQ counter, [1] SQ counter
+	maxRecvSGE int // QPCap.MaxRecvSGE
+	// srq is the shared receive queue the QP takes its receive WQEs from
+	// (CreateQPSRQ); nil for a QP with its own RQ.
+	srq *SRQ
+	// lastWQE: EventQPLastWQEReached was raised (the QP went to ERR on an
+	// SRQ); a QP raises it once.
+	lastWQE bool
+	dbr     uint64 // doorbell record: [0] RQ counter, [1] SQ counter
 
 	// Application side.
 	sqPI   uint32   // WQEBBs posted
@@ -198,20 +204,32 @@ func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 	for stride < c.MaxRecvSGE*RecvWQEBytes {
 		stride *= 2
 	}
-	if sqBBs < 1 || sqBBs&(sqBBs-1) != 0 || rqDepth < 1 || rqDepth&(rqDepth-1) != 0 {
+	if rqDepth < 1 || rqDepth&(rqDepth-1) != 0 {
+		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
+	}
+	return d.newQP(pd, scq, rcq, sqBBs, rqDepth, stride, c.MaxRecvSGE), nil
+}
+
+// newQP makes a QP in RESET with a send queue of sqBBs WQEBBs and a
+// receive queue of rqDepth WQEs of stride bytes (none for rqDepth 0: a QP
+// on an SRQ).
+func (d *Device) newQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth, stride, maxRecvSGE int) *QP {
+	if sqBBs < 1 || sqBBs&(sqBBs-1) != 0 {
 		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
 	}
 	qp := &QP{Num: qpBase + uint32(len(d.qps)), PD: pd, SendCQ: scq, RecvCQ: rcq, State: QPReset, dev: d, thread: &d.main,
 		sqBBs: sqBBs, rqDepth: rqDepth, sqWrid: make([]uint64, sqBBs), sqNext: make([]uint32, sqBBs),
-		rqWrid: make([]uint64, rqDepth), rqStride: stride, maxRecvSGE: c.MaxRecvSGE}
+		rqWrid: make([]uint64, rqDepth), rqStride: stride, maxRecvSGE: maxRecvSGE}
 	qp.sqBuf = d.Malloc(sqBBs * WQEBBBytes)
-	qp.rqBuf = d.Malloc(rqDepth * stride)
+	if rqDepth > 0 {
+		qp.rqBuf = d.Malloc(rqDepth * stride)
+	}
 	qp.dbr = d.Malloc(8)
 	d.qps = append(d.qps, qp)
 	if len(d.qps) > 64*len(d.mayWork) {
 		d.mayWork = append(d.mayWork, 0)
 	}
-	return qp, nil
+	return qp
 }
 
 // CreateUDQP makes a UD QP in RESET with Q_Key qkey.
@@ -502,6 +520,9 @@ func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
 	if qp.State == QPReset {
 		return fmt.Errorf("qp 0x%x: post_recv in state RESET (INIT or later required)", qp.Num)
 	}
+	if qp.srq != nil {
+		return fmt.Errorf("qp 0x%x: post_recv on a QP of srq %d, which has no receive queue of its own (post to the SRQ): %w", qp.Num, qp.srq.Num, syscall.EINVAL)
+	}
 	if int(qp.rqPI-qp.rqCI) >= qp.rqDepth {
 		return fmt.Errorf("qp 0x%x: receive queue full (%d WQEs)", qp.Num, qp.rqDepth)
 	}
@@ -545,13 +566,21 @@ func (d *Device) PollCQ(cq *CQ, wcs []WC) int {
 		qp := d.qpByNum(c.QPN)
 		wc := WC{Status: c.Status, ByteLen: c.ByteCnt, Imm: c.Imm, HasImm: c.HasImm, QPN: c.QPN, SrcQP: c.SrcQP}
 		if c.Receiver {
-			slot := uint32(c.Counter) % uint32(qp.rqDepth)
-			wc.WRID = qp.rqWrid[slot]
+			if s := qp.srq; s != nil {
+				// wqe_counter is the SRQ slot; polling frees the WQE
+				// (mlx5 handle_responder: srq->wrid[wqe_ctr], then
+				// mlx5_free_srq_wqe).
+				slot := uint16(uint32(c.Counter) % uint32(s.depth))
+				wc.WRID = s.wrid[slot]
+				s.freeWQE(slot)
+			} else {
+				wc.WRID = qp.rqWrid[uint32(c.Counter)%uint32(qp.rqDepth)]
+				qp.rqCI++
+			}
 			wc.Opcode = WCRecv
 			if c.Opcode == CQERespWrImm {
 				wc.Opcode = WCRecvRDMAImm
 			}
-			qp.rqCI++
 		} else {
 			slot := uint32(c.Counter) % uint32(qp.sqBBs)
 			wc.WRID = qp.sqWrid[slot]
@@ -795,6 +824,9 @@ func (qp *QP) CheckLKey(lkey uint32, addr, n uint64) KeyResult {
 // PopRecv implements ResponderEnv: the next receive WQE from the on-chip
 // cache, or fetched on demand if the HCA knows it is posted.
 func (qp *QP) PopRecv() (RecvWQE, bool) {
+	if qp.srq != nil {
+		return qp.popSRQ()
+	}
 	for len(qp.rqCache) > 0 && cntDiff(qp.rqCache[0].Index, qp.rqTaken) < 0 {
 		qp.rqCache = qp.rqCache[1:]
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -39,6 +40,14 @@ func FormatValue(v any) string {
 // whole number exactly (a count); anything else as FormatValue. The CSV and
 // JSON keep FormatValue's nine digits, for a program or a diff.
 func TableValue(v any) string {
+	if n, isNum := v.(json.Number); isNum {
+		// Read back from results.json (merge, --resume): shown as the
+		// value it was written from is, so a merged or resumed table reads
+		// like the whole run's.
+		if f, err := n.Float64(); err == nil {
+			v = f
+		}
+	}
 	x, ok := v.(float64)
 	if !ok {
 		if f, is := v.(float32); is {

@@ -107,6 +107,9 @@ func TestTableValue(t *testing.T) {
 		{int64(12345678), "12345678"},
 		{"1.23 ± 0.04", "1.23 ± 0.04"},
 		{true, "true"},
+		// Read back from results.json: as the float it was written from.
+		{json.Number("555.752"), "555.8"},
+		{json.Number("15695"), "15695"},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, TableValue(tc.v), "%v", tc.v)

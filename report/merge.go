@@ -67,6 +67,18 @@ func ReadPart(dir string) (*Part, error) {
 	return p, nil
 }
 
+// Cells returns a point's results.csv cells by column, as WriteCSV
+// writes them from the point's typed values: every param, every flattened
+// metric and "error". WriteCSVCells writes them back.
+func Cells(p Point) map[string]string {
+	row := map[string]string{"error": p.Error}
+	for k, v := range p.Params {
+		row[k] = FormatValue(v)
+	}
+	Flatten("", p.Metrics, row)
+	return row
+}
+
 // WriteCSVCells writes points as WriteCSV does — the same header, computed
 // from the points — but takes each cell from rows[i], the cells the point
 // was first written with.

@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -86,4 +87,36 @@ func TestReadPartRefusesMismatchedFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"tool": 3}`), 0o644))
 	_, err = ReadPart(dir)
 	assert.ErrorContains(t, err, "not a results.json")
+}
+
+// TestCellsAreWriteCSVs: the cells Cells computes from typed points,
+// written by WriteCSVCells, are WriteCSV's bytes — a resumed sweep writes
+// its fresh points' rows this way beside the rows it read back.
+func TestCellsAreWriteCSVs(t *testing.T) {
+	r := mergeFixture()
+	var want, got strings.Builder
+	require.NoError(t, WriteCSV(&want, r))
+	rows := make([]map[string]string, len(r.Points))
+	for i, p := range r.Points {
+		rows[i] = Cells(p)
+	}
+	require.NoError(t, WriteCSVCells(&got, r.Points, rows))
+	assert.Equal(t, want.String(), got.String())
+	assert.Contains(t, got.String(), "engine exploded", "the error column is filled")
+}
+
+// TestInterruptionOnlyWhenSet: a finished run's results.json has no
+// "interrupted" key (its bytes are what they were before the field
+// existed); an interrupted one's has it, after the points.
+func TestInterruptionOnlyWhenSet(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, WriteJSON(&b, mergeFixture()))
+	assert.NotContains(t, b.String(), "interrupted")
+	r := mergeFixture()
+	r.Interrupted = &Interruption{Signal: "SIGINT", NotRun: 2, Build: "0.1.0 sha256:x", ConfigHash: "abc"}
+	b.Reset()
+	require.NoError(t, WriteJSON(&b, r))
+	s := b.String()
+	assert.Greater(t, strings.Index(s, `"interrupted"`), strings.Index(s, `"points"`))
+	assert.Contains(t, s, `"not_run": 2`)
 }

@@ -37,6 +37,29 @@ type Result struct {
 	Config  string  `json:"config"`
 	Seed    uint64  `json:"seed"`
 	Points  []Point `json:"points"`
+	// Interrupted is set in an interrupted sweep's results only (a
+	// finished run's results.json has no such key): what --resume checks
+	// before it reuses the finished points.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+}
+
+// Interruption records a sweep stopped by a signal: which, how many of its
+// points did not run, and what the points that did ran with — the build,
+// the config (its hash) and the flags that change results — so that
+// --resume reuses them only in a run that would have computed the same.
+type Interruption struct {
+	// Signal is the signal that stopped the run: SIGINT or SIGTERM.
+	Signal string `json:"signal"`
+	// NotRun counts the points whose error is "interrupted: not run".
+	NotRun int `json:"not_run"`
+	// Build is the hcasim version and a hash of its executable.
+	Build string `json:"build"`
+	// ConfigHash is the sweep's config hash, as shard.json records it.
+	ConfigHash string `json:"config_hash"`
+	// Check is set when --check ran the invariant checkers.
+	Check bool `json:"check,omitempty"`
+	// Shard is --shard's I/N, when the run was one shard.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Round returns v rounded to 9 significant digits.

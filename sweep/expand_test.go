@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,7 +171,7 @@ workload: {kind: uniform, size: 1024, offered_load: 0.3, warmup_ns: 1000, measur
 sweep:
   sim.partitions: [1, 2, 4]
 `)
-	outs := s.Run(allDesigns(s), 2, streamRunner, nil)
+	outs := s.Run(context.Background(), allDesigns(s), 2, streamRunner, nil)
 	require.Len(t, outs, 3)
 	var first map[string]any
 	for _, o := range outs {
@@ -209,7 +210,7 @@ func allDesigns(s *Sweep) []int {
 
 func TestSweepPointsEqualPointsRunAlone(t *testing.T) {
 	s := expand(t, streamSweep)
-	outs := s.Run(allDesigns(s), 2, streamRunner, nil)
+	outs := s.Run(context.Background(), allDesigns(s), 2, streamRunner, nil)
 	require.Len(t, outs, 6)
 	for _, o := range outs {
 		require.NoError(t, o.Err)
@@ -221,7 +222,7 @@ func TestSweepPointsEqualPointsRunAlone(t *testing.T) {
 		}
 		alone := expand(t, streamSweep, sets...)
 		require.Len(t, alone.Designs, 1)
-		a := alone.Run([]int{0}, 1, streamRunner, nil)
+		a := alone.Run(context.Background(), []int{0}, 1, streamRunner, nil)
 		require.NoError(t, a[0].Err)
 		assert.Equal(t, o.Seed, a[0].Seed)
 		assert.Equal(t, metricsJSON(t, o.Metrics), metricsJSON(t, a[0].Metrics), "point %v", o.Params)
@@ -245,7 +246,7 @@ func TestResultsDoNotDependOnJobs(t *testing.T) {
 	var runs []string
 	for _, jobs := range []int{1, 3, 8} {
 		var b strings.Builder
-		for _, o := range s.Run(allDesigns(s), jobs, streamRunner, nil) {
+		for _, o := range s.Run(context.Background(), allDesigns(s), jobs, streamRunner, nil) {
 			require.NoError(t, o.Err)
 			fmt.Fprintf(&b, "%d %v %d %s\n", o.Design, o.Params, o.Seed, metricsJSON(t, o.Metrics))
 		}
@@ -271,7 +272,7 @@ func TestFailingPointsDoNotStopTheOthers(t *testing.T) {
 		return streamRunner(p)
 	}
 	done := 0
-	outs := s.Run(allDesigns(s), 2, run, func(Outcome) { done++; calls++ })
+	outs := s.Run(context.Background(), allDesigns(s), 2, run, func(Outcome) { done++; calls++ })
 	require.Len(t, outs, 6)
 	assert.Equal(t, 6, done, "progress counts every point")
 	for i, o := range outs {

@@ -176,3 +176,19 @@ func (k Knee) Describe(key string) string {
 	}
 	return fmt.Sprintf("knee between %s %s (unsaturated) and %s (saturated)", key, FormatFloat(k.Below), FormatFloat(k.Above))
 }
+
+// SaturationSure reports whether Saturated's answer for these metrics,
+// rounded to the 9 significant digits results.json keeps (report.Round),
+// is the answer for every value that rounds to them: a resumed knee search
+// reuses a probe read back from results.json only when it is, so that the
+// search takes the steps the uninterrupted one took. Rounding to 9
+// digits moves a value v by at most half a unit in its ninth digit,
+// 5 × 10⁻⁹ × |v|; a threshold farther than twice that is on the same side
+// of the value either way.
+func SaturationSure(metrics map[string]any, offered, epsilon float64) bool {
+	acc, ok := report.Number(metrics[AcceptedMetric])
+	if !ok {
+		return false
+	}
+	return math.Abs(acc-offered*(1-epsilon)) > 1e-8*math.Abs(acc)
+}

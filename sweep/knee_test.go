@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -120,7 +121,7 @@ sweep:
 		c := p.Loaded.Config
 		return capped(capacity[c.HCA.VLBufferBytes])(c.Workload.OfferedLoad), nil
 	}
-	outs := s.Run([]int{0, 1}, 2, run, nil)
+	outs := s.Run(context.Background(), []int{0, 1}, 2, run, nil)
 	var points []report.Point
 	for i, o := range outs {
 		require.NoError(t, o.Err)
@@ -149,7 +150,7 @@ func TestKneeSearchOnAStreamFailsClearly(t *testing.T) {
 sweep:
   workload.offered_load: {search: knee, from: 0.1, to: 1.0}
 `)
-	outs := s.Run([]int{0}, 1, streamRunner, nil)
+	outs := s.Run(context.Background(), []int{0}, 1, streamRunner, nil)
 	require.Len(t, outs, 1)
 	assert.ErrorContains(t, outs[0].Err, "sweep.workload.offered_load: search: knee: the point reports no accepted_load")
 }
@@ -183,4 +184,17 @@ func TestKneesListsEveryDesign(t *testing.T) {
 	assert.True(t, math.IsNaN(knees[0].Above))
 	assert.Equal(t, "no point measured", knees[0].Describe(key))
 	assert.Equal(t, Knee{Below: 0.325, Above: 0.55}, knees[1].Knee)
+}
+
+// TestSaturationSure: 9 digits keep a relative error of at most 5e-9, so a
+// threshold 1e-6 away is sure and one 1e-10 away is not; the threshold is
+// offered × (1 − epsilon) = 0.5 × 0.98 = 0.49.
+func TestSaturationSure(t *testing.T) {
+	for _, c := range []struct {
+		acc  float64
+		sure bool
+	}{{0.49 + 1e-6, true}, {0.49 - 1e-6, true}, {0.49 + 1e-10, false}, {0.49, false}, {0.3, true}} {
+		assert.Equal(t, c.sure, SaturationSure(map[string]any{AcceptedMetric: c.acc}, 0.5, 0.02), "accepted %v", c.acc)
+	}
+	assert.False(t, SaturationSure(map[string]any{}, 0.5, 0.02), "no accepted_load: not sure")
 }

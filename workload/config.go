@@ -87,6 +87,17 @@ type Config struct {
 	// nil is 1, the single element perftest posts. omitempty, so a config
 	// without it keeps its effective config and config hash.
 	SGEs *int `yaml:"sges,omitempty"`
+	// UseSRQ, for send_bw and send_lat (perftest --use_srq), puts each
+	// receiving host's QPs on one shared receive queue of rx_depth WQEs
+	// (PerftestRun.UseSRQ). omitempty, so a config without it keeps its
+	// effective config and config hash.
+	UseSRQ bool `yaml:"use_srq,omitempty"`
+	// RxDepth, for send_bw and send_lat, is perftest's -r: the receives
+	// each QP keeps posted, or with UseSRQ the SRQ's max_wr, split among
+	// the QPs (PerftestRun.RxDepth); 0 is perftest's 512 (DEF_RX_SEND).
+	// omitempty, so a config without it keeps its effective config and
+	// config hash.
+	RxDepth int `yaml:"rx_depth,omitempty"`
 	// Pattern, for a perftest, says which hosts run the test in pairs
 	// (PerftestPatterns): one pair, the first host to the last (pair, or
 	// empty, the default); an incast of Clients hosts into the last; a
@@ -330,6 +341,9 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	if err := c.checkSGEs(prefix); err != nil {
 		return err
 	}
+	if err := c.checkSRQ(prefix); err != nil {
+		return err
+	}
 	if sl := c.BackgroundSL; sl != nil && (*sl < 0 || *sl > 15) {
 		return fmt.Errorf("%s.background_sl: %d is not a service level (0 to 15; leave it out for workload.sl)", prefix, *sl)
 	}
@@ -393,6 +407,24 @@ func (c *Config) checkSGEs(prefix string) error {
 		return fmt.Errorf("%s.sges: %d is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, n, prefix, c.Kind, prefix)
 	case n > 1 && c.Mcg:
 		return fmt.Errorf("%s.sges: %d with %s.mcg: true is not modelled (a multicast perftest's datagrams take one element)", prefix, n, prefix)
+	}
+	return nil
+}
+
+// checkSRQ checks workload.use_srq and workload.rx_depth on their own
+// (against the test and the QP count in PerftestRun.Validate).
+func (c *Config) checkSRQ(prefix string) error {
+	switch {
+	case c.RxDepth < 0 || c.RxDepth > MaxPerftestRxDepth:
+		return fmt.Errorf("%s.rx_depth: %d is out of range (0 for perftest's %d, 1 to %d)", prefix, c.RxDepth, perftestRxDepth, MaxPerftestRxDepth)
+	case c.UseSRQ && c.Kind != "perftest":
+		return fmt.Errorf("%s.use_srq: true is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, prefix, c.Kind, prefix)
+	case c.RxDepth != 0 && c.Kind != "perftest":
+		return fmt.Errorf("%s.rx_depth: %d is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, c.RxDepth, prefix, c.Kind, prefix)
+	case c.UseSRQ && c.Mcg:
+		return fmt.Errorf("%s.use_srq: true with %s.mcg: true is not modelled (a multicast perftest's receivers keep their own queues)", prefix, prefix)
+	case c.RxDepth != 0 && c.Mcg:
+		return fmt.Errorf("%s.rx_depth: %d with %s.mcg: true is not modelled (a multicast receiver keeps %d posted)", prefix, c.RxDepth, prefix, perftestRxDepth)
 	}
 	return nil
 }

@@ -27,6 +27,11 @@ const (
 	perftestQKey        = 0x11111111 // DEF_QKEY
 )
 
+// MaxPerftestRxDepth is the largest workload.rx_depth (a model limit: the
+// receives are posted ahead, each QP's receive queue a power of two at or
+// above it).
+const MaxPerftestRxDepth = 8192
+
 // PerftestRun is one perftest-style run between two hosts back to back.
 type PerftestRun struct {
 	Link link.Config // the cable between the hosts (generation, width, length, MTU)
@@ -49,6 +54,16 @@ type PerftestRun struct {
 	// region, equal parts with the last taking the remainder; 0 and 1 are
 	// one element in the single-element fields (perftest's WRs).
 	SGEs int
+
+	// UseSRQ (perftest --use_srq, send tests only) puts the QPs of each
+	// side that receives (send_bw: the server; send_lat: both) on one
+	// shared receive queue of max_wr RxDepth, each QP posting RxDepth /
+	// QPs receives to it, as perftest's ctx_set_recv_wqes does.
+	UseSRQ bool
+	// RxDepth is perftest's -r for the send tests: the receives each QP
+	// keeps posted, or with UseSRQ the SRQ's max_wr; 0 is 512
+	// (DEF_RX_SEND).
+	RxDepth int
 
 	// Connection is the transport (perftest -c): RC (also ""), or UD for
 	// send_lat and send_bw with messages up to the MTU.
@@ -95,7 +110,8 @@ func (r *PerftestRun) pairs() []PerftestPair {
 // perftest's default), the link section and the hca section.
 func PerftestRunFrom(w Config, lc link.Config, h hca.Config, seed uint64, maxTimeNs float64) PerftestRun {
 	return PerftestRun{Link: lc, HCA: h, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
-		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: seed, MaxTimeNs: maxTimeNs}
+		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: seed, MaxTimeNs: maxTimeNs,
+		UseSRQ: w.UseSRQ, RxDepth: w.RxDepth}
 }
 
 // Validate checks the run's own knobs (the link and HCA configs validate
@@ -155,6 +171,9 @@ func (r *PerftestRun) Validate() error {
 	if err := r.checkSGEs(); err != nil {
 		return err
 	}
+	if err := r.checkSRQ(); err != nil {
+		return err
+	}
 	if r.Test == "write_lat" && r.Size < 1 {
 		return fmt.Errorf("workload.size: write_lat needs at least 1 byte (the receiver polls the last byte), got %d", r.Size)
 	}
@@ -187,6 +206,36 @@ func (r *PerftestRun) checkSGEs() error {
 		return fmt.Errorf("workload.sges: %d is more than the message's %d bytes (each element must hold at least one byte)", n, size)
 	case n > 1 && r.Connection == "UD":
 		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (a UD receive takes one element)", n)
+	}
+	return nil
+}
+
+// rxDepth returns the run's rx_depth: RxDepth, or perftest's 512.
+func (r *PerftestRun) rxDepth() int {
+	if r.RxDepth == 0 {
+		return perftestRxDepth
+	}
+	return r.RxDepth
+}
+
+// checkSRQ refuses use_srq where perftest refuses it (a test other than
+// send_bw and send_lat: perftest_parameters.c, "Using SRQ only avavilible
+// in SEND tests"; more QPs than rx_depth: "Using SRQ depth should be
+// greater than number of QPs"), and rx_depth out of range or on a test
+// that posts no receives.
+func (r *PerftestRun) checkSRQ() error {
+	send := r.Test == "send_bw" || r.Test == "send_lat"
+	switch {
+	case r.RxDepth < 0 || r.RxDepth > MaxPerftestRxDepth:
+		return fmt.Errorf("workload.rx_depth: %d is out of range (0 for perftest's %d, 1 to %d)", r.RxDepth, perftestRxDepth, MaxPerftestRxDepth)
+	case r.RxDepth != 0 && !send:
+		return fmt.Errorf("workload.rx_depth: %d is set, but workload.test %s posts no receives (send_bw, send_lat do)", r.RxDepth, r.Test)
+	case !r.UseSRQ:
+		return nil
+	case !send:
+		return fmt.Errorf("workload.use_srq: true with workload.test %s: perftest's --use_srq is for the SEND tests (send_bw, send_lat)", r.Test)
+	case r.QPs > r.rxDepth():
+		return fmt.Errorf("workload.use_srq: true with workload.qps %d above workload.rx_depth %d: perftest refuses an SRQ shallower than the QP count", r.QPs, r.rxDepth())
 	}
 	return nil
 }
@@ -238,16 +287,19 @@ type perftest struct {
 	// core of its own even when its host runs other pairs' processes.
 	thread [2]*hca.Thread
 	qp     [2][]*hca.QP
+	srq    [2]*hca.SRQ // with UseSRQ, each receiving side's shared receive queue
 	buf    [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
 	rbuf   [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
 	mr     [2][]hca.MR
 	bufLen int
-	ud     bool
-	grh    int // bytes before the payload in a receive buffer: 40 on UD
-	inline bool
-	op     hca.WROpcode
-	isLat  bool
-	pollPS ib.PS
+	// srcBytes, with UseSRQ, are the bytes every client QP sends.
+	srcBytes []byte
+	ud       bool
+	grh      int // bytes before the payload in a receive buffer: 40 on UD
+	inline   bool
+	op       hca.WROpcode
+	isLat    bool
+	pollPS   ib.PS
 
 	// Progress.
 	posted    []int // client WRs posted per QP
@@ -524,16 +576,36 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 		pd := d.AllocPD()
 		scq, rcq := d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
 		p.thread[side] = d.NewThread()
+		if run.UseSRQ && p.receives(side) {
+			// perftest creates its SRQ with max_wr rx_depth and max_sge 1
+			// (perftest_resources.c, ctx_init: "when using sreq, rx_depth
+			// sets the max_wr"); the model asks for the run's SGEs.
+			srq, err := d.CreateSRQ(pd, run.rxDepth(), max(run.SGEs, 1))
+			if err != nil {
+				panic(fmt.Sprintf("perftest: create SRQ: %v", err))
+			}
+			srq.SetThread(p.thread[side])
+			p.srq[side] = srq
+		}
+		rqDepth := 1
+		for rqDepth < run.rxDepth() {
+			rqDepth *= 2
+		}
 		for q := 0; q < run.QPs; q++ {
 			var qp *hca.QP
-			if p.ud {
-				qp = d.CreateUDQP(pd, scq, rcq, sqBBs, perftestRxDepth, perftestQKey)
-			} else {
-				var err error
-				qp, err = d.CreateQPCap(pd, scq, rcq, sqBBs, perftestRxDepth, hca.QPCap{MaxRecvSGE: max(run.SGEs, 1)})
-				if err != nil {
-					panic(fmt.Sprintf("perftest: create QP: %v", err))
-				}
+			var err error
+			switch {
+			case p.ud && p.srq[side] != nil:
+				qp, err = d.CreateUDQPSRQ(pd, scq, rcq, sqBBs, p.srq[side], perftestQKey)
+			case p.ud:
+				qp = d.CreateUDQP(pd, scq, rcq, sqBBs, rqDepth, perftestQKey)
+			case p.srq[side] != nil:
+				qp, err = d.CreateQPSRQ(pd, scq, rcq, sqBBs, p.srq[side])
+			default:
+				qp, err = d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, hca.QPCap{MaxRecvSGE: max(run.SGEs, 1)})
+			}
+			if err != nil {
+				panic(fmt.Sprintf("perftest: create QP: %v", err))
 			}
 			// One registration covers the send half and the receive half
 			// (with the GRH area on UD).
@@ -542,6 +614,16 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 			data := make([]byte, area)
 			for i := range data {
 				data[i] = byte(rng.Uint32())
+			}
+			if run.UseSRQ && side == 0 {
+				// On an SRQ any QP's message may land in any QP's
+				// buffer, and messages in flight on several QPs into
+				// one buffer interleave: every client QP sends the same
+				// bytes, so the destination still equals the source.
+				if q == 0 {
+					p.srcBytes = append([]byte(nil), data[:p.bufLen]...)
+				}
+				copy(data, p.srcBytes)
 			}
 			d.Mem.Write(buf, data)
 			qp.SetThread(p.thread[side])
@@ -582,6 +664,12 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 		p.traceIter = run.Iterations / 2
 	}
 	return p
+}
+
+// receives reports whether side posts receives: the server of a send
+// test, and the client of send_lat (ping-pong).
+func (p *perftest) receives(side int) bool {
+	return p.op == hca.WRSend && (side == 1 || p.isLat)
 }
 
 // perftestInlineLimit returns the largest message the run sends inline:
@@ -658,8 +746,15 @@ func (p *perftest) postSetup() {
 			if side == 0 && !p.isLat {
 				continue // send_bw: only the server receives
 			}
+			// perftest's ctx_set_recv_wqes: rx_depth receives per QP, or
+			// with an SRQ rx_depth / QPs per QP, each QP's to its own
+			// buffer (wr_id the QP's index), QP after QP.
+			n := p.run.rxDepth()
+			if p.srq[side] != nil {
+				n /= len(p.qp[side])
+			}
 			for q := range p.qp[side] {
-				for i := 0; i < perftestRxDepth; i++ {
+				for i := 0; i < n; i++ {
 					p.postRecv(side, q)
 				}
 			}
@@ -698,6 +793,12 @@ func (p *perftest) postRecv(side, q int) {
 	wr := hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen + p.grh), LKey: p.mr[side][q].LKey}
 	if p.run.SGEs > 1 {
 		wr = hca.RecvWR{ID: uint64(q), SGL: sgl(p.rbuf[side][q], p.bufLen, p.run.SGEs, p.mr[side][q].LKey)}
+	}
+	if srq := p.srq[side]; srq != nil {
+		if err := d.PostSRQRecv(srq, &wr); err != nil {
+			panic(fmt.Sprintf("perftest: post_srq_recv: %v", err))
+		}
+		return
 	}
 	if err := d.PostRecv(p.qp[side][q], &wr); err != nil {
 		panic(fmt.Sprintf("perftest: post_recv: %v", err))
@@ -983,6 +1084,24 @@ func (p *perftest) finish() {
 // carried the same buffer, so the destination equals the source.
 func (p *perftest) verify() {
 	if p.isLat {
+		return
+	}
+	if p.op == hca.WRSend && p.srq[1] != nil {
+		// Every client QP sent the same bytes (newPerftest); each buffer
+		// a completion named (wr_id) holds them.
+		used := 0
+		for q := range p.qp[1] {
+			if p.recvDone[1][q] == 0 {
+				continue
+			}
+			used++
+			if !bytes.Equal(p.snapshot(1, p.rdata(1, q)), p.srcBytes[:p.run.Size]) {
+				p.errs = append(p.errs, fmt.Sprintf("receive buffer %d differs from the source after %s on an SRQ", q, p.run.Test))
+			}
+		}
+		if used == 0 {
+			p.errs = append(p.errs, "no receive buffer of the SRQ was used")
+		}
 		return
 	}
 	for q := range p.qp[0] {

@@ -23,6 +23,7 @@ import (
 // first.
 func TestMain(m *testing.M) {
 	if os.Getenv("HCASIM_TEST_AS_CLI") == "1" {
+		childPointHooks()
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	_, err := os.Stat("hcasim-out")

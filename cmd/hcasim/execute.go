@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
+	"github.com/hcasim/hcasim/verif"
 )
 
 // headlineParams are the keys every point reports in params, so a single
@@ -29,6 +33,9 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 	}
 	if f.shard != "" {
 		return nil, userErrorf("--shard %s: %s has no sweep: section to shard", f.shard, f.config)
+	}
+	if f.resume {
+		return nil, userErrorf("--resume: continues an interrupted sweep, and %s has no sweep: section (a single run starts over)", f.config)
 	}
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed}
 	params := map[string]any{}
@@ -56,9 +63,16 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 		prog = newRunProgress(stderr, &l.Config, 200*time.Millisecond)
 		opts.Started = prog.start
 	}
-	m, err := fabric.Run(l, opts)
+	m, stopped, err := runStoppable(l, opts, f.stop, obs != nil)
 	if prog != nil {
-		prog.stop()
+		if stopped {
+			prog.abandon()
+		} else {
+			prog.stop()
+		}
+	}
+	if stopped {
+		return interruptedRun(res, params, f, finish)
 	}
 	err = runOutcome(err, finish(m))
 	if err != nil {
@@ -71,6 +85,91 @@ func execute(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Result, e
 		printNotes(stderr, fabric.HostNote(l))
 	}
 	return res, nil
+}
+
+// runStoppable runs the design point, watching req. Asked to stop, an
+// observed run (--trace, --vcd, --pcap, --check) is stopped by a stopHook
+// at its next trace event and waited for, so that finish closes its files
+// whole; any other run is abandoned
+// on its goroutine (the process exits soon after). stopped reports
+// whether the run was stopped or abandoned; a run that finished before
+// the request took hold returns its results as usual. A panic in the run
+// is raised again here, where Main reports it.
+func runStoppable(l *fabric.Loaded, opts fabric.RunOptions, req *stopRequest, observed bool) (m map[string]any, stopped bool, err error) {
+	if req == nil {
+		m, err := fabricRun(l, opts)
+		return m, false, err
+	}
+	var hook *stopHook
+	if observed {
+		observe := opts.Observe
+		opts.Observe = func(s *fabric.Simulation) {
+			observe(s)
+			hook = &stopHook{req: req, view: s}
+			verif.AttachHook(hook, s.Blocks...)
+		}
+	}
+	type outcome struct {
+		m     map[string]any
+		err   error
+		panic *forwardedPanic
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- outcome{panic: &forwardedPanic{value: r, stack: debug.Stack()}}
+			}
+		}()
+		m, err := fabricRun(l, opts)
+		ch <- outcome{m: m, err: err}
+	}()
+	var o outcome
+	select {
+	case o = <-ch:
+	case <-req.ctx.Done():
+		if !observed {
+			return nil, true, nil
+		}
+		o = <-ch // the hook stops the engine at its next event
+	}
+	if o.panic != nil {
+		panic(o.panic)
+	}
+	return o.m, hook != nil && hook.stopped, o.err
+}
+
+// forwardedPanic is a panic of a run's goroutine, raised again on Main's
+// with the stack where it happened (HCASIM_DEBUG prints it).
+type forwardedPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *forwardedPanic) String() string { return fmt.Sprint(p.value) }
+
+// interruptedRun ends a single run a signal stopped: its --trace, --vcd
+// and --pcap are closed whole up to where it stopped (finish), --out gets
+// the point with the error "interrupted: not finished", and the returned
+// error is the one line that says so.
+func interruptedRun(res *report.Result, params map[string]any, f *runFlags, finish func(map[string]any) error) (*report.Result, error) {
+	sig := f.stop.signal()
+	msg := fmt.Sprintf("interrupted (%s): the run did not finish, no metrics", signalName(sig))
+	var files []string
+	for _, o := range []struct{ flag, path string }{{"--trace", f.trace}, {"--vcd", f.vcd}, {"--pcap", f.pcap}} {
+		if o.path != "" {
+			files = append(files, o.flag+" "+o.path)
+		}
+	}
+	if len(files) > 0 {
+		if err := finish(nil); err != nil && !errors.As(err, new(violationError)) {
+			msg += fmt.Sprintf("; closing the files: %v", err)
+		} else {
+			msg += "; " + strings.Join(files, ", ") + " hold the run up to where it stopped"
+		}
+	}
+	res.Points = append(res.Points, report.Point{Params: params, Metrics: map[string]any{}, Error: "interrupted: not finished"})
+	return res, &interruptedError{sig: sig, msg: msg}
 }
 
 // isParamValue reports whether v, a config value, is one key's value
@@ -127,7 +226,10 @@ type sweepExtras struct {
 	manifest *sweep.Manifest     // a shard's shard.json (a shard draws no plots: merge does)
 	knee     *sweep.KneeManifest // a knee search: write knee.csv
 	summary  *report.Summary     // a replicated sweep: summary.csv, summary.json, plots of the means
-	cells    []map[string]string // a merged result: its points' results.csv cells, for the plots' legends
+	cells    []map[string]string // a merged or resumed result: its points' results.csv cells (those read back kept as written)
+	// interrupted: the results hold points not run; nothing is drawn or
+	// summarised from them (--resume writes those files once complete).
+	interrupted bool
 }
 
 // takeExtras returns (and forgets) what besides its results files res's
@@ -146,6 +248,9 @@ func takeExtras(res *report.Result) *sweepExtras {
 // (removeStale), so that dir holds this run's outputs and no earlier run's.
 func writePlots(dir string, res *report.Result, ex *sweepExtras) error {
 	written := map[string]bool{resultsJSON: true, resultsCSV: true}
+	if ex.interrupted {
+		return removeStale(dir, written)
+	}
 	if ex.manifest != nil {
 		// A shard draws no plots and finds no knees: merge does.
 		if err := sweep.WriteManifest(dir, ex.manifest); err != nil {

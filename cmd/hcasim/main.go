@@ -10,7 +10,8 @@
 //	hcasim version | help
 //
 // Exit codes: 0 success; 1 an internal error (a bug); 2 a user's error (bad
-// config, flag or file), reported on one line.
+// config, flag or file), reported on one line; 130 or 143 stopped by SIGINT
+// or SIGTERM (a sweep writes the points it finished; --resume continues it).
 package main
 
 import (
@@ -51,7 +52,11 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "hcasim: internal error (a bug, please report it): %v\n", r)
 			if os.Getenv("HCASIM_DEBUG") != "" {
-				fmt.Fprintf(stderr, "%s\n", debug.Stack())
+				stack := debug.Stack()
+				if fp, ok := r.(*forwardedPanic); ok {
+					stack = fp.stack // where the run's goroutine panicked
+				}
+				fmt.Fprintf(stderr, "%s\n", stack)
 			}
 			code = 1
 		}
@@ -157,6 +162,8 @@ Run flags:
       --jobs N          sweep points run in parallel (default: the number of cores)
       --shard I/N       run every N-th sweep design (a point, or a whole knee search),
                         starting at I (0-based); needs --out
+      --resume          continue the interrupted sweep whose results are in --out: reuse its
+                        finished points, run the rest (docs/sweeps.md, "Interrupting and resuming")
       --quiet           no progress bar (on a terminal, a sweep shows its points done,
                         a single point its simulated time against the window's end),
                         no sweep summary and no notes on stderr; errors still

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/spf13/pflag"
@@ -124,6 +125,10 @@ func mergeShards(dirs []string) (*report.Result, []map[string]string, *sweep.Kne
 	ms := make([]*sweep.Manifest, len(dirs))
 	parts := make([]*report.Part, len(dirs))
 	for i, d := range dirs {
+		if r, err := report.ReadJSON(filepath.Join(d, resultsJSON)); err == nil && r.Interrupted != nil {
+			return nil, nil, nil, userErrorf("merge: %s was interrupted (%s) with %d of its %d points not run: finish it first, with its command and --resume",
+				d, r.Interrupted.Signal, r.Interrupted.NotRun, len(r.Points))
+		}
 		m, err := sweep.ReadManifest(d)
 		if err != nil {
 			return nil, nil, nil, userErrorf("merge: %s", err)

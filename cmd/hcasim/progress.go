@@ -46,6 +46,15 @@ func (p *progress) add() {
 	}
 }
 
+// abandon leaves the bar where it stopped (an interrupted sweep): it
+// draws no more, and its line is cleared for the summary after it.
+func (p *progress) abandon() {
+	if p.bar != nil {
+		_ = p.bar.Exit()
+		_ = p.bar.Clear()
+	}
+}
+
 func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
@@ -66,6 +75,11 @@ type runProgress struct {
 	bar  *progressbar.ProgressBar
 	done chan struct{}
 	wg   sync.WaitGroup
+
+	// mu orders start, on the run's goroutine, with abandon, on Main's:
+	// a run abandoned on a signal may still be starting.
+	mu        sync.Mutex
+	abandoned bool
 }
 
 func newRunProgress(w io.Writer, cfg *fabric.Config, every time.Duration) *runProgress {
@@ -79,6 +93,11 @@ func newRunProgress(w io.Writer, cfg *fabric.Config, every time.Duration) *runPr
 // start begins the display once the simulation is built
 // (fabric.RunOptions.Started).
 func (p *runProgress) start(v *fabric.Simulation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.abandoned {
+		return
+	}
 	total := int64(-1) // a spinner
 	if p.end > 0 {
 		total = int64(p.end / 1000) // ns
@@ -118,6 +137,21 @@ func (p *runProgress) update() {
 	}
 	_ = p.bar.Set64(int64(now / 1000))
 	p.bar.Describe(fmt.Sprintf("simulated %.1f µs", float64(now)/1e6))
+}
+
+// abandon ends the display of a run that was stopped: the bar is cleared,
+// not filled.
+func (p *runProgress) abandon() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.abandoned = true
+	if p.bar == nil {
+		return
+	}
+	close(p.done)
+	p.wg.Wait()
+	_ = p.bar.Exit()
+	_ = p.bar.Clear()
 }
 
 // stop ends the display after the run (a no-op if it never started: the

@@ -48,14 +48,18 @@ type runFlags struct {
 	shard      string
 	shardOf    *sweep.Shard // --shard parsed; nil without it
 	quiet      bool
+	resume     bool
 	cpuprofile string
 	memprofile string
+
+	args []string     // the arguments as given: the command that continues an interrupted sweep
+	stop *stopRequest // the run's stop request (SIGINT, SIGTERM); nil: never stopped
 }
 
 // longFlags lists the long names a user may also spell with one dash
 // (`-config ndr.yaml`, as most simulators' users type).
 var longFlags = []string{"config", "set", "format", "out", "seed", "check", "trace", "trace-path",
-	"trace-kind", "vcd", "pcap", "pcap-snaplen", "jobs", "shard", "quiet", "cpuprofile", "memprofile", "report", "tolerance-ps",
+	"trace-kind", "vcd", "pcap", "pcap-snaplen", "jobs", "shard", "quiet", "resume", "cpuprofile", "memprofile", "report", "tolerance-ps",
 	"fields", "ignore-kinds", "path", "context", "csv", "testbench", "testbench-packets"}
 
 // normalizeArgs rewrites `-config x` and `-config=x` to their `--` form.
@@ -99,6 +103,7 @@ func runFlagSet(f *runFlags) *pflag.FlagSet {
 	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "")
 	fs.StringVar(&f.shard, "shard", "", "")
 	fs.BoolVar(&f.quiet, "quiet", false, "")
+	fs.BoolVar(&f.resume, "resume", false, "")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
 	return fs
@@ -147,6 +152,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 			return nil, userErrorf("--pcap-snaplen: %d is out of range (0 for whole packets, or 1 to %d bytes kept of each)",
 				f.snaplen, maxSnaplen)
 		}
+	}
+	if f.resume && (f.trace != "" || f.vcd != "" || f.pcap != "") {
+		return nil, userErrorf("--resume: reuses the points an interrupted sweep finished, which do not run again, so --trace, --vcd and --pcap would miss them; trace a point in a run of its own")
 	}
 	if err := checkTraceFilter(f, fs); err != nil {
 		return nil, err
@@ -323,6 +331,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	f.args = args
+	f.stop = newStopRequest()
+	currentStop.Store(f.stop)
+	defer currentStop.CompareAndSwap(f.stop, nil)
+	defer watchSignals(f.stop, stderr)()
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -354,6 +367,17 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	res, runErr := execute(l, f, stderr)
 	code := 0
+	var intr *interruptedError
+	if errors.As(runErr, &intr) {
+		// What finished is written, then the one line that says so.
+		if res != nil {
+			if err := present(res, f, stdout, false); err != nil {
+				fail(stderr, err)
+			}
+		}
+		fmt.Fprintf(stderr, "hcasim: %s\n", intr.msg)
+		return signalExitCode(intr.sig)
+	}
 	if runErr != nil {
 		var own *userError
 		if isUserError(runErr) && !errors.As(runErr, &own) {
@@ -392,7 +416,12 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 	ex := takeExtras(res)
 	var werr error
 	if f.out != "" {
-		if err := report.WriteFiles(f.out, res); err != nil {
+		write := func() error { return report.WriteFiles(f.out, res) }
+		if ex.cells != nil {
+			// A resumed sweep: the points read back keep their cells.
+			write = func() error { return report.WriteMerged(f.out, res, ex.cells) }
+		}
+		if err := write(); err != nil {
 			werr = userErrorf("--out: %v", err)
 		} else {
 			werr = writePlots(f.out, res, ex)
@@ -403,6 +432,8 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 	case !show:
 	case f.format == "json":
 		perr = report.WriteJSON(stdout, res)
+	case f.format == "csv" && ex.cells != nil:
+		perr = report.WriteCSVCells(stdout, res.Points, ex.cells)
 	case f.format == "csv":
 		perr = report.WriteCSV(stdout, res)
 	case ex.summary != nil:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -74,6 +75,28 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		}
 	}
 
+	// What an interrupted run records, and --resume checks (the build is
+	// hashed only then: it reads the whole executable).
+	ident := report.Interruption{ConfigHash: l.Hash(), Check: f.check}
+	if sh := f.shardOf; sh != nil {
+		ident.Shard = fmt.Sprintf("%d/%d", sh.Index, sh.Count)
+	}
+	var prev *resumed
+	if f.resume {
+		want := ident
+		want.Build = buildID()
+		if prev, err = readResume(f.out, sw, designs, want); err != nil {
+			return nil, err
+		}
+		if prev == nil && !f.quiet {
+			fmt.Fprintf(stderr, "hcasim: sweep: --resume: no %s in %s: nothing to reuse, every point runs\n", resultsJSON, f.out)
+		}
+	}
+	ctx := context.Background()
+	if f.stop != nil {
+		ctx = f.stop.ctx
+	}
+
 	start := time.Now()
 	bar := newProgress(stderr, f.quiet, len(designs)*sw.PointsPerDesign())
 	// Points run side by side share the CPUs: a partitioned point gets its
@@ -81,8 +104,16 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	// partition, whose barrier waits would spin against the other points.
 	together := max(1, min(f.jobs, len(designs)*sw.PointsPerDesign()))
 	threads := max(1, runtime.GOMAXPROCS(0)/together)
-	outs := sw.Run(designs, f.jobs, sweepRunner(f, threads), func(sweep.Outcome) { bar.add() })
-	bar.finish()
+	outs := sw.Run(ctx, designs, f.jobs, prev.runner(sw, sweepRunner(f, threads)), func(sweep.Outcome) { bar.add() })
+	notRun := countNotRun(outs)
+	interrupted := notRun > 0
+	if interrupted {
+		bar.abandon()
+		outs = prev.keepFinished(sw, outs)
+		notRun = countNotRun(outs)
+	} else {
+		bar.finish()
+	}
 
 	res := &report.Result{Tool: "hcasim", Version: Version(), Config: f.config, Seed: l.Config.Seed, Points: []report.Point{}}
 	failed, internal := 0, 0
@@ -108,12 +139,19 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			manifest.PointDesigns = append(manifest.PointDesigns, o.Design)
 		}
 	}
-	ex := &sweepExtras{manifest: manifest, knee: knee}
+	var rows []map[string]string
+	if prev != nil {
+		rows = prev.rows(res.Points)
+	}
+	if interrupted {
+		return interruptedSweep(res, rows, notRun, ident, f, defaultOut)
+	}
+	ex := &sweepExtras{manifest: manifest, knee: knee, cells: rows}
 	if manifest == nil && knee == nil {
 		// A shard holds part of each design's replicas: merge summarises.
 		// A knee search's replicas probe loads of their own: knee.csv
 		// holds each replica's knee.
-		ex.summary = report.Summarise(res, nil)
+		ex.summary = report.Summarise(res, rows)
 	}
 	if !f.quiet {
 		what := "1 point"
@@ -127,6 +165,9 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			what += ", written to " + f.out + " (--out DIR to choose)"
 		}
 		fmt.Fprintf(stderr, "hcasim: sweep: %s in %.3g s (--jobs %d)\n", what, time.Since(start).Seconds(), f.jobs)
+		if prev != nil {
+			fmt.Fprintf(stderr, "hcasim: sweep: resumed from %s: %s reused, %d run\n", prev.path, plural(prev.count(), "finished point"), len(outs)-prev.count())
+		}
 		if knee != nil {
 			for _, k := range sweep.Knees(res.Points, knee.Key, knee.Epsilon) {
 				fmt.Fprintf(stderr, "hcasim: sweep: %s%s\n", designText(k.Design), k.Describe(knee.Key))
@@ -147,6 +188,36 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		return res, errors.New(msg)
 	}
 	return res, userErrorf("%s", msg)
+}
+
+// interruptedSweep finishes a sweep a signal stopped before every point
+// ran: res holds the finished points and, marked sweep.NotRunText, the
+// rest, and records the interruption for --resume. The files are written
+// (no plots, summary or knee.csv: they are drawn from a whole sweep, which
+// --resume writes), and the returned error is the one line that says how
+// many points are done and how to continue.
+func interruptedSweep(res *report.Result, rows []map[string]string, notRun int, ident report.Interruption, f *runFlags, defaultOut bool) (*report.Result, error) {
+	sig := f.stop.signal()
+	ident.Signal, ident.NotRun, ident.Build = signalName(sig), notRun, buildID()
+	res.Interrupted = &ident
+	sweepOutputs.Store(res, &sweepExtras{interrupted: true, cells: rows})
+	where := f.out
+	if defaultOut {
+		where += " (the default --out)"
+	}
+	return res, &interruptedError{sig: sig, msg: fmt.Sprintf("sweep: interrupted (%s): %d of %d points done, %d not run, written to %s; to continue: %s",
+		signalName(sig), len(res.Points)-notRun, len(res.Points), notRun, where, resumeCommand(f.args))}
+}
+
+// countNotRun counts the outcomes an interrupted sweep did not run.
+func countNotRun(outs []sweep.Outcome) int {
+	n := 0
+	for _, o := range outs {
+		if errors.Is(o.Err, sweep.ErrNotRun) {
+			n++
+		}
+	}
+	return n
 }
 
 // fabricRun runs one design point; tests replace it to make points fail.

@@ -1,0 +1,440 @@
+package hca
+
+import (
+	"encoding/binary"
+	"fmt"
+	"syscall"
+
+	"github.com/hcasim/hcasim/ib"
+)
+
+// Shared receive queues (ibv_srq), laid out as libmlx5 lays them out
+// (rdma-core providers/mlx5/srq.c, mlx5_alloc_srq_buf, mlx5_post_srq_recv,
+// mlx5_free_srq_wqe; verbs.c mlx5_create_srq):
+//
+//   - The ring holds depth = the power of two at or above max_wr + 1 WQEs
+//     (align_queue_size(max_wr + 1)), each of stride = the power of two at
+//     or above max(32, 16 + 16 × max_sge) bytes: a 16-byte next segment
+//     (struct mlx5_wqe_srq_next_seg: 2 reserved bytes, next_wqe_index
+//     be16, signature, 11 reserved) and the data segments
+//     (mlx5_wqe_data_seg, 16 bytes each), max_sge then (stride − 16) / 16.
+//   - The WQEs form a linked list through next_wqe_index, not a ring: at
+//     create slot i points to i + 1 (mod depth), head = 0, tail = depth −
+//     1. A post writes the WQE at head and moves head to its next index;
+//     head == tail is full (ENOMEM), so at most depth − 1 WQEs are
+//     posted. Polling a receive CQE frees its WQE (wqe_counter is the
+//     slot): the tail's next index is set to it and it becomes the tail.
+//     So the WQEs are taken in the order posted, and their slots follow
+//     the ring only while CQEs are polled in the order the WQEs were
+//     taken.
+//   - The doorbell record holds the count of WQEs posted (srq->counter).
+//
+// The HCA side: it learns of posted WQEs from the doorbell (as for an RQ,
+// MMIO latency after the CPU's store; a modelling choice, mlx5 reads the
+// record) and prefetches them into an on-chip cache shared by the SRQ's
+// QPs, up to hca.wqe_prefetch_depth 64-byte blocks, each read a run of
+// contiguous slots. It follows the list assuming it follows the ring (as
+// it does after create, and while WQEs are freed in the order taken): the
+// next slot is read without waiting for the WQE before it. Where the list
+// leaves the ring, a read stops after the WQE whose next index is not the
+// following slot (mod depth), and the read from that next index issues no
+// sooner than the read that brings it completes (a WQE taken on demand
+// there likewise, readOnDemand). (A real prefetcher might read past the
+// break speculatively and discard; the bytes of such a read are not
+// modelled.) When the cache is empty but a WQE is posted, the responder
+// reads it on demand, as for an RQ.
+
+// srqNextBytes is the next segment before an SRQ WQE's data segments
+// (struct mlx5_wqe_srq_next_seg).
+const srqNextBytes = 16
+
+// MaxSRQWR is the most WQEs an SRQ may be created for (the device's
+// max_srq_wr): mlx5_ib_query_device gives (1 << log_max_srq_sz) − 1;
+// ConnectX's ibv_devinfo shows 32767 (assumed: not in our sources).
+const MaxSRQWR = 32767
+
+// MaxSRQSGE is the most scatter elements an SRQ WQE may carry (the
+// device's max_srq_sge): mlx5_ib_query_device gives max_rq_sg − 1, the
+// next segment taking one of a receive descriptor's 16-byte segments; with
+// the model's 32 (MaxRecvSGE), 31.
+const MaxSRQSGE = MaxRecvSGE - 1
+
+// SRQ is a shared receive queue: a linked list of receive WQEs in host
+// memory with its own doorbell record, and the HCA's SRQ context. QPs
+// created on it (CreateQPSRQ) take their receive WQEs from it.
+type SRQ struct {
+	Num uint32
+	PD  uint32
+	// MaxWR is the most WQEs it holds posted: depth − 1 (ibv_create_srq
+	// returns it in attr.max_wr, at least the max_wr asked for).
+	MaxWR int
+	// MaxSGE is the most scatter elements a WR may carry: (stride − 16) /
+	// 16, at least the max_sge asked for.
+	MaxSGE int
+	dev    *Device
+	thread *Thread // the application thread its posts run on
+
+	buf    uint64 // the ring, depth × stride bytes
+	depth  int    // WQE slots, a power of two
+	stride int    // bytes per WQE, a power of two ≥ 32
+	dbr    uint64 // doorbell record: WQEs posted
+
+	// Application side (libmlx5's struct mlx5_srq).
+	head, tail uint16   // the free list's ends (slots)
+	counter    uint32   // WQEs posted
+	wrid       []uint64 // wr_id by slot
+
+	// HCA side.
+	limit    int    // armed srq_limit (0: disarmed)
+	db       uint32 // WQEs the HCA knows are posted
+	fetch    uint32 // WQEs whose read was issued
+	nextSlot uint16 // the slot of WQE number fetch (the list's next)
+	// chainAt: the HCA knows nextSlot only from then (the read of the WQE
+	// before it, whose next index broke the ring's order, completes).
+	chainAt ib.PS
+	// chainPending: a WQE taken on demand at the list's front broke the
+	// ring's order; its read's completion sets chainAt (readOnDemand).
+	chainPending bool
+	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
+	inflight     int      // WQEs read, not yet on chip
+	cache        []srqEntry
+	taken        uint32 // WQEs taken by the responders
+	dmaSlot      ib.PS  // start of the SRQ's last read in the dma stage (stage.acceptQP)
+}
+
+// srqEntry is a WQE in the SRQ's on-chip cache, seq its position in
+// posting order.
+type srqEntry struct {
+	w   RecvWQE
+	seq uint32
+}
+
+// AsyncEventType is ibv_event_type, the events the model raises.
+type AsyncEventType uint8
+
+// Asynchronous events.
+const (
+	// EventSRQLimitReached: the SRQ's WQEs fell below its armed limit
+	// (IBV_EVENT_SRQ_LIMIT_REACHED).
+	EventSRQLimitReached AsyncEventType = iota + 1
+	// EventQPLastWQEReached: a QP on an SRQ went to ERR
+	// (IBV_EVENT_QP_LAST_WQE_REACHED).
+	EventQPLastWQEReached
+)
+
+// AsyncEvent is an affiliated asynchronous event (struct ibv_async_event):
+// its type, the SRQ or QP it concerns and when the HCA raised it (ps).
+type AsyncEvent struct {
+	Type AsyncEventType
+	SRQ  *SRQ
+	QP   *QP
+	At   ib.PS
+}
+
+// GetAsyncEvent returns the oldest asynchronous event not yet read, or
+// false when there is none (ibv_get_async_event, without blocking). The
+// event queue write and its interrupt are not timed: an event is there
+// from when the HCA raised it.
+func (d *Device) GetAsyncEvent() (AsyncEvent, bool) {
+	if len(d.asyncEvents) == 0 {
+		return AsyncEvent{}, false
+	}
+	e := d.asyncEvents[0]
+	d.asyncEvents = d.asyncEvents[1:]
+	return e, true
+}
+
+// CreateSRQ makes a shared receive queue in pd for maxWR WQEs of maxSGE
+// scatter elements each (ibv_create_srq; its srq_limit is not armed). A
+// count outside 1 … MaxSRQWR or 1 … MaxSRQSGE is refused with EINVAL, as
+// mlx5_create_srq refuses one above the device's.
+func (d *Device) CreateSRQ(pd uint32, maxWR, maxSGE int) (*SRQ, error) {
+	if maxWR < 1 || maxWR > MaxSRQWR {
+		return nil, fmt.Errorf("hca: %s srq max_wr %d is not 1 … %d: %w", d.Name, maxWR, MaxSRQWR, syscall.EINVAL)
+	}
+	if maxSGE < 1 || maxSGE > MaxSRQSGE {
+		return nil, fmt.Errorf("hca: %s srq max_sge %d is not 1 … %d: %w", d.Name, maxSGE, MaxSRQSGE, syscall.EINVAL)
+	}
+	depth := 1
+	for depth < maxWR+1 {
+		depth *= 2
+	}
+	stride := 32
+	for stride < srqNextBytes+maxSGE*dsBytes {
+		stride *= 2
+	}
+	s := &SRQ{Num: uint32(len(d.srqs)), PD: pd, MaxWR: depth - 1, MaxSGE: (stride - srqNextBytes) / dsBytes,
+		dev: d, thread: &d.main, depth: depth, stride: stride, tail: uint16(depth - 1),
+		wrid: make([]uint64, depth), slots: make([]uint16, depth)}
+	s.buf = d.Malloc(depth * stride)
+	s.dbr = d.Malloc(8)
+	var next [srqNextBytes]byte
+	for i := 0; i < depth; i++ {
+		binary.BigEndian.PutUint16(next[2:], uint16((i+1)&(depth-1)))
+		d.Mem.Write(s.buf+uint64(i*stride), next[:])
+	}
+	d.srqs = append(d.srqs, s)
+	return s, nil
+}
+
+// Stride returns the bytes of one of the SRQ's WQEs.
+func (s *SRQ) Stride() int { return s.stride }
+
+// Depth returns the SRQ's WQE slots (MaxWR + 1).
+func (s *SRQ) Depth() int { return s.depth }
+
+// SetThread moves the SRQ's posts to thread t.
+func (s *SRQ) SetThread(t *Thread) { s.thread = t }
+
+// nextIndex reads the next_wqe_index of the WQE at slot from host memory.
+func (s *SRQ) nextIndex(slot uint16) uint16 {
+	var b [2]byte
+	s.dev.Mem.Read(s.buf+uint64(slot)*uint64(s.stride)+2, b[:])
+	return binary.BigEndian.Uint16(b[:])
+}
+
+// ModifySRQ arms the SRQ's limit (ibv_modify_srq with IBV_SRQ_LIMIT): when
+// a responder takes a WQE and fewer than limit are left posted, the HCA
+// raises EventSRQLimitReached once and disarms it; a new ModifySRQ arms it
+// again. 0 disarms. A limit of depth or more is refused with EINVAL (the
+// kernel's mlx5_ib_modify_srq: srq_limit >= msrq.max). The limit takes
+// effect at once (the firmware command's time is not modelled).
+func (d *Device) ModifySRQ(s *SRQ, limit int) error {
+	if limit < 0 || limit >= s.depth {
+		return fmt.Errorf("srq %d: srq_limit %d is not 0 … %d (its max_wr): %w", s.Num, limit, s.MaxWR, syscall.EINVAL)
+	}
+	s.limit = limit
+	return nil
+}
+
+// Posted returns the WQEs posted to the SRQ and not yet taken by a
+// responder, as the HCA counts them (the doorbells it has seen).
+func (s *SRQ) Posted() int { return int(cntDiff(s.db, s.taken)) }
+
+// PostSRQRecv writes a receive WQE at the head of the SRQ's free list and
+// updates its doorbell record (ibv_post_srq_recv, mlx5_post_srq_recv): more
+// elements than MaxSGE is EINVAL, a full SRQ (head == tail) ENOMEM.
+func (d *Device) PostSRQRecv(s *SRQ, wr *RecvWR) error {
+	if wr.SGL != nil {
+		if wr.Addr != 0 || wr.Length != 0 || wr.LKey != 0 {
+			return fmt.Errorf("srq %d: receive WR sets both SGL and Addr/Length/LKey (give one scatter element or a list): %w", s.Num, syscall.EINVAL)
+		}
+		if len(wr.SGL) > s.MaxSGE {
+			return fmt.Errorf("srq %d: receive WR with %d SGEs, more than the SRQ's max_sge %d: %w", s.Num, len(wr.SGL), s.MaxSGE, syscall.EINVAL)
+		}
+		if sglLength(wr.SGL) > 1<<31 {
+			return fmt.Errorf("srq %d: receive WR's SGEs hold %d bytes, more than a message's 2^31: %w", s.Num, sglLength(wr.SGL), syscall.EINVAL)
+		}
+	}
+	if s.head == s.tail {
+		return fmt.Errorf("srq %d: full (%d WQEs posted, its max_wr): %w", s.Num, s.MaxWR, syscall.ENOMEM)
+	}
+	slot := s.head
+	at := s.buf + uint64(slot)*uint64(s.stride)
+	s.wrid[slot] = wr.ID
+	s.head = s.nextIndex(slot)
+	// The data segments after the next segment, which keeps its index.
+	var b [MaxRecvSGE * RecvWQEBytes]byte
+	n := s.stride - srqNextBytes
+	EncodeRecvWQE(b[:n], wr)
+	d.Mem.Write(at+srqNextBytes, b[:n])
+	s.counter++
+	d.Mem.WriteU32(s.dbr, s.counter&0xffff)
+	s.thread.freeAt = max(d.s.Now(), s.thread.freeAt) + ib.FromNanoseconds(d.Cfg.Host.PostNS)
+	e := d.at(d.PCIe.MMIO(s.thread.freeAt), evSRQDoorbell)
+	e.Arg = int64(s.Num)<<32 | int64(s.counter)
+	return nil
+}
+
+// freeSRQWQE puts the WQE at slot back at the tail of the free list
+// (mlx5_free_srq_wqe), as polling its CQE does.
+func (s *SRQ) freeWQE(slot uint16) {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], slot)
+	s.dev.Mem.Write(s.buf+uint64(s.tail)*uint64(s.stride)+2, b[:])
+	s.tail = slot
+}
+
+// CreateQPSRQ makes an RC QP as CreateQP does, with no receive queue of
+// its own (CreateUDQPSRQ: a UD QP): its receives come from srq (ibv_qp_init_attr.srq). The SRQ must
+// be in the QP's PD (the model checks a receive buffer's L_Key against
+// the QP's PD).
+func (d *Device) CreateQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ) (*QP, error) {
+	if srq == nil || srq.dev != d {
+		return nil, fmt.Errorf("hca: %s: a QP's SRQ must be one of the device's SRQs", d.Name)
+	}
+	if srq.PD != pd {
+		return nil, fmt.Errorf("hca: %s: srq %d is in PD %d, the QP in PD %d (the model needs one PD for both)", d.Name, srq.Num, srq.PD, pd)
+	}
+	qp := d.newQP(pd, scq, rcq, sqBBs, 0, srq.stride, srq.MaxSGE)
+	qp.srq = srq
+	return qp, nil
+}
+
+// CreateUDQPSRQ makes a UD QP with Q_Key qkey on srq, as CreateUDQP does
+// with its own RQ. The SRQ must be of max_sge 1 (created for one element):
+// a UD receive scattered over several elements (its GRH area, then the
+// payload) is not built, as CreateUDQP's RQ takes one element.
+func (d *Device) CreateUDQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, qkey uint32) (*QP, error) {
+	if srq != nil && srq.MaxSGE != 1 {
+		return nil, fmt.Errorf("hca: %s: srq %d takes %d SGEs; a UD QP's SRQ must take one (max_sge 1): a UD receive over several elements is not built", d.Name, srq.Num, srq.MaxSGE)
+	}
+	qp, err := d.CreateQPSRQ(pd, scq, rcq, sqBBs, srq)
+	if err != nil {
+		return nil, err
+	}
+	qp.UD, qp.QKey = true, qkey
+	return qp, nil
+}
+
+// SRQ returns the QP's shared receive queue (nil when it has its own RQ).
+func (qp *QP) SRQ() *SRQ { return qp.srq }
+
+// srqArg packs an SRQ's number and a 32-bit value into an event's Arg.
+func srqArg(s *SRQ, v uint32) int64 { return int64(s.Num)<<32 | int64(v) }
+
+// eventSRQ returns the SRQ an event's Arg names (srqArg).
+func (d *Device) eventSRQ(arg int64) *SRQ {
+	i := int(uint64(arg) >> 32)
+	if i >= len(d.srqs) {
+		panic(fmt.Sprintf("hca: %s: event names no SRQ (arg %#x)", d.Name, arg))
+	}
+	return d.srqs[i]
+}
+
+// srqDoorbell: the HCA learns of newly posted SRQ WQEs and prefetches them.
+func (d *Device) srqDoorbell(s *SRQ, pi uint32) {
+	if cntDiff(pi, s.db) > 0 {
+		s.db = pi
+	}
+	d.srqFetch(s, d.s.Now())
+}
+
+// srqFetch issues reads of posted WQEs up to the prefetch window
+// (hca.wqe_prefetch_depth 64-byte blocks, as an RQ's), each a run of
+// contiguous slots along the list: it ends at the ring's end, or after a
+// WQE whose next index is not the following slot, the read after it then
+// waiting for that one.
+func (d *Device) srqFetch(s *SRQ, t ib.PS) {
+	if cntDiff(s.fetch, s.taken) < 0 {
+		panic(fmt.Sprintf("hca: %s srq %d: fetch %d behind taken %d", d.Name, s.Num, s.fetch, s.taken))
+	}
+	window := max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/s.stride)
+	mask := uint16(s.depth - 1)
+	for {
+		avail := int(cntDiff(s.db, s.fetch))
+		room := window - len(s.cache) - s.inflight
+		if avail <= 0 || room <= 0 {
+			return
+		}
+		first := s.nextSlot
+		n := min(avail, room, s.depth-int(first))
+		k, slot, next, broke := 0, first, first, false
+		for k < n && !broke {
+			s.slots[(s.fetch+uint32(k))%uint32(s.depth)] = slot
+			next = s.nextIndex(slot)
+			broke = next != (slot+1)&mask
+			k++
+			slot++
+		}
+		issue := max(t, s.chainAt)
+		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(issue, &s.dmaSlot, 0), s.buf+uint64(first)*uint64(s.stride), k*s.stride)
+		done = d.stages[StageWQEFetch].accept(done, 0)
+		e := d.at(done, evSRQFetched)
+		e.Arg = srqArg(s, s.fetch)
+		e.Port = int32(k)
+		s.fetch += uint32(k)
+		s.inflight += k
+		s.nextSlot = next
+		if broke {
+			s.chainAt = done // the list leaves the ring's order here
+		}
+	}
+}
+
+// srqFetched puts n WQEs read from number start on chip (those not taken
+// on demand meanwhile).
+func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
+	s.inflight -= n
+	for i := 0; i < n; i++ {
+		seq := start + uint32(i)
+		if cntDiff(seq, s.taken) < 0 {
+			continue // taken on demand before the prefetch got there
+		}
+		w := s.readWQE(s.slots[seq%uint32(s.depth)])
+		s.cache = append(s.cache, srqEntry{w: w, seq: seq})
+	}
+	d.srqFetch(s, d.s.Now())
+}
+
+// readWQE decodes the WQE at slot from host memory; its Index is the slot
+// (the CQE's wqe_counter for an SRQ).
+func (s *SRQ) readWQE(slot uint16) RecvWQE {
+	var b [MaxRecvSGE * RecvWQEBytes]byte
+	s.dev.Mem.Read(s.buf+uint64(slot)*uint64(s.stride)+srqNextBytes, b[:s.stride-srqNextBytes])
+	w := DecodeRecvWQE(b[:s.stride-srqNextBytes])
+	w.Index = uint32(slot)
+	return w
+}
+
+// popSRQ takes qp's next receive WQE from its SRQ: the next in posting
+// order, from the cache, or read on demand (qp.onDemand, at
+// qp.onDemandAddr) if the HCA knows it is posted.
+func (qp *QP) popSRQ() (RecvWQE, bool) {
+	s := qp.srq
+	d := s.dev
+	for len(s.cache) > 0 && cntDiff(s.cache[0].seq, s.taken) < 0 {
+		s.cache = s.cache[1:]
+	}
+	if len(s.cache) > 0 {
+		w := s.cache[0].w
+		s.cache = s.cache[1:]
+		s.taken++
+		d.srqTook(s)
+		d.srqFetch(s, d.s.Now())
+		return w, true
+	}
+	if cntDiff(s.db, s.taken) <= 0 {
+		return RecvWQE{}, false
+	}
+	var slot uint16
+	if cntDiff(s.taken, s.fetch) < 0 {
+		slot = s.slots[s.taken%uint32(s.depth)] // its read is in flight
+	} else {
+		// Not read yet: this read takes it, and the prefetch goes on
+		// after it, at once if the list follows the ring there, else once
+		// this read brings the next index (readOnDemand).
+		slot = s.nextSlot
+		s.slots[s.fetch%uint32(s.depth)] = slot
+		s.fetch++
+		s.nextSlot = s.nextIndex(slot)
+		s.chainPending = s.nextSlot != (slot+1)&uint16(s.depth-1)
+	}
+	qp.onDemandAddr = s.buf + uint64(slot)*uint64(s.stride)
+	w := s.readWQE(slot)
+	s.taken++
+	qp.onDemand = true
+	d.srqTook(s)
+	return w, true
+}
+
+// readOnDemand: a responder's on-demand read of one of the SRQ's WQEs
+// completes at t; if it was the list's front and its next index breaks the
+// ring's order, the prefetch learns where to go on only then.
+func (s *SRQ) readOnDemand(t ib.PS) {
+	if s.chainPending {
+		s.chainPending = false
+		s.chainAt = max(s.chainAt, t)
+	}
+}
+
+// srqTook raises the SRQ limit event when a WQE taken leaves fewer than
+// the armed limit posted, and disarms it (rxe get_srq_wqe: count <
+// srq->limit after the take; the ibv_modify_srq man page: the event fires
+// when the WQEs drop below srq_limit, once per arming).
+func (d *Device) srqTook(s *SRQ) {
+	if s.limit > 0 && int(cntDiff(s.db, s.taken)) < s.limit {
+		s.limit = 0
+		d.asyncEvents = append(d.asyncEvents, AsyncEvent{Type: EventSRQLimitReached, SRQ: s, At: d.s.Now()})
+	}
+}

@@ -1,0 +1,472 @@
+package hca
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// srqRig is two hosts back to back: n RC QPs on A, each connected to a QP
+// on B, and B's QPs all on one SRQ. Each B QP has its own receive CQ when
+// cqPerQP, else they share one.
+type srqRig struct {
+	s          *components.Sim
+	a, b       *Device
+	qa, qb     []*QP
+	srq        *SRQ
+	bufA, bufB uint64
+	mrA, mrB   MR
+}
+
+func newSRQRig(t *testing.T, cfg Config, n, maxWR int, cqPerQP bool) *srqRig {
+	lc := edrLink()
+	s := components.NewSim()
+	a, b := BackToBack(s, lc, cfg, cfg)
+	r := &srqRig{s: s, a: a, b: b}
+	pdA, pdB := a.AllocPD(), b.AllocPD()
+	srq, err := b.CreateSRQ(pdB, maxWR, 1)
+	require.NoError(t, err)
+	r.srq = srq
+	scqA, rcqA, scqB, rcqB := a.CreateCQ(256), a.CreateCQ(256), b.CreateCQ(256), b.CreateCQ(256)
+	for i := 0; i < n; i++ {
+		qa := a.CreateQP(pdA, scqA, rcqA, 64, 64)
+		rcq := rcqB
+		if cqPerQP {
+			rcq = b.CreateCQ(256)
+		}
+		qb, err := b.CreateQPSRQ(pdB, scqB, rcq, 64, srq)
+		require.NoError(t, err)
+		require.NoError(t, ConnectRC(qa, qb, lc.MTU, uint32(0x10+i), uint32(0x20+i)))
+		r.qa, r.qb = append(r.qa, qa), append(r.qb, qb)
+	}
+	acc := AccessLocalWrite | AccessRemoteWrite
+	r.bufA, r.bufB = a.Malloc(1<<16), b.Malloc(1<<16)
+	r.mrA, r.mrB = a.RegMR(pdA, r.bufA, 1<<16, acc), b.RegMR(pdB, r.bufB, 1<<16, acc)
+	return r
+}
+
+// recvBuf is B's receive buffer k: 256 bytes each.
+func (r *srqRig) recvBuf(k int) uint64 { return r.bufB + uint64(k)*256 }
+
+// postRecvs posts receives for buffers from … to-1 to the SRQ, wr_id 100 + k.
+func (r *srqRig) postRecvs(t *testing.T, from, to int) {
+	for k := from; k < to; k++ {
+		require.NoError(t, r.b.PostSRQRecv(r.srq, &RecvWR{ID: uint64(100 + k), Addr: r.recvBuf(k), Length: 256, LKey: r.mrB.LKey}))
+	}
+}
+
+// send posts a SEND of msg on A's QP i (from A's buffer at 256 × i).
+func (r *srqRig) send(t *testing.T, i int, msg string) {
+	at := r.bufA + uint64(i)*256
+	r.a.Mem.Write(at, []byte(msg))
+	require.NoError(t, r.a.PostSend(r.qa[i], &SendWR{ID: uint64(i), Opcode: WRSend, Signaled: true,
+		LocalAddr: at, Length: uint32(len(msg)), LKey: r.mrA.LKey}))
+}
+
+// at runs fn at simulated time t (the rig's script: the simulation runs
+// once, Run being final).
+func (r *srqRig) at(t ib.PS, fn func()) { r.s.Schedule(t, &poster{fn: fn}, 1) }
+
+// runTo runs the script until t.
+func (r *srqRig) runTo(t *testing.T, end ib.PS) {
+	r.s.StopAt(end)
+	require.NoError(t, r.s.Run())
+}
+
+// recvAll polls every receive completion of B's QPs, in QP order.
+func (r *srqRig) recvAll() []WC {
+	var out []WC
+	var wc [16]WC
+	seen := map[*CQ]bool{}
+	for _, qp := range r.qb {
+		if seen[qp.RecvCQ] {
+			continue
+		}
+		seen[qp.RecvCQ] = true
+		for n := r.b.PollCQ(qp.RecvCQ, wc[:]); n > 0; n = r.b.PollCQ(qp.RecvCQ, wc[:]) {
+			out = append(out, wc[:n]...)
+		}
+	}
+	return out
+}
+
+// gap spaces the messages of a script: a SEND of a few bytes lands in
+// about 1.3 µs (a cold key miss on each side, 0.55 µs each), so each is
+// received whole before the next is posted.
+const gap = 5 * ib.Microsecond
+
+// TestSRQSharedByThreeQPs: three QPs of B share an SRQ. Messages are sent
+// one at a time on QPs 1, 0, 2, 1, 0, 2, so each arrives after the last
+// is received: the SRQ hands out its WQEs in posting order (the list from
+// head: the WQEs posted, in order), so message k lands in buffer k and
+// its completion carries wr_id 100 + k, and the QP number of the QP it
+// came in on (the CQE's sop_drop_qpn), so the consumer tells the QPs
+// apart on a shared CQ.
+func TestSRQSharedByThreeQPs(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 3, 7, false)
+	r.postRecvs(t, 0, 6)
+	order := []int{1, 0, 2, 1, 0, 2}
+	msgs := make([]string, len(order))
+	for k, i := range order {
+		msgs[k] = fmt.Sprintf("message %d on qp %d", k, i)
+		r.at(ib.PS(k+1)*gap, func() { r.send(t, i, msgs[k]) })
+	}
+	r.runTo(t, ib.PS(len(order)+2)*gap)
+	wcs := r.recvAll()
+	require.Len(t, wcs, len(order))
+	for k, i := range order {
+		assert.Equal(t, WC{WRID: uint64(100 + k), Status: WCSuccess, Opcode: WCRecv, ByteLen: uint32(len(msgs[k])), QPN: r.qb[i].Num}, wcs[k], "message %d", k)
+		got := make([]byte, len(msgs[k]))
+		r.b.Mem.Read(r.recvBuf(k), got)
+		assert.Equal(t, msgs[k], string(got), "buffer %d", k)
+	}
+	assert.Zero(t, r.srq.Posted())
+	assert.Zero(t, r.b.Counters.RNRNaks)
+}
+
+// TestSRQFollowsItsList: with a CQ per QP, polling the CQs in another
+// order than the WQEs were taken frees them out of ring order, so the
+// free list, and the WQEs posted next, leave the ring's order. The SRQ's
+// depth is 4 (max_wr 3 + 1, a power of two), holding 3: after create the
+// list is 0 → 1 → 2 → 3, head 0, tail 3. Three posts take slots 0, 1, 2
+// (head 3 = tail: full, a fourth is ENOMEM). QPs 0, 1, 2 take slots 0, 1,
+// 2; freeing by polling QP 2's CQ, then 1's, then 0's appends 2, 1, 0
+// after the tail 3: the list is 3 → 2 → 1 → 0. The next three posts take
+// slots 3, 2, 1 (each WQE's next index not the following slot), and the
+// HCA, following the list, hands them out in that order: the messages
+// land in buffers 3, 4, 5, their completions name slots 3, 2, 1.
+func TestSRQFollowsItsList(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 3, 3, true)
+	require.Equal(t, 3, r.srq.MaxWR)
+	require.Equal(t, 4, r.srq.Depth())
+	r.postRecvs(t, 0, 3)
+	err := r.b.PostSRQRecv(r.srq, &RecvWR{ID: 999, Addr: r.recvBuf(9), Length: 256, LKey: r.mrB.LKey})
+	assert.True(t, errors.Is(err, syscall.ENOMEM), "a fourth post: %v", err)
+	for i := 0; i < 3; i++ {
+		// One at a time: slot i to QP i.
+		r.at(ib.PS(i+1)*gap, func() { r.send(t, i, fmt.Sprintf("first %d", i)) })
+	}
+	var first []WC
+	var list []uint16
+	r.at(5*gap, func() {
+		for i := 2; i >= 0; i-- {
+			var wc [1]WC
+			require.Equal(t, 1, r.b.PollCQ(r.qb[i].RecvCQ, wc[:]), "qp %d", i)
+			first = append(first, wc[0])
+		}
+		list = []uint16{r.srq.nextIndex(3), r.srq.nextIndex(2), r.srq.nextIndex(1)}
+		r.postRecvs(t, 3, 6)
+	})
+	msgs := []string{"second 0", "second 1", "second 2"}
+	for k := range msgs {
+		r.at(ib.PS(6+k)*gap, func() { r.send(t, k, msgs[k]) })
+	}
+	r.runTo(t, 10*gap)
+	require.Len(t, first, 3)
+	for j, i := range []int{2, 1, 0} {
+		assert.Equal(t, uint64(100+i), first[j].WRID)
+	}
+	assert.Equal(t, []uint16{2, 1, 0}, list, "the free list 3 → 2 → 1 → 0")
+	wcs := r.recvAll()
+	require.Len(t, wcs, 3)
+	for k := range msgs {
+		assert.Equal(t, uint64(103+k), wcs[k].WRID, "message %d takes WQE %d as posted", k, 3+k)
+		assert.Equal(t, r.qb[k].Num, wcs[k].QPN)
+		got := make([]byte, len(msgs[k]))
+		r.b.Mem.Read(r.recvBuf(3+k), got)
+		assert.Equal(t, msgs[k], string(got))
+	}
+}
+
+// TestSRQEmptyIsRNRAsAnRQ: an empty SRQ answers a SEND with an RNR NAK as
+// an empty RQ does, and the SEND completes once a receive is posted. The
+// same SEND on the same link against a QP with its own RQ, the receive
+// posted at the same time, must run identically: in both the receive is
+// posted at 5 µs, before the requester's RNR wait (min_rnr_timer 1:
+// 10 µs) ends, so one RNR NAK; the WQE is prefetched long before the
+// retry (its read takes about 0.55 µs), so the retry finds it on chip in
+// both, and the retry is granted when the wait ends, at the NAK's arrival
+// + 10 µs. So the receive completion lands at the same picosecond, later
+// than 10 µs after the first packet went out.
+func TestSRQEmptyIsRNRAsAnRQ(t *testing.T) {
+	cfg := Defaults()
+	cfg.MinRNRTimer = 1 // 10 µs
+	landed := func(useSRQ bool) (ib.PS, int64, WC) {
+		var r *srqRig
+		if useSRQ {
+			r = newSRQRig(t, cfg, 1, 7, false)
+		} else {
+			p := newPair(t, edrLink(), cfg, 1<<16)
+			r = &srqRig{s: p.s, a: p.a, b: p.b, qa: []*QP{p.qa}, qb: []*QP{p.qb}, bufA: p.bufA, bufB: p.bufB, mrA: p.mrA, mrB: p.mrB}
+		}
+		r.send(t, 0, "hello")
+		r.at(5*ib.Microsecond, func() {
+			wr := &RecvWR{ID: 77, Addr: r.recvBuf(0), Length: 256, LKey: r.mrB.LKey}
+			if useSRQ {
+				require.NoError(t, r.b.PostSRQRecv(r.srq, wr))
+			} else {
+				require.NoError(t, r.b.PostRecv(r.qb[0], wr))
+			}
+		})
+		var at ib.PS
+		r.b.OnCQE = func(cq *CQ, now ib.PS) {
+			if cq == r.qb[0].RecvCQ && at == 0 {
+				at = now
+			}
+		}
+		r.runTo(t, 100*ib.Microsecond)
+		wcs := r.recvAll()
+		require.Len(t, wcs, 1)
+		return at, r.b.Counters.RNRNaks, wcs[0]
+	}
+	atRQ, nakRQ, wcRQ := landed(false)
+	atSRQ, nakSRQ, wcSRQ := landed(true)
+	assert.Equal(t, int64(1), nakSRQ, "one RNR NAK from the empty SRQ")
+	assert.Equal(t, nakRQ, nakSRQ)
+	assert.Equal(t, atRQ, atSRQ, "the SEND lands when it does on an RQ")
+	assert.Greater(t, atSRQ, RNRTimerPS(1))
+	assert.Equal(t, uint64(77), wcSRQ.WRID)
+	assert.Equal(t, WCSuccess, wcSRQ.Status)
+	wcRQ.QPN, wcSRQ.QPN = 0, 0
+	assert.Equal(t, wcRQ, wcSRQ)
+}
+
+// TestSRQLimitEvent: 8 WQEs posted, the limit armed at 5. Each message
+// takes one: after k messages 8 − k are left, and the event fires when
+// that drops below 5, at k = 4, not at k ≤ 3; once, not at 5 or 6 (it
+// disarms). Armed again at 5 with 2 left, it fires at the next take (1 <
+// 5), once. Disarmed (0), it never fires.
+func TestSRQLimitEvent(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 2, 15, false)
+	r.postRecvs(t, 0, 8)
+	require.NoError(t, r.b.ModifySRQ(r.srq, 5))
+	var posted []int
+	for k := 1; k <= 8; k++ {
+		r.at(ib.PS(k)*gap, func() {
+			posted = append(posted, r.srq.Posted())
+			switch k {
+			case 7:
+				require.NoError(t, r.b.ModifySRQ(r.srq, 5)) // 2 left
+			case 8:
+				require.NoError(t, r.b.ModifySRQ(r.srq, 0))
+			}
+			r.send(t, k%2, fmt.Sprintf("m%d", k))
+		})
+	}
+	r.runTo(t, 10*gap)
+	assert.Equal(t, []int{8, 7, 6, 5, 4, 3, 2, 1}, posted, "before message k, 9 − k posted")
+	require.Len(t, r.recvAll(), 8)
+	var fired []int // the message during whose window each event came
+	for {
+		e, ok := r.b.GetAsyncEvent()
+		if !ok {
+			break
+		}
+		assert.Equal(t, EventSRQLimitReached, e.Type)
+		assert.Same(t, r.srq, e.SRQ)
+		fired = append(fired, int(e.At/gap))
+	}
+	assert.Equal(t, []int{4, 7}, fired, "once at message 4 (4 left < 5), once at 7 after re-arming (1 < 5)")
+}
+
+// TestSRQRefusesBadArguments: out-of-range sizes at create, too many
+// elements or a full SRQ at post, a limit of depth or more, a receive
+// posted to a QP on an SRQ, an SRQ of another PD.
+func TestSRQRefusesBadArguments(t *testing.T) {
+	s := components.NewSim()
+	d := NewDevice(s, "Fabric.Host[0].HCA", 1, Defaults())
+	pd := d.AllocPD()
+	for _, c := range []struct{ wr, sge int }{{0, 1}, {MaxSRQWR + 1, 1}, {1, 0}, {1, MaxSRQSGE + 1}} {
+		_, err := d.CreateSRQ(pd, c.wr, c.sge)
+		assert.True(t, errors.Is(err, syscall.EINVAL), "max_wr %d max_sge %d: %v", c.wr, c.sge, err)
+	}
+	srq, err := d.CreateSRQ(pd, MaxSRQWR, MaxSRQSGE)
+	require.NoError(t, err, "the device's limits are allowed")
+	assert.Equal(t, MaxSRQWR, srq.MaxWR, "32767 + 1 is 32768, a power of two")
+	assert.Equal(t, 512, srq.Stride(), "16 + 31 × 16 bytes")
+	srq, err = d.CreateSRQ(pd, 2, 2)
+	require.NoError(t, err)
+	// max_sge 2: 16 + 32 = 48 bytes, a stride of 64, which holds 3.
+	assert.Equal(t, 3, srq.MaxSGE)
+	assert.Equal(t, 3, srq.MaxWR, "depth 4 (2 + 1 rounded up) holds 3")
+	mr := d.RegMR(pd, d.Malloc(4096), 4096, AccessLocalWrite)
+	sge := SGE{Addr: mr.Addr, Length: 8, LKey: mr.LKey}
+	err = d.PostSRQRecv(srq, &RecvWR{SGL: []SGE{sge, sge, sge, sge}})
+	assert.True(t, errors.Is(err, syscall.EINVAL), "4 SGEs: %v", err)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, d.PostSRQRecv(srq, &RecvWR{SGL: []SGE{sge, sge, sge}}))
+	}
+	err = d.PostSRQRecv(srq, &RecvWR{Addr: mr.Addr, Length: 8, LKey: mr.LKey})
+	assert.True(t, errors.Is(err, syscall.ENOMEM), "full: %v", err)
+	for _, l := range []int{-1, 4} {
+		err = d.ModifySRQ(srq, l)
+		assert.True(t, errors.Is(err, syscall.EINVAL), "limit %d: %v", l, err)
+	}
+	assert.NoError(t, d.ModifySRQ(srq, 3))
+	cq := d.CreateCQ(16)
+	qp, err := d.CreateQPSRQ(pd, cq, cq, 16, srq)
+	require.NoError(t, err)
+	require.NoError(t, d.ModifyQP(qp, QPAttr{State: QPInit}))
+	err = d.PostRecv(qp, &RecvWR{Addr: mr.Addr, Length: 8, LKey: mr.LKey})
+	assert.True(t, errors.Is(err, syscall.EINVAL), "post_recv on an SRQ QP: %v", err)
+	_, err = d.CreateQPSRQ(d.AllocPD(), cq, cq, 16, srq)
+	assert.Error(t, err, "another PD")
+	_, err = d.CreateQPSRQ(pd, cq, cq, 16, nil)
+	assert.Error(t, err, "no SRQ")
+}
+
+// TestSRQQPInErrorLeavesTheWQEs: moving one of two QPs on an SRQ to ERR
+// flushes none of the SRQ's WQEs (they are the SRQ's, rxe
+// flush_recv_queue): its receive CQ gets no CQE, the four WQEs stay
+// posted, the HCA raises QP_LAST_WQE_REACHED for it, and the other QP's
+// next message takes the first WQE posted.
+func TestSRQQPInErrorLeavesTheWQEs(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 2, 7, true)
+	r.postRecvs(t, 0, 4)
+	var before, after int
+	var errWCs int
+	r.at(gap, func() {
+		before = r.srq.Posted()
+		require.NoError(t, r.b.ModifyQP(r.qb[0], QPAttr{State: QPErr}))
+	})
+	r.at(2*gap, func() {
+		var wc [8]WC
+		errWCs = r.b.PollCQ(r.qb[0].RecvCQ, wc[:])
+		after = r.srq.Posted()
+		r.send(t, 1, "after")
+	})
+	r.runTo(t, 4*gap)
+	assert.Equal(t, 4, before)
+	assert.Zero(t, errWCs, "no flush CQE for the SRQ's WQEs")
+	assert.Equal(t, 4, after, "the four WQEs stay posted")
+	e, ok := r.b.GetAsyncEvent()
+	require.True(t, ok)
+	assert.Equal(t, EventQPLastWQEReached, e.Type)
+	assert.Same(t, r.qb[0], e.QP)
+	_, ok = r.b.GetAsyncEvent()
+	assert.False(t, ok, "one event")
+	wcs := r.recvAll()
+	require.Len(t, wcs, 1)
+	assert.Equal(t, WC{WRID: 100, Status: WCSuccess, Opcode: WCRecv, ByteLen: 5, QPN: r.qb[1].Num}, wcs[0])
+	assert.Equal(t, 3, r.srq.Posted())
+}
+
+// TestUDQPsShareAnSRQ: two UD QPs of B on one SRQ of three WQEs. A sends
+// datagrams to B's QP 1, QP 0, QP 1, QP 0, 5 µs apart: the first three
+// take the SRQ's WQEs in posting order, each payload after the 40-byte
+// GRH area of its buffer, each CQE naming the QP it came in on and the
+// sender's QP (DETH); the fourth finds the SRQ empty and is dropped (UD
+// has no RNR), counted in UDDrops. An SRQ of more than one SGE is refused
+// for a UD QP.
+func TestUDQPsShareAnSRQ(t *testing.T) {
+	lc := edrLink()
+	cfg := Defaults()
+	s := components.NewSim()
+	a, b := BackToBack(s, lc, cfg, cfg)
+	pa, pb := a.AllocPD(), b.AllocPD()
+	srq, err := b.CreateSRQ(pb, 3, 1)
+	require.NoError(t, err)
+	wide, err := b.CreateSRQ(pb, 3, 2)
+	require.NoError(t, err)
+	_, err = b.CreateUDQPSRQ(pb, b.CreateCQ(16), b.CreateCQ(16), 64, wide, 0x2222)
+	assert.Error(t, err, "a UD QP on an SRQ of 3 SGEs")
+	qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
+	rcq := b.CreateCQ(16)
+	var qb []*QP
+	for i := 0; i < 2; i++ {
+		q, err := b.CreateUDQPSRQ(pb, b.CreateCQ(16), rcq, 64, srq, 0x2222)
+		require.NoError(t, err)
+		qb = append(qb, q)
+	}
+	for _, x := range []struct {
+		d  *Device
+		qp *QP
+	}{{a, qa}, {b, qb[0]}, {b, qb[1]}} {
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: lc.MTU}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
+	}
+	bufA, bufB := a.Malloc(8192), b.Malloc(8192)
+	mrA, mrB := a.RegMR(pa, bufA, 8192, AccessLocalWrite), b.RegMR(pb, bufB, 8192, AccessLocalWrite)
+	for k := 0; k < 3; k++ {
+		require.NoError(t, b.PostSRQRecv(srq, &RecvWR{ID: uint64(10 + k), Addr: bufB + uint64(k)*1024, Length: 1024, LKey: mrB.LKey}))
+	}
+	to := []int{1, 0, 1, 0}
+	for k, i := range to {
+		s.Schedule(ib.PS(k+1)*gap, &poster{fn: func() {
+			at := bufA + uint64(k)*64
+			a.Mem.Write(at, []byte(fmt.Sprintf("dgram %d", k)))
+			require.NoError(t, a.PostSend(qa, &SendWR{ID: uint64(k), Opcode: WRSend, Signaled: true, LocalAddr: at, Length: 7, LKey: mrA.LKey,
+				UD: true, DLID: b.LID, RemoteQPN: qb[i].Num, RemoteQKey: 0x2222}))
+		}}, 1)
+	}
+	s.StopAt(ib.PS(len(to)+2) * gap)
+	require.NoError(t, s.Run())
+	var wc [8]WC
+	n := b.PollCQ(rcq, wc[:])
+	require.Equal(t, 3, n)
+	for k := 0; k < 3; k++ {
+		assert.Equal(t, WC{WRID: uint64(10 + k), Opcode: WCRecv, ByteLen: UDGRHBytes + 7, QPN: qb[to[k]].Num, SrcQP: qa.Num}, wc[k], "datagram %d", k)
+		got := make([]byte, 7)
+		b.Mem.Read(bufB+uint64(k)*1024+UDGRHBytes, got)
+		assert.Equal(t, fmt.Sprintf("dgram %d", k), string(got))
+	}
+	assert.Equal(t, int64(1), b.Counters.UDDrops, "the fourth finds the SRQ empty")
+	assert.Zero(t, srq.Posted())
+}
+
+// TestSRQReadsFollowTheChain: the HCA learns where the list goes only from
+// the WQEs it reads. Every post rings its own doorbell (60 ns of CPU, then
+// the 308 ns MMIO), and a read of one WQE takes 557.825 ns from its
+// doorbell to on chip (dma stage 10 ns, a 24-byte request TLP, the 533 ns
+// read latency, the 32 + 20-byte completion, the wqe_fetch stage's 10
+// ns). Round 1: a fresh SRQ of depth 4, three WQEs posted in slots 0, 1,
+// 2, in ring order: each read as its doorbell comes, on chip by 0.678 µs
+// after the first doorbell D. Round 2: after the out-of-order frees of
+// TestSRQFollowsItsList the next three are in slots 3, 2, 1, each WQE's
+// next index breaking the ring's order, so each read waits for the one
+// bringing its address: on chip at D + 0.558, 1.116 and 1.673 µs. In each
+// round three SENDs of a few bytes are posted 0.1 µs after the receives,
+// back to back on three QPs; a SEND reaches B's responder 1.04 µs after
+// its post (60 ns CPU, 308 MMIO, 20 doorbell, 10 parse, 10 L_Key, 10 dma,
+// the payload read 1.5 + 533 + 2, 40 transmit, the wire, 40 receive), so
+// at D − 0.368 + 0.1 + 1.04 = D + 0.772, 0.832, 0.892 µs (round 1 later:
+// its keys are cold). Round 1 finds every WQE on chip; round 2 the first
+// only, and reads the other two, still on their way, again on demand
+// (Counters.OnDemandRecv).
+func TestSRQReadsFollowTheChain(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 3, 3, true)
+	sendAll := func(round int) {
+		for i := 0; i < 3; i++ {
+			r.send(t, i, fmt.Sprintf("round %d qp %d", round, i))
+		}
+	}
+	const lead = 100 * ib.Nanosecond
+	var onDemand [2]int64
+	r.at(gap, func() { r.postRecvs(t, 0, 3) })
+	r.at(gap+lead, func() { sendAll(1) })
+	r.at(5*gap, func() {
+		onDemand[0] = r.b.Counters.OnDemandRecv
+		for i := 2; i >= 0; i-- { // frees slots 2, 1, 0: the list 3 → 2 → 1 → 0
+			var wc [1]WC
+			require.Equal(t, 1, r.b.PollCQ(r.qb[i].RecvCQ, wc[:]))
+		}
+		r.postRecvs(t, 3, 6)
+	})
+	r.at(5*gap+lead, func() { sendAll(2) })
+	r.runTo(t, 8*gap)
+	onDemand[1] = r.b.Counters.OnDemandRecv - onDemand[0]
+	assert.Equal(t, [2]int64{0, 2}, onDemand, "on-demand reads: none in ring order, two behind the broken list")
+	wcs := r.recvAll()
+	require.Len(t, wcs, 3)
+	for k := range wcs {
+		assert.Equal(t, uint64(103+k), wcs[k].WRID)
+	}
+}
