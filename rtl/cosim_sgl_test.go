@@ -1,10 +1,12 @@
 package rtl
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,7 +197,7 @@ func TestGatherPlan(t *testing.T) {
 	assert.Equal(t, []hca.KeyResult{hca.KeyOK, hca.KeyPDMismatch, hca.KeyOK}, p.run.items[len(p.run.items)-2].keyRes, "G4's checks")
 	require.Len(t, p.run.wires, 30)
 	h := reqHostBytes
-	cat := func(bs ...[]byte) []byte { return append([]byte(nil), bytesJoin(bs)...) }
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 	// G0: packets 0..2.
 	assert.Equal(t, cat(h(0x10_0000+60, 100), h(0x20_0000+1, 156)), wirePayload(t, p.run.wires[0]), "G0 packet 0")
 	assert.Equal(t, cat(h(0x20_0000+1+156, 144), h(0x30_0000, 112)), wirePayload(t, p.run.wires[1]), "G0 packet 1")
@@ -213,15 +215,6 @@ func TestGatherPlan(t *testing.T) {
 	// The first sends read 3 + 5 + 2 blocks for G0, as derived.
 	assert.Equal(t, []uint64{0x10_0000, 0x10_0040, 0x10_0080, 0x20_0000, 0x20_0040, 0x20_0080, 0x20_00c0, 0x20_0100,
 		0x30_0000, 0x30_0040}, reads[:10], "G0's blocks")
-}
-
-// bytesJoin concatenates bs.
-func bytesJoin(bs [][]byte) []byte {
-	var out []byte
-	for _, b := range bs {
-		out = append(out, b...)
-	}
-	return out
 }
 
 // TestRequesterGatherCosim: hca_requester sends the gather plan's
@@ -259,7 +252,7 @@ func TestRequesterGatherCosim(t *testing.T) {
 			res := retryCheck(t, p, out, filepath.Join(d, "beats_g.txt"), filepath.Join(d, "log_g.txt"))
 			got := gatherReads(t, filepath.Join(d, "log_g.txt"), len(reads))
 			if m.old != "" {
-				assert.True(t, res.errors > 0 || !equalU64(got, reads), "the gather co-simulation passes a requester with %s", m.name)
+				assert.True(t, res.errors > 0 || !slices.Equal(got, reads), "the gather co-simulation passes a requester with %s", m.name)
 				t.Logf("%d mismatches: %s", res.errors, strings.Join(res.first, "; "))
 				return
 			}
@@ -284,7 +277,9 @@ func TestRequesterGatherCosim(t *testing.T) {
 func gatherReads(t *testing.T, logFile string, n int) []uint64 {
 	t.Helper()
 	var got []uint64
-	for _, line := range strings.Split(string(mustRead(t, logFile)), "\n") {
+	log, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(log), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 3 || fields[0] != "R" {
 			continue
@@ -296,23 +291,4 @@ func gatherReads(t *testing.T, logFile string, n int) []uint64 {
 		}
 	}
 	return got
-}
-
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
-
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
