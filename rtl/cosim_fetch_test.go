@@ -139,6 +139,11 @@ func (d *wqeFetchDUT) inputs() []Signal {
 		{Name: "db_valid", Width: 1}, {Name: "db_qpn", Width: 24}, {Name: "db_producer", Width: 16},
 		{Name: "rd_req_ready", Width: 1}, {Name: "rd_rsp_valid", Width: 1}, {Name: "rd_rsp_data", Width: 512},
 		{Name: "wqe_ready", Width: 1}, {Name: "dec_ready", Width: 1},
+		// The gather list's segments, always taken: the WQEs posted here
+		// have one data segment or none, so the parser holds each WQE only
+		// until its header is taken, as before it had a list (its lists:
+		// the parser's own co-simulation).
+		{Name: "dec_sge_ready", Width: 1},
 	}
 }
 func (d *wqeFetchDUT) outputs() []Signal {
@@ -326,7 +331,7 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 	} else {
 		in[10] = randomBlock(r)
 	}
-	in[11], in[12] = b2v(wqeReady), b2v(decReady)
+	in[11], in[12], in[13] = b2v(wqeReady), b2v(decReady), b2v(true)
 
 	// The outputs of this cycle, from the state at its start. The
 	// parser's source: the QP whose WQE it is part way through, else the

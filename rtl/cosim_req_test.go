@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,19 +79,60 @@ type reqItem struct {
 	mtuCode    int
 	cqn        int
 	// WQE
-	wqe    hca.SendWQE
-	err    int
-	every  int
-	start  int      // LocalAddr mod 64
+	wqe   hca.SendWQE
+	err   int
+	every int
+	start int    // LocalAddr mod 64
+	msg   []byte // a gather list's message: its elements' bytes in order (addList); nil for one element
+	// keyRes is the model's L_Key check of each element (hca.KeyTable.Check; nil: every one passes),
+	// which the testbench answers hca_requester's kc_* with; pd a context write's PD.
+	keyRes []hca.KeyResult
+	pd     uint32
 	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0)
 	addrs  []uint64 // their addresses
 	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
-	drop   string   // why not: "err", "inline", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
+	drop   string   // why not: "err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
 	npkts  int
 	pkt0   int // its first packet's index in the run's packets
 	// gate: the item waits until the requester has taken this many ACKs
 	// (a WQE or context write on a context a NAK fails comes after it).
 	gate int
+}
+
+// reqMaxSGE is hca_requester's MAX_SGE: a longer gather list is refused.
+const reqMaxSGE = hca.MaxSendSGE
+
+// elems is the WQE's gather list as hca_wqe_parse offers it on sge_*:
+// wqe.SGL, or its one data segment (Length at LocalAddr, LKey), none for a
+// context write, an inline WQE or one the parser fails (hca_wqe_parse's
+// out_sges 0).
+func (it *reqItem) elems() []hca.SGE {
+	switch {
+	case it.cfg || it.err != 0 || it.wqe.Inline:
+		return nil
+	case it.wqe.SGL != nil:
+		return it.wqe.SGL
+	}
+	return []hca.SGE{{Addr: it.wqe.LocalAddr, Length: it.wqe.Length, LKey: it.wqe.LKey}}
+}
+
+// keyBad reports an element whose L_Key the model's check fails.
+func (it *reqItem) keyBad() bool {
+	for _, r := range it.keyRes {
+		if r != hca.KeyOK {
+			return true
+		}
+	}
+	return false
+}
+
+// nsg is the run's segments on dec_sge_*, over its items.
+func (run *reqRun) nsg() int {
+	n := 0
+	for _, it := range run.items {
+		n += len(it.elems())
+	}
+	return n
 }
 
 // reqRun is one seed's stimulus and the expected packets.
@@ -113,12 +155,78 @@ type reqRun struct {
 	pkeys []uint16
 	lmc   int
 	sat   bool
+	// lists: SENDs and WRITEs with gather lists (newReqRunOf); their
+	// count, those of 30 elements, zero-byte elements, elements holding a
+	// packet boundary.
+	lists                                  bool
+	listN, lists30, listZero, listStraddle int
 	// coverage
 	psnWraps, bigMsgs, cfgLater                                                       int
 	ackCoalesced, ackPartial, ackWrap, ackAtRdAtomic, ackUnsignaled, ackDup, flushOut int
 	ackEarly                                                                          int    // ACKs that may come before their message leaves
 	nakFatal                                                                          [4]int // NAKs failing a message, by code (3: 3 and above)
 	nakRetry, ackGRH, ackReserved                                                     int    // sequence error and RNR NAKs; ACKs with a GRH; reserved syndromes
+}
+
+// addList makes it's payload of length bytes a gather list (the WQE's
+// SGL, LocalAddr 0 as the model's decode of a list): 2, 3, 1 to 30 or 30
+// elements, the first at addr, the others anywhere at any lane; the cuts
+// between them random, a third of them at a packet boundary (a multiple
+// of mtu, or a byte either side), some twice at one place (a zero-byte
+// element). Each element's blocks are host blocks the run's reads must
+// ask for in order, element by element (msgOf: each element its own, so
+// no read may cross elements); the message is the elements' bytes in
+// order (hca.md "Scatter/gather lists": each packet's bytes cut at the
+// elements' bounds, each part read at its element's address).
+func (run *reqRun) addList(r *rand.Rand, it *reqItem, addr uint64, length, mtu int) {
+	n := []int{2, 3, 1 + r.IntN(hca.MaxSendSGE), hca.MaxSendSGE}[r.IntN(4)]
+	cuts := []int{0}
+	for range n - 1 {
+		c := r.IntN(length + 1)
+		switch r.IntN(6) {
+		case 0, 1:
+			c = min(length, max(0, mtu*(c/mtu)+r.IntN(3)-1))
+		case 2:
+			c = cuts[len(cuts)-1] // a zero-byte element, if the sort keeps it there
+		}
+		cuts = append(cuts, c)
+	}
+	cuts = append(cuts, length)
+	slices.Sort(cuts)
+	it.wqe.SGL = make([]hca.SGE, n)
+	it.wqe.LocalAddr = 0
+	for e := range n {
+		l := cuts[e+1] - cuts[e]
+		a := addr
+		if e > 0 {
+			a = r.Uint64()&^63 | uint64(r.IntN(BlockBytes))
+		}
+		it.wqe.SGL[e] = hca.SGE{Addr: a, Length: uint32(l), LKey: r.Uint32()}
+		if l == 0 {
+			run.listZero++
+			continue
+		}
+		s := int(a % BlockBytes)
+		nb := (s + l + BlockBytes - 1) / BlockBytes
+		host := make([]byte, nb*BlockBytes)
+		for i := range host {
+			host[i] = byte(r.Uint32())
+		}
+		for i := range nb {
+			it.blocks = append(it.blocks, host[i*BlockBytes:(i+1)*BlockBytes])
+			run.pays = append(run.pays, host[i*BlockBytes:(i+1)*BlockBytes])
+			run.addrs = append(run.addrs, a-uint64(s)+uint64(i*BlockBytes))
+			run.msgOf = append(run.msgOf, len(run.items)*64+e)
+		}
+		it.msg = append(it.msg, host[s:s+l]...)
+		// An element holding the bytes of two packets or more: a packet
+		// boundary strictly inside it.
+		if cuts[e]/mtu != (cuts[e+1]-1)/mtu {
+			run.listStraddle++
+		}
+	}
+	run.lists30 += b2i(n == hca.MaxSendSGE)
+	run.listN++
 }
 
 // reqAck is an ACKNOWLEDGE packet (an ACK or a NAK: the AETH syndrome
@@ -238,7 +346,12 @@ type reqOut struct {
 	pkt0, npkts int // its first packet's index in the run's packets, its packets
 }
 
-func newReqRun(seed uint64, n int) *reqRun {
+func newReqRun(seed uint64, n int) *reqRun { return newReqRunOf(seed, n, false) }
+
+// newReqRunOf is newReqRun; with lists, half the SENDs and WRITEs sent
+// with a payload carry it as a gather list (addList), drawn after the
+// rest, so a run without lists is newReqRun's.
+func newReqRunOf(seed uint64, n int, lists bool) *reqRun {
 	r := rand.New(rand.NewPCG(seed, 0x4e9c))
 	// rn draws what the receive path added (syndromes, GRHs, the other
 	// packets on rx_*, NAKs), so r's draws stay the ones before it. Its
@@ -248,7 +361,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 	// packets, an early ACK): those asserts, not the constant, are what
 	// keep the stimulus strong, and any stream meeting them serves.
 	rn := rand.New(rand.NewPCG(seed, 0xad28))
-	run := &reqRun{}
+	run := &reqRun{lists: lists}
 	ctxs := make([]*reqCtx, reqQPs)
 	newCfg := func(qix int) *reqItem {
 		it := &reqItem{cfg: true, qix: qix, qpn: uint32(r.IntN(1<<21))<<3 | uint32(qix),
@@ -496,7 +609,12 @@ func newReqRun(seed uint64, n int) *reqRun {
 	}
 	dir = append(dir, directed{qix: 4, op: hca.WRSend, mtus: 3},
 		directed{qix: -1, op: hca.WRRDMARead, mtus: -1, length: 1<<30 + r.IntN(1<<30)},
-		directed{qix: -1, op: hca.WRFetchAdd, mtus: -1, length: 8})
+		directed{qix: -1, op: hca.WRFetchAdd, mtus: -1, length: 8},
+		// A gather list longer than hca_requester's MAX_SGE (31..62
+		// segments: only a DS count past what the encoder writes makes
+		// one), refused: last, so the stimulus before it is what it was
+		// before lists.
+		directed{qix: -1, op: hca.WRSend, mtus: -1, length: 100, drop: "sgl"})
 	nextDir := 0
 	var starts []int
 	for len(run.items) < n {
@@ -540,6 +658,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 				k = 0
 			case "inline":
 				k = 1
+			case "sgl":
+				k = 5
 			case "opcode7":
 				k = 2
 			case "nocontext":
@@ -554,6 +674,8 @@ func newReqRun(seed uint64, n int) *reqRun {
 			it.err, it.drop = 1+r.IntN(2), "err"
 		case k == 1:
 			it.wqe.Inline, it.drop = true, "inline"
+		case k == 5 && d != nil:
+			it.drop = "sgl" // its list below: no draw, so the random stream stays as it was
 		case k == 2:
 			op, it.drop = 7, "opcode7"
 		case k == 3:
@@ -583,7 +705,7 @@ func newReqRun(seed uint64, n int) *reqRun {
 		// What hca_requester cannot take completes with LOC_QP_OP_ERR
 		// and puts its context in ERR, where every WQE completes with
 		// WR_FLUSH_ERR (unsent) until the context is written again.
-		bad := c != nil && (it.drop == "err" || it.drop == "inline" || it.drop == "opcode7")
+		bad := c != nil && (it.drop == "err" || it.drop == "inline" || it.drop == "sgl" || it.drop == "opcode7")
 		if c != nil && it.drop == "" && c.err {
 			it.drop = "flushed"
 		}
@@ -646,9 +768,22 @@ func newReqRun(seed uint64, n int) *reqRun {
 		if d != nil {
 			it.wqe.Signaled = !d.unsig
 		}
+		if it.drop == "sgl" {
+			// Elements whose lengths sum to the WQE's, as the parser's
+			// out_length.
+			n := reqMaxSGE + 1 + nextDir%32
+			it.wqe.SGL = make([]hca.SGE, n)
+			for i := range it.wqe.SGL {
+				it.wqe.SGL[i] = hca.SGE{Addr: base + uint64(BlockBytes*i), Length: uint32(length / n)}
+			}
+			it.wqe.SGL[n-1].Length += uint32(length % n)
+		}
 		it.start = start
 		it.sent = it.drop == "" && c != nil
-		if it.sent && op <= hca.WRSendImm && length > 0 {
+		if it.sent && op <= hca.WRSendImm && length > 0 && run.lists && r.IntN(2) == 0 {
+			starts = starts[1:]
+			run.addList(r, it, base+uint64(start), length, mtu)
+		} else if it.sent && op <= hca.WRSendImm && length > 0 {
 			starts = starts[1:]
 			nb := (start + length + BlockBytes - 1) / BlockBytes
 			host := make([]byte, nb*BlockBytes)
@@ -826,12 +961,17 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 	it.pkt0 = before
 	mtu := pktzMTU(q.mtuCode)
 	req.Enqueue(it.wqe, 0)
-	host := bytes.Join(it.blocks, nil)
+	host, start := bytes.Join(it.blocks, nil), it.start
+	if it.msg != nil {
+		// A gather list: the message is its elements' bytes in order
+		// (addList), host[0] its first byte.
+		host, start = it.msg, 0
+	}
 	for req.HasWork() {
 		pkt := ib.Packet{SLID: q.slid, DLID: q.dlid, SL: q.sl, VL: q.vl, DestQP: q.rqpn} // hca.Device.address
 		tx := req.Next(&pkt)
 		if pkt.PayloadLen > 0 {
-			off := it.start + tx.Index*mtu // hca.Device.schedule's read, LocalAddr + index x MTU
+			off := start + tx.Index*mtu // hca.Device.schedule's read, LocalAddr + index x MTU
 			pkt.Payload = host[off : off+pkt.PayloadLen]
 		}
 		if tx.Index > 0 && pkt.PSN == 0 {
@@ -852,12 +992,26 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 // write writes items.hex, pays.hex, ctrl.hex and rx.hex into dir.
 func (run *reqRun) write(t *testing.T, dir string) {
 	t.Helper()
-	var items, pays, ctrl, rx strings.Builder
-	for _, it := range run.items {
-		fmt.Fprintf(&items, "%04x", it.gate)
+	var items, sgs, pays, ctrl, rx strings.Builder
+	nsg := 0
+	var pd [reqQPs]uint32 // each context's PD, from its last write
+	for i, it := range run.items {
 		if it.cfg {
-			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s\n", it.cqn, it.qpn, it.dlid, it.slid,
-				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 73))
+			pd[it.qix] = it.pd
+		}
+		elems := it.elems()
+		fmt.Fprintf(&items, "%02x%04x", len(elems), it.gate)
+		for k, e := range elems {
+			res := 0
+			if k < len(it.keyRes) {
+				res = int(it.keyRes[k])
+			}
+			fmt.Fprintf(&sgs, "%04x%01x%08x%08x%08x%016x\n", i, res, pd[it.qix], e.LKey, e.Length, e.Addr)
+			nsg++
+		}
+		if it.cfg {
+			fmt.Fprintf(&items, "%01x00001%06x%04x%04x%01x%01x%06x%06x%01x%s%08x\n", it.cqn, it.qpn, it.dlid, it.slid,
+				it.sl, it.vl, it.rqpn, it.psn, it.mtuCode, strings.Repeat("0", 65), it.pd)
 			continue
 		}
 		w := &it.wqe
@@ -885,7 +1039,11 @@ func (run *reqRun) write(t *testing.T, dir string) {
 		rx.WriteString("0\n") // $readmemh wants a line
 	}
 	require.LessOrEqual(t, len(beats), 2048, "rx.hex: the testbench's MAXRX")
-	for name, text := range map[string]string{"items.hex": items.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
+	require.LessOrEqual(t, nsg, 16384, "sges.hex: the testbench's MAXSG")
+	if nsg == 0 {
+		sgs.WriteString("0\n")
+	}
+	for name, text := range map[string]string{"items.hex": items.String(), "sges.hex": sgs.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
 		"rx.hex": rx.String()} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
@@ -952,6 +1110,7 @@ func (run *reqRun) args(dir, tag string) []string {
 		"+nack=" + strconv.Itoa(len(run.acks)), "+nrx=" + strconv.Itoa(len(run.rxBeats())), "+out=" + filepath.Join(dir, "beats_"+tag+".txt"),
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
+		"+sgs=" + filepath.Join(dir, "sges.hex"), "+nsg=" + strconv.Itoa(run.nsg()),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
 		fmt.Sprintf("+lid=%04x", reqPortLID), fmt.Sprintf("+lmc=%d", run.lmc),
 		fmt.Sprintf("+pkeys=%016x", run.pkeyArg()), fmt.Sprintf("+npk=%d", len(run.pkeys)),
@@ -973,17 +1132,28 @@ func (run *reqRun) args(dir, tag string) []string {
 // plenty of credit, so a beat past the model's packets is written too.
 const reqTB = "`timescale 1ns/1ps\n" + `
 module tb;
-    localparam MAXIT = 4096, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, STALL = 4000;
+    localparam MAXIT = 4096, MAXSG = 16384, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, STALL = 4000;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
-    reg [447:0] items [0:MAXIT-1];
+    reg [455:0] items [0:MAXIT-1];
+    // The WQEs' data segments, in item order: {item 16, key check result 4, the context's PD 32,
+    // L_Key 32, length 32, address 64} (sges.hex), offered on dec_sge_* while their item's header
+    // is offered, as hca_wqe_parse does; the next item waits until the last is taken. A key check
+    // on kc_* is answered the cycle after it is taken with the result of the segment on dec_sge_*
+    // (the requester holds it until then), and must name that segment's L_Key, address and length,
+    // the context's PD and local read (else a KCHK-ERR line).
+    reg [179:0] sgs [0:MAXSG-1];
+    reg kc_pend, kc_rdy;
+    reg [2:0] kc_res;
+    integer nsg, ei;
+    reg hdr_took, take_sge, sg_here;
     reg [511:0] pays [0:MAXPAY-1];
     reg [59:0]  ctrl [0:MAXCYC-1];
     reg [531:0] rxs [0:MAXRX-1];
     reg [8*1024-1:0] path;
     integer nit, npay, ncyc, nbeat, nack, nrx, fo, fl, c, k, v, ii, pi, ai, ri, got, rq_blocks, eops, cpls, npk, lmc;
     integer werr, cerr, gaps, verr, offers, commits, held_tx, cpl_held, idle, stalled;
-    reg [447:0] it;
+    reg [455:0] it;
     // +hostfn: the host answers each block with reqHostBlock of its address (rqa: the addresses
     // of the blocks asked for, in order) instead of pays.hex in order.
     reg hostfn;
@@ -1011,6 +1181,11 @@ module tb;
     reg cfg_held, take_cfg;
     integer dropped, drops, cfg_ack, cfg_wait;
     wire qp_cfg_ready;
+    reg dec_sge_valid, kc_rsp_valid;
+    wire dec_sge_ready, kc_req_valid, kc_rsp_ready;
+    wire [31:0] kc_req_key, kc_req_pd;
+    wire [3:0] kc_req_need;
+    wire [63:0] kc_req_addr, kc_req_len;
     reg qp_cfg_valid, dec_valid, rd_req_ready, rsp_valid, out_ready, pick_valid, rx_valid, cpl_ready, wr_ready;
     // wr0, the payload writes (READ responses' payloads): taken when the control's bit 10 says.
     wire wr_valid;
@@ -1048,15 +1223,18 @@ module tb;
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]),
-        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .ack_req_every(every_r),
+        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
         .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
         .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_imm(it[179:148]),
         .dec_raddr(it[275:212]), .dec_rkey(it[211:180]), .dec_swap_add(it[147:84]), .dec_compare(it[83:20]),
         .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),
-        .kc_req_valid(), .kc_req_ready(1'b0), .kc_req_key(), .kc_req_pd(), .kc_req_need(), .kc_req_addr(),
-        .kc_req_len(), .kc_req_tag(), .kc_rsp_valid(1'b0), .kc_rsp_ready(), .kc_rsp_result(3'd0), .kc_rsp_tag(24'd0),
+        .dec_sges(it[453:448]), .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(sgs[ei][95:64]),
+        .dec_sge_lkey(sgs[ei][127:96]), .dec_sge_addr(sgs[ei][63:0]), .dec_sge_last(!(ei + 1 < nsg && sgs[ei + 1][179:164] == ii)),
+        .kc_req_valid(kc_req_valid), .kc_req_ready(kc_rdy), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
+        .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len), .kc_req_tag(),
+        .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready), .kc_rsp_result(kc_res), .kc_rsp_tag(24'd0),
         .pay_rd_valid(rd_req_valid), .pay_rd_addr(rd_req_addr), .pay_rd_len(rd_req_len), .pay_rd_ready(rd_req_ready),
         .pay_rsp_valid(rsp_valid), .pay_rsp_data(rsp_data),
         .pay_wr_valid(wr_valid), .pay_wr_addr(wr_addr), .pay_wr_len(wr_len), .pay_wr_data(wr_data), .pay_wr_be(wr_be), .pay_wr_ready(wr_ready),
@@ -1090,6 +1268,8 @@ module tb;
             $finish;
         end
         if ($value$plusargs("items=%s", path)) $readmemh(path, items, 0, nit - 1);
+        if (!$value$plusargs("nsg=%d", nsg)) nsg = 0;
+        if (nsg > 0 && $value$plusargs("sgs=%s", path)) $readmemh(path, sgs, 0, nsg - 1);
         if (npay > 0 && $value$plusargs("pays=%s", path)) $readmemh(path, pays, 0, npay - 1);
         if ($value$plusargs("ctrl=%s", path)) $readmemh(path, ctrl, 0, ncyc - 1);
         if (nrx > 0 && $value$plusargs("rx=%s", path)) $readmemh(path, rxs, 0, nrx - 1);
@@ -1098,11 +1278,12 @@ module tb;
         if (!$value$plusargs("log=%s", path)) path = "log.txt";
         fl = $fopen(path, "w");
         qp_cfg_valid = 1'b0; dec_valid = 1'b0; rd_req_ready = 1'b0; rsp_valid = 1'b0; out_ready = 1'b0;
-        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 448'd0;
+        pick_valid = 1'b0; pick_vl = 2'd0; credit = 48'd0; rsp_data = 512'd0; it = 456'd0;
         rx_valid = 1'b0; cpl_ready = 1'b0; rk = 532'd0; wr_ready = 1'b0;
         port_lmc = lmc[2:0]; pkey_cfg_valid = 1'b0; pkey_cfg_index = 16'd0; pkey_cfg_key = 16'd0;
         hostfn = $test$plusargs("hostfn"); rqh = 0; rqt = 0; every_r = 17'd1;
-        held = 1'b0; take_dec = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
+        kc_pend = 1'b0; kc_rdy = 1'b0; kc_res = 3'd0; kc_rsp_valid = 1'b0;
+        held = 1'b0; take_dec = 1'b0; take_sge = 1'b0; hdr_took = 1'b0; ei = 0; dec_sge_valid = 1'b0; sg_here = 1'b0; take_rd = 1'b0; tb_sending = 1'b0; tb_vl = 2'd0; drain = 1'b0;
         rx_held = 1'b0; take_rx = 1'b0; cfg_held = 1'b0; take_cfg = 1'b0; ack_took = 1'b0;
         dropped = 0; drops = 0; cfg_ack = 0; cfg_wait = 0;
         ii = 0; pi = 0; ai = 0; ri = 0; got = 0; rq_blocks = 0; eops = 0; cpls = 0;
@@ -1135,7 +1316,14 @@ module tb;
             if (c >= ncyc || idle >= STALL || (got + dropped >= nbeat && ii >= nit && ri >= nrx && ai >= nack)) drain = 1'b1;
             if (drain) k = k + 1;
             @(negedge clk);
-            if (take_dec || take_cfg) ii = ii + 1;
+            // An item is done when taken and its last segment too (hca_wqe_parse's in_ready).
+            if (take_sge) ei = ei + 1;
+            if (take_cfg || ((take_dec || hdr_took) && !(ei < nsg && sgs[ei][179:164] == ii))) begin
+                ii = ii + 1;
+                hdr_took = 1'b0;
+            end else if (take_dec) begin
+                hdr_took = 1'b1;
+            end
             if (take_rx) ri = ri + 1;
             cw = drain ? 60'h800_800_800_800_71e : ctrl[c];
             // The received packets' beats (rx.hex: gate, sop, eop, data), a packet's first beat once
@@ -1145,7 +1333,7 @@ module tb;
             rx_valid = !drain && ri < nrx && (rx_held || (eops >= rk[531:516] && cw[9]));
             cpl_ready = cw[8];
             wr_ready = cw[10];
-            it = ii < nit ? items[ii] : 448'd0;
+            it = ii < nit ? items[ii] : 456'd0;
             if (ii < nit && it[411:408] == 4'd0) every_r = it[16:0];
             // A context write, held until qp_cfg_ready takes it (no completion work, no ACK offered,
             // none of the context's messages between dec_* and tx_*). An item waits until the
@@ -1154,7 +1342,11 @@ module tb;
             // A WQE whose gate (a NAK on its context) opened in the cycle before is offered at once, so
             // that it meets the NAK's walk in hca_requester whatever the cycle the NAK came in.
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] &&
-                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took));
+                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took)) && !hdr_took;
+            sg_here = ei < nsg && sgs[ei][179:164] == ii;
+            kc_rsp_valid = kc_pend;
+            kc_rdy = !kc_pend;
+            dec_sge_valid = sg_here && (dec_valid || hdr_took);
             rd_req_ready = cw[1];
             rsp_valid = rq_blocks > 0 && (hostfn || pi < npay) && cw[2];
             rsp_data = !rsp_valid ? 512'd0 : hostfn ? host_block(rqa[rqh % 4096]) : pays[pi];
@@ -1182,6 +1374,16 @@ module tb;
             end
             #1;
             take_dec = dec_valid && dec_ready;
+            take_sge = dec_sge_valid && dec_sge_ready;
+            if (kc_rsp_valid && kc_rsp_ready) kc_pend = 1'b0;
+            if (kc_req_valid && kc_rdy) begin
+                if (!sg_here || kc_req_key != sgs[ei][127:96] || kc_req_pd != sgs[ei][159:128] || kc_req_need != 4'd0 ||
+                    kc_req_addr != sgs[ei][63:0] || kc_req_len != {32'd0, sgs[ei][95:64]})
+                    $display("KCHK-ERR cycle %0d: key %h pd %h need %h addr %h len %h for segment %0d", c, kc_req_key,
+                             kc_req_pd, kc_req_need, kc_req_addr, kc_req_len, ei);
+                kc_pend = 1'b1;
+                kc_res = sgs[ei][162:160];
+            end
             held = dec_valid && !dec_ready;
             take_rx = rx_valid && rx_ready;
             rx_held = rx_valid && !rx_ready;
@@ -1624,7 +1826,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if c == nil || c.item.qpn != it.qpn {
 			return "" // no context holds its QPN: dropped, no CQ to complete into
 		}
-		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline {
+		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline || len(it.wqe.SGL) > reqMaxSGE {
 			p.purge(c)
 			p.complete(c, c.req.FlushAll())
 			p.complete(c, []hca.Completion{{WQE: it.wqe, Status: hca.WCLocQPOpErr}})
@@ -1706,6 +1908,7 @@ func runReq(t *testing.T, ctx context.Context, dir, tag string, run *reqRun, cmd
 	t.Helper()
 	out, err := runTool(ctx, dir, cmd, append(args, run.args(dir, tag)...)...)
 	require.NoError(t, err)
+	assert.NotContains(t, out, "KCHK-ERR", "key checks on kc_* that name another segment")
 	return reqCheck(t, run, out, filepath.Join(dir, "beats_"+tag+".txt"), filepath.Join(dir, "log_"+tag+".txt"))
 }
 
@@ -1793,6 +1996,33 @@ func TestRequesterCosim(t *testing.T) {
 	}
 }
 
+// TestRequesterGatherRandomCosim: TestRequesterCosim's run (Icarus, the
+// first seed) with half the SENDs and WRITEs carrying their payload as a
+// gather list (newReqRunOf): every packet the model's, the reads each
+// element's blocks in order, never across elements, under the run's
+// stalls, purges, NAKs and context writes. The list's cases (17 lists,
+// 4 of 30, 47 zero-byte elements, 10 holding a packet boundary on
+// 2026-12-02): at least 10 lists, one of 30, 5 zero-byte elements and 5
+// elements holding a packet boundary.
+func TestRequesterGatherRandomCosim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	files := writeReqBench(t, dir, nil)
+	cmd, args := buildSim(t, ctx, dir, "icarus", files)
+	seed := cosimSeeds[0]
+	run := newReqRunOf(seed, reqMsgs, true)
+	run.write(t, dir)
+	res := runReq(t, ctx, dir, "g", run, cmd, args...)
+	res.passes(t, run, "lists")
+	assert.GreaterOrEqual(t, run.listN, 10, "lists")
+	assert.Positive(t, run.lists30, "lists of 30")
+	assert.GreaterOrEqual(t, run.listZero, 5, "zero-byte elements")
+	assert.GreaterOrEqual(t, run.listStraddle, 5, "elements holding a packet boundary")
+	t.Logf("%d lists (%d of 30), %d zero-byte elements, %d elements across a packet boundary; %d packets, %d payload blocks read",
+		run.listN, run.lists30, run.listZero, run.listStraddle, len(run.wires), len(run.addrs))
+}
+
 // TestRequesterStimulusCovers: per seed simulated, every request opcode,
 // every drop reason, context writes after the start, PSN wraps inside a
 // message, messages with more blocks than the payload buffer, 30 payload
@@ -1835,7 +2065,7 @@ func TestRequesterStimulusCovers(t *testing.T) {
 			ops[ib.Opcode(w[8])] = true // BTH byte 0
 		}
 		assert.Len(t, ops, 15, "%s: request opcodes", name)
-		for _, d := range []string{"err", "inline", "opcode7", "nocontext", "qpn", "flushed"} {
+		for _, d := range []string{"err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed"} {
 			assert.GreaterOrEqual(t, drops[d], 1, "%s: WQEs not sent for %s", name, d)
 		}
 		// The ACKs: several messages at once, one before the PSN wrap
@@ -1921,8 +2151,8 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"the PSN moved by one per message", f, "if (send) ctx_psn[dix] <= ctx_psn[dix] + npsn;", "if (send) ctx_psn[dix] <= ctx_psn[dix] + 24'd1;"},
 		{"an atomic taking its length's PSNs", f, "(is_atom || npk == 33'd0)", "(npk == 33'd0)"},
 		{"reads past the payload buffer's room", f, "res32 + n32 <= PAY_BLOCKS;", "1'b1;"},
-		{"the blocks counted without the start offset", f, "{27'd0, dec_laddr[5:0]} + {1'b0, dec_length}", "{1'b0, dec_length}"},
-		{"pay_start 0", f, ".pay_start(sq_head[5:0])", ".pay_start(6'd0)"},
+		{"the blocks counted without the start offset", f, "{27'd0, g_a[5:0]} + {1'b0, g_take}", "{1'b0, g_take}"},
+		{"the packer's first block from lane 0", f, "pk_first ? {1'b0, el_head[39:34]} : 7'd0", "7'd0"},
 		{"the VL's high bits for LRH.VL", f, "head_vl4[VL_W-1:0];", "head_vl4[3 -: VL_W];"},
 		{"credits compared without the modular rule", f, "cred_left <= 12'd2048", "head_cred >= head_blks"},
 		{"a packet offered before its last beat is in", f, "wire            offer      = pkts != {PQ_CW{1'b0}}", "wire            offer      = pq_valid"},
@@ -1936,7 +2166,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 			"(h_ent[23:0] < e_psn || (e_incl && h_ent[23:0] == e_psn))"},
 		{"a message's last PSN one late", f, "npsn - 24'd1;", "npsn;"},
 		{"a READ or atomic completed by an ACK", f, "h_acked  = !h_rdat && (", "h_acked  = ("},
-		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : 8'd2)", "8'd5"},
+		{"a WQE the requester cannot take completed as flushed", f, "(e_flush ? 8'd5 : e_prot ? 8'd4 : 8'd2)", "8'd5"},
 		{"an ACK completing a message not yet sent", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};",
 			"h_cover  = h_acked && (!e_rsp || e_ok);"},
 		// The purge.

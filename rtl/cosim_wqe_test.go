@@ -1,6 +1,7 @@
 package rtl
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -22,6 +23,12 @@ type wqeItem struct {
 	want   hca.SendWQE
 	err    int    // 0 decoded, 1 opcode not supported, 2 no room for the data segment
 	kind   string // for the coverage test
+	// sges is the gather list the parser offers on sge_*: the model's
+	// SendWQE.SGL when it has one, else its one data segment (LKey,
+	// LocalAddr and Length; for an atomic the segment's byte count as
+	// written, which the model's decode replaces by 8), none for an inline
+	// WQE or an error.
+	sges []hca.SGE
 }
 
 // wqeCase is a work request, its WQE's index and QP, and a change to the
@@ -75,7 +82,24 @@ func newWQEItem(c wqeCase) wqeItem {
 	default:
 		panic(fmt.Sprintf("rtl: a WQE decode error the parser has no code for: %v", err))
 	}
+	it.sges = modelSGEs(it.want, it.err, buf[:], c.wr.UD)
 	return it
+}
+
+// modelSGEs is the gather list of a WQE the model decoded as w (with
+// error code e) from buf: SGL, or the single data segment, or none.
+func modelSGEs(w hca.SendWQE, e int, buf []byte, ud bool) []hca.SGE {
+	switch {
+	case e != 0 || w.Inline:
+		return nil
+	case w.SGL != nil:
+		return w.SGL
+	}
+	n := w.Length
+	if w.Opcode == hca.WRCompSwap || w.Opcode == hca.WRFetchAdd {
+		n = binary.BigEndian.Uint32(buf[16*segIndex(w.Opcode, ud):])
+	}
+	return []hca.SGE{{Addr: w.LocalAddr, Length: n, LKey: w.LKey}}
 }
 
 // Byte mutations of an encoded WQE.
@@ -167,8 +191,77 @@ var wqeDirected = func() []wqeCase {
 				wqeCase{wr: w, index: 7, qpn: 0x105, mutate: setDS(seg + 1), kind: "just room"})
 		}
 	}
-	return cs
+	return append(cs, sglDirected()...)
 }()
+
+// sgl makes a gather list of n elements with distinct fields: element i
+// of length lens[i % len(lens)] at 0x1000_0000 * (i + 1) + i, key 0x100 + i.
+func sgl(n int, lens ...uint32) []hca.SGE {
+	l := make([]hca.SGE, n)
+	for i := range l {
+		l[i] = hca.SGE{Addr: 0x10000000*uint64(i+1) + uint64(i), Length: lens[i%len(lens)], LKey: 0x100 + uint32(i)}
+	}
+	return l
+}
+
+// sglDirected are the multi-element WQEs every seed sends: lists of 2, 3
+// and hca.MaxSendSGE elements of every opcode (a READ of 30 is 8 WQEBBs:
+// ctrl + raddr + 30 data segments = 32 segments; a UD SEND of 30 is 9:
+// ctrl + 3 datagram + 30 = 34 segments, ceil(34 / 4)), an empty list (one
+// zero-byte segment of key MLX5_INVALID_LKEY), zero-byte elements in the
+// middle and at the ends, a later element whose byte count has bit 31 set
+// (not inline: only the first segment's flag means that), lengths whose
+// sum wraps 2^32, an atomic's 4 + 4 bytes, and a DS count larger than the
+// list written (the model decodes every segment through DS: the zeros
+// after the list are zero-byte elements).
+func sglDirected() []wqeCase {
+	var cs []wqeCase
+	for _, op := range allWROps {
+		for _, n := range []int{2, 3, hca.MaxSendSGE} {
+			cs = append(cs, wqeCase{wr: hca.SendWR{Opcode: op, Signaled: true, RemoteAddr: 0x2000, RKey: 5, SGL: sgl(n, 4096, 1, 100, 63)},
+				index: uint16(n), qpn: 0x110, kind: "sgl"})
+		}
+		cs = append(cs, wqeCase{wr: hca.SendWR{Opcode: op, SGL: []hca.SGE{}, RemoteAddr: 0x3000, RKey: 6}, qpn: 0x110, kind: "empty list"})
+	}
+	for _, op := range []hca.WROpcode{hca.WRSend, hca.WRSendImm} {
+		cs = append(cs, wqeCase{wr: hca.SendWR{Opcode: op, UD: true, DLID: 3, RemoteQPN: 4, RemoteQKey: 5, SGL: sgl(hca.MaxSendSGE, 17, 0)},
+			qpn: 0x111, kind: "sgl"})
+	}
+	cs = append(cs,
+		wqeCase{wr: hca.SendWR{Opcode: hca.WRRDMAWrite, SGL: sgl(5, 0, 64, 0)}, qpn: 0x112, kind: "sgl"},
+		wqeCase{wr: hca.SendWR{Opcode: hca.WRSend, SGL: sgl(3, 0x80000001, 7)}, qpn: 0x112, kind: "sgl"},
+		wqeCase{wr: hca.SendWR{Opcode: hca.WRRDMAWrite, SGL: sgl(4, 0xffffffff, 2)}, qpn: 0x112, kind: "sgl"},
+		wqeCase{wr: hca.SendWR{Opcode: hca.WRFetchAdd, RemoteAddr: 8, RKey: 1, CompareAdd: 2, SGL: sgl(2, 4)}, qpn: 0x112, kind: "sgl"},
+		wqeCase{wr: hca.SendWR{Opcode: hca.WRSend, SGL: sgl(2, 9)}, qpn: 0x112, mutate: setDS(63), kind: "sgl"},
+		wqeCase{wr: hca.SendWR{Opcode: hca.WRRDMAWrite, Length: 9, LKey: 1, LocalAddr: 2}, qpn: 0x112, mutate: setDS(10), kind: "sgl"},
+	)
+	return cs
+}
+
+// randomSGLCase is randomWQECase, now and then with a gather list of 0 to
+// hca.MaxSendSGE random elements (zero-byte ones among them).
+func randomSGLCase(r *rand.Rand) wqeCase {
+	c := randomWQECase(r)
+	if c.wr.Inline || r.IntN(4) > 0 {
+		return c
+	}
+	c.wr.LocalAddr, c.wr.Length, c.wr.LKey = 0, 0, 0
+	n := r.IntN(5)
+	if r.IntN(8) == 0 {
+		n = r.IntN(hca.MaxSendSGE + 1)
+	}
+	c.wr.SGL = make([]hca.SGE, n)
+	for i := range c.wr.SGL {
+		c.wr.SGL[i] = hca.SGE{Addr: r.Uint64(), Length: r.Uint32() >> r.IntN(32), LKey: r.Uint32()}
+		if r.IntN(6) == 0 {
+			c.wr.SGL[i].Length = 0
+		}
+	}
+	if c.kind == "random" {
+		c.kind = "random sgl"
+	}
+	return c
+}
 
 // randomWQECase draws a WQE the model could post (any opcode, inline or
 // not, RC or now and then UD) with random fields, and sometimes breaks it.
@@ -210,25 +303,36 @@ type wqeParseDUT struct {
 	next  int       // blocks of items[0] already taken
 	queue []wqeCase // directed cases not yet encoded
 
-	outValid bool
+	outValid bool // the header is offered on out_*
+	held     bool // out holds a parsed WQE: header or segments not yet taken
+	sgeK     int  // its segments taken on sge_*
 	out      wqeItem
 
 	offered         bool // a block was offered last cycle and not taken
 	c               int
 	pIn, pOutReady  float64
+	pSGEReady       float64
 	seen            map[string]int // outputs taken, by kind and by opcode
 	maxBlocks, okUD int
+	maxSGEs         int // the longest gather list offered
+	sgeOverlap      int // cycles a segment was taken while the header still waited, or after it was taken
 }
 
 func newWQEParseDUT() *wqeParseDUT {
 	return &wqeParseDUT{queue: wqeDirected, seen: map[string]int{}}
 }
 
+// wqeParseCycles: the gather lists take a cycle a segment, so the stream
+// runs longer than cosimCycles for the old WQEs' counts to hold.
+const wqeParseCycles = 4500
+
+func (d *wqeParseDUT) cycles() int     { return wqeParseCycles }
 func (d *wqeParseDUT) module() string  { return "hca_wqe_parse" }
 func (d *wqeParseDUT) files() []string { return []string{"hca_wqe_parse.v"} }
 func (d *wqeParseDUT) params() []Param { return nil }
 func (d *wqeParseDUT) inputs() []Signal {
-	return []Signal{{Name: "in_valid", Width: 1}, {Name: "in_data", Width: 512}, {Name: "in_ud", Width: 1}, {Name: "out_ready", Width: 1}}
+	return []Signal{{Name: "in_valid", Width: 1}, {Name: "in_data", Width: 512}, {Name: "in_ud", Width: 1}, {Name: "out_ready", Width: 1},
+		{Name: "sge_ready", Width: 1}}
 }
 
 // The fields before the data segment are the model's even when the data
@@ -251,6 +355,10 @@ func (d *wqeParseDUT) outputs() []Signal {
 		{Name: "out_inline", Width: 1, ValidWhen: wqeDataValid}, {Name: "out_inline_len", Width: 31, ValidWhen: wqeDataValid},
 		{Name: "out_inline_off", Width: 7, ValidWhen: wqeDataValid}, {Name: "out_length", Width: 32, ValidWhen: wqeDataValid},
 		{Name: "out_lkey", Width: 32, ValidWhen: wqeDataValid}, {Name: "out_laddr", Width: 64, ValidWhen: wqeDataValid},
+		{Name: "out_sges", Width: 6, ValidWhen: "out_valid"},
+		{Name: "sge_valid", Width: 1}, {Name: "sge_len", Width: 32, ValidWhen: "sge_valid"},
+		{Name: "sge_lkey", Width: 32, ValidWhen: "sge_valid"}, {Name: "sge_addr", Width: 64, ValidWhen: "sge_valid"},
+		{Name: "sge_last", Width: 1, ValidWhen: "sge_valid"},
 	}
 }
 
@@ -258,10 +366,11 @@ func (d *wqeParseDUT) cycle(r *rand.Rand, in, out []Value) {
 	if d.c%256 == 0 {
 		d.pIn = []float64{0.2, 0.7, 1}[r.IntN(3)]
 		d.pOutReady = []float64{0.1, 0.6, 1}[r.IntN(3)]
+		d.pSGEReady = []float64{0.3, 0.7, 1}[r.IntN(3)]
 	}
 	d.c++
 	if len(d.items) == 0 {
-		c := randomWQECase(r)
+		c := randomSGLCase(r)
 		if len(d.queue) > 0 {
 			c, d.queue = d.queue[0], d.queue[1:]
 		}
@@ -280,10 +389,16 @@ func (d *wqeParseDUT) cycle(r *rand.Rand, in, out []Value) {
 		data, ud = bytesValue(junk[:]), r.IntN(2) == 0 // ignored
 	}
 	outReady := r.Float64() < d.pOutReady
-	in[0], in[1], in[2], in[3] = b2v(inValid), data, b2v(ud), b2v(outReady)
+	sgeReady := r.Float64() < d.pSGEReady
+	in[0], in[1], in[2], in[3], in[4] = b2v(inValid), data, b2v(ud), b2v(outReady), b2v(sgeReady)
 
-	// The outputs of this cycle.
-	inReady := !d.outValid || outReady
+	// The outputs of this cycle. A WQE leaves when its header is taken (now
+	// or before) and its last segment too (or it has none).
+	nSGE := len(d.out.sges)
+	sgeValid := d.held && d.sgeK < nSGE
+	sgeLast := sgeValid && d.sgeK == nSGE-1
+	release := d.held && (!d.outValid || outReady) && (d.sgeK == nSGE || sgeReady && sgeLast)
+	inReady := !d.held || release
 	out[0], out[1] = b2v(inReady), b2v(d.outValid)
 	for i := 2; i < len(out); i++ {
 		out[i] = U(0)
@@ -301,9 +416,24 @@ func (d *wqeParseDUT) cycle(r *rand.Rand, in, out []Value) {
 			out[16], out[17], out[18] = b2v(w.Inline), U(uint64(w.InlineLen)), U(uint64(w.InlineOff))
 			out[19], out[20], out[21] = U(uint64(w.Length)), U(uint64(w.LKey)), U(w.LocalAddr)
 		}
+		out[22] = U(uint64(nSGE))
+	}
+	out[23] = b2v(sgeValid)
+	if sgeValid {
+		e := d.out.sges[d.sgeK]
+		out[24], out[25], out[26], out[27] = U(uint64(e.Length)), U(uint64(e.LKey)), U(e.Addr), b2v(sgeLast)
 	}
 
 	// The rising edge.
+	if sgeValid && sgeReady {
+		d.sgeK++
+		if !d.outValid || !outReady {
+			d.sgeOverlap++ // taken while the header waits, or after it went
+		}
+	}
+	if release {
+		d.held, d.sgeK = false, 0
+	}
 	if d.outValid && outReady {
 		d.outValid = false
 	}
@@ -311,7 +441,7 @@ func (d *wqeParseDUT) cycle(r *rand.Rand, in, out []Value) {
 	if inValid && inReady {
 		d.next++
 		if d.next == len(it.blocks) {
-			d.outValid, d.out = true, *it
+			d.outValid, d.held, d.sgeK, d.out = true, true, 0, *it
 			d.count(*it)
 			d.items, d.next = d.items[1:], 0
 		}
@@ -340,6 +470,13 @@ func (d *wqeParseDUT) count(it wqeItem) {
 		d.seen["multi-block"]++
 	}
 	d.maxBlocks = max(d.maxBlocks, len(it.blocks))
+	d.maxSGEs = max(d.maxSGEs, len(it.sges))
+	if len(it.sges) > 1 {
+		d.seen["multi-element"]++
+	}
+	if it.err == 0 && !it.want.Inline && it.want.Length == 0 {
+		d.seen["zero-byte"]++
+	}
 }
 
 // TestWQEParseStimulusCovers: every seed's stream parses every opcode
@@ -353,7 +490,7 @@ func TestWQEParseStimulusCovers(t *testing.T) {
 		d := newWQEParseDUT()
 		in := make([]Value, len(d.inputs()))
 		out := make([]Value, len(d.outputs()))
-		for range cosimCycles {
+		for range d.cycles() {
 			d.cycle(r, in, out)
 		}
 		assert.Empty(t, d.queue, "seed %d: directed WQEs left", seed)
@@ -368,6 +505,15 @@ func TestWQEParseStimulusCovers(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, d.okUD, 20, "seed %d: UD WQEs", seed)
 		assert.Equal(t, 16, d.maxBlocks, "seed %d: the largest WQE", seed)
+		// Gather lists: many of several elements, the longest the DS count
+		// allows (setDS(63) on a SEND: 63 - 1 = 62 segments), zero-byte
+		// messages, and segments taken both before and after their header.
+		for _, k := range []string{"multi-element", "random sgl"} {
+			assert.GreaterOrEqual(t, d.seen[k], 20, "seed %d: %s", seed, k)
+		}
+		assert.GreaterOrEqual(t, d.seen["zero-byte"], 10, "seed %d: zero-byte messages", seed)
+		assert.Equal(t, 62, d.maxSGEs, "seed %d: the longest list", seed)
+		assert.GreaterOrEqual(t, d.sgeOverlap, 20, "seed %d: segments taken apart from the header", seed)
 	}
 }
 
@@ -385,25 +531,37 @@ func TestWQEDirectedDecodes(t *testing.T) {
 // TestWQEParseMutantsFail: each slip below, the kind an RTL engineer
 // makes in a WQE parser, fails the co-simulation of the first seed.
 //
-// 1000 cycles of the 3000: each mutant first mismatched by cycle 173
-// (Icarus, 2026-12-02).
+// 1300 cycles of the 4500: each mutant first mismatched by cycle 313
+// (the gather list's, at the directed lists; the others by 221; Icarus,
+// 2026-12-02).
 func TestWQEParseMutantsFail(t *testing.T) {
 	const f = "hca_wqe_parse.v"
-	runMutantsFor(t, 1000, func() cosimDUT { return newWQEParseDUT() }, []cosimMutant{
+	runMutantsFor(t, 1300, func() cosimDUT { return newWQEParseDUT() }, []cosimMutant{
 		{"signaled read one bit high (byte 11 bit 4)", f, "head[803]", "head[804]"},
 		{"an unknown opcode taken for RDMA_WRITE", f, "                opcode = 3'd0;\n                op_ok  = 1'b0;",
 			"                opcode = 3'd0;\n                op_ok  = 1'b1;"},
-		{"the UD datagram segment two units long", f, "(ud ? 3'd4 : 3'd1)", "(ud ? 3'd3 : 3'd1)"},
+		{"the UD datagram segment two units long", f, "(is_ud ? 3'd4 : 3'd1)", "(is_ud ? 3'd3 : 3'd1)"},
 		{"a UD WQE's raddr segment one unit early", f, "ud ? head[383:288]", "ud ? head[511:416]"},
 		{"the room check one segment short", f, "(ds <= {3'd0, seg_data})", "(ds < {3'd0, seg_data})"},
-		{"the inline length with its flag", f, "inl ? {1'b0, bc[30:0]} : bc", "inl ? bc : bc"},
+		{"the inline length with its flag", f, "inl ? {1'b0, bc[30:0]} : len_sum", "inl ? bc : len_sum"},
 		{"R_Key little-endian", f, "has_remote ? raddr_seg[31:0] : 32'd0",
 			"has_remote ? {raddr_seg[7:0], raddr_seg[15:8], raddr_seg[23:16], raddr_seg[31:24]} : 32'd0"},
 		{"a WQE of DS 0 takes no block", f, "(in_ds == 6'd0) ? 5'd1 :", "(in_ds == 6'd0) ? 5'd0 :"},
-		{"the data segment found before the atomic segment", f, " + {2'd0, atomic};", ";"},
+		{"the data segment found before the atomic segment", f, " + {2'd0, op == 8'h11 || op == 8'h12};", ";"},
 		{"an atomic's length from its data segment", f, "atomic ? 32'd8 : inl", "inl"},
 		{"the DS count with the two bits above it", f, "wire [5:0]  ds       = head[837:832];",
 			"wire [5:0]  ds       = head[837:832] | {head[839:838], 4'd0};"},
 		{"a block count rounded down", f, "{4'd0, in_ds[1:0] != 2'd0}", "5'd0"},
+		// The gather list.
+		{"a list's last segment dropped", f, "wire [5:0] sges     = out_sges;",
+			"wire [5:0] sges     = (out_sges > 6'd1) ? out_sges - 6'd1 : out_sges;"},
+		{"every segment's L_Key the first's", f, "assign sge_lkey  = sge_seg[95:64];", "assign sge_lkey  = data_seg[95:64];"},
+		{"a list's length without its last segment", f, "&& {beat, q[1:0]} < cur_ds)", "&& {beat, q[1:0]} < cur_ds - 6'd1)"},
+		{"segments after the first one place late", f, "wire [5:0]   sge_ix  = {3'd0, seg_data} + sge_k;",
+			"wire [5:0]   sge_ix  = {3'd0, seg_data} + sge_k + {5'd0, sge_k != 6'd0};"},
+		{"a block's second segment read from its first", f, "2'd1:    sge_seg = sge_blk[383:256];", "2'd1:    sge_seg = sge_blk[511:384];"},
+		{"a list's first L_Key on out_lkey", f, "assign out_lkey       = one_seg ?", "assign out_lkey       = !inl ?"},
+		{"the WQE let go before its last segment is taken", f, "wire       sge_done = sge_k == sges || (sge_take && sge_last);",
+			"wire       sge_done = sge_k == sges || sge_take;"},
 	})
 }

@@ -104,7 +104,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	add(BufferUse{Block: "HCA requester payload buffer (sync_fifo)", Entries: ReqPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("rd1's blocks for hca_tx_path: %d blocks of 64 B, reads issued only with room for them", ReqPayBlocks)})
 	add(BufferUse{Block: "HCA requester start queue (sync_fifo)", Entries: ReqMsgDepth, Width: 27 + 6, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("{blocks, LocalAddr mod 64} of %d messages between dec_* and the payload buffer's read side", ReqMsgDepth)})
+		Note: fmt.Sprintf("{blocks, start} of %d messages between dec_* and the packer's output (start 0: the packer starts a message at lane 0)", ReqMsgDepth)})
 	add(BufferUse{Block: "HCA requester packet queue (sync_fifo)", Entries: ReqPktBlocks, Width: entryW + p.QPNW + 1, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("%d beats of {resend, context, sop, eop, data}, store and forward, one queue for every VL: two largest packets at MTU 4096 (65 beats each)", ReqPktBlocks)})
 	add(BufferUse{Block: "HCA requester outstanding messages (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqOutBits, ArraysPort: 1, Ports: 1,
@@ -118,6 +118,19 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	// hca_rx_ack (in hca_transport): READ responses' payloads.
 	add(BufferUse{Block: "HCA receive payload FIFO (sync_fifo in hca_rx_ack)", Entries: RxPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("READ responses' payloads realigned to 64-byte blocks, %d blocks (two responses at MTU 4096), until the requester writes them to wr0 or drops them", RxPayBlocks)})
+	// Gather lists: the parser keeps a WQE's blocks (its data segments
+	// past the first 112 bytes); the requester keeps each sent SEND's or
+	// WRITE's list beside its ring entry ({length, address} an element,
+	// ReqSGLSlots an entry), the list's length, and the element queue
+	// between the walk and the packer.
+	add(BufferUse{Block: "HCA WQE parser blocks (hca_wqe_parse)", Entries: 16, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
+		Note: "a WQE's WQEBBs (up to 16), for its data segments on sge_*"})
+	add(BufferUse{Block: "HCA requester gather lists (hca_requester)", Entries: qps * ReqOutDepth * ReqSGLSlots, Width: 32 + 64, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("beside each outstanding message, its gather list, %d elements of {length, address} (MAX_SGE = hca.MaxSendSGE = 30 used), for its sends and resends", ReqSGLSlots)})
+	add(BufferUse{Block: "HCA requester gather list lengths (hca_requester)", Entries: qps * ReqOutDepth, Width: 6, ArraysPort: 1, Ports: 1,
+		Note: "beside each outstanding message, its list's elements"})
+	add(BufferUse{Block: "HCA requester element queue (sync_fifo)", Entries: ReqElDepth, Width: 41, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("{message's last, first lane, end lane, blocks} of %d elements whose reads are issued, for the packer", ReqElDepth)})
 	if !synth {
 		return r, nil
 	}
@@ -245,6 +258,8 @@ const (
 	ReqMsgDepth  = 4
 	ReqPktBlocks = 130
 	ReqOutDepth  = 8
+	ReqSGLSlots  = 32 // gather list elements kept per outstanding message (a power of two >= MAX_SGE)
+	ReqElDepth   = 4  // hca_requester's EL_DEPTH
 	ReqOutBits   = 1 + 1 + 3 + 16 + 32 + 24 + 24
 	// ReqWQEBits is a resend copy: remote address 64, R_Key 32, immediate
 	// 32, swap/add 64, compare 64, local address 64 (the model keeps the

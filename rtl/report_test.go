@@ -17,7 +17,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 18)
+	require.Len(t, r.Buffers, 22)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -72,6 +72,16 @@ func TestReportBuffers(t *testing.T) {
 	// hca_rx_ack's payload FIFO: RxPayBlocks (128: two READ responses of
 	// MTU 4096, 64 blocks each) blocks of 512 bits.
 	assert.Equal(t, 2*4096/64*512, r.Buffers[17].TotalBits)
+	// Gather lists: the parser's 16 blocks of 512 bits; per outstanding
+	// message (8 contexts x 8) 32 elements of length 32 + address 64 and
+	// the list's length, 6 bits (up to 62 segments); the element queue, 4
+	// of {last 1, first lane 6, end lane 7, blocks 27}.
+	assert.Equal(t, 16*512, r.Buffers[18].TotalBits)
+	assert.Equal(t, 8*8*32*96, r.Buffers[19].TotalBits)
+	assert.Equal(t, 8*8*6, r.Buffers[20].TotalBits)
+	assert.Equal(t, 4*41, r.Buffers[21].TotalBits)
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer EL_DEPTH    = %d ", ReqElDepth))
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("reg  [95:0]      sg_mem [0:NQ*OQ_DEPTH*%d-1];", ReqSGLSlots))
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
 	assert.Contains(t, PrimitiveSource("hca_rx_ack.v"), fmt.Sprintf("localparam integer PD_DEPTH = %d;", RxPayBlocks))
 	assert.Empty(t, r.Cells)
@@ -79,7 +89,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*512), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*512+16*512+8*8*32*96+8*8*6+4*41), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -148,8 +158,10 @@ func TestReportYosys(t *testing.T) {
 	// hca_wqe_parse: the WQE's first 112 bytes (896 bits) less the 41 ctrl
 	// bits the model does not read (opmod 8, DS bits 7:6, signature and
 	// dci_stream_id 24, fm_ce_se but CQ_UPDATE 7), out_valid, ud, the
-	// 4-bit beat count and the 5-bit block count: 855 + 1 + 1 + 4 + 5.
-	assert.Equal(t, 855+1+1+4+5, flops[synthKey("hca_wqe_parse", nil)])
+	// 4-bit beat count and the 5-bit block count: 855 + 1 + 1 + 4 + 5; the
+	// gather list's held flag, its 6-bit segment count and the 32-bit sum
+	// of the byte counts (the 16 blocks of segments are a memory).
+	assert.Equal(t, 855+1+1+4+5+1+6+32, flops[synthKey("hca_wqe_parse", nil)])
 	// hca_cqe_writer, 16 CQs: each context is base 64 + log2 depth 5 + pi
 	// 32 + ci 32 = 133 bits; cq_overrun 16, wr_valid 1, wr_addr 64; of the
 	// 512-bit CQE only the bytes EncodeCQE fills can be nonzero: src_qp 24,
@@ -285,9 +297,18 @@ func TestReportYosys(t *testing.T) {
 	// done and bytes-valid bits 3 x 64; without, the matched message's
 	// bytes before and length 32 + 32 and whether an ACK covers it at its
 	// last PSN 1.
-	// Memories: the 9 context fields, the outstanding messages, their
-	// resend copies, the READs' bytes received, the four FIFOs and the
-	// RNR timer's table (a ROM).
+	// The gather (hca.md "Scatter/gather lists"), with a reset: the
+	// segment intake's count of segments taken 6, its failed-check bit
+	// and its check-pending bit 2; the walk's busy bit 1, its entry 3 + 3, element 5,
+	// element count 6, bytes to step over 32 and to gather 32; the
+	// packer's blocks taken of its element 27, its held bytes 512, their
+	// count 6 and the spill bit 1; the element queue's (4) pointers and
+	// count 2 + 2 + 3. Without: the decode completion's LOC_PROT_ERR bit
+	// 1.
+	// Memories: the 10 context fields (the PD the tenth), the outstanding messages, their
+	// resend copies, the READs' bytes received, the five FIFOs (the
+	// element queue the fifth), the RNR timer's table (a ROM), the gather
+	// lists and their element counts.
 	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
@@ -296,7 +317,8 @@ func TestReportYosys(t *testing.T) {
 		8*(24+1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
 		(1+13+64+2+6+504)+
-		(3*64+32+32+1),
+		(3*64+32+32+1)+
+		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
@@ -337,7 +359,9 @@ func TestReportYosys(t *testing.T) {
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":
-			assert.Equal(t, 9+1+1+1+4+1, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the four FIFOs, the RNR table
+			assert.Equal(t, 10+1+1+1+5+1+2, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR table, the gather lists and their counts
+		case "hca_wqe_parse":
+			assert.Equal(t, 1, c.Memories, c.Module) // the WQE's blocks (its data segments)
 		}
 	}
 }

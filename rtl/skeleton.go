@@ -182,11 +182,15 @@ Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and at
 hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
 written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ;
 ack_req_every is hca.ack_req_every), the parsed WQEs taken in order from dec_* (one for a context
-that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7 or inline
-completes with LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
+that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, inline,
+a gather list longer than 30 or a READ's or atomic's list of more than one element completes with
+LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
 context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
 PSN from its context and the PSNs it takes, its payload read through DMA client rd1 (pay_rd_*,
-pay_rsp_*) into a payload buffer that never takes more reads than it has room for, hca_tx_path
+pay_rsp_*) element by element of its gather list (dec_sge_*: each element's blocks at its own
+address, each element's L_Key checked first through kc_* in the QP's PD, qp_cfg_pd: a failure
+completes the WQE with LOC_PROT_ERR, unsent) into a payload buffer that never takes more
+reads than it has room for, packed into one contiguous message, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
 (store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
 (wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). The receive
@@ -238,7 +242,7 @@ max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
 data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*; its writes on wr0),
-key checks (kc_*).`,
+the responder's key checks (kc_*: the requester checks its gather elements' L_Keys).`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -269,13 +273,18 @@ key checks (kc_*).`,
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
-        .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .qp_cfg_cqn(qp_cfg_cqn),
+        .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .qp_cfg_cqn(qp_cfg_cqn), .qp_cfg_pd(qp_cfg_pd),
         .ack_req_every(ack_req_every),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(dec_err), .dec_opcode(dec_opcode),
         .dec_index(dec_index), .dec_qpn(dec_qpn), .dec_signaled(dec_signaled), .dec_imm(dec_imm),
         .dec_raddr(dec_raddr), .dec_rkey(dec_rkey),
         .dec_swap_add(dec_swap_add), .dec_compare(dec_compare), .dec_inline(dec_inline),
-        .dec_length(dec_length), .dec_laddr(dec_laddr),
+        .dec_length(dec_length), .dec_laddr(dec_laddr), .dec_sges(dec_sges),
+        .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
+        .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
+        .kc_req_valid(kc_req_valid), .kc_req_ready(kc_req_ready), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
+        .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len),
+        .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
         .rd_req_valid(pay_rd_valid), .rd_req_addr(pay_rd_addr), .rd_req_len(pay_rd_len),
         .rd_req_ready(pay_rd_ready), .rd_rsp_valid(pay_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
@@ -301,16 +310,18 @@ key checks (kc_*).`,
     // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "kc_req_valid", "kc_req_key", "kc_req_pd",
+			"kc_req_need", "kc_req_addr", "kc_req_len", "kc_rsp_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
 			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "pay_wr_be", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
 			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
-			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
+			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
-			"dec_length", "dec_laddr", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
+			"dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
+			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
@@ -327,6 +338,7 @@ key checks (kc_*).`,
 			portIn("qp_cfg_psn", "24", ""),
 			portIn("qp_cfg_mtu", "3", ""),
 			portIn("qp_cfg_cqn", "CQN_W", "the QP's send CQ"),
+			portIn("qp_cfg_pd", "32", "the QP's protection domain: its gather elements' L_Keys are checked in it"),
 			portIn("ack_req_every", "17", "hca.ack_req_every: AckReq on every Nth packet of a message (1..65536)"),
 			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
 			portIn("wqe_qpn", "24", ""),
@@ -354,7 +366,14 @@ key checks (kc_*).`,
 			portIn("dec_dlid", "16", ""),
 			portIn("dec_rqpn", "24", ""),
 			portIn("dec_qkey", "32", ""),
-			portOut("kc_req_valid", "", "key checks (hca_key_check): an L_Key at WQE decode, an R_Key or receive L_Key at the responder"),
+			portIn("dec_sges", "6", "the WQE's data segments (0: inline or an error)"),
+			portIn("dec_sge_valid", "", "its data segments, one a beat (hca_wqe_parse's sge_*): hca_requester's gather list (L_Keys unchecked: kc_* TODO)"),
+			portOut("dec_sge_ready", "", ""),
+			portIn("dec_sge_len", "32", ""),
+			portIn("dec_sge_lkey", "32", ""),
+			portIn("dec_sge_addr", "64", ""),
+			portIn("dec_sge_last", "", ""),
+			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an R_Key or receive L_Key at the responder (TODO)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),
 			portOut("kc_req_pd", "32", ""),

@@ -22,10 +22,16 @@
 // hca.ack_req_every (1..65536), latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
-// order). dec_ready = the message register is empty or being taken, every read of the previous
-// message has been loaded, and the start queue has room. A WQE whose context index does not hold its
+// order), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
+// element of a SEND or WRITE its context can send checked first (below). dec_ready = the message
+// register is empty or being taken,
+// every read of the previous message has been loaded (its gather walked), no segment of the previous
+// WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7 or inline (the model sends inline data; here TODO, from wqe_*) cannot be taken: once the
+// opcode 7, inline (the model sends inline data; here TODO, from wqe_*), a list longer than MAX_SGE
+// (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) or a READ's or atomic's scatter
+// list of more than one element (the model scatters the response per element; here TODO) cannot be
+// taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
 // for a WQE its requester cannot build; the model's own path for a WQE that fails at decode, a key
@@ -38,14 +44,31 @@
 // max_rd_atomic: TODO), and nothing waits for an ACK.
 //
 // Payload reads (rd1, hca_dma_engine's client contract: whole 64-byte blocks, responses in request
-// order, one a beat, no back-pressure): a SEND or WRITE of L > 0 bytes at LocalAddr reads
-// ceil((LocalAddr mod 64 + L) / 64) blocks from LocalAddr rounded down to 64, in reads of at most
-// READ_BLOCKS blocks, each issued only when the payload buffer (PAY_BLOCKS blocks) has room for it
-// beside every block already asked for and not yet taken by hca_tx_path: so a response always finds
-// room. The buffer's read side is hca_tx_path's pay_*; pay_start (LocalAddr mod 64) comes from a
-// queue of MSG_DEPTH messages' {blocks, start}, pushed when a message is taken, popped with its last
-// block. Each block is read once per message (hca_tx_assemble keeps the block two packets share); the
-// model reads each packet's bytes, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// order, one a beat, no back-pressure): a SEND's or WRITE's payload of L > 0 bytes is its gather
+// list, one element (the single data segment) or several (hca.md "Scatter/gather lists": the message
+// is the elements' concatenation). A sent SEND's or WRITE's segments are kept with its ring entry
+// (MAX_SGE a entry, {length, address}), and a walk goes through them in order, a cycle an element:
+// an element of A bytes at address a reads ceil((a mod 64 + A) / 64) blocks from a rounded down to
+// 64, its reads loaded once the previous element's are all issued; an element of 0 bytes reads
+// nothing. Reads are of at most READ_BLOCKS blocks, each issued only when the payload buffer
+// (PAY_BLOCKS blocks) has room for it beside every block already asked for and not yet taken by the
+// packer: so a response always finds room. A resend from packet k walks the same list from byte
+// k x MTU: elements wholly before it are stepped over, the one holding it read from there. The
+// packer takes the buffer's blocks with each element's {first lane, end lane, blocks} (a queue of
+// EL_DEPTH elements) and packs their bytes into one contiguous message from lane 0, hca_tx_path's
+// pay_* (pay_start 0): a block goes out when the message's bytes reach its lane 63, the message's
+// last with its last byte (one more cycle when that byte spills into a block more); its blocks per
+// message, ceil(L / 64), come from a queue of MSG_DEPTH messages' {blocks, start 0}, pushed when a
+// message is taken, popped with its last block. Each element's block is read once per message
+// (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
+// its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// L_Key checks (kc_*, hca_key_check's contract): each kept element of more than 0 bytes, in the
+// context's PD (qp_cfg_pd), local read, its address and length, one check at a time, before the
+// WQE's header is taken, so before any read; a WQE with a failed check is not sent: it completes
+// with LOC_PROT_ERR (4) as a WQE that fails at decode does (the outstanding messages flushed first,
+// the context to ERR: hca.Device.wqeReady's key error). A WQE on a context in ERR is not checked
+// (flushed; the model checks it and completes a bad one with LOC_PROT_ERR), nor a READ's or
+// atomic's local buffer (TODO: LOCAL_WRITE).
 //
 // Transmit: hca_tx_path's packets (ICRC written, VCRC zero) go into a packet queue of PKT_BLOCKS
 // beats (at least one largest packet, 65 beats at MTU 4096, or it deadlocks), store and forward, one
@@ -195,7 +218,9 @@ module hca_requester #(
     parameter integer RNR_RETRY   = 7,   // hca.rnr_retry: RNR NAKs without progress, 0..7 (7 infinite)
     parameter integer RNR_TICK    = 10000, // cycles in 10 us (the RNR timer's unit) at hca.core_clock_mhz
     parameter integer ACK_TICK    = 4096, // cycles in 4.096 us (the local ACK timeout's unit) at hca.core_clock_mhz
-    parameter integer RETRY_TIMEOUT = 14  // hca.retry_timeout: the local ACK timeout is ACK_TICK x 2^t cycles, 0..31 (0 infinite)
+    parameter integer RETRY_TIMEOUT = 14, // hca.retry_timeout: the local ACK timeout is ACK_TICK x 2^t cycles, 0..31 (0 infinite)
+    parameter integer MAX_SGE     = 30,  // gather elements kept per ring entry (hca.MaxSendSGE; at most 32): a longer list is refused
+    parameter integer EL_DEPTH    = 4    // elements whose reads are issued and whose blocks the packer has not all taken
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
@@ -210,6 +235,7 @@ module hca_requester #(
     input  wire [23:0]           qp_cfg_psn,
     input  wire [2:0]            qp_cfg_mtu,
     input  wire [CQN_W-1:0]      qp_cfg_cqn,
+    input  wire [31:0]           qp_cfg_pd,     // the QP's protection domain (its elements' L_Keys are checked in it)
     input  wire [16:0]           ack_req_every,
     input  wire                  dec_valid,
     output wire                  dec_ready,
@@ -226,6 +252,23 @@ module hca_requester #(
     input  wire                  dec_inline,
     input  wire [31:0]           dec_length,
     input  wire [63:0]           dec_laddr,
+    input  wire [5:0]            dec_sges,  // the WQE's data segments (hca_wqe_parse's out_sges)
+    input  wire                  dec_sge_valid, // and the segments themselves, one a beat (hca_wqe_parse's sge_*)
+    output wire                  dec_sge_ready,
+    input  wire [31:0]           dec_sge_len,
+    input  wire [31:0]           dec_sge_lkey,
+    input  wire [63:0]           dec_sge_addr,
+    input  wire                  dec_sge_last,
+    output wire                  kc_req_valid,  // an element's L_Key check (hca_key_check's req_*/rsp_*)
+    input  wire                  kc_req_ready,
+    output wire [31:0]           kc_req_key,
+    output wire [31:0]           kc_req_pd,
+    output wire [3:0]            kc_req_need,
+    output wire [63:0]           kc_req_addr,
+    output wire [63:0]           kc_req_len,
+    input  wire                  kc_rsp_valid,
+    output wire                  kc_rsp_ready,
+    input  wire [2:0]            kc_rsp_result,
     output reg                   rd_req_valid,
     output reg  [63:0]           rd_req_addr,
     output reg  [15:0]           rd_req_len,
@@ -287,6 +330,7 @@ module hca_requester #(
     reg  [23:0]     ctx_psn  [0:NQ-1];
     reg  [2:0]      ctx_mtu  [0:NQ-1];
     reg  [CQN_W-1:0] ctx_cqn [0:NQ-1];
+    reg  [31:0]     ctx_pd  [0:NQ-1];
     reg  [NQ-1:0]   ctx_err;   // the context is in ERR: its WQEs complete with WR_FLUSH_ERR, unsent
 
     // ---- the WQE on dec_*: sent or dropped ----
@@ -296,18 +340,28 @@ module hca_requester #(
     wire             is_rdat  = dec_opcode[2];                              // READ, atomics
     wire             is_atom  = dec_opcode == 3'd5 || dec_opcode == 3'd6;
     wire             has_ctx  = ctx_valid[dix] && ctx_qpn[dix] == dec_qpn;
-    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline;
-    wire             sendable = !bad_wqe && has_ctx && !ctx_err[dix];
+    reg  [5:0]       s_k;       // the WQE's segments taken so far (below, "the gather list")
+    reg              s_bad;     // one of them failed its L_Key check
+    reg              k_wait;    // a check is asked for and its result not yet in
+    // A gather list longer than MAX_SGE, or a READ's or atomic's scatter list of more than one element
+    // (TODO), cannot be taken.
+    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline || dec_sges > MAX_SGE[5:0] ||
+                                (is_rdat && dec_sges > 6'd1);
+    // A WQE one of whose elements' L_Key failed its check (s_bad, below) completes with LOC_PROT_ERR.
+    wire             s_ok_ctx = !bad_wqe && has_ctx && !ctx_err[dix];
+    wire             sendable = s_ok_ctx && !s_bad;
     // A WQE completed at decode: one the requester cannot take on its context (LOC_QP_OP_ERR, after
-    // the context's outstanding WQEs are flushed), or any on a context in ERR (WR_FLUSH_ERR).
-    wire             to_eng   = has_ctx && (bad_wqe || ctx_err[dix]);
+    // the context's outstanding WQEs are flushed), one with a bad L_Key (LOC_PROT_ERR, the same way),
+    // or any on a context in ERR (WR_FLUSH_ERR).
+    wire             to_eng   = has_ctx && (bad_wqe || ctx_err[dix] || s_bad);
+    wire             fail_wqe = bad_wqe || s_bad;      // completed with an error of its own: the context to ERR
     // Packets (and PSNs of a SEND, WRITE or READ): max(1, ceil(L / MTU)), MTU = 128 << code.
     wire [32:0]      mtu_b    = 33'd128 << d_mtu;
     wire [32:0]      len_up   = {1'b0, dec_length} + mtu_b - 33'd1;
     wire [32:0]      npk      = len_up >> ({2'b0, d_mtu} + 5'd7);
     wire [23:0]      npsn     = (is_atom || npk == 33'd0) ? 24'd1 : npk[23:0];
-    // Payload blocks: ceil((LocalAddr mod 64 + L) / 64), none for L = 0, a READ or an atomic.
-    wire [32:0]      pay_end  = {27'd0, dec_laddr[5:0]} + {1'b0, dec_length} + 33'd63;
+    // Payload blocks after the packer (from lane 0): ceil(L / 64), none for L = 0, a READ or an atomic.
+    wire [32:0]      pay_end  = {1'b0, dec_length} + 33'd63;
     wire             needs_pay = !is_rdat && dec_length != 32'd0;
     wire [26:0]      d_blocks = pay_end[32:6];
 
@@ -328,7 +382,8 @@ module hca_requester #(
     // ---- payload reads ----
     reg  [26:0]      rd_left;   // blocks of the message not yet in a read request
     reg  [57:0]      rd_blk;    // the next read's block address
-    reg  [PB_CW-1:0] reserved;  // blocks asked for and not yet taken by hca_tx_path
+    reg  [PB_CW-1:0] reserved;  // blocks asked for and not yet taken by the packer
+    reg              g_on;      // a message's gather list is being walked (below)
     wire [26:0]      rd_n      = (rd_left < RB) ? rd_left : RB;
     wire [31:0]      res32     = {{(32-PB_CW){1'b0}}, reserved};
     wire [31:0]      n32       = {5'd0, rd_n};
@@ -398,6 +453,7 @@ module hca_requester #(
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
+    reg              e_prot;               // or LOC_PROT_ERR (an element's L_Key failed)
     reg  [2:0]       e_op;
     reg  [15:0]      e_idx;
     reg  [31:0]      e_len;
@@ -477,7 +533,7 @@ module hca_requester #(
     wire [31:0]      rp_off   = {8'd0, rp_skip} << ({2'b0, rp_mtu} + 5'd7);
     wire [63:0]      rp_addr  = rp_laddr + {32'd0, rp_off};
     wire [31:0]      rp_rlen  = rp_len - rp_off;
-    wire [32:0]      rp_end   = {27'd0, rp_addr[5:0]} + {1'b0, rp_rlen} + 33'd63;
+    wire [32:0]      rp_end   = {1'b0, rp_rlen} + 33'd63;
     wire [26:0]      rp_blocks = rp_end[32:6];
     wire             rp_pay   = !rp_ent[100] && rp_rlen != 32'd0;
     // A READ at the ring's head resent after some of its responses came asks for the rest
@@ -495,14 +551,15 @@ module hca_requester #(
     // A context write is taken while the engine is idle, no ACK is offered and none of the
     // context's messages is between dec_* and tx_*; a WQE of that context waits in its cycle.
     wire [IF_W-1:0] c_inflight = inflight[cix*IF_W +: IF_W];
-    assign qp_cfg_ready = eng_idle && !ack_valid && c_inflight == {IF_W{1'b0}};
+    assign qp_cfg_ready = eng_idle && !ack_valid && c_inflight == {IF_W{1'b0}} &&
+                          !(dec_valid && dix == cix && (s_k != 6'd0 || k_wait));
     wire cfg_take = qp_cfg_valid && qp_cfg_ready;
     // A WQE of the context a NAK that may fail it is being walked for waits for the walk's end: if the
     // NAK fails a message, the context is in ERR by then and the WQE completes flushed, unsent, as
     // the model's Enqueue after OnAck does.
     // A resend goes before any WQE, and a WQE of a context with a resend pending waits for its end
     // (the model's rewound messages go before the ones queued after them).
-    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
+    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && s_k == dec_sges && !k_wait && sq_push_ready && tg_push_ready &&
                        !rp_valid && !rs_pend[dix] &&
                        !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
@@ -512,13 +569,16 @@ module hca_requester #(
     // A resend's message is taken under the same rules, and only while the completion engine is idle
     // (a rewind it does moves rs_ptr and purges what is in flight).
     wire rp_skp  = rp_valid && rp_dn && eng_idle && !(cfg_take && cix == rq);
-    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && sq_push_ready && tg_push_ready &&
+    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && sq_push_ready && tg_push_ready &&
                    eng_idle && !(cfg_take && cix == rq);
 
-    // ---- payload buffer -> hca_tx_path's pay_* ----
+    // ---- payload buffer -> the packer -> hca_tx_path's pay_* ----
     wire         pay_valid, pay_ready;
     wire [511:0] pay_data;
-    wire         path_pay_valid = pay_valid && sq_valid; // sq_valid: always, with a block (pushed first)
+    wire         pk_valid;                         // the packer offers a message block
+    wire [511:0] pk_data;
+    wire         raw_pop;                          // the packer takes a block from the payload buffer
+    wire         path_pay_valid = pk_valid && sq_valid; // sq_valid: always, with a block (pushed first)
     wire         pay_pop = path_pay_valid && pay_ready;
     reg  [26:0]  pop_cnt;                      // blocks of the head message already taken
     wire         pop_last = pop_cnt + 27'd1 == sq_head[32:6];
@@ -535,6 +595,7 @@ module hca_requester #(
             ctx_psn[cix]  <= qp_cfg_psn;
             ctx_mtu[cix]  <= qp_cfg_mtu;
             ctx_cqn[cix]  <= qp_cfg_cqn;
+            ctx_pd[cix]   <= qp_cfg_pd;
         end
         if (send) oq_mem[{dix, d_tl[OQ_W-1:0]}] <= {is_rdat, dec_signaled, dec_opcode, dec_index, dec_length,
                                                     ctx_psn[dix], d_last};
@@ -593,12 +654,9 @@ module hca_requester #(
             if (cfg_take) ctx_valid[cix] <= 1'b1;
             if (send || rp_take) m_valid <= 1'b1;
             else if (msg_ready) m_valid <= 1'b0;
-            if (send && needs_pay) begin
-                rd_left <= d_blocks;
-                rd_blk  <= dec_laddr[63:6];
-            end else if (rp_take && rp_pay) begin
-                rd_left <= rp_blocks;
-                rd_blk  <= rp_addr[63:6];
+            if (g_step && !g_past) begin
+                rd_left <= g_blocks;
+                rd_blk  <= g_a[63:6];
             end else if (rd_load) begin
                 rd_left <= rd_left - rd_n;
                 rd_blk  <= rd_blk + {31'd0, rd_n};
@@ -611,7 +669,7 @@ module hca_requester #(
                 rd_req_valid <= 1'b0;
             end
             reserved <= reserved + (rd_load ? rd_n[PB_CW-1:0] : {PB_CW{1'b0}})
-                                 - {{(PB_CW-1){1'b0}}, pay_pop};
+                                 - {{(PB_CW-1){1'b0}}, raw_pop};
             if (pay_pop) pop_cnt <= pop_last ? 27'd0 : pop_cnt + 27'd1;
         end
     end
@@ -620,7 +678,7 @@ module hca_requester #(
     sync_fifo #(.WIDTH(33), .DEPTH(MSG_DEPTH)) u_starts (
         .clk(clk), .rst_n(rst_n),
         .push_valid((send && needs_pay) || (rp_take && rp_pay)), .push_ready(sq_push_ready),
-        .push_data(send ? {d_blocks, dec_laddr[5:0]} : {rp_blocks, rp_addr[5:0]}),
+        .push_data(send ? {d_blocks, 6'd0} : {rp_blocks, 6'd0}),
         .pop_valid(sq_valid), .pop_ready(pay_pop && pop_last), .pop_data(sq_head),
         .count(sq_count),
         .drop_valid(1'b0), .drop_count({($clog2(MSG_DEPTH+1)){1'b0}})
@@ -632,9 +690,177 @@ module hca_requester #(
     sync_fifo #(.WIDTH(512), .DEPTH(PAY_BLOCKS)) u_payload (
         .clk(clk), .rst_n(rst_n),
         .push_valid(rd_rsp_valid), .push_ready(pay_push_ready), .push_data(rd_rsp_data),
-        .pop_valid(pay_valid), .pop_ready(pay_ready && sq_valid), .pop_data(pay_data),
+        .pop_valid(pay_valid), .pop_ready(raw_pop), .pop_data(pay_data),
         .count(pay_count),
         .drop_valid(1'b0), .drop_count({PB_CW{1'b0}})
+    );
+
+    // ---- the gather list (hca.md "Scatter/gather lists") ----
+    // Intake: a WQE's segments come on dec_sge_* while its header waits on dec_*; the header is taken
+    // after the last (s_k = dec_sges). A SEND's or WRITE's on a context that can send it are kept
+    // with the ring entry it will take ({context, slot d_tl}, 32 an entry; taken only with room in
+    // the ring, so the slot is free), and each of more than 0 bytes has its L_Key checked first
+    // (hca_key_check: the context's PD, local read, its address and length), one at a time, the
+    // segment taken with the result; after a failure the rest are taken unchecked (the model fails
+    // the WR at its first bad element, before any payload read), and the WQE completes with
+    // LOC_PROT_ERR, unsent. Others are taken and dropped, unchecked. A context write of the WQE's
+    // context waits while its segments are being taken.
+    localparam integer EX_W = QPN_W + OQ_W;
+    reg  [95:0]      sg_mem [0:NQ*OQ_DEPTH*32-1];  // {length, address} of element e of entry x at {x, e}
+    reg  [5:0]       oq_nsg [0:NQ*OQ_DEPTH-1];      // the entry's elements
+    wire [EX_W-1:0]  d_ix     = {dix, d_tl[OQ_W-1:0]};
+    wire             s_kept   = s_ok_ctx && !is_rdat;           // its segments are kept (when there is room)
+    wire             s_chk    = dec_sge_len != 32'd0 && !s_bad; // this one is checked
+    wire             s_go     = dec_valid && s_k != dec_sges && (s_kept ? oq_room : 1'b1);
+    assign kc_req_valid  = s_go && s_kept && s_chk && dec_sge_valid && !k_wait;
+    assign kc_req_key    = dec_sge_lkey;
+    assign kc_req_pd     = ctx_pd[dix];
+    assign kc_req_need   = 4'd0;                            // a gather reads: local read, always allowed
+    assign kc_req_addr   = dec_sge_addr;
+    assign kc_req_len    = {32'd0, dec_sge_len};
+    assign kc_rsp_ready  = k_wait;
+    assign dec_sge_ready = s_go && (!s_kept || !s_chk || (k_wait && kc_rsp_valid));
+    wire             sge_tk   = dec_sge_valid && dec_sge_ready;
+    always @(posedge clk) begin
+        if (sge_tk && s_kept) sg_mem[{d_ix, s_k[4:0]}] <= {dec_sge_len, dec_sge_addr};
+        if (send) oq_nsg[d_ix] <= dec_sges;
+    end
+
+    // The walk: a message's elements in order, from its first byte, or, for a resend from packet k,
+    // from k x MTU bytes on (an element wholly before that, or of 0 bytes, is stepped over, a cycle);
+    // each element's reads loaded (rd_left, rd_blk) from its own address, once the previous
+    // element's are all issued, and its {message's last, first lane, end lane, blocks} queued for the
+    // packer. The WQE's segments are all in before its header is taken.
+    reg  [EX_W-1:0]  g_ix;
+    reg  [4:0]       g_e;
+    reg  [5:0]       g_n;                           // the list's elements
+    reg  [31:0]      g_skip, g_rem;                 // bytes still to step over; bytes still to gather
+    wire [95:0]      g_el     = sg_mem[{g_ix, g_e}];
+    wire [31:0]      g_len    = g_el[95:64];
+    wire             g_past   = g_skip >= g_len;
+    wire [31:0]      g_take0  = g_len - g_skip;
+    wire [31:0]      g_take   = (g_take0 < g_rem) ? g_take0 : g_rem;  // bytes of the message in it
+    wire [63:0]      g_a      = g_el[63:0] + {32'd0, g_skip};         // its first byte's address
+    wire [32:0]      g_end    = {27'd0, g_a[5:0]} + {1'b0, g_take} + 33'd63;
+    wire [26:0]      g_blocks = g_end[32:6];
+    wire [5:0]       g_hi     = g_a[5:0] + g_take[5:0] - 6'd1;        // its last byte's lane
+    wire             g_mlast  = g_take == g_rem;
+    wire             el_push_ready;
+    wire             g_step   = g_on && rd_left == 27'd0 && (g_past || el_push_ready);
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            s_k    <= 6'd0;
+            s_bad  <= 1'b0;
+            k_wait <= 1'b0;
+            g_on   <= 1'b0;
+            g_ix   <= {EX_W{1'b0}};
+            g_e    <= 5'd0;
+            g_n    <= 6'd0;
+            g_skip <= 32'd0;
+            g_rem  <= 32'd0;
+        end else begin
+            if (take) begin
+                s_k   <= 6'd0;
+                s_bad <= 1'b0;
+            end else if (sge_tk) begin
+                s_k <= s_k + 6'd1;
+            end
+            if (kc_req_valid && kc_req_ready) k_wait <= 1'b1;
+            if (k_wait && kc_rsp_valid) begin
+                k_wait <= 1'b0;
+                if (kc_rsp_result != 3'd0) s_bad <= 1'b1;
+            end
+            if (send && needs_pay) begin
+                g_on   <= 1'b1;
+                g_ix   <= d_ix;
+                g_e    <= 5'd0;
+                g_n    <= dec_sges;
+                g_skip <= 32'd0;
+                g_rem  <= dec_length;
+            end else if (rp_take && rp_pay) begin
+                g_on   <= 1'b1;
+                g_ix   <= {rq, rp_ptr[OQ_W-1:0]};
+                g_e    <= 5'd0;
+                g_n    <= oq_nsg[{rq, rp_ptr[OQ_W-1:0]}];
+                g_skip <= rp_off;
+                g_rem  <= rp_rlen;
+            end else if (g_step) begin
+                g_e    <= g_e + 5'd1;
+                g_skip <= g_past ? g_skip - g_len : 32'd0;
+                if (!g_past) g_rem <= g_rem - g_take;
+                if ({1'b0, g_e} + 6'd1 == g_n || (!g_past && g_mlast)) g_on <= 1'b0;
+            end
+        end
+    end
+
+    // The packer: each element's blocks, in read order from the payload buffer, their bytes from the
+    // element's lanes (its first block from its first byte's lane, its last through its last byte's)
+    // into one contiguous message from lane 0 of its first block, hca_tx_path's pay_* (pay_start 0):
+    // the message's bytes in order whatever the elements' alignments. A block in which the message's
+    // bytes reach lane 63 goes out (pk_valid); the rest stay in pk_acc (pk_f bytes). The message's
+    // last block goes out with its last byte, or, when that byte spills into a block more, the
+    // full block first and the rest the next cycle (pk_flush); the packer waits for pay_ready to send.
+    wire         el_valid;
+    wire [40:0]  el_head;                          // {message's last, first lane, end lane 1..64, blocks}
+    reg  [26:0]  pk_b;                             // blocks of the head element taken
+    reg  [511:0] pk_acc;
+    reg  [5:0]   pk_f;
+    reg          pk_flush;
+    wire         pk_first = pk_b == 27'd0;
+    wire         pk_lastb = pk_b + 27'd1 == el_head[26:0];
+    wire [6:0]   pk_lo    = pk_first ? {1'b0, el_head[39:34]} : 7'd0;
+    wire [6:0]   pk_hi    = pk_lastb ? el_head[33:27] : 7'd64;
+    wire [7:0]   pk_fn    = {2'b0, pk_f} + {1'b0, pk_hi - pk_lo};   // lanes filled after this block
+    wire         pk_full  = pk_fn >= 8'd64;
+    wire         pk_mend  = el_head[40] && pk_lastb;
+    wire [5:0]   pk_r     = pk_lo[5:0] - pk_f;                      // rotation, mod 64 lanes
+    wire [1023:0] pk_dd   = {pay_data, pay_data} << {pk_r, 3'b000};
+    wire [511:0] pk_rot   = pk_dd[1023:512];                        // lane j: the block's lane j + r mod 64
+    reg  [511:0] pk_merged;
+    integer      pj;
+    always @(*) begin
+        for (pj = 0; pj < 64; pj = pj + 1)
+            pk_merged[511-8*pj -: 8] = (pj >= pk_f && pj < pk_fn) ? pk_rot[511-8*pj -: 8] : pk_acc[511-8*pj -: 8];
+    end
+    wire         pk_have  = pay_valid && el_valid && !pk_flush;
+    wire         pk_emit  = pk_have && (pk_full || pk_mend);
+    assign pk_valid = pk_flush || pk_emit;
+    assign pk_data  = pk_flush ? pk_acc : pk_merged;
+    assign raw_pop  = pk_have && (!pk_emit || pay_pop);
+    wire         el_pop   = raw_pop && pk_lastb;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            pk_b     <= 27'd0;
+            pk_acc   <= 512'd0;
+            pk_f     <= 6'd0;
+            pk_flush <= 1'b0;
+        end else begin
+            if (pk_flush && pay_pop) begin
+                pk_flush <= 1'b0;
+                pk_f     <= 6'd0;
+            end
+            if (raw_pop) begin
+                pk_b <= pk_lastb ? 27'd0 : pk_b + 27'd1;
+                if (pk_full) begin
+                    pk_acc   <= pk_rot;
+                    pk_f     <= pk_mend ? 6'd0 : pk_fn[5:0];
+                    pk_flush <= pk_mend && pk_fn[5:0] != 6'd0;
+                    if (pk_mend && pk_fn[5:0] != 6'd0) pk_f <= pk_fn[5:0];
+                end else begin
+                    pk_acc <= pk_merged;
+                    pk_f   <= pk_mend ? 6'd0 : pk_fn[5:0];
+                end
+            end
+        end
+    end
+    wire [$clog2(EL_DEPTH+1)-1:0] el_count;
+    sync_fifo #(.WIDTH(41), .DEPTH(EL_DEPTH)) u_elems (
+        .clk(clk), .rst_n(rst_n),
+        .push_valid(g_step && !g_past), .push_ready(el_push_ready),
+        .push_data({g_mlast, g_a[5:0], {1'b0, g_hi} + 7'd1, g_blocks}),
+        .pop_valid(el_valid), .pop_ready(el_pop), .pop_data(el_head),
+        .count(el_count),
+        .drop_valid(1'b0), .drop_count({($clog2(EL_DEPTH+1)){1'b0}})
     );
 
     // ---- the transmit datapath ----
@@ -647,7 +873,7 @@ module hca_requester #(
         .msg_raddr(m_raddr), .msg_rkey(m_rkey), .msg_imm(m_imm), .msg_swap_add(m_swap_add),
         .msg_compare(m_compare), .msg_dlid(m_dlid), .msg_slid(m_slid), .msg_sl(m_sl), .msg_vl(vl32[3:0]),
         .msg_dest_qpn(m_rqpn), .msg_psn(m_psn), .msg_mtu(m_mtu), .msg_ack_every(m_ack_every), .msg_skip(m_skip),
-        .pay_valid(path_pay_valid), .pay_ready(pay_ready), .pay_data(pay_data), .pay_start(sq_head[5:0]),
+        .pay_valid(path_pay_valid), .pay_ready(pay_ready), .pay_data(pk_data), .pay_start(sq_head[5:0]),
         .out_valid(path_valid), .out_ready(path_ready), .out_data(path_data), .out_sop(path_sop),
         .out_eop(path_eop)
     );
@@ -1099,7 +1325,7 @@ module hca_requester #(
                 end else begin
                     if (send && dix == q[QPN_W-1:0]) oq_tl[q*PW +: PW] <= oq_tl[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
                     if (pop && e_ctx == q[QPN_W-1:0]) oq_hd[q*PW +: PW] <= oq_hd[q*PW +: PW] + {{(PW-1){1'b0}}, 1'b1};
-                    if (eng_take && bad_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
+                    if (eng_take && fail_wqe && dix == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
                     if (any_fail && e_ctx == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;
                 end
                 // Resends: set by a rewind, cleared when done, by a context write or the context's error.
@@ -1161,7 +1387,7 @@ module hca_requester #(
                             if (!e_tmo) rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};
                         end
                     end
-                    if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || (any_fail && e_ctx == q[QPN_W-1:0]))
+                    if ((eng_take && fail_wqe && dix == q[QPN_W-1:0]) || (any_fail && e_ctx == q[QPN_W-1:0]))
                         rs_pend[q] <= 1'b0;
                 end
             end
@@ -1170,7 +1396,7 @@ module hca_requester #(
                 // an error (a WQE the requester cannot take, a NAK's failure), every message of the
                 // context in flight (less one leaving now, and one taken now); - each as it leaves.
                 // A rewind purges the same way: its messages in flight are sent again from the ring.
-                if ((eng_take && bad_wqe && dix == q[QPN_W-1:0]) || ((any_fail || rewind) && e_ctx == q[QPN_W-1:0]))
+                if ((eng_take && fail_wqe && dix == q[QPN_W-1:0]) || ((any_fail || rewind) && e_ctx == q[QPN_W-1:0]))
                     purge_n[q*IF_W +: IF_W] <= inflight[q*IF_W +: IF_W] -
                                               {{(IF_W-1){1'b0}}, out_msg && head_ctx == q[QPN_W-1:0]} +
                                               {{(IF_W-1){1'b0}}, send && dix == q[QPN_W-1:0]};
@@ -1297,7 +1523,8 @@ module hca_requester #(
             e_fhead <= 1'b1;
         end
         if (eng_take) begin
-            e_flush <= !bad_wqe;
+            e_flush <= !fail_wqe;
+            e_prot  <= !bad_wqe && s_bad;
             e_op    <= dec_opcode;
             e_idx   <= dec_index;
             e_len   <= dec_length;
@@ -1307,7 +1534,7 @@ module hca_requester #(
             // WQE's opcode, the QPN, its index as wqe_counter, its length as the byte count.
             cpl_cqn         <= ctx_cqn[e_ctx];
             cpl_qpn         <= ctx_qpn[e_ctx];
-            cpl_status      <= emit_own ? (e_flush ? 8'd5 : 8'd2) :
+            cpl_status      <= emit_own ? (e_flush ? 8'd5 : e_prot ? 8'd4 : 8'd2) :
                                walking ? 8'd0 : (eng_ack && (e_fhead ? !e_fpop : h_holds)) ? e_nst : 8'd5;
             cpl_wr_op       <= emit_own ? e_op : h_ent[98:96];
             cpl_wqe_counter <= emit_own ? e_idx : h_ent[95:80];
@@ -1323,7 +1550,7 @@ module hca_requester #(
     assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */

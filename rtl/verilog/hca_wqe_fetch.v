@@ -1,7 +1,7 @@
 // hca_wqe_fetch: reads send WQEs (64-byte WQEBBs, up to 16 per WQE; ib-facts.md §7) from their
 // QP's send queue ring in host memory as doorbells announce them, parses each (hca_wqe_parse)
-// and hands hca_transport the parsed WQE (dec_*) and its blocks (wqe_*, one per beat, for the
-// inline data). Go model: hca.WQERead (hca/wqefetch.go), the chunking rule Device.fetchWQEs
+// and hands hca_transport the parsed WQE (dec_*), its data segments (dec_sge_*, the gather
+// list, one a beat) and its blocks (wqe_*, one per beat, for the inline data). Go model: hca.WQERead (hca/wqefetch.go), the chunking rule Device.fetchWQEs
 // uses; rtl/cosim_fetch_test.go compares the two cycle by cycle.
 //
 // Send queue contexts: 2^QPN_W, in flops, indexed by a QPN's low QPN_W bits. sq_cfg_valid
@@ -93,6 +93,13 @@ module hca_wqe_fetch #(
     output wire [31:0]       dec_length,
     output wire [31:0]       dec_lkey,
     output wire [63:0]       dec_laddr,
+    output wire [5:0]        dec_sges,      // the WQE's data segments on dec_sge_* (hca_wqe_parse's sge_*)
+    output wire              dec_sge_valid,
+    input  wire              dec_sge_ready,
+    output wire [31:0]       dec_sge_len,
+    output wire [31:0]       dec_sge_lkey,
+    output wire [63:0]       dec_sge_addr,
+    output wire              dec_sge_last,
     output wire [15:0]       dec_dlid,
     output wire [23:0]       dec_rqpn,
     output wire [31:0]       dec_qkey
@@ -296,6 +303,8 @@ module hca_wqe_fetch #(
         .out_swap_add(dec_swap_add), .out_compare(dec_compare), .out_inline(dec_inline),
         .out_inline_len(dec_inline_len), .out_inline_off(dec_inline_off), .out_length(dec_length),
         .out_lkey(dec_lkey), .out_laddr(dec_laddr), .out_dlid(dec_dlid), .out_rqpn(dec_rqpn),
-        .out_qkey(dec_qkey)
+        .out_qkey(dec_qkey), .out_sges(dec_sges),
+        .sge_valid(dec_sge_valid), .sge_ready(dec_sge_ready), .sge_len(dec_sge_len), .sge_lkey(dec_sge_lkey),
+        .sge_addr(dec_sge_addr), .sge_last(dec_sge_last)
     );
 endmodule
