@@ -232,11 +232,24 @@ func (d *Device) newQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth, stride, maxRecvS
 	return qp
 }
 
-// CreateUDQP makes a UD QP in RESET with Q_Key qkey.
+// CreateUDQP makes a UD QP in RESET with Q_Key qkey, its receives of one
+// scatter element.
 func (d *Device) CreateUDQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey uint32) *QP {
 	qp := d.CreateQP(pd, scq, rcq, sqBBs, rqDepth)
 	qp.UD, qp.QKey = true, qkey
 	return qp
+}
+
+// CreateUDQPCap makes a UD QP as CreateUDQP does, for the capabilities c
+// (CreateQPCap's rules): a receive of up to c.MaxRecvSGE elements takes a
+// datagram's GRH area and payload across them (receiveUD).
+func (d *Device) CreateUDQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey uint32, c QPCap) (*QP, error) {
+	qp, err := d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, c)
+	if err != nil {
+		return nil, err
+	}
+	qp.UD, qp.QKey = true, qkey
+	return qp, nil
 }
 
 // UDGRHBytes is the room a UD receive buffer keeps for a GRH before the
