@@ -231,3 +231,41 @@ func TestUDQPCapRefuses(t *testing.T) {
 	err = r.b.PostRecv(one, &RecvWR{SGL: []SGE{e, e}})
 	assert.True(t, errors.Is(err, syscall.EINVAL), "%v", err)
 }
+
+// TestQPMaxSendSGE: a QP's send WRs carry at most its max_send_sge
+// elements. libmlx5 keeps the cap asked for as sq.max_gs
+// (mlx5_calc_sq_size) and _mlx5_post_send refuses num_sge > max_gs with
+// ENOMEM; a cap above the device's is EINVAL at create. A cap of 0 is the
+// device's 30, so CreateQP and every QPCap written before the field
+// existed keep the limit they had: 30 posts, 31 does not.
+func TestQPMaxSendSGE(t *testing.T) {
+	p := sglPair(t, Defaults(), 8192, 1)
+	pd := p.qa.PD
+	cq := p.a.CreateCQ(16)
+	for _, bad := range []int{-1, MaxSendSGE + 1} {
+		_, err := p.a.CreateQPCap(pd, cq, cq, 64, 8, QPCap{MaxRecvSGE: 1, MaxSendSGE: bad})
+		assert.True(t, errors.Is(err, syscall.EINVAL), "max_send_sge %d: %v", bad, err)
+	}
+	list := func(n int) []SGE {
+		l := make([]SGE, n)
+		for i := range l {
+			l[i] = SGE{Addr: p.bufA + uint64(i)*8, Length: 8, LKey: p.mrA.LKey}
+		}
+		return l
+	}
+	for _, tc := range []struct{ cap, ok int }{{2, 2}, {7, 7}, {0, MaxSendSGE}} {
+		q, err := p.a.CreateQPCap(pd, cq, cq, 64, 8, QPCap{MaxRecvSGE: 1, MaxSendSGE: tc.cap})
+		require.NoError(t, err)
+		assert.Equal(t, tc.ok, q.MaxSendSGE())
+		q2, err := p.b.CreateQPCap(p.qb.PD, p.b.CreateCQ(16), p.b.CreateCQ(16), 64, 8, QPCap{MaxRecvSGE: 1})
+		require.NoError(t, err)
+		require.NoError(t, ConnectRC(q, q2, 4096, 1, 2))
+		wr := func(n int) *SendWR {
+			return &SendWR{Opcode: WRRDMAWrite, SGL: list(n), RemoteAddr: p.bufB, RKey: p.mrB.RKey}
+		}
+		assert.NoError(t, p.a.PostSend(q, wr(tc.ok)), "cap %d", tc.cap)
+		err = p.a.PostSend(q, wr(tc.ok+1))
+		assert.True(t, errors.Is(err, syscall.ENOMEM), "cap %d, %d SGEs: %v", tc.cap, tc.ok+1, err)
+	}
+	assert.Equal(t, MaxSendSGE, p.qa.MaxSendSGE(), "CreateQP: the device's")
+}
