@@ -269,3 +269,20 @@ func TestQPMaxSendSGE(t *testing.T) {
 	}
 	assert.Equal(t, MaxSendSGE, p.qa.MaxSendSGE(), "CreateQP: the device's")
 }
+
+// TestUDRecvOneElementOnAListQP: a receive WR of one element (Addr,
+// Length, LKey) on a QP created for three is a list of one: the datagram
+// lands 40 bytes in, as on a QP of one element (TestUDSend), byte_len 40
+// + 9. (The WQE's stride holds four segments; the rest must not read as
+// elements: an element of key 0 fails its L_Key check.)
+func TestUDRecvOneElementOnAListQP(t *testing.T) {
+	for _, onSRQ := range []bool{false, true} {
+		r := newUDSGLRig(t, onSRQ)
+		r.postRecv(t, &RecvWR{ID: 4, Addr: r.bufB, Length: 1064, LKey: r.mrB.LKey})
+		r.send(t, 0, 9, 2, false)
+		wcs := r.run(t, 1)
+		require.Len(t, wcs, 1)
+		assert.Equal(t, WC{WRID: 4, Opcode: WCRecv, ByteLen: 40 + 9, QPN: r.qb.Num, SrcQP: r.qa.Num}, wcs[0], "srq %v", onSRQ)
+		assert.Equal(t, pattern(9, 2), r.read(r.bufB+UDGRHBytes, 9))
+	}
+}

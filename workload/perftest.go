@@ -205,7 +205,7 @@ func (r *PerftestRun) checkSGEs() error {
 	case n > 1 && n > size:
 		return fmt.Errorf("workload.sges: %d is more than the message's %d bytes (each element must hold at least one byte)", n, size)
 	case n > 1 && r.Connection == "UD":
-		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (a UD receive takes one element)", n)
+		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (the perftest does not cut a UD test's buffers into lists; the HCA takes a UD receive over several elements, hca.CreateUDQPCap)", n)
 	}
 	return nil
 }
