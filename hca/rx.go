@@ -145,23 +145,14 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		}
 	}
 	if a.KeyChecked && a.RecvSGL != nil {
-		// A lookup per element, up to the one that failed, each in the
-		// key_check stage (its issue slots in order).
-		t0, done := t, t
-		for _, e := range a.RecvSGL {
-			done = max(done, d.keyCheck(qp, t0, e.LKey))
-			r := KeyOK
-			if e.LKey == a.Key && e.Addr == a.KeyAddr && uint64(e.Length) == a.KeyLen {
-				r = a.KeyResult
-			}
-			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(e.LKey)),
-				components.StrField("result", r.String()), components.IntField("addr", int64(e.Addr)),
-				components.IntField("len", int64(e.Length)))
-			if r != KeyOK {
+		bad := len(a.RecvSGL)
+		for i, e := range a.RecvSGL {
+			if a.KeyResult != KeyOK && e.LKey == a.Key && e.Addr == a.KeyAddr && uint64(e.Length) == a.KeyLen {
+				bad = i
 				break
 			}
 		}
-		t = done
+		t = d.recvKeyLookups(qp, t, a.RecvSGL, bad, a.KeyResult)
 	} else if a.KeyChecked {
 		t = d.keyCheck(qp, t, a.Key)
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
@@ -223,6 +214,29 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 			d.sendAck(qp, t, SynACKNoLimit, psn, msn)
 		}
 	}
+}
+
+// recvKeyLookups times and traces the L_Key lookups of a receive WQE's
+// scatter list from t: one per element, each in the key_check stage (its
+// issue slots in order), up to element bad, whose check gave r (bad ==
+// len(sgl): every element passed). It returns when the last lookup is
+// done. An RC SEND's first packet and a UD datagram check their lists so.
+func (d *Device) recvKeyLookups(qp *QP, t ib.PS, sgl []SGE, bad int, r KeyResult) ib.PS {
+	done := t
+	for i, e := range sgl {
+		done = max(done, d.keyCheck(qp, t, e.LKey))
+		res := KeyOK
+		if i == bad {
+			res = r
+		}
+		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(e.LKey)),
+			components.StrField("result", res.String()), components.IntField("addr", int64(e.Addr)),
+			components.IntField("len", int64(e.Length)))
+		if i == bad {
+			break
+		}
+	}
+	return done
 }
 
 // fetchRead starts a READ reply: the read engine issues the payload reads
@@ -380,8 +394,15 @@ func putLE64(b []byte, v uint64) {
 }
 
 // receiveUD places a UD SEND: Q_Key check, a receive WQE (none: the packet
-// is silently dropped — UD has no RNR), the payload after the 40-byte GRH
-// area, a receive CQE with the source QP.
+// is silently dropped — UD has no RNR), the message [GRH area | payload]
+// into the WQE's buffer or list, a receive CQE with the source QP.
+//
+// The message is the 40-byte GRH area (UDGRHBytes) and then the payload:
+// byte_len counts both, and the payload is scattered from offset 40 of
+// the list as an RC SEND's from offset 0 (scatter). The model carries no
+// GIDs, so it writes no GRH: the area is left as it was whether the
+// packet has a GRH or not (a unicast packet without one, as verbs leave
+// it), but its bytes are counted and must fit.
 func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	if !qp.UD || qp.State == QPErr || pkt.DETH.QKey != qp.QKey {
 		d.Counters.UDDrops++
@@ -401,30 +422,56 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 			qp.srq.readOnDemand(t)
 		}
 	}
-	t = d.keyCheck(qp, t, recv.LKey)
+	msgLen := uint64(UDGRHBytes + pkt.PayloadLen)
+	var r KeyResult
+	if recv.SGL != nil {
+		// Every element's L_Key over the whole element, in order, up to
+		// the first that fails, as an RC SEND's list (respond).
+		bad := len(recv.SGL)
+		for i, e := range recv.SGL {
+			if r = d.Keys.Check(e.LKey, qp.PD, AccessLocalWrite, e.Addr, uint64(e.Length)); r != KeyOK {
+				bad = i
+				break
+			}
+		}
+		t = d.recvKeyLookups(qp, t, recv.SGL, bad, r)
+	} else {
+		t = d.keyCheck(qp, t, recv.LKey)
+		r = d.Keys.Check(recv.LKey, qp.PD, AccessLocalWrite, recv.Addr, uint64(recv.Length))
+		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(recv.LKey)),
+			components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
+			components.IntField("len", int64(recv.Length)))
+	}
 	tl := d.Timeline
 	traced := tl.atResponder(d, pkt)
 	if traced && tl.RxDone == 0 {
 		tl.RxDone, tl.RespKey = d.s.Now(), t
 	}
-	r := d.Keys.Check(recv.LKey, qp.PD, AccessLocalWrite, recv.Addr, uint64(recv.Length))
-	d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(recv.LKey)),
-		components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
-		components.IntField("len", int64(recv.Length)))
-	if r == KeyOK {
+	if r == KeyOK && recv.SGL != nil {
+		// The bytes the datagram writes, the GRH area's and its payload's,
+		// each element's part in its own region's MTT.
+		d.sglPieces = sglSlice(d.sglPieces[:0], recv.SGL, 0, min(uint64(recv.Length), msgLen))
+		t0, done := t, t
+		for _, p := range d.sglPieces {
+			done = max(done, d.translate(t0, p.LKey, p.Addr, uint64(p.Length)))
+		}
+		t = done
+	} else if r == KeyOK {
 		// The bytes the datagram writes: the GRH area and its payload.
-		t = d.translate(t, recv.LKey, recv.Addr, min(uint64(recv.Length), uint64(UDGRHBytes+pkt.PayloadLen)))
+		t = d.translate(t, recv.LKey, recv.Addr, min(uint64(recv.Length), msgLen))
 	}
 	c := CQE{Opcode: CQERespSend, QPN: qp.Num, Counter: uint16(recv.Index), Receiver: true,
-		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(UDGRHBytes + pkt.PayloadLen)}
+		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(msgLen)}
 	if pkt.Opcode == ib.UDSendOnlyImm {
 		c.Opcode, c.Imm, c.HasImm = CQERespSendImm, pkt.Imm, true
 	}
 	switch {
 	case r != KeyOK:
 		c.Status = WCLocProtErr
-	case UDGRHBytes+pkt.PayloadLen > int(recv.Length):
+	case msgLen > uint64(recv.Length):
 		c.Status = WCLocLenErr
+	case pkt.PayloadLen > 0 && recv.SGL != nil:
+		t = d.scatter(qp, t, recv.SGL, UDGRHBytes, pkt.Payload[:pkt.PayloadLen], traced)
 	case pkt.PayloadLen > 0:
 		t = d.writePayload(qp, t, recv.Addr+UDGRHBytes, pkt.Payload[:pkt.PayloadLen], traced)
 	}

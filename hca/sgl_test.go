@@ -109,6 +109,13 @@ func TestRecvWQEStrideAndRoundTrip(t *testing.T) {
 			require.NotNil(t, w.SGL)
 			assert.Equal(t, c.sgl, w.SGL)
 		}
+		// The same first element as a single-element WR (SGL nil), into a
+		// stride holding old bytes: a list of one, ended by the terminator.
+		for i := range buf {
+			buf[i] = 0xAB
+		}
+		EncodeRecvWQE(buf, &RecvWR{Addr: 0x1000, Length: 10, LKey: 0x301})
+		assert.Equal(t, RecvWQE{Length: 10, LKey: 0x301, Addr: 0x1000}, DecodeRecvWQE(buf), "single element, stride %d", c.stride)
 		s := components.NewSim()
 		a, _ := BackToBack(s, edrLink(), Defaults(), Defaults())
 		cq := a.CreateCQ(2)

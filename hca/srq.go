@@ -272,13 +272,9 @@ func (d *Device) CreateQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ) (*QP,
 }
 
 // CreateUDQPSRQ makes a UD QP with Q_Key qkey on srq, as CreateUDQP does
-// with its own RQ. The SRQ must be of max_sge 1 (created for one element):
-// a UD receive scattered over several elements (its GRH area, then the
-// payload) is not built, as CreateUDQP's RQ takes one element.
+// with its own RQ. A datagram's GRH area and payload are scattered over
+// the SRQ WQE's elements as over an RQ WQE's (receiveUD).
 func (d *Device) CreateUDQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, qkey uint32) (*QP, error) {
-	if srq != nil && srq.MaxSGE != 1 {
-		return nil, fmt.Errorf("hca: %s: srq %d takes %d SGEs; a UD QP's SRQ must take one (max_sge 1): a UD receive over several elements is not built", d.Name, srq.Num, srq.MaxSGE)
-	}
 	qp, err := d.CreateQPSRQ(pd, scq, rcq, sqBBs, srq)
 	if err != nil {
 		return nil, err

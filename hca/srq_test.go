@@ -373,10 +373,6 @@ func TestUDQPsShareAnSRQ(t *testing.T) {
 	pa, pb := a.AllocPD(), b.AllocPD()
 	srq, err := b.CreateSRQ(pb, 3, 1)
 	require.NoError(t, err)
-	wide, err := b.CreateSRQ(pb, 3, 2)
-	require.NoError(t, err)
-	_, err = b.CreateUDQPSRQ(pb, b.CreateCQ(16), b.CreateCQ(16), 64, wide, 0x2222)
-	assert.Error(t, err, "a UD QP on an SRQ of 3 SGEs")
 	qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
 	rcq := b.CreateCQ(16)
 	var qb []*QP
@@ -468,5 +464,82 @@ func TestSRQReadsFollowTheChain(t *testing.T) {
 	require.Len(t, wcs, 3)
 	for k := range wcs {
 		assert.Equal(t, uint64(103+k), wcs[k].WRID)
+	}
+}
+
+// TestSRQOnDemandAtABreakHoldsThePrefetch: a WQE the responder reads on
+// demand, never read before, where the SRQ's list leaves the ring, brings
+// the index of the WQE after it: the prefetch of that one waits for the
+// on-demand read, as it waits for a prefetched read at a break.
+//
+// B's prefetch window is one 64-byte block (hca.wqe_prefetch_depth 1, set
+// on B only, so A's SEND path is TestSRQReadsFollowTheChain's): two
+// 32-byte WQEs. The SRQ has depth 8. Round 1 posts 5 WQEs (slots 0 … 4),
+// taken by messages on QPs 0, 1, 0, 1, 0; polling QP 1's CQ, then QP 0's,
+// frees 1, 3, 0, 2, 4, so the tail 7 points at 1 and the list from head 5
+// is 5 → 6 → 7 → 1 → …: round 2's four WQEs are in slots 5, 6, 7, 1, the
+// list leaving the ring after 7 (its next is 1, not 0).
+//
+// Round 2 posts the four receives at R, doorbells at R + 0.368, 0.428,
+// 0.488, 0.548 µs (60 ns of CPU each, then the 308-ns MMIO). The window
+// takes two: slots 5 and 6 are read from their doorbells, on chip 557.825
+// ns later (TestSRQReadsFollowTheChain's read: dma stage 10 ns, a 24-byte
+// request TLP, the 533-ns read latency, the 32 + 20-byte completion, the
+// wqe_fetch stage's 10 ns), at R + 0.926 and 0.986. Three SENDs on QPs 0,
+// 1, 2, posted at R − 0.3 µs, reach B 1.04 µs after their posts, 60 ns
+// apart (TestSRQReadsFollowTheChain's SEND path): at R + 0.740, 0.800 and
+// 0.860, all after the last doorbell and before the first read is in. The
+// first two take 5 and 6, still on their way, and read them on demand; the
+// third finds both reads in flight, the window full, and takes slot 7
+// unread: it reads it on demand from R + 0.860 (the read above less the
+// wqe_fetch stage: 547.825 ns) and learns its next index, 1, at R +
+// 1.408. When slot 5's read lands (R + 0.926) the window has room, and
+// slot 1's read issues no sooner than R + 1.408: on chip at R + 1.408 +
+// 0.558 = R + 1.965. Issued at once it would be on chip at R + 0.926 +
+// 0.558 = R + 1.484. A fourth SEND, on QP 3, posted at R + 0.66, reaches B
+// at R + 1.700, between the two: it finds slot 1's read in flight and
+// reads it on demand (Counters.OnDemandRecv: 4 in round 2; 3 if the
+// prefetch did not wait). The messages take the WQEs in posting order.
+func TestSRQOnDemandAtABreakHoldsThePrefetch(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 4, 7, true)
+	r.b.Cfg.WQEPrefetchDepth = 1
+	require.Equal(t, 8, r.srq.Depth())
+	r.at(gap, func() { r.postRecvs(t, 0, 5) })
+	for k, i := range []int{0, 1, 0, 1, 0} {
+		r.at(ib.PS(k+2)*gap, func() { r.send(t, i, fmt.Sprintf("round 1 msg %d", k)) })
+	}
+	const round2 = 10 * gap
+	var onDemand int64
+	var list []uint16
+	r.at(8*gap, func() {
+		for _, i := range []int{1, 0} {
+			for n := 0; n < 3; n++ {
+				var wc [1]WC
+				if r.b.PollCQ(r.qb[i].RecvCQ, wc[:]) == 0 {
+					break
+				}
+			}
+		}
+		list = []uint16{r.srq.nextIndex(7), r.srq.nextIndex(1), r.srq.nextIndex(3)}
+		onDemand = r.b.Counters.OnDemandRecv
+	})
+	r.at(round2-300*ib.Nanosecond, func() {
+		for i := 0; i < 3; i++ {
+			r.send(t, i, fmt.Sprintf("round 2 qp %d", i))
+		}
+	})
+	r.at(round2, func() { r.postRecvs(t, 5, 9) })
+	r.at(round2+660*ib.Nanosecond, func() { r.send(t, 3, "round 2 qp 3") })
+	r.runTo(t, round2+3*gap)
+	assert.Equal(t, []uint16{1, 3, 0}, list, "the list 7 → 1 → 3 → 0 after round 1's frees")
+	assert.Equal(t, int64(4), r.b.Counters.OnDemandRecv-onDemand,
+		"round 2: the fourth SEND finds slot 1's read still waiting for slot 7's on-demand read")
+	wcs := r.recvAll()
+	require.Len(t, wcs, 4)
+	for i, wc := range wcs {
+		assert.Equal(t, uint64(105+i), wc.WRID, "qp %d takes the WQE posted %d-th", i, i)
+		got := make([]byte, len("round 2 qp 0"))
+		r.b.Mem.Read(r.recvBuf(5+i), got)
+		assert.Equal(t, fmt.Sprintf("round 2 qp %d", i), string(got))
 	}
 }

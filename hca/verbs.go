@@ -39,6 +39,9 @@ type QP struct {
 	// read costs its whole stride whatever its SGEs.
 	rqStride   int
 	maxRecvSGE int // QPCap.MaxRecvSGE
+	// maxSendSGE is the most gather elements a send WR may carry: the
+	// QP's QPCap.MaxSendSGE, or the device's MaxSendSGE for a cap of 0.
+	maxSendSGE int
 	// srq is the shared receive queue the QP takes its receive WQEs from
 	// (CreateQPSRQ); nil for a QP with its own RQ.
 	srq *SRQ
@@ -174,7 +177,17 @@ type QPCap struct {
 	// MaxRecvSGE is the most scatter elements a receive WR may carry,
 	// 1 … MaxRecvSGE; it sets the receive stride (QP.RecvStride).
 	MaxRecvSGE int
+	// MaxSendSGE is the most gather elements a send WR may carry, 1 …
+	// MaxSendSGE (libmlx5 keeps it as sq.max_gs and refuses a post of
+	// more with ENOMEM). 0 leaves the device's MaxSendSGE (30), the limit
+	// every QP had before the cap existed: a QPCap written without it
+	// keeps its behaviour.
+	MaxSendSGE int
 }
+
+// MaxSendSGE returns the most gather elements a send WR on the QP may
+// carry (QPCap.MaxSendSGE, or the device's MaxSendSGE for 0).
+func (qp *QP) MaxSendSGE() int { return qp.maxSendSGE }
 
 // RecvStride returns the QP's receive WQE size in bytes.
 func (qp *QP) RecvStride() int { return qp.rqStride }
@@ -194,11 +207,17 @@ func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
 
 // CreateQPCap makes an RC QP as CreateQP does, for the capabilities c: its
 // receive WQEs take c.MaxRecvSGE scatter elements, a stride of 16 × that
-// rounded up to a power of two bytes. A count outside 1 … MaxRecvSGE is
-// refused, as ibv_create_qp refuses a cap above the device's.
+// rounded up to a power of two bytes; its send WRs at most c.MaxSendSGE
+// gather elements (0: the device's MaxSendSGE). A count outside 1 …
+// MaxRecvSGE, or outside 0 … MaxSendSGE, is refused, as ibv_create_qp
+// refuses a cap above the device's (libmlx5's mlx5_calc_send_wqe: EINVAL).
 func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCap) (*QP, error) {
 	if c.MaxRecvSGE < 1 || c.MaxRecvSGE > MaxRecvSGE {
 		return nil, fmt.Errorf("hca: %s max_recv_sge %d is not 1 … %d", d.Name, c.MaxRecvSGE, MaxRecvSGE)
+	}
+	if c.MaxSendSGE < 0 || c.MaxSendSGE > MaxSendSGE {
+		return nil, fmt.Errorf("hca: %s max_send_sge %d is not 1 … %d (or 0, the device's %d): %w",
+			d.Name, c.MaxSendSGE, MaxSendSGE, MaxSendSGE, syscall.EINVAL)
 	}
 	stride := RecvWQEBytes
 	for stride < c.MaxRecvSGE*RecvWQEBytes {
@@ -207,7 +226,11 @@ func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 	if rqDepth < 1 || rqDepth&(rqDepth-1) != 0 {
 		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
 	}
-	return d.newQP(pd, scq, rcq, sqBBs, rqDepth, stride, c.MaxRecvSGE), nil
+	qp := d.newQP(pd, scq, rcq, sqBBs, rqDepth, stride, c.MaxRecvSGE)
+	if c.MaxSendSGE > 0 {
+		qp.maxSendSGE = c.MaxSendSGE
+	}
+	return qp, nil
 }
 
 // newQP makes a QP in RESET with a send queue of sqBBs WQEBBs and a
@@ -219,7 +242,7 @@ func (d *Device) newQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth, stride, maxRecvS
 	}
 	qp := &QP{Num: qpBase + uint32(len(d.qps)), PD: pd, SendCQ: scq, RecvCQ: rcq, State: QPReset, dev: d, thread: &d.main,
 		sqBBs: sqBBs, rqDepth: rqDepth, sqWrid: make([]uint64, sqBBs), sqNext: make([]uint32, sqBBs),
-		rqWrid: make([]uint64, rqDepth), rqStride: stride, maxRecvSGE: maxRecvSGE}
+		rqWrid: make([]uint64, rqDepth), rqStride: stride, maxRecvSGE: maxRecvSGE, maxSendSGE: MaxSendSGE}
 	qp.sqBuf = d.Malloc(sqBBs * WQEBBBytes)
 	if rqDepth > 0 {
 		qp.rqBuf = d.Malloc(rqDepth * stride)
@@ -232,11 +255,24 @@ func (d *Device) newQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth, stride, maxRecvS
 	return qp
 }
 
-// CreateUDQP makes a UD QP in RESET with Q_Key qkey.
+// CreateUDQP makes a UD QP in RESET with Q_Key qkey, its receives of one
+// scatter element.
 func (d *Device) CreateUDQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey uint32) *QP {
 	qp := d.CreateQP(pd, scq, rcq, sqBBs, rqDepth)
 	qp.UD, qp.QKey = true, qkey
 	return qp
+}
+
+// CreateUDQPCap makes a UD QP as CreateUDQP does, for the capabilities c
+// (CreateQPCap's rules): a receive of up to c.MaxRecvSGE elements takes a
+// datagram's GRH area and payload across them (receiveUD).
+func (d *Device) CreateUDQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey uint32, c QPCap) (*QP, error) {
+	qp, err := d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, c)
+	if err != nil {
+		return nil, err
+	}
+	qp.UD, qp.QKey = true, qkey
+	return qp, nil
 }
 
 // UDGRHBytes is the room a UD receive buffer keeps for a GRH before the
@@ -899,15 +935,16 @@ func (d *Device) flushUD(qp *QP) {
 
 // checkSGL refuses a send WR's scatter/gather list as verbs would: the
 // list and the single-element fields both set, more elements than the
-// device's max_send_sge (libmlx5's _mlx5_post_send returns ENOMEM for
-// num_sge > sq.max_gs, rdma-core providers/mlx5/qp.c), an atomic's list
-// not of 8 bytes.
+// QP's max_send_sge (libmlx5's _mlx5_post_send returns ENOMEM for
+// num_sge > sq.max_gs, rdma-core providers/mlx5/qp.c; mlx5_calc_sq_size
+// sets max_gs to the cap asked for, verbs.c), an atomic's list not of 8
+// bytes.
 func checkSGL(qp *QP, wr *SendWR) error {
 	if wr.LocalAddr != 0 || wr.Length != 0 || wr.LKey != 0 {
 		return fmt.Errorf("qp 0x%x: send WR sets both SGL and LocalAddr/Length/LKey (give one scatter/gather element or a list)", qp.Num)
 	}
-	if len(wr.SGL) > MaxSendSGE {
-		return fmt.Errorf("qp 0x%x: send WR with %d SGEs, more than max_send_sge %d: %w", qp.Num, len(wr.SGL), MaxSendSGE, syscall.ENOMEM)
+	if len(wr.SGL) > qp.maxSendSGE {
+		return fmt.Errorf("qp 0x%x: send WR with %d SGEs, more than the QP's max_send_sge %d: %w", qp.Num, len(wr.SGL), qp.maxSendSGE, syscall.ENOMEM)
 	}
 	n := sglLength(wr.SGL)
 	if n > 1<<31 {

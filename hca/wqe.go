@@ -405,13 +405,20 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 // queue's stride (a power of two of 16-byte data segments): one data
 // segment per scatter element and, when they are fewer than the stride
 // holds, a segment of key MLX5_INVALID_LKEY after them that ends the list
-// (mlx5 post_recv). buf[:16] takes a single-element WR.
+// (mlx5 post_recv). A single-element WR (SGL nil) is a list of one: in a
+// stride of one segment it fills it, in a longer one the terminator
+// follows, as mlx5 writes it after num_sge < max_gs elements (without it
+// the stride's other segments would read as elements).
 func EncodeRecvWQE(buf []byte, wr *RecvWR) {
 	be := binary.BigEndian
 	if wr.SGL == nil {
 		be.PutUint32(buf[0:], wr.Length)
 		be.PutUint32(buf[4:], wr.LKey)
 		be.PutUint64(buf[8:], wr.Addr)
+		if len(buf) > dsBytes {
+			clear(buf[dsBytes:])
+			be.PutUint32(buf[dsBytes+4:], invalidLKey)
+		}
 		return
 	}
 	clear(buf)

@@ -205,7 +205,7 @@ func (r *PerftestRun) checkSGEs() error {
 	case n > 1 && n > size:
 		return fmt.Errorf("workload.sges: %d is more than the message's %d bytes (each element must hold at least one byte)", n, size)
 	case n > 1 && r.Connection == "UD":
-		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (a UD receive takes one element)", n)
+		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (the perftest does not cut a UD test's buffers into lists; the HCA takes a UD receive over several elements, hca.CreateUDQPCap)", n)
 	}
 	return nil
 }
@@ -602,7 +602,11 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 			case p.srq[side] != nil:
 				qp, err = d.CreateQPSRQ(pd, scq, rcq, sqBBs, p.srq[side])
 			default:
-				qp, err = d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, hca.QPCap{MaxRecvSGE: max(run.SGEs, 1)})
+				// The QP is created for the elements its WRs carry, as
+				// an application posting N of them must (ibv_qp_cap
+				// max_send_sge, max_recv_sge).
+				n := max(run.SGEs, 1)
+				qp, err = d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, hca.QPCap{MaxRecvSGE: n, MaxSendSGE: n})
 			}
 			if err != nil {
 				panic(fmt.Sprintf("perftest: create QP: %v", err))
