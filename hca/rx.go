@@ -158,6 +158,13 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
 			components.IntField("len", int64(a.KeyLen)))
+		if a.KeyResult == KeyOK {
+			if mr, ok := d.Keys.regionKey(a.Key); ok {
+				// A memory window's context names its region, whose
+				// context (translation size, MTT) is a second lookup.
+				t = d.keyCheck(qp, t, mr)
+			}
+		}
 	}
 	// The packet's DMA waits for the translation it needs (translate): the
 	// one it starts here, after its key check if it has one, or else its
