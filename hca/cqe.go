@@ -14,6 +14,10 @@ const (
 	CQERespWrImm   = 1
 	CQERespSend    = 2
 	CQERespSendImm = 3
+	// CQERespSendInv: a SEND_WITH_INVALIDATE received; imm_inval_pkey
+	// holds the R_Key it invalidated (libmlx5 handle_responder:
+	// IBV_WC_WITH_INV, wc->invalidated_rkey).
+	CQERespSendInv = 4
 	CQEReqErr      = 13
 	CQERespErr     = 14
 	CQEInvalid     = 15
@@ -132,6 +136,7 @@ type CQE struct {
 	Imm      uint32
 	Owner    bool
 	HasImm   bool
+	HasInv   bool   // a SEND_WITH_INVALIDATE received: Imm is the R_Key it invalidated
 	Receiver bool   // a receive-side completion
 	SrcQP    uint32 // UD receive: the sender's QP (DETH)
 }
@@ -208,6 +213,8 @@ func DecodeCQE(buf []byte) CQE {
 	case CQERespSend, CQERespSendImm, CQERespWrImm:
 		c.Receiver = true
 		c.HasImm = c.Opcode != CQERespSend
+	case CQERespSendInv:
+		c.Receiver, c.HasInv = true, true
 	}
 	return c
 }
@@ -222,4 +229,8 @@ type WC struct {
 	HasImm  bool
 	QPN     uint32
 	SrcQP   uint32 // UD receive: the sender's QP
+	// HasInv: the receive was a SEND_WITH_INVALIDATE (IBV_WC_WITH_INV)
+	// that invalidated InvalidatedRKey.
+	HasInv          bool
+	InvalidatedRKey uint32
 }

@@ -449,3 +449,65 @@ func TestBindLookupCost(t *testing.T) {
 	assert.Equal(t, at+5*ib.Microsecond+11_000, warm)
 	assert.Equal(t, int64(2), p.b.KeyCache().Misses)
 }
+
+// recvB waits for one completion on B's QP q's receive CQ.
+func (p *mwPair) recvB(t *testing.T, q *QP) WC {
+	var wc [1]WC
+	n := p.b.PollCQ(q.RecvCQ, wc[:])
+	if n == 0 {
+		p.runUntil(t, func() bool { n += p.b.PollCQ(q.RecvCQ, wc[n:]); return n > 0 })
+	}
+	require.Equal(t, 1, n)
+	return wc[0]
+}
+
+// TestSendWithInvalidate: a 10000-byte SEND_WITH_INV from A (three
+// packets at MTU 4096: SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE)
+// naming the window's key lands in B's receive, whose completion is a
+// RECV with IBV_WC_WITH_INV and the key; the window is then dead to
+// WRITEs.
+func TestSendWithInvalidate(t *testing.T) {
+	p := newMWPair(t, AccessLocalWrite|AccessRemoteWrite|AccessMWBind)
+	require.Equal(t, 3, PacketCount(10000, 4096))
+	assert.Equal(t, ib.SendLastInv, RequestOpcode(WRSendInv, 2, 3))
+	assert.Equal(t, ib.SendOnlyInv, RequestOpcode(WRSendInv, 0, 1))
+	bind, key := p.bindWR(0, 4096, AccessRemoteWrite)
+	src := fill(10000, 9)
+	p.a.Mem.Write(p.bufA, src)
+	require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 50, Addr: p.bufB + 32768, Length: 16384, LKey: p.mr.LKey}))
+	w := SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey,
+		RemoteAddr: p.bufB, RKey: key}
+	wcs := p.script(t,
+		mwStep{d: p.b, q: p.qb, wr: bind},
+		mwStep{d: p.a, q: p.qa, wr: w},
+		mwStep{d: p.a, q: p.qa, wr: SendWR{ID: 2, Opcode: WRSendInv, Signaled: true, LocalAddr: p.bufA, Length: 10000,
+			LKey: p.mrA.LKey, InvalidateRKey: key}},
+		mwStep{d: p.a, q: p.qa, wr: w},
+	)
+	assert.Equal(t, WCSuccess, wcs[1].Status)
+	assert.Equal(t, WC{WRID: 2, Status: WCSuccess, Opcode: WCSend, ByteLen: 10000, QPN: p.qa.Num}, wcs[2])
+	assert.Equal(t, WCRemAccessErr, wcs[3].Status, "the window was invalidated")
+	assert.Equal(t, WC{WRID: 50, Status: WCSuccess, Opcode: WCRecv, ByteLen: 10000, QPN: p.qb.Num,
+		HasInv: true, InvalidatedRKey: key}, p.recvB(t, p.qb))
+	got := make([]byte, 10000)
+	p.b.Mem.Read(p.bufB+32768, got)
+	assert.Equal(t, src, got)
+
+}
+
+// TestSendWithInvalidateOfARegion: a SEND_WITH_INV naming a region's key
+// (which may not be invalidated) completes B's receive with
+// REM_INV_REQ_ERR and puts B's QP in ERR; A's SEND was received and is
+// acknowledged.
+func TestSendWithInvalidateOfARegion(t *testing.T) {
+	p := newMWPair(t, AccessLocalWrite|AccessRemoteWrite|AccessMWBind)
+	require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: 50, Addr: p.bufB, Length: 64, LKey: p.mr.LKey}))
+	wcs := p.script(t, mwStep{d: p.a, q: p.qa, wr: SendWR{ID: 2, Opcode: WRSendInv, Signaled: true, LocalAddr: p.bufA,
+		Length: 8, LKey: p.mrA.LKey, InvalidateRKey: p.mr.RKey}})
+	assert.Equal(t, WCSuccess, wcs[0].Status)
+	rc := p.recvB(t, p.qb)
+	assert.Equal(t, WCRemInvReqErr, rc.Status)
+	assert.Equal(t, uint64(50), rc.WRID)
+	assert.Equal(t, QPErr, p.qb.State)
+	assert.Equal(t, KeyOK, p.b.Keys.CheckRemote(p.mr.RKey, p.qb.PD, p.qb.Num, AccessRemoteWrite, p.bufB, 8), "the region lives")
+}

@@ -135,3 +135,30 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 		d.sendCompletion(qp, c, now)
 	}
 }
+
+// remoteInvalidate runs the invalidation a SEND_WITH_INVALIDATE asks for
+// (the R_Key of its last packet's IETH, in a.Imm) as that packet
+// completes the receive, from t: a key-cache lookup of the window's
+// context (keyCheck), then Invalidate's rules, and the context written
+// back to ICM. It returns when the CQE may be written. A key it may not
+// invalidate completes the receive with REM_INV_REQ_ERR, and the QP goes
+// to ERR once the packet is done (rxe_resp.c: RESPST_ERR_INVALIDATE_RKEY,
+// class J: the receive completes in error, the packet is acknowledged,
+// then the QP errs).
+func (d *Device) remoteInvalidate(qp *QP, t ib.PS, a *RespAction) ib.PS {
+	t = d.keyCheck(qp, t, a.Imm)
+	ok := d.Keys.Invalidate(a.Imm)
+	st := WCSuccess
+	if ok {
+		if _, booked := d.PCIe.Post(t, MKeyContextBytes, WriteNote{Kind: writeMKey}); !booked {
+			d.flushAt(t)
+		}
+	} else {
+		st = WCRemInvReqErr
+		a.RecvStatus = st
+		qp.resp.State = QPErr
+	}
+	d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Imm)),
+		components.StrField("op", "SEND_WITH_INV"), components.StrField("result", st.String()))
+	return t
+}

@@ -64,17 +64,21 @@ func PacketCount(length uint32, mtu int) int {
 func RequestOpcode(op WROpcode, i, n int) ib.Opcode {
 	first, last := i == 0, i == n-1
 	switch op {
-	case WRSend, WRSendImm:
-		imm := op == WRSendImm
+	case WRSend, WRSendImm, WRSendInv:
+		imm, inv := op == WRSendImm, op == WRSendInv
 		switch {
 		case first && last && imm:
 			return ib.SendOnlyImm
+		case first && last && inv:
+			return ib.SendOnlyInv
 		case first && last:
 			return ib.SendOnly
 		case first:
 			return ib.SendFirst
 		case last && imm:
 			return ib.SendLastImm
+		case last && inv:
+			return ib.SendLastInv
 		case last:
 			return ib.SendLast
 		}
@@ -301,6 +305,8 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 		}
 		if pkt.Opcode.Headers()&ib.HasImmDt != 0 {
 			pkt.Imm = w.Imm
+		} else if w.Opcode == WRSendInv && i == m.npkts-1 {
+			pkt.IETH = w.Imm // the last packet's IETH names the R_Key
 		}
 	}
 	if !m.everSent && m.isRdAtomic() {

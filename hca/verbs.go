@@ -605,6 +605,9 @@ func (d *Device) PollCQ(cq *CQ, wcs []WC) int {
 		}
 		qp := d.qpByNum(c.QPN)
 		wc := WC{Status: c.Status, ByteLen: c.ByteCnt, Imm: c.Imm, HasImm: c.HasImm, QPN: c.QPN, SrcQP: c.SrcQP}
+		if c.HasInv {
+			wc.Imm, wc.HasInv, wc.InvalidatedRKey = 0, true, c.Imm
+		}
 		if c.Receiver {
 			if s := qp.srq; s != nil {
 				// wqe_counter is the SRQ slot; polling frees the WQE

@@ -63,12 +63,14 @@ const (
 	WRFetchAdd     WROpcode = 6
 	WRLocalInv     WROpcode = 7
 	WRBindMW       WROpcode = 8
+	WRSendInv      WROpcode = 9
 )
 
 var wrNames = map[WROpcode]string{
 	WRRDMAWrite: "RDMA_WRITE", WRRDMAWriteImm: "RDMA_WRITE_WITH_IMM", WRSend: "SEND",
 	WRSendImm: "SEND_WITH_IMM", WRRDMARead: "RDMA_READ", WRCompSwap: "ATOMIC_CMP_AND_SWP",
 	WRFetchAdd: "ATOMIC_FETCH_AND_ADD", WRLocalInv: "LOCAL_INV", WRBindMW: "BIND_MW",
+	WRSendInv: "SEND_WITH_INV",
 }
 
 // String returns the verbs name.
@@ -88,6 +90,7 @@ const (
 	mlx5OpRDMARead     = 0x10
 	mlx5OpAtomicCS     = 0x11
 	mlx5OpAtomicFA     = 0x12
+	mlx5OpSendInval    = 0x01
 	mlx5OpLocalInval   = 0x1b
 	// mlx5OpUMR: libmlx5 posts a bind as a user-mode memory registration
 	// WQE that rewrites the window's MKey context.
@@ -98,6 +101,7 @@ var wrToMlx5 = [...]uint8{
 	WRRDMAWrite: mlx5OpRDMAWrite, WRRDMAWriteImm: mlx5OpRDMAWriteImm, WRSend: mlx5OpSend,
 	WRSendImm: mlx5OpSendImm, WRRDMARead: mlx5OpRDMARead, WRCompSwap: mlx5OpAtomicCS,
 	WRFetchAdd: mlx5OpAtomicFA, WRLocalInv: mlx5OpLocalInval, WRBindMW: mlx5OpUMR,
+	WRSendInv: mlx5OpSendInval,
 }
 
 func mlx5ToWR(op uint8) (WROpcode, bool) {
@@ -155,8 +159,8 @@ type SendWR struct {
 	// Bind is a BIND_MW's bind (ibv_send_wr.bind_mw: the window's key, the
 	// new key, the region and range).
 	Bind BindReq
-	// InvalidateRKey is the R_Key a LOCAL_INV invalidates
-	// (ibv_send_wr.invalidate_rkey).
+	// InvalidateRKey is the R_Key a LOCAL_INV invalidates, or that a
+	// SEND_WITH_INV asks the responder to (ibv_send_wr.invalidate_rkey).
 	InvalidateRKey uint32
 }
 
@@ -276,6 +280,8 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 	}
 	be.PutUint32(buf[12:], wr.Imm)
 	switch wr.Opcode {
+	case WRSendInv:
+		be.PutUint32(buf[12:], wr.InvalidateRKey)
 	case WRLocalInv:
 		be.PutUint32(buf[12:], wr.InvalidateRKey)
 		return size
@@ -368,8 +374,9 @@ type SendWQE struct {
 	QPN      uint32
 	Opcode   WROpcode
 	Signaled bool
-	// Imm is the immediate data (…_WITH_IMM), or a LOCAL_INV's R_Key to
-	// invalidate: the ctrl segment's imm field carries either.
+	// Imm is the immediate data (…_WITH_IMM), or a LOCAL_INV's or
+	// SEND_WITH_INV's R_Key to invalidate: the ctrl segment's imm field
+	// carries either.
 	Imm uint32
 	// Remote address segment.
 	RemoteAddr uint64
