@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -109,20 +108,19 @@ func (d *Device) localLookups(qp *QP, t ib.PS, w *SendWQE) ib.PS {
 // do_local_ops), and the QP goes to ERR.
 func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 	if qp.req.State != QPErr {
-		st, key := WCSuccess, w.Imm
+		// Not traced as a key_check: the verif protection checker takes a
+		// passing one as a DMA window opened, and a bind moves no data.
+		st := WCSuccess
 		switch w.Opcode {
 		case WRBindMW:
-			var ok bool
-			if key, ok = d.Keys.Bind(*w.Bind, qp.Num, qp.PD); !ok {
-				st, key = WCMWBindErr, w.Bind.MWKey
+			if _, ok := d.Keys.Bind(*w.Bind, qp.Num, qp.PD); !ok {
+				st = WCMWBindErr
 			}
 		case WRLocalInv:
 			if !d.Keys.Invalidate(w.Imm) {
 				st = WCLocQPOpErr
 			}
 		}
-		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(key)),
-			components.StrField("op", w.Opcode.String()), components.StrField("result", st.String()))
 		if st != WCSuccess {
 			d.failWQE(qp, w, st, now)
 			return
@@ -147,18 +145,13 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 // then the QP errs).
 func (d *Device) remoteInvalidate(qp *QP, t ib.PS, a *RespAction) ib.PS {
 	t = d.keyCheck(qp, t, a.Imm)
-	ok := d.Keys.Invalidate(a.Imm)
-	st := WCSuccess
-	if ok {
+	if d.Keys.Invalidate(a.Imm) {
 		if _, booked := d.PCIe.Post(t, MKeyContextBytes, WriteNote{Kind: writeMKey}); !booked {
 			d.flushAt(t)
 		}
 	} else {
-		st = WCRemInvReqErr
-		a.RecvStatus = st
+		a.RecvStatus = WCRemInvReqErr
 		qp.resp.State = QPErr
 	}
-	d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Imm)),
-		components.StrField("op", "SEND_WITH_INV"), components.StrField("result", st.String()))
 	return t
 }
