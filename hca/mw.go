@@ -138,7 +138,27 @@ func (t *KeyTable) Invalidate(key uint32) bool {
 // so it is; checked all the same).
 func (t *KeyTable) CheckRemote(key, pd, qpn uint32, need int, addr, length uint64) KeyResult {
 	e := t.lookup(key)
-	if e == nil || e.Window != 0 && e.Length == 0 {
+	if e == nil {
+		return KeyInvalid
+	}
+	if e.Window != 0 {
+		return t.checkWindow(e, pd, qpn, need, addr, length)
+	}
+	if e.PD != pd {
+		return KeyPDMismatch
+	}
+	if e.Access&need != need {
+		return KeyAccessDenied
+	}
+	if addr < e.Addr || addr+length > e.Addr+e.Length || addr+length < addr {
+		return KeyOutOfBounds
+	}
+	return KeyOK
+}
+
+// checkWindow is CheckRemote for a bound window's entry e.
+func (t *KeyTable) checkWindow(e *MR, pd, qpn uint32, need int, addr, length uint64) KeyResult {
+	if e.Length == 0 {
 		// A type 1 window bound with length 0 grants nothing (rxe_lookup_mw:
 		// mw->length == 0).
 		return KeyInvalid
@@ -155,7 +175,7 @@ func (t *KeyTable) CheckRemote(key, pd, qpn uint32, need int, addr, length uint6
 	if addr < e.Addr || addr+length > e.Addr+e.Length || addr+length < addr {
 		return KeyOutOfBounds
 	}
-	if e.Window != 0 && !t.entries[e.region].valid {
+	if !t.entries[e.region].valid {
 		return KeyInvalid
 	}
 	return KeyOK

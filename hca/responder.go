@@ -595,6 +595,9 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) KeyRes
 	return r
 }
 
-func isSend(op ib.Opcode) bool {
-	return op <= ib.SendOnlyImm || op == ib.SendLastInv || op == ib.SendOnlyInv
-}
+func isSend(op ib.Opcode) bool { return uint32(1)<<op&sendOps != 0 }
+
+// sendOps has bit op set for each RC SEND opcode (a shift by 32 or more
+// gives 0: the opcodes past them are no RC SEND).
+const sendOps = 1<<ib.SendFirst | 1<<ib.SendMiddle | 1<<ib.SendLast | 1<<ib.SendLastImm |
+	1<<ib.SendOnly | 1<<ib.SendOnlyImm | 1<<ib.SendLastInv | 1<<ib.SendOnlyInv

@@ -199,13 +199,15 @@ func sglLength(sgl []SGE) uint64 {
 func (o WROpcode) isAtomic() bool { return o == WRCompSwap || o == WRFetchAdd }
 
 // hasRemote reports whether op carries a remote address segment.
-func (o WROpcode) hasRemote() bool {
-	return o == WRRDMAWrite || o == WRRDMAWriteImm || o == WRRDMARead || o.isAtomic()
-}
+func (o WROpcode) hasRemote() bool { return uint32(1)<<o&remoteOps != 0 }
+
+// remoteOps has bit op set for each opcode with a remote address segment
+// (a shift by 32 or more gives 0: an opcode past them has none).
+const remoteOps = 1<<WRRDMAWrite | 1<<WRRDMAWriteImm | 1<<WRRDMARead | 1<<WRCompSwap | 1<<WRFetchAdd
 
 // isLocal reports whether op is a local operation: one the HCA executes
 // on its own tables, sending no packet (BIND_MW, LOCAL_INV).
-func (o WROpcode) isLocal() bool { return o == WRBindMW || o == WRLocalInv }
+func (o WROpcode) isLocal() bool { return o-WRLocalInv <= WRBindMW-WRLocalInv }
 
 // Local WQE sizes. A LOCAL_INV is its ctrl segment alone, the key in the
 // ctrl's imm field (as mlx5's ctrl segment carries it). A BIND_MW is the
