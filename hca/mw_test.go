@@ -511,3 +511,29 @@ func TestSendWithInvalidateOfARegion(t *testing.T) {
 	assert.Equal(t, QPErr, p.qb.State)
 	assert.Equal(t, KeyOK, p.b.Keys.CheckRemote(p.mr.RKey, p.qb.PD, p.qb.Num, AccessRemoteWrite, p.bufB, 8), "the region lives")
 }
+
+// TestWindowAccessReadsTwoContexts: at the responder a one-packet WRITE
+// through a window looks up two MKey contexts, the window's and then its
+// region's (whose translation the access uses), where one through the
+// region's own R_Key looks up one: B's key-cache lookups (hits + misses)
+// grow by 2 and by 1. Nothing else at B looks a key up meanwhile (the
+// ACK needs none).
+func TestWindowAccessReadsTwoContexts(t *testing.T) {
+	p := newMWPair(t, AccessLocalWrite|AccessRemoteWrite|AccessMWBind)
+	bind, key := p.bindWR(0, 4096, AccessRemoteWrite)
+	lookups := func() int64 { return p.b.KeyCache().Hits + p.b.KeyCache().Misses }
+	var before [2]int64
+	w := SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey,
+		RemoteAddr: p.bufB, RKey: key}
+	wr := w
+	wr.RKey = p.mr.RKey
+	wcs := p.script(t,
+		mwStep{d: p.b, q: p.qb, wr: bind},
+		mwStep{d: p.a, q: p.qa, wr: w, pre: func() { before[0] = lookups() }},
+		mwStep{d: p.a, q: p.qa, wr: wr, pre: func() { before[1] = lookups() }},
+	)
+	require.Equal(t, WCSuccess, wcs[1].Status)
+	require.Equal(t, WCSuccess, wcs[2].Status)
+	assert.Equal(t, int64(2), before[1]-before[0], "through the window")
+	assert.Equal(t, int64(1), lookups()-before[1], "through the region's key")
+}
