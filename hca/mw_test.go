@@ -537,3 +537,47 @@ func TestWindowAccessReadsTwoContexts(t *testing.T) {
 	assert.Equal(t, int64(2), before[1]-before[0], "through the window")
 	assert.Equal(t, int64(1), lookups()-before[1], "through the region's key")
 }
+
+// TestBindLatencyDerived: a signaled BIND_MW on a fresh device, from the
+// post to its CQE in host memory, stage by stage. Its 3-WQEBB WQE (192
+// bytes, under blueflame_bytes 256) comes with the doorbell by BlueFlame:
+// no fetch, but the fetch stage parses its three blocks one after the
+// other. Then the two cold context lookups (TestBindLookupCost: 555.190
+// ns on an idle link), the bind runs as the WQE reaches the requester
+// (nothing before it) and completes at once: the CQE stage, then its
+// 64-byte posted write (88 bytes with the TLP header), which starts on
+// the upstream link after the window's 64-byte context write-back posted
+// 10 ns before it has left (5.586 ns), so it waits for nothing.
+func TestBindLatencyDerived(t *testing.T) {
+	cfg := Defaults()
+	require.True(t, cfg.PreferBlueFlame)
+	require.Equal(t, 256, cfg.BlueFlameBytes)
+	p := newMWPair(t, AccessLocalWrite|AccessRemoteWrite|AccessMWBind)
+	bind, _ := p.bindWR(0, 4096, AccessRemoteWrite)
+	require.Equal(t, 3, WQEBBs(&bind))
+	var cqeAt ib.PS
+	p.b.OnCQE = func(_ *CQ, now ib.PS) { cqeAt = now; p.s.Stop() }
+	require.NoError(t, p.b.PostSend(p.qb, &bind))
+	p.s.StopAt(ib.Millisecond)
+	require.NoError(t, p.s.Run())
+
+	ns := func(f float64) ib.PS { return ib.PS(f * 1000) }
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	pcie := NewPCIe(cfg.PCIe)
+	want := ns(cfg.Host.PostNS) + // the CPU writes the WQE and rings
+		ns(cfg.PCIe.MMIOLatencyNS) + // BlueFlame write reaches the HCA
+		ib.PS(cfg.Doorbell.LatencyCycles)*cyc + // doorbell stage
+		3*ib.PS(cfg.WQEFetch.LatencyCycles)*cyc + // parse three WQEBBs in turn
+		555_190 + // the window's and the region's contexts, cold (TestBindLookupCost)
+		ib.PS(cfg.CQE.LatencyCycles)*cyc + // CQE stage
+		pcie.SerPS(CQEBytes+cfg.PCIe.TLPOverheadBytes) + ns(cfg.PCIe.WriteLatencyNS) // the CQE lands
+	// 60 + 308 + 20 + 30 + 555.190 + 10 + 5.586 (88 B × 63.4765625 ps,
+	// rounded up) + 200 ns.
+	assert.Equal(t, ib.PS(1_188_776), want)
+	assert.Equal(t, want, cqeAt)
+	var wc [1]WC
+	require.Equal(t, 1, p.b.PollCQ(p.qb.SendCQ, wc[:]))
+	assert.Equal(t, WCBindMW, wc[0].Opcode)
+	// B wrote the window's context back (64 bytes) and the CQE (64).
+	assert.Equal(t, int64(MKeyContextBytes+CQEBytes), p.b.PCIe.WrittenBytes)
+}
