@@ -14,6 +14,10 @@ const (
 	CQERespWrImm   = 1
 	CQERespSend    = 2
 	CQERespSendImm = 3
+	// CQERespSendInv: a SEND_WITH_INVALIDATE received; imm_inval_pkey
+	// holds the R_Key it invalidated (libmlx5 handle_responder:
+	// IBV_WC_WITH_INV, wc->invalidated_rkey).
+	CQERespSendInv = 4
 	CQEReqErr      = 13
 	CQERespErr     = 14
 	CQEInvalid     = 15
@@ -41,6 +45,7 @@ const (
 	WCLocQPOpErr     WCStatus = 2
 	WCLocProtErr     WCStatus = 4
 	WCWRFlushErr     WCStatus = 5
+	WCMWBindErr      WCStatus = 6
 	WCBadRespErr     WCStatus = 7
 	WCLocAccessErr   WCStatus = 8
 	WCRemInvReqErr   WCStatus = 9
@@ -52,7 +57,7 @@ const (
 
 var wcNames = map[WCStatus]string{
 	WCSuccess: "SUCCESS", WCLocLenErr: "LOC_LEN_ERR", WCLocQPOpErr: "LOC_QP_OP_ERR",
-	WCLocProtErr: "LOC_PROT_ERR", WCWRFlushErr: "WR_FLUSH_ERR", WCBadRespErr: "BAD_RESP_ERR",
+	WCLocProtErr: "LOC_PROT_ERR", WCWRFlushErr: "WR_FLUSH_ERR", WCMWBindErr: "MW_BIND_ERR", WCBadRespErr: "BAD_RESP_ERR",
 	WCLocAccessErr: "LOC_ACCESS_ERR", WCRemInvReqErr: "REM_INV_REQ_ERR",
 	WCRemAccessErr: "REM_ACCESS_ERR", WCRemOpErr: "REM_OP_ERR", WCRetryExcErr: "RETRY_EXC_ERR",
 	WCRNRRetryExcErr: "RNR_RETRY_EXC_ERR",
@@ -68,7 +73,7 @@ func (s WCStatus) String() string {
 
 // mlx5 error syndromes (mlx5dv.h) and the verbs status each maps to.
 var syndromeOf = map[WCStatus]uint8{
-	WCLocLenErr: 0x01, WCLocQPOpErr: 0x02, WCLocProtErr: 0x04, WCWRFlushErr: 0x05,
+	WCLocLenErr: 0x01, WCLocQPOpErr: 0x02, WCLocProtErr: 0x04, WCWRFlushErr: 0x05, WCMWBindErr: 0x06,
 	WCBadRespErr: 0x10, WCLocAccessErr: 0x11, WCRemInvReqErr: 0x12, WCRemAccessErr: 0x13,
 	WCRemOpErr: 0x14, WCRetryExcErr: 0x15, WCRNRRetryExcErr: 0x16,
 }
@@ -92,6 +97,8 @@ const (
 	WCRDMARead    WCOpcode = 2
 	WCCompSwap    WCOpcode = 3
 	WCFetchAdd    WCOpcode = 4
+	WCBindMW      WCOpcode = 5
+	WCLocalInv    WCOpcode = 6
 	WCRecv        WCOpcode = 128
 	WCRecvRDMAImm WCOpcode = 129
 )
@@ -107,6 +114,10 @@ func wcOfWR(op WROpcode) WCOpcode {
 		return WCCompSwap
 	case WRFetchAdd:
 		return WCFetchAdd
+	case WRBindMW:
+		return WCBindMW
+	case WRLocalInv:
+		return WCLocalInv
 	}
 	return WCSend
 }
@@ -125,6 +136,7 @@ type CQE struct {
 	Imm      uint32
 	Owner    bool
 	HasImm   bool
+	HasInv   bool   // a SEND_WITH_INVALIDATE received: Imm is the R_Key it invalidated
 	Receiver bool   // a receive-side completion
 	SrcQP    uint32 // UD receive: the sender's QP (DETH)
 }
@@ -201,6 +213,8 @@ func DecodeCQE(buf []byte) CQE {
 	case CQERespSend, CQERespSendImm, CQERespWrImm:
 		c.Receiver = true
 		c.HasImm = c.Opcode != CQERespSend
+	case CQERespSendInv:
+		c.Receiver, c.HasInv = true, true
 	}
 	return c
 }
@@ -215,4 +229,8 @@ type WC struct {
 	HasImm  bool
 	QPN     uint32
 	SrcQP   uint32 // UD receive: the sender's QP
+	// HasInv: the receive was a SEND_WITH_INVALIDATE (IBV_WC_WITH_INV)
+	// that invalidated InvalidatedRKey.
+	HasInv          bool
+	InvalidatedRKey uint32
 }

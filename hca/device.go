@@ -39,6 +39,7 @@ const (
 const (
 	writeCQE     uint8 = iota + 1 // a CQE: it lands when visible (cqeQ)
 	writePayload                  // a received packet's payload: its buffer frees, hooks see it
+	writeMKey                     // an MKey context written back to ICM (a bind, an invalidate): nothing at its end
 )
 
 // txEntry is a packet waiting for the wire.
@@ -1059,6 +1060,7 @@ func (d *Device) postedBooked(w *PostedWrite, vis ib.PS) {
 		if n.Timed {
 			d.Timeline.RespWrite = vis
 		}
+	case writeMKey:
 	default:
 		panic(fmt.Sprintf("hca: %s: a posted write of kind %d", d.Name, w.Note.Kind))
 	}

@@ -2,6 +2,7 @@ package hca
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/hcasim/hcasim/ib"
 )
@@ -12,6 +13,9 @@ const (
 	AccessRemoteWrite  = 2
 	AccessRemoteRead   = 4
 	AccessRemoteAtomic = 8
+	// AccessMWBind lets memory windows be bound to the region
+	// (IBV_ACCESS_MW_BIND, C10-73).
+	AccessMWBind = 16
 )
 
 // KeyResult is the outcome of a key check.
@@ -25,14 +29,18 @@ const (
 	KeyPDMismatch
 	KeyAccessDenied
 	KeyOutOfBounds
+	// KeyQPMismatch: the R_Key names a type 2 memory window bound to
+	// another QP (rxe_lookup_mw: mw->qp != qp).
+	KeyQPMismatch
 )
 
-var keyResultNames = [...]string{"pass", "invalid_key", "pd_mismatch", "access_denied", "out_of_bounds"}
+var keyResultNames = [...]string{"pass", "invalid_key", "pd_mismatch", "access_denied", "out_of_bounds", "qp_mismatch"}
 
 // String returns the result's trace name.
 func (r KeyResult) String() string { return keyResultNames[r] }
 
-// MR is a registered memory region: the HCA's MPT entry.
+// MR is an MPT entry: a registered memory region or, with Window set, a
+// memory window (mw.go).
 type MR struct {
 	Addr   uint64 // first byte, host virtual address
 	Length uint64 // bytes
@@ -40,7 +48,21 @@ type MR struct {
 	PD     uint32 // protection domain handle
 	LKey   uint32 // index << 8 | key
 	RKey   uint32 // equal to LKey (mlx5 uses one mkey for both)
-	valid  bool
+	// valid: a region is registered; a window is bound (rxe
+	// RXE_MW_STATE_VALID): an unbound window's key resolves to nothing.
+	valid bool
+	// Window is the entry's memory window type, 0 for a region. A
+	// window's Addr, Length and Access are those of its bind.
+	Window MWType
+	// qpn is the QP a bound type 2 window is bound to: only requests
+	// arriving on it may use the window (rxe_lookup_mw).
+	qpn uint32
+	// region is a bound window's region, its index in the table: the MR
+	// whose translation the window's accesses use.
+	region uint32
+	// windows counts the windows bound to a region (rxe mr->num_mw): a
+	// region with windows cannot be deregistered nor invalidated.
+	windows int32
 }
 
 // KeyTable is the HCA's memory protection table: entries by 24-bit index.
@@ -63,11 +85,20 @@ func (t *KeyTable) Register(pd uint32, addr, length uint64, access int) MR {
 	return mr
 }
 
-// Deregister invalidates the region with key.
-func (t *KeyTable) Deregister(key uint32) {
-	if e := t.lookup(key); e != nil {
-		e.valid = false
+// Deregister invalidates the region with key. A region that memory
+// windows are bound to is refused (rxe_dereg_mr: "attempt to dereg an MR
+// that is still bound to memory windows", EINVAL), as is a key that names
+// no live region.
+func (t *KeyTable) Deregister(key uint32) error {
+	e := t.lookup(key)
+	if e == nil || e.Window != 0 {
+		return fmt.Errorf("hca: dereg_mr: key %#x names no registered region: %w", key, syscall.EINVAL)
 	}
+	if e.windows > 0 {
+		return fmt.Errorf("hca: dereg_mr: region %#x has %d memory windows bound: %w", key, e.windows, syscall.EINVAL)
+	}
+	e.valid = false
+	return nil
 }
 
 // Entry returns the MPT entry at index idx and whether it holds a live
@@ -78,7 +109,8 @@ func (t *KeyTable) Entry(idx uint32) (MR, bool) {
 		return MR{}, false
 	}
 	e := t.entries[idx]
-	return e, e.valid
+	// A window is not a region the RTL's key check knows (docs/rtl.md).
+	return e, e.valid && e.Window == 0
 }
 
 func (t *KeyTable) lookup(key uint32) *MR {
@@ -94,10 +126,12 @@ func (t *KeyTable) lookup(key uint32) *MR {
 }
 
 // Check checks key for an access of length bytes at addr needing the access
-// flags need (0 for a local read) from protection domain pd.
+// flags need (0 for a local read) from protection domain pd: an L_Key, or
+// the R_Key of a region. A window's key is not an L_Key (a window grants
+// remote access only, IBA 10.6.7): it is invalid here (CheckRemote).
 func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResult {
 	e := t.lookup(key)
-	if e == nil {
+	if e == nil || e.Window != 0 {
 		return KeyInvalid
 	}
 	if e.PD != pd {

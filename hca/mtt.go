@@ -41,6 +41,9 @@ const MTTBase = 1<<60 + 1<<58
 // mttEntryAddr returns the bus address of the MTT entry of virtual page
 // vpn (page number at hca.mtt_page_bytes) of the region whose key is key.
 func (d *Device) mttEntryAddr(key uint32, vpn uint64) uint64 {
+	if r, ok := d.Keys.regionKey(key); ok {
+		key = r // a memory window's accesses use its region's MTT
+	}
 	mr := d.Keys.lookup(key)
 	if mr == nil {
 		// translate follows a key check that passed, and the device never

@@ -44,7 +44,7 @@ type RespAction struct {
 	RecvDone   bool
 	Recv       RecvWQE
 	RecvLen    uint32
-	RecvOpcode uint8 // CQERespSend, CQERespSendImm, CQERespWrImm
+	RecvOpcode uint8 // CQERespSend, CQERespSendImm, CQERespSendInv, CQERespWrImm
 	Imm        uint32
 	RecvStatus WCStatus
 
@@ -355,7 +355,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 	r.nakSent = false
 	op := pkt.Opcode
 	hdr := op.Headers()
-	first := op == ib.SendFirst || op == ib.SendOnly || op == ib.SendOnlyImm ||
+	first := op == ib.SendFirst || op == ib.SendOnly || op == ib.SendOnlyImm || op == ib.SendOnlyInv ||
 		op == ib.RDMAWriteFirst || op == ib.RDMAWriteOnly || op == ib.RDMAWriteOnlyImm ||
 		op == ib.RDMAReadRequest || op == ib.CompareSwap || op == ib.FetchAdd
 	if first == r.inMsg {
@@ -366,6 +366,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
 	}
 	last := op == ib.SendLast || op == ib.SendLastImm || op == ib.SendOnly || op == ib.SendOnlyImm ||
+		op == ib.SendLastInv || op == ib.SendOnlyInv ||
 		op == ib.RDMAWriteLast || op == ib.RDMAWriteLastImm || op == ib.RDMAWriteOnly || op == ib.RDMAWriteOnlyImm
 
 	switch {
@@ -495,6 +496,9 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			a.RecvOpcode = CQERespSend
 			if op == ib.SendLastImm || op == ib.SendOnlyImm {
 				a.RecvOpcode, a.Imm = CQERespSendImm, pkt.Imm
+			} else if op == ib.SendLastInv || op == ib.SendOnlyInv {
+				// The device invalidates the IETH's R_Key (rx.go).
+				a.RecvOpcode, a.Imm = CQERespSendInv, pkt.IETH
 			}
 			r.hasRecv = false
 		case op == ib.RDMAWriteLastImm || op == ib.RDMAWriteOnlyImm:
@@ -591,4 +595,9 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) KeyRes
 	return r
 }
 
-func isSend(op ib.Opcode) bool { return op <= ib.SendOnlyImm }
+func isSend(op ib.Opcode) bool { return uint32(1)<<op&sendOps != 0 }
+
+// sendOps has bit op set for each RC SEND opcode (a shift by 32 or more
+// gives 0: the opcodes past them are no RC SEND).
+const sendOps = 1<<ib.SendFirst | 1<<ib.SendMiddle | 1<<ib.SendLast | 1<<ib.SendLastImm |
+	1<<ib.SendOnly | 1<<ib.SendOnlyImm | 1<<ib.SendLastInv | 1<<ib.SendOnlyInv

@@ -158,6 +158,13 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
 			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
 			components.IntField("len", int64(a.KeyLen)))
+		if a.KeyResult == KeyOK {
+			if mr, ok := d.Keys.regionKey(a.Key); ok {
+				// A memory window's context names its region, whose
+				// context (translation size, MTT) is a second lookup.
+				t = d.keyCheck(qp, t, mr)
+			}
+		}
 	}
 	// The packet's DMA waits for the translation it needs (translate): the
 	// one it starts here, after its key check if it has one, or else its
@@ -188,6 +195,9 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	} else if a.Write {
 		t = d.writePayload(qp, t, a.WriteAddr, pkt.Payload[:pkt.PayloadLen], traced && pkt.PSN == tl.LastPSN)
 	}
+	if a.RecvDone && a.RecvOpcode == CQERespSendInv && a.RecvStatus == WCSuccess {
+		t = d.remoteInvalidate(qp, t, &a)
+	}
 	if a.RecvDone {
 		if traced && tl.RespCQEIssue == 0 {
 			tl.RespCQEIssue = t
@@ -195,7 +205,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		qp.rqDone++
 		d.writeCQE(qp.RecvCQ, CQE{Opcode: a.RecvOpcode, Status: a.RecvStatus, QPN: qp.Num,
 			Counter: uint16(a.Recv.Index), ByteCnt: a.RecvLen, Imm: a.Imm, Receiver: true,
-			HasImm: a.RecvOpcode != CQERespSend}, t)
+			HasImm: a.RecvOpcode == CQERespSendImm || a.RecvOpcode == CQERespWrImm}, t)
 	}
 	if a.Ack {
 		d.sendAck(qp, t, a.AckSyn, a.AckPSN, a.MSN)

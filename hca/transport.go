@@ -64,17 +64,21 @@ func PacketCount(length uint32, mtu int) int {
 func RequestOpcode(op WROpcode, i, n int) ib.Opcode {
 	first, last := i == 0, i == n-1
 	switch op {
-	case WRSend, WRSendImm:
-		imm := op == WRSendImm
+	case WRSend, WRSendImm, WRSendInv:
+		imm, inv := op == WRSendImm, op == WRSendInv
 		switch {
 		case first && last && imm:
 			return ib.SendOnlyImm
+		case first && last && inv:
+			return ib.SendOnlyInv
 		case first && last:
 			return ib.SendOnly
 		case first:
 			return ib.SendFirst
 		case last && imm:
 			return ib.SendLastImm
+		case last && inv:
+			return ib.SendLastInv
 		case last:
 			return ib.SendLast
 		}
@@ -220,6 +224,32 @@ func (r *Requester) Enqueue(w SendWQE, posted ib.PS) []Completion {
 	return nil
 }
 
+// EnqueueLocal adds a local operation the HCA has executed (a bind, a
+// local invalidate) to the send queue: it sends no packet and holds no
+// PSN, and completes in order, once every message before it has (IBA
+// completions are in posting order). A QP in ERR flushes it.
+func (r *Requester) EnqueueLocal(w SendWQE, posted ib.PS) []Completion {
+	if r.State == QPErr {
+		return []Completion{{WQE: w, Status: WCWRFlushErr, Posted: posted}}
+	}
+	var m *sendMsg
+	if k := len(r.free); k > 0 {
+		m = r.free[k-1]
+		r.free = r.free[:k-1]
+	} else {
+		m = new(sendMsg)
+	}
+	// No packets: nothing to send (skipSent passes it) and no PSN (its
+	// last PSN is the one before, which find never matches).
+	*m = sendMsg{wqe: w, firstPSN: r.nextPSN, Posted: posted, inline: m.inline[:0],
+		everSent: true, done: true, status: WCSuccess}
+	r.msgs = append(r.msgs, m)
+	r.skipSent()
+	out := r.retire(r.compBuf[:0])
+	r.compBuf = out[:0]
+	return out
+}
+
 // Outstanding reports whether any message awaits an ACK or response.
 func (r *Requester) Outstanding() bool {
 	return r.sendIdx > 0 || (len(r.msgs) > 0 && r.msgs[0].sent > 0)
@@ -275,6 +305,8 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 		}
 		if pkt.Opcode.Headers()&ib.HasImmDt != 0 {
 			pkt.Imm = w.Imm
+		} else if w.Opcode == WRSendInv && i == m.npkts-1 {
+			pkt.IETH = w.Imm // the last packet's IETH names the R_Key
 		}
 	}
 	if !m.everSent && m.isRdAtomic() {

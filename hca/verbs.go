@@ -461,7 +461,11 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	if qp.State != QPRTS && qp.State != QPErr {
 		return fmt.Errorf("qp 0x%x: post_send in state %v (RTS required)", qp.Num, qp.State)
 	}
-	if wr.SGL != nil {
+	if wr.Opcode.isLocal() {
+		if err := checkLocalWR(qp, wr); err != nil {
+			return err
+		}
+	} else if wr.SGL != nil {
 		if err := checkSGL(qp, wr); err != nil {
 			return err
 		}
@@ -601,6 +605,9 @@ func (d *Device) PollCQ(cq *CQ, wcs []WC) int {
 		}
 		qp := d.qpByNum(c.QPN)
 		wc := WC{Status: c.Status, ByteLen: c.ByteCnt, Imm: c.Imm, HasImm: c.HasImm, QPN: c.QPN, SrcQP: c.SrcQP}
+		if c.HasInv {
+			wc.Imm, wc.HasInv, wc.InvalidatedRKey = 0, true, c.Imm
+		}
 		if c.Receiver {
 			if s := qp.srq; s != nil {
 				// wqe_counter is the SRQ slot; polling frees the WQE
@@ -712,7 +719,9 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			panic(fmt.Sprintf("hca: %s qp 0x%x: WQE at %d: %v", d.Name, qp.Num, qp.sqDecoded, err))
 		}
 		dw := decodedWQE{wqe: w, readyAt: now}
-		if w.Inline {
+		if w.Opcode.isLocal() {
+			dw.readyAt = d.localLookups(qp, now, &w)
+		} else if w.Inline {
 			// Inline bytes wait in a per-QP arena until the WQE reaches the
 			// requester (which copies them): no allocation per message.
 			at := len(qp.inlineArena)
@@ -768,12 +777,11 @@ func (d *Device) wqeReady(qp *QP) {
 		if dw.keyErr {
 			// Local protection error: the QP goes to ERR; what was
 			// outstanding is flushed, this WQE fails, later ones flush.
-			for _, c := range qp.req.FlushAll() {
-				d.sendCompletion(qp, c, now)
-			}
-			d.purge(qp)
-			qp.State = QPErr
-			d.sendCompletion(qp, Completion{WQE: dw.wqe, Status: WCLocProtErr}, now)
+			d.failWQE(qp, dw.wqe, WCLocProtErr, now)
+			continue
+		}
+		if dw.wqe.Opcode.isLocal() {
+			d.runLocal(qp, dw.wqe, now)
 			continue
 		}
 		for _, c := range qp.req.Enqueue(dw.wqe, 0) {
@@ -794,6 +802,18 @@ func (d *Device) wqeReady(qp *QP) {
 	}
 	d.markWork(qp)
 	d.schedule()
+}
+
+// failWQE completes w with status, an error found before it was sent: the
+// QP goes to ERR, what was outstanding is flushed, w fails, later WQEs
+// flush.
+func (d *Device) failWQE(qp *QP, w SendWQE, status WCStatus, now ib.PS) {
+	for _, c := range qp.req.FlushAll() {
+		d.sendCompletion(qp, c, now)
+	}
+	d.purge(qp)
+	qp.State = QPErr
+	d.sendCompletion(qp, Completion{WQE: w, Status: status}, now)
 }
 
 // recvDoorbell: the HCA learns of newly posted receive WQEs and prefetches
@@ -847,9 +867,10 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 	d.recvFetch(qp, d.s.Now())
 }
 
-// CheckRKey implements ResponderEnv.
+// CheckRKey implements ResponderEnv: a region's R_Key, or a memory
+// window's, which must be bound to this QP if it is of type 2.
 func (qp *QP) CheckRKey(rkey uint32, need int, addr, n uint64) KeyResult {
-	return qp.dev.Keys.Check(rkey, qp.PD, need, addr, n)
+	return qp.dev.Keys.CheckRemote(rkey, qp.PD, qp.Num, need, addr, n)
 }
 
 // CheckLKey implements ResponderEnv.

@@ -61,12 +61,16 @@ const (
 	WRRDMARead     WROpcode = 4
 	WRCompSwap     WROpcode = 5
 	WRFetchAdd     WROpcode = 6
+	WRLocalInv     WROpcode = 7
+	WRBindMW       WROpcode = 8
+	WRSendInv      WROpcode = 9
 )
 
 var wrNames = map[WROpcode]string{
 	WRRDMAWrite: "RDMA_WRITE", WRRDMAWriteImm: "RDMA_WRITE_WITH_IMM", WRSend: "SEND",
 	WRSendImm: "SEND_WITH_IMM", WRRDMARead: "RDMA_READ", WRCompSwap: "ATOMIC_CMP_AND_SWP",
-	WRFetchAdd: "ATOMIC_FETCH_AND_ADD",
+	WRFetchAdd: "ATOMIC_FETCH_AND_ADD", WRLocalInv: "LOCAL_INV", WRBindMW: "BIND_MW",
+	WRSendInv: "SEND_WITH_INV",
 }
 
 // String returns the verbs name.
@@ -86,12 +90,18 @@ const (
 	mlx5OpRDMARead     = 0x10
 	mlx5OpAtomicCS     = 0x11
 	mlx5OpAtomicFA     = 0x12
+	mlx5OpSendInval    = 0x01
+	mlx5OpLocalInval   = 0x1b
+	// mlx5OpUMR: libmlx5 posts a bind as a user-mode memory registration
+	// WQE that rewrites the window's MKey context.
+	mlx5OpUMR = 0x25
 )
 
 var wrToMlx5 = [...]uint8{
 	WRRDMAWrite: mlx5OpRDMAWrite, WRRDMAWriteImm: mlx5OpRDMAWriteImm, WRSend: mlx5OpSend,
 	WRSendImm: mlx5OpSendImm, WRRDMARead: mlx5OpRDMARead, WRCompSwap: mlx5OpAtomicCS,
-	WRFetchAdd: mlx5OpAtomicFA,
+	WRFetchAdd: mlx5OpAtomicFA, WRLocalInv: mlx5OpLocalInval, WRBindMW: mlx5OpUMR,
+	WRSendInv: mlx5OpSendInval,
 }
 
 func mlx5ToWR(op uint8) (WROpcode, bool) {
@@ -146,6 +156,12 @@ type SendWR struct {
 	// GRH makes a UD datagram to a unicast LID carry a GRH (the address
 	// handle's is_global); one to a multicast LID always does.
 	GRH bool
+	// Bind is a BIND_MW's bind (ibv_send_wr.bind_mw: the window's key, the
+	// new key, the region and range).
+	Bind BindReq
+	// InvalidateRKey is the R_Key a LOCAL_INV invalidates, or that a
+	// SEND_WITH_INV asks the responder to (ibv_send_wr.invalidate_rkey).
+	InvalidateRKey uint32
 }
 
 // RecvWR is a receive work request (ibv_recv_wr): one scatter element,
@@ -183,7 +199,29 @@ func sglLength(sgl []SGE) uint64 {
 func (o WROpcode) isAtomic() bool { return o == WRCompSwap || o == WRFetchAdd }
 
 // hasRemote reports whether op carries a remote address segment.
-func (o WROpcode) hasRemote() bool { return o != WRSend && o != WRSendImm }
+func (o WROpcode) hasRemote() bool { return uint32(1)<<o&remoteOps != 0 }
+
+// remoteOps has bit op set for each opcode with a remote address segment
+// (a shift by 32 or more gives 0: an opcode past them has none).
+const remoteOps = 1<<WRRDMAWrite | 1<<WRRDMAWriteImm | 1<<WRRDMARead | 1<<WRCompSwap | 1<<WRFetchAdd
+
+// isLocal reports whether op is a local operation: one the HCA executes
+// on its own tables, sending no packet (BIND_MW, LOCAL_INV).
+func (o WROpcode) isLocal() bool { return o-WRLocalInv <= WRBindMW-WRLocalInv }
+
+// Local WQE sizes. A LOCAL_INV is its ctrl segment alone, the key in the
+// ctrl's imm field (as mlx5's ctrl segment carries it). A BIND_MW is the
+// UMR WQE libmlx5 builds for it: ctrl 16, mlx5_wqe_umr_ctrl_seg 48,
+// mlx5_wqe_mkey_context_seg 64 (mlx5dv.h) and one 16-byte KLM entry that
+// points the window at its region: 144 bytes, 3 WQEBBs (libmlx5 pads the
+// KLM list to 64 bytes, which makes 192: 3 WQEBBs either way).
+const (
+	localInvWQEBytes = dsBytes
+	bindWQEBytes     = dsBytes + 48 + 64 + dsBytes
+	// offsets in a bind WQE (the model's fields in mlx5's segments)
+	bindMkeyOff = dsBytes + 48     // the mkey context segment
+	bindKLMOff  = bindMkeyOff + 64 // the KLM entry
+)
 
 // WQEBBs returns how many 64-byte blocks the WQE of wr occupies.
 func WQEBBs(wr *SendWR) int {
@@ -205,6 +243,12 @@ const datagramBytes = 48
 const avGRH = 1 << 30
 
 func wqeBytes(wr *SendWR) int {
+	switch wr.Opcode {
+	case WRBindMW:
+		return bindWQEBytes
+	case WRLocalInv:
+		return localInvWQEBytes
+	}
 	n := dsBytes // ctrl
 	if wr.UD {
 		n += datagramBytes
@@ -237,6 +281,16 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 		buf[11] = ctrlCQUpdate
 	}
 	be.PutUint32(buf[12:], wr.Imm)
+	switch wr.Opcode {
+	case WRSendInv:
+		be.PutUint32(buf[12:], wr.InvalidateRKey)
+	case WRLocalInv:
+		be.PutUint32(buf[12:], wr.InvalidateRKey)
+		return size
+	case WRBindMW:
+		encodeBind(buf, &wr.Bind)
+		return size
+	}
 	off := dsBytes
 	if wr.UD {
 		// mlx5_wqe_av: qkey at 0, dqp_dct at 8, rlid at 14, grh_gid_fl
@@ -289,13 +343,43 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 	return size
 }
 
+// encodeBind writes a bind into a BIND_MW WQE: the window's key in the
+// ctrl's imm (the mkey the UMR rewrites); in the mkey context segment the
+// rights (access_flags, byte 2), the new tag (qpn_mkey[7:0]), start_addr
+// and len; in the KLM entry the region's key and the start address. The
+// segments and the fields' places are mlx5's; the access bits are the
+// verbs flags, not mlx5's encoding of them.
+func encodeBind(buf []byte, b *BindReq) {
+	be := binary.BigEndian
+	be.PutUint32(buf[12:], b.MWKey)
+	buf[bindMkeyOff+2] = uint8(b.Access)
+	be.PutUint32(buf[bindMkeyOff+4:], 0xffffff00|b.NewKey&0xff)
+	be.PutUint64(buf[bindMkeyOff+16:], b.Addr)
+	be.PutUint64(buf[bindMkeyOff+24:], b.Length)
+	be.PutUint32(buf[bindKLMOff:], uint32(min(b.Length, 1<<32-1)))
+	be.PutUint32(buf[bindKLMOff+4:], b.MRKey)
+	be.PutUint64(buf[bindKLMOff+8:], b.Addr)
+}
+
+// decodeBind reads the bind of a BIND_MW WQE (encodeBind).
+func decodeBind(buf []byte) *BindReq {
+	be := binary.BigEndian
+	mw := be.Uint32(buf[12:])
+	return &BindReq{MWKey: mw, NewKey: mw&^0xff | be.Uint32(buf[bindMkeyOff+4:])&0xff,
+		MRKey: be.Uint32(buf[bindKLMOff+4:]), Addr: be.Uint64(buf[bindMkeyOff+16:]),
+		Length: be.Uint64(buf[bindMkeyOff+24:]), Access: int(buf[bindMkeyOff+2])}
+}
+
 // SendWQE is a send WQE as the HCA decodes it from host memory.
 type SendWQE struct {
 	Index    uint16 // wqe_index from the ctrl segment
 	QPN      uint32
 	Opcode   WROpcode
 	Signaled bool
-	Imm      uint32
+	// Imm is the immediate data (…_WITH_IMM), or a LOCAL_INV's or
+	// SEND_WITH_INV's R_Key to invalidate: the ctrl segment's imm field
+	// carries either.
+	Imm uint32
 	// Remote address segment.
 	RemoteAddr uint64
 	RKey       uint32
@@ -314,6 +398,8 @@ type SendWQE struct {
 	SGL []SGE
 	// BBs is the WQE's size in basic blocks.
 	BBs int
+	// Bind is a BIND_MW's bind, nil for other opcodes.
+	Bind *BindReq
 	// UD datagram segment.
 	DLID       uint16
 	RemoteQPN  uint32
@@ -354,6 +440,15 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 	w.BBs = (ds*dsBytes + WQEBBBytes - 1) / WQEBBBytes
 	w.Signaled = buf[11]&ctrlCQUpdate != 0
 	w.Imm = be.Uint32(buf[12:])
+	if op.isLocal() {
+		if ds*dsBytes < wqeBytes(&SendWR{Opcode: op}) {
+			return w, fmt.Errorf("wqe: %v of %d data segments is short", op, ds)
+		}
+		if op == WRBindMW {
+			w.Bind = decodeBind(buf)
+		}
+		return w, nil
+	}
 	off := dsBytes
 	if ud {
 		w.RemoteQKey = be.Uint32(buf[off:])

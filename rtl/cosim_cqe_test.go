@@ -96,9 +96,9 @@ var cqeDirected = func() []hca.CQE {
 		// immediate flag; EncodeCQE writes Imm whatever HasImm says).
 		hca.CQE{Opcode: hca.CQEReq, WROp: hca.WRSend, QPN: 0x103, Imm: 0xcafef00d},
 	)
-	statuses := []hca.WCStatus{hca.WCLocLenErr, hca.WCLocQPOpErr, hca.WCLocProtErr, hca.WCWRFlushErr, hca.WCBadRespErr,
+	statuses := []hca.WCStatus{hca.WCLocLenErr, hca.WCLocQPOpErr, hca.WCLocProtErr, hca.WCWRFlushErr, hca.WCMWBindErr, hca.WCBadRespErr,
 		hca.WCLocAccessErr, hca.WCRemInvReqErr, hca.WCRemAccessErr, hca.WCRemOpErr, hca.WCRetryExcErr, hca.WCRNRRetryExcErr,
-		3, 6, 21, 255} // LOC_EEC_OP_ERR, MW_BIND_ERR, GENERAL_ERR, none: no syndrome
+		3, 14, 21, 255} // LOC_EEC_OP_ERR, LOC_RDD_VIOL_ERR, GENERAL_ERR, none: no syndrome
 	for i, st := range statuses {
 		cs = append(cs,
 			hca.CQE{Opcode: hca.CQEReq, Status: st, WROp: hca.WROpcode(i % 7), QPN: 0x200 + uint32(i), Counter: uint16(i), ByteCnt: uint32(i) << 8},

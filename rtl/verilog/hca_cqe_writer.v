@@ -99,6 +99,7 @@ module hca_cqe_writer #(
             8'd2:    syndrome = 8'h02; // LOC_QP_OP_ERR
             8'd4:    syndrome = 8'h04; // LOC_PROT_ERR
             8'd5:    syndrome = 8'h05; // WR_FLUSH_ERR
+            8'd6:    syndrome = 8'h06; // MW_BIND_ERR (a refused BIND_MW)
             8'd7:    syndrome = 8'h10; // BAD_RESP_ERR
             8'd8:    syndrome = 8'h11; // LOC_ACCESS_ERR
             8'd9:    syndrome = 8'h12; // REM_INV_REQ_ERR
