@@ -1397,11 +1397,12 @@ module tb;
             if (cfg_held && !dut.ack_valid && dut.ack_ready) cfg_wait = cfg_wait + 1;
             // Events in the order the model replays them: the ACK or NAK hca_rx_ack hands the
             // requester (its walk sees what was sent and taken before this cycle; ai counts them,
-            // so the ai-th ACKNOWLEDGE packet of rx.hex), a commit (its packet goes whole: a purge
+            // so the ai-th ACKNOWLEDGE packet of rx.hex; whether a completion waits in cpl_*'s
+            // register, not yet logged), a commit (its packet goes whole: a purge
             // in this cycle comes after it), then the item taken.
             ack_took = dut.ack_valid && dut.ack_ready;
             if (ack_took) begin
-                $fdisplay(fl, "A %0d %0d", ai, c);
+                $fdisplay(fl, "A %0d %0d %0d", ai, cpl_valid, c);
                 ai = ai + 1;
             end
             if (pick_taken) $fdisplay(fl, "C %0d %0d %0d %0d", pick_vl, credit[pick_vl*12 +: 12], dut.u_requester.head_ctx, c);

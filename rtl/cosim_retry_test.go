@@ -443,18 +443,26 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			}
 			complete(qps[it.qix], qps[it.qix].enqueue(it.wqe))
 		case "A":
+			// Not late: the requester takes an ACK or response only with
+			// its completion engine idle, so every completion of the jobs
+			// before has left the engine: given (a P line before), or the
+			// one in cpl_*'s output register (num(2): cpl_valid then). The
+			// model has made them all by this point of the log.
+			if late := len(want) - next - num(2); late > 0 {
+				res.fail("ACK or response %d taken at cycle %d with %d of the model's completions before it not given", num(1), num(3), late)
+			}
 			a := p.run.acks[num(1)]
 			q := qps[a.qpn&(reqQPs-1)]
 			r, _, _ := modelRx(q.req, a)
 			complete(q, r.Completions)
 			if tm != nil {
-				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(2))
+				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(3))
 			}
 			if r.RNRWait {
 				// The model holds the QP for RNRTimerPS(code); the RTL
 				// counts the code's 10 us units in retryTick cycles.
 				units := int(hca.RNRTimerPS(q.req.RNRWaitCode) / hca.RNRTimerPS(1))
-				waitUntil[a.qpn&(reqQPs-1)] = num(2) + units*retryTick
+				waitUntil[a.qpn&(reqQPs-1)] = num(3) + units*retryTick
 			}
 		case "C":
 			qix, cyc := num(3), num(4)

@@ -776,6 +776,10 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy) || h_dn;", "h_cover || h_fin || h_dn;"},
 		{"a response no message takes written", f, "wire             d_take   = m_take && e_any;", "wire             d_take   = e_any;"},
 		{"the payload at the READ's start whatever came before", f, "sc_skip <= e_rrd ? e_mgot : 32'd0;", "sc_skip <= 32'd0;"},
+		// The walk not run for a response: the SENDs and WRITEs before it
+		// are only marked done, and retired by the next job's walk, their
+		// CQEs a job late (the replay's not-late check at each take).
+		{"a response acknowledging nothing before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && !e_rsp && e_lim"},
 		// Byte enables and the realignment to the host address.
 		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
 		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
