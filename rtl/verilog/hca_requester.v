@@ -23,15 +23,13 @@
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
 // order), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
-// element of a SEND or WRITE its context can send checked first (below). dec_ready = the message
+// element of a WQE its context can send checked first (below). dec_ready = the message
 // register is empty or being taken,
 // every read of the previous message has been loaded (its gather walked), no segment of the previous
 // WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7, inline (the model sends inline data; here TODO, from wqe_*), a list longer than MAX_SGE
-// (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) or a READ's or atomic's scatter
-// list of more than one element (the model scatters the response per element; here TODO) cannot be
-// taken: once the
+// opcode 7, inline (the model sends inline data; here TODO, from wqe_*) or a list longer than MAX_SGE
+// (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) cannot be taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
 // for a WQE its requester cannot build; the model's own path for a WQE that fails at decode, a key
@@ -62,13 +60,15 @@
 // message is taken, popped with its last block. Each element's block is read once per message
 // (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
 // its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// A READ's or atomic's segments are its scatter list, kept the same way (below, "Responses").
 // L_Key checks (kc_*, hca_key_check's contract): each kept element of more than 0 bytes, in the
-// context's PD (qp_cfg_pd), local read, its address and length, one check at a time, before the
+// context's PD (qp_cfg_pd), local read for a gather, LOCAL_WRITE (1) for a READ's or atomic's
+// scatter (hca.Device.checkSGL's need), its address and length, one check at a time, before the
 // WQE's header is taken, so before any read; a WQE with a failed check is not sent: it completes
 // with LOC_PROT_ERR (4) as a WQE that fails at decode does (the outstanding messages flushed first,
-// the context to ERR: hca.Device.wqeReady's key error). A WQE on a context in ERR is not checked
-// (flushed; the model checks it and completes a bad one with LOC_PROT_ERR), nor a READ's or
-// atomic's local buffer (TODO: LOCAL_WRITE).
+// the context to ERR: hca.Device.wqeReady's key error). A WQE on a context in ERR is not checked:
+// it is flushed (IBA; the model's UD path, grantUD, does the same, but its RC path,
+// hca.Device.wqeReady, checks it and completes a bad one with LOC_PROT_ERR).
 //
 // Transmit: hca_tx_path's packets (ICRC written, VCRC zero) go into a packet queue of PKT_BLOCKS
 // beats (at least one largest packet, 65 beats at MTU 4096, or it deadlocks), store and forward, one
@@ -176,10 +176,12 @@
 // hca_dma_engine's client contract, with byte enables) when the head takes the response, else a
 // READ response's blocks (ack_blk on pd_*, hca_rx_ack's FIFO, realigned to the payload's start)
 // are dropped. What the model's hca.Device.complete writes, at exactly its bytes: a READ
-// response's ack_len bytes at LocalAddr + the responses the READ had before x MTU (readGot), an
-// atomic's original value (ack_orig) at LocalAddr, 8 bytes least significant first (putLE64);
-// realigned to the host address's byte lanes, byte enables on the write's first and last beats
-// (the drain, below). The walk waits until the write's last beat is taken, so a READ's or
+// response's ack_len bytes from byte readGot (the bytes of the responses the READ had before) of
+// its scatter list, an atomic's original value (ack_orig, 8 bytes least significant first:
+// putLE64) from byte 0 of its list (hca.Device.place, sglSlice: the list is the elements'
+// concatenation; one element is LocalAddr + readGot), one wr0 write per element part, each
+// realigned to its host address's byte lanes, byte enables on its first and last beats (the
+// drain, below). The walk waits until the write's last beat is taken, so a READ's or
 // atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
 // response dropped without a job (no context) has its blocks dropped at once; the next response
 // is taken only when the drain is free. A response's payload length is not checked against the
