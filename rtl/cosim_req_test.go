@@ -1571,6 +1571,15 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 		switch fields[0] {
 		case "Q", "T", "A":
 			i, _ := strconv.Atoi(fields[1])
+			if fields[0] == "A" {
+				// Not late (as retryCheck): at a take, every completion
+				// the model made before is given, but the one cpl_*'s
+				// register may hold (fields[2]: cpl_valid then).
+				pend, _ := strconv.Atoi(fields[2])
+				if late := len(cpl.want) - cpl.next - pend; late > 0 {
+					res.fail("ACKNOWLEDGE %d taken at cycle %s with %d of the model's completions before it not given", i, fields[3], late)
+				}
+			}
 			if msg := cpl.event(fields[0], i); msg != "" {
 				res.fail("%s", msg)
 			}
