@@ -1006,6 +1006,9 @@ func (run *reqRun) write(t *testing.T, dir string) {
 			if k < len(it.keyRes) {
 				res = int(it.keyRes[k])
 			}
+			if it.wqe.Opcode == hca.WRRDMARead || it.wqe.Opcode == hca.WRCompSwap || it.wqe.Opcode == hca.WRFetchAdd {
+				res |= 8 // the check's access: LOCAL_WRITE (a scatter), the nibble's top bit
+			}
 			fmt.Fprintf(&sgs, "%04x%01x%08x%08x%08x%016x\n", i, res, pd[it.qix], e.LKey, e.Length, e.Addr)
 			nsg++
 		}
@@ -1136,12 +1139,13 @@ module tb;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
     reg [455:0] items [0:MAXIT-1];
-    // The WQEs' data segments, in item order: {item 16, key check result 4, the context's PD 32,
+    // The WQEs' data segments, in item order: {item 16, key check access 1 (LOCAL_WRITE) and result 3, the context's PD 32,
     // L_Key 32, length 32, address 64} (sges.hex), offered on dec_sge_* while their item's header
     // is offered, as hca_wqe_parse does; the next item waits until the last is taken. A key check
     // on kc_* is answered the cycle after it is taken with the result of the segment on dec_sge_*
     // (the requester holds it until then), and must name that segment's L_Key, address and length,
-    // the context's PD and local read (else a KCHK-ERR line).
+    // the context's PD and its access (local read, or LOCAL_WRITE for a READ's or atomic's: the
+    // result nibble's top bit) (else a KCHK-ERR line).
     reg [179:0] sgs [0:MAXSG-1];
     reg kc_pend, kc_rdy;
     reg [2:0] kc_res;
@@ -1377,7 +1381,7 @@ module tb;
             take_sge = dec_sge_valid && dec_sge_ready;
             if (kc_rsp_valid && kc_rsp_ready) kc_pend = 1'b0;
             if (kc_req_valid && kc_rdy) begin
-                if (!sg_here || kc_req_key != sgs[ei][127:96] || kc_req_pd != sgs[ei][159:128] || kc_req_need != 4'd0 ||
+                if (!sg_here || kc_req_key != sgs[ei][127:96] || kc_req_pd != sgs[ei][159:128] || kc_req_need != {3'd0, sgs[ei][163]} ||
                     kc_req_addr != sgs[ei][63:0] || kc_req_len != {32'd0, sgs[ei][95:64]})
                     $display("KCHK-ERR cycle %0d: key %h pd %h need %h addr %h len %h for segment %0d", c, kc_req_key,
                              kc_req_pd, kc_req_need, kc_req_addr, kc_req_len, ei);
@@ -1393,11 +1397,12 @@ module tb;
             if (cfg_held && !dut.ack_valid && dut.ack_ready) cfg_wait = cfg_wait + 1;
             // Events in the order the model replays them: the ACK or NAK hca_rx_ack hands the
             // requester (its walk sees what was sent and taken before this cycle; ai counts them,
-            // so the ai-th ACKNOWLEDGE packet of rx.hex), a commit (its packet goes whole: a purge
+            // so the ai-th ACKNOWLEDGE packet of rx.hex; whether a completion waits in cpl_*'s
+            // register, not yet logged), a commit (its packet goes whole: a purge
             // in this cycle comes after it), then the item taken.
             ack_took = dut.ack_valid && dut.ack_ready;
             if (ack_took) begin
-                $fdisplay(fl, "A %0d %0d", ai, c);
+                $fdisplay(fl, "A %0d %0d %0d", ai, cpl_valid, c);
                 ai = ai + 1;
             end
             if (pick_taken) $fdisplay(fl, "C %0d %0d %0d %0d", pick_vl, credit[pick_vl*12 +: 12], dut.u_requester.head_ctx, c);
@@ -1566,6 +1571,15 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 		switch fields[0] {
 		case "Q", "T", "A":
 			i, _ := strconv.Atoi(fields[1])
+			if fields[0] == "A" {
+				// Not late (as retryCheck): at a take, every completion
+				// the model made before is given, but the one cpl_*'s
+				// register may hold (fields[2]: cpl_valid then).
+				pend, _ := strconv.Atoi(fields[2])
+				if late := len(cpl.want) - cpl.next - pend; late > 0 {
+					res.fail("ACKNOWLEDGE %d taken at cycle %s with %d of the model's completions before it not given", i, fields[3], late)
+				}
+			}
 			if msg := cpl.event(fields[0], i); msg != "" {
 				res.fail("%s", msg)
 			}

@@ -169,7 +169,7 @@ type retryPlan struct {
 	// successful completion of one must find its buffer written. nil: the
 	// run writes nothing.
 	mem  map[uint64]byte
-	bufs map[uint16][2]uint64
+	bufs map[uint16][][2]uint64
 	// toCycles, when not 0, is the local ACK timeout in RTL cycles: the
 	// replay runs the model's retry timer (hca.Device.armTimer, timeout,
 	// afterAck) on the RTL's events and checks each timeout the RTL takes
@@ -416,7 +416,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	// does.
 	mem := map[uint64]byte{}
 	var wAddr uint64
-	wLeft := 0
+	wLeft, wBytes := 0, 0 // beats left of the write under way; bytes it enabled so far
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	for sc.Scan() {
@@ -443,18 +443,26 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			}
 			complete(qps[it.qix], qps[it.qix].enqueue(it.wqe))
 		case "A":
+			// Not late: the requester takes an ACK or response only with
+			// its completion engine idle, so every completion of the jobs
+			// before has left the engine: given (a P line before), or the
+			// one in cpl_*'s output register (num(2): cpl_valid then). The
+			// model has made them all by this point of the log.
+			if late := len(want) - next - num(2); late > 0 {
+				res.fail("ACK or response %d taken at cycle %d with %d of the model's completions before it not given", num(1), num(3), late)
+			}
 			a := p.run.acks[num(1)]
 			q := qps[a.qpn&(reqQPs-1)]
 			r, _, _ := modelRx(q.req, a)
 			complete(q, r.Completions)
 			if tm != nil {
-				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(2))
+				tm.after(int(a.qpn&(reqQPs-1)), q, r, num(3))
 			}
 			if r.RNRWait {
 				// The model holds the QP for RNRTimerPS(code); the RTL
 				// counts the code's 10 us units in retryTick cycles.
 				units := int(hca.RNRTimerPS(q.req.RNRWaitCode) / hca.RNRTimerPS(1))
-				waitUntil[a.qpn&(reqQPs-1)] = num(2) + units*retryTick
+				waitUntil[a.qpn&(reqQPs-1)] = num(3) + units*retryTick
 			}
 		case "C":
 			qix, cyc := num(3), num(4)
@@ -513,16 +521,23 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 					wLeft = max(1, wLeft)
 				}
 				res.writes++
+				wBytes = 0
 			}
 			data, _ := hex.DecodeString(fields[3])
 			be, _ := strconv.ParseUint(fields[4], 16, 64)
 			for i, b := range data {
 				if be>>(63-i)&1 != 0 {
 					mem[wAddr+uint64(i)] = b
+					wBytes++
 				}
 			}
 			wAddr += BlockBytes
 			wLeft--
+			if wLeft == 0 && wBytes == 0 {
+				// The model writes only parts of at least a byte
+				// (hca.Device.place; sglSlice steps over an empty element).
+				res.fail("a wr0 write at %#x enabling no byte", wAddr-BlockBytes)
+			}
 			res.wbeats++
 		case "P":
 			var got [10]uint64
@@ -531,11 +546,14 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			}
 			// A READ's or atomic's completion: its buffer holds the model's
 			// bytes by now (the data before the CQE).
-			if buf, ok := p.bufs[uint16(got[6])]; ok && got[2] == 0 {
-				for a := buf[0]; a < buf[0]+buf[1]; a++ {
-					if mem[a] != p.mem[a] {
-						res.fail("READ or atomic %#x completed before its buffer held the model's byte at %#x", got[6], a)
-						break
+			if bufs, ok := p.bufs[uint16(got[6])]; ok && got[2] == 0 {
+			bufs:
+				for _, buf := range bufs {
+					for a := buf[0]; a < buf[0]+buf[1]; a++ {
+						if mem[a] != p.mem[a] {
+							res.fail("READ or atomic %#x completed before its buffer held the model's byte at %#x", got[6], a)
+							break bufs
+						}
 					}
 				}
 			}

@@ -36,19 +36,47 @@ import (
 // modelRx is what the model's requester does with a packet hca_rx_ack hands
 // the requester (hca.Device.complete): OnAck for an ACKNOWLEDGE,
 // OnReadResponse for a READ response, OnAtomicAck for an atomic ACK. ok
-// is the model's "place the payload or the original value" at addr.
-func modelRx(req *hca.Requester, a reqAck) (res hca.AckResult, addr uint64, ok bool) {
+// is the model's "place the payload or the original value" at pl.
+func modelRx(req *hca.Requester, a reqAck) (res hca.AckResult, pl hca.Placement, ok bool) {
 	if a.rsp == nil {
-		return req.OnAck(a.psn, a.syn), 0, false
+		return req.OnAck(a.psn, a.syn), pl, false
 	}
 	p := a.packet()
-	var pl hca.Placement
 	if p.Opcode == ib.AtomicAcknowledge {
 		pl, ok, res = req.OnAtomicAck(p)
-		return res, pl.Addr, ok
+		return res, pl, ok
 	}
 	pl, ok, res = req.OnReadResponse(p)
-	return res, pl.Addr, ok
+	return res, pl, ok
+}
+
+// reqScatter writes data into mem where hca.Device.place puts it: at
+// pl.Addr for a single element; for a list (pl.SGL), the bytes from
+// offset pl.Off of the elements' concatenation, cut at the elements'
+// bounds, each part at its own element's address (hca's sglSlice, as
+// reqGather reads a gather list).
+func reqScatter(mem map[uint64]byte, pl hca.Placement, data []byte) {
+	if pl.SGL == nil {
+		for i, v := range data {
+			mem[pl.Addr+uint64(i)] = v
+		}
+		return
+	}
+	off, at := pl.Off, 0
+	start := uint64(0) // the element's first byte in the message
+	for _, e := range pl.SGL {
+		end := start + uint64(e.Length)
+		if off < end && at < len(data) {
+			skip := off - start
+			take := min(int(uint64(e.Length)-skip), len(data)-at)
+			for i := range take {
+				mem[e.Addr+skip+uint64(i)] = data[at+i]
+			}
+			off += uint64(take)
+			at += take
+		}
+		start = end
+	}
 }
 
 // rspPlan is a retryPlan whose run has responses; placed counts the
@@ -57,6 +85,8 @@ type rspPlan struct {
 	*retryPlan
 	placed, dropped int
 	written         int // responses whose payload the RTL writes (p.mem)
+	// keys is the key table the lists' L_Keys are checked in (wqe's sgl).
+	keys hca.KeyTable
 }
 
 // readRsp is READ response i of n at psn carrying length bytes (payload
@@ -83,33 +113,65 @@ func atomicAck(psn uint32, orig uint64, grh bool) reqAck {
 // Enqueue), deliver offers an ACK or response once every packet the
 // model has sent so far has left (its gate) and runs the model on it,
 // drain sends what the model has to send.
-func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool), deliver func(q int, a reqAck), drain func()) {
-	p = &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][2]uint64{}}}
+//
+// wqe's sgl, when given, is the WQE's list (length and laddr are then
+// its total and 0, as the parser's decode of a list): a READ's or
+// atomic's scatter list. Its elements' L_Keys are checked as
+// hca.Device.checkSGL checks them (p.keys, in the contexts' PD 0, LOCAL_WRITE, each
+// element of more than 0 bytes); one failing, the WQE is not sent and
+// completes as hca.Device.wqeReady completes it: the context's messages
+// flushed (FlushAll), LOC_PROT_ERR, the context to ERR.
+func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool, sgl ...hca.SGE), deliver func(q int, a reqAck), drain func()) {
+	p = &rspPlan{retryPlan: &retryPlan{run: &reqRun{}, mem: map[uint64]byte{}, bufs: map[uint16][][2]uint64{}}}
 	run := p.run
 	qps := p.addQPs(cfgs)
 	drain = func() { p.drain(qps) }
 	index := uint16(0x80)
-	wqe = func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool) {
+	wqe = func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool, sgl ...hca.SGE) {
 		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
 		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x5000_0000 + uint64(index)<<12, RKey: 0x6600 + uint32(index),
 			Imm: 0xBEEF0000 + uint32(index), SwapAdd: 0x1111 * uint64(index), Compare: 0x2222 * uint64(index), LocalAddr: laddr,
 			QPN: it.qpn, Index: index, Signaled: signaled}
 		index++
 		run.items = append(run.items, it)
+		if sgl != nil {
+			it.wqe.SGL, it.wqe.LocalAddr, it.wqe.Length = sgl, 0, 0
+			for _, e := range sgl {
+				it.wqe.Length += e.Length
+				res := hca.KeyOK
+				if e.Length > 0 {
+					res = p.keys.Check(e.LKey, 0, hca.AccessLocalWrite, e.Addr, uint64(e.Length))
+				}
+				it.keyRes = append(it.keyRes, res)
+				if e.Length > 0 {
+					p.bufs[it.wqe.Index] = append(p.bufs[it.wqe.Index], [2]uint64{e.Addr, uint64(e.Length)})
+				}
+			}
+			if it.keyBad() {
+				it.sent = false
+				for _, c := range qps[q].req.FlushAll() {
+					p.status = append(p.status, c.Status)
+				}
+				p.status = append(p.status, hca.WCLocProtErr)
+				delete(p.bufs, it.wqe.Index)
+				return
+			}
+		}
 		for _, c := range qps[q].enqueue(it.wqe) {
 			p.status = append(p.status, c.Status)
 		}
 		switch {
+		case sgl != nil:
 		case op == hca.WRRDMARead && length > 0:
-			p.bufs[it.wqe.Index] = [2]uint64{laddr, uint64(length)}
+			p.bufs[it.wqe.Index] = [][2]uint64{{laddr, uint64(length)}}
 		case op == hca.WRCompSwap || op == hca.WRFetchAdd:
-			p.bufs[it.wqe.Index] = [2]uint64{laddr, 8}
+			p.bufs[it.wqe.Index] = [][2]uint64{{laddr, 8}}
 		}
 	}
 	deliver = func(q int, a reqAck) {
 		a.gate, a.qpn, a.msn = len(run.wires), qps[q].item.qpn, 1
 		run.acks = append(run.acks, a)
-		res, addr, ok := modelRx(qps[q].req, a)
+		res, pl, ok := modelRx(qps[q].req, a)
 		if a.rsp != nil {
 			if ok {
 				p.placed++
@@ -128,9 +190,7 @@ func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, le
 			} else {
 				data = a.packet().Payload[:a.rsp.PayloadLen]
 			}
-			for i, v := range data {
-				p.mem[addr+uint64(i)] = v
-			}
+			reqScatter(p.mem, pl, data)
 			if len(data) > 0 {
 				p.written++
 			}
@@ -440,9 +500,91 @@ func newRspRetryPlan() *rspPlan {
 	deliver(2, readRsp(0, 1, 0x000200, 512, false))
 	// a24, an ACK through 000203: Sz completes.
 	deliver(2, reqAck{psn: 0x000203, syn: hca.SynACK})
+	// Scatter lists (hca.md "Scatter/gather lists"): a READ's response
+	// bytes go to its list from byte readGot on, cut at the elements'
+	// bounds, each part at its element's address (hca.Device.place,
+	// sglSlice); an atomic's 8 bytes from byte 0. Every element's L_Key is
+	// checked with LOCAL_WRITE (hca.Device.checkSGL): the lists' regions
+	// are one of PD 0 with local write (mw), but for a region with none
+	// (mr: local read only, so a gather from it would pass). Context 1
+	// (MTU 1024, from 000111), held until the above are taken: Rs a READ
+	// of 1500 + 1 + 1499 = 3000 B (000111..000113) and Ss a SEND of 20 B
+	// (000114).
+	mw := p.keys.Register(0, 0x51_0000, 0x10_0000, hca.AccessLocalWrite)
+	mr := p.keys.Register(0, 0x55_0000, 0x1000, 0)
+	rs := []hca.SGE{{Addr: 0x57_0000 + 17, Length: 1500, LKey: mw.LKey}, {Addr: 0x58_0000 + 63, Length: 1, LKey: mw.LKey},
+		{Addr: 0x59_0000 + 2, Length: 1499, LKey: mw.LKey}}
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(1, hca.WRRDMARead, 0, 0, true, rs...)
+	wqe(1, hca.WRSend, 20, 0x5A_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r25, Rs's FIRST (000111, 1024 B): all element 0's, bytes 0..1023.
+	deliver(1, readRsp(0, 3, 0x000111, 1024, false))
+	// n26, a sequence error NAK at Ss (000114): Rs's PSNs lie before it,
+	// its MIDDLE and LAST lost: the implied NAK (retry_cnt 3 -> 2). Rs
+	// asks for the rest (000112, VA + 1024, 1976 B), Ss goes again.
+	deliver(1, reqAck{psn: 0x000114, syn: hca.SynNAKSeq})
+	// r27, the MIDDLE (000112, 1024 B, readGot 1024): the list from byte
+	// 1024, across both element bounds: element 0's last 476 B (at
+	// +1024), element 1's byte, element 2's first 547 B.
+	deliver(1, readRsp(1, 3, 0x000112, 1024, true))
+	// r28, the LAST (000113, 952 B, readGot 2048): element 2's bytes
+	// 547..1498. Rs completes.
+	deliver(1, readRsp(2, 3, 0x000113, 952, false))
+	// a29, an ACK through 000114: Ss completes.
+	deliver(1, reqAck{psn: 0x000114, syn: hca.SynACK})
+	// At a fetch and add (000115) whose original value goes to a list of
+	// 3 + 5 B: its bytes 0..2 at lanes 62..64 (two beats), 3..7 at lanes
+	// 10..14.
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(1, hca.WRFetchAdd, 0, 0, true, hca.SGE{Addr: 0x5B_0000 + 62, Length: 3, LKey: mw.LKey}, hca.SGE{Addr: 0x5C_0000 + 10, Length: 5, LKey: mw.LKey})
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r30, At's atomic ACK: At completes.
+	deliver(1, atomicAck(0x000115, 0x2827262524232221, false))
+	// Context 2 (MTU 512, from 000204): Sa2 a READ of 300 + 700 B
+	// (000204 000205) and Sb2 a READ of 30 elements (sb: 1075 B,
+	// 000206..000208), held until the above are taken.
+	sb := rspSb2()
+	for i := range sb {
+		sb[i].LKey = mw.LKey
+	}
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(2, hca.WRRDMARead, 0, 0, true, hca.SGE{Addr: 0x51_0000 + 5, Length: 300, LKey: mw.LKey}, hca.SGE{Addr: 0x52_0000 + 40, Length: 700, LKey: mw.LKey})
+	wqe(2, hca.WRRDMARead, 0, 0, true, sb...)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r31..r32, Sa2's FIRST (512 B: element 0's 300 and element 1's
+	// first 212, its bound inside a packet and a beat) and LAST (488 B):
+	// Sa2 completes.
+	deliver(2, readRsp(0, 2, 0x000204, 512, false))
+	deliver(2, readRsp(1, 2, 0x000205, 488, true))
+	// r33..r35, Sb2's three (512, 512, 51 B): Sb2 completes.
+	deliver(2, readRsp(0, 3, 0x000206, 512, true))
+	deliver(2, readRsp(1, 3, 0x000207, 512, false))
+	deliver(2, readRsp(2, 3, 0x000208, 51, false))
+	// Sk a READ of 100 + 50 + 80 B whose middle element's region grants
+	// no local write: LOC_PROT_ERR, nothing sent, the context to ERR; Sf
+	// a SEND after it, flushed (WR_FLUSH_ERR), unsent.
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(2, hca.WRRDMARead, 0, 0, true, hca.SGE{Addr: 0x54_0000, Length: 100, LKey: mw.LKey}, hca.SGE{Addr: 0x55_0000 + 8, Length: 50, LKey: mr.LKey},
+		hca.SGE{Addr: 0x56_0000, Length: 80, LKey: mw.LKey})
+	wqe(2, hca.WRSend, 10, 0x5D_0000, true)
+	run.items[len(run.items)-1].sent = false
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
-	for range 1500 {
+	for range 3000 {
 		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
 	}
 	return p
@@ -506,24 +648,70 @@ func TestRspRetryPlan(t *testing.T) {
 	// Context 0: Re Sa Rf Rg Sb, again after n1 with Re's request for the
 	// rest at 00000A, then Rg's for the rest at 000012 and Sb after n11.
 	assert.Equal(t, []uint32{0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
-	// Context 1: Ha Sx Ry Az Sw, and after r14 all but Sx again.
-	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110}, p.psns[1], "context 1")
-	// Context 2: Hr, Wy (2 packets), Sz, and after a22 Hr and Sz again.
-	assert.Equal(t, []uint32{0x200, 0x201, 0x202, 0x203, 0x200, 0x203}, p.psns[2], "context 2")
+	// Context 1: Ha Sx Ry Az Sw, and after r14 all but Sx again; Rs and
+	// Ss, after n26 Rs's request for the rest at 000112 and Ss again,
+	// then At.
+	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110, 0x111, 0x114, 0x112, 0x114, 0x115}, p.psns[1], "context 1")
+	// Context 2: Hr, Wy (2 packets), Sz, and after a22 Hr and Sz again;
+	// Sa2 and Sb2 (Sk and Sf never sent).
+	assert.Equal(t, []uint32{0x200, 0x201, 0x202, 0x203, 0x200, 0x203, 0x204, 0x206}, p.psns[2], "context 2")
 	// Re on r3, Sa on a4, Rf on r6; Rg failed and Sb flushed on n13; Ha
-	// Sx on r18, Ry Az on r19, Sw on a20; Hr Wy on r23, Sz on a24.
-	want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 8)...)
-	assert.Equal(t, want, p.status, "completion statuses")
-	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19, r23; dropped: r7 r10 r12.
-	assert.Equal(t, 14, p.placed, "responses the model accepts")
+	// Sx on r18, Ry Az on r19, Sw on a20; Hr Wy on r23, Sz on a24; Rs on
+	// r28, Ss on a29, At on r30, Sa2 on r32, Sb2 on r35; Sk's
+	// LOC_PROT_ERR and Sf's WR_FLUSH_ERR at their decode.
+	assert.Equal(t, rspRetryStatus(), p.status, "completion statuses")
+	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19, r23, r25 r27 r28 r30..r35;
+	// dropped: r7 r10 r12.
+	assert.Equal(t, 14+9, p.placed, "responses the model accepts")
 	assert.Equal(t, 3, p.dropped, "responses the model drops")
-	assert.Equal(t, 25, len(p.run.acks), "ACKs and responses")
+	assert.Equal(t, 25+11, len(p.run.acks), "ACKs and responses")
 	// Written: Re's 256 + 256 + 188, Rf's 256 + 744, Rg's 256 + 100,
 	// Ry's first 1024 twice (r14 and r16 at the same addresses, r16's
 	// bytes last) and its other two 1024, Az's and Ha's 8, Hr's 512: 14
-	// writes, the buffers disjoint.
-	assert.Equal(t, 14, p.written, "responses the model writes")
-	assert.Len(t, p.mem, 700+1000+356+3072+8+8+512, "bytes written")
+	// writes, the buffers disjoint; then Rs's 3000 in three, At's 8,
+	// Sa2's 1000 in two, Sb2's 1075 in three.
+	assert.Equal(t, 14+9, p.written, "responses the model writes")
+	assert.Len(t, p.mem, 700+1000+356+3072+8+8+512+3000+8+1000+1075, "bytes written")
+}
+
+// rspSb2 is Sb2's list (newRspRetryPlan), its L_Keys 0: 30 elements of
+// 0, 17, 64, 1, 100 and 33 B in turn (5 x 215 = 1075 B), element i at
+// lane 11i mod 64 of its own 256 bytes.
+func rspSb2() []hca.SGE {
+	sb := make([]hca.SGE, hca.MaxSendSGE)
+	for i := range sb {
+		sb[i] = hca.SGE{Addr: 0x53_0000 + uint64(i)*0x100 + uint64(i*11%64), Length: []uint32{0, 17, 64, 1, 100, 33}[i%6]}
+	}
+	return sb
+}
+
+// rspRetryStatus is newRspRetryPlan's completions' statuses, in order:
+// Re Sa Rf, Rg's REM_INV_REQ_ERR and Sb's WR_FLUSH_ERR, Ha Sx Ry Az Sw,
+// Hr Wy Sz, Rs Ss At Sa2 Sb2 (every WQE signaled), Sk's LOC_PROT_ERR and
+// Sf's WR_FLUSH_ERR.
+func rspRetryStatus() []hca.WCStatus {
+	w := append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr)
+	w = append(w, make([]hca.WCStatus, 8+5)...)
+	return append(w, hca.WCLocProtErr, hca.WCWRFlushErr)
+}
+
+// scatterBeats is the wr0 writes and beats of n response bytes placed
+// from byte off of list sgl: a write per part (an element's bytes in
+// the range; an element of none, or of 0 bytes, writes nothing), of
+// ceil((a mod 64 + len) / 64) beats for a part of len bytes at a.
+func scatterBeats(sgl []hca.SGE, off, n int) (writes, beats int) {
+	start := 0
+	for _, e := range sgl {
+		end := start + int(e.Length)
+		if off < end && n > 0 {
+			take := min(end-off, n)
+			a := int(e.Addr%BlockBytes) + off - start
+			writes, beats = writes+1, beats+(a%BlockBytes+take+BlockBytes-1)/BlockBytes
+			off, n = off+take, n-take
+		}
+		start = end
+	}
+	return writes, beats
 }
 
 // rspCase is a run of a response plan: unmutated (file ""), or file's old
@@ -587,18 +775,22 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
 		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy) || h_dn;", "h_cover || h_fin || h_dn;"},
 		{"a response no message takes written", f, "wire             d_take   = m_take && e_any;", "wire             d_take   = e_any;"},
-		{"the payload at the READ's start whatever came before", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0];"},
+		{"the payload at the READ's start whatever came before", f, "sc_skip <= e_rrd ? e_mgot : 32'd0;", "sc_skip <= 32'd0;"},
+		// The walk not run for a response: the SENDs and WRITEs before it
+		// are only marked done, and retired by the next job's walk, their
+		// CQEs a job late (the replay's not-late check at each take).
+		{"a response acknowledging nothing before it", f, "h_cover  = h_acked && (!e_rsp || e_ok) && e_lim", "h_cover  = h_acked && !e_rsp && e_lim"},
 		// Byte enables and the realignment to the host address.
 		{"byte enables ignored (whole beats written)", f, "assign wr_be    = d_be_f & d_be_l;", "assign wr_be    = {64{1'b1}};"},
 		{"the last beat's mask one byte long", f, "~({64{1'b1}} >> ({1'b0, d_e} + 7'd1))", "~({64{1'b1}} >> ({1'b0, d_e} + 7'd2))"},
-		{"the first beat's mask from lane 0", f, "d_first ? d_ge :", "d_first ? {64{1'b1}} :"},
-		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
+		{"the first beat's mask from lane 0", f, "d_first ? d_gs :", "d_first ? {64{1'b1}} :"},
+		{"the rotation's 1-byte stage skipped", f, "d_r0     = d_ra[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;", "d_r0     = d_cur;"},
 		{"the lanes below s from this block, not the block before", f, "d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];", "d_rot[511-8*dk -: 8];"},
-		{"the beat the shift spills into not written", f, "d_tail <= d_take && d_sum[6];", "d_tail <= 1'b0;"},
+		{"the beat the shift spills into not written", f, "d_bt    <= pc_sn[12:6];", "d_bt    <= pc_sn[12:6] - {6'd0, pc_e < pc_r};"},
 		{"a last block begun in the packet's last beat not pushed", rx, "wire         t_need  = done && ok_now", "wire         t_need  = 1'b0 && ok_now"},
 		// An atomic's original value.
 		{"an atomic's value byte-swapped (as on the wire)", f, "d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],\n                                         e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0}", "d_atm ? {e_orig, 448'd0}"},
-		{"an atomic's value 8 bytes past its address", f, "d_a      = h_wqe[63:0] + {32'd0, e_mgot};", "d_a      = h_wqe[63:0] + {32'd0, e_mgot} + {60'd0, !e_rrd, 3'd0};"},
+		{"an atomic's value 8 bytes past its address", f, "d_addr  <= sc_a;", "d_addr  <= sc_a + {60'd0, d_atm, 3'd0};"},
 		{"an atomic's value never written", f, "e_drn    <= (a_rrd && ack_blk != 7'd0) || (a_rsp && !a_rrd);", "e_drn    <= a_rrd && ack_blk != 7'd0;"},
 	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
 		// The CQEs: the signaled completions of the plan (M0 M2 M3, A0
@@ -649,18 +841,37 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		{"no implied NAK on an ACK", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_rsp) && r_impl)"},
 		{"an old ACK's scan passing the ring (marking every message sent)", f, "wire             s_stop   = !h_d[23];", "wire             s_stop   = s_hold;"},
 		{"an ACK not marking the message at its PSN done", f, "if (m_rng && m_in && !e_rsp && e_incl && e_meq) oq_done[m_ix] <= 1'b1;", "if (1'b0) oq_done[m_ix] <= 1'b1;"},
+		// Scatter lists: the response's parts at their elements.
+		{"every element's part at the first element's address", f, "wire [63:0]      sc_a     = sc_el[63:0] + {32'd0, sc_skip};",
+			"wire [63:0]      sc_a     = sg_mem[{sc_ix, 5'd0}][63:0] + {32'd0, sc_skip};"},
+		{"an element taking the whole payload", f, "sc_take  = (sc_lst || sc_t0 > sc_r32) ? sc_r32 : sc_t0;", "sc_take  = sc_r32;"},
+		{"a zero-byte element written", f, "sc_past  = sc_skip >= sc_len && !sc_lst;", "sc_past  = sc_skip > sc_len && !sc_lst;"},
+		{"the block before not rotated again at a bound inside it", f, "d_prime <= pc_q != 6'd0;", "d_prime <= 1'b0;"},
+		{"a part's first beat from a new block when its first is the part before's", f, "d_reuse <= pc_q != 6'd0 && sc_a[5:0] >= pc_q;", "d_reuse <= 1'b0;"},
+		{"a READ's elements neither kept nor key-checked (main's)", f, "wire             s_kept   = s_ok_ctx;", "wire             s_kept   = s_ok_ctx && !is_rdat;"},
+		{"a scatter's L_Key checked for local read", f, "assign kc_req_need   = {3'd0, is_rdat};", "assign kc_req_need   = 4'd0;"},
 	}, func(t *testing.T, _ *rspPlan, res *retryResult) {
-		// The CQEs: Re Sa Rf, Rg's REM_INV_REQ_ERR and Sb's WR_FLUSH_ERR,
-		// Ha Sx Ry Az and Sw, Hr Wy Sz, every WQE signaled.
-		want := append(append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr), make([]hca.WCStatus, 8)...)
-		assert.Equal(t, want, res.status, "completion statuses on cpl_*")
+		assert.Equal(t, rspRetryStatus(), res.status, "completion statuses on cpl_*")
 		// wr0, ceil((s + n) / 64) beats a write: Re's three at s = 10
 		// (each at LocalAddr + readGot, readGot a multiple of 64: 256 B
 		// 5, 256 B 5, 188 B 4), Rf's two at s = 33 (256 B 5, 744 B
 		// ceil(777 / 64) = 13), Rg's two at s = 7 (256 B 5, 100 B 2); Ry's
 		// four of 1024 B at s = 20 (17 each), Az's value at lane 8 and
 		// Ha's at lane 0 (1 each); Hr's 512 B at s = 0 (8).
-		assert.Equal(t, 3+2+2+4+2+1, res.writes, "wr0 writes")
-		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2+8, res.wbeats, "wr0 beats")
+		// The lists, a write per element part: Rs's FIRST one part
+		// of 1024 B at s = 17 (17), its MIDDLE element 0's last 476 B at s
+		// = 17 (8), element 1's byte at lane 63 (1), element 2's first 547 B
+		// at s = 2 (9), its LAST 952 B at s = (2 + 547) mod 64 = 37 (16);
+		// At's 3 B at lane 62 (2) and 5 B at lane 10 (1); Sa2's FIRST 300 B
+		// at s = 5 (5) and 212 B at s = 40 (4), its LAST 488 B at s = (40 +
+		// 212) mod 64 = 60 (9); Sb2's three by scatterBeats (the same rule
+		// over its 30 elements).
+		sbw, sbb := 0, 0
+		for _, r := range [][2]int{{0, 512}, {512, 512}, {1024, 51}} {
+			w, b := scatterBeats(rspSb2(), r[0], r[1])
+			sbw, sbb = sbw+w, sbb+b
+		}
+		assert.Equal(t, 3+2+2+4+2+1+(1+3+1)+2+(2+1)+sbw, res.writes, "wr0 writes")
+		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2+8+(17+8+1+9+16)+(2+1)+(5+4+9)+sbb, res.wbeats, "wr0 beats")
 	})
 }

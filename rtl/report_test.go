@@ -285,14 +285,19 @@ func TestReportYosys(t *testing.T) {
 	// job's blocks-to-judge bit 1 and the drain's blocks left 7; without,
 	// the job's block count 7, the write bit 1, the write's address 64
 	// and its length 7 (beats x 64, at most 65: bits 5:0 and 15:13 are
-	// 0). Their placement at host byte lanes: with a reset, the spilled
-	// beat's bit 1; without, the payload's length 13 (its low 6 bits for
-	// the last byte's lane, all 13 added to readGot), the atomic's
-	// original value 64, the
-	// atomic and first-beat bits 2, the last byte's lane 6, and the source
-	// block before, rotated by s, 504 (a beat takes its lanes below s <=
-	// 63, so never lane 63; s is the write address's low bits, no flop of
-	// its own). The READs' bytes and the responses behind an unanswered
+	// 0). Their placement at host byte lanes: without a reset, the
+	// payload's length 13 (its low 6 bits for the last byte's lane, all 13
+	// added to readGot), the atomic's original value 64, the atomic and
+	// first-beat bits 2, the last byte's lane 6, and the source block
+	// before, rotated, 512 (a beat that takes it alone takes lane 63 too).
+	// Their scatter over a list, one write per element part: with a
+	// reset, the part's beats left 7, the walk's busy bit and the
+	// re-rotation bit 2; without, the walk's entry 3 + 3, element 5,
+	// bytes to step over 32, bytes left 13 and the next part's first
+	// byte 6 (its bits above 5 feed only themselves: Yosys drops them),
+	// the first- and last-beat-alone bits 2, the rotation and the one
+	// before 6 + 6. The element count the walk reads (oq_nsg) is that
+	// memory's registered read port, no flop. The READs' bytes and the responses behind an unanswered
 	// READ or atomic: with a reset, per ring entry (8 x 8) READ or atomic,
 	// done and bytes-valid bits 3 x 64; without, the matched message's
 	// bytes before and length 32 + 32 and whether an ACK covers it at its
@@ -316,7 +321,7 @@ func TestReportYosys(t *testing.T) {
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
 		8*(24+1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
-		(1+13+64+2+6+504)+
+		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+6+2+6+6)+
 		(3*64+32+32+1)+
 		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},

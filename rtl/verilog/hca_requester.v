@@ -23,15 +23,13 @@
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
 // order), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
-// element of a SEND or WRITE its context can send checked first (below). dec_ready = the message
+// element of a WQE its context can send checked first (below). dec_ready = the message
 // register is empty or being taken,
 // every read of the previous message has been loaded (its gather walked), no segment of the previous
 // WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7, inline (the model sends inline data; here TODO, from wqe_*), a list longer than MAX_SGE
-// (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) or a READ's or atomic's scatter
-// list of more than one element (the model scatters the response per element; here TODO) cannot be
-// taken: once the
+// opcode 7, inline (the model sends inline data; here TODO, from wqe_*) or a list longer than MAX_SGE
+// (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) cannot be taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
 // for a WQE its requester cannot build; the model's own path for a WQE that fails at decode, a key
@@ -62,13 +60,15 @@
 // message is taken, popped with its last block. Each element's block is read once per message
 // (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
 // its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// A READ's or atomic's segments are its scatter list, kept the same way (below, "Responses").
 // L_Key checks (kc_*, hca_key_check's contract): each kept element of more than 0 bytes, in the
-// context's PD (qp_cfg_pd), local read, its address and length, one check at a time, before the
+// context's PD (qp_cfg_pd), local read for a gather, LOCAL_WRITE (1) for a READ's or atomic's
+// scatter (hca.Device.checkSGL's need), its address and length, one check at a time, before the
 // WQE's header is taken, so before any read; a WQE with a failed check is not sent: it completes
 // with LOC_PROT_ERR (4) as a WQE that fails at decode does (the outstanding messages flushed first,
-// the context to ERR: hca.Device.wqeReady's key error). A WQE on a context in ERR is not checked
-// (flushed; the model checks it and completes a bad one with LOC_PROT_ERR), nor a READ's or
-// atomic's local buffer (TODO: LOCAL_WRITE).
+// the context to ERR: hca.Device.wqeReady's key error). A WQE on a context in ERR is not checked:
+// it is flushed (IBA; the model's UD path, grantUD, does the same, but its RC path,
+// hca.Device.wqeReady, checks it and completes a bad one with LOC_PROT_ERR).
 //
 // Transmit: hca_tx_path's packets (ICRC written, VCRC zero) go into a packet queue of PKT_BLOCKS
 // beats (at least one largest packet, 65 beats at MTU 4096, or it deadlocks), store and forward, one
@@ -176,10 +176,12 @@
 // hca_dma_engine's client contract, with byte enables) when the head takes the response, else a
 // READ response's blocks (ack_blk on pd_*, hca_rx_ack's FIFO, realigned to the payload's start)
 // are dropped. What the model's hca.Device.complete writes, at exactly its bytes: a READ
-// response's ack_len bytes at LocalAddr + the responses the READ had before x MTU (readGot), an
-// atomic's original value (ack_orig) at LocalAddr, 8 bytes least significant first (putLE64);
-// realigned to the host address's byte lanes, byte enables on the write's first and last beats
-// (the drain, below). The walk waits until the write's last beat is taken, so a READ's or
+// response's ack_len bytes from byte readGot (the bytes of the responses the READ had before) of
+// its scatter list, an atomic's original value (ack_orig, 8 bytes least significant first:
+// putLE64) from byte 0 of its list (hca.Device.place, sglSlice: the list is the elements'
+// concatenation; one element is LocalAddr + readGot), one wr0 write per element part, each
+// realigned to its host address's byte lanes, byte enables on its first and last beats (the
+// drain, below). The walk waits until the write's last beat is taken, so a READ's or
 // atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
 // response dropped without a job (no context) has its blocks dropped at once; the next response
 // is taken only when the drain is free. A response's payload length is not checked against the
@@ -343,10 +345,8 @@ module hca_requester #(
     reg  [5:0]       s_k;       // the WQE's segments taken so far (below, "the gather list")
     reg              s_bad;     // one of them failed its L_Key check
     reg              k_wait;    // a check is asked for and its result not yet in
-    // A gather list longer than MAX_SGE, or a READ's or atomic's scatter list of more than one element
-    // (TODO), cannot be taken.
-    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline || dec_sges > MAX_SGE[5:0] ||
-                                (is_rdat && dec_sges > 6'd1);
+    // A list longer than MAX_SGE cannot be taken.
+    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline || dec_sges > MAX_SGE[5:0];
     // A WQE one of whose elements' L_Key failed its check (s_bad, below) completes with LOC_PROT_ERR.
     wire             s_ok_ctx = !bad_wqe && has_ctx && !ctx_err[dix];
     wire             sendable = s_ok_ctx && !s_bad;
@@ -440,8 +440,7 @@ module hca_requester #(
     reg  [12:0]      e_plen;               // the payload's bytes: a READ response's (ack_len), an atomic's 8
     reg  [63:0]      e_orig;               // an atomic ACK's original value (ack_orig)
     // ---- the payload drain: a response's blocks from pd_* (or an atomic's value) to wr0, or dropped ----
-    reg  [6:0]       d_left;               // source blocks to take: from pd_*, or the atomic's value (one)
-    reg              d_tail;               // one more beat after the last source block (the shift spills into it)
+    reg  [6:0]       d_left;               // a dropped response's blocks still to take from pd_*
     reg              d_wr;                 // written through wr0 (else dropped)
     reg              d_atm;                // the source is the atomic's value, not pd_*
     reg              d_first;              // the write's next beat is its first
@@ -449,7 +448,10 @@ module hca_requester #(
     reg  [511:0]     d_prev;               // the source block before, rotated by s (0 before the first)
     reg  [63:0]      d_addr;               // the write's address and length (wr0 reads them at its first beat)
     reg  [15:0]      d_len;
-    wire             d_busy   = e_drn || d_left != 7'd0 || d_tail;
+    reg  [6:0]       d_bt;                 // beats of the piece's write still to go
+    reg              sc_on;                // a response's bytes are being placed over its message's list
+    reg              d_prime;              // d_prev is rotated again for the next piece before its beats
+    wire             d_busy   = e_drn || d_left != 7'd0 || sc_on || d_bt != 7'd0 || d_prime;
     reg              e_fhead;              // the failure is the head's (retries exhausted), not the PSN holder's
     reg              e_fpop;               // the flush has completed its first message
     reg              e_flush;              // the decode completion's status: WR_FLUSH_ERR, else LOC_QP_OP_ERR
@@ -709,13 +711,13 @@ module hca_requester #(
     reg  [95:0]      sg_mem [0:NQ*OQ_DEPTH*32-1];  // {length, address} of element e of entry x at {x, e}
     reg  [5:0]       oq_nsg [0:NQ*OQ_DEPTH-1];      // the entry's elements
     wire [EX_W-1:0]  d_ix     = {dix, d_tl[OQ_W-1:0]};
-    wire             s_kept   = s_ok_ctx && !is_rdat;           // its segments are kept (when there is room)
+    wire             s_kept   = s_ok_ctx;                       // its segments are kept (when there is room)
     wire             s_chk    = dec_sge_len != 32'd0 && !s_bad; // this one is checked
     wire             s_go     = dec_valid && s_k != dec_sges && (s_kept ? oq_room : 1'b1);
     assign kc_req_valid  = s_go && s_kept && s_chk && dec_sge_valid && !k_wait;
     assign kc_req_key    = dec_sge_lkey;
     assign kc_req_pd     = ctx_pd[dix];
-    assign kc_req_need   = 4'd0;                            // a gather reads: local read, always allowed
+    assign kc_req_need   = {3'd0, is_rdat};                 // a gather reads (local read, always allowed); a READ's or atomic's scatter writes: LOCAL_WRITE (1)
     assign kc_req_addr   = dec_sge_addr;
     assign kc_req_len    = {32'd0, dec_sge_len};
     assign kc_rsp_ready  = k_wait;
@@ -1080,47 +1082,71 @@ module hca_requester #(
     // host byte lanes with byte enables on the write's first and last beats (below).
     // The walk waits for the drain: a READ's or atomic's completion leaves after its last beat was taken.
     wire             h_cover  = h_acked && (!e_rsp || e_ok) && e_lim != {IF_W{1'b0}};
-    wire [319:0]     h_wqe    = oq_wqe[{e_ctx, e_sp[OQ_W-1:0]}];  // the matched message's (a response's job)
     wire             d_dec    = walking && e_drn && !(e_any && h_cover);
-    // The write at its decision: its address, the payload's first byte lane there (s) and its last
-    // byte's lane (s + (n - 1) mod 64, mod 64); the payload's last block spills into one more beat
-    // when s + (n - 1) mod 64 passes lane 63, so the write is the source blocks, plus that one, x 64.
+    // The write at its decision: one wr0 write per piece of the response, the pieces cut at the
+    // elements of its message's list (hca.Device.scatter, sglSlice: the response's bytes go to
+    // the list from byte readGot on; an atomic's 8 from byte 0), a cycle an element walked (sc_*,
+    // from the list's first, stepping over readGot bytes). A piece of n bytes at host address a from
+    // payload byte p: s = a mod 64, p' = p mod 64, r = (s - p') mod 64; host lane k of its beat j holds
+    // payload byte p - s + 64j + k, which is lane k - r mod 64 of one source block rotated by r: for
+    // lanes k >= r the source block the beat takes (cur), for k < r the one before (d_prev, kept
+    // rotated). ceil((s + n) / 64) beats; the last takes d_prev's lanes alone when its last lane
+    // (s + n - 1) mod 64 is below r (nothing of a new block in it), and when p' > 0 the piece's first
+    // source block is the piece before's last, already taken: d_prev is rotated again by the new r
+    // less the old (a cycle, d_prime), and when s >= p' the first beat takes d_prev alone too. Only a
+    // beat that takes a source block pops pd_* (an atomic's value is its one source block, never
+    // popped). The list's last element takes every byte left (a single element: all at LocalAddr +
+    // readGot, the model's writePayload).
     wire             d_take   = m_take && e_any;
-    wire [63:0]      d_a      = h_wqe[63:0] + {32'd0, e_mgot};
-    wire [12:0]      d_nm1    = e_plen - 13'd1;
-    wire [6:0]       d_sum    = {1'b0, d_a[5:0]} + {1'b0, d_nm1[5:0]};
-    wire [6:0]       d_src    = e_rrd ? e_blk : 7'd1;
-    // The drain's wr0 writes: one per response, its beats back to back as pd_* and wr_ready allow.
-    // The payload realigned to its host address (s = d_addr[5:0], the write's address as the DMA
-    // engine ignores it): host byte lane k of beat j holds payload byte 64j + k - s, from source
-    // block j for lanes k >= s and from block j - 1 for lanes k < s. Both are the block rotated by s
-    // bytes (lane k from its lane k - s mod 64): a beat takes lanes k >= s of this block's rotation
-    // and lanes k < s of the block before's, kept rotated in d_prev (0 before the first). One
-    // 512-bit rotator of 6 byte stages and a lane select, not a 1024-bit shifter. After the last
-    // source block the spilled beat takes d_prev's lanes alone. An atomic's source block is its
-    // original value in lanes 0..7, least significant byte first (the model's putLE64). Byte
-    // enables: the first beat from lane s on, the last up to lane d_e, the rest whole.
-    wire             d_have   = d_left != 7'd0;
-    wire [511:0]     d_cur    = !d_have ? 512'd0 :
+    reg  [EX_W-1:0]  sc_ix;                // the message's ring entry, its list
+    reg  [4:0]       sc_e;                 // the element walked
+    reg  [5:0]       sc_n;                 // the list's elements
+    reg  [31:0]      sc_skip;              // list bytes still to step over (readGot)
+    reg  [12:0]      sc_rem, sc_p;         // payload bytes still to place; the next piece's first
+    reg              d_reuse, d_tlo;       // the piece's first beat, its last, take d_prev alone
+    reg  [5:0]       d_r, d_rold;          // the piece's rotation, the piece before's
+    wire [95:0]      sc_el    = sg_mem[{sc_ix, sc_e}];
+    wire [31:0]      sc_len   = sc_el[95:64];
+    wire             sc_lst   = {1'b0, sc_e} + 6'd1 >= sc_n;
+    wire             sc_past  = sc_skip >= sc_len && !sc_lst;
+    wire [31:0]      sc_t0    = sc_len - sc_skip;
+    wire [31:0]      sc_r32   = {19'd0, sc_rem};
+    wire [31:0]      sc_take  = (sc_lst || sc_t0 > sc_r32) ? sc_r32 : sc_t0;
+    wire [63:0]      sc_a     = sc_el[63:0] + {32'd0, sc_skip};
+    wire             sc_step  = sc_on && d_bt == 7'd0 && !d_prime;
+    wire             sc_load  = sc_step && !sc_past;
+    wire [5:0]       pc_q     = sc_p[5:0];
+    wire [5:0]       pc_r     = sc_a[5:0] - pc_q;
+    wire [5:0]       pc_e     = sc_a[5:0] + sc_take[5:0] - 6'd1;
+    wire [13:0]      pc_sn    = {8'd0, sc_a[5:0]} + {1'b0, sc_take[12:0]} + 14'd63;
+    // The drain's wr0 writes: a piece's beats back to back as pd_* and wr_ready allow. One 512-bit
+    // rotator of six byte stages (by r, or for d_prime by r less the old r, on d_prev) and a lane
+    // select, not a 1024-bit shifter. An atomic's source block is its original value in lanes 0..7,
+    // least significant byte first (the model's putLE64). Byte enables: the first beat from lane s
+    // on, the last up to lane d_e, the rest whole.
+    wire             d_pvo    = (d_first && d_reuse) || (d_bt == 7'd1 && d_tlo);  // d_prev's lanes alone
+    wire [511:0]     d_cur    = d_prime ? d_prev :
                                 d_atm ? {e_orig[7:0], e_orig[15:8], e_orig[23:16], e_orig[31:24],
                                          e_orig[39:32], e_orig[47:40], e_orig[55:48], e_orig[63:56], 448'd0} : pd_data;
-    wire [511:0]     d_r0     = d_addr[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;  // rotate by 1 byte
-    wire [511:0]     d_r1     = d_addr[1] ? {d_r0[15:0],   d_r0[511:16]}   : d_r0;   // 2
-    wire [511:0]     d_r2     = d_addr[2] ? {d_r1[31:0],   d_r1[511:32]}   : d_r1;   // 4
-    wire [511:0]     d_r3     = d_addr[3] ? {d_r2[63:0],   d_r2[511:64]}   : d_r2;   // 8
-    wire [511:0]     d_r4     = d_addr[4] ? {d_r3[127:0],  d_r3[511:128]}  : d_r3;   // 16
-    wire [511:0]     d_rot    = d_addr[5] ? {d_r4[255:0],  d_r4[511:256]}  : d_r4;   // 32
-    wire [63:0]      d_ge     = {64{1'b1}} >> d_addr[5:0];   // bit 63 - k: lane k >= s
+    wire [5:0]       d_ra     = d_prime ? d_r - d_rold : d_r;
+    wire [511:0]     d_r0     = d_ra[0] ? {d_cur[7:0],   d_cur[511:8]}   : d_cur;  // rotate by 1 byte
+    wire [511:0]     d_r1     = d_ra[1] ? {d_r0[15:0],   d_r0[511:16]}   : d_r0;   // 2
+    wire [511:0]     d_r2     = d_ra[2] ? {d_r1[31:0],   d_r1[511:32]}   : d_r1;   // 4
+    wire [511:0]     d_r3     = d_ra[3] ? {d_r2[63:0],   d_r2[511:64]}   : d_r2;   // 8
+    wire [511:0]     d_r4     = d_ra[4] ? {d_r3[127:0],  d_r3[511:128]}  : d_r3;   // 16
+    wire [511:0]     d_rot    = d_ra[5] ? {d_r4[255:0],  d_r4[511:256]}  : d_r4;   // 32
+    wire [63:0]      d_ge     = d_pvo ? 64'd0 : {64{1'b1}} >> d_r;   // bit 63 - k: lane k >= r, from cur
+    wire [63:0]      d_gs     = {64{1'b1}} >> d_addr[5:0];           // lane k >= s
     reg  [511:0]     d_out;
     integer          dk;
     always @* begin
         for (dk = 0; dk < 64; dk = dk + 1)
             d_out[511-8*dk -: 8] = d_ge[63-dk] ? d_rot[511-8*dk -: 8] : d_prev[511-8*dk -: 8];
     end
-    wire             d_lastb  = d_have ? d_left == 7'd1 && !d_tail : 1'b1;
-    wire [63:0]      d_be_f   = d_first ? d_ge : {64{1'b1}};
+    wire             d_lastb  = d_bt == 7'd1;
+    wire [63:0]      d_be_f   = d_first ? d_gs : {64{1'b1}};
     wire [63:0]      d_be_l   = d_lastb ? ~({64{1'b1}} >> ({1'b0, d_e} + 7'd1)) : {64{1'b1}};
-    wire             w_valid  = d_wr && (d_have ? d_atm || pd_valid : d_tail);
+    wire             w_valid  = d_wr && d_bt != 7'd0 && !d_prime && (d_pvo || d_atm || pd_valid);
     wire             w_take   = w_valid && wr_ready;
     wire             h_ok     = h_cover || (h_fin && !d_busy) || h_dn;
     // A NAK that fails a message (REM_INV_REQ, REM_ACCESS, REM_OP): at the walk's end, when a message
@@ -1312,7 +1338,9 @@ module hca_requester #(
             e_scan    <= 1'b0;
             e_drn     <= 1'b0;
             d_left    <= 7'd0;
-            d_tail    <= 1'b0;
+            d_bt      <= 7'd0;
+            d_prime   <= 1'b0;
+            sc_on     <= 1'b0;
             e_ctx     <= {QPN_W{1'b0}};
             cpl_valid <= 1'b0;
         end else begin
@@ -1444,12 +1472,19 @@ module hca_requester #(
             // The drain: a response dropped without a job drains at once; a job's at its decision.
             if (ack_take && !ack_hit) d_left <= a_rrd ? ack_blk : 7'd0;
             else if (d_dec) begin
-                // A READ response's blocks, written or dropped; an atomic's value only when written.
-                d_left <= e_rrd ? e_blk : {6'd0, d_take};
-                d_tail <= d_take && d_sum[6];
+                // A READ response's blocks dropped; written, the list walked for its pieces.
+                d_left <= (e_rrd && !d_take) ? e_blk : 7'd0;
+                sc_on  <= d_take;
                 e_drn  <= 1'b0;
-            end else if (pd_pop || (w_take && d_atm && d_have)) d_left <= d_left - 7'd1;
-            else if (w_take && !d_have) d_tail <= 1'b0;
+            end else if (d_left != 7'd0 && pd_valid) d_left <= d_left - 7'd1;
+            if (sc_step && !sc_past && sc_take == sc_r32) sc_on <= 1'b0;
+            if (sc_load) begin
+                d_bt    <= pc_sn[12:6];
+                d_prime <= pc_q != 6'd0;
+            end else begin
+                if (d_prime) d_prime <= 1'b0;
+                if (w_take) d_bt <= d_bt - 7'd1;
+            end
             if (emit_hd || emit_own) cpl_valid <= 1'b1;
             else if (cpl_ready) cpl_valid <= 1'b0;
         end
@@ -1486,15 +1521,38 @@ module hca_requester #(
         if (d_dec) begin
             d_wr    <= d_take;
             d_atm   <= !e_rrd;
-            d_addr  <= d_a;
-            d_len   <= {3'd0, d_src + {6'd0, d_sum[6]}, 6'd0};
-            d_e     <= d_sum[5:0];
-            d_first <= 1'b1;
             d_prev  <= 512'd0;
+            d_r     <= 6'd0;
+            sc_ix   <= {e_ctx, e_sp[OQ_W-1:0]};
+            sc_e    <= 5'd0;
+            sc_n    <= oq_nsg[{e_ctx, e_sp[OQ_W-1:0]}];
+            sc_skip <= e_rrd ? e_mgot : 32'd0;
+            sc_rem  <= e_plen;
+            sc_p    <= 13'd0;
         end
+        if (sc_step) begin
+            sc_e <= sc_e + 5'd1;
+            if (sc_past) sc_skip <= sc_skip - sc_len;
+            else begin
+                sc_skip <= 32'd0;
+                sc_rem  <= sc_rem - sc_take[12:0];
+                sc_p    <= sc_p + sc_take[12:0];
+            end
+        end
+        if (sc_load) begin
+            d_addr  <= sc_a;
+            d_len   <= {3'd0, pc_sn[12:6], 6'd0};
+            d_e     <= pc_e;
+            d_first <= 1'b1;
+            d_reuse <= pc_q != 6'd0 && sc_a[5:0] >= pc_q;
+            d_tlo   <= pc_e < pc_r;
+            d_r     <= pc_r;
+            d_rold  <= d_r;
+        end
+        if (d_prime) d_prev <= d_rot;
         if (w_take) begin
             d_first <= 1'b0;
-            if (d_have) d_prev <= d_rot;
+            if (!d_pvo) d_prev <= d_rot;
         end
         if (eng_busy && e_scan) begin
             if (!s_end && s_stop) begin
@@ -1547,10 +1605,10 @@ module hca_requester #(
     assign wr_len   = d_len;
     assign wr_data  = d_out;
     assign wr_be    = d_be_f & d_be_l;
-    assign pd_pop   = d_have && !d_atm && pd_valid && (!d_wr || wr_ready);
+    assign pd_pop   = (d_left != 7'd0 && pd_valid) || (w_take && !d_pvo && !d_atm);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], d_nm1[12:6], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], h_wqe[319:64], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
