@@ -1082,3 +1082,39 @@ func TestBlueFlameWaitsForEarlierFetch(t *testing.T) {
 	assert.Equal(t, firstDecoded+ib.PS(cfg.WQEFetch.IntervalCycles)*cyc, decoded[1],
 		"the BlueFlame WQE behind it is decoded after it, not before")
 }
+
+// TestBadKeyOnAnErrQPIsFlushed: after a local protection error the QP is in
+// ERR, and every later WR completes WR_FLUSH_ERR whatever its keys (IBA's
+// rule as rxe_comp.c applies it: after an error the rest is flushed), so a
+// second WR with a bad gather element is flushed, not failed again.
+// Expected, in posting order: LOC_PROT_ERR, WR_FLUSH_ERR, WR_FLUSH_ERR, and
+// nothing on the wire.
+func TestBadKeyOnAnErrQPIsFlushed(t *testing.T) {
+	s := components.NewSim()
+	cfg := Defaults()
+	a, b := BackToBack(s, edrLink(), cfg, cfg)
+	pa, pb := a.AllocPD(), b.AllocPD()
+	cq := a.CreateCQ(16)
+	qa := a.CreateQP(pa, cq, cq, 64, 64)
+	qb := b.CreateQP(pb, b.CreateCQ(16), b.CreateCQ(16), 64, 64)
+	require.NoError(t, ConnectRC(qa, qb, 4096, 1, 2))
+	buf := a.Malloc(4096)
+	mr := a.RegMR(pa, buf, 4096, AccessLocalWrite)
+	// Elements 4000 … 4199 of a 4096-byte region: outside it.
+	bad := func(id uint64) *SendWR {
+		return &SendWR{ID: id, Opcode: WRSend, Signaled: true, LocalAddr: buf + 4000, Length: 200, LKey: mr.LKey}
+	}
+	require.NoError(t, a.PostSend(qa, bad(1)))
+	require.NoError(t, a.PostSend(qa, bad(2)))
+	require.NoError(t, a.PostSend(qa, &SendWR{ID: 3, Opcode: WRSend, Signaled: true, LocalAddr: buf, Length: 64, LKey: mr.LKey}))
+	s.StopAt(100 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	var wcs [4]WC
+	require.Equal(t, 3, a.PollCQ(cq, wcs[:]))
+	want := []WCStatus{WCLocProtErr, WCWRFlushErr, WCWRFlushErr}
+	for i, st := range want {
+		assert.Equal(t, uint64(i+1), wcs[i].WRID, "completion %d", i)
+		assert.Equal(t, st, wcs[i].Status, "WR %d", i+1)
+	}
+	assert.Equal(t, int64(0), a.Counters.ReqPackets, "nothing went on the wire")
+}

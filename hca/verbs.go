@@ -774,9 +774,12 @@ func (d *Device) wqeReady(qp *QP) {
 			d.udReady(qp, dw, now)
 			continue
 		}
-		if dw.keyErr {
+		if dw.keyErr && qp.req.State != QPErr {
 			// Local protection error: the QP goes to ERR; what was
 			// outstanding is flushed, this WQE fails, later ones flush.
+			// On a QP already in ERR a bad key is not looked at: the WQE
+			// is flushed (WR_FLUSH_ERR) as any other (rxe_comp.c; the
+			// model's UD path and the RTL requester do the same).
 			d.failWQE(qp, dw.wqe, WCLocProtErr, now)
 			continue
 		}
