@@ -134,6 +134,12 @@ func (t *KeyTable) Check(key, pd uint32, need int, addr, length uint64) KeyResul
 	if e == nil || e.Window != 0 {
 		return KeyInvalid
 	}
+	return e.grants(pd, need, addr, length)
+}
+
+// grants checks an access by the entry's own rules, in rxe's order:
+// protection domain, access flags, then bounds (a wrap past 2^64 is out).
+func (e *MR) grants(pd uint32, need int, addr, length uint64) KeyResult {
 	if e.PD != pd {
 		return KeyPDMismatch
 	}

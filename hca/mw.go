@@ -144,16 +144,7 @@ func (t *KeyTable) CheckRemote(key, pd, qpn uint32, need int, addr, length uint6
 	if e.Window != 0 {
 		return t.checkWindow(e, pd, qpn, need, addr, length)
 	}
-	if e.PD != pd {
-		return KeyPDMismatch
-	}
-	if e.Access&need != need {
-		return KeyAccessDenied
-	}
-	if addr < e.Addr || addr+length > e.Addr+e.Length || addr+length < addr {
-		return KeyOutOfBounds
-	}
-	return KeyOK
+	return e.grants(pd, need, addr, length)
 }
 
 // checkWindow is CheckRemote for a bound window's entry e.
@@ -166,14 +157,8 @@ func (t *KeyTable) checkWindow(e *MR, pd, qpn uint32, need int, addr, length uin
 	if e.Window == MWType2 && e.qpn != qpn {
 		return KeyQPMismatch
 	}
-	if e.PD != pd {
-		return KeyPDMismatch
-	}
-	if e.Access&need != need {
-		return KeyAccessDenied
-	}
-	if addr < e.Addr || addr+length > e.Addr+e.Length || addr+length < addr {
-		return KeyOutOfBounds
+	if r := e.grants(pd, need, addr, length); r != KeyOK {
+		return r
 	}
 	if !t.entries[e.region].valid {
 		return KeyInvalid

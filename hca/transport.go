@@ -205,13 +205,7 @@ func (r *Requester) Enqueue(w SendWQE, posted ib.PS) []Completion {
 		return []Completion{{WQE: w, Status: WCWRFlushErr, Posted: posted}}
 	}
 	n := PacketCount(w.Length, r.MTU)
-	var m *sendMsg
-	if k := len(r.free); k > 0 {
-		m = r.free[k-1]
-		r.free = r.free[:k-1]
-	} else {
-		m = new(sendMsg)
-	}
+	m := r.newMsg()
 	*m = sendMsg{wqe: w, firstPSN: r.nextPSN, npsn: n, npkts: n, Posted: posted, inline: m.inline[:0]}
 	if m.isRdAtomic() {
 		m.npkts = 1
@@ -224,6 +218,16 @@ func (r *Requester) Enqueue(w SendWQE, posted ib.PS) []Completion {
 	return nil
 }
 
+// newMsg returns a message from the free list, or a new one.
+func (r *Requester) newMsg() *sendMsg {
+	if k := len(r.free); k > 0 {
+		m := r.free[k-1]
+		r.free = r.free[:k-1]
+		return m
+	}
+	return new(sendMsg)
+}
+
 // EnqueueLocal adds a local operation the HCA has executed (a bind, a
 // local invalidate) to the send queue: it sends no packet and holds no
 // PSN, and completes in order, once every message before it has (IBA
@@ -232,13 +236,7 @@ func (r *Requester) EnqueueLocal(w SendWQE, posted ib.PS) []Completion {
 	if r.State == QPErr {
 		return []Completion{{WQE: w, Status: WCWRFlushErr, Posted: posted}}
 	}
-	var m *sendMsg
-	if k := len(r.free); k > 0 {
-		m = r.free[k-1]
-		r.free = r.free[:k-1]
-	} else {
-		m = new(sendMsg)
-	}
+	m := r.newMsg()
 	// No packets: nothing to send (skipSent passes it) and no PSN (its
 	// last PSN is the one before, which find never matches).
 	*m = sendMsg{wqe: w, firstPSN: r.nextPSN, Posted: posted, inline: m.inline[:0],
