@@ -108,6 +108,14 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	// revision falls back to HEAD when the binary carries none) does not
 	// split one invocation's rows between two commits.
 	rev := revision()
+	// SIGINT or SIGTERM: no more benchmarks start, and the rows measured
+	// are still printed and appended (a Ctrl-C on a terminal reaches the
+	// child too, whose run is then lost; a kill of this process alone lets
+	// the child's run finish and keeps it).
+	stop := newStopRequest()
+	currentStop.Store(stop)
+	defer currentStop.CompareAndSwap(stop, nil)
+	defer watchSignals(stop, stderr)()
 	var pts []scalePoint
 	if len(*scale) > 0 {
 		if pts, err = scalePoints(fs.Arg(0), names[0], sets, *scale, windows); err != nil {
@@ -123,9 +131,14 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		if _, err := readCSVHistory(*csvPath); err != nil {
 			return fail(stderr, err)
 		}
-		rows, code := benchScale(self, rev, fs.Arg(0), names[0], pts, windows, stdout, stderr)
+		rows, code := benchScale(self, rev, fs.Arg(0), names[0], pts, windows, stop, stdout, stderr)
 		if err := appendCSV(*csvPath, rows); err != nil {
 			return fail(stderr, userErrorf("--csv: %v", err))
+		}
+		if sig := stop.signal(); sig != nil {
+			fmt.Fprintf(stderr, "hcasim: bench: %s: %d of %d runs measured and appended to %s; the rest not run\n",
+				signalName(sig), len(rows), 2*len(pts), *csvPath)
+			return signalExitCode(sig)
 		}
 		return code
 	}
@@ -138,9 +151,18 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	var rows [][]string
 	code := 0
 	for _, name := range names {
+		if stop.signal() != nil {
+			break
+		}
 		row, _, err := runBench(self, rev, name, sets)
+		if benchAfterRun != nil {
+			benchAfterRun()
+		}
 		var bad *childUserError
 		switch {
+		case err != nil && stop.signal() != nil:
+			// The child had the signal too: its run is lost, not failed.
+			continue
 		case errors.As(err, &bad):
 			// The child named the bad input in its own one line (a --set
 			// key, a config field); the rows already measured are still
@@ -164,8 +186,16 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err := appendCSV(*csvPath, rows); err != nil {
 		return fail(stderr, userErrorf("--csv: %v", err))
 	}
+	if sig := stop.signal(); sig != nil {
+		fmt.Fprintf(stderr, "hcasim: bench: %s: %d of %d benchmarks measured and appended to %s; the rest not run\n",
+			signalName(sig), len(rows), len(names), *csvPath)
+		return signalExitCode(sig)
+	}
 	return code
 }
+
+// benchAfterRun, when set (tests), is called after each child run.
+var benchAfterRun func()
 
 // benchPath resolves a NAME given to bench to the config the child runs. A
 // name with a '/' is a path (or a shipped config's, configs/bench/x.yaml).

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -253,4 +254,56 @@ func TestBenchNames(t *testing.T) {
 	assert.True(t, ok)
 	_, ok = benchPath("nosuch.yaml")
 	assert.False(t, ok)
+}
+
+// TestBenchInterrupted: a SIGINT (here the stop request a signal makes,
+// after the first child's run) starts no more benchmarks; the one measured
+// is printed and appended (header and one row), stderr says so on one line,
+// and the exit code is 130 (128 + SIGINT's 2). The same with --scale,
+// stopped after three of four runs: the first size's two windows are a
+// table row and CSV rows, the second size's first window a CSV row only.
+func TestBenchInterrupted(t *testing.T) {
+	t.Setenv("HCASIM_TEST_AS_CLI", "1")
+	var runs int
+	interruptAfter := func(n int) {
+		runs = 0
+		benchAfterRun = func() {
+			if runs++; runs == n {
+				currentStop.Load().request(syscall.SIGINT)
+			}
+		}
+	}
+	t.Cleanup(func() { benchAfterRun = nil })
+	readRows := func(p string) [][]string {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		require.NoError(t, err)
+		return rows
+	}
+
+	csvPath := filepath.Join(t.TempDir(), "bench.csv")
+	interruptAfter(1)
+	code, out, errOut := run("bench", "switch16-uniform-50", "switch16-uniform-90", "--set", "workload.warmup_ns=1000",
+		"--set", "workload.measure_ns=2000", "--csv", csvPath)
+	assert.Equal(t, 130, code)
+	assert.Equal(t, 1, runs, "no second benchmark started")
+	assert.Contains(t, out, "switch16-uniform-50")
+	assert.NotContains(t, out, "switch16-uniform-90")
+	assert.Equal(t, "hcasim: bench: SIGINT: 1 of 2 benchmarks measured and appended to "+csvPath+"; the rest not run\n", errOut)
+	rows := readRows(csvPath)
+	require.Len(t, rows, 2, "header and the one row measured")
+	assert.Equal(t, benchCSVHeader, rows[0])
+
+	csvPath = filepath.Join(t.TempDir(), "scale.csv")
+	interruptAfter(3)
+	code, out, errOut = run("bench", "switch16-uniform-50", "--scale", "4,8", "--windows", "10000,30000",
+		"--set", "workload.warmup_ns=1000", "--csv", csvPath)
+	assert.Equal(t, 130, code)
+	assert.Equal(t, 3, runs)
+	assert.Regexp(t, `│ 4\s+│`, out)
+	assert.NotRegexp(t, `│ 8\s+│`, out)
+	assert.Equal(t, "hcasim: bench: SIGINT: 3 of 4 runs measured and appended to "+csvPath+"; the rest not run\n", errOut)
+	assert.Len(t, readRows(csvPath), 4, "header and three rows")
 }

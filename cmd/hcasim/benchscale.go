@@ -99,7 +99,7 @@ func scalePoints(name, path string, sets []string, hosts []int, windows [2]int) 
 // returns the runs' CSV rows (their benchmark column names the size and
 // window). Cost linear in hosts × simulated time is a ratio near 1: the
 // work per block-hop does not grow with the fabric.
-func benchScale(self, rev, name, path string, pts []scalePoint, windows [2]int, stdout, stderr io.Writer) ([][]string, int) {
+func benchScale(self, rev, name, path string, pts []scalePoint, windows [2]int, stop *stopRequest, stdout, stderr io.Writer) ([][]string, int) {
 	var rows [][]string
 	t := tablewriter.NewTable(stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("hosts", "topology", "cpu_s", "block_hops", "ns_cpu_per_block_hop", "vs_first")
@@ -108,7 +108,20 @@ func benchScale(self, rev, name, path string, pts []scalePoint, windows [2]int, 
 	for i := range pts {
 		p := &pts[i]
 		for k, w := range windows {
+			if stop.signal() != nil {
+				// Stopped: the sizes measured whole are in the table; a
+				// size's first window alone is kept in the rows.
+				renderScale(t, i > 0)
+				return rows, 0
+			}
 			row, hops, err := runBench(self, rev, path, append(p.sets, "workload.measure_ns="+strconv.Itoa(w)))
+			if benchAfterRun != nil {
+				benchAfterRun()
+			}
+			if err != nil && stop.signal() != nil {
+				renderScale(t, i > 0)
+				return rows, 0
+			}
 			if err != nil {
 				// The points loaded before anything ran: a failure now is
 				// the child's own; the sizes already measured are kept.
