@@ -314,6 +314,17 @@ func (d *Device) trace(kind components.TraceKind, qpn uint32, fields ...componen
 	d.fieldBuf = ev.Fields[:0]
 }
 
+// traceKeyCheck announces a key check's result: key for an access of
+// length bytes at addr (the fields are built only when traced).
+func (d *Device) traceKeyCheck(qpn, key uint32, r KeyResult, addr, length uint64) {
+	if d.NumHooks() == 0 {
+		return
+	}
+	d.trace(components.TraceKeyCheck, qpn, components.IntField("key", int64(key)),
+		components.StrField("result", r.String()), components.IntField("addr", int64(addr)),
+		components.IntField("len", int64(length)))
+}
+
 // tracePacket announces a packet's inject (handed to the fabric) or
 // deliver (accepted from it) with the standard packet fields; a delivered
 // RDMA READ request also says how many PSNs it consumes.

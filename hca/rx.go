@@ -155,9 +155,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		t = d.recvKeyLookups(qp, t, a.RecvSGL, bad, a.KeyResult)
 	} else if a.KeyChecked {
 		t = d.keyCheck(qp, t, a.Key)
-		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(a.Key)),
-			components.StrField("result", a.KeyResult.String()), components.IntField("addr", int64(a.KeyAddr)),
-			components.IntField("len", int64(a.KeyLen)))
+		d.traceKeyCheck(qp.Num, a.Key, a.KeyResult, a.KeyAddr, uint64(a.KeyLen))
 		if a.KeyResult == KeyOK {
 			if mr, ok := d.Keys.regionKey(a.Key); ok {
 				// A memory window's context names its region, whose
@@ -239,9 +237,7 @@ func (d *Device) recvKeyLookups(qp *QP, t ib.PS, sgl []SGE, bad int, r KeyResult
 		if i == bad {
 			res = r
 		}
-		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(e.LKey)),
-			components.StrField("result", res.String()), components.IntField("addr", int64(e.Addr)),
-			components.IntField("len", int64(e.Length)))
+		d.traceKeyCheck(qp.Num, e.LKey, res, e.Addr, uint64(e.Length))
 		if i == bad {
 			break
 		}
@@ -448,9 +444,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	} else {
 		t = d.keyCheck(qp, t, recv.LKey)
 		r = d.Keys.Check(recv.LKey, qp.PD, AccessLocalWrite, recv.Addr, uint64(recv.Length))
-		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(recv.LKey)),
-			components.StrField("result", r.String()), components.IntField("addr", int64(recv.Addr)),
-			components.IntField("len", int64(recv.Length)))
+		d.traceKeyCheck(qp.Num, recv.LKey, r, recv.Addr, uint64(recv.Length))
 	}
 	tl := d.Timeline
 	traced := tl.atResponder(d, pkt)

@@ -741,9 +741,7 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			dw.readyAt = d.keyCheck(qp, now, w.LKey)
 			r := d.Keys.Check(w.LKey, qp.PD, need, w.LocalAddr, uint64(w.Length))
 			dw.keyErr = r != KeyOK
-			d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(w.LKey)),
-				components.StrField("result", r.String()), components.IntField("addr", int64(w.LocalAddr)),
-				components.IntField("len", int64(w.Length)))
+			d.traceKeyCheck(qp.Num, w.LKey, r, w.LocalAddr, uint64(w.Length))
 			if !dw.keyErr {
 				// The gather element's pages are translated before the
 				// WQE reaches the requester, so its packets' DMAs find
@@ -994,9 +992,7 @@ func (d *Device) checkSGL(qp *QP, t ib.PS, need int, sgl []SGE) (ready ib.PS, ba
 		}
 		done := d.keyCheck(qp, t, e.LKey)
 		r := d.Keys.Check(e.LKey, qp.PD, need, e.Addr, uint64(e.Length))
-		d.trace(components.TraceKeyCheck, qp.Num, components.IntField("key", int64(e.LKey)),
-			components.StrField("result", r.String()), components.IntField("addr", int64(e.Addr)),
-			components.IntField("len", int64(e.Length)))
+		d.traceKeyCheck(qp.Num, e.LKey, r, e.Addr, uint64(e.Length))
 		if r != KeyOK {
 			bad = true
 		} else {
