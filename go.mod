@@ -3,6 +3,7 @@ module github.com/hcasim/hcasim
 go 1.26
 
 require (
+	github.com/google/renameio/v2 v2.0.2
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/sarchlab/akita/v3 v3.1.0
 	github.com/schollz/progressbar/v3 v3.19.1

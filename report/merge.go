@@ -118,8 +118,8 @@ func WriteMerged(dir string, r *Result, rows []map[string]string) error {
 	if err := WriteCSVCells(&cb, r.Points, rows); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), jb.Bytes(), 0o644); err != nil {
+	if err := WriteFile(filepath.Join(dir, "results.json"), jb.Bytes()); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "results.csv"), cb.Bytes(), 0o644)
+	return WriteFile(filepath.Join(dir, "results.csv"), cb.Bytes())
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -120,7 +121,17 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 			return err
 		}
 		p.Title.Text += note
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name)); err != nil {
+		// p.Save would write the file in place; drawn first and written
+		// whole, a plot is never left half-written (WriteFile).
+		wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, strings.TrimPrefix(filepath.Ext(name), "."))
+		if err != nil {
+			return fmt.Errorf("plot %s: %v", name, err)
+		}
+		var buf bytes.Buffer
+		if _, err := wt.WriteTo(&buf); err != nil {
+			return fmt.Errorf("plot %s: %v", name, err)
+		}
+		if err := WriteFile(filepath.Join(dir, name), buf.Bytes()); err != nil {
 			return fmt.Errorf("plot %s: %v", name, err)
 		}
 		written = append(written, name)

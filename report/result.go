@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -177,26 +178,17 @@ func WriteFiles(dir string, r *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "results.json"))
-	if err != nil {
+	var jb, cb bytes.Buffer
+	if err := WriteJSON(&jb, r); err != nil {
 		return err
 	}
-	if err := WriteJSON(f, r); err != nil {
-		f.Close()
+	if err := WriteCSV(&cb, r); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err := WriteFile(filepath.Join(dir, "results.json"), jb.Bytes()); err != nil {
 		return err
 	}
-	c, err := os.Create(filepath.Join(dir, "results.csv"))
-	if err != nil {
-		return err
-	}
-	if err := WriteCSV(c, r); err != nil {
-		c.Close()
-		return err
-	}
-	return c.Close()
+	return WriteFile(filepath.Join(dir, "results.csv"), cb.Bytes())
 }
 
 // ReadJSON reads a results.json.

@@ -280,10 +280,10 @@ func WriteSummaryFiles(dir string, s *Summary) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, SummaryJSON), jb.Bytes(), 0o644); err != nil {
+	if err := WriteFile(filepath.Join(dir, SummaryJSON), jb.Bytes()); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, SummaryCSV), cb.Bytes(), 0o644)
+	return WriteFile(filepath.Join(dir, SummaryCSV), cb.Bytes())
 }
 
 // WriteSummaryTable writes one row per design: its params, n, failures and

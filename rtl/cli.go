@@ -14,6 +14,7 @@ import (
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/configs"
 	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/report"
 )
 
 // LoadFunc turns a config file plus --set overrides into a Design. Its errors
@@ -67,7 +68,7 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 	fs.SetOutput(io.Discard)
 	configPath := fs.StringP("config", "c", "", "config file") // -c, as a run takes it
 	outDir := fs.StringP("out", "o", "", "output directory for the Verilog tree")
-	report := fs.Bool("report", false, "print the resource report")
+	wantReport := fs.Bool("report", false, "print the resource report")
 	testbench := fs.Bool("testbench", false, "write a self-checking fabric testbench into DIR/tb")
 	tbPackets := fs.Int("testbench-packets", DefaultTestbenchPackets, "packets the testbench's hosts inject")
 	var sets []string
@@ -85,7 +86,7 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 	if *configPath == "" {
 		return userErr("-config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])")
 	}
-	if *outDir == "" && !*report {
+	if *outDir == "" && !*wantReport {
 		return userErr("nothing to do: give -o DIR to write Verilog, --report for resources, or both")
 	}
 	if *testbench && *outDir == "" {
@@ -147,7 +148,7 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 			fmt.Fprintf(stdout, "wrote the testbench to %s (%d packets, %d switch sends checked; run: sh %s)\n",
 				filepath.Join(*outDir, "tb"), tb.Packets, tb.Sends, filepath.Join(*outDir, "tb", "run.sh"))
 		}
-		stale, err := removeStale(*outDir, files, *report)
+		stale, err := removeStale(*outDir, files, *wantReport)
 		if err != nil {
 			return userErr("-o: %v", oneLine(err))
 		}
@@ -162,7 +163,7 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 			fmt.Fprintf(stdout, "removed what an earlier run wrote there and this one does not: %s\n", strings.Join(stale, ", "))
 		}
 	}
-	if !*report {
+	if !*wantReport {
 		return 0
 	}
 	_, yosysErr := toolPath("yosys")
@@ -177,7 +178,7 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 	}
 	fmt.Fprint(stdout, sb.String())
 	if *outDir != "" {
-		if err := os.WriteFile(filepath.Join(*outDir, "resources.txt"), []byte(sb.String()), 0o644); err != nil {
+		if err := report.WriteFile(filepath.Join(*outDir, "resources.txt"), []byte(sb.String())); err != nil {
 			return userErr("-o: %v", oneLine(err))
 		}
 	}
@@ -304,11 +305,7 @@ func writeTestbench(dir string, files []File) error {
 			mode = 0o755
 		}
 		p := filepath.Join(dir, f.Name)
-		if err := os.WriteFile(p, []byte(f.Text), mode); err != nil {
-			return err
-		}
-		// WriteFile keeps an existing file's mode.
-		if err := os.Chmod(p, mode); err != nil {
+		if err := report.WriteFileMode(p, []byte(f.Text), mode); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"github.com/hcasim/hcasim/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,7 +141,7 @@ func WriteTree(dir string, files []File) error {
 		return err
 	}
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), []byte(f.Text), 0o644); err != nil {
+		if err := report.WriteFile(filepath.Join(dir, f.Name), []byte(f.Text)); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/hcasim/hcasim/report"
 )
 
 // Shard is one slice of a sweep: every Count-th design starting at Index.
@@ -79,7 +81,7 @@ func WriteManifest(dir string, m *Manifest) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
+	return report.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'))
 }
 
 // ReadManifest reads dir/shard.json.

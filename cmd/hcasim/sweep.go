@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -292,11 +293,8 @@ func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
 		}
 	}
 	sort.Strings(keys)
-	fh, err := os.Create(filepath.Join(dir, KneeFile))
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(fh)
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
 	_ = w.Write(append(append([]string{}, keys...), "search_key", "epsilon", "knee_below", "knee_above"))
 	num := func(v float64) string {
 		if math.IsNaN(v) {
@@ -314,10 +312,9 @@ func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
-		fh.Close()
 		return err
 	}
-	return fh.Close()
+	return report.WriteFile(filepath.Join(dir, KneeFile), buf.Bytes())
 }
 
 // defaultOutDir is a sweep's --out when none is given: hcasim-out/<name>,

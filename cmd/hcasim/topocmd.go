@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/configs"
 	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
 )
 
@@ -63,7 +63,7 @@ func topologyMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := os.WriteFile(*out, text, 0o644); err != nil {
+	if err := report.WriteFile(*out, text); err != nil {
 		return fail(stderr, userErrorf("topology: -o: %v", err))
 	}
 	fmt.Fprintf(stderr, "hcasim topology: %s written to %s\n", summary, *out)
