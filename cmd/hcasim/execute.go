@@ -155,21 +155,38 @@ func (p *forwardedPanic) String() string { return fmt.Sprint(p.value) }
 func interruptedRun(res *report.Result, params map[string]any, f *runFlags, finish func(map[string]any) error) (*report.Result, error) {
 	sig := f.stop.signal()
 	msg := fmt.Sprintf("interrupted (%s): the run did not finish, no metrics", signalName(sig))
+	files := observedFiles(f)
+	if len(files) > 0 {
+		if err := finish(nil); err != nil && !errors.As(err, new(violationError)) {
+			msg += fmt.Sprintf("; closing the files: %v", err)
+		} else {
+			msg += "; " + holdText(files)
+		}
+	}
+	res.Points = append(res.Points, report.Point{Params: params, Metrics: map[string]any{}, Error: "interrupted: not finished"})
+	return res, &interruptedError{sig: sig, msg: msg}
+}
+
+// observedFiles names the files a run writes as it goes, each as its flag
+// and path ("--trace run.trace").
+func observedFiles(f *runFlags) []string {
 	var files []string
 	for _, o := range []struct{ flag, path string }{{"--trace", f.trace}, {"--vcd", f.vcd}, {"--pcap", f.pcap}} {
 		if o.path != "" {
 			files = append(files, o.flag+" "+o.path)
 		}
 	}
-	if len(files) > 0 {
-		if err := finish(nil); err != nil && !errors.As(err, new(violationError)) {
-			msg += fmt.Sprintf("; closing the files: %v", err)
-		} else {
-			msg += "; " + strings.Join(files, ", ") + " hold the run up to where it stopped"
-		}
+	return files
+}
+
+// holdText says that files hold a stopped run: "--trace t holds the run
+// up to where it stopped".
+func holdText(files []string) string {
+	verb := " hold"
+	if len(files) == 1 {
+		verb = " holds"
 	}
-	res.Points = append(res.Points, report.Point{Params: params, Metrics: map[string]any{}, Error: "interrupted: not finished"})
-	return res, &interruptedError{sig: sig, msg: msg}
+	return strings.Join(files, ", ") + verb + " the run up to where it stopped"
 }
 
 // isParamValue reports whether v, a config value, is one key's value

@@ -370,6 +370,61 @@ func TestInterruptedSingleRunClosesItsFiles(t *testing.T) {
 	assert.Equal(t, "interrupted: not finished", res.Points[0].Error)
 }
 
+// TestInterruptedPinnedSweepClosesItsTrace: a sweep whose keys --set pins
+// to one point may write --trace; stopped part-way, its point stops at
+// the next event and the trace is closed whole (before, the point was
+// abandoned as an untraced one is, and the process exited with the trace
+// cut mid-line), the results say the point was not run, and the line
+// names the trace instead of offering --resume, which refuses --trace.
+func TestInterruptedPinnedSweepClosesItsTrace(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	pin := []string{"--set", "hca.vl_buffer_bytes=16384", "--set", "link.length_m=2"}
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.trace")
+	code, stdout, stderr := run(append([]string{"-config", cfg, "--format", "json", "--quiet", "--out", t.TempDir()}, pin...)...)
+	require.Equal(t, 0, code, stderr)
+	wholeNs := regexp.MustCompile(`"sim_time_ns": ([0-9.e+]+)`).FindStringSubmatch(stdout)
+	require.NotNil(t, wholeNs)
+	end, err := strconv.ParseFloat(wholeNs[1], 64)
+	require.NoError(t, err)
+
+	const after = 100
+	saved := fabricRun
+	defer func() { fabricRun = saved }()
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		observe := o.Observe
+		o.Observe = func(s *fabric.Simulation) {
+			observe(s)
+			verif.AttachHook(&countingHook{n: after}, s.Blocks...)
+		}
+		m, err := saved(l, o)
+		// Slow to return once stopped, as a large trace's last buffer
+		// would be to write: the sweep must wait for the point's files
+		// (without the wait, the run ended before the trace was closed).
+		time.Sleep(100 * time.Millisecond)
+		return m, err
+	}
+	out := t.TempDir()
+	code, stdout, stderr = run(append([]string{"-config", cfg, "--trace", trace, "--out", out, "--quiet"}, pin...)...)
+	assert.Equal(t, 130, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "hcasim: sweep: interrupted (SIGINT): 0 of 1 points done, 1 not run, written to "+out+
+		"; --trace "+trace+" holds the run up to where it stopped; the point starts over when run again\n", stderr)
+
+	f, err := os.Open(trace)
+	require.NoError(t, err)
+	defer f.Close()
+	tr, err := verif.ReadTrace(f)
+	require.NoError(t, err, "the trace reads back whole")
+	require.Greater(t, len(tr.Events), after, "the events up to the stop are there")
+	assert.Less(t, float64(tr.Events[len(tr.Events)-1].Time)/1000, end, "the run stopped before its end")
+
+	res, err := report.ReadJSON(filepath.Join(out, "results.json"))
+	require.NoError(t, err)
+	require.Len(t, res.Points, 1)
+	assert.Equal(t, sweep.NotRunText, res.Points[0].Error)
+}
+
 // countingHook asks the run to stop at its n-th trace event, as a signal
 // arriving then would.
 type countingHook struct{ n int }

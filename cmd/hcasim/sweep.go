@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hcasim/hcasim/fabric"
@@ -105,7 +106,11 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	// partition, whose barrier waits would spin against the other points.
 	together := max(1, min(f.jobs, len(designs)*sw.PointsPerDesign()))
 	threads := max(1, runtime.GOMAXPROCS(0)/together)
-	outs := sw.Run(ctx, designs, f.jobs, prev.runner(sw, sweepRunner(f, threads)), func(sweep.Outcome) { bar.add() })
+	flight := &observedRuns{}
+	outs := sw.Run(ctx, designs, f.jobs, prev.runner(sw, sweepRunner(f, threads, flight)), func(sweep.Outcome) { bar.add() })
+	// Points with a trace, waveform, capture or checkers stop at their
+	// next event once a stop is asked: wait for them to close their files.
+	flight.closeAndWait()
 	notRun := countNotRun(outs)
 	interrupted := notRun > 0
 	if interrupted {
@@ -145,7 +150,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		rows = prev.rows(res.Points)
 	}
 	if interrupted {
-		return interruptedSweep(res, rows, notRun, ident, f, defaultOut)
+		return interruptedSweep(res, rows, notRun, ident, f, defaultOut, flight.err)
 	}
 	ex := &sweepExtras{manifest: manifest, knee: knee, cells: rows}
 	if manifest == nil && knee == nil {
@@ -197,7 +202,12 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 // (no plots, summary or knee.csv: they are drawn from a whole sweep, which
 // --resume writes), and the returned error is the one line that says how
 // many points are done and how to continue.
-func interruptedSweep(res *report.Result, rows []map[string]string, notRun int, ident report.Interruption, f *runFlags, defaultOut bool) (*report.Result, error) {
+//
+// A sweep that writes --trace, --vcd or --pcap has one point (executeSweep
+// refuses more), stopped part-way with its files closed whole: the line
+// names them, and says the point starts over, since --resume, which
+// reruns it, refuses those flags.
+func interruptedSweep(res *report.Result, rows []map[string]string, notRun int, ident report.Interruption, f *runFlags, defaultOut bool, closeErr error) (*report.Result, error) {
 	sig := f.stop.signal()
 	ident.Signal, ident.NotRun, ident.Build = signalName(sig), notRun, buildID()
 	res.Interrupted = &ident
@@ -206,8 +216,18 @@ func interruptedSweep(res *report.Result, rows []map[string]string, notRun int, 
 	if defaultOut {
 		where += " (the default --out)"
 	}
-	return res, &interruptedError{sig: sig, msg: fmt.Sprintf("sweep: interrupted (%s): %d of %d points done, %d not run, written to %s; to continue: %s",
-		signalName(sig), len(res.Points)-notRun, len(res.Points), notRun, where, resumeCommand(f.args))}
+	msg := fmt.Sprintf("sweep: interrupted (%s): %d of %d points done, %d not run, written to %s",
+		signalName(sig), len(res.Points)-notRun, len(res.Points), notRun, where)
+	files := observedFiles(f)
+	switch {
+	case len(files) > 0 && closeErr != nil:
+		msg += fmt.Sprintf("; closing the files: %v", closeErr)
+	case len(files) > 0:
+		msg += "; " + holdText(files) + "; the point starts over when run again"
+	default:
+		msg += "; to continue: " + resumeCommand(f.args)
+	}
+	return res, &interruptedError{sig: sig, msg: msg}
 }
 
 // countNotRun counts the outcomes an interrupted sweep did not run.
@@ -230,13 +250,34 @@ var fabricRun = fabric.Run
 // metrics: it is wall-clock time, differs from run to run, and would make
 // results depend on the machine and on --jobs (the sweep's wall time goes to
 // stderr instead).
-func sweepRunner(f *runFlags, threads int) sweep.Runner {
+func sweepRunner(f *runFlags, threads int, flight *observedRuns) sweep.Runner {
 	return func(p *sweep.Point) (map[string]any, error) {
 		obs, finish, err := observers(p.Loaded, f)
 		if err != nil {
 			return nil, err
 		}
-		m, err := fabricRun(p.Loaded, fabric.RunOptions{Observe: obs, Threads: threads})
+		opts := fabric.RunOptions{Observe: obs, Threads: threads}
+		var m map[string]any
+		if obs != nil && f.stop != nil {
+			// Observed: a stop request stops the engine at its next event
+			// and the files are closed whole, as a single run's are; the
+			// sweep waits for it (closeAndWait) and records the point as
+			// not run, which Run has already done.
+			if !flight.begin() {
+				return nil, sweep.ErrNotRun
+			}
+			defer flight.end()
+			var stopped bool
+			m, stopped, err = runStoppable(p.Loaded, opts, f.stop, true)
+			if stopped {
+				if err := finish(nil); err != nil && !errors.As(err, new(violationError)) {
+					flight.fail(err)
+				}
+				return nil, sweep.ErrNotRun
+			}
+		} else {
+			m, err = fabricRun(p.Loaded, opts)
+		}
 		err = runOutcome(err, finish(m))
 		if err != nil {
 			return nil, err
@@ -244,6 +285,47 @@ func sweepRunner(f *runFlags, threads int) sweep.Runner {
 		delete(m, "wall_s")
 		return m, nil
 	}
+}
+
+// observedRuns tracks a sweep's observed points (--trace, --vcd, --pcap,
+// --check) while they run, so that an interrupted sweep returns only once
+// they have stopped and closed their files; a point that has not started
+// when the sweep returns does not start. Unobserved points are abandoned
+// as they run (sweep.Run), since nothing of theirs is written.
+type observedRuns struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+	err    error // a stopped point's files failed to close
+}
+
+func (r *observedRuns) begin() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
+	return true
+}
+
+func (r *observedRuns) end() { r.wg.Done() }
+
+func (r *observedRuns) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// closeAndWait starts no more observed points and waits for the running
+// ones.
+func (r *observedRuns) closeAndWait() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.wg.Wait()
 }
 
 // plural is "1 design", "3 designs".
