@@ -319,26 +319,11 @@ func TestInterruptedSingleRunClosesItsFiles(t *testing.T) {
 	cfg := writeFile(t, "single.yaml", strings.Split(sweepConfig, "sweep:")[0])
 	dir := t.TempDir()
 	trace, vcd, pcap := filepath.Join(dir, "t.trace"), filepath.Join(dir, "w.vcd"), filepath.Join(dir, "c.pcapng")
-	code, stdout, stderr := run("-config", cfg, "--format", "json", "--quiet")
-	require.Equal(t, 0, code, stderr)
-	wholeNs := regexp.MustCompile(`"sim_time_ns": ([0-9.e+]+)`).FindStringSubmatch(stdout)
-	require.NotNil(t, wholeNs)
-	end, err := strconv.ParseFloat(wholeNs[1], 64)
-	require.NoError(t, err)
-
+	end := wholeRunNs(t, "-config", cfg, "--format", "json", "--quiet")
 	const after = 100
-	saved := fabricRun
-	defer func() { fabricRun = saved }()
-	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
-		observe := o.Observe
-		o.Observe = func(s *fabric.Simulation) {
-			observe(s)
-			verif.AttachHook(&countingHook{n: after}, s.Blocks...)
-		}
-		return saved(l, o)
-	}
+	stopAfterEvents(t, after, 0)
 	out := t.TempDir()
-	code, stdout, stderr = run("-config", cfg, "--trace", trace, "--vcd", vcd, "--pcap", pcap, "--out", out, "--quiet")
+	code, stdout, stderr := run("-config", cfg, "--trace", trace, "--vcd", vcd, "--pcap", pcap, "--out", out, "--quiet")
 	assert.Equal(t, 130, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, "hcasim: interrupted (SIGINT): the run did not finish, no metrics; --trace "+trace+", --vcd "+vcd+", --pcap "+pcap+" hold the run up to where it stopped\n", stderr)
@@ -381,31 +366,14 @@ func TestInterruptedPinnedSweepClosesItsTrace(t *testing.T) {
 	pin := []string{"--set", "hca.vl_buffer_bytes=16384", "--set", "link.length_m=2"}
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "t.trace")
-	code, stdout, stderr := run(append([]string{"-config", cfg, "--format", "json", "--quiet", "--out", t.TempDir()}, pin...)...)
-	require.Equal(t, 0, code, stderr)
-	wholeNs := regexp.MustCompile(`"sim_time_ns": ([0-9.e+]+)`).FindStringSubmatch(stdout)
-	require.NotNil(t, wholeNs)
-	end, err := strconv.ParseFloat(wholeNs[1], 64)
-	require.NoError(t, err)
-
+	end := wholeRunNs(t, append([]string{"-config", cfg, "--format", "json", "--quiet", "--out", t.TempDir()}, pin...)...)
 	const after = 100
-	saved := fabricRun
-	defer func() { fabricRun = saved }()
-	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
-		observe := o.Observe
-		o.Observe = func(s *fabric.Simulation) {
-			observe(s)
-			verif.AttachHook(&countingHook{n: after}, s.Blocks...)
-		}
-		m, err := saved(l, o)
-		// Slow to return once stopped, as a large trace's last buffer
-		// would be to write: the sweep must wait for the point's files
-		// (without the wait, the run ended before the trace was closed).
-		time.Sleep(100 * time.Millisecond)
-		return m, err
-	}
+	// Slow to return once stopped, as a large trace's last buffer would be
+	// to write: the sweep must wait for the point's files (without the
+	// wait, the run ended before the trace was closed).
+	stopAfterEvents(t, after, 100*time.Millisecond)
 	out := t.TempDir()
-	code, stdout, stderr = run(append([]string{"-config", cfg, "--trace", trace, "--out", out, "--quiet"}, pin...)...)
+	code, stdout, stderr := run(append([]string{"-config", cfg, "--trace", trace, "--out", out, "--quiet"}, pin...)...)
 	assert.Equal(t, 130, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, "hcasim: sweep: interrupted (SIGINT): 0 of 1 points done, 1 not run, written to "+out+
@@ -423,6 +391,36 @@ func TestInterruptedPinnedSweepClosesItsTrace(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Points, 1)
 	assert.Equal(t, sweep.NotRunText, res.Points[0].Error)
+}
+
+// wholeRunNs runs hcasim with args (which must ask for JSON) and returns
+// the run's simulated time in ns.
+func wholeRunNs(t *testing.T, args ...string) float64 {
+	t.Helper()
+	code, stdout, stderr := run(args...)
+	require.Equal(t, 0, code, stderr)
+	wholeNs := regexp.MustCompile(`"sim_time_ns": ([0-9.e+]+)`).FindStringSubmatch(stdout)
+	require.NotNil(t, wholeNs)
+	end, err := strconv.ParseFloat(wholeNs[1], 64)
+	require.NoError(t, err)
+	return end
+}
+
+// stopAfterEvents makes this test's runs ask to stop at their n-th trace
+// event (countingHook), and return delay after the engine stopped.
+func stopAfterEvents(t *testing.T, n int, delay time.Duration) {
+	saved := fabricRun
+	t.Cleanup(func() { fabricRun = saved })
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		observe := o.Observe
+		o.Observe = func(s *fabric.Simulation) {
+			observe(s)
+			verif.AttachHook(&countingHook{n: n}, s.Blocks...)
+		}
+		m, err := saved(l, o)
+		time.Sleep(delay)
+		return m, err
+	}
 }
 
 // countingHook asks the run to stop at its n-th trace event, as a signal
