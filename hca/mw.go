@@ -41,6 +41,27 @@ func (t *KeyTable) AllocWindow(pd uint32, typ MWType) uint32 {
 	return mr.LKey
 }
 
+// FreeWindow frees the window at key's index, whatever its tag and state
+// (ibv_dealloc_mw "unbinds in case was previously bound and deallocates":
+// rxe_mw_cleanup lets go of the region and the QP). A bound window's
+// region no longer holds it, and no key resolves to the entry again: a
+// remote access with its last R_Key then fails as any invalid key, a bind
+// or invalidate naming it is refused. It reports false, changing nothing,
+// when the index holds no window (never allocated, or freed already).
+func (t *KeyTable) FreeWindow(key uint32) bool {
+	w := t.window(key)
+	if w == nil {
+		return false
+	}
+	if w.valid && w.Length > 0 {
+		t.entries[w.region].windows--
+	}
+	// Window 0 and not valid: the entry of a deregistered region, which
+	// lookup, window and Entry all pass over. Indices are not reused.
+	*w = MR{}
+	return true
+}
+
 // window returns the window entry at key's index whatever its state, or
 // nil when the index holds none.
 func (t *KeyTable) window(key uint32) *MR {

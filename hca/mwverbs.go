@@ -27,6 +27,25 @@ func (d *Device) AllocMW(pd uint32, typ MWType) (*MW, error) {
 	return &MW{Type: typ, PD: pd, RKey: d.Keys.AllocWindow(pd, typ)}, nil
 }
 
+// DeallocMW frees mw (ibv_dealloc_mw), bound or not: a bound window is
+// unbound first, so its region may then be deregistered, and its R_Key
+// names nothing after (a remote access with it fails with a remote access
+// error, as on hardware: rdma-unit-test's MwType2AdvancedTest.Dealloc
+// expects REM_ACCESS_ERR at the readers of a window deallocated under
+// them). A WQE still in the send queue that names it (a bind, a local
+// invalidate) completes in error when it runs. The MPT entry is freed at
+// the call: the destroy-mkey command's firmware time is not modelled, nor
+// is the key cache's copy of the context (a later lookup of the key may
+// hit it; the check that follows refuses the key all the same). A window
+// already deallocated is refused with ENOENT, as the kernel refuses a
+// handle it does not know (rdma-unit-test MwTest.DeallocUnknown).
+func (d *Device) DeallocMW(mw *MW) error {
+	if !d.Keys.FreeWindow(mw.RKey) {
+		return fmt.Errorf("hca: %s dealloc_mw: key %#x names no memory window: %w", d.Name, mw.RKey, syscall.ENOENT)
+	}
+	return nil
+}
+
 // MWBind is a type 1 window's bind (struct ibv_mw_bind): the work
 // request's id and signalling, the region, range and rights.
 type MWBind struct {
