@@ -909,6 +909,9 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 	d.recvFetch(qp, d.s.Now())
 }
 
+// RKeyBase implements ResponderEnv: a zero-based window's first byte.
+func (qp *QP) RKeyBase(rkey uint32) uint64 { return qp.dev.Keys.ZeroBase(rkey) }
+
 // CheckRKey implements ResponderEnv: a region's R_Key, or a memory
 // window's, which must be bound to this QP if it is of type 2.
 func (qp *QP) CheckRKey(rkey uint32, need int, addr, n uint64) KeyResult {

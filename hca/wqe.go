@@ -363,7 +363,9 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 // encodeBind writes a bind into a BIND_MW WQE: the window's key in the
 // ctrl's imm (the mkey the UMR rewrites); in the mkey context segment the
 // rights (access_flags, byte 2), the new tag (qpn_mkey[7:0]), start_addr
-// and len; in the KLM entry the region's key and the start address. The
+// (0 for a zero-based window, as libmlx5's set_umr_mkey_seg writes it)
+// and len; in the KLM entry the region's key and the first byte's region
+// address, which decodeBind takes the window's Addr from. The
 // segments and the fields' places are mlx5's; the access bits are the
 // verbs flags, not mlx5's encoding of them.
 func encodeBind(buf []byte, b *BindReq) {
@@ -371,7 +373,9 @@ func encodeBind(buf []byte, b *BindReq) {
 	be.PutUint32(buf[12:], b.MWKey)
 	buf[bindMkeyOff+2] = uint8(b.Access)
 	be.PutUint32(buf[bindMkeyOff+4:], 0xffffff00|b.NewKey&0xff)
-	be.PutUint64(buf[bindMkeyOff+16:], b.Addr)
+	if b.Access&AccessZeroBased == 0 {
+		be.PutUint64(buf[bindMkeyOff+16:], b.Addr) // a zero-based window starts at 0
+	}
 	be.PutUint64(buf[bindMkeyOff+24:], b.Length)
 	be.PutUint32(buf[bindKLMOff:], uint32(min(b.Length, 1<<32-1)))
 	be.PutUint32(buf[bindKLMOff+4:], b.MRKey)
@@ -383,7 +387,7 @@ func decodeBind(buf []byte) *BindReq {
 	be := binary.BigEndian
 	mw := be.Uint32(buf[12:])
 	return &BindReq{MWKey: mw, NewKey: mw&^0xff | be.Uint32(buf[bindMkeyOff+4:])&0xff,
-		MRKey: be.Uint32(buf[bindKLMOff+4:]), Addr: be.Uint64(buf[bindMkeyOff+16:]),
+		MRKey: be.Uint32(buf[bindKLMOff+4:]), Addr: be.Uint64(buf[bindKLMOff+8:]),
 		Length: be.Uint64(buf[bindMkeyOff+24:]), Access: int(buf[bindMkeyOff+2])}
 }
 
