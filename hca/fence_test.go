@@ -120,7 +120,10 @@ func packetTimes(evs []components.TraceEvent, kind components.TraceKind, op ib.O
 // delivered, built by the transport stage, and leaves at once (the port
 // is idle: A sends nothing while it waits): inject(WRITE) =
 // deliver(READ_RESPONSE_LAST) + transport_tx latency. Its first response
-// arriving is not enough: the WRITE is not on the wire then.
+// arriving is not enough: the WRITE is not on the wire then. The READ
+// request's departure and its last response's arrival are derived stage
+// by stage below, so the fenced WRITE's departure is too: 3262.578 ns
+// after the posts, against 991.857 ns without the fence.
 func TestFencedWriteWaitsForRead(t *testing.T) {
 	cfg := Defaults()
 	lc := edrLink()
@@ -152,6 +155,45 @@ func TestFencedWriteWaitsForRead(t *testing.T) {
 	}
 
 	readInject, _, lastResp, writeInject := run(false)
+	// The READ request leaves as TestOneMessageLatencyDerivedStageByStage's
+	// WRITE does, but its WQE has an L_Key to look up, cold: post 60 +
+	// BlueFlame MMIO 308 + doorbell 20 + parse 10 + the lookup's miss
+	// (10-cycle lookup, 24-byte request 1.524, read latency 533, 84-byte
+	// completion 5.333) + transport_tx 40 = 987.857 ns.
+	ns := func(f float64) ib.PS { return ib.PS(f * 1000) }
+	pcie := NewPCIe(cfg.PCIe)
+	wantRead := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) + ib.PS(cfg.Doorbell.LatencyCycles)*cyc +
+		ib.PS(cfg.WQEFetch.LatencyCycles)*cyc +
+		ib.PS(cfg.KeyCheck.LatencyCycles)*cyc + pcie.SerPS(cfg.PCIe.TLPOverheadBytes) + ns(cfg.PCIe.ReadLatencyNS) +
+		pcie.SerPS(MKeyContextBytes+cfg.PCIe.CompletionOverheadBytes) +
+		ib.PS(cfg.TransportTx.LatencyCycles)*cyc
+	require.Equal(t, ib.PS(987_857), wantRead)
+	assert.Equal(t, wantRead, readInject)
+	// Its last response's arrival at A: the request crosses (cable and
+	// FEC latency, 42 bytes) and is parsed (transport_rx 40); B looks its
+	// R_Key up, cold (the same miss, 549.857 ns), the dma stage (10
+	// cycles) issues the 16 read requests of 512 bytes for the 8192 bytes
+	// back to back, and the host answers the first 533 ns after its
+	// request: from then the downstream link carries the 128 completions
+	// of 64 bytes (84 with the header, 5.333 ns each) back to back, so the
+	// second response's payload is on chip 682.624 ns later; built
+	// (transport_tx 40), it crosses (4126 bytes, 330.08 ns at 12.5
+	// bytes/ns) and is parsed (40). 2850.360 + 2.138 + 330.080 + 40 =
+	// 3222.578 ns.
+	keyMiss := ib.PS(cfg.KeyCheck.LatencyCycles)*cyc + pcie.SerPS(cfg.PCIe.TLPOverheadBytes) + ns(cfg.PCIe.ReadLatencyNS) +
+		pcie.SerPS(MKeyContextBytes+cfg.PCIe.CompletionOverheadBytes)
+	reqAtB := wantRead + timing.Latency() + timing.Serialization(42) + ib.PS(cfg.TransportRx.LatencyCycles)*cyc
+	require.Equal(t, 64, cfg.PCIe.ReadCompletionBytes)
+	require.Equal(t, 512, cfg.PCIe.MRRSBytes)
+	cpls := ib.PS(8192/cfg.PCIe.ReadCompletionBytes) * pcie.SerPS(cfg.PCIe.ReadCompletionBytes+cfg.PCIe.CompletionOverheadBytes)
+	lastOnChip := reqAtB + keyMiss + ib.PS(cfg.DMA.LatencyCycles)*cyc + pcie.SerPS(cfg.PCIe.TLPOverheadBytes) +
+		ns(cfg.PCIe.ReadLatencyNS) + cpls
+	resp := ib.Packet{Opcode: ib.RDMAReadResponseLast, PayloadLen: 4096}
+	require.Equal(t, 4126, resp.WireBytes())
+	wantLast := lastOnChip + ib.PS(cfg.TransportTx.LatencyCycles)*cyc + timing.Latency() + timing.Serialization(4126) +
+		ib.PS(cfg.TransportRx.LatencyCycles)*cyc
+	require.Equal(t, ib.PS(3_222_578), wantLast)
+	assert.Equal(t, wantLast, lastResp)
 	gap := max(timing.Serialization(42), ib.PS(cfg.TransportTx.IntervalCycles)*cyc)
 	assert.Equal(t, ib.PS(4000), gap)
 	assert.Equal(t, readInject+gap, writeInject, "unfenced: right behind the READ request")
@@ -159,9 +201,11 @@ func TestFencedWriteWaitsForRead(t *testing.T) {
 
 	readInject2, firstResp, lastResp2, fencedInject := run(true)
 	assert.Equal(t, readInject, readInject2, "the READ goes as before")
+	assert.Equal(t, wantLast, lastResp2, "and is answered as before")
 	assert.Less(t, firstResp, lastResp2)
-	assert.Equal(t, lastResp2+ib.PS(cfg.TransportTx.LatencyCycles)*cyc, fencedInject,
+	assert.Equal(t, wantLast+ib.PS(cfg.TransportTx.LatencyCycles)*cyc, fencedInject,
 		"fenced: built as the READ's last response is taken in")
+	assert.Equal(t, ib.PS(3_262_578), fencedInject)
 }
 
 // TestFencedWriteWaitsForAtomic: a FETCH_ADD, then a fenced inline WRITE:
