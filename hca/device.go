@@ -986,6 +986,9 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 	if res.Rewound {
 		d.purge(qp)
 	}
+	if qp.fenceWait {
+		d.releaseFence(qp, d.s.Now())
+	}
 	d.markWork(qp)
 	d.schedule()
 }

@@ -16,6 +16,10 @@ const (
 	// AccessMWBind lets memory windows be bound to the region
 	// (IBV_ACCESS_MW_BIND, C10-73).
 	AccessMWBind = 16
+	// AccessZeroBased makes a type 2 window's bind zero-based
+	// (IBV_ACCESS_ZERO_BASED): a remote address is an offset from the
+	// window's first byte (mw.go). Regions do not take it here.
+	AccessZeroBased = 32
 )
 
 // KeyResult is the outcome of a key check.

@@ -24,6 +24,11 @@ const (
 // bind of others: the remote rights; a window grants no local access).
 const mwAccess = AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
 
+// mwBindAccess are the flags a bind may carry: the rights and, for a type
+// 2 window, zero-based addressing (libmlx5's set_umr_mkey_seg writes a
+// start address of 0 for it; ibv_bind_mw refuses it for type 1).
+const mwBindAccess = mwAccess | AccessZeroBased
+
 // IncRKey returns key with its 8-bit tag advanced (ibv_inc_rkey): the
 // key an application gives a window's next bind, so the R_Keys of its
 // earlier binds no longer match.
@@ -39,6 +44,27 @@ func (t *KeyTable) AllocWindow(pd uint32, typ MWType) uint32 {
 	e.Window = typ
 	e.valid = typ == MWType1
 	return mr.LKey
+}
+
+// FreeWindow frees the window at key's index, whatever its tag and state
+// (ibv_dealloc_mw "unbinds in case was previously bound and deallocates":
+// rxe_mw_cleanup lets go of the region and the QP). A bound window's
+// region no longer holds it, and no key resolves to the entry again: a
+// remote access with its last R_Key then fails as any invalid key, a bind
+// or invalidate naming it is refused. It reports false, changing nothing,
+// when the index holds no window (never allocated, or freed already).
+func (t *KeyTable) FreeWindow(key uint32) bool {
+	w := t.window(key)
+	if w == nil {
+		return false
+	}
+	if w.valid && w.Length > 0 {
+		t.entries[w.region].windows--
+	}
+	// Window 0 and not valid: the entry of a deregistered region, which
+	// lookup, window and Entry all pass over. Indices are not reused.
+	*w = MR{}
+	return true
 }
 
 // window returns the window entry at key's index whatever its state, or
@@ -68,12 +94,19 @@ type BindReq struct {
 // the window as it was). A type 1 window is bound anew whatever its state
 // (a bind of length 0 unbinds it); a type 2 window must be free
 // (o10-37.2.30), in the QP's PD (C10-72) and of a length above 0
-// (o10-37.2.40). The region must be live, allow binds (C10-73), allow
-// local write if the window grants remote write or atomics (C10-74), and
-// hold the window's whole range (C10-75).
+// (o10-37.2.40); a type 1 window cannot be zero-based (o10-36.2.2). The
+// region must be live, allow binds (C10-73), allow local write if the
+// window grants remote write or atomics (C10-74), and hold the window's
+// whole range (C10-75; a zero-based window's bytes are the region's
+// [Addr, Addr + Length) as well, the KLM entry libmlx5 writes, so the
+// same check: rxe checks only its length).
 func (t *KeyTable) Bind(req BindReq, qpn, pd uint32) (uint32, bool) {
 	w := t.window(req.MWKey)
-	if w == nil || w.RKey != req.MWKey || req.Access&^mwAccess != 0 {
+	if w == nil || w.RKey != req.MWKey || req.Access&^mwBindAccess != 0 {
+		return 0, false
+	}
+	if w.Window == MWType1 && req.Access&AccessZeroBased != 0 {
+		// o10-36.2.2: a type 1 window is not zero-based (rxe_check_bind_mw).
 		return 0, false
 	}
 	if w.Window == MWType2 && (w.valid || w.PD != pd || req.Length == 0) {
@@ -147,7 +180,10 @@ func (t *KeyTable) CheckRemote(key, pd, qpn uint32, need int, addr, length uint6
 	return e.grants(pd, need, addr, length)
 }
 
-// checkWindow is CheckRemote for a bound window's entry e.
+// checkWindow is CheckRemote for a bound window's entry e. A zero-based
+// window's addr is an offset from its first byte (IBV_ACCESS_ZERO_BASED:
+// the window's start address is 0, libmlx5 set_umr_mkey_seg); it is
+// checked as the region address it names.
 func (t *KeyTable) checkWindow(e *MR, pd, qpn uint32, need int, addr, length uint64) KeyResult {
 	if e.Length == 0 {
 		// A type 1 window bound with length 0 grants nothing (rxe_lookup_mw:
@@ -157,6 +193,11 @@ func (t *KeyTable) checkWindow(e *MR, pd, qpn uint32, need int, addr, length uin
 	if e.Window == MWType2 && e.qpn != qpn {
 		return KeyQPMismatch
 	}
+	if e.Access&AccessZeroBased != 0 {
+		// An offset that wraps past 2^64 names a byte before the window,
+		// which grants finds out of bounds.
+		addr += e.Addr
+	}
 	if r := e.grants(pd, need, addr, length); r != KeyOK {
 		return r
 	}
@@ -164,6 +205,21 @@ func (t *KeyTable) checkWindow(e *MR, pd, qpn uint32, need int, addr, length uin
 		return KeyInvalid
 	}
 	return KeyOK
+}
+
+// ZeroBase returns the region address a remote address carried with key
+// is an offset from: a bound zero-based window's first byte, 0 for any
+// other key (its addresses are the region's own). The responder adds it
+// to a RETH's or AtomicETH's VA once the key has passed.
+func (t *KeyTable) ZeroBase(key uint32) uint64 {
+	idx := key >> 8
+	if int(idx) >= len(t.entries) {
+		return 0
+	}
+	if e := &t.entries[idx]; e.Access&AccessZeroBased != 0 && e.Window != 0 {
+		return e.Addr
+	}
+	return 0
 }
 
 // regionKey returns the key of the region a bound window key lies in,

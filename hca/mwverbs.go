@@ -27,6 +27,25 @@ func (d *Device) AllocMW(pd uint32, typ MWType) (*MW, error) {
 	return &MW{Type: typ, PD: pd, RKey: d.Keys.AllocWindow(pd, typ)}, nil
 }
 
+// DeallocMW frees mw (ibv_dealloc_mw), bound or not: a bound window is
+// unbound first, so its region may then be deregistered, and its R_Key
+// names nothing after (a remote access with it fails with a remote access
+// error, as on hardware: rdma-unit-test's MwType2AdvancedTest.Dealloc
+// expects REM_ACCESS_ERR at the readers of a window deallocated under
+// them). A WQE still in the send queue that names it (a bind, a local
+// invalidate) completes in error when it runs. The MPT entry is freed at
+// the call: the destroy-mkey command's firmware time is not modelled, nor
+// is the key cache's copy of the context (a later lookup of the key may
+// hit it; the check that follows refuses the key all the same). A window
+// already deallocated is refused with ENOENT, as the kernel refuses a
+// handle it does not know (rdma-unit-test MwTest.DeallocUnknown).
+func (d *Device) DeallocMW(mw *MW) error {
+	if !d.Keys.FreeWindow(mw.RKey) {
+		return fmt.Errorf("hca: %s dealloc_mw: key %#x names no memory window: %w", d.Name, mw.RKey, syscall.ENOENT)
+	}
+	return nil
+}
+
 // MWBind is a type 1 window's bind (struct ibv_mw_bind): the work
 // request's id and signalling, the region, range and rights.
 type MWBind struct {
@@ -50,6 +69,10 @@ func (d *Device) BindMW(qp *QP, mw *MW, b MWBind) error {
 	if mw.Type != MWType1 {
 		return fmt.Errorf("qp 0x%x: bind_mw of a type %d window (type 1 only; bind a type 2 with a BIND_MW work request): %w", qp.Num, mw.Type, syscall.EINVAL)
 	}
+	if b.Access&AccessZeroBased != 0 {
+		// libmlx5 mlx5_bind_mw: a type 1 window is not zero-based.
+		return fmt.Errorf("qp 0x%x: bind_mw of a type 1 window with IBV_ACCESS_ZERO_BASED: %w", qp.Num, syscall.EINVAL)
+	}
 	if b.MR.LKey == 0 && (b.Addr != 0 || b.Length != 0) {
 		return fmt.Errorf("qp 0x%x: bind_mw of a range without a region: %w", qp.Num, syscall.EINVAL)
 	}
@@ -68,14 +91,14 @@ func (d *Device) BindMW(qp *QP, mw *MW, b MWBind) error {
 
 // checkLocalWR refuses a BIND_MW or LOCAL_INV that verbs would: one with
 // a data buffer (a local operation has none) or a bind granting rights a
-// window cannot (libmlx5 takes only remote read, write and atomic; a
-// zero-based window, IBV_ACCESS_ZERO_BASED, is not modelled).
+// window cannot (libmlx5 takes only remote read, write and atomic, and
+// IBV_ACCESS_ZERO_BASED, which ibv_bind_mw refuses for a type 1 window).
 func checkLocalWR(qp *QP, wr *SendWR) error {
 	if wr.SGL != nil || wr.Inline || wr.Length != 0 || wr.LocalAddr != 0 || wr.LKey != 0 {
 		return fmt.Errorf("qp 0x%x: %v work request with a data buffer (it has none): %w", qp.Num, wr.Opcode, syscall.EINVAL)
 	}
-	if wr.Opcode == WRBindMW && wr.Bind.Access&^mwAccess != 0 {
-		return fmt.Errorf("qp 0x%x: BIND_MW with access %#x (a window grants remote read 4, write 2, atomic 8 only): %w",
+	if wr.Opcode == WRBindMW && wr.Bind.Access&^mwBindAccess != 0 {
+		return fmt.Errorf("qp 0x%x: BIND_MW with access %#x (a window grants remote read 4, write 2, atomic 8 only, zero-based 32 for type 2): %w",
 			qp.Num, wr.Bind.Access, syscall.EINVAL)
 	}
 	return nil

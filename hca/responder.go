@@ -10,6 +10,10 @@ import (
 type ResponderEnv interface {
 	// CheckRKey checks an R_Key for need (Access* flags) on [addr, addr+n).
 	CheckRKey(rkey uint32, need int, addr, n uint64) KeyResult
+	// RKeyBase returns what to add to a remote address carried with an
+	// R_Key that passed CheckRKey to get the address accessed: a
+	// zero-based window's first byte, 0 for any other key.
+	RKeyBase(rkey uint32) uint64
 	// CheckLKey checks a receive buffer's L_Key for a local write.
 	CheckLKey(lkey uint32, addr, n uint64) KeyResult
 	// PopRecv takes the next receive WQE; false when the receive queue is
@@ -371,7 +375,8 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 
 	switch {
 	case op == ib.RDMAReadRequest:
-		if a.KeyResult = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
+		var base uint64
+		if a.KeyResult, base = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
 		slot, drop, ok := r.claimRes()
@@ -384,7 +389,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			va: pkt.RETH.VA, length: pkt.RETH.Length, rkey: pkt.RETH.RKey})
 		r.ePSN = psnAdd(r.ePSN, n)
 		r.msn = (r.msn + 1) & psnMask
-		r.startReply(slot, pkt.PSN, pkt.RETH.VA, pkt.RETH.Length, &a)
+		r.startReply(slot, pkt.PSN, pkt.RETH.VA+base, pkt.RETH.Length, &a)
 		return a
 	case op == ib.CompareSwap || op == ib.FetchAdd:
 		a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.Atomic.RKey, pkt.Atomic.VA, 8
@@ -392,9 +397,10 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		if a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, pkt.Atomic.VA, 8, pkt.Atomic.RKey
+		a.KeyAddr += env.RKeyBase(pkt.Atomic.RKey) // the address it resolves to
+		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, a.KeyAddr, 8, pkt.Atomic.RKey
 		slot, drop, ok := r.claimRes()
-		if pkt.Atomic.VA%8 != 0 || !ok {
+		if a.KeyAddr%8 != 0 || !ok {
 			return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
 		}
 		a.Atomic = true
@@ -421,7 +427,8 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 		}
 	}
 	if hdr&ib.HasRETH != 0 {
-		if a.KeyResult = checkRETH(pkt, env, AccessRemoteWrite, &a); a.KeyResult != KeyOK {
+		var base uint64
+		if a.KeyResult, base = checkRETH(pkt, env, AccessRemoteWrite, &a); a.KeyResult != KeyOK {
 			if needRecv {
 				// RDMA_WRITE_ONLY_WITH_IMM took a receive WQE above: it
 				// completes with the error rather than vanishing (rxe
@@ -433,7 +440,7 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			}
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
-		r.writeVA, r.writeLen = pkt.RETH.VA, pkt.RETH.Length
+		r.writeVA, r.writeLen = pkt.RETH.VA+base, pkt.RETH.Length
 	}
 	if isSend(op) {
 		if first {
@@ -561,11 +568,12 @@ func (r *Responder) duplicate(pkt *ib.Packet, env ResponderEnv) RespAction {
 		// The region is checked again on replay, as rxe read_reply does
 		// (rxe_recheck_mr, then the copy's range check): a failure is an
 		// R_Key violation, NAK remote access error, class C.
-		if a.KeyResult = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
+		var base uint64
+		if a.KeyResult, base = checkRETH(pkt, env, AccessRemoteRead, &a); a.KeyResult != KeyOK {
 			return r.nak(&a, SynNAKAccess, pkt.PSN, true)
 		}
 		a.Drop = false
-		r.startReply(slot, pkt.PSN, va, pkt.RETH.Length, &a)
+		r.startReply(slot, pkt.PSN, va+base, pkt.RETH.Length, &a)
 	case ib.CompareSwap, ib.FetchAdd:
 		if _, ok := r.LastAtomic(pkt.PSN); ok {
 			a.Drop = false
@@ -582,17 +590,22 @@ func (r *Responder) duplicate(pkt *ib.Packet, env ResponderEnv) RespAction {
 // memory, so its R_Key and VA are not checked (IBA ch. 9 responder rules, as
 // rxe_resp.c check_rkey has it: "A zero-byte op is not required to set an
 // addr or rkey"): the requester may leave them 0. No key-check stage time
-// either. A zero-length WRITE_WITH_IMM still takes a receive WQE.
-func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) KeyResult {
+// either. A zero-length WRITE_WITH_IMM still takes a receive WQE. A key
+// that passes also gives base, what the RETH's VA is an offset from (a
+// zero-based window's first byte, else 0: ResponderEnv.RKeyBase); the
+// check's recorded address and the translation are the address accessed.
+func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) (r KeyResult, base uint64) {
 	if pkt.RETH.Length == 0 {
-		return KeyOK
+		return KeyOK, 0
 	}
 	a.KeyChecked, a.Key, a.KeyAddr, a.KeyLen = true, pkt.RETH.RKey, pkt.RETH.VA, uint64(pkt.RETH.Length)
-	r := env.CheckRKey(pkt.RETH.RKey, need, pkt.RETH.VA, uint64(pkt.RETH.Length))
+	r = env.CheckRKey(pkt.RETH.RKey, need, pkt.RETH.VA, uint64(pkt.RETH.Length))
 	if r == KeyOK {
+		base = env.RKeyBase(pkt.RETH.RKey)
+		a.KeyAddr += base
 		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, a.KeyAddr, a.KeyLen, a.Key
 	}
-	return r
+	return r, base
 }
 
 func isSend(op ib.Opcode) bool { return uint32(1)<<op&sendOps != 0 }

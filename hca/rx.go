@@ -215,7 +215,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		d.fetchRead(qp, t, a)
 	}
 	if a.Atomic || a.AtomicReplay {
-		d.atomic(qp, t, pkt, a.AtomicReplay)
+		d.atomic(qp, t, pkt, a.XlateAddr, a.AtomicReplay)
 	}
 	if d.rxPending == 0 {
 		if psn, msn, ok := qp.resp.FlushAck(); ok {
@@ -324,14 +324,15 @@ func (d *Device) nextReadResponse(e *txEntry) {
 // atomic executes a FETCH_ADD or CMP_SWAP on host memory (a read, then a
 // posted write) and answers with an ATOMIC_ACKNOWLEDGE carrying the
 // original value. A duplicate gets the saved value without re-executing.
-func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, replay bool) {
+// va is the address the AtomicETH's VA resolves to (RespAction.XlateAddr:
+// the VA, or a zero-based window's first byte plus it).
+func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, va uint64, replay bool) {
 	var orig uint64
 	issue := d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0)
 	done := issue
 	if replay {
 		orig, _ = qp.resp.LastAtomic(pkt.PSN)
 	} else {
-		va := pkt.Atomic.VA
 		issue = d.atomics.wait(va, issue, d.s.Now())
 		done = d.PCIe.Read(issue, va, 8)
 		orig = d.Mem.ReadU64(va)

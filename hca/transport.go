@@ -253,6 +253,17 @@ func (r *Requester) Outstanding() bool {
 	return r.sendIdx > 0 || (len(r.msgs) > 0 && r.msgs[0].sent > 0)
 }
 
+// rdAtomicUnfinished reports whether a READ or atomic on the queue has
+// not yet had its answer (sent or not): what a fenced WQE waits for.
+func (r *Requester) rdAtomicUnfinished() bool {
+	for _, m := range r.msgs {
+		if !m.done && m.isRdAtomic() {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending returns the uncompleted messages (sent or not).
 func (r *Requester) Pending() int { return len(r.msgs) }
 

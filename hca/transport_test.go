@@ -18,6 +18,8 @@ type testEnv struct {
 	rq []RecvWQE
 }
 
+func (e *testEnv) RKeyBase(uint32) uint64 { return 0 }
+
 func (e *testEnv) CheckRKey(k uint32, need int, addr, n uint64) KeyResult {
 	return e.kt.Check(k, e.pd, need, addr, n)
 }

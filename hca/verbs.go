@@ -58,6 +58,10 @@ type QP struct {
 	rqPI   uint32
 	rqCI   uint32
 	rqWrid []uint64
+	// nextFence is the fence mode the next WQE gets unless it asks for a
+	// fence: the initiator small fence after a BIND_MW or LOCAL_INV
+	// (libmlx5's qp->fm_cache, kept across posts).
+	nextFence uint8
 
 	// HCA side.
 	// dmaSlot and keySlot are the starts of the QP's last items in the
@@ -110,6 +114,11 @@ type QP struct {
 	udMTU     int
 	udPending []decodedWQE
 	udPSN     uint32
+
+	// fenceWait: the first WQE of decoded is fenced and waits for an
+	// earlier READ or atomic to complete; the requester's answer to its
+	// last one hands it on (releaseFence).
+	fenceWait bool
 
 	timerArmed    bool  // the local ACK timer runs
 	timerDeadline ib.PS // when it expires
@@ -346,11 +355,15 @@ func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
 			}
 			d.purge(qp)
 		}
+		if qp.fenceWait {
+			d.releaseFence(qp, d.s.Now()) // the waiting WQEs flush
+		}
 		if qp.resp != nil {
 			qp.resp.State = QPErr
 		}
 	case QPReset:
 		qp.req, qp.resp = nil, nil
+		qp.fenceWait = false
 	default:
 		return bad()
 	}
@@ -509,6 +522,13 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	var buf [maxWQEBBs * WQEBBBytes]byte
 	idx := uint16(qp.sqPI)
 	n := EncodeSendWQE(buf[:], wr, idx, qp.Num, inline)
+	if !wr.Fence {
+		buf[11] |= qp.nextFence
+	}
+	qp.nextFence = 0
+	if wr.Opcode.isLocal() {
+		qp.nextFence = ctrlSmallFence
+	}
 	qp.writeSQ(qp.sqPI, buf[:n])
 	slot := qp.sqPI % uint32(qp.sqBBs)
 	qp.sqWrid[slot] = wr.ID
@@ -772,6 +792,12 @@ func (d *Device) wqeReady(qp *QP) {
 			d.udReady(qp, dw, now)
 			continue
 		}
+		if dw.wqe.FenceMode != 0 && dw.wqe.Fenced() && qp.req.rdAtomicUnfinished() {
+			// Fenced: the WQE waits here, and every WQE behind it, until
+			// the READs and atomics before it have their answers.
+			qp.fenceWait = true
+			break
+		}
 		if dw.keyErr && qp.req.State != QPErr {
 			// Local protection error: the QP goes to ERR; what was
 			// outstanding is flushed, this WQE fails, later ones flush.
@@ -803,6 +829,21 @@ func (d *Device) wqeReady(qp *QP) {
 	}
 	d.markWork(qp)
 	d.schedule()
+}
+
+// releaseFence hands on the fenced WQE waiting at the head of qp's
+// decoded WQEs once no READ or atomic before it is unfinished: the last
+// one's answer came (responses in order complete the requester's READs
+// and atomics in order), or the QP went to ERR (flushed, they are gone;
+// the fenced WQE and those behind it then flush as wqeReady hands them
+// on).
+func (d *Device) releaseFence(qp *QP, now ib.PS) {
+	if qp.req != nil && qp.req.rdAtomicUnfinished() {
+		return
+	}
+	qp.fenceWait = false
+	e := d.at(now, evWQEReady)
+	e.Arg = qpArg(qp, 0)
 }
 
 // failWQE completes w with status, an error found before it was sent: the
@@ -867,6 +908,9 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 	}
 	d.recvFetch(qp, d.s.Now())
 }
+
+// RKeyBase implements ResponderEnv: a zero-based window's first byte.
+func (qp *QP) RKeyBase(rkey uint32) uint64 { return qp.dev.Keys.ZeroBase(rkey) }
 
 // CheckRKey implements ResponderEnv: a region's R_Key, or a memory
 // window's, which must be bound to this QP if it is of type 2.

@@ -47,6 +47,15 @@ const (
 	inlineFlag = 0x80000000
 	// ctrlCQUpdate asks for a CQE (MLX5_WQE_CTRL_CQ_UPDATE).
 	ctrlCQUpdate = 0x08
+	// Fence modes, the ctrl segment's fm_ce_se bits 7:5 (mlx5dv.h
+	// MLX5_FENCE_MODE_*, ib-facts.md §7). libmlx5 writes ctrlFence
+	// (MLX5_WQE_CTRL_FENCE, 4 << 5: fence and initiator small fence) for
+	// IBV_SEND_FENCE, and ctrlSmallFence (MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE,
+	// 1 << 5) on the WQE after a BIND_MW or LOCAL_INV (_mlx5_post_send's
+	// next_fence, kept across posts in qp->fm_cache).
+	ctrlFenceMask  = 0xe0
+	ctrlSmallFence = 1 << 5
+	ctrlFence      = 4 << 5
 )
 
 // WROpcode is the verbs work-request opcode (ibv_wr_opcode, ib-facts.md §7).
@@ -131,6 +140,11 @@ type SendWR struct {
 	Opcode   WROpcode
 	Signaled bool // ask for a CQE on success (errors always complete)
 	Inline   bool // copy the payload into the WQE
+	// Fence is the fence indicator (IBV_SEND_FENCE, RC only): the HCA
+	// starts the WR only once every RDMA READ and atomic posted before it
+	// on the queue has completed (its responses received). Its WQE carries
+	// MLX5_WQE_CTRL_FENCE in the ctrl segment's fence mode.
+	Fence bool
 	// Local buffer (for READ and atomics: where the result lands).
 	LocalAddr uint64
 	Length    uint32 // bytes; atomics are always 8
@@ -280,6 +294,9 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 	if wr.Signaled {
 		buf[11] = ctrlCQUpdate
 	}
+	if wr.Fence {
+		buf[11] |= ctrlFence
+	}
 	be.PutUint32(buf[12:], wr.Imm)
 	switch wr.Opcode {
 	case WRSendInv:
@@ -346,7 +363,9 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 // encodeBind writes a bind into a BIND_MW WQE: the window's key in the
 // ctrl's imm (the mkey the UMR rewrites); in the mkey context segment the
 // rights (access_flags, byte 2), the new tag (qpn_mkey[7:0]), start_addr
-// and len; in the KLM entry the region's key and the start address. The
+// (0 for a zero-based window, as libmlx5's set_umr_mkey_seg writes it)
+// and len; in the KLM entry the region's key and the first byte's region
+// address, which decodeBind takes the window's Addr from. The
 // segments and the fields' places are mlx5's; the access bits are the
 // verbs flags, not mlx5's encoding of them.
 func encodeBind(buf []byte, b *BindReq) {
@@ -354,7 +373,9 @@ func encodeBind(buf []byte, b *BindReq) {
 	be.PutUint32(buf[12:], b.MWKey)
 	buf[bindMkeyOff+2] = uint8(b.Access)
 	be.PutUint32(buf[bindMkeyOff+4:], 0xffffff00|b.NewKey&0xff)
-	be.PutUint64(buf[bindMkeyOff+16:], b.Addr)
+	if b.Access&AccessZeroBased == 0 {
+		be.PutUint64(buf[bindMkeyOff+16:], b.Addr) // a zero-based window starts at 0
+	}
 	be.PutUint64(buf[bindMkeyOff+24:], b.Length)
 	be.PutUint32(buf[bindKLMOff:], uint32(min(b.Length, 1<<32-1)))
 	be.PutUint32(buf[bindKLMOff+4:], b.MRKey)
@@ -366,7 +387,7 @@ func decodeBind(buf []byte) *BindReq {
 	be := binary.BigEndian
 	mw := be.Uint32(buf[12:])
 	return &BindReq{MWKey: mw, NewKey: mw&^0xff | be.Uint32(buf[bindMkeyOff+4:])&0xff,
-		MRKey: be.Uint32(buf[bindKLMOff+4:]), Addr: be.Uint64(buf[bindMkeyOff+16:]),
+		MRKey: be.Uint32(buf[bindKLMOff+4:]), Addr: be.Uint64(buf[bindKLMOff+8:]),
 		Length: be.Uint64(buf[bindMkeyOff+24:]), Access: int(buf[bindMkeyOff+2])}
 }
 
@@ -376,6 +397,11 @@ type SendWQE struct {
 	QPN      uint32
 	Opcode   WROpcode
 	Signaled bool
+	// FenceMode is the ctrl segment's fence mode (fm_ce_se bits 7:5,
+	// MLX5_FENCE_MODE_*): 0 none, 1 initiator small fence, 2 fence, 3
+	// strong ordering, 4 fence and small fence (what IBV_SEND_FENCE
+	// writes). Fenced tells which wait for earlier READs and atomics.
+	FenceMode uint8
 	// Imm is the immediate data (…_WITH_IMM), or a LOCAL_INV's or
 	// SEND_WITH_INV's R_Key to invalidate: the ctrl segment's imm field
 	// carries either.
@@ -406,6 +432,15 @@ type SendWQE struct {
 	RemoteQKey uint32
 	GRH        bool // the av's grh bit (is_global)
 }
+
+// Fenced reports whether the WQE waits for every earlier RDMA READ and
+// atomic of its queue to complete before it starts: fence mode 2 (fence)
+// or 4 (fence and initiator small fence, what IBV_SEND_FENCE writes).
+// Mode 1, the small fence libmlx5 puts on the WQE after a bind or local
+// invalidate, waits for earlier local WQEs only; the model executes those
+// as they reach the requester, in order, so it waits for nothing. Mode 3
+// (strong ordering: every earlier WQE) is not modelled; no verb posts it.
+func (w *SendWQE) Fenced() bool { return w.FenceMode == 2 || w.FenceMode == 4 }
 
 // WQEBBsOfCtrl returns how many WQEBBs the send WQE whose ctrl segment
 // starts ctrl occupies: its DS count (the low six bits of byte 7) × 16
@@ -439,6 +474,7 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 	ds := int(c1 & 0x3f)
 	w.BBs = (ds*dsBytes + WQEBBBytes - 1) / WQEBBBytes
 	w.Signaled = buf[11]&ctrlCQUpdate != 0
+	w.FenceMode = buf[11] & ctrlFenceMask >> 5
 	w.Imm = be.Uint32(buf[12:])
 	if op.isLocal() {
 		if ds*dsBytes < wqeBytes(&SendWR{Opcode: op}) {
