@@ -294,7 +294,8 @@ func TestReportYosys(t *testing.T) {
 	// reset, the part's beats left 7, the walk's busy bit and the
 	// re-rotation bit 2; without, the walk's entry 3 + 3, element 5,
 	// bytes to step over 32, bytes left 13 and the next part's first
-	// byte 6 (its bits above 5 feed only themselves: Yosys drops them),
+	// byte 13 (its bits above 5 count the blocks the parts took, whose
+	// rest a list's end drops: ceil(first / 64)),
 	// the first- and last-beat-alone bits 2, the rotation and the one
 	// before 6 + 6. The element count the walk reads (oq_nsg) is that
 	// memory's registered read port, no flop. The READs' bytes and the responses behind an unanswered
@@ -321,7 +322,7 @@ func TestReportYosys(t *testing.T) {
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
 		8*(24+1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
-		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+6+2+6+6)+
+		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+13+2+6+6)+
 		(3*64+32+32+1)+
 		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},

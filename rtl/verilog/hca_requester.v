@@ -179,7 +179,8 @@
 // response's ack_len bytes from byte readGot (the bytes of the responses the READ had before) of
 // its scatter list, an atomic's original value (ack_orig, 8 bytes least significant first:
 // putLE64) from byte 0 of its list (hca.Device.place, sglSlice: the list is the elements'
-// concatenation; one element is LocalAddr + readGot), one wr0 write per element part, each
+// concatenation, no byte past its end written, the blocks of those dropped; one element is
+// LocalAddr + readGot, every byte written), one wr0 write per element part, each
 // realigned to its host address's byte lanes, byte enables on its first and last beats (the
 // drain, below). The walk waits until the write's last beat is taken, so a READ's or
 // atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
@@ -1095,8 +1096,10 @@ module hca_requester #(
     // source block is the piece before's last, already taken: d_prev is rotated again by the new r
     // less the old (a cycle, d_prime), and when s >= p' the first beat takes d_prev alone too. Only a
     // beat that takes a source block pops pd_* (an atomic's value is its one source block, never
-    // popped). The list's last element takes every byte left (a single element: all at LocalAddr +
-    // readGot, the model's writePayload).
+    // popped). A list of more than one element takes no byte past its end: the walk ends past its
+    // last element (sc_end) and the response's blocks no piece took are dropped from pd_* (d_left),
+    // as sglSlice covers no byte past the list. A single element takes every byte (all at LocalAddr +
+    // readGot, the model's writePayload for a WQE of one data segment, which writes past its length).
     wire             d_take   = m_take && e_any;
     reg  [EX_W-1:0]  sc_ix;                // the message's ring entry, its list
     reg  [4:0]       sc_e;                 // the element walked
@@ -1107,14 +1110,21 @@ module hca_requester #(
     reg  [5:0]       d_r, d_rold;          // the piece's rotation, the piece before's
     wire [95:0]      sc_el    = sg_mem[{sc_ix, sc_e}];
     wire [31:0]      sc_len   = sc_el[95:64];
-    wire             sc_lst   = {1'b0, sc_e} + 6'd1 >= sc_n;
-    wire             sc_past  = sc_skip >= sc_len && !sc_lst;
+    wire             sc_one   = sc_n <= 6'd1;   // one data segment: it takes every byte
+    // Nothing left to place, or a list's last element passed: the walk ends, the rest dropped.
+    wire             sc_end   = sc_rem == 13'd0 || (!sc_one && {1'b0, sc_e} >= sc_n);
+    wire             sc_past  = !sc_end && sc_skip >= sc_len && !sc_one;
     wire [31:0]      sc_t0    = sc_len - sc_skip;
     wire [31:0]      sc_r32   = {19'd0, sc_rem};
-    wire [31:0]      sc_take  = (sc_lst || sc_t0 > sc_r32) ? sc_r32 : sc_t0;
+    wire [31:0]      sc_take  = (sc_one || sc_t0 > sc_r32) ? sc_r32 : sc_t0;
     wire [63:0]      sc_a     = sc_el[63:0] + {32'd0, sc_skip};
     wire             sc_step  = sc_on && d_bt == 7'd0 && !d_prime;
-    wire             sc_load  = sc_step && !sc_past;
+    wire             sc_load  = sc_step && !sc_past && !sc_end;
+    // At the end, the blocks no piece took: a piece pops the blocks its bytes lie in but a first one
+    // shared with the piece before, so the pieces of the payload's first sc_p bytes took
+    // ceil(sc_p / 64); an atomic's value is not in pd_*.
+    wire [7:0]       sc_took  = {1'b0, sc_p[12:6]} + {7'd0, sc_p[5:0] != 6'd0};
+    wire [6:0]       sc_drop  = d_atm ? 7'd0 : e_blk - sc_took[6:0];
     wire [5:0]       pc_q     = sc_p[5:0];
     wire [5:0]       pc_r     = sc_a[5:0] - pc_q;
     wire [5:0]       pc_e     = sc_a[5:0] + sc_take[5:0] - 6'd1;
@@ -1476,8 +1486,9 @@ module hca_requester #(
                 d_left <= (e_rrd && !d_take) ? e_blk : 7'd0;
                 sc_on  <= d_take;
                 e_drn  <= 1'b0;
-            end else if (d_left != 7'd0 && pd_valid) d_left <= d_left - 7'd1;
-            if (sc_step && !sc_past && sc_take == sc_r32) sc_on <= 1'b0;
+            end else if (sc_step && sc_end) d_left <= sc_drop;
+            else if (d_left != 7'd0 && pd_valid) d_left <= d_left - 7'd1;
+            if (sc_step && (sc_end || (!sc_past && sc_take == sc_r32))) sc_on <= 1'b0;
             if (sc_load) begin
                 d_bt    <= pc_sn[12:6];
                 d_prime <= pc_q != 6'd0;
@@ -1608,7 +1619,7 @@ module hca_requester #(
     assign pd_pop   = (d_left != 7'd0 && pd_valid) || (w_take && !d_pvo && !d_atm);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], sc_took[7], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
