@@ -814,7 +814,7 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a response out of sequence taken", f, "d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);", "1'b1;"},
 		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
 		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
-		{"a READ's responses not counted", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot;"},
+		{"a READ's responses not counted", f, "oq_got[m_ix] <= e_rsp ? rg_sum[31:0] :", "oq_got[m_ix] <= e_rsp ? e_mgot :"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_incl) && r_impl)"},
 		// The payload.
 		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
@@ -869,7 +869,7 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		{name: "unmutated, stalled"},
 		// Payload lengths summed (readGot), and a READ retried after part
 		// of its responses asking for the rest.
-		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot + (32'd128 << ctx_mtu[e_ctx]);"},
+		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= e_rsp ? rg_sum[31:0] :", "oq_got[m_ix] <= e_rsp ? e_mgot + (32'd128 << ctx_mtu[e_ctx]) :"},
 		{"the sequence checked in whole MTUs (readGot / MTU)", f, "d_off[31:0] == h_got &&",
 			"{8'd0, n_from} == (h_got >> ({2'b0, ctx_mtu[e_ctx]} + 5'd7)) &&"},
 		{"a READ completing only at its last PSN", f, "m_fin    = !e_rrd || rg_sum >= {1'b0, e_mlen};", "m_fin    = !e_rrd || h_d == 24'd0;"},
@@ -883,7 +883,7 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		{"a done message sent again", f, "wire             rp_dn    = oq_done[rp_ix];", "wire             rp_dn    = 1'b0;"},
 		{"a done message not retired at the head", f, "h_ok     = h_cover || (h_fin && !d_busy) || h_dn;", "h_ok     = h_cover || (h_fin && !d_busy);"},
 		{"a READ behind the head keeping no bytes", f, "h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;", "h_got    = (oq_gv[h_ix] && h_ptr == e_hd) ? oq_got[h_ix] : 32'd0;"},
-		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
+		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd && oq_rd[rp_ix]) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
 		// An ACK past an unanswered READ.
 		{"no implied NAK on an ACK", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_rsp) && r_impl)"},
 		{"an old ACK's scan passing the ring (marking every message sent)", f, "wire             s_stop   = !h_d[23];", "wire             s_stop   = s_hold;"},
