@@ -1119,8 +1119,9 @@ module hca_requester #(
     wire [95:0]      sc_el    = sg_mem[{sc_ix, sc_e}];
     wire [31:0]      sc_len   = sc_el[95:64];
     wire             sc_one   = sc_n <= 6'd1;   // one data segment: it takes every byte
-    // Nothing left to place, or a list's last element passed: the walk ends, the rest dropped.
-    wire             sc_end   = sc_rem == 13'd0 || (!sc_one && {1'b0, sc_e} >= sc_n);
+    // A list's last element passed with bytes left: the walk ends, the rest dropped (a walk that
+    // places the last byte ends at that part, below).
+    wire             sc_end   = !sc_one && {1'b0, sc_e} >= sc_n;
     wire             sc_past  = !sc_end && sc_skip >= sc_len && !sc_one;
     wire [31:0]      sc_t0    = sc_len - sc_skip;
     wire [31:0]      sc_r32   = {19'd0, sc_rem};
