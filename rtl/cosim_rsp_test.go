@@ -582,6 +582,38 @@ func newRspRetryPlan() *rspPlan {
 		it.gate = ackGate
 	}
 	drain()
+	// Bytes past a list's end: the model's sglSlice covers none, so a
+	// response carrying more than the list holds writes the list's bytes
+	// and drops the rest (hca.Device.scatter), and the READ completes, with
+	// success, when readGot >= Length; a WQE of one data segment has no
+	// list (its decode gives LocalAddr), so writePayload writes all its
+	// bytes from LocalAddr + readGot, past its length too. Context 1 (MTU
+	// 1024, from 000116), held until the above are taken: Ro a READ of a
+	// list of 700 B at lane 30, 0 B, 500 B at lane 50 and 0 B (ro: 1200 B,
+	// 000116 000117); Rp a READ of 10 B at lane 60 and 20 B at lane 0 (rp:
+	// 30 B, 000118); Rq a READ of one element, 30 B at lane 0 (000119).
+	ro, rp := rspRo(mw.LKey), rspRp(mw.LKey)
+	gateFrom, ackGate = len(run.items), len(run.acks)
+	wqe(1, hca.WRRDMARead, 0, 0, true, ro...)
+	wqe(1, hca.WRRDMARead, 0, 0, true, rp...)
+	wqe(1, hca.WRRDMARead, 30, 0x64_0000, true)
+	for _, it := range run.items[gateFrom:] {
+		it.gate = ackGate
+	}
+	drain()
+	// r36, Ro's FIRST (000116, 1024 B): element 0's 700 B, element 2's
+	// first 324. r37, its LAST (000117) of 400 B, not the 176 left: at
+	// readGot 1024, element 2's last 176 B, the 224 past the list's end
+	// (and its last element of 0 B) not written; readGot 1424 >= 1200, Ro
+	// completes.
+	deliver(1, readRsp(0, 2, 0x000116, 1024, false))
+	deliver(1, readRsp(1, 2, 0x000117, 400, true))
+	// r38, Rp's ONLY (000118) of 100 B: 10 B at lane 60, 20 at lane 0, 70
+	// dropped; Rp completes.
+	deliver(1, readRsp(0, 1, 0x000118, 100, false))
+	// r39, Rq's ONLY (000119) of 40 B: all 40 at LocalAddr, 10 past its
+	// 30; Rq completes.
+	deliver(1, readRsp(0, 1, 0x000119, 40, false))
 	// Control: every handshake ready (wr0's too, bit 10), every VL's
 	// credit plenty, a WQE or ACK offered whenever one is due.
 	for range 3000 {
@@ -650,28 +682,42 @@ func TestRspRetryPlan(t *testing.T) {
 	assert.Equal(t, []uint32{0x9, 0xC, 0xD, 0x11, 0x14, 0xA, 0xC, 0xD, 0x11, 0x14, 0x12, 0x14}, p.psns[0], "context 0")
 	// Context 1: Ha Sx Ry Az Sw, and after r14 all but Sx again; Rs and
 	// Ss, after n26 Rs's request for the rest at 000112 and Ss again,
-	// then At.
-	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110, 0x111, 0x114, 0x112, 0x114, 0x115}, p.psns[1], "context 1")
+	// then At; Ro (1200 B: two PSNs), Rp, Rq.
+	assert.Equal(t, []uint32{0x10A, 0x10B, 0x10C, 0x10F, 0x110, 0x10A, 0x10C, 0x10F, 0x110, 0x111, 0x114, 0x112, 0x114, 0x115,
+		0x116, 0x118, 0x119}, p.psns[1], "context 1")
 	// Context 2: Hr, Wy (2 packets), Sz, and after a22 Hr and Sz again;
 	// Sa2 and Sb2 (Sk and Sf never sent).
 	assert.Equal(t, []uint32{0x200, 0x201, 0x202, 0x203, 0x200, 0x203, 0x204, 0x206}, p.psns[2], "context 2")
 	// Re on r3, Sa on a4, Rf on r6; Rg failed and Sb flushed on n13; Ha
 	// Sx on r18, Ry Az on r19, Sw on a20; Hr Wy on r23, Sz on a24; Rs on
 	// r28, Ss on a29, At on r30, Sa2 on r32, Sb2 on r35; Sk's
-	// LOC_PROT_ERR and Sf's WR_FLUSH_ERR at their decode.
+	// LOC_PROT_ERR and Sf's WR_FLUSH_ERR at their decode; Ro on r37
+	// (readGot 1424 past its 1200: success), Rp on r38, Rq on r39.
 	assert.Equal(t, rspRetryStatus(), p.status, "completion statuses")
-	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19, r23, r25 r27 r28 r30..r35;
-	// dropped: r7 r10 r12.
-	assert.Equal(t, 14+9, p.placed, "responses the model accepts")
+	// Placed: r0 r2 r3 r5 r6 r8 r9, r14..r19, r23, r25 r27 r28 r30..r35,
+	// r36..r39; dropped: r7 r10 r12.
+	assert.Equal(t, 14+9+4, p.placed, "responses the model accepts")
 	assert.Equal(t, 3, p.dropped, "responses the model drops")
-	assert.Equal(t, 25+11, len(p.run.acks), "ACKs and responses")
+	assert.Equal(t, 25+11+4, len(p.run.acks), "ACKs and responses")
 	// Written: Re's 256 + 256 + 188, Rf's 256 + 744, Rg's 256 + 100,
 	// Ry's first 1024 twice (r14 and r16 at the same addresses, r16's
 	// bytes last) and its other two 1024, Az's and Ha's 8, Hr's 512: 14
 	// writes, the buffers disjoint; then Rs's 3000 in three, At's 8,
-	// Sa2's 1000 in two, Sb2's 1075 in three.
-	assert.Equal(t, 14+9, p.written, "responses the model writes")
-	assert.Len(t, p.mem, 700+1000+356+3072+8+8+512+3000+8+1000+1075, "bytes written")
+	// Sa2's 1000 in two, Sb2's 1075 in three; Ro's 1200 (the 224 B past
+	// its list not), Rp's 30 (70 not), Rq's 40 (10 past its length).
+	assert.Equal(t, 14+9+4, p.written, "responses the model writes")
+	assert.Equal(t, 700+1000+356+3072+8+8+512+3000+8+1000+1075+1200+30+40, len(p.mem), "bytes written")
+}
+
+// rspRo and rspRp are Ro's and Rp's lists (newRspRetryPlan): 700 B at
+// lane 30, 0 B, 500 B at lane 50, 0 B; 10 B at lane 60, 20 B at lane 0.
+func rspRo(lkey uint32) []hca.SGE {
+	return []hca.SGE{{Addr: 0x5E_0000 + 30, Length: 700, LKey: lkey}, {Addr: 0x5E_8000, Length: 0, LKey: lkey},
+		{Addr: 0x5F_0000 + 50, Length: 500, LKey: lkey}, {Addr: 0x5F_8000 + 7, Length: 0, LKey: lkey}}
+}
+
+func rspRp(lkey uint32) []hca.SGE {
+	return []hca.SGE{{Addr: 0x60_0000 + 60, Length: 10, LKey: lkey}, {Addr: 0x60_8000, Length: 20, LKey: lkey}}
 }
 
 // rspSb2 is Sb2's list (newRspRetryPlan), its L_Keys 0: 30 elements of
@@ -688,11 +734,12 @@ func rspSb2() []hca.SGE {
 // rspRetryStatus is newRspRetryPlan's completions' statuses, in order:
 // Re Sa Rf, Rg's REM_INV_REQ_ERR and Sb's WR_FLUSH_ERR, Ha Sx Ry Az Sw,
 // Hr Wy Sz, Rs Ss At Sa2 Sb2 (every WQE signaled), Sk's LOC_PROT_ERR and
-// Sf's WR_FLUSH_ERR.
+// Sf's WR_FLUSH_ERR, Ro Rp Rq.
 func rspRetryStatus() []hca.WCStatus {
 	w := append(make([]hca.WCStatus, 3), hca.WCRemInvReqErr, hca.WCWRFlushErr)
 	w = append(w, make([]hca.WCStatus, 8+5)...)
-	return append(w, hca.WCLocProtErr, hca.WCWRFlushErr)
+	w = append(w, hca.WCLocProtErr, hca.WCWRFlushErr)
+	return append(w, make([]hca.WCStatus, 3)...)
 }
 
 // scatterBeats is the wr0 writes and beats of n response bytes placed
@@ -767,7 +814,7 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a response out of sequence taken", f, "d_off[31:0] == h_got && (e_rrd || !oq_done[h_ix]);", "1'b1;"},
 		{"a response of the wrong kind taken", f, "wire             h_kind   = e_rrd ? h_op == 3'd4 : h_op != 3'd4;", "wire             h_kind   = 1'b1;"},
 		{"the scan stopping at the head", f, "else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};", "else if (!s_end) e_sp <= e_sp;"},
-		{"a READ's responses not counted", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot;"},
+		{"a READ's responses not counted", f, "oq_got[m_ix] <= e_rsp ? rg_sum[31:0] :", "oq_got[m_ix] <= e_rsp ? e_mgot :"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_incl) && r_impl)"},
 		// The payload.
 		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
@@ -822,7 +869,7 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		{name: "unmutated, stalled"},
 		// Payload lengths summed (readGot), and a READ retried after part
 		// of its responses asking for the rest.
-		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= rg_sum[31:0];", "oq_got[m_ix] <= e_mgot + (32'd128 << ctx_mtu[e_ctx]);"},
+		{"a response's bytes counted as an MTU", f, "oq_got[m_ix] <= e_rsp ? rg_sum[31:0] :", "oq_got[m_ix] <= e_rsp ? e_mgot + (32'd128 << ctx_mtu[e_ctx]) :"},
 		{"the sequence checked in whole MTUs (readGot / MTU)", f, "d_off[31:0] == h_got &&",
 			"{8'd0, n_from} == (h_got >> ({2'b0, ctx_mtu[e_ctx]} + 5'd7)) &&"},
 		{"a READ completing only at its last PSN", f, "m_fin    = !e_rrd || rg_sum >= {1'b0, e_mlen};", "m_fin    = !e_rrd || h_d == 24'd0;"},
@@ -836,7 +883,7 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		{"a done message sent again", f, "wire             rp_dn    = oq_done[rp_ix];", "wire             rp_dn    = 1'b0;"},
 		{"a done message not retired at the head", f, "h_ok     = h_cover || (h_fin && !d_busy) || h_dn;", "h_ok     = h_cover || (h_fin && !d_busy);"},
 		{"a READ behind the head keeping no bytes", f, "h_got    = oq_gv[h_ix] ? oq_got[h_ix] : 32'd0;", "h_got    = (oq_gv[h_ix] && h_ptr == e_hd) ? oq_got[h_ix] : 32'd0;"},
-		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
+		{"a READ resent behind the head keeping its bytes", f, "if (rp_take && rp_ptr != rp_hd && oq_rd[rp_ix]) oq_gv[rp_ix] <= 1'b0;", "if (1'b0) oq_gv[rp_ix] <= 1'b0;"},
 		// An ACK past an unanswered READ.
 		{"no implied NAK on an ACK", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_rsp) && r_impl)"},
 		{"an old ACK's scan passing the ring (marking every message sent)", f, "wire             s_stop   = !h_d[23];", "wire             s_stop   = s_hold;"},
@@ -844,8 +891,14 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 		// Scatter lists: the response's parts at their elements.
 		{"every element's part at the first element's address", f, "wire [63:0]      sc_a     = sc_el[63:0] + {32'd0, sc_skip};",
 			"wire [63:0]      sc_a     = sg_mem[{sc_ix, 5'd0}][63:0] + {32'd0, sc_skip};"},
-		{"an element taking the whole payload", f, "sc_take  = (sc_lst || sc_t0 > sc_r32) ? sc_r32 : sc_t0;", "sc_take  = sc_r32;"},
-		{"a zero-byte element written", f, "sc_past  = sc_skip >= sc_len && !sc_lst;", "sc_past  = sc_skip > sc_len && !sc_lst;"},
+		{"an element taking the whole payload", f, "sc_take  = (sc_one || sc_t0 > sc_r32) ? sc_r32 : sc_t0;", "sc_take  = sc_r32;"},
+		{"a zero-byte element written", f, "sc_past  = !sc_end && sc_skip >= sc_len && !sc_one;", "sc_past  = !sc_end && sc_skip > sc_len && !sc_one;"},
+		// Bytes past a list's end.
+		{"a list's last element taking the bytes past its end (main's)", f, "sc_take  = (sc_one || sc_t0 > sc_r32) ? sc_r32 : sc_t0;",
+			"sc_take  = (sc_one || {1'b0, sc_e} + 6'd1 >= sc_n || sc_t0 > sc_r32) ? sc_r32 : sc_t0;"},
+		{"the blocks past a list's end not dropped", f, "sc_drop  = d_atm ? 7'd0 : e_blk - sc_took[6:0];", "sc_drop  = 7'd0;"},
+		{"the blocks a list's pieces took counted as floor(bytes / 64)", f, "sc_drop  = d_atm ? 7'd0 : e_blk - sc_took[6:0];", "sc_drop  = d_atm ? 7'd0 : e_blk - sc_p[12:6];"},
+		{"a single element dropping the bytes past its length", f, "wire             sc_one   = sc_n <= 6'd1;", "wire             sc_one   = 1'b0;"},
 		{"the block before not rotated again at a bound inside it", f, "d_prime <= pc_q != 6'd0;", "d_prime <= 1'b0;"},
 		{"a part's first beat from a new block when its first is the part before's", f, "d_reuse <= pc_q != 6'd0 && sc_a[5:0] >= pc_q;", "d_reuse <= 1'b0;"},
 		{"a READ's elements neither kept nor key-checked (main's)", f, "wire             s_kept   = s_ok_ctx;", "wire             s_kept   = s_ok_ctx && !is_rdat;"},
@@ -871,7 +924,21 @@ func TestRequesterResponseRetryCosim(t *testing.T) {
 			w, b := scatterBeats(rspSb2(), r[0], r[1])
 			sbw, sbb = sbw+w, sbb+b
 		}
-		assert.Equal(t, 3+2+2+4+2+1+(1+3+1)+2+(2+1)+sbw, res.writes, "wr0 writes")
-		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2+8+(17+8+1+9+16)+(2+1)+(5+4+9)+sbb, res.wbeats, "wr0 beats")
+		// Past a list's end, by scatterBeats too (it covers no byte past
+		// the list): Ro's FIRST element 0's 700 B at s = 30 (12) and element
+		// 2's 324 B at s = 50 (6), its LAST element 2's last 176 B at s =
+		// (50 + 324) mod 64 = 54 (4); Rp's 10 B at s = 60 (2) and 20 B at
+		// s = 0 (1); Rq, one element, all 40 B at s = 0 (1).
+		pw, pb := 1, 1 // Rq
+		for _, r := range []struct {
+			sgl    []hca.SGE
+			off, n int
+		}{{rspRo(0), 0, 1024}, {rspRo(0), 1024, 400}, {rspRp(0), 0, 100}} {
+			w, b := scatterBeats(r.sgl, r.off, r.n)
+			pw, pb = pw+w, pb+b
+		}
+		require.Equal(t, [2]int{2 + 1 + 2 + 1, 12 + 6 + 4 + 2 + 1 + 1}, [2]int{pw, pb}, "scatterBeats against the comment's count")
+		assert.Equal(t, 3+2+2+4+2+1+(1+3+1)+2+(2+1)+sbw+pw, res.writes, "wr0 writes")
+		assert.Equal(t, (5+5+4)+(5+13)+(5+2)+4*17+2+8+(17+8+1+9+16)+(2+1)+(5+4+9)+sbb+pb, res.wbeats, "wr0 beats")
 	})
 }

@@ -296,3 +296,102 @@ func TestRequesterTimeoutRNRCosim(t *testing.T) {
 		})
 	}
 }
+
+// newTimeoutAckedPlan is a run in which an ACK acknowledges part of a
+// WRITE behind an unanswered READ: the model keeps the WRITE's
+// acknowledged packets (ackThrough's acked of a later message) through
+// the implied NAK's rewind (rewind leaves acked), and once the READ is
+// answered and the WRITE is the head, its local ACK timeout resends from
+// there (OnTimeout: first + acked) and an ACK of fewer packets is no
+// progress. On context 0 (MTU 256, from 000300) R a READ of 0 B (300) and
+// W a WRITE of 700 B (three packets: 301 302 303), then:
+//   - a0, offered at cycle 100 once the 4 packets are out: an ACK through
+//     302, W's second packet. R's PSN lies before it and R is not
+//     answered: R stays, W has acked = 302 - 301 + 1 = 2 (not the oldest
+//     message, so no progress); then the implied NAK, a retry from R
+//     (retry_cnt 3 -> 2): R and W go again whole (300 301 302 303);
+//   - a1, offered from cycle 200 once those 4 are out too: R's ONLY of
+//     no payload at 300 (readGot 0 >= 0): R completes, retired, progress
+//     (retry_cnt back to 3, the timer restarted: W has packets sent);
+//   - the timer expires 512 cycles later: OnTimeout retries from 301 + 2
+//     = 303 (retry_cnt 3 -> 2), W resent from its third packet (303);
+//   - a2, offered once that packet is out: an ACK through 301, W's first:
+//     1 packet is not more than W's 2, so no progress: the counters are
+//     not restored and the timer not restarted;
+//   - two more expiries resend 303 (2 -> 1 -> 0), the fourth fails W with
+//     RETRY_EXC_ERR.
+//
+// PSNs 300 301 302 303, 300 301 302 303, 303 three times; statuses
+// success (R), RETRY_EXC_ERR (W); four timeouts.
+func newTimeoutAckedPlan() *retryPlan {
+	p := &retryPlan{run: &reqRun{}, toCycles: tmoCycles}
+	run := p.run
+	cfg := &reqItem{cfg: true, qix: 0, qpn: 0x4570, dlid: 0x72, slid: 0x82, sl: 3, vl: 1, rqpn: 0xD0100, psn: 0x300, mtuCode: 1, cqn: 7}
+	run.items = append(run.items, cfg)
+	for i, w := range []hca.SendWQE{
+		{Opcode: hca.WRRDMARead, Length: 0, LocalAddr: 0x16_0000, RemoteAddr: 0x6100_0000, RKey: 0x4501},
+		{Opcode: hca.WRRDMAWrite, Length: 700, LocalAddr: 0x17_0000 + 5, RemoteAddr: 0x6200_0000, RKey: 0x4502},
+	} {
+		w.QPN, w.Index, w.Signaled = cfg.qpn, uint16(0x20+i), true
+		run.items = append(run.items, &reqItem{qix: 0, qpn: cfg.qpn, every: retryEvery, wqe: w, sent: true})
+	}
+	rsp := readRsp(0, 1, 0x300, 0, false)
+	rsp.gate, rsp.qpn, rsp.msn = 8, cfg.qpn, 1
+	run.acks = append(run.acks,
+		reqAck{gate: 4, qpn: cfg.qpn, psn: 0x302, syn: hca.SynACK, msn: 1},
+		rsp,
+		reqAck{gate: 9, qpn: cfg.qpn, psn: 0x301, syn: hca.SynACK, msn: 1})
+	for c := range 3100 {
+		cw := uint64(0x31f)
+		if c != 100 && c < 200 {
+			cw = 0x11f
+		}
+		run.ctrl = append(run.ctrl, [5]uint64{cw, 2048, 2048, 2048, 2048})
+	}
+	run.beats = 1 << 20 // never reached: the control's cycles end the run
+	return p
+}
+
+// TestRequesterTimeoutAckedCosim: a WRITE acknowledged in part behind an
+// unanswered READ keeps its acknowledged packets, as the model's acked,
+// so its timeout resends from there once it is the head and a smaller
+// ACK is no progress; each mutant of that fails.
+func TestRequesterTimeoutAckedCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	p := newTimeoutAckedPlan()
+	dir := t.TempDir()
+	for _, m := range []struct{ name, old, new string }{
+		{name: "unmutated"},
+		// main's: only the head's acknowledged packets kept.
+		{"a partial ACK behind the head not kept", "a_upd    = walk_end && !e_rsp && !e_tmo && e_mpart && m_in;",
+			"a_upd    = walk_end && !e_rsp && !e_tmo && e_mpart && m_in && m_pos == {PW{1'b0}};"},
+		{"a rewind clearing a WRITE's acknowledged packets", "if (rp_take && rp_ptr != rp_hd && oq_rd[rp_ix]) oq_gv[rp_ix] <= 1'b0;",
+			"if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;"},
+		{"an ACK's progress judged against no packet acknowledged", "w_more   = w_part && (e_rsp || w_k > e_hack);", "w_more   = w_part && (e_rsp || w_k > 24'd0);"},
+	} {
+		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
+			files := writeReqBench(t, d, replace)
+			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
+			p.run.write(t, d)
+			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+			require.NoError(t, err)
+			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			want := []uint32{0x300, 0x301, 0x302, 0x303, 0x300, 0x301, 0x302, 0x303, 0x303, 0x303, 0x303}
+			if m.old != "" {
+				bad := res.errors > 0 || res.acks != len(p.run.acks) || !assert.ObjectsAreEqual(want, res.psns[0])
+				assert.True(t, bad, "the timeout co-simulation passes a requester with %s", m.name)
+				t.Logf("%d mismatches: %s; PSNs %x", res.errors, strings.Join(res.first, "; "), res.psns[0])
+				return
+			}
+			assert.Zero(t, res.errors, "mismatches: %s", strings.Join(res.first, "; "))
+			assert.Equal(t, len(p.run.acks), res.acks, "ACKs and responses taken")
+			assert.Equal(t, want, res.psns[0], "context 0's PSNs")
+			assert.Equal(t, [3]int{4, 0, 0}, res.tmos, "timeouts taken per context")
+			assert.Equal(t, []hca.WCStatus{hca.WCSuccess, hca.WCRetryExcErr}, res.status, "completion statuses")
+		})
+	}
+}

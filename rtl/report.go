@@ -112,7 +112,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 	add(BufferUse{Block: "HCA requester resend copies (hca_requester)", Entries: qps * ReqOutDepth, Width: ReqWQEBits, ArraysPort: 1, Ports: 1,
 		Note: "beside each outstanding message, what a go-back-N resend needs: {remote address, R_Key, immediate, swap/add, compare, local address}"})
 	add(BufferUse{Block: "HCA requester READ bytes received (hca_requester)", Entries: qps * ReqOutDepth, Width: 32, ArraysPort: 1, Ports: 1,
-		Note: "beside each outstanding message, a READ's response bytes taken in sequence (the model's readGot; valid and done bits in flops)"})
+		Note: "beside each outstanding message, a READ's response bytes taken in sequence (the model's readGot) or a SEND's or WRITE's packets acknowledged (acked); valid and done bits in flops"})
 	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW + 1, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output and whether each is a resend, for the packet queue's beats (the purge)", ReqMsgDepth)})
 	// hca_rx_ack (in hca_transport): READ responses' payloads.

@@ -273,10 +273,11 @@ func TestReportYosys(t *testing.T) {
 	// from two contexts (dec_*'s and the resend's), so they no longer fold
 	// into the context memories' read ports.
 	// The local ACK timer (r36v1: RETRY_TIMEOUT 14, ACK_TICK 4096), with a
-	// reset: per context the head's acknowledged packets 24, the timer's
-	// running bit 1 and its count, clog2(4096 + 1) + 14 = 27 bits (the
-	// load 4096 x 2^14 = 2^26 needs 27): 8 x 52; without, the job's
-	// timeout bit 1.
+	// reset: per context the timer's running bit 1 and its count,
+	// clog2(4096 + 1) + 14 = 27 bits (the load 4096 x 2^14 = 2^26 needs
+	// 27): 8 x 28; without, the job's timeout bit 1. (The acknowledged
+	// packets of each message are in the READs' bytes memory, not 24
+	// flops per context: below.)
 	// The count of ACKs for a QPN no context holds (no_qp), 16 bits with
 	// a reset.
 	// The responses: with a reset, the scan's bit 1; without, the job's
@@ -294,14 +295,17 @@ func TestReportYosys(t *testing.T) {
 	// reset, the part's beats left 7, the walk's busy bit and the
 	// re-rotation bit 2; without, the walk's entry 3 + 3, element 5,
 	// bytes to step over 32, bytes left 13 and the next part's first
-	// byte 6 (its bits above 5 feed only themselves: Yosys drops them),
+	// byte 13 (its bits above 5 count the blocks the parts took, whose
+	// rest a list's end drops: ceil(first / 64)),
 	// the first- and last-beat-alone bits 2, the rotation and the one
 	// before 6 + 6. The element count the walk reads (oq_nsg) is that
 	// memory's registered read port, no flop. The READs' bytes and the responses behind an unanswered
 	// READ or atomic: with a reset, per ring entry (8 x 8) READ or atomic,
 	// done and bytes-valid bits 3 x 64; without, the matched message's
 	// bytes before and length 32 + 32 and whether an ACK covers it at its
-	// last PSN 1.
+	// last PSN 1. A partial acknowledgement behind the head, without a
+	// reset: whether the scanned message is a SEND or WRITE the ACK or NAK
+	// acknowledges more of 1, and how many packets 24.
 	// The gather (hca.md "Scatter/gather lists"), with a reset: the
 	// segment intake's count of segments taken 6, its failed-check bit
 	// and its check-pending bit 2; the walk's busy bit 1, its entry 3 + 3, element 5,
@@ -319,10 +323,10 @@ func TestReportYosys(t *testing.T) {
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
 		(8*(1+4+24+40+3+3+1)+2)+(2+5+1+1+24+61)+
-		8*(24+1+27)+1+16+
+		8*(1+27)+1+16+
 		(1+2+4+1)+(1+7+7+1+64+7)+
-		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+6+2+6+6)+
-		(3*64+32+32+1)+
+		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+13+2+6+6)+
+		(3*64+32+32+1)+(1+24)+
 		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1,
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])

@@ -125,7 +125,7 @@
 // flushed and the context to ERR, as a NAK's failure. An RNR NAK spends one of RNR_RETRY (7:
 // infinite); none left: RNR_RETRY_EXC_ERR (13). A walk that retires a message is progress, and so
 // is an ACK that acknowledges more packets of the oldest message than before (ackThrough's
-// advanced; the head's acknowledged packets are kept per context, h_ack): both counters are
+// advanced; each message's acknowledged packets are kept with its ring entry, oq_got): both counters are
 // restored and the sequence ends first (progressed). A retry or RNR NAK that goes on
 // rewinds the context (go-back-N): its messages between dec_* and tx_* are purged as at an error,
 // and the ring's messages are sent again from the head, oldest first, the head from the NAK's
@@ -149,8 +149,9 @@
 // if a message of the context then has packets sent (hca.Requester.Outstanding), and stops
 // otherwise, and at a failure (the model's afterAck). On expiry the completion engine takes it as a
 // job (after an ACK offered and a decode completion): a retry from the oldest unacknowledged PSN,
-// the head's first PSN plus its acknowledged packets (h_ack, kept per context: what ACKs and NAKs
-// covered of the head; a READ or atomic from its first), by the sequence error's rules except that
+// the head's first PSN plus its acknowledged packets (oq_got, kept per message: what ACKs and NAKs
+// covered of it, at the head or behind an unanswered READ or atomic, the model's acked; a READ or
+// atomic from its first), by the sequence error's rules except that
 // a retry sequence under way does not absorb it, so it spends one of RETRY_CNT, shared with the
 // sequence error NAKs; none left, the head fails with RETRY_EXC_ERR (12), the rest flushed, the
 // context to ERR. A timer that expires on a context in ERR, or whose head has no packet committed,
@@ -161,8 +162,8 @@
 // (a cycle an entry, from the head, through the messages sent when the response was taken) for
 // the message holding its PSN: it takes the response when it is a READ for a READ response or an
 // atomic for an atomic ACK and the response is in sequence for it (its index in the message x MTU
-// equal to the bytes the READ has had, the model's readGot: per context the head's, h_ack, which
-// holds a SEND's or WRITE's acknowledged packets otherwise; 0 for a later message). Only then does the
+// equal to the bytes the READ has had, the model's readGot, kept per entry in oq_got, which holds a
+// SEND's or WRITE's acknowledged packets otherwise). Only then does the
 // walk run, not inclusive (ackThrough(psn, false)): the SENDs and WRITEs before the PSN leave as
 // for a NAK, and, the message then at the head, the response adds its payload's bytes to readGot
 // (progress: OnReadResponse's data for the oldest message), or, when readGot reaches the READ's
@@ -179,7 +180,8 @@
 // response's ack_len bytes from byte readGot (the bytes of the responses the READ had before) of
 // its scatter list, an atomic's original value (ack_orig, 8 bytes least significant first:
 // putLE64) from byte 0 of its list (hca.Device.place, sglSlice: the list is the elements'
-// concatenation; one element is LocalAddr + readGot), one wr0 write per element part, each
+// concatenation, no byte past its end written, the blocks of those dropped; one element is
+// LocalAddr + readGot, every byte written), one wr0 write per element part, each
 // realigned to its host address's byte lanes, byte enables on its first and last beats (the
 // drain, below). The walk waits until the write's last beat is taken, so a READ's or
 // atomic's CQE leaves after its last byte went to wr0 (wr0 and wr1 keep acceptance order). A
@@ -199,10 +201,12 @@
 // PSN), and at its walk's end marks the SENDs and WRITEs before that message done, and, for an ACK,
 // that message when its last PSN is the ACK's: the model's ackThrough, which does not stop at a READ
 // or atomic. An ACK past a READ or atomic already sent whose PSNs all lie before it is the implied
-// NAK too, as a NAK or a response past it.
-// Not here: an ACK's or NAK's partial acknowledgement of a SEND or WRITE behind the head (the
-// model's acked of a later message, which its timeout resends from once it is the head; h_ack is
-// the head's only), the model's round robin over QPs
+// NAK too, as a NAK or a response past it. The packets an ACK or NAK acknowledges of the SEND or
+// WRITE holding its PSN (PSN - first, + 1 for an ACK) are kept in its entry when more than before,
+// at the head or behind an unanswered READ or atomic (the model's acked of a later message), and a
+// rewind leaves them, so a local ACK timeout resends such a message from there once it is the head,
+// and an ACK acknowledging no more of it is no progress.
+// Not here: the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
 // (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
@@ -406,10 +410,11 @@ module hca_requester #(
     // Per entry: a READ or atomic (a copy of oq_mem's bit, for the marking below), done (the model's
     // sendMsg.done for a message behind the head: a SEND or WRITE a later response acknowledged, a
     // READ or atomic its responses completed; popped, in order, when the walk reaches it), and
-    // whether the READ's response bytes (oq_got) are valid (else 0: a message sent, or resent
-    // behind the head, has had none: the model's rewind clears a later READ's readGot).
+    // whether oq_got is valid (else 0: a message sent has had none, and a READ resent behind the
+    // head starts afresh: the model's rewind clears a later READ's readGot, not a SEND's acked).
     reg  [NQ*OQ_DEPTH-1:0] oq_rd, oq_done, oq_gv;
-    // A READ's response bytes received in sequence (the model's sendMsg.readGot), per entry.
+    // Per entry: a READ's response bytes received in sequence (the model's sendMsg.readGot), a SEND's
+    // or WRITE's packets an ACK or NAK acknowledged (sendMsg.acked, at the head or behind it).
     reg  [31:0]         oq_got [0:NQ*OQ_DEPTH-1];
     wire [PW-1:0]       d_hd    = oq_hd[dix*PW +: PW];
     wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
@@ -435,6 +440,8 @@ module hca_requester #(
     reg              e_ok;                 // the scan found the message holding the PSN, and the response is in sequence for it
     reg  [31:0]      e_mgot, e_mlen;       // that message's response bytes before (readGot) and its length
     reg              e_meq;                // it is a SEND or WRITE whose last PSN is the job's (an ACK covers it)
+    reg              e_mpart;              // an ACK or NAK: it is a SEND or WRITE holding the PSN, and its packets
+    reg  [23:0]      e_mk;                 // the ACK or NAK acknowledges (e_mk) are more than before (its acked)
     reg              e_drn;                // a READ response's payload blocks still to be judged: written or dropped
     reg  [6:0]       e_blk;                // how many (ack_blk)
     reg  [12:0]      e_plen;               // the payload's bytes: a READ response's (ack_len), an atomic's 8
@@ -480,7 +487,6 @@ module hca_requester #(
     reg  [NQ*WAIT_W-1:0] rs_wait;   // cycles of the RNR wait left
     reg  [NQ*3-1:0]      retry_left, rnr_left; // retry_cnt and rnr_retry left (rxe's counters)
     reg  [NQ-1:0]        started;   // a retry sequence is under way (rxe comp.started_retry)
-    reg  [NQ*24-1:0]     h_ack;     // packets of the ring's head an ACK or NAK acknowledged (hca sendMsg.acked)
 
     // ---- the local ACK timer, per context (hca.Device.armTimer, timeout) ----
     // TO_LOAD = ACK_TICK x 2^RETRY_TIMEOUT cycles: IBA's 4.096 us x 2^t (hca.RetryTimeoutPS).
@@ -540,7 +546,7 @@ module hca_requester #(
     wire             rp_pay   = !rp_ent[100] && rp_rlen != 32'd0;
     // A READ at the ring's head resent after some of its responses came asks for the rest
     // (hca.Requester.Next; rxe req_retry): from the first PSN not answered, first + readGot / MTU,
-    // the RETH's VA and DMA length moved by the bytes received (h_ack: readGot, read at the take, as
+    // the RETH's VA and DMA length moved by the bytes received (oq_got: readGot, read at the take, as
     // the model's Next reads it at the send). A later READ has had none (the model's rewind clears
     // its readGot).
     wire [QPN_W+OQ_W-1:0] rp_ix   = {rq, rp_ptr[OQ_W-1:0]};
@@ -1028,7 +1034,10 @@ module hca_requester #(
     // The PSN the job acts on: the ACK's or NAK's, or for a timeout the oldest unacknowledged one
     // (hca.Requester.OnTimeout: the head's first PSN plus its acknowledged packets; a READ or atomic
     // from its first).
-    wire [23:0]      e_hack   = h_ack[e_ctx*24 +: 24];
+    // The head's acknowledged packets: its entry's (oq_got), kept per message, so a SEND or WRITE an
+    // ACK or NAK acknowledged in part behind an unanswered READ or atomic resends from there once it is
+    // the head (the model's acked of a later message).
+    wire [23:0]      e_hack   = h_got[23:0];
     wire [23:0]      e_pt     = e_tmo ? h_ent[47:24] + (h_rdat ? 24'd0 : e_hack) : e_psn;
     // An ACK covers a message whose last PSN is at or before its PSN, a NAK one strictly before
     // (ackThrough's inclusive): (last - psn) mod 2^24 is 0 (ACK only) or has bit 23.
@@ -1040,7 +1049,7 @@ module hca_requester #(
     // A response the model takes (hca.Requester.OnReadResponse, OnAtomicAck), for the head: the scan
     // below found the message holding its PSN and the response in sequence for it (e_ok), and the
     // walk has brought that message to the ring's head (the head holds the PSN). Its sequence: the
-    // PSN's index in the message x MTU is the bytes it has had (h_ack for the head: the model's
+    // PSN's index in the message x MTU is the bytes it has had (oq_got: the model's
     // readGot; none for an atomic). One that brings readGot to the READ's length (an atomic's only
     // one) completes it: the walk takes it as it takes an acknowledged SEND or WRITE.
     wire [2:0]       h_op     = h_ent[98:96];
@@ -1058,8 +1067,8 @@ module hca_requester #(
     // A response's scan (before its walk, a cycle an entry from the head): the model acknowledges
     // the PSNs before a response's (ackThrough) only when the message holding its PSN (find) takes
     // it: a READ response for a READ, an atomic ACK for an atomic, already sent, in sequence (its
-    // index x MTU the bytes it has had, uint32(idx x MTU) == readGot: h_ack for the head, none for a
-    // later one).
+    // index x MTU the bytes it has had, uint32(idx x MTU) == readGot: oq_got, 0 for a READ not
+    // answered since it was sent).
     // The scan ends at that message (e_ok: the response is in sequence for it), or past the
     // messages sent when the response was taken (e_lim), or at the ring's tail (none holds the PSN:
     // e_ok 0). Without e_ok the walk retires nothing; the implied NAK is judged as after any walk.
@@ -1095,8 +1104,10 @@ module hca_requester #(
     // source block is the piece before's last, already taken: d_prev is rotated again by the new r
     // less the old (a cycle, d_prime), and when s >= p' the first beat takes d_prev alone too. Only a
     // beat that takes a source block pops pd_* (an atomic's value is its one source block, never
-    // popped). The list's last element takes every byte left (a single element: all at LocalAddr +
-    // readGot, the model's writePayload).
+    // popped). A list of more than one element takes no byte past its end: the walk ends past its
+    // last element (sc_end) and the response's blocks no piece took are dropped from pd_* (d_left),
+    // as sglSlice covers no byte past the list. A single element takes every byte (all at LocalAddr +
+    // readGot, the model's writePayload for a WQE of one data segment, which writes past its length).
     wire             d_take   = m_take && e_any;
     reg  [EX_W-1:0]  sc_ix;                // the message's ring entry, its list
     reg  [4:0]       sc_e;                 // the element walked
@@ -1107,14 +1118,22 @@ module hca_requester #(
     reg  [5:0]       d_r, d_rold;          // the piece's rotation, the piece before's
     wire [95:0]      sc_el    = sg_mem[{sc_ix, sc_e}];
     wire [31:0]      sc_len   = sc_el[95:64];
-    wire             sc_lst   = {1'b0, sc_e} + 6'd1 >= sc_n;
-    wire             sc_past  = sc_skip >= sc_len && !sc_lst;
+    wire             sc_one   = sc_n <= 6'd1;   // one data segment: it takes every byte
+    // A list's last element passed with bytes left: the walk ends, the rest dropped (a walk that
+    // places the last byte ends at that part, below).
+    wire             sc_end   = !sc_one && {1'b0, sc_e} >= sc_n;
+    wire             sc_past  = !sc_end && sc_skip >= sc_len && !sc_one;
     wire [31:0]      sc_t0    = sc_len - sc_skip;
     wire [31:0]      sc_r32   = {19'd0, sc_rem};
-    wire [31:0]      sc_take  = (sc_lst || sc_t0 > sc_r32) ? sc_r32 : sc_t0;
+    wire [31:0]      sc_take  = (sc_one || sc_t0 > sc_r32) ? sc_r32 : sc_t0;
     wire [63:0]      sc_a     = sc_el[63:0] + {32'd0, sc_skip};
     wire             sc_step  = sc_on && d_bt == 7'd0 && !d_prime;
-    wire             sc_load  = sc_step && !sc_past;
+    wire             sc_load  = sc_step && !sc_past && !sc_end;
+    // At the end, the blocks no piece took: a piece pops the blocks its bytes lie in but a first one
+    // shared with the piece before, so the pieces of the payload's first sc_p bytes took
+    // ceil(sc_p / 64); an atomic's value is not in pd_*.
+    wire [7:0]       sc_took  = {1'b0, sc_p[12:6]} + {7'd0, sc_p[5:0] != 6'd0};
+    wire [6:0]       sc_drop  = d_atm ? 7'd0 : e_blk - sc_took[6:0];
     wire [5:0]       pc_q     = sc_p[5:0];
     wire [5:0]       pc_r     = sc_a[5:0] - pc_q;
     wire [5:0]       pc_e     = sc_a[5:0] + sc_take[5:0] - 6'd1;
@@ -1192,9 +1211,10 @@ module hca_requester #(
     wire             eng_done = e_scan ? 1'b0 : walking ? walk_end && !any_fail : (eng_ack ? !e_any : emit_own);
     // The head's packets the ACK or NAK acknowledges (hca.Requester.ackThrough on the message its PSN
     // lies in, the walk having stopped there): PSN - first, + 1 for an ACK. More than before is kept
-    // (h_ack); for an ACK it is progress (ackThrough's advanced: counters restored, timer restarted).
-    // A response that does not complete the head READ (FIRST, MIDDLE) is one more of its responses
-    // (h_ack, the model's readGot), and progress (OnReadResponse: data for the oldest message).
+    // (its entry's oq_got, a_upd); for an ACK it is progress (ackThrough's advanced: counters
+    // restored, timer restarted). A response that does not complete the head READ (FIRST, MIDDLE)
+    // is one more of its responses (oq_got, the model's readGot), and progress (OnReadResponse:
+    // data for the oldest message).
     wire             w_part   = e_any && e_lim != {IF_W{1'b0}} && !n_from[23] && !h_d[23] && (e_rsp ? h_acc : !h_rdat);
     wire [23:0]      w_k      = n_from + {23'd0, e_incl};
     wire             w_more   = w_part && (e_rsp || w_k > e_hack);
@@ -1274,8 +1294,12 @@ module hca_requester #(
     // m_pos past the ring's count: the walk has taken the matched message (nothing is left before it).
     wire             m_rng    = walk_end && m_pos <= e_tl - e_hd && (e_rsp ? m_take : !e_tmo);
     wire [QPN_W+OQ_W-1:0] m_ix = {e_ctx, e_sp[OQ_W-1:0]};
+    // An ACK's or NAK's walk keeps the packets it acknowledges of the SEND or WRITE holding its PSN
+    // (ackThrough's acked, when more than before), at the head or behind an unanswered READ or
+    // atomic: the entry the scan stopped at. One write port: a response's walk writes a READ's bytes.
+    wire             a_upd    = walk_end && !e_rsp && !e_tmo && e_mpart && m_in;
     always @(posedge clk) begin
-        if (m_upd && e_rrd) oq_got[m_ix] <= rg_sum[31:0];
+        if ((m_upd && e_rrd) || a_upd) oq_got[m_ix] <= e_rsp ? rg_sum[31:0] : {8'd0, e_mk};
     end
     integer k;
     reg [OQ_W-1:0]          k_off;
@@ -1295,9 +1319,10 @@ module hca_requester #(
             oq_done <= oq_done | m_mark;
             if (m_upd && m_fin) oq_done[m_ix] <= 1'b1;
             if (m_rng && m_in && !e_rsp && e_incl && e_meq) oq_done[m_ix] <= 1'b1;
-            if (m_upd && e_rrd) oq_gv[m_ix] <= 1'b1;
-            // A resend of a message behind the head starts its READ afresh (the model's rewind).
-            if (rp_take && rp_ptr != rp_hd) oq_gv[rp_ix] <= 1'b0;
+            if ((m_upd && e_rrd) || a_upd) oq_gv[m_ix] <= 1'b1;
+            // A resend of a READ behind the head starts it afresh (the model's rewind); a SEND or
+            // WRITE keeps its acknowledged packets (rewind leaves acked).
+            if (rp_take && rp_ptr != rp_hd && oq_rd[rp_ix]) oq_gv[rp_ix] <= 1'b0;
             if (send) begin
                 oq_rd[{dix, d_tl[OQ_W-1:0]}]   <= is_rdat;
                 oq_done[{dix, d_tl[OQ_W-1:0]}] <= 1'b0;
@@ -1324,7 +1349,6 @@ module hca_requester #(
             retry_left <= {NQ{RETRY_CNT[2:0]}};
             rnr_left  <= {NQ{RNR_RETRY[2:0]}};
             started   <= {NQ{1'b0}};
-            h_ack     <= {(NQ*24){1'b0}};
             to_on     <= {NQ{1'b0}};
             to_cnt    <= {(NQ*TO_W){1'b0}};
             e_prog    <= 1'b0;
@@ -1363,11 +1387,8 @@ module hca_requester #(
                     retry_left[q*3 +: 3] <= RETRY_CNT[2:0];
                     rnr_left[q*3 +: 3]   <= RNR_RETRY[2:0];
                     started[q]           <= 1'b0;
-                    h_ack[q*24 +: 24]    <= 24'd0;
                     to_on[q]             <= 1'b0;
                 end else begin
-                    if (pop && e_ctx == q[QPN_W-1:0]) h_ack[q*24 +: 24] <= 24'd0;
-                    if (walk_end && e_ctx == q[QPN_W-1:0] && w_more && !e_rsp) h_ack[q*24 +: 24] <= w_k;
                     // The local ACK timer: counts down while it runs; arms at a commit of the
                     // context's packet when it is not running (hca.Device.schedule's armTimer); stops
                     // when its expiry is taken; at a walk's end (hca.Device.afterAck) stops at a
@@ -1476,8 +1497,9 @@ module hca_requester #(
                 d_left <= (e_rrd && !d_take) ? e_blk : 7'd0;
                 sc_on  <= d_take;
                 e_drn  <= 1'b0;
-            end else if (d_left != 7'd0 && pd_valid) d_left <= d_left - 7'd1;
-            if (sc_step && !sc_past && sc_take == sc_r32) sc_on <= 1'b0;
+            end else if (sc_step && sc_end) d_left <= sc_drop;
+            else if (d_left != 7'd0 && pd_valid) d_left <= d_left - 7'd1;
+            if (sc_step && (sc_end || (!sc_past && sc_take == sc_r32))) sc_on <= 1'b0;
             if (sc_load) begin
                 d_bt    <= pc_sn[12:6];
                 d_prime <= pc_q != 6'd0;
@@ -1513,6 +1535,7 @@ module hca_requester #(
             e_sp    <= oq_hd[aix*PW +: PW];
             e_ok    <= 1'b0;
             e_meq   <= 1'b0;
+            e_mpart <= 1'b0;
         end
         if (ack_take && !ack_hit) begin
             d_wr  <= 1'b0;
@@ -1560,6 +1583,8 @@ module hca_requester #(
                 e_mgot <= h_got;
                 e_mlen <= h_ent[79:48];
                 e_meq  <= s_hold && !h_rdat && h_d == 24'd0;
+                e_mpart <= !e_rsp && s_hold && !h_rdat && w_k > h_got[23:0];
+                e_mk    <= w_k;
             end
             else if (!s_end) e_sp <= e_sp + {{(PW-1){1'b0}}, 1'b1};
         end
@@ -1608,7 +1633,7 @@ module hca_requester #(
     assign pd_pop   = (d_left != 7'd0 && pd_valid) || (w_take && !d_pvo && !d_atm);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], sc_took[7], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
