@@ -95,11 +95,11 @@ type SRQ struct {
 	// chainPending: a WQE taken on demand at the list's front broke the
 	// ring's order; its read's completion sets chainAt (readOnDemand).
 	chainPending bool
-	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
-	inflight     int      // WQEs read, not yet on chip
-	cache        []srqEntry
-	taken        uint32 // WQEs taken by the responders
-	dmaSlot      ib.PS  // start of the SRQ's last read in the dma stage (stage.acceptQP)
+	slots        []uint16       // slot of WQE number n at n mod depth (read issued)
+	inflight     int            // WQEs read, not yet on chip
+	cache        ring[srqEntry] // WQEs on chip, in posting order
+	taken        uint32         // WQEs taken by the responders
+	dmaSlot      ib.PS          // start of the SRQ's last read in the dma stage (stage.acceptQP)
 }
 
 // srqEntry is a WQE in the SRQ's on-chip cache, seq its position in
@@ -315,11 +315,11 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 	if cntDiff(s.fetch, s.taken) < 0 {
 		panic(fmt.Sprintf("hca: %s srq %d: fetch %d behind taken %d", d.Name, s.Num, s.fetch, s.taken))
 	}
-	window := max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/s.stride)
+	window := d.srqWindow(s)
 	mask := uint16(s.depth - 1)
 	for {
 		avail := int(cntDiff(s.db, s.fetch))
-		room := window - len(s.cache) - s.inflight
+		room := window - s.cache.len() - s.inflight
 		if avail <= 0 || room <= 0 {
 			return
 		}
@@ -348,6 +348,12 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 	}
 }
 
+// srqWindow returns how many WQEs the SRQ's prefetch holds on chip or in
+// flight at most: hca.wqe_prefetch_depth 64-byte blocks of its stride.
+func (d *Device) srqWindow(s *SRQ) int {
+	return max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/s.stride)
+}
+
 // srqFetched puts n WQEs read from number start on chip (those not taken
 // on demand meanwhile).
 func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
@@ -358,7 +364,7 @@ func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
 			continue // taken on demand before the prefetch got there
 		}
 		w := s.readWQE(s.slots[seq%uint32(s.depth)])
-		s.cache = append(s.cache, srqEntry{w: w, seq: seq})
+		s.cache.push(srqEntry{w: w, seq: seq}, d.srqWindow(s))
 	}
 	d.srqFetch(s, d.s.Now())
 }
@@ -379,12 +385,15 @@ func (s *SRQ) readWQE(slot uint16) RecvWQE {
 func (qp *QP) popSRQ() (RecvWQE, bool) {
 	s := qp.srq
 	d := s.dev
-	for len(s.cache) > 0 && cntDiff(s.cache[0].seq, s.taken) < 0 {
-		s.cache = s.cache[1:]
+	for {
+		e, ok := s.cache.front()
+		if !ok || cntDiff(e.seq, s.taken) >= 0 {
+			break
+		}
+		s.cache.pop() // taken on demand before its read came in
 	}
-	if len(s.cache) > 0 {
-		w := s.cache[0].w
-		s.cache = s.cache[1:]
+	if e, ok := s.cache.pop(); ok {
+		w := e.w
 		s.taken++
 		d.srqTook(s)
 		d.srqFetch(s, d.s.Now())

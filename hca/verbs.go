@@ -76,8 +76,8 @@ type QP struct {
 	rqDB             uint32 // receive WQEs the HCA knows are posted
 	rqFetch          uint32 // receive WQEs whose prefetch was issued
 	rqInflight       int
-	rqCache          []RecvWQE
-	rqTaken          uint32 // receive WQEs consumed by the responder
+	rqCache          ring[RecvWQE] // receive WQEs on chip, in posting order
+	rqTaken          uint32        // receive WQEs consumed by the responder
 	rqDone           uint32
 	onDemand         bool
 	onDemandAddr     uint64  // with onDemand: the ring slot address of the receive WQE taken on demand, which the responder reads
@@ -835,7 +835,7 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
 	}
 	for {
-		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
+		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, qp.rqCache.len()+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
 		if n == 0 {
 			return
 		}
@@ -862,7 +862,7 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 		d.Mem.Read(qp.rqBuf+uint64(slot)*uint64(qp.rqStride), b[:qp.rqStride])
 		w := DecodeRecvWQE(b[:qp.rqStride])
 		w.Index = idx
-		qp.rqCache = append(qp.rqCache, w)
+		qp.rqCache.push(w, max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/qp.rqStride))
 		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(idx&0xffff)), components.StrField("queue", "rq"))
 	}
 	d.recvFetch(qp, d.s.Now())
@@ -885,12 +885,14 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 	if qp.srq != nil {
 		return qp.popSRQ()
 	}
-	for len(qp.rqCache) > 0 && cntDiff(qp.rqCache[0].Index, qp.rqTaken) < 0 {
-		qp.rqCache = qp.rqCache[1:]
+	for {
+		w, ok := qp.rqCache.front()
+		if !ok || cntDiff(w.Index, qp.rqTaken) >= 0 {
+			break
+		}
+		qp.rqCache.pop() // taken on demand before its read came in
 	}
-	if len(qp.rqCache) > 0 {
-		w := qp.rqCache[0]
-		qp.rqCache = qp.rqCache[1:]
+	if w, ok := qp.rqCache.pop(); ok {
 		qp.rqTaken++
 		qp.dev.recvFetch(qp, qp.dev.s.Now())
 		return w, true
