@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -207,6 +210,24 @@ func (d *Device) ModifySRQ(s *SRQ, limit int) error {
 	return nil
 }
 
+// SRQAttr is what QuerySRQ returns (struct ibv_srq_attr).
+type SRQAttr struct {
+	MaxWR    int // WQEs it holds posted: depth − 1
+	MaxSGE   int // scatter elements a WR may carry: (stride − 16) / 16
+	SRQLimit int // the armed limit, 0 when disarmed (or once it fired)
+}
+
+// QuerySRQ returns the SRQ's attributes (ibv_query_srq; the kernel's
+// mlx5_ib_query_srq: max_wr = msrq.max − 1, max_sge = msrq.max_gs, the
+// values create returned, and srq_limit = the SRQ context's lwm). The
+// limit reads 0 once the limit event has fired, the SRQ disarmed, as rxe's
+// srq->limit (rxe_query_srq) does; that mlx5 firmware clears lwm there is
+// assumed, not in our sources. The firmware command's time is not
+// modelled.
+func (d *Device) QuerySRQ(s *SRQ) SRQAttr {
+	return SRQAttr{MaxWR: s.MaxWR, MaxSGE: s.MaxSGE, SRQLimit: s.limit}
+}
+
 // Posted returns the WQEs posted to the SRQ and not yet taken by a
 // responder, as the HCA counts them (the doorbells it has seen).
 func (s *SRQ) Posted() int { return int(cntDiff(s.db, s.taken)) }
@@ -363,10 +384,27 @@ func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
 		if cntDiff(seq, s.taken) < 0 {
 			continue // taken on demand before the prefetch got there
 		}
-		w := s.readWQE(s.slots[seq%uint32(s.depth)])
+		slot := s.slots[seq%uint32(s.depth)]
+		w := s.readWQE(slot)
 		s.cache.push(srqEntry{w: w, seq: seq}, d.srqWindow(s))
+		d.traceSRQFetch(s, slot)
 	}
 	d.srqFetch(s, d.s.Now())
+}
+
+// traceSRQFetch announces an SRQ WQE put on chip by the prefetch:
+// wqe_fetch with srq (the SRQ's number), queue=srq and wqe (its slot, the
+// receive CQE's wqe_counter), and no qpn (the WQE is no QP's until a
+// responder takes it). As for an RQ, a WQE read on demand is not traced.
+func (d *Device) traceSRQFetch(s *SRQ, slot uint16) {
+	if d.NumHooks() == 0 {
+		return
+	}
+	ev := d.s.TraceEvent(d.s.Now(), d.Name, components.TraceWQEFetch)
+	ev.Fields = append(d.fieldBuf[:0], components.IntField("srq", int64(s.Num)),
+		components.StrField("queue", "srq"), components.IntField("wqe", int64(slot)))
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: ev})
+	d.fieldBuf = ev.Fields[:0]
 }
 
 // readWQE decodes the WQE at slot from host memory; its Index is the slot
