@@ -179,10 +179,10 @@ type Device struct {
 	// and response queues and its share of the transmit buffer, so a VL
 	// short of credits holds back only its own packets.
 	tx        txPort
-	wakeAt    ib.PS // an evTrySend is queued for this time (0 = none)
-	schedAt   ib.PS // an evSchedule is queued for this time (0 = none)
-	rxPending int   // packets between tail arrival and processing
-	cqeQ      []pendingCQE
+	wakeAt    ib.PS            // an evTrySend is queued for this time (0 = none)
+	schedAt   ib.PS            // an evSchedule is queued for this time (0 = none)
+	rxPending int              // packets between tail arrival and processing
+	cqeQ      ring[pendingCQE] // CQEs posted to PCIe, not yet visible, in issue order
 	// rxWriteEnd is when the payload write of the packet being received
 	// ends on the PCIe link (ps; 0: none yet): its buffer frees by it.
 	rxWriteEnd ib.PS
@@ -1020,10 +1020,14 @@ func RequesterCQE(qpn uint32, c Completion) (CQE, bool) {
 		ByteCnt: c.WQE.Length, HasImm: c.Status == WCSuccess && wrHasImm(c.WQE.Opcode)}, true
 }
 
+// cqeQueueSize is the room the queue of posted CQEs starts with (it grows
+// to the most posted at once, ring).
+const cqeQueueSize = 16
+
 // writeCQE passes a CQE through the CQE stage and posts its 64-byte write.
 func (d *Device) writeCQE(cq *CQ, c CQE, t ib.PS) {
 	issue := d.stages[StageCQE].accept(t, 0)
-	d.cqeQ = append(d.cqeQ, pendingCQE{cq: cq, cqe: c})
+	d.cqeQ.push(pendingCQE{cq: cq, cqe: c}, cqeQueueSize)
 	if vis, ok := d.PCIe.Post(issue, CQEBytes, WriteNote{Kind: writeCQE}); ok {
 		d.at(vis, evCQEVisible)
 	} else {
@@ -1082,8 +1086,10 @@ func (d *Device) postedBooked(w *PostedWrite, vis ib.PS) {
 
 // cqeVisible lands the oldest posted CQE in its CQ ring.
 func (d *Device) cqeVisible() {
-	p := d.cqeQ[0]
-	d.cqeQ = d.cqeQ[1:]
+	p, ok := d.cqeQ.pop()
+	if !ok {
+		panic(fmt.Sprintf("hca: %s: a CQE became visible with none posted", d.Name))
+	}
 	cq := p.cq
 	slot, owner, room := CQESlot(cq.Depth, cq.pi, cq.ci)
 	if !room {

@@ -507,5 +507,5 @@ func (d *Device) flushRecvs(qp *QP, t ib.PS) {
 		d.writeCQE(qp.RecvCQ, CQE{Opcode: CQERespSend, Status: WCWRFlushErr, QPN: qp.Num,
 			Counter: uint16(idx), Receiver: true}, t)
 	}
-	qp.rqCache = qp.rqCache[:0]
+	qp.rqCache.clear()
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -95,11 +98,11 @@ type SRQ struct {
 	// chainPending: a WQE taken on demand at the list's front broke the
 	// ring's order; its read's completion sets chainAt (readOnDemand).
 	chainPending bool
-	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
-	inflight     int      // WQEs read, not yet on chip
-	cache        []srqEntry
-	taken        uint32 // WQEs taken by the responders
-	dmaSlot      ib.PS  // start of the SRQ's last read in the dma stage (stage.acceptQP)
+	slots        []uint16       // slot of WQE number n at n mod depth (read issued)
+	inflight     int            // WQEs read, not yet on chip
+	cache        ring[srqEntry] // WQEs on chip, in posting order
+	taken        uint32         // WQEs taken by the responders
+	dmaSlot      ib.PS          // start of the SRQ's last read in the dma stage (stage.acceptQP)
 }
 
 // srqEntry is a WQE in the SRQ's on-chip cache, seq its position in
@@ -205,6 +208,24 @@ func (d *Device) ModifySRQ(s *SRQ, limit int) error {
 	}
 	s.limit = limit
 	return nil
+}
+
+// SRQAttr is what QuerySRQ returns (struct ibv_srq_attr).
+type SRQAttr struct {
+	MaxWR    int // WQEs it holds posted: depth − 1
+	MaxSGE   int // scatter elements a WR may carry: (stride − 16) / 16
+	SRQLimit int // the armed limit, 0 when disarmed (or once it fired)
+}
+
+// QuerySRQ returns the SRQ's attributes (ibv_query_srq; the kernel's
+// mlx5_ib_query_srq: max_wr = msrq.max − 1, max_sge = msrq.max_gs, the
+// values create returned, and srq_limit = the SRQ context's lwm). The
+// limit reads 0 once the limit event has fired, the SRQ disarmed, as rxe's
+// srq->limit (rxe_query_srq) does; that mlx5 firmware clears lwm there is
+// assumed, not in our sources. The firmware command's time is not
+// modelled.
+func (d *Device) QuerySRQ(s *SRQ) SRQAttr {
+	return SRQAttr{MaxWR: s.MaxWR, MaxSGE: s.MaxSGE, SRQLimit: s.limit}
 }
 
 // Posted returns the WQEs posted to the SRQ and not yet taken by a
@@ -315,11 +336,11 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 	if cntDiff(s.fetch, s.taken) < 0 {
 		panic(fmt.Sprintf("hca: %s srq %d: fetch %d behind taken %d", d.Name, s.Num, s.fetch, s.taken))
 	}
-	window := max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/s.stride)
+	window := d.srqWindow(s)
 	mask := uint16(s.depth - 1)
 	for {
 		avail := int(cntDiff(s.db, s.fetch))
-		room := window - len(s.cache) - s.inflight
+		room := window - s.cache.len() - s.inflight
 		if avail <= 0 || room <= 0 {
 			return
 		}
@@ -348,6 +369,12 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 	}
 }
 
+// srqWindow returns how many WQEs the SRQ's prefetch holds on chip or in
+// flight at most: hca.wqe_prefetch_depth 64-byte blocks of its stride.
+func (d *Device) srqWindow(s *SRQ) int {
+	return max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/s.stride)
+}
+
 // srqFetched puts n WQEs read from number start on chip (those not taken
 // on demand meanwhile).
 func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
@@ -357,10 +384,27 @@ func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
 		if cntDiff(seq, s.taken) < 0 {
 			continue // taken on demand before the prefetch got there
 		}
-		w := s.readWQE(s.slots[seq%uint32(s.depth)])
-		s.cache = append(s.cache, srqEntry{w: w, seq: seq})
+		slot := s.slots[seq%uint32(s.depth)]
+		w := s.readWQE(slot)
+		s.cache.push(srqEntry{w: w, seq: seq}, d.srqWindow(s))
+		d.traceSRQFetch(s, slot)
 	}
 	d.srqFetch(s, d.s.Now())
+}
+
+// traceSRQFetch announces an SRQ WQE put on chip by the prefetch:
+// wqe_fetch with srq (the SRQ's number), queue=srq and wqe (its slot, the
+// receive CQE's wqe_counter), and no qpn (the WQE is no QP's until a
+// responder takes it). As for an RQ, a WQE read on demand is not traced.
+func (d *Device) traceSRQFetch(s *SRQ, slot uint16) {
+	if d.NumHooks() == 0 {
+		return
+	}
+	ev := d.s.TraceEvent(d.s.Now(), d.Name, components.TraceWQEFetch)
+	ev.Fields = append(d.fieldBuf[:0], components.IntField("srq", int64(s.Num)),
+		components.StrField("queue", "srq"), components.IntField("wqe", int64(slot)))
+	d.InvokeHook(sim.HookCtx{Domain: d, Pos: components.HookPosTrace, Item: ev})
+	d.fieldBuf = ev.Fields[:0]
 }
 
 // readWQE decodes the WQE at slot from host memory; its Index is the slot
@@ -379,12 +423,15 @@ func (s *SRQ) readWQE(slot uint16) RecvWQE {
 func (qp *QP) popSRQ() (RecvWQE, bool) {
 	s := qp.srq
 	d := s.dev
-	for len(s.cache) > 0 && cntDiff(s.cache[0].seq, s.taken) < 0 {
-		s.cache = s.cache[1:]
+	for {
+		e, ok := s.cache.front()
+		if !ok || cntDiff(e.seq, s.taken) >= 0 {
+			break
+		}
+		s.cache.pop() // taken on demand before its read came in
 	}
-	if len(s.cache) > 0 {
-		w := s.cache[0].w
-		s.cache = s.cache[1:]
+	if e, ok := s.cache.pop(); ok {
+		w := e.w
 		s.taken++
 		d.srqTook(s)
 		d.srqFetch(s, d.s.Now())

@@ -246,11 +246,15 @@ func TestSRQEmptyIsRNRAsAnRQ(t *testing.T) {
 func TestSRQLimitEvent(t *testing.T) {
 	r := newSRQRig(t, Defaults(), 2, 15, false)
 	r.postRecvs(t, 0, 8)
+	// max_wr 15: depth 16, 15 posted at most; max_sge 1: stride
+	// max(32, 16 + 16) = 32, (32 − 16) / 16 = 1; no limit armed.
+	assert.Equal(t, SRQAttr{MaxWR: 15, MaxSGE: 1}, r.b.QuerySRQ(r.srq))
 	require.NoError(t, r.b.ModifySRQ(r.srq, 5))
-	var posted []int
+	var posted, limits []int
 	for k := 1; k <= 8; k++ {
 		r.at(ib.PS(k)*gap, func() {
 			posted = append(posted, r.srq.Posted())
+			limits = append(limits, r.b.QuerySRQ(r.srq).SRQLimit)
 			switch k {
 			case 7:
 				require.NoError(t, r.b.ModifySRQ(r.srq, 5)) // 2 left
@@ -274,6 +278,11 @@ func TestSRQLimitEvent(t *testing.T) {
 		fired = append(fired, int(e.At/gap))
 	}
 	assert.Equal(t, []int{4, 7}, fired, "once at message 4 (4 left < 5), once at 7 after re-arming (1 < 5)")
+	// ibv_query_srq before message k: 5 while armed (messages 1 … 4),
+	// 0 once message 4's take fired it (5, 6), 5 again re-armed before
+	// message 7 is sent but read before (so 0 at 7), 0 after 7's take
+	// fired it, and message 8's query precedes its disarm.
+	assert.Equal(t, []int{5, 5, 5, 5, 0, 0, 0, 0}, limits, "srq_limit")
 }
 
 // TestSRQRefusesBadArguments: out-of-range sizes at create, too many
@@ -542,4 +551,65 @@ func TestSRQOnDemandAtABreakHoldsThePrefetch(t *testing.T) {
 		r.b.Mem.Read(r.recvBuf(5+i), got)
 		assert.Equal(t, fmt.Sprintf("round 2 qp %d", i), string(got))
 	}
+}
+
+// TestQuerySRQReturnsTheRoundedCaps: ibv_query_srq returns what create
+// made of the caps: max_wr 5 → depth the power of two at or above 6, 8,
+// so 7; max_wr 100 → 128, 127; max_sge 3 → stride the power of two at or
+// above max(32, 16 + 48) = 64, (64 − 16) / 16 = 3; max_sge 4 → 16 + 64 =
+// 80 → 128, 7.
+func TestQuerySRQReturnsTheRoundedCaps(t *testing.T) {
+	d := NewDevice(components.NewSim(), "Fabric.Host[0].HCA", 1, Defaults())
+	pd := d.AllocPD()
+	for _, tc := range []struct{ wr, sge, maxWR, maxSGE int }{{5, 3, 7, 3}, {100, 4, 127, 7}} {
+		s, err := d.CreateSRQ(pd, tc.wr, tc.sge)
+		require.NoError(t, err)
+		assert.Equal(t, SRQAttr{MaxWR: tc.maxWR, MaxSGE: tc.maxSGE}, d.QuerySRQ(s), "%+v", tc)
+		require.NoError(t, d.ModifySRQ(s, 2))
+		assert.Equal(t, 2, d.QuerySRQ(s).SRQLimit)
+	}
+}
+
+// TestSRQPrefetchIsTraced: each WQE the SRQ's prefetch puts on chip is a
+// wqe_fetch event with srq, queue=srq and wqe its slot, and no qpn. Four
+// WQEs posted to a fresh SRQ take slots 0 … 3 (the list follows the ring
+// after create); the window, wqe_prefetch_depth 8 × 64 / stride 32 = 16
+// WQEs, holds them all, so all four are read before the first SEND and
+// none after it (nothing more is posted). A fifth posted after the SEND
+// takes slot 4 (slot 0, freed when its CQE is polled, goes to the list's
+// tail).
+func TestSRQPrefetchIsTraced(t *testing.T) {
+	r := newSRQRig(t, Defaults(), 1, 15, false)
+	var rec traceRecorder
+	r.b.AcceptHook(&rec)
+	r.at(gap, func() { r.postRecvs(t, 0, 4) })
+	r.at(2*gap, func() { r.send(t, 0, "m0") })
+	r.at(3*gap, func() {
+		require.Len(t, r.recvAll(), 1)
+		r.postRecvs(t, 4, 5)
+	})
+	r.runTo(t, 5*gap)
+	var slots []int64
+	var at []ib.PS
+	for _, e := range rec.events {
+		if e.Kind != components.TraceWQEFetch {
+			continue
+		}
+		q, _ := e.Str("queue")
+		require.Equal(t, "srq", q)
+		n, ok := e.Int("srq")
+		require.True(t, ok)
+		assert.Equal(t, int64(r.srq.Num), n)
+		_, hasQPN := e.Int("qpn")
+		assert.False(t, hasQPN)
+		w, _ := e.Int("wqe")
+		slots = append(slots, w)
+		at = append(at, ib.PS(e.Time))
+	}
+	assert.Equal(t, []int64{0, 1, 2, 3, 4}, slots)
+	require.Len(t, at, 5)
+	for i := 0; i < 4; i++ {
+		assert.Less(t, at[i], 2*gap, "slot %d read before the SEND", i)
+	}
+	assert.Greater(t, at[4], 3*gap, "slot 4 read after its post")
 }

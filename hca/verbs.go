@@ -42,6 +42,9 @@ type QP struct {
 	// maxSendSGE is the most gather elements a send WR may carry: the
 	// QP's QPCap.MaxSendSGE, or the device's MaxSendSGE for a cap of 0.
 	maxSendSGE int
+	// maxInlineData is the inline limit libmlx5 derives from the QP's
+	// caps (QPInlineLimit); 0 for a cap of 0, the device's limit only.
+	maxInlineData int
 	// srq is the shared receive queue the QP takes its receive WQEs from
 	// (CreateQPSRQ); nil for a QP with its own RQ.
 	srq *SRQ
@@ -80,8 +83,8 @@ type QP struct {
 	rqDB             uint32 // receive WQEs the HCA knows are posted
 	rqFetch          uint32 // receive WQEs whose prefetch was issued
 	rqInflight       int
-	rqCache          []RecvWQE
-	rqTaken          uint32 // receive WQEs consumed by the responder
+	rqCache          ring[RecvWQE] // receive WQEs on chip, in posting order
+	rqTaken          uint32        // receive WQEs consumed by the responder
 	rqDone           uint32
 	onDemand         bool
 	onDemandAddr     uint64  // with onDemand: the ring slot address of the receive WQE taken on demand, which the responder reads
@@ -192,6 +195,23 @@ type QPCap struct {
 	// every QP had before the cap existed: a QPCap written without it
 	// keeps its behaviour.
 	MaxSendSGE int
+	// MaxInlineData is the most inline bytes a send WR may carry, 1 …
+	// hca.max_inline_bytes (ibv_qp_cap.max_inline_data). libmlx5 sizes
+	// the send WQE for it and MaxSendSGE and gives the QP what that WQE
+	// holds (QPInlineLimit, at least the bytes asked for); a post of more
+	// is refused with ENOMEM. 0 leaves the device's hca.max_inline_bytes,
+	// the limit every QP had before the cap existed.
+	MaxInlineData int
+}
+
+// MaxInlineData returns the most inline bytes a send WR on the QP may
+// carry: QPInlineLimit for its caps, within hca.max_inline_bytes, or
+// hca.max_inline_bytes for a cap of 0.
+func (qp *QP) MaxInlineData() int {
+	if qp.maxInlineData > 0 {
+		return min(qp.maxInlineData, qp.dev.Cfg.MaxInlineBytes)
+	}
+	return qp.dev.Cfg.MaxInlineBytes
 }
 
 // MaxSendSGE returns the most gather elements a send WR on the QP may
@@ -217,16 +237,28 @@ func (d *Device) CreateQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int) *QP {
 // CreateQPCap makes an RC QP as CreateQP does, for the capabilities c: its
 // receive WQEs take c.MaxRecvSGE scatter elements, a stride of 16 × that
 // rounded up to a power of two bytes; its send WRs at most c.MaxSendSGE
-// gather elements (0: the device's MaxSendSGE). A count outside 1 …
-// MaxRecvSGE, or outside 0 … MaxSendSGE, is refused, as ibv_create_qp
-// refuses a cap above the device's (libmlx5's mlx5_calc_send_wqe: EINVAL).
+// gather elements (0: the device's MaxSendSGE); its inline sends at most
+// QPInlineLimit bytes for c.MaxInlineData (0: hca.max_inline_bytes). A
+// count outside 1 … MaxRecvSGE, outside 0 … MaxSendSGE, or an inline cap
+// outside 0 … hca.max_inline_bytes, is refused, as ibv_create_qp refuses
+// a cap above the device's (libmlx5's mlx5_calc_send_wqe: EINVAL).
 func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCap) (*QP, error) {
+	return d.createQPCap(pd, scq, rcq, sqBBs, rqDepth, c, false)
+}
+
+// createQPCap is CreateQPCap for an RC or (ud) a UD QP: the inline limit
+// depends on the transport's send WQE overhead.
+func (d *Device) createQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCap, ud bool) (*QP, error) {
 	if c.MaxRecvSGE < 1 || c.MaxRecvSGE > MaxRecvSGE {
 		return nil, fmt.Errorf("hca: %s max_recv_sge %d is not 1 … %d", d.Name, c.MaxRecvSGE, MaxRecvSGE)
 	}
 	if c.MaxSendSGE < 0 || c.MaxSendSGE > MaxSendSGE {
 		return nil, fmt.Errorf("hca: %s max_send_sge %d is not 1 … %d (or 0, the device's %d): %w",
 			d.Name, c.MaxSendSGE, MaxSendSGE, MaxSendSGE, syscall.EINVAL)
+	}
+	if c.MaxInlineData < 0 || c.MaxInlineData > d.Cfg.MaxInlineBytes {
+		return nil, fmt.Errorf("hca: %s max_inline_data %d is not 1 … hca.max_inline_bytes %d (or 0, the device's): %w",
+			d.Name, c.MaxInlineData, d.Cfg.MaxInlineBytes, syscall.EINVAL)
 	}
 	stride := RecvWQEBytes
 	for stride < c.MaxRecvSGE*RecvWQEBytes {
@@ -239,6 +271,10 @@ func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 	if c.MaxSendSGE > 0 {
 		qp.maxSendSGE = c.MaxSendSGE
 	}
+	if c.MaxInlineData > 0 {
+		qp.maxInlineData = QPInlineLimit(ud, qp.maxSendSGE, c.MaxInlineData)
+	}
+	qp.UD = ud
 	return qp, nil
 }
 
@@ -276,11 +312,11 @@ func (d *Device) CreateUDQP(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey ui
 // (CreateQPCap's rules): a receive of up to c.MaxRecvSGE elements takes a
 // datagram's GRH area and payload across them (receiveUD).
 func (d *Device) CreateUDQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, qkey uint32, c QPCap) (*QP, error) {
-	qp, err := d.CreateQPCap(pd, scq, rcq, sqBBs, rqDepth, c)
+	qp, err := d.createQPCap(pd, scq, rcq, sqBBs, rqDepth, c, true)
 	if err != nil {
 		return nil, err
 	}
-	qp.UD, qp.QKey = true, qkey
+	qp.QKey = qkey
 	return qp, nil
 }
 
@@ -489,6 +525,10 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	}
 	if wr.Inline && int(wr.Length) > d.Cfg.MaxInlineBytes {
 		return fmt.Errorf("qp 0x%x: inline length %d exceeds hca.max_inline_bytes %d", qp.Num, wr.Length, d.Cfg.MaxInlineBytes)
+	}
+	if wr.Inline && qp.maxInlineData > 0 && int(wr.Length) > qp.maxInlineData {
+		// libmlx5's set_data_inl_seg: inl > qp->max_inline_data is ENOMEM.
+		return fmt.Errorf("qp 0x%x: inline length %d exceeds the QP's max_inline_data %d: %w", qp.Num, wr.Length, qp.maxInlineData, syscall.ENOMEM)
 	}
 	if wr.Opcode.isAtomic() {
 		wr.Length = 8
@@ -876,7 +916,7 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
 	}
 	for {
-		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, len(qp.rqCache)+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
+		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, qp.rqCache.len()+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
 		if n == 0 {
 			return
 		}
@@ -903,7 +943,7 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 		d.Mem.Read(qp.rqBuf+uint64(slot)*uint64(qp.rqStride), b[:qp.rqStride])
 		w := DecodeRecvWQE(b[:qp.rqStride])
 		w.Index = idx
-		qp.rqCache = append(qp.rqCache, w)
+		qp.rqCache.push(w, max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/qp.rqStride))
 		d.trace(components.TraceWQEFetch, qp.Num, components.IntField("wqe", int64(idx&0xffff)), components.StrField("queue", "rq"))
 	}
 	d.recvFetch(qp, d.s.Now())
@@ -929,12 +969,14 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 	if qp.srq != nil {
 		return qp.popSRQ()
 	}
-	for len(qp.rqCache) > 0 && cntDiff(qp.rqCache[0].Index, qp.rqTaken) < 0 {
-		qp.rqCache = qp.rqCache[1:]
+	for {
+		w, ok := qp.rqCache.front()
+		if !ok || cntDiff(w.Index, qp.rqTaken) >= 0 {
+			break
+		}
+		qp.rqCache.pop() // taken on demand before its read came in
 	}
-	if len(qp.rqCache) > 0 {
-		w := qp.rqCache[0]
-		qp.rqCache = qp.rqCache[1:]
+	if w, ok := qp.rqCache.pop(); ok {
 		qp.rqTaken++
 		qp.dev.recvFetch(qp, qp.dev.s.Now())
 		return w, true

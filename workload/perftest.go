@@ -191,8 +191,8 @@ func (r *PerftestRun) Validate() error {
 }
 
 // checkSGEs refuses a count of scatter/gather elements the run cannot
-// post: outside 1 … hca.MaxSendSGE, more than the message's bytes (an
-// element of no bytes moves nothing; atomics move 8), or on UD.
+// post: outside 1 … hca.MaxSendSGE, or more than the message's bytes (an
+// element of no bytes moves nothing; atomics move 8).
 func (r *PerftestRun) checkSGEs() error {
 	n := max(r.SGEs, 1)
 	size := r.Size
@@ -204,8 +204,6 @@ func (r *PerftestRun) checkSGEs() error {
 		return fmt.Errorf("workload.sges: %d is out of range (1 to %d, the HCA's max_send_sge)", r.SGEs, hca.MaxSendSGE)
 	case n > 1 && n > size:
 		return fmt.Errorf("workload.sges: %d is more than the message's %d bytes (each element must hold at least one byte)", n, size)
-	case n > 1 && r.Connection == "UD":
-		return fmt.Errorf("workload.sges: %d with workload.connection UD is not modelled (the perftest does not cut a UD test's buffers into lists; the HCA takes a UD receive over several elements, hca.CreateUDQPCap)", n)
 	}
 	return nil
 }
@@ -598,7 +596,10 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 			case p.ud && p.srq[side] != nil:
 				qp, err = d.CreateUDQPSRQ(pd, scq, rcq, sqBBs, p.srq[side], perftestQKey)
 			case p.ud:
-				qp = d.CreateUDQP(pd, scq, rcq, sqBBs, rqDepth, perftestQKey)
+				// As an RC QP below: created for the elements its WRs
+				// carry (CreateUDQP's one element when sges is 1).
+				n := max(run.SGEs, 1)
+				qp, err = d.CreateUDQPCap(pd, scq, rcq, sqBBs, rqDepth, perftestQKey, hca.QPCap{MaxRecvSGE: n, MaxSendSGE: n})
 			case p.srq[side] != nil:
 				qp, err = d.CreateQPSRQ(pd, scq, rcq, sqBBs, p.srq[side])
 			default:
@@ -796,7 +797,9 @@ func (p *perftest) postRecv(side, q int) {
 	d := p.dev[side]
 	wr := hca.RecvWR{ID: uint64(q), Addr: p.rbuf[side][q], Length: uint32(p.bufLen + p.grh), LKey: p.mr[side][q].LKey}
 	if p.run.SGEs > 1 {
-		wr = hca.RecvWR{ID: uint64(q), SGL: sgl(p.rbuf[side][q], p.bufLen, p.run.SGEs, p.mr[side][q].LKey)}
+		// On UD the list covers the GRH area and the payload, so the
+		// datagram lands where one element puts it (hca receiveUD).
+		wr = hca.RecvWR{ID: uint64(q), SGL: sgl(p.rbuf[side][q], p.bufLen+p.grh, p.run.SGEs, p.mr[side][q].LKey)}
 	}
 	if srq := p.srq[side]; srq != nil {
 		if err := d.PostSRQRecv(srq, &wr); err != nil {

@@ -73,7 +73,7 @@ func TestBadInput(t *testing.T) {
 		{"bad combination found at run", []string{"-config", "edr.yaml", "--set", "workload.connection=UD", "--set", "workload.test=write_bw"},
 			[]string{"edr.yaml: workload.connection: UD runs send_lat and send_bw, not write_bw"}},
 		// workload.sges: 1 … max_send_sge 30, each element a byte at least,
-		// a perftest's on RC only.
+		// a perftest's (RC or UD), not a multicast one's.
 		{"sges zero", []string{"-config", "edr.yaml", "--set", "workload.sges=0"},
 			[]string{"workload.sges: 0 is out of range (1 to 30, the HCA's max_send_sge)"}},
 		{"sges above max_send_sge", []string{"-config", "edr.yaml", "--set", "workload.sges=31"},
@@ -82,8 +82,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"edr.yaml: workload.sges: 9 is more than the message's 8 bytes (each element must hold at least one byte)"}},
 		{"sges above an atomic's 8 bytes", []string{"-config", "edr.yaml", "--set", "workload.test=atomic_bw", "--set", "workload.sges=9"},
 			[]string{"workload.sges: 9 is more than the message's 8 bytes"}},
-		{"sges on UD", []string{"-config", "edr.yaml", "--set", "workload.test=send_bw", "--set", "workload.connection=UD", "--set", "workload.size=1024", "--set", "workload.sges=2"},
-			[]string{"workload.sges: 2 with workload.connection UD is not modelled"}},
+		{"sges on a multicast perftest", []string{"-config", "examples/ud-multicast-perftest.yaml", "--set", "workload.sges=2"},
+			[]string{"workload.sges: 2 with workload.mcg: true is not modelled"}},
 		{"sges on a collective", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.sges=2"},
 			[]string{"workload.sges: 2 is set, but workload.kind allreduce does not use it"}},
 		// workload.use_srq: perftest's send tests; workload.rx_depth.
