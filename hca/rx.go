@@ -99,6 +99,23 @@ func (d *Device) deliver(pkt *ib.Packet) {
 	d.s.FreePacket(pkt)
 }
 
+// recvWQEAt returns when the receive WQE a packet arriving at t just took
+// (PopRecv) is on chip: at t if it was; when its prefetch read brings it
+// if that read is in flight (rqWait); else after a read of it from host
+// memory, in the QP's order of DMA.
+func (d *Device) recvWQEAt(qp *QP, t ib.PS) ib.PS {
+	if qp.onDemand {
+		// The receive WQE was not prefetched: read it from host memory now.
+		d.Counters.OnDemandRecv++
+		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
+		if qp.srq != nil {
+			qp.srq.readOnDemand(t)
+		}
+		return t
+	}
+	return max(t, qp.rqWait)
+}
+
 // sendAck queues an ACK or NAK built by the transport stage at t.
 func (d *Device) sendAck(qp *QP, t ib.PS, syn uint8, psn, msn uint32) {
 	p := d.newPacket(qp)
@@ -125,7 +142,7 @@ func (d *Device) sendAck(qp *QP, t ib.PS, syn uint8, psn, msn uint32) {
 // the receive CQE.
 func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	now := d.s.Now()
-	qp.onDemand = false
+	qp.onDemand, qp.rqWait = false, 0
 	a := qp.resp.Receive(pkt, qp)
 	defer func() {
 		if qp.resp.State == QPErr && qp.State != QPErr {
@@ -135,15 +152,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 			d.flushRecvs(qp, d.s.Now())
 		}
 	}()
-	t := now
-	if qp.onDemand {
-		// The receive WQE was not prefetched: read it from host memory now.
-		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
-		if qp.srq != nil {
-			qp.srq.readOnDemand(t)
-		}
-	}
+	t := d.recvWQEAt(qp, now)
 	if a.KeyChecked && a.RecvSGL != nil {
 		bad := len(a.RecvSGL)
 		for i, e := range a.RecvSGL {
@@ -415,20 +424,13 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		d.Counters.UDDrops++
 		return
 	}
-	qp.onDemand = false
+	qp.onDemand, qp.rqWait = false, 0
 	recv, ok := qp.PopRecv()
 	if !ok {
 		d.Counters.UDDrops++
 		return
 	}
-	t := d.s.Now()
-	if qp.onDemand {
-		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
-		if qp.srq != nil {
-			qp.srq.readOnDemand(t)
-		}
-	}
+	t := d.recvWQEAt(qp, d.s.Now())
 	msgLen := uint64(UDGRHBytes + pkt.PayloadLen)
 	var r KeyResult
 	if recv.SGL != nil {

@@ -73,22 +73,34 @@ type QP struct {
 	// packet's payload write does not pass the previous packet's, nor the
 	// key check before it.
 	dmaSlot, keySlot ib.PS
-	sqDB             uint32 // producer count from doorbells
-	sqFetch          uint32 // WQEBBs whose fetch was issued
-	sqFetched        uint32 // WQEBBs on chip
-	sqDecoded        uint32 // WQEBBs decoded
-	fetchInflight    int
-	decoded          []decodedWQE
-	inlineArena      []byte // inline payloads of decoded WQEs not yet handed on
-	rqDB             uint32 // receive WQEs the HCA knows are posted
-	rqFetch          uint32 // receive WQEs whose prefetch was issued
-	rqInflight       int
-	rqCache          ring[RecvWQE] // receive WQEs on chip, in posting order
-	rqTaken          uint32        // receive WQEs consumed by the responder
-	rqDone           uint32
-	onDemand         bool
-	onDemandAddr     uint64  // with onDemand: the ring slot address of the receive WQE taken on demand, which the responder reads
-	thread           *Thread // the application thread its posts run on
+	// rqFetchSlot is dmaSlot for the receive queue's prefetch reads: the
+	// prefetcher is a DMA requester of its own, as an SRQ's is. In the
+	// QP's order it would wait behind the payload writes of packets that
+	// wait for its own reads, one read per window of messages.
+	rqFetchSlot   ib.PS
+	sqDB          uint32 // producer count from doorbells
+	sqFetch       uint32 // WQEBBs whose fetch was issued
+	sqFetched     uint32 // WQEBBs on chip
+	sqDecoded     uint32 // WQEBBs decoded
+	fetchInflight int
+	decoded       []decodedWQE
+	inlineArena   []byte // inline payloads of decoded WQEs not yet handed on
+	rqDB          uint32 // receive WQEs the HCA knows are posted
+	rqFetch       uint32 // receive WQEs whose prefetch was issued
+	rqInflight    int
+	rqCache       ring[RecvWQE] // receive WQEs on chip, in posting order
+	rqTaken       uint32        // receive WQEs consumed by the responder
+	rqDone        uint32
+	onDemand      bool
+	// rqReadDone holds, by receive WQE index modulo the prefetch window,
+	// when the prefetch read of that WQE puts it on chip; rqWait, for the
+	// WQE the responder just took, when it may use it: a WQE taken while
+	// its prefetch read is in flight waits for that read, as the
+	// responder would, instead of reading it again.
+	rqReadDone   []ib.PS
+	rqWait       ib.PS
+	onDemandAddr uint64  // with onDemand: the ring slot address of the receive WQE taken on demand, which the responder reads
+	thread       *Thread // the application thread its posts run on
 	// xlateAt is when the address translation of the inbound message
 	// being received is on chip: the responder translates a message's
 	// range at its key check, and its later packets' DMAs wait for that.
@@ -916,13 +928,26 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
 	}
 	for {
-		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, qp.rqCache.len()+qp.rqInflight, d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
+		// Held: the WQEs read or being read that the responder has not
+		// taken, [rqTaken, rqFetch). A read still in flight for WQEs
+		// taken on demand meanwhile holds none: counting it (the cache
+		// and rqInflight) kept a responder that fell behind on demand
+		// for good, each message waiting for its own WQE's read.
+		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, int(cntDiff(qp.rqFetch, qp.rqTaken)), d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
 		if n == 0 {
 			return
 		}
 		at := qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
-		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), at, n*qp.rqStride)
+		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.rqFetchSlot, 0), at, n*qp.rqStride)
 		done = d.stages[StageWQEFetch].accept(done, 0)
+		if qp.rqReadDone == nil {
+			qp.rqReadDone = make([]ib.PS, RecvWindow(d.Cfg.WQEPrefetchDepth, qp.rqStride))
+		}
+		for i := range n {
+			// A read starts only for room in the window, [rqTaken,
+			// rqTaken + window), so no index in flight shares a place.
+			qp.rqReadDone[(qp.rqFetch+uint32(i))%uint32(len(qp.rqReadDone))] = done
+		}
 		e := d.at(done, evRecvFetched)
 		e.Arg = qpArg(qp, qp.rqFetch)
 		e.Port = int32(n)
@@ -986,12 +1011,22 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 	}
 	var b [MaxRecvSGE * RecvWQEBytes]byte
 	slot := qp.rqTaken % uint32(qp.rqDepth)
-	qp.onDemandAddr = qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
-	qp.dev.Mem.Read(qp.onDemandAddr, b[:qp.rqStride])
+	addr := qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
+	qp.dev.Mem.Read(addr, b[:qp.rqStride])
 	w := DecodeRecvWQE(b[:qp.rqStride])
 	w.Index = qp.rqTaken
+	if cntDiff(qp.rqFetch, qp.rqTaken) > 0 {
+		// The cache is empty and every WQE of [rqTaken, rqFetch) is on
+		// chip or being read: this one's read is in flight. Wait for it.
+		qp.rqWait = qp.rqReadDone[qp.rqTaken%uint32(len(qp.rqReadDone))]
+	} else {
+		qp.onDemandAddr = addr
+		qp.onDemand = true
+	}
 	qp.rqTaken++
-	qp.onDemand = true
+	// The prefetch goes on from the WQE after it, as after a WQE taken
+	// from the cache.
+	qp.dev.recvFetch(qp, qp.dev.s.Now())
 	return w, true
 }
 

@@ -42,12 +42,16 @@ func RecvRead(posted, fetched uint32, held, depth, ringWQEs int) (n, slot int) {
 	return RecvReadStride(posted, fetched, held, depth, ringWQEs, RecvWQEBytes)
 }
 
+// RecvWindow is the receive prefetch window in WQEs: depth 64-byte
+// blocks of WQEs of stride bytes, at least one.
+func RecvWindow(depth, stride int) int { return max(1, depth*WQEBBBytes/stride) }
+
 // RecvReadStride is RecvRead for a receive queue of stride bytes per WQE
 // (16 × a power of two, QP.RecvStride): the window of depth 64-byte blocks
 // holds depth × 64 / stride WQEs, at least one, and a read of n WQEs is
 // n × stride bytes.
 func RecvReadStride(posted, fetched uint32, held, depth, ringWQEs, stride int) (n, slot int) {
-	window := max(1, depth*WQEBBBytes/stride)
+	window := RecvWindow(depth, stride)
 	slot = int(fetched % uint32(ringWQEs))
 	if posted == fetched || held >= window {
 		return 0, slot
