@@ -214,7 +214,8 @@ module hca_responder #(
         sat = (v == 16'hFFFF) ? v : v + 16'd1;
     endfunction
 
-    integer q;
+    // A context's fields other than its flags are written by cfg_* before
+    // they are read (every use needs ctx_valid), so only the flags reset.
     always @(posedge clk) begin
         if (!rst_n) begin
             state <= S_IDLE;
@@ -222,7 +223,6 @@ module hca_responder #(
             ctx_err <= {NQ{1'b0}};
             ctx_inmsg <= {NQ{1'b0}};
             ctx_naks <= {NQ{1'b0}};
-            for (q = 0; q < NQ; q = q + 1) ctx_pend[q] <= 11'd0;
             ack_valid <= 1'b0;
             p_ack <= 1'b0;
             x_wr <= 1'b0;
