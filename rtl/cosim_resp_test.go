@@ -88,6 +88,9 @@ type respRun struct {
 	stream   []*respPkt
 	mem      map[uint64]byte // the model's host memory: the bytes written
 	acks     []respAck
+	// ackAfter[i]: the packets written before ACK i went (its own too).
+	ackAfter []int
+	writes   int
 	want     respCounts
 	// Coverage of the model's decisions.
 	byKind   map[string]int
@@ -288,6 +291,7 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 		run.byKind["accepted, no payload"]++
 	}
 	if a.Write {
+		run.writes++
 		for k, b := range cp.pay {
 			run.mem[a.WriteAddr+uint64(k)] = b
 		}
@@ -305,6 +309,7 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 
 func (run *respRun) ack(q *respQP, syn uint8, psn, msn uint32) {
 	run.acks = append(run.acks, respAck{q.qpn, psn, uint32(syn), msn})
+	run.ackAfter = append(run.ackAfter, run.writes)
 	if syn == hca.SynACKNoLimit {
 		run.want.acks++
 	} else {
@@ -443,6 +448,7 @@ func (run *respRun) write(t *testing.T, dir string) {
 type respResult struct {
 	mem      map[uint64]byte
 	acks     []respAck
+	ackAfter []int // wr0 writes whose last beat was taken before each ACK was
 	counts   respCounts
 	beats    int
 	writes   int
@@ -491,6 +497,11 @@ func parseResp(t *testing.T, out string) *respResult {
 			}
 		case "A":
 			res.acks = append(res.acks, respAck{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4]))})
+			done := res.writes
+			if wIdx > 0 {
+				done-- // a write under way
+			}
+			res.ackAfter = append(res.ackAfter, done)
 		case "C":
 			var c [7]int
 			for i := range c {
@@ -523,6 +534,15 @@ func (run *respRun) check(res *respResult) []string {
 		}
 		if w != g || i >= len(run.acks) || i >= len(res.acks) {
 			diffs = append(diffs, fmt.Sprintf("ACK %d of %d (RTL %d): RTL %+v, model %+v", i, len(run.acks), len(res.acks), g, w))
+			break
+		}
+	}
+	// Each ACK leaves after the last beat of every write before it in the
+	// model's order (its own packet's among them): a requester that sees
+	// it may complete a WRITE whose bytes are all in host memory.
+	for i := range min(len(run.ackAfter), len(res.ackAfter)) {
+		if res.ackAfter[i] < run.ackAfter[i] {
+			diffs = append(diffs, fmt.Sprintf("ACK %d taken after %d whole writes, before the %d that precede it", i, res.ackAfter[i], run.ackAfter[i]))
 			break
 		}
 	}
@@ -872,11 +892,19 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"an ACK for every AckReq", f, "h_ackreq && ctx_pend[ix] + 11'd1 >= COAL;", "h_ackreq;"},
 		{"no flush", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "1'b0"},
 		{"a flush with a packet waiting", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "(hit && ctx_pend[ix] != 11'd0)"},
+		// Several edits, joined by respEdits' separator.
+		{"the ACK before the payload's write", f,
+			"state <= S_XFER;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_XFER;" + respEdits +
+				"if (x_done) state <= S_ACK;" + respEdits + "S_ACK: if (!p_ack) begin\n                state <= S_FLUSH;" + respEdits +
+				"cnt_naks <= sat(cnt_naks);\n                state <= S_FLUSH;",
+			"state <= S_ACK;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_ACK;" + respEdits +
+				"if (x_done) state <= S_FLUSH;" + respEdits + "S_ACK: if (!p_ack) begin\n                state <= S_XFER;" + respEdits +
+				"cnt_naks <= sat(cnt_naks);\n                state <= S_XFER;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			replace := mutatedSource(t, m.file, m.old, m.new)
+			replace := respMutated(t, m)
 			run := newRespRun(cosimSeeds[0], 3)
 			run.fill(respMutantSteps)
 			res := runResp(t, ctx, t.TempDir(), run, 1, replace)
@@ -892,6 +920,26 @@ func TestResponderMutantsFail(t *testing.T) {
 			t.Logf("%s", diffs[0])
 		})
 	}
+}
+
+// respEdits separates the edits of a mutant that makes several.
+const respEdits = "\x00"
+
+// respMutated is mutatedSource for a mutant of one or more edits (old and
+// new split at respEdits), each of whose old texts occurs once.
+func respMutated(t *testing.T, m cosimMutant) map[string]string {
+	t.Helper()
+	if m.file == "" {
+		return map[string]string{}
+	}
+	olds, news := strings.Split(m.old, respEdits), strings.Split(m.new, respEdits)
+	require.Len(t, news, len(olds))
+	src := PrimitiveSource(m.file)
+	for i, o := range olds {
+		require.Equal(t, 1, strings.Count(src, o), "the mutation's text %q occurs once in %s", o, m.file)
+		src = strings.Replace(src, o, news[i], 1)
+	}
+	return map[string]string{m.file: src}
 }
 
 // respMutantSteps is the mutant runs' length: each mutant first differed
