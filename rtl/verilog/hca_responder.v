@@ -1,0 +1,353 @@
+// hca_responder: the receive side of an RC QP for RDMA WRITE requests (IBA ch. 9 responder; rxe_resp.c).
+// Go model: hca.Responder.Receive and FlushAck (hca/responder.go) as hca.Device.respond carries them
+// out (hca/rx.go: the payload written at RespAction.WriteAddr, the ACK or NAK, then the coalesced ACK
+// owed when no further packet waits); rtl/cosim_resp_test.go drives the same request packets into both
+// and requires the host bytes written, the ACK/NAK sequence and the counters to be the model's.
+//
+// Contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits. cfg_* (the modify to RTR) writes one:
+// its QPN, the expected PSN (the requester's first) and the QP's protection domain; the message
+// sequence number, the sequence-NAK flag, the coalescing count and the ERR state are cleared
+// (hca.NewResponder). cfg_ready: only between packets (the block idle).
+//
+// Requests: one at a time. A packet's header on rq_* (valid/ready): QPN (BTH.DestQP), PSN, BTH.OpCode,
+// AckReq, the RETH's VA, R_Key and DMA length (looked at on a FIRST or ONLY), and its payload's bytes
+// (PktLen less headers and pad: 0..8191); its payload on pd_* (valid/ready), ceil(bytes / 64) blocks,
+// byte 0 of the payload in lane 0 of the first (hca_rx_ack's realigned payload FIFO), the blocks of
+// the next packet behind them. Each packet's blocks are all taken, written or dropped. Per packet, as
+// the model (Receive):
+//   no context holds the QPN: dropped (no_qp);
+//   the context is in ERR (a class C error before): dropped (err_drop);
+//   PSN ahead of the expected one (modulo 2^24, within half the space: psnDiff > 0): one NAK PSN
+//     sequence error (syndrome 0x60) with the expected PSN per gap, then dropped (seq_drop) until the
+//     expected PSN arrives;
+//   PSN behind (a duplicate): a SEND or WRITE packet re-ACKed with the expected PSN - 1 (C9-105, rxe
+//     duplicate_request), nothing written (dup); a duplicate READ or atomic: TODO (todo);
+//   in sequence: the sequence-NAK flag clears; a FIRST or ONLY inside a message, a MIDDLE or LAST
+//     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
+//     context to ERR (class C); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
+//     through kc_* (hca_key_check's contract: REMOTE_WRITE, the context's PD, [VA, VA + DMA length));
+//     a failure: NAK remote access error (0x62) at the packet's PSN, nothing written, the context to
+//     ERR; else the packet's payload is written at the WRITE's next byte (the RETH's VA at FIRST/ONLY,
+//     moved by each packet's bytes: the model checks the RETH range once and places MIDDLE and LAST
+//     bytes without a bound, as here), the expected PSN moves by one, the MSN by one at LAST/ONLY;
+//     an AckReq packet counts towards an ACK (syndrome 0x1F, "no credit limit", with the MSN after
+//     the packet) that leaves when ACK_COALESCE of them are counted (hca.ack_coalesce);
+//   other opcodes in sequence (SEND, READ, atomics, WRITE with immediate): TODO, dropped (todo), the
+//     context unchanged.
+// After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
+// goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
+//
+// Payload writes: DMA client wr0 (hca_dma_engine's contract: whole 64-byte blocks, the address and
+// length on the first beat and held, byte enables per beat): a packet of n bytes at address a is one
+// write of ceil((a mod 64 + n) / 64) beats, its bytes realigned to the host's lanes (payload byte p in
+// lane (a + p) mod 64: a 6-stage byte rotator and the previous block's lanes below a mod 64), byte
+// enables from lane a mod 64 on the first beat and up to lane (a + n - 1) mod 64 on the last. A
+// packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
+// Counters: 16 bits, saturating.
+// TODO: SEND into receive WQEs, RDMA WRITE with immediate, READ (responder resources), atomics,
+// RNR NAKs, duplicates of READs and atomics, integration into hca_transport (docs/rtl.md).
+module hca_responder #(
+    parameter integer QPN_W        = 3,  // 2^QPN_W contexts
+    parameter integer ACK_COALESCE = 1   // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
+) (
+    input  wire         clk,
+    input  wire         rst_n,
+    input  wire         cfg_valid,
+    output wire         cfg_ready,
+    input  wire [23:0]  cfg_qpn,
+    input  wire [23:0]  cfg_psn,
+    input  wire [31:0]  cfg_pd,
+    input  wire         rq_valid,
+    output wire         rq_ready,
+    input  wire [23:0]  rq_qpn,
+    input  wire [23:0]  rq_psn,
+    input  wire [7:0]   rq_op,
+    input  wire         rq_ackreq,
+    input  wire [63:0]  rq_va,
+    input  wire [31:0]  rq_rkey,
+    input  wire [31:0]  rq_dlen,
+    input  wire [12:0]  rq_len,
+    input  wire         pd_valid,
+    input  wire [511:0] pd_data,
+    output wire         pd_ready,
+    output wire         kc_req_valid,
+    input  wire         kc_req_ready,
+    output wire [31:0]  kc_req_key,
+    output wire [31:0]  kc_req_pd,
+    output wire [3:0]   kc_req_need,
+    output wire [63:0]  kc_req_addr,
+    output wire [63:0]  kc_req_len,
+    input  wire         kc_rsp_valid,
+    output wire         kc_rsp_ready,
+    input  wire [2:0]   kc_rsp_result,
+    output wire         wr_valid,
+    output wire [63:0]  wr_addr,
+    output wire [15:0]  wr_len,
+    output wire [511:0] wr_data,
+    output wire [63:0]  wr_be,     // bit 63 - k for the byte at wr_data[511-8k -: 8]
+    input  wire         wr_ready,
+    output reg          ack_valid,
+    input  wire         ack_ready,
+    output reg  [23:0]  ack_qpn,
+    output reg  [23:0]  ack_psn,
+    output reg  [7:0]   ack_syn,
+    output reg  [23:0]  ack_msn,
+    output reg  [15:0]  cnt_acks,     // ACKs sent (hca Counters.Acks)
+    output reg  [15:0]  cnt_naks,     // NAKs sent (Counters.Naks)
+    output reg  [15:0]  cnt_dup,      // duplicates re-ACKed
+    output reg  [15:0]  cnt_seq_drop, // packets ahead dropped after their gap's NAK
+    output reg  [15:0]  cnt_err_drop, // packets for a context in ERR
+    output reg  [15:0]  cnt_no_qp,    // packets for a QPN no context holds
+    output reg  [15:0]  cnt_todo      // packets of a kind not handled yet, dropped
+);
+    localparam integer NQ = 1 << QPN_W;
+    localparam [10:0] COAL = ACK_COALESCE[10:0];
+    localparam [2:0] S_IDLE = 3'd0, S_DEC = 3'd1, S_KREQ = 3'd2, S_KRSP = 3'd3, S_XFER = 3'd4,
+                     S_ACK = 3'd5, S_FLUSH = 3'd6, S_FACK = 3'd7;
+    localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62;
+
+    // ---- contexts ----
+    reg  [NQ-1:0] ctx_valid, ctx_err, ctx_inmsg, ctx_naks;
+    reg  [23:0]   ctx_qpn  [0:NQ-1];
+    reg  [23:0]   ctx_epsn [0:NQ-1];
+    reg  [23:0]   ctx_msn  [0:NQ-1];
+    reg  [31:0]   ctx_pd   [0:NQ-1];
+    reg  [63:0]   ctx_wva  [0:NQ-1];   // the WRITE's next byte
+    reg  [10:0]   ctx_pend [0:NQ-1];   // AckReq packets not yet acknowledged
+    reg  [23:0]   ctx_ppsn [0:NQ-1];   // the PSN a coalesced ACK carries
+
+    // ---- the packet in hand ----
+    reg  [2:0]   state;
+    reg  [23:0]  h_qpn, h_psn;
+    reg  [7:0]   h_op;
+    reg          h_ackreq;
+    reg  [63:0]  h_va;
+    reg  [31:0]  h_rkey, h_dlen;
+    reg  [12:0]  h_len;
+    wire [QPN_W-1:0] ix = h_qpn[QPN_W-1:0];
+
+    wire         hit    = ctx_valid[ix] && ctx_qpn[ix] == h_qpn;
+    wire [23:0]  d      = h_psn - ctx_epsn[ix];
+    wire         ahead  = d != 24'd0 && !d[23];
+    wire         behind = d[23];
+    wire         rc_req = h_op[7:5] == 3'd0 && (h_op <= 8'h0C || h_op == 8'h13 || h_op == 8'h14 ||
+                                                h_op == 8'h16 || h_op == 8'h17);
+    wire         first  = h_op == 8'h00 || h_op == 8'h04 || h_op == 8'h05 || h_op == 8'h17 || h_op == 8'h06 ||
+                          h_op == 8'h0A || h_op == 8'h0B || h_op == 8'h0C || h_op == 8'h13 || h_op == 8'h14;
+    wire         is_send = h_op <= 8'h05 || h_op == 8'h16 || h_op == 8'h17;
+    wire         rd_atom = h_op == 8'h0C || h_op == 8'h13 || h_op == 8'h14;
+    wire         is_wr  = h_op == 8'h06 || h_op == 8'h07 || h_op == 8'h08 || h_op == 8'h0A;
+    wire         has_reth = h_op == 8'h06 || h_op == 8'h0A;
+    wire         last   = h_op == 8'h08 || h_op == 8'h0A;
+    wire         bad_seq = first == ctx_inmsg[ix] || (ctx_inmsg[ix] && is_send);
+
+    // The decision in S_DEC (one cycle after the header is taken).
+    wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
+    wire         go_kc   = in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0;
+    wire         commit  = (state == S_DEC && in_seq && !bad_seq && is_wr && !go_kc) ||
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0);
+    wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
+    wire [63:0]  wva     = has_reth ? h_va : ctx_wva[ix];
+    wire [23:0]  msn_n   = ctx_msn[ix] + {23'd0, last};
+    wire         ack_now = h_ackreq && ctx_pend[ix] + 11'd1 >= COAL;
+
+    // ---- the payload: written (x_wr) or dropped ----
+    reg          x_wr, x_first;
+    reg  [63:0]  x_addr;
+    reg  [7:0]   x_bt;     // beats left to write
+    reg  [7:0]   x_src;    // payload blocks left to take
+    reg  [5:0]   x_e;      // the last beat's last lane
+    reg  [15:0]  x_len;    // the write's bytes, whole blocks
+    reg  [511:0] x_prev;   // the previous block, rotated
+    wire [5:0]   s       = x_addr[5:0];
+    wire [511:0] r0 = s[0] ? {pd_data[7:0],   pd_data[511:8]}   : pd_data;  // lane k <- lane k - 1
+    wire [511:0] r1 = s[1] ? {r0[15:0],  r0[511:16]}  : r0;
+    wire [511:0] r2 = s[2] ? {r1[31:0],  r1[511:32]}  : r1;
+    wire [511:0] r3 = s[3] ? {r2[63:0],  r2[511:64]}  : r2;
+    wire [511:0] r4 = s[4] ? {r3[127:0], r3[511:128]} : r3;
+    wire [511:0] rot = s[5] ? {r4[255:0], r4[511:256]} : r4;
+    wire [63:0]  ge_s    = {64{1'b1}} >> s;                  // bit 63 - k: lane k >= s
+    reg  [511:0] x_out;
+    integer      k;
+    always @* begin
+        for (k = 0; k < 64; k = k + 1)
+            x_out[511-8*k -: 8] = ge_s[63-k] ? rot[511-8*k -: 8] : x_prev[511-8*k -: 8];
+    end
+    wire         x_src_on = x_src != 8'd0;
+    wire         x_busy   = state == S_XFER;
+    assign wr_valid = x_busy && x_wr && x_bt != 8'd0 && (!x_src_on || pd_valid);
+    wire         w_take   = wr_valid && wr_ready;
+    assign wr_addr  = x_addr;
+    assign wr_len   = x_len;
+    assign wr_data  = x_out;
+    assign wr_be    = (x_first ? ge_s : {64{1'b1}}) &
+                      (x_bt == 8'd1 ? ~({64{1'b1}} >> ({1'b0, x_e} + 7'd1)) : {64{1'b1}});
+    assign pd_ready = x_busy && x_src_on && (x_wr ? w_take : 1'b1);
+    // Done when the cycle leaves no beat to write and no block to take.
+    wire         x_pop    = pd_ready && pd_valid;
+    wire [7:0]   bt_n     = x_bt - {7'd0, w_take};
+    wire [7:0]   src_n    = x_src - {7'd0, x_pop};
+    wire         x_done   = x_busy && bt_n == 8'd0 && src_n == 8'd0;
+
+    // ---- the ACK or NAK the packet owes ----
+    reg          p_ack;
+    reg  [7:0]   p_syn;
+    reg  [23:0]  p_psn, p_msn;
+    wire         out_free = !ack_valid || ack_ready;
+
+    assign cfg_ready    = state == S_IDLE;
+    assign rq_ready     = state == S_IDLE && !cfg_valid;
+    assign kc_req_valid = state == S_KREQ;
+    assign kc_req_key   = h_rkey;
+    assign kc_req_pd    = ctx_pd[ix];
+    assign kc_req_need  = 4'd2;               // REMOTE_WRITE (hca.AccessRemoteWrite)
+    assign kc_req_addr  = h_va;
+    assign kc_req_len   = {32'd0, h_dlen};
+    assign kc_rsp_ready = state == S_KRSP;
+
+    wire [7:0]   n_blk  = {1'b0, h_len[12:6]} + {7'd0, h_len[5:0] != 6'd0};   // ceil(n / 64)
+    wire [13:0]  n_sum  = {8'd0, wva[5:0]} + {1'b0, h_len};                  // s + n
+    wire [7:0]   n_beat = n_sum[13:6] + {7'd0, n_sum[5:0] != 6'd0};           // ceil((s + n) / 64)
+
+    function [15:0] sat;
+        input [15:0] v;
+        sat = (v == 16'hFFFF) ? v : v + 16'd1;
+    endfunction
+
+    // A context's fields other than its flags are written by cfg_* before
+    // they are read (every use needs ctx_valid), so only the flags reset.
+    always @(posedge clk) begin
+        if (!rst_n) begin
+            state <= S_IDLE;
+            ctx_valid <= {NQ{1'b0}};
+            ctx_err <= {NQ{1'b0}};
+            ctx_inmsg <= {NQ{1'b0}};
+            ctx_naks <= {NQ{1'b0}};
+            ack_valid <= 1'b0;
+            p_ack <= 1'b0;
+            x_wr <= 1'b0;
+            x_bt <= 8'd0;
+            x_src <= 8'd0;
+            cnt_acks <= 16'd0; cnt_naks <= 16'd0; cnt_dup <= 16'd0; cnt_seq_drop <= 16'd0;
+            cnt_err_drop <= 16'd0; cnt_no_qp <= 16'd0; cnt_todo <= 16'd0;
+        end else begin
+            if (ack_valid && ack_ready) ack_valid <= 1'b0;
+            case (state)
+            S_IDLE: begin
+                if (cfg_valid) begin
+                    ctx_valid[cfg_qpn[QPN_W-1:0]] <= 1'b1;
+                    ctx_err[cfg_qpn[QPN_W-1:0]]   <= 1'b0;
+                    ctx_inmsg[cfg_qpn[QPN_W-1:0]] <= 1'b0;
+                    ctx_naks[cfg_qpn[QPN_W-1:0]]  <= 1'b0;
+                    ctx_qpn[cfg_qpn[QPN_W-1:0]]   <= cfg_qpn;
+                    ctx_epsn[cfg_qpn[QPN_W-1:0]]  <= cfg_psn;
+                    ctx_msn[cfg_qpn[QPN_W-1:0]]   <= 24'd0;
+                    ctx_pd[cfg_qpn[QPN_W-1:0]]    <= cfg_pd;
+                    ctx_wva[cfg_qpn[QPN_W-1:0]]   <= 64'd0;
+                    ctx_pend[cfg_qpn[QPN_W-1:0]]  <= 11'd0;
+                    ctx_ppsn[cfg_qpn[QPN_W-1:0]]  <= 24'd0;
+                end else if (rq_valid) begin
+                    h_qpn <= rq_qpn; h_psn <= rq_psn; h_op <= rq_op; h_ackreq <= rq_ackreq;
+                    h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len;
+                    state <= S_DEC;
+                end
+            end
+            S_DEC: begin
+                // Unless committed below, the payload is dropped and nothing is owed.
+                x_wr <= 1'b0;
+                x_src <= n_blk;
+                x_bt <= 8'd0;
+                p_ack <= 1'b0;
+                p_psn <= h_psn;
+                p_msn <= ctx_msn[ix];
+                state <= S_XFER;
+                if (!hit) begin
+                    cnt_no_qp <= sat(cnt_no_qp);
+                end else if (ctx_err[ix]) begin
+                    cnt_err_drop <= sat(cnt_err_drop);
+                end else if (!rc_req) begin
+                    cnt_todo <= sat(cnt_todo);
+                end else if (ahead) begin
+                    if (ctx_naks[ix]) begin
+                        cnt_seq_drop <= sat(cnt_seq_drop);
+                    end else begin
+                        ctx_naks[ix] <= 1'b1;
+                        p_ack <= 1'b1; p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];
+                    end
+                end else if (behind) begin
+                    if (rd_atom) begin
+                        cnt_todo <= sat(cnt_todo);
+                    end else begin
+                        cnt_dup <= sat(cnt_dup);
+                        p_ack <= 1'b1; p_syn <= SYN_ACK; p_psn <= ctx_epsn[ix] - 24'd1;
+                    end
+                end else begin
+                    ctx_naks[ix] <= 1'b0;
+                    if (bad_seq) begin
+                        ctx_err[ix] <= 1'b1;
+                        p_ack <= 1'b1; p_syn <= SYN_INV;
+                    end else if (!is_wr) begin
+                        cnt_todo <= sat(cnt_todo);
+                    end else if (go_kc) begin
+                        state <= S_KREQ;
+                    end
+                end
+            end
+            S_KREQ: if (kc_req_ready) state <= S_KRSP;
+            S_KRSP: if (kc_rsp_valid) state <= S_XFER;
+            S_XFER: begin
+                if (w_take) begin
+                    x_bt <= x_bt - 8'd1;
+                    x_first <= 1'b0;
+                end
+                if (x_pop) begin
+                    x_src <= x_src - 8'd1;
+                    x_prev <= rot;
+                end
+                if (x_done) state <= S_ACK;
+            end
+            S_ACK: if (!p_ack) begin
+                state <= S_FLUSH;
+            end else if (out_free) begin
+                ack_valid <= 1'b1;
+                ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
+                if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
+                else cnt_naks <= sat(cnt_naks);
+                state <= S_FLUSH;
+            end
+            S_FLUSH: state <= (hit && !rq_valid && ctx_pend[ix] != 11'd0) ? S_FACK : S_IDLE;
+            S_FACK: if (out_free) begin
+                ack_valid <= 1'b1;
+                ack_qpn <= h_qpn; ack_psn <= ctx_ppsn[ix]; ack_syn <= SYN_ACK; ack_msn <= ctx_msn[ix];
+                cnt_acks <= sat(cnt_acks);
+                ctx_pend[ix] <= 11'd0;
+                state <= S_IDLE;
+            end
+            default: state <= S_IDLE;
+            endcase
+            if (k_fail) begin
+                ctx_err[ix] <= 1'b1;
+                p_ack <= 1'b1; p_syn <= SYN_ACC;
+            end
+            if (commit) begin
+                x_wr <= h_len != 13'd0;
+                x_first <= 1'b1;
+                x_addr <= wva;
+                x_bt <= h_len != 13'd0 ? n_beat : 8'd0;
+                x_e <= n_sum[5:0] - 6'd1;
+                x_len <= {2'd0, n_beat, 6'd0};
+                ctx_wva[ix] <= wva + {51'd0, h_len};
+                ctx_inmsg[ix] <= !last;
+                ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;
+                ctx_msn[ix] <= msn_n;
+                if (h_ackreq) begin
+                    ctx_ppsn[ix] <= h_psn;
+                    ctx_pend[ix] <= ack_now ? 11'd0 : ctx_pend[ix] + 11'd1;
+                end
+                if (ack_now) begin
+                    p_ack <= 1'b1; p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= msn_n;
+                end
+            end
+        end
+    end
+endmodule
