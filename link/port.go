@@ -177,6 +177,13 @@ type Port struct {
 	// one VL touches one cache line, not one per array.
 	vl [MaxVLs]vlState
 
+	// fcIn holds the flow-control packets sent here whose arrival is not an
+	// event (quiet credits: sendFC), in arrival order, fcInN of them; their
+	// credits reach vl when read (settleFC) or when the owner has something
+	// to send again (Pending), and fcDeferred says there are some.
+	fcIn  [fcInCap]fcArrival
+	fcInN uint8
+
 	sim.HookableBase
 	timing  Timing
 	carried portCarries // the counters' high parts (portCounts)
@@ -214,6 +221,9 @@ const (
 	// ownerIdle: the owner has nothing to send on this port (Pending), so
 	// credits arriving are no news to it.
 	ownerIdle
+	// fcDeferred: fcIn holds flow-control packets whose credits are not
+	// applied yet.
+	fcDeferred
 )
 
 func (f portFlags) has(b portFlags) bool { return f&b != 0 }
@@ -236,6 +246,24 @@ type vlState struct {
 	rxPeak int16 // most blocks the receive buffer has held
 	fcLast ib.PS // when the last flow-control packet for the VL left
 }
+
+// fcArrival is a flow-control packet on its way to a port, or arrived there,
+// kept instead of its arrival event: what the event would have carried, and
+// the place it would have held among its picosecond's events (Sim.Reserve).
+type fcArrival struct {
+	at    ib.PS  // when it arrives
+	seq   uint64 // its place among at's primary events
+	fctbs uint16 // the sender's FCTBS for the VL
+	fccl  uint16 // the limit the sender's receive buffer advertises
+	cap   int16  // the sender's receive buffer on the VL, blocks (at most 2048)
+	vl    uint8
+}
+
+// fcInCap is how many flow-control packets a port keeps in fcIn; more on the
+// way at once are events. One per VL in flight is the common case: a cable
+// carries few flow-control packets at once (each VL's are fc_min_interval
+// apart, and its credits are read at the sender's next try).
+const fcInCap = 2
 
 // AcceptHook adds a hook (sim.Hookable) and notes that the port is traced.
 func (p *Port) AcceptHook(h sim.Hook) {
@@ -449,6 +477,58 @@ func (p *Port) WaitIdle() {
 	p.armIdle()
 }
 
+// settleFC applies the credits of the flow-control packets in fcIn that
+// have arrived: those whose arrival event would have run by now.
+func (p *Port) settleFC() {
+	n := 0
+	for n < int(p.fcInN) && p.s.Passed(p.fcIn[n].at, p.fcIn[n].seq) {
+		p.applyFC(&p.fcIn[n])
+		n++
+	}
+	p.dropFC(n)
+}
+
+// dropFC removes fcIn's first n packets.
+func (p *Port) dropFC(n int) {
+	if n == 0 {
+		return
+	}
+	copy(p.fcIn[:], p.fcIn[n:p.fcInN])
+	p.fcInN -= uint8(n)
+	if p.fcInN == 0 {
+		p.flags &^= fcDeferred
+	}
+}
+
+// applyFC is an untraced arrival of a flow-control packet from a lossless
+// wire with the owner idle: evFCArrive's effect.
+func (p *Port) applyFC(a *fcArrival) {
+	vl := int(a.vl)
+	p.vl[vl].tx.Update(a.fccl)
+	// The receive side's ABR is left alone: on a lossless wire (sendFC
+	// keeps packets from lossy wires events) every block the peer sent
+	// before the packet arrived before it, so at its arrival ABR already
+	// equalled its FCTBS, and the data that arrived since (a packet whose
+	// head came in the same picosecond, after it, among them) counts on
+	// top.
+	p.vl[vl].peerCap = int32(a.cap)
+}
+
+// armFC settles fcIn and queues the arrival events of the packets still on
+// their way, each in its reserved place: the owner has something to send,
+// and must hear of their credits when they arrive.
+func (p *Port) armFC() {
+	p.settleFC()
+	for i := range int(p.fcInN) {
+		a := &p.fcIn[i]
+		ev := p.s.ScheduleReserved(a.at, p, evFCArrive, a.seq)
+		ev.VL = int8(a.vl)
+		ev.Arg = int64(a.fctbs)<<16 | int64(a.fccl)
+		ev.Port = int32(a.cap)
+	}
+	p.dropFC(int(p.fcInN))
+}
+
 // Pending tells the port whether its owner has something to send on it.
 // While it has not, a flow-control packet's credits reach the port without
 // a PortReady: the owner, with nothing queued, would do nothing with them,
@@ -459,6 +539,9 @@ func (p *Port) WaitIdle() {
 func (p *Port) Pending(on bool) {
 	if on {
 		p.flags &^= ownerIdle
+		if p.flags.has(fcDeferred) {
+			p.armFC()
+		}
 	} else if p.s.Quiet() {
 		p.flags |= ownerIdle
 	}
@@ -500,11 +583,19 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 	if vl == ib.ManagementVL {
 		return true
 	}
+	if p.flags.has(fcDeferred) {
+		p.settleFC()
+	}
 	return p.vl[vl].tx.CanSend(blocks)
 }
 
 // CreditsAvailable returns the blocks the peer has room for on vl.
-func (p *Port) CreditsAvailable(vl int) int { return p.vl[vl].tx.Available() }
+func (p *Port) CreditsAvailable(vl int) int {
+	if p.flags.has(fcDeferred) {
+		p.settleFC()
+	}
+	return p.vl[vl].tx.Available()
+}
 
 // CanSend reports whether pkt may start on the wire now.
 func (p *Port) CanSend(pkt *ib.Packet) bool {
@@ -537,6 +628,9 @@ func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 	if vl != ib.ManagementVL {
 		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
+		}
+		if p.flags.has(fcDeferred) {
+			p.settleFC()
 		}
 		p.vl[vl].tx.Send(blocks)
 	}
@@ -695,13 +789,37 @@ func (p *Port) sendFC() {
 	if p.flags.has(lossy) && p.corruptLastFC() {
 		kind = evFCLost
 	}
-	ev := p.toPeer(now+p.latency+ser, kind, components.ClassPrimary)
-	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer, and, for the
 	// peer's traces and checkers, the buffer's size now.
+	at := now + p.latency + ser
+	if q := p.peer; kind == evFCArrive && p.flags&(remote|lossy) == 0 && q.flags&(ownerIdle|traced) == ownerIdle && q.fcInN < fcInCap {
+		// Quiet credits: the peer's owner has nothing to send, so the
+		// arrival would only set credits that its next try reads. They
+		// wait in the peer's fcIn, in the place the event would hold, and
+		// reach its VL when read or when the owner has something to send
+		// (Pending), which queues the event in that place. Not on a lossy
+		// wire: there the arrival may resynchronise ABR and owe a
+		// flow-control packet back at its own time.
+		if seq := p.s.Reserve(); seq != 0 {
+			q.fcIn[q.fcInN] = fcArrival{at: at, seq: seq, fctbs: p.vl[vl].tx.FCTBS(), fccl: p.vl[vl].rx.FCCL(),
+				cap: int16(p.vl[vl].rx.Capacity()), vl: uint8(vl)}
+			q.fcInN++
+			q.flags |= fcDeferred
+			p.sentFC(now, vl)
+			return
+		}
+	}
+	ev := p.toPeer(at, kind, components.ClassPrimary)
+	ev.VL = int8(vl)
 	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
 	ev.Port = int32(p.vl[vl].rx.Capacity())
+	p.sentFC(now, vl)
+}
+
+// sentFC traces the flow-control packet for vl that sendFC put on the wire
+// and sends the next pending VL's when the wire frees.
+func (p *Port) sentFC(now ib.PS, vl int) {
 	if p.flags.has(traced) {
 		p.traceTxEnd()
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
@@ -791,6 +909,11 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.Owner.PortReady(p)
 	case evFCArrive:
 		vl := int(ev.VL)
+		if p.flags.has(fcDeferred) {
+			// Packets kept in fcIn that arrived before this one take
+			// effect first.
+			p.settleFC()
+		}
 		p.vl[vl].tx.Update(uint16(ev.Arg & 0xFFFF))
 		abr := p.vl[vl].rx.ABR()
 		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
