@@ -270,6 +270,12 @@ func (s *Sim) Passed(at ib.PS, seq uint64) bool {
 	return s.fast.Passed(seq)
 }
 
+// PassedLow is Passed for a place kept as its low 32 bits (ReserveLow).
+func (s *Sim) PassedLow(at ib.PS, low uint32) bool {
+	last := s.fast.LastReserved()
+	return s.Passed(at, last-uint64(uint32(last)-low))
+}
+
 // end notes that a run has returned, for Passed: one that drained ran
 // every event (Stop and passLimit set the bound of one that stopped).
 func (s *Sim) end() {

@@ -172,19 +172,21 @@ type Port struct {
 	psDen    uint8 // at most 9 (12x FDR): setTiming
 	vls      uint8 // data VLs in use (VL15 is always there)
 	flags    portFlags
+	fcInHead uint8 // fcIn's first packet
+	fcInN    uint8 // packets in fcIn
 
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
 	vl [MaxVLs]vlState
 
-	// fcIn holds the flow-control packets sent here whose arrival is not an
-	// event (quiet credits: sendFC), in arrival order, fcInN of them; their
-	// credits reach vl when read (settleFC) or when the owner has something
-	// to send again (Pending), and fcDeferred says there are some.
-	fcIn  [fcInCap]fcArrival
-	fcInN uint8
-
 	sim.HookableBase
+	_ [8]byte // so that fcIn starts on a line (TestPortLayout)
+	// fcIn holds the flow-control packets sent here whose arrival is not an
+	// event (quiet credits: sendFC), in arrival order, a ring of fcInN from
+	// fcInHead: their credits reach vl when read (settleFC) or when the
+	// owner has something to send again (Pending).
+	fcIn [fcInCap]fcArrival
+
 	timing  Timing
 	carried portCarries // the counters' high parts (portCounts)
 	errs    bitErrors   // the outgoing wire's bit errors, when lossy and cw is nil
@@ -221,9 +223,6 @@ const (
 	// ownerIdle: the owner has nothing to send on this port (Pending), so
 	// credits arriving are no news to it.
 	ownerIdle
-	// fcDeferred: fcIn holds flow-control packets whose credits are not
-	// applied yet.
-	fcDeferred
 )
 
 func (f portFlags) has(b portFlags) bool { return f&b != 0 }
@@ -250,20 +249,28 @@ type vlState struct {
 // fcArrival is a flow-control packet on its way to a port, or arrived there,
 // kept instead of its arrival event: what the event would have carried, and
 // the place it would have held among its picosecond's events (Sim.Reserve).
+//
+// 16 bytes, so that a port's four fill one line. The sender's FCTBS is not
+// kept: on the lossless wires whose packets are kept it equals the
+// receiver's ABR when the packet arrives, and the ABR synchronisation is
+// a no-op (applyFC).
 type fcArrival struct {
-	at    ib.PS  // when it arrives
-	seq   uint64 // its place among at's primary events
-	fctbs uint16 // the sender's FCTBS for the VL
-	fccl  uint16 // the limit the sender's receive buffer advertises
-	cap   int16  // the sender's receive buffer on the VL, blocks (at most 2048)
-	vl    uint8
+	at   ib.PS  // when it arrives
+	seq  uint32 // its place among at's primary events (Sim.ReserveLow)
+	vlCL uint16 // the VL << 12 | the limit the sender's receive buffer advertises (FCCL, 12 bits)
+	cap  int16  // the sender's receive buffer on the VL, blocks (at most 2048)
 }
 
-// fcInCap is how many flow-control packets a port keeps in fcIn; more on the
-// way at once are events. One per VL in flight is the common case: a cable
-// carries few flow-control packets at once (each VL's are fc_min_interval
-// apart, and its credits are read at the sender's next try).
-const fcInCap = 2
+// fcInCap is how many flow-control packets a port keeps in fcIn, a power of
+// two; more on the way at once are events. A 30 m cable (≈150 ns) carries
+// a flow-control packet for each of the ≈7 1 KiB packets on it at NDR when
+// every one frees the buffer behind it, but the buffers release in bursts
+// less often than that.
+const fcInCap = 4
+
+// fcNoSync marks an evFCArrive queued from fcIn (armFC), in Arg: its FCTBS
+// was not kept and ABR needs no synchronisation (fcArrival).
+const fcNoSync = 1 << 40
 
 // AcceptHook adds a hook (sim.Hookable) and notes that the port is traced.
 func (p *Port) AcceptHook(h sim.Hook) {
@@ -480,31 +487,22 @@ func (p *Port) WaitIdle() {
 // settleFC applies the credits of the flow-control packets in fcIn that
 // have arrived: those whose arrival event would have run by now.
 func (p *Port) settleFC() {
-	n := 0
-	for n < int(p.fcInN) && p.s.Passed(p.fcIn[n].at, p.fcIn[n].seq) {
-		p.applyFC(&p.fcIn[n])
-		n++
-	}
-	p.dropFC(n)
-}
-
-// dropFC removes fcIn's first n packets.
-func (p *Port) dropFC(n int) {
-	if n == 0 {
-		return
-	}
-	copy(p.fcIn[:], p.fcIn[n:p.fcInN])
-	p.fcInN -= uint8(n)
-	if p.fcInN == 0 {
-		p.flags &^= fcDeferred
+	for p.fcInN > 0 {
+		a := &p.fcIn[p.fcInHead]
+		if !p.s.PassedLow(a.at, a.seq) {
+			return
+		}
+		p.applyFC(a)
+		p.fcInHead = (p.fcInHead + 1) & (fcInCap - 1)
+		p.fcInN--
 	}
 }
 
 // applyFC is an untraced arrival of a flow-control packet from a lossless
 // wire with the owner idle: evFCArrive's effect.
 func (p *Port) applyFC(a *fcArrival) {
-	vl := int(a.vl)
-	p.vl[vl].tx.Update(a.fccl)
+	vl := int(a.vlCL >> 12)
+	p.vl[vl].tx.Update(a.vlCL & 0xFFF)
 	// The receive side's ABR is left alone: on a lossless wire (sendFC
 	// keeps packets from lossy wires events) every block the peer sent
 	// before the packet arrived before it, so at its arrival ABR already
@@ -519,14 +517,14 @@ func (p *Port) applyFC(a *fcArrival) {
 // and must hear of their credits when they arrive.
 func (p *Port) armFC() {
 	p.settleFC()
-	for i := range int(p.fcInN) {
-		a := &p.fcIn[i]
-		ev := p.s.ScheduleReserved(a.at, p, evFCArrive, a.seq)
-		ev.VL = int8(a.vl)
-		ev.Arg = int64(a.fctbs)<<16 | int64(a.fccl)
+	for ; p.fcInN > 0; p.fcInN-- {
+		a := &p.fcIn[p.fcInHead]
+		ev := p.s.ScheduleReservedLow(a.at, p, evFCArrive, a.seq)
+		ev.VL = int8(a.vlCL >> 12)
+		ev.Arg = fcNoSync | int64(a.vlCL&0xFFF)
 		ev.Port = int32(a.cap)
+		p.fcInHead = (p.fcInHead + 1) & (fcInCap - 1)
 	}
-	p.dropFC(int(p.fcInN))
 }
 
 // Pending tells the port whether its owner has something to send on it.
@@ -539,7 +537,7 @@ func (p *Port) armFC() {
 func (p *Port) Pending(on bool) {
 	if on {
 		p.flags &^= ownerIdle
-		if p.flags.has(fcDeferred) {
+		if p.fcInN != 0 {
 			p.armFC()
 		}
 	} else if p.s.Quiet() {
@@ -583,7 +581,7 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 	if vl == ib.ManagementVL {
 		return true
 	}
-	if p.flags.has(fcDeferred) {
+	if p.fcInN != 0 {
 		p.settleFC()
 	}
 	return p.vl[vl].tx.CanSend(blocks)
@@ -591,7 +589,7 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 
 // CreditsAvailable returns the blocks the peer has room for on vl.
 func (p *Port) CreditsAvailable(vl int) int {
-	if p.flags.has(fcDeferred) {
+	if p.fcInN != 0 {
 		p.settleFC()
 	}
 	return p.vl[vl].tx.Available()
@@ -629,7 +627,7 @@ func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
 		}
-		if p.flags.has(fcDeferred) {
+		if p.fcInN != 0 {
 			p.settleFC()
 		}
 		p.vl[vl].tx.Send(blocks)
@@ -793,7 +791,7 @@ func (p *Port) sendFC() {
 	// the peer) and the FCCL of this side's receive buffer, and, for the
 	// peer's traces and checkers, the buffer's size now.
 	at := now + p.latency + ser
-	if q := p.peer; kind == evFCArrive && p.flags&(remote|lossy) == 0 && q.flags&(ownerIdle|traced) == ownerIdle && q.fcInN < fcInCap {
+	if q := p.peer; kind == evFCArrive && p.flags&(remote|lossy) == 0 && q.flags&(ownerIdle|traced) == ownerIdle {
 		// Quiet credits: the peer's owner has nothing to send, so the
 		// arrival would only set credits that its next try reads. They
 		// wait in the peer's fcIn, in the place the event would hold, and
@@ -801,13 +799,17 @@ func (p *Port) sendFC() {
 		// (Pending), which queues the event in that place. Not on a lossy
 		// wire: there the arrival may resynchronise ABR and owe a
 		// flow-control packet back at its own time.
-		if seq := p.s.Reserve(); seq != 0 {
-			q.fcIn[q.fcInN] = fcArrival{at: at, seq: seq, fctbs: p.vl[vl].tx.FCTBS(), fccl: p.vl[vl].rx.FCCL(),
-				cap: int16(p.vl[vl].rx.Capacity()), vl: uint8(vl)}
-			q.fcInN++
-			q.flags |= fcDeferred
-			p.sentFC(now, vl)
-			return
+		if q.fcInN == fcInCap {
+			q.settleFC() // those that have arrived make room
+		}
+		if q.fcInN < fcInCap {
+			if seq := p.s.ReserveLow(); seq != 0 {
+				q.fcIn[(q.fcInHead+q.fcInN)&(fcInCap-1)] = fcArrival{at: at, seq: seq,
+					vlCL: uint16(vl)<<12 | p.vl[vl].rx.FCCL(), cap: int16(p.vl[vl].rx.Capacity())}
+				q.fcInN++
+				p.sentFC(now, vl)
+				return
+			}
 		}
 	}
 	ev := p.toPeer(at, kind, components.ClassPrimary)
@@ -909,14 +911,16 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.Owner.PortReady(p)
 	case evFCArrive:
 		vl := int(ev.VL)
-		if p.flags.has(fcDeferred) {
+		if p.fcInN != 0 {
 			// Packets kept in fcIn that arrived before this one take
 			// effect first.
 			p.settleFC()
 		}
 		p.vl[vl].tx.Update(uint16(ev.Arg & 0xFFFF))
 		abr := p.vl[vl].rx.ABR()
-		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
+		if ev.Arg&fcNoSync == 0 {
+			p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
+		}
 		p.vl[vl].peerCap = ev.Port
 		if p.flags.has(traced) {
 			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), int(p.vl[vl].peerCap))
