@@ -19,24 +19,20 @@ func TestPortLayout(t *testing.T) {
 	hot := unsafe.Offsetof(p.Owner)
 	end := func(off, size uintptr) uintptr { return off + size - hot }
 	for name, e := range map[string]uintptr{
-		"busyUntil":     end(unsafe.Offsetof(p.busyUntil), 8),
-		"latency":       end(unsafe.Offsetof(p.latency), 8),
-		"fcMinInterval": end(unsafe.Offsetof(p.fcMinInterval), 8),
-		"Index":         end(unsafe.Offsetof(p.Index), 4),
-		"count":         end(unsafe.Offsetof(p.count), unsafe.Sizeof(p.count)),
-		"lendChunk":     end(unsafe.Offsetof(p.lendChunk), 2),
-		"flags":         end(unsafe.Offsetof(p.flags), 1),
-		"fcInN":         end(unsafe.Offsetof(p.fcInN), 1),
-		"vl[0]":         end(unsafe.Offsetof(p.vl), unsafe.Sizeof(p.vl[0])),
+		"busyUntil": end(unsafe.Offsetof(p.busyUntil), 8),
+		"latency":   end(unsafe.Offsetof(p.latency), 8),
+		"Index":     end(unsafe.Offsetof(p.Index), 4),
+		"count":     end(unsafe.Offsetof(p.count), unsafe.Sizeof(p.count)),
+		"lendChunk": end(unsafe.Offsetof(p.lendChunk), 2),
+		"flags":     end(unsafe.Offsetof(p.flags), 1),
+		"fcAt":      end(unsafe.Offsetof(p.fcAt), 4),
+		"fcSeq":     end(unsafe.Offsetof(p.fcSeq), 4),
+		"fcCL":      end(unsafe.Offsetof(p.fcCL), 2),
+		"vl[0]":     end(unsafe.Offsetof(p.vl), unsafe.Sizeof(p.vl[0])),
 	} {
 		assert.LessOrEqual(t, e, uintptr(2*64), name)
 	}
 	assert.GreaterOrEqual(t, unsafe.Offsetof(p.HookableBase), hot+2*64, "the hook list is cold")
-	// A flow-control packet kept for later (fcIn) writes and reads one
-	// line: four 16-byte entries from a line's start.
-	assert.Equal(t, uintptr(16), unsafe.Sizeof(p.fcIn[0]))
-	assert.Equal(t, uintptr(64), unsafe.Sizeof(p.fcIn))
-	assert.Zero(t, (unsafe.Offsetof(p.fcIn)-hot)%64, "fcIn starts on a line")
 	assert.GreaterOrEqual(t, unsafe.Offsetof(p.carried), hot+2*64, "the counters' carries are cold")
 	// Owners read Index on every callback and Idle (which a callback's send
 	// attempt calls) reads fcPending: both are in the two lines above.

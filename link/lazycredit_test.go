@@ -6,8 +6,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
+
+// lazyRig is quietRig with a refresh period of 2^30 ps (≈1.07 ms, the
+// longest with which a port keeps flow-control packets: sendFC) and a
+// time limit of 1 µs, before the first refresh: the rig's packets all
+// come and go well within it.
+func lazyRig(t *testing.T) (*components.Sim, *Port, *readyLog) {
+	t.Helper()
+	s := components.NewSim()
+	log := &[]string{}
+	own := &readyLog{s: s, log: log}
+	pc := PortConfig{VLs: 1, BufferBlocks: 256, FCRefresh: 1 << 30}
+	a := NewPort(s, own, "Test.Src.Port[1]", 1, pc)
+	b := NewPort(s, &holdSink{}, "Test.Sink.Port[1]", 1, pc)
+	cfg := Defaults()
+	Connect(a, b, cfg.Timing(2))
+	s.StopAt(ib.FromNanoseconds(1000))
+	return s, a, own
+}
 
 // TestQuietCreditsNeedNoEvent: a flow-control packet sent to a port whose
 // owner has nothing to send (Pending(false)) and that nobody traces is no
@@ -26,7 +45,7 @@ import (
 // was a seventh event in the quiet run too.
 func TestQuietCreditsNeedNoEvent(t *testing.T) {
 	for _, all := range []bool{false, true} {
-		s, a, own, _ := quietRig(t)
+		s, a, own := lazyRig(t)
 		if all {
 			s.AllEvents()
 		}
@@ -76,7 +95,7 @@ func TestQuietCreditsArmedByPending(t *testing.T) {
 		{"pending while on the wire", 50100, true},
 		{"pending after it arrived", 90000, false},
 	} {
-		s, a, own, _ := quietRig(t)
+		s, a, own := lazyRig(t)
 		b := a.Peer()
 		full := a.CreditsAvailable(0)
 		pkt := packet64(s)
@@ -110,7 +129,7 @@ func TestQuietCreditsArmedByPending(t *testing.T) {
 // run; one stopped after leaves them back.
 func TestQuietCreditsAfterStop(t *testing.T) {
 	for _, stopLate := range []bool{false, true} {
-		s, a, _, _ := quietRig(t)
+		s, a, _ := lazyRig(t)
 		b := a.Peer()
 		full := a.CreditsAvailable(0)
 		pkt := packet64(s)

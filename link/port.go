@@ -151,20 +151,29 @@ type Port struct {
 	busyUntil ib.PS // outgoing wire busy until (exclusive)
 	// latency and psNum/psDen are timing's Latency() and byte time (psNum/psDen
 	// ps), copied here so that a send reads no cold line.
-	latency       ib.PS
-	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
-	pool          int32 // shared-pool blocks not lent to any VL
+	latency ib.PS
+	count   portCounts
+	pool    int32 // shared-pool blocks not lent to any VL
 	// idleSeq is the place (Sim.ReserveLow, never 0) the event for the
 	// wire going idle at busyUntil holds among its picosecond's events,
 	// kept until someone waits for the wire (armIdle); 0 once it is
 	// queued, or when nothing is on the wire.
-	idleSeq   uint32
-	count     portCounts
+	idleSeq uint32
+	// A flow-control packet sent here whose arrival is not an event (quiet
+	// credits: sendFC), while fcKept: it arrives at fcAt (the low 32 bits
+	// of its picosecond: it is settled within fcRefresh ≤ 2^30 ps of its
+	// arrival, sendFC), in the place fcSeq (Sim.ReserveLow) among that
+	// picosecond's events, with fcCL, its VL << 12 | the limit it
+	// advertises (FCCL). Its credits reach vl when read (settleFC) or when
+	// the owner has something to send again (Pending).
+	fcAt      uint32
+	fcSeq     uint32
 	psNum     uint16 // at most 4000 (1x SDR): setTiming
 	Index     uint16 // port number on the owner (at most fabric.MaxRadix)
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
 	lendChunk int16  // blocks lent at a time: one largest packet (at most 2048: NewPort)
+	fcCL      uint16
 	// serCarry is the exact end of the transmission that ends at busyUntil
 	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
 	// there if it starts at busyUntil. |serCarry| ≤ psDen/2 ≤ 4.
@@ -172,20 +181,13 @@ type Port struct {
 	psDen    uint8 // at most 9 (12x FDR): setTiming
 	vls      uint8 // data VLs in use (VL15 is always there)
 	flags    portFlags
-	fcInHead uint8 // fcIn's first packet
-	fcInN    uint8 // packets in fcIn
 
 	// vl holds each VL's credit and buffer state together, so an event on
 	// one VL touches one cache line, not one per array.
 	vl [MaxVLs]vlState
 
 	sim.HookableBase
-	_ [8]byte // so that fcIn starts on a line (TestPortLayout)
-	// fcIn holds the flow-control packets sent here whose arrival is not an
-	// event (quiet credits: sendFC), in arrival order, a ring of fcInN from
-	// fcInHead: their credits reach vl when read (settleFC) or when the
-	// owner has something to send again (Pending).
-	fcIn [fcInCap]fcArrival
+	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL (minInterval: not 0)
 
 	timing  Timing
 	carried portCarries // the counters' high parts (portCounts)
@@ -223,6 +225,11 @@ const (
 	// ownerIdle: the owner has nothing to send on this port (Pending), so
 	// credits arriving are no news to it.
 	ownerIdle
+	// minInterval: fcMinInterval is not 0.
+	minInterval
+	// fcKept: fcAt, fcSeq and fcCL hold a flow-control packet whose credits
+	// are not applied yet.
+	fcKept
 )
 
 func (f portFlags) has(b portFlags) bool { return f&b != 0 }
@@ -246,30 +253,8 @@ type vlState struct {
 	fcLast ib.PS // when the last flow-control packet for the VL left
 }
 
-// fcArrival is a flow-control packet on its way to a port, or arrived there,
-// kept instead of its arrival event: what the event would have carried, and
-// the place it would have held among its picosecond's events (Sim.Reserve).
-//
-// 16 bytes, so that a port's four fill one line. The sender's FCTBS is not
-// kept: on the lossless wires whose packets are kept it equals the
-// receiver's ABR when the packet arrives, and the ABR synchronisation is
-// a no-op (applyFC).
-type fcArrival struct {
-	at   ib.PS  // when it arrives
-	seq  uint32 // its place among at's primary events (Sim.ReserveLow)
-	vlCL uint16 // the VL << 12 | the limit the sender's receive buffer advertises (FCCL, 12 bits)
-	cap  int16  // the sender's receive buffer on the VL, blocks (at most 2048)
-}
-
-// fcInCap is how many flow-control packets a port keeps in fcIn, a power of
-// two; more on the way at once are events. A 30 m cable (≈150 ns) carries
-// a flow-control packet for each of the ≈7 1 KiB packets on it at NDR when
-// every one frees the buffer behind it, but the buffers release in bursts
-// less often than that.
-const fcInCap = 4
-
-// fcNoSync marks an evFCArrive queued from fcIn (armFC), in Arg: its FCTBS
-// was not kept and ABR needs no synchronisation (fcArrival).
+// fcNoSync marks an evFCArrive queued for a kept packet (armFC), in Arg:
+// its FCTBS was not kept, and ABR needs no synchronisation (applyFC).
 const fcNoSync = 1 << 40
 
 // AcceptHook adds a hook (sim.Hookable) and notes that the port is traced.
@@ -306,6 +291,9 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 	}
 	p := &Port{Name: name, Index: uint16(index), Owner: owner, s: s, vls: uint8(cfg.VLs),
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
+	if cfg.FCMinInterval > 0 {
+		p.flags |= minInterval
+	}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
 	}
@@ -484,46 +472,43 @@ func (p *Port) WaitIdle() {
 	p.armIdle()
 }
 
-// settleFC applies the credits of the flow-control packets in fcIn that
-// have arrived: those whose arrival event would have run by now.
+// settleFC applies the credits of the kept flow-control packet if it has
+// arrived: if its arrival event would have run by now.
 func (p *Port) settleFC() {
-	for p.fcInN > 0 {
-		a := &p.fcIn[p.fcInHead]
-		if !p.s.PassedLow(a.at, a.seq) {
-			return
-		}
-		p.applyFC(a)
-		p.fcInHead = (p.fcInHead + 1) & (fcInCap - 1)
-		p.fcInN--
+	now := p.s.Now()
+	at := now + ib.PS(int32(p.fcAt-uint32(now)))
+	if p.s.PassedLow(at, p.fcSeq) {
+		p.applyFC()
 	}
 }
 
-// applyFC is an untraced arrival of a flow-control packet from a lossless
-// wire with the owner idle: evFCArrive's effect.
-func (p *Port) applyFC(a *fcArrival) {
-	vl := int(a.vlCL >> 12)
-	p.vl[vl].tx.Update(a.vlCL & 0xFFF)
-	// The receive side's ABR is left alone: on a lossless wire (sendFC
-	// keeps packets from lossy wires events) every block the peer sent
-	// before the packet arrived before it, so at its arrival ABR already
-	// equalled its FCTBS, and the data that arrived since (a packet whose
-	// head came in the same picosecond, after it, among them) counts on
-	// top.
-	p.vl[vl].peerCap = int32(a.cap)
+// applyFC is the kept packet's arrival: evFCArrive's effect, untraced,
+// from a lossless wire, with the owner idle. The receive side's ABR is
+// left alone: on a lossless wire (sendFC keeps packets from lossy wires
+// events) every block the peer sent before the packet arrived before it,
+// so at its arrival ABR already equalled its FCTBS, and the data that
+// arrived since (a packet whose head came in the same picosecond, after
+// it, among them) counts on top. The peer's buffer size (peerCap) is
+// unchanged: sendFC keeps only packets that do not change it.
+func (p *Port) applyFC() {
+	p.vl[p.fcCL>>12].tx.Update(p.fcCL & 0xFFF)
+	p.flags &^= fcKept
 }
 
-// armFC settles fcIn and queues the arrival events of the packets still on
-// their way, each in its reserved place: the owner has something to send,
-// and must hear of their credits when they arrive.
+// armFC settles the kept packet and, if it is still on its way, queues its
+// arrival event in its reserved place: the owner has something to send,
+// and must hear of its credits when it arrives.
 func (p *Port) armFC() {
 	p.settleFC()
-	for ; p.fcInN > 0; p.fcInN-- {
-		a := &p.fcIn[p.fcInHead]
-		ev := p.s.ScheduleReservedLow(a.at, p, evFCArrive, a.seq)
-		ev.VL = int8(a.vlCL >> 12)
-		ev.Arg = fcNoSync | int64(a.vlCL&0xFFF)
-		ev.Port = int32(a.cap)
-		p.fcInHead = (p.fcInHead + 1) & (fcInCap - 1)
+	if p.flags.has(fcKept) {
+		now := p.s.Now()
+		at := now + ib.PS(int32(p.fcAt-uint32(now)))
+		ev := p.s.ScheduleReservedLow(at, p, evFCArrive, p.fcSeq)
+		vl := int(p.fcCL >> 12)
+		ev.VL = int8(vl)
+		ev.Arg = fcNoSync | int64(p.fcCL&0xFFF)
+		ev.Port = p.vl[vl].peerCap
+		p.flags &^= fcKept
 	}
 }
 
@@ -537,7 +522,7 @@ func (p *Port) armFC() {
 func (p *Port) Pending(on bool) {
 	if on {
 		p.flags &^= ownerIdle
-		if p.fcInN != 0 {
+		if p.flags.has(fcKept) {
 			p.armFC()
 		}
 	} else if p.s.Quiet() {
@@ -581,7 +566,7 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 	if vl == ib.ManagementVL {
 		return true
 	}
-	if p.fcInN != 0 {
+	if p.flags.has(fcKept) {
 		p.settleFC()
 	}
 	return p.vl[vl].tx.CanSend(blocks)
@@ -589,7 +574,7 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 
 // CreditsAvailable returns the blocks the peer has room for on vl.
 func (p *Port) CreditsAvailable(vl int) int {
-	if p.fcInN != 0 {
+	if p.flags.has(fcKept) {
 		p.settleFC()
 	}
 	return p.vl[vl].tx.Available()
@@ -627,7 +612,7 @@ func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
 		}
-		if p.fcInN != 0 {
+		if p.flags.has(fcKept) {
 			p.settleFC()
 		}
 		p.vl[vl].tx.Send(blocks)
@@ -751,7 +736,7 @@ func (p *Port) requestFC(vl int) {
 	bit := uint16(1) << vl
 	now := p.s.Now()
 	p.vl[vl].fcOwed = true
-	if p.fcMinInterval > 0 && p.vl[vl].fcLast > 0 && now < p.vl[vl].fcLast+p.fcMinInterval {
+	if p.flags.has(minInterval) && p.vl[vl].fcLast > 0 && now < p.vl[vl].fcLast+p.fcMinInterval {
 		if p.fcHeld&bit == 0 {
 			p.fcHeld |= bit
 			ev := p.s.Schedule(p.vl[vl].fcLast+p.fcMinInterval, p, evFCDeferred)
@@ -791,22 +776,25 @@ func (p *Port) sendFC() {
 	// the peer) and the FCCL of this side's receive buffer, and, for the
 	// peer's traces and checkers, the buffer's size now.
 	at := now + p.latency + ser
-	if q := p.peer; kind == evFCArrive && p.flags&(remote|lossy) == 0 && q.flags&(ownerIdle|traced) == ownerIdle {
+	if q := p.peer; p.flags&(remote|lossy) == 0 && p.fcRefresh > 0 && p.fcRefresh <= 1<<30 {
 		// Quiet credits: the peer's owner has nothing to send, so the
 		// arrival would only set credits that its next try reads. They
-		// wait in the peer's fcIn, in the place the event would hold, and
-		// reach its VL when read or when the owner has something to send
-		// (Pending), which queues the event in that place. Not on a lossy
-		// wire: there the arrival may resynchronise ABR and owe a
-		// flow-control packet back at its own time.
-		if q.fcInN == fcInCap {
-			q.settleFC() // those that have arrived make room
+		// wait in the peer's hot line, in the place the event would hold,
+		// and reach its VL when read or when the owner has something to
+		// send (Pending), which queues the event in that place. Not on a
+		// lossy wire (there the arrival may resynchronise ABR and owe a
+		// flow-control packet back at its own time), nor when the packet
+		// changes the buffer size the peer knows (a shared pool's
+		// lending). The refresh sends the peer a packet at least every
+		// fcRefresh, which settles the one kept before it, so a kept
+		// packet's arrival is never 2^31 ps or more behind its reading.
+		if q.flags.has(fcKept) {
+			q.settleFC() // one that has arrived makes room
 		}
-		if q.fcInN < fcInCap {
+		if q.flags&(ownerIdle|traced|fcKept) == ownerIdle && int32(p.vl[vl].rx.Capacity()) == q.vl[vl].peerCap {
 			if seq := p.s.ReserveLow(); seq != 0 {
-				q.fcIn[(q.fcInHead+q.fcInN)&(fcInCap-1)] = fcArrival{at: at, seq: seq,
-					vlCL: uint16(vl)<<12 | p.vl[vl].rx.FCCL(), cap: int16(p.vl[vl].rx.Capacity())}
-				q.fcInN++
+				q.fcAt, q.fcSeq, q.fcCL = uint32(at), seq, uint16(vl)<<12|p.vl[vl].rx.FCCL()
+				q.flags |= fcKept
 				p.sentFC(now, vl)
 				return
 			}
@@ -911,8 +899,8 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.Owner.PortReady(p)
 	case evFCArrive:
 		vl := int(ev.VL)
-		if p.fcInN != 0 {
-			// Packets kept in fcIn that arrived before this one take
+		if p.flags.has(fcKept) {
+			// A packet kept that arrived before this one take
 			// effect first.
 			p.settleFC()
 		}
