@@ -230,6 +230,10 @@ const (
 	// fcKept: fcAt, fcSeq and fcCL hold a flow-control packet whose credits
 	// are not applied yet.
 	fcKept
+	// keepsFC: the refresh period is short enough (0 < fcRefresh ≤ 2^30
+	// ps) for the peer to keep this port's flow-control packets (sendFC),
+	// known without reading fcRefresh's cold line.
+	keepsFC
 )
 
 func (f portFlags) has(b portFlags) bool { return f&b != 0 }
@@ -293,6 +297,9 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
 	if cfg.FCMinInterval > 0 {
 		p.flags |= minInterval
+	}
+	if cfg.FCRefresh > 0 && cfg.FCRefresh <= 1<<30 {
+		p.flags |= keepsFC
 	}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
@@ -776,7 +783,7 @@ func (p *Port) sendFC() {
 	// the peer) and the FCCL of this side's receive buffer, and, for the
 	// peer's traces and checkers, the buffer's size now.
 	at := now + p.latency + ser
-	if q := p.peer; p.flags&(remote|lossy) == 0 && p.fcRefresh > 0 && p.fcRefresh <= 1<<30 {
+	if q := p.peer; p.flags&(remote|lossy|keepsFC) == keepsFC {
 		// Quiet credits: the peer's owner has nothing to send, so the
 		// arrival would only set credits that its next try reads. They
 		// wait in the peer's hot line, in the place the event would hold,
