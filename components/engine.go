@@ -65,7 +65,6 @@ type Engine struct {
 
 	now      ib.PS
 	seq      uint64
-	cur      uint64 // the order key's tie-break (class and sequence) of the event being handled: Sim.Passed
 	heap     []heapEntry
 	paused   atomic.Bool
 	handlers []sim.SimulationEndHandler
@@ -403,11 +402,6 @@ func (e *Engine) Reserve() uint64 {
 	return e.seq
 }
 
-// Passed reports whether a primary event at the current time in the place
-// seq (from Reserve) would already have run: its place sorts before that of
-// the event being handled.
-func (e *Engine) Passed(seq uint64) bool { return seq < e.cur }
-
 // LastReserved returns the latest sequence number handed out: what a
 // block that kept only a reserved number's low bits needs to restore it.
 func (e *Engine) LastReserved() uint64 { return e.seq }
@@ -484,7 +478,6 @@ func (e *Engine) first() int {
 func (e *Engine) popLane(l int) *Event {
 	ln := &e.lanes[l]
 	x := &ln.buf[ln.head]
-	e.cur = x.key
 	if ln.head++; ln.head == len(ln.buf) {
 		ln.head = 0
 	}
@@ -588,7 +581,7 @@ func (e *Engine) run(limit ib.PS) error {
 			continue
 		}
 		ent := e.pop()
-		e.now, e.cur = ent.at, ent.key
+		e.now = ent.at
 		e.touchNext()
 		if e.NumHooks() > 0 {
 			ctx := sim.HookCtx{Domain: e, Pos: sim.HookPosBeforeEvent, Item: ent.ev}

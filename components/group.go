@@ -155,9 +155,6 @@ func (g *Group) Run() error {
 	threads := g.Threads()
 	var wg sync.WaitGroup
 	g.quit.Store(false)
-	for _, s := range g.sims {
-		s.ended = false
-	}
 	start := g.epoch.Load()
 	for j := 1; j < threads; j++ {
 		wg.Add(1)
@@ -203,7 +200,6 @@ func (g *Group) Run() error {
 		}
 	}
 	for _, s := range g.sims {
-		s.end()
 		s.published.Store(int64(s.now))
 		for _, f := range s.endHooks {
 			f(s.now)

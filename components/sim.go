@@ -2,7 +2,6 @@ package components
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 
 	"github.com/sarchlab/akita/v3/sim"
@@ -79,14 +78,8 @@ type Sim struct {
 	// (AllEvents).
 	allEvents bool
 
-	now     ib.PS
-	stopped bool
-	// ended: the last Run returned. The events it ran are those before
-	// endAt, and at endAt those whose order key's tie-break is below endKey
-	// (Passed): up to the one that called Stop, to the time limit, or all.
-	ended      bool
-	endAt      ib.PS
-	endKey     uint64
+	now        ib.PS
+	stopped    bool
 	stopAt     ib.PS  // events after this time are not run; 0 = no limit
 	atLimit    func() // AtLimit's function: runs when stopAt passes, once
 	events     uint64
@@ -250,41 +243,6 @@ func (s *Sim) ScheduleReserved(at ib.PS, target EventHandler, kind uint8, seq ui
 	return ev
 }
 
-// Passed reports whether an event at time at in the place seq (from
-// Reserve) among its picosecond's primary events would already have run,
-// had it been queued: at is before now, or it is now and seq sorts before
-// the event being handled. A block that keeps a change in a reserved place
-// instead of queuing it (link.Port's credit arrivals) applies it when read
-// if it has passed. Called from an event handler, on hcasim's engine.
-//
-// After a run (read by a test or an end function) it is whether the event
-// would have run in it: every one, if the queue drained; up to the time
-// limit, or up to the event that called Stop, if the run stopped.
-func (s *Sim) Passed(at ib.PS, seq uint64) bool {
-	if s.ended {
-		return at < s.endAt || (at == s.endAt && seq < s.endKey)
-	}
-	if at != s.now {
-		return at < s.now
-	}
-	return s.fast.Passed(seq)
-}
-
-// PassedLow is Passed for a place kept as its low 32 bits (ReserveLow).
-func (s *Sim) PassedLow(at ib.PS, low uint32) bool {
-	last := s.fast.LastReserved()
-	return s.Passed(at, last-uint64(uint32(last)-low))
-}
-
-// end notes that a run has returned, for Passed: one that drained ran
-// every event (Stop and passLimit set the bound of one that stopped).
-func (s *Sim) end() {
-	s.ended = true
-	if !s.stopped {
-		s.endAt, s.endKey = math.MaxInt64, math.MaxUint64
-	}
-}
-
 // ScheduleReservedLow is ScheduleReserved for a reservation kept as its low
 // 32 bits (ReserveLow): the latest number handed out with those low bits.
 func (s *Sim) ScheduleReservedLow(at ib.PS, target EventHandler, kind uint8, low uint32) *Event {
@@ -437,16 +395,7 @@ func (s *Sim) Progress() ib.PS { return ib.PS(s.published.Load()) }
 
 // Stop ends the simulation: events still queued are drained without running.
 // In a partitioned run it ends this partition only (Group.Stop ends all).
-func (s *Sim) Stop() {
-	if !s.stopped {
-		// The event handled now is the last to run.
-		s.endAt, s.endKey = s.now, 0
-		if s.fast != nil {
-			s.endKey = s.fast.cur + 1
-		}
-	}
-	s.stopped = true
-}
+func (s *Sim) Stop() { s.stopped = true }
 
 // Stopped reports whether Stop was called or the time limit passed.
 func (s *Sim) Stopped() bool { return s.stopped }
@@ -470,7 +419,6 @@ func (s *Sim) passLimit(at ib.PS) {
 	}
 	if s.stopAt > 0 && at > s.stopAt {
 		s.stopped = true
-		s.endAt, s.endKey = s.stopAt, math.MaxUint64
 	}
 }
 
@@ -482,9 +430,7 @@ func (s *Sim) Run() error {
 	if s.group != nil {
 		panic("sim: a partition runs through its Group, not alone")
 	}
-	s.ended = false
 	err := s.Engine.Run()
-	s.end()
 	s.published.Store(int64(s.now))
 	if err != nil {
 		return err

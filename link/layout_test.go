@@ -19,16 +19,14 @@ func TestPortLayout(t *testing.T) {
 	hot := unsafe.Offsetof(p.Owner)
 	end := func(off, size uintptr) uintptr { return off + size - hot }
 	for name, e := range map[string]uintptr{
-		"busyUntil": end(unsafe.Offsetof(p.busyUntil), 8),
-		"latency":   end(unsafe.Offsetof(p.latency), 8),
-		"Index":     end(unsafe.Offsetof(p.Index), 4),
-		"count":     end(unsafe.Offsetof(p.count), unsafe.Sizeof(p.count)),
-		"lendChunk": end(unsafe.Offsetof(p.lendChunk), 2),
-		"flags":     end(unsafe.Offsetof(p.flags), 1),
-		"fcAt":      end(unsafe.Offsetof(p.fcAt), 4),
-		"fcSeq":     end(unsafe.Offsetof(p.fcSeq), 4),
-		"fcCL":      end(unsafe.Offsetof(p.fcCL), 2),
-		"vl[0]":     end(unsafe.Offsetof(p.vl), unsafe.Sizeof(p.vl[0])),
+		"busyUntil":     end(unsafe.Offsetof(p.busyUntil), 8),
+		"latency":       end(unsafe.Offsetof(p.latency), 8),
+		"fcMinInterval": end(unsafe.Offsetof(p.fcMinInterval), 8),
+		"Index":         end(unsafe.Offsetof(p.Index), 4),
+		"count":         end(unsafe.Offsetof(p.count), unsafe.Sizeof(p.count)),
+		"lendChunk":     end(unsafe.Offsetof(p.lendChunk), 2),
+		"flags":         end(unsafe.Offsetof(p.flags), 1),
+		"vl[0]":         end(unsafe.Offsetof(p.vl), unsafe.Sizeof(p.vl[0])),
 	} {
 		assert.LessOrEqual(t, e, uintptr(2*64), name)
 	}

@@ -151,29 +151,20 @@ type Port struct {
 	busyUntil ib.PS // outgoing wire busy until (exclusive)
 	// latency and psNum/psDen are timing's Latency() and byte time (psNum/psDen
 	// ps), copied here so that a send reads no cold line.
-	latency ib.PS
-	count   portCounts
-	pool    int32 // shared-pool blocks not lent to any VL
+	latency       ib.PS
+	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL
+	pool          int32 // shared-pool blocks not lent to any VL
 	// idleSeq is the place (Sim.ReserveLow, never 0) the event for the
 	// wire going idle at busyUntil holds among its picosecond's events,
 	// kept until someone waits for the wire (armIdle); 0 once it is
 	// queued, or when nothing is on the wire.
-	idleSeq uint32
-	// A flow-control packet sent here whose arrival is not an event (quiet
-	// credits: sendFC), while fcKept: it arrives at fcAt (the low 32 bits
-	// of its picosecond: it is settled within fcRefresh ≤ 2^30 ps of its
-	// arrival, sendFC), in the place fcSeq (Sim.ReserveLow) among that
-	// picosecond's events, with fcCL, its VL << 12 | the limit it
-	// advertises (FCCL). Its credits reach vl when read (settleFC) or when
-	// the owner has something to send again (Pending).
-	fcAt      uint32
-	fcSeq     uint32
+	idleSeq   uint32
+	count     portCounts
 	psNum     uint16 // at most 4000 (1x SDR): setTiming
 	Index     uint16 // port number on the owner (at most fabric.MaxRadix)
 	fcPending uint16 // VLs owing the peer a flow-control packet
 	fcHeld    uint16 // VLs waiting out fcMinInterval
 	lendChunk int16  // blocks lent at a time: one largest packet (at most 2048: NewPort)
-	fcCL      uint16
 	// serCarry is the exact end of the transmission that ends at busyUntil
 	// minus busyUntil, in 1/psDen ps (Timing.serialize): the next one starts
 	// there if it starts at busyUntil. |serCarry| ≤ psDen/2 ≤ 4.
@@ -187,8 +178,6 @@ type Port struct {
 	vl [MaxVLs]vlState
 
 	sim.HookableBase
-	fcMinInterval ib.PS // shortest interval between event-driven FC packets per VL (minInterval: not 0)
-
 	timing  Timing
 	carried portCarries // the counters' high parts (portCounts)
 	errs    bitErrors   // the outgoing wire's bit errors, when lossy and cw is nil
@@ -225,15 +214,6 @@ const (
 	// ownerIdle: the owner has nothing to send on this port (Pending), so
 	// credits arriving are no news to it.
 	ownerIdle
-	// minInterval: fcMinInterval is not 0.
-	minInterval
-	// fcKept: fcAt, fcSeq and fcCL hold a flow-control packet whose credits
-	// are not applied yet.
-	fcKept
-	// keepsFC: the refresh period is short enough (0 < fcRefresh ≤ 2^30
-	// ps) for the peer to keep this port's flow-control packets (sendFC),
-	// known without reading fcRefresh's cold line.
-	keepsFC
 )
 
 func (f portFlags) has(b portFlags) bool { return f&b != 0 }
@@ -256,10 +236,6 @@ type vlState struct {
 	rxPeak int16 // most blocks the receive buffer has held
 	fcLast ib.PS // when the last flow-control packet for the VL left
 }
-
-// fcNoSync marks an evFCArrive queued for a kept packet (armFC), in Arg:
-// its FCTBS was not kept, and ABR needs no synchronisation (applyFC).
-const fcNoSync = 1 << 40
 
 // AcceptHook adds a hook (sim.Hookable) and notes that the port is traced.
 func (p *Port) AcceptHook(h sim.Hook) {
@@ -295,12 +271,6 @@ func NewPort(s *components.Sim, owner Owner, name string, index int, cfg PortCon
 	}
 	p := &Port{Name: name, Index: uint16(index), Owner: owner, s: s, vls: uint8(cfg.VLs),
 		fcRefresh: cfg.FCRefresh, fcMinInterval: cfg.FCMinInterval}
-	if cfg.FCMinInterval > 0 {
-		p.flags |= minInterval
-	}
-	if cfg.FCRefresh > 0 && cfg.FCRefresh <= 1<<30 {
-		p.flags |= keepsFC
-	}
 	for vl := 0; vl < cfg.VLs; vl++ {
 		p.vl[vl].rx = credit.NewReceiver(cfg.BufferBlocks)
 	}
@@ -479,46 +449,6 @@ func (p *Port) WaitIdle() {
 	p.armIdle()
 }
 
-// settleFC applies the credits of the kept flow-control packet if it has
-// arrived: if its arrival event would have run by now.
-func (p *Port) settleFC() {
-	now := p.s.Now()
-	at := now + ib.PS(int32(p.fcAt-uint32(now)))
-	if p.s.PassedLow(at, p.fcSeq) {
-		p.applyFC()
-	}
-}
-
-// applyFC is the kept packet's arrival: evFCArrive's effect, untraced,
-// from a lossless wire, with the owner idle. The receive side's ABR is
-// left alone: on a lossless wire (sendFC keeps packets from lossy wires
-// events) every block the peer sent before the packet arrived before it,
-// so at its arrival ABR already equalled its FCTBS, and the data that
-// arrived since (a packet whose head came in the same picosecond, after
-// it, among them) counts on top. The peer's buffer size (peerCap) is
-// unchanged: sendFC keeps only packets that do not change it.
-func (p *Port) applyFC() {
-	p.vl[p.fcCL>>12].tx.Update(p.fcCL & 0xFFF)
-	p.flags &^= fcKept
-}
-
-// armFC settles the kept packet and, if it is still on its way, queues its
-// arrival event in its reserved place: the owner has something to send,
-// and must hear of its credits when it arrives.
-func (p *Port) armFC() {
-	p.settleFC()
-	if p.flags.has(fcKept) {
-		now := p.s.Now()
-		at := now + ib.PS(int32(p.fcAt-uint32(now)))
-		ev := p.s.ScheduleReservedLow(at, p, evFCArrive, p.fcSeq)
-		vl := int(p.fcCL >> 12)
-		ev.VL = int8(vl)
-		ev.Arg = fcNoSync | int64(p.fcCL&0xFFF)
-		ev.Port = p.vl[vl].peerCap
-		p.flags &^= fcKept
-	}
-}
-
 // Pending tells the port whether its owner has something to send on it.
 // While it has not, a flow-control packet's credits reach the port without
 // a PortReady: the owner, with nothing queued, would do nothing with them,
@@ -529,9 +459,6 @@ func (p *Port) armFC() {
 func (p *Port) Pending(on bool) {
 	if on {
 		p.flags &^= ownerIdle
-		if p.flags.has(fcKept) {
-			p.armFC()
-		}
 	} else if p.s.Quiet() {
 		p.flags |= ownerIdle
 	}
@@ -573,19 +500,11 @@ func (p *Port) HasCredits(vl int, blocks int) bool {
 	if vl == ib.ManagementVL {
 		return true
 	}
-	if p.flags.has(fcKept) {
-		p.settleFC()
-	}
 	return p.vl[vl].tx.CanSend(blocks)
 }
 
 // CreditsAvailable returns the blocks the peer has room for on vl.
-func (p *Port) CreditsAvailable(vl int) int {
-	if p.flags.has(fcKept) {
-		p.settleFC()
-	}
-	return p.vl[vl].tx.Available()
-}
+func (p *Port) CreditsAvailable(vl int) int { return p.vl[vl].tx.Available() }
 
 // CanSend reports whether pkt may start on the wire now.
 func (p *Port) CanSend(pkt *ib.Packet) bool {
@@ -618,9 +537,6 @@ func (p *Port) SendQuiet(pkt *ib.Packet) ib.PS {
 	if vl != ib.ManagementVL {
 		if vl >= int(p.vls) {
 			panic(fmt.Sprintf("link: %s sends on VL %d with %d VLs", p.Name, vl, p.vls))
-		}
-		if p.flags.has(fcKept) {
-			p.settleFC()
 		}
 		p.vl[vl].tx.Send(blocks)
 	}
@@ -743,7 +659,7 @@ func (p *Port) requestFC(vl int) {
 	bit := uint16(1) << vl
 	now := p.s.Now()
 	p.vl[vl].fcOwed = true
-	if p.flags.has(minInterval) && p.vl[vl].fcLast > 0 && now < p.vl[vl].fcLast+p.fcMinInterval {
+	if p.fcMinInterval > 0 && p.vl[vl].fcLast > 0 && now < p.vl[vl].fcLast+p.fcMinInterval {
 		if p.fcHeld&bit == 0 {
 			p.fcHeld |= bit
 			ev := p.s.Schedule(p.vl[vl].fcLast+p.fcMinInterval, p, evFCDeferred)
@@ -779,44 +695,13 @@ func (p *Port) sendFC() {
 	if p.flags.has(lossy) && p.corruptLastFC() {
 		kind = evFCLost
 	}
+	ev := p.toPeer(now+p.latency+ser, kind, components.ClassPrimary)
+	ev.VL = int8(vl)
 	// The packet carries this side's FCTBS for the VL (what it sent toward
 	// the peer) and the FCCL of this side's receive buffer, and, for the
 	// peer's traces and checkers, the buffer's size now.
-	at := now + p.latency + ser
-	if q := p.peer; p.flags&(remote|lossy|keepsFC) == keepsFC {
-		// Quiet credits: the peer's owner has nothing to send, so the
-		// arrival would only set credits that its next try reads. They
-		// wait in the peer's hot line, in the place the event would hold,
-		// and reach its VL when read or when the owner has something to
-		// send (Pending), which queues the event in that place. Not on a
-		// lossy wire (there the arrival may resynchronise ABR and owe a
-		// flow-control packet back at its own time), nor when the packet
-		// changes the buffer size the peer knows (a shared pool's
-		// lending). The refresh sends the peer a packet at least every
-		// fcRefresh, which settles the one kept before it, so a kept
-		// packet's arrival is never 2^31 ps or more behind its reading.
-		if q.flags.has(fcKept) {
-			q.settleFC() // one that has arrived makes room
-		}
-		if q.flags&(ownerIdle|traced|fcKept) == ownerIdle && int32(p.vl[vl].rx.Capacity()) == q.vl[vl].peerCap {
-			if seq := p.s.ReserveLow(); seq != 0 {
-				q.fcAt, q.fcSeq, q.fcCL = uint32(at), seq, uint16(vl)<<12|p.vl[vl].rx.FCCL()
-				q.flags |= fcKept
-				p.sentFC(now, vl)
-				return
-			}
-		}
-	}
-	ev := p.toPeer(at, kind, components.ClassPrimary)
-	ev.VL = int8(vl)
 	ev.Arg = int64(p.vl[vl].tx.FCTBS())<<16 | int64(p.vl[vl].rx.FCCL())
 	ev.Port = int32(p.vl[vl].rx.Capacity())
-	p.sentFC(now, vl)
-}
-
-// sentFC traces the flow-control packet for vl that sendFC put on the wire
-// and sends the next pending VL's when the wire frees.
-func (p *Port) sentFC(now ib.PS, vl int) {
 	if p.flags.has(traced) {
 		p.traceTxEnd()
 		p.traceFC(now, components.TraceFCSend, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].rx.FCCL(), "free", p.vl[vl].rx.Free(), p.vl[vl].rx.Capacity())
@@ -906,16 +791,9 @@ func (p *Port) HandleEvent(ev *components.Event) {
 		p.Owner.PortReady(p)
 	case evFCArrive:
 		vl := int(ev.VL)
-		if p.flags.has(fcKept) {
-			// A packet kept that arrived before this one take
-			// effect first.
-			p.settleFC()
-		}
 		p.vl[vl].tx.Update(uint16(ev.Arg & 0xFFFF))
 		abr := p.vl[vl].rx.ABR()
-		if ev.Arg&fcNoSync == 0 {
-			p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
-		}
+		p.vl[vl].rx.SyncFCTBS(uint16(ev.Arg >> 16))
 		p.vl[vl].peerCap = ev.Port
 		if p.flags.has(traced) {
 			p.traceFC(p.s.Now(), components.TraceCreditUpdate, vl, p.vl[vl].tx.FCTBS(), p.vl[vl].tx.FCCL(), "avail", p.vl[vl].tx.Available(), int(p.vl[vl].peerCap))

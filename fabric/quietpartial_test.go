@@ -10,12 +10,13 @@ import (
 	"github.com/hcasim/hcasim/report"
 )
 
-// lazyCreditPoints add to quietPortPoints what quiet credits touch: VLs
-// stalled on credits (buffers of one largest packet at full load), a short
-// flow-control refresh and a minimum interval (flow-control packets that
-// are not the result of a release), a shared buffer pool that lends, and
-// adaptive routing (which reads other outputs' credits).
-var lazyCreditPoints = [][]string{
+// partlyTracedPoints add to quietPortPoints what flow-control packets and
+// their arrivals touch: VLs stalled on credits (buffers of one largest
+// packet at full load), a short flow-control refresh and a minimum
+// interval (flow-control packets that are not the result of a release), a
+// shared buffer pool that lends, and adaptive routing (which reads other
+// outputs' credits).
+var partlyTracedPoints = [][]string{
 	{"topology.kind=fat-tree-2", "switch.radix=8", "topology.routing=dmodk", "workload.kind=uniform",
 		"workload.size=2048", "workload.offered_load=1", "switch.vl_buffer_bytes=4160", "workload.measure_ns=8000"},
 	{"topology.kind=single-switch", "switch.radix=8", "workload.kind=uniform", "workload.size=1024",
@@ -27,19 +28,19 @@ var lazyCreditPoints = [][]string{
 		"workload.size=1024", "workload.offered_load=0.8", "workload.measure_ns=8000"},
 }
 
-// TestLazyCreditsAgree: a flow-control packet sent to an untraced port
-// whose owner has nothing to send is no event; its credits wait in the
-// port and are applied when read, and the event is queued in its reserved
-// place if the owner has something to send before it arrives
-// (link.Port.Pending). Checkers and full traces trace every port, which
-// keeps every arrival an event, so here only the blocks that are not
-// ports, and the ports of one host's end, are traced: the switches' and
-// endpoints' lines show every decision the credits feed (allocation,
-// stalls, sends), the traced ports keep their arrivals. Quiet and
-// all_port_events runs must agree on every metric but the event and round
-// counts, and on those blocks' lines.
-func TestLazyCreditsAgree(t *testing.T) {
-	points := append(append(append([][]string{}, quietPortPoints...), allocationPoints[:3]...), lazyCreditPoints...)
+// TestQuietPortsPartlyTraced: TestQuietPortsAgree traces every port
+// (the checkers need them), but a port's quiet paths depend on whether it
+// is traced (a traced data packet's tx_end is an observer's event; a
+// quiet-credits change that keeps arrivals out of the queue would have to
+// keep traced ports' arrivals events, docs/performance-data.md, "twenty-
+// seventh session"), and most runs trace nothing. Here only the blocks
+// that are not ports, and the ports of Fabric.Host[1], are traced: the
+// switches' and endpoints' lines show every decision credits and wires
+// feed (allocation, stalls, sends), and the other ports run untraced.
+// Quiet and all_port_events runs must agree on every metric but the event
+// and round counts, and on those blocks' lines.
+func TestQuietPortsPartlyTraced(t *testing.T) {
+	points := append(append(append([][]string{}, quietPortPoints...), allocationPoints...), partlyTracedPoints...)
 	for i, sets := range points {
 		var got [2]map[string]any
 		for k, every := range []string{"false", "true"} {
