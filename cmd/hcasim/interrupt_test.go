@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/fabric"
+	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
 	"github.com/hcasim/hcasim/verif"
@@ -328,14 +329,7 @@ func TestInterruptedSingleRunClosesItsFiles(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Equal(t, "hcasim: interrupted (SIGINT): the run did not finish, no metrics; --trace "+trace+", --vcd "+vcd+", --pcap "+pcap+" hold the run up to where it stopped\n", stderr)
 
-	f, err := os.Open(trace)
-	require.NoError(t, err)
-	defer f.Close()
-	tr, err := verif.ReadTrace(f)
-	require.NoError(t, err, "the trace reads back whole")
-	require.Greater(t, len(tr.Events), after, "the events up to the stop are there")
-	last := tr.Events[len(tr.Events)-1].Time
-	assert.Less(t, float64(last)/1000, end, "the run stopped before its end")
+	last := requireStoppedTrace(t, trace, after, end)
 
 	data := readFile(t, vcd)
 	assert.Contains(t, data, "$enddefinitions $end")
@@ -379,18 +373,28 @@ func TestInterruptedPinnedSweepClosesItsTrace(t *testing.T) {
 	assert.Equal(t, "hcasim: sweep: interrupted (SIGINT): 0 of 1 points done, 1 not run, written to "+out+
 		"; --trace "+trace+" holds the run up to where it stopped; the point starts over when run again\n", stderr)
 
-	f, err := os.Open(trace)
-	require.NoError(t, err)
-	defer f.Close()
-	tr, err := verif.ReadTrace(f)
-	require.NoError(t, err, "the trace reads back whole")
-	require.Greater(t, len(tr.Events), after, "the events up to the stop are there")
-	assert.Less(t, float64(tr.Events[len(tr.Events)-1].Time)/1000, end, "the run stopped before its end")
+	requireStoppedTrace(t, trace, after, end)
 
 	res, err := report.ReadJSON(filepath.Join(out, "results.json"))
 	require.NoError(t, err)
 	require.Len(t, res.Points, 1)
 	assert.Equal(t, sweep.NotRunText, res.Points[0].Error)
+}
+
+// requireStoppedTrace checks that the trace at path reads back whole,
+// with more than after events, the last before end (ns); it returns the
+// last event's time.
+func requireStoppedTrace(t *testing.T, path string, after int, end float64) ib.PS {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	tr, err := verif.ReadTrace(f)
+	require.NoError(t, err, "the trace reads back whole")
+	require.Greater(t, len(tr.Events), after, "the events up to the stop are there")
+	last := tr.Events[len(tr.Events)-1].Time
+	assert.Less(t, float64(last)/1000, end, "the run stopped before its end")
+	return last
 }
 
 // wholeRunNs runs hcasim with args (which must ask for JSON) and returns
