@@ -434,10 +434,11 @@ module hca_requester #(
                 !oq_done[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])
                 d_rdun = 1'b1;
     end
-    // A fenced WQE (mode 2 or 4: hca.SendWQE.Fenced) on a context that is not in ERR waits on dec_*
-    // while one is (hca.Device.wqeReady: before its key error is looked at); on a context in ERR it
-    // goes on and flushes. dec_* is one stream, so the WQEs of every context behind it wait too.
-    wire                fence_hold = (dec_fm == 3'd2 || dec_fm == 3'd4) && has_ctx && !ctx_err[dix] && d_rdun;
+    // A fenced WQE (mode 2 or 4: hca.SendWQE.Fenced) of a context waits on dec_* while one is
+    // (hca.Device.wqeReady: before its key error is looked at). A failure that sends the context to
+    // ERR completes every message of the ring (flushed), so the WQE then goes on and flushes, as the
+    // model's releaseFence. dec_* is one stream, so the WQEs of every context behind it wait too.
+    wire                fence_hold = (dec_fm == 3'd2 || dec_fm == 3'd4) && has_ctx && d_rdun;
 
     // ---- the completion engine: one job at a time, an ACK's walk or a WQE completed at decode ----
     reg              eng_busy, eng_ack;    // busy; the job is an ACK's or NAK's (else a decode completion)
