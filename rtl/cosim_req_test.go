@@ -1018,9 +1018,9 @@ func (run *reqRun) write(t *testing.T, dir string) {
 			continue
 		}
 		w := &it.wqe
-		inl, sig := 0, 0
+		inl, sig := int(w.FenceMode)<<1, 0 // the nibble: {fence mode 3, inline 1}
 		if w.Inline {
-			inl = 1
+			inl |= 1
 		}
 		if w.Signaled {
 			sig = 1
@@ -1230,7 +1230,7 @@ module tb;
         .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
         .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
-        .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_imm(it[179:148]),
+        .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_fm(it[399:397]), .dec_imm(it[179:148]),
         .dec_raddr(it[275:212]), .dec_rkey(it[211:180]), .dec_swap_add(it[147:84]), .dec_compare(it[83:20]),
         .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),

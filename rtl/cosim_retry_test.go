@@ -317,6 +317,17 @@ type retryResult struct {
 	writes  int // wr0 writes (their first beats) and beats
 	wbeats  int
 	tmos    [3]int // per context, the timeouts the RTL took and the model agreed with
+	// The cycles of the log's events: per context each commit's (with
+	// psns), each ACK or response's take by its index in the run's acks,
+	// each WQE's take by its item index.
+	commitAt [3][]int
+	ackAt    map[int]int
+	takeAt   map[int]int
+}
+
+// rdAtomicOp: a READ or an atomic, what a fence waits for.
+func rdAtomicOp(op hca.WROpcode) bool {
+	return op == hca.WRRDMARead || op == hca.WRCompSwap || op == hca.WRFetchAdd
 }
 
 // retryTimer is the model's local ACK timer per context (hca.Device's
@@ -371,7 +382,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	t.Helper()
 	m := reqResult.FindStringSubmatch(out)
 	require.NotNil(t, m, "testbench printed no REQ line:\n%s", tail(out, 30))
-	res := &retryResult{}
+	res := &retryResult{ackAt: map[int]int{}, takeAt: map[int]int{}}
 	if i := strings.Index(out, "KCHK-ERR"); i >= 0 {
 		res.fail("%s", strings.SplitN(out[i:], "\n", 2)[0])
 	}
@@ -398,8 +409,17 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 	for i := range waitUntil {
 		waitUntil[i] = -1
 	}
+	// rdun: per context, the READs and atomics taken and not yet completed
+	// (success or error, CQE or not): the model's
+	// Requester.rdAtomicUnfinished is rdun > 0. (A READ or atomic whose
+	// answer came while an earlier one waits is done but not yet completed;
+	// the earlier one keeps rdun > 0 then, as the model's test.)
+	var rdun [reqQPs]int
 	complete := func(q *retryQP, comps []hca.Completion) {
 		for _, c := range comps {
+			if rdAtomicOp(c.WQE.Opcode) {
+				rdun[q.item.qix]--
+			}
 			if cqe, ok := hca.RequesterCQE(q.item.qpn, c); ok {
 				want = append(want, reqWantCQE{cqn: q.item.cqn, cqe: cqe})
 			}
@@ -432,8 +452,19 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 		case "Q":
 			it := p.run.items[num(1)]
 			qps[it.qix] = newRetryQP(it)
+			rdun[it.qix] = 0 // a context write empties the ring, no completions
 		case "T":
 			it := p.run.items[num(1)]
+			res.takeAt[num(1)] = num(2)
+			// The fence (hca.Device.wqeReady): a fenced WQE is handed to the
+			// requester only when no READ or atomic before it is unanswered.
+			if it.wqe.Fenced() && rdun[it.qix] > 0 {
+				res.fail("fenced WQE %d (index %#x, mode %d) taken at cycle %d with %d READs or atomics of context %d unanswered",
+					num(1), it.wqe.Index, it.wqe.FenceMode, num(2), rdun[it.qix], it.qix)
+			}
+			if rdAtomicOp(it.wqe.Opcode) {
+				rdun[it.qix]++
+			}
 			if it.keyBad() {
 				// hca.Device.wqeReady's key error: the outstanding
 				// messages flushed, the WQE LOC_PROT_ERR, the QP to ERR.
@@ -452,6 +483,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 				res.fail("ACK or response %d taken at cycle %d with %d of the model's completions before it not given", num(1), num(3), late)
 			}
 			a := p.run.acks[num(1)]
+			res.ackAt[num(1)] = num(3)
 			q := qps[a.qpn&(reqQPs-1)]
 			r, _, _ := modelRx(q.req, a)
 			complete(q, r.Completions)
@@ -480,6 +512,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 			}
 			psn, w := q.send()
 			res.psns[qix] = append(res.psns[qix], psn)
+			res.commitAt[qix] = append(res.commitAt[qix], cyc)
 			wires = append(wires, w)
 			if tm != nil {
 				tm.commit(qix, cyc)

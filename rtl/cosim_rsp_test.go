@@ -87,6 +87,23 @@ type rspPlan struct {
 	written         int // responses whose payload the RTL writes (p.mem)
 	// keys is the key table the lists' L_Keys are checked in (wqe's sgl).
 	keys hca.KeyTable
+	// fm is the fence mode the next wqe gets (then 0 again); rdun, per
+	// context, the model's READs and atomics posted and not yet completed
+	// (the model's Requester.rdAtomicUnfinished is rdun > 0); held, the
+	// WQEs the model's device holds behind a fenced one (hca.Device.wqeReady:
+	// fenced while one is unanswered), oldest first, handed on (posted to
+	// the model's requester) when the answers come; marks, ack and item
+	// indices a plan's check looks up by name.
+	fm    uint8
+	rdun  [3]int
+	held  []rspHeld
+	marks map[string]int
+}
+
+// rspHeld is a WQE held behind a fence: its context and item.
+type rspHeld struct {
+	q  int
+	it *reqItem
 }
 
 // readRsp is READ response i of n at psn carrying length bytes (payload
@@ -127,13 +144,42 @@ func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, le
 	qps := p.addQPs(cfgs)
 	drain = func() { p.drain(qps) }
 	index := uint16(0x80)
+	// post hands w to the model's requester of context q (Enqueue), its
+	// completions (one in ERR: flushed) to the statuses.
+	post := func(q int, w hca.SendWQE) {
+		if rdAtomicOp(w.Opcode) {
+			p.rdun[q]++
+		}
+		p.complete(q, qps[q].enqueue(w))
+	}
+	// release hands on the held WQEs, in order, up to a fenced one whose
+	// context still has a READ or atomic unanswered (releaseFence).
+	release := func() {
+		for len(p.held) > 0 {
+			h := p.held[0]
+			if h.it.wqe.Fenced() && p.rdun[h.q] > 0 {
+				return
+			}
+			p.held = p.held[1:]
+			post(h.q, h.it.wqe)
+		}
+	}
 	wqe = func(q int, op hca.WROpcode, length int, laddr uint64, signaled bool, sgl ...hca.SGE) {
 		it := &reqItem{qix: q, qpn: qps[q].item.qpn, every: retryEvery, sent: true}
 		it.wqe = hca.SendWQE{Opcode: op, Length: uint32(length), RemoteAddr: 0x5000_0000 + uint64(index)<<12, RKey: 0x6600 + uint32(index),
 			Imm: 0xBEEF0000 + uint32(index), SwapAdd: 0x1111 * uint64(index), Compare: 0x2222 * uint64(index), LocalAddr: laddr,
-			QPN: it.qpn, Index: index, Signaled: signaled}
+			QPN: it.qpn, Index: index, Signaled: signaled, FenceMode: p.fm}
 		index++
+		p.fm = 0
 		run.items = append(run.items, it)
+		if len(p.held) > 0 || (it.wqe.Fenced() && p.rdun[q] > 0) {
+			if sgl != nil {
+				panic("rspPlan: a list behind a fence (not built)")
+			}
+			p.held = append(p.held, rspHeld{q, it})
+			p.bufsOf(it.wqe, length, laddr)
+			return
+		}
 		if sgl != nil {
 			it.wqe.SGL, it.wqe.LocalAddr, it.wqe.Length = sgl, 0, 0
 			for _, e := range sgl {
@@ -149,23 +195,15 @@ func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, le
 			}
 			if it.keyBad() {
 				it.sent = false
-				for _, c := range qps[q].req.FlushAll() {
-					p.status = append(p.status, c.Status)
-				}
+				p.complete(q, qps[q].req.FlushAll())
 				p.status = append(p.status, hca.WCLocProtErr)
 				delete(p.bufs, it.wqe.Index)
 				return
 			}
 		}
-		for _, c := range qps[q].enqueue(it.wqe) {
-			p.status = append(p.status, c.Status)
-		}
-		switch {
-		case sgl != nil:
-		case op == hca.WRRDMARead && length > 0:
-			p.bufs[it.wqe.Index] = [][2]uint64{{laddr, uint64(length)}}
-		case op == hca.WRCompSwap || op == hca.WRFetchAdd:
-			p.bufs[it.wqe.Index] = [][2]uint64{{laddr, 8}}
+		post(q, it.wqe)
+		if sgl == nil {
+			p.bufsOf(it.wqe, length, laddr)
 		}
 	}
 	deliver = func(q int, a reqAck) {
@@ -195,12 +233,33 @@ func newRspGen(cfgs []*reqItem) (p *rspPlan, wqe func(q int, op hca.WROpcode, le
 				p.written++
 			}
 		}
-		for _, c := range res.Completions {
-			p.status = append(p.status, c.Status)
-		}
+		p.complete(q, res.Completions)
+		release()
 		drain()
 	}
 	return p, wqe, deliver, drain
+}
+
+// complete records the model's completions on context q: their statuses,
+// and the READs and atomics among them answered (rdun).
+func (p *rspPlan) complete(q int, comps []hca.Completion) {
+	for _, c := range comps {
+		p.status = append(p.status, c.Status)
+		if rdAtomicOp(c.WQE.Opcode) {
+			p.rdun[q]--
+		}
+	}
+}
+
+// bufsOf records the buffer a READ of length bytes at laddr, or an atomic
+// (8 bytes), must hold at its successful completion.
+func (p *rspPlan) bufsOf(w hca.SendWQE, length int, laddr uint64) {
+	switch {
+	case w.Opcode == hca.WRRDMARead && length > 0:
+		p.bufs[w.Index] = [][2]uint64{{laddr, uint64(length)}}
+	case w.Opcode == hca.WRCompSwap || w.Opcode == hca.WRFetchAdd:
+		p.bufs[w.Index] = [][2]uint64{{laddr, 8}}
+	}
 }
 
 func newRspPlan() *rspPlan {

@@ -112,9 +112,15 @@ func modelSGEs(w hca.SendWQE, e int, buf []byte, ud bool) []hca.SGE {
 func setOpcode(op byte) func([]byte) { return func(b []byte) { b[3] = op } }
 func setDS(ds byte) func([]byte)     { return func(b []byte) { b[7] = b[7]&0xc0 | ds } }
 
+// setFence writes fence mode m (0..7) into fm_ce_se bits 7:5 (byte 11),
+// the rest of the byte as it was: the modes libmlx5 writes (0, 1 after a
+// bind or local invalidate, 4 for IBV_SEND_FENCE) and those it does not.
+func setFence(m byte) func([]byte) { return func(b []byte) { b[11] = b[11]&0x1f | m<<5 } }
+
 // ignoredBits sets the ctrl bits the decoder ignores: opmod (byte 0), the
-// two bits above the DS count, and fence, small fence, solicited and the
-// reserved bits of fm_ce_se (byte 11), keeping CQ_UPDATE as it was.
+// two bits above the DS count, and solicited and the reserved bits of
+// fm_ce_se (byte 11), keeping CQ_UPDATE as it was; it sets the fence mode
+// bits too (mode 7, which the model decodes as written: out_fm).
 func ignoredBits(b []byte) {
 	b[0] = 0xff
 	b[7] |= 0xc0
@@ -197,6 +203,18 @@ var wqeDirected = func() []wqeCase {
 				wqeCase{wr: w, index: 6, qpn: 0x105, mutate: setDS(0), kind: "no room"},
 				wqeCase{wr: w, index: 7, qpn: 0x105, mutate: setDS(seg + 1), kind: "just room"})
 		}
+	}
+	// Every fence mode on a READ and on a WRITE (signaled, so CQ_UPDATE
+	// sits beside the mode), and IBV_SEND_FENCE through the encoder
+	// (SendWR.Fence: mode 4) on every opcode.
+	for m := range byte(8) {
+		for _, op := range []hca.WROpcode{hca.WRRDMARead, hca.WRRDMAWrite} {
+			cs = append(cs, wqeCase{wr: hca.SendWR{Opcode: op, Signaled: true, Length: 64, LKey: 3, RemoteAddr: 0x40, RKey: 5}, index: uint16(m),
+				qpn: 0x106, mutate: setFence(m), kind: "fence"})
+		}
+	}
+	for _, op := range allWROps {
+		cs = append(cs, wqeCase{wr: hca.SendWR{Opcode: op, Fence: true, Length: 8, LKey: 1, RemoteAddr: 8, RKey: 2}, qpn: 0x107, kind: "fence"})
 	}
 	return append(cs, sglDirected()...)
 }()
@@ -297,6 +315,8 @@ func randomWQECase(r *rand.Rand) wqeCase {
 		c.mutate, c.kind = setDS(byte(r.IntN(segIndex(w.Opcode, w.UD)+1))), "no room"
 	case 2, 3:
 		c.mutate, c.kind = ignoredBits, "ignored bits"
+	case 4:
+		c.mutate, c.kind = setFence(byte(c.index)&7), "fence" // a random mode, from the random index
 	}
 	return c
 }
@@ -366,6 +386,7 @@ func (d *wqeParseDUT) outputs() []Signal {
 		{Name: "sge_valid", Width: 1}, {Name: "sge_len", Width: 32, ValidWhen: "sge_valid"},
 		{Name: "sge_lkey", Width: 32, ValidWhen: "sge_valid"}, {Name: "sge_addr", Width: 64, ValidWhen: "sge_valid"},
 		{Name: "sge_last", Width: 1, ValidWhen: "sge_valid"},
+		{Name: "out_fm", Width: 3, ValidWhen: wqeHeaderValid},
 	}
 }
 
@@ -418,6 +439,7 @@ func (d *wqeParseDUT) cycle(r *rand.Rand, in, out []Value) {
 			out[7], out[8], out[9], out[10] = b2v(w.Signaled), U(uint64(w.Imm)), U(w.RemoteAddr), U(uint64(w.RKey))
 			out[11], out[12], out[13], out[14] = U(w.SwapAdd), U(w.Compare), U(uint64(w.DLID)), U(uint64(w.RemoteQPN))
 			out[15] = U(uint64(w.RemoteQKey))
+			out[28] = U(uint64(w.FenceMode))
 		}
 		if e == 0 {
 			out[16], out[17], out[18] = b2v(w.Inline), U(uint64(w.InlineLen)), U(uint64(w.InlineOff))
@@ -459,6 +481,9 @@ func (d *wqeParseDUT) cycle(r *rand.Rand, in, out []Value) {
 func (d *wqeParseDUT) count(it wqeItem) {
 	d.seen[it.kind]++
 	d.seen[fmt.Sprintf("err %d", it.err)]++
+	if it.err != 1 {
+		d.seen[fmt.Sprintf("fm %d", it.want.FenceMode)]++
+	}
 	if it.err == 0 {
 		d.seen[it.want.Opcode.String()]++
 		if it.want.Inline {
@@ -511,6 +536,11 @@ func TestWQEParseStimulusCovers(t *testing.T) {
 			assert.GreaterOrEqual(t, d.seen[k], 20, "seed %d: %s", seed, k)
 		}
 		assert.GreaterOrEqual(t, d.okUD, 20, "seed %d: UD WQEs", seed)
+		// Every fence mode (out_fm against SendWQE.FenceMode): the
+		// directed cases give each mode 2 WQEs and mode 4 7 more.
+		for m := range 8 {
+			assert.GreaterOrEqual(t, d.seen[fmt.Sprintf("fm %d", m)], 2, "seed %d: fence mode %d", seed, m)
+		}
 		assert.Equal(t, 16, d.maxBlocks, "seed %d: the largest WQE", seed)
 		// Gather lists: many of several elements, the longest the DS count
 		// allows (setDS(63) on a SEND: 63 - 1 = 62 segments), zero-byte
@@ -538,13 +568,16 @@ func TestWQEDirectedDecodes(t *testing.T) {
 // TestWQEParseMutantsFail: each slip below, the kind an RTL engineer
 // makes in a WQE parser, fails the co-simulation of the first seed.
 //
-// 1300 cycles of the 4500: each mutant first mismatched by cycle 313
-// (the gather list's, at the directed lists; the others by 221; Icarus,
-// 2026-12-02).
+// 1300 cycles of the 4500: each mutant first mismatched by cycle 320
+// (the fence mode one bit low, between 300 and 320, at the directed fence
+// modes; the gather list's by 313, at the directed lists; the others by
+// 221; Icarus, 2026-12-03).
 func TestWQEParseMutantsFail(t *testing.T) {
 	const f = "hca_wqe_parse.v"
 	runMutantsFor(t, 1300, func() cosimDUT { return newWQEParseDUT() }, []cosimMutant{
 		{"signaled read one bit high (byte 11 bit 4)", f, "head[803]", "head[804]"},
+		{"the fence mode read one bit low", f, "assign out_fm         = head[807:805];", "assign out_fm         = head[806:804];"},
+		{"the fence mode ignored", f, "assign out_fm         = head[807:805];", "assign out_fm         = 3'd0;"},
 		{"an unknown opcode taken for RDMA_WRITE", f, "                opcode = 3'd0;\n                op_ok  = 1'b0;",
 			"                opcode = 3'd0;\n                op_ok  = 1'b1;"},
 		{"the UD datagram segment two units long", f, "(is_ud ? 3'd4 : 3'd1)", "(is_ud ? 3'd3 : 3'd1)"},

@@ -155,13 +155,14 @@ func TestReportYosys(t *testing.T) {
 	// sw_route_lookup: the clear's address, clog2(0xBFFF + 1) = 16 bits, and
 	// its running flag; the 49152-entry table is a memory.
 	assert.Equal(t, 16+1, flops[synthKey("sw_route_lookup", []Param{{"PORTS", 36}, {"PORT_W", 6}, {"LFT_TOP", 0xBFFF}})])
-	// hca_wqe_parse: the WQE's first 112 bytes (896 bits) less the 41 ctrl
+	// hca_wqe_parse: the WQE's first 112 bytes (896 bits) less the 38 ctrl
 	// bits the model does not read (opmod 8, DS bits 7:6, signature and
-	// dci_stream_id 24, fm_ce_se but CQ_UPDATE 7), out_valid, ud, the
-	// 4-bit beat count and the 5-bit block count: 855 + 1 + 1 + 4 + 5; the
+	// dci_stream_id 24, fm_ce_se but the fence mode and CQ_UPDATE 4),
+	// out_valid, ud, the 4-bit beat count and the 5-bit block count: 858 +
+	// 1 + 1 + 4 + 5; the
 	// gather list's held flag, its 6-bit segment count and the 32-bit sum
 	// of the byte counts (the 16 blocks of segments are a memory).
-	assert.Equal(t, 855+1+1+4+5+1+6+32, flops[synthKey("hca_wqe_parse", nil)])
+	assert.Equal(t, 858+1+1+4+5+1+6+32, flops[synthKey("hca_wqe_parse", nil)])
 	// hca_cqe_writer, 16 CQs: each context is base 64 + log2 depth 5 + pi
 	// 32 + ci 32 = 133 bits; cq_overrun 16, wr_valid 1, wr_addr 64; of the
 	// 512-bit CQE only the bytes EncodeCQE fills can be nonzero: src_qp 24,

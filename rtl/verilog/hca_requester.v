@@ -250,6 +250,7 @@ module hca_requester #(
     input  wire [15:0]           dec_index,
     input  wire [23:0]           dec_qpn,
     input  wire                  dec_signaled,
+    input  wire [2:0]            dec_fm,    // the fence mode (hca_wqe_parse's out_fm): 2 and 4 fence
     input  wire [31:0]           dec_imm,
     input  wire [63:0]           dec_raddr,
     input  wire [31:0]           dec_rkey,
@@ -420,6 +421,24 @@ module hca_requester #(
     wire [PW-1:0]       d_tl    = oq_tl[dix*PW +: PW];
     wire                oq_room = d_tl - d_hd != OQ_FULL;
     wire [23:0]         d_last  = ctx_psn[dix] + npsn - 24'd1;
+    // The fence (hca.md "Fence"): a READ or atomic in the context's ring not yet answered (not done:
+    // its responses have not completed it; one they did leaves the ring or is marked done), the
+    // model's Requester.rdAtomicUnfinished. The ring holds every message taken and not retired, so
+    // a READ or atomic taken before the WQE on dec_* is there until its answer.
+    reg                 d_rdun;
+    integer             fj;
+    always @(*) begin
+        d_rdun = 1'b0;
+        for (fj = 0; fj < OQ_DEPTH; fj = fj + 1)
+            if (fj[PW-1:0] < d_tl - d_hd && oq_rd[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] &&
+                !oq_done[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])
+                d_rdun = 1'b1;
+    end
+    // A fenced WQE (mode 2 or 4: hca.SendWQE.Fenced) of a context waits on dec_* while one is
+    // (hca.Device.wqeReady: before its key error is looked at). A failure that sends the context to
+    // ERR completes every message of the ring (flushed), so the WQE then goes on and flushes, as the
+    // model's releaseFence. dec_* is one stream, so the WQEs of every context behind it wait too.
+    wire                fence_hold = (dec_fm == 3'd2 || dec_fm == 3'd4) && has_ctx && d_rdun;
 
     // ---- the completion engine: one job at a time, an ACK's walk or a WQE completed at decode ----
     reg              eng_busy, eng_ack;    // busy; the job is an ACK's or NAK's (else a decode completion)
@@ -568,7 +587,7 @@ module hca_requester #(
     // A resend goes before any WQE, and a WQE of a context with a resend pending waits for its end
     // (the model's rewound messages go before the ones queued after them).
     assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && s_k == dec_sges && !k_wait && sq_push_ready && tg_push_ready &&
-                       !rp_valid && !rs_pend[dix] &&
+                       !rp_valid && !rs_pend[dix] && !fence_hold &&
                        !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;

@@ -82,6 +82,7 @@ module hca_wqe_fetch #(
     output wire [23:0]       dec_qpn,
     output wire [4:0]        dec_bbs,
     output wire              dec_signaled,
+    output wire [2:0]        dec_fm,        // the fence mode (fm_ce_se bits 7:5)
     output wire [31:0]       dec_imm,
     output wire [63:0]       dec_raddr,
     output wire [31:0]       dec_rkey,
@@ -299,7 +300,7 @@ module hca_wqe_fetch #(
         .in_valid(bb_valid && wqe_ready), .in_ready(parse_in_ready), .in_data(bb_data), .in_ud(bb_ud),
         .out_valid(dec_valid), .out_ready(dec_ready), .out_err(dec_err), .out_opcode(dec_opcode),
         .out_index(dec_index), .out_qpn(dec_qpn), .out_bbs(dec_bbs),
-        .out_signaled(dec_signaled), .out_imm(dec_imm), .out_raddr(dec_raddr), .out_rkey(dec_rkey),
+        .out_signaled(dec_signaled), .out_fm(dec_fm), .out_imm(dec_imm), .out_raddr(dec_raddr), .out_rkey(dec_rkey),
         .out_swap_add(dec_swap_add), .out_compare(dec_compare), .out_inline(dec_inline),
         .out_inline_len(dec_inline_len), .out_inline_off(dec_inline_off), .out_length(dec_length),
         .out_lkey(dec_lkey), .out_laddr(dec_laddr), .out_dlid(dec_dlid), .out_rqpn(dec_rqpn),

@@ -24,7 +24,8 @@
 // goes through when both are taken at once. Segments, in 16-byte units
 // from the start:
 //   ctrl       0: opmod | wqe_index (16) | opcode (8); qpn (24) | ds (6);
-//                 byte 11 bit 3 CQ_UPDATE (signaled); imm (32)
+//                 byte 11 (fm_ce_se) bits 7:5 the fence mode, bit 3
+//                 CQ_UPDATE (signaled); imm (32)
 //   datagram   1-3 (UD only): qkey [16:19], remote QPN [24:27] low 24
 //                 bits, DLID [30:31]
 //   raddr      next, when the opcode has one (all but SEND, SEND_IMM):
@@ -50,8 +51,11 @@
 // with LOC_QP_OP_ERR). With out_err = 2 the fields before the data
 // segment are still those of the model's decode (opcode, index, qpn, bbs,
 // signaled, imm, the datagram, raddr and atomic fields); with 1 none is.
-// Not parsed, as the model does not: the fence, solicited and small-fence
-// bits of fm_ce_se, opmod.
+// out_fm is the fence mode as written, 0..7 (hca.SendWQE.FenceMode,
+// MLX5_FENCE_MODE_*: 0 none, 1 initiator small fence, 2 fence, 3 strong
+// ordering, 4 fence and small fence, what IBV_SEND_FENCE writes); the
+// requester waits on modes 2 and 4 (SendWQE.Fenced). Not parsed, as the
+// model does not: the solicited bit and reserved bits of fm_ce_se, opmod.
 module hca_wqe_parse (
     input  wire         clk,
     input  wire         rst_n,
@@ -67,6 +71,7 @@ module hca_wqe_parse (
     output wire [23:0]  out_qpn,
     output wire [4:0]   out_bbs,        // WQEBBs: ceil(ds * 16 / 64)
     output wire         out_signaled,
+    output wire [2:0]   out_fm,         // fence mode: fm_ce_se bits 7:5
     output wire [31:0]  out_imm,
     output wire [63:0]  out_raddr,
     output wire [31:0]  out_rkey,
@@ -218,9 +223,9 @@ module hca_wqe_parse (
     wire [95:0]  raddr_seg  = ud ? head[383:288] : head[767:672];  // segment 4 or 1 (its last 4 bytes are reserved)
     wire [127:0] atomic_seg = ud ? head[255:128] : head[639:512];  // segment 5 or 2
     // The ctrl bits the model does not read: opmod, byte 7 bits 7:6,
-    // signature, dci_stream_id, fm_ce_se but CQ_UPDATE.
+    // signature, dci_stream_id, fm_ce_se but the fence mode and CQ_UPDATE.
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [40:0] ignored = {head[895:888], head[839:838], head[831:804], head[802:800]};
+    wire [37:0] ignored = {head[895:888], head[839:838], head[831:808], head[804], head[802:800]};
     /* verilator lint_on UNUSEDSIGNAL */
     wire [5:0]  ds       = head[837:832];   // byte 7 bits 5:0
     wire [31:0] bc       = data_seg[127:96];
@@ -232,6 +237,7 @@ module hca_wqe_parse (
     assign out_qpn        = head[863:840];   // bytes 4..6
     assign out_bbs        = {1'b0, ds[5:2]} + {4'd0, ds[1:0] != 2'd0};
     assign out_signaled   = head[803];       // byte 11 bit 3
+    assign out_fm         = head[807:805];   // byte 11 bits 7:5
     assign out_imm        = head[799:768];   // bytes 12..15
     assign out_raddr      = has_remote ? raddr_seg[95:32] : 64'd0;
     assign out_rkey       = has_remote ? raddr_seg[31:0] : 32'd0;
