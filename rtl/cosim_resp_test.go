@@ -246,6 +246,7 @@ type respEnv struct {
 func (e respEnv) CheckRKey(rkey uint32, need int, addr, n uint64) hca.KeyResult {
 	return e.table.CheckRemote(rkey, e.pd, e.qpn, need, addr, n)
 }
+
 // RKeyBase: as hca.QP.RKeyBase (a zero-based window's first byte; the
 // run binds none, so 0).
 func (e respEnv) RKeyBase(rkey uint32) uint64 { return e.table.ZeroBase(rkey) }

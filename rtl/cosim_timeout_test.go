@@ -148,6 +148,35 @@ func TestTimeoutCycles(t *testing.T) {
 	assert.Equal(t, 6141, ackTick(1500))
 }
 
+// runTimeoutBench builds the requester (the named mutant; unmutated for
+// an empty old) with the timeout test's transport, runs plan p in Icarus
+// and returns the replay's result.
+func runTimeoutBench(t *testing.T, dir string, p *retryPlan, name, old, new string) *retryResult {
+	t.Helper()
+	ctx := context.Background()
+	d, replace := requesterMutant(t, dir, name, old, new)
+	files := writeReqBench(t, d, replace)
+	require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
+	p.run.write(t, d)
+	_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+	require.NoError(t, err)
+	return runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+}
+
+// timeoutControl gives run 3100 cycles of control: every handshake
+// ready, credit plenty, rx_* offered only at cycle 100 and from 200
+// (cw[9]); the control's end ends the run, not its beats.
+func timeoutControl(run *reqRun) {
+	for c := range 3100 {
+		cw := uint64(0x31f)
+		if c != 100 && c < 200 {
+			cw = 0x11f
+		}
+		run.ctrl = append(run.ctrl, [5]uint64{cw, 2048, 2048, 2048, 2048})
+	}
+	run.beats = 1 << 20 // never reached: the control's cycles end the run
+}
+
 // TestRequesterTimeoutCosim: hca_requester's timeouts come when the model's
 // timer expires, its resends are the model's packet for packet and byte
 // for byte, its completions the model's (RETRY_EXC_ERR when retry_cnt is
@@ -157,7 +186,6 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 	needTool(t, "iverilog", "vvp")
 	p := newTimeoutPlan()
 	dir := t.TempDir()
-	f := "hca_requester.v"
 	for _, m := range []struct{ name, old, new string }{
 		{name: "unmutated"},
 		{"the timer never armed at a commit", "RETRY_TIMEOUT != 0 && commit && head_ctx == q[QPN_W-1:0] && !to_on[q]", "1'b0"},
@@ -170,20 +198,7 @@ func TestRequesterTimeoutCosim(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
-			require.NoError(t, os.MkdirAll(d, 0o755))
-			file := ""
-			if m.old != "" {
-				file = f
-			}
-			replace := mutatedSource(t, file, m.old, m.new)
-			files := writeReqBench(t, d, replace)
-			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
-			p.run.write(t, d)
-			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
-			require.NoError(t, err)
-			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			res := runTimeoutBench(t, dir, p, m.name, m.old, m.new)
 			// The plan's derivation: context 0 sends its 4 packets, the
 			// NAK's resend and two timeouts' (3 each); context 1 W's 2
 			// packets and three timeouts' resends of them.
@@ -247,14 +262,7 @@ func newTimeoutRNRPlan() *retryPlan {
 	run.acks = append(run.acks,
 		reqAck{gate: 3, qpn: cfg.qpn, psn: 0x41, syn: hca.SynRNRNAK | 10, msn: 1},
 		reqAck{gate: 3, qpn: cfg.qpn, psn: 0x41, syn: hca.SynACK, msn: 2})
-	for c := range 3100 {
-		cw := uint64(0x31f)
-		if c != 100 && c < 200 {
-			cw = 0x11f
-		}
-		run.ctrl = append(run.ctrl, [5]uint64{cw, 2048, 2048, 2048, 2048})
-	}
-	run.beats = 1 << 20 // never reached: the control's cycles end the run
+	timeoutControl(run)
 	return p
 }
 
@@ -272,14 +280,7 @@ func TestRequesterTimeoutRNRCosim(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
-			files := writeReqBench(t, d, replace)
-			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
-			p.run.write(t, d)
-			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
-			require.NoError(t, err)
-			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			res := runTimeoutBench(t, dir, p, m.name, m.old, m.new)
 			want := []uint32{0x40, 0x41, 0x42, 0x42, 0x42, 0x42, 0x42}
 			if m.old != "" {
 				bad := res.errors > 0 || res.acks != len(p.run.acks) || !assert.ObjectsAreEqual(want, res.psns[0])
@@ -341,14 +342,7 @@ func newTimeoutAckedPlan() *retryPlan {
 		reqAck{gate: 4, qpn: cfg.qpn, psn: 0x302, syn: hca.SynACK, msn: 1},
 		rsp,
 		reqAck{gate: 9, qpn: cfg.qpn, psn: 0x301, syn: hca.SynACK, msn: 1})
-	for c := range 3100 {
-		cw := uint64(0x31f)
-		if c != 100 && c < 200 {
-			cw = 0x11f
-		}
-		run.ctrl = append(run.ctrl, [5]uint64{cw, 2048, 2048, 2048, 2048})
-	}
-	run.beats = 1 << 20 // never reached: the control's cycles end the run
+	timeoutControl(run)
 	return p
 }
 
@@ -372,14 +366,7 @@ func TestRequesterTimeoutAckedCosim(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
-			files := writeReqBench(t, d, replace)
-			require.NoError(t, os.WriteFile(filepath.Join(d, "hca_transport.v"), []byte(timeoutTransport(t)), 0o644))
-			p.run.write(t, d)
-			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
-			require.NoError(t, err)
-			res := runRetry(t, ctx, d, "r", p, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+			res := runTimeoutBench(t, dir, p, m.name, m.old, m.new)
 			want := []uint32{0x300, 0x301, 0x302, 0x303, 0x300, 0x301, 0x302, 0x303, 0x303, 0x303, 0x303}
 			if m.old != "" {
 				bad := res.errors > 0 || res.acks != len(p.run.acks) || !assert.ObjectsAreEqual(want, res.psns[0])
