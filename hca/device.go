@@ -102,6 +102,9 @@ type Counters struct {
 	PayloadTx    int64 // payload bytes of request and read-response packets sent
 	PayloadRx    int64 // payload bytes placed in host memory
 	OnDemandRecv int64 // receive WQEs fetched on demand (cache empty)
+	// RecvWQEWaits are receive WQEs a packet took while their prefetch
+	// read was still in flight, and waited for.
+	RecvWQEWaits int64
 	UDDrops      int64 // UD packets dropped: bad Q_Key, no receive WQE, wrong QP type
 	// McastCopies are the copies of multicast packets handed to attached
 	// QPs (a packet to a group with k QPs attached makes k; a copy a QP

@@ -113,7 +113,11 @@ func (d *Device) recvWQEAt(qp *QP, t ib.PS) ib.PS {
 		}
 		return t
 	}
-	return max(t, qp.rqWait)
+	if qp.rqWait > t {
+		d.Counters.RecvWQEWaits++
+		return qp.rqWait
+	}
+	return t
 }
 
 // sendAck queues an ACK or NAK built by the transport stage at t.

@@ -89,12 +89,14 @@ func TestPerftestSGEsBlueFlameCliffAndTags(t *testing.T) {
 // lists of 1, 2, 3 and 8 elements. A QP for receive lists of n elements
 // has a stride of 16 × the power of two at or above n bytes (16, 32, 64,
 // 128), and the prefetch window is hca.wqe_prefetch_depth (8) 64-byte
-// blocks of them: 32, 16, 8 and 4 WQEs. The client's first burst
-// (tx_depth 128 WQEs, one packet each, 7.2 ns apart on the EDR wire)
-// outruns any of these windows: packets arrive before the reads of their
-// WQEs are back. Each then waits for its WQE's read already in flight
-// (the prefetch runs a window ahead of the responder), and every WQE is
-// read once, by the prefetch: no on-demand read.
+// blocks of them: 32, 16, 8 and 4 WQEs. Packets come a dozen or so 7.2
+// ns apart on the EDR wire at the start, then one per 60 ns (the
+// client's CPU, host.post_ns). A window of w WQEs asks for a WQE w
+// packets ahead; when w packets take less than a read (≈ 560 ns: 4 × 60
+// ns with 8 elements, every packet; with 2 the opening burst) a packet
+// arrives before its WQE's read is back, and waits for that read in
+// flight (host1_recv_wqe_waited); with one element (32 × 60 ns) none
+// does. Every WQE is read once, by the prefetch: no on-demand read.
 //
 // The bounds: the CPU posts at host.post_ns (60 ns: 16.7 M/s), and a
 // receiver that read each WQE on demand, in the QP's order of DMA behind
@@ -134,6 +136,14 @@ func TestPerftestRecvListsKeepUp(t *testing.T) {
 		require.Equal(t, true, m["data_verified"])
 		srv := p.Devices()[1]
 		assert.Zero(t, srv.Counters.OnDemandRecv, "%d elements: receive WQEs read again on demand", n)
+		assert.Equal(t, int64(0), m["host1_recv_wqe_on_demand"])
+		assert.Equal(t, srv.Counters.RecvWQEWaits, m["host1_recv_wqe_waited"])
+		switch n {
+		case 1:
+			assert.Zero(t, srv.Counters.RecvWQEWaits, "one element: the window stays ahead")
+		case 8:
+			assert.Greater(t, srv.Counters.RecvWQEWaits, int64(run.Iterations/2), "eight elements: most packets wait for their WQE")
+		}
 		rate := m["msg_rate_mpps"].(float64)
 		t.Logf("%d elements: %.3f M msg/s (CPU bound %.3f, one read a message %.3f)", n, rate, cpuBound, onDemandBound)
 		assert.LessOrEqual(t, rate, cpuBound, "%d elements", n)
