@@ -44,8 +44,13 @@ import (
 // sooner than the read that brings it completes (a WQE taken on demand
 // there likewise, readOnDemand). (A real prefetcher might read past the
 // break speculatively and discard; the bytes of such a read are not
-// modelled.) When the cache is empty but a WQE is posted, the responder
-// reads it on demand, as for an RQ.
+// modelled.) As for an RQ, the window holds the WQEs read or being read
+// and not taken, [taken, fetch); the prefetch moves on after every take;
+// a responder that takes a WQE whose read is in flight waits for that
+// read (qp.rqWait), and reads on demand only a WQE the prefetch has not
+// asked for: the prefetch asks for each WQE at its doorbell or at the
+// take before it (the window has room for at least one), so no test
+// reaches that read.
 
 // srqNextBytes is the next segment before an SRQ WQE's data segments
 // (struct mlx5_wqe_srq_next_seg).
