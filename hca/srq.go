@@ -44,8 +44,13 @@ import (
 // sooner than the read that brings it completes (a WQE taken on demand
 // there likewise, readOnDemand). (A real prefetcher might read past the
 // break speculatively and discard; the bytes of such a read are not
-// modelled.) When the cache is empty but a WQE is posted, the responder
-// reads it on demand, as for an RQ.
+// modelled.) As for an RQ, the window holds the WQEs read or being read
+// and not taken, [taken, fetch); the prefetch moves on after every take;
+// a responder that takes a WQE whose read is in flight waits for that
+// read (qp.rqWait), and reads on demand only a WQE the prefetch has not
+// asked for: the prefetch asks for each WQE at its doorbell or at the
+// take before it (the window has room for at least one), so no test
+// reaches that read.
 
 // srqNextBytes is the next segment before an SRQ WQE's data segments
 // (struct mlx5_wqe_srq_next_seg).
@@ -98,11 +103,15 @@ type SRQ struct {
 	// chainPending: a WQE taken on demand at the list's front broke the
 	// ring's order; its read's completion sets chainAt (readOnDemand).
 	chainPending bool
-	slots        []uint16       // slot of WQE number n at n mod depth (read issued)
-	inflight     int            // WQEs read, not yet on chip
-	cache        ring[srqEntry] // WQEs on chip, in posting order
-	taken        uint32         // WQEs taken by the responders
-	dmaSlot      ib.PS          // start of the SRQ's last read in the dma stage (stage.acceptQP)
+	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
+	inflight     int      // WQEs read, not yet on chip
+	// readDone holds, by WQE number modulo the prefetch window, when the
+	// prefetch read of that WQE puts it on chip (as QP.rqReadDone): a
+	// responder that takes a WQE whose read is in flight waits for it.
+	readDone []ib.PS
+	cache    ring[srqEntry] // WQEs on chip, in posting order
+	taken    uint32         // WQEs taken by the responders
+	dmaSlot  ib.PS          // start of the SRQ's last read in the dma stage (stage.acceptQP)
 }
 
 // srqEntry is a WQE in the SRQ's on-chip cache, seq its position in
@@ -337,10 +346,16 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 		panic(fmt.Sprintf("hca: %s srq %d: fetch %d behind taken %d", d.Name, s.Num, s.fetch, s.taken))
 	}
 	window := d.srqWindow(s)
+	if len(s.readDone) != window {
+		s.readDone = make([]ib.PS, window)
+	}
 	mask := uint16(s.depth - 1)
 	for {
 		avail := int(cntDiff(s.db, s.fetch))
-		room := window - s.cache.len() - s.inflight
+		// Held: the WQEs read or being read that no responder has taken,
+		// [taken, fetch), as an RQ's (recvFetch). A read in flight for
+		// WQEs taken meanwhile holds none.
+		room := window - int(cntDiff(s.fetch, s.taken))
 		if avail <= 0 || room <= 0 {
 			return
 		}
@@ -357,6 +372,11 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 		issue := max(t, s.chainAt)
 		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(issue, &s.dmaSlot, 0), s.buf+uint64(first)*uint64(s.stride), k*s.stride)
 		done = d.stages[StageWQEFetch].accept(done, 0)
+		for i := range k {
+			// Reads start only for room in [taken, taken + window), so no
+			// two WQE numbers in flight share a place.
+			s.readDone[(s.fetch+uint32(i))%uint32(window)] = done
+		}
 		e := d.at(done, evSRQFetched)
 		e.Arg = srqArg(s, s.fetch)
 		e.Port = int32(k)
@@ -418,8 +438,10 @@ func (s *SRQ) readWQE(slot uint16) RecvWQE {
 }
 
 // popSRQ takes qp's next receive WQE from its SRQ: the next in posting
-// order, from the cache, or read on demand (qp.onDemand, at
-// qp.onDemandAddr) if the HCA knows it is posted.
+// order, from the cache; if its prefetch read is in flight, waiting for
+// that read (qp.rqWait); else read on demand (qp.onDemand, at
+// qp.onDemandAddr) if the HCA knows it is posted. The prefetch then goes
+// on after it.
 func (qp *QP) popSRQ() (RecvWQE, bool) {
 	s := qp.srq
 	d := s.dev
@@ -442,7 +464,11 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 	}
 	var slot uint16
 	if cntDiff(s.taken, s.fetch) < 0 {
-		slot = s.slots[s.taken%uint32(s.depth)] // its read is in flight
+		// The cache is empty and every WQE of [taken, fetch) is on chip
+		// or being read: this one's read is in flight. Wait for it, as a
+		// responder that has asked for a WQE does, not reading it again.
+		slot = s.slots[s.taken%uint32(s.depth)]
+		qp.rqWait = s.readDone[s.taken%uint32(len(s.readDone))]
 	} else {
 		// Not read yet: this read takes it, and the prefetch goes on
 		// after it, at once if the list follows the ring there, else once
@@ -452,12 +478,18 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 		s.fetch++
 		s.nextSlot = s.nextIndex(slot)
 		s.chainPending = s.nextSlot != (slot+1)&uint16(s.depth-1)
+		qp.onDemandAddr = s.buf + uint64(slot)*uint64(s.stride)
+		qp.onDemand = true
 	}
-	qp.onDemandAddr = s.buf + uint64(slot)*uint64(s.stride)
 	w := s.readWQE(slot)
 	s.taken++
-	qp.onDemand = true
 	d.srqTook(s)
+	if !s.chainPending {
+		// The prefetch goes on from the WQE after it (at a break taken
+		// on demand, readOnDemand first learns when the next index is
+		// known, then moves it on).
+		d.srqFetch(s, d.s.Now())
+	}
 	return w, true
 }
 
@@ -468,6 +500,7 @@ func (s *SRQ) readOnDemand(t ib.PS) {
 	if s.chainPending {
 		s.chainPending = false
 		s.chainAt = max(s.chainAt, t)
+		s.dev.srqFetch(s, s.dev.s.Now())
 	}
 }
 

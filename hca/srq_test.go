@@ -427,37 +427,88 @@ func TestUDQPsShareAnSRQ(t *testing.T) {
 	assert.Zero(t, srq.Posted())
 }
 
+// srqReadPS is the time of a prefetch read of one SRQ WQE of stride bytes,
+// from its issue to on chip: the dma stage, the request TLP, the host's
+// read latency, the completion (stride + its overhead) and the wqe_fetch
+// stage (with Defaults and stride 32: 10 + 1.524 + 533 + 3.301 + 10 =
+// 557.825 ns).
+func srqReadPS(cfg Config, stride int) ib.PS {
+	p := NewPCIe(cfg.PCIe)
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	return ib.PS(cfg.DMA.LatencyCycles)*cyc + p.SerPS(cfg.PCIe.TLPOverheadBytes) + ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS) +
+		p.SerPS(stride+cfg.PCIe.CompletionOverheadBytes) + ib.PS(cfg.WQEFetch.LatencyCycles)*cyc
+}
+
+// srqEventTimes returns, from B's trace, when each of qpns had its first
+// packet delivered and its first receive CQE written at or after from.
+func srqEventTimes(rec *traceRecorder, from ib.PS, qpns []uint32) (deliver, cqe []ib.PS) {
+	deliver, cqe = make([]ib.PS, len(qpns)), make([]ib.PS, len(qpns))
+	for _, e := range rec.events {
+		at := ib.PS(e.Time)
+		if at < from || (e.Kind != components.TraceDeliver && e.Kind != components.TraceCQE) {
+			continue
+		}
+		q, _ := e.Int("qpn")
+		for i, n := range qpns {
+			if int64(n) != q {
+				continue
+			}
+			if e.Kind == components.TraceDeliver && deliver[i] == 0 {
+				deliver[i] = at
+			}
+			if queue, _ := e.Str("queue"); e.Kind == components.TraceCQE && queue == "rq" && cqe[i] == 0 {
+				cqe[i] = at
+			}
+		}
+	}
+	return deliver, cqe
+}
+
 // TestSRQReadsFollowTheChain: the HCA learns where the list goes only from
 // the WQEs it reads. Every post rings its own doorbell (60 ns of CPU, then
-// the 308 ns MMIO), and a read of one WQE takes 557.825 ns from its
-// doorbell to on chip (dma stage 10 ns, a 24-byte request TLP, the 533 ns
-// read latency, the 32 + 20-byte completion, the wqe_fetch stage's 10
-// ns). Round 1: a fresh SRQ of depth 4, three WQEs posted in slots 0, 1,
-// 2, in ring order: each read as its doorbell comes, on chip by 0.678 µs
-// after the first doorbell D. Round 2: after the out-of-order frees of
-// TestSRQFollowsItsList the next three are in slots 3, 2, 1, each WQE's
-// next index breaking the ring's order, so each read waits for the one
-// bringing its address: on chip at D + 0.558, 1.116 and 1.673 µs. In each
-// round three SENDs of a few bytes are posted 0.1 µs after the receives,
-// back to back on three QPs; a SEND reaches B's responder 1.04 µs after
-// its post (60 ns CPU, 308 MMIO, 20 doorbell, 10 parse, 10 L_Key, 10 dma,
-// the payload read 1.5 + 533 + 2, 40 transmit, the wire, 40 receive), so
-// at D − 0.368 + 0.1 + 1.04 = D + 0.772, 0.832, 0.892 µs (round 1 later:
-// its keys are cold). Round 1 finds every WQE on chip; round 2 the first
-// only, and reads the other two, still on their way, again on demand
-// (Counters.OnDemandRecv).
+// the 308 ns MMIO), and a read of one WQE takes srqReadPS, 557.825 ns,
+// from its issue to on chip. Round 1: a fresh SRQ of depth 4, three WQEs
+// posted in slots 0, 1, 2, in ring order: each read as its doorbell
+// comes, on chip by 0.678 µs after the first doorbell D. Round 2: after
+// the out-of-order frees of TestSRQFollowsItsList the next three are in
+// slots 3, 2, 1, each WQE's next index breaking the ring's order, so each
+// read waits for the one bringing its address: on chip at D + 1, 2 and 3
+// reads = D + 0.558, 1.116 and 1.673 µs (slot 3's, the only one the
+// prefetch puts in the cache, traced as wqe_fetch; the other two are
+// taken while in flight). In each round three SENDs of a
+// few bytes are posted 0.1 µs after the receives, back to back on three
+// QPs; a SEND reaches B's responder 1.04 µs after its post (60 ns CPU, 308
+// MMIO, 20 doorbell, 10 parse, 10 L_Key, 10 dma, the payload read 1.5 +
+// 533 + 2, 40 transmit, the wire, 40 receive), so at D − 0.368 + 0.1 +
+// 1.04 = D + 0.772, 0.832, 0.892 µs (round 1 later: its keys are cold).
+// Round 1 finds every WQE on chip; round 2 the first only, and the other
+// two take WQEs whose reads are in flight, waiting at the chain's pace:
+// no WQE is read on demand (Counters.OnDemandRecv).
+//
+// A receive CQE is written a time c after the later of the SEND's arrival
+// (deliver) and its WQE on chip, the same c for the three (each QP has
+// its own CQ): c is measured on round 2's first message, whose WQE is on
+// chip before it arrives. So round 2's CQEs are at D + 0.772 + c, D + 2
+// reads + c and D + 3 reads + c. A responder that read the WQEs in
+// flight again on demand, from their arrival, would have the second at D
+// + 0.832 + 0.548 = D + 1.380 µs (later than D + 1.116); a prefetch that
+// did not wait for the chain would have them all by D + 0.678.
 func TestSRQReadsFollowTheChain(t *testing.T) {
-	r := newSRQRig(t, Defaults(), 3, 3, true)
+	cfg := Defaults()
+	r := newSRQRig(t, cfg, 3, 3, true)
+	var rec traceRecorder
+	r.b.AcceptHook(&rec)
 	sendAll := func(round int) {
 		for i := 0; i < 3; i++ {
 			r.send(t, i, fmt.Sprintf("round %d qp %d", round, i))
 		}
 	}
 	const lead = 100 * ib.Nanosecond
+	const round2 = 5 * gap
 	var onDemand [2]int64
 	r.at(gap, func() { r.postRecvs(t, 0, 3) })
 	r.at(gap+lead, func() { sendAll(1) })
-	r.at(5*gap, func() {
+	r.at(round2, func() {
 		onDemand[0] = r.b.Counters.OnDemandRecv
 		for i := 2; i >= 0; i-- { // frees slots 2, 1, 0: the list 3 → 2 → 1 → 0
 			var wc [1]WC
@@ -465,21 +516,44 @@ func TestSRQReadsFollowTheChain(t *testing.T) {
 		}
 		r.postRecvs(t, 3, 6)
 	})
-	r.at(5*gap+lead, func() { sendAll(2) })
+	r.at(round2+lead, func() { sendAll(2) })
 	r.runTo(t, 8*gap)
 	onDemand[1] = r.b.Counters.OnDemandRecv - onDemand[0]
-	assert.Equal(t, [2]int64{0, 2}, onDemand, "on-demand reads: none in ring order, two behind the broken list")
+	assert.Equal(t, [2]int64{0, 0}, onDemand, "on-demand reads: none in ring order, none behind the broken list")
 	wcs := r.recvAll()
 	require.Len(t, wcs, 3)
 	for k := range wcs {
 		assert.Equal(t, uint64(103+k), wcs[k].WRID)
 	}
+
+	read := srqReadPS(cfg, r.srq.Stride())
+	doorbell := round2 + ib.FromNanoseconds(cfg.Host.PostNS+cfg.PCIe.MMIOLatencyNS)
+	deliver, cqe := srqEventTimes(&rec, round2, []uint32{r.qb[0].Num, r.qb[1].Num, r.qb[2].Num})
+	onChip := []ib.PS{doorbell + read, doorbell + 2*read, doorbell + 3*read}
+	require.Less(t, onChip[0], deliver[0], "round 2's first SEND finds its WQE on chip")
+	var fetched []ib.PS // the prefetch's wqe_fetch events of round 2: slot 3's only
+	for _, e := range rec.events {
+		if e.Kind == components.TraceWQEFetch && ib.PS(e.Time) >= round2 {
+			fetched = append(fetched, ib.PS(e.Time))
+		}
+	}
+	assert.Equal(t, onChip[:1], fetched, "slot 3 on chip one read after its doorbell")
+	c := cqe[0] - deliver[0]
+	for k := 1; k < 3; k++ {
+		assert.Less(t, deliver[k], onChip[k], "SEND %d arrives before its WQE is on chip", k)
+		assert.Equal(t, onChip[k]+c, cqe[k], "SEND %d completes c after its WQE's read along the chain", k)
+	}
 }
 
-// TestSRQOnDemandAtABreakHoldsThePrefetch: a WQE the responder reads on
-// demand, never read before, where the SRQ's list leaves the ring, brings
-// the index of the WQE after it: the prefetch of that one waits for the
-// on-demand read, as it waits for a prefetched read at a break.
+// TestSRQTakeAtABreakHoldsThePrefetch: the prefetch read that a take
+// starts, of the WQE after one whose next index leaves the ring, issues
+// no sooner than the read bringing that index is in, as any read at a
+// break. (Before responders waited for reads in flight, the WQE at the
+// break was read on demand here and held the next read likewise. A WQE
+// is no longer read on demand at all: a WQE the HCA knows is posted has
+// its read issued at its doorbell or, once the window has room, at the
+// take before it, and the window has room for the WQE after the last
+// taken.)
 //
 // B's prefetch window is one 64-byte block (hca.wqe_prefetch_depth 1, set
 // on B only, so A's SEND path is TestSRQReadsFollowTheChain's): two
@@ -491,28 +565,30 @@ func TestSRQReadsFollowTheChain(t *testing.T) {
 //
 // Round 2 posts the four receives at R, doorbells at R + 0.368, 0.428,
 // 0.488, 0.548 µs (60 ns of CPU each, then the 308-ns MMIO). The window
-// takes two: slots 5 and 6 are read from their doorbells, on chip 557.825
-// ns later (TestSRQReadsFollowTheChain's read: dma stage 10 ns, a 24-byte
-// request TLP, the 533-ns read latency, the 32 + 20-byte completion, the
-// wqe_fetch stage's 10 ns), at R + 0.926 and 0.986. Three SENDs on QPs 0,
-// 1, 2, posted at R − 0.3 µs, reach B 1.04 µs after their posts, 60 ns
-// apart (TestSRQReadsFollowTheChain's SEND path): at R + 0.740, 0.800 and
-// 0.860, all after the last doorbell and before the first read is in. The
-// first two take 5 and 6, still on their way, and read them on demand; the
-// third finds both reads in flight, the window full, and takes slot 7
-// unread: it reads it on demand from R + 0.860 (the read above less the
-// wqe_fetch stage: 547.825 ns) and learns its next index, 1, at R +
-// 1.408. When slot 5's read lands (R + 0.926) the window has room, and
-// slot 1's read issues no sooner than R + 1.408: on chip at R + 1.408 +
-// 0.558 = R + 1.965. Issued at once it would be on chip at R + 0.926 +
-// 0.558 = R + 1.484. A fourth SEND, on QP 3, posted at R + 0.66, reaches B
-// at R + 1.700, between the two: it finds slot 1's read in flight and
-// reads it on demand (Counters.OnDemandRecv: 4 in round 2; 3 if the
-// prefetch did not wait). The messages take the WQEs in posting order.
-func TestSRQOnDemandAtABreakHoldsThePrefetch(t *testing.T) {
-	r := newSRQRig(t, Defaults(), 4, 7, true)
+// takes two: slots 5 and 6 are read from their doorbells, on chip a read
+// (srqReadPS, 557.825 ns) later, at R + 0.926 and 0.986. Three SENDs on
+// QPs 0, 1, 2, posted at R − 0.3 µs, reach B 1.04 µs after their posts,
+// 60 ns apart (TestSRQReadsFollowTheChain's SEND path): at R + 0.740,
+// 0.800 and 0.860, all after the last doorbell and before the first read
+// is in. The first takes slot 5, in flight, and the window has room for
+// one more: slot 7's read issues at R + 0.740, on chip at R + 1.298, and
+// its next index, 1, breaks the ring. The second takes slot 6, and slot
+// 1's read issues no sooner than R + 1.298: on chip at R + 1.298 + 0.558
+// = R + 1.855. Issued at once (R + 0.800) it would be on chip at R +
+// 1.358. A fourth SEND, on QP 3, posted at R + 0.66, reaches B at R +
+// 1.700, between the two: it takes slot 1, in flight, and waits for it.
+//
+// Each SEND's receive CQE is written c after the later of its arrival
+// and its WQE on chip (TestSRQReadsFollowTheChain): the four at R + 0.926
+// + c, 0.986 + c, 1.298 + c and 1.855 + c, c measured on the first.
+// The messages take the WQEs in posting order, none read on demand.
+func TestSRQTakeAtABreakHoldsThePrefetch(t *testing.T) {
+	cfg := Defaults()
+	r := newSRQRig(t, cfg, 4, 7, true)
 	r.b.Cfg.WQEPrefetchDepth = 1
 	require.Equal(t, 8, r.srq.Depth())
+	var rec traceRecorder
+	r.b.AcceptHook(&rec)
 	r.at(gap, func() { r.postRecvs(t, 0, 5) })
 	for k, i := range []int{0, 1, 0, 1, 0} {
 		r.at(ib.PS(k+2)*gap, func() { r.send(t, i, fmt.Sprintf("round 1 msg %d", k)) })
@@ -541,8 +617,7 @@ func TestSRQOnDemandAtABreakHoldsThePrefetch(t *testing.T) {
 	r.at(round2+660*ib.Nanosecond, func() { r.send(t, 3, "round 2 qp 3") })
 	r.runTo(t, round2+3*gap)
 	assert.Equal(t, []uint16{1, 3, 0}, list, "the list 7 → 1 → 3 → 0 after round 1's frees")
-	assert.Equal(t, int64(4), r.b.Counters.OnDemandRecv-onDemand,
-		"round 2: the fourth SEND finds slot 1's read still waiting for slot 7's on-demand read")
+	assert.Zero(t, r.b.Counters.OnDemandRecv-onDemand, "round 2: every WQE taken is read by the prefetch")
 	wcs := r.recvAll()
 	require.Len(t, wcs, 4)
 	for i, wc := range wcs {
@@ -550,6 +625,21 @@ func TestSRQOnDemandAtABreakHoldsThePrefetch(t *testing.T) {
 		got := make([]byte, len("round 2 qp 0"))
 		r.b.Mem.Read(r.recvBuf(5+i), got)
 		assert.Equal(t, fmt.Sprintf("round 2 qp %d", i), string(got))
+	}
+
+	read := srqReadPS(cfg, r.srq.Stride())
+	post := ib.FromNanoseconds(cfg.Host.PostNS)
+	doorbell := round2 + post + ib.FromNanoseconds(cfg.PCIe.MMIOLatencyNS) // the first post's
+	deliver, cqe := srqEventTimes(&rec, round2-300*ib.Nanosecond, []uint32{r.qb[0].Num, r.qb[1].Num, r.qb[2].Num, r.qb[3].Num})
+	slot7 := deliver[0] + read // issued when the first SEND takes slot 5
+	onChip := []ib.PS{doorbell + read, doorbell + post + read, slot7, slot7 + read}
+	assert.Less(t, doorbell+3*post, deliver[0], "the SENDs arrive after the last doorbell")
+	assert.Less(t, deliver[2], onChip[0], "and before the first read is in")
+	assert.Less(t, slot7, deliver[3], "the fourth SEND arrives after slot 7's read is in")
+	assert.Less(t, deliver[3], onChip[3], "and before slot 1's")
+	c := cqe[0] - onChip[0]
+	for k := 1; k < 4; k++ {
+		assert.Equal(t, onChip[k]+c, cqe[k], "SEND %d completes c after its WQE is on chip", k)
 	}
 }
 

@@ -159,3 +159,52 @@ func TestPerftestRecvListsKeepUp(t *testing.T) {
 		}
 	}
 }
+
+// TestPerftestSRQListsKeepUp is TestPerftestRecvListsKeepUp on a shared
+// receive queue (use_srq): send_bw of 64-byte messages into SRQ WQEs of
+// 1, 2, 3 and 8 elements. An SRQ WQE is a 16-byte next segment and 16
+// bytes per element, its stride the power of two at or above max(32, 16
+// + 16 n) bytes (32, 64, 64, 256), and the prefetch window
+// hca.wqe_prefetch_depth (8) 64-byte blocks of them: 16, 8, 8 and 2 WQEs.
+// The client's first burst (tx_depth 128 WQEs, 7.2 ns apart on the EDR
+// wire) outruns any of these windows: packets arrive before the reads of
+// their WQEs are back. Each then waits for its WQE's read in flight, and
+// the prefetch moves on after each take: every WQE is read once, by the
+// prefetch, no on-demand read.
+//
+// The bounds, as there: under the CPU's post rate (host.post_ns, 60 ns:
+// 16.7 M/s), and well above one PCIe read round trip per message (the
+// request TLP, the read latency, the completion of one WQE: ≈ 540 ns,
+// under 1.9 M/s), which is what a receiver that read each WQE again on
+// demand came to (1.9 M/s with 2 elements before the SRQ waited for its
+// reads in flight). The SRQ's prefetcher was always a DMA requester of
+// its own, so TestPerftestRecvListsKeepUp's in-order bound does not
+// apply.
+func TestPerftestSRQListsKeepUp(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 8} {
+		run := edrRun("send_bw", 64, 3000)
+		run.SGEs = n
+		run.UseSRQ = true
+		cfg := run.HCA
+		pcie := hca.NewPCIe(cfg.PCIe)
+		stride := 32 // the power of two at or above max(32, 16 + 16 n)
+		for stride < 16+n*16 {
+			stride *= 2
+		}
+		rtt := float64(pcie.SerPS(cfg.PCIe.TLPOverheadBytes)) + float64(ib.FromNanoseconds(cfg.PCIe.ReadLatencyNS)) +
+			float64(pcie.SerPS(stride+cfg.PCIe.CompletionOverheadBytes))
+		onDemandBound := 1e6 / rtt // M/s
+		cpuBound := 1e3 / cfg.Host.PostNS
+		p, err := BuildPerftest(run)
+		require.NoError(t, err)
+		m, err := p.Run()
+		require.NoError(t, err)
+		require.Equal(t, true, m["data_verified"])
+		srv := p.Devices()[1]
+		assert.Zero(t, srv.Counters.OnDemandRecv, "%d elements: SRQ WQEs read again on demand", n)
+		rate := m["msg_rate_mpps"].(float64)
+		t.Logf("%d elements (stride %d): %.3f M msg/s (CPU bound %.3f, one read a message %.3f)", n, stride, rate, cpuBound, onDemandBound)
+		assert.LessOrEqual(t, rate, cpuBound, "%d elements", n)
+		assert.Greater(t, rate, 4*onDemandBound, "%d elements: the receiver reads its WQEs one round trip at a time", n)
+	}
+}
