@@ -66,7 +66,6 @@ func (p *perftest) metrics() map[string]any {
 		m[host+"_naks_sent"] = c.Naks
 		m[host+"_rnr_naks_sent"] = c.RNRNaks
 		m[host+"_cq_overruns"] = c.CQOverruns
-		m[host+"_recv_wqe_on_demand"] = c.OnDemandRecv
 		m[host+"_recv_wqe_waited"] = c.RecvWQEWaits
 		if p.ud {
 			// UD is unreliable: a datagram without a receive WQE (or with a
