@@ -12,7 +12,8 @@ import "github.com/hcasim/hcasim/components"
 //   - the on-chip cache of prefetched receive WQEs, an RQ's (QP.rqCache)
 //     or an SRQ's (SRQ.cache): at most the prefetch window,
 //     hca.wqe_prefetch_depth 64-byte blocks of WQEs, since a read issues
-//     only for room not held or in flight (RecvReadStride, srqFetch);
+//     only for room in the window beyond the next WQE to take, and a
+//     read's WQEs taken meanwhile are not kept (RecvReadStride, srqFetch);
 //   - the CQEs posted to PCIe, not yet visible (Device.cqeQ).
 //
 // The storage is made at the first push, for the size the caller expects

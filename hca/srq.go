@@ -104,7 +104,6 @@ type SRQ struct {
 	// ring's order; its read's completion sets chainAt (readOnDemand).
 	chainPending bool
 	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
-	inflight     int      // WQEs read, not yet on chip
 	// readDone holds, by WQE number modulo the prefetch window, when the
 	// prefetch read of that WQE puts it on chip (as QP.rqReadDone): a
 	// responder that takes a WQE whose read is in flight waits for it.
@@ -381,7 +380,6 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 		e.Arg = srqArg(s, s.fetch)
 		e.Port = int32(k)
 		s.fetch += uint32(k)
-		s.inflight += k
 		s.nextSlot = next
 		if broke {
 			s.chainAt = done // the list leaves the ring's order here
@@ -392,13 +390,12 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 // srqWindow returns how many WQEs the SRQ's prefetch holds on chip or in
 // flight at most: hca.wqe_prefetch_depth 64-byte blocks of its stride.
 func (d *Device) srqWindow(s *SRQ) int {
-	return max(1, d.Cfg.WQEPrefetchDepth*WQEBBBytes/s.stride)
+	return RecvWindow(d.Cfg.WQEPrefetchDepth, s.stride)
 }
 
 // srqFetched puts n WQEs read from number start on chip (those not taken
 // on demand meanwhile).
 func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
-	s.inflight -= n
 	for i := 0; i < n; i++ {
 		seq := start + uint32(i)
 		if cntDiff(seq, s.taken) < 0 {

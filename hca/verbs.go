@@ -84,10 +84,9 @@ type QP struct {
 	sqDecoded     uint32 // WQEBBs decoded
 	fetchInflight int
 	decoded       []decodedWQE
-	inlineArena   []byte // inline payloads of decoded WQEs not yet handed on
-	rqDB          uint32 // receive WQEs the HCA knows are posted
-	rqFetch       uint32 // receive WQEs whose prefetch was issued
-	rqInflight    int
+	inlineArena   []byte        // inline payloads of decoded WQEs not yet handed on
+	rqDB          uint32        // receive WQEs the HCA knows are posted
+	rqFetch       uint32        // receive WQEs whose prefetch was issued
 	rqCache       ring[RecvWQE] // receive WQEs on chip, in posting order
 	rqTaken       uint32        // receive WQEs consumed by the responder
 	rqDone        uint32
@@ -931,8 +930,8 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		// Held: the WQEs read or being read that the responder has not
 		// taken, [rqTaken, rqFetch). A read still in flight for WQEs
 		// taken on demand meanwhile holds none: counting it (the cache
-		// and rqInflight) kept a responder that fell behind on demand
-		// for good, each message waiting for its own WQE's read.
+		// and the reads in flight) kept a responder that fell behind on
+		// demand for good, each message waiting for its own WQE's read.
 		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, int(cntDiff(qp.rqFetch, qp.rqTaken)), d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
 		if n == 0 {
 			return
@@ -952,12 +951,10 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		e.Arg = qpArg(qp, qp.rqFetch)
 		e.Port = int32(n)
 		qp.rqFetch += uint32(n)
-		qp.rqInflight += n
 	}
 }
 
 func (d *Device) recvFetched(qp *QP, start uint32, n int) {
-	qp.rqInflight -= n
 	var b [MaxRecvSGE * RecvWQEBytes]byte
 	for i := 0; i < n; i++ {
 		idx := start + uint32(i)
