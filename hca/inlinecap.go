@@ -33,10 +33,7 @@ const (
 // data segments and an inline segment of max_inline_data bytes, rounded
 // up to a 64-byte basic block.
 func SendWQESize(ud bool, maxSendSGE, maxInlineData int) int {
-	overhead := rcSQOverhead
-	if ud {
-		overhead = udSQOverhead
-	}
+	overhead := sqOverhead(ud)
 	size := overhead + maxSendSGE*dsBytes
 	if maxInlineData > 0 {
 		size = max(size, overhead+roundUp(inlineHeaderBytes+maxInlineData, dsBytes))
@@ -49,11 +46,15 @@ func SendWQESize(ud bool, maxSendSGE, maxInlineData int) int {
 // (mlx5_calc_sq_size): what its send WQE size holds after the overhead and
 // the inline segment's 4-byte header, at least maxInlineData.
 func QPInlineLimit(ud bool, maxSendSGE, maxInlineData int) int {
-	overhead := rcSQOverhead
+	return SendWQESize(ud, maxSendSGE, maxInlineData) - sqOverhead(ud) - inlineHeaderBytes
+}
+
+// sqOverhead is libmlx5's sq_overhead for an RC or (ud) a UD QP.
+func sqOverhead(ud bool) int {
 	if ud {
-		overhead = udSQOverhead
+		return udSQOverhead
 	}
-	return SendWQESize(ud, maxSendSGE, maxInlineData) - overhead - inlineHeaderBytes
+	return rcSQOverhead
 }
 
 // roundUp returns n rounded up to a multiple of the power of two a.
