@@ -124,6 +124,9 @@ type Device struct {
 	// sglPieces is scratch for the parts of a scatter/gather list one
 	// packet reads or writes (gather, scatter): no allocation per packet.
 	sglPieces []SGE
+	// inlineCopy is the CPU's copy of an inline post's bytes (PostSend),
+	// kept so that a post allocates nothing.
+	inlineCopy []byte
 	sim.HookableBase
 
 	// Stage handshake state for waveforms (stageEdge); touched only while a

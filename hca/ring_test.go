@@ -26,6 +26,10 @@ type recvCycleRig struct {
 	wc       [4]WC
 	rounds   int
 	pause    *poster // pauses the engine: the end of a round
+	// shape, if set, changes each round's SEND before it is posted (by
+	// value: a pointer handed to a func value would move the WR to the
+	// heap, an allocation per round of the test's own).
+	shape func(SendWR) SendWR
 }
 
 func newRecvCycleRig(t *testing.T, useSRQ bool) *recvCycleRig {
@@ -66,6 +70,9 @@ func (r *recvCycleRig) round(t *testing.T) {
 		t.Fatal(err)
 	}
 	swr := SendWR{ID: uint64(r.rounds), Opcode: WRSend, Signaled: true, LocalAddr: r.bufA, Length: 64, LKey: r.mrA.LKey}
+	if r.shape != nil {
+		swr = r.shape(swr)
+	}
 	if err := r.a.PostSend(r.qa, &swr); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestSendWQEWithSGLRoundTrip(t *testing.T) {
 			assert.Equal(t, c.bbs, WQEBBs(&wr))
 			assert.Equal(t, c.ds, int(buf[7]&0x3f), "ctrl DS count")
 			assert.Equal(t, c.bbs, WQEBBsOfCtrl(buf[:]))
-			w, err := decodeSendWQE(buf[:n], wr.UD)
+			w, err := decodeSendWQE(buf[:n], wr.UD, nil)
 			require.NoError(t, err)
 			assert.Equal(t, c.bbs, w.BBs)
 			assert.Equal(t, total(wr.SGL), w.Length)

@@ -2,6 +2,7 @@ package hca
 
 import (
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/hcasim/hcasim/components"
@@ -58,6 +59,13 @@ type QP struct {
 	sqCI   uint32   // WQEBBs known complete
 	sqWrid []uint64 // wr_id by first WQEBB index
 	sqNext []uint32 // producer count after the WQE at an index
+	// sqSGL holds, by first WQEBB index, the gather list decoded from the
+	// WQE there, reused by the next WQE with a list at that index: the
+	// HCA is done with a WQE before software can post over it (sqCI
+	// passes it only when a CQE at or after it is polled), so a list
+	// allocates once per index, not once per message. Nil until the QP's
+	// first WQE with more than one data segment.
+	sqSGL  [][]SGE
 	rqPI   uint32
 	rqCI   uint32
 	rqWrid []uint64
@@ -558,7 +566,10 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	}
 	var inline []byte
 	if wr.Inline {
-		inline = make([]byte, wr.Length)
+		// The CPU's copy, through a buffer the device keeps: EncodeSendWQE
+		// copies it into the WQE, so it is free again when that returns.
+		d.inlineCopy = slices.Grow(d.inlineCopy[:0], int(wr.Length))[:wr.Length]
+		inline = d.inlineCopy
 		if wr.SGL == nil {
 			d.Mem.Read(wr.LocalAddr, inline)
 		} else {
@@ -785,7 +796,11 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 		}
 		qp.readSQ(qp.sqDecoded, buf[:bbs*WQEBBBytes])
 		// A direct call (not through a func value) keeps buf on the stack.
-		w, err := decodeSendWQE(buf[:bbs*WQEBBBytes], qp.UD)
+		var sgl []SGE
+		if qp.sqSGL != nil {
+			sgl = qp.sqSGL[qp.sqDecoded%uint32(qp.sqBBs)]
+		}
+		w, err := decodeSendWQE(buf[:bbs*WQEBBBytes], qp.UD, sgl)
 		if err != nil {
 			panic(fmt.Sprintf("hca: %s qp 0x%x: WQE at %d: %v", d.Name, qp.Num, qp.sqDecoded, err))
 		}
@@ -799,6 +814,12 @@ func (d *Device) wqeFetched(qp *QP, start uint32, n int) {
 			qp.inlineArena = append(qp.inlineArena, buf[w.InlineOff:w.InlineOff+w.InlineLen]...)
 			dw.inline = qp.inlineArena[at:len(qp.inlineArena):len(qp.inlineArena)]
 		} else if w.SGL != nil {
+			if cap(w.SGL) > cap(sgl) {
+				if qp.sqSGL == nil {
+					qp.sqSGL = make([][]SGE, qp.sqBBs)
+				}
+				qp.sqSGL[qp.sqDecoded%uint32(qp.sqBBs)] = w.SGL
+			}
 			need := 0
 			if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
 				need = AccessLocalWrite

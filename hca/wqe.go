@@ -454,12 +454,12 @@ func WQEBBsOfCtrl(ctrl []byte) int {
 // DecodeSendWQE parses the RC WQE at the start of buf (at least its ctrl
 // segment's DS count × 16 bytes). A malformed WQE is an error (the HCA
 // would complete it with a local QP operation error).
-func DecodeSendWQE(buf []byte) (SendWQE, error) { return decodeSendWQE(buf, false) }
+func DecodeSendWQE(buf []byte) (SendWQE, error) { return decodeSendWQE(buf, false, nil) }
 
 // DecodeUDSendWQE parses a UD send WQE (with its datagram segment).
-func DecodeUDSendWQE(buf []byte) (SendWQE, error) { return decodeSendWQE(buf, true) }
+func DecodeUDSendWQE(buf []byte) (SendWQE, error) { return decodeSendWQE(buf, true, nil) }
 
-func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
+func decodeSendWQE(buf []byte, ud bool, sgl []SGE) (SendWQE, error) {
 	be := binary.BigEndian
 	var w SendWQE
 	c0 := be.Uint32(buf[0:])
@@ -513,7 +513,11 @@ func decodeSendWQE(buf []byte, ud bool) (SendWQE, error) {
 		w.InlineOff = off + 4
 		w.Length = uint32(w.InlineLen)
 	} else if segs := (ds*dsBytes - off) / dsBytes; segs > 1 {
-		w.SGL = make([]SGE, segs)
+		if cap(sgl) >= segs {
+			w.SGL = sgl[:segs]
+		} else {
+			w.SGL = make([]SGE, segs)
+		}
 		var n uint32
 		for i := range w.SGL {
 			at := off + i*dsBytes

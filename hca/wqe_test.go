@@ -162,7 +162,7 @@ func TestLargestWQE(t *testing.T) {
 			// The WQE as written: 63 segments in 16 WQEBBs, decoded whole.
 			var wqe [16 * WQEBBBytes]byte
 			qa.readSQ(0, wqe[:])
-			w, err := decodeSendWQE(wqe[:], tc.ud)
+			w, err := decodeSendWQE(wqe[:], tc.ud, nil)
 			require.NoError(t, err)
 			assert.Equal(t, 16, w.BBs)
 			assert.Equal(t, tc.max, w.InlineLen)
