@@ -273,3 +273,44 @@ func TestSolicitedBitOnTheWire(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%v", tc.op)
 	}
 }
+
+// TestSolicitedUDSend: a UD SEND with IBV_SEND_SOLICITED fires the
+// receiver's solicited-only arm; one without does not.
+func TestSolicitedUDSend(t *testing.T) {
+	cfg := Defaults()
+	s := components.NewSim()
+	a, b := BackToBack(s, edrLink(), cfg, cfg)
+	ch := b.CreateCompChannel()
+	pa, pb := a.AllocPD(), b.AllocPD()
+	qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
+	qb := b.CreateUDQP(pb, b.CreateCQ(16), b.CreateCQChannel(16, ch), 64, 64, 0x2222)
+	for _, x := range []struct {
+		d  *Device
+		qp *QP
+	}{{a, qa}, {b, qb}} {
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: 4096}))
+		require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS}))
+	}
+	bufA, bufB := a.Malloc(4096), b.Malloc(4096)
+	mrA, mrB := a.RegMR(pa, bufA, 4096, AccessLocalWrite), b.RegMR(pb, bufB, 4096, AccessLocalWrite)
+	for i := 0; i < 2; i++ {
+		require.NoError(t, b.PostRecv(qb, &RecvWR{Addr: bufB, Length: 1064, LKey: mrB.LKey}))
+	}
+	require.NoError(t, b.ReqNotifyCQ(qb.RecvCQ, true))
+	var eventAt []ib.PS
+	ch.OnEvent = func(_ *CQ, now ib.PS) { eventAt = append(eventAt, now) }
+	var cqeAt []ib.PS
+	b.OnCQE = func(_ *CQ, now ib.PS) { cqeAt = append(cqeAt, now) }
+	for i, sol := range []bool{false, true} {
+		s.Schedule(ib.PS(i+1)*10*ib.Microsecond, &poster{fn: func() {
+			require.NoError(t, a.PostSend(qa, &SendWR{Opcode: WRSend, LocalAddr: bufA, Length: 8, LKey: mrA.LKey,
+				UD: true, DLID: b.LID, RemoteQPN: qb.Num, RemoteQKey: 0x2222, Solicited: sol}))
+		}}, 1)
+	}
+	s.StopAt(40 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	require.Len(t, cqeAt, 2)
+	require.Len(t, eventAt, 1, "the unsolicited datagram's CQE does not fire")
+	assert.Greater(t, eventAt[0], cqeAt[1], "the solicited one's does")
+}
