@@ -62,6 +62,12 @@ type HostConfig struct {
 	// PollNS is the CPU time from a CQE becoming visible in memory to the
 	// application acting on it (poll loop iteration and ibv_poll_cq), ns.
 	PollNS float64 `yaml:"poll_ns"`
+	// InterruptToWakeupNS is the time from an MSI-X message reaching the
+	// host to the thread asleep in ibv_get_cq_event running again: the
+	// interrupt's delivery and handler, the event queued on the channel,
+	// the wake-up and the return to user space, ns (completion events,
+	// cqevent.go; used only by CQs armed on a channel).
+	InterruptToWakeupNS float64 `yaml:"interrupt_to_wakeup_ns"`
 }
 
 // Config is every knob of one HCA and its host. The YAML section is `hca:`.
@@ -252,6 +258,9 @@ func Defaults() Config {
 		Host: HostConfig{
 			PostNS: 60, // ns; assumed: build a WQE + store, a few hundred instructions
 			PollNS: 40, // ns; assumed: one poll-loop iteration that finds the CQE
+			// ns; an estimate (docs/hca.md, "Completion events"): Linux
+			// interrupt to user-space wake-up on a Xeon, a few µs.
+			InterruptToWakeupNS: 5000,
 		},
 	}
 }
@@ -453,6 +462,7 @@ func (c *Config) Validate() error {
 		{"pcie.mmio_latency_ns", c.PCIe.MMIOLatencyNS},
 		{"host.post_ns", c.Host.PostNS},
 		{"host.poll_ns", c.Host.PollNS},
+		{"host.interrupt_to_wakeup_ns", c.Host.InterruptToWakeupNS},
 	}
 	for _, f := range floats {
 		if !(f.v >= 0 && f.v <= 1e9) {

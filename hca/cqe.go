@@ -139,6 +139,10 @@ type CQE struct {
 	HasInv   bool   // a SEND_WITH_INVALIDATE received: Imm is the R_Key it invalidated
 	Receiver bool   // a receive-side completion
 	SrcQP    uint32 // UD receive: the sender's QP (DETH)
+	// Solicited: a receive completion of a message whose last packet had
+	// the BTH's solicited-event bit (SE). Not in the CQE's bytes: the
+	// HCA's own, for an arm that is solicited-only (cqevent.go).
+	Solicited bool
 }
 
 // CQESlot returns where the HCA writes the next CQE of a ring of depth

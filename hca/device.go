@@ -33,6 +33,8 @@ const (
 	evLoopbackDone
 	evSRQDoorbell // an SRQ's doorbell (Arg: srqArg, the WQEs posted)
 	evSRQFetched  // SRQ WQEs read (Arg: srqArg, the first's number; Port: how many)
+	evArmCQ       // a CQ's arm doorbell reaches the HCA (Arg: CQ number << 32 | consumer index; VL 1: solicited only; cqevent.go)
+	evCQEvent     // a completion event reaches its channel, the thread awake (Arg: CQ number; cqevent.go)
 )
 
 // Kinds of WriteNote: what a posted write booked late does at its end.
@@ -40,6 +42,8 @@ const (
 	writeCQE     uint8 = iota + 1 // a CQE: it lands when visible (cqeQ)
 	writePayload                  // a received packet's payload: its buffer frees, hooks see it
 	writeMKey                     // an MKey context written back to ICM (a bind, an invalidate): nothing at its end
+	writeEQE                      // an event queue entry (cqevent.go): nothing at its end
+	writeMSIX                     // an MSI-X message (Addr: the CQ number): the interrupt reaches the host at its end
 )
 
 // txEntry is a packet waiting for the wire.
@@ -116,6 +120,11 @@ type Counters struct {
 	// McastLoopback are multicast packets this HCA sent to a group it has
 	// QPs attached to, copied to them inside the HCA (mcast.go, loopback).
 	McastLoopback int64
+	// EQEs are the event queue entries written (one per completion event
+	// an armed CQ fired, cqevent.go); Interrupts the MSI-X messages sent
+	// (one per EQE: no interrupt moderation); CQEvents the completion
+	// events delivered to their channels.
+	EQEs, Interrupts, CQEvents int64
 }
 
 // Device is one HCA with its host: CPU-side verbs, host memory, the PCIe
@@ -169,6 +178,8 @@ type Device struct {
 	qps  []*QP
 	cqs  []*CQ
 	srqs []*SRQ
+	// channels are the completion channels (CreateCompChannel).
+	channels []*CompChannel
 	// asyncEvents are the affiliated asynchronous events raised and not
 	// yet read (GetAsyncEvent).
 	asyncEvents []AsyncEvent
@@ -442,6 +453,10 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		d.timeout(d.eventQP(ev))
 	case evCCTick:
 		d.ccTick()
+	case evArmCQ:
+		d.armCQ(d.cqs[uint64(ev.Arg)>>32], uint32(ev.Arg), ev.VL == 1)
+	case evCQEvent:
+		d.deliverEvent(uint32(ev.Arg))
 	case evPostWrites:
 		if d.s.Now() == d.postAt {
 			d.postAt = 0
@@ -784,6 +799,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	pkt.SL, pkt.VL = qp.sl, qp.vl
 	pkt.InjectAt = now
 	pkt.Opcode = ib.UDSendOnly
+	pkt.SE = w.Solicited
 	if w.Opcode == WRSendImm {
 		pkt.Opcode, pkt.Imm = ib.UDSendOnlyImm, w.Imm
 	}
@@ -1039,6 +1055,9 @@ func (d *Device) writeCQE(cq *CQ, c CQE, t ib.PS) {
 	} else {
 		d.flushAt(issue)
 	}
+	if cq.notify.ch != nil {
+		d.noteCQE(cq, &c, issue)
+	}
 }
 
 // flushAt makes sure the PCIe link books the posted write issued at issue
@@ -1084,7 +1103,9 @@ func (d *Device) postedBooked(w *PostedWrite, vis ib.PS) {
 		if n.Timed {
 			d.Timeline.RespWrite = vis
 		}
-	case writeMKey:
+	case writeMKey, writeEQE:
+	case writeMSIX:
+		d.interruptAt(uint32(w.Note.Addr), vis)
 	default:
 		panic(fmt.Sprintf("hca: %s: a posted write of kind %d", d.Name, w.Note.Kind))
 	}

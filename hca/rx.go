@@ -216,7 +216,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 		qp.rqDone++
 		d.writeCQE(qp.RecvCQ, CQE{Opcode: a.RecvOpcode, Status: a.RecvStatus, QPN: qp.Num,
 			Counter: uint16(a.Recv.Index), ByteCnt: a.RecvLen, Imm: a.Imm, Receiver: true,
-			HasImm: a.RecvOpcode == CQERespSendImm || a.RecvOpcode == CQERespWrImm}, t)
+			HasImm: a.RecvOpcode == CQERespSendImm || a.RecvOpcode == CQERespWrImm, Solicited: pkt.SE}, t)
 	}
 	if a.Ack {
 		d.sendAck(qp, t, a.AckSyn, a.AckPSN, a.MSN)
@@ -472,7 +472,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		t = d.translate(t, recv.LKey, recv.Addr, min(uint64(recv.Length), msgLen))
 	}
 	c := CQE{Opcode: CQERespSend, QPN: qp.Num, Counter: uint16(recv.Index), Receiver: true,
-		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(msgLen)}
+		SrcQP: pkt.DETH.SrcQP, ByteCnt: uint32(msgLen), Solicited: pkt.SE}
 	if pkt.Opcode == ib.UDSendOnlyImm {
 		c.Opcode, c.Imm, c.HasImm = CQERespSendImm, pkt.Imm, true
 	}

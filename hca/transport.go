@@ -292,6 +292,9 @@ func (r *Requester) Next(pkt *ib.Packet) TxPacket {
 	pkt.Opcode = RequestOpcode(w.Opcode, i, m.npkts)
 	pkt.PSN = psnAdd(m.firstPSN, i)
 	pkt.AckReq = i == m.npkts-1 || (i+1)%r.AckReqEvery == 0
+	// SE on the last packet of a SEND or WRITE with immediate (the
+	// messages that consume a receive WQE), when the WR asked for it.
+	pkt.SE = w.Solicited && i == m.npkts-1 && (w.Opcode == WRSend || w.Opcode == WRSendImm || w.Opcode == WRSendInv || w.Opcode == WRRDMAWriteImm)
 	switch w.Opcode {
 	case WRRDMARead:
 		// A READ retried after some of its responses came asks for the

@@ -19,6 +19,8 @@ type CQ struct {
 	// Overrun is set when the HCA found the ring full (the CQ is in error).
 	Overrun bool
 	dev     *Device
+	// notify is the CQ's completion-event state (cqevent.go).
+	notify cqNotify
 }
 
 // QP is an RC queue pair: the application's send and receive queues in host

@@ -47,6 +47,9 @@ const (
 	inlineFlag = 0x80000000
 	// ctrlCQUpdate asks for a CQE (MLX5_WQE_CTRL_CQ_UPDATE).
 	ctrlCQUpdate = 0x08
+	// ctrlSolicited asks for the solicited-event bit (MLX5_WQE_CTRL_SOLICITED,
+	// IBV_SEND_SOLICITED; ib-facts.md §7).
+	ctrlSolicited = 0x02
 	// Fence modes, the ctrl segment's fm_ce_se bits 7:5 (mlx5dv.h
 	// MLX5_FENCE_MODE_*, ib-facts.md §7). libmlx5 writes ctrlFence
 	// (MLX5_WQE_CTRL_FENCE, 4 << 5: fence and initiator small fence) for
@@ -145,6 +148,11 @@ type SendWR struct {
 	// on the queue has completed (its responses received). Its WQE carries
 	// MLX5_WQE_CTRL_FENCE in the ctrl segment's fence mode.
 	Fence bool
+	// Solicited sets the solicited-event bit (IBV_SEND_SOLICITED): the
+	// last packet of a SEND or RDMA WRITE with immediate carries BTH.SE,
+	// and the responder's receive CQE is solicited (an arm that is
+	// solicited-only fires on it; cqevent.go).
+	Solicited bool
 	// Local buffer (for READ and atomics: where the result lands).
 	LocalAddr uint64
 	Length    uint32 // bytes; atomics are always 8
@@ -297,6 +305,9 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 	if wr.Fence {
 		buf[11] |= ctrlFence
 	}
+	if wr.Solicited {
+		buf[11] |= ctrlSolicited
+	}
 	be.PutUint32(buf[12:], wr.Imm)
 	switch wr.Opcode {
 	case WRSendInv:
@@ -397,6 +408,8 @@ type SendWQE struct {
 	QPN      uint32
 	Opcode   WROpcode
 	Signaled bool
+	// Solicited: the ctrl segment's solicited bit (SendWR.Solicited).
+	Solicited bool
 	// FenceMode is the ctrl segment's fence mode (fm_ce_se bits 7:5,
 	// MLX5_FENCE_MODE_*): 0 none, 1 initiator small fence, 2 fence, 3
 	// strong ordering, 4 fence and small fence (what IBV_SEND_FENCE
@@ -474,6 +487,7 @@ func decodeSendWQE(buf []byte, ud bool, sgl []SGE) (SendWQE, error) {
 	ds := int(c1 & 0x3f)
 	w.BBs = (ds*dsBytes + WQEBBBytes - 1) / WQEBBBytes
 	w.Signaled = buf[11]&ctrlCQUpdate != 0
+	w.Solicited = buf[11]&ctrlSolicited != 0
 	w.FenceMode = buf[11] & ctrlFenceMask >> 5
 	w.Imm = be.Uint32(buf[12:])
 	if op.isLocal() {

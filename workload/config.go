@@ -98,6 +98,12 @@ type Config struct {
 	// omitempty, so a config without it keeps its effective config and
 	// config hash.
 	RxDepth int `yaml:"rx_depth,omitempty"`
+	// UseEvent, for a perftest, is perftest's -e (--events): the measuring
+	// loop sleeps on a completion channel instead of spinning on the CQ
+	// (PerftestRun.UseEvent; docs/hca.md, "Completion events").
+	// omitempty, so a config without it keeps its effective config and
+	// config hash.
+	UseEvent bool `yaml:"use_event,omitempty"`
 	// Pattern, for a perftest, says which hosts run the test in pairs
 	// (PerftestPatterns): one pair, the first host to the last (pair, or
 	// empty, the default); an incast of Clients hosts into the last; a
@@ -425,6 +431,10 @@ func (c *Config) checkSRQ(prefix string) error {
 		return fmt.Errorf("%s.use_srq: true with %s.mcg: true is not modelled (a multicast perftest's receivers keep their own queues)", prefix, prefix)
 	case c.RxDepth != 0 && c.Mcg:
 		return fmt.Errorf("%s.rx_depth: %d with %s.mcg: true is not modelled (a multicast receiver keeps %d posted)", prefix, c.RxDepth, prefix, perftestRxDepth)
+	case c.UseEvent && c.Kind != "perftest":
+		return fmt.Errorf("%s.use_event: true is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, prefix, c.Kind, prefix)
+	case c.UseEvent && c.Mcg:
+		return fmt.Errorf("%s.use_event: true with %s.mcg: true is not modelled (a multicast perftest's receivers poll)", prefix, prefix)
 	}
 	return nil
 }

@@ -64,6 +64,12 @@ type PerftestRun struct {
 	// keeps posted, or with UseSRQ the SRQ's max_wr; 0 is 512
 	// (DEF_RX_SEND).
 	RxDepth int
+	// UseEvent (perftest -e, --events) makes each side's measuring loop
+	// sleep on a completion channel rather than spin on its CQ: the CQ it
+	// waits on is armed at setup, and each wake-up reads the event, acks
+	// it, re-arms and then polls, as perftest's ctx_notify_events does.
+	// Not for write_lat, whose loop polls the buffer's last byte.
+	UseEvent bool
 
 	// Connection is the transport (perftest -c): RC (also ""), or UD for
 	// send_lat and send_bw with messages up to the MTU.
@@ -111,7 +117,7 @@ func (r *PerftestRun) pairs() []PerftestPair {
 func PerftestRunFrom(w Config, lc link.Config, h hca.Config, seed uint64, maxTimeNs float64) PerftestRun {
 	return PerftestRun{Link: lc, HCA: h, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
 		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: seed, MaxTimeNs: maxTimeNs,
-		UseSRQ: w.UseSRQ, RxDepth: w.RxDepth}
+		UseSRQ: w.UseSRQ, RxDepth: w.RxDepth, UseEvent: w.UseEvent}
 }
 
 // Validate checks the run's own knobs (the link and HCA configs validate
@@ -156,6 +162,9 @@ func (r *PerftestRun) Validate() error {
 		}
 	default:
 		return fmt.Errorf("workload.connection: %q is not a transport (RC, UD)", r.Connection)
+	}
+	if r.UseEvent && r.Test == "write_lat" {
+		return fmt.Errorf("workload.use_event: true with workload.test write_lat: its loop polls the receive buffer's last byte, not a CQ, so it has no completion to sleep on (send_lat, read_lat, atomic_lat and the bandwidth tests do)")
 	}
 	if strings.HasSuffix(r.Test, "_lat") && r.QPs != 1 {
 		return fmt.Errorf("workload.qps: %d, but the latency tests run on one QP (as perftest's do)", r.QPs)
@@ -286,10 +295,13 @@ type perftest struct {
 	thread [2]*hca.Thread
 	qp     [2][]*hca.QP
 	srq    [2]*hca.SRQ // with UseSRQ, each receiving side's shared receive queue
-	buf    [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
-	rbuf   [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
-	mr     [2][]hca.MR
-	bufLen int
+	// channel is each side's completion channel with UseEvent (nil
+	// otherwise): both its CQs are created on it.
+	channel [2]*hca.CompChannel
+	buf     [2][]uint64 // per QP: the send buffer (source of WRITE/SEND, of a peer's READ)
+	rbuf    [2][]uint64 // per QP: the receive buffer (target of the peer's WRITE/SEND, of own READ)
+	mr      [2][]hca.MR
+	bufLen  int
 	// srcBytes, with UseSRQ, are the bytes every client QP sends.
 	srcBytes []byte
 	ud       bool
@@ -572,7 +584,14 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 	for side := 0; side < 2; side++ {
 		d := p.dev[side]
 		pd := d.AllocPD()
-		scq, rcq := d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
+		var scq, rcq *hca.CQ
+		if run.UseEvent {
+			// perftest -e: the CQs are created on a completion channel.
+			p.channel[side] = d.CreateCompChannel()
+			scq, rcq = d.CreateCQChannel(cqDepth, p.channel[side]), d.CreateCQChannel(cqDepth, p.channel[side])
+		} else {
+			scq, rcq = d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
+		}
 		p.thread[side] = d.NewThread()
 		if run.UseSRQ && p.receives(side) {
 			// perftest creates its SRQ with max_wr rx_depth and max_sge 1
@@ -737,6 +756,9 @@ func (p *perftest) HandleEvent(ev *components.Event) {
 	if p.done {
 		return
 	}
+	if p.channel[side] != nil {
+		p.takeEvents(side)
+	}
 	if p.isLat {
 		p.latPoll(side)
 	} else {
@@ -744,8 +766,65 @@ func (p *perftest) HandleEvent(ev *components.Event) {
 	}
 }
 
+// waitCQ returns the CQ side's measuring loop waits on, nil if it waits
+// on none: the receive CQ in send_lat and send_bw's server, the send CQ
+// of every other client; read_lat's, atomic_lat's and the one-sided
+// bandwidth tests' servers only answer.
+func (p *perftest) waitCQ(side int) *hca.CQ {
+	switch {
+	case p.op == hca.WRSend && (side == 1 || p.isLat):
+		return p.qp[side][0].RecvCQ
+	case side == 0:
+		return p.qp[0][0].SendCQ
+	}
+	return nil
+}
+
+// armEvents arms, with UseEvent, the CQ each side waits on (perftest
+// arms its CQs once at setup, ibv_req_notify_cq(cq, 0)); the thread is
+// woken by the channel's events (wakeApp) instead of by every CQE.
+func (p *perftest) armEvents() {
+	for side := range 2 {
+		cq := p.waitCQ(side)
+		if p.channel[side] == nil || cq == nil {
+			continue
+		}
+		p.channel[side].OnEvent = func(_ *hca.CQ, now ib.PS) { p.wakeApp(side, now) }
+		if err := p.dev[side].ReqNotifyCQ(cq, false); err != nil {
+			panic(fmt.Sprintf("perftest: req_notify_cq: %v", err))
+		}
+	}
+}
+
+// takeEvents is perftest's ctx_notify_events on a woken thread: read
+// each event from the channel (ibv_get_cq_event), acknowledge it and
+// re-arm its CQ (ibv_req_notify_cq) before the poll that follows. The
+// arm goes before the poll so that a CQE landing after the poll still
+// fires an event; the arm carries the consumer index, so a CQE not yet
+// polled when it reaches the HCA fires one at once (the one this wake-up
+// is about to poll, usually: the next wake-up then finds nothing new and
+// the thread sleeps again).
+func (p *perftest) takeEvents(side int) {
+	d := p.dev[side]
+	for {
+		cq, ok := d.GetCQEvent(p.channel[side])
+		if !ok {
+			return
+		}
+		if err := d.AckCQEvents(cq, 1); err != nil {
+			panic(fmt.Sprintf("perftest: ack_cq_events: %v", err))
+		}
+		if err := d.ReqNotifyCQ(cq, false); err != nil {
+			panic(fmt.Sprintf("perftest: req_notify_cq: %v", err))
+		}
+	}
+}
+
 // postSetup posts the receives a SEND test needs before timing starts.
 func (p *perftest) postSetup() {
+	if p.run.UseEvent {
+		p.armEvents()
+	}
 	if p.op == hca.WRSend {
 		for side := 0; side < 2; side++ {
 			if side == 0 && !p.isLat {

@@ -67,6 +67,12 @@ func (p *perftest) metrics() map[string]any {
 		m[host+"_rnr_naks_sent"] = c.RNRNaks
 		m[host+"_cq_overruns"] = c.CQOverruns
 		m[host+"_recv_wqe_waited"] = c.RecvWQEWaits
+		if run.UseEvent {
+			// perftest -e: completion events delivered to the host's
+			// channel and the MSI-X interrupts its HCA sent.
+			m[host+"_cq_events"] = c.CQEvents
+			m[host+"_interrupts"] = c.Interrupts
+		}
 		if p.ud {
 			// UD is unreliable: a datagram without a receive WQE (or with a
 			// bad Q_Key) is dropped, never retried.

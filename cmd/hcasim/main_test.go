@@ -95,6 +95,16 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.use_srq: true is set, but workload.kind allreduce does not use it"}},
 		{"rx_depth out of range", []string{"-config", "edr.yaml", "--set", "workload.test=send_bw", "--set", "workload.rx_depth=9000"},
 			[]string{"workload.rx_depth: 9000 is out of range (0 for perftest's 512, 1 to 8192)"}},
+		// Completion events: hca.host.interrupt_to_wakeup_ns 0 … 1e9;
+		// workload.use_event on a perftest whose loop polls a CQ.
+		{"interrupt_to_wakeup_ns negative", []string{"-config", "edr.yaml", "--set", "hca.host.interrupt_to_wakeup_ns=-1"},
+			[]string{"hca.host.interrupt_to_wakeup_ns: -1 is out of range (0 to 1e9)"}},
+		{"interrupt_to_wakeup_ns not a number", []string{"-config", "edr.yaml", "--set", "hca.host.interrupt_to_wakeup_ns=soon"},
+			[]string{"hca.host.interrupt_to_wakeup_ns"}},
+		{"use_event on write_lat", []string{"-config", "edr.yaml", "--set", "workload.test=write_lat", "--set", "workload.use_event=true"},
+			[]string{"edr.yaml: workload.use_event: true with workload.test write_lat: its loop polls the receive buffer's last byte, not a CQ"}},
+		{"use_event on a collective", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.use_event=true"},
+			[]string{"workload.use_event: true is set, but workload.kind allreduce does not use it"}},
 		{"time limit", []string{"-config", "edr.yaml", "--set", "sim.max_time_ns=1000"},
 			[]string{"edr.yaml: perftest write_bw: did not finish", "sim.max_time_ns"}},
 		{"unknown subcommand-like arg", []string{"-config", "edr.yaml", "extra"}, []string{"unexpected argument \"extra\""}},
