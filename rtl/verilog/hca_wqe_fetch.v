@@ -61,6 +61,8 @@ module hca_wqe_fetch #(
     input  wire [23:0]       db_qpn,
     input  wire [15:0]       db_producer,
     output wire              db_ready,
+    // per context: its fenced WQEs wait (hca_requester's fence_busy: a READ or atomic unanswered)
+    input  wire [(1<<QPN_W)-1:0] fence_busy,
     // host read requests (DMA client rd0)
     output reg               rd_req_valid,
     output reg  [63:0]       rd_req_addr,
@@ -225,8 +227,20 @@ module hca_wqe_fetch #(
     wire [5:0]       bb_ds    = bb_data[DATA_W-59 -: 6]; // byte 7 bits 5:0 of a WQE's first block
     wire [4:0]       bb_bbs   = (bb_ds == 6'd0) ? 5'd1 : ({1'b0, bb_ds[5:2]} + {4'd0, bb_ds[1:0] != 2'd0});
     wire             first    = drain && !plock;
+    // The fence: a QP whose next WQE (its buffer's head, a WQE's first block whenever the parser is
+    // not part way through one of the QP's) is fenced (fm_ce_se bits 7:5, byte 11, 2 or 4:
+    // hca.SendWQE.Fenced; not on a UD QP, which the model never fences) while fence_busy has its
+    // context is not offered to the parser: the WQE and those behind it wait in the QP's buffer
+    // (whose window then stops the QP's reads) while other QPs' WQEs go on.
+    wire [QPS-1:0]   fence_held;
+    generate
+        for (g = 0; g < QPS; g = g + 1) begin : g_fence
+            wire [2:0] hfm = bq_data[g*ENT_W + DATA_W - 89 -: 3];
+            assign fence_held[g] = (hfm == 3'd2 || hfm == 3'd4) && !sq_ud[g] && fence_busy[g];
+        end
+    endgenerate
     rr_arbiter #(.N(QPS), .IDX_W(QPN_W)) u_src (
-        .clk(clk), .rst_n(rst_n), .req(bq_valid), .grant_valid(sv), .grant_idx(sg),
+        .clk(clk), .rst_n(rst_n), .req(bq_valid & ~fence_held), .grant_valid(sv), .grant_idx(sg),
         .commit(first), .commit_idx(sg)
     );
     assign bq_pop = drain ? src_hot : {QPS{1'b0}};
