@@ -22,7 +22,8 @@
 // hca.ack_req_every (1..65536), latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
-// order), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
+// order; a fenced WQE of a context with a READ or atomic unanswered, fence_busy, kept back there
+// while the other contexts' pass), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
 // element of a WQE its context can send checked first (below). dec_ready = the message
 // register is empty or being taken,
 // every read of the previous message has been loaded (its gather walked), no segment of the previous

@@ -37,6 +37,10 @@
 // parser stays with that QP until the WQE's last block has gone, waiting for it if a read of
 // the QP ended inside the WQE. So each QP's WQEs reach the parser whole and in ring order,
 // however its reads interleave with other QPs'.
+// The fence (docs/rtl.md, "Requester"): a QP whose next WQE is fenced (mode 2 or 4, RC) while
+// fence_busy (hca_requester: its context has a READ or atomic unanswered) has its context is not
+// offered to the parser; the WQE and those behind it wait in the QP's buffer, the other QPs' WQEs
+// pass it (the model holds only that QP's queue: hca.Device.wqeReady, releaseFence).
 // The fork gives each block to the parser and to the transport in the same cycle (a block
 // moves when both can take it).
 // TODO: BlueFlame (a WQE written with its doorbell, parsed without a read; hca_doorbell does
