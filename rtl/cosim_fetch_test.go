@@ -104,6 +104,7 @@ type wqeFetchDUT struct {
 	// The fence: WQEs the parser took from one QP while another's fenced
 	// head was held (passed), and fenced WQEs taken (not held).
 	fencePassed, fencedTaken int
+	rdatHeld                 int // cycles a fenced head was held for its QP's READ or atomic on dec_* alone
 
 	// Coverage, for TestWQEFetchStimulusCovers.
 	nReads, ringEnd, windowFull, windowBound, stale, foreign, recreated, switches, parsed int
@@ -358,13 +359,22 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 	parseInReady := !d.outValid || decReady
 	// A QP whose head (a WQE's first block unless the parser is part
 	// way through one of its WQEs) is fenced (hca.SendWQE.Fenced), on an
-	// RC QP whose context is busy, is not offered.
+	// RC QP whose context is busy, or whose READ or atomic (opcode bit 2:
+	// 4 READ, 5 and 6 the atomics) is offered on dec_* (not yet in the
+	// requester's ring), is not offered.
+	inBusy := busy
+	if d.outValid && d.out.err != 1 && uint64(d.out.want.Opcode)&4 != 0 {
+		busy |= 1 << (d.out.want.QPN & uint32(nq-1))
+	}
 	var buffered components.PortSet
 	held := false
 	for k, q := range d.sqs {
 		if len(q.blocks) > 0 {
 			if fm := headFenceMode(q.blocks[0].data); (fm == 2 || fm == 4) && !q.ud && busy>>k&1 == 1 {
 				held = true
+				if inBusy>>k&1 == 0 {
+					d.rdatHeld++ // held for the READ or atomic on dec_* alone
+				}
 				continue
 			}
 			buffered.Set(k)
@@ -611,7 +621,7 @@ func randomBlock(r *rand.Rand) Value {
 func TestWQEFetchStimulusCovers(t *testing.T) {
 	for _, tc := range []struct{ qpnW, depth int }{{1, 1}, {2, 3}, {qpnW, 8}, {2, 16}} {
 		var ringEnd, switches, windowBound, windowFull, recreated, foreignOn, maxRead, maxWait, splitWaits, hogOthers int
-		var fencePassed, fencedTaken int
+		var fencePassed, fencedTaken, rdatHeld int
 		for _, seed := range cosimSeeds {
 			r := rand.New(rand.NewPCG(seed, 0x7e57))
 			d := newWQEFetchDUT(tc.qpnW, tc.depth)
@@ -638,6 +648,7 @@ func TestWQEFetchStimulusCovers(t *testing.T) {
 			hogOthers += d.hogOthers
 			fencePassed += d.fencePassed
 			fencedTaken += d.fencedTaken
+			rdatHeld += d.rdatHeld
 		}
 		msg := []any{"qpn_w %d depth %d", tc.qpnW, tc.depth}
 		assert.GreaterOrEqual(t, ringEnd, 20, msg...)
@@ -657,7 +668,9 @@ func TestWQEFetchStimulusCovers(t *testing.T) {
 		// WQEs go when their context is not busy.
 		assert.GreaterOrEqual(t, fencePassed, 5, msg...)
 		assert.GreaterOrEqual(t, fencedTaken, 20, msg...)
-		t.Logf("qpn_w %d depth %d: %d WQEs passed a held fenced one, %d fenced WQEs taken", tc.qpnW, tc.depth, fencePassed, fencedTaken)
+		assert.Positive(t, rdatHeld, msg...)
+		t.Logf("qpn_w %d depth %d: %d WQEs passed a held fenced one, %d fenced WQEs taken, %d cycles a fenced head held by its QP's READ or atomic on dec_* alone",
+			tc.qpnW, tc.depth, fencePassed, fencedTaken, rdatHeld)
 	}
 }
 
@@ -686,10 +699,11 @@ func TestWQEFetchMutantsFail(t *testing.T) {
 		{"the parser's QP order not round robin", f, ".commit(first), .commit_idx(sg)", ".commit(1'b0), .commit_idx(sg)"},
 		{"creation leaves the fetched count", f, "                sq_fetch[sq_cfg_qpn[QPN_W-1:0]] <= 16'd0;\n", ""},
 		{"a fenced WQE never held", f, ".req(bq_valid & ~fence_held)", ".req(bq_valid)"},
-		{"a fenced WQE held while any context is busy", f, "!sq_ud[g] && fence_busy[g];", "!sq_ud[g] && |fence_busy;"},
+		{"a fenced WQE held while any context is busy", f, "!sq_ud[g] && (fence_busy[g] || dec_rdat[g]);", "!sq_ud[g] && (|fence_busy || dec_rdat[g]);"},
 		{"every QP held while a fenced head is", f, ".req(bq_valid & ~fence_held)", ".req(|fence_held ? {QPS{1'b0}} : bq_valid)"},
 		{"fence mode 2 not held", f, "(hfm == 3'd2 || hfm == 3'd4)", "(hfm == 3'd4)"},
-		{"a UD QP's fenced WQE held", f, "!sq_ud[g] && fence_busy[g];", "fence_busy[g];"},
+		{"a UD QP's fenced WQE held", f, "&& !sq_ud[g] && (fence_busy[g]", "&& (fence_busy[g]"},
+		{"a READ or atomic on dec_* not holding its QP's fenced WQE", f, "&& (fence_busy[g] || dec_rdat[g]);", "&& fence_busy[g];"},
 		{"the fence mode from byte 12", f, "bq_data[g*ENT_W + DATA_W - 89 -: 3]", "bq_data[g*ENT_W + DATA_W - 97 -: 3]"},
 	})
 }

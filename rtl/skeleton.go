@@ -375,7 +375,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portIn("dec_sge_lkey", "32", ""),
 			portIn("dec_sge_addr", "64", ""),
 			portIn("dec_sge_last", "", ""),
-			portOut("fence_busy", "(1<<QPN_W)", "per context: a READ or atomic unanswered (or being taken), so hca_wqe_fetch keeps a fenced WQE of it in its QP's buffer"),
+			portOut("fence_busy", "(1<<QPN_W)", "per context: a READ or atomic unanswered in its ring, so hca_wqe_fetch keeps a fenced WQE of it in its QP's buffer"),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an R_Key or receive L_Key at the responder (TODO)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),

@@ -443,6 +443,9 @@ module hca_requester #(
         end
     end
     wire                d_rdun = rdun[dix];
+    // fence_busy: the contexts a fenced WQE must not leave hca_wqe_fetch's block buffer for (a
+    // function of the ring's flops only; the fetch adds the READ or atomic on dec_*, not yet here).
+    assign fence_busy = rdun;
     // A fenced WQE (mode 2 or 4: hca.SendWQE.Fenced) of a context waits on dec_* while one is
     // (hca.Device.wqeReady: before its key error is looked at). A failure that sends the context to
     // ERR completes every message of the ring (flushed), so the WQE then goes on and flushes, as the
@@ -603,10 +606,6 @@ module hca_requester #(
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
-    // fence_busy: the contexts a fenced WQE must not leave hca_wqe_fetch's block buffer for: a READ
-    // or atomic unanswered in the ring, or one being taken now (in the ring from the next cycle; the
-    // parser takes a WQE's first block in the cycle the header before it is taken).
-    assign fence_busy = rdun | ((send && is_rdat) ? {{(NQ-1){1'b0}}, 1'b1} << dix : {NQ{1'b0}});
     wire eng_take = take && to_eng;
     // A resend's message is taken under the same rules, and only while the completion engine is idle
     // (a rewind it does moves rs_ptr and purges what is in flight).
