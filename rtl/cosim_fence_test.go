@@ -145,13 +145,14 @@ func TestRequesterFenceCosim(t *testing.T) {
 		{name: "unmutated"},
 		{name: "unmutated, stalled"},
 		{"the fence ignored", f, hold, "wire                fence_hold = 1'b0;"},
-		{"released at a READ's first response", f, "!oq_done[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])",
-			"!oq_done[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] && !oq_gv[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])"},
+		{"released at a READ's first response", f, "!oq_done[{fc[QPN_W-1:0], f_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])",
+			"!oq_done[{fc[QPN_W-1:0], f_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] && !oq_gv[{fc[QPN_W-1:0], f_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])"},
 		{"fence mode 2 not a fence", f, hold, "wire                fence_hold = dec_fm == 3'd4 && has_ctx && d_rdun;"},
 		{"the small fence (mode 1) held as a fence", f, hold,
 			"wire                fence_hold = (dec_fm == 3'd1 || dec_fm == 3'd2 || dec_fm == 3'd4) && has_ctx && d_rdun;"},
-		{"a fence waiting for the ring to empty (SENDs and WRITEs too)", f, "if (fj[PW-1:0] < d_tl - d_hd && oq_rd[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] &&",
-			"if (fj[PW-1:0] < d_tl - d_hd &&"},
+		{"a fence waiting for the ring to empty (SENDs and WRITEs too)", f,
+			"if (fj[PW-1:0] < f_tl - f_hd && oq_rd[{fc[QPN_W-1:0], f_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] &&",
+			"if (fj[PW-1:0] < f_tl - f_hd &&"},
 	}, func(t *testing.T, p *rspPlan, res *retryResult) {
 		assert.Equal(t, rspFenceStatus(), res.status, "completion statuses on cpl_*")
 		require.Len(t, res.commitAt[0], 6, "context 0's commits")

@@ -99,6 +99,12 @@ type wqeFetchDUT struct {
 	hog                                          int   // a QP posting nearly every cycle (-1 none)
 	c                                            int
 	pPost, pReqReady, pRsp, pWQEReady, pDecReady float64
+	pBusy                                        float64 // each context's fence_busy bit, drawn each cycle
+
+	// The fence: WQEs the parser took from one QP while another's fenced
+	// head was held (passed), and fenced WQEs taken (not held).
+	fencePassed, fencedTaken int
+	rdatHeld                 int // cycles a fenced head was held for its QP's READ or atomic on dec_* alone
 
 	// Coverage, for TestWQEFetchStimulusCovers.
 	nReads, ringEnd, windowFull, windowBound, stale, foreign, recreated, switches, parsed int
@@ -144,6 +150,8 @@ func (d *wqeFetchDUT) inputs() []Signal {
 		// until its header is taken, as before it had a list (its lists:
 		// the parser's own co-simulation).
 		{Name: "dec_sge_ready", Width: 1},
+		// hca_requester's per-context fence state: random, in phases.
+		{Name: "fence_busy", Width: 1 << d.qpnW},
 	}
 }
 func (d *wqeFetchDUT) outputs() []Signal {
@@ -202,6 +210,9 @@ func (d *wqeFetchDUT) post(r *rand.Rand, q *fetchSQ) bool {
 			return false
 		}
 	}
+	// A fence mode: IBV_SEND_FENCE (4), mode 2 (a fence without the
+	// small fence), the small fence (1: not a fence) or none.
+	fm := []byte{4, 2, 1, 0, 0, 0}[r.IntN(6)]
 	var buf [16 * hca.WQEBBBytes]byte
 	var inline []byte
 	if w.Inline {
@@ -211,6 +222,7 @@ func (d *wqeFetchDUT) post(r *rand.Rand, q *fetchSQ) bool {
 		}
 	}
 	n := hca.EncodeSendWQE(buf[:], &w, uint16(q.posted), q.qpn, inline) / hca.WQEBBBytes
+	setFence(fm)(buf[:])
 	for b := range n {
 		copy(q.ring[int(q.posted+uint32(b))%q.ringBBs()][:], buf[b*hca.WQEBBBytes:])
 	}
@@ -225,6 +237,7 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 		d.pRsp = []float64{0.3, 0.8, 1}[r.IntN(3)]
 		d.pWQEReady = []float64{0.3, 0.9, 1}[r.IntN(3)]
 		d.pDecReady = []float64{0.2, 0.8, 1}[r.IntN(3)]
+		d.pBusy = []float64{0, 0, 0.3, 0.8}[r.IntN(4)]
 		// Every other phase QP 0 (whose ring is large) hogs: it posts
 		// nearly every cycle, so it has WQEBBs posted and not fetched
 		// nearly all the time; then the request port is slow now and
@@ -332,14 +345,38 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 		in[10] = randomBlock(r)
 	}
 	in[11], in[12], in[13] = b2v(wqeReady), b2v(decReady), b2v(true)
+	var busy uint64
+	for k := range nq {
+		if r.Float64() < d.pBusy {
+			busy |= 1 << k
+		}
+	}
+	in[14] = U(busy)
 
 	// The outputs of this cycle, from the state at its start. The
 	// parser's source: the QP whose WQE it is part way through, else the
 	// next QP round robin with a block buffered.
 	parseInReady := !d.outValid || decReady
+	// A QP whose head (a WQE's first block unless the parser is part
+	// way through one of its WQEs) is fenced (hca.SendWQE.Fenced), on an
+	// RC QP whose context is busy, or whose READ or atomic (opcode bit 2:
+	// 4 READ, 5 and 6 the atomics) is offered on dec_* (not yet in the
+	// requester's ring), is not offered.
+	inBusy := busy
+	if d.outValid && d.out.err != 1 && uint64(d.out.want.Opcode)&4 != 0 {
+		busy |= 1 << (d.out.want.QPN & uint32(nq-1))
+	}
 	var buffered components.PortSet
+	held := false
 	for k, q := range d.sqs {
 		if len(q.blocks) > 0 {
+			if fm := headFenceMode(q.blocks[0].data); (fm == 2 || fm == 4) && !q.ud && busy>>k&1 == 1 {
+				held = true
+				if inBusy>>k&1 == 0 {
+					d.rdatHeld++ // held for the READ or atomic on dec_* alone
+				}
+				continue
+			}
 			buffered.Set(k)
 		}
 	}
@@ -425,6 +462,12 @@ func (d *wqeFetchDUT) cycle(r *rand.Rand, in, out []Value) {
 			// A WQE's first block: the parser stays with its QP for
 			// the rest (hca.WQEBBsOfCtrl of this block).
 			d.srcArb.Commit(src)
+			if held {
+				d.fencePassed++
+			}
+			if fm := headFenceMode(blk.data); (fm == 2 || fm == 4) && !q.ud {
+				d.fencedTaken++
+			}
 			var b [hca.WQEBBBytes]byte
 			for w := range 8 {
 				binary.BigEndian.PutUint64(b[64-8*(w+1):], blk.data[w])
@@ -543,6 +586,12 @@ func (d *wqeFetchDUT) count(q *fetchSQ, n, slot int) {
 	}
 }
 
+// headFenceMode is a WQE's fence mode, fm_ce_se bits 7:5 (byte 11) of its
+// first block (byte 0 in the top bits of word 7).
+func headFenceMode(block Value) int {
+	return int(block[6]>>(64-8*4+5)) & 7 // byte 11: byte 3 of word 6 (bytes 8..15)
+}
+
 func randomBlock(r *rand.Rand) Value {
 	v := make(Value, 8)
 	for i := range v {
@@ -572,6 +621,7 @@ func randomBlock(r *rand.Rand) Value {
 func TestWQEFetchStimulusCovers(t *testing.T) {
 	for _, tc := range []struct{ qpnW, depth int }{{1, 1}, {2, 3}, {qpnW, 8}, {2, 16}} {
 		var ringEnd, switches, windowBound, windowFull, recreated, foreignOn, maxRead, maxWait, splitWaits, hogOthers int
+		var fencePassed, fencedTaken, rdatHeld int
 		for _, seed := range cosimSeeds {
 			r := rand.New(rand.NewPCG(seed, 0x7e57))
 			d := newWQEFetchDUT(tc.qpnW, tc.depth)
@@ -596,6 +646,9 @@ func TestWQEFetchStimulusCovers(t *testing.T) {
 			maxWait = max(maxWait, d.maxWait)
 			splitWaits += d.splitWaits
 			hogOthers += d.hogOthers
+			fencePassed += d.fencePassed
+			fencedTaken += d.fencedTaken
+			rdatHeld += d.rdatHeld
 		}
 		msg := []any{"qpn_w %d depth %d", tc.qpnW, tc.depth}
 		assert.GreaterOrEqual(t, ringEnd, 20, msg...)
@@ -611,6 +664,13 @@ func TestWQEFetchStimulusCovers(t *testing.T) {
 		assert.GreaterOrEqual(t, hogOthers, 30, msg...)
 		assert.GreaterOrEqual(t, maxWait, min(2, 1<<tc.qpnW-1), msg...)
 		assert.GreaterOrEqual(t, splitWaits, 20, msg...)
+		// The fence: WQEs of other QPs pass a held fenced one, and fenced
+		// WQEs go when their context is not busy.
+		assert.GreaterOrEqual(t, fencePassed, 5, msg...)
+		assert.GreaterOrEqual(t, fencedTaken, 20, msg...)
+		assert.Positive(t, rdatHeld, msg...)
+		t.Logf("qpn_w %d depth %d: %d WQEs passed a held fenced one, %d fenced WQEs taken, %d cycles a fenced head held by its QP's READ or atomic on dec_* alone",
+			tc.qpnW, tc.depth, fencePassed, fencedTaken, rdatHeld)
 	}
 }
 
@@ -638,5 +698,12 @@ func TestWQEFetchMutantsFail(t *testing.T) {
 		{"the parser's hold one block short", f, "pleft <= bb_bbs - 5'd1;", "pleft <= bb_bbs - 5'd2;"},
 		{"the parser's QP order not round robin", f, ".commit(first), .commit_idx(sg)", ".commit(1'b0), .commit_idx(sg)"},
 		{"creation leaves the fetched count", f, "                sq_fetch[sq_cfg_qpn[QPN_W-1:0]] <= 16'd0;\n", ""},
+		{"a fenced WQE never held", f, ".req(bq_valid & ~fence_held)", ".req(bq_valid)"},
+		{"a fenced WQE held while any context is busy", f, "!sq_ud[g] && (fence_busy[g] || dec_rdat[g]);", "!sq_ud[g] && (|fence_busy || dec_rdat[g]);"},
+		{"every QP held while a fenced head is", f, ".req(bq_valid & ~fence_held)", ".req(|fence_held ? {QPS{1'b0}} : bq_valid)"},
+		{"fence mode 2 not held", f, "(hfm == 3'd2 || hfm == 3'd4)", "(hfm == 3'd4)"},
+		{"a UD QP's fenced WQE held", f, "&& !sq_ud[g] && (fence_busy[g]", "&& (fence_busy[g]"},
+		{"a READ or atomic on dec_* not holding its QP's fenced WQE", f, "&& (fence_busy[g] || dec_rdat[g]);", "&& fence_busy[g];"},
+		{"the fence mode from byte 12", f, "bq_data[g*ENT_W + DATA_W - 89 -: 3]", "bq_data[g*ENT_W + DATA_W - 97 -: 3]"},
 	})
 }

@@ -182,7 +182,8 @@ func TestReportYosys(t *testing.T) {
 	// the reads-in-flight FIFO (64 entries: pointers 6 + 6, count
 	// clog2(65) = 7) and the 8 block buffers' pointers and counts (3 + 3
 	// + 4 each; the arrays are memories); the two arbiters' pointers, 3
-	// each.
+	// each. The fence hold (a fenced head of a fence_busy context left
+	// out of the parser's arbiter) is combinational: no flop.
 	assert.Equal(t, 8*124+1+58+10+4+1+3+5+(6+6+7)+8*(3+3+4)+2*3,
 		flops[synthKey("hca_wqe_fetch", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
 	// hca_dma_engine, 8 tags (3 index bits; the design's own choice, to
@@ -315,6 +316,8 @@ func TestReportYosys(t *testing.T) {
 	// count 6 and the spill bit 1; the element queue's (4) pointers and
 	// count 2 + 2 + 3. Without: the decode completion's LOC_PROT_ERR bit
 	// 1.
+	// The fence's state per context (fence_busy: each ring's unanswered
+	// READs and atomics, and the one being taken) is combinational: no flop.
 	// Memories: the 10 context fields (the PD the tenth), the outstanding messages, their
 	// resend copies, the READs' bytes received, the five FIFOs (the
 	// element queue the fifth), the RNR timer's table (a ROM), the gather

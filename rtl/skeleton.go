@@ -282,6 +282,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
         .dec_length(dec_length), .dec_laddr(dec_laddr), .dec_sges(dec_sges),
         .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
         .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
+        .fence_busy(fence_busy),
         .kc_req_valid(kc_req_valid), .kc_req_ready(kc_req_ready), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
         .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len),
         .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
@@ -310,7 +311,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
     // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "kc_req_valid", "kc_req_key", "kc_req_pd",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "kc_req_valid", "kc_req_key", "kc_req_pd",
 			"kc_req_need", "kc_req_addr", "kc_req_len", "kc_rsp_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
 			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "pay_wr_be", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
@@ -374,6 +375,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portIn("dec_sge_lkey", "32", ""),
 			portIn("dec_sge_addr", "64", ""),
 			portIn("dec_sge_last", "", ""),
+			portOut("fence_busy", "(1<<QPN_W)", "per context: a READ or atomic unanswered in its ring, so hca_wqe_fetch keeps a fenced WQE of it in its QP's buffer"),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an R_Key or receive L_Key at the responder (TODO)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),

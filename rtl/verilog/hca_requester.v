@@ -22,7 +22,8 @@
 // hca.ack_req_every (1..65536), latched with each message by the packetizer.
 //
 // Messages: one parsed WQE at a time from dec_* (hca_wqe_fetch's order: each QP's WQEs in ring
-// order), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
+// order; a fenced WQE of a context with a READ or atomic unanswered, fence_busy, kept back there
+// while the other contexts' pass), its data segments on dec_sge_* (hca_wqe_parse's sge_*) taken before it, one a cycle, each
 // element of a WQE its context can send checked first (below). dec_ready = the message
 // register is empty or being taken,
 // every read of the previous message has been loaded (its gather walked), no segment of the previous
@@ -251,6 +252,7 @@ module hca_requester #(
     input  wire [23:0]           dec_qpn,
     input  wire                  dec_signaled,
     input  wire [2:0]            dec_fm,    // the fence mode (hca_wqe_parse's out_fm): 2 and 4 fence
+    output wire [(1<<QPN_W)-1:0] fence_busy, // per context: a fenced WQE waits (hca_wqe_fetch holds it in its QP's buffer)
     input  wire [31:0]           dec_imm,
     input  wire [63:0]           dec_raddr,
     input  wire [31:0]           dec_rkey,
@@ -425,19 +427,31 @@ module hca_requester #(
     // its responses have not completed it; one they did leaves the ring or is marked done), the
     // model's Requester.rdAtomicUnfinished. The ring holds every message taken and not retired, so
     // a READ or atomic taken before the WQE on dec_* is there until its answer.
-    reg                 d_rdun;
-    integer             fj;
+    // Per context (rdun), for hca_wqe_fetch's hold (fence_busy, below) and this block's own check.
+    reg  [NQ-1:0]       rdun;
+    reg  [PW-1:0]       f_hd, f_tl;
+    integer             fc, fj;
     always @(*) begin
-        d_rdun = 1'b0;
-        for (fj = 0; fj < OQ_DEPTH; fj = fj + 1)
-            if (fj[PW-1:0] < d_tl - d_hd && oq_rd[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] &&
-                !oq_done[{dix, d_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])
-                d_rdun = 1'b1;
+        rdun = {NQ{1'b0}};
+        for (fc = 0; fc < NQ; fc = fc + 1) begin
+            f_hd = oq_hd[fc*PW +: PW];
+            f_tl = oq_tl[fc*PW +: PW];
+            for (fj = 0; fj < OQ_DEPTH; fj = fj + 1)
+                if (fj[PW-1:0] < f_tl - f_hd && oq_rd[{fc[QPN_W-1:0], f_hd[OQ_W-1:0] + fj[OQ_W-1:0]}] &&
+                    !oq_done[{fc[QPN_W-1:0], f_hd[OQ_W-1:0] + fj[OQ_W-1:0]}])
+                    rdun[fc] = 1'b1;
+        end
     end
+    wire                d_rdun = rdun[dix];
+    // fence_busy: the contexts a fenced WQE must not leave hca_wqe_fetch's block buffer for (a
+    // function of the ring's flops only; the fetch adds the READ or atomic on dec_*, not yet here).
+    assign fence_busy = rdun;
     // A fenced WQE (mode 2 or 4: hca.SendWQE.Fenced) of a context waits on dec_* while one is
     // (hca.Device.wqeReady: before its key error is looked at). A failure that sends the context to
     // ERR completes every message of the ring (flushed), so the WQE then goes on and flushes, as the
-    // model's releaseFence. dec_* is one stream, so the WQEs of every context behind it wait too.
+    // model's releaseFence. dec_* is one stream: hca_wqe_fetch keeps a fenced WQE in its QP's block
+    // buffer while fence_busy has its context, so it never reaches dec_* while this holds and the
+    // other contexts' WQEs pass it; this check is for a dec_* source without that hold.
     wire                fence_hold = (dec_fm == 3'd2 || dec_fm == 3'd4) && has_ctx && d_rdun;
 
     // ---- the completion engine: one job at a time, an ACK's walk or a WQE completed at decode ----

@@ -37,6 +37,10 @@
 // parser stays with that QP until the WQE's last block has gone, waiting for it if a read of
 // the QP ended inside the WQE. So each QP's WQEs reach the parser whole and in ring order,
 // however its reads interleave with other QPs'.
+// The fence (docs/rtl.md, "Requester"): a QP whose next WQE is fenced (mode 2 or 4, RC) while
+// fence_busy (hca_requester: its context has a READ or atomic unanswered) has its context, or a
+// READ or atomic of it is offered on dec_*, is not offered to the parser; the WQE and those behind it wait in the QP's buffer, the other QPs' WQEs
+// pass it (the model holds only that QP's queue: hca.Device.wqeReady, releaseFence).
 // The fork gives each block to the parser and to the transport in the same cycle (a block
 // moves when both can take it).
 // TODO: BlueFlame (a WQE written with its doorbell, parsed without a read; hca_doorbell does
@@ -61,6 +65,8 @@ module hca_wqe_fetch #(
     input  wire [23:0]       db_qpn,
     input  wire [15:0]       db_producer,
     output wire              db_ready,
+    // per context: its fenced WQEs wait (hca_requester's fence_busy: a READ or atomic unanswered)
+    input  wire [(1<<QPN_W)-1:0] fence_busy,
     // host read requests (DMA client rd0)
     output reg               rd_req_valid,
     output reg  [63:0]       rd_req_addr,
@@ -225,8 +231,25 @@ module hca_wqe_fetch #(
     wire [5:0]       bb_ds    = bb_data[DATA_W-59 -: 6]; // byte 7 bits 5:0 of a WQE's first block
     wire [4:0]       bb_bbs   = (bb_ds == 6'd0) ? 5'd1 : ({1'b0, bb_ds[5:2]} + {4'd0, bb_ds[1:0] != 2'd0});
     wire             first    = drain && !plock;
+    // The fence: a QP whose next WQE (its buffer's head, a WQE's first block whenever the parser is
+    // not part way through one of the QP's) is fenced (fm_ce_se bits 7:5, byte 11, 2 or 4:
+    // hca.SendWQE.Fenced; not on a UD QP, which the model never fences) while fence_busy has its
+    // context is not offered to the parser: the WQE and those behind it wait in the QP's buffer
+    // (whose window then stops the QP's reads) while other QPs' WQEs go on.
+    // A READ or atomic on dec_* (offered, not yet in hca_requester's ring: the parser takes the next
+    // WQE's first block in the cycle its header is taken) holds its QP's fenced WQE as fence_busy
+    // does. From the parser's output register: no path from dec_ready to the arbiter.
+    wire [QPS-1:0]   dec_rdat = (dec_valid && dec_err != 2'd1 && dec_opcode[2]) ?
+                                {{(QPS-1){1'b0}}, 1'b1} << dec_qpn[QPN_W-1:0] : {QPS{1'b0}};
+    wire [QPS-1:0]   fence_held;
+    generate
+        for (g = 0; g < QPS; g = g + 1) begin : g_fence
+            wire [2:0] hfm = bq_data[g*ENT_W + DATA_W - 89 -: 3];
+            assign fence_held[g] = (hfm == 3'd2 || hfm == 3'd4) && !sq_ud[g] && (fence_busy[g] || dec_rdat[g]);
+        end
+    endgenerate
     rr_arbiter #(.N(QPS), .IDX_W(QPN_W)) u_src (
-        .clk(clk), .rst_n(rst_n), .req(bq_valid), .grant_valid(sv), .grant_idx(sg),
+        .clk(clk), .rst_n(rst_n), .req(bq_valid & ~fence_held), .grant_valid(sv), .grant_idx(sg),
         .commit(first), .commit_idx(sg)
     );
     assign bq_pop = drain ? src_hot : {QPS{1'b0}};
