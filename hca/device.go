@@ -89,19 +89,18 @@ type pendingCQE struct {
 
 // Counters are a device's event counts.
 type Counters struct {
-	ReqPackets   int64 // request packets sent (including retransmissions)
-	RespPackets  int64 // ACK, NAK and response packets sent
-	RxPackets    int64
-	Acks         int64 // ACKs sent
-	Naks         int64 // NAKs sent (sequence, invalid, access, RNR)
-	RNRNaks      int64
-	AcksDropped  int64 // by the fault-injection hook
-	Timeouts     int64
-	CQEs         int64
-	CQOverruns   int64
-	PayloadTx    int64 // payload bytes of request and read-response packets sent
-	PayloadRx    int64 // payload bytes placed in host memory
-	OnDemandRecv int64 // receive WQEs fetched on demand (cache empty)
+	ReqPackets  int64 // request packets sent (including retransmissions)
+	RespPackets int64 // ACK, NAK and response packets sent
+	RxPackets   int64
+	Acks        int64 // ACKs sent
+	Naks        int64 // NAKs sent (sequence, invalid, access, RNR)
+	RNRNaks     int64
+	AcksDropped int64 // by the fault-injection hook
+	Timeouts    int64
+	CQEs        int64
+	CQOverruns  int64
+	PayloadTx   int64 // payload bytes of request and read-response packets sent
+	PayloadRx   int64 // payload bytes placed in host memory
 	// RecvWQEWaits are receive WQEs a packet took while their prefetch
 	// read was still in flight, and waited for.
 	RecvWQEWaits int64
