@@ -84,7 +84,10 @@ func (d *Device) deliver(pkt *ib.Packet) {
 		}
 	}
 	if qp == nil || qp.State < QPRTR {
-		d.s.FreePacket(pkt) // no such QP: silently dropped, as hardware does
+		// No such QP (or destroyed, or not ready): silently dropped, as
+		// hardware does, and counted.
+		d.Counters.NoQPDrops++
+		d.s.FreePacket(pkt)
 		return
 	}
 	if pkt.Opcode == ib.UDSendOnly || pkt.Opcode == ib.UDSendOnlyImm {

@@ -80,6 +80,10 @@ type SRQ struct {
 	MaxSGE int
 	dev    *Device
 	thread *Thread // the application thread its posts run on
+	// qps counts the QPs on it not destroyed (DestroySRQ refuses while
+	// there are any); destroyed: DestroySRQ ran.
+	qps       int
+	destroyed bool
 
 	buf    uint64 // the ring, depth × stride bytes
 	depth  int    // WQE slots, a power of two
@@ -307,6 +311,9 @@ func (d *Device) createQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, c QPC
 	if srq == nil || srq.dev != d {
 		return nil, fmt.Errorf("hca: %s: a QP's SRQ must be one of the device's SRQs", d.Name)
 	}
+	if srq.destroyed {
+		return nil, fmt.Errorf("hca: %s: srq %d is destroyed: %w", d.Name, srq.Num, syscall.EINVAL)
+	}
 	if srq.PD != pd {
 		return nil, fmt.Errorf("hca: %s: srq %d is in PD %d, the QP in PD %d (the model needs one PD for both)", d.Name, srq.Num, srq.PD, pd)
 	}
@@ -316,6 +323,7 @@ func (d *Device) createQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, c QPC
 	qp := d.newQP(pd, scq, rcq, sqBBs, 0, srq.stride, srq.MaxSGE)
 	qp.srq = srq
 	qp.setSendCap(c, ud)
+	srq.qps++
 	return qp, nil
 }
 
@@ -355,6 +363,9 @@ func (d *Device) eventSRQ(arg int64) *SRQ {
 
 // srqDoorbell: the HCA learns of newly posted SRQ WQEs and prefetches them.
 func (d *Device) srqDoorbell(s *SRQ, pi uint32) {
+	if s.destroyed {
+		return
+	}
 	if cntDiff(pi, s.db) > 0 {
 		s.db = pi
 	}
@@ -422,6 +433,9 @@ func (d *Device) srqWindow(s *SRQ) int {
 // srqFetched puts n WQEs read from number start on chip (those not taken
 // while the read was in flight).
 func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
+	if s.destroyed {
+		return // its WQEs went with it
+	}
 	for i := 0; i < n; i++ {
 		seq := start + uint32(i)
 		if cntDiff(seq, s.taken) < 0 {

@@ -16,8 +16,9 @@ type CQ struct {
 	pi    uint32 // CQEs the HCA wrote
 	ci    uint32 // CQEs the application consumed
 	// Overrun is set when the HCA found the ring full (the CQ is in error).
-	Overrun bool
-	dev     *Device
+	Overrun   bool
+	dev       *Device
+	destroyed bool // DestroyCQ
 }
 
 // QP is an RC queue pair: the application's send and receive queues in host
@@ -51,7 +52,10 @@ type QP struct {
 	// lastWQE: EventQPLastWQEReached was raised (the QP went to ERR on an
 	// SRQ); a QP raises it once.
 	lastWQE bool
-	dbr     uint64 // doorbell record: [0] RQ counter, [1] SQ counter
+	// destroyed: DestroyQP ran. The QP is in RESET, does nothing more, and
+	// keeps its number (never given again).
+	destroyed bool
+	dbr       uint64 // doorbell record: [0] RQ counter, [1] SQ counter
 
 	// Application side.
 	sqPI   uint32   // WQEBBs posted
@@ -375,6 +379,9 @@ type QPAttr struct {
 // ModifyQP moves qp through RESET → INIT → RTR → RTS, or to ERR (which
 // flushes outstanding work) or back to RESET.
 func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
+	if qp.destroyed {
+		return fmt.Errorf("qp 0x%x: modify of a destroyed QP: %w", qp.Num, syscall.EINVAL)
+	}
 	bad := func() error {
 		return fmt.Errorf("qp 0x%x: modify from %v to %v is not allowed", qp.Num, qp.State, a.State)
 	}
