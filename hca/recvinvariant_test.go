@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/ib"
 )
 
 // TestRecvInvariantsStopTheRun: the receive queue invariants that replaced
@@ -99,4 +101,39 @@ func TestSRQQPCaps(t *testing.T) {
 	assert.Equal(t, 236, defUD.MaxInlineData())
 	assert.Equal(t, MaxSendSGE, defUD.MaxSendSGE())
 	assert.True(t, defUD.UD)
+}
+
+// TestFlushWithReceiveReadsInFlight: the one case where the receive
+// prefetch finds the responder past it, and moves up (recvFetch's
+// catch-up): a QP put in ERR flushes every WQE the HCA knows posted,
+// read or not. B posts 64 one-element receives (16 bytes each), their
+// doorbells in at 60k + 368 ns (60 ns of CPU each, then 308 of MMIO); the
+// window is hca.wqe_prefetch_depth 8 blocks × 4 = 32 WQEs, so reads of
+// WQEs 0 … 31 issue from their doorbells, the last at 2.288 µs, each on
+// chip over 533 ns of host read latency later. At 2.5 µs B moves its QP
+// to ERR: the HCA knows 36 posted (doorbells up to 2.468 µs), has read or
+// is reading 32, some still in flight; all 64 complete WR_FLUSH_ERR (the
+// rest flushed at their doorbells), and the reads landing after the flush
+// issue no read of the flushed WQEs 32 … 35: B reads the window's 32 × 16
+// bytes in all.
+func TestFlushWithReceiveReadsInFlight(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 4096)
+	for i := range 64 {
+		require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{ID: uint64(i), Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+	}
+	p.s.Schedule(2500*ib.Nanosecond, &poster{fn: func() {
+		require.Equal(t, uint32(36), p.qb.rqDB, "doorbells in")
+		require.Equal(t, uint32(32), p.qb.rqFetch, "the window's reads issued")
+		require.Less(t, p.qb.rqCache.len(), 32, "reads still in flight")
+		require.NoError(t, p.b.ModifyQP(p.qb, QPAttr{State: QPErr}))
+	}}, 1)
+	p.s.StopAt(50 * ib.Microsecond)
+	require.NoError(t, p.s.Run())
+	var wc [64]WC
+	n := p.b.PollCQ(p.qb.RecvCQ, wc[:])
+	require.Equal(t, 64, n)
+	for i := range n {
+		assert.Equal(t, WCWRFlushErr, wc[i].Status)
+	}
+	assert.Equal(t, int64(32*16), p.b.PCIe.ReadBytes, "no read of a flushed WQE")
 }
