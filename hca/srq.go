@@ -379,7 +379,7 @@ func (d *Device) srqDoorbell(s *SRQ, pi uint32) {
 // waiting for that one.
 func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 	if cntDiff(s.fetch, s.taken) < 0 {
-		d.srqInvariant(s, "fetch behind taken")
+		d.srqInvariant(s, -2)
 	}
 	window := d.srqWindow(s)
 	if len(s.readDone) != window {
@@ -487,7 +487,7 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 		if e.seq != s.taken {
 			// The cache holds [taken, …) in order: a WQE taken while its
 			// read was in flight is never put on chip (srqFetched).
-			d.srqInvariant(s, fmt.Sprintf("the cache's front is WQE number %d, the next to take %d", e.seq, s.taken))
+			d.srqInvariant(s, int64(e.seq))
 		}
 		s.taken++
 		d.srqTook(s)
@@ -498,7 +498,7 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 		return RecvWQE{}, false
 	}
 	if cntDiff(s.fetch, s.taken) <= 0 {
-		d.srqInvariant(s, fmt.Sprintf("WQE number %d is posted but neither on chip nor being read", s.taken))
+		d.srqInvariant(s, -1)
 	}
 	// The cache is empty and every WQE of [taken, fetch) is on chip or
 	// being read: this one's read is in flight. Wait for it, as a
@@ -513,8 +513,20 @@ func (qp *QP) popSRQ() (RecvWQE, bool) {
 }
 
 // srqInvariant stops the run at a broken SRQ invariant: a model bug
-// (recvInvariant's reasons), with the SRQ's counters.
-func (d *Device) srqInvariant(s *SRQ, what string) {
+// (recvInvariant's reasons), with the SRQ's counters. front is the number
+// of the WQE found at the cache's front instead of the next to take, −1
+// for a WQE posted but neither on chip nor being read, −2 for the
+// prefetch behind the takes.
+//
+//go:noinline
+func (d *Device) srqInvariant(s *SRQ, front int64) {
+	what := fmt.Sprintf("WQE number %d is posted but neither on chip nor being read", s.taken)
+	switch {
+	case front >= 0:
+		what = fmt.Sprintf("the cache's front is WQE number %d, the next to take %d", front, s.taken)
+	case front == -2:
+		what = "fetch behind taken"
+	}
 	panic(fmt.Sprintf("hca: %s srq %d: shared receive queue invariant broken (a model bug): %s; taken %d, fetch %d, doorbell %d",
 		d.Name, s.Num, what, s.taken, s.fetch, s.db))
 }

@@ -1022,7 +1022,7 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 		if w.Index != qp.rqTaken {
 			// The cache holds [rqTaken, …) in order: a WQE taken while its
 			// read was in flight is never put on chip (recvFetched).
-			d.recvInvariant(qp, fmt.Sprintf("the cache's front is WQE %d, the next to take %d", w.Index, qp.rqTaken))
+			d.recvInvariant(qp, int64(w.Index))
 		}
 		qp.rqTaken++
 		d.recvFetch(qp, d.s.Now())
@@ -1032,8 +1032,7 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 		return RecvWQE{}, false
 	}
 	if cntDiff(qp.rqFetch, qp.rqTaken) <= 0 {
-		d.recvInvariant(qp, fmt.Sprintf("WQE %d is posted (doorbell %d) but neither on chip nor being read (prefetch at %d)",
-			qp.rqTaken, qp.rqDB, qp.rqFetch))
+		d.recvInvariant(qp, -1)
 	}
 	// The cache is empty and every WQE of [rqTaken, rqFetch) is on chip
 	// or being read: this one's read is in flight. Wait for it.
@@ -1052,10 +1051,20 @@ func (qp *QP) PopRecv() (RecvWQE, bool) {
 
 // recvInvariant stops the run at a broken receive-queue invariant: a
 // model bug, not a user's error, with the QP's counters (the CLI reports
-// it as an internal error, exit 1). No checker can see it: the trace has
-// no event for a receive WQE taken, and the HCA would go on with timing
-// no hardware has (a WQE used before any read of it).
-func (d *Device) recvInvariant(qp *QP, what string) {
+// it as an internal error, exit 1). front is the index of the WQE found
+// at the cache's front instead of the next to take, or −1 for a WQE
+// posted but neither on chip nor being read. No checker can see either:
+// the trace has no event for a receive WQE taken, and the HCA would go on
+// with timing no hardware has (a WQE used before any read of it). Kept
+// out of line, so the take's hot path carries none of the message's
+// formatting.
+//
+//go:noinline
+func (d *Device) recvInvariant(qp *QP, front int64) {
+	what := fmt.Sprintf("WQE %d is posted (doorbell %d) but neither on chip nor being read (prefetch at %d)", qp.rqTaken, qp.rqDB, qp.rqFetch)
+	if front >= 0 {
+		what = fmt.Sprintf("the cache's front is WQE %d, the next to take %d", front, qp.rqTaken)
+	}
 	panic(fmt.Sprintf("hca: %s qp 0x%x: receive queue invariant broken (a model bug): %s; taken %d, fetch %d, doorbell %d",
 		d.Name, qp.Num, what, qp.rqTaken, qp.rqFetch, qp.rqDB))
 }
