@@ -93,23 +93,26 @@ type pendingCQE struct {
 
 // Counters are a device's event counts.
 type Counters struct {
-	ReqPackets   int64 // request packets sent (including retransmissions)
-	RespPackets  int64 // ACK, NAK and response packets sent
-	RxPackets    int64
-	Acks         int64 // ACKs sent
-	Naks         int64 // NAKs sent (sequence, invalid, access, RNR)
-	RNRNaks      int64
-	AcksDropped  int64 // by the fault-injection hook
-	Timeouts     int64
-	CQEs         int64
-	CQOverruns   int64
-	PayloadTx    int64 // payload bytes of request and read-response packets sent
-	PayloadRx    int64 // payload bytes placed in host memory
-	OnDemandRecv int64 // receive WQEs fetched on demand (cache empty)
+	ReqPackets  int64 // request packets sent (including retransmissions)
+	RespPackets int64 // ACK, NAK and response packets sent
+	RxPackets   int64
+	Acks        int64 // ACKs sent
+	Naks        int64 // NAKs sent (sequence, invalid, access, RNR)
+	RNRNaks     int64
+	AcksDropped int64 // by the fault-injection hook
+	Timeouts    int64
+	CQEs        int64
+	CQOverruns  int64
+	PayloadTx   int64 // payload bytes of request and read-response packets sent
+	PayloadRx   int64 // payload bytes placed in host memory
 	// RecvWQEWaits are receive WQEs a packet took while their prefetch
 	// read was still in flight, and waited for.
 	RecvWQEWaits int64
 	UDDrops      int64 // UD packets dropped: bad Q_Key, no receive WQE, wrong QP type
+	// NoQPDrops are unicast packets dropped for want of a QP to take them:
+	// a QPN the device has no QP of, or a destroyed one's (DestroyQP), or
+	// a QP not yet ready to receive (RESET, INIT).
+	NoQPDrops int64
 	// McastCopies are the copies of multicast packets handed to attached
 	// QPs (a packet to a group with k QPs attached makes k; a copy a QP
 	// drops for want of a receive WQE counts here and in UDDrops).
@@ -184,7 +187,8 @@ type Device struct {
 	// yet read (GetAsyncEvent).
 	asyncEvents []AsyncEvent
 	nextPD      uint32
-	rr          int // round-robin pointer over qps
+	freedPDs    map[uint32]bool // PDs DeallocPD freed
+	rr          int             // round-robin pointer over qps
 	// mayWork has bit i set when qps[i]'s requester may have a packet to
 	// send: markWork sets it at every change that can give a QP work, and
 	// pickQP clears it when it finds the QP idle. It holds every QP the
@@ -390,11 +394,15 @@ func (d *Device) keyCheck(qp *QP, t ib.PS, key uint32) ib.PS {
 // counter) into an event's Arg; eventQP and uint32(ev.Arg) take them apart.
 func qpArg(qp *QP, v uint32) int64 { return int64(qp.Num)<<32 | int64(v) }
 
-// eventQP returns the QP an event's Arg names (qpArg).
+// eventQP returns the QP an event's Arg names (qpArg), nil when it was
+// destroyed since the event was queued (DestroyQP: it does nothing more).
 func (d *Device) eventQP(ev *components.Event) *QP {
 	qp := d.qpByNum(uint32(uint64(ev.Arg) >> 32))
 	if qp == nil {
 		panic(fmt.Sprintf("hca: %s: event kind %d names no QP (arg %#x)", d.Name, ev.Kind, ev.Arg))
+	}
+	if qp.destroyed {
+		return nil
 	}
 	return qp
 }
@@ -405,16 +413,25 @@ func (d *Device) HandleEvent(ev *components.Event) {
 	case evStageEdge:
 		d.stageEdge(int(ev.Port), ev.Arg)
 	case evDoorbell:
-		d.doorbell(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
+		if qp := d.eventQP(ev); qp != nil {
+			d.doorbell(qp, uint32(ev.Arg), int(ev.Port))
+		}
 	case evWQEFetched:
-		d.wqeFetched(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
+		if qp := d.eventQP(ev); qp != nil {
+			d.wqeFetched(qp, uint32(ev.Arg), int(ev.Port))
+		}
 	case evWQEReady:
-		qp := d.eventQP(ev)
-		d.wqeReady(qp)
+		if qp := d.eventQP(ev); qp != nil {
+			d.wqeReady(qp)
+		}
 	case evRecvDoorbell:
-		d.recvDoorbell(d.eventQP(ev), uint32(ev.Arg))
+		if qp := d.eventQP(ev); qp != nil {
+			d.recvDoorbell(qp, uint32(ev.Arg))
+		}
 	case evRecvFetched:
-		d.recvFetched(d.eventQP(ev), uint32(ev.Arg), int(ev.Port))
+		if qp := d.eventQP(ev); qp != nil {
+			d.recvFetched(qp, uint32(ev.Arg), int(ev.Port))
+		}
 	case evSRQDoorbell:
 		d.srqDoorbell(d.eventSRQ(ev.Arg), uint32(ev.Arg))
 	case evSRQFetched:
@@ -450,7 +467,9 @@ func (d *Device) HandleEvent(ev *components.Event) {
 			d.OnMemWrite(uint64(ev.Arg), int(ev.Port), d.s.Now())
 		}
 	case evTimeout:
-		d.timeout(d.eventQP(ev))
+		if qp := d.eventQP(ev); qp != nil {
+			d.timeout(qp)
+		}
 	case evCCTick:
 		d.ccTick()
 	case evArmCQ:
@@ -1116,6 +1135,11 @@ func (d *Device) cqeVisible() {
 	p, ok := d.cqeQ.pop()
 	if !ok {
 		panic(fmt.Sprintf("hca: %s: a CQE became visible with none posted", d.Name))
+	}
+	if qp := d.qpByNum(p.cqe.QPN); qp != nil && qp.destroyed {
+		// Issued before DestroyQP: it would have landed before the destroy
+		// command completed, and libmlx5's __mlx5_cq_clean removed it.
+		return
 	}
 	cq := p.cq
 	slot, owner, room := CQESlot(cq.Depth, cq.pi, cq.ci)

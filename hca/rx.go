@@ -84,7 +84,10 @@ func (d *Device) deliver(pkt *ib.Packet) {
 		}
 	}
 	if qp == nil || qp.State < QPRTR {
-		d.s.FreePacket(pkt) // no such QP: silently dropped, as hardware does
+		// No such QP (or destroyed, or not ready): silently dropped, as
+		// hardware does, and counted.
+		d.Counters.NoQPDrops++
+		d.s.FreePacket(pkt)
 		return
 	}
 	if pkt.Opcode == ib.UDSendOnly || pkt.Opcode == ib.UDSendOnlyImm {
@@ -100,19 +103,9 @@ func (d *Device) deliver(pkt *ib.Packet) {
 }
 
 // recvWQEAt returns when the receive WQE a packet arriving at t just took
-// (PopRecv) is on chip: at t if it was; when its prefetch read brings it
-// if that read is in flight (rqWait); else after a read of it from host
-// memory, in the QP's order of DMA.
+// (PopRecv) is on chip: at t if it was, else when its prefetch read brings
+// it (rqWait).
 func (d *Device) recvWQEAt(qp *QP, t ib.PS) ib.PS {
-	if qp.onDemand {
-		// The receive WQE was not prefetched: read it from host memory now.
-		d.Counters.OnDemandRecv++
-		t = d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.dmaSlot, 0), qp.onDemandAddr, qp.rqStride)
-		if qp.srq != nil {
-			qp.srq.readOnDemand(t)
-		}
-		return t
-	}
 	if qp.rqWait > t {
 		d.Counters.RecvWQEWaits++
 		return qp.rqWait
@@ -146,7 +139,7 @@ func (d *Device) sendAck(qp *QP, t ib.PS, syn uint8, psn, msn uint32) {
 // the receive CQE.
 func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	now := d.s.Now()
-	qp.onDemand, qp.rqWait = false, 0
+	qp.rqWait = 0
 	a := qp.resp.Receive(pkt, qp)
 	defer func() {
 		if qp.resp.State == QPErr && qp.State != QPErr {
@@ -428,7 +421,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		d.Counters.UDDrops++
 		return
 	}
-	qp.onDemand, qp.rqWait = false, 0
+	qp.rqWait = 0
 	recv, ok := qp.PopRecv()
 	if !ok {
 		d.Counters.UDDrops++

@@ -41,16 +41,15 @@ import (
 // next slot is read without waiting for the WQE before it. Where the list
 // leaves the ring, a read stops after the WQE whose next index is not the
 // following slot (mod depth), and the read from that next index issues no
-// sooner than the read that brings it completes (a WQE taken on demand
-// there likewise, readOnDemand). (A real prefetcher might read past the
+// sooner than the read that brings it completes. (A real prefetcher might read past the
 // break speculatively and discard; the bytes of such a read are not
 // modelled.) As for an RQ, the window holds the WQEs read or being read
 // and not taken, [taken, fetch); the prefetch moves on after every take;
 // a responder that takes a WQE whose read is in flight waits for that
-// read (qp.rqWait), and reads on demand only a WQE the prefetch has not
-// asked for: the prefetch asks for each WQE at its doorbell or at the
-// take before it (the window has room for at least one), so no test
-// reaches that read.
+// read (qp.rqWait). The prefetch asks for each WQE at its doorbell or at
+// the take before it (the window has room for at least one), so a WQE the
+// HCA knows is posted is always on chip or being read when a responder
+// takes it; one that is neither is a model bug (srqInvariant).
 
 // srqNextBytes is the next segment before an SRQ WQE's data segments
 // (struct mlx5_wqe_srq_next_seg).
@@ -81,6 +80,10 @@ type SRQ struct {
 	MaxSGE int
 	dev    *Device
 	thread *Thread // the application thread its posts run on
+	// qps counts the QPs on it not destroyed (DestroySRQ refuses while
+	// there are any); destroyed: DestroySRQ ran.
+	qps       int
+	destroyed bool
 
 	buf    uint64 // the ring, depth × stride bytes
 	depth  int    // WQE slots, a power of two
@@ -100,10 +103,7 @@ type SRQ struct {
 	// chainAt: the HCA knows nextSlot only from then (the read of the WQE
 	// before it, whose next index broke the ring's order, completes).
 	chainAt ib.PS
-	// chainPending: a WQE taken on demand at the list's front broke the
-	// ring's order; its read's completion sets chainAt (readOnDemand).
-	chainPending bool
-	slots        []uint16 // slot of WQE number n at n mod depth (read issued)
+	slots   []uint16 // slot of WQE number n at n mod depth (read issued)
 	// readDone holds, by WQE number modulo the prefetch window, when the
 	// prefetch read of that WQE puts it on chip (as QP.rqReadDone): a
 	// responder that takes a WQE whose read is in flight waits for it.
@@ -285,18 +285,45 @@ func (s *SRQ) freeWQE(slot uint16) {
 }
 
 // CreateQPSRQ makes an RC QP as CreateQP does, with no receive queue of
-// its own (CreateUDQPSRQ: a UD QP): its receives come from srq (ibv_qp_init_attr.srq). The SRQ must
-// be in the QP's PD (the model checks a receive buffer's L_Key against
-// the QP's PD).
+// its own (CreateUDQPSRQ: a UD QP): its receives come from srq
+// (ibv_qp_init_attr.srq). The SRQ must be in the QP's PD (the model checks
+// a receive buffer's L_Key against the QP's PD). Its send caps are the
+// device's (CreateQPSRQCap with a zero QPCap).
 func (d *Device) CreateQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ) (*QP, error) {
+	return d.createQPSRQ(pd, scq, rcq, sqBBs, srq, QPCap{}, false)
+}
+
+// CreateQPSRQCap makes an RC QP on srq as CreateQPSRQ does, for the send
+// caps c, by CreateQPCap's rules: at most c.MaxSendSGE gather elements a
+// send WR (0: the device's MaxSendSGE), inline sends of at most
+// QPInlineLimit bytes for c.MaxInlineData (0: hca.max_inline_bytes), a cap
+// above the device's refused with EINVAL and a post beyond the QP's with
+// ENOMEM. c.MaxRecvSGE is not looked at: a QP on an SRQ has no receive
+// queue, its receives take the SRQ's elements (the kernel's mlx5
+// set_rq_size, for a QP without an RQ, sets cap->max_recv_sge to 0 and
+// checks nothing of it).
+func (d *Device) CreateQPSRQCap(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, c QPCap) (*QP, error) {
+	return d.createQPSRQ(pd, scq, rcq, sqBBs, srq, c, false)
+}
+
+// createQPSRQ is CreateQPSRQCap for an RC or (ud) a UD QP.
+func (d *Device) createQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, c QPCap, ud bool) (*QP, error) {
 	if srq == nil || srq.dev != d {
 		return nil, fmt.Errorf("hca: %s: a QP's SRQ must be one of the device's SRQs", d.Name)
+	}
+	if srq.destroyed {
+		return nil, fmt.Errorf("hca: %s: srq %d is destroyed: %w", d.Name, srq.Num, syscall.EINVAL)
 	}
 	if srq.PD != pd {
 		return nil, fmt.Errorf("hca: %s: srq %d is in PD %d, the QP in PD %d (the model needs one PD for both)", d.Name, srq.Num, srq.PD, pd)
 	}
+	if err := d.checkSendCap(c); err != nil {
+		return nil, err
+	}
 	qp := d.newQP(pd, scq, rcq, sqBBs, 0, srq.stride, srq.MaxSGE)
 	qp.srq = srq
+	qp.setSendCap(c, ud)
+	srq.qps++
 	return qp, nil
 }
 
@@ -304,11 +331,18 @@ func (d *Device) CreateQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ) (*QP,
 // with its own RQ. A datagram's GRH area and payload are scattered over
 // the SRQ WQE's elements as over an RQ WQE's (receiveUD).
 func (d *Device) CreateUDQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, qkey uint32) (*QP, error) {
-	qp, err := d.CreateQPSRQ(pd, scq, rcq, sqBBs, srq)
+	return d.CreateUDQPSRQCap(pd, scq, rcq, sqBBs, srq, qkey, QPCap{})
+}
+
+// CreateUDQPSRQCap makes a UD QP on srq as CreateUDQPSRQ does, for the
+// send caps c (CreateQPSRQCap's rules; the inline limit from a UD send
+// WQE's overhead, as CreateUDQPCap's).
+func (d *Device) CreateUDQPSRQCap(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, qkey uint32, c QPCap) (*QP, error) {
+	qp, err := d.createQPSRQ(pd, scq, rcq, sqBBs, srq, c, true)
 	if err != nil {
 		return nil, err
 	}
-	qp.UD, qp.QKey = true, qkey
+	qp.QKey = qkey
 	return qp, nil
 }
 
@@ -329,6 +363,9 @@ func (d *Device) eventSRQ(arg int64) *SRQ {
 
 // srqDoorbell: the HCA learns of newly posted SRQ WQEs and prefetches them.
 func (d *Device) srqDoorbell(s *SRQ, pi uint32) {
+	if s.destroyed {
+		return
+	}
 	if cntDiff(pi, s.db) > 0 {
 		s.db = pi
 	}
@@ -342,7 +379,7 @@ func (d *Device) srqDoorbell(s *SRQ, pi uint32) {
 // waiting for that one.
 func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 	if cntDiff(s.fetch, s.taken) < 0 {
-		panic(fmt.Sprintf("hca: %s srq %d: fetch %d behind taken %d", d.Name, s.Num, s.fetch, s.taken))
+		d.srqInvariant(s, -2)
 	}
 	window := d.srqWindow(s)
 	if len(s.readDone) != window {
@@ -394,12 +431,15 @@ func (d *Device) srqWindow(s *SRQ) int {
 }
 
 // srqFetched puts n WQEs read from number start on chip (those not taken
-// on demand meanwhile).
+// while the read was in flight).
 func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
+	if s.destroyed {
+		return // its WQEs went with it
+	}
 	for i := 0; i < n; i++ {
 		seq := start + uint32(i)
 		if cntDiff(seq, s.taken) < 0 {
-			continue // taken on demand before the prefetch got there
+			continue // taken while this read was in flight (qp.rqWait)
 		}
 		slot := s.slots[seq%uint32(s.depth)]
 		w := s.readWQE(slot)
@@ -412,7 +452,7 @@ func (d *Device) srqFetched(s *SRQ, start uint32, n int) {
 // traceSRQFetch announces an SRQ WQE put on chip by the prefetch:
 // wqe_fetch with srq (the SRQ's number), queue=srq and wqe (its slot, the
 // receive CQE's wqe_counter), and no qpn (the WQE is no QP's until a
-// responder takes it). As for an RQ, a WQE read on demand is not traced.
+// responder takes it).
 func (d *Device) traceSRQFetch(s *SRQ, slot uint16) {
 	if d.NumHooks() == 0 {
 		return
@@ -435,70 +475,60 @@ func (s *SRQ) readWQE(slot uint16) RecvWQE {
 }
 
 // popSRQ takes qp's next receive WQE from its SRQ: the next in posting
-// order, from the cache; if its prefetch read is in flight, waiting for
-// that read (qp.rqWait); else read on demand (qp.onDemand, at
-// qp.onDemandAddr) if the HCA knows it is posted. The prefetch then goes
-// on after it.
+// order, from the cache, or, if its prefetch read is in flight, waiting
+// for that read (qp.rqWait). As for an RQ (PopRecv), the prefetch asks
+// for every WQE the HCA knows is posted, at its doorbell or at the take
+// before it, so one that is neither on chip nor being read is a model bug
+// (srqInvariant). The prefetch then goes on after it.
 func (qp *QP) popSRQ() (RecvWQE, bool) {
 	s := qp.srq
 	d := s.dev
-	for {
-		e, ok := s.cache.front()
-		if !ok || cntDiff(e.seq, s.taken) >= 0 {
-			break
-		}
-		s.cache.pop() // taken on demand before its read came in
-	}
 	if e, ok := s.cache.pop(); ok {
-		w := e.w
+		if e.seq != s.taken {
+			// The cache holds [taken, …) in order: a WQE taken while its
+			// read was in flight is never put on chip (srqFetched).
+			d.srqInvariant(s, int64(e.seq))
+		}
 		s.taken++
 		d.srqTook(s)
 		d.srqFetch(s, d.s.Now())
-		return w, true
+		return e.w, true
 	}
 	if cntDiff(s.db, s.taken) <= 0 {
 		return RecvWQE{}, false
 	}
-	var slot uint16
-	if cntDiff(s.taken, s.fetch) < 0 {
-		// The cache is empty and every WQE of [taken, fetch) is on chip
-		// or being read: this one's read is in flight. Wait for it, as a
-		// responder that has asked for a WQE does, not reading it again.
-		slot = s.slots[s.taken%uint32(s.depth)]
-		qp.rqWait = s.readDone[s.taken%uint32(len(s.readDone))]
-	} else {
-		// Not read yet: this read takes it, and the prefetch goes on
-		// after it, at once if the list follows the ring there, else once
-		// this read brings the next index (readOnDemand).
-		slot = s.nextSlot
-		s.slots[s.fetch%uint32(s.depth)] = slot
-		s.fetch++
-		s.nextSlot = s.nextIndex(slot)
-		s.chainPending = s.nextSlot != (slot+1)&uint16(s.depth-1)
-		qp.onDemandAddr = s.buf + uint64(slot)*uint64(s.stride)
-		qp.onDemand = true
+	if cntDiff(s.fetch, s.taken) <= 0 {
+		d.srqInvariant(s, -1)
 	}
+	// The cache is empty and every WQE of [taken, fetch) is on chip or
+	// being read: this one's read is in flight. Wait for it, as a
+	// responder that has asked for a WQE does, not reading it again.
+	slot := s.slots[s.taken%uint32(s.depth)]
+	qp.rqWait = s.readDone[s.taken%uint32(len(s.readDone))]
 	w := s.readWQE(slot)
 	s.taken++
 	d.srqTook(s)
-	if !s.chainPending {
-		// The prefetch goes on from the WQE after it (at a break taken
-		// on demand, readOnDemand first learns when the next index is
-		// known, then moves it on).
-		d.srqFetch(s, d.s.Now())
-	}
+	d.srqFetch(s, d.s.Now())
 	return w, true
 }
 
-// readOnDemand: a responder's on-demand read of one of the SRQ's WQEs
-// completes at t; if it was the list's front and its next index breaks the
-// ring's order, the prefetch learns where to go on only then.
-func (s *SRQ) readOnDemand(t ib.PS) {
-	if s.chainPending {
-		s.chainPending = false
-		s.chainAt = max(s.chainAt, t)
-		s.dev.srqFetch(s, s.dev.s.Now())
+// srqInvariant stops the run at a broken SRQ invariant: a model bug
+// (recvInvariant's reasons), with the SRQ's counters. front is the number
+// of the WQE found at the cache's front instead of the next to take, −1
+// for a WQE posted but neither on chip nor being read, −2 for the
+// prefetch behind the takes.
+//
+//go:noinline
+func (d *Device) srqInvariant(s *SRQ, front int64) {
+	what := fmt.Sprintf("WQE number %d is posted but neither on chip nor being read", s.taken)
+	switch {
+	case front >= 0:
+		what = fmt.Sprintf("the cache's front is WQE number %d, the next to take %d", front, s.taken)
+	case front == -2:
+		what = "fetch behind taken"
 	}
+	panic(fmt.Sprintf("hca: %s srq %d: shared receive queue invariant broken (a model bug): %s; taken %d, fetch %d, doorbell %d",
+		d.Name, s.Num, what, s.taken, s.fetch, s.db))
 }
 
 // srqTook raises the SRQ limit event when a WQE taken leaves fewer than

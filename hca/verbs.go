@@ -17,8 +17,9 @@ type CQ struct {
 	pi    uint32 // CQEs the HCA wrote
 	ci    uint32 // CQEs the application consumed
 	// Overrun is set when the HCA found the ring full (the CQ is in error).
-	Overrun bool
-	dev     *Device
+	Overrun   bool
+	dev       *Device
+	destroyed bool // DestroyCQ
 	// notify is the CQ's completion-event state (cqevent.go).
 	notify cqNotify
 }
@@ -54,7 +55,10 @@ type QP struct {
 	// lastWQE: EventQPLastWQEReached was raised (the QP went to ERR on an
 	// SRQ); a QP raises it once.
 	lastWQE bool
-	dbr     uint64 // doorbell record: [0] RQ counter, [1] SQ counter
+	// destroyed: DestroyQP ran. The QP is in RESET, does nothing more, and
+	// keeps its number (never given again).
+	destroyed bool
+	dbr       uint64 // doorbell record: [0] RQ counter, [1] SQ counter
 
 	// Application side.
 	sqPI   uint32   // WQEBBs posted
@@ -100,16 +104,14 @@ type QP struct {
 	rqCache       ring[RecvWQE] // receive WQEs on chip, in posting order
 	rqTaken       uint32        // receive WQEs consumed by the responder
 	rqDone        uint32
-	onDemand      bool
 	// rqReadDone holds, by receive WQE index modulo the prefetch window,
 	// when the prefetch read of that WQE puts it on chip; rqWait, for the
 	// WQE the responder just took, when it may use it: a WQE taken while
 	// its prefetch read is in flight waits for that read, as the
 	// responder would, instead of reading it again.
-	rqReadDone   []ib.PS
-	rqWait       ib.PS
-	onDemandAddr uint64  // with onDemand: the ring slot address of the receive WQE taken on demand, which the responder reads
-	thread       *Thread // the application thread its posts run on
+	rqReadDone []ib.PS
+	rqWait     ib.PS
+	thread     *Thread // the application thread its posts run on
 	// xlateAt is when the address translation of the inbound message
 	// being received is on chip: the responder translates a message's
 	// range at its key check, and its later packets' DMAs wait for that.
@@ -273,13 +275,8 @@ func (d *Device) createQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 	if c.MaxRecvSGE < 1 || c.MaxRecvSGE > MaxRecvSGE {
 		return nil, fmt.Errorf("hca: %s max_recv_sge %d is not 1 … %d", d.Name, c.MaxRecvSGE, MaxRecvSGE)
 	}
-	if c.MaxSendSGE < 0 || c.MaxSendSGE > MaxSendSGE {
-		return nil, fmt.Errorf("hca: %s max_send_sge %d is not 1 … %d (or 0, the device's %d): %w",
-			d.Name, c.MaxSendSGE, MaxSendSGE, MaxSendSGE, syscall.EINVAL)
-	}
-	if c.MaxInlineData < 0 || c.MaxInlineData > d.Cfg.MaxInlineBytes {
-		return nil, fmt.Errorf("hca: %s max_inline_data %d is not 1 … hca.max_inline_bytes %d (or 0, the device's): %w",
-			d.Name, c.MaxInlineData, d.Cfg.MaxInlineBytes, syscall.EINVAL)
+	if err := d.checkSendCap(c); err != nil {
+		return nil, err
 	}
 	stride := RecvWQEBytes
 	for stride < c.MaxRecvSGE*RecvWQEBytes {
@@ -289,6 +286,29 @@ func (d *Device) createQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 		panic(fmt.Sprintf("hca: %s QP queues %d / %d are not powers of two", d.Name, sqBBs, rqDepth))
 	}
 	qp := d.newQP(pd, scq, rcq, sqBBs, rqDepth, stride, c.MaxRecvSGE)
+	qp.setSendCap(c, ud)
+	return qp, nil
+}
+
+// checkSendCap refuses send caps above the device's: max_send_sge outside
+// 0 … MaxSendSGE, max_inline_data outside 0 … hca.max_inline_bytes
+// (libmlx5's mlx5_calc_send_wqe: EINVAL).
+func (d *Device) checkSendCap(c QPCap) error {
+	if c.MaxSendSGE < 0 || c.MaxSendSGE > MaxSendSGE {
+		return fmt.Errorf("hca: %s max_send_sge %d is not 1 … %d (or 0, the device's %d): %w",
+			d.Name, c.MaxSendSGE, MaxSendSGE, MaxSendSGE, syscall.EINVAL)
+	}
+	if c.MaxInlineData < 0 || c.MaxInlineData > d.Cfg.MaxInlineBytes {
+		return fmt.Errorf("hca: %s max_inline_data %d is not 1 … hca.max_inline_bytes %d (or 0, the device's): %w",
+			d.Name, c.MaxInlineData, d.Cfg.MaxInlineBytes, syscall.EINVAL)
+	}
+	return nil
+}
+
+// setSendCap gives an RC or (ud) a UD QP the send caps c (checkSendCap
+// passed): its max_send_sge, and the inline limit libmlx5 derives from
+// both (QPInlineLimit); a cap of 0 leaves the device's.
+func (qp *QP) setSendCap(c QPCap, ud bool) {
 	if c.MaxSendSGE > 0 {
 		qp.maxSendSGE = c.MaxSendSGE
 	}
@@ -296,7 +316,6 @@ func (d *Device) createQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 		qp.maxInlineData = QPInlineLimit(ud, qp.maxSendSGE, c.MaxInlineData)
 	}
 	qp.UD = ud
-	return qp, nil
 }
 
 // newQP makes a QP in RESET with a send queue of sqBBs WQEBBs and a
@@ -370,6 +389,9 @@ type QPAttr struct {
 // ModifyQP moves qp through RESET → INIT → RTR → RTS, or to ERR (which
 // flushes outstanding work) or back to RESET.
 func (d *Device) ModifyQP(qp *QP, a QPAttr) error {
+	if qp.destroyed {
+		return fmt.Errorf("qp 0x%x: modify of a destroyed QP: %w", qp.Num, syscall.EINVAL)
+	}
 	bad := func() error {
 		return fmt.Errorf("qp 0x%x: modify from %v to %v is not allowed", qp.Num, qp.State, a.State)
 	}
@@ -639,7 +661,7 @@ func (qp *QP) readSQ(pi uint32, dst []byte) {
 // PostRecv writes a receive WQE and updates the doorbell record
 // (ibv_post_recv). The HCA learns of it MMIO latency after the CPU's store
 // (a modelling choice: mlx5 reads the record on demand; the model
-// prefetches, and fetches on demand when the cache is empty).
+// prefetches from the doorbell, PopRecv).
 func (d *Device) PostRecv(qp *QP, wr *RecvWR) error {
 	if qp.State == QPReset {
 		return fmt.Errorf("qp 0x%x: post_recv in state RESET (INIT or later required)", qp.Num)
@@ -947,14 +969,14 @@ func (d *Device) recvDoorbell(qp *QP, pi uint32) {
 
 func (d *Device) recvFetch(qp *QP, t ib.PS) {
 	if cntDiff(qp.rqFetch, qp.rqTaken) < 0 {
-		qp.rqFetch = qp.rqTaken // taken on demand before the prefetch got there
+		// Flushed (flushRecvs) before the prefetch got there: a packet
+		// takes only a WQE read or being read (PopRecv).
+		qp.rqFetch = qp.rqTaken
 	}
 	for {
 		// Held: the WQEs read or being read that the responder has not
 		// taken, [rqTaken, rqFetch). A read still in flight for WQEs
-		// taken on demand meanwhile holds none: counting it (the cache
-		// and the reads in flight) kept a responder that fell behind on
-		// demand for good, each message waiting for its own WQE's read.
+		// taken meanwhile (waiting for it, rqWait) holds none.
 		n, slot := RecvReadStride(qp.rqDB, qp.rqFetch, int(cntDiff(qp.rqFetch, qp.rqTaken)), d.Cfg.WQEPrefetchDepth, qp.rqDepth, qp.rqStride)
 		if n == 0 {
 			return
@@ -982,7 +1004,7 @@ func (d *Device) recvFetched(qp *QP, start uint32, n int) {
 	for i := 0; i < n; i++ {
 		idx := start + uint32(i)
 		if cntDiff(idx, qp.rqTaken) < 0 {
-			continue // already taken on demand
+			continue // taken while this read was in flight (rqWait), or flushed
 		}
 		slot := idx % uint32(qp.rqDepth)
 		d.Mem.Read(qp.rqBuf+uint64(slot)*uint64(qp.rqStride), b[:qp.rqStride])
@@ -1008,46 +1030,66 @@ func (qp *QP) CheckLKey(lkey uint32, addr, n uint64) KeyResult {
 	return qp.dev.Keys.Check(lkey, qp.PD, AccessLocalWrite, addr, n)
 }
 
-// PopRecv implements ResponderEnv: the next receive WQE from the on-chip
-// cache, or fetched on demand if the HCA knows it is posted.
+// PopRecv implements ResponderEnv: the next receive WQE, from the on-chip
+// cache or, if its prefetch read is in flight, waiting for that read
+// (rqWait). The prefetch asks for every WQE the HCA knows is posted, at
+// its doorbell or at the take before it (the window has room for at
+// least one), so a WQE known posted is on chip or being read when a
+// packet takes it: one that is neither is a model bug (recvInvariant).
 func (qp *QP) PopRecv() (RecvWQE, bool) {
 	if qp.srq != nil {
 		return qp.popSRQ()
 	}
-	for {
-		w, ok := qp.rqCache.front()
-		if !ok || cntDiff(w.Index, qp.rqTaken) >= 0 {
-			break
-		}
-		qp.rqCache.pop() // taken on demand before its read came in
-	}
+	d := qp.dev
 	if w, ok := qp.rqCache.pop(); ok {
+		if w.Index != qp.rqTaken {
+			// The cache holds [rqTaken, …) in order: a WQE taken while its
+			// read was in flight is never put on chip (recvFetched).
+			d.recvInvariant(qp, int64(w.Index))
+		}
 		qp.rqTaken++
-		qp.dev.recvFetch(qp, qp.dev.s.Now())
+		d.recvFetch(qp, d.s.Now())
 		return w, true
 	}
 	if cntDiff(qp.rqDB, qp.rqTaken) <= 0 {
 		return RecvWQE{}, false
 	}
+	if cntDiff(qp.rqFetch, qp.rqTaken) <= 0 {
+		d.recvInvariant(qp, -1)
+	}
+	// The cache is empty and every WQE of [rqTaken, rqFetch) is on chip
+	// or being read: this one's read is in flight. Wait for it.
 	var b [MaxRecvSGE * RecvWQEBytes]byte
 	slot := qp.rqTaken % uint32(qp.rqDepth)
-	addr := qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
-	qp.dev.Mem.Read(addr, b[:qp.rqStride])
+	d.Mem.Read(qp.rqBuf+uint64(slot)*uint64(qp.rqStride), b[:qp.rqStride])
 	w := DecodeRecvWQE(b[:qp.rqStride])
 	w.Index = qp.rqTaken
-	if cntDiff(qp.rqFetch, qp.rqTaken) > 0 {
-		// The cache is empty and every WQE of [rqTaken, rqFetch) is on
-		// chip or being read: this one's read is in flight. Wait for it.
-		qp.rqWait = qp.rqReadDone[qp.rqTaken%uint32(len(qp.rqReadDone))]
-	} else {
-		qp.onDemandAddr = addr
-		qp.onDemand = true
-	}
+	qp.rqWait = qp.rqReadDone[qp.rqTaken%uint32(len(qp.rqReadDone))]
 	qp.rqTaken++
 	// The prefetch goes on from the WQE after it, as after a WQE taken
 	// from the cache.
-	qp.dev.recvFetch(qp, qp.dev.s.Now())
+	d.recvFetch(qp, d.s.Now())
 	return w, true
+}
+
+// recvInvariant stops the run at a broken receive-queue invariant: a
+// model bug, not a user's error, with the QP's counters (the CLI reports
+// it as an internal error, exit 1). front is the index of the WQE found
+// at the cache's front instead of the next to take, or −1 for a WQE
+// posted but neither on chip nor being read. No checker can see either:
+// the trace has no event for a receive WQE taken, and the HCA would go on
+// with timing no hardware has (a WQE used before any read of it). Kept
+// out of line, so the take's hot path carries none of the message's
+// formatting.
+//
+//go:noinline
+func (d *Device) recvInvariant(qp *QP, front int64) {
+	what := fmt.Sprintf("WQE %d is posted (doorbell %d) but neither on chip nor being read (prefetch at %d)", qp.rqTaken, qp.rqDB, qp.rqFetch)
+	if front >= 0 {
+		what = fmt.Sprintf("the cache's front is WQE %d, the next to take %d", front, qp.rqTaken)
+	}
+	panic(fmt.Sprintf("hca: %s qp 0x%x: receive queue invariant broken (a model bug): %s; taken %d, fetch %d, doorbell %d",
+		d.Name, qp.Num, what, qp.rqTaken, qp.rqFetch, qp.rqDB))
 }
 
 // cntDiff returns a − b for 32-bit wrapping queue counters.

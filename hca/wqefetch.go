@@ -37,7 +37,7 @@ func WQERead(posted, fetched uint32, inFlight, depth, ringBBs int) (n, slot int)
 // so a read never runs past the ring's end nor takes the window past depth
 // blocks. n = 0 means no read now. The counters are free running and
 // compared modulo 2^32. (Before calling it, Device.recvFetch moves fetched
-// up to the WQEs the responder already took on demand.)
+// up to the WQEs a QP in ERR flushed before their read.)
 func RecvRead(posted, fetched uint32, held, depth, ringWQEs int) (n, slot int) {
 	return RecvReadStride(posted, fetched, held, depth, ringWQEs, RecvWQEBytes)
 }
