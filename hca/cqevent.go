@@ -169,6 +169,9 @@ func (d *Device) noteCQE(cq *CQ, c *CQE, issue ib.PS) {
 // once, its EQE through the CQE stage and behind the CQ's last CQE;
 // otherwise the CQ waits armed.
 func (d *Device) armCQ(cq *CQ, ci uint32, solicitedOnly bool) {
+	if cq.destroyed {
+		return // the doorbell names a CQ no longer there (DestroyCQ)
+	}
 	n := &cq.notify
 	pending := cntDiff(n.written, ci) > 0
 	if solicitedOnly {
@@ -215,6 +218,9 @@ func (d *Device) interruptAt(cqNum uint32, vis ib.PS) {
 // deliverEvent puts cq's event in its channel and wakes the thread.
 func (d *Device) deliverEvent(cqNum uint32) {
 	cq := d.cqs[cqNum]
+	if cq.destroyed {
+		return // the interrupt finds no CQ (DestroyCQ)
+	}
 	ch := cq.notify.ch
 	cq.notify.events++
 	d.Counters.CQEvents++

@@ -1,6 +1,7 @@
 package hca
 
 import (
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -313,4 +314,64 @@ func TestSolicitedUDSend(t *testing.T) {
 	require.Len(t, cqeAt, 2)
 	require.Len(t, eventAt, 1, "the unsolicited datagram's CQE does not fire")
 	assert.Greater(t, eventAt[0], cqeAt[1], "the solicited one's does")
+}
+
+// TestDestroyCQWithEvents: what DestroyCQ does with its completion events
+// (each case: B's receive CQ armed, one SEND, B's QP destroyed first so
+// that the CQ has no user).
+//   - in flight: destroyed right after its CQE is written, the event (the
+//     EQE, the MSI-X and the 5 µs wake-up still ahead) reaches no channel
+//     (mlx5_eq_comp_int drops a completion event for a CQ no longer there);
+//   - queued, not read: the event is taken off the channel
+//     (ib_uverbs_release_ucq);
+//   - read, not acknowledged: EBUSY (ibv_destroy_cq would wait for
+//     ibv_ack_cq_events), and after the ack it goes.
+func TestDestroyCQWithEvents(t *testing.T) {
+	for _, tc := range []string{"in flight", "queued", "read"} {
+		t.Run(tc, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.Host.InterruptToWakeupNS = 5000
+			p := newEventPair(t, cfg)
+			cq := p.qb.RecvCQ
+			require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+			require.NoError(t, p.b.ReqNotifyCQ(cq, false))
+			delivered := 0
+			p.chB.OnEvent = func(*CQ, ib.PS) { delivered++ }
+			destroyed := false
+			if tc == "in flight" {
+				p.b.OnCQE = func(c *CQ, now ib.PS) {
+					if c == cq {
+						p.at(now+1, func() {
+							require.NoError(t, p.b.DestroyQP(p.qb))
+							require.NoError(t, p.b.DestroyCQ(cq))
+							destroyed = true
+						})
+					}
+				}
+			}
+			p.send(t, 5*ib.Microsecond, false)
+			p.run(t, 30*ib.Microsecond)
+			switch tc {
+			case "in flight":
+				require.True(t, destroyed)
+				assert.Zero(t, delivered)
+				assert.Zero(t, p.b.Counters.CQEvents)
+			case "queued":
+				require.Equal(t, 1, delivered)
+				require.NoError(t, p.b.DestroyQP(p.qb))
+				require.NoError(t, p.b.DestroyCQ(cq))
+			case "read":
+				require.Equal(t, 1, delivered)
+				got, ok := p.b.GetCQEvent(p.chB)
+				require.True(t, ok)
+				require.Equal(t, cq, got)
+				require.NoError(t, p.b.DestroyQP(p.qb))
+				require.ErrorIs(t, p.b.DestroyCQ(cq), syscall.EBUSY)
+				require.NoError(t, p.b.AckCQEvents(cq, 1))
+				require.NoError(t, p.b.DestroyCQ(cq))
+			}
+			_, ok := p.b.GetCQEvent(p.chB)
+			assert.False(t, ok, "an event of the destroyed CQ is still on the channel")
+		})
+	}
 }

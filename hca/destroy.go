@@ -2,6 +2,7 @@ package hca
 
 import (
 	"fmt"
+	"slices"
 	"syscall"
 )
 
@@ -145,7 +146,14 @@ func (d *Device) cleanCQ(cq *CQ, qp *QP) {
 }
 
 // DestroyCQ destroys cq (ibv_destroy_cq): EBUSY while a QP not destroyed
-// sends or receives on it, ENOENT for a CQ destroyed already.
+// sends or receives on it, ENOENT for a CQ destroyed already, and EBUSY
+// while events of it that GetCQEvent returned are not acknowledged
+// (libibverbs' ibv_cmd_destroy_cq waits there until comp_events_completed
+// reaches the kernel's comp_events_reported, the events read: the model's
+// caller cannot wait, so it is told). Its events on the channel not read
+// yet are removed (the kernel's ib_uverbs_release_ucq frees the CQ's
+// entries of the event list), and an event or an arm still on its way
+// finds no CQ (mlx5_eq_comp_int: "Completion event for bogus CQ", dropped).
 func (d *Device) DestroyCQ(cq *CQ) error {
 	if cq == nil || cq.dev != d || cq.destroyed {
 		return fmt.Errorf("hca: %s destroy_cq: no such CQ: %w", d.Name, syscall.ENOENT)
@@ -155,6 +163,22 @@ func (d *Device) DestroyCQ(cq *CQ) error {
 			return fmt.Errorf("cq %d: destroy_cq while qp 0x%x uses it: %w", cq.Num, qp.Num, syscall.EBUSY)
 		}
 	}
+	n := &cq.notify
+	queued := 0
+	if n.ch != nil {
+		for _, c := range n.ch.events {
+			if c == cq {
+				queued++
+			}
+		}
+	}
+	if read := n.events - n.acked - uint32(queued); read > 0 {
+		return fmt.Errorf("cq %d: destroy_cq with %d events read and not acknowledged (ibv_destroy_cq would wait for ibv_ack_cq_events): %w", cq.Num, read, syscall.EBUSY)
+	}
+	if queued > 0 {
+		n.ch.events = slices.DeleteFunc(n.ch.events, func(c *CQ) bool { return c == cq })
+	}
+	n.armed = false
 	cq.destroyed = true
 	return nil
 }
