@@ -197,7 +197,7 @@ type inputVL struct {
 
 	voqNEHigh [components.MaxPorts/64 - 1]uint64 // the non-empty outputs 64 and up (voqWord)
 	arbLosses uint64                             // rounds in which a sendable head lost arbitration
-	_         [32]byte                           // to 384 bytes, six lines
+	_         [56]byte                           // to 384 bytes, six lines
 }
 
 // voqWord returns word w (outputs 64w to 64w+63) of the voq's non-empty
