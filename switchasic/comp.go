@@ -227,9 +227,13 @@ func (q *inputVL) voqClear(o int) {
 	q.voqNEHigh[o>>6-1] &^= 1 << (uint(o) & 63)
 }
 
-// voqAny reports whether any of the voq's queues is non-empty.
+// voqAny reports whether any of the voq's queues is non-empty. Up to
+// radix 64 it reads the first line only: voqNEHigh is on a cold one.
 func (q *inputVL) voqAny() bool {
-	return q.voqNE0|q.voqNEHigh[0]|q.voqNEHigh[1]|q.voqNEHigh[2] != 0
+	if q.voqNE0 != 0 {
+		return true
+	}
+	return len(q.ends) > 64 && q.voqNEHigh[0]|q.voqNEHigh[1]|q.voqNEHigh[2] != 0
 }
 
 // qEnds are one queue's first and last entries (slot indexes), -1 when the
