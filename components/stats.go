@@ -2,7 +2,6 @@ package components
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/hcasim/hcasim/ib"
 )
@@ -18,25 +17,17 @@ import (
 // The buckets live inside the struct (at most MaxOccupancyBuckets) and the
 // fields a change touches come first, so that a change at a low level reads
 // and writes one 64-byte line when the accumulator starts a line (a switch
-// keeps one per input VL; at 1,024 hosts each further line is a cache
-// miss). To fit eight buckets in that line beside the scalars, the level,
-// peak and width are 32-bit (a level past 2^31 − 1 is a caller's bug: Set
-// panics) and each bucket keeps the low 32 bits of its time there, the
-// multiples of 2^32 ps (4.3 ms) going to a cold carry (TestOccupancyLayout,
-// TestOccupancyCarries).
+// keeps one per input VL; at 1,024 hosts each further line is a cache miss).
 type Occupancy struct {
-	since    ib.PS // when level was set
-	area     int64 // ∫ level dt over [start, since), unit·ps
-	level    int32 // current level, in the caller's unit (blocks)
-	peak     int32 // largest level seen since start
-	width    int32 // histogram bucket width, in level units
-	n        uint8 // histogram buckets in use
-	overflow bool  // area overflowed int64 (reported by Mean as a panic)
-	// buckets[k] + carries[k]·2^32 is the time spent in bucket k over
-	// [start, since), in ps.
-	buckets [MaxOccupancyBuckets]uint32
-	start   ib.PS // start of the accumulation window
-	carries [MaxOccupancyBuckets]uint32
+	level    int64                      // current level, in the caller's unit (blocks)
+	since    ib.PS                      // when level was set
+	area     int64                      // ∫ level dt over [start, since), unit·ps
+	width    int64                      // histogram bucket width, in level units
+	peak     int64                      // largest level seen since start
+	n        int64                      // histogram buckets in use
+	buckets  [MaxOccupancyBuckets]ib.PS // time spent per bucket over [start, since)
+	start    ib.PS                      // start of the accumulation window
+	overflow bool                       // area overflowed int64 (reported by Mean as a panic)
 }
 
 // MaxOccupancyBuckets is the most histogram buckets an Occupancy keeps.
@@ -44,7 +35,7 @@ const MaxOccupancyBuckets = 16
 
 // NewOccupancy returns an accumulator at level 0 from time 0 with nBuckets
 // histogram buckets of width levels each. It panics if nBuckets is not in
-// [1, MaxOccupancyBuckets] or width is not in [1, 2^31 − 1].
+// [1, MaxOccupancyBuckets] or width < 1.
 func NewOccupancy(nBuckets int, width int64) *Occupancy {
 	o := MakeOccupancy(nBuckets, width)
 	return &o
@@ -53,11 +44,11 @@ func NewOccupancy(nBuckets int, width int64) *Occupancy {
 // MakeOccupancy is NewOccupancy as a value, for a block that keeps the
 // accumulator inside its own struct.
 func MakeOccupancy(nBuckets int, width int64) Occupancy {
-	if nBuckets < 1 || nBuckets > MaxOccupancyBuckets || width < 1 || width > math.MaxInt32 {
-		panic(fmt.Sprintf("components.MakeOccupancy: nBuckets %d, width %d, want 1..%d buckets and width 1..%d",
-			nBuckets, width, MaxOccupancyBuckets, math.MaxInt32))
+	if nBuckets < 1 || nBuckets > MaxOccupancyBuckets || width < 1 {
+		panic(fmt.Sprintf("components.MakeOccupancy: nBuckets %d, width %d, want 1..%d buckets and width >= 1",
+			nBuckets, width, MaxOccupancyBuckets))
 	}
-	return Occupancy{width: int32(width), n: uint8(nBuckets)}
+	return Occupancy{width: width, n: int64(nBuckets)}
 }
 
 // advance accounts the current level up to now.
@@ -70,52 +61,36 @@ func (o *Occupancy) advance(now ib.PS) {
 		return
 	}
 	prev := o.area
-	o.area += int64(o.level) * int64(dt)
+	o.area += o.level * int64(dt)
 	if o.level > 0 && o.area < prev {
 		o.overflow = true
 	}
 	k := o.level / o.width
-	if k >= int32(o.n) {
-		k = int32(o.n) - 1
+	if k >= o.n {
+		k = o.n - 1
 	}
-	o.addTime(int(k), uint64(dt))
+	o.buckets[k] += dt
 	o.since = now
 }
 
-// addTime adds d ps to bucket k: its low 32 bits to the bucket, with the
-// carry out of them and d's high bits to the bucket's carries.
-func (o *Occupancy) addTime(k int, d uint64) {
-	lo := o.buckets[k] + uint32(d)
-	if hi := uint32(d >> 32); hi != 0 || lo < uint32(d) {
-		if lo < uint32(d) {
-			hi++
-		}
-		o.carries[k] += hi
-	}
-	o.buckets[k] = lo
-}
-
 // Set records that the level becomes level at now. now must not be before
-// the previous Set, and level must be in [-2^31, 2^31 − 1].
+// the previous Set.
 func (o *Occupancy) Set(now ib.PS, level int64) {
-	if level != int64(int32(level)) {
-		panic(fmt.Sprintf("components.Occupancy: level %d outside 32 bits", level))
-	}
 	o.advance(now)
-	o.level = int32(level)
-	if o.level > o.peak {
-		o.peak = o.level
+	o.level = level
+	if level > o.peak {
+		o.peak = level
 	}
 }
 
 // Add changes the level by delta at now.
-func (o *Occupancy) Add(now ib.PS, delta int64) { o.Set(now, int64(o.level)+delta) }
+func (o *Occupancy) Add(now ib.PS, delta int64) { o.Set(now, o.level+delta) }
 
 // Level returns the current level.
-func (o *Occupancy) Level() int64 { return int64(o.level) }
+func (o *Occupancy) Level() int64 { return o.level }
 
 // Peak returns the largest level since the window started.
-func (o *Occupancy) Peak() int64 { return int64(o.peak) }
+func (o *Occupancy) Peak() int64 { return o.peak }
 
 // Mean returns the time-weighted mean level over [start, now]; 0 for an empty
 // window.
@@ -135,15 +110,11 @@ func (o *Occupancy) Mean(now ib.PS) float64 {
 // The slice is a copy.
 func (o *Occupancy) Histogram(now ib.PS) []ib.PS {
 	o.advance(now)
-	var h []ib.PS
-	for k := range int(o.n) {
-		h = append(h, ib.PS(uint64(o.carries[k])<<32|uint64(o.buckets[k])))
-	}
-	return h
+	return append([]ib.PS(nil), o.buckets[:o.n]...)
 }
 
 // BucketWidth returns the histogram bucket width in level units.
-func (o *Occupancy) BucketWidth() int64 { return int64(o.width) }
+func (o *Occupancy) BucketWidth() int64 { return o.width }
 
 // ResetWindow starts a new accumulation window at now (end of warm-up): the
 // mean, peak and histogram then cover only [now, ...); the level is kept.
@@ -153,8 +124,7 @@ func (o *Occupancy) ResetWindow(now ib.PS) {
 	o.area = 0
 	o.peak = o.level
 	o.overflow = false
-	o.buckets = [MaxOccupancyBuckets]uint32{}
-	o.carries = [MaxOccupancyBuckets]uint32{}
+	o.buckets = [MaxOccupancyBuckets]ib.PS{}
 }
 
 // StallTimer accumulates the time a condition holds (a VL with packets

@@ -88,7 +88,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 					q = sw.inVLs[vl*sw.radix+i]
 				}
 				if len(q.ends) == 1 {
-					k := int32(q.ends[0].head)
+					k := q.ends[0].head
 					if o := int(q.slots[k].out); o != mcastOut {
 						sw.lookHead(i, vl, q, k, o, t, inFree, &of, stalled)
 					} else {
@@ -106,7 +106,7 @@ func (sw *Switch) collectCandidates(t ib.PS) {
 				// an output's freeing time), in the order lookHead would
 				// ask, so the rounds scheduled are the same.
 				for w := range nw {
-					queued := q.voqWord(w)
+					queued := q.voqNonEmpty[w]
 					var free uint64
 					if inFree {
 						for u := queued &^ of.known[w]; u != 0; u &= u - 1 {

@@ -2,7 +2,6 @@ package switchasic
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -177,70 +176,28 @@ type entry struct {
 // accumulator and histogram sit inside the struct, so a packet's arrival,
 // release and allocation rounds touch a few cache lines of one object
 // rather than five scattered allocations (at 1,024 hosts the model outgrows
-// the caches and every scattered line is a miss). The first line holds
-// what every queue operation reads (the ends slice, the slot pool, a
-// fifo's own ends, and a voq's non-empty outputs up to radix 64); a voq's
-// ends up to radix 16 fill the second line, so a voq hop reads one line of
-// them whatever its output; the occupancy accumulator starts the third,
-// whose scalars and first histogram buckets fill it. A fifo VL's hop reads
-// the first and third, a voq VL's the first three (TestInputVLLayout).
+// the caches and every scattered line is a miss). A fifo VL's hop touches
+// two of its lines: the first (the ends slice, the slot pool, and the
+// fifo's own ends at its end) and the second, where the accumulator's
+// scalars and first histogram buckets lie. A voq VL also reads voqNonEmpty
+// and its queues' ends, after the accumulator (TestInputVLLayout).
 type inputVL struct {
 	ends  []qEnds // per queue (1 for fifo, radix for voq): first and last entry
 	slots []entry
-	free  int32    // free slot list, -1 = none
-	fifo  [1]qEnds // a fifo's ends (ends is fifo[:])
-	// voqNE0 is bit o of the voq's outputs o < 64 whose queue is
-	// non-empty; voqNEHigh holds outputs 64 and up (voqWord).
-	voqNE0 uint64
-	inline [16]qEnds            // a voq's ends when they fit (radix up to 16): the second line
-	occ    components.Occupancy // buffer blocks held (from head arrival to release); starts the third line
+	free  int32                // free slot list, -1 = none
+	fifo  [1]qEnds             // a fifo's ends (ends is fifo[:])
+	_     [4]byte              // to the end of the first line
+	occ   components.Occupancy // buffer blocks held (from head arrival to release); starts the second line
 
-	voqNEHigh [components.MaxPorts/64 - 1]uint64 // the non-empty outputs 64 and up (voqWord)
-	arbLosses uint64                             // rounds in which a sendable head lost arbitration
-	_         [56]byte                           // to 384 bytes, six lines
-}
-
-// voqWord returns word w (outputs 64w to 64w+63) of the voq's non-empty
-// outputs.
-func (q *inputVL) voqWord(w int) uint64 {
-	if w == 0 {
-		return q.voqNE0
-	}
-	return q.voqNEHigh[w-1]
-}
-
-// voqSet notes that output o's queue is non-empty.
-func (q *inputVL) voqSet(o int) {
-	if o < 64 {
-		q.voqNE0 |= 1 << uint(o)
-		return
-	}
-	q.voqNEHigh[o>>6-1] |= 1 << (uint(o) & 63)
-}
-
-// voqClear notes that output o's queue is empty.
-func (q *inputVL) voqClear(o int) {
-	if o < 64 {
-		q.voqNE0 &^= 1 << uint(o)
-		return
-	}
-	q.voqNEHigh[o>>6-1] &^= 1 << (uint(o) & 63)
-}
-
-// voqAny reports whether any of the voq's queues is non-empty. Up to
-// radix 64 it reads the first line only: voqNEHigh is on a cold one.
-func (q *inputVL) voqAny() bool {
-	if q.voqNE0 != 0 {
-		return true
-	}
-	return len(q.ends) > 64 && q.voqNEHigh[0]|q.voqNEHigh[1]|q.voqNEHigh[2] != 0
+	voqNonEmpty components.PortSet // voq: outputs whose queue is non-empty
+	arbLosses   uint64             // rounds in which a sendable head lost arbitration
+	inline      [16]qEnds          // a voq's ends when they fit (radix up to 16)
+	_           [24]byte
 }
 
 // qEnds are one queue's first and last entries (slot indexes), -1 when the
-// queue is empty; a queue's two ends share a cache line. A VL holds at most
-// as many packets as its buffer has blocks, at most 2048 (credit.Receiver),
-// so 16 bits hold a slot index (enqueue).
-type qEnds struct{ head, tail int16 }
+// queue is empty; a queue's two ends share a cache line.
+type qEnds struct{ head, tail int32 }
 
 // inputUnit is one port's receive side, less its crossbar connections
 // (Switch.xbarBusy) and the queues of VLs other than 0 (Switch.inVLs): 16
@@ -520,23 +477,20 @@ func (sw *Switch) enqueue(i, inVL int, e entry) {
 		q.slots[k] = e
 	} else {
 		k = int32(len(q.slots))
-		if k > math.MaxInt16 {
-			panic(fmt.Sprintf("switchasic %s: input %d VL %d holds %d packets (a slot index is 16 bits)", sw.name, i, inVL, k+1))
-		}
 		q.slots = append(q.slots, e)
 	}
 	qi := 0
 	if len(q.ends) > 1 {
 		qi = int(e.out)
-		q.voqSet(qi)
+		q.voqNonEmpty.Set(qi)
 	}
 	qe := &q.ends[qi]
 	if qe.tail < 0 {
-		qe.head = int16(k)
+		qe.head = k
 	} else {
 		q.slots[qe.tail].next = k
 	}
-	qe.tail = int16(k)
+	qe.tail = k
 	in.nonEmpty |= 1 << inVL
 	sw.active.Set(i)
 }
@@ -546,18 +500,18 @@ func (sw *Switch) dequeue(i, inVL, qi int) entry {
 	in := &sw.in[i]
 	q := sw.inputVL(i, inVL)
 	qe := &q.ends[qi]
-	k := int32(qe.head)
+	k := qe.head
 	e := q.slots[k]
-	qe.head = int16(e.next)
+	qe.head = e.next
 	if e.next < 0 {
 		qe.tail = -1
 		if len(q.ends) > 1 {
-			q.voqClear(qi)
+			q.voqNonEmpty.Clear(qi)
 		}
 	}
 	q.slots[k] = entry{next: q.free}
 	q.free = k
-	if len(q.ends) == 1 && qe.head < 0 || len(q.ends) > 1 && !q.voqAny() {
+	if len(q.ends) == 1 && qe.head < 0 || len(q.ends) > 1 && !q.voqNonEmpty.Any() {
 		in.nonEmpty &^= 1 << inVL
 		if in.nonEmpty == 0 {
 			sw.active.Clear(i)

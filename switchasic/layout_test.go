@@ -55,44 +55,25 @@ func TestOutputUnitLayout(t *testing.T) {
 
 // TestInputVLLayout: a fifo VL's hop reads its first line (ends, slots,
 // free, and the fifo's ends, which ends points to) and the occupancy
-// accumulator, which starts the third line and whose scalars and first
-// two histogram buckets fill it. A voq VL's hop reads the first line (with
-// the non-empty outputs below 64), one line of ends (a radix-16 voq's ends
-// are the whole second line) and the accumulator's. The struct is a whole
-// number of lines, and the VLs a switch makes start lines on the heap (Go
-// puts an object of 384 bytes, a size class, at a multiple of 384 bytes
-// into a page-aligned span, and an object under 512 bytes has no malloc
-// header), so the lines above are lines of memory. Performance only
-// (docs/performance-data.md, twenty-eighth session).
+// accumulator, which starts the second line and whose scalars and first
+// two histogram buckets fill it; a voq's ends share lines in pairs; it is
+// a whole number of lines.
 func TestInputVLLayout(t *testing.T) {
 	var q inputVL
 	for name, end := range map[string]uintptr{
-		"ends":   unsafe.Offsetof(q.ends) + 24,
-		"slots":  unsafe.Offsetof(q.slots) + 24,
-		"free":   unsafe.Offsetof(q.free) + 4,
-		"fifo":   unsafe.Offsetof(q.fifo) + unsafe.Sizeof(q.fifo),
-		"voqNE0": unsafe.Offsetof(q.voqNE0) + 8,
+		"ends":  unsafe.Offsetof(q.ends) + 24,
+		"slots": unsafe.Offsetof(q.slots) + 24,
+		"free":  unsafe.Offsetof(q.free) + 4,
+		"fifo":  unsafe.Offsetof(q.fifo) + unsafe.Sizeof(q.fifo),
 	} {
 		assert.LessOrEqual(t, end, uintptr(64), name)
 	}
-	assert.Equal(t, uintptr(4), unsafe.Sizeof(qEnds{}))
-	assert.Equal(t, uintptr(64), unsafe.Offsetof(q.inline))
-	assert.Equal(t, uintptr(64), unsafe.Sizeof(q.inline))
-	assert.Equal(t, uintptr(128), unsafe.Offsetof(q.occ))
+	assert.Equal(t, uintptr(64), unsafe.Offsetof(q.occ))
 	// Occupancy's scalars and buckets[0..1] are its own first line
 	// (components.TestOccupancyLayout).
+	assert.Equal(t, uintptr(8), unsafe.Sizeof(qEnds{}))
+	assert.Zero(t, unsafe.Offsetof(q.inline)%8)
 	assert.Zero(t, unsafe.Sizeof(q)%64, "size %d", unsafe.Sizeof(q))
-	assert.Equal(t, uintptr(384), unsafe.Sizeof(q))
-	for _, queueing := range []string{QueueFIFO, QueueVOQ} {
-		cfg := smallConfig(16, 1)
-		cfg.Queueing = queueing
-		sw := newTestNet(t, cfg, netOpts{timing: ndr(21352)}).sw
-		for i, q := range sw.inVLs {
-			if q != nil {
-				assert.Zero(t, uintptr(unsafe.Pointer(q))%64, "%s: inVLs[%d] at %p", queueing, i, q)
-			}
-		}
-	}
 }
 
 // TestSwitchLayout: what a unicast hop and the allocation rounds read of
