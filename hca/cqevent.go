@@ -2,6 +2,7 @@ package hca
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/hcasim/hcasim/ib"
 )
@@ -108,6 +109,9 @@ func (cq *CQ) Channel() *CompChannel { return cq.notify.ch }
 // the later, wider request asks). A CQ without a channel cannot be
 // armed: EINVAL in the verbs, an error here.
 func (d *Device) ReqNotifyCQ(cq *CQ, solicitedOnly bool) error {
+	if cq.destroyed {
+		return fmt.Errorf("cq %d: req_notify_cq on a destroyed CQ: %w", cq.Num, syscall.EINVAL)
+	}
 	if cq.notify.ch == nil {
 		return fmt.Errorf("cq %d: req_notify_cq on a CQ created without a completion channel", cq.Num)
 	}

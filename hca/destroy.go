@@ -251,3 +251,19 @@ func (t *KeyTable) inPD(pd uint32) (uint32, bool) {
 	}
 	return 0, false
 }
+
+// checkLive refuses to make an object in a PD freed by DeallocPD or on a
+// CQ destroyed by DestroyCQ: with the verbs the handle is gone (a use of
+// it is the application's bug, libibverbs' memory freed), so the model
+// says so instead of building on it (EINVAL).
+func (d *Device) checkLive(pd uint32, cqs ...*CQ) error {
+	if d.freedPDs[pd] {
+		return fmt.Errorf("hca: %s: pd %d is freed (dealloc_pd): %w", d.Name, pd, syscall.EINVAL)
+	}
+	for _, cq := range cqs {
+		if cq != nil && cq.destroyed {
+			return fmt.Errorf("hca: %s: cq %d is destroyed (destroy_cq): %w", d.Name, cq.Num, syscall.EINVAL)
+		}
+	}
+	return nil
+}

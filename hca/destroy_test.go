@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/verif"
 )
@@ -341,4 +342,56 @@ func TestDestroySRQWithReadsToCome(t *testing.T) {
 	r.runTo(t, 100*ib.Microsecond)
 	assert.Zero(t, r.b.PCIe.ReadBytes)
 	assert.Zero(t, r.srq.cache.len())
+}
+
+// TestUseAfterDestroyIsRefused: an object made in a freed PD or on a
+// destroyed CQ, a receive posted to a destroyed SRQ and an arm of a
+// destroyed CQ are refused with EINVAL (with the verbs each handle is
+// gone, a use of it the application's bug); the same calls on live
+// objects succeed, so each refusal is the destroy's doing.
+func TestUseAfterDestroyIsRefused(t *testing.T) {
+	s := components.NewSim()
+	_, d := BackToBack(s, edrLink(), Defaults(), Defaults())
+	ch := d.CreateCompChannel()
+	live, gone := d.AllocPD(), d.AllocPD()
+	require.NoError(t, d.DeallocPD(gone))
+	cq, dead := d.CreateCQChannel(16, ch), d.CreateCQChannel(16, ch)
+	require.NoError(t, d.DestroyCQ(dead))
+	srq, err := d.CreateSRQ(live, 7, 1)
+	require.NoError(t, err)
+	deadSRQ, err := d.CreateSRQ(live, 7, 1)
+	require.NoError(t, err)
+	require.NoError(t, d.DestroySRQ(deadSRQ))
+	buf := d.Malloc(64)
+	mr := d.RegMR(live, buf, 64, AccessLocalWrite)
+
+	for _, c := range []struct {
+		name      string
+		good, bad func() error
+	}{
+		{"create_qp: pd",
+			func() error { _, err := d.CreateQPCap(live, cq, cq, 64, 8, QPCap{MaxRecvSGE: 1}); return err },
+			func() error { _, err := d.CreateQPCap(gone, cq, cq, 64, 8, QPCap{MaxRecvSGE: 1}); return err }},
+		{"create_qp: send cq",
+			func() error { _, err := d.CreateQPCap(live, cq, cq, 64, 8, QPCap{MaxRecvSGE: 1}); return err },
+			func() error { _, err := d.CreateQPCap(live, dead, cq, 64, 8, QPCap{MaxRecvSGE: 1}); return err }},
+		{"create_qp on an srq: receive cq",
+			func() error { _, err := d.CreateQPSRQ(live, cq, cq, 64, srq); return err },
+			func() error { _, err := d.CreateQPSRQ(live, cq, dead, 64, srq); return err }},
+		{"create_srq: pd",
+			func() error { _, err := d.CreateSRQ(live, 7, 1); return err },
+			func() error { _, err := d.CreateSRQ(gone, 7, 1); return err }},
+		{"alloc_mw: pd",
+			func() error { _, err := d.AllocMW(live, MWType2); return err },
+			func() error { _, err := d.AllocMW(gone, MWType2); return err }},
+		{"post_srq_recv",
+			func() error { return d.PostSRQRecv(srq, &RecvWR{Addr: buf, Length: 64, LKey: mr.LKey}) },
+			func() error { return d.PostSRQRecv(deadSRQ, &RecvWR{Addr: buf, Length: 64, LKey: mr.LKey}) }},
+		{"req_notify_cq",
+			func() error { return d.ReqNotifyCQ(cq, false) },
+			func() error { return d.ReqNotifyCQ(dead, false) }},
+	} {
+		assert.NoError(t, c.good(), "%s, live", c.name)
+		assert.ErrorIs(t, c.bad(), syscall.EINVAL, "%s, destroyed", c.name)
+	}
 }

@@ -24,6 +24,9 @@ func (d *Device) AllocMW(pd uint32, typ MWType) (*MW, error) {
 	if typ != MWType1 && typ != MWType2 {
 		return nil, fmt.Errorf("hca: %s alloc_mw: type %d is not a memory window type (1, 2): %w", d.Name, typ, syscall.EINVAL)
 	}
+	if err := d.checkLive(pd); err != nil {
+		return nil, err
+	}
 	return &MW{Type: typ, PD: pd, RKey: d.Keys.AllocWindow(pd, typ)}, nil
 }
 

@@ -160,6 +160,9 @@ func (d *Device) GetAsyncEvent() (AsyncEvent, bool) {
 // count outside 1 … MaxSRQWR or 1 … MaxSRQSGE is refused with EINVAL, as
 // mlx5_create_srq refuses one above the device's.
 func (d *Device) CreateSRQ(pd uint32, maxWR, maxSGE int) (*SRQ, error) {
+	if err := d.checkLive(pd); err != nil {
+		return nil, err
+	}
 	if maxWR < 1 || maxWR > MaxSRQWR {
 		return nil, fmt.Errorf("hca: %s srq max_wr %d is not 1 … %d: %w", d.Name, maxWR, MaxSRQWR, syscall.EINVAL)
 	}
@@ -244,6 +247,9 @@ func (s *SRQ) Posted() int { return int(cntDiff(s.db, s.taken)) }
 // updates its doorbell record (ibv_post_srq_recv, mlx5_post_srq_recv): more
 // elements than MaxSGE is EINVAL, a full SRQ (head == tail) ENOMEM.
 func (d *Device) PostSRQRecv(s *SRQ, wr *RecvWR) error {
+	if s.destroyed {
+		return fmt.Errorf("srq %d: post_srq_recv on a destroyed SRQ: %w", s.Num, syscall.EINVAL)
+	}
 	if wr.SGL != nil {
 		if wr.Addr != 0 || wr.Length != 0 || wr.LKey != 0 {
 			return fmt.Errorf("srq %d: receive WR sets both SGL and Addr/Length/LKey (give one scatter element or a list): %w", s.Num, syscall.EINVAL)
@@ -313,6 +319,9 @@ func (d *Device) createQPSRQ(pd uint32, scq, rcq *CQ, sqBBs int, srq *SRQ, c QPC
 	}
 	if srq.destroyed {
 		return nil, fmt.Errorf("hca: %s: srq %d is destroyed: %w", d.Name, srq.Num, syscall.EINVAL)
+	}
+	if err := d.checkLive(pd, scq, rcq); err != nil {
+		return nil, err
 	}
 	if srq.PD != pd {
 		return nil, fmt.Errorf("hca: %s: srq %d is in PD %d, the QP in PD %d (the model needs one PD for both)", d.Name, srq.Num, srq.PD, pd)

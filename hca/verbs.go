@@ -272,6 +272,9 @@ func (d *Device) CreateQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCa
 // createQPCap is CreateQPCap for an RC or (ud) a UD QP: the inline limit
 // depends on the transport's send WQE overhead.
 func (d *Device) createQPCap(pd uint32, scq, rcq *CQ, sqBBs, rqDepth int, c QPCap, ud bool) (*QP, error) {
+	if err := d.checkLive(pd, scq, rcq); err != nil {
+		return nil, err
+	}
 	if c.MaxRecvSGE < 1 || c.MaxRecvSGE > MaxRecvSGE {
 		return nil, fmt.Errorf("hca: %s max_recv_sge %d is not 1 … %d", d.Name, c.MaxRecvSGE, MaxRecvSGE)
 	}
