@@ -572,7 +572,7 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 	for _, m := range []cosimMutant{
 		{"WRITE MIDDLE not routed to the responder", rx, "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
 		{"WRITE ONLY with immediate routed to the responder", rx, "opcode == 8'h08 || opcode == 8'h0A);", "opcode == 8'h08 || opcode == 8'h0A || opcode == 8'h0B);"},
-		{"the payload's blocks untagged (all the requester's)", rx, ".push_data({p_tag, blk})", ".push_data({1'b0, blk})"},
+		{"the payload's blocks untagged (all the requester's)", rx, ".push_data({p_wrq, blk})", ".push_data({1'b0, blk})"},
 		{"AckReq from the wrong BTH bit", rx, "wire         ackreq = bth[31];", "wire         ackreq = bth[30];"},
 		{"the RETH with a GRH from the wrong bytes", rx, "{rq_va[31:0], rq_rkey, rq_dlen} <= c_data[511 -: 96];", "{rq_va[31:0], rq_rkey, rq_dlen} <= c_data[479 -: 96];"},
 		{"a WRITE FIRST's payload offset 40, not 36", rx, "6'd36:   blk = {prev[223:0], nxt[511:224]};", "6'd36:   blk = {prev[191:0], nxt[511:192]};"},

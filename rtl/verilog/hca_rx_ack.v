@@ -387,7 +387,6 @@ module hca_rx_ack #(
     reg  [6:0]   p_blk;     // blocks pushed
     reg  [6:0]   p_beat;    // beats taken before this one (saturating)
     reg          p_rdp;     // the packet carries a payload for the FIFO (a READ response or a WRITE request)
-    reg          p_tag;     // ... for the responder (a WRITE request)
     reg          p_tail;    // the last block of the packet before is still to push, from prev alone
     wire [511:0] nxt     = p_tail ? 512'd0 : c_data;
     reg  [511:0] blk;
@@ -420,7 +419,7 @@ module hca_rx_ack #(
     assign rpd_valid = f_valid && f_tag;
     sync_fifo #(.WIDTH(513), .DEPTH(PD_DEPTH)) u_payload (
         .clk(clk), .rst_n(rst_n),
-        .push_valid(pd_push), .push_ready(pd_push_ready), .push_data({p_tag, blk}),
+        .push_valid(pd_push), .push_ready(pd_push_ready), .push_data({p_wrq, blk}),
         .pop_valid(f_valid), .pop_ready((pd_pop && pd_valid) || (rpd_pop && rpd_valid)), .pop_data({f_tag, pd_data}),
         .count(pd_count),
         .drop_valid(pd_drop), .drop_count({1'b0, p_blk})
@@ -437,7 +436,6 @@ module hca_rx_ack #(
             p_late <= sh_late;
             p_nb   <= nb_cap;
             p_rdp  <= has_pay;
-            p_tag  <= wr_req;
             p_blk  <= 7'd0;
             p_beat <= 7'd1;
         end else if (take) begin
