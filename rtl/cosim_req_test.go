@@ -1252,7 +1252,6 @@ module tb;
         .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo), .rx_not_req(rx_not_req),
         .rx_icrc_err(rx_icrc_err), .rx_hdr_err(rx_hdr_err), .rx_pkey_viol(rx_pkey_viol),
         .rx_mcast_drop(rx_mcast_drop), .rx_no_qp(rx_no_qp),
-        .rsp_ack_valid(), .rsp_ack_ready(1'b1), .rsp_ack_qpn(), .rsp_ack_psn(), .rsp_ack_syn(), .rsp_ack_msn(),
         .rsp_acks(), .rsp_naks(), .rsp_dup(), .rsp_seq_drop(), .rsp_err_drop(), .rsp_no_qp(), .rsp_todo(),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
         .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
@@ -1457,7 +1456,10 @@ module tb;
                 dropped = dropped + 1;
                 if (dut.u_requester.pq_head[512]) drops = drops + 1;
             end
-            if (v_valid && out_ready) begin
+            // The responder's ACKNOWLEDGEs (BTH opcode 0x11, one beat: hca_ack_tx) for the
+            // RDMA WRITEs among the other packets on rx_* are not the requester's: left out
+            // (their co-simulation: cosim_respwire_test.go).
+            if (v_valid && out_ready && !(v_sop && v_eop && v_data[511-8*8 -: 8] == 8'h11)) begin
                 $fdisplay(fo, "%b %b %b %h", v_sop, v_eop, v_len_err, v_data);
                 got = got + 1;
             end
@@ -1483,7 +1485,7 @@ endmodule
 var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+) mcast=(\d+) noqp=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
-var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
+var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
 	"ib_icrc.v", "ib_vcrc.v"}
 
 // reqTransport is the emitted hca_transport of a 4-VL design (QPN_W 3).

@@ -953,11 +953,11 @@ func respMutated(t *testing.T, m cosimMutant) map[string]string {
 // within it (Icarus, 2026-12-03).
 const respMutantSteps = 200
 
-// TestResponderLint: hca_responder is not yet in the emitted tree (no
-// top instantiates it, so TestLint does not reach it): Verilator -Wall
-// prints nothing for it at the co-simulation's parameters and at the
-// widest (QPN_W 8, ACK_COALESCE 1024) (the co-simulations compile it
-// with Icarus), and Yosys
+// TestResponderLint: hca_responder alone (TestLint reaches it in
+// hca_top at the designs' parameters): Verilator -Wall prints nothing
+// for it at the co-simulation's parameters and at the widest (QPN_W 8,
+// ACK_COALESCE 1024) (the co-simulations compile it with Icarus), and
+// Yosys
 // synthesises it (the report's script, synthesize) to some cells and
 // flops.
 func TestResponderLint(t *testing.T) {

@@ -2,7 +2,9 @@ package rtl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -63,7 +65,27 @@ type respWire struct {
 	rspOps []ib.Opcode // their opcodes
 	notReq int         // requests the responder does not take
 	keys   []respWireKey
-	grh    int // WRITE packets with a GRH
+	grh    int      // WRITE packets with a GRH
+	sq     [][]byte // the requester's packets on its transmit port, whole beats
+}
+
+// respWirePath is the path hca_ack_tx addresses a QP's ACKs with (the
+// context write's DLID, SLID, SL, VL, remote QPN), made from its QPN so
+// that a QP written again keeps it: the model's hca.Device.address.
+func respWirePath(qpn uint32) (dlid, slid uint16, sl, vl uint8, rqpn uint32) {
+	return uint16(qpn>>2)&0x3FFF | 1, respWireLID, uint8(qpn>>3) & 0xF, uint8(qpn>>5) & 1, (qpn ^ 0x5A5A5A) & 0xFFFFFF
+}
+
+// ackWire is the ACKNOWLEDGE hca.Device.sendAck sends for a, as
+// ib.AppendWire encodes it, its VCRC zero (ib_link writes it) and the beat
+// zero past it.
+func ackWire(a respAck) []byte {
+	dlid, slid, sl, vl, rqpn := respWirePath(a.qpn)
+	w := ib.AppendWire(nil, &ib.Packet{Opcode: ib.Acknowledge, DLID: dlid, SLID: slid, SL: sl, VL: vl, DestQP: rqpn,
+		PSN: a.psn, AETH: ib.AETH{Syndrome: uint8(a.syn), MSN: a.msn}})
+	b := make([]byte, BlockBytes)
+	copy(b, w[:len(w)-ib.VCRCBytes])
+	return b
 }
 
 func newRespWire(seed uint64, steps int) *respWire {
@@ -93,7 +115,8 @@ func newRespWire(seed uint64, steps int) *respWire {
 	}
 	for _, p := range run.stream {
 		if p.cfg {
-			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%0108x", p.qpn, p.psn, p.pd, 0))
+			dlid, slid, sl, vl, rqpn := respWirePath(p.qpn)
+			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%04x%04x%x%06x%x%092x", p.qpn, p.psn, p.pd, dlid, slid, sl, rqpn, vl<<3, 0))
 			continue
 		}
 		if r.IntN(3) == 0 {
@@ -132,6 +155,17 @@ func newRespWire(seed uint64, steps int) *respWire {
 		beat(&ib.Packet{Opcode: p.op, DLID: respWireLID, SLID: uint16(r.Uint32()), GRH: g, DestQP: p.qpn, PSN: p.psn,
 			AckReq: p.ackReq, RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: p.dlen}, PayloadLen: len(p.pay), Payload: p.pay}, p.gap)
 	}
+	// The requester's packets (opaque here: a VL in LRH.VL, BTH opcode 0x04,
+	// 1..3 beats of random bytes) for the transmit port hca_ack_tx shares.
+	for range steps {
+		b := make([]byte, (1+r.IntN(3))*BlockBytes)
+		for k := range b {
+			b[k] = byte(r.Uint32())
+		}
+		b[0] = byte(r.IntN(2)) << 4
+		b[8] = 0x04
+		w.sq = append(w.sq, b)
+	}
 	// The stand-in's key checks: regions of every PD, in and out of bounds,
 	// in the right PD or another, stale keys.
 	for range 400 {
@@ -156,6 +190,20 @@ func (w *respWire) write(t *testing.T, dir string) {
 	for _, k := range w.keys {
 		fmt.Fprintf(&kb, "%016x%016x%016x%016x\n", uint64(2)<<32|uint64(k.key), uint64(k.pd)<<32, k.addr, k.n)
 	}
+	var sb strings.Builder
+	for _, b := range w.sq {
+		for i := 0; i < len(b); i += BlockBytes {
+			flags := 0
+			if i == 0 {
+				flags |= 2
+			}
+			if i+BlockBytes == len(b) {
+				flags |= 1
+			}
+			fmt.Fprintf(&sb, "%x%x%x\n", b[0]>>4, flags, b[i:i+BlockBytes])
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sq.hex"), []byte(sb.String()), 0o644))
 	w.run.write(t, dir) // mpt.hex (and the block run's files, unused)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rx.hex"), []byte(strings.Join(w.ents, "\n")+"\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kreq.hex"), []byte(kb.String()), 0o644))
@@ -178,10 +226,11 @@ module tb;
     reg clk = 1'b0, rst_n = 1'b0;
     always #1 clk = ~clk;
     reg [519:0] ent [0:65535];
+    reg [519:0] sq [0:1023];
     reg [255:0] kreq [0:1023];
     reg [255:0] mpt [0:63];
-    integer ne, nk, ei, ki, rk, cyc, idle, hold, seed, lat, stall;
-    reg rnd_rx, rnd_wr, rnd_ack, rnd_mpt, rnd_ra, rnd_k, rnd_kr;
+    integer ne, nk, ns, ei, ki, rk, si, cyc, idle, hold, seed, lat, stall, perr;
+    reg rnd_rx, rnd_wr, rnd_mpt, rnd_ra, rnd_k, rnd_kr, rnd_pick, rnd_vl, rnd_tx, rnd_c0, rnd_c1, rnd_s, rnd_s16;
     wire [519:0] e = ent[ei];
     wire more = ei < ne;
     wire is_cfg = e[519:516] == 4'd1;
@@ -214,7 +263,8 @@ module tb;
         .nak_retry(x_nak), .rsp_todo(x_rsp), .not_req(x_notreq), .icrc_err(x_icrc), .hdr_err(x_hdr),
         .pkey_viol(x_pkey), .mcast_drop(x_mc));
     // ---- the responder ----
-    wire cfg_valid = more && is_cfg && hold == 0;
+    // A context write waits while an ACK waits in the responder's register (hca_transport's cfg_free).
+    wire cfg_valid = more && is_cfg && hold == 0 && !r_ack_valid;
     wire cfg_ready;
     wire b_kc_req_valid, b_kc_req_ready, b_kc_rsp_valid, b_kc_rsp_ready;
     wire [31:0] b_kc_req_key, b_kc_req_pd;
@@ -224,7 +274,7 @@ module tb;
     wire [63:0] b_wr_addr, b_wr_be;
     wire [15:0] b_wr_len;
     wire [511:0] b_wr_data;
-    wire r_ack_valid;
+    wire r_ack_valid, r_ack_ready;
     wire [23:0] r_ack_qpn, r_ack_psn, r_ack_msn;
     wire [7:0] r_ack_syn;
     wire [15:0] c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo;
@@ -239,7 +289,7 @@ module tb;
         .kc_req_need(b_kc_req_need), .kc_req_addr(b_kc_req_addr), .kc_req_len(b_kc_req_len),
         .kc_rsp_valid(b_kc_rsp_valid), .kc_rsp_ready(b_kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
-        .ack_valid(r_ack_valid), .ack_ready(rnd_ack), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
+        .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     // ---- the requester's stand-in: READ responses to wr0, key checks ----
@@ -282,6 +332,36 @@ module tb;
         .b_wr_valid(b_wr_valid), .b_wr_ready(b_wr_ready), .b_wr_addr(b_wr_addr), .b_wr_len(b_wr_len),
         .b_wr_data(b_wr_data), .b_wr_be(b_wr_be),
         .wr_valid(wr_valid), .wr_ready(rnd_wr), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be));
+    // ---- the transmit port: hca_ack_tx between the responder's ACKs, the requester's stand-in
+    // (sq.hex: [519:516] VL, [513] sop, [512] eop, [511:0] a beat) and the port (random credits,
+    // picks and ready) ----
+    wire [519:0] sb = sq[si];
+    reg  s_send;
+    // Its head offered one cycle in two while an ACK waits in hca_ack_tx, one in sixteen else, so
+    // that both often offer at once (the stimulus looks at the ACK; the block does not).
+    wire [1:0] r_vl_waiting = (si < ns && !s_send && sb[513] && (ack.a_valid ? rnd_s : rnd_s16)) ?
+                              (sb[516] ? 2'b10 : 2'b01) : 2'b00;
+    wire r_pick_valid, r_tx_ready;
+    wire r_pick_taken = r_vl_waiting != 2'b00 && r_pick_valid && tx_pick_vl == sb[516];
+    wire r_tx_valid = si < ns && (s_send || r_pick_taken);
+    wire [1:0] tx_vl_waiting;
+    wire [23:0] tx_vl_credit = {rnd_c1 ? 12'd1000 : 12'd0, rnd_c0 ? 12'd1000 : 12'd0};
+    wire tx_pick_valid = tx_vl_waiting != 2'b00 && rnd_pick;
+    wire tx_pick_vl = tx_vl_waiting[0] ? (tx_vl_waiting[1] && rnd_vl) : 1'b1;
+    wire tx_pick_taken, tx_valid, tx_sop, tx_eop, tx_vl;
+    wire [511:0] tx_data;
+    hca_ack_tx #(.QPN_W(2), .VLS(2), .VL_W(1)) ack (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(cfg_valid && cfg_ready), .cfg_qpn(e[511:488]), .cfg_dlid(e[431:416]), .cfg_slid(e[415:400]),
+        .cfg_sl(e[399:396]), .cfg_vl(e[371]), .cfg_rqpn(e[395:372]),
+        .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn),
+        .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
+        .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
+        .r_tx_valid(r_tx_valid), .r_tx_data(sb[511:0]), .r_tx_sop(sb[513]), .r_tx_eop(sb[512]), .r_tx_vl(sb[516]),
+        .r_tx_ready(r_tx_ready),
+        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
+        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(rnd_tx));
     wire mpt_req_valid;
     wire [23:0] mpt_req_index;
     reg  mpt_busy;
@@ -296,12 +376,15 @@ module tb;
     initial begin
         if (!$value$plusargs("ne=%d", ne)) ne = 0;
         if (!$value$plusargs("nk=%d", nk)) nk = 0;
+        if (!$value$plusargs("ns=%d", ns)) ns = 0;
         seed = SEED;
         $readmemh("rx.hex", ent);
         $readmemh("kreq.hex", kreq);
+        $readmemh("sq.hex", sq);
         $readmemh("mpt.hex", mpt);
-        ei = 0; ki = 0; rk = 0; cyc = 0; stall = 0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
-        rnd_rx = 1'b0; rnd_wr = 1'b0; rnd_ack = 1'b0; rnd_mpt = 1'b0; rnd_ra = 1'b0; rnd_k = 1'b0; rnd_kr = 1'b0;
+        ei = 0; ki = 0; rk = 0; si = 0; cyc = 0; stall = 0; perr = 0; s_send = 1'b0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
+        rnd_rx = 1'b0; rnd_wr = 1'b0; rnd_mpt = 1'b0; rnd_ra = 1'b0; rnd_k = 1'b0; rnd_kr = 1'b0;
+        rnd_pick = 1'b0; rnd_vl = 1'b0; rnd_tx = 1'b0; rnd_c0 = 1'b0; rnd_c1 = 1'b0; rnd_s = 1'b0; rnd_s16 = 1'b0;
         r_busy = 1'b0; ka_valid = 1'b0; ka_wait = 1'b0;
         repeat (4) @(posedge clk);
         rst_n <= 1'b1;
@@ -310,7 +393,13 @@ module tb;
         cyc <= cyc + 1;
         rnd_rx  <= ($random(seed) & 7) != 0;
         rnd_wr  <= ($random(seed) & 3) != 0;
-        rnd_ack <= ($random(seed) & 1) != 0;
+        rnd_pick <= ($random(seed) & 3) == 0;
+        rnd_vl  <= ($random(seed) & 1) != 0;
+        rnd_tx  <= ($random(seed) & 3) != 0;
+        rnd_c0  <= ($random(seed) & 7) != 0;
+        rnd_c1  <= ($random(seed) & 7) != 0;
+        rnd_s   <= ($random(seed) & 1) != 0;
+        rnd_s16 <= ($random(seed) & 15) == 0;
         rnd_mpt <= ($random(seed) & 1) != 0;
         rnd_ra  <= ($random(seed) & 3) != 0;
         rnd_k   <= ($random(seed) & 7) == 0;
@@ -347,17 +436,30 @@ module tb;
             ki <= ki + 1; ka_wait <= 1'b0;
         end
         if (wr_valid && rnd_wr) $display("W %0d %h %h %h %h", b_wr_ready, wr_addr, wr_len, wr_be, wr_data);
-        if (r_ack_valid && rnd_ack) $display("A %h %h %h %h", r_ack_qpn, r_ack_psn, r_ack_syn, r_ack_msn);
+        if (r_ack_valid && r_ack_ready) $display("A %h %h %h %h", r_ack_qpn, r_ack_psn, r_ack_syn, r_ack_msn);
+        // The requester's stand-in: its head offered on its VL, sent whole once committed.
+        if (r_tx_valid && r_tx_ready) begin
+            si <= si + 1;
+            s_send <= !sb[512];
+        end else if (r_pick_taken) s_send <= 1'b1;
+        // The port: each beat taken, and each pick: its VL, whether the ACK and the requester
+        // offered it, and who took it (1: the ACK). An ACK sent on a VL without credits is an error.
+        if (tx_valid && rnd_tx) $display("T %0d %0d %0d %h", tx_vl, tx_sop, tx_eop, tx_data);
+        if (tx_pick_taken) begin
+            $display("P %0d %0d %0d %0d", tx_pick_vl, ack.a_offer && ack.a_vl == tx_pick_vl, r_vl_waiting[tx_pick_vl], ack.a_commit);
+            if (ack.a_commit && tx_vl_credit[tx_pick_vl*12 +: 12] == 12'd0) perr = perr + 1;
+        end
         idle <= (!more && rq_ready && !rq_valid && !rx.c_valid && !ack_valid && !r_busy && !r_ack_valid &&
-                 ki == nk) ? idle + 1 : 0;
+                 ki == nk && !ack.a_valid && si == ns) ? idle + 1 : 0;
         if (idle == 8) begin
             $display("C %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d", c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo,
                      x_notreq, x_icrc + x_hdr + x_pkey + x_mc, x_rsp, x_nak);
+            $display("PERR %0d", perr);
             $display("DONE %0d", cyc);
             $finish;
         end
         // A watchdog: 20000 cycles without a beat taken on rx_* or wr0, an ACK or a key check answered.
-        stall <= ((rx_valid && rx_ready) || (wr_valid && rnd_wr) || (r_ack_valid && rnd_ack) || a_kc_rsp_valid) ? 0 : stall + 1;
+        stall <= ((rx_valid && rx_ready) || (wr_valid && rnd_wr) || (tx_valid && rnd_tx) || a_kc_rsp_valid) ? 0 : stall + 1;
         if (stall > 20000) begin
             $display("TIMEOUT at entry %0d of %0d, key check %0d of %0d", ei, ne, ki, nk);
             $finish;
@@ -367,7 +469,8 @@ endmodule
 `
 
 // respWireFiles are the sources besides tb.v.
-var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "onehot_encode.v", "hca_key_check.v"}
+var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v",
+	"onehot_encode.v", "hca_key_check.v"}
 
 // respWireResult is the testbench's log, read back.
 type respWireResult struct {
@@ -379,6 +482,25 @@ type respWireResult struct {
 	bad      int // hca_rx_ack's drops as malformed
 	other    int // rsp_todo + nak_retry: none expected
 	contract []string
+	tx       []respWireBeat // the beats on tx_*
+	picks    [][4]int       // P: VL, the ACK offered it, the requester offered it, the ACK took it
+	perr     int            // ACKs sent on a VL without credits
+}
+
+// respWireBeat is one beat taken on tx_*.
+type respWireBeat struct {
+	vl       int
+	sop, eop bool
+	data     []byte
+}
+
+// sqBeats is the requester's beats in sq.hex.
+func (w *respWire) sqBeats() int {
+	n := 0
+	for _, b := range w.sq {
+		n += len(b) / BlockBytes
+	}
+	return n
 }
 
 // runRespWire compiles and runs the bench for w; replace's text stands in
@@ -399,7 +521,8 @@ func runRespWire(t *testing.T, ctx context.Context, dir string, w *respWire, see
 	w.write(t, dir)
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp", fmt.Sprintf("-Ptb.SEED=%d", seed)}, files...)...)
 	require.NoError(t, err)
-	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(w.ents)), fmt.Sprintf("+nk=%d", len(w.keys)))
+	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(w.ents)), fmt.Sprintf("+nk=%d", len(w.keys)),
+		fmt.Sprintf("+ns=%d", w.sqBeats()))
 	require.NoError(t, err)
 	return parseRespWire(t, out)
 }
@@ -465,6 +588,19 @@ func parseRespWire(t *testing.T, out string) *respWireResult {
 		case "K":
 			v, _ := strconv.Atoi(f[2])
 			res.keys = append(res.keys, v)
+		case "T":
+			vl, _ := strconv.Atoi(f[1])
+			d, err := hex.DecodeString(fmt.Sprintf("%0128s", f[4]))
+			require.NoError(t, err)
+			res.tx = append(res.tx, respWireBeat{vl, f[2] == "1", f[3] == "1", d})
+		case "P":
+			var p [4]int
+			for i := range p {
+				p[i], _ = strconv.Atoi(f[1+i])
+			}
+			res.picks = append(res.picks, p)
+		case "PERR":
+			res.perr, _ = strconv.Atoi(f[1])
 		case "C":
 			var c [11]int
 			for i := range c {
@@ -521,8 +657,65 @@ func (w *respWire) check(res *respWireResult) []string {
 			break
 		}
 	}
+	diffs = append(diffs, w.checkTx(res)...)
 	if res.notReq != w.notReq || res.bad != 0 || res.other != 0 {
 		diffs = append(diffs, fmt.Sprintf("not_req %d (stream %d), malformed drops %d, rsp_todo + nak_retry %d (0 each)", res.notReq, w.notReq, res.bad, res.other))
+	}
+	return diffs
+}
+
+// checkTx compares the transmit port's beats with the model's ACKs (in
+// order, ib.AppendWire's bytes, on their QP's VL) and the requester's
+// packets (in order, whole, never interleaved with an ACK), and each pick
+// with the rule that an ACK goes ahead of the requester on its VL.
+func (w *respWire) checkTx(res *respWireResult) []string {
+	var diffs []string
+	ka, pi, bi := 0, 0, 0 // the next ACK; the requester's packet and beat
+	for k, b := range res.tx {
+		if b.sop && b.eop && b.data[8] == byte(ib.Acknowledge) {
+			switch {
+			case bi != 0:
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: an ACK inside the requester's packet %d", k, pi))
+			case ka >= len(w.run.acks):
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: an ACK past the model's %d", k, len(w.run.acks)))
+			default:
+				a := w.run.acks[ka]
+				_, _, _, vl, _ := respWirePath(a.qpn)
+				if want := ackWire(a); !bytes.Equal(b.data, want) || b.vl != int(vl) {
+					diffs = append(diffs, fmt.Sprintf("tx ACK %d on VL %d: %x, model's %+v on VL %d: %x", ka, b.vl, b.data[:28], a, vl, want[:28]))
+				}
+			}
+			ka++
+		} else {
+			switch {
+			case pi >= len(w.sq):
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: past the requester's %d packets", k, len(w.sq)))
+			default:
+				p := w.sq[pi]
+				if !bytes.Equal(b.data, p[bi*BlockBytes:(bi+1)*BlockBytes]) || b.sop != (bi == 0) ||
+					b.eop != ((bi+1)*BlockBytes == len(p)) || b.vl != int(p[0]>>4) {
+					diffs = append(diffs, fmt.Sprintf("tx beat %d: not the requester's packet %d beat %d", k, pi, bi))
+				}
+				if bi++; bi*BlockBytes == len(p) {
+					pi, bi = pi+1, 0
+				}
+			}
+		}
+		if len(diffs) > 0 {
+			return diffs
+		}
+	}
+	if ka != len(w.run.acks) || pi != len(w.sq) {
+		diffs = append(diffs, fmt.Sprintf("tx: %d ACKs of the model's %d, %d of the requester's %d packets", ka, len(w.run.acks), pi, len(w.sq)))
+	}
+	for _, p := range res.picks {
+		if p[1] == 1 && p[3] == 0 {
+			diffs = append(diffs, fmt.Sprintf("a pick of VL %d the ACK offered went to the requester", p[0]))
+			break
+		}
+	}
+	if res.perr != 0 {
+		diffs = append(diffs, fmt.Sprintf("%d ACKs sent on a VL without credits", res.perr))
 	}
 	return diffs
 }
@@ -543,9 +736,16 @@ func TestResponderWiredCosim(t *testing.T) {
 			w := newRespWire(seed, respWireSteps)
 			res := runRespWire(t, context.Background(), t.TempDir(), w, seed, nil)
 			assert.Empty(t, w.check(res))
+			both := 0
+			for _, p := range res.picks {
+				if p[1] == 1 && p[2] == 1 {
+					both++
+				}
+			}
 			t.Logf("%d rx entries, %d WRITE packets with a GRH, %d READ responses, %d other requests, %d key checks; %d cycles, "+
-				"%d responder writes (%d beats), %d ACKs/NAKs; %v", len(w.ents), w.grh, len(w.rsps), w.notReq, len(w.keys),
-				res.resp.cycles, res.resp.writes, res.resp.beats, len(res.resp.acks), w.run.byKind)
+				"%d responder writes (%d beats), %d ACKs/NAKs; %d tx beats, %d picks (%d of a VL both offered); %v",
+				len(w.ents), w.grh, len(w.rsps), w.notReq, len(w.keys), res.resp.cycles, res.resp.writes, res.resp.beats,
+				len(res.resp.acks), len(res.tx), len(res.picks), both, w.run.byKind)
 			assert.Positive(t, w.grh, "WRITE packets with a GRH")
 			assert.Positive(t, res.resp.writes, "responder writes")
 			assert.Positive(t, len(res.rmem), "requester writes")
@@ -557,6 +757,7 @@ func TestResponderWiredCosim(t *testing.T) {
 					fails++
 				}
 			}
+			assert.Positive(t, both, "picks of a VL both the ACK and the requester offered")
 			assert.Positive(t, fails, "requester key checks that fail")
 			assert.Less(t, fails, len(w.keys), "requester key checks that pass")
 		})
@@ -568,7 +769,7 @@ func TestResponderWiredCosim(t *testing.T) {
 func TestResponderWiredMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
-	const rx, arb = "hca_rx_ack.v", "hca_share_arb.v"
+	const rx, arb, atx = "hca_rx_ack.v", "hca_share_arb.v", "hca_ack_tx.v"
 	for _, m := range []cosimMutant{
 		{"WRITE MIDDLE not routed to the responder", rx, "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
 		{"WRITE ONLY with immediate routed to the responder", rx, "opcode == 8'h08 || opcode == 8'h0A);", "opcode == 8'h08 || opcode == 8'h0A || opcode == 8'h0B);"},
@@ -578,6 +779,12 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 		{"a WRITE FIRST's payload offset 40, not 36", rx, "6'd36:   blk = {prev[223:0], nxt[511:224]};", "6'd36:   blk = {prev[191:0], nxt[511:192]};"},
 		{"wr0 released after a write's first beat", arb, "w_busy <= w_beats > 10'd1;", "w_busy <= 1'b0;"},
 		{"a key check's grant held one cycle, not to its response", arb, "if (kc_rsp_valid && kc_rsp_ready) k_busy <= 1'b0;", "if (k_busy) k_busy <= 1'b0;"},
+		{"the ACK's MSN from its PSN", atx, "ack_syn, ack_msn};", "ack_syn, ack_psn};"},
+		{"the ACK's DestQP the local QPN, not the remote one", atx, "c_rqpn[ai], 8'd0, ack_psn,", "ack_qpn, 8'd0, ack_psn,"},
+		{"the requester ahead of the ACK on their VL", atx, "a_offer && tx_pick_valid && tx_pick_vl == a_vl;",
+			"a_offer && tx_pick_valid && tx_pick_vl == a_vl && !r_vl_waiting[tx_pick_vl];"},
+		{"an ACK offered inside the requester's packet", atx, "a_valid && a_fits && !r_act && !a_act;", "a_valid && a_fits && !a_act;"},
+		{"an ACK sent without credits", atx, "wire             a_fits  = a_cred - 12'd1 <= 12'd2048;", "wire             a_fits  = 1'b1;"},
 		{"the requester's response blocks offered to the responder", rx, "assign rpd_valid = f_valid && f_tag;", "assign rpd_valid = f_valid;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
@@ -593,4 +800,4 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 }
 
 // respWireMutantSteps is the mutant runs' length.
-const respWireMutantSteps = 120
+const respWireMutantSteps = 60

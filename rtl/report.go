@@ -167,7 +167,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// hca_transport's transmit path (hca_requester's hca_tx_path).
 		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (in hca_tx_path)", Instances: 1},
 		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (in hca_tx_path)", Instances: 1},
-		{Module: "ib_icrc", Role: "HCA ICRC: transmit (in hca_tx_path) and receive check (in hca_rx_ack)", Instances: 2},
+		{Module: "ib_icrc", Role: "HCA ICRC: transmit (in hca_tx_path, in hca_ack_tx) and receive check (in hca_rx_ack)", Instances: 3},
 		// The three above chained: its own logic only, the blocks black
 		// boxes, so they are not counted twice.
 		{Module: "hca_tx_path", Role: "HCA requester transmit path: the three above wired (blocks apart)", Instances: 1},
@@ -187,6 +187,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_responder", Params: []Param{{"QPN_W", p.QPNW}, {"ACK_COALESCE", p.AckCoalesce}},
 			Role: "HCA responder for RDMA WRITE: contexts, PSN checks, R_Key checks, payload writes, ACKs", Instances: 1},
 		{Module: "hca_share_arb", Role: "HCA key-check and wr0 arbiters between the requester and the responder", Instances: 1},
+		{Module: "hca_ack_tx", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}},
+			Role: "HCA responder's ACK packets: path contexts, header, the transmit port shared with the requester (ICRC apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -341,9 +343,9 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		// their own: a black box here.
 		files = []string{"sync_fifo.v", "hca_requester.v"}
 		lib = "read_verilog -lib hca_tx_path.v; "
-	case "hca_rx_ack":
+	case "hca_rx_ack", "hca_ack_tx":
 		// Its ib_icrc has a line of its own: a black box here.
-		files = []string{"sync_fifo.v", "hca_rx_ack.v"}
+		files = []string{"sync_fifo.v", module + ".v"}
 		lib = "read_verilog -lib ib_icrc.v; "
 	case "hca_tx_path":
 		// Its three blocks have lines of their own: black boxes here (a

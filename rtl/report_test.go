@@ -380,9 +380,14 @@ func TestReportYosys(t *testing.T) {
 	// the one served last, 4 each; the wr0 arbiter's beats left of the
 	// write under way, 10 (a write is at most 1023 blocks).
 	assert.Equal(t, 4+4+10, flops[synthKey("hca_share_arb", nil)])
+	// hca_ack_tx, its ib_icrc a black box: the VL of the ACK in the ICRC's
+	// output register (VL_W 1), and whether an ACK or a requester's packet
+	// is under way on tx_*, 1 each; the path contexts (DLID, SLID, SL, VL,
+	// remote QPN) are memories.
+	assert.Equal(t, 1+1+1, flops[synthKey("hca_ack_tx", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}})])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
-			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")
+			assert.Equal(t, 3, c.Instances, "ib_icrc: transmit in hca_tx_path and hca_ack_tx, receive in hca_rx_ack")
 		}
 	}
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
@@ -401,6 +406,8 @@ func TestReportYosys(t *testing.T) {
 			assert.Equal(t, 10+1+1+1+5+1+2, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR table, the gather lists and their counts
 		case "hca_wqe_parse":
 			assert.Equal(t, 1, c.Memories, c.Module) // the WQE's blocks (its data segments)
+		case "hca_ack_tx":
+			assert.Equal(t, 5, c.Memories, c.Module) // the path contexts' DLID, SLID, SL, VL, remote QPN
 		case "hca_responder":
 			assert.Equal(t, 7, c.Memories, c.Module) // the contexts' QPN, expected PSN, MSN, PD, next byte, coalescing count, ACK PSN
 		}

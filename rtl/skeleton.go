@@ -276,11 +276,14 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
     );
-    // One QP context write (qp_cfg_*) configures the requester's context and the responder's (its
-    // QPN, first expected PSN qp_cfg_rqpsn, PD), taken when both can take it (hca.Device.ModifyQP:
-    // the responder at RTR with RQPSN, the requester at RTS with SQPSN, the same PD).
-    wire        q_cfg_ready, r_cfg_ready;
-    assign qp_cfg_ready = q_cfg_ready && r_cfg_ready;
+    // One QP context write (qp_cfg_*) configures the requester's context, the responder's (its
+    // QPN, first expected PSN qp_cfg_rqpsn, PD) and the ACK packets' (the path), taken when both
+    // engines can take it and no ACK waits in the responder's output register, which is built into
+    // a packet with the context of the QP that made it (hca.Device.ModifyQP: the responder at RTR
+    // with RQPSN, the requester at RTS with SQPSN, the same PD).
+    wire        q_cfg_ready, r_cfg_ready, rs_ack_valid, rs_ack_ready;
+    wire        cfg_free = !rs_ack_valid;
+    assign qp_cfg_ready = q_cfg_ready && r_cfg_ready && cfg_free;
     // The requester (client a) and the responder (client b) share hca_key_check and wr0
     // (hca_share_arb: a key check held until its response, a write whole).
     wire        a_kc_req_valid, a_kc_req_ready, a_kc_rsp_valid, a_kc_rsp_ready;
@@ -310,11 +313,13 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
         .wr_valid(pay_wr_valid), .wr_ready(pay_wr_ready), .wr_addr(pay_wr_addr), .wr_len(pay_wr_len),
         .wr_data(pay_wr_data), .wr_be(pay_wr_be)
     );
-    // The responder for RC RDMA WRITE (hca_responder's header): its ACKs and NAKs on rsp_ack_*
-    // (TODO: ACKNOWLEDGE packets on tx_*), its counters on rsp_*.
+    // The responder for RC RDMA WRITE (hca_responder's header): its ACKs and NAKs into hca_ack_tx,
+    // its counters on rsp_*.
+    wire [23:0] rs_ack_qpn, rs_ack_psn, rs_ack_msn;
+    wire [7:0]  rs_ack_syn;
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE)) u_responder (
         .clk(clk), .rst_n(rst_n),
-        .cfg_valid(qp_cfg_valid && q_cfg_ready), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
+        .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
         .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
@@ -325,17 +330,36 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
         .kc_rsp_result(kc_rsp_result),
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be),
         .wr_ready(b_wr_ready),
-        .ack_valid(rsp_ack_valid), .ack_ready(rsp_ack_ready), .ack_qpn(rsp_ack_qpn), .ack_psn(rsp_ack_psn),
-        .ack_syn(rsp_ack_syn), .ack_msn(rsp_ack_msn),
+        .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
+        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn),
         .cnt_acks(rsp_acks), .cnt_naks(rsp_naks), .cnt_dup(rsp_dup), .cnt_seq_drop(rsp_seq_drop),
         .cnt_err_drop(rsp_err_drop), .cnt_no_qp(rsp_no_qp), .cnt_todo(rsp_todo)
+    );
+    // The responder's ACKs and NAKs as ACKNOWLEDGE packets on tx_*, ahead of the requester's packets
+    // on their VL (hca_ack_tx's header); the requester's transmit port goes through it.
+    wire [VLS-1:0]  r_vl_waiting;
+    wire            r_pick_valid, r_pick_taken, r_tx_valid, r_tx_sop, r_tx_eop, r_tx_ready;
+    wire [511:0]    r_tx_data;
+    wire [VL_W-1:0] r_tx_vl;
+    hca_ack_tx #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W)) u_ack_tx (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(qp_cfg_valid && qp_cfg_ready), .cfg_qpn(qp_cfg_qpn), .cfg_dlid(qp_cfg_dlid), .cfg_slid(qp_cfg_slid),
+        .cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn),
+        .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
+        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn),
+        .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
+        .r_tx_valid(r_tx_valid), .r_tx_data(r_tx_data), .r_tx_sop(r_tx_sop), .r_tx_eop(r_tx_eop), .r_tx_vl(r_tx_vl),
+        .r_tx_ready(r_tx_ready),
+        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
+        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready)
     );
     // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
                     .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
                     .RETRY_TIMEOUT(RETRY_TIMEOUT)) u_requester (
         .clk(clk), .rst_n(rst_n),
-        .qp_cfg_valid(qp_cfg_valid && r_cfg_ready), .qp_cfg_ready(q_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
+        .qp_cfg_valid(qp_cfg_valid && r_cfg_ready && cfg_free), .qp_cfg_ready(q_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
         .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .qp_cfg_cqn(qp_cfg_cqn), .qp_cfg_pd(qp_cfg_pd),
         .ack_req_every(ack_req_every),
@@ -352,10 +376,10 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
         .kc_rsp_result(kc_rsp_result),
         .rd_req_valid(pay_rd_valid), .rd_req_addr(pay_rd_addr), .rd_req_len(pay_rd_len),
         .rd_req_ready(pay_rd_ready), .rd_rsp_valid(pay_rsp_valid), .rd_rsp_data(pay_rsp_data),
-        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
-        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
-        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
-        .tx_ready(tx_ready),
+        .tx_vl_waiting(r_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(r_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(r_pick_taken),
+        .tx_valid(r_tx_valid), .tx_data(r_tx_data), .tx_sop(r_tx_sop), .tx_eop(r_tx_eop), .tx_vl(r_tx_vl),
+        .tx_ready(r_tx_ready),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
         .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
@@ -379,8 +403,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			"kc_req_need", "kc_req_addr", "kc_req_len", "kc_rsp_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
 			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "pay_wr_be", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
-			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "rsp_ack_valid", "rsp_ack_qpn",
-			"rsp_ack_psn", "rsp_ack_syn", "rsp_ack_msn", "rsp_acks", "rsp_naks", "rsp_dup", "rsp_seq_drop", "rsp_err_drop",
+			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "rsp_acks", "rsp_naks", "rsp_dup", "rsp_seq_drop", "rsp_err_drop",
 			"rsp_no_qp", "rsp_todo", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
@@ -390,7 +413,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			"dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
-			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "rsp_ack_ready", "cpl_ready"},
+			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
 			"PKEY_N", "ACK_COALESCE"},
 		ports: []stubPort{
@@ -496,13 +519,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
 			portOut("rx_mcast_drop", "16", "received packets to a multicast or the permissive DLID (0xC000..0xFFFF), dropped: not for an RC requester (saturating)"),
 			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs and responses for a QPN no QP context holds, dropped (saturating)"),
-			portOut("rsp_ack_valid", "", "the responder's ACKs and NAKs (hca_responder's ack_*; TODO: ACKNOWLEDGE packets on tx_*)"),
-			portIn("rsp_ack_ready", "", ""),
-			portOut("rsp_ack_qpn", "24", ""),
-			portOut("rsp_ack_psn", "24", ""),
-			portOut("rsp_ack_syn", "8", "the AETH syndrome: 0x1F ACK, 0x60 PSN sequence error, 0x61 invalid request, 0x62 remote access error"),
-			portOut("rsp_ack_msn", "24", ""),
-			portOut("rsp_acks", "16", "the responder's counters (hca_responder's cnt_*; saturating): ACKs sent"),
+			portOut("rsp_acks", "16", "the responder's counters (hca_responder's cnt_*; saturating): ACKs sent (as ACKNOWLEDGE packets on tx_*)"),
 			portOut("rsp_naks", "16", "NAKs sent"),
 			portOut("rsp_dup", "16", "duplicate WRITE packets re-ACKed"),
 			portOut("rsp_seq_drop", "16", "packets ahead dropped after their gap's sequence NAK"),

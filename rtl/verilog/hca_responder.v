@@ -45,7 +45,8 @@
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
 // Counters: 16 bits, saturating.
 // TODO: SEND into receive WQEs, RDMA WRITE with immediate, READ (responder resources), atomics,
-// RNR NAKs, duplicates of READs and atomics, integration into hca_transport (docs/rtl.md).
+// RNR NAKs, duplicates of READs and atomics (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
+// through hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
     parameter integer ACK_COALESCE = 1   // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
