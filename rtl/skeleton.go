@@ -211,9 +211,17 @@ sets from the same LIDs (the RTL does not compare them). A packet that passes is
 (LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
 ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
 length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
-is dropped there, counted on rx_no_qp); the rest is dropped and counted: CNPs on rx_rsp_todo
-(TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
-and RNR NAKs also count on rx_nak_retry. Completions (cpl_*): an ACK
+is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate goes to
+hca_responder (QP, PSN, opcode, AckReq, the RETH, its payload through the same payload FIFO, each
+block tagged with its consumer); the rest is dropped and counted: CNPs on rx_rsp_todo (TODO), the
+requests the responder does not take yet (SEND, WRITE with immediate, READ, atomics) and other
+transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
+(hca_responder's header): contexts written with the requester's by qp_cfg_* (its expected PSN
+qp_cfg_rqpsn; a write waits while an ACK waits in its output register), the PSN and opcode-sequence
+checks, the R_Key over the RETH range through kc_* and the payload through wr0, both shared with the
+requester (hca_share_arb: a key check held until its response, a write whole), its ACKs and NAKs as
+ACKNOWLEDGE packets on tx_* (hca_ack_tx: addressed from the QP's path, ahead of the requester's
+packets on their VL), its counters on rsp_*. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
 a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAtomicAck): one in
 sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
@@ -241,8 +249,8 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*; its writes on wr0),
-the responder's key checks (kc_*: the requester checks its gather elements' L_Keys).`,
+data from wqe_*, UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
+atomics and RNR NAKs.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -465,7 +473,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portIn("dec_sge_lkey", "32", ""),
 			portIn("dec_sge_addr", "64", ""),
 			portIn("dec_sge_last", "", ""),
-			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an R_Key or receive L_Key at the responder (TODO)"),
+			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an RDMA WRITE's R_Key at the responder (hca_share_arb between the two)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),
 			portOut("kc_req_pd", "32", ""),
@@ -483,7 +491,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portIn("pay_rd_ready", "", ""),
 			portIn("pay_rsp_valid", "", ""),
 			portIn("pay_rsp_data", "DATA_W", ""),
-			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads, atomics' original values (hca_requester)"),
+			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads, atomics' original values (hca_requester), RDMA WRITE payloads (hca_responder)"),
 			portOut("pay_wr_addr", "64", ""),
 			portOut("pay_wr_len", "16", "bytes, on a write's first beat (whole blocks; hca_dma_engine)"),
 			portOut("pay_wr_data", "DATA_W", ""),
@@ -513,7 +521,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portOut("rx_ready", "", ""),
 			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, which hca_requester retries (saturating)"),
 			portOut("rx_rsp_todo", "16", "received CNPs, dropped: TODO (saturating)"),
-			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
+			portOut("rx_not_req", "16", "received packets neither for the requester nor for the responder (requests other than RDMA WRITE, other transports), dropped (saturating)"),
 			portOut("rx_icrc_err", "16", "received packets whose ICRC or length failed, dropped (saturating)"),
 			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, GRH or length malformed (hca_rx_ack's header), dropped (saturating)"),
 			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
