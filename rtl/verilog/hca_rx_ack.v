@@ -126,7 +126,7 @@
 // check it either), the QP context's P_Key index (IBA checks a packet against the entry its
 // QP uses; here any valid entry passes it, as a port with one partition per QP would), the
 // reserved DLID 0 on a port whose port_lid is 0 (not yet given a LID: it matches here), PktLen
-// against the headers of requests (the responder's), a READ response's payload against the path
+// against the headers of requests other than RDMA WRITE (not taken yet), a READ response's payload against the path
 // MTU.
 module hca_rx_ack #(
     parameter integer PKEY_N = 4    // entries of the P_Key table (NodeInfo.PartitionCap)
