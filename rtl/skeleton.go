@@ -426,7 +426,7 @@ atomics and RNR NAKs.`,
 			"PKEY_N", "ACK_COALESCE"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
-			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*"),
+			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*, the responder is between packets and no ACK waits in it"),
 			portIn("qp_cfg_qpn", "24", ""),
 			portIn("qp_cfg_dlid", "16", ""),
 			portIn("qp_cfg_slid", "16", ""),
