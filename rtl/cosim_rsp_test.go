@@ -876,8 +876,8 @@ func TestRequesterResponseCosim(t *testing.T) {
 		{"a READ's responses not counted", f, "oq_got[m_ix] <= e_rsp ? rg_sum[31:0] :", "oq_got[m_ix] <= e_rsp ? e_mgot :"},
 		{"no implied NAK on a response", f, "((e_rnr || e_rsp || e_incl) && r_impl)", "((e_rnr || e_incl) && r_impl)"},
 		// The payload.
-		{"a MIDDLE's payload taken 24 bytes in", rx, "2'd1:    blk = {prev[351:0], nxt[511:352]};", "2'd1:    blk = {prev[319:0], nxt[511:320]};"},
-		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
+		{"a MIDDLE's payload taken 24 bytes in", rx, "6'd20:   blk = {prev[351:0], nxt[511:352]};", "6'd20:   blk = {prev[319:0], nxt[511:320]};"},
+		{"a GRH response's payload from its first beat", rx, "wire [6:0]   p_from  = p_late ? 7'd2 : 7'd1;", "wire [6:0]   p_from  = 7'd1;"},
 		{"a bad packet's blocks kept", rx, "wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;", "wire         pd_drop = 1'b0;"},
 		{"a READ completing before its payload is written", f, "h_cover || (h_fin && !d_busy) || h_dn;", "h_cover || h_fin || h_dn;"},
 		{"a response no message takes written", f, "wire             d_take   = m_take && e_any;", "wire             d_take   = e_any;"},

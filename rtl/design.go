@@ -81,6 +81,11 @@ type Design struct {
 	// (default 14, 67 ms); a Design literal that leaves it 0 builds
 	// requesters without the timer.
 	RetryTimeout int
+	// AckCoalesce is hca.ack_coalesce, 1..1024: the AckReq packets one of
+	// hca_responder's ACKs may cover (ACK_COALESCE). LoadDesign takes it
+	// from the config (default 1); a Design literal that leaves it 0 builds
+	// a responder that ACKs every AckReq packet, as 1 does.
+	AckCoalesce int
 	// SwitchClockMHz and HCAClockMHz are the cores' clocks
 	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
 	// period rounded to a whole picosecond as the simulator rounds it
@@ -233,6 +238,8 @@ type Params struct {
 	// timeout's unit (hca.RetryTimeoutPS(t) = 4.096 us x 2^t), rounded to
 	// the nearest cycle; the timer runs ACK_TICK x 2^RETRY_TIMEOUT cycles.
 	ACKTick int
+	// AckCoalesce is ACK_COALESCE: hca.ack_coalesce (hca_responder).
+	AckCoalesce int
 	// PKeyN is PKEY_N: entries of hca_rx_ack's P_Key table (PKeyTableEntries;
 	// the model has no P_Key table: every port is in the default partition).
 	PKeyN int
@@ -327,6 +334,9 @@ func (d Design) Validate() error {
 	}
 	if d.RetryTimeout < 0 || d.RetryTimeout > 31 {
 		return fmt.Errorf("hca.retry_timeout: %d is not a local ACK timeout exponent (0..31: 4.096 us x 2^t, 0 none)", d.RetryTimeout)
+	}
+	if d.AckCoalesce < 0 || d.AckCoalesce > 1024 {
+		return fmt.Errorf("hca.ack_coalesce: %d is not a count hca_responder's 11-bit coalescing counter holds (1..1024)", d.AckCoalesce)
 	}
 	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
 		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
@@ -446,6 +456,7 @@ func (d Design) Params() Params {
 	p.RNRTick = rnrTick(d.HCAClockMHz)
 	p.RetryTimeout, p.ACKTick = d.RetryTimeout, ackTick(d.HCAClockMHz)
 	p.PKeyN = PKeyTableEntries
+	p.AckCoalesce = max(d.AckCoalesce, 1)
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p

@@ -73,6 +73,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		RetryCnt:             c.HCA.RetryCnt,
 		RNRRetry:             c.HCA.RNRRetry,
 		RetryTimeout:         c.HCA.RetryTimeout,
+		AckCoalesce:          c.HCA.AckCoalesce,
 		MTU:                  c.Link.MTU,
 		LinkGeneration:       c.Link.Generation,
 		LinkWidth:            c.Link.Lanes(),

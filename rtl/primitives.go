@@ -36,6 +36,9 @@ var PrimitiveFiles = []string{
 	"hca_tx_path.v",
 	"hca_requester.v",
 	"hca_rx_ack.v",
+	"hca_responder.v",
+	"hca_share_arb.v",
+	"hca_ack_tx.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -115,9 +115,10 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: "beside each outstanding message, a READ's response bytes taken in sequence (the model's readGot) or a SEND's or WRITE's packets acknowledged (acked); valid and done bits in flops"})
 	add(BufferUse{Block: "HCA requester message contexts (sync_fifo)", Entries: ReqMsgDepth, Width: p.QPNW + 1, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("the context index of %d messages between dec_* and the path's output and whether each is a resend, for the packet queue's beats (the purge)", ReqMsgDepth)})
-	// hca_rx_ack (in hca_transport): READ responses' payloads.
-	add(BufferUse{Block: "HCA receive payload FIFO (sync_fifo in hca_rx_ack)", Entries: RxPayBlocks, Width: BlockBytes * 8, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("READ responses' payloads realigned to 64-byte blocks, %d blocks (two responses at MTU 4096), until the requester writes them to wr0 or drops them", RxPayBlocks)})
+	// hca_rx_ack (in hca_transport): READ responses' and RDMA WRITE
+	// requests' payloads, each block tagged with its consumer.
+	add(BufferUse{Block: "HCA receive payload FIFO (sync_fifo in hca_rx_ack)", Entries: RxPayBlocks, Width: BlockBytes*8 + 1, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("READ responses' and RDMA WRITE requests' payloads realigned to 64-byte blocks, %d blocks (two packets at MTU 4096), and a bit a block naming its consumer (the requester or the responder), until written to wr0 or dropped", RxPayBlocks)})
 	// Gather lists: the parser keeps a WQE's blocks (its data segments
 	// past the first 112 bytes); the requester keeps each sent SEND's or
 	// WRITE's list beside its ring entry ({length, address} an element,
@@ -166,7 +167,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// hca_transport's transmit path (hca_requester's hca_tx_path).
 		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (in hca_tx_path)", Instances: 1},
 		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (in hca_tx_path)", Instances: 1},
-		{Module: "ib_icrc", Role: "HCA ICRC: transmit (in hca_tx_path) and receive check (in hca_rx_ack)", Instances: 2},
+		{Module: "ib_icrc", Role: "HCA ICRC: transmit (in hca_tx_path, in hca_ack_tx) and receive check (in hca_rx_ack)", Instances: 3},
 		// The three above chained: its own logic only, the blocks black
 		// boxes, so they are not counted twice.
 		{Module: "hca_tx_path", Role: "HCA requester transmit path: the three above wired (blocks apart)", Instances: 1},
@@ -180,7 +181,14 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// length, DLID, TVer, P_Key) and their headers decoded, ACKs and
 		// NAKs into the requester, the rest counted and dropped; its
 		// ib_icrc a black box (the line above).
-		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK and response decode into the requester, drop counters (ICRC apart)", Instances: 1},
+		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK, response and RDMA WRITE decode into the requester and the responder, drop counters (ICRC apart)", Instances: 1},
+		// hca_transport's responder for RDMA WRITE and the arbiters it
+		// shares hca_key_check and wr0 through with the requester.
+		{Module: "hca_responder", Params: []Param{{"QPN_W", p.QPNW}, {"ACK_COALESCE", p.AckCoalesce}},
+			Role: "HCA responder for RDMA WRITE: contexts, PSN checks, R_Key checks, payload writes, ACKs", Instances: 1},
+		{Module: "hca_share_arb", Role: "HCA key-check and wr0 arbiters between the requester and the responder", Instances: 1},
+		{Module: "hca_ack_tx", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}},
+			Role: "HCA responder's ACK packets: path contexts, header, the transmit port shared with the requester (ICRC apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -335,9 +343,9 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		// their own: a black box here.
 		files = []string{"sync_fifo.v", "hca_requester.v"}
 		lib = "read_verilog -lib hca_tx_path.v; "
-	case "hca_rx_ack":
+	case "hca_rx_ack", "hca_ack_tx":
 		// Its ib_icrc has a line of its own: a black box here.
-		files = []string{"sync_fifo.v", "hca_rx_ack.v"}
+		files = []string{"sync_fifo.v", module + ".v"}
 		lib = "read_verilog -lib ib_icrc.v; "
 	case "hca_tx_path":
 		// Its three blocks have lines of their own: black boxes here (a

@@ -69,9 +69,10 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 8*8*320, r.Buffers[14].TotalBits)
 	assert.Equal(t, 8*8*32, r.Buffers[15].TotalBits)
 	assert.Equal(t, 4*4, r.Buffers[16].TotalBits)
-	// hca_rx_ack's payload FIFO: RxPayBlocks (128: two READ responses of
-	// MTU 4096, 64 blocks each) blocks of 512 bits.
-	assert.Equal(t, 2*4096/64*512, r.Buffers[17].TotalBits)
+	// hca_rx_ack's payload FIFO: RxPayBlocks (128: two READ responses or
+	// WRITE requests of MTU 4096, 64 blocks each) blocks of 512 bits and
+	// the bit naming the block's consumer (requester or responder).
+	assert.Equal(t, 2*4096/64*(512+1), r.Buffers[17].TotalBits)
 	// Gather lists: the parser's 16 blocks of 512 bits; per outstanding
 	// message (8 contexts x 8) 32 elements of length 32 + address 64 and
 	// the list's length, 6 bits (up to 62 segments); the element queue, 4
@@ -89,7 +90,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*512+16*512+8*8*32*96+8*8*6+4*41), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -351,12 +352,45 @@ func TestReportYosys(t *testing.T) {
 	// blocks 7, those pushed 7, the beat count 7, the READ-response flag
 	// 1, the blocks handed on (ack_blk) 7; its FIFO's pointers, flattened
 	// in: read and write 7 + 7 (RxPayBlocks = 128 entries) and count 8;
-	// the tail block still to push after a packet's last beat, 1.
+	// the tail block still to push after a packet's last beat, 1. The
+	// RDMA WRITE requests for the responder: their register, valid 1 +
+	// QPN 24 + PSN 24 + opcode 8 + AckReq 1 + the RETH's VA 64, R_Key 32
+	// and DMA length 32 + payload bytes 13; the flags of a WRITE and of a
+	// global FIRST or ONLY (its RETH ends in the second beat), 2 (the
+	// FIFO's consumer bit is the WRITE flag); the payload's offset is now
+	// its byte in the beat, 6 bits of which the low 2 are always 0 (20,
+	// 24, 36, 60, 0, 12): 4, as the one-hot code before; and whether it
+	// starts in the second beat, 1.
 	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1)+
-		(512+4+7+7+7+1+7)+(7+7+8)+1, flops[synthKey("hca_rx_ack", nil)])
+		(512+4+7+7+7+1+7)+(7+7+8)+1+
+		(1+24+24+8+1+64+32+32+13)+2+1, flops[synthKey("hca_rx_ack", nil)])
+	// hca_responder, 8 contexts (QPN_W 3), ACK_COALESCE 1: the ACK
+	// register, valid 1 + QPN 24 + PSN 24 + syndrome 8 + MSN 24; the seven
+	// counters, 16 bits each; four flags a context (valid, ERR, in a
+	// message, NAKed), 4 x 8 (the contexts' other fields are memories:
+	// QPN, expected PSN, MSN, PD, the WRITE's next byte, the coalescing
+	// count, the coalesced ACK's PSN); the packet in hand, QPN 24 + PSN 24
+	// + opcode 8 + AckReq 1 + VA 64 + R_Key 32 + DMA length 32 + bytes 13;
+	// the ACK it owes, flag 1 + syndrome 8 + PSN 24 + MSN 24; the engine's
+	// eight states, one-hot after Yosys's FSM pass, 8; the write, written
+	// 1 + first beat 1 + address 64 + beats left 8 + blocks left 8 + the
+	// last lane 6 + its beats 8 (wr_len's bits 13:6; the rest are 0); the
+	// previous block's lanes 0..62, 63 x 8 (lane 63 is never below the
+	// VA's offset, so never read from it).
+	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+8+(1+1+64+8+8+6+8)+63*8,
+		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}})])
+	// hca_share_arb: per arbiter the pick held, busy, the client picked and
+	// the one served last, 4 each; the wr0 arbiter's beats left of the
+	// write under way, 10 (a write is at most 1023 blocks).
+	assert.Equal(t, 4+4+10, flops[synthKey("hca_share_arb", nil)])
+	// hca_ack_tx, its ib_icrc a black box: the VL of the ACK in the ICRC's
+	// output register (VL_W 1), and whether an ACK or a requester's packet
+	// is under way on tx_*, 1 each; the path contexts (DLID, SLID, SL, VL,
+	// remote QPN) are memories.
+	assert.Equal(t, 1+1+1, flops[synthKey("hca_ack_tx", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}})])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
-			assert.Equal(t, 2, c.Instances, "ib_icrc: transmit in hca_tx_path, receive in hca_rx_ack")
+			assert.Equal(t, 3, c.Instances, "ib_icrc: transmit in hca_tx_path and hca_ack_tx, receive in hca_rx_ack")
 		}
 	}
 	// One data VL: ib_tx_vl_port builds no vl_arbiter, so the report lists none.
@@ -375,6 +409,10 @@ func TestReportYosys(t *testing.T) {
 			assert.Equal(t, 10+1+1+1+5+1+2, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR table, the gather lists and their counts
 		case "hca_wqe_parse":
 			assert.Equal(t, 1, c.Memories, c.Module) // the WQE's blocks (its data segments)
+		case "hca_ack_tx":
+			assert.Equal(t, 5, c.Memories, c.Module) // the path contexts' DLID, SLID, SL, VL, remote QPN
+		case "hca_responder":
+			assert.Equal(t, 7, c.Memories, c.Module) // the contexts' QPN, expected PSN, MSN, PD, next byte, coalescing count, ACK PSN
 		}
 	}
 }

@@ -211,9 +211,17 @@ sets from the same LIDs (the RTL does not compare them). A packet that passes is
 (LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
 ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
 length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
-is dropped there, counted on rx_no_qp); the rest is dropped and counted: CNPs on rx_rsp_todo
-(TODO), requests (no responder yet) and other transports on rx_not_req; sequence error
-and RNR NAKs also count on rx_nak_retry. Completions (cpl_*): an ACK
+is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate goes to
+hca_responder (QP, PSN, opcode, AckReq, the RETH, its payload through the same payload FIFO, each
+block tagged with its consumer); the rest is dropped and counted: CNPs on rx_rsp_todo (TODO), the
+requests the responder does not take yet (SEND, WRITE with immediate, READ, atomics) and other
+transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
+(hca_responder's header): contexts written with the requester's by qp_cfg_* (its expected PSN
+qp_cfg_rqpsn; a write waits while an ACK waits in its output register), the PSN and opcode-sequence
+checks, the R_Key over the RETH range through kc_* and the payload through wr0, both shared with the
+requester (hca_share_arb: a key check held until its response, a write whole), its ACKs and NAKs as
+ACKNOWLEDGE packets on tx_* (hca_ack_tx: addressed from the QP's path, ahead of the requester's
+packets on their VL), its counters on rsp_*. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
 a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAtomicAck): one in
 sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
@@ -241,8 +249,8 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder (requests on rx_*; its writes on wr0),
-the responder's key checks (kc_*: the requester checks its gather elements' L_Keys).`,
+data from wqe_*, UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
+atomics and RNR NAKs.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -256,22 +264,110 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
     wire [6:0]  ack_blk;
     wire        pd_valid, pd_pop;
     wire [511:0] pd_data;
+    // RC RDMA WRITE requests (hca_rx_ack's rq_*) into the responder, their payload blocks from the
+    // same FIFO (rpd_*: the blocks tagged as a request's).
+    wire        rq_valid, rq_ready, rq_ackreq, rpd_valid, rpd_pop;
+    wire [23:0] rq_qpn, rq_psn;
+    wire [7:0]  rq_op;
+    wire [63:0] rq_va;
+    wire [31:0] rq_rkey, rq_dlen;
+    wire [12:0] rq_len;
     hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
         .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
         .pkey_cfg_valid(pkey_cfg_valid), .pkey_cfg_index(pkey_cfg_index), .pkey_cfg_key(pkey_cfg_key),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
-        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
+        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
+        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop), .rpd_valid(rpd_valid), .rpd_pop(rpd_pop),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
+    );
+    // One QP context write (qp_cfg_*) configures the requester's context, the responder's (its
+    // QPN, first expected PSN qp_cfg_rqpsn, PD) and the ACK packets' (the path), taken when both
+    // engines can take it and no ACK waits in the responder's output register, which is built into
+    // a packet with the context of the QP that made it (hca.Device.ModifyQP: the responder at RTR
+    // with RQPSN, the requester at RTS with SQPSN, the same PD).
+    wire        q_cfg_ready, r_cfg_ready, rs_ack_valid, rs_ack_ready;
+    wire        cfg_free = !rs_ack_valid;
+    assign qp_cfg_ready = q_cfg_ready && r_cfg_ready && cfg_free;
+    // The requester (client a) and the responder (client b) share hca_key_check and wr0
+    // (hca_share_arb: a key check held until its response, a write whole).
+    wire        a_kc_req_valid, a_kc_req_ready, a_kc_rsp_valid, a_kc_rsp_ready;
+    wire        b_kc_req_valid, b_kc_req_ready, b_kc_rsp_valid, b_kc_rsp_ready;
+    wire [31:0] a_kc_req_key, a_kc_req_pd, b_kc_req_key, b_kc_req_pd;
+    wire [3:0]  a_kc_req_need, b_kc_req_need;
+    wire [63:0] a_kc_req_addr, a_kc_req_len, b_kc_req_addr, b_kc_req_len;
+    wire        a_wr_valid, a_wr_ready, b_wr_valid, b_wr_ready;
+    wire [63:0] a_wr_addr, b_wr_addr, a_wr_be, b_wr_be;
+    wire [15:0] a_wr_len, b_wr_len;
+    wire [511:0] a_wr_data, b_wr_data;
+    hca_share_arb u_share (
+        .clk(clk), .rst_n(rst_n),
+        .a_kc_req_valid(a_kc_req_valid), .a_kc_req_ready(a_kc_req_ready), .a_kc_req_key(a_kc_req_key),
+        .a_kc_req_pd(a_kc_req_pd), .a_kc_req_need(a_kc_req_need), .a_kc_req_addr(a_kc_req_addr),
+        .a_kc_req_len(a_kc_req_len), .a_kc_rsp_valid(a_kc_rsp_valid), .a_kc_rsp_ready(a_kc_rsp_ready),
+        .b_kc_req_valid(b_kc_req_valid), .b_kc_req_ready(b_kc_req_ready), .b_kc_req_key(b_kc_req_key),
+        .b_kc_req_pd(b_kc_req_pd), .b_kc_req_need(b_kc_req_need), .b_kc_req_addr(b_kc_req_addr),
+        .b_kc_req_len(b_kc_req_len), .b_kc_rsp_valid(b_kc_rsp_valid), .b_kc_rsp_ready(b_kc_rsp_ready),
+        .kc_req_valid(kc_req_valid), .kc_req_ready(kc_req_ready), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
+        .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len),
+        .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready),
+        .a_wr_valid(a_wr_valid), .a_wr_ready(a_wr_ready), .a_wr_addr(a_wr_addr), .a_wr_len(a_wr_len),
+        .a_wr_data(a_wr_data), .a_wr_be(a_wr_be),
+        .b_wr_valid(b_wr_valid), .b_wr_ready(b_wr_ready), .b_wr_addr(b_wr_addr), .b_wr_len(b_wr_len),
+        .b_wr_data(b_wr_data), .b_wr_be(b_wr_be),
+        .wr_valid(pay_wr_valid), .wr_ready(pay_wr_ready), .wr_addr(pay_wr_addr), .wr_len(pay_wr_len),
+        .wr_data(pay_wr_data), .wr_be(pay_wr_be)
+    );
+    // The responder for RC RDMA WRITE (hca_responder's header): its ACKs and NAKs into hca_ack_tx,
+    // its counters on rsp_*.
+    wire [23:0] rs_ack_qpn, rs_ack_psn, rs_ack_msn;
+    wire [7:0]  rs_ack_syn;
+    hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE)) u_responder (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
+        .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd),
+        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
+        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
+        .kc_req_valid(b_kc_req_valid), .kc_req_ready(b_kc_req_ready), .kc_req_key(b_kc_req_key),
+        .kc_req_pd(b_kc_req_pd), .kc_req_need(b_kc_req_need), .kc_req_addr(b_kc_req_addr),
+        .kc_req_len(b_kc_req_len), .kc_rsp_valid(b_kc_rsp_valid), .kc_rsp_ready(b_kc_rsp_ready),
+        .kc_rsp_result(kc_rsp_result),
+        .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be),
+        .wr_ready(b_wr_ready),
+        .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
+        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn),
+        .cnt_acks(rsp_acks), .cnt_naks(rsp_naks), .cnt_dup(rsp_dup), .cnt_seq_drop(rsp_seq_drop),
+        .cnt_err_drop(rsp_err_drop), .cnt_no_qp(rsp_no_qp), .cnt_todo(rsp_todo)
+    );
+    // The responder's ACKs and NAKs as ACKNOWLEDGE packets on tx_*, ahead of the requester's packets
+    // on their VL (hca_ack_tx's header); the requester's transmit port goes through it.
+    wire [VLS-1:0]  r_vl_waiting;
+    wire            r_pick_valid, r_pick_taken, r_tx_valid, r_tx_sop, r_tx_eop, r_tx_ready;
+    wire [511:0]    r_tx_data;
+    wire [VL_W-1:0] r_tx_vl;
+    hca_ack_tx #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W)) u_ack_tx (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(qp_cfg_valid && qp_cfg_ready), .cfg_qpn(qp_cfg_qpn), .cfg_dlid(qp_cfg_dlid), .cfg_slid(qp_cfg_slid),
+        .cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn),
+        .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
+        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn),
+        .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
+        .r_tx_valid(r_tx_valid), .r_tx_data(r_tx_data), .r_tx_sop(r_tx_sop), .r_tx_eop(r_tx_eop), .r_tx_vl(r_tx_vl),
+        .r_tx_ready(r_tx_ready),
+        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
+        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready)
     );
     // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
                     .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
                     .RETRY_TIMEOUT(RETRY_TIMEOUT)) u_requester (
         .clk(clk), .rst_n(rst_n),
-        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
+        .qp_cfg_valid(qp_cfg_valid && r_cfg_ready && cfg_free), .qp_cfg_ready(q_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
         .qp_cfg_psn(qp_cfg_psn), .qp_cfg_mtu(qp_cfg_mtu), .qp_cfg_cqn(qp_cfg_cqn), .qp_cfg_pd(qp_cfg_pd),
         .ack_req_every(ack_req_every),
@@ -283,20 +379,21 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
         .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
         .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
         .fence_busy(fence_busy),
-        .kc_req_valid(kc_req_valid), .kc_req_ready(kc_req_ready), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
-        .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len),
-        .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
+        .kc_req_valid(a_kc_req_valid), .kc_req_ready(a_kc_req_ready), .kc_req_key(a_kc_req_key),
+        .kc_req_pd(a_kc_req_pd), .kc_req_need(a_kc_req_need), .kc_req_addr(a_kc_req_addr),
+        .kc_req_len(a_kc_req_len), .kc_rsp_valid(a_kc_rsp_valid), .kc_rsp_ready(a_kc_rsp_ready),
+        .kc_rsp_result(kc_rsp_result),
         .rd_req_valid(pay_rd_valid), .rd_req_addr(pay_rd_addr), .rd_req_len(pay_rd_len),
         .rd_req_ready(pay_rd_ready), .rd_rsp_valid(pay_rsp_valid), .rd_rsp_data(pay_rsp_data),
-        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
-        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
-        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl),
-        .tx_ready(tx_ready),
+        .tx_vl_waiting(r_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(r_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(r_pick_taken),
+        .tx_valid(r_tx_valid), .tx_data(r_tx_data), .tx_sop(r_tx_sop), .tx_eop(r_tx_eop), .tx_vl(r_tx_vl),
+        .tx_ready(r_tx_ready),
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
         .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop),
-        .wr_valid(pay_wr_valid), .wr_addr(pay_wr_addr), .wr_len(pay_wr_len), .wr_data(pay_wr_data),
-        .wr_be(pay_wr_be), .wr_ready(pay_wr_ready),
+        .wr_valid(a_wr_valid), .wr_addr(a_wr_addr), .wr_len(a_wr_len), .wr_data(a_wr_data),
+        .wr_be(a_wr_be), .wr_ready(a_wr_ready),
         .no_qp(rx_no_qp),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
         .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
@@ -315,28 +412,30 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			"kc_req_need", "kc_req_addr", "kc_req_len", "kc_rsp_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
 			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "pay_wr_be", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
-			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "cpl_valid", "cpl_cqn",
+			"rx_not_req", "rx_icrc_err", "rx_hdr_err", "rx_pkey_viol", "rx_mcast_drop", "rx_no_qp", "rsp_acks", "rsp_naks", "rsp_dup", "rsp_seq_drop", "rsp_err_drop",
+			"rsp_no_qp", "rsp_todo", "cpl_valid", "cpl_cqn",
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
-			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
+			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
-			"PKEY_N"},
+			"PKEY_N", "ACK_COALESCE"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
-			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*"),
+			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*, the responder is between packets and no ACK waits in it"),
 			portIn("qp_cfg_qpn", "24", ""),
 			portIn("qp_cfg_dlid", "16", ""),
 			portIn("qp_cfg_slid", "16", ""),
 			portIn("qp_cfg_sl", "4", ""),
 			portIn("qp_cfg_vl", "VL_W", ""),
 			portIn("qp_cfg_rqpn", "24", ""),
-			portIn("qp_cfg_psn", "24", ""),
+			portIn("qp_cfg_psn", "24", "the requester's next PSN (ModifyQP's SQPSN)"),
+			portIn("qp_cfg_rqpsn", "24", "the responder's first expected PSN (ModifyQP's RQPSN at RTR)"),
 			portIn("qp_cfg_mtu", "3", ""),
 			portIn("qp_cfg_cqn", "CQN_W", "the QP's send CQ"),
 			portIn("qp_cfg_pd", "32", "the QP's protection domain: its gather elements' L_Keys are checked in it"),
@@ -376,7 +475,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portIn("dec_sge_addr", "64", ""),
 			portIn("dec_sge_last", "", ""),
 			portOut("fence_busy", "(1<<QPN_W)", "per context: a READ or atomic unanswered in its ring, so hca_wqe_fetch keeps a fenced WQE of it in its QP's buffer"),
-			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an R_Key or receive L_Key at the responder (TODO)"),
+			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an RDMA WRITE's R_Key at the responder (hca_share_arb between the two)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),
 			portOut("kc_req_pd", "32", ""),
@@ -394,7 +493,7 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portIn("pay_rd_ready", "", ""),
 			portIn("pay_rsp_valid", "", ""),
 			portIn("pay_rsp_data", "DATA_W", ""),
-			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads, atomics' original values (hca_requester)"),
+			portOut("pay_wr_valid", "", "payload writes (DMA client wr0): READ responses' payloads, atomics' original values (hca_requester), RDMA WRITE payloads (hca_responder)"),
 			portOut("pay_wr_addr", "64", ""),
 			portOut("pay_wr_len", "16", "bytes, on a write's first beat (whole blocks; hca_dma_engine)"),
 			portOut("pay_wr_data", "DATA_W", ""),
@@ -424,12 +523,19 @@ the responder's key checks (kc_*: the requester checks its gather elements' L_Ke
 			portOut("rx_ready", "", ""),
 			portOut("rx_nak_retry", "16", "received sequence error and RNR NAKs, which hca_requester retries (saturating)"),
 			portOut("rx_rsp_todo", "16", "received CNPs, dropped: TODO (saturating)"),
-			portOut("rx_not_req", "16", "received packets not for the requester (requests: no responder yet), dropped (saturating)"),
+			portOut("rx_not_req", "16", "received packets neither for the requester nor for the responder (requests other than RDMA WRITE, other transports), dropped (saturating)"),
 			portOut("rx_icrc_err", "16", "received packets whose ICRC or length failed, dropped (saturating)"),
 			portOut("rx_hdr_err", "16", "received packets whose unicast DLID is not one of the port's LIDs, TVer not 0, GRH or length malformed (hca_rx_ack's header), dropped (saturating)"),
 			portOut("rx_pkey_viol", "16", "received packets whose P_Key matches no valid P_Key table entry, dropped: P_KeyViolations (saturating)"),
 			portOut("rx_mcast_drop", "16", "received packets to a multicast or the permissive DLID (0xC000..0xFFFF), dropped: not for an RC requester (saturating)"),
 			portOut("rx_no_qp", "16", "received ACKNOWLEDGEs and responses for a QPN no QP context holds, dropped (saturating)"),
+			portOut("rsp_acks", "16", "the responder's counters (hca_responder's cnt_*; saturating): ACKs sent (as ACKNOWLEDGE packets on tx_*)"),
+			portOut("rsp_naks", "16", "NAKs sent"),
+			portOut("rsp_dup", "16", "duplicate WRITE packets re-ACKed"),
+			portOut("rsp_seq_drop", "16", "packets ahead dropped after their gap's sequence NAK"),
+			portOut("rsp_err_drop", "16", "packets for a context in ERR, dropped"),
+			portOut("rsp_no_qp", "16", "WRITE requests for a QPN no context holds, dropped"),
+			portOut("rsp_todo", "16", "requests of a kind the responder does not handle yet, dropped"),
 			portOut("cpl_valid", "", "completions (hca_cqe_writer's cpl_* ports)"),
 			portIn("cpl_ready", "", ""),
 			portOut("cpl_cqn", "CQN_W", ""),
@@ -479,6 +585,8 @@ func (p Params) value(name string) int {
 		return p.RetryTimeout
 	case "PKEY_N":
 		return p.PKeyN
+	case "ACK_COALESCE":
+		return p.AckCoalesce
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

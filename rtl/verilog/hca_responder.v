@@ -45,7 +45,8 @@
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
 // Counters: 16 bits, saturating.
 // TODO: SEND into receive WQEs, RDMA WRITE with immediate, READ (responder resources), atomics,
-// RNR NAKs, duplicates of READs and atomics, integration into hca_transport (docs/rtl.md).
+// RNR NAKs, duplicates of READs and atomics (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
+// through hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
     parameter integer ACK_COALESCE = 1   // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
@@ -214,9 +215,11 @@ module hca_responder #(
         sat = (v == 16'hFFFF) ? v : v + 16'd1;
     endfunction
 
-    // A context's fields other than its flags are written by cfg_* before
-    // they are read (every use needs ctx_valid), so only the flags reset.
-    always @(posedge clk) begin
+    // The control state (the engine, the contexts' flags, the owed ACK's flag, the transfer's counts,
+    // the counters) resets, asynchronously as every other block of hca_top; a context's other fields
+    // are written by cfg_* before they are read (every use needs ctx_valid), and the packet's fields
+    // before the engine leaves S_IDLE, so those have no reset (the second block).
+    always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             state <= S_IDLE;
             ctx_valid <= {NQ{1'b0}};
@@ -239,16 +242,7 @@ module hca_responder #(
                     ctx_err[cfg_qpn[QPN_W-1:0]]   <= 1'b0;
                     ctx_inmsg[cfg_qpn[QPN_W-1:0]] <= 1'b0;
                     ctx_naks[cfg_qpn[QPN_W-1:0]]  <= 1'b0;
-                    ctx_qpn[cfg_qpn[QPN_W-1:0]]   <= cfg_qpn;
-                    ctx_epsn[cfg_qpn[QPN_W-1:0]]  <= cfg_psn;
-                    ctx_msn[cfg_qpn[QPN_W-1:0]]   <= 24'd0;
-                    ctx_pd[cfg_qpn[QPN_W-1:0]]    <= cfg_pd;
-                    ctx_wva[cfg_qpn[QPN_W-1:0]]   <= 64'd0;
-                    ctx_pend[cfg_qpn[QPN_W-1:0]]  <= 11'd0;
-                    ctx_ppsn[cfg_qpn[QPN_W-1:0]]  <= 24'd0;
                 end else if (rq_valid) begin
-                    h_qpn <= rq_qpn; h_psn <= rq_psn; h_op <= rq_op; h_ackreq <= rq_ackreq;
-                    h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len;
                     state <= S_DEC;
                 end
             end
@@ -258,8 +252,6 @@ module hca_responder #(
                 x_src <= n_blk;
                 x_bt <= 8'd0;
                 p_ack <= 1'b0;
-                p_psn <= h_psn;
-                p_msn <= ctx_msn[ix];
                 state <= S_XFER;
                 if (!hit) begin
                     cnt_no_qp <= sat(cnt_no_qp);
@@ -272,20 +264,20 @@ module hca_responder #(
                         cnt_seq_drop <= sat(cnt_seq_drop);
                     end else begin
                         ctx_naks[ix] <= 1'b1;
-                        p_ack <= 1'b1; p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];
+                        p_ack <= 1'b1;
                     end
                 end else if (behind) begin
                     if (rd_atom) begin
                         cnt_todo <= sat(cnt_todo);
                     end else begin
                         cnt_dup <= sat(cnt_dup);
-                        p_ack <= 1'b1; p_syn <= SYN_ACK; p_psn <= ctx_epsn[ix] - 24'd1;
+                        p_ack <= 1'b1;
                     end
                 end else begin
                     ctx_naks[ix] <= 1'b0;
                     if (bad_seq) begin
                         ctx_err[ix] <= 1'b1;
-                        p_ack <= 1'b1; p_syn <= SYN_INV;
+                        p_ack <= 1'b1;
                     end else if (!is_wr) begin
                         cnt_todo <= sat(cnt_todo);
                     end else if (go_kc) begin
@@ -296,21 +288,14 @@ module hca_responder #(
             S_KREQ: if (kc_req_ready) state <= S_KRSP;
             S_KRSP: if (kc_rsp_valid) state <= S_XFER;
             S_XFER: begin
-                if (w_take) begin
-                    x_bt <= x_bt - 8'd1;
-                    x_first <= 1'b0;
-                end
-                if (x_pop) begin
-                    x_src <= x_src - 8'd1;
-                    x_prev <= rot;
-                end
+                if (w_take) x_bt <= x_bt - 8'd1;
+                if (x_pop) x_src <= x_src - 8'd1;
                 if (x_done) state <= S_ACK;
             end
             S_ACK: if (!p_ack) begin
                 state <= S_FLUSH;
             end else if (out_free) begin
                 ack_valid <= 1'b1;
-                ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
                 if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
                 else cnt_naks <= sat(cnt_naks);
                 state <= S_FLUSH;
@@ -318,35 +303,85 @@ module hca_responder #(
             S_FLUSH: state <= (hit && !rq_valid && ctx_pend[ix] != 11'd0) ? S_FACK : S_IDLE;
             S_FACK: if (out_free) begin
                 ack_valid <= 1'b1;
-                ack_qpn <= h_qpn; ack_psn <= ctx_ppsn[ix]; ack_syn <= SYN_ACK; ack_msn <= ctx_msn[ix];
                 cnt_acks <= sat(cnt_acks);
-                ctx_pend[ix] <= 11'd0;
                 state <= S_IDLE;
             end
             default: state <= S_IDLE;
             endcase
             if (k_fail) begin
                 ctx_err[ix] <= 1'b1;
-                p_ack <= 1'b1; p_syn <= SYN_ACC;
+                p_ack <= 1'b1;
             end
             if (commit) begin
                 x_wr <= h_len != 13'd0;
-                x_first <= 1'b1;
-                x_addr <= wva;
                 x_bt <= h_len != 13'd0 ? n_beat : 8'd0;
-                x_e <= n_sum[5:0] - 6'd1;
-                x_len <= {2'd0, n_beat, 6'd0};
-                ctx_wva[ix] <= wva + {51'd0, h_len};
                 ctx_inmsg[ix] <= !last;
-                ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;
-                ctx_msn[ix] <= msn_n;
-                if (h_ackreq) begin
-                    ctx_ppsn[ix] <= h_psn;
-                    ctx_pend[ix] <= ack_now ? 11'd0 : ctx_pend[ix] + 11'd1;
+                if (ack_now) p_ack <= 1'b1;
+            end
+        end
+    end
+
+    always @(posedge clk) begin
+        case (state)
+        S_IDLE: begin
+            if (cfg_valid) begin
+                ctx_qpn[cfg_qpn[QPN_W-1:0]]   <= cfg_qpn;
+                ctx_epsn[cfg_qpn[QPN_W-1:0]]  <= cfg_psn;
+                ctx_msn[cfg_qpn[QPN_W-1:0]]   <= 24'd0;
+                ctx_pd[cfg_qpn[QPN_W-1:0]]    <= cfg_pd;
+                ctx_wva[cfg_qpn[QPN_W-1:0]]   <= 64'd0;
+                ctx_pend[cfg_qpn[QPN_W-1:0]]  <= 11'd0;
+                ctx_ppsn[cfg_qpn[QPN_W-1:0]]  <= 24'd0;
+            end else if (rq_valid) begin
+                h_qpn <= rq_qpn; h_psn <= rq_psn; h_op <= rq_op; h_ackreq <= rq_ackreq;
+                h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len;
+            end
+        end
+        S_DEC: begin
+            p_psn <= h_psn;
+            p_msn <= ctx_msn[ix];
+            if (hit && !ctx_err[ix] && rc_req) begin
+                if (ahead) begin
+                    if (!ctx_naks[ix]) begin
+                        p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];
+                    end
+                end else if (behind) begin
+                    if (!rd_atom) begin
+                        p_syn <= SYN_ACK; p_psn <= ctx_epsn[ix] - 24'd1;
+                    end
+                end else if (bad_seq) begin
+                    p_syn <= SYN_INV;
                 end
-                if (ack_now) begin
-                    p_ack <= 1'b1; p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= msn_n;
-                end
+            end
+        end
+        S_XFER: begin
+            if (w_take) x_first <= 1'b0;
+            if (x_pop) x_prev <= rot;
+        end
+        S_ACK: if (p_ack && out_free) begin
+            ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
+        end
+        S_FACK: if (out_free) begin
+            ack_qpn <= h_qpn; ack_psn <= ctx_ppsn[ix]; ack_syn <= SYN_ACK; ack_msn <= ctx_msn[ix];
+            ctx_pend[ix] <= 11'd0;
+        end
+        default: ;
+        endcase
+        if (k_fail) p_syn <= SYN_ACC;
+        if (commit) begin
+            x_first <= 1'b1;
+            x_addr <= wva;
+            x_e <= n_sum[5:0] - 6'd1;
+            x_len <= {2'd0, n_beat, 6'd0};
+            ctx_wva[ix] <= wva + {51'd0, h_len};
+            ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;
+            ctx_msn[ix] <= msn_n;
+            if (h_ackreq) begin
+                ctx_ppsn[ix] <= h_psn;
+                ctx_pend[ix] <= ack_now ? 11'd0 : ctx_pend[ix] + 11'd1;
+            end
+            if (ack_now) begin
+                p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= msn_n;
             end
         end
     end

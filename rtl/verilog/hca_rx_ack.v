@@ -2,8 +2,9 @@
 // requires of a channel adapter before acting on it (the ICRC and the length, LRH.DLID against
 // the port's LIDs, BTH.TVer, the P_Key against the port's P_Key table, a unicast DLID), decodes its
 // headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK), RDMA READ response
-// (0x0D..0x10) and ATOMIC ACKNOWLEDGE (0x12) that passed to hca_requester's ack_* port, in the order
-// they came; everything else it consumes and drops, counted.
+// (0x0D..0x10) and ATOMIC ACKNOWLEDGE (0x12) that passed to hca_requester's ack_* port, and every
+// RC RDMA WRITE request without immediate (FIRST 0x06, MIDDLE 0x07, LAST 0x08, ONLY 0x0A) to
+// hca_responder's rq_* port, in the order they came; everything else it consumes and drops, counted.
 // Go model: hca.Device.complete, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome), OnReadResponse and
 // OnAtomicAck on the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
 // the P_Key 0xFFFF on every packet and every port, and multicast only to UD QPs, so it has no
@@ -54,7 +55,10 @@
 //   global; MIDDLE has none) and PadCnt's pad bytes; an ATOMIC ACKNOWLEDGE whose PktLen is not
 //   its headers' (9 words local, 19 global: stricter than ParseWire, as for an ACK). A READ
 //   response's payload against the QP's path MTU (FIRST and MIDDLE carry exactly one, LAST 1..PMTU
-//   bytes) is TODO with the response path, which has the QP context.
+//   bytes) is TODO with the response path, which has the QP context. An RDMA WRITE request whose
+//   PktLen leaves no room for its RETH (FIRST, ONLY: 4 words more; ParseWire's rule) and PadCnt's
+//   bytes, or whose payload is above 4096 bytes (no IB path MTU is larger: the payload FIFO and
+//   hca_responder take at most 64 blocks a packet; the RTL's rule, ParseWire has none): hdr_err.
 // - pkey_viol: BTH.P_Key matches no valid entry of the port's P_Key table (PKEY_N entries,
 //   written through pkey_cfg_*). IBA ch. 10's partition rule, as Linux rxe's pkey_match: an entry
 //   matches when the low 15 bits (the partition) are equal, not 0, and at least one of the two is
@@ -78,9 +82,9 @@
 //   of the packet's headers: a counter of its own, not hdr_err (PortRcvErrors' kind), so a UD
 //   receive path can take them later without changing what hdr_err means. Decided after the
 //   P_Key, which IBA checks on multicast packets too.
-// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; a CNP counts on
-//   rsp_todo; anything else on not_req. One for a QPN no context holds is hca_requester's to count
-//   (its no_qp: the contexts are there).
+// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; an RDMA WRITE request
+//   to rq_*; a CNP counts on rsp_todo; anything else on not_req. One for a QPN no context holds is
+//   hca_requester's or hca_responder's to count (their no_qp: the contexts are there).
 // Decisions:
 // - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
 //   beat (sop) said is held in seven flags meanwhile (p_*). An ACKNOWLEDGE is one beat local (8 + 12
@@ -106,15 +110,23 @@
 //   wait), or fails the QP when its retry counters are spent (its header).
 // - CNPs (0x80, congestion control's; ours) count on rsp_todo and are dropped: TODO with
 //   congestion control.
-// - Every other packet counts on not_req and is dropped: requests for a responder (the responder
-//   is not built in RTL), UD and other transports, a raw LNH.
+// - An RC RDMA WRITE request that passes goes out on rq_* (an output register, valid/ready, as
+//   ack_*: loaded at its sop, or for a RETH with a GRH, which ends in the second beat, at that
+//   beat; rq_valid rises at its eop): rq_qpn = DestQP, rq_psn = PSN, rq_op = BTH.OpCode, rq_ackreq
+//   = BTH.A, the RETH's VA, R_Key and DMA length (bytes 20..35 local, 60..75 with a GRH; read by
+//   hca_responder on a FIRST or ONLY only), rq_len = the payload's bytes (as ack_len: PktLen x 4
+//   less LRH, GRH, BTH, the RETH on FIRST/ONLY, the ICRC and PadCnt's bytes). Its payload goes into
+//   the same payload FIFO as a READ response's (below), for hca_responder (rpd_*).
+// - Every other packet counts on not_req and is dropped: RC requests hca_responder does not take
+//   yet (SEND, RDMA WRITE with immediate, READ requests, atomics: TODO), UD and other transports,
+//   a raw LNH. not_req: "not for the requester nor the responder".
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
 // P_KeyViolations.
 // Not checked here (TODO): the GRH's DGID against the port's GIDs (the model's parser does not
 // check it either), the QP context's P_Key index (IBA checks a packet against the entry its
 // QP uses; here any valid entry passes it, as a port with one partition per QP would), the
 // reserved DLID 0 on a port whose port_lid is 0 (not yet given a LID: it matches here), PktLen
-// against the headers of requests (the responder's), a READ response's payload against the path
+// against the headers of requests other than RDMA WRITE (not taken yet), a READ response's payload against the path
 // MTU.
 module hca_rx_ack #(
     parameter integer PKEY_N = 4    // entries of the P_Key table (NodeInfo.PartitionCap)
@@ -140,9 +152,21 @@ module hca_rx_ack #(
     output reg  [12:0]  ack_len,    // a READ response's payload bytes (PktLen x 4 less its headers, ICRC and PadCnt)
     output reg  [63:0]  ack_orig,   // an atomic ACK's AtomicAckETH: the original remote value
     output reg  [6:0]   ack_blk,    // a READ response's payload blocks it left in the payload FIFO (pd_*)
-    output wire         pd_valid,   // the payload FIFO's head block: READ response payloads, realigned
-    output wire [511:0] pd_data,
+    output reg          rq_valid,   // an RC RDMA WRITE request's header (hca_responder's rq_*)
+    input  wire         rq_ready,
+    output reg  [23:0]  rq_qpn,
+    output reg  [23:0]  rq_psn,
+    output reg  [7:0]   rq_op,
+    output reg          rq_ackreq,  // BTH.A
+    output reg  [63:0]  rq_va,      // the RETH (FIRST, ONLY)
+    output reg  [31:0]  rq_rkey,
+    output reg  [31:0]  rq_dlen,
+    output reg  [12:0]  rq_len,     // the payload's bytes (0..4096)
+    output wire         pd_valid,   // the payload FIFO's head block, when a READ response's (the requester's)
+    output wire [511:0] pd_data,    // the head block, for either consumer
     input  wire         pd_pop,
+    output wire         rpd_valid,  // the payload FIFO's head block, when an RDMA WRITE request's (the responder's)
+    input  wire         rpd_pop,
     output reg  [15:0]  nak_retry,  // sequence error and RNR NAKs passed on (hca_requester retries)
     output reg  [15:0]  rsp_todo,   // CNPs: dropped (TODO)
     output reg  [15:0]  not_req,    // packets not for the requester: dropped
@@ -157,7 +181,7 @@ module hca_rx_ack #(
     // The stream moves while the ACK register is free (or being taken) and the payload FIFO has room
     // for a block (a beat pushes at most one).
     wire         pd_room;
-    wire         c_ready = (!ack_valid || ack_ready) && pd_room;
+    wire         c_ready = (!ack_valid || ack_ready) && (!rq_valid || rq_ready) && pd_room;
     ib_icrc u_icrc (
         .clk(clk), .rst_n(rst_n),
         .in_valid(rx_valid), .in_ready(rx_ready), .in_data(rx_data), .in_sop(rx_sop), .in_eop(rx_eop),
@@ -200,6 +224,11 @@ module hca_rx_ack #(
     wire         to_req = is_ack || rd_rsp || at_ack;
     wire         is_rsp = is_ib && opcode == 8'h80;             // a CNP: congestion control's, TODO
     wire         retry  = is_ack && (syn == 8'h60 || syn[7:5] == 3'b001);
+    // For the responder (rq_*): an RC RDMA WRITE without immediate, FIRST, MIDDLE, LAST, ONLY; the
+    // RETH on FIRST and ONLY.
+    wire         wr_req = is_ib && (opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08 || opcode == 8'h0A);
+    wire         wr_reth = opcode == 8'h06 || opcode == 8'h0A;
+    wire         ackreq = bth[31];                           // BTH byte 8, bit 7 (A)
     // 0xC000..0xFFFF: the multicast LIDs and the permissive LID, the two top bits set.
     wire         mc     = dlid[15:14] == 2'b11;
     wire [15:0]  lmc_keep = 16'hFFFF << port_lmc;            // the bits above the LMC's path bits
@@ -212,15 +241,19 @@ module hca_rx_ack #(
     wire         grh_bad  = global && (g_ipver != 4'd6 || g_nxthdr != 8'h1B ||
                                        g_paylen != {3'd0, pktlen, 2'b00} - 16'd48);
     // The words a packet's headers take with its ICRC (LRH 2, GRH 10, BTH 3, ICRC 1; a READ
-    // response's AETH 1 but MIDDLE's; an atomic ACK's AETH and AtomicAckETH 3): PktLen must leave
-    // room for them and for PadCnt's bytes (ib.ParseWire's rules), and is exactly them for an
-    // atomic ACK, which carries no payload (as an ACK: 7 words local, 17 global).
+    // response's AETH 1 but MIDDLE's; a WRITE's RETH 4 on FIRST and ONLY; an atomic ACK's AETH and
+    // AtomicAckETH 3): PktLen must leave room for them and for PadCnt's bytes (ib.ParseWire's
+    // rules), and is exactly them for an atomic ACK, which carries no payload (as an ACK: 7 words
+    // local, 17 global).
+    wire         has_pay  = rd_rsp || wr_req;                // a packet whose payload goes into the FIFO
+    wire         is_mid   = opcode == 8'h0E;
     wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
-    wire [10:0]  rsp_w    = base_w + {10'd0, opcode != 8'h0E};
-    // A READ response's payload: the words past its headers and ICRC, less PadCnt's bytes (taken on
-    // a response that passes the length rule above, so never below 0).
+    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, wr_req && wr_reth, 2'b00};
+    // A READ response's or WRITE request's payload: the words past its headers and ICRC, less
+    // PadCnt's bytes (taken on a packet that passes the length rule above, so never below 0).
     wire [12:0]  rsp_pay  = {pktlen - rsp_w, 2'b00} - {11'd0, padcnt};
-    wire         rsp_bad  = (rd_rsp && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
+    wire         rsp_bad  = (has_pay && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
+                            (wr_req && rsp_pay > 13'd4096) ||
                             (at_ack && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
                             (is_ib && pktlen < base_w) || grh_bad || rsp_bad ||
@@ -236,7 +269,7 @@ module hca_rx_ack #(
     wire         pkey_bad = is_ib && !pkey_ok;
 
     // What the first beat said, held to the last: the flags below at sop, p_* after it.
-    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat;
+    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat, p_wrq, p_grq;
     wire         k_ib    = c_sop ? is_ib    : p_ib;
     wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
     wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
@@ -244,6 +277,7 @@ module hca_rx_ack #(
     wire         k_ack   = c_sop ? to_req   : p_ack;
     wire         k_retry = c_sop ? retry    : p_retry;
     wire         k_rsp   = c_sop ? is_rsp   : p_rsp;
+    wire         k_wrq   = c_sop ? wr_req   : p_wrq;
 
     wire take = c_valid && c_ready;
     wire head = take && c_sop;
@@ -258,6 +292,7 @@ module hca_rx_ack #(
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             ack_valid  <= 1'b0;
+            rq_valid   <= 1'b0;
             nak_retry  <= 16'd0;
             rsp_todo   <= 16'd0;
             not_req    <= 16'd0;
@@ -268,9 +303,11 @@ module hca_rx_ack #(
         end else begin
             if (d_ok && k_ack) ack_valid <= 1'b1;
             else if (ack_ready) ack_valid <= 1'b0;
+            if (d_ok && k_wrq) rq_valid <= 1'b1;
+            else if (rq_ready) rq_valid <= 1'b0;
             if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF) nak_retry <= nak_retry + 16'd1;
             if (d_ok && !k_ack && k_rsp && rsp_todo != 16'hFFFF) rsp_todo <= rsp_todo + 16'd1;
-            if (d_ok && !k_ack && !k_rsp && not_req != 16'hFFFF) not_req <= not_req + 16'd1;
+            if (d_ok && !k_ack && !k_wrq && !k_rsp && not_req != 16'hFFFF) not_req <= not_req + 16'd1;
             if (d_icrc && icrc_err != 16'hFFFF) icrc_err <= icrc_err + 16'd1;
             if (d_hdr && hdr_err != 16'hFFFF) hdr_err <= hdr_err + 16'd1;
             if (d_pkey && pkey_viol != 16'hFFFF) pkey_viol <= pkey_viol + 16'd1;
@@ -288,6 +325,8 @@ module hca_rx_ack #(
             p_retry <= retry;
             p_rsp   <= is_rsp;
             p_gat   <= global && at_ack;
+            p_wrq   <= wr_req;
+            p_grq   <= global && wr_req && wr_reth;
         end
         if (head && to_req) begin
             ack_qpn <= dqpn;
@@ -300,11 +339,24 @@ module hca_rx_ack #(
             ack_orig <= c_data[511-8*24 -: 64];
         end
         if (take && !c_sop && p_gat) ack_orig <= c_data[511 -: 64];
+        // An RDMA WRITE request: the RETH at bytes 20..35 local; with a GRH at bytes 60..75, the first
+        // beat's last 4 (the VA's high half) and the second beat's first 12, loaded there.
+        if (head && wr_req) begin
+            rq_qpn    <= dqpn;
+            rq_psn    <= psn;
+            rq_op     <= opcode;
+            rq_ackreq <= ackreq;
+            rq_len    <= rsp_pay;
+            if (global) rq_va[63:32] <= c_data[511-8*60 -: 32];
+            else {rq_va, rq_rkey, rq_dlen} <= c_data[511-8*20 -: 128];
+        end
+        if (take && !c_sop && p_grq && p_beat == 7'd1) {rq_va[31:0], rq_rkey, rq_dlen} <= c_data[511 -: 96];
     end
 
-    // ---- READ response payloads, realigned to blocks, into the payload FIFO ----
-    // The payload starts 20 bytes into the packet (a MIDDLE, local: LRH 8, BTH 12), 24 (FIRST, LAST,
-    // ONLY: the AETH 4 more), 60 or 64 (with a GRH): block i is the payload's bytes 64i..64i+63,
+    // ---- READ response and RDMA WRITE payloads, realigned to blocks, into the payload FIFO ----
+    // A READ response's payload starts 20 bytes into the packet (a MIDDLE, local: LRH 8, BTH 12), 24
+    // (FIRST, LAST, ONLY: the AETH 4 more), 60 or 64 (with a GRH); a WRITE's 20 (MIDDLE, LAST) or 36
+    // (FIRST, ONLY: the RETH 16 more), 60 or 76 with a GRH: block i is the payload's bytes 64i..64i+63,
     // the bytes from the offset in one beat and the rest from the next, pushed when the next beat
     // comes, at most one a beat, and not past the payload's blocks (at most 64: an MTU of 4096). A
     // payload that ends inside a block may have that last block start in the packet's last beat
@@ -312,47 +364,63 @@ module hca_rx_ack #(
     // packet that passes pushes it in the cycle after its last beat (p_tail), from that beat alone
     // (the next beat's bytes taken as 0). That cycle's beat, if any, is a next packet's first,
     // which pushes nothing, so one push a cycle still holds. ack_blk says how many were pushed,
-    // the tail's included: ceil(payload / 64) for a packet that passes. Those of a packet dropped
-    // at its last beat are taken back (the FIFO's drop); a dropped packet pushes no tail.
-    wire         is_mid  = opcode == 8'h0E;
-    wire [1:0]   sh_code = global ? (is_mid ? 2'd3 : 2'd0) : (is_mid ? 2'd1 : 2'd2);
+    // the tail's included: ceil(payload / 64) for a READ response that passes (hca_responder counts
+    // a WRITE's blocks from rq_len: the same ceil(rq_len / 64)). Those of a packet dropped at its
+    // last beat are taken back (the FIFO's drop); a dropped packet pushes no tail.
+    // Two consumers, one FIFO: each block carries a tag (1: an RDMA WRITE's, for hca_responder on
+    // rpd_*; 0: a READ response's, for hca_requester on pd_*), and each consumer sees and pops the
+    // head only when it is its own. Headers leave one at a time in arrival order (the stream waits
+    // while ack_* or rq_* holds one), and a packet's blocks are contiguous in the FIFO (all pushed
+    // by the cycle after its eop, before the next packet's first), so a consumer whose header is
+    // taken finds its blocks at the head once the other has taken those of the packets before it;
+    // neither waits on the other for anything but that.
+    wire [6:0]   pay_at  = (global ? 7'd48 : 7'd8) + 7'd12 + {4'd0, rd_rsp && !is_mid, 2'b00} +
+                           {2'd0, wr_req && wr_reth, 4'd0};   // the payload's first byte in the packet
+    wire [5:0]   sh_code = pay_at[5:0];                        // its offset in its beat: 0, 12, 20, 24, 36, 60
+    wire         sh_late = pay_at[6];                          // in the second beat (64, 76)
     wire [13:0]  nb_up   = {1'b0, rsp_pay} + 14'd63;
     wire [6:0]   nb_cap  = nb_up[13:6] > 8'd64 ? 7'd64 : nb_up[12:6];
     reg  [511:0] prev;      // the packet's previous beat
-    reg  [1:0]   p_sh;      // the payload's offset in its first beat: 0 (64: the second beat's 0), 20, 24, 60
+    reg  [5:0]   p_sh;      // the payload's offset in its first beat: 20, 24, 36, 60, or 0, 12 in the second (64, 76)
+    reg          p_late;    // the payload starts in the second beat
     reg  [6:0]   p_nb;      // its blocks (at most 64)
     reg  [6:0]   p_blk;     // blocks pushed
     reg  [6:0]   p_beat;    // beats taken before this one (saturating)
-    reg          p_rdp;     // the packet is a READ response
+    reg          p_rdp;     // the packet carries a payload for the FIFO (a READ response or a WRITE request)
     reg          p_tail;    // the last block of the packet before is still to push, from prev alone
     wire [511:0] nxt     = p_tail ? 512'd0 : c_data;
     reg  [511:0] blk;
     always @* begin
         case (p_sh)
-            2'd1:    blk = {prev[351:0], nxt[511:352]};  // 20 bytes on
-            2'd2:    blk = {prev[319:0], nxt[511:320]};  // 24
-            2'd3:    blk = {prev[31:0],  nxt[511:32]};   // 60
+            6'd12:   blk = {prev[415:0], nxt[511:416]};  // 76 bytes on: 12 into the second beat
+            6'd20:   blk = {prev[351:0], nxt[511:352]};  // 20 bytes on
+            6'd24:   blk = {prev[319:0], nxt[511:320]};  // 24
+            6'd36:   blk = {prev[223:0], nxt[511:224]};  // 36
+            6'd60:   blk = {prev[31:0],  nxt[511:32]};   // 60
             default: blk = prev;                           // 64: whole beats from the second
         endcase
     end
     wire         ok_now  = !crc_bad && !k_hdr && !k_pkey && !k_mc;  // at the last beat: the packet passes
-    wire [6:0]   p_from  = (p_sh == 2'd0) ? 7'd2 : 7'd1;            // the first beat that completes block 0
+    wire [6:0]   p_from  = p_late ? 7'd2 : 7'd1;                     // the first beat that completes block 0
     wire         pd_beat = take && !c_sop && p_rdp && p_beat >= p_from && p_blk < p_nb && (!c_eop || ok_now);
     wire         pd_push = pd_beat || (p_tail && pd_push_ready);
     wire         pd_drop = done && !c_sop && p_rdp && !ok_now && p_blk != 7'd0;
     // At a passing last beat: the packet's blocks pushed by then (a one-beat packet's p_* are not
     // loaded yet: its first beat's decode), and whether its last is still to come (the tail).
-    wire         k_rdp   = c_sop ? rd_rsp : p_rdp;
+    wire         k_rdp   = c_sop ? has_pay : p_rdp;
     wire [6:0]   k_blk   = (c_sop ? 7'd0 : p_blk) + {6'd0, pd_beat};
     wire         t_need  = done && ok_now && k_rdp && k_blk < (c_sop ? nb_cap : p_nb);
     wire [7:0]   pd_count;
     wire         pd_push_ready;
     assign pd_room = pd_push_ready;
     localparam integer PD_DEPTH = 128;  // two responses' payloads at MTU 4096 (rtl.RxPayBlocks)
-    sync_fifo #(.WIDTH(512), .DEPTH(PD_DEPTH)) u_payload (
+    wire         f_valid, f_tag;
+    assign pd_valid  = f_valid && !f_tag;
+    assign rpd_valid = f_valid && f_tag;
+    sync_fifo #(.WIDTH(513), .DEPTH(PD_DEPTH)) u_payload (
         .clk(clk), .rst_n(rst_n),
-        .push_valid(pd_push), .push_ready(pd_push_ready), .push_data(blk),
-        .pop_valid(pd_valid), .pop_ready(pd_pop), .pop_data(pd_data),
+        .push_valid(pd_push), .push_ready(pd_push_ready), .push_data({p_wrq, blk}),
+        .pop_valid(f_valid), .pop_ready((pd_pop && pd_valid) || (rpd_pop && rpd_valid)), .pop_data({f_tag, pd_data}),
         .count(pd_count),
         .drop_valid(pd_drop), .drop_count({1'b0, p_blk})
     );
@@ -365,8 +433,9 @@ module hca_rx_ack #(
         if (take) prev <= c_data;
         if (head) begin
             p_sh   <= sh_code;
+            p_late <= sh_late;
             p_nb   <= nb_cap;
-            p_rdp  <= rd_rsp;
+            p_rdp  <= has_pay;
             p_blk  <= 7'd0;
             p_beat <= 7'd1;
         end else if (take) begin
@@ -375,10 +444,10 @@ module hca_rx_ack #(
         end
         // The blocks a READ response left in the FIFO, with its header (set at its last beat; 0 for a
         // packet of one beat, or not a READ response).
-        if (done) ack_blk <= k_rdp ? k_blk + {6'd0, t_need} : 7'd0;
+        if (done) ack_blk <= k_rdp ? k_blk + {6'd0, t_need} : 7'd0;   // (read for a READ response only)
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, c_data, nxt[31:0], bth[87:84], bth[63:56], bth[31:24], pd_count, nb_up[5:0], 1'b0};
+    wire unused_ok = &{1'b0, c_data, nxt[31:0], bth[87:84], bth[63:56], bth[30:24], pd_count, nb_up[5:0], 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

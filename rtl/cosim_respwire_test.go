@@ -1,0 +1,803 @@
+package rtl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// ---- hca_rx_ack -> hca_responder, with hca_share_arb, as hca_transport wires them ----
+//
+// The responder's run (respRun, ACK_COALESCE 1, no SEND inside a WRITE:
+// hca_rx_ack hands only RDMA WRITEs to it) goes as wire packets
+// (ib.AppendWire, a GRH one time in four) into hca_rx_ack's rx_*, whose rq_*
+// and request-tagged payload blocks feed hca_responder as in hca_transport;
+// between them come RDMA READ responses (for the requester: a stand-in in
+// the testbench takes each from ack_*, pops its ack_blk blocks from pd_*
+// and writes them through wr0 at an address of its own) and requests the
+// responder does not take (SEND, READ, WRITE with immediate: dropped on
+// not_req). The stand-in also asks hca_key_check for R_Key checks of its
+// own through the key-check arbiter while the responder asks for its own,
+// so both arbiters of hca_share_arb see both clients. The checks: the
+// responder's ACKs and NAKs, counters and host bytes are the model's
+// (hca.Responder, as TestResponderCosim); every READ response reaches the
+// stand-in with its opcode, length and ceil(length / 64) blocks, whose bytes
+// land at its address; each of the stand-in's key checks gets
+// hca.KeyTable.CheckRemote's result; no two writes' beats interleave on
+// wr0; not_req counts the other requests; nothing is dropped as malformed.
+// ACK_COALESCE 1 only: with 1, no ACK is ever owed, so the flush (which
+// depends on whether the next header already waits on rq_*, a matter of
+// cycles here) never fires and the ACK sequence is fixed by the packets;
+// coalescing and its flush are co-simulated at the block (TestResponderCosim).
+
+const respWireLID = 0x0123 // the port's LID (port_lid)
+
+// respWireRA is where the stand-in writes READ response k: RA + k x 8192.
+const respWireRA = uint64(0x7F00_0000_0000)
+
+// respWireKey is one of the stand-in's key checks and the model's result.
+type respWireKey struct {
+	key, pd uint32
+	addr, n uint64
+	want    hca.KeyResult
+}
+
+// respWire is a wired run: the responder's run and what goes with it.
+type respWire struct {
+	run    *respRun
+	r      *rand.Rand
+	ents   []string    // rx.hex: beats and context writes
+	rsps   [][]byte    // the READ responses' payloads, in order
+	rspOps []ib.Opcode // their opcodes
+	notReq int         // requests the responder does not take
+	keys   []respWireKey
+	grh    int      // WRITE packets with a GRH
+	sq     [][]byte // the requester's packets on its transmit port, whole beats
+}
+
+// respWirePath is the path hca_ack_tx addresses a QP's ACKs with (the
+// context write's DLID, SLID, SL, VL, remote QPN), made from its QPN so
+// that a QP written again keeps it: the model's hca.Device.address.
+func respWirePath(qpn uint32) (dlid, slid uint16, sl, vl uint8, rqpn uint32) {
+	return uint16(qpn>>2)&0x3FFF | 1, respWireLID, uint8(qpn>>3) & 0xF, uint8(qpn>>5) & 1, (qpn ^ 0x5A5A5A) & 0xFFFFFF
+}
+
+// ackWire is the ACKNOWLEDGE hca.Device.sendAck sends for a, as
+// ib.AppendWire encodes it, its VCRC zero (ib_link writes it) and the beat
+// zero past it.
+func ackWire(a respAck) []byte {
+	dlid, slid, sl, vl, rqpn := respWirePath(a.qpn)
+	w := ib.AppendWire(nil, &ib.Packet{Opcode: ib.Acknowledge, DLID: dlid, SLID: slid, SL: sl, VL: vl, DestQP: rqpn,
+		PSN: a.psn, AETH: ib.AETH{Syndrome: uint8(a.syn), MSN: a.msn}})
+	b := make([]byte, BlockBytes)
+	copy(b, w[:len(w)-ib.VCRCBytes])
+	return b
+}
+
+func newRespWire(seed uint64, steps int) *respWire {
+	run := newRespRun(seed, 1)
+	run.noSend = true
+	run.fill(steps)
+	w := &respWire{run: run, r: rand.New(rand.NewPCG(seed, 0x3172))}
+	r := w.r
+	beat := func(p *ib.Packet, gap bool) {
+		b := ib.AppendWire(nil, p)
+		n := (len(b) + BlockBytes - 1) / BlockBytes
+		buf := make([]byte, n*BlockBytes)
+		copy(buf, b)
+		for i := range n {
+			flags := 0
+			if i == 0 {
+				flags |= 2
+			}
+			if i == n-1 {
+				flags |= 1
+				if gap {
+					flags |= 4
+				}
+			}
+			w.ents = append(w.ents, fmt.Sprintf("0%x%x", flags, buf[i*BlockBytes:(i+1)*BlockBytes]))
+		}
+	}
+	for _, p := range run.stream {
+		if p.cfg {
+			dlid, slid, sl, vl, rqpn := respWirePath(p.qpn)
+			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%04x%04x%x%06x%x%092x", p.qpn, p.psn, p.pd, dlid, slid, sl, rqpn, vl<<3, 0))
+			continue
+		}
+		if r.IntN(3) == 0 {
+			// A READ response for the requester.
+			op := []ib.Opcode{ib.RDMAReadResponseFirst, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseLast,
+				ib.RDMAReadResponseOnly}[r.IntN(4)]
+			n := 1 + r.IntN(600)
+			if op == ib.RDMAReadResponseOnly && r.IntN(8) == 0 {
+				n = 0
+			}
+			pay := make([]byte, n)
+			for k := range pay {
+				pay[k] = byte(r.Uint32())
+			}
+			w.rsps, w.rspOps = append(w.rsps, pay), append(w.rspOps, op)
+			beat(&ib.Packet{Opcode: op, DLID: respWireLID, SLID: uint16(r.Uint32()), GRH: r.IntN(4) == 0,
+				DestQP: r.Uint32() & 0xffffff, PSN: r.Uint32() & 0xffffff, AETH: ib.AETH{Syndrome: hca.SynACKNoLimit},
+				PayloadLen: n, Payload: pay}, false)
+		}
+		if r.IntN(12) == 0 {
+			// A request the responder does not take yet: dropped on not_req.
+			op := []ib.Opcode{ib.SendOnly, ib.RDMAReadRequest, ib.RDMAWriteOnlyImm, ib.SendFirst}[r.IntN(4)]
+			q := &ib.Packet{Opcode: op, DLID: respWireLID, GRH: r.IntN(4) == 0, DestQP: p.qpn, PSN: p.psn,
+				RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: 64}}
+			if op != ib.RDMAReadRequest {
+				q.PayloadLen = 1 + r.IntN(200)
+				q.Payload = make([]byte, q.PayloadLen)
+			}
+			w.notReq++
+			beat(q, false)
+		}
+		g := r.IntN(4) == 0
+		if g {
+			w.grh++
+		}
+		beat(&ib.Packet{Opcode: p.op, DLID: respWireLID, SLID: uint16(r.Uint32()), GRH: g, DestQP: p.qpn, PSN: p.psn,
+			AckReq: p.ackReq, RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: p.dlen}, PayloadLen: len(p.pay), Payload: p.pay}, p.gap)
+	}
+	// The requester's packets (opaque here: a VL in LRH.VL, BTH opcode 0x04,
+	// 1..3 beats of random bytes) for the transmit port hca_ack_tx shares.
+	for range steps {
+		b := make([]byte, (1+r.IntN(3))*BlockBytes)
+		for k := range b {
+			b[k] = byte(r.Uint32())
+		}
+		b[0] = byte(r.IntN(2)) << 4
+		b[8] = 0x04
+		w.sq = append(w.sq, b)
+	}
+	// The stand-in's key checks: regions of every PD, in and out of bounds,
+	// in the right PD or another, stale keys.
+	for range 400 {
+		mr := run.regions[r.IntN(len(run.regions))]
+		k := respWireKey{key: mr.RKey, pd: run.pds[r.IntN(3)], addr: mr.Addr + uint64(r.IntN(int(mr.Length))), n: uint64(r.IntN(4096))}
+		if r.IntN(2) == 0 {
+			k.pd = mr.PD
+		}
+		if r.IntN(8) == 0 {
+			k.key ^= uint32(1 + r.IntN(255))
+		}
+		k.want = run.table.CheckRemote(k.key, k.pd, 0, hca.AccessRemoteWrite, k.addr, k.n)
+		w.keys = append(w.keys, k)
+	}
+	return w
+}
+
+// write puts rx.hex, kreq.hex and mpt.hex into dir.
+func (w *respWire) write(t *testing.T, dir string) {
+	t.Helper()
+	var kb strings.Builder
+	for _, k := range w.keys {
+		fmt.Fprintf(&kb, "%016x%016x%016x%016x\n", uint64(2)<<32|uint64(k.key), uint64(k.pd)<<32, k.addr, k.n)
+	}
+	var sb strings.Builder
+	for _, b := range w.sq {
+		for i := 0; i < len(b); i += BlockBytes {
+			flags := 0
+			if i == 0 {
+				flags |= 2
+			}
+			if i+BlockBytes == len(b) {
+				flags |= 1
+			}
+			fmt.Fprintf(&sb, "%x%x%x\n", b[0]>>4, flags, b[i:i+BlockBytes])
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sq.hex"), []byte(sb.String()), 0o644))
+	w.run.write(t, dir) // mpt.hex (and the block run's files, unused)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rx.hex"), []byte(strings.Join(w.ents, "\n")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kreq.hex"), []byte(kb.String()), 0o644))
+}
+
+// respWireTB: hca_rx_ack, hca_responder (QPN_W 2, ACK_COALESCE 1),
+// hca_share_arb and hca_key_check (no cache) wired as in hca_transport, the
+// requester a stand-in (above). rx.hex entries: [519:516] 0 a beat
+// ([514] the last beat of a gap packet, [513] sop, [512] eop, [511:0] its
+// bytes), 1 a context write for the responder ([511:488] QPN, [487:464]
+// PSN, [463:432] PD). After a gap packet nothing more comes until the
+// responder is idle with no header waiting. rx_valid, wr_ready, the ACK
+// ready, the MPT and the stand-in's readies are random. Log: W client addr
+// len be data (each wr0 beat), A qpn psn syn msn (the responder's ACKs),
+// R op len blk (each READ response the stand-in takes), K index result
+// (its key checks), C counters, DONE cycles.
+const respWireTB = "`timescale 1ns/1ps\n" + `
+module tb;
+    parameter integer SEED = 1;
+    reg clk = 1'b0, rst_n = 1'b0;
+    always #1 clk = ~clk;
+    reg [519:0] ent [0:65535];
+    reg [519:0] sq [0:1023];
+    reg [255:0] kreq [0:1023];
+    reg [255:0] mpt [0:63];
+    integer ne, nk, ns, ei, ki, rk, si, cyc, idle, hold, seed, lat, stall, perr;
+    reg rnd_rx, rnd_wr, rnd_mpt, rnd_ra, rnd_k, rnd_kr, rnd_pick, rnd_vl, rnd_tx, rnd_c0, rnd_c1, rnd_s, rnd_s16;
+    wire [519:0] e = ent[ei];
+    wire more = ei < ne;
+    wire is_cfg = e[519:516] == 4'd1;
+    // ---- hca_rx_ack ----
+    wire rx_valid = more && !is_cfg && hold == 0 && rnd_rx;
+    wire rx_ready;
+    wire ack_valid, ack_ready;
+    wire [23:0] ack_qpn, ack_psn;
+    wire [7:0] ack_syn, ack_op;
+    wire [12:0] ack_len;
+    wire [63:0] ack_orig;
+    wire [6:0] ack_blk;
+    wire rq_valid, rq_ready, rq_ackreq, pd_valid, pd_pop, rpd_valid, rpd_pop;
+    wire [23:0] rq_qpn, rq_psn;
+    wire [7:0] rq_op;
+    wire [63:0] rq_va;
+    wire [31:0] rq_rkey, rq_dlen;
+    wire [12:0] rq_len;
+    wire [511:0] pd_data;
+    wire [15:0] x_nak, x_rsp, x_notreq, x_icrc, x_hdr, x_pkey, x_mc;
+    hca_rx_ack rx (
+        .clk(clk), .rst_n(rst_n), .port_lid(16'h0123), .port_lmc(3'd0),
+        .pkey_cfg_valid(1'b0), .pkey_cfg_index(16'd0), .pkey_cfg_key(16'd0),
+        .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(e[511:0]), .rx_sop(e[513]), .rx_eop(e[512]),
+        .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
+        .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
+        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
+        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop), .rpd_valid(rpd_valid), .rpd_pop(rpd_pop),
+        .nak_retry(x_nak), .rsp_todo(x_rsp), .not_req(x_notreq), .icrc_err(x_icrc), .hdr_err(x_hdr),
+        .pkey_viol(x_pkey), .mcast_drop(x_mc));
+    // ---- the responder ----
+    // A context write waits while an ACK waits in the responder's register (hca_transport's cfg_free).
+    wire cfg_valid = more && is_cfg && hold == 0 && !r_ack_valid;
+    wire cfg_ready;
+    wire b_kc_req_valid, b_kc_req_ready, b_kc_rsp_valid, b_kc_rsp_ready;
+    wire [31:0] b_kc_req_key, b_kc_req_pd;
+    wire [3:0] b_kc_req_need;
+    wire [63:0] b_kc_req_addr, b_kc_req_len;
+    wire b_wr_valid, b_wr_ready;
+    wire [63:0] b_wr_addr, b_wr_be;
+    wire [15:0] b_wr_len;
+    wire [511:0] b_wr_data;
+    wire r_ack_valid, r_ack_ready;
+    wire [23:0] r_ack_qpn, r_ack_psn, r_ack_msn;
+    wire [7:0] r_ack_syn;
+    wire [15:0] c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo;
+    wire [2:0] kc_rsp_result;
+    hca_responder #(.QPN_W(2), .ACK_COALESCE(1)) resp (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[511:488]), .cfg_psn(e[487:464]), .cfg_pd(e[463:432]),
+        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
+        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
+        .kc_req_valid(b_kc_req_valid), .kc_req_ready(b_kc_req_ready), .kc_req_key(b_kc_req_key), .kc_req_pd(b_kc_req_pd),
+        .kc_req_need(b_kc_req_need), .kc_req_addr(b_kc_req_addr), .kc_req_len(b_kc_req_len),
+        .kc_rsp_valid(b_kc_rsp_valid), .kc_rsp_ready(b_kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
+        .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
+        .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
+        .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
+        .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
+    // ---- the requester's stand-in: READ responses to wr0, key checks ----
+    reg r_busy;
+    reg [6:0] r_left, r_blk;
+    reg [12:0] r_n;
+    reg [63:0] r_addr;
+    assign ack_ready = !r_busy && rnd_ra;
+    wire [12:0] r_lastn = r_n - {r_blk - 7'd1, 6'd0};   // bytes in the last block, 1..64
+    wire a_wr_valid = r_busy && pd_valid;
+    wire a_wr_ready;
+    wire [63:0] a_wr_be = r_left == 7'd1 ? ({64{1'b1}} << (7'd64 - r_lastn[6:0])) : {64{1'b1}};
+    assign pd_pop = a_wr_valid && a_wr_ready;
+    reg ka_valid, ka_wait;
+    wire [255:0] kq = kreq[ki];
+    wire a_kc_req_ready, a_kc_rsp_valid;
+    wire a_kc_rsp_ready = ka_wait && rnd_kr;
+    // ---- the arbiters and the shared units ----
+    wire kc_req_valid, kc_req_ready, kc_rsp_valid, kc_rsp_ready;
+    wire [31:0] kc_req_key, kc_req_pd;
+    wire [3:0] kc_req_need;
+    wire [63:0] kc_req_addr, kc_req_len;
+    wire wr_valid;
+    wire [63:0] wr_addr, wr_be;
+    wire [15:0] wr_len;
+    wire [511:0] wr_data;
+    hca_share_arb arb (
+        .clk(clk), .rst_n(rst_n),
+        .a_kc_req_valid(ka_valid), .a_kc_req_ready(a_kc_req_ready), .a_kc_req_key(kq[223:192]),
+        .a_kc_req_pd(kq[191:160]), .a_kc_req_need(kq[227:224]), .a_kc_req_addr(kq[127:64]),
+        .a_kc_req_len(kq[63:0]), .a_kc_rsp_valid(a_kc_rsp_valid), .a_kc_rsp_ready(a_kc_rsp_ready),
+        .b_kc_req_valid(b_kc_req_valid), .b_kc_req_ready(b_kc_req_ready), .b_kc_req_key(b_kc_req_key),
+        .b_kc_req_pd(b_kc_req_pd), .b_kc_req_need(b_kc_req_need), .b_kc_req_addr(b_kc_req_addr),
+        .b_kc_req_len(b_kc_req_len), .b_kc_rsp_valid(b_kc_rsp_valid), .b_kc_rsp_ready(b_kc_rsp_ready),
+        .kc_req_valid(kc_req_valid), .kc_req_ready(kc_req_ready), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
+        .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len),
+        .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready),
+        .a_wr_valid(a_wr_valid), .a_wr_ready(a_wr_ready), .a_wr_addr(r_addr), .a_wr_len({3'd0, r_blk, 6'd0}),
+        .a_wr_data(pd_data), .a_wr_be(a_wr_be),
+        .b_wr_valid(b_wr_valid), .b_wr_ready(b_wr_ready), .b_wr_addr(b_wr_addr), .b_wr_len(b_wr_len),
+        .b_wr_data(b_wr_data), .b_wr_be(b_wr_be),
+        .wr_valid(wr_valid), .wr_ready(rnd_wr), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be));
+    // ---- the transmit port: hca_ack_tx between the responder's ACKs, the requester's stand-in
+    // (sq.hex: [519:516] VL, [513] sop, [512] eop, [511:0] a beat) and the port (random credits,
+    // picks and ready) ----
+    wire [519:0] sb = sq[si];
+    reg  s_send;
+    // Its head offered one cycle in two while an ACK waits in hca_ack_tx, one in sixteen else, so
+    // that both often offer at once (the stimulus looks at the ACK; the block does not).
+    wire [1:0] r_vl_waiting = (si < ns && !s_send && sb[513] && (ack.a_valid ? rnd_s : rnd_s16)) ?
+                              (sb[516] ? 2'b10 : 2'b01) : 2'b00;
+    wire r_pick_valid, r_tx_ready;
+    wire r_pick_taken = r_vl_waiting != 2'b00 && r_pick_valid && tx_pick_vl == sb[516];
+    wire r_tx_valid = si < ns && (s_send || r_pick_taken);
+    wire [1:0] tx_vl_waiting;
+    wire [23:0] tx_vl_credit = {rnd_c1 ? 12'd1000 : 12'd0, rnd_c0 ? 12'd1000 : 12'd0};
+    wire tx_pick_valid = tx_vl_waiting != 2'b00 && rnd_pick;
+    wire tx_pick_vl = tx_vl_waiting[0] ? (tx_vl_waiting[1] && rnd_vl) : 1'b1;
+    wire tx_pick_taken, tx_valid, tx_sop, tx_eop, tx_vl;
+    wire [511:0] tx_data;
+    hca_ack_tx #(.QPN_W(2), .VLS(2), .VL_W(1)) ack (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(cfg_valid && cfg_ready), .cfg_qpn(e[511:488]), .cfg_dlid(e[431:416]), .cfg_slid(e[415:400]),
+        .cfg_sl(e[399:396]), .cfg_vl(e[371]), .cfg_rqpn(e[395:372]),
+        .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn),
+        .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
+        .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
+        .r_tx_valid(r_tx_valid), .r_tx_data(sb[511:0]), .r_tx_sop(sb[513]), .r_tx_eop(sb[512]), .r_tx_vl(sb[516]),
+        .r_tx_ready(r_tx_ready),
+        .tx_vl_waiting(tx_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(tx_pick_valid),
+        .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
+        .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(rnd_tx));
+    wire mpt_req_valid;
+    wire [23:0] mpt_req_index;
+    reg  mpt_busy;
+    reg  [23:0] mpt_ix;
+    wire mpt_rsp_valid = mpt_busy && lat == 0;
+    hca_key_check #(.TAG_W(1), .CACHE_ENTRIES(0)) kc (
+        .clk(clk), .rst_n(rst_n), .req_valid(kc_req_valid), .req_ready(kc_req_ready), .req_key(kc_req_key),
+        .req_pd(kc_req_pd), .req_need(kc_req_need), .req_addr(kc_req_addr), .req_len(kc_req_len), .req_tag(1'b0),
+        .mpt_req_valid(mpt_req_valid), .mpt_req_ready(rnd_mpt && !mpt_busy), .mpt_req_index(mpt_req_index),
+        .mpt_rsp_valid(mpt_rsp_valid), .mpt_rsp_entry(mpt_ix < 24'd64 ? mpt[mpt_ix[5:0]] : 256'd0),
+        .rsp_valid(kc_rsp_valid), .rsp_ready(kc_rsp_ready), .rsp_result(kc_rsp_result), .rsp_tag());
+    initial begin
+        if (!$value$plusargs("ne=%d", ne)) ne = 0;
+        if (!$value$plusargs("nk=%d", nk)) nk = 0;
+        if (!$value$plusargs("ns=%d", ns)) ns = 0;
+        seed = SEED;
+        $readmemh("rx.hex", ent);
+        $readmemh("kreq.hex", kreq);
+        $readmemh("sq.hex", sq);
+        $readmemh("mpt.hex", mpt);
+        ei = 0; ki = 0; rk = 0; si = 0; cyc = 0; stall = 0; perr = 0; s_send = 1'b0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
+        rnd_rx = 1'b0; rnd_wr = 1'b0; rnd_mpt = 1'b0; rnd_ra = 1'b0; rnd_k = 1'b0; rnd_kr = 1'b0;
+        rnd_pick = 1'b0; rnd_vl = 1'b0; rnd_tx = 1'b0; rnd_c0 = 1'b0; rnd_c1 = 1'b0; rnd_s = 1'b0; rnd_s16 = 1'b0;
+        r_busy = 1'b0; ka_valid = 1'b0; ka_wait = 1'b0;
+        repeat (4) @(posedge clk);
+        rst_n <= 1'b1;
+    end
+    always @(posedge clk) if (rst_n) begin
+        cyc <= cyc + 1;
+        rnd_rx  <= ($random(seed) & 7) != 0;
+        rnd_wr  <= ($random(seed) & 3) != 0;
+        rnd_pick <= ($random(seed) & 3) == 0;
+        rnd_vl  <= ($random(seed) & 1) != 0;
+        rnd_tx  <= ($random(seed) & 3) != 0;
+        rnd_c0  <= ($random(seed) & 7) != 0;
+        rnd_c1  <= ($random(seed) & 7) != 0;
+        rnd_s   <= ($random(seed) & 1) != 0;
+        rnd_s16 <= ($random(seed) & 15) == 0;
+        rnd_mpt <= ($random(seed) & 1) != 0;
+        rnd_ra  <= ($random(seed) & 3) != 0;
+        rnd_k   <= ($random(seed) & 7) == 0;
+        rnd_kr  <= ($random(seed) & 1) != 0;
+        if (cfg_valid && cfg_ready) ei <= ei + 1;
+        if (rx_valid && rx_ready) begin
+            ei <= ei + 1;
+            if (e[514]) hold <= -1;
+        end
+        // After a gap packet: its header through hca_rx_ack and taken, the responder idle again.
+        if (hold == -1 && !rx.c_valid && !rq_valid && rq_ready) hold <= 1 + (($random(seed) & 32'h7fffffff) % 4);
+        else if (hold > 0) hold <= hold - 1;
+        if (mpt_req_valid && rnd_mpt && !mpt_busy) begin
+            mpt_busy <= 1'b1; mpt_ix <= mpt_req_index; lat <= ($random(seed) & 32'h7fffffff) % 4;
+        end else if (mpt_busy && lat == 0) mpt_busy <= 1'b0;
+        else if (mpt_busy) lat <= lat - 1;
+        // The stand-in: a READ response's blocks as one write at RA + k x 8192.
+        if (ack_valid && ack_ready) begin
+            $display("R %h %0d %0d", ack_op, ack_len, ack_blk);
+            r_addr <= 64'h7F0000000000 + {37'd0, rk[13:0], 13'd0};
+            rk <= rk + 1;
+            r_blk <= ack_blk; r_left <= ack_blk; r_n <= ack_len;
+            r_busy <= ack_blk != 7'd0;
+        end
+        if (pd_pop) begin
+            r_left <= r_left - 7'd1;
+            if (r_left == 7'd1) r_busy <= 1'b0;
+        end
+        // Its key checks: one at a time, held until taken, the response taken at random.
+        if (!ka_valid && !ka_wait && ki < nk && rnd_k) ka_valid <= 1'b1;
+        if (ka_valid && a_kc_req_ready) begin ka_valid <= 1'b0; ka_wait <= 1'b1; end
+        if (a_kc_rsp_valid && a_kc_rsp_ready) begin
+            $display("K %0d %0d", ki, kc_rsp_result);
+            ki <= ki + 1; ka_wait <= 1'b0;
+        end
+        if (wr_valid && rnd_wr) $display("W %0d %h %h %h %h", b_wr_ready, wr_addr, wr_len, wr_be, wr_data);
+        if (r_ack_valid && r_ack_ready) $display("A %h %h %h %h", r_ack_qpn, r_ack_psn, r_ack_syn, r_ack_msn);
+        // The requester's stand-in: its head offered on its VL, sent whole once committed.
+        if (r_tx_valid && r_tx_ready) begin
+            si <= si + 1;
+            s_send <= !sb[512];
+        end else if (r_pick_taken) s_send <= 1'b1;
+        // The port: each beat taken, and each pick: its VL, whether the ACK and the requester
+        // offered it, and who took it (1: the ACK). An ACK sent on a VL without credits is an error.
+        if (tx_valid && rnd_tx) $display("T %0d %0d %0d %h", tx_vl, tx_sop, tx_eop, tx_data);
+        if (tx_pick_taken) begin
+            $display("P %0d %0d %0d %0d", tx_pick_vl, ack.a_offer && ack.a_vl == tx_pick_vl, r_vl_waiting[tx_pick_vl], ack.a_commit);
+            if (ack.a_commit && tx_vl_credit[tx_pick_vl*12 +: 12] == 12'd0) perr = perr + 1;
+        end
+        idle <= (!more && rq_ready && !rq_valid && !rx.c_valid && !ack_valid && !r_busy && !r_ack_valid &&
+                 ki == nk && !ack.a_valid && si == ns) ? idle + 1 : 0;
+        if (idle == 8) begin
+            $display("C %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d", c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo,
+                     x_notreq, x_icrc + x_hdr + x_pkey + x_mc, x_rsp, x_nak);
+            $display("PERR %0d", perr);
+            $display("DONE %0d", cyc);
+            $finish;
+        end
+        // A watchdog: 20000 cycles without a beat taken on rx_* or wr0, an ACK or a key check answered.
+        stall <= ((rx_valid && rx_ready) || (wr_valid && rnd_wr) || (tx_valid && rnd_tx) || a_kc_rsp_valid) ? 0 : stall + 1;
+        if (stall > 20000) begin
+            $display("TIMEOUT at entry %0d of %0d, key check %0d of %0d", ei, ne, ki, nk);
+            $finish;
+        end
+    end
+endmodule
+`
+
+// respWireFiles are the sources besides tb.v.
+var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v",
+	"onehot_encode.v", "hca_key_check.v"}
+
+// respWireResult is the testbench's log, read back.
+type respWireResult struct {
+	resp     respResult      // the responder's writes, ACKs, counters
+	rmem     map[uint64]byte // the stand-in's writes
+	rsps     [][3]int        // R: opcode, length, blocks
+	keys     []int           // K: results in order
+	notReq   int
+	bad      int // hca_rx_ack's drops as malformed
+	other    int // rsp_todo + nak_retry: none expected
+	contract []string
+	tx       []respWireBeat // the beats on tx_*
+	picks    [][4]int       // P: VL, the ACK offered it, the requester offered it, the ACK took it
+	perr     int            // ACKs sent on a VL without credits
+}
+
+// respWireBeat is one beat taken on tx_*.
+type respWireBeat struct {
+	vl       int
+	sop, eop bool
+	data     []byte
+}
+
+// sqBeats is the requester's beats in sq.hex.
+func (w *respWire) sqBeats() int {
+	n := 0
+	for _, b := range w.sq {
+		n += len(b) / BlockBytes
+	}
+	return n
+}
+
+// runRespWire compiles and runs the bench for w; replace's text stands in
+// for a source's. A timeout is returned as a contract line (a mutant may
+// hang the path).
+func runRespWire(t *testing.T, ctx context.Context, dir string, w *respWire, seed uint64, replace map[string]string) *respWireResult {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tb.v"), []byte(respWireTB), 0o644))
+	files := []string{"tb.v"}
+	for _, f := range respWireFiles {
+		text, ok := replace[f]
+		if !ok {
+			text = PrimitiveSource(f)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644))
+		files = append(files, f)
+	}
+	w.write(t, dir)
+	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp", fmt.Sprintf("-Ptb.SEED=%d", seed)}, files...)...)
+	require.NoError(t, err)
+	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(w.ents)), fmt.Sprintf("+nk=%d", len(w.keys)),
+		fmt.Sprintf("+ns=%d", w.sqBeats()))
+	require.NoError(t, err)
+	return parseRespWire(t, out)
+}
+
+func parseRespWire(t *testing.T, out string) *respWireResult {
+	t.Helper()
+	res := &respWireResult{resp: respResult{mem: map[uint64]byte{}}, rmem: map[uint64]byte{}}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var wAddr, wLen uint64
+	wIdx, wClient := 0, 0
+	done := false
+	hexU := func(s string) uint64 {
+		v, err := strconv.ParseUint(s, 16, 64)
+		require.NoError(t, err, "%q", s)
+		return v
+	}
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "W":
+			client, _ := strconv.Atoi(f[1])
+			addr, length, be, data := hexU(f[2]), hexU(f[3]), hexU(f[4]), f[5]
+			if wIdx == 0 {
+				wAddr, wLen, wClient = addr, length, client
+				if client == 1 {
+					res.resp.writes++
+				}
+			} else if addr != wAddr || length != wLen || client != wClient {
+				res.contract = append(res.contract, fmt.Sprintf("beat %d of a write of client %d at %#x (%d bytes): client %d at %#x (%d bytes)",
+					wIdx, wClient, wAddr, wLen, client, addr, length))
+			}
+			mem := res.rmem
+			if client == 1 {
+				mem = res.resp.mem
+				res.resp.beats++
+			}
+			base := wAddr&^63 + uint64(64*wIdx)
+			for k := range 64 {
+				if be>>(63-k)&1 != 0 {
+					b, _ := strconv.ParseUint(data[2*k:2*k+2], 16, 8)
+					mem[base+uint64(k)] = byte(b)
+				}
+			}
+			wIdx++
+			if uint64(64*wIdx) >= wLen {
+				wIdx = 0
+			}
+		case "A":
+			res.resp.acks = append(res.resp.acks, respAck{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4]))})
+			d := res.resp.writes
+			if wIdx > 0 && wClient == 1 {
+				d-- // a write under way
+			}
+			res.resp.ackAfter = append(res.resp.ackAfter, d)
+		case "R":
+			n, _ := strconv.Atoi(f[2])
+			b, _ := strconv.Atoi(f[3])
+			res.rsps = append(res.rsps, [3]int{int(hexU(f[1])), n, b})
+		case "K":
+			v, _ := strconv.Atoi(f[2])
+			res.keys = append(res.keys, v)
+		case "T":
+			vl, _ := strconv.Atoi(f[1])
+			d, err := hex.DecodeString(fmt.Sprintf("%0128s", f[4]))
+			require.NoError(t, err)
+			res.tx = append(res.tx, respWireBeat{vl, f[2] == "1", f[3] == "1", d})
+		case "P":
+			var p [4]int
+			for i := range p {
+				p[i], _ = strconv.Atoi(f[1+i])
+			}
+			res.picks = append(res.picks, p)
+		case "PERR":
+			res.perr, _ = strconv.Atoi(f[1])
+		case "C":
+			var c [11]int
+			for i := range c {
+				c[i], _ = strconv.Atoi(f[i+1])
+			}
+			res.resp.counts = respCounts{c[0], c[1], c[2], c[3], c[4], c[5], c[6]}
+			res.notReq, res.bad, res.other = c[7], c[8], c[9]+c[10]
+		case "DONE":
+			done = true
+			res.resp.cycles, _ = strconv.Atoi(f[1])
+		case "TIMEOUT":
+			res.contract = append(res.contract, sc.Text())
+			done = true
+		}
+	}
+	require.True(t, done, "no DONE line:\n%s", tail(out, 20))
+	return res
+}
+
+// check returns the first differences between the RTL's log and the model.
+func (w *respWire) check(res *respWireResult) []string {
+	diffs := append([]string{}, res.contract...)
+	diffs = append(diffs, w.run.check(&res.resp)...)
+	if len(res.rsps) != len(w.rsps) {
+		diffs = append(diffs, fmt.Sprintf("%d READ responses reached the requester, the stream has %d", len(res.rsps), len(w.rsps)))
+	}
+	for k := range min(len(res.rsps), len(w.rsps)) {
+		n := len(w.rsps[k])
+		if want := [3]int{int(w.rspOps[k]), n, (n + 63) / 64}; res.rsps[k] != want {
+			diffs = append(diffs, fmt.Sprintf("READ response %d: RTL op, length, blocks %v, stream %v", k, res.rsps[k], want))
+			break
+		}
+		for i, b := range w.rsps[k] {
+			a := respWireRA + uint64(k)*8192 + uint64(i)
+			if g, ok := res.rmem[a]; !ok || g != b {
+				diffs = append(diffs, fmt.Sprintf("READ response %d byte %d: RTL %#x (written %v), sent %#x", k, i, g, ok, b))
+				break
+			}
+		}
+	}
+	want := 0
+	for k := range w.rsps {
+		want += len(w.rsps[k])
+	}
+	if len(res.rmem) != want {
+		diffs = append(diffs, fmt.Sprintf("the requester's writes cover %d bytes, its responses carry %d", len(res.rmem), want))
+	}
+	if len(res.keys) != len(w.keys) {
+		diffs = append(diffs, fmt.Sprintf("%d of the requester's %d key checks answered", len(res.keys), len(w.keys)))
+	}
+	for i := range min(len(res.keys), len(w.keys)) {
+		if res.keys[i] != int(w.keys[i].want) {
+			diffs = append(diffs, fmt.Sprintf("the requester's key check %d (%+v): RTL %d, model %d", i, w.keys[i], res.keys[i], w.keys[i].want))
+			break
+		}
+	}
+	diffs = append(diffs, w.checkTx(res)...)
+	if res.notReq != w.notReq || res.bad != 0 || res.other != 0 {
+		diffs = append(diffs, fmt.Sprintf("not_req %d (stream %d), malformed drops %d, rsp_todo + nak_retry %d (0 each)", res.notReq, w.notReq, res.bad, res.other))
+	}
+	return diffs
+}
+
+// checkTx compares the transmit port's beats with the model's ACKs (in
+// order, ib.AppendWire's bytes, on their QP's VL) and the requester's
+// packets (in order, whole, never interleaved with an ACK), and each pick
+// with the rule that an ACK goes ahead of the requester on its VL.
+func (w *respWire) checkTx(res *respWireResult) []string {
+	var diffs []string
+	ka, pi, bi := 0, 0, 0 // the next ACK; the requester's packet and beat
+	for k, b := range res.tx {
+		if b.sop && b.eop && b.data[8] == byte(ib.Acknowledge) {
+			switch {
+			case bi != 0:
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: an ACK inside the requester's packet %d", k, pi))
+			case ka >= len(w.run.acks):
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: an ACK past the model's %d", k, len(w.run.acks)))
+			default:
+				a := w.run.acks[ka]
+				_, _, _, vl, _ := respWirePath(a.qpn)
+				if want := ackWire(a); !bytes.Equal(b.data, want) || b.vl != int(vl) {
+					diffs = append(diffs, fmt.Sprintf("tx ACK %d on VL %d: %x, model's %+v on VL %d: %x", ka, b.vl, b.data[:28], a, vl, want[:28]))
+				}
+			}
+			ka++
+		} else {
+			switch {
+			case pi >= len(w.sq):
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: past the requester's %d packets", k, len(w.sq)))
+			default:
+				p := w.sq[pi]
+				if !bytes.Equal(b.data, p[bi*BlockBytes:(bi+1)*BlockBytes]) || b.sop != (bi == 0) ||
+					b.eop != ((bi+1)*BlockBytes == len(p)) || b.vl != int(p[0]>>4) {
+					diffs = append(diffs, fmt.Sprintf("tx beat %d: not the requester's packet %d beat %d", k, pi, bi))
+				}
+				if bi++; bi*BlockBytes == len(p) {
+					pi, bi = pi+1, 0
+				}
+			}
+		}
+		if len(diffs) > 0 {
+			return diffs
+		}
+	}
+	if ka != len(w.run.acks) || pi != len(w.sq) {
+		diffs = append(diffs, fmt.Sprintf("tx: %d ACKs of the model's %d, %d of the requester's %d packets", ka, len(w.run.acks), pi, len(w.sq)))
+	}
+	for _, p := range res.picks {
+		if p[1] == 1 && p[3] == 0 {
+			diffs = append(diffs, fmt.Sprintf("a pick of VL %d the ACK offered went to the requester", p[0]))
+			break
+		}
+	}
+	if res.perr != 0 {
+		diffs = append(diffs, fmt.Sprintf("%d ACKs sent on a VL without credits", res.perr))
+	}
+	return diffs
+}
+
+// respWireSteps is the wired runs' length (respRun.fill steps).
+const respWireSteps = 250
+
+// TestResponderWiredCosim: two seeds through hca_rx_ack -> hca_responder
+// with hca_share_arb against the model (respWire's checks). The run must
+// exercise what it is for: GRH requests, READ responses interleaved with
+// WRITEs, and both arbiters' clients.
+func TestResponderWiredCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	for _, seed := range cosimSeeds[:2] {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			w := newRespWire(seed, respWireSteps)
+			res := runRespWire(t, context.Background(), t.TempDir(), w, seed, nil)
+			assert.Empty(t, w.check(res))
+			both := 0
+			for _, p := range res.picks {
+				if p[1] == 1 && p[2] == 1 {
+					both++
+				}
+			}
+			t.Logf("%d rx entries, %d WRITE packets with a GRH, %d READ responses, %d other requests, %d key checks; %d cycles, "+
+				"%d responder writes (%d beats), %d ACKs/NAKs; %d tx beats, %d picks (%d of a VL both offered); %v",
+				len(w.ents), w.grh, len(w.rsps), w.notReq, len(w.keys), res.resp.cycles, res.resp.writes, res.resp.beats,
+				len(res.resp.acks), len(res.tx), len(res.picks), both, w.run.byKind)
+			assert.Positive(t, w.grh, "WRITE packets with a GRH")
+			assert.Positive(t, res.resp.writes, "responder writes")
+			assert.Positive(t, len(res.rmem), "requester writes")
+			assert.Positive(t, w.run.byKind["R_Key invalid_key"]+w.run.byKind["R_Key pd_mismatch"]+w.run.byKind["R_Key out_of_bounds"]+
+				w.run.byKind["R_Key access_denied"], "responder key checks that fail")
+			fails := 0
+			for _, k := range w.keys {
+				if k.want != hca.KeyOK {
+					fails++
+				}
+			}
+			assert.Positive(t, both, "picks of a VL both the ACK and the requester offered")
+			assert.Positive(t, fails, "requester key checks that fail")
+			assert.Less(t, fails, len(w.keys), "requester key checks that pass")
+		})
+	}
+}
+
+// TestResponderWiredMutantsFail: slips in the routing, the arbiters and
+// the request decode each fail a wired run.
+func TestResponderWiredMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	const rx, arb, atx = "hca_rx_ack.v", "hca_share_arb.v", "hca_ack_tx.v"
+	for _, m := range []cosimMutant{
+		{"WRITE MIDDLE not routed to the responder", rx, "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
+		{"WRITE ONLY with immediate routed to the responder", rx, "opcode == 8'h08 || opcode == 8'h0A);", "opcode == 8'h08 || opcode == 8'h0A || opcode == 8'h0B);"},
+		{"the payload's blocks untagged (all the requester's)", rx, ".push_data({p_wrq, blk})", ".push_data({1'b0, blk})"},
+		{"AckReq from the wrong BTH bit", rx, "wire         ackreq = bth[31];", "wire         ackreq = bth[30];"},
+		{"the RETH with a GRH from the wrong bytes", rx, "{rq_va[31:0], rq_rkey, rq_dlen} <= c_data[511 -: 96];", "{rq_va[31:0], rq_rkey, rq_dlen} <= c_data[479 -: 96];"},
+		{"a WRITE FIRST's payload offset 40, not 36", rx, "6'd36:   blk = {prev[223:0], nxt[511:224]};", "6'd36:   blk = {prev[191:0], nxt[511:192]};"},
+		{"wr0 released after a write's first beat", arb, "w_busy <= w_beats > 10'd1;", "w_busy <= 1'b0;"},
+		{"a key check's grant held one cycle, not to its response", arb, "if (kc_rsp_valid && kc_rsp_ready) k_busy <= 1'b0;", "if (k_busy) k_busy <= 1'b0;"},
+		{"the ACK's MSN from its PSN", atx, "ack_syn, ack_msn};", "ack_syn, ack_psn};"},
+		{"the ACK's DestQP the local QPN, not the remote one", atx, "c_rqpn[ai], 8'd0, ack_psn,", "ack_qpn, 8'd0, ack_psn,"},
+		{"the requester ahead of the ACK on their VL", atx, "a_offer && tx_pick_valid && tx_pick_vl == a_vl;",
+			"a_offer && tx_pick_valid && tx_pick_vl == a_vl && !r_vl_waiting[tx_pick_vl];"},
+		{"an ACK offered inside the requester's packet", atx, "a_valid && a_fits && !r_act && !a_act;", "a_valid && a_fits && !a_act;"},
+		{"an ACK sent without credits", atx, "wire             a_fits  = a_cred - 12'd1 <= 12'd2048;", "wire             a_fits  = 1'b1;"},
+		{"the requester's response blocks offered to the responder", rx, "assign rpd_valid = f_valid && f_tag;", "assign rpd_valid = f_valid;"},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			replace := respMutated(t, m)
+			w := newRespWire(cosimSeeds[0], respWireMutantSteps)
+			res := runRespWire(t, context.Background(), t.TempDir(), w, 1, replace)
+			diffs := w.check(res)
+			require.NotEmpty(t, diffs, "the wired co-simulation passes with %s", m.name)
+			t.Logf("%s", diffs[0])
+		})
+	}
+}
+
+// respWireMutantSteps is the mutant runs' length.
+const respWireMutantSteps = 60
