@@ -122,9 +122,9 @@ func TestCQModerationOffIsUnmoderated(t *testing.T) {
 //   - count 4: three held, no event until the fourth SEND's CQE fires it
 //     (its visible time + 5586 + 1778 ps + W);
 //   - count 3: three held reach the count, the arm fires at once;
-//   - count 4, period 10 µs: the timer starts at the arm's arrival (store
-//   - 308 ns MMIO), so the event is that + 10 µs + the cqe stage (10
-//     ns) + the EQE's and MSI-X's TLPs + L (200 ns) + W.
+//   - count 4, period 10 µs: the timer starts at the arm's arrival, the
+//     store plus 308 ns of MMIO, so the event is that + 10 µs + the cqe
+//     stage (10 ns) + the EQE's and MSI-X's TLPs + L (200 ns) + W.
 func TestCQModerationAtArm(t *testing.T) {
 	cfg := Defaults()
 	eqe, msix := pcieTimes(cfg)
