@@ -288,6 +288,7 @@ func perftestRun(cfg *Config) workload.PerftestRun {
 		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs,
 		Connection: w.Connection, SL: w.SL, PairMetrics: w.Pattern != "" && w.Pattern != workload.PatternPair,
 		UseSRQ: w.UseSRQ, RxDepth: w.RxDepth, UseEvent: w.UseEvent,
+		CQModCount: w.CQModCount, CQModPeriodUS: w.CQModPeriodUS,
 	}
 	if cfg.Topology.Kind == KindBackToBack && w.SL != 0 {
 		// Back to back on SL 0 the two ports keep one data VL, as they

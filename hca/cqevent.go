@@ -33,9 +33,11 @@ import (
 // CQE that landed in between (the verbs rule: arm, poll the CQ empty,
 // then wait; perftest's ctx_notify_events re-arms before it polls).
 //
-// Not modelled: EQ interrupt moderation (one MSI-X per EQE here), the EQ
-// ring's own depth and overrun, the EQ's re-arm by the driver, and the
-// CPU time of the arm and of the handler on the application's core.
+// CQ moderation (ModifyCQ) holds an arm's event for several CQEs or a
+// period: cqmod.go. Not modelled: EQ interrupt moderation (one MSI-X per
+// EQE here), the EQ ring's own depth and overrun, the EQ's re-arm by the
+// driver, and the CPU time of the arm and of the handler on the
+// application's core.
 
 // CQE, EQE and MSI-X sizes on PCIe.
 const (
@@ -76,6 +78,8 @@ type cqNotify struct {
 	// events counts events delivered to the channel; acked those
 	// AckCQEvents acknowledged.
 	events, acked uint32
+	// mod is the CQ's event moderation (ModifyCQ, cqmod.go).
+	mod cqMod
 }
 
 // CreateCompChannel makes a completion channel (ibv_create_comp_channel).
@@ -164,6 +168,10 @@ func (d *Device) noteCQE(cq *CQ, c *CQE, issue ib.PS) {
 		n.solicitedAt = n.written
 	}
 	if n.armed && (solicited || !n.solicited) {
+		if n.mod.on() {
+			d.holdCQE(cq, issue)
+			return
+		}
 		d.fireEvent(cq, issue)
 	}
 }
@@ -186,6 +194,14 @@ func (d *Device) armCQ(cq *CQ, ci uint32, solicitedOnly bool) {
 		n.solicited = n.solicited && solicitedOnly
 		return
 	}
+	if pending && n.mod.on() {
+		held := uint32(cntDiff(n.written, ci))
+		if solicitedOnly {
+			held = 1
+		}
+		d.holdAtArm(cq, held, solicitedOnly)
+		return
+	}
 	if pending {
 		issue := max(d.stages[StageCQE].accept(d.s.Now(), 0), n.lastIssue)
 		d.fireEvent(cq, issue)
@@ -199,6 +215,8 @@ func (d *Device) armCQ(cq *CQ, ci uint32, solicitedOnly bool) {
 // before it, the CQE among them.
 func (d *Device) fireEvent(cq *CQ, issue ib.PS) {
 	cq.notify.armed = false
+	cq.notify.mod.held = 0
+	cq.notify.mod.gen++ // a moderation timer still running is stale
 	d.Counters.EQEs++
 	if _, ok := d.PCIe.Post(issue, EQEBytes, WriteNote{Kind: writeEQE}); !ok {
 		d.flushAt(issue)

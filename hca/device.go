@@ -35,6 +35,7 @@ const (
 	evSRQFetched  // SRQ WQEs read (Arg: srqArg, the first's number; Port: how many)
 	evArmCQ       // a CQ's arm doorbell reaches the HCA (Arg: CQ number << 32 | consumer index; VL 1: solicited only; cqevent.go)
 	evCQEvent     // a completion event reaches its channel, the thread awake (Arg: CQ number; cqevent.go)
+	evCQModTimer  // a CQ's moderation timer expires (Arg: CQ number << 32 | timer generation; cqmod.go)
 )
 
 // Kinds of WriteNote: what a posted write booked late does at its end.
@@ -476,6 +477,8 @@ func (d *Device) HandleEvent(ev *components.Event) {
 		d.armCQ(d.cqs[uint64(ev.Arg)>>32], uint32(ev.Arg), ev.VL == 1)
 	case evCQEvent:
 		d.deliverEvent(uint32(ev.Arg))
+	case evCQModTimer:
+		d.modTimeout(d.cqs[uint64(ev.Arg)>>32], uint32(ev.Arg))
 	case evPostWrites:
 		if d.s.Now() == d.postAt {
 			d.postAt = 0

@@ -104,6 +104,16 @@ type Config struct {
 	// omitempty, so a config without it keeps its effective config and
 	// config hash.
 	UseEvent bool `yaml:"use_event,omitempty"`
+	// CQModCount and CQModPeriodUS, for a perftest with UseEvent, set the
+	// moderation of the CQs its loops sleep on (ibv_modify_cq's cq_count
+	// and cq_period, µs; hca.Device.ModifyCQ; docs/hca.md, "CQ moderation
+	// and resize"): an event per CQModCount completions, or CQModPeriodUS
+	// after the first held one. Not perftest's --cq-mod, which is how often
+	// a send is signaled. 0 and 0 (the default) is no moderation;
+	// omitempty, so a config without them keeps its effective config and
+	// config hash.
+	CQModCount    int `yaml:"cq_moderation_count,omitempty"`
+	CQModPeriodUS int `yaml:"cq_moderation_period_us,omitempty"`
 	// Pattern, for a perftest, says which hosts run the test in pairs
 	// (PerftestPatterns): one pair, the first host to the last (pair, or
 	// empty, the default); an incast of Clients hosts into the last; a
@@ -350,6 +360,9 @@ func (c *Config) checkOtherKinds(prefix string) error {
 	if err := c.checkSRQ(prefix); err != nil {
 		return err
 	}
+	if err := checkCQMod(prefix, c.CQModCount, c.CQModPeriodUS, c.UseEvent); err != nil {
+		return err
+	}
 	if sl := c.BackgroundSL; sl != nil && (*sl < 0 || *sl > 15) {
 		return fmt.Errorf("%s.background_sl: %d is not a service level (0 to 15; leave it out for workload.sl)", prefix, *sl)
 	}
@@ -435,6 +448,23 @@ func (c *Config) checkSRQ(prefix string) error {
 		return fmt.Errorf("%s.use_event: true is set, but %s.kind %s does not use it (a perftest's: set %s.kind: perftest, or remove the key)", prefix, prefix, c.Kind, prefix)
 	case c.UseEvent && c.Mcg:
 		return fmt.Errorf("%s.use_event: true with %s.mcg: true is not modelled (a multicast perftest's receivers poll)", prefix, prefix)
+	}
+	return nil
+}
+
+// checkCQMod checks workload.cq_moderation_count and _period_us: mlx5's
+// 16-bit cq_max_count and 12-bit cq_period, and only with use_event (the
+// moderation holds completion events; a polling loop takes none).
+func checkCQMod(prefix string, count, periodUS int, useEvent bool) error {
+	switch {
+	case count < 0 || count > hca.MaxCQModCount:
+		return fmt.Errorf("%s.cq_moderation_count: %d is out of range (0 to %d, mlx5's 16-bit cq_max_count)", prefix, count, hca.MaxCQModCount)
+	case periodUS < 0 || periodUS > hca.MaxCQModPeriodUS:
+		return fmt.Errorf("%s.cq_moderation_period_us: %d is out of range (0 to %d µs, mlx5's 12-bit cq_period)", prefix, periodUS, hca.MaxCQModPeriodUS)
+	case count != 0 && !useEvent:
+		return fmt.Errorf("%s.cq_moderation_count: %d is set, but %s.use_event is not (moderation holds completion events, which only use_event's loops take: set %s.use_event: true, or remove the key)", prefix, count, prefix, prefix)
+	case periodUS != 0 && !useEvent:
+		return fmt.Errorf("%s.cq_moderation_period_us: %d is set, but %s.use_event is not (moderation holds completion events, which only use_event's loops take: set %s.use_event: true, or remove the key)", prefix, periodUS, prefix, prefix)
 	}
 	return nil
 }

@@ -70,6 +70,10 @@ type PerftestRun struct {
 	// it, re-arms and then polls, as perftest's ctx_notify_events does.
 	// Not for write_lat, whose loop polls the buffer's last byte.
 	UseEvent bool
+	// CQModCount and CQModPeriodUS moderate, with UseEvent, the events of
+	// every CQ created on a channel (hca.Device.ModifyCQ, right after
+	// ibv_create_cq); 0 and 0 is none.
+	CQModCount, CQModPeriodUS int
 
 	// Connection is the transport (perftest -c): RC (also ""), or UD for
 	// send_lat and send_bw with messages up to the MTU.
@@ -117,7 +121,7 @@ func (r *PerftestRun) pairs() []PerftestPair {
 func PerftestRunFrom(w Config, lc link.Config, h hca.Config, seed uint64, maxTimeNs float64) PerftestRun {
 	return PerftestRun{Link: lc, HCA: h, Test: w.Test, Size: w.Size, Iterations: w.Iterations,
 		TxDepth: w.TxDepth, QPs: w.QPs, InlineSize: w.InlineSize, SGEs: w.SGECount(), Seed: seed, MaxTimeNs: maxTimeNs,
-		UseSRQ: w.UseSRQ, RxDepth: w.RxDepth, UseEvent: w.UseEvent}
+		UseSRQ: w.UseSRQ, RxDepth: w.RxDepth, UseEvent: w.UseEvent, CQModCount: w.CQModCount, CQModPeriodUS: w.CQModPeriodUS}
 }
 
 // Validate checks the run's own knobs (the link and HCA configs validate
@@ -181,6 +185,9 @@ func (r *PerftestRun) Validate() error {
 		return err
 	}
 	if err := r.checkSRQ(); err != nil {
+		return err
+	}
+	if err := checkCQMod("workload", r.CQModCount, r.CQModPeriodUS, r.UseEvent); err != nil {
 		return err
 	}
 	if r.Test == "write_lat" && r.Size < 1 {
@@ -589,6 +596,11 @@ func newPerftest(run PerftestRun, s *components.Sim, a, b *hca.Device, primary b
 			// perftest -e: the CQs are created on a completion channel.
 			p.channel[side] = d.CreateCompChannel()
 			scq, rcq = d.CreateCQChannel(cqDepth, p.channel[side]), d.CreateCQChannel(cqDepth, p.channel[side])
+			for _, cq := range []*hca.CQ{scq, rcq} {
+				if err := d.ModifyCQ(cq, run.CQModCount, run.CQModPeriodUS); err != nil {
+					panic(fmt.Sprintf("perftest: modify_cq: %v (run not validated)", err))
+				}
+			}
 		} else {
 			scq, rcq = d.CreateCQ(cqDepth), d.CreateCQ(cqDepth)
 		}
