@@ -160,18 +160,20 @@ func (d *Device) checkRegWR(qp *QP, r *RegReq) error {
 // 8-byte MTT entries; otherwise one 16-byte data segment that points at
 // it (the driver's DMA-mapped descriptor list), which the HCA reads.
 const (
-	regUMRInlineBytes = 64                              // MLX5_IB_SQ_UMR_INLINE_THRESHOLD
-	regHdrBytes       = dsBytes + 48 + 64               // ctrl, UMR ctrl, mkey context
-	regMkeyOff        = dsBytes + 48                    // the mkey segment
-	regListOff        = regHdrBytes                     // inline entries or the data segment
-	umrInline         = 1 << 7                          // MLX5_UMR_INLINE, umr ctrl flags
-	accessModeMTT     = 1                               // MLX5_MKC_ACCESS_MODE_MTT
-	regPageListBase   = uint64(1)<<60 + uint64(1)<<57   // driver memory of the page lists
-	regPageListStride = 32                              // log2 bytes per region's list
+	regUMRInlineBytes = 64                            // MLX5_IB_SQ_UMR_INLINE_THRESHOLD
+	regHdrBytes       = dsBytes + 48 + 64             // ctrl, UMR ctrl, mkey context
+	regMkeyOff        = dsBytes + 48                  // the mkey segment
+	regListOff        = regHdrBytes                   // inline entries or the data segment
+	umrInline         = 1 << 7                        // MLX5_UMR_INLINE, umr ctrl flags
+	accessModeMTT     = 1                             // MLX5_MKC_ACCESS_MODE_MTT
+	regPageListBase   = uint64(1)<<60 + uint64(1)<<57 // driver memory of the page lists
+	regPageListStride = 32                            // log2 bytes per region's list
 )
 
-// regInline reports whether a page list of n pages goes inline.
-func regInline(n uint64) bool { return n*MTTEntryBytes <= regUMRInlineBytes }
+// regInline reports whether a page list of n pages goes inline (an
+// empty one does not: its WQE is the shortest, 144 bytes, which the
+// decoder takes as the least a REG_MR has).
+func regInline(n uint64) bool { return n > 0 && n*MTTEntryBytes <= regUMRInlineBytes }
 
 // regWQEBytes is the REG_MR WQE size for a page list of n pages: 192
 // bytes inline (3 WQEBBs), 144 with a pointer (3 WQEBBs): either way 3.
@@ -290,4 +292,46 @@ func noteReg(qp *QP, slot uint32, reg bool) {
 		qp.sqReg = make([]bool, qp.sqBBs)
 	}
 	qp.sqReg[slot] = reg
+}
+
+// recheckKeys checks again, as a WQE with the small fence (fence mode 1,
+// or 4: what libmlx5 and mlx5_ib put on the WQE after a UMR or local
+// invalidate) reaches the requester, the local keys its decode checked:
+// the small fence holds it until the local WQEs before it have run, so
+// a key a REG_MR just made valid passes, and one a LOCAL_INV just
+// invalidated fails (LOC_PROT_ERR). The model looked the keys up at
+// decode, beside the local WQE's own lookups; the wait the fence adds is
+// the local WQE's execution, which the queue's order already gives, and
+// a key that passes only now has its gather pages translated at the
+// first DMA rather than ahead (not charged here).
+func (d *Device) recheckKeys(qp *QP, dw *decodedWQE) {
+	w := &dw.wqe
+	if w.Opcode.isLocal() || w.Inline {
+		return
+	}
+	need := 0
+	if w.Opcode == WRRDMARead || w.Opcode.isAtomic() {
+		need = AccessLocalWrite
+	}
+	bad := false
+	check := func(key uint32, addr uint64, n uint64) {
+		if n == 0 {
+			return
+		}
+		r := d.Keys.Check(key, qp.PD, need, addr, n)
+		if r != KeyOK {
+			bad = true
+		}
+		if (r != KeyOK) != dw.keyErr {
+			d.traceKeyCheck(qp.Num, key, r, addr, n)
+		}
+	}
+	if w.SGL != nil {
+		for _, e := range w.SGL {
+			check(e.LKey, e.Addr, uint64(e.Length))
+		}
+	} else {
+		check(w.LKey, w.LocalAddr, uint64(w.Length))
+	}
+	dw.keyErr = bad
 }

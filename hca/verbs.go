@@ -67,7 +67,7 @@ type QP struct {
 	// sqReg marks the first WQEBBs of REG_MR WQEs, nil until the first:
 	// a UMR's CQE names no verb, so the provider keeps which it posted
 	// (mlx5's wq->wr_data, get_umr_comp).
-	sqReg []bool
+	sqReg  []bool
 	sqNext []uint32 // producer count after the WQE at an index
 	// sqSGL holds, by first WQEBB index, the gather list decoded from the
 	// WQE there, reused by the next WQE with a list at that index: the
@@ -906,6 +906,9 @@ func (d *Device) wqeReady(qp *QP) {
 			// the READs and atomics before it have their answers.
 			qp.fenceWait = true
 			break
+		}
+		if dw.wqe.FenceMode != 0 && dw.wqe.FenceMode != 2 {
+			d.recheckKeys(qp, &dw)
 		}
 		if dw.keyErr && qp.req.State != QPErr {
 			// Local protection error: the QP goes to ERR; what was
