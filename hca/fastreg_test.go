@@ -384,23 +384,33 @@ func TestRegMRThenUseOnSameQueue(t *testing.T) {
 
 // TestLocalInvThenUseOnSameQueue: the converse. A WRITE posted right
 // behind a LOCAL_INV of its own L_Key runs after the invalidation: its
-// key names no valid region then, so it completes with LOC_PROT_ERR
-// (C10-? / rxe: an invalid L_Key is a local protection error) and sends
-// nothing.
+// key names no valid region then, so it completes with LOC_PROT_ERR (an
+// invalid L_Key is a local protection error, rxe/IBA) and sends nothing.
+// The LOCAL_INV is fenced behind an RDMA READ, so it waits at the
+// requester for the READ's response (a round trip) while the WRITE
+// behind it is fetched and decoded, its key still valid then: only the
+// small fence (a re-check when the WRITE reaches the requester) catches
+// it.
 func TestLocalInvThenUseOnSameQueue(t *testing.T) {
 	p := newFRPair(t)
 	k1 := IncRKey(p.fr.LKey)
 	rx := p.a.Counters.PayloadRx
+	none := mwStep{d: p.b, q: p.qb, verb: func() error { return nil }} // waits for the next CQE
 	wcs := p.script(t, mwStep{d: p.b, q: p.qb, wr: p.regWR(k1, 0, 4096, AccessLocalWrite)}, mwStep{d: p.b, q: p.qb, verb: func() error {
-		if err := p.b.PostSend(p.qb, &SendWR{ID: 31, Opcode: WRLocalInv, Signaled: true, InvalidateRKey: k1}); err != nil {
+		if err := p.b.PostSend(p.qb, &SendWR{ID: 30, Opcode: WRRDMARead, Signaled: true, LocalAddr: p.bufB + 32768, Length: 8,
+			LKey: p.mr.LKey, RemoteAddr: p.bufA, RKey: p.mrA.RKey}); err != nil {
+			return err
+		}
+		if err := p.b.PostSend(p.qb, &SendWR{ID: 31, Opcode: WRLocalInv, Signaled: true, Fence: true, InvalidateRKey: k1}); err != nil {
 			return err
 		}
 		return p.b.PostSend(p.qb, &SendWR{ID: 32, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufB, Length: 4096,
 			LKey: k1, RemoteAddr: p.bufA, RKey: p.mrA.RKey})
-	}}, mwStep{d: p.b, q: p.qb, verb: func() error { return nil }}) // waits for the WRITE's CQE
+	}}, none, none)
 	require.Equal(t, WCSuccess, wcs[0].Status)
-	require.Equal(t, WC{WRID: 31, Status: WCSuccess, Opcode: WCLocalInv, QPN: p.qb.Num}, wcs[1])
-	assert.Equal(t, uint64(32), wcs[2].WRID)
-	assert.Equal(t, WCLocProtErr, wcs[2].Status)
-	assert.Equal(t, rx, p.a.Counters.PayloadRx, "nothing sent")
+	require.Equal(t, WCSuccess, wcs[1].Status, "the READ")
+	require.Equal(t, WC{WRID: 31, Status: WCSuccess, Opcode: WCLocalInv, QPN: p.qb.Num}, wcs[2])
+	assert.Equal(t, uint64(32), wcs[3].WRID)
+	assert.Equal(t, WCLocProtErr, wcs[3].Status)
+	assert.Equal(t, rx, p.a.Counters.PayloadRx, "nothing written to A")
 }
