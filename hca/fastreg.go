@@ -8,8 +8,9 @@ import (
 	"github.com/hcasim/hcasim/ib"
 )
 
-// Fast memory registration (IBA 10.6.3.? "Fast Register Physical MR",
-// the kernel verbs' ib_alloc_mr(IB_MR_TYPE_MEM_REG) and IB_WR_REG_MR, as
+// Fast memory registration (IBA vol 1's Fast Registration work request
+// on a Memory Region, the kernel verbs' ib_alloc_mr(IB_MR_TYPE_MEM_REG)
+// and IB_WR_REG_MR, as
 // the NVMe-oF, iSER and SRP initiators and targets and NFS/RDMA's FRWR
 // use them): a region allocated with room for maxPages page
 // translations and no mapping, its key FREE; a REG_MR work request on

@@ -52,8 +52,10 @@ func (p *frPair) write(id uint64, q *QP, off uint64, n uint32, key uint32) mwSte
 // TestFastRegCycle runs the fast-register / invalidate cycle an NVMe-oF
 // or iSER target runs per I/O, each outcome from the rules:
 //   - ib_alloc_mr leaves the key FREE: a WRITE with it before any REG_MR
-//     is refused (the R_Key names no valid region: IBA 9.7.5.2.? /
-//     C9-88's R_Key check, REM_ACCESS_ERR NAK; rxe_resp check_rkey).
+//     is refused (the R_Key names no valid region: the responder's R_Key
+//     check, rxe_resp.c RESPST_CHK_RKEY, NAK 0x62 and REM_ACCESS_ERR at
+//     the requester, ib-facts.md §6 "Remote key checks", "On R_Key
+//     violation").
 //   - REG_MR with variant k1 maps [bufB, +8 KiB) with remote write and
 //     read: a WRITE and a READ with k1 inside it succeed and move the
 //     bytes; it completes with IBV_WC_REG_MR.
@@ -99,8 +101,8 @@ func TestFastRegCycle(t *testing.T) {
 }
 
 // TestFastRegBoundsAndAccess: a registration grants its rights over its
-// range only (the R_Key check's access and bounds rules, C9-88 / rxe
-// check_rkey): [bufB+4 KiB, +4 KiB) with remote read only refuses a
+// range only (the R_Key check's access and bounds rules, rxe_resp.c
+// RESPST_CHK_RKEY, ib-facts.md "Remote key checks"): [bufB+4 KiB, +4 KiB) with remote read only refuses a
 // WRITE inside it (access), a READ one byte past its end (bounds; the
 // bytes are inside B's buffer, so only the registration's bounds refuse
 // it), and serves a READ inside it.
@@ -215,8 +217,8 @@ func TestFastRegErrorCompletes(t *testing.T) {
 }
 
 // TestSendWithInvalidateOfFastReg: a SEND_WITH_INV naming the region's
-// key (IBA 9.4.? / o10-?: the responder invalidates the R_Key the IETH
-// carries) frees it: B's receive completes with IBV_WC_WITH_INV and the
+// key (the responder invalidates the R_Key the IETH carries, ib-facts.md
+// IETH and SEND_LAST_WITH_INVALIDATE; rxe_resp.c invalidate_rkey) frees it: B's receive completes with IBV_WC_WITH_INV and the
 // key, and a WRITE with it is refused after.
 func TestSendWithInvalidateOfFastReg(t *testing.T) {
 	p := newFRPair(t)
@@ -385,7 +387,8 @@ func TestRegMRThenUseOnSameQueue(t *testing.T) {
 // TestLocalInvThenUseOnSameQueue: the converse. A WRITE posted right
 // behind a LOCAL_INV of its own L_Key runs after the invalidation: its
 // key names no valid region then, so it completes with LOC_PROT_ERR (an
-// invalid L_Key is a local protection error, rxe/IBA) and sends nothing.
+// invalid L_Key is a local protection error, as the model's other L_Key
+// failures, rxe_comp.c) and sends nothing.
 // The LOCAL_INV is fenced behind an RDMA READ, so it waits at the
 // requester for the READ's response (a round trip) while the WRITE
 // behind it is fetched and decoded, its key still valid then: only the
