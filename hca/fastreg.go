@@ -192,7 +192,7 @@ func regPageListAddr(idx uint32) uint64 {
 	return regPageListBase + uint64(idx)<<regPageListStride
 }
 
-// regPageShift is the page shift a REG_MR WQE encodes.
+// pageShift is the page shift a REG_MR WQE encodes (log2 PageBytes).
 func (r *RegReq) pageShift() uint { return log2(r.PageBytes) }
 
 // encodeReg writes a REG_MR into its UMR WQE: the key in the ctrl's imm;
