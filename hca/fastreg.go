@@ -143,6 +143,9 @@ func (d *Device) AllocMR(pd uint32, maxPages int) (MR, error) {
 // other than the model's MTT page (EINVAL: per-region page sizes are not
 // modelled).
 func (d *Device) checkRegWR(qp *QP, r *RegReq) error {
+	if r == nil {
+		return fmt.Errorf("qp 0x%x: REG_MR without a registration (SendWR.Reg nil): %w", qp.Num, syscall.EINVAL)
+	}
 	if r.Access&^regAccess != 0 {
 		return fmt.Errorf("qp 0x%x: REG_MR with access %#x (a region takes local write 1, remote write 2, read 4, atomic 8, mw bind 16): %w",
 			qp.Num, r.Access, syscall.EINVAL)
@@ -170,6 +173,15 @@ const (
 	regPageListBase   = uint64(1)<<60 + uint64(1)<<57 // driver memory of the page lists
 	regPageListStride = 32                            // log2 bytes per region's list
 )
+
+// regWRBytes is regWQEBytes for the registration r (nil: none, the
+// shortest WQE; PostSend refuses it).
+func regWRBytes(r *RegReq) int {
+	if r == nil {
+		return regWQEBytes(0)
+	}
+	return regWQEBytes(r.pages(r.pageShift()))
+}
 
 // regInline reports whether a page list of n pages goes inline (an
 // empty one does not: its WQE is the shortest, 144 bytes, which the
@@ -236,12 +248,21 @@ func encodeReg(buf []byte, r *RegReq) {
 // than a bind (KLM).
 func isRegWQE(buf []byte) bool { return buf[regMkeyOff+3] == accessModeMTT }
 
-// decodeReg reads the registration of a REG_MR WQE (encodeReg).
-func decodeReg(buf []byte) *RegReq {
+// decodeReg reads the registration of a REG_MR WQE (encodeReg) into w's
+// remote-address fields, which a local WQE has no other use for (reg):
+// SendWQE keeps no field of its own for it, since every message's WQE is
+// copied through the pipeline at SendWQE's size.
+func decodeReg(w *SendWQE, buf []byte) {
 	be := binary.BigEndian
 	m := buf[regMkeyOff:]
-	return &RegReq{Key: be.Uint32(buf[12:]), Addr: be.Uint64(m[16:]), Length: be.Uint64(m[24:]),
-		PageBytes: 1 << m[59], Access: int(m[2])}
+	w.RKey, w.RemoteAddr, w.SwapAdd = be.Uint32(buf[12:]), be.Uint64(m[16:]), be.Uint64(m[24:])
+	w.Compare = uint64(m[59])<<8 | uint64(m[2])
+}
+
+// reg returns the registration of a decoded REG_MR WQE (decodeReg).
+func (w *SendWQE) reg() RegReq {
+	return RegReq{Key: w.RKey, Addr: w.RemoteAddr, Length: w.SwapAdd, PageBytes: 1 << (w.Compare >> 8),
+		Access: int(w.Compare & 0xff)}
 }
 
 // regLookups runs a REG_MR's fetches from t and returns when they are

@@ -41,7 +41,7 @@ func (p *frPair) extraPair(t *testing.T, psnA, psnB uint32) (*QP, *QP) {
 // key over [bufB+off, +n) at 4 KiB pages, rights acc.
 func (p *frPair) regWR(key uint32, off, n uint64, acc int) SendWR {
 	return SendWR{ID: 20, Opcode: WRRegMR, Signaled: true,
-		Reg: RegReq{Key: key, Addr: p.bufB + off, Length: n, PageBytes: 4096, Access: acc}}
+		Reg: &RegReq{Key: key, Addr: p.bufB + off, Length: n, PageBytes: 4096, Access: acc}}
 }
 
 func (p *frPair) write(id uint64, q *QP, off uint64, n uint32, key uint32) mwStep {
@@ -188,7 +188,7 @@ func TestFastRegErrorCompletes(t *testing.T) {
 	acc := AccessRemoteWrite | AccessLocalWrite
 	reg := func(id uint64, key uint32, n uint64) *SendWR {
 		return &SendWR{ID: id, Opcode: WRRegMR, Signaled: true,
-			Reg: RegReq{Key: key, Addr: p.bufB, Length: n, PageBytes: 4096, Access: acc}}
+			Reg: &RegReq{Key: key, Addr: p.bufB, Length: n, PageBytes: 4096, Access: acc}}
 	}
 	require.NoError(t, p.b.PostSend(p.qb, reg(20, k1, 4096)))
 	require.NoError(t, p.b.PostSend(p.qb, reg(21, k2, 4096)))
@@ -251,7 +251,7 @@ func TestRegMRWQE(t *testing.T) {
 		bytes  int
 	}{{1, true, 192}, {8, true, 192}, {9, false, 144}, {512, false, 144}} {
 		r := RegReq{Key: 0x1234_56, Addr: 0x40000, Length: c.pages * 4096, PageBytes: 4096, Access: AccessRemoteWrite | AccessLocalWrite}
-		wr := SendWR{Opcode: WRRegMR, Reg: r, Signaled: true}
+		wr := SendWR{Opcode: WRRegMR, Reg: &r, Signaled: true}
 		assert.Equal(t, c.bytes, wqeBytes(&wr), "%d pages", c.pages)
 		assert.Equal(t, 3, WQEBBs(&wr))
 		var buf [maxWQEBBs * WQEBBBytes]byte
@@ -262,8 +262,7 @@ func TestRegMRWQE(t *testing.T) {
 		w, err := DecodeSendWQE(buf[:n])
 		require.NoError(t, err)
 		assert.Equal(t, WRRegMR, w.Opcode)
-		require.NotNil(t, w.Reg)
-		assert.Equal(t, r, *w.Reg)
+		assert.Equal(t, r, w.reg())
 		assert.Nil(t, w.Bind)
 	}
 	bind := SendWR{Opcode: WRBindMW, Bind: BindReq{MWKey: 0x500, NewKey: 0x501, MRKey: 0x300, Addr: 0x1000, Length: 64, Access: AccessRemoteWrite}}
@@ -357,6 +356,7 @@ func TestAllocMRErrors(t *testing.T) {
 	assert.ErrorContains(t, p.b.PostSend(p.qb, &wr), "page size 8192")
 	wr = p.regWR(IncRKey(p.fr.LKey), 0, 4096, AccessZeroBased)
 	assert.ErrorContains(t, p.b.PostSend(p.qb, &wr), "REG_MR with access 0x20")
+	assert.ErrorContains(t, p.b.PostSend(p.qb, &SendWR{Opcode: WRRegMR}), "without a registration")
 }
 
 // TestRegMRThenUseOnSameQueue: the WRITE posted right behind a REG_MR on

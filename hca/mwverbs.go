@@ -101,7 +101,7 @@ func checkLocalWR(qp *QP, wr *SendWR) error {
 		return fmt.Errorf("qp 0x%x: %v work request with a data buffer (it has none): %w", qp.Num, wr.Opcode, syscall.EINVAL)
 	}
 	if wr.Opcode == WRRegMR {
-		return qp.dev.checkRegWR(qp, &wr.Reg)
+		return qp.dev.checkRegWR(qp, wr.Reg)
 	}
 	if wr.Opcode == WRBindMW && wr.Bind.Access&^mwBindAccess != 0 {
 		return fmt.Errorf("qp 0x%x: BIND_MW with access %#x (a window grants remote read 4, write 2, atomic 8 only, zero-based 32 for type 2): %w",
@@ -121,7 +121,8 @@ func (d *Device) localLookups(qp *QP, t ib.PS, w *SendWQE) ib.PS {
 		return d.keyCheck(qp, t, w.Imm)
 	}
 	if w.Opcode == WRRegMR {
-		return d.regLookups(qp, t, w.Reg)
+		r := w.reg()
+		return d.regLookups(qp, t, &r)
 	}
 	ready := d.keyCheck(qp, t, w.Bind.MWKey)
 	if w.Bind.Length > 0 {
@@ -154,7 +155,7 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 			}
 		case WRRegMR:
 			// rxe's do_local_ops: a refused registration is LOC_QP_OP_ERR.
-			if !d.Keys.FastReg(*w.Reg, qp.PD, d.pageShift) {
+			if !d.Keys.FastReg(w.reg(), qp.PD, d.pageShift) {
 				st = WCLocQPOpErr
 			}
 		}
@@ -166,7 +167,8 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 			d.flushAt(now)
 		}
 		if w.Opcode == WRRegMR {
-			d.writeMTT(w.Reg, now)
+			r := w.reg()
+			d.writeMTT(&r, now)
 		}
 	}
 	for _, c := range qp.req.EnqueueLocal(w, 0) {

@@ -901,14 +901,16 @@ func (d *Device) wqeReady(qp *QP) {
 			d.udReady(qp, dw, now)
 			continue
 		}
-		if dw.wqe.FenceMode != 0 && dw.wqe.Fenced() && qp.req.rdAtomicUnfinished() {
-			// Fenced: the WQE waits here, and every WQE behind it, until
-			// the READs and atomics before it have their answers.
-			qp.fenceWait = true
-			break
-		}
-		if dw.wqe.FenceMode != 0 && dw.wqe.FenceMode != 2 {
-			d.recheckKeys(qp, &dw)
+		if dw.wqe.FenceMode != 0 {
+			if dw.wqe.Fenced() && qp.req.rdAtomicUnfinished() {
+				// Fenced: the WQE waits here, and every WQE behind it, until
+				// the READs and atomics before it have their answers.
+				qp.fenceWait = true
+				break
+			}
+			if dw.wqe.FenceMode != 2 {
+				d.recheckKeys(qp, &dw) // the small fence (fastreg.go)
+			}
 		}
 		if dw.keyErr && qp.req.State != QPErr {
 			// Local protection error: the QP goes to ERR; what was

@@ -186,8 +186,9 @@ type SendWR struct {
 	// InvalidateRKey is the R_Key a LOCAL_INV invalidates, or that a
 	// SEND_WITH_INV asks the responder to (ibv_send_wr.invalidate_rkey).
 	InvalidateRKey uint32
-	// Reg is a REG_MR's registration (ib_reg_wr, fastreg.go).
-	Reg RegReq
+	// Reg is a REG_MR's registration (ib_reg_wr, fastreg.go), nil for
+	// other opcodes (a pointer: a WR is built per message on the hot path).
+	Reg *RegReq
 }
 
 // RecvWR is a receive work request (ibv_recv_wr): one scatter element,
@@ -232,7 +233,7 @@ func (o WROpcode) hasRemote() bool { return uint32(1)<<o&remoteOps != 0 }
 const remoteOps = 1<<WRRDMAWrite | 1<<WRRDMAWriteImm | 1<<WRRDMARead | 1<<WRCompSwap | 1<<WRFetchAdd
 
 // isLocal reports whether op is a local operation: one the HCA executes
-// on its own tables, sending no packet (BIND_MW, LOCAL_INV).
+// on its own tables, sending no packet (BIND_MW, LOCAL_INV, REG_MR).
 func (o WROpcode) isLocal() bool { return o-WRLocalInv <= WRBindMW-WRLocalInv || o == WRRegMR }
 
 // Local WQE sizes. A LOCAL_INV is its ctrl segment alone, the key in the
@@ -275,7 +276,7 @@ func wqeBytes(wr *SendWR) int {
 	case WRLocalInv:
 		return localInvWQEBytes
 	case WRRegMR:
-		return regWQEBytes(wr.Reg.pages(wr.Reg.pageShift()))
+		return regWRBytes(wr.Reg)
 	}
 	n := dsBytes // ctrl
 	if wr.UD {
@@ -325,7 +326,7 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 		encodeBind(buf, &wr.Bind)
 		return size
 	case WRRegMR:
-		encodeReg(buf, &wr.Reg)
+		encodeReg(buf, wr.Reg)
 		return size
 	}
 	off := dsBytes
@@ -446,10 +447,9 @@ type SendWQE struct {
 	SGL []SGE
 	// BBs is the WQE's size in basic blocks.
 	BBs int
-	// Bind is a BIND_MW's bind, nil for other opcodes.
+	// Bind is a BIND_MW's bind, nil for other opcodes. (A REG_MR's
+	// registration travels in the remote-address fields: SendWQE.reg.)
 	Bind *BindReq
-	// Reg is a REG_MR's registration, nil for other opcodes.
-	Reg *RegReq
 	// UD datagram segment.
 	DLID       uint16
 	RemoteQPN  uint32
@@ -512,7 +512,7 @@ func decodeSendWQE(buf []byte, ud bool, sgl []SGE) (SendWQE, error) {
 			w.Bind = decodeBind(buf)
 		}
 		if op == WRRegMR {
-			w.Reg = decodeReg(buf)
+			decodeReg(&w, buf)
 		}
 		return w, nil
 	}
