@@ -417,3 +417,64 @@ func TestLocalInvThenUseOnSameQueue(t *testing.T) {
 	assert.Equal(t, WCLocProtErr, wcs[3].Status)
 	assert.Equal(t, rx, p.a.Counters.PayloadRx, "nothing written to A")
 }
+
+// TestLRUDrop: dropping an entry frees its slot (the next miss fills it
+// without evicting) and keeps the use order of the others: with capacity
+// 3 holding 1, 2, 3 (3 most recent), dropping 2 then missing 4 evicts
+// nothing; a fifth tag then evicts the least recently used, 1.
+func TestLRUDrop(t *testing.T) {
+	c := newLRU[uint64](3)
+	for _, tag := range []uint64{1, 2, 3} {
+		c.lookup(tag)
+	}
+	assert.True(t, c.drop(2))
+	assert.False(t, c.drop(2), "gone")
+	hit, _ := c.lookup(4)
+	assert.False(t, hit)
+	for _, tag := range []uint64{1, 3, 4} {
+		_, ok := c.slot[tag]
+		assert.True(t, ok, "tag %d kept", tag)
+	}
+	c.lookup(5) // evicts 1, the least recently used
+	_, ok := c.slot[1]
+	assert.False(t, ok)
+	for _, tag := range []uint64{3, 4, 5} {
+		_, ok := c.slot[tag]
+		assert.True(t, ok, "tag %d kept", tag)
+	}
+	assert.Len(t, c.slots, 3)
+}
+
+// TestInvalidateDropsTranslations: with the MTT cache on, a WRITE through
+// a fast-registered 2-page mapping leaves its 2 pages' translations
+// cached at B; LOCAL_INV of the region takes them out (the next
+// registration maps other pages to those addresses), and a page of B's
+// other region stays.
+func TestInvalidateDropsTranslations(t *testing.T) {
+	cfg := Defaults()
+	cfg.MTTCacheEntries = 64
+	p := &frPair{mwPair: &mwPair{pair: newPair(t, edrLink(), cfg, 1<<16)}}
+	p.qa2, p.qb2 = p.a.CreateQP(p.qa.PD, p.qa.SendCQ, p.qa.RecvCQ, 64, 64), p.b.CreateQP(p.qb.PD, p.b.CreateCQ(64), p.b.CreateCQ(64), 64, 64)
+	require.NoError(t, ConnectRC(p.qa2, p.qb2, 4096, 0x30, 0x40))
+	p.mr = p.mrB
+	var err error
+	p.fr, err = p.b.AllocMR(p.qb.PD, 16)
+	require.NoError(t, err)
+	k1 := IncRKey(p.fr.LKey)
+	// The FR mapping is B's buffer's first two pages; B's own region's
+	// page 4 is written through its own key.
+	wcs := p.script(t,
+		mwStep{d: p.b, q: p.qb, wr: p.regWR(k1, 0, 8192, AccessLocalWrite|AccessRemoteWrite)},
+		p.write(1, p.qa, 0, 8192, k1),
+		p.write(2, p.qa, 4*4096, 64, p.mrB.RKey),
+		mwStep{d: p.b, q: p.qb, wr: SendWR{ID: 3, Opcode: WRLocalInv, Signaled: true, InvalidateRKey: k1}},
+	)
+	for _, w := range wcs {
+		require.Equal(t, WCSuccess, w.Status)
+	}
+	c := p.b.MTTCache()
+	page := func(off uint64) bool { _, ok := c.slot[(p.bufB+off)>>12]; return ok }
+	assert.False(t, page(0), "first page dropped")
+	assert.False(t, page(4096), "second page dropped")
+	assert.True(t, page(4*4096), "the other region's page kept")
+}
