@@ -118,6 +118,8 @@ func wcOfWR(op WROpcode) WCOpcode {
 		return WCBindMW
 	case WRLocalInv:
 		return WCLocalInv
+	case WRRegMR:
+		return WCRegMR
 	}
 	return WCSend
 }

@@ -67,6 +67,9 @@ type MR struct {
 	// windows counts the windows bound to a region (rxe mr->num_mw): a
 	// region with windows cannot be deregistered nor invalidated.
 	windows int32
+	// frPages is a fast-registration region's page-list capacity
+	// (ib_alloc_mr's max_num_sg), 0 for any other entry (fastreg.go).
+	frPages uint32
 }
 
 // KeyTable is the HCA's memory protection table: entries by 24-bit index.

@@ -91,3 +91,33 @@ func (c *lru[K]) fill(tag K, readyAt ib.PS) {
 		c.slots[i].readyAt = readyAt
 	}
 }
+
+// drop takes tag out of the cache, if it is there (its content is stale:
+// a fast-registration region invalidated), and reports whether it was.
+// The last slot moves into the freed one, so the slots stay dense and the
+// next miss refills without evicting.
+func (c *lru[K]) drop(tag K) bool {
+	i, ok := c.slot[tag]
+	if !ok {
+		return false
+	}
+	c.unlink(i)
+	delete(c.slot, tag)
+	if last := int32(len(c.slots) - 1); i != last {
+		e := c.slots[last]
+		c.slots[i] = e
+		if e.prev >= 0 {
+			c.slots[e.prev].next = i
+		} else {
+			c.mru = i
+		}
+		if e.next >= 0 {
+			c.slots[e.next].prev = i
+		} else {
+			c.lru = i
+		}
+		c.slot[e.tag] = i
+	}
+	c.slots = c.slots[:len(c.slots)-1]
+	return true
+}

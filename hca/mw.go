@@ -149,9 +149,9 @@ func (t *KeyTable) Bind(req BindReq, qpn, pd uint32) (uint32, bool) {
 // Invalidate frees the type 2 window whose current R_Key is key (LOCAL_INV,
 // or a SEND_WITH_INVALIDATE received): its key then names no access until
 // the next bind. It reports false, changing nothing, for a key that names
-// no bound type 2 window: a region (the model has no fast-registration
-// regions, the only ones LOCAL_INV may invalidate, and one with windows
-// bound is refused in any case: rxe_invalidate_mr), a type 1 window
+// no bound type 2 window: a region (a fast-registration one, the only
+// kind LOCAL_INV may invalidate, is KeyTable.invalidateRegion's, which
+// Device.invalidate tries next), a type 1 window
 // (o10-37.2.26), a free window or a stale tag (rxe_invalidate_mw).
 func (t *KeyTable) Invalidate(key uint32) bool {
 	w := t.window(key)

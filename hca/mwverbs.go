@@ -100,6 +100,9 @@ func checkLocalWR(qp *QP, wr *SendWR) error {
 	if wr.SGL != nil || wr.Inline || wr.Length != 0 || wr.LocalAddr != 0 || wr.LKey != 0 {
 		return fmt.Errorf("qp 0x%x: %v work request with a data buffer (it has none): %w", qp.Num, wr.Opcode, syscall.EINVAL)
 	}
+	if wr.Opcode == WRRegMR {
+		return qp.dev.checkRegWR(qp, wr.Reg)
+	}
 	if wr.Opcode == WRBindMW && wr.Bind.Access&^mwBindAccess != 0 {
 		return fmt.Errorf("qp 0x%x: BIND_MW with access %#x (a window grants remote read 4, write 2, atomic 8 only, zero-based 32 for type 2): %w",
 			qp.Num, wr.Bind.Access, syscall.EINVAL)
@@ -116,6 +119,10 @@ func checkLocalWR(qp *QP, wr *SendWR) error {
 func (d *Device) localLookups(qp *QP, t ib.PS, w *SendWQE) ib.PS {
 	if w.Opcode == WRLocalInv {
 		return d.keyCheck(qp, t, w.Imm)
+	}
+	if w.Opcode == WRRegMR {
+		r := w.reg()
+		return d.regLookups(qp, t, &r)
 	}
 	ready := d.keyCheck(qp, t, w.Bind.MWKey)
 	if w.Bind.Length > 0 {
@@ -143,7 +150,12 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 				st = WCMWBindErr
 			}
 		case WRLocalInv:
-			if !d.Keys.Invalidate(w.Imm) {
+			if !d.invalidate(w.Imm) {
+				st = WCLocQPOpErr
+			}
+		case WRRegMR:
+			// rxe's do_local_ops: a refused registration is LOC_QP_OP_ERR.
+			if !d.Keys.FastReg(w.reg(), qp.PD, d.pageShift) {
 				st = WCLocQPOpErr
 			}
 		}
@@ -153,6 +165,10 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 		}
 		if _, ok := d.PCIe.Post(now, MKeyContextBytes, WriteNote{Kind: writeMKey}); !ok {
 			d.flushAt(now)
+		}
+		if w.Opcode == WRRegMR {
+			r := w.reg()
+			d.writeMTT(&r, now)
 		}
 	}
 	for _, c := range qp.req.EnqueueLocal(w, 0) {
@@ -171,7 +187,7 @@ func (d *Device) runLocal(qp *QP, w SendWQE, now ib.PS) {
 // then the QP errs).
 func (d *Device) remoteInvalidate(qp *QP, t ib.PS, a *RespAction) ib.PS {
 	t = d.keyCheck(qp, t, a.Imm)
-	if d.Keys.Invalidate(a.Imm) {
+	if d.invalidate(a.Imm) {
 		if _, booked := d.PCIe.Post(t, MKeyContextBytes, WriteNote{Kind: writeMKey}); !booked {
 			d.flushAt(t)
 		}

@@ -64,6 +64,10 @@ type QP struct {
 	sqPI   uint32   // WQEBBs posted
 	sqCI   uint32   // WQEBBs known complete
 	sqWrid []uint64 // wr_id by first WQEBB index
+	// sqReg marks the first WQEBBs of REG_MR WQEs, nil until the first:
+	// a UMR's CQE names no verb, so the provider keeps which it posted
+	// (mlx5's wq->wr_data, get_umr_comp).
+	sqReg  []bool
 	sqNext []uint32 // producer count after the WQE at an index
 	// sqSGL holds, by first WQEBB index, the gather list decoded from the
 	// WQE there, reused by the next WQE with a list at that index: the
@@ -621,6 +625,9 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 	qp.writeSQ(qp.sqPI, buf[:n])
 	slot := qp.sqPI % uint32(qp.sqBBs)
 	qp.sqWrid[slot] = wr.ID
+	if qp.sqReg != nil || wr.Opcode == WRRegMR {
+		noteReg(qp, slot, wr.Opcode == WRRegMR)
+	}
 	qp.sqNext[slot] = qp.sqPI + uint32(bbs)
 	qp.sqPI += uint32(bbs)
 	d.Mem.WriteU32(qp.dbr+4, qp.sqPI&0xffff)
@@ -737,6 +744,9 @@ func (d *Device) PollCQ(cq *CQ, wcs []WC) int {
 			slot := uint32(c.Counter) % uint32(qp.sqBBs)
 			wc.WRID = qp.sqWrid[slot]
 			wc.Opcode = wcOfWR(c.WROp)
+			if c.WROp == WRBindMW && qp.sqReg != nil && qp.sqReg[slot] {
+				wc.Opcode = WCRegMR
+			}
 			qp.sqCI = qp.sqNext[slot]
 		}
 		wcs[n] = wc
@@ -891,11 +901,16 @@ func (d *Device) wqeReady(qp *QP) {
 			d.udReady(qp, dw, now)
 			continue
 		}
-		if dw.wqe.FenceMode != 0 && dw.wqe.Fenced() && qp.req.rdAtomicUnfinished() {
-			// Fenced: the WQE waits here, and every WQE behind it, until
-			// the READs and atomics before it have their answers.
-			qp.fenceWait = true
-			break
+		if dw.wqe.FenceMode != 0 {
+			if dw.wqe.Fenced() && qp.req.rdAtomicUnfinished() {
+				// Fenced: the WQE waits here, and every WQE behind it, until
+				// the READs and atomics before it have their answers.
+				qp.fenceWait = true
+				break
+			}
+			if dw.wqe.FenceMode != 2 {
+				d.recheckKeys(qp, &dw) // the small fence (fastreg.go)
+			}
 		}
 		if dw.keyErr && qp.req.State != QPErr {
 			// Local protection error: the QP goes to ERR; what was

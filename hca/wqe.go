@@ -82,7 +82,7 @@ var wrNames = map[WROpcode]string{
 	WRRDMAWrite: "RDMA_WRITE", WRRDMAWriteImm: "RDMA_WRITE_WITH_IMM", WRSend: "SEND",
 	WRSendImm: "SEND_WITH_IMM", WRRDMARead: "RDMA_READ", WRCompSwap: "ATOMIC_CMP_AND_SWP",
 	WRFetchAdd: "ATOMIC_FETCH_AND_ADD", WRLocalInv: "LOCAL_INV", WRBindMW: "BIND_MW",
-	WRSendInv: "SEND_WITH_INV",
+	WRSendInv: "SEND_WITH_INV", WRRegMR: "REG_MR",
 }
 
 // String returns the verbs name.
@@ -113,11 +113,13 @@ var wrToMlx5 = [...]uint8{
 	WRRDMAWrite: mlx5OpRDMAWrite, WRRDMAWriteImm: mlx5OpRDMAWriteImm, WRSend: mlx5OpSend,
 	WRSendImm: mlx5OpSendImm, WRRDMARead: mlx5OpRDMARead, WRCompSwap: mlx5OpAtomicCS,
 	WRFetchAdd: mlx5OpAtomicFA, WRLocalInv: mlx5OpLocalInval, WRBindMW: mlx5OpUMR,
-	WRSendInv: mlx5OpSendInval,
+	WRSendInv: mlx5OpSendInval, WRRegMR: mlx5OpUMR,
 }
 
 func mlx5ToWR(op uint8) (WROpcode, bool) {
-	for wr, m := range wrToMlx5 {
+	// Up to SEND_WITH_INV: past it the table has gaps (0) before REG_MR,
+	// a UMR as a bind is, which decodeSendWQE tells apart.
+	for wr, m := range wrToMlx5[:WRSendInv+1] {
 		if m == op {
 			return WROpcode(wr), true
 		}
@@ -184,6 +186,9 @@ type SendWR struct {
 	// InvalidateRKey is the R_Key a LOCAL_INV invalidates, or that a
 	// SEND_WITH_INV asks the responder to (ibv_send_wr.invalidate_rkey).
 	InvalidateRKey uint32
+	// Reg is a REG_MR's registration (ib_reg_wr, fastreg.go), nil for
+	// other opcodes (a pointer: a WR is built per message on the hot path).
+	Reg *RegReq
 }
 
 // RecvWR is a receive work request (ibv_recv_wr): one scatter element,
@@ -228,8 +233,8 @@ func (o WROpcode) hasRemote() bool { return uint32(1)<<o&remoteOps != 0 }
 const remoteOps = 1<<WRRDMAWrite | 1<<WRRDMAWriteImm | 1<<WRRDMARead | 1<<WRCompSwap | 1<<WRFetchAdd
 
 // isLocal reports whether op is a local operation: one the HCA executes
-// on its own tables, sending no packet (BIND_MW, LOCAL_INV).
-func (o WROpcode) isLocal() bool { return o-WRLocalInv <= WRBindMW-WRLocalInv }
+// on its own tables, sending no packet (BIND_MW, LOCAL_INV, REG_MR).
+func (o WROpcode) isLocal() bool { return o-WRLocalInv <= WRBindMW-WRLocalInv || o == WRRegMR }
 
 // Local WQE sizes. A LOCAL_INV is its ctrl segment alone, the key in the
 // ctrl's imm field (as mlx5's ctrl segment carries it). A BIND_MW is the
@@ -270,6 +275,8 @@ func wqeBytes(wr *SendWR) int {
 		return bindWQEBytes
 	case WRLocalInv:
 		return localInvWQEBytes
+	case WRRegMR:
+		return regWRBytes(wr.Reg)
 	}
 	n := dsBytes // ctrl
 	if wr.UD {
@@ -317,6 +324,9 @@ func EncodeSendWQE(buf []byte, wr *SendWR, wqeIndex uint16, qpn uint32, inline [
 		return size
 	case WRBindMW:
 		encodeBind(buf, &wr.Bind)
+		return size
+	case WRRegMR:
+		encodeReg(buf, wr.Reg)
 		return size
 	}
 	off := dsBytes
@@ -437,7 +447,8 @@ type SendWQE struct {
 	SGL []SGE
 	// BBs is the WQE's size in basic blocks.
 	BBs int
-	// Bind is a BIND_MW's bind, nil for other opcodes.
+	// Bind is a BIND_MW's bind, nil for other opcodes. (A REG_MR's
+	// registration travels in the remote-address fields: SendWQE.reg.)
 	Bind *BindReq
 	// UD datagram segment.
 	DLID       uint16
@@ -490,12 +501,18 @@ func decodeSendWQE(buf []byte, ud bool, sgl []SGE) (SendWQE, error) {
 	w.Solicited = buf[11]&ctrlSolicited != 0
 	w.FenceMode = buf[11] & ctrlFenceMask >> 5
 	w.Imm = be.Uint32(buf[12:])
+	if op == WRBindMW && ds*dsBytes >= regHdrBytes && isRegWQE(buf) {
+		w.Opcode, op = WRRegMR, WRRegMR
+	}
 	if op.isLocal() {
 		if ds*dsBytes < wqeBytes(&SendWR{Opcode: op}) {
 			return w, fmt.Errorf("wqe: %v of %d data segments is short", op, ds)
 		}
 		if op == WRBindMW {
 			w.Bind = decodeBind(buf)
+		}
+		if op == WRRegMR {
+			decodeReg(&w, buf)
 		}
 		return w, nil
 	}
