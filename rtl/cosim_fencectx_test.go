@@ -348,16 +348,7 @@ module tb;
     reg [531:0] rxs [0:NRX-1];
     reg [9:0] ctrl [0:NCYC-1];
     reg [127:0] cfgs [0:1];
-    function [511:0] host_block(input [57:0] b);
-        integer w;
-        reg [63:0] m;
-        begin
-            m = {6'd0, b} * 64'h9E3779B97F4A7C15;
-            for (w = 0; w < 8; w = w + 1)
-                host_block[511 - 64*w -: 64] = m ^ (w * 64'hC2B2AE3D27D4EB4F);
-        end
-    endfunction
-
+` + tbHostBlock + `
     reg sq_cfg_valid, db_valid, qp_cfg_valid;
     reg [23:0] sq_cfg_qpn, db_qpn;
     reg [63:0] sq_cfg_base;

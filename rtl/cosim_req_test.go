@@ -1167,16 +1167,7 @@ module tb;
     reg [16:0] every_r;
     reg [57:0] rqa [0:4095];
     integer rqh, rqt, bi;
-    function [511:0] host_block(input [57:0] b);
-        integer w;
-        reg [63:0] m;
-        begin
-            m = {6'd0, b} * 64'h9E3779B97F4A7C15;
-            for (w = 0; w < 8; w = w + 1)
-                host_block[511 - 64*w -: 64] = m ^ (w * 64'hC2B2AE3D27D4EB4F);
-        end
-    endfunction
-    reg [59:0] cw;
+` + tbHostBlock + `    reg [59:0] cw;
     reg [531:0] rk;
     reg held, take_dec, take_rd, tb_sending, drain, rx_held, take_rx, ack_took;
     reg [1:0] tb_vl;

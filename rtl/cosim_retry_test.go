@@ -67,6 +67,19 @@ func reqHostBlock(b uint64) []byte {
 	return out
 }
 
+// tbHostBlock is reqHostBlock in Verilog, for the testbenches whose host
+// answers any address (host_block(b), b the block address).
+const tbHostBlock = `    function [511:0] host_block(input [57:0] b);
+        integer w;
+        reg [63:0] m;
+        begin
+            m = {6'd0, b} * 64'h9E3779B97F4A7C15;
+            for (w = 0; w < 8; w = w + 1)
+                host_block[511 - 64*w -: 64] = m ^ (w * 64'hC2B2AE3D27D4EB4F);
+        end
+    endfunction
+`
+
 // reqHostBytes are n host bytes from addr.
 func reqHostBytes(addr uint64, n int) []byte {
 	out := make([]byte, 0, n+BlockBytes)
