@@ -204,8 +204,19 @@ func (d *Device) DestroySRQ(s *SRQ) error {
 // on. A region with memory windows bound is refused with EINVAL, and a key
 // that names no live region (deregistered already) likewise
 // (KeyTable.Deregister, rxe's rules).
+//
+// A fast-registration region (AllocMR) is deregistered by its handle,
+// whatever its key's variant now and whether FREE or mapped (ib_dereg_mr
+// of an MR from ib_alloc_mr: the mkey is destroyed in either state);
+// a mapped one's pages leave the MTT cache, as at an invalidation.
 func (d *Device) DeregMR(mr MR) error {
-	return d.Keys.Deregister(mr.LKey)
+	addr, n, err := d.Keys.deregister(mr.LKey)
+	if err == nil && d.mtt != nil && n > 0 {
+		for p := addr >> d.pageShift; p <= (addr+n-1)>>d.pageShift; p++ {
+			d.mtt.drop(p)
+		}
+	}
+	return err
 }
 
 // DeallocPD frees protection domain pd (ibv_dealloc_pd): EBUSY while a QP,
@@ -244,8 +255,11 @@ func (t *KeyTable) inPD(pd uint32) (uint32, bool) {
 	for i := range t.entries {
 		e := &t.entries[i]
 		// A freed window's entry is zero (FreeWindow), a deregistered
-		// region's not valid.
-		if e.PD == pd && (e.Window != 0 || e.valid) {
+		// region's not valid; a fast-registration region counts while it
+		// is allocated, FREE or mapped (ib_alloc_mr raises the PD's
+		// usecnt as ib_reg_user_mr does), and not once deregistered
+		// (frPages 0).
+		if e.PD == pd && (e.Window != 0 || e.valid || e.frPages > 0) {
 			return e.LKey, true
 		}
 	}

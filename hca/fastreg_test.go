@@ -1,11 +1,13 @@
 package hca
 
 import (
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -451,6 +453,14 @@ func TestLRUDrop(t *testing.T) {
 // registration maps other pages to those addresses), and a page of B's
 // other region stays.
 func TestInvalidateDropsTranslations(t *testing.T) {
+	for _, how := range []string{"LOCAL_INV", "dereg_mr"} {
+		t.Run(how, func(t *testing.T) { invalidateDropsTranslations(t, how == "dereg_mr") })
+	}
+}
+
+// invalidateDropsTranslations is TestInvalidateDropsTranslations with the
+// region invalidated by LOCAL_INV or (dereg) deregistered while mapped.
+func invalidateDropsTranslations(t *testing.T, dereg bool) {
 	cfg := Defaults()
 	cfg.MTTCacheEntries = 64
 	p := &frPair{mwPair: &mwPair{pair: newPair(t, edrLink(), cfg, 1<<16)}}
@@ -463,18 +473,64 @@ func TestInvalidateDropsTranslations(t *testing.T) {
 	k1 := IncRKey(p.fr.LKey)
 	// The FR mapping is B's buffer's first two pages; B's own region's
 	// page 4 is written through its own key.
-	wcs := p.script(t,
-		mwStep{d: p.b, q: p.qb, wr: p.regWR(k1, 0, 8192, AccessLocalWrite|AccessRemoteWrite)},
+	steps := []mwStep{
+		{d: p.b, q: p.qb, wr: p.regWR(k1, 0, 8192, AccessLocalWrite|AccessRemoteWrite)},
 		p.write(1, p.qa, 0, 8192, k1),
 		p.write(2, p.qa, 4*4096, 64, p.mrB.RKey),
-		mwStep{d: p.b, q: p.qb, wr: SendWR{ID: 3, Opcode: WRLocalInv, Signaled: true, InvalidateRKey: k1}},
-	)
+	}
+	if !dereg {
+		steps = append(steps, mwStep{d: p.b, q: p.qb, wr: SendWR{ID: 3, Opcode: WRLocalInv, Signaled: true, InvalidateRKey: k1}})
+	}
+	wcs := p.script(t, steps...)
 	for _, w := range wcs {
 		require.Equal(t, WCSuccess, w.Status)
 	}
 	c := p.b.MTTCache()
+	if dereg {
+		_, ok := c.slot[p.bufB>>12]
+		require.True(t, ok, "mapped and used: the first page is cached before the dereg")
+		require.NoError(t, p.b.DeregMR(p.fr))
+	}
 	page := func(off uint64) bool { _, ok := c.slot[(p.bufB+off)>>12]; return ok }
 	assert.False(t, page(0), "first page dropped")
 	assert.False(t, page(4096), "second page dropped")
 	assert.True(t, page(4*4096), "the other region's page kept")
+}
+
+// TestDeregFastReg: ib_dereg_mr of a region from ib_alloc_mr destroys its
+// mkey by the handle, FREE or mapped (the handle names the MR, not the key
+// variant a REG_MR gave it); a deregistered region is mapped by no later
+// REG_MR and deregistered no second time (EINVAL, as a plain region's);
+// while allocated it keeps its PD busy (ib_alloc_mr raises the PD's usecnt
+// as a registration does), and a mapped one's translations leave the MTT
+// cache as at an invalidation.
+func TestDeregFastReg(t *testing.T) {
+	var kt KeyTable
+	free, mapped := kt.AllocFastReg(1, 4), kt.AllocFastReg(1, 4)
+	_, busy := kt.inPD(1)
+	assert.True(t, busy, "a FREE fast-registration region is in its PD")
+	k := IncRKey(mapped.LKey)
+	require.True(t, kt.FastReg(RegReq{Key: k, Addr: 0x20000, Length: 4096, PageBytes: 4096, Access: AccessRemoteRead}, 1, 12))
+
+	require.NoError(t, kt.Deregister(free.LKey), "FREE")
+	assert.False(t, kt.FastReg(RegReq{Key: IncRKey(free.LKey), Addr: 0x30000, Length: 4096, PageBytes: 4096}, 1, 12),
+		"a deregistered region mapped again")
+	assert.ErrorIs(t, kt.Deregister(free.LKey), syscall.EINVAL, "deregistered twice")
+
+	addr, n, err := kt.deregister(mapped.LKey) // the handle: variant 0, not k
+	require.NoError(t, err, "mapped")
+	assert.Equal(t, [2]uint64{0x20000, 4096}, [2]uint64{addr, n}, "the mapping whose pages leave the MTT cache")
+	assert.Equal(t, KeyInvalid, kt.CheckRemote(k, 1, 0, AccessRemoteRead, 0x20000, 1), "its key after dereg")
+	_, busy = kt.inPD(1)
+	assert.False(t, busy, "nothing left in the PD")
+
+	// On a device: the PD is busy until the region is deregistered.
+	s := components.NewSim()
+	_, d := BackToBack(s, edrLink(), Defaults(), Defaults())
+	pd := d.AllocPD()
+	mr, err := d.AllocMR(pd, 4)
+	require.NoError(t, err)
+	assert.ErrorIs(t, d.DeallocPD(pd), syscall.EBUSY)
+	require.NoError(t, d.DeregMR(mr))
+	assert.NoError(t, d.DeallocPD(pd))
 }

@@ -97,6 +97,33 @@ func (t *KeyTable) Register(pd uint32, addr, length uint64, access int) MR {
 // that is still bound to memory windows", EINVAL), as is a key that names
 // no live region.
 func (t *KeyTable) Deregister(key uint32) error {
+	_, _, err := t.deregister(key)
+	return err
+}
+
+// deregister is Deregister; for a fast-registration region it also
+// returns the mapping the region had (length 0 when it was FREE), whose
+// translations must leave the MTT cache. A fast-registration region is
+// found by its index, as the handle names it (ib_dereg_mr takes the MR,
+// not a key), FREE or mapped; deregistered, it can be neither mapped nor
+// deregistered again (frPages 0).
+func (t *KeyTable) deregister(key uint32) (addr, length uint64, err error) {
+	if idx := key >> 8; int64(idx) < int64(len(t.entries)) && t.entries[idx].frPages > 0 {
+		e := &t.entries[idx]
+		if e.windows > 0 {
+			return 0, 0, fmt.Errorf("hca: dereg_mr: region %#x has %d memory windows bound: %w", e.LKey, e.windows, syscall.EINVAL)
+		}
+		if e.valid {
+			addr, length = e.Addr, e.Length
+		}
+		e.valid, e.frPages = false, 0
+		return addr, length, nil
+	}
+	return 0, 0, t.deregisterPlain(key)
+}
+
+// deregisterPlain deregisters a region registered with Register.
+func (t *KeyTable) deregisterPlain(key uint32) error {
 	e := t.lookup(key)
 	if e == nil || e.Window != 0 {
 		return fmt.Errorf("hca: dereg_mr: key %#x names no registered region: %w", key, syscall.EINVAL)
