@@ -359,3 +359,59 @@ func TestCQModerationRearm(t *testing.T) {
 	require.Less(t, cqeAt[2], cqeAt[0]+10*ib.Microsecond, "the third CQE comes before the first's timer would expire")
 	assert.Equal(t, []ib.PS{cqeAt[1] + eqe + msix + w, cqeAt[2] + 10*ib.Microsecond + c + msix + w}, eventAt)
 }
+
+// TestModifyCQWhileHolding: ModifyCQ on an armed CQ that holds a CQE
+// takes effect from the next CQE, and a timer already running keeps its
+// expiry (ModifyCQ's rule). Two SENDs at 5 and 8 µs, the CQ armed; at
+// 7 µs, after the first CQE (held), ModifyCQ:
+//   - count 4, period 10 µs → count 4, period 50 µs: the running timer
+//     still expires 10 µs after the first CQE was issued, so the event
+//     comes as in TestCQModerationPeriod: the first CQE's visible time +
+//     10 µs + the CQE stage (10 ns) + the MSI-X (1778 ps) + W;
+//   - count 4, no period → count 2: the second CQE is the second held, so
+//     it fires as an unmoderated CQE: its visible time + EQE (5586 ps) +
+//     MSI-X + W.
+func TestModifyCQWhileHolding(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		count, period, to, toPer int
+	}{
+		{"period lengthened", 4, 10, 4, 50},
+		{"count lowered", 4, 0, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			p := newEventPair(t, cfg)
+			cq := p.qb.RecvCQ
+			for range 2 {
+				require.NoError(t, p.b.PostRecv(p.qb, &RecvWR{Addr: p.bufB, Length: 64, LKey: p.mrB.LKey}))
+			}
+			require.NoError(t, p.b.ModifyCQ(cq, tc.count, tc.period))
+			require.NoError(t, p.b.ReqNotifyCQ(cq, false))
+			var cqeAt, eventAt []ib.PS
+			p.b.OnCQE = func(c *CQ, now ib.PS) {
+				if c == cq {
+					cqeAt = append(cqeAt, now)
+				}
+			}
+			p.chB.OnEvent = func(_ *CQ, now ib.PS) { eventAt = append(eventAt, now) }
+			p.send(t, 5*ib.Microsecond, false)
+			p.send(t, 8*ib.Microsecond, false)
+			p.at(7*ib.Microsecond, func() {
+				require.Equal(t, uint32(1), cq.notify.mod.held, "the first CQE is held by 7 µs (issued; visible later)")
+				require.NoError(t, p.b.ModifyCQ(cq, tc.to, tc.toPer))
+			})
+			p.run(t, 80*ib.Microsecond)
+			require.Len(t, cqeAt, 2)
+			require.Len(t, eventAt, 1)
+			eqe, msix := pcieTimes(cfg)
+			w := ib.FromNanoseconds(cfg.Host.InterruptToWakeupNS)
+			if tc.toPer > 0 {
+				c := ib.PS(cfg.CQE.LatencyCycles) * ib.CyclePS(cfg.CoreClockMHz)
+				assert.Equal(t, cqeAt[0]+10*ib.Microsecond+c+msix+w, eventAt[0])
+			} else {
+				assert.Equal(t, cqeAt[1]+eqe+msix+w, eventAt[0])
+			}
+		})
+	}
+}
