@@ -81,6 +81,7 @@ func (c *collective) nextIteration() {
 // looped run's data errors name the iteration.
 func (c *collective) checkIteration() {
 	c.iterTime = append(c.iterTime, c.end-c.start)
+	c.iterWait = append(c.iterWait, c.end-c.firstDone)
 	from := len(c.errs)
 	c.verify()
 	if c.run.looped() {
@@ -134,6 +135,15 @@ func (c *collective) iterationMetrics(m map[string]any) ib.PS {
 	m["time_us_min"] = lo.Nanoseconds() / 1000
 	m["time_us_max"] = hi.Nanoseconds() / 1000
 	m["iteration_time_us"] = us
+	// The longest a rank waited, in a timed iteration, for the last to
+	// finish: what starting every iteration together costs at most against
+	// nccl-tests' loop, which starts a rank's next iteration when it is
+	// done (docs/fabric.md).
+	var wait ib.PS
+	for _, w := range c.iterWait[c.run.Warmup:] {
+		wait = max(wait, w)
+	}
+	m["barrier_wait_us_max"] = wait.Nanoseconds() / 1000
 	// The mean in whole picoseconds, rounded: the model's time unit.
 	n := ib.PS(len(timed))
 	return (sum + n/2) / n

@@ -102,6 +102,10 @@ func TestCollectiveWarmupIsNotTimed(t *testing.T) {
 	assert.Equal(t, 2, m["iterations"])
 	assert.Equal(t, 1, m["warmup_iterations"])
 	assert.Len(t, m["iteration_time_us"], 3)
+	// The two ranks are mirror images (each writes its chunk to the other,
+	// same HCAs, same cable): they finish at the same instant, and neither
+	// waits for the other's end.
+	assert.Equal(t, 0.0, m["barrier_wait_us_max"])
 }
 
 // TestCollectiveDefaultIsOneColdIteration: without the keys (or with 1
@@ -116,7 +120,7 @@ func TestCollectiveDefaultIsOneColdIteration(t *testing.T) {
 		require.NoError(t, err)
 		m, err := c.Run()
 		require.NoError(t, err)
-		for _, k := range []string{"iterations", "warmup_iterations", "time_us_min", "time_us_max", "iteration_time_us", "channels"} {
+		for _, k := range []string{"iterations", "warmup_iterations", "time_us_min", "time_us_max", "iteration_time_us", "barrier_wait_us_max", "channels"} {
 			assert.NotContains(t, m, k)
 		}
 		ms = append(ms, m)
@@ -183,6 +187,14 @@ func TestCollectiveIterationsEveryOp(t *testing.T) {
 		require.Len(t, it, 3, name)
 		assert.LessOrEqual(t, it[1], it[0], name)
 		assert.LessOrEqual(t, it[2], it[0], name)
+		// No rank waits longer than an iteration; in a broadcast the root
+		// is done at its last send's ACK while the chain still has two
+		// forwards to make (root 1: ranks 2 and 3 forward), so it waits.
+		wait := m["barrier_wait_us_max"].(float64)
+		assert.LessOrEqual(t, wait, m["time_us_max"].(float64), name)
+		if run.Op == CollBroadcast {
+			assert.Greater(t, wait, 0.0, name)
+		}
 	}
 }
 

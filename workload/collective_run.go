@@ -242,6 +242,11 @@ type collective struct {
 	// last rank done.
 	iter     int
 	iterTime []ib.PS
+	// firstDone is when the first rank of the running iteration was done;
+	// iterWait holds, per finished iteration, the last rank's end less
+	// the first's: how long the first waited for the next iteration.
+	firstDone ib.PS
+	iterWait  []ib.PS
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -890,6 +895,9 @@ func (c *collective) rankDone(r int) {
 	rk.done = true
 	rk.doneAt = rk.dev.CPUFreeAt()
 	c.finished++
+	if c.finished == 1 || rk.doneAt < c.firstDone {
+		c.firstDone = rk.doneAt
+	}
 	c.end = max(c.end, rk.doneAt)
 	if c.finished == len(c.ranks) {
 		if c.iter+1 < c.run.iterations() {
