@@ -162,6 +162,9 @@ type collRank struct {
 	// destination order, then lane order.
 	sendQP []*hca.QP
 	conns  []connection
+	// recvQP lists the QPs peers write to, in the order they were
+	// connected, with the receives an iteration takes on each.
+	recvQP []recvConn
 	// src is the send buffer: all-reduce's data (reduced in place),
 	// all-to-all's send blocks. dst is where peers write: all-reduce's
 	// scratch for reduce-scatter slices, all-to-all's receive blocks.
@@ -204,6 +207,26 @@ type collRank struct {
 	readers  []int32
 	creditAt []ib.PS
 	postedAt []ib.PS
+}
+
+// recvConn is one of a rank's receive connections: its QP and the
+// receives one iteration takes on it (a WRITE WITH IMMEDIATE consumes one).
+type recvConn struct {
+	qp *hca.QP
+	n  int
+}
+
+// postRecvs posts the receives of rank rk's receive connection i for one
+// iteration: at the set-up, and between iterations (nextIteration).
+func (c *collective) postRecvs(rk *collRank, i int) {
+	rc := rk.recvQP[i]
+	for k := 0; k < rc.n; k++ {
+		// A WRITE WITH IMMEDIATE places no bytes in the receive buffer;
+		// the WQE only carries the completion.
+		if err := rk.dev.PostRecv(rc.qp, &hca.RecvWR{ID: uint64(k), Addr: rk.dst, LKey: rk.mr.LKey}); err != nil {
+			panic(fmt.Sprintf("workload: collective: post_recv on rank %d: %v", rk.index, err))
+		}
+	}
 }
 
 // noCredit marks a FIFO slot not yet freed.
@@ -682,21 +705,13 @@ func (c *collective) setup(devs []*hca.Device) {
 			k, dst := cn.slices, cn.dst
 			b := c.ranks[dst]
 			qa := a.dev.CreateQP(pds[src], a.sendCQ, a.recvCQ, pow2(k*bbs), 1)
-			// Every iteration's receives are posted now (a WRITE WITH
-			// IMMEDIATE consumes one), so none is posted in the timed part.
-			recvs := k * c.run.iterations()
-			qb := b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(recvs))
+			qb := b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(k))
 			if err := hca.ConnectRCSL(qa, qb, c.run.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF, uint8(c.run.SL)); err != nil {
 				panic(fmt.Sprintf("workload: collective: connect rank %d to %d: %v", src, dst, err))
 			}
 			a.sendQP = append(a.sendQP, qa)
-			for i := 0; i < recvs; i++ {
-				// A WRITE WITH IMMEDIATE places no bytes in the receive
-				// buffer; the WQE only carries the completion.
-				if err := b.dev.PostRecv(qb, &hca.RecvWR{ID: uint64(i), Addr: b.dst, LKey: b.mr.LKey}); err != nil {
-					panic(fmt.Sprintf("workload: collective: post_recv on rank %d: %v", dst, err))
-				}
-			}
+			b.recvQP = append(b.recvQP, recvConn{qp: qb, n: k})
+			c.postRecvs(b, len(b.recvQP)-1)
 		}
 		a.conns = conns[src]
 		for i, cn := range a.conns {
