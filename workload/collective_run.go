@@ -62,6 +62,13 @@ type CollectiveRun struct {
 	// Root is a broadcast's source and a reduce's destination rank
 	// (nccl-tests -r), 0 … ranks−1; the other operations have none (0).
 	Root int
+	// Iterations and Warmup are nccl-tests' -n and -w: Warmup untimed
+	// iterations, then Iterations timed ones (0 is 1), back to back on the
+	// same connections and buffers (collective_iter.go).
+	Iterations, Warmup int
+	// Channels is the ring all-reduce's NCCL channels (0 is 1):
+	// RingAllReduceChannels.
+	Channels int
 }
 
 // Validate checks the run's own knobs.
@@ -85,6 +92,9 @@ func (r *CollectiveRun) Validate() error {
 		return fmt.Errorf("workload.reduce_gbps: %v is out of range (0 for free, up to 1e6 GB/s)", r.ReduceGBps)
 	}
 	if err := checkAlgorithm(r.Op, r.Algorithm, "workload"); err != nil {
+		return err
+	}
+	if err := checkCollectiveLoop(r.Op, r.Algorithm, r.Iterations, r.Warmup, r.Channels, "workload"); err != nil {
 		return err
 	}
 	return checkRootKind(r.Op, r.Root, "workload")
@@ -152,6 +162,9 @@ type collRank struct {
 	// destination order, then lane order.
 	sendQP []*hca.QP
 	conns  []connection
+	// recvQP lists the QPs peers write to, in the order they were
+	// connected, with the receives an iteration takes on each.
+	recvQP []recvConn
 	// src is the send buffer: all-reduce's data (reduced in place),
 	// all-to-all's send blocks. dst is where peers write: all-reduce's
 	// scratch for reduce-scatter slices, all-to-all's receive blocks.
@@ -196,6 +209,26 @@ type collRank struct {
 	postedAt []ib.PS
 }
 
+// recvConn is one of a rank's receive connections: its QP and the
+// receives one iteration takes on it (a WRITE WITH IMMEDIATE consumes one).
+type recvConn struct {
+	qp *hca.QP
+	n  int
+}
+
+// postRecvs posts the receives of rank rk's receive connection i for one
+// iteration: at the set-up, and between iterations (nextIteration).
+func (c *collective) postRecvs(rk *collRank, i int) {
+	rc := rk.recvQP[i]
+	for k := 0; k < rc.n; k++ {
+		// A WRITE WITH IMMEDIATE places no bytes in the receive buffer;
+		// the WQE only carries the completion.
+		if err := rk.dev.PostRecv(rc.qp, &hca.RecvWR{ID: uint64(k), Addr: rk.dst, LKey: rk.mr.LKey}); err != nil {
+			panic(fmt.Sprintf("workload: collective: post_recv on rank %d: %v", rk.index, err))
+		}
+	}
+}
+
 // noCredit marks a FIFO slot not yet freed.
 const noCredit = ib.PS(math.MaxInt64)
 
@@ -227,6 +260,16 @@ type collective struct {
 	// sharp drives the in-network all-reduce (AlgSharp) in place of the
 	// schedule, nil for every other collective.
 	sharp *sharpState
+	// iter is the iteration running, 0 … run.iterations()−1 (warm-up
+	// ones first); iterTime holds each finished one's time, start to the
+	// last rank done.
+	iter     int
+	iterTime []ib.PS
+	// firstDone is when the first rank of the running iteration was done;
+	// iterWait holds, per finished iteration, the last rank's end less
+	// the first's: how long the first waited for the next iteration.
+	firstDone ib.PS
+	iterWait  []ib.PS
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -252,6 +295,10 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	var err error
 	switch run.Op {
 	case CollAllReduce:
+		if run.Channels > 1 {
+			sched, err = RingAllReduceChannels(len(devs), run.Channels, run.Bytes)
+			break
+		}
 		sched, err = AllReduce(run.Algorithm, len(devs), run.Bytes)
 	case CollAllGather:
 		sched, err = RingAllGather(len(devs), run.Bytes)
@@ -272,7 +319,7 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	if err := checkHostBytes(sched); err != nil {
 		return nil, err
 	}
-	if err := checkWrites(sched, c.slice); err != nil {
+	if err := checkWrites(sched, c.slice, run.iterations()); err != nil {
 		return nil, err
 	}
 	c.setup(devs)
@@ -418,11 +465,19 @@ func (s Schedule) Writes(slice int64) int64 {
 }
 
 // checkWrites refuses a run that would post more than MaxCollectiveWrites
-// writes, naming the smallest workload.slice_bytes that fits, if one does.
-func checkWrites(s Schedule, slice int64) error {
-	n := s.Writes(slice)
+// writes over its iterations (warm-up and timed), naming the smallest
+// workload.slice_bytes that fits, if one does.
+func checkWrites(s Schedule, slice int64, iters int) error {
+	runs := int64(iters)
+	n := s.Writes(slice) * runs
 	if n <= MaxCollectiveWrites {
 		return nil
+	}
+	// Said only when the run loops, so the one-iteration messages stay as
+	// they were.
+	over := ""
+	if iters > 1 {
+		over = fmt.Sprintf(" in %d iterations (workload.collective_warmup + collective_iterations)", iters)
 	}
 	var largest int64
 	for _, step := range s.Steps {
@@ -430,23 +485,23 @@ func checkWrites(s Schedule, slice int64) error {
 			largest = max(largest, x.Bytes)
 		}
 	}
-	if s.Writes(max(largest, 1)) > MaxCollectiveWrites {
-		return fmt.Errorf("workload.kind: %s over %d ranks posts %d RDMA writes even with every transfer whole, more than the %d one run may post (a model limit on memory and run time)",
-			s.Op, s.Ranks, s.Writes(max(largest, 1)), MaxCollectiveWrites)
+	if s.Writes(max(largest, 1))*runs > MaxCollectiveWrites {
+		return fmt.Errorf("workload.kind: %s over %d ranks posts %d RDMA writes%s even with every transfer whole, more than the %d one run may post (a model limit on memory and run time)",
+			s.Op, s.Ranks, s.Writes(max(largest, 1))*runs, over, MaxCollectiveWrites)
 	}
 	// Writes falls as the slice grows: the smallest slice that fits lies in
 	// (slice, largest].
 	lo, hi := slice, max(largest, 1)
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if s.Writes(mid) <= MaxCollectiveWrites {
+		if s.Writes(mid)*runs <= MaxCollectiveWrites {
 			hi = mid
 		} else {
 			lo = mid
 		}
 	}
-	return fmt.Errorf("workload.slice_bytes: %d cuts the %d-byte %s over %d ranks into %d RDMA writes, more than the %d one run may post (a model limit on memory and run time); %d bytes or more fits",
-		slice, s.Bytes, s.Op, s.Ranks, n, MaxCollectiveWrites, hi)
+	return fmt.Errorf("workload.slice_bytes: %d cuts the %d-byte %s over %d ranks into %d RDMA writes%s, more than the %d one run may post (a model limit on memory and run time); %d bytes or more fits",
+		slice, s.Bytes, s.Op, s.Ranks, n, over, MaxCollectiveWrites, hi)
 }
 
 // sliceCount is how many slices a transfer of b bytes is posted as (a
@@ -530,9 +585,14 @@ func (g *rankStream) next(buf []byte) []byte {
 // data more memory, against the 2·S a rank already holds. All-to-all keeps
 // nothing: what it wants is every rank's whole send buffer (n·S), so its
 // check draws the streams again.
-func (c *collective) fill() {
+//
+// keepWant false only restores the buffers (a looped run's next iteration,
+// nextIteration): what the check wants is the same every iteration.
+func (c *collective) fill(keepWant bool) {
 	op, size, n := c.sched.Op, c.sched.Bytes, len(c.ranks)
-	if op != CollAllToAll {
+	if !keepWant {
+		op = "" // no op's want is kept
+	} else if op != CollAllToAll {
 		c.want = make([]byte, size)
 	}
 	block := size / int64(n) // all-gather: n whole blocks
@@ -627,7 +687,7 @@ func (c *collective) setup(devs []*hca.Device) {
 		}
 		c.ranks = append(c.ranks, rk)
 	}
-	c.fill()
+	c.fill(true)
 	// PSNs are drawn from the seed, as perftest and NCCL draw them at random.
 	rng := rand.New(rand.NewPCG(c.run.Seed, 0x95e9))
 	// A send queue holds every write the rank will post on it, so posting
@@ -650,13 +710,8 @@ func (c *collective) setup(devs []*hca.Device) {
 				panic(fmt.Sprintf("workload: collective: connect rank %d to %d: %v", src, dst, err))
 			}
 			a.sendQP = append(a.sendQP, qa)
-			for i := 0; i < k; i++ {
-				// A WRITE WITH IMMEDIATE places no bytes in the receive
-				// buffer; the WQE only carries the completion.
-				if err := b.dev.PostRecv(qb, &hca.RecvWR{ID: uint64(i), Addr: b.dst, LKey: b.mr.LKey}); err != nil {
-					panic(fmt.Sprintf("workload: collective: post_recv on rank %d: %v", dst, err))
-				}
-			}
+			b.recvQP = append(b.recvQP, recvConn{qp: qb, n: k})
+			c.postRecvs(b, len(b.recvQP)-1)
 		}
 		a.conns = conns[src]
 		for i, cn := range a.conns {
@@ -715,7 +770,11 @@ func startTimed(s *components.Sim, setupDone ib.PS, h components.EventHandler, e
 // conclude checks the data and takes the metrics: at the end, whatever the
 // simulation does after.
 func (c *collective) conclude() {
-	c.verify()
+	if c.run.looped() {
+		c.checkIteration()
+	} else {
+		c.verify()
+	}
 	c.result = c.metrics()
 }
 
@@ -758,9 +817,14 @@ func (c *collective) pollPS(r int) ib.PS {
 // begin starts the timed part: every rank posts what waits for nothing.
 func (c *collective) begin() {
 	c.start = c.s.Now()
+	c.end = c.start
 	c.started = true
-	for _, rk := range c.ranks {
-		rk.dev.ResetStats()
+	if c.iter == c.run.Warmup {
+		// The timed part starts: the counters are the timed iterations'.
+		for _, rk := range c.ranks {
+			rk.dev.ResetStats()
+			rk.reduceNs = 0
+		}
 	}
 	if c.sched.Op == CollAllToAll {
 		// Each rank's own block is a local copy (not timed: nccl-tests'
@@ -846,8 +910,15 @@ func (c *collective) rankDone(r int) {
 	rk.done = true
 	rk.doneAt = rk.dev.CPUFreeAt()
 	c.finished++
+	if c.finished == 1 || rk.doneAt < c.firstDone {
+		c.firstDone = rk.doneAt
+	}
 	c.end = max(c.end, rk.doneAt)
 	if c.finished == len(c.ranks) {
+		if c.iter+1 < c.run.iterations() {
+			c.nextIteration()
+			return
+		}
 		c.stop()
 	}
 }
@@ -1290,6 +1361,12 @@ func firstDiff(a, b []byte) int {
 // prints them.
 func (c *collective) metrics() map[string]any {
 	t := c.end - c.start
+	var loop map[string]any
+	if c.run.looped() {
+		// Per timed iteration, as nccl-tests reports: the mean.
+		loop = map[string]any{}
+		t = c.iterationMetrics(loop)
+	}
 	var writes int
 	var timeouts, naks, rnr int64
 	var reduceNs float64
@@ -1335,6 +1412,14 @@ func (c *collective) metrics() map[string]any {
 	}
 	if len(c.errs) > 0 {
 		m["data_errors"] = c.errs[:min(len(c.errs), 10)]
+	}
+	maps.Copy(m, loop)
+	if c.run.looped() {
+		// Summed over the timed iterations: per iteration, as time_us.
+		m["reduce_ns_max"] = reduceNs / float64(c.run.timedIterations())
+	}
+	if c.run.Channels > 1 {
+		m["channels"] = c.run.Channels
 	}
 	if c.sharp != nil {
 		c.sharpMetrics(m)

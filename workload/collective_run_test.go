@@ -413,18 +413,18 @@ func TestCollectiveWriteLimit(t *testing.T) {
 	sched, err := RingAllReduce(4, 1<<20)
 	require.NoError(t, err)
 	assert.EqualValues(t, 6291456, sched.Writes(1))
-	assert.NoError(t, checkWrites(sched, 4))
+	assert.NoError(t, checkWrites(sched, 4, 1))
 
 	// A ring over 1025 ranks posts 2·1025·1024 = 2099200 writes even with
 	// whole chunks (one per rank per step): no slice size helps.
 	sched, err = RingAllReduce(1025, 8)
 	require.NoError(t, err)
-	assert.EqualError(t, checkWrites(sched, DefaultSliceBytes), "workload.kind: allreduce over 1025 ranks posts 2099200 RDMA writes "+
+	assert.EqualError(t, checkWrites(sched, DefaultSliceBytes, 1), "workload.kind: allreduce over 1025 ranks posts 2099200 RDMA writes "+
 		"even with every transfer whole, more than the 2097152 one run may post (a model limit on memory and run time)")
 	// 1024 ranks, 2·1024·1023 = 2095104 writes, fit.
 	sched, err = RingAllReduce(1024, 8)
 	require.NoError(t, err)
-	assert.NoError(t, checkWrites(sched, DefaultSliceBytes))
+	assert.NoError(t, checkWrites(sched, DefaultSliceBytes, 1))
 }
 
 // TestCollectiveReportsTranslationMisses: with address translation on, a

@@ -118,7 +118,7 @@ func BuildSharpAllReduceOn(s *components.Sim, devs []*hca.Device, run Collective
 		}
 		c.ranks = append(c.ranks, rk)
 	}
-	c.fill()
+	c.fill(true)
 	for r, rk := range c.ranks {
 		r := r
 		rk.dev.OnCQE = func(_ *hca.CQ, now ib.PS) { c.wake(r, now) }

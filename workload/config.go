@@ -67,6 +67,21 @@ type Config struct {
 	// built). omitempty with the default 0, so a config without it keeps
 	// its effective config and config hash.
 	Root int `yaml:"root,omitempty"`
+	// CollectiveIterations and CollectiveWarmup run a collective as
+	// nccl-tests' loop does (-n and -w): CollectiveWarmup untimed
+	// iterations, then CollectiveIterations timed ones, back to back on
+	// the same QPs and buffers; the metrics are per timed iteration
+	// (collective_iter.go). 0 is the default: one timed iteration, no
+	// warm-up, the run as it was before the keys. omitempty, so a config
+	// without them keeps its effective config and config hash.
+	CollectiveIterations int `yaml:"collective_iterations,omitempty"`
+	CollectiveWarmup     int `yaml:"collective_warmup,omitempty"`
+	// Channels is the ring all-reduce's NCCL channels (NCCL_MIN_NCHANNELS
+	// = NCCL_MAX_NCHANNELS): the vector cut into that many contiguous
+	// parts, each reduced by a ring of its own on connections of its own
+	// (RingAllReduceChannels). 0 is the default, one channel. omitempty,
+	// so a config without it keeps its effective config and config hash.
+	Channels int `yaml:"channels,omitempty"`
 	// SHARP (workload.algorithm: sharp): the window of outstanding
 	// fragments (0: DefaultSharpOSTs), the fragment payload (0: link.mtu),
 	// the aggregation nodes' ALU throughput in GB/s (0: as fast as its
@@ -239,6 +254,9 @@ func (c *Config) Validate(prefix string) error {
 		return err
 	}
 	if err := c.checkSharp(prefix); err != nil {
+		return err
+	}
+	if err := checkCollectiveLoop(c.Kind, c.Algorithm, c.CollectiveIterations, c.CollectiveWarmup, c.Channels, prefix); err != nil {
 		return err
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {

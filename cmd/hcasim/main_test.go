@@ -87,6 +87,15 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.sges: 2 with workload.mcg: true is not modelled"}},
 		{"sges on a collective", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.sges=2"},
 			[]string{"workload.sges: 2 is set, but workload.kind allreduce does not use it"}},
+		// The collectives' nccl-tests loop and the ring's NCCL channels.
+		{"collective_iterations out of range", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.collective_iterations=-1"},
+			[]string{"workload.collective_iterations: -1 is out of range (0 or 1 for one timed iteration, up to 1000)"}},
+		{"collective_warmup on a perftest", []string{"-config", "edr.yaml", "--set", "workload.collective_warmup=5"},
+			[]string{"workload.collective_warmup: 5 is set, but workload.kind perftest does not use it"}},
+		{"channels on the tree", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.channels=2"},
+			[]string{"workload.channels: 2 is set, but workload.algorithm tree does not use it"}},
+		{"channels not a number", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.channels=many"},
+			[]string{"workload.channels"}},
 		// workload.use_srq: perftest's send tests; workload.rx_depth.
 		{"use_srq on write_bw", []string{"-config", "edr.yaml", "--set", "workload.use_srq=true"},
 			[]string{"edr.yaml: workload.use_srq: true with workload.test write_bw: perftest's --use_srq is for the SEND tests (send_bw, send_lat)"}},
