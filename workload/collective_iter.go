@@ -8,9 +8,9 @@ import (
 )
 
 // MaxCollectiveIterations bounds workload.collective_iterations and
-// workload.collective_warmup each: a model limit (every iteration's
-// receives are posted at the set-up, and MaxCollectiveWrites bounds the
-// writes of all iterations together). nccl-tests' defaults are -n 20 and
+// workload.collective_warmup each: a model limit (MaxCollectiveWrites
+// bounds the writes of all iterations together; each iteration's receives
+// are posted when the one before it ends, nextIteration). nccl-tests' defaults are -n 20 and
 // -w 5 (src/common.cu, iters and warmup_iters).
 const MaxCollectiveIterations = 1000
 
