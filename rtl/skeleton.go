@@ -365,7 +365,7 @@ atomics and RNR NAKs.`,
     // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
                     .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
-                    .RETRY_TIMEOUT(RETRY_TIMEOUT)) u_requester (
+                    .RETRY_TIMEOUT(RETRY_TIMEOUT), .MAX_INLINE(MAX_INLINE)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid && r_cfg_ready && cfg_free), .qp_cfg_ready(q_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
@@ -375,9 +375,10 @@ atomics and RNR NAKs.`,
         .dec_index(dec_index), .dec_qpn(dec_qpn), .dec_signaled(dec_signaled), .dec_fm(dec_fm), .dec_imm(dec_imm),
         .dec_raddr(dec_raddr), .dec_rkey(dec_rkey),
         .dec_swap_add(dec_swap_add), .dec_compare(dec_compare), .dec_inline(dec_inline),
-        .dec_length(dec_length), .dec_laddr(dec_laddr), .dec_sges(dec_sges),
+        .dec_inline_off(dec_inline_off), .dec_length(dec_length), .dec_laddr(dec_laddr), .dec_sges(dec_sges),
         .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
         .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
+        .wqe_valid(wqe_valid), .wqe_data(wqe_data),
         .fence_busy(fence_busy),
         .kc_req_valid(a_kc_req_valid), .kc_req_ready(a_kc_req_ready), .kc_req_key(a_kc_req_key),
         .kc_req_pd(a_kc_req_pd), .kc_req_need(a_kc_req_need), .kc_req_addr(a_kc_req_addr),
@@ -405,7 +406,8 @@ atomics and RNR NAKs.`,
     assign cpl_receiver = 1'b0;
     assign cpl_imm      = 32'd0;
     assign cpl_src_qp   = 24'd0;
-    // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
+    // WQE blocks: every one taken (hca_wqe_fetch moves a block when both the parser and this take
+    // it); the requester keeps each WQE's first blocks for its inline data (hca_requester's header).
     assign wqe_ready = 1'b1;
 `,
 		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "kc_req_valid", "kc_req_key", "kc_req_pd",
@@ -419,12 +421,12 @@ atomics and RNR NAKs.`,
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
-			"dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
+			"dec_inline_off", "wqe_valid", "wqe_data", "dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
-			"PKEY_N", "ACK_COALESCE"},
+			"PKEY_N", "ACK_COALESCE", "MAX_INLINE"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
 			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*, the responder is between packets and no ACK waits in it"),
@@ -587,6 +589,8 @@ func (p Params) value(name string) int {
 		return p.PKeyN
 	case "ACK_COALESCE":
 		return p.AckCoalesce
+	case "MAX_INLINE":
+		return p.MaxInline
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }
