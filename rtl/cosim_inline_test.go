@@ -41,7 +41,7 @@ const inlineMax = hca.MaxInlineLimit
 // SEND or 36 of a WRITE ends in block 1: 20 + 60 = 80, 36 + 64 = 100);
 // perftest's 200, write_lat's 220 and send_lat's 236 (hca.max_inline_bytes'
 // default); the most a WRITE holds (hca.InlineLimit: 1008 − 16 − 16 − 4 =
-// 988) and a SEND (inlineMax, 1004).
+// 972) and a SEND (inlineMax, 1008 − 16 − 4 = 988).
 var inlineSizes = []int{0, 1, 15, 16, 17, 60, 64, 200, 220, 236, hca.MaxInlineLimit - 16, inlineMax}
 
 // inlineSeeds are the co-simulation's seeds (the WQEs' order, contexts,
@@ -53,7 +53,7 @@ type inlinePlan struct {
 	*retryPlan
 	reads  []uint64    // the first sends' block addresses, in order: the non-inline WQEs' elements' blocks
 	dma    [][2]uint64 // every non-inline element's block range [first, last]: no read may fall outside
-	big    *reqItem    // the 1004-byte inline SEND on context 0
+	big    *reqItem    // the 988-byte inline SEND on context 0
 	bigPSN uint32      // and its first PSN
 }
 
@@ -71,17 +71,17 @@ func (p *inlinePlan) complete(q *retryQP, comps []hca.Completion) {
 // 256, context 1 at MTU 1024):
 //
 //	The WQEs: an inline WQE of each of inlineSizes, a random one of SEND,
-//	SEND_IMM, WRITE, WRITE_IMM (a SEND for 1004, more than a WRITE holds;
-//	a WRITE for 988), three single-element SENDs or WRITEs read from the
+//	SEND_IMM, WRITE, WRITE_IMM (a SEND for 988, more than a WRITE holds;
+//	a WRITE for 972), three single-element SENDs or WRITEs read from the
 //	host (1..1500 B at any lane) and three gather lists (2..4 elements),
-//	in a random order. The 1004-byte SEND is on context 0 (a SEND's data
-//	from WQE byte 20, ctrl 16 + byte count 4, through byte 1023: all 16
-//	blocks; ceil(1004 / 256) = 4 packets, 256, 256, 256 and 236 B), the
-//	988-byte WRITE on context 2 (from byte 36 through 1023; 4 packets,
-//	the last 220 B); the rest on a random context, at most 7 a context
+//	in a random order. The 988-byte SEND is on context 0 (a SEND's data
+//	from WQE byte 20, ctrl 16 + byte count 4, through byte 1007, the
+//	63rd 16-byte segment's last: all 16 blocks; ceil(988 / 256) = 4
+//	packets, 256, 256, 256 and 220 B), the 972-byte WRITE on context 2
+//	(from byte 36 through 1007; 4 packets, the last 204 B); the rest on a random context, at most 7 a context
 //	(OQ_DEPTH 8: no ACK comes before every WQE is sent).
 //
-// Once every packet has left: a sequence error NAK at the 1004-byte
+// Once every packet has left: a sequence error NAK at the 988-byte
 // SEND's packet 2 (first PSN + 2): the model completes what lies before
 // it and resends from that packet (message byte 512, WQE byte 532: block 8
 // from lane 20) and the context's later messages whole; on contexts 1 and
@@ -240,13 +240,13 @@ func newInlinePlan(seed uint64) *inlinePlan {
 
 // TestInlinePlan: the model does in the run what newInlinePlan's comment
 // derives: the big SEND's WQE fills 16 WQEBBs, its four packets carry its
-// bytes 0..255, 256..511, 512..767, 768..1003, the NAK resends from its
+// bytes 0..255, 256..511, 512..767, 768..987, the NAK resends from its
 // packet 2, and every signaled WQE completes with success.
 func TestInlinePlan(t *testing.T) {
 	for _, seed := range inlineSeeds {
 		p := newInlinePlan(seed)
 		require.NotNil(t, p.big)
-		assert.Len(t, p.big.bbs, 16, "a 1004-byte inline SEND: ctrl 16 + 4 + 1004 = 1024 bytes")
+		assert.Len(t, p.big.bbs, 16, "a 988-byte inline SEND: ctrl 16 + 4 + 988 = 1008 bytes, ceil(1008 / 64) = 16 blocks")
 		assert.Equal(t, 20, p.big.wqe.InlineOff, "a SEND's inline data after ctrl 16 and its byte count 4")
 		// The big SEND's packets: context 0's (DestQP 0xB0000, BTH bytes
 		// 5..7) with a PSN from its first through first + 3.

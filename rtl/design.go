@@ -86,7 +86,7 @@ type Design struct {
 	// from the config (default 1); a Design literal that leaves it 0 builds
 	// a responder that ACKs every AckReq packet, as 1 does.
 	AckCoalesce int
-	// MaxInline is hca.max_inline_bytes, 0..hca.MaxInlineLimit (1004): the
+	// MaxInline is hca.max_inline_bytes, 0..hca.MaxInlineLimit (988): the
 	// most inline bytes hca_requester sends from a WQE's own blocks
 	// (MAX_INLINE; a longer inline WQE completes with LOC_QP_OP_ERR, as
 	// the driver refuses such a post). LoadDesign takes it from the config

@@ -228,7 +228,7 @@ module hca_requester #(
     parameter integer RETRY_TIMEOUT = 14, // hca.retry_timeout: the local ACK timeout is ACK_TICK x 2^t cycles, 0..31 (0 infinite)
     parameter integer MAX_SGE     = 30,  // gather elements kept per ring entry (hca.MaxSendSGE; at most 32): a longer list is refused
     parameter integer EL_DEPTH    = 4,   // elements whose reads are issued and whose blocks the packer has not all taken
-    parameter integer MAX_INLINE  = 236  // hca.max_inline_bytes: the most inline bytes a WQE it sends may carry (0..1004)
+    parameter integer MAX_INLINE  = 236  // hca.max_inline_bytes: the most inline bytes a WQE it sends may carry (0..988)
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
