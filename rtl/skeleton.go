@@ -182,7 +182,8 @@ Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and at
 hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
 written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ;
 ack_req_every is hca.ack_req_every), the parsed WQEs taken in order from dec_* (one for a context
-that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, inline,
+that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, an
+inline length past MAX_INLINE (hca.max_inline_bytes) or the inline flag on a READ or atomic,
 a gather list longer than 30 or a READ's or atomic's list of more than one element completes with
 LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
 context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
@@ -192,8 +193,10 @@ address, each element's L_Key checked first through kc_* in the QP's PD, qp_cfg_
 completes the WQE with LOC_PROT_ERR, unsent) into a payload buffer that never takes more
 reads than it has room for, packed into one contiguous message, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
-(store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
-(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). The receive
+(store and forward) offering whole packets on tx_*. Every WQE block on wqe_* is taken (wqe_ready = 1:
+hca_wqe_fetch moves a block when both it and the parser can take it) into hca_requester, which keeps
+each WQE's first blocks and sends an inline SEND's or WRITE's bytes from them (dec_inline_off on),
+copied with its ring entry for resends, through the same payload buffer, no rd1 read. The receive
 path: hca_rx_ack checks each packet on rx_* as IBA requires of a CA before acting on it, in this
 order, and drops and counts one that fails at its last beat: the ICRC and PktLen against the length
 (its own ib_icrc in check mode) on rx_icrc_err; a unicast LRH.DLID that is not one of the port's
@@ -248,8 +251,8 @@ an ACK marks the SENDs and WRITEs it covers behind one done and, past it, is the
 TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
-(hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
+(hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
+UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
 atomics and RNR NAKs.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,

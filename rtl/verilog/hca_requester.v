@@ -29,7 +29,8 @@
 // every read of the previous message has been loaded (its gather walked), no segment of the previous
 // WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7, inline (the model sends inline data; here TODO, from wqe_*) or a list longer than MAX_SGE
+// opcode 7, an inline length past MAX_INLINE (hca.max_inline_bytes: the driver refuses a longer
+// post) or the inline flag on a READ or atomic, or a list longer than MAX_SGE
 // (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) cannot be taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
@@ -62,6 +63,14 @@
 // (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
 // its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
 // A READ's or atomic's segments are its scatter list, kept the same way (below, "Responses").
+// Inline data (hca.Device.schedule takes an inline WQE's payload from the bytes it copied out of
+// the WQE, sendMsg.inline, and reads nothing): every WQE's blocks come on wqe_* (hca_wqe_fetch forks
+// them to the parser and here, so before the WQE's header on dec_*; the next WQE's first no sooner
+// than the cycle that header is taken); the first IL_BLOCKS of each are kept in a staging register
+// (the blocks counted from the ctrl segment's DS count), copied whole at an inline WQE's take into
+// its ring entry's word of il_mem, and the walk pushes the element {length, dec_inline_off} of that
+// word into the payload buffer instead of reading it through rd1, a block a cycle, once every read
+// issued before has returned, for the first send and every resend (below, "inline data").
 // L_Key checks (kc_*, hca_key_check's contract): each kept element of more than 0 bytes, in the
 // context's PD (qp_cfg_pd), local read for a gather, LOCAL_WRITE (1) for a READ's or atomic's
 // scatter (hca.Device.checkSGL's need), its address and length, one check at a time, before the
@@ -210,7 +219,7 @@
 // Not here: the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
-// (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
+// (hca.tx_buffer_bytes per VL), UD, responder traffic on tx_*.
 module hca_requester #(
     parameter integer QPN_W       = 3,
     parameter integer VLS         = 1,
