@@ -918,7 +918,15 @@ module hca_requester #(
     end
     reg  [4:0]       il_blk;    // the next block of the word to push
     wire [IL_W-1:0]  il_word  = il_mem[g_ix];
-    assign il_data = il_word[il_blk*512 +: 512];
+    // The block il_blk of the word: an IL_BLOCKS-way select.
+    reg  [511:0]     il_sel;
+    integer          ik;
+    always @(*) begin
+        il_sel = il_word[511:0];
+        for (ik = 1; ik < IL_BLOCKS; ik = ik + 1)
+            if (il_blk == ik[4:0]) il_sel = il_word[ik*512 +: 512];
+    end
+    assign il_data = il_sel;
     assign il_push = il_left != 5'd0 && {{(32-PB_CW){1'b0}}, pay_count} == res32 && res32 < PAY_BLOCKS;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
