@@ -243,6 +243,12 @@ func newInlinePlan(seed uint64) *inlinePlan {
 // bytes 0..255, 256..511, 512..767, 768..987, the NAK resends from its
 // packet 2, and every signaled WQE completes with success.
 func TestInlinePlan(t *testing.T) {
+	ops := map[hca.WROpcode]int{} // inline WQEs with a payload, by opcode, over the seeds
+	defer func() {
+		for _, op := range []hca.WROpcode{hca.WRSend, hca.WRSendImm, hca.WRRDMAWrite, hca.WRRDMAWriteImm} {
+			assert.Positive(t, ops[op], "an inline %s with a payload in the seeds", op)
+		}
+	}()
 	for _, seed := range inlineSeeds {
 		p := newInlinePlan(seed)
 		require.NotNil(t, p.big)
@@ -261,6 +267,9 @@ func TestInlinePlan(t *testing.T) {
 		assert.Equal(t, want, got, "seed %d: the big SEND's packets, then its resend from packet 2", seed)
 		n := 0
 		for _, it := range p.run.items {
+			if it.wqe.Inline && it.wqe.Length > 0 {
+				ops[it.wqe.Opcode]++
+			}
 			if !it.cfg && it.wqe.Signaled {
 				n++
 			}
