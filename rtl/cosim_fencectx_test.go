@@ -26,8 +26,10 @@ import (
 // hca_rx_ack. A posts R1 (a READ of 700 B: 3 response packets at MTU
 // 256), W2 (a WRITE of 100 B with IBV_SEND_FENCE, mode 4) and S3 (a SEND
 // of 20 B, unfenced). B's doorbell rings only once R1's request has been
-// committed to the port, so B's WQEs (X1 a WRITE of 64 B, X2 a SEND of 10
-// B, X3 a WRITE of 300 B: 2 packets) come after W2 in the fetch's stream.
+// committed to the port, so B's WQEs (X1 a WRITE of 64 B, X2 an inline
+// SEND of 236 B, send_lat's: ctrl 16 + byte count 4 + 236 = 256 bytes, 4
+// WQEBBs, its bytes from the WQE through wqe_*, no read; X3 a WRITE of
+// 300 B: 2 packets) come after W2 in the fetch's stream.
 // The responder answers R1 only after B's 4 packets have left (the
 // responses' gate).
 //
@@ -74,10 +76,10 @@ func newFctxPlan() *fctxPlan {
 	qps := [2]*retryQP{newRetryQP(p.cfgs[0]), newRetryQP(p.cfgs[1])}
 	// post writes the WQE into QP q's ring (hca.EncodeSendWQE) and returns
 	// the model's decode of it.
-	post := func(q int, wr hca.SendWR) hca.SendWQE {
+	post := func(q int, wr hca.SendWR, inl []byte) hca.SendWQE {
 		var buf [16 * hca.WQEBBBytes]byte
 		idx := uint16(p.prod[q])
-		n := hca.EncodeSendWQE(buf[:], &wr, idx, p.cfgs[q].qpn, nil) / hca.WQEBBBytes
+		n := hca.EncodeSendWQE(buf[:], &wr, idx, p.cfgs[q].qpn, inl) / hca.WQEBBBytes
 		for b := range n {
 			copy(p.ring[q<<fctxRingLog+(p.prod[q]+b)%(1<<fctxRingLog)], buf[b*hca.WQEBBBytes:])
 		}
@@ -108,20 +110,27 @@ func newFctxPlan() *fctxPlan {
 	rd := hca.SendWR{Opcode: hca.WRRDMARead, Signaled: true, LocalAddr: 0x10_0000, Length: 700, LKey: 0x11, RemoteAddr: 0x5000_0000, RKey: 0x66}
 	w2 := hca.SendWR{Opcode: hca.WRRDMAWrite, Signaled: true, Fence: true, LocalAddr: 0x11_0003, Length: 100, LKey: 0x12, RemoteAddr: 0x5000_1000, RKey: 0x67}
 	s3 := hca.SendWR{Opcode: hca.WRSend, Signaled: true, LocalAddr: 0x12_0007, Length: 20, LKey: 0x13}
-	wR1, wW2, wS3 := post(0, rd), post(0, w2), post(0, s3)
+	wR1, wW2, wS3 := post(0, rd, nil), post(0, w2, nil), post(0, s3, nil)
 	if !wW2.Fenced() || wR1.Fenced() || wS3.Fenced() {
 		panic("fctxPlan: W2 alone is fenced")
 	}
 	// A: R1's request (the model holds W2 and S3: R1 is unfinished).
 	cqe(0, qps[0].enqueue(wR1))
 	send(0)
-	// B: X1, X2, X3 (2 packets at MTU 256), unfenced.
-	for _, wr := range []hca.SendWR{
-		{Opcode: hca.WRRDMAWrite, Signaled: true, LocalAddr: 0x20_0000, Length: 64, LKey: 0x21, RemoteAddr: 0x6000_0000, RKey: 0x76},
-		{Opcode: hca.WRSend, Signaled: true, LocalAddr: 0x21_0005, Length: 10, LKey: 0x22},
-		{Opcode: hca.WRRDMAWrite, Signaled: true, LocalAddr: 0x22_0011, Length: 300, LKey: 0x23, RemoteAddr: 0x6000_2000, RKey: 0x77},
+	// B: X1, X2 (inline), X3 (2 packets at MTU 256), unfenced.
+	x2 := make([]byte, 236)
+	for i := range x2 {
+		x2[i] = byte(0xA5 ^ i*7)
+	}
+	for _, x := range []struct {
+		wr  hca.SendWR
+		inl []byte
+	}{
+		{hca.SendWR{Opcode: hca.WRRDMAWrite, Signaled: true, LocalAddr: 0x20_0000, Length: 64, LKey: 0x21, RemoteAddr: 0x6000_0000, RKey: 0x76}, nil},
+		{hca.SendWR{Opcode: hca.WRSend, Signaled: true, Inline: true, Length: uint32(len(x2))}, x2},
+		{hca.SendWR{Opcode: hca.WRRDMAWrite, Signaled: true, LocalAddr: 0x22_0011, Length: 300, LKey: 0x23, RemoteAddr: 0x6000_2000, RKey: 0x77}, nil},
 	} {
-		cqe(1, qps[1].enqueue(post(1, wr)))
+		cqe(1, qps[1].enqueueInline(post(1, x.wr, x.inl), x.inl))
 	}
 	send(1)
 	// R1's FIRST (256 B), MIDDLE (256), LAST (188): R1 completes, and the
@@ -144,9 +153,9 @@ func newFctxPlan() *fctxPlan {
 func TestFctxPlan(t *testing.T) {
 	p := newFctxPlan()
 	assert.Equal(t, []int{0, 1, 1, 1, 1, 0, 0}, p.ctxOf, "commit order by context: R1; X1, X2, X3 (2); W2, S3")
-	assert.Equal(t, []int{3, 3}, p.prod[:], "WQEBBs posted per QP (one each)")
+	assert.Equal(t, []int{3, 6}, p.prod[:], "WQEBBs posted per QP (one each, X2's 4)")
 	require.Len(t, p.cpls, 6)
-	for k, want := range [][2]uint64{{0x4570, 0}, {0x4571, 0}, {0x4571, 1}, {0x4571, 2}, {0x4570, 1}, {0x4570, 2}} {
+	for k, want := range [][2]uint64{{0x4570, 0}, {0x4571, 0}, {0x4571, 1}, {0x4571, 5}, {0x4570, 1}, {0x4570, 2}} {
 		assert.Equal(t, want, [2]uint64{p.cpls[k][0], p.cpls[k][1]}, "completion %d: QPN and index", k)
 		assert.Equal(t, uint64(hca.WCSuccess), p.cpls[k][2], "completion %d's status", k)
 	}

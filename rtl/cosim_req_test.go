@@ -97,6 +97,24 @@ type reqItem struct {
 	// gate: the item waits until the requester has taken this many ACKs
 	// (a WQE or context write on a context a NAK fails comes after it).
 	gate int
+	// bbs are the WQE's blocks as hca.EncodeSendWQE writes them, which the
+	// testbench offers on wqe_* before its header (nil: none, as for a
+	// WQE the requester refuses or reads its payload for); inl an inline
+	// WQE's bytes (what the model's hca.Device copies out of the WQE).
+	bbs [][]byte
+	inl []byte
+}
+
+// reqMaxInline is the MAX_INLINE of reqTransport's design:
+// hca.max_inline_bytes' default, perftest's RC inline size.
+var reqMaxInline = hca.Defaults().MaxInlineBytes
+
+// inlineRefused reports an inline WQE hca_requester refuses (LOC_QP_OP_ERR)
+// with MAX_INLINE maxInline: a READ's or atomic's, or one of more bytes
+// (the driver refuses such a post: hca.QP.PostSend's check against
+// hca.max_inline_bytes).
+func inlineRefused(w hca.SendWQE, maxInline int) bool {
+	return w.Inline && (w.Opcode >= hca.WRRDMARead || int(w.Length) > maxInline)
 }
 
 // reqMaxSGE is hca_requester's MAX_SGE: a longer gather list is refused.
@@ -124,6 +142,15 @@ func (it *reqItem) keyBad() bool {
 		}
 	}
 	return false
+}
+
+// nwq is the run's blocks on wqe_*, over its items.
+func (run *reqRun) nwq() int {
+	n := 0
+	for _, it := range run.items {
+		n += len(it.bbs)
+	}
+	return n
 }
 
 // nsg is the run's segments on dec_sge_*, over its items.
@@ -758,6 +785,12 @@ func newReqRunOf(seed uint64, n int, lists bool) *reqRun {
 		default:
 			length = d.length
 		}
+		if it.drop == "inline" && length <= reqMaxInline {
+			// An inline WQE here is one hca_requester refuses: more bytes
+			// than MAX_INLINE (no draw, so the stream is what it was).
+			// The inline WQEs it sends: TestRequesterInlineCosim.
+			length += reqMaxInline + 1
+		}
 		start := starts[0]
 		base := r.Uint64() &^ 63
 		if r.IntN(8) == 0 {
@@ -993,8 +1026,8 @@ func (run *reqRun) addWires(it *reqItem, c *reqCtx) {
 // write writes items.hex, pays.hex, ctrl.hex and rx.hex into dir.
 func (run *reqRun) write(t *testing.T, dir string) {
 	t.Helper()
-	var items, sgs, pays, ctrl, rx strings.Builder
-	nsg := 0
+	var items, sgs, pays, ctrl, rx, wqs strings.Builder
+	nsg, nwq := 0, 0
 	var pd [reqQPs]uint32 // each context's PD, from its last write
 	for i, it := range run.items {
 		if it.cfg {
@@ -1026,8 +1059,15 @@ func (run *reqRun) write(t *testing.T, dir string) {
 		if w.Signaled {
 			sig = 1
 		}
+		// Above hca.ack_req_every's 17 bits, the inline data's 16-byte segment in the WQE
+		// (hca_wqe_parse's out_inline_off is {segment, 4}: the byte count's 4 bytes first).
 		fmt.Fprintf(&items, "%01x%04x0%01x%01x%01x%06x%08x%016x%016x%08x%08x%016x%016x%05x\n", sig, w.Index, it.err,
-			uint8(w.Opcode), inl, it.qpn, w.Length, w.LocalAddr, w.RemoteAddr, w.RKey, w.Imm, w.SwapAdd, w.Compare, it.every)
+			uint8(w.Opcode), inl, it.qpn, w.Length, w.LocalAddr, w.RemoteAddr, w.RKey, w.Imm, w.SwapAdd, w.Compare,
+			it.every|w.InlineOff>>4<<17)
+		for _, b := range it.bbs {
+			fmt.Fprintf(&wqs, "%04x%s\n", i, hex.EncodeToString(b))
+			nwq++
+		}
 	}
 	for _, b := range run.pays {
 		fmt.Fprintf(&pays, "%s\n", hex.EncodeToString(b))
@@ -1047,8 +1087,12 @@ func (run *reqRun) write(t *testing.T, dir string) {
 	if nsg == 0 {
 		sgs.WriteString("0\n")
 	}
+	require.LessOrEqual(t, nwq, 4096, "wqes.hex: the testbench's MAXWQ")
+	if nwq == 0 {
+		wqs.WriteString("0\n")
+	}
 	for name, text := range map[string]string{"items.hex": items.String(), "sges.hex": sgs.String(), "pays.hex": pays.String(), "ctrl.hex": ctrl.String(),
-		"rx.hex": rx.String()} {
+		"rx.hex": rx.String(), "wqes.hex": wqs.String()} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
 }
@@ -1115,6 +1159,7 @@ func (run *reqRun) args(dir, tag string) []string {
 		"+log=" + filepath.Join(dir, "log_"+tag+".txt"),
 		"+nit=" + strconv.Itoa(len(run.items)), "+npay=" + strconv.Itoa(len(run.pays)),
 		"+sgs=" + filepath.Join(dir, "sges.hex"), "+nsg=" + strconv.Itoa(run.nsg()),
+		"+wqs=" + filepath.Join(dir, "wqes.hex"), "+nwq=" + strconv.Itoa(run.nwq()),
 		"+ncyc=" + strconv.Itoa(len(run.ctrl)), "+nbeat=" + strconv.Itoa(run.beats),
 		fmt.Sprintf("+lid=%04x", reqPortLID), fmt.Sprintf("+lmc=%d", run.lmc),
 		fmt.Sprintf("+pkeys=%016x", run.pkeyArg()), fmt.Sprintf("+npk=%d", len(run.pkeys)),
@@ -1136,7 +1181,7 @@ func (run *reqRun) args(dir, tag string) []string {
 // plenty of credit, so a beat past the model's packets is written too.
 const reqTB = "`timescale 1ns/1ps\n" + `
 module tb;
-    localparam MAXIT = 4096, MAXSG = 16384, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, STALL = 4000;
+    localparam MAXIT = 4096, MAXSG = 16384, MAXPAY = 65536, MAXCYC = 1048576, MAXRX = 2048, MAXWQ = 4096, STALL = 4000;
     reg clk = 1'b0;
     reg rst_n = 1'b0;
     reg [455:0] items [0:MAXIT-1];
@@ -1148,6 +1193,13 @@ module tb;
     // the context's PD and its access (local read, or LOCAL_WRITE for a READ's or atomic's: the
     // result nibble's top bit) (else a KCHK-ERR line).
     reg [179:0] sgs [0:MAXSG-1];
+    // The WQEs' blocks (wqes.hex: {item 16, block 512}), offered on wqe_* before their item's header
+    // (hca_wqe_fetch forks each block to the parser and to wqe_*, so a WQE's header comes on dec_*
+    // after its last block), when the control's bit 11 says; an item's first block also in the
+    // cycle the item before is taken (the parser's in_ready), no sooner.
+    reg [527:0] wqs [0:MAXWQ-1];
+    integer nwq, wi;
+    reg wqe_valid, take_wq, wq_here;
     reg kc_pend, kc_rdy;
     reg [2:0] kc_res;
     integer nsg, ei;
@@ -1220,11 +1272,11 @@ module tb;
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]), .qp_cfg_rqpsn(24'd0),
         .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
-        .wqe_valid(1'b0), .wqe_qpn(24'd0), .wqe_data(512'd0), .wqe_ready(),
+        .wqe_valid(wqe_valid), .wqe_qpn(24'd0), .wqe_data(wqs[wi][511:0]), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
         .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_fm(it[399:397]), .dec_imm(it[179:148]),
         .dec_raddr(it[275:212]), .dec_rkey(it[211:180]), .dec_swap_add(it[147:84]), .dec_compare(it[83:20]),
-        .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off(7'd0), .dec_length(it[371:340]),
+        .dec_inline(it[396]), .dec_inline_len(31'd0), .dec_inline_off({it[19:17], 4'd4}), .dec_length(it[371:340]),
         .dec_lkey(32'd0), .dec_laddr(it[339:276]), .dec_dlid(16'd0), .dec_rqpn(24'd0), .dec_qkey(32'd0),
         .dec_sges(it[453:448]), .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(sgs[ei][95:64]),
         .dec_sge_lkey(sgs[ei][127:96]), .dec_sge_addr(sgs[ei][63:0]), .dec_sge_last(!(ei + 1 < nsg && sgs[ei + 1][179:164] == ii)),
@@ -1267,6 +1319,9 @@ module tb;
         if ($value$plusargs("items=%s", path)) $readmemh(path, items, 0, nit - 1);
         if (!$value$plusargs("nsg=%d", nsg)) nsg = 0;
         if (nsg > 0 && $value$plusargs("sgs=%s", path)) $readmemh(path, sgs, 0, nsg - 1);
+        if (!$value$plusargs("nwq=%d", nwq)) nwq = 0;
+        if (nwq > 0 && $value$plusargs("wqs=%s", path)) $readmemh(path, wqs, 0, nwq - 1);
+        wi = 0; wqe_valid = 1'b0; take_wq = 1'b0; wq_here = 1'b0;
         if (npay > 0 && $value$plusargs("pays=%s", path)) $readmemh(path, pays, 0, npay - 1);
         if ($value$plusargs("ctrl=%s", path)) $readmemh(path, ctrl, 0, ncyc - 1);
         if (nrx > 0 && $value$plusargs("rx=%s", path)) $readmemh(path, rxs, 0, nrx - 1);
@@ -1315,6 +1370,7 @@ module tb;
             @(negedge clk);
             // An item is done when taken and its last segment too (hca_wqe_parse's in_ready).
             if (take_sge) ei = ei + 1;
+            if (take_wq) wi = wi + 1;
             if (take_cfg || ((take_dec || hdr_took) && !(ei < nsg && sgs[ei][179:164] == ii))) begin
                 ii = ii + 1;
                 hdr_took = 1'b0;
@@ -1338,8 +1394,10 @@ module tb;
             qp_cfg_valid = !drain && ii < nit && it[411:408] == 4'd1 && ai >= it[447:432] && (cfg_held || cw[0]);
             // A WQE whose gate (a NAK on its context) opened in the cycle before is offered at once, so
             // that it meets the NAK's walk in hca_requester whatever the cycle the NAK came in.
+            wq_here = wi < nwq && wqs[wi][527:512] == ii;
+            wqe_valid = !drain && wq_here && ai >= it[447:432] && cw[11];
             dec_valid = !drain && ii < nit && it[411:408] == 4'd0 && ai >= it[447:432] &&
-                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took)) && !hdr_took;
+                        (held || cw[0] || (it[447:432] != 16'd0 && ai == it[447:432] && ack_took)) && !hdr_took && !wq_here;
             sg_here = ei < nsg && sgs[ei][179:164] == ii;
             kc_rsp_valid = kc_pend;
             kc_rdy = !kc_pend;
@@ -1369,7 +1427,13 @@ module tb;
                         end
                 end
             end
+            // The next item's first block in the cycle this item's header is taken (its segments all
+            // taken before: dec_ready says so).
+            if (!wqe_valid && !drain && dec_valid && dec_ready && !sg_here && cw[11] && wi < nwq && ii + 1 < nit &&
+                wqs[wi][527:512] == ii + 1 && items[ii + 1][447:432] <= ai)
+                wqe_valid = 1'b1;
             #1;
+            take_wq = wqe_valid;
             take_dec = dec_valid && dec_ready;
             take_sge = dec_sge_valid && dec_sge_ready;
             if (kc_rsp_valid && kc_rsp_ready) kc_pend = 1'b0;
@@ -1454,7 +1518,7 @@ module tb;
                 $fdisplay(fo, "%b %b %b %h", v_sop, v_eop, v_len_err, v_data);
                 got = got + 1;
             end
-            if (take_dec || take_cfg || take_rx || take_rd || rsp_valid || (tx_valid && tx_ready) || (cpl_valid && cpl_ready) ||
+            if (take_dec || take_cfg || take_rx || take_rd || rsp_valid || take_wq || (tx_valid && tx_ready) || (cpl_valid && cpl_ready) ||
                 (wr_valid && wr_ready) ||
                 (dut.ack_valid && dut.ack_ready))
                 idle = 0;
@@ -1483,7 +1547,7 @@ var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "hca_responder.v", "h
 func reqTransport(t *testing.T) string {
 	t.Helper()
 	d := Design{Name: "req", Radix: 4, VLs: reqVLs, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 4096,
-		LinkGeneration: "HDR", LinkWidth: 4}
+		LinkGeneration: "HDR", LinkWidth: 4, MaxInline: reqMaxInline}
 	files, err := Emit(d, "test")
 	require.NoError(t, err)
 	for _, f := range files {
@@ -1840,7 +1904,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 		if c == nil || c.item.qpn != it.qpn {
 			return "" // no context holds its QPN: dropped, no CQ to complete into
 		}
-		if it.err != 0 || it.wqe.Opcode == 7 || it.wqe.Inline || len(it.wqe.SGL) > reqMaxSGE {
+		if it.err != 0 || it.wqe.Opcode == 7 || inlineRefused(it.wqe, reqMaxInline) || len(it.wqe.SGL) > reqMaxSGE {
 			p.purge(c)
 			p.complete(c, c.req.FlushAll())
 			p.complete(c, []hca.Completion{{WQE: it.wqe, Status: hca.WCLocQPOpErr}})

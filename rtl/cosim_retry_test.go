@@ -121,6 +121,7 @@ type retryQP struct {
 	item  *reqItem
 	req   *hca.Requester
 	wqes  []hca.SendWQE
+	inls  [][]byte // an inline WQE's bytes (the model's sendMsg.inline), beside wqes
 	first []uint32
 	next  uint32
 }
@@ -132,14 +133,17 @@ func newRetryQP(it *reqItem) *retryQP {
 	return &retryQP{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn), next: it.psn}
 }
 
-func (q *retryQP) enqueue(w hca.SendWQE) []hca.Completion {
+func (q *retryQP) enqueue(w hca.SendWQE) []hca.Completion { return q.enqueueInline(w, nil) }
+
+// enqueueInline is enqueue for a WQE whose inline bytes are inl.
+func (q *retryQP) enqueueInline(w hca.SendWQE, inl []byte) []hca.Completion {
 	comps := q.req.Enqueue(w, 0)
 	if len(comps) == 0 {
 		n := uint32(hca.PacketCount(w.Length, pktzMTU(q.item.mtuCode)))
 		if w.Opcode == hca.WRCompSwap || w.Opcode == hca.WRFetchAdd {
 			n = 1
 		}
-		q.wqes, q.first = append(q.wqes, w), append(q.first, q.next)
+		q.wqes, q.first, q.inls = append(q.wqes, w), append(q.first, q.next), append(q.inls, inl)
 		q.next = (q.next + n) & 0xFFFFFF
 	}
 	return comps
@@ -161,7 +165,13 @@ func (q *retryQP) send() (psn uint32, wire []byte) {
 			}
 		}
 		w := q.wqes[k]
-		pkt.Payload = reqGather(w, tx.Index*pktzMTU(it.mtuCode), pkt.PayloadLen)
+		off := tx.Index * pktzMTU(it.mtuCode)
+		if w.Inline {
+			// hca.Device.schedule: m.inline[off:off+PayloadLen], no read.
+			pkt.Payload = q.inls[k][off : off+pkt.PayloadLen]
+		} else {
+			pkt.Payload = reqGather(w, off, pkt.PayloadLen)
+		}
 	}
 	b := ib.AppendWire(nil, &pkt)
 	wire = make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
@@ -485,7 +495,7 @@ func retryCheck(t *testing.T, p *retryPlan, out, beatsFile, logFile string) *ret
 				complete(qps[it.qix], []hca.Completion{{WQE: it.wqe, Status: hca.WCLocProtErr}})
 				break
 			}
-			complete(qps[it.qix], qps[it.qix].enqueue(it.wqe))
+			complete(qps[it.qix], qps[it.qix].enqueueInline(it.wqe, it.inl))
 		case "A":
 			// Not late: the requester takes an ACK or response only with
 			// its completion engine idle, so every completion of the jobs

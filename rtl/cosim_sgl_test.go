@@ -229,8 +229,8 @@ func TestRequesterGatherCosim(t *testing.T) {
 	dir := t.TempDir()
 	for _, m := range []struct{ name, old, new string }{
 		{name: "unmutated"},
-		{"every element read at the first's address", "wire [63:0]      g_a      = g_el[63:0] + {32'd0, g_skip};",
-			"wire [63:0]      g_a      = sg_mem[{g_ix, 5'd0}] + {32'd0, g_skip};"},
+		{"every element read at the first's address", "(g_il ? {57'd0, g_ioff} : g_el[63:0]) + {32'd0, g_skip};",
+			"(g_il ? {57'd0, g_ioff} : sg_mem[{g_ix, 5'd0}][63:0]) + {32'd0, g_skip};"},
 		{"an element's end lane one short", "{1'b0, g_hi} + 7'd1, g_blocks}", "{1'b0, g_hi}, g_blocks}"},
 		{"the walk ends an element early", "if ({1'b0, g_e} + 6'd1 == g_n ||", "if ({1'b0, g_e} + 6'd2 == g_n ||"},
 		{"a resend's skip not carried past an element", "g_skip <= g_past ? g_skip - g_len : 32'd0;", "g_skip <= 32'd0;"},

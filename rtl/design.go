@@ -86,6 +86,13 @@ type Design struct {
 	// from the config (default 1); a Design literal that leaves it 0 builds
 	// a responder that ACKs every AckReq packet, as 1 does.
 	AckCoalesce int
+	// MaxInline is hca.max_inline_bytes, 0..hca.MaxInlineLimit (988): the
+	// most inline bytes hca_requester sends from a WQE's own blocks
+	// (MAX_INLINE; a longer inline WQE completes with LOC_QP_OP_ERR, as
+	// the driver refuses such a post). LoadDesign takes it from the config
+	// (default 236, perftest's RC inline size); a Design literal that
+	// leaves it 0 builds a requester that sends only empty inline WQEs.
+	MaxInline int
 	// SwitchClockMHz and HCAClockMHz are the cores' clocks
 	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
 	// period rounded to a whole picosecond as the simulator rounds it
@@ -240,6 +247,8 @@ type Params struct {
 	ACKTick int
 	// AckCoalesce is ACK_COALESCE: hca.ack_coalesce (hca_responder).
 	AckCoalesce int
+	// MaxInline is MAX_INLINE: hca.max_inline_bytes (hca_requester).
+	MaxInline int
 	// PKeyN is PKEY_N: entries of hca_rx_ack's P_Key table (PKeyTableEntries;
 	// the model has no P_Key table: every port is in the default partition).
 	PKeyN int
@@ -337,6 +346,9 @@ func (d Design) Validate() error {
 	}
 	if d.AckCoalesce < 0 || d.AckCoalesce > 1024 {
 		return fmt.Errorf("hca.ack_coalesce: %d is not a count hca_responder's 11-bit coalescing counter holds (1..1024)", d.AckCoalesce)
+	}
+	if d.MaxInline < 0 || d.MaxInline > hca.MaxInlineLimit {
+		return fmt.Errorf("hca.max_inline_bytes: %d is not an inline size a send WQE holds (0..%d)", d.MaxInline, hca.MaxInlineLimit)
 	}
 	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
 		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
@@ -457,6 +469,7 @@ func (d Design) Params() Params {
 	p.RetryTimeout, p.ACKTick = d.RetryTimeout, ackTick(d.HCAClockMHz)
 	p.PKeyN = PKeyTableEntries
 	p.AckCoalesce = max(d.AckCoalesce, 1)
+	p.MaxInline = d.MaxInline
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p

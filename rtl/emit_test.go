@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.v.golden from the emitter")
@@ -29,13 +31,16 @@ var lintDesigns = []struct {
 	d   Design
 }{
 	{"edr", Design{Name: "edr", Radix: 36, VLs: 8, VLBufferBytes: 16384, HCAVLBufferBytes: 65536, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 4,
-		RetryCnt: 7, RNRRetry: 7, RetryTimeout: 14}}, // hca.retry_cnt, rnr_retry and retry_timeout's defaults (perftest's)
+		RetryCnt: 7, RNRRetry: 7, RetryTimeout: 14, // hca.retry_cnt, rnr_retry and retry_timeout's defaults (perftest's)
+		MaxInline: 236}}, // hca.max_inline_bytes' default (perftest's RC inline size)
 	{"r7v2", Design{Name: "radix7-vl2", Radix: 7, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 2048, LinkGeneration: "HDR", LinkWidth: 2,
 		WQEPrefetchDepth: 1, KeyCacheEntries: 1, // the smallest window: one-bit in-flight counts; a one-entry MPT cache
-		RetryCnt: 3, RNRRetry: 2, RetryTimeout: 31}}, // the widest local ACK timer: 4096 x 2^31 cycles, 44 bits
+		RetryCnt: 3, RNRRetry: 2, RetryTimeout: 31, // the widest local ACK timer: 4096 x 2^31 cycles, 44 bits
+		MaxInline: hca.MaxInlineLimit}}, // the most inline bytes a WQE holds (988): 16 WQEBBs kept per message
 	{"r36v1", Design{Name: "radix36-vl1", Radix: 36, VLs: 1, VLBufferBytes: 4800, HCAVLBufferBytes: 4352, MTU: 4096, LinkGeneration: "EDR", LinkWidth: 1,
 		PCIeOutstandingReads: 8, KeyCacheEntries: 4, // 8 read tags and a 4-entry MPT cache keep TestReportYosys quick
-		RetryCnt: 3, RNRRetry: 2, RetryTimeout: 14}}, // retry counters that move (at 7 they are constants), the default timer
+		RetryCnt: 3, RNRRetry: 2, RetryTimeout: 14, // retry counters that move (at 7 they are constants), the default timer
+		MaxInline: 236}}, // hca.max_inline_bytes' default: 5 WQEBBs kept per message
 	{"r64v15", Design{Name: "radix64-vl15", Radix: 64, VLs: 15, VLBufferBytes: 1024, HCAVLBufferBytes: 2048, MTU: 256, LinkGeneration: "NDR", LinkWidth: 12,
 		WQEPrefetchDepth:     256,                       // the largest window: hca_wqe_fetch's widest counts
 		PCIeOutstandingReads: 768, PCIeMRRSBytes: 128}}, // the most read tags: PCIe 10-bit tags 256..1023
@@ -185,6 +190,8 @@ func TestValidate(t *testing.T) {
 		{"datapath", func(d *Design) { d.DatapathBytes = 128 }, "switch.datapath_bytes: 128 is not supported by the RTL skeleton, which moves one 64-byte credit block per cycle (64)"},
 		{"mrrs", func(d *Design) { d.PCIeMRRSBytes = 64 }, "hca.pcie.mrrs_bytes: 64 is not 128, 256, 512, 1024, 2048 or 4096"},
 		{"mps", func(d *Design) { d.PCIeMPSBytes = 8192 }, "hca.pcie.mps_bytes: 8192 is not 128, 256, 512, 1024, 2048 or 4096"},
+		{"max inline", func(d *Design) { d.MaxInline = 2000 }, "hca.max_inline_bytes: 2000 is not an inline size a send WQE holds (0..988)"},
+		{"negative inline", func(d *Design) { d.MaxInline = -1 }, "hca.max_inline_bytes: -1 is not an inline size a send WQE holds (0..988)"},
 		{"read tags", func(d *Design) { d.PCIeOutstandingReads = 1024 }, "hca.pcie.outstanding_reads: 1024 is outside 1..768, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)"},
 		{"radix", func(d *Design) { d.Radix = 1 }, "switch.radix: 1 is outside 2..256 (IBA 1.6 allows up to 256 ports)"},
 		{"vls", func(d *Design) { d.VLs = 3 }, "switch.vls: 3 is not a VL count an IB port supports (1, 2, 4, 8, 15)"},

@@ -132,6 +132,15 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: "beside each outstanding message, its list's elements"})
 	add(BufferUse{Block: "HCA requester element queue (sync_fifo)", Entries: ReqElDepth, Width: 41, ArraysPort: 1, Ports: 1,
 		Note: fmt.Sprintf("{message's last, first lane, end lane, blocks} of %d elements whose reads are issued, for the packer", ReqElDepth)})
+	// Inline data: beside each outstanding message the first WQEBBs of an
+	// inline WQE (every inline segment MAX_INLINE allows lies in them),
+	// copied whole from the staging register (flops) at the take, and
+	// {inline, the data's offset}: the model's sendMsg.inline.
+	ilb := ReqInlineBlocks(p.MaxInline)
+	add(BufferUse{Block: "HCA requester inline copies (hca_requester)", Entries: qps * ReqOutDepth, Width: ilb * BlockBytes * 8, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("beside each outstanding message, an inline WQE's first %d WQEBBs (hca.max_inline_bytes = %d from WQE byte 20 or 36), for its send and resends", ilb, p.MaxInline)})
+	add(BufferUse{Block: "HCA requester inline offsets (hca_requester)", Entries: qps * ReqOutDepth, Width: 8, ArraysPort: 1, Ports: 1,
+		Note: "beside each outstanding message, {inline, the data's byte offset in its WQE}"})
 	if !synth {
 		return r, nil
 	}
@@ -175,7 +184,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// black box (its line above).
 		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW},
 			{"RETRY_CNT", p.RetryCnt}, {"RNR_RETRY", p.RNRRetry}, {"RNR_TICK", p.RNRTick},
-			{"ACK_TICK", p.ACKTick}, {"RETRY_TIMEOUT", p.RetryTimeout}},
+			{"ACK_TICK", p.ACKTick}, {"RETRY_TIMEOUT", p.RetryTimeout}, {"MAX_INLINE", p.MaxInline}},
 			Role: "HCA requester: QP contexts, payload reads, packet queue, completions, go-back-N resends (path apart)", Instances: 1},
 		// hca_transport's receive side: received packets checked (ICRC,
 		// length, DLID, TVer, P_Key) and their headers decoded, ACKs and
@@ -274,6 +283,12 @@ const (
 	// WQE in its sendMsg).
 	ReqWQEBits = 64 + 32 + 32 + 64 + 64 + 64
 )
+
+// ReqInlineBlocks is hca_requester's IL_BLOCKS for MAX_INLINE maxInline:
+// the WQEBBs from a WQE's start through its last inline byte when the data
+// starts latest, an RC WRITE's at byte 36 (ctrl 16, raddr 16, the inline
+// segment's byte count 4), at most a WQE's 16.
+func ReqInlineBlocks(maxInline int) int { return min(16, (36+maxInline+BlockBytes-1)/BlockBytes) }
 
 // reqCtxBits is one requester QP context in memory: QPN 24, DLID 16, SLID
 // 16, SL 4, VL vlW, remote QPN 24, next PSN 24, MTU code 3, send CQ cqnW.

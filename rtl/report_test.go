@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
 )
 
 var fmtSscanf = fmt.Sscanf
@@ -17,7 +19,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 22)
+	require.Len(t, r.Buffers, 24)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -81,7 +83,17 @@ func TestReportBuffers(t *testing.T) {
 	assert.Equal(t, 8*8*32*96, r.Buffers[19].TotalBits)
 	assert.Equal(t, 8*8*6, r.Buffers[20].TotalBits)
 	assert.Equal(t, 4*41, r.Buffers[21].TotalBits)
-	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer EL_DEPTH    = %d ", ReqElDepth))
+	// Inline data (MAX_INLINE 236, the default): an RC WRITE's inline
+	// bytes start at WQE byte 36 (ctrl 16, raddr 16, byte count 4), so
+	// 236 of them end at byte 271, in WQEBB 4: 5 blocks of 512 bits per
+	// outstanding message (8 contexts x 8), and {inline 1, offset 7}.
+	assert.Equal(t, 8*8*5*512, r.Buffers[22].TotalBits)
+	assert.Equal(t, 8*8*8, r.Buffers[23].TotalBits)
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), "localparam integer IL_B0     = (36 + MAX_INLINE + 63) / 64;")
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), "localparam integer IL_BLOCKS = IL_B0 > 16 ? 16 : IL_B0;")
+	// The widest: 988 bytes from byte 20 (a SEND's) end at byte 1007, in a WQE's 16th block.
+	assert.Equal(t, 16, ReqInlineBlocks(hca.MaxInlineLimit))
+	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer EL_DEPTH    = %d,", ReqElDepth))
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("reg  [95:0]      sg_mem [0:NQ*OQ_DEPTH*%d-1];", ReqSGLSlots))
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), fmt.Sprintf("parameter integer OQ_DEPTH    = %d,", ReqOutDepth))
 	assert.Contains(t, PrimitiveSource("hca_rx_ack.v"), fmt.Sprintf("localparam integer PD_DEPTH = %d;", RxPayBlocks))
@@ -90,7 +102,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41+8*8*5*512+8*8*8), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -317,6 +329,12 @@ func TestReportYosys(t *testing.T) {
 	// count 6 and the spill bit 1; the element queue's (4) pointers and
 	// count 2 + 2 + 3. Without: the decode completion's LOC_PROT_ERR bit
 	// 1.
+	// Inline data (r36v1: MAX_INLINE 236, so IL_BLOCKS = ceil((36 + 236)
+	// / 64) = 5): without a reset, the staging register of a WQE's first 5
+	// blocks, 5 x 512; with, the count of the WQE's blocks taken on wqe_*
+	// 5 and its blocks 5 (1..16), the walk's inline blocks left 5 and the
+	// next one 5 (0..16), the walk's inline bit 1 and the data's offset 7.
+	// The copies per ring entry and their offsets are memories.
 	// The fence's state per context (fence_busy: each ring's unanswered
 	// READs and atomics, and the one being taken) is combinational: no flop.
 	// Memories: the 10 context fields (the PD the tenth), the outstanding messages, their
@@ -332,9 +350,10 @@ func TestReportYosys(t *testing.T) {
 		(1+2+4+1)+(1+7+7+1+64+7)+
 		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+13+2+6+6)+
 		(3*64+32+32+1)+(1+24)+
-		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1,
+		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1+
+		5*512+(5+5)+(5+5)+(1+7),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
-			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}})])
+			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}, {"MAX_INLINE", 236}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
 	// instances): the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
 	// 8 (loaded at the packet's first beat: no second copy for the last);
@@ -406,7 +425,9 @@ func TestReportYosys(t *testing.T) {
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":
-			assert.Equal(t, 10+1+1+1+5+1+2, c.Memories, c.Module) // the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR table, the gather lists and their counts
+			// the context fields, the outstanding messages, their copies and READ bytes, the five FIFOs, the RNR
+			// table, the gather lists and their counts, the inline copies and their offsets
+			assert.Equal(t, 10+1+1+1+5+1+2+2, c.Memories, c.Module)
 		case "hca_wqe_parse":
 			assert.Equal(t, 1, c.Memories, c.Module) // the WQE's blocks (its data segments)
 		case "hca_ack_tx":

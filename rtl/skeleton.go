@@ -182,7 +182,8 @@ Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and at
 hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
 written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ;
 ack_req_every is hca.ack_req_every), the parsed WQEs taken in order from dec_* (one for a context
-that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, inline,
+that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, an
+inline length past MAX_INLINE (hca.max_inline_bytes) or the inline flag on a READ or atomic,
 a gather list longer than 30 or a READ's or atomic's list of more than one element completes with
 LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
 context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
@@ -192,8 +193,10 @@ address, each element's L_Key checked first through kc_* in the QP's PD, qp_cfg_
 completes the WQE with LOC_PROT_ERR, unsent) into a payload buffer that never takes more
 reads than it has room for, packed into one contiguous message, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL
-(store and forward) offering whole packets on tx_*. The WQE blocks on wqe_* are taken and dropped
-(wqe_ready = 1: hca_wqe_fetch moves a block when both it and the parser can take it). The receive
+(store and forward) offering whole packets on tx_*. Every WQE block on wqe_* is taken (wqe_ready = 1:
+hca_wqe_fetch moves a block when both it and the parser can take it) into hca_requester, which keeps
+each WQE's first blocks and sends an inline SEND's or WRITE's bytes from them (dec_inline_off on),
+copied with its ring entry for resends, through the same payload buffer, no rd1 read. The receive
 path: hca_rx_ack checks each packet on rx_* as IBA requires of a CA before acting on it, in this
 order, and drops and counts one that fails at its last beat: the ICRC and PktLen against the length
 (its own ib_icrc in check mode) on rx_icrc_err; a unicast LRH.DLID that is not one of the port's
@@ -248,8 +251,8 @@ an ACK marks the SENDs and WRITEs it covers behind one done and, past it, is the
 TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
-(hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
+(hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
+UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
 atomics and RNR NAKs.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
@@ -365,7 +368,7 @@ atomics and RNR NAKs.`,
     // The requester's send side and completions (hca_requester's header).
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
                     .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
-                    .RETRY_TIMEOUT(RETRY_TIMEOUT)) u_requester (
+                    .RETRY_TIMEOUT(RETRY_TIMEOUT), .MAX_INLINE(MAX_INLINE)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid && r_cfg_ready && cfg_free), .qp_cfg_ready(q_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),
@@ -375,9 +378,10 @@ atomics and RNR NAKs.`,
         .dec_index(dec_index), .dec_qpn(dec_qpn), .dec_signaled(dec_signaled), .dec_fm(dec_fm), .dec_imm(dec_imm),
         .dec_raddr(dec_raddr), .dec_rkey(dec_rkey),
         .dec_swap_add(dec_swap_add), .dec_compare(dec_compare), .dec_inline(dec_inline),
-        .dec_length(dec_length), .dec_laddr(dec_laddr), .dec_sges(dec_sges),
+        .dec_inline_off(dec_inline_off), .dec_length(dec_length), .dec_laddr(dec_laddr), .dec_sges(dec_sges),
         .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
         .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
+        .wqe_valid(wqe_valid), .wqe_data(wqe_data),
         .fence_busy(fence_busy),
         .kc_req_valid(a_kc_req_valid), .kc_req_ready(a_kc_req_ready), .kc_req_key(a_kc_req_key),
         .kc_req_pd(a_kc_req_pd), .kc_req_need(a_kc_req_need), .kc_req_addr(a_kc_req_addr),
@@ -405,7 +409,8 @@ atomics and RNR NAKs.`,
     assign cpl_receiver = 1'b0;
     assign cpl_imm      = 32'd0;
     assign cpl_src_qp   = 24'd0;
-    // WQE blocks: the parser has the fields; inline data is TODO, so the blocks are dropped.
+    // WQE blocks: every one taken (hca_wqe_fetch moves a block when both the parser and this take
+    // it); the requester keeps each WQE's first blocks for its inline data (hca_requester's header).
     assign wqe_ready = 1'b1;
 `,
 		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "kc_req_valid", "kc_req_key", "kc_req_pd",
@@ -419,12 +424,12 @@ atomics and RNR NAKs.`,
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
-			"dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
+			"dec_inline_off", "wqe_valid", "wqe_data", "dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
-			"PKEY_N", "ACK_COALESCE"},
+			"PKEY_N", "ACK_COALESCE", "MAX_INLINE"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
 			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*, the responder is between packets and no ACK waits in it"),
@@ -587,6 +592,8 @@ func (p Params) value(name string) int {
 		return p.PKeyN
 	case "ACK_COALESCE":
 		return p.AckCoalesce
+	case "MAX_INLINE":
+		return p.MaxInline
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

@@ -29,7 +29,8 @@
 // every read of the previous message has been loaded (its gather walked), no segment of the previous
 // WQE is left, and the start queue has room. A WQE whose context index does not hold its
 // QPN is taken and dropped (no context, no CQ to complete into). A WQE on its context with dec_err,
-// opcode 7, inline (the model sends inline data; here TODO, from wqe_*) or a list longer than MAX_SGE
+// opcode 7, an inline length past MAX_INLINE (hca.max_inline_bytes: the driver refuses a longer
+// post) or the inline flag on a READ or atomic, or a list longer than MAX_SGE
 // (30, hca.MaxSendSGE: only a DS count past the encoder's makes one) cannot be taken: once the
 // completion engine is idle and no ACK is offered, its context's outstanding messages are flushed
 // (WR_FLUSH_ERR each, signaled or not, oldest first), it completes with LOC_QP_OP_ERR (rxe's status
@@ -62,6 +63,14 @@
 // (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
 // its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
 // A READ's or atomic's segments are its scatter list, kept the same way (below, "Responses").
+// Inline data (hca.Device.schedule takes an inline WQE's payload from the bytes it copied out of
+// the WQE, sendMsg.inline, and reads nothing): every WQE's blocks come on wqe_* (hca_wqe_fetch forks
+// them to the parser and here, so before the WQE's header on dec_*; the next WQE's first no sooner
+// than the cycle that header is taken); the first IL_BLOCKS of each are kept in a staging register
+// (the blocks counted from the ctrl segment's DS count), copied whole at an inline WQE's take into
+// its ring entry's word of il_mem, and the walk pushes the element {length, dec_inline_off} of that
+// word into the payload buffer instead of reading it through rd1, a block a cycle, once every read
+// issued before has returned, for the first send and every resend (below, "inline data").
 // L_Key checks (kc_*, hca_key_check's contract): each kept element of more than 0 bytes, in the
 // context's PD (qp_cfg_pd), local read for a gather, LOCAL_WRITE (1) for a READ's or atomic's
 // scatter (hca.Device.checkSGL's need), its address and length, one check at a time, before the
@@ -210,7 +219,7 @@
 // Not here: the model's round robin over QPs
 // per packet (here a message goes whole, in dec_* order, so packets of different QPs do not
 // interleave, and a resend goes whole too), the model's transmit buffer accounting
-// (hca.tx_buffer_bytes per VL), UD, inline data, responder traffic on tx_*.
+// (hca.tx_buffer_bytes per VL), UD, responder traffic on tx_*.
 module hca_requester #(
     parameter integer QPN_W       = 3,
     parameter integer VLS         = 1,
@@ -227,7 +236,8 @@ module hca_requester #(
     parameter integer ACK_TICK    = 4096, // cycles in 4.096 us (the local ACK timeout's unit) at hca.core_clock_mhz
     parameter integer RETRY_TIMEOUT = 14, // hca.retry_timeout: the local ACK timeout is ACK_TICK x 2^t cycles, 0..31 (0 infinite)
     parameter integer MAX_SGE     = 30,  // gather elements kept per ring entry (hca.MaxSendSGE; at most 32): a longer list is refused
-    parameter integer EL_DEPTH    = 4    // elements whose reads are issued and whose blocks the packer has not all taken
+    parameter integer EL_DEPTH    = 4,   // elements whose reads are issued and whose blocks the packer has not all taken
+    parameter integer MAX_INLINE  = 236  // hca.max_inline_bytes: the most inline bytes a WQE it sends may carry (0..988)
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
@@ -259,6 +269,7 @@ module hca_requester #(
     input  wire [63:0]           dec_swap_add,
     input  wire [63:0]           dec_compare,
     input  wire                  dec_inline,
+    input  wire [6:0]            dec_inline_off, // the inline data's byte offset in the WQE (hca_wqe_parse's out_inline_off)
     input  wire [31:0]           dec_length,
     input  wire [63:0]           dec_laddr,
     input  wire [5:0]            dec_sges,  // the WQE's data segments (hca_wqe_parse's out_sges)
@@ -268,6 +279,8 @@ module hca_requester #(
     input  wire [31:0]           dec_sge_lkey,
     input  wire [63:0]           dec_sge_addr,
     input  wire                  dec_sge_last,
+    input  wire                  wqe_valid,     // every WQE's blocks, in dec_* order (hca_wqe_fetch's wqe_*; always taken)
+    input  wire [511:0]          wqe_data,
     output wire                  kc_req_valid,  // an element's L_Key check (hca_key_check's req_*/rsp_*)
     input  wire                  kc_req_ready,
     output wire [31:0]           kc_req_key,
@@ -327,6 +340,11 @@ module hca_requester #(
     localparam integer PB_CW = $clog2(PAY_BLOCKS + 1);
     localparam integer PQ_CW = $clog2(PKT_BLOCKS + 1);
     localparam [26:0]  RB    = READ_BLOCKS[26:0];
+    // Inline data: a WQE's first IL_BLOCKS blocks hold any inline segment it may carry (an RC WRITE's
+    // data starts at byte 36: ctrl 16, raddr 16, the segment's byte count 4).
+    localparam integer IL_B0     = (36 + MAX_INLINE + 63) / 64;
+    localparam integer IL_BLOCKS = IL_B0 > 16 ? 16 : IL_B0;  // a WQE has 16 at most
+    localparam integer IL_W      = IL_BLOCKS * 512;
 
     // ---- QP contexts ----
     reg  [NQ-1:0]   ctx_valid;
@@ -353,7 +371,12 @@ module hca_requester #(
     reg              s_bad;     // one of them failed its L_Key check
     reg              k_wait;    // a check is asked for and its result not yet in
     // A list longer than MAX_SGE cannot be taken.
-    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || dec_inline || dec_sges > MAX_SGE[5:0];
+    // An inline WQE is sent from the WQE's own blocks (below, "Inline data"): one of more than
+    // MAX_INLINE bytes (the driver refuses such a post), or whose bytes end past the blocks kept, or
+    // a READ's or atomic's (no payload to carry) cannot be taken.
+    wire [32:0]      il_end   = {26'd0, dec_inline_off} + {1'b0, dec_length};
+    wire             il_bad   = dec_inline && (is_rdat || dec_length > MAX_INLINE || il_end > IL_BLOCKS * 64);
+    wire             bad_wqe  = dec_err != 2'd0 || dec_opcode == 3'd7 || il_bad || dec_sges > MAX_SGE[5:0];
     // A WQE one of whose elements' L_Key failed its check (s_bad, below) completes with LOC_PROT_ERR.
     wire             s_ok_ctx = !bad_wqe && has_ctx && !ctx_err[dix];
     wire             sendable = s_ok_ctx && !s_bad;
@@ -391,6 +414,7 @@ module hca_requester #(
     reg  [57:0]      rd_blk;    // the next read's block address
     reg  [PB_CW-1:0] reserved;  // blocks asked for and not yet taken by the packer
     reg              g_on;      // a message's gather list is being walked (below)
+    reg  [4:0]       il_left;   // blocks of an inline message not yet pushed into the payload buffer (below)
     wire [26:0]      rd_n      = (rd_left < RB) ? rd_left : RB;
     wire [31:0]      res32     = {{(32-PB_CW){1'b0}}, reserved};
     wire [31:0]      n32       = {5'd0, rd_n};
@@ -600,7 +624,7 @@ module hca_requester #(
     // the model's Enqueue after OnAck does.
     // A resend goes before any WQE, and a WQE of a context with a resend pending waits for its end
     // (the model's rewound messages go before the ones queued after them).
-    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && s_k == dec_sges && !k_wait && sq_push_ready && tg_push_ready &&
+    assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && il_left == 5'd0 && !g_on && s_k == dec_sges && !k_wait && sq_push_ready && tg_push_ready &&
                        !rp_valid && !rs_pend[dix] && !fence_hold &&
                        !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
                        (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
@@ -610,7 +634,7 @@ module hca_requester #(
     // A resend's message is taken under the same rules, and only while the completion engine is idle
     // (a rewind it does moves rs_ptr and purges what is in flight).
     wire rp_skp  = rp_valid && rp_dn && eng_idle && !(cfg_take && cix == rq);
-    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && !g_on && sq_push_ready && tg_push_ready &&
+    wire rp_take = rp_valid && !rp_dn && (!m_valid || msg_ready) && rd_left == 27'd0 && il_left == 5'd0 && !g_on && sq_push_ready && tg_push_ready &&
                    eng_idle && !(cfg_take && cix == rq);
 
     // ---- payload buffer -> the packer -> hca_tx_path's pay_* ----
@@ -695,7 +719,7 @@ module hca_requester #(
             if (cfg_take) ctx_valid[cix] <= 1'b1;
             if (send || rp_take) m_valid <= 1'b1;
             else if (msg_ready) m_valid <= 1'b0;
-            if (g_step && !g_past) begin
+            if (g_step && !g_past && !g_il) begin
                 rd_left <= g_blocks;
                 rd_blk  <= g_a[63:6];
             end else if (rd_load) begin
@@ -709,7 +733,7 @@ module hca_requester #(
             end else if (rd_req_ready) begin
                 rd_req_valid <= 1'b0;
             end
-            reserved <= reserved + (rd_load ? rd_n[PB_CW-1:0] : {PB_CW{1'b0}})
+            reserved <= reserved + (rd_load ? rd_n[PB_CW-1:0] : {PB_CW{1'b0}}) + {{(PB_CW-1){1'b0}}, il_push}
                                  - {{(PB_CW-1){1'b0}}, raw_pop};
             if (pay_pop) pop_cnt <= pop_last ? 27'd0 : pop_cnt + 27'd1;
         end
@@ -725,12 +749,15 @@ module hca_requester #(
         .drop_valid(1'b0), .drop_count({($clog2(MSG_DEPTH+1)){1'b0}})
     );
 
-    // Responses always find room (reserved above), so push_ready is 1 whenever one comes.
+    // Responses always find room (reserved above), so push_ready is 1 whenever one comes. An inline
+    // message's blocks come from il_mem instead (il_push, below: never in a cycle a response comes).
+    wire             il_push;
+    wire [511:0]     il_data;
     wire             pay_push_ready;
     wire [PB_CW-1:0] pay_count;
     sync_fifo #(.WIDTH(512), .DEPTH(PAY_BLOCKS)) u_payload (
         .clk(clk), .rst_n(rst_n),
-        .push_valid(rd_rsp_valid), .push_ready(pay_push_ready), .push_data(rd_rsp_data),
+        .push_valid(rd_rsp_valid || il_push), .push_ready(pay_push_ready), .push_data(il_push ? il_data : rd_rsp_data),
         .pop_valid(pay_valid), .pop_ready(raw_pop), .pop_data(pay_data),
         .count(pay_count),
         .drop_valid(1'b0), .drop_count({PB_CW{1'b0}})
@@ -776,18 +803,22 @@ module hca_requester #(
     reg  [4:0]       g_e;
     reg  [5:0]       g_n;                           // the list's elements
     reg  [31:0]      g_skip, g_rem;                 // bytes still to step over; bytes still to gather
+    reg              g_il;                          // the message is inline: one element, its WQE's bytes (below)
+    reg  [6:0]       g_ioff;                        // and their offset in the WQE's blocks
     wire [95:0]      g_el     = sg_mem[{g_ix, g_e}];
-    wire [31:0]      g_len    = g_el[95:64];
+    // An inline message's one element is the whole message: its length the bytes to step over and
+    // to gather together, its "address" the data's offset in the WQE's blocks kept (il_mem).
+    wire [31:0]      g_len    = g_il ? g_rem + g_skip : g_el[95:64];
     wire             g_past   = g_skip >= g_len;
     wire [31:0]      g_take0  = g_len - g_skip;
     wire [31:0]      g_take   = (g_take0 < g_rem) ? g_take0 : g_rem;  // bytes of the message in it
-    wire [63:0]      g_a      = g_el[63:0] + {32'd0, g_skip};         // its first byte's address
+    wire [63:0]      g_a      = (g_il ? {57'd0, g_ioff} : g_el[63:0]) + {32'd0, g_skip}; // its first byte's address
     wire [32:0]      g_end    = {27'd0, g_a[5:0]} + {1'b0, g_take} + 33'd63;
     wire [26:0]      g_blocks = g_end[32:6];
     wire [5:0]       g_hi     = g_a[5:0] + g_take[5:0] - 6'd1;        // its last byte's lane
     wire             g_mlast  = g_take == g_rem;
     wire             el_push_ready;
-    wire             g_step   = g_on && rd_left == 27'd0 && (g_past || el_push_ready);
+    wire             g_step   = g_on && rd_left == 27'd0 && il_left == 5'd0 && (g_past || el_push_ready);
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             s_k    <= 6'd0;
@@ -799,6 +830,8 @@ module hca_requester #(
             g_n    <= 6'd0;
             g_skip <= 32'd0;
             g_rem  <= 32'd0;
+            g_il   <= 1'b0;
+            g_ioff <= 7'd0;
         end else begin
             if (take) begin
                 s_k   <= 6'd0;
@@ -815,22 +848,96 @@ module hca_requester #(
                 g_on   <= 1'b1;
                 g_ix   <= d_ix;
                 g_e    <= 5'd0;
-                g_n    <= dec_sges;
+                g_n    <= dec_inline ? 6'd1 : dec_sges;
                 g_skip <= 32'd0;
                 g_rem  <= dec_length;
+                g_il   <= dec_inline;
+                g_ioff <= dec_inline_off;
             end else if (rp_take && rp_pay) begin
                 g_on   <= 1'b1;
                 g_ix   <= {rq, rp_ptr[OQ_W-1:0]};
                 g_e    <= 5'd0;
-                g_n    <= oq_nsg[{rq, rp_ptr[OQ_W-1:0]}];
+                g_n    <= rp_iof[7] ? 6'd1 : oq_nsg[{rq, rp_ptr[OQ_W-1:0]}];
                 g_skip <= rp_off;
                 g_rem  <= rp_rlen;
+                g_il   <= rp_iof[7];
+                g_ioff <= rp_iof[6:0];
             end else if (g_step) begin
                 g_e    <= g_e + 5'd1;
                 g_skip <= g_past ? g_skip - g_len : 32'd0;
                 if (!g_past) g_rem <= g_rem - g_take;
                 if ({1'b0, g_e} + 6'd1 == g_n || (!g_past && g_mlast)) g_on <= 1'b0;
             end
+        end
+    end
+
+    // ---- inline data (hca.md "Inline data"; hca.Device.schedule takes an inline WQE's payload from the
+    // bytes copied out of the WQE, sendMsg.inline, and reads nothing) ----
+    // Intake: hca_wqe_fetch forks every WQE block to the parser and to wqe_* (a block moves when both
+    // take it; here always), so a WQE's blocks all come on wqe_* before its header is offered on
+    // dec_*, and the next WQE's first block no sooner than the cycle that header is taken (the
+    // parser's in_ready). The blocks are counted from the ctrl segment's DS count (byte 7 bits 5:0:
+    // max(1, ceil(DS / 4)) blocks, hca.WQEBBsOfCtrl, as the fetch counts them) and the first
+    // IL_BLOCKS of the WQE kept in il_stage: every inline segment the requester can send lies there.
+    // When an inline WQE is sent, il_stage is copied whole into its ring entry's il_mem word, the
+    // resend copy of its bytes (the model's sendMsg.inline); its element is {length, the data's offset
+    // in the word}. The walk then pushes the element's blocks of the word into the payload buffer
+    // instead of reading them through rd1, a block a cycle, once every read issued before has
+    // returned (reserved = pay_count: no rd1 response can come in the same cycle, so the buffer's
+    // write port is free, and the blocks stay in message order) and with room (reserved below
+    // PAY_BLOCKS), counted in reserved as a read's; the packer takes them as any element's. A resend
+    // walks the same word from byte k x MTU.
+    reg  [IL_W-1:0]  il_stage;
+    reg  [4:0]       wq_k;      // the WQE's blocks taken on wqe_* (0: the next is a WQE's first)
+    reg  [4:0]       wq_n;      // its blocks
+    wire [5:0]       wq_ds    = wqe_data[453:448];
+    wire [6:0]       wq_up    = {1'b0, wq_ds} + 7'd3;
+    wire [4:0]       wq_n0    = (wq_ds == 6'd0) ? 5'd1 : wq_up[6:2];
+    wire [4:0]       wq_nn    = (wq_k == 5'd0) ? wq_n0 : wq_n;
+    integer          ib;
+    always @(posedge clk) begin
+        if (wqe_valid)
+            for (ib = 0; ib < IL_BLOCKS; ib = ib + 1)
+                if (wq_k == ib[4:0]) il_stage[ib*512 +: 512] <= wqe_data;
+    end
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            wq_k <= 5'd0;
+            wq_n <= 5'd0;
+        end else if (wqe_valid) begin
+            wq_n <= wq_nn;
+            wq_k <= (wq_k + 5'd1 == wq_nn) ? 5'd0 : wq_k + 5'd1;
+        end
+    end
+    reg  [IL_W-1:0]  il_mem [0:NQ*OQ_DEPTH-1];    // per ring entry, an inline message's WQE blocks
+    reg  [7:0]       oq_iof [0:NQ*OQ_DEPTH-1];    // per ring entry, {inline, the data's offset in them}
+    wire [7:0]       rp_iof   = oq_iof[{rq, rp_ptr[OQ_W-1:0]}];
+    always @(posedge clk) begin
+        if (send && dec_inline) il_mem[{dix, d_tl[OQ_W-1:0]}] <= il_stage;
+        if (send) oq_iof[{dix, d_tl[OQ_W-1:0]}] <= {dec_inline, dec_inline_off};
+    end
+    reg  [4:0]       il_blk;    // the next block of the word to push
+    wire [IL_W-1:0]  il_word  = il_mem[g_ix];
+    // The block il_blk of the word: an IL_BLOCKS-way select.
+    reg  [511:0]     il_sel;
+    integer          ik;
+    always @(*) begin
+        il_sel = il_word[511:0];
+        for (ik = 1; ik < IL_BLOCKS; ik = ik + 1)
+            if (il_blk == ik[4:0]) il_sel = il_word[ik*512 +: 512];
+    end
+    assign il_data = il_sel;
+    assign il_push = il_left != 5'd0 && {{(32-PB_CW){1'b0}}, pay_count} == res32 && res32 < PAY_BLOCKS;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            il_left <= 5'd0;
+            il_blk  <= 5'd0;
+        end else if (g_step && !g_past && g_il) begin
+            il_left <= g_blocks[4:0];
+            il_blk  <= g_a[10:6];
+        end else if (il_push) begin
+            il_left <= il_left - 5'd1;
+            il_blk  <= il_blk + 5'd1;
         end
     end
 
@@ -1666,7 +1773,7 @@ module hca_requester #(
     assign pd_pop   = (d_left != 7'd0 && pd_valid) || (w_take && !d_pvo && !d_atm);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], sc_took[7], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, wq_up[1:0], el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], sc_took[7], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
