@@ -90,11 +90,9 @@ const (
 	topCycles    = 40000
 )
 
-// topMsg is one WQE of the scenario: its work request, and whether the
-// responder's ACK for it is left to the next message's (coalesced).
+// topMsg is one WQE of the scenario.
 type topMsg struct {
-	wr       hca.SendWR
-	coalesce bool
+	wr hca.SendWR
 }
 
 // topQP is one QP of the scenario, as software posts it and the model
@@ -133,7 +131,7 @@ type topPlan struct {
 // on both VLs, one QP's PSNs wrapping; RDMA WRITEs, SENDs, with and
 // without immediate, of 1 byte to 5000 (one to five packets), at any
 // lane; a READ on three of them (one to three responses); an unsignaled
-// SEND; ACKs coalesced over two messages now and then.
+// SEND.
 func topScenario() []*topQP {
 	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
 	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
@@ -144,11 +142,11 @@ func topScenario() []*topQP {
 	unsig.Signaled = false
 	return []*topQP{
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000A10 | 0, dlid: 0x21, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0000, psn: 0x10, mtuCode: 1, cqn: 0},
-			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 0, 3, 700)}, {wr: w(hca.WRSend, 0, 0x400, 64), coalesce: true},
+			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 0, 3, 700)}, {wr: w(hca.WRSend, 0, 0x400, 64)},
 				{wr: w(hca.WRRDMARead, 0, 0x1000, 600)}, {wr: w(hca.WRSendImm, 0, 0x805, 300)}}, batch: 2},
 		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001B01, dlid: 0x22, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xD0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
-			msgs: []topMsg{{wr: w(hca.WRSend, 1, 0x11, 1000)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1), coalesce: true},
-				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig, coalesce: true}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3},
+			msgs: []topMsg{{wr: w(hca.WRSend, 1, 0x11, 1000)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1)},
+				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3},
 		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002C02, dlid: 0x23, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0002, psn: 0x5000, mtuCode: 3, cqn: 2},
 			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 4000)}, {wr: w(hca.WRRDMARead, 2, 0x2007, 100)}, {wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1},
 		{it: &reqItem{cfg: true, qix: 3, qpn: 0x003D03, dlid: 0x24, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xD0003, psn: 0x777777, mtuCode: 5, cqn: 3},
@@ -205,14 +203,19 @@ func newTopPlan(seed uint64) *topPlan {
 	for _, qp := range p.qps {
 		p.send(qp)
 	}
-	// The responder, per QP in message order: a READ's responses (from
-	// its request's PSN, MTU bytes each but the last), else an ACK of the
-	// message's last PSN unless the next message's covers it.
+	// The far end: per QP a hca.Responder (the device's defaults:
+	// ack_coalesce 1) takes the QP's packets in order, as ib.ParseWire reads
+	// them; each ACK it decides, each READ's responses (their payload the
+	// remote memory's, topRemoteBytes) and the coalesced ACK FlushAck owes
+	// at the end go back to the HCA, each once the QP has sent the packet
+	// that made it, and into the model's requester in that order (modelRx,
+	// hca.Device.complete's calls).
 	placed := map[uint64]byte{}
+	rcfg := hca.Defaults()
 	for q, qp := range p.qps {
 		var rx []reqAck
 		var cpls []hca.Completion
-		mtu := pktzMTU(qp.it.mtuCode)
+		resp := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), qp.it.psn)
 		deliver := func(a reqAck) {
 			a.qpn = qp.it.qpn
 			rx = append(rx, a)
@@ -223,21 +226,32 @@ func newTopPlan(seed uint64) *topPlan {
 			}
 			cpls = append(cpls, res.Completions...)
 		}
-		for k, m := range qp.msgs {
-			gate := qp.ends[k]
-			if m.wr.Opcode == hca.WRRDMARead {
-				n := qp.npsn[k]
-				for i := range n {
-					a := readRsp(i, n, qp.first[k]+uint32(i), min(mtu, int(m.wr.Length)-i*mtu), false)
-					a.gate = gate
-					deliver(a)
+		for i, w := range qp.wires {
+			pkt, err := ib.ParseWire(w[:wireLen(w)])
+			if err != nil {
+				panic(fmt.Sprintf("topPlan: QP %d packet %d: %v", q, i, err))
+			}
+			act := resp.Receive(&pkt, topRemote{})
+			if act.Drop && !act.Ack {
+				panic(fmt.Sprintf("topPlan: QP %d packet %d dropped by the responder", q, i))
+			}
+			if act.Ack {
+				deliver(reqAck{gate: i + 1, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
+			}
+			if act.Read {
+				va := act.ReadVA
+				for more := true; more; {
+					rp := &ib.Packet{}
+					_, more = resp.NextReadResponse(act.ReadRes, rp)
+					rp.Payload = topRemoteBytes(va, rp.PayloadLen)
+					va += uint64(rp.PayloadLen)
+					resp.ReadResponseSent(act.ReadRes, rp.PSN)
+					deliver(reqAck{gate: i + 1, psn: rp.PSN, rsp: rp})
 				}
-				continue
 			}
-			if m.coalesce && k+1 < len(qp.msgs) {
-				continue
-			}
-			deliver(reqAck{gate: gate, psn: (qp.first[k] + uint32(qp.npsn[k]) - 1) & 0xFFFFFF, syn: hca.SynACK, msn: uint32(k + 1)})
+		}
+		if psn, msn, ok := resp.FlushAck(); ok {
+			deliver(reqAck{gate: len(qp.wires), psn: psn, syn: hca.SynACK, msn: msn})
 		}
 		p.rx = append(p.rx, rx)
 		// Each completion's CQE at its slot of the QP's CQ (nothing consumed: ci 0).
@@ -281,6 +295,28 @@ func newTopPlan(seed uint64) *topPlan {
 		}
 	}
 	return p
+}
+
+// topRemote is the far end's QP for hca.Responder: every key passes and
+// a receive WQE of 64 KiB is always posted.
+type topRemote struct{}
+
+func (topRemote) CheckRKey(uint32, int, uint64, uint64) hca.KeyResult { return hca.KeyOK }
+func (topRemote) RKeyBase(uint32) uint64                              { return 0 }
+func (topRemote) CheckLKey(uint32, uint64, uint64) hca.KeyResult      { return hca.KeyOK }
+func (topRemote) PopRecv() (hca.RecvWQE, bool) {
+	return hca.RecvWQE{Addr: 0x5000_0000, Length: 1 << 16, LKey: 0x77}, true
+}
+
+// topRemoteBytes are the far end's n bytes at va (a READ's payload): a
+// function of the address, so every response's bytes differ.
+func topRemoteBytes(va uint64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		a := va + uint64(i)
+		b[i] = byte(a*131 + a>>8*7 + a>>16)
+	}
+	return b
 }
 
 // topCQBlock is CQ q's first block.
@@ -604,8 +640,24 @@ func TestTopPlan(t *testing.T) {
 	assert.Equal(t, []int{7, 9, 6, 3}, n)
 	// CQEs: every WQE but QP 1's unsignaled SEND: 4 + 4 + 3 + 2.
 	assert.Equal(t, 13, p.ncqe)
-	// READ payloads: 600 + 100 + 4500 bytes.
+	// READ payloads: 600 + 100 + 4500 bytes, in ceil(600 / 256) = 3,
+	// ceil(100 / 1024) = 1 and ceil(4500 / 4096) = 2 responses; and an
+	// ACK for each of the 11 other messages' last packets at least (they
+	// ask for one: AckReq), more for the AckReq every 3 packets inside.
 	assert.Equal(t, 5200, p.nread)
+	rsps, acks := 0, 0
+	for _, rx := range p.rx {
+		for _, a := range rx {
+			if a.isRsp() {
+				rsps++
+			} else {
+				acks++
+				assert.Equal(t, uint8(hca.SynACK), a.syn&0xE0, "an ACK (its credit field aside)")
+			}
+		}
+	}
+	assert.Equal(t, 6, rsps)
+	assert.GreaterOrEqual(t, acks, 11)
 	// QP 1's PSNs wrap: 0xFFFFFE, 0xFFFFFF, then 0.
 	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0}, p.qps[1].psns[:3])
 	// Host blocks the run must change: the 13 CQEs' slots, and the READs'
