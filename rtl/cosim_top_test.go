@@ -130,8 +130,8 @@ type topPlan struct {
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
 // on both VLs, one QP's PSNs wrapping; RDMA WRITEs, SENDs, with and
 // without immediate, of 1 byte to 5000 (one to five packets), at any
-// lane; a READ on three of them (one to three responses); an unsignaled
-// SEND.
+// lane; a READ on three of them (one to three responses); a FETCH_ADD; an
+// unsignaled SEND.
 func topScenario() []*topQP {
 	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
 	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
@@ -140,6 +140,8 @@ func topScenario() []*topQP {
 	}
 	unsig := w(hca.WRSend, 1, 0x3000, 10)
 	unsig.Signaled = false
+	fadd := w(hca.WRFetchAdd, 2, 0x2100, 8)
+	fadd.CompareAdd = 0x0123_4567_89AB_CDEF
 	return []*topQP{
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000A10 | 0, dlid: 0x21, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0000, psn: 0x10, mtuCode: 1, cqn: 0},
 			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 0, 3, 700)}, {wr: w(hca.WRSend, 0, 0x400, 64)},
@@ -148,7 +150,8 @@ func topScenario() []*topQP {
 			msgs: []topMsg{{wr: w(hca.WRSend, 1, 0x11, 1000)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1)},
 				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3},
 		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002C02, dlid: 0x23, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0002, psn: 0x5000, mtuCode: 3, cqn: 2},
-			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 4000)}, {wr: w(hca.WRRDMARead, 2, 0x2007, 100)}, {wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1},
+			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 4000)}, {wr: w(hca.WRRDMARead, 2, 0x2007, 100)}, {wr: fadd},
+				{wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1},
 		{it: &reqItem{cfg: true, qix: 3, qpn: 0x003D03, dlid: 0x24, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xD0003, psn: 0x777777, mtuCode: 5, cqn: 3},
 			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMARead, 3, 0x2000, 4500)}}, batch: 1},
 	}
@@ -221,8 +224,13 @@ func newTopPlan(seed uint64) *topPlan {
 			rx = append(rx, a)
 			res, pl, ok := modelRx(qp.req, a)
 			if ok {
-				reqScatter(placed, pl, a.rsp.Payload)
-				p.nread += len(a.rsp.Payload)
+				data := a.rsp.Payload
+				if a.rsp.Opcode == ib.AtomicAcknowledge {
+					// The original value, little-endian (hca.Device.complete).
+					data = binary.LittleEndian.AppendUint64(nil, a.rsp.AtomicAck)
+				}
+				reqScatter(placed, pl, data)
+				p.nread += len(data)
 			}
 			cpls = append(cpls, res.Completions...)
 		}
@@ -237,6 +245,15 @@ func newTopPlan(seed uint64) *topPlan {
 			}
 			if act.Ack {
 				deliver(reqAck{gate: i + 1, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
+			}
+			if act.Atomic {
+				// The original value at the address, as hca.Device.atomic
+				// returns it (the far end's memory is not kept: one atomic).
+				orig := binary.BigEndian.Uint64(topRemoteBytes(act.XlateAddr, 8))
+				resp.SaveAtomic(pkt.PSN, orig)
+				a := atomicAck(pkt.PSN, orig, false)
+				a.gate, a.rsp.AETH.MSN = i+1, resp.MSN()
+				deliver(a)
 			}
 			if act.Read {
 				va := act.ReadVA
@@ -631,20 +648,21 @@ func TestTopPlan(t *testing.T) {
 	// Packets per QP: QP 0 at MTU 256: WRITE 700 (3), SEND 64 (1), READ (1
 	// request), SEND 300 (2) = 7; QP 1 at 512: SEND 1000 (2), WRITE 1 (1),
 	// WRITE 2000 (4), SEND 10 (1), WRITE 129 (1) = 9; QP 2 at 1024: WRITE
-	// 4000 (4), READ (1), SEND 1 (1) = 6; QP 3 at 4096: SEND 5000 (2),
-	// READ (1) = 3.
+	// 4000 (4), READ (1), FETCH_ADD (1), SEND 1 (1) = 7; QP 3 at 4096:
+	// SEND 5000 (2), READ (1) = 3.
 	var n []int
 	for _, qp := range p.qps {
 		n = append(n, len(qp.wires))
 	}
-	assert.Equal(t, []int{7, 9, 6, 3}, n)
-	// CQEs: every WQE but QP 1's unsignaled SEND: 4 + 4 + 3 + 2.
-	assert.Equal(t, 13, p.ncqe)
+	assert.Equal(t, []int{7, 9, 7, 3}, n)
+	// CQEs: every WQE but QP 1's unsignaled SEND: 4 + 4 + 4 + 2.
+	assert.Equal(t, 14, p.ncqe)
 	// READ payloads: 600 + 100 + 4500 bytes, in ceil(600 / 256) = 3,
-	// ceil(100 / 1024) = 1 and ceil(4500 / 4096) = 2 responses; and an
-	// ACK for each of the 11 other messages' last packets at least (they
-	// ask for one: AckReq), more for the AckReq every 3 packets inside.
-	assert.Equal(t, 5200, p.nread)
+	// ceil(100 / 1024) = 1 and ceil(4500 / 4096) = 2 responses, and the
+	// FETCH_ADD's 8 in its ATOMIC ACKNOWLEDGE; and an ACK for each of the
+	// 11 other messages' last packets at least (they ask for one: AckReq),
+	// more for the AckReq every 3 packets inside.
+	assert.Equal(t, 5208, p.nread)
 	rsps, acks := 0, 0
 	for _, rx := range p.rx {
 		for _, a := range rx {
@@ -656,20 +674,21 @@ func TestTopPlan(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 6, rsps)
+	assert.Equal(t, 7, rsps)
 	assert.GreaterOrEqual(t, acks, 11)
 	// QP 1's PSNs wrap: 0xFFFFFE, 0xFFFFFF, then 0.
 	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0}, p.qps[1].psns[:3])
-	// Host blocks the run must change: the 13 CQEs' slots, and the READs'
+	// Host blocks the run must change: the 14 CQEs' slots, the READs'
 	// buffers: 600 bytes at 0x3000 (10 blocks), 100 at 0xC007 (bytes 7..106
-	// of two blocks), 4500 at 0x10000 (71 blocks).
+	// of two blocks), 4500 at 0x10000 (71 blocks); the FETCH_ADD's 8 bytes
+	// at 0xC100 (one).
 	changed := 0
 	for b := range p.mem {
 		if string(p.mem[b]) != string(p.want[b]) {
 			changed++
 		}
 	}
-	assert.Equal(t, 13+10+2+71, changed)
+	assert.Equal(t, 14+10+2+71+1, changed)
 }
 
 // TestTopCosim: the emitted hca_top, driven only through host memory, the
@@ -1033,7 +1052,8 @@ endmodule
 // wiring, fails the top-level run (seed 1): a wrong CQE field, a dropped
 // doorbell, the payload read a block off, a READ's payload written a block
 // off, the DMA's reorder ring handing the payload client a slot before
-// its completion came, a CQE's last byte (op_own) not written.
+// its completion came, an atomic's original value mis-ordered, a CQE's
+// last byte (op_own) not written.
 func TestTopMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
@@ -1048,6 +1068,7 @@ func TestTopMutantsFail(t *testing.T) {
 		{"a READ's payload written one block off", rq, "d_addr  <= sc_a;", "d_addr  <= sc_a + 64'd64;"},
 		{"the payload ring delivers a slot before its completion", dma,
 			"wire deliver1 = !clearing && hw1[hd1[LAP_LW-1:0]] == rb_head[1][ROB_AW];", "wire deliver1 = !clearing && rb_tail[1] != rb_head[1];"},
+		{"an atomic's original value with its first two bytes swapped", rq, "d_atm ? {e_orig[7:0], e_orig[15:8],", "d_atm ? {e_orig[15:8], e_orig[7:0],"},
 		{"hca_top: a CQE's last byte (op_own) not enabled", "hca_top.v", "assign wr1_be  = {64{1'b1}};", "assign wr1_be  = {{63{1'b1}}, 1'b0};"},
 	}
 	for _, m := range mutants {
