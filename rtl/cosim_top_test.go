@@ -50,11 +50,10 @@ import (
 //     flow-control packets (fc_rx_*) giving the HCA 256 blocks beyond what
 //     the testbench has received on each VL, and the testbench's FCTBS.
 //
-// The responder is the testbench: per QP, once the QP's packets through a
-// message have left the link, the ACK for its last PSN (some messages
-// coalesced into the next one's ACK) or a READ's responses, built as the
-// other requester co-simulations build them (reqAck, readRsp) and handed to
-// the model's requester in the same order (modelRx).
+// The far end is the model's: per QP a hca.Responder takes the QP's
+// packets in order; its ACKs, READ responses and ATOMIC ACKNOWLEDGE go
+// back on the link, each once the QP has sent the packet that caused it,
+// and into the model's requester in the same order (modelRx).
 //
 // Expected values, per QP, from the model: a hca.Requester made at the
 // context's MTU and PSN, Enqueue for each WQE as hca.DecodeSendWQE reads it
@@ -74,7 +73,7 @@ import (
 //
 // Not checked here: timing, the responder side of hca_top (no request
 // arrives: the far end is the testbench), retries, errors, inline WQEs
-// (TODO in hca_requester), atomics, the PCS.
+// (TODO in hca_requester), gather lists, rings that wrap, the PCS.
 
 const (
 	topMemBlocks = 2048 // host memory: 128 KiB from address 0
@@ -289,7 +288,6 @@ func newTopPlan(seed uint64) *topPlan {
 			pi++
 			p.ncqe++
 		}
-		_ = q
 	}
 	for a, v := range placed {
 		p.want[a/BlockBytes][a%BlockBytes] = v
