@@ -101,6 +101,13 @@ type topQP struct {
 	pd    uint32
 	msgs  []topMsg
 	batch int // the WQEs the first doorbell covers; the second covers the rest
+	// ringLog is log2 of its send queue's WQEBBs (0: topRingLog). A ring
+	// smaller than its WQEs wraps: the second batch is written into it by
+	// software (the testbench) once the first batch's CQEs are all in
+	// (their slots are free again), just before its doorbell.
+	ringLog int
+	later   []topWrite // the second batch's WQEBBs when the ring wraps
+	need    int        // CQEs the second doorbell waits for (the first batch's signaled WQEs)
 	// model
 	req   *hca.Requester
 	wqes  []hca.SendWQE
@@ -113,6 +120,22 @@ type topQP struct {
 	db    []uint64 // per WQE, its control segment's first 8 bytes (the doorbell)
 }
 
+// topWrite is a software write of one host block before a doorbell.
+type topWrite struct {
+	blk  int
+	data []byte
+}
+
+// topDoorbell is an MMIO doorbell write at cycle at (or later: once its
+// QP's CQ holds need CQEs), after the software writes of its WQEs.
+type topDoorbell struct {
+	at      int
+	addr    uint64
+	data    uint64
+	q, need int
+	writes  []topWrite
+}
+
 // topPlan is a run: the memory image, the QPs, the responder's packets,
 // and what the model expects.
 type topPlan struct {
@@ -121,7 +144,7 @@ type topPlan struct {
 	keys  hca.KeyTable
 	qps   []*topQP
 	rx    [][]reqAck // per QP, the responder's packets in order, each with its gate (the QP's packets sent)
-	dbs   [][3]uint64
+	dbs   []topDoorbell
 	ncqe  int
 	nread int // READ payload bytes the host must take
 }
@@ -147,7 +170,7 @@ func topScenario() []*topQP {
 				{wr: w(hca.WRRDMARead, 0, 0x1000, 600)}, {wr: w(hca.WRSendImm, 0, 0x805, 300)}}, batch: 2},
 		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001B01, dlid: 0x22, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xD0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
 			msgs: []topMsg{{wr: w(hca.WRSend, 1, 0x11, 1000)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1)},
-				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3},
+				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3, ringLog: 2},
 		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002C02, dlid: 0x23, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0002, psn: 0x5000, mtuCode: 3, cqn: 2},
 			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 4000)}, {wr: w(hca.WRRDMARead, 2, 0x2007, 100)}, {wr: fadd},
 				{wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1},
@@ -184,7 +207,18 @@ func newTopPlan(seed uint64) *topPlan {
 			if n != 1 {
 				panic(fmt.Sprintf("topPlan: QP %d WQE %d takes %d WQEBBs", q, k, n))
 			}
-			copy(p.mem[topRingBlk+q<<topRingLog+k%(1<<topRingLog)], buf[:hca.WQEBBBytes])
+			blk := topRingBlk + q<<topRingLog + k%(1<<qp.ring())
+			switch {
+			case k < qp.batch:
+				copy(p.mem[blk], buf[:hca.WQEBBBytes])
+				if qp.msgs[k].wr.Signaled {
+					qp.need++
+				}
+			case len(qp.msgs) > 1<<qp.ring():
+				qp.later = append(qp.later, topWrite{blk: blk, data: append([]byte(nil), buf[:hca.WQEBBBytes]...)})
+			default:
+				copy(p.mem[blk], buf[:hca.WQEBBBytes])
+			}
 			qp.db = append(qp.db, binary.BigEndian.Uint64(buf[:8]))
 			wqe, err := hca.DecodeSendWQE(buf[:])
 			if err != nil {
@@ -201,6 +235,11 @@ func newTopPlan(seed uint64) *topPlan {
 	p.want = make([][]byte, topMemBlocks)
 	for i := range p.mem {
 		p.want[i] = append([]byte(nil), p.mem[i]...)
+	}
+	for _, qp := range p.qps {
+		for _, w := range qp.later {
+			copy(p.want[w.blk], w.data)
+		}
 	}
 	for _, qp := range p.qps {
 		p.send(qp)
@@ -295,16 +334,20 @@ func newTopPlan(seed uint64) *topPlan {
 	// Doorbells: per QP, after its first batch of WQEs and after the rest,
 	// at a cycle drawn from the seed; halves 0x800, 0x900 in turn.
 	for q, qp := range p.qps {
-		at := []uint64{uint64(5 + r.IntN(60)), uint64(200 + r.IntN(600))}
+		at := []int{5 + r.IntN(60), 200 + r.IntN(600)}
 		last := []int{qp.batch - 1, len(qp.msgs) - 1}
 		for i := range 2 {
-			p.dbs = append(p.dbs, [3]uint64{at[i], uint64(q)<<12 | 0x800 + uint64(i)*0x100, qp.db[last[i]]})
+			d := topDoorbell{at: at[i], addr: uint64(q)<<12 | 0x800 + uint64(i)*0x100, data: qp.db[last[i]], q: q}
+			if i == 1 && qp.later != nil {
+				d.need, d.writes = qp.need, qp.later
+			}
+			p.dbs = append(p.dbs, d)
 		}
 	}
 	// In cycle order (the testbench rings one a cycle, in order).
 	for i := range p.dbs {
 		for j := i + 1; j < len(p.dbs); j++ {
-			if p.dbs[j][0] < p.dbs[i][0] {
+			if p.dbs[j].at < p.dbs[i].at {
 				p.dbs[i], p.dbs[j] = p.dbs[j], p.dbs[i]
 			}
 		}
@@ -332,6 +375,14 @@ func topRemoteBytes(va uint64, n int) []byte {
 		b[i] = byte(a*131 + a>>8*7 + a>>16)
 	}
 	return b
+}
+
+// ring is log2 of qp's send queue's WQEBBs.
+func (qp *topQP) ring() int {
+	if qp.ringLog == 0 {
+		return topRingLog
+	}
+	return qp.ringLog
 }
 
 // topCQBlock is CQ q's first block.
@@ -411,15 +462,23 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	var qc []string
 	for q, qp := range p.qps {
 		it := qp.it
-		qc = append(qc, fmt.Sprintf("%06x%04x%04x%x%x%06x%06x%x%x%08x%08x%08x%010x", it.qpn, it.dlid, it.slid, it.sl, it.vl, it.rqpn,
-			it.psn, it.mtuCode, it.cqn, qp.pd, (topRingBlk+q<<topRingLog)*BlockBytes, topCQBlock(q)*BlockBytes, 0))
+		qc = append(qc, fmt.Sprintf("%06x%04x%04x%x%x%06x%06x%x%x%08x%08x%08x%x%09x", it.qpn, it.dlid, it.slid, it.sl, it.vl, it.rqpn,
+			it.psn, it.mtuCode, it.cqn, qp.pd, (topRingBlk+q<<topRingLog)*BlockBytes, topCQBlock(q)*BlockBytes, qp.ring(), 0))
 	}
 	put("qcfg.hex", qc)
-	var dbs []string
+	var dbs, sw []string
 	for _, db := range p.dbs {
-		dbs = append(dbs, fmt.Sprintf("%08x%08x%016x", db[0], db[1], db[2]))
+		// {cycle 32, address 32, data 64, QP 8, CQEs 8, first write 16, writes 8}
+		dbs = append(dbs, fmt.Sprintf("%08x%08x%016x%02x%02x%04x%02x", db.at, db.addr, db.data, db.q, db.need, len(sw), len(db.writes)))
+		for _, w := range db.writes {
+			sw = append(sw, fmt.Sprintf("%04x%x", w.blk, w.data))
+		}
+	}
+	if len(sw) == 0 {
+		sw = append(sw, fmt.Sprintf("%0132x", 0))
 	}
 	put("dbs.hex", dbs)
+	put("sw.hex", sw)
 	var mpt []string
 	for i := range 16 {
 		e, ok := p.keys.Entry(uint32(i))
@@ -432,10 +491,10 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	put("mpt.hex", mpt)
 	pr := d.Params()
 	tb := strings.NewReplacer("{{MEMB}}", strconv.Itoa(topMemBlocks), "{{NQ}}", strconv.Itoa(len(p.qps)),
-		"{{NRXB}}", strconv.Itoa(len(rxb)), "{{NRXP}}", strconv.Itoa(len(rxp)), "{{NDB}}", strconv.Itoa(len(dbs)),
+		"{{NRXB}}", strconv.Itoa(len(rxb)), "{{NRXP}}", strconv.Itoa(len(rxp)), "{{NDB}}", strconv.Itoa(len(dbs)), "{{NSW}}", strconv.Itoa(len(sw)),
 		"{{NTX}}", strconv.Itoa(ntx), "{{NCQE}}", strconv.Itoa(p.ncqe), "{{NCYC}}", strconv.Itoa(topCycles),
 		"{{STALL}}", strconv.Itoa(topStall), "{{VLS}}", strconv.Itoa(d.VLs), "{{TAGW}}", strconv.Itoa(pr.TagW),
-		"{{RING_LOG}}", strconv.Itoa(topRingLog), "{{CQ_LOG}}", strconv.Itoa(topCQLog), "{{CQ_LO}}", strconv.Itoa(topCQBase/BlockBytes),
+		"{{CQ_LOG}}", strconv.Itoa(topCQLog), "{{CQ_LO}}", strconv.Itoa(topCQBase/BlockBytes),
 		"{{CQ_HI}}", strconv.Itoa(topPayBase/BlockBytes), "{{EVERY}}", strconv.Itoa(topEvery),
 		"{{PORT_LID}}", strconv.Itoa(topPortLID)).Replace(topTB)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "top_tb.v"), []byte(tb), 0o644))
@@ -677,19 +736,26 @@ func TestTopPlan(t *testing.T) {
 	}
 	assert.Equal(t, 7, rsps)
 	assert.Equal(t, 13, acks)
+	// QP 1's ring is 4 WQEBBs for its 5 WQEs: the second batch (WQEs 3
+	// and 4, slots 3 and 0) is written once its first 3 (all signaled)
+	// have their CQEs, WQE 4 over WQE 0.
+	require.Len(t, p.qps[1].later, 2)
+	assert.Equal(t, []int{topRingBlk + 1<<topRingLog + 3, topRingBlk + 1<<topRingLog}, []int{p.qps[1].later[0].blk, p.qps[1].later[1].blk})
+	assert.Equal(t, 3, p.qps[1].need)
 	// QP 1's PSNs wrap: 0xFFFFFE, 0xFFFFFF, then 0.
 	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0}, p.qps[1].psns[:3])
 	// Host blocks the run must change: the 14 CQEs' slots, the READs'
 	// buffers: 600 bytes at 0x3000 (10 blocks), 100 at 0xC007 (bytes 7..106
 	// of two blocks), 4500 at 0x10000 (71 blocks); the FETCH_ADD's 8 bytes
-	// at 0xC100 (one).
+	// at 0xC100 (one); and QP 1's ring slots 3 and 0, written by software
+	// during the run.
 	changed := 0
 	for b := range p.mem {
 		if string(p.mem[b]) != string(p.want[b]) {
 			changed++
 		}
 	}
-	assert.Equal(t, 14+10+2+71+1, changed)
+	assert.Equal(t, 14+10+2+71+1+2, changed)
 }
 
 // TestTopCosim: the emitted hca_top, driven only through host memory, the
@@ -728,8 +794,10 @@ func TestTopCosim(t *testing.T) {
 // topTB drives hca_top (the {{...}} placeholders: topPlan.write). After
 // reset: each QP's send queue (sq_cfg_*) and CQ (cq_cfg_*, consumer index 0)
 // one a cycle, then its QP context (qp_cfg_*, held until taken); then,
-// cycle by cycle from 0: the doorbells at their cycles (dbs.hex: {cycle,
-// MMIO address, data}); the host (mem.hex) and the MPT (mpt.hex) as the
+// cycle by cycle from 0: the doorbells in order (dbs.hex: {cycle, MMIO
+// address, data, QP, CQEs, first software write, writes}: rung at the
+// cycle or later, once the QP's CQ has had that many CQEs written, after
+// the software writes sw.hex {block, data} it names); the host (mem.hex) and the MPT (mpt.hex) as the
 // test's comment says; the link's PCS forced. Each receive packet
 // (rxb.hex beats {flags: 2 sop, 1 eop; data}; rxp.hex {gate, first beat,
 // beats}, grouped per QP as rxq.hex {first packet, packets}) goes once its
@@ -753,7 +821,8 @@ module top_tb;
     reg [47:0]  rxp [0:NRXP-1];
     reg [31:0]  rxq [0:NQ-1];
     reg [255:0] qcfg [0:NQ-1];
-    reg [127:0] dbs [0:NDB-1];
+    reg [167:0] dbs [0:NDB-1];
+    reg [527:0] sw [0:{{NSW}}-1];
     reg [255:0] mpt [0:15];
 
     reg         mmio_valid;
@@ -768,6 +837,7 @@ module top_tb;
     reg [3:0]   cq_cfg_cqn;
     reg [63:0]  cq_cfg_base, sq_cfg_base;
     reg [23:0]  sq_cfg_qpn;
+    reg [3:0]   sq_cfg_log;
     reg [255:0] qc;
     reg [64*12-1:0] vl_low;
     wire [255:0] serdes_tx;
@@ -794,7 +864,7 @@ module top_tb;
         .vlarb_high({(64*12){1'b0}}), .vlarb_low(vl_low), .vlarb_limit(8'd0),
         .cq_cfg_valid(cq_cfg_valid), .cq_cfg_cqn(cq_cfg_cqn), .cq_cfg_base(cq_cfg_base), .cq_cfg_log_depth(5'd{{CQ_LOG}}),
         .cq_ci_valid(cq_ci_valid), .cq_ci_cqn(cq_cfg_cqn), .cq_ci(32'd0), .cq_overrun(cq_overrun),
-        .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(4'd{{RING_LOG}}),
+        .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(sq_cfg_log),
         .sq_cfg_ud(1'b0),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
         .qp_cfg_slid(qc[215:200]), .qp_cfg_sl(qc[199:196]), .qp_cfg_vl(qc[192]), .qp_cfg_rqpn(qc[191:168]),
@@ -836,6 +906,7 @@ module top_tb;
     integer     txq [0:7];   // packets sent per QP (by BTH.DestQP's low bits)
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
+    integer     cqn [0:15];   // CQEs written per CQ
     integer fl, c, q, k, j, i, s0, cj, found, di, idle, stalled, bad, cqes, ntx, nrx, rcur, rx_mid, rrq, last_rx, wk, tq, tvl,
             mpt_busy, mlat, fvn, done, quiet, pnum, n, seq, ooo, mptrd, fcs, older;
     reg [23:0]  mpt_ix;
@@ -849,6 +920,7 @@ module top_tb;
         $readmemh("rxq.hex", rxq);
         $readmemh("qcfg.hex", qcfg);
         $readmemh("dbs.hex", dbs);
+        $readmemh("sw.hex", sw);
         $readmemh("mpt.hex", mpt);
         fl = $fopen("log.txt", "w");
         vl_low = {(64*12){1'b0}};
@@ -858,11 +930,11 @@ module top_tb;
         host_rd_ready = 1'b0; host_cpl_valid = 1'b0; host_cpl_tag = 0; host_cpl_data = 512'd0; host_wr_ready = 1'b0;
         mpt_req_ready = 1'b0; mpt_rsp_valid = 1'b0; mpt_rsp_entry = 256'd0;
         cq_cfg_valid = 1'b0; cq_ci_valid = 1'b0; sq_cfg_valid = 1'b0; qp_cfg_valid = 1'b0;
-        cq_cfg_cqn = 4'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; qc = 256'd0;
+        cq_cfg_cqn = 4'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; sq_cfg_log = 4'd0; qc = 256'd0;
         txr = 1'b0; pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0; fcv = 1'b0; fvl = 4'd0; fctbs = 12'd0; fccl = 12'd0;
         for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
         for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
-        for (k = 0; k < 16; k = k + 1) txgot[k] = 0;
+        for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; end
         c = 0; di = 0; idle = 0; stalled = 0; bad = 0; cqes = 0; ntx = 0; nrx = 0; rcur = 0; rx_mid = 0; rrq = 0;
         last_rx = -100; wk = 0; tq = 0; tvl = 0; mpt_busy = 0; mlat = 0; mpt_ix = 24'd0; fvn = 0; done = 0; quiet = 0;
         rxsent = 12'd0; seq = 0; ooo = 0; mptrd = 0; fcs = 0;
@@ -871,6 +943,7 @@ module top_tb;
         // The contexts: send queues and CQs one a cycle, then the QPs.
         for (q = 0; q < NQ; q = q + 1) begin
             sq_cfg_valid = 1'b1; sq_cfg_qpn = qcfg[q][255:232]; sq_cfg_base = {32'd0, qcfg[q][103:72]};
+            sq_cfg_log = qcfg[q][39:36];
             cq_cfg_valid = 1'b1; cq_cfg_cqn = qcfg[q][139:136]; cq_cfg_base = {32'd0, qcfg[q][71:40]};
             cq_ci_valid = 1'b0;
             @(negedge clk);
@@ -891,8 +964,12 @@ module top_tb;
         while (!done) begin
             // Inputs for this cycle.
             mmio_valid = 1'b0;
-            if (di < NDB && c >= dbs[di][127:96]) begin
-                mmio_valid = 1'b1; mmio_addr = dbs[di][95:64]; mmio_data = dbs[di][63:0];
+            // A doorbell: at its cycle, once its QP's CQ holds its CQEs;
+            // software writes its WQEs into the ring first.
+            if (di < NDB && c >= dbs[di][167:136] && cqn[dbs[di][39:32]] >= dbs[di][31:24]) begin
+                for (k = 0; k < dbs[di][7:0]; k = k + 1)
+                    mem[sw[dbs[di][23:8] + k][527:512]] = sw[dbs[di][23:8] + k][511:0];
+                mmio_valid = 1'b1; mmio_addr = dbs[di][135:104]; mmio_data = dbs[di][103:40];
                 di = di + 1;
             end
             host_rd_ready = ($random(seed) & 3) != 0;
@@ -1004,7 +1081,10 @@ module top_tb;
                 end else begin
                     for (i = 0; i < 64; i = i + 1)
                         if (host_wr_be[63 - i]) mem[wb][511 - 8*i -: 8] = host_wr_data[511 - 8*i -: 8];
-                    if (wb >= {{CQ_LO}} && wb < {{CQ_HI}}) cqes = cqes + 1;
+                    if (wb >= {{CQ_LO}} && wb < {{CQ_HI}}) begin
+                        cqes = cqes + 1;
+                        cqn[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] = cqn[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] + 1;
+                    end
                 end
             end
             if (mpt_rsp_valid) mpt_busy = 0;
@@ -1051,7 +1131,7 @@ endmodule
 
 // TestTopMutantsFail: each slip below, in a block or in hca_top's own
 // wiring, fails the top-level run (seed 1): a wrong CQE field, a dropped
-// doorbell, the payload read a block off, a READ's payload written a block
+// doorbell, a WQE read past its ring's end, the payload read a block off, a READ's payload written a block
 // off, the DMA's reorder ring handing the payload client a slot before
 // its completion came, an atomic's original value mis-ordered, a CQE's
 // last byte (op_own) not written.
@@ -1065,6 +1145,8 @@ func TestTopMutantsFail(t *testing.T) {
 			"        cpl_byte_count[7:0], cpl_byte_count[15:8], cpl_byte_count[23:16], cpl_byte_count[31:24],"},
 		{"the second BlueFlame half ignored (its doorbells dropped)", db,
 			"wire        at_bf  = mmio_addr[11:0] == BF0 || mmio_addr[11:0] == BF1;", "wire        at_bf  = mmio_addr[11:0] == BF0;"},
+		{"a WQE read not split at its ring's end (it reads past the ring)", "hca_wqe_fetch.v",
+			"wire [16:0]      n_ring    = (unfetched < to_end) ? unfetched : to_end;", "wire [16:0]      n_ring    = unfetched;"},
 		{"the payload read one block off", rq, "rd_req_addr  <= {rd_blk, 6'd0};", "rd_req_addr  <= {rd_blk + 58'd1, 6'd0};"},
 		{"a READ's payload written one block off", rq, "d_addr  <= sc_a;", "d_addr  <= sc_a + 64'd64;"},
 		{"the payload ring delivers a slot before its completion", dma,
