@@ -1,0 +1,1167 @@
+package rtl
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// ---- the whole emitted hca_top <-> hca.Requester, hca.RequesterCQE, ib.AppendWire ----
+//
+// Every other co-simulation of the HCA drives one block, or hca_transport,
+// with stand-ins for its neighbours. This one drives the emitted hca_top of
+// a small design (2 VLs, QPN_W 3 as hcasim rtl writes it, 8 read tags, MRRS
+// and MPS 128) only through what software and the wire see:
+//
+//   - host memory (topMemBlocks 64-byte blocks): the send queue rings with
+//     the WQEs (hca.EncodeSendWQE), the payloads, the CQ rings; it answers
+//     hca_dma_engine's tagged read requests with completion beats after a
+//     random latency, one beat a cycle from a random request among those due
+//     (so the tags' completions interleave and come out of order), and takes
+//     its posted writes with their byte enables; host_rd_ready and
+//     host_wr_ready drop at random;
+//   - the MPT (hca.KeyTable.Entry's entries) that hca_key_check reads, with
+//     a random latency;
+//   - the QP, send queue and CQ context writes (qp_cfg_*, sq_cfg_*,
+//     cq_cfg_*) after reset, then the send doorbells by MMIO (hca_doorbell:
+//     the first 8 bytes of the last WQE's control segment, the two
+//     BlueFlame halves in turn), each QP rung twice;
+//   - the link, forced inside ib_link since its PCS is TODO: the transmit
+//     side's PCS ready (pcs_tx_ready, random) so every packet goes through
+//     ib_link's transmit ib_vcrc; received packets as ib.AppendWire's bytes
+//     (VCRC included) on its PCS receive stream (pcs_rx_*), so they pass its
+//     receive ib_vcrc, ib_rx_vl_buffers and hca_rx_ack's checks, each sent
+//     only when the HCA's advertised FCCL (fccl_adv) has room for it;
+//     flow-control packets (fc_rx_*) giving the HCA 256 blocks beyond what
+//     the testbench has received on each VL, and the testbench's FCTBS.
+//
+// The far end is the model's: per QP a hca.Responder takes the QP's
+// packets in order; its ACKs, READ responses and ATOMIC ACKNOWLEDGE go
+// back on the link, each once the QP has sent the packet that caused it,
+// and into the model's requester in the same order (modelRx).
+//
+// Expected values, per QP, from the model: a hca.Requester made at the
+// context's MTU and PSN, Enqueue for each WQE as hca.DecodeSendWQE reads it
+// from the ring, Next until it has no work, each packet's payload read from
+// the memory image at LocalAddr + index x MTU, encoded by ib.AppendWire.
+// Checked: every packet on the link byte for byte (through its VCRC) and in
+// its QP's order; the packets of different QPs interleave as the RTL's
+// arbitration and the host's latencies make them (hca_requester sends a
+// message whole, and the WQE fetch serves QPs in the order their reads
+// complete), where the model's scheduler interleaves QPs packet by packet:
+// that order is timing, not bytes, so it is not compared. Host memory at the
+// end must be the image with each completion's CQE (hca.RequesterCQE,
+// hca.EncodeCQE with hca.CQESlot's owner bit, each QP its own CQ) at its slot
+// and each READ's payload where the model places it (hca.Placement), and
+// nothing else changed; no receive counter of hca_top may move (no packet
+// dropped or refused).
+//
+// Not checked here: timing, the responder side of hca_top (no request
+// arrives: the far end is the testbench), retries, errors, inline WQEs
+// (TODO in hca_requester), gather lists, rings that wrap, the PCS.
+
+const (
+	topMemBlocks = 2048 // host memory: 128 KiB from address 0
+	topRingBlk   = 0    // SQ rings: context q's at block q x 16
+	topRingLog   = 4    // 16 WQEBBs per ring
+	topCQBase    = 0x1000
+	topCQLog     = 4 // 16 CQEs per CQ ring, at topCQBase + q x 0x400
+	topPayBase   = 0x2000
+	topPayStep   = 0x4000 // each QP's registered region: topPayBase + q x topPayStep, 16 KiB
+	topEvery     = 3      // ack_req_every (hca.ack_req_every)
+	topPortLID   = reqPortLID
+	topStall     = 3000 // cycles with nothing moving that end a run
+	topCycles    = 40000
+)
+
+// topMsg is one WQE of the scenario.
+type topMsg struct {
+	wr hca.SendWR
+}
+
+// topQP is one QP of the scenario, as software posts it and the model
+// runs it.
+type topQP struct {
+	it    *reqItem
+	pd    uint32
+	msgs  []topMsg
+	batch int // the WQEs the first doorbell covers; the second covers the rest
+	// ringLog is log2 of its send queue's WQEBBs (0: topRingLog). A ring
+	// smaller than its WQEs wraps: the second batch is written into it by
+	// software (the testbench) once the first batch's CQEs are all in
+	// (their slots are free again), just before its doorbell.
+	ringLog int
+	later   []topWrite // the second batch's WQEBBs when the ring wraps
+	need    int        // CQEs the second doorbell waits for (the first batch's signaled WQEs)
+	// model
+	req   *hca.Requester
+	wqes  []hca.SendWQE
+	first []uint32 // each WQE's first PSN
+	npsn  []int    // the PSNs it takes
+	next  uint32
+	wires [][]byte // its packets, whole beats
+	psns  []uint32
+	ends  []int    // per WQE, the QP's packets sent through its request
+	db    []uint64 // per WQE, its control segment's first 8 bytes (the doorbell)
+}
+
+// topWrite is a software write of one host block before a doorbell.
+type topWrite struct {
+	blk  int
+	data []byte
+}
+
+// topDoorbell is an MMIO doorbell write at cycle at (or later: once its
+// QP's CQ holds need CQEs), after the software writes of its WQEs.
+type topDoorbell struct {
+	at      int
+	addr    uint64
+	data    uint64
+	q, need int
+	writes  []topWrite
+}
+
+// topPlan is a run: the memory image, the QPs, the responder's packets,
+// and what the model expects.
+type topPlan struct {
+	mem   [][]byte // the image the host starts with, by block
+	want  [][]byte // the image it must end with
+	keys  hca.KeyTable
+	qps   []*topQP
+	rx    [][]reqAck // per QP, the responder's packets in order, each with its gate (the QP's packets sent)
+	dbs   []topDoorbell
+	ncqe  int
+	nread int // READ payload bytes the host must take
+}
+
+// topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
+// on both VLs, one QP's PSNs wrapping; RDMA WRITEs, SENDs, with and
+// without immediate, of 1 byte to 5000 (one to five packets), at any
+// lane; a READ on three of them (one to three responses); a FETCH_ADD; an
+// unsignaled SEND.
+func topScenario() []*topQP {
+	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
+	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
+		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7000_0000_0000 + uint64(q)<<32 + off*3,
+			RKey: 0x4400 + uint32(q), Imm: 0xA0B0C000 | uint32(q)<<8 | uint32(off&0xff)}
+	}
+	unsig := w(hca.WRSend, 1, 0x3000, 10)
+	unsig.Signaled = false
+	fadd := w(hca.WRFetchAdd, 2, 0x2100, 8)
+	fadd.CompareAdd = 0x0123_4567_89AB_CDEF
+	return []*topQP{
+		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000A10 | 0, dlid: 0x21, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0000, psn: 0x10, mtuCode: 1, cqn: 0},
+			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 0, 3, 700)}, {wr: w(hca.WRSend, 0, 0x400, 64)},
+				{wr: w(hca.WRRDMARead, 0, 0x1000, 600)}, {wr: w(hca.WRSendImm, 0, 0x805, 300)}}, batch: 2},
+		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001B01, dlid: 0x22, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xD0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
+			msgs: []topMsg{{wr: w(hca.WRSend, 1, 0x11, 1000)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1)},
+				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3, ringLog: 2},
+		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002C02, dlid: 0x23, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0002, psn: 0x5000, mtuCode: 3, cqn: 2},
+			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 4000)}, {wr: w(hca.WRRDMARead, 2, 0x2007, 100)}, {wr: fadd},
+				{wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1},
+		{it: &reqItem{cfg: true, qix: 3, qpn: 0x003D03, dlid: 0x24, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xD0003, psn: 0x777777, mtuCode: 5, cqn: 3},
+			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMARead, 3, 0x2000, 4500)}}, batch: 1},
+	}
+}
+
+// newTopPlan builds the memory image, posts the WQEs and runs the model.
+func newTopPlan(seed uint64) *topPlan {
+	r := rand.New(rand.NewPCG(seed, 0x70b))
+	p := &topPlan{qps: topScenario()}
+	p.mem = make([][]byte, topMemBlocks)
+	for i := range p.mem {
+		p.mem[i] = make([]byte, BlockBytes)
+		for k := range p.mem[i] {
+			p.mem[i][k] = byte(r.Uint32())
+		}
+	}
+	cfg := hca.Defaults()
+	cfg.MaxRdAtomic = 1 << 30 // no max_rd_atomic in the RTL
+	cfg.AckReqEvery = topEvery
+	for q, qp := range p.qps {
+		qp.pd = 0x100 + uint32(q)*0x11
+		mr := p.keys.Register(qp.pd, topPayBase+uint64(q)*topPayStep, topPayStep, hca.AccessLocalWrite)
+		qp.it.pd = qp.pd
+		qp.req = hca.NewRequester(&cfg, pktzMTU(qp.it.mtuCode), qp.it.psn)
+		qp.next = qp.it.psn
+		for k := range qp.msgs {
+			wr := &qp.msgs[k].wr
+			wr.LKey = mr.LKey
+			var buf [16 * hca.WQEBBBytes]byte
+			n := hca.EncodeSendWQE(buf[:], wr, uint16(k), qp.it.qpn, nil) / hca.WQEBBBytes
+			if n != 1 {
+				panic(fmt.Sprintf("topPlan: QP %d WQE %d takes %d WQEBBs", q, k, n))
+			}
+			blk := topRingBlk + q<<topRingLog + k%(1<<qp.ring())
+			switch {
+			case k < qp.batch:
+				copy(p.mem[blk], buf[:hca.WQEBBBytes])
+				if qp.msgs[k].wr.Signaled {
+					qp.need++
+				}
+			case len(qp.msgs) > 1<<qp.ring():
+				qp.later = append(qp.later, topWrite{blk: blk, data: append([]byte(nil), buf[:hca.WQEBBBytes]...)})
+			default:
+				copy(p.mem[blk], buf[:hca.WQEBBBytes])
+			}
+			qp.db = append(qp.db, binary.BigEndian.Uint64(buf[:8]))
+			wqe, err := hca.DecodeSendWQE(buf[:])
+			if err != nil {
+				panic(err)
+			}
+			if comps := qp.req.Enqueue(wqe, 0); len(comps) != 0 {
+				panic(fmt.Sprintf("topPlan: QP %d WQE %d completes at once: %+v", q, k, comps))
+			}
+			np := hca.PacketCount(wqe.Length, pktzMTU(qp.it.mtuCode))
+			qp.wqes, qp.first, qp.npsn = append(qp.wqes, wqe), append(qp.first, qp.next), append(qp.npsn, np)
+			qp.next = (qp.next + uint32(np)) & 0xFFFFFF
+		}
+	}
+	p.want = make([][]byte, topMemBlocks)
+	for i := range p.mem {
+		p.want[i] = append([]byte(nil), p.mem[i]...)
+	}
+	for _, qp := range p.qps {
+		for _, w := range qp.later {
+			copy(p.want[w.blk], w.data)
+		}
+	}
+	for _, qp := range p.qps {
+		p.send(qp)
+	}
+	// The far end: per QP a hca.Responder (the device's defaults:
+	// ack_coalesce 1) takes the QP's packets in order, as ib.ParseWire reads
+	// them; each ACK it decides, each READ's responses (their payload the
+	// remote memory's, topRemoteBytes) and the coalesced ACK FlushAck owes
+	// at the end go back to the HCA, each once the QP has sent the packet
+	// that made it, and into the model's requester in that order (modelRx,
+	// hca.Device.complete's calls).
+	placed := map[uint64]byte{}
+	rcfg := hca.Defaults()
+	for q, qp := range p.qps {
+		var rx []reqAck
+		var cpls []hca.Completion
+		resp := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), qp.it.psn)
+		deliver := func(a reqAck) {
+			a.qpn = qp.it.qpn
+			rx = append(rx, a)
+			res, pl, ok := modelRx(qp.req, a)
+			if ok {
+				data := a.rsp.Payload
+				if a.rsp.Opcode == ib.AtomicAcknowledge {
+					// The original value, little-endian (hca.Device.complete).
+					data = binary.LittleEndian.AppendUint64(nil, a.rsp.AtomicAck)
+				}
+				reqScatter(placed, pl, data)
+				p.nread += len(data)
+			}
+			cpls = append(cpls, res.Completions...)
+		}
+		for i, w := range qp.wires {
+			pkt, err := ib.ParseWire(w[:wireLen(w)])
+			if err != nil {
+				panic(fmt.Sprintf("topPlan: QP %d packet %d: %v", q, i, err))
+			}
+			act := resp.Receive(&pkt, topRemote{})
+			if act.Drop && !act.Ack {
+				panic(fmt.Sprintf("topPlan: QP %d packet %d dropped by the responder", q, i))
+			}
+			if act.Ack {
+				deliver(reqAck{gate: i + 1, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
+			}
+			if act.Atomic {
+				// The original value at the address, as hca.Device.atomic
+				// returns it (the far end's memory is not kept: one atomic).
+				orig := binary.BigEndian.Uint64(topRemoteBytes(act.XlateAddr, 8))
+				resp.SaveAtomic(pkt.PSN, orig)
+				a := atomicAck(pkt.PSN, orig, false)
+				a.gate, a.rsp.AETH.MSN = i+1, resp.MSN()
+				deliver(a)
+			}
+			if act.Read {
+				va := act.ReadVA
+				for more := true; more; {
+					rp := &ib.Packet{}
+					_, more = resp.NextReadResponse(act.ReadRes, rp)
+					rp.Payload = topRemoteBytes(va, rp.PayloadLen)
+					va += uint64(rp.PayloadLen)
+					resp.ReadResponseSent(act.ReadRes, rp.PSN)
+					deliver(reqAck{gate: i + 1, psn: rp.PSN, rsp: rp})
+				}
+			}
+		}
+		if psn, msn, ok := resp.FlushAck(); ok {
+			deliver(reqAck{gate: len(qp.wires), psn: psn, syn: hca.SynACK, msn: msn})
+		}
+		p.rx = append(p.rx, rx)
+		// Each completion's CQE at its slot of the QP's CQ (nothing consumed: ci 0).
+		pi := uint32(0)
+		for _, c := range cpls {
+			cqe, ok := hca.RequesterCQE(qp.it.qpn, c)
+			if !ok {
+				continue
+			}
+			slot, owner, room := hca.CQESlot(1<<topCQLog, pi, 0)
+			if !room {
+				panic("topPlan: a CQ overruns")
+			}
+			cqe.Owner = owner
+			var buf [hca.CQEBytes]byte
+			hca.EncodeCQE(buf[:], &cqe)
+			copy(p.want[topCQBlock(q)+int(slot)], buf[:])
+			pi++
+			p.ncqe++
+		}
+	}
+	for a, v := range placed {
+		p.want[a/BlockBytes][a%BlockBytes] = v
+	}
+	// Doorbells: per QP, after its first batch of WQEs and after the rest,
+	// at a cycle drawn from the seed; halves 0x800, 0x900 in turn.
+	for q, qp := range p.qps {
+		at := []int{5 + r.IntN(60), 200 + r.IntN(600)}
+		last := []int{qp.batch - 1, len(qp.msgs) - 1}
+		for i := range 2 {
+			d := topDoorbell{at: at[i], addr: uint64(q)<<12 | 0x800 + uint64(i)*0x100, data: qp.db[last[i]], q: q}
+			if i == 1 && qp.later != nil {
+				d.need, d.writes = qp.need, qp.later
+			}
+			p.dbs = append(p.dbs, d)
+		}
+	}
+	// In cycle order (the testbench rings one a cycle, in order).
+	for i := range p.dbs {
+		for j := i + 1; j < len(p.dbs); j++ {
+			if p.dbs[j].at < p.dbs[i].at {
+				p.dbs[i], p.dbs[j] = p.dbs[j], p.dbs[i]
+			}
+		}
+	}
+	return p
+}
+
+// topRemote is the far end's QP for hca.Responder: every key passes and
+// a receive WQE of 64 KiB is always posted.
+type topRemote struct{}
+
+func (topRemote) CheckRKey(uint32, int, uint64, uint64) hca.KeyResult { return hca.KeyOK }
+func (topRemote) RKeyBase(uint32) uint64                              { return 0 }
+func (topRemote) CheckLKey(uint32, uint64, uint64) hca.KeyResult      { return hca.KeyOK }
+func (topRemote) PopRecv() (hca.RecvWQE, bool) {
+	return hca.RecvWQE{Addr: 0x5000_0000, Length: 1 << 16, LKey: 0x77}, true
+}
+
+// topRemoteBytes are the far end's n bytes at va (a READ's payload): a
+// function of the address, so every response's bytes differ.
+func topRemoteBytes(va uint64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		a := va + uint64(i)
+		b[i] = byte(a*131 + a>>8*7 + a>>16)
+	}
+	return b
+}
+
+// ring is log2 of qp's send queue's WQEBBs.
+func (qp *topQP) ring() int {
+	if qp.ringLog == 0 {
+		return topRingLog
+	}
+	return qp.ringLog
+}
+
+// topCQBlock is CQ q's first block.
+func topCQBlock(q int) int { return (topCQBase + q<<(topCQLog+6)) / BlockBytes }
+
+// send runs qp's model until it has nothing to send: its packets, and for
+// each WQE the QP's packets sent through its request.
+func (p *topPlan) send(qp *topQP) {
+	it := qp.it
+	mtu := pktzMTU(it.mtuCode)
+	qp.ends = make([]int, len(qp.wqes))
+	for qp.req.HasWork() {
+		pkt := ib.Packet{SLID: it.slid, DLID: it.dlid, SL: it.sl, VL: it.vl, DestQP: it.rqpn}
+		tx := qp.req.Next(&pkt)
+		k := -1 // the WQE holding the PSN
+		for i, f := range qp.first {
+			if (pkt.PSN-f)&0xFFFFFF < uint32(qp.npsn[i]) {
+				k = i
+			}
+		}
+		if k < 0 {
+			panic(fmt.Sprintf("topPlan: PSN %06x of no WQE", pkt.PSN))
+		}
+		if pkt.PayloadLen > 0 {
+			a := qp.wqes[k].LocalAddr + uint64(tx.Index*mtu)
+			pkt.Payload = make([]byte, pkt.PayloadLen)
+			for i := range pkt.Payload {
+				b := a + uint64(i)
+				pkt.Payload[i] = p.mem[b/BlockBytes][b%BlockBytes]
+			}
+		}
+		b := ib.AppendWire(nil, &pkt)
+		w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
+		copy(w, b)
+		qp.wires, qp.psns = append(qp.wires, w), append(qp.psns, pkt.PSN)
+		qp.ends[k] = len(qp.wires)
+	}
+}
+
+// write puts the bench and its data files into dir.
+func (p *topPlan) write(t *testing.T, dir string, d Design) {
+	t.Helper()
+	put := func(name string, lines []string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	}
+	var mem []string
+	for _, b := range p.mem {
+		mem = append(mem, hex.EncodeToString(b))
+	}
+	put("mem.hex", mem)
+	var rxb, rxp, rxq []string
+	ntx := 0
+	for q, list := range p.rx {
+		rxq = append(rxq, fmt.Sprintf("%04x%04x", len(rxp), len(list)))
+		for _, a := range list {
+			w := a.wire()
+			n := (len(w) + BlockBytes - 1) / BlockBytes
+			buf := make([]byte, n*BlockBytes)
+			copy(buf, w)
+			rxp = append(rxp, fmt.Sprintf("%04x%04x%04x", a.gate, len(rxb), n))
+			for i := range n {
+				fl := 0
+				if i == 0 {
+					fl |= 2
+				}
+				if i == n-1 {
+					fl |= 1
+				}
+				rxb = append(rxb, fmt.Sprintf("%02x%x", fl, buf[i*BlockBytes:(i+1)*BlockBytes]))
+			}
+		}
+		ntx += len(p.qps[q].wires)
+	}
+	put("rxb.hex", rxb)
+	put("rxp.hex", rxp)
+	put("rxq.hex", rxq)
+	var qc []string
+	for q, qp := range p.qps {
+		it := qp.it
+		qc = append(qc, fmt.Sprintf("%06x%04x%04x%x%x%06x%06x%x%x%08x%08x%08x%x%09x", it.qpn, it.dlid, it.slid, it.sl, it.vl, it.rqpn,
+			it.psn, it.mtuCode, it.cqn, qp.pd, (topRingBlk+q<<topRingLog)*BlockBytes, topCQBlock(q)*BlockBytes, qp.ring(), 0))
+	}
+	put("qcfg.hex", qc)
+	var dbs, sw []string
+	for _, db := range p.dbs {
+		// {cycle 32, address 32, data 64, QP 8, CQEs 8, first write 16, writes 8}
+		dbs = append(dbs, fmt.Sprintf("%08x%08x%016x%02x%02x%04x%02x", db.at, db.addr, db.data, db.q, db.need, len(sw), len(db.writes)))
+		for _, w := range db.writes {
+			sw = append(sw, fmt.Sprintf("%04x%x", w.blk, w.data))
+		}
+	}
+	if len(sw) == 0 {
+		sw = append(sw, fmt.Sprintf("%0132x", 0))
+	}
+	put("dbs.hex", dbs)
+	put("sw.hex", sw)
+	var mpt []string
+	for i := range 16 {
+		e, ok := p.keys.Entry(uint32(i))
+		if !ok {
+			mpt = append(mpt, fmt.Sprintf("%064x", 0))
+			continue
+		}
+		mpt = append(mpt, fmt.Sprintf("%016x%016x%016x%016x", uint64(e.Access)|1<<63, uint64(e.PD)|uint64(e.LKey)<<32, e.Length, e.Addr))
+	}
+	put("mpt.hex", mpt)
+	pr := d.Params()
+	tb := strings.NewReplacer("{{MEMB}}", strconv.Itoa(topMemBlocks), "{{NQ}}", strconv.Itoa(len(p.qps)),
+		"{{NRXB}}", strconv.Itoa(len(rxb)), "{{NRXP}}", strconv.Itoa(len(rxp)), "{{NDB}}", strconv.Itoa(len(dbs)), "{{NSW}}", strconv.Itoa(len(sw)),
+		"{{NTX}}", strconv.Itoa(ntx), "{{NCQE}}", strconv.Itoa(p.ncqe), "{{NCYC}}", strconv.Itoa(topCycles),
+		"{{STALL}}", strconv.Itoa(topStall), "{{VLS}}", strconv.Itoa(d.VLs), "{{TAGW}}", strconv.Itoa(pr.TagW),
+		"{{CQ_LOG}}", strconv.Itoa(topCQLog), "{{CQ_LO}}", strconv.Itoa(topCQBase/BlockBytes),
+		"{{CQ_HI}}", strconv.Itoa(topPayBase/BlockBytes), "{{EVERY}}", strconv.Itoa(topEvery),
+		"{{PORT_LID}}", strconv.Itoa(topPortLID)).Replace(topTB)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "top_tb.v"), []byte(tb), 0o644))
+}
+
+// topDesign is the small design the test emits: 2 VLs, 8 KiB VL buffers,
+// 8 read tags, MRRS and MPS 128 (so reads and writes split into many
+// requests and TLPs), a 4-entry MPT cache.
+func topDesign() Design {
+	return Design{Name: "top", Radix: 4, VLs: 2, VLBufferBytes: 8192, HCAVLBufferBytes: 8192, MTU: 4096,
+		LinkGeneration: "HDR", LinkWidth: 4, PCIeMRRSBytes: 128, PCIeMPSBytes: 128, PCIeOutstandingReads: 8, KeyCacheEntries: 4}
+}
+
+// topResult is what the run's log and memory dump show.
+type topResult struct {
+	summary  string
+	stalled  bool
+	counters map[string]int
+	pkts     [][]byte // the packets on the link, in order
+	mem      [][]byte // host memory at the end
+	unknown  int      // link beats and memory blocks with x or z bits
+}
+
+var topSummary = regexp.MustCompile(`(?m)^TOP done (.*)$`)
+
+// run compiles and runs the bench on the emitted tree with replace's files
+// (a mutant) in place, and reads back its log and memory.
+func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64, files []File, replace map[string]string) *topResult {
+	t.Helper()
+	p.write(t, dir, topDesign())
+	var names []string
+	for _, f := range files {
+		text := f.Text
+		if r, ok := replace[f.Name]; ok {
+			text = r
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name), []byte(text), 0o644))
+		names = append(names, f.Name)
+	}
+	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "top_tb", "-o", "sim.vvp", "top_tb.v"}, names...)...)
+	require.NoError(t, err)
+	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", "+seed="+strconv.FormatUint(seed, 10))
+	require.NoError(t, err)
+	m := topSummary.FindStringSubmatch(out)
+	require.NotNil(t, m, "no summary from the bench:\n%s", tail(out, 30))
+	res := &topResult{summary: m[1], counters: map[string]int{}}
+	for _, kv := range strings.Fields(m[1]) {
+		k, v, _ := strings.Cut(kv, "=")
+		res.counters[k], _ = strconv.Atoi(v)
+	}
+	res.stalled = res.counters["stalled"] != 0
+	f, err := os.Open(filepath.Join(dir, "log.txt"))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	var pkt []byte
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 5 || fs[0] != "B" {
+			continue
+		}
+		if fs[2] == "1" {
+			pkt = nil
+		}
+		b, err := hex.DecodeString(fs[4])
+		if err != nil { // x or z bits on the link
+			res.unknown++
+			b = make([]byte, BlockBytes)
+		}
+		pkt = append(pkt, b...)
+		if fs[3] == "1" {
+			res.pkts = append(res.pkts, pkt)
+		}
+	}
+	require.NoError(t, sc.Err())
+	mf, err := os.ReadFile(filepath.Join(dir, "mem.out"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(mf), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "//") {
+			continue
+		}
+		b, err := hex.DecodeString(line)
+		if err != nil { // x or z bits written to host memory: differs from any image
+			res.unknown++
+			b = nil
+		}
+		res.mem = append(res.mem, b)
+	}
+	return res
+}
+
+// judge lists what the run got wrong.
+func (p *topPlan) judge(res *topResult) []string {
+	var errs []string
+	if res.stalled {
+		errs = append(errs, "stalled: "+res.summary)
+	}
+	if res.unknown != 0 {
+		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
+	}
+	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "nak", "rsptodo", "notreq", "overrun", "rspnoqp"} {
+		if res.counters[k] != 0 {
+			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
+		}
+	}
+	// Per QP, in order, byte for byte through the VCRC (BTH.DestQP names
+	// the QP: the context's remote QPN).
+	got := make([]int, len(p.qps))
+	for i, pk := range res.pkts {
+		dqp := uint32(pk[13])<<16 | uint32(pk[14])<<8 | uint32(pk[15])
+		q := -1
+		for k, qp := range p.qps {
+			if qp.it.rqpn == dqp {
+				q = k
+			}
+		}
+		if q < 0 {
+			errs = append(errs, fmt.Sprintf("packet %d on the link for DestQP %06x, no QP's", i, dqp))
+			continue
+		}
+		qp := p.qps[q]
+		k := got[q]
+		got[q]++
+		if k >= len(qp.wires) {
+			errs = append(errs, fmt.Sprintf("packet %d: QP %d's packet %d, past the model's %d", i, q, k, len(qp.wires)))
+			continue
+		}
+		want := qp.wires[k]
+		if len(pk) != len(want) || string(pk[:wireLen(pk)]) != string(want[:wireLen(want)]) {
+			errs = append(errs, fmt.Sprintf("packet %d: QP %d's packet %d (PSN %06x), not the model's (PSN %06x): first bytes differ at %d",
+				i, q, k, psnAt(pk), qp.psns[k], firstDiff(pk, want)))
+		}
+	}
+	for q, qp := range p.qps {
+		if got[q] != len(qp.wires) {
+			errs = append(errs, fmt.Sprintf("QP %d: %d packets on the link, the model's %d", q, got[q], len(qp.wires)))
+		}
+	}
+	if len(res.mem) != len(p.want) {
+		return append(errs, fmt.Sprintf("memory dump of %d blocks, want %d", len(res.mem), len(p.want)))
+	}
+	bad := 0
+	for b := range p.want {
+		if string(res.mem[b]) == string(p.want[b]) {
+			continue
+		}
+		if bad++; bad <= 6 {
+			errs = append(errs, fmt.Sprintf("host memory block %#x (%s) at byte %d: %x, want %x", b*BlockBytes, topRegion(b),
+				firstDiff(res.mem[b], p.want[b]), res.mem[b], p.want[b]))
+		}
+	}
+	if bad > 6 {
+		errs = append(errs, fmt.Sprintf("and %d blocks more differ", bad-6))
+	}
+	return errs
+}
+
+// topRegion names what host block b holds.
+func topRegion(b int) string {
+	a := b * BlockBytes
+	switch {
+	case a < topCQBase:
+		return fmt.Sprintf("QP %d's send queue", a>>(topRingLog+6))
+	case a < topPayBase:
+		return fmt.Sprintf("CQ %d slot %d", (a-topCQBase)>>(topCQLog+6), (a-topCQBase)>>6&(1<<topCQLog-1))
+	}
+	return fmt.Sprintf("QP %d's region", (a-topPayBase)/topPayStep)
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// hcaTopTree is the emitted tree of topDesign.
+func hcaTopTree(t *testing.T) []File {
+	t.Helper()
+	files, err := Emit(topDesign(), testVersion)
+	require.NoError(t, err)
+	return files
+}
+
+// topMutated is files with file's text (old, which must occur once) replaced.
+func topMutated(t *testing.T, files []File, file, old, new string) map[string]string {
+	t.Helper()
+	if file == "" {
+		return nil
+	}
+	for _, f := range files {
+		if f.Name == file {
+			require.Equal(t, 1, strings.Count(f.Text, old), "the mutation's text occurs once in %s", file)
+			return map[string]string{file: strings.Replace(f.Text, old, new, 1)}
+		}
+	}
+	t.Fatalf("no %s in the tree", file)
+	return nil
+}
+
+// TestTopPlan: the model does in the scenario what its comment says.
+func TestTopPlan(t *testing.T) {
+	p := newTopPlan(1)
+	// Packets per QP: QP 0 at MTU 256: WRITE 700 (3), SEND 64 (1), READ (1
+	// request), SEND 300 (2) = 7; QP 1 at 512: SEND 1000 (2), WRITE 1 (1),
+	// WRITE 2000 (4), SEND 10 (1), WRITE 129 (1) = 9; QP 2 at 1024: WRITE
+	// 4000 (4), READ (1), FETCH_ADD (1), SEND 1 (1) = 7; QP 3 at 4096:
+	// SEND 5000 (2), READ (1) = 3.
+	var n []int
+	for _, qp := range p.qps {
+		n = append(n, len(qp.wires))
+	}
+	assert.Equal(t, []int{7, 9, 7, 3}, n)
+	// CQEs: every WQE but QP 1's unsignaled SEND: 4 + 4 + 4 + 2.
+	assert.Equal(t, 14, p.ncqe)
+	// READ payloads: 600 + 100 + 4500 bytes, in ceil(600 / 256) = 3,
+	// ceil(100 / 1024) = 1 and ceil(4500 / 4096) = 2 responses, and the
+	// FETCH_ADD's 8 in its ATOMIC ACKNOWLEDGE (7 responses); and, with
+	// ack_coalesce 1, an ACK for each AckReq packet of the other messages:
+	// a message's last, and each 3rd inside (hca.Requester.Next: packet i
+	// of n asks when i = n-1 or (i+1) mod 3 = 0), 1 + floor((n-1)/3) for a
+	// message of n packets: QP 0 1+1+1, QP 1 1+1+2+1+1, QP 2 2+1, QP 3 1 =
+	// 13.
+	assert.Equal(t, 5208, p.nread)
+	rsps, acks := 0, 0
+	for _, rx := range p.rx {
+		for _, a := range rx {
+			if a.isRsp() {
+				rsps++
+			} else {
+				acks++
+				assert.Equal(t, uint8(hca.SynACK), a.syn&0xE0, "an ACK (its credit field aside)")
+			}
+		}
+	}
+	assert.Equal(t, 7, rsps)
+	assert.Equal(t, 13, acks)
+	// QP 1's ring is 4 WQEBBs for its 5 WQEs: the second batch (WQEs 3
+	// and 4, slots 3 and 0) is written once its first 3 (all signaled)
+	// have their CQEs, WQE 4 over WQE 0.
+	require.Len(t, p.qps[1].later, 2)
+	assert.Equal(t, []int{topRingBlk + 1<<topRingLog + 3, topRingBlk + 1<<topRingLog}, []int{p.qps[1].later[0].blk, p.qps[1].later[1].blk})
+	assert.Equal(t, 3, p.qps[1].need)
+	// QP 1's PSNs wrap: 0xFFFFFE, 0xFFFFFF, then 0.
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0}, p.qps[1].psns[:3])
+	// Host blocks the run must change: the 14 CQEs' slots, the READs'
+	// buffers: 600 bytes at 0x3000 (10 blocks), 100 at 0xC007 (bytes 7..106
+	// of two blocks), 4500 at 0x10000 (71 blocks); the FETCH_ADD's 8 bytes
+	// at 0xC100 (one); and QP 1's ring slots 3 and 0, written by software
+	// during the run.
+	changed := 0
+	for b := range p.mem {
+		if string(p.mem[b]) != string(p.want[b]) {
+			changed++
+		}
+	}
+	assert.Equal(t, 14+10+2+71+1+2, changed)
+}
+
+// TestTopCosim: the emitted hca_top, driven only through host memory, the
+// MPT, its context ports, doorbells and the link, sends the model's
+// packets and writes the model's CQEs and READ payloads (Icarus; two seeds
+// of the host's and link's randomness).
+func TestTopCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	files := hcaTopTree(t)
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			t.Parallel()
+			p := newTopPlan(seed)
+			dir := t.TempDir()
+			if d := os.Getenv("TOP_DIR"); d != "" && seed == 1 {
+				dir = d
+			}
+			res := p.run(t, t.Context(), dir, seed, files, nil)
+			assert.Empty(t, p.judge(res))
+			// The run must exercise what it claims: completions out of
+			// order, MPT reads (each QP's L_Key misses the cache once at
+			// least) and flow-control packets to the HCA.
+			assert.Positive(t, res.counters["ooo"], "completion beats out of request order")
+			assert.GreaterOrEqual(t, res.counters["mpt"], len(p.qps), "MPT reads")
+			assert.Positive(t, res.counters["fc"], "flow-control packets")
+			var order []string
+			for _, pk := range res.pkts {
+				order = append(order, strconv.Itoa(int(pk[15]&7)))
+			}
+			t.Logf("%s; the link's packets by QP: %s", res.summary, strings.Join(order, ""))
+		})
+	}
+}
+
+// topTB drives hca_top (the {{...}} placeholders: topPlan.write). After
+// reset: each QP's send queue (sq_cfg_*) and CQ (cq_cfg_*, consumer index 0)
+// one a cycle, then its QP context (qp_cfg_*, held until taken); then,
+// cycle by cycle from 0: the doorbells in order (dbs.hex: {cycle, MMIO
+// address, data, QP, CQEs, first software write, writes}: rung at the
+// cycle or later, once the QP's CQ has had that many CQEs written, after
+// the software writes sw.hex {block, data} it names); the host (mem.hex) and the MPT (mpt.hex) as the
+// test's comment says; the link's PCS forced. Each receive packet
+// (rxb.hex beats {flags: 2 sop, 1 eop; data}; rxp.hex {gate, first beat,
+// beats}, grouped per QP as rxq.hex {first packet, packets}) goes once its
+// QP has sent gate packets and the advertised FCCL of VL 0 has room, QPs
+// in turn. The log: B lines (a beat out of ib_link's transmit ib_vcrc:
+// cycle, sop, eop, data) and W lines (a host write beat: block, byte
+// enables). The end: every packet out, every receive packet in, every CQE
+// written and 300 quiet cycles; or STALL cycles with nothing moving; or
+// NCYC cycles. Then mem.out is host memory.
+const topTB = "`timescale 1ns/1ps\n" + `
+module top_tb;
+    localparam integer MEMB = {{MEMB}}, NQ = {{NQ}}, NRXB = {{NRXB}}, NRXP = {{NRXP}}, NDB = {{NDB}};
+    localparam integer NTX = {{NTX}}, NCQE = {{NCQE}}, NCYC = {{NCYC}}, STALL = {{STALL}}, VLS = {{VLS}};
+    localparam integer OT = 32; // the host's table of read requests in flight
+    reg clk = 1'b0;
+    reg rst_n = 1'b0;
+    always #5 clk = ~clk;
+    integer seed;
+    reg [511:0] mem [0:MEMB-1];
+    reg [519:0] rxb [0:NRXB-1];
+    reg [47:0]  rxp [0:NRXP-1];
+    reg [31:0]  rxq [0:NQ-1];
+    reg [255:0] qcfg [0:NQ-1];
+    reg [167:0] dbs [0:NDB-1];
+    reg [527:0] sw [0:{{NSW}}-1];
+    reg [255:0] mpt [0:15];
+
+    reg         mmio_valid;
+    reg [31:0]  mmio_addr;
+    reg [63:0]  mmio_data;
+    reg         host_rd_ready, host_cpl_valid, host_wr_ready;
+    reg [{{TAGW}}-1:0] host_cpl_tag;
+    reg [511:0] host_cpl_data;
+    reg         mpt_req_ready, mpt_rsp_valid;
+    reg [255:0] mpt_rsp_entry;
+    reg         cq_cfg_valid, cq_ci_valid, sq_cfg_valid, qp_cfg_valid;
+    reg [3:0]   cq_cfg_cqn;
+    reg [63:0]  cq_cfg_base, sq_cfg_base;
+    reg [23:0]  sq_cfg_qpn;
+    reg [3:0]   sq_cfg_log;
+    reg [255:0] qc;
+    reg [64*12-1:0] vl_low;
+    wire [255:0] serdes_tx;
+    wire link_up, host_rd_valid, host_wr_valid, host_wr_sop, host_wr_last, mpt_req_valid, qp_cfg_ready;
+    wire [63:0] host_rd_addr, host_wr_addr, host_wr_be;
+    wire [15:0] host_rd_len, host_wr_len;
+    wire [{{TAGW}}-1:0] host_rd_tag;
+    wire [511:0] host_wr_data;
+    wire [23:0] mpt_req_index;
+    wire [15:0] cq_overrun;
+    wire [15:0] rcv_errors, fc_rcv_errors, rx_nak_retry, rx_rsp_todo, rx_not_req, rx_icrc_err, rx_hdr_err,
+                rx_pkey_viol, rx_mcast_drop, rx_no_qp, rsp_acks, rsp_naks, rsp_dup, rsp_seq_drop, rsp_err_drop,
+                rsp_no_qp, rsp_todo;
+
+    hca_top dut (
+        .clk(clk), .rst_n(rst_n), .serdes_rx(256'd0), .serdes_tx(serdes_tx), .link_up(link_up),
+        .mmio_valid(mmio_valid), .mmio_addr(mmio_addr), .mmio_data(mmio_data),
+        .host_rd_valid(host_rd_valid), .host_rd_addr(host_rd_addr), .host_rd_len(host_rd_len), .host_rd_tag(host_rd_tag),
+        .host_rd_ready(host_rd_ready), .host_cpl_valid(host_cpl_valid), .host_cpl_tag(host_cpl_tag), .host_cpl_data(host_cpl_data),
+        .host_wr_valid(host_wr_valid), .host_wr_sop(host_wr_sop), .host_wr_last(host_wr_last), .host_wr_addr(host_wr_addr),
+        .host_wr_len(host_wr_len), .host_wr_data(host_wr_data), .host_wr_be(host_wr_be), .host_wr_ready(host_wr_ready),
+        .mpt_req_valid(mpt_req_valid), .mpt_req_ready(mpt_req_ready), .mpt_req_index(mpt_req_index),
+        .mpt_rsp_valid(mpt_rsp_valid), .mpt_rsp_entry(mpt_rsp_entry),
+        .vlarb_high({(64*12){1'b0}}), .vlarb_low(vl_low), .vlarb_limit(8'd0),
+        .cq_cfg_valid(cq_cfg_valid), .cq_cfg_cqn(cq_cfg_cqn), .cq_cfg_base(cq_cfg_base), .cq_cfg_log_depth(5'd{{CQ_LOG}}),
+        .cq_ci_valid(cq_ci_valid), .cq_ci_cqn(cq_cfg_cqn), .cq_ci(32'd0), .cq_overrun(cq_overrun),
+        .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(sq_cfg_log),
+        .sq_cfg_ud(1'b0),
+        .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
+        .qp_cfg_slid(qc[215:200]), .qp_cfg_sl(qc[199:196]), .qp_cfg_vl(qc[192]), .qp_cfg_rqpn(qc[191:168]),
+        .qp_cfg_psn(qc[167:144]), .qp_cfg_rqpsn(24'd0), .qp_cfg_mtu(qc[142:140]), .qp_cfg_cqn(qc[139:136]),
+        .qp_cfg_pd(qc[135:104]), .ack_req_every(17'd{{EVERY}}),
+        .port_lid(16'd{{PORT_LID}}), .port_lmc(3'd0), .pkey_cfg_valid(1'b0), .pkey_cfg_index(16'd0), .pkey_cfg_key(16'd0),
+        .rcv_errors(rcv_errors), .fc_rcv_errors(fc_rcv_errors), .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo),
+        .rx_not_req(rx_not_req), .rx_icrc_err(rx_icrc_err), .rx_hdr_err(rx_hdr_err), .rx_pkey_viol(rx_pkey_viol),
+        .rx_mcast_drop(rx_mcast_drop), .rx_no_qp(rx_no_qp), .rsp_acks(rsp_acks), .rsp_naks(rsp_naks), .rsp_dup(rsp_dup),
+        .rsp_seq_drop(rsp_seq_drop), .rsp_err_drop(rsp_err_drop), .rsp_no_qp(rsp_no_qp), .rsp_todo(rsp_todo)
+    );
+
+    // The link: the PCS is TODO, so its ready, its receive stream and the
+    // decoded flow-control packets are forced (regs: Icarus follows them).
+    reg         txr, pv, psop, peop, fcv;
+    reg [511:0] pdata;
+    reg [3:0]   fvl;
+    reg [11:0]  fctbs, fccl;
+    initial begin
+        force dut.u_link.pcs_tx_ready = txr;
+        force dut.u_link.pcs_fc_ready = 1'b1;
+        force dut.u_link.pcs_rx_valid = pv;
+        force dut.u_link.pcs_rx_sop = psop;
+        force dut.u_link.pcs_rx_eop = peop;
+        force dut.u_link.pcs_rx_data = pdata;
+        force dut.u_link.fc_rx_valid = fcv;
+        force dut.u_link.fc_rx_vl = fvl;
+        force dut.u_link.fc_rx_fctbs = fctbs;
+        force dut.u_link.fc_rx_fccl = fccl;
+    end
+
+    // The host's read requests in flight: tag, next block, blocks left, due cycle.
+    reg         ot_v [0:OT-1];
+    reg [{{TAGW}}-1:0] ot_tag [0:OT-1];
+    reg [57:0]  ot_blk [0:OT-1];
+    integer     ot_n [0:OT-1];
+    integer     ot_at [0:OT-1];
+    integer     ot_seq [0:OT-1]; // issue order
+    integer     txq [0:7];   // packets sent per QP (by BTH.DestQP's low bits)
+    integer     rxn [0:7];   // receive packets sent per QP
+    integer     txgot [0:15]; // blocks received from the HCA per VL
+    integer     cqn [0:15];   // CQEs written per CQ
+    integer fl, c, q, k, j, i, s0, cj, found, di, idle, stalled, bad, cqes, ntx, nrx, rcur, rx_mid, rrq, last_rx, wk, tq, tvl,
+            mpt_busy, mlat, fvn, done, quiet, pnum, n, seq, ooo, mptrd, fcs, older;
+    reg [23:0]  mpt_ix;
+    reg [11:0]  rxsent, avail;
+    reg [57:0]  wb;
+    initial begin
+        if (!$value$plusargs("seed=%d", seed)) seed = 1;
+        $readmemh("mem.hex", mem);
+        $readmemh("rxb.hex", rxb);
+        $readmemh("rxp.hex", rxp);
+        $readmemh("rxq.hex", rxq);
+        $readmemh("qcfg.hex", qcfg);
+        $readmemh("dbs.hex", dbs);
+        $readmemh("sw.hex", sw);
+        $readmemh("mpt.hex", mpt);
+        fl = $fopen("log.txt", "w");
+        vl_low = {(64*12){1'b0}};
+        vl_low[11:0] = {8'd4, 4'd0};
+        vl_low[23:12] = {8'd4, 4'd1};
+        mmio_valid = 1'b0; mmio_addr = 32'd0; mmio_data = 64'd0;
+        host_rd_ready = 1'b0; host_cpl_valid = 1'b0; host_cpl_tag = 0; host_cpl_data = 512'd0; host_wr_ready = 1'b0;
+        mpt_req_ready = 1'b0; mpt_rsp_valid = 1'b0; mpt_rsp_entry = 256'd0;
+        cq_cfg_valid = 1'b0; cq_ci_valid = 1'b0; sq_cfg_valid = 1'b0; qp_cfg_valid = 1'b0;
+        cq_cfg_cqn = 4'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; sq_cfg_log = 4'd0; qc = 256'd0;
+        txr = 1'b0; pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0; fcv = 1'b0; fvl = 4'd0; fctbs = 12'd0; fccl = 12'd0;
+        for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
+        for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
+        for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; end
+        c = 0; di = 0; idle = 0; stalled = 0; bad = 0; cqes = 0; ntx = 0; nrx = 0; rcur = 0; rx_mid = 0; rrq = 0;
+        last_rx = -100; wk = 0; tq = 0; tvl = 0; mpt_busy = 0; mlat = 0; mpt_ix = 24'd0; fvn = 0; done = 0; quiet = 0;
+        rxsent = 12'd0; seq = 0; ooo = 0; mptrd = 0; fcs = 0;
+        repeat (3) @(posedge clk);
+        @(negedge clk) rst_n = 1'b1;
+        // The contexts: send queues and CQs one a cycle, then the QPs.
+        for (q = 0; q < NQ; q = q + 1) begin
+            sq_cfg_valid = 1'b1; sq_cfg_qpn = qcfg[q][255:232]; sq_cfg_base = {32'd0, qcfg[q][103:72]};
+            sq_cfg_log = qcfg[q][39:36];
+            cq_cfg_valid = 1'b1; cq_cfg_cqn = qcfg[q][139:136]; cq_cfg_base = {32'd0, qcfg[q][71:40]};
+            cq_ci_valid = 1'b0;
+            @(negedge clk);
+            cq_cfg_valid = 1'b0; sq_cfg_valid = 1'b0; cq_ci_valid = 1'b1;
+            @(negedge clk);
+        end
+        cq_ci_valid = 1'b0;
+        for (q = 0; q < NQ; q = q + 1) begin
+            qp_cfg_valid = 1'b1; qc = qcfg[q];
+            #1;
+            while (!qp_cfg_ready) begin
+                @(negedge clk);
+                #1;
+            end
+            @(negedge clk);
+        end
+        qp_cfg_valid = 1'b0;
+        while (!done) begin
+            // Inputs for this cycle.
+            mmio_valid = 1'b0;
+            // A doorbell: at its cycle, once its QP's CQ holds its CQEs;
+            // software writes its WQEs into the ring first.
+            if (di < NDB && c >= dbs[di][167:136] && cqn[dbs[di][39:32]] >= dbs[di][31:24]) begin
+                for (k = 0; k < dbs[di][7:0]; k = k + 1)
+                    mem[sw[dbs[di][23:8] + k][527:512]] = sw[dbs[di][23:8] + k][511:0];
+                mmio_valid = 1'b1; mmio_addr = dbs[di][135:104]; mmio_data = dbs[di][103:40];
+                di = di + 1;
+            end
+            host_rd_ready = ($random(seed) & 3) != 0;
+            host_cpl_valid = 1'b0;
+            if (($random(seed) & 3) != 0) begin
+                s0 = ($random(seed) & 32'h7fffffff) % OT;
+                found = 0;
+                for (k = 0; k < OT; k = k + 1) begin
+                    j = (s0 + k) % OT;
+                    if (found == 0 && ot_v[j] && ot_at[j] <= c) begin
+                        found = 1;
+                        cj = j;
+                    end
+                end
+                if (found) begin
+                    // Out of order: a request issued before this one still waits.
+                    older = 0;
+                    for (k = 0; k < OT; k = k + 1)
+                        if (ot_v[k] && ot_seq[k] < ot_seq[cj]) older = 1;
+                    ooo = ooo + older;
+                    host_cpl_valid = 1'b1;
+                    host_cpl_tag = ot_tag[cj];
+                    if (ot_blk[cj] < MEMB) host_cpl_data = mem[ot_blk[cj]];
+                    else begin
+                        host_cpl_data = 512'd0;
+                        bad = bad + 1;
+                        $display("BAD read of block %h", ot_blk[cj]);
+                    end
+                    ot_blk[cj] = ot_blk[cj] + 1;
+                    ot_n[cj] = ot_n[cj] - 1;
+                    if (ot_n[cj] == 0) ot_v[cj] = 1'b0;
+                end
+            end
+            host_wr_ready = ($random(seed) & 7) != 0;
+            mpt_rsp_valid = mpt_busy && mlat == 0;
+            mpt_rsp_entry = (mpt_rsp_valid && mpt_ix < 16) ? mpt[mpt_ix[3:0]] : 256'd0;
+            mpt_req_ready = !mpt_busy && ($random(seed) & 1);
+            txr = ($random(seed) & 7) != 0;
+            // A receive packet: its QP's next, once the QP has sent its
+            // gate's packets and VL 0's advertised FCCL has room.
+            pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0;
+            if (!rx_mid && ($random(seed) & 3) != 0) begin
+                found = 0;
+                for (k = 0; k < NQ; k = k + 1) begin
+                    j = (rrq + k) % NQ;
+                    if (found == 0 && rxn[j] < rxq[j][15:0]) begin
+                        pnum = rxq[j][31:16] + rxn[j];
+                        n = rxp[pnum][15:0];
+                        avail = dut.fccl_adv[11:0] - rxsent;
+                        if (rxp[pnum][47:32] <= txq[j] && avail >= n && avail < 12'd2048) begin
+                            found = 1;
+                            rxn[j] = rxn[j] + 1;
+                            rcur = rxp[pnum][31:16];
+                            rx_mid = 1;
+                            rrq = (j + 1) % NQ;
+                        end
+                    end
+                end
+            end
+            if (rx_mid) begin
+                pv = 1'b1; psop = rxb[rcur][513]; peop = rxb[rcur][512]; pdata = rxb[rcur][511:0];
+                rcur = rcur + 1;
+                rxsent = rxsent + 12'd1;
+                last_rx = c;
+                if (peop) begin
+                    rx_mid = 0;
+                    nrx = nrx + 1;
+                end
+            end
+            // Flow control to the HCA every 16 cycles, never while a
+            // receive packet is in ib_link's receive ib_vcrc.
+            fcv = 1'b0;
+            if (!rx_mid && c - last_rx > 3 && c % 16 == 0) begin
+                fcv = 1'b1;
+                fcs = fcs + 1;
+                fvl = fvn;
+                fctbs = (fvn == 0) ? rxsent : 12'd0;
+                fccl = txgot[fvn] + 256;
+                fvn = (fvn + 1) % VLS;
+            end
+            #1;
+            // What the coming edge takes.
+            if (host_rd_valid && host_rd_ready) begin
+                found = 0;
+                for (k = 0; k < OT; k = k + 1)
+                    if (found == 0 && !ot_v[k]) begin
+                        found = 1;
+                        ot_v[k] = 1'b1;
+                        ot_tag[k] = host_rd_tag;
+                        ot_blk[k] = host_rd_addr[63:6];
+                        ot_n[k] = host_rd_len == 16'd0 ? 1024 : (host_rd_len + 63) / 64;
+                        ot_at[k] = c + 2 + (($random(seed) & 32'h7fffffff) % 40);
+                        ot_seq[k] = seq;
+                        seq = seq + 1;
+                    end
+                if (found == 0) begin
+                    bad = bad + 1;
+                    $display("BAD more reads in flight than the host's table");
+                end
+            end
+            if (host_wr_valid && host_wr_ready) begin
+                if (host_wr_sop) wk = 0;
+                wb = host_wr_addr[63:6] + wk;
+                wk = wk + 1;
+                $fdisplay(fl, "W %0d %h %h", c, wb, host_wr_be);
+                if (wb >= MEMB) begin
+                    bad = bad + 1;
+                    $display("BAD write of block %h", wb);
+                end else begin
+                    for (i = 0; i < 64; i = i + 1)
+                        if (host_wr_be[63 - i]) mem[wb][511 - 8*i -: 8] = host_wr_data[511 - 8*i -: 8];
+                    if (wb >= {{CQ_LO}} && wb < {{CQ_HI}}) begin
+                        cqes = cqes + 1;
+                        cqn[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] = cqn[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] + 1;
+                    end
+                end
+            end
+            if (mpt_rsp_valid) mpt_busy = 0;
+            else if (mpt_busy) mlat = mlat - 1;
+            if (mpt_req_valid && mpt_req_ready) begin
+                mpt_busy = 1;
+                mptrd = mptrd + 1;
+                mpt_ix = mpt_req_index;
+                mlat = ($random(seed) & 32'h7fffffff) % 5;
+            end
+            if (dut.u_link.pcs_tx_valid && txr) begin
+                $fdisplay(fl, "B %0d %b %b %h", c, dut.u_link.pcs_tx_sop, dut.u_link.pcs_tx_eop, dut.u_link.pcs_tx_data);
+                if (dut.u_link.pcs_tx_sop) begin
+                    tq = dut.u_link.pcs_tx_data[511 - 8*15 - 5 -: 3]; // DestQP's low bits: the context
+                    tvl = dut.u_link.pcs_tx_data[511 -: 4];
+                end
+                txgot[tvl] = txgot[tvl] + 1;
+                if (dut.u_link.pcs_tx_eop) begin
+                    txq[tq] = txq[tq] + 1;
+                    ntx = ntx + 1;
+                end
+            end
+            if (mmio_valid || (host_rd_valid && host_rd_ready) || host_cpl_valid || (host_wr_valid && host_wr_ready) ||
+                (mpt_req_valid && mpt_req_ready) || (dut.u_link.pcs_tx_valid && txr) || pv)
+                idle = 0;
+            else
+                idle = idle + 1;
+            if (ntx >= NTX && nrx >= NRXP && cqes >= NCQE && di >= NDB) quiet = quiet + 1;
+            else quiet = 0;
+            if (quiet >= 300 || idle >= STALL || c >= NCYC) done = 1;
+            if (idle >= STALL || c >= NCYC) stalled = 1;
+            c = c + 1;
+            @(negedge clk);
+        end
+        $fclose(fl);
+        $writememh("mem.out", mem);
+        $display("TOP done cycles=%0d tx=%0d rx=%0d cqes=%0d doorbells=%0d stalled=%0d bad=%0d rcv_errors=%0d icrc=%0d hdr=%0d pkey=%0d mcast=%0d noqp=%0d nak=%0d rsptodo=%0d notreq=%0d overrun=%0d rspnoqp=%0d rsp_acks=%0d reads=%0d ooo=%0d mpt=%0d fc=%0d",
+            c, ntx, nrx, cqes, di, stalled, bad, rcv_errors, rx_icrc_err, rx_hdr_err, rx_pkey_viol, rx_mcast_drop, rx_no_qp,
+            rx_nak_retry, rx_rsp_todo, rx_not_req, cq_overrun, rsp_no_qp, rsp_acks, seq, ooo, mptrd, fcs);
+        $finish;
+    end
+endmodule
+`
+
+// TestTopMutantsFail: each slip below, in a block or in hca_top's own
+// wiring, fails the top-level run (seed 1): a wrong CQE field, a dropped
+// doorbell, a WQE read past its ring's end, the payload read a block off, a READ's payload written a block
+// off, the DMA's reorder ring handing the payload client a slot before
+// its completion came, an atomic's original value mis-ordered, a CQE's
+// last byte (op_own) not written.
+func TestTopMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	files := hcaTopTree(t)
+	const cw, db, rq, dma = "hca_cqe_writer.v", "hca_doorbell.v", "hca_requester.v", "hca_dma_engine.v"
+	mutants := []cosimMutant{
+		{"the CQE's byte_cnt little-endian", cw, "        cpl_byte_count,                          // [44:47]",
+			"        cpl_byte_count[7:0], cpl_byte_count[15:8], cpl_byte_count[23:16], cpl_byte_count[31:24],"},
+		{"the second BlueFlame half ignored (its doorbells dropped)", db,
+			"wire        at_bf  = mmio_addr[11:0] == BF0 || mmio_addr[11:0] == BF1;", "wire        at_bf  = mmio_addr[11:0] == BF0;"},
+		{"a WQE read not split at its ring's end (it reads past the ring)", "hca_wqe_fetch.v",
+			"wire [16:0]      n_ring    = (unfetched < to_end) ? unfetched : to_end;", "wire [16:0]      n_ring    = unfetched;"},
+		{"the payload read one block off", rq, "rd_req_addr  <= {rd_blk, 6'd0};", "rd_req_addr  <= {rd_blk + 58'd1, 6'd0};"},
+		{"a READ's payload written one block off", rq, "d_addr  <= sc_a;", "d_addr  <= sc_a + 64'd64;"},
+		{"the payload ring delivers a slot before its completion", dma,
+			"wire deliver1 = !clearing && hw1[hd1[LAP_LW-1:0]] == rb_head[1][ROB_AW];", "wire deliver1 = !clearing && rb_tail[1] != rb_head[1];"},
+		{"an atomic's original value with its first two bytes swapped", rq, "d_atm ? {e_orig[7:0], e_orig[15:8],", "d_atm ? {e_orig[15:8], e_orig[7:0],"},
+		{"hca_top: a CQE's last byte (op_own) not enabled", "hca_top.v", "assign wr1_be  = {64{1'b1}};", "assign wr1_be  = {{63{1'b1}}, 1'b0};"},
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTopPlan(1)
+			res := p.run(t, t.Context(), t.TempDir(), 1, files, topMutated(t, files, m.file, m.old, m.new))
+			errs := p.judge(res)
+			require.NotEmpty(t, errs, "the top-level co-simulation passes hca_top with %s", m.name)
+			t.Logf("fails: %s", strings.Join(errs[:min(3, len(errs))], "; "))
+		})
+	}
+}
