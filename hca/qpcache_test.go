@@ -223,3 +223,46 @@ func TestQPCacheHitsWhenQPsFit(t *testing.T) {
 	period := float64(r.doneAt[msgs-n-100-1]-r.doneAt[500-1]) / float64(msgs-n-100-500)
 	assert.Less(t, period, float64(9*21329)/2, "ps per message: under half the thrashing ring's")
 }
+
+// TestColdQPMissesDelayADatagram is TestColdQPMissesDelayAWrite for a UD
+// SEND of 64 bytes: the sender's grant misses (grantUD: the payload read
+// waits for the context) and the receiver misses as the datagram arrives
+// (receiveUD: the Q_Key check, the key check, the write and the receive
+// CQE wait for it), so the receive CQE comes two cold reads later.
+func TestColdQPMissesDelayADatagram(t *testing.T) {
+	run := func(entries int) (ib.PS, *Device, *Device) {
+		cfg := Defaults()
+		cfg.QPCacheEntries = entries
+		s := components.NewSim()
+		a, b := BackToBack(s, edrLink(), cfg, cfg)
+		pa, pb := a.AllocPD(), b.AllocPD()
+		qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
+		qb := b.CreateUDQP(pb, b.CreateCQ(16), b.CreateCQ(16), 64, 64, 0x2222)
+		for _, x := range []struct {
+			d  *Device
+			qp *QP
+		}{{a, qa}, {b, qb}} {
+			require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
+			require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: 4096}))
+			require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
+		}
+		bufA, bufB := a.Malloc(4096), b.Malloc(4096)
+		mrA, mrB := a.RegMR(pa, bufA, 4096, AccessLocalWrite), b.RegMR(pb, bufB, 4096, AccessLocalWrite)
+		require.NoError(t, b.PostRecv(qb, &RecvWR{ID: 1, Addr: bufB, Length: 1024, LKey: mrB.LKey}))
+		var done ib.PS
+		b.OnCQE = func(_ *CQ, now ib.PS) { done = now; s.Stop() }
+		s.Schedule(5*ib.Microsecond, &poster{fn: func() {
+			require.NoError(t, a.PostSend(qa, &SendWR{ID: 1, Opcode: WRSend, Signaled: true, LocalAddr: bufA, Length: 64,
+				LKey: mrA.LKey, UD: true, DLID: b.LID, RemoteQPN: qb.Num, RemoteQKey: 0x2222}))
+		}}, 0)
+		s.StopAt(ib.Millisecond)
+		require.NoError(t, s.Run())
+		require.NotZero(t, done)
+		return done, a, b
+	}
+	off, _, _ := run(0)
+	on, a, b := run(4)
+	assert.Equal(t, 2*qpcMissPS, on-off, "two cold context reads, 1111.712 ns")
+	assert.Equal(t, int64(1), a.QPCache().Misses, "the grant")
+	assert.Equal(t, int64(1), b.QPCache().Misses, "the datagram")
+}
