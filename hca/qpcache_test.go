@@ -266,3 +266,30 @@ func TestColdQPMissesDelayADatagram(t *testing.T) {
 	assert.Equal(t, int64(1), a.QPCache().Misses, "the grant")
 	assert.Equal(t, int64(1), b.QPCache().Misses, "the datagram")
 }
+
+// TestQPMissesAllocateNothing: a message whose every use of a QP context
+// misses (the entries are dropped before each round, so the requester's
+// grant, the responder's SEND and the ACK each read a context) allocates
+// nothing once warm: the cache's slots are fixed, and a miss is a PCIe
+// read like any other.
+func TestQPMissesAllocateNothing(t *testing.T) {
+	cfg := Defaults()
+	cfg.QPCacheEntries = 1
+	r := newRecvCycleRigCfg(t, false, cfg)
+	round := func() {
+		// Evicted since the last message: the grant misses, the ACK
+		// hits what it brought; the responder misses.
+		r.a.qpc.drop(r.qa.Num)
+		r.b.qpc.drop(r.qb.Num)
+		r.round(t)
+	}
+	for i := 0; i < 200; i++ {
+		round()
+	}
+	missA, missB := r.a.QPCache().Misses, r.b.QPCache().Misses
+	allocs := testing.AllocsPerRun(100, round)
+	assert.Zero(t, allocs, "allocations per message")
+	// Every round missed once on each side (AllocsPerRun runs one more).
+	assert.Equal(t, int64(101), r.a.QPCache().Misses-missA)
+	assert.Equal(t, int64(101), r.b.QPCache().Misses-missB)
+}
