@@ -107,6 +107,13 @@ type Config struct {
 	MTTCacheEntries int `yaml:"mtt_cache_entries"`
 	// MTTPageBytes is the page size an MTT entry translates.
 	MTTPageBytes int `yaml:"mtt_page_bytes"`
+	// QPCacheEntries is the QP context cache size in QPs: the QP contexts
+	// the HCA holds on chip (qpcache.go). 0: QP contexts are not modelled
+	// (every one on chip).
+	QPCacheEntries int `yaml:"qp_cache_entries"`
+	// QPContextBytes is the size of one QP context in ICM, what a QP
+	// context cache miss reads from host memory, bytes.
+	QPContextBytes int `yaml:"qp_context_bytes"`
 	// KeyCacheMissNS is the retired fixed miss time. It is kept only so that
 	// a config still giving it is refused with a line saying what replaced
 	// it (Validate) instead of "unknown key"; nil when not given.
@@ -189,6 +196,16 @@ func Defaults() Config {
 		// backed by small pages (mlx5_umem_find_best_pgsz picks the
 		// largest size the pages allow: 2 MiB with huge pages).
 		MTTPageBytes: 4096,
+		// QPs; 0 = QP contexts not modelled, so results stand as validated.
+		// ConnectX's QP context cache size is not published; set it to
+		// study many active QPs (docs/hca.md, "QP context cache").
+		QPCacheEntries: 0,
+		// bytes; the mlx5 PRM's QP context, struct mlx5_ifc_qpc_bits in
+		// Linux include/linux/mlx5/mlx5_ifc.h, is 0x740 bits (232 bytes),
+		// held in an ICM entry of a power of two: 256, the QPC entry size
+		// the InfiniHost/Tavor PRM gives (QUERY_DEV_CAP qpc_entry_sz);
+		// mlx5's ICM layout is the firmware's and not published.
+		QPContextBytes: 256,
 
 		// packets; rxe RXE_MAX_PKT_PER_ACK 64 (ib-facts §5).
 		AckReqEvery: 64,
@@ -387,6 +404,7 @@ func (c *Config) Validate() error {
 		{"blueflame_bytes", c.BlueFlameBytes, 0, 1024},
 		{"key_cache_entries", c.KeyCacheEntries, 1, 1 << 20},
 		{"mtt_cache_entries", c.MTTCacheEntries, 0, 1 << 20},
+		{"qp_cache_entries", c.QPCacheEntries, 0, 1 << 20},
 		{"ack_req_every", c.AckReqEvery, 1, 1 << 16},
 		{"ack_coalesce", c.AckCoalesce, 1, 1024},
 		{"retry_timeout", c.RetryTimeout, 0, 31},
@@ -418,6 +436,9 @@ func (c *Config) Validate() error {
 	}
 	if p := c.MTTPageBytes; p < 4096 || p > 1<<30 || p&(p-1) != 0 {
 		return fmt.Errorf("hca.mtt_page_bytes: %d is not a power of two from 4096 to 1073741824 (4 KiB to 1 GiB)", p)
+	}
+	if b := c.QPContextBytes; b < 64 || b > 4096 || b&(b-1) != 0 {
+		return fmt.Errorf("hca.qp_context_bytes: %d is not a power of two from 64 to 4096", b)
 	}
 	if c.VLBufferBytes%64 != 0 {
 		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)

@@ -178,6 +178,9 @@ type Device struct {
 	// hca.mtt_page_bytes.
 	mtt       *MTTCache
 	pageShift uint
+	// qpc is the QP context cache (hca.qp_cache_entries, qpcache.go), nil
+	// when QP contexts are not modelled.
+	qpc *QPCache
 
 	qps  []*QP
 	cqs  []*CQ
@@ -254,6 +257,9 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	d.PCIe.onBooked = d.postedBooked
 	if cfg.MTTCacheEntries > 0 {
 		d.mtt = &MTTCache{lru: newLRU[uint64](cfg.MTTCacheEntries)}
+	}
+	if cfg.QPCacheEntries > 0 {
+		d.qpc = &QPCache{newLRU[uint32](cfg.QPCacheEntries)}
 	}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
@@ -382,12 +388,7 @@ func (d *Device) keyCheck(qp *QP, t ib.PS, key uint32) ib.PS {
 	st := &d.stages[StageKeyCheck]
 	start := st.issueQP(t, &qp.keySlot)
 	done := start + st.lat
-	if hit, readyAt := d.keyCache.Lookup(key); hit {
-		done = max(done, readyAt)
-	} else {
-		done = d.PCIe.Read(done, MKeyContextAddr(key), MKeyContextBytes) + d.missExtraPS
-		d.keyCache.Fill(key, done)
-	}
+	done = d.keyCache.fetch(d.PCIe, done, key>>8, MKeyContextAddr(key), MKeyContextBytes, d.missExtraPS)
 	return st.leave(t, start, done)
 }
 
@@ -733,15 +734,19 @@ grants:
 				break grants
 			}
 		}
+		// The packet is built from the QP's context: with QP contexts
+		// modelled, its payload read (or, with none, the packet) waits
+		// for the context when it is not on chip (qpContext).
+		at := d.qpContext(qp, now)
 		pkt := d.newPacket(qp)
 		tx := qp.req.Next(pkt)
-		ready, dmaDone := now, now
+		ready, dmaDone := at, at
 		if needDMA && w.SGL != nil {
 			pkt.Payload = sized(pkt.Payload, plen)
-			ready = d.gather(qp, now, w.SGL, uint64(off), pkt)
+			ready = d.gather(qp, at, w.SGL, uint64(off), pkt)
 			dmaDone = ready
 		} else if needDMA {
-			issue := d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0)
+			issue := d.stages[StageDMA].acceptQP(at, &qp.dmaSlot, 0)
 			// The bus sees the physical address; the model has none, but a
 			// page (hca.mtt_page_bytes ≥ 4 KiB) is physically aligned to
 			// its size, a multiple of MRRS, so the virtual address splits
@@ -811,6 +816,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 			return false
 		}
 	}
+	at := d.qpContext(qp, now) // as an RC grant (schedule)
 	pkt := d.s.NewPacket()
 	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
 	// A datagram to a multicast LID carries a GRH, its DGID the group's
@@ -829,13 +835,13 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 	qp.udPSN = psnAdd(qp.udPSN, 1)
 	pkt.DETH = ib.DETH{QKey: w.RemoteQKey, SrcQP: qp.Num}
 	pkt.PayloadLen = int(w.Length)
-	ready, dmaDone := now, now
+	ready, dmaDone := at, at
 	if needDMA && w.SGL != nil {
 		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
-		ready = d.gather(qp, now, w.SGL, 0, pkt)
+		ready = d.gather(qp, at, w.SGL, 0, pkt)
 		dmaDone = ready
 	} else if needDMA {
-		ready = d.PCIe.Read(d.stages[StageDMA].acceptQP(now, &qp.dmaSlot, 0), w.LocalAddr, pkt.PayloadLen)
+		ready = d.PCIe.Read(d.stages[StageDMA].acceptQP(at, &qp.dmaSlot, 0), w.LocalAddr, pkt.PayloadLen)
 		dmaDone = ready
 		pkt.Payload = sized(pkt.Payload, pkt.PayloadLen)
 		d.Mem.Read(w.LocalAddr, pkt.Payload)

@@ -85,6 +85,32 @@ func (c *lru[K]) lookup(tag K) (hit bool, readyAt ib.PS) {
 	return false, 0
 }
 
+// fetch is an access to tag's context asked for at t, where a miss reads n
+// bytes at bus address addr from host memory (ICM) through p, a PCIe read
+// like any other (a tag, a request TLP up, the read latency, completions
+// down), and extra is on-chip time after it: it returns when the context
+// is on chip. A hit is ready at t, or when the read that allocated the
+// entry completes if that is later (a hit under the miss waits for the
+// same read; no second read). The key and QP context caches share it.
+func (c *lru[K]) fetch(p *PCIe, t ib.PS, tag K, addr uint64, n int, extra ib.PS) ib.PS {
+	if hit, readyAt := c.lookup(tag); hit {
+		return max(t, readyAt)
+	}
+	return c.read(p, t, tag, addr, n, extra)
+}
+
+// read is fetch's miss: the read of tag's context, and its fill. Kept out
+// of line so that fetch, inlined into keyCheck, adds little to a hit
+// (scripts/instructions.sh: +0.2 % on bench/b2b-ndr-write-bw.yaml with the
+// miss inlined, +0.1 % without).
+//
+//go:noinline
+func (c *lru[K]) read(p *PCIe, t ib.PS, tag K, addr uint64, n int, extra ib.PS) ib.PS {
+	done := p.Read(t, addr, n) + extra
+	c.fill(tag, done)
+	return done
+}
+
 // fill records when the content of tag, just missed, arrives on chip.
 func (c *lru[K]) fill(tag K, readyAt ib.PS) {
 	if i, ok := c.slot[tag]; ok {

@@ -33,9 +33,14 @@ type recvCycleRig struct {
 }
 
 func newRecvCycleRig(t *testing.T, useSRQ bool) *recvCycleRig {
+	return newRecvCycleRigCfg(t, useSRQ, Defaults())
+}
+
+// newRecvCycleRigCfg is newRecvCycleRig with both hosts on cfg.
+func newRecvCycleRigCfg(t *testing.T, useSRQ bool, cfg Config) *recvCycleRig {
 	lc := edrLink()
 	s := components.NewSim()
-	a, b := BackToBack(s, lc, Defaults(), Defaults())
+	a, b := BackToBack(s, lc, cfg, cfg)
 	r := &recvCycleRig{s: s, a: a, b: b}
 	r.pause = &poster{fn: s.Engine.Pause}
 	pdA, pdB := a.AllocPD(), b.AllocPD()

@@ -139,6 +139,9 @@ func (d *Device) sendAck(qp *QP, t ib.PS, syn uint8, psn, msn uint32) {
 // the receive CQE.
 func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	now := d.s.Now()
+	// The responder works from the QP's context: the packet's work waits
+	// for it when it is not on chip (qpContext).
+	ctx := d.qpContext(qp, now)
 	qp.rqWait = 0
 	a := qp.resp.Receive(pkt, qp)
 	defer func() {
@@ -149,7 +152,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 			d.flushRecvs(qp, d.s.Now())
 		}
 	}()
-	t := d.recvWQEAt(qp, now)
+	t := d.recvWQEAt(qp, ctx)
 	if a.KeyChecked && a.RecvSGL != nil {
 		bad := len(a.RecvSGL)
 		for i, e := range a.RecvSGL {
@@ -363,9 +366,12 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, va uint64, replay bool)
 	d.wake(ready)
 }
 
-// complete runs the requester on an ACK, NAK or response.
+// complete runs the requester on an ACK, NAK or response. What it writes
+// (CQEs, a response's payload) waits for the QP's context when that is not
+// on chip (qpContext); the requester's state moves at once, as a key
+// check's outcome is known at once and only its timing waits.
 func (d *Device) complete(qp *QP, pkt *ib.Packet) {
-	now := d.s.Now()
+	now := d.qpContext(qp, d.s.Now())
 	switch pkt.Opcode {
 	case ib.Acknowledge:
 		if d.DropAcks > 0 && pkt.AETH.Syndrome&synTypeMask == SynACK {
@@ -417,6 +423,8 @@ func putLE64(b []byte, v uint64) {
 // packet has a GRH or not (a unicast packet without one, as verbs leave
 // it), but its bytes are counted and must fit.
 func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
+	// The Q_Key and state checks read the QP's context (qpContext).
+	ctx := d.qpContext(qp, d.s.Now())
 	if !qp.UD || qp.State == QPErr || pkt.DETH.QKey != qp.QKey {
 		d.Counters.UDDrops++
 		return
@@ -427,7 +435,7 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 		d.Counters.UDDrops++
 		return
 	}
-	t := d.recvWQEAt(qp, d.s.Now())
+	t := d.recvWQEAt(qp, ctx)
 	msgLen := uint64(UDGRHBytes + pkt.PayloadLen)
 	var r KeyResult
 	if recv.SGL != nil {
