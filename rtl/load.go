@@ -74,6 +74,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		RNRRetry:             c.HCA.RNRRetry,
 		RetryTimeout:         c.HCA.RetryTimeout,
 		AckCoalesce:          c.HCA.AckCoalesce,
+		MaxRdAtomic:          c.HCA.MaxRdAtomic,
 		MTU:                  c.Link.MTU,
 		LinkGeneration:       c.Link.Generation,
 		LinkWidth:            c.Link.Lanes(),
