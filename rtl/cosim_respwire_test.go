@@ -1032,3 +1032,50 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 
 // respWireMutantSteps is the mutant runs' length.
 const respWireMutantSteps = 60
+
+// TestResponderReadMutantsFail: slips in the READ path each fail a READ
+// run: the responder's (hca_responder.v) a block run of respMutantSteps
+// steps (newRespRunReads, RD_RES 4, ACK_COALESCE 3), the rest a wired run
+// of respWireReadMutantSteps (newRespWireReads).
+func TestResponderReadMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	const f, rx, arb, atx = "hca_responder.v", "hca_rx_ack.v", "hca_share_arb.v", "hca_ack_tx.v"
+	for _, m := range []cosimMutant{
+		{"a READ takes one PSN, not ceil(len / MTU)", f, "ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;", "ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;"},
+		{"a READ leaves the MSN", f, "ctx_msn[ix] <= ctx_msn[ix] + 24'd1;", "ctx_msn[ix] <= ctx_msn[ix];"},
+		{"a READ's R_Key checked for REMOTE_WRITE", f, "is_rd ? 4'd4 : 4'd2", "4'd2"},
+		{"a duplicate READ replayed whatever its R_Key", f, "h_rkey == res_rkey[f_e] && ", ""},
+		{"a duplicate READ replayed past its READ's last PSN", f, "(f_dl == 24'd0 || f_dl[23])", "1'b1"},
+		{"a replay from inside the READ sent from FIRST", f, "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
+		{"a replay with the MSN after it", f, "p_msn <= ctx_msn[ix];\n                p_mid", "p_msn <= ctx_msn[ix] + 24'd1;\n                p_mid"},
+		{"the resource ring not advanced", f, "ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ?", "ctx_rnext[ix] <= 1'b1 ? ctx_rnext[ix] :"},
+		{"READ requests not routed to the responder", rx, "wire         rq_req = wr_req || rd_req;", "wire         rq_req = wr_req;"},
+		{"a READ's RETH behind a GRH not from the second beat", rx, "p_grq   <= global && rq_reth;", "p_grq   <= global && wr_req && wr_reth;"},
+		{"a MIDDLE response with an AETH", atx, "wire             hs_aeth  = hs_op != 8'h0E;", "wire             hs_aeth  = 1'b1;"},
+		{"PadCnt 0", atx, "wire [1:0]       hs_pad   = 2'd0 - hs_p[1:0];", "wire [1:0]       hs_pad   = 2'd0;"},
+		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
+		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
+		{"rd1's blocks routed to the client picked last", arb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			replace := respMutated(t, m)
+			var diffs []string
+			if m.file == f {
+				run := newRespRunReads(cosimSeeds[0], 3, 4)
+				run.fill(respMutantSteps)
+				diffs = run.check(runResp(t, context.Background(), t.TempDir(), run, 1, replace))
+			} else {
+				w := newRespWireReads(cosimSeeds[0], respWireReadMutantSteps, 4)
+				diffs = w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))
+			}
+			require.NotEmpty(t, diffs, "the co-simulation passes with %s", m.name)
+			t.Logf("%s", diffs[0])
+		})
+	}
+}
+
+// respWireReadMutantSteps is the wired READ mutant runs' length.
+const respWireReadMutantSteps = 80

@@ -211,17 +211,22 @@ sets from the same LIDs (the RTL does not compare them). A packet that passes is
 (LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
 ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
 length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
-is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate goes to
-hca_responder (QP, PSN, opcode, AckReq, the RETH, its payload through the same payload FIFO, each
-block tagged with its consumer); the rest is dropped and counted: CNPs on rx_rsp_todo (TODO), the
-requests the responder does not take yet (SEND, WRITE with immediate, READ, atomics) and other
+is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate and RDMA
+READ request goes to hca_responder (QP, PSN, opcode, AckReq, the RETH, a WRITE's payload through
+the same payload FIFO, each block tagged with its consumer); the rest is dropped and counted: CNPs
+on rx_rsp_todo (TODO), the requests the responder does not take yet (SEND, WRITE with immediate,
+atomics) and other
 transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
 (hca_responder's header): contexts written with the requester's by qp_cfg_* (its expected PSN
-qp_cfg_rqpsn; a write waits while an ACK waits in its output register), the PSN and opcode-sequence
-checks, the R_Key over the RETH range through kc_* and the payload through wr0, both shared with the
-requester (hca_share_arb: a key check held until its response, a write whole), its ACKs and NAKs as
-ACKNOWLEDGE packets on tx_* (hca_ack_tx: addressed from the QP's path, ahead of the requester's
-packets on their VL), its counters on rsp_*. Completions (cpl_*): an ACK
+qp_cfg_rqpsn, its path MTU qp_cfg_mtu; a write waits while an ACK waits in its output register or a
+READ reply is under way), the PSN and opcode-sequence checks, the R_Key over the RETH range through
+kc_* and a WRITE's payload through wr0, both shared with the requester (hca_share_arb: a key check
+held until its response, a write whole), READs (RD_RES = hca.max_rd_atomic responder resources per
+QP, duplicates replayed from them), its ACKs and NAKs as ACKNOWLEDGE packets and its READ replies as
+READ RESPONSE packets, their payload read through rd1 (shared with the requester's payload reads in
+hca_share_arb), on tx_* (hca_ack_tx: addressed from the QP's path, through one store-and-forward
+response queue in the model's order, ahead of the requester's packets on their VL), its counters on
+rsp_*. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
 a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAtomicAck): one in
 sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
@@ -249,7 +254,7 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here), inline
-data from wqe_*, UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
+data from wqe_*, UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate,
 atomics and RNR NAKs.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
@@ -332,7 +337,8 @@ atomics and RNR NAKs.`,
         .rd_req_valid(pay_rd_valid), .rd_req_ready(pay_rd_ready), .rd_req_addr(pay_rd_addr),
         .rd_req_len(pay_rd_len), .rd_rsp_valid(pay_rsp_valid)
     );
-    // The responder for RC RDMA WRITE (hca_responder's header): its ACKs and NAKs into hca_ack_tx,
+    // The responder for RC RDMA WRITE and READ (hca_responder's header): its ACKs, NAKs and READ
+    // replies into hca_ack_tx,
     // its counters on rsp_*.
     wire [23:0] rs_ack_qpn, rs_ack_psn, rs_ack_msn;
     wire [7:0]  rs_ack_syn;

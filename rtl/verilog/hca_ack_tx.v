@@ -1,33 +1,49 @@
 // hca_ack_tx: the responder's ACKs and NAKs as ACKNOWLEDGE packets, and its RDMA READ replies as
 // READ RESPONSE packets, on hca_transport's transmit port, ahead of the requester's packets on their VL.
-// Go model: hca.Device.sendAck (hca/rx.go): an ACKNOWLEDGE addressed to the QP's peer
-// (Device.address: SLID the port's, DLID the remote LID, SL and VL the QP's, DestQP the remote QPN),
-// its PSN and AETH (syndrome, MSN), queued on the QP's VL in the response queue, which the VL offers
-// ahead of its request queue (txVL.head); rtl/cosim_respwire_test.go requires the packets on tx_*
-// to be ib.AppendWire's of the model's ACKs, in the model's order.
+// Go model: hca.Device.sendAck and nextReadResponse (hca/rx.go) with hca.Responder.NextReadResponse:
+// each packet addressed to the QP's peer (Device.address: SLID the port's, DLID the remote LID, SL
+// and VL the QP's, DestQP the remote QPN), queued on the QP's VL in the response queue, which the VL
+// offers ahead of its request queue (txVL.head), a READ reply staying at the queue's head until its
+// last response is sent (trySend); rtl/cosim_respwire_test.go requires the packets on tx_* to be
+// ib.AppendWire's of the model's, in the model's order.
 //
 // Contexts: 2^QPN_W in flops, indexed by a QPN's low bits, written on cfg_valid (hca_transport's
 // qp_cfg_* write, taken with the requester's and the responder's): the path the requester's packets
 // take, DLID, SLID, SL, VL, remote QPN (hca_requester's fields of the same write). hca_transport
-// takes a context write only while no ACK waits in hca_responder's output register, so an ACK is
-// built with the context of the QP that made it.
+// takes a context write only while no entry waits in hca_responder's output register and no reply
+// is under way here (busy), so a packet is built with the context of the QP that made it.
 //
-// Packet: an ACK on ack_* (valid/ready) becomes one 64-byte beat: LRH (VL, LVer 0, SL, LNH 2 local,
-// DLID, PktLen 7 words: LRH 8 + BTH 12 + AETH 4 + ICRC 4, SLID), BTH (OpCode 0x11, SE 0, M 0, PadCnt
-// 0, TVer 0, P_Key 0xFFFF, DestQP the remote QPN, A 0, PSN), AETH (syndrome, MSN), then zeros: the
-// ICRC written by an ib_icrc of its own (latency 1; its output register is the packet waiting to
-// go), the VCRC by ib_link's ib_vcrc, as for the requester's packets (ib/wire.go AppendWire's
-// layout and conventions: P_Key 0xFFFF, no GRH).
+// Entries on ack_* (valid/ready), taken one at a time, in order:
+// - an ACK or NAK becomes one 64-byte beat: LRH (VL, LVer 0, SL, LNH 2 local, DLID, PktLen 7 words:
+//   LRH 8 + BTH 12 + AETH 4 + ICRC 4, SLID), BTH (OpCode 0x11, SE 0, M 0, PadCnt 0, TVer 0, P_Key
+//   0xFFFF, DestQP the remote QPN, A 0, PSN), AETH (syndrome, MSN), then zeros;
+// - a READ reply (ack_read: first PSN, VA, length, MTU code, MSN, ack_mid a replay from inside the
+//   READ) becomes ceil(length / MTU) responses (one for 0 bytes), response i of min(MTU, rest) bytes
+//   from VA + i x MTU: OpCode ONLY (0x10) alone, else FIRST (0x0D), MIDDLE (0x0E) ..., LAST (0x0F),
+//   or MIDDLE ... LAST for a replay from inside; PadCnt = -bytes mod 4; PSN first + i; the AETH (0x1F,
+//   the reply's MSN) on all but a MIDDLE; PktLen (24 or 20 + bytes + PadCnt + 4) / 4. Each
+//   response's payload is read through rd_* (DMA client rd1, shared in hca_share_arb): the blocks
+//   its bytes lie in, ceil((VA_i mod 64 + bytes) / 64) from VA_i rounded down, a read issued when
+//   the PB-block payload buffer has room for all of them (rd1 answers without back-pressure), ahead
+//   of the headers; an hca_tx_assemble joins each header with its payload (each response its own
+//   message, pay_start VA_i mod 64). The next entry is taken after the reply's last response has
+//   left the assembler, so ACKs and responses leave in the order the responder gave them.
+// Every packet's ICRC is written by an ib_icrc of its own (the VCRC by ib_link's ib_vcrc), and the
+// packet goes into a response queue of SQ beats, store and forward (ib/wire.go AppendWire's layout
+// and conventions: P_Key 0xFFFF, no GRH).
 //
-// Transmit (ib_tx_vl_port's contract, as hca_requester's tx_*): the waiting ACK is offered on its VL
-// in tx_vl_waiting when it fits the VL's credits (one block: (credit - 1) mod 4096 <= 2048) and
-// neither it nor a requester's packet is under way; the requester's r_vl_waiting is passed on. When
-// the port picks a VL the ACK offers, the ACK takes the pick (tx_pick_taken) and goes, its one beat
-// in the pick cycle or when tx_ready takes it; the requester sees no pick then (r_pick_valid 0), so
-// on one VL an ACK goes ahead of the requester's packet, as the model's response queue goes ahead of
-// its request queue. A pick of another VL goes to the requester; a requester's packet once
-// committed (r_pick_taken) goes whole, its beats back to back on tx_*, before an ACK is offered
-// again. Packets of the two never interleave.
+// Transmit (ib_tx_vl_port's contract, as hca_requester's tx_*): the queue's head packet, once its
+// last beat is in, is offered on its VL (LRH.VL) in tx_vl_waiting when it fits the VL's credits
+// ((credit - blocks) mod 4096 <= 2048, blocks = (PktLen + 16) >> 4) and neither it nor a
+// requester's packet is under way; the requester's r_vl_waiting is passed on. When the port picks a
+// VL the head offers, the head takes the pick (tx_pick_taken) and goes, its beats back to back from
+// the pick cycle as tx_ready takes them; the requester sees no pick then (r_pick_valid 0), so on one
+// VL the responder's packet goes ahead of the requester's, as the model's response queue goes ahead
+// of its request queue. A pick of another VL goes to the requester; a requester's packet once
+// committed (r_pick_taken) goes whole, its beats back to back on tx_*, before the responder's is
+// offered again. Packets of the two never interleave.
+// TODO: the model's DropReply (a duplicate READ taking a queued reply out: here every reply goes
+// whole), reusing payloads already read for a replaced reply (FetchLo/FetchHi: here re-read).
 module hca_ack_tx #(
     parameter integer QPN_W = 3,
     parameter integer VLS   = 1,

@@ -1,4 +1,5 @@
-// hca_responder: the receive side of an RC QP for RDMA WRITE requests (IBA ch. 9 responder; rxe_resp.c).
+// hca_responder: the receive side of an RC QP for RDMA WRITE and RDMA READ requests (IBA ch. 9
+// responder; rxe_resp.c).
 // Go model: hca.Responder.Receive and FlushAck (hca/responder.go) as hca.Device.respond carries them
 // out (hca/rx.go: the payload written at RespAction.WriteAddr, the ACK or NAK, then the coalesced ACK
 // owed when no further packet waits); rtl/cosim_resp_test.go drives the same request packets into both
@@ -21,7 +22,12 @@
 //     sequence error (syndrome 0x60) with the expected PSN per gap, then dropped (seq_drop) until the
 //     expected PSN arrives;
 //   PSN behind (a duplicate): a SEND or WRITE packet re-ACKed with the expected PSN - 1 (C9-105, rxe
-//     duplicate_request), nothing written (dup); a duplicate READ or atomic: TODO (todo);
+//     duplicate_request), nothing written (dup); a duplicate READ (dup): replayed from the responder
+//     resource whose PSNs hold its PSN (the lowest, findRes) when it lies inside that READ (R_Key
+//     equal, VA range inside, last PSN not past the READ's), its region checked again for
+//     REMOTE_READ unless of length 0 (failure: NAK remote access error, ERR), with the current MSN,
+//     as MIDDLE ... LAST when its PSN is not the READ's first; else dropped; a duplicate atomic: TODO
+//     (todo);
 //   in sequence: the sequence-NAK flag clears; a FIRST or ONLY inside a message, a MIDDLE or LAST
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
 //     context to ERR (class C); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
@@ -32,7 +38,14 @@
 //     bytes without a bound, as here), the expected PSN moves by one, the MSN by one at LAST/ONLY;
 //     an AckReq packet counts towards an ACK (syndrome 0x1F, "no credit limit", with the MSN after
 //     the packet) that leaves when ACK_COALESCE of them are counted (hca.ack_coalesce);
-//   other opcodes in sequence (SEND, READ, atomics, WRITE with immediate): TODO, dropped (todo), the
+//   an RDMA READ in sequence: its R_Key through kc_* for REMOTE_READ (4) over [VA, VA + length)
+//     unless of length 0 (failure: NAK remote access error, ERR); accepted, it takes the context's
+//     next responder resource (RD_RES of them, a ring, emptied by a context write: hca claimRes,
+//     saveRes), the expected PSN moves by ceil(length / MTU) (at least 1; the MTU from cfg_mtu) and
+//     the MSN by one, and its reply leaves on ack_* (ack_read: the first PSN, VA, length, the MSN
+//     after it; hca_ack_tx sends the responses). Not here (TODO): the model's NAK invalid request
+//     for a READ whose resource still has responses unsent (claimRes's inUse: the RTL recycles it);
+//   other opcodes in sequence (SEND, atomics, WRITE with immediate): TODO, dropped (todo), the
 //     context unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
@@ -44,8 +57,8 @@
 // enables from lane a mod 64 on the first beat and up to lane (a + n - 1) mod 64 on the last. A
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
 // Counters: 16 bits, saturating.
-// TODO: SEND into receive WQEs, RDMA WRITE with immediate, READ (responder resources), atomics,
-// RNR NAKs, duplicates of READs and atomics (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
+// TODO: SEND into receive WQEs, RDMA WRITE with immediate, atomics, RNR NAKs, duplicates of atomics
+// (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
 // through hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
@@ -110,8 +123,8 @@ module hca_responder #(
 );
     localparam integer NQ = 1 << QPN_W;
     localparam [10:0] COAL = ACK_COALESCE[10:0];
-    localparam [2:0] S_IDLE = 3'd0, S_DEC = 3'd1, S_KREQ = 3'd2, S_KRSP = 3'd3, S_XFER = 3'd4,
-                     S_ACK = 3'd5, S_FLUSH = 3'd6, S_FACK = 3'd7;
+    localparam [3:0] S_IDLE = 4'd0, S_DEC = 4'd1, S_KREQ = 4'd2, S_KRSP = 4'd3, S_XFER = 4'd4,
+                     S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8;
     localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62;
 
     // ---- contexts ----
@@ -138,7 +151,7 @@ module hca_responder #(
     reg  [31:0]   res_rkey  [0:NR-1];
 
     // ---- the packet in hand ----
-    reg  [2:0]   state;
+    reg  [3:0]   state;
     reg  [23:0]  h_qpn, h_psn;
     reg  [7:0]   h_op;
     reg          h_ackreq;
@@ -169,42 +182,34 @@ module hca_responder #(
     wire [32:0]  dl_pk   = dl_up >> mtu_sh;
     wire [23:0]  n_pk    = h_dlen == 32'd0 ? 24'd1 : dl_pk[23:0];
     wire [23:0]  rd_last = h_psn + n_pk - 24'd1;
-    // findRes: the lowest resource of the context whose PSNs hold the duplicate's PSN.
-    reg          f_hit;
-    reg  [RW-1:0] f_j;
-    reg  [23:0]  f_lo, f_hi;
-    integer      fj;
-    always @* begin
-        f_hit = 1'b0;
-        f_j = {RW{1'b0}};
-        for (fj = RD_RES - 1; fj >= 0; fj = fj - 1) begin
-            f_lo = h_psn - res_first[ix*RD_RES + fj];   // psnDiff(psn, first) >= 0: bit 23 clear
-            f_hi = h_psn - res_last[ix*RD_RES + fj];    // psnDiff(psn, last) <= 0
-            if (res_used[ix*RD_RES + fj] && !f_lo[23] && (f_hi == 24'd0 || f_hi[23])) begin
-                f_hit = 1'b1;
-                f_j = fj[RW-1:0];
-            end
-        end
-    end
-    wire [31:0]  f_e     = ix * RD_RES + {{(32-RW){1'b0}}, f_j};
+    // findRes: the lowest resource of the context whose PSNs hold the duplicate's PSN, found by a
+    // scan (S_DUP), one resource a cycle from the first (so one read port on the resources; a
+    // duplicate READ waits up to RD_RES cycles, a rare case).
+    reg  [RW-1:0] s_j;                                       // the resource the scan looks at
+    reg  [23:0]  d_first;                                    // the found one's first PSN
+    wire [31:0]  f_e     = ix * RD_RES + {{(32-RW){1'b0}}, s_j};
+    wire [23:0]  f_lo    = h_psn - res_first[f_e];           // psnDiff(psn, first) >= 0: bit 23 clear
+    wire [23:0]  f_hi    = h_psn - res_last[f_e];            // psnDiff(psn, last) <= 0
+    wire         f_hit   = state == S_DUP && res_used[f_e] && !f_lo[23] && (f_hi == 24'd0 || f_hi[23]);
+    wire         f_end   = s_j == RLAST;
     wire [63:0]  f_va    = res_va[f_e];
     wire [31:0]  f_len   = res_len[f_e];
     wire [23:0]  f_dl    = rd_last - res_last[f_e];
     // The duplicate must lie within the original: its VA range, R_Key, and its last PSN.
-    wire         dup_ok  = f_hit && h_va >= f_va && h_dlen <= f_len &&
+    wire         dup_ok  = h_va >= f_va && h_dlen <= f_len &&
                            {1'b0, h_va} + {33'd0, h_dlen} <= {1'b0, f_va} + {33'd0, f_len} &&
                            h_rkey == res_rkey[f_e] && (f_dl == 24'd0 || f_dl[23]);
+    wire         rd_dup  = f_hit && dup_ok;
 
     // The decision in S_DEC (one cycle after the header is taken).
     wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
     wire         rd_seq  = in_seq && !bad_seq && is_rd;
-    wire         rd_dup  = hit && !ctx_err[ix] && behind && is_rd && dup_ok;
     wire         go_kc   = (in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0) ||
-                           ((rd_seq || rd_dup) && h_dlen != 32'd0);
+                           (rd_seq && h_dlen != 32'd0);
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && is_wr && !go_kc) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd);
     // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
-    wire         rcommit = (state == S_DEC && (rd_seq || rd_dup) && h_dlen == 32'd0) ||
+    wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd);
     wire [31:0]  r_e     = ix * RD_RES + {{(32-RW){1'b0}}, ctx_rnext[ix]};
     wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
@@ -333,10 +338,10 @@ module hca_responder #(
                     end
                 end else if (behind) begin
                     if (is_rd) begin
-                        // A duplicate READ: replayed from its resource (rd_dup: through the key
-                        // check unless of length 0), else dropped silently (class D).
+                        // A duplicate READ: its resource looked for (S_DUP), then replayed from it
+                        // (through the key check unless of length 0), else dropped (class D).
                         cnt_dup <= sat(cnt_dup);
-                        if (rd_dup && go_kc) state <= S_KREQ;
+                        state <= S_DUP;
                     end else if (rd_atom) begin
                         cnt_todo <= sat(cnt_todo);
                     end else begin
@@ -355,6 +360,8 @@ module hca_responder #(
                     end
                 end
             end
+            S_DUP: if (f_hit) state <= (dup_ok && h_dlen != 32'd0) ? S_KREQ : S_XFER;
+                   else if (f_end) state <= S_XFER;
             S_KREQ: if (kc_req_ready) state <= S_KRSP;
             S_KRSP: if (kc_rsp_valid) state <= S_XFER;
             S_XFER: begin
@@ -415,6 +422,7 @@ module hca_responder #(
             end
         end
         S_DEC: begin
+            s_j <= {RW{1'b0}};
             p_psn <= h_psn;
             p_msn <= ctx_msn[ix];
             p_read <= 1'b0;
@@ -432,6 +440,10 @@ module hca_responder #(
                     p_syn <= SYN_INV;
                 end
             end
+        end
+        S_DUP: begin
+            s_j <= f_end ? s_j : s_j + {{(RW-1){1'b0}}, 1'b1};
+            if (f_hit) d_first <= res_first[f_e];
         end
         S_XFER: begin
             if (w_take) x_first <= 1'b0;
@@ -484,7 +496,7 @@ module hca_responder #(
                 res_rkey[r_e]  <= h_rkey;
             end else begin
                 p_msn <= ctx_msn[ix];
-                p_mid <= h_psn != res_first[f_e];
+                p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);
             end
         end
     end
