@@ -336,22 +336,30 @@ func (run *respRun) newRead(q *respQP) {
 }
 
 // dupRead sends a duplicate of one of q's past READs: the whole READ, or
-// the rest from its response j (PSN + j, VA + j MTUs, j MTUs fewer bytes:
-// a requester's resend after j responses), now and then with another R_Key
-// (no resource matches it: dropped).
+// (3 in 4 of several packets) from its response j: the rest (PSN + j, VA
+// + j MTUs, j MTUs fewer bytes: a requester's resend after j responses)
+// or, 1 in 3 of those, PSN + j with the whole READ's VA and length (its
+// responses would pass the READ's last PSN: dropped); 1 in 5 with another
+// R_Key (no resource matches it: dropped).
 func (run *respRun) dupRead(q *respQP) {
 	r := run.r
 	o := q.past[r.IntN(len(q.past))]
 	p := *o
-	if pk := hca.PacketCount(o.dlen, q.mtu); pk > 1 && r.IntN(2) == 0 {
+	if pk := hca.PacketCount(o.dlen, q.mtu); pk > 1 && r.IntN(4) != 0 {
 		j := 1 + r.IntN(pk-1)
 		p.psn = (o.psn + uint32(j)) & 0xffffff
-		p.va += uint64(j * q.mtu)
-		p.dlen -= uint32(j * q.mtu)
-		run.byKind["READ duplicate, partial"]++
+		if r.IntN(3) == 0 {
+			// Its PSN moved but not its VA and length: its responses
+			// would run past the READ's last PSN (dropped).
+			run.byKind["READ duplicate, past the last PSN"]++
+		} else {
+			p.va += uint64(j * q.mtu)
+			p.dlen -= uint32(j * q.mtu)
+			run.byKind["READ duplicate, partial"]++
+		}
 	}
-	if r.IntN(8) == 0 {
-		p.rkey ^= 0x100
+	if r.IntN(5) == 0 {
+		p.rkey ^= 0x100 // another R_Key: no resource matches (dropped)
 	}
 	run.send(q, &p)
 }
@@ -540,7 +548,7 @@ func (run *respRun) step(slot int) {
 		run.send(nil, &respPkt{qpn: q.qpn ^ uint32(1+r.IntN(1<<22))<<respQPNW, op: ib.RDMAWriteOnly, psn: q.next, pay: []byte{1}})
 		return
 	}
-	if len(q.past) > 0 && r.IntN(8) == 0 {
+	if len(q.past) > 0 && r.IntN(6) == 0 {
 		run.dupRead(q)
 		return
 	}
@@ -1093,11 +1101,11 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"every packet ahead NAKed", f, "if (ctx_naks[ix]) begin", "if (1'b0) begin"},
 		{"the sequence NAK with the packet's PSN", f, "p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];", "p_syn <= SYN_SEQ; p_psn <= h_psn;"},
 		{"a PSN behind compared without the modulo", f, "wire         behind = d[23];", "wire         behind = h_psn < ctx_epsn[ix];"},
-		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0)", "(state == S_KRSP && kc_rsp_valid)"},
+		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd)", "(state == S_KRSP && kc_rsp_valid && !is_rd)"},
 		{"the R_Key checked over the packet's bytes", f, "assign kc_req_len   = {32'd0, h_dlen};", "assign kc_req_len   = {51'd0, h_len};"},
-		{"the R_Key checked for REMOTE_READ", f, "assign kc_req_need  = 4'd2;", "assign kc_req_need  = 4'd4;"},
+		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : 4'd2", "4'd4"},
 		{"the R_Key checked in context 0's PD", f, "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
-		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0;", "has_reth;"},
+		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0) ||", "has_reth) ||"},
 		{"a key failure leaves the context out of ERR", f, "if (k_fail) begin\n                ctx_err[ix] <= 1'b1;\n", "if (k_fail) begin\n"},
 		{"a SEND inside a WRITE taken", f, "first == ctx_inmsg[ix] || (ctx_inmsg[ix] && is_send);", "first == ctx_inmsg[ix];"},
 		{"the first beat's lanes below the VA enabled", f, "(x_first ? ge_s : {64{1'b1}})", "{64{1'b1}}"},

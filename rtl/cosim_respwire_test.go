@@ -1049,7 +1049,7 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"a duplicate READ replayed past its READ's last PSN", f, "(f_dl == 24'd0 || f_dl[23])", "1'b1"},
 		{"a replay from inside the READ sent from FIRST", f, "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
 		{"a replay with the MSN after it", f, "p_msn <= ctx_msn[ix];\n                p_mid", "p_msn <= ctx_msn[ix] + 24'd1;\n                p_mid"},
-		{"the resource ring not advanced", f, "ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ?", "ctx_rnext[ix] <= 1'b1 ? ctx_rnext[ix] :"},
+		{"the resource ring not advanced", f, "ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};", "ctx_rnext[ix] <= ctx_rnext[ix];"},
 		{"READ requests not routed to the responder", rx, "wire         rq_req = wr_req || rd_req;", "wire         rq_req = wr_req;"},
 		{"a READ's RETH behind a GRH not from the second beat", rx, "p_grq   <= global && rq_reth;", "p_grq   <= global && wr_req && wr_reth;"},
 		{"a MIDDLE response with an AETH", atx, "wire             hs_aeth  = hs_op != 8'h0E;", "wire             hs_aeth  = 1'b1;"},
@@ -1078,4 +1078,4 @@ func TestResponderReadMutantsFail(t *testing.T) {
 }
 
 // respWireReadMutantSteps is the wired READ mutant runs' length.
-const respWireReadMutantSteps = 80
+const respWireReadMutantSteps = 120
