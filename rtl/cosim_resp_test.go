@@ -1183,14 +1183,17 @@ func TestResponderLint(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hca_responder.v"), []byte(PrimitiveSource("hca_responder.v")), 0o644))
-	for _, g := range [][]string{{"-GQPN_W=2", "-GACK_COALESCE=3"}, {"-GQPN_W=8", "-GACK_COALESCE=1024"}} {
+	// RD_RES: one resource, 16 (the default) and 255 (hca.max_rd_atomic's
+	// largest, not a power of two).
+	for _, g := range [][]string{{"-GQPN_W=2", "-GACK_COALESCE=3", "-GRD_RES=1"}, {"-GQPN_W=8", "-GACK_COALESCE=1024", "-GRD_RES=16"},
+		{"-GQPN_W=3", "-GACK_COALESCE=1", "-GRD_RES=255"}} {
 		out, err := runTool(ctx, dir, "verilator", append([]string{"--lint-only", "-Wall", "--top-module", "hca_responder"}, append(g, "hca_responder.v")...)...)
 		require.NoError(t, err)
 		assert.Empty(t, strings.TrimSpace(out), "verilator -Wall %v", g)
 	}
-	cells, flops, _, err := synthesize(ctx, dir, "stat.txt", "hca_responder", []Param{{"QPN_W", 2}, {"ACK_COALESCE", 3}})
+	cells, flops, _, err := synthesize(ctx, dir, "stat.txt", "hca_responder", []Param{{"QPN_W", 2}, {"ACK_COALESCE", 3}, {"RD_RES", 4}})
 	require.NoError(t, err)
-	t.Logf("hca_responder QPN_W 2: %d cells, %d flops", cells, flops)
+	t.Logf("hca_responder QPN_W 2, RD_RES 4: %d cells, %d flops", cells, flops)
 	assert.Positive(t, cells)
 	assert.Positive(t, flops)
 }
