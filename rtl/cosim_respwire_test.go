@@ -1042,6 +1042,7 @@ func TestResponderReadMutantsFail(t *testing.T) {
 	needTool(t, "iverilog", "vvp")
 	const f, rx, arb, atx = "hca_responder.v", "hca_rx_ack.v", "hca_share_arb.v", "hca_ack_tx.v"
 	for _, m := range []cosimMutant{
+		{"unmutated", "", "", ""}, // both runs pass: the failures below are the mutants'
 		{"a READ takes one PSN, not ceil(len / MTU)", f, "ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;", "ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;"},
 		{"a READ leaves the MSN", f, "ctx_msn[ix] <= ctx_msn[ix] + 24'd1;", "ctx_msn[ix] <= ctx_msn[ix];"},
 		{"a READ's R_Key checked for REMOTE_WRITE", f, "is_rd ? 4'd4 : 4'd2", "4'd2"},
@@ -1063,13 +1064,18 @@ func TestResponderReadMutantsFail(t *testing.T) {
 			t.Parallel()
 			replace := respMutated(t, m)
 			var diffs []string
-			if m.file == f {
+			if m.file == f || m.file == "" {
 				run := newRespRunReads(cosimSeeds[0], 3, 4)
 				run.fill(respMutantSteps)
 				diffs = run.check(runResp(t, context.Background(), t.TempDir(), run, 1, replace))
-			} else {
+			}
+			if m.file != f {
 				w := newRespWireReads(cosimSeeds[0], respWireReadMutantSteps, 4)
-				diffs = w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))
+				diffs = append(diffs, w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))...)
+			}
+			if m.file == "" {
+				assert.Empty(t, diffs, "the unmutated blocks")
+				return
 			}
 			require.NotEmpty(t, diffs, "the co-simulation passes with %s", m.name)
 			t.Logf("%s", diffs[0])
