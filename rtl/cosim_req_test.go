@@ -2287,11 +2287,14 @@ func TestRequesterMutantsFail(t *testing.T) {
 
 // newOther is a packet on rx_* that is not an ACKNOWLEDGE, for QP qpn or
 // another: a request for the responder (SEND, a WRITE's first packet of
-// several beats, a READ request, an atomic, UD's SEND), a response for the
+// several beats, a WRITE ONLY with immediate, an atomic, UD's SEND; no
+// READ request, which hca_responder answers with packets on tx_* that
+// these runs would take for the requester's: the READ's co-simulation is
+// cosim_respwire_test.go's), a response for the
 // requester (READ responses, an atomic ACK) or a CNP, which hca_rx_ack
 // does not act on yet; now and then with a GRH.
 func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
-	ops := []ib.Opcode{ib.SendOnly, ib.RDMAWriteFirst, ib.RDMAReadRequest, ib.CompareSwap, ib.UDSendOnly,
+	ops := []ib.Opcode{ib.SendOnly, ib.RDMAWriteFirst, ib.RDMAWriteOnlyImm, ib.CompareSwap, ib.UDSendOnly,
 		ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.AtomicAcknowledge, ib.CNP}
 	p := &ib.Packet{Opcode: ops[r.IntN(len(ops))], GRH: r.IntN(4) == 0, DLID: uint16(r.Uint32()), SLID: uint16(r.Uint32()),
 		DestQP: qpn, PSN: r.Uint32() & 0xFFFFFF, AckReq: r.IntN(2) == 0,
@@ -2319,9 +2322,11 @@ func otherToRequester(op ib.Opcode) bool {
 }
 
 // otherToResponder reports whether hca_rx_ack hands a packet of opcode op
-// to the responder (on rq_*): an RC RDMA WRITE without immediate.
+// to the responder (on rq_*): an RC RDMA WRITE without immediate or an
+// RDMA READ request.
 func otherToResponder(op ib.Opcode) bool {
-	return op == ib.RDMAWriteFirst || op == ib.RDMAWriteMiddle || op == ib.RDMAWriteLast || op == ib.RDMAWriteOnly
+	return op == ib.RDMAWriteFirst || op == ib.RDMAWriteMiddle || op == ib.RDMAWriteLast || op == ib.RDMAWriteOnly ||
+		op == ib.RDMAReadRequest
 }
 
 // otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on

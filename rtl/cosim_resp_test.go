@@ -53,12 +53,20 @@ type respPkt struct {
 	rkey   uint32
 	dlen   uint32
 	pd     uint32 // cfg: the QP's PD
+	mtu    int    // cfg: the QP's path MTU, bytes
 	pay    []byte // the payload
 }
 
 // respAck is an ACK or NAK as hca_responder gives it: its QP's QPN, PSN,
-// AETH syndrome and MSN.
-type respAck struct{ qpn, psn, syn, msn uint32 }
+// AETH syndrome and MSN; or a READ reply (rd bit 0; bit 1: a replay from
+// inside the READ, MIDDLE ... LAST), its responses from psn, n bytes at va,
+// the MSN their AETH carries.
+type respAck struct {
+	qpn, psn, syn, msn uint32
+	rd                 uint32
+	va                 uint64
+	n                  uint32
+}
 
 // respCounts are hca_responder's counters.
 type respCounts struct{ acks, naks, dup, seqDrop, errDrop, noQP, todo int }
@@ -74,6 +82,7 @@ type respQP struct {
 	msg  []*respPkt // the message being sent, its packets
 	pos  int        // the next of msg to send
 	lost bool       // a packet of msg was lost: resend from the expected PSN at its end
+	past []*respPkt // READ requests sent (the last 6), for duplicates
 }
 
 // respRun is one run: its key table, its QPs with their models, the
@@ -101,6 +110,47 @@ type respRun struct {
 	// noSend: no SEND inside a WRITE (hca_rx_ack hands only RDMA WRITEs to
 	// the responder: the wired run, cosim_respwire_test.go).
 	noSend bool
+	// reads: RDMA READ requests among the WRITEs (newRespRunReads), their
+	// regions readRegions (REMOTE_READ, never written), host memory there
+	// respMemByte's pattern.
+	reads       bool
+	readRegions []hca.MR
+	// out is the responder's packets in the model's order (its response
+	// queue, hca.Device.respond: the ACK or NAK, the READ reply's
+	// responses, then the flushed ACK), with the response payloads.
+	out []respOutPkt
+	// reads of the READ replies: each response's payload address and
+	// bytes, in order (the responder's host reads).
+	readAddrs [][2]uint64
+}
+
+// respOutPkt is one packet the responder sends: an ACK/NAK (ack) or a READ
+// response (rsp, its payload in it).
+type respOutPkt struct {
+	ack respAck
+	rsp *ib.Packet
+}
+
+// respMemByte is host memory's byte at a in the READ regions: a pattern
+// the testbenches compute the same way (the XOR of the address's four
+// low bytes, then 0xA5), so every byte depends on its address.
+func respMemByte(a uint64) byte {
+	return byte(a) ^ byte(a>>8) ^ byte(a>>16) ^ byte(a>>24) ^ 0xA5
+}
+
+// newRespRunReads is newRespRun with READ requests: three regions with
+// REMOTE_READ only, one per PD, away from the WRITE regions (their random
+// draws after the others', so newRespRun's runs are unchanged), and
+// maxRdAtomic responder resources per QP.
+func newRespRunReads(seed uint64, coalesce, maxRdAtomic int) *respRun {
+	run := newRespRun(seed, coalesce)
+	run.reads = true
+	run.cfg.MaxRdAtomic = maxRdAtomic
+	for i := range 3 {
+		base := uint64(0x3_0000_0000) + uint64(i)<<28 + uint64(run.r.IntN(1<<12))<<12
+		run.readRegions = append(run.readRegions, run.table.Register(run.pds[i], base, uint64(16384+run.r.IntN(1<<14)), hca.AccessRemoteRead))
+	}
+	return run
 }
 
 // newRespRun makes the key table: regions in three PDs, most with
@@ -143,7 +193,7 @@ func (run *respRun) config(slot int) {
 	}
 	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
 	run.qps[slot] = q
-	run.stream = append(run.stream, &respPkt{cfg: true, qpn: q.qpn, psn: q.next, pd: q.pd})
+	run.stream = append(run.stream, &respPkt{cfg: true, qpn: q.qpn, psn: q.next, pd: q.pd, mtu: q.mtu})
 }
 
 // region picks one of pd's regions with REMOTE_WRITE (0..7: each PD has
@@ -194,6 +244,10 @@ func (run *respRun) message(q *respQP, va uint64, rkey, n uint32) {
 // checked), or a wrong opcode.
 func (run *respRun) newMessage(q *respQP) {
 	r := run.r
+	if run.reads && r.IntN(3) == 0 {
+		run.newRead(q)
+		return
+	}
 	mr := run.region(q.pd)
 	n := uint32(r.IntN(3*q.mtu + 1))
 	if r.IntN(6) == 0 {
@@ -228,6 +282,86 @@ func (run *respRun) newMessage(q *respQP) {
 	case x == 3:
 		q.msg[0].op = ib.RDMAWriteLast
 	}
+}
+
+// newRead starts a READ request on q: from its PD's READ region, of 0
+// bytes, less than the MTU, exactly the MTU or up to three MTUs, at any
+// VA; 1 in 10 with a bad R_Key (a stale variant, a WRITE region without
+// REMOTE_READ, one byte past the end, another PD's region); 1 in 12 with
+// its PSN ahead of the requester's next (a PSN gap: one sequence NAK).
+func (run *respRun) newRead(q *respQP) {
+	r := run.r
+	mr := run.readRegions[pdIndex(run.pds, q.pd)]
+	var n uint32
+	switch r.IntN(5) {
+	case 0:
+		n = 0
+	case 1:
+		n = uint32(1 + r.IntN(q.mtu-1))
+	case 2:
+		n = uint32(q.mtu)
+	default:
+		n = uint32(q.mtu + 1 + r.IntN(2*q.mtu))
+	}
+	off := uint64(r.IntN(int(mr.Length) - int(n) + 1))
+	va, rkey := mr.Addr+off, mr.RKey
+	if n == 0 && r.IntN(2) == 0 {
+		va, rkey = 0, 0 // a zero-length READ need not name a region
+	}
+	switch x := r.IntN(40); {
+	case x == 0:
+		rkey ^= uint32(1 + r.IntN(255))
+	case x == 1:
+		o := run.region(q.pd)
+		va, rkey = o.Addr, o.RKey // REMOTE_WRITE only: access denied
+		n = max(n, 1)
+	case x == 2:
+		n = max(n, 1)
+		va = mr.Addr + mr.Length - uint64(n) + 1
+	case x == 3:
+		o := run.readRegions[(pdIndex(run.pds, q.pd)+1)%3]
+		va, rkey = o.Addr, o.RKey // another PD's
+		n = max(n, 1)
+	}
+	p := &respPkt{qpn: q.qpn, psn: q.next, op: ib.RDMAReadRequest, ackReq: r.IntN(2) == 0, va: va, rkey: rkey, dlen: n}
+	if r.IntN(12) == 0 {
+		p.psn = (q.next + uint32(1+r.IntN(2))) & 0xffffff // a PSN gap
+	}
+	q.msg, q.pos, q.lost = []*respPkt{p}, 0, false
+	q.next = (p.psn + uint32(hca.PacketCount(n, q.mtu))) & 0xffffff
+	q.past = append(q.past, p)
+	if len(q.past) > 6 {
+		q.past = q.past[1:]
+	}
+}
+
+// dupRead sends a duplicate of one of q's past READs: the whole READ, or
+// (3 in 4 of several packets) from its response j: the rest (PSN + j, VA
+// + j MTUs, j MTUs fewer bytes: a requester's resend after j responses)
+// or, 1 in 3 of those, PSN + j with the whole READ's VA and length (its
+// responses would pass the READ's last PSN: dropped); 1 in 5 with another
+// R_Key (no resource matches it: dropped).
+func (run *respRun) dupRead(q *respQP) {
+	r := run.r
+	o := q.past[r.IntN(len(q.past))]
+	p := *o
+	if pk := hca.PacketCount(o.dlen, q.mtu); pk > 1 && r.IntN(4) != 0 {
+		j := 1 + r.IntN(pk-1)
+		p.psn = (o.psn + uint32(j)) & 0xffffff
+		if r.IntN(3) == 0 {
+			// Its PSN moved but not its VA and length: its responses
+			// would run past the READ's last PSN (dropped).
+			run.byKind["READ duplicate, past the last PSN"]++
+		} else {
+			p.va += uint64(j * q.mtu)
+			p.dlen -= uint32(j * q.mtu)
+			run.byKind["READ duplicate, partial"]++
+		}
+	}
+	if r.IntN(5) == 0 {
+		p.rkey ^= 0x100 // another R_Key: no resource matches (dropped)
+	}
+	run.send(q, &p)
 }
 
 func pdIndex(pds []uint32, pd uint32) int {
@@ -288,6 +422,9 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 	case d < 0:
 		run.want.dup++
 		run.byKind["duplicate"]++
+		if cp.op == ib.RDMAReadRequest && !a.Read && !a.Ack {
+			run.byKind["READ duplicate dropped"]++
+		}
 	case a.Ack && a.AckSyn == hca.SynNAKAccess:
 		run.byKind["R_Key "+a.KeyResult.String()]++
 	case a.Ack && a.AckSyn == hca.SynNAKInvReq:
@@ -306,6 +443,9 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 	if a.Ack {
 		run.ack(q, a.AckSyn, a.AckPSN, a.MSN)
 	}
+	if a.Read {
+		run.reply(q, a)
+	}
 	if cp.gap {
 		if psn, msn, ok := q.resp.FlushAck(); ok {
 			run.byKind["flushed ACK"]++
@@ -314,8 +454,71 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 	}
 }
 
+// reply takes the READ reply a started, whole, as the device's transmit
+// side takes it from the response queue (hca.Device.nextReadResponse,
+// then ReadResponseSent): each response's fields from NextReadResponse,
+// its payload read from host memory at the reply's VA + the bytes before
+// it. The RTL's responder gives the reply as one entry on ack_*: its
+// first PSN, VA, length, the MSN its responses carry, and whether it is a
+// replay from inside the READ (its first response a MIDDLE or LAST).
+func (run *respRun) reply(q *respQP, a hca.RespAction) {
+	d := respAck{qpn: q.qpn, psn: a.ReadPSN, syn: hca.SynACKNoLimit, rd: 1, va: a.ReadVA, n: a.ReadLen}
+	off := uint64(0)
+	for i := 0; ; i++ {
+		p := &ib.Packet{}
+		_, more := q.resp.NextReadResponse(a.ReadRes, p)
+		if i == 0 {
+			d.msn = p.AETH.MSN
+			if p.Opcode == ib.RDMAReadResponseMiddle || p.Opcode == ib.RDMAReadResponseLast {
+				d.rd |= 2
+			}
+		}
+		p.Payload = make([]byte, p.PayloadLen)
+		for k := range p.Payload {
+			p.Payload[k] = respMemByte(a.ReadVA + off + uint64(k))
+		}
+		if p.PayloadLen > 0 {
+			run.readAddrs = append(run.readAddrs, [2]uint64{a.ReadVA + off, uint64(p.PayloadLen)})
+		}
+		off += uint64(p.PayloadLen)
+		q.resp.ReadResponseSent(a.ReadRes, p.PSN)
+		run.out = append(run.out, respOutPkt{ack: d, rsp: p})
+		if !more {
+			break
+		}
+	}
+	run.acks = append(run.acks, d)
+	run.ackAfter = append(run.ackAfter, run.writes)
+	switch {
+	case d.rd&2 != 0:
+		run.byKind["READ replay from inside"]++
+	case a.ReadLen == 0:
+		run.byKind["READ 0 bytes"]++
+	case int(a.ReadLen) < q.mtu:
+		run.byKind["READ < MTU"]++
+	case int(a.ReadLen) == q.mtu:
+		run.byKind["READ = MTU"]++
+	default:
+		run.byKind["READ > MTU"]++
+	}
+	if a.ReadVA%64 != 0 && a.ReadLen > 0 {
+		run.byKind["READ VA mod 64 > 0"]++
+	}
+}
+
+// mtuCode is IBA's path MTU code of mtu bytes (256: 1 ... 4096: 5).
+func mtuCode(mtu int) uint64 {
+	c := uint64(1)
+	for m := 256; m < mtu; m <<= 1 {
+		c++
+	}
+	return c
+}
+
 func (run *respRun) ack(q *respQP, syn uint8, psn, msn uint32) {
-	run.acks = append(run.acks, respAck{q.qpn, psn, uint32(syn), msn})
+	a := respAck{qpn: q.qpn, psn: psn, syn: uint32(syn), msn: msn}
+	run.acks = append(run.acks, a)
+	run.out = append(run.out, respOutPkt{ack: a})
 	run.ackAfter = append(run.ackAfter, run.writes)
 	if syn == hca.SynACKNoLimit {
 		run.want.acks++
@@ -343,6 +546,10 @@ func (run *respRun) step(slot int) {
 	if r.IntN(40) == 0 {
 		// The slot's index with other high bits: no context holds it.
 		run.send(nil, &respPkt{qpn: q.qpn ^ uint32(1+r.IntN(1<<22))<<respQPNW, op: ib.RDMAWriteOnly, psn: q.next, pay: []byte{1}})
+		return
+	}
+	if len(q.past) > 0 && r.IntN(6) == 0 {
+		run.dupRead(q)
 		return
 	}
 	if len(q.msg) > 0 && q.pos > 0 && r.IntN(15) == 0 {
@@ -415,7 +622,7 @@ func (run *respRun) write(t *testing.T, dir string) {
 		var w3, w2, w1, w0 uint64
 		if p.cfg {
 			w3 = 1<<60 | uint64(p.qpn)<<32 | uint64(p.psn)<<8
-			w0 = uint64(p.pd)
+			w0 = uint64(p.pd) | mtuCode(p.mtu)<<32
 		} else {
 			flags := uint64(0)
 			if p.gap {
@@ -503,7 +710,8 @@ func parseResp(t *testing.T, out string) *respResult {
 				wIdx = 0
 			}
 		case "A":
-			res.acks = append(res.acks, respAck{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4]))})
+			res.acks = append(res.acks, respAck{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4])),
+				uint32(hexU(f[5])), hexU(f[6]), uint32(hexU(f[7]))})
 			done := res.writes
 			if wIdx > 0 {
 				done-- // a write under way
@@ -587,6 +795,7 @@ func (run *respRun) check(res *respResult) []string {
 const respTB = "`timescale 1ns/1ps\n" + `
 module tb;
     parameter integer ACK_COALESCE = 1;
+    parameter integer RD_RES = 16;
     parameter integer SEED = 1;
     reg clk = 1'b0, rst_n = 1'b0;
     always #1 clk = ~clk;
@@ -618,10 +827,15 @@ module tb;
     wire [511:0] wr_data;
     wire [23:0] ack_qpn, ack_psn, ack_msn;
     wire [7:0] ack_syn;
+    wire ack_read, ack_mid;
+    wire [63:0] ack_va;
+    wire [31:0] ack_len;
+    wire [2:0] ack_mtu;
     wire [15:0] c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo;
-    hca_responder #(.QPN_W(` + "2" + `), .ACK_COALESCE(ACK_COALESCE)) dut (
+    hca_responder #(.QPN_W(` + "2" + `), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) dut (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[247:224]), .cfg_psn(e[223:200]), .cfg_pd(e[31:0]),
+        .cfg_mtu(e[34:32]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(e[247:224]), .rq_psn(e[223:200]), .rq_op(e[199:192]),
         .rq_ackreq(e[249]), .rq_va(e[127:64]), .rq_rkey(e[63:32]), .rq_dlen(e[159:128]), .rq_len(e[172:160]),
         .pd_valid(pd_valid), .pd_data(blk[bi]), .pd_ready(pd_ready),
@@ -630,6 +844,7 @@ module tb;
         .kc_rsp_valid(kc_rsp_valid), .kc_rsp_ready(kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
         .wr_valid(wr_valid), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be), .wr_ready(rnd_wr),
         .ack_valid(ack_valid), .ack_ready(rnd_ack), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn), .ack_msn(ack_msn),
+        .ack_read(ack_read), .ack_va(ack_va), .ack_len(ack_len), .ack_mtu(ack_mtu), .ack_mid(ack_mid),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     hca_key_check #(.TAG_W(1), .CACHE_ENTRIES(0)) kc (
@@ -669,7 +884,8 @@ module tb;
         end else if (mpt_busy && lat == 0) mpt_busy <= 1'b0;
         else if (mpt_busy) lat <= lat - 1;
         if (wr_valid && rnd_wr) $display("W %h %h %h %h", wr_addr, wr_len, wr_be, wr_data);
-        if (ack_valid && rnd_ack) $display("A %h %h %h %h", ack_qpn, ack_psn, ack_syn, ack_msn);
+        if (ack_valid && rnd_ack) $display("A %h %h %h %h %h %h %h", ack_qpn, ack_psn, ack_syn, ack_msn,
+                                           {ack_mid, ack_read}, ack_read ? ack_va : 64'd0, ack_read ? ack_len : 32'd0);
         idle <= (!more && rq_ready && !ack_valid) ? idle + 1 : 0;
         if (idle == 8) begin
             if (bi != nb) $display("BLOCKS taken %0d of %0d", bi, nb);
@@ -712,7 +928,8 @@ func runResp(t *testing.T, ctx context.Context, dir string, run *respRun, seed u
 	files := writeRespBench(t, dir, replace)
 	run.write(t, dir)
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp",
-		fmt.Sprintf("-Ptb.ACK_COALESCE=%d", run.coalesce), fmt.Sprintf("-Ptb.SEED=%d", seed)}, files...)...)
+		fmt.Sprintf("-Ptb.ACK_COALESCE=%d", run.coalesce), fmt.Sprintf("-Ptb.RD_RES=%d", run.cfg.MaxRdAtomic),
+		fmt.Sprintf("-Ptb.SEED=%d", seed)}, files...)...)
 	require.NoError(t, err)
 	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(run.stream)), fmt.Sprintf("+nb=%d", run.blocks))
 	require.NoError(t, err)
@@ -809,16 +1026,16 @@ func TestResponderDirectedCosim(t *testing.T) {
 	run, a, p, q := respDirected(cosimSeeds[0])
 	at := func(k uint32) uint32 { return (p + k) & 0xffffff }
 	want := []respAck{
-		{a, at(0), 0x1F, 1},                 // 1: ONLY at P, AckReq: ACK P, one message done
-		{a, at(3), 0x1F, 2},                 // 2: P+1..P+3, AckReq on the LAST: ACK P+3, MSN 2
-		{a, at(3), 0x1F, 2},                 // 3: P again: a duplicate, ACK the expected PSN - 1 = P+3
-		{a, at(4), 0x60, 2},                 // 4: MIDDLE P+5 with P+4 expected: one sequence NAK for P+4 (the LAST P+6 dropped)
-		{a, at(6), 0x1F, 3},                 //    the resend P+4..P+6: ACK P+6, MSN 3
-		{a, at(7), 0x62, 3},                 // 5: a stale R_Key at P+7: remote access error (P+8 dropped in ERR)
-		{a, q[0], 0x62, 0},                  // 6: one byte past the region, a new QP at Q1: remote access error (the MIDDLE and LAST dropped)
-		{a, q[1], 0x62, 0},                  // 7: another PD's region
-		{a, q[2], 0x61, 0},                  // 8: a MIDDLE outside a message: invalid request
-		{a, (q[3] + 1) & 0xffffff, 0x61, 0}, // 9: the SEND MIDDLE at Q4+1: invalid request
+		{a, at(0), 0x1F, 1, 0, 0, 0},                 // 1: ONLY at P, AckReq: ACK P, one message done
+		{a, at(3), 0x1F, 2, 0, 0, 0},                 // 2: P+1..P+3, AckReq on the LAST: ACK P+3, MSN 2
+		{a, at(3), 0x1F, 2, 0, 0, 0},                 // 3: P again: a duplicate, ACK the expected PSN - 1 = P+3
+		{a, at(4), 0x60, 2, 0, 0, 0},                 // 4: MIDDLE P+5 with P+4 expected: one sequence NAK for P+4 (the LAST P+6 dropped)
+		{a, at(6), 0x1F, 3, 0, 0, 0},                 //    the resend P+4..P+6: ACK P+6, MSN 3
+		{a, at(7), 0x62, 3, 0, 0, 0},                 // 5: a stale R_Key at P+7: remote access error (P+8 dropped in ERR)
+		{a, q[0], 0x62, 0, 0, 0, 0},                  // 6: one byte past the region, a new QP at Q1: remote access error (the MIDDLE and LAST dropped)
+		{a, q[1], 0x62, 0, 0, 0, 0},                  // 7: another PD's region
+		{a, q[2], 0x61, 0, 0, 0, 0},                  // 8: a MIDDLE outside a message: invalid request
+		{a, (q[3] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 9: the SEND MIDDLE at Q4+1: invalid request
 	}
 	assert.Equal(t, want, run.acks, "the model's ACKs and NAKs")
 	// Dropped in ERR: P+8 (5), the MIDDLE and LAST (6), the LAST (9).
@@ -884,11 +1101,11 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"every packet ahead NAKed", f, "if (ctx_naks[ix]) begin", "if (1'b0) begin"},
 		{"the sequence NAK with the packet's PSN", f, "p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];", "p_syn <= SYN_SEQ; p_psn <= h_psn;"},
 		{"a PSN behind compared without the modulo", f, "wire         behind = d[23];", "wire         behind = h_psn < ctx_epsn[ix];"},
-		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0)", "(state == S_KRSP && kc_rsp_valid)"},
+		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd)", "(state == S_KRSP && kc_rsp_valid && !is_rd)"},
 		{"the R_Key checked over the packet's bytes", f, "assign kc_req_len   = {32'd0, h_dlen};", "assign kc_req_len   = {51'd0, h_len};"},
-		{"the R_Key checked for REMOTE_READ", f, "assign kc_req_need  = 4'd2;", "assign kc_req_need  = 4'd4;"},
+		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : 4'd2", "4'd4"},
 		{"the R_Key checked in context 0's PD", f, "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
-		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0;", "has_reth;"},
+		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0) ||", "has_reth) ||"},
 		{"a key failure leaves the context out of ERR", f, "if (k_fail) begin\n                ctx_err[ix] <= 1'b1;\n", "if (k_fail) begin\n"},
 		{"a SEND inside a WRITE taken", f, "first == ctx_inmsg[ix] || (ctx_inmsg[ix] && is_send);", "first == ctx_inmsg[ix];"},
 		{"the first beat's lanes below the VA enabled", f, "(x_first ? ge_s : {64{1'b1}})", "{64{1'b1}}"},
@@ -966,14 +1183,46 @@ func TestResponderLint(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hca_responder.v"), []byte(PrimitiveSource("hca_responder.v")), 0o644))
-	for _, g := range [][]string{{"-GQPN_W=2", "-GACK_COALESCE=3"}, {"-GQPN_W=8", "-GACK_COALESCE=1024"}} {
+	// RD_RES: one resource, 16 (the default) and 255 (hca.max_rd_atomic's
+	// largest, not a power of two).
+	for _, g := range [][]string{{"-GQPN_W=2", "-GACK_COALESCE=3", "-GRD_RES=1"}, {"-GQPN_W=8", "-GACK_COALESCE=1024", "-GRD_RES=16"},
+		{"-GQPN_W=3", "-GACK_COALESCE=1", "-GRD_RES=255"}} {
 		out, err := runTool(ctx, dir, "verilator", append([]string{"--lint-only", "-Wall", "--top-module", "hca_responder"}, append(g, "hca_responder.v")...)...)
 		require.NoError(t, err)
 		assert.Empty(t, strings.TrimSpace(out), "verilator -Wall %v", g)
 	}
-	cells, flops, _, err := synthesize(ctx, dir, "stat.txt", "hca_responder", []Param{{"QPN_W", 2}, {"ACK_COALESCE", 3}})
+	cells, flops, _, err := synthesize(ctx, dir, "stat.txt", "hca_responder", []Param{{"QPN_W", 2}, {"ACK_COALESCE", 3}, {"RD_RES", 4}})
 	require.NoError(t, err)
-	t.Logf("hca_responder QPN_W 2: %d cells, %d flops", cells, flops)
+	t.Logf("hca_responder QPN_W 2, RD_RES 4: %d cells, %d flops", cells, flops)
 	assert.Positive(t, cells)
 	assert.Positive(t, flops)
+}
+
+// TestResponderReadCosim: random streams with RDMA READ requests among
+// the WRITEs (newRespRunReads: 0 bytes, under, at and over the MTU, any
+// VA, bad R_Keys, PSN gaps, whole and partial duplicates of the last six
+// READs) through the model and hca_responder with RD_RES 4 responder
+// resources (hca.max_rd_atomic 4, so older READs' resources are recycled
+// and their duplicates dropped): the READ replies on ack_* (first PSN, VA,
+// length, MSN, replay from inside) in order with the ACKs and NAKs, the
+// host bytes and the counters equal the model's. ACK_COALESCE 3 and 1.
+func TestResponderReadCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	kinds := map[string]int{}
+	for i, seed := range cosimSeeds[:2] {
+		run := newRespRunReads(seed, []int{3, 1}[i], 4)
+		run.fill(respSteps)
+		res := runResp(t, context.Background(), t.TempDir(), run, seed, nil)
+		assert.Empty(t, run.check(res), "seed %d", seed)
+		t.Logf("seed %d: %d entries, %d cycles, %d wr0 writes, %d ACKs/NAKs/replies; %v",
+			seed, len(run.stream), res.cycles, res.writes, len(res.acks), run.byKind)
+		for k, n := range run.byKind {
+			kinds[k] += n
+		}
+	}
+	for _, k := range []string{"READ 0 bytes", "READ < MTU", "READ = MTU", "READ > MTU", "READ VA mod 64 > 0",
+		"READ replay from inside", "READ duplicate, partial", "READ duplicate dropped", "duplicate", "ahead, NAK", "R_Key access_denied", "written (VA mod 64 > 0)"} {
+		assert.Positive(t, kinds[k], "decisions of kind %q", k)
+	}
 }

@@ -67,6 +67,9 @@ type respWire struct {
 	keys   []respWireKey
 	grh    int      // WRITE packets with a GRH
 	sq     [][]byte // the requester's packets on its transmit port, whole beats
+	// rdq: the requester's stand-in reads through rd1 (address, length):
+	// of the READ regions' pattern, so the testbench checks each block.
+	rdq [][2]uint64
 }
 
 // respWirePath is the path hca_ack_tx addresses a QP's ACKs with (the
@@ -89,7 +92,22 @@ func ackWire(a respAck) []byte {
 }
 
 func newRespWire(seed uint64, steps int) *respWire {
-	run := newRespRun(seed, 1)
+	return newRespWireRun(newRespRun(seed, 1), seed, steps)
+}
+
+// newRespWireReads is a wired run with READ requests (newRespRunReads,
+// maxRdAtomic resources) and the requester's stand-in reading through rd1.
+func newRespWireReads(seed uint64, steps, maxRdAtomic int) *respWire {
+	w := newRespWireRun(newRespRunReads(seed, 1, maxRdAtomic), seed, steps)
+	for range steps / 2 {
+		mr := w.run.readRegions[w.r.IntN(3)]
+		n := uint64(1 + w.r.IntN(600))
+		w.rdq = append(w.rdq, [2]uint64{mr.Addr + uint64(w.r.IntN(int(mr.Length)-int(n))), n})
+	}
+	return w
+}
+
+func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 	run.noSend = true
 	run.fill(steps)
 	w := &respWire{run: run, r: rand.New(rand.NewPCG(seed, 0x3172))}
@@ -116,7 +134,7 @@ func newRespWire(seed uint64, steps int) *respWire {
 	for _, p := range run.stream {
 		if p.cfg {
 			dlid, slid, sl, vl, rqpn := respWirePath(p.qpn)
-			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%04x%04x%x%06x%x%092x", p.qpn, p.psn, p.pd, dlid, slid, sl, rqpn, vl<<3, 0))
+			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%04x%04x%x%06x%x%x%091x", p.qpn, p.psn, p.pd, dlid, slid, sl, rqpn, vl<<3, mtuCode(p.mtu), 0))
 			continue
 		}
 		if r.IntN(3) == 0 {
@@ -138,10 +156,10 @@ func newRespWire(seed uint64, steps int) *respWire {
 		}
 		if r.IntN(12) == 0 {
 			// A request the responder does not take yet: dropped on not_req.
-			op := []ib.Opcode{ib.SendOnly, ib.RDMAReadRequest, ib.RDMAWriteOnlyImm, ib.SendFirst}[r.IntN(4)]
+			op := []ib.Opcode{ib.SendOnly, ib.CompareSwap, ib.RDMAWriteOnlyImm, ib.SendFirst}[r.IntN(4)]
 			q := &ib.Packet{Opcode: op, DLID: respWireLID, GRH: r.IntN(4) == 0, DestQP: p.qpn, PSN: p.psn,
 				RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: 64}}
-			if op != ib.RDMAReadRequest {
+			if op != ib.CompareSwap {
 				q.PayloadLen = 1 + r.IntN(200)
 				q.Payload = make([]byte, q.PayloadLen)
 			}
@@ -204,6 +222,14 @@ func (w *respWire) write(t *testing.T, dir string) {
 		}
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sq.hex"), []byte(sb.String()), 0o644))
+	var qb strings.Builder
+	for _, q := range w.rdq {
+		fmt.Fprintf(&qb, "%016x%016x\n", q[0], q[1])
+	}
+	if qb.Len() == 0 {
+		qb.WriteString("0\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rdq.hex"), []byte(qb.String()), 0o644))
 	w.run.write(t, dir) // mpt.hex (and the block run's files, unused)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rx.hex"), []byte(strings.Join(w.ents, "\n")+"\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kreq.hex"), []byte(kb.String()), 0o644))
@@ -223,14 +249,30 @@ func (w *respWire) write(t *testing.T, dir string) {
 const respWireTB = "`timescale 1ns/1ps\n" + `
 module tb;
     parameter integer SEED = 1;
+    parameter integer RD_RES = 16;
     reg clk = 1'b0, rst_n = 1'b0;
     always #1 clk = ~clk;
     reg [519:0] ent [0:65535];
+    reg [127:0] rdq [0:1023];
+    // Host memory in the READ regions (respMemByte): each byte from its address.
+    function [511:0] pat;
+        input [63:0] a;
+        integer k;
+        reg [63:0] x;
+        begin
+            for (k = 0; k < 64; k = k + 1) begin
+                x = a + k;
+                pat[511-8*k -: 8] = x[7:0] ^ x[15:8] ^ x[23:16] ^ x[31:24] ^ 8'hA5;
+            end
+        end
+    endfunction
     reg [519:0] sq [0:1023];
     reg [255:0] kreq [0:1023];
     reg [255:0] mpt [0:63];
     integer ne, nk, ns, ei, ki, rk, si, cyc, idle, hold, seed, lat, stall, perr;
     reg rnd_rx, rnd_wr, rnd_mpt, rnd_ra, rnd_k, rnd_kr, rnd_pick, rnd_vl, rnd_tx, rnd_c0, rnd_c1, rnd_s, rnd_s16;
+    reg rnd_dq, rnd_dr, rnd_q;
+    wire at_busy;
     wire [519:0] e = ent[ei];
     wire more = ei < ne;
     wire is_cfg = e[519:516] == 4'd1;
@@ -264,7 +306,7 @@ module tb;
         .pkey_viol(x_pkey), .mcast_drop(x_mc));
     // ---- the responder ----
     // A context write waits while an ACK waits in the responder's register (hca_transport's cfg_free).
-    wire cfg_valid = more && is_cfg && hold == 0 && !r_ack_valid;
+    wire cfg_valid = more && is_cfg && hold == 0 && !r_ack_valid && !at_busy;
     wire cfg_ready;
     wire b_kc_req_valid, b_kc_req_ready, b_kc_rsp_valid, b_kc_rsp_ready;
     wire [31:0] b_kc_req_key, b_kc_req_pd;
@@ -279,9 +321,14 @@ module tb;
     wire [7:0] r_ack_syn;
     wire [15:0] c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo;
     wire [2:0] kc_rsp_result;
-    hca_responder #(.QPN_W(2), .ACK_COALESCE(1)) resp (
+    wire r_ack_read, r_ack_mid;
+    wire [63:0] r_ack_va;
+    wire [31:0] r_ack_len;
+    wire [2:0] r_ack_mtu;
+    hca_responder #(.QPN_W(2), .ACK_COALESCE(1), .RD_RES(RD_RES)) resp (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[511:488]), .cfg_psn(e[487:464]), .cfg_pd(e[463:432]),
+        .cfg_mtu(e[366:364]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -290,6 +337,7 @@ module tb;
         .kc_rsp_valid(b_kc_rsp_valid), .kc_rsp_ready(b_kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
+        .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     // ---- the requester's stand-in: READ responses to wr0, key checks ----
@@ -316,6 +364,23 @@ module tb;
     wire [63:0] wr_addr, wr_be;
     wire [15:0] wr_len;
     wire [511:0] wr_data;
+    integer qi, nq, qo_n, qo_w, qo_r, qo_i, qerr, qblk;
+    // ---- DMA client rd1: requests queued (random ready), answered in order, one block a beat at
+    // random, each block host memory's pattern at its address ----
+    wire rd_valid, b_rd_valid, b_rd_ready, b_rd_rsp, qa_ready, qa_rsp;
+    wire [63:0] rd_addr, b_rd_addr;
+    wire [15:0] rd_len, b_rd_len;
+    reg  [63:0] dq_addr [0:31];
+    reg  [10:0] dq_blk [0:31];
+    integer dq_n, dq_w, dq_r, dq_i;
+    wire rd_ready = rnd_dq && dq_n < 32;
+    wire rd_rsp = dq_n > 0 && rnd_dr;
+    wire [511:0] rd_data = pat(dq_addr[dq_r % 32] + 64 * dq_i);
+    // The requester's stand-in reads (rdq.hex: [127:64] address, [15:0] length), checked block by block.
+    wire [127:0] qe = rdq[qi];
+    wire qa_valid = qi < nq && rnd_q && qo_n < 32;
+    reg  [63:0] qo_addr [0:31];
+    reg  [10:0] qo_blk [0:31];
     hca_share_arb arb (
         .clk(clk), .rst_n(rst_n),
         .a_kc_req_valid(ka_valid), .a_kc_req_ready(a_kc_req_ready), .a_kc_req_key(kq[223:192]),
@@ -331,7 +396,12 @@ module tb;
         .a_wr_data(pd_data), .a_wr_be(a_wr_be),
         .b_wr_valid(b_wr_valid), .b_wr_ready(b_wr_ready), .b_wr_addr(b_wr_addr), .b_wr_len(b_wr_len),
         .b_wr_data(b_wr_data), .b_wr_be(b_wr_be),
-        .wr_valid(wr_valid), .wr_ready(rnd_wr), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be));
+        .wr_valid(wr_valid), .wr_ready(rnd_wr), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be),
+        .a_rd_req_valid(qa_valid), .a_rd_req_ready(qa_ready), .a_rd_req_addr(qe[127:64]), .a_rd_req_len(qe[15:0]),
+        .a_rd_rsp_valid(qa_rsp),
+        .b_rd_req_valid(b_rd_valid), .b_rd_req_ready(b_rd_ready), .b_rd_req_addr(b_rd_addr), .b_rd_req_len(b_rd_len),
+        .b_rd_rsp_valid(b_rd_rsp),
+        .rd_req_valid(rd_valid), .rd_req_ready(rd_ready), .rd_req_addr(rd_addr), .rd_req_len(rd_len), .rd_rsp_valid(rd_rsp));
     // ---- the transmit port: hca_ack_tx between the responder's ACKs, the requester's stand-in
     // (sq.hex: [519:516] VL, [513] sop, [512] eop, [511:0] a beat) and the port (random credits,
     // picks and ready) ----
@@ -339,7 +409,7 @@ module tb;
     reg  s_send;
     // Its head offered one cycle in two while an ACK waits in hca_ack_tx, one in sixteen else, so
     // that both often offer at once (the stimulus looks at the ACK; the block does not).
-    wire [1:0] r_vl_waiting = (si < ns && !s_send && sb[513] && (ack.a_valid ? rnd_s : rnd_s16)) ?
+    wire [1:0] r_vl_waiting = (si < ns && !s_send && sb[513] && (ack.q_pkts != 8'd0 ? rnd_s : rnd_s16)) ?
                               (sb[516] ? 2'b10 : 2'b01) : 2'b00;
     wire r_pick_valid, r_tx_ready;
     wire r_pick_taken = r_vl_waiting != 2'b00 && r_pick_valid && tx_pick_vl == sb[516];
@@ -353,9 +423,12 @@ module tb;
     hca_ack_tx #(.QPN_W(2), .VLS(2), .VL_W(1)) ack (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid && cfg_ready), .cfg_qpn(e[511:488]), .cfg_dlid(e[431:416]), .cfg_slid(e[415:400]),
-        .cfg_sl(e[399:396]), .cfg_vl(e[371]), .cfg_rqpn(e[395:372]),
+        .cfg_sl(e[399:396]), .cfg_vl(e[371]), .cfg_rqpn(e[395:372]), .busy(at_busy),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn),
-        .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
+        .ack_syn(r_ack_syn), .ack_msn(r_ack_msn), .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len),
+        .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid),
+        .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
+        .rd_rsp_valid(b_rd_rsp), .rd_rsp_data(rd_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
         .r_tx_valid(r_tx_valid), .r_tx_data(sb[511:0]), .r_tx_sop(sb[513]), .r_tx_eop(sb[512]), .r_tx_vl(sb[516]),
         .r_tx_ready(r_tx_ready),
@@ -377,6 +450,10 @@ module tb;
         if (!$value$plusargs("ne=%d", ne)) ne = 0;
         if (!$value$plusargs("nk=%d", nk)) nk = 0;
         if (!$value$plusargs("ns=%d", ns)) ns = 0;
+        if (!$value$plusargs("nq=%d", nq)) nq = 0;
+        $readmemh("rdq.hex", rdq);
+        dq_n = 0; dq_w = 0; dq_r = 0; dq_i = 0; qi = 0; qo_n = 0; qo_w = 0; qo_r = 0; qo_i = 0; qerr = 0; qblk = 0;
+        rnd_dq = 1'b0; rnd_dr = 1'b0; rnd_q = 1'b0;
         seed = SEED;
         $readmemh("rx.hex", ent);
         $readmemh("kreq.hex", kreq);
@@ -400,6 +477,35 @@ module tb;
         rnd_c1  <= ($random(seed) & 7) != 0;
         rnd_s   <= ($random(seed) & 1) != 0;
         rnd_s16 <= ($random(seed) & 15) == 0;
+        rnd_dq  <= ($random(seed) & 3) != 0;
+        rnd_dr  <= ($random(seed) & 3) != 0;
+        rnd_q   <= ($random(seed) & 15) == 0;
+        // rd1: each request taken (D client address length), each block answered in order.
+        if (rd_valid && rd_ready) begin
+            $display("D %0d %h %h", arb.r_pick, rd_addr, rd_len);
+            dq_addr[dq_w % 32] = {rd_addr[63:6], 6'd0};
+            dq_blk[dq_w % 32] = rd_len == 16'd0 ? 11'd1024 : (rd_len + 16'd63) >> 6;
+            dq_w = dq_w + 1;
+        end
+        if (rd_rsp) begin
+            if (dq_i + 1 == dq_blk[dq_r % 32]) begin dq_i = 0; dq_r = dq_r + 1; end
+            else dq_i = dq_i + 1;
+        end
+        dq_n = dq_w - dq_r;
+        // The requester's stand-in: its reads issued, each block it gets compared with the pattern.
+        if (qa_valid && qa_ready) begin
+            qo_addr[qo_w % 32] = {qe[127:70], 6'd0};
+            qo_blk[qo_w % 32] = (qe[15:0] + 16'd63) >> 6;
+            qo_w = qo_w + 1;
+            qi <= qi + 1;
+        end
+        if (qa_rsp) begin
+            qblk = qblk + 1;
+            if (rd_data != pat(qo_addr[qo_r % 32] + 64 * qo_i)) qerr = qerr + 1;
+            if (qo_i + 1 == qo_blk[qo_r % 32]) begin qo_i = 0; qo_r = qo_r + 1; end
+            else qo_i = qo_i + 1;
+        end
+        qo_n = qo_w - qo_r;
         rnd_mpt <= ($random(seed) & 1) != 0;
         rnd_ra  <= ($random(seed) & 3) != 0;
         rnd_k   <= ($random(seed) & 7) == 0;
@@ -436,7 +542,8 @@ module tb;
             ki <= ki + 1; ka_wait <= 1'b0;
         end
         if (wr_valid && rnd_wr) $display("W %0d %h %h %h %h", b_wr_ready, wr_addr, wr_len, wr_be, wr_data);
-        if (r_ack_valid && r_ack_ready) $display("A %h %h %h %h", r_ack_qpn, r_ack_psn, r_ack_syn, r_ack_msn);
+        if (r_ack_valid && r_ack_ready) $display("A %h %h %h %h %h %h %h", r_ack_qpn, r_ack_psn, r_ack_syn, r_ack_msn,
+                                                 {r_ack_mid, r_ack_read}, r_ack_read ? r_ack_va : 64'd0, r_ack_read ? r_ack_len : 32'd0);
         // The requester's stand-in: its head offered on its VL, sent whole once committed.
         if (r_tx_valid && r_tx_ready) begin
             si <= si + 1;
@@ -446,20 +553,21 @@ module tb;
         // offered it, and who took it (1: the ACK). An ACK sent on a VL without credits is an error.
         if (tx_valid && rnd_tx) $display("T %0d %0d %0d %h", tx_vl, tx_sop, tx_eop, tx_data);
         if (tx_pick_taken) begin
-            $display("P %0d %0d %0d %0d", tx_pick_vl, ack.a_offer && ack.a_vl == tx_pick_vl, r_vl_waiting[tx_pick_vl], ack.a_commit);
-            if (ack.a_commit && tx_vl_credit[tx_pick_vl*12 +: 12] == 12'd0) perr = perr + 1;
+            $display("P %0d %0d %0d %0d", tx_pick_vl, ack.a_offer && ack.head_vl == tx_pick_vl, r_vl_waiting[tx_pick_vl], ack.a_commit);
+            if (ack.a_commit && tx_vl_credit[tx_pick_vl*12 +: 12] < ack.head_blks) perr = perr + 1;
         end
         idle <= (!more && rq_ready && !rq_valid && !rx.c_valid && !ack_valid && !r_busy && !r_ack_valid &&
-                 ki == nk && !ack.a_valid && si == ns) ? idle + 1 : 0;
+                 ki == nk && !at_busy && ack.q_count == 8'd0 && si == ns && qi == nq && qo_n == 0 && dq_n == 0) ? idle + 1 : 0;
         if (idle == 8) begin
             $display("C %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d", c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo,
                      x_notreq, x_icrc + x_hdr + x_pkey + x_mc, x_rsp, x_nak);
             $display("PERR %0d", perr);
+            $display("Q %0d %0d", qblk, qerr);
             $display("DONE %0d", cyc);
             $finish;
         end
         // A watchdog: 20000 cycles without a beat taken on rx_* or wr0, an ACK or a key check answered.
-        stall <= ((rx_valid && rx_ready) || (wr_valid && rnd_wr) || (tx_valid && rnd_tx) || a_kc_rsp_valid) ? 0 : stall + 1;
+        stall <= ((rx_valid && rx_ready) || (wr_valid && rnd_wr) || (tx_valid && rnd_tx) || a_kc_rsp_valid || rd_rsp) ? 0 : stall + 1;
         if (stall > 20000) begin
             $display("TIMEOUT at entry %0d of %0d, key check %0d of %0d", ei, ne, ki, nk);
             $finish;
@@ -469,7 +577,7 @@ endmodule
 `
 
 // respWireFiles are the sources besides tb.v.
-var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v",
+var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "hca_tx_assemble.v",
 	"onehot_encode.v", "hca_key_check.v"}
 
 // respWireResult is the testbench's log, read back.
@@ -485,6 +593,9 @@ type respWireResult struct {
 	tx       []respWireBeat // the beats on tx_*
 	picks    [][4]int       // P: VL, the ACK offered it, the requester offered it, the ACK took it
 	perr     int            // ACKs sent on a VL without credits
+	reads    [][3]uint64    // D: rd1 requests taken: client (1 the responder), address, length
+	qblk     int            // blocks the requester's stand-in got through rd1
+	qerr     int            // of them, not host memory's bytes at their address
 }
 
 // respWireBeat is one beat taken on tx_*.
@@ -519,10 +630,11 @@ func runRespWire(t *testing.T, ctx context.Context, dir string, w *respWire, see
 		files = append(files, f)
 	}
 	w.write(t, dir)
-	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp", fmt.Sprintf("-Ptb.SEED=%d", seed)}, files...)...)
+	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp", fmt.Sprintf("-Ptb.SEED=%d", seed),
+		fmt.Sprintf("-Ptb.RD_RES=%d", w.run.cfg.MaxRdAtomic)}, files...)...)
 	require.NoError(t, err)
 	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(w.ents)), fmt.Sprintf("+nk=%d", len(w.keys)),
-		fmt.Sprintf("+ns=%d", w.sqBeats()))
+		fmt.Sprintf("+ns=%d", w.sqBeats()), fmt.Sprintf("+nq=%d", len(w.rdq)))
 	require.NoError(t, err)
 	return parseRespWire(t, out)
 }
@@ -575,7 +687,8 @@ func parseRespWire(t *testing.T, out string) *respWireResult {
 				wIdx = 0
 			}
 		case "A":
-			res.resp.acks = append(res.resp.acks, respAck{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4]))})
+			res.resp.acks = append(res.resp.acks, respAck{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4])),
+				uint32(hexU(f[5])), hexU(f[6]), uint32(hexU(f[7]))})
 			d := res.resp.writes
 			if wIdx > 0 && wClient == 1 {
 				d-- // a write under way
@@ -601,6 +714,12 @@ func parseRespWire(t *testing.T, out string) *respWireResult {
 			res.picks = append(res.picks, p)
 		case "PERR":
 			res.perr, _ = strconv.Atoi(f[1])
+		case "D":
+			c, _ := strconv.Atoi(f[1])
+			res.reads = append(res.reads, [3]uint64{uint64(c), hexU(f[2]), hexU(f[3])})
+		case "Q":
+			res.qblk, _ = strconv.Atoi(f[1])
+			res.qerr, _ = strconv.Atoi(f[2])
 		case "C":
 			var c [11]int
 			for i := range c {
@@ -658,34 +777,46 @@ func (w *respWire) check(res *respWireResult) []string {
 		}
 	}
 	diffs = append(diffs, w.checkTx(res)...)
+	diffs = append(diffs, w.checkReads(res)...)
 	if res.notReq != w.notReq || res.bad != 0 || res.other != 0 {
 		diffs = append(diffs, fmt.Sprintf("not_req %d (stream %d), malformed drops %d, rsp_todo + nak_retry %d (0 each)", res.notReq, w.notReq, res.bad, res.other))
 	}
 	return diffs
 }
 
-// checkTx compares the transmit port's beats with the model's ACKs (in
-// order, ib.AppendWire's bytes, on their QP's VL) and the requester's
-// packets (in order, whole, never interleaved with an ACK), and each pick
-// with the rule that an ACK goes ahead of the requester on its VL.
+// checkTx compares the transmit port's beats with the responder's packets
+// in the model's order (run.out: its ACKs and NAKs and its READ replies'
+// responses, each ib.AppendWire's bytes of the model's packet addressed
+// as hca.Device.address does, ICRC included, the VCRC zero, on its QP's
+// VL) and the requester's packets (in order, whole, never interleaved with
+// the responder's), and each pick with the rule that the responder's
+// packet goes ahead of the requester's on its VL.
 func (w *respWire) checkTx(res *respWireResult) []string {
 	var diffs []string
-	ka, pi, bi := 0, 0, 0 // the next ACK; the requester's packet and beat
+	ko, pi, bi := 0, 0, 0 // the responder's next packet; the requester's packet and beat
+	var cur []byte        // the responder's packet being taken
+	curVL := 0
 	for k, b := range res.tx {
-		if b.sop && b.eop && b.data[8] == byte(ib.Acknowledge) {
+		if cur == nil && bi == 0 && b.sop && b.data[8] != 0x04 {
+			cur, curVL = []byte{}, b.vl
+		}
+		if cur != nil {
 			switch {
-			case bi != 0:
-				diffs = append(diffs, fmt.Sprintf("tx beat %d: an ACK inside the requester's packet %d", k, pi))
-			case ka >= len(w.run.acks):
-				diffs = append(diffs, fmt.Sprintf("tx beat %d: an ACK past the model's %d", k, len(w.run.acks)))
-			default:
-				a := w.run.acks[ka]
-				_, _, _, vl, _ := respWirePath(a.qpn)
-				if want := ackWire(a); !bytes.Equal(b.data, want) || b.vl != int(vl) {
-					diffs = append(diffs, fmt.Sprintf("tx ACK %d on VL %d: %x, model's %+v on VL %d: %x", ka, b.vl, b.data[:28], a, vl, want[:28]))
-				}
+			case b.vl != curVL || (len(cur) > 0 && b.sop):
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: the responder's packet %d changed VL or restarted", k, ko))
+			case ko >= len(w.run.out):
+				diffs = append(diffs, fmt.Sprintf("tx beat %d: a responder packet past the model's %d", k, len(w.run.out)))
 			}
-			ka++
+			cur = append(cur, b.data...)
+			if b.eop {
+				o := w.run.out[min(ko, len(w.run.out)-1)]
+				want, vl := respOutWire(o)
+				if !bytes.Equal(cur, want) || curVL != vl {
+					diffs = append(diffs, fmt.Sprintf("tx responder packet %d on VL %d: %x, model's (%+v) on VL %d: %x", ko, curVL, cur[:min(len(cur), 32)], o.ack, vl, want[:min(len(want), 32)]))
+				}
+				ko++
+				cur = nil
+			}
 		} else {
 			switch {
 			case pi >= len(w.sq):
@@ -705,17 +836,71 @@ func (w *respWire) checkTx(res *respWireResult) []string {
 			return diffs
 		}
 	}
-	if ka != len(w.run.acks) || pi != len(w.sq) {
-		diffs = append(diffs, fmt.Sprintf("tx: %d ACKs of the model's %d, %d of the requester's %d packets", ka, len(w.run.acks), pi, len(w.sq)))
+	if ko != len(w.run.out) || pi != len(w.sq) {
+		diffs = append(diffs, fmt.Sprintf("tx: %d responder packets of the model's %d, %d of the requester's %d packets", ko, len(w.run.out), pi, len(w.sq)))
 	}
 	for _, p := range res.picks {
 		if p[1] == 1 && p[3] == 0 {
-			diffs = append(diffs, fmt.Sprintf("a pick of VL %d the ACK offered went to the requester", p[0]))
+			diffs = append(diffs, fmt.Sprintf("a pick of VL %d the responder offered went to the requester", p[0]))
 			break
 		}
 	}
 	if res.perr != 0 {
-		diffs = append(diffs, fmt.Sprintf("%d ACKs sent on a VL without credits", res.perr))
+		diffs = append(diffs, fmt.Sprintf("%d responder packets sent on a VL without the credits", res.perr))
+	}
+	return diffs
+}
+
+// respOutWire is the responder's packet o on the wire (ackWire's for an
+// ACK; a READ response addressed as hca.Device.address does, ib.AppendWire's
+// bytes, the VCRC zero, zeros to the beat's end) and its VL.
+func respOutWire(o respOutPkt) ([]byte, int) {
+	dlid, slid, sl, vl, rqpn := respWirePath(o.ack.qpn)
+	if o.rsp == nil {
+		return ackWire(o.ack), int(vl)
+	}
+	p := *o.rsp
+	p.DLID, p.SLID, p.SL, p.VL, p.DestQP = dlid, slid, sl, vl, rqpn
+	wb := ib.AppendWire(nil, &p)
+	b := make([]byte, (len(wb)+BlockBytes-1)/BlockBytes*BlockBytes)
+	copy(b, wb[:len(wb)-ib.VCRCBytes])
+	return b, int(vl)
+}
+
+// checkReads: the responder's rd1 reads are, in order, the blocks of each
+// model response's payload (from its address rounded down to 64, the
+// blocks its bytes lie in: never outside them), and the requester's
+// stand-in got every block it asked for, each host memory's bytes.
+func (w *respWire) checkReads(res *respWireResult) []string {
+	var diffs []string
+	var mine, theirs int
+	for _, d := range res.reads {
+		if d[0] == 0 {
+			theirs++
+			continue
+		}
+		if mine >= len(w.run.readAddrs) {
+			diffs = append(diffs, fmt.Sprintf("responder read %d (%#x, %d bytes): the model reads %d", mine, d[1], d[2], len(w.run.readAddrs)))
+			break
+		}
+		a := w.run.readAddrs[mine]
+		blocks := (a[0]%64 + a[1] + 63) / 64
+		if d[1] != a[0]&^63 || d[2] != blocks*64 {
+			diffs = append(diffs, fmt.Sprintf("responder read %d: %#x, %d bytes; the model's response reads %d bytes at %#x: blocks %#x, %d bytes",
+				mine, d[1], d[2], a[1], a[0], a[0]&^63, blocks*64))
+			break
+		}
+		mine++
+	}
+	if mine != len(w.run.readAddrs) && len(diffs) == 0 {
+		diffs = append(diffs, fmt.Sprintf("the responder made %d reads, the model's responses %d", mine, len(w.run.readAddrs)))
+	}
+	want := 0
+	for _, q := range w.rdq {
+		want += int(q[1]+63) / 64
+	}
+	if theirs != len(w.rdq) || res.qblk != want || res.qerr != 0 {
+		diffs = append(diffs, fmt.Sprintf("the requester's rd1 reads: %d of %d, %d blocks of %d, %d wrong", theirs, len(w.rdq), res.qblk, want, res.qerr))
 	}
 	return diffs
 }
@@ -764,6 +949,52 @@ func TestResponderWiredCosim(t *testing.T) {
 	}
 }
 
+// TestResponderWiredReadCosim: RDMA READ requests among the WRITEs
+// (newRespWireReads: 0 bytes, under, at and over the MTU, unaligned VAs,
+// bad R_Keys, PSN gaps, whole and partial duplicates; RD_RES 4) through
+// hca_rx_ack (local and behind a GRH) -> hca_responder, the READ replies
+// built by hca_ack_tx from host memory read through rd1 (shared through
+// hca_share_arb with the requester's stand-in, which reads too), under
+// random stalls everywhere: every responder packet on tx_* is
+// ib.AppendWire's bytes of the model's (hca.Responder.NextReadResponse's
+// responses and its ACKs/NAKs, in the model's order), the responder's
+// reads are exactly its responses' blocks, the counters are the model's,
+// and the WRITE side and the stand-in as TestResponderWiredCosim.
+func TestResponderWiredReadCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	for _, seed := range cosimSeeds[:1] {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			w := newRespWireReads(seed, respWireReadSteps, 4)
+			res := runRespWire(t, context.Background(), t.TempDir(), w, seed, nil)
+			assert.Empty(t, w.check(res))
+			rsps, multi, mine := 0, 0, 0
+			for _, o := range w.run.out {
+				if o.rsp != nil {
+					rsps++
+					if o.rsp.Opcode != ib.RDMAReadResponseOnly {
+						multi++
+					}
+				}
+			}
+			for _, d := range res.reads {
+				if d[0] == 1 {
+					mine++
+				}
+			}
+			t.Logf("%d rx entries, %d cycles; %d responder packets on tx_* (%d READ responses, %d of multi-packet replies), "+
+				"%d responder reads, %d stand-in reads (%d blocks); %v",
+				len(w.ents), res.resp.cycles, len(w.run.out), rsps, multi, mine, len(w.rdq), res.qblk, w.run.byKind)
+			for _, k := range []string{"READ 0 bytes", "READ < MTU", "READ = MTU", "READ > MTU", "READ VA mod 64 > 0",
+				"READ duplicate, partial", "READ duplicate dropped", "ahead, NAK", "written (VA mod 64 > 0)"} {
+				assert.Positive(t, w.run.byKind[k], "decisions of kind %q", k)
+			}
+			assert.Positive(t, multi, "responses of multi-packet replies")
+		})
+	}
+}
+
 // TestResponderWiredMutantsFail: slips in the routing, the arbiters and
 // the request decode each fail a wired run.
 func TestResponderWiredMutantsFail(t *testing.T) {
@@ -781,10 +1012,10 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 		{"a key check's grant held one cycle, not to its response", arb, "if (kc_rsp_valid && kc_rsp_ready) k_busy <= 1'b0;", "if (k_busy) k_busy <= 1'b0;"},
 		{"the ACK's MSN from its PSN", atx, "ack_syn, ack_msn};", "ack_syn, ack_psn};"},
 		{"the ACK's DestQP the local QPN, not the remote one", atx, "c_rqpn[ai], 8'd0, ack_psn,", "ack_qpn, 8'd0, ack_psn,"},
-		{"the requester ahead of the ACK on their VL", atx, "a_offer && tx_pick_valid && tx_pick_vl == a_vl;",
-			"a_offer && tx_pick_valid && tx_pick_vl == a_vl && !r_vl_waiting[tx_pick_vl];"},
-		{"an ACK offered inside the requester's packet", atx, "a_valid && a_fits && !r_act && !a_act;", "a_valid && a_fits && !a_act;"},
-		{"an ACK sent without credits", atx, "wire             a_fits  = a_cred - 12'd1 <= 12'd2048;", "wire             a_fits  = 1'b1;"},
+		{"the requester ahead of the ACK on their VL", atx, "a_offer && tx_pick_valid && tx_pick_vl == head_vl;",
+			"a_offer && tx_pick_valid && tx_pick_vl == head_vl && !r_vl_waiting[tx_pick_vl];"},
+		{"an ACK offered inside the requester's packet", atx, "q_pkts != 8'd0 && a_fits && !r_act && !a_act;", "q_pkts != 8'd0 && a_fits && !a_act;"},
+		{"an ACK sent without credits", atx, "wire             a_fits    = a_cred - head_blks <= 12'd2048;", "wire             a_fits    = 1'b1;"},
 		{"the requester's response blocks offered to the responder", rx, "assign rpd_valid = f_valid && f_tag;", "assign rpd_valid = f_valid;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
@@ -801,3 +1032,60 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 
 // respWireMutantSteps is the mutant runs' length.
 const respWireMutantSteps = 60
+
+// TestResponderReadMutantsFail: slips in the READ path each fail a READ
+// run: the responder's (hca_responder.v) a block run of respMutantSteps
+// steps (newRespRunReads, RD_RES 4, ACK_COALESCE 3), the rest a wired run
+// of respWireReadMutantSteps (newRespWireReads).
+func TestResponderReadMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	const f, rx, arb, atx = "hca_responder.v", "hca_rx_ack.v", "hca_share_arb.v", "hca_ack_tx.v"
+	for _, m := range []cosimMutant{
+		{"unmutated", "", "", ""}, // both runs pass: the failures below are the mutants'
+		{"a READ takes one PSN, not ceil(len / MTU)", f, "ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;", "ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;"},
+		{"a READ leaves the MSN", f, "ctx_msn[ix] <= ctx_msn[ix] + 24'd1;", "ctx_msn[ix] <= ctx_msn[ix];"},
+		{"a READ's R_Key checked for REMOTE_WRITE", f, "is_rd ? 4'd4 : 4'd2", "4'd2"},
+		{"a duplicate READ replayed whatever its R_Key", f, "h_rkey == res_rkey[f_e] && ", ""},
+		{"a duplicate READ replayed past its READ's last PSN", f, "(f_dl == 24'd0 || f_dl[23])", "1'b1"},
+		{"a replay from inside the READ sent from FIRST", f, "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
+		{"a replay with the MSN after it", f, "p_msn <= ctx_msn[ix];\n                p_mid", "p_msn <= ctx_msn[ix] + 24'd1;\n                p_mid"},
+		{"the resource ring not advanced", f, "ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};", "ctx_rnext[ix] <= ctx_rnext[ix];"},
+		{"READ requests not routed to the responder", rx, "wire         rq_req = wr_req || rd_req;", "wire         rq_req = wr_req;"},
+		{"a READ's RETH behind a GRH not from the second beat", rx, "p_grq   <= global && rq_reth;", "p_grq   <= global && wr_req && wr_reth;"},
+		{"a MIDDLE response with an AETH", atx, "wire             hs_aeth  = hs_op != 8'h0E;", "wire             hs_aeth  = 1'b1;"},
+		{"PadCnt 0", atx, "wire [1:0]       hs_pad   = 2'd0 - hs_p[1:0];", "wire [1:0]       hs_pad   = 2'd0;"},
+		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
+		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
+		{"rd1's blocks routed to the client picked last", arb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			replace := respMutated(t, m)
+			var diffs []string
+			if m.file == f || m.file == "" {
+				run := newRespRunReads(cosimSeeds[0], 3, 4)
+				run.fill(respMutantSteps)
+				diffs = run.check(runResp(t, context.Background(), t.TempDir(), run, 1, replace))
+			}
+			if m.file != f {
+				w := newRespWireReads(cosimSeeds[0], respWireReadMutantSteps, 4)
+				diffs = append(diffs, w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))...)
+			}
+			if m.file == "" {
+				assert.Empty(t, diffs, "the unmutated blocks")
+				return
+			}
+			require.NotEmpty(t, diffs, "the co-simulation passes with %s", m.name)
+			t.Logf("%s", diffs[0])
+		})
+	}
+}
+
+// respWireReadSteps is the wired READ run's length (one seed: the block
+// run, TestResponderReadCosim, takes two, at a tenth of the cost).
+const respWireReadSteps = 300
+
+// respWireReadMutantSteps is the wired READ mutant runs' length.
+const respWireReadMutantSteps = 80

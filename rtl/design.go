@@ -93,6 +93,11 @@ type Design struct {
 	// (default 236, perftest's RC inline size); a Design literal that
 	// leaves it 0 builds a requester that sends only empty inline WQEs.
 	MaxInline int
+	// MaxRdAtomic is hca.max_rd_atomic, 1..255: the responder resources
+	// (READs kept for duplicates) per context of hca_responder (RD_RES).
+	// LoadDesign takes it from the config (default 16); a Design literal
+	// that leaves it 0 builds 16.
+	MaxRdAtomic int
 	// SwitchClockMHz and HCAClockMHz are the cores' clocks
 	// (switch.core_clock_mhz, hca.core_clock_mhz; 0 means 1000), the
 	// period rounded to a whole picosecond as the simulator rounds it
@@ -249,6 +254,8 @@ type Params struct {
 	AckCoalesce int
 	// MaxInline is MAX_INLINE: hca.max_inline_bytes (hca_requester).
 	MaxInline int
+	// RdRes is RD_RES: hca.max_rd_atomic (hca_responder's resources per context).
+	RdRes int
 	// PKeyN is PKEY_N: entries of hca_rx_ack's P_Key table (PKeyTableEntries;
 	// the model has no P_Key table: every port is in the default partition).
 	PKeyN int
@@ -349,6 +356,9 @@ func (d Design) Validate() error {
 	}
 	if d.MaxInline < 0 || d.MaxInline > hca.MaxInlineLimit {
 		return fmt.Errorf("hca.max_inline_bytes: %d is not an inline size a send WQE holds (0..%d)", d.MaxInline, hca.MaxInlineLimit)
+	}
+	if d.MaxRdAtomic < 0 || d.MaxRdAtomic > 255 {
+		return fmt.Errorf("hca.max_rd_atomic: %d is not a responder resource count (1..255)", d.MaxRdAtomic)
 	}
 	if d.KeyCacheEntries < 0 || d.KeyCacheEntries > maxKeyCache {
 		return fmt.Errorf("hca.key_cache_entries: %d is more than the RTL's MPT cache builds (1..%d: fully associative, least recently used out, as the model's)", d.KeyCacheEntries, maxKeyCache)
@@ -470,6 +480,10 @@ func (d Design) Params() Params {
 	p.PKeyN = PKeyTableEntries
 	p.AckCoalesce = max(d.AckCoalesce, 1)
 	p.MaxInline = d.MaxInline
+	p.RdRes = d.MaxRdAtomic
+	if p.RdRes == 0 {
+		p.RdRes = 16
+	}
 	p.BufAddrW = idxWidth(p.BufDepth)
 	p.HCABufAddrW = idxWidth(p.HCABufDepth)
 	return p

@@ -173,6 +173,11 @@ func TestParams(t *testing.T) {
 	// 1500 MHz.
 	assert.Equal(t, 14, p.RetryTimeout)
 	assert.Equal(t, 4096, p.ACKTick)
+	// RD_RES is hca.max_rd_atomic (edr.yaml keeps the default, 16); a
+	// Design literal's 0 builds 16 too.
+	assert.Equal(t, 16, p.RdRes)
+	d.MaxRdAtomic = 4
+	assert.Equal(t, 4, d.Params().RdRes)
 	d.HCAClockMHz = 1500
 	assert.Equal(t, 14993, d.Params().RNRTick)
 	assert.Equal(t, 6141, d.Params().ACKTick)
@@ -192,6 +197,7 @@ func TestValidate(t *testing.T) {
 		{"mps", func(d *Design) { d.PCIeMPSBytes = 8192 }, "hca.pcie.mps_bytes: 8192 is not 128, 256, 512, 1024, 2048 or 4096"},
 		{"max inline", func(d *Design) { d.MaxInline = 2000 }, "hca.max_inline_bytes: 2000 is not an inline size a send WQE holds (0..988)"},
 		{"negative inline", func(d *Design) { d.MaxInline = -1 }, "hca.max_inline_bytes: -1 is not an inline size a send WQE holds (0..988)"},
+		{"responder resources", func(d *Design) { d.MaxRdAtomic = 300 }, "hca.max_rd_atomic: 300 is not a responder resource count (1..255)"},
 		{"read tags", func(d *Design) { d.PCIeOutstandingReads = 1024 }, "hca.pcie.outstanding_reads: 1024 is outside 1..768, the tags the RTL's DMA engine numbers (8-bit tags, or PCIe's 10-bit tags 256..1023)"},
 		{"radix", func(d *Design) { d.Radix = 1 }, "switch.radix: 1 is outside 2..256 (IBA 1.6 allows up to 256 ports)"},
 		{"vls", func(d *Design) { d.VLs = 3 }, "switch.vls: 3 is not a VL count an IB port supports (1, 2, 4, 8, 15)"},

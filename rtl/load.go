@@ -75,6 +75,7 @@ func designOf(c *fabric.Config) (Design, error) {
 		RetryTimeout:         c.HCA.RetryTimeout,
 		AckCoalesce:          c.HCA.AckCoalesce,
 		MaxInline:            c.HCA.MaxInlineBytes,
+		MaxRdAtomic:          c.HCA.MaxRdAtomic,
 		MTU:                  c.Link.MTU,
 		LinkGeneration:       c.Link.Generation,
 		LinkWidth:            c.Link.Lanes(),

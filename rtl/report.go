@@ -175,7 +175,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "ib_fc_codec", Role: "link flow-control packets, one per port", Instances: p.Ports + 1},
 		// hca_transport's transmit path (hca_requester's hca_tx_path).
 		{Module: "hca_tx_packetizer", Role: "HCA requester packet headers (in hca_tx_path)", Instances: 1},
-		{Module: "hca_tx_assemble", Role: "HCA requester packet assembly: headers + payload (in hca_tx_path)", Instances: 1},
+		{Module: "hca_tx_assemble", Role: "HCA packet assembly: headers + payload (the requester's in hca_tx_path, the READ responses' in hca_ack_tx)", Instances: 2},
 		{Module: "ib_icrc", Role: "HCA ICRC: transmit (in hca_tx_path, in hca_ack_tx) and receive check (in hca_rx_ack)", Instances: 3},
 		// The three above chained: its own logic only, the blocks black
 		// boxes, so they are not counted twice.
@@ -193,11 +193,11 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_rx_ack", Role: "HCA receive: checks, ACK/NAK, response and RDMA WRITE decode into the requester and the responder, drop counters (ICRC apart)", Instances: 1},
 		// hca_transport's responder for RDMA WRITE and the arbiters it
 		// shares hca_key_check and wr0 through with the requester.
-		{Module: "hca_responder", Params: []Param{{"QPN_W", p.QPNW}, {"ACK_COALESCE", p.AckCoalesce}},
-			Role: "HCA responder for RDMA WRITE: contexts, PSN checks, R_Key checks, payload writes, ACKs", Instances: 1},
-		{Module: "hca_share_arb", Role: "HCA key-check and wr0 arbiters between the requester and the responder", Instances: 1},
+		{Module: "hca_responder", Params: []Param{{"QPN_W", p.QPNW}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}},
+			Role: "HCA responder for RDMA WRITE and READ: contexts, PSN checks, R_Key checks, payload writes, READ resources, ACKs", Instances: 1},
+		{Module: "hca_share_arb", Role: "HCA key-check, wr0 and rd1 arbiters between the requester and the responder", Instances: 1},
 		{Module: "hca_ack_tx", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}},
-			Role: "HCA responder's ACK packets: path contexts, header, the transmit port shared with the requester (ICRC apart)", Instances: 1},
+			Role: "HCA responder's ACK and READ response packets: path contexts, headers, payload reads and buffer, the response queue, the transmit port shared with the requester (ICRC and assembler apart)", Instances: 1},
 	}
 	if p.VLs > 1 {
 		// With one data VL ib_tx_vl_port builds no VL arbiter (VL 0 goes
@@ -358,10 +358,15 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		// their own: a black box here.
 		files = []string{"sync_fifo.v", "hca_requester.v"}
 		lib = "read_verilog -lib hca_tx_path.v; "
-	case "hca_rx_ack", "hca_ack_tx":
+	case "hca_rx_ack":
 		// Its ib_icrc has a line of its own: a black box here.
 		files = []string{"sync_fifo.v", module + ".v"}
 		lib = "read_verilog -lib ib_icrc.v; "
+	case "hca_ack_tx":
+		// Its ib_icrc and hca_tx_assemble have lines of their own: black
+		// boxes here.
+		files = []string{"sync_fifo.v", module + ".v"}
+		lib = "read_verilog -lib ib_icrc.v hca_tx_assemble.v; "
 	case "hca_tx_path":
 		// Its three blocks have lines of their own: black boxes here (a
 		// cell each), so the line is the wiring's own logic.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/bits"
 	"strings"
 	"testing"
 
@@ -395,18 +396,44 @@ func TestReportYosys(t *testing.T) {
 	// 1 + first beat 1 + address 64 + beats left 8 + blocks left 8 + the
 	// last lane 6 + its beats 8 (wr_len's bits 13:6; the rest are 0); the
 	// previous block's lanes 0..62, 63 x 8 (lane 63 is never below the
-	// VA's offset, so never read from it).
-	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+8+(1+1+64+8+8+6+8)+63*8,
-		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}})])
-	// hca_share_arb: per arbiter the pick held, busy, the client picked and
-	// the one served last, 4 each; the wr0 arbiter's beats left of the
-	// write under way, 10 (a write is at most 1023 blocks).
-	assert.Equal(t, 4+4+10, flops[synthKey("hca_share_arb", nil)])
-	// hca_ack_tx, its ib_icrc a black box: the VL of the ACK in the ICRC's
-	// output register (VL_W 1), and whether an ACK or a requester's packet
-	// is under way on tx_*, 1 each; the path contexts (DLID, SLID, SL, VL,
-	// remote QPN) are memories.
-	assert.Equal(t, 1+1+1, flops[synthKey("hca_ack_tx", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}})])
+	// VA's offset, so never read from it). The READs: the output
+	// register's reply fields, a READ 1 + VA 64 + length 32 + MTU code 3
+	// + replay from inside 1; the reply owed, the same but the MTU (read
+	// from the context when it leaves), 1 + 64 + 32 + 1; the resources'
+	// valid bits, 8 contexts x RD_RES (the resources' PSNs, VA, length
+	// and R_Key are memories, as the contexts' MTU code and next
+	// resource); a ninth engine state (the duplicate's scan): the state,
+	// 4 bits, is no longer re-encoded one-hot by Yosys's FSM pass (4, not
+	// the 8 above); the scan's resource, log2 RD_RES bits, and the found
+	// resource's first PSN 24.
+	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+4+(1+1+64+8+8+6+8)+63*8+
+		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24,
+		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}})])
+	// hca_share_arb: per arbiter of key checks and wr0 the pick held, busy,
+	// the client picked and the one served last, 4 each; the wr0 arbiter's
+	// beats left of the write under way, 10 (a write is at most 1023
+	// blocks); the rd1 arbiter's pick held, client picked and the one
+	// served last, 3, and its order queue of 16 reads: write and read
+	// pointers 4 + 4, the count 0..16 5, the head read's blocks delivered
+	// 11 (a read is at most 1024 blocks; the queue's owners and block
+	// counts are a memory).
+	assert.Equal(t, 4+4+10+3+(4+4+5+11), flops[synthKey("hca_share_arb", nil)])
+	// hca_ack_tx, its ib_icrc and hca_tx_assemble black boxes (lines of
+	// their own): the READ reply under way, busy 1 + its QP's context
+	// index 3 (QPN_W 3) + log2 MTU 4 + replay from inside 1 + MSN 24 +
+	// responses not yet out of the assembler 24; the read sequencer, the
+	// next response's VA 64, bytes left 32, responses left 24; the header
+	// sequencer, PSN 24, bytes left 32, responses left 24, first 1; the
+	// payload buffer's reserve, fill and read pointers 7 x 3 (128 blocks)
+	// and its reserved and filled counts 8 x 2; the read being filled, its
+	// blocks left 7 and start 6; the whole packets in the response queue
+	// 8, whether a responder's or a requester's packet is under way 1 + 1
+	// and the responder's VL 1 (VL_W 1); the response queue's pointers,
+	// flattened in: read 8 + write 8 (130 entries) and count 8. The path
+	// contexts, the payload buffer's blocks and tags and the queue's beats
+	// are memories.
+	assert.Equal(t, (1+3+4+1+24+24)+(64+32+24)+(24+32+24+1)+(7*3+8*2)+(7+6)+(8+1+1+1)+(8+8+8),
+		flops[synthKey("hca_ack_tx", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}})])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {
 			assert.Equal(t, 3, c.Instances, "ib_icrc: transmit in hca_tx_path and hca_ack_tx, receive in hca_rx_ack")
@@ -431,9 +458,9 @@ func TestReportYosys(t *testing.T) {
 		case "hca_wqe_parse":
 			assert.Equal(t, 1, c.Memories, c.Module) // the WQE's blocks (its data segments)
 		case "hca_ack_tx":
-			assert.Equal(t, 5, c.Memories, c.Module) // the path contexts' DLID, SLID, SL, VL, remote QPN
+			assert.Equal(t, 5+4+1, c.Memories, c.Module) // the path contexts' DLID, SLID, SL, VL, remote QPN; the payload buffer's blocks, starts, block counts and fill-side starts; the response queue
 		case "hca_responder":
-			assert.Equal(t, 7, c.Memories, c.Module) // the contexts' QPN, expected PSN, MSN, PD, next byte, coalescing count, ACK PSN
+			assert.Equal(t, 7+2+5, c.Memories, c.Module) // the contexts' QPN, expected PSN, MSN, PD, next byte, coalescing count, ACK PSN; MTU code, next resource; the resources' first and last PSN, VA, length, R_Key
 		}
 	}
 }

@@ -214,17 +214,22 @@ sets from the same LIDs (the RTL does not compare them). A packet that passes is
 (LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
 ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
 length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
-is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate goes to
-hca_responder (QP, PSN, opcode, AckReq, the RETH, its payload through the same payload FIFO, each
-block tagged with its consumer); the rest is dropped and counted: CNPs on rx_rsp_todo (TODO), the
-requests the responder does not take yet (SEND, WRITE with immediate, READ, atomics) and other
+is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate and RDMA
+READ request goes to hca_responder (QP, PSN, opcode, AckReq, the RETH, a WRITE's payload through
+the same payload FIFO, each block tagged with its consumer); the rest is dropped and counted: CNPs
+on rx_rsp_todo (TODO), the requests the responder does not take yet (SEND, WRITE with immediate,
+atomics) and other
 transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
 (hca_responder's header): contexts written with the requester's by qp_cfg_* (its expected PSN
-qp_cfg_rqpsn; a write waits while an ACK waits in its output register), the PSN and opcode-sequence
-checks, the R_Key over the RETH range through kc_* and the payload through wr0, both shared with the
-requester (hca_share_arb: a key check held until its response, a write whole), its ACKs and NAKs as
-ACKNOWLEDGE packets on tx_* (hca_ack_tx: addressed from the QP's path, ahead of the requester's
-packets on their VL), its counters on rsp_*. Completions (cpl_*): an ACK
+qp_cfg_rqpsn, its path MTU qp_cfg_mtu; a write waits while an ACK waits in its output register or a
+READ reply is under way), the PSN and opcode-sequence checks, the R_Key over the RETH range through
+kc_* and a WRITE's payload through wr0, both shared with the requester (hca_share_arb: a key check
+held until its response, a write whole), READs (RD_RES = hca.max_rd_atomic responder resources per
+QP, duplicates replayed from them), its ACKs and NAKs as ACKNOWLEDGE packets and its READ replies as
+READ RESPONSE packets, their payload read through rd1 (shared with the requester's payload reads in
+hca_share_arb), on tx_* (hca_ack_tx: addressed from the QP's path, through one store-and-forward
+response queue in the model's order, ahead of the requester's packets on their VL), its counters on
+rsp_*. Completions (cpl_*): an ACK
 completes the QP's outstanding SENDs and WRITEs it covers, in order, a CQE for each signaled one;
 a READ or atomic completes on its responses (hca.Requester.OnReadResponse, OnAtomicAck): one in
 sequence for the message holding its PSN acknowledges the SENDs and WRITEs before it, and the
@@ -252,7 +257,7 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
-UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate, READ,
+UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate,
 atomics and RNR NAKs.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
@@ -292,8 +297,8 @@ atomics and RNR NAKs.`,
     // engines can take it and no ACK waits in the responder's output register, which is built into
     // a packet with the context of the QP that made it (hca.Device.ModifyQP: the responder at RTR
     // with RQPSN, the requester at RTS with SQPSN, the same PD).
-    wire        q_cfg_ready, r_cfg_ready, rs_ack_valid, rs_ack_ready;
-    wire        cfg_free = !rs_ack_valid;
+    wire        q_cfg_ready, r_cfg_ready, rs_ack_valid, rs_ack_ready, at_busy;
+    wire        cfg_free = !rs_ack_valid && !at_busy;
     assign qp_cfg_ready = q_cfg_ready && r_cfg_ready && cfg_free;
     // The requester (client a) and the responder (client b) share hca_key_check and wr0
     // (hca_share_arb: a key check held until its response, a write whole).
@@ -306,6 +311,11 @@ atomics and RNR NAKs.`,
     wire [63:0] a_wr_addr, b_wr_addr, a_wr_be, b_wr_be;
     wire [15:0] a_wr_len, b_wr_len;
     wire [511:0] a_wr_data, b_wr_data;
+    // DMA client rd1: the requester's payload reads (client a) and hca_ack_tx's READ response
+    // payloads (client b), each response block routed to the client whose read it answers.
+    wire        a_rd_valid, a_rd_ready, a_rd_rsp_valid, b_rd_valid, b_rd_ready, b_rd_rsp_valid;
+    wire [63:0] a_rd_addr, b_rd_addr;
+    wire [15:0] a_rd_len, b_rd_len;
     hca_share_arb u_share (
         .clk(clk), .rst_n(rst_n),
         .a_kc_req_valid(a_kc_req_valid), .a_kc_req_ready(a_kc_req_ready), .a_kc_req_key(a_kc_req_key),
@@ -322,16 +332,27 @@ atomics and RNR NAKs.`,
         .b_wr_valid(b_wr_valid), .b_wr_ready(b_wr_ready), .b_wr_addr(b_wr_addr), .b_wr_len(b_wr_len),
         .b_wr_data(b_wr_data), .b_wr_be(b_wr_be),
         .wr_valid(pay_wr_valid), .wr_ready(pay_wr_ready), .wr_addr(pay_wr_addr), .wr_len(pay_wr_len),
-        .wr_data(pay_wr_data), .wr_be(pay_wr_be)
+        .wr_data(pay_wr_data), .wr_be(pay_wr_be),
+        .a_rd_req_valid(a_rd_valid), .a_rd_req_ready(a_rd_ready), .a_rd_req_addr(a_rd_addr),
+        .a_rd_req_len(a_rd_len), .a_rd_rsp_valid(a_rd_rsp_valid),
+        .b_rd_req_valid(b_rd_valid), .b_rd_req_ready(b_rd_ready), .b_rd_req_addr(b_rd_addr),
+        .b_rd_req_len(b_rd_len), .b_rd_rsp_valid(b_rd_rsp_valid),
+        .rd_req_valid(pay_rd_valid), .rd_req_ready(pay_rd_ready), .rd_req_addr(pay_rd_addr),
+        .rd_req_len(pay_rd_len), .rd_rsp_valid(pay_rsp_valid)
     );
-    // The responder for RC RDMA WRITE (hca_responder's header): its ACKs and NAKs into hca_ack_tx,
+    // The responder for RC RDMA WRITE and READ (hca_responder's header): its ACKs, NAKs and READ
+    // replies into hca_ack_tx,
     // its counters on rsp_*.
     wire [23:0] rs_ack_qpn, rs_ack_psn, rs_ack_msn;
     wire [7:0]  rs_ack_syn;
-    hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE)) u_responder (
+    wire        rs_ack_read, rs_ack_mid;
+    wire [63:0] rs_ack_va;
+    wire [31:0] rs_ack_len;
+    wire [2:0]  rs_ack_mtu;
+    hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
-        .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd),
+        .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd), .cfg_mtu(qp_cfg_mtu),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -342,7 +363,8 @@ atomics and RNR NAKs.`,
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be),
         .wr_ready(b_wr_ready),
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
-        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn),
+        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
+        .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
         .cnt_acks(rsp_acks), .cnt_naks(rsp_naks), .cnt_dup(rsp_dup), .cnt_seq_drop(rsp_seq_drop),
         .cnt_err_drop(rsp_err_drop), .cnt_no_qp(rsp_no_qp), .cnt_todo(rsp_todo)
     );
@@ -355,9 +377,12 @@ atomics and RNR NAKs.`,
     hca_ack_tx #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W)) u_ack_tx (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && qp_cfg_ready), .cfg_qpn(qp_cfg_qpn), .cfg_dlid(qp_cfg_dlid), .cfg_slid(qp_cfg_slid),
-        .cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn),
+        .cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
-        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn),
+        .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
+        .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
+        .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
+        .rd_rsp_valid(b_rd_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
         .r_tx_valid(r_tx_valid), .r_tx_data(r_tx_data), .r_tx_sop(r_tx_sop), .r_tx_eop(r_tx_eop), .r_tx_vl(r_tx_vl),
         .r_tx_ready(r_tx_ready),
@@ -387,8 +412,8 @@ atomics and RNR NAKs.`,
         .kc_req_pd(a_kc_req_pd), .kc_req_need(a_kc_req_need), .kc_req_addr(a_kc_req_addr),
         .kc_req_len(a_kc_req_len), .kc_rsp_valid(a_kc_rsp_valid), .kc_rsp_ready(a_kc_rsp_ready),
         .kc_rsp_result(kc_rsp_result),
-        .rd_req_valid(pay_rd_valid), .rd_req_addr(pay_rd_addr), .rd_req_len(pay_rd_len),
-        .rd_req_ready(pay_rd_ready), .rd_rsp_valid(pay_rsp_valid), .rd_rsp_data(pay_rsp_data),
+        .rd_req_valid(a_rd_valid), .rd_req_addr(a_rd_addr), .rd_req_len(a_rd_len),
+        .rd_req_ready(a_rd_ready), .rd_rsp_valid(a_rd_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .tx_vl_waiting(r_vl_waiting), .tx_vl_credit(tx_vl_credit), .tx_pick_valid(r_pick_valid),
         .tx_pick_vl(tx_pick_vl), .tx_pick_taken(r_pick_taken),
         .tx_valid(r_tx_valid), .tx_data(r_tx_data), .tx_sop(r_tx_sop), .tx_eop(r_tx_eop), .tx_vl(r_tx_vl),
@@ -429,7 +454,7 @@ atomics and RNR NAKs.`,
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
 		params: []string{"VLS", "VL_W", "DATA_W", "CQN_W", "QPN_W", "RETRY_CNT", "RNR_RETRY", "RNR_TICK", "ACK_TICK", "RETRY_TIMEOUT",
-			"PKEY_N", "ACK_COALESCE", "MAX_INLINE"},
+			"PKEY_N", "ACK_COALESCE", "MAX_INLINE", "RD_RES"},
 		ports: []stubPort{
 			portIn("qp_cfg_valid", "", "QP contexts (hca_requester): the path, remote QPN, next PSN and path MTU (IBA code 1..5)"),
 			portOut("qp_cfg_ready", "", "taken while no completion work or ACK is under way and none of the context's messages is between dec_* and tx_*, the responder is between packets and no ACK waits in it"),
@@ -594,6 +619,8 @@ func (p Params) value(name string) int {
 		return p.AckCoalesce
 	case "MAX_INLINE":
 		return p.MaxInline
+	case "RD_RES":
+		return p.RdRes
 	}
 	panic(fmt.Sprintf("rtl.Params.value: unknown parameter %q", name))
 }

@@ -1,4 +1,5 @@
-// hca_responder: the receive side of an RC QP for RDMA WRITE requests (IBA ch. 9 responder; rxe_resp.c).
+// hca_responder: the receive side of an RC QP for RDMA WRITE and RDMA READ requests (IBA ch. 9
+// responder; rxe_resp.c).
 // Go model: hca.Responder.Receive and FlushAck (hca/responder.go) as hca.Device.respond carries them
 // out (hca/rx.go: the payload written at RespAction.WriteAddr, the ACK or NAK, then the coalesced ACK
 // owed when no further packet waits); rtl/cosim_resp_test.go drives the same request packets into both
@@ -21,7 +22,12 @@
 //     sequence error (syndrome 0x60) with the expected PSN per gap, then dropped (seq_drop) until the
 //     expected PSN arrives;
 //   PSN behind (a duplicate): a SEND or WRITE packet re-ACKed with the expected PSN - 1 (C9-105, rxe
-//     duplicate_request), nothing written (dup); a duplicate READ or atomic: TODO (todo);
+//     duplicate_request), nothing written (dup); a duplicate READ (dup): replayed from the responder
+//     resource whose PSNs hold its PSN (the lowest, findRes) when it lies inside that READ (R_Key
+//     equal, VA range inside, last PSN not past the READ's), its region checked again for
+//     REMOTE_READ unless of length 0 (failure: NAK remote access error, ERR), with the current MSN,
+//     as MIDDLE ... LAST when its PSN is not the READ's first; else dropped; a duplicate atomic: TODO
+//     (todo);
 //   in sequence: the sequence-NAK flag clears; a FIRST or ONLY inside a message, a MIDDLE or LAST
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
 //     context to ERR (class C); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
@@ -32,7 +38,14 @@
 //     bytes without a bound, as here), the expected PSN moves by one, the MSN by one at LAST/ONLY;
 //     an AckReq packet counts towards an ACK (syndrome 0x1F, "no credit limit", with the MSN after
 //     the packet) that leaves when ACK_COALESCE of them are counted (hca.ack_coalesce);
-//   other opcodes in sequence (SEND, READ, atomics, WRITE with immediate): TODO, dropped (todo), the
+//   an RDMA READ in sequence: its R_Key through kc_* for REMOTE_READ (4) over [VA, VA + length)
+//     unless of length 0 (failure: NAK remote access error, ERR); accepted, it takes the context's
+//     next responder resource (RD_RES of them, a ring, emptied by a context write: hca claimRes,
+//     saveRes), the expected PSN moves by ceil(length / MTU) (at least 1; the MTU from cfg_mtu) and
+//     the MSN by one, and its reply leaves on ack_* (ack_read: the first PSN, VA, length, the MSN
+//     after it; hca_ack_tx sends the responses). Not here (TODO): the model's NAK invalid request
+//     for a READ whose resource still has responses unsent (claimRes's inUse: the RTL recycles it);
+//   other opcodes in sequence (SEND, atomics, WRITE with immediate): TODO, dropped (todo), the
 //     context unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
@@ -44,12 +57,13 @@
 // enables from lane a mod 64 on the first beat and up to lane (a + n - 1) mod 64 on the last. A
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
 // Counters: 16 bits, saturating.
-// TODO: SEND into receive WQEs, RDMA WRITE with immediate, READ (responder resources), atomics,
-// RNR NAKs, duplicates of READs and atomics (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
+// TODO: SEND into receive WQEs, RDMA WRITE with immediate, atomics, RNR NAKs, duplicates of atomics
+// (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
 // through hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
-    parameter integer ACK_COALESCE = 1   // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
+    parameter integer ACK_COALESCE = 1,  // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
+    parameter integer RD_RES       = 16  // hca.max_rd_atomic: responder resources (READs kept) per context
 ) (
     input  wire         clk,
     input  wire         rst_n,
@@ -58,6 +72,7 @@ module hca_responder #(
     input  wire [23:0]  cfg_qpn,
     input  wire [23:0]  cfg_psn,
     input  wire [31:0]  cfg_pd,
+    input  wire [2:0]   cfg_mtu,   // the path MTU, IBA's code 1..5 (256 << (code - 1) bytes)
     input  wire         rq_valid,
     output wire         rq_ready,
     input  wire [23:0]  rq_qpn,
@@ -93,6 +108,11 @@ module hca_responder #(
     output reg  [23:0]  ack_psn,
     output reg  [7:0]   ack_syn,
     output reg  [23:0]  ack_msn,
+    output reg          ack_read,  // a READ reply, not an ACK: responses from ack_psn, ack_len bytes at ack_va
+    output reg  [63:0]  ack_va,
+    output reg  [31:0]  ack_len,
+    output reg  [2:0]   ack_mtu,   // the context's path MTU code
+    output reg          ack_mid,   // a replay from inside the READ: MIDDLE ... LAST, no FIRST
     output reg  [15:0]  cnt_acks,     // ACKs sent (hca Counters.Acks)
     output reg  [15:0]  cnt_naks,     // NAKs sent (Counters.Naks)
     output reg  [15:0]  cnt_dup,      // duplicates re-ACKed
@@ -103,8 +123,8 @@ module hca_responder #(
 );
     localparam integer NQ = 1 << QPN_W;
     localparam [10:0] COAL = ACK_COALESCE[10:0];
-    localparam [2:0] S_IDLE = 3'd0, S_DEC = 3'd1, S_KREQ = 3'd2, S_KRSP = 3'd3, S_XFER = 3'd4,
-                     S_ACK = 3'd5, S_FLUSH = 3'd6, S_FACK = 3'd7;
+    localparam [3:0] S_IDLE = 4'd0, S_DEC = 4'd1, S_KREQ = 4'd2, S_KRSP = 4'd3, S_XFER = 4'd4,
+                     S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8;
     localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62;
 
     // ---- contexts ----
@@ -116,9 +136,22 @@ module hca_responder #(
     reg  [63:0]   ctx_wva  [0:NQ-1];   // the WRITE's next byte
     reg  [10:0]   ctx_pend [0:NQ-1];   // AckReq packets not yet acknowledged
     reg  [23:0]   ctx_ppsn [0:NQ-1];   // the PSN a coalesced ACK carries
+    reg  [2:0]    ctx_mtu  [0:NQ-1];   // the path MTU code
+    localparam integer RW = RD_RES > 1 ? $clog2(RD_RES) : 1;
+    localparam integer NR = NQ * RD_RES;
+    localparam integer RLASTI = RD_RES - 1;
+    localparam [RW-1:0] RLAST = RLASTI[RW-1:0];
+    reg  [RW-1:0] ctx_rnext [0:NQ-1];  // the resource the next READ takes (the oldest)
+    // Responder resources (hca rdAtomicRes): per context RD_RES READs as first executed, a ring.
+    reg  [NR-1:0] res_used;
+    reg  [23:0]   res_first [0:NR-1];  // the READ's PSN
+    reg  [23:0]   res_last  [0:NR-1];  // its last response's PSN
+    reg  [63:0]   res_va    [0:NR-1];  // the RETH's VA, R_Key, DMA length
+    reg  [31:0]   res_len   [0:NR-1];
+    reg  [31:0]   res_rkey  [0:NR-1];
 
     // ---- the packet in hand ----
-    reg  [2:0]   state;
+    reg  [3:0]   state;
     reg  [23:0]  h_qpn, h_psn;
     reg  [7:0]   h_op;
     reg          h_ackreq;
@@ -141,12 +174,44 @@ module hca_responder #(
     wire         has_reth = h_op == 8'h06 || h_op == 8'h0A;
     wire         last   = h_op == 8'h08 || h_op == 8'h0A;
     wire         bad_seq = first == ctx_inmsg[ix] || (ctx_inmsg[ix] && is_send);
+    wire         is_rd  = h_op == 8'h0C;
+
+    // ---- READ: its PSNs (hca.PacketCount: ceil(len / MTU), at least 1) and resources ----
+    wire [3:0]   mtu_sh  = {1'b0, ctx_mtu[ix]} + 4'd7;                  // MTU = 2^mtu_sh bytes
+    wire [32:0]  dl_up   = {1'b0, h_dlen} + ((33'd1 << mtu_sh) - 33'd1);
+    wire [32:0]  dl_pk   = dl_up >> mtu_sh;
+    wire [23:0]  n_pk    = h_dlen == 32'd0 ? 24'd1 : dl_pk[23:0];
+    wire [23:0]  rd_last = h_psn + n_pk - 24'd1;
+    // findRes: the lowest resource of the context whose PSNs hold the duplicate's PSN, found by a
+    // scan (S_DUP), one resource a cycle from the first (so one read port on the resources; a
+    // duplicate READ waits up to RD_RES cycles, a rare case).
+    reg  [RW-1:0] s_j;                                       // the resource the scan looks at
+    reg  [23:0]  d_first;                                    // the found one's first PSN
+    wire [31:0]  f_e     = ix * RD_RES + {{(32-RW){1'b0}}, s_j};
+    wire [23:0]  f_lo    = h_psn - res_first[f_e];           // psnDiff(psn, first) >= 0: bit 23 clear
+    wire [23:0]  f_hi    = h_psn - res_last[f_e];            // psnDiff(psn, last) <= 0
+    wire         f_hit   = state == S_DUP && res_used[f_e] && !f_lo[23] && (f_hi == 24'd0 || f_hi[23]);
+    wire         f_end   = s_j == RLAST;
+    wire [63:0]  f_va    = res_va[f_e];
+    wire [31:0]  f_len   = res_len[f_e];
+    wire [23:0]  f_dl    = rd_last - res_last[f_e];
+    // The duplicate must lie within the original: its VA range, R_Key, and its last PSN.
+    wire         dup_ok  = h_va >= f_va && h_dlen <= f_len &&
+                           {1'b0, h_va} + {33'd0, h_dlen} <= {1'b0, f_va} + {33'd0, f_len} &&
+                           h_rkey == res_rkey[f_e] && (f_dl == 24'd0 || f_dl[23]);
+    wire         rd_dup  = f_hit && dup_ok;
 
     // The decision in S_DEC (one cycle after the header is taken).
     wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
-    wire         go_kc   = in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0;
+    wire         rd_seq  = in_seq && !bad_seq && is_rd;
+    wire         go_kc   = (in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0) ||
+                           (rd_seq && h_dlen != 32'd0);
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && is_wr && !go_kc) ||
-                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0);
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd);
+    // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
+    wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd);
+    wire [31:0]  r_e     = ix * RD_RES + {{(32-RW){1'b0}}, ctx_rnext[ix]};
     wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
     wire [63:0]  wva     = has_reth ? h_va : ctx_wva[ix];
     wire [23:0]  msn_n   = ctx_msn[ix] + {23'd0, last};
@@ -194,6 +259,9 @@ module hca_responder #(
     reg          p_ack;
     reg  [7:0]   p_syn;
     reg  [23:0]  p_psn, p_msn;
+    reg          p_read, p_mid;
+    reg  [63:0]  p_va;
+    reg  [31:0]  p_len;
     wire         out_free = !ack_valid || ack_ready;
 
     assign cfg_ready    = state == S_IDLE;
@@ -201,7 +269,7 @@ module hca_responder #(
     assign kc_req_valid = state == S_KREQ;
     assign kc_req_key   = h_rkey;
     assign kc_req_pd    = ctx_pd[ix];
-    assign kc_req_need  = 4'd2;               // REMOTE_WRITE (hca.AccessRemoteWrite)
+    assign kc_req_need  = is_rd ? 4'd4 : 4'd2; // REMOTE_READ, REMOTE_WRITE (hca.AccessRemote*)
     assign kc_req_addr  = h_va;
     assign kc_req_len   = {32'd0, h_dlen};
     assign kc_rsp_ready = state == S_KRSP;
@@ -226,6 +294,7 @@ module hca_responder #(
             ctx_err <= {NQ{1'b0}};
             ctx_inmsg <= {NQ{1'b0}};
             ctx_naks <= {NQ{1'b0}};
+            res_used <= {NR{1'b0}};
             ack_valid <= 1'b0;
             p_ack <= 1'b0;
             x_wr <= 1'b0;
@@ -242,6 +311,7 @@ module hca_responder #(
                     ctx_err[cfg_qpn[QPN_W-1:0]]   <= 1'b0;
                     ctx_inmsg[cfg_qpn[QPN_W-1:0]] <= 1'b0;
                     ctx_naks[cfg_qpn[QPN_W-1:0]]  <= 1'b0;
+                    res_used[cfg_qpn[QPN_W-1:0]*RD_RES +: RD_RES] <= {RD_RES{1'b0}};
                 end else if (rq_valid) begin
                     state <= S_DEC;
                 end
@@ -267,7 +337,12 @@ module hca_responder #(
                         p_ack <= 1'b1;
                     end
                 end else if (behind) begin
-                    if (rd_atom) begin
+                    if (is_rd) begin
+                        // A duplicate READ: its resource looked for (S_DUP), then replayed from it
+                        // (through the key check unless of length 0), else dropped (class D).
+                        cnt_dup <= sat(cnt_dup);
+                        state <= S_DUP;
+                    end else if (rd_atom) begin
                         cnt_todo <= sat(cnt_todo);
                     end else begin
                         cnt_dup <= sat(cnt_dup);
@@ -278,13 +353,15 @@ module hca_responder #(
                     if (bad_seq) begin
                         ctx_err[ix] <= 1'b1;
                         p_ack <= 1'b1;
-                    end else if (!is_wr) begin
+                    end else if (!is_wr && !is_rd) begin
                         cnt_todo <= sat(cnt_todo);
                     end else if (go_kc) begin
                         state <= S_KREQ;
                     end
                 end
             end
+            S_DUP: if (f_hit) state <= (dup_ok && h_dlen != 32'd0) ? S_KREQ : S_XFER;
+                   else if (f_end) state <= S_XFER;
             S_KREQ: if (kc_req_ready) state <= S_KRSP;
             S_KRSP: if (kc_rsp_valid) state <= S_XFER;
             S_XFER: begin
@@ -296,7 +373,8 @@ module hca_responder #(
                 state <= S_FLUSH;
             end else if (out_free) begin
                 ack_valid <= 1'b1;
-                if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
+                if (p_read) ;
+                else if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
                 else cnt_naks <= sat(cnt_naks);
                 state <= S_FLUSH;
             end
@@ -318,6 +396,10 @@ module hca_responder #(
                 ctx_inmsg[ix] <= !last;
                 if (ack_now) p_ack <= 1'b1;
             end
+            if (rcommit) begin
+                p_ack <= 1'b1;
+                if (!behind) res_used[r_e] <= 1'b1;
+            end
         end
     end
 
@@ -332,14 +414,19 @@ module hca_responder #(
                 ctx_wva[cfg_qpn[QPN_W-1:0]]   <= 64'd0;
                 ctx_pend[cfg_qpn[QPN_W-1:0]]  <= 11'd0;
                 ctx_ppsn[cfg_qpn[QPN_W-1:0]]  <= 24'd0;
+                ctx_mtu[cfg_qpn[QPN_W-1:0]]   <= cfg_mtu;
+                ctx_rnext[cfg_qpn[QPN_W-1:0]] <= {RW{1'b0}};
             end else if (rq_valid) begin
                 h_qpn <= rq_qpn; h_psn <= rq_psn; h_op <= rq_op; h_ackreq <= rq_ackreq;
                 h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len;
             end
         end
         S_DEC: begin
+            s_j <= {RW{1'b0}};
             p_psn <= h_psn;
             p_msn <= ctx_msn[ix];
+            p_read <= 1'b0;
+            p_mid <= 1'b0;
             if (hit && !ctx_err[ix] && rc_req) begin
                 if (ahead) begin
                     if (!ctx_naks[ix]) begin
@@ -354,15 +441,22 @@ module hca_responder #(
                 end
             end
         end
+        S_DUP: begin
+            s_j <= f_end ? s_j : s_j + {{(RW-1){1'b0}}, 1'b1};
+            if (f_hit) d_first <= res_first[f_e];
+        end
         S_XFER: begin
             if (w_take) x_first <= 1'b0;
             if (x_pop) x_prev <= rot;
         end
         S_ACK: if (p_ack && out_free) begin
             ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
+            ack_read <= p_read; ack_va <= p_va; ack_len <= p_len; ack_mtu <= ctx_mtu[ix]; ack_mid <= p_mid;
         end
         S_FACK: if (out_free) begin
             ack_qpn <= h_qpn; ack_psn <= ctx_ppsn[ix]; ack_syn <= SYN_ACK; ack_msn <= ctx_msn[ix];
+            ack_read <= 1'b0;
+            ack_mid <= 1'b0;
             ctx_pend[ix] <= 11'd0;
         end
         default: ;
@@ -384,5 +478,29 @@ module hca_responder #(
                 p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= msn_n;
             end
         end
+        if (rcommit) begin
+            // The reply (hca.Responder.startReply): from the request's PSN, its VA and length, the
+            // MSN after the READ (a new one counts a message) or the current one (a replay).
+            p_read <= 1'b1;
+            p_syn <= SYN_ACK; p_psn <= h_psn; p_va <= h_va; p_len <= h_dlen;
+            if (!behind) begin
+                p_msn <= ctx_msn[ix] + 24'd1;
+                p_mid <= 1'b0;
+                ctx_msn[ix] <= ctx_msn[ix] + 24'd1;
+                ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;
+                ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
+                res_first[r_e] <= h_psn;
+                res_last[r_e]  <= rd_last;
+                res_va[r_e]    <= h_va;
+                res_len[r_e]   <= h_dlen;
+                res_rkey[r_e]  <= h_rkey;
+            end else begin
+                p_msn <= ctx_msn[ix];
+                p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);
+            end
+        end
     end
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, 1'b0};
+    /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -117,8 +117,12 @@
 //   hca_responder on a FIRST or ONLY only), rq_len = the payload's bytes (as ack_len: PktLen x 4
 //   less LRH, GRH, BTH, the RETH on FIRST/ONLY, the ICRC and PadCnt's bytes). Its payload goes into
 //   the same payload FIFO as a READ response's (below), for hca_responder (rpd_*).
+// - An RC RDMA READ request (0x0C) that passes goes out on rq_* the same way, its RETH read as a
+//   WRITE FIRST's (bytes 20..35, 60..75 with a GRH), rq_len 0, no payload blocks (PktLen must
+//   leave room for the RETH; bytes past it are not looked at, as the model's responder ignores a
+//   READ request's payload).
 // - Every other packet counts on not_req and is dropped: RC requests hca_responder does not take
-//   yet (SEND, RDMA WRITE with immediate, READ requests, atomics: TODO), UD and other transports,
+//   yet (SEND, RDMA WRITE with immediate, atomics: TODO), UD and other transports,
 //   a raw LNH. not_req: "not for the requester nor the responder".
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
 // P_KeyViolations.
@@ -228,6 +232,10 @@ module hca_rx_ack #(
     // RETH on FIRST and ONLY.
     wire         wr_req = is_ib && (opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08 || opcode == 8'h0A);
     wire         wr_reth = opcode == 8'h06 || opcode == 8'h0A;
+    // An RDMA READ request (0x0C): its RETH, no payload; to rq_* with rq_len 0 and no blocks.
+    wire         rd_req = is_ib && opcode == 8'h0C;
+    wire         rq_req = wr_req || rd_req;
+    wire         rq_reth = (wr_req && wr_reth) || rd_req;
     wire         ackreq = bth[31];                           // BTH byte 8, bit 7 (A)
     // 0xC000..0xFFFF: the multicast LIDs and the permissive LID, the two top bits set.
     wire         mc     = dlid[15:14] == 2'b11;
@@ -248,12 +256,13 @@ module hca_rx_ack #(
     wire         has_pay  = rd_rsp || wr_req;                // a packet whose payload goes into the FIFO
     wire         is_mid   = opcode == 8'h0E;
     wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
-    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, wr_req && wr_reth, 2'b00};
+    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, rq_reth, 2'b00};
     // A READ response's or WRITE request's payload: the words past its headers and ICRC, less
     // PadCnt's bytes (taken on a packet that passes the length rule above, so never below 0).
     wire [12:0]  rsp_pay  = {pktlen - rsp_w, 2'b00} - {11'd0, padcnt};
     wire         rsp_bad  = (has_pay && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
                             (wr_req && rsp_pay > 13'd4096) ||
+                            (rd_req && pktlen < rsp_w) ||
                             (at_ack && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
                             (is_ib && pktlen < base_w) || grh_bad || rsp_bad ||
@@ -277,7 +286,7 @@ module hca_rx_ack #(
     wire         k_ack   = c_sop ? to_req   : p_ack;
     wire         k_retry = c_sop ? retry    : p_retry;
     wire         k_rsp   = c_sop ? is_rsp   : p_rsp;
-    wire         k_wrq   = c_sop ? wr_req   : p_wrq;
+    wire         k_wrq   = c_sop ? rq_req   : p_wrq;
 
     wire take = c_valid && c_ready;
     wire head = take && c_sop;
@@ -325,8 +334,8 @@ module hca_rx_ack #(
             p_retry <= retry;
             p_rsp   <= is_rsp;
             p_gat   <= global && at_ack;
-            p_wrq   <= wr_req;
-            p_grq   <= global && wr_req && wr_reth;
+            p_wrq   <= rq_req;
+            p_grq   <= global && rq_reth;
         end
         if (head && to_req) begin
             ack_qpn <= dqpn;
@@ -341,12 +350,12 @@ module hca_rx_ack #(
         if (take && !c_sop && p_gat) ack_orig <= c_data[511 -: 64];
         // An RDMA WRITE request: the RETH at bytes 20..35 local; with a GRH at bytes 60..75, the first
         // beat's last 4 (the VA's high half) and the second beat's first 12, loaded there.
-        if (head && wr_req) begin
+        if (head && rq_req) begin
             rq_qpn    <= dqpn;
             rq_psn    <= psn;
             rq_op     <= opcode;
             rq_ackreq <= ackreq;
-            rq_len    <= rsp_pay;
+            rq_len    <= rd_req ? 13'd0 : rsp_pay;
             if (global) rq_va[63:32] <= c_data[511-8*60 -: 32];
             else {rq_va, rq_rkey, rq_dlen} <= c_data[511-8*20 -: 128];
         end
