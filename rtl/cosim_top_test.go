@@ -73,7 +73,7 @@ import (
 //
 // Not checked here: timing, the responder side of hca_top (no request
 // arrives: the far end is the testbench), retries, errors, inline WQEs
-// (TODO in hca_requester), gather lists, rings that wrap, the PCS.
+// (TestRequesterInlineCosim), gather lists, CQ rings that wrap, the PCS.
 
 const (
 	topMemBlocks = 2048 // host memory: 128 KiB from address 0
