@@ -120,24 +120,7 @@ func chunk(bytes int64, n, c int) (offset, length int64) {
 // step before, so it waits for that receive. Every rank sends 2(n−1)·S/n
 // bytes, the minimum nccl-tests' bus bandwidth assumes.
 func RingAllReduce(n int, bytes int64) (Schedule, error) {
-	if err := checkCollective(CollAllReduce, n, bytes); err != nil {
-		return Schedule{}, err
-	}
-	s := Schedule{Op: CollAllReduce, Algorithm: AlgRing, Ranks: n, Bytes: bytes, Landing: bytes}
-	for t := 0; t < 2*(n-1); t++ {
-		step := make([]Transfer, n)
-		for i := range n {
-			c := ((i-t)%n + n) % n
-			off, length := chunk(bytes, n, c)
-			wait := NoWait
-			if t > 0 {
-				wait = t - 1
-			}
-			step[i] = Transfer{Step: t, Src: i, Dst: (i + 1) % n, Offset: off, Bytes: length, Reduce: t < n-1, WaitStep: wait, Land: off}
-		}
-		s.Steps = append(s.Steps, step)
-	}
-	return s, nil
+	return RingAllReduceChannels(n, 1, bytes)
 }
 
 // RingAllGather returns the ring all-gather of bytes bytes (nccl-tests'

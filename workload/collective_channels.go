@@ -6,7 +6,8 @@ import "fmt"
 // ranks on nch NCCL channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS =
 // nch): the vector is cut into nch contiguous parts (chunk: the first
 // bytes mod nch one byte longer), and part c is all-reduced by a ring of
-// its own, RingAllReduce's schedule on that part, in lane c: its own
+// its own (RingAllReduce's steps, which are this schedule's one channel,
+// on that part), in lane c: its own
 // connection (RC QP) to the next rank, posted independently of the other
 // channels' (Transfer.Lane), as NCCL runs each channel on its own thread
 // block and connects each channel to its ring peers separately. Every

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"reflect"
 	"testing"
 
 	"github.com/hcasim/hcasim/components"
@@ -239,17 +238,14 @@ func TestCollectiveLoopKeys(t *testing.T) {
 
 // TestRingAllReduceChannels follows every byte of the channelled ring (each
 // rank's contribution exactly once at every rank), checks the driver's
-// rules (assertAsyncSafe) whole and sliced, that one channel is
-// RingAllReduce itself, and that each channel is a ring of its own lane
+// rules (assertAsyncSafe) whole and sliced, and that each channel is a ring of its own lane
 // over its own contiguous part: channel c's transfers lie inside chunk
-// (S, C, c) and only wait on channel c's steps.
+// (S, C, c) and only wait on channel c's steps. One channel is
+// RingAllReduce itself (it calls this), whose steps
+// TestRingAllReduceReduces and TestRingAllReduceBusBW (collective_test.go)
+// check.
 func TestRingAllReduceChannels(t *testing.T) {
 	for n := 2; n <= 6; n++ {
-		one, err := RingAllReduce(n, 37)
-		require.NoError(t, err)
-		ch1, err := RingAllReduceChannels(n, 1, 37)
-		require.NoError(t, err)
-		assert.True(t, reflect.DeepEqual(one, ch1), "n %d: one channel is not the ring", n)
 		for _, nch := range []int{2, 3, 4} {
 			for _, size := range []int64{1, 3, 37, 64} { // below the channels, below the chunks, uneven, even
 				s, err := RingAllReduceChannels(n, nch, size)
