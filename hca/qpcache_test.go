@@ -233,21 +233,9 @@ func TestColdQPMissesDelayADatagram(t *testing.T) {
 	run := func(entries int) (ib.PS, *Device, *Device) {
 		cfg := Defaults()
 		cfg.QPCacheEntries = entries
-		s := components.NewSim()
-		a, b := BackToBack(s, edrLink(), cfg, cfg)
-		pa, pb := a.AllocPD(), b.AllocPD()
-		qa := a.CreateUDQP(pa, a.CreateCQ(16), a.CreateCQ(16), 64, 64, 0x1111)
-		qb := b.CreateUDQP(pb, b.CreateCQ(16), b.CreateCQ(16), 64, 64, 0x2222)
-		for _, x := range []struct {
-			d  *Device
-			qp *QP
-		}{{a, qa}, {b, qb}} {
-			require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPInit}))
-			require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTR, MTU: 4096}))
-			require.NoError(t, x.d.ModifyQP(x.qp, QPAttr{State: QPRTS, SQPSN: 7}))
-		}
-		bufA, bufB := a.Malloc(4096), b.Malloc(4096)
-		mrA, mrB := a.RegMR(pa, bufA, 4096, AccessLocalWrite), b.RegMR(pb, bufB, 4096, AccessLocalWrite)
+		p := newUDPairCfg(t, edrLink(), cfg)
+		s, a, b, qa, qb := p.s, p.a, p.b, p.qa, p.qb
+		bufA, bufB, mrA, mrB := p.bufA, p.bufB, p.mrA, p.mrB
 		require.NoError(t, b.PostRecv(qb, &RecvWR{ID: 1, Addr: bufB, Length: 1024, LKey: mrB.LKey}))
 		var done ib.PS
 		b.OnCQE = func(_ *CQ, now ib.PS) { done = now; s.Stop() }

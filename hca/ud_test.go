@@ -22,8 +22,10 @@ type udPair struct {
 	mrA, mrB   MR
 }
 
-func newUDPair(t *testing.T, lc link.Config) udPair {
-	cfg := Defaults()
+func newUDPair(t *testing.T, lc link.Config) udPair { return newUDPairCfg(t, lc, Defaults()) }
+
+// newUDPairCfg is newUDPair with both devices built from cfg.
+func newUDPairCfg(t *testing.T, lc link.Config, cfg Config) udPair {
 	s := components.NewSim()
 	a, b := BackToBack(s, lc, cfg, cfg)
 	pa, pb := a.AllocPD(), b.AllocPD()
