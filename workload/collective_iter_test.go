@@ -135,24 +135,7 @@ func TestCollectiveDefaultIsOneColdIteration(t *testing.T) {
 // iteration starts from the ranks' initial data again, so one bad
 // iteration does not spill into the next, and each is checked.
 func TestCollectiveIterationsCheckEachIteration(t *testing.T) {
-	s, devs, sw := collSwitchSw(t, 4, perftestLink("EDR"), hca.Defaults())
-	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5, Iterations: 3})
-	require.NoError(t, err)
-	var sum, v byte
-	for r := range 4 {
-		g := c.c.rankStream(r)
-		b := g.next(make([]byte, 8))
-		sum += b[5]
-		if r == 0 {
-			v = b[5]
-		}
-	}
-	flip := &flipFirstPayload{at: 5}
-	sw.Port(1).AcceptHook(flip)
-	m, err := c.Run()
-	require.NoError(t, err)
-	require.True(t, flip.done)
-	bad := sum - v + (v ^ 0x40)
+	c, m, sum, bad := flippedRingAllReduce(t, 3)
 	var want []string
 	for r := range 4 {
 		want = append(want, fmt.Sprintf("iteration 0: rank %d: byte 5 is %d after all-reduce, want the sum %d", r, bad, sum))

@@ -147,10 +147,27 @@ func TestCollectiveVerifierCatchesInFlightCorruption(t *testing.T) {
 	// all-gather: every rank must end with sum − v + (v XOR 0x40) at byte
 	// 5 and the check must name each, with the sum of the four streams'
 	// byte 5 as the value it wanted.
+	_, m, sum, bad := flippedRingAllReduce(t, 0)
+	var want []string
+	for r := range 4 {
+		want = append(want, fmt.Sprintf("rank %d: byte 5 is %d after all-reduce, want the sum %d", r, bad, sum))
+	}
+	assert.Equal(t, false, m["data_verified"])
+	assert.Equal(t, want, m["data_errors"])
+}
+
+// flippedRingAllReduce runs TestCollectiveVerifierCatchesInFlightCorruption's
+// ring all-reduce (4 ranks, 32768 bytes, seed 5; iterations as
+// CollectiveRun.Iterations) with byte 5 of the first payload the switch
+// sends rank 1 flipped (v → v XOR 0x40), and returns the run, its metrics,
+// the sum of the four streams' byte 5 and the value every rank must then
+// hold there, sum − v + (v XOR 0x40) (that test derives both).
+func flippedRingAllReduce(t *testing.T, iterations int) (c *Collective, m map[string]any, sum, bad byte) {
+	t.Helper()
 	s, devs, sw := collSwitchSw(t, 4, perftestLink("EDR"), hca.Defaults())
-	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5})
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5, Iterations: iterations})
 	require.NoError(t, err)
-	var sum, v byte
+	var v byte
 	for r := range 4 {
 		g := c.c.rankStream(r)
 		b := g.next(make([]byte, 8))
@@ -161,16 +178,10 @@ func TestCollectiveVerifierCatchesInFlightCorruption(t *testing.T) {
 	}
 	flip := &flipFirstPayload{at: 5}
 	sw.Port(1).AcceptHook(flip)
-	m, err := c.Run()
+	m, err = c.Run()
 	require.NoError(t, err)
 	require.True(t, flip.done, "no payload left the switch for rank 1")
-	bad := sum - v + (v ^ 0x40)
-	var want []string
-	for r := range 4 {
-		want = append(want, fmt.Sprintf("rank %d: byte 5 is %d after all-reduce, want the sum %d", r, bad, sum))
-	}
-	assert.Equal(t, false, m["data_verified"])
-	assert.Equal(t, want, m["data_errors"])
+	return c, m, sum, sum - v + (v ^ 0x40)
 }
 
 func TestCollectiveVerifierCatchesLostAndDuplicatedSlices(t *testing.T) {
