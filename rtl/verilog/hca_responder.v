@@ -1,14 +1,14 @@
-// hca_responder: the receive side of an RC QP for RDMA WRITE and RDMA READ requests (IBA ch. 9
-// responder; rxe_resp.c).
+// hca_responder: the receive side of an RC QP for RDMA WRITE (with and without immediate), RDMA READ
+// and SEND requests (IBA ch. 9 responder; rxe_resp.c).
 // Go model: hca.Responder.Receive and FlushAck (hca/responder.go) as hca.Device.respond carries them
 // out (hca/rx.go: the payload written at RespAction.WriteAddr, the ACK or NAK, then the coalesced ACK
 // owed when no further packet waits); rtl/cosim_resp_test.go drives the same request packets into both
 // and requires the host bytes written, the ACK/NAK sequence and the counters to be the model's.
 //
 // Contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits. cfg_* (the modify to RTR) writes one:
-// its QPN, the expected PSN (the requester's first) and the QP's protection domain; the message
-// sequence number, the sequence-NAK flag, the coalescing count and the ERR state are cleared
-// (hca.NewResponder). cfg_ready: only between packets (the block idle).
+// its QPN, the expected PSN (the requester's first), the QP's protection domain and min_rnr_timer
+// (cfg_rnr); the message sequence number, the sequence-NAK flag, the coalescing count, the ERR state
+// and the SEND-under-way flag are cleared (hca.NewResponder). cfg_ready: only between packets.
 //
 // Requests: one at a time. A packet's header on rq_* (valid/ready): QPN (BTH.DestQP), PSN, BTH.OpCode,
 // AckReq, the RETH's VA, R_Key and DMA length (looked at on a FIRST or ONLY), and its payload's bytes
@@ -45,8 +45,26 @@
 //     the MSN by one, and its reply leaves on ack_* (ack_read: the first PSN, VA, length, the MSN
 //     after it; hca_ack_tx sends the responses). Not here (TODO): the model's NAK invalid request
 //     for a READ whose resource still has responses unsent (claimRes's inUse: the RTL recycles it);
-//   other opcodes in sequence (SEND, atomics, WRITE with immediate): TODO, dropped (todo), the
-//     context unchanged.
+//   a SEND (FIRST/MIDDLE/LAST/ONLY, LAST and ONLY with immediate) or an RDMA WRITE with immediate
+//     (LAST/ONLY) in sequence: a SEND FIRST or ONLY and a WRITE with immediate first take the QP's
+//     next receive WQE through rw_* (rw_req_* asks with the QPN, rw_rsp_* answers: none posted, or
+//     the WQE's index and its one scatter element: address, length, L_Key); none posted: NAK RNR
+//     (0x20 | the context's min_rnr_timer) at the packet's PSN with the current MSN, nothing written,
+//     the context unchanged (the requester resends after its RNR timer). Then, as the model's
+//     Receive: a WRITE ONLY with immediate checks its R_Key as a WRITE does (a failure: NAK remote
+//     access error, ERR, and the WQE completes with REM_ACCESS_ERR); a SEND whose bytes so far
+//     pass the buffer's length (recvOff + bytes > length, at any packet; at the first one before the
+//     key check) gets NAK invalid request, ERR, and the WQE completes with LOC_LEN_ERR; a SEND's
+//     first packet checks the WQE's L_Key through kc_* for LOCAL_WRITE (1) over the whole element in
+//     the context's PD (hca.QP.CheckLKey; a failure: NAK remote operational error 0x63, ERR,
+//     LOC_PROT_ERR); each accepted SEND packet's bytes go to the buffer's next byte (address +
+//     recvOff), a WRITE's where its RETH says; at a LAST or ONLY the receive completion goes out on
+//     rc_* (its QPN, CQE opcode 2 RESP_SEND or 3 RESP_SEND_IMM with the bytes placed, 1
+//     RESP_WR_IMM with the WRITE's RETH DMA length from its FIRST or ONLY; the immediate when the
+//     opcode has one, else 0; the WQE's index; status 0), an error's with status 1, 4 or 10, opcode
+//     2 (1 for a WRITE), byte_len and immediate 0. ACKs, MSN, PSN as for a WRITE;
+//   other opcodes in sequence (atomics, SEND with invalidate): TODO, dropped (todo), the context
+//     unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
 //
@@ -55,11 +73,15 @@
 // write of ceil((a mod 64 + n) / 64) beats, its bytes realigned to the host's lanes (payload byte p in
 // lane (a + p) mod 64: a 6-stage byte rotator and the previous block's lanes below a mod 64), byte
 // enables from lane a mod 64 on the first beat and up to lane (a + n - 1) mod 64 on the last. A
-// packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
-// Counters: 16 bits, saturating.
-// TODO: SEND into receive WQEs, RDMA WRITE with immediate, atomics, RNR NAKs, duplicates of atomics
-// (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
-// through hca_share_arb, its ack_* into hca_ack_tx.
+// packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register), and
+// with it its receive completion (rc_*, an output register; both wait for their register free).
+// Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
+// TODO: atomics and their duplicates, SEND with invalidate, a receive WQE of several scatter
+// elements (the model's RecvSGL), the receive queue behind rw_* (prefetch from host memory, the
+// flush of posted WQEs when the QP goes to ERR: hca.Device.flushRecvs), SRQs (docs/rtl.md). In
+// hca_transport: behind hca_rx_ack (which routes no SEND or WRITE with immediate to it yet: rw_* is
+// tied to an empty queue, rc_* to no CQE writer, cfg_rnr to 0), its kc_* and wr_* through
+// hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
     parameter integer ACK_COALESCE = 1,  // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
