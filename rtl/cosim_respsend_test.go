@@ -277,6 +277,13 @@ func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) 
 	send(356, false, 0)
 	q.msg[0].ackReq = false
 	sendAll()
+	// 8: a new QP at Q3; WQE 0; a WRITE ONLY with immediate of 64 bytes
+	// with a stale R_Key variant.
+	reconfig()
+	post(0, 0, mr.LKey)
+	run.message(q, mr.Addr+0x2000, mr.RKey^0x80, 64)
+	q.msg[0].op, q.msg[0].imm, q.msg[0].ackReq = ib.RDMAWriteOnlyImm, 5, true
+	sendAll()
 	run.stream[len(run.stream)-1].gap = true
 	return run, qpn, p0, q12
 }
@@ -304,18 +311,20 @@ func TestResponderSendDirectedCosim(t *testing.T) {
 		{a, at(7), 0x61, 4, 0, 0, 0},                 // 5: FIRST of 256 into 200 bytes: NAK invalid request P+7
 		{a, q[0], 0x63, 0, 0, 0, 0},                  // 6: the stale L_Key: NAK remote operational error at Q1
 		{a, (q[1] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 7: the LAST takes 256 + 100 > 300: NAK invalid request at Q2+1
+		{a, q[2], 0x62, 0, 0, 0, 0},                  // 8: the stale R_Key: NAK remote access error at Q3
 	}, run.acks, "the model's ACKs and NAKs")
 	assert.Equal(t, []respCQE{
-		{a, hca.CQERespSendImm, 0, 0, 100, 0xdeadbeef},          // 1: WQE 0, 100 bytes, the immediate
-		{a, hca.CQERespSend, 0, 1, 600, 0},                      // 2: WQE 1, 256 + 256 + 88
-		{a, hca.CQERespWrImm, 0, 2, 64, 7},                      // 3: WQE 2, the RETH's 64
-		{a, hca.CQERespWrImm, 0, 3, 300, 9},                     // 4: WQE 3, the FIRST's RETH length, not the LAST's 44
-		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 4, 0, 0},  // 5: WQE 4, LOC_LEN_ERR
-		{a, hca.CQERespSend, uint32(hca.WCLocProtErr), 0, 0, 0}, // 6: the new QP's WQE 0, LOC_PROT_ERR
-		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 0, 0, 0},  // 7: WQE 0, LOC_LEN_ERR at the LAST
+		{a, hca.CQERespSendImm, 0, 0, 100, 0xdeadbeef},             // 1: WQE 0, 100 bytes, the immediate
+		{a, hca.CQERespSend, 0, 1, 600, 0},                         // 2: WQE 1, 256 + 256 + 88
+		{a, hca.CQERespWrImm, 0, 2, 64, 7},                         // 3: WQE 2, the RETH's 64
+		{a, hca.CQERespWrImm, 0, 3, 300, 9},                        // 4: WQE 3, the FIRST's RETH length, not the LAST's 44
+		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 4, 0, 0},     // 5: WQE 4, LOC_LEN_ERR
+		{a, hca.CQERespSend, uint32(hca.WCLocProtErr), 0, 0, 0},    // 6: the new QP's WQE 0, LOC_PROT_ERR
+		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 0, 0, 0},     // 7: WQE 0, LOC_LEN_ERR at the LAST
+		{a, hca.CQERespWrImm, uint32(hca.WCRemAccessErr), 0, 0, 0}, // 8: the WQE it took, REM_ACCESS_ERR, no byte_len or immediate
 	}, run.cqes, "the model's receive completions")
 	// Dropped: the LAST of 2 (ahead, after its NAK), the LAST of 5 (ERR).
-	assert.Equal(t, respCounts{acks: 4, naks: 6, seqDrop: 1, errDrop: 1}, run.want, "the model's counts")
+	assert.Equal(t, respCounts{acks: 4, naks: 7, seqDrop: 1, errDrop: 1}, run.want, "the model's counts")
 	assert.Len(t, run.mem, 100+600+64+300+256, "bytes written: cases 1, 2, 3, 4 and 7's FIRST")
 	res := runResp(t, context.Background(), t.TempDir(), run, 1, nil)
 	assert.Empty(t, run.check(res), "hca_responder against the model")
@@ -350,7 +359,8 @@ func TestResponderSendCosim(t *testing.T) {
 	}
 	for _, k := range []string{"RNR NAK", "receive CQE opcode 2 SUCCESS", "receive CQE opcode 3 SUCCESS", "receive CQE opcode 1 SUCCESS",
 		"receive CQE opcode 2 LOC_LEN_ERR", "receive CQE opcode 2 LOC_PROT_ERR", "L_Key invalid_key", "duplicate", "ahead, NAK",
-		"written (VA mod 64 > 0)", "flushed ACK"} {
+		"written (VA mod 64 > 0)", "flushed ACK", "receive CQE opcode 1 REM_ACCESS_ERR", "L_Key out_of_bounds", "L_Key pd_mismatch",
+		"L_Key access_denied"} {
 		assert.Positive(t, kinds[k], "decisions of kind %q", k)
 	}
 }
@@ -370,6 +380,8 @@ func TestResponderSendMutantsFail(t *testing.T) {
 		{"the L_Key checked over the packet's bytes", f, "l_chk ? {32'd0, ctx_rlen[ix]}", "l_chk ? {51'd0, h_len}"},
 		{"an L_Key failure NAKed as a remote access error", f, "p_syn <= l_chk ? SYN_OPE : SYN_ACC;", "p_syn <= SYN_ACC;"},
 		{"an L_Key failure without its completion", f, "p_cqe <= sendp || wimm;", "p_cqe <= wimm;"},
+		{"an R_Key failure of a WRITE with immediate without its completion", f, "p_cqe <= sendp || wimm;", "p_cqe <= sendp;"},
+		{"an R_Key failure completed as LOC_PROT_ERR", f, "p_cst <= l_chk ? 8'd4 : 8'd10;", "p_cst <= 8'd4;"},
 		{"a buffer exactly full refused", f, "r_end > {1'b0, ctx_rlen[ix]};", "r_end >= {1'b0, ctx_rlen[ix]};"},
 		{"a length error leaves the context out of ERR", f,
 			"                        ctx_err[ix] <= 1'b1;\n                        p_ack <= 1'b1;\n                        p_cqe <= 1'b1;\n                    end else if (go_kc)",
