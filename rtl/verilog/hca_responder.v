@@ -351,7 +351,7 @@ module hca_responder #(
     // (hca.QP.CheckLKey); a WRITE's or READ's RETH its R_Key.
     assign kc_req_key   = l_chk ? ctx_rlkey[ix] : h_rkey;
     assign kc_req_pd    = ctx_pd[ix];
-    assign kc_req_need  = l_chk ? 4'd1 : is_rd ? 4'd4 : 4'd2; // REMOTE_READ, REMOTE_WRITE (hca.AccessRemote*)
+    assign kc_req_need  = l_chk ? 4'd1 : is_rd ? 4'd4 : 4'd2; // LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE (hca.Access*)
     assign kc_req_addr  = l_chk ? ctx_raddr[ix] : h_va;
     assign kc_req_len   = l_chk ? {32'd0, ctx_rlen[ix]} : {32'd0, h_dlen};
     assign kc_rsp_ready = state == S_KRSP;
