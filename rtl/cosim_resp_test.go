@@ -43,7 +43,11 @@ const (
 
 // respPkt is one entry of the stream: a request packet or a context write.
 type respPkt struct {
-	cfg    bool   // a context write: qpn, psn (the expected PSN), pd
+	cfg    bool   // a context write: qpn, psn (the expected PSN), pd, rnr
+	post   bool   // a receive WQE posted to qpn's queue: idx, va (its address), dlen (length), rkey (L_Key)
+	idx    uint32 // post: the WQE's index
+	imm    uint32 // ImmDt
+	rnr    int    // cfg: the QP's min_rnr_timer
 	gap    bool   // no packet waits behind this one (the flush point)
 	qpn    uint32 // BTH.DestQP
 	psn    uint32
@@ -83,6 +87,12 @@ type respQP struct {
 	pos  int        // the next of msg to send
 	lost bool       // a packet of msg was lost: resend from the expected PSN at its end
 	past []*respPkt // READ requests sent (the last 6), for duplicates
+	// The receive queue (respsend runs): the WQEs posted and not taken,
+	// the next one's index, and whether an RNR NAK asks for a post before
+	// the resend.
+	rq      []hca.RecvWQE
+	rqIdx   uint32
+	rnrPost bool
 }
 
 // respRun is one run: its key table, its QPs with their models, the
@@ -122,7 +132,19 @@ type respRun struct {
 	// reads of the READ replies: each response's payload address and
 	// bytes, in order (the responder's host reads).
 	readAddrs [][2]uint64
+	// sends: SENDs and WRITEs with immediate among the WRITEs, receive
+	// WQEs posted before them (newRespRunSends); cqes the receive
+	// completions the model made, cqeAfter the packets written before each.
+	sends        bool
+	localRegions []hca.MR
+	cqes         []respCQE
+	cqeAfter     []int
 }
+
+// respCQE is a receive completion as hca_responder gives it on rc_*: the
+// QPN, hca.RespAction's RecvOpcode, RecvStatus, the WQE's index (16 bits),
+// RecvLen and Imm.
+type respCQE struct{ qpn, op, status, idx, n, imm uint32 }
 
 // respOutPkt is one packet the responder sends: an ACK/NAK (ack) or a READ
 // response (rsp, its payload in it).
@@ -192,8 +214,11 @@ func (run *respRun) config(slot int) {
 		q.next = 0xffffff - uint32(r.IntN(8)) // the PSN wraps inside the run
 	}
 	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
+	if run.sends {
+		q.resp.MinRNRTimer = r.IntN(32) // the QP's own (ibv_modify_qp's min_rnr_timer)
+	}
 	run.qps[slot] = q
-	run.stream = append(run.stream, &respPkt{cfg: true, qpn: q.qpn, psn: q.next, pd: q.pd, mtu: q.mtu})
+	run.stream = append(run.stream, &respPkt{cfg: true, qpn: q.qpn, psn: q.next, pd: q.pd, mtu: q.mtu, rnr: q.resp.MinRNRTimer})
 }
 
 // region picks one of pd's regions with REMOTE_WRITE (0..7: each PD has
@@ -248,6 +273,10 @@ func (run *respRun) newMessage(q *respQP) {
 		run.newRead(q)
 		return
 	}
+	if run.sends && r.IntN(2) == 0 {
+		run.newSend(q)
+		return
+	}
 	mr := run.region(q.pd)
 	n := uint32(r.IntN(3*q.mtu + 1))
 	if r.IntN(6) == 0 {
@@ -272,6 +301,9 @@ func (run *respRun) newMessage(q *respQP) {
 		n, rkey = 0, 0 // zero length: no check, accepted
 	}
 	run.message(q, va, rkey, n)
+	if run.sends && r.IntN(3) == 0 {
+		run.withImm(q)
+	}
 	switch x := r.IntN(100); {
 	case x == 0 && len(q.msg) > 1:
 		q.msg[1].op = ib.RDMAWriteFirst // a FIRST inside the message
@@ -373,11 +405,13 @@ func pdIndex(pds []uint32, pd uint32) int {
 	return 0
 }
 
-// env is the QP's ResponderEnv: its R_Key checks as hca.QP.CheckRKey.
+// env is the QP's ResponderEnv: its R_Key checks as hca.QP.CheckRKey,
+// its L_Key checks as hca.QP.CheckLKey, its receive queue q.rq.
 type respEnv struct {
 	table *hca.KeyTable
 	pd    uint32
 	qpn   uint32
+	q     *respQP
 }
 
 func (e respEnv) CheckRKey(rkey uint32, need int, addr, n uint64) hca.KeyResult {
@@ -387,10 +421,19 @@ func (e respEnv) CheckRKey(rkey uint32, need int, addr, n uint64) hca.KeyResult 
 // RKeyBase: as hca.QP.RKeyBase (a zero-based window's first byte; the
 // run binds none, so 0).
 func (e respEnv) RKeyBase(rkey uint32) uint64 { return e.table.ZeroBase(rkey) }
-func (e respEnv) CheckLKey(uint32, uint64, uint64) hca.KeyResult {
-	panic("rtl: the responder run sends no SEND")
+func (e respEnv) CheckLKey(lkey uint32, addr, n uint64) hca.KeyResult {
+	return e.table.Check(lkey, e.pd, hca.AccessLocalWrite, addr, n)
 }
-func (e respEnv) PopRecv() (hca.RecvWQE, bool) { panic("rtl: the responder run sends no SEND") }
+
+// PopRecv takes the oldest WQE posted (hca.QP.PopRecv's order).
+func (e respEnv) PopRecv() (hca.RecvWQE, bool) {
+	if len(e.q.rq) == 0 {
+		return hca.RecvWQE{}, false
+	}
+	w := e.q.rq[0]
+	e.q.rq = e.q.rq[1:]
+	return w, true
+}
 
 // send appends p to the stream and runs it through q's model (q nil: no
 // context holds its QPN).
@@ -405,11 +448,14 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 		run.byKind["no context"]++
 		return
 	}
-	pkt := &ib.Packet{Opcode: cp.op, PSN: cp.psn, AckReq: cp.ackReq, DestQP: cp.qpn,
+	pkt := &ib.Packet{Opcode: cp.op, PSN: cp.psn, AckReq: cp.ackReq, DestQP: cp.qpn, Imm: cp.imm,
 		RETH: ib.RETH{VA: cp.va, RKey: cp.rkey, Length: cp.dlen}, PayloadLen: len(cp.pay), Payload: cp.pay}
 	d := int32((cp.psn-q.resp.ExpectedPSN())<<8) >> 8 // psnDiff
 	errState := q.resp.State == hca.QPErr
-	a := q.resp.Receive(pkt, respEnv{&run.table, q.pd, q.qpn})
+	a := q.resp.Receive(pkt, respEnv{&run.table, q.pd, q.qpn, q})
+	if run.sends {
+		run.recvKind(a)
+	}
 	switch {
 	case errState:
 		run.want.errDrop++
@@ -440,8 +486,17 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 			run.mem[a.WriteAddr+uint64(k)] = b
 		}
 	}
+	if a.RecvDone {
+		run.cqes = append(run.cqes, respCQE{q.qpn, uint32(a.RecvOpcode), uint32(a.RecvStatus), a.Recv.Index & 0xffff, a.RecvLen, a.Imm})
+		run.cqeAfter = append(run.cqeAfter, run.writes)
+	}
 	if a.Ack {
 		run.ack(q, a.AckSyn, a.AckPSN, a.MSN)
+		if a.AckSyn&0xE0 == hca.SynRNRNAK {
+			// The requester resends from the NAK's PSN after its RNR
+			// timer, mostly with a receive WQE posted meanwhile.
+			q.lost, q.rnrPost = true, true
+		}
 	}
 	if a.Read {
 		run.reply(q, a)
@@ -558,6 +613,12 @@ func (run *respRun) step(slot int) {
 	}
 	if q.pos >= len(q.msg) {
 		e := q.resp.ExpectedPSN()
+		if q.rnrPost {
+			q.rnrPost = false
+			if r.IntN(4) != 0 {
+				run.postRecv(q, q.msgBytes())
+			}
+		}
 		if q.lost && q.resp.State != hca.QPErr {
 			// Go-back-N from the expected PSN, if the message holds it.
 			for i, p := range q.msg {
@@ -622,7 +683,11 @@ func (run *respRun) write(t *testing.T, dir string) {
 		var w3, w2, w1, w0 uint64
 		if p.cfg {
 			w3 = 1<<60 | uint64(p.qpn)<<32 | uint64(p.psn)<<8
-			w0 = uint64(p.pd) | mtuCode(p.mtu)<<32
+			w0 = uint64(p.pd) | mtuCode(p.mtu)<<32 | uint64(p.rnr)<<40
+		} else if p.post {
+			w3 = 2<<60 | uint64(p.qpn)<<32
+			w2 = uint64(p.rkey)<<32 | uint64(p.dlen)
+			w1, w0 = p.va, uint64(p.idx)
 		} else {
 			flags := uint64(0)
 			if p.gap {
@@ -633,7 +698,7 @@ func (run *respRun) write(t *testing.T, dir string) {
 			}
 			w3 = flags<<56 | uint64(p.qpn)<<32 | uint64(p.psn)<<8 | uint64(p.op)
 			w2 = uint64(len(p.pay))<<32 | uint64(p.dlen)
-			w1, w0 = p.va, uint64(p.rkey)<<32
+			w1, w0 = p.va, uint64(p.rkey)<<32|uint64(p.imm)
 			for k := 0; k < len(p.pay); k += 64 {
 				b := make([]byte, 64)
 				copy(b, p.pay[k:])
@@ -663,6 +728,8 @@ type respResult struct {
 	mem      map[uint64]byte
 	acks     []respAck
 	ackAfter []int // wr0 writes whose last beat was taken before each ACK was
+	cqes     []respCQE
+	cqeAfter []int // the same before each receive completion
 	counts   respCounts
 	beats    int
 	writes   int
@@ -717,6 +784,14 @@ func parseResp(t *testing.T, out string) *respResult {
 				done-- // a write under way
 			}
 			res.ackAfter = append(res.ackAfter, done)
+		case "Q":
+			res.cqes = append(res.cqes, respCQE{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4])),
+				uint32(hexU(f[5])), uint32(hexU(f[6]))})
+			done := res.writes
+			if wIdx > 0 {
+				done--
+			}
+			res.cqeAfter = append(res.cqeAfter, done)
 		case "C":
 			var c [7]int
 			for i := range c {
@@ -761,6 +836,26 @@ func (run *respRun) check(res *respResult) []string {
 			break
 		}
 	}
+	for i := range max(len(run.cqes), len(res.cqes)) {
+		if i >= len(run.cqes) || i >= len(res.cqes) || run.cqes[i] != res.cqes[i] {
+			var w, g respCQE
+			if i < len(run.cqes) {
+				w = run.cqes[i]
+			}
+			if i < len(res.cqes) {
+				g = res.cqes[i]
+			}
+			diffs = append(diffs, fmt.Sprintf("receive CQE %d of %d (RTL %d): RTL %+v, model %+v", i, len(run.cqes), len(res.cqes), g, w))
+			break
+		}
+	}
+	// A receive completion leaves after its message's bytes are written.
+	for i := range min(len(run.cqeAfter), len(res.cqeAfter)) {
+		if res.cqeAfter[i] < run.cqeAfter[i] {
+			diffs = append(diffs, fmt.Sprintf("receive CQE %d taken after %d whole writes, before the %d that precede it", i, res.cqeAfter[i], run.cqeAfter[i]))
+			break
+		}
+	}
 	bad := 0
 	for a, b := range run.mem {
 		if g, ok := res.mem[a]; !ok || g != b {
@@ -784,14 +879,21 @@ func (run *respRun) check(res *respResult) []string {
 
 // respTB drives hca_responder and an hca_key_check (no cache) with the
 // stream in ent.hex (one 256-bit entry each: [255:252] kind, 1 a context
-// write; [249] AckReq; [248] gap; [247:224] QPN; [223:200] PSN; [199:192]
-// opcode; [172:160] payload bytes; [159:128] DMA length; [127:64] VA;
-// [63:32] R_Key; [31:0] PD), the payload blocks in blk.hex in order, the
-// MPT in mpt.hex. A packet marked gap is followed by nothing until the
-// responder is idle again (and 0..3 cycles more); any other by the next
-// entry at once. pd_valid, mpt_req_ready, the MPT's latency, wr_ready and
-// ack_ready are random. It prints each wr0 beat taken (W addr len be data),
-// each ACK taken (A qpn psn syn msn), the counters (C) and DONE cycles.
+// write, 2 a receive WQE posted; [249] AckReq; [248] gap; [247:224] QPN;
+// [223:200] PSN; [199:192] opcode; [172:160] payload bytes; [159:128] DMA
+// length; [127:64] VA; [63:32] R_Key; [31:0] PD, or the ImmDt of a
+// packet; a context write's min_rnr_timer at [44:40]; a post's L_Key at
+// [191:160], length [159:128], address [127:64], index [15:0]), the
+// payload blocks in blk.hex in order, the MPT in mpt.hex. A packet marked
+// gap is followed by nothing until the responder is idle again (and 0..3
+// cycles more); any other by the next entry at once. A post is taken while
+// the responder is idle (so after the packet before it took its WQE) into
+// its context's receive queue (64 entries each, emptied by a context
+// write), which answers rw_* after 0..3 cycles. pd_valid, mpt_req_ready,
+// the MPT's latency, wr_ready, ack_ready and rc_ready are random. It
+// prints each wr0 beat taken (W addr len be data), each ACK taken (A qpn
+// psn syn msn), each receive completion taken (Q qpn opcode status index
+// len imm), the counters (C) and DONE cycles.
 const respTB = "`timescale 1ns/1ps\n" + `
 module tb;
     parameter integer ACK_COALESCE = 1;
@@ -806,9 +908,29 @@ module tb;
     reg rnd_pd, rnd_wr, rnd_ack, rnd_mpt;
     wire [255:0] e = ent[ei];
     wire is_cfg = e[255:252] == 4'd1;
+    wire is_post = e[255:252] == 4'd2;
     wire more = ei < ne;
     wire cfg_valid = more && is_cfg && hold == 0;
-    wire rq_valid  = more && !is_cfg && hold == 0;
+    wire rq_valid  = more && !is_cfg && !is_post && hold == 0;
+    wire post_take;
+    // The receive queues: {index, address, length, L_Key} per WQE.
+    reg [143:0] rqm [0:255];
+    reg [6:0] rq_head [0:3];
+    reg [6:0] rq_tail [0:3];
+    reg rw_busy, rnd_rc;
+    reg [1:0] rw_slot;
+    integer rw_lat, qi;
+    wire rw_req_valid, rw_rsp_ready;
+    wire [23:0] rw_req_qpn;
+    wire rw_rsp_valid = rw_busy && rw_lat == 0;
+    wire rw_ok = rq_head[rw_slot] != rq_tail[rw_slot];
+    wire [143:0] rw_w = rqm[{rw_slot, rq_head[rw_slot][5:0]}];
+    wire rc_valid;
+    wire [23:0] rc_qpn;
+    wire [3:0] rc_opcode;
+    wire [7:0] rc_status;
+    wire [15:0] rc_index;
+    wire [31:0] rc_len, rc_imm;
     wire cfg_ready, rq_ready, pd_ready;
     wire pd_valid = bi < nb && rnd_pd;
     wire kc_req_valid, kc_req_ready, kc_rsp_valid, kc_rsp_ready;
@@ -835,9 +957,15 @@ module tb;
     hca_responder #(.QPN_W(` + "2" + `), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) dut (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[247:224]), .cfg_psn(e[223:200]), .cfg_pd(e[31:0]),
-        .cfg_mtu(e[34:32]),
+        .cfg_mtu(e[34:32]), .cfg_rnr(e[44:40]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(e[247:224]), .rq_psn(e[223:200]), .rq_op(e[199:192]),
         .rq_ackreq(e[249]), .rq_va(e[127:64]), .rq_rkey(e[63:32]), .rq_dlen(e[159:128]), .rq_len(e[172:160]),
+        .rq_imm(e[31:0]),
+        .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
+        .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
+        .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
+        .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
+        .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
         .pd_valid(pd_valid), .pd_data(blk[bi]), .pd_ready(pd_ready),
         .kc_req_valid(kc_req_valid), .kc_req_ready(kc_req_ready), .kc_req_key(kc_req_key), .kc_req_pd(kc_req_pd),
         .kc_req_need(kc_req_need), .kc_req_addr(kc_req_addr), .kc_req_len(kc_req_len),
@@ -861,17 +989,36 @@ module tb;
         $readmemh("blk.hex", blk);
         $readmemh("mpt.hex", mpt);
         ei = 0; bi = 0; cyc = 0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
-        rnd_pd = 1'b0; rnd_wr = 1'b0; rnd_ack = 1'b0; rnd_mpt = 1'b0;
+        rnd_pd = 1'b0; rnd_wr = 1'b0; rnd_ack = 1'b0; rnd_mpt = 1'b0; rnd_rc = 1'b0; rw_busy = 1'b0; rw_lat = 0;
+        rw_slot = 2'd0;
+        for (qi = 0; qi < 4; qi = qi + 1) begin rq_head[qi] = 7'd0; rq_tail[qi] = 7'd0; end
         repeat (4) @(posedge clk);
         rst_n <= 1'b1;
     end
+    assign post_take = more && is_post && hold == 0 && rq_ready;
     always @(posedge clk) if (rst_n) begin
         cyc <= cyc + 1;
         rnd_pd  <= ($random(seed) & 3) != 0;
         rnd_wr  <= ($random(seed) & 3) != 0;
         rnd_ack <= ($random(seed) & 1) != 0;
         rnd_mpt <= ($random(seed) & 1) != 0;
-        if (cfg_valid && cfg_ready) ei <= ei + 1;
+        rnd_rc  <= ($random(seed) & 1) != 0;
+        if (cfg_valid && cfg_ready) begin
+            ei <= ei + 1;
+            rq_head[e[225:224]] <= rq_tail[e[225:224]];
+        end
+        if (post_take) begin
+            ei <= ei + 1;
+            rqm[{e[225:224], rq_tail[e[225:224]][5:0]}] <= {e[15:0], e[127:64], e[159:128], e[191:160]};
+            rq_tail[e[225:224]] <= rq_tail[e[225:224]] + 7'd1;
+        end
+        if (rw_req_valid && !rw_busy) begin
+            rw_busy <= 1'b1; rw_slot <= rw_req_qpn[1:0]; rw_lat <= ($random(seed) & 32'h7fffffff) % 4;
+        end else if (rw_rsp_valid && rw_rsp_ready) begin
+            rw_busy <= 1'b0;
+            if (rw_ok) rq_head[rw_slot] <= rq_head[rw_slot] + 7'd1;
+        end else if (rw_busy && rw_lat != 0) rw_lat <= rw_lat - 1;
+        if (rc_valid && rnd_rc) $display("Q %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
         if (rq_valid && rq_ready) begin
             ei <= ei + 1;
             if (e[248]) hold <= -1;
@@ -886,7 +1033,7 @@ module tb;
         if (wr_valid && rnd_wr) $display("W %h %h %h %h", wr_addr, wr_len, wr_be, wr_data);
         if (ack_valid && rnd_ack) $display("A %h %h %h %h %h %h %h", ack_qpn, ack_psn, ack_syn, ack_msn,
                                            {ack_mid, ack_read}, ack_read ? ack_va : 64'd0, ack_read ? ack_len : 32'd0);
-        idle <= (!more && rq_ready && !ack_valid) ? idle + 1 : 0;
+        idle <= (!more && rq_ready && !ack_valid && !rc_valid) ? idle + 1 : 0;
         if (idle == 8) begin
             if (bi != nb) $display("BLOCKS taken %0d of %0d", bi, nb);
             $display("C %0d %0d %0d %0d %0d %0d %0d", c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo);
@@ -1102,12 +1249,12 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"the sequence NAK with the packet's PSN", f, "p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];", "p_syn <= SYN_SEQ; p_psn <= h_psn;"},
 		{"a PSN behind compared without the modulo", f, "wire         behind = d[23];", "wire         behind = h_psn < ctx_epsn[ix];"},
 		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd)", "(state == S_KRSP && kc_rsp_valid && !is_rd)"},
-		{"the R_Key checked over the packet's bytes", f, "assign kc_req_len   = {32'd0, h_dlen};", "assign kc_req_len   = {51'd0, h_len};"},
+		{"the R_Key checked over the packet's bytes", f, ": {32'd0, h_dlen};", ": {51'd0, h_len};"},
 		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : 4'd2", "4'd4"},
 		{"the R_Key checked in context 0's PD", f, "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
 		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0) ||", "has_reth) ||"},
 		{"a key failure leaves the context out of ERR", f, "if (k_fail) begin\n                ctx_err[ix] <= 1'b1;\n", "if (k_fail) begin\n"},
-		{"a SEND inside a WRITE taken", f, "first == ctx_inmsg[ix] || (ctx_inmsg[ix] && is_send);", "first == ctx_inmsg[ix];"},
+		{"a SEND inside a WRITE taken", f, "first == ctx_inmsg[ix] || (ctx_inmsg[ix] && ctx_insend[ix] != is_send);", "first == ctx_inmsg[ix];"},
 		{"the first beat's lanes below the VA enabled", f, "(x_first ? ge_s : {64{1'b1}})", "{64{1'b1}}"},
 		{"the last beat one lane short", f, "({1'b0, x_e} + 7'd1)", "({1'b0, x_e})"},
 		{"the previous block's lanes not kept", f, "ge_s[63-k] ? rot[511-8*k -: 8] : x_prev[511-8*k -: 8];", "rot[511-8*k -: 8];"},
@@ -1119,11 +1266,11 @@ func TestResponderMutantsFail(t *testing.T) {
 		// Several edits, joined by respEdits' separator.
 		{"the ACK before the payload's write", f,
 			"state <= S_XFER;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_XFER;" + respEdits +
-				"if (x_done) state <= S_ACK;" + respEdits + "S_ACK: if (!p_ack) begin\n                state <= S_FLUSH;" + respEdits +
-				"cnt_naks <= sat(cnt_naks);\n                state <= S_FLUSH;",
+				"if (x_done) state <= S_ACK;" + respEdits + "S_ACK: if (!p_ack && !p_cqe) begin\n                state <= S_FLUSH;" + respEdits +
+				"end\n                state <= S_FLUSH;",
 			"state <= S_ACK;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_ACK;" + respEdits +
-				"if (x_done) state <= S_FLUSH;" + respEdits + "S_ACK: if (!p_ack) begin\n                state <= S_XFER;" + respEdits +
-				"cnt_naks <= sat(cnt_naks);\n                state <= S_XFER;"},
+				"if (x_done) state <= S_FLUSH;" + respEdits + "S_ACK: if (!p_ack && !p_cqe) begin\n                state <= S_XFER;" + respEdits +
+				"end\n                state <= S_XFER;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

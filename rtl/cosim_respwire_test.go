@@ -328,9 +328,12 @@ module tb;
     hca_responder #(.QPN_W(2), .ACK_COALESCE(1), .RD_RES(RD_RES)) resp (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[511:488]), .cfg_psn(e[487:464]), .cfg_pd(e[463:432]),
-        .cfg_mtu(e[366:364]),
+        .cfg_mtu(e[366:364]), .cfg_rnr(5'd0),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .rq_imm(32'd0), .rw_req_valid(), .rw_req_ready(1'b1), .rw_req_qpn(), .rw_rsp_valid(1'b1), .rw_rsp_ready(),
+        .rw_rsp_ok(1'b0), .rw_rsp_index(16'd0), .rw_rsp_addr(64'd0), .rw_rsp_len(32'd0), .rw_rsp_lkey(32'd0),
+        .rc_valid(), .rc_ready(1'b1), .rc_qpn(), .rc_opcode(), .rc_status(), .rc_index(), .rc_len(), .rc_imm(),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
         .kc_req_valid(b_kc_req_valid), .kc_req_ready(b_kc_req_ready), .kc_req_key(b_kc_req_key), .kc_req_pd(b_kc_req_pd),
         .kc_req_need(b_kc_req_need), .kc_req_addr(b_kc_req_addr), .kc_req_len(b_kc_req_len),

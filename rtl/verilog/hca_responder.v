@@ -1,14 +1,14 @@
-// hca_responder: the receive side of an RC QP for RDMA WRITE and RDMA READ requests (IBA ch. 9
-// responder; rxe_resp.c).
+// hca_responder: the receive side of an RC QP for RDMA WRITE (with and without immediate), RDMA READ
+// and SEND requests (IBA ch. 9 responder; rxe_resp.c).
 // Go model: hca.Responder.Receive and FlushAck (hca/responder.go) as hca.Device.respond carries them
 // out (hca/rx.go: the payload written at RespAction.WriteAddr, the ACK or NAK, then the coalesced ACK
 // owed when no further packet waits); rtl/cosim_resp_test.go drives the same request packets into both
 // and requires the host bytes written, the ACK/NAK sequence and the counters to be the model's.
 //
 // Contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits. cfg_* (the modify to RTR) writes one:
-// its QPN, the expected PSN (the requester's first) and the QP's protection domain; the message
-// sequence number, the sequence-NAK flag, the coalescing count and the ERR state are cleared
-// (hca.NewResponder). cfg_ready: only between packets (the block idle).
+// its QPN, the expected PSN (the requester's first), the QP's protection domain and min_rnr_timer
+// (cfg_rnr); the message sequence number, the sequence-NAK flag, the coalescing count, the ERR state
+// and the SEND-under-way flag are cleared (hca.NewResponder). cfg_ready: only between packets.
 //
 // Requests: one at a time. A packet's header on rq_* (valid/ready): QPN (BTH.DestQP), PSN, BTH.OpCode,
 // AckReq, the RETH's VA, R_Key and DMA length (looked at on a FIRST or ONLY), and its payload's bytes
@@ -45,8 +45,26 @@
 //     the MSN by one, and its reply leaves on ack_* (ack_read: the first PSN, VA, length, the MSN
 //     after it; hca_ack_tx sends the responses). Not here (TODO): the model's NAK invalid request
 //     for a READ whose resource still has responses unsent (claimRes's inUse: the RTL recycles it);
-//   other opcodes in sequence (SEND, atomics, WRITE with immediate): TODO, dropped (todo), the
-//     context unchanged.
+//   a SEND (FIRST/MIDDLE/LAST/ONLY, LAST and ONLY with immediate) or an RDMA WRITE with immediate
+//     (LAST/ONLY) in sequence: a SEND FIRST or ONLY and a WRITE with immediate first take the QP's
+//     next receive WQE through rw_* (rw_req_* asks with the QPN, rw_rsp_* answers: none posted, or
+//     the WQE's index and its one scatter element: address, length, L_Key); none posted: NAK RNR
+//     (0x20 | the context's min_rnr_timer) at the packet's PSN with the current MSN, nothing written,
+//     the context unchanged (the requester resends after its RNR timer). Then, as the model's
+//     Receive: a WRITE ONLY with immediate checks its R_Key as a WRITE does (a failure: NAK remote
+//     access error, ERR, and the WQE completes with REM_ACCESS_ERR); a SEND whose bytes so far
+//     pass the buffer's length (recvOff + bytes > length, at any packet; at the first one before the
+//     key check) gets NAK invalid request, ERR, and the WQE completes with LOC_LEN_ERR; a SEND's
+//     first packet checks the WQE's L_Key through kc_* for LOCAL_WRITE (1) over the whole element in
+//     the context's PD (hca.QP.CheckLKey; a failure: NAK remote operational error 0x63, ERR,
+//     LOC_PROT_ERR); each accepted SEND packet's bytes go to the buffer's next byte (address +
+//     recvOff), a WRITE's where its RETH says; at a LAST or ONLY the receive completion goes out on
+//     rc_* (its QPN, CQE opcode 2 RESP_SEND or 3 RESP_SEND_IMM with the bytes placed, 1
+//     RESP_WR_IMM with the WRITE's RETH DMA length from its FIRST or ONLY; the immediate when the
+//     opcode has one, else 0; the WQE's index; status 0), an error's with status 1, 4 or 10, opcode
+//     2 (1 for a WRITE), byte_len and immediate 0. ACKs, MSN, PSN as for a WRITE;
+//   other opcodes in sequence (atomics, SEND with invalidate): TODO, dropped (todo), the context
+//     unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
 //
@@ -55,11 +73,15 @@
 // write of ceil((a mod 64 + n) / 64) beats, its bytes realigned to the host's lanes (payload byte p in
 // lane (a + p) mod 64: a 6-stage byte rotator and the previous block's lanes below a mod 64), byte
 // enables from lane a mod 64 on the first beat and up to lane (a + n - 1) mod 64 on the last. A
-// packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register).
-// Counters: 16 bits, saturating.
-// TODO: SEND into receive WQEs, RDMA WRITE with immediate, atomics, RNR NAKs, duplicates of atomics
-// (docs/rtl.md). In hca_transport: behind hca_rx_ack, its kc_* and wr_*
-// through hca_share_arb, its ack_* into hca_ack_tx.
+// packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register), and
+// with it its receive completion (rc_*, an output register; both wait for their register free).
+// Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
+// TODO: atomics and their duplicates, SEND with invalidate, a receive WQE of several scatter
+// elements (the model's RecvSGL), the receive queue behind rw_* (prefetch from host memory, the
+// flush of posted WQEs when the QP goes to ERR: hca.Device.flushRecvs), SRQs (docs/rtl.md). In
+// hca_transport: behind hca_rx_ack (which routes no SEND or WRITE with immediate to it yet: rw_* is
+// tied to an empty queue, rc_* to no CQE writer, cfg_rnr to 0), its kc_* and wr_* through
+// hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
     parameter integer ACK_COALESCE = 1,  // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)
@@ -73,6 +95,7 @@ module hca_responder #(
     input  wire [23:0]  cfg_psn,
     input  wire [31:0]  cfg_pd,
     input  wire [2:0]   cfg_mtu,   // the path MTU, IBA's code 1..5 (256 << (code - 1) bytes)
+    input  wire [4:0]   cfg_rnr,   // the QP's min_rnr_timer: the 5-bit code an RNR NAK carries
     input  wire         rq_valid,
     output wire         rq_ready,
     input  wire [23:0]  rq_qpn,
@@ -83,6 +106,7 @@ module hca_responder #(
     input  wire [31:0]  rq_rkey,
     input  wire [31:0]  rq_dlen,
     input  wire [12:0]  rq_len,
+    input  wire [31:0]  rq_imm,    // ImmDt (a SEND or WRITE with immediate)
     input  wire         pd_valid,
     input  wire [511:0] pd_data,
     output wire         pd_ready,
@@ -96,6 +120,16 @@ module hca_responder #(
     input  wire         kc_rsp_valid,
     output wire         kc_rsp_ready,
     input  wire [2:0]   kc_rsp_result,
+    output wire         rw_req_valid,  // take the next receive WQE of QP rw_req_qpn's receive queue
+    input  wire         rw_req_ready,
+    output wire [23:0]  rw_req_qpn,
+    input  wire         rw_rsp_valid,
+    output wire         rw_rsp_ready,
+    input  wire         rw_rsp_ok,     // 0: the receive queue is empty (nothing taken)
+    input  wire [15:0]  rw_rsp_index,  // the WQE's index in its queue (the CQE's wqe_counter)
+    input  wire [63:0]  rw_rsp_addr,   // its one scatter element: address, length, L_Key
+    input  wire [31:0]  rw_rsp_len,
+    input  wire [31:0]  rw_rsp_lkey,
     output wire         wr_valid,
     output wire [63:0]  wr_addr,
     output wire [15:0]  wr_len,
@@ -113,6 +147,14 @@ module hca_responder #(
     output reg  [31:0]  ack_len,
     output reg  [2:0]   ack_mtu,   // the context's path MTU code
     output reg          ack_mid,   // a replay from inside the READ: MIDDLE ... LAST, no FIRST
+    output reg          rc_valid,  // a receive completion (hca_cqe_writer's cpl_* fields)
+    input  wire         rc_ready,
+    output reg  [23:0]  rc_qpn,
+    output reg  [3:0]   rc_opcode, // 1 RESP_WR_IMM, 2 RESP_SEND, 3 RESP_SEND_IMM (hca.CQEResp*)
+    output reg  [7:0]   rc_status, // ibv_wc_status: 0, 1 LOC_LEN_ERR, 4 LOC_PROT_ERR, 10 REM_ACCESS_ERR
+    output reg  [15:0]  rc_index,  // the receive WQE's index
+    output reg  [31:0]  rc_len,    // byte_len
+    output reg  [31:0]  rc_imm,
     output reg  [15:0]  cnt_acks,     // ACKs sent (hca Counters.Acks)
     output reg  [15:0]  cnt_naks,     // NAKs sent (Counters.Naks)
     output reg  [15:0]  cnt_dup,      // duplicates re-ACKed
@@ -124,11 +166,21 @@ module hca_responder #(
     localparam integer NQ = 1 << QPN_W;
     localparam [10:0] COAL = ACK_COALESCE[10:0];
     localparam [3:0] S_IDLE = 4'd0, S_DEC = 4'd1, S_KREQ = 4'd2, S_KRSP = 4'd3, S_XFER = 4'd4,
-                     S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8;
-    localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62;
+                     S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8, S_RREQ = 4'd9, S_RRSP = 4'd10;
+    localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62, SYN_OPE = 8'h63,
+                     SYN_RNR = 8'h20;
 
     // ---- contexts ----
     reg  [NQ-1:0] ctx_valid, ctx_err, ctx_inmsg, ctx_naks;
+    reg  [NQ-1:0] ctx_insend;          // the message under way is a SEND (else a WRITE)
+    reg  [4:0]    ctx_rnr  [0:NQ-1];   // min_rnr_timer
+    reg  [31:0]   ctx_wlen [0:NQ-1];   // the WRITE's RETH DMA length (a WRITE with immediate's byte_len)
+    // The receive WQE the SEND under way (or the last one taken) scatters into: one element.
+    reg  [63:0]   ctx_raddr [0:NQ-1];
+    reg  [31:0]   ctx_rlen  [0:NQ-1];
+    reg  [31:0]   ctx_rlkey [0:NQ-1];
+    reg  [15:0]   ctx_ridx  [0:NQ-1];
+    reg  [31:0]   ctx_roff  [0:NQ-1];  // the message's bytes placed so far
     reg  [23:0]   ctx_qpn  [0:NQ-1];
     reg  [23:0]   ctx_epsn [0:NQ-1];
     reg  [23:0]   ctx_msn  [0:NQ-1];
@@ -158,6 +210,7 @@ module hca_responder #(
     reg  [63:0]  h_va;
     reg  [31:0]  h_rkey, h_dlen;
     reg  [12:0]  h_len;
+    reg  [31:0]  h_imm;
     wire [QPN_W-1:0] ix = h_qpn[QPN_W-1:0];
 
     wire         hit    = ctx_valid[ix] && ctx_qpn[ix] == h_qpn;
@@ -170,10 +223,20 @@ module hca_responder #(
                           h_op == 8'h0A || h_op == 8'h0B || h_op == 8'h0C || h_op == 8'h13 || h_op == 8'h14;
     wire         is_send = h_op <= 8'h05 || h_op == 8'h16 || h_op == 8'h17;
     wire         rd_atom = h_op == 8'h0C || h_op == 8'h13 || h_op == 8'h14;
-    wire         is_wr  = h_op == 8'h06 || h_op == 8'h07 || h_op == 8'h08 || h_op == 8'h0A;
-    wire         has_reth = h_op == 8'h06 || h_op == 8'h0A;
-    wire         last   = h_op == 8'h08 || h_op == 8'h0A;
-    wire         bad_seq = first == ctx_inmsg[ix] || (ctx_inmsg[ix] && is_send);
+    wire         is_wr  = h_op >= 8'h06 && h_op <= 8'h0B;                 // RDMA WRITE, with immediate or not
+    wire         wimm   = h_op == 8'h09 || h_op == 8'h0B;                  // LAST / ONLY with immediate
+    wire         has_reth = h_op == 8'h06 || h_op == 8'h0A || h_op == 8'h0B;
+    wire         sendp  = h_op <= 8'h05;                                   // a SEND this block places (not _INV)
+    wire         s_imm  = h_op == 8'h03 || h_op == 8'h05;
+    wire         last   = h_op == 8'h08 || h_op == 8'h0A || wimm || h_op == 8'h02 || s_imm || h_op == 8'h04;
+    wire         bad_seq = first == ctx_inmsg[ix] || (ctx_inmsg[ix] && ctx_insend[ix] != is_send);
+    // A receive WQE is taken by a SEND's first packet and by a WRITE with immediate (hca Receive's
+    // needRecv), before the R_Key check (rxe check_resource, then check_rkey).
+    wire         need_rw = (sendp && first) || wimm;
+    // A SEND MIDDLE or LAST past its receive buffer (recvOff + bytes > the WQE's length).
+    wire [32:0]  r_end   = {1'b0, ctx_roff[ix]} + {20'd0, h_len};
+    wire         s_over  = sendp && !first && r_end > {1'b0, ctx_rlen[ix]};
+    wire         l_chk   = sendp;                                          // a key check of the WQE's L_Key
     wire         is_rd  = h_op == 8'h0C;
 
     // ---- READ: its PSNs (hca.PacketCount: ceil(len / MTU), at least 1) and resources ----
@@ -206,14 +269,24 @@ module hca_responder #(
     wire         rd_seq  = in_seq && !bad_seq && is_rd;
     wire         go_kc   = (in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0) ||
                            (rd_seq && h_dlen != 32'd0);
-    wire         commit  = (state == S_DEC && in_seq && !bad_seq && is_wr && !go_kc) ||
+    // The receive WQE's answer (S_RRSP): none posted (an RNR NAK), a first SEND packet longer than
+    // its buffer (LOC_LEN_ERR), or on to the key check (a SEND's L_Key; a WRITE ONLY with
+    // immediate's R_Key unless of length 0), or taken at once (a WRITE with immediate otherwise).
+    wire         rw_in   = state == S_RRSP && rw_rsp_valid;
+    wire         rw_rnr  = rw_in && !rw_rsp_ok;
+    wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len;
+    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc;
+    wire         commit  = (state == S_DEC && in_seq && !bad_seq && ((is_wr && !need_rw && !go_kc) ||
+                                                                     (sendp && !first && !s_over))) ||
+                           (rw_in && rw_rsp_ok && wimm && !rw_kc) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd);
     // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
     wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd);
     wire [31:0]  r_e     = ix * RD_RES + {{(32-RW){1'b0}}, ctx_rnext[ix]};
     wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
-    wire [63:0]  wva     = has_reth ? h_va : ctx_wva[ix];
+    wire [63:0]  wva     = sendp ? ctx_raddr[ix] + {32'd0, ctx_roff[ix]} : has_reth ? h_va : ctx_wva[ix];
+    wire [15:0]  r_idx   = state == S_RRSP ? rw_rsp_index : ctx_ridx[ix];
     wire [23:0]  msn_n   = ctx_msn[ix] + {23'd0, last};
     wire         ack_now = h_ackreq && ctx_pend[ix] + 11'd1 >= COAL;
 
@@ -260,6 +333,13 @@ module hca_responder #(
     reg  [7:0]   p_syn;
     reg  [23:0]  p_psn, p_msn;
     reg          p_read, p_mid;
+    reg          p_cqe;        // a receive completion owed
+    reg  [3:0]   p_cop;
+    reg  [7:0]   p_cst;
+    reg  [15:0]  p_cidx;
+    reg  [31:0]  p_clen, p_cimm;
+    wire         cq_free  = !rc_valid || rc_ready;
+    wire         s_go     = (!p_ack || out_free) && (!p_cqe || cq_free);
     reg  [63:0]  p_va;
     reg  [31:0]  p_len;
     wire         out_free = !ack_valid || ack_ready;
@@ -267,12 +347,17 @@ module hca_responder #(
     assign cfg_ready    = state == S_IDLE;
     assign rq_ready     = state == S_IDLE && !cfg_valid;
     assign kc_req_valid = state == S_KREQ;
-    assign kc_req_key   = h_rkey;
+    // A SEND's first packet checks its receive WQE's L_Key over the whole buffer for LOCAL_WRITE (1)
+    // (hca.QP.CheckLKey); a WRITE's or READ's RETH its R_Key.
+    assign kc_req_key   = l_chk ? ctx_rlkey[ix] : h_rkey;
     assign kc_req_pd    = ctx_pd[ix];
-    assign kc_req_need  = is_rd ? 4'd4 : 4'd2; // REMOTE_READ, REMOTE_WRITE (hca.AccessRemote*)
-    assign kc_req_addr  = h_va;
-    assign kc_req_len   = {32'd0, h_dlen};
+    assign kc_req_need  = l_chk ? 4'd1 : is_rd ? 4'd4 : 4'd2; // LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE (hca.Access*)
+    assign kc_req_addr  = l_chk ? ctx_raddr[ix] : h_va;
+    assign kc_req_len   = l_chk ? {32'd0, ctx_rlen[ix]} : {32'd0, h_dlen};
     assign kc_rsp_ready = state == S_KRSP;
+    assign rw_req_valid = state == S_RREQ;
+    assign rw_req_qpn   = h_qpn;
+    assign rw_rsp_ready = state == S_RRSP;
 
     wire [7:0]   n_blk  = {1'b0, h_len[12:6]} + {7'd0, h_len[5:0] != 6'd0};   // ceil(n / 64)
     wire [13:0]  n_sum  = {8'd0, wva[5:0]} + {1'b0, h_len};                  // s + n
@@ -294,9 +379,12 @@ module hca_responder #(
             ctx_err <= {NQ{1'b0}};
             ctx_inmsg <= {NQ{1'b0}};
             ctx_naks <= {NQ{1'b0}};
+            ctx_insend <= {NQ{1'b0}};
             res_used <= {NR{1'b0}};
             ack_valid <= 1'b0;
+            rc_valid <= 1'b0;
             p_ack <= 1'b0;
+            p_cqe <= 1'b0;
             x_wr <= 1'b0;
             x_bt <= 8'd0;
             x_src <= 8'd0;
@@ -304,6 +392,7 @@ module hca_responder #(
             cnt_err_drop <= 16'd0; cnt_no_qp <= 16'd0; cnt_todo <= 16'd0;
         end else begin
             if (ack_valid && ack_ready) ack_valid <= 1'b0;
+            if (rc_valid && rc_ready) rc_valid <= 1'b0;
             case (state)
             S_IDLE: begin
                 if (cfg_valid) begin
@@ -311,6 +400,7 @@ module hca_responder #(
                     ctx_err[cfg_qpn[QPN_W-1:0]]   <= 1'b0;
                     ctx_inmsg[cfg_qpn[QPN_W-1:0]] <= 1'b0;
                     ctx_naks[cfg_qpn[QPN_W-1:0]]  <= 1'b0;
+                    ctx_insend[cfg_qpn[QPN_W-1:0]] <= 1'b0;
                     res_used[cfg_qpn[QPN_W-1:0]*RD_RES +: RD_RES] <= {RD_RES{1'b0}};
                 end else if (rq_valid) begin
                     state <= S_DEC;
@@ -322,6 +412,7 @@ module hca_responder #(
                 x_src <= n_blk;
                 x_bt <= 8'd0;
                 p_ack <= 1'b0;
+                p_cqe <= 1'b0;
                 state <= S_XFER;
                 if (!hit) begin
                     cnt_no_qp <= sat(cnt_no_qp);
@@ -353,11 +444,28 @@ module hca_responder #(
                     if (bad_seq) begin
                         ctx_err[ix] <= 1'b1;
                         p_ack <= 1'b1;
-                    end else if (!is_wr && !is_rd) begin
+                    end else if (!is_wr && !is_rd && !sendp) begin
                         cnt_todo <= sat(cnt_todo);
+                    end else if (need_rw) begin
+                        state <= S_RREQ;
+                    end else if (s_over) begin
+                        // Past the receive buffer: LOC_LEN_ERR, NAK invalid request, ERR.
+                        ctx_err[ix] <= 1'b1;
+                        p_ack <= 1'b1;
+                        p_cqe <= 1'b1;
                     end else if (go_kc) begin
                         state <= S_KREQ;
                     end
+                end
+            end
+            S_RREQ: if (rw_req_ready) state <= S_RRSP;
+            S_RRSP: if (rw_rsp_valid) begin
+                state <= (rw_rsp_ok && rw_kc) ? S_KREQ : S_XFER;
+                if (rw_rnr) p_ack <= 1'b1;
+                if (rw_over) begin
+                    ctx_err[ix] <= 1'b1;
+                    p_ack <= 1'b1;
+                    p_cqe <= 1'b1;
                 end
             end
             S_DUP: if (f_hit) state <= (dup_ok && h_dlen != 32'd0) ? S_KREQ : S_XFER;
@@ -369,13 +477,16 @@ module hca_responder #(
                 if (x_pop) x_src <= x_src - 8'd1;
                 if (x_done) state <= S_ACK;
             end
-            S_ACK: if (!p_ack) begin
+            S_ACK: if (!p_ack && !p_cqe) begin
                 state <= S_FLUSH;
-            end else if (out_free) begin
-                ack_valid <= 1'b1;
-                if (p_read) ;
-                else if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
-                else cnt_naks <= sat(cnt_naks);
+            end else if (s_go) begin
+                if (p_cqe) rc_valid <= 1'b1;
+                if (p_ack) begin
+                    ack_valid <= 1'b1;
+                    if (p_read) ;
+                    else if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
+                    else cnt_naks <= sat(cnt_naks);
+                end
                 state <= S_FLUSH;
             end
             S_FLUSH: state <= (hit && !rq_valid && ctx_pend[ix] != 11'd0) ? S_FACK : S_IDLE;
@@ -389,12 +500,17 @@ module hca_responder #(
             if (k_fail) begin
                 ctx_err[ix] <= 1'b1;
                 p_ack <= 1'b1;
+                // A receive WQE taken completes with the error (LOC_PROT_ERR; a WRITE ONLY with
+                // immediate's REM_ACCESS_ERR), as the model's Receive.
+                p_cqe <= sendp || wimm;
             end
             if (commit) begin
                 x_wr <= h_len != 13'd0;
                 x_bt <= h_len != 13'd0 ? n_beat : 8'd0;
                 ctx_inmsg[ix] <= !last;
+                ctx_insend[ix] <= sendp;
                 if (ack_now) p_ack <= 1'b1;
+                if (last && (sendp || wimm)) p_cqe <= 1'b1;
             end
             if (rcommit) begin
                 p_ack <= 1'b1;
@@ -416,9 +532,10 @@ module hca_responder #(
                 ctx_ppsn[cfg_qpn[QPN_W-1:0]]  <= 24'd0;
                 ctx_mtu[cfg_qpn[QPN_W-1:0]]   <= cfg_mtu;
                 ctx_rnext[cfg_qpn[QPN_W-1:0]] <= {RW{1'b0}};
+                ctx_rnr[cfg_qpn[QPN_W-1:0]]   <= cfg_rnr;
             end else if (rq_valid) begin
                 h_qpn <= rq_qpn; h_psn <= rq_psn; h_op <= rq_op; h_ackreq <= rq_ackreq;
-                h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len;
+                h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len; h_imm <= rq_imm;
             end
         end
         S_DEC: begin
@@ -438,6 +555,24 @@ module hca_responder #(
                     end
                 end else if (bad_seq) begin
                     p_syn <= SYN_INV;
+                end else if (s_over) begin
+                    p_syn <= SYN_INV;
+                    p_cop <= 4'd2; p_cst <= 8'd1; p_cidx <= ctx_ridx[ix]; p_clen <= 32'd0; p_cimm <= 32'd0;
+                end
+            end
+        end
+        S_RRSP: if (rw_rsp_valid) begin
+            if (!rw_rsp_ok) begin
+                p_syn <= SYN_RNR | {3'd0, ctx_rnr[ix]};
+            end else begin
+                ctx_raddr[ix] <= rw_rsp_addr;
+                ctx_rlen[ix]  <= rw_rsp_len;
+                ctx_rlkey[ix] <= rw_rsp_lkey;
+                ctx_ridx[ix]  <= rw_rsp_index;
+                if (!wimm) ctx_roff[ix] <= 32'd0;
+                if (rw_over) begin
+                    p_syn <= SYN_INV;
+                    p_cop <= 4'd2; p_cst <= 8'd1; p_cidx <= rw_rsp_index; p_clen <= 32'd0; p_cimm <= 32'd0;
                 end
             end
         end
@@ -449,9 +584,15 @@ module hca_responder #(
             if (w_take) x_first <= 1'b0;
             if (x_pop) x_prev <= rot;
         end
-        S_ACK: if (p_ack && out_free) begin
-            ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
-            ack_read <= p_read; ack_va <= p_va; ack_len <= p_len; ack_mtu <= ctx_mtu[ix]; ack_mid <= p_mid;
+        S_ACK: if (s_go) begin
+            if (p_ack) begin
+                ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
+                ack_read <= p_read; ack_va <= p_va; ack_len <= p_len; ack_mtu <= ctx_mtu[ix]; ack_mid <= p_mid;
+            end
+            if (p_cqe) begin
+                rc_qpn <= h_qpn; rc_opcode <= p_cop; rc_status <= p_cst; rc_index <= p_cidx;
+                rc_len <= p_clen; rc_imm <= p_cimm;
+            end
         end
         S_FACK: if (out_free) begin
             ack_qpn <= h_qpn; ack_psn <= ctx_ppsn[ix]; ack_syn <= SYN_ACK; ack_msn <= ctx_msn[ix];
@@ -461,13 +602,26 @@ module hca_responder #(
         end
         default: ;
         endcase
-        if (k_fail) p_syn <= SYN_ACC;
+        if (k_fail) begin
+            p_syn <= l_chk ? SYN_OPE : SYN_ACC;
+            p_cop <= l_chk ? 4'd2 : 4'd1; p_cst <= l_chk ? 8'd4 : 8'd10;
+            p_cidx <= ctx_ridx[ix]; p_clen <= 32'd0; p_cimm <= 32'd0;
+        end
         if (commit) begin
             x_first <= 1'b1;
             x_addr <= wva;
             x_e <= n_sum[5:0] - 6'd1;
             x_len <= {2'd0, n_beat, 6'd0};
-            ctx_wva[ix] <= wva + {51'd0, h_len};
+            if (!sendp) ctx_wva[ix] <= wva + {51'd0, h_len};
+            if (has_reth) ctx_wlen[ix] <= h_dlen;
+            if (sendp) ctx_roff[ix] <= r_end[31:0];
+            // The receive completion (at LAST/ONLY): a SEND's bytes placed, a WRITE with immediate's
+            // RETH DMA length (its FIRST's or this ONLY's), the immediate when the opcode has one.
+            p_cop <= wimm ? 4'd1 : s_imm ? 4'd3 : 4'd2;
+            p_cst <= 8'd0;
+            p_cidx <= r_idx;
+            p_clen <= wimm ? (has_reth ? h_dlen : ctx_wlen[ix]) : r_end[31:0];
+            p_cimm <= (wimm || s_imm) ? h_imm : 32'd0;
             ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;
             ctx_msn[ix] <= msn_n;
             if (h_ackreq) begin
@@ -501,6 +655,6 @@ module hca_responder #(
         end
     end
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, 1'b0};
+    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, r_end[32], 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

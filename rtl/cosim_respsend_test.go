@@ -1,0 +1,414 @@
+package rtl
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
+)
+
+// ---- hca_responder's SEND and WRITE with immediate <-> hca.Responder ----
+//
+// A respsend run is a respRun with SENDs (FIRST/MIDDLE/LAST/ONLY, with and
+// without immediate) and RDMA WRITEs with immediate among the WRITEs, and
+// receive WQEs posted to the QPs' receive queues before them (the stream's
+// post entries; now and then none, so the responder answers RNR NAK, or one
+// whose buffer is too small or whose L_Key fails a rule). The model's
+// hca.Responder takes them through respEnv.PopRecv and CheckLKey (as
+// hca.QP's); its receive completions (RespAction.RecvDone) must be the
+// ones hca_responder gives on rc_*, in order, each after the writes
+// before it, beside the ACKs, NAKs, host bytes and counters respRun.check
+// compares.
+
+// newRespRunSends is newRespRun with SENDs and WRITEs with immediate
+// (their random draws only in such runs, so newRespRun's are unchanged),
+// and one region per PD with LOCAL_WRITE only (a receive buffer's L_Key
+// passes there, an R_Key for REMOTE_WRITE would not).
+func newRespRunSends(seed uint64, coalesce int) *respRun {
+	run := newRespRun(seed, coalesce)
+	run.sends = true
+	for i := range 3 {
+		base := uint64(0x5_0000_0000) + uint64(i)<<28 + uint64(run.r.IntN(1<<12))<<12
+		run.localRegions = append(run.localRegions, run.table.Register(run.pds[i], base, uint64(16384+run.r.IntN(1<<14)), hca.AccessLocalWrite))
+	}
+	return run
+}
+
+// msgBytes is the payload of q's message under way.
+func (q *respQP) msgBytes() uint32 {
+	n := 0
+	for _, p := range q.msg {
+		n += len(p.pay)
+	}
+	return uint32(n)
+}
+
+// postRecv posts a receive WQE to q for a message of n bytes: one scatter
+// element in a region of q's PD with LOCAL_WRITE, n to n + 299 bytes long,
+// or (1 in 12) shorter than n (the responder's LOC_LEN_ERR); 1 in 30 each
+// an L_Key that fails a rule (a stale variant, another PD's region, a
+// region without LOCAL_WRITE, one byte past the end, a deregistered
+// region); 1 in 5 in the PD's region with LOCAL_WRITE only.
+func (run *respRun) postRecv(q *respQP, n uint32) {
+	r := run.r
+	if len(q.rq) >= 48 {
+		return // the testbench's queue holds 64
+	}
+	mr := run.region(q.pd)
+	if r.IntN(5) == 0 {
+		mr = run.localRegions[pdIndex(run.pds, q.pd)]
+	}
+	blen := n + uint32(r.IntN(300))
+	if n > 0 && r.IntN(12) == 0 {
+		blen = uint32(r.IntN(int(n)))
+	}
+	blen = min(blen, uint32(mr.Length))
+	addr, lkey := mr.Addr+uint64(r.IntN(int(mr.Length)-int(blen)+1)), mr.LKey
+	switch r.IntN(30) {
+	case 0:
+		lkey ^= uint32(1 + r.IntN(255))
+	case 1:
+		o := run.region(run.pds[(r.IntN(2)+1+pdIndex(run.pds, q.pd))%3])
+		addr, lkey = o.Addr, o.LKey
+	case 2:
+		addr, lkey = run.regions[8].Addr, run.regions[8].LKey
+	case 3:
+		blen = max(blen, 1)
+		addr = mr.Addr + mr.Length - uint64(blen) + 1
+	case 4:
+		addr, lkey = run.regions[9].Addr, run.regions[9].LKey
+	}
+	run.post(q, hca.RecvWQE{Index: q.rqIdx, Length: blen, LKey: lkey, Addr: addr})
+}
+
+// post appends w to q's receive queue and a post entry to the stream. The
+// testbench takes a post only with the responder idle, so the packet
+// before it closes with a gap (its coalesced ACK flushed, as the
+// responder then flushes it).
+func (run *respRun) post(q *respQP, w hca.RecvWQE) {
+	if prev := run.stream[len(run.stream)-1]; !prev.cfg && !prev.post && !prev.gap {
+		prev.gap = true
+		for _, o := range run.qps {
+			if o != nil && o.qpn == prev.qpn {
+				if psn, msn, ok := o.resp.FlushAck(); ok {
+					run.byKind["flushed ACK"]++
+					run.ack(o, hca.SynACKNoLimit, psn, msn)
+				}
+			}
+		}
+	}
+	q.rqIdx++
+	q.rq = append(q.rq, w)
+	run.stream = append(run.stream, &respPkt{post: true, qpn: q.qpn, idx: w.Index & 0xffff, va: w.Addr, dlen: w.Length, rkey: w.LKey})
+}
+
+// sendOps are the SEND opcodes of a message of one packet and of several,
+// without and with immediate data.
+var sendOps = [2][4]ib.Opcode{
+	{ib.SendOnly, ib.SendFirst, ib.SendMiddle, ib.SendLast},
+	{ib.SendOnlyImm, ib.SendFirst, ib.SendMiddle, ib.SendLastImm},
+}
+
+// newSend starts a SEND of 0..3 MTUs on q (as message builds a WRITE's
+// packets), with immediate data half the time, a receive WQE posted for it
+// 7 times in 8 (and a second one now and then, so the queue holds more).
+func (run *respRun) newSend(q *respQP) {
+	r := run.r
+	n := uint32(r.IntN(3*q.mtu + 1))
+	if r.IntN(6) == 0 {
+		n = uint32(r.IntN(200))
+	}
+	if r.IntN(8) != 0 {
+		run.postRecv(q, n)
+		if r.IntN(6) == 0 {
+			run.postRecv(q, uint32(r.IntN(3*q.mtu+1)))
+		}
+	}
+	run.message(q, 0, 0, n)
+	imm := r.IntN(2)
+	for i, p := range q.msg {
+		p.va, p.rkey, p.dlen = 0, 0, 0
+		switch {
+		case len(q.msg) == 1:
+			p.op = sendOps[imm][0]
+		case i == 0:
+			p.op = sendOps[imm][1]
+		case i == len(q.msg)-1:
+			p.op = sendOps[imm][3]
+		default:
+			p.op = sendOps[imm][2]
+		}
+		// ImmDt only with an opcode that has one; the others carry
+		// bytes there too (the RTL's rq_imm is a field, always driven),
+		// which the model ignores and the CQE must not show.
+		p.imm = r.Uint32()
+	}
+}
+
+// withImm turns q's WRITE into a WRITE with immediate (its LAST or ONLY),
+// a receive WQE posted for it 7 times in 8.
+func (run *respRun) withImm(q *respQP) {
+	r := run.r
+	l := q.msg[len(q.msg)-1]
+	l.op = ib.RDMAWriteLastImm
+	if len(q.msg) == 1 {
+		l.op = ib.RDMAWriteOnlyImm
+	}
+	l.imm = r.Uint32()
+	if r.IntN(8) != 0 {
+		run.postRecv(q, 0)
+	}
+}
+
+// recvKind counts the model's decisions about receive WQEs.
+func (run *respRun) recvKind(a hca.RespAction) {
+	switch {
+	case a.Ack && a.AckSyn&0xE0 == hca.SynRNRNAK:
+		run.byKind["RNR NAK"]++
+	case a.Ack && a.AckSyn == hca.SynNAKOpErr:
+		run.byKind["L_Key "+a.KeyResult.String()]++
+	}
+	if a.RecvDone {
+		run.byKind[fmt.Sprintf("receive CQE opcode %d %s", a.RecvOpcode, a.RecvStatus)]++
+	}
+}
+
+// respSendDirected is the directed SEND run on context 0 (MTU 256, PD 0's
+// region 0, min_rnr_timer 14, ACK_COALESCE 1), each case's completions,
+// ACKs and bytes derived by hand in TestResponderSendDirectedCosim.
+func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) {
+	run = newRespRunSends(seed, 1)
+	for slot := range respQPs - 1 {
+		run.config(slot)
+	}
+	const rnr = 14
+	q := run.qps[0]
+	q.pd, q.mtu = run.pds[0], 256
+	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
+	q.resp.MinRNRTimer = rnr
+	run.stream[0].pd, run.stream[0].mtu, run.stream[0].rnr = q.pd, q.mtu, rnr
+	qpn, p0 = q.qpn, q.next
+	mr := run.regions[0] // PD 0's, LOCAL_WRITE and REMOTE_WRITE
+	sendAll := func() {
+		for _, p := range q.msg {
+			run.send(q, p)
+		}
+	}
+	post := func(off uint64, n, lkey uint32) {
+		run.post(q, hca.RecvWQE{Index: q.rqIdx, Length: n, LKey: lkey, Addr: mr.Addr + off})
+	}
+	// send builds a SEND of n bytes (AckReq on its last packet only).
+	send := func(n uint32, imm bool, immDt uint32) {
+		run.message(q, 0, 0, n)
+		k := 0
+		if imm {
+			k = 1
+		}
+		for i, p := range q.msg {
+			p.va, p.rkey, p.dlen, p.ackReq, p.imm = 0, 0, 0, i == len(q.msg)-1, immDt
+			switch {
+			case len(q.msg) == 1:
+				p.op = sendOps[k][0]
+			case i == 0:
+				p.op = sendOps[k][1]
+			case i == len(q.msg)-1:
+				p.op = sendOps[k][3]
+			default:
+				p.op = sendOps[k][2]
+			}
+		}
+	}
+	reconfig := func() {
+		run.stream[len(run.stream)-1].gap = true
+		old := run.qps[0]
+		run.config(0)
+		q = run.qps[0]
+		q.qpn, q.pd, q.mtu = old.qpn, run.pds[0], 256
+		q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
+		q.resp.MinRNRTimer = rnr
+		c := run.stream[len(run.stream)-1]
+		c.qpn, c.pd, c.mtu, c.rnr = q.qpn, q.pd, q.mtu, rnr
+		q12 = append(q12, q.next)
+	}
+	// 1: WQE 0 (1000 bytes at +0x100); a SEND ONLY with immediate of 100 bytes.
+	post(0x100, 1000, mr.LKey)
+	send(100, true, 0xdeadbeef)
+	sendAll()
+	// 2: a SEND of 600 bytes (FIRST 256, MIDDLE 256, LAST 88) with no WQE
+	// posted; then WQE 1 (exactly 600 bytes at +0x1000+13) and the resend.
+	send(600, false, 0x1234)
+	sendAll()
+	post(0x1000+13, 600, mr.LKey)
+	sendAll()
+	// 3: a WRITE ONLY with immediate of 64 bytes at +0x2000, no WQE; then
+	// WQE 2 and the resend.
+	run.message(q, mr.Addr+0x2000, mr.RKey, 64)
+	q.msg[0].op, q.msg[0].imm, q.msg[0].ackReq = ib.RDMAWriteOnlyImm, 7, true
+	sendAll()
+	post(0, 0, mr.LKey)
+	sendAll()
+	// 4: WQE 3; a WRITE of 300 bytes at +0x3000, FIRST 256 then LAST with
+	// immediate 44.
+	post(0, 0, mr.LKey)
+	run.message(q, mr.Addr+0x3000, mr.RKey, 300)
+	q.msg[0].ackReq = false
+	q.msg[1].op, q.msg[1].imm = ib.RDMAWriteLastImm, 9
+	sendAll()
+	// 5: WQE 4 of 200 bytes; a SEND of 300 (FIRST 256, LAST 44): the
+	// FIRST is past the buffer; the LAST dropped in ERR.
+	post(0x3400, 200, mr.LKey)
+	send(300, false, 0)
+	q.msg[0].ackReq = false
+	sendAll()
+	// 6: a new QP at Q1; WQE 0 with a stale L_Key variant; a SEND ONLY of 10.
+	reconfig()
+	post(0x3600, 100, mr.LKey^0x80)
+	send(10, false, 0)
+	sendAll()
+	// 7: a new QP at Q2; WQE 0 of 300 bytes; a SEND of 356 (FIRST 256,
+	// LAST 100): the LAST is past the buffer.
+	reconfig()
+	post(0x3800, 300, mr.LKey)
+	send(356, false, 0)
+	q.msg[0].ackReq = false
+	sendAll()
+	// 8: a new QP at Q3; WQE 0; a WRITE ONLY with immediate of 64 bytes
+	// with a stale R_Key variant.
+	reconfig()
+	post(0, 0, mr.LKey)
+	run.message(q, mr.Addr+0x2000, mr.RKey^0x80, 64)
+	q.msg[0].op, q.msg[0].imm, q.msg[0].ackReq = ib.RDMAWriteOnlyImm, 5, true
+	sendAll()
+	run.stream[len(run.stream)-1].gap = true
+	return run, qpn, p0, q12
+}
+
+// TestResponderSendDirectedCosim: the directed SEND cases through the
+// model and hca_responder; the model's ACKs, completions, counters and
+// bytes are first checked against values derived by hand from the
+// responder rules (hca.Responder.Receive: the WQE taken at a SEND's first
+// packet and at a WRITE with immediate, RNR NAK when none is posted, the
+// length and L_Key checks), then the RTL's against the model's.
+func TestResponderSendDirectedCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	run, a, p, q := respSendDirected(cosimSeeds[0])
+	at := func(k uint32) uint32 { return (p + k) & 0xffffff }
+	const rnrNAK = 0x20 | 14 // RNR NAK with min_rnr_timer 14
+	assert.Equal(t, []respAck{
+		{a, at(0), 0x1F, 1, 0, 0, 0},                 // 1: ONLY at P: ACK P, MSN 1
+		{a, at(1), rnrNAK, 1, 0, 0, 0},               // 2: FIRST at P+1 finds no WQE: RNR NAK P+1
+		{a, at(1), 0x60, 1, 0, 0, 0},                 //    MIDDLE P+2 ahead: sequence NAK for P+1 (the LAST dropped)
+		{a, at(3), 0x1F, 2, 0, 0, 0},                 //    the resend with WQE 1: ACK P+3, MSN 2
+		{a, at(4), rnrNAK, 2, 0, 0, 0},               // 3: WRITE ONLY with immediate at P+4, no WQE: RNR NAK
+		{a, at(4), 0x1F, 3, 0, 0, 0},                 //    the resend with WQE 2: ACK P+4, MSN 3
+		{a, at(6), 0x1F, 4, 0, 0, 0},                 // 4: FIRST P+5, LAST with immediate P+6: ACK P+6, MSN 4
+		{a, at(7), 0x61, 4, 0, 0, 0},                 // 5: FIRST of 256 into 200 bytes: NAK invalid request P+7
+		{a, q[0], 0x63, 0, 0, 0, 0},                  // 6: the stale L_Key: NAK remote operational error at Q1
+		{a, (q[1] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 7: the LAST takes 256 + 100 > 300: NAK invalid request at Q2+1
+		{a, q[2], 0x62, 0, 0, 0, 0},                  // 8: the stale R_Key: NAK remote access error at Q3
+	}, run.acks, "the model's ACKs and NAKs")
+	assert.Equal(t, []respCQE{
+		{a, hca.CQERespSendImm, 0, 0, 100, 0xdeadbeef},             // 1: WQE 0, 100 bytes, the immediate
+		{a, hca.CQERespSend, 0, 1, 600, 0},                         // 2: WQE 1, 256 + 256 + 88
+		{a, hca.CQERespWrImm, 0, 2, 64, 7},                         // 3: WQE 2, the RETH's 64
+		{a, hca.CQERespWrImm, 0, 3, 300, 9},                        // 4: WQE 3, the FIRST's RETH length, not the LAST's 44
+		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 4, 0, 0},     // 5: WQE 4, LOC_LEN_ERR
+		{a, hca.CQERespSend, uint32(hca.WCLocProtErr), 0, 0, 0},    // 6: the new QP's WQE 0, LOC_PROT_ERR
+		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 0, 0, 0},     // 7: WQE 0, LOC_LEN_ERR at the LAST
+		{a, hca.CQERespWrImm, uint32(hca.WCRemAccessErr), 0, 0, 0}, // 8: the WQE it took, REM_ACCESS_ERR, no byte_len or immediate
+	}, run.cqes, "the model's receive completions")
+	// Dropped: the LAST of 2 (ahead, after its NAK), the LAST of 5 (ERR).
+	assert.Equal(t, respCounts{acks: 4, naks: 7, seqDrop: 1, errDrop: 1}, run.want, "the model's counts")
+	assert.Len(t, run.mem, 100+600+64+300+256, "bytes written: cases 1, 2, 3, 4 and 7's FIRST")
+	res := runResp(t, context.Background(), t.TempDir(), run, 1, nil)
+	assert.Empty(t, run.check(res), "hca_responder against the model")
+	t.Logf("%d entries, %d cycles, %d wr0 writes (%d beats), %d ACKs/NAKs, %d completions", len(run.stream), res.cycles, res.writes, res.beats, len(res.acks), len(res.cqes))
+	assert.Equal(t, 1+3+1+2+1, res.writes, "one wr0 write per packet written")
+	// 100 bytes at lane 0: 2 beats; 256 at lane 13: ceil(269/64) = 5,
+	// twice, 88 at lane 13: ceil(101/64) = 2; 64 at lane 0: 1; 256 at
+	// lane 0: 4, 44 at lane 0: 1; 256 at lane 0: 4.
+	assert.Equal(t, 2+5+5+2+1+4+1+4, res.beats, "wr0 beats")
+}
+
+// TestResponderSendCosim: random streams with SENDs and WRITEs with
+// immediate among the WRITEs (newRespRunSends) through the model and
+// hca_responder, ACK_COALESCE 3 and 1: the receive completions, ACKs and
+// NAKs, host bytes and counters equal the model's; every kind of receive
+// decision happens.
+func TestResponderSendCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	kinds := map[string]int{}
+	for i, seed := range cosimSeeds[:2] {
+		run := newRespRunSends(seed, []int{3, 1}[i])
+		run.fill(respSteps)
+		res := runResp(t, context.Background(), t.TempDir(), run, seed, nil)
+		assert.Empty(t, run.check(res), "seed %d", seed)
+		require.NotEmpty(t, res.cqes, "seed %d: no receive completion", seed)
+		t.Logf("seed %d: %d entries, %d blocks, %d cycles, %d wr0 writes (%d beats), %d ACKs/NAKs, %d completions; %v",
+			seed, len(run.stream), run.blocks, res.cycles, res.writes, res.beats, len(res.acks), len(res.cqes), run.byKind)
+		for k, n := range run.byKind {
+			kinds[k] += n
+		}
+	}
+	for _, k := range []string{"RNR NAK", "receive CQE opcode 2 SUCCESS", "receive CQE opcode 3 SUCCESS", "receive CQE opcode 1 SUCCESS",
+		"receive CQE opcode 2 LOC_LEN_ERR", "receive CQE opcode 2 LOC_PROT_ERR", "L_Key invalid_key", "duplicate", "ahead, NAK",
+		"written (VA mod 64 > 0)", "flushed ACK", "receive CQE opcode 1 REM_ACCESS_ERR", "L_Key out_of_bounds", "L_Key pd_mismatch",
+		"L_Key access_denied"} {
+		assert.Positive(t, kinds[k], "decisions of kind %q", k)
+	}
+}
+
+// TestResponderSendMutantsFail: each slip in hca_responder's SEND and
+// WRITE-with-immediate paths fails the co-simulation of a random send run
+// (ACK_COALESCE 3, respMutantSteps steps) or of the directed SEND run.
+func TestResponderSendMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	const f = "hca_responder.v"
+	for _, m := range []cosimMutant{
+		{"unmutated", "", "", ""},
+		{"the RNR NAK without the QP's timer", f, "p_syn <= SYN_RNR | {3'd0, ctx_rnr[ix]};", "p_syn <= SYN_RNR;"},
+		{"an empty receive queue not NAKed", f, "wire         rw_rnr  = rw_in && !rw_rsp_ok;", "wire         rw_rnr  = 1'b0;"},
+		{"the L_Key checked for REMOTE_WRITE", f, "l_chk ? 4'd1 :", "l_chk ? 4'd2 :"},
+		{"the L_Key checked over the packet's bytes", f, "l_chk ? {32'd0, ctx_rlen[ix]}", "l_chk ? {51'd0, h_len}"},
+		{"an L_Key failure NAKed as a remote access error", f, "p_syn <= l_chk ? SYN_OPE : SYN_ACC;", "p_syn <= SYN_ACC;"},
+		{"an L_Key failure without its completion", f, "p_cqe <= sendp || wimm;", "p_cqe <= wimm;"},
+		{"an R_Key failure of a WRITE with immediate without its completion", f, "p_cqe <= sendp || wimm;", "p_cqe <= sendp;"},
+		{"an R_Key failure completed as LOC_PROT_ERR", f, "p_cst <= l_chk ? 8'd4 : 8'd10;", "p_cst <= 8'd4;"},
+		{"a buffer exactly full refused", f, "r_end > {1'b0, ctx_rlen[ix]};", "r_end >= {1'b0, ctx_rlen[ix]};"},
+		{"a length error leaves the context out of ERR", f,
+			"                        ctx_err[ix] <= 1'b1;\n                        p_ack <= 1'b1;\n                        p_cqe <= 1'b1;\n                    end else if (go_kc)",
+			"                        p_ack <= 1'b1;\n                        p_cqe <= 1'b1;\n                    end else if (go_kc)"},
+		{"the receive offset not moved", f, "if (sendp) ctx_roff[ix] <= r_end[31:0];", ""},
+		{"a SEND message not marked as one", f, "ctx_insend[ix] <= sendp;", ""},
+		{"a WRITE with immediate's byte_len from its packet", f, "(has_reth ? h_dlen : ctx_wlen[ix])", "{19'd0, h_len}"},
+		{"the immediate in every completion", f, "(wimm || s_imm) ? h_imm : 32'd0", "h_imm"},
+		{"every SEND completed as SEND with immediate", f, "p_cop <= wimm ? 4'd1 : s_imm ? 4'd3 : 4'd2;", "p_cop <= wimm ? 4'd1 : 4'd3;"},
+		{"a WQE taken this cycle completed with the last one's index", f,
+			"wire [15:0]  r_idx   = state == S_RRSP ? rw_rsp_index : ctx_ridx[ix];", "wire [15:0]  r_idx   = ctx_ridx[ix];"},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			replace := respMutated(t, m)
+			run := newRespRunSends(cosimSeeds[0], 3)
+			run.fill(respMutantSteps)
+			diffs := run.check(runResp(t, ctx, t.TempDir(), run, 1, replace))
+			drun, _, _, _ := respSendDirected(cosimSeeds[0])
+			diffs = append(diffs, drun.check(runResp(t, ctx, t.TempDir(), drun, 1, replace))...)
+			if m.file == "" {
+				assert.Empty(t, diffs, "the unmutated block")
+				return
+			}
+			require.NotEmpty(t, diffs, "the co-simulation passes a responder with %s", m.name)
+			t.Logf("%s", diffs[0])
+		})
+	}
+}
