@@ -143,6 +143,24 @@ type ctsEarly struct {
 	at  uint64
 }
 
+// ctsOrder puts rank rk's sends in NCCL's order: its ring runs every step
+// of one slice (a chunk of at most a FIFO slot) before the next slice's
+// (all_reduce.h runRing: a loop over the buffer a chunk at a time, each
+// chunk's 2(n−1) steps in turn), where the model without flow control
+// posts a step's slices all before the next step's. A connection's writes
+// go in that order: with NCCLSteps slots, a step of more slices than
+// slots would otherwise wait, around the ring, for slots its own later
+// slices hold. The ring forwards each slice as it received it (the same
+// transfer, cut alike), so each send still waits only on sends before it.
+func (c *collective) ctsOrder(rk *collRank) {
+	if len(rk.deferIdx) > 0 {
+		panic(fmt.Sprintf("workload: collective rank %d: the clear-to-send is modelled for schedules whose sends wait on no own send (the ring); this one has %d", rk.index, len(rk.deferIdx)))
+	}
+	slices.SortStableFunc(rk.sends, func(a, b sliceSend) int {
+		return cmp.Or(cmp.Compare(a.slice, b.slice), cmp.Compare(a.xfer.Step, b.xfer.Step))
+	})
+}
+
 // setupCTS gives every rank its FIFOs, in one region of its own, and
 // numbers every connection's writes.
 func (c *collective) setupCTS(pds []uint32) {

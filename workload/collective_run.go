@@ -710,9 +710,12 @@ func (c *collective) setup(devs []*hca.Device) {
 		rk.src, rk.dst = base, base+uint64(size)
 		rk.mr = d.RegMR(pds[r], base, size+int(c.sched.Landing), acc)
 		rk.sends, rk.waits = c.sendsOf(r)
+		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
+		if c.cts {
+			c.ctsOrder(rk)
+		}
 		rk.lanes = lanesOf(rk.sends)
 		rk.laneNext = make([]int, len(rk.lanes))
-		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
 		rk.got = make([]bool, len(rk.arrived))
 		rk.gotAt = make([]ib.PS, len(rk.arrived))
 		rk.sendDone = make([]bool, len(rk.sends))
