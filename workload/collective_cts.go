@@ -143,21 +143,29 @@ type ctsEarly struct {
 	at  uint64
 }
 
-// ctsOrder puts rank rk's sends in NCCL's order: its ring runs every step
-// of one slice (a chunk of at most a FIFO slot) before the next slice's
-// (all_reduce.h runRing: a loop over the buffer a chunk at a time, each
-// chunk's 2(n−1) steps in turn), where the model without flow control
-// posts a step's slices all before the next step's. A connection's writes
-// go in that order: with NCCLSteps slots, a step of more slices than
-// slots would otherwise wait, around the ring, for slots its own later
-// slices hold. The ring forwards each slice as it received it (the same
-// transfer, cut alike), so each send still waits only on sends before it.
+// ncclChunkSteps is how many FIFO slots one step of NCCL's ring
+// all-reduce moves in one pass of its loop (ALLREDUCE_CHUNKSTEPS =
+// NCCL_STEPS/2, src/include/collectives.h): a chunk is that many slots.
+const ncclChunkSteps = NCCLSteps / 2
+
+// ctsOrder puts rank rk's sends in NCCL's order: its ring kernel loops
+// over the buffer a chunk of ncclChunkSteps slots a step at a time
+// (src/device/all_reduce.h, runRing), every step of one loop's chunks
+// before the next loop's, where the model without flow control posts a
+// whole step's slices before the next step's. A connection's writes go
+// in that order: with NCCLSteps slots, a step of more slices than slots
+// would otherwise wait, around the ring, for slots its own later slices
+// hold. Here a loop is ncclChunkSteps slices of every step; a step of at
+// most that many slices (any size up to 2 MiB a chunk at the default
+// slice) keeps the order of before. The ring forwards each slice as it
+// received it (the same transfer, cut alike), so each send still waits
+// only on sends before it.
 func (c *collective) ctsOrder(rk *collRank) {
 	if len(rk.deferIdx) > 0 {
 		panic(fmt.Sprintf("workload: collective rank %d: the clear-to-send is modelled for schedules whose sends wait on no own send (the ring); this one has %d", rk.index, len(rk.deferIdx)))
 	}
 	slices.SortStableFunc(rk.sends, func(a, b sliceSend) int {
-		return cmp.Or(cmp.Compare(a.slice, b.slice), cmp.Compare(a.xfer.Step, b.xfer.Step))
+		return cmp.Or(cmp.Compare(a.slice/ncclChunkSteps, b.slice/ncclChunkSteps), cmp.Compare(a.xfer.Step, b.xfer.Step), cmp.Compare(a.slice, b.slice))
 	})
 }
 
