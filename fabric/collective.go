@@ -14,7 +14,8 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 	run := workload.CollectiveRun{Op: cfg.Workload.Kind, Bytes: int64(cfg.Workload.Size), MTU: cfg.Link.MTU,
 		Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs, SliceBytes: cfg.Workload.SliceBytes, ReduceGBps: cfg.Workload.ReduceGBps,
 		SL: cfg.Workload.SL, Algorithm: cfg.Workload.Algorithm, Root: cfg.Workload.Root,
-		Iterations: cfg.Workload.CollectiveIterations, Warmup: cfg.Workload.CollectiveWarmup, Channels: cfg.Workload.Channels}
+		Iterations: cfg.Workload.CollectiveIterations, Warmup: cfg.Workload.CollectiveWarmup, Channels: cfg.Workload.Channels,
+		FlowControl: cfg.Workload.FlowControl, Average: cfg.Workload.CollectiveAverage}
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}

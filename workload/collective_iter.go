@@ -83,6 +83,12 @@ func (c *collective) nextIteration() {
 	var posted ib.PS
 	for _, rk := range c.ranks {
 		c.resetRank(rk)
+		if rk.cts != nil {
+			// Its receives go with its clear-to-sends (ctsGrant), which
+			// begin posts.
+			rk.cts.iter = c.iter
+			continue
+		}
 		for i := range rk.recvQP {
 			c.postRecvs(rk, i)
 		}

@@ -69,6 +69,19 @@ type CollectiveRun struct {
 	// Channels is the ring all-reduce's NCCL channels (0 is 1):
 	// RingAllReduceChannels.
 	Channels int
+	// FlowControl is how a sender learns that its receiver has room:
+	// FlowNone ("" too), the writes are posted unpaced into the landing
+	// buffers; FlowCTS, NCCL's net IB clear-to-send, in which every write
+	// waits for its receiver's FIFO entry (collective_cts.go), and a
+	// looped run goes back to back as nccl-tests' does.
+	FlowControl string
+	// Average is how a back-to-back run combines the ranks' times
+	// (nccl-tests -a, AverageModes); "" is AvgMean, nccl-tests' default.
+	Average string
+	// Barrier, with FlowCTS, starts every iteration on every rank once the
+	// last finished the one before, as without flow control: the barriered
+	// loop to compare the back-to-back one with (not a config key).
+	Barrier bool
 }
 
 // Validate checks the run's own knobs.
@@ -95,6 +108,9 @@ func (r *CollectiveRun) Validate() error {
 		return err
 	}
 	if err := checkCollectiveLoop(r.Op, r.Algorithm, r.Iterations, r.Warmup, r.Channels, "workload"); err != nil {
+		return err
+	}
+	if err := checkFlowControl(r.Op, r.Algorithm, r.FlowControl, r.Average, "workload"); err != nil {
 		return err
 	}
 	return checkRootKind(r.Op, r.Root, "workload")
@@ -207,6 +223,8 @@ type collRank struct {
 	readers  []int32
 	creditAt []ib.PS
 	postedAt []ib.PS
+	// cts is the rank's clear-to-send state (FlowCTS), nil without.
+	cts *ctsRank
 }
 
 // recvConn is one of a rank's receive connections: its QP and the
@@ -214,6 +232,9 @@ type collRank struct {
 type recvConn struct {
 	qp *hca.QP
 	n  int
+	// src is the sending rank, srcConn the connection's index in its
+	// sendQP (FlowCTS: where its clear-to-send FIFO is).
+	src, srcConn int
 }
 
 // postRecvs posts the receives of rank rk's receive connection i for one
@@ -270,6 +291,15 @@ type collective struct {
 	// the first's: how long the first waited for the next iteration.
 	firstDone ib.PS
 	iterWait  []ib.PS
+	// cts is set with FlowCTS, b2b with it unless run.Barrier: each rank
+	// starts its next iteration when it is done with its own
+	// (collective_cts.go). phaseEnd is, back to back, the iteration the
+	// running phase ends before (the warm-up's, then the run's), and
+	// slotBytes each receive FIFO slot's size.
+	cts, b2b  bool
+	phaseEnd  int
+	slotBytes int64
+	warmStart ib.PS // back to back: when the warm-up began
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -352,6 +382,12 @@ func newCollective(run CollectiveRun, sched Schedule) *collective {
 	}
 	if sched.Algorithm == AlgTree {
 		c.window = NCCLSteps
+	}
+	c.cts = run.FlowControl == FlowCTS
+	c.b2b = c.cts && !run.Barrier
+	c.phaseEnd = run.iterations()
+	if c.b2b && run.Warmup > 0 {
+		c.phaseEnd = run.Warmup
 	}
 	n := sched.Ranks
 	c.recvOf = make([][]*Transfer, len(sched.Steps))
@@ -662,15 +698,24 @@ func (c *collective) setup(devs []*hca.Device) {
 		rk.expect = recvs
 		rk.arrived = make([]bool, len(c.sched.Steps)*c.maxSlices)
 		pds[r] = d.AllocPD()
+		if c.cts {
+			// The clear-to-send writes complete on the send CQ, one in
+			// NCCLSteps signaled, and a receive CQ may hold the next
+			// iteration's first NCCLSteps landings a connection as well.
+			sends, recvs = sends+recvs, 2*recvs+NCCLSteps*n*max(1, c.run.Channels)
+		}
 		rk.sendCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, sends)))
 		rk.recvCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, recvs)))
 		base := d.Malloc(size + int(c.sched.Landing))
 		rk.src, rk.dst = base, base+uint64(size)
 		rk.mr = d.RegMR(pds[r], base, size+int(c.sched.Landing), acc)
 		rk.sends, rk.waits = c.sendsOf(r)
+		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
+		if c.cts {
+			c.ctsOrder(rk)
+		}
 		rk.lanes = lanesOf(rk.sends)
 		rk.laneNext = make([]int, len(rk.lanes))
-		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
 		rk.got = make([]bool, len(rk.arrived))
 		rk.gotAt = make([]ib.PS, len(rk.arrived))
 		rk.sendDone = make([]bool, len(rk.sends))
@@ -705,13 +750,22 @@ func (c *collective) setup(devs []*hca.Device) {
 			k, dst := cn.slices, cn.dst
 			b := c.ranks[dst]
 			qa := a.dev.CreateQP(pds[src], a.sendCQ, a.recvCQ, pow2(k*bbs), 1)
-			qb := b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(k))
+			var qb *hca.QP
+			if c.cts {
+				// The receiver's end posts the clear-to-send writes, and
+				// its receives one with each (ctsGrant), not ahead.
+				qb = b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, pow2((k+2*NCCLSteps)*ctsBBs), pow2(k+2*NCCLSteps))
+			} else {
+				qb = b.dev.CreateQP(pds[dst], b.sendCQ, b.recvCQ, 1, pow2(k))
+			}
 			if err := hca.ConnectRCSL(qa, qb, c.run.MTU, rng.Uint32()&0xFFFFFF, rng.Uint32()&0xFFFFFF, uint8(c.run.SL)); err != nil {
 				panic(fmt.Sprintf("workload: collective: connect rank %d to %d: %v", src, dst, err))
 			}
 			a.sendQP = append(a.sendQP, qa)
-			b.recvQP = append(b.recvQP, recvConn{qp: qb, n: k})
-			c.postRecvs(b, len(b.recvQP)-1)
+			b.recvQP = append(b.recvQP, recvConn{qp: qb, n: k, src: src, srcConn: len(a.sendQP) - 1})
+			if !c.cts {
+				c.postRecvs(b, len(b.recvQP)-1)
+			}
 		}
 		a.conns = conns[src]
 		for i, cn := range a.conns {
@@ -725,6 +779,9 @@ func (c *collective) setup(devs []*hca.Device) {
 	for r, rk := range c.ranks {
 		r := r
 		rk.dev.OnCQE = func(_ *hca.CQ, now ib.PS) { c.wake(r, now) }
+	}
+	if c.cts {
+		c.setupCTS(pds)
 	}
 }
 
@@ -770,6 +827,11 @@ func startTimed(s *components.Sim, setupDone ib.PS, h components.EventHandler, e
 // conclude checks the data and takes the metrics: at the end, whatever the
 // simulation does after.
 func (c *collective) conclude() {
+	if c.b2b {
+		// Every rank checked each of its iterations (rankIterDone).
+		c.result = c.metrics()
+		return
+	}
 	if c.run.looped() {
 		c.checkIteration()
 	} else {
@@ -819,11 +881,17 @@ func (c *collective) begin() {
 	c.start = c.s.Now()
 	c.end = c.start
 	c.started = true
+	if c.iter == 0 {
+		c.warmStart = c.start
+	}
 	if c.iter == c.run.Warmup {
 		// The timed part starts: the counters are the timed iterations'.
 		for _, rk := range c.ranks {
 			rk.dev.ResetStats()
 			rk.reduceNs = 0
+			if rk.cts != nil {
+				rk.cts.writes = 0
+			}
 		}
 	}
 	if c.sched.Op == CollAllToAll {
@@ -842,6 +910,10 @@ func (c *collective) begin() {
 			c.sharpTurn(r)
 			continue
 		}
+		if c.cts {
+			c.ranks[r].done = false
+			c.ctsGrant(r)
+		}
 		c.turn(r)
 	}
 }
@@ -855,6 +927,12 @@ func (c *collective) turn(r int) {
 		return
 	}
 	c.drain(r, rk.sendCQ, func(wc hca.WC) {
+		if wc.WRID&ctsWRID != 0 {
+			return // a clear-to-send write (checkWC saw its status)
+		}
+		if rk.cts != nil {
+			rk.cts.completed[rk.sends[wc.WRID].conn]++
+		}
 		rk.sent++
 		rk.sendDone[wc.WRID] = true
 	})
@@ -881,6 +959,10 @@ func (c *collective) turn(r int) {
 			progress = true
 		}
 	}
+	if c.cts {
+		c.ctsAdvance(rk)
+		c.ctsGrant(r)
+	}
 	if rk.next == len(rk.sends) && rk.sent == len(rk.sends) && rk.recvs == rk.expect {
 		c.rankDone(r)
 	}
@@ -906,6 +988,10 @@ func (c *collective) drain(r int, cq *hca.CQ, each func(hca.WC)) {
 // rankDone marks rank r done when its CPU is next free (its last poll),
 // and stops the run when it was the last.
 func (c *collective) rankDone(r int) {
+	if c.b2b {
+		c.rankIterDone(r)
+		return
+	}
 	rk := c.ranks[r]
 	rk.done = true
 	rk.doneAt = rk.dev.CPUFreeAt()
@@ -950,6 +1036,9 @@ func (c *collective) slot(step, slice int) int { return step*c.maxSlices + slice
 
 // ready reports whether a send's input has arrived (and was reduced).
 func (c *collective) ready(rk *collRank, s *sliceSend) bool {
+	if rk.cts != nil && !c.ctsCleared(rk, s) {
+		return false
+	}
 	if c.window > 0 && s.slice >= c.window {
 		// NCCL's FIFO: slice k needs slot k − window of the receiver
 		// freed, and its credit back here. (A tree connection carries one
@@ -1025,6 +1114,10 @@ func (c *collective) post(r, i int) {
 		LocalAddr: rk.src + uint64(x.Offset+s.off), Length: uint32(s.n), LKey: rk.mr.LKey,
 		RemoteAddr: c.landingAddr(peer, x) + uint64(s.off), RKey: peer.mr.RKey,
 		Imm: uint32(c.slot(x.Step, s.slice))}
+	if rk.cts != nil {
+		// Where the receiver's clear-to-send said (its FIFO slot).
+		w.RemoteAddr, w.RKey = c.ctsTake(rk, s)
+	}
 	if err := rk.dev.PostSend(rk.sendQP[s.conn], &w); err != nil {
 		panic(fmt.Sprintf("workload: collective rank %d: post_send: %v", r, err))
 	}
@@ -1086,6 +1179,16 @@ func (c *collective) landingAddr(peer *collRank, x *Transfer) uint64 {
 // landed handles the receive completion of slice imm at rank r.
 func (c *collective) landed(r int, imm uint32) {
 	rk := c.ranks[r]
+	if rk.cts != nil && !c.ctsLanded(rk, imm) {
+		return
+	}
+	c.landedSlot(r, imm)
+}
+
+// landedSlot takes slot imm of rank r in once it is the rank's
+// iteration's.
+func (c *collective) landedSlot(r int, imm uint32) {
+	rk := c.ranks[r]
 	step, slice := int(imm)/c.maxSlices, int(imm)%c.maxSlices
 	if step >= len(c.recvOf) || c.recvOf[step][r] == nil || rk.got[imm] {
 		c.errs = append(c.errs, fmt.Sprintf("rank %d: unexpected immediate %d (step %d slice %d)", r, imm, step, slice))
@@ -1105,9 +1208,13 @@ func (c *collective) landed(r int, imm uint32) {
 func (c *collective) apply(rk *collRank, imm uint32) {
 	step, slice := int(imm)/c.maxSlices, int(imm)%c.maxSlices
 	x := c.recvOf[step][rk.index]
-	if x.Reduce {
-		off, n := c.sliceOf(x.Bytes, slice)
-		c.reduce(rk, uint64(x.Land+off), uint64(x.Offset+off), int(n))
+	off, n := c.sliceOf(x.Bytes, slice)
+	switch {
+	case rk.cts != nil:
+		// Out of the FIFO slot it landed in: added in, or copied.
+		c.ctsApply(rk, imm, x, off, n)
+	case x.Reduce:
+		c.reduce(rk, rk.dst+uint64(x.Land+off), uint64(x.Offset+off), int(n))
 	}
 	rk.arrived[imm] = true
 	rk.recvs++
@@ -1184,15 +1291,15 @@ func (c *collective) defersOf(r int, sends []sliceSend) (from, to, idx []int32) 
 	return from, to, idx
 }
 
-// reduce adds the n landed bytes at land in the landing area into the data
-// buffer at off (uint8 sum, wrapping, as nccl-tests -d uint8 -o sum) and
-// charges the thread for it.
+// reduce adds the n landed bytes at address land (the landing area, or
+// a FIFO slot) into the data buffer at off (uint8 sum, wrapping, as
+// nccl-tests -d uint8 -o sum) and charges the thread for it.
 func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	if cap(c.scratch) < n {
 		c.scratch = make([]byte, n)
 	}
 	in := c.scratch[:n]
-	rk.dev.Mem.Read(rk.dst+land, in)
+	rk.dev.Mem.Read(land, in)
 	// Added into the data where it is stored, a page at a time: no copy
 	// of the data out and back.
 	rk.dev.Mem.Update(rk.src+off, n, func(b []byte, at int) { addBytes(b, in[at:]) })
@@ -1201,7 +1308,7 @@ func (c *collective) reduce(rk *collRank, land, off uint64, n int) {
 	// pages go back to the host memory for the landings still to come, so
 	// a rank's landing area costs the process the slices in flight, not S
 	// bytes of fresh memory.
-	rk.dev.Mem.Discard(rk.dst+land, n)
+	rk.dev.Mem.Discard(land, n)
 	if c.run.ReduceGBps > 0 {
 		ns := float64(n) / c.run.ReduceGBps
 		rk.dev.ChargeCPU(ib.FromNanoseconds(ns))
@@ -1221,7 +1328,11 @@ func (c *collective) checkWC(r int, wc hca.WC) {
 // byte the root's; reduce, the sum at the root;
 // all-to-all, block i of rank j's receive buffer equal to block j of rank
 // i's send buffer.
-func (c *collective) verify() {
+func (c *collective) verify() { c.verifyRanks(-1) }
+
+// verifyRanks is verify for rank only, or every rank (-1); one rank is
+// checked only in the schedules that do not exchange all-to-all.
+func (c *collective) verifyRanks(only int) {
 	n := len(c.ranks)
 	size := c.sched.Bytes
 	if op := c.sched.Op; op != CollAllToAll {
@@ -1246,7 +1357,7 @@ func (c *collective) verify() {
 		for off := int64(0); off < size; off += streamChunk {
 			w := c.want[off : off+min(streamChunk, size-off)]
 			for r, rk := range c.ranks {
-				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root {
+				if bad[r].at >= 0 || op == CollReduce && r != c.sched.Root || only >= 0 && r != only {
 					continue // a reduce's result is the root's alone
 				}
 				g := got[:len(w)]
@@ -1362,7 +1473,10 @@ func firstDiff(a, b []byte) int {
 func (c *collective) metrics() map[string]any {
 	t := c.end - c.start
 	var loop map[string]any
-	if c.run.looped() {
+	if c.b2b {
+		loop = map[string]any{}
+		t = c.ctsMetrics(loop)
+	} else if c.run.looped() {
 		// Per timed iteration, as nccl-tests reports: the mean.
 		loop = map[string]any{}
 		t = c.iterationMetrics(loop)

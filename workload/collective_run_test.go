@@ -123,15 +123,16 @@ func TestCollectiveVerifierCatchesCorruptionOfTheHalves(t *testing.T) {
 // flipFirstPayload flips bit 6 of byte at of the first packet with a
 // payload that leaves the port it hooks: a corruption in flight that no
 // CRC catches (the model's receivers trust the wire's own verdict), which
-// only the end-to-end data check can see.
+// only the end-to-end data check can see. Packets of minLen payload bytes
+// or fewer are passed (a clear-to-send entry's 32).
 type flipFirstPayload struct {
-	at   int
-	done bool
+	at, minLen int
+	done       bool
 }
 
 func (f *flipFirstPayload) Func(ctx sim.HookCtx) {
 	e, ok := ctx.Item.(*components.TraceEvent)
-	if !ok || f.done || e.Kind != components.TraceTxStart || e.Pkt == nil || len(e.Pkt.Payload) <= f.at {
+	if !ok || f.done || e.Kind != components.TraceTxStart || e.Pkt == nil || len(e.Pkt.Payload) <= max(f.at, f.minLen) {
 		return
 	}
 	e.Pkt.Payload[f.at] ^= 0x40
@@ -164,8 +165,16 @@ func TestCollectiveVerifierCatchesInFlightCorruption(t *testing.T) {
 // hold there, sum − v + (v XOR 0x40) (that test derives both).
 func flippedRingAllReduce(t *testing.T, iterations int) (c *Collective, m map[string]any, sum, bad byte) {
 	t.Helper()
+	return flippedRingAllReduceRun(t, CollectiveRun{Iterations: iterations})
+}
+
+// flippedRingAllReduceRun is flippedRingAllReduce with run's loop and flow
+// control.
+func flippedRingAllReduceRun(t *testing.T, run CollectiveRun) (c *Collective, m map[string]any, sum, bad byte) {
+	t.Helper()
 	s, devs, sw := collSwitchSw(t, 4, perftestLink("EDR"), hca.Defaults())
-	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 32768, MTU: 4096, Seed: 5, Iterations: iterations})
+	run.Op, run.Bytes, run.MTU, run.Seed = CollAllReduce, 32768, 4096, 5
+	c, err := BuildCollectiveOn(s, devs, run)
 	require.NoError(t, err)
 	var v byte
 	for r := range 4 {
@@ -177,6 +186,9 @@ func flippedRingAllReduce(t *testing.T, iterations int) (c *Collective, m map[st
 		}
 	}
 	flip := &flipFirstPayload{at: 5}
+	if run.FlowControl == FlowCTS {
+		flip.minLen = ctsEntryBytes // the first data write's, not a clear-to-send's
+	}
 	sw.Port(1).AcceptHook(flip)
 	m, err = c.Run()
 	require.NoError(t, err)

@@ -82,6 +82,14 @@ type Config struct {
 	// (RingAllReduceChannels). 0 is the default, one channel. omitempty,
 	// so a config without it keeps its effective config and config hash.
 	Channels int `yaml:"channels,omitempty"`
+	// FlowControl is the collective's flow control (FlowControls): none
+	// (empty, the default) or cts, NCCL's net IB clear-to-send, under
+	// which a looped run goes back to back (collective_cts.go).
+	// CollectiveAverage is nccl-tests' -a for such a run (AverageModes;
+	// empty: avg). omitempty, so a config without them keeps its
+	// effective config and config hash.
+	FlowControl       string `yaml:"flow_control,omitempty"`
+	CollectiveAverage string `yaml:"collective_average,omitempty"`
 	// SHARP (workload.algorithm: sharp): the window of outstanding
 	// fragments (0: DefaultSharpOSTs), the fragment payload (0: link.mtu),
 	// the aggregation nodes' ALU throughput in GB/s (0: as fast as its
@@ -257,6 +265,9 @@ func (c *Config) Validate(prefix string) error {
 		return err
 	}
 	if err := checkCollectiveLoop(c.Kind, c.Algorithm, c.CollectiveIterations, c.CollectiveWarmup, c.Channels, prefix); err != nil {
+		return err
+	}
+	if err := checkFlowControl(c.Kind, c.Algorithm, c.FlowControl, c.CollectiveAverage, prefix); err != nil {
 		return err
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {

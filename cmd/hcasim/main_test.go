@@ -96,6 +96,15 @@ func TestBadInput(t *testing.T) {
 			[]string{"workload.channels: 2 is set, but workload.algorithm tree does not use it"}},
 		{"channels not a number", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.channels=many"},
 			[]string{"workload.channels"}},
+		// workload.flow_control, workload.collective_average.
+		{"flow_control unknown", []string{"-config", "examples/allreduce-cts.yaml", "--set", "workload.flow_control=credit"},
+			[]string{`workload.flow_control: "credit" is not a flow control (none, cts)`}},
+		{"cts on the tree", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.flow_control=cts"},
+			[]string{"workload.flow_control: cts is set, but workload.algorithm tree does not use it"}},
+		{"collective_average unknown", []string{"-config", "examples/allreduce-cts.yaml", "--set", "workload.flow_control=cts", "--set", "workload.collective_average=median"},
+			[]string{`workload.collective_average: "median" is not an nccl-tests -a mode (rank0, avg, min, max)`}},
+		{"collective_average without cts", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.collective_average=min"},
+			[]string{"workload.collective_average: min is set, but without workload.flow_control: cts"}},
 		// workload.use_srq: perftest's send tests; workload.rx_depth.
 		{"use_srq on write_bw", []string{"-config", "edr.yaml", "--set", "workload.use_srq=true"},
 			[]string{"edr.yaml: workload.use_srq: true with workload.test write_bw: perftest's --use_srq is for the SEND tests (send_bw, send_lat)"}},
