@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,6 +110,23 @@ type topQP struct {
 	ringLog int
 	later   []topWrite // the second batch's WQEBBs when the ring wraps
 	need    int        // CQEs the second doorbell waits for (the first batch's signaled WQEs)
+	// lose are the QP's packets the wire loses, by their place in its
+	// order on the link (resends counted): the far end never sees them.
+	lose []int
+	// refuse is an R_Key the far end's responder refuses (NAK remote
+	// access error); 0 none.
+	refuse uint32
+	// late: software posts the second batch (writes its WQEs, rings its
+	// doorbell) only once the first batch's CQEs are all in its CQ, so
+	// the model enqueues it after the first batch's exchange is over (a
+	// QP gone to ERR by then flushes it).
+	late bool
+	// cqLog is log2 of its CQ's entries (0: topCQLog); consume: software
+	// consumes each CQE as it lands, advancing the CQ's consumer index
+	// (cq_ci) to the CQEs written, so a CQ with fewer entries than the
+	// QP's CQEs wraps.
+	cqLog   int
+	consume bool
 	// model
 	req   *hca.Requester
 	wqes  []hca.SendWQE
@@ -118,6 +137,19 @@ type topQP struct {
 	psns  []uint32
 	ends  []int    // per WQE, the QP's packets sent through its request
 	db    []uint64 // per WQE, its control segment's first 8 bytes (the doorbell)
+	cqes  [][]byte // its CQEs in the order they are written, each 64 bytes
+	slots []int    // each CQE's slot in its CQ
+}
+
+// lost reports whether the wire loses the QP's packet i.
+func (qp *topQP) lost(i int) bool { return slices.Contains(qp.lose, i) }
+
+// cqDepthLog is log2 of qp's CQ's entries.
+func (qp *topQP) cqDepthLog() int {
+	if qp.cqLog == 0 {
+		return topCQLog
+	}
+	return qp.cqLog
 }
 
 // topWrite is a software write of one host block before a doorbell.
@@ -147,6 +179,12 @@ type topPlan struct {
 	dbs   []topDoorbell
 	ncqe  int
 	nread int // READ payload bytes the host must take
+	// naks are the sequence error NAKs the far end sends (hca_top counts
+	// them on rx_nak_retry); timeouts the model's local ACK timeouts
+	// (Requester.OnTimeout), taken only when timer is set (the design has
+	// the timer: topRetryDesign).
+	naks, timeouts int
+	timer          bool
 }
 
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
@@ -180,9 +218,14 @@ func topScenario() []*topQP {
 }
 
 // newTopPlan builds the memory image, posts the WQEs and runs the model.
-func newTopPlan(seed uint64) *topPlan {
+func newTopPlan(seed uint64) *topPlan { return newTopPlanOf(seed, topScenario(), 0, false) }
+
+// newTopPlanOf builds the run of qps: the memory image, the WQEs posted,
+// the model run with retryCnt (hca.retry_cnt: the design's RETRY_CNT) and,
+// when timer is set, its local ACK timeouts.
+func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan {
 	r := rand.New(rand.NewPCG(seed, 0x70b))
-	p := &topPlan{qps: topScenario()}
+	p := &topPlan{qps: qps, timer: timer}
 	p.mem = make([][]byte, topMemBlocks)
 	for i := range p.mem {
 		p.mem[i] = make([]byte, BlockBytes)
@@ -193,6 +236,9 @@ func newTopPlan(seed uint64) *topPlan {
 	cfg := hca.Defaults()
 	cfg.MaxRdAtomic = 1 << 30 // no max_rd_atomic in the RTL
 	cfg.AckReqEvery = topEvery
+	if retryCnt != 0 {
+		cfg.RetryCnt = retryCnt
+	}
 	for q, qp := range p.qps {
 		qp.pd = 0x100 + uint32(q)*0x11
 		mr := p.keys.Register(qp.pd, topPayBase+uint64(q)*topPayStep, topPayStep, hca.AccessLocalWrite)
@@ -224,8 +270,10 @@ func newTopPlan(seed uint64) *topPlan {
 			if err != nil {
 				panic(err)
 			}
-			if comps := qp.req.Enqueue(wqe, 0); len(comps) != 0 {
-				panic(fmt.Sprintf("topPlan: QP %d WQE %d completes at once: %+v", q, k, comps))
+			if k < qp.batch || !qp.late {
+				if comps := qp.req.Enqueue(wqe, 0); len(comps) != 0 {
+					panic(fmt.Sprintf("topPlan: QP %d WQE %d completes at once: %+v", q, k, comps))
+				}
 			}
 			np := hca.PacketCount(wqe.Length, pktzMTU(qp.it.mtuCode))
 			qp.wqes, qp.first, qp.npsn = append(qp.wqes, wqe), append(qp.first, qp.next), append(qp.npsn, np)
@@ -241,16 +289,18 @@ func newTopPlan(seed uint64) *topPlan {
 			copy(p.want[w.blk], w.data)
 		}
 	}
-	for _, qp := range p.qps {
-		p.send(qp)
-	}
 	// The far end: per QP a hca.Responder (the device's defaults:
 	// ack_coalesce 1) takes the QP's packets in order, as ib.ParseWire reads
-	// them; each ACK it decides, each READ's responses (their payload the
-	// remote memory's, topRemoteBytes) and the coalesced ACK FlushAck owes
-	// at the end go back to the HCA, each once the QP has sent the packet
-	// that made it, and into the model's requester in that order (modelRx,
-	// hca.Device.complete's calls).
+	// them, but those the wire loses; each ACK or NAK it decides, each
+	// READ's responses (their payload the remote memory's, topRemoteBytes)
+	// and the coalesced ACK FlushAck owes at the end go back to the HCA,
+	// each once the QP has sent the packet that made it (a NAK: once it has
+	// sent every packet the model has, since its go-back-N or failure acts
+	// on all of them), and into the model's requester in that order
+	// (modelRx, hca.Device.complete's calls). What that makes the requester
+	// send (a go-back-N resend) goes to the far end in turn, until neither
+	// side has more to say; then, with the timer, a QP still waiting for an
+	// ACK times out (OnTimeout: the far end lost its request) and resends.
 	placed := map[uint64]byte{}
 	rcfg := hca.Defaults()
 	for q, qp := range p.qps {
@@ -260,6 +310,9 @@ func newTopPlan(seed uint64) *topPlan {
 		deliver := func(a reqAck) {
 			a.qpn = qp.it.qpn
 			rx = append(rx, a)
+			if a.retry() {
+				p.naks++
+			}
 			res, pl, ok := modelRx(qp.req, a)
 			if ok {
 				data := a.rsp.Payload
@@ -272,51 +325,95 @@ func newTopPlan(seed uint64) *topPlan {
 			}
 			cpls = append(cpls, res.Completions...)
 		}
-		for i, w := range qp.wires {
-			pkt, err := ib.ParseWire(w[:wireLen(w)])
-			if err != nil {
-				panic(fmt.Sprintf("topPlan: QP %d packet %d: %v", q, i, err))
-			}
-			act := resp.Receive(&pkt, topRemote{})
-			if act.Drop && !act.Ack {
-				panic(fmt.Sprintf("topPlan: QP %d packet %d dropped by the responder", q, i))
-			}
-			if act.Ack {
-				deliver(reqAck{gate: i + 1, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
-			}
-			if act.Atomic {
-				// The original value at the address, as hca.Device.atomic
-				// returns it (the far end's memory is not kept: one atomic).
-				orig := binary.BigEndian.Uint64(topRemoteBytes(act.XlateAddr, 8))
-				resp.SaveAtomic(pkt.PSN, orig)
-				a := atomicAck(pkt.PSN, orig, false)
-				a.gate, a.rsp.AETH.MSN = i+1, resp.MSN()
-				deliver(a)
-			}
-			if act.Read {
-				va := act.ReadVA
-				for more := true; more; {
-					rp := &ib.Packet{}
-					_, more = resp.NextReadResponse(act.ReadRes, rp)
-					rp.Payload = topRemoteBytes(va, rp.PayloadLen)
-					va += uint64(rp.PayloadLen)
-					resp.ReadResponseSent(act.ReadRes, rp.PSN)
-					deliver(reqAck{gate: i + 1, psn: rp.PSN, rsp: rp})
+		env := topRemote{refuse: qp.refuse}
+		seen, late := 0, qp.late
+		for {
+			p.send(qp)
+			if seen < len(qp.wires) {
+				for ; seen < len(qp.wires); seen++ {
+					i, w := seen, qp.wires[seen]
+					if qp.lost(i) {
+						continue
+					}
+					pkt, err := ib.ParseWire(w[:wireLen(w)])
+					if err != nil {
+						panic(fmt.Sprintf("topPlan: QP %d packet %d: %v", q, i, err))
+					}
+					act := resp.Receive(&pkt, env)
+					if act.Drop && !act.Ack && qp.lose == nil && qp.refuse == 0 {
+						panic(fmt.Sprintf("topPlan: QP %d packet %d dropped by the responder", q, i))
+					}
+					if act.Ack {
+						gate := i + 1
+						if act.AckSyn&0xE0 == hca.SynNAKSeq&0xE0 {
+							gate = len(qp.wires)
+						}
+						deliver(reqAck{gate: gate, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
+					}
+					if act.Atomic {
+						// The original value at the address, as hca.Device.atomic
+						// returns it (the far end's memory is not kept: one atomic).
+						orig := binary.BigEndian.Uint64(topRemoteBytes(act.XlateAddr, 8))
+						resp.SaveAtomic(pkt.PSN, orig)
+						a := atomicAck(pkt.PSN, orig, false)
+						a.gate, a.rsp.AETH.MSN = i+1, resp.MSN()
+						deliver(a)
+					}
+					if act.Read {
+						va := act.ReadVA
+						for more := true; more; {
+							rp := &ib.Packet{}
+							_, more = resp.NextReadResponse(act.ReadRes, rp)
+							rp.Payload = topRemoteBytes(va, rp.PayloadLen)
+							va += uint64(rp.PayloadLen)
+							resp.ReadResponseSent(act.ReadRes, rp.PSN)
+							deliver(reqAck{gate: i + 1, psn: rp.PSN, rsp: rp})
+						}
+					}
 				}
+				continue
 			}
-		}
-		if psn, msn, ok := resp.FlushAck(); ok {
-			deliver(reqAck{gate: len(qp.wires), psn: psn, syn: hca.SynACK, msn: msn})
+			if psn, msn, ok := resp.FlushAck(); ok {
+				deliver(reqAck{gate: len(qp.wires), psn: psn, syn: hca.SynACK, msn: msn})
+				continue
+			}
+			if late {
+				// The first batch's exchange is over: software sees its
+				// CQEs, then posts the rest (Enqueue: in ERR, flushed).
+				late = false
+				qp.need = 0
+				for _, c := range cpls {
+					if _, ok := hca.RequesterCQE(qp.it.qpn, c); ok {
+						qp.need++
+					}
+				}
+				for _, w := range qp.wqes[qp.batch:] {
+					cpls = append(cpls, qp.req.Enqueue(w, 0)...)
+				}
+				continue
+			}
+			if p.timer && qp.req.Outstanding() {
+				p.timeouts++
+				cpls = append(cpls, qp.req.OnTimeout().Completions...)
+				continue
+			}
+			break
 		}
 		p.rx = append(p.rx, rx)
-		// Each completion's CQE at its slot of the QP's CQ (nothing consumed: ci 0).
+		// Each completion's CQE at its slot of the QP's CQ: nothing consumed
+		// (ci 0), or, when software consumes each CQE as it lands, ci = the
+		// CQEs written before it (so there is always room).
 		pi := uint32(0)
 		for _, c := range cpls {
 			cqe, ok := hca.RequesterCQE(qp.it.qpn, c)
 			if !ok {
 				continue
 			}
-			slot, owner, room := hca.CQESlot(1<<topCQLog, pi, 0)
+			ci := uint32(0)
+			if qp.consume {
+				ci = pi
+			}
+			slot, owner, room := hca.CQESlot(1<<qp.cqDepthLog(), pi, ci)
 			if !room {
 				panic("topPlan: a CQ overruns")
 			}
@@ -324,6 +421,7 @@ func newTopPlan(seed uint64) *topPlan {
 			var buf [hca.CQEBytes]byte
 			hca.EncodeCQE(buf[:], &cqe)
 			copy(p.want[topCQBlock(q)+int(slot)], buf[:])
+			qp.cqes, qp.slots = append(qp.cqes, append([]byte(nil), buf[:]...)), append(qp.slots, int(slot))
 			pi++
 			p.ncqe++
 		}
@@ -338,7 +436,7 @@ func newTopPlan(seed uint64) *topPlan {
 		last := []int{qp.batch - 1, len(qp.msgs) - 1}
 		for i := range 2 {
 			d := topDoorbell{at: at[i], addr: uint64(q)<<12 | 0x800 + uint64(i)*0x100, data: qp.db[last[i]], q: q}
-			if i == 1 && qp.later != nil {
+			if i == 1 && (qp.later != nil || qp.late) {
 				d.need, d.writes = qp.need, qp.later
 			}
 			p.dbs = append(p.dbs, d)
@@ -355,13 +453,19 @@ func newTopPlan(seed uint64) *topPlan {
 	return p
 }
 
-// topRemote is the far end's QP for hca.Responder: every key passes and
-// a receive WQE of 64 KiB is always posted.
-type topRemote struct{}
+// topRemote is the far end's QP for hca.Responder: every key passes but
+// refuse (0: none), which is no key it holds, and a receive WQE of 64 KiB
+// is always posted.
+type topRemote struct{ refuse uint32 }
 
-func (topRemote) CheckRKey(uint32, int, uint64, uint64) hca.KeyResult { return hca.KeyOK }
-func (topRemote) RKeyBase(uint32) uint64                              { return 0 }
-func (topRemote) CheckLKey(uint32, uint64, uint64) hca.KeyResult      { return hca.KeyOK }
+func (e topRemote) CheckRKey(key uint32, _ int, _, _ uint64) hca.KeyResult {
+	if e.refuse != 0 && key == e.refuse {
+		return hca.KeyInvalid
+	}
+	return hca.KeyOK
+}
+func (topRemote) RKeyBase(uint32) uint64                         { return 0 }
+func (topRemote) CheckLKey(uint32, uint64, uint64) hca.KeyResult { return hca.KeyOK }
 func (topRemote) PopRecv() (hca.RecvWQE, bool) {
 	return hca.RecvWQE{Addr: 0x5000_0000, Length: 1 << 16, LKey: 0x77}, true
 }
@@ -393,7 +497,9 @@ func topCQBlock(q int) int { return (topCQBase + q<<(topCQLog+6)) / BlockBytes }
 func (p *topPlan) send(qp *topQP) {
 	it := qp.it
 	mtu := pktzMTU(it.mtuCode)
-	qp.ends = make([]int, len(qp.wqes))
+	if qp.ends == nil {
+		qp.ends = make([]int, len(qp.wqes))
+	}
 	for qp.req.HasWork() {
 		pkt := ib.Packet{SLID: it.slid, DLID: it.dlid, SL: it.sl, VL: it.vl, DestQP: it.rqpn}
 		tx := qp.req.Next(&pkt)
@@ -462,8 +568,13 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	var qc []string
 	for q, qp := range p.qps {
 		it := qp.it
-		qc = append(qc, fmt.Sprintf("%06x%04x%04x%x%x%06x%06x%x%x%08x%08x%08x%x%09x", it.qpn, it.dlid, it.slid, it.sl, it.vl, it.rqpn,
-			it.psn, it.mtuCode, it.cqn, qp.pd, (topRingBlk+q<<topRingLog)*BlockBytes, topCQBlock(q)*BlockBytes, qp.ring(), 0))
+		consume := 0 // bit 31: software consumes the CQ's CQEs (cq_ci)
+		if qp.consume {
+			consume = 8
+		}
+		qc = append(qc, fmt.Sprintf("%06x%04x%04x%x%x%06x%06x%x%x%08x%08x%08x%x%x%x%07x", it.qpn, it.dlid, it.slid, it.sl, it.vl, it.rqpn,
+			it.psn, it.mtuCode, it.cqn, qp.pd, (topRingBlk+q<<topRingLog)*BlockBytes, topCQBlock(q)*BlockBytes, qp.ring(),
+			qp.cqDepthLog(), consume, 0))
 	}
 	put("qcfg.hex", qc)
 	var dbs, sw []string
@@ -514,8 +625,16 @@ type topResult struct {
 	stalled  bool
 	counters map[string]int
 	pkts     [][]byte // the packets on the link, in order
+	cqw      []topCQWrite
 	mem      [][]byte // host memory at the end
 	unknown  int      // link beats and memory blocks with x or z bits
+}
+
+// topCQWrite is a host write beat into the CQ rings' area: its block,
+// byte enables and data.
+type topCQWrite struct {
+	blk      int
+	be, data []byte
 }
 
 var topSummary = regexp.MustCompile(`(?m)^TOP done (.*)$`)
@@ -554,6 +673,20 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	var pkt []byte
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
+		if len(fs) == 5 && fs[0] == "W" {
+			blk, err := strconv.ParseInt(fs[2], 16, 64)
+			if err == nil && blk >= topCQBase/BlockBytes && blk < topPayBase/BlockBytes {
+				w := topCQWrite{blk: int(blk)}
+				var e1, e2 error
+				w.be, e1 = hex.DecodeString(fs[3])
+				w.data, e2 = hex.DecodeString(fs[4])
+				if e1 != nil || e2 != nil { // x or z bits
+					res.unknown++
+				}
+				res.cqw = append(res.cqw, w)
+			}
+			continue
+		}
 		if len(fs) < 5 || fs[0] != "B" {
 			continue
 		}
@@ -597,9 +730,43 @@ func (p *topPlan) judge(res *topResult) []string {
 	if res.unknown != 0 {
 		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
 	}
-	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "nak", "rsptodo", "notreq", "overrun", "rspnoqp"} {
+	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp"} {
 		if res.counters[k] != 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
+		}
+	}
+	// rx_nak_retry counts the sequence error NAKs the far end sent.
+	if res.counters["nak"] != p.naks {
+		errs = append(errs, fmt.Sprintf("nak=%d, the far end sent %d sequence error NAKs", res.counters["nak"], p.naks))
+	}
+	// Every CQE write, per CQ in the order written: the model's CQE
+	// (its owner bit that pass's) at the model's slot, all 64 bytes
+	// enabled. The end image shows only each slot's last CQE; this shows
+	// those a wrapping ring overwrote.
+	ncq := make([]int, len(p.qps))
+	for i, w := range res.cqw {
+		off := w.blk - topCQBase/BlockBytes
+		q, slot := off>>topCQLog, off&(1<<topCQLog-1)
+		if q >= len(p.qps) {
+			errs = append(errs, fmt.Sprintf("CQE write %d at block %#x, no QP's CQ", i, w.blk*BlockBytes))
+			continue
+		}
+		qp := p.qps[q]
+		k := ncq[q]
+		ncq[q]++
+		switch {
+		case k >= len(qp.cqes):
+			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (slot %d), past the model's %d", q, k, slot, len(qp.cqes)))
+		case slot != qp.slots[k]:
+			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written at slot %d, the model's at %d", q, k, slot, qp.slots[k]))
+		case string(w.be) != string(bytes.Repeat([]byte{0xff}, BlockBytes/8)) || string(w.data) != string(qp.cqes[k]):
+			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d (slot %d) written as %x (byte enables %x), the model's %x", q, k, slot,
+				w.data, w.be, qp.cqes[k]))
+		}
+	}
+	for q, qp := range p.qps {
+		if ncq[q] < len(qp.cqes) {
+			errs = append(errs, fmt.Sprintf("CQ %d: %d CQEs written, the model's %d", q, ncq[q], len(qp.cqes)))
 		}
 	}
 	// Per QP, in order, byte for byte through the VCRC (BTH.DestQP names
@@ -834,7 +1001,9 @@ module top_tb;
     reg         mpt_req_ready, mpt_rsp_valid;
     reg [255:0] mpt_rsp_entry;
     reg         cq_cfg_valid, cq_ci_valid, sq_cfg_valid, qp_cfg_valid;
-    reg [3:0]   cq_cfg_cqn;
+    reg [3:0]   cq_cfg_cqn, ci_cqn;
+    reg [4:0]   cq_logd;
+    reg [31:0]  ci_val;
     reg [63:0]  cq_cfg_base, sq_cfg_base;
     reg [23:0]  sq_cfg_qpn;
     reg [3:0]   sq_cfg_log;
@@ -862,8 +1031,8 @@ module top_tb;
         .mpt_req_valid(mpt_req_valid), .mpt_req_ready(mpt_req_ready), .mpt_req_index(mpt_req_index),
         .mpt_rsp_valid(mpt_rsp_valid), .mpt_rsp_entry(mpt_rsp_entry),
         .vlarb_high({(64*12){1'b0}}), .vlarb_low(vl_low), .vlarb_limit(8'd0),
-        .cq_cfg_valid(cq_cfg_valid), .cq_cfg_cqn(cq_cfg_cqn), .cq_cfg_base(cq_cfg_base), .cq_cfg_log_depth(5'd{{CQ_LOG}}),
-        .cq_ci_valid(cq_ci_valid), .cq_ci_cqn(cq_cfg_cqn), .cq_ci(32'd0), .cq_overrun(cq_overrun),
+        .cq_cfg_valid(cq_cfg_valid), .cq_cfg_cqn(cq_cfg_cqn), .cq_cfg_base(cq_cfg_base), .cq_cfg_log_depth(cq_logd),
+        .cq_ci_valid(cq_ci_valid), .cq_ci_cqn(ci_cqn), .cq_ci(ci_val), .cq_overrun(cq_overrun),
         .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(sq_cfg_log),
         .sq_cfg_ud(1'b0),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
@@ -907,6 +1076,7 @@ module top_tb;
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
     integer     cqn [0:15];   // CQEs written per CQ
+    reg         cip [0:15];   // a CQE landed in CQ q's area that software has not consumed yet
     integer fl, c, q, k, j, i, s0, cj, found, di, idle, stalled, bad, cqes, ntx, nrx, rcur, rx_mid, rrq, last_rx, wk, tq, tvl,
             mpt_busy, mlat, fvn, done, quiet, pnum, n, seq, ooo, mptrd, fcs, older;
     reg [23:0]  mpt_ix;
@@ -930,11 +1100,11 @@ module top_tb;
         host_rd_ready = 1'b0; host_cpl_valid = 1'b0; host_cpl_tag = 0; host_cpl_data = 512'd0; host_wr_ready = 1'b0;
         mpt_req_ready = 1'b0; mpt_rsp_valid = 1'b0; mpt_rsp_entry = 256'd0;
         cq_cfg_valid = 1'b0; cq_ci_valid = 1'b0; sq_cfg_valid = 1'b0; qp_cfg_valid = 1'b0;
-        cq_cfg_cqn = 4'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; sq_cfg_log = 4'd0; qc = 256'd0;
+        cq_cfg_cqn = 4'd0; ci_cqn = 4'd0; ci_val = 32'd0; cq_logd = 5'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; sq_cfg_log = 4'd0; qc = 256'd0;
         txr = 1'b0; pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0; fcv = 1'b0; fvl = 4'd0; fctbs = 12'd0; fccl = 12'd0;
         for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
         for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
-        for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; end
+        for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; cip[k] = 1'b0; end
         c = 0; di = 0; idle = 0; stalled = 0; bad = 0; cqes = 0; ntx = 0; nrx = 0; rcur = 0; rx_mid = 0; rrq = 0;
         last_rx = -100; wk = 0; tq = 0; tvl = 0; mpt_busy = 0; mlat = 0; mpt_ix = 24'd0; fvn = 0; done = 0; quiet = 0;
         rxsent = 12'd0; seq = 0; ooo = 0; mptrd = 0; fcs = 0;
@@ -945,6 +1115,7 @@ module top_tb;
             sq_cfg_valid = 1'b1; sq_cfg_qpn = qcfg[q][255:232]; sq_cfg_base = {32'd0, qcfg[q][103:72]};
             sq_cfg_log = qcfg[q][39:36];
             cq_cfg_valid = 1'b1; cq_cfg_cqn = qcfg[q][139:136]; cq_cfg_base = {32'd0, qcfg[q][71:40]};
+            cq_logd = {1'b0, qcfg[q][35:32]}; ci_cqn = qcfg[q][139:136]; ci_val = 32'd0;
             cq_ci_valid = 1'b0;
             @(negedge clk);
             cq_cfg_valid = 1'b0; sq_cfg_valid = 1'b0; cq_ci_valid = 1'b1;
@@ -964,6 +1135,17 @@ module top_tb;
         while (!done) begin
             // Inputs for this cycle.
             mmio_valid = 1'b0;
+            // Software consumes a CQE the cycle after it lands, in a CQ
+            // whose QP says so (qcfg bit 31): the CQ doorbell record's
+            // consumer index, all the CQEs written so far (one CQ a cycle).
+            cq_ci_valid = 1'b0;
+            found = 0;
+            for (k = 0; k < NQ; k = k + 1)
+                if (found == 0 && cip[k]) begin
+                    found = 1;
+                    cip[k] = 1'b0;
+                    cq_ci_valid = 1'b1; ci_cqn = qcfg[k][139:136]; ci_val = cqn[k];
+                end
             // A doorbell: at its cycle, once its QP's CQ holds its CQEs;
             // software writes its WQEs into the ring first.
             if (di < NDB && c >= dbs[di][167:136] && cqn[dbs[di][39:32]] >= dbs[di][31:24]) begin
@@ -1074,7 +1256,7 @@ module top_tb;
                 if (host_wr_sop) wk = 0;
                 wb = host_wr_addr[63:6] + wk;
                 wk = wk + 1;
-                $fdisplay(fl, "W %0d %h %h", c, wb, host_wr_be);
+                $fdisplay(fl, "W %0d %h %h %h", c, wb, host_wr_be, host_wr_data);
                 if (wb >= MEMB) begin
                     bad = bad + 1;
                     $display("BAD write of block %h", wb);
@@ -1084,6 +1266,7 @@ module top_tb;
                     if (wb >= {{CQ_LO}} && wb < {{CQ_HI}}) begin
                         cqes = cqes + 1;
                         cqn[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] = cqn[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] + 1;
+                        if (qcfg[(wb - {{CQ_LO}}) >> {{CQ_LOG}}][31]) cip[(wb - {{CQ_LO}}) >> {{CQ_LOG}}] = 1'b1;
                     end
                 end
             end
