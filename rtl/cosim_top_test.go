@@ -377,9 +377,15 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				deliver(reqAck{gate: len(qp.wires), psn: psn, syn: hca.SynACK, msn: msn})
 				continue
 			}
+			if p.timer && qp.req.Outstanding() {
+				p.timeouts++
+				cpls = append(cpls, qp.req.OnTimeout().Completions...)
+				continue
+			}
 			if late {
-				// The first batch's exchange is over: software sees its
-				// CQEs, then posts the rest (Enqueue: in ERR, flushed).
+				// The first batch's exchange is over (its timeouts
+				// too): software sees its CQEs, then posts the rest
+				// (Enqueue: in ERR, flushed).
 				late = false
 				qp.need = 0
 				for _, c := range cpls {
@@ -390,11 +396,6 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				for _, w := range qp.wqes[qp.batch:] {
 					cpls = append(cpls, qp.req.Enqueue(w, 0)...)
 				}
-				continue
-			}
-			if p.timer && qp.req.Outstanding() {
-				p.timeouts++
-				cpls = append(cpls, qp.req.OnTimeout().Completions...)
 				continue
 			}
 			break

@@ -1,0 +1,188 @@
+package rtl
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hcasim/hcasim/hca"
+)
+
+// ---- the whole emitted hca_top on its recovery and error paths ----
+//
+// TestTopCosim's bench and far end (topTB, newTopPlanOf) on a second
+// scenario, in a design whose requester retries (RETRY_CNT 3) and has its
+// local ACK timer: the wire loses a packet and the far end's sequence
+// error NAK brings it back (go-back-N over two messages); the wire loses a
+// message's last packet and the requester's timer brings it back; the far
+// end refuses an R_Key (NAK remote access error): an error CQE, the QP's
+// messages behind it flushed, and the WQEs software posts after the error
+// CQE flushed unsent; a CQ of 4 entries that takes 7 CQEs while software
+// consumes them (cq_ci), so its ring wraps and its owner bit flips.
+// Expected values are the model's (hca.Requester, hca.Responder,
+// hca.RequesterCQE, hca.CQESlot) run as newTopPlanOf says; TestTopRetryPlan
+// derives what the model does by hand.
+
+const (
+	// topRetryCnt is hca.retry_cnt of the run (RETRY_CNT).
+	topRetryCnt = 3
+	// topRetryExp is hca.retry_timeout of the run: 4.096 us x 2^4.
+	topRetryExp = 4
+	// topAckTick is ACK_TICK of the run, cycles in 4.096 us: the emitter
+	// derives 4096 from the 1 GHz clock; 64 (a 64 ns clock) keeps the
+	// timeout (ACK_TICK x 2^4 = 1024 cycles) short, yet longer than any
+	// wait for an ACK the far end does send (a few hundred cycles).
+	topAckTick = 64
+	// topBadKey is the R_Key the far end refuses.
+	topBadKey = 0x4466
+)
+
+// topRetryDesign is topDesign with a requester that retries and times
+// out (its ACK_TICK: topRetryTree).
+func topRetryDesign() Design {
+	d := topDesign()
+	d.RetryCnt, d.RetryTimeout = topRetryCnt, topRetryExp
+	return d
+}
+
+// topRetryTree is topRetryDesign's emitted tree with hca_top's ACK_TICK
+// topAckTick.
+func topRetryTree(t *testing.T) []File {
+	t.Helper()
+	files, err := Emit(topRetryDesign(), testVersion)
+	require.NoError(t, err)
+	old := "parameter integer ACK_TICK       = 4096,"
+	for i, f := range files {
+		if f.Name == "hca_top.v" {
+			require.Equal(t, 1, strings.Count(f.Text, old), "hca_top.v's %q", old)
+			files[i].Text = strings.Replace(f.Text, old, fmt.Sprintf("parameter integer ACK_TICK       = %d,", topAckTick), 1)
+		}
+	}
+	return files
+}
+
+// topRetryScenario is the run's QPs (each its own CQ, as topScenario's).
+func topRetryScenario() []*topQP {
+	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
+	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
+		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7100_0000_0000 + uint64(q)<<32 + off*5,
+			RKey: 0x4400 + uint32(q), Imm: 0xB0C0D000 | uint32(q)<<8 | uint32(off&0xff)}
+	}
+	bad := w(hca.WRRDMAWrite, 2, 0x900, 100)
+	bad.RKey = topBadKey
+	return []*topQP{
+		// The NAK: a WRITE and a SEND, the WRITE's second packet lost; a
+		// SEND posted once both are complete.
+		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000E20, dlid: 0x31, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xE0000, psn: 0x10, mtuCode: 1, cqn: 0},
+			msgs:  []topMsg{{wr: w(hca.WRRDMAWrite, 0, 3, 1000)}, {wr: w(hca.WRSend, 0, 0x805, 300)}, {wr: w(hca.WRSend, 0, 0x1400, 64)}},
+			batch: 2, late: true, lose: []int{1}},
+		// The timeout: a SEND and a WRITE, the WRITE's last packet lost;
+		// a SEND posted once both are complete. Its PSNs wrap.
+		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001F21, dlid: 0x32, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xE0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
+			msgs:  []topMsg{{wr: w(hca.WRSend, 1, 0x11, 100)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1500)}, {wr: w(hca.WRSendImm, 1, 0x1234, 10)}},
+			batch: 2, late: true, lose: []int{3}},
+		// The error: a WRITE, a WRITE to an R_Key the far end refuses, a
+		// SEND; a WRITE and a SEND posted once their CQEs are in.
+		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002A22, dlid: 0x33, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xE0002, psn: 0x5000, mtuCode: 3, cqn: 2},
+			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 2000)}, {wr: bad}, {wr: w(hca.WRSend, 2, 0x1001, 50)},
+				{wr: w(hca.WRRDMAWrite, 2, 0x2000, 10)}, {wr: w(hca.WRSend, 2, 0x2100, 20)}},
+			batch: 3, late: true, refuse: topBadKey},
+		// The wrapping CQ: 7 messages into a CQ of 4 entries, software
+		// consuming each CQE as it lands.
+		{it: &reqItem{cfg: true, qix: 3, qpn: 0x003B23, dlid: 0x34, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xE0003, psn: 0x777000, mtuCode: 5, cqn: 3},
+			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMAWrite, 3, 0x1801, 7)}, {wr: w(hca.WRSendImm, 3, 0x1900, 64)},
+				{wr: w(hca.WRRDMAWriteImm, 3, 0x2003, 200)}, {wr: w(hca.WRSend, 3, 0x2400, 1)}, {wr: w(hca.WRRDMAWrite, 3, 0x2500, 4096)},
+				{wr: w(hca.WRSend, 3, 0x3800, 33)}},
+			batch: 3, cqLog: 2, consume: true},
+	}
+}
+
+// newTopRetryPlan is the run of topRetryScenario.
+func newTopRetryPlan(seed uint64) *topPlan {
+	return newTopPlanOf(seed, topRetryScenario(), topRetryCnt, true)
+}
+
+// TestTopRetryPlan: the model does in the scenario what its comment says.
+func TestTopRetryPlan(t *testing.T) {
+	p := newTopRetryPlan(1)
+	psns := func(q int) []uint32 { return p.qps[q].psns }
+	// QP 0 at MTU 256 from 0x10: the WRITE of 1000 bytes is 4 packets
+	// (10..13), the SEND of 300 2 (14, 15). AckReq on a message's last and
+	// on each 3rd inside (topEvery): 12, 13, 15. The wire loses 11; the far
+	// end takes 10 (no AckReq: no ACK), then 12 out of sequence: a NAK
+	// (sequence error) for 11, its expected PSN, and drops 13..15 silently
+	// (one NAK per gap). The requester goes back to 11 and sends 11..15
+	// again; the far end ACKs 12, 13 and 15: the WRITE and the SEND
+	// complete. Then the last SEND (16), ACKed. 6 + 5 + 1 packets.
+	assert.Equal(t, []uint32{0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16}, psns(0))
+	// QP 1 at MTU 512 from FFFFFE: the SEND of 100 is FFFFFE (ACKed), the
+	// WRITE of 1500 is 3 packets FFFFFF, 0, 1 (AckReq on 1, its last and
+	// 3rd), 1 lost. Nothing comes back for it: the timer expires and the
+	// requester resends from the oldest unacknowledged PSN, FFFFFF. The
+	// far end ACKs FFFFFF and 0 as duplicates (each at its expected PSN
+	// less one, 0) and 1 in sequence; then the last SEND (2).
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1, 2}, psns(1))
+	assert.Equal(t, 1, p.timeouts)
+	// QP 2 at MTU 1024 from 5000: the WRITE of 2000 is 5000, 5001 (ACKed),
+	// the refused WRITE 5002, the SEND 5003; the far end NAKs 5002 (remote
+	// access error), goes to ERR and drops 5003. The two WQEs posted after
+	// are flushed unsent: 4 packets.
+	assert.Equal(t, []uint32{0x5000, 0x5001, 0x5002, 0x5003}, psns(2))
+	// Sequence error NAKs: QP 0's one.
+	assert.Equal(t, 1, p.naks)
+	// CQEs: QP 0 3, QP 1 3; QP 2: the first WRITE's success, the refused
+	// WRITE's REM_ACCESS_ERR (10), then WR_FLUSH_ERR (5) for the SEND and
+	// the two posted after; QP 3 7.
+	var n []int
+	for _, qp := range p.qps {
+		n = append(n, len(qp.cqes))
+	}
+	assert.Equal(t, []int{3, 3, 5, 7}, n)
+	status := func(cqe []byte) (op, synd byte) { return cqe[63] >> 4, cqe[55] }
+	for k, want := range [][2]byte{{0, 0}, {13, 0x13}, {13, 0x05}, {13, 0x05}, {13, 0x05}} {
+		op, synd := status(p.qps[2].cqes[k])
+		// An error CQE's opcode is 13 (MLX5_CQE_REQ_ERR), its syndrome
+		// the mlx5 one of the status: REM_ACCESS_ERR (10) 0x13,
+		// WR_FLUSH_ERR (5) 0x05; a success's opcode 0 (REQ).
+		assert.Equal(t, want, [2]byte{op, synd}, "QP 2's CQE %d", k)
+	}
+	// The second doorbell of a late batch waits for the first batch's
+	// CQEs: QP 0's 2, QP 1's 2, QP 2's 3.
+	assert.Equal(t, []int{2, 2, 3}, []int{p.qps[0].need, p.qps[1].need, p.qps[2].need})
+	// QP 3's CQ of 4: slots 0 1 2 3 0 1 2, the owner bit (op_own bit 0)
+	// 0 on the first pass and 1 on the second (hca.CQESlot: pi / depth
+	// mod 2).
+	assert.Equal(t, []int{0, 1, 2, 3, 0, 1, 2}, p.qps[3].slots)
+	var owner []byte
+	for _, c := range p.qps[3].cqes {
+		owner = append(owner, c[63]&1)
+	}
+	assert.Equal(t, []byte{0, 0, 0, 0, 1, 1, 1}, owner)
+}
+
+// TestTopRetryCosim: the emitted hca_top (topRetryTree) recovers from a
+// lost packet by the far end's NAK and by its own timer, fails and
+// flushes on a refused R_Key and wraps a CQ as the model does (Icarus;
+// two seeds of the host's and link's randomness).
+func TestTopRetryCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	files := topRetryTree(t)
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			t.Parallel()
+			p := newTopRetryPlan(seed)
+			res := p.run(t, t.Context(), t.TempDir(), seed, files, nil)
+			assert.Empty(t, p.judge(res))
+			var order []string
+			for _, pk := range res.pkts {
+				order = append(order, strconv.Itoa(int(pk[15]&7)))
+			}
+			t.Logf("%s; the link's packets by QP: %s", res.summary, strings.Join(order, ""))
+		})
+	}
+}
