@@ -1338,14 +1338,39 @@ func TestTopMutantsFail(t *testing.T) {
 		{"an atomic's original value with its first two bytes swapped", rq, "d_atm ? {e_orig[7:0], e_orig[15:8],", "d_atm ? {e_orig[15:8], e_orig[7:0],"},
 		{"hca_top: a CQE's last byte (op_own) not enabled", "hca_top.v", "assign wr1_be  = {64{1'b1}};", "assign wr1_be  = {{63{1'b1}}, 1'b0};"},
 	}
-	for _, m := range mutants {
-		t.Run(m.name, func(t *testing.T) {
-			t.Parallel()
-			p := newTopPlan(1)
-			res := p.run(t, t.Context(), t.TempDir(), 1, files, topMutated(t, files, m.file, m.old, m.new))
-			errs := p.judge(res)
-			require.NotEmpty(t, errs, "the top-level co-simulation passes hca_top with %s", m.name)
-			t.Logf("fails: %s", strings.Join(errs[:min(3, len(errs))], "; "))
-		})
+	// On the recovery and error paths (TestTopRetryCosim's run, seed 1):
+	// a go-back-N resend one packet late (QP 0's resend differs), no local
+	// ACK timer (QP 1 never resends its lost packet: the run stalls), a
+	// remote access NAK completing as REM_OP_ERR (QP 2's error CQE), a
+	// failed context left out of ERR (QP 2's WQEs posted after the error
+	// are sent, not flushed), the owner bit not flipped on the ring's
+	// second pass (QP 3's CQEs 4..6), the CQ doorbell's consumer index not
+	// wired in hca_top (QP 3's CQ of 4 overruns at its 5th CQE), sequence
+	// error NAKs not counted on rx_nak_retry.
+	retryFiles := topRetryTree(t)
+	retryMutants := []cosimMutant{
+		{"a go-back-N resend from the PSN after the NAK's", rq, "(h_rdat || r_impl) ? 24'd0 : n_from;", "(h_rdat || r_impl) ? 24'd0 : n_from + 24'd1;"},
+		{"the local ACK timer never armed", rq, "RETRY_TIMEOUT != 0 && commit && head_ctx == q[QPN_W-1:0] && !to_on[q]", "1'b0"},
+		{"a remote access NAK as REM_OP_ERR", rq, "ack_syn[4:0] == 5'd2 ? 8'd10 : 8'd11;", "ack_syn[4:0] == 5'd2 ? 8'd11 : 8'd11;"},
+		{"a failed context not put in ERR", rq, "if (any_fail && e_ctx == q[QPN_W-1:0]) ctx_err[q] <= 1'b1;", ""},
+		{"the owner bit not flipped", cw, "opcode, 3'd0, owner ", "opcode, 3'd0, 1'b0 "},
+		{"hca_top: the CQ doorbell's consumer index not wired", "hca_top.v", ".cq_ci_valid(cq_ci_valid), .cq_ci_cqn(cq_ci_cqn)", ".cq_ci_valid(1'b0), .cq_ci_cqn(cq_ci_cqn)"},
+		{"sequence error NAKs not counted", "hca_rx_ack.v", "if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF)", "if (1'b0)"},
+	}
+	for _, set := range []struct {
+		plan    func(uint64) *topPlan
+		files   []File
+		mutants []cosimMutant
+	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}} {
+		for _, m := range set.mutants {
+			t.Run(m.name, func(t *testing.T) {
+				t.Parallel()
+				p := set.plan(1)
+				res := p.run(t, t.Context(), t.TempDir(), 1, set.files, topMutated(t, set.files, m.file, m.old, m.new))
+				errs := p.judge(res)
+				require.NotEmpty(t, errs, "the top-level co-simulation passes hca_top with %s", m.name)
+				t.Logf("fails: %s", strings.Join(errs[:min(3, len(errs))], "; "))
+			})
+		}
 	}
 }
