@@ -94,6 +94,9 @@ const (
 // topMsg is one WQE of the scenario.
 type topMsg struct {
 	wr hca.SendWR
+	// inl, when not nil, is an inline WQE's data (wr.Inline, wr.Length
+	// its length): the WQE carries it, no host read.
+	inl []byte
 }
 
 // topQP is one QP of the scenario, as software posts it and the model
@@ -245,26 +248,39 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		qp.it.pd = qp.pd
 		qp.req = hca.NewRequester(&cfg, pktzMTU(qp.it.mtuCode), qp.it.psn)
 		qp.next = qp.it.psn
+		total := 0 // the QP's WQEBBs
+		for k := range qp.msgs {
+			total += hca.WQEBBs(&qp.msgs[k].wr)
+		}
+		pos := 0 // WQE k's first WQEBB in the queue (its wqe_index), from 0
 		for k := range qp.msgs {
 			wr := &qp.msgs[k].wr
 			wr.LKey = mr.LKey
+			for e := range wr.SGL {
+				wr.SGL[e].LKey = mr.LKey
+			}
+			if qp.msgs[k].inl != nil {
+				wr.Inline, wr.Length = true, uint32(len(qp.msgs[k].inl))
+			}
 			var buf [16 * hca.WQEBBBytes]byte
-			n := hca.EncodeSendWQE(buf[:], wr, uint16(k), qp.it.qpn, nil) / hca.WQEBBBytes
-			if n != 1 {
-				panic(fmt.Sprintf("topPlan: QP %d WQE %d takes %d WQEBBs", q, k, n))
-			}
-			blk := topRingBlk + q<<topRingLog + k%(1<<qp.ring())
-			switch {
-			case k < qp.batch:
-				copy(p.mem[blk], buf[:hca.WQEBBBytes])
-				if qp.msgs[k].wr.Signaled {
-					qp.need++
+			n := hca.EncodeSendWQE(buf[:], wr, uint16(pos), qp.it.qpn, qp.msgs[k].inl) / hca.WQEBBBytes
+			for b := range n {
+				// Each WQEBB at its slot of the ring, across its end.
+				blk := topRingBlk + q<<topRingLog + (pos+b)%(1<<qp.ring())
+				bb := buf[b*hca.WQEBBBytes : (b+1)*hca.WQEBBBytes]
+				switch {
+				case k < qp.batch:
+					copy(p.mem[blk], bb)
+				case total > 1<<qp.ring():
+					qp.later = append(qp.later, topWrite{blk: blk, data: append([]byte(nil), bb...)})
+				default:
+					copy(p.mem[blk], bb)
 				}
-			case len(qp.msgs) > 1<<qp.ring():
-				qp.later = append(qp.later, topWrite{blk: blk, data: append([]byte(nil), buf[:hca.WQEBBBytes]...)})
-			default:
-				copy(p.mem[blk], buf[:hca.WQEBBBytes])
 			}
+			if k < qp.batch && qp.msgs[k].wr.Signaled {
+				qp.need++
+			}
+			pos += n
 			qp.db = append(qp.db, binary.BigEndian.Uint64(buf[:8]))
 			wqe, err := hca.DecodeSendWQE(buf[:])
 			if err != nil {
@@ -514,12 +530,7 @@ func (p *topPlan) send(qp *topQP) {
 			panic(fmt.Sprintf("topPlan: PSN %06x of no WQE", pkt.PSN))
 		}
 		if pkt.PayloadLen > 0 {
-			a := qp.wqes[k].LocalAddr + uint64(tx.Index*mtu)
-			pkt.Payload = make([]byte, pkt.PayloadLen)
-			for i := range pkt.Payload {
-				b := a + uint64(i)
-				pkt.Payload[i] = p.mem[b/BlockBytes][b%BlockBytes]
-			}
+			pkt.Payload = p.payload(qp, k, tx.Index*mtu, pkt.PayloadLen)
 		}
 		b := ib.AppendWire(nil, &pkt)
 		w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
@@ -527,6 +538,34 @@ func (p *topPlan) send(qp *topQP) {
 		qp.wires, qp.psns = append(qp.wires, w), append(qp.psns, pkt.PSN)
 		qp.ends[k] = len(qp.wires)
 	}
+}
+
+// payload is n bytes of WQE k's message from byte off, as
+// hca.Device.schedule takes them: an inline WQE's from the WQE, else the
+// host's (the image the run starts with) at LocalAddr + off, or from byte
+// off of its gather list's elements' concatenation, each part at its
+// element's address (hca's sglSlice).
+func (p *topPlan) payload(qp *topQP, k, off, n int) []byte {
+	if inl := qp.msgs[k].inl; inl != nil {
+		return append([]byte(nil), inl[off:off+n]...)
+	}
+	host := func(a uint64) byte { return p.mem[a/BlockBytes][a%BlockBytes] }
+	out := make([]byte, 0, n)
+	w := qp.wqes[k]
+	if w.SGL == nil {
+		for i := range n {
+			out = append(out, host(w.LocalAddr+uint64(off+i)))
+		}
+		return out
+	}
+	start := 0 // the element's first byte in the message
+	for _, e := range w.SGL {
+		for i := max(off, start); i < start+int(e.Length) && len(out) < n; i++ {
+			out = append(out, host(e.Addr+uint64(i-start)))
+		}
+		start += int(e.Length)
+	}
+	return out
 }
 
 // write puts the bench and its data files into dir.
@@ -1346,7 +1385,11 @@ func TestTopMutantsFail(t *testing.T) {
 	// are sent, not flushed), the owner bit not flipped on the ring's
 	// second pass (QP 3's CQEs 4..6), the CQ doorbell's consumer index not
 	// wired in hca_top (QP 3's CQ of 4 overruns at its 5th CQE), sequence
-	// error NAKs not counted on rx_nak_retry.
+	// error NAKs not counted on rx_nak_retry, a go-back-N resend inside a
+	// gather list from its first element (QP 0's resent packet 11), an
+	// inline SEND's bytes read from the host (QP 0's and QP 3's inline
+	// messages), and in hca_top's wiring the WQE blocks (which carry the
+	// inline bytes) given to hca_transport as zeros.
 	retryFiles := topRetryTree(t)
 	retryMutants := []cosimMutant{
 		{"a go-back-N resend from the PSN after the NAK's", rq, "(h_rdat || r_impl) ? 24'd0 : n_from;", "(h_rdat || r_impl) ? 24'd0 : n_from + 24'd1;"},
@@ -1356,6 +1399,11 @@ func TestTopMutantsFail(t *testing.T) {
 		{"the owner bit not flipped", cw, "opcode, 3'd0, owner ", "opcode, 3'd0, 1'b0 "},
 		{"hca_top: the CQ doorbell's consumer index not wired", "hca_top.v", ".cq_ci_valid(cq_ci_valid), .cq_ci_cqn(cq_ci_cqn)", ".cq_ci_valid(1'b0), .cq_ci_cqn(cq_ci_cqn)"},
 		{"sequence error NAKs not counted", "hca_rx_ack.v", "if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF)", "if (1'b0)"},
+		{"a resend's skip not carried past a gather element", rq, "g_skip <= g_past ? g_skip - g_len : 32'd0;", "g_skip <= 32'd0;"},
+		{"an inline message read through rd1", rq, "if (g_step && !g_past && !g_il) begin", "if (g_step && !g_past) begin"},
+		{"hca_top: the WQE blocks reach the transport as zeros", "hca_top.v",
+			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data),",
+			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data({DATA_W{1'b0}}),"},
 	}
 	for _, set := range []struct {
 		plan    func(uint64) *topPlan

@@ -46,6 +46,7 @@ const (
 func topRetryDesign() Design {
 	d := topDesign()
 	d.RetryCnt, d.RetryTimeout = topRetryCnt, topRetryExp
+	d.MaxInline = hca.Defaults().MaxInlineBytes // 236: the inline WQEs' 200 and 64 bytes fit
 	return d
 }
 
@@ -74,12 +75,34 @@ func topRetryScenario() []*topQP {
 	}
 	bad := w(hca.WRRDMAWrite, 2, 0x900, 100)
 	bad.RKey = topBadKey
+	// A gather list: its elements in QP q's region at offs, of lens bytes
+	// (the L_Keys: newTopPlanOf's region's).
+	list := func(op hca.WROpcode, q int, offs []uint64, lens []uint32) hca.SendWR {
+		wr := w(op, q, 0, 0)
+		wr.LocalAddr = 0
+		for i := range offs {
+			wr.SGL = append(wr.SGL, hca.SGE{Addr: pay(q, offs[i]), Length: lens[i]})
+			wr.Length += lens[i]
+		}
+		return wr
+	}
+	// Inline data: n bytes, a function of their index.
+	inline := func(n int, salt byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7) ^ salt
+		}
+		return b
+	}
 	return []*topQP{
-		// The NAK: a WRITE and a SEND, the WRITE's second packet lost; a
-		// SEND posted once both are complete.
+		// The NAK: a WRITE from a gather list of three elements (100 +
+		// 650 + 250 bytes), an inline SEND of 200 bytes and a SEND, the
+		// WRITE's second packet lost; a SEND posted once all three are
+		// complete.
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000E20, dlid: 0x31, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xE0000, psn: 0x10, mtuCode: 1, cqn: 0},
-			msgs:  []topMsg{{wr: w(hca.WRRDMAWrite, 0, 3, 1000)}, {wr: w(hca.WRSend, 0, 0x805, 300)}, {wr: w(hca.WRSend, 0, 0x1400, 64)}},
-			batch: 2, late: true, lose: []int{1}},
+			msgs: []topMsg{{wr: list(hca.WRRDMAWrite, 0, []uint64{3, 0x1000, 0x2777}, []uint32{100, 650, 250})},
+				{wr: w(hca.WRSend, 0, 0, 0), inl: inline(200, 0x5A)}, {wr: w(hca.WRSend, 0, 0x805, 300)}, {wr: w(hca.WRSend, 0, 0x1400, 64)}},
+			batch: 3, late: true, lose: []int{1}},
 		// The timeout: a SEND and a WRITE, the WRITE's last packet lost;
 		// a SEND posted once both are complete. Its PSNs wrap.
 		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001F21, dlid: 0x32, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xE0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
@@ -94,9 +117,9 @@ func topRetryScenario() []*topQP {
 		// The wrapping CQ: 7 messages into a CQ of 4 entries, software
 		// consuming each CQE as it lands.
 		{it: &reqItem{cfg: true, qix: 3, qpn: 0x003B23, dlid: 0x34, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xE0003, psn: 0x777000, mtuCode: 5, cqn: 3},
-			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMAWrite, 3, 0x1801, 7)}, {wr: w(hca.WRSendImm, 3, 0x1900, 64)},
+			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMAWrite, 3, 0x1801, 7)}, {wr: w(hca.WRSendImm, 3, 0, 0), inl: inline(64, 0xC3)},
 				{wr: w(hca.WRRDMAWriteImm, 3, 0x2003, 200)}, {wr: w(hca.WRSend, 3, 0x2400, 1)}, {wr: w(hca.WRRDMAWrite, 3, 0x2500, 4096)},
-				{wr: w(hca.WRSend, 3, 0x3800, 33)}},
+				{wr: list(hca.WRSend, 3, []uint64{0x2A01, 0x3000}, []uint32{4000, 1000})}},
 			batch: 3, cqLog: 2, consume: true},
 	}
 }
@@ -110,15 +133,25 @@ func newTopRetryPlan(seed uint64) *topPlan {
 func TestTopRetryPlan(t *testing.T) {
 	p := newTopRetryPlan(1)
 	psns := func(q int) []uint32 { return p.qps[q].psns }
-	// QP 0 at MTU 256 from 0x10: the WRITE of 1000 bytes is 4 packets
-	// (10..13), the SEND of 300 2 (14, 15). AckReq on a message's last and
-	// on each 3rd inside (topEvery): 12, 13, 15. The wire loses 11; the far
-	// end takes 10 (no AckReq: no ACK), then 12 out of sequence: a NAK
-	// (sequence error) for 11, its expected PSN, and drops 13..15 silently
-	// (one NAK per gap). The requester goes back to 11 and sends 11..15
-	// again; the far end ACKs 12, 13 and 15: the WRITE and the SEND
-	// complete. Then the last SEND (16), ACKed. 6 + 5 + 1 packets.
-	assert.Equal(t, []uint32{0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16}, psns(0))
+	// QP 0 at MTU 256 from 0x10: the WRITE of 100 + 650 + 250 = 1000
+	// bytes is 4 packets (10..13), the inline SEND of 200 one (14), the
+	// SEND of 300 2 (15, 16). AckReq on a message's last and on each 3rd
+	// inside (topEvery): 12, 13, 14, 16. The wire loses 11; the far end
+	// takes 10 (no AckReq: no ACK), then 12 out of sequence: a NAK
+	// (sequence error) for 11, its expected PSN, and drops 13..16 silently
+	// (one NAK per gap). The requester goes back to 11 and sends 11..16
+	// again; the far end ACKs 12, 13, 14 and 16: all three complete. Then
+	// the last SEND (17), ACKed. 7 + 6 + 1 packets.
+	assert.Equal(t, []uint32{0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17}, psns(0))
+	// The resent 11 carries bytes 256..511 of the list: element 1 (at
+	// 0x1000 of QP 0's region) from its byte 256 - 100 = 156, after the
+	// LRH (8 bytes) and BTH (12: a MIDDLE has no RETH).
+	var want11 []byte
+	for i := range 256 {
+		a := topPayBase + 0x1000 + 156 + i
+		want11 = append(want11, p.mem[a/BlockBytes][a%BlockBytes])
+	}
+	assert.Equal(t, want11, p.qps[0].wires[7][20:20+256])
 	// QP 1 at MTU 512 from FFFFFE: the SEND of 100 is FFFFFE (ACKed), the
 	// WRITE of 1500 is 3 packets FFFFFF, 0, 1 (AckReq on 1, its last and
 	// 3rd), 1 lost. Nothing comes back for it: the timer expires and the
@@ -134,14 +167,14 @@ func TestTopRetryPlan(t *testing.T) {
 	assert.Equal(t, []uint32{0x5000, 0x5001, 0x5002, 0x5003}, psns(2))
 	// Sequence error NAKs: QP 0's one.
 	assert.Equal(t, 1, p.naks)
-	// CQEs: QP 0 3, QP 1 3; QP 2: the first WRITE's success, the refused
+	// CQEs: QP 0 4, QP 1 3; QP 2: the first WRITE's success, the refused
 	// WRITE's REM_ACCESS_ERR (10), then WR_FLUSH_ERR (5) for the SEND and
 	// the two posted after; QP 3 7.
 	var n []int
 	for _, qp := range p.qps {
 		n = append(n, len(qp.cqes))
 	}
-	assert.Equal(t, []int{3, 3, 5, 7}, n)
+	assert.Equal(t, []int{4, 3, 5, 7}, n)
 	status := func(cqe []byte) (op, synd byte) { return cqe[63] >> 4, cqe[55] }
 	for k, want := range [][2]byte{{0, 0}, {13, 0x13}, {13, 0x05}, {13, 0x05}, {13, 0x05}} {
 		op, synd := status(p.qps[2].cqes[k])
@@ -151,8 +184,17 @@ func TestTopRetryPlan(t *testing.T) {
 		assert.Equal(t, want, [2]byte{op, synd}, "QP 2's CQE %d", k)
 	}
 	// The second doorbell of a late batch waits for the first batch's
-	// CQEs: QP 0's 2, QP 1's 2, QP 2's 3.
-	assert.Equal(t, []int{2, 2, 3}, []int{p.qps[0].need, p.qps[1].need, p.qps[2].need})
+	// CQEs: QP 0's 3, QP 1's 2, QP 2's 3.
+	assert.Equal(t, []int{3, 2, 3}, []int{p.qps[0].need, p.qps[1].need, p.qps[2].need})
+	// WQEBBs (hca.WQEBBs: 16-byte segments in 64-byte blocks): QP 0's
+	// list WRITE, ctrl + raddr + 3 data segments = 80 bytes, takes 2; the
+	// inline SEND, ctrl + 4 + 200 = 220, 4; so the SEND after it has
+	// wqe_index 6 and the last 7 (their CQEs' wqe_counter).
+	var idx []uint16
+	for _, w := range p.qps[0].wqes {
+		idx = append(idx, w.Index)
+	}
+	assert.Equal(t, []uint16{0, 2, 6, 7}, idx)
 	// QP 3's CQ of 4: slots 0 1 2 3 0 1 2, the owner bit (op_own bit 0)
 	// 0 on the first pass and 1 on the second (hca.CQESlot: pi / depth
 	// mod 2).
