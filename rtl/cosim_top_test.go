@@ -73,9 +73,16 @@ import (
 // nothing else changed; no receive counter of hca_top may move (no packet
 // dropped or refused).
 //
-// Not checked here: timing, the responder side of hca_top (no request
-// arrives: the far end is the testbench), retries, errors, inline WQEs
-// (TestRequesterInlineCosim), gather lists, CQ rings that wrap, the PCS.
+// Every CQE write is checked too, in its CQ's order (the model's CQE at
+// the model's slot, all 64 bytes enabled), so a CQE a wrapping ring later
+// overwrites shows.
+//
+// TestTopRetryCosim (cosim_topretry_test.go) runs the same bench on the
+// recovery and error paths: a packet the wire loses, recovered by the far
+// end's NAK and by the requester's timer, a refused R_Key, a CQ that
+// wraps, inline WQEs and gather lists. Not checked here: timing, the
+// responder side of hca_top (no request arrives: the far end is the
+// testbench), the PCS.
 
 const (
 	topMemBlocks = 2048 // host memory: 128 KiB from address 0
