@@ -93,6 +93,8 @@ const (
 	topPayBase   = 0x2000
 	topPayStep   = 0x4000 // each QP's registered region: topPayBase + q x topPayStep, 16 KiB
 	topEvery     = 3      // ack_req_every (hca.ack_req_every)
+	topInBase    = 0x14000
+	topInStep    = 0x2000 // each QP's inbound region (RDMA WRITEs from the far end): topInBase + q x topInStep, 8 KiB
 	topPortLID   = reqPortLID
 	topStall     = 3000 // cycles with nothing moving that end a run
 	topCycles    = 40000
@@ -137,6 +139,10 @@ type topQP struct {
 	// QP's CQEs wraps.
 	cqLog   int
 	consume bool
+	// in are the RDMA WRITEs the far end sends the QP's responder (its
+	// expected PSN 0: the contexts' qp_cfg_rqpsn), each n bytes at off in
+	// the QP's inbound region (topInBase + q x topInStep, remote write).
+	in []topIn
 	// model
 	req   *hca.Requester
 	wqes  []hca.SendWQE
@@ -149,7 +155,32 @@ type topQP struct {
 	db    []uint64 // per WQE, its control segment's first 8 bytes (the doorbell)
 	cqes  [][]byte // its CQEs in the order they are written, each 64 bytes
 	slots []int    // each CQE's slot in its CQ
+	// acks are the ACKs and NAKs its responder sends for in, in order,
+	// whole beats (hca.Responder's, addressed as hca.Device.sendAck does).
+	acks [][]byte
 }
+
+// topIn is an RDMA WRITE the far end sends to a QP's responder.
+type topIn struct {
+	off uint64
+	n   uint32
+}
+
+// topLocal is the QP's responder's environment, as hca.QP's: R_Keys
+// checked in the MPT (hca.KeyTable.CheckRemote) in its PD.
+type topLocal struct {
+	keys    *hca.KeyTable
+	pd, qpn uint32
+}
+
+func (e topLocal) CheckRKey(key uint32, need int, addr, n uint64) hca.KeyResult {
+	return e.keys.CheckRemote(key, e.pd, e.qpn, need, addr, n)
+}
+func (e topLocal) RKeyBase(key uint32) uint64 { return e.keys.ZeroBase(key) }
+func (topLocal) CheckLKey(uint32, uint64, uint64) hca.KeyResult {
+	panic("topPlan: the far end sends no SEND")
+}
+func (topLocal) PopRecv() (hca.RecvWQE, bool) { panic("topPlan: the far end sends no SEND") }
 
 // lost reports whether the wire loses the QP's packet i.
 func (qp *topQP) lost(i int) bool { return slices.Contains(qp.lose, i) }
@@ -450,6 +481,59 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			p.ncqe++
 		}
 	}
+	// Requests arriving: the far end's RDMA WRITEs to each QP's responder,
+	// as a far-end hca.Requester makes them (their payload topRemoteBytes
+	// of the remote address), in one list of their own, sent at any time
+	// (gate 0). The QP's responder is the model's (hca.Responder, expected
+	// PSN 0, ack_coalesce 1, the R_Key checked in the MPT): each packet's
+	// payload lands at its WriteAddr, each ACK it decides goes on the link
+	// from the QP's context (DLID, SLID, SL, VL, remote QPN).
+	var in []reqAck
+	for q, qp := range p.qps {
+		if qp.in == nil {
+			continue
+		}
+		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|hca.AccessRemoteWrite)
+		mtu := pktzMTU(qp.it.mtuCode)
+		far := hca.NewRequester(&cfg, mtu, 0)
+		var firsts []uint32 // each WRITE's first PSN
+		for _, w := range qp.in {
+			far.Enqueue(hca.SendWQE{Opcode: hca.WRRDMAWrite, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Signaled: true}, 0)
+			next := uint32(0)
+			if k := len(firsts); k > 0 {
+				next = firsts[k-1] + uint32(hca.PacketCount(qp.in[k-1].n, mtu))
+			}
+			firsts = append(firsts, next)
+		}
+		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
+		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn}
+		for far.HasWork() {
+			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
+			tx := far.Next(&pkt)
+			k := 0 // the WRITE holding the PSN (no wrap: from 0)
+			for k+1 < len(firsts) && pkt.PSN >= firsts[k+1] {
+				k++
+			}
+			pkt.Payload = topRemoteBytes(mr.Addr+qp.in[k].off+uint64(tx.Index*mtu), pkt.PayloadLen)
+			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: &pkt})
+			act := ours.Receive(&pkt, env)
+			if act.Write {
+				for i, v := range pkt.Payload {
+					placed[act.WriteAddr+uint64(i)] = v
+				}
+			}
+			if act.Ack {
+				b := ib.AppendWire(nil, &ib.Packet{Opcode: ib.Acknowledge, DLID: qp.it.dlid, SLID: qp.it.slid, SL: qp.it.sl, VL: qp.it.vl,
+					DestQP: qp.it.rqpn, PSN: act.AckPSN, AETH: ib.AETH{Syndrome: act.AckSyn, MSN: act.MSN}})
+				w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
+				copy(w, b)
+				qp.acks = append(qp.acks, w)
+			}
+		}
+	}
+	if in != nil {
+		p.rx = append(p.rx, in)
+	}
 	for a, v := range placed {
 		p.want[a/BlockBytes][a%BlockBytes] = v
 	}
@@ -587,8 +671,11 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	}
 	put("mem.hex", mem)
 	var rxb, rxp, rxq []string
-	ntx := 0
-	for q, list := range p.rx {
+	ntx := 0 // packets the HCA sends: its requests and its responder's ACKs
+	for _, qp := range p.qps {
+		ntx += len(qp.wires) + len(qp.acks)
+	}
+	for _, list := range p.rx {
 		rxq = append(rxq, fmt.Sprintf("%04x%04x", len(rxp), len(list)))
 		for _, a := range list {
 			w := a.wire()
@@ -607,7 +694,6 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 				rxb = append(rxb, fmt.Sprintf("%02x%x", fl, buf[i*BlockBytes:(i+1)*BlockBytes]))
 			}
 		}
-		ntx += len(p.qps[q].wires)
 	}
 	put("rxb.hex", rxb)
 	put("rxp.hex", rxp)
@@ -649,7 +735,7 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	put("mpt.hex", mpt)
 	pr := d.Params()
 	tb := strings.NewReplacer("{{MEMB}}", strconv.Itoa(topMemBlocks), "{{NQ}}", strconv.Itoa(len(p.qps)),
-		"{{NRXB}}", strconv.Itoa(len(rxb)), "{{NRXP}}", strconv.Itoa(len(rxp)), "{{NDB}}", strconv.Itoa(len(dbs)), "{{NSW}}", strconv.Itoa(len(sw)),
+		"{{NRXB}}", strconv.Itoa(len(rxb)), "{{NRQ}}", strconv.Itoa(len(rxq)), "{{NRXP}}", strconv.Itoa(len(rxp)), "{{NDB}}", strconv.Itoa(len(dbs)), "{{NSW}}", strconv.Itoa(len(sw)),
 		"{{NTX}}", strconv.Itoa(ntx), "{{NCQE}}", strconv.Itoa(p.ncqe), "{{NCYC}}", strconv.Itoa(topCycles),
 		"{{STALL}}", strconv.Itoa(topStall), "{{VLS}}", strconv.Itoa(d.VLs), "{{TAGW}}", strconv.Itoa(pr.TagW),
 		"{{CQ_LOG}}", strconv.Itoa(topCQLog), "{{CQ_LO}}", strconv.Itoa(topCQBase/BlockBytes),
@@ -777,10 +863,19 @@ func (p *topPlan) judge(res *topResult) []string {
 	if res.unknown != 0 {
 		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
 	}
-	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp"} {
+	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp",
+		"rsp_naks", "rsp_dup", "rsp_seqdrop", "rsp_errdrop", "rsp_todo"} {
 		if res.counters[k] != 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
 		}
+	}
+	// rsp_acks counts the ACKs the responder sent (requests arriving).
+	nacks := 0
+	for _, qp := range p.qps {
+		nacks += len(qp.acks)
+	}
+	if res.counters["rsp_acks"] != nacks {
+		errs = append(errs, fmt.Sprintf("rsp_acks=%d, the model's responders sent %d", res.counters["rsp_acks"], nacks))
 	}
 	// rx_nak_retry counts the sequence error NAKs the far end sent.
 	if res.counters["nak"] != p.naks {
@@ -819,6 +914,7 @@ func (p *topPlan) judge(res *topResult) []string {
 	// Per QP, in order, byte for byte through the VCRC (BTH.DestQP names
 	// the QP: the context's remote QPN).
 	got := make([]int, len(p.qps))
+	gotAck := make([]int, len(p.qps))
 	for i, pk := range res.pkts {
 		dqp := uint32(pk[13])<<16 | uint32(pk[14])<<8 | uint32(pk[15])
 		q := -1
@@ -832,6 +928,14 @@ func (p *topPlan) judge(res *topResult) []string {
 			continue
 		}
 		qp := p.qps[q]
+		if pk[8] == byte(ib.Acknowledge) { // BTH.OpCode: the QP's responder's ACK or NAK
+			k := gotAck[q]
+			gotAck[q]++
+			if k >= len(qp.acks) || string(pk) != string(qp.acks[k]) {
+				errs = append(errs, fmt.Sprintf("packet %d: QP %d's responder's ACK %d (PSN %06x), not the model's (of %d)", i, q, k, psnAt(pk), len(qp.acks)))
+			}
+			continue
+		}
 		k := got[q]
 		got[q]++
 		if k >= len(qp.wires) {
@@ -847,6 +951,9 @@ func (p *topPlan) judge(res *topResult) []string {
 	for q, qp := range p.qps {
 		if got[q] != len(qp.wires) {
 			errs = append(errs, fmt.Sprintf("QP %d: %d packets on the link, the model's %d", q, got[q], len(qp.wires)))
+		}
+		if gotAck[q] != len(qp.acks) {
+			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d ACKs, the model's %d", q, gotAck[q], len(qp.acks)))
 		}
 	}
 	if len(res.mem) != len(p.want) {
@@ -1023,7 +1130,7 @@ func TestTopCosim(t *testing.T) {
 // NCYC cycles. Then mem.out is host memory.
 const topTB = "`timescale 1ns/1ps\n" + `
 module top_tb;
-    localparam integer MEMB = {{MEMB}}, NQ = {{NQ}}, NRXB = {{NRXB}}, NRXP = {{NRXP}}, NDB = {{NDB}};
+    localparam integer MEMB = {{MEMB}}, NQ = {{NQ}}, NRXB = {{NRXB}}, NRXP = {{NRXP}}, NDB = {{NDB}}, NRQ = {{NRQ}};
     localparam integer NTX = {{NTX}}, NCQE = {{NCQE}}, NCYC = {{NCYC}}, STALL = {{STALL}}, VLS = {{VLS}};
     localparam integer OT = 32; // the host's table of read requests in flight
     reg clk = 1'b0;
@@ -1033,7 +1140,7 @@ module top_tb;
     reg [511:0] mem [0:MEMB-1];
     reg [519:0] rxb [0:NRXB-1];
     reg [47:0]  rxp [0:NRXP-1];
-    reg [31:0]  rxq [0:NQ-1];
+    reg [31:0]  rxq [0:NRQ-1];
     reg [255:0] qcfg [0:NQ-1];
     reg [167:0] dbs [0:NDB-1];
     reg [527:0] sw [0:{{NSW}}-1];
@@ -1119,7 +1226,8 @@ module top_tb;
     integer     ot_n [0:OT-1];
     integer     ot_at [0:OT-1];
     integer     ot_seq [0:OT-1]; // issue order
-    integer     txq [0:7];   // packets sent per QP (by BTH.DestQP's low bits)
+    integer     txq [0:7];   // request packets sent per QP (by BTH.DestQP's low bits; its responder's ACKs not counted)
+    reg         tack;        // the packet going out is an ACKNOWLEDGE (the responder's)
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
     integer     cqn [0:15];   // CQEs written per CQ
@@ -1148,7 +1256,7 @@ module top_tb;
         mpt_req_ready = 1'b0; mpt_rsp_valid = 1'b0; mpt_rsp_entry = 256'd0;
         cq_cfg_valid = 1'b0; cq_ci_valid = 1'b0; sq_cfg_valid = 1'b0; qp_cfg_valid = 1'b0;
         cq_cfg_cqn = 4'd0; ci_cqn = 4'd0; ci_val = 32'd0; cq_logd = 5'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; sq_cfg_log = 4'd0; qc = 256'd0;
-        txr = 1'b0; pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0; fcv = 1'b0; fvl = 4'd0; fctbs = 12'd0; fccl = 12'd0;
+        txr = 1'b0; tack = 1'b0; pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0; fcv = 1'b0; fvl = 4'd0; fctbs = 12'd0; fccl = 12'd0;
         for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
         for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
         for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; cip[k] = 1'b0; end
@@ -1242,8 +1350,8 @@ module top_tb;
             pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0;
             if (!rx_mid && ($random(seed) & 3) != 0) begin
                 found = 0;
-                for (k = 0; k < NQ; k = k + 1) begin
-                    j = (rrq + k) % NQ;
+                for (k = 0; k < NRQ; k = k + 1) begin
+                    j = (rrq + k) % NRQ;
                     if (found == 0 && rxn[j] < rxq[j][15:0]) begin
                         pnum = rxq[j][31:16] + rxn[j];
                         n = rxp[pnum][15:0];
@@ -1253,7 +1361,7 @@ module top_tb;
                             rxn[j] = rxn[j] + 1;
                             rcur = rxp[pnum][31:16];
                             rx_mid = 1;
-                            rrq = (j + 1) % NQ;
+                            rrq = (j + 1) % NRQ;
                         end
                     end
                 end
@@ -1330,10 +1438,11 @@ module top_tb;
                 if (dut.u_link.pcs_tx_sop) begin
                     tq = dut.u_link.pcs_tx_data[511 - 8*15 - 5 -: 3]; // DestQP's low bits: the context
                     tvl = dut.u_link.pcs_tx_data[511 -: 4];
+                    tack = dut.u_link.pcs_tx_data[511 - 8*8 -: 8] == 8'h11; // BTH.OpCode
                 end
                 txgot[tvl] = txgot[tvl] + 1;
                 if (dut.u_link.pcs_tx_eop) begin
-                    txq[tq] = txq[tq] + 1;
+                    if (!tack) txq[tq] = txq[tq] + 1;
                     ntx = ntx + 1;
                 end
             end
@@ -1351,9 +1460,10 @@ module top_tb;
         end
         $fclose(fl);
         $writememh("mem.out", mem);
-        $display("TOP done cycles=%0d tx=%0d rx=%0d cqes=%0d doorbells=%0d stalled=%0d bad=%0d rcv_errors=%0d icrc=%0d hdr=%0d pkey=%0d mcast=%0d noqp=%0d nak=%0d rsptodo=%0d notreq=%0d overrun=%0d rspnoqp=%0d rsp_acks=%0d reads=%0d ooo=%0d mpt=%0d fc=%0d",
+        $display("TOP done cycles=%0d tx=%0d rx=%0d cqes=%0d doorbells=%0d stalled=%0d bad=%0d rcv_errors=%0d icrc=%0d hdr=%0d pkey=%0d mcast=%0d noqp=%0d nak=%0d rsptodo=%0d notreq=%0d overrun=%0d rspnoqp=%0d rsp_acks=%0d rsp_naks=%0d rsp_dup=%0d rsp_seqdrop=%0d rsp_errdrop=%0d rsp_todo=%0d reads=%0d ooo=%0d mpt=%0d fc=%0d",
             c, ntx, nrx, cqes, di, stalled, bad, rcv_errors, rx_icrc_err, rx_hdr_err, rx_pkey_viol, rx_mcast_drop, rx_no_qp,
-            rx_nak_retry, rx_rsp_todo, rx_not_req, cq_overrun, rsp_no_qp, rsp_acks, seq, ooo, mptrd, fcs);
+            rx_nak_retry, rx_rsp_todo, rx_not_req, cq_overrun, rsp_no_qp, rsp_acks, rsp_naks, rsp_dup, rsp_seq_drop, rsp_err_drop, rsp_todo,
+            seq, ooo, mptrd, fcs);
         $finish;
     end
 endmodule
@@ -1395,8 +1505,12 @@ func TestTopMutantsFail(t *testing.T) {
 	// error NAKs not counted on rx_nak_retry, a go-back-N resend inside a
 	// gather list from its first element (QP 0's resent packet 11), an
 	// inline SEND's bytes read from the host (QP 0's and QP 3's inline
-	// messages), and in hca_top's wiring the WQE blocks (which carry the
-	// inline bytes) given to hca_transport as zeros.
+	// messages), requests arriving: the responder's R_Key checked in
+	// context 0's PD (QP 3's inbound region is in its own: NAKed), its MSN
+	// moved by every packet (QP 0's 3-packet WRITE's ACK), a WRITE MIDDLE
+	// not routed to it (hca_rx_ack: QP 0's WRITE never completes), and in
+	// hca_top's wiring the WQE blocks (which carry the inline bytes) given
+	// to hca_transport as zeros.
 	retryFiles := topRetryTree(t)
 	retryMutants := []cosimMutant{
 		{"a go-back-N resend from the PSN after the NAK's", rq, "(h_rdat || r_impl) ? 24'd0 : n_from;", "(h_rdat || r_impl) ? 24'd0 : n_from + 24'd1;"},
@@ -1408,6 +1522,9 @@ func TestTopMutantsFail(t *testing.T) {
 		{"sequence error NAKs not counted", "hca_rx_ack.v", "if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF)", "if (1'b0)"},
 		{"a resend's skip not carried past a gather element", rq, "g_skip <= g_past ? g_skip - g_len : 32'd0;", "g_skip <= 32'd0;"},
 		{"an inline message read through rd1", rq, "if (g_step && !g_past && !g_il) begin", "if (g_step && !g_past) begin"},
+		{"the responder's R_Key checked in context 0's PD", "hca_responder.v", "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
+		{"the responder's MSN moved by every packet", "hca_responder.v", "ctx_msn[ix] + {23'd0, last};", "ctx_msn[ix] + 24'd1;"},
+		{"a WRITE MIDDLE not routed to the responder", "hca_rx_ack.v", "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
 		{"hca_top: the WQE blocks reach the transport as zeros", "hca_top.v",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data),",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data({DATA_W{1'b0}}),"},

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/hca"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // ---- the whole emitted hca_top on its recovery and error paths ----
@@ -102,7 +103,7 @@ func topRetryScenario() []*topQP {
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000E20, dlid: 0x31, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xE0000, psn: 0x10, mtuCode: 1, cqn: 0},
 			msgs: []topMsg{{wr: list(hca.WRRDMAWrite, 0, []uint64{3, 0x1000, 0x2777}, []uint32{100, 650, 250})},
 				{wr: w(hca.WRSend, 0, 0, 0), inl: inline(200, 0x5A)}, {wr: w(hca.WRSend, 0, 0x805, 300)}, {wr: w(hca.WRSend, 0, 0x1400, 64)}},
-			batch: 3, late: true, lose: []int{1}},
+			batch: 3, late: true, lose: []int{1}, in: []topIn{{off: 0x40, n: 600}, {off: 0x1001, n: 17}}},
 		// The timeout: a SEND and a WRITE, the WRITE's last packet lost;
 		// a SEND posted once both are complete. Its PSNs wrap.
 		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001F21, dlid: 0x32, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xE0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
@@ -120,7 +121,7 @@ func topRetryScenario() []*topQP {
 			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMAWrite, 3, 0x1801, 7)}, {wr: w(hca.WRSendImm, 3, 0, 0), inl: inline(64, 0xC3)},
 				{wr: w(hca.WRRDMAWriteImm, 3, 0x2003, 200)}, {wr: w(hca.WRSend, 3, 0x2400, 1)}, {wr: w(hca.WRRDMAWrite, 3, 0x2500, 4096)},
 				{wr: list(hca.WRSend, 3, []uint64{0x2A01, 0x3000}, []uint32{4000, 1000})}},
-			batch: 3, cqLog: 2, consume: true},
+			batch: 3, cqLog: 2, consume: true, in: []topIn{{off: 0x203, n: 5000}, {off: 0x1800, n: 1}}},
 	}
 }
 
@@ -204,6 +205,41 @@ func TestTopRetryPlan(t *testing.T) {
 		owner = append(owner, c[63]&1)
 	}
 	assert.Equal(t, []byte{0, 0, 0, 0, 1, 1, 1}, owner)
+	// Requests arriving: the far end's RDMA WRITEs, from PSN 0. QP 0 at
+	// MTU 256: 600 bytes in 3 packets (0, 1, 2; AckReq on 2, the 3rd and
+	// last), 17 in one (3); QP 3 at 4096: 5000 in 2 (0, 1; AckReq on 1),
+	// 1 in one (2). ack_coalesce 1: an ACK per AckReq packet, at its PSN,
+	// MSN the messages done: QP 0 {2, 1} {3, 2}, QP 3 {1, 1} {2, 2}.
+	require.Len(t, p.rx, 5, "the far end's requests in a list of their own")
+	assert.Len(t, p.rx[4], 4+3)
+	for _, c := range []struct {
+		q         int
+		psn, msns []uint32
+	}{{0, []uint32{2, 3}, []uint32{1, 2}}, {3, []uint32{1, 2}, []uint32{1, 2}}} {
+		var psn, msn []uint32
+		for _, w := range p.qps[c.q].acks {
+			pk, err := ib.ParseWire(w[:wireLen(w)])
+			require.NoError(t, err)
+			assert.Equal(t, uint8(hca.SynACK), pk.AETH.Syndrome&0xE0, "an ACK")
+			psn, msn = append(psn, pk.PSN), append(msn, pk.AETH.MSN)
+		}
+		assert.Equal(t, c.psn, psn, "QP %d's responder's ACKs' PSNs", c.q)
+		assert.Equal(t, c.msns, msn, "QP %d's responder's ACKs' MSNs", c.q)
+	}
+	// Their payload lands in the inbound regions: 600 + 17 + 5000 + 1
+	// bytes at topInBase + q x topInStep + off.
+	for _, c := range []struct {
+		q      int
+		off, n uint64
+	}{{0, 0x40, 600}, {0, 0x1001, 17}, {3, 0x203, 5000}, {3, 0x1800, 1}} {
+		base := uint64(topInBase + c.q*topInStep)
+		for a := base + c.off; a < base+c.off+c.n; a++ {
+			if p.want[a/BlockBytes][a%BlockBytes] != topRemoteBytes(a, 1)[0] {
+				t.Errorf("QP %d's inbound byte at %#x: %#x, want the far end's %#x", c.q, a, p.want[a/BlockBytes][a%BlockBytes], topRemoteBytes(a, 1)[0])
+				break
+			}
+		}
+	}
 }
 
 // TestTopRetryCosim: the emitted hca_top (topRetryTree) recovers from a
