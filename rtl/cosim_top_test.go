@@ -80,9 +80,9 @@ import (
 // TestTopRetryCosim (cosim_topretry_test.go) runs the same bench on the
 // recovery and error paths: a packet the wire loses, recovered by the far
 // end's NAK and by the requester's timer, a refused R_Key, a CQ that
-// wraps, inline WQEs and gather lists. Not checked here: timing, the
-// responder side of hca_top (no request arrives: the far end is the
-// testbench), the PCS.
+// wraps, inline WQEs and gather lists, RDMA WRITEs arriving for the
+// responder (topQP.in: their ACKs, BTH opcode ACKNOWLEDGE, are checked
+// apart from the QP's requests). Not checked here: timing, the PCS.
 
 const (
 	topMemBlocks = 2048 // host memory: 128 KiB from address 0

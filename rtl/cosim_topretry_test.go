@@ -23,7 +23,10 @@ import (
 // end refuses an R_Key (NAK remote access error): an error CQE, the QP's
 // messages behind it flushed, and the WQEs software posts after the error
 // CQE flushed unsent; a CQ of 4 entries that takes 7 CQEs while software
-// consumes them (cq_ci), so its ring wraps and its owner bit flips.
+// consumes them (cq_ci), so its ring wraps and its owner bit flips; inline
+// WQEs and gather lists, one of them resent from inside; and requests
+// arriving: the far end's RDMA WRITEs to two QPs' responders (R_Key
+// checked in the MPT, payload written to host memory, ACKs on the link).
 // Expected values are the model's (hca.Requester, hca.Responder,
 // hca.RequesterCQE, hca.CQESlot) run as newTopPlanOf says; TestTopRetryPlan
 // derives what the model does by hand.
