@@ -325,6 +325,11 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				panic(err)
 			}
 			if k < qp.batch || !qp.late {
+				if p.keyBad(qp, wqe) {
+					// Its failure would flush what is outstanding then:
+					// a matter of timing (a late batch's is not).
+					panic(fmt.Sprintf("topPlan: QP %d WQE %d fails its L_Key check outside a late batch (not built)", q, k))
+				}
 				if comps := qp.req.Enqueue(wqe, 0); len(comps) != 0 {
 					panic(fmt.Sprintf("topPlan: QP %d WQE %d completes at once: %+v", q, k, comps))
 				}
@@ -448,6 +453,14 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 					}
 				}
 				for _, w := range qp.wqes[qp.batch:] {
+					if qp.req.State != hca.QPErr && p.keyBad(qp, w) {
+						// A local protection error (hca.Device.wqeReady,
+						// failWQE): what is outstanding flushed (nothing,
+						// here), the WQE fails unsent, the QP to ERR.
+						cpls = append(cpls, qp.req.FlushAll()...)
+						cpls = append(cpls, hca.Completion{WQE: w, Status: hca.WCLocProtErr})
+						continue
+					}
 					cpls = append(cpls, qp.req.Enqueue(w, 0)...)
 				}
 				continue
@@ -629,6 +642,30 @@ func (p *topPlan) send(qp *topQP) {
 		qp.wires, qp.psns = append(qp.wires, w), append(qp.psns, pkt.PSN)
 		qp.ends[k] = len(qp.wires)
 	}
+}
+
+// keyBad reports whether an element of w's local buffer fails its L_Key
+// check (hca.Device.checkSGL: each element of more than 0 bytes in the
+// QP's PD, local read for a gather, LOCAL_WRITE for a READ's or atomic's
+// scatter); an inline WQE has none.
+func (p *topPlan) keyBad(qp *topQP, w hca.SendWQE) bool {
+	if w.Inline {
+		return false
+	}
+	need := 0
+	if w.Opcode == hca.WRRDMARead || w.Opcode == hca.WRCompSwap || w.Opcode == hca.WRFetchAdd {
+		need = hca.AccessLocalWrite
+	}
+	sgl := w.SGL
+	if sgl == nil {
+		sgl = []hca.SGE{{Addr: w.LocalAddr, Length: w.Length, LKey: w.LKey}}
+	}
+	for _, e := range sgl {
+		if e.Length > 0 && p.keys.Check(e.LKey, qp.pd, need, e.Addr, uint64(e.Length)) != hca.KeyOK {
+			return true
+		}
+	}
+	return false
 }
 
 // payload is n bytes of WQE k's message from byte off, as
@@ -1505,7 +1542,8 @@ func TestTopMutantsFail(t *testing.T) {
 	// error NAKs not counted on rx_nak_retry, a go-back-N resend inside a
 	// gather list from its first element (QP 0's resent packet 11), an
 	// inline SEND's bytes read from the host (QP 0's and QP 3's inline
-	// messages), requests arriving: the responder's R_Key checked in
+	// messages), a failed L_Key check ignored (QP 1's list SEND is sent),
+	// requests arriving: the responder's R_Key checked in
 	// context 0's PD (QP 3's inbound region is in its own: NAKed), its MSN
 	// moved by every packet (QP 0's 3-packet WRITE's ACK), a WRITE MIDDLE
 	// not routed to it (hca_rx_ack: QP 0's WRITE never completes), and in
@@ -1522,6 +1560,7 @@ func TestTopMutantsFail(t *testing.T) {
 		{"sequence error NAKs not counted", "hca_rx_ack.v", "if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF)", "if (1'b0)"},
 		{"a resend's skip not carried past a gather element", rq, "g_skip <= g_past ? g_skip - g_len : 32'd0;", "g_skip <= 32'd0;"},
 		{"an inline message read through rd1", rq, "if (g_step && !g_past && !g_il) begin", "if (g_step && !g_past) begin"},
+		{"a failed L_Key check ignored", rq, "if (kc_rsp_result != 3'd0) s_bad <= 1'b1;", "s_bad <= 1'b0;"},
 		{"the responder's R_Key checked in context 0's PD", "hca_responder.v", "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
 		{"the responder's MSN moved by every packet", "hca_responder.v", "ctx_msn[ix] + {23'd0, last};", "ctx_msn[ix] + 24'd1;"},
 		{"a WRITE MIDDLE not routed to the responder", "hca_rx_ack.v", "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},

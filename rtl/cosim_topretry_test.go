@@ -108,9 +108,12 @@ func topRetryScenario() []*topQP {
 				{wr: w(hca.WRSend, 0, 0, 0), inl: inline(200, 0x5A)}, {wr: w(hca.WRSend, 0, 0x805, 300)}, {wr: w(hca.WRSend, 0, 0x1400, 64)}},
 			batch: 3, late: true, lose: []int{1}, in: []topIn{{off: 0x40, n: 600}, {off: 0x1001, n: 17}}},
 		// The timeout: a SEND and a WRITE, the WRITE's last packet lost;
-		// a SEND posted once both are complete. Its PSNs wrap.
+		// once both are complete, a SEND from a list whose second element
+		// runs 0x30 bytes past the QP's 16 KiB region (a local protection
+		// error) and a SEND. Its PSNs wrap.
 		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001F21, dlid: 0x32, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xE0001, psn: 0xFFFFFE, mtuCode: 2, cqn: 1},
-			msgs:  []topMsg{{wr: w(hca.WRSend, 1, 0x11, 100)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1500)}, {wr: w(hca.WRSendImm, 1, 0x1234, 10)}},
+			msgs: []topMsg{{wr: w(hca.WRSend, 1, 0x11, 100)}, {wr: w(hca.WRRDMAWrite, 1, 0x7FF, 1500)},
+				{wr: list(hca.WRSend, 1, []uint64{0x3F00, 0x3FF0}, []uint32{0x80, 0x40})}, {wr: w(hca.WRSendImm, 1, 0x1234, 10)}},
 			batch: 2, late: true, lose: []int{3}},
 		// The error: a WRITE, a WRITE to an R_Key the far end refuses, a
 		// SEND; a WRITE and a SEND posted once their CQEs are in.
@@ -161,8 +164,12 @@ func TestTopRetryPlan(t *testing.T) {
 	// 3rd), 1 lost. Nothing comes back for it: the timer expires and the
 	// requester resends from the oldest unacknowledged PSN, FFFFFF. The
 	// far end ACKs FFFFFF and 0 as duplicates (each at its expected PSN
-	// less one, 0) and 1 in sequence; then the last SEND (2).
-	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1, 2}, psns(1))
+	// less one, 0) and 1 in sequence. Then the list SEND fails its L_Key
+	// check (its second element, 0x40 bytes at 0x3FF0 of a 0x4000-byte
+	// region, ends 0x30 past it): nothing outstanding to flush, the WQE
+	// completes with LOC_PROT_ERR unsent, the QP goes to ERR and the SEND
+	// after it is flushed unsent. 7 packets.
+	assert.Equal(t, []uint32{0xFFFFFE, 0xFFFFFF, 0, 1, 0xFFFFFF, 0, 1}, psns(1))
 	assert.Equal(t, 1, p.timeouts)
 	// QP 2 at MTU 1024 from 5000: the WRITE of 2000 is 5000, 5001 (ACKed),
 	// the refused WRITE 5002, the SEND 5003; the far end NAKs 5002 (remote
@@ -171,15 +178,20 @@ func TestTopRetryPlan(t *testing.T) {
 	assert.Equal(t, []uint32{0x5000, 0x5001, 0x5002, 0x5003}, psns(2))
 	// Sequence error NAKs: QP 0's one.
 	assert.Equal(t, 1, p.naks)
-	// CQEs: QP 0 4, QP 1 3; QP 2: the first WRITE's success, the refused
+	// CQEs: QP 0 4, QP 1 4 (success, success, LOC_PROT_ERR (4: syndrome
+	// 0x04), WR_FLUSH_ERR); QP 2: the first WRITE's success, the refused
 	// WRITE's REM_ACCESS_ERR (10), then WR_FLUSH_ERR (5) for the SEND and
 	// the two posted after; QP 3 7.
 	var n []int
 	for _, qp := range p.qps {
 		n = append(n, len(qp.cqes))
 	}
-	assert.Equal(t, []int{4, 3, 5, 7}, n)
+	assert.Equal(t, []int{4, 4, 5, 7}, n)
 	status := func(cqe []byte) (op, synd byte) { return cqe[63] >> 4, cqe[55] }
+	for k, want := range [][2]byte{{0, 0}, {0, 0}, {13, 0x04}, {13, 0x05}} {
+		op, synd := status(p.qps[1].cqes[k])
+		assert.Equal(t, want, [2]byte{op, synd}, "QP 1's CQE %d", k)
+	}
 	for k, want := range [][2]byte{{0, 0}, {13, 0x13}, {13, 0x05}, {13, 0x05}, {13, 0x05}} {
 		op, synd := status(p.qps[2].cqes[k])
 		// An error CQE's opcode is 13 (MLX5_CQE_REQ_ERR), its syndrome
