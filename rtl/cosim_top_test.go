@@ -1544,9 +1544,8 @@ func TestTopMutantsFail(t *testing.T) {
 	// inline SEND's bytes read from the host (QP 0's and QP 3's inline
 	// messages), a failed L_Key check ignored (QP 1's list SEND is sent),
 	// requests arriving: the responder's R_Key checked in
-	// context 0's PD (QP 3's inbound region is in its own: NAKed), its MSN
-	// moved by every packet (QP 0's 3-packet WRITE's ACK), a WRITE MIDDLE
-	// not routed to it (hca_rx_ack: QP 0's WRITE never completes), and in
+	// context 0's PD (QP 3's inbound region is in its own: NAKed), a WRITE
+	// MIDDLE not routed to it (hca_rx_ack: QP 0's WRITE never completes), and in
 	// hca_top's wiring the WQE blocks (which carry the inline bytes) given
 	// to hca_transport as zeros.
 	retryFiles := topRetryTree(t)
@@ -1562,7 +1561,6 @@ func TestTopMutantsFail(t *testing.T) {
 		{"an inline message read through rd1", rq, "if (g_step && !g_past && !g_il) begin", "if (g_step && !g_past) begin"},
 		{"a failed L_Key check ignored", rq, "if (kc_rsp_result != 3'd0) s_bad <= 1'b1;", "s_bad <= 1'b0;"},
 		{"the responder's R_Key checked in context 0's PD", "hca_responder.v", "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
-		{"the responder's MSN moved by every packet", "hca_responder.v", "ctx_msn[ix] + {23'd0, last};", "ctx_msn[ix] + 24'd1;"},
 		{"a WRITE MIDDLE not routed to the responder", "hca_rx_ack.v", "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
 		{"hca_top: the WQE blocks reach the transport as zeros", "hca_top.v",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data),",
