@@ -87,6 +87,7 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Paths: *paths, Context: *ctxN, JSON: *format == "json"}
 	var files [2]*os.File
+	seekable := true
 	for i := range files {
 		f, err := os.Open(fs.Arg(i))
 		if err != nil {
@@ -94,7 +95,24 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+			return ExitError
+		}
+		if st.IsDir() {
+			// A directory opens, and then reads as nothing a trace reader
+			// can tell apart from a broken file.
+			fmt.Fprintf(stderr, "hcasim diff: %s: is a directory (want a trace file, as --trace writes)\n", fs.Arg(i))
+			return ExitError
+		}
+		// A pipe (hcasim diff golden.trace <(zcat run.trace.gz)) cannot be
+		// read twice, as the fast path's fallback does.
+		seekable = seekable && st.Mode().IsRegular()
 		files[i] = f
+	}
+	if !seekable {
+		return diffWhole(files[0], files[1], fs.Arg(0), fs.Arg(1), [2]int{}, opt, stdout, stderr)
 	}
 	return diffReaders(files[0], files[1], fs.Arg(0), fs.Arg(1), opt, stdout, stderr)
 }
