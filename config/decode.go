@@ -445,6 +445,16 @@ func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error)
 		if d, ok := embedded(name); ok {
 			return d, nil
 		}
+		// The examples and benchmarks are shipped in their directories:
+		// "hol-blocking.yaml" for examples/hol-blocking.yaml is the
+		// likeliest slip (the README's tour names them with it).
+		if !strings.ContainsRune(name, '/') {
+			for _, dir := range []string{"examples/", "bench/"} {
+				if _, ok := embedded(dir + name); ok {
+					return nil, errorf("no such file, nor a shipped config of that name; did you mean %s%s?", dir, name)
+				}
+			}
+		}
 		return nil, errorf("no such file, nor a shipped config of that name")
 	}
 	return nil, errorf("cannot read: %s", strings.TrimPrefix(err.Error(), "open "+name+": "))

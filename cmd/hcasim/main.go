@@ -170,7 +170,8 @@ Run flags:
       --cpuprofile F    write a pprof CPU profile
       --memprofile F    write a pprof heap profile
 
-Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml (docs/config.md lists every key).
+Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml, examples/NAME.yaml, bench/NAME.yaml
+(configs/ in the repository; docs/config.md lists every key).
 One large fabric on several cores: --set sim.partitions=N (synthetic traffic; docs/performance.md).
 `
 

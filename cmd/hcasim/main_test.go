@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/configs"
 	"github.com/hcasim/hcasim/verif"
 )
 
@@ -66,6 +67,11 @@ func TestBadInput(t *testing.T) {
 		{"missing file", []string{"-config", filepath.Join(dir, "nope.yaml")},
 			[]string{"nope.yaml", "no such file"}},
 		{"unreadable file", []string{"-config", unreadable}, []string{"locked.yaml", "cannot read"}},
+		// A shipped example or benchmark named without its directory.
+		{"example without examples/", []string{"-config", "hol-blocking.yaml"},
+			[]string{"hcasim: hol-blocking.yaml: no such file, nor a shipped config of that name; did you mean examples/hol-blocking.yaml?"}},
+		{"benchmark without bench/", []string{"-config", "switch16-uniform-50"},
+			[]string{"no such file, nor a shipped config of that name; did you mean bench/switch16-uniform-50?"}},
 		{"broken yaml", []string{"-config", writeFile(t, "a.yaml", "link: [\n")}, []string{"broken YAML"}},
 		{"duplicate key", []string{"-config", writeFile(t, "a.yaml", "link:\n  generation: EDR\n  generation: HDR\n")},
 			[]string{"link.generation: given twice (lines 2 and 3)"}},
@@ -300,6 +306,17 @@ func TestVersionAndHelp(t *testing.T) {
 	// round: the "not a subcommand" message lists subcommandNames.
 	for _, name := range subcommandNames() {
 		assert.Contains(t, out, "hcasim "+name, "help does not mention the subcommand %s", name)
+	}
+	// Every shipped config is findable from the help: a top-level one by
+	// name, one in a directory by the directory's NAME.yaml form (the
+	// examples and benchmarks were not mentioned, and "-config
+	// hol-blocking.yaml" found nothing).
+	for _, name := range configs.Names() {
+		if dir, _, ok := strings.Cut(name, "/"); ok {
+			assert.Contains(t, out, dir+"/NAME.yaml", "help does not say where %s is", name)
+		} else {
+			assert.Contains(t, out, name, "help does not name the shipped %s", name)
+		}
 	}
 }
 
