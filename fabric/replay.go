@@ -19,18 +19,9 @@ func runReplay(l *Loaded, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := cfg.Workload.TraceFile
-	read := l.ReadFile
-	if read == nil {
-		read = os.ReadFile
-	}
-	data, err := read(name)
+	tr, err := l.replayTrace(len(topo.Hosts()))
 	if err != nil {
-		return nil, &UnsupportedError{Msg: "workload.trace_file: " + err.Error()}
-	}
-	tr, err := workload.ParseTrace(bytes.NewReader(data), name, len(topo.Hosts()))
-	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
+		return nil, err
 	}
 	return runOnHCAs(cfg, opts, s, topo, sub, func(devs []*hca.Device) (hcaDriver, error) {
 		rp, err := workload.BuildReplayOn(s, devs, tr, workload.ReplayRun{MTU: cfg.Link.MTU, Seed: cfg.Seed,
@@ -40,4 +31,40 @@ func runReplay(l *Loaded, opts RunOptions) (map[string]any, error) {
 		}
 		return hcaDriver{run: rp.Run, onEnd: &rp.OnEnd}, nil
 	})
+}
+
+// replayTrace reads and parses workload.trace_file for a fabric of hosts
+// hosts. An error is an *UnsupportedError naming the key (a user's).
+func (l *Loaded) replayTrace(hosts int) (*workload.Trace, error) {
+	name := l.Config.Workload.TraceFile
+	read := l.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	data, err := read(name)
+	if err != nil {
+		return nil, &UnsupportedError{Msg: "workload.trace_file: " + err.Error()}
+	}
+	tr, err := workload.ParseTrace(bytes.NewReader(data), name, hosts)
+	if err != nil {
+		return nil, &UnsupportedError{Msg: "workload.trace_file: " + err.Error()}
+	}
+	return tr, nil
+}
+
+// CheckFiles reads and parses the files the design point's keys name (a
+// replay's workload.trace_file, against the fabric's hosts), so that a
+// sweep refuses a missing or broken one before any point runs, in one
+// line, as it refuses a bad value; a run reads them again. Nil for a
+// config that names none.
+func (l *Loaded) CheckFiles() error {
+	if l.Config.Workload.Kind != "replay" {
+		return nil
+	}
+	topo, err := l.Config.BuildTopology()
+	if err != nil {
+		return nil // the run reports the fabric's own error
+	}
+	_, err = l.replayTrace(len(topo.Hosts()))
+	return err
 }

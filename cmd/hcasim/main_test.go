@@ -242,6 +242,20 @@ func TestBadInput(t *testing.T) {
 			[]string{"topology.nonminimal: true needs topology.adaptive_routing: true"}},
 		{"nonminimal with an SL on VL 1", []string{"-config", "examples/dragonfly-plus-nonminimal.yaml", "--set", "sweep={}", "--set", "topology.nonminimal=true", "--set", "workload.sl=1"},
 			[]string{"topology.nonminimal: deadlock:", "(a detour's second global cable takes VL 1;"}},
+		// A replay's message trace is read and parsed for every point before
+		// any runs: it was read per point at run time, so a sweep with a bad
+		// one ran, failed every point, wrote their errors and printed two
+		// lines. (--out keeps a mutant's results out of the package dir.)
+		{"replay trace missing", []string{"-config", "examples/replay-bcast.yaml", "--out", filepath.Join(dir, "replay-out"),
+			"--set", "sweep.workload.trace_file=[replay-bcast-delay.trace, nope.trace]"},
+			[]string{"hcasim: examples/replay-bcast.yaml: sweep.workload.trace_file: nope.trace: no such file beside the shipped config examples/replay-bcast.yaml"}},
+		{"replay trace broken", []string{"-config", "examples/replay-halo.yaml", "--out", filepath.Join(dir, "replay-out"),
+			"--set", "workload.trace_file=" + writeFile(t, "broken.trace", "0 1 2 write\n")},
+			[]string{"at the point link.generation=HDR: workload.trace_file: ", "broken.trace:1: 4 fields, want 5: start_ns src dst op bytes"}},
+		// replay-halo.trace's line 13 sends to host 15 (16 ranks).
+		{"replay trace beyond the fabric", []string{"-config", "examples/replay-halo.yaml", "--out", filepath.Join(dir, "replay-out"),
+			"--set", "topology.hosts=8"},
+			[]string{"workload.trace_file: replay-halo.trace:13: dst: \"15\" is not a host of the topology (0 to 7)"}},
 		{"nonminimal on a fat tree", []string{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "switch.vls=2", "--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal=true"},
 			[]string{"topology.nonminimal: true is set, but topology.kind fat-tree-2 is not a dragonfly-plus"}},
 	}
