@@ -719,6 +719,17 @@ func TestSingleRunParamsSayWhatRan(t *testing.T) {
 	assert.Equal(t, 7.0, p["seed"])
 	assert.NotContains(t, p, "link", "a section is no param")
 	assert.Equal(t, "4x", p["link.width"], "headline keys stay")
+
+	// An optional key (a pointer in the config: workload.sges,
+	// workload.background_sl) is a param too: --set workload.sges=15 ran
+	// without saying so (the README's scatter/gather line).
+	code, out, errs = run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "workload.iterations=5",
+		"--set", "workload.sges=3")
+	require.Equal(t, 0, code, errs)
+	res.Points = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Points, 1)
+	assert.Equal(t, 3.0, res.Points[0].Params["workload.sges"])
 }
 
 // TestAdaptiveRoutingCLI: topology.adaptive_routing runs a synthetic
