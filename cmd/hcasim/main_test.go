@@ -550,6 +550,30 @@ func TestTracePathSelects(t *testing.T) {
 	code, _, errs := run("-config", "edr.yaml", "--quiet", "--trace", p, "--trace-path", "[")
 	assert.Equal(t, 2, code, errs)
 	assert.NoFileExists(t, p)
+
+	// A glob that could match a name, but no component of this design
+	// point's (ndr.yaml has leaves 0 to 3), is refused once the fabric is
+	// built, before its first event, naming what there is; its trace,
+	// waveform or capture is not left behind (it wrote a header-only
+	// trace, exit 0). Leaf 1 of the same fabric is traced.
+	short := []string{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "workload.measure_ns=5000", "--set", "workload.iterations=5", "--quiet"}
+	for _, out := range []string{"--trace", "--vcd", "--pcap"} {
+		p := filepath.Join(dir, "leaf9"+out)
+		code, stdout, errs := run(append(short, out, p, "--trace-path", "Fabric.Leaf[1]*", "--trace-path", "Fabric.Leaf[9].*")...)
+		assert.Equal(t, 2, code, errs)
+		assert.Empty(t, stdout)
+		assert.Equal(t, 1, strings.Count(errs, "\n"), errs)
+		assert.Contains(t, errs, `hcasim: --trace-path: "Fabric.Leaf[9].*" matches no component of this design point (`)
+		assert.Contains(t, errs, "Fabric.Leaf[0] … Fabric.Leaf[3], Fabric.Leaf[0].Port[0] … Fabric.Leaf[3].Port[7]")
+		assert.NoFileExists(t, p)
+	}
+	p = filepath.Join(dir, "leaf1.trace")
+	code, _, errs = run(append(short, "--trace", p, "--trace-path", "Fabric.Leaf[1]*")...)
+	require.Equal(t, 0, code, errs)
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, p)), "\n")[1:] {
+		require.True(t, strings.HasPrefix(strings.Fields(line)[1], "Fabric.Leaf[1]"), line)
+	}
+	assert.Greater(t, strings.Count(readFile(t, p), "\n"), 1, "leaf 1's events")
 }
 
 // TestOutputFilesUpFront: an output file that cannot be written is refused
