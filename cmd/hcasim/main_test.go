@@ -321,6 +321,16 @@ func TestVersionAndHelp(t *testing.T) {
 	for _, name := range subcommandNames() {
 		assert.Contains(t, out, "hcasim "+name, "help does not mention the subcommand %s", name)
 	}
+	// Every flag of bench and merge is in the help's line for it (bench's
+	// --scale and merge's --quiet were missing).
+	for _, fl := range []string{"--csv", "--set", "--scale", "--windows"} {
+		assert.Regexp(t, `hcasim bench [^\n]*`+fl, out, "help's bench line lists %s", fl)
+	}
+	for _, fl := range []string{"--out", "--format", "--quiet"} {
+		assert.Regexp(t, `hcasim merge [^\n]*`+fl, out, "help's merge line lists %s", fl)
+	}
+	_, mergeHelp, _ := run("merge", "--help")
+	assert.Contains(t, mergeHelp, "--quiet")
 	// Every shipped config is findable from the help: a top-level one by
 	// name, one in a directory by the directory's NAME.yaml form (the
 	// examples and benchmarks were not mentioned, and "-config
