@@ -394,6 +394,11 @@ func typeName(t reflect.Type) string {
 }
 
 func unknownKey(full, key string, fs map[string][]int) error {
+	if key == "<<" {
+		// A YAML merge key reads as a key named "<<" here: the decoder
+		// walks the tree itself, for its line numbers and strictness.
+		return errorf("%s: YAML merge keys (<<) are not supported; write the keys out", full)
+	}
 	names := make([]string, 0, len(fs))
 	for k := range fs {
 		names = append(names, k)

@@ -76,6 +76,10 @@ func TestBadInput(t *testing.T) {
 		{"duplicate key", []string{"-config", writeFile(t, "a.yaml", "link:\n  generation: EDR\n  generation: HDR\n")},
 			[]string{"link.generation: given twice (lines 2 and 3)"}},
 		{"empty file", []string{"-config", writeFile(t, "a.yaml", "")}, []string{"the config is empty"}},
+		// A merge key read as an unknown key named "<<" and listed the
+		// valid ones, as if the user had mistyped one.
+		{"yaml merge key", []string{"-config", writeFile(t, "a.yaml", "link:\n  <<: {generation: EDR}\n  width: 4x\n")},
+			[]string{"a.yaml: link.<<: YAML merge keys (<<) are not supported; write the keys out"}},
 		{"list at top", []string{"-config", writeFile(t, "a.yaml", "- 1\n- 2\n")}, []string{"must be a mapping"}},
 		{"bad combination found at run", []string{"-config", "edr.yaml", "--set", "workload.connection=UD", "--set", "workload.test=write_bw"},
 			[]string{"edr.yaml: workload.connection: UD runs send_lat and send_bw, not write_bw"}},
