@@ -51,20 +51,3 @@ func (l *Loaded) replayTrace(hosts int) (*workload.Trace, error) {
 	}
 	return tr, nil
 }
-
-// CheckFiles reads and parses the files the design point's keys name (a
-// replay's workload.trace_file, against the fabric's hosts), so that a
-// sweep refuses a missing or broken one before any point runs, in one
-// line, as it refuses a bad value; a run reads them again. Nil for a
-// config that names none.
-func (l *Loaded) CheckFiles() error {
-	if l.Config.Workload.Kind != "replay" {
-		return nil
-	}
-	topo, err := l.Config.BuildTopology()
-	if err != nil {
-		return nil // the run reports the fabric's own error
-	}
-	_, err = l.replayTrace(len(topo.Hosts()))
-	return err
-}

@@ -260,6 +260,14 @@ func TestBadInput(t *testing.T) {
 		{"replay trace beyond the fabric", []string{"-config", "examples/replay-halo.yaml", "--out", filepath.Join(dir, "replay-out"),
 			"--set", "topology.hosts=8"},
 			[]string{"workload.trace_file: replay-halo.trace:13: dst: \"15\" is not a host of the topology (0 to 7)"}},
+		// So is a topology file, which failed every point alike and
+		// replaced the sweep's earlier results with the errors.
+		{"topology file missing in a sweep", []string{"-config", "ndr.yaml", "--out", filepath.Join(dir, "topo-out"),
+			"--set", "topology={kind: file, file: " + filepath.Join(dir, "nope.topo") + "}"},
+			[]string{"sweep: at the point switch.vl_buffer_bytes=4160, workload.offered_load=0.2: topology.file: open " + filepath.Join(dir, "nope.topo") + ": no such file or directory"}},
+		{"topology file broken in a sweep", []string{"-config", "ndr.yaml", "--out", filepath.Join(dir, "topo-out"),
+			"--set", "topology={kind: file, file: " + writeFile(t, "bad.topo", "garbage here\n") + "}"},
+			[]string{`topology.file: `, `bad.topo:1: "garbage" is not a statement (host, switch, root, cable)`}},
 		{"nonminimal on a fat tree", []string{"-config", "ndr.yaml", "--set", "sweep={}", "--set", "switch.vls=2", "--set", "topology.adaptive_routing=true", "--set", "topology.nonminimal=true"},
 			[]string{"topology.nonminimal: true is set, but topology.kind fat-tree-2 is not a dragonfly-plus"}},
 	}
