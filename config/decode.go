@@ -442,6 +442,10 @@ func EditDistance(a, b string) int {
 // ReadFile reads a config by path, or else by the name of a shipped config
 // (a file path wins). embedded looks a name up among shipped configs.
 func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error) {
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		// Reading one fails with "read DIR: is a directory", said twice.
+		return nil, errorf("is a directory, not a config file (a YAML file, or the name of a shipped config such as ndr.yaml)")
+	}
 	data, err := os.ReadFile(name)
 	if err == nil {
 		return data, nil

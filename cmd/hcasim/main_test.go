@@ -67,6 +67,9 @@ func TestBadInput(t *testing.T) {
 		{"missing file", []string{"-config", filepath.Join(dir, "nope.yaml")},
 			[]string{"nope.yaml", "no such file"}},
 		{"unreadable file", []string{"-config", unreadable}, []string{"locked.yaml", "cannot read"}},
+		// It said "cannot read: read DIR: is a directory".
+		{"directory as config", []string{"-config", dir},
+			[]string{"hcasim: " + dir + ": is a directory, not a config file (a YAML file, or the name of a shipped config such as ndr.yaml)"}},
 		// A shipped example or benchmark named without its directory.
 		{"example without examples/", []string{"-config", "hol-blocking.yaml"},
 			[]string{"hcasim: hol-blocking.yaml: no such file, nor a shipped config of that name; did you mean examples/hol-blocking.yaml?"}},
@@ -274,9 +277,9 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "unreadable file" && os.Geteuid() == 0 {
-				// root reads a mode-0 file anyway; a directory is unreadable as a file for everyone.
-				tc.args = []string{"-config", dir}
-				tc.want = []string{"cannot read"}
+				// root reads a mode-0 file anyway (a directory, which it
+				// stood in for, has its own case now).
+				t.Skip("root reads a mode-0 file")
 			}
 			code, out, errs := run(tc.args...)
 			assert.Equal(t, 2, code, "stderr: %s", errs)
