@@ -2,6 +2,7 @@ package verif
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -288,6 +289,65 @@ func TestDiffMainPipe(t *testing.T) {
 			}
 			require.Equal(t, c.code, DiffMain([]string{golden, other}, &want, &wantErr))
 			assert.Equal(t, want.String(), out.String())
+		})
+	}
+}
+
+// TestDiffMainGzip: a gzip-compressed trace (a golden kept as
+// golden.trace.gz) is read through its decompressor, as a file or a pipe,
+// and gives the report its plain text gives; a cut or broken one is one
+// line, exit 2. It was "not an hcasim trace: header "\x1f\x8b…"".
+func TestDiffMainGzip(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	changedText := traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	changed := writeFile(t, dir, "changed.trace", changedText)
+	gz := func(name, text string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, err := w.Write([]byte(text))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		return writeFile(t, dir, name, b.String())
+	}
+	goldenGz := gz("golden.trace.gz", traceText(baseTrace))
+	changedGz := gz("changed.trace.gz", changedText)
+	report := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := DiffMain(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	for _, c := range []struct {
+		name          string
+		args, asPlain []string
+		code          int
+	}{
+		{"golden compressed", []string{goldenGz, changed}, []string{golden, changed}, ExitDifferent},
+		{"new compressed", []string{golden, changedGz}, []string{golden, changed}, ExitDifferent},
+		{"both compressed, equal", []string{goldenGz, goldenGz}, []string{golden, golden}, ExitEquivalent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := report(c.args...)
+			require.Equal(t, c.code, code, errs)
+			assert.Empty(t, errs)
+			_, want, _ := report(c.asPlain...)
+			assert.Equal(t, want, out)
+		})
+	}
+	whole, err := os.ReadFile(goldenGz)
+	require.NoError(t, err)
+	cut := writeFile(t, dir, "cut.trace.gz", string(whole[:len(whole)-12])) // no trailer, part of the stream
+	notGz := writeFile(t, dir, "fake.trace.gz", "\x1f\x8bxx")
+	for _, c := range []struct{ name, file, want string }{
+		{"cut", cut, "cut.trace.gz: "},
+		{"bad header", notGz, "fake.trace.gz: gzip-compressed, but unexpected EOF"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := report(c.file, golden)
+			assert.Equal(t, ExitError, code)
+			assert.Empty(t, out)
+			assert.Equal(t, 1, strings.Count(errs, "\n"), errs)
+			assert.Contains(t, errs, c.want)
 		})
 	}
 }
