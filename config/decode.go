@@ -394,6 +394,11 @@ func typeName(t reflect.Type) string {
 }
 
 func unknownKey(full, key string, fs map[string][]int) error {
+	if key == "<<" {
+		// A YAML merge key reads as a key named "<<" here: the decoder
+		// walks the tree itself, for its line numbers and strictness.
+		return errorf("%s: YAML merge keys (<<) are not supported; write the keys out", full)
+	}
 	names := make([]string, 0, len(fs))
 	for k := range fs {
 		names = append(names, k)
@@ -437,6 +442,10 @@ func EditDistance(a, b string) int {
 // ReadFile reads a config by path, or else by the name of a shipped config
 // (a file path wins). embedded looks a name up among shipped configs.
 func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error) {
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		// Reading one fails with "read DIR: is a directory", said twice.
+		return nil, errorf("is a directory, not a config file (a YAML file, or the name of a shipped config such as ndr.yaml)")
+	}
 	data, err := os.ReadFile(name)
 	if err == nil {
 		return data, nil
@@ -444,6 +453,16 @@ func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error)
 	if errors.Is(err, os.ErrNotExist) && embedded != nil {
 		if d, ok := embedded(name); ok {
 			return d, nil
+		}
+		// The examples and benchmarks are shipped in their directories:
+		// "hol-blocking.yaml" for examples/hol-blocking.yaml is the
+		// likeliest slip (the README's tour names them with it).
+		if !strings.ContainsRune(name, '/') {
+			for _, dir := range []string{"examples/", "bench/"} {
+				if _, ok := embedded(dir + name); ok {
+					return nil, errorf("no such file, nor a shipped config of that name; did you mean %s%s?", dir, name)
+				}
+			}
 		}
 		return nil, errorf("no such file, nor a shipped config of that name")
 	}

@@ -375,6 +375,33 @@ func (l *Loaded) Identity() []byte {
 	return b
 }
 
+// CheckFiles reads and parses the files the design point's keys name
+// (topology.file; a replay's workload.trace_file, against the fabric's
+// hosts), so that a sweep refuses a missing or broken one before any
+// point runs, in one line, as it refuses a bad value; a run reads them
+// again. Nil for a config that names none.
+func (l *Loaded) CheckFiles() error {
+	t := &l.Config.Topology
+	fromFile := t.Kind == KindFile && t.Text == ""
+	replay := l.Config.Workload.Kind == "replay"
+	if !fromFile && !replay {
+		return nil
+	}
+	topo, err := l.Config.BuildTopology()
+	if err != nil {
+		if fromFile {
+			// The run's ConfigureFabric fails alike, as a user's error.
+			return &UnsupportedError{Msg: err.Error()}
+		}
+		return nil // the run reports the fabric's own error
+	}
+	if !replay {
+		return nil
+	}
+	_, err = l.replayTrace(len(topo.Hosts()))
+	return err
+}
+
 // EffectiveYAML is the design point as decoded (defaults filled in), as YAML.
 // sim.check and sim.threads are left out: checking a run, or running its
 // partitions on more threads, changes no result (TestPartitionedDeterministic),

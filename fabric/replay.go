@@ -19,18 +19,9 @@ func runReplay(l *Loaded, opts RunOptions) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := cfg.Workload.TraceFile
-	read := l.ReadFile
-	if read == nil {
-		read = os.ReadFile
-	}
-	data, err := read(name)
+	tr, err := l.replayTrace(len(topo.Hosts()))
 	if err != nil {
-		return nil, &UnsupportedError{Msg: "workload.trace_file: " + err.Error()}
-	}
-	tr, err := workload.ParseTrace(bytes.NewReader(data), name, len(topo.Hosts()))
-	if err != nil {
-		return nil, &UnsupportedError{Msg: err.Error()}
+		return nil, err
 	}
 	return runOnHCAs(cfg, opts, s, topo, sub, func(devs []*hca.Device) (hcaDriver, error) {
 		rp, err := workload.BuildReplayOn(s, devs, tr, workload.ReplayRun{MTU: cfg.Link.MTU, Seed: cfg.Seed,
@@ -40,4 +31,23 @@ func runReplay(l *Loaded, opts RunOptions) (map[string]any, error) {
 		}
 		return hcaDriver{run: rp.Run, onEnd: &rp.OnEnd}, nil
 	})
+}
+
+// replayTrace reads and parses workload.trace_file for a fabric of hosts
+// hosts. An error is an *UnsupportedError naming the key (a user's).
+func (l *Loaded) replayTrace(hosts int) (*workload.Trace, error) {
+	name := l.Config.Workload.TraceFile
+	read := l.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	data, err := read(name)
+	if err != nil {
+		return nil, &UnsupportedError{Msg: "workload.trace_file: " + err.Error()}
+	}
+	tr, err := workload.ParseTrace(bytes.NewReader(data), name, hosts)
+	if err != nil {
+		return nil, &UnsupportedError{Msg: "workload.trace_file: " + err.Error()}
+	}
+	return tr, nil
 }

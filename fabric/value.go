@@ -35,6 +35,14 @@ func Value(cfg *Config, key string) (any, bool) {
 			return nil, false
 		}
 	}
+	if v.Kind() == reflect.Pointer {
+		// An optional key (workload.sges, workload.background_sl): its
+		// value when set; nil, no param, when not.
+		if v.IsNil() {
+			return nil, true
+		}
+		v = v.Elem()
+	}
 	if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct {
 		b, err := yaml.Marshal(v.Interface())
 		if err != nil {

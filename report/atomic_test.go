@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,4 +83,35 @@ func TestWriteFileModes(t *testing.T) {
 	got, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.Equal(t, "#!/bin/sh\n", string(got))
+}
+
+// TestWriteFileErrorsNameThePath: an error names the file asked for, never
+// the temporary file written beside it (".f2387589054693666038"), and a
+// directory given as the file is refused before anything is written (the
+// rename onto it failed with the temporary name and "file exists").
+func TestWriteFileErrorsNameThePath(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "d")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	missing := filepath.Join(dir, "missing", "f")
+	writers := map[string]func(string, []byte) error{
+		"WriteFile":     WriteFile,
+		"WriteFileMode": func(p string, b []byte) error { return WriteFileMode(p, b, 0o755) },
+	}
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) {
+			err := write(missing, []byte("x"))
+			require.Error(t, err)
+			assert.Equal(t, "open "+missing+": no such file or directory", err.Error())
+
+			err = write(dir, []byte("x"))
+			require.Error(t, err)
+			assert.Equal(t, "write "+dir+": is a directory, want a file name", err.Error())
+			// The temporary file would go beside the target, in parent.
+			left, rerr := os.ReadDir(parent)
+			require.NoError(t, rerr)
+			require.Len(t, left, 1, "only the directory itself: nothing left beside it")
+			assert.Equal(t, "d", left[0].Name())
+		})
+	}
 }

@@ -73,6 +73,10 @@ type Options struct {
 	// Fix, if set, adjusts every decoded point (the CLI's --check, which is
 	// not part of the config tree).
 	Fix func(*fabric.Loaded)
+	// Check, if set, is run on every point Expand validates (after Fix):
+	// the CLI's check of the files a point's keys name (Loaded.CheckFiles),
+	// which only a point given its ReadFile can read.
+	Check func(*fabric.Loaded) error
 }
 
 // Expand reads root's sweep: section (root is the config tree with --set
@@ -141,7 +145,14 @@ func Expand(root *yaml.Node, opts Options) (*Sweep, error) {
 			}
 		}
 		for _, set := range probes {
-			if _, err := s.decode(set); err != nil {
+			l, err := s.decode(set)
+			if err == nil && opts.Check != nil {
+				if s.fix != nil {
+					s.fix(l)
+				}
+				err = opts.Check(l)
+			}
+			if err != nil {
 				return nil, pointError(set, err)
 			}
 		}

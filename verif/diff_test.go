@@ -2,6 +2,7 @@ package verif
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -209,6 +211,10 @@ func TestDiffMainExitCodes(t *testing.T) {
 		// take a cut file for a whole one either.
 		{"truncated both", []string{truncated, truncated}, ExitError, "", "cut.trace: line 8: truncated: no newline at the end"},
 		{"one file", []string{golden}, ExitError, "", "want 2 files"},
+		// A directory opens; reading it as a trace once ended in a
+		// makeslice panic caught as an internal error (exit 1).
+		{"directory golden", []string{dir, golden}, ExitError, "", dir + ": is a directory (want a trace file"},
+		{"directory new", []string{golden, dir}, ExitError, "", dir + ": is a directory (want a trace file"},
 		{"bad kind", []string{golden, same, "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
 		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},
 		// Comparing only a field no event has would compare nothing.
@@ -237,6 +243,111 @@ func TestDiffMainExitCodes(t *testing.T) {
 				assert.Contains(t, out.String(), "--tolerance-ps")
 				assert.Empty(t, errb.String())
 			}
+		})
+	}
+}
+
+// TestDiffMainPipe: a trace given as a pipe (hcasim diff golden.trace
+// <(zcat run.trace.gz)) is read once: the fast path's fallback, which reads
+// a file again from its start, cannot seek a pipe and once failed with
+// "illegal seek" whenever the traces differed. The report is the one the
+// same traces give as files: "changed" has psn=7 made 8 on both vl=1
+// events, so 4 events match and 2 differ (TestDiffMainExitCodes'
+// "different" case).
+func TestDiffMainPipe(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	changedText := traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	changed := writeFile(t, dir, "changed.trace", changedText)
+	for _, c := range []struct {
+		name    string
+		content string
+		code    int
+	}{
+		{"different", changedText, ExitDifferent},
+		{"equivalent", traceText(baseTrace), ExitEquivalent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "new.trace")
+			require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+			go func() {
+				// Opening a FIFO's write end waits for its reader.
+				if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+					_, _ = f.WriteString(c.content)
+					_ = f.Close()
+				}
+			}()
+			var out, errb bytes.Buffer
+			code := DiffMain([]string{golden, fifo}, &out, &errb)
+			require.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+			assert.Empty(t, errb.String())
+			// The same report as for the regular file, bar its name.
+			var want, wantErr bytes.Buffer
+			other := golden
+			if c.code == ExitDifferent {
+				other = changed
+			}
+			require.Equal(t, c.code, DiffMain([]string{golden, other}, &want, &wantErr))
+			assert.Equal(t, want.String(), out.String())
+		})
+	}
+}
+
+// TestDiffMainGzip: a gzip-compressed trace (a golden kept as
+// golden.trace.gz) is read through its decompressor, as a file or a pipe,
+// and gives the report its plain text gives; a cut or broken one is one
+// line, exit 2. It was "not an hcasim trace: header "\x1f\x8b…"".
+func TestDiffMainGzip(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	changedText := traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	changed := writeFile(t, dir, "changed.trace", changedText)
+	gz := func(name, text string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, err := w.Write([]byte(text))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		return writeFile(t, dir, name, b.String())
+	}
+	goldenGz := gz("golden.trace.gz", traceText(baseTrace))
+	changedGz := gz("changed.trace.gz", changedText)
+	report := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := DiffMain(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	for _, c := range []struct {
+		name          string
+		args, asPlain []string
+		code          int
+	}{
+		{"golden compressed", []string{goldenGz, changed}, []string{golden, changed}, ExitDifferent},
+		{"new compressed", []string{golden, changedGz}, []string{golden, changed}, ExitDifferent},
+		{"both compressed, equal", []string{goldenGz, goldenGz}, []string{golden, golden}, ExitEquivalent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := report(c.args...)
+			require.Equal(t, c.code, code, errs)
+			assert.Empty(t, errs)
+			_, want, _ := report(c.asPlain...)
+			assert.Equal(t, want, out)
+		})
+	}
+	whole, err := os.ReadFile(goldenGz)
+	require.NoError(t, err)
+	cut := writeFile(t, dir, "cut.trace.gz", string(whole[:len(whole)-12])) // no trailer, part of the stream
+	notGz := writeFile(t, dir, "fake.trace.gz", "\x1f\x8bxx")
+	for _, c := range []struct{ name, file, want string }{
+		{"cut", cut, "cut.trace.gz: "},
+		{"bad header", notGz, "fake.trace.gz: gzip-compressed, but unexpected EOF"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := report(c.file, golden)
+			assert.Equal(t, ExitError, code)
+			assert.Empty(t, out)
+			assert.Equal(t, 1, strings.Count(errs, "\n"), errs)
+			assert.Contains(t, errs, c.want)
 		})
 	}
 }

@@ -1,6 +1,9 @@
 package verif
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"maps"
@@ -87,6 +90,8 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := DiffOptions{TolerancePS: *tol, Fields: *fields, IgnoreKinds: kinds, Paths: *paths, Context: *ctxN, JSON: *format == "json"}
 	var files [2]*os.File
+	var readers [2]io.Reader
+	seekable := true
 	for i := range files {
 		f, err := os.Open(fs.Arg(i))
 		if err != nil {
@@ -94,9 +99,71 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+			return ExitError
+		}
+		if st.IsDir() {
+			// A directory opens, and then reads as nothing a trace reader
+			// can tell apart from a broken file.
+			fmt.Fprintf(stderr, "hcasim diff: %s: is a directory (want a trace file, as --trace writes)\n", fs.Arg(i))
+			return ExitError
+		}
+		// A pipe (hcasim diff golden.trace <(zcat run.trace.gz)) cannot be
+		// read twice, as the fast path's fallback does; nor can a
+		// gzip-compressed trace, read through its decompressor.
+		seekable = seekable && st.Mode().IsRegular()
 		files[i] = f
+		r, gz, err := maybeGzip(f, st.Mode().IsRegular())
+		if err != nil {
+			fmt.Fprintf(stderr, "hcasim diff: %s: %v\n", fs.Arg(i), err)
+			return ExitError
+		}
+		seekable = seekable && !gz
+		readers[i] = r
+	}
+	if !seekable {
+		return diffWhole(readers[0], readers[1], fs.Arg(0), fs.Arg(1), [2]int{}, opt, stdout, stderr)
 	}
 	return diffReaders(files[0], files[1], fs.Arg(0), fs.Arg(1), opt, stdout, stderr)
+}
+
+// maybeGzip returns what to read of f: its gzip stream decompressed when
+// it starts with gzip's magic bytes (a golden trace kept compressed), else
+// f itself. A regular file is peeked at without moving its offset; any
+// other is read through a buffer. gz reports a compressed file.
+func maybeGzip(f *os.File, regular bool) (r io.Reader, gz bool, err error) {
+	var magic []byte
+	if regular {
+		var b [2]byte
+		n, _ := f.ReadAt(b[:], 0)
+		magic, r = b[:n], f
+	} else {
+		br := bufio.NewReader(f)
+		magic, _ = br.Peek(2)
+		r = br
+	}
+	if !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		return r, false, nil
+	}
+	z, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, true, fmt.Errorf("gzip-compressed, but %v", err)
+	}
+	return gzipErrors{z}, true, nil
+}
+
+// gzipErrors says that a read error of a compressed trace is the
+// compression's ("unexpected EOF" of a cut .gz file, a bad checksum).
+type gzipErrors struct{ z *gzip.Reader }
+
+func (g gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.z.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("gzip-compressed, and decompressing it failed: %v", err)
+	}
+	return n, err
 }
 
 // diffReaders is DiffMain after the files are open: read both traces,

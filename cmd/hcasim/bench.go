@@ -202,8 +202,9 @@ var benchAfterRun func()
 // A shipped benchmark's name without .yaml is that benchmark, even beside a
 // file of that name; any other name that is a file is that file
 // (base.yaml in the current directory); what is left is a shipped
-// benchmark's name (switch16-uniform-50.yaml). ok is false when the name
-// is none of these.
+// benchmark's name (switch16-uniform-50.yaml), else a shipped config's
+// (edr.yaml, as -config finds it). ok is false when the name is none of
+// these.
 func benchPath(name string) (path string, ok bool) {
 	isFile := func(p string) bool {
 		st, err := os.Stat(p)
@@ -217,6 +218,13 @@ func benchPath(name string) (path string, ok bool) {
 	_, shipped := configs.Lookup(bench)
 	if isFile(name) && !(shipped && !strings.HasSuffix(name, ".yaml")) {
 		return name, true
+	}
+	if !shipped && !isFile(bench) {
+		// A shipped design point by the name -config takes (edr.yaml):
+		// "hcasim bench edr.yaml" said it was no config file.
+		if _, ok := configs.Lookup(name); ok {
+			return name, true
+		}
 	}
 	return bench, shipped || isFile(bench)
 }
@@ -342,7 +350,8 @@ the CSV when that row did the same work.
 
 A NAME without '/' is a shipped benchmark when it is one's name without
 .yaml (switch16-uniform-50), else a file in the current directory when there
-is one (base.yaml), else a shipped benchmark (switch16-uniform-50.yaml).
+is one (base.yaml), else a shipped benchmark (switch16-uniform-50.yaml),
+else a shipped config (edr.yaml).
 
 docs/performance.md explains the figures and how to measure on a shared machine.
 `

@@ -254,6 +254,11 @@ func TestBenchNames(t *testing.T) {
 	assert.True(t, ok)
 	_, ok = benchPath("nosuch.yaml")
 	assert.False(t, ok)
+	// A shipped design point that is no benchmark, by the name -config
+	// takes.
+	p, ok = benchPath("edr.yaml")
+	assert.Equal(t, "edr.yaml", p)
+	assert.True(t, ok)
 }
 
 // TestBenchInterrupted: a SIGINT (here the stop request a signal makes,

@@ -136,8 +136,9 @@ Usage:
   hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
   hcasim rtl -config FILE -o DIR  export Verilog: primitives, key check, LFT, skeletons (--report for resources)
                                   (--testbench: DIR/tb, a self-checking testbench of the fabric's switches)
-  hcasim merge DIR... [--out DIR] [--format F]  merge sweep shard outputs into one result
-  hcasim bench [--csv FILE] [--set k=v] [NAME...]  run the benchmark configs (configs/bench), append to a CSV
+  hcasim merge DIR... [--out DIR] [--format F] [--quiet]  merge sweep shard outputs into one result
+  hcasim bench [--csv FILE] [--set k=v] [--scale H,H,... [--windows A,B]] [NAME...]
+                                  run the benchmark configs (configs/bench), append to a CSV
   hcasim topology -config FILE [-o FILE]  write the config's fabric as a topology file (topology.kind: file)
   hcasim version                  print the version
   hcasim help                     print this help
@@ -170,7 +171,8 @@ Run flags:
       --cpuprofile F    write a pprof CPU profile
       --memprofile F    write a pprof heap profile
 
-Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml (docs/config.md lists every key).
+Shipped configs: edr.yaml hdr.yaml ndr.yaml xdr.yaml, examples/NAME.yaml, bench/NAME.yaml
+(configs/ in the repository; docs/config.md lists every key).
 One large fabric on several cores: --set sim.partitions=N (synthetic traffic; docs/performance.md).
 `
 

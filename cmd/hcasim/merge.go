@@ -33,11 +33,12 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "")
 	if err := fs.Parse(normalizeArgs(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: hcasim merge DIR... [--out DIR] [--format table|csv|json]")
+			fmt.Fprintln(stdout, "usage: hcasim merge DIR... [--out DIR] [--format table|csv|json] [--quiet]")
 			fmt.Fprintln(stdout, "\nMerges the outputs of a sweep's shards (hcasim --shard I/N --out DIR) into one result; docs/sweeps.md.")
+			fmt.Fprintln(stdout, "--quiet leaves out the stderr summary (shards and points merged, a knee search's knees); failures are still reported.")
 			return 0
 		}
-		return fail(stderr, userErrorf("merge: %s (usage: hcasim merge DIR... [--out DIR] [--format table|csv|json])", err))
+		return fail(stderr, userErrorf("merge: %s (usage: hcasim merge DIR... [--out DIR] [--format table|csv|json] [--quiet])", err))
 	}
 	switch *format {
 	case "table", "csv", "json":

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
+	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/hcasim/hcasim/fabric"
@@ -65,7 +68,17 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			return nil, nil, userErrorf("--pcap: %v", err)
 		}
 	}
+	var refused error // a --trace-path glob this fabric has no component for
 	attach := func(s *fabric.Simulation) {
+		if g, names := unmatchedGlob(filter.Paths, s); g != "" {
+			// A glob that can match a name but matches none of this
+			// design point's (Fabric.Leaf[9].* on 4 leaves, a typo) wrote
+			// a trace of its header alone, exit 0: refused before the
+			// run's first event instead.
+			refused = &observeRefusal{userErrorf("--trace-path: %q matches no component of this design point (%s)", g, names)}
+			s.Stop()
+			return
+		}
 		view = s
 		if rec != nil || vcd != nil {
 			// Blocks that announce waveform-only events (HCA stage
@@ -103,6 +116,15 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		}
 	}
 	finish := func(m map[string]any) error {
+		if refused != nil {
+			for _, o := range []*os.File{traceFile, vcdFile, pcapFile} {
+				if o != nil {
+					o.Close()
+					os.Remove(o.Name()) // made for this run, and it wrote nothing
+				}
+			}
+			return refused
+		}
 		var first error
 		if rec != nil {
 			if err := rec.Flush(); err != nil && first == nil {
@@ -171,6 +193,111 @@ func pcapPorts(s *fabric.Simulation, filter verif.Filter) []verif.PcapPort {
 	return out
 }
 
+// observeRefusal is finish's error for an observer that refused the built
+// design point: it stopped the run before its first event, so the run's
+// own error (a workload that did not finish) is only its consequence.
+type observeRefusal struct{ err error }
+
+func (e *observeRefusal) Error() string { return e.err.Error() }
+func (e *observeRefusal) Unwrap() error { return e.err }
+
+// unmatchedGlob returns the first of globs that matches the name of no
+// block of s, with a summary of the names there are; "" when each matches
+// one (or there are no globs).
+func unmatchedGlob(globs []string, s *fabric.Simulation) (string, string) {
+	if len(globs) == 0 {
+		return "", ""
+	}
+	names := blockNames(s)
+	if names == nil {
+		return "", "" // a block of unknown name: no check rather than a false refusal
+	}
+	for _, g := range globs {
+		found := false
+		for _, n := range names {
+			if (verif.Filter{Paths: []string{g}}).SelectsPath(n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return g, nameShapes(names)
+		}
+	}
+	return "", ""
+}
+
+// blockNames lists the names of s's blocks, the paths their trace events
+// carry, in build order: a Name method's, else a Name field's (a port's,
+// an HCA's); nil when a block has neither.
+func blockNames(s *fabric.Simulation) []string {
+	names := make([]string, 0, len(s.Blocks))
+	for _, b := range s.Blocks {
+		if n, ok := b.(interface{ Name() string }); ok {
+			names = append(names, n.Name())
+			continue
+		}
+		v := reflect.ValueOf(b)
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
+		if v.Kind() == reflect.Struct {
+			// A port's Name, or an HCA host's (fabric.HCAHost embeds its
+			// *hca.Device); FieldByName panics on a nil embedded pointer.
+			f, err := fieldByName(v, "Name")
+			if err == nil && f.IsValid() && f.Kind() == reflect.String {
+				names = append(names, f.String())
+				continue
+			}
+		}
+		return nil // a partitioned run's stand-ins, or a block we cannot name
+	}
+	return names
+}
+
+// fieldByName is v.FieldByName, an error where that would panic.
+func fieldByName(v reflect.Value, name string) (f reflect.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return v.FieldByName(name), nil
+}
+
+// nameShapes summarises component names by shape, indices elided, each
+// shape (sorted) with its first and last name in build order: "Fabric.Leaf[0] …
+// Fabric.Leaf[3], Fabric.Host[0].HCA … Fabric.Host[15].HCA, …".
+func nameShapes(names []string) string {
+	type span struct{ first, last string }
+	spans := map[string]*span{}
+	var order []string
+	for _, n := range names {
+		shape := indexRE.ReplaceAllString(n, "[]")
+		sp, ok := spans[shape]
+		if !ok {
+			spans[shape] = &span{n, n}
+			order = append(order, shape)
+			continue
+		}
+		sp.last = n
+	}
+	sort.Strings(order)
+	parts := make([]string, 0, len(order))
+	for _, shape := range order {
+		sp := spans[shape]
+		if sp.first == sp.last {
+			parts = append(parts, sp.first)
+		} else {
+			parts = append(parts, sp.first+" … "+sp.last)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// indexRE is a name part's index, as in Port[5].
+var indexRE = regexp.MustCompile(`\[[0-9]+\]`)
+
 // violationError is a failed invariant as finish returns it.
 type violationError struct{ v error }
 
@@ -182,6 +309,9 @@ func (e violationError) Error() string { return "invariant violated: " + e.v.Err
 // only its consequence; otherwise the run's error, then finish's.
 func runOutcome(runErr, finishErr error) error {
 	if _, ok := finishErr.(violationError); ok {
+		return finishErr
+	}
+	if _, ok := finishErr.(*observeRefusal); ok {
 		return finishErr
 	}
 	if runErr != nil {

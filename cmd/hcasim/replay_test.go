@@ -106,7 +106,8 @@ func TestReplayBadTraceIsOneLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte("topology: {kind: back-to-back}\nworkload: {kind: replay, trace_file: bad.trace}\n"), 0o644))
 	code, _, errs := run("-config", cfg, "--quiet")
 	assert.Equal(t, 2, code)
-	assert.Equal(t, "hcasim: "+cfg+`: bad.trace:2: op: "put" is not an op (write, write_imm, send, read, fetch_add, cmp_swap)`+"\n", errs)
+	// The key is named, as for a file that cannot be read (below).
+	assert.Equal(t, "hcasim: "+cfg+`: workload.trace_file: bad.trace:2: op: "put" is not an op (write, write_imm, send, read, fetch_add, cmp_swap)`+"\n", errs)
 
 	require.NoError(t, os.WriteFile(cfg, []byte("topology: {kind: back-to-back}\nworkload: {kind: replay, trace_file: none.trace}\n"), 0o644))
 	code, _, errs = run("-config", cfg, "--quiet")

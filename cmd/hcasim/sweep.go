@@ -43,7 +43,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			p.Config.Sim.Check = true
 		}
 		p.ReadFile = l.ReadFile
-	}})
+	}, Check: (*fabric.Loaded).CheckFiles})
 	if err != nil {
 		return nil, err // runMain names the config
 	}

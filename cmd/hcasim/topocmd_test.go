@@ -220,10 +220,17 @@ func TestTopologyCommandRefuses(t *testing.T) {
 	assert.Contains(t, out, "m fibre\n")
 	assert.Equal(t, 40, strings.Count(out, " 100m fibre\n"))
 
+	dir := t.TempDir()
+	pinned := []string{"topology", "-config", cfg, "--set", "topology.global_cable_length_m=100", "-o"}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		// -o names the file the user gave, not the temporary one beside
+		// it, and a directory is refused as one.
+		{append(pinned[:len(pinned):len(pinned)], dir), "hcasim: topology: -o: write " + dir + ": is a directory, want a file name\n"},
+		{append(pinned[:len(pinned):len(pinned)], filepath.Join(dir, "no", "f.topo")),
+			"hcasim: topology: -o: open " + filepath.Join(dir, "no", "f.topo") + ": no such file or directory\n"},
 		{[]string{"topology"}, "hcasim: topology: -config: missing (usage: " + topologyUsage + ")\n"},
 		{[]string{"topology", "-config", cfg, "extra"}, "hcasim: topology: unexpected argument \"extra\" (usage: " + topologyUsage + ")\n"},
 		{[]string{"topology", "-config", cfg, "-o", ""}, "hcasim: topology: -o: an empty path (name the file to write, or leave -o out for stdout)\n"},
