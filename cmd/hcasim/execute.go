@@ -230,7 +230,35 @@ func tableColumns(res *report.Result) []string {
 	if len(res.Points) <= 1 {
 		return nil
 	}
-	return sweepColumns
+	if !latencyTestsOnly(res) {
+		return sweepColumns
+	}
+	// perftest's latency tests print no bandwidth: a ping-pong of 2 bytes
+	// "runs at" 0.006 Gb/s, a number that reads as a fault in a table
+	// beside the background's goodput. results.csv and results.json keep it.
+	cols := make([]string, 0, len(sweepColumns))
+	for _, c := range sweepColumns {
+		if c != "bw_gbps" {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
+// latencyTestsOnly says whether every point that ran is a perftest latency
+// test (its metrics have lat_us, whose typical value the table shows).
+func latencyTestsOnly(res *report.Result) bool {
+	ran := false
+	for _, p := range res.Points {
+		if p.Error != "" {
+			continue
+		}
+		if _, ok := p.Metrics["lat_us"]; !ok {
+			return false
+		}
+		ran = true
+	}
+	return ran
 }
 
 // sweepOutputs are the extra files a sweep's --out gets after its results
