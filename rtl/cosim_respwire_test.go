@@ -65,11 +65,11 @@ type respWire struct {
 	rspOps []ib.Opcode // their opcodes
 	notReq int         // requests the responder does not take
 	keys   []respWireKey
-	grh    int      // WRITE packets with a GRH
+	grh    int // WRITE packets with a GRH
 	// sends: the SEND and WRITE-with-immediate packets by opcode and
 	// header (respWireSendKind), so a run can require each layout.
 	sends map[string]int
-	sq     [][]byte // the requester's packets on its transmit port, whole beats
+	sq    [][]byte // the requester's packets on its transmit port, whole beats
 	// rdq: the requester's stand-in reads through rd1 (address, length):
 	// of the READ regions' pattern, so the testbench checks each block.
 	rdq [][2]uint64
