@@ -1171,6 +1171,48 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 	}
 }
 
+// TestResponderWiredSendMutantsFail: slips in hca_rx_ack's SEND and
+// WRITE-with-immediate decode each fail a wired SEND run of
+// respWireSendMutantSteps steps (newRespWireSends).
+func TestResponderWiredSendMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	const rx = "hca_rx_ack.v"
+	for _, mt := range []struct {
+		cosimMutant
+		steps int // the run's length: the shorter has no local WRITE ONLY with immediate whose payload is written
+	}{
+		{cosimMutant{"unmutated", "", "", ""}, respWireSendMutantSteps}, // the short run passes: the failures below are the mutants'
+		{cosimMutant{"SEND MIDDLE not routed to the responder", rx, "(opcode <= 8'h05 || opcode == 8'h09", "((opcode <= 8'h05 && opcode != 8'h01) || opcode == 8'h09"}, respWireSendMutantSteps},
+		{cosimMutant{"WRITE LAST with immediate not routed to the responder", rx, "opcode <= 8'h05 || opcode == 8'h09 || opcode == 8'h0B)", "opcode <= 8'h05 || opcode == 8'h0B)"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt from the BTH's last word", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 60 : (wi_reth ? 36 : 16))"}, respWireSendMutantSteps},
+		{cosimMutant{"a WRITE ONLY's ImmDt read before its RETH", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 60 : 20)"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt behind a GRH at the local offset", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 20 : (wi_reth ? 36 : 20))"}, respWireSendMutantSteps},
+		{cosimMutant{"a WRITE ONLY's ImmDt behind a GRH from the second beat's first word", rx, "rq_imm <= c_data[511-8*12 -: 32];", "rq_imm <= c_data[511 -: 32];"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt's word not among the headers", rx, " + {10'd0, rq_imm_w};", ";"}, respWireSendMutantSteps},
+		{cosimMutant{"the payload not moved past the ImmDt", rx, "{4'd0, rq_imm_w, 2'b00};", "{4'd0, 1'b0, 2'b00};"}, respWireSendMutantSteps},
+		{cosimMutant{"a WRITE ONLY with immediate's payload at 36", rx, "6'd40:   blk = {prev[191:0], nxt[511:192]};", "6'd40:   blk = {prev[223:0], nxt[511:224]};"}, respWireSendSteps},
+		{cosimMutant{"its payload behind a GRH at 76", rx, "6'd16:   blk = {prev[383:0], nxt[511:384]};", "6'd16:   blk = {prev[415:0], nxt[511:416]};"}, respWireSendMutantSteps},
+	} {
+		m := mt.cosimMutant
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			replace := respMutated(t, m)
+			w := newRespWireSends(cosimSeeds[0], mt.steps)
+			diffs := w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))
+			if m.file == "" {
+				assert.Empty(t, diffs, "the unmutated blocks")
+				return
+			}
+			require.NotEmpty(t, diffs, "the wired SEND co-simulation passes with %s", m.name)
+			t.Logf("%s", diffs[0])
+		})
+	}
+}
+
+// respWireSendMutantSteps is the SEND mutant runs' length.
+const respWireSendMutantSteps = 120
+
 // respWireMutantSteps is the mutant runs' length.
 const respWireMutantSteps = 60
 
