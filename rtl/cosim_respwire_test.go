@@ -22,15 +22,16 @@ import (
 
 // ---- hca_rx_ack -> hca_responder, with hca_share_arb, as hca_transport wires them ----
 //
-// The responder's run (respRun, ACK_COALESCE 1, no SEND inside a WRITE:
-// hca_rx_ack hands only RDMA WRITEs to it) goes as wire packets
+// The responder's run (respRun, ACK_COALESCE 1; with SENDs, WRITEs with
+// immediate and receive WQEs posted in newRespWireSends, else no SEND
+// inside a WRITE) goes as wire packets
 // (ib.AppendWire, a GRH one time in four) into hca_rx_ack's rx_*, whose rq_*
 // and request-tagged payload blocks feed hca_responder as in hca_transport;
 // between them come RDMA READ responses (for the requester: a stand-in in
 // the testbench takes each from ack_*, pops its ack_blk blocks from pd_*
 // and writes them through wr0 at an address of its own) and requests the
-// responder does not take (SEND, READ, WRITE with immediate: dropped on
-// not_req). The stand-in also asks hca_key_check for R_Key checks of its
+// responder does not take (UD SEND, SEND with invalidate, atomics:
+// dropped on not_req). The stand-in also asks hca_key_check for R_Key checks of its
 // own through the key-check arbiter while the responder asks for its own,
 // so both arbiters of hca_share_arb see both clients. The checks: the
 // responder's ACKs and NAKs, counters and host bytes are the model's
