@@ -1271,6 +1271,7 @@ module tb;
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]), .qp_cfg_rqpsn(24'd0),
+        .qp_cfg_rnr(5'd0),
         .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
         .wqe_valid(wqe_valid), .wqe_qpn(24'd0), .wqe_data(wqs[wi][511:0]), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
@@ -2286,15 +2287,17 @@ func TestRequesterMutantsFail(t *testing.T) {
 }
 
 // newOther is a packet on rx_* that is not an ACKNOWLEDGE, for QP qpn or
-// another: a request for the responder (SEND, a WRITE's first packet of
-// several beats, a WRITE ONLY with immediate, an atomic, UD's SEND; no
-// READ request, which hca_responder answers with packets on tx_* that
-// these runs would take for the requester's: the READ's co-simulation is
-// cosim_respwire_test.go's), a response for the
+// another: a request for the responder (a WRITE's first packet of several
+// beats), one it does not take (SEND with invalidate, an atomic, UD's
+// SEND); no READ request, SEND or WRITE with immediate, which
+// hca_responder answers with packets on tx_* (a READ's responses, an RNR
+// NAK: hca_transport's receive queue is TODO) that these runs would take
+// for the requester's: their co-simulation is cosim_respwire_test.go's; a
+// response for the
 // requester (READ responses, an atomic ACK) or a CNP, which hca_rx_ack
 // does not act on yet; now and then with a GRH.
 func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
-	ops := []ib.Opcode{ib.SendOnly, ib.RDMAWriteFirst, ib.RDMAWriteOnlyImm, ib.CompareSwap, ib.UDSendOnly,
+	ops := []ib.Opcode{ib.SendOnlyInv, ib.RDMAWriteFirst, ib.FetchAdd, ib.CompareSwap, ib.UDSendOnly,
 		ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.AtomicAcknowledge, ib.CNP}
 	p := &ib.Packet{Opcode: ops[r.IntN(len(ops))], GRH: r.IntN(4) == 0, DLID: uint16(r.Uint32()), SLID: uint16(r.Uint32()),
 		DestQP: qpn, PSN: r.Uint32() & 0xFFFFFF, AckReq: r.IntN(2) == 0,
@@ -2306,7 +2309,7 @@ func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
 		p.DestQP = r.Uint32() & 0xFFFFFF
 	}
 	switch p.Opcode {
-	case ib.SendOnly, ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.UDSendOnly:
+	case ib.SendOnlyInv, ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.UDSendOnly:
 		p.PayloadLen = r.IntN(300)
 	case ib.RDMAWriteFirst:
 		p.PayloadLen = 256 // the path MTU: beats past the first
@@ -2322,11 +2325,10 @@ func otherToRequester(op ib.Opcode) bool {
 }
 
 // otherToResponder reports whether hca_rx_ack hands a packet of opcode op
-// to the responder (on rq_*): an RC RDMA WRITE without immediate or an
-// RDMA READ request.
+// to the responder (on rq_*): an RC RDMA WRITE (with immediate or not), an
+// RDMA READ request or an RC SEND (not with invalidate).
 func otherToResponder(op ib.Opcode) bool {
-	return op == ib.RDMAWriteFirst || op == ib.RDMAWriteMiddle || op == ib.RDMAWriteLast || op == ib.RDMAWriteOnly ||
-		op == ib.RDMAReadRequest
+	return op >= ib.RDMAWriteFirst && op <= ib.RDMAReadRequest || op <= ib.SendOnlyImm
 }
 
 // otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on

@@ -117,8 +117,9 @@ type respRun struct {
 	cfg      *hca.Config
 	wantGap  bool // the next packet closes with a gap (a context write follows)
 	cfgAfter int  // a context to rewrite after the next gap, -1 none
-	// noSend: no SEND inside a WRITE (hca_rx_ack hands only RDMA WRITEs to
-	// the responder: the wired run, cosim_respwire_test.go).
+	// noSend: no SEND inside a WRITE (the wired runs without SENDs,
+	// cosim_respwire_test.go, which keep the stream they had when
+	// hca_rx_ack handed only RDMA WRITEs to the responder).
 	noSend bool
 	// reads: RDMA READ requests among the WRITEs (newRespRunReads), their
 	// regions readRegions (REMOTE_READ, never written), host memory there

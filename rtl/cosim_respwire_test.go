@@ -22,15 +22,16 @@ import (
 
 // ---- hca_rx_ack -> hca_responder, with hca_share_arb, as hca_transport wires them ----
 //
-// The responder's run (respRun, ACK_COALESCE 1, no SEND inside a WRITE:
-// hca_rx_ack hands only RDMA WRITEs to it) goes as wire packets
+// The responder's run (respRun, ACK_COALESCE 1; with SENDs, WRITEs with
+// immediate and receive WQEs posted in newRespWireSends, else no SEND
+// inside a WRITE) goes as wire packets
 // (ib.AppendWire, a GRH one time in four) into hca_rx_ack's rx_*, whose rq_*
 // and request-tagged payload blocks feed hca_responder as in hca_transport;
 // between them come RDMA READ responses (for the requester: a stand-in in
 // the testbench takes each from ack_*, pops its ack_blk blocks from pd_*
 // and writes them through wr0 at an address of its own) and requests the
-// responder does not take (SEND, READ, WRITE with immediate: dropped on
-// not_req). The stand-in also asks hca_key_check for R_Key checks of its
+// responder does not take (UD SEND, SEND with invalidate, atomics:
+// dropped on not_req). The stand-in also asks hca_key_check for R_Key checks of its
 // own through the key-check arbiter while the responder asks for its own,
 // so both arbiters of hca_share_arb see both clients. The checks: the
 // responder's ACKs and NAKs, counters and host bytes are the model's
@@ -65,11 +66,24 @@ type respWire struct {
 	rspOps []ib.Opcode // their opcodes
 	notReq int         // requests the responder does not take
 	keys   []respWireKey
-	grh    int      // WRITE packets with a GRH
-	sq     [][]byte // the requester's packets on its transmit port, whole beats
+	grh    int // WRITE packets with a GRH
+	// sends: the SEND and WRITE-with-immediate packets by opcode and
+	// header (respWireSendKind), so a run can require each layout.
+	sends map[string]int
+	sq    [][]byte // the requester's packets on its transmit port, whole beats
 	// rdq: the requester's stand-in reads through rd1 (address, length):
 	// of the READ regions' pattern, so the testbench checks each block.
 	rdq [][2]uint64
+}
+
+// respWireSendKind names a SEND's or WRITE with immediate's layout: its
+// opcode and whether a GRH comes first (which moves the ImmDt and the
+// payload by 40 bytes, into the second beat for a WRITE ONLY with immediate).
+func respWireSendKind(op ib.Opcode, grh bool) string {
+	if grh {
+		return op.String() + " GRH"
+	}
+	return op.String()
 }
 
 // respWirePath is the path hca_ack_tx addresses a QP's ACKs with (the
@@ -107,10 +121,17 @@ func newRespWireReads(seed uint64, steps, maxRdAtomic int) *respWire {
 	return w
 }
 
+// newRespWireSends is a wired run with SENDs and WRITEs with immediate
+// (newRespRunSends) and the receive WQEs posted before them, which the
+// testbench's receive queue stand-in takes (respWireTB).
+func newRespWireSends(seed uint64, steps int) *respWire {
+	return newRespWireRun(newRespRunSends(seed, 1), seed, steps)
+}
+
 func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
-	run.noSend = true
+	run.noSend = !run.sends // a SEND MIDDLE inside a WRITE only in runs with SENDs
 	run.fill(steps)
-	w := &respWire{run: run, r: rand.New(rand.NewPCG(seed, 0x3172))}
+	w := &respWire{run: run, r: rand.New(rand.NewPCG(seed, 0x3172)), sends: map[string]int{}}
 	r := w.r
 	beat := func(p *ib.Packet, gap bool) {
 		b := ib.AppendWire(nil, p)
@@ -134,7 +155,11 @@ func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 	for _, p := range run.stream {
 		if p.cfg {
 			dlid, slid, sl, vl, rqpn := respWirePath(p.qpn)
-			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%04x%04x%x%06x%x%x%091x", p.qpn, p.psn, p.pd, dlid, slid, sl, rqpn, vl<<3, mtuCode(p.mtu), 0))
+			w.ents = append(w.ents, fmt.Sprintf("10%06x%06x%08x%04x%04x%x%06x%x%x%02x%089x", p.qpn, p.psn, p.pd, dlid, slid, sl, rqpn, vl<<3, mtuCode(p.mtu), p.rnr, 0))
+			continue
+		}
+		if p.post {
+			w.ents = append(w.ents, fmt.Sprintf("20%06x%04x%016x%08x%08x%086x", p.qpn, p.idx&0xffff, p.va, p.dlen, p.rkey, 0))
 			continue
 		}
 		if r.IntN(3) == 0 {
@@ -155,11 +180,12 @@ func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 				PayloadLen: n, Payload: pay}, false)
 		}
 		if r.IntN(12) == 0 {
-			// A request the responder does not take yet: dropped on not_req.
-			op := []ib.Opcode{ib.SendOnly, ib.CompareSwap, ib.RDMAWriteOnlyImm, ib.SendFirst}[r.IntN(4)]
+			// A request the responder does not take yet: dropped on not_req (atomics, SEND with
+			// invalidate, a UD SEND).
+			op := []ib.Opcode{ib.UDSendOnly, ib.CompareSwap, ib.SendOnlyInv, ib.FetchAdd}[r.IntN(4)]
 			q := &ib.Packet{Opcode: op, DLID: respWireLID, GRH: r.IntN(4) == 0, DestQP: p.qpn, PSN: p.psn,
 				RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: 64}}
-			if op != ib.CompareSwap {
+			if op == ib.UDSendOnly || op == ib.SendOnlyInv {
 				q.PayloadLen = 1 + r.IntN(200)
 				q.Payload = make([]byte, q.PayloadLen)
 			}
@@ -170,8 +196,11 @@ func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 		if g {
 			w.grh++
 		}
+		if p.op <= ib.SendOnlyImm || p.op == ib.RDMAWriteLastImm || p.op == ib.RDMAWriteOnlyImm {
+			w.sends[respWireSendKind(p.op, g)]++
+		}
 		beat(&ib.Packet{Opcode: p.op, DLID: respWireLID, SLID: uint16(r.Uint32()), GRH: g, DestQP: p.qpn, PSN: p.psn,
-			AckReq: p.ackReq, RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: p.dlen}, PayloadLen: len(p.pay), Payload: p.pay}, p.gap)
+			AckReq: p.ackReq, RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: p.dlen}, Imm: p.imm, PayloadLen: len(p.pay), Payload: p.pay}, p.gap)
 	}
 	// The requester's packets (opaque here: a VL in LRH.VL, BTH opcode 0x04,
 	// 1..3 beats of random bytes) for the transmit port hca_ack_tx shares.
@@ -240,12 +269,19 @@ func (w *respWire) write(t *testing.T, dir string) {
 // requester a stand-in (above). rx.hex entries: [519:516] 0 a beat
 // ([514] the last beat of a gap packet, [513] sop, [512] eop, [511:0] its
 // bytes), 1 a context write for the responder ([511:488] QPN, [487:464]
-// PSN, [463:432] PD). After a gap packet nothing more comes until the
-// responder is idle with no header waiting. rx_valid, wr_ready, the ACK
+// PSN, [463:432] PD, [360:356] min_rnr_timer), 2 a receive WQE posted
+// ([511:488] QPN, [487:472] index, [471:408] address, [407:376] length,
+// [375:344] L_Key) into the receive queue stand-in (64 WQEs a context,
+// emptied by a context write; it answers rw_* after 0..3 cycles), taken
+// only when the packets before it are through hca_rx_ack and the responder
+// is idle (so after the packet before it took its WQE), as respTB's. After
+// a gap packet nothing more comes until the responder is idle with no
+// header waiting. rx_valid, wr_ready, the ACK
 // ready, the MPT and the stand-in's readies are random. Log: W client addr
 // len be data (each wr0 beat), A qpn psn syn msn (the responder's ACKs),
 // R op len blk (each READ response the stand-in takes), K index result
-// (its key checks), C counters, DONE cycles.
+// (its key checks), V qpn opcode status index len imm (each receive
+// completion taken on rc_*, rc_ready random), C counters, DONE cycles.
 const respWireTB = "`timescale 1ns/1ps\n" + `
 module tb;
     parameter integer SEED = 1;
@@ -276,8 +312,9 @@ module tb;
     wire [519:0] e = ent[ei];
     wire more = ei < ne;
     wire is_cfg = e[519:516] == 4'd1;
+    wire is_post = e[519:516] == 4'd2;
     // ---- hca_rx_ack ----
-    wire rx_valid = more && !is_cfg && hold == 0 && rnd_rx;
+    wire rx_valid = more && !is_cfg && !is_post && hold == 0 && rnd_rx;
     wire rx_ready;
     wire ack_valid, ack_ready;
     wire [23:0] ack_qpn, ack_psn;
@@ -289,7 +326,7 @@ module tb;
     wire [23:0] rq_qpn, rq_psn;
     wire [7:0] rq_op;
     wire [63:0] rq_va;
-    wire [31:0] rq_rkey, rq_dlen;
+    wire [31:0] rq_rkey, rq_dlen, rq_imm;
     wire [12:0] rq_len;
     wire [511:0] pd_data;
     wire [15:0] x_nak, x_rsp, x_notreq, x_icrc, x_hdr, x_pkey, x_mc;
@@ -300,7 +337,7 @@ module tb;
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
-        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len), .rq_imm(rq_imm),
         .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop), .rpd_valid(rpd_valid), .rpd_pop(rpd_pop),
         .nak_retry(x_nak), .rsp_todo(x_rsp), .not_req(x_notreq), .icrc_err(x_icrc), .hdr_err(x_hdr),
         .pkey_viol(x_pkey), .mcast_drop(x_mc));
@@ -325,15 +362,40 @@ module tb;
     wire [63:0] r_ack_va;
     wire [31:0] r_ack_len;
     wire [2:0] r_ack_mtu;
+    // The receive queues' stand-in: {index, address, length, L_Key} per WQE, 64 a context.
+    reg [143:0] rqm [0:255];
+    reg [6:0] rq_head [0:3];
+    reg [6:0] rq_tail [0:3];
+    reg rw_busy, rnd_rc, p_idle;
+    reg [1:0] rw_slot;
+    integer rw_lat, rqi;
+    wire rw_req_valid, rw_rsp_ready;
+    wire [23:0] rw_req_qpn;
+    wire rw_rsp_valid = rw_busy && rw_lat == 0;
+    wire rw_ok = rq_head[rw_slot] != rq_tail[rw_slot];
+    wire [143:0] rw_w = rqm[{rw_slot, rq_head[rw_slot][5:0]}];
+    wire rc_valid;
+    wire [23:0] rc_qpn;
+    wire [3:0] rc_opcode;
+    wire [7:0] rc_status;
+    wire [15:0] rc_index;
+    wire [31:0] rc_len, rc_imm;
+    // A post waits until the packets before it are through hca_rx_ack and the responder is idle,
+    // two cycles running.
+    wire post_idle = !rx.c_valid && !rq_valid && rq_ready && !rw_busy;
+    wire post_take = more && is_post && hold == 0 && post_idle && p_idle;
     hca_responder #(.QPN_W(2), .ACK_COALESCE(1), .RD_RES(RD_RES)) resp (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[511:488]), .cfg_psn(e[487:464]), .cfg_pd(e[463:432]),
-        .cfg_mtu(e[366:364]), .cfg_rnr(5'd0),
+        .cfg_mtu(e[366:364]), .cfg_rnr(e[360:356]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
-        .rq_imm(32'd0), .rw_req_valid(), .rw_req_ready(1'b1), .rw_req_qpn(), .rw_rsp_valid(1'b1), .rw_rsp_ready(),
-        .rw_rsp_ok(1'b0), .rw_rsp_index(16'd0), .rw_rsp_addr(64'd0), .rw_rsp_len(32'd0), .rw_rsp_lkey(32'd0),
-        .rc_valid(), .rc_ready(1'b1), .rc_qpn(), .rc_opcode(), .rc_status(), .rc_index(), .rc_len(), .rc_imm(),
+        .rq_imm(rq_imm),
+        .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
+        .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
+        .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
+        .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
+        .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
         .kc_req_valid(b_kc_req_valid), .kc_req_ready(b_kc_req_ready), .kc_req_key(b_kc_req_key), .kc_req_pd(b_kc_req_pd),
         .kc_req_need(b_kc_req_need), .kc_req_addr(b_kc_req_addr), .kc_req_len(b_kc_req_len),
@@ -466,6 +528,8 @@ module tb;
         rnd_rx = 1'b0; rnd_wr = 1'b0; rnd_mpt = 1'b0; rnd_ra = 1'b0; rnd_k = 1'b0; rnd_kr = 1'b0;
         rnd_pick = 1'b0; rnd_vl = 1'b0; rnd_tx = 1'b0; rnd_c0 = 1'b0; rnd_c1 = 1'b0; rnd_s = 1'b0; rnd_s16 = 1'b0;
         r_busy = 1'b0; ka_valid = 1'b0; ka_wait = 1'b0;
+        rnd_rc = 1'b0; rw_busy = 1'b0; rw_lat = 0; rw_slot = 2'd0; p_idle = 1'b0;
+        for (rqi = 0; rqi < 4; rqi = rqi + 1) begin rq_head[rqi] = 7'd0; rq_tail[rqi] = 7'd0; end
         repeat (4) @(posedge clk);
         rst_n <= 1'b1;
     end
@@ -513,7 +577,24 @@ module tb;
         rnd_ra  <= ($random(seed) & 3) != 0;
         rnd_k   <= ($random(seed) & 7) == 0;
         rnd_kr  <= ($random(seed) & 1) != 0;
-        if (cfg_valid && cfg_ready) ei <= ei + 1;
+        if (cfg_valid && cfg_ready) begin
+            ei <= ei + 1;
+            rq_head[e[489:488]] <= rq_tail[e[489:488]];
+        end
+        rnd_rc <= ($random(seed) & 1) != 0;
+        p_idle <= post_idle;
+        if (post_take) begin
+            ei <= ei + 1;
+            rqm[{e[489:488], rq_tail[e[489:488]][5:0]}] <= e[487:344];
+            rq_tail[e[489:488]] <= rq_tail[e[489:488]] + 7'd1;
+        end
+        if (rw_req_valid && !rw_busy) begin
+            rw_busy <= 1'b1; rw_slot <= rw_req_qpn[1:0]; rw_lat <= ($random(seed) & 32'h7fffffff) % 4;
+        end else if (rw_rsp_valid && rw_rsp_ready) begin
+            rw_busy <= 1'b0;
+            if (rw_ok) rq_head[rw_slot] <= rq_head[rw_slot] + 7'd1;
+        end else if (rw_busy && rw_lat != 0) rw_lat <= rw_lat - 1;
+        if (rc_valid && rnd_rc) $display("V %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
         if (rx_valid && rx_ready) begin
             ei <= ei + 1;
             if (e[514]) hold <= -1;
@@ -559,7 +640,7 @@ module tb;
             $display("P %0d %0d %0d %0d", tx_pick_vl, ack.a_offer && ack.head_vl == tx_pick_vl, r_vl_waiting[tx_pick_vl], ack.a_commit);
             if (ack.a_commit && tx_vl_credit[tx_pick_vl*12 +: 12] < ack.head_blks) perr = perr + 1;
         end
-        idle <= (!more && rq_ready && !rq_valid && !rx.c_valid && !ack_valid && !r_busy && !r_ack_valid &&
+        idle <= (!more && rq_ready && !rq_valid && !rx.c_valid && !ack_valid && !r_busy && !r_ack_valid && !rc_valid &&
                  ki == nk && !at_busy && ack.q_count == 8'd0 && si == ns && qi == nq && qo_n == 0 && dq_n == 0) ? idle + 1 : 0;
         if (idle == 8) begin
             $display("C %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d %0d", c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo,
@@ -570,7 +651,7 @@ module tb;
             $finish;
         end
         // A watchdog: 20000 cycles without a beat taken on rx_* or wr0, an ACK or a key check answered.
-        stall <= ((rx_valid && rx_ready) || (wr_valid && rnd_wr) || (tx_valid && rnd_tx) || a_kc_rsp_valid || rd_rsp) ? 0 : stall + 1;
+        stall <= ((rx_valid && rx_ready) || post_take || (wr_valid && rnd_wr) || (tx_valid && rnd_tx) || a_kc_rsp_valid || rd_rsp) ? 0 : stall + 1;
         if (stall > 20000) begin
             $display("TIMEOUT at entry %0d of %0d, key check %0d of %0d", ei, ne, ki, nk);
             $finish;
@@ -697,6 +778,14 @@ func parseRespWire(t *testing.T, out string) *respWireResult {
 				d-- // a write under way
 			}
 			res.resp.ackAfter = append(res.resp.ackAfter, d)
+		case "V":
+			res.resp.cqes = append(res.resp.cqes, respCQE{uint32(hexU(f[1])), uint32(hexU(f[2])), uint32(hexU(f[3])), uint32(hexU(f[4])),
+				uint32(hexU(f[5])), uint32(hexU(f[6]))})
+			d := res.resp.writes
+			if wIdx > 0 && wClient == 1 {
+				d-- // a write under way
+			}
+			res.resp.cqeAfter = append(res.resp.cqeAfter, d)
 		case "R":
 			n, _ := strconv.Atoi(f[2])
 			b, _ := strconv.Atoi(f[3])
@@ -952,6 +1041,57 @@ func TestResponderWiredCosim(t *testing.T) {
 	}
 }
 
+// respWireSendSteps is the wired SEND run's length.
+const respWireSendSteps = 250
+
+// TestResponderWiredSendCosim: SENDs (FIRST/MIDDLE/LAST/ONLY, with and
+// without immediate) and RDMA WRITEs with immediate among the WRITEs
+// (newRespWireSends: respRun's send stream, ACK_COALESCE 1) as wire
+// packets, local and behind a GRH, through hca_rx_ack -> hca_responder,
+// the receive WQEs posted to the testbench's receive queue stand-in: the
+// ACKs and NAKs (RNR NAKs with each QP's min_rnr_timer from its context
+// write among them), host bytes, counters and receive completions (QPN,
+// opcode, status, index, byte_len, and the immediate hca_rx_ack decoded
+// from the packet's ImmDt) are hca.Responder's, each completion after the
+// writes before it, as TestResponderSendCosim at the block; the READ
+// responses, the stand-in requester and not_req as TestResponderWiredCosim.
+// Every layout of the ImmDt and payload (the eight opcodes, local and
+// global) must occur.
+func TestResponderWiredSendCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	for _, seed := range cosimSeeds[:1] {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			w := newRespWireSends(seed, respWireSendSteps)
+			res := runRespWire(t, context.Background(), t.TempDir(), w, seed, nil)
+			assert.Empty(t, w.check(res))
+			ops := map[uint32]int{}
+			rnr := 0
+			for _, c := range w.run.cqes {
+				ops[c.op]++
+			}
+			for _, a := range w.run.acks {
+				if a.syn>>5 == 1 {
+					rnr++
+				}
+			}
+			t.Logf("%d rx entries, %d cycles; %d receive completions %v (by CQE opcode), %d RNR NAKs, %d ACKs/NAKs; packets %v; %v",
+				len(w.ents), res.resp.cycles, len(w.run.cqes), ops, rnr, len(w.run.acks), w.sends, w.run.byKind)
+			for _, op := range []ib.Opcode{ib.SendFirst, ib.SendMiddle, ib.SendLast, ib.SendLastImm, ib.SendOnly, ib.SendOnlyImm,
+				ib.RDMAWriteLastImm, ib.RDMAWriteOnlyImm} {
+				for _, g := range []bool{false, true} {
+					assert.Positive(t, w.sends[respWireSendKind(op, g)], "packets of layout %q", respWireSendKind(op, g))
+				}
+			}
+			for _, op := range []uint32{hca.CQERespWrImm, hca.CQERespSend, hca.CQERespSendImm} {
+				assert.Positive(t, ops[op], "receive completions of CQE opcode %d", op)
+			}
+			assert.Positive(t, rnr, "RNR NAKs")
+		})
+	}
+}
+
 // TestResponderWiredReadCosim: RDMA READ requests among the WRITEs
 // (newRespWireReads: 0 bytes, under, at and over the MTU, unaligned VAs,
 // bad R_Keys, PSN gaps, whole and partial duplicates; RD_RES 4) through
@@ -1006,7 +1146,6 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 	const rx, arb, atx = "hca_rx_ack.v", "hca_share_arb.v", "hca_ack_tx.v"
 	for _, m := range []cosimMutant{
 		{"WRITE MIDDLE not routed to the responder", rx, "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
-		{"WRITE ONLY with immediate routed to the responder", rx, "opcode == 8'h08 || opcode == 8'h0A);", "opcode == 8'h08 || opcode == 8'h0A || opcode == 8'h0B);"},
 		{"the payload's blocks untagged (all the requester's)", rx, ".push_data({p_wrq, blk})", ".push_data({1'b0, blk})"},
 		{"AckReq from the wrong BTH bit", rx, "wire         ackreq = bth[31];", "wire         ackreq = bth[30];"},
 		{"the RETH with a GRH from the wrong bytes", rx, "{rq_va[31:0], rq_rkey, rq_dlen} <= c_data[511 -: 96];", "{rq_va[31:0], rq_rkey, rq_dlen} <= c_data[479 -: 96];"},
@@ -1033,6 +1172,48 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 	}
 }
 
+// TestResponderWiredSendMutantsFail: slips in hca_rx_ack's SEND and
+// WRITE-with-immediate decode each fail a wired SEND run of
+// respWireSendMutantSteps steps (newRespWireSends).
+func TestResponderWiredSendMutantsFail(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	const rx = "hca_rx_ack.v"
+	for _, mt := range []struct {
+		cosimMutant
+		steps int // the run's length: the shorter has no local WRITE ONLY with immediate whose payload is written
+	}{
+		{cosimMutant{"unmutated", "", "", ""}, respWireSendMutantSteps}, // the short run passes: the failures below are the mutants'
+		{cosimMutant{"SEND MIDDLE not routed to the responder", rx, "(opcode <= 8'h05 || opcode == 8'h09", "((opcode <= 8'h05 && opcode != 8'h01) || opcode == 8'h09"}, respWireSendMutantSteps},
+		{cosimMutant{"WRITE LAST with immediate not routed to the responder", rx, "opcode <= 8'h05 || opcode == 8'h09 || opcode == 8'h0B)", "opcode <= 8'h05 || opcode == 8'h0B)"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt from the BTH's last word", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 60 : (wi_reth ? 36 : 16))"}, respWireSendMutantSteps},
+		{cosimMutant{"a WRITE ONLY's ImmDt read before its RETH", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 60 : 20)"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt behind a GRH at the local offset", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 20 : (wi_reth ? 36 : 20))"}, respWireSendMutantSteps},
+		{cosimMutant{"a WRITE ONLY's ImmDt behind a GRH from the second beat's first word", rx, "rq_imm <= c_data[511-8*12 -: 32];", "rq_imm <= c_data[511 -: 32];"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt's word not among the headers", rx, " + {10'd0, rq_imm_w};", ";"}, respWireSendMutantSteps},
+		{cosimMutant{"the payload not moved past the ImmDt", rx, "{4'd0, rq_imm_w, 2'b00};", "{4'd0, 1'b0, 2'b00};"}, respWireSendMutantSteps},
+		{cosimMutant{"a WRITE ONLY with immediate's payload at 36", rx, "6'd40:   blk = {prev[191:0], nxt[511:192]};", "6'd40:   blk = {prev[223:0], nxt[511:224]};"}, respWireSendSteps},
+		{cosimMutant{"its payload behind a GRH at 76", rx, "6'd16:   blk = {prev[383:0], nxt[511:384]};", "6'd16:   blk = {prev[415:0], nxt[511:416]};"}, respWireSendMutantSteps},
+	} {
+		m := mt.cosimMutant
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			replace := respMutated(t, m)
+			w := newRespWireSends(cosimSeeds[0], mt.steps)
+			diffs := w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))
+			if m.file == "" {
+				assert.Empty(t, diffs, "the unmutated blocks")
+				return
+			}
+			require.NotEmpty(t, diffs, "the wired SEND co-simulation passes with %s", m.name)
+			t.Logf("%s", diffs[0])
+		})
+	}
+}
+
+// respWireSendMutantSteps is the SEND mutant runs' length.
+const respWireSendMutantSteps = 120
+
 // respWireMutantSteps is the mutant runs' length.
 const respWireMutantSteps = 60
 
@@ -1054,7 +1235,7 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"a replay from inside the READ sent from FIRST", f, "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
 		{"a replay with the MSN after it", f, "p_msn <= ctx_msn[ix];\n                p_mid", "p_msn <= ctx_msn[ix] + 24'd1;\n                p_mid"},
 		{"the resource ring not advanced", f, "ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};", "ctx_rnext[ix] <= ctx_rnext[ix];"},
-		{"READ requests not routed to the responder", rx, "wire         rq_req = wr_req || rd_req;", "wire         rq_req = wr_req;"},
+		{"READ requests not routed to the responder", rx, "wire         rq_req = pay_req || rd_req;", "wire         rq_req = pay_req;"},
 		{"a READ's RETH behind a GRH not from the second beat", rx, "p_grq   <= global && rq_reth;", "p_grq   <= global && wr_req && wr_reth;"},
 		{"a MIDDLE response with an AETH", atx, "wire             hs_aeth  = hs_op != 8'h0E;", "wire             hs_aeth  = 1'b1;"},
 		{"PadCnt 0", atx, "wire [1:0]       hs_pad   = 2'd0 - hs_p[1:0];", "wire [1:0]       hs_pad   = 2'd0;"},

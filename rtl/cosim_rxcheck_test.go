@@ -287,12 +287,14 @@ func (run *reqRun) addBad(seed uint64, table []uint16, lmc int) {
 		case "short":
 			// The LRH (and GRH), 8 bytes, the ICRC and the VCRC: PktLen
 			// one word short of an LRH, (GRH,) BTH and ICRC.
-			// The 8 bytes start a SEND ONLY's BTH (an ACK's would fail
-			// the ACK's own PktLen rule first): without the room check
-			// it would count on not_req.
+			// The 8 bytes start a SEND ONLY with invalidate's BTH (an
+			// ACK's would fail the ACK's own PktLen rule first, and so
+			// would a SEND's or WRITE's, now the responder's, their
+			// room for the ImmDt, RETH and PadCnt): without the room
+			// check it would count on not_req.
 			n := bth + 8 + 4
 			w = append(w[:n:n], 0, 0)
-			w[bth] = byte(ib.SendOnly)
+			w[bth] = byte(ib.SendOnlyInv)
 			binary.BigEndian.PutUint16(w[4:], uint16(n/4))
 			if grh {
 				binary.BigEndian.PutUint16(w[12:], uint16(n-48))

@@ -1229,6 +1229,7 @@ module top_tb;
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
         .qp_cfg_slid(qc[215:200]), .qp_cfg_sl(qc[199:196]), .qp_cfg_vl(qc[192]), .qp_cfg_rqpn(qc[191:168]),
         .qp_cfg_psn(qc[167:144]), .qp_cfg_rqpsn(24'd0), .qp_cfg_mtu(qc[142:140]), .qp_cfg_cqn(qc[139:136]),
+        .qp_cfg_rnr(5'd0),
         .qp_cfg_pd(qc[135:104]), .ack_req_every(17'd{{EVERY}}),
         .port_lid(16'd{{PORT_LID}}), .port_lmc(3'd0), .pkey_cfg_valid(1'b0), .pkey_cfg_index(16'd0), .pkey_cfg_key(16'd0),
         .rcv_errors(rcv_errors), .fc_rcv_errors(fc_rcv_errors), .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo),

@@ -379,11 +379,15 @@ func TestReportYosys(t *testing.T) {
 	// global FIRST or ONLY (its RETH ends in the second beat), 2 (the
 	// FIFO's consumer bit is the WRITE flag); the payload's offset is now
 	// its byte in the beat, 6 bits of which the low 2 are always 0 (20,
-	// 24, 36, 60, 0, 12): 4, as the one-hot code before; and whether it
-	// starts in the second beat, 1.
+	// 24, 36, 40, 60, 0, 12, 16: the SENDs and WRITEs with immediate
+	// added 40 and 16): 4, as the one-hot code before; and whether it
+	// starts in the second beat, 1. The SENDs and WRITEs with immediate
+	// (the same register: their header is a WRITE's): the ImmDt 32, and
+	// the flag of a global WRITE ONLY with immediate (its ImmDt in the
+	// second beat) 1.
 	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1)+
 		(512+4+7+7+7+1+7)+(7+7+8)+1+
-		(1+24+24+8+1+64+32+32+13)+2+1, flops[synthKey("hca_rx_ack", nil)])
+		(1+24+24+8+1+64+32+32+13)+2+1+(32+1), flops[synthKey("hca_rx_ack", nil)])
 	// hca_responder, 8 contexts (QPN_W 3), ACK_COALESCE 1: the ACK
 	// register, valid 1 + QPN 24 + PSN 24 + syndrome 8 + MSN 24; the seven
 	// counters, 16 bits each; four flags a context (valid, ERR, in a

@@ -214,12 +214,11 @@ sets from the same LIDs (the RTL does not compare them). A packet that passes is
 (LRH, GRH when LNH = 3, BTH, AETH, AtomicAckETH): every RC ACKNOWLEDGE, RDMA READ response and
 ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
 length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
-is dropped there, counted on rx_no_qp); every RC RDMA WRITE request without immediate and RDMA
-READ request goes to hca_responder (QP, PSN, opcode, AckReq, the RETH, a WRITE's payload through
-the same payload FIFO, each block tagged with its consumer); the rest is dropped and counted: CNPs
-on rx_rsp_todo (TODO), the requests the responder does not take yet (SEND, WRITE with immediate,
-atomics) and other
-transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
+is dropped there, counted on rx_no_qp); every RC RDMA WRITE (with or without immediate), RDMA
+READ and SEND request goes to hca_responder (QP, PSN, opcode, AckReq, the RETH, the ImmDt, a WRITE's
+or SEND's payload through the same payload FIFO, each block tagged with its consumer); the rest is
+dropped and counted: CNPs on rx_rsp_todo (TODO), the requests the responder does not take yet
+(atomics, SEND with invalidate) and other transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
 (hca_responder's header): contexts written with the requester's by qp_cfg_* (its expected PSN
 qp_cfg_rqpsn, its path MTU qp_cfg_mtu; a write waits while an ACK waits in its output register or a
 READ reply is under way), the PSN and opcode-sequence checks, the R_Key over the RETH range through
@@ -257,8 +256,9 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
-UD's SEND_ONLY with a DETH, the responder's SEND/RECV, WRITE with immediate,
-atomics and RNR NAKs.`,
+UD's SEND_ONLY with a DETH, the responder's receive queue (rw_* is tied to an empty one: every
+SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its receive completions
+(rc_* reaches no CQE writer), atomics at the responder.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -272,13 +272,13 @@ atomics and RNR NAKs.`,
     wire [6:0]  ack_blk;
     wire        pd_valid, pd_pop;
     wire [511:0] pd_data;
-    // RC RDMA WRITE requests (hca_rx_ack's rq_*) into the responder, their payload blocks from the
-    // same FIFO (rpd_*: the blocks tagged as a request's).
+    // RC RDMA WRITE, READ and SEND requests (hca_rx_ack's rq_*, the ImmDt on rq_imm) into the
+    // responder, their payload blocks from the same FIFO (rpd_*: the blocks tagged as a request's).
     wire        rq_valid, rq_ready, rq_ackreq, rpd_valid, rpd_pop;
     wire [23:0] rq_qpn, rq_psn;
     wire [7:0]  rq_op;
     wire [63:0] rq_va;
-    wire [31:0] rq_rkey, rq_dlen;
+    wire [31:0] rq_rkey, rq_dlen, rq_imm;
     wire [12:0] rq_len;
     hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
         .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
@@ -287,7 +287,7 @@ atomics and RNR NAKs.`,
         .ack_valid(ack_valid), .ack_ready(ack_ready), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn),
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
-        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
+        .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len), .rq_imm(rq_imm),
         .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop), .rpd_valid(rpd_valid), .rpd_pop(rpd_pop),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
@@ -349,9 +349,11 @@ atomics and RNR NAKs.`,
     wire [63:0] rs_ack_va;
     wire [31:0] rs_ack_len;
     wire [2:0]  rs_ack_mtu;
-    // Its SEND and WRITE-with-immediate side waits for parts not built (TODO): hca_rx_ack hands it no
-    // SEND or WRITE with immediate (so no ImmDt), there is no receive queue behind rw_* (tied as an
-    // empty one: an RNR NAK, were it asked) and its receive completions on rc_* go to no CQE writer.
+    // Its SEND and WRITE-with-immediate side: hca_rx_ack hands it SENDs and WRITEs with immediate (and
+    // their ImmDt), its min_rnr_timer comes per QP with the context (qp_cfg_rnr); the rest waits for
+    // parts not built (TODO): there is no receive queue behind rw_* (tied as an empty one, so every
+    // SEND FIRST or ONLY and WRITE with immediate is RNR NAKed with the QP's timer, as the model's
+    // responder with no receive WQE posted) and its receive completions on rc_* go to no CQE writer.
     wire        rs_rc_valid;
     wire [23:0] rs_rc_qpn;
     wire [3:0]  rs_rc_opcode;
@@ -367,10 +369,10 @@ atomics and RNR NAKs.`,
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
-        .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd), .cfg_mtu(qp_cfg_mtu), .cfg_rnr(5'd0),
+        .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd), .cfg_mtu(qp_cfg_mtu), .cfg_rnr(qp_cfg_rnr),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
-        .rq_imm(32'd0),
+        .rq_imm(rq_imm),
         .rw_req_valid(rs_rw_valid), .rw_req_ready(1'b1), .rw_req_qpn(rs_rw_qpn), .rw_rsp_valid(1'b1),
         .rw_rsp_ready(rs_rw_ready), .rw_rsp_ok(1'b0), .rw_rsp_index(16'd0), .rw_rsp_addr(64'd0), .rw_rsp_len(32'd0),
         .rw_rsp_lkey(32'd0),
@@ -468,7 +470,7 @@ atomics and RNR NAKs.`,
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
-			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
+			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_rnr", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_inline_off", "wqe_valid", "wqe_data", "dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
@@ -487,6 +489,7 @@ atomics and RNR NAKs.`,
 			portIn("qp_cfg_rqpn", "24", ""),
 			portIn("qp_cfg_psn", "24", "the requester's next PSN (ModifyQP's SQPSN)"),
 			portIn("qp_cfg_rqpsn", "24", "the responder's first expected PSN (ModifyQP's RQPSN at RTR)"),
+			portIn("qp_cfg_rnr", "5", "the responder's min_rnr_timer (ModifyQP's at RTR; IBA's RNR timer code, hca.min_rnr_timer), in its RNR NAKs"),
 			portIn("qp_cfg_mtu", "3", ""),
 			portIn("qp_cfg_cqn", "CQN_W", "the QP's send CQ"),
 			portIn("qp_cfg_pd", "32", "the QP's protection domain: its gather elements' L_Keys are checked in it"),

@@ -3,8 +3,10 @@
 // the port's LIDs, BTH.TVer, the P_Key against the port's P_Key table, a unicast DLID), decodes its
 // headers and hands every RC ACKNOWLEDGE (BTH opcode 0x11: an ACK or a NAK), RDMA READ response
 // (0x0D..0x10) and ATOMIC ACKNOWLEDGE (0x12) that passed to hca_requester's ack_* port, and every
-// RC RDMA WRITE request without immediate (FIRST 0x06, MIDDLE 0x07, LAST 0x08, ONLY 0x0A) to
-// hca_responder's rq_* port, in the order they came; everything else it consumes and drops, counted.
+// RC RDMA WRITE request (FIRST 0x06, MIDDLE 0x07, LAST 0x08, ONLY 0x0A; LAST 0x09 and ONLY 0x0B with
+// immediate), RDMA READ request (0x0C) and SEND (FIRST 0x00, MIDDLE 0x01, LAST 0x02, ONLY 0x04; LAST
+// 0x03 and ONLY 0x05 with immediate) to hca_responder's rq_* port, in the order they came;
+// everything else it consumes and drops, counted.
 // Go model: hca.Device.complete, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome), OnReadResponse and
 // OnAtomicAck on the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
 // the P_Key 0xFFFF on every packet and every port, and multicast only to UD QPs, so it has no
@@ -55,8 +57,9 @@
 //   global; MIDDLE has none) and PadCnt's pad bytes; an ATOMIC ACKNOWLEDGE whose PktLen is not
 //   its headers' (9 words local, 19 global: stricter than ParseWire, as for an ACK). A READ
 //   response's payload against the QP's path MTU (FIRST and MIDDLE carry exactly one, LAST 1..PMTU
-//   bytes) is TODO with the response path, which has the QP context. An RDMA WRITE request whose
-//   PktLen leaves no room for its RETH (FIRST, ONLY: 4 words more; ParseWire's rule) and PadCnt's
+//   bytes) is TODO with the response path, which has the QP context. An RDMA WRITE or SEND request
+//   whose PktLen leaves no room for its RETH (WRITE FIRST, ONLY, ONLY with immediate: 4 words more;
+//   ParseWire's rule), its ImmDt (the four _WITH_IMMEDIATE opcodes: 1 word more) and PadCnt's
 //   bytes, or whose payload is above 4096 bytes (no IB path MTU is larger: the payload FIFO and
 //   hca_responder take at most 64 blocks a packet; the RTL's rule, ParseWire has none): hdr_err.
 // - pkey_viol: BTH.P_Key matches no valid entry of the port's P_Key table (PKEY_N entries,
@@ -82,8 +85,8 @@
 //   of the packet's headers: a counter of its own, not hdr_err (PortRcvErrors' kind), so a UD
 //   receive path can take them later without changing what hdr_err means. Decided after the
 //   P_Key, which IBA checks on multicast packets too.
-// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; an RDMA WRITE request
-//   to rq_*; a CNP counts on rsp_todo; anything else on not_req. One for a QPN no context holds is
+// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; an RDMA WRITE, RDMA READ
+//   or SEND request to rq_*; a CNP counts on rsp_todo; anything else on not_req. One for a QPN no context holds is
 //   hca_requester's or hca_responder's to count (their no_qp: the contexts are there).
 // Decisions:
 // - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
@@ -117,13 +120,20 @@
 //   hca_responder on a FIRST or ONLY only), rq_len = the payload's bytes (as ack_len: PktLen x 4
 //   less LRH, GRH, BTH, the RETH on FIRST/ONLY, the ICRC and PadCnt's bytes). Its payload goes into
 //   the same payload FIFO as a READ response's (below), for hca_responder (rpd_*).
+// - A SEND (FIRST, MIDDLE, LAST, ONLY, the last two with immediate too) and an RDMA WRITE LAST or
+//   ONLY with immediate go out on rq_* the same way, their payload into the same FIFO; rq_imm = the
+//   ImmDt (IBA 9.3.3.2: the 4 bytes after the BTH, or after the RETH on WRITE ONLY with immediate,
+//   big-endian: bytes 20..23 local, 60..63 with a GRH; WRITE ONLY with immediate 36..39 local, 76..79
+//   with a GRH, the second beat's bytes 12..15, loaded there as the RETH's end is), the payload after
+//   it (24, 40 local; 64, 80 global). rq_imm is loaded only for the four opcodes with an ImmDt and
+//   holds the last one's else (hca_responder reads it only for them). No RETH on a SEND: rq_va,
+//   rq_rkey and rq_dlen keep the last RETH's, and the responder does not read them.
 // - An RC RDMA READ request (0x0C) that passes goes out on rq_* the same way, its RETH read as a
 //   WRITE FIRST's (bytes 20..35, 60..75 with a GRH), rq_len 0, no payload blocks (PktLen must
 //   leave room for the RETH; bytes past it are not looked at, as the model's responder ignores a
 //   READ request's payload).
 // - Every other packet counts on not_req and is dropped: RC requests hca_responder does not take
-//   yet (SEND, RDMA WRITE with immediate, atomics: TODO), UD and other transports,
-//   a raw LNH. not_req: "not for the requester nor the responder".
+//   yet (atomics, SEND with invalidate: TODO), UD and other transports, a raw LNH. not_req: "not for the requester nor the responder".
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
 // P_KeyViolations.
 // Not checked here (TODO): the GRH's DGID against the port's GIDs (the model's parser does not
@@ -166,6 +176,7 @@ module hca_rx_ack #(
     output reg  [31:0]  rq_rkey,
     output reg  [31:0]  rq_dlen,
     output reg  [12:0]  rq_len,     // the payload's bytes (0..4096)
+    output reg  [31:0]  rq_imm,     // the ImmDt (SEND LAST/ONLY and WRITE LAST/ONLY with immediate)
     output wire         pd_valid,   // the payload FIFO's head block, when a READ response's (the requester's)
     output wire [511:0] pd_data,    // the head block, for either consumer
     input  wire         pd_pop,
@@ -234,8 +245,15 @@ module hca_rx_ack #(
     wire         wr_reth = opcode == 8'h06 || opcode == 8'h0A;
     // An RDMA READ request (0x0C): its RETH, no payload; to rq_* with rq_len 0 and no blocks.
     wire         rd_req = is_ib && opcode == 8'h0C;
-    wire         rq_req = wr_req || rd_req;
-    wire         rq_reth = (wr_req && wr_reth) || rd_req;
+    // A SEND (0x00..0x05: FIRST, MIDDLE, LAST, LAST with immediate, ONLY, ONLY with immediate) and an
+    // RDMA WRITE with immediate (0x09 LAST, 0x0B ONLY: its RETH); the four with an ImmDt.
+    wire         sd_req = is_ib && (opcode <= 8'h05 || opcode == 8'h09 || opcode == 8'h0B);
+    wire         imm    = opcode == 8'h03 || opcode == 8'h05 || opcode == 8'h09 || opcode == 8'h0B;
+    wire         wi_reth = opcode == 8'h0B;
+    wire         pay_req = wr_req || sd_req;                  // a request with a payload
+    wire         rq_req = pay_req || rd_req;
+    wire         rq_reth = (wr_req && wr_reth) || rd_req || (sd_req && wi_reth);
+    wire         rq_imm_w = sd_req && imm;                    // an ImmDt after the BTH (and RETH)
     wire         ackreq = bth[31];                           // BTH byte 8, bit 7 (A)
     // 0xC000..0xFFFF: the multicast LIDs and the permissive LID, the two top bits set.
     wire         mc     = dlid[15:14] == 2'b11;
@@ -253,15 +271,15 @@ module hca_rx_ack #(
     // AtomicAckETH 3): PktLen must leave room for them and for PadCnt's bytes (ib.ParseWire's
     // rules), and is exactly them for an atomic ACK, which carries no payload (as an ACK: 7 words
     // local, 17 global).
-    wire         has_pay  = rd_rsp || wr_req;                // a packet whose payload goes into the FIFO
+    wire         has_pay  = rd_rsp || pay_req;               // a packet whose payload goes into the FIFO
     wire         is_mid   = opcode == 8'h0E;
     wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
-    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, rq_reth, 2'b00};
+    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, rq_reth, 2'b00} + {10'd0, rq_imm_w};
     // A READ response's or WRITE request's payload: the words past its headers and ICRC, less
     // PadCnt's bytes (taken on a packet that passes the length rule above, so never below 0).
     wire [12:0]  rsp_pay  = {pktlen - rsp_w, 2'b00} - {11'd0, padcnt};
     wire         rsp_bad  = (has_pay && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
-                            (wr_req && rsp_pay > 13'd4096) ||
+                            (pay_req && rsp_pay > 13'd4096) ||
                             (rd_req && pktlen < rsp_w) ||
                             (at_ack && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
@@ -278,7 +296,7 @@ module hca_rx_ack #(
     wire         pkey_bad = is_ib && !pkey_ok;
 
     // What the first beat said, held to the last: the flags below at sop, p_* after it.
-    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat, p_wrq, p_grq;
+    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat, p_wrq, p_grq, p_gim;
     wire         k_ib    = c_sop ? is_ib    : p_ib;
     wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
     wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
@@ -336,6 +354,7 @@ module hca_rx_ack #(
             p_gat   <= global && at_ack;
             p_wrq   <= rq_req;
             p_grq   <= global && rq_reth;
+            p_gim   <= global && rq_imm_w && wi_reth;
         end
         if (head && to_req) begin
             ack_qpn <= dqpn;
@@ -360,12 +379,18 @@ module hca_rx_ack #(
             else {rq_va, rq_rkey, rq_dlen} <= c_data[511-8*20 -: 128];
         end
         if (take && !c_sop && p_grq && p_beat == 7'd1) {rq_va[31:0], rq_rkey, rq_dlen} <= c_data[511 -: 96];
+        // The ImmDt: after the BTH (bytes 20..23 local, 60..63 global) or after a WRITE ONLY's RETH
+        // (36..39 local; 76..79 global, the second beat's bytes 12..15).
+        if (head && rq_imm_w && !(global && wi_reth))
+            rq_imm <= c_data[511-8*(global ? 60 : (wi_reth ? 36 : 20)) -: 32];
+        if (take && !c_sop && p_gim && p_beat == 7'd1) rq_imm <= c_data[511-8*12 -: 32];
     end
 
     // ---- READ response and RDMA WRITE payloads, realigned to blocks, into the payload FIFO ----
     // A READ response's payload starts 20 bytes into the packet (a MIDDLE, local: LRH 8, BTH 12), 24
     // (FIRST, LAST, ONLY: the AETH 4 more), 60 or 64 (with a GRH); a WRITE's 20 (MIDDLE, LAST) or 36
-    // (FIRST, ONLY: the RETH 16 more), 60 or 76 with a GRH: block i is the payload's bytes 64i..64i+63,
+    // (FIRST, ONLY: the RETH 16 more), 60 or 76 with a GRH; a SEND's 20, with an ImmDt 24, a WRITE LAST
+    // with immediate 24, ONLY with immediate 40 (RETH and ImmDt), 40 more with a GRH: block i is the payload's bytes 64i..64i+63,
     // the bytes from the offset in one beat and the rest from the next, pushed when the next beat
     // comes, at most one a beat, and not past the payload's blocks (at most 64: an MTU of 4096). A
     // payload that ends inside a block may have that last block start in the packet's last beat
@@ -384,27 +409,30 @@ module hca_rx_ack #(
     // taken finds its blocks at the head once the other has taken those of the packets before it;
     // neither waits on the other for anything but that.
     wire [6:0]   pay_at  = (global ? 7'd48 : 7'd8) + 7'd12 + {4'd0, rd_rsp && !is_mid, 2'b00} +
-                           {2'd0, wr_req && wr_reth, 4'd0};   // the payload's first byte in the packet
-    wire [5:0]   sh_code = pay_at[5:0];                        // its offset in its beat: 0, 12, 20, 24, 36, 60
-    wire         sh_late = pay_at[6];                          // in the second beat (64, 76)
+                           {2'd0, pay_req && rq_reth, 4'd0} +
+                           {4'd0, rq_imm_w, 2'b00};            // the payload's first byte in the packet
+    wire [5:0]   sh_code = pay_at[5:0];                        // its offset in its beat: 0, 12, 16, 20, 24, 36, 40, 60
+    wire         sh_late = pay_at[6];                          // in the second beat (64, 76, 80)
     wire [13:0]  nb_up   = {1'b0, rsp_pay} + 14'd63;
     wire [6:0]   nb_cap  = nb_up[13:6] > 8'd64 ? 7'd64 : nb_up[12:6];
     reg  [511:0] prev;      // the packet's previous beat
-    reg  [5:0]   p_sh;      // the payload's offset in its first beat: 20, 24, 36, 60, or 0, 12 in the second (64, 76)
+    reg  [5:0]   p_sh;      // the payload's offset in its first beat: 20, 24, 36, 40, 60, or 0, 12, 16 in the second (64, 76, 80)
     reg          p_late;    // the payload starts in the second beat
     reg  [6:0]   p_nb;      // its blocks (at most 64)
     reg  [6:0]   p_blk;     // blocks pushed
     reg  [6:0]   p_beat;    // beats taken before this one (saturating)
-    reg          p_rdp;     // the packet carries a payload for the FIFO (a READ response or a WRITE request)
+    reg          p_rdp;     // the packet carries a payload for the FIFO (a READ response, a WRITE or SEND request)
     reg          p_tail;    // the last block of the packet before is still to push, from prev alone
     wire [511:0] nxt     = p_tail ? 512'd0 : c_data;
     reg  [511:0] blk;
     always @* begin
         case (p_sh)
             6'd12:   blk = {prev[415:0], nxt[511:416]};  // 76 bytes on: 12 into the second beat
+            6'd16:   blk = {prev[383:0], nxt[511:384]};  // 80 bytes on: 16 into the second beat
             6'd20:   blk = {prev[351:0], nxt[511:352]};  // 20 bytes on
             6'd24:   blk = {prev[319:0], nxt[511:320]};  // 24
             6'd36:   blk = {prev[223:0], nxt[511:224]};  // 36
+            6'd40:   blk = {prev[191:0], nxt[511:192]};  // 40
             6'd60:   blk = {prev[31:0],  nxt[511:32]};   // 60
             default: blk = prev;                           // 64: whole beats from the second
         endcase
