@@ -114,6 +114,20 @@ var sendOps = [2][4]ib.Opcode{
 	{ib.SendOnlyImm, ib.SendFirst, ib.SendMiddle, ib.SendLastImm},
 }
 
+// sendOp is packet i's opcode in an n-packet SEND, with immediate data
+// (imm 1) or without (0).
+func sendOp(imm, i, n int) ib.Opcode {
+	switch {
+	case n == 1:
+		return sendOps[imm][0]
+	case i == 0:
+		return sendOps[imm][1]
+	case i == n-1:
+		return sendOps[imm][3]
+	}
+	return sendOps[imm][2]
+}
+
 // newSend starts a SEND of 0..3 MTUs on q (as message builds a WRITE's
 // packets), with immediate data half the time, a receive WQE posted for it
 // 7 times in 8 (and a second one now and then, so the queue holds more).
@@ -133,16 +147,7 @@ func (run *respRun) newSend(q *respQP) {
 	imm := r.IntN(2)
 	for i, p := range q.msg {
 		p.va, p.rkey, p.dlen = 0, 0, 0
-		switch {
-		case len(q.msg) == 1:
-			p.op = sendOps[imm][0]
-		case i == 0:
-			p.op = sendOps[imm][1]
-		case i == len(q.msg)-1:
-			p.op = sendOps[imm][3]
-		default:
-			p.op = sendOps[imm][2]
-		}
+		p.op = sendOp(imm, i, len(q.msg))
 		// ImmDt only with an opcode that has one; the others carry
 		// bytes there too (the RTL's rq_imm is a field, always driven),
 		// which the model ignores and the CQE must not show.
@@ -211,16 +216,7 @@ func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) 
 		}
 		for i, p := range q.msg {
 			p.va, p.rkey, p.dlen, p.ackReq, p.imm = 0, 0, 0, i == len(q.msg)-1, immDt
-			switch {
-			case len(q.msg) == 1:
-				p.op = sendOps[k][0]
-			case i == 0:
-				p.op = sendOps[k][1]
-			case i == len(q.msg)-1:
-				p.op = sendOps[k][3]
-			default:
-				p.op = sendOps[k][2]
-			}
+			p.op = sendOp(k, i, len(q.msg))
 		}
 	}
 	reconfig := func() {
