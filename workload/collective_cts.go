@@ -169,15 +169,33 @@ func (c *collective) ctsOrder(rk *collRank) {
 	})
 }
 
+// ctsSlotBytes is the size of one FIFO slot: the largest write.
+func (c *collective) ctsSlotBytes() int64 {
+	b := int64(1)
+	for _, step := range c.sched.Steps {
+		for _, x := range step {
+			b = max(b, min(c.slice, x.Bytes))
+		}
+	}
+	return b
+}
+
+// hostSched is the schedule as checkHostBytes counts its memory: with the
+// clear-to-send, a rank's landing area is its receive FIFOs, NCCLSteps
+// slots on each of its receive connections (one a channel in the ring),
+// not the schedule's S bytes, which are not allocated.
+func (c *collective) hostSched() Schedule {
+	s := c.sched
+	if c.cts {
+		s.Landing = NCCLSteps * c.ctsSlotBytes() * int64(max(1, c.run.Channels))
+	}
+	return s
+}
+
 // setupCTS gives every rank its FIFOs, in one region of its own, and
 // numbers every connection's writes.
 func (c *collective) setupCTS(pds []uint32) {
-	c.slotBytes = 1
-	for _, step := range c.sched.Steps {
-		for _, x := range step {
-			c.slotBytes = max(c.slotBytes, min(c.slice, x.Bytes))
-		}
-	}
+	c.slotBytes = c.ctsSlotBytes()
 	for r, rk := range c.ranks {
 		ns, nr := len(rk.sendQP), len(rk.recvQP)
 		size := (ns+nr)*NCCLSteps*ctsEntryBytes + nr*NCCLSteps*int(c.slotBytes)

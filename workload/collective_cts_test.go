@@ -280,3 +280,31 @@ func TestCTSConfigErrors(t *testing.T) {
 	ok := CollectiveRun{Op: CollAllReduce, Bytes: 64, MTU: 4096, FlowControl: FlowNone}
 	assert.NoError(t, ok.Validate())
 }
+
+// TestCTSAllocatesNoLandingArea: with the clear-to-send every write lands
+// in a FIFO slot of its connection, so a rank registers only its S bytes
+// of data (without it, S more of landing area: 2S), and the host-memory
+// limit counts the FIFOs instead. Sizes: 4 ranks of 64 KiB built, the MR
+// S = 65536 bytes with cts and 2S without. The limit, on schedules only
+// (no build): 8 ranks of 768 MiB need 2 × 768 MiB × 8 = 12 GiB without,
+// over the 8 GiB limit; with it (768 MiB + 8 slots × 512 KiB, the default
+// slice) × 8 = 6176 MiB, within.
+func TestCTSAllocatesNoLandingArea(t *testing.T) {
+	for _, tc := range []struct {
+		fc   string
+		want uint64
+	}{{"", 2 * 65536}, {FlowCTS, 65536}} {
+		s, devs := collSwitch(t, 4, perftestLink("NDR"), cx7(t))
+		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 65536, MTU: 4096, Seed: 1, FlowControl: tc.fc})
+		require.NoError(t, err)
+		for r, rk := range c.c.ranks {
+			assert.Equal(t, tc.want, rk.mr.Length, "flow control %q: rank %d's data region", tc.fc, r)
+		}
+	}
+	sched, err := RingAllReduce(8, 768<<20)
+	require.NoError(t, err)
+	assert.Error(t, checkHostBytes(newCollective(CollectiveRun{Op: CollAllReduce}, sched).hostSched()))
+	hs := newCollective(CollectiveRun{Op: CollAllReduce, FlowControl: FlowCTS}, sched).hostSched()
+	assert.Equal(t, int64(NCCLSteps*DefaultSliceBytes), hs.Landing)
+	assert.NoError(t, checkHostBytes(hs))
+}
