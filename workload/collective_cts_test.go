@@ -308,3 +308,58 @@ func TestCTSAllocatesNoLandingArea(t *testing.T) {
 	assert.Equal(t, int64(NCCLSteps*DefaultSliceBytes), hs.Landing)
 	assert.NoError(t, checkHostBytes(hs))
 }
+
+// TestCTSSenderWaitsForItsSendSlot checks the sender's own FIFO: NCCL's
+// send proxy posts step g only once g < done + NCCL_STEPS, done counting
+// the writes whose completion it has polled (net.cc sendProxyProgress), so
+// at any instant a connection has at most NCCLSteps writes posted and not
+// polled complete. The clear-to-send does not imply it: write g's entry is
+// posted once the receiver consumed write g−8, which needs g−8's data, not
+// its ACK. With ACK coalescing (hca.ack_coalesce 8: a responder ACKs every
+// 8th AckReq packet, or when its receive pipeline empties) the ACK of
+// g−8 can reach the sender after the entry for g, and then only the send
+// slot holds g back. A ring of 3 cx7 ranks on a switch, 64 KiB chunks in
+// 4 KiB slices (one packet a write, 16 writes a step): at every CQE on any
+// HCA (a completion must become visible before a sender can poll it, so a
+// write posted early is seen before its slot's completion is polled), no
+// connection may have more than NCCLSteps writes posted past those polled
+// complete; and some check must find a sender whose next entry is there
+// while its eight slots are busy (the case the rule is for). A mutant
+// whose ctsCleared ignores the send slot fails the first (63 checks find
+// nine or more writes outstanding); without coalescing (ack_coalesce 1) no
+// entry beats its slot's ACK and the second fails.
+func TestCTSSenderWaitsForItsSendSlot(t *testing.T) {
+	const n = 3
+	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
+	for _, d := range devs {
+		d.Cfg.AckCoalesce = 8
+	}
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096, FlowControl: FlowCTS})
+	require.NoError(t, err)
+	checks, over, slotBound := 0, 0, 0
+	for _, d := range devs {
+		inner := d.OnCQE
+		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
+			for _, rk := range c.c.ranks {
+				ct := rk.cts
+				for cn, g := range ct.sendSeq {
+					checks++
+					switch out := g - ct.completed[cn]; {
+					case out > NCCLSteps:
+						over++
+					case out == NCCLSteps && ct.seen[cn*NCCLSteps+int(g%NCCLSteps)] == uint64(g+1):
+						slotBound++
+					}
+				}
+			}
+			inner(cq, now)
+		}
+	}
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	t.Logf("%d checks; %d with a send slot binding", checks, slotBound)
+	require.Positive(t, checks)
+	assert.Zero(t, over, "checks finding more than NCCLSteps writes outstanding on a connection")
+	assert.Positive(t, slotBound, "no sender ever had its entry while its slots were busy: the case does not test the rule")
+}
