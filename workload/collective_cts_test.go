@@ -363,3 +363,71 @@ func TestCTSSenderWaitsForItsSendSlot(t *testing.T) {
 	assert.Zero(t, over, "checks finding more than NCCLSteps writes outstanding on a connection")
 	assert.Positive(t, slotBound, "no sender ever had its entry while its slots were busy: the case does not test the rule")
 }
+
+// TestCTSNextIterationClearedOnceTheLastConsumed checks where the
+// back-to-back loop's clear-to-send cost comes from. NCCL's receive proxy
+// posts a step's receive and entry only for the op it is progressing,
+// step < done + NCCL_STEPS and step < nsteps (net.cc recvProxyProgress),
+// and takes the connection's next op (the next iteration's all-reduce)
+// only once this one is done, every step consumed (proxy.cc: removeOp
+// hands over to nextPeer). So iteration i+1's first write on a connection
+// (write (i+1)k, k writes an iteration) is cleared by an entry posted only
+// after the receiver took in write (i+1)k − 1, the last of iteration i: a
+// round trip, receiver to sender, the first step of every iteration pays
+// while its data is ready. The two ranks of an 8-byte ring back to back
+// (two steps of one write: k = 2; one warm-up and three timed iterations):
+// for every iteration after the first of each phase (the timed loop's
+// first comes after the barrier), on both connections, the entry for
+// write (i+1)k must become visible at its sender after write (i+1)k − 1's
+// data became visible at its receiver, and after the sender ended
+// iteration i (so the sender waits for it: the round trip is on the
+// critical path, exposed by its visibility less the sender's end, logged).
+// A mutant whose receivers clear the next iteration's writes as soon as a
+// slot is free (ctsGrant without its g − g%k ≤ consumed) fails the first
+// (the timed loop's six entries a connection all go at its start).
+func TestCTSNextIterationClearedOnceTheLastConsumed(t *testing.T) {
+	const k, warmup, iters = 2, 1, 3
+	s, devs := collPair(t, perftestLink("NDR"), cx7(t))
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, Seed: 1, FlowControl: FlowCTS, Warmup: warmup, Iterations: iters})
+	require.NoError(t, err)
+	type key struct{ src, g int } // a write: its sender (one connection each) and number
+	cleared := map[key]ib.PS{}
+	landed := map[key]ib.PS{}
+	for r, d := range devs {
+		r, inner := r, d.OnMemWrite
+		count := map[int]int{} // slot → writes seen in it
+		d.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+			ct := c.c.ranks[r].cts
+			switch {
+			case addr >= ct.fifo && addr < ct.local:
+				e := int(addr-ct.fifo) / ctsEntryBytes
+				idx := d.Mem.ReadU64(ct.fifo + uint64(e*ctsEntryBytes) + ctsIdxOffset)
+				cleared[key{r, int(idx) - 1}] = now
+			case addr >= ct.data:
+				slot := int(addr-ct.data) / int(c.c.slotBytes)
+				landed[key{1 - r, count[slot]*NCCLSteps + slot}] = now
+				count[slot]++
+			}
+			inner(addr, n, now)
+		}
+	}
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	require.Len(t, landed, 2*k*(warmup+iters))
+	checked := 0
+	for src := range 2 {
+		ends := c.c.ranks[src].cts.iterEnd
+		for i := warmup; i+1 < warmup+iters; i++ {
+			g := (i + 1) * k
+			cts, last := cleared[key{src, g}], landed[key{src, g - 1}]
+			require.NotZero(t, cts)
+			require.NotZero(t, last)
+			assert.Greater(t, cts, last, "sender %d: iteration %d's first write cleared before the last of iteration %d landed", src, i+1, i)
+			assert.Greater(t, cts, ends[i], "sender %d: ready for iteration %d before its clear-to-send", src, i+1)
+			t.Logf("sender %d, iteration %d: the entry for its first write came %v after the last write of the one before landed, %v after the sender ended it", src, i+1, cts-last, cts-ends[i])
+			checked++
+		}
+	}
+	assert.Equal(t, 2*(iters-1), checked)
+}
