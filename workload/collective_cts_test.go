@@ -431,3 +431,59 @@ func TestCTSNextIterationClearedOnceTheLastConsumed(t *testing.T) {
 	}
 	assert.Equal(t, 2*(iters-1), checked)
 }
+
+// TestCTSReducesOnceTheSendSlotIsFree checks when a received slice is
+// taken in: NCCL's GPU reduces (or copies) a slice from its receive slot
+// into its send FIFO, so it starts only once both are ready, the data
+// there and the send slot free (the write NCCLSteps before the forward,
+// on its connection, completed); the reduction's time (here
+// workload.reduce_gbps, 5 GB/s) runs from then. The send-slot case of
+// TestCTSSenderWaitsForItsSendSlot (3 ranks, ACK coalescing 8, 4 KiB
+// slices): at every CQE on any HCA, every slot a rank has taken in
+// (arrived) whose forwarding send is its g-th on its connection must have
+// that connection's write g − NCCLSteps completed (polled); and some
+// check must find a slice landed (got) but held because that slot is
+// busy, the case the rule is for. A mutant that takes a slice in when it
+// lands (landedSlot without the send-slot test) fails the first.
+func TestCTSReducesOnceTheSendSlotIsFree(t *testing.T) {
+	const n = 3
+	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
+	for _, d := range devs {
+		d.Cfg.AckCoalesce = 8
+	}
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096,
+		ReduceGBps: 5, FlowControl: FlowCTS})
+	require.NoError(t, err)
+	early, held, taken := 0, 0, 0
+	for _, d := range devs {
+		inner := d.OnCQE
+		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
+			for _, rk := range c.c.ranks {
+				ct := rk.cts
+				for k, i := range ct.readBy {
+					if i < 0 || !rk.got[k] {
+						continue
+					}
+					cn := rk.sends[i].conn
+					busy := ct.completed[cn] <= int64(ct.sendPos[i])-NCCLSteps
+					switch {
+					case rk.arrived[k] && busy:
+						early++
+					case rk.arrived[k]:
+						taken++
+					case busy:
+						held++
+					}
+				}
+			}
+			inner(cq, now)
+		}
+	}
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	t.Logf("%d slot checks taken in, %d held for the send slot; %v µs", taken, held, m["time_us"])
+	require.Positive(t, taken)
+	assert.Zero(t, early, "slices taken in while their forward's send slot was busy")
+	assert.Positive(t, held, "no slice waited for its send slot: the case does not test the rule")
+}

@@ -202,7 +202,7 @@ type collRank struct {
 	defer0, defer1 []int32
 	deferIdx       []int32
 	sendDone       []bool   // by send index: its completion was polled
-	deferred       []uint32 // landed slots waiting for their sends, in arrival order
+	deferred       []uint32 // landed slots waiting for their sends (with the clear-to-send: for their forward's send slot), in arrival order
 	recvs          int      // receive completions polled
 	expect         int      // receive completions due
 	pending        bool     // an application wake-up is queued
@@ -1202,7 +1202,7 @@ func (c *collective) landedSlot(r int, imm uint32) {
 	}
 	rk.got[imm] = true
 	rk.gotAt[imm] = c.s.Now()
-	if !c.sendsDone(rk, imm) {
+	if !c.sendsDone(rk, imm) || rk.cts != nil && !c.ctsSendSlotFree(rk, int32(imm)) {
 		rk.deferred = append(rk.deferred, imm)
 		return
 	}
@@ -1246,7 +1246,7 @@ func (c *collective) applyDeferred(r int) {
 	rk := c.ranks[r]
 	kept := rk.deferred[:0]
 	for _, imm := range rk.deferred {
-		if c.sendsDone(rk, imm) {
+		if c.sendsDone(rk, imm) && (rk.cts == nil || c.ctsSendSlotFree(rk, int32(imm))) {
 			c.apply(rk, imm)
 		} else {
 			kept = append(kept, imm)
