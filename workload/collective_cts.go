@@ -91,10 +91,12 @@ func checkFlowControl(op, alg, fc, avg, prefix string) error {
 // is free once the write NCCLSteps before it on that connection completed
 // (prims_simple.h; the proxy frees a send slot on its write's
 // completion). Here the data moves into the rank's buffer, which its
-// forward reads, so a slot is consumed once it was taken in and, if a
-// send forwards it, that send's own slot is free (ctsAdvance); a write
-// is posted once its clear-to-send is there and its send slot is free
-// (ctsCleared).
+// forward reads: a landed slice is taken in (added in, with its
+// reduction time, or copied) once the send that forwards it, if one
+// does, has its own slot free (ctsSendSlotFree; landedSlot defers it till
+// then), and its slot is consumed once it was taken in (ctsAdvance); a
+// write is posted once its clear-to-send is there and its send slot is
+// free (ctsCleared).
 type ctsRank struct {
 	// iter is the iteration the rank runs (back to back, its own).
 	iter int
@@ -169,15 +171,33 @@ func (c *collective) ctsOrder(rk *collRank) {
 	})
 }
 
+// ctsSlotBytes is the size of one FIFO slot: the largest write.
+func (c *collective) ctsSlotBytes() int64 {
+	b := int64(1)
+	for _, step := range c.sched.Steps {
+		for _, x := range step {
+			b = max(b, min(c.slice, x.Bytes))
+		}
+	}
+	return b
+}
+
+// hostSched is the schedule as checkHostBytes counts its memory: with the
+// clear-to-send, a rank's landing area is its receive FIFOs, NCCLSteps
+// slots on each of its receive connections (one a channel in the ring),
+// not the schedule's S bytes, which are not allocated.
+func (c *collective) hostSched() Schedule {
+	s := c.sched
+	if c.cts {
+		s.Landing = NCCLSteps * c.ctsSlotBytes() * int64(max(1, c.run.Channels))
+	}
+	return s
+}
+
 // setupCTS gives every rank its FIFOs, in one region of its own, and
 // numbers every connection's writes.
 func (c *collective) setupCTS(pds []uint32) {
-	c.slotBytes = 1
-	for _, step := range c.sched.Steps {
-		for _, x := range step {
-			c.slotBytes = max(c.slotBytes, min(c.slice, x.Bytes))
-		}
-	}
+	c.slotBytes = c.ctsSlotBytes()
 	for r, rk := range c.ranks {
 		ns, nr := len(rk.sendQP), len(rk.recvQP)
 		size := (ns+nr)*NCCLSteps*ctsEntryBytes + nr*NCCLSteps*int(c.slotBytes)
@@ -380,9 +400,11 @@ func (c *collective) ctsLanded(rk *collRank, imm uint32) bool {
 }
 
 // ctsApply takes the n bytes of slot imm (offset off of transfer x) out of
-// the FIFO slot they landed in: added into the data, or copied there.
-// The copy is free, as the reduction is by default (a GPU's memory
-// bandwidth is far above a link's).
+// the FIFO slot they landed in: added into the data, or copied there,
+// once the forward's send slot is free (ctsSendSlotFree), as NCCL's GPU
+// reduces from the receive slot into the send slot. The copy is free, as
+// the reduction is by default (a GPU's memory bandwidth is far above a
+// link's).
 func (c *collective) ctsApply(rk *collRank, imm uint32, x *Transfer, off, n int64) {
 	at := rk.cts.fifoAt[imm]
 	if x.Reduce {
@@ -408,17 +430,29 @@ func (c *collective) ctsAdvance(rk *collRank) {
 		cr := &ct.recv[j]
 		for end := int64(ct.iter+1) * cr.k; cr.consumed < end; cr.consumed++ {
 			k := cr.slots[cr.consumed%cr.k]
-			if !rk.arrived[k] {
+			if !rk.arrived[k] || !c.ctsSendSlotFree(rk, k) {
 				break
-			}
-			if i := ct.readBy[k]; i >= 0 {
-				cn := rk.sends[i].conn
-				if g := int64(ct.iter)*ct.sendK[cn] + int64(ct.sendPos[i]); ct.completed[cn] <= g-NCCLSteps {
-					break
-				}
 			}
 		}
 	}
+}
+
+// ctsSendSlotFree reports whether the send that forwards arrival slot k of
+// rank rk, if one does, has its own FIFO slot: the write NCCLSteps before
+// it on its connection completed. NCCL's GPU moves a received slice on
+// (reduces it, or copies it, into the send FIFO) only then, and only then
+// frees the receive slot (prims_simple.h waits on both peers' steps
+// before its reduce-copy); so the model takes a slot's data in (apply, and
+// the reduction's time with workload.reduce_gbps) once this holds
+// (landedSlot defers it), as well as consuming it (ctsAdvance).
+func (c *collective) ctsSendSlotFree(rk *collRank, k int32) bool {
+	ct := rk.cts
+	i := ct.readBy[k]
+	if i < 0 {
+		return true
+	}
+	cn := rk.sends[i].conn
+	return ct.completed[cn] > int64(ct.iter)*ct.sendK[cn]+int64(ct.sendPos[i])-NCCLSteps
 }
 
 // rankIterDone ends rank r's iteration back to back: its time is kept,

@@ -280,3 +280,210 @@ func TestCTSConfigErrors(t *testing.T) {
 	ok := CollectiveRun{Op: CollAllReduce, Bytes: 64, MTU: 4096, FlowControl: FlowNone}
 	assert.NoError(t, ok.Validate())
 }
+
+// TestCTSAllocatesNoLandingArea: with the clear-to-send every write lands
+// in a FIFO slot of its connection, so a rank registers only its S bytes
+// of data (without it, S more of landing area: 2S), and the host-memory
+// limit counts the FIFOs instead. Sizes: 4 ranks of 64 KiB built, the MR
+// S = 65536 bytes with cts and 2S without. The limit, on schedules only
+// (no build): 8 ranks of 768 MiB need 2 × 768 MiB × 8 = 12 GiB without,
+// over the 8 GiB limit; with it (768 MiB + 8 slots × 512 KiB, the default
+// slice) × 8 = 6176 MiB, within.
+func TestCTSAllocatesNoLandingArea(t *testing.T) {
+	for _, tc := range []struct {
+		fc   string
+		want uint64
+	}{{"", 2 * 65536}, {FlowCTS, 65536}} {
+		s, devs := collSwitch(t, 4, perftestLink("NDR"), cx7(t))
+		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 65536, MTU: 4096, Seed: 1, FlowControl: tc.fc})
+		require.NoError(t, err)
+		for r, rk := range c.c.ranks {
+			assert.Equal(t, tc.want, rk.mr.Length, "flow control %q: rank %d's data region", tc.fc, r)
+		}
+	}
+	sched, err := RingAllReduce(8, 768<<20)
+	require.NoError(t, err)
+	assert.Error(t, checkHostBytes(newCollective(CollectiveRun{Op: CollAllReduce}, sched).hostSched()))
+	hs := newCollective(CollectiveRun{Op: CollAllReduce, FlowControl: FlowCTS}, sched).hostSched()
+	assert.Equal(t, int64(NCCLSteps*DefaultSliceBytes), hs.Landing)
+	assert.NoError(t, checkHostBytes(hs))
+}
+
+// TestCTSSenderWaitsForItsSendSlot checks the sender's own FIFO: NCCL's
+// send proxy posts step g only once g < done + NCCL_STEPS, done counting
+// the writes whose completion it has polled (net.cc sendProxyProgress), so
+// at any instant a connection has at most NCCLSteps writes posted and not
+// polled complete. The clear-to-send does not imply it: write g's entry is
+// posted once the receiver consumed write g−8, which needs g−8's data, not
+// its ACK. With ACK coalescing (hca.ack_coalesce 8: a responder ACKs every
+// 8th AckReq packet, or when its receive pipeline empties) the ACK of
+// g−8 can reach the sender after the entry for g, and then only the send
+// slot holds g back. A ring of 3 cx7 ranks on a switch, 64 KiB chunks in
+// 4 KiB slices (one packet a write, 16 writes a step): at every CQE on any
+// HCA (a completion must become visible before a sender can poll it, so a
+// write posted early is seen before its slot's completion is polled), no
+// connection may have more than NCCLSteps writes posted past those polled
+// complete; and some check must find a sender whose next entry is there
+// while its eight slots are busy (the case the rule is for). A mutant
+// whose ctsCleared ignores the send slot fails the first (63 checks find
+// nine or more writes outstanding); without coalescing (ack_coalesce 1) no
+// entry beats its slot's ACK and the second fails.
+func TestCTSSenderWaitsForItsSendSlot(t *testing.T) {
+	const n = 3
+	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
+	for _, d := range devs {
+		d.Cfg.AckCoalesce = 8
+	}
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096, FlowControl: FlowCTS})
+	require.NoError(t, err)
+	checks, over, slotBound := 0, 0, 0
+	for _, d := range devs {
+		inner := d.OnCQE
+		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
+			for _, rk := range c.c.ranks {
+				ct := rk.cts
+				for cn, g := range ct.sendSeq {
+					checks++
+					switch out := g - ct.completed[cn]; {
+					case out > NCCLSteps:
+						over++
+					case out == NCCLSteps && ct.seen[cn*NCCLSteps+int(g%NCCLSteps)] == uint64(g+1):
+						slotBound++
+					}
+				}
+			}
+			inner(cq, now)
+		}
+	}
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	t.Logf("%d checks; %d with a send slot binding", checks, slotBound)
+	require.Positive(t, checks)
+	assert.Zero(t, over, "checks finding more than NCCLSteps writes outstanding on a connection")
+	assert.Positive(t, slotBound, "no sender ever had its entry while its slots were busy: the case does not test the rule")
+}
+
+// TestCTSNextIterationClearedOnceTheLastConsumed checks where the
+// back-to-back loop's clear-to-send cost comes from. NCCL's receive proxy
+// posts a step's receive and entry only for the op it is progressing,
+// step < done + NCCL_STEPS and step < nsteps (net.cc recvProxyProgress),
+// and takes the connection's next op (the next iteration's all-reduce)
+// only once this one is done, every step consumed (proxy.cc: removeOp
+// hands over to nextPeer). So iteration i+1's first write on a connection
+// (write (i+1)k, k writes an iteration) is cleared by an entry posted only
+// after the receiver took in write (i+1)k − 1, the last of iteration i: a
+// round trip, receiver to sender, the first step of every iteration pays
+// while its data is ready. The two ranks of an 8-byte ring back to back
+// (two steps of one write: k = 2; one warm-up and three timed iterations):
+// for every iteration after the first of each phase (the timed loop's
+// first comes after the barrier), on both connections, the entry for
+// write (i+1)k must become visible at its sender after write (i+1)k − 1's
+// data became visible at its receiver, and after the sender ended
+// iteration i (so the sender waits for it: the round trip is on the
+// critical path, exposed by its visibility less the sender's end, logged).
+// A mutant whose receivers clear the next iteration's writes as soon as a
+// slot is free (ctsGrant without its g − g%k ≤ consumed) fails the first
+// (the timed loop's six entries a connection all go at its start).
+func TestCTSNextIterationClearedOnceTheLastConsumed(t *testing.T) {
+	const k, warmup, iters = 2, 1, 3
+	s, devs := collPair(t, perftestLink("NDR"), cx7(t))
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, Bytes: 8, MTU: 4096, Seed: 1, FlowControl: FlowCTS, Warmup: warmup, Iterations: iters})
+	require.NoError(t, err)
+	type key struct{ src, g int } // a write: its sender (one connection each) and number
+	cleared := map[key]ib.PS{}
+	landed := map[key]ib.PS{}
+	for r, d := range devs {
+		r, inner := r, d.OnMemWrite
+		count := map[int]int{} // slot → writes seen in it
+		d.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+			ct := c.c.ranks[r].cts
+			switch {
+			case addr >= ct.fifo && addr < ct.local:
+				e := int(addr-ct.fifo) / ctsEntryBytes
+				idx := d.Mem.ReadU64(ct.fifo + uint64(e*ctsEntryBytes) + ctsIdxOffset)
+				cleared[key{r, int(idx) - 1}] = now
+			case addr >= ct.data:
+				slot := int(addr-ct.data) / int(c.c.slotBytes)
+				landed[key{1 - r, count[slot]*NCCLSteps + slot}] = now
+				count[slot]++
+			}
+			inner(addr, n, now)
+		}
+	}
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	require.Len(t, landed, 2*k*(warmup+iters))
+	checked := 0
+	for src := range 2 {
+		ends := c.c.ranks[src].cts.iterEnd
+		for i := warmup; i+1 < warmup+iters; i++ {
+			g := (i + 1) * k
+			cts, last := cleared[key{src, g}], landed[key{src, g - 1}]
+			require.NotZero(t, cts)
+			require.NotZero(t, last)
+			assert.Greater(t, cts, last, "sender %d: iteration %d's first write cleared before the last of iteration %d landed", src, i+1, i)
+			assert.Greater(t, cts, ends[i], "sender %d: ready for iteration %d before its clear-to-send", src, i+1)
+			t.Logf("sender %d, iteration %d: the entry for its first write came %v after the last write of the one before landed, %v after the sender ended it", src, i+1, cts-last, cts-ends[i])
+			checked++
+		}
+	}
+	assert.Equal(t, 2*(iters-1), checked)
+}
+
+// TestCTSReducesOnceTheSendSlotIsFree checks when a received slice is
+// taken in: NCCL's GPU reduces (or copies) a slice from its receive slot
+// into its send FIFO, so it starts only once both are ready, the data
+// there and the send slot free (the write NCCLSteps before the forward,
+// on its connection, completed); the reduction's time (here
+// workload.reduce_gbps, 5 GB/s) runs from then. The send-slot case of
+// TestCTSSenderWaitsForItsSendSlot (3 ranks, ACK coalescing 8, 4 KiB
+// slices): at every CQE on any HCA, every slot a rank has taken in
+// (arrived) whose forwarding send is its g-th on its connection must have
+// that connection's write g − NCCLSteps completed (polled); and some
+// check must find a slice landed (got) but held because that slot is
+// busy, the case the rule is for. A mutant that takes a slice in when it
+// lands (landedSlot without the send-slot test) fails the first.
+func TestCTSReducesOnceTheSendSlotIsFree(t *testing.T) {
+	const n = 3
+	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
+	for _, d := range devs {
+		d.Cfg.AckCoalesce = 8
+	}
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096,
+		ReduceGBps: 5, FlowControl: FlowCTS})
+	require.NoError(t, err)
+	early, held, taken := 0, 0, 0
+	for _, d := range devs {
+		inner := d.OnCQE
+		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
+			for _, rk := range c.c.ranks {
+				ct := rk.cts
+				for k, i := range ct.readBy {
+					if i < 0 || !rk.got[k] {
+						continue
+					}
+					cn := rk.sends[i].conn
+					busy := ct.completed[cn] <= int64(ct.sendPos[i])-NCCLSteps
+					switch {
+					case rk.arrived[k] && busy:
+						early++
+					case rk.arrived[k]:
+						taken++
+					case busy:
+						held++
+					}
+				}
+			}
+			inner(cq, now)
+		}
+	}
+	m, err := c.Run()
+	require.NoError(t, err)
+	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
+	t.Logf("%d slot checks taken in, %d held for the send slot; %v µs", taken, held, m["time_us"])
+	require.Positive(t, taken)
+	assert.Zero(t, early, "slices taken in while their forward's send slot was busy")
+	assert.Positive(t, held, "no slice waited for its send slot: the case does not test the rule")
+}

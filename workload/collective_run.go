@@ -202,7 +202,7 @@ type collRank struct {
 	defer0, defer1 []int32
 	deferIdx       []int32
 	sendDone       []bool   // by send index: its completion was polled
-	deferred       []uint32 // landed slots waiting for their sends, in arrival order
+	deferred       []uint32 // landed slots waiting for their sends (with the clear-to-send: for their forward's send slot), in arrival order
 	recvs          int      // receive completions polled
 	expect         int      // receive completions due
 	pending        bool     // an application wake-up is queued
@@ -346,7 +346,7 @@ func BuildCollectiveOn(s *components.Sim, devs []*hca.Device, run CollectiveRun)
 	}
 	c := newCollective(run, sched)
 	c.s = s
-	if err := checkHostBytes(sched); err != nil {
+	if err := checkHostBytes(c.hostSched()); err != nil {
 		return nil, err
 	}
 	if err := checkWrites(sched, c.slice, run.iterations()); err != nil {
@@ -455,7 +455,7 @@ const MaxCollectiveWrites = 1 << 21
 
 // MaxCollectiveHostBytes bounds the simulated host memory of one collective
 // run, all ranks together: each rank registers 2·S bytes (its data and its
-// landing half) and the model stores every byte, since the run checks the
+// landing half; with the clear-to-send, S and its receive FIFOs) and the model stores every byte, since the run checks the
 // data it moved. Without it a large size over many ranks runs the machine
 // out of memory instead of saying what is wrong. 8 GiB of buffers is about
 // 8.5 GB resident at most: a reduction's landed slices give their pages
@@ -706,9 +706,15 @@ func (c *collective) setup(devs []*hca.Device) {
 		}
 		rk.sendCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, sends)))
 		rk.recvCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, recvs)))
-		base := d.Malloc(size + int(c.sched.Landing))
+		// With the clear-to-send every write lands in a FIFO slot
+		// (setupCTS): the landing area is not allocated.
+		landing := int(c.sched.Landing)
+		if c.cts {
+			landing = 0
+		}
+		base := d.Malloc(size + landing)
 		rk.src, rk.dst = base, base+uint64(size)
-		rk.mr = d.RegMR(pds[r], base, size+int(c.sched.Landing), acc)
+		rk.mr = d.RegMR(pds[r], base, size+landing, acc)
 		rk.sends, rk.waits = c.sendsOf(r)
 		rk.defer0, rk.defer1, rk.deferIdx = c.defersOf(r, rk.sends)
 		if c.cts {
@@ -1196,7 +1202,7 @@ func (c *collective) landedSlot(r int, imm uint32) {
 	}
 	rk.got[imm] = true
 	rk.gotAt[imm] = c.s.Now()
-	if !c.sendsDone(rk, imm) {
+	if !c.sendsDone(rk, imm) || rk.cts != nil && !c.ctsSendSlotFree(rk, int32(imm)) {
 		rk.deferred = append(rk.deferred, imm)
 		return
 	}
@@ -1240,7 +1246,7 @@ func (c *collective) applyDeferred(r int) {
 	rk := c.ranks[r]
 	kept := rk.deferred[:0]
 	for _, imm := range rk.deferred {
-		if c.sendsDone(rk, imm) {
+		if c.sendsDone(rk, imm) && (rk.cts == nil || c.ctsSendSlotFree(rk, int32(imm))) {
 			c.apply(rk, imm)
 		} else {
 			kept = append(kept, imm)
