@@ -915,24 +915,8 @@ module tb;
     wire rq_valid  = more && !is_cfg && !is_post && hold == 0;
     wire post_take;
     // The receive queues: {index, address, length, L_Key} per WQE.
-    reg [143:0] rqm [0:255];
-    reg [6:0] rq_head [0:3];
-    reg [6:0] rq_tail [0:3];
-    reg rw_busy, rnd_rc;
-    reg [1:0] rw_slot;
-    integer rw_lat, qi;
-    wire rw_req_valid, rw_rsp_ready;
-    wire [23:0] rw_req_qpn;
-    wire rw_rsp_valid = rw_busy && rw_lat == 0;
-    wire rw_ok = rq_head[rw_slot] != rq_tail[rw_slot];
-    wire [143:0] rw_w = rqm[{rw_slot, rq_head[rw_slot][5:0]}];
-    wire rc_valid;
-    wire [23:0] rc_qpn;
-    wire [3:0] rc_opcode;
-    wire [7:0] rc_status;
-    wire [15:0] rc_index;
-    wire [31:0] rc_len, rc_imm;
-    wire cfg_ready, rq_ready, pd_ready;
+    integer qi;
+` + rqStandInDecl + `    wire cfg_ready, rq_ready, pd_ready;
     wire pd_valid = bi < nb && rnd_pd;
     wire kc_req_valid, kc_req_ready, kc_rsp_valid, kc_rsp_ready;
     wire [31:0] kc_req_key, kc_req_pd;
@@ -1013,13 +997,7 @@ module tb;
             rqm[{e[225:224], rq_tail[e[225:224]][5:0]}] <= {e[15:0], e[127:64], e[159:128], e[191:160]};
             rq_tail[e[225:224]] <= rq_tail[e[225:224]] + 7'd1;
         end
-        if (rw_req_valid && !rw_busy) begin
-            rw_busy <= 1'b1; rw_slot <= rw_req_qpn[1:0]; rw_lat <= ($random(seed) & 32'h7fffffff) % 4;
-        end else if (rw_rsp_valid && rw_rsp_ready) begin
-            rw_busy <= 1'b0;
-            if (rw_ok) rq_head[rw_slot] <= rq_head[rw_slot] + 7'd1;
-        end else if (rw_busy && rw_lat != 0) rw_lat <= rw_lat - 1;
-        if (rc_valid && rnd_rc) $display("Q %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
+` + rqStandInStep + `        if (rc_valid && rnd_rc) $display("Q %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
         if (rq_valid && rq_ready) begin
             ei <= ei + 1;
             if (e[248]) hold <= -1;

@@ -128,6 +128,39 @@ func sendOp(imm, i, n int) ib.Opcode {
 	return sendOps[imm][2]
 }
 
+// rqStandInDecl declares the receive queues' stand-in the responder
+// testbenches (respTB, respWireTB) answer rw_* from: 4 contexts of 64
+// WQEs, {index, address, length, L_Key} each in rqm, and the receive
+// completion wires rc_*; rqStandInStep is its clocked part, in the
+// bench's always block (a request taken while idle, answered after 0..3
+// cycles, the WQE taken with the answer when one is posted).
+const rqStandInDecl = `    reg [143:0] rqm [0:255];
+    reg [6:0] rq_head [0:3];
+    reg [6:0] rq_tail [0:3];
+    reg rw_busy, rnd_rc;
+    reg [1:0] rw_slot;
+    integer rw_lat;
+    wire rw_req_valid, rw_rsp_ready;
+    wire [23:0] rw_req_qpn;
+    wire rw_rsp_valid = rw_busy && rw_lat == 0;
+    wire rw_ok = rq_head[rw_slot] != rq_tail[rw_slot];
+    wire [143:0] rw_w = rqm[{rw_slot, rq_head[rw_slot][5:0]}];
+    wire rc_valid;
+    wire [23:0] rc_qpn;
+    wire [3:0] rc_opcode;
+    wire [7:0] rc_status;
+    wire [15:0] rc_index;
+    wire [31:0] rc_len, rc_imm;
+`
+
+const rqStandInStep = `        if (rw_req_valid && !rw_busy) begin
+            rw_busy <= 1'b1; rw_slot <= rw_req_qpn[1:0]; rw_lat <= ($random(seed) & 32'h7fffffff) % 4;
+        end else if (rw_rsp_valid && rw_rsp_ready) begin
+            rw_busy <= 1'b0;
+            if (rw_ok) rq_head[rw_slot] <= rq_head[rw_slot] + 7'd1;
+        end else if (rw_busy && rw_lat != 0) rw_lat <= rw_lat - 1;
+`
+
 // newSend starts a SEND of 0..3 MTUs on q (as message builds a WRITE's
 // packets), with immediate data half the time, a receive WQE posted for it
 // 7 times in 8 (and a second one now and then, so the queue holds more).

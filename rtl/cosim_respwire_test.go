@@ -363,24 +363,9 @@ module tb;
     wire [31:0] r_ack_len;
     wire [2:0] r_ack_mtu;
     // The receive queues' stand-in: {index, address, length, L_Key} per WQE, 64 a context.
-    reg [143:0] rqm [0:255];
-    reg [6:0] rq_head [0:3];
-    reg [6:0] rq_tail [0:3];
-    reg rw_busy, rnd_rc, p_idle;
-    reg [1:0] rw_slot;
-    integer rw_lat, rqi;
-    wire rw_req_valid, rw_rsp_ready;
-    wire [23:0] rw_req_qpn;
-    wire rw_rsp_valid = rw_busy && rw_lat == 0;
-    wire rw_ok = rq_head[rw_slot] != rq_tail[rw_slot];
-    wire [143:0] rw_w = rqm[{rw_slot, rq_head[rw_slot][5:0]}];
-    wire rc_valid;
-    wire [23:0] rc_qpn;
-    wire [3:0] rc_opcode;
-    wire [7:0] rc_status;
-    wire [15:0] rc_index;
-    wire [31:0] rc_len, rc_imm;
-    // A post waits until the packets before it are through hca_rx_ack and the responder is idle,
+    reg p_idle;
+    integer rqi;
+` + rqStandInDecl + `    // A post waits until the packets before it are through hca_rx_ack and the responder is idle,
     // two cycles running.
     wire post_idle = !rx.c_valid && !rq_valid && rq_ready && !rw_busy;
     wire post_take = more && is_post && hold == 0 && post_idle && p_idle;
@@ -588,13 +573,7 @@ module tb;
             rqm[{e[489:488], rq_tail[e[489:488]][5:0]}] <= e[487:344];
             rq_tail[e[489:488]] <= rq_tail[e[489:488]] + 7'd1;
         end
-        if (rw_req_valid && !rw_busy) begin
-            rw_busy <= 1'b1; rw_slot <= rw_req_qpn[1:0]; rw_lat <= ($random(seed) & 32'h7fffffff) % 4;
-        end else if (rw_rsp_valid && rw_rsp_ready) begin
-            rw_busy <= 1'b0;
-            if (rw_ok) rq_head[rw_slot] <= rq_head[rw_slot] + 7'd1;
-        end else if (rw_busy && rw_lat != 0) rw_lat <= rw_lat - 1;
-        if (rc_valid && rnd_rc) $display("V %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
+` + rqStandInStep + `        if (rc_valid && rnd_rc) $display("V %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
         if (rx_valid && rx_ready) begin
             ei <= ei + 1;
             if (e[514]) hold <= -1;
