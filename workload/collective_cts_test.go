@@ -309,6 +309,31 @@ func TestCTSAllocatesNoLandingArea(t *testing.T) {
 	assert.NoError(t, checkHostBytes(hs))
 }
 
+// ctsSlotRing builds the slot tests' ring: 3 ranks on one NDR switch
+// with the clear-to-send, 64 KiB a rank in 4 KiB slices, ACKs coalesced 8
+// to a message (so an entry can beat the ACK of the write NCCLSteps
+// before it, and a send slot binds), each rank reducing at reduceGBps
+// (0: free); check runs at every CQE, before the driver sees it.
+func ctsSlotRing(t *testing.T, reduceGBps float64, check func()) *Collective {
+	t.Helper()
+	const n = 3
+	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
+	for _, d := range devs {
+		d.Cfg.AckCoalesce = 8
+	}
+	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096,
+		ReduceGBps: reduceGBps, FlowControl: FlowCTS})
+	require.NoError(t, err)
+	for _, d := range devs {
+		inner := d.OnCQE
+		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
+			check()
+			inner(cq, now)
+		}
+	}
+	return c
+}
+
 // TestCTSSenderWaitsForItsSendSlot checks the sender's own FIFO: NCCL's
 // send proxy posts step g only once g < done + NCCL_STEPS, done counting
 // the writes whose completion it has polled (net.cc sendProxyProgress), so
@@ -329,32 +354,22 @@ func TestCTSAllocatesNoLandingArea(t *testing.T) {
 // nine or more writes outstanding); without coalescing (ack_coalesce 1) no
 // entry beats its slot's ACK and the second fails.
 func TestCTSSenderWaitsForItsSendSlot(t *testing.T) {
-	const n = 3
-	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
-	for _, d := range devs {
-		d.Cfg.AckCoalesce = 8
-	}
-	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096, FlowControl: FlowCTS})
-	require.NoError(t, err)
 	checks, over, slotBound := 0, 0, 0
-	for _, d := range devs {
-		inner := d.OnCQE
-		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
-			for _, rk := range c.c.ranks {
-				ct := rk.cts
-				for cn, g := range ct.sendSeq {
-					checks++
-					switch out := g - ct.completed[cn]; {
-					case out > NCCLSteps:
-						over++
-					case out == NCCLSteps && ct.seen[cn*NCCLSteps+int(g%NCCLSteps)] == uint64(g+1):
-						slotBound++
-					}
+	var c *Collective
+	c = ctsSlotRing(t, 0, func() {
+		for _, rk := range c.c.ranks {
+			ct := rk.cts
+			for cn, g := range ct.sendSeq {
+				checks++
+				switch out := g - ct.completed[cn]; {
+				case out > NCCLSteps:
+					over++
+				case out == NCCLSteps && ct.seen[cn*NCCLSteps+int(g%NCCLSteps)] == uint64(g+1):
+					slotBound++
 				}
 			}
-			inner(cq, now)
 		}
-	}
+	})
 	m, err := c.Run()
 	require.NoError(t, err)
 	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
@@ -446,39 +461,28 @@ func TestCTSNextIterationClearedOnceTheLastConsumed(t *testing.T) {
 // busy, the case the rule is for. A mutant that takes a slice in when it
 // lands (landedSlot without the send-slot test) fails the first.
 func TestCTSReducesOnceTheSendSlotIsFree(t *testing.T) {
-	const n = 3
-	s, devs := collSwitch(t, n, perftestLink("NDR"), cx7(t))
-	for _, d := range devs {
-		d.Cfg.AckCoalesce = 8
-	}
-	c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: n << 16, SliceBytes: 4096,
-		ReduceGBps: 5, FlowControl: FlowCTS})
-	require.NoError(t, err)
 	early, held, taken := 0, 0, 0
-	for _, d := range devs {
-		inner := d.OnCQE
-		d.OnCQE = func(cq *hca.CQ, now ib.PS) {
-			for _, rk := range c.c.ranks {
-				ct := rk.cts
-				for k, i := range ct.readBy {
-					if i < 0 || !rk.got[k] {
-						continue
-					}
-					cn := rk.sends[i].conn
-					busy := ct.completed[cn] <= int64(ct.sendPos[i])-NCCLSteps
-					switch {
-					case rk.arrived[k] && busy:
-						early++
-					case rk.arrived[k]:
-						taken++
-					case busy:
-						held++
-					}
+	var c *Collective
+	c = ctsSlotRing(t, 5, func() {
+		for _, rk := range c.c.ranks {
+			ct := rk.cts
+			for k, i := range ct.readBy {
+				if i < 0 || !rk.got[k] {
+					continue
+				}
+				cn := rk.sends[i].conn
+				busy := ct.completed[cn] <= int64(ct.sendPos[i])-NCCLSteps
+				switch {
+				case rk.arrived[k] && busy:
+					early++
+				case rk.arrived[k]:
+					taken++
+				case busy:
+					held++
 				}
 			}
-			inner(cq, now)
 		}
-	}
+	})
 	m, err := c.Run()
 	require.NoError(t, err)
 	require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
