@@ -102,9 +102,9 @@ func TestSwitchKeysTheRTLDoesNotBuild(t *testing.T) {
 		// per-VL FIFOs and a report without the pool's SRAM.
 		{[]string{"switch.queueing=voq", "switch.shared_buffer_bytes=65536", "switch.vl_buffer_bytes=4224"},
 			"switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)"},
-		{[]string{"switch.queueing=voq"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
+		{[]string{"switch.queueing=voq"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo: --set switch.queueing=fifo exports that design; the simulator's default is voq)`},
 		// The default (the config sweeps switch.queueing, so the sweep goes).
-		{[]string{"sweep={}"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
+		{[]string{"sweep={}"}, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo: --set switch.queueing=fifo exports that design; the simulator's default is voq)`},
 		{[]string{fifo, "switch.allocator=wavefront"}, `switch.allocator: "wavefront" is not supported by the RTL, whose allocator is a round-robin arbiter per output (separable, islip)`},
 		{[]string{fifo, "switch.speedup=2"}, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
 		{[]string{fifo, "switch.cut_through=false"}, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},

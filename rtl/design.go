@@ -288,7 +288,7 @@ func (d Design) Validate() error {
 		return fmt.Errorf("switch.shared_buffer_bytes: %d is not supported by the RTL, whose VL buffers are static with no shared pool (0)", d.SharedBufferBytes)
 	}
 	if d.Queueing != "" && d.Queueing != switchasic.QueueFIFO {
-		return fmt.Errorf("switch.queueing: %q is not supported by the RTL, whose input unit keeps one FIFO per VL (%s)", d.Queueing, switchasic.QueueFIFO)
+		return fmt.Errorf("switch.queueing: %q is not supported by the RTL, whose input unit keeps one FIFO per VL (%s: --set switch.queueing=%s exports that design; the simulator's default is voq)", d.Queueing, switchasic.QueueFIFO, switchasic.QueueFIFO)
 	}
 	if d.Allocator != "" && d.Allocator != components.AllocISLIP && d.Allocator != components.AllocSeparable {
 		return fmt.Errorf("switch.allocator: %q is not supported by the RTL, whose allocator is a round-robin arbiter per output (%s, %s)",

@@ -206,7 +206,7 @@ func TestValidate(t *testing.T) {
 		{"width", func(d *Design) { d.LinkWidth = 3 }, "link.width: 3x is not an IB link width (1x, 2x, 4x, 8x, 12x)"},
 		{"2x before hdr", func(d *Design) { d.LinkWidth = 2 }, "link.width: 2x exists only from HDR on, not with EDR (1x, 4x, 8x, 12x)"},
 		{"shared pool", func(d *Design) { d.SharedBufferBytes = 65536 }, "switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)"},
-		{"voq", func(d *Design) { d.Queueing = "voq" }, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)`},
+		{"voq", func(d *Design) { d.Queueing = "voq" }, `switch.queueing: "voq" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo: --set switch.queueing=fifo exports that design; the simulator's default is voq)`},
 		{"wavefront", func(d *Design) { d.Allocator = "wavefront" }, `switch.allocator: "wavefront" is not supported by the RTL, whose allocator is a round-robin arbiter per output (separable, islip)`},
 		{"speedup", func(d *Design) { d.Speedup = 2 }, "switch.speedup: 2 is not supported by the RTL, where an input holds one crossbar connection at a time (1)"},
 		{"store and forward", func(d *Design) { d.StoreAndForward = true }, "switch.cut_through: false is not supported by the RTL, which forwards each block as it arrives (true)"},

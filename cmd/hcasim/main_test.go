@@ -645,7 +645,7 @@ func TestRTLDesignPoints(t *testing.T) {
 	assert.Equal(t, "hcasim rtl: examples/hol-blocking.yaml: switch.shared_buffer_bytes: 65536 is not supported by the RTL, whose VL buffers are static with no shared pool (0)\n", errs)
 	code, _, errs = run("rtl", "-config", "ndr.yaml", "--set", "sweep={}", "-o", t.TempDir())
 	assert.Equal(t, 2, code)
-	assert.Equal(t, "hcasim rtl: ndr.yaml: switch.queueing: \"voq\" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)\n", errs)
+	assert.Equal(t, "hcasim rtl: ndr.yaml: switch.queueing: \"voq\" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo: --set switch.queueing=fifo exports that design; the simulator's default is voq)\n", errs)
 	// hol-blocking.yaml runs iSLIP with 2 iterations: the RTL's one
 	// iteration grants the same only with one VL.
 	code, _, errs = run("rtl", "-config", "examples/hol-blocking.yaml", "--set", "switch.queueing=fifo", "--set", "switch.vls=2", "-o", t.TempDir())

@@ -116,7 +116,7 @@ func TestRTLTestbenchRefuses(t *testing.T) {
 			"hcasim rtl: ndr.yaml: sweep.workload.offered_load: the testbench replays one run, and this axis changes it; pin it with --set workload.offered_load=VALUE (or drop the sweep with --set sweep={})\n"},
 		// A design the RTL refuses is refused as without --testbench.
 		{[]string{"rtl", "-config", "ndr.yaml", "--set", "sweep={}", "--testbench", "-o", "DIR"},
-			"hcasim rtl: ndr.yaml: switch.queueing: \"voq\" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo)\n"},
+			"hcasim rtl: ndr.yaml: switch.queueing: \"voq\" is not supported by the RTL, whose input unit keeps one FIFO per VL (fifo: --set switch.queueing=fifo exports that design; the simulator's default is voq)\n"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		args := append([]string(nil), tc.args...)
