@@ -1264,7 +1264,8 @@ const respSteps = 400
 
 // TestResponderMutantsFail: each slip in hca_responder fails the
 // co-simulation of one random run (ACK_COALESCE 3, so coalescing and the
-// flush count; respMutantSteps steps) or of the directed run.
+// flush count; respMutantSteps steps), of the directed run or of the
+// atomic directed run (respAtomicDirected).
 func TestResponderMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
@@ -1275,9 +1276,9 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"every packet ahead NAKed", f, "if (ctx_naks[ix]) begin", "if (1'b0) begin"},
 		{"the sequence NAK with the packet's PSN", f, "p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];", "p_syn <= SYN_SEQ; p_psn <= h_psn;"},
 		{"a PSN behind compared without the modulo", f, "wire         behind = d[23];", "wire         behind = h_psn < ctx_epsn[ix];"},
-		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd)", "(state == S_KRSP && kc_rsp_valid && !is_rd)"},
+		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm)", "(state == S_KRSP && kc_rsp_valid && !is_rd && !is_atm)"},
 		{"the R_Key checked over the packet's bytes", f, ": {32'd0, h_dlen};", ": {51'd0, h_len};"},
-		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : 4'd2", "4'd4"},
+		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2", "4'd4"},
 		{"the R_Key checked in context 0's PD", f, "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
 		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0) ||", "has_reth) ||"},
 		{"a key failure leaves the context out of ERR", f, "if (k_fail) begin\n                ctx_err[ix] <= 1'b1;\n", "if (k_fail) begin\n"},
@@ -1290,12 +1291,24 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"an ACK for every AckReq", f, "h_ackreq && ctx_pend[ix] + 11'd1 >= COAL;", "h_ackreq;"},
 		{"no flush", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "1'b0"},
 		{"a flush with a packet waiting", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "(hit && ctx_pend[ix] != 11'd0)"},
+		// Atomics (the atomic directed run, TestResponderAtomicCosim's).
+		{"FETCH_ADD adds nothing", f, "a_orig + h_swap", "a_orig"},
+		{"CMP_SWAP swaps on a miss", f, "(a_orig == h_cmp ? h_swap : a_orig)", "h_swap"},
+		{"a misaligned atomic executed", f, "wire         a_mis   = a_ok && h_va[2:0] != 3'd0;", "wire         a_mis   = 1'b0;"},
+		{"an atomic's R_Key checked for REMOTE_WRITE", f, "is_atm ? 4'd8", "is_atm ? 4'd2"},
+		{"a duplicate atomic dropped", f, "wire         at_dup  = f_hit && is_atm && res_atom[f_e];", "wire         at_dup  = 1'b0;"},
+		{"a duplicate answered with the result, not the original value", f, "res_orig[a_slot] <= a_orig;", "res_orig[a_slot] <= a_res;"},
+		{"the 8 bytes read from lane 0", f, "a_sh    = rd_rsp_data << {a_o, 3'd0};", "a_sh    = rd_rsp_data;"},
+		{"the 8 bytes big-endian", f, "a_orig[8*ai +: 8] = a_sh[511-8*ai -: 8];", "a_orig[63-8*ai -: 8] = a_sh[511-8*ai -: 8];"},
+		{"the whole block written back", f, "{8'hFF, 56'd0} >> a_o", "{64{1'b1}}"},
+		{"the atomic ACK with the MSN before it", f, "p_psn <= h_psn; p_msn <= msn_1;", "p_psn <= h_psn; p_msn <= ctx_msn[ix];"},
+		{"an atomic takes no PSN", f, "ctx_msn[ix] <= msn_1;\n            ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;", "ctx_msn[ix] <= msn_1;\n            ctx_epsn[ix] <= ctx_epsn[ix];"},
 		// Several edits, joined by respEdits' separator.
 		{"the ACK before the payload's write", f,
-			"state <= S_XFER;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_XFER;" + respEdits +
+			"state <= S_XFER;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= acommit ? S_ARD : S_XFER;" + respEdits +
 				"if (x_done) state <= S_ACK;" + respEdits + "S_ACK: if (!p_ack && !p_cqe) begin\n                state <= S_FLUSH;" + respEdits +
 				"end\n                state <= S_FLUSH;",
-			"state <= S_ACK;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_ACK;" + respEdits +
+			"state <= S_ACK;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= acommit ? S_ARD : S_ACK;" + respEdits +
 				"if (x_done) state <= S_FLUSH;" + respEdits + "S_ACK: if (!p_ack && !p_cqe) begin\n                state <= S_XFER;" + respEdits +
 				"end\n                state <= S_XFER;"},
 	} {
@@ -1310,6 +1323,9 @@ func TestResponderMutantsFail(t *testing.T) {
 			drun, _, _, _ := respDirected(cosimSeeds[0])
 			dres := runResp(t, ctx, t.TempDir(), drun, 1, replace)
 			diffs = append(diffs, drun.check(dres)...)
+			arun, _, _, _, _ := respAtomicDirected(cosimSeeds[0])
+			ares := runResp(t, ctx, t.TempDir(), arun, 1, replace)
+			diffs = append(diffs, arun.check(ares)...)
 			if m.file == "" {
 				assert.Empty(t, diffs, "the unmutated block")
 				return

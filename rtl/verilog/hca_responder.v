@@ -302,6 +302,9 @@ module hca_responder #(
     wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd);
     wire [31:0]  r_e     = ix * RD_RES + {{(32-RW){1'b0}}, ctx_rnext[ix]};
+    // The resource after it (a READ or an atomic taking one), and the MSN after an atomic.
+    wire [RW-1:0] rnext_n = ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
+    wire [23:0]  msn_1   = ctx_msn[ix] + 24'd1;
     wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
     // An atomic past its R_Key check: a VA not 8-byte aligned is NAK invalid request (class C, as the
     // model's Receive after the key check); else it takes its resource (acommit) and runs: its block
@@ -476,11 +479,10 @@ module hca_responder #(
                 end else if (behind) begin
                     if (is_rd || is_atm) begin
                         // A duplicate READ: its resource looked for (S_DUP), then replayed from it
-                        // (through the key check unless of length 0), else dropped (class D).
+                        // (through the key check unless of length 0), else dropped (class D); a
+                        // duplicate atomic answered from its resource's saved value, else dropped.
                         cnt_dup <= sat(cnt_dup);
                         state <= S_DUP;
-                    end else if (rd_atom) begin
-                        cnt_todo <= sat(cnt_todo);
                     end else begin
                         cnt_dup <= sat(cnt_dup);
                         p_ack <= 1'b1;
@@ -682,10 +684,10 @@ module hca_responder #(
             // carries the MSN after it.
             a_slot <= r_e;
             p_atom <= 1'b1;
-            p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= ctx_msn[ix] + 24'd1;
-            ctx_msn[ix] <= ctx_msn[ix] + 24'd1;
+            p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= msn_1;
+            ctx_msn[ix] <= msn_1;
             ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;
-            ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
+            ctx_rnext[ix] <= rnext_n;
             res_first[r_e] <= h_psn;
             res_last[r_e]  <= h_psn;
             res_atom[r_e]  <= 1'b1;
@@ -730,7 +732,7 @@ module hca_responder #(
                 p_mid <= 1'b0;
                 ctx_msn[ix] <= ctx_msn[ix] + 24'd1;
                 ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;
-                ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
+                ctx_rnext[ix] <= rnext_n;
                 res_first[r_e] <= h_psn;
                 res_last[r_e]  <= rd_last;
                 res_va[r_e]    <= h_va;
