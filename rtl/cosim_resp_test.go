@@ -145,6 +145,11 @@ type respRun struct {
 	// abase: the testbench's atomic memory, [abase, abase + 512): bytes
 	// respMemByte's pattern until written (atomics only go there).
 	abase uint64
+	// atomics: FETCH_ADD and CMP_SWAP requests among the READs and WRITEs
+	// (newRespRunAtomics), into atomRegions (REMOTE_ATOMIC, one per PD,
+	// 128 bytes each inside the testbench's atomic memory).
+	atomics     bool
+	atomRegions []hca.MR
 }
 
 // respCQE is a receive completion as hca_responder gives it on rc_*: the
@@ -275,6 +280,10 @@ func (run *respRun) message(q *respQP, va uint64, rkey, n uint32) {
 // checked), or a wrong opcode.
 func (run *respRun) newMessage(q *respQP) {
 	r := run.r
+	if run.atomics && r.IntN(4) == 0 {
+		run.newAtomic(q)
+		return
+	}
 	if run.reads && r.IntN(3) == 0 {
 		run.newRead(q)
 		return
@@ -478,10 +487,16 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 		if cp.op == ib.RDMAReadRequest && !a.Read && !a.Ack {
 			run.byKind["READ duplicate dropped"]++
 		}
+		if (cp.op == ib.CompareSwap || cp.op == ib.FetchAdd) && !a.AtomicReplay {
+			run.byKind["atomic duplicate dropped"]++
+		}
 	case a.Ack && a.AckSyn == hca.SynNAKAccess:
 		run.byKind["R_Key "+a.KeyResult.String()]++
 	case a.Ack && a.AckSyn == hca.SynNAKInvReq:
 		run.byKind["invalid request"]++
+		if cp.op == ib.CompareSwap || cp.op == ib.FetchAdd {
+			run.byKind["atomic misaligned"]++
+		}
 	case a.Write:
 		run.byKind[fmt.Sprintf("written (VA mod 64 %s)", map[bool]string{true: "0", false: "> 0"}[a.WriteAddr%64 == 0])]++
 	default:
