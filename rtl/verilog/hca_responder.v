@@ -26,8 +26,9 @@
 //     resource whose PSNs hold its PSN (the lowest, findRes) when it lies inside that READ (R_Key
 //     equal, VA range inside, last PSN not past the READ's), its region checked again for
 //     REMOTE_READ unless of length 0 (failure: NAK remote access error, ERR), with the current MSN,
-//     as MIDDLE ... LAST when its PSN is not the READ's first; else dropped; a duplicate atomic: TODO
-//     (todo);
+//     as MIDDLE ... LAST when its PSN is not the READ's first; else dropped; a duplicate atomic
+//     (dup): answered from the resource holding its PSN when that is an atomic's (its saved original
+//     value, the current MSN, nothing executed again: hca LastAtomic), else dropped;
 //   in sequence: the sequence-NAK flag clears; a FIRST or ONLY inside a message, a MIDDLE or LAST
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
 //     context to ERR (class C); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
@@ -63,8 +64,18 @@
 //     RESP_WR_IMM with the WRITE's RETH DMA length from its FIRST or ONLY; the immediate when the
 //     opcode has one, else 0; the WQE's index; status 0), an error's with status 1, 4 or 10, opcode
 //     2 (1 for a WRITE), byte_len and immediate 0. ACKs, MSN, PSN as for a WRITE;
-//   other opcodes in sequence (atomics, SEND with invalidate): TODO, dropped (todo), the context
-//     unchanged.
+//   an atomic (CMP_SWAP 0x13, FETCH_ADD 0x14) in sequence: the AtomicETH's VA, R_Key (rq_va, rq_rkey),
+//     swap/add and compare data (rq_swap, rq_cmp); its R_Key through kc_* for REMOTE_ATOMIC (8) over
+//     [VA, VA + 8) (failure: NAK remote access error, ERR); a VA not 8-byte aligned: NAK invalid
+//     request, ERR; else it takes the next responder resource (as a READ), the expected PSN and
+//     the MSN move by one, its 64-byte block is read on rd_* (DMA client rd1's contract), the 8
+//     bytes at the VA (least significant first, as the model's ReadU64) give the original value,
+//     the result (original + add; swap if original == compare, else the original) is written back
+//     on wr0 (one beat, those 8 byte enables), the original value kept in the resource, and the
+//     ATOMIC ACKNOWLEDGE leaves on ack_* after the write (ack_atomic, ack_orig, the MSN after it;
+//     hca.Device.atomic). Not here (TODO): the model's NAK when the resource is in use (claimRes),
+//     the model's serialization of atomics to one address across QPs (d.atomics: one at a time here);
+//   other opcodes in sequence (SEND with invalidate): TODO, dropped (todo), the context unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
 //
@@ -76,11 +87,12 @@
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register), and
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
-// TODO: atomics and their duplicates, SEND with invalidate, a receive WQE of several scatter
+// TODO: SEND with invalidate, a receive WQE of several scatter
 // elements (the model's RecvSGL), the receive queue behind rw_* (prefetch from host memory, the
 // flush of posted WQEs when the QP goes to ERR: hca.Device.flushRecvs), SRQs (docs/rtl.md). In
-// hca_transport: behind hca_rx_ack (which routes no SEND or WRITE with immediate to it yet: rw_* is
-// tied to an empty queue, rc_* to no CQE writer, cfg_rnr to 0), its kc_* and wr_* through
+// hca_transport: behind hca_rx_ack (which routes no atomic to it yet: rq_swap, rq_cmp and rd_* are
+// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* is tied to an empty
+// queue, rc_* to no CQE writer), its kc_* and wr_* through
 // hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
