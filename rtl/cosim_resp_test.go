@@ -56,6 +56,8 @@ type respPkt struct {
 	va     uint64 // RETH
 	rkey   uint32
 	dlen   uint32
+	swap   uint64 // AtomicETH: swap or add data (va, rkey: its VA and R_Key)
+	cmp    uint64 // AtomicETH: compare data
 	pd     uint32 // cfg: the QP's PD
 	mtu    int    // cfg: the QP's path MTU, bytes
 	pay    []byte // the payload
@@ -140,6 +142,14 @@ type respRun struct {
 	localRegions []hca.MR
 	cqes         []respCQE
 	cqeAfter     []int
+	// abase: the testbench's atomic memory, [abase, abase + 512): bytes
+	// respMemByte's pattern until written (atomics only go there).
+	abase uint64
+	// atomics: FETCH_ADD and CMP_SWAP requests among the READs and WRITEs
+	// (newRespRunAtomics), into atomRegions (REMOTE_ATOMIC, one per PD,
+	// 128 bytes each inside the testbench's atomic memory).
+	atomics     bool
+	atomRegions []hca.MR
 }
 
 // respCQE is a receive completion as hca_responder gives it on rc_*: the
@@ -270,6 +280,10 @@ func (run *respRun) message(q *respQP, va uint64, rkey, n uint32) {
 // checked), or a wrong opcode.
 func (run *respRun) newMessage(q *respQP) {
 	r := run.r
+	if run.atomics && r.IntN(4) == 0 {
+		run.newAtomic(q)
+		return
+	}
 	if run.reads && r.IntN(3) == 0 {
 		run.newRead(q)
 		return
@@ -450,7 +464,8 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 		return
 	}
 	pkt := &ib.Packet{Opcode: cp.op, PSN: cp.psn, AckReq: cp.ackReq, DestQP: cp.qpn, Imm: cp.imm,
-		RETH: ib.RETH{VA: cp.va, RKey: cp.rkey, Length: cp.dlen}, PayloadLen: len(cp.pay), Payload: cp.pay}
+		RETH: ib.RETH{VA: cp.va, RKey: cp.rkey, Length: cp.dlen}, PayloadLen: len(cp.pay), Payload: cp.pay,
+		Atomic: ib.AtomicETH{VA: cp.va, RKey: cp.rkey, SwapAdd: cp.swap, Compare: cp.cmp}}
 	d := int32((cp.psn-q.resp.ExpectedPSN())<<8) >> 8 // psnDiff
 	errState := q.resp.State == hca.QPErr
 	a := q.resp.Receive(pkt, respEnv{&run.table, q.pd, q.qpn, q})
@@ -472,10 +487,16 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 		if cp.op == ib.RDMAReadRequest && !a.Read && !a.Ack {
 			run.byKind["READ duplicate dropped"]++
 		}
+		if (cp.op == ib.CompareSwap || cp.op == ib.FetchAdd) && !a.AtomicReplay {
+			run.byKind["atomic duplicate dropped"]++
+		}
 	case a.Ack && a.AckSyn == hca.SynNAKAccess:
 		run.byKind["R_Key "+a.KeyResult.String()]++
 	case a.Ack && a.AckSyn == hca.SynNAKInvReq:
 		run.byKind["invalid request"]++
+		if cp.op == ib.CompareSwap || cp.op == ib.FetchAdd {
+			run.byKind["atomic misaligned"]++
+		}
 	case a.Write:
 		run.byKind[fmt.Sprintf("written (VA mod 64 %s)", map[bool]string{true: "0", false: "> 0"}[a.WriteAddr%64 == 0])]++
 	default:
@@ -501,6 +522,9 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 	}
 	if a.Read {
 		run.reply(q, a)
+	}
+	if a.Atomic || a.AtomicReplay {
+		run.atomic(q, pkt, a)
 	}
 	if cp.gap {
 		if psn, msn, ok := q.resp.FlushAck(); ok {
@@ -679,7 +703,7 @@ func (run *respRun) fill(n int) {
 // write puts the stream, payload blocks and MPT into dir.
 func (run *respRun) write(t *testing.T, dir string) {
 	t.Helper()
-	var ent, blk, mpt strings.Builder
+	var ent, blk, mpt, atm strings.Builder
 	for _, p := range run.stream {
 		var w3, w2, w1, w0 uint64
 		if p.cfg {
@@ -707,6 +731,7 @@ func (run *respRun) write(t *testing.T, dir string) {
 			}
 		}
 		fmt.Fprintf(&ent, "%016x%016x%016x%016x\n", w3, w2, w1, w0)
+		fmt.Fprintf(&atm, "%016x%016x\n", p.swap, p.cmp)
 	}
 	for i := range 64 {
 		e, ok := run.table.Entry(uint32(i))
@@ -722,6 +747,10 @@ func (run *respRun) write(t *testing.T, dir string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ent.hex"), []byte(ent.String()), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "blk.hex"), []byte(blk.String()), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "mpt.hex"), []byte(mpt.String()), 0o644))
+	if atm.Len() == 0 {
+		atm.WriteString(strings.Repeat("0", 32) + "\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "atm.hex"), []byte(atm.String()), 0o644))
 }
 
 // respResult is the testbench's log, read back.
@@ -905,7 +934,15 @@ module tb;
     reg [255:0] ent [0:4095];
     reg [511:0] blk [0:32767];
     reg [255:0] mpt [0:63];
-    integer ne, nb, ei, bi, cyc, idle, hold, seed, lat;
+    // Atomics: each entry's AtomicETH {swap/add, compare} in atm.hex; host memory's 64-bit words
+    // at [ABASE, ABASE + 512), each byte respMemByte's pattern until written on wr0.
+    parameter [63:0] ABASE = 64'h0;
+    reg [127:0] atm [0:4095];
+    reg [7:0] amem [0:511];
+    reg rd_busy;
+    reg [63:0] rd_a;
+    reg [511:0] rd_blk;
+    integer ne, nb, ei, bi, cyc, idle, hold, seed, lat, ak;
     reg rnd_pd, rnd_wr, rnd_ack, rnd_mpt;
     wire [255:0] e = ent[ei];
     wire is_cfg = e[255:252] == 4'd1;
@@ -934,7 +971,12 @@ module tb;
     wire [511:0] wr_data;
     wire [23:0] ack_qpn, ack_psn, ack_msn;
     wire [7:0] ack_syn;
-    wire ack_read, ack_mid;
+    wire ack_read, ack_mid, ack_atomic;
+    wire [63:0] ack_orig;
+    wire rd_req_valid;
+    wire [63:0] rd_req_addr;
+    wire [15:0] rd_req_len;
+    reg rnd_rd;
     wire [63:0] ack_va;
     wire [31:0] ack_len;
     wire [2:0] ack_mtu;
@@ -945,7 +987,9 @@ module tb;
         .cfg_mtu(e[34:32]), .cfg_rnr(e[44:40]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(e[247:224]), .rq_psn(e[223:200]), .rq_op(e[199:192]),
         .rq_ackreq(e[249]), .rq_va(e[127:64]), .rq_rkey(e[63:32]), .rq_dlen(e[159:128]), .rq_len(e[172:160]),
-        .rq_imm(e[31:0]),
+        .rq_imm(e[31:0]), .rq_swap(atm[ei][127:64]), .rq_cmp(atm[ei][63:0]),
+        .rd_req_valid(rd_req_valid), .rd_req_ready(rnd_rd && !rd_busy), .rd_req_addr(rd_req_addr), .rd_req_len(rd_req_len),
+        .rd_rsp_valid(rd_busy), .rd_rsp_data(rd_blk),
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
         .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
@@ -958,6 +1002,7 @@ module tb;
         .wr_valid(wr_valid), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be), .wr_ready(rnd_wr),
         .ack_valid(ack_valid), .ack_ready(rnd_ack), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn), .ack_msn(ack_msn),
         .ack_read(ack_read), .ack_va(ack_va), .ack_len(ack_len), .ack_mtu(ack_mtu), .ack_mid(ack_mid),
+        .ack_atomic(ack_atomic), .ack_orig(ack_orig),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     hca_key_check #(.TAG_W(1), .CACHE_ENTRIES(0)) kc (
@@ -973,6 +1018,11 @@ module tb;
         $readmemh("ent.hex", ent);
         $readmemh("blk.hex", blk);
         $readmemh("mpt.hex", mpt);
+        $readmemh("atm.hex", atm);
+        for (ak = 0; ak < 512; ak = ak + 1)
+            amem[ak] = (ABASE[7:0] + ak[7:0]) ^ ((ABASE[15:0] + ak[15:0]) >> 8) ^ ((ABASE[23:0] + ak[23:0]) >> 16) ^
+                       ((ABASE[31:0] + ak[31:0]) >> 24) ^ 8'hA5;
+        rd_busy = 1'b0; rnd_rd = 1'b0;
         ei = 0; bi = 0; cyc = 0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
         rnd_pd = 1'b0; rnd_wr = 1'b0; rnd_ack = 1'b0; rnd_mpt = 1'b0; rnd_rc = 1'b0; rw_busy = 1'b0; rw_lat = 0;
         rw_slot = 2'd0;
@@ -988,6 +1038,18 @@ module tb;
         rnd_ack <= ($random(seed) & 1) != 0;
         rnd_mpt <= ($random(seed) & 1) != 0;
         rnd_rc  <= ($random(seed) & 1) != 0;
+        rnd_rd  <= ($random(seed) & 1) != 0;
+        // rd1: one block a request, answered the cycle after it is taken (lane k: address + k).
+        if (rd_req_valid && rnd_rd && !rd_busy) begin
+            rd_busy <= 1'b1;
+            for (ak = 0; ak < 64; ak = ak + 1)
+                rd_blk[511-8*ak -: 8] <= (rd_req_addr + ak >= ABASE && rd_req_addr + ak < ABASE + 512) ?
+                    amem[rd_req_addr + ak - ABASE] : 8'h00;
+        end else rd_busy <= 1'b0;
+        if (wr_valid && rnd_wr)
+            for (ak = 0; ak < 64; ak = ak + 1)
+                if (wr_be[63-ak] && wr_addr + ak >= ABASE && wr_addr + ak < ABASE + 512)
+                    amem[wr_addr + ak - ABASE] <= wr_data[511-8*ak -: 8];
         if (cfg_valid && cfg_ready) begin
             ei <= ei + 1;
             rq_head[e[225:224]] <= rq_tail[e[225:224]];
@@ -1011,7 +1073,8 @@ module tb;
         else if (mpt_busy) lat <= lat - 1;
         if (wr_valid && rnd_wr) $display("W %h %h %h %h", wr_addr, wr_len, wr_be, wr_data);
         if (ack_valid && rnd_ack) $display("A %h %h %h %h %h %h %h", ack_qpn, ack_psn, ack_syn, ack_msn,
-                                           {ack_mid, ack_read}, ack_read ? ack_va : 64'd0, ack_read ? ack_len : 32'd0);
+                                           {ack_atomic, ack_mid, ack_read}, ack_read ? ack_va : ack_atomic ? ack_orig : 64'd0,
+                                           ack_read ? ack_len : 32'd0);
         idle <= (!more && rq_ready && !ack_valid && !rc_valid) ? idle + 1 : 0;
         if (idle == 8) begin
             if (bi != nb) $display("BLOCKS taken %0d of %0d", bi, nb);
@@ -1055,7 +1118,7 @@ func runResp(t *testing.T, ctx context.Context, dir string, run *respRun, seed u
 	run.write(t, dir)
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp",
 		fmt.Sprintf("-Ptb.ACK_COALESCE=%d", run.coalesce), fmt.Sprintf("-Ptb.RD_RES=%d", run.cfg.MaxRdAtomic),
-		fmt.Sprintf("-Ptb.SEED=%d", seed)}, files...)...)
+		fmt.Sprintf("-Ptb.SEED=%d", seed), fmt.Sprintf("-Ptb.ABASE=64'h%x", run.abase)}, files...)...)
 	require.NoError(t, err)
 	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(run.stream)), fmt.Sprintf("+nb=%d", run.blocks))
 	require.NoError(t, err)
@@ -1216,7 +1279,8 @@ const respSteps = 400
 
 // TestResponderMutantsFail: each slip in hca_responder fails the
 // co-simulation of one random run (ACK_COALESCE 3, so coalescing and the
-// flush count; respMutantSteps steps) or of the directed run.
+// flush count; respMutantSteps steps), of the directed run or of the
+// atomic directed run (respAtomicDirected).
 func TestResponderMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
@@ -1227,9 +1291,9 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"every packet ahead NAKed", f, "if (ctx_naks[ix]) begin", "if (1'b0) begin"},
 		{"the sequence NAK with the packet's PSN", f, "p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];", "p_syn <= SYN_SEQ; p_psn <= h_psn;"},
 		{"a PSN behind compared without the modulo", f, "wire         behind = d[23];", "wire         behind = h_psn < ctx_epsn[ix];"},
-		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd)", "(state == S_KRSP && kc_rsp_valid && !is_rd)"},
+		{"a failed R_Key check written anyway", f, "(state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm)", "(state == S_KRSP && kc_rsp_valid && !is_rd && !is_atm)"},
 		{"the R_Key checked over the packet's bytes", f, ": {32'd0, h_dlen};", ": {51'd0, h_len};"},
-		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : 4'd2", "4'd4"},
+		{"the R_Key checked for REMOTE_READ", f, "is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2", "4'd4"},
 		{"the R_Key checked in context 0's PD", f, "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
 		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0) ||", "has_reth) ||"},
 		{"a key failure leaves the context out of ERR", f, "if (k_fail) begin\n                ctx_err[ix] <= 1'b1;\n", "if (k_fail) begin\n"},
@@ -1242,12 +1306,24 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"an ACK for every AckReq", f, "h_ackreq && ctx_pend[ix] + 11'd1 >= COAL;", "h_ackreq;"},
 		{"no flush", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "1'b0"},
 		{"a flush with a packet waiting", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "(hit && ctx_pend[ix] != 11'd0)"},
+		// Atomics (the atomic directed run, TestResponderAtomicCosim's).
+		{"FETCH_ADD adds nothing", f, "a_orig + h_swap", "a_orig"},
+		{"CMP_SWAP swaps on a miss", f, "(a_orig == h_cmp ? h_swap : a_orig)", "h_swap"},
+		{"a misaligned atomic executed", f, "wire         a_mis   = a_ok && h_va[2:0] != 3'd0;", "wire         a_mis   = 1'b0;"},
+		{"an atomic's R_Key checked for REMOTE_WRITE", f, "is_atm ? 4'd8", "is_atm ? 4'd2"},
+		{"a duplicate atomic dropped", f, "wire         at_dup  = f_hit && is_atm && res_atom[f_e];", "wire         at_dup  = 1'b0;"},
+		{"a duplicate answered with the result, not the original value", f, "res_orig[a_slot] <= a_orig;", "res_orig[a_slot] <= a_res;"},
+		{"the 8 bytes read from lane 0", f, "a_sh    = rd_rsp_data << {a_o, 3'd0};", "a_sh    = rd_rsp_data;"},
+		{"the 8 bytes big-endian", f, "a_orig[8*ai +: 8] = a_sh[511-8*ai -: 8];", "a_orig[63-8*ai -: 8] = a_sh[511-8*ai -: 8];"},
+		{"the whole block written back", f, "{8'hFF, 56'd0} >> a_o", "{64{1'b1}}"},
+		{"the atomic ACK with the MSN before it", f, "p_psn <= h_psn; p_msn <= msn_1;", "p_psn <= h_psn; p_msn <= ctx_msn[ix];"},
+		{"an atomic takes no PSN", f, "ctx_msn[ix] <= msn_1;\n            ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;", "ctx_msn[ix] <= msn_1;\n            ctx_epsn[ix] <= ctx_epsn[ix];"},
 		// Several edits, joined by respEdits' separator.
 		{"the ACK before the payload's write", f,
-			"state <= S_XFER;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_XFER;" + respEdits +
+			"state <= S_XFER;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= acommit ? S_ARD : S_XFER;" + respEdits +
 				"if (x_done) state <= S_ACK;" + respEdits + "S_ACK: if (!p_ack && !p_cqe) begin\n                state <= S_FLUSH;" + respEdits +
 				"end\n                state <= S_FLUSH;",
-			"state <= S_ACK;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= S_ACK;" + respEdits +
+			"state <= S_ACK;\n                if (!hit)" + respEdits + "S_KRSP: if (kc_rsp_valid) state <= acommit ? S_ARD : S_ACK;" + respEdits +
 				"if (x_done) state <= S_FLUSH;" + respEdits + "S_ACK: if (!p_ack && !p_cqe) begin\n                state <= S_XFER;" + respEdits +
 				"end\n                state <= S_XFER;"},
 	} {
@@ -1262,6 +1338,9 @@ func TestResponderMutantsFail(t *testing.T) {
 			drun, _, _, _ := respDirected(cosimSeeds[0])
 			dres := runResp(t, ctx, t.TempDir(), drun, 1, replace)
 			diffs = append(diffs, drun.check(dres)...)
+			arun, _, _, _, _ := respAtomicDirected(cosimSeeds[0])
+			ares := runResp(t, ctx, t.TempDir(), arun, 1, replace)
+			diffs = append(diffs, arun.check(ares)...)
 			if m.file == "" {
 				assert.Empty(t, diffs, "the unmutated block")
 				return

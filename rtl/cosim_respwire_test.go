@@ -375,7 +375,8 @@ module tb;
         .cfg_mtu(e[366:364]), .cfg_rnr(e[360:356]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
-        .rq_imm(rq_imm),
+        .rq_imm(rq_imm), .rq_swap(64'd0), .rq_cmp(64'd0),
+        .rd_req_valid(), .rd_req_ready(1'b0), .rd_req_addr(), .rd_req_len(), .rd_rsp_valid(1'b0), .rd_rsp_data(512'd0),
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
         .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
@@ -387,7 +388,7 @@ module tb;
         .kc_rsp_valid(b_kc_rsp_valid), .kc_rsp_ready(b_kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
-        .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid),
+        .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(), .ack_orig(),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     // ---- the requester's stand-in: READ responses to wr0, key checks ----
@@ -1208,12 +1209,12 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"unmutated", "", "", ""}, // both runs pass: the failures below are the mutants'
 		{"a READ takes one PSN, not ceil(len / MTU)", f, "ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;", "ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;"},
 		{"a READ leaves the MSN", f, "ctx_msn[ix] <= ctx_msn[ix] + 24'd1;", "ctx_msn[ix] <= ctx_msn[ix];"},
-		{"a READ's R_Key checked for REMOTE_WRITE", f, "is_rd ? 4'd4 : 4'd2", "4'd2"},
+		{"a READ's R_Key checked for REMOTE_WRITE", f, "is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2", "is_atm ? 4'd8 : 4'd2"},
 		{"a duplicate READ replayed whatever its R_Key", f, "h_rkey == res_rkey[f_e] && ", ""},
 		{"a duplicate READ replayed past its READ's last PSN", f, "(f_dl == 24'd0 || f_dl[23])", "1'b1"},
 		{"a replay from inside the READ sent from FIRST", f, "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
 		{"a replay with the MSN after it", f, "p_msn <= ctx_msn[ix];\n                p_mid", "p_msn <= ctx_msn[ix] + 24'd1;\n                p_mid"},
-		{"the resource ring not advanced", f, "ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};", "ctx_rnext[ix] <= ctx_rnext[ix];"},
+		{"the resource ring not advanced", f, "ctx_rnext[ix] <= rnext_n;\n                res_first", "ctx_rnext[ix] <= ctx_rnext[ix];\n                res_first"},
 		{"READ requests not routed to the responder", rx, "wire         rq_req = pay_req || rd_req;", "wire         rq_req = pay_req;"},
 		{"a READ's RETH behind a GRH not from the second beat", rx, "p_grq   <= global && rq_reth;", "p_grq   <= global && wr_req && wr_reth;"},
 		{"a MIDDLE response with an AETH", atx, "wire             hs_aeth  = hs_op != 8'h0E;", "wire             hs_aeth  = 1'b1;"},

@@ -417,10 +417,17 @@ func TestReportYosys(t *testing.T) {
 	// output register, valid 1 + QPN 24 + the same fields but the flag
 	// (the new context fields, the receive WQE's address, length, L_Key
 	// and index, the bytes placed, the WRITE's length and min_rnr_timer,
-	// are memories).
+	// are memories). Atomics: the output register's ATOMIC ACKNOWLEDGE
+	// flag 1 + original value 64, the same owed 1 + 64; the packet's
+	// AtomicETH swap/add 64 + compare 64; the value written back 64; an
+	// atomic flag per resource, 8 x RD_RES; the atomic's resource, the
+	// index's log2(8 x RD_RES) bits (the original values are a memory).
+	// hca_transport ties the atomic inputs off, but these registers have
+	// no reset, so Yosys keeps them.
 	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+4+(1+1+64+8+8+6+8)+63*8+
 		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24+
-		8+32+(1+2+3+16+32+32)+(1+24+2+3+16+32+32),
+		8+32+(1+2+3+16+32+32)+(1+24+2+3+16+32+32)+
+		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1)),
 		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}})])
 	// hca_share_arb: per arbiter of key checks and wr0 the pick held, busy,
 	// the client picked and the one served last, 4 each; the wr0 arbiter's
@@ -475,8 +482,9 @@ func TestReportYosys(t *testing.T) {
 		case "hca_responder":
 			// the contexts' QPN, expected PSN, MSN, PD, next byte, coalescing count, ACK PSN; MTU code, next
 			// resource; the resources' first and last PSN, VA, length, R_Key; the receive WQE's address,
-			// length, L_Key, index, the bytes placed, the WRITE's length, min_rnr_timer
-			assert.Equal(t, 7+2+5+7, c.Memories, c.Module)
+			// length, L_Key, index, the bytes placed, the WRITE's length, min_rnr_timer; the atomics'
+			// original values
+			assert.Equal(t, 7+2+5+7+1, c.Memories, c.Module)
 		}
 	}
 }

@@ -362,9 +362,14 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
     wire [31:0] rs_rc_len, rs_rc_imm;
     wire [23:0] rs_rw_qpn;
     wire        rs_rw_valid, rs_rw_ready;
+    // No atomic reaches the responder yet (hca_rx_ack routes none): its rd_* and AtomicETH tied off.
+    wire        rs_rd_valid, rs_ack_atomic;
+    wire [63:0] rs_rd_addr, rs_ack_orig;
+    wire [15:0] rs_rd_len;
     /* verilator lint_off UNUSEDSIGNAL */
     wire rs_rc_unused = &{1'b0, rs_rc_valid, rs_rc_qpn, rs_rc_opcode, rs_rc_status, rs_rc_index, rs_rc_len,
-                          rs_rc_imm, rs_rw_qpn, rs_rw_valid, rs_rw_ready, 1'b0};
+                          rs_rc_imm, rs_rw_qpn, rs_rw_valid, rs_rw_ready, rs_rd_valid, rs_rd_addr, rs_rd_len,
+                          rs_ack_atomic, rs_ack_orig, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
@@ -372,7 +377,9 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
         .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd), .cfg_mtu(qp_cfg_mtu), .cfg_rnr(qp_cfg_rnr),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
-        .rq_imm(rq_imm),
+        .rq_imm(rq_imm), .rq_swap(64'd0), .rq_cmp(64'd0),
+        .rd_req_valid(rs_rd_valid), .rd_req_ready(1'b0), .rd_req_addr(rs_rd_addr), .rd_req_len(rs_rd_len),
+        .rd_rsp_valid(1'b0), .rd_rsp_data(512'd0),
         .rw_req_valid(rs_rw_valid), .rw_req_ready(1'b1), .rw_req_qpn(rs_rw_qpn), .rw_rsp_valid(1'b1),
         .rw_rsp_ready(rs_rw_ready), .rw_rsp_ok(1'b0), .rw_rsp_index(16'd0), .rw_rsp_addr(64'd0), .rw_rsp_len(32'd0),
         .rw_rsp_lkey(32'd0),
@@ -388,6 +395,7 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
         .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
         .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
+        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig),
         .cnt_acks(rsp_acks), .cnt_naks(rsp_naks), .cnt_dup(rsp_dup), .cnt_seq_drop(rsp_seq_drop),
         .cnt_err_drop(rsp_err_drop), .cnt_no_qp(rsp_no_qp), .cnt_todo(rsp_todo)
     );

@@ -26,8 +26,9 @@
 //     resource whose PSNs hold its PSN (the lowest, findRes) when it lies inside that READ (R_Key
 //     equal, VA range inside, last PSN not past the READ's), its region checked again for
 //     REMOTE_READ unless of length 0 (failure: NAK remote access error, ERR), with the current MSN,
-//     as MIDDLE ... LAST when its PSN is not the READ's first; else dropped; a duplicate atomic: TODO
-//     (todo);
+//     as MIDDLE ... LAST when its PSN is not the READ's first; else dropped; a duplicate atomic
+//     (dup): answered from the resource holding its PSN when that is an atomic's (its saved original
+//     value, the current MSN, nothing executed again: hca LastAtomic), else dropped;
 //   in sequence: the sequence-NAK flag clears; a FIRST or ONLY inside a message, a MIDDLE or LAST
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
 //     context to ERR (class C); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
@@ -63,8 +64,18 @@
 //     RESP_WR_IMM with the WRITE's RETH DMA length from its FIRST or ONLY; the immediate when the
 //     opcode has one, else 0; the WQE's index; status 0), an error's with status 1, 4 or 10, opcode
 //     2 (1 for a WRITE), byte_len and immediate 0. ACKs, MSN, PSN as for a WRITE;
-//   other opcodes in sequence (atomics, SEND with invalidate): TODO, dropped (todo), the context
-//     unchanged.
+//   an atomic (CMP_SWAP 0x13, FETCH_ADD 0x14) in sequence: the AtomicETH's VA, R_Key (rq_va, rq_rkey),
+//     swap/add and compare data (rq_swap, rq_cmp); its R_Key through kc_* for REMOTE_ATOMIC (8) over
+//     [VA, VA + 8) (failure: NAK remote access error, ERR); a VA not 8-byte aligned: NAK invalid
+//     request, ERR; else it takes the next responder resource (as a READ), the expected PSN and
+//     the MSN move by one, its 64-byte block is read on rd_* (DMA client rd1's contract), the 8
+//     bytes at the VA (least significant first, as the model's ReadU64) give the original value,
+//     the result (original + add; swap if original == compare, else the original) is written back
+//     on wr0 (one beat, those 8 byte enables), the original value kept in the resource, and the
+//     ATOMIC ACKNOWLEDGE leaves on ack_* after the write (ack_atomic, ack_orig, the MSN after it;
+//     hca.Device.atomic). Not here (TODO): the model's NAK when the resource is in use (claimRes),
+//     the model's serialization of atomics to one address across QPs (d.atomics: one at a time here);
+//   other opcodes in sequence (SEND with invalidate): TODO, dropped (todo), the context unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
 //
@@ -76,11 +87,12 @@
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register), and
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
-// TODO: atomics and their duplicates, SEND with invalidate, a receive WQE of several scatter
+// TODO: SEND with invalidate, a receive WQE of several scatter
 // elements (the model's RecvSGL), the receive queue behind rw_* (prefetch from host memory, the
 // flush of posted WQEs when the QP goes to ERR: hca.Device.flushRecvs), SRQs (docs/rtl.md). In
-// hca_transport: behind hca_rx_ack (which routes no SEND or WRITE with immediate to it yet: rw_* is
-// tied to an empty queue, rc_* to no CQE writer, cfg_rnr to 0), its kc_* and wr_* through
+// hca_transport: behind hca_rx_ack (which routes no atomic to it yet: rq_swap, rq_cmp and rd_* are
+// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* is tied to an empty
+// queue, rc_* to no CQE writer), its kc_* and wr_* through
 // hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
@@ -107,6 +119,8 @@ module hca_responder #(
     input  wire [31:0]  rq_dlen,
     input  wire [12:0]  rq_len,
     input  wire [31:0]  rq_imm,    // ImmDt (a SEND or WRITE with immediate)
+    input  wire [63:0]  rq_swap,   // AtomicETH: swap (CMP_SWAP) or add (FETCH_ADD) data
+    input  wire [63:0]  rq_cmp,    // AtomicETH: compare data (CMP_SWAP)
     input  wire         pd_valid,
     input  wire [511:0] pd_data,
     output wire         pd_ready,
@@ -130,6 +144,13 @@ module hca_responder #(
     input  wire [63:0]  rw_rsp_addr,   // its one scatter element: address, length, L_Key
     input  wire [31:0]  rw_rsp_len,
     input  wire [31:0]  rw_rsp_lkey,
+    // DMA client rd1's contract (hca_ack_tx's rd_*): an atomic's 8 bytes read as their 64-byte block
+    output wire         rd_req_valid,
+    input  wire         rd_req_ready,
+    output wire [63:0]  rd_req_addr,
+    output wire [15:0]  rd_req_len,
+    input  wire         rd_rsp_valid,  // no back-pressure: one block answers the request
+    input  wire [511:0] rd_rsp_data,
     output wire         wr_valid,
     output wire [63:0]  wr_addr,
     output wire [15:0]  wr_len,
@@ -147,6 +168,8 @@ module hca_responder #(
     output reg  [31:0]  ack_len,
     output reg  [2:0]   ack_mtu,   // the context's path MTU code
     output reg          ack_mid,   // a replay from inside the READ: MIDDLE ... LAST, no FIRST
+    output reg          ack_atomic, // an ATOMIC ACKNOWLEDGE (AETH + AtomicAckETH ack_orig), not an ACK
+    output reg  [63:0]  ack_orig,  // the atomic's original value (AtomicAckETH)
     output reg          rc_valid,  // a receive completion (hca_cqe_writer's cpl_* fields)
     input  wire         rc_ready,
     output reg  [23:0]  rc_qpn,
@@ -166,7 +189,8 @@ module hca_responder #(
     localparam integer NQ = 1 << QPN_W;
     localparam [10:0] COAL = ACK_COALESCE[10:0];
     localparam [3:0] S_IDLE = 4'd0, S_DEC = 4'd1, S_KREQ = 4'd2, S_KRSP = 4'd3, S_XFER = 4'd4,
-                     S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8, S_RREQ = 4'd9, S_RRSP = 4'd10;
+                     S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8, S_RREQ = 4'd9, S_RRSP = 4'd10,
+                     S_ARD = 4'd11, S_ARSP = 4'd12, S_AWR = 4'd13;
     localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62, SYN_OPE = 8'h63,
                      SYN_RNR = 8'h20;
 
@@ -201,6 +225,8 @@ module hca_responder #(
     reg  [63:0]   res_va    [0:NR-1];  // the RETH's VA, R_Key, DMA length
     reg  [31:0]   res_len   [0:NR-1];
     reg  [31:0]   res_rkey  [0:NR-1];
+    reg  [NR-1:0] res_atom;            // an atomic's resource (its PSN only), not a READ's
+    reg  [63:0]   res_orig  [0:NR-1];  // the atomic's original value, for a duplicate (hca SaveAtomic)
 
     // ---- the packet in hand ----
     reg  [3:0]   state;
@@ -211,6 +237,7 @@ module hca_responder #(
     reg  [31:0]  h_rkey, h_dlen;
     reg  [12:0]  h_len;
     reg  [31:0]  h_imm;
+    reg  [63:0]  h_swap, h_cmp;
     wire [QPN_W-1:0] ix = h_qpn[QPN_W-1:0];
 
     wire         hit    = ctx_valid[ix] && ctx_qpn[ix] == h_qpn;
@@ -238,6 +265,7 @@ module hca_responder #(
     wire         s_over  = sendp && !first && r_end > {1'b0, ctx_rlen[ix]};
     wire         l_chk   = sendp;                                          // a key check of the WQE's L_Key
     wire         is_rd  = h_op == 8'h0C;
+    wire         is_atm = h_op == 8'h13 || h_op == 8'h14;               // CMP_SWAP, FETCH_ADD
 
     // ---- READ: its PSNs (hca.PacketCount: ceil(len / MTU), at least 1) and resources ----
     wire [3:0]   mtu_sh  = {1'b0, ctx_mtu[ix]} + 4'd7;                  // MTU = 2^mtu_sh bytes
@@ -261,14 +289,16 @@ module hca_responder #(
     // The duplicate must lie within the original: its VA range, R_Key, and its last PSN.
     wire         dup_ok  = h_va >= f_va && h_dlen <= f_len &&
                            {1'b0, h_va} + {33'd0, h_dlen} <= {1'b0, f_va} + {33'd0, f_len} &&
-                           h_rkey == res_rkey[f_e] && (f_dl == 24'd0 || f_dl[23]);
-    wire         rd_dup  = f_hit && dup_ok;
+                           h_rkey == res_rkey[f_e] && (f_dl == 24'd0 || f_dl[23]) && !res_atom[f_e];
+    wire         rd_dup  = f_hit && dup_ok && is_rd;
+    // A duplicate atomic whose resource holds it: answered with the saved original value.
+    wire         at_dup  = f_hit && is_atm && res_atom[f_e];
 
     // The decision in S_DEC (one cycle after the header is taken).
     wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
     wire         rd_seq  = in_seq && !bad_seq && is_rd;
     wire         go_kc   = (in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0) ||
-                           (rd_seq && h_dlen != 32'd0);
+                           (rd_seq && h_dlen != 32'd0) || (in_seq && !bad_seq && is_atm);
     // The receive WQE's answer (S_RRSP): none posted (an RNR NAK), a first SEND packet longer than
     // its buffer (LOC_LEN_ERR), or on to the key check (a SEND's L_Key; a WRITE ONLY with
     // immediate's R_Key unless of length 0), or taken at once (a WRITE with immediate otherwise).
@@ -279,12 +309,40 @@ module hca_responder #(
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && ((is_wr && !need_rw && !go_kc) ||
                                                                      (sendp && !first && !s_over))) ||
                            (rw_in && rw_rsp_ok && wimm && !rw_kc) ||
-                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd);
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
     // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
     wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd);
     wire [31:0]  r_e     = ix * RD_RES + {{(32-RW){1'b0}}, ctx_rnext[ix]};
+    // The resource after it (a READ or an atomic taking one), and the MSN after an atomic.
+    wire [RW-1:0] rnext_n = ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
+    wire [23:0]  msn_1   = ctx_msn[ix] + 24'd1;
     wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
+    // An atomic past its R_Key check: a VA not 8-byte aligned is NAK invalid request (class C, as the
+    // model's Receive after the key check); else it takes its resource (acommit) and runs: its block
+    // read (S_ARD, S_ARSP), the result written back (S_AWR), the ATOMIC ACKNOWLEDGE.
+    wire         a_ok    = state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_atm;
+    wire         a_mis   = a_ok && h_va[2:0] != 3'd0;
+    wire         acommit = a_ok && !a_mis;
+    reg  [31:0]  a_slot;                                     // the atomic's resource
+    reg  [63:0]  a_new;                                      // the value written back
+    wire [5:0]   a_o     = h_va[5:0];                        // its first lane
+    wire [511:0] a_sh    = rd_rsp_data << {a_o, 3'd0};       // lane a_o to lane 0
+    reg  [63:0]  a_orig;                                     // little-endian: byte i in lane a_o + i
+    reg  [511:0] a_wdat;
+    integer      ai;
+    always @* begin
+        a_wdat = 512'd0;
+        for (ai = 0; ai < 8; ai = ai + 1) begin
+            a_orig[8*ai +: 8] = a_sh[511-8*ai -: 8];
+            a_wdat[511-8*ai -: 8] = a_new[8*ai +: 8];
+        end
+    end
+    wire [63:0]  a_res   = h_op == 8'h14 ? a_orig + h_swap : (a_orig == h_cmp ? h_swap : a_orig);
+    wire         a_wr    = state == S_AWR;
+    assign rd_req_valid = state == S_ARD;
+    assign rd_req_addr  = {h_va[63:6], 6'd0};
+    assign rd_req_len   = 16'd64;
     wire [63:0]  wva     = sendp ? ctx_raddr[ix] + {32'd0, ctx_roff[ix]} : has_reth ? h_va : ctx_wva[ix];
     wire [15:0]  r_idx   = state == S_RRSP ? rw_rsp_index : ctx_ridx[ix];
     wire [23:0]  msn_n   = ctx_msn[ix] + {23'd0, last};
@@ -314,12 +372,13 @@ module hca_responder #(
     end
     wire         x_src_on = x_src != 8'd0;
     wire         x_busy   = state == S_XFER;
-    assign wr_valid = x_busy && x_wr && x_bt != 8'd0 && (!x_src_on || pd_valid);
-    wire         w_take   = wr_valid && wr_ready;
-    assign wr_addr  = x_addr;
-    assign wr_len   = x_len;
-    assign wr_data  = x_out;
-    assign wr_be    = (x_first ? ge_s : {64{1'b1}}) &
+    assign wr_valid = a_wr || (x_busy && x_wr && x_bt != 8'd0 && (!x_src_on || pd_valid));
+    wire         w_take   = wr_valid && wr_ready && !a_wr;
+    assign wr_addr  = a_wr ? {h_va[63:6], 6'd0} : x_addr;
+    assign wr_len   = a_wr ? 16'd64 : x_len;
+    assign wr_data  = a_wr ? a_wdat >> {a_o, 3'd0} : x_out;
+    assign wr_be    = a_wr ? {8'hFF, 56'd0} >> a_o :
+                      (x_first ? ge_s : {64{1'b1}}) &
                       (x_bt == 8'd1 ? ~({64{1'b1}} >> ({1'b0, x_e} + 7'd1)) : {64{1'b1}});
     assign pd_ready = x_busy && x_src_on && (x_wr ? w_take : 1'b1);
     // Done when the cycle leaves no beat to write and no block to take.
@@ -333,6 +392,8 @@ module hca_responder #(
     reg  [7:0]   p_syn;
     reg  [23:0]  p_psn, p_msn;
     reg          p_read, p_mid;
+    reg          p_atom;       // an ATOMIC ACKNOWLEDGE with p_orig
+    reg  [63:0]  p_orig;
     reg          p_cqe;        // a receive completion owed
     reg  [3:0]   p_cop;
     reg  [7:0]   p_cst;
@@ -351,9 +412,9 @@ module hca_responder #(
     // (hca.QP.CheckLKey); a WRITE's or READ's RETH its R_Key.
     assign kc_req_key   = l_chk ? ctx_rlkey[ix] : h_rkey;
     assign kc_req_pd    = ctx_pd[ix];
-    assign kc_req_need  = l_chk ? 4'd1 : is_rd ? 4'd4 : 4'd2; // LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE (hca.Access*)
+    assign kc_req_need  = l_chk ? 4'd1 : is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2; // LOCAL_WRITE, REMOTE_READ, REMOTE_ATOMIC, REMOTE_WRITE (hca.Access*)
     assign kc_req_addr  = l_chk ? ctx_raddr[ix] : h_va;
-    assign kc_req_len   = l_chk ? {32'd0, ctx_rlen[ix]} : {32'd0, h_dlen};
+    assign kc_req_len   = l_chk ? {32'd0, ctx_rlen[ix]} : is_atm ? 64'd8 : {32'd0, h_dlen};
     assign kc_rsp_ready = state == S_KRSP;
     assign rw_req_valid = state == S_RREQ;
     assign rw_req_qpn   = h_qpn;
@@ -428,13 +489,12 @@ module hca_responder #(
                         p_ack <= 1'b1;
                     end
                 end else if (behind) begin
-                    if (is_rd) begin
+                    if (is_rd || is_atm) begin
                         // A duplicate READ: its resource looked for (S_DUP), then replayed from it
-                        // (through the key check unless of length 0), else dropped (class D).
+                        // (through the key check unless of length 0), else dropped (class D); a
+                        // duplicate atomic answered from its resource's saved value, else dropped.
                         cnt_dup <= sat(cnt_dup);
                         state <= S_DUP;
-                    end else if (rd_atom) begin
-                        cnt_todo <= sat(cnt_todo);
                     end else begin
                         cnt_dup <= sat(cnt_dup);
                         p_ack <= 1'b1;
@@ -444,7 +504,7 @@ module hca_responder #(
                     if (bad_seq) begin
                         ctx_err[ix] <= 1'b1;
                         p_ack <= 1'b1;
-                    end else if (!is_wr && !is_rd && !sendp) begin
+                    end else if (!is_wr && !is_rd && !sendp && !is_atm) begin
                         cnt_todo <= sat(cnt_todo);
                     end else if (need_rw) begin
                         state <= S_RREQ;
@@ -468,10 +528,19 @@ module hca_responder #(
                     p_cqe <= 1'b1;
                 end
             end
-            S_DUP: if (f_hit) state <= (dup_ok && h_dlen != 32'd0) ? S_KREQ : S_XFER;
+            S_DUP: if (f_hit) begin
+                       state <= (rd_dup && h_dlen != 32'd0) ? S_KREQ : S_XFER;
+                       if (at_dup) p_ack <= 1'b1;
+                   end
                    else if (f_end) state <= S_XFER;
             S_KREQ: if (kc_req_ready) state <= S_KRSP;
-            S_KRSP: if (kc_rsp_valid) state <= S_XFER;
+            S_KRSP: if (kc_rsp_valid) state <= acommit ? S_ARD : S_XFER;
+            S_ARD: if (rd_req_ready) state <= S_ARSP;
+            S_ARSP: if (rd_rsp_valid) state <= S_AWR;
+            S_AWR: if (wr_ready) begin
+                p_ack <= 1'b1;
+                state <= S_XFER;
+            end
             S_XFER: begin
                 if (w_take) x_bt <= x_bt - 8'd1;
                 if (x_pop) x_src <= x_src - 8'd1;
@@ -483,7 +552,7 @@ module hca_responder #(
                 if (p_cqe) rc_valid <= 1'b1;
                 if (p_ack) begin
                     ack_valid <= 1'b1;
-                    if (p_read) ;
+                    if (p_read || p_atom) ;
                     else if (p_syn == SYN_ACK) cnt_acks <= sat(cnt_acks);
                     else cnt_naks <= sat(cnt_naks);
                 end
@@ -516,6 +585,11 @@ module hca_responder #(
                 p_ack <= 1'b1;
                 if (!behind) res_used[r_e] <= 1'b1;
             end
+            if (a_mis) begin
+                ctx_err[ix] <= 1'b1;
+                p_ack <= 1'b1;
+            end
+            if (acommit) res_used[r_e] <= 1'b1;
         end
     end
 
@@ -536,6 +610,7 @@ module hca_responder #(
             end else if (rq_valid) begin
                 h_qpn <= rq_qpn; h_psn <= rq_psn; h_op <= rq_op; h_ackreq <= rq_ackreq;
                 h_va <= rq_va; h_rkey <= rq_rkey; h_dlen <= rq_dlen; h_len <= rq_len; h_imm <= rq_imm;
+                h_swap <= rq_swap; h_cmp <= rq_cmp;
             end
         end
         S_DEC: begin
@@ -544,6 +619,7 @@ module hca_responder #(
             p_msn <= ctx_msn[ix];
             p_read <= 1'b0;
             p_mid <= 1'b0;
+            p_atom <= 1'b0;
             if (hit && !ctx_err[ix] && rc_req) begin
                 if (ahead) begin
                     if (!ctx_naks[ix]) begin
@@ -579,6 +655,16 @@ module hca_responder #(
         S_DUP: begin
             s_j <= f_end ? s_j : s_j + {{(RW-1){1'b0}}, 1'b1};
             if (f_hit) d_first <= res_first[f_e];
+            if (at_dup) begin
+                // A duplicate atomic: the saved original value, the current MSN (hca duplicate,
+                // Device.atomic's replay), nothing executed again.
+                p_atom <= 1'b1; p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= ctx_msn[ix]; p_orig <= res_orig[f_e];
+            end
+        end
+        S_ARSP: if (rd_rsp_valid) begin
+            a_new <= a_res;
+            p_orig <= a_orig;
+            res_orig[a_slot] <= a_orig;
         end
         S_XFER: begin
             if (w_take) x_first <= 1'b0;
@@ -587,6 +673,7 @@ module hca_responder #(
         S_ACK: if (s_go) begin
             if (p_ack) begin
                 ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
+                ack_atomic <= p_atom; ack_orig <= p_orig;
                 ack_read <= p_read; ack_va <= p_va; ack_len <= p_len; ack_mtu <= ctx_mtu[ix]; ack_mid <= p_mid;
             end
             if (p_cqe) begin
@@ -598,10 +685,25 @@ module hca_responder #(
             ack_qpn <= h_qpn; ack_psn <= ctx_ppsn[ix]; ack_syn <= SYN_ACK; ack_msn <= ctx_msn[ix];
             ack_read <= 1'b0;
             ack_mid <= 1'b0;
+            ack_atomic <= 1'b0;
             ctx_pend[ix] <= 11'd0;
         end
         default: ;
         endcase
+        if (a_mis) p_syn <= SYN_INV;
+        if (acommit) begin
+            // The atomic accepted (hca Receive: claimRes, saveRes): one PSN, one message; the ACK
+            // carries the MSN after it.
+            a_slot <= r_e;
+            p_atom <= 1'b1;
+            p_syn <= SYN_ACK; p_psn <= h_psn; p_msn <= msn_1;
+            ctx_msn[ix] <= msn_1;
+            ctx_epsn[ix] <= ctx_epsn[ix] + 24'd1;
+            ctx_rnext[ix] <= rnext_n;
+            res_first[r_e] <= h_psn;
+            res_last[r_e]  <= h_psn;
+            res_atom[r_e]  <= 1'b1;
+        end
         if (k_fail) begin
             p_syn <= l_chk ? SYN_OPE : SYN_ACC;
             p_cop <= l_chk ? 4'd2 : 4'd1; p_cst <= l_chk ? 8'd4 : 8'd10;
@@ -642,12 +744,13 @@ module hca_responder #(
                 p_mid <= 1'b0;
                 ctx_msn[ix] <= ctx_msn[ix] + 24'd1;
                 ctx_epsn[ix] <= ctx_epsn[ix] + n_pk;
-                ctx_rnext[ix] <= ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
+                ctx_rnext[ix] <= rnext_n;
                 res_first[r_e] <= h_psn;
                 res_last[r_e]  <= rd_last;
                 res_va[r_e]    <= h_va;
                 res_len[r_e]   <= h_dlen;
                 res_rkey[r_e]  <= h_rkey;
+                res_atom[r_e]  <= 1'b0;
             end else begin
                 p_msn <= ctx_msn[ix];
                 p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);
@@ -655,6 +758,6 @@ module hca_responder #(
         end
     end
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, r_end[32], 1'b0};
+    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, r_end[32], a_slot, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
