@@ -1403,6 +1403,33 @@ func TestResponderLint(t *testing.T) {
 	assert.Positive(t, flops)
 }
 
+// respRandomRuns runs two seeds of random responder streams (mk's, ACK
+// coalescing 3 then 1, respSteps steps) through the model and
+// hca_responder, each equal to the model's (check, then each's own extra
+// check when not nil), and asks that every kind of decision named was
+// taken in one of them, so the runs cannot pass by not reaching a rule.
+func respRandomRuns(t *testing.T, mk func(seed uint64, coalesce int) *respRun, check func(seed uint64, res *respResult), kinds ...string) {
+	t.Helper()
+	seen := map[string]int{}
+	for i, seed := range cosimSeeds[:2] {
+		run := mk(seed, []int{3, 1}[i])
+		run.fill(respSteps)
+		res := runResp(t, context.Background(), t.TempDir(), run, seed, nil)
+		assert.Empty(t, run.check(res), "seed %d", seed)
+		if check != nil {
+			check(seed, res)
+		}
+		t.Logf("seed %d: %d entries, %d blocks, %d cycles, %d wr0 writes (%d beats), %d ACKs/NAKs/replies, %d completions; %v",
+			seed, len(run.stream), run.blocks, res.cycles, res.writes, res.beats, len(res.acks), len(res.cqes), run.byKind)
+		for k, n := range run.byKind {
+			seen[k] += n
+		}
+	}
+	for _, k := range kinds {
+		assert.Positive(t, seen[k], "decisions of kind %q", k)
+	}
+}
+
 // TestResponderReadCosim: random streams with RDMA READ requests among
 // the WRITEs (newRespRunReads: 0 bytes, under, at and over the MTU, any
 // VA, bad R_Keys, PSN gaps, whole and partial duplicates of the last six
@@ -1414,20 +1441,7 @@ func TestResponderLint(t *testing.T) {
 func TestResponderReadCosim(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
-	kinds := map[string]int{}
-	for i, seed := range cosimSeeds[:2] {
-		run := newRespRunReads(seed, []int{3, 1}[i], 4)
-		run.fill(respSteps)
-		res := runResp(t, context.Background(), t.TempDir(), run, seed, nil)
-		assert.Empty(t, run.check(res), "seed %d", seed)
-		t.Logf("seed %d: %d entries, %d cycles, %d wr0 writes, %d ACKs/NAKs/replies; %v",
-			seed, len(run.stream), res.cycles, res.writes, len(res.acks), run.byKind)
-		for k, n := range run.byKind {
-			kinds[k] += n
-		}
-	}
-	for _, k := range []string{"READ 0 bytes", "READ < MTU", "READ = MTU", "READ > MTU", "READ VA mod 64 > 0",
-		"READ replay from inside", "READ duplicate, partial", "READ duplicate dropped", "duplicate", "ahead, NAK", "R_Key access_denied", "written (VA mod 64 > 0)"} {
-		assert.Positive(t, kinds[k], "decisions of kind %q", k)
-	}
+	respRandomRuns(t, func(seed uint64, coalesce int) *respRun { return newRespRunReads(seed, coalesce, 4) }, nil,
+		"READ 0 bytes", "READ < MTU", "READ = MTU", "READ > MTU", "READ VA mod 64 > 0",
+		"READ replay from inside", "READ duplicate, partial", "READ duplicate dropped", "duplicate", "ahead, NAK", "R_Key access_denied", "written (VA mod 64 > 0)")
 }

@@ -227,20 +227,7 @@ func TestResponderAtomicCosim(t *testing.T) {
 func TestResponderAtomicRandomCosim(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
-	kinds := map[string]int{}
-	for i, seed := range cosimSeeds[:2] {
-		run := newRespRunAtomics(seed, []int{3, 1}[i], 4)
-		run.fill(respSteps)
-		res := runResp(t, context.Background(), t.TempDir(), run, seed, nil)
-		assert.Empty(t, run.check(res), "seed %d", seed)
-		t.Logf("seed %d: %d entries, %d cycles, %d wr0 writes, %d ACKs/NAKs/replies; %v",
-			seed, len(run.stream), res.cycles, res.writes, len(res.acks), run.byKind)
-		for k, n := range run.byKind {
-			kinds[k] += n
-		}
-	}
-	for _, k := range []string{"atomic", "atomic duplicate", "atomic duplicate dropped", "atomic misaligned", "CMP_SWAP hit",
-		"CMP_SWAP miss", "R_Key access_denied", "R_Key pd_mismatch", "READ < MTU", "ahead, NAK"} {
-		assert.Positive(t, kinds[k], "decisions of kind %q", k)
-	}
+	respRandomRuns(t, func(seed uint64, coalesce int) *respRun { return newRespRunAtomics(seed, coalesce, 4) }, nil,
+		"atomic", "atomic duplicate", "atomic duplicate dropped", "atomic misaligned", "CMP_SWAP hit",
+		"CMP_SWAP miss", "R_Key access_denied", "R_Key pd_mismatch", "READ < MTU", "ahead, NAK")
 }
