@@ -73,9 +73,11 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// EDALogEnv names a file to which runTool appends one line per tool run:
-// wall and CPU seconds, the tool, its directory and arguments. It is how the
-// tests' time is attributed to tools (docs/rtl.md, "Tests and tools").
+// EDALogEnv names a file to which runTool appends one line per tool run,
+// tab-separated: wall and CPU seconds, the tool, its directory, its
+// arguments (cut at 200 characters) and the Unix time it started (ms). It
+// is how the tests' time is attributed to tools, and with the start times
+// how many tools ran at once (docs/rtl.md, "Tests and tools").
 const EDALogEnv = "HCASIM_EDA_LOG"
 
 var edaLogMu sync.Mutex
@@ -94,7 +96,8 @@ func logTool(start time.Time, dir, name string, args []string, ps *os.ProcessSta
 	if len(a) > 200 {
 		a = a[:200] + "..."
 	}
-	line := fmt.Sprintf("%.3f\t%.3f\t%s\t%s\t%s\n", time.Since(start).Seconds(), cpu, name, dir, a)
+	line := fmt.Sprintf("%.3f\t%.3f\t%s\t%s\t%s\t%.3f\n", time.Since(start).Seconds(), cpu, name, dir, a,
+		float64(start.UnixMilli())/1000)
 	edaLogMu.Lock()
 	defer edaLogMu.Unlock()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
