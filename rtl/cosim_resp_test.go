@@ -1126,18 +1126,51 @@ func runResp(t *testing.T, ctx context.Context, dir string, run *respRun, seed u
 	return parseResp(t, out)
 }
 
+// directedStart writes contexts 0..2 (config) and makes context 0's QP
+// the directed runs' (directedQP: PD 0's, path MTU mtu, min_rnr_timer
+// rnr).
+func (run *respRun) directedStart(mtu, rnr int) *respQP {
+	for slot := range respQPs - 1 {
+		run.config(slot)
+	}
+	return run.directedQP(run.stream[0], 0, mtu, rnr)
+}
+
+// directedReconfig closes the stream with a gap (a context write follows
+// only one) and writes a new QP into context 0 with the old QP's QPN at
+// the PSN config draws, made the directed runs' QP as directedStart's.
+func (run *respRun) directedReconfig(mtu, rnr int) *respQP {
+	run.stream[len(run.stream)-1].gap = true
+	old := run.qps[0]
+	run.config(0)
+	return run.directedQP(run.stream[len(run.stream)-1], old.qpn, mtu, rnr)
+}
+
+// directedQP makes the QP config just wrote into context 0, whose context
+// write is c, a directed run's: QPN qpn (0: the one config drew), PD 0,
+// path MTU mtu, min_rnr_timer rnr, a fresh model responder at its
+// expected PSN; and c carries the same QPN, PD, MTU and min_rnr_timer, so
+// the RTL's context is the model's. (Until 2026-12-03 the WRITE and
+// atomic runs left in c the MTU config drew, whatever the model's: no
+// WRITE or atomic decision reads the MTU, so the runs passed either way.)
+func (run *respRun) directedQP(c *respPkt, qpn uint32, mtu, rnr int) *respQP {
+	q := run.qps[0]
+	if qpn != 0 {
+		q.qpn = qpn
+	}
+	q.pd, q.mtu = run.pds[0], mtu
+	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
+	q.resp.MinRNRTimer = rnr
+	c.qpn, c.pd, c.mtu, c.rnr = q.qpn, q.pd, q.mtu, rnr
+	return q
+}
+
 // respDirected is the directed run on context 0 (MTU 256, PD 0's region
 // 0, ACK_COALESCE 1), each case's expected ACKs derived by hand in
 // TestResponderDirectedCosim.
 func respDirected(seed uint64) (run *respRun, qpn, p0 uint32, q123 []uint32) {
 	run = newRespRun(seed, 1)
-	for slot := range respQPs - 1 {
-		run.config(slot)
-	}
-	q := run.qps[0]
-	q.pd, q.mtu = run.pds[0], 256
-	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-	run.stream[0].pd = q.pd
+	q := run.directedStart(256, run.cfg.MinRNRTimer)
 	qpn, p0 = q.qpn, q.next
 	mr := run.regions[0] // PD 0's, REMOTE_WRITE
 	sendAll := func(lose int) {
@@ -1148,13 +1181,7 @@ func respDirected(seed uint64) (run *respRun, qpn, p0 uint32, q123 []uint32) {
 		}
 	}
 	reconfig := func() {
-		run.stream[len(run.stream)-1].gap = true // a context write follows only a gap
-		old := run.qps[0]
-		run.config(0)
-		q = run.qps[0]
-		q.qpn, q.pd, q.mtu = old.qpn, run.pds[0], 256
-		q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-		run.stream[len(run.stream)-1].qpn, run.stream[len(run.stream)-1].pd = q.qpn, q.pd
+		q = run.directedReconfig(256, run.cfg.MinRNRTimer)
 		q123 = append(q123, q.next)
 	}
 	// 1: an ONLY of 100 bytes at an aligned VA.
