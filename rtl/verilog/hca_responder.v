@@ -6,8 +6,8 @@
 // and requires the host bytes written, the ACK/NAK sequence and the counters to be the model's.
 //
 // Contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits. cfg_* (the modify to RTR) writes one:
-// its QPN, the expected PSN (the requester's first), the QP's protection domain and min_rnr_timer
-// (cfg_rnr); the message sequence number, the sequence-NAK flag, the coalescing count, the ERR state
+// its QPN, the expected PSN (the requester's first), the QP's protection domain, path MTU (cfg_mtu: a
+// WRITE's packet lengths, a READ's PSNs) and min_rnr_timer (cfg_rnr); the message sequence number, the sequence-NAK flag, the coalescing count, the ERR state
 // and the SEND-under-way flag are cleared (hca.NewResponder). cfg_ready: only between packets.
 //
 // Requests: one at a time. A packet's header on rq_* (valid/ready): QPN (BTH.DestQP), PSN, BTH.OpCode,
