@@ -268,3 +268,25 @@ func TestTreeCTSDeterministic(t *testing.T) {
 	assert.Equal(t, sums[0], sums[1], "memory writes differ between two runs")
 	assert.Equal(t, ms[0], ms[1])
 }
+
+// TestTreeCTSCountsEveryReceiveFIFO: with the clear-to-send a rank
+// registers its S bytes of data and no landing area, and the host-memory
+// limit counts its receive FIFOs instead: NCCLSteps slots of the slice on
+// each connection it receives on. In the tree over 4 ranks (tree 0:
+// 0 → 2 → {1, 3}; tree 1, its mirror: 3 → 1 → {2, 0}) rank 2 receives
+// from its children 1 and 3 and its parent 0 in tree 0 and from its
+// parent 1 in tree 1, 4 connections; rank 1 likewise (a leaf of tree 0
+// under 2, inside tree 1 under 3 with children 2 and 0); ranks 0 and 3
+// 2 each (one tree's root with one child, the other's leaf). So the
+// landing counted is 8 × 4 KiB × 4 = 128 KiB a rank, the most any has.
+// A count of one connection a channel, the ring's, gives 32 KiB and
+// fails it.
+func TestTreeCTSCountsEveryReceiveFIFO(t *testing.T) {
+	c := ctsTree(t)
+	assert.Equal(t, []int{2, 4, 4, 2}, recvConnections(c.c.sched))
+	assert.Equal(t, int64(NCCLSteps*treeCTSSlice*4), c.c.hostSched().Landing)
+	for r, rk := range c.c.ranks {
+		assert.Equal(t, uint64(treeCTSBytes), rk.mr.Length, "rank %d's data region", r)
+		assert.Len(t, rk.recvQP, []int{2, 4, 4, 2}[r], "rank %d's receive connections", r)
+	}
+}
