@@ -98,11 +98,14 @@ func checkFlowControl(op, alg, fc, avg, prefix string) error {
 // (prims_simple.h; the proxy frees a send slot on its write's
 // completion). Here the data moves into the rank's buffer, which its
 // forward reads: a landed slice is taken in (added in, with its
-// reduction time, or copied) once the send that forwards it, if one
-// does, has its own slot free (ctsSendSlotFree; landedSlot defers it till
-// then), and its slot is consumed once it was taken in (ctsAdvance); a
-// write is posted once its clear-to-send is there and its send slot is
-// free (ctsCleared).
+// reduction time, or copied) once each send that forwards it (the ring's
+// one; a tree rank's broadcast to both children) has its own slot free
+// (ctsSendSlotFree; landedSlot defers it till then), and its slot is
+// consumed once it was taken in and the rest of its step is there (the
+// tree's other child: ctsStepWhole, ctsAdvance); a write is posted once
+// its clear-to-send is there and its send slot is free (ctsCleared). The
+// tree's connections are its edges, one a direction in each tree, each
+// with its own FIFO, as the ring's are one a channel.
 type ctsRank struct {
 	// iter is the iteration the rank runs (back to back, its own).
 	iter int

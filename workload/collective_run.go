@@ -32,7 +32,9 @@ const DefaultSliceBytes = 512 << 10
 // (prims_simple.h waitPeer: the sender waits while head + NCCL_STEPS <
 // step + StepPerSlice), so it runs at most that many slices ahead of what
 // its receiver has consumed. The tree's driver keeps that window
-// (collective.window); the other schedules post unpaced.
+// (collective.window); the other schedules post unpaced. With
+// workload.flow_control: cts the ring and the tree keep NCCL's FIFOs
+// themselves, slots and clear-to-send entries (collective_cts.go).
 const NCCLSteps = 8
 
 // CollectiveRun is one collective (Collectives: an all-reduce by one of
