@@ -112,8 +112,8 @@ func TestBadInput(t *testing.T) {
 		// workload.flow_control, workload.collective_average.
 		{"flow_control unknown", []string{"-config", "examples/allreduce-cts.yaml", "--set", "workload.flow_control=credit"},
 			[]string{`workload.flow_control: "credit" is not a flow control (none, cts)`}},
-		{"cts on the tree", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.flow_control=cts"},
-			[]string{"workload.flow_control: cts is set, but workload.algorithm tree does not use it"}},
+		{"cts on rabenseifner", []string{"-config", "examples/allreduce-algorithms.yaml", "--set", "workload.flow_control=cts"},
+			[]string{"workload.flow_control: cts is set, but workload.algorithm rabenseifner does not use it (the clear-to-send is modelled for NCCL's all-reduces only, ring and tree: set workload.kind: allreduce with workload.algorithm ring or tree, or remove the key)"}},
 		{"collective_average unknown", []string{"-config", "examples/allreduce-cts.yaml", "--set", "workload.flow_control=cts", "--set", "workload.collective_average=median"},
 			[]string{`workload.collective_average: "median" is not an nccl-tests -a mode (rank0, avg, min, max)`}},
 		{"collective_average without cts", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.collective_average=min"},
