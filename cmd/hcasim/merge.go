@@ -72,10 +72,13 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var werr error
 	if *out != "" {
-		if err := report.WriteMerged(*out, res, rows); err != nil {
-			werr = userErrorf("--out: %v", err)
-		} else {
-			werr = writePlots(*out, res, ex)
+		// The shards are untouched, so nothing is lost when this fails.
+		err := report.WriteMerged(*out, res, rows)
+		if err == nil {
+			err = writePlots(*out, res, ex)
+		}
+		if err != nil {
+			werr = outError("merge: --out", *out, err)
 		}
 	}
 	var perr error

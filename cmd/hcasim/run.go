@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -362,7 +363,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.out != "" {
 		if err := prepareOut(f.out); err != nil {
-			return fail(stderr, userErrorf("--out: %v", err))
+			return fail(stderr, outError("--out", f.out, err))
 		}
 	}
 	res, runErr := execute(l, f, stderr)
@@ -421,10 +422,16 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 			// A resumed sweep: the points read back keep their cells.
 			write = func() error { return report.WriteMerged(f.out, res, ex.cells) }
 		}
-		if err := write(); err != nil {
-			werr = userErrorf("--out: %v", err)
-		} else {
-			werr = writePlots(f.out, res, ex)
+		err := write()
+		if err == nil {
+			err = writePlots(f.out, res, ex)
+		}
+		if err != nil {
+			werr = outError("--out", f.out, err)
+			// The run's time is spent: its results go where they can.
+			if dir, rerr := rescueResults(res, ex); rerr == nil {
+				werr = userErrorf("%v; the results are in %s instead", werr, dir)
+			}
 		}
 	}
 	var perr error
@@ -451,21 +458,83 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 
 // prepareOut makes the --out directory and checks a file can be made in
 // it, so that an unusable --out is refused before a run rather than after
-// it, when the run's time is spent.
+// it, when the run's time is spent. Its errors are the files' own
+// (outError says them).
 func prepareOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	for _, name := range []string{resultsJSON, resultsCSV} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.IsDir() {
+			return &fs.PathError{Op: "write", Path: filepath.Join(dir, name), Err: errors.New("is a directory")}
+		}
+	}
 	f, err := os.CreateTemp(dir, ".hcasim-probe-*")
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("cannot write in %s: %v", dir, err)
+		return err
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// outError is the one line for an output directory (flag names it: "--out",
+// "merge: --out") that cannot be made or written: the directory as given,
+// what stands in the way, and what is allowed. err is what making or
+// writing it returned.
+func outError(flag, dir string, err error) error {
+	const allowed = "give a directory that exists or can be made, and that can be written in"
+	// A file where a directory must be: dir itself, or the nearest path
+	// above it that exists.
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if st, serr := os.Stat(p); serr == nil {
+			if !st.IsDir() && p == filepath.Clean(dir) {
+				return userErrorf("%s: %s is a file, not a directory (%s)", flag, dir, allowed)
+			}
+			if !st.IsDir() {
+				return userErrorf("%s: %s cannot be made: %s is a file, not a directory (%s)", flag, dir, p, allowed)
+			}
+			break
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		// Not the file system's answer (a plot that could not be drawn):
+		// our bug, exit 1.
+		return fmt.Errorf("%s: %s: %v", flag, dir, err)
+	}
+	why := pe.Err.Error()
+	if name := filepath.Base(pe.Path); filepath.Dir(pe.Path) == filepath.Clean(dir) && !strings.HasPrefix(name, ".") {
+		// One of the files hcasim writes there.
+		if st, serr := os.Stat(pe.Path); serr == nil && st.IsDir() {
+			return userErrorf("%s: %s holds a directory named %s, the name of a file hcasim writes there (move it, or give another directory)", flag, dir, name)
+		}
+		return userErrorf("%s: %s in %s cannot be written: %s (%s)", flag, name, dir, why, allowed)
+	}
+	return userErrorf("%s: %s cannot be made or written: %s (%s)", flag, dir, why, allowed)
+}
+
+// rescueResults writes results.json and results.csv into a new directory
+// under the system's temporary directory, for a run whose --out failed
+// after the run: its time is spent, and a table on stdout has only the
+// headline metrics. It returns the directory.
+func rescueResults(res *report.Result, ex *sweepExtras) (string, error) {
+	dir, err := os.MkdirTemp("", "hcasim-results-")
+	if err != nil {
+		return "", err
+	}
+	if ex.cells != nil {
+		err = report.WriteMerged(dir, res, ex.cells)
+	} else {
+		err = report.WriteFiles(dir, res)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // fail prints err on one line and returns its exit code.

@@ -73,7 +73,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if defaultOut {
 		// A given --out was made before the config was run (runMain).
 		if err := prepareOut(f.out); err != nil {
-			return nil, userErrorf("sweep: the default output directory: %v (--out DIR to choose another)", err)
+			return nil, userErrorf("%v; or --out DIR to choose another", outError("sweep: the default --out", f.out, err))
 		}
 	}
 

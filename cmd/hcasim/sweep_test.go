@@ -543,12 +543,28 @@ func TestMergeOut(t *testing.T) {
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "--out: an empty path")
 
+	// An --out that cannot be written: one line naming the flag, the
+	// directory as given, what stands in the way and what is allowed,
+	// exit 2; the merged points are still printed (and the shards are
+	// untouched, so nothing computed is lost).
 	afile := writeFile(t, "afile", "")
-	code, stdout, stderr := run("merge", dirs[0], dirs[1], "--out", afile, "--format", "csv", "--quiet")
-	assert.Equal(t, 2, code, stderr)
-	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
-	assert.Contains(t, stderr, "--out: mkdir "+afile)
-	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points still printed:\n%s", stdout)
+	inDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(inDir, "results.json"), 0o755))
+	plotDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(plotDir, "throughput-vs-hca.vl_buffer_bytes.svg"), 0o755))
+	const allowed = " (give a directory that exists or can be made, and that can be written in)\n"
+	for _, tc := range []struct{ out, want string }{
+		{afile, "hcasim: merge: --out: " + afile + " is a file, not a directory" + allowed},
+		{filepath.Join(afile, "sub"), "hcasim: merge: --out: " + filepath.Join(afile, "sub") + " cannot be made: " + afile + " is a file, not a directory" + allowed},
+		{inDir, "hcasim: merge: --out: " + inDir + " holds a directory named results.json, the name of a file hcasim writes there (move it, or give another directory)\n"},
+		{plotDir, "hcasim: merge: --out: " + plotDir + " holds a directory named throughput-vs-hca.vl_buffer_bytes.svg, the name of a file hcasim writes there (move it, or give another directory)\n"},
+	} {
+		code, stdout, stderr := run("merge", dirs[0], dirs[1], "--out", tc.out, "--format", "csv", "--quiet")
+		assert.Equal(t, 2, code, stderr)
+		assert.Equal(t, tc.want, stderr)
+		assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points still printed:\n%s", stdout)
+		assert.Equal(t, before, readFile(t, filepath.Join(dirs[0], "results.json")), "the shard is untouched")
+	}
 
 	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", t.TempDir(), "--quiet")
 	assert.Equal(t, 0, code, "the shards still merge: %s", stderr)
@@ -568,11 +584,18 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 	}
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
 	afile := writeFile(t, "afile", "")
-	code, stdout, stderr := run("-config", cfg, "--out", afile, "--jobs", "1")
-	assert.Equal(t, 2, code, stderr)
-	assert.Equal(t, "hcasim: --out: mkdir "+afile+": not a directory\n", stderr)
-	assert.Empty(t, stdout)
-	assert.Equal(t, 0, runs, "no point ran")
+	holder := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(holder, "results.csv"), 0o755))
+	for _, tc := range []struct{ out, want string }{
+		{afile, "hcasim: --out: " + afile + " is a file, not a directory (give a directory that exists or can be made, and that can be written in)\n"},
+		{holder, "hcasim: --out: " + holder + " holds a directory named results.csv, the name of a file hcasim writes there (move it, or give another directory)\n"},
+	} {
+		code, stdout, stderr := run("-config", cfg, "--out", tc.out, "--jobs", "1")
+		assert.Equal(t, 2, code, stderr)
+		assert.Equal(t, tc.want, stderr)
+		assert.Empty(t, stdout)
+		assert.Equal(t, 0, runs, "no point ran")
+	}
 
 	// The directory is usable when checked, and replaced by a file while
 	// the first point runs: the six points are printed, then the error.
@@ -585,11 +608,22 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 		return saved(l, o)
 	}
 	runs = 0
-	code, stdout, stderr = run("-config", cfg, "--out", out, "--jobs", "1", "--quiet", "--format", "csv")
+	t.Setenv("TMPDIR", t.TempDir()) // where the results are rescued
+	code, stdout, stderr := run("-config", cfg, "--out", out, "--jobs", "1", "--quiet", "--format", "csv")
 	assert.Equal(t, 2, code, stderr)
 	assert.Equal(t, 6, runs)
-	assert.Contains(t, stderr, "--out: ")
 	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points:\n%s", stdout)
+	// One line, and the results, every metric of every point, are not
+	// lost: they are written where they can be, and the line says where.
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	prefix := "hcasim: --out: " + out + " is a file, not a directory (give a directory that exists or can be made, and that can be written in); the results are in "
+	require.True(t, strings.HasPrefix(stderr, prefix), stderr)
+	rescued := strings.TrimSuffix(strings.TrimPrefix(stderr, prefix), " instead\n")
+	assert.Equal(t, os.Getenv("TMPDIR"), filepath.Dir(rescued))
+	assert.Equal(t, stdout, readFile(t, filepath.Join(rescued, "results.csv")), "the csv printed is the csv rescued")
+	res, err := report.ReadJSON(filepath.Join(rescued, "results.json"))
+	require.NoError(t, err)
+	assert.Len(t, res.Points, 6)
 }
 
 // TestErrorsNameTheirSourceOnce: a mistake in the config names the config
@@ -631,7 +665,7 @@ func TestErrorsNameTheirSourceOnce(t *testing.T) {
 	code, stdout, stderr := run("-config", cfg)
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
-	assert.Equal(t, "hcasim: sweep: the default output directory: mkdir hcasim-out/sizing: not a directory (--out DIR to choose another)\n", stderr)
+	assert.Equal(t, "hcasim: sweep: the default --out: hcasim-out/sizing is a file, not a directory (give a directory that exists or can be made, and that can be written in); or --out DIR to choose another\n", stderr)
 }
 
 // TestUnnamedConfigsGetTheirOwnDirectories: two sweeps whose configs set no
