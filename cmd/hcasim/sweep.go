@@ -159,6 +159,13 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		// holds each replica's knee.
 		ex.summary = report.Summarise(res, rows)
 	}
+	if failed > 0 && failed == len(outs) {
+		// Nothing ran: no timing, knees, summary or notes of points that
+		// computed nothing; the one line is the whole answer on stderr
+		// (the results, and stdout, hold each point's error).
+		sweepOutputs.Store(res, ex)
+		return res, allFailed(outs, f.out, internal > 0)
+	}
 	if !f.quiet {
 		what := "1 point"
 		if len(outs) != 1 {
@@ -194,6 +201,34 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		return res, errors.New(msg)
 	}
 	return res, userErrorf("%s", msg)
+}
+
+// allFailed is the one line of a sweep none of whose points ran: how many,
+// where the results are, and the error, once when every point has the
+// same one (a mistake of the config's that no point escapes), or else the
+// first's, as for a sweep only some of whose points failed. It is the
+// user's error (exit 2) unless one failure is internal.
+func allFailed(outs []sweep.Outcome, out string, internal bool) error {
+	same := true
+	for _, o := range outs[1:] {
+		same = same && o.Err.Error() == outs[0].Err.Error()
+	}
+	var msg string
+	switch {
+	case len(outs) == 1:
+		msg = fmt.Sprintf("sweep: its one point failed (its error is in the results, written to %s): point %s: %s",
+			out, pointText(outs[0].Params), outs[0].Err)
+	case same:
+		msg = fmt.Sprintf("sweep: all %d points failed, each with the same error (in the results, written to %s): %s",
+			len(outs), out, outs[0].Err)
+	default:
+		msg = fmt.Sprintf("sweep: all %d points failed (each has its error in the results, written to %s); first: point %s: %s",
+			len(outs), out, pointText(outs[0].Params), outs[0].Err)
+	}
+	if internal {
+		return errors.New(msg)
+	}
+	return userErrorf("%s", msg)
 }
 
 // interruptedSweep finishes a sweep a signal stopped before every point

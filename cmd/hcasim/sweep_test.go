@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -762,4 +763,86 @@ sweep:
 	table, _ = header("write_bw")
 	assert.Contains(t, table, "bw_gbps")
 	assert.NotContains(t, table, "lat_us_typical")
+}
+
+// TestEveryPointFailedIsOneLine: a sweep none of whose points ran says so
+// on one line: how many, where the results are, and the error (once when
+// every point has the same one, else the first's); no timing, knees or
+// notes of points that computed nothing, quiet or not. A sweep only some
+// of whose points failed keeps its summary, its notes and the failure
+// line after them. The results hold every point's error either way.
+func TestEveryPointFailedIsOneLine(t *testing.T) {
+	saved := fabricRun
+	defer func() { fabricRun = saved }()
+	// Perftest on NDR links with the default cx5 host draws the host note
+	// (fabric.HostNote) when a point runs.
+	cfg := writeFile(t, "pt.yaml", `
+link: {generation: NDR}
+topology: {kind: back-to-back}
+workload: {kind: perftest, test: write_bw, iterations: 20}
+sweep:
+  workload.size: [4096, 8192, 16384]
+`)
+	unsupported := func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		return nil, &fabric.UnsupportedError{Msg: "workload.kind: not here"}
+	}
+	perSize := func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		return nil, &fabric.UnsupportedError{Msg: fmt.Sprintf("workload.size: %d not here", l.Config.Workload.Size)}
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(*fabric.Loaded, fabric.RunOptions) (map[string]any, error)
+		sets []string
+		code int
+		want string // after "hcasim: sweep: ", before the newline; OUT the --out
+	}{
+		{"same error", unsupported, nil, 2,
+			"all 3 points failed, each with the same error (in the results, written to OUT): workload.kind: not here"},
+		{"errors differ", perSize, nil, 2,
+			"all 3 points failed (each has its error in the results, written to OUT); first: point {workload.size=4096}: workload.size: 4096 not here"},
+		{"one point", unsupported, []string{"--set", "sweep.workload.size=[4096]"}, 2,
+			"its one point failed (its error is in the results, written to OUT): point {workload.size=4096}: workload.kind: not here"},
+		{"internal", func(*fabric.Loaded, fabric.RunOptions) (map[string]any, error) { return nil, errors.New("engine exploded") }, nil, 1,
+			"all 3 points failed, each with the same error (in the results, written to OUT): engine exploded"},
+	} {
+		fabricRun = tc.run
+		for _, quiet := range []bool{false, true} {
+			out := t.TempDir()
+			args := append([]string{"-config", cfg, "--out", out, "--format", "csv"}, tc.sets...)
+			if quiet {
+				args = append(args, "--quiet")
+			}
+			code, stdout, stderr := run(args...)
+			assert.Equal(t, tc.code, code, "%s: %s", tc.name, stderr)
+			assert.Equal(t, "hcasim: sweep: "+strings.ReplaceAll(tc.want, "OUT", out)+"\n", stderr, "%s, quiet %v", tc.name, quiet)
+			res, err := report.ReadJSON(filepath.Join(out, "results.json"))
+			require.NoError(t, err)
+			for _, p := range res.Points {
+				assert.NotEmpty(t, p.Error, tc.name)
+			}
+			if len(res.Points) == 1 {
+				// As a single run's: the line is the whole answer.
+				assert.Empty(t, stdout)
+				continue
+			}
+			assert.Equal(t, len(res.Points)+1, strings.Count(stdout, "\n"), "stdout still has each point and its error")
+		}
+	}
+
+	// Only some failed: the summary, the note of the points that ran, then
+	// the failure line.
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		if l.Config.Workload.Size == 8192 {
+			return nil, &fabric.UnsupportedError{Msg: "workload.kind: not here"}
+		}
+		return saved(l, o)
+	}
+	out := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", out, "--jobs", "1")
+	assert.Equal(t, 2, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	require.Len(t, lines, 3, stderr)
+	assert.True(t, strings.HasPrefix(lines[0], "hcasim: sweep: 3 points in "), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "hcasim: note: hca.profile is not set"), lines[1])
+	assert.Equal(t, "hcasim: sweep: 1 of 3 points failed (each has its error in the results); first: point {workload.size=8192}: workload.kind: not here", lines[2])
 }
