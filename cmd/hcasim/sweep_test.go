@@ -802,7 +802,9 @@ sweep:
 			"all 3 points failed (each has its error in the results, written to OUT); first: point {workload.size=4096}: workload.size: 4096 not here"},
 		{"one point", unsupported, []string{"--set", "sweep.workload.size=[4096]"}, 2,
 			"its one point failed (its error is in the results, written to OUT): point {workload.size=4096}: workload.kind: not here"},
-		{"internal", func(*fabric.Loaded, fabric.RunOptions) (map[string]any, error) { return nil, errors.New("engine exploded") }, nil, 1,
+		{"internal", func(*fabric.Loaded, fabric.RunOptions) (map[string]any, error) {
+			return nil, errors.New("engine exploded")
+		}, nil, 1,
 			"all 3 points failed, each with the same error (in the results, written to OUT): engine exploded"},
 	} {
 		fabricRun = tc.run
