@@ -11,8 +11,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
 )
 
 // Error is a user's mistake in a config or an override: one line, naming the
@@ -473,9 +475,44 @@ func EditDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// Stdin is the config name that reads the config from standard input
+// (`generate-config | hcasim -config -`), as most Unix tools take "-".
+const Stdin = "-"
+
+// stdinConfig is standard input read whole, once per os.Stdin: a command
+// that loads its config twice (hcasim rtl --testbench: the design, then
+// the run) reads the same text both times.
+var stdinConfig struct {
+	sync.Mutex
+	from *os.File
+	data []byte
+	err  error
+}
+
+func readStdin() ([]byte, error) {
+	stdinConfig.Lock()
+	defer stdinConfig.Unlock()
+	if stdinConfig.from == nil || stdinConfig.from != os.Stdin {
+		stdinConfig.from = os.Stdin
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			// Reading would wait for the user to type a config.
+			stdinConfig.data, stdinConfig.err = nil, errorf("standard input is a terminal; pipe a config into it (make-config | hcasim -config -), or name a file")
+		} else if b, err := io.ReadAll(os.Stdin); err != nil {
+			stdinConfig.data, stdinConfig.err = nil, errorf("cannot read standard input: %v", err)
+		} else {
+			stdinConfig.data, stdinConfig.err = b, nil
+		}
+	}
+	return stdinConfig.data, stdinConfig.err
+}
+
 // ReadFile reads a config by path, or else by the name of a shipped config
-// (a file path wins). embedded looks a name up among shipped configs.
+// (a file path wins); Stdin ("-") reads standard input. embedded looks a
+// name up among shipped configs.
 func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error) {
+	if name == Stdin {
+		return readStdin()
+	}
 	if st, err := os.Stat(name); err == nil && st.IsDir() {
 		// Reading one fails with "read DIR: is a directory", said twice.
 		return nil, errorf("is a directory, not a config file (a YAML file, or the name of a shipped config such as ndr.yaml)")

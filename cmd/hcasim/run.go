@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/configs"
@@ -285,17 +286,115 @@ func loadConfig(f *runFlags) (*fabric.Loaded, error) {
 	if f.check {
 		l.Config.Sim.Check = true
 	}
-	l.ReadFile = besideConfig(f.config)
+	setFileReaders(l, f.config, f.sets)
 	return l, nil
 }
 
+// The keys that name a file a run reads.
+const (
+	traceFileKey    = "workload.trace_file"
+	topologyFileKey = "topology.file"
+)
+
+// setFileReaders gives l how the files its keys name are read
+// (workload.trace_file, topology.file; a sweep's points take them from l):
+// a path written in the config file, relative to that file's directory
+// (besideConfig), so that a config runs from any directory; a path given
+// on the command line with --set, relative to the current directory, as
+// a shell user means it; an absolute path as it is.
+func setFileReaders(l *fabric.Loaded, configName string, sets []string) {
+	l.ReadFile = fileReader(configName, sets, traceFileKey)
+	l.Config.Topology.ReadFile = fileReader(configName, sets, topologyFileKey)
+}
+
+// fileReader reads the files key names: beside the config, or when --set
+// gives the key's value (or its section's, or its sweep's) from the
+// current directory first, then, for a name not there, beside the config
+// (as -config takes a file before a shipped config's name: a sweep of the
+// shipped traces set on the command line still finds them).
+func fileReader(configName string, sets []string, key string) func(string) ([]byte, error) {
+	beside := besideConfig(configName)
+	if !setOnCommandLine(sets, key) || configName == config.Stdin {
+		return beside
+	}
+	here := fromCurrentDir("")
+	return func(name string) ([]byte, error) {
+		b, err := here(name)
+		if err == nil || filepath.IsAbs(name) || !errors.Is(err, os.ErrNotExist) {
+			return b, err
+		}
+		if b, err := beside(name); err == nil {
+			return b, nil
+		}
+		return nil, fmt.Errorf("%s: no such file in the current directory, nor beside the config %s (a relative path given with --set is from the current directory, else the config's)", name, configName)
+	}
+}
+
+// setOnCommandLine reports whether sets give key's value: key=…,
+// sweep.key=…, a section holding it (topology={kind: file, file: …}) or a
+// sweep holding it (sweep={topology.file: […]}).
+func setOnCommandLine(sets []string, key string) bool {
+	for _, s := range sets {
+		k, v, _ := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case k == key || k == "sweep."+key:
+			return true
+		case strings.HasPrefix(key, k+"."):
+			var m map[string]any
+			if yaml.Unmarshal([]byte(v), &m) == nil {
+				if _, ok := m[strings.TrimPrefix(key, k+".")]; ok {
+					return true
+				}
+			}
+		case k == "sweep":
+			var m map[string]any
+			if yaml.Unmarshal([]byte(v), &m) == nil {
+				if _, ok := m[key]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// fromCurrentDir reads a file by its path as given, relative to the
+// current directory; rule says why in the error of a missing one (which
+// wraps os.ErrNotExist).
+func fromCurrentDir(rule string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		b, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) && rule == "" {
+			return nil, fmt.Errorf("%s: no such file%w", name, errNotExist{})
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file (%s)%w", name, rule, errNotExist{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot read: %s", name, strings.TrimPrefix(err.Error(), "open "+name+": "))
+		}
+		return b, nil
+	}
+}
+
+// errNotExist marks a missing file's error (errors.Is os.ErrNotExist) and
+// prints nothing.
+type errNotExist struct{}
+
+func (errNotExist) Error() string        { return "" }
+func (errNotExist) Is(target error) bool { return target == os.ErrNotExist }
+
 // besideConfig returns how the files a config's keys name
-// (workload.trace_file) are read: a relative path from the config's own
-// directory, the one on disk for a config file, the shipped configs' for
-// a shipped config (configs/examples/replay-halo.trace beside
-// replay-halo.yaml), as config.ReadFile found it; an absolute path as it
-// is.
+// (workload.trace_file, topology.file) are read: a relative path from the
+// config's own directory, the one on disk for a config file, the shipped
+// configs' for a shipped config (configs/examples/replay-halo.trace beside
+// replay-halo.yaml), as config.ReadFile found it, the current directory
+// for a config read from stdin (-config -); an absolute path as it is.
 func besideConfig(configName string) func(string) ([]byte, error) {
+	if configName == config.Stdin {
+		return fromCurrentDir("the config is read from stdin: a relative path is from the current directory")
+	}
 	onDisk := false
 	if st, err := os.Stat(configName); err == nil && !st.IsDir() {
 		onDisk = true

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
@@ -43,6 +44,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			p.Config.Sim.Check = true
 		}
 		p.ReadFile = l.ReadFile
+		p.Config.Topology.ReadFile = l.Config.Topology.ReadFile
 	}, Check: (*fabric.Loaded).CheckFiles})
 	if err != nil {
 		return nil, err // runMain names the config
@@ -443,6 +445,9 @@ func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
 func outName(name, configPath string) string {
 	if name != "default" || configPath == "" {
 		return name
+	}
+	if configPath == config.Stdin {
+		return "stdin"
 	}
 	base := filepath.Base(configPath)
 	return strings.TrimSuffix(base, filepath.Ext(base))

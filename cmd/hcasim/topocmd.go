@@ -82,12 +82,14 @@ func topologyText(path string, sets []string) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	setFileReaders(l, path, sets)
 	text, topo, err := formatFabric(&l.Config)
 	if err != nil {
 		return nil, "", err
 	}
 	if sweep.Has(l.Node) {
 		change, _, err := sweep.AxesThatChange(l.Node, sets, func(p *fabric.Loaded) (bool, error) {
+			p.Config.Topology.ReadFile = l.Config.Topology.ReadFile
 			t, _, err := formatFabric(&p.Config)
 			return err == nil && bytes.Equal(t, text), err
 		})
