@@ -617,11 +617,18 @@ func TestTracePathSelects(t *testing.T) {
 func TestOutputFilesUpFront(t *testing.T) {
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "run.trace")
+	tr0 := writeFile(t, "a.file", "")
 	cases := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--vcd", filepath.Join(dir, "no", "such", "x.vcd")}, "hcasim: --vcd: open " + filepath.Join(dir, "no", "such", "x.vcd") + ": no such file or directory\n"},
+		{[]string{"--vcd", filepath.Join(dir, "no", "such", "x.vcd")}, "hcasim: --vcd: " + filepath.Join(dir, "no", "such", "x.vcd") +
+			" cannot be created: its directory " + filepath.Join(dir, "no", "such") + " does not exist (give a file in a directory that does)\n"},
+		// One line naming the flag, the path, what stands in the way and
+		// what is allowed (it was Go's "open X: is a directory").
+		{[]string{"--trace", dir}, "hcasim: --trace: " + dir + " is a directory (give a file name, e.g. " + filepath.Join(dir, "run.trace") + ")\n"},
+		{[]string{"--pcap", filepath.Join(tr0, "x.pcapng")}, "hcasim: --pcap: " + filepath.Join(tr0, "x.pcapng") + " cannot be created: " + tr0 + " is a file, not a directory\n"},
+		{[]string{"--cpuprofile", dir}, "hcasim: --cpuprofile: " + dir + " is a directory (give a file name, e.g. " + filepath.Join(dir, "cpu.pprof") + ")\n"},
 		{[]string{"--trace", tr, "--vcd", tr}, "hcasim: --vcd: " + tr + " is also --trace's file; give each output its own file\n"},
 		{[]string{"--trace", tr, "--cpuprofile", dir + "/./run.trace"}, "hcasim: --cpuprofile: " + dir + "/./run.trace" + " is also --trace's file; give each output its own file\n"},
 		{[]string{"--vcd", filepath.Join(dir, "w.vcd"), "--memprofile", filepath.Join(dir, "w.vcd")}, "hcasim: --memprofile: " + filepath.Join(dir, "w.vcd") + " is also --vcd's file; give each output its own file\n"},

@@ -439,7 +439,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
-			return fail(stderr, userErrorf("--cpuprofile: %v", err))
+			return fail(stderr, outFileError("--cpuprofile", f.cpuprofile, err))
 		}
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return fail(stderr, err)
@@ -452,7 +452,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if f.memprofile != "" {
 		var err error
 		if mf, err = os.Create(f.memprofile); err != nil {
-			return fail(stderr, userErrorf("--memprofile: %v", err))
+			return fail(stderr, outFileError("--memprofile", f.memprofile, err))
 		}
 		defer mf.Close()
 	}
@@ -613,6 +613,42 @@ func outError(flag, dir string, err error) error {
 		return userErrorf("%s: %s in %s cannot be written: %s (%s)", flag, name, dir, why, allowed)
 	}
 	return userErrorf("%s: %s cannot be made or written: %s (%s)", flag, dir, why, allowed)
+}
+
+// outFileError is the one line for an output file (flag names it:
+// "--trace", "topology: -o") that cannot be created: the path as given,
+// what stands in the way, and what is allowed. err is what creating it
+// returned.
+func outFileError(flag, path string, err error) error {
+	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		example := map[string]string{"--trace": "run.trace", "--vcd": "run.vcd", "--pcap": "run.pcapng",
+			"--cpuprofile": "cpu.pprof", "--memprofile": "mem.pprof", "topology: -o": "fabric.topo"}[flag]
+		if example == "" {
+			example = "out"
+		}
+		return userErrorf("%s: %s is a directory (give a file name, e.g. %s)", flag, path, filepath.Join(path, example))
+	}
+	dir := filepath.Dir(path)
+	for p := dir; ; p = filepath.Dir(p) {
+		if st, serr := os.Stat(p); serr == nil {
+			if !st.IsDir() {
+				return userErrorf("%s: %s cannot be created: %s is a file, not a directory", flag, path, p)
+			}
+			if p != dir {
+				return userErrorf("%s: %s cannot be created: its directory %s does not exist (give a file in a directory that does)", flag, path, dir)
+			}
+			break
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	why := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err.Error()
+	}
+	return userErrorf("%s: %s cannot be created: %s (give a file that can be written)", flag, path, why)
 }
 
 // rescueResults writes results.json and results.csv into a new directory

@@ -64,7 +64,7 @@ func topologyMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err := report.WriteFile(*out, text); err != nil {
-		return fail(stderr, userErrorf("topology: -o: %v", err))
+		return fail(stderr, outFileError("topology: -o", *out, err))
 	}
 	fmt.Fprintf(stderr, "hcasim topology: %s written to %s\n", summary, *out)
 	return 0
