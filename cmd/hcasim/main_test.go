@@ -211,6 +211,17 @@ func TestBadInput(t *testing.T) {
 			[]string{"--pcap:", "x.pcapng"}},
 		{"empty shard", []string{"-config", "ndr.yaml", "--shard", ""}, []string{"--shard: an empty value (give I/N, e.g. 0/4, or omit --shard)"}},
 		{"empty out", []string{"-config", "ndr.yaml", "--out", ""}, []string{"--out: an empty value (give a directory, or omit --out)"}},
+		// A flag's value of the wrong kind names the flag, the value and
+		// what it takes (it quoted Go's parser: `invalid argument "-1" for
+		// "--seed" flag: …`).
+		{"negative seed", []string{"-config", "edr.yaml", "--seed", "-1"}, []string{`hcasim: --seed: "-1" is not a whole number from 0 to 18446744073709551615` + "\n"}},
+		{"jobs not a number", []string{"-config", "edr.yaml", "--jobs", "two"}, []string{`hcasim: --jobs: "two" is not a whole number` + "\n"}},
+		{"check not a bool", []string{"-config", "edr.yaml", "--check=maybe"}, []string{`hcasim: --check: "maybe" is not true or false` + "\n"}},
+		{"bench scale not numbers", []string{"bench", "--scale", "128,x"}, []string{`hcasim: bench: --scale: "128,x" is not a comma-separated list of whole numbers` + "\n"}},
+		// An integer key past 64 bits names the key's own range, in a
+		// sweep's values too.
+		{"overflow", []string{"-config", "edr.yaml", "--set", "workload.iterations=1e30"}, []string{"hcasim: edr.yaml: workload.iterations: 1e30 is out of range (2 to 1e8)\n"}},
+		{"overflow in a sweep", []string{"-config", "ndr.yaml", "--set", "sweep.switch.radix=[8, 1e19]"}, []string{"sweep.switch.radix: 1e19 is out of range (2 to 256) (at the point switch.radix=1e19"}},
 		{"unwritable heap profile", []string{"-config", "edr.yaml", "--memprofile", filepath.Join(dir, "no", "mem.prof")},
 			[]string{"--memprofile", "mem.prof"}},
 		// workload.root: past the ranks (known when the fabric is built),

@@ -118,6 +118,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, err
 		}
+		if ferr := flagValueError("", err); ferr != nil {
+			return nil, ferr
+		}
 		return nil, userErrorf("%s (see hcasim help)", err)
 	}
 	if fs.NArg() > 0 {
@@ -175,6 +178,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		f.shardOf = &sh
 	}
 	return f, nil
+}
+
+// flagValueError is the one line for a flag given a value of the wrong
+// kind (pflag's InvalidValueError, which quotes Go's parser: `invalid
+// argument "abc" for "--scale" flag: strconv.Atoi: parsing "abc": invalid
+// syntax`): the flag, the value and what it takes; prefix names the
+// subcommand ("bench: "). Nil for any other error.
+func flagValueError(prefix string, err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return nil
+	}
+	fl := ive.GetFlag()
+	want, ok := map[string]string{
+		"int":      "a whole number",
+		"uint64":   "a whole number from 0 to 18446744073709551615",
+		"intSlice": "a comma-separated list of whole numbers",
+		"bool":     "true or false",
+	}[fl.Value.Type()]
+	if !ok {
+		want = "a " + fl.Value.Type()
+	}
+	return userErrorf("%s--%s: %q is not %s", prefix, fl.Name, ive.GetValue(), want)
 }
 
 // maxSnaplen is the largest --pcap-snaplen: tcpdump's and Wireshark's
