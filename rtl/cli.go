@@ -101,6 +101,10 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 				*tbPackets, MaxTestbenchPackets)
 		}
 	}
+	if err := checkOutDir(*outDir); err != nil {
+		// Before the config is loaded, and the testbench's run made.
+		return userErr("-o: %v", err)
+	}
 	d, err := load(*configPath, sets)
 	if err != nil {
 		return userErr("%v", oneLine(err))
@@ -345,4 +349,31 @@ func removeStaleTestbench(dir string) ([]string, error) {
 		removed = append(removed, "tb/"+name)
 	}
 	return removed, nil
+}
+
+// checkOutDir refuses an -o directory that cannot be made because a file
+// stands where it, or a directory above it, should be: the one-line
+// message names the path, the file in the way and what is allowed, in
+// place of "mkdir x: not a directory" after the work is done. Anything
+// else (permissions) is found when the tree is written.
+func checkOutDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	const allowed = "give a directory for the Verilog tree; a missing one is made"
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if st, err := os.Stat(p); err == nil {
+			switch {
+			case st.IsDir():
+				return nil
+			case p == filepath.Clean(dir):
+				return fmt.Errorf("%s is a file, not a directory (%s)", dir, allowed)
+			default:
+				return fmt.Errorf("%s cannot be made: %s is a file, not a directory (%s)", dir, p, allowed)
+			}
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }
