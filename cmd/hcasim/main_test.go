@@ -409,6 +409,13 @@ func TestHelpFlags(t *testing.T) {
 		assert.Contains(t, strings.ToLower(out+errs), "usage", "%v", args)
 		assert.NotContains(t, out+errs, "help requested", "%v", args)
 	}
+	// hcasim rtl --help says what each flag does (it printed the usage
+	// line alone).
+	code, out, _ := run("rtl", "--help")
+	assert.Equal(t, 0, code)
+	for _, flag := range []string{"--config", "--out", "--report", "--testbench", "--testbench-packets", "--set"} {
+		assert.Regexp(t, `(?m)^ .*`+regexp.QuoteMeta(flag)+`[ =\[].{20,}`, out, "%s is described", flag)
+	}
 }
 
 // TestObserversChangeNoResult: tracing, checking and waveforms observe a run;
