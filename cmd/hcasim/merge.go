@@ -106,6 +106,12 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 			failed++
 		}
 	}
+	if failed > 0 && failed == len(res.Points) {
+		// As a sweep none of whose points ran: one line, no summary of
+		// points that computed nothing.
+		fmt.Fprintf(stderr, "hcasim: merge: all %d points of the %d shards failed (each has its error in the results)\n", failed, len(dirs))
+		return 1
+	}
 	if !*quiet {
 		fmt.Fprintf(stderr, "hcasim: merge: %d shards, %d points\n", len(dirs), len(res.Points))
 		if knee != nil {

@@ -831,6 +831,21 @@ sweep:
 		}
 	}
 
+	// Merged, shards none of whose points ran say so on one line too
+	// (merge exits 1 on any failed point: a shard does not record whose
+	// failure it was).
+	fabricRun = unsupported
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		d := t.TempDir()
+		code, _, _ := run("-config", cfg, "--shard", fmt.Sprintf("%d/2", i), "--out", d, "--quiet")
+		require.Equal(t, 2, code)
+		dirs = append(dirs, d)
+	}
+	code, _, stderr := run("merge", dirs[0], dirs[1], "--out", t.TempDir())
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "hcasim: merge: all 3 points of the 2 shards failed (each has its error in the results)\n", stderr)
+
 	// Only some failed: the summary, the note of the points that ran, then
 	// the failure line.
 	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
@@ -840,7 +855,7 @@ sweep:
 		return saved(l, o)
 	}
 	out := t.TempDir()
-	code, _, stderr := run("-config", cfg, "--out", out, "--jobs", "1")
+	code, _, stderr = run("-config", cfg, "--out", out, "--jobs", "1")
 	assert.Equal(t, 2, code, stderr)
 	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 	require.Len(t, lines, 3, stderr)
