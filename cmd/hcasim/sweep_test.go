@@ -229,6 +229,13 @@ func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	code, _, stderr = run("merge", whole)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "not the output of an hcasim --shard run")
+	// A mistyped directory, or a file, says so (it said "no shard.json").
+	code, _, stderr = run("merge", filepath.Join(whole, "nope"))
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: merge: "+filepath.Join(whole, "nope")+": no such directory (give the --out directories of the hcasim --shard runs)\n", stderr)
+	code, _, stderr = run("merge", filepath.Join(whole, "results.json"))
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: merge: "+filepath.Join(whole, "results.json")+": a file, not a directory (give the --out directories of the hcasim --shard runs)\n", stderr)
 	// And shards of a different sweep.
 	other := t.TempDir()
 	code, _, stderr = run("-config", cfg, "--shard", "3/4", "--out", other, "--quiet", "--set", "workload.size=2048")
