@@ -97,6 +97,10 @@ func TestAxisErrors(t *testing.T) {
 		{"sweep: {workload.size: {from: 4, to: 8, stride: 1}}", "sweep.workload.size.stride: unknown range key"},
 		{"sweep: {workload.size: {from: x, to: 8, step: 1}}", `sweep.workload.size.from: "x" is not a number`},
 		{"sweep: {workload.size: {from: 0, to: 8, points: 3, log: true}}", "sweep.workload.size.from: 0 must be above 0 on a log range"},
+		// A whole count past the limit is out of range (it said "not a
+		// whole number"); a fraction is not a count.
+		{"sweep: {workload.size: {from: 1, to: 8, points: 1e9}}", "sweep.workload.size.points: 1e+09 is out of range (1 to 100000)"},
+		{"sweep: {workload.size: {from: 1, to: 8, points: 2.5}}", "sweep.workload.size.points: 2.5 is not a whole number from 1 to 100000"},
 		{"sweep: {workload.size: {search: knee, from: 0.1, to: 1}}", "search: knee bisects an offered load"},
 		{"sweep: {workload.offered_load: {search: peak, from: 0.1, to: 1}}", `"peak" is not a search (knee)`},
 		{"sweep: {workload.offered_load: {search: knee, from: 0.1, to: 0.2, tolerance: 0.5}}", "sweep.workload.offered_load.tolerance: 0.5 is out of range"},
