@@ -101,6 +101,17 @@ func Defaults() Config {
 	}
 }
 
+// AnyCase reports whether key is one whose value Normalize accepts in any
+// case (4x and 4X are one width): a sweep that lists both would run one
+// design point twice.
+func AnyCase(key string) bool {
+	switch key {
+	case "link.generation", "link.width", "workload.connection", "hca.profile":
+		return true
+	}
+	return false
+}
+
 // Normalize rewrites the values accepted in any case — the IB acronyms
 // link.generation, link.width, workload.connection, and hca.profile — to
 // their canonical spelling. Decode calls it before Validate, so everything

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/fabric"
 )
 
 // Axis is one key under `sweep:`: a list of values, a range that expands to
@@ -178,7 +179,9 @@ func checkList(key string, v *yaml.Node) error {
 			return errorf("sweep.%s[%d]: an empty value (null) sweeps nothing; give a value", key, j)
 		}
 		for i := range j {
-			if sameValue(nodeValue(v.Content[i]), nodeValue(c)) {
+			prev := v.Content[i]
+			if sameValue(nodeValue(prev), nodeValue(c)) || (fabric.AnyCase(key) && prev.Kind == yaml.ScalarNode &&
+				c.Kind == yaml.ScalarNode && strings.EqualFold(prev.Value, c.Value)) {
 				return errorf("sweep.%s[%d]: %s is listed twice (also [%d]); give each value once", key, j, config.ScalarString(c), i)
 			}
 		}

@@ -90,6 +90,10 @@ func TestAxisErrors(t *testing.T) {
 		{"sweep: {link.length_m: [1, 2e0, 2]}", "sweep.link.length_m[2]: 2 is listed twice (also [1])"},
 		{"sweep: {switch.sl2vl: [[0, 1], [0, 1]]}", "sweep.switch.sl2vl[1]: "},
 		{"sweep: {link.width: 4x}", `sweep.link.width: "4x" is not a list of values`},
+		// 4x and 4X are one width (accepted in any case): listed both,
+		// one design point ran twice.
+		{"sweep: {link.width: [4x, 1x, 4X]}", "sweep.link.width[2]: 4X is listed twice (also [0]); give each value once"},
+		{"sweep: {link.generation: [ndr, NDR]}", "sweep.link.generation[1]: NDR is listed twice (also [0])"},
 		{"sweep: {workload.size: {from: 8, to: 4, step: 1}}", "sweep.workload.size: from 8 is above to 4"},
 		{"sweep: {workload.size: {from: 4, to: 8, step: 0}}", "sweep.workload.size.step: 0 must be above 0"},
 		{"sweep: {workload.size: {from: 4, to: 8}}", "sweep.workload.size: a range needs step"},
