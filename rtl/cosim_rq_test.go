@@ -490,3 +490,214 @@ func TestRQLint(t *testing.T) {
 		assert.Empty(t, strings.TrimSpace(out), "verilator -Wall %v", g)
 	}
 }
+
+// ---- hca_rd_merge: two read clients on one port ----
+
+// rdMergeRead is a read taken by the port: its owner (1: client b) and
+// its blocks.
+type rdMergeRead struct{ own, blocks int }
+
+// rdMergeDUT drives hca_rd_merge as its two clients and host memory
+// would: each client keeps a read request valid until it is taken (lengths
+// of 1 to 1024 bytes and 1 in 100 0, 65536: 1024 blocks), the port
+// takes a request when its ready is 1 (random, in phases), and host memory
+// returns each taken read's ⌈len / 64⌉ blocks in order, a block a beat
+// with gaps. It expects the request offered to be the round robin's
+// (the one not served last when both ask, the pick held while it waits)
+// unless DEPTH reads are in flight, and every returned block to be
+// offered to the client whose read it answers and to no other.
+type rdMergeDUT struct {
+	depth       int
+	aV, bV      bool
+	aAddr, bAdd uint64
+	aLen, bLen  int
+	hold        bool
+	sel, last   int
+	reads       []rdMergeRead // taken, oldest first
+	done        int           // blocks of reads[0] returned
+	host        []int         // cycles at which each outstanding block may return (one per block of reads, in order)
+	c           int
+	pA, pB      float64
+	pReady, pRs float64
+
+	both, full, toA, toB, long int // coverage
+}
+
+func (d *rdMergeDUT) module() string  { return "hca_rd_merge" }
+func (d *rdMergeDUT) files() []string { return []string{"hca_rd_merge.v", "sync_fifo.v"} }
+func (d *rdMergeDUT) params() []Param { return []Param{{"DEPTH", d.depth}} }
+func (d *rdMergeDUT) inputs() []Signal {
+	return []Signal{
+		{Name: "a_req_valid", Width: 1}, {Name: "a_req_addr", Width: 64}, {Name: "a_req_len", Width: 16},
+		{Name: "b_req_valid", Width: 1}, {Name: "b_req_addr", Width: 64}, {Name: "b_req_len", Width: 16},
+		{Name: "req_ready", Width: 1}, {Name: "rsp_valid", Width: 1},
+	}
+}
+func (d *rdMergeDUT) outputs() []Signal {
+	return []Signal{
+		{Name: "a_req_ready", Width: 1}, {Name: "a_rsp_valid", Width: 1},
+		{Name: "b_req_ready", Width: 1}, {Name: "b_rsp_valid", Width: 1},
+		{Name: "req_valid", Width: 1}, {Name: "req_addr", Width: 64, ValidWhen: "req_valid"},
+		{Name: "req_len", Width: 16, ValidWhen: "req_valid"},
+	}
+}
+
+// rdMergeLen draws a read's length: mostly 64..1024 bytes (whole
+// blocks, as WQE reads), now and then one not a multiple of 64, and 1 in
+// 100 the largest, 0 (65536 bytes).
+func rdMergeLen(r *rand.Rand) int {
+	switch x := r.IntN(100); {
+	case x == 0:
+		return 0
+	case x < 10:
+		return 1 + r.IntN(1024)
+	default:
+		return 64 * (1 + r.IntN(16))
+	}
+}
+
+// rdMergeBlocks is a length's 64-byte blocks (0: 65536 bytes, 1024).
+func rdMergeBlocks(n int) int {
+	if n == 0 {
+		return 1024
+	}
+	return (n + 63) / 64
+}
+
+func (d *rdMergeDUT) cycle(r *rand.Rand, in, out []Value) {
+	if d.c%256 == 0 {
+		d.pA = []float64{0.05, 0.4, 1}[r.IntN(3)]
+		d.pB = []float64{0.05, 0.4, 1}[r.IntN(3)]
+		d.pReady = []float64{0.3, 0.8, 1}[r.IntN(3)]
+		d.pRs = []float64{0.3, 0.9, 1}[r.IntN(3)]
+	}
+	d.c++
+	if !d.aV && r.Float64() < d.pA {
+		d.aV, d.aAddr, d.aLen = true, r.Uint64()&^63, rdMergeLen(r)
+	}
+	if !d.bV && r.Float64() < d.pB {
+		d.bV, d.bAdd, d.bLen = true, r.Uint64()&^63, rdMergeLen(r)
+	}
+	ready := r.Float64() < d.pReady
+	rsp := len(d.host) > 0 && d.host[0] <= d.c && r.Float64() < d.pRs
+	in[0], in[1], in[2] = b2v(d.aV), U(d.aAddr), U(uint64(d.aLen))
+	in[3], in[4], in[5] = b2v(d.bV), U(d.bAdd), U(uint64(d.bLen))
+	in[6], in[7] = b2v(ready), b2v(rsp)
+
+	// This cycle's outputs, from the state at its start.
+	room := len(d.reads) < d.depth
+	pick := d.sel
+	if !d.hold {
+		pick = 0
+		if d.bV && (!d.aV || d.last == 0) {
+			pick = 1
+		}
+	}
+	valid := room && (pick == 1 && d.bV || pick == 0 && d.aV)
+	addr, n := d.aAddr, d.aLen
+	if pick == 1 {
+		addr, n = d.bAdd, d.bLen
+	}
+	out[0], out[2] = b2v(room && pick == 0 && ready), b2v(room && pick == 1 && ready)
+	out[1], out[3] = b2v(rsp && d.reads[0].own == 0), b2v(rsp && d.reads[0].own == 1)
+	out[4], out[5], out[6] = b2v(valid), U(0), U(0)
+	if valid {
+		out[5], out[6] = U(addr), U(uint64(n))
+	}
+	if d.aV && d.bV {
+		d.both++
+	}
+	if !room && (d.aV || d.bV) {
+		d.full++
+	}
+
+	// The rising edge.
+	if rsp {
+		if d.reads[0].own == 0 {
+			d.toA++
+		} else {
+			d.toB++
+		}
+		d.host = d.host[1:]
+		if d.done++; d.done == d.reads[0].blocks {
+			d.reads, d.done = d.reads[1:], 0
+		}
+	}
+	if valid {
+		d.sel, d.hold = pick, !ready
+		if ready {
+			d.last = pick
+			b := rdMergeBlocks(n)
+			if b == 1024 {
+				d.long++
+			}
+			d.reads = append(d.reads, rdMergeRead{own: pick, blocks: b})
+			at := d.c + 1 + r.IntN(24)
+			for range b {
+				d.host = append(d.host, at)
+			}
+			if pick == 0 {
+				d.aV = false
+			} else {
+				d.bV = false
+			}
+		}
+	}
+}
+
+// TestRDMergeCosim: hca_rd_merge with an order queue of 2 and of 16 reads
+// (hca_top's is 2 x 2^QPN_W x WQE_PREFETCH_DEPTH), on every seed: the two
+// clients ask at once, the queue fills, and blocks go to both clients (a
+// 65536-byte read among them over the seeds).
+func TestRDMergeCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	for _, depth := range []int{2, 16} {
+		var long int
+		for _, seed := range cosimSeeds {
+			r := rand.New(rand.NewPCG(seed, 0x7e57))
+			d := &rdMergeDUT{depth: depth}
+			in := make([]Value, len(d.inputs()))
+			out := make([]Value, len(d.outputs()))
+			for range cosimCycles {
+				d.cycle(r, in, out)
+			}
+			msg := []any{"depth %d seed %d", depth, seed}
+			assert.GreaterOrEqual(t, d.both, 100, msg...)
+			assert.Positive(t, d.full, msg...)
+			assert.GreaterOrEqual(t, d.toA, 200, msg...)
+			assert.GreaterOrEqual(t, d.toB, 200, msg...)
+			long += d.long
+		}
+		assert.Positive(t, long, "depth %d", depth)
+	}
+	ctx := context.Background()
+	for _, depth := range []int{2, 16} {
+		dir := t.TempDir()
+		files := writeCosimBench(t, dir, &rdMergeDUT{depth: depth})
+		_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+		require.NoError(t, err)
+		for _, seed := range cosimSeeds {
+			r := rand.New(rand.NewPCG(seed, 0x7e57))
+			trace := filepath.Join(dir, "trace.hex")
+			cycles := writeCosimTrace(t, trace, &rdMergeDUT{depth: depth}, r)
+			out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", "+trace="+trace)
+			require.NoError(t, err)
+			checkCosimOutput(t, out, cycles)
+		}
+	}
+}
+
+// TestRDMergeMutantsFail: each slip fails the first seed at an order
+// queue of 16.
+func TestRDMergeMutantsFail(t *testing.T) {
+	const f = "hca_rd_merge.v"
+	runMutants(t, func() cosimDUT { return &rdMergeDUT{depth: 16} }, []cosimMutant{
+		{"responses to the wrong client", f, "assign a_rsp_valid = rsp_valid && !h_own;", "assign a_rsp_valid = rsp_valid && h_own;"},
+		{"the pick not held while it waits", f, "wire         r_pick = r_hold ? r_sel :", "wire         r_pick = 1'b0 ? r_sel :"},
+		{"client b never yields (no round robin)", f, "(b_req_valid && (!a_req_valid || !r_last))", "b_req_valid"},
+		{"a full order queue ignored", f, "assign req_valid   = r_room && (", "assign req_valid   = 1'b1 && ("},
+		{"the blocks not rounded up", f, "{1'b0, req_len} + 17'd63", "{1'b0, req_len} + 17'd0"},
+		{"a 65536-byte read taken as 1024 bytes", f, "req_len == 16'd0 ? 11'd1024 : r_up[16:6]", "req_len == 16'd0 ? 11'd16 : r_up[16:6]"},
+	})
+}
