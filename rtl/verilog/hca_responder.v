@@ -93,11 +93,11 @@
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
 // TODO: SEND with invalidate, a receive WQE of several scatter
-// elements (the model's RecvSGL), the receive queue behind rw_* (prefetch from host memory, the
-// flush of posted WQEs when the QP goes to ERR: hca.Device.flushRecvs), SRQs (docs/rtl.md). In
+// elements (the model's RecvSGL), the flush of posted WQEs when the QP goes to ERR
+// (hca.Device.flushRecvs), SRQs (docs/rtl.md). In
 // hca_transport: behind hca_rx_ack (which routes no atomic to it yet: rq_swap, rq_cmp and rd_* are
-// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* is tied to an empty
-// queue, rc_* to no CQE writer), its kc_* and wr_* through
+// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* goes to hca_top's
+// hca_rq, rc_* to no CQE writer yet), its kc_* and wr_* through
 // hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
