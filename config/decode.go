@@ -9,9 +9,12 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
 )
 
 // Error is a user's mistake in a config or an override: one line, naming the
@@ -348,18 +351,51 @@ func decodeWhole(n *yaml.Node, v reflect.Value, path string) error {
 }
 
 // outOfRange names the range of v's type when a whole number does not fit
-// it, and keeps err for anything that is not a number.
+// it, and keeps err for anything that is not a number. The error is an
+// *OverflowError, so that a caller who knows the key's own range (its
+// Validate) can name that instead.
 func outOfRange(n *yaml.Node, v reflect.Value, path string, err error) error {
 	var f float64
 	if n.Decode(&f) != nil || math.IsNaN(f) {
 		return err
 	}
 	shift := 64 - v.Type().Bits()
+	o := &OverflowError{Key: path, Value: n.Value, Node: n}
 	if v.CanInt() {
-		return errorf("%s: %s is out of range (%d to %d)", path, n.Value, int64(math.MinInt64)>>shift, int64(math.MaxInt64)>>shift)
+		lo, hi := int64(math.MinInt64)>>shift, int64(math.MaxInt64)>>shift
+		o.Msg = fmt.Sprintf("%s: %s is out of range (%d to %d)", path, n.Value, lo, hi)
+		o.Bound = strconv.FormatInt(hi, 10)
+		if f < 0 {
+			o.Bound = strconv.FormatInt(lo, 10)
+		}
+		return o
 	}
-	return errorf("%s: %s is out of range (0 to %d)", path, n.Value, uint64(math.MaxUint64)>>shift)
+	hi := uint64(math.MaxUint64) >> shift
+	o.Msg = fmt.Sprintf("%s: %s is out of range (0 to %d)", path, n.Value, hi)
+	o.Bound = strconv.FormatUint(hi, 10)
+	if f < 0 {
+		o.Bound = "0"
+	}
+	return o
 }
+
+// OverflowError is an integer key given a whole number beyond its Go type
+// (1e30 for an int64). Its message names the type's range, which is rarely
+// the key's own: the decoder does not know the key's range, its Validate
+// does. fabric.Decode asks Validate about Bound, the type's limit on the
+// value's side, and names the range Validate gives.
+type OverflowError struct {
+	Msg   string     // "KEY: VALUE is out of range (the type's range)"
+	Key   string     // the dotted key
+	Value string     // the value as written
+	Bound string     // the type's nearest limit to Value, in decimal
+	Node  *yaml.Node // the value's node in the tree being decoded
+}
+
+func (e *OverflowError) Error() string { return e.Msg }
+
+// Unwrap makes an OverflowError a user's *Error too.
+func (e *OverflowError) Unwrap() error { return &Error{Msg: e.Msg} }
 
 // atLine names a node's line in the config file, or nothing for a value
 // given with --set (Set marks those line 0: "line 1" would mislead).
@@ -439,9 +475,44 @@ func EditDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// Stdin is the config name that reads the config from standard input
+// (`generate-config | hcasim -config -`), as most Unix tools take "-".
+const Stdin = "-"
+
+// stdinConfig is standard input read whole, once per os.Stdin: a command
+// that loads its config twice (hcasim rtl --testbench: the design, then
+// the run) reads the same text both times.
+var stdinConfig struct {
+	sync.Mutex
+	from *os.File
+	data []byte
+	err  error
+}
+
+func readStdin() ([]byte, error) {
+	stdinConfig.Lock()
+	defer stdinConfig.Unlock()
+	if stdinConfig.from == nil || stdinConfig.from != os.Stdin {
+		stdinConfig.from = os.Stdin
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			// Reading would wait for the user to type a config.
+			stdinConfig.data, stdinConfig.err = nil, errorf("standard input is a terminal; pipe a config into it (make-config | hcasim -config -), or name a file")
+		} else if b, err := io.ReadAll(os.Stdin); err != nil {
+			stdinConfig.data, stdinConfig.err = nil, errorf("cannot read standard input: %v", err)
+		} else {
+			stdinConfig.data, stdinConfig.err = b, nil
+		}
+	}
+	return stdinConfig.data, stdinConfig.err
+}
+
 // ReadFile reads a config by path, or else by the name of a shipped config
-// (a file path wins). embedded looks a name up among shipped configs.
+// (a file path wins); Stdin ("-") reads standard input. embedded looks a
+// name up among shipped configs.
 func ReadFile(name string, embedded func(string) ([]byte, bool)) ([]byte, error) {
+	if name == Stdin {
+		return readStdin()
+	}
 	if st, err := os.Stat(name); err == nil && st.IsDir() {
 		// Reading one fails with "read DIR: is a directory", said twice.
 		return nil, errorf("is a directory, not a config file (a YAML file, or the name of a shipped config such as ndr.yaml)")

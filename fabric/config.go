@@ -3,9 +3,11 @@ package fabric
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -97,6 +99,17 @@ func Defaults() Config {
 		Sim:      SimConfig{MaxTimeNs: 100e6, Engine: components.EngineHcasim, Partitions: 1},
 		CC:       cc.Defaults(),
 	}
+}
+
+// AnyCase reports whether key is one whose value Normalize accepts in any
+// case (4x and 4X are one width): a sweep that lists both would run one
+// design point twice.
+func AnyCase(key string) bool {
+	switch key {
+	case "link.generation", "link.width", "workload.connection", "hca.profile":
+		return true
+	}
+	return false
 }
 
 // Normalize rewrites the values accepted in any case — the IB acronyms
@@ -440,6 +453,10 @@ func decode(root *yaml.Node, validate bool) (*Loaded, error) {
 		cfg.HCA = p
 	}
 	if err := config.Decode(root, &cfg); err != nil {
+		var o *config.OverflowError
+		if errors.As(err, &o) {
+			return nil, overflowRange(root, o)
+		}
 		return nil, err
 	}
 	cfg.Normalize()
@@ -450,6 +467,44 @@ func decode(root *yaml.Node, validate bool) (*Loaded, error) {
 		return nil, &config.Error{Msg: err.Error()}
 	}
 	return &Loaded{Config: cfg, Node: root}, nil
+}
+
+// overflowRange turns an integer key's overflow of its Go type (1e30 for
+// workload.iterations) into the key's own range: the key is decoded once
+// more holding the type's limit on that side, and when Validate refuses
+// that value by the key's name, its message, with the value as written,
+// is the answer ("workload.iterations: 1e30 is out of range (2 to 1e8)").
+// A key whose range is its type's (seed), or a config with an earlier
+// mistake, keeps the type's range.
+func overflowRange(root *yaml.Node, o *config.OverflowError) (err error) {
+	err = &config.Error{Msg: o.Msg}
+	n := o.Node
+	value, tag, style := n.Value, n.Tag, n.Style
+	n.Value, n.Tag, n.Style = o.Bound, "!!int", 0
+	defer func() {
+		n.Value, n.Tag, n.Style = value, tag, style
+		if recover() != nil {
+			// A check that cannot take the type's limit is no reason
+			// to lose the user's answer: keep the type's range.
+			err = &config.Error{Msg: o.Msg}
+		}
+	}()
+	cfg := Defaults()
+	if p := config.Lookup(root, "hca.profile"); p != nil && p.Kind == yaml.ScalarNode {
+		if hp, perr := hca.Profile(p.Value); perr == nil {
+			cfg.HCA = hp
+		}
+	}
+	if config.Decode(root, &cfg) != nil {
+		return err
+	}
+	cfg.Normalize()
+	verr := cfg.Validate()
+	prefix := o.Key + ": " + o.Bound + " "
+	if verr == nil || !strings.HasPrefix(verr.Error(), prefix) {
+		return err
+	}
+	return &config.Error{Msg: o.Key + ": " + o.Value + " " + strings.TrimPrefix(verr.Error(), prefix)}
 }
 
 // Load parses YAML text, applies `key=value` overrides and decodes.

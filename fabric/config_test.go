@@ -1,11 +1,14 @@
 package fabric
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -175,4 +178,67 @@ func TestWindowRoundsToPicoseconds(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, ib.PS(1001+2003), end)
 	assert.Equal(t, ib.PS(1001), ib.FromNanoseconds(1.001))
+}
+
+// TestOverflowNamesTheKeysRange: an integer key given a whole number beyond
+// its Go type (1e30 > 2^63 − 1 ≈ 9.22e18 > 2^64 − 1 ≈ 1.84e19, so past
+// every integer type a key has) is refused naming the key's own range, as
+// its Validate states it for a value that fits, not the type's
+// (-9223372036854775808 to 9223372036854775807). The exceptions are the
+// keys whose range is the type's, or is checked only where the type's
+// bound cannot say it.
+func TestOverflowNamesTheKeysRange(t *testing.T) {
+	typeRange := map[string]string{
+		"seed":           "every uint64 is a seed",
+		"workload.shift": "any integer: the shift is taken mod the hosts",
+		"workload.root":  "its upper bound, the fabric's hosts, is checked when the fabric is built",
+		// Validated only with workload.algorithm: sharp (below).
+		"workload.sharp_osts":           "",
+		"workload.sharp_fragment_bytes": "",
+	}
+	d := Defaults()
+	checked := 0
+	for _, k := range config.Keys(reflect.TypeOf(Config{})) {
+		v, ok := Value(&d, k)
+		if !ok {
+			continue
+		}
+		switch reflect.ValueOf(v).Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		default:
+			continue
+		}
+		for _, val := range []string{"1e30", "-1e30"} {
+			_, err := Load(nil, []string{k + "=" + val})
+			require.Error(t, err, k)
+			msg := err.Error()
+			assert.True(t, strings.HasPrefix(msg, k+": "+val+" "), "names the key and the value as written: %s", msg)
+			typeBound := strings.Contains(msg, "9223372036854775807") || strings.Contains(msg, "18446744073709551615")
+			if _, ok := typeRange[k]; ok {
+				continue
+			}
+			checked++
+			assert.False(t, typeBound, "names the type's range, not the key's: %s", msg)
+		}
+	}
+	assert.Greater(t, checked, 2*80, "the integer keys were found (90 when written)")
+
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"workload.iterations=1e30"}, "workload.iterations: 1e30 is out of range (2 to 1e8)"},
+		{[]string{"workload.iterations=-1e30"}, "workload.iterations: -1e30 is out of range (2 to 1e8)"},
+		{[]string{"workload.qps=99999999999999999999"}, "workload.qps: 99999999999999999999 is out of range (1 to 4096)"},
+		{[]string{"link.mtu=1e19"}, "link.mtu: 1e19 is not an IB MTU (256, 512, 1024, 2048, 4096)"},
+		{[]string{"workload.kind=allreduce", "workload.algorithm=sharp", "workload.sharp_osts=1e30"},
+			"workload.sharp_osts: 1e30 is out of range (0 for 64, 1 to 4096)"},
+		// The type's range where it is the key's: a seed is any uint64.
+		{[]string{"seed=1e30"}, "seed: 1e30 is out of range (0 to 18446744073709551615)"},
+	} {
+		_, err := Load(nil, tc.sets)
+		require.Error(t, err, tc.sets)
+		assert.Equal(t, tc.want, err.Error(), tc.sets)
+	}
 }

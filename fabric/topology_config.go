@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -63,6 +64,11 @@ type TopologyConfig struct {
 	GlobalCableMedium string `yaml:"global_cable_medium,omitempty"`
 	// File is the topology file of kind file (format in docs/fabric.md).
 	File string `yaml:"file"`
+	// ReadFile reads File as the config's source resolves a relative path:
+	// the CLI sets it (from the config file's directory; from the current
+	// one for a value given with --set or a config read from stdin). Nil
+	// reads File as it is, relative to the working directory. Not a key.
+	ReadFile func(name string) ([]byte, error) `yaml:"-"`
 	// Text is a topology file's contents, given in the config itself
 	// instead of File (a config that carries its fabric: shipped examples,
 	// sweeps and shards that run elsewhere). omitempty: configs without it
@@ -582,7 +588,15 @@ func (c *TopologyConfig) Build(switchRadix int, link CableSpec) (*Topology, erro
 			}
 			break
 		}
-		t, err = LoadTopologyFile(c.File, link)
+		if c.ReadFile != nil {
+			data, rerr := c.ReadFile(c.File)
+			if rerr != nil {
+				return nil, fmt.Errorf("topology.file: %v", rerr)
+			}
+			t, err = ParseTopology(bytes.NewReader(data), c.File, link)
+		} else {
+			t, err = LoadTopologyFile(c.File, link)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("topology.file: %v", err)
 		}

@@ -113,6 +113,9 @@ type Responder struct {
 	// writeLen is the WRITE's RETH DMA length, bytes, saved at FIRST/ONLY:
 	// a WRITE_WITH_IMM's receive completion reports it as byte_len.
 	writeLen uint32
+	// writeOff is the WRITE's bytes placed so far, from its FIRST/ONLY:
+	// its packets must end exactly at writeLen (writeLengthOK).
+	writeOff uint32
 	recv     RecvWQE
 	hasRecv  bool
 	recvOff  uint32
@@ -426,6 +429,12 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			return a
 		}
 	}
+	if isPlainWrite(op) && !r.writeLengthOK(pkt, first, last) {
+		// A length error: NAK invalid request, class C (rxe
+		// RESPST_ERR_LENGTH; ib-facts.md §5). Checked before the R_Key, as
+		// rxe's check_length comes before check_rkey.
+		return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+	}
 	if hdr&ib.HasRETH != 0 {
 		var base uint64
 		if a.KeyResult, base = checkRETH(pkt, env, AccessRemoteWrite, &a); a.KeyResult != KeyOK {
@@ -492,6 +501,10 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			a.Write, a.WriteAddr = true, r.writeVA
 		}
 		r.writeVA += uint64(pkt.PayloadLen)
+		if first {
+			r.writeOff = 0
+		}
+		r.writeOff += uint32(pkt.PayloadLen)
 	}
 	r.inMsg, r.inSend = !last, isSend(op)
 	r.ePSN = psnAdd(r.ePSN, 1)
@@ -606,6 +619,45 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) (r Key
 		a.Xlate, a.XlateAddr, a.XlateLen, a.XlateKey = true, a.KeyAddr, a.KeyLen, a.Key
 	}
 	return r, base
+}
+
+// writeLengthOK reports whether an RDMA WRITE packet (first: FIRST or
+// ONLY; last: LAST or ONLY) keeps IBA's length rules for its payload: a
+// FIRST or MIDDLE carries exactly the path MTU, a LAST 1..MTU bytes, an
+// ONLY 0..MTU (rxe check_length); and the WRITE's packets carry exactly
+// its RETH's DMA length: none passes it, and the LAST or ONLY ends it (rxe
+// check_rkey's per-packet test of the bytes left, which lets a LAST of a
+// whole MTU end a WRITE short; here it may not). A requester that
+// segments at the QP's path MTU always keeps them; a peer at another MTU
+// breaks the first.
+func (r *Responder) writeLengthOK(pkt *ib.Packet, first, last bool) bool {
+	n, mtu := uint64(pkt.PayloadLen), uint64(r.MTU)
+	switch {
+	case first && last:
+		if n > mtu {
+			return false
+		}
+	case !last:
+		if n != mtu {
+			return false
+		}
+	default:
+		if n == 0 || n > mtu {
+			return false
+		}
+	}
+	total, done := uint64(r.writeLen), uint64(r.writeOff)+n
+	if first {
+		total, done = uint64(pkt.RETH.Length), n
+	}
+	return done <= total && (!last || done == total)
+}
+
+// isPlainWrite: RDMA WRITE FIRST, MIDDLE, LAST or ONLY, without immediate
+// (the length rules for those with immediate and for SENDs, which hold a
+// receive WQE, are not modelled: docs/hca.md).
+func isPlainWrite(op ib.Opcode) bool {
+	return op == ib.RDMAWriteFirst || op == ib.RDMAWriteMiddle || op == ib.RDMAWriteLast || op == ib.RDMAWriteOnly
 }
 
 func isSend(op ib.Opcode) bool { return uint32(1)<<op&sendOps != 0 }

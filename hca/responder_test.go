@@ -408,3 +408,103 @@ func TestResponderTranslationRanges(t *testing.T) {
 		assert.Equal(t, s.want, got, "%v", s.pkt.Opcode)
 	}
 }
+
+// TestWriteLengthRules: an RDMA WRITE's packets must carry exactly the path
+// MTU (FIRST, MIDDLE), 1..MTU bytes (LAST) or 0..MTU (ONLY), and together
+// exactly the RETH's DMA length; a packet that breaks either gets NAK
+// invalid request at its PSN and the QP goes to ERR (a length error, class
+// C: rxe check_length and check_rkey, RESPST_ERR_LENGTH; ib-facts.md §5),
+// nothing of it written. Each case gives its packets' payload bytes and the
+// FIRST's DMA length; bad is the packet that breaks a rule (-1: none), so
+// the bytes written are the packets' before it, and the packets after it
+// are dropped in ERR.
+func TestWriteLengthRules(t *testing.T) {
+	cfg := Defaults()
+	type tc struct {
+		name string
+		mtu  int
+		dlen uint32
+		pay  []int
+		bad  int
+	}
+	for _, c := range []tc{
+		// ⌈600 / 512⌉ = 2 packets: 512 + 88 = 600.
+		{"600 bytes at MTU 512: FIRST 512, LAST 88", 512, 600, []int{512, 88}, -1},
+		{"an ONLY of the MTU", 512, 512, []int{512}, -1},
+		{"an ONLY of no bytes, DMA length 0", 512, 0, []int{0}, -1},
+		// The same 600 bytes cut at MTU 256 (256 + 256 + 88) are whole
+		// at MTU 256 and wrong at 512: the FIRST's 256 is not the MTU.
+		{"600 bytes cut at 256, MTU 256", 256, 600, []int{256, 256, 88}, -1},
+		{"600 bytes cut at 256, MTU 512", 512, 600, []int{256, 256, 88}, 0},
+		{"an ONLY of MTU + 1", 512, 513, []int{513}, 0},
+		{"a MIDDLE short of the MTU", 512, 1100, []int{512, 256, 332}, 1},
+		{"a LAST of no bytes", 512, 512, []int{512, 0}, 1},
+		// 512 + 50 = 562 < 600: the LAST ends the WRITE short.
+		{"a LAST short of the DMA length", 512, 600, []int{512, 50}, 1},
+		// 512 + 512 = 1024 > 700: the MIDDLE passes the DMA length.
+		{"a MIDDLE past the DMA length", 512, 700, []int{512, 512, 100}, 1},
+		{"an ONLY short of its DMA length", 512, 200, []int{100}, 0},
+		{"an ONLY past its DMA length", 512, 50, []int{100}, 0},
+		// 512 + 512 = 1024 < 1536: a LAST of a whole MTU that ends the
+		// WRITE short (rxe's per-packet test would take it).
+		{"a LAST of the MTU short of the DMA length", 512, 1536, []int{512, 512}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var kt KeyTable
+			mr := kt.Register(1, 0x10000, 0x4000, AccessRemoteWrite)
+			env := &testEnv{kt: &kt, pd: 1}
+			resp := NewResponder(&cfg, c.mtu, 100)
+			written := 0
+			for i, n := range c.pay {
+				p := &ib.Packet{PSN: uint32(100 + i), AckReq: i == len(c.pay)-1, PayloadLen: n}
+				switch {
+				case len(c.pay) == 1:
+					p.Opcode = ib.RDMAWriteOnly
+				case i == 0:
+					p.Opcode = ib.RDMAWriteFirst
+				case i == len(c.pay)-1:
+					p.Opcode = ib.RDMAWriteLast
+				default:
+					p.Opcode = ib.RDMAWriteMiddle
+				}
+				if i == 0 {
+					p.RETH = ib.RETH{VA: mr.Addr, RKey: mr.RKey, Length: c.dlen}
+				}
+				a := resp.Receive(p, env)
+				switch {
+				case c.bad >= 0 && i > c.bad:
+					assert.True(t, a.Drop && !a.Ack && !a.Write, "packet %d after the length error: dropped in ERR", i)
+				case i == c.bad:
+					require.True(t, a.Ack, "packet %d", i)
+					assert.Equal(t, uint8(SynNAKInvReq), a.AckSyn, "packet %d: NAK invalid request", i)
+					assert.Equal(t, p.PSN, a.AckPSN)
+					assert.False(t, a.Write, "nothing of it written")
+					assert.Equal(t, QPErr, resp.State)
+				default:
+					assert.False(t, a.Ack && a.AckSyn != SynACKNoLimit, "packet %d: no NAK", i)
+					assert.Equal(t, n > 0, a.Write, "packet %d", i)
+					if a.Write {
+						assert.Equal(t, mr.Addr+uint64(written), a.WriteAddr, "packet %d at the WRITE's next byte", i)
+					}
+					written += n
+				}
+			}
+			if c.bad < 0 {
+				assert.Equal(t, int(c.dlen), written, "the DMA length, all of it")
+				assert.Equal(t, uint32(1), resp.MSN(), "one message done")
+				assert.Equal(t, QPRTR, resp.State)
+			}
+		})
+	}
+	// A FIRST of the wrong length with a stale R_Key as well: the length
+	// is checked first (rxe check_length before check_rkey): invalid
+	// request, no key check.
+	var kt KeyTable
+	mr := kt.Register(1, 0x10000, 0x4000, AccessRemoteWrite)
+	resp := NewResponder(&cfg, 512, 7)
+	a := resp.Receive(&ib.Packet{Opcode: ib.RDMAWriteFirst, PSN: 7, PayloadLen: 256,
+		RETH: ib.RETH{VA: mr.Addr, RKey: mr.RKey ^ 0x80, Length: 600}}, &testEnv{kt: &kt, pd: 1})
+	require.True(t, a.Ack)
+	assert.Equal(t, uint8(SynNAKInvReq), a.AckSyn)
+	assert.False(t, a.KeyChecked)
+}

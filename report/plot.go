@@ -132,7 +132,7 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 			return fmt.Errorf("plot %s: %v", name, err)
 		}
 		if err := WriteFile(filepath.Join(dir, name), buf.Bytes()); err != nil {
-			return fmt.Errorf("plot %s: %v", name, err)
+			return err // names the file
 		}
 		written = append(written, name)
 		return nil

@@ -66,16 +66,18 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 	}
 	fs := pflag.NewFlagSet("hcasim rtl", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	configPath := fs.StringP("config", "c", "", "config file") // -c, as a run takes it
-	outDir := fs.StringP("out", "o", "", "output directory for the Verilog tree")
-	wantReport := fs.Bool("report", false, "print the resource report")
-	testbench := fs.Bool("testbench", false, "write a self-checking fabric testbench into DIR/tb")
-	tbPackets := fs.Int("testbench-packets", DefaultTestbenchPackets, "packets the testbench's hosts inject")
+	configPath := fs.StringP("config", "c", "", "the design point: a config file, a shipped config's name (ndr.yaml), or - for stdin; a sweep's axes that change the design must be pinned with --set") // -c, as a run takes it
+	outDir := fs.StringP("out", "o", "", "write the Verilog tree into this directory (made if missing; files of an earlier export that this one does not write are removed)")
+	wantReport := fs.Bool("report", false, "print the resource report (buffer SRAM per port and in total; with Yosys on PATH, cells and flops: about 100 s of CPU), and with -o write it to DIR/resources.txt")
+	testbench := fs.Bool("testbench", false, "also write DIR/tb: a self-checking Icarus testbench of the fabric's switches, driven by the model's run of the config (sh DIR/tb/run.sh)")
+	tbPackets := fs.Int("testbench-packets", DefaultTestbenchPackets, "packets the testbench's hosts inject (1 to 20000)")
 	var sets []string
-	fs.StringArrayVar(&sets, "set", nil, "override a config key (key=value), repeatable")
+	fs.StringArrayVar(&sets, "set", nil, "override a config key (key=value), as for a run; repeatable")
 	if err := fs.Parse(normalizeFlags(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprint(stdout, "usage: "+usage+"\n")
+			// What each flag does, not the one line alone: docs/rtl.md
+			// has the rest.
+			fmt.Fprintf(stdout, "usage: %s\n\nExports the config's design point as Verilog (docs/rtl.md lists each block and what is TODO).\n\n%s", usage, fs.FlagUsages())
 			return 0
 		}
 		return userErr("%v (usage: %s)", err, usage)
@@ -100,6 +102,10 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 			return userErr("--testbench-packets: %d is outside 1..%d (packets the testbench's hosts inject; more take Icarus minutes per switch)",
 				*tbPackets, MaxTestbenchPackets)
 		}
+	}
+	if err := checkOutDir(*outDir); err != nil {
+		// Before the config is loaded, and the testbench's run made.
+		return userErr("-o: %v", err)
 	}
 	d, err := load(*configPath, sets)
 	if err != nil {
@@ -345,4 +351,31 @@ func removeStaleTestbench(dir string) ([]string, error) {
 		removed = append(removed, "tb/"+name)
 	}
 	return removed, nil
+}
+
+// checkOutDir refuses an -o directory that cannot be made because a file
+// stands where it, or a directory above it, should be: the one-line
+// message names the path, the file in the way and what is allowed, in
+// place of "mkdir x: not a directory" after the work is done. Anything
+// else (permissions) is found when the tree is written.
+func checkOutDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	const allowed = "give a directory for the Verilog tree; a missing one is made"
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if st, err := os.Stat(p); err == nil {
+			switch {
+			case st.IsDir():
+				return nil
+			case p == filepath.Clean(dir):
+				return fmt.Errorf("%s is a file, not a directory (%s)", dir, allowed)
+			default:
+				return fmt.Errorf("%s cannot be made: %s is a file, not a directory (%s)", dir, p, allowed)
+			}
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }

@@ -1126,18 +1126,51 @@ func runResp(t *testing.T, ctx context.Context, dir string, run *respRun, seed u
 	return parseResp(t, out)
 }
 
+// directedStart writes contexts 0..2 (config) and makes context 0's QP
+// the directed runs' (directedQP: PD 0's, path MTU mtu, min_rnr_timer
+// rnr).
+func (run *respRun) directedStart(mtu, rnr int) *respQP {
+	for slot := range respQPs - 1 {
+		run.config(slot)
+	}
+	return run.directedQP(run.stream[0], 0, mtu, rnr)
+}
+
+// directedReconfig closes the stream with a gap (a context write follows
+// only one) and writes a new QP into context 0 with the old QP's QPN at
+// the PSN config draws, made the directed runs' QP as directedStart's.
+func (run *respRun) directedReconfig(mtu, rnr int) *respQP {
+	run.stream[len(run.stream)-1].gap = true
+	old := run.qps[0]
+	run.config(0)
+	return run.directedQP(run.stream[len(run.stream)-1], old.qpn, mtu, rnr)
+}
+
+// directedQP makes the QP config just wrote into context 0, whose context
+// write is c, a directed run's: QPN qpn (0: the one config drew), PD 0,
+// path MTU mtu, min_rnr_timer rnr, a fresh model responder at its
+// expected PSN; and c carries the same QPN, PD, MTU and min_rnr_timer, so
+// the RTL's context is the model's. (Until 2026-12-03 the WRITE and
+// atomic runs left in c the MTU config drew, whatever the model's: no
+// WRITE or atomic decision reads the MTU, so the runs passed either way.)
+func (run *respRun) directedQP(c *respPkt, qpn uint32, mtu, rnr int) *respQP {
+	q := run.qps[0]
+	if qpn != 0 {
+		q.qpn = qpn
+	}
+	q.pd, q.mtu = run.pds[0], mtu
+	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
+	q.resp.MinRNRTimer = rnr
+	c.qpn, c.pd, c.mtu, c.rnr = q.qpn, q.pd, q.mtu, rnr
+	return q
+}
+
 // respDirected is the directed run on context 0 (MTU 256, PD 0's region
 // 0, ACK_COALESCE 1), each case's expected ACKs derived by hand in
 // TestResponderDirectedCosim.
 func respDirected(seed uint64) (run *respRun, qpn, p0 uint32, q123 []uint32) {
 	run = newRespRun(seed, 1)
-	for slot := range respQPs - 1 {
-		run.config(slot)
-	}
-	q := run.qps[0]
-	q.pd, q.mtu = run.pds[0], 256
-	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-	run.stream[0].pd = q.pd
+	q := run.directedStart(256, run.cfg.MinRNRTimer)
 	qpn, p0 = q.qpn, q.next
 	mr := run.regions[0] // PD 0's, REMOTE_WRITE
 	sendAll := func(lose int) {
@@ -1147,14 +1180,8 @@ func respDirected(seed uint64) (run *respRun, qpn, p0 uint32, q123 []uint32) {
 			}
 		}
 	}
-	reconfig := func() {
-		run.stream[len(run.stream)-1].gap = true // a context write follows only a gap
-		old := run.qps[0]
-		run.config(0)
-		q = run.qps[0]
-		q.qpn, q.pd, q.mtu = old.qpn, run.pds[0], 256
-		q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-		run.stream[len(run.stream)-1].qpn, run.stream[len(run.stream)-1].pd = q.qpn, q.pd
+	reconfig := func(mtu int) {
+		q = run.directedReconfig(mtu, run.cfg.MinRNRTimer)
 		q123 = append(q123, q.next)
 	}
 	// 1: an ONLY of 100 bytes at an aligned VA.
@@ -1181,25 +1208,72 @@ func respDirected(seed uint64) (run *respRun, qpn, p0 uint32, q123 []uint32) {
 	// 6: 600 bytes ending one byte past the region's end (the FIRST's
 	// own 256 lie inside: the check covers the RETH's range); the MIDDLE
 	// and LAST dropped in ERR.
-	reconfig()
+	reconfig(256)
 	run.message(q, mr.Addr+mr.Length-599, mr.RKey, 600)
 	sendAll(-1)
 	// 7: another PD's region.
-	reconfig()
+	reconfig(256)
 	o := run.regions[1] // PD 1's
 	run.message(q, o.Addr, o.RKey, 64)
 	sendAll(-1)
 	// 8: a MIDDLE outside a message.
-	reconfig()
+	reconfig(256)
 	run.message(q, mr.Addr, mr.RKey, 64)
 	q.msg[0].op = ib.RDMAWriteMiddle
 	sendAll(-1)
 	// 9: a SEND MIDDLE inside a WRITE, after its FIRST (no AckReq), at an
 	// aligned VA; the LAST dropped in ERR.
-	reconfig()
+	reconfig(256)
 	run.message(q, mr.Addr+0x4000, mr.RKey, 600)
 	q.msg[0].ackReq = false
 	q.msg[1].op = ib.SendMiddle
+	sendAll(-1)
+	// 10: a new QP at Q5 with path MTU 512: 600 bytes at VA mod 64 = 7,
+	// FIRST 512 and LAST 88, AckReq on the LAST only.
+	reconfig(512)
+	run.message(q, mr.Addr+0x800+7, mr.RKey, 600)
+	q.msg[0].ackReq = false
+	sendAll(-1)
+	// 11: 600 bytes cut at 256 (a requester at MTU 256): FIRST 256,
+	// MIDDLE 256, LAST 88; the FIRST is not the context's MTU; the MIDDLE
+	// and LAST dropped in ERR.
+	q.mtu = 256
+	run.message(q, mr.Addr+0x2800, mr.RKey, 600)
+	q.mtu = 512
+	q.msg[0].ackReq = false
+	sendAll(-1)
+	// 12: a new QP at Q6, MTU 512: a RETH of 600 bytes at VA mod 64 = 3,
+	// FIRST 512, then a LAST of 50 (not 88): it ends short of the DMA
+	// length.
+	reconfig(512)
+	run.message(q, mr.Addr+0x1800+3, mr.RKey, 600)
+	q.msg[0].ackReq = false
+	q.msg[1].pay = q.msg[1].pay[:50]
+	sendAll(-1)
+	// 13: a new QP at Q7, MTU 1024: the 600 bytes are one ONLY (VA mod
+	// 64 = 9).
+	reconfig(1024)
+	run.message(q, mr.Addr+0x3400+9, mr.RKey, 600)
+	sendAll(-1)
+	// 14: an ONLY of 1025 bytes, more than the MTU (RETH 1025).
+	q.mtu = 2048
+	run.message(q, mr.Addr+0x2800, mr.RKey, 1025)
+	q.mtu = 1024
+	sendAll(-1)
+	// 15: a new QP at Q8, MTU 512: a RETH of 700 at VA mod 64 = 1, FIRST
+	// 512, then a MIDDLE of 512 that passes it (512 + 512 > 700).
+	reconfig(512)
+	run.message(q, mr.Addr+0xC00+1, mr.RKey, 700)
+	q.msg[0].ackReq = false
+	q.msg[1].op = ib.RDMAWriteMiddle
+	q.msg[1].pay = append(q.msg[1].pay, make([]byte, 512-len(q.msg[1].pay))...)
+	sendAll(-1)
+	// 16: a new QP at Q9, MTU 512: a RETH of 512 at VA mod 64 = 5, FIRST
+	// 512, then a LAST of no bytes.
+	reconfig(512)
+	run.message(q, mr.Addr+0x1C00+5, mr.RKey, 1024)
+	q.msg[0].ackReq, q.msg[0].dlen = false, 512
+	q.msg[1].pay = nil
 	sendAll(-1)
 	run.stream[len(run.stream)-1].gap = true
 	return run, qpn, p0, q123
@@ -1225,19 +1299,37 @@ func TestResponderDirectedCosim(t *testing.T) {
 		{a, q[1], 0x62, 0, 0, 0, 0},                  // 7: another PD's region
 		{a, q[2], 0x61, 0, 0, 0, 0},                  // 8: a MIDDLE outside a message: invalid request
 		{a, (q[3] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 9: the SEND MIDDLE at Q4+1: invalid request
+		// MTU 512: 512 + 88 = 600, the RETH's length: accepted. Cut at
+		// 256 the FIRST carries 256 ≠ 512; 512 + 50 = 562 ≠ 600 at the
+		// LAST: length errors, NAK invalid request (hca writeLengthOK).
+		{a, (q[4] + 1) & 0xffffff, 0x1F, 1, 0, 0, 0}, // 10: FIRST Q5, LAST Q5+1: ACK Q5+1, MSN 1
+		{a, (q[4] + 2) & 0xffffff, 0x61, 1, 0, 0, 0}, // 11: the FIRST of 256 at Q5+2: invalid request, MSN still 1
+		{a, (q[5] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 12: the short LAST at Q6+1: invalid request
+		// MTU 1024: 600 ≤ 1024, one ONLY: accepted; an ONLY of 1025 > 1024
+		// is not. MTU 512: 512 + 512 = 1024 > 700 at the MIDDLE; a LAST of
+		// 0 bytes (512 + 0 = 512 is the RETH's length, but a LAST carries
+		// 1..MTU).
+		{a, q[6], 0x1F, 1, 0, 0, 0},                  // 13: the ONLY at Q7: ACK, MSN 1
+		{a, (q[6] + 1) & 0xffffff, 0x61, 1, 0, 0, 0}, // 14: the ONLY of 1025 at Q7+1: invalid request
+		{a, (q[7] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 15: the MIDDLE at Q8+1: invalid request
+		{a, (q[8] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 16: the empty LAST at Q9+1: invalid request
 	}
 	assert.Equal(t, want, run.acks, "the model's ACKs and NAKs")
-	// Dropped in ERR: P+8 (5), the MIDDLE and LAST (6), the LAST (9).
-	assert.Equal(t, respCounts{acks: 4, naks: 6, dup: 1, seqDrop: 1, errDrop: 4}, run.want, "the model's counts")
-	assert.Len(t, run.mem, 100+600+700+256, "bytes written: cases 1, 2, 4 and 9's FIRST")
+	// Dropped in ERR: P+8 (5), the MIDDLE and LAST (6), the LAST (9), the
+	// MIDDLE and LAST (11).
+	assert.Equal(t, respCounts{acks: 6, naks: 11, dup: 1, seqDrop: 1, errDrop: 6}, run.want, "the model's counts")
+	assert.Len(t, run.mem, 100+600+700+256+600+512+600+512+512,
+		"bytes written: cases 1, 2, 4, 9's FIRST, 10, 12's FIRST, 13, 15's and 16's FIRSTs")
 	res := runResp(t, context.Background(), t.TempDir(), run, 1, nil)
 	assert.Empty(t, run.check(res), "hca_responder against the model")
 	t.Logf("%d entries, %d cycles, %d wr0 writes (%d beats), %d ACKs/NAKs", len(run.stream), res.cycles, res.writes, res.beats, len(res.acks))
-	assert.Equal(t, 1+3+3+1, res.writes, "one wr0 write per packet written")
+	assert.Equal(t, 1+3+3+1+2+1+1+1+1, res.writes, "one wr0 write per packet written")
 	// 100 bytes at lane 0: 2 beats; 256 at lane 13: 5, 256 at 13+256: 5,
 	// 88 at 13+512 = lane 13: 2; 256 at lane 5: 5, 256 at 5: 5, 188 at 5:
-	// 4; 256 at lane 0: 4.
-	assert.Equal(t, 2+5+5+2+5+5+4+4, res.beats, "wr0 beats")
+	// 4; 256 at lane 0: 4; 512 at lane 7: ⌈519/64⌉ = 9, 88 at 7: 2; 512 at
+	// lane 3: ⌈515/64⌉ = 9; 600 at lane 9: ⌈609/64⌉ = 10; 512 at lane 1:
+	// ⌈513/64⌉ = 9; 512 at lane 5: ⌈517/64⌉ = 9.
+	assert.Equal(t, 2+5+5+2+5+5+4+4+9+2+9+10+9+9, res.beats, "wr0 beats")
 }
 
 // TestResponderCosim: random streams (respRun.fill) through the model and
@@ -1306,6 +1398,15 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"an ACK for every AckReq", f, "h_ackreq && ctx_pend[ix] + 11'd1 >= COAL;", "h_ackreq;"},
 		{"no flush", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "1'b0"},
 		{"a flush with a packet waiting", f, "(hit && !rq_valid && ctx_pend[ix] != 11'd0)", "(hit && ctx_pend[ix] != 11'd0)"},
+		// The WRITE length rules (the directed run's cases 10..16).
+		{"a FIRST or MIDDLE not checked against the MTU", f, "!last ? len14 != mtu_b :", "!last ? 1'b0 :"},
+		{"the MTU taken as 256 whatever the context's", f, "wire [13:0]  mtu_b    = 14'd1 << mtu_sh;", "wire [13:0]  mtu_b    = 14'd256;"},
+		{"an ONLY past the MTU taken", f, "(first && last) ? len14 > mtu_b :", "(first && last) ? 1'b0 :"},
+		{"a LAST of no bytes taken", f, "(h_len == 13'd0 || len14 > mtu_b)", "(len14 > mtu_b)"},
+		{"a packet past the DMA length taken", f, "wire         dlen_bad = w_done > w_tot ||", "wire         dlen_bad ="},
+		{"a LAST short of the DMA length taken", f, "|| (last && w_done != w_tot);", ";"},
+		{"a WRITE's bytes placed not counted", f, "else if (is_pw) ctx_roff[ix] <= w_done[31:0];", ""},
+		{"a length error written anyway", f, "in_seq && !bad_seq && !bad_len &&", "in_seq && !bad_seq &&"},
 		// Atomics (the atomic directed run, TestResponderAtomicCosim's).
 		{"FETCH_ADD adds nothing", f, "a_orig + h_swap", "a_orig"},
 		{"CMP_SWAP swaps on a miss", f, "(a_orig == h_cmp ? h_swap : a_orig)", "h_swap"},

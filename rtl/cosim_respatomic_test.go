@@ -131,13 +131,7 @@ func (run *respRun) newAtomic(q *respQP) {
 func respAtomicDirected(seed uint64) (run *respRun, qpn, p0 uint32, abase uint64, q1 uint32) {
 	run = newRespRun(seed, 1)
 	run.abase = 0x7654_3200 // 512-aligned, below every WRITE region (0x10000 << 12 and up)
-	for slot := range respQPs - 1 {
-		run.config(slot)
-	}
-	q := run.qps[0]
-	q.pd, q.mtu = run.pds[0], 256
-	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-	run.stream[0].pd = q.pd
+	q := run.directedStart(256, run.cfg.MinRNRTimer)
 	qpn, p0 = q.qpn, q.next
 	am := run.table.Register(q.pd, run.abase, 512, hca.AccessRemoteAtomic)
 	wo := run.regions[0] // PD 0's, REMOTE_WRITE only
@@ -157,14 +151,8 @@ func respAtomicDirected(seed uint64) (run *respRun, qpn, p0 uint32, abase uint64
 	atom(ib.FetchAdd, psn+3, run.abase+8, am.RKey, 1<<63, 0)
 	// 6: a misaligned VA (abase + 36): NAK invalid request, ERR.
 	atom(ib.FetchAdd, psn+4, run.abase+36, am.RKey, 1, 0)
-	run.stream[len(run.stream)-1].gap = true
 	// 7: a new QP (same QPN) at Q1: an R_Key without REMOTE_ATOMIC (a WRITE region): NAK remote access.
-	old := run.qps[0]
-	run.config(0)
-	q = run.qps[0]
-	q.qpn, q.pd, q.mtu = old.qpn, run.pds[0], 256
-	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-	run.stream[len(run.stream)-1].qpn, run.stream[len(run.stream)-1].pd = q.qpn, q.pd
+	q = run.directedReconfig(256, run.cfg.MinRNRTimer)
 	q1 = q.next
 	atom(ib.FetchAdd, q1, wo.Addr, wo.RKey, 1, 0)
 	run.stream[len(run.stream)-1].gap = true

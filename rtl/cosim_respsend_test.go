@@ -221,15 +221,8 @@ func (run *respRun) recvKind(a hca.RespAction) {
 // ACKs and bytes derived by hand in TestResponderSendDirectedCosim.
 func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) {
 	run = newRespRunSends(seed, 1)
-	for slot := range respQPs - 1 {
-		run.config(slot)
-	}
 	const rnr = 14
-	q := run.qps[0]
-	q.pd, q.mtu = run.pds[0], 256
-	q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-	q.resp.MinRNRTimer = rnr
-	run.stream[0].pd, run.stream[0].mtu, run.stream[0].rnr = q.pd, q.mtu, rnr
+	q := run.directedStart(256, rnr)
 	qpn, p0 = q.qpn, q.next
 	mr := run.regions[0] // PD 0's, LOCAL_WRITE and REMOTE_WRITE
 	sendAll := func() {
@@ -253,15 +246,7 @@ func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) 
 		}
 	}
 	reconfig := func() {
-		run.stream[len(run.stream)-1].gap = true
-		old := run.qps[0]
-		run.config(0)
-		q = run.qps[0]
-		q.qpn, q.pd, q.mtu = old.qpn, run.pds[0], 256
-		q.resp = hca.NewResponder(run.cfg, q.mtu, q.next)
-		q.resp.MinRNRTimer = rnr
-		c := run.stream[len(run.stream)-1]
-		c.qpn, c.pd, c.mtu, c.rnr = q.qpn, q.pd, q.mtu, rnr
+		q = run.directedReconfig(256, rnr)
 		q12 = append(q12, q.next)
 	}
 	// 1: WQE 0 (1000 bytes at +0x100); a SEND ONLY with immediate of 100 bytes.

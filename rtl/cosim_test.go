@@ -88,6 +88,11 @@ var cosimTable = []struct {
 	{"wqe_fetch_q2_d3", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 3) }, false},
 	{"wqe_fetch_q2_d16", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(2, 16) }, false},
 	{"wqe_fetch_q3_d8", func(*rand.Rand) cosimDUT { return newWQEFetchDUT(qpnW, 8) }, true},
+	// The receive queues (rqCases): 2 QPs with a one-block window, 4 with
+	// three blocks (12 WQEs: 16 slots on chip), the emitter's 8 with 8.
+	{"rq_q1_d1", func(*rand.Rand) cosimDUT { return newRQDUT(1, 1) }, false},
+	{"rq_q2_d3", func(*rand.Rand) cosimDUT { return newRQDUT(2, 3) }, false},
+	{"rq_q3_d8", func(*rand.Rand) cosimDUT { return newRQDUT(qpnW, 8) }, false},
 	// The DMA engine's cases (dmaCases): its scoreboard runs on the same
 	// seeds in TestDMAScoreboard.
 	{"dma_t4_m128", func(*rand.Rand) cosimDUT { return dmaCaseNamed("dma_t4_m128").dut() }, false},

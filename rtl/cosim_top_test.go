@@ -1226,6 +1226,8 @@ module top_tb;
         .cq_ci_valid(cq_ci_valid), .cq_ci_cqn(ci_cqn), .cq_ci(ci_val), .cq_overrun(cq_overrun),
         .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(sq_cfg_log),
         .sq_cfg_ud(1'b0),
+        .rq_cfg_valid(1'b0), .rq_cfg_qpn(24'd0), .rq_cfg_base(64'd0), .rq_cfg_log_size(4'd0),
+        .rq_db_valid(1'b0), .rq_db_qpn(24'd0), .rq_db_producer(16'd0), .rq_db_ready(),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
         .qp_cfg_slid(qc[215:200]), .qp_cfg_sl(qc[199:196]), .qp_cfg_vl(qc[192]), .qp_cfg_rqpn(qc[191:168]),
         .qp_cfg_psn(qc[167:144]), .qp_cfg_rqpsn(24'd0), .qp_cfg_mtu(qc[142:140]), .qp_cfg_cqn(qc[139:136]),

@@ -24,6 +24,17 @@ import (
 // an axis that changes nothing the RTL reads (workload.*, cable lengths,
 // stage latencies) is only listed in Design.SweepIgnored.
 func LoadDesign(path string, sets []string) (Design, error) {
+	return LoadDesignWith(path, sets, nil)
+}
+
+// LoadDesignWith is LoadDesign with fix applied to the loaded config and to
+// every sweep point it tries before reading their design (nil: none): the
+// CLI's readers of the files the config names (a topology.file relative to
+// the config's directory), as its runs read them.
+func LoadDesignWith(path string, sets []string, fix func(*fabric.Loaded)) (Design, error) {
+	if fix == nil {
+		fix = func(*fabric.Loaded) {}
+	}
 	data, err := config.ReadFile(path, configs.Lookup)
 	if err != nil {
 		return Design{}, fmt.Errorf("%s: %s", path, err)
@@ -32,12 +43,13 @@ func LoadDesign(path string, sets []string) (Design, error) {
 	if err != nil {
 		return Design{}, fmt.Errorf("%s: %s", path, err)
 	}
+	fix(l)
 	d, err := designOf(&l.Config)
 	if err != nil {
 		return Design{}, fmt.Errorf("%s: %s", path, err)
 	}
 	if sweep.Has(l.Node) {
-		if d.SweepIgnored, err = sweepAxesTheRTLIgnores(l.Node, sets, d); err != nil {
+		if d.SweepIgnored, err = sweepAxesTheRTLIgnores(l.Node, sets, d, fix); err != nil {
 			return Design{}, fmt.Errorf("%s: %s", path, err)
 		}
 	}
@@ -145,8 +157,9 @@ func sl2vlOf(c *fabric.Config) ([]SL2VLSet, error) {
 // base; an axis one of whose values does is an error. Each axis is tried on
 // its own, the others held at the base point's values, so the error names
 // the axis that changes the design and the value that does.
-func sweepAxesTheRTLIgnores(root *yaml.Node, sets []string, base Design) ([]string, error) {
+func sweepAxesTheRTLIgnores(root *yaml.Node, sets []string, base Design, fix func(*fabric.Loaded)) ([]string, error) {
 	change, ignored, err := sweep.AxesThatChange(root, sets, func(l *fabric.Loaded) (bool, error) {
+		fix(l)
 		d, err := designOf(&l.Config)
 		return err == nil && reflect.DeepEqual(d, base), err
 	})

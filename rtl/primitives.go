@@ -27,6 +27,8 @@ var PrimitiveFiles = []string{
 	"hca_cqe_writer.v",
 	"hca_doorbell.v",
 	"hca_wqe_fetch.v",
+	"hca_rq.v",
+	"hca_rd_merge.v",
 	"hca_dma_engine.v",
 	"ib_vcrc.v",
 	"ib_fc_codec.v",

@@ -141,6 +141,19 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("beside each outstanding message, an inline WQE's first %d WQEBBs (hca.max_inline_bytes = %d from WQE byte 20 or 36), for its send and resends", ilb, p.MaxInline)})
 	add(BufferUse{Block: "HCA requester inline offsets (hca_requester)", Entries: qps * ReqOutDepth, Width: 8, ArraysPort: 1, Ports: 1,
 		Note: "beside each outstanding message, {inline, the data's byte offset in its WQE}"})
+	// hca_rq (in hca_top): the receive WQEs on chip, a slot per WQE of
+	// the window (4 x hca.wqe_prefetch_depth, to a power of two) of
+	// {length, L_Key, address}; its reads in flight ({QP, first lane,
+	// n}); and rd0's order queue in hca_rd_merge ({client, blocks} of
+	// every read the send and receive WQE fetches can have in flight).
+	win := 4 * p.WQEPrefetch
+	winSlots := 1 << bits.Len(uint(win-1))
+	add(BufferUse{Block: "HCA receive WQE store (hca_rq)", Entries: qps * winSlots, Width: 128, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("per RQ context (%d), %d slots (4 x hca.wqe_prefetch_depth = %d WQEs held, to a power of two) of {length, L_Key, address}, four banks by index mod 4", qps, winSlots, win)})
+	add(BufferUse{Block: "HCA receive WQE reads in flight (sync_fifo in hca_rq)", Entries: qps * p.WQEPrefetch, Width: p.QPNW + 2 + bits.Len(uint(win)), ArraysPort: 1, Ports: 1,
+		Note: "{QP, first WQE's lane, n} of each read host memory has yet to return"})
+	add(BufferUse{Block: "HCA rd0 order queue (sync_fifo in hca_rd_merge)", Entries: 2 * qps * p.WQEPrefetch, Width: 12, ArraysPort: 1, Ports: 1,
+		Note: "{client, blocks} of every read the send and receive WQE fetches can have in flight"})
 	if !synth {
 		return r, nil
 	}
@@ -166,6 +179,9 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_wqe_fetch", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}},
 			Role: "HCA WQE fetch: SQ contexts in flops, reads (parser apart)", Instances: 1},
 		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},
+		{Module: "hca_rq", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}},
+			Role: "HCA receive queues: RQ contexts in flops, prefetch reads, the WQE store", Instances: 1},
+		{Module: "hca_rd_merge", Params: []Param{{"DEPTH", 2 * qps * p.WQEPrefetch}}, Role: "HCA rd0 shared by the send and receive WQE fetches", Instances: 1},
 		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
 		{Module: "hca_dma_engine", Params: []Param{{"OUTSTANDING", p.ReadTags}, {"MRRS", p.MRRS}, {"MPS", p.MPS}, {"TAG_W", p.TagW}},
 			Role: "HCA DMA engine: splitters, tag search; tables in memories", Instances: 1},
@@ -348,6 +364,10 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		files = []string{"onehot_encode.v", "vl_arb_table.v", "vl_arbiter.v"}
 	case "hca_dma_engine":
 		files = []string{"onehot_encode.v", "rr_arbiter.v", "hca_dma_engine.v"}
+	case "hca_rq":
+		files = []string{"sync_fifo.v", "onehot_encode.v", "rr_arbiter.v", "hca_rq.v"}
+	case "hca_rd_merge":
+		files = []string{"sync_fifo.v", "hca_rd_merge.v"}
 	case "hca_wqe_fetch":
 		files = []string{"sync_fifo.v", "onehot_encode.v", "rr_arbiter.v", "hca_wqe_fetch.v"}
 		// Its hca_wqe_parse has a line of its own: here a black box (one

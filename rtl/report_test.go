@@ -20,7 +20,7 @@ func TestReportBuffers(t *testing.T) {
 	d := designByKey(t, "edr")
 	r, err := NewReport(context.Background(), d, false)
 	require.NoError(t, err)
-	require.Len(t, r.Buffers, 24)
+	require.Len(t, r.Buffers, 27)
 	// Switch: 16384 B / 64 = 256 entries of 512 data + 2 (sop/eop) bits, 8 VLs:
 	// 256 * 514 * 8 = 1052672 bits per port, times 36 ports.
 	sw := r.Buffers[0]
@@ -90,6 +90,17 @@ func TestReportBuffers(t *testing.T) {
 	// outstanding message (8 contexts x 8), and {inline 1, offset 7}.
 	assert.Equal(t, 8*8*5*512, r.Buffers[22].TotalBits)
 	assert.Equal(t, 8*8*8, r.Buffers[23].TotalBits)
+	// hca_rq: 8 RQ contexts, a window of 4 x 8 = 32 WQEs (a power of
+	// two already: 32 slots) of length 32 + L_Key 32 + address 64 bits;
+	// its reads in flight, 8 a QP, {QP 3, lane 2, n clog2(33) = 6}; rd0's
+	// order queue, every read both fetches can have in flight (2 x 8 x 8)
+	// of {client 1, blocks 11}.
+	assert.Equal(t, 8*32*128, r.Buffers[24].TotalBits)
+	assert.Equal(t, 8*8*(3+2+6), r.Buffers[25].TotalBits)
+	assert.Equal(t, 2*8*8*12, r.Buffers[26].TotalBits)
+	assert.Contains(t, PrimitiveSource("hca_rq.v"), "parameter integer WIN                = 4 * WQE_PREFETCH_DEPTH,")
+	assert.Contains(t, PrimitiveSource("hca_rq.v"), "localparam integer     READS  = QPS * WQE_PREFETCH_DEPTH;")
+	assert.Contains(t, PrimitiveSource("hca_rd_merge.v"), "sync_fifo #(.WIDTH(12), .DEPTH(DEPTH)) u_order (")
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), "localparam integer IL_B0     = (36 + MAX_INLINE + 63) / 64;")
 	assert.Contains(t, PrimitiveSource("hca_requester.v"), "localparam integer IL_BLOCKS = IL_B0 > 16 ? 16 : IL_B0;")
 	// The widest: 988 bytes from byte 20 (a SEND's) end at byte 1007, in a WQE's 16th block.
@@ -103,7 +114,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41+8*8*5*512+8*8*8), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41+8*8*5*512+8*8*8+8*32*128+8*8*11+2*8*8*12), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -200,6 +211,20 @@ func TestReportYosys(t *testing.T) {
 	// out of the parser's arbiter) is combinational: no flop.
 	assert.Equal(t, 8*124+1+58+10+4+1+3+5+(6+6+7)+8*(3+3+4)+2*3,
 		flops[synthKey("hca_wqe_fetch", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
+	// hca_rq, 8 QPs, a window of 32 WQEs: each RQ context is created 1 +
+	// QPN 24 + base 58 (bits 63:6) + log2 size 4 + producer, fetched,
+	// arrived and taken 16 each = 151 bits; the request register: valid
+	// 1, address 58 (bits 5:0 are 0), length 10 (blocks x 64: bits 5:0
+	// are 0); the WQEs of the oldest read already returned, clog2(33) =
+	// 6; the take: pending 1, QPN 24 (its context index is its low 3
+	// bits); the reads-in-flight FIFO (64 entries: pointers 6 + 6, count
+	// 7); the fetcher's pointer 3. The four banks are memories.
+	assert.Equal(t, 8*151+1+58+10+6+1+24+(6+6+7)+3,
+		flops[synthKey("hca_rq", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
+	// hca_rd_merge, 128 reads in flight: the held pick, its client and the
+	// last client served, 3; the head read's blocks delivered, 11; the
+	// order queue's pointers 7 + 7 and count clog2(129) = 8.
+	assert.Equal(t, 3+11+(7+7+8), flops[synthKey("hca_rd_merge", []Param{{"DEPTH", 128}})])
 	// hca_dma_engine, 8 tags (3 index bits; the design's own choice, to
 	// keep Yosys short), MRRS 512 (8 blocks a request: a count of 4
 	// bits), rings of 8 x 8 = 64 blocks (6 address bits), the default MPS
@@ -469,6 +494,10 @@ func TestReportYosys(t *testing.T) {
 			assert.Equal(t, 1, c.Memories, c.Module)
 		case "hca_wqe_fetch":
 			assert.Equal(t, 1+1<<qpnW, c.Memories, c.Module) // the reads in flight and a block buffer per QP
+		case "hca_rq":
+			assert.Equal(t, 1+4, c.Memories, c.Module) // the reads in flight and the four banks
+		case "hca_rd_merge":
+			assert.Equal(t, 1, c.Memories, c.Module) // the order queue
 		case "hca_dma_engine":
 			assert.Equal(t, 5, c.Memories, c.Module) // the two reorder rings, their lap bits, the tag table
 		case "hca_requester":

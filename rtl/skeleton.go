@@ -256,9 +256,9 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
-UD's SEND_ONLY with a DETH, the responder's receive queue (rw_* is tied to an empty one: every
-SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its receive completions
-(rc_* reaches no CQE writer), atomics at the responder.`,
+UD's SEND_ONLY with a DETH, the responder's receive completions (rc_* reaches no CQE writer),
+atomics at the responder. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
+the receive queues, their doorbells and prefetch).`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -350,25 +350,23 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
     wire [31:0] rs_ack_len;
     wire [2:0]  rs_ack_mtu;
     // Its SEND and WRITE-with-immediate side: hca_rx_ack hands it SENDs and WRITEs with immediate (and
-    // their ImmDt), its min_rnr_timer comes per QP with the context (qp_cfg_rnr); the rest waits for
-    // parts not built (TODO): there is no receive queue behind rw_* (tied as an empty one, so every
-    // SEND FIRST or ONLY and WRITE with immediate is RNR NAKed with the QP's timer, as the model's
-    // responder with no receive WQE posted) and its receive completions on rc_* go to no CQE writer.
+    // their ImmDt), its min_rnr_timer comes per QP with the context (qp_cfg_rnr), and it takes each
+    // message's receive WQE through rw_* from hca_rq (hca_top's receive queues: none posted, an RNR NAK
+    // with the QP's timer, as the model's responder); its receive completions on rc_* go to no CQE
+    // writer yet (TODO).
     wire        rs_rc_valid;
     wire [23:0] rs_rc_qpn;
     wire [3:0]  rs_rc_opcode;
     wire [7:0]  rs_rc_status;
     wire [15:0] rs_rc_index;
     wire [31:0] rs_rc_len, rs_rc_imm;
-    wire [23:0] rs_rw_qpn;
-    wire        rs_rw_valid, rs_rw_ready;
     // No atomic reaches the responder yet (hca_rx_ack routes none): its rd_* and AtomicETH tied off.
     wire        rs_rd_valid, rs_ack_atomic;
     wire [63:0] rs_rd_addr, rs_ack_orig;
     wire [15:0] rs_rd_len;
     /* verilator lint_off UNUSEDSIGNAL */
     wire rs_rc_unused = &{1'b0, rs_rc_valid, rs_rc_qpn, rs_rc_opcode, rs_rc_status, rs_rc_index, rs_rc_len,
-                          rs_rc_imm, rs_rw_qpn, rs_rw_valid, rs_rw_ready, rs_rd_valid, rs_rd_addr, rs_rd_len,
+                          rs_rc_imm, rs_rd_valid, rs_rd_addr, rs_rd_len,
                           rs_ack_atomic, rs_ack_orig, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
@@ -380,9 +378,9 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
         .rq_imm(rq_imm), .rq_swap(64'd0), .rq_cmp(64'd0),
         .rd_req_valid(rs_rd_valid), .rd_req_ready(1'b0), .rd_req_addr(rs_rd_addr), .rd_req_len(rs_rd_len),
         .rd_rsp_valid(1'b0), .rd_rsp_data(512'd0),
-        .rw_req_valid(rs_rw_valid), .rw_req_ready(1'b1), .rw_req_qpn(rs_rw_qpn), .rw_rsp_valid(1'b1),
-        .rw_rsp_ready(rs_rw_ready), .rw_rsp_ok(1'b0), .rw_rsp_index(16'd0), .rw_rsp_addr(64'd0), .rw_rsp_len(32'd0),
-        .rw_rsp_lkey(32'd0),
+        .rw_req_valid(rw_req_valid), .rw_req_ready(rw_req_ready), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
+        .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_rsp_ok), .rw_rsp_index(rw_rsp_index), .rw_rsp_addr(rw_rsp_addr),
+        .rw_rsp_len(rw_rsp_len), .rw_rsp_lkey(rw_rsp_lkey),
         .rc_valid(rs_rc_valid), .rc_ready(1'b1), .rc_qpn(rs_rc_qpn), .rc_opcode(rs_rc_opcode),
         .rc_status(rs_rc_status), .rc_index(rs_rc_index), .rc_len(rs_rc_len), .rc_imm(rs_rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -469,7 +467,7 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
     // it); the requester keeps each WQE's first blocks for its inline data (hca_requester's header).
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "kc_req_valid", "kc_req_key", "kc_req_pd",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "rw_req_valid", "rw_req_qpn", "rw_rsp_ready", "kc_req_valid", "kc_req_key", "kc_req_pd",
 			"kc_req_need", "kc_req_addr", "kc_req_len", "kc_rsp_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
 			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "pay_wr_be", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
@@ -481,6 +479,7 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_rnr", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_inline_off", "wqe_valid", "wqe_data", "dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
+			"rw_req_ready", "rw_rsp_valid", "rw_rsp_ok", "rw_rsp_index", "rw_rsp_addr", "rw_rsp_len", "rw_rsp_lkey",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
@@ -537,6 +536,16 @@ SEND and WRITE with immediate is RNR NAKed with the QP's qp_cfg_rnr) and its rec
 			portIn("dec_sge_addr", "64", ""),
 			portIn("dec_sge_last", "", ""),
 			portOut("fence_busy", "(1<<QPN_W)", "per context: a READ or atomic unanswered in its ring, so hca_wqe_fetch keeps a fenced WQE of it in its QP's buffer"),
+			portOut("rw_req_valid", "", "the responder's receive WQE takes (hca_rq's rw_*): the next WQE of QP rw_req_qpn"),
+			portIn("rw_req_ready", "", ""),
+			portOut("rw_req_qpn", "24", ""),
+			portIn("rw_rsp_valid", "", ""),
+			portOut("rw_rsp_ready", "", ""),
+			portIn("rw_rsp_ok", "", "0: none posted (nothing taken); 1: the WQE below, taken with the answer"),
+			portIn("rw_rsp_index", "16", "the WQE's index in its queue (the CQE's wqe_counter)"),
+			portIn("rw_rsp_addr", "64", "its one scatter element"),
+			portIn("rw_rsp_len", "32", ""),
+			portIn("rw_rsp_lkey", "32", ""),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an RDMA WRITE's R_Key at the responder (hca_share_arb between the two)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),

@@ -77,6 +77,11 @@ func TestSeedFormErrors(t *testing.T) {
 		{"seed: {replicas: -4}", "sweep.seed.replicas: -4 is out of range"},
 		{"seed: {replicas: 1001}", "sweep.seed.replicas: 1001 is out of range (2 to 1000"},
 		{"seed: {replicas: 2.5}", `sweep.seed.replicas: "2.5" is not a whole number`},
+		// A whole number written as a float, or past 64 bits, is out of
+		// range or in it, as for any key (1e30 said "not a whole number").
+		{"seed: {replicas: 1e30}", "sweep.seed.replicas: 1e30 is out of range (2 to 1000: one replica has no spread to measure)"},
+		{"seed: {replicas: 1e4}", "sweep.seed.replicas: 1e4 is out of range (2 to 1000"},
+		{"seed: {replicas: true}", `sweep.seed.replicas: "true" is not a whole number`},
 		{"seed: {replicas: five}", `sweep.seed.replicas: "five" is not a whole number`},
 		{"seed: {replicas: 3, values: [1, 2]}", "sweep.seed: give replicas or values, not both"},
 		{"seed: {replicas: 3, common: maybe}", `sweep.seed.common: "maybe" is not true or false`},

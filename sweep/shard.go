@@ -89,6 +89,14 @@ func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
+		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+			// A mistyped directory is no shard for a plainer reason.
+			what := "no such directory"
+			if serr == nil {
+				what = "a file, not a directory"
+			}
+			return nil, errorf("%s: %s (give the --out directories of the hcasim --shard runs)", dir, what)
+		}
 		if os.IsNotExist(err) {
 			return nil, errorf("%s: no %s: not the output of an hcasim --shard run", dir, ManifestFile)
 		}

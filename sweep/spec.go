@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hcasim/hcasim/config"
+	"github.com/hcasim/hcasim/fabric"
 )
 
 // Axis is one key under `sweep:`: a list of values, a range that expands to
@@ -178,7 +179,9 @@ func checkList(key string, v *yaml.Node) error {
 			return errorf("sweep.%s[%d]: an empty value (null) sweeps nothing; give a value", key, j)
 		}
 		for i := range j {
-			if sameValue(nodeValue(v.Content[i]), nodeValue(c)) {
+			prev := v.Content[i]
+			if sameValue(nodeValue(prev), nodeValue(c)) || (fabric.AnyCase(key) && prev.Kind == yaml.ScalarNode &&
+				c.Kind == yaml.ScalarNode && strings.EqualFold(prev.Value, c.Value)) {
 				return errorf("sweep.%s[%d]: %s is listed twice (also [%d]); give each value once", key, j, config.ScalarString(c), i)
 			}
 		}
@@ -268,13 +271,18 @@ func parseSeed(n *yaml.Node) (Axis, error) {
 	case replicas != nil && values != nil:
 		return Axis{}, errorf("sweep.seed: give replicas or values, not both (%s)", seedForms)
 	case replicas != nil:
-		var r int64
-		if replicas.Kind != yaml.ScalarNode || replicas.ShortTag() != "!!int" || replicas.Decode(&r) != nil {
+		// A whole number written as a float (1e3) or past 64 bits (1e30)
+		// is a count out of range, as any key's is, not "not a whole
+		// number".
+		var f float64
+		if replicas.Kind != yaml.ScalarNode || replicas.ShortTag() == "!!bool" || replicas.Decode(&f) != nil ||
+			math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
 			return Axis{}, errorf("sweep.seed.replicas: %s is not a whole number (replicas: N runs N replicas, N from 2 to %d)", describe(replicas), MaxReplicas)
 		}
-		if r < 2 || r > MaxReplicas {
-			return Axis{}, errorf("sweep.seed.replicas: %d is out of range (2 to %d: one replica has no spread to measure)", r, MaxReplicas)
+		if f < 2 || f > MaxReplicas {
+			return Axis{}, errorf("sweep.seed.replicas: %s is out of range (2 to %d: one replica has no spread to measure)", replicas.Value, MaxReplicas)
 		}
+		r := int64(f)
 		a.Replicas = int(r)
 	case values != nil:
 		if values.Kind != yaml.SequenceNode {
@@ -382,8 +390,11 @@ func parseRange(key string, n *yaml.Node) (Axis, error) {
 		}
 		ints = ints && r.isInt("step")
 	case hasPoints:
-		if points != math.Trunc(points) || points < 1 || points > maxAxisValues {
+		if points != math.Trunc(points) {
 			return Axis{}, errorf("sweep.%s.points: %v is not a whole number from 1 to %d", key, points, maxAxisValues)
+		}
+		if points < 1 || points > maxAxisValues {
+			return Axis{}, errorf("sweep.%s.points: %v is out of range (1 to %d)", key, points, maxAxisValues)
 		}
 		np := int(points)
 		if logScale && !(from > 0) {

@@ -90,6 +90,10 @@ func TestAxisErrors(t *testing.T) {
 		{"sweep: {link.length_m: [1, 2e0, 2]}", "sweep.link.length_m[2]: 2 is listed twice (also [1])"},
 		{"sweep: {switch.sl2vl: [[0, 1], [0, 1]]}", "sweep.switch.sl2vl[1]: "},
 		{"sweep: {link.width: 4x}", `sweep.link.width: "4x" is not a list of values`},
+		// 4x and 4X are one width (accepted in any case): listed both,
+		// one design point ran twice.
+		{"sweep: {link.width: [4x, 1x, 4X]}", "sweep.link.width[2]: 4X is listed twice (also [0]); give each value once"},
+		{"sweep: {link.generation: [ndr, NDR]}", "sweep.link.generation[1]: NDR is listed twice (also [0])"},
 		{"sweep: {workload.size: {from: 8, to: 4, step: 1}}", "sweep.workload.size: from 8 is above to 4"},
 		{"sweep: {workload.size: {from: 4, to: 8, step: 0}}", "sweep.workload.size.step: 0 must be above 0"},
 		{"sweep: {workload.size: {from: 4, to: 8}}", "sweep.workload.size: a range needs step"},
@@ -97,6 +101,10 @@ func TestAxisErrors(t *testing.T) {
 		{"sweep: {workload.size: {from: 4, to: 8, stride: 1}}", "sweep.workload.size.stride: unknown range key"},
 		{"sweep: {workload.size: {from: x, to: 8, step: 1}}", `sweep.workload.size.from: "x" is not a number`},
 		{"sweep: {workload.size: {from: 0, to: 8, points: 3, log: true}}", "sweep.workload.size.from: 0 must be above 0 on a log range"},
+		// A whole count past the limit is out of range (it said "not a
+		// whole number"); a fraction is not a count.
+		{"sweep: {workload.size: {from: 1, to: 8, points: 1e9}}", "sweep.workload.size.points: 1e+09 is out of range (1 to 100000)"},
+		{"sweep: {workload.size: {from: 1, to: 8, points: 2.5}}", "sweep.workload.size.points: 2.5 is not a whole number from 1 to 100000"},
 		{"sweep: {workload.size: {search: knee, from: 0.1, to: 1}}", "search: knee bisects an offered load"},
 		{"sweep: {workload.offered_load: {search: peak, from: 0.1, to: 1}}", `"peak" is not a search (knee)`},
 		{"sweep: {workload.offered_load: {search: knee, from: 0.1, to: 0.2, tolerance: 0.5}}", "sweep.workload.offered_load.tolerance: 0.5 is out of range"},

@@ -219,7 +219,10 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},
 		// Comparing only a field no event has would compare nothing.
 		{"absent field", []string{golden, changed, "--fields", "bogus"}, ExitError, "", `--fields: "bogus" is in no event of either trace (fields present: avail, bytes, cap, psn, qpn, status, vl, wqe)`},
+		// Byte-identical files too, which the streaming fast path compares.
+		{"absent field, identical files", []string{golden, same, "--fields", "bogus"}, ExitError, "", `--fields: "bogus" is in no event of either trace (fields present: avail, bytes, cap, psn, qpn, status, vl, wqe)`},
 		{"present field", []string{golden, changed, "--fields", "bytes"}, ExitEquivalent, "EQUIVALENT: 6 matched", ""},
+		{"present field, identical files", []string{golden, same, "--fields", "bytes"}, ExitEquivalent, "EQUIVALENT: 6 matched", ""},
 		{"bad flag", []string{golden, same, "--frobnicate"}, ExitError, "", "frobnicate"},
 		{"bad format", []string{golden, same, "--format", "xml"}, ExitError, "", `--format: "xml" is not a report format (text, json)`},
 		{"json equivalent", []string{golden, same, "--format", "json"}, ExitEquivalent, `"verdict": "EQUIVALENT"`, ""},

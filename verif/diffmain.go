@@ -171,7 +171,11 @@ func (g gzipErrors) Read(p []byte) (int, error) {
 // recognised while streaming (identical); otherwise both files are read
 // again from the start, kept compactly (readDiffTrace).
 func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdout, stderr io.Writer) int {
-	if res, ga, gb, ok := identical(a, b, opt); ok {
+	// With --fields the whole read checks each field is one the traces
+	// have (absentField): identical files took the fast path, which does
+	// not look at fields, and a mistyped --fields passed (exit 0) until
+	// the traces first differed.
+	if res, ga, gb, ok := identical(a, b, opt); len(opt.Fields) == 0 && ok {
 		if g := unusedPath(opt.Paths, res); g != "" {
 			fmt.Fprintf(stderr, "hcasim diff: --path: %q selects no event to compare in either trace\n", g)
 			return ExitError

@@ -57,21 +57,27 @@ const ctsWRID = 1 << 62
 // ctsBBs is the send queue room of one clear-to-send write.
 var ctsBBs = hca.WQEBBs(&hca.SendWR{Opcode: hca.WRRDMAWrite, Length: ctsEntryBytes})
 
+// ctsAlgorithms lists the all-reduce algorithms the clear-to-send is
+// modelled for: NCCL's two, which run over its net IB transport.
+var ctsAlgorithms = []string{AlgRing, AlgTree}
+
 // checkFlowControl checks workload.flow_control and
 // workload.collective_average: known values, and set only where modelled
-// (the clear-to-send: the ring all-reduce; the averages: back to back).
+// (the clear-to-send: the ring and tree all-reduces; the averages: back
+// to back).
 func checkFlowControl(op, alg, fc, avg, prefix string) error {
 	switch {
 	case fc != "" && !slices.Contains(FlowControls, fc):
 		return fmt.Errorf("%s.flow_control: %q is not a flow control (%s)", prefix, fc, strings.Join(FlowControls, ", "))
 	case avg != "" && !slices.Contains(AverageModes, avg):
 		return fmt.Errorf("%s.collective_average: %q is not an nccl-tests -a mode (%s)", prefix, avg, strings.Join(AverageModes, ", "))
-	case fc == FlowCTS && (op != CollAllReduce || alg != "" && alg != AlgRing):
+	case fc == FlowCTS && (op != CollAllReduce || alg != "" && !slices.Contains(ctsAlgorithms, alg)):
 		what := prefix + ".kind " + op
 		if op == CollAllReduce {
 			what = prefix + ".algorithm " + alg
 		}
-		return fmt.Errorf("%s.flow_control: cts is set, but %s does not use it (the clear-to-send is modelled for the ring all-reduce only: set %s.kind: allreduce with %s.algorithm ring, or remove the key)", prefix, what, prefix, prefix)
+		return fmt.Errorf("%s.flow_control: cts is set, but %s does not use it (the clear-to-send is modelled for NCCL's all-reduces only, %s: set %s.kind: allreduce with %s.algorithm %s, or remove the key)",
+			prefix, what, strings.Join(ctsAlgorithms, " and "), prefix, prefix, strings.Join(ctsAlgorithms, " or "))
 	case avg != "" && fc != FlowCTS:
 		return fmt.Errorf("%s.collective_average: %s is set, but without %s.flow_control: cts every iteration starts on every rank at once and its time is its last rank's (set %s.flow_control: cts, or remove the key)", prefix, avg, prefix, prefix)
 	}
@@ -92,11 +98,14 @@ func checkFlowControl(op, alg, fc, avg, prefix string) error {
 // (prims_simple.h; the proxy frees a send slot on its write's
 // completion). Here the data moves into the rank's buffer, which its
 // forward reads: a landed slice is taken in (added in, with its
-// reduction time, or copied) once the send that forwards it, if one
-// does, has its own slot free (ctsSendSlotFree; landedSlot defers it till
-// then), and its slot is consumed once it was taken in (ctsAdvance); a
-// write is posted once its clear-to-send is there and its send slot is
-// free (ctsCleared).
+// reduction time, or copied) once each send that forwards it (the ring's
+// one; a tree rank's broadcast to both children) has its own slot free
+// (ctsSendSlotFree; landedSlot defers it till then), and its slot is
+// consumed once it was taken in and the rest of its step is there (the
+// tree's other child: ctsStepWhole, ctsAdvance); a write is posted once
+// its clear-to-send is there and its send slot is free (ctsCleared). The
+// tree's connections are its edges, one a direction in each tree, each
+// with its own FIFO, as the ring's are one a channel.
 type ctsRank struct {
 	// iter is the iteration the rank runs (back to back, its own).
 	iter int
@@ -117,7 +126,11 @@ type ctsRank struct {
 	// that connection's sequence within an iteration; where it landed.
 	slotConn, slotSeq []int32
 	fifoAt            []uint64
-	readBy            []int32 // by arrival slot: the send that forwards it, −1 none
+	// readBy and readByAlso are, by arrival slot, the sends that forward
+	// it (indexes in collRank.sends), −1 none: the ring's one, or a tree
+	// rank's two (its broadcast to both children, or the root's sum to
+	// both); the slot is moved on only when both have a send slot free.
+	readBy, readByAlso []int32
 	// early holds writes of the rank's next iteration that landed before
 	// it began it (its sender's clear-to-send came from its proxy).
 	early   []ctsEarly
@@ -162,9 +175,17 @@ const ncclChunkSteps = NCCLSteps / 2
 // slice) keeps the order of before. The ring forwards each slice as it
 // received it (the same transfer, cut alike), so each send still waits
 // only on sends before it.
+//
+// The tree keeps its order: each of a rank's lanes there carries one
+// transfer (up to its parent, or down to one child, in one tree), which
+// NCCL's tree kernel sends a chunk a step (runTreeSplit, ProtoSimple<1,
+// 1>: a chunk is one FIFO slot), in order, the lanes independent.
 func (c *collective) ctsOrder(rk *collRank) {
 	if len(rk.deferIdx) > 0 {
-		panic(fmt.Sprintf("workload: collective rank %d: the clear-to-send is modelled for schedules whose sends wait on no own send (the ring); this one has %d", rk.index, len(rk.deferIdx)))
+		panic(fmt.Sprintf("workload: collective rank %d: the clear-to-send is modelled for schedules whose sends wait on no own send (the ring, the tree); this one has %d", rk.index, len(rk.deferIdx)))
+	}
+	if c.sched.Algorithm == AlgTree {
+		return
 	}
 	slices.SortStableFunc(rk.sends, func(a, b sliceSend) int {
 		return cmp.Or(cmp.Compare(a.slice/ncclChunkSteps, b.slice/ncclChunkSteps), cmp.Compare(a.xfer.Step, b.xfer.Step), cmp.Compare(a.slice, b.slice))
@@ -184,14 +205,32 @@ func (c *collective) ctsSlotBytes() int64 {
 
 // hostSched is the schedule as checkHostBytes counts its memory: with the
 // clear-to-send, a rank's landing area is its receive FIFOs, NCCLSteps
-// slots on each of its receive connections (one a channel in the ring),
-// not the schedule's S bytes, which are not allocated.
+// slots on each of its receive connections (one a channel in the ring; in
+// the tree, one from each child and one from the parent, in each tree),
+// the most any rank has, not the schedule's landing bytes, which are not
+// allocated.
 func (c *collective) hostSched() Schedule {
 	s := c.sched
 	if c.cts {
-		s.Landing = NCCLSteps * c.ctsSlotBytes() * int64(max(1, c.run.Channels))
+		s.Landing = NCCLSteps * c.ctsSlotBytes() * int64(slices.Max(recvConnections(s)))
 	}
 	return s
+}
+
+// recvConnections returns, by rank, how many connections the schedule
+// gives it to receive on: one per sender and lane (setup's connections).
+func recvConnections(s Schedule) []int {
+	seen := map[[3]int]bool{} // (dst, src, lane); set-up only
+	n := make([]int, s.Ranks)
+	for _, step := range s.Steps {
+		for _, x := range step {
+			if k := [3]int{x.Dst, x.Src, x.Lane}; !seen[k] {
+				seen[k] = true
+				n[x.Dst]++
+			}
+		}
+	}
+	return n
 }
 
 // setupCTS gives every rank its FIFOs, in one region of its own, and
@@ -217,16 +256,20 @@ func (c *collective) setupCTS(pds []uint32) {
 		}
 		ct.slotSeq = make([]int32, slots)
 		ct.fifoAt = make([]uint64, slots)
-		ct.readBy = make([]int32, slots)
+		ct.readBy, ct.readByAlso = make([]int32, slots), make([]int32, slots)
 		for k := range ct.readBy {
-			ct.readBy[k] = -1
+			ct.readBy[k], ct.readByAlso[k] = -1, -1
 		}
 		for i := range rk.sends {
 			for _, k := range rk.waits[rk.sends[i].w0:rk.sends[i].w1] {
-				if ct.readBy[k] >= 0 {
-					panic(fmt.Sprintf("workload: collective rank %d: slot %d is forwarded by sends %d and %d (the clear-to-send models one)", r, k, ct.readBy[k], i))
+				switch {
+				case ct.readBy[k] < 0:
+					ct.readBy[k] = int32(i)
+				case ct.readByAlso[k] < 0:
+					ct.readByAlso[k] = int32(i)
+				default:
+					panic(fmt.Sprintf("workload: collective rank %d: slot %d is forwarded by sends %d, %d and %d (the clear-to-send models two at most, a binary tree's)", r, k, ct.readBy[k], ct.readByAlso[k], i))
 				}
-				ct.readBy[k] = int32(i)
 			}
 		}
 		ct.completed = make([]int64, ns)
@@ -422,37 +465,67 @@ func (c *collective) ctsApply(rk *collRank, imm uint32, x *Transfer, off, n int6
 
 // ctsAdvance moves each receive connection's head of rank rk over the
 // writes consumed, in order: a write is consumed once it was taken in
-// and the send forwarding it, if one does, has its send slot free (the
-// write NCCLSteps before it on its connection completed).
+// and each send forwarding it, if one does, has its send slot free (the
+// write NCCLSteps before it on its connection completed) and all its
+// other input there (ctsStepWhole).
 func (c *collective) ctsAdvance(rk *collRank) {
 	ct := rk.cts
 	for j := range ct.recv {
 		cr := &ct.recv[j]
 		for end := int64(ct.iter+1) * cr.k; cr.consumed < end; cr.consumed++ {
 			k := cr.slots[cr.consumed%cr.k]
-			if !rk.arrived[k] || !c.ctsSendSlotFree(rk, k) {
+			if !rk.arrived[k] || !c.ctsSendSlotFree(rk, k) || !c.ctsStepWhole(rk, k) {
 				break
 			}
 		}
 	}
 }
 
-// ctsSendSlotFree reports whether the send that forwards arrival slot k of
-// rank rk, if one does, has its own FIFO slot: the write NCCLSteps before
-// it on its connection completed. NCCL's GPU moves a received slice on
-// (reduces it, or copies it, into the send FIFO) only then, and only then
-// frees the receive slot (prims_simple.h waits on both peers' steps
-// before its reduce-copy); so the model takes a slot's data in (apply, and
-// the reduction's time with workload.reduce_gbps) once this holds
-// (landedSlot defers it), as well as consuming it (ctsAdvance).
+// ctsStepWhole reports whether every slot the sends forwarding arrival
+// slot k of rank rk read has been taken in. NCCL's GPU runs a tree step
+// as one primitive over all its peers (prims_simple.h genericOp: each
+// peer's waitPeer, a barrier, one reduceCopy of every receive slot into
+// every send slot, then postPeer frees them all): a parent's step
+// reduces both children's slots (recvReduceSend; the root's
+// directRecvReduceCopySend), so one child's slot is freed only once the
+// other child's slice is there as well. In the ring a forward reads only
+// the slot itself, so this holds once it arrived.
+func (c *collective) ctsStepWhole(rk *collRank, k int32) bool {
+	ct := rk.cts
+	for _, i := range [2]int32{ct.readBy[k], ct.readByAlso[k]} {
+		if i < 0 {
+			continue
+		}
+		for _, w := range rk.waits[rk.sends[i].w0:rk.sends[i].w1] {
+			if !rk.arrived[w] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ctsSendSlotFree reports whether each send that forwards arrival slot k
+// of rank rk, if one does, has its own FIFO slot: the write NCCLSteps
+// before it on its connection completed. NCCL's GPU moves a received
+// slice on (reduces it, or copies it, into the send FIFOs: one in the
+// ring, a tree rank's two children's in its broadcast) only then, and
+// only then frees the receive slot (prims_simple.h waits on every peer's
+// step before its reduce-copy); so the model takes a slot's data in
+// (apply, and the reduction's time with workload.reduce_gbps) once this
+// holds (landedSlot defers it), as well as consuming it (ctsAdvance).
 func (c *collective) ctsSendSlotFree(rk *collRank, k int32) bool {
 	ct := rk.cts
-	i := ct.readBy[k]
-	if i < 0 {
-		return true
+	for _, i := range [2]int32{ct.readBy[k], ct.readByAlso[k]} {
+		if i < 0 {
+			continue
+		}
+		cn := rk.sends[i].conn
+		if ct.completed[cn] <= int64(ct.iter)*ct.sendK[cn]+int64(ct.sendPos[i])-NCCLSteps {
+			return false
+		}
 	}
-	cn := rk.sends[i].conn
-	return ct.completed[cn] > int64(ct.iter)*ct.sendK[cn]+int64(ct.sendPos[i])-NCCLSteps
+	return true
 }
 
 // rankIterDone ends rank r's iteration back to back: its time is kept,

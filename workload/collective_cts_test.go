@@ -268,7 +268,9 @@ func TestCTSConfigErrors(t *testing.T) {
 	}{
 		{CollectiveRun{Op: CollAllReduce, FlowControl: "credit"}, `workload.flow_control: "credit" is not a flow control (none, cts)`},
 		{CollectiveRun{Op: CollAllReduce, FlowControl: FlowCTS, Average: "mean"}, `workload.collective_average: "mean" is not an nccl-tests -a mode (rank0, avg, min, max)`},
-		{CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, FlowControl: FlowCTS}, "workload.flow_control: cts is set, but workload.algorithm tree does not use it (the clear-to-send is modelled for the ring all-reduce only: set workload.kind: allreduce with workload.algorithm ring, or remove the key)"},
+		{CollectiveRun{Op: CollAllReduce, Algorithm: AlgRabenseifner, FlowControl: FlowCTS}, "workload.flow_control: cts is set, but workload.algorithm rabenseifner does not use it (the clear-to-send is modelled for NCCL's all-reduces only, ring and tree: set workload.kind: allreduce with workload.algorithm ring or tree, or remove the key)"},
+		{CollectiveRun{Op: CollAllReduce, Algorithm: AlgRecursiveDoubling, FlowControl: FlowCTS}, "workload.flow_control: cts is set, but workload.algorithm recursive-doubling does not use it (the clear-to-send is modelled for NCCL's all-reduces only, ring and tree:"},
+		{CollectiveRun{Op: CollAllReduce, Algorithm: AlgSharp, FlowControl: FlowCTS}, "workload.flow_control: cts is set, but workload.algorithm sharp does not use it (the clear-to-send is modelled for NCCL's all-reduces only, ring and tree:"},
 		{CollectiveRun{Op: CollAllGather, FlowControl: FlowCTS}, "workload.flow_control: cts is set, but workload.kind allgather does not use it"},
 		{CollectiveRun{Op: CollAllReduce, Average: AvgMin}, "workload.collective_average: min is set, but without workload.flow_control: cts every iteration starts on every rank at once and its time is its last rank's (set workload.flow_control: cts, or remove the key)"},
 	} {
@@ -278,6 +280,8 @@ func TestCTSConfigErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 	ok := CollectiveRun{Op: CollAllReduce, Bytes: 64, MTU: 4096, FlowControl: FlowNone}
+	assert.NoError(t, ok.Validate())
+	ok = CollectiveRun{Op: CollAllReduce, Algorithm: AlgTree, Bytes: 64, MTU: 4096, FlowControl: FlowCTS}
 	assert.NoError(t, ok.Validate())
 }
 

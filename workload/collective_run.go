@@ -32,7 +32,9 @@ const DefaultSliceBytes = 512 << 10
 // (prims_simple.h waitPeer: the sender waits while head + NCCL_STEPS <
 // step + StepPerSlice), so it runs at most that many slices ahead of what
 // its receiver has consumed. The tree's driver keeps that window
-// (collective.window); the other schedules post unpaced.
+// (collective.window); the other schedules post unpaced. With
+// workload.flow_control: cts the ring and the tree keep NCCL's FIFOs
+// themselves, slots and clear-to-send entries (collective_cts.go).
 const NCCLSteps = 8
 
 // CollectiveRun is one collective (Collectives: an all-reduce by one of
@@ -263,7 +265,8 @@ type collective struct {
 	// window is how many slices a sender may post on a connection beyond
 	// the last its receiver has freed: NCCLSteps for the tree (NCCL's FIFO
 	// of NCCL_STEPS slots), 0 (unbounded) for the other schedules, whose
-	// results predate it.
+	// results predate it, and for the tree with the clear-to-send, whose
+	// FIFO slots and entries are modelled instead (cts).
 	window    int
 	maxSlices int
 	recvOf    [][]*Transfer // [step][dst] → the transfer dst receives in step
@@ -380,10 +383,11 @@ func newCollective(run CollectiveRun, sched Schedule) *collective {
 			}
 		}
 	}
-	if sched.Algorithm == AlgTree {
+	c.cts = run.FlowControl == FlowCTS
+	if sched.Algorithm == AlgTree && !c.cts {
+		// With the clear-to-send the FIFO is its slots (collective_cts.go).
 		c.window = NCCLSteps
 	}
-	c.cts = run.FlowControl == FlowCTS
 	c.b2b = c.cts && !run.Barrier
 	c.phaseEnd = run.iterations()
 	if c.b2b && run.Warmup > 0 {
@@ -672,6 +676,10 @@ func (c *collective) setup(devs []*hca.Device) {
 	for i := range perPair {
 		perPair[i] = make([]int, n)
 	}
+	var recvConns []int
+	if c.cts {
+		recvConns = recvConnections(c.sched)
+	}
 	for _, step := range c.sched.Steps {
 		for _, x := range step {
 			k := c.sliceCount(x.Bytes)
@@ -701,8 +709,10 @@ func (c *collective) setup(devs []*hca.Device) {
 		if c.cts {
 			// The clear-to-send writes complete on the send CQ, one in
 			// NCCLSteps signaled, and a receive CQ may hold the next
-			// iteration's first NCCLSteps landings a connection as well.
-			sends, recvs = sends+recvs, 2*recvs+NCCLSteps*n*max(1, c.run.Channels)
+			// iteration's first NCCLSteps landings a connection as well
+			// (n a channel covers the ring's one; a tree rank may have
+			// more connections than ranks).
+			sends, recvs = sends+recvs, 2*recvs+NCCLSteps*max(n*max(1, c.run.Channels), recvConns[r])
 		}
 		rk.sendCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, sends)))
 		rk.recvCQ = d.CreateCQ(pow2(max(d.Cfg.CQDepth, recvs)))

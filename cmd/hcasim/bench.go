@@ -50,6 +50,9 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, benchUsage)
 			return 0
 		}
+		if ferr := flagValueError("bench: ", err); ferr != nil {
+			return fail(stderr, ferr)
+		}
 		return fail(stderr, userErrorf("bench: %v (%s)", err, benchUsageLine))
 	}
 	windows, err := checkScaleFlags(*scale, *windowList, fs.Changed("windows"), fs.NArg())

@@ -286,7 +286,9 @@ func takeExtras(res *report.Result) *sweepExtras {
 	return &sweepExtras{}
 }
 
-// writePlots writes a result's plots into dir, and a sweep's extra files:
+// writePlots writes a result's plots into dir, and a sweep's extra files
+// (its errors are the files' own: the caller says which flag named dir,
+// outError):
 // knee.csv for a knee search, shard.json for a shard, summary.csv and
 // summary.json for a replicated sweep (whose plots draw the designs' means).
 // Then it removes the files of hcasim's own naming this run did not write
@@ -299,7 +301,7 @@ func writePlots(dir string, res *report.Result, ex *sweepExtras) error {
 	if ex.manifest != nil {
 		// A shard draws no plots and finds no knees: merge does.
 		if err := sweep.WriteManifest(dir, ex.manifest); err != nil {
-			return userErrorf("--out: %v", err)
+			return err
 		}
 		written[sweep.ManifestFile] = true
 	} else {
@@ -309,7 +311,7 @@ func writePlots(dir string, res *report.Result, ex *sweepExtras) error {
 		}
 		if ex.summary != nil {
 			if err := report.WriteSummaryFiles(dir, ex.summary); err != nil {
-				return userErrorf("--out: %v", err)
+				return err
 			}
 			written[report.SummaryJSON], written[report.SummaryCSV] = true, true
 			plot = func() ([]string, error) { return report.WriteSummaryPlots(dir, ex.summary) }
@@ -323,7 +325,7 @@ func writePlots(dir string, res *report.Result, ex *sweepExtras) error {
 		}
 		if ex.knee != nil {
 			if err := writeKnees(dir, res, ex.knee); err != nil {
-				return userErrorf("--out: %v", err)
+				return err
 			}
 			written[KneeFile] = true
 		}
@@ -365,14 +367,14 @@ var configKeys = sync.OnceValue(func() []string { return config.Keys(reflect.Typ
 func removeStale(dir string, written map[string]bool) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return userErrorf("--out: %v", err)
+		return err
 	}
 	for _, e := range entries {
 		if written[e.Name()] || !isOutputFile(e.Name()) || !e.Type().IsRegular() {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
-			return userErrorf("--out: removing %s of an earlier run: %v", e.Name(), err)
+			return err
 		}
 	}
 	return nil

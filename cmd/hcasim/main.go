@@ -144,7 +144,11 @@ Usage:
   hcasim help                     print this help
 
 Run flags:
-  -c, --config FILE     YAML design point (a path, or the name of a shipped config: ndr.yaml)
+  -c, --config FILE     YAML design point (a path, the name of a shipped config: ndr.yaml,
+                        or - to read it from stdin); files it names (topology.file,
+                        workload.trace_file) are read from its directory; given with
+                        --set, from the current one (else its); a stdin config's, from
+                        the current one
       --set key=value   override a config key (repeatable), e.g. --set link.width=4x
       --format F        table (default; metrics rounded for reading), csv or json
                         (9 significant digits) on stdout

@@ -112,8 +112,8 @@ func TestBadInput(t *testing.T) {
 		// workload.flow_control, workload.collective_average.
 		{"flow_control unknown", []string{"-config", "examples/allreduce-cts.yaml", "--set", "workload.flow_control=credit"},
 			[]string{`workload.flow_control: "credit" is not a flow control (none, cts)`}},
-		{"cts on the tree", []string{"-config", "examples/allreduce-tree.yaml", "--set", "workload.flow_control=cts"},
-			[]string{"workload.flow_control: cts is set, but workload.algorithm tree does not use it"}},
+		{"cts on rabenseifner", []string{"-config", "examples/allreduce-algorithms.yaml", "--set", "workload.flow_control=cts"},
+			[]string{"workload.flow_control: cts is set, but workload.algorithm rabenseifner does not use it (the clear-to-send is modelled for NCCL's all-reduces only, ring and tree: set workload.kind: allreduce with workload.algorithm ring or tree, or remove the key)"}},
 		{"collective_average unknown", []string{"-config", "examples/allreduce-cts.yaml", "--set", "workload.flow_control=cts", "--set", "workload.collective_average=median"},
 			[]string{`workload.collective_average: "median" is not an nccl-tests -a mode (rank0, avg, min, max)`}},
 		{"collective_average without cts", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.collective_average=min"},
@@ -211,6 +211,17 @@ func TestBadInput(t *testing.T) {
 			[]string{"--pcap:", "x.pcapng"}},
 		{"empty shard", []string{"-config", "ndr.yaml", "--shard", ""}, []string{"--shard: an empty value (give I/N, e.g. 0/4, or omit --shard)"}},
 		{"empty out", []string{"-config", "ndr.yaml", "--out", ""}, []string{"--out: an empty value (give a directory, or omit --out)"}},
+		// A flag's value of the wrong kind names the flag, the value and
+		// what it takes (it quoted Go's parser: `invalid argument "-1" for
+		// "--seed" flag: …`).
+		{"negative seed", []string{"-config", "edr.yaml", "--seed", "-1"}, []string{`hcasim: --seed: "-1" is not a whole number from 0 to 18446744073709551615` + "\n"}},
+		{"jobs not a number", []string{"-config", "edr.yaml", "--jobs", "two"}, []string{`hcasim: --jobs: "two" is not a whole number` + "\n"}},
+		{"check not a bool", []string{"-config", "edr.yaml", "--check=maybe"}, []string{`hcasim: --check: "maybe" is not true or false` + "\n"}},
+		{"bench scale not numbers", []string{"bench", "--scale", "128,x"}, []string{`hcasim: bench: --scale: "128,x" is not a comma-separated list of whole numbers` + "\n"}},
+		// An integer key past 64 bits names the key's own range, in a
+		// sweep's values too.
+		{"overflow", []string{"-config", "edr.yaml", "--set", "workload.iterations=1e30"}, []string{"hcasim: edr.yaml: workload.iterations: 1e30 is out of range (2 to 1e8)\n"}},
+		{"overflow in a sweep", []string{"-config", "ndr.yaml", "--set", "sweep.switch.radix=[8, 1e19]"}, []string{"sweep.switch.radix: 1e19 is out of range (2 to 256) (at the point switch.radix=1e19"}},
 		{"unwritable heap profile", []string{"-config", "edr.yaml", "--memprofile", filepath.Join(dir, "no", "mem.prof")},
 			[]string{"--memprofile", "mem.prof"}},
 		// workload.root: past the ranks (known when the fabric is built),
@@ -264,7 +275,7 @@ func TestBadInput(t *testing.T) {
 		// lines. (--out keeps a mutant's results out of the package dir.)
 		{"replay trace missing", []string{"-config", "examples/replay-bcast.yaml", "--out", filepath.Join(dir, "replay-out"),
 			"--set", "sweep.workload.trace_file=[replay-bcast-delay.trace, nope.trace]"},
-			[]string{"hcasim: examples/replay-bcast.yaml: sweep.workload.trace_file: nope.trace: no such file beside the shipped config examples/replay-bcast.yaml"}},
+			[]string{"hcasim: examples/replay-bcast.yaml: sweep.workload.trace_file: nope.trace: no such file in the current directory, nor beside the config examples/replay-bcast.yaml (a relative path given with --set is from the current directory, else the config's)"}},
 		{"replay trace broken", []string{"-config", "examples/replay-halo.yaml", "--out", filepath.Join(dir, "replay-out"),
 			"--set", "workload.trace_file=" + writeFile(t, "broken.trace", "0 1 2 write\n")},
 			[]string{"at the point link.generation=HDR: workload.trace_file: ", "broken.trace:1: 4 fields, want 5: start_ns src dst op bytes"}},
@@ -276,7 +287,7 @@ func TestBadInput(t *testing.T) {
 		// replaced the sweep's earlier results with the errors.
 		{"topology file missing in a sweep", []string{"-config", "ndr.yaml", "--out", filepath.Join(dir, "topo-out"),
 			"--set", "topology={kind: file, file: " + filepath.Join(dir, "nope.topo") + "}"},
-			[]string{"sweep: at the point switch.vl_buffer_bytes=4160, workload.offered_load=0.2: topology.file: open " + filepath.Join(dir, "nope.topo") + ": no such file or directory"}},
+			[]string{"sweep: at the point switch.vl_buffer_bytes=4160, workload.offered_load=0.2: topology.file: " + filepath.Join(dir, "nope.topo") + ": no such file\n"}},
 		{"topology file broken in a sweep", []string{"-config", "ndr.yaml", "--out", filepath.Join(dir, "topo-out"),
 			"--set", "topology={kind: file, file: " + writeFile(t, "bad.topo", "garbage here\n") + "}"},
 			[]string{`topology.file: `, `bad.topo:1: "garbage" is not a statement (host, switch, root, cable)`}},
@@ -397,6 +408,13 @@ func TestHelpFlags(t *testing.T) {
 		assert.Equal(t, 0, code, "%v: %s", args, errs)
 		assert.Contains(t, strings.ToLower(out+errs), "usage", "%v", args)
 		assert.NotContains(t, out+errs, "help requested", "%v", args)
+	}
+	// hcasim rtl --help says what each flag does (it printed the usage
+	// line alone).
+	code, out, _ := run("rtl", "--help")
+	assert.Equal(t, 0, code)
+	for _, flag := range []string{"--config", "--out", "--report", "--testbench", "--testbench-packets", "--set"} {
+		assert.Regexp(t, `(?m)^ .*`+regexp.QuoteMeta(flag)+`[ =\[].{20,}`, out, "%s is described", flag)
 	}
 }
 
@@ -617,11 +635,18 @@ func TestTracePathSelects(t *testing.T) {
 func TestOutputFilesUpFront(t *testing.T) {
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "run.trace")
+	tr0 := writeFile(t, "a.file", "")
 	cases := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--vcd", filepath.Join(dir, "no", "such", "x.vcd")}, "hcasim: --vcd: open " + filepath.Join(dir, "no", "such", "x.vcd") + ": no such file or directory\n"},
+		{[]string{"--vcd", filepath.Join(dir, "no", "such", "x.vcd")}, "hcasim: --vcd: " + filepath.Join(dir, "no", "such", "x.vcd") +
+			" cannot be created: its directory " + filepath.Join(dir, "no", "such") + " does not exist (give a file in a directory that does)\n"},
+		// One line naming the flag, the path, what stands in the way and
+		// what is allowed (it was Go's "open X: is a directory").
+		{[]string{"--trace", dir}, "hcasim: --trace: " + dir + " is a directory (give a file name, e.g. " + filepath.Join(dir, "run.trace") + ")\n"},
+		{[]string{"--pcap", filepath.Join(tr0, "x.pcapng")}, "hcasim: --pcap: " + filepath.Join(tr0, "x.pcapng") + " cannot be created: " + tr0 + " is a file, not a directory\n"},
+		{[]string{"--cpuprofile", dir}, "hcasim: --cpuprofile: " + dir + " is a directory (give a file name, e.g. " + filepath.Join(dir, "cpu.pprof") + ")\n"},
 		{[]string{"--trace", tr, "--vcd", tr}, "hcasim: --vcd: " + tr + " is also --trace's file; give each output its own file\n"},
 		{[]string{"--trace", tr, "--cpuprofile", dir + "/./run.trace"}, "hcasim: --cpuprofile: " + dir + "/./run.trace" + " is also --trace's file; give each output its own file\n"},
 		{[]string{"--vcd", filepath.Join(dir, "w.vcd"), "--memprofile", filepath.Join(dir, "w.vcd")}, "hcasim: --memprofile: " + filepath.Join(dir, "w.vcd") + " is also --vcd's file; give each output its own file\n"},

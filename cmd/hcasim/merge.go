@@ -72,10 +72,13 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var werr error
 	if *out != "" {
-		if err := report.WriteMerged(*out, res, rows); err != nil {
-			werr = userErrorf("--out: %v", err)
-		} else {
-			werr = writePlots(*out, res, ex)
+		// The shards are untouched, so nothing is lost when this fails.
+		err := report.WriteMerged(*out, res, rows)
+		if err == nil {
+			err = writePlots(*out, res, ex)
+		}
+		if err != nil {
+			werr = outError("merge: --out", *out, err)
 		}
 	}
 	var perr error
@@ -102,6 +105,12 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 		if p.Error != "" {
 			failed++
 		}
+	}
+	if failed > 0 && failed == len(res.Points) {
+		// As a sweep none of whose points ran: one line, no summary of
+		// points that computed nothing.
+		fmt.Fprintf(stderr, "hcasim: merge: all %d points of the %d shards failed (each has its error in the results)\n", failed, len(dirs))
+		return 1
 	}
 	if !*quiet {
 		fmt.Fprintf(stderr, "hcasim: merge: %d shards, %d points\n", len(dirs), len(res.Points))

@@ -40,7 +40,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 	if f.trace != "" {
 		traceFile, err = os.Create(f.trace)
 		if err != nil {
-			return nil, nil, userErrorf("--trace: %v", err)
+			return nil, nil, outFileError("--trace", f.trace, err)
 		}
 		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.Identity()),
 			Seed: l.Config.Seed}, filter)
@@ -52,7 +52,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 			if traceFile != nil {
 				traceFile.Close()
 			}
-			return nil, nil, userErrorf("--vcd: %v", err)
+			return nil, nil, outFileError("--vcd", f.vcd, err)
 		}
 		vcd = verif.NewVCDRecorder(filter)
 	}
@@ -65,7 +65,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 					o.Close()
 				}
 			}
-			return nil, nil, userErrorf("--pcap: %v", err)
+			return nil, nil, outFileError("--pcap", f.pcap, err)
 		}
 	}
 	var refused error // a --trace-path glob this fabric has no component for

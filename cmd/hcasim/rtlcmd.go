@@ -16,8 +16,14 @@ func init() {
 	// --testbench replays a run of the config: loaded as a run loads it,
 	// with the files it names (workload.trace_file) read beside it.
 	subcommands["rtl"] = func(args []string, stdout, stderr io.Writer) int {
-		return rtl.MainWith(normalizeArgs(args), stdout, stderr, Version(), rtl.LoadDesign, loadRTLRun)
+		return rtl.MainWith(normalizeArgs(args), stdout, stderr, Version(), loadRTLDesign, loadRTLRun)
 	}
+}
+
+// loadRTLDesign is rtl.LoadDesign with the run's file readers (a
+// topology.file beside the config).
+func loadRTLDesign(path string, sets []string) (rtl.Design, error) {
+	return rtl.LoadDesignWith(path, sets, func(l *fabric.Loaded) { setFileReaders(l, path, sets) })
 }
 
 // loadRTLRun is rtl.LoadRun with the run's file reader.
@@ -26,6 +32,6 @@ func loadRTLRun(path string, sets []string) (*fabric.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.ReadFile = besideConfig(path)
+	setFileReaders(l, path, sets)
 	return l, nil
 }

@@ -131,4 +131,18 @@ func TestRTLTestbenchRefuses(t *testing.T) {
 		assert.Empty(t, out, "%v", tc.args)
 		assert.NoDirExists(t, dir, "%v: nothing written", tc.args)
 	}
+
+	// An -o that a file stands in the way of is refused before the
+	// config is loaded and the testbench's run made (it said "mkdir x:
+	// not a directory" once all that was done).
+	afile := writeFile(t, "afile", "")
+	for _, tc := range []struct{ out, want string }{
+		{afile, "hcasim rtl: -o: " + afile + " is a file, not a directory (give a directory for the Verilog tree; a missing one is made)\n"},
+		{filepath.Join(afile, "rtl"), "hcasim rtl: -o: " + filepath.Join(afile, "rtl") + " cannot be made: " + afile + " is a file, not a directory (give a directory for the Verilog tree; a missing one is made)\n"},
+	} {
+		code, out, errs := run(append(rtlTBConfig, "--testbench", "-o", tc.out)...)
+		assert.Equal(t, 2, code, errs)
+		assert.Equal(t, tc.want, errs)
+		assert.Empty(t, out)
+	}
 }

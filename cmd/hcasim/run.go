@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/configs"
@@ -116,6 +118,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, err
 		}
+		if ferr := flagValueError("", err); ferr != nil {
+			return nil, ferr
+		}
 		return nil, userErrorf("%s (see hcasim help)", err)
 	}
 	if fs.NArg() > 0 {
@@ -173,6 +178,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		f.shardOf = &sh
 	}
 	return f, nil
+}
+
+// flagValueError is the one line for a flag given a value of the wrong
+// kind (pflag's InvalidValueError, which quotes Go's parser: `invalid
+// argument "abc" for "--scale" flag: strconv.Atoi: parsing "abc": invalid
+// syntax`): the flag, the value and what it takes; prefix names the
+// subcommand ("bench: "). Nil for any other error.
+func flagValueError(prefix string, err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return nil
+	}
+	fl := ive.GetFlag()
+	want, ok := map[string]string{
+		"int":      "a whole number",
+		"uint64":   "a whole number from 0 to 18446744073709551615",
+		"intSlice": "a comma-separated list of whole numbers",
+		"bool":     "true or false",
+	}[fl.Value.Type()]
+	if !ok {
+		want = "a " + fl.Value.Type()
+	}
+	return userErrorf("%s--%s: %q is not %s", prefix, fl.Name, ive.GetValue(), want)
 }
 
 // maxSnaplen is the largest --pcap-snaplen: tcpdump's and Wireshark's
@@ -284,17 +312,115 @@ func loadConfig(f *runFlags) (*fabric.Loaded, error) {
 	if f.check {
 		l.Config.Sim.Check = true
 	}
-	l.ReadFile = besideConfig(f.config)
+	setFileReaders(l, f.config, f.sets)
 	return l, nil
 }
 
+// The keys that name a file a run reads.
+const (
+	traceFileKey    = "workload.trace_file"
+	topologyFileKey = "topology.file"
+)
+
+// setFileReaders gives l how the files its keys name are read
+// (workload.trace_file, topology.file; a sweep's points take them from l):
+// a path written in the config file, relative to that file's directory
+// (besideConfig), so that a config runs from any directory; a path given
+// on the command line with --set, relative to the current directory, as
+// a shell user means it; an absolute path as it is.
+func setFileReaders(l *fabric.Loaded, configName string, sets []string) {
+	l.ReadFile = fileReader(configName, sets, traceFileKey)
+	l.Config.Topology.ReadFile = fileReader(configName, sets, topologyFileKey)
+}
+
+// fileReader reads the files key names: beside the config, or when --set
+// gives the key's value (or its section's, or its sweep's) from the
+// current directory first, then, for a name not there, beside the config
+// (as -config takes a file before a shipped config's name: a sweep of the
+// shipped traces set on the command line still finds them).
+func fileReader(configName string, sets []string, key string) func(string) ([]byte, error) {
+	beside := besideConfig(configName)
+	if !setOnCommandLine(sets, key) || configName == config.Stdin {
+		return beside
+	}
+	here := fromCurrentDir("")
+	return func(name string) ([]byte, error) {
+		b, err := here(name)
+		if err == nil || filepath.IsAbs(name) || !errors.Is(err, os.ErrNotExist) {
+			return b, err
+		}
+		if b, err := beside(name); err == nil {
+			return b, nil
+		}
+		return nil, fmt.Errorf("%s: no such file in the current directory, nor beside the config %s (a relative path given with --set is from the current directory, else the config's)", name, configName)
+	}
+}
+
+// setOnCommandLine reports whether sets give key's value: key=…,
+// sweep.key=…, a section holding it (topology={kind: file, file: …}) or a
+// sweep holding it (sweep={topology.file: […]}).
+func setOnCommandLine(sets []string, key string) bool {
+	for _, s := range sets {
+		k, v, _ := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case k == key || k == "sweep."+key:
+			return true
+		case strings.HasPrefix(key, k+"."):
+			var m map[string]any
+			if yaml.Unmarshal([]byte(v), &m) == nil {
+				if _, ok := m[strings.TrimPrefix(key, k+".")]; ok {
+					return true
+				}
+			}
+		case k == "sweep":
+			var m map[string]any
+			if yaml.Unmarshal([]byte(v), &m) == nil {
+				if _, ok := m[key]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// fromCurrentDir reads a file by its path as given, relative to the
+// current directory; rule says why in the error of a missing one (which
+// wraps os.ErrNotExist).
+func fromCurrentDir(rule string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		b, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) && rule == "" {
+			return nil, fmt.Errorf("%s: no such file%w", name, errNotExist{})
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file (%s)%w", name, rule, errNotExist{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot read: %s", name, strings.TrimPrefix(err.Error(), "open "+name+": "))
+		}
+		return b, nil
+	}
+}
+
+// errNotExist marks a missing file's error (errors.Is os.ErrNotExist) and
+// prints nothing.
+type errNotExist struct{}
+
+func (errNotExist) Error() string        { return "" }
+func (errNotExist) Is(target error) bool { return target == os.ErrNotExist }
+
 // besideConfig returns how the files a config's keys name
-// (workload.trace_file) are read: a relative path from the config's own
-// directory, the one on disk for a config file, the shipped configs' for
-// a shipped config (configs/examples/replay-halo.trace beside
-// replay-halo.yaml), as config.ReadFile found it; an absolute path as it
-// is.
+// (workload.trace_file, topology.file) are read: a relative path from the
+// config's own directory, the one on disk for a config file, the shipped
+// configs' for a shipped config (configs/examples/replay-halo.trace beside
+// replay-halo.yaml), as config.ReadFile found it, the current directory
+// for a config read from stdin (-config -); an absolute path as it is.
 func besideConfig(configName string) func(string) ([]byte, error) {
+	if configName == config.Stdin {
+		return fromCurrentDir("the config is read from stdin: a relative path is from the current directory")
+	}
 	onDisk := false
 	if st, err := os.Stat(configName); err == nil && !st.IsDir() {
 		onDisk = true
@@ -339,7 +465,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
-			return fail(stderr, userErrorf("--cpuprofile: %v", err))
+			return fail(stderr, outFileError("--cpuprofile", f.cpuprofile, err))
 		}
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return fail(stderr, err)
@@ -352,7 +478,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if f.memprofile != "" {
 		var err error
 		if mf, err = os.Create(f.memprofile); err != nil {
-			return fail(stderr, userErrorf("--memprofile: %v", err))
+			return fail(stderr, outFileError("--memprofile", f.memprofile, err))
 		}
 		defer mf.Close()
 	}
@@ -362,7 +488,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.out != "" {
 		if err := prepareOut(f.out); err != nil {
-			return fail(stderr, userErrorf("--out: %v", err))
+			return fail(stderr, outError("--out", f.out, err))
 		}
 	}
 	res, runErr := execute(l, f, stderr)
@@ -421,10 +547,16 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 			// A resumed sweep: the points read back keep their cells.
 			write = func() error { return report.WriteMerged(f.out, res, ex.cells) }
 		}
-		if err := write(); err != nil {
-			werr = userErrorf("--out: %v", err)
-		} else {
-			werr = writePlots(f.out, res, ex)
+		err := write()
+		if err == nil {
+			err = writePlots(f.out, res, ex)
+		}
+		if err != nil {
+			werr = outError("--out", f.out, err)
+			// The run's time is spent: its results go where they can.
+			if dir, rerr := rescueResults(res, ex); rerr == nil {
+				werr = userErrorf("%v; the results are in %s instead", werr, dir)
+			}
 		}
 	}
 	var perr error
@@ -451,21 +583,119 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 
 // prepareOut makes the --out directory and checks a file can be made in
 // it, so that an unusable --out is refused before a run rather than after
-// it, when the run's time is spent.
+// it, when the run's time is spent. Its errors are the files' own
+// (outError says them).
 func prepareOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	for _, name := range []string{resultsJSON, resultsCSV} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.IsDir() {
+			return &fs.PathError{Op: "write", Path: filepath.Join(dir, name), Err: errors.New("is a directory")}
+		}
+	}
 	f, err := os.CreateTemp(dir, ".hcasim-probe-*")
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("cannot write in %s: %v", dir, err)
+		return err
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// outError is the one line for an output directory (flag names it: "--out",
+// "merge: --out") that cannot be made or written: the directory as given,
+// what stands in the way, and what is allowed. err is what making or
+// writing it returned.
+func outError(flag, dir string, err error) error {
+	const allowed = "give a directory that exists or can be made, and that can be written in"
+	// A file where a directory must be: dir itself, or the nearest path
+	// above it that exists.
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if st, serr := os.Stat(p); serr == nil {
+			if !st.IsDir() && p == filepath.Clean(dir) {
+				return userErrorf("%s: %s is a file, not a directory (%s)", flag, dir, allowed)
+			}
+			if !st.IsDir() {
+				return userErrorf("%s: %s cannot be made: %s is a file, not a directory (%s)", flag, dir, p, allowed)
+			}
+			break
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		// Not the file system's answer (a plot that could not be drawn):
+		// our bug, exit 1.
+		return fmt.Errorf("%s: %s: %v", flag, dir, err)
+	}
+	why := pe.Err.Error()
+	if name := filepath.Base(pe.Path); filepath.Dir(pe.Path) == filepath.Clean(dir) && !strings.HasPrefix(name, ".") {
+		// One of the files hcasim writes there.
+		if st, serr := os.Stat(pe.Path); serr == nil && st.IsDir() {
+			return userErrorf("%s: %s holds a directory named %s, the name of a file hcasim writes there (move it, or give another directory)", flag, dir, name)
+		}
+		return userErrorf("%s: %s in %s cannot be written: %s (%s)", flag, name, dir, why, allowed)
+	}
+	return userErrorf("%s: %s cannot be made or written: %s (%s)", flag, dir, why, allowed)
+}
+
+// outFileError is the one line for an output file (flag names it:
+// "--trace", "topology: -o") that cannot be created: the path as given,
+// what stands in the way, and what is allowed. err is what creating it
+// returned.
+func outFileError(flag, path string, err error) error {
+	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		example := map[string]string{"--trace": "run.trace", "--vcd": "run.vcd", "--pcap": "run.pcapng",
+			"--cpuprofile": "cpu.pprof", "--memprofile": "mem.pprof", "topology: -o": "fabric.topo"}[flag]
+		if example == "" {
+			example = "out"
+		}
+		return userErrorf("%s: %s is a directory (give a file name, e.g. %s)", flag, path, filepath.Join(path, example))
+	}
+	dir := filepath.Dir(path)
+	for p := dir; ; p = filepath.Dir(p) {
+		if st, serr := os.Stat(p); serr == nil {
+			if !st.IsDir() {
+				return userErrorf("%s: %s cannot be created: %s is a file, not a directory", flag, path, p)
+			}
+			if p != dir {
+				return userErrorf("%s: %s cannot be created: its directory %s does not exist (give a file in a directory that does)", flag, path, dir)
+			}
+			break
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	why := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err.Error()
+	}
+	return userErrorf("%s: %s cannot be created: %s (give a file that can be written)", flag, path, why)
+}
+
+// rescueResults writes results.json and results.csv into a new directory
+// under the system's temporary directory, for a run whose --out failed
+// after the run: its time is spent, and a table on stdout has only the
+// headline metrics. It returns the directory.
+func rescueResults(res *report.Result, ex *sweepExtras) (string, error) {
+	dir, err := os.MkdirTemp("", "hcasim-results-")
+	if err != nil {
+		return "", err
+	}
+	if ex.cells != nil {
+		err = report.WriteMerged(dir, res, ex.cells)
+	} else {
+		err = report.WriteFiles(dir, res)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // fail prints err on one line and returns its exit code.

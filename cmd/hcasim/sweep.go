@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hcasim/hcasim/config"
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/report"
 	"github.com/hcasim/hcasim/sweep"
@@ -43,6 +44,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			p.Config.Sim.Check = true
 		}
 		p.ReadFile = l.ReadFile
+		p.Config.Topology.ReadFile = l.Config.Topology.ReadFile
 	}, Check: (*fabric.Loaded).CheckFiles})
 	if err != nil {
 		return nil, err // runMain names the config
@@ -73,7 +75,7 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 	if defaultOut {
 		// A given --out was made before the config was run (runMain).
 		if err := prepareOut(f.out); err != nil {
-			return nil, userErrorf("sweep: the default output directory: %v (--out DIR to choose another)", err)
+			return nil, userErrorf("%v; or --out DIR to choose another", outError("sweep: the default --out", f.out, err))
 		}
 	}
 
@@ -159,6 +161,13 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		// holds each replica's knee.
 		ex.summary = report.Summarise(res, rows)
 	}
+	if failed > 0 && failed == len(outs) {
+		// Nothing ran: no timing, knees, summary or notes of points that
+		// computed nothing; the one line is the whole answer on stderr
+		// (the results, and stdout, hold each point's error).
+		sweepOutputs.Store(res, ex)
+		return res, allFailed(outs, f.out, internal > 0)
+	}
 	if !f.quiet {
 		what := "1 point"
 		if len(outs) != 1 {
@@ -194,6 +203,34 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 		return res, errors.New(msg)
 	}
 	return res, userErrorf("%s", msg)
+}
+
+// allFailed is the one line of a sweep none of whose points ran: how many,
+// where the results are, and the error, once when every point has the
+// same one (a mistake of the config's that no point escapes), or else the
+// first's, as for a sweep only some of whose points failed. It is the
+// user's error (exit 2) unless one failure is internal.
+func allFailed(outs []sweep.Outcome, out string, internal bool) error {
+	same := true
+	for _, o := range outs[1:] {
+		same = same && o.Err.Error() == outs[0].Err.Error()
+	}
+	var msg string
+	switch {
+	case len(outs) == 1:
+		msg = fmt.Sprintf("sweep: its one point failed (its error is in the results, written to %s): point %s: %s",
+			out, pointText(outs[0].Params), outs[0].Err)
+	case same:
+		msg = fmt.Sprintf("sweep: all %d points failed, each with the same error (in the results, written to %s): %s",
+			len(outs), out, outs[0].Err)
+	default:
+		msg = fmt.Sprintf("sweep: all %d points failed (each has its error in the results, written to %s); first: point %s: %s",
+			len(outs), out, pointText(outs[0].Params), outs[0].Err)
+	}
+	if internal {
+		return errors.New(msg)
+	}
+	return userErrorf("%s", msg)
 }
 
 // interruptedSweep finishes a sweep a signal stopped before every point
@@ -408,6 +445,9 @@ func writeKnees(dir string, res *report.Result, k *sweep.KneeManifest) error {
 func outName(name, configPath string) string {
 	if name != "default" || configPath == "" {
 		return name
+	}
+	if configPath == config.Stdin {
+		return "stdin"
 	}
 	base := filepath.Base(configPath)
 	return strings.TrimSuffix(base, filepath.Ext(base))

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -228,6 +229,13 @@ func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	code, _, stderr = run("merge", whole)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "not the output of an hcasim --shard run")
+	// A mistyped directory, or a file, says so (it said "no shard.json").
+	code, _, stderr = run("merge", filepath.Join(whole, "nope"))
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: merge: "+filepath.Join(whole, "nope")+": no such directory (give the --out directories of the hcasim --shard runs)\n", stderr)
+	code, _, stderr = run("merge", filepath.Join(whole, "results.json"))
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim: merge: "+filepath.Join(whole, "results.json")+": a file, not a directory (give the --out directories of the hcasim --shard runs)\n", stderr)
 	// And shards of a different sweep.
 	other := t.TempDir()
 	code, _, stderr = run("-config", cfg, "--shard", "3/4", "--out", other, "--quiet", "--set", "workload.size=2048")
@@ -543,12 +551,28 @@ func TestMergeOut(t *testing.T) {
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "--out: an empty path")
 
+	// An --out that cannot be written: one line naming the flag, the
+	// directory as given, what stands in the way and what is allowed,
+	// exit 2; the merged points are still printed (and the shards are
+	// untouched, so nothing computed is lost).
 	afile := writeFile(t, "afile", "")
-	code, stdout, stderr := run("merge", dirs[0], dirs[1], "--out", afile, "--format", "csv", "--quiet")
-	assert.Equal(t, 2, code, stderr)
-	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
-	assert.Contains(t, stderr, "--out: mkdir "+afile)
-	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points still printed:\n%s", stdout)
+	inDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(inDir, "results.json"), 0o755))
+	plotDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(plotDir, "throughput-vs-hca.vl_buffer_bytes.svg"), 0o755))
+	const allowed = " (give a directory that exists or can be made, and that can be written in)\n"
+	for _, tc := range []struct{ out, want string }{
+		{afile, "hcasim: merge: --out: " + afile + " is a file, not a directory" + allowed},
+		{filepath.Join(afile, "sub"), "hcasim: merge: --out: " + filepath.Join(afile, "sub") + " cannot be made: " + afile + " is a file, not a directory" + allowed},
+		{inDir, "hcasim: merge: --out: " + inDir + " holds a directory named results.json, the name of a file hcasim writes there (move it, or give another directory)\n"},
+		{plotDir, "hcasim: merge: --out: " + plotDir + " holds a directory named throughput-vs-hca.vl_buffer_bytes.svg, the name of a file hcasim writes there (move it, or give another directory)\n"},
+	} {
+		code, stdout, stderr := run("merge", dirs[0], dirs[1], "--out", tc.out, "--format", "csv", "--quiet")
+		assert.Equal(t, 2, code, stderr)
+		assert.Equal(t, tc.want, stderr)
+		assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points still printed:\n%s", stdout)
+		assert.Equal(t, before, readFile(t, filepath.Join(dirs[0], "results.json")), "the shard is untouched")
+	}
 
 	code, _, stderr = run("merge", dirs[0], dirs[1], "--out", t.TempDir(), "--quiet")
 	assert.Equal(t, 0, code, "the shards still merge: %s", stderr)
@@ -568,11 +592,18 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 	}
 	cfg := writeFile(t, "sizing.yaml", sweepConfig)
 	afile := writeFile(t, "afile", "")
-	code, stdout, stderr := run("-config", cfg, "--out", afile, "--jobs", "1")
-	assert.Equal(t, 2, code, stderr)
-	assert.Equal(t, "hcasim: --out: mkdir "+afile+": not a directory\n", stderr)
-	assert.Empty(t, stdout)
-	assert.Equal(t, 0, runs, "no point ran")
+	holder := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(holder, "results.csv"), 0o755))
+	for _, tc := range []struct{ out, want string }{
+		{afile, "hcasim: --out: " + afile + " is a file, not a directory (give a directory that exists or can be made, and that can be written in)\n"},
+		{holder, "hcasim: --out: " + holder + " holds a directory named results.csv, the name of a file hcasim writes there (move it, or give another directory)\n"},
+	} {
+		code, stdout, stderr := run("-config", cfg, "--out", tc.out, "--jobs", "1")
+		assert.Equal(t, 2, code, stderr)
+		assert.Equal(t, tc.want, stderr)
+		assert.Empty(t, stdout)
+		assert.Equal(t, 0, runs, "no point ran")
+	}
 
 	// The directory is usable when checked, and replaced by a file while
 	// the first point runs: the six points are printed, then the error.
@@ -585,11 +616,22 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 		return saved(l, o)
 	}
 	runs = 0
-	code, stdout, stderr = run("-config", cfg, "--out", out, "--jobs", "1", "--quiet", "--format", "csv")
+	t.Setenv("TMPDIR", t.TempDir()) // where the results are rescued
+	code, stdout, stderr := run("-config", cfg, "--out", out, "--jobs", "1", "--quiet", "--format", "csv")
 	assert.Equal(t, 2, code, stderr)
 	assert.Equal(t, 6, runs)
-	assert.Contains(t, stderr, "--out: ")
 	assert.Equal(t, 7, strings.Count(stdout, "\n"), "the header and the 6 points:\n%s", stdout)
+	// One line, and the results, every metric of every point, are not
+	// lost: they are written where they can be, and the line says where.
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	prefix := "hcasim: --out: " + out + " is a file, not a directory (give a directory that exists or can be made, and that can be written in); the results are in "
+	require.True(t, strings.HasPrefix(stderr, prefix), stderr)
+	rescued := strings.TrimSuffix(strings.TrimPrefix(stderr, prefix), " instead\n")
+	assert.Equal(t, os.Getenv("TMPDIR"), filepath.Dir(rescued))
+	assert.Equal(t, stdout, readFile(t, filepath.Join(rescued, "results.csv")), "the csv printed is the csv rescued")
+	res, err := report.ReadJSON(filepath.Join(rescued, "results.json"))
+	require.NoError(t, err)
+	assert.Len(t, res.Points, 6)
 }
 
 // TestErrorsNameTheirSourceOnce: a mistake in the config names the config
@@ -631,7 +673,7 @@ func TestErrorsNameTheirSourceOnce(t *testing.T) {
 	code, stdout, stderr := run("-config", cfg)
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
-	assert.Equal(t, "hcasim: sweep: the default output directory: mkdir hcasim-out/sizing: not a directory (--out DIR to choose another)\n", stderr)
+	assert.Equal(t, "hcasim: sweep: the default --out: hcasim-out/sizing is a file, not a directory (give a directory that exists or can be made, and that can be written in); or --out DIR to choose another\n", stderr)
 }
 
 // TestUnnamedConfigsGetTheirOwnDirectories: two sweeps whose configs set no
@@ -728,4 +770,103 @@ sweep:
 	table, _ = header("write_bw")
 	assert.Contains(t, table, "bw_gbps")
 	assert.NotContains(t, table, "lat_us_typical")
+}
+
+// TestEveryPointFailedIsOneLine: a sweep none of whose points ran says so
+// on one line: how many, where the results are, and the error (once when
+// every point has the same one, else the first's); no timing, knees or
+// notes of points that computed nothing, quiet or not. A sweep only some
+// of whose points failed keeps its summary, its notes and the failure
+// line after them. The results hold every point's error either way.
+func TestEveryPointFailedIsOneLine(t *testing.T) {
+	saved := fabricRun
+	defer func() { fabricRun = saved }()
+	// Perftest on NDR links with the default cx5 host draws the host note
+	// (fabric.HostNote) when a point runs.
+	cfg := writeFile(t, "pt.yaml", `
+link: {generation: NDR}
+topology: {kind: back-to-back}
+workload: {kind: perftest, test: write_bw, iterations: 20}
+sweep:
+  workload.size: [4096, 8192, 16384]
+`)
+	unsupported := func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		return nil, &fabric.UnsupportedError{Msg: "workload.kind: not here"}
+	}
+	perSize := func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		return nil, &fabric.UnsupportedError{Msg: fmt.Sprintf("workload.size: %d not here", l.Config.Workload.Size)}
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(*fabric.Loaded, fabric.RunOptions) (map[string]any, error)
+		sets []string
+		code int
+		want string // after "hcasim: sweep: ", before the newline; OUT the --out
+	}{
+		{"same error", unsupported, nil, 2,
+			"all 3 points failed, each with the same error (in the results, written to OUT): workload.kind: not here"},
+		{"errors differ", perSize, nil, 2,
+			"all 3 points failed (each has its error in the results, written to OUT); first: point {workload.size=4096}: workload.size: 4096 not here"},
+		{"one point", unsupported, []string{"--set", "sweep.workload.size=[4096]"}, 2,
+			"its one point failed (its error is in the results, written to OUT): point {workload.size=4096}: workload.kind: not here"},
+		{"internal", func(*fabric.Loaded, fabric.RunOptions) (map[string]any, error) {
+			return nil, errors.New("engine exploded")
+		}, nil, 1,
+			"all 3 points failed, each with the same error (in the results, written to OUT): engine exploded"},
+	} {
+		fabricRun = tc.run
+		for _, quiet := range []bool{false, true} {
+			out := t.TempDir()
+			args := append([]string{"-config", cfg, "--out", out, "--format", "csv"}, tc.sets...)
+			if quiet {
+				args = append(args, "--quiet")
+			}
+			code, stdout, stderr := run(args...)
+			assert.Equal(t, tc.code, code, "%s: %s", tc.name, stderr)
+			assert.Equal(t, "hcasim: sweep: "+strings.ReplaceAll(tc.want, "OUT", out)+"\n", stderr, "%s, quiet %v", tc.name, quiet)
+			res, err := report.ReadJSON(filepath.Join(out, "results.json"))
+			require.NoError(t, err)
+			for _, p := range res.Points {
+				assert.NotEmpty(t, p.Error, tc.name)
+			}
+			if len(res.Points) == 1 {
+				// As a single run's: the line is the whole answer.
+				assert.Empty(t, stdout)
+				continue
+			}
+			assert.Equal(t, len(res.Points)+1, strings.Count(stdout, "\n"), "stdout still has each point and its error")
+		}
+	}
+
+	// Merged, shards none of whose points ran say so on one line too
+	// (merge exits 1 on any failed point: a shard does not record whose
+	// failure it was).
+	fabricRun = unsupported
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		d := t.TempDir()
+		code, _, _ := run("-config", cfg, "--shard", fmt.Sprintf("%d/2", i), "--out", d, "--quiet")
+		require.Equal(t, 2, code)
+		dirs = append(dirs, d)
+	}
+	code, _, stderr := run("merge", dirs[0], dirs[1], "--out", t.TempDir())
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "hcasim: merge: all 3 points of the 2 shards failed (each has its error in the results)\n", stderr)
+
+	// Only some failed: the summary, the note of the points that ran, then
+	// the failure line.
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		if l.Config.Workload.Size == 8192 {
+			return nil, &fabric.UnsupportedError{Msg: "workload.kind: not here"}
+		}
+		return saved(l, o)
+	}
+	out := t.TempDir()
+	code, _, stderr = run("-config", cfg, "--out", out, "--jobs", "1")
+	assert.Equal(t, 2, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	require.Len(t, lines, 3, stderr)
+	assert.True(t, strings.HasPrefix(lines[0], "hcasim: sweep: 3 points in "), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "hcasim: note: hca.profile is not set"), lines[1])
+	assert.Equal(t, "hcasim: sweep: 1 of 3 points failed (each has its error in the results); first: point {workload.size=8192}: workload.kind: not here", lines[2])
 }

@@ -64,7 +64,7 @@ func topologyMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err := report.WriteFile(*out, text); err != nil {
-		return fail(stderr, userErrorf("topology: -o: %v", err))
+		return fail(stderr, outFileError("topology: -o", *out, err))
 	}
 	fmt.Fprintf(stderr, "hcasim topology: %s written to %s\n", summary, *out)
 	return 0
@@ -82,12 +82,14 @@ func topologyText(path string, sets []string) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	setFileReaders(l, path, sets)
 	text, topo, err := formatFabric(&l.Config)
 	if err != nil {
 		return nil, "", err
 	}
 	if sweep.Has(l.Node) {
 		change, _, err := sweep.AxesThatChange(l.Node, sets, func(p *fabric.Loaded) (bool, error) {
+			p.Config.Topology.ReadFile = l.Config.Topology.ReadFile
 			t, _, err := formatFabric(&p.Config)
 			return err == nil && bytes.Equal(t, text), err
 		})

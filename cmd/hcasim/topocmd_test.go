@@ -228,9 +228,9 @@ func TestTopologyCommandRefuses(t *testing.T) {
 	}{
 		// -o names the file the user gave, not the temporary one beside
 		// it, and a directory is refused as one.
-		{append(pinned[:len(pinned):len(pinned)], dir), "hcasim: topology: -o: write " + dir + ": is a directory, want a file name\n"},
+		{append(pinned[:len(pinned):len(pinned)], dir), "hcasim: topology: -o: " + dir + " is a directory (give a file name, e.g. " + filepath.Join(dir, "fabric.topo") + ")\n"},
 		{append(pinned[:len(pinned):len(pinned)], filepath.Join(dir, "no", "f.topo")),
-			"hcasim: topology: -o: open " + filepath.Join(dir, "no", "f.topo") + ": no such file or directory\n"},
+			"hcasim: topology: -o: " + filepath.Join(dir, "no", "f.topo") + " cannot be created: its directory " + filepath.Join(dir, "no") + " does not exist (give a file in a directory that does)\n"},
 		{[]string{"topology"}, "hcasim: topology: -config: missing (usage: " + topologyUsage + ")\n"},
 		{[]string{"topology", "-config", cfg, "extra"}, "hcasim: topology: unexpected argument \"extra\" (usage: " + topologyUsage + ")\n"},
 		{[]string{"topology", "-config", cfg, "-o", ""}, "hcasim: topology: -o: an empty path (name the file to write, or leave -o out for stdout)\n"},

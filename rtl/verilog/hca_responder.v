@@ -6,8 +6,8 @@
 // and requires the host bytes written, the ACK/NAK sequence and the counters to be the model's.
 //
 // Contexts: 2^QPN_W in flops, indexed by a QPN's low QPN_W bits. cfg_* (the modify to RTR) writes one:
-// its QPN, the expected PSN (the requester's first), the QP's protection domain and min_rnr_timer
-// (cfg_rnr); the message sequence number, the sequence-NAK flag, the coalescing count, the ERR state
+// its QPN, the expected PSN (the requester's first), the QP's protection domain, path MTU (cfg_mtu: a
+// WRITE's packet lengths, a READ's PSNs) and min_rnr_timer (cfg_rnr); the message sequence number, the sequence-NAK flag, the coalescing count, the ERR state
 // and the SEND-under-way flag are cleared (hca.NewResponder). cfg_ready: only between packets.
 //
 // Requests: one at a time. A packet's header on rq_* (valid/ready): QPN (BTH.DestQP), PSN, BTH.OpCode,
@@ -31,7 +31,12 @@
 //     value, the current MSN, nothing executed again: hca LastAtomic), else dropped;
 //   in sequence: the sequence-NAK flag clears; a FIRST or ONLY inside a message, a MIDDLE or LAST
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
-//     context to ERR (class C); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
+//     context to ERR (class C); so too an RDMA WRITE FIRST/MIDDLE/LAST/ONLY (no immediate) whose
+//     payload breaks IBA's length rules (a length error, rxe RESPST_ERR_LENGTH; the model's
+//     writeLengthOK, before the R_Key check): a FIRST or MIDDLE not exactly the context's path MTU
+//     (cfg_mtu), a LAST of 0 or more than the MTU, an ONLY of more than the MTU, or bytes passing
+//     the RETH's DMA length or, at the LAST or ONLY, ending short of it (TODO: the same rules for
+//     SENDs and WRITEs with immediate, which hold a receive WQE); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
 //     through kc_* (hca_key_check's contract: REMOTE_WRITE, the context's PD, [VA, VA + DMA length));
 //     a failure: NAK remote access error (0x62) at the packet's PSN, nothing written, the context to
 //     ERR; else the packet's payload is written at the WRITE's next byte (the RETH's VA at FIRST/ONLY,
@@ -88,11 +93,11 @@
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
 // TODO: SEND with invalidate, a receive WQE of several scatter
-// elements (the model's RecvSGL), the receive queue behind rw_* (prefetch from host memory, the
-// flush of posted WQEs when the QP goes to ERR: hca.Device.flushRecvs), SRQs (docs/rtl.md). In
+// elements (the model's RecvSGL), the flush of posted WQEs when the QP goes to ERR
+// (hca.Device.flushRecvs), SRQs (docs/rtl.md). In
 // hca_transport: behind hca_rx_ack (which routes no atomic to it yet: rq_swap, rq_cmp and rd_* are
-// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* is tied to an empty
-// queue, rc_* to no CQE writer), its kc_* and wr_* through
+// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* goes to hca_top's
+// hca_rq, rc_* to no CQE writer yet), its kc_* and wr_* through
 // hca_share_arb, its ack_* into hca_ack_tx.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
@@ -204,7 +209,7 @@ module hca_responder #(
     reg  [31:0]   ctx_rlen  [0:NQ-1];
     reg  [31:0]   ctx_rlkey [0:NQ-1];
     reg  [15:0]   ctx_ridx  [0:NQ-1];
-    reg  [31:0]   ctx_roff  [0:NQ-1];  // the message's bytes placed so far
+    reg  [31:0]   ctx_roff  [0:NQ-1];  // the message's bytes placed so far (a SEND's, or a WRITE's)
     reg  [23:0]   ctx_qpn  [0:NQ-1];
     reg  [23:0]   ctx_epsn [0:NQ-1];
     reg  [23:0]   ctx_msn  [0:NQ-1];
@@ -273,6 +278,20 @@ module hca_responder #(
     wire [32:0]  dl_pk   = dl_up >> mtu_sh;
     wire [23:0]  n_pk    = h_dlen == 32'd0 ? 24'd1 : dl_pk[23:0];
     wire [23:0]  rd_last = h_psn + n_pk - 24'd1;
+
+    // ---- RDMA WRITE (no immediate) lengths (hca writeLengthOK): a FIRST or MIDDLE carries exactly the
+    // path MTU, a LAST 1..MTU bytes, an ONLY 0..MTU; the WRITE's packets exactly its RETH's DMA length
+    // (ctx_wlen, saved at the FIRST; ctx_roff its bytes placed so far): none passes it, the LAST or
+    // ONLY ends it ----
+    wire         is_pw    = h_op == 8'h06 || h_op == 8'h07 || h_op == 8'h08 || h_op == 8'h0A;
+    wire [13:0]  mtu_b    = 14'd1 << mtu_sh;
+    wire [13:0]  len14    = {1'b0, h_len};
+    wire         pmtu_bad = (first && last) ? len14 > mtu_b :
+                            !last ? len14 != mtu_b : (h_len == 13'd0 || len14 > mtu_b);
+    wire [32:0]  w_tot    = {1'b0, has_reth ? h_dlen : ctx_wlen[ix]};
+    wire [32:0]  w_done   = (first ? 33'd0 : {1'b0, ctx_roff[ix]}) + {20'd0, h_len};
+    wire         dlen_bad = w_done > w_tot || (last && w_done != w_tot);
+    wire         bad_len  = is_pw && (pmtu_bad || dlen_bad);
     // findRes: the lowest resource of the context whose PSNs hold the duplicate's PSN, found by a
     // scan (S_DUP), one resource a cycle from the first (so one read port on the resources; a
     // duplicate READ waits up to RD_RES cycles, a rare case).
@@ -306,7 +325,7 @@ module hca_responder #(
     wire         rw_rnr  = rw_in && !rw_rsp_ok;
     wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len;
     wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc;
-    wire         commit  = (state == S_DEC && in_seq && !bad_seq && ((is_wr && !need_rw && !go_kc) ||
+    wire         commit  = (state == S_DEC && in_seq && !bad_seq && !bad_len && ((is_wr && !need_rw && !go_kc) ||
                                                                      (sendp && !first && !s_over))) ||
                            (rw_in && rw_rsp_ok && wimm && !rw_kc) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
@@ -501,7 +520,7 @@ module hca_responder #(
                     end
                 end else begin
                     ctx_naks[ix] <= 1'b0;
-                    if (bad_seq) begin
+                    if (bad_seq || bad_len) begin
                         ctx_err[ix] <= 1'b1;
                         p_ack <= 1'b1;
                     end else if (!is_wr && !is_rd && !sendp && !is_atm) begin
@@ -629,7 +648,7 @@ module hca_responder #(
                     if (!rd_atom) begin
                         p_syn <= SYN_ACK; p_psn <= ctx_epsn[ix] - 24'd1;
                     end
-                end else if (bad_seq) begin
+                end else if (bad_seq || bad_len) begin
                     p_syn <= SYN_INV;
                 end else if (s_over) begin
                     p_syn <= SYN_INV;
@@ -717,6 +736,7 @@ module hca_responder #(
             if (!sendp) ctx_wva[ix] <= wva + {51'd0, h_len};
             if (has_reth) ctx_wlen[ix] <= h_dlen;
             if (sendp) ctx_roff[ix] <= r_end[31:0];
+            else if (is_pw) ctx_roff[ix] <= w_done[31:0];
             // The receive completion (at LAST/ONLY): a SEND's bytes placed, a WRITE with immediate's
             // RETH DMA length (its FIRST's or this ONLY's), the immediate when the opcode has one.
             p_cop <= wimm ? 4'd1 : s_imm ? 4'd3 : 4'd2;

@@ -43,9 +43,10 @@
 // pass it (the model holds only that QP's queue: hca.Device.wqeReady, releaseFence).
 // The fork gives each block to the parser and to the transport in the same cycle (a block
 // moves when both can take it).
+// rd0 is shared with hca_rq's receive WQE reads in hca_top (hca_rd_merge), which never holds a
+// read of this block back.
 // TODO: BlueFlame (a WQE written with its doorbell, parsed without a read; hca_doorbell does
-// not decode it yet), receive queue prefetch (hca.Device.recvFetch), QP contexts in host memory
-// behind a cache.
+// not decode it yet), QP contexts in host memory behind a cache.
 module hca_wqe_fetch #(
     parameter integer DATA_W             = 512,
     parameter integer QPN_W              = 3, // 2^QPN_W send queue contexts (QPN_W >= 1)
