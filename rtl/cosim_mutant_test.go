@@ -5,10 +5,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,7 +24,8 @@ type cosimMutant struct {
 
 // runMutants co-simulates newDUT's block once per mutant under Icarus,
 // with the mutant's source in place of the block's, on the first seed's
-// trace, and requires the testbench to report mismatches: a co-simulation
+// trace, and requires the testbench to report a mismatch (each mutant's
+// run stops at its first: +first_mismatch): a co-simulation
 // that a slip like it passes checks less than it claims. The unmutated
 // block must pass the same trace, so the failures are the mutants'.
 // It makes t parallel, so a test calls it once, as its whole body.
@@ -51,7 +54,7 @@ func runMutantsFor(t *testing.T, cycles int, newDUT func() cosimDUT, mutants []c
 		cycles = cosimCyclesOf(dut)
 	}
 	cycles = writeCosimTraceN(t, trace, dut, r, cycles)
-	run := func(t *testing.T, sub string, replace map[string]string) (checked, errors int) {
+	run := func(t *testing.T, sub string, replace map[string]string, plusargs ...string) (checked, errors int) {
 		t.Helper()
 		d := filepath.Join(dir, sub)
 		require.NoError(t, os.MkdirAll(d, 0o755))
@@ -61,7 +64,7 @@ func runMutantsFor(t *testing.T, cycles int, newDUT func() cosimDUT, mutants []c
 		}
 		_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
 		require.NoError(t, err)
-		out, err := runTool(ctx, d, "vvp", "-n", "sim.vvp", "+trace="+trace)
+		out, err := runTool(ctx, d, "vvp", append([]string{"-n", "sim.vvp", "+trace=" + trace}, plusargs...)...)
 		require.NoError(t, err)
 		m := cosimResult.FindStringSubmatch(out)
 		require.NotNil(t, m, "testbench printed no COSIM line:\n%s", tail(out, 30))
@@ -77,9 +80,13 @@ func runMutantsFor(t *testing.T, cycles int, newDUT func() cosimDUT, mutants []c
 			// Each mutant compiles and runs in its own directory on the
 			// shared trace, so two run at once (one vvp per core).
 			t.Parallel()
-			checked, errors := run(t, "m"+strconv.Itoa(i), mutatedSource(t, m.file, m.old, m.new))
-			require.Equal(t, cycles, checked)
+			// The mutant's run stops at its first mismatching cycle
+			// (Testbench's +first_mismatch): a mutant the trace cannot
+			// catch still runs it whole, and fails the test below.
+			checked, errors := run(t, "m"+strconv.Itoa(i), mutatedSource(t, m.file, m.old, m.new), "+first_mismatch")
 			require.Positive(t, errors, "the co-simulation passes a block with %s", m.name)
+			require.LessOrEqual(t, checked, cycles)
+			t.Logf("first mismatch at trace cycle %d of %d", checked-1, cycles)
 		})
 	}
 }
@@ -110,4 +117,53 @@ func mutatedSource(t *testing.T, file, old, new string) map[string]string {
 	src := PrimitiveSource(file)
 	require.Equal(t, 1, strings.Count(src, old), "the mutation's text occurs once in %s", file)
 	return map[string]string{file: strings.Replace(src, old, new, 1)}
+}
+
+var firstMismatchLine = regexp.MustCompile(`(?m)^MISMATCH cycle=(\d+) `)
+
+// TestFirstMismatchStops: Testbench's +first_mismatch ends a failing run at
+// the cycle of its first mismatch, which the whole run (without it) names
+// in its first MISMATCH line: checked is that cycle + 1 (cycles 0..C
+// compared), errors the mismatches of that one cycle. A run that passes
+// goes to the trace's end either way.
+func TestFirstMismatchStops(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	ctx := context.Background()
+	dut := func() cosimDUT { return newFIFODUT(8, 1) }
+	run := func(replace map[string]string, plusargs ...string) (out string, checked, errors, n int) {
+		dir := t.TempDir()
+		d := dut()
+		files := writeCosimBench(t, dir, d)
+		for f, text := range replace {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644))
+		}
+		_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+		require.NoError(t, err)
+		trace := filepath.Join(dir, "trace.hex")
+		n = writeCosimTraceN(t, trace, d, rand.New(rand.NewPCG(cosimSeeds[0], 0x7e57)), 1000)
+		out, err = runTool(ctx, dir, "vvp", append([]string{"-n", "sim.vvp", "+trace=" + trace}, plusargs...)...)
+		require.NoError(t, err)
+		m := cosimResult.FindStringSubmatch(out)
+		require.NotNil(t, m, "testbench printed no COSIM line:\n%s", tail(out, 30))
+		checked, _ = strconv.Atoi(m[1])
+		errors, _ = strconv.Atoi(m[2])
+		return out, checked, errors, n
+	}
+	_, checked, errors, n := run(nil, "+first_mismatch")
+	assert.Equal(t, n, checked, "a passing run compares every cycle")
+	assert.Zero(t, errors)
+	// A one-entry FIFO that never reports full: the first push onto a
+	// full FIFO shows push_ready 1 against the model's 0.
+	mut := mutatedSource(t, "sync_fifo.v", "assign push_ready = (cnt != FULL);", "assign push_ready = 1'b1;")
+	whole, checkedAll, errorsAll, n := run(mut)
+	require.Equal(t, n, checkedAll, "without +first_mismatch the run goes on")
+	m := firstMismatchLine.FindStringSubmatch(whole)
+	require.NotNil(t, m, "the mutant mismatches:\n%s", tail(whole, 30))
+	first, _ := strconv.Atoi(m[1])
+	stopped, checked, errors, _ := run(mut, "+first_mismatch")
+	assert.Equal(t, first+1, checked, "cycles 0..%d compared", first)
+	assert.Equal(t, strings.Count(stopped, "MISMATCH cycle="+m[1]+" "), errors, "the errors are the first cycle's")
+	assert.Positive(t, errors)
+	assert.Less(t, errors, errorsAll, "the whole run finds more")
 }

@@ -1480,9 +1480,9 @@ const respMutantSteps = 200
 // hca_top at the designs' parameters): Verilator -Wall prints nothing
 // for it at the co-simulation's parameters and at the widest (QPN_W 8,
 // ACK_COALESCE 1024) (the co-simulations compile it with Icarus), and
-// Yosys
-// synthesises it (the report's script, synthesize) to some cells and
-// flops.
+// Yosys synthesises it (the report's script, synthesized) to some cells
+// and flops at the parameters of TestReportYosys's design, whose synthesis
+// it shares.
 func TestResponderLint(t *testing.T) {
 	t.Parallel()
 	needTool(t, "verilator", "yosys")
@@ -1497,9 +1497,14 @@ func TestResponderLint(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, strings.TrimSpace(out), "verilator -Wall %v", g)
 	}
-	cells, flops, _, err := synthesize(ctx, dir, "stat.txt", "hca_responder", []Param{{"QPN_W", 2}, {"ACK_COALESCE", 3}, {"RD_RES", 4}})
+	// Yosys at TestReportYosys's design's parameters, through the
+	// process's syntheses: one Yosys run serves both tests (about 13 s of
+	// CPU each).
+	p := designByKey(t, "r36v1").Params()
+	params := []Param{{"QPN_W", p.QPNW}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}}
+	cells, flops, _, err := synthesized(ctx, dir, "stat.txt", "hca_responder", params)
 	require.NoError(t, err)
-	t.Logf("hca_responder QPN_W 2, RD_RES 4: %d cells, %d flops", cells, flops)
+	t.Logf("hca_responder %v: %d cells, %d flops", params, cells, flops)
 	assert.Positive(t, cells)
 	assert.Positive(t, flops)
 }

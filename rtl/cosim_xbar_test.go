@@ -229,8 +229,9 @@ var xbarCosimCases = []struct{ ports, vls int }{{3, 2}, {7, 4}, {5, 1}}
 // runXbarCosim emits sw_xbar_alloc for ports × vls (mutate, if not nil,
 // edits its text), runs every seed's trace under Icarus and returns the
 // testbench outputs and traced cycle counts. With untilMismatch it stops
-// after the first seed whose run reports a mismatch (a mutant's test asks
-// only whether one seed fails: the seeds after it would not change that).
+// after the first seed whose run reports a mismatch, at its first
+// mismatching cycle (a mutant's test asks only whether one seed fails: the
+// cycles and seeds after it would not change that).
 func runXbarCosim(t *testing.T, ports, vls int, seeds []uint64, mutate func(string) string, untilMismatch bool) (outs []string, cycles []int) {
 	t.Helper()
 	needTool(t, "iverilog", "vvp")
@@ -266,7 +267,11 @@ func runXbarCosim(t *testing.T, ports, vls int, seeds []uint64, mutate func(stri
 		dut := newXbarAllocDUT(ports, vls)
 		trace := filepath.Join(dir, fmt.Sprintf("trace_%d.hex", seed))
 		cycles = append(cycles, writeCosimTrace(t, trace, dut, r))
-		out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", "+trace="+trace)
+		args := []string{"-n", "sim.vvp", "+trace=" + trace}
+		if untilMismatch {
+			args = append(args, "+first_mismatch") // its first mismatching cycle ends the seed too
+		}
+		out, err := runTool(ctx, dir, "vvp", args...)
 		require.NoError(t, err)
 		outs = append(outs, out)
 		if m := cosimResult.FindStringSubmatch(out); untilMismatch && m != nil && m[2] != "0" {

@@ -30,6 +30,21 @@ func toolPath(name string) (string, error) {
 // runTool runs an EDA tool in dir and returns its combined output; a non-zero
 // exit is an error carrying the output's last lines.
 func runTool(ctx context.Context, dir, name string, args ...string) (string, error) {
+	if toolCache != nil {
+		if out, ok, err := toolCache(ctx, dir, name, args); ok {
+			return out, err
+		}
+	}
+	return runToolUncached(ctx, dir, name, args...)
+}
+
+// toolCache, when set, may answer a tool run from an identical earlier one
+// in the process (ok true) instead of running the tool again. Only the
+// tests set it (simcache_test.go: Icarus compiles); the CLI runs every tool.
+var toolCache func(ctx context.Context, dir, name string, args []string) (out string, ok bool, err error)
+
+// runToolUncached is runTool without toolCache.
+func runToolUncached(ctx context.Context, dir, name string, args ...string) (string, error) {
 	p, err := toolPath(name)
 	if err != nil {
 		return "", err
@@ -58,9 +73,11 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// EDALogEnv names a file to which runTool appends one line per tool run:
-// wall and CPU seconds, the tool, its directory and arguments. It is how the
-// tests' time is attributed to tools (docs/rtl.md, "Tests and tools").
+// EDALogEnv names a file to which runTool appends one line per tool run,
+// tab-separated: wall and CPU seconds, the tool, its directory, its
+// arguments (cut at 200 characters) and the Unix time it started (ms). It
+// is how the tests' time is attributed to tools, and with the start times
+// how many tools ran at once (docs/rtl.md, "Tests and tools").
 const EDALogEnv = "HCASIM_EDA_LOG"
 
 var edaLogMu sync.Mutex
@@ -68,15 +85,19 @@ var edaLogMu sync.Mutex
 // logTool appends a run to the EDALogEnv file, if one is named.
 func logTool(start time.Time, dir, name string, args []string, ps *os.ProcessState) {
 	path := os.Getenv(EDALogEnv)
-	if path == "" || ps == nil {
+	if path == "" {
 		return
+	}
+	cpu := 0.0 // no process: a run answered by toolCache, or one that did not start
+	if ps != nil {
+		cpu = (ps.UserTime() + ps.SystemTime()).Seconds()
 	}
 	a := strings.Join(args, " ")
 	if len(a) > 200 {
 		a = a[:200] + "..."
 	}
-	line := fmt.Sprintf("%.3f\t%.3f\t%s\t%s\t%s\n", time.Since(start).Seconds(),
-		(ps.UserTime() + ps.SystemTime()).Seconds(), name, dir, a)
+	line := fmt.Sprintf("%.3f\t%.3f\t%s\t%s\t%s\t%.3f\n", time.Since(start).Seconds(), cpu, name, dir, a,
+		float64(start.UnixMilli())/1000)
 	edaLogMu.Lock()
 	defer edaLogMu.Unlock()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

@@ -141,6 +141,9 @@ func (t *TraceWriter) Close() error {
 //	COSIM checked=N errors=E
 //
 // and prints up to 20 lines "MISMATCH cycle=C signal=S got=G exp=X" before it.
+// With the +first_mismatch plusarg it stops after the first cycle that
+// mismatches (checked counts the cycles up to it): enough for a mutant
+// test, which asks only whether the co-simulation fails.
 // The testbench is plain Verilog with delays, accepted by Icarus and by
 // Verilator --timing.
 func Testbench(module string, params []Param, in, out []Signal, maxCycles int) string {
@@ -154,7 +157,7 @@ func Testbench(module string, params []Param, in, out []Signal, maxCycles int) s
 	p("    localparam integer MAXC = %d;\n", maxCycles)
 	p("    reg clk = 1'b0;\n    reg rst_n = 1'b0;\n    always #5 clk = ~clk;\n")
 	p("    reg [VW-1:0] mem [0:MAXC-1];\n    reg [VW-1:0] cur;\n")
-	p("    reg [8*1024-1:0] path;\n    integer i, checked, errors;\n")
+	p("    reg [8*1024-1:0] path;\n    integer i, checked, errors, first;\n")
 	for _, s := range in {
 		p("    reg  [%d:0] %s;\n", s.Width-1, s.Name)
 	}
@@ -199,6 +202,7 @@ func Testbench(module string, params []Param, in, out []Signal, maxCycles int) s
 	p("            $display(\"COSIM-ERROR missing +trace=PATH\");\n            $finish;\n        end\n")
 	p("        $readmemh(path, mem);\n")
 	p("        checked = 0;\n        errors = 0;\n")
+	p("        first = $test$plusargs(\"first_mismatch\");\n")
 	for _, s := range in {
 		p("        %s = %d'd0;\n", s.Name, s.Width)
 	}
@@ -223,6 +227,7 @@ func Testbench(module string, params []Param, in, out []Signal, maxCycles int) s
 		p("                end\n")
 	}
 	p("                checked = checked + 1;\n")
+	p("                if (first != 0 && errors != 0) i = MAXC;\n")
 	p("                @(negedge clk);\n")
 	p("            end\n        end\n")
 	p("        $display(\"COSIM checked=%%0d errors=%%0d\", checked, errors);\n")
