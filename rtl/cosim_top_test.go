@@ -96,7 +96,7 @@ const (
 	topInBase    = 0x14000
 	topInStep    = 0x2000 // each QP's inbound region (RDMA WRITEs from the far end): topInBase + q x topInStep, 8 KiB
 	topPortLID   = reqPortLID
-	topStall     = 3000 // cycles with nothing moving that end a run
+	topStall     = 3000    // cycles with nothing moving that end a run
 	topRQBase    = 0x1C000 // receive queue rings: QP q's at topRQBase + q x topRQStep
 	topRQStep    = 0x100   // 16 receive WQEs of 16 bytes
 	topRQLog     = 4
