@@ -33,7 +33,9 @@ module hca_cpl_arb #(
     input  wire               clk,
     input  wire               rst_n,
     input  wire               cfg_valid,     // a QP context write taken
-    input  wire [23:0]        cfg_qpn,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [23:0]        cfg_qpn,       // its low QPN_W bits index the context
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire [CQN_W-1:0]   cfg_rcqn,      // the QP's receive CQ
     input  wire               a_valid,       // requester (send CQ)
     output wire               a_ready,
