@@ -82,7 +82,11 @@ import (
 // end's NAK and by the requester's timer, a refused R_Key, a CQ that
 // wraps, inline WQEs and gather lists, RDMA WRITEs arriving for the
 // responder (topQP.in: their ACKs, BTH opcode ACKNOWLEDGE, are checked
-// apart from the QP's requests). Not checked here: timing, the PCS.
+// apart from the QP's requests). TestTopRecvCosim (cosim_toprecv_test.go)
+// runs it with receive WQEs posted (topQP.recv, rq_cfg_*, rq_db_*) and
+// SENDs and WRITEs with immediate arriving: their receive CQEs
+// (hca.ResponderCQE) in each QP's receive CQ, CQ NQ + q, and an RNR NAK.
+// Not checked here: timing, the PCS.
 
 const (
 	topMemBlocks = 2048 // host memory: 128 KiB from address 0
@@ -1250,7 +1254,10 @@ func TestTopCosim(t *testing.T) {
 
 // topTB drives hca_top (the {{...}} placeholders: topPlan.write). After
 // reset: each QP's send queue (sq_cfg_*) and CQ (cq_cfg_*, consumer index 0)
-// one a cycle, then its QP context (qp_cfg_*, held until taken); then,
+// one a cycle, its receive queue (rq_cfg_*) and receive CQ (when rqcfg.hex
+// says) one a cycle, then its QP context (qp_cfg_*, with rqcfg.hex's
+// receive CQ and min_rnr_timer, held until taken), then the RQ doorbells
+// of the QPs with receive WQEs posted (rq_db_*, held until taken); then,
 // cycle by cycle from 0: the doorbells in order (dbs.hex: {cycle, MMIO
 // address, data, QP, CQEs, first software write, writes}: rung at the
 // cycle or later, once the QP's CQ has had that many CQEs written, after
