@@ -1070,6 +1070,16 @@ func RequesterCQE(qpn uint32, c Completion) (CQE, bool) {
 		ByteCnt: c.WQE.Length, HasImm: c.Status == WCSuccess && wrHasImm(c.WQE.Opcode)}, true
 }
 
+// ResponderCQE returns the receive-queue CQE of a responder's action a
+// on QP qpn that completes a receive WQE (a.RecvDone), se the solicited
+// bit of the packet that completed it. The RTL's receive completions
+// (rtl, hca_responder's rc_* through hca_cpl_arb) are checked against it.
+func ResponderCQE(qpn uint32, a *RespAction, se bool) CQE {
+	return CQE{Opcode: a.RecvOpcode, Status: a.RecvStatus, QPN: qpn,
+		Counter: uint16(a.Recv.Index), ByteCnt: a.RecvLen, Imm: a.Imm, Receiver: true,
+		HasImm: a.RecvOpcode == CQERespSendImm || a.RecvOpcode == CQERespWrImm, Solicited: se}
+}
+
 // cqeQueueSize is the room the queue of posted CQEs starts with (it grows
 // to the most posted at once, ring).
 const cqeQueueSize = 16

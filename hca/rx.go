@@ -210,9 +210,7 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 			tl.RespCQEIssue = t
 		}
 		qp.rqDone++
-		d.writeCQE(qp.RecvCQ, CQE{Opcode: a.RecvOpcode, Status: a.RecvStatus, QPN: qp.Num,
-			Counter: uint16(a.Recv.Index), ByteCnt: a.RecvLen, Imm: a.Imm, Receiver: true,
-			HasImm: a.RecvOpcode == CQERespSendImm || a.RecvOpcode == CQERespWrImm, Solicited: pkt.SE}, t)
+		d.writeCQE(qp.RecvCQ, ResponderCQE(qp.Num, &a, pkt.SE), t)
 	}
 	if a.Ack {
 		d.sendAck(qp, t, a.AckSyn, a.AckPSN, a.MSN)

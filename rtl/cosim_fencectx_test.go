@@ -437,7 +437,7 @@ module tb;
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(cf[127:104]), .qp_cfg_dlid(cf[103:88]),
         .qp_cfg_slid(cf[87:72]), .qp_cfg_sl(cf[71:68]), .qp_cfg_vl(cf[65:64]), .qp_cfg_rqpn(cf[63:40]), .qp_cfg_psn(cf[39:16]),
         .qp_cfg_rnr(5'd0),
-        .qp_cfg_mtu(cf[14:12]), .qp_cfg_cqn(cf[11:8]), .qp_cfg_pd(32'd0), .ack_req_every(17'd{{EVERY}}),
+        .qp_cfg_mtu(cf[14:12]), .qp_cfg_cqn(cf[11:8]), .qp_cfg_rcqn(cf[11:8]), .qp_cfg_pd(32'd0), .ack_req_every(17'd{{EVERY}}),
         .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data), .wqe_ready(wqe_ready),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(dec_err), .dec_opcode(dec_opcode),
         .dec_index(dec_index), .dec_qpn(dec_qpn), .dec_bbs(dec_bbs), .dec_signaled(dec_signaled), .dec_fm(dec_fm), .dec_imm(dec_imm),

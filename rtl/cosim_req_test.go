@@ -1272,7 +1272,7 @@ module tb;
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(it[407:384]), .qp_cfg_dlid(it[383:368]), .qp_cfg_slid(it[367:352]),
         .qp_cfg_sl(it[351:348]), .qp_cfg_vl(it[345:344]), .qp_cfg_rqpn(it[343:320]), .qp_cfg_psn(it[319:296]), .qp_cfg_rqpsn(24'd0),
         .qp_cfg_rnr(5'd0),
-        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
+        .qp_cfg_mtu(it[294:292]), .qp_cfg_cqn(it[431:428]), .qp_cfg_rcqn(it[431:428]), .qp_cfg_pd(it[31:0]), .ack_req_every(every_r),
         .wqe_valid(wqe_valid), .wqe_qpn(24'd0), .wqe_data(wqs[wi][511:0]), .wqe_ready(),
         .dec_valid(dec_valid), .dec_ready(dec_ready), .dec_err(it[405:404]), .dec_opcode(it[402:400]),
         .dec_index(it[427:412]), .dec_qpn(it[395:372]), .dec_bbs(5'd0), .dec_signaled(it[428]), .dec_fm(it[399:397]), .dec_imm(it[179:148]),
@@ -1541,7 +1541,7 @@ endmodule
 var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+) mcast=(\d+) noqp=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
-var reqFiles = []string{"hca_requester.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
+var reqFiles = []string{"hca_requester.v", "hca_cpl_arb.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
 	"ib_icrc.v", "ib_vcrc.v"}
 
 // reqTransport is the emitted hca_transport of a 4-VL design (QPN_W 3).

@@ -82,7 +82,11 @@ import (
 // end's NAK and by the requester's timer, a refused R_Key, a CQ that
 // wraps, inline WQEs and gather lists, RDMA WRITEs arriving for the
 // responder (topQP.in: their ACKs, BTH opcode ACKNOWLEDGE, are checked
-// apart from the QP's requests). Not checked here: timing, the PCS.
+// apart from the QP's requests). TestTopRecvCosim (cosim_toprecv_test.go)
+// runs it with receive WQEs posted (topQP.recv, rq_cfg_*, rq_db_*) and
+// SENDs and WRITEs with immediate arriving: their receive CQEs
+// (hca.ResponderCQE) in each QP's receive CQ, CQ NQ + q, and an RNR NAK.
+// Not checked here: timing, the PCS.
 
 const (
 	topMemBlocks = 2048 // host memory: 128 KiB from address 0
@@ -96,7 +100,10 @@ const (
 	topInBase    = 0x14000
 	topInStep    = 0x2000 // each QP's inbound region (RDMA WRITEs from the far end): topInBase + q x topInStep, 8 KiB
 	topPortLID   = reqPortLID
-	topStall     = 3000 // cycles with nothing moving that end a run
+	topStall     = 3000    // cycles with nothing moving that end a run
+	topRQBase    = 0x1C000 // receive queue rings: QP q's at topRQBase + q x topRQStep
+	topRQStep    = 0x100   // 16 receive WQEs of 16 bytes
+	topRQLog     = 4
 	topCycles    = 40000
 )
 
@@ -139,10 +146,18 @@ type topQP struct {
 	// QP's CQEs wraps.
 	cqLog   int
 	consume bool
-	// in are the RDMA WRITEs the far end sends the QP's responder (its
-	// expected PSN 0: the contexts' qp_cfg_rqpsn), each n bytes at off in
-	// the QP's inbound region (topInBase + q x topInStep, remote write).
+	// in are the requests the far end sends the QP's responder (its
+	// expected PSN 0: the contexts' qp_cfg_rqpsn): RDMA WRITEs, each n
+	// bytes at off in the QP's inbound region (topInBase + q x topInStep,
+	// remote write), with immediate, and SENDs.
 	in []topIn
+	// recv are the receive WQEs software posts (one element each, at off
+	// in the inbound region, n bytes) before any traffic: written into the
+	// QP's receive queue ring (topRQBase + q x topRQStep), set through
+	// rq_cfg_*, announced by one rq_db_* doorbell. rnr is the QP's
+	// min_rnr_timer (qp_cfg_rnr), in its RNR NAKs.
+	recv []topIn
+	rnr  uint8
 	// model
 	req   *hca.Requester
 	wqes  []hca.SendWQE
@@ -158,29 +173,48 @@ type topQP struct {
 	// acks are the ACKs and NAKs its responder sends for in, in order,
 	// whole beats (hca.Responder's, addressed as hca.Device.sendAck does).
 	acks [][]byte
+	// rcqes are the receive CQEs its responder writes (hca.ResponderCQE)
+	// into its receive CQ, in order, and rslots their slots.
+	rcqes  [][]byte
+	rslots []int
 }
 
-// topIn is an RDMA WRITE the far end sends to a QP's responder.
+// topIn is a request the far end sends to a QP's responder: an RDMA
+// WRITE (op 0), WRITE with immediate or SEND (with or without immediate)
+// of n bytes, a WRITE's at off in the QP's inbound region; or a receive
+// buffer (topQP.recv).
 type topIn struct {
 	off uint64
 	n   uint32
+	op  hca.WROpcode
+	imm uint32
 }
 
 // topLocal is the QP's responder's environment, as hca.QP's: R_Keys
-// checked in the MPT (hca.KeyTable.CheckRemote) in its PD.
+// checked in the MPT (hca.KeyTable.CheckRemote) in its PD, receive
+// buffers' L_Keys for a local write (hca.KeyTable.Check), the posted
+// receive WQEs taken in order.
 type topLocal struct {
 	keys    *hca.KeyTable
 	pd, qpn uint32
+	rq      *[]hca.RecvWQE
 }
 
 func (e topLocal) CheckRKey(key uint32, need int, addr, n uint64) hca.KeyResult {
 	return e.keys.CheckRemote(key, e.pd, e.qpn, need, addr, n)
 }
 func (e topLocal) RKeyBase(key uint32) uint64 { return e.keys.ZeroBase(key) }
-func (topLocal) CheckLKey(uint32, uint64, uint64) hca.KeyResult {
-	panic("topPlan: the far end sends no SEND")
+func (e topLocal) CheckLKey(key uint32, addr, n uint64) hca.KeyResult {
+	return e.keys.Check(key, e.pd, hca.AccessLocalWrite, addr, n)
 }
-func (topLocal) PopRecv() (hca.RecvWQE, bool) { panic("topPlan: the far end sends no SEND") }
+func (e topLocal) PopRecv() (hca.RecvWQE, bool) {
+	if len(*e.rq) == 0 {
+		return hca.RecvWQE{}, false
+	}
+	w := (*e.rq)[0]
+	*e.rq = (*e.rq)[1:]
+	return w, true
+}
 
 // lost reports whether the wire loses the QP's packet i.
 func (qp *topQP) lost(i int) bool { return slices.Contains(qp.lose, i) }
@@ -226,6 +260,8 @@ type topPlan struct {
 	// the timer: topRetryDesign).
 	naks, timeouts int
 	timer          bool
+	// rnaks are the NAKs the HCA's responders send (rsp_naks).
+	rnaks int
 }
 
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
@@ -501,17 +537,36 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 	// PSN 0, ack_coalesce 1, the R_Key checked in the MPT): each packet's
 	// payload lands at its WriteAddr, each ACK it decides goes on the link
 	// from the QP's context (DLID, SLID, SL, VL, remote QPN).
+	//
+	// SENDs and WRITEs with immediate take the QP's posted receive WQEs
+	// (topQP.recv: written into its receive queue ring in the image, in
+	// order, as hca.EncodeRecvWQE writes them; L_Key the inbound region's);
+	// each receive completion's CQE (hca.ResponderCQE, at hca.CQESlot's
+	// slot of the QP's receive CQ, nothing consumed) is expected there, and
+	// a SEND with none left is RNR-NAKed with the QP's min_rnr_timer.
 	var in []reqAck
 	for q, qp := range p.qps {
 		if qp.in == nil {
 			continue
 		}
 		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|hca.AccessRemoteWrite)
+		var rq []hca.RecvWQE
+		for k, b := range qp.recv {
+			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
+			var buf [hca.RecvWQEBytes]byte
+			hca.EncodeRecvWQE(buf[:], &wr)
+			a := topRQBase + q*topRQStep + k*hca.RecvWQEBytes
+			copy(p.mem[a/BlockBytes][a%BlockBytes:], buf[:])
+			copy(p.want[a/BlockBytes][a%BlockBytes:], buf[:])
+			w := hca.DecodeRecvWQE(buf[:])
+			w.Index = uint32(k)
+			rq = append(rq, w)
+		}
 		mtu := pktzMTU(qp.it.mtuCode)
 		far := hca.NewRequester(&cfg, mtu, 0)
-		var firsts []uint32 // each WRITE's first PSN
+		var firsts []uint32 // each request's first PSN
 		for _, w := range qp.in {
-			far.Enqueue(hca.SendWQE{Opcode: hca.WRRDMAWrite, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Signaled: true}, 0)
+			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
 			next := uint32(0)
 			if k := len(firsts); k > 0 {
 				next = firsts[k-1] + uint32(hca.PacketCount(qp.in[k-1].n, mtu))
@@ -519,7 +574,9 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			firsts = append(firsts, next)
 		}
 		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
-		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn}
+		ours.MinRNRTimer = int(qp.rnr)
+		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn, rq: &rq}
+		rpi := uint32(0) // receive CQEs written
 		for far.HasWork() {
 			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
 			tx := far.Next(&pkt)
@@ -534,6 +591,23 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				for i, v := range pkt.Payload {
 					placed[act.WriteAddr+uint64(i)] = v
 				}
+			}
+			if act.RecvDone {
+				cqe := hca.ResponderCQE(qp.it.qpn, &act, pkt.SE)
+				slot, owner, room := hca.CQESlot(1<<topCQLog, rpi, 0)
+				if !room {
+					panic("topPlan: a receive CQ overruns")
+				}
+				cqe.Owner = owner
+				var buf [hca.CQEBytes]byte
+				hca.EncodeCQE(buf[:], &cqe)
+				copy(p.want[topCQBlock(len(p.qps)+q)+int(slot)], buf[:])
+				qp.rcqes, qp.rslots = append(qp.rcqes, append([]byte(nil), buf[:]...)), append(qp.rslots, int(slot))
+				rpi++
+				p.ncqe++
+			}
+			if act.Ack && act.AckSyn&0x60 != 0 {
+				p.rnaks++ // a NAK (RNR or other): hca_responder's rsp_naks
 			}
 			if act.Ack {
 				b := ib.AppendWire(nil, &ib.Packet{Opcode: ib.Acknowledge, DLID: qp.it.dlid, SLID: qp.it.slid, SL: qp.it.sl, VL: qp.it.vl,
@@ -747,6 +821,22 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 			qp.cqDepthLog(), consume, 0))
 	}
 	put("qcfg.hex", qc)
+	// Per QP its responder's side: {receive CQ base 32, its number 4, log2
+	// entries 4, min_rnr_timer 8, receive queue base 32, log2 WQEs 4,
+	// flags 4 (bit 0: a receive CQ to create, when the QPs' send and
+	// receive CQs fit the CQ area), receive WQEs posted 16, 0 32}. The
+	// receive CQ is CQ NQ + q.
+	var rqc []string
+	for q, qp := range p.qps {
+		rcq := len(p.qps) + q
+		fl := 0
+		if topCQBlock(2*len(p.qps)) <= topPayBase/BlockBytes {
+			fl = 1
+		}
+		rqc = append(rqc, fmt.Sprintf("%08x%x%x%02x%08x%x%x%04x%08x", topCQBlock(rcq)*BlockBytes, rcq&15, topCQLog, qp.rnr,
+			topRQBase+q*topRQStep, topRQLog, fl, len(qp.recv), 0))
+	}
+	put("rqcfg.hex", rqc)
 	var dbs, sw []string
 	for _, db := range p.dbs {
 		// {cycle 32, address 32, data 64, QP 8, CQEs 8, first write 16, writes 8}
@@ -901,18 +991,23 @@ func (p *topPlan) judge(res *topResult) []string {
 		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
 	}
 	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp",
-		"rsp_naks", "rsp_dup", "rsp_seqdrop", "rsp_errdrop", "rsp_todo"} {
+		"rsp_dup", "rsp_seqdrop", "rsp_errdrop", "rsp_todo"} {
 		if res.counters[k] != 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
 		}
 	}
-	// rsp_acks counts the ACKs the responder sent (requests arriving).
-	nacks := 0
+	// rsp_acks counts the ACKs the responder sent (requests arriving),
+	// its NAKs apart (rsp_naks, below).
+	nacks := -p.rnaks
 	for _, qp := range p.qps {
 		nacks += len(qp.acks)
 	}
 	if res.counters["rsp_acks"] != nacks {
 		errs = append(errs, fmt.Sprintf("rsp_acks=%d, the model's responders sent %d", res.counters["rsp_acks"], nacks))
+	}
+	// rsp_naks counts the NAKs the responders sent (an RNR NAK among them).
+	if res.counters["rsp_naks"] != p.rnaks {
+		errs = append(errs, fmt.Sprintf("rsp_naks=%d, the model's responders sent %d NAKs", res.counters["rsp_naks"], p.rnaks))
 	}
 	// rx_nak_retry counts the sequence error NAKs the far end sent.
 	if res.counters["nak"] != p.naks {
@@ -922,30 +1017,38 @@ func (p *topPlan) judge(res *topResult) []string {
 	// (its owner bit that pass's) at the model's slot, all 64 bytes
 	// enabled. The end image shows only each slot's last CQE; this shows
 	// those a wrapping ring overwrote.
-	ncq := make([]int, len(p.qps))
+	// CQ q < NQ is QP q's send CQ, CQ NQ + q its receive CQ.
+	nq := len(p.qps)
+	cqOf := func(q int) (cqes [][]byte, slots []int) {
+		if q < nq {
+			return p.qps[q].cqes, p.qps[q].slots
+		}
+		return p.qps[q-nq].rcqes, p.qps[q-nq].rslots
+	}
+	ncq := make([]int, 2*nq)
 	for i, w := range res.cqw {
 		off := w.blk - topCQBase/BlockBytes
 		q, slot := off>>topCQLog, off&(1<<topCQLog-1)
-		if q >= len(p.qps) {
+		if q >= 2*nq {
 			errs = append(errs, fmt.Sprintf("CQE write %d at block %#x, no QP's CQ", i, w.blk*BlockBytes))
 			continue
 		}
-		qp := p.qps[q]
+		cqes, slots := cqOf(q)
 		k := ncq[q]
 		ncq[q]++
 		switch {
-		case k >= len(qp.cqes):
-			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (slot %d), past the model's %d", q, k, slot, len(qp.cqes)))
-		case slot != qp.slots[k]:
-			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written at slot %d, the model's at %d", q, k, slot, qp.slots[k]))
-		case string(w.be) != string(bytes.Repeat([]byte{0xff}, BlockBytes/8)) || string(w.data) != string(qp.cqes[k]):
+		case k >= len(cqes):
+			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (slot %d), past the model's %d", q, k, slot, len(cqes)))
+		case slot != slots[k]:
+			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written at slot %d, the model's at %d", q, k, slot, slots[k]))
+		case string(w.be) != string(bytes.Repeat([]byte{0xff}, BlockBytes/8)) || string(w.data) != string(cqes[k]):
 			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d (slot %d) written as %x (byte enables %x), the model's %x", q, k, slot,
-				w.data, w.be, qp.cqes[k]))
+				w.data, w.be, cqes[k]))
 		}
 	}
-	for q, qp := range p.qps {
-		if ncq[q] < len(qp.cqes) {
-			errs = append(errs, fmt.Sprintf("CQ %d: %d CQEs written, the model's %d", q, ncq[q], len(qp.cqes)))
+	for q := range 2 * nq {
+		if cqes, _ := cqOf(q); ncq[q] < len(cqes) {
+			errs = append(errs, fmt.Sprintf("CQ %d: %d CQEs written, the model's %d", q, ncq[q], len(cqes)))
 		}
 	}
 	// Per QP, in order, byte for byte through the VCRC (BTH.DestQP names
@@ -1151,7 +1254,10 @@ func TestTopCosim(t *testing.T) {
 
 // topTB drives hca_top (the {{...}} placeholders: topPlan.write). After
 // reset: each QP's send queue (sq_cfg_*) and CQ (cq_cfg_*, consumer index 0)
-// one a cycle, then its QP context (qp_cfg_*, held until taken); then,
+// one a cycle, its receive queue (rq_cfg_*) and receive CQ (when rqcfg.hex
+// says) one a cycle, then its QP context (qp_cfg_*, with rqcfg.hex's
+// receive CQ and min_rnr_timer, held until taken), then the RQ doorbells
+// of the QPs with receive WQEs posted (rq_db_*, held until taken); then,
 // cycle by cycle from 0: the doorbells in order (dbs.hex: {cycle, MMIO
 // address, data, QP, CQEs, first software write, writes}: rung at the
 // cycle or later, once the QP's CQ has had that many CQEs written, after
@@ -1179,6 +1285,7 @@ module top_tb;
     reg [47:0]  rxp [0:NRXP-1];
     reg [31:0]  rxq [0:NRQ-1];
     reg [255:0] qcfg [0:NQ-1];
+    reg [135:0] rqcfg [0:NQ-1];
     reg [167:0] dbs [0:NDB-1];
     reg [527:0] sw [0:{{NSW}}-1];
     reg [255:0] mpt [0:15];
@@ -1199,6 +1306,9 @@ module top_tb;
     reg [23:0]  sq_cfg_qpn;
     reg [3:0]   sq_cfg_log;
     reg [255:0] qc;
+    reg [135:0] rqc;
+    reg         rq_cfg_valid, rq_db_valid;
+    wire        rq_db_ready;
     reg [64*12-1:0] vl_low;
     wire [255:0] serdes_tx;
     wire link_up, host_rd_valid, host_wr_valid, host_wr_sop, host_wr_last, mpt_req_valid, qp_cfg_ready;
@@ -1226,12 +1336,12 @@ module top_tb;
         .cq_ci_valid(cq_ci_valid), .cq_ci_cqn(ci_cqn), .cq_ci(ci_val), .cq_overrun(cq_overrun),
         .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(sq_cfg_log),
         .sq_cfg_ud(1'b0),
-        .rq_cfg_valid(1'b0), .rq_cfg_qpn(24'd0), .rq_cfg_base(64'd0), .rq_cfg_log_size(4'd0),
-        .rq_db_valid(1'b0), .rq_db_qpn(24'd0), .rq_db_producer(16'd0), .rq_db_ready(),
+        .rq_cfg_valid(rq_cfg_valid), .rq_cfg_qpn(qc[255:232]), .rq_cfg_base({32'd0, rqc[87:56]}), .rq_cfg_log_size(rqc[55:52]),
+        .rq_db_valid(rq_db_valid), .rq_db_qpn(qc[255:232]), .rq_db_producer(rqc[47:32]), .rq_db_ready(rq_db_ready),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
         .qp_cfg_slid(qc[215:200]), .qp_cfg_sl(qc[199:196]), .qp_cfg_vl(qc[192]), .qp_cfg_rqpn(qc[191:168]),
-        .qp_cfg_psn(qc[167:144]), .qp_cfg_rqpsn(24'd0), .qp_cfg_mtu(qc[142:140]), .qp_cfg_cqn(qc[139:136]),
-        .qp_cfg_rnr(5'd0),
+        .qp_cfg_psn(qc[167:144]), .qp_cfg_rqpsn(24'd0), .qp_cfg_mtu(qc[142:140]), .qp_cfg_cqn(qc[139:136]), .qp_cfg_rcqn(rqc[103:100]),
+        .qp_cfg_rnr(rqc[92:88]),
         .qp_cfg_pd(qc[135:104]), .ack_req_every(17'd{{EVERY}}),
         .port_lid(16'd{{PORT_LID}}), .port_lmc(3'd0), .pkey_cfg_valid(1'b0), .pkey_cfg_index(16'd0), .pkey_cfg_key(16'd0),
         .rcv_errors(rcv_errors), .fc_rcv_errors(fc_rcv_errors), .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo),
@@ -1284,6 +1394,7 @@ module top_tb;
         $readmemh("rxp.hex", rxp);
         $readmemh("rxq.hex", rxq);
         $readmemh("qcfg.hex", qcfg);
+        $readmemh("rqcfg.hex", rqcfg);
         $readmemh("dbs.hex", dbs);
         $readmemh("sw.hex", sw);
         $readmemh("mpt.hex", mpt);
@@ -1296,6 +1407,7 @@ module top_tb;
         mpt_req_ready = 1'b0; mpt_rsp_valid = 1'b0; mpt_rsp_entry = 256'd0;
         cq_cfg_valid = 1'b0; cq_ci_valid = 1'b0; sq_cfg_valid = 1'b0; qp_cfg_valid = 1'b0;
         cq_cfg_cqn = 4'd0; ci_cqn = 4'd0; ci_val = 32'd0; cq_logd = 5'd0; cq_cfg_base = 64'd0; sq_cfg_base = 64'd0; sq_cfg_qpn = 24'd0; sq_cfg_log = 4'd0; qc = 256'd0;
+        rqc = 136'd0; rq_cfg_valid = 1'b0; rq_db_valid = 1'b0;
         txr = 1'b0; tack = 1'b0; pv = 1'b0; psop = 1'b0; peop = 1'b0; pdata = 512'd0; fcv = 1'b0; fvl = 4'd0; fctbs = 12'd0; fccl = 12'd0;
         for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
         for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
@@ -1317,8 +1429,17 @@ module top_tb;
             @(negedge clk);
         end
         cq_ci_valid = 1'b0;
+        // Each QP's receive queue (rq_cfg_*) and, when the CQ area holds
+        // it, its receive CQ (cq_cfg_*), one QP a cycle.
         for (q = 0; q < NQ; q = q + 1) begin
-            qp_cfg_valid = 1'b1; qc = qcfg[q];
+            qc = qcfg[q]; rqc = rqcfg[q];
+            rq_cfg_valid = 1'b1;
+            cq_cfg_valid = rqc[48]; cq_cfg_cqn = rqc[103:100]; cq_cfg_base = {32'd0, rqc[135:104]}; cq_logd = {1'b0, rqc[99:96]};
+            @(negedge clk);
+            rq_cfg_valid = 1'b0; cq_cfg_valid = 1'b0;
+        end
+        for (q = 0; q < NQ; q = q + 1) begin
+            qp_cfg_valid = 1'b1; qc = qcfg[q]; rqc = rqcfg[q];
             #1;
             while (!qp_cfg_ready) begin
                 @(negedge clk);
@@ -1327,6 +1448,21 @@ module top_tb;
             @(negedge clk);
         end
         qp_cfg_valid = 1'b0;
+        // The receive WQEs software posted (in mem.hex): one RQ doorbell
+        // per QP that has any, held until taken.
+        for (q = 0; q < NQ; q = q + 1) begin
+            qc = qcfg[q]; rqc = rqcfg[q];
+            if (rqc[47:32] != 16'd0) begin
+                rq_db_valid = 1'b1;
+                #1;
+                while (!rq_db_ready) begin
+                    @(negedge clk);
+                    #1;
+                end
+                @(negedge clk);
+                rq_db_valid = 1'b0;
+            end
+        end
         while (!done) begin
             // Inputs for this cycle.
             mmio_valid = 1'b0;
@@ -1569,11 +1705,30 @@ func TestTopMutantsFail(t *testing.T) {
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data),",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data({DATA_W{1'b0}}),"},
 	}
+	// Receiving (TestTopRecvCosim's run, seed 1): the responder's
+	// completions dropped by hca_cpl_arb (QP 0's receive CQ stays empty),
+	// a receive completion into the send CQ (QP 0's 4 receive CQEs in CQ
+	// 0), a SEND with immediate's CQE as a plain SEND's (CQEs 1 and 3),
+	// the receive CQ field not wired in hca_top (every receive CQE into CQ
+	// 0) or hca_transport giving hca_cpl_arb the send CQ for it, the
+	// responder's min_rnr_timer not wired (QP 1's RNR NAK with timer 0),
+	// the RQ doorbell not wired in hca_top (every SEND to QP 0 RNR-NAKed).
+	arb, tr := "hca_cpl_arb.v", "hca_transport.v"
+	recvMutants := []cosimMutant{
+		{"hca_cpl_arb: the responder's completions dropped", arb, "assign cpl_valid = pick_b ? b_valid : a_valid;", "assign cpl_valid = pick_b ? 1'b0 : a_valid;"},
+		{"hca_cpl_arb: a receive completion into the send CQ", arb, "assign cpl_cqn         = pick_b ? rcq[b_ix] : a_cqn;", "assign cpl_cqn         = a_cqn;"},
+		{"hca_cpl_arb: SEND_IMM's opcode as SEND", arb, "assign cpl_opcode      = pick_b ? b_opcode : 4'd0;",
+			"assign cpl_opcode      = pick_b ? (b_opcode == 4'd3 ? 4'd2 : b_opcode) : 4'd0;"},
+		{"hca_top: the receive CQ not wired", "hca_top.v", ".qp_cfg_rcqn(qp_cfg_rcqn),", ".qp_cfg_rcqn({CQN_W{1'b0}}),"},
+		{"hca_transport: the send CQ as the receive CQ", tr, ".cfg_rcqn(qp_cfg_rcqn),", ".cfg_rcqn(qp_cfg_cqn),"},
+		{"hca_transport: min_rnr_timer not wired", tr, ".cfg_rnr(qp_cfg_rnr),", ".cfg_rnr(5'd0),"},
+		{"hca_top: the RQ doorbell not wired", "hca_top.v", ".rq_db_valid(rq_db_valid)", ".rq_db_valid(1'b0)"},
+	}
 	for _, set := range []struct {
 		plan    func(uint64) *topPlan
 		files   []File
 		mutants []cosimMutant
-	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}} {
+	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants}} {
 		for _, m := range set.mutants {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()

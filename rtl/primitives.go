@@ -41,6 +41,7 @@ var PrimitiveFiles = []string{
 	"hca_responder.v",
 	"hca_share_arb.v",
 	"hca_ack_tx.v",
+	"hca_cpl_arb.v",
 }
 
 // PrimitiveSource returns the Verilog text of one file in PrimitiveFiles. It

@@ -212,6 +212,8 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_responder", Params: []Param{{"QPN_W", p.QPNW}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}},
 			Role: "HCA responder for RDMA WRITE and READ: contexts, PSN checks, R_Key checks, payload writes, READ resources, ACKs", Instances: 1},
 		{Module: "hca_share_arb", Role: "HCA key-check, wr0 and rd1 arbiters between the requester and the responder", Instances: 1},
+		{Module: "hca_cpl_arb", Params: []Param{{"QPN_W", p.QPNW}, {"CQN_W", p.CQNW}},
+			Role: "HCA completions: the requester's and the responder's into the CQE writer, round robin; receive CQ per QP in flops", Instances: 1},
 		{Module: "hca_ack_tx", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}},
 			Role: "HCA responder's ACK and READ response packets: path contexts, headers, payload reads and buffer, the response queue, the transmit port shared with the requester (ICRC and assembler apart)", Instances: 1},
 	}

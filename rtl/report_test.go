@@ -463,6 +463,10 @@ func TestReportYosys(t *testing.T) {
 	// 11 (a read is at most 1024 blocks; the queue's owners and block
 	// counts are a memory).
 	assert.Equal(t, 4+4+10+3+(4+4+5+11), flops[synthKey("hca_share_arb", nil)])
+	// hca_cpl_arb: the receive CQ of each QP context, 2^QPN_W x CQN_W = 8
+	// x 4 (reset, so flops, as hca_cqe_writer's contexts), and the round
+	// robin's side taken last, the pick held and the held side, 1 each.
+	assert.Equal(t, 8*4+3, flops[synthKey("hca_cpl_arb", []Param{{"QPN_W", 3}, {"CQN_W", 4}})])
 	// hca_ack_tx, its ib_icrc and hca_tx_assemble black boxes (lines of
 	// their own): the READ reply under way, busy 1 + its QP's context
 	// index 3 (QPN_W 3) + log2 MTU 4 + replay from inside 1 + MSN 24 +

@@ -180,7 +180,7 @@ tx_pick_vl when tx_pick_valid (ib_tx_vl_port arbitrates and holds the credits); 
 that starts after the pick cycle needs tx_pick_taken in the pick cycle (ib_tx_vl_port's contract).
 Written: the requester's send side for RC SEND, RDMA WRITE, READ requests and atomics,
 hca_requester (its header has the contract): QP contexts (2^QPN_W, indexed by a QPN's low bits,
-written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ;
+written through qp_cfg_*: QPN, DLID, SLID, SL, VL, remote QPN, next PSN, path MTU, send CQ, receive CQ;
 ack_req_every is hca.ack_req_every), the parsed WQEs taken in order from dec_* (one for a context
 that does not hold its QPN is dropped: no CQ to complete into; one with dec_err, opcode 7, an
 inline length past MAX_INLINE (hca.max_inline_bytes) or the inline flag on a READ or atomic,
@@ -256,8 +256,9 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
-UD's SEND_ONLY with a DETH, the responder's receive completions (rc_* reaches no CQE writer),
-atomics at the responder. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
+UD's SEND_ONLY with a DETH, atomics at the responder. The responder's receive completions (rc_*)
+share cpl_* with the requester's through hca_cpl_arb (round robin, a waiting pick held), into the
+QP's receive CQ, qp_cfg_rcqn (hca.QP.RecvCQ), a context field hca_cpl_arb keeps per QP. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
 the receive queues, their doorbells and prefetch).`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
@@ -352,9 +353,9 @@ the receive queues, their doorbells and prefetch).`,
     // Its SEND and WRITE-with-immediate side: hca_rx_ack hands it SENDs and WRITEs with immediate (and
     // their ImmDt), its min_rnr_timer comes per QP with the context (qp_cfg_rnr), and it takes each
     // message's receive WQE through rw_* from hca_rq (hca_top's receive queues: none posted, an RNR NAK
-    // with the QP's timer, as the model's responder); its receive completions on rc_* go to no CQE
-    // writer yet (TODO).
-    wire        rs_rc_valid;
+    // with the QP's timer, as the model's responder); its receive completions on rc_* go to cpl_*
+    // through hca_cpl_arb (below), into the QP's receive CQ.
+    wire        rs_rc_valid, rs_rc_ready;
     wire [23:0] rs_rc_qpn;
     wire [3:0]  rs_rc_opcode;
     wire [7:0]  rs_rc_status;
@@ -365,8 +366,7 @@ the receive queues, their doorbells and prefetch).`,
     wire [63:0] rs_rd_addr, rs_ack_orig;
     wire [15:0] rs_rd_len;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire rs_rc_unused = &{1'b0, rs_rc_valid, rs_rc_qpn, rs_rc_opcode, rs_rc_status, rs_rc_index, rs_rc_len,
-                          rs_rc_imm, rs_rd_valid, rs_rd_addr, rs_rd_len,
+    wire rs_rc_unused = &{1'b0, rs_rd_valid, rs_rd_addr, rs_rd_len,
                           rs_ack_atomic, rs_ack_orig, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
@@ -381,7 +381,7 @@ the receive queues, their doorbells and prefetch).`,
         .rw_req_valid(rw_req_valid), .rw_req_ready(rw_req_ready), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_rsp_ok), .rw_rsp_index(rw_rsp_index), .rw_rsp_addr(rw_rsp_addr),
         .rw_rsp_len(rw_rsp_len), .rw_rsp_lkey(rw_rsp_lkey),
-        .rc_valid(rs_rc_valid), .rc_ready(1'b1), .rc_qpn(rs_rc_qpn), .rc_opcode(rs_rc_opcode),
+        .rc_valid(rs_rc_valid), .rc_ready(rs_rc_ready), .rc_qpn(rs_rc_qpn), .rc_opcode(rs_rc_opcode),
         .rc_status(rs_rc_status), .rc_index(rs_rc_index), .rc_len(rs_rc_len), .rc_imm(rs_rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
         .kc_req_valid(b_kc_req_valid), .kc_req_ready(b_kc_req_ready), .kc_req_key(b_kc_req_key),
@@ -419,7 +419,14 @@ the receive queues, their doorbells and prefetch).`,
         .tx_pick_vl(tx_pick_vl), .tx_pick_taken(tx_pick_taken),
         .tx_valid(tx_valid), .tx_data(tx_data), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_vl(tx_vl), .tx_ready(tx_ready)
     );
-    // The requester's send side and completions (hca_requester's header).
+    // The requester's send side and completions (hca_requester's header); its completions on q_cpl_*.
+    wire             q_cpl_valid, q_cpl_ready;
+    wire [CQN_W-1:0] q_cpl_cqn;
+    wire [7:0]       q_cpl_status;
+    wire [2:0]       q_cpl_wr_op;
+    wire [23:0]      q_cpl_qpn;
+    wire [15:0]      q_cpl_wqe_counter;
+    wire [31:0]      q_cpl_byte_count;
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
                     .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
                     .RETRY_TIMEOUT(RETRY_TIMEOUT), .MAX_INLINE(MAX_INLINE)) u_requester (
@@ -453,16 +460,26 @@ the receive queues, their doorbells and prefetch).`,
         .wr_valid(a_wr_valid), .wr_addr(a_wr_addr), .wr_len(a_wr_len), .wr_data(a_wr_data),
         .wr_be(a_wr_be), .wr_ready(a_wr_ready),
         .no_qp(rx_no_qp),
-        .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_status(cpl_status),
-        .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn), .cpl_wqe_counter(cpl_wqe_counter),
-        .cpl_byte_count(cpl_byte_count)
+        .cpl_valid(q_cpl_valid), .cpl_ready(q_cpl_ready), .cpl_cqn(q_cpl_cqn), .cpl_status(q_cpl_status),
+        .cpl_wr_op(q_cpl_wr_op), .cpl_qpn(q_cpl_qpn), .cpl_wqe_counter(q_cpl_wqe_counter),
+        .cpl_byte_count(q_cpl_byte_count)
     );
-    // The requester's CQEs: REQ (REQ_ERR by hca_cqe_writer when the status is not 0), no immediate
-    // (hca.Device.sendCompletion sets none), not a receive, no source QP.
-    assign cpl_opcode   = 4'd0;
-    assign cpl_receiver = 1'b0;
-    assign cpl_imm      = 32'd0;
-    assign cpl_src_qp   = 24'd0;
+    // Completions: the requester's (send CQ, its context's; REQ, REQ_ERR by hca_cqe_writer when the
+    // status is not 0, no immediate, as hca.Device.sendCompletion) and the responder's receive
+    // completions (the QP's receive CQ, qp_cfg_rcqn, kept per context in hca_cpl_arb) share cpl_*
+    // round robin (hca_cpl_arb's header).
+    hca_cpl_arb #(.QPN_W(QPN_W), .CQN_W(CQN_W)) u_cpl_arb (
+        .clk(clk), .rst_n(rst_n),
+        .cfg_valid(qp_cfg_valid && qp_cfg_ready), .cfg_qpn(qp_cfg_qpn), .cfg_rcqn(qp_cfg_rcqn),
+        .a_valid(q_cpl_valid), .a_ready(q_cpl_ready), .a_cqn(q_cpl_cqn), .a_status(q_cpl_status),
+        .a_wr_op(q_cpl_wr_op), .a_qpn(q_cpl_qpn), .a_wqe_counter(q_cpl_wqe_counter), .a_byte_count(q_cpl_byte_count),
+        .b_valid(rs_rc_valid), .b_ready(rs_rc_ready), .b_qpn(rs_rc_qpn), .b_opcode(rs_rc_opcode),
+        .b_status(rs_rc_status), .b_index(rs_rc_index), .b_len(rs_rc_len), .b_imm(rs_rc_imm),
+        .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
+        .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
+        .cpl_wqe_counter(cpl_wqe_counter), .cpl_byte_count(cpl_byte_count), .cpl_imm(cpl_imm),
+        .cpl_src_qp(cpl_src_qp)
+    );
     // WQE blocks: every one taken (hca_wqe_fetch moves a block when both the parser and this take
     // it); the requester keeps each WQE's first blocks for its inline data (hca_requester's header).
     assign wqe_ready = 1'b1;
@@ -476,7 +493,7 @@ the receive queues, their doorbells and prefetch).`,
 			"cpl_opcode", "cpl_status", "cpl_receiver", "cpl_wr_op", "cpl_qpn", "cpl_wqe_counter", "cpl_byte_count",
 			"cpl_imm", "cpl_src_qp"},
 		consumed: []string{"qp_cfg_valid", "qp_cfg_qpn", "qp_cfg_dlid", "qp_cfg_slid", "qp_cfg_sl", "qp_cfg_vl",
-			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_rnr", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
+			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_rnr", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_rcqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_inline_off", "wqe_valid", "wqe_data", "dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
 			"rw_req_ready", "rw_rsp_valid", "rw_rsp_ok", "rw_rsp_index", "rw_rsp_addr", "rw_rsp_len", "rw_rsp_lkey",
@@ -499,6 +516,7 @@ the receive queues, their doorbells and prefetch).`,
 			portIn("qp_cfg_rnr", "5", "the responder's min_rnr_timer (ModifyQP's at RTR; IBA's RNR timer code, hca.min_rnr_timer), in its RNR NAKs"),
 			portIn("qp_cfg_mtu", "3", ""),
 			portIn("qp_cfg_cqn", "CQN_W", "the QP's send CQ"),
+			portIn("qp_cfg_rcqn", "CQN_W", "the QP's receive CQ (hca.QP.RecvCQ): the responder's receive completions"),
 			portIn("qp_cfg_pd", "32", "the QP's protection domain: its gather elements' L_Keys are checked in it"),
 			portIn("ack_req_every", "17", "hca.ack_req_every: AckReq on every Nth packet of a message (1..65536)"),
 			portIn("wqe_valid", "", "WQE blocks from hca_wqe_fetch (inline data)"),
