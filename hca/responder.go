@@ -429,27 +429,8 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			return a
 		}
 	}
-	if (isSend(op) || isWrite(op)) && !r.packetLengthOK(pkt, first, last) {
-		// A length error: NAK invalid request, class C (rxe
-		// RESPST_ERR_LENGTH; ib-facts.md §5). Checked after the receive WQE
-		// is taken and before the R_Key and the receive buffer, as rxe's
-		// check_length comes after check_resource and before check_rkey
-		// and execute. The receive WQE the message holds completes with
-		// REM_INV_REQ_ERR (rxe_responder: RESPST_ERR_LENGTH on RC is
-		// do_class_ac_error(AETH_NAK_INVALID_REQ, IB_WC_REM_INV_REQ_ERR),
-		// then do_complete on qp->resp.wqe, which fills byte_len and the
-		// immediate only on success, so both are 0): a SEND's, taken at its
-		// FIRST or ONLY, a WRITE with immediate's, taken at its LAST or
-		// ONLY just above. A WRITE's FIRST or MIDDLE holds none.
-		switch {
-		case isSend(op) && first:
-			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemInvReqErr, CQERespSend
-		case isSend(op):
-			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCRemInvReqErr, CQERespSend
-		case needRecv:
-			a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemInvReqErr, CQERespWrImm
-		}
-		return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+	if write := isWrite(op); (write || isSend(op)) && !r.packetLengthOK(pkt, first, last, write) {
+		return r.lengthError(&a, pkt, first, needRecv, recv)
 	}
 	if hdr&ib.HasRETH != 0 {
 		var base uint64
@@ -637,8 +618,34 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) (r Key
 	return r, base
 }
 
+// lengthError answers a SEND or WRITE packet that broke a length rule
+// (packetLengthOK): NAK invalid request, class C (rxe RESPST_ERR_LENGTH;
+// ib-facts.md §5). Receive checks the rules after the receive WQE is
+// taken and before the R_Key and the receive buffer, as rxe's
+// check_length comes after check_resource and before check_rkey and
+// execute. The receive WQE the message holds completes with
+// REM_INV_REQ_ERR (rxe_responder: RESPST_ERR_LENGTH on RC is
+// do_class_ac_error(AETH_NAK_INVALID_REQ, IB_WC_REM_INV_REQ_ERR), then
+// do_complete on qp->resp.wqe, which fills byte_len and the immediate only
+// on success, so both are 0): a SEND's, taken at its FIRST or ONLY (recv,
+// just taken) and held after (r.recv), a WRITE with immediate's, taken at
+// its LAST or ONLY (recv). A WRITE's FIRST or MIDDLE holds none. Out of
+// Receive, a path the model's own requester never takes.
+func (r *Responder) lengthError(a *RespAction, pkt *ib.Packet, first, needRecv bool, recv RecvWQE) RespAction {
+	switch op := pkt.Opcode; {
+	case isSend(op) && first:
+		a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemInvReqErr, CQERespSend
+	case isSend(op):
+		a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCRemInvReqErr, CQERespSend
+	case needRecv:
+		a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemInvReqErr, CQERespWrImm
+	}
+	return r.nak(a, SynNAKInvReq, pkt.PSN, true)
+}
+
 // packetLengthOK reports whether a SEND or RDMA WRITE packet (first:
-// FIRST or ONLY; last: LAST or ONLY; with immediate or not) keeps IBA's
+// FIRST or ONLY; last: LAST or ONLY; write: a WRITE's; with immediate or
+// not) keeps IBA's
 // length rules for its payload: a FIRST or MIDDLE carries exactly the path
 // MTU, a LAST 1..MTU bytes, an ONLY 0..MTU (rxe check_length, for every
 // opcode); and a WRITE's packets carry exactly its RETH's DMA length: none
@@ -648,7 +655,7 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) (r Key
 // receive buffer bounds it (the LOC_LEN_ERR in Receive). A requester that
 // segments at the QP's path MTU always keeps them; a peer at another MTU
 // breaks the first.
-func (r *Responder) packetLengthOK(pkt *ib.Packet, first, last bool) bool {
+func (r *Responder) packetLengthOK(pkt *ib.Packet, first, last, write bool) bool {
 	n, mtu := uint64(pkt.PayloadLen), uint64(r.MTU)
 	switch {
 	case first && last:
@@ -664,7 +671,7 @@ func (r *Responder) packetLengthOK(pkt *ib.Packet, first, last bool) bool {
 			return false
 		}
 	}
-	if !isWrite(pkt.Opcode) {
+	if !write {
 		return true
 	}
 	total, done := uint64(r.writeLen), uint64(r.writeOff)+n
