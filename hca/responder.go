@@ -645,10 +645,10 @@ func (r *Responder) lengthError(a *RespAction, pkt *ib.Packet, first, needRecv b
 
 // packetLengthOK reports whether a SEND or RDMA WRITE packet (first:
 // FIRST or ONLY; last: LAST or ONLY; write: a WRITE's; with immediate or
-// not) keeps IBA's
-// length rules for its payload: a FIRST or MIDDLE carries exactly the path
-// MTU, a LAST 1..MTU bytes, an ONLY 0..MTU (rxe check_length, for every
-// opcode); and a WRITE's packets carry exactly its RETH's DMA length: none
+// not) keeps IBA's length rules for its payload: a FIRST or MIDDLE carries
+// exactly the path MTU, a LAST 1..MTU bytes, an ONLY 0..MTU (rxe
+// check_length, for every opcode); and a WRITE's packets carry exactly its
+// RETH's DMA length: none
 // passes it, and the LAST or ONLY ends it (rxe check_rkey's per-packet
 // test of the bytes left, which lets a LAST of a whole MTU end a WRITE
 // short; here it may not). A SEND has no length of its own to keep: its

@@ -33,7 +33,7 @@
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
 //     context to ERR (class C); so too an RDMA WRITE FIRST/MIDDLE/LAST/ONLY (no immediate) whose
 //     payload breaks IBA's length rules (a length error, rxe RESPST_ERR_LENGTH; the model's
-//     writeLengthOK, before the R_Key check): a FIRST or MIDDLE not exactly the context's path MTU
+//     packetLengthOK, before the R_Key check): a FIRST or MIDDLE not exactly the context's path MTU
 //     (cfg_mtu), a LAST of 0 or more than the MTU, an ONLY of more than the MTU, or bytes passing
 //     the RETH's DMA length or, at the LAST or ONLY, ending short of it (the same rules hold for a
 //     WRITE with immediate, the MTU rule for a SEND: below); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
@@ -286,7 +286,7 @@ module hca_responder #(
     wire [23:0]  n_pk    = h_dlen == 32'd0 ? 24'd1 : dl_pk[23:0];
     wire [23:0]  rd_last = h_psn + n_pk - 24'd1;
 
-    // ---- RDMA WRITE (no immediate) lengths (hca writeLengthOK): a FIRST or MIDDLE carries exactly the
+    // ---- RDMA WRITE lengths (hca packetLengthOK): a FIRST or MIDDLE carries exactly the
     // path MTU, a LAST 1..MTU bytes, an ONLY 0..MTU; the WRITE's packets exactly its RETH's DMA length
     // (ctx_wlen, saved at the FIRST; ctx_roff its bytes placed so far): none passes it, the LAST or
     // ONLY ends it ----
