@@ -114,7 +114,7 @@ type Responder struct {
 	// a WRITE_WITH_IMM's receive completion reports it as byte_len.
 	writeLen uint32
 	// writeOff is the WRITE's bytes placed so far, from its FIRST/ONLY:
-	// its packets must end exactly at writeLen (writeLengthOK).
+	// its packets must end exactly at writeLen (packetLengthOK).
 	writeOff uint32
 	recv     RecvWQE
 	hasRecv  bool
@@ -429,11 +429,8 @@ func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 			return a
 		}
 	}
-	if isPlainWrite(op) && !r.writeLengthOK(pkt, first, last) {
-		// A length error: NAK invalid request, class C (rxe
-		// RESPST_ERR_LENGTH; ib-facts.md §5). Checked before the R_Key, as
-		// rxe's check_length comes before check_rkey.
-		return r.nak(&a, SynNAKInvReq, pkt.PSN, true)
+	if write := isWrite(op); (write || isSend(op)) && !r.packetLengthOK(pkt, first, last, write) {
+		return r.lengthError(&a, pkt, first, needRecv, recv)
 	}
 	if hdr&ib.HasRETH != 0 {
 		var base uint64
@@ -621,16 +618,44 @@ func checkRETH(pkt *ib.Packet, env ResponderEnv, need int, a *RespAction) (r Key
 	return r, base
 }
 
-// writeLengthOK reports whether an RDMA WRITE packet (first: FIRST or
-// ONLY; last: LAST or ONLY) keeps IBA's length rules for its payload: a
-// FIRST or MIDDLE carries exactly the path MTU, a LAST 1..MTU bytes, an
-// ONLY 0..MTU (rxe check_length); and the WRITE's packets carry exactly
-// its RETH's DMA length: none passes it, and the LAST or ONLY ends it (rxe
-// check_rkey's per-packet test of the bytes left, which lets a LAST of a
-// whole MTU end a WRITE short; here it may not). A requester that
+// lengthError answers a SEND or WRITE packet that broke a length rule
+// (packetLengthOK): NAK invalid request, class C (rxe RESPST_ERR_LENGTH;
+// ib-facts.md §5). Receive checks the rules after the receive WQE is
+// taken and before the R_Key and the receive buffer, as rxe's
+// check_length comes after check_resource and before check_rkey and
+// execute. The receive WQE the message holds completes with
+// REM_INV_REQ_ERR (rxe_responder: RESPST_ERR_LENGTH on RC is
+// do_class_ac_error(AETH_NAK_INVALID_REQ, IB_WC_REM_INV_REQ_ERR), then
+// do_complete on qp->resp.wqe, which fills byte_len and the immediate only
+// on success, so both are 0): a SEND's, taken at its FIRST or ONLY (recv,
+// just taken) and held after (r.recv), a WRITE with immediate's, taken at
+// its LAST or ONLY (recv). A WRITE's FIRST or MIDDLE holds none. Out of
+// Receive, a path the model's own requester never takes.
+func (r *Responder) lengthError(a *RespAction, pkt *ib.Packet, first, needRecv bool, recv RecvWQE) RespAction {
+	switch op := pkt.Opcode; {
+	case isSend(op) && first:
+		a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemInvReqErr, CQERespSend
+	case isSend(op):
+		a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, r.recv, WCRemInvReqErr, CQERespSend
+	case needRecv:
+		a.RecvDone, a.Recv, a.RecvStatus, a.RecvOpcode = true, recv, WCRemInvReqErr, CQERespWrImm
+	}
+	return r.nak(a, SynNAKInvReq, pkt.PSN, true)
+}
+
+// packetLengthOK reports whether a SEND or RDMA WRITE packet (first:
+// FIRST or ONLY; last: LAST or ONLY; write: a WRITE's; with immediate or
+// not) keeps IBA's length rules for its payload: a FIRST or MIDDLE carries
+// exactly the path MTU, a LAST 1..MTU bytes, an ONLY 0..MTU (rxe
+// check_length, for every opcode); and a WRITE's packets carry exactly its
+// RETH's DMA length: none
+// passes it, and the LAST or ONLY ends it (rxe check_rkey's per-packet
+// test of the bytes left, which lets a LAST of a whole MTU end a WRITE
+// short; here it may not). A SEND has no length of its own to keep: its
+// receive buffer bounds it (the LOC_LEN_ERR in Receive). A requester that
 // segments at the QP's path MTU always keeps them; a peer at another MTU
 // breaks the first.
-func (r *Responder) writeLengthOK(pkt *ib.Packet, first, last bool) bool {
+func (r *Responder) packetLengthOK(pkt *ib.Packet, first, last, write bool) bool {
 	n, mtu := uint64(pkt.PayloadLen), uint64(r.MTU)
 	switch {
 	case first && last:
@@ -646,6 +671,9 @@ func (r *Responder) writeLengthOK(pkt *ib.Packet, first, last bool) bool {
 			return false
 		}
 	}
+	if !write {
+		return true
+	}
 	total, done := uint64(r.writeLen), uint64(r.writeOff)+n
 	if first {
 		total, done = uint64(pkt.RETH.Length), n
@@ -653,12 +681,12 @@ func (r *Responder) writeLengthOK(pkt *ib.Packet, first, last bool) bool {
 	return done <= total && (!last || done == total)
 }
 
-// isPlainWrite: RDMA WRITE FIRST, MIDDLE, LAST or ONLY, without immediate
-// (the length rules for those with immediate and for SENDs, which hold a
-// receive WQE, are not modelled: docs/hca.md).
-func isPlainWrite(op ib.Opcode) bool {
-	return op == ib.RDMAWriteFirst || op == ib.RDMAWriteMiddle || op == ib.RDMAWriteLast || op == ib.RDMAWriteOnly
-}
+// isWrite: RDMA WRITE FIRST, MIDDLE, LAST or ONLY, with immediate or not.
+func isWrite(op ib.Opcode) bool { return uint32(1)<<op&writeOps != 0 }
+
+// writeOps has bit op set for each RC RDMA WRITE opcode.
+const writeOps = 1<<ib.RDMAWriteFirst | 1<<ib.RDMAWriteMiddle | 1<<ib.RDMAWriteLast | 1<<ib.RDMAWriteLastImm |
+	1<<ib.RDMAWriteOnly | 1<<ib.RDMAWriteOnlyImm
 
 func isSend(op ib.Opcode) bool { return uint32(1)<<op&sendOps != 0 }
 

@@ -508,3 +508,163 @@ func TestWriteLengthRules(t *testing.T) {
 	assert.Equal(t, uint8(SynNAKInvReq), a.AckSyn)
 	assert.False(t, a.KeyChecked)
 }
+
+// TestSendLengthRules: the packet lengths of a SEND (with immediate or
+// not) and of an RDMA WRITE with immediate keep the rules
+// TestWriteLengthRules checks for a WRITE: a FIRST or MIDDLE carries
+// exactly the path MTU, a LAST 1..MTU bytes, an ONLY 0..MTU, and a WRITE's
+// packets exactly its RETH's DMA length (rxe check_length, check_rkey;
+// RESPST_ERR_LENGTH). A packet that breaks one gets NAK invalid request at
+// its PSN and the QP goes to ERR (class C), nothing of it written, and the
+// receive WQE the message holds completes with REM_INV_REQ_ERR, byte_len 0
+// and no immediate (rxe_responder: do_class_ac_error(AETH_NAK_INVALID_REQ,
+// IB_WC_REM_INV_REQ_ERR), then do_complete, which fills byte_len and the
+// immediate only on success). A SEND's WQE is taken at its FIRST or ONLY,
+// so a MIDDLE's or LAST's error completes it too; a WRITE with immediate
+// takes one only at its LAST or ONLY, so its FIRST's or MIDDLE's error
+// completes none and leaves the WQE posted. The WQE is taken before the
+// length is checked (rxe check_resource before check_length): with none
+// posted a bad FIRST gets an RNR NAK. A SEND longer than its buffer, its
+// packets the right lengths, is still LOC_LEN_ERR (the buffer check comes
+// after the length rules, so a packet that breaks both is
+// REM_INV_REQ_ERR).
+func TestSendLengthRules(t *testing.T) {
+	cfg := Defaults()
+	const (
+		mtu   = 512
+		immDt = 0xC0FFEE
+		index = 7 // the receive WQE's index
+	)
+	type tc struct {
+		name  string
+		kind  string // "send", "send imm" or "write imm"
+		buf   uint32 // the receive buffer's length
+		dlen  uint32 // a WRITE's RETH DMA length
+		pay   []int
+		bad   int      // the packet that breaks a rule (-1: none)
+		st    WCStatus // the completion's status at bad
+		noWQE bool     // no receive WQE posted
+	}
+	for _, c := range []tc{
+		// ⌈600 / 512⌉ = 2 packets: 512 + 88 = 600.
+		{"a SEND of 600: FIRST 512, LAST 88", "send", 1000, 0, []int{512, 88}, -1, 0, false},
+		{"a SEND ONLY of the MTU", "send", 1000, 0, []int{512}, -1, 0, false},
+		{"an empty SEND ONLY with immediate", "send imm", 1000, 0, []int{0}, -1, 0, false},
+		// A SEND has no DMA length: a LAST of a whole MTU ends it, 1024 bytes.
+		{"a SEND ending in a LAST of the MTU", "send", 1100, 0, []int{512, 512}, -1, 0, false},
+		{"a SEND of 600 cut at 256", "send", 1000, 0, []int{256, 256, 88}, 0, WCRemInvReqErr, false},
+		{"a SEND ONLY of MTU + 1", "send", 1000, 0, []int{513}, 0, WCRemInvReqErr, false},
+		{"a SEND ONLY with immediate of MTU + 1", "send imm", 1000, 0, []int{513}, 0, WCRemInvReqErr, false},
+		{"a SEND MIDDLE short of the MTU", "send", 2000, 0, []int{512, 256, 332}, 1, WCRemInvReqErr, false},
+		{"a SEND MIDDLE past the MTU", "send", 2000, 0, []int{512, 513, 75}, 1, WCRemInvReqErr, false},
+		{"a SEND LAST of no bytes", "send", 1000, 0, []int{512, 0}, 1, WCRemInvReqErr, false},
+		{"a SEND LAST with immediate past the MTU", "send imm", 2000, 0, []int{512, 600}, 1, WCRemInvReqErr, false},
+		// 513 > 512 breaks the MTU rule and 513 > 100 the buffer: the
+		// length rule is checked first.
+		{"a SEND ONLY past the MTU and its buffer", "send", 100, 0, []int{513}, 0, WCRemInvReqErr, false},
+		// 512 + 88 = 600 > 590: right lengths, too long for the buffer.
+		{"a SEND of 600 into 590 bytes", "send", 590, 0, []int{512, 88}, 1, WCLocLenErr, false},
+		// No WQE: RNR NAK, the QP stays RTR; bad -1, and no completion.
+		{"a SEND FIRST cut at 256 with no WQE posted", "send", 0, 0, []int{256}, -1, 0, true},
+		{"a WRITE with immediate of 600: FIRST 512, LAST 88", "write imm", 64, 600, []int{512, 88}, -1, 0, false},
+		{"a WRITE ONLY with immediate of the MTU", "write imm", 64, 512, []int{512}, -1, 0, false},
+		{"a WRITE ONLY with immediate of MTU + 1", "write imm", 64, 513, []int{513}, 0, WCRemInvReqErr, false},
+		// 512 + 50 = 562 ≠ 600.
+		{"a LAST with immediate short of the DMA length", "write imm", 64, 600, []int{512, 50}, 1, WCRemInvReqErr, false},
+		// 512 + 588 = 1100, the DMA length, but 588 > 512.
+		{"a LAST with immediate past the MTU", "write imm", 64, 1100, []int{512, 588}, 1, WCRemInvReqErr, false},
+		// 512 + 512 = 1024 < 1536: a LAST of a whole MTU ending it short.
+		{"a LAST with immediate of the MTU short of the DMA length", "write imm", 64, 1536, []int{512, 512}, 1, WCRemInvReqErr, false},
+		// The FIRST's error: no WQE taken yet, none completed (st 0).
+		{"a WRITE with immediate cut at 256", "write imm", 64, 600, []int{256, 256, 88}, 0, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var kt KeyTable
+			mr := kt.Register(1, 0x10000, 0x4000, AccessRemoteWrite|AccessLocalWrite)
+			env := &testEnv{kt: &kt, pd: 1}
+			if !c.noWQE {
+				env.rq = []RecvWQE{{Index: index, Addr: 0x12000, Length: c.buf, LKey: mr.LKey}}
+			}
+			resp := NewResponder(&cfg, mtu, 100)
+			written, last := 0, len(c.pay)-1
+			for i, n := range c.pay {
+				p := &ib.Packet{PSN: uint32(100 + i), AckReq: i == last, PayloadLen: n, Imm: immDt}
+				ops := [4]ib.Opcode{ib.SendOnly, ib.SendFirst, ib.SendMiddle, ib.SendLast}
+				switch c.kind {
+				case "send imm":
+					ops[0], ops[3] = ib.SendOnlyImm, ib.SendLastImm
+				case "write imm":
+					ops = [4]ib.Opcode{ib.RDMAWriteOnlyImm, ib.RDMAWriteFirst, ib.RDMAWriteMiddle, ib.RDMAWriteLastImm}
+					if i == 0 {
+						p.RETH = ib.RETH{VA: mr.Addr, RKey: mr.RKey, Length: c.dlen}
+					}
+				}
+				switch {
+				case last == 0:
+					p.Opcode = ops[0]
+				case i == 0:
+					p.Opcode = ops[1]
+				case i == last:
+					p.Opcode = ops[3]
+				default:
+					p.Opcode = ops[2]
+				}
+				a := resp.Receive(p, env)
+				switch {
+				case c.noWQE:
+					require.True(t, a.Ack)
+					assert.Equal(t, uint8(SynRNRNAK|uint8(cfg.MinRNRTimer)), a.AckSyn, "RNR NAK, before the length")
+					assert.False(t, a.RecvDone || a.Write)
+					assert.Equal(t, QPRTR, resp.State)
+				case c.bad >= 0 && i > c.bad:
+					assert.True(t, a.Drop && !a.Ack && !a.Write && !a.RecvDone, "packet %d after the error: dropped in ERR", i)
+				case i == c.bad:
+					require.True(t, a.Ack, "packet %d", i)
+					assert.Equal(t, uint8(SynNAKInvReq), a.AckSyn, "packet %d: NAK invalid request", i)
+					assert.Equal(t, p.PSN, a.AckPSN)
+					assert.False(t, a.Write, "nothing of it written")
+					assert.Equal(t, QPErr, resp.State)
+					if c.st == 0 {
+						assert.False(t, a.RecvDone, "no WQE held")
+						assert.Len(t, env.rq, 1, "the WQE still posted")
+						break
+					}
+					require.True(t, a.RecvDone, "the WQE held completes")
+					assert.Equal(t, c.st, a.RecvStatus)
+					assert.Equal(t, uint32(index), a.Recv.Index)
+					assert.Zero(t, a.RecvLen, "byte_len 0")
+					assert.Zero(t, a.Imm, "no immediate")
+					wantOp := uint8(CQERespSend)
+					if c.kind == "write imm" {
+						wantOp = CQERespWrImm
+					}
+					assert.Equal(t, wantOp, a.RecvOpcode)
+				default:
+					assert.False(t, a.Ack && a.AckSyn != SynACKNoLimit, "packet %d: no NAK", i)
+					assert.Equal(t, n > 0, a.Write, "packet %d", i)
+					if c.kind != "write imm" && a.Write {
+						assert.Equal(t, uint64(0x12000+written), a.WriteAddr, "packet %d at the buffer's next byte", i)
+					}
+					written += n
+					assert.Equal(t, i == last, a.RecvDone, "packet %d: completes at the LAST or ONLY", i)
+				}
+				if c.bad < 0 && !c.noWQE && i == last {
+					// byte_len: a SEND's bytes placed; a WRITE with
+					// immediate's RETH DMA length.
+					require.True(t, a.RecvDone)
+					assert.Equal(t, WCSuccess, a.RecvStatus)
+					want := uint32(written)
+					if c.kind == "write imm" {
+						want = c.dlen
+					}
+					assert.Equal(t, want, a.RecvLen)
+					assert.Equal(t, c.kind != "send", a.Imm == immDt, "the immediate with an opcode that has one")
+				}
+			}
+			if c.bad < 0 && !c.noWQE {
+				assert.Equal(t, uint32(1), resp.MSN(), "one message done")
+				assert.Equal(t, QPRTR, resp.State)
+			}
+		})
+	}
+}

@@ -1301,7 +1301,7 @@ func TestResponderDirectedCosim(t *testing.T) {
 		{a, (q[3] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 9: the SEND MIDDLE at Q4+1: invalid request
 		// MTU 512: 512 + 88 = 600, the RETH's length: accepted. Cut at
 		// 256 the FIRST carries 256 ≠ 512; 512 + 50 = 562 ≠ 600 at the
-		// LAST: length errors, NAK invalid request (hca writeLengthOK).
+		// LAST: length errors, NAK invalid request (hca packetLengthOK).
 		{a, (q[4] + 1) & 0xffffff, 0x1F, 1, 0, 0, 0}, // 10: FIRST Q5, LAST Q5+1: ACK Q5+1, MSN 1
 		{a, (q[4] + 2) & 0xffffff, 0x61, 1, 0, 0, 0}, // 11: the FIRST of 256 at Q5+2: invalid request, MSN still 1
 		{a, (q[5] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 12: the short LAST at Q6+1: invalid request

@@ -216,9 +216,10 @@ func (run *respRun) recvKind(a hca.RespAction) {
 	}
 }
 
-// respSendDirected is the directed SEND run on context 0 (MTU 256, PD 0's
-// region 0, min_rnr_timer 14, ACK_COALESCE 1), each case's completions,
-// ACKs and bytes derived by hand in TestResponderSendDirectedCosim.
+// respSendDirected is the directed SEND run on context 0 (MTU 256, from
+// case 9 on 512 and 1024: the length rules; PD 0's region 0, min_rnr_timer
+// 14, ACK_COALESCE 1), each case's completions, ACKs and bytes derived by
+// hand in TestResponderSendDirectedCosim.
 func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) {
 	run = newRespRunSends(seed, 1)
 	const rnr = 14
@@ -245,8 +246,8 @@ func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) 
 			p.op = sendOp(k, i, len(q.msg))
 		}
 	}
-	reconfig := func() {
-		q = run.directedReconfig(256, rnr)
+	reconfig := func(mtu int) {
+		q = run.directedReconfig(mtu, rnr)
 		q12 = append(q12, q.next)
 	}
 	// 1: WQE 0 (1000 bytes at +0x100); a SEND ONLY with immediate of 100 bytes.
@@ -280,23 +281,79 @@ func respSendDirected(seed uint64) (run *respRun, qpn, p0 uint32, q12 []uint32) 
 	q.msg[0].ackReq = false
 	sendAll()
 	// 6: a new QP at Q1; WQE 0 with a stale L_Key variant; a SEND ONLY of 10.
-	reconfig()
+	reconfig(256)
 	post(0x3600, 100, mr.LKey^0x80)
 	send(10, false, 0)
 	sendAll()
 	// 7: a new QP at Q2; WQE 0 of 300 bytes; a SEND of 356 (FIRST 256,
 	// LAST 100): the LAST is past the buffer.
-	reconfig()
+	reconfig(256)
 	post(0x3800, 300, mr.LKey)
 	send(356, false, 0)
 	q.msg[0].ackReq = false
 	sendAll()
 	// 8: a new QP at Q3; WQE 0; a WRITE ONLY with immediate of 64 bytes
 	// with a stale R_Key variant.
-	reconfig()
+	reconfig(256)
 	post(0, 0, mr.LKey)
 	run.message(q, mr.Addr+0x2000, mr.RKey^0x80, 64)
 	q.msg[0].op, q.msg[0].imm, q.msg[0].ackReq = ib.RDMAWriteOnlyImm, 5, true
+	sendAll()
+	// The length rules (hca packetLengthOK), each region offset below
+	// 0x4000, the region's least length, and apart from the others'.
+	// 9: a new QP at Q4 with path MTU 512; WQE 0 of 1100 bytes at +0x400;
+	// a SEND of 1024: FIRST 512, LAST 512 (a SEND has no DMA length that
+	// a LAST of a whole MTU could end short).
+	reconfig(512)
+	post(0x400, 1100, mr.LKey)
+	send(1024, false, 0)
+	sendAll()
+	// 10: a SEND of 600 cut at 256 (FIRST 256, MIDDLE 256, LAST 88) with
+	// no WQE posted; then WQE 1 (1000 bytes at +0x900) and the resend.
+	q.mtu = 256
+	send(600, false, 0)
+	q.mtu = 512
+	sendAll()
+	post(0x900, 1000, mr.LKey)
+	sendAll()
+	// 11: a new QP at Q5, MTU 512; WQE 0 of 2000 bytes at +0x1300; a
+	// SEND with immediate of 1100 (FIRST 512, MIDDLE 512, LAST 76 with
+	// immediate) whose MIDDLE carries 256.
+	reconfig(512)
+	post(0x1300, 2000, mr.LKey)
+	send(1100, true, 0x5151)
+	q.msg[1].pay = q.msg[1].pay[:256]
+	sendAll()
+	// 12: a new QP at Q6, MTU 1024; WQE 0 of 100 bytes at +0x1C00; a SEND
+	// ONLY with immediate of 1025 bytes: past the MTU and the buffer.
+	reconfig(1024)
+	post(0x1C00, 100, mr.LKey)
+	q.mtu = 2048
+	send(1025, true, 0x6262)
+	q.mtu = 1024
+	sendAll()
+	// 13: a new QP at Q7, MTU 512; WQEs 0 and 1; a WRITE of 1124 at
+	// +0x2100, FIRST 512, MIDDLE 512, LAST with immediate 100; then a
+	// WRITE of 600 at +0x2600, FIRST 512, LAST with immediate 50 (not 88).
+	reconfig(512)
+	post(0, 0, mr.LKey)
+	post(0, 0, mr.LKey)
+	run.message(q, mr.Addr+0x2100, mr.RKey, 1124)
+	q.msg[0].ackReq, q.msg[1].ackReq = false, false
+	q.msg[2].op, q.msg[2].imm = ib.RDMAWriteLastImm, 11
+	sendAll()
+	run.message(q, mr.Addr+0x2600, mr.RKey, 600)
+	q.msg[0].ackReq = false
+	q.msg[1].op, q.msg[1].imm, q.msg[1].pay = ib.RDMAWriteLastImm, 12, q.msg[1].pay[:50]
+	sendAll()
+	// 14: a new QP at Q8, MTU 512; WQE 0; a WRITE ONLY with immediate of
+	// 513 bytes at +0x3200 (RETH 513).
+	reconfig(512)
+	post(0, 0, mr.LKey)
+	q.mtu = 1024
+	run.message(q, mr.Addr+0x3200, mr.RKey, 513)
+	q.mtu = 512
+	q.msg[0].op, q.msg[0].imm, q.msg[0].ackReq = ib.RDMAWriteOnlyImm, 13, true
 	sendAll()
 	run.stream[len(run.stream)-1].gap = true
 	return run, qpn, p0, q12
@@ -326,6 +383,18 @@ func TestResponderSendDirectedCosim(t *testing.T) {
 		{a, q[0], 0x63, 0, 0, 0, 0},                  // 6: the stale L_Key: NAK remote operational error at Q1
 		{a, (q[1] + 1) & 0xffffff, 0x61, 0, 0, 0, 0}, // 7: the LAST takes 256 + 100 > 300: NAK invalid request at Q2+1
 		{a, q[2], 0x62, 0, 0, 0, 0},                  // 8: the stale R_Key: NAK remote access error at Q3
+		// MTU 512 from here: a FIRST or MIDDLE of 512 exactly, a LAST of
+		// 1..512, an ONLY of 0..512 (1024 at Q6); else NAK invalid request
+		// at its PSN, the context to ERR.
+		{a, (q[3] + 1) & 0xffffff, 0x1F, 1, 0, 0, 0},   // 9: FIRST Q4, LAST Q4+1 (512 + 512): ACK, MSN 1
+		{a, (q[3] + 2) & 0xffffff, rnrNAK, 1, 0, 0, 0}, // 10: the FIRST of 256 at Q4+2, no WQE: RNR NAK before the length
+		{a, (q[3] + 2) & 0xffffff, 0x60, 1, 0, 0, 0},   //     MIDDLE Q4+3 ahead: sequence NAK for Q4+2 (the LAST dropped)
+		{a, (q[3] + 2) & 0xffffff, 0x61, 1, 0, 0, 0},   //     the resend with WQE 1: 256 ≠ 512, invalid request
+		{a, (q[4] + 1) & 0xffffff, 0x61, 0, 0, 0, 0},   // 11: the MIDDLE of 256 at Q5+1
+		{a, q[5], 0x61, 0, 0, 0, 0},                    // 12: the ONLY of 1025 > 1024 at Q6
+		{a, (q[6] + 2) & 0xffffff, 0x1F, 1, 0, 0, 0},   // 13: 512 + 512 + 100 = 1124: ACK Q7+2, MSN 1
+		{a, (q[6] + 4) & 0xffffff, 0x61, 1, 0, 0, 0},   //     512 + 50 = 562 ≠ 600 at the LAST Q7+4
+		{a, q[7], 0x61, 0, 0, 0, 0},                    // 14: the ONLY of 513 > 512 at Q8
 	}, run.acks, "the model's ACKs and NAKs")
 	assert.Equal(t, []respCQE{
 		{a, hca.CQERespSendImm, 0, 0, 100, 0xdeadbeef},             // 1: WQE 0, 100 bytes, the immediate
@@ -336,18 +405,32 @@ func TestResponderSendDirectedCosim(t *testing.T) {
 		{a, hca.CQERespSend, uint32(hca.WCLocProtErr), 0, 0, 0},    // 6: the new QP's WQE 0, LOC_PROT_ERR
 		{a, hca.CQERespSend, uint32(hca.WCLocLenErr), 0, 0, 0},     // 7: WQE 0, LOC_LEN_ERR at the LAST
 		{a, hca.CQERespWrImm, uint32(hca.WCRemAccessErr), 0, 0, 0}, // 8: the WQE it took, REM_ACCESS_ERR, no byte_len or immediate
+		// A length error completes the WQE the message holds with
+		// REM_INV_REQ_ERR (9), byte_len and immediate 0 (rxe do_complete).
+		{a, hca.CQERespSend, 0, 0, 1024, 0},                        // 9: WQE 0, 512 + 512
+		{a, hca.CQERespSend, uint32(hca.WCRemInvReqErr), 1, 0, 0},  // 10: WQE 1, taken by the FIRST it fails
+		{a, hca.CQERespSend, uint32(hca.WCRemInvReqErr), 0, 0, 0},  // 11: WQE 0, taken by the FIRST
+		{a, hca.CQERespSend, uint32(hca.WCRemInvReqErr), 0, 0, 0},  // 12: WQE 0: the length rule before the buffer's LOC_LEN_ERR
+		{a, hca.CQERespWrImm, 0, 0, 1124, 11},                      // 13: WQE 0, the RETH's 1124
+		{a, hca.CQERespWrImm, uint32(hca.WCRemInvReqErr), 1, 0, 0}, //     WQE 1, taken by the LAST it fails
+		{a, hca.CQERespWrImm, uint32(hca.WCRemInvReqErr), 0, 0, 0}, // 14: WQE 0
 	}, run.cqes, "the model's receive completions")
-	// Dropped: the LAST of 2 (ahead, after its NAK), the LAST of 5 (ERR).
-	assert.Equal(t, respCounts{acks: 4, naks: 7, seqDrop: 1, errDrop: 1}, run.want, "the model's counts")
-	assert.Len(t, run.mem, 100+600+64+300+256, "bytes written: cases 1, 2, 3, 4 and 7's FIRST")
+	// Dropped: the LAST of 2 and of 10 (ahead, after their NAK), the LAST
+	// of 5, the MIDDLE and LAST of 10's resend, the LAST of 11 (ERR).
+	assert.Equal(t, respCounts{acks: 6, naks: 14, seqDrop: 2, errDrop: 4}, run.want, "the model's counts")
+	assert.Len(t, run.mem, 100+600+64+300+256+1024+512+1124+512,
+		"bytes written: cases 1, 2, 3, 4, 7's FIRST, 9, 11's FIRST, 13's first WRITE and its second's FIRST")
 	res := runResp(t, context.Background(), t.TempDir(), run, 1, nil)
 	assert.Empty(t, run.check(res), "hca_responder against the model")
 	t.Logf("%d entries, %d cycles, %d wr0 writes (%d beats), %d ACKs/NAKs, %d completions", len(run.stream), res.cycles, res.writes, res.beats, len(res.acks), len(res.cqes))
-	assert.Equal(t, 1+3+1+2+1, res.writes, "one wr0 write per packet written")
+	assert.Equal(t, 1+3+1+2+1+2+1+3+1, res.writes, "one wr0 write per packet written")
 	// 100 bytes at lane 0: 2 beats; 256 at lane 13: ceil(269/64) = 5,
 	// twice, 88 at lane 13: ceil(101/64) = 2; 64 at lane 0: 1; 256 at
-	// lane 0: 4, 44 at lane 0: 1; 256 at lane 0: 4.
-	assert.Equal(t, 2+5+5+2+1+4+1+4, res.beats, "wr0 beats")
+	// lane 0: 4, 44 at lane 0: 1; 256 at lane 0: 4; from case 9 every
+	// write starts at lane 0 (offsets 0x400, 0x800, 0x1300, 0x2100,
+	// 0x2300, 0x2500, 0x2600; the region 4 KiB aligned): 512 bytes are 8
+	// beats (cases 9 twice, 11, 13 three times with the 100 of 2).
+	assert.Equal(t, 2+5+5+2+1+4+1+4+8+8+8+8+8+2+8, res.beats, "wr0 beats")
 }
 
 // TestResponderSendCosim: random streams with SENDs and WRITEs with
@@ -394,6 +477,24 @@ func TestResponderSendMutantsFail(t *testing.T) {
 		{"every SEND completed as SEND with immediate", f, "p_cop <= wimm ? 4'd1 : s_imm ? 4'd3 : 4'd2;", "p_cop <= wimm ? 4'd1 : 4'd3;"},
 		{"a WQE taken this cycle completed with the last one's index", f,
 			"wire [15:0]  r_idx   = state == S_RRSP ? rw_rsp_index : ctx_ridx[ix];", "wire [15:0]  r_idx   = ctx_ridx[ix];"},
+		// The length rules for SENDs and WRITEs with immediate (the
+		// directed run's cases 9..14).
+		{"a SEND's packets not checked against the MTU", f, " || (sendp && pmtu_bad);", ";"},
+		{"a WRITE with immediate's lengths not checked", f, "(is_wr && (pmtu_bad || dlen_bad))", "(is_pw && (pmtu_bad || dlen_bad))"},
+		{"a first packet's length judged before its WQE", f, "if (bad_seq || (bad_len && !need_rw)) begin", "if (bad_seq || bad_len) begin"},
+		{"a SEND MIDDLE's length error without its completion", f, "p_cqe <= !bad_seq && sendp;", "p_cqe <= 1'b0;"},
+		{"a SEND MIDDLE's length error completed LOC_LEN_ERR", f,
+			"p_cop <= 4'd2; p_cst <= 8'd9; p_cidx <= ctx_ridx[ix];", "p_cop <= 4'd2; p_cst <= 8'd1; p_cidx <= ctx_ridx[ix];"},
+		{"a first packet's length error completed LOC_LEN_ERR", f,
+			"p_cst <= 8'd9; p_cidx <= rw_rsp_index;", "p_cst <= 8'd1; p_cidx <= rw_rsp_index;"},
+		{"a WRITE with immediate's length error completed as a SEND", f,
+			"p_cop <= wimm ? 4'd1 : 4'd2; p_cst <= 8'd9;", "p_cop <= 4'd2; p_cst <= 8'd9;"},
+		{"a length error completed with the WQE held before", f,
+			"p_cst <= 8'd9; p_cidx <= rw_rsp_index;", "p_cst <= 8'd9; p_cidx <= ctx_ridx[ix];"},
+		{"a LAST with immediate's length error written anyway", f,
+			"(rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len)", "(rw_in && rw_rsp_ok && wimm && !rw_kc)"},
+		{"a SEND FIRST's length error sent on to its key check", f,
+			"(rw_rsp_ok && rw_kc && !bad_len) ? S_KREQ", "(rw_rsp_ok && rw_kc) ? S_KREQ"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

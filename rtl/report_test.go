@@ -436,9 +436,10 @@ func TestReportYosys(t *testing.T) {
 	// the 8 above); the scan's resource, log2 RD_RES bits, and the found
 	// resource's first PSN 24. SEND and WRITE with immediate: a fifth
 	// flag a context (a SEND under way), 8; the packet's ImmDt 32; the
-	// receive completion owed, flag 1 + opcode 2 (1..3) + status 3 (0, 1,
-	// 4 or 10: bits 7:4 always 0, and bits 1 and 3 both set only by 10,
-	// so one flop) + WQE index 16 + byte_len 32 + immediate 32, and its
+	// receive completion owed, flag 1 + opcode 2 (1..3) + status 4 (0, 1,
+	// 4, 9 or 10: bits 7:4 always 0; until the length errors' 9, bits 1
+	// and 3 were both set only by 10, one flop, 3 in all) + WQE index 16
+	// + byte_len 32 + immediate 32, and its
 	// output register, valid 1 + QPN 24 + the same fields but the flag
 	// (the new context fields, the receive WQE's address, length, L_Key
 	// and index, the bytes placed, the WRITE's length and min_rnr_timer,
@@ -451,7 +452,7 @@ func TestReportYosys(t *testing.T) {
 	// no reset, so Yosys keeps them.
 	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+4+(1+1+64+8+8+6+8)+63*8+
 		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24+
-		8+32+(1+2+3+16+32+32)+(1+24+2+3+16+32+32)+
+		8+32+(1+2+4+16+32+32)+(1+24+2+4+16+32+32)+
 		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1)),
 		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}})])
 	// hca_share_arb: per arbiter of key checks and wr0 the pick held, busy,

@@ -33,10 +33,10 @@
 //     outside one, or a SEND inside the WRITE: NAK invalid request (0x61) at the packet's PSN, the
 //     context to ERR (class C); so too an RDMA WRITE FIRST/MIDDLE/LAST/ONLY (no immediate) whose
 //     payload breaks IBA's length rules (a length error, rxe RESPST_ERR_LENGTH; the model's
-//     writeLengthOK, before the R_Key check): a FIRST or MIDDLE not exactly the context's path MTU
+//     packetLengthOK, before the R_Key check): a FIRST or MIDDLE not exactly the context's path MTU
 //     (cfg_mtu), a LAST of 0 or more than the MTU, an ONLY of more than the MTU, or bytes passing
-//     the RETH's DMA length or, at the LAST or ONLY, ending short of it (TODO: the same rules for
-//     SENDs and WRITEs with immediate, which hold a receive WQE); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
+//     the RETH's DMA length or, at the LAST or ONLY, ending short of it (the same rules hold for a
+//     WRITE with immediate, the MTU rule for a SEND: below); an RDMA WRITE FIRST/ONLY with a DMA length > 0 checks its R_Key
 //     through kc_* (hca_key_check's contract: REMOTE_WRITE, the context's PD, [VA, VA + DMA length));
 //     a failure: NAK remote access error (0x62) at the packet's PSN, nothing written, the context to
 //     ERR; else the packet's payload is written at the WRITE's next byte (the RETH's VA at FIRST/ONLY,
@@ -57,7 +57,14 @@
 //     the WQE's index and its one scatter element: address, length, L_Key); none posted: NAK RNR
 //     (0x20 | the context's min_rnr_timer) at the packet's PSN with the current MSN, nothing written,
 //     the context unchanged (the requester resends after its RNR timer). Then, as the model's
-//     Receive: a WRITE ONLY with immediate checks its R_Key as a WRITE does (a failure: NAK remote
+//     Receive: a packet that breaks IBA's length rules (the model's packetLengthOK: a SEND's FIRST or
+//     MIDDLE not exactly the MTU, its LAST 0 or more than the MTU, its ONLY more than the MTU; a
+//     WRITE with immediate's as a WRITE's, its DMA length included) gets NAK invalid request, ERR,
+//     nothing written, and the WQE the message holds (taken at this packet, or at the SEND's
+//     FIRST; a WRITE's FIRST or MIDDLE holds none) completes with REM_INV_REQ_ERR (9), byte_len 0
+//     (rxe RESPST_ERR_LENGTH: do_class_ac_error, do_complete), checked after the WQE is taken
+//     (so an empty queue's RNR NAK comes first) and before the buffer's length and the keys; a
+//     WRITE ONLY with immediate checks its R_Key as a WRITE does (a failure: NAK remote
 //     access error, ERR, and the WQE completes with REM_ACCESS_ERR); a SEND whose bytes so far
 //     pass the buffer's length (recvOff + bytes > length, at any packet; at the first one before the
 //     key check) gets NAK invalid request, ERR, and the WQE completes with LOC_LEN_ERR; a SEND's
@@ -67,7 +74,7 @@
 //     recvOff), a WRITE's where its RETH says; at a LAST or ONLY the receive completion goes out on
 //     rc_* (its QPN, CQE opcode 2 RESP_SEND or 3 RESP_SEND_IMM with the bytes placed, 1
 //     RESP_WR_IMM with the WRITE's RETH DMA length from its FIRST or ONLY; the immediate when the
-//     opcode has one, else 0; the WQE's index; status 0), an error's with status 1, 4 or 10, opcode
+//     opcode has one, else 0; the WQE's index; status 0), an error's with status 1, 4, 9 or 10, opcode
 //     2 (1 for a WRITE), byte_len and immediate 0. ACKs, MSN, PSN as for a WRITE;
 //   an atomic (CMP_SWAP 0x13, FETCH_ADD 0x14) in sequence: the AtomicETH's VA, R_Key (rq_va, rq_rkey),
 //     swap/add and compare data (rq_swap, rq_cmp); its R_Key through kc_* for REMOTE_ATOMIC (8) over
@@ -179,7 +186,7 @@ module hca_responder #(
     input  wire         rc_ready,
     output reg  [23:0]  rc_qpn,
     output reg  [3:0]   rc_opcode, // 1 RESP_WR_IMM, 2 RESP_SEND, 3 RESP_SEND_IMM (hca.CQEResp*)
-    output reg  [7:0]   rc_status, // ibv_wc_status: 0, 1 LOC_LEN_ERR, 4 LOC_PROT_ERR, 10 REM_ACCESS_ERR
+    output reg  [7:0]   rc_status, // ibv_wc_status: 0, 1 LOC_LEN_ERR, 4 LOC_PROT_ERR, 9 REM_INV_REQ_ERR, 10 REM_ACCESS_ERR
     output reg  [15:0]  rc_index,  // the receive WQE's index
     output reg  [31:0]  rc_len,    // byte_len
     output reg  [31:0]  rc_imm,
@@ -279,7 +286,7 @@ module hca_responder #(
     wire [23:0]  n_pk    = h_dlen == 32'd0 ? 24'd1 : dl_pk[23:0];
     wire [23:0]  rd_last = h_psn + n_pk - 24'd1;
 
-    // ---- RDMA WRITE (no immediate) lengths (hca writeLengthOK): a FIRST or MIDDLE carries exactly the
+    // ---- RDMA WRITE lengths (hca packetLengthOK): a FIRST or MIDDLE carries exactly the
     // path MTU, a LAST 1..MTU bytes, an ONLY 0..MTU; the WRITE's packets exactly its RETH's DMA length
     // (ctx_wlen, saved at the FIRST; ctx_roff its bytes placed so far): none passes it, the LAST or
     // ONLY ends it ----
@@ -291,7 +298,11 @@ module hca_responder #(
     wire [32:0]  w_tot    = {1'b0, has_reth ? h_dlen : ctx_wlen[ix]};
     wire [32:0]  w_done   = (first ? 33'd0 : {1'b0, ctx_roff[ix]}) + {20'd0, h_len};
     wire         dlen_bad = w_done > w_tot || (last && w_done != w_tot);
-    wire         bad_len  = is_pw && (pmtu_bad || dlen_bad);
+    // A SEND (not _INV: todo here) keeps the same packet lengths, a WRITE with immediate both rules
+    // (hca packetLengthOK). A packet that takes a receive WQE (need_rw) is judged once the WQE is
+    // taken (S_RRSP: an empty queue's RNR NAK first, rxe check_resource before check_length); a
+    // SEND MIDDLE or LAST completes the WQE its FIRST took (REM_INV_REQ_ERR, byte_len 0).
+    wire         bad_len  = (is_wr && (pmtu_bad || dlen_bad)) || (sendp && pmtu_bad);
     // findRes: the lowest resource of the context whose PSNs hold the duplicate's PSN, found by a
     // scan (S_DUP), one resource a cycle from the first (so one read port on the resources; a
     // duplicate READ waits up to RD_RES cycles, a rare case).
@@ -324,10 +335,11 @@ module hca_responder #(
     wire         rw_in   = state == S_RRSP && rw_rsp_valid;
     wire         rw_rnr  = rw_in && !rw_rsp_ok;
     wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len;
-    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc;
+    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc && !bad_len;
+    wire         rw_blen = rw_in && rw_rsp_ok && bad_len;             // a length error: REM_INV_REQ_ERR
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && !bad_len && ((is_wr && !need_rw && !go_kc) ||
                                                                      (sendp && !first && !s_over))) ||
-                           (rw_in && rw_rsp_ok && wimm && !rw_kc) ||
+                           (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
     // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
     wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
@@ -520,9 +532,10 @@ module hca_responder #(
                     end
                 end else begin
                     ctx_naks[ix] <= 1'b0;
-                    if (bad_seq || bad_len) begin
+                    if (bad_seq || (bad_len && !need_rw)) begin
                         ctx_err[ix] <= 1'b1;
                         p_ack <= 1'b1;
+                        p_cqe <= !bad_seq && sendp;
                     end else if (!is_wr && !is_rd && !sendp && !is_atm) begin
                         cnt_todo <= sat(cnt_todo);
                     end else if (need_rw) begin
@@ -539,9 +552,9 @@ module hca_responder #(
             end
             S_RREQ: if (rw_req_ready) state <= S_RRSP;
             S_RRSP: if (rw_rsp_valid) begin
-                state <= (rw_rsp_ok && rw_kc) ? S_KREQ : S_XFER;
+                state <= (rw_rsp_ok && rw_kc && !bad_len) ? S_KREQ : S_XFER;
                 if (rw_rnr) p_ack <= 1'b1;
-                if (rw_over) begin
+                if (rw_over || rw_blen) begin
                     ctx_err[ix] <= 1'b1;
                     p_ack <= 1'b1;
                     p_cqe <= 1'b1;
@@ -648,8 +661,12 @@ module hca_responder #(
                     if (!rd_atom) begin
                         p_syn <= SYN_ACK; p_psn <= ctx_epsn[ix] - 24'd1;
                     end
-                end else if (bad_seq || bad_len) begin
+                end else if (bad_seq) begin
                     p_syn <= SYN_INV;
+                end else if (bad_len && !need_rw) begin
+                    // A SEND MIDDLE or LAST completes its WQE (a WRITE's packet: no CQE owed).
+                    p_syn <= SYN_INV;
+                    p_cop <= 4'd2; p_cst <= 8'd9; p_cidx <= ctx_ridx[ix]; p_clen <= 32'd0; p_cimm <= 32'd0;
                 end else if (s_over) begin
                     p_syn <= SYN_INV;
                     p_cop <= 4'd2; p_cst <= 8'd1; p_cidx <= ctx_ridx[ix]; p_clen <= 32'd0; p_cimm <= 32'd0;
@@ -668,6 +685,11 @@ module hca_responder #(
                 if (rw_over) begin
                     p_syn <= SYN_INV;
                     p_cop <= 4'd2; p_cst <= 8'd1; p_cidx <= rw_rsp_index; p_clen <= 32'd0; p_cimm <= 32'd0;
+                end
+                if (rw_blen) begin
+                    p_syn <= SYN_INV;
+                    p_cop <= wimm ? 4'd1 : 4'd2; p_cst <= 8'd9; p_cidx <= rw_rsp_index;
+                    p_clen <= 32'd0; p_cimm <= 32'd0;
                 end
             end
         end
