@@ -123,6 +123,42 @@ func ctsRing(t *testing.T, n int, run CollectiveRun) (*Collective, map[string]an
 	return c, m
 }
 
+// ctsWrite names a data write of a clear-to-send run: its sender, the
+// sender's send connection, and its number over the run.
+type ctsWrite struct{ src, conn, g int }
+
+// watchCTS hooks every rank's memory writes (devs[r] is rank r's device)
+// and records, from outside the driver, when each clear-to-send entry
+// becomes visible in its sender's FIFO (cleared, keyed by the write its
+// idx names) and when each write's data becomes visible in its receiver's
+// FIFO slot (landed; the n-th write into slot q of a connection is write
+// 8n + q). The hooks call the ones they replace.
+func watchCTS(c *Collective, devs []*hca.Device) (cleared, landed map[ctsWrite]ib.PS) {
+	cleared, landed = map[ctsWrite]ib.PS{}, map[ctsWrite]ib.PS{}
+	for r, d := range devs {
+		r, d, inner := r, d, d.OnMemWrite
+		count := map[[2]int]int{} // (receive connection, slot) → writes seen
+		d.OnMemWrite = func(addr uint64, n int, now ib.PS) {
+			ct := c.c.ranks[r].cts
+			switch {
+			case addr >= ct.fifo && addr < ct.local:
+				e := int(addr-ct.fifo) / ctsEntryBytes
+				idx := d.Mem.ReadU64(ct.fifo + uint64(e*ctsEntryBytes) + ctsIdxOffset)
+				cleared[ctsWrite{r, e / NCCLSteps, int(idx) - 1}] = now
+			case addr >= ct.data:
+				q := int(addr-ct.data) / int(c.c.slotBytes)
+				j, slot := q/NCCLSteps, q%NCCLSteps
+				rc := c.c.ranks[r].recvQP[j]
+				g := count[[2]int{j, slot}]*NCCLSteps + slot
+				count[[2]int{j, slot}]++
+				landed[ctsWrite{rc.src, rc.srcConn, g}] = now
+			}
+			inner(addr, n, now)
+		}
+	}
+	return cleared, landed
+}
+
 // TestCTSNoWriteLandsBeforeItsClearToSend watches rings of two and three
 // ranks, back to back (a warm-up and two timed iterations; 16 KiB chunks
 // in 4 KiB slices, one packet a write; rank 0's poll slowed, rank 1's
@@ -147,30 +183,7 @@ func TestCTSNoWriteLandsBeforeItsClearToSend(t *testing.T) {
 		c, err := BuildCollectiveOn(s, devs, CollectiveRun{Op: CollAllReduce, MTU: 4096, Seed: 1, Bytes: int64(n) << 14, SliceBytes: 4096,
 			ReduceGBps: 1, FlowControl: FlowCTS, Iterations: 2, Warmup: 1})
 		require.NoError(t, err)
-		type key struct{ src, conn, g int } // a write: sender, its send connection, number
-		cleared := map[key]ib.PS{}
-		landed := map[key]ib.PS{}
-		for r, d := range devs {
-			r, inner := r, d.OnMemWrite
-			count := map[[2]int]int{} // (receive connection, slot) → writes seen
-			d.OnMemWrite = func(addr uint64, n int, now ib.PS) {
-				ct := c.c.ranks[r].cts
-				switch {
-				case addr >= ct.fifo && addr < ct.local:
-					e := int(addr-ct.fifo) / ctsEntryBytes
-					idx := d.Mem.ReadU64(ct.fifo + uint64(e*ctsEntryBytes) + ctsIdxOffset)
-					cleared[key{r, e / NCCLSteps, int(idx) - 1}] = now
-				case addr >= ct.data:
-					q := int(addr-ct.data) / int(c.c.slotBytes)
-					j, slot := q/NCCLSteps, q%NCCLSteps
-					rc := c.c.ranks[r].recvQP[j]
-					g := count[[2]int{j, slot}]*NCCLSteps + slot
-					count[[2]int{j, slot}]++
-					landed[key{rc.src, rc.srcConn, g}] = now
-				}
-				inner(addr, n, now)
-			}
-		}
+		cleared, landed := watchCTS(c, devs)
 		m, err := c.Run()
 		require.NoError(t, err)
 		require.Equal(t, true, m["data_verified"], "%v", m["data_errors"])

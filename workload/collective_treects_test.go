@@ -79,30 +79,11 @@ func ctsTree(t *testing.T) *Collective {
 // the second (and its own check of each landing: data_verified).
 func TestTreeCTSEachWriteWaitsForItsSlot(t *testing.T) {
 	c := ctsTree(t)
-	type key struct{ src, conn, g int } // a write: sender, its send connection, number over the run
-	cleared := map[key]ib.PS{}
-	landed := map[key]ib.PS{}
-	for r, d := range c.c.ranks {
-		r, d, inner := r, d.dev, d.dev.OnMemWrite
-		count := map[[2]int]int{} // (receive connection, slot) → writes seen
-		d.OnMemWrite = func(addr uint64, n int, now ib.PS) {
-			ct := c.c.ranks[r].cts
-			switch {
-			case addr >= ct.fifo && addr < ct.local:
-				e := int(addr-ct.fifo) / ctsEntryBytes
-				idx := d.Mem.ReadU64(ct.fifo + uint64(e*ctsEntryBytes) + ctsIdxOffset)
-				cleared[key{r, e / NCCLSteps, int(idx) - 1}] = now
-			case addr >= ct.data:
-				q := int(addr-ct.data) / int(c.c.slotBytes)
-				j, slot := q/NCCLSteps, q%NCCLSteps
-				rc := c.c.ranks[r].recvQP[j]
-				g := count[[2]int{j, slot}]*NCCLSteps + slot
-				count[[2]int{j, slot}]++
-				landed[key{rc.src, rc.srcConn, g}] = now
-			}
-			inner(addr, n, now)
-		}
+	devs := make([]*hca.Device, len(c.c.ranks))
+	for r, rk := range c.c.ranks {
+		devs[r] = rk.dev
 	}
+	cleared, landed := watchCTS(c, devs)
 	m, err := c.Run()
 	require.NoError(t, err)
 	assert.Equal(t, true, m["data_verified"], "%v", m["data_errors"])
@@ -125,7 +106,7 @@ func TestTreeCTSEachWriteWaitsForItsSlot(t *testing.T) {
 		if w.g < NCCLSteps {
 			continue
 		}
-		before, ok := landed[key{w.src, w.conn, w.g - NCCLSteps}]
+		before, ok := landed[ctsWrite{w.src, w.conn, w.g - NCCLSteps}]
 		require.True(t, ok)
 		assert.Greater(t, cts, before, "write %+v cleared before write %d in its slot landed", w, w.g-NCCLSteps)
 		window++
