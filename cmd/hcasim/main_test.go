@@ -215,6 +215,10 @@ func TestBadInput(t *testing.T) {
 		// what it takes (it quoted Go's parser: `invalid argument "-1" for
 		// "--seed" flag: …`).
 		{"negative seed", []string{"-config", "edr.yaml", "--seed", "-1"}, []string{`hcasim: --seed: "-1" is not a whole number from 0 to 18446744073709551615` + "\n"}},
+		// --seed takes what seed: takes, a whole float among it (1e3), and
+		// refuses a fraction or a value past 2^64 − 1 ≈ 1.8e19.
+		{"fractional seed", []string{"-config", "edr.yaml", "--seed", "1.5"}, []string{`hcasim: --seed: "1.5" is not a whole number from 0 to 18446744073709551615` + "\n"}},
+		{"seed past 64 bits", []string{"-config", "edr.yaml", "--seed", "2e19"}, []string{`hcasim: --seed: "2e19" is not a whole number from 0 to 18446744073709551615` + "\n"}},
 		{"jobs not a number", []string{"-config", "edr.yaml", "--jobs", "two"}, []string{`hcasim: --jobs: "two" is not a whole number` + "\n"}},
 		{"check not a bool", []string{"-config", "edr.yaml", "--check=maybe"}, []string{`hcasim: --check: "maybe" is not true or false` + "\n"}},
 		{"bench scale not numbers", []string{"bench", "--scale", "128,x"}, []string{`hcasim: bench: --scale: "128,x" is not a comma-separated list of whole numbers` + "\n"}},
@@ -785,9 +789,22 @@ func TestRunFlagsDocumented(t *testing.T) {
 // was otherwise indistinguishable from the file's own design point. A whole
 // section given with --set is no param (its keys would be).
 func TestSingleRunParamsSayWhatRan(t *testing.T) {
+	// --seed 1e3 is the seed seed: 1e3 gives (the config's whole floats),
+	// 1000, and results say so.
+	code, out, errs := run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "workload.iterations=2", "--seed", "1e3")
+	require.Equal(t, 0, code, errs)
+	var seeded struct {
+		Seed   uint64                            `json:"seed"`
+		Points []struct{ Params map[string]any } `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &seeded))
+	assert.Equal(t, uint64(1000), seeded.Seed)
+	require.Len(t, seeded.Points, 1)
+	assert.Equal(t, 1000.0, seeded.Points[0].Params["seed"])
+
 	// link={…} first: a later --set of the whole section would replace
 	// link.generation again.
-	code, out, errs := run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "link={width: 4x}",
+	code, out, errs = run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "link={width: 4x}",
 		"--set", "workload.iterations=5", "--set", "hca.vl_buffer_bytes=8192", "--set", "link.generation=hdr", "--seed", "7")
 	require.Equal(t, 0, code, errs)
 	var res struct {
