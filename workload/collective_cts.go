@@ -119,7 +119,9 @@ type ctsRank struct {
 	// stage is, with LL and LL128, the send FIFOs: per send connection
 	// NCCLSteps slots the rank writes its lines into and RDMA-writes from
 	// (NCCL's GPU stores lines into its send buffer, the proxy sends them).
-	stage uint64
+	stage   uint64
+	stageMR hca.MR
+	dataEnd uint64 // the end of the receive FIFOs (data)
 	// lineWant and lineGot are, with LL and LL128, per receive connection
 	// × slot, the wire bytes of the write granted into it and those that
 	// became visible: the thread checks the lines' flags once all are
@@ -264,17 +266,20 @@ func (c *collective) setupCTS(pds []uint32) {
 	for r, rk := range c.ranks {
 		ns, nr := len(rk.sendQP), len(rk.recvQP)
 		size := (ns+nr)*NCCLSteps*ctsEntryBytes + nr*NCCLSteps*int(c.slotBytes)
-		if c.lines {
-			size += ns * NCCLSteps * int(c.slotBytes)
-		}
 		ct := &ctsRank{}
 		base := rk.dev.Malloc(size)
 		ct.mr = rk.dev.RegMR(pds[r], base, size, hca.AccessLocalWrite|hca.AccessRemoteWrite)
 		ct.fifo = base
 		ct.local = base + uint64(ns*NCCLSteps*ctsEntryBytes)
 		ct.data = ct.local + uint64(nr*NCCLSteps*ctsEntryBytes)
-		ct.stage = ct.data + uint64(nr*NCCLSteps)*uint64(c.slotBytes)
+		ct.dataEnd = ct.data + uint64(nr*NCCLSteps)*uint64(c.slotBytes)
 		if c.lines {
+			// NCCL registers each protocol's buffers with the network on
+			// their own (net.cc: regMr per buffs[p]): a region of their
+			// own, whose key the first write looks up.
+			sz := ns * NCCLSteps * int(c.slotBytes)
+			ct.stage = rk.dev.Malloc(sz)
+			ct.stageMR = rk.dev.RegMR(pds[r], ct.stage, sz, hca.AccessLocalWrite)
 			ct.lineWant = make([]int64, nr*NCCLSteps)
 			ct.lineGot = make([]int64, nr*NCCLSteps)
 		}
@@ -352,7 +357,7 @@ func (c *collective) ctsVisible(r int, addr uint64, n int, now ib.PS) {
 	rk := c.ranks[r]
 	ct := rk.cts
 	lo, hi := ct.fifo, ct.local
-	if c.lines && addr >= ct.data && addr < ct.stage {
+	if c.lines && addr >= ct.data && addr < ct.dataEnd {
 		c.lineVisible(r, addr, n, now)
 		return
 	}

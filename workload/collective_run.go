@@ -1161,7 +1161,7 @@ func (c *collective) post(r, i int) {
 		if c.lines {
 			// The lines go from the send FIFO, flag the write's number + 1.
 			addr, n := c.lineStage(rk, s, rk.cts.sendSeq[s.conn])
-			w.LocalAddr, w.Length, w.LKey = addr, uint32(n), rk.cts.mr.LKey
+			w.LocalAddr, w.Length, w.LKey = addr, uint32(n), rk.cts.stageMR.LKey
 		}
 		// Where the receiver's clear-to-send said (its FIFO slot).
 		w.RemoteAddr, w.RKey = c.ctsTake(rk, s)
