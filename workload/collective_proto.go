@@ -294,3 +294,29 @@ func (c *collective) lineStage(rk *collRank, s *sliceSend, g int64) (addr uint64
 	rk.dev.Mem.Write(addr, wire)
 	return addr, n
 }
+
+// treeLL128SliceBytes is the tree's LL128 chunk, in data bytes, when
+// workload.slice_bytes is 0: NCCL's enqueue.cc (computeColl, the tree's
+// LL128 case) starts from the step, DEFAULT_LL128_BUFFSIZE / NCCL_STEPS =
+// 614400 bytes of lines, and halves it while a channel's bytes are fewer
+// than nstepsLL128 × 64 / ppn chunks, down to 131072, then fewer than
+// nstepsLL128 × 16 / ppn, down to 32768, where nstepsLL128 = 1 +
+// log2i(nNodes) + 0.1 × ppn; its data is 15/16 of it (lastChunkSize).
+// One rank a node here (ppn 1, nNodes the ranks), each tree one channel
+// carrying S/2, as treeSliceBytes.
+func treeLL128SliceBytes(bytes int64, n int) int64 {
+	log2 := 0
+	for 1<<(log2+1) <= n {
+		log2++
+	}
+	steps := 1 + float64(log2) + 0.1
+	chunk := int64(120 * 640 * NCCLSteps * 8 / NCCLSteps)
+	perChannel := bytes / 2
+	for float64(perChannel/chunk) < steps*64 && chunk > 131072 {
+		chunk /= 2
+	}
+	for float64(perChannel/chunk) < steps*16 && chunk > 32768 {
+		chunk /= 2
+	}
+	return chunk * 15 / 16
+}

@@ -404,9 +404,11 @@ func newCollective(run CollectiveRun, sched Schedule) *collective {
 	if c.lines && run.SliceBytes == 0 && protoMutant != mutSimpleSteps {
 		// NCCL's ring and tree send one FIFO step a chunk under LL and
 		// LL128 (all_reduce.h: runRing's chunkSize, calcBytePerStep × 1;
-		// runTreeSplit's, LL's step; LL128's tree chunk, set by
-		// enqueue.cc, is taken as its step too).
+		// runTreeSplit's, LL's step; LL128's, enqueue.cc's chunk).
 		c.slice = protoStepData(c.proto)
+		if sched.Algorithm == AlgTree && c.proto == ProtoLL128 {
+			c.slice = treeLL128SliceBytes(sched.Bytes, sched.Ranks)
+		}
 	}
 	if sched.Algorithm == AlgTree && !c.cts {
 		// With the clear-to-send the FIFO is its slots (collective_cts.go).
