@@ -160,12 +160,20 @@ func protoEncode(proto string, data, wire []byte, flag uint64) {
 }
 
 // protoDecode checks every line of wire for flag and copies its data into
-// data (len(data) bytes, the write's). It returns the first line whose
-// flag is not flag, and that flag, or −1: what NCCL's receiver polls
+// data (len(data) bytes, the write's), every line's, whatever its flag. It
+// returns the first line whose flag is not flag, and that flag, or −1
+// (NCCL's receiver would wait on it for ever; the model reports it and
+// goes on): what NCCL's receiver polls
 // (prims_ll.h readLL: both flags; prims_ll128.h: the flag word) and
 // what net.cc's send proxy checks before it sends a step from host memory.
 func protoDecode(proto string, wire, data []byte, flag uint64) (bad int, got uint64) {
 	le := binary.LittleEndian
+	bad = -1
+	note := func(i int, f uint64) {
+		if bad < 0 {
+			bad, got = i, f
+		}
+	}
 	if protoMutant == mutRawWire {
 		copy(data, wire)
 		return -1, 0
@@ -174,8 +182,10 @@ func protoDecode(proto string, wire, data []byte, flag uint64) (bad int, got uin
 	case ProtoLL:
 		for i := 0; i*llLineBytes < len(wire); i++ {
 			line := wire[i*llLineBytes:]
-			if f1, f2 := le.Uint32(line[4:]), le.Uint32(line[12:]); f1 != uint32(flag) || f2 != uint32(flag) {
-				return i, uint64(min(f1, f2))
+			if f1, f2 := le.Uint32(line[4:]), le.Uint32(line[12:]); f1 != uint32(flag) {
+				note(i, uint64(f1))
+			} else if f2 != uint32(flag) {
+				note(i, uint64(f2))
 			}
 			d := data[min(len(data), i*llLineData):min(len(data), (i+1)*llLineData)]
 			copy(d, line[0:4])
@@ -187,12 +197,12 @@ func protoDecode(proto string, wire, data []byte, flag uint64) (bad int, got uin
 		for i := 0; i*ll128LineBytes < len(wire); i++ {
 			line := wire[i*ll128LineBytes:]
 			if f := le.Uint64(line[ll128LineData:]); f != flag {
-				return i, f
+				note(i, f)
 			}
 			copy(data[min(len(data), i*ll128LineData):min(len(data), (i+1)*ll128LineData)], line[:ll128LineData])
 		}
 	}
-	return -1, 0
+	return bad, got
 }
 
 // lineVisible counts the bytes of a write that became visible in rank r's

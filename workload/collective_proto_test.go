@@ -274,6 +274,20 @@ func TestProtocolDataChecked(t *testing.T) {
 	assert.Empty(t, protoRunProblems(t))
 }
 
+// TestProtocolFlagsCatchInFlightCorruption flips bit 6 of byte 5 of the
+// first data packet the switch sends rank 1 (flippedRingAllReduceRun:
+// 4 EDR ranks, 32768 bytes, so rank 0's step-0 write of its 8192-byte
+// chunk 0, its connection's write 0) under LL: byte 5 of the lines is
+// the second byte of line 0's flag1 (data1 is bytes 0–3, flag1 4–7,
+// little-endian), which was write 0's flag 1 and becomes 1 XOR 0x4000 =
+// 16385. The receiver must name that line and flag, and nothing else:
+// the data bytes came through whole.
+func TestProtocolFlagsCatchInFlightCorruption(t *testing.T) {
+	_, m, _, _ := flippedRingAllReduceRun(t, CollectiveRun{FlowControl: FlowCTS, Protocol: ProtoLL})
+	assert.Equal(t, false, m["data_verified"])
+	assert.Equal(t, []string{"rank 1: write 0 from rank 0: line 0 of its ll FIFO slot has flag 16385, want 1"}, m["data_errors"])
+}
+
 // TestProtocolDeterministic runs an LL and an LL128 ring twice and
 // requires the same memory writes at the same picoseconds and the same
 // metrics.
