@@ -118,6 +118,17 @@ func TestBadInput(t *testing.T) {
 			[]string{`workload.collective_average: "median" is not an nccl-tests -a mode (rank0, avg, min, max)`}},
 		{"collective_average without cts", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.collective_average=min"},
 			[]string{"workload.collective_average: min is set, but without workload.flow_control: cts"}},
+		// workload.protocol.
+		{"protocol unknown", []string{"-config", "examples/allreduce-protocols.yaml", "--set", "sweep={}", "--set", "workload.protocol=ll256"},
+			[]string{`workload.protocol: "ll256" is not an NCCL protocol (simple, ll, ll128)`}},
+		{"protocol ll without cts", []string{"-config", "examples/allreduce-tree.yaml", "--set", "sweep={}", "--set", "workload.protocol=ll"},
+			[]string{`workload.protocol: ll is set, but workload.flow_control is "none"; NCCL moves ll lines through its clear-to-send FIFO (the slots are the protocol's steps), so set workload.flow_control: cts, or remove the key`}},
+		{"protocol ll128 on rabenseifner", []string{"-config", "examples/allreduce-algorithms.yaml", "--set", "sweep={}", "--set", "workload.algorithm=rabenseifner", "--set", "workload.protocol=ll128"},
+			[]string{"workload.protocol: ll128 is set, but workload.algorithm rabenseifner does not use it (NCCL's protocols are modelled for its all-reduces only, ring and tree: set workload.kind: allreduce with workload.algorithm ring or tree, or remove the key)"}},
+		{"protocol ll on a perftest", []string{"-config", "edr.yaml", "--set", "workload.protocol=ll"},
+			[]string{"workload.protocol: ll is set, but workload.kind perftest does not use it"}},
+		{"protocol ll slice above its step", []string{"-config", "examples/allreduce-protocols.yaml", "--set", "sweep={}", "--set", "workload.protocol=ll", "--set", "workload.slice_bytes=65536"},
+			[]string{"workload.slice_bytes: 65536 is more than a workload.protocol ll FIFO step carries (32768 data bytes); set it to 32768 or less, or remove it for the step"}},
 		// workload.use_srq: perftest's send tests; workload.rx_depth.
 		{"use_srq on write_bw", []string{"-config", "edr.yaml", "--set", "workload.use_srq=true"},
 			[]string{"edr.yaml: workload.use_srq: true with workload.test write_bw: perftest's --use_srq is for the SEND tests (send_bw, send_lat)"}},
