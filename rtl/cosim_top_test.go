@@ -86,6 +86,10 @@ import (
 // runs it with receive WQEs posted (topQP.recv, rq_cfg_*, rq_db_*) and
 // SENDs and WRITEs with immediate arriving: their receive CQEs
 // (hca.ResponderCQE) in each QP's receive CQ, CQ NQ + q, and an RNR NAK.
+// TestTopReadCosim (cosim_topread_test.go) runs it with RDMA READs
+// arriving (topIn op hca.WRRDMARead, duplicates topIn.dup): the
+// responder's READ responses, read from host memory, on the link with its
+// ACKs and NAKs (every BTH opcode 0x0D..0x12 is the responder's).
 // Not checked here: timing, the PCS.
 
 const (
@@ -151,6 +155,9 @@ type topQP struct {
 	// bytes at off in the QP's inbound region (topInBase + q x topInStep,
 	// remote write), with immediate, and SENDs.
 	in []topIn
+	// inAccess is the remote access of the QP's inbound region (0: remote
+	// write and remote read; hca.Access* flags, local write always).
+	inAccess int
 	// recv are the receive WQEs software posts (one element each, at off
 	// in the inbound region, n bytes) before any traffic: written into the
 	// QP's receive queue ring (topRQBase + q x topRQStep), set through
@@ -180,14 +187,19 @@ type topQP struct {
 }
 
 // topIn is a request the far end sends to a QP's responder: an RDMA
-// WRITE (op 0), WRITE with immediate or SEND (with or without immediate)
-// of n bytes, a WRITE's at off in the QP's inbound region; or a receive
-// buffer (topQP.recv).
+// WRITE (op 0), WRITE with immediate, SEND (with or without immediate) or
+// RDMA READ of n bytes, a WRITE's or READ's at off in the QP's inbound
+// region; or a receive buffer (topQP.recv).
 type topIn struct {
 	off uint64
 	n   uint32
 	op  hca.WROpcode
 	imm uint32
+	// dup, for a READ: this request is the far end's READ qp.in[dup-1]
+	// sent again (a duplicate, as a requester resends after a timeout),
+	// from its response from on: its PSN, VA and length advanced by from
+	// responses (from MTUs), as hca.Requester.Next asks for the rest.
+	dup, from int
 }
 
 // topLocal is the QP's responder's environment, as hca.QP's: R_Keys
@@ -260,8 +272,11 @@ type topPlan struct {
 	// the timer: topRetryDesign).
 	naks, timeouts int
 	timer          bool
-	// rnaks are the NAKs the HCA's responders send (rsp_naks).
-	rnaks int
+	// rnaks are the NAKs the HCA's responders send (rsp_naks); rdups the
+	// duplicates they see (rsp_dup: requests behind the expected PSN, the
+	// context not in ERR), rerrs the requests for a context in ERR
+	// (rsp_errdrop).
+	rnaks, rdups, rerrs int
 }
 
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
@@ -544,12 +559,25 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 	// each receive completion's CQE (hca.ResponderCQE, at hca.CQESlot's
 	// slot of the QP's receive CQ, nothing consumed) is expected there, and
 	// a SEND with none left is RNR-NAKed with the QP's min_rnr_timer.
+	//
+	// A READ (R_Key checked for remote read) is answered by its responses
+	// (hca.Responder.NextReadResponse, taken whole before the next request
+	// as hca_ack_tx sends every reply whole), addressed as the ACKs, their
+	// payload the host's bytes (the image's: no WRITE of the run lands
+	// there) at the READ's VA plus the bytes before them, on the link in
+	// order with the QP's ACKs and NAKs. A duplicate READ (topIn.dup) is
+	// the original request sent again, from inside when from > 0; the
+	// responder replays it from its resource.
 	var in []reqAck
 	for q, qp := range p.qps {
 		if qp.in == nil {
 			continue
 		}
-		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|hca.AccessRemoteWrite)
+		acc := qp.inAccess
+		if acc == 0 {
+			acc = hca.AccessRemoteWrite | hca.AccessRemoteRead
+		}
+		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|acc)
 		var rq []hca.RecvWQE
 		for k, b := range qp.recv {
 			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
@@ -564,29 +592,65 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		}
 		mtu := pktzMTU(qp.it.mtuCode)
 		far := hca.NewRequester(&cfg, mtu, 0)
-		var firsts []uint32 // each request's first PSN
-		for _, w := range qp.in {
-			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
-			next := uint32(0)
-			if k := len(firsts); k > 0 {
-				next = firsts[k-1] + uint32(hca.PacketCount(qp.in[k-1].n, mtu))
+		firsts := make([]uint32, len(qp.in)) // each request's first PSN (a duplicate's: its original's)
+		next := uint32(0)
+		for k, w := range qp.in {
+			if w.dup != 0 {
+				firsts[k] = firsts[w.dup-1]
+				continue
 			}
-			firsts = append(firsts, next)
+			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
+			firsts[k] = next
+			next += uint32(hca.PacketCount(w.n, mtu))
+		}
+		// The far end's packets in the order it sends them: each request's
+		// from its requester (no wrap: PSNs from 0), a duplicate's made
+		// from its original's at its place.
+		sent := make([][]ib.Packet, len(qp.in))
+		for far.HasWork() {
+			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
+			tx := far.Next(&pkt)
+			k := -1 // the request holding the PSN
+			for i, w := range qp.in {
+				if w.dup == 0 && pkt.PSN >= firsts[i] {
+					k = i
+				}
+			}
+			pkt.Payload = topRemoteBytes(mr.Addr+qp.in[k].off+uint64(tx.Index*mtu), pkt.PayloadLen)
+			sent[k] = append(sent[k], pkt)
+		}
+		var stream []ib.Packet
+		for k, w := range qp.in {
+			if w.dup != 0 {
+				o := qp.in[w.dup-1]
+				skip := uint32(w.from * mtu)
+				stream = append(stream, ib.Packet{Opcode: ib.RDMAReadRequest, SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn,
+					PSN: firsts[k] + uint32(w.from), AckReq: true, RETH: ib.RETH{VA: mr.Addr + o.off + uint64(skip), RKey: mr.RKey, Length: o.n - skip}})
+				continue
+			}
+			stream = append(stream, sent[k]...)
 		}
 		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
 		ours.MinRNRTimer = int(qp.rnr)
 		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn, rq: &rq}
 		rpi := uint32(0) // receive CQEs written
-		for far.HasWork() {
-			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
-			tx := far.Next(&pkt)
-			k := 0 // the WRITE holding the PSN (no wrap: from 0)
-			for k+1 < len(firsts) && pkt.PSN >= firsts[k+1] {
-				k++
+		addResp := func(pk *ib.Packet) {
+			pk.DLID, pk.SLID, pk.SL, pk.VL, pk.DestQP = qp.it.dlid, qp.it.slid, qp.it.sl, qp.it.vl, qp.it.rqpn
+			b := ib.AppendWire(nil, pk)
+			w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
+			copy(w, b)
+			qp.acks = append(qp.acks, w)
+		}
+		for i := range stream {
+			pkt := &stream[i]
+			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: pkt})
+			switch {
+			case ours.State == hca.QPErr:
+				p.rerrs++ // dropped (rsp_errdrop)
+			case (pkt.PSN-ours.ExpectedPSN())&0xFFFFFF >= 0x800000:
+				p.rdups++ // behind the expected PSN: a duplicate (rsp_dup)
 			}
-			pkt.Payload = topRemoteBytes(mr.Addr+qp.in[k].off+uint64(tx.Index*mtu), pkt.PayloadLen)
-			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: &pkt})
-			act := ours.Receive(&pkt, env)
+			act := ours.Receive(pkt, env)
 			if act.Write {
 				for i, v := range pkt.Payload {
 					placed[act.WriteAddr+uint64(i)] = v
@@ -610,11 +674,25 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				p.rnaks++ // a NAK (RNR or other): hca_responder's rsp_naks
 			}
 			if act.Ack {
-				b := ib.AppendWire(nil, &ib.Packet{Opcode: ib.Acknowledge, DLID: qp.it.dlid, SLID: qp.it.slid, SL: qp.it.sl, VL: qp.it.vl,
-					DestQP: qp.it.rqpn, PSN: act.AckPSN, AETH: ib.AETH{Syndrome: act.AckSyn, MSN: act.MSN}})
-				w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
-				copy(w, b)
-				qp.acks = append(qp.acks, w)
+				addResp(&ib.Packet{Opcode: ib.Acknowledge, PSN: act.AckPSN, AETH: ib.AETH{Syndrome: act.AckSyn, MSN: act.MSN}})
+			}
+			if act.Read {
+				va := act.ReadVA
+				for more := true; more; {
+					var rp ib.Packet
+					_, more = ours.NextReadResponse(act.ReadRes, &rp)
+					rp.Payload = make([]byte, rp.PayloadLen)
+					for j := range rp.Payload {
+						a := va + uint64(j)
+						if _, ok := placed[a]; ok {
+							panic(fmt.Sprintf("topPlan: QP %d's READ reads %#x, which the run writes", q, a))
+						}
+						rp.Payload[j] = p.mem[a/BlockBytes][a%BlockBytes]
+					}
+					va += uint64(rp.PayloadLen)
+					ours.ReadResponseSent(act.ReadRes, rp.PSN)
+					addResp(&rp)
+				}
 			}
 		}
 	}
@@ -991,7 +1069,7 @@ func (p *topPlan) judge(res *topResult) []string {
 		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
 	}
 	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp",
-		"rsp_dup", "rsp_seqdrop", "rsp_errdrop", "rsp_todo"} {
+		"rsp_seqdrop", "rsp_todo"} {
 		if res.counters[k] != 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
 		}
@@ -1000,10 +1078,21 @@ func (p *topPlan) judge(res *topResult) []string {
 	// its NAKs apart (rsp_naks, below).
 	nacks := -p.rnaks
 	for _, qp := range p.qps {
-		nacks += len(qp.acks)
+		for _, w := range qp.acks {
+			if w[8] == byte(ib.Acknowledge) { // not a READ response
+				nacks++
+			}
+		}
 	}
 	if res.counters["rsp_acks"] != nacks {
 		errs = append(errs, fmt.Sprintf("rsp_acks=%d, the model's responders sent %d", res.counters["rsp_acks"], nacks))
+	}
+	if res.counters["rsp_errdrop"] != p.rerrs {
+		errs = append(errs, fmt.Sprintf("rsp_errdrop=%d, the model's responders dropped %d requests in ERR", res.counters["rsp_errdrop"], p.rerrs))
+	}
+	// rsp_dup counts the requests behind a responder's expected PSN.
+	if res.counters["rsp_dup"] != p.rdups {
+		errs = append(errs, fmt.Sprintf("rsp_dup=%d, the model's responders saw %d duplicates", res.counters["rsp_dup"], p.rdups))
 	}
 	// rsp_naks counts the NAKs the responders sent (an RNR NAK among them).
 	if res.counters["rsp_naks"] != p.rnaks {
@@ -1068,11 +1157,12 @@ func (p *topPlan) judge(res *topResult) []string {
 			continue
 		}
 		qp := p.qps[q]
-		if pk[8] == byte(ib.Acknowledge) { // BTH.OpCode: the QP's responder's ACK or NAK
+		if topResponderOp(pk[8]) { // BTH.OpCode: the QP's responder's ACK, NAK or READ response
 			k := gotAck[q]
 			gotAck[q]++
 			if k >= len(qp.acks) || string(pk) != string(qp.acks[k]) {
-				errs = append(errs, fmt.Sprintf("packet %d: QP %d's responder's ACK %d (PSN %06x), not the model's (of %d)", i, q, k, psnAt(pk), len(qp.acks)))
+				errs = append(errs, fmt.Sprintf("packet %d: QP %d's responder's packet %d (opcode %#x, PSN %06x), not the model's (of %d)",
+					i, q, k, pk[8], psnAt(pk), len(qp.acks)))
 			}
 			continue
 		}
@@ -1093,7 +1183,7 @@ func (p *topPlan) judge(res *topResult) []string {
 			errs = append(errs, fmt.Sprintf("QP %d: %d packets on the link, the model's %d", q, got[q], len(qp.wires)))
 		}
 		if gotAck[q] != len(qp.acks) {
-			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d ACKs, the model's %d", q, gotAck[q], len(qp.acks)))
+			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d packets, the model's %d", q, gotAck[q], len(qp.acks)))
 		}
 	}
 	if len(res.mem) != len(p.want) {
@@ -1113,6 +1203,13 @@ func (p *topPlan) judge(res *topResult) []string {
 		errs = append(errs, fmt.Sprintf("and %d blocks more differ", bad-6))
 	}
 	return errs
+}
+
+// topResponderOp reports whether BTH opcode op is a responder's packet
+// (RC RDMA READ response FIRST 0x0D to ATOMIC ACKNOWLEDGE 0x12): the
+// requester sends none of them.
+func topResponderOp(op byte) bool {
+	return op >= byte(ib.RDMAReadResponseFirst) && op <= byte(ib.AtomicAcknowledge)
 }
 
 // topRegion names what host block b holds.
@@ -1377,7 +1474,7 @@ module top_tb;
     integer     ot_at [0:OT-1];
     integer     ot_seq [0:OT-1]; // issue order
     integer     txq [0:7];   // request packets sent per QP (by BTH.DestQP's low bits; its responder's ACKs not counted)
-    reg         tack;        // the packet going out is an ACKNOWLEDGE (the responder's)
+    reg         tack;        // the packet going out is the responder's (a READ response, an ACKNOWLEDGE)
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
     integer     cqn [0:15];   // CQEs written per CQ
@@ -1614,7 +1711,8 @@ module top_tb;
                 if (dut.u_link.pcs_tx_sop) begin
                     tq = dut.u_link.pcs_tx_data[511 - 8*15 - 5 -: 3]; // DestQP's low bits: the context
                     tvl = dut.u_link.pcs_tx_data[511 -: 4];
-                    tack = dut.u_link.pcs_tx_data[511 - 8*8 -: 8] == 8'h11; // BTH.OpCode
+                    // BTH.OpCode 0x0D..0x12: a READ response, ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (the responder's)
+                    tack = dut.u_link.pcs_tx_data[511 - 8*8 -: 8] >= 8'h0D && dut.u_link.pcs_tx_data[511 - 8*8 -: 8] <= 8'h12;
                 end
                 txgot[tvl] = txgot[tvl] + 1;
                 if (dut.u_link.pcs_tx_eop) begin
@@ -1705,6 +1803,26 @@ func TestTopMutantsFail(t *testing.T) {
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data),",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data({DATA_W{1'b0}}),"},
 	}
+	// Answering READs (TestTopReadCosim's run, seed 1): a READ's R_Key
+	// checked for REMOTE_WRITE (QP 1's region allows remote reads only:
+	// its READs NAKed), every response's payload read at the READ's VA
+	// (QP 0's MIDDLE and LAST carry its first bytes), a replay from inside
+	// sent from FIRST (QP 0's duplicate from PSN 1), the responder's
+	// resource ring not advanced (QP 1's duplicate of its first READ finds
+	// the second's resource: dropped), rd1's blocks given to the client
+	// picked last (hca_share_arb: a responder's blocks to the requester or
+	// the reverse), and in hca_transport's wiring the responses' VL not
+	// the context's (QP 1's on VL 0).
+	atx, sarb := "hca_ack_tx.v", "hca_share_arb.v"
+	readMutants := []cosimMutant{
+		{"a READ's R_Key checked for REMOTE_WRITE", "hca_responder.v", "is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2", "is_atm ? 4'd8 : 4'd2"},
+		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
+		{"a replay from inside sent from FIRST", "hca_responder.v", "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
+		{"the resource ring not advanced", "hca_responder.v", "ctx_rnext[ix] <= rnext_n;\n                res_first", "ctx_rnext[ix] <= ctx_rnext[ix];\n                res_first"},
+		{"rd1's blocks routed to the client picked last", sarb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"hca_transport: the responses' VL not the context's", "hca_transport.v", ".cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),",
+			".cfg_sl(qp_cfg_sl), .cfg_vl({VL_W{1'b0}}), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),"},
+	}
 	// Receiving (TestTopRecvCosim's run, seed 1): the responder's
 	// completions dropped by hca_cpl_arb (QP 0's receive CQ stays empty),
 	// a receive completion into the send CQ (QP 0's 4 receive CQEs in CQ
@@ -1728,7 +1846,8 @@ func TestTopMutantsFail(t *testing.T) {
 		plan    func(uint64) *topPlan
 		files   []File
 		mutants []cosimMutant
-	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants}} {
+	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants},
+		{newTopReadPlan, files, readMutants}} {
 		for _, m := range set.mutants {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()
