@@ -139,6 +139,12 @@ type topQP struct {
 	// refuse is an R_Key the far end's responder refuses (NAK remote
 	// access error); 0 none.
 	refuse uint32
+	// farRNR: the far end's receive queue is empty for the QP's first
+	// farRNR SENDs (-1: all of them; counted as the far end's responder
+	// takes them, resends included), each RNR-NAKed with timer code
+	// farRNRCode (the far end's min_rnr_timer).
+	farRNR     int
+	farRNRCode uint8
 	// late: software posts the second batch (writes its WQEs, rings its
 	// doorbell) only once the first batch's CQEs are all in its CQ, so
 	// the model enqueues it after the first batch's exchange is over (a
@@ -180,6 +186,10 @@ type topQP struct {
 	// acks are the ACKs and NAKs its responder sends for in, in order,
 	// whole beats (hca.Responder's, addressed as hca.Device.sendAck does).
 	acks [][]byte
+	// rnrResend: the far end's packets to the QP (by their place in its
+	// list) that are RNR NAKs the model resends after (not the one that
+	// fails the WQE).
+	rnrResend map[int]bool
 	// rcqes are the receive CQEs its responder writes (hca.ResponderCQE)
 	// into its receive CQ, in order, and rslots their slots.
 	rcqes  [][]byte
@@ -272,6 +282,9 @@ type topPlan struct {
 	// the timer: topRetryDesign).
 	naks, timeouts int
 	timer          bool
+	// rnrTick, when not 0, is the design's RNR_TICK: each resend after an
+	// RNR NAK must leave no earlier than the NAK's timer after the NAK.
+	rnrTick int
 	// rnaks are the NAKs the HCA's responders send (rsp_naks); rdups the
 	// duplicates they see (rsp_dup: requests behind the expected PSN, the
 	// context not in ERR), rerrs the requests for a context in ERR
@@ -316,6 +329,12 @@ func newTopPlan(seed uint64) *topPlan { return newTopPlanOf(seed, topScenario(),
 // the model run with retryCnt (hca.retry_cnt: the design's RETRY_CNT) and,
 // when timer is set, its local ACK timeouts.
 func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan {
+	return newTopPlanRetries(seed, qps, retryCnt, -1, timer)
+}
+
+// newTopPlanRetries is newTopPlanOf with rnrRetry (hca.rnr_retry: the
+// design's RNR_RETRY; -1 the device's default) too.
+func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer bool) *topPlan {
 	r := rand.New(rand.NewPCG(seed, 0x70b))
 	p := &topPlan{qps: qps, timer: timer}
 	p.mem = make([][]byte, topMemBlocks)
@@ -330,6 +349,9 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 	cfg.AckReqEvery = topEvery
 	if retryCnt != 0 {
 		cfg.RetryCnt = retryCnt
+	}
+	if rnrRetry >= 0 {
+		cfg.RNRRetry = rnrRetry
 	}
 	for q, qp := range p.qps {
 		qp.pd = 0x100 + uint32(q)*0x11
@@ -424,6 +446,12 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				p.naks++
 			}
 			res, pl, ok := modelRx(qp.req, a)
+			if a.rsp == nil && a.syn&0xE0 == hca.SynRNRNAK && res.RNRWait {
+				if qp.rnrResend == nil {
+					qp.rnrResend = map[int]bool{}
+				}
+				qp.rnrResend[len(rx)-1] = true
+			}
 			if ok {
 				data := a.rsp.Payload
 				if a.rsp.Opcode == ib.AtomicAcknowledge {
@@ -435,7 +463,11 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			}
 			cpls = append(cpls, res.Completions...)
 		}
-		env := topRemote{refuse: qp.refuse}
+		rnrLeft := qp.farRNR
+		env := topRemote{refuse: qp.refuse, rnr: &rnrLeft}
+		if qp.farRNR != 0 {
+			resp.MinRNRTimer = int(qp.farRNRCode)
+		}
 		seen, late := 0, qp.late
 		for {
 			p.send(qp)
@@ -455,7 +487,7 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 					}
 					if act.Ack {
 						gate := i + 1
-						if act.AckSyn&0xE0 == hca.SynNAKSeq&0xE0 {
+						if act.AckSyn&0x60 != 0 { // a NAK (RNR: 0x20, the others 0x60)
 							gate = len(qp.wires)
 						}
 						deliver(reqAck{gate: gate, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
@@ -728,8 +760,12 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 
 // topRemote is the far end's QP for hca.Responder: every key passes but
 // refuse (0: none), which is no key it holds, and a receive WQE of 64 KiB
-// is always posted.
-type topRemote struct{ refuse uint32 }
+// is posted for every SEND but the first *rnr (-1: all of them), which
+// find the receive queue empty (RNR NAK).
+type topRemote struct {
+	refuse uint32
+	rnr    *int
+}
 
 func (e topRemote) CheckRKey(key uint32, _ int, _, _ uint64) hca.KeyResult {
 	if e.refuse != 0 && key == e.refuse {
@@ -739,7 +775,13 @@ func (e topRemote) CheckRKey(key uint32, _ int, _, _ uint64) hca.KeyResult {
 }
 func (topRemote) RKeyBase(uint32) uint64                         { return 0 }
 func (topRemote) CheckLKey(uint32, uint64, uint64) hca.KeyResult { return hca.KeyOK }
-func (topRemote) PopRecv() (hca.RecvWQE, bool) {
+func (e topRemote) PopRecv() (hca.RecvWQE, bool) {
+	if e.rnr != nil && *e.rnr != 0 {
+		if *e.rnr > 0 {
+			*e.rnr--
+		}
+		return hca.RecvWQE{}, false
+	}
 	return hca.RecvWQE{Addr: 0x5000_0000, Length: 1 << 16, LKey: 0x77}, true
 }
 
@@ -962,7 +1004,9 @@ type topResult struct {
 	summary  string
 	stalled  bool
 	counters map[string]int
-	pkts     [][]byte // the packets on the link, in order
+	pkts     [][]byte    // the packets on the link, in order
+	pktAt    []int       // the cycle of each one's first beat
+	rxAt     map[int]int // the cycle each receive packet (by its place in p.rx, flattened) had its last beat in
 	cqw      []topCQWrite
 	mem      [][]byte // host memory at the end
 	unknown  int      // link beats and memory blocks with x or z bits
@@ -997,7 +1041,7 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	require.NoError(t, err)
 	m := topSummary.FindStringSubmatch(out)
 	require.NotNil(t, m, "no summary from the bench:\n%s", tail(out, 30))
-	res := &topResult{summary: m[1], counters: map[string]int{}}
+	res := &topResult{summary: m[1], counters: map[string]int{}, rxAt: map[int]int{}}
 	for _, kv := range strings.Fields(m[1]) {
 		k, v, _ := strings.Cut(kv, "=")
 		res.counters[k], _ = strconv.Atoi(v)
@@ -1025,11 +1069,21 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 			}
 			continue
 		}
+		if len(fs) == 3 && fs[0] == "R" {
+			c, e1 := strconv.Atoi(fs[1])
+			n, e2 := strconv.Atoi(fs[2])
+			if e1 == nil && e2 == nil {
+				res.rxAt[n] = c
+			}
+			continue
+		}
 		if len(fs) < 5 || fs[0] != "B" {
 			continue
 		}
 		if fs[2] == "1" {
 			pkt = nil
+			c, _ := strconv.Atoi(fs[1])
+			res.pktAt = append(res.pktAt, c)
 		}
 		b, err := hex.DecodeString(fs[4])
 		if err != nil { // x or z bits on the link
@@ -1100,7 +1154,7 @@ func (p *topPlan) judge(res *topResult) []string {
 	}
 	// rx_nak_retry counts the sequence error NAKs the far end sent.
 	if res.counters["nak"] != p.naks {
-		errs = append(errs, fmt.Sprintf("nak=%d, the far end sent %d sequence error NAKs", res.counters["nak"], p.naks))
+		errs = append(errs, fmt.Sprintf("nak=%d, the far end sent %d sequence error and RNR NAKs", res.counters["nak"], p.naks))
 	}
 	// Every CQE write, per CQ in the order written: the model's CQE
 	// (its owner bit that pass's) at the model's slot, all 64 bytes
@@ -1186,6 +1240,10 @@ func (p *topPlan) judge(res *topResult) []string {
 			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d packets, the model's %d", q, gotAck[q], len(qp.acks)))
 		}
 	}
+	if p.rnrTick != 0 {
+		e, _ := p.judgeRNRWaits(res)
+		errs = append(errs, e...)
+	}
 	if len(res.mem) != len(p.want) {
 		return append(errs, fmt.Sprintf("memory dump of %d blocks, want %d", len(res.mem), len(p.want)))
 	}
@@ -1203,6 +1261,53 @@ func (p *topPlan) judge(res *topResult) []string {
 		errs = append(errs, fmt.Sprintf("and %d blocks more differ", bad-6))
 	}
 	return errs
+}
+
+// judgeRNRWaits checks the RNR timer: after each RNR NAK the far end
+// sends QP q that makes the model resend (topQP.rnrResend; the last,
+// which spends the retries, fails the WQE instead), its last beat into
+// ib_link at cycle c, the QP's next
+// packet at the NAK's PSN (the resend) starts on the link no earlier than
+// c + the timer code's delay, hca.RNRTimerPS(code) / hca.RNRTimerPS(1)
+// units of RNR_TICK cycles (the requester starts waiting only once the
+// NAK has passed hca_rx_ack, later than c). gaps are the cycles from each
+// such NAK to its resend.
+func (p *topPlan) judgeRNRWaits(res *topResult) (errs []string, gaps []int) {
+	n := 0 // the receive packet's place in the flattened lists (topPlan.write's rxp.hex)
+	for l, list := range p.rx {
+		for k, a := range list {
+			pn := n
+			n++
+			if l >= len(p.qps) || !p.qps[l].rnrResend[k] {
+				continue
+			}
+			qp := p.qps[l]
+			c, ok := res.rxAt[pn]
+			if !ok {
+				errs = append(errs, fmt.Sprintf("QP %d's RNR NAK (PSN %06x) never went in", l, a.psn))
+				continue
+			}
+			wait := int(hca.RNRTimerPS(int(a.syn&0x1F)) / hca.RNRTimerPS(1) * ib.PS(p.rnrTick))
+			found := false
+			for i, pk := range res.pkts {
+				dqp := uint32(pk[13])<<16 | uint32(pk[14])<<8 | uint32(pk[15])
+				if i >= len(res.pktAt) || res.pktAt[i] <= c || dqp != qp.it.rqpn || topResponderOp(pk[8]) || psnAt(pk) != a.psn {
+					continue
+				}
+				found = true
+				gaps = append(gaps, res.pktAt[i]-c)
+				if res.pktAt[i] < c+wait {
+					errs = append(errs, fmt.Sprintf("QP %d resent PSN %06x at cycle %d, %d cycles after the RNR NAK (code %d: %d cycles)",
+						l, a.psn, res.pktAt[i], res.pktAt[i]-c, a.syn&0x1F, wait))
+				}
+				break
+			}
+			if !found {
+				errs = append(errs, fmt.Sprintf("QP %d: no resend of PSN %06x after the RNR NAK at cycle %d", l, a.psn, c))
+			}
+		}
+	}
+	return errs, gaps
 }
 
 // topResponderOp reports whether BTH opcode op is a responder's packet
@@ -1647,6 +1752,7 @@ module top_tb;
                 if (peop) begin
                     rx_mid = 0;
                     nrx = nrx + 1;
+                    $fdisplay(fl, "R %0d %0d", c, pnum);
                 end
             end
             // Flow control to the HCA every 16 cycles, never while a
@@ -1823,6 +1929,20 @@ func TestTopMutantsFail(t *testing.T) {
 		{"hca_transport: the responses' VL not the context's", "hca_transport.v", ".cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),",
 			".cfg_sl(qp_cfg_sl), .cfg_vl({VL_W{1'b0}}), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),"},
 	}
+	// Retrying end to end (TestTopRNRCosim's run, seed 1): the RNR wait
+	// not kept, or kept for timer code 1 whatever the NAK's (QP 0's and
+	// QP 1's resends come too early: judgeRNRWaits), RNR_RETRY_EXC_ERR and
+	// RETRY_EXC_ERR swapped (QP 1's and QP 2's error CQEs), the local ACK
+	// timeout failing with one retry left (QP 2's last resend missing),
+	// and hca_top passing RNR_RETRY 0 down (QP 0's first RNR NAK fails it).
+	rnrFiles := topRNRTree(t)
+	rnrMutants := []cosimMutant{
+		{"the RNR wait not kept", rq, "rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};", "rs_wait[q*WAIT_W +: WAIT_W] <= {WAIT_W{1'b0}};"},
+		{"an RNR NAK's timer code read as 1", rq, "e_code  <= ack_syn[4:0];", "e_code  <= 5'd1;"},
+		{"RNR_RETRY_EXC_ERR and RETRY_EXC_ERR swapped", rq, "e_nst   <= r_exc ? 8'd12 : 8'd13;", "e_nst   <= r_exc ? 8'd13 : 8'd12;"},
+		{"RETRY_EXC_ERR with a retry left", rq, "RETRY_CNT != 7 && r_rl == 3'd0;", "RETRY_CNT != 7 && r_rl <= 3'd1;"},
+		{"hca_top: RNR_RETRY 0 passed down", "hca_top.v", ".RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK),", ".RNR_RETRY(0), .RNR_TICK(RNR_TICK),"},
+	}
 	// Receiving (TestTopRecvCosim's run, seed 1): the responder's
 	// completions dropped by hca_cpl_arb (QP 0's receive CQ stays empty),
 	// a receive completion into the send CQ (QP 0's 4 receive CQEs in CQ
@@ -1847,7 +1967,7 @@ func TestTopMutantsFail(t *testing.T) {
 		files   []File
 		mutants []cosimMutant
 	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants},
-		{newTopReadPlan, files, readMutants}} {
+		{newTopReadPlan, files, readMutants}, {newTopRNRPlan, rnrFiles, rnrMutants}} {
 		for _, m := range set.mutants {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()
