@@ -135,7 +135,10 @@ type topQP struct {
 	need    int        // CQEs the second doorbell waits for (the first batch's signaled WQEs)
 	// lose are the QP's packets the wire loses, by their place in its
 	// order on the link (resends counted): the far end never sees them.
-	lose []int
+	// rxLose are the far end's packets to the QP (its ACKs, NAKs and
+	// responses, by their place in the order it sends them) the wire
+	// loses: the HCA never sees them.
+	lose, rxLose []int
 	// refuse is an R_Key the far end's responder refuses (NAK remote
 	// access error); 0 none.
 	refuse uint32
@@ -190,6 +193,9 @@ type topQP struct {
 	// list) that are RNR NAKs the model resends after (not the one that
 	// fails the WQE).
 	rnrResend map[int]bool
+	// prompt: the far end's packets to the QP that make the model resend
+	// at once (a sequence error NAK, an implied NAK), by their place.
+	prompt map[int]bool
 	// rcqes are the receive CQEs its responder writes (hca.ResponderCQE)
 	// into its receive CQ, in order, and rslots their slots.
 	rcqes  [][]byte
@@ -285,6 +291,11 @@ type topPlan struct {
 	// rnrTick, when not 0, is the design's RNR_TICK: each resend after an
 	// RNR NAK must leave no earlier than the NAK's timer after the NAK.
 	rnrTick int
+	// promptWithin, when not 0, is the cycles within which a QP's next
+	// request must leave after a packet that makes the model resend at
+	// once (topQP.prompt): fewer than the local ACK timeout, so a resend
+	// its timer makes instead fails it.
+	promptWithin int
 	// rnaks are the NAKs the HCA's responders send (rsp_naks); rdups the
 	// duplicates they see (rsp_dup: requests behind the expected PSN, the
 	// context not in ERR), rerrs the requests for a context in ERR
@@ -439,7 +450,12 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 		var rx []reqAck
 		var cpls []hca.Completion
 		resp := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), qp.it.psn)
+		farSent := 0 // the far end's packets to the QP so far, those the wire loses among them
 		deliver := func(a reqAck) {
+			farSent++
+			if slices.Contains(qp.rxLose, farSent-1) {
+				return // lost on the wire: neither the HCA nor the model's requester sees it
+			}
 			a.qpn = qp.it.qpn
 			rx = append(rx, a)
 			if a.retry() {
@@ -451,6 +467,11 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 					qp.rnrResend = map[int]bool{}
 				}
 				qp.rnrResend[len(rx)-1] = true
+			} else if res.Rewound {
+				if qp.prompt == nil {
+					qp.prompt = map[int]bool{}
+				}
+				qp.prompt[len(rx)-1] = true
 			}
 			if ok {
 				data := a.rsp.Payload
@@ -1240,7 +1261,7 @@ func (p *topPlan) judge(res *topResult) []string {
 			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d packets, the model's %d", q, gotAck[q], len(qp.acks)))
 		}
 	}
-	if p.rnrTick != 0 {
+	if p.rnrTick != 0 || p.promptWithin != 0 {
 		e, _ := p.judgeRNRWaits(res)
 		errs = append(errs, e...)
 	}
@@ -1270,19 +1291,41 @@ func (p *topPlan) judge(res *topResult) []string {
 // packet at the NAK's PSN (the resend) starts on the link no earlier than
 // c + the timer code's delay, hca.RNRTimerPS(code) / hca.RNRTimerPS(1)
 // units of RNR_TICK cycles (the requester starts waiting only once the
-// NAK has passed hca_rx_ack, later than c). gaps are the cycles from each
-// such NAK to its resend.
+// NAK has passed hca_rx_ack, later than c). With promptWithin, after each
+// packet that makes the model resend at once (topQP.prompt) the QP's next
+// request leaves within promptWithin cycles. gaps are the cycles from each
+// such NAK or packet to its resend.
 func (p *topPlan) judgeRNRWaits(res *topResult) (errs []string, gaps []int) {
 	n := 0 // the receive packet's place in the flattened lists (topPlan.write's rxp.hex)
 	for l, list := range p.rx {
 		for k, a := range list {
 			pn := n
 			n++
-			if l >= len(p.qps) || !p.qps[l].rnrResend[k] {
+			if l >= len(p.qps) {
 				continue
 			}
 			qp := p.qps[l]
 			c, ok := res.rxAt[pn]
+			if qp.prompt[k] && p.promptWithin != 0 {
+				// The QP's next request packet after it, within promptWithin.
+				next := -1
+				for i, pk := range res.pkts {
+					dqp := uint32(pk[13])<<16 | uint32(pk[14])<<8 | uint32(pk[15])
+					if i < len(res.pktAt) && ok && res.pktAt[i] > c && dqp == qp.it.rqpn && !topResponderOp(pk[8]) {
+						next = res.pktAt[i]
+						break
+					}
+				}
+				gaps = append(gaps, next-c)
+				if next < 0 || next > c+p.promptWithin {
+					errs = append(errs, fmt.Sprintf("QP %d: no resend within %d cycles of its packet %d (PSN %06x) at cycle %d (next at %d)",
+						l, p.promptWithin, k, a.psn, c, next))
+				}
+				continue
+			}
+			if !qp.rnrResend[k] || p.rnrTick == 0 {
+				continue
+			}
 			if !ok {
 				errs = append(errs, fmt.Sprintf("QP %d's RNR NAK (PSN %06x) never went in", l, a.psn))
 				continue
@@ -1943,6 +1986,19 @@ func TestTopMutantsFail(t *testing.T) {
 		{"RETRY_EXC_ERR with a retry left", rq, "RETRY_CNT != 7 && r_rl == 3'd0;", "RETRY_CNT != 7 && r_rl <= 3'd1;"},
 		{"hca_top: RNR_RETRY 0 passed down", "hca_top.v", ".RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK),", ".RNR_RETRY(0), .RNR_TICK(RNR_TICK),"},
 	}
+	// Retrying READs (TestTopReadRetryCosim's run, seed 1): a READ resent
+	// whole whatever it had (QP 0's and QP 1's requests for the rest), its
+	// VA not moved by the bytes it had (the same two), a response out of
+	// order inside its READ taken (QP 0's third and fourth, QP 2's LAST,
+	// placed and the READ done early), the implied NAK not taken (QP 1
+	// waits for its timer: its resend too late).
+	readRetryMutants := []cosimMutant{
+		{"a READ resent whole whatever it had", rq, "oq_gv[rp_ix]) ? oq_got[rp_ix] : 32'd0;", "oq_gv[rp_ix]) ? 32'd0 : 32'd0;"},
+		{"a READ resent with its VA not moved", rq, "m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};", "m_raddr     <= rp_wqe[319:256];"},
+		{"a response out of order inside its READ taken", rq, "d_off[31:0] == h_got && ", ""},
+		{"the implied NAK not taken", rq, "wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];",
+			"wire             r_impl   = 1'b0;"},
+	}
 	// Receiving (TestTopRecvCosim's run, seed 1): the responder's
 	// completions dropped by hca_cpl_arb (QP 0's receive CQ stays empty),
 	// a receive completion into the send CQ (QP 0's 4 receive CQEs in CQ
@@ -1967,7 +2023,7 @@ func TestTopMutantsFail(t *testing.T) {
 		files   []File
 		mutants []cosimMutant
 	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants},
-		{newTopReadPlan, files, readMutants}, {newTopRNRPlan, rnrFiles, rnrMutants}} {
+		{newTopReadPlan, files, readMutants}, {newTopRNRPlan, rnrFiles, rnrMutants}, {newTopReadRetryPlan, retryFiles, readRetryMutants}} {
 		for _, m := range set.mutants {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()

@@ -168,3 +168,147 @@ func TestTopReadCosim(t *testing.T) {
 		})
 	}
 }
+
+// ---- hca_top's requester retrying its READs: a response the wire loses ----
+//
+// TestTopReadRetryCosim runs the bench on TestTopRetryCosim's design
+// (RETRY_CNT 3, the local ACK timer of 1024 cycles) with READ responses
+// the wire loses on their way to the HCA (topQP.rxLose): the requester
+// drops the responses after a gap inside a READ and asks again for the
+// rest when its timer expires, or at once when a later message's ACK
+// arrives (an implied NAK), as hca.Requester.OnTimeout, impliedNAK and
+// Next do: a READ request from the first PSN not answered, its VA and
+// length advanced by the bytes received; the far end replays that part
+// from its responder resource (MIDDLE ... LAST). Expected: the model's
+// requester and far end run in turn (newTopPlanOf), every packet, CQE and
+// host byte checked as in the other runs.
+
+// topReadRetryScenario: three QPs, each a READ whose reply loses one
+// response.
+func topReadRetryScenario() []*topQP {
+	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
+	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
+		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7400_0000_0000 + uint64(q)<<32 + off*11,
+			RKey: 0x4400 + uint32(q), Imm: 0xE0F0A000 | uint32(q)<<8 | uint32(off&0xff)}
+	}
+	return []*topQP{
+		// A middle response lost, the timer: a READ of 1000 bytes into an
+		// odd address (4 responses), its second lost; a SEND posted once
+		// it is complete.
+		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000B50, dlid: 0x61, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xB0000, psn: 0x700, mtuCode: 1, cqn: 0},
+			msgs:  []topMsg{{wr: w(hca.WRRDMARead, 0, 0x1003, 1000)}, {wr: w(hca.WRSend, 0, 0x40, 30)}},
+			batch: 1, late: true, rxLose: []int{1}},
+		// The last response lost, an implied NAK: a READ of 3000 bytes (3
+		// responses), the last lost, and a SEND behind it, whose ACK
+		// arrives past the READ (the READ asks again for its last
+		// response; the SEND, acknowledged, is not resent).
+		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001C51, dlid: 0x62, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xB0001, psn: 0xFFFFFE, mtuCode: 3, cqn: 1},
+			msgs:  []topMsg{{wr: w(hca.WRRDMARead, 1, 0x800, 3000)}, {wr: w(hca.WRSend, 1, 0x2000, 100)}},
+			batch: 2, rxLose: []int{2}},
+		// The first response lost, the timer: a READ of 5000 bytes (2
+		// responses), the FIRST lost, so the LAST is dropped and the
+		// whole READ goes again.
+		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002D52, dlid: 0x63, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xB0002, psn: 0x123456, mtuCode: 5, cqn: 2},
+			msgs:  []topMsg{{wr: w(hca.WRRDMARead, 2, 0x201, 5000)}},
+			batch: 1, rxLose: []int{0}},
+	}
+}
+
+func newTopReadRetryPlan(seed uint64) *topPlan {
+	p := newTopPlanOf(seed, topReadRetryScenario(), topRetryCnt, true)
+	// QP 1's implied NAK must resend at once: within half the local ACK
+	// timeout (topAckTick x 2^topRetryExp = 1024 cycles), sooner than the
+	// timer could (it restarted at the READ's last response taken, just
+	// before the ACK).
+	p.promptWithin = topAckTick << topRetryExp / 2
+	return p
+}
+
+// TestTopReadRetryPlan: the model does in the scenario what its comment
+// says.
+func TestTopReadRetryPlan(t *testing.T) {
+	p := newTopReadRetryPlan(1)
+	type req struct {
+		op  ib.Opcode
+		psn uint32
+		va  uint64 // a READ request's RETH
+		n   uint32
+	}
+	reqs := func(q int) []req {
+		var out []req
+		for _, w := range p.qps[q].wires {
+			pk, err := ib.ParseWire(w[:wireLen(w)])
+			require.NoError(t, err)
+			out = append(out, req{pk.Opcode, pk.PSN, pk.RETH.VA, pk.RETH.Length})
+		}
+		return out
+	}
+	va := func(q int) uint64 { return p.qps[q].wqes[0].RemoteAddr }
+	// QP 0 at MTU 256: the READ at 700 takes PSNs 700..703 (ceil(1000 /
+	// 256) = 4); response 701 lost, 702 and 703 dropped (out of order
+	// inside the READ); the timer: the READ again from 701, VA + 256,
+	// 744 bytes; the far end replays 701..703 (MIDDLE, MIDDLE, LAST).
+	// Then the late SEND, 704.
+	assert.Equal(t, []req{{ib.RDMAReadRequest, 0x700, va(0), 1000}, {ib.RDMAReadRequest, 0x701, va(0) + 256, 744},
+		{op: ib.SendOnly, psn: 0x704}}, reqs(0))
+	// QP 1 at MTU 1024 from FFFFFE: the READ takes FFFFFE, FFFFFF, 0
+	// (ceil(3000 / 1024) = 3), the SEND 1. Response 0 (the LAST) lost; the
+	// SEND's ACK at 1 is past the READ: it acknowledges the SEND, and is an
+	// implied NAK for the READ: go-back-N from the READ, its request for
+	// the rest (PSN 0, VA + 2048, 952 bytes); the SEND, acknowledged, is
+	// not sent again (hca.Requester.ackThrough, skipSent).
+	assert.Equal(t, []req{{ib.RDMAReadRequest, 0xFFFFFE, va(1), 3000}, {op: ib.SendOnly, psn: 1},
+		{ib.RDMAReadRequest, 0, va(1) + 2048, 952}}, reqs(1))
+	// QP 2 at MTU 4096: the READ takes 123456, 123457; the FIRST lost, the
+	// LAST dropped; the timer: the READ again whole.
+	assert.Equal(t, []req{{ib.RDMAReadRequest, 0x123456, va(2), 5000}, {ib.RDMAReadRequest, 0x123456, va(2), 5000}}, reqs(2))
+	// Two timeouts (QP 0's and QP 2's), no NAK; every WQE completes with
+	// success.
+	assert.Equal(t, 2, p.timeouts)
+	// The ACK that is QP 1's implied NAK (its far end's packet 2: FIRST,
+	// MIDDLE, then the ACK; the LAST lost) is the one resend judge times.
+	assert.Equal(t, map[int]bool{2: true}, p.qps[1].prompt)
+	assert.Nil(t, p.qps[0].prompt)
+	assert.Nil(t, p.qps[2].prompt)
+	assert.Equal(t, 0, p.naks)
+	for q, qp := range p.qps {
+		for k, c := range qp.cqes {
+			assert.Equal(t, [2]byte{0, 0}, [2]byte{c[63] >> 4, c[55]}, "QP %d's CQE %d: a success", q, k)
+		}
+	}
+	assert.Equal(t, 2+2+1, p.ncqe)
+	// The READs' payloads at their local addresses, each byte once: 1000
+	// bytes at 0x3003 (bytes 3..1002 of blocks 0x3000..0x33C0: 16), 3000
+	// at 0x6800 (47), 5000 at 0xA201 (bytes 1..5000 of 79); and the 5
+	// CQEs' slots.
+	changed := 0
+	for b := range p.mem {
+		if string(p.mem[b]) != string(p.want[b]) {
+			changed++
+		}
+	}
+	assert.Equal(t, 16+47+79+5, changed)
+	assert.Equal(t, 1000+3000+5000, p.nread)
+}
+
+// TestTopReadRetryCosim: the bench on the READ retry scenario (topRetryTree),
+// seeds 1 and 2.
+func TestTopReadRetryCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	files := topRetryTree(t)
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			t.Parallel()
+			p := newTopReadRetryPlan(seed)
+			res := p.run(t, t.Context(), t.TempDir(), seed, files, nil)
+			assert.Empty(t, p.judge(res))
+			// QP 1's implied NAK: the ACK's last beat in to the READ's
+			// resend on the link (judge: within promptWithin).
+			errs, gaps := p.judgeRNRWaits(res)
+			assert.Empty(t, errs)
+			assert.Len(t, gaps, 1)
+			t.Logf("%s; implied NAK to resend: %v cycles", res.summary, gaps)
+		})
+	}
+}
