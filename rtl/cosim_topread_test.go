@@ -67,10 +67,11 @@ func topReadScenario() []*topQP {
 		// QP 1 at MTU 4096, its inbound region open to remote reads only:
 		// a READ of 5000 bytes at an odd address (2 responses), a READ of 64
 		// at an aligned one, the first again from its response 1 (904
-		// bytes: LAST alone).
+		// bytes: LAST alone). Its CQ has 2 entries and software consumes
+		// none: its third CQE overruns it.
 		{it: &reqItem{cfg: true, qix: 1, qpn: 0x001D31, dlid: 0x42, slid: topPortLID, sl: 3, vl: 1, rqpn: 0xF0001, psn: 0xFFFFF0, mtuCode: 5, cqn: 1},
 			msgs:  []topMsg{{wr: w(hca.WRSend, 1, 0x11, 5000)}, {wr: w(hca.WRRDMAWriteImm, 1, 0x2000, 64)}, {wr: w(hca.WRRDMARead, 1, 0x3000, 100)}},
-			batch: 1, inAccess: hca.AccessRemoteRead,
+			batch: 1, inAccess: hca.AccessRemoteRead, cqLog: 1, overrun: true,
 			in: []topIn{rd(0x203, 5000), rd(0x1800, 64), {op: hca.WRRDMARead, dup: 1, from: 1}}},
 	}
 }
@@ -136,7 +137,12 @@ func TestTopReadPlan(t *testing.T) {
 	assert.Equal(t, 1, p.rnaks)
 	assert.Equal(t, 3, p.rdups)
 	assert.Equal(t, 1, p.rerrs)
-	// Host blocks the run changes: the QPs' CQEs (3 + 3), the READs'
+	// QP 1's CQ of 2 entries, nothing consumed: its SEND's and WRITE with
+	// immediate's CQEs at slots 0 and 1 (hca.CQESlot: pi - ci < 2), the
+	// READ's third finds it full: dropped, CQ 1's overrun flag set.
+	assert.Equal(t, []int{0, 1}, p.qps[1].slots)
+	assert.Equal(t, 1<<1, p.overruns)
+	// Host blocks the run changes: the QPs' CQEs (3 + 2), the READs'
 	// payloads their own requests fetch (700 bytes at 0x3000: 11 blocks,
 	// 100 at 0x9000: 2), QP 0's inbound WRITE of 100 at 0x15000 (2
 	// blocks); no responder READ writes anything.
@@ -146,7 +152,7 @@ func TestTopReadPlan(t *testing.T) {
 			changed++
 		}
 	}
-	assert.Equal(t, 6+11+2+2, changed)
+	assert.Equal(t, 5+11+2+2, changed)
 }
 
 // TestTopReadCosim: the bench on the READ scenario, seeds 1 and 2.
