@@ -114,6 +114,20 @@ type Config struct {
 	// QPContextBytes is the size of one QP context in ICM, what a QP
 	// context cache miss reads from host memory, bytes.
 	QPContextBytes int `yaml:"qp_context_bytes"`
+	// CQCacheEntries is the CQ context cache size in CQs: the CQ contexts
+	// the HCA holds on chip (ctxcache.go). 0: CQ contexts are not modelled
+	// (every one on chip).
+	CQCacheEntries int `yaml:"cq_cache_entries"`
+	// CQContextBytes is the size of one CQ context in ICM, what a CQ
+	// context cache miss reads from host memory and an eviction writes
+	// back, bytes.
+	CQContextBytes int `yaml:"cq_context_bytes"`
+	// SRQCacheEntries is the SRQ context cache size in SRQs (ctxcache.go).
+	// 0: SRQ contexts are not modelled (every one on chip).
+	SRQCacheEntries int `yaml:"srq_cache_entries"`
+	// SRQContextBytes is the size of one SRQ context in ICM, what an SRQ
+	// context cache miss reads and an eviction writes back, bytes.
+	SRQContextBytes int `yaml:"srq_context_bytes"`
 	// KeyCacheMissNS is the retired fixed miss time. It is kept only so that
 	// a config still giving it is refused with a line saying what replaced
 	// it (Validate) instead of "unknown key"; nil when not given.
@@ -206,6 +220,21 @@ func Defaults() Config {
 		// the InfiniHost/Tavor PRM gives (QUERY_DEV_CAP qpc_entry_sz);
 		// mlx5's ICM layout is the firmware's and not published.
 		QPContextBytes: 256,
+		// CQs and SRQs; 0 = not modelled, so results stand as validated.
+		// ConnectX's cache sizes for them are not published
+		// (docs/hca.md, "CQ and SRQ context caches").
+		CQCacheEntries:  0,
+		SRQCacheEntries: 0,
+		// bytes; the mlx5 PRM's CQ context, struct mlx5_ifc_cqc_bits in
+		// Linux include/linux/mlx5/mlx5_ifc.h, ends with dbr_addr at bit
+		// 0x1c0: 0x200 bits, 64 bytes, a power of two already; that the
+		// ICM entry is that size too is assumed (mlx5's ICM layout is the
+		// firmware's and not published).
+		CQContextBytes: 64,
+		// bytes; the SRQ context, struct mlx5_ifc_srqc_bits there, ends
+		// with reserved_at_180[0x80]: 0x200 bits, 64 bytes; the ICM entry
+		// the same size, assumed.
+		SRQContextBytes: 64,
 
 		// packets; rxe RXE_MAX_PKT_PER_ACK 64 (ib-facts §5).
 		AckReqEvery: 64,
@@ -405,6 +434,8 @@ func (c *Config) Validate() error {
 		{"key_cache_entries", c.KeyCacheEntries, 1, 1 << 20},
 		{"mtt_cache_entries", c.MTTCacheEntries, 0, 1 << 20},
 		{"qp_cache_entries", c.QPCacheEntries, 0, 1 << 20},
+		{"cq_cache_entries", c.CQCacheEntries, 0, 1 << 20},
+		{"srq_cache_entries", c.SRQCacheEntries, 0, 1 << 20},
 		{"ack_req_every", c.AckReqEvery, 1, 1 << 16},
 		{"ack_coalesce", c.AckCoalesce, 1, 1024},
 		{"retry_timeout", c.RetryTimeout, 0, 31},
@@ -439,6 +470,12 @@ func (c *Config) Validate() error {
 	}
 	if b := c.QPContextBytes; b < 64 || b > 4096 || b&(b-1) != 0 {
 		return fmt.Errorf("hca.qp_context_bytes: %d is not a power of two from 64 to 4096", b)
+	}
+	if b := c.CQContextBytes; b < 64 || b > 4096 || b&(b-1) != 0 {
+		return fmt.Errorf("hca.cq_context_bytes: %d is not a power of two from 64 to 4096", b)
+	}
+	if b := c.SRQContextBytes; b < 64 || b > 4096 || b&(b-1) != 0 {
+		return fmt.Errorf("hca.srq_context_bytes: %d is not a power of two from 64 to 4096", b)
 	}
 	if c.VLBufferBytes%64 != 0 {
 		return fmt.Errorf("hca.vl_buffer_bytes: %d is not a multiple of 64 (one credit is 64 bytes)", c.VLBufferBytes)

@@ -180,6 +180,11 @@ func (d *Device) DestroyCQ(cq *CQ) error {
 	}
 	n.armed = false
 	cq.destroyed = true
+	if d.cqc != nil {
+		// The destroy command takes the context through the firmware:
+		// no write-back at a later eviction (not timed).
+		d.cqc.drop(cq.Num)
+	}
 	return nil
 }
 
@@ -197,6 +202,9 @@ func (d *Device) DestroySRQ(s *SRQ) error {
 	s.destroyed = true
 	s.cache.clear()
 	s.limit = 0
+	if d.srqc != nil {
+		d.srqc.drop(s.Num) // as DestroyCQ's
+	}
 	return nil
 }
 

@@ -45,6 +45,7 @@ const (
 	writeMKey                     // an MKey context written back to ICM (a bind, an invalidate): nothing at its end
 	writeEQE                      // an event queue entry (cqevent.go): nothing at its end
 	writeMSIX                     // an MSI-X message (Addr: the CQ number): the interrupt reaches the host at its end
+	writeContext                  // a CQ or SRQ context written back to ICM at its eviction (ctxcache.go): nothing at its end
 )
 
 // txEntry is a packet waiting for the wire.
@@ -181,6 +182,10 @@ type Device struct {
 	// qpc is the QP context cache (hca.qp_cache_entries, qpcache.go), nil
 	// when QP contexts are not modelled.
 	qpc *QPCache
+	// cqc and srqc are the CQ and SRQ context caches
+	// (hca.cq_cache_entries, hca.srq_cache_entries; ctxcache.go), nil
+	// when those contexts are not modelled.
+	cqc, srqc *ContextCache
 
 	qps  []*QP
 	cqs  []*CQ
@@ -260,6 +265,12 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	}
 	if cfg.QPCacheEntries > 0 {
 		d.qpc = &QPCache{newLRU[uint32](cfg.QPCacheEntries)}
+	}
+	if cfg.CQCacheEntries > 0 {
+		d.cqc = newContextCache(cfg.CQCacheEntries, CQCBase, cfg.CQContextBytes)
+	}
+	if cfg.SRQCacheEntries > 0 {
+		d.srqc = newContextCache(cfg.SRQCacheEntries, SRQCBase, cfg.SRQContextBytes)
 	}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
@@ -1085,7 +1096,15 @@ func ResponderCQE(qpn uint32, a *RespAction, se bool) CQE {
 const cqeQueueSize = 16
 
 // writeCQE passes a CQE through the CQE stage and posts its 64-byte write.
+// With CQ contexts modelled the CQE waits for its CQ's context (the
+// producer index, the ring's address, the arm state and the EQ live
+// there: cqContext) before it enters the stage; the stage serves in offer
+// order, so the CQEs offered after it wait too (docs/hca.md, "CQ and SRQ
+// context caches").
 func (d *Device) writeCQE(cq *CQ, c CQE, t ib.PS) {
+	if d.cqc != nil {
+		t = d.contextUse(d.cqc, t, cq.Num)
+	}
 	issue := d.stages[StageCQE].accept(t, 0)
 	d.cqeQ.push(pendingCQE{cq: cq, cqe: c}, cqeQueueSize)
 	if vis, ok := d.PCIe.Post(issue, CQEBytes, WriteNote{Kind: writeCQE}); ok {
@@ -1141,7 +1160,7 @@ func (d *Device) postedBooked(w *PostedWrite, vis ib.PS) {
 		if n.Timed {
 			d.Timeline.RespWrite = vis
 		}
-	case writeMKey, writeEQE:
+	case writeMKey, writeEQE, writeContext:
 	case writeMSIX:
 		d.interruptAt(uint32(w.Note.Addr), vis)
 	default:

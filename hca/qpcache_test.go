@@ -94,12 +94,18 @@ type qpRing struct {
 	a, b   *Device
 	qa     []*QP
 	doneAt []ib.PS // completion times, in order
-	// downAt is, at each completion, the time A's downstream PCIe has
-	// been booked busy so far.
-	downAt []ib.PS
+	// downAt and upAt are, at each completion, the time A's downstream
+	// and upstream PCIe have been booked busy so far.
+	downAt, upAt []ib.PS
 }
 
 func newQPRing(t *testing.T, cfg Config, n, msgs int) *qpRing {
+	return newQPRingCQs(t, cfg, n, msgs, false)
+}
+
+// newQPRingCQs is newQPRing with, when cqPerQP, a send CQ of its own for
+// each of A's QPs (else they share one).
+func newQPRingCQs(t *testing.T, cfg Config, n, msgs int, cqPerQP bool) *qpRing {
 	s := components.NewSim()
 	a, b := BackToBack(s, edrLink(), cfg, cfg)
 	r := &qpRing{s: s, a: a, b: b}
@@ -111,7 +117,11 @@ func newQPRing(t *testing.T, cfg Config, n, msgs int) *qpRing {
 	mrA := a.RegMR(pdA, bufA, 64*n, AccessLocalWrite)
 	mrB := b.RegMR(pdB, bufB, 64*n, AccessRemoteWrite)
 	for i := 0; i < n; i++ {
-		qa := a.CreateQP(pdA, scq, a.CreateCQ(16), 64, 16)
+		cq := scq
+		if cqPerQP {
+			cq = a.CreateCQ(16)
+		}
+		qa := a.CreateQP(pdA, cq, a.CreateCQ(16), 64, 16)
 		qb := b.CreateQP(pdB, b.CreateCQ(16), b.CreateCQ(16), 64, 16)
 		require.NoError(t, ConnectRC(qa, qb, 4096, 0x10, 0x20))
 		r.qa = append(r.qa, qa)
@@ -135,6 +145,7 @@ func newQPRing(t *testing.T, cfg Config, n, msgs int) *qpRing {
 			require.Equal(t, WCSuccess, wc.Status)
 			r.doneAt = append(r.doneAt, now)
 			r.downAt = append(r.downAt, a.PCIe.down.busy)
+			r.upAt = append(r.upAt, a.PCIe.up.busy)
 			if posted < msgs {
 				s.Schedule(now, posters[wc.WRID], 0)
 			}

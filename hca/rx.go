@@ -105,7 +105,16 @@ func (d *Device) deliver(pkt *ib.Packet) {
 // recvWQEAt returns when the receive WQE a packet arriving at t just took
 // (PopRecv) is on chip: at t if it was, else when its prefetch read brings
 // it (rqWait).
+//
+// A WQE taken from an SRQ with SRQ contexts modelled (srqTook) waits for
+// the SRQ's context as well, used from t, when the QP's context that
+// names the SRQ (mlx5 qpc srqn_rmpn_xrqn) is on chip: the take moves its
+// WQE counter and checks its limit.
 func (d *Device) recvWQEAt(qp *QP, t ib.PS) ib.PS {
+	if qp.srqTook {
+		qp.srqTook = false
+		t = d.contextUse(d.srqc, t, qp.srq.Num)
+	}
 	if qp.rqWait > t {
 		d.Counters.RecvWQEWaits++
 		return qp.rqWait

@@ -115,7 +115,11 @@ type QP struct {
 	// responder would, instead of reading it again.
 	rqReadDone []ib.PS
 	rqWait     ib.PS
-	thread     *Thread // the application thread its posts run on
+	// srqTook is set when the responder has just taken a WQE from the
+	// QP's SRQ with SRQ contexts modelled: the packet's work then waits
+	// for the SRQ's context too (recvWQEAt).
+	srqTook bool
+	thread  *Thread // the application thread its posts run on
 	// xlateAt is when the address translation of the inbound message
 	// being received is on chip: the responder translates a message's
 	// range at its key check, and its later packets' DMAs wait for that.
@@ -1056,7 +1060,12 @@ func (qp *QP) CheckLKey(lkey uint32, addr, n uint64) KeyResult {
 // packet takes it: one that is neither is a model bug (recvInvariant).
 func (qp *QP) PopRecv() (RecvWQE, bool) {
 	if qp.srq != nil {
-		return qp.popSRQ()
+		w, ok := qp.popSRQ()
+		// A take uses the SRQ's context (its WQE counter and limit),
+		// read once the QP's context, which names the SRQ, is in
+		// (recvWQEAt).
+		qp.srqTook = ok && qp.dev.srqc != nil
+		return w, ok
 	}
 	d := qp.dev
 	if w, ok := qp.rqCache.pop(); ok {

@@ -1539,6 +1539,7 @@ func (c *collective) metrics() map[string]any {
 	var timeouts, naks, rnr int64
 	var reduceNs float64
 	var mttHits, mttMisses, qpcHits, qpcMisses int64
+	var ctx ctxTally // CQ and SRQ contexts, over every HCA
 	for _, rk := range c.ranks {
 		writes += len(rk.sends)
 		timeouts += rk.dev.Counters.Timeouts
@@ -1551,6 +1552,7 @@ func (c *collective) metrics() map[string]any {
 		if qc := rk.dev.QPCache(); qc != nil {
 			qpcHits, qpcMisses = qpcHits+qc.Hits, qpcMisses+qc.Misses
 		}
+		ctx.add(rk.dev)
 	}
 	m := map[string]any{
 		"op":            c.sched.Op,
@@ -1609,5 +1611,6 @@ func (c *collective) metrics() map[string]any {
 		// that missed, over every HCA.
 		m["qp_cache_miss_rate"] = float64(qpcMisses) / float64(qpcHits+qpcMisses)
 	}
+	ctx.put(m, "")
 	return m
 }

@@ -89,6 +89,9 @@ func (p *perftest) metrics() map[string]any {
 			m[host+"_qp_cache_miss_rate"] = float64(qc.Misses) / float64(qc.Hits+qc.Misses)
 			m[host+"_qp_cache_misses"] = qc.Misses
 		}
+		var ctx ctxTally
+		ctx.add(d)
+		ctx.put(m, host+"_")
 	}
 	m["stages"] = stages
 	m["pcie_utilization"] = pcie

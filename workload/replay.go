@@ -711,6 +711,7 @@ func (r *replay) metrics() map[string]any {
 	}
 	var timeouts, naks, rnr int64
 	var mttHits, mttMisses, qpcHits, qpcMisses int64
+	var ctx ctxTally // CQ and SRQ contexts, over every HCA
 	for _, h := range r.hosts {
 		timeouts += h.dev.Counters.Timeouts
 		naks += h.dev.Counters.Naks
@@ -721,6 +722,7 @@ func (r *replay) metrics() map[string]any {
 		if qc := h.dev.QPCache(); qc != nil {
 			qpcHits, qpcMisses = qpcHits+qc.Hits, qpcMisses+qc.Misses
 		}
+		ctx.add(h.dev)
 	}
 	m := map[string]any{
 		"messages":        len(r.tr.Msgs),
@@ -748,6 +750,7 @@ func (r *replay) metrics() map[string]any {
 	if qpcHits+qpcMisses > 0 {
 		m["qp_cache_miss_rate"] = float64(qpcMisses) / float64(qpcHits+qpcMisses)
 	}
+	ctx.put(m, "")
 	return m
 }
 
