@@ -1541,7 +1541,7 @@ endmodule
 var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+) mcast=(\d+) noqp=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
-var reqFiles = []string{"hca_requester.v", "hca_cpl_arb.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
+var reqFiles = []string{"hca_requester.v", "hca_cpl_arb.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_rd_merge.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
 	"ib_icrc.v", "ib_vcrc.v"}
 
 // reqTransport is the emitted hca_transport of a 4-VL design (QPN_W 3).

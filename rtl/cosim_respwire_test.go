@@ -535,7 +535,7 @@ module tb;
         rnd_q   <= ($random(seed) & 15) == 0;
         // rd1: each request taken (D client address length), each block answered in order.
         if (rd_valid && rd_ready) begin
-            $display("D %0d %h %h", arb.r_pick, rd_addr, rd_len);
+            $display("D %0d %h %h", arb.u_rd1.r_pick, rd_addr, rd_len);
             dq_addr[dq_w % 32] = {rd_addr[63:6], 6'd0};
             dq_blk[dq_w % 32] = rd_len == 16'd0 ? 11'd1024 : (rd_len + 16'd63) >> 6;
             dq_w = dq_w + 1;
@@ -641,7 +641,7 @@ endmodule
 `
 
 // respWireFiles are the sources besides tb.v.
-var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "hca_tx_assemble.v",
+var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_rd_merge.v", "hca_ack_tx.v", "hca_tx_assemble.v",
 	"onehot_encode.v", "hca_key_check.v"}
 
 // respWireResult is the testbench's log, read back.
@@ -1221,7 +1221,7 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"PadCnt 0", atx, "wire [1:0]       hs_pad   = 2'd0 - hs_p[1:0];", "wire [1:0]       hs_pad   = 2'd0;"},
 		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
 		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
-		{"rd1's blocks routed to the client picked last", arb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"rd1's blocks routed to the client picked last", "hca_rd_merge.v", "assign b_rsp_valid = rsp_valid && h_own;\n", "assign b_rsp_valid = rsp_valid && r_last;\n"},
 		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {

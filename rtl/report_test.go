@@ -459,10 +459,10 @@ func TestReportYosys(t *testing.T) {
 	// the client picked and the one served last, 4 each; the wr0 arbiter's
 	// beats left of the write under way, 10 (a write is at most 1023
 	// blocks); the rd1 arbiter's pick held, client picked and the one
-	// served last, 3, and its order queue of 16 reads: write and read
-	// pointers 4 + 4, the count 0..16 5, the head read's blocks delivered
-	// 11 (a read is at most 1024 blocks; the queue's owners and block
-	// counts are a memory).
+	// served last, 3, and its order queue of 16 reads (an hca_rd_merge
+	// with DEPTH 16, its sync_fifo): write and read pointers 4 + 4, the
+	// count 0..16 5, the head read's blocks delivered 11 (a read is at
+	// most 1024 blocks; the queue's owners and block counts are a memory).
 	assert.Equal(t, 4+4+10+3+(4+4+5+11), flops[synthKey("hca_share_arb", nil)])
 	// hca_cpl_arb: the receive CQ of each QP context, 2^QPN_W x CQN_W = 8
 	// x 4 (reset, so flops, as hca_cqe_writer's contexts), and the round

@@ -161,55 +161,17 @@ module hca_share_arb (
     end
 
     // ---- rd1 ----
-    // Round robin per request (a request is one valid/ready handshake: the pick is held while it
-    // waits, r_hold). hca_dma_engine answers a client's reads in request order, ceil(len / 64) blocks
-    // each (len 0: 1024), one a beat, without back-pressure; so each request taken pushes its owner
-    // and block count into an order queue (RQ_DEPTH entries; a request waits while it is full), and
-    // each response beat goes to the head entry's owner, the entry popped with its last block.
-    localparam integer RQ_DEPTH = 16;
-    reg          r_hold, r_sel, r_last;
-    reg          q_own [0:RQ_DEPTH-1];
-    reg  [10:0]  q_blk [0:RQ_DEPTH-1];
-    reg  [3:0]   q_wp, q_rp;
-    reg  [4:0]   q_n;
-    reg  [10:0]  q_done;   // blocks of the head entry already delivered
-    wire         r_room = q_n != 5'd16;
-    wire         r_pick = r_hold ? r_sel : (b_rd_req_valid && (!a_rd_req_valid || !r_last));
-    assign rd_req_valid   = r_room && (r_pick ? b_rd_req_valid : a_rd_req_valid);
-    assign rd_req_addr    = r_pick ? b_rd_req_addr : a_rd_req_addr;
-    assign rd_req_len     = r_pick ? b_rd_req_len  : a_rd_req_len;
-    assign a_rd_req_ready = r_room && !r_pick && rd_req_ready;
-    assign b_rd_req_ready = r_room && r_pick && rd_req_ready;
-    wire         r_take   = rd_req_valid && rd_req_ready;
-    wire [16:0]  r_up     = {1'b0, rd_req_len} + 17'd63;
-    wire [10:0]  r_blks   = rd_req_len == 16'd0 ? 11'd1024 : r_up[16:6];
-    wire         h_own    = q_own[q_rp];
-    wire         h_end    = q_done + 11'd1 == q_blk[q_rp];
-    assign a_rd_rsp_valid = rd_rsp_valid && !h_own;
-    assign b_rd_rsp_valid = rd_rsp_valid && h_own;
-    always @(posedge clk or negedge rst_n) begin
-        if (!rst_n) begin
-            r_hold <= 1'b0; r_sel <= 1'b0; r_last <= 1'b0;
-            q_wp <= 4'd0; q_rp <= 4'd0; q_n <= 5'd0; q_done <= 11'd0;
-        end else begin
-            if (rd_req_valid) begin
-                r_sel  <= r_pick;
-                r_hold <= !rd_req_ready;
-                if (rd_req_ready) r_last <= r_pick;
-            end
-            if (r_take) q_wp <= q_wp + 4'd1;
-            if (rd_rsp_valid) begin
-                q_done <= h_end ? 11'd0 : q_done + 11'd1;
-                if (h_end) q_rp <= q_rp + 4'd1;
-            end
-            q_n <= q_n + {4'd0, r_take} - {4'd0, rd_rsp_valid && h_end};
-        end
-    end
-    always @(posedge clk) if (r_take) begin
-        q_own[q_wp] <= r_pick;
-        q_blk[q_wp] <= r_blks;
-    end
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, r_up[5:0], 1'b0};
-    /* verilator lint_on UNUSEDSIGNAL */
+    // hca_rd_merge: round robin per request, the pick held while it waits; each request taken
+    // pushes its owner and block count into an order queue of 16 reads (a request waits while it
+    // is full), and each response beat goes to the head entry's owner (hca_dma_engine answers a
+    // client's reads in request order, ceil(len / 64) blocks each, without back-pressure).
+    hca_rd_merge #(.DEPTH(16)) u_rd1 (
+        .clk(clk), .rst_n(rst_n),
+        .a_req_valid(a_rd_req_valid), .a_req_ready(a_rd_req_ready), .a_req_addr(a_rd_req_addr),
+        .a_req_len(a_rd_req_len), .a_rsp_valid(a_rd_rsp_valid),
+        .b_req_valid(b_rd_req_valid), .b_req_ready(b_rd_req_ready), .b_req_addr(b_rd_req_addr),
+        .b_req_len(b_rd_req_len), .b_rsp_valid(b_rd_rsp_valid),
+        .req_valid(rd_req_valid), .req_ready(rd_req_ready), .req_addr(rd_req_addr),
+        .req_len(rd_req_len), .rsp_valid(rd_rsp_valid)
+    );
 endmodule
