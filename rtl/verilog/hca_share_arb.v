@@ -1,8 +1,9 @@
 // hca_share_arb: the three arbiters hca_transport puts between its requester and its responder and the
 // three units they share, hca_key_check (kc_*), DMA client wr0 (wr_*) and DMA client rd1 (rd_*).
 // Client a is hca_requester (its gather and scatter L_Key checks; its READ responses' payloads and
-// atomics' original values; its payload reads), client b the responder (hca_responder's R_Key checks
-// and RDMA WRITE payloads; hca_ack_tx's reads of READ response payloads).
+// atomics' original values; its payload reads), client b the responder (hca_responder's R_Key checks,
+// RDMA WRITE payloads and atomics' results; hca_ack_tx's reads of READ response payloads), and on rd1
+// a client c, hca_responder's reads of an atomic's block.
 // Go model: none of its own. The model's device has one key-check stage and one DMA stage that every
 // lookup and write of a QP takes in the order they are issued (hca.Device.keyCheck, writePayload);
 // the order two clients' requests meet in here is the RTL's, so the co-simulation
@@ -86,6 +87,11 @@ module hca_share_arb (
     input  wire [63:0]  b_rd_req_addr,
     input  wire [15:0]  b_rd_req_len,
     output wire         b_rd_rsp_valid,
+    input  wire         c_rd_req_valid, // rd1: client c (hca_responder's atomic reads)
+    output wire         c_rd_req_ready,
+    input  wire [63:0]  c_rd_req_addr,
+    input  wire [15:0]  c_rd_req_len,
+    output wire         c_rd_rsp_valid,
     // rd1: the DMA engine's client (rd_rsp_data goes to both clients; only the owner sees valid)
     output wire         rd_req_valid,
     input  wire         rd_req_ready,
@@ -161,16 +167,33 @@ module hca_share_arb (
     end
 
     // ---- rd1 ----
-    // hca_rd_merge: round robin per request, the pick held while it waits; each request taken
+    // Two hca_rd_merge: round robin per request, the pick held while it waits; each request taken
     // pushes its owner and block count into an order queue of 16 reads (a request waits while it
     // is full), and each response beat goes to the head entry's owner (hca_dma_engine answers a
-    // client's reads in request order, ceil(len / 64) blocks each, without back-pressure).
+    // client's reads in request order, ceil(len / 64) blocks each, without back-pressure). The
+    // responder's two readers (b: hca_ack_tx's READ response payloads, c: hca_responder's atomic
+    // blocks) first meet in u_rd1_resp, whose output is u_rd1's client b: a request of b or c is
+    // taken by both merges in the same cycle (u_rd1_resp's req_ready is u_rd1's b_req_ready), so
+    // both queues hold it, and a block u_rd1 routes to b is routed on by u_rd1_resp's head. When
+    // all three ask, a gets every other request and b and c one in four each.
+    wire         bc_req_valid, bc_req_ready, bc_rsp_valid;
+    wire [63:0]  bc_req_addr;
+    wire [15:0]  bc_req_len;
+    hca_rd_merge #(.DEPTH(16)) u_rd1_resp (
+        .clk(clk), .rst_n(rst_n),
+        .a_req_valid(b_rd_req_valid), .a_req_ready(b_rd_req_ready), .a_req_addr(b_rd_req_addr),
+        .a_req_len(b_rd_req_len), .a_rsp_valid(b_rd_rsp_valid),
+        .b_req_valid(c_rd_req_valid), .b_req_ready(c_rd_req_ready), .b_req_addr(c_rd_req_addr),
+        .b_req_len(c_rd_req_len), .b_rsp_valid(c_rd_rsp_valid),
+        .req_valid(bc_req_valid), .req_ready(bc_req_ready), .req_addr(bc_req_addr),
+        .req_len(bc_req_len), .rsp_valid(bc_rsp_valid)
+    );
     hca_rd_merge #(.DEPTH(16)) u_rd1 (
         .clk(clk), .rst_n(rst_n),
         .a_req_valid(a_rd_req_valid), .a_req_ready(a_rd_req_ready), .a_req_addr(a_rd_req_addr),
         .a_req_len(a_rd_req_len), .a_rsp_valid(a_rd_rsp_valid),
-        .b_req_valid(b_rd_req_valid), .b_req_ready(b_rd_req_ready), .b_req_addr(b_rd_req_addr),
-        .b_req_len(b_rd_req_len), .b_rsp_valid(b_rd_rsp_valid),
+        .b_req_valid(bc_req_valid), .b_req_ready(bc_req_ready), .b_req_addr(bc_req_addr),
+        .b_req_len(bc_req_len), .b_rsp_valid(bc_rsp_valid),
         .req_valid(rd_req_valid), .req_ready(rd_req_ready), .req_addr(rd_req_addr),
         .req_len(rd_req_len), .rsp_valid(rd_rsp_valid)
     );
