@@ -188,7 +188,16 @@ type topIn struct {
 	n   uint32
 	op  hca.WROpcode
 	imm uint32
+	// An atomic (op WRCompSwap or WRFetchAdd, n 8, off 8-byte aligned or
+	// not): its swap/add and compare data; hit: the compare is the word at
+	// off as the image holds it before any request arrives (a CMP_SWAP
+	// that swaps).
+	swap, cmp uint64
+	hit       bool
 }
+
+// isAtomic reports whether the request is an atomic.
+func (w topIn) isAtomic() bool { return w.op == hca.WRCompSwap || w.op == hca.WRFetchAdd }
 
 // topLocal is the QP's responder's environment, as hca.QP's: R_Keys
 // checked in the MPT (hca.KeyTable.CheckRemote) in its PD, receive
@@ -549,7 +558,11 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		if qp.in == nil {
 			continue
 		}
-		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|hca.AccessRemoteWrite)
+		access := hca.AccessLocalWrite | hca.AccessRemoteWrite
+		if slices.ContainsFunc(qp.in, topIn.isAtomic) {
+			access |= hca.AccessRemoteAtomic // the region takes the far end's atomics too
+		}
+		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, access)
 		var rq []hca.RecvWQE
 		for k, b := range qp.recv {
 			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
@@ -566,7 +579,11 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		far := hca.NewRequester(&cfg, mtu, 0)
 		var firsts []uint32 // each request's first PSN
 		for _, w := range qp.in {
-			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
+			if w.hit {
+				w.cmp = topImageWord(p.mem, mr.Addr+w.off)
+			}
+			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true,
+				SwapAdd: w.swap, Compare: w.cmp}, 0)
 			next := uint32(0)
 			if k := len(firsts); k > 0 {
 				next = firsts[k-1] + uint32(hca.PacketCount(qp.in[k-1].n, mtu))
@@ -615,6 +632,9 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
 				copy(w, b)
 				qp.acks = append(qp.acks, w)
+			}
+			if act.Atomic || act.AtomicReplay {
+				qp.acks = append(qp.acks, topAtomic(qp, &pkt, &act, ours, p.mem, placed))
 			}
 		}
 	}
@@ -1000,7 +1020,13 @@ func (p *topPlan) judge(res *topResult) []string {
 	// its NAKs apart (rsp_naks, below).
 	nacks := -p.rnaks
 	for _, qp := range p.qps {
-		nacks += len(qp.acks)
+		for _, a := range qp.acks {
+			// hca_responder's cnt_acks, as the model's Counters.Acks,
+			// counts ACKNOWLEDGEs, not an atomic's answer.
+			if a[8] == byte(ib.Acknowledge) {
+				nacks++
+			}
+		}
 	}
 	if res.counters["rsp_acks"] != nacks {
 		errs = append(errs, fmt.Sprintf("rsp_acks=%d, the model's responders sent %d", res.counters["rsp_acks"], nacks))
@@ -1068,7 +1094,7 @@ func (p *topPlan) judge(res *topResult) []string {
 			continue
 		}
 		qp := p.qps[q]
-		if pk[8] == byte(ib.Acknowledge) { // BTH.OpCode: the QP's responder's ACK or NAK
+		if pk[8] == byte(ib.Acknowledge) || pk[8] == byte(ib.AtomicAcknowledge) { // BTH.OpCode: the QP's responder's ACK, NAK or atomic's answer
 			k := gotAck[q]
 			gotAck[q]++
 			if k >= len(qp.acks) || string(pk) != string(qp.acks[k]) {
