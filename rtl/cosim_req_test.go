@@ -1541,7 +1541,7 @@ endmodule
 var reqResult = regexp.MustCompile(`(?m)^REQ beats=(\d+) cycles=(\d+) items=(\d+) blocks=(\d+) werr=(\d+) cerr=(\d+) verr=(\d+) gaps=(\d+) offers=(\d+) commits=(\d+) held=(\d+) acks=(\d+) cpls=(\d+) cplheld=(\d+) drops=(\d+) cfgack=(\d+) cfgwait=(\d+) rxbeats=(\d+) naks=(\d+) rsps=(\d+) notreq=(\d+) stalled=(\d+) icrc=(\d+) hdr=(\d+) pkey=(\d+) mcast=(\d+) noqp=(\d+)$`)
 
 // reqFiles are the sources besides tb.v and the emitted hca_transport.v.
-var reqFiles = []string{"hca_requester.v", "hca_cpl_arb.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
+var reqFiles = []string{"hca_requester.v", "hca_cpl_arb.v", "hca_rx_ack.v", "hca_responder.v", "hca_share_arb.v", "hca_rd_merge.v", "hca_ack_tx.v", "sync_fifo.v", "hca_tx_path.v", "hca_tx_packetizer.v", "hca_tx_assemble.v",
 	"ib_icrc.v", "ib_vcrc.v"}
 
 // reqTransport is the emitted hca_transport of a 4-VL design (QPN_W 3).
@@ -2288,8 +2288,11 @@ func TestRequesterMutantsFail(t *testing.T) {
 
 // newOther is a packet on rx_* that is not an ACKNOWLEDGE, for QP qpn or
 // another: a request for the responder (a WRITE's first packet of several
-// beats), one it does not take (SEND with invalidate, an atomic, UD's
-// SEND); no READ request, SEND or WRITE with immediate, which
+// beats), one it does not take (SEND with invalidate, its LAST without a
+// payload, UD's SEND, with and without immediate: these two stand where
+// atomics stood, with the same random draws, since hca_rx_ack routes
+// atomics to the responder); no READ request, SEND, WRITE with immediate
+// or atomic, which
 // hca_responder answers with packets on tx_* (a READ's responses, an RNR
 // NAK: hca_transport's receive queue is TODO) that these runs would take
 // for the requester's: their co-simulation is cosim_respwire_test.go's; a
@@ -2297,7 +2300,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 // requester (READ responses, an atomic ACK) or a CNP, which hca_rx_ack
 // does not act on yet; now and then with a GRH.
 func newOther(r *rand.Rand, qpn uint32) *ib.Packet {
-	ops := []ib.Opcode{ib.SendOnlyInv, ib.RDMAWriteFirst, ib.FetchAdd, ib.CompareSwap, ib.UDSendOnly,
+	ops := []ib.Opcode{ib.SendOnlyInv, ib.RDMAWriteFirst, ib.SendLastInv, ib.UDSendOnlyImm, ib.UDSendOnly,
 		ib.RDMAReadResponseOnly, ib.RDMAReadResponseMiddle, ib.RDMAReadResponseFirst, ib.AtomicAcknowledge, ib.CNP}
 	p := &ib.Packet{Opcode: ops[r.IntN(len(ops))], GRH: r.IntN(4) == 0, DLID: uint16(r.Uint32()), SLID: uint16(r.Uint32()),
 		DestQP: qpn, PSN: r.Uint32() & 0xFFFFFF, AckReq: r.IntN(2) == 0,
@@ -2326,9 +2329,10 @@ func otherToRequester(op ib.Opcode) bool {
 
 // otherToResponder reports whether hca_rx_ack hands a packet of opcode op
 // to the responder (on rq_*): an RC RDMA WRITE (with immediate or not), an
-// RDMA READ request or an RC SEND (not with invalidate).
+// RDMA READ request, an RC SEND (not with invalidate) or an atomic.
 func otherToResponder(op ib.Opcode) bool {
-	return op >= ib.RDMAWriteFirst && op <= ib.RDMAReadRequest || op <= ib.SendOnlyImm
+	return op >= ib.RDMAWriteFirst && op <= ib.RDMAReadRequest || op <= ib.SendOnlyImm ||
+		op == ib.CompareSwap || op == ib.FetchAdd
 }
 
 // otherIsRsp reports whether hca_rx_ack counts a packet of opcode op on

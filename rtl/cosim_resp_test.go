@@ -150,6 +150,9 @@ type respRun struct {
 	// 128 bytes each inside the testbench's atomic memory).
 	atomics     bool
 	atomRegions []hca.MR
+	// atomReads: each atomic executed, the address it reads and writes
+	// (the responder's read of its block: the wired runs check them).
+	atomReads []uint64
 }
 
 // respCQE is a receive completion as hca_responder gives it on rc_*: the

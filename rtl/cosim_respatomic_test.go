@@ -58,6 +58,7 @@ func (run *respRun) atomic(q *respQP, pkt *ib.Packet, a hca.RespAction) {
 			run.mem[a.XlateAddr+uint64(i)] = b[i]
 		}
 		run.writes++
+		run.atomReads = append(run.atomReads, a.XlateAddr)
 		q.resp.SaveAtomic(pkt.PSN, orig)
 		run.byKind["atomic"]++
 	}

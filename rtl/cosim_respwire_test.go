@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -67,6 +68,9 @@ type respWire struct {
 	notReq int         // requests the responder does not take
 	keys   []respWireKey
 	grh    int // WRITE packets with a GRH
+	bad    int // malformed packets (hca_rx_ack's hdr_err): atomics whose PktLen ParseWire refuses
+	// atoms: the atomic requests by opcode and header layout (respWireSendKind).
+	atoms map[string]int
 	// sends: the SEND and WRITE-with-immediate packets by opcode and
 	// header (respWireSendKind), so a run can require each layout.
 	sends map[string]int
@@ -131,27 +135,9 @@ func newRespWireSends(seed uint64, steps int) *respWire {
 func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 	run.noSend = !run.sends // a SEND MIDDLE inside a WRITE only in runs with SENDs
 	run.fill(steps)
-	w := &respWire{run: run, r: rand.New(rand.NewPCG(seed, 0x3172)), sends: map[string]int{}}
+	w := &respWire{run: run, r: rand.New(rand.NewPCG(seed, 0x3172)), sends: map[string]int{}, atoms: map[string]int{}}
 	r := w.r
-	beat := func(p *ib.Packet, gap bool) {
-		b := ib.AppendWire(nil, p)
-		n := (len(b) + BlockBytes - 1) / BlockBytes
-		buf := make([]byte, n*BlockBytes)
-		copy(buf, b)
-		for i := range n {
-			flags := 0
-			if i == 0 {
-				flags |= 2
-			}
-			if i == n-1 {
-				flags |= 1
-				if gap {
-					flags |= 4
-				}
-			}
-			w.ents = append(w.ents, fmt.Sprintf("0%x%x", flags, buf[i*BlockBytes:(i+1)*BlockBytes]))
-		}
-	}
+	beat := func(p *ib.Packet, gap bool) { w.raw(ib.AppendWire(nil, p), gap) }
 	for _, p := range run.stream {
 		if p.cfg {
 			dlid, slid, sl, vl, rqpn := respWirePath(p.qpn)
@@ -180,17 +166,48 @@ func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 				PayloadLen: n, Payload: pay}, false)
 		}
 		if r.IntN(12) == 0 {
-			// A request the responder does not take yet: dropped on not_req (atomics, SEND with
-			// invalidate, a UD SEND).
-			op := []ib.Opcode{ib.UDSendOnly, ib.CompareSwap, ib.SendOnlyInv, ib.FetchAdd}[r.IntN(4)]
-			q := &ib.Packet{Opcode: op, DLID: respWireLID, GRH: r.IntN(4) == 0, DestQP: p.qpn, PSN: p.psn,
-				RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: 64}}
+			// A request the responder does not take yet: dropped on not_req (SEND with invalidate,
+			// ONLY or LAST without a payload, a UD SEND, with immediate or not). The last two stand
+			// where CompareSwap and FetchAdd stood, with the same random draws, since hca_rx_ack
+			// routes atomics to the responder.
+			op := []ib.Opcode{ib.UDSendOnly, ib.SendLastInv, ib.SendOnlyInv, ib.UDSendOnlyImm}[r.IntN(4)]
+			q := &ib.Packet{Opcode: op, DLID: respWireLID, GRH: r.IntN(4) == 0, DestQP: p.qpn, PSN: p.psn}
 			if op == ib.UDSendOnly || op == ib.SendOnlyInv {
 				q.PayloadLen = 1 + r.IntN(200)
 				q.Payload = make([]byte, q.PayloadLen)
 			}
 			w.notReq++
 			beat(q, false)
+		}
+		if run.atomics && r.IntN(16) == 0 {
+			// An atomic whose PktLen is short of its AtomicETH (by 1..7 words, the ICRC resealed)
+			// or leaves no room for its PadCnt's bytes: ib.ParseWire refuses it, hca_rx_ack drops
+			// it on hdr_err, and the model never sees it.
+			q := &ib.Packet{Opcode: ib.FetchAdd, DLID: respWireLID, GRH: r.IntN(2) == 0, DestQP: p.qpn, PSN: p.psn}
+			b := ib.AppendWire(nil, q)
+			if r.IntN(3) == 0 {
+				bth := 8 // the BTH's offset
+				if q.GRH {
+					bth += 40
+				}
+				b[bth+1] |= byte(1+r.IntN(3)) << 4 // PadCnt 1..3, no payload for it
+			} else {
+				cut := 4 * (1 + r.IntN(7))
+				n := len(b) - ib.VCRCBytes - 4 // the ICRC's offset
+				b = append(b[:n-cut:n-cut], make([]byte, 4+ib.VCRCBytes)...)
+				pl := (len(b) - ib.VCRCBytes) / 4 // PktLen: the words from the LRH through the ICRC
+				b[4], b[5] = b[4]&0xF8|byte(pl>>8), byte(pl)
+				if q.GRH {
+					binary.BigEndian.PutUint16(b[12:], uint16(pl*4-48)) // GRH PayLen: the BTH through the ICRC
+				}
+			}
+			resealWire(b, true)
+			_, perr := ib.ParseWire(b)
+			if perr == nil {
+				panic("respWire: a malformed atomic ib.ParseWire takes")
+			}
+			w.bad++
+			w.raw(b, false)
 		}
 		g := r.IntN(4) == 0
 		if g {
@@ -199,8 +216,21 @@ func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 		if p.op <= ib.SendOnlyImm || p.op == ib.RDMAWriteLastImm || p.op == ib.RDMAWriteOnlyImm {
 			w.sends[respWireSendKind(p.op, g)]++
 		}
-		beat(&ib.Packet{Opcode: p.op, DLID: respWireLID, SLID: uint16(r.Uint32()), GRH: g, DestQP: p.qpn, PSN: p.psn,
-			AckReq: p.ackReq, RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: p.dlen}, Imm: p.imm, PayloadLen: len(p.pay), Payload: p.pay}, p.gap)
+		q := &ib.Packet{Opcode: p.op, DLID: respWireLID, SLID: uint16(r.Uint32()), GRH: g, DestQP: p.qpn, PSN: p.psn,
+			AckReq: p.ackReq, RETH: ib.RETH{VA: p.va, RKey: p.rkey, Length: p.dlen}, Imm: p.imm, PayloadLen: len(p.pay), Payload: p.pay}
+		if p.op == ib.CompareSwap || p.op == ib.FetchAdd {
+			q.Atomic = ib.AtomicETH{VA: p.va, RKey: p.rkey, SwapAdd: p.swap, Compare: p.cmp}
+			kind := respWireSendKind(p.op, g)
+			if r.IntN(8) == 0 {
+				// Bytes past the AtomicETH: ib.ParseWire takes them as a payload, the model's
+				// responder ignores them, and so does hca_rx_ack.
+				q.PayloadLen = 1 + r.IntN(40)
+				q.Payload = make([]byte, q.PayloadLen)
+				kind += " with bytes past it"
+			}
+			w.atoms[kind]++
+		}
+		beat(q, p.gap)
 	}
 	// The requester's packets (opaque here: a VL in LRH.VL, BTH opcode 0x04,
 	// 1..3 beats of random bytes) for the transmit port hca_ack_tx shares.
@@ -228,6 +258,27 @@ func newRespWireRun(run *respRun, seed uint64, steps int) *respWire {
 		w.keys = append(w.keys, k)
 	}
 	return w
+}
+
+// raw appends packet b (its bytes through the VCRC) to the rx stream as
+// 64-byte beats; gap: nothing comes after it until the responder is idle.
+func (w *respWire) raw(b []byte, gap bool) {
+	n := (len(b) + BlockBytes - 1) / BlockBytes
+	buf := make([]byte, n*BlockBytes)
+	copy(buf, b)
+	for i := range n {
+		flags := 0
+		if i == 0 {
+			flags |= 2
+		}
+		if i == n-1 {
+			flags |= 1
+			if gap {
+				flags |= 4
+			}
+		}
+		w.ents = append(w.ents, fmt.Sprintf("0%x%x", flags, buf[i*BlockBytes:(i+1)*BlockBytes]))
+	}
 }
 
 // write puts rx.hex, kreq.hex and mpt.hex into dir.
@@ -286,6 +337,11 @@ const respWireTB = "`timescale 1ns/1ps\n" + `
 module tb;
     parameter integer SEED = 1;
     parameter integer RD_RES = 16;
+    // Atomics' memory: [ABASE, ABASE + 512), respMemByte's pattern until written on wr0 (by any
+    // client); rd1 answers from it there.
+    parameter [63:0] ABASE = 64'h0;
+    reg [7:0] amem [0:511];
+    integer ak;
     reg clk = 1'b0, rst_n = 1'b0;
     always #1 clk = ~clk;
     reg [519:0] ent [0:65535];
@@ -300,6 +356,18 @@ module tb;
                 x = a + k;
                 pat[511-8*k -: 8] = x[7:0] ^ x[15:8] ^ x[23:16] ^ x[31:24] ^ 8'hA5;
             end
+        end
+    endfunction
+    // A block as host memory holds it: the atomic memory where it lies, the pattern elsewhere.
+    function [511:0] hostblk;
+        input [63:0] a;
+        integer k;
+        reg [511:0] p;
+        begin
+            p = pat(a);
+            for (k = 0; k < 64; k = k + 1)
+                if (a + k >= ABASE && a + k < ABASE + 512) p[511-8*k -: 8] = amem[a + k - ABASE];
+            hostblk = p;
         end
     endfunction
     reg [519:0] sq [0:1023];
@@ -327,6 +395,7 @@ module tb;
     wire [7:0] rq_op;
     wire [63:0] rq_va;
     wire [31:0] rq_rkey, rq_dlen, rq_imm;
+    wire [63:0] rq_swap, rq_cmp;
     wire [12:0] rq_len;
     wire [511:0] pd_data;
     wire [15:0] x_nak, x_rsp, x_notreq, x_icrc, x_hdr, x_pkey, x_mc;
@@ -338,6 +407,7 @@ module tb;
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len), .rq_imm(rq_imm),
+        .rq_swap(rq_swap), .rq_cmp(rq_cmp),
         .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop), .rpd_valid(rpd_valid), .rpd_pop(rpd_pop),
         .nak_retry(x_nak), .rsp_todo(x_rsp), .not_req(x_notreq), .icrc_err(x_icrc), .hdr_err(x_hdr),
         .pkey_viol(x_pkey), .mcast_drop(x_mc));
@@ -358,8 +428,11 @@ module tb;
     wire [7:0] r_ack_syn;
     wire [15:0] c_acks, c_naks, c_dup, c_seq, c_err, c_noqp, c_todo;
     wire [2:0] kc_rsp_result;
-    wire r_ack_read, r_ack_mid;
-    wire [63:0] r_ack_va;
+    wire r_ack_read, r_ack_mid, r_ack_atomic;
+    wire [63:0] r_ack_va, r_ack_orig;
+    wire c_rd_valid, c_rd_ready, c_rd_rsp;
+    wire [63:0] c_rd_addr;
+    wire [15:0] c_rd_len;
     wire [31:0] r_ack_len;
     wire [2:0] r_ack_mtu;
     // The receive queues' stand-in: {index, address, length, L_Key} per WQE, 64 a context.
@@ -375,8 +448,9 @@ module tb;
         .cfg_mtu(e[366:364]), .cfg_rnr(e[360:356]),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
-        .rq_imm(rq_imm), .rq_swap(64'd0), .rq_cmp(64'd0),
-        .rd_req_valid(), .rd_req_ready(1'b0), .rd_req_addr(), .rd_req_len(), .rd_rsp_valid(1'b0), .rd_rsp_data(512'd0),
+        .rq_imm(rq_imm), .rq_swap(rq_swap), .rq_cmp(rq_cmp),
+        .rd_req_valid(c_rd_valid), .rd_req_ready(c_rd_ready), .rd_req_addr(c_rd_addr), .rd_req_len(c_rd_len),
+        .rd_rsp_valid(c_rd_rsp), .rd_rsp_data(rd_data),
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
         .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
@@ -388,7 +462,7 @@ module tb;
         .kc_rsp_valid(b_kc_rsp_valid), .kc_rsp_ready(b_kc_rsp_ready), .kc_rsp_result(kc_rsp_result),
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
-        .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(), .ack_orig(),
+        .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(r_ack_atomic), .ack_orig(r_ack_orig),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     // ---- the requester's stand-in: READ responses to wr0, key checks ----
@@ -426,7 +500,7 @@ module tb;
     integer dq_n, dq_w, dq_r, dq_i;
     wire rd_ready = rnd_dq && dq_n < 32;
     wire rd_rsp = dq_n > 0 && rnd_dr;
-    wire [511:0] rd_data = pat(dq_addr[dq_r % 32] + 64 * dq_i);
+    wire [511:0] rd_data = hostblk(dq_addr[dq_r % 32] + 64 * dq_i);
     // The requester's stand-in reads (rdq.hex: [127:64] address, [15:0] length), checked block by block.
     wire [127:0] qe = rdq[qi];
     wire qa_valid = qi < nq && rnd_q && qo_n < 32;
@@ -452,6 +526,8 @@ module tb;
         .a_rd_rsp_valid(qa_rsp),
         .b_rd_req_valid(b_rd_valid), .b_rd_req_ready(b_rd_ready), .b_rd_req_addr(b_rd_addr), .b_rd_req_len(b_rd_len),
         .b_rd_rsp_valid(b_rd_rsp),
+        .c_rd_req_valid(c_rd_valid), .c_rd_req_ready(c_rd_ready), .c_rd_req_addr(c_rd_addr), .c_rd_req_len(c_rd_len),
+        .c_rd_rsp_valid(c_rd_rsp),
         .rd_req_valid(rd_valid), .rd_req_ready(rd_ready), .rd_req_addr(rd_addr), .rd_req_len(rd_len), .rd_rsp_valid(rd_rsp));
     // ---- the transmit port: hca_ack_tx between the responder's ACKs, the requester's stand-in
     // (sq.hex: [519:516] VL, [513] sop, [512] eop, [511:0] a beat) and the port (random credits,
@@ -477,7 +553,7 @@ module tb;
         .cfg_sl(e[399:396]), .cfg_vl(e[371]), .cfg_rqpn(e[395:372]), .busy(at_busy),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn),
         .ack_syn(r_ack_syn), .ack_msn(r_ack_msn), .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len),
-        .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid),
+        .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(r_ack_atomic), .ack_orig(r_ack_orig),
         .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
         .rd_rsp_valid(b_rd_rsp), .rd_rsp_data(rd_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
@@ -510,6 +586,9 @@ module tb;
         $readmemh("kreq.hex", kreq);
         $readmemh("sq.hex", sq);
         $readmemh("mpt.hex", mpt);
+        for (ak = 0; ak < 512; ak = ak + 1)
+            amem[ak] = (ABASE[7:0] + ak[7:0]) ^ ((ABASE[15:0] + ak[15:0]) >> 8) ^ ((ABASE[23:0] + ak[23:0]) >> 16) ^
+                       ((ABASE[31:0] + ak[31:0]) >> 24) ^ 8'hA5;
         ei = 0; ki = 0; rk = 0; si = 0; cyc = 0; stall = 0; perr = 0; s_send = 1'b0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
         rnd_rx = 1'b0; rnd_wr = 1'b0; rnd_mpt = 1'b0; rnd_ra = 1'b0; rnd_k = 1'b0; rnd_kr = 1'b0;
         rnd_pick = 1'b0; rnd_vl = 1'b0; rnd_tx = 1'b0; rnd_c0 = 1'b0; rnd_c1 = 1'b0; rnd_s = 1'b0; rnd_s16 = 1'b0;
@@ -535,7 +614,7 @@ module tb;
         rnd_q   <= ($random(seed) & 15) == 0;
         // rd1: each request taken (D client address length), each block answered in order.
         if (rd_valid && rd_ready) begin
-            $display("D %0d %h %h", arb.r_pick, rd_addr, rd_len);
+            $display("D %0d %h %h", arb.u_rd1.r_pick ? (arb.u_rd1_resp.r_pick ? 2 : 1) : 0, rd_addr, rd_len);
             dq_addr[dq_w % 32] = {rd_addr[63:6], 6'd0};
             dq_blk[dq_w % 32] = rd_len == 16'd0 ? 11'd1024 : (rd_len + 16'd63) >> 6;
             dq_w = dq_w + 1;
@@ -606,8 +685,13 @@ module tb;
             ki <= ki + 1; ka_wait <= 1'b0;
         end
         if (wr_valid && rnd_wr) $display("W %0d %h %h %h %h", b_wr_ready, wr_addr, wr_len, wr_be, wr_data);
+        if (wr_valid && rnd_wr)
+            for (ak = 0; ak < 64; ak = ak + 1)
+                if (wr_be[63-ak] && {wr_addr[63:6], 6'd0} + ak >= ABASE && {wr_addr[63:6], 6'd0} + ak < ABASE + 512)
+                    amem[{wr_addr[63:6], 6'd0} + ak - ABASE] <= wr_data[511-8*ak -: 8];
         if (r_ack_valid && r_ack_ready) $display("A %h %h %h %h %h %h %h", r_ack_qpn, r_ack_psn, r_ack_syn, r_ack_msn,
-                                                 {r_ack_mid, r_ack_read}, r_ack_read ? r_ack_va : 64'd0, r_ack_read ? r_ack_len : 32'd0);
+                                                 {r_ack_atomic, r_ack_mid, r_ack_read}, r_ack_read ? r_ack_va : r_ack_atomic ? r_ack_orig : 64'd0,
+                                                 r_ack_read ? r_ack_len : 32'd0);
         // The requester's stand-in: its head offered on its VL, sent whole once committed.
         if (r_tx_valid && r_tx_ready) begin
             si <= si + 1;
@@ -641,7 +725,7 @@ endmodule
 `
 
 // respWireFiles are the sources besides tb.v.
-var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_ack_tx.v", "hca_tx_assemble.v",
+var respWireFiles = []string{"hca_rx_ack.v", "ib_icrc.v", "sync_fifo.v", "hca_responder.v", "hca_share_arb.v", "hca_rd_merge.v", "hca_ack_tx.v", "hca_tx_assemble.v",
 	"onehot_encode.v", "hca_key_check.v"}
 
 // respWireResult is the testbench's log, read back.
@@ -695,7 +779,7 @@ func runRespWire(t *testing.T, ctx context.Context, dir string, w *respWire, see
 	}
 	w.write(t, dir)
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp", fmt.Sprintf("-Ptb.SEED=%d", seed),
-		fmt.Sprintf("-Ptb.RD_RES=%d", w.run.cfg.MaxRdAtomic)}, files...)...)
+		fmt.Sprintf("-Ptb.RD_RES=%d", w.run.cfg.MaxRdAtomic), fmt.Sprintf("-Ptb.ABASE=64'h%x", w.run.abase)}, files...)...)
 	require.NoError(t, err)
 	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(w.ents)), fmt.Sprintf("+nk=%d", len(w.keys)),
 		fmt.Sprintf("+ns=%d", w.sqBeats()), fmt.Sprintf("+nq=%d", len(w.rdq)))
@@ -850,8 +934,9 @@ func (w *respWire) check(res *respWireResult) []string {
 	}
 	diffs = append(diffs, w.checkTx(res)...)
 	diffs = append(diffs, w.checkReads(res)...)
-	if res.notReq != w.notReq || res.bad != 0 || res.other != 0 {
-		diffs = append(diffs, fmt.Sprintf("not_req %d (stream %d), malformed drops %d, rsp_todo + nak_retry %d (0 each)", res.notReq, w.notReq, res.bad, res.other))
+	if res.notReq != w.notReq || res.bad != w.bad || res.other != 0 {
+		diffs = append(diffs, fmt.Sprintf("not_req %d (stream %d), malformed drops %d (stream %d), rsp_todo + nak_retry %d (0)",
+			res.notReq, w.notReq, res.bad, w.bad, res.other))
 	}
 	return diffs
 }
@@ -928,6 +1013,15 @@ func (w *respWire) checkTx(res *respWireResult) []string {
 // bytes, the VCRC zero, zeros to the beat's end) and its VL.
 func respOutWire(o respOutPkt) ([]byte, int) {
 	dlid, slid, sl, vl, rqpn := respWirePath(o.ack.qpn)
+	if o.rsp == nil && o.ack.rd == 4 {
+		// An atomic's answer: the ATOMIC ACKNOWLEDGE hca.Device.atomic sends (the AETH's
+		// syndrome and MSN, the AtomicAckETH the original value), one beat.
+		w := ib.AppendWire(nil, &ib.Packet{Opcode: ib.AtomicAcknowledge, DLID: dlid, SLID: slid, SL: sl, VL: vl, DestQP: rqpn,
+			PSN: o.ack.psn, AETH: ib.AETH{Syndrome: uint8(o.ack.syn), MSN: o.ack.msn}, AtomicAck: o.ack.va})
+		b := make([]byte, BlockBytes)
+		copy(b, w[:len(w)-ib.VCRCBytes])
+		return b, int(vl)
+	}
 	if o.rsp == nil {
 		return ackWire(o.ack), int(vl)
 	}
@@ -945,10 +1039,20 @@ func respOutWire(o respOutPkt) ([]byte, int) {
 // stand-in got every block it asked for, each host memory's bytes.
 func (w *respWire) checkReads(res *respWireResult) []string {
 	var diffs []string
-	var mine, theirs int
+	var mine, theirs, atoms int
 	for _, d := range res.reads {
 		if d[0] == 0 {
 			theirs++
+			continue
+		}
+		if d[0] == 2 {
+			// The responder's atomic reads: each executed atomic's block, in order.
+			if atoms >= len(w.run.atomReads) || d[1] != w.run.atomReads[atoms]&^63 || d[2] != 64 {
+				diffs = append(diffs, fmt.Sprintf("the responder's atomic read %d: %#x, %d bytes; the model's atomics read %#x",
+					atoms, d[1], d[2], w.run.atomReads[min(atoms, max(len(w.run.atomReads)-1, 0)):]))
+				break
+			}
+			atoms++
 			continue
 		}
 		if mine >= len(w.run.readAddrs) {
@@ -966,6 +1070,9 @@ func (w *respWire) checkReads(res *respWireResult) []string {
 	}
 	if mine != len(w.run.readAddrs) && len(diffs) == 0 {
 		diffs = append(diffs, fmt.Sprintf("the responder made %d reads, the model's responses %d", mine, len(w.run.readAddrs)))
+	}
+	if atoms != len(w.run.atomReads) && len(diffs) == 0 {
+		diffs = append(diffs, fmt.Sprintf("the responder made %d atomic reads, the model executed %d atomics", atoms, len(w.run.atomReads)))
 	}
 	want := 0
 	for _, q := range w.rdq {
@@ -1132,7 +1239,7 @@ func TestResponderWiredMutantsFail(t *testing.T) {
 		{"a WRITE FIRST's payload offset 40, not 36", rx, "6'd36:   blk = {prev[223:0], nxt[511:224]};", "6'd36:   blk = {prev[191:0], nxt[511:192]};"},
 		{"wr0 released after a write's first beat", arb, "w_busy <= w_beats > 10'd1;", "w_busy <= 1'b0;"},
 		{"a key check's grant held one cycle, not to its response", arb, "if (kc_rsp_valid && kc_rsp_ready) k_busy <= 1'b0;", "if (k_busy) k_busy <= 1'b0;"},
-		{"the ACK's MSN from its PSN", atx, "ack_syn, ack_msn};", "ack_syn, ack_psn};"},
+		{"the ACK's MSN from its PSN", atx, "ack_syn, ack_msn,", "ack_syn, ack_psn,"},
 		{"the ACK's DestQP the local QPN, not the remote one", atx, "c_rqpn[ai], 8'd0, ack_psn,", "ack_qpn, 8'd0, ack_psn,"},
 		{"the requester ahead of the ACK on their VL", atx, "a_offer && tx_pick_valid && tx_pick_vl == head_vl;",
 			"a_offer && tx_pick_valid && tx_pick_vl == head_vl && !r_vl_waiting[tx_pick_vl];"},
@@ -1170,7 +1277,7 @@ func TestResponderWiredSendMutantsFail(t *testing.T) {
 		{cosimMutant{"a WRITE ONLY's ImmDt read before its RETH", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 60 : 20)"}, respWireSendMutantSteps},
 		{cosimMutant{"the ImmDt behind a GRH at the local offset", rx, "(global ? 60 : (wi_reth ? 36 : 20))", "(global ? 20 : (wi_reth ? 36 : 20))"}, respWireSendMutantSteps},
 		{cosimMutant{"a WRITE ONLY's ImmDt behind a GRH from the second beat's first word", rx, "rq_imm <= c_data[511-8*12 -: 32];", "rq_imm <= c_data[511 -: 32];"}, respWireSendMutantSteps},
-		{cosimMutant{"the ImmDt's word not among the headers", rx, " + {10'd0, rq_imm_w};", ";"}, respWireSendMutantSteps},
+		{cosimMutant{"the ImmDt's word not among the headers", rx, " + {10'd0, rq_imm_w} +", " +"}, respWireSendMutantSteps},
 		{cosimMutant{"the payload not moved past the ImmDt", rx, "{4'd0, rq_imm_w, 2'b00};", "{4'd0, 1'b0, 2'b00};"}, respWireSendMutantSteps},
 		{cosimMutant{"a WRITE ONLY with immediate's payload at 36", rx, "6'd40:   blk = {prev[191:0], nxt[511:192]};", "6'd40:   blk = {prev[223:0], nxt[511:224]};"}, respWireSendSteps},
 		{cosimMutant{"its payload behind a GRH at 76", rx, "6'd16:   blk = {prev[383:0], nxt[511:384]};", "6'd16:   blk = {prev[415:0], nxt[511:416]};"}, respWireSendMutantSteps},
@@ -1215,13 +1322,13 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"a replay from inside the READ sent from FIRST", f, "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
 		{"a replay with the MSN after it", f, "p_msn <= ctx_msn[ix];\n                p_mid", "p_msn <= ctx_msn[ix] + 24'd1;\n                p_mid"},
 		{"the resource ring not advanced", f, "ctx_rnext[ix] <= rnext_n;\n                res_first", "ctx_rnext[ix] <= ctx_rnext[ix];\n                res_first"},
-		{"READ requests not routed to the responder", rx, "wire         rq_req = pay_req || rd_req;", "wire         rq_req = pay_req;"},
+		{"READ requests not routed to the responder", rx, "wire         rq_req = pay_req || rd_req || at_req;", "wire         rq_req = pay_req || at_req;"},
 		{"a READ's RETH behind a GRH not from the second beat", rx, "p_grq   <= global && rq_reth;", "p_grq   <= global && wr_req && wr_reth;"},
 		{"a MIDDLE response with an AETH", atx, "wire             hs_aeth  = hs_op != 8'h0E;", "wire             hs_aeth  = 1'b1;"},
 		{"PadCnt 0", atx, "wire [1:0]       hs_pad   = 2'd0 - hs_p[1:0];", "wire [1:0]       hs_pad   = 2'd0;"},
 		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
 		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
-		{"rd1's blocks routed to the client picked last", arb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"rd1's blocks routed to the client picked last", "hca_rd_merge.v", "assign b_rsp_valid = rsp_valid && h_own;\n", "assign b_rsp_valid = rsp_valid && r_last;\n"},
 		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {

@@ -220,7 +220,16 @@ type topIn struct {
 	// from its response from on: its PSN, VA and length advanced by from
 	// responses (from MTUs), as hca.Requester.Next asks for the rest.
 	dup, from int
+	// An atomic (op WRCompSwap or WRFetchAdd, n 8, off 8-byte aligned or
+	// not): its swap/add and compare data; hit: the compare is the word at
+	// off as the image holds it before any request arrives (a CMP_SWAP
+	// that swaps).
+	swap, cmp uint64
+	hit       bool
 }
+
+// isAtomic reports whether the request is an atomic.
+func (w topIn) isAtomic() bool { return w.op == hca.WRCompSwap || w.op == hca.WRFetchAdd }
 
 // topLocal is the QP's responder's environment, as hca.QP's: R_Keys
 // checked in the MPT (hca.KeyTable.CheckRemote) in its PD, receive
@@ -648,6 +657,9 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 		if acc == 0 {
 			acc = hca.AccessRemoteWrite | hca.AccessRemoteRead
 		}
+		if slices.ContainsFunc(qp.in, topIn.isAtomic) {
+			acc |= hca.AccessRemoteAtomic // the region takes the far end's atomics too
+		}
 		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|acc)
 		var rq []hca.RecvWQE
 		for k, b := range qp.recv {
@@ -670,7 +682,11 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 				firsts[k] = firsts[w.dup-1]
 				continue
 			}
-			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
+			if w.hit {
+				w.cmp = topImageWord(p.mem, mr.Addr+w.off)
+			}
+			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true,
+				SwapAdd: w.swap, Compare: w.cmp}, 0)
 			firsts[k] = next
 			next += uint32(hca.PacketCount(w.n, mtu))
 		}
@@ -764,6 +780,9 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 					ours.ReadResponseSent(act.ReadRes, rp.PSN)
 					addResp(&rp)
 				}
+			}
+			if act.Atomic || act.AtomicReplay {
+				qp.acks = append(qp.acks, topAtomic(qp, pkt, &act, ours, p.mem, placed))
 			}
 		}
 	}
@@ -1175,8 +1194,10 @@ func (p *topPlan) judge(res *topResult) []string {
 	// its NAKs apart (rsp_naks, below).
 	nacks := -p.rnaks
 	for _, qp := range p.qps {
-		for _, w := range qp.acks {
-			if w[8] == byte(ib.Acknowledge) { // not a READ response
+		for _, a := range qp.acks {
+			// hca_responder's cnt_acks, as the model's Counters.Acks,
+			// counts ACKNOWLEDGEs, not an atomic's answer.
+			if a[8] == byte(ib.Acknowledge) {
 				nacks++
 			}
 		}
@@ -1994,18 +2015,18 @@ func TestTopMutantsFail(t *testing.T) {
 	// sent from FIRST (QP 0's duplicate from PSN 1), the responder's
 	// resource ring not advanced (QP 1's duplicate of its first READ finds
 	// the second's resource: dropped), rd1's blocks given to the client
-	// picked last (hca_share_arb: a responder's blocks to the requester or
-	// the reverse), and in hca_transport's wiring the responses' VL not
+	// picked last (hca_rd_merge, which hca_share_arb instantiates: a
+	// responder's blocks to the requester or the reverse), and in hca_transport's wiring the responses' VL not
 	// the context's (QP 1's on VL 0); and QP 1's CQ overrun: a CQE
 	// written into a full CQ, a CQ full only past its depth (its third
 	// CQE over its first), the overrun flag not set (hca_cqe_writer).
-	atx, sarb := "hca_ack_tx.v", "hca_share_arb.v"
+	atx := "hca_ack_tx.v"
 	readMutants := []cosimMutant{
 		{"a READ's R_Key checked for REMOTE_WRITE", "hca_responder.v", "is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2", "is_atm ? 4'd8 : 4'd2"},
 		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
 		{"a replay from inside sent from FIRST", "hca_responder.v", "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
 		{"the resource ring not advanced", "hca_responder.v", "ctx_rnext[ix] <= rnext_n;\n                res_first", "ctx_rnext[ix] <= ctx_rnext[ix];\n                res_first"},
-		{"rd1's blocks routed to the client picked last", sarb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"rd1's blocks routed to the client picked last", "hca_rd_merge.v", "assign b_rsp_valid = rsp_valid && h_own;\n", "assign b_rsp_valid = rsp_valid && r_last;\n"},
 		{"hca_transport: the responses' VL not the context's", "hca_transport.v", ".cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),",
 			".cfg_sl(qp_cfg_sl), .cfg_vl({VL_W{1'b0}}), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),"},
 		{"hca_cqe_writer: a CQE written into a full CQ", cw, "wire        room    = (pi - cq_ci_r[cpl_cqn]) < depth;", "wire        room    = 1'b1;"},

@@ -370,6 +370,9 @@ func synthesize(ctx context.Context, dir, statFile, module string, params []Para
 		files = []string{"sync_fifo.v", "onehot_encode.v", "rr_arbiter.v", "hca_rq.v"}
 	case "hca_rd_merge":
 		files = []string{"sync_fifo.v", "hca_rd_merge.v"}
+	case "hca_share_arb":
+		// Its rd1 arbiter is an hca_rd_merge (DEPTH 16), counted here.
+		files = []string{"sync_fifo.v", "hca_rd_merge.v", "hca_share_arb.v"}
 	case "hca_wqe_fetch":
 		files = []string{"sync_fifo.v", "onehot_encode.v", "rr_arbiter.v", "hca_wqe_fetch.v"}
 		// Its hca_wqe_parse has a line of its own: here a black box (one

@@ -409,10 +409,12 @@ func TestReportYosys(t *testing.T) {
 	// starts in the second beat, 1. The SENDs and WRITEs with immediate
 	// (the same register: their header is a WRITE's): the ImmDt 32, and
 	// the flag of a global WRITE ONLY with immediate (its ImmDt in the
-	// second beat) 1.
+	// second beat) 1. The atomics (the same register: VA and R_Key in the
+	// RETH's): the AtomicETH's swap/add 64 and compare 64, and the flag of
+	// a global atomic (its AtomicETH ends in the second beat) 1.
 	assert.Equal(t, (1+24+24+8)+7*16+7+PKeyTableEntries*16+(8+13+64+1)+
 		(512+4+7+7+7+1+7)+(7+7+8)+1+
-		(1+24+24+8+1+64+32+32+13)+2+1+(32+1), flops[synthKey("hca_rx_ack", nil)])
+		(1+24+24+8+1+64+32+32+13)+2+1+(32+1)+(64+64+1), flops[synthKey("hca_rx_ack", nil)])
 	// hca_responder, 8 contexts (QPN_W 3), ACK_COALESCE 1: the ACK
 	// register, valid 1 + QPN 24 + PSN 24 + syndrome 8 + MSN 24; the seven
 	// counters, 16 bits each; four flags a context (valid, ERR, in a
@@ -448,8 +450,6 @@ func TestReportYosys(t *testing.T) {
 	// AtomicETH swap/add 64 + compare 64; the value written back 64; an
 	// atomic flag per resource, 8 x RD_RES; the atomic's resource, the
 	// index's log2(8 x RD_RES) bits (the original values are a memory).
-	// hca_transport ties the atomic inputs off, but these registers have
-	// no reset, so Yosys keeps them.
 	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+4+(1+1+64+8+8+6+8)+63*8+
 		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24+
 		8+32+(1+2+4+16+32+32)+(1+24+2+4+16+32+32)+
@@ -459,11 +459,14 @@ func TestReportYosys(t *testing.T) {
 	// the client picked and the one served last, 4 each; the wr0 arbiter's
 	// beats left of the write under way, 10 (a write is at most 1023
 	// blocks); the rd1 arbiter's pick held, client picked and the one
-	// served last, 3, and its order queue of 16 reads: write and read
-	// pointers 4 + 4, the count 0..16 5, the head read's blocks delivered
-	// 11 (a read is at most 1024 blocks; the queue's owners and block
-	// counts are a memory).
-	assert.Equal(t, 4+4+10+3+(4+4+5+11), flops[synthKey("hca_share_arb", nil)])
+	// served last, 3, and its order queue of 16 reads (an hca_rd_merge
+	// with DEPTH 16, its sync_fifo): write and read pointers 4 + 4, the
+	// count 0..16 5, the head read's blocks delivered 11 (a read is at
+	// most 1024 blocks; the queue's owners and block counts are a memory);
+	// and a second hca_rd_merge of 16 in front of its client b, the same
+	// 3 + (4 + 4 + 5 + 11), which merges hca_ack_tx's READ payload reads
+	// with hca_responder's atomic reads (client c).
+	assert.Equal(t, 4+4+10+2*(3+(4+4+5+11)), flops[synthKey("hca_share_arb", nil)])
 	// hca_cpl_arb: the receive CQ of each QP context, 2^QPN_W x CQN_W = 8
 	// x 4 (reset, so flops, as hca_cqe_writer's contexts), and the round
 	// robin's side taken last, the pick held and the held side, 1 each.

@@ -215,10 +215,11 @@ sets from the same LIDs (the RTL does not compare them). A packet that passes is
 ATOMIC ACKNOWLEDGE goes to hca_requester (QP, PSN, syndrome, opcode, a READ response's payload
 length, an atomic ACK's original value) at its last beat, in order (one for a QPN no context holds
 is dropped there, counted on rx_no_qp); every RC RDMA WRITE (with or without immediate), RDMA
-READ and SEND request goes to hca_responder (QP, PSN, opcode, AckReq, the RETH, the ImmDt, a WRITE's
-or SEND's payload through the same payload FIFO, each block tagged with its consumer); the rest is
-dropped and counted: CNPs on rx_rsp_todo (TODO), the requests the responder does not take yet
-(atomics, SEND with invalidate) and other transports on rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
+READ, SEND and atomic (CMP_SWAP, FETCH_ADD) request goes to hca_responder (QP, PSN, opcode, AckReq,
+the RETH, the ImmDt, the AtomicETH, a WRITE's or SEND's payload through the same payload FIFO, each
+block tagged with its consumer); the rest is dropped and counted: CNPs on rx_rsp_todo (TODO), the
+requests the responder does not take yet (SEND with invalidate) and other transports on
+rx_not_req; sequence error and RNR NAKs also count on rx_nak_retry. The responder
 (hca_responder's header): contexts written with the requester's by qp_cfg_* (its expected PSN
 qp_cfg_rqpsn, its path MTU qp_cfg_mtu; a write waits while an ACK waits in its output register or a
 READ reply is under way), the PSN and opcode-sequence checks, the R_Key over the RETH range through
@@ -256,7 +257,9 @@ TODO: the GRH's DGID and the QP's P_Key index on receive,
 max_rd_atomic, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
-UD's SEND_ONLY with a DETH, atomics at the responder. The responder's receive completions (rc_*)
+UD's SEND_ONLY with a DETH. The responder's atomics (hca_responder's header) read their block
+through rd1 (client c of hca_share_arb), write the result through wr0 and answer with an ATOMIC
+ACKNOWLEDGE (hca_ack_tx: AETH and AtomicAckETH). The responder's receive completions (rc_*)
 share cpl_* with the requester's through hca_cpl_arb (round robin, a waiting pick held), into the
 QP's receive CQ, qp_cfg_rcqn (hca.QP.RecvCQ), a context field hca_cpl_arb keeps per QP. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
 the receive queues, their doorbells and prefetch).`,
@@ -280,6 +283,7 @@ the receive queues, their doorbells and prefetch).`,
     wire [7:0]  rq_op;
     wire [63:0] rq_va;
     wire [31:0] rq_rkey, rq_dlen, rq_imm;
+    wire [63:0] rq_swap, rq_cmp; // an atomic's AtomicETH data
     wire [12:0] rq_len;
     hca_rx_ack #(.PKEY_N(PKEY_N)) u_rx_ack (
         .clk(clk), .rst_n(rst_n), .port_lid(port_lid), .port_lmc(port_lmc),
@@ -289,6 +293,7 @@ the receive queues, their doorbells and prefetch).`,
         .ack_op(ack_op), .ack_len(ack_len), .ack_orig(ack_orig), .ack_blk(ack_blk),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len), .rq_imm(rq_imm),
+        .rq_swap(rq_swap), .rq_cmp(rq_cmp),
         .pd_valid(pd_valid), .pd_data(pd_data), .pd_pop(pd_pop), .rpd_valid(rpd_valid), .rpd_pop(rpd_pop),
         .nak_retry(rx_nak_retry), .rsp_todo(rx_rsp_todo), .not_req(rx_not_req),
         .icrc_err(rx_icrc_err), .hdr_err(rx_hdr_err), .pkey_viol(rx_pkey_viol), .mcast_drop(rx_mcast_drop)
@@ -312,11 +317,13 @@ the receive queues, their doorbells and prefetch).`,
     wire [63:0] a_wr_addr, b_wr_addr, a_wr_be, b_wr_be;
     wire [15:0] a_wr_len, b_wr_len;
     wire [511:0] a_wr_data, b_wr_data;
-    // DMA client rd1: the requester's payload reads (client a) and hca_ack_tx's READ response
-    // payloads (client b), each response block routed to the client whose read it answers.
+    // DMA client rd1: the requester's payload reads (client a), hca_ack_tx's READ response
+    // payloads (client b) and the responder's atomic blocks (client c), each response block routed
+    // to the client whose read it answers.
     wire        a_rd_valid, a_rd_ready, a_rd_rsp_valid, b_rd_valid, b_rd_ready, b_rd_rsp_valid;
-    wire [63:0] a_rd_addr, b_rd_addr;
-    wire [15:0] a_rd_len, b_rd_len;
+    wire        c_rd_valid, c_rd_ready, c_rd_rsp_valid;
+    wire [63:0] a_rd_addr, b_rd_addr, c_rd_addr;
+    wire [15:0] a_rd_len, b_rd_len, c_rd_len;
     hca_share_arb u_share (
         .clk(clk), .rst_n(rst_n),
         .a_kc_req_valid(a_kc_req_valid), .a_kc_req_ready(a_kc_req_ready), .a_kc_req_key(a_kc_req_key),
@@ -338,6 +345,8 @@ the receive queues, their doorbells and prefetch).`,
         .a_rd_req_len(a_rd_len), .a_rd_rsp_valid(a_rd_rsp_valid),
         .b_rd_req_valid(b_rd_valid), .b_rd_req_ready(b_rd_ready), .b_rd_req_addr(b_rd_addr),
         .b_rd_req_len(b_rd_len), .b_rd_rsp_valid(b_rd_rsp_valid),
+        .c_rd_req_valid(c_rd_valid), .c_rd_req_ready(c_rd_ready), .c_rd_req_addr(c_rd_addr),
+        .c_rd_req_len(c_rd_len), .c_rd_rsp_valid(c_rd_rsp_valid),
         .rd_req_valid(pay_rd_valid), .rd_req_ready(pay_rd_ready), .rd_req_addr(pay_rd_addr),
         .rd_req_len(pay_rd_len), .rd_rsp_valid(pay_rsp_valid)
     );
@@ -361,23 +370,20 @@ the receive queues, their doorbells and prefetch).`,
     wire [7:0]  rs_rc_status;
     wire [15:0] rs_rc_index;
     wire [31:0] rs_rc_len, rs_rc_imm;
-    // No atomic reaches the responder yet (hca_rx_ack routes none): its rd_* and AtomicETH tied off.
-    wire        rs_rd_valid, rs_ack_atomic;
-    wire [63:0] rs_rd_addr, rs_ack_orig;
-    wire [15:0] rs_rd_len;
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire rs_rc_unused = &{1'b0, rs_rd_valid, rs_rd_addr, rs_rd_len,
-                          rs_ack_atomic, rs_ack_orig, 1'b0};
-    /* verilator lint_on UNUSEDSIGNAL */
+    // Its atomics (FETCH_ADD, CMP_SWAP from hca_rx_ack, with their AtomicETH): the block read
+    // through rd1 (client c of hca_share_arb), the result written through wr0, the ATOMIC
+    // ACKNOWLEDGE (ack_atomic, ack_orig) built by hca_ack_tx.
+    wire        rs_ack_atomic;
+    wire [63:0] rs_ack_orig;
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
         .cfg_psn(qp_cfg_rqpsn), .cfg_pd(qp_cfg_pd), .cfg_mtu(qp_cfg_mtu), .cfg_rnr(qp_cfg_rnr),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_qpn(rq_qpn), .rq_psn(rq_psn), .rq_op(rq_op),
         .rq_ackreq(rq_ackreq), .rq_va(rq_va), .rq_rkey(rq_rkey), .rq_dlen(rq_dlen), .rq_len(rq_len),
-        .rq_imm(rq_imm), .rq_swap(64'd0), .rq_cmp(64'd0),
-        .rd_req_valid(rs_rd_valid), .rd_req_ready(1'b0), .rd_req_addr(rs_rd_addr), .rd_req_len(rs_rd_len),
-        .rd_rsp_valid(1'b0), .rd_rsp_data(512'd0),
+        .rq_imm(rq_imm), .rq_swap(rq_swap), .rq_cmp(rq_cmp),
+        .rd_req_valid(c_rd_valid), .rd_req_ready(c_rd_ready), .rd_req_addr(c_rd_addr), .rd_req_len(c_rd_len),
+        .rd_rsp_valid(c_rd_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .rw_req_valid(rw_req_valid), .rw_req_ready(rw_req_ready), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_rsp_ok), .rw_rsp_index(rw_rsp_index), .rw_rsp_addr(rw_rsp_addr),
         .rw_rsp_len(rw_rsp_len), .rw_rsp_lkey(rw_rsp_lkey),
@@ -410,6 +416,7 @@ the receive queues, their doorbells and prefetch).`,
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
         .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
         .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
+        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig),
         .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
         .rd_rsp_valid(b_rd_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),

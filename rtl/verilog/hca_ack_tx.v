@@ -1,6 +1,7 @@
-// hca_ack_tx: the responder's ACKs and NAKs as ACKNOWLEDGE packets, and its RDMA READ replies as
-// READ RESPONSE packets, on hca_transport's transmit port, ahead of the requester's packets on their VL.
-// Go model: hca.Device.sendAck and nextReadResponse (hca/rx.go) with hca.Responder.NextReadResponse:
+// hca_ack_tx: the responder's ACKs and NAKs as ACKNOWLEDGE packets, its RDMA READ replies as READ
+// RESPONSE packets and its atomics' answers as ATOMIC ACKNOWLEDGE packets, on hca_transport's transmit
+// port, ahead of the requester's packets on their VL.
+// Go model: hca.Device.sendAck, atomic and nextReadResponse (hca/rx.go) with hca.Responder.NextReadResponse:
 // each packet addressed to the QP's peer (Device.address: SLID the port's, DLID the remote LID, SL
 // and VL the QP's, DestQP the remote QPN), queued on the QP's VL in the response queue, which the VL
 // offers ahead of its request queue (txVL.head), a READ reply staying at the queue's head until its
@@ -17,6 +18,10 @@
 // - an ACK or NAK becomes one 64-byte beat: LRH (VL, LVer 0, SL, LNH 2 local, DLID, PktLen 7 words:
 //   LRH 8 + BTH 12 + AETH 4 + ICRC 4, SLID), BTH (OpCode 0x11, SE 0, M 0, PadCnt 0, TVer 0, P_Key
 //   0xFFFF, DestQP the remote QPN, A 0, PSN), AETH (syndrome, MSN), then zeros;
+// - an atomic's answer (ack_atomic) becomes one beat too, an ATOMIC ACKNOWLEDGE: as an ACK but
+//   PktLen 9 words (the AtomicAckETH's 8 bytes more) and OpCode 0x12, the AtomicAckETH (ack_orig,
+//   the original value, big-endian as ib.AppendWire puts it) after the AETH (hca.Device.atomic:
+//   syndrome 0x1F, the MSN after the atomic, or the current one for a replayed duplicate);
 // - a READ reply (ack_read: first PSN, VA, length, MTU code, MSN, ack_mid a replay from inside the
 //   READ) becomes ceil(length / MTU) responses (one for 0 bytes), response i of min(MTU, rest) bytes
 //   from VA + i x MTU: OpCode ONLY (0x10) alone, else FIRST (0x0D), MIDDLE (0x0E) ..., LAST (0x0F),
@@ -70,6 +75,8 @@ module hca_ack_tx #(
     input  wire [31:0]       ack_len,
     input  wire [2:0]        ack_mtu,        // the path MTU, IBA code 1..5
     input  wire              ack_mid,        // a replay from inside the READ: MIDDLE ... LAST
+    input  wire              ack_atomic,     // an ATOMIC ACKNOWLEDGE: ack_orig its AtomicAckETH
+    input  wire [63:0]       ack_orig,
     // DMA client rd1 (through hca_share_arb): the responses' payloads
     output wire              rd_req_valid,
     input  wire              rd_req_ready,
@@ -116,12 +123,15 @@ module hca_ack_tx #(
         end
     end
 
-    // ---- an ACK: one beat ----
+    // ---- an ACK or an atomic ACK: one beat ----
     wire [QPN_W-1:0] ai   = ack_qpn[QPN_W-1:0];
     wire [31:0]      vl32 = {{(32-VL_W){1'b0}}, c_vl[ai]};
-    wire [191:0]     hdr  = {vl32[3:0], 4'd0, c_sl[ai], 2'd0, 2'd2, c_dlid[ai], 5'd0, 11'd7, c_slid[ai],  // LRH
-                             8'h11, 8'd0, 16'hFFFF, 8'd0, c_rqpn[ai], 8'd0, ack_psn,                     // BTH
-                             ack_syn, ack_msn};                                                          // AETH
+    wire [10:0]      a_plen = ack_atomic ? 11'd9 : 11'd7;                     // LRH 2 + BTH 3 + AETH 1 (+ AtomicAckETH 2) + ICRC 1
+    wire [7:0]       a_op   = ack_atomic ? 8'h12 : 8'h11;
+    wire [255:0]     hdr  = {vl32[3:0], 4'd0, c_sl[ai], 2'd0, 2'd2, c_dlid[ai], 5'd0, a_plen, c_slid[ai],  // LRH
+                             a_op, 8'd0, 16'hFFFF, 8'd0, c_rqpn[ai], 8'd0, ack_psn,                       // BTH
+                             ack_syn, ack_msn,                                                            // AETH
+                             ack_atomic ? ack_orig : 64'd0};                                              // AtomicAckETH
 
     // ---- a READ reply (hca.Responder.NextReadResponse as hca.Device.trySend takes them) ----
     reg              e_busy;     // a reply taken, its last response not yet out of the assembler
@@ -272,7 +282,7 @@ module hca_ack_tx #(
     ib_icrc u_icrc (
         .clk(clk), .rst_n(rst_n),
         .in_valid(e_busy ? m_valid : ack_is), .in_ready(c_in_ready),
-        .in_data(e_busy ? m_data : {hdr, 320'd0}), .in_sop(e_busy ? m_sop : 1'b1), .in_eop(e_busy ? m_eop : 1'b1),
+        .in_data(e_busy ? m_data : {hdr, 256'd0}), .in_sop(e_busy ? m_sop : 1'b1), .in_eop(e_busy ? m_eop : 1'b1),
         .out_valid(c_valid), .out_ready(q_push_ready), .out_data(c_data), .out_sop(c_sop), .out_eop(c_eop),
         .out_icrc_err(c_icrc_err), .out_len_err(c_len_err)
     );

@@ -1,10 +1,11 @@
 // hca_rd_merge: two DMA read clients on one (hca_top: rd0, shared by hca_wqe_fetch, client a, and
-// hca_rq, client b: the send and the receive WQE reads). Go model: none of its own; the model reads
+// hca_rq, client b: the send and the receive WQE reads; hca_share_arb: rd1, the requester's and the
+// responder's payload reads, DEPTH 16). Go model: none of its own; the model reads
 // every WQE through one DMA stage in the order the reads are issued (hca.Device.fetchWQEs,
 // recvFetch), and the order the two clients' requests meet in here is the RTL's.
 //
 // Round robin per request (a request is one valid/ready handshake: the pick is held while it
-// waits, r_hold), as hca_share_arb's rd1 arbiter: when both ask, the one not served last goes.
+// waits, r_hold): when both ask, the one not served last goes.
 // hca_dma_engine answers a client's reads in request order, ceil(len / 64) blocks each (len 0: 1024),
 // one a beat, without back-pressure; so each request taken pushes its owner and block count into an
 // order queue (DEPTH entries; a request waits while it is full), and each response beat goes to the

@@ -102,10 +102,9 @@
 // TODO: SEND with invalidate, a receive WQE of several scatter
 // elements (the model's RecvSGL), the flush of posted WQEs when the QP goes to ERR
 // (hca.Device.flushRecvs), SRQs (docs/rtl.md). In
-// hca_transport: behind hca_rx_ack (which routes no atomic to it yet: rq_swap, rq_cmp and rd_* are
-// tied off, ack_atomic unused, hca_ack_tx builds no ATOMIC ACKNOWLEDGE; rw_* goes to hca_top's
-// hca_rq, rc_* to no CQE writer yet), its kc_* and wr_* through
-// hca_share_arb, its ack_* into hca_ack_tx.
+// hca_transport: behind hca_rx_ack (rq_swap and rq_cmp its AtomicETH's data), its kc_*, wr_* and
+// rd_* (client c of rd1) through hca_share_arb, its ack_* into hca_ack_tx (ack_atomic: an ATOMIC
+// ACKNOWLEDGE), rw_* to hca_top's hca_rq, rc_* through hca_cpl_arb to hca_cqe_writer.
 module hca_responder #(
     parameter integer QPN_W        = 3,  // 2^QPN_W contexts
     parameter integer ACK_COALESCE = 1,  // hca.ack_coalesce: AckReq packets one ACK may cover (1..1024)

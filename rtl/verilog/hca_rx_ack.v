@@ -5,7 +5,8 @@
 // (0x0D..0x10) and ATOMIC ACKNOWLEDGE (0x12) that passed to hca_requester's ack_* port, and every
 // RC RDMA WRITE request (FIRST 0x06, MIDDLE 0x07, LAST 0x08, ONLY 0x0A; LAST 0x09 and ONLY 0x0B with
 // immediate), RDMA READ request (0x0C) and SEND (FIRST 0x00, MIDDLE 0x01, LAST 0x02, ONLY 0x04; LAST
-// 0x03 and ONLY 0x05 with immediate) to hca_responder's rq_* port, in the order they came;
+// 0x03 and ONLY 0x05 with immediate) and atomic (CMP_SWAP 0x13, FETCH_ADD 0x14) to hca_responder's
+// rq_* port, in the order they came;
 // everything else it consumes and drops, counted.
 // Go model: hca.Device.complete, hca.Requester.OnAck(BTH.PSN, AETH.Syndrome), OnReadResponse and
 // OnAtomicAck on the QP BTH.DestQP names (the model delivers only good packets to the port they name, with LMC 0,
@@ -85,8 +86,8 @@
 //   of the packet's headers: a counter of its own, not hdr_err (PortRcvErrors' kind), so a UD
 //   receive path can take them later without changing what hdr_err means. Decided after the
 //   P_Key, which IBA checks on multicast packets too.
-// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; an RDMA WRITE, RDMA READ
-//   or SEND request to rq_*; a CNP counts on rsp_todo; anything else on not_req. One for a QPN no context holds is
+// - Then: an ACKNOWLEDGE, a READ response or an atomic ACK goes to ack_*; an RDMA WRITE, RDMA READ,
+//   SEND or atomic request to rq_*; a CNP counts on rsp_todo; anything else on not_req. One for a QPN no context holds is
 //   hca_requester's or hca_responder's to count (their no_qp: the contexts are there).
 // Decisions:
 // - A packet is decided at its last beat (eop), when ib_icrc's flags are known: what its first
@@ -130,18 +131,25 @@
 //   rq_rkey and rq_dlen keep the last RETH's, and the responder does not read them.
 // - An RC RDMA READ request (0x0C) that passes goes out on rq_* the same way, its RETH read as a
 //   WRITE FIRST's (bytes 20..35, 60..75 with a GRH), rq_len 0, no payload blocks (PktLen must
-//   leave room for the RETH; bytes past it are not looked at, as the model's responder ignores a
-//   READ request's payload).
+//   leave room for the RETH and PadCnt's bytes, ib.ParseWire's rule; bytes past it are not looked
+//   at, as the model's responder ignores a READ request's payload).
+// - An RC atomic (CMP_SWAP 0x13, FETCH_ADD 0x14) that passes goes out on rq_* the same way: rq_va,
+//   rq_rkey, rq_swap and rq_cmp from its AtomicETH (bytes 20..47 local; 60..87 with a GRH, the VA's
+//   high half in the first beat, the rest the second beat's bytes 0..23, loaded there), rq_len 0,
+//   no payload blocks. PktLen must leave room for the AtomicETH and PadCnt's bytes (13 words local,
+//   23 global at least; ib.ParseWire's rules, else hdr_err); bytes past it are not looked at, as
+//   the model's responder ignores them (IBA gives an atomic no payload; the model's parser takes
+//   any as one and Responder.Receive never reads it).
 // - Every other packet counts on not_req and is dropped: RC requests hca_responder does not take
-//   yet (atomics, SEND with invalidate: TODO), UD and other transports, a raw LNH. not_req: "not for the requester nor the responder".
+//   yet (SEND with invalidate: TODO), UD and other transports, a raw LNH. not_req: "not for the requester nor the responder".
 // The counters are 16 bits and saturate at 65535, as ib_link's rcv_errors and IBA's PortInfo
 // P_KeyViolations.
 // Not checked here (TODO): the GRH's DGID against the port's GIDs (the model's parser does not
 // check it either), the QP context's P_Key index (IBA checks a packet against the entry its
 // QP uses; here any valid entry passes it, as a port with one partition per QP would), the
 // reserved DLID 0 on a port whose port_lid is 0 (not yet given a LID: it matches here), PktLen
-// against the headers of requests other than RDMA WRITE (not taken yet), a READ response's payload against the path
-// MTU.
+// against the headers of requests not taken yet (SEND with invalidate), a READ response's payload
+// against the path MTU.
 module hca_rx_ack #(
     parameter integer PKEY_N = 4    // entries of the P_Key table (NodeInfo.PartitionCap)
 ) (
@@ -177,6 +185,8 @@ module hca_rx_ack #(
     output reg  [31:0]  rq_dlen,
     output reg  [12:0]  rq_len,     // the payload's bytes (0..4096)
     output reg  [31:0]  rq_imm,     // the ImmDt (SEND LAST/ONLY and WRITE LAST/ONLY with immediate)
+    output reg  [63:0]  rq_swap,    // an atomic's AtomicETH: swap (CMP_SWAP) or add (FETCH_ADD) data
+    output reg  [63:0]  rq_cmp,     // an atomic's AtomicETH: compare data (CMP_SWAP)
     output wire         pd_valid,   // the payload FIFO's head block, when a READ response's (the requester's)
     output wire [511:0] pd_data,    // the head block, for either consumer
     input  wire         pd_pop,
@@ -250,8 +260,11 @@ module hca_rx_ack #(
     wire         sd_req = is_ib && (opcode <= 8'h05 || opcode == 8'h09 || opcode == 8'h0B);
     wire         imm    = opcode == 8'h03 || opcode == 8'h05 || opcode == 8'h09 || opcode == 8'h0B;
     wire         wi_reth = opcode == 8'h0B;
+    // An atomic (0x13 CMP_SWAP, 0x14 FETCH_ADD): its AtomicETH (VA 8, R_Key 4, swap/add 8, compare
+    // 8 bytes), no payload; to rq_* with rq_len 0 and no blocks.
+    wire         at_req = is_ib && (opcode == 8'h13 || opcode == 8'h14);
     wire         pay_req = wr_req || sd_req;                  // a request with a payload
-    wire         rq_req = pay_req || rd_req;
+    wire         rq_req = pay_req || rd_req || at_req;
     wire         rq_reth = (wr_req && wr_reth) || rd_req || (sd_req && wi_reth);
     wire         rq_imm_w = sd_req && imm;                    // an ImmDt after the BTH (and RETH)
     wire         ackreq = bth[31];                           // BTH byte 8, bit 7 (A)
@@ -268,19 +281,23 @@ module hca_rx_ack #(
                                        g_paylen != {3'd0, pktlen, 2'b00} - 16'd48);
     // The words a packet's headers take with its ICRC (LRH 2, GRH 10, BTH 3, ICRC 1; a READ
     // response's AETH 1 but MIDDLE's; a WRITE's RETH 4 on FIRST and ONLY; an atomic ACK's AETH and
-    // AtomicAckETH 3): PktLen must leave room for them and for PadCnt's bytes (ib.ParseWire's
-    // rules), and is exactly them for an atomic ACK, which carries no payload (as an ACK: 7 words
-    // local, 17 global).
+    // AtomicAckETH 3; an atomic request's AtomicETH 7): PktLen must leave room for them and for
+    // PadCnt's bytes (ib.ParseWire's rules), and is exactly them for an atomic ACK, which carries no
+    // payload (as an ACK: 7 words local, 17 global). A READ request or an atomic carries no payload
+    // either (IBA), but ParseWire takes bytes past its headers as a payload and the model's responder
+    // ignores them, so here too: only room for the headers and PadCnt's bytes is required (an
+    // atomic: 13 words local, 23 global at least).
     wire         has_pay  = rd_rsp || pay_req;               // a packet whose payload goes into the FIFO
     wire         is_mid   = opcode == 8'h0E;
     wire [10:0]  base_w   = global ? 11'd16 : 11'd6;
-    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, rq_reth, 2'b00} + {10'd0, rq_imm_w};
+    wire [10:0]  rsp_w    = base_w + {10'd0, rd_rsp && !is_mid} + {8'd0, rq_reth, 2'b00} + {10'd0, rq_imm_w} +
+                            (at_req ? 11'd7 : 11'd0);
     // A READ response's or WRITE request's payload: the words past its headers and ICRC, less
     // PadCnt's bytes (taken on a packet that passes the length rule above, so never below 0).
     wire [12:0]  rsp_pay  = {pktlen - rsp_w, 2'b00} - {11'd0, padcnt};
     wire         rsp_bad  = (has_pay && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
                             (pay_req && rsp_pay > 13'd4096) ||
-                            (rd_req && pktlen < rsp_w) ||
+                            ((rd_req || at_req) && (pktlen < rsp_w || (pktlen == rsp_w && padcnt != 2'd0))) ||
                             (at_ack && pktlen != base_w + 11'd3);
     wire         hdr_bad  = (!mc && !lid_ok) || (is_ib && tver != 4'd0) ||
                             (is_ib && pktlen < base_w) || grh_bad || rsp_bad ||
@@ -296,7 +313,7 @@ module hca_rx_ack #(
     wire         pkey_bad = is_ib && !pkey_ok;
 
     // What the first beat said, held to the last: the flags below at sop, p_* after it.
-    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat, p_wrq, p_grq, p_gim;
+    reg          p_ib, p_hdr, p_pkey, p_mc, p_ack, p_retry, p_rsp, p_gat, p_wrq, p_grq, p_gim, p_gaq;
     wire         k_ib    = c_sop ? is_ib    : p_ib;
     wire         k_hdr   = c_sop ? hdr_bad  : p_hdr;
     wire         k_pkey  = c_sop ? pkey_bad : p_pkey;
@@ -355,6 +372,7 @@ module hca_rx_ack #(
             p_wrq   <= rq_req;
             p_grq   <= global && rq_reth;
             p_gim   <= global && rq_imm_w && wi_reth;
+            p_gaq   <= global && at_req;
         end
         if (head && to_req) begin
             ack_qpn <= dqpn;
@@ -374,11 +392,16 @@ module hca_rx_ack #(
             rq_psn    <= psn;
             rq_op     <= opcode;
             rq_ackreq <= ackreq;
-            rq_len    <= rd_req ? 13'd0 : rsp_pay;
+            rq_len    <= (rd_req || at_req) ? 13'd0 : rsp_pay;
             if (global) rq_va[63:32] <= c_data[511-8*60 -: 32];
             else {rq_va, rq_rkey, rq_dlen} <= c_data[511-8*20 -: 128];
         end
         if (take && !c_sop && p_grq && p_beat == 7'd1) {rq_va[31:0], rq_rkey, rq_dlen} <= c_data[511 -: 96];
+        // An atomic's AtomicETH: local at bytes 20..47 (VA 20..27, R_Key 28..31, swap/add 32..39,
+        // compare 40..47), all in the first beat; with a GRH at bytes 60..87: the VA's high half in
+        // the first beat (loaded above, as a RETH's), the rest the second beat's bytes 0..23.
+        if (head && at_req && !global) {rq_va, rq_rkey, rq_swap, rq_cmp} <= c_data[511-8*20 -: 224];
+        if (take && !c_sop && p_gaq && p_beat == 7'd1) {rq_va[31:0], rq_rkey, rq_swap, rq_cmp} <= c_data[511 -: 192];
         // The ImmDt: after the BTH (bytes 20..23 local, 60..63 global) or after a WRITE ONLY's RETH
         // (36..39 local; 76..79 global, the second beat's bytes 12..15).
         if (head && rq_imm_w && !(global && wi_reth))

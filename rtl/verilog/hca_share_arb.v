@@ -1,8 +1,9 @@
 // hca_share_arb: the three arbiters hca_transport puts between its requester and its responder and the
 // three units they share, hca_key_check (kc_*), DMA client wr0 (wr_*) and DMA client rd1 (rd_*).
 // Client a is hca_requester (its gather and scatter L_Key checks; its READ responses' payloads and
-// atomics' original values; its payload reads), client b the responder (hca_responder's R_Key checks
-// and RDMA WRITE payloads; hca_ack_tx's reads of READ response payloads).
+// atomics' original values; its payload reads), client b the responder (hca_responder's R_Key checks,
+// RDMA WRITE payloads and atomics' results; hca_ack_tx's reads of READ response payloads), and on rd1
+// a client c, hca_responder's reads of an atomic's block.
 // Go model: none of its own. The model's device has one key-check stage and one DMA stage that every
 // lookup and write of a QP takes in the order they are issued (hca.Device.keyCheck, writePayload);
 // the order two clients' requests meet in here is the RTL's, so the co-simulation
@@ -86,6 +87,11 @@ module hca_share_arb (
     input  wire [63:0]  b_rd_req_addr,
     input  wire [15:0]  b_rd_req_len,
     output wire         b_rd_rsp_valid,
+    input  wire         c_rd_req_valid, // rd1: client c (hca_responder's atomic reads)
+    output wire         c_rd_req_ready,
+    input  wire [63:0]  c_rd_req_addr,
+    input  wire [15:0]  c_rd_req_len,
+    output wire         c_rd_rsp_valid,
     // rd1: the DMA engine's client (rd_rsp_data goes to both clients; only the owner sees valid)
     output wire         rd_req_valid,
     input  wire         rd_req_ready,
@@ -161,55 +167,34 @@ module hca_share_arb (
     end
 
     // ---- rd1 ----
-    // Round robin per request (a request is one valid/ready handshake: the pick is held while it
-    // waits, r_hold). hca_dma_engine answers a client's reads in request order, ceil(len / 64) blocks
-    // each (len 0: 1024), one a beat, without back-pressure; so each request taken pushes its owner
-    // and block count into an order queue (RQ_DEPTH entries; a request waits while it is full), and
-    // each response beat goes to the head entry's owner, the entry popped with its last block.
-    localparam integer RQ_DEPTH = 16;
-    reg          r_hold, r_sel, r_last;
-    reg          q_own [0:RQ_DEPTH-1];
-    reg  [10:0]  q_blk [0:RQ_DEPTH-1];
-    reg  [3:0]   q_wp, q_rp;
-    reg  [4:0]   q_n;
-    reg  [10:0]  q_done;   // blocks of the head entry already delivered
-    wire         r_room = q_n != 5'd16;
-    wire         r_pick = r_hold ? r_sel : (b_rd_req_valid && (!a_rd_req_valid || !r_last));
-    assign rd_req_valid   = r_room && (r_pick ? b_rd_req_valid : a_rd_req_valid);
-    assign rd_req_addr    = r_pick ? b_rd_req_addr : a_rd_req_addr;
-    assign rd_req_len     = r_pick ? b_rd_req_len  : a_rd_req_len;
-    assign a_rd_req_ready = r_room && !r_pick && rd_req_ready;
-    assign b_rd_req_ready = r_room && r_pick && rd_req_ready;
-    wire         r_take   = rd_req_valid && rd_req_ready;
-    wire [16:0]  r_up     = {1'b0, rd_req_len} + 17'd63;
-    wire [10:0]  r_blks   = rd_req_len == 16'd0 ? 11'd1024 : r_up[16:6];
-    wire         h_own    = q_own[q_rp];
-    wire         h_end    = q_done + 11'd1 == q_blk[q_rp];
-    assign a_rd_rsp_valid = rd_rsp_valid && !h_own;
-    assign b_rd_rsp_valid = rd_rsp_valid && h_own;
-    always @(posedge clk or negedge rst_n) begin
-        if (!rst_n) begin
-            r_hold <= 1'b0; r_sel <= 1'b0; r_last <= 1'b0;
-            q_wp <= 4'd0; q_rp <= 4'd0; q_n <= 5'd0; q_done <= 11'd0;
-        end else begin
-            if (rd_req_valid) begin
-                r_sel  <= r_pick;
-                r_hold <= !rd_req_ready;
-                if (rd_req_ready) r_last <= r_pick;
-            end
-            if (r_take) q_wp <= q_wp + 4'd1;
-            if (rd_rsp_valid) begin
-                q_done <= h_end ? 11'd0 : q_done + 11'd1;
-                if (h_end) q_rp <= q_rp + 4'd1;
-            end
-            q_n <= q_n + {4'd0, r_take} - {4'd0, rd_rsp_valid && h_end};
-        end
-    end
-    always @(posedge clk) if (r_take) begin
-        q_own[q_wp] <= r_pick;
-        q_blk[q_wp] <= r_blks;
-    end
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, r_up[5:0], 1'b0};
-    /* verilator lint_on UNUSEDSIGNAL */
+    // Two hca_rd_merge: round robin per request, the pick held while it waits; each request taken
+    // pushes its owner and block count into an order queue of 16 reads (a request waits while it
+    // is full), and each response beat goes to the head entry's owner (hca_dma_engine answers a
+    // client's reads in request order, ceil(len / 64) blocks each, without back-pressure). The
+    // responder's two readers (b: hca_ack_tx's READ response payloads, c: hca_responder's atomic
+    // blocks) first meet in u_rd1_resp, whose output is u_rd1's client b: a request of b or c is
+    // taken by both merges in the same cycle (u_rd1_resp's req_ready is u_rd1's b_req_ready), so
+    // both queues hold it, and a block u_rd1 routes to b is routed on by u_rd1_resp's head. When
+    // all three ask, a gets every other request and b and c one in four each.
+    wire         bc_req_valid, bc_req_ready, bc_rsp_valid;
+    wire [63:0]  bc_req_addr;
+    wire [15:0]  bc_req_len;
+    hca_rd_merge #(.DEPTH(16)) u_rd1_resp (
+        .clk(clk), .rst_n(rst_n),
+        .a_req_valid(b_rd_req_valid), .a_req_ready(b_rd_req_ready), .a_req_addr(b_rd_req_addr),
+        .a_req_len(b_rd_req_len), .a_rsp_valid(b_rd_rsp_valid),
+        .b_req_valid(c_rd_req_valid), .b_req_ready(c_rd_req_ready), .b_req_addr(c_rd_req_addr),
+        .b_req_len(c_rd_req_len), .b_rsp_valid(c_rd_rsp_valid),
+        .req_valid(bc_req_valid), .req_ready(bc_req_ready), .req_addr(bc_req_addr),
+        .req_len(bc_req_len), .rsp_valid(bc_rsp_valid)
+    );
+    hca_rd_merge #(.DEPTH(16)) u_rd1 (
+        .clk(clk), .rst_n(rst_n),
+        .a_req_valid(a_rd_req_valid), .a_req_ready(a_rd_req_ready), .a_req_addr(a_rd_req_addr),
+        .a_req_len(a_rd_req_len), .a_rsp_valid(a_rd_rsp_valid),
+        .b_req_valid(bc_req_valid), .b_req_ready(bc_req_ready), .b_req_addr(bc_req_addr),
+        .b_req_len(bc_req_len), .b_rsp_valid(bc_rsp_valid),
+        .req_valid(rd_req_valid), .req_ready(rd_req_ready), .req_addr(rd_req_addr),
+        .req_len(rd_req_len), .rsp_valid(rd_rsp_valid)
+    );
 endmodule
