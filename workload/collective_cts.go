@@ -84,6 +84,23 @@ func checkFlowControl(op, alg, fc, avg, prefix string) error {
 	return nil
 }
 
+// ctsMutant, set only by tests, breaks one rule of the clear-to-send
+// so that the tests can show they catch it
+// (TestTreeCTSWarmIterationMutantsAreCaught).
+var ctsMutant int
+
+// The mutants.
+const (
+	_ = iota
+	// mutGrantOnBegin: back to back, a receiver clears a write of its
+	// next iteration only once it has begun that iteration itself.
+	mutGrantOnBegin
+	// mutGrantAfterEnd: a rank's turn that ends its iteration posts no
+	// clear-to-send; the next iteration's are posted after its first
+	// writes.
+	mutGrantAfterEnd
+)
+
 // ctsRank is a rank's clear-to-send state (FlowCTS). NCCL's net IB
 // transport (src/transport/net_ib.cc): a receiver posts a receive and
 // RDMA-WRITEs a FIFO entry (ncclIbSendFifo: where the data goes, its
@@ -406,6 +423,9 @@ func (c *collective) ctsGrant(r int) {
 	lim := int64(c.phaseEnd)
 	if !c.b2b {
 		lim = int64(c.iter + 1)
+	}
+	if ctsMutant == mutGrantOnBegin {
+		lim = int64(ct.iter + 1)
 	}
 	for j := range ct.recv {
 		cr := &ct.recv[j]

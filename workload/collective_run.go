@@ -261,6 +261,22 @@ func (c *collective) postRecvs(rk *collRank, i int) {
 	}
 }
 
+// collHook, set only by tests (TestTreeCTSWarmIteration), is told of
+// the driver's steps that the HCAs' own hooks (OnCQE, OnMemWrite) do not
+// show, at the simulated time of the turn that takes them (the
+// simulation's Now): rank r's post of data write i (an index in its
+// sends), its taking in of arrival slot imm, its polling of write i's
+// completion, and its end of an iteration (its CPU free then is the end).
+var collHook *collHooks
+
+// collHooks are collHook's calls.
+type collHooks struct {
+	post  func(r, i int)
+	apply func(r int, imm uint32)
+	sent  func(r, i int)
+	done  func(r int)
+}
+
 // noCredit marks a FIFO slot not yet freed.
 const noCredit = ib.PS(math.MaxInt64)
 
@@ -977,6 +993,9 @@ func (c *collective) turn(r int) {
 		}
 		rk.sent++
 		rk.sendDone[wc.WRID] = true
+		if collHook != nil {
+			collHook.sent(r, int(wc.WRID))
+		}
 	})
 	c.drain(r, rk.recvCQ, func(wc hca.WC) {
 		if wc.Opcode != hca.WCRecvRDMAImm {
@@ -1006,7 +1025,9 @@ func (c *collective) turn(r int) {
 	}
 	if c.cts {
 		c.ctsAdvance(rk)
-		c.ctsGrant(r)
+		if ctsMutant != mutGrantAfterEnd || rk.next < len(rk.sends) || rk.sent < len(rk.sends) || rk.recvs < rk.expect {
+			c.ctsGrant(r)
+		}
 	}
 	if rk.next == len(rk.sends) && rk.sent == len(rk.sends) && rk.recvs == rk.expect {
 		c.rankDone(r)
@@ -1033,6 +1054,9 @@ func (c *collective) drain(r int, cq *hca.CQ, each func(hca.WC)) {
 // rankDone marks rank r done when its CPU is next free (its last poll),
 // and stops the run when it was the last.
 func (c *collective) rankDone(r int) {
+	if collHook != nil {
+		collHook.done(r)
+	}
 	if c.b2b {
 		c.rankIterDone(r)
 		return
@@ -1171,6 +1195,9 @@ func (c *collective) post(r, i int) {
 	if err := rk.dev.PostSend(rk.sendQP[s.conn], &w); err != nil {
 		panic(fmt.Sprintf("workload: collective rank %d: post_send: %v", r, err))
 	}
+	if collHook != nil {
+		collHook.post(r, i)
+	}
 	if c.window > 0 {
 		rk.postedAt[i] = c.s.Now()
 		for _, k := range rk.waits[s.w0:s.w1] {
@@ -1272,6 +1299,9 @@ func (c *collective) apply(rk *collRank, imm uint32) {
 	}
 	rk.arrived[imm] = true
 	rk.recvs++
+	if collHook != nil {
+		collHook.apply(rk.index, imm)
+	}
 	if c.window > 0 {
 		c.maybeFree(rk, int(imm))
 	}
