@@ -415,6 +415,9 @@ func (sw *Switch) doGrant(i, o, v int, t ib.PS) {
 	// ran a round (TestInputVLsShareAnOutputVL).
 	in.rr = uint8((inVL + 1) & 15)
 	pkt := e.pkt
+	if sw.agg != nil && pkt.SLID == sw.agg.cfg.LID {
+		sw.aggGranted() // the aggregation node's own packet
+	}
 	pkt.VL = uint8(v) // the VL on the output link (SL2VL)
 	bytes := pkt.WireBytes()
 	blocks := int(e.blocks)

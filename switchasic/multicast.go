@@ -221,6 +221,9 @@ func (sw *Switch) grantCopy(i, inVL, o, v int, t ib.PS, shared bool) bool {
 		sw.counters.McastHold += xbarTail - st.arrived
 		sw.mcFree = append(sw.mcFree, e.mc)
 		sw.dequeue(i, inVL, 0)
+		if sw.agg != nil && orig.SLID == sw.agg.cfg.LID {
+			sw.aggGranted() // the aggregation node's result, copied to the last of its ports
+		}
 		ev := sw.s.Schedule(xbarTail, sw, evRelease)
 		ev.Port, ev.VL, ev.Arg, ev.Pkt = int32(i), int8(inVL), int64(blocks), orig
 		if sw.NumHooks() > 0 {

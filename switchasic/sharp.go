@@ -17,6 +17,10 @@ const evAggIn uint8 = 1
 // frees.
 const evAggFree uint8 = 2
 
+// evAggSend is the AN's send queue offering its next reduced fragment to
+// the crossbar, the one before it granted.
+const evAggSend uint8 = 3
+
 // AggConfig is one switch's SHARP aggregation node (AN) for one
 // aggregation tree, as the Aggregation Manager sets it up: which ports its
 // children's fragments come in on, where the reduced fragment goes, and
@@ -72,6 +76,13 @@ type aggSlot struct {
 	n     int                // payload length of the fragment
 }
 
+// aggSend is a reduced fragment waiting for the AN's send queue: the
+// input whose buffer holds it and the input queue entry it becomes.
+type aggSend struct {
+	in, inVL int
+	e        entry
+}
+
 // aggWait is a fragment whose tail is in, queued at its input for the ALU
 // (it waits there while its slot holds an earlier fragment).
 type aggWait struct {
@@ -95,6 +106,16 @@ type aggNode struct {
 	counters AggCounters
 	sw       *Switch
 	path     string // trace path of the AN's own inject/deliver events
+	// The AN's send queue: its reduced fragments go to the crossbar one at
+	// a time, in the order they were numbered (their PSNs), as from one
+	// send queue behind one port. sending is set while one is in an input
+	// queue (or the next is on its way there, evAggSend); the rest wait in
+	// sendQ from sendHead, each still holding its input buffer blocks.
+	// Offering them all at once let the crossbar's arbitration between the
+	// inputs they sit at reorder the AN's packet stream.
+	sendQ    []aggSend
+	sendHead int
+	sending  bool
 	// mutate, when set, is called on each child fragment's payload before
 	// it is added (tests: a corrupting AN; SetAggMutation).
 	mutate func(frag uint32, port int, payload []byte) bool
@@ -180,6 +201,14 @@ func (a *aggNode) HandleEvent(ev *components.Event) {
 	case evAggFree:
 		a.freeSlot(&a.slots[ev.Arg], ev.At())
 		a.sw.aggRetry()
+	case evAggSend:
+		x := a.sendQ[a.sendHead]
+		a.sendQ[a.sendHead] = aggSend{}
+		a.sendHead++
+		if a.sendHead == len(a.sendQ) {
+			a.sendQ, a.sendHead = a.sendQ[:0], 0
+		}
+		a.sw.aggOffer(x.in, x.inVL, x.e)
 	default:
 		panic(fmt.Sprintf("switchasic %s: aggregation node event kind %d", a.sw.name, ev.Kind))
 	}
@@ -320,7 +349,7 @@ func (sw *Switch) aggAbsorb(i, inVL int, pkt *ib.Packet, s *aggSlot) (reduced bo
 			panic(fmt.Sprintf("switchasic %s: no route to the parent aggregation node LID %d", sw.name, pkt.DLID))
 		}
 		outVL := sw.sl2vl.VL(i, o, pkt.SL)
-		sw.enqueue(i, inVL, entry{pkt: pkt, tail: now, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
+		sw.aggSend(i, inVL, entry{pkt: pkt, tail: now, ready: ready, out: int16(o), outVL: outVL, blocks: int32(blocks)})
 	} else {
 		mask := sw.mft.Lookup(pkt.DLID)
 		if !mask.Any() {
@@ -330,10 +359,42 @@ func (sw *Switch) aggAbsorb(i, inVL int, pkt *ib.Packet, s *aggSlot) (reduced bo
 		// on too: the result goes back to every child.
 		k := sw.newMcast(mcState{remaining: mask, arrived: now})
 		sw.counters.McastReceived++
-		sw.enqueue(i, inVL, entry{pkt: pkt, tail: now, ready: ready, out: mcastOut, mc: k, blocks: int32(blocks)})
+		sw.aggSend(i, inVL, entry{pkt: pkt, tail: now, ready: ready, out: mcastOut, mc: k, blocks: int32(blocks)})
 	}
-	sw.wake(max(ready, sw.inFreeBy[i]-sw.allocPS))
 	return reduced
+}
+
+// aggSend gives a reduced fragment to the AN's send queue: to the crossbar
+// now when none of the AN's is there, else behind the ones waiting.
+func (sw *Switch) aggSend(i, inVL int, e entry) {
+	a := sw.agg
+	if a.sending {
+		a.sendQ = append(a.sendQ, aggSend{in: i, inVL: inVL, e: e})
+		return
+	}
+	a.sending = true
+	sw.aggOffer(i, inVL, e)
+}
+
+// aggOffer puts the AN's next reduced fragment into the queue of the
+// input whose buffer holds it, for the crossbar.
+func (sw *Switch) aggOffer(i, inVL int, e entry) {
+	sw.enqueue(i, inVL, e)
+	sw.wake(max(e.ready, sw.inFreeBy[i]-sw.allocPS))
+}
+
+// aggGranted is the AN's fragment in the crossbar's queues granted (a
+// multicast one: its last copy): the next one waiting goes in, through an
+// event, since a grant is made inside an allocation round, whose queues
+// must not grow under it. The next one waits at least to the next round,
+// as a send queue's next packet does.
+func (sw *Switch) aggGranted() {
+	a := sw.agg
+	if a.sendHead == len(a.sendQ) {
+		a.sending = false
+		return
+	}
+	sw.s.Schedule(sw.s.Now(), a, evAggSend)
 }
 
 // freeSlot ends a reduced fragment's hold on its slot.
