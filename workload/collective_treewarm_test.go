@@ -413,7 +413,7 @@ func TreeCTSWarmIteration(t *testing.T, build TreeWarmBuild) {
 	assert.Empty(t, f.problems())
 	// The first hop's excess beyond its WQE's wait (none): the receiver's
 	// poll phase and the entry's packet ahead of it (not checked: logged).
-	t.Logf("first hop: %d ps longer than barriered, %d of them its WQE's wait", f.hops[0]-f.barHops[0], f.wqe-f.barWQE)
+	t.Logf("first hop: %d ps longer than barriered, %d of them its WQE's wait; the receive WQE prefetched before it on chip %d ps after its doorbell was decoded", f.hops[0]-f.barHops[0], f.wqe-f.barWQE, f.rqNext-(f.wqeReady-f.wqe))
 }
 
 // TreeCTSWarmIterationMutants breaks one rule at a time (ctsMutant) and
