@@ -276,7 +276,7 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	for i, sc := range scs {
 		d.stages[i] = newStage(sc, d.cycle)
 		d.stages[i].dev, d.stages[i].idx = d, i
-		d.stages[i].gapFill = i == StageTransportTx || i == StageDMA || i == StageKeyCheck
+		d.stages[i].gapFill = i == StageTransportTx || i == StageDMA || i == StageKeyCheck || i == StageWQEFetch
 	}
 	return d
 }

@@ -111,6 +111,9 @@ type SRQ struct {
 	cache    ring[srqEntry] // WQEs on chip, in posting order
 	taken    uint32         // WQEs taken by the responders
 	dmaSlot  ib.PS          // start of the SRQ's last read in the dma stage (stage.acceptQP)
+	// parseSlot is the start of the SRQ's last parse in the wqe_fetch
+	// stage (ps; stage.acceptQP): its WQEs are parsed in the order read.
+	parseSlot ib.PS
 }
 
 // srqEntry is a WQE in the SRQ's on-chip cache, seq its position in
@@ -416,7 +419,7 @@ func (d *Device) srqFetch(s *SRQ, t ib.PS) {
 		}
 		issue := max(t, s.chainAt)
 		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(issue, &s.dmaSlot, 0), s.buf+uint64(first)*uint64(s.stride), k*s.stride)
-		done = d.stages[StageWQEFetch].accept(done, 0)
+		done = d.stages[StageWQEFetch].acceptQP(done, &s.parseSlot, 0)
 		for i := range k {
 			// Reads start only for room in [taken, taken + window), so no
 			// two WQE numbers in flight share a place.

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -248,4 +249,101 @@ func (p *pair) runColdWarm(t *testing.T, q2 *QP, tl *Timeline, write func(qp *QP
 	s.StopAt(stop)
 	require.NoError(t, s.Run())
 	require.Equal(t, 3, *done)
+}
+
+// TestWQEFetchNotHeldBehindAnotherQueuesPrefetch: the wqe_fetch stage
+// parses WQEs as they come on chip, in time order, each queue's in its own
+// order (acceptQP with the queue's parse slot). On host A, QP 1 posts a
+// receive at 0 and QP 2 a 2-byte inline RDMA WRITE at 100 ns, which goes by
+// BlueFlame (its WQE comes with the doorbell, on chip then). With the
+// defaults (1 GHz; doorbell stage 20 cycles, wqe_fetch 10 and an interval
+// of 2, dma 10; post 60 ns, MMIO 308 ns, read completion 533 ns):
+//
+//	the receive: doorbell at 60 + 308 = 368 ns, its prefetch read (one
+//	WQE, the QP's receive stride) issued through the dma stage at 378 ns,
+//	back at PCIe.Read(378 ns) = 914.81 ns (request TLP, 533 ns, the
+//	completion) and parsed in 10 ns: on chip at 924.81 ns;
+//	the WRITE: post 100 + 60 (the thread's post), doorbell at
+//	160 + 308 = 468 ns, doorbell stage done at 488 ns, parsed in 10 ns:
+//	498 ns.
+//
+// The receive's parse was booked first (at 368 ns), for a slot after the
+// WRITE's doorbell. Served in offer order (the mutant: gapFill off) the
+// WRITE's parse took the next slot after it, one interval later, and left
+// at the receive's on-chip time + 2 ns, 926.81 ns: the artefact behind
+// the +369.951 ns of docs/fabric.md's warm tree iteration, now fixed.
+func TestWQEFetchNotHeldBehindAnotherQueuesPrefetch(t *testing.T) {
+	cfg := Defaults()
+	cyc := ib.CyclePS(cfg.CoreClockMHz)
+	ns := func(f float64) ib.PS { return ib.FromNanoseconds(f) }
+	lat, ii := ib.PS(cfg.WQEFetch.LatencyCycles)*cyc, ib.PS(cfg.WQEFetch.IntervalCycles)*cyc
+	for _, tc := range []struct {
+		name   string
+		mutate func(d *Device)
+	}{
+		{"time order", nil},
+		{"mutant: wqe_fetch in offer order", func(d *Device) { d.stages[StageWQEFetch].gapFill = false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newColdWarm(t, cfg)
+			p, q2 := c.pair, c.q2
+			require.True(t, p.a.stages[StageWQEFetch].gapFill)
+			if tc.mutate != nil {
+				tc.mutate(p.a)
+			}
+			var rec traceRecorder
+			p.a.AcceptHook(&rec)
+			var tl Timeline
+			p.a.Timeline = &tl
+			p.s.Schedule(0, &poster{fn: func() {
+				require.NoError(t, p.a.PostRecv(p.qa, &RecvWR{ID: 1, Addr: p.bufA, Length: 64, LKey: p.mrA.LKey}))
+			}}, 0)
+			p.s.Schedule(100*ib.Nanosecond, &poster{fn: func() {
+				tl.Trace(q2, q2.NextWQEIndex())
+				require.NoError(t, p.a.PostSend(q2, &SendWR{ID: 2, Opcode: WRRDMAWrite, Signaled: true, Inline: true,
+					LocalAddr: p.bufA, Length: 2, RemoteAddr: c.warm.Addr, RKey: c.warm.RKey}))
+			}}, 0)
+			done := p.countSuccesses(t)
+			p.s.StopAt(100 * ib.Microsecond)
+			require.NoError(t, p.s.Run())
+			require.Equal(t, 1, *done)
+
+			var rqOnChip, sqParsed []ib.PS
+			for _, e := range rec.events {
+				q, _ := e.Str("queue")
+				qpn, _ := e.Int("qpn")
+				switch {
+				case e.Kind == components.TraceWQEFetch && q == "rq" && uint32(qpn) == p.qa.Num:
+					rqOnChip = append(rqOnChip, e.Time)
+				case e.Kind == components.TraceWQEFetch && q == "sq" && uint32(qpn) == q2.Num:
+					sqParsed = append(sqParsed, e.Time)
+				}
+			}
+			require.Len(t, rqOnChip, 1)
+			require.Len(t, sqParsed, 1)
+			// The receive, derived: its doorbell, the dma stage, the read,
+			// the parse (alone in the stage at its time either way).
+			rqDoorbell := ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS)
+			require.Equal(t, ns(368), rqDoorbell)
+			rqRead := NewPCIe(cfg.PCIe).Read(rqDoorbell+ib.PS(cfg.DMA.LatencyCycles)*cyc, 0, p.qa.rqStride)
+			assert.Equal(t, rqRead+lat, rqOnChip[0], "the receive WQE on chip")
+			// The WRITE's doorbell, derived, and the premise: the receive's
+			// parse was booked (at its doorbell) before the WRITE's
+			// doorbell, for a slot after the WRITE's parse would start.
+			wantDB := 100*ib.Nanosecond + ns(cfg.Host.PostNS) + ns(cfg.PCIe.MMIOLatencyNS) + ib.PS(cfg.Doorbell.LatencyCycles)*cyc
+			require.Equal(t, ns(488), wantDB)
+			require.Equal(t, wantDB, tl.DoorbellDone)
+			require.Less(t, rqDoorbell, tl.Doorbell, "the receive's parse booked first")
+			require.Greater(t, rqRead, wantDB+ii, "for a slot after the WRITE's")
+			want := wantDB + lat // 498 ns
+			t.Logf("receive on chip %d ps; the WRITE's WQE parsed at %d ps (its doorbell done %d)", rqOnChip[0], sqParsed[0], tl.DoorbellDone)
+			if tc.mutate == nil {
+				assert.Equal(t, want, sqParsed[0], "the WRITE's WQE parsed as it came on chip")
+			} else {
+				// Offer order: one interval after the receive's slot.
+				assert.NotEqual(t, want, sqParsed[0], "the mutant must fail the check")
+				assert.Equal(t, rqRead+ii+lat, sqParsed[0], "the mutant: behind the receive's parse")
+			}
+		})
+	}
 }

@@ -91,6 +91,12 @@ type QP struct {
 	// packet's payload write does not pass the previous packet's, nor the
 	// key check before it.
 	dmaSlot, keySlot ib.PS
+	// sqParseSlot and rqParseSlot are the starts of the send and the
+	// receive queue's last items in the wqe_fetch stage (ps): the parser
+	// takes WQEs as they come on chip, from any queue, each queue's in
+	// the order they were read (stage.acceptQP), so a send WQE whose read
+	// is back is not parsed after another queue's read still on the way.
+	sqParseSlot, rqParseSlot ib.PS
 	// rqFetchSlot is dmaSlot for the receive queue's prefetch reads: the
 	// prefetcher is a DMA requester of its own, as an SRQ's is. In the
 	// QP's order it would wait behind the payload writes of packets that
@@ -812,7 +818,7 @@ func (d *Device) parseFetched(qp *QP, t ib.PS, n int) {
 	start := qp.sqFetch
 	done := t
 	for i := 0; i < n; i++ {
-		done = d.stages[StageWQEFetch].accept(done, 0)
+		done = d.stages[StageWQEFetch].acceptQP(done, &qp.sqParseSlot, 0)
 	}
 	qp.sqFetch += uint32(n)
 	qp.fetchInflight += n
@@ -1005,7 +1011,7 @@ func (d *Device) recvFetch(qp *QP, t ib.PS) {
 		}
 		at := qp.rqBuf + uint64(slot)*uint64(qp.rqStride)
 		done := d.PCIe.Read(d.stages[StageDMA].acceptQP(t, &qp.rqFetchSlot, 0), at, n*qp.rqStride)
-		done = d.stages[StageWQEFetch].accept(done, 0)
+		done = d.stages[StageWQEFetch].acceptQP(done, &qp.rqParseSlot, 0)
 		if qp.rqReadDone == nil {
 			qp.rqReadDone = make([]ib.PS, RecvWindow(d.Cfg.WQEPrefetchDepth, qp.rqStride))
 		}
