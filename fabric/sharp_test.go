@@ -311,7 +311,11 @@ func TestSharpALUThroughputBoundsTheRoot(t *testing.T) {
 // the parent's stream from that AN jump. The run must pass the checkers,
 // the trace must show a fragment whose last child differs from the
 // previous one's at some AN (or the case tests nothing), and each AN's
-// injected PSNs must count up from 0.
+// injected PSNs must count up from 0. The same run also has an AN with two
+// reduced fragments waiting at different inputs for its busy uplink: the
+// AN's send queue (switchasic aggSend) must offer them in PSN order; a
+// mutant that offers each at once, leaving the order to the crossbar's
+// arbitration between inputs, fails the ordering checker here.
 func TestSharpANSendsOnItsOwnPSNs(t *testing.T) {
 	r := sharpChecked(t, []string{"switch.radix=8", "topology.hosts=16", "topology.cable_length_m=5",
 		"workload.size=1048576", "workload.sharp_alu_gbps=100", "hca.mtt_cache_entries=64"}, nil)
