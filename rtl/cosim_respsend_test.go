@@ -103,8 +103,23 @@ func (run *respRun) post(q *respQP, w hca.RecvWQE) {
 		}
 	}
 	q.rqIdx++
-	q.rq = append(q.rq, w)
+	if q.resp.State == hca.QPErr {
+		// Posted to a QP in ERR: flushed at its doorbell
+		// (hca.Device.recvDoorbell, flushRecvs).
+		run.flushRecv(q, w, "posted in ERR")
+	} else {
+		q.rq = append(q.rq, w)
+	}
 	run.stream = append(run.stream, &respPkt{post: true, qpn: q.qpn, idx: w.Index & 0xffff, va: w.Addr, dlen: w.Length, rkey: w.LKey})
+}
+
+// flushRecv completes w, a receive WQE of q's queue not consumed, with
+// WR_FLUSH_ERR: the CQE hca.Device.flushRecvs writes (hca.FlushRecvCQE).
+func (run *respRun) flushRecv(q *respQP, w hca.RecvWQE, when string) {
+	c := hca.FlushRecvCQE(q.qpn, w.Index)
+	run.cqes = append(run.cqes, respCQE{c.QPN, uint32(c.Opcode), uint32(c.Status), uint32(c.Counter), c.ByteCnt, c.Imm})
+	run.cqeAfter = append(run.cqeAfter, run.writes)
+	run.byKind["receive WQE flushed, "+when]++
 }
 
 // sendOps are the SEND opcodes of a message of one packet and of several,
@@ -151,6 +166,11 @@ const rqStandInDecl = `    reg [143:0] rqm [0:255];
     wire [7:0] rc_status;
     wire [15:0] rc_index;
     wire [31:0] rc_len, rc_imm;
+    // The flush (hca_rq's rw_flush): a context in ERR with WQEs not taken; a flush take pops one.
+    wire rw_req_flush;
+    wire [3:0] qp_err;
+    wire [3:0] rw_flush = {qp_err[3] && rq_head[3] != rq_tail[3], qp_err[2] && rq_head[2] != rq_tail[2],
+                           qp_err[1] && rq_head[1] != rq_tail[1], qp_err[0] && rq_head[0] != rq_tail[0]};
 `
 
 const rqStandInStep = `        if (rw_req_valid && !rw_busy) begin
@@ -446,7 +466,7 @@ func TestResponderSendCosim(t *testing.T) {
 	}, "RNR NAK", "receive CQE opcode 2 SUCCESS", "receive CQE opcode 3 SUCCESS", "receive CQE opcode 1 SUCCESS",
 		"receive CQE opcode 2 LOC_LEN_ERR", "receive CQE opcode 2 LOC_PROT_ERR", "L_Key invalid_key", "duplicate", "ahead, NAK",
 		"written (VA mod 64 > 0)", "flushed ACK", "receive CQE opcode 1 REM_ACCESS_ERR", "L_Key out_of_bounds", "L_Key pd_mismatch",
-		"L_Key access_denied")
+		"L_Key access_denied", "receive WQE flushed, at the error", "receive WQE flushed, posted in ERR")
 }
 
 // TestResponderSendMutantsFail: each slip in hca_responder's SEND and
@@ -495,6 +515,11 @@ func TestResponderSendMutantsFail(t *testing.T) {
 			"(rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len)", "(rw_in && rw_rsp_ok && wimm && !rw_kc)"},
 		{"a SEND FIRST's length error sent on to its key check", f,
 			"(rw_rsp_ok && rw_kc && !bad_len) ? S_KREQ", "(rw_rsp_ok && rw_kc) ? S_KREQ"},
+		// The flush of a context in ERR (hca.Device.flushRecvs).
+		{"no flush", f, "wire [NQ-1:0] fl_req = rw_flush & ctx_err & ctx_valid;", "wire [NQ-1:0] fl_req = {NQ{1'b0}};"},
+		{"a flushed WQE completed with its status as a success", f, "rc_opcode <= 4'd2; rc_status <= 8'd5;", "rc_opcode <= 4'd2; rc_status <= 8'd0;"},
+		{"a flushed WQE skipped (taken, no completion)", f, "                if (rw_rsp_ok) rc_valid <= 1'b1;\n", "                if (rw_rsp_ok && !rw_rsp_index[1]) rc_valid <= 1'b1;\n"},
+		{"the flush's completion with the last packet's index", f, "rc_status <= 8'd5; rc_index <= rw_rsp_index;", "rc_status <= 8'd5; rc_index <= p_cidx;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

@@ -158,6 +158,13 @@ type topQP struct {
 	// min_rnr_timer (qp_cfg_rnr), in its RNR NAKs.
 	recv []topIn
 	rnr  uint8
+	// lateRecv are receive WQEs software posts later, into the ring's
+	// next slots (already in the image: the HCA reads a slot only once a
+	// doorbell announces it), announced by a second rq_db_* doorbell once
+	// the QP's receive CQ holds lateNeed CQEs; to a QP in ERR they are
+	// flushed (hca.Device.recvDoorbell).
+	lateRecv []topIn
+	lateNeed int
 	// model
 	req   *hca.Requester
 	wqes  []hca.SendWQE
@@ -260,8 +267,9 @@ type topPlan struct {
 	// the timer: topRetryDesign).
 	naks, timeouts int
 	timer          bool
-	// rnaks are the NAKs the HCA's responders send (rsp_naks).
-	rnaks int
+	// rnaks are the NAKs the HCA's responders send (rsp_naks);
+	// errDrops the requests their responders drop in ERR (rsp_err_drop).
+	rnaks, errDrops int
 }
 
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
@@ -550,8 +558,8 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			continue
 		}
 		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|hca.AccessRemoteWrite)
-		var rq []hca.RecvWQE
-		for k, b := range qp.recv {
+		var rq, late []hca.RecvWQE
+		for k, b := range append(slices.Clone(qp.recv), qp.lateRecv...) {
 			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
 			var buf [hca.RecvWQEBytes]byte
 			hca.EncodeRecvWQE(buf[:], &wr)
@@ -560,7 +568,11 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			copy(p.want[a/BlockBytes][a%BlockBytes:], buf[:])
 			w := hca.DecodeRecvWQE(buf[:])
 			w.Index = uint32(k)
-			rq = append(rq, w)
+			if k < len(qp.recv) {
+				rq = append(rq, w)
+			} else {
+				late = append(late, w)
+			}
 		}
 		mtu := pktzMTU(qp.it.mtuCode)
 		far := hca.NewRequester(&cfg, mtu, 0)
@@ -577,6 +589,19 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		ours.MinRNRTimer = int(qp.rnr)
 		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn, rq: &rq}
 		rpi := uint32(0) // receive CQEs written
+		rcqe := func(cqe hca.CQE) {
+			slot, owner, room := hca.CQESlot(1<<topCQLog, rpi, 0)
+			if !room {
+				panic("topPlan: a receive CQ overruns")
+			}
+			cqe.Owner = owner
+			var buf [hca.CQEBytes]byte
+			hca.EncodeCQE(buf[:], &cqe)
+			copy(p.want[topCQBlock(len(p.qps)+q)+int(slot)], buf[:])
+			qp.rcqes, qp.rslots = append(qp.rcqes, append([]byte(nil), buf[:]...)), append(qp.rslots, int(slot))
+			rpi++
+			p.ncqe++
+		}
 		for far.HasWork() {
 			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
 			tx := far.Next(&pkt)
@@ -586,6 +611,10 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			}
 			pkt.Payload = topRemoteBytes(mr.Addr+qp.in[k].off+uint64(tx.Index*mtu), pkt.PayloadLen)
 			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: &pkt})
+			inErr := ours.State == hca.QPErr
+			if inErr {
+				p.errDrops++ // hca_responder's err_drop
+			}
 			act := ours.Receive(&pkt, env)
 			if act.Write {
 				for i, v := range pkt.Payload {
@@ -593,18 +622,16 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				}
 			}
 			if act.RecvDone {
-				cqe := hca.ResponderCQE(qp.it.qpn, &act, pkt.SE)
-				slot, owner, room := hca.CQESlot(1<<topCQLog, rpi, 0)
-				if !room {
-					panic("topPlan: a receive CQ overruns")
+				rcqe(hca.ResponderCQE(qp.it.qpn, &act, pkt.SE))
+			}
+			if !inErr && ours.State == hca.QPErr {
+				// A class C error: the QP goes to ERR, its receive WQEs
+				// posted and not consumed are flushed in order after the
+				// error's own completion (hca.Device.respond, flushRecvs).
+				for _, w := range rq {
+					rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index))
 				}
-				cqe.Owner = owner
-				var buf [hca.CQEBytes]byte
-				hca.EncodeCQE(buf[:], &cqe)
-				copy(p.want[topCQBlock(len(p.qps)+q)+int(slot)], buf[:])
-				qp.rcqes, qp.rslots = append(qp.rcqes, append([]byte(nil), buf[:]...)), append(qp.rslots, int(slot))
-				rpi++
-				p.ncqe++
+				rq = rq[:0]
 			}
 			if act.Ack && act.AckSyn&0x60 != 0 {
 				p.rnaks++ // a NAK (RNR or other): hca_responder's rsp_naks
@@ -615,6 +642,15 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
 				copy(w, b)
 				qp.acks = append(qp.acks, w)
+			}
+		}
+		// The late receive WQEs, announced once the receive CQ holds
+		// lateNeed CQEs (the scenario: every request's and the flushes'):
+		// flushed when the QP is in ERR (hca.Device.recvDoorbell), else
+		// posted (no request follows to take them).
+		for _, w := range late {
+			if ours.State == hca.QPErr {
+				rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index))
 			}
 		}
 	}
@@ -824,8 +860,9 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	// Per QP its responder's side: {receive CQ base 32, its number 4, log2
 	// entries 4, min_rnr_timer 8, receive queue base 32, log2 WQEs 4,
 	// flags 4 (bit 0: a receive CQ to create, when the QPs' send and
-	// receive CQs fit the CQ area), receive WQEs posted 16, 0 32}. The
-	// receive CQ is CQ NQ + q.
+	// receive CQs fit the CQ area), receive WQEs posted 16, the producer
+	// count of the late doorbell 16 (0: none), the receive CQEs it waits
+	// for 16}. The receive CQ is CQ NQ + q.
 	var rqc []string
 	for q, qp := range p.qps {
 		rcq := len(p.qps) + q
@@ -833,8 +870,12 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 		if topCQBlock(2*len(p.qps)) <= topPayBase/BlockBytes {
 			fl = 1
 		}
-		rqc = append(rqc, fmt.Sprintf("%08x%x%x%02x%08x%x%x%04x%08x", topCQBlock(rcq)*BlockBytes, rcq&15, topCQLog, qp.rnr,
-			topRQBase+q*topRQStep, topRQLog, fl, len(qp.recv), 0))
+		late := 0
+		if qp.lateRecv != nil {
+			late = len(qp.recv) + len(qp.lateRecv)
+		}
+		rqc = append(rqc, fmt.Sprintf("%08x%x%x%02x%08x%x%x%04x%04x%04x", topCQBlock(rcq)*BlockBytes, rcq&15, topCQLog, qp.rnr,
+			topRQBase+q*topRQStep, topRQLog, fl, len(qp.recv), late, qp.lateNeed))
 	}
 	put("rqcfg.hex", rqc)
 	var dbs, sw []string
@@ -991,7 +1032,7 @@ func (p *topPlan) judge(res *topResult) []string {
 		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
 	}
 	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp",
-		"rsp_dup", "rsp_seqdrop", "rsp_errdrop", "rsp_todo"} {
+		"rsp_dup", "rsp_seqdrop", "rsp_todo"} {
 		if res.counters[k] != 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
 		}
@@ -1004,6 +1045,9 @@ func (p *topPlan) judge(res *topResult) []string {
 	}
 	if res.counters["rsp_acks"] != nacks {
 		errs = append(errs, fmt.Sprintf("rsp_acks=%d, the model's responders sent %d", res.counters["rsp_acks"], nacks))
+	}
+	if res.counters["rsp_errdrop"] != p.errDrops {
+		errs = append(errs, fmt.Sprintf("rsp_errdrop=%d, the model's responders dropped %d requests in ERR", res.counters["rsp_errdrop"], p.errDrops))
 	}
 	// rsp_naks counts the NAKs the responders sent (an RNR NAK among them).
 	if res.counters["rsp_naks"] != p.rnaks {
@@ -1381,6 +1425,7 @@ module top_tb;
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
     integer     cqn [0:15];   // CQEs written per CQ
+    reg         rql [0:7];    // the QP's late RQ doorbell rung
     reg         cip [0:15];   // a CQE landed in CQ q's area that software has not consumed yet
     integer fl, c, q, k, j, i, s0, cj, found, di, idle, stalled, bad, cqes, ntx, nrx, rcur, rx_mid, rrq, last_rx, wk, tq, tvl,
             mpt_busy, mlat, fvn, done, quiet, pnum, n, seq, ooo, mptrd, fcs, older;
@@ -1412,6 +1457,7 @@ module top_tb;
         for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
         for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
         for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; cip[k] = 1'b0; end
+        for (k = 0; k < 8; k = k + 1) rql[k] = 1'b0;
         c = 0; di = 0; idle = 0; stalled = 0; bad = 0; cqes = 0; ntx = 0; nrx = 0; rcur = 0; rx_mid = 0; rrq = 0;
         last_rx = -100; wk = 0; tq = 0; tvl = 0; mpt_busy = 0; mlat = 0; mpt_ix = 24'd0; fvn = 0; done = 0; quiet = 0;
         rxsent = 12'd0; seq = 0; ooo = 0; mptrd = 0; fcs = 0;
@@ -1476,6 +1522,17 @@ module top_tb;
                     found = 1;
                     cip[k] = 1'b0;
                     cq_ci_valid = 1'b1; ci_cqn = qcfg[k][139:136]; ci_val = cqn[k];
+                end
+            // A late RQ doorbell (rqcfg's): once the QP's receive CQ (NQ +
+            // q) holds its CQEs, one a cycle (rq_db_ready is 1).
+            rq_db_valid = 1'b0;
+            found = 0;
+            for (k = 0; k < NQ; k = k + 1)
+                if (found == 0 && !rql[k] && rqcfg[k][31:16] != 16'd0 && cqn[NQ + k] >= rqcfg[k][15:0]) begin
+                    found = 1;
+                    rql[k] = 1'b1;
+                    qc = qcfg[k]; rqc = rqcfg[k]; rqc[47:32] = rqcfg[k][31:16];
+                    rq_db_valid = 1'b1;
                 end
             // A doorbell: at its cycle, once its QP's CQ holds its CQEs;
             // software writes its WQEs into the ring first.
