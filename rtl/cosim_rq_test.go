@@ -159,7 +159,11 @@ func (d *rqDUT) post(r *rand.Rand, q *rqQueue) bool {
 		wr.Length = uint32(r.IntN(1 << 14))
 	}
 	if wr.LKey == 0x100 && wr.Length == 0 {
-		wr.LKey = 0x101 // mlx5's empty list: one element, 0 bytes, MLX5_INVALID_LKEY (not the RTL's: docs/rtl.md)
+		// Not mlx5's empty list (0 bytes, MLX5_INVALID_LKEY), which
+		// hca.DecodeRecvWQE reads as no element: hca_rq passes the segment
+		// as it is and the responder reads the marker
+		// (TestResponderEmptyListCosim).
+		wr.LKey = 0x101
 	}
 	slot := int(q.posted) % q.ring()
 	hca.EncodeRecvWQE(q.mem[slot*hca.RecvWQEBytes:(slot+1)*hca.RecvWQEBytes], &wr)

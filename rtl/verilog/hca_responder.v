@@ -284,7 +284,7 @@ module hca_responder #(
     // needRecv), before the R_Key check (rxe check_resource, then check_rkey).
     wire         need_rw = (sendp && first) || wimm;
     // A SEND MIDDLE or LAST past its receive buffer (recvOff + bytes > the WQE's length).
-    wire [32:0]  r_end   = {1'b0, ctx_roff[ix]} + {20'd0, h_len};
+    wire [32:0]  r_end   = {1'b0, first ? 32'd0 : ctx_roff[ix]} + {20'd0, h_len};
     wire         s_over  = sendp && !first && r_end > {1'b0, ctx_rlen[ix]};
     wire         l_chk   = sendp;                                          // a key check of the WQE's L_Key
     wire         is_rd  = h_op == 8'h0C;
@@ -358,12 +358,17 @@ module hca_responder #(
     // immediate's R_Key unless of length 0), or taken at once (a WRITE with immediate otherwise).
     wire         rw_in   = state == S_RRSP && rw_rsp_valid;
     wire         rw_rnr  = rw_in && !rw_rsp_ok;
-    wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len;
-    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc && !bad_len;
+    // mlx5's empty scatter list (one data segment of 0 bytes with MLX5_INVALID_LKEY 0x100, what
+    // libmlx5 writes for a receive WR of no element): no element (hca.DecodeRecvWQE), so no key
+    // check; a SEND of 0 bytes completes into it, a longer one is LOC_LEN_ERR (hca Receive).
+    wire         rw_empty = rw_rsp_len == 32'd0 && rw_rsp_lkey == 32'h100;
+    wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len && !rw_empty;
+    wire         rw_nil  = rw_in && rw_rsp_ok && !wimm && rw_empty && h_len == 13'd0 && !bad_len; // taken, nothing checked
+    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc && !bad_len && !rw_nil;
     wire         rw_blen = rw_in && rw_rsp_ok && bad_len;             // a length error: REM_INV_REQ_ERR
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && !bad_len && ((is_wr && !need_rw && !go_kc) ||
                                                                      (sendp && !first && !s_over))) ||
-                           (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) ||
+                           (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) || rw_nil ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
     // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
     wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||

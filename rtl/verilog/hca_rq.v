@@ -53,6 +53,8 @@
 // it (taken = fetched, arrived behind), so taken never passes fetched and a returning block lands
 // where its read said; a normal take after the QP leaves ERR waits until arrived passes taken
 // again. The responder completes each with WR_FLUSH_ERR (hca_responder).
+// mlx5's empty scatter list (0 bytes, L_Key MLX5_INVALID_LKEY 0x100) is passed on as it is:
+// hca_responder reads it as no element (hca.DecodeRecvWQE).
 // TODO: shared receive queues, receive WQEs of several scatter elements
 // (a stride above 16 bytes: hca.RecvReadStride, RecvSGL), QP contexts in host memory.
 module hca_rq #(
