@@ -184,6 +184,16 @@ type topQP struct {
 	// into its receive CQ, in order, and rslots their slots.
 	rcqes  [][]byte
 	rslots []int
+	// rpay are, per receive CQE, the host bytes its message wrote (each
+	// packet's WriteAddr and length since the QP's previous receive CQE):
+	// the CQE's write must land after all of them (judge).
+	rpay [][]topSpan
+}
+
+// topSpan is n bytes of host memory from a.
+type topSpan struct {
+	a uint64
+	n int
 }
 
 // topIn is a request the far end sends to a QP's responder: an RDMA
@@ -270,6 +280,12 @@ type topPlan struct {
 	// rnaks are the NAKs the HCA's responders send (rsp_naks);
 	// errDrops the requests their responders drop in ERR (rsp_err_drop).
 	rnaks, errDrops int
+	// wrStall: the host holds the last beat of every TLP of two or more
+	// beats 6 cycles before taking it (+wrstall), so the next TLP's pick
+	// waits in the DMA engine and a CQE that does not wait for its payload
+	// can overtake the payload's next TLP there (receive CQE order,
+	// judge). Off, the bench is as before (no extra random number).
+	wrStall bool
 }
 
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
@@ -588,8 +604,9 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
 		ours.MinRNRTimer = int(qp.rnr)
 		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn, rq: &rq}
-		rpi := uint32(0) // receive CQEs written
-		rcqe := func(cqe hca.CQE) {
+		rpi := uint32(0)     // receive CQEs written
+		var msgPay []topSpan // the bytes written since the last receive CQE
+		rcqe := func(cqe hca.CQE, pay []topSpan) {
 			slot, owner, room := hca.CQESlot(1<<topCQLog, rpi, 0)
 			if !room {
 				panic("topPlan: a receive CQ overruns")
@@ -599,6 +616,7 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			hca.EncodeCQE(buf[:], &cqe)
 			copy(p.want[topCQBlock(len(p.qps)+q)+int(slot)], buf[:])
 			qp.rcqes, qp.rslots = append(qp.rcqes, append([]byte(nil), buf[:]...)), append(qp.rslots, int(slot))
+			qp.rpay = append(qp.rpay, pay)
 			rpi++
 			p.ncqe++
 		}
@@ -620,16 +638,18 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				for i, v := range pkt.Payload {
 					placed[act.WriteAddr+uint64(i)] = v
 				}
+				msgPay = append(msgPay, topSpan{act.WriteAddr, len(pkt.Payload)})
 			}
 			if act.RecvDone {
-				rcqe(hca.ResponderCQE(qp.it.qpn, &act, pkt.SE))
+				rcqe(hca.ResponderCQE(qp.it.qpn, &act, pkt.SE), msgPay)
+				msgPay = nil
 			}
 			if !inErr && ours.State == hca.QPErr {
 				// A class C error: the QP goes to ERR, its receive WQEs
 				// posted and not consumed are flushed in order after the
 				// error's own completion (hca.Device.respond, flushRecvs).
 				for _, w := range rq {
-					rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index))
+					rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index), nil)
 				}
 				rq = rq[:0]
 			}
@@ -650,7 +670,7 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		// posted (no request follows to take them).
 		for _, w := range late {
 			if ours.State == hca.QPErr {
-				rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index))
+				rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index), nil)
 			}
 		}
 	}
@@ -927,8 +947,9 @@ type topResult struct {
 	counters map[string]int
 	pkts     [][]byte // the packets on the link, in order
 	cqw      []topCQWrite
-	mem      [][]byte // host memory at the end
-	unknown  int      // link beats and memory blocks with x or z bits
+	wlog     []topCQWrite // every host write beat, in the order the host took them (data not kept)
+	mem      [][]byte     // host memory at the end
+	unknown  int          // link beats and memory blocks with x or z bits
 }
 
 // topCQWrite is a host write beat into the CQ rings' area: its block,
@@ -936,6 +957,7 @@ type topResult struct {
 type topCQWrite struct {
 	blk      int
 	be, data []byte
+	seq      int // its place among all host write beats (topResult.wlog)
 }
 
 var topSummary = regexp.MustCompile(`(?m)^TOP done (.*)$`)
@@ -956,7 +978,11 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	}
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "top_tb", "-o", "sim.vvp", "top_tb.v"}, names...)...)
 	require.NoError(t, err)
-	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", "+seed="+strconv.FormatUint(seed, 10))
+	args := []string{"-n", "sim.vvp", "+seed=" + strconv.FormatUint(seed, 10)}
+	if p.wrStall {
+		args = append(args, "+wrstall")
+	}
+	out, err := runTool(ctx, dir, "vvp", args...)
 	require.NoError(t, err)
 	m := topSummary.FindStringSubmatch(out)
 	require.NotNil(t, m, "no summary from the bench:\n%s", tail(out, 30))
@@ -976,8 +1002,13 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 		fs := strings.Fields(sc.Text())
 		if len(fs) == 5 && fs[0] == "W" {
 			blk, err := strconv.ParseInt(fs[2], 16, 64)
+			if be, e := hex.DecodeString(fs[3]); err == nil && e == nil {
+				res.wlog = append(res.wlog, topCQWrite{blk: int(blk), be: be})
+			} else {
+				res.wlog = append(res.wlog, topCQWrite{blk: -1}) // x or z bits: counted below or as a bad write
+			}
 			if err == nil && blk >= topCQBase/BlockBytes && blk < topPayBase/BlockBytes {
-				w := topCQWrite{blk: int(blk)}
+				w := topCQWrite{blk: int(blk), seq: len(res.wlog) - 1}
 				var e1, e2 error
 				w.be, e1 = hex.DecodeString(fs[3])
 				w.data, e2 = hex.DecodeString(fs[4])
@@ -1069,6 +1100,20 @@ func (p *topPlan) judge(res *topResult) []string {
 		}
 		return p.qps[q-nq].rcqes, p.qps[q-nq].rslots
 	}
+	// The first host write beat of each byte (by its byte enables), for
+	// the receive CQEs' order: a CQE lands after every byte its message
+	// wrote (the scenarios write each payload byte once).
+	firstW := map[uint64]int{}
+	for i, w := range res.wlog {
+		for l := range BlockBytes {
+			if w.blk >= 0 && w.be[l/8]&(0x80>>(l%8)) != 0 {
+				a := uint64(w.blk)*BlockBytes + uint64(l)
+				if _, ok := firstW[a]; !ok {
+					firstW[a] = i
+				}
+			}
+		}
+	}
 	ncq := make([]int, 2*nq)
 	for i, w := range res.cqw {
 		off := w.blk - topCQBase/BlockBytes
@@ -1080,6 +1125,17 @@ func (p *topPlan) judge(res *topResult) []string {
 		cqes, slots := cqOf(q)
 		k := ncq[q]
 		ncq[q]++
+		if q >= nq && k < len(p.qps[q-nq].rpay) {
+			for _, s := range p.qps[q-nq].rpay[k] {
+				for a := s.a; a < s.a+uint64(s.n); a++ {
+					if at, ok := firstW[a]; !ok || at > w.seq {
+						errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (host write %d) before its message's byte %#x (host write %d, %v)",
+							q, k, w.seq, a, at, ok))
+						break
+					}
+				}
+			}
+		}
 		switch {
 		case k >= len(cqes):
 			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (slot %d), past the model's %d", q, k, slot, len(cqes)))
@@ -1427,6 +1483,7 @@ module top_tb;
     integer     cqn [0:15];   // CQEs written per CQ
     reg         rql [0:7];    // the QP's late RQ doorbell rung
     reg         cip [0:15];   // a CQE landed in CQ q's area that software has not consumed yet
+    integer wst, wrstall; // +wrstall: the host's write stalls (topPlan.wrStall), cycles left of one
     integer fl, c, q, k, j, i, s0, cj, found, di, idle, stalled, bad, cqes, ntx, nrx, rcur, rx_mid, rrq, last_rx, wk, tq, tvl,
             mpt_busy, mlat, fvn, done, quiet, pnum, n, seq, ooo, mptrd, fcs, older;
     reg [23:0]  mpt_ix;
@@ -1434,6 +1491,8 @@ module top_tb;
     reg [57:0]  wb;
     initial begin
         if (!$value$plusargs("seed=%d", seed)) seed = 1;
+        wrstall = $test$plusargs("wrstall");
+        wst = 0;
         $readmemh("mem.hex", mem);
         $readmemh("rxb.hex", rxb);
         $readmemh("rxp.hex", rxp);
@@ -1573,7 +1632,16 @@ module top_tb;
                     if (ot_n[cj] == 0) ot_v[cj] = 1'b0;
                 end
             end
-            host_wr_ready = ($random(seed) & 7) != 0;
+            if (wst > 0) begin
+                wst = wst - 1;
+                host_wr_ready = wst == 0; // then the beat held goes
+            end else begin
+                host_wr_ready = ($random(seed) & 7) != 0;
+                if (wrstall && host_wr_valid && host_wr_last && !host_wr_sop) begin
+                    host_wr_ready = 1'b0;
+                    wst = 6;
+                end
+            end
             mpt_rsp_valid = mpt_busy && mlat == 0;
             mpt_rsp_entry = (mpt_rsp_valid && mpt_ix < 16) ? mpt[mpt_ix[3:0]] : 256'd0;
             mpt_req_ready = !mpt_busy && ($random(seed) & 1);

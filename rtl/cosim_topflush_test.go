@@ -30,7 +30,9 @@ import (
 // ERR: WQEs 2 and 3 flushed) and a SEND of 10 (dropped in ERR); once its
 // receive CQ holds those 4 CQEs, software posts two more WQEs (4 and 5),
 // flushed at their doorbell. QP 1 at MTU 512 posts one WQE and receives a
-// SEND of 250 into it meanwhile. Each QP sends two messages of its own.
+// SEND of 130 into it meanwhile (at a block's start: 3 beats, written as a
+// TLP of 2 and one of 1 at MPS 128, so its completion can overtake the
+// last: TestTopRecvOrderCosim). Each QP sends two messages of its own.
 func topFlushScenario() []*topQP {
 	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
 	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
@@ -50,7 +52,7 @@ func topFlushScenario() []*topQP {
 			msgs:  []topMsg{{wr: w(hca.WRRDMAWrite, 1, 0x11, 1000)}, {wr: w(hca.WRSend, 1, 0x800, 64)}},
 			batch: 1,
 			recv:  []topIn{{off: 0x40, n: 300}},
-			in:    []topIn{{off: 0x40, n: 250, op: hca.WRSend}}},
+			in:    []topIn{{off: 0x40, n: 130, op: hca.WRSend}}},
 	}
 }
 
@@ -83,11 +85,12 @@ func TestTopFlushPlan(t *testing.T) {
 		assert.Equal(t, uint32(0x000A10), got.QPN, "CQE %d", k)
 		assert.Equal(t, k, q0.rslots[k], "slot")
 	}
-	// QP 1 is not in ERR: its SEND of 250 completes in its WQE 0.
+	// QP 1 is not in ERR: its SEND of 130 completes in its WQE 0.
 	require.Len(t, q1.rcqes, 1)
 	c1 := hca.DecodeCQE(q1.rcqes[0])
 	assert.Equal(t, hca.WCSuccess, c1.Status)
-	assert.Equal(t, uint32(250), c1.ByteCnt)
+	assert.Equal(t, uint32(130), c1.ByteCnt)
+	assert.Equal(t, []topSpan{{0x16040, 130}}, q1.rpay[0], "the bytes QP 1's CQE must land after")
 	// CQEs: 6 + 1 receive, 2 + 2 send.
 	assert.Equal(t, 6+1+2+2, p.ncqe)
 	// The responders: QP 0 ACKs the SEND of 100 (a message's last packet
@@ -100,8 +103,8 @@ func TestTopFlushPlan(t *testing.T) {
 	assert.Equal(t, 1, p.rnaks)
 	assert.Equal(t, 1, p.errDrops)
 	// Host blocks the run changes: the 11 CQEs' slots; the SEND of 100 at
-	// 0x15000 (2 blocks) and QP 1's SEND of 250 at 0x16040 (0x16040 ..
-	// 0x16139: 4 blocks); the failed SEND and the dropped one write
+	// 0x15000 (2 blocks) and QP 1's SEND of 130 at 0x16040 (0x16040 ..
+	// 0x160C1: 3 blocks); the failed SEND and the dropped one write
 	// nothing.
 	changed := 0
 	for b := range p.mem {
@@ -109,7 +112,7 @@ func TestTopFlushPlan(t *testing.T) {
 			changed++
 		}
 	}
-	assert.Equal(t, 11+2+4, changed)
+	assert.Equal(t, 11+2+3, changed)
 }
 
 // TestTopFlushCosim: the bench on the flush scenario, seeds 1 and 2.
@@ -162,4 +165,60 @@ func TestTopFlushMutantsFail(t *testing.T) {
 			t.Logf("fails: %s", strings.Join(errs[:min(3, len(errs))], "; "))
 		})
 	}
+}
+
+// TestTopRecvOrderCosim: a receive CQE never reaches the host before its
+// payload. TestTopFlushCosim's run (seed 1) with the host refusing writes
+// for 12 cycles now and then (topPlan.wrStall), so writes queue in
+// hca_dma_engine: the unmutated hca_top passes judge, whose check
+// requires every receive CQE's write to land after every byte its message
+// wrote (hca_responder puts the completion on rc_* only after its last
+// wr0 beat is taken, and hca_dma_engine keeps the order it takes beats
+// in); and a responder that completes on the last beat offered rather
+// than taken (the beat still written when taken) fails that check: QP 1's
+// SEND of 130 is written as a TLP of 2 beats and one of 1; when the host
+// stalls after the first, the completion reaches wr1 while the last beat
+// waits on wr0, and the engine's round robin, wr0 served last, takes the
+// CQE's TLP first. Every byte still lands and every
+// CQE is the model's, so the end image and the CQE contents pass; the
+// order check itself must report it.
+func TestTopRecvOrderCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	files := hcaTopTree(t)
+	p := newTopFlushPlan(1)
+	p.wrStall = true
+	res := p.run(t, t.Context(), t.TempDir(), 1, files, nil)
+	assert.Empty(t, p.judge(res), "the unmutated hca_top with write stalls")
+	t.Logf("%s", res.summary)
+	var src string
+	for _, f := range files {
+		if f.Name == "hca_responder.v" {
+			src = f.Text
+		}
+	}
+	// The mutant: in S_XFER, once the last beat is offered (wr_valid with
+	// one beat left), the completion goes out on rc_* with its fields,
+	// and is no longer owed in S_ACK.
+	for _, e := range [][2]string{
+		{"            S_XFER: begin\n                if (w_take) x_bt <= x_bt - 8'd1;",
+			"            S_XFER: begin\n                if (p_cqe && cq_free && x_bt == 8'd1 && wr_valid) begin rc_valid <= 1'b1; p_cqe <= 1'b0; end\n" +
+				"                if (w_take) x_bt <= x_bt - 8'd1;"},
+		{"        S_XFER: begin\n            if (w_take) x_first <= 1'b0;",
+			"        S_XFER: begin\n            if (p_cqe && cq_free && x_bt == 8'd1 && wr_valid) begin rc_qpn <= h_qpn; rc_opcode <= p_cop;\n" +
+				"                rc_status <= p_cst; rc_index <= p_cidx; rc_len <= p_clen; rc_imm <= p_cimm; end\n            if (w_take) x_first <= 1'b0;"},
+	} {
+		require.Equal(t, 1, strings.Count(src, e[0]), "the mutation's text occurs once")
+		src = strings.Replace(src, e[0], e[1], 1)
+	}
+	res = p.run(t, t.Context(), t.TempDir(), 1, files, map[string]string{"hca_responder.v": src})
+	errs := p.judge(res)
+	order := 0
+	for _, e := range errs {
+		if strings.Contains(e, "before its message's byte") {
+			order++
+		}
+	}
+	require.Positive(t, order, "the receive CQE order check passes a responder completing on the last beat offered: %v", errs[:min(3, len(errs))])
+	t.Logf("the mutant fails (%d of %d by the order check): %s", order, len(errs), strings.Join(errs[:min(3, len(errs))], "; "))
 }

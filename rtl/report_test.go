@@ -450,8 +450,11 @@ func TestReportYosys(t *testing.T) {
 	// atomic flag per resource, 8 x RD_RES; the atomic's resource, the
 	// index's log2(8 x RD_RES) bits (the original values are a memory).
 	// hca_transport ties the atomic inputs off, but these registers have
-	// no reset, so Yosys keeps them.
-	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+4+(1+1+64+8+8+6+8)+63*8+
+	// no reset, so Yosys keeps them. The flush (branch rtlflush) adds two
+	// engine states, 16 in all: Yosys's FSM pass re-encodes the state one-hot
+	// again, 16 flops for the 4 (no other flop: the flushed context's
+	// QPN goes to the packet's h_qpn, the completion to the rc_* register).
+	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+16+(1+1+64+8+8+6+8)+63*8+
 		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24+
 		8+32+(1+2+4+16+32+32)+(1+24+2+4+16+32+32)+
 		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1)),
