@@ -15,7 +15,7 @@ func runCollective(cfg *Config, opts RunOptions) (map[string]any, error) {
 		Seed: cfg.Seed, MaxTimeNs: cfg.Sim.MaxTimeNs, SliceBytes: cfg.Workload.SliceBytes, ReduceGBps: cfg.Workload.ReduceGBps,
 		SL: cfg.Workload.SL, Algorithm: cfg.Workload.Algorithm, Root: cfg.Workload.Root,
 		Iterations: cfg.Workload.CollectiveIterations, Warmup: cfg.Workload.CollectiveWarmup, Channels: cfg.Workload.Channels,
-		FlowControl: cfg.Workload.FlowControl, Average: cfg.Workload.CollectiveAverage}
+		FlowControl: cfg.Workload.FlowControl, Average: cfg.Workload.CollectiveAverage, Protocol: cfg.Workload.Protocol}
 	if err := run.Validate(); err != nil {
 		return nil, &UnsupportedError{Msg: err.Error()}
 	}

@@ -192,9 +192,6 @@ func TestOverflowNamesTheKeysRange(t *testing.T) {
 		"seed":           "every uint64 is a seed",
 		"workload.shift": "any integer: the shift is taken mod the hosts",
 		"workload.root":  "its upper bound, the fabric's hosts, is checked when the fabric is built",
-		// Validated only with workload.algorithm: sharp (below).
-		"workload.sharp_osts":           "",
-		"workload.sharp_fragment_bytes": "",
 	}
 	d := Defaults()
 	checked := 0
@@ -234,6 +231,12 @@ func TestOverflowNamesTheKeysRange(t *testing.T) {
 		{[]string{"link.mtu=1e19"}, "link.mtu: 1e19 is not an IB MTU (256, 512, 1024, 2048, 4096)"},
 		{[]string{"workload.kind=allreduce", "workload.algorithm=sharp", "workload.sharp_osts=1e30"},
 			"workload.sharp_osts: 1e30 is out of range (0 for 64, 1 to 4096)"},
+		// The same range without workload.algorithm: sharp (the key's
+		// range is checked before whether the algorithm uses it).
+		{[]string{"workload.sharp_osts=99999999999999999999"},
+			"workload.sharp_osts: 99999999999999999999 is out of range (0 for 64, 1 to 4096)"},
+		{[]string{"workload.sharp_fragment_bytes=-1e30"},
+			"workload.sharp_fragment_bytes: -1e30 is out of range (0 for link.mtu, 1 to link.mtu)"},
 		// The type's range where it is the key's: a seed is any uint64.
 		{[]string{"seed=1e30"}, "seed: 1e30 is out of range (0 to 18446744073709551615)"},
 	} {

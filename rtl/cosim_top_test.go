@@ -86,6 +86,10 @@ import (
 // runs it with receive WQEs posted (topQP.recv, rq_cfg_*, rq_db_*) and
 // SENDs and WRITEs with immediate arriving: their receive CQEs
 // (hca.ResponderCQE) in each QP's receive CQ, CQ NQ + q, and an RNR NAK.
+// TestTopReadCosim (cosim_topread_test.go) runs it with RDMA READs
+// arriving (topIn op hca.WRRDMARead, duplicates topIn.dup): the
+// responder's READ responses, read from host memory, on the link with its
+// ACKs and NAKs (every BTH opcode 0x0D..0x12 is the responder's).
 // Not checked here: timing, the PCS.
 
 const (
@@ -93,7 +97,7 @@ const (
 	topRingBlk   = 0    // SQ rings: context q's at block q x 16
 	topRingLog   = 4    // 16 WQEBBs per ring
 	topCQBase    = 0x1000
-	topCQLog     = 4 // 16 CQEs per CQ ring, at topCQBase + q x 0x400
+	topCQLog     = 3 // 8 CQEs per CQ ring, at topCQBase + q x 0x200: 8 CQs (4 QPs' send and receive CQs) below topPayBase
 	topPayBase   = 0x2000
 	topPayStep   = 0x4000 // each QP's registered region: topPayBase + q x topPayStep, 16 KiB
 	topEvery     = 3      // ack_req_every (hca.ack_req_every)
@@ -131,10 +135,19 @@ type topQP struct {
 	need    int        // CQEs the second doorbell waits for (the first batch's signaled WQEs)
 	// lose are the QP's packets the wire loses, by their place in its
 	// order on the link (resends counted): the far end never sees them.
-	lose []int
+	// rxLose are the far end's packets to the QP (its ACKs, NAKs and
+	// responses, by their place in the order it sends them) the wire
+	// loses: the HCA never sees them.
+	lose, rxLose []int
 	// refuse is an R_Key the far end's responder refuses (NAK remote
 	// access error); 0 none.
 	refuse uint32
+	// farRNR: the far end's receive queue is empty for the QP's first
+	// farRNR SENDs (-1: all of them; counted as the far end's responder
+	// takes them, resends included), each RNR-NAKed with timer code
+	// farRNRCode (the far end's min_rnr_timer).
+	farRNR     int
+	farRNRCode uint8
 	// late: software posts the second batch (writes its WQEs, rings its
 	// doorbell) only once the first batch's CQEs are all in its CQ, so
 	// the model enqueues it after the first batch's exchange is over (a
@@ -146,11 +159,18 @@ type topQP struct {
 	// QP's CQEs wraps.
 	cqLog   int
 	consume bool
+	// overrun: the QP's CQ may overrun (software consumes nothing and it
+	// has fewer entries than the QP's CQEs): the CQEs that find it full
+	// are dropped and its cq_overrun flag set, as the model does.
+	overrun bool
 	// in are the requests the far end sends the QP's responder (its
 	// expected PSN 0: the contexts' qp_cfg_rqpsn): RDMA WRITEs, each n
 	// bytes at off in the QP's inbound region (topInBase + q x topInStep,
 	// remote write), with immediate, and SENDs.
 	in []topIn
+	// inAccess is the remote access of the QP's inbound region (0: remote
+	// write and remote read; hca.Access* flags, local write always).
+	inAccess int
 	// recv are the receive WQEs software posts (one element each, at off
 	// in the inbound region, n bytes) before any traffic: written into the
 	// QP's receive queue ring (topRQBase + q x topRQStep), set through
@@ -180,6 +200,13 @@ type topQP struct {
 	// acks are the ACKs and NAKs its responder sends for in, in order,
 	// whole beats (hca.Responder's, addressed as hca.Device.sendAck does).
 	acks [][]byte
+	// rnrResend: the far end's packets to the QP (by their place in its
+	// list) that are RNR NAKs the model resends after (not the one that
+	// fails the WQE).
+	rnrResend map[int]bool
+	// prompt: the far end's packets to the QP that make the model resend
+	// at once (a sequence error NAK, an implied NAK), by their place.
+	prompt map[int]bool
 	// rcqes are the receive CQEs its responder writes (hca.ResponderCQE)
 	// into its receive CQ, in order, and rslots their slots.
 	rcqes  [][]byte
@@ -197,14 +224,19 @@ type topSpan struct {
 }
 
 // topIn is a request the far end sends to a QP's responder: an RDMA
-// WRITE (op 0), WRITE with immediate or SEND (with or without immediate)
-// of n bytes, a WRITE's at off in the QP's inbound region; or a receive
-// buffer (topQP.recv).
+// WRITE (op 0), WRITE with immediate, SEND (with or without immediate) or
+// RDMA READ of n bytes, a WRITE's or READ's at off in the QP's inbound
+// region; or a receive buffer (topQP.recv).
 type topIn struct {
 	off uint64
 	n   uint32
 	op  hca.WROpcode
 	imm uint32
+	// dup, for a READ: this request is the far end's READ qp.in[dup-1]
+	// sent again (a duplicate, as a requester resends after a timeout),
+	// from its response from on: its PSN, VA and length advanced by from
+	// responses (from MTUs), as hca.Requester.Next asks for the rest.
+	dup, from int
 }
 
 // topLocal is the QP's responder's environment, as hca.QP's: R_Keys
@@ -277,9 +309,22 @@ type topPlan struct {
 	// the timer: topRetryDesign).
 	naks, timeouts int
 	timer          bool
-	// rnaks are the NAKs the HCA's responders send (rsp_naks);
-	// errDrops the requests their responders drop in ERR (rsp_err_drop).
-	rnaks, errDrops int
+	// rnrTick, when not 0, is the design's RNR_TICK: each resend after an
+	// RNR NAK must leave no earlier than the NAK's timer after the NAK.
+	rnrTick int
+	// promptWithin, when not 0, is the cycles within which a QP's next
+	// request must leave after a packet that makes the model resend at
+	// once (topQP.prompt): fewer than the local ACK timeout, so a resend
+	// its timer makes instead fails it.
+	promptWithin int
+	// overruns are the CQs (bit q: QP q's send CQ) that overran: hca_top's
+	// cq_overrun flags at the end.
+	overruns int
+	// rnaks are the NAKs the HCA's responders send (rsp_naks); rdups the
+	// duplicates they see (rsp_dup: requests behind the expected PSN, the
+	// context not in ERR), rerrs the requests for a context in ERR
+	// (rsp_errdrop).
+	rnaks, rdups, rerrs int
 	// wrStall: the host holds the last beat of every TLP of two or more
 	// beats 6 cycles before taking it (+wrstall), so the next TLP's pick
 	// waits in the DMA engine and a CQE that does not wait for its payload
@@ -292,7 +337,8 @@ type topPlan struct {
 // on both VLs, one QP's PSNs wrapping; RDMA WRITEs, SENDs, with and
 // without immediate, of 1 byte to 5000 (one to five packets), at any
 // lane; a READ on three of them (one to three responses); a FETCH_ADD; an
-// unsignaled SEND.
+// unsignaled SEND; and a SEND with immediate arriving for QP 2's
+// responder (a receive completion in its receive CQ).
 func topScenario() []*topQP {
 	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
 	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
@@ -312,7 +358,10 @@ func topScenario() []*topQP {
 				{wr: w(hca.WRRDMAWriteImm, 1, 0x1234, 2000)}, {wr: unsig}, {wr: w(hca.WRRDMAWrite, 1, 0x3100, 129)}}, batch: 3, ringLog: 2},
 		{it: &reqItem{cfg: true, qix: 2, qpn: 0x002C02, dlid: 0x23, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0002, psn: 0x5000, mtuCode: 3, cqn: 2},
 			msgs: []topMsg{{wr: w(hca.WRRDMAWrite, 2, 0x20, 4000)}, {wr: w(hca.WRRDMARead, 2, 0x2007, 100)}, {wr: fadd},
-				{wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1},
+				{wr: w(hca.WRSend, 2, 0x3001, 1)}}, batch: 1,
+			// A SEND with immediate arriving, into a receive WQE posted:
+			// its receive CQE in QP 2's receive CQ (CQ 6).
+			in: []topIn{{off: 0x100, n: 700, op: hca.WRSendImm, imm: 0x7E57_0002}}, recv: []topIn{{off: 0x100, n: 1024}}},
 		{it: &reqItem{cfg: true, qix: 3, qpn: 0x003D03, dlid: 0x24, slid: topPortLID, sl: 5, vl: 1, rqpn: 0xD0003, psn: 0x777777, mtuCode: 5, cqn: 3},
 			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMARead, 3, 0x2000, 4500)}}, batch: 1},
 	}
@@ -325,6 +374,12 @@ func newTopPlan(seed uint64) *topPlan { return newTopPlanOf(seed, topScenario(),
 // the model run with retryCnt (hca.retry_cnt: the design's RETRY_CNT) and,
 // when timer is set, its local ACK timeouts.
 func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan {
+	return newTopPlanRetries(seed, qps, retryCnt, -1, timer)
+}
+
+// newTopPlanRetries is newTopPlanOf with rnrRetry (hca.rnr_retry: the
+// design's RNR_RETRY; -1 the device's default) too.
+func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer bool) *topPlan {
 	r := rand.New(rand.NewPCG(seed, 0x70b))
 	p := &topPlan{qps: qps, timer: timer}
 	p.mem = make([][]byte, topMemBlocks)
@@ -339,6 +394,9 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 	cfg.AckReqEvery = topEvery
 	if retryCnt != 0 {
 		cfg.RetryCnt = retryCnt
+	}
+	if rnrRetry >= 0 {
+		cfg.RNRRetry = rnrRetry
 	}
 	for q, qp := range p.qps {
 		qp.pd = 0x100 + uint32(q)*0x11
@@ -426,13 +484,29 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		var rx []reqAck
 		var cpls []hca.Completion
 		resp := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), qp.it.psn)
+		farSent := 0 // the far end's packets to the QP so far, those the wire loses among them
 		deliver := func(a reqAck) {
+			farSent++
+			if slices.Contains(qp.rxLose, farSent-1) {
+				return // lost on the wire: neither the HCA nor the model's requester sees it
+			}
 			a.qpn = qp.it.qpn
 			rx = append(rx, a)
 			if a.retry() {
 				p.naks++
 			}
 			res, pl, ok := modelRx(qp.req, a)
+			if a.rsp == nil && a.syn&0xE0 == hca.SynRNRNAK && res.RNRWait {
+				if qp.rnrResend == nil {
+					qp.rnrResend = map[int]bool{}
+				}
+				qp.rnrResend[len(rx)-1] = true
+			} else if res.Rewound {
+				if qp.prompt == nil {
+					qp.prompt = map[int]bool{}
+				}
+				qp.prompt[len(rx)-1] = true
+			}
 			if ok {
 				data := a.rsp.Payload
 				if a.rsp.Opcode == ib.AtomicAcknowledge {
@@ -444,7 +518,11 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			}
 			cpls = append(cpls, res.Completions...)
 		}
-		env := topRemote{refuse: qp.refuse}
+		rnrLeft := qp.farRNR
+		env := topRemote{refuse: qp.refuse, rnr: &rnrLeft}
+		if qp.farRNR != 0 {
+			resp.MinRNRTimer = int(qp.farRNRCode)
+		}
 		seen, late := 0, qp.late
 		for {
 			p.send(qp)
@@ -464,7 +542,7 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 					}
 					if act.Ack {
 						gate := i + 1
-						if act.AckSyn&0xE0 == hca.SynNAKSeq&0xE0 {
+						if act.AckSyn&0x60 != 0 { // a NAK (RNR: 0x20, the others 0x60)
 							gate = len(qp.wires)
 						}
 						deliver(reqAck{gate: gate, psn: act.AckPSN, syn: act.AckSyn, msn: act.MSN})
@@ -543,7 +621,14 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			}
 			slot, owner, room := hca.CQESlot(1<<qp.cqDepthLog(), pi, ci)
 			if !room {
-				panic("topPlan: a CQ overruns")
+				if !qp.overrun {
+					panic("topPlan: a CQ overruns")
+				}
+				// The consumer has not freed a slot: the CQE is dropped,
+				// pi stays and the CQ's overrun flag is set
+				// (hca.Device.cqeVisible: CQ.Overrun).
+				p.overruns |= 1 << q
+				continue
 			}
 			cqe.Owner = owner
 			var buf [hca.CQEBytes]byte
@@ -568,12 +653,25 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 	// each receive completion's CQE (hca.ResponderCQE, at hca.CQESlot's
 	// slot of the QP's receive CQ, nothing consumed) is expected there, and
 	// a SEND with none left is RNR-NAKed with the QP's min_rnr_timer.
+	//
+	// A READ (R_Key checked for remote read) is answered by its responses
+	// (hca.Responder.NextReadResponse, taken whole before the next request
+	// as hca_ack_tx sends every reply whole), addressed as the ACKs, their
+	// payload the host's bytes (the image's: no WRITE of the run lands
+	// there) at the READ's VA plus the bytes before them, on the link in
+	// order with the QP's ACKs and NAKs. A duplicate READ (topIn.dup) is
+	// the original request sent again, from inside when from > 0; the
+	// responder replays it from its resource.
 	var in []reqAck
 	for q, qp := range p.qps {
 		if qp.in == nil {
 			continue
 		}
-		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|hca.AccessRemoteWrite)
+		acc := qp.inAccess
+		if acc == 0 {
+			acc = hca.AccessRemoteWrite | hca.AccessRemoteRead
+		}
+		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|acc)
 		var rq, late []hca.RecvWQE
 		for k, b := range append(slices.Clone(qp.recv), qp.lateRecv...) {
 			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
@@ -592,14 +690,43 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 		}
 		mtu := pktzMTU(qp.it.mtuCode)
 		far := hca.NewRequester(&cfg, mtu, 0)
-		var firsts []uint32 // each request's first PSN
-		for _, w := range qp.in {
-			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
-			next := uint32(0)
-			if k := len(firsts); k > 0 {
-				next = firsts[k-1] + uint32(hca.PacketCount(qp.in[k-1].n, mtu))
+		firsts := make([]uint32, len(qp.in)) // each request's first PSN (a duplicate's: its original's)
+		next := uint32(0)
+		for k, w := range qp.in {
+			if w.dup != 0 {
+				firsts[k] = firsts[w.dup-1]
+				continue
 			}
-			firsts = append(firsts, next)
+			far.Enqueue(hca.SendWQE{Opcode: w.op, RemoteAddr: mr.Addr + w.off, RKey: mr.RKey, Length: w.n, Imm: w.imm, Signaled: true}, 0)
+			firsts[k] = next
+			next += uint32(hca.PacketCount(w.n, mtu))
+		}
+		// The far end's packets in the order it sends them: each request's
+		// from its requester (no wrap: PSNs from 0), a duplicate's made
+		// from its original's at its place.
+		sent := make([][]ib.Packet, len(qp.in))
+		for far.HasWork() {
+			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
+			tx := far.Next(&pkt)
+			k := -1 // the request holding the PSN
+			for i, w := range qp.in {
+				if w.dup == 0 && pkt.PSN >= firsts[i] {
+					k = i
+				}
+			}
+			pkt.Payload = topRemoteBytes(mr.Addr+qp.in[k].off+uint64(tx.Index*mtu), pkt.PayloadLen)
+			sent[k] = append(sent[k], pkt)
+		}
+		var stream []ib.Packet
+		for k, w := range qp.in {
+			if w.dup != 0 {
+				o := qp.in[w.dup-1]
+				skip := uint32(w.from * mtu)
+				stream = append(stream, ib.Packet{Opcode: ib.RDMAReadRequest, SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn,
+					PSN: firsts[k] + uint32(w.from), AckReq: true, RETH: ib.RETH{VA: mr.Addr + o.off + uint64(skip), RKey: mr.RKey, Length: o.n - skip}})
+				continue
+			}
+			stream = append(stream, sent[k]...)
 		}
 		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
 		ours.MinRNRTimer = int(qp.rnr)
@@ -620,20 +747,24 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 			rpi++
 			p.ncqe++
 		}
-		for far.HasWork() {
-			pkt := ib.Packet{SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn}
-			tx := far.Next(&pkt)
-			k := 0 // the WRITE holding the PSN (no wrap: from 0)
-			for k+1 < len(firsts) && pkt.PSN >= firsts[k+1] {
-				k++
-			}
-			pkt.Payload = topRemoteBytes(mr.Addr+qp.in[k].off+uint64(tx.Index*mtu), pkt.PayloadLen)
-			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: &pkt})
+		addResp := func(pk *ib.Packet) {
+			pk.DLID, pk.SLID, pk.SL, pk.VL, pk.DestQP = qp.it.dlid, qp.it.slid, qp.it.sl, qp.it.vl, qp.it.rqpn
+			b := ib.AppendWire(nil, pk)
+			w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
+			copy(w, b)
+			qp.acks = append(qp.acks, w)
+		}
+		for i := range stream {
+			pkt := &stream[i]
+			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: pkt})
 			inErr := ours.State == hca.QPErr
-			if inErr {
-				p.errDrops++ // hca_responder's err_drop
+			switch {
+			case ours.State == hca.QPErr:
+				p.rerrs++ // dropped (rsp_errdrop)
+			case (pkt.PSN-ours.ExpectedPSN())&0xFFFFFF >= 0x800000:
+				p.rdups++ // behind the expected PSN: a duplicate (rsp_dup)
 			}
-			act := ours.Receive(&pkt, env)
+			act := ours.Receive(pkt, env)
 			if act.Write {
 				for i, v := range pkt.Payload {
 					placed[act.WriteAddr+uint64(i)] = v
@@ -657,11 +788,25 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 				p.rnaks++ // a NAK (RNR or other): hca_responder's rsp_naks
 			}
 			if act.Ack {
-				b := ib.AppendWire(nil, &ib.Packet{Opcode: ib.Acknowledge, DLID: qp.it.dlid, SLID: qp.it.slid, SL: qp.it.sl, VL: qp.it.vl,
-					DestQP: qp.it.rqpn, PSN: act.AckPSN, AETH: ib.AETH{Syndrome: act.AckSyn, MSN: act.MSN}})
-				w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
-				copy(w, b)
-				qp.acks = append(qp.acks, w)
+				addResp(&ib.Packet{Opcode: ib.Acknowledge, PSN: act.AckPSN, AETH: ib.AETH{Syndrome: act.AckSyn, MSN: act.MSN}})
+			}
+			if act.Read {
+				va := act.ReadVA
+				for more := true; more; {
+					var rp ib.Packet
+					_, more = ours.NextReadResponse(act.ReadRes, &rp)
+					rp.Payload = make([]byte, rp.PayloadLen)
+					for j := range rp.Payload {
+						a := va + uint64(j)
+						if _, ok := placed[a]; ok {
+							panic(fmt.Sprintf("topPlan: QP %d's READ reads %#x, which the run writes", q, a))
+						}
+						rp.Payload[j] = p.mem[a/BlockBytes][a%BlockBytes]
+					}
+					va += uint64(rp.PayloadLen)
+					ours.ReadResponseSent(act.ReadRes, rp.PSN)
+					addResp(&rp)
+				}
 			}
 		}
 		// The late receive WQEs, announced once the receive CQ holds
@@ -706,8 +851,12 @@ func newTopPlanOf(seed uint64, qps []*topQP, retryCnt int, timer bool) *topPlan 
 
 // topRemote is the far end's QP for hca.Responder: every key passes but
 // refuse (0: none), which is no key it holds, and a receive WQE of 64 KiB
-// is always posted.
-type topRemote struct{ refuse uint32 }
+// is posted for every SEND but the first *rnr (-1: all of them), which
+// find the receive queue empty (RNR NAK).
+type topRemote struct {
+	refuse uint32
+	rnr    *int
+}
 
 func (e topRemote) CheckRKey(key uint32, _ int, _, _ uint64) hca.KeyResult {
 	if e.refuse != 0 && key == e.refuse {
@@ -717,7 +866,13 @@ func (e topRemote) CheckRKey(key uint32, _ int, _, _ uint64) hca.KeyResult {
 }
 func (topRemote) RKeyBase(uint32) uint64                         { return 0 }
 func (topRemote) CheckLKey(uint32, uint64, uint64) hca.KeyResult { return hca.KeyOK }
-func (topRemote) PopRecv() (hca.RecvWQE, bool) {
+func (e topRemote) PopRecv() (hca.RecvWQE, bool) {
+	if e.rnr != nil && *e.rnr != 0 {
+		if *e.rnr > 0 {
+			*e.rnr--
+		}
+		return hca.RecvWQE{}, false
+	}
 	return hca.RecvWQE{Addr: 0x5000_0000, Length: 1 << 16, LKey: 0x77}, true
 }
 
@@ -945,7 +1100,9 @@ type topResult struct {
 	summary  string
 	stalled  bool
 	counters map[string]int
-	pkts     [][]byte // the packets on the link, in order
+	pkts     [][]byte    // the packets on the link, in order
+	pktAt    []int       // the cycle of each one's first beat
+	rxAt     map[int]int // the cycle each receive packet (by its place in p.rx, flattened) had its last beat in
 	cqw      []topCQWrite
 	wlog     []topCQWrite // every host write beat, in the order the host took them (data not kept)
 	mem      [][]byte     // host memory at the end
@@ -986,7 +1143,7 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	require.NoError(t, err)
 	m := topSummary.FindStringSubmatch(out)
 	require.NotNil(t, m, "no summary from the bench:\n%s", tail(out, 30))
-	res := &topResult{summary: m[1], counters: map[string]int{}}
+	res := &topResult{summary: m[1], counters: map[string]int{}, rxAt: map[int]int{}}
 	for _, kv := range strings.Fields(m[1]) {
 		k, v, _ := strings.Cut(kv, "=")
 		res.counters[k], _ = strconv.Atoi(v)
@@ -1019,11 +1176,21 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 			}
 			continue
 		}
+		if len(fs) == 3 && fs[0] == "R" {
+			c, e1 := strconv.Atoi(fs[1])
+			n, e2 := strconv.Atoi(fs[2])
+			if e1 == nil && e2 == nil {
+				res.rxAt[n] = c
+			}
+			continue
+		}
 		if len(fs) < 5 || fs[0] != "B" {
 			continue
 		}
 		if fs[2] == "1" {
 			pkt = nil
+			c, _ := strconv.Atoi(fs[1])
+			res.pktAt = append(res.pktAt, c)
 		}
 		b, err := hex.DecodeString(fs[4])
 		if err != nil { // x or z bits on the link
@@ -1062,23 +1229,35 @@ func (p *topPlan) judge(res *topResult) []string {
 	if res.unknown != 0 {
 		errs = append(errs, fmt.Sprintf("%d link beats or memory blocks with x or z bits", res.unknown))
 	}
-	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "overrun", "rspnoqp",
-		"rsp_dup", "rsp_seqdrop", "rsp_todo"} {
+	for _, k := range []string{"bad", "rcv_errors", "icrc", "hdr", "pkey", "mcast", "noqp", "rsptodo", "notreq", "rspnoqp",
+		"rsp_seqdrop", "rsp_todo"} {
 		if res.counters[k] != 0 {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
 		}
+	}
+	// cq_overrun: the CQs that found their ring full, each a bit.
+	if res.counters["overrun"] != p.overruns {
+		errs = append(errs, fmt.Sprintf("cq_overrun=%#x, the model's CQs that overran %#x", res.counters["overrun"], p.overruns))
 	}
 	// rsp_acks counts the ACKs the responder sent (requests arriving),
 	// its NAKs apart (rsp_naks, below).
 	nacks := -p.rnaks
 	for _, qp := range p.qps {
-		nacks += len(qp.acks)
+		for _, w := range qp.acks {
+			if w[8] == byte(ib.Acknowledge) { // not a READ response
+				nacks++
+			}
+		}
 	}
 	if res.counters["rsp_acks"] != nacks {
 		errs = append(errs, fmt.Sprintf("rsp_acks=%d, the model's responders sent %d", res.counters["rsp_acks"], nacks))
 	}
-	if res.counters["rsp_errdrop"] != p.errDrops {
-		errs = append(errs, fmt.Sprintf("rsp_errdrop=%d, the model's responders dropped %d requests in ERR", res.counters["rsp_errdrop"], p.errDrops))
+	if res.counters["rsp_errdrop"] != p.rerrs {
+		errs = append(errs, fmt.Sprintf("rsp_errdrop=%d, the model's responders dropped %d requests in ERR", res.counters["rsp_errdrop"], p.rerrs))
+	}
+	// rsp_dup counts the requests behind a responder's expected PSN.
+	if res.counters["rsp_dup"] != p.rdups {
+		errs = append(errs, fmt.Sprintf("rsp_dup=%d, the model's responders saw %d duplicates", res.counters["rsp_dup"], p.rdups))
 	}
 	// rsp_naks counts the NAKs the responders sent (an RNR NAK among them).
 	if res.counters["rsp_naks"] != p.rnaks {
@@ -1086,7 +1265,7 @@ func (p *topPlan) judge(res *topResult) []string {
 	}
 	// rx_nak_retry counts the sequence error NAKs the far end sent.
 	if res.counters["nak"] != p.naks {
-		errs = append(errs, fmt.Sprintf("nak=%d, the far end sent %d sequence error NAKs", res.counters["nak"], p.naks))
+		errs = append(errs, fmt.Sprintf("nak=%d, the far end sent %d sequence error and RNR NAKs", res.counters["nak"], p.naks))
 	}
 	// Every CQE write, per CQ in the order written: the model's CQE
 	// (its owner bit that pass's) at the model's slot, all 64 bytes
@@ -1168,11 +1347,12 @@ func (p *topPlan) judge(res *topResult) []string {
 			continue
 		}
 		qp := p.qps[q]
-		if pk[8] == byte(ib.Acknowledge) { // BTH.OpCode: the QP's responder's ACK or NAK
+		if topResponderOp(pk[8]) { // BTH.OpCode: the QP's responder's ACK, NAK or READ response
 			k := gotAck[q]
 			gotAck[q]++
 			if k >= len(qp.acks) || string(pk) != string(qp.acks[k]) {
-				errs = append(errs, fmt.Sprintf("packet %d: QP %d's responder's ACK %d (PSN %06x), not the model's (of %d)", i, q, k, psnAt(pk), len(qp.acks)))
+				errs = append(errs, fmt.Sprintf("packet %d: QP %d's responder's packet %d (opcode %#x, PSN %06x), not the model's (of %d)",
+					i, q, k, pk[8], psnAt(pk), len(qp.acks)))
 			}
 			continue
 		}
@@ -1193,8 +1373,12 @@ func (p *topPlan) judge(res *topResult) []string {
 			errs = append(errs, fmt.Sprintf("QP %d: %d packets on the link, the model's %d", q, got[q], len(qp.wires)))
 		}
 		if gotAck[q] != len(qp.acks) {
-			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d ACKs, the model's %d", q, gotAck[q], len(qp.acks)))
+			errs = append(errs, fmt.Sprintf("QP %d: its responder sent %d packets, the model's %d", q, gotAck[q], len(qp.acks)))
 		}
+	}
+	if p.rnrTick != 0 || p.promptWithin != 0 {
+		e, _ := p.judgeRNRWaits(res)
+		errs = append(errs, e...)
 	}
 	if len(res.mem) != len(p.want) {
 		return append(errs, fmt.Sprintf("memory dump of %d blocks, want %d", len(res.mem), len(p.want)))
@@ -1213,6 +1397,82 @@ func (p *topPlan) judge(res *topResult) []string {
 		errs = append(errs, fmt.Sprintf("and %d blocks more differ", bad-6))
 	}
 	return errs
+}
+
+// judgeRNRWaits checks the RNR timer: after each RNR NAK the far end
+// sends QP q that makes the model resend (topQP.rnrResend; the last,
+// which spends the retries, fails the WQE instead), its last beat into
+// ib_link at cycle c, the QP's next
+// packet at the NAK's PSN (the resend) starts on the link no earlier than
+// c + the timer code's delay, hca.RNRTimerPS(code) / hca.RNRTimerPS(1)
+// units of RNR_TICK cycles (the requester starts waiting only once the
+// NAK has passed hca_rx_ack, later than c). With promptWithin, after each
+// packet that makes the model resend at once (topQP.prompt) the QP's next
+// request leaves within promptWithin cycles. gaps are the cycles from each
+// such NAK or packet to its resend.
+func (p *topPlan) judgeRNRWaits(res *topResult) (errs []string, gaps []int) {
+	n := 0 // the receive packet's place in the flattened lists (topPlan.write's rxp.hex)
+	for l, list := range p.rx {
+		for k, a := range list {
+			pn := n
+			n++
+			if l >= len(p.qps) {
+				continue
+			}
+			qp := p.qps[l]
+			c, ok := res.rxAt[pn]
+			if qp.prompt[k] && p.promptWithin != 0 {
+				// The QP's next request packet after it, within promptWithin.
+				next := -1
+				for i, pk := range res.pkts {
+					dqp := uint32(pk[13])<<16 | uint32(pk[14])<<8 | uint32(pk[15])
+					if i < len(res.pktAt) && ok && res.pktAt[i] > c && dqp == qp.it.rqpn && !topResponderOp(pk[8]) {
+						next = res.pktAt[i]
+						break
+					}
+				}
+				gaps = append(gaps, next-c)
+				if next < 0 || next > c+p.promptWithin {
+					errs = append(errs, fmt.Sprintf("QP %d: no resend within %d cycles of its packet %d (PSN %06x) at cycle %d (next at %d)",
+						l, p.promptWithin, k, a.psn, c, next))
+				}
+				continue
+			}
+			if !qp.rnrResend[k] || p.rnrTick == 0 {
+				continue
+			}
+			if !ok {
+				errs = append(errs, fmt.Sprintf("QP %d's RNR NAK (PSN %06x) never went in", l, a.psn))
+				continue
+			}
+			wait := int(hca.RNRTimerPS(int(a.syn&0x1F)) / hca.RNRTimerPS(1) * ib.PS(p.rnrTick))
+			found := false
+			for i, pk := range res.pkts {
+				dqp := uint32(pk[13])<<16 | uint32(pk[14])<<8 | uint32(pk[15])
+				if i >= len(res.pktAt) || res.pktAt[i] <= c || dqp != qp.it.rqpn || topResponderOp(pk[8]) || psnAt(pk) != a.psn {
+					continue
+				}
+				found = true
+				gaps = append(gaps, res.pktAt[i]-c)
+				if res.pktAt[i] < c+wait {
+					errs = append(errs, fmt.Sprintf("QP %d resent PSN %06x at cycle %d, %d cycles after the RNR NAK (code %d: %d cycles)",
+						l, a.psn, res.pktAt[i], res.pktAt[i]-c, a.syn&0x1F, wait))
+				}
+				break
+			}
+			if !found {
+				errs = append(errs, fmt.Sprintf("QP %d: no resend of PSN %06x after the RNR NAK at cycle %d", l, a.psn, c))
+			}
+		}
+	}
+	return errs, gaps
+}
+
+// topResponderOp reports whether BTH opcode op is a responder's packet
+// (RC RDMA READ response FIRST 0x0D to ATOMIC ACKNOWLEDGE 0x12): the
+// requester sends none of them.
+func topResponderOp(op byte) bool {
+	return op >= byte(ib.RDMAReadResponseFirst) && op <= byte(ib.AtomicAcknowledge)
 }
 
 // topRegion names what host block b holds.
@@ -1273,8 +1533,15 @@ func TestTopPlan(t *testing.T) {
 		n = append(n, len(qp.wires))
 	}
 	assert.Equal(t, []int{7, 9, 7, 3}, n)
-	// CQEs: every WQE but QP 1's unsignaled SEND: 4 + 4 + 4 + 2.
-	assert.Equal(t, 14, p.ncqe)
+	// CQEs: every WQE but QP 1's unsignaled SEND: 4 + 4 + 4 + 2; and the
+	// SEND with immediate arriving for QP 2: RESP_SEND_IMM of 700 bytes,
+	// its immediate, receive WQE 0, in QP 2's receive CQ (NQ + 2 = 6),
+	// slot 0; its ACK (PSN 0, MSN 1) on the link.
+	assert.Equal(t, 14+1, p.ncqe)
+	require.Len(t, p.qps[2].rcqes, 1)
+	rc := hca.DecodeCQE(p.qps[2].rcqes[0])
+	assert.Equal(t, []any{uint8(hca.CQERespSendImm), uint32(700), uint32(0x7E57_0002), uint16(0)}, []any{rc.Opcode, rc.ByteCnt, rc.Imm, rc.Counter})
+	assert.Len(t, p.qps[2].acks, 1)
 	// READ payloads: 600 + 100 + 4500 bytes, in ceil(600 / 256) = 3,
 	// ceil(100 / 1024) = 1 and ceil(4500 / 4096) = 2 responses, and the
 	// FETCH_ADD's 8 in its ATOMIC ACKNOWLEDGE (7 responses); and, with
@@ -1285,7 +1552,8 @@ func TestTopPlan(t *testing.T) {
 	// 13.
 	assert.Equal(t, 5208, p.nread)
 	rsps, acks := 0, 0
-	for _, rx := range p.rx {
+	require.Len(t, p.rx, len(p.qps)+1, "the far end's SEND in a list of its own")
+	for _, rx := range p.rx[:len(p.qps)] {
 		for _, a := range rx {
 			if a.isRsp() {
 				rsps++
@@ -1309,14 +1577,15 @@ func TestTopPlan(t *testing.T) {
 	// buffers: 600 bytes at 0x3000 (10 blocks), 100 at 0xC007 (bytes 7..106
 	// of two blocks), 4500 at 0x10000 (71 blocks); the FETCH_ADD's 8 bytes
 	// at 0xC100 (one); and QP 1's ring slots 3 and 0, written by software
-	// during the run.
+	// during the run; the receive CQE's slot and the SEND's 700 bytes at
+	// 0x18100 (0x18100..0x183BB: 11 blocks).
 	changed := 0
 	for b := range p.mem {
 		if string(p.mem[b]) != string(p.want[b]) {
 			changed++
 		}
 	}
-	assert.Equal(t, 14+10+2+71+1+2, changed)
+	assert.Equal(t, 14+10+2+71+1+2+1+11, changed)
 }
 
 // TestTopCosim: the emitted hca_top, driven only through host memory, the
@@ -1477,7 +1746,7 @@ module top_tb;
     integer     ot_at [0:OT-1];
     integer     ot_seq [0:OT-1]; // issue order
     integer     txq [0:7];   // request packets sent per QP (by BTH.DestQP's low bits; its responder's ACKs not counted)
-    reg         tack;        // the packet going out is an ACKNOWLEDGE (the responder's)
+    reg         tack;        // the packet going out is the responder's (a READ response, an ACKNOWLEDGE)
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
     integer     cqn [0:15];   // CQEs written per CQ
@@ -1675,6 +1944,7 @@ module top_tb;
                 if (peop) begin
                     rx_mid = 0;
                     nrx = nrx + 1;
+                    $fdisplay(fl, "R %0d %0d", c, pnum);
                 end
             end
             // Flow control to the HCA every 16 cycles, never while a
@@ -1739,7 +2009,8 @@ module top_tb;
                 if (dut.u_link.pcs_tx_sop) begin
                     tq = dut.u_link.pcs_tx_data[511 - 8*15 - 5 -: 3]; // DestQP's low bits: the context
                     tvl = dut.u_link.pcs_tx_data[511 -: 4];
-                    tack = dut.u_link.pcs_tx_data[511 - 8*8 -: 8] == 8'h11; // BTH.OpCode
+                    // BTH.OpCode 0x0D..0x12: a READ response, ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (the responder's)
+                    tack = dut.u_link.pcs_tx_data[511 - 8*8 -: 8] >= 8'h0D && dut.u_link.pcs_tx_data[511 - 8*8 -: 8] <= 8'h12;
                 end
                 txgot[tvl] = txgot[tvl] + 1;
                 if (dut.u_link.pcs_tx_eop) begin
@@ -1809,9 +2080,11 @@ func TestTopMutantsFail(t *testing.T) {
 	// messages), a failed L_Key check ignored (QP 1's list SEND is sent),
 	// requests arriving: the responder's R_Key checked in
 	// context 0's PD (QP 3's inbound region is in its own: NAKed), a WRITE
-	// MIDDLE not routed to it (hca_rx_ack: QP 0's WRITE never completes), and in
-	// hca_top's wiring the WQE blocks (which carry the inline bytes) given
-	// to hca_transport as zeros.
+	// MIDDLE not routed to it (hca_rx_ack: QP 0's WRITE never completes),
+	// hca_cpl_arb looking the receive CQ up by the QP context's low bit
+	// (QP 3's receive CQE into CQ 5, not 7: only a bench of more than two
+	// QPs shows it), and in hca_top's wiring the WQE blocks (which carry
+	// the inline bytes) given to hca_transport as zeros.
 	retryFiles := topRetryTree(t)
 	retryMutants := []cosimMutant{
 		{"a go-back-N resend from the PSN after the NAK's", rq, "(h_rdat || r_impl) ? 24'd0 : n_from;", "(h_rdat || r_impl) ? 24'd0 : n_from + 24'd1;"},
@@ -1826,9 +2099,63 @@ func TestTopMutantsFail(t *testing.T) {
 		{"a failed L_Key check ignored", rq, "if (kc_rsp_result != 3'd0) s_bad <= 1'b1;", "s_bad <= 1'b0;"},
 		{"the responder's R_Key checked in context 0's PD", "hca_responder.v", "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},
 		{"a WRITE MIDDLE not routed to the responder", "hca_rx_ack.v", "opcode == 8'h06 || opcode == 8'h07 || opcode == 8'h08", "opcode == 8'h06 || opcode == 8'h08"},
+		{"hca_cpl_arb: the receive CQ looked up by the QP context's low bit", "hca_cpl_arb.v", "assign cpl_cqn         = pick_b ? rcq[b_ix] : a_cqn;",
+			"assign cpl_cqn         = pick_b ? rcq[{{(QPN_W-1){1'b0}}, b_ix[0]}] : a_cqn;"},
 		{"hca_top: the WQE blocks reach the transport as zeros", "hca_top.v",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data(wqe_data),",
 			".ack_req_every(ack_req_every),\n        .wqe_valid(wqe_valid), .wqe_qpn(wqe_qpn), .wqe_data({DATA_W{1'b0}}),"},
+	}
+	// Answering READs (TestTopReadCosim's run, seed 1): a READ's R_Key
+	// checked for REMOTE_WRITE (QP 1's region allows remote reads only:
+	// its READs NAKed), every response's payload read at the READ's VA
+	// (QP 0's MIDDLE and LAST carry its first bytes), a replay from inside
+	// sent from FIRST (QP 0's duplicate from PSN 1), the responder's
+	// resource ring not advanced (QP 1's duplicate of its first READ finds
+	// the second's resource: dropped), rd1's blocks given to the client
+	// picked last (hca_share_arb: a responder's blocks to the requester or
+	// the reverse), and in hca_transport's wiring the responses' VL not
+	// the context's (QP 1's on VL 0); and QP 1's CQ overrun: a CQE
+	// written into a full CQ, a CQ full only past its depth (its third
+	// CQE over its first), the overrun flag not set (hca_cqe_writer).
+	atx, sarb := "hca_ack_tx.v", "hca_share_arb.v"
+	readMutants := []cosimMutant{
+		{"a READ's R_Key checked for REMOTE_WRITE", "hca_responder.v", "is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2", "is_atm ? 4'd8 : 4'd2"},
+		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
+		{"a replay from inside sent from FIRST", "hca_responder.v", "p_mid <= h_psn != (state == S_DUP ? res_first[f_e] : d_first);", "p_mid <= 1'b0;"},
+		{"the resource ring not advanced", "hca_responder.v", "ctx_rnext[ix] <= rnext_n;\n                res_first", "ctx_rnext[ix] <= ctx_rnext[ix];\n                res_first"},
+		{"rd1's blocks routed to the client picked last", sarb, "assign b_rd_rsp_valid = rd_rsp_valid && h_own;\n", "assign b_rd_rsp_valid = rd_rsp_valid && r_last;\n"},
+		{"hca_transport: the responses' VL not the context's", "hca_transport.v", ".cfg_sl(qp_cfg_sl), .cfg_vl(qp_cfg_vl), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),",
+			".cfg_sl(qp_cfg_sl), .cfg_vl({VL_W{1'b0}}), .cfg_rqpn(qp_cfg_rqpn), .busy(at_busy),"},
+		{"hca_cqe_writer: a CQE written into a full CQ", cw, "wire        room    = (pi - cq_ci_r[cpl_cqn]) < depth;", "wire        room    = 1'b1;"},
+		{"hca_cqe_writer: a CQ full only past its depth", cw, "wire        room    = (pi - cq_ci_r[cpl_cqn]) < depth;", "wire        room    = (pi - cq_ci_r[cpl_cqn]) <= depth;"},
+		{"hca_cqe_writer: the overrun flag not set", cw, "cq_overrun[cpl_cqn] <= 1'b1;", "cq_overrun[cpl_cqn] <= 1'b0;"},
+	}
+	// Retrying end to end (TestTopRNRCosim's run, seed 1): the RNR wait
+	// not kept, or kept for timer code 1 whatever the NAK's (QP 0's and
+	// QP 1's resends come too early: judgeRNRWaits), RNR_RETRY_EXC_ERR and
+	// RETRY_EXC_ERR swapped (QP 1's and QP 2's error CQEs), the local ACK
+	// timeout failing with one retry left (QP 2's last resend missing),
+	// and hca_top passing RNR_RETRY 0 down (QP 0's first RNR NAK fails it).
+	rnrFiles := topRNRTree(t)
+	rnrMutants := []cosimMutant{
+		{"the RNR wait not kept", rq, "rs_wait[q*WAIT_W +: WAIT_W] <= r_rnr ? rnr_cycles : {WAIT_W{1'b0}};", "rs_wait[q*WAIT_W +: WAIT_W] <= {WAIT_W{1'b0}};"},
+		{"an RNR NAK's timer code read as 1", rq, "e_code  <= ack_syn[4:0];", "e_code  <= 5'd1;"},
+		{"RNR_RETRY_EXC_ERR and RETRY_EXC_ERR swapped", rq, "e_nst   <= r_exc ? 8'd12 : 8'd13;", "e_nst   <= r_exc ? 8'd13 : 8'd12;"},
+		{"RETRY_EXC_ERR with a retry left", rq, "RETRY_CNT != 7 && r_rl == 3'd0;", "RETRY_CNT != 7 && r_rl <= 3'd1;"},
+		{"hca_top: RNR_RETRY 0 passed down", "hca_top.v", ".RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK),", ".RNR_RETRY(0), .RNR_TICK(RNR_TICK),"},
+	}
+	// Retrying READs (TestTopReadRetryCosim's run, seed 1): a READ resent
+	// whole whatever it had (QP 0's and QP 1's requests for the rest), its
+	// VA not moved by the bytes it had (the same two), a response out of
+	// order inside its READ taken (QP 0's third and fourth, QP 2's LAST,
+	// placed and the READ done early), the implied NAK not taken (QP 1
+	// waits for its timer: its resend too late).
+	readRetryMutants := []cosimMutant{
+		{"a READ resent whole whatever it had", rq, "oq_gv[rp_ix]) ? oq_got[rp_ix] : 32'd0;", "oq_gv[rp_ix]) ? 32'd0 : 32'd0;"},
+		{"a READ resent with its VA not moved", rq, "m_raddr     <= rp_wqe[319:256] + {32'd0, rp_got};", "m_raddr     <= rp_wqe[319:256];"},
+		{"a response out of order inside its READ taken", rq, "d_off[31:0] == h_got && ", ""},
+		{"the implied NAK not taken", rq, "wire             r_impl   = e_any && h_rdat && e_lim != {IF_W{1'b0}} && h_d[23];",
+			"wire             r_impl   = 1'b0;"},
 	}
 	// Receiving (TestTopRecvCosim's run, seed 1): the responder's
 	// completions dropped by hca_cpl_arb (QP 0's receive CQ stays empty),
@@ -1853,7 +2180,8 @@ func TestTopMutantsFail(t *testing.T) {
 		plan    func(uint64) *topPlan
 		files   []File
 		mutants []cosimMutant
-	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants}} {
+	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants},
+		{newTopReadPlan, files, readMutants}, {newTopRNRPlan, rnrFiles, rnrMutants}, {newTopReadRetryPlan, retryFiles, readRetryMutants}} {
 		for _, m := range set.mutants {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()

@@ -101,7 +101,7 @@ func TestTopFlushPlan(t *testing.T) {
 	assert.Equal(t, []byte{0, 0, 1}, q0.acks[1][8+9:8+12], "BTH.PSN")
 	assert.Len(t, q1.acks, 1)
 	assert.Equal(t, 1, p.rnaks)
-	assert.Equal(t, 1, p.errDrops)
+	assert.Equal(t, 1, p.rerrs)
 	// Host blocks the run changes: the 11 CQEs' slots; the SEND of 100 at
 	// 0x15000 (2 blocks) and QP 1's SEND of 130 at 0x16040 (0x16040 ..
 	// 0x160C1: 3 blocks); the failed SEND and the dropped one write

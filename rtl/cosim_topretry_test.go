@@ -106,7 +106,8 @@ func topRetryScenario() []*topQP {
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000E20, dlid: 0x31, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xE0000, psn: 0x10, mtuCode: 1, cqn: 0},
 			msgs: []topMsg{{wr: list(hca.WRRDMAWrite, 0, []uint64{3, 0x1000, 0x2777}, []uint32{100, 650, 250})},
 				{wr: w(hca.WRSend, 0, 0, 0), inl: inline(200, 0x5A)}, {wr: w(hca.WRSend, 0, 0x805, 300)}, {wr: w(hca.WRSend, 0, 0x1400, 64)}},
-			batch: 3, late: true, lose: []int{1}, in: []topIn{{off: 0x40, n: 600}, {off: 0x1001, n: 17}}},
+			batch: 3, late: true, lose: []int{1}, in: []topIn{{off: 0x40, n: 600}, {off: 0x1001, n: 17}, {off: 0x1800, n: 300, op: hca.WRSend}},
+			recv: []topIn{{off: 0x1800, n: 512}}},
 		// The timeout: a SEND and a WRITE, the WRITE's last packet lost;
 		// once both are complete, a SEND from a list whose second element
 		// runs 0x30 bytes past the QP's 16 KiB region (a local protection
@@ -127,7 +128,9 @@ func topRetryScenario() []*topQP {
 			msgs: []topMsg{{wr: w(hca.WRSend, 3, 0x40, 5000)}, {wr: w(hca.WRRDMAWrite, 3, 0x1801, 7)}, {wr: w(hca.WRSendImm, 3, 0, 0), inl: inline(64, 0xC3)},
 				{wr: w(hca.WRRDMAWriteImm, 3, 0x2003, 200)}, {wr: w(hca.WRSend, 3, 0x2400, 1)}, {wr: w(hca.WRRDMAWrite, 3, 0x2500, 4096)},
 				{wr: list(hca.WRSend, 3, []uint64{0x2A01, 0x3000}, []uint32{4000, 1000})}},
-			batch: 3, cqLog: 2, consume: true, in: []topIn{{off: 0x203, n: 5000}, {off: 0x1800, n: 1}}},
+			batch: 3, cqLog: 2, consume: true, in: []topIn{{off: 0x203, n: 5000}, {off: 0x1800, n: 1},
+				{off: 0x1900, n: 100, op: hca.WRRDMAWriteImm, imm: 0x5EED_0003}},
+			recv: []topIn{{off: 0x1C00, n: 64}}},
 	}
 }
 
@@ -222,15 +225,17 @@ func TestTopRetryPlan(t *testing.T) {
 	assert.Equal(t, []byte{0, 0, 0, 0, 1, 1, 1}, owner)
 	// Requests arriving: the far end's RDMA WRITEs, from PSN 0. QP 0 at
 	// MTU 256: 600 bytes in 3 packets (0, 1, 2; AckReq on 2, the 3rd and
-	// last), 17 in one (3); QP 3 at 4096: 5000 in 2 (0, 1; AckReq on 1),
-	// 1 in one (2). ack_coalesce 1: an ACK per AckReq packet, at its PSN,
-	// MSN the messages done: QP 0 {2, 1} {3, 2}, QP 3 {1, 1} {2, 2}.
+	// last), 17 in one (3), then a SEND of 300 in 2 (4, 5; AckReq on 5);
+	// QP 3 at 4096: 5000 in 2 (0, 1; AckReq on 1), 1 in one (2), then a
+	// WRITE with immediate of 100 (3). ack_coalesce 1: an ACK per AckReq
+	// packet, at its PSN, MSN the messages done: QP 0 {2, 1} {3, 2} {5,
+	// 3}, QP 3 {1, 1} {2, 2} {3, 3}.
 	require.Len(t, p.rx, 5, "the far end's requests in a list of their own")
-	assert.Len(t, p.rx[4], 4+3)
+	assert.Len(t, p.rx[4], 4+2+3+1)
 	for _, c := range []struct {
 		q         int
 		psn, msns []uint32
-	}{{0, []uint32{2, 3}, []uint32{1, 2}}, {3, []uint32{1, 2}, []uint32{1, 2}}} {
+	}{{0, []uint32{2, 3, 5}, []uint32{1, 2, 3}}, {3, []uint32{1, 2, 3}, []uint32{1, 2, 3}}} {
 		var psn, msn []uint32
 		for _, w := range p.qps[c.q].acks {
 			pk, err := ib.ParseWire(w[:wireLen(w)])
@@ -241,12 +246,14 @@ func TestTopRetryPlan(t *testing.T) {
 		assert.Equal(t, c.psn, psn, "QP %d's responder's ACKs' PSNs", c.q)
 		assert.Equal(t, c.msns, msn, "QP %d's responder's ACKs' MSNs", c.q)
 	}
-	// Their payload lands in the inbound regions: 600 + 17 + 5000 + 1
-	// bytes at topInBase + q x topInStep + off.
+	// Their payload lands in the inbound regions: 600 + 17 + 5000 + 1 +
+	// 100 bytes at topInBase + q x topInStep + off, and the SEND's 300 in
+	// QP 0's receive buffer at 0x1800 of its region (the far end's bytes
+	// of the same address).
 	for _, c := range []struct {
 		q      int
 		off, n uint64
-	}{{0, 0x40, 600}, {0, 0x1001, 17}, {3, 0x203, 5000}, {3, 0x1800, 1}} {
+	}{{0, 0x40, 600}, {0, 0x1001, 17}, {0, 0x1800, 300}, {3, 0x203, 5000}, {3, 0x1800, 1}, {3, 0x1900, 100}} {
 		base := uint64(topInBase + c.q*topInStep)
 		for a := base + c.off; a < base+c.off+c.n; a++ {
 			if p.want[a/BlockBytes][a%BlockBytes] != topRemoteBytes(a, 1)[0] {
@@ -255,6 +262,16 @@ func TestTopRetryPlan(t *testing.T) {
 			}
 		}
 	}
+	// Receive completions in the 4-QP bench: the SEND's into QP 0's
+	// receive CQ (CQ 4 = NQ + 0), RESP_SEND of 300 bytes, receive WQE 0;
+	// the WRITE with immediate's into QP 3's (CQ 7), RESP_WR_IMM with the
+	// RETH's 100 and its immediate; each at slot 0.
+	require.Len(t, p.qps[0].rcqes, 1)
+	require.Len(t, p.qps[3].rcqes, 1)
+	c0, c3 := hca.DecodeCQE(p.qps[0].rcqes[0]), hca.DecodeCQE(p.qps[3].rcqes[0])
+	assert.Equal(t, []any{uint8(hca.CQERespSend), uint32(300), uint16(0)}, []any{c0.Opcode, c0.ByteCnt, c0.Counter})
+	assert.Equal(t, []any{uint8(hca.CQERespWrImm), uint32(100), uint32(0x5EED_0003)}, []any{c3.Opcode, c3.ByteCnt, c3.Imm})
+	assert.Equal(t, 20+2, p.ncqe)
 }
 
 // TestTopRetryCosim: the emitted hca_top (topRetryTree) recovers from a

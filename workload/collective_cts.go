@@ -116,6 +116,17 @@ type ctsRank struct {
 	// NCCLSteps; data the receive FIFOs, per receive connection NCCLSteps
 	// slots of collective.slotBytes.
 	fifo, local, data uint64
+	// stage is, with LL and LL128, the send FIFOs: per send connection
+	// NCCLSteps slots the rank writes its lines into and RDMA-writes from
+	// (NCCL's GPU stores lines into its send buffer, the proxy sends them).
+	stage   uint64
+	stageMR hca.MR
+	dataEnd uint64 // the end of the receive FIFOs (data)
+	// lineWant and lineGot are, with LL and LL128, per receive connection
+	// × slot, the wire bytes of the write granted into it and those that
+	// became visible: the thread checks the lines' flags once all are
+	// (llPoll), as often as NCCL's GPU would find them all set.
+	lineWant, lineGot []int64
 	sendSeq           []int64  // per send connection: writes posted on it over the run
 	completed         []int64  // per send connection: its writes' completions polled
 	sendK             []int64  // per send connection: writes an iteration
@@ -144,8 +155,10 @@ type ctsRecv struct {
 	k     int64   // writes an iteration
 	slots []int32 // the arrival slots of an iteration's writes, in order
 	// granted: clear-to-sends posted; landed: writes landed; consumed:
-	// writes consumed, in order (NCCL's head).
-	granted, landed, consumed int64
+	// writes consumed, in order (NCCL's head); cqes: receive completions
+	// polled (SIMPLE lands a write at its completion, so cqes = landed;
+	// LL and LL128 land it at its flags, and its completion may follow).
+	granted, landed, consumed, cqes int64
 	// ctsAddr and ctsRKey are the sender's FIFO for this connection.
 	ctsAddr uint64
 	ctsRKey uint32
@@ -187,17 +200,24 @@ func (c *collective) ctsOrder(rk *collRank) {
 	if c.sched.Algorithm == AlgTree {
 		return
 	}
+	// LL and LL128 loop a step a chunk (runRing: chunkSize is one step's
+	// bytes, not ALLREDUCE_CHUNKSTEPS of them).
+	chunk := ncclChunkSteps
+	if c.lines {
+		chunk = 1
+	}
 	slices.SortStableFunc(rk.sends, func(a, b sliceSend) int {
-		return cmp.Or(cmp.Compare(a.slice/ncclChunkSteps, b.slice/ncclChunkSteps), cmp.Compare(a.xfer.Step, b.xfer.Step), cmp.Compare(a.slice, b.slice))
+		return cmp.Or(cmp.Compare(a.slice/chunk, b.slice/chunk), cmp.Compare(a.xfer.Step, b.xfer.Step), cmp.Compare(a.slice, b.slice))
 	})
 }
 
-// ctsSlotBytes is the size of one FIFO slot: the largest write.
+// ctsSlotBytes is the size of one FIFO slot: the largest write, on the
+// wire (LL and LL128: its lines).
 func (c *collective) ctsSlotBytes() int64 {
 	b := int64(1)
 	for _, step := range c.sched.Steps {
 		for _, x := range step {
-			b = max(b, min(c.slice, x.Bytes))
+			b = max(b, protoWire(c.proto, min(c.slice, x.Bytes)))
 		}
 	}
 	return b
@@ -213,6 +233,12 @@ func (c *collective) hostSched() Schedule {
 	s := c.sched
 	if c.cts {
 		s.Landing = NCCLSteps * c.ctsSlotBytes() * int64(slices.Max(recvConnections(s)))
+		if c.lines {
+			// The send FIFOs the lines are written into: as many slots a
+			// send connection (the ring's one a channel; a tree rank's
+			// edges), counted as the receive ones.
+			s.Landing += NCCLSteps * c.ctsSlotBytes() * int64(slices.Max(recvConnections(s)))
+		}
 	}
 	return s
 }
@@ -246,6 +272,17 @@ func (c *collective) setupCTS(pds []uint32) {
 		ct.fifo = base
 		ct.local = base + uint64(ns*NCCLSteps*ctsEntryBytes)
 		ct.data = ct.local + uint64(nr*NCCLSteps*ctsEntryBytes)
+		ct.dataEnd = ct.data + uint64(nr*NCCLSteps)*uint64(c.slotBytes)
+		if c.lines {
+			// NCCL registers each protocol's buffers with the network on
+			// their own (net.cc: regMr per buffs[p]): a region of their
+			// own, whose key the first write looks up.
+			sz := ns * NCCLSteps * int(c.slotBytes)
+			ct.stage = rk.dev.Malloc(sz)
+			ct.stageMR = rk.dev.RegMR(pds[r], ct.stage, sz, hca.AccessLocalWrite)
+			ct.lineWant = make([]int64, nr*NCCLSteps)
+			ct.lineGot = make([]int64, nr*NCCLSteps)
+		}
 		ct.sendSeq = make([]int64, ns)
 		ct.seen = make([]uint64, ns*NCCLSteps)
 		ct.recv = make([]ctsRecv, nr)
@@ -320,6 +357,10 @@ func (c *collective) ctsVisible(r int, addr uint64, n int, now ib.PS) {
 	rk := c.ranks[r]
 	ct := rk.cts
 	lo, hi := ct.fifo, ct.local
+	if c.lines && addr >= ct.data && addr < ct.dataEnd {
+		c.lineVisible(r, addr, n, now)
+		return
+	}
 	if addr+uint64(n) <= lo || addr >= hi {
 		return
 	}
@@ -345,7 +386,7 @@ func (c *collective) ctsTake(rk *collRank, s *sliceSend) (addr uint64, rkey uint
 	g := ct.sendSeq[s.conn]
 	e := ct.fifo + uint64((int(s.conn)*NCCLSteps+int(g%NCCLSteps))*ctsEntryBytes)
 	addr, size, rkey := rk.dev.Mem.ReadU64(e), rk.dev.Mem.ReadU32(e+8), rk.dev.Mem.ReadU32(e+12)
-	if int64(size) < s.n {
+	if int64(size) < protoWire(c.proto, s.n) {
 		panic(fmt.Sprintf("workload: collective rank %d: write %d of %d bytes on connection %d, but its clear-to-send offers %d", rk.index, g, s.n, s.conn, size))
 	}
 	ct.sendSeq[s.conn]++
@@ -368,7 +409,12 @@ func (c *collective) ctsGrant(r int) {
 	}
 	for j := range ct.recv {
 		cr := &ct.recv[j]
-		for g := cr.granted; g < lim*cr.k && g < cr.consumed+NCCLSteps && g-g%cr.k <= cr.consumed; g = cr.granted {
+		// A slot is free once its write is consumed and its receive
+		// completed (net.cc recvProxyProgress: done advances while the
+		// GPU's head is past it and transmitted > done; "LL and LL128 can
+		// acknowledge 0-bytes send before they even happen").
+		free := min(cr.consumed, cr.cqes)
+		for g := cr.granted; g < lim*cr.k && g < free+NCCLSteps && g-g%cr.k <= cr.consumed; g = cr.granted {
 			c.ctsPost(rk, j, g)
 			cr.granted++
 		}
@@ -396,6 +442,13 @@ func (c *collective) ctsPost(rk *collRank, j int, g int64) {
 	le.PutUint32(e[16:], 1)         // nreqs: one receive a write
 	le.PutUint32(e[20:], uint32(j)) // tag
 	le.PutUint64(e[ctsIdxOffset:], uint64(g+1))
+	if c.lines {
+		k := cr.slots[g%cr.k]
+		x := c.recvOf[int(k)/c.maxSlices][rk.index]
+		_, n := c.sliceOf(x.Bytes, int(k)%c.maxSlices)
+		ct.lineWant[j*NCCLSteps+slot] = protoWire(c.proto, n)
+		ct.lineGot[j*NCCLSteps+slot] = 0
+	}
 	local := ct.local + uint64((j*NCCLSteps+slot)*ctsEntryBytes)
 	rk.dev.Mem.Write(local, e[:])
 	w := hca.SendWR{ID: ctsWRID | uint64(g), Opcode: hca.WRRDMAWrite, Signaled: slot == 0,
@@ -423,10 +476,22 @@ func (c *collective) ctsLanded(rk *collRank, imm uint32) bool {
 	src := rk.recvQP[j].src
 	g := cr.landed
 	cr.landed++
+	cr.cqes++
 	if g%cr.k != int64(ct.slotSeq[imm]) {
 		c.errs = append(c.errs, fmt.Sprintf("rank %d: write %d from rank %d landed out of order (immediate %d)", rk.index, g, src, imm))
 		return false
 	}
+	return c.ctsLandedAt(rk, j, g, imm)
+}
+
+// ctsLandedAt takes write g of receive connection j (arrival slot imm) in
+// at rank rk: it must have been cleared, and into a slot already
+// consumed. It reports whether the write is the rank's running
+// iteration's; one of its next is kept for then (early).
+func (c *collective) ctsLandedAt(rk *collRank, j int32, g int64, imm uint32) bool {
+	ct := rk.cts
+	cr := &ct.recv[j]
+	src := rk.recvQP[j].src
 	if g >= cr.granted {
 		c.errs = append(c.errs, fmt.Sprintf("rank %d: write %d from rank %d landed before its clear-to-send", rk.index, g, src))
 	}

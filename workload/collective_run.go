@@ -80,6 +80,12 @@ type CollectiveRun struct {
 	// Average is how a back-to-back run combines the ranks' times
 	// (nccl-tests -a, AverageModes); "" is AvgMean, nccl-tests' default.
 	Average string
+	// Protocol is NCCL's protocol (Protocols; "" is ProtoSimple): with
+	// ProtoLL or ProtoLL128 (FlowCTS only) every write carries the
+	// protocol's lines, flags in the data, through FIFO slots of its step,
+	// and the receiver takes it in when its flags are visible
+	// (collective_proto.go).
+	Protocol string
 	// Barrier, with FlowCTS, starts every iteration on every rank once the
 	// last finished the one before, as without flow control: the barriered
 	// loop to compare the back-to-back one with (not a config key).
@@ -113,6 +119,9 @@ func (r *CollectiveRun) Validate() error {
 		return err
 	}
 	if err := checkFlowControl(r.Op, r.Algorithm, r.FlowControl, r.Average, "workload"); err != nil {
+		return err
+	}
+	if err := checkProtocol(r.Op, r.Algorithm, r.Protocol, r.FlowControl, r.SliceBytes, "workload"); err != nil {
 		return err
 	}
 	return checkRootKind(r.Op, r.Root, "workload")
@@ -303,6 +312,12 @@ type collective struct {
 	phaseEnd  int
 	slotBytes int64
 	warmStart ib.PS // back to back: when the warm-up began
+	// proto is the protocol in force (Protocols); lines is set for LL and
+	// LL128, whose writes carry flags in their lines (collective_proto.go).
+	proto string
+	lines bool
+	// wireBuf and lineBuf are reused for a write's lines and its data.
+	wireBuf, lineBuf []byte
 }
 
 // RunCollectiveOn builds the collective on devs (rank i on devs[i], attached
@@ -384,6 +399,17 @@ func newCollective(run CollectiveRun, sched Schedule) *collective {
 		}
 	}
 	c.cts = run.FlowControl == FlowCTS
+	c.proto = cmpOr(run.Protocol, ProtoSimple)
+	c.lines = c.proto != ProtoSimple
+	if c.lines && run.SliceBytes == 0 && protoMutant != mutSimpleSteps {
+		// NCCL's ring and tree send one FIFO step a chunk under LL and
+		// LL128 (all_reduce.h: runRing's chunkSize, calcBytePerStep × 1;
+		// runTreeSplit's, LL's step; LL128's, enqueue.cc's chunk).
+		c.slice = protoStepData(c.proto)
+		if sched.Algorithm == AlgTree && c.proto == ProtoLL128 {
+			c.slice = treeLL128SliceBytes(sched.Bytes, sched.Ranks)
+		}
+	}
 	if sched.Algorithm == AlgTree && !c.cts {
 		// With the clear-to-send the FIFO is its slots (collective_cts.go).
 		c.window = NCCLSteps
@@ -959,6 +985,9 @@ func (c *collective) turn(r int) {
 		}
 		c.landed(r, wc.Imm)
 	})
+	if c.lines {
+		c.linePoll(r)
+	}
 	c.applyDeferred(r)
 	// Each lane posts its slices in order while they are ready, the lanes
 	// taking turns a slice at a time (one lane: everything in order).
@@ -1131,6 +1160,11 @@ func (c *collective) post(r, i int) {
 		RemoteAddr: c.landingAddr(peer, x) + uint64(s.off), RKey: peer.mr.RKey,
 		Imm: uint32(c.slot(x.Step, s.slice))}
 	if rk.cts != nil {
+		if c.lines {
+			// The lines go from the send FIFO, flag the write's number + 1.
+			addr, n := c.lineStage(rk, s, rk.cts.sendSeq[s.conn])
+			w.LocalAddr, w.Length, w.LKey = addr, uint32(n), rk.cts.stageMR.LKey
+		}
 		// Where the receiver's clear-to-send said (its FIFO slot).
 		w.RemoteAddr, w.RKey = c.ctsTake(rk, s)
 	}
@@ -1195,6 +1229,10 @@ func (c *collective) landingAddr(peer *collRank, x *Transfer) uint64 {
 // landed handles the receive completion of slice imm at rank r.
 func (c *collective) landed(r int, imm uint32) {
 	rk := c.ranks[r]
+	if c.lines {
+		c.lineCQE(rk, imm) // the data was taken in at its flags (linePoll)
+		return
+	}
 	if rk.cts != nil && !c.ctsLanded(rk, imm) {
 		return
 	}
@@ -1553,6 +1591,10 @@ func (c *collective) metrics() map[string]any {
 	}
 	if c.run.Channels > 1 {
 		m["channels"] = c.run.Channels
+	}
+	if c.lines {
+		// Only LL and LL128, so a run without the key reports what it did.
+		m["protocol"] = c.proto
 	}
 	if c.sharp != nil {
 		c.sharpMetrics(m)

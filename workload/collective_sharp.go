@@ -200,7 +200,10 @@ const DefaultSharpOSTs = 64
 const MaxSharpOSTs = 4096
 
 // checkSharp checks the SHARP keys: in range, and set only with
-// workload.algorithm sharp.
+// workload.algorithm sharp. The ranges come first, so that a value past a
+// key's Go type names the key's range whatever the algorithm (fabric's
+// overflowRange asks Validate about the type's bound and needs the range's
+// message for it).
 func (c *Config) checkSharp(prefix string) error {
 	set := ""
 	switch {
@@ -213,9 +216,6 @@ func (c *Config) checkSharp(prefix string) error {
 	case c.SharpALUNs != 0:
 		set = "sharp_alu_ns"
 	}
-	if set != "" && c.Algorithm != AlgSharp {
-		return fmt.Errorf("%s.%s is set, but workload.algorithm is %q; it describes the switches' aggregation (workload.algorithm: sharp), or remove the key", prefix, set, c.Algorithm)
-	}
 	if c.SharpOSTs < 0 || c.SharpOSTs > MaxSharpOSTs {
 		return fmt.Errorf("%s.sharp_osts: %d is out of range (0 for %d, 1 to %d)", prefix, c.SharpOSTs, DefaultSharpOSTs, MaxSharpOSTs)
 	}
@@ -227,6 +227,9 @@ func (c *Config) checkSharp(prefix string) error {
 	}
 	if math.IsNaN(c.SharpALUNs) || c.SharpALUNs < 0 || c.SharpALUNs > 1e6 {
 		return fmt.Errorf("%s.sharp_alu_ns: %v is out of range (0 to 1e6 ns)", prefix, c.SharpALUNs)
+	}
+	if set != "" && c.Algorithm != AlgSharp {
+		return fmt.Errorf("%s.%s is set, but workload.algorithm is %q; it describes the switches' aggregation (workload.algorithm: sharp), or remove the key", prefix, set, c.Algorithm)
 	}
 	return nil
 }

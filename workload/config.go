@@ -90,6 +90,11 @@ type Config struct {
 	// effective config and config hash.
 	FlowControl       string `yaml:"flow_control,omitempty"`
 	CollectiveAverage string `yaml:"collective_average,omitempty"`
+	// Protocol is NCCL's protocol for the ring and tree all-reduces
+	// (Protocols): simple (empty, the default), ll or ll128, these with
+	// flow_control cts (collective_proto.go). omitempty, so a config
+	// without it keeps its effective config and config hash.
+	Protocol string `yaml:"protocol,omitempty"`
 	// SHARP (workload.algorithm: sharp): the window of outstanding
 	// fragments (0: DefaultSharpOSTs), the fragment payload (0: link.mtu),
 	// the aggregation nodes' ALU throughput in GB/s (0: as fast as its
@@ -268,6 +273,9 @@ func (c *Config) Validate(prefix string) error {
 		return err
 	}
 	if err := checkFlowControl(c.Kind, c.Algorithm, c.FlowControl, c.CollectiveAverage, prefix); err != nil {
+		return err
+	}
+	if err := checkProtocol(c.Kind, c.Algorithm, c.Protocol, c.FlowControl, int64(c.SliceBytes), prefix); err != nil {
 		return err
 	}
 	if c.Packets < 0 || c.Packets > 1e9 {

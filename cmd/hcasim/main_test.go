@@ -118,6 +118,17 @@ func TestBadInput(t *testing.T) {
 			[]string{`workload.collective_average: "median" is not an nccl-tests -a mode (rank0, avg, min, max)`}},
 		{"collective_average without cts", []string{"-config", "examples/allreduce-channels.yaml", "--set", "workload.collective_average=min"},
 			[]string{"workload.collective_average: min is set, but without workload.flow_control: cts"}},
+		// workload.protocol.
+		{"protocol unknown", []string{"-config", "examples/allreduce-protocols.yaml", "--set", "sweep={}", "--set", "workload.protocol=ll256"},
+			[]string{`workload.protocol: "ll256" is not an NCCL protocol (simple, ll, ll128)`}},
+		{"protocol ll without cts", []string{"-config", "examples/allreduce-tree.yaml", "--set", "sweep={}", "--set", "workload.protocol=ll"},
+			[]string{`workload.protocol: ll is set, but workload.flow_control is "none"; NCCL moves ll lines through its clear-to-send FIFO (the slots are the protocol's steps), so set workload.flow_control: cts, or remove the key`}},
+		{"protocol ll128 on rabenseifner", []string{"-config", "examples/allreduce-algorithms.yaml", "--set", "sweep={}", "--set", "workload.algorithm=rabenseifner", "--set", "workload.protocol=ll128"},
+			[]string{"workload.protocol: ll128 is set, but workload.algorithm rabenseifner does not use it (NCCL's protocols are modelled for its all-reduces only, ring and tree: set workload.kind: allreduce with workload.algorithm ring or tree, or remove the key)"}},
+		{"protocol ll on a perftest", []string{"-config", "edr.yaml", "--set", "workload.protocol=ll"},
+			[]string{"workload.protocol: ll is set, but workload.kind perftest does not use it"}},
+		{"protocol ll slice above its step", []string{"-config", "examples/allreduce-protocols.yaml", "--set", "sweep={}", "--set", "workload.protocol=ll", "--set", "workload.slice_bytes=65536"},
+			[]string{"workload.slice_bytes: 65536 is more than a workload.protocol ll FIFO step carries (32768 data bytes); set it to 32768 or less, or remove it for the step"}},
 		// workload.use_srq: perftest's send tests; workload.rx_depth.
 		{"use_srq on write_bw", []string{"-config", "edr.yaml", "--set", "workload.use_srq=true"},
 			[]string{"edr.yaml: workload.use_srq: true with workload.test write_bw: perftest's --use_srq is for the SEND tests (send_bw, send_lat)"}},
@@ -215,6 +226,10 @@ func TestBadInput(t *testing.T) {
 		// what it takes (it quoted Go's parser: `invalid argument "-1" for
 		// "--seed" flag: …`).
 		{"negative seed", []string{"-config", "edr.yaml", "--seed", "-1"}, []string{`hcasim: --seed: "-1" is not a whole number from 0 to 18446744073709551615` + "\n"}},
+		// --seed takes what seed: takes, a whole float among it (1e3), and
+		// refuses a fraction or a value past 2^64 − 1 ≈ 1.8e19.
+		{"fractional seed", []string{"-config", "edr.yaml", "--seed", "1.5"}, []string{`hcasim: --seed: "1.5" is not a whole number from 0 to 18446744073709551615` + "\n"}},
+		{"seed past 64 bits", []string{"-config", "edr.yaml", "--seed", "2e19"}, []string{`hcasim: --seed: "2e19" is not a whole number from 0 to 18446744073709551615` + "\n"}},
 		{"jobs not a number", []string{"-config", "edr.yaml", "--jobs", "two"}, []string{`hcasim: --jobs: "two" is not a whole number` + "\n"}},
 		{"check not a bool", []string{"-config", "edr.yaml", "--check=maybe"}, []string{`hcasim: --check: "maybe" is not true or false` + "\n"}},
 		{"bench scale not numbers", []string{"bench", "--scale", "128,x"}, []string{`hcasim: bench: --scale: "128,x" is not a comma-separated list of whole numbers` + "\n"}},
@@ -785,9 +800,22 @@ func TestRunFlagsDocumented(t *testing.T) {
 // was otherwise indistinguishable from the file's own design point. A whole
 // section given with --set is no param (its keys would be).
 func TestSingleRunParamsSayWhatRan(t *testing.T) {
+	// --seed 1e3 is the seed seed: 1e3 gives (the config's whole floats),
+	// 1000, and results say so.
+	code, out, errs := run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "workload.iterations=2", "--seed", "1e3")
+	require.Equal(t, 0, code, errs)
+	var seeded struct {
+		Seed   uint64                            `json:"seed"`
+		Points []struct{ Params map[string]any } `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &seeded))
+	assert.Equal(t, uint64(1000), seeded.Seed)
+	require.Len(t, seeded.Points, 1)
+	assert.Equal(t, 1000.0, seeded.Points[0].Params["seed"])
+
 	// link={…} first: a later --set of the whole section would replace
 	// link.generation again.
-	code, out, errs := run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "link={width: 4x}",
+	code, out, errs = run("-config", "edr.yaml", "--quiet", "--format", "json", "--set", "link={width: 4x}",
 		"--set", "workload.iterations=5", "--set", "hca.vl_buffer_bytes=8192", "--set", "link.generation=hdr", "--seed", "7")
 	require.Equal(t, 0, code, errs)
 	var res struct {

@@ -54,6 +54,8 @@ var metricRuns = [][]string{
 		"--set", "workload.collective_iterations=2", "--set", "workload.collective_warmup=1", "--set", "workload.channels=2"},
 	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536",
 		"--set", "workload.collective_iterations=2", "--set", "workload.collective_warmup=1", "--set", "workload.flow_control=cts"},
+	{"--set", "workload.kind=allreduce", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536",
+		"--set", "workload.flow_control=cts", "--set", "workload.protocol=ll"},
 	{"--set", "workload.kind=alltoall", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=allgather", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},
 	{"--set", "workload.kind=reducescatter", "--set", "topology.kind=single-switch", "--set", "topology.hosts=4", "--set", "workload.size=65536"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,7 +95,7 @@ func runFlagSet(f *runFlags) *pflag.FlagSet {
 	fs.StringArrayVar(&f.sets, "set", nil, "")
 	fs.StringVar(&f.format, "format", "table", "")
 	fs.StringVar(&f.out, "out", "", "")
-	fs.Uint64Var(&f.seed, "seed", 0, "")
+	fs.Var((*seedValue)(&f.seed), "seed", "")
 	fs.BoolVar(&f.check, "check", false, "")
 	fs.StringVar(&f.trace, "trace", "", "")
 	fs.StringArrayVar(&f.tracePaths, "trace-path", nil, "")
@@ -178,6 +179,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		f.shardOf = &sh
 	}
 	return f, nil
+}
+
+// seedValue is --seed: a whole number from 0 to 2^64 − 1, written as the
+// config's seed may be (7, or 1e3: a float that is whole and in range), so
+// that --seed 1e3 and seed: 1e3 mean the same seed. Its Type is uint64's,
+// so a refusal reads as any whole-number flag's (flagValueError).
+type seedValue uint64
+
+func (s *seedValue) String() string { return strconv.FormatUint(uint64(*s), 10) }
+func (s *seedValue) Type() string   { return "uint64" }
+
+func (s *seedValue) Set(v string) error {
+	if u, err := strconv.ParseUint(v, 10, 64); err == nil {
+		*s = seedValue(u)
+		return nil
+	}
+	// 2^64 is exact as a float64; a whole float below it converts exactly.
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f != math.Trunc(f) || f < 0 || f >= 1<<64 {
+		return fmt.Errorf("not a whole number from 0 to %d", uint64(math.MaxUint64))
+	}
+	*s = seedValue(f)
+	return nil
 }
 
 // flagValueError is the one line for a flag given a value of the wrong
