@@ -501,6 +501,15 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	d.writeCQE(qp.RecvCQ, c, t)
 }
 
+// FlushRecvCQE returns the CQE of receive WQE index of QP qpn flushed
+// (flushRecvs): WR_FLUSH_ERR, RESP_SEND (written RESP_ERR with the
+// error's syndrome), the index as the WQE counter, byte_len and the
+// immediate 0. The RTL's flush (rtl, hca_responder's rc_* for hca_rq's
+// flush takes) is checked against it.
+func FlushRecvCQE(qpn, index uint32) CQE {
+	return CQE{Opcode: CQERespSend, Status: WCWRFlushErr, QPN: qpn, Counter: uint16(index), Receiver: true}
+}
+
 // flushRecvs completes every receive WQE the HCA knows of and has not used
 // with WR_FLUSH_ERR (a QP in ERR).
 //
@@ -518,8 +527,7 @@ func (d *Device) flushRecvs(qp *QP, t ib.PS) {
 	for cntDiff(qp.rqDB, qp.rqTaken) > 0 {
 		idx := qp.rqTaken
 		qp.rqTaken++
-		d.writeCQE(qp.RecvCQ, CQE{Opcode: CQERespSend, Status: WCWRFlushErr, QPN: qp.Num,
-			Counter: uint16(idx), Receiver: true}, t)
+		d.writeCQE(qp.RecvCQ, FlushRecvCQE(qp.Num, idx), t)
 	}
 	qp.rqCache.clear()
 }

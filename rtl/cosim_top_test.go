@@ -178,6 +178,13 @@ type topQP struct {
 	// min_rnr_timer (qp_cfg_rnr), in its RNR NAKs.
 	recv []topIn
 	rnr  uint8
+	// lateRecv are receive WQEs software posts later, into the ring's
+	// next slots (already in the image: the HCA reads a slot only once a
+	// doorbell announces it), announced by a second rq_db_* doorbell once
+	// the QP's receive CQ holds lateNeed CQEs; to a QP in ERR they are
+	// flushed (hca.Device.recvDoorbell).
+	lateRecv []topIn
+	lateNeed int
 	// model
 	req   *hca.Requester
 	wqes  []hca.SendWQE
@@ -204,6 +211,16 @@ type topQP struct {
 	// into its receive CQ, in order, and rslots their slots.
 	rcqes  [][]byte
 	rslots []int
+	// rpay are, per receive CQE, the host bytes its message wrote (each
+	// packet's WriteAddr and length since the QP's previous receive CQE):
+	// the CQE's write must land after all of them (judge).
+	rpay [][]topSpan
+}
+
+// topSpan is n bytes of host memory from a.
+type topSpan struct {
+	a uint64
+	n int
 }
 
 // topIn is a request the far end sends to a QP's responder: an RDMA
@@ -317,6 +334,12 @@ type topPlan struct {
 	// context not in ERR), rerrs the requests for a context in ERR
 	// (rsp_errdrop).
 	rnaks, rdups, rerrs int
+	// wrStall: the host holds the last beat of every TLP of two or more
+	// beats 6 cycles before taking it (+wrstall), so the next TLP's pick
+	// waits in the DMA engine and a CQE that does not wait for its payload
+	// can overtake the payload's next TLP there (receive CQE order,
+	// judge). Off, the bench is as before (no extra random number).
+	wrStall bool
 }
 
 // topScenario is the run's WQEs: four QPs at MTU 256, 512, 1024 and 4096,
@@ -661,8 +684,8 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 			acc |= hca.AccessRemoteAtomic // the region takes the far end's atomics too
 		}
 		mr := p.keys.Register(qp.pd, topInBase+uint64(q)*topInStep, topInStep, hca.AccessLocalWrite|acc)
-		var rq []hca.RecvWQE
-		for k, b := range qp.recv {
+		var rq, late []hca.RecvWQE
+		for k, b := range append(slices.Clone(qp.recv), qp.lateRecv...) {
 			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
 			var buf [hca.RecvWQEBytes]byte
 			hca.EncodeRecvWQE(buf[:], &wr)
@@ -671,7 +694,11 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 			copy(p.want[a/BlockBytes][a%BlockBytes:], buf[:])
 			w := hca.DecodeRecvWQE(buf[:])
 			w.Index = uint32(k)
-			rq = append(rq, w)
+			if k < len(qp.recv) {
+				rq = append(rq, w)
+			} else {
+				late = append(late, w)
+			}
 		}
 		mtu := pktzMTU(qp.it.mtuCode)
 		far := hca.NewRequester(&cfg, mtu, 0)
@@ -720,7 +747,22 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
 		ours.MinRNRTimer = int(qp.rnr)
 		env := topLocal{keys: &p.keys, pd: qp.pd, qpn: qp.it.qpn, rq: &rq}
-		rpi := uint32(0) // receive CQEs written
+		rpi := uint32(0)     // receive CQEs written
+		var msgPay []topSpan // the bytes written since the last receive CQE
+		rcqe := func(cqe hca.CQE, pay []topSpan) {
+			slot, owner, room := hca.CQESlot(1<<topCQLog, rpi, 0)
+			if !room {
+				panic("topPlan: a receive CQ overruns")
+			}
+			cqe.Owner = owner
+			var buf [hca.CQEBytes]byte
+			hca.EncodeCQE(buf[:], &cqe)
+			copy(p.want[topCQBlock(len(p.qps)+q)+int(slot)], buf[:])
+			qp.rcqes, qp.rslots = append(qp.rcqes, append([]byte(nil), buf[:]...)), append(qp.rslots, int(slot))
+			qp.rpay = append(qp.rpay, pay)
+			rpi++
+			p.ncqe++
+		}
 		addResp := func(pk *ib.Packet) {
 			pk.DLID, pk.SLID, pk.SL, pk.VL, pk.DestQP = qp.it.dlid, qp.it.slid, qp.it.sl, qp.it.vl, qp.it.rqpn
 			b := ib.AppendWire(nil, pk)
@@ -731,6 +773,7 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 		for i := range stream {
 			pkt := &stream[i]
 			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: pkt})
+			inErr := ours.State == hca.QPErr
 			switch {
 			case ours.State == hca.QPErr:
 				p.rerrs++ // dropped (rsp_errdrop)
@@ -742,20 +785,20 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 				for i, v := range pkt.Payload {
 					placed[act.WriteAddr+uint64(i)] = v
 				}
+				msgPay = append(msgPay, topSpan{act.WriteAddr, len(pkt.Payload)})
 			}
 			if act.RecvDone {
-				cqe := hca.ResponderCQE(qp.it.qpn, &act, pkt.SE)
-				slot, owner, room := hca.CQESlot(1<<topCQLog, rpi, 0)
-				if !room {
-					panic("topPlan: a receive CQ overruns")
+				rcqe(hca.ResponderCQE(qp.it.qpn, &act, pkt.SE), msgPay)
+				msgPay = nil
+			}
+			if !inErr && ours.State == hca.QPErr {
+				// A class C error: the QP goes to ERR, its receive WQEs
+				// posted and not consumed are flushed in order after the
+				// error's own completion (hca.Device.respond, flushRecvs).
+				for _, w := range rq {
+					rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index), nil)
 				}
-				cqe.Owner = owner
-				var buf [hca.CQEBytes]byte
-				hca.EncodeCQE(buf[:], &cqe)
-				copy(p.want[topCQBlock(len(p.qps)+q)+int(slot)], buf[:])
-				qp.rcqes, qp.rslots = append(qp.rcqes, append([]byte(nil), buf[:]...)), append(qp.rslots, int(slot))
-				rpi++
-				p.ncqe++
+				rq = rq[:0]
 			}
 			if act.Ack && act.AckSyn&0x60 != 0 {
 				p.rnaks++ // a NAK (RNR or other): hca_responder's rsp_naks
@@ -783,6 +826,15 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 			}
 			if act.Atomic || act.AtomicReplay {
 				qp.acks = append(qp.acks, topAtomic(qp, pkt, &act, ours, p.mem, placed))
+			}
+		}
+		// The late receive WQEs, announced once the receive CQ holds
+		// lateNeed CQEs (the scenario: every request's and the flushes'):
+		// flushed when the QP is in ERR (hca.Device.recvDoorbell), else
+		// posted (no request follows to take them).
+		for _, w := range late {
+			if ours.State == hca.QPErr {
+				rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index), nil)
 			}
 		}
 	}
@@ -1002,8 +1054,9 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	// Per QP its responder's side: {receive CQ base 32, its number 4, log2
 	// entries 4, min_rnr_timer 8, receive queue base 32, log2 WQEs 4,
 	// flags 4 (bit 0: a receive CQ to create, when the QPs' send and
-	// receive CQs fit the CQ area), receive WQEs posted 16, 0 32}. The
-	// receive CQ is CQ NQ + q.
+	// receive CQs fit the CQ area), receive WQEs posted 16, the producer
+	// count of the late doorbell 16 (0: none), the receive CQEs it waits
+	// for 16}. The receive CQ is CQ NQ + q.
 	var rqc []string
 	for q, qp := range p.qps {
 		rcq := len(p.qps) + q
@@ -1011,8 +1064,12 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 		if topCQBlock(2*len(p.qps)) <= topPayBase/BlockBytes {
 			fl = 1
 		}
-		rqc = append(rqc, fmt.Sprintf("%08x%x%x%02x%08x%x%x%04x%08x", topCQBlock(rcq)*BlockBytes, rcq&15, topCQLog, qp.rnr,
-			topRQBase+q*topRQStep, topRQLog, fl, len(qp.recv), 0))
+		late := 0
+		if qp.lateRecv != nil {
+			late = len(qp.recv) + len(qp.lateRecv)
+		}
+		rqc = append(rqc, fmt.Sprintf("%08x%x%x%02x%08x%x%x%04x%04x%04x", topCQBlock(rcq)*BlockBytes, rcq&15, topCQLog, qp.rnr,
+			topRQBase+q*topRQStep, topRQLog, fl, len(qp.recv), late, qp.lateNeed))
 	}
 	put("rqcfg.hex", rqc)
 	var dbs, sw []string
@@ -1066,8 +1123,9 @@ type topResult struct {
 	pktAt    []int       // the cycle of each one's first beat
 	rxAt     map[int]int // the cycle each receive packet (by its place in p.rx, flattened) had its last beat in
 	cqw      []topCQWrite
-	mem      [][]byte // host memory at the end
-	unknown  int      // link beats and memory blocks with x or z bits
+	wlog     []topCQWrite // every host write beat, in the order the host took them (data not kept)
+	mem      [][]byte     // host memory at the end
+	unknown  int          // link beats and memory blocks with x or z bits
 }
 
 // topCQWrite is a host write beat into the CQ rings' area: its block,
@@ -1075,6 +1133,7 @@ type topResult struct {
 type topCQWrite struct {
 	blk      int
 	be, data []byte
+	seq      int // its place among all host write beats (topResult.wlog)
 }
 
 var topSummary = regexp.MustCompile(`(?m)^TOP done (.*)$`)
@@ -1095,7 +1154,11 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	}
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-s", "top_tb", "-o", "sim.vvp", "top_tb.v"}, names...)...)
 	require.NoError(t, err)
-	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", "+seed="+strconv.FormatUint(seed, 10))
+	args := []string{"-n", "sim.vvp", "+seed=" + strconv.FormatUint(seed, 10)}
+	if p.wrStall {
+		args = append(args, "+wrstall")
+	}
+	out, err := runTool(ctx, dir, "vvp", args...)
 	require.NoError(t, err)
 	m := topSummary.FindStringSubmatch(out)
 	require.NotNil(t, m, "no summary from the bench:\n%s", tail(out, 30))
@@ -1115,8 +1178,13 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 		fs := strings.Fields(sc.Text())
 		if len(fs) == 5 && fs[0] == "W" {
 			blk, err := strconv.ParseInt(fs[2], 16, 64)
+			if be, e := hex.DecodeString(fs[3]); err == nil && e == nil {
+				res.wlog = append(res.wlog, topCQWrite{blk: int(blk), be: be})
+			} else {
+				res.wlog = append(res.wlog, topCQWrite{blk: -1}) // x or z bits: counted below or as a bad write
+			}
 			if err == nil && blk >= topCQBase/BlockBytes && blk < topPayBase/BlockBytes {
-				w := topCQWrite{blk: int(blk)}
+				w := topCQWrite{blk: int(blk), seq: len(res.wlog) - 1}
 				var e1, e2 error
 				w.be, e1 = hex.DecodeString(fs[3])
 				w.data, e2 = hex.DecodeString(fs[4])
@@ -1232,6 +1300,20 @@ func (p *topPlan) judge(res *topResult) []string {
 		}
 		return p.qps[q-nq].rcqes, p.qps[q-nq].rslots
 	}
+	// The first host write beat of each byte (by its byte enables), for
+	// the receive CQEs' order: a CQE lands after every byte its message
+	// wrote (the scenarios write each payload byte once).
+	firstW := map[uint64]int{}
+	for i, w := range res.wlog {
+		for l := range BlockBytes {
+			if w.blk >= 0 && w.be[l/8]&(0x80>>(l%8)) != 0 {
+				a := uint64(w.blk)*BlockBytes + uint64(l)
+				if _, ok := firstW[a]; !ok {
+					firstW[a] = i
+				}
+			}
+		}
+	}
 	ncq := make([]int, 2*nq)
 	for i, w := range res.cqw {
 		off := w.blk - topCQBase/BlockBytes
@@ -1243,6 +1325,17 @@ func (p *topPlan) judge(res *topResult) []string {
 		cqes, slots := cqOf(q)
 		k := ncq[q]
 		ncq[q]++
+		if q >= nq && k < len(p.qps[q-nq].rpay) {
+			for _, s := range p.qps[q-nq].rpay[k] {
+				for a := s.a; a < s.a+uint64(s.n); a++ {
+					if at, ok := firstW[a]; !ok || at > w.seq {
+						errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (host write %d) before its message's byte %#x (host write %d, %v)",
+							q, k, w.seq, a, at, ok))
+						break
+					}
+				}
+			}
+		}
 		switch {
 		case k >= len(cqes):
 			errs = append(errs, fmt.Sprintf("CQ %d: CQE %d written (slot %d), past the model's %d", q, k, slot, len(cqes)))
@@ -1678,7 +1771,9 @@ module top_tb;
     integer     rxn [0:7];   // receive packets sent per QP
     integer     txgot [0:15]; // blocks received from the HCA per VL
     integer     cqn [0:15];   // CQEs written per CQ
+    reg         rql [0:7];    // the QP's late RQ doorbell rung
     reg         cip [0:15];   // a CQE landed in CQ q's area that software has not consumed yet
+    integer wst, wrstall; // +wrstall: the host's write stalls (topPlan.wrStall), cycles left of one
     integer fl, c, q, k, j, i, s0, cj, found, di, idle, stalled, bad, cqes, ntx, nrx, rcur, rx_mid, rrq, last_rx, wk, tq, tvl,
             mpt_busy, mlat, fvn, done, quiet, pnum, n, seq, ooo, mptrd, fcs, older;
     reg [23:0]  mpt_ix;
@@ -1686,6 +1781,8 @@ module top_tb;
     reg [57:0]  wb;
     initial begin
         if (!$value$plusargs("seed=%d", seed)) seed = 1;
+        wrstall = $test$plusargs("wrstall");
+        wst = 0;
         $readmemh("mem.hex", mem);
         $readmemh("rxb.hex", rxb);
         $readmemh("rxp.hex", rxp);
@@ -1709,6 +1806,7 @@ module top_tb;
         for (k = 0; k < OT; k = k + 1) ot_v[k] = 1'b0;
         for (k = 0; k < 8; k = k + 1) begin txq[k] = 0; rxn[k] = 0; end
         for (k = 0; k < 16; k = k + 1) begin txgot[k] = 0; cqn[k] = 0; cip[k] = 1'b0; end
+        for (k = 0; k < 8; k = k + 1) rql[k] = 1'b0;
         c = 0; di = 0; idle = 0; stalled = 0; bad = 0; cqes = 0; ntx = 0; nrx = 0; rcur = 0; rx_mid = 0; rrq = 0;
         last_rx = -100; wk = 0; tq = 0; tvl = 0; mpt_busy = 0; mlat = 0; mpt_ix = 24'd0; fvn = 0; done = 0; quiet = 0;
         rxsent = 12'd0; seq = 0; ooo = 0; mptrd = 0; fcs = 0;
@@ -1774,6 +1872,17 @@ module top_tb;
                     cip[k] = 1'b0;
                     cq_ci_valid = 1'b1; ci_cqn = qcfg[k][139:136]; ci_val = cqn[k];
                 end
+            // A late RQ doorbell (rqcfg's): once the QP's receive CQ (NQ +
+            // q) holds its CQEs, one a cycle (rq_db_ready is 1).
+            rq_db_valid = 1'b0;
+            found = 0;
+            for (k = 0; k < NQ; k = k + 1)
+                if (found == 0 && !rql[k] && rqcfg[k][31:16] != 16'd0 && cqn[NQ + k] >= rqcfg[k][15:0]) begin
+                    found = 1;
+                    rql[k] = 1'b1;
+                    qc = qcfg[k]; rqc = rqcfg[k]; rqc[47:32] = rqcfg[k][31:16];
+                    rq_db_valid = 1'b1;
+                end
             // A doorbell: at its cycle, once its QP's CQ holds its CQEs;
             // software writes its WQEs into the ring first.
             if (di < NDB && c >= dbs[di][167:136] && cqn[dbs[di][39:32]] >= dbs[di][31:24]) begin
@@ -1813,7 +1922,16 @@ module top_tb;
                     if (ot_n[cj] == 0) ot_v[cj] = 1'b0;
                 end
             end
-            host_wr_ready = ($random(seed) & 7) != 0;
+            if (wst > 0) begin
+                wst = wst - 1;
+                host_wr_ready = wst == 0; // then the beat held goes
+            end else begin
+                host_wr_ready = ($random(seed) & 7) != 0;
+                if (wrstall && host_wr_valid && host_wr_last && !host_wr_sop) begin
+                    host_wr_ready = 1'b0;
+                    wst = 6;
+                end
+            end
             mpt_rsp_valid = mpt_busy && mlat == 0;
             mpt_rsp_entry = (mpt_rsp_valid && mpt_ix < 16) ? mpt[mpt_ix[3:0]] : 256'd0;
             mpt_req_ready = !mpt_busy && ($random(seed) & 1);

@@ -115,6 +115,16 @@ func TestTopRecvPlan(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 8+2+10+6+1, changed)
+	// Each receive CQE's message bytes, which its CQE must land after
+	// (judge): 100, 600 (256 + 256 + 88), the WRITE's 300 (256 + 44) and 1.
+	require.Len(t, q0.rpay, 4)
+	for k, n := range []int{100, 600, 300, 1} {
+		sum := 0
+		for _, s := range q0.rpay[k] {
+			sum += s.n
+		}
+		assert.Equal(t, n, sum, "receive CQE %d's message bytes", k)
+	}
 	// The receive WQEs are in QP 0's ring as the host wrote them.
 	a := topRQBase + 16
 	assert.Equal(t, uint32(700), binary.BigEndian.Uint32(p.mem[a/BlockBytes][a%BlockBytes:]))

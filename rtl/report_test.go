@@ -217,9 +217,10 @@ func TestReportYosys(t *testing.T) {
 	// 1, address 58 (bits 5:0 are 0), length 10 (blocks x 64: bits 5:0
 	// are 0); the WQEs of the oldest read already returned, clog2(33) =
 	// 6; the take: pending 1, QPN 24 (its context index is its low 3
-	// bits); the reads-in-flight FIFO (64 entries: pointers 6 + 6, count
-	// 7); the fetcher's pointer 3. The four banks are memories.
-	assert.Equal(t, 8*151+1+58+10+6+1+24+(6+6+7)+3,
+	// bits), a flush take 1 (a QP in ERR); the reads-in-flight FIFO (64
+	// entries: pointers 6 + 6, count 7); the fetcher's pointer 3. The four
+	// banks are memories.
+	assert.Equal(t, 8*151+1+58+10+6+1+24+1+(6+6+7)+3,
 		flops[synthKey("hca_rq", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
 	// hca_rd_merge, 128 reads in flight: the held pick, its client and the
 	// last client served, 3; the head read's blocks delivered, 11; the
@@ -450,7 +451,11 @@ func TestReportYosys(t *testing.T) {
 	// AtomicETH swap/add 64 + compare 64; the value written back 64; an
 	// atomic flag per resource, 8 x RD_RES; the atomic's resource, the
 	// index's log2(8 x RD_RES) bits (the original values are a memory).
-	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+4+(1+1+64+8+8+6+8)+63*8+
+	// The flush (branch rtlflush) adds two engine states, 16 in all:
+	// Yosys's FSM pass re-encodes the state one-hot again, 16 flops for the
+	// 4 (no other flop: the flushed context's QPN goes to the packet's
+	// h_qpn, the completion to the rc_* register).
+	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+16+(1+1+64+8+8+6+8)+63*8+
 		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24+
 		8+32+(1+2+4+16+32+32)+(1+24+2+4+16+32+32)+
 		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1)),

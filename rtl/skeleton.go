@@ -262,7 +262,9 @@ through rd1 (client c of hca_share_arb), write the result through wr0 and answer
 ACKNOWLEDGE (hca_ack_tx: AETH and AtomicAckETH). The responder's receive completions (rc_*)
 share cpl_* with the requester's through hca_cpl_arb (round robin, a waiting pick held), into the
 QP's receive CQ, qp_cfg_rcqn (hca.QP.RecvCQ), a context field hca_cpl_arb keeps per QP. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
-the receive queues, their doorbells and prefetch).`,
+the receive queues, their doorbells and prefetch); a context in ERR (rsp_qp_err) has its WQEs
+flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR on rc_*
+(hca.Device.flushRecvs).`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -387,6 +389,7 @@ the receive queues, their doorbells and prefetch).`,
         .rw_req_valid(rw_req_valid), .rw_req_ready(rw_req_ready), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_rsp_ok), .rw_rsp_index(rw_rsp_index), .rw_rsp_addr(rw_rsp_addr),
         .rw_rsp_len(rw_rsp_len), .rw_rsp_lkey(rw_rsp_lkey),
+        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(rsp_qp_err),
         .rc_valid(rs_rc_valid), .rc_ready(rs_rc_ready), .rc_qpn(rs_rc_qpn), .rc_opcode(rs_rc_opcode),
         .rc_status(rs_rc_status), .rc_index(rs_rc_index), .rc_len(rs_rc_len), .rc_imm(rs_rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -491,7 +494,7 @@ the receive queues, their doorbells and prefetch).`,
     // it); the requester keeps each WQE's first blocks for its inline data (hca_requester's header).
     assign wqe_ready = 1'b1;
 `,
-		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "rw_req_valid", "rw_req_qpn", "rw_rsp_ready", "kc_req_valid", "kc_req_key", "kc_req_pd",
+		driven: []string{"qp_cfg_ready", "wqe_ready", "dec_ready", "dec_sge_ready", "fence_busy", "rw_req_valid", "rw_req_qpn", "rw_rsp_ready", "rw_req_flush", "rsp_qp_err", "kc_req_valid", "kc_req_key", "kc_req_pd",
 			"kc_req_need", "kc_req_addr", "kc_req_len", "kc_rsp_ready", "pay_rd_valid", "pay_rd_addr", "pay_rd_len",
 			"pay_wr_valid", "pay_wr_addr", "pay_wr_len", "pay_wr_data", "pay_wr_be", "tx_vl_waiting",
 			"tx_pick_taken", "tx_valid", "tx_data", "tx_sop", "tx_eop", "tx_vl", "rx_ready", "rx_nak_retry", "rx_rsp_todo",
@@ -503,7 +506,7 @@ the receive queues, their doorbells and prefetch).`,
 			"qp_cfg_rqpn", "qp_cfg_psn", "qp_cfg_rqpsn", "qp_cfg_rnr", "qp_cfg_mtu", "qp_cfg_cqn", "qp_cfg_rcqn", "qp_cfg_pd", "ack_req_every", "dec_valid", "dec_err", "dec_opcode",
 			"dec_index", "dec_qpn", "dec_signaled", "dec_fm", "dec_imm", "dec_raddr", "dec_rkey", "dec_swap_add", "dec_compare", "dec_inline",
 			"dec_inline_off", "wqe_valid", "wqe_data", "dec_length", "dec_laddr", "dec_sges", "dec_sge_valid", "dec_sge_len", "dec_sge_lkey", "dec_sge_addr", "dec_sge_last",
-			"rw_req_ready", "rw_rsp_valid", "rw_rsp_ok", "rw_rsp_index", "rw_rsp_addr", "rw_rsp_len", "rw_rsp_lkey",
+			"rw_req_ready", "rw_rsp_valid", "rw_rsp_ok", "rw_rsp_index", "rw_rsp_addr", "rw_rsp_len", "rw_rsp_lkey", "rw_flush",
 			"kc_req_ready", "kc_rsp_valid", "kc_rsp_result", "pay_rd_ready", "pay_rsp_valid", "pay_rsp_data", "pay_wr_ready", "tx_vl_credit",
 			"tx_pick_valid", "tx_pick_vl", "tx_ready", "port_lid", "port_lmc", "pkey_cfg_valid", "pkey_cfg_index",
 			"pkey_cfg_key", "rx_valid", "rx_data", "rx_sop", "rx_eop", "cpl_ready"},
@@ -571,6 +574,9 @@ the receive queues, their doorbells and prefetch).`,
 			portIn("rw_rsp_addr", "64", "its one scatter element"),
 			portIn("rw_rsp_len", "32", ""),
 			portIn("rw_rsp_lkey", "32", ""),
+			portOut("rw_req_flush", "", "a flush take (a context in ERR): the oldest WQE not taken, answered at once, completed WR_FLUSH_ERR"),
+			portIn("rw_flush", "(1<<QPN_W)", "per context: WQEs announced and not taken while in ERR (hca_rq's)"),
+			portOut("rsp_qp_err", "(1<<QPN_W)", "per context: the responder's context in ERR (hca_rq's rq_err: no more WQE reads, its WQEs flushed)"),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an RDMA WRITE's R_Key at the responder (hca_share_arb between the two)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),

@@ -99,9 +99,17 @@
 // packet's ACK or NAK leaves after its write's last beat is taken (ack_*, an output register), and
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
+// Flush (hca.Device.flushRecvs): qp_err says which contexts are in ERR (hca_rq's rq_err: it stops
+// reading their WQEs). Whenever the engine is idle and a context in ERR has receive WQEs announced
+// and not taken (rw_flush, hca_rq's), it takes the oldest with a flush take (rw_req_flush: answered
+// at once) and completes it on rc_* with WR_FLUSH_ERR (status 5), opcode 2 (RESP_SEND), its index,
+// byte_len and immediate 0 (the model's hca.FlushRecvCQE), one WQE a turn, lowest context first,
+// before the next packet or context write is taken (rq_ready, cfg_ready low): so the error's own
+// completion (out on rc_* in S_ACK) goes first, then the WQEs posted and not consumed in posting
+// order, and a WQE posted while the context is in ERR is flushed before the next packet, as the
+// model flushes at the error and at each doorbell of a QP in ERR.
 // TODO: SEND with invalidate, a receive WQE of several scatter
-// elements (the model's RecvSGL), the flush of posted WQEs when the QP goes to ERR
-// (hca.Device.flushRecvs), SRQs (docs/rtl.md). In
+// elements (the model's RecvSGL), SRQs (docs/rtl.md). In
 // hca_transport: behind hca_rx_ack (rq_swap and rq_cmp its AtomicETH's data), its kc_*, wr_* and
 // rd_* (client c of rd1) through hca_share_arb, its ack_* into hca_ack_tx (ack_atomic: an ATOMIC
 // ACKNOWLEDGE), rw_* to hca_top's hca_rq, rc_* through hca_cpl_arb to hca_cqe_writer.
@@ -155,6 +163,9 @@ module hca_responder #(
     input  wire [63:0]  rw_rsp_addr,   // its one scatter element: address, length, L_Key
     input  wire [31:0]  rw_rsp_len,
     input  wire [31:0]  rw_rsp_lkey,
+    output wire         rw_req_flush,  // a flush take: the oldest WQE not taken, answered at once
+    input  wire [(1<<QPN_W)-1:0] rw_flush, // contexts with WQEs announced and not taken (hca_rq's)
+    output wire [(1<<QPN_W)-1:0] qp_err,   // contexts in ERR (hca_rq's rq_err)
     // DMA client rd1's contract (hca_ack_tx's rd_*): an atomic's 8 bytes read as their 64-byte block
     output wire         rd_req_valid,
     input  wire         rd_req_ready,
@@ -201,7 +212,7 @@ module hca_responder #(
     localparam [10:0] COAL = ACK_COALESCE[10:0];
     localparam [3:0] S_IDLE = 4'd0, S_DEC = 4'd1, S_KREQ = 4'd2, S_KRSP = 4'd3, S_XFER = 4'd4,
                      S_ACK = 4'd5, S_FLUSH = 4'd6, S_FACK = 4'd7, S_DUP = 4'd8, S_RREQ = 4'd9, S_RRSP = 4'd10,
-                     S_ARD = 4'd11, S_ARSP = 4'd12, S_AWR = 4'd13;
+                     S_ARD = 4'd11, S_ARSP = 4'd12, S_AWR = 4'd13, S_FREQ = 4'd14, S_FRSP = 4'd15;
     localparam [7:0] SYN_ACK = 8'h1F, SYN_SEQ = 8'h60, SYN_INV = 8'h61, SYN_ACC = 8'h62, SYN_OPE = 8'h63,
                      SYN_RNR = 8'h20;
 
@@ -272,7 +283,7 @@ module hca_responder #(
     // needRecv), before the R_Key check (rxe check_resource, then check_rkey).
     wire         need_rw = (sendp && first) || wimm;
     // A SEND MIDDLE or LAST past its receive buffer (recvOff + bytes > the WQE's length).
-    wire [32:0]  r_end   = {1'b0, ctx_roff[ix]} + {20'd0, h_len};
+    wire [32:0]  r_end   = {1'b0, first ? 32'd0 : ctx_roff[ix]} + {20'd0, h_len};
     wire         s_over  = sendp && !first && r_end > {1'b0, ctx_rlen[ix]};
     wire         l_chk   = sendp;                                          // a key check of the WQE's L_Key
     wire         is_rd  = h_op == 8'h0C;
@@ -323,6 +334,19 @@ module hca_responder #(
     // A duplicate atomic whose resource holds it: answered with the saved original value.
     wire         at_dup  = f_hit && is_atm && res_atom[f_e];
 
+    // ---- the flush of a context in ERR: the lowest with WQEs to flush ----
+    wire [NQ-1:0] fl_req = rw_flush & ctx_err & ctx_valid;
+    wire          fl_any = |fl_req;
+    reg  [QPN_W-1:0] fl_q;
+    integer      fi;
+    always @* begin
+        fl_q = {QPN_W{1'b0}};
+        for (fi = NQ - 1; fi >= 0; fi = fi - 1)
+            if (fl_req[fi]) fl_q = fi[QPN_W-1:0];
+    end
+    assign qp_err       = ctx_err & ctx_valid;
+    assign rw_req_flush = state == S_FREQ;
+
     // The decision in S_DEC (one cycle after the header is taken).
     wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
     wire         rd_seq  = in_seq && !bad_seq && is_rd;
@@ -333,12 +357,17 @@ module hca_responder #(
     // immediate's R_Key unless of length 0), or taken at once (a WRITE with immediate otherwise).
     wire         rw_in   = state == S_RRSP && rw_rsp_valid;
     wire         rw_rnr  = rw_in && !rw_rsp_ok;
-    wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len;
-    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc && !bad_len;
+    // mlx5's empty scatter list (one data segment of 0 bytes with MLX5_INVALID_LKEY 0x100, what
+    // libmlx5 writes for a receive WR of no element): no element (hca.DecodeRecvWQE), so no key
+    // check; a SEND of 0 bytes completes into it, a longer one is LOC_LEN_ERR (hca Receive).
+    wire         rw_empty = rw_rsp_len == 32'd0 && rw_rsp_lkey == 32'h100;
+    wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len && !rw_empty;
+    wire         rw_nil  = rw_in && rw_rsp_ok && !wimm && rw_empty && h_len == 13'd0 && !bad_len; // taken, nothing checked
+    wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc && !bad_len && !rw_nil;
     wire         rw_blen = rw_in && rw_rsp_ok && bad_len;             // a length error: REM_INV_REQ_ERR
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && !bad_len && ((is_wr && !need_rw && !go_kc) ||
                                                                      (sendp && !first && !s_over))) ||
-                           (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) ||
+                           (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) || rw_nil ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
     // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
     wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
@@ -435,8 +464,8 @@ module hca_responder #(
     reg  [31:0]  p_len;
     wire         out_free = !ack_valid || ack_ready;
 
-    assign cfg_ready    = state == S_IDLE;
-    assign rq_ready     = state == S_IDLE && !cfg_valid;
+    assign cfg_ready    = state == S_IDLE && !fl_any;
+    assign rq_ready     = state == S_IDLE && !cfg_valid && !fl_any;
     assign kc_req_valid = state == S_KREQ;
     // A SEND's first packet checks its receive WQE's L_Key over the whole buffer for LOCAL_WRITE (1)
     // (hca.QP.CheckLKey); a WRITE's or READ's RETH its R_Key.
@@ -446,9 +475,10 @@ module hca_responder #(
     assign kc_req_addr  = l_chk ? ctx_raddr[ix] : h_va;
     assign kc_req_len   = l_chk ? {32'd0, ctx_rlen[ix]} : is_atm ? 64'd8 : {32'd0, h_dlen};
     assign kc_rsp_ready = state == S_KRSP;
-    assign rw_req_valid = state == S_RREQ;
+    assign rw_req_valid = state == S_RREQ || state == S_FREQ;
     assign rw_req_qpn   = h_qpn;
-    assign rw_rsp_ready = state == S_RRSP;
+    // A flush's answer is taken with its completion, so only when the output register is free.
+    assign rw_rsp_ready = state == S_RRSP || (state == S_FRSP && cq_free);
 
     wire [7:0]   n_blk  = {1'b0, h_len[12:6]} + {7'd0, h_len[5:0] != 6'd0};   // ceil(n / 64)
     wire [13:0]  n_sum  = {8'd0, wva[5:0]} + {1'b0, h_len};                  // s + n
@@ -486,7 +516,9 @@ module hca_responder #(
             if (rc_valid && rc_ready) rc_valid <= 1'b0;
             case (state)
             S_IDLE: begin
-                if (cfg_valid) begin
+                if (fl_any) begin
+                    state <= S_FREQ;
+                end else if (cfg_valid) begin
                     ctx_valid[cfg_qpn[QPN_W-1:0]] <= 1'b1;
                     ctx_err[cfg_qpn[QPN_W-1:0]]   <= 1'b0;
                     ctx_inmsg[cfg_qpn[QPN_W-1:0]] <= 1'b0;
@@ -550,6 +582,12 @@ module hca_responder #(
                 end
             end
             S_RREQ: if (rw_req_ready) state <= S_RRSP;
+            S_FREQ: if (rw_req_ready) state <= S_FRSP;
+            // The flushed WQE's completion waits for the output register; none left: idle again.
+            S_FRSP: if (rw_rsp_valid && (!rw_rsp_ok || cq_free)) begin
+                if (rw_rsp_ok) rc_valid <= 1'b1;
+                state <= S_IDLE;
+            end
             S_RRSP: if (rw_rsp_valid) begin
                 state <= (rw_rsp_ok && rw_kc && !bad_len) ? S_KREQ : S_XFER;
                 if (rw_rnr) p_ack <= 1'b1;
@@ -627,7 +665,9 @@ module hca_responder #(
     always @(posedge clk) begin
         case (state)
         S_IDLE: begin
-            if (cfg_valid) begin
+            if (fl_any) begin
+                h_qpn <= ctx_qpn[fl_q];
+            end else if (cfg_valid) begin
                 ctx_qpn[cfg_qpn[QPN_W-1:0]]   <= cfg_qpn;
                 ctx_epsn[cfg_qpn[QPN_W-1:0]]  <= cfg_psn;
                 ctx_msn[cfg_qpn[QPN_W-1:0]]   <= 24'd0;
@@ -691,6 +731,11 @@ module hca_responder #(
                     p_clen <= 32'd0; p_cimm <= 32'd0;
                 end
             end
+        end
+        S_FRSP: if (rw_rsp_valid && rw_rsp_ok && cq_free) begin
+            // WR_FLUSH_ERR (hca.FlushRecvCQE): RESP_SEND, the WQE's index, byte_len and immediate 0.
+            rc_qpn <= h_qpn; rc_opcode <= 4'd2; rc_status <= 8'd5; rc_index <= rw_rsp_index;
+            rc_len <= 32'd0; rc_imm <= 32'd0;
         end
         S_DUP: begin
             s_j <= f_end ? s_j : s_j + {{(RW-1){1'b0}}, 1'b1};

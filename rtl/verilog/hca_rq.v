@@ -40,8 +40,22 @@
 // (arrived != taken). A WQE announced but still being read (or not yet read: the fetcher's turn
 // comes) is waited for, as PopRecv waits for a read in flight (rqWait). Taking the answer with
 // ok 1 takes the WQE: taken grows by 1 and its slot is free for the window.
-// TODO: the flush of posted WQEs with WR_FLUSH_ERR when the QP goes to ERR
-// (hca.Device.flushRecvs), shared receive queues, receive WQEs of several scatter elements
+//
+// ERR (hca.Device.flushRecvs): rq_err[q] is 1 while the responder's context q is in ERR (a class C
+// error; hca_responder's qp_err). Such a QP reads no more WQEs (the model's flushRecvs leaves none
+// to read: a QP in ERR flushes at its doorbells, recvDoorbell, and never fetches), and rw_flush[q]
+// says it has WQEs announced and not taken: posted before the error and not consumed, or posted
+// since. The responder flushes them one at a time through rw_* with rw_req_flush 1: the answer is
+// offered at once, ok 1 with the index of the oldest not taken (taken, mod 2^16; address, length
+// and L_Key are not looked at) or ok 0 when none is left, and taking it moves taken, so they go in
+// posting order. A flush may take a WQE not yet read: fetched and arrived move with it when
+// nothing of the QP is in flight (taken = fetched = arrived); one whose read is in flight waits for
+// it (taken = fetched, arrived behind), so taken never passes fetched and a returning block lands
+// where its read said; a normal take after the QP leaves ERR waits until arrived passes taken
+// again. The responder completes each with WR_FLUSH_ERR (hca_responder).
+// mlx5's empty scatter list (0 bytes, L_Key MLX5_INVALID_LKEY 0x100) is passed on as it is:
+// hca_responder reads it as no element (hca.DecodeRecvWQE).
+// TODO: shared receive queues, receive WQEs of several scatter elements
 // (a stride above 16 bytes: hca.RecvReadStride, RecvSGL), QP contexts in host memory.
 module hca_rq #(
     parameter integer DATA_W             = 512,
@@ -80,7 +94,11 @@ module hca_rq #(
     output wire [15:0]       rw_rsp_index,
     output wire [63:0]       rw_rsp_addr,
     output wire [31:0]       rw_rsp_len,
-    output wire [31:0]       rw_rsp_lkey
+    output wire [31:0]       rw_rsp_lkey,
+    // ERR (above): the responder's contexts in ERR; a flush take; the QPs with WQEs to flush
+    input  wire [(1<<QPN_W)-1:0] rq_err,
+    input  wire              rw_req_flush,
+    output wire [(1<<QPN_W)-1:0] rw_flush
 );
     localparam integer     QPS    = 1 << QPN_W;
     localparam integer     READS  = QPS * WQE_PREFETCH_DEPTH; // reads in flight at most
@@ -111,7 +129,8 @@ module hca_rq #(
     generate
         for (g = 0; g < QPS; g = g + 1) begin : g_can_read
             wire [15:0] held_g = rq_fetch[g] - rq_take[g];
-            assign can_read[g] = rq_on[g] && (rq_prod[g] != rq_fetch[g]) && ({1'b0, held_g} < WIN17);
+            assign can_read[g] = rq_on[g] && !rq_err[g] && (rq_prod[g] != rq_fetch[g]) && ({1'b0, held_g} < WIN17);
+            assign rw_flush[g] = rq_on[g] && rq_err[g] && rq_take[g] != rq_prod[g];
         end
     endgenerate
     wire             pk_valid;
@@ -198,12 +217,20 @@ module hca_rq #(
 
     // ---- takes ----
     reg              pend;   // a take asked, not yet answered
+    reg              pflush; // it is a flush take
     reg [QPN_W-1:0]  pq;
     reg [23:0]       pqpn;
     wire             p_hit   = rq_on[pq] && rq_qpn[pq] == pqpn;
     wire [15:0]      p_take  = rq_take[pq];
     wire             p_empty = !p_hit || p_take == rq_prod[pq];
-    wire             p_avail = p_hit && rq_arr[pq] != p_take;
+    // A flush: the oldest WQE announced and not taken, at once unless its read is in flight.
+    wire [15:0]      p_fetch = rq_fetch[pq];
+    wire             p_idle  = rq_arr[pq] == p_fetch;    // nothing of the QP in flight
+    // A take: the next WQE once arrived. After flushes taken may be ahead of arrived (reads in
+    // flight for WQEs flushed meanwhile), so arrived - taken is read as signed: positive, arrived.
+    wire [15:0]      p_arr   = rq_arr[pq] - p_take;
+    wire             p_avail = p_hit && (pflush ? !p_empty && (p_take != p_fetch || p_idle)
+                                                : p_arr != 16'd0 && !p_arr[15]);
     wire [QPN_W+SLOT_W-3:0] raddr = waddr(pq, p_take[SLOT_W-1:0]);
     reg  [127:0]     p_wqe;
     always @* begin
@@ -222,6 +249,7 @@ module hca_rq #(
     assign rw_rsp_lkey  = p_wqe[95:64];
     assign rw_rsp_addr  = p_wqe[63:0];
     wire             took    = rw_rsp_valid && rw_rsp_ready && p_avail;
+    wire             f_bump  = took && pflush && p_take == p_fetch; // flushed before its read
 
     wire [QPS-1:0] pk_hot = issue ? ({{(QPS-1){1'b0}}, 1'b1} << pk) : {QPS{1'b0}};
     integer i;
@@ -229,6 +257,7 @@ module hca_rq #(
         if (!rst_n) begin
             rt_off       <= {WIN_W{1'b0}};
             pend         <= 1'b0;
+            pflush       <= 1'b0;
             pq           <= {QPN_W{1'b0}};
             pqpn         <= 24'd0;
             rd_req_valid <= 1'b0;
@@ -259,11 +288,16 @@ module hca_rq #(
             end
             if (rw_req_valid && !pend) begin
                 pend <= 1'b1;
+                pflush <= rw_req_flush;
                 pq   <= rw_req_qpn[QPN_W-1:0];
                 pqpn <= rw_req_qpn;
             end
             if (rw_rsp_valid && rw_rsp_ready) pend <= 1'b0;
             if (took) rq_take[pq] <= p_take + 16'd1;
+            if (f_bump) begin
+                rq_fetch[pq] <= p_take + 16'd1;
+                rq_arr[pq]   <= p_take + 16'd1;
+            end
             if (db_hit) rq_prod[db_idx] <= rq_db_producer;
             // Creation last: it wins over a doorbell in the same cycle.
             if (rq_cfg_valid) begin
