@@ -803,7 +803,10 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 		if qp.State == QPErr {
 			st = WCWRFlushErr
 		}
-		qp.State = QPErr
+		if qp.State != QPErr {
+			qp.State = QPErr
+			defer d.requesterErr(qp, now)
+		}
 		qp.udPending = qp.udPending[1:]
 		d.tx.vl[qp.vl].req.push(txEntry{readyAt: now, qp: qp, udWQE: &w, udStatus: st})
 		d.tx.markers++
@@ -1025,11 +1028,15 @@ func (d *Device) afterAck(qp *QP, res AckResult, t ib.PS) {
 	if qp.req == nil {
 		return
 	}
-	if qp.req.State == QPErr {
+	toErr := qp.req.State == QPErr && qp.State != QPErr
+	if toErr {
 		qp.State = QPErr
 	}
 	for _, c := range res.Completions {
 		d.sendCompletion(qp, c, t)
+	}
+	if toErr {
+		d.requesterErr(qp, t)
 	}
 	if res.Progress || res.Rewound || len(res.Completions) > 0 {
 		qp.timerArmed = false

@@ -491,6 +491,52 @@ func TestResponderErrorFlushesReceives(t *testing.T) {
 	assert.Equal(t, QPErr, p.qb.State)
 }
 
+// TestRequesterErrorFlushesReceives: IBA's Error state is the whole QP's.
+// A's WRITE with a bad R_Key comes back NAK remote access error: A's send
+// side completes it REM_ACCESS_ERR, and the two receives A had posted
+// (IDs 60, 61) complete WR_FLUSH_ERR in posting order on A's receive CQ,
+// byte_len 0, with no RQ doorbell after the error (the model used to wait
+// for the next one). A's responder is in ERR too: B's SEND posted after
+// the error is not taken by A (A's counters see no request after the
+// WRITE's NAK: 0 payload bytes received), so B's SEND never completes
+// successfully.
+func TestRequesterErrorFlushesReceives(t *testing.T) {
+	p := newPair(t, edrLink(), Defaults(), 1<<16)
+	for i := 0; i < 2; i++ {
+		require.NoError(t, p.a.PostRecv(p.qa, &RecvWR{ID: uint64(60 + i), Addr: p.bufA + 4096, Length: 64, LKey: p.mrA.LKey}))
+	}
+	require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true, LocalAddr: p.bufA, Length: 8,
+		LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey ^ 0x80}))
+	var sa, ra [4]WC
+	na, nra := 0, 0
+	sentB := false
+	p.runUntil(t, func() bool {
+		na += p.a.PollCQ(p.qa.SendCQ, sa[na:])
+		nra += p.a.PollCQ(p.qa.RecvCQ, ra[nra:])
+		if na >= 1 && !sentB {
+			sentB = true
+			require.NoError(t, p.b.PostSend(p.qb, &SendWR{ID: 9, Opcode: WRSend, Signaled: true, LocalAddr: p.bufB, Length: 4, LKey: p.mrB.LKey}))
+		}
+		return na >= 1 && nra >= 2
+	})
+	p.s.StopAt(p.s.Now() + 50*ib.Microsecond)
+	require.NoError(t, p.s.Run())
+	nra += p.a.PollCQ(p.qa.RecvCQ, ra[nra:])
+	require.Equal(t, 1, na)
+	assert.Equal(t, WC{WRID: 1, Status: WCRemAccessErr, Opcode: WCRDMAWrite, ByteLen: 8, QPN: p.qa.Num}, sa[0])
+	require.Equal(t, 2, nra, "each receive posted at A completes once, flushed")
+	for i := 0; i < 2; i++ {
+		assert.Equal(t, WC{WRID: uint64(60 + i), Status: WCWRFlushErr, Opcode: WCRecv, QPN: p.qa.Num}, ra[i])
+	}
+	assert.Equal(t, QPErr, p.qa.State)
+	assert.Equal(t, QPErr, p.qa.Responder().State, "A's responder is in ERR with its QP")
+	assert.Equal(t, int64(0), p.a.Counters.PayloadRx, "A took nothing of B's SEND")
+	var sb [4]WC
+	for _, w := range sb[:p.b.PollCQ(p.qb.SendCQ, sb[:])] {
+		assert.NotEqual(t, WCSuccess, w.Status, "B's SEND was not received")
+	}
+}
+
 // TestBadRKeyWriteImmCompletesEveryReceive: a WRITE_WITH_IMM with a bad
 // R_Key must not lose a receive WQE. Every receive posted at the responder
 // completes exactly once. A single-packet RDMA_WRITE_ONLY_WITH_IMM has taken

@@ -978,8 +978,25 @@ func (d *Device) failWQE(qp *QP, w SendWQE, status WCStatus, now ib.PS) {
 		d.sendCompletion(qp, c, now)
 	}
 	d.purge(qp)
+	toErr := qp.State != QPErr
 	qp.State = QPErr
 	d.sendCompletion(qp, Completion{WQE: w, Status: status}, now)
+	if toErr {
+		d.requesterErr(qp, now)
+	}
+}
+
+// requesterErr is the rest of a QP's move to ERR from its send side (a
+// completion in error, a retry count spent, a WQE that cannot be sent):
+// IBA's Error state is the whole QP's, so its responder drops what
+// arrives from now on and its posted receives are flushed (WR_FLUSH_ERR,
+// after the send side's error CQE), as ModifyQP to ERR and a responder
+// error do (rxe: qp_error flushes both queues).
+func (d *Device) requesterErr(qp *QP, t ib.PS) {
+	if qp.resp != nil {
+		qp.resp.State = QPErr
+	}
+	d.flushRecvs(qp, t)
 }
 
 // recvDoorbell: the HCA learns of newly posted receive WQEs and prefetches
