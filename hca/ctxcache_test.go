@@ -98,17 +98,7 @@ func TestColdCQMissDelaysACompletion(t *testing.T) {
 	run := func(entries int) (ib.PS, *pair) {
 		cfg := Defaults()
 		cfg.CQCacheEntries = entries
-		p := newPair(t, edrLink(), cfg, 4096)
-		var done ib.PS
-		p.a.OnCQE = func(_ *CQ, now ib.PS) { done = now; p.s.Stop() }
-		p.s.Schedule(ib.Microsecond, &poster{fn: func() {
-			require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
-				LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
-		}}, 0)
-		p.s.StopAt(ib.Millisecond)
-		require.NoError(t, p.s.Run())
-		require.NotZero(t, done)
-		return done, p
+		return firstWriteCompletes(t, cfg)
 	}
 	off, pOff := run(0)
 	on, pOn := run(4)

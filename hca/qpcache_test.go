@@ -64,17 +64,7 @@ func TestColdQPMissesDelayAWrite(t *testing.T) {
 	run := func(entries int) (ib.PS, *pair) {
 		cfg := Defaults()
 		cfg.QPCacheEntries = entries
-		p := newPair(t, edrLink(), cfg, 4096)
-		var done ib.PS
-		p.a.OnCQE = func(_ *CQ, now ib.PS) { done = now; p.s.Stop() }
-		p.s.Schedule(ib.Microsecond, &poster{fn: func() {
-			require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
-				LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
-		}}, 0)
-		p.s.StopAt(ib.Millisecond)
-		require.NoError(t, p.s.Run())
-		require.NotZero(t, done)
-		return done, p
+		return firstWriteCompletes(t, cfg)
 	}
 	off, pOff := run(0)
 	on, pOn := run(4)
@@ -291,4 +281,22 @@ func TestQPMissesAllocateNothing(t *testing.T) {
 	// Every round missed once on each side (AllocsPerRun runs one more).
 	assert.Equal(t, int64(101), r.a.QPCache().Misses-missA)
 	assert.Equal(t, int64(101), r.b.QPCache().Misses-missB)
+}
+
+// firstWriteCompletes runs one signaled 64-byte RDMA WRITE from A to B,
+// posted at 1 µs on an idle EDR pair with cfg, and returns when A's CQE
+// was written (the run stops there) and the pair.
+func firstWriteCompletes(t *testing.T, cfg Config) (ib.PS, *pair) {
+	t.Helper()
+	p := newPair(t, edrLink(), cfg, 4096)
+	var done ib.PS
+	p.a.OnCQE = func(_ *CQ, now ib.PS) { done = now; p.s.Stop() }
+	p.s.Schedule(ib.Microsecond, &poster{fn: func() {
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
+			LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	}}, 0)
+	p.s.StopAt(ib.Millisecond)
+	require.NoError(t, p.s.Run())
+	require.NotZero(t, done)
+	return done, p
 }
