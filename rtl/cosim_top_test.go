@@ -1609,6 +1609,39 @@ func TestTopPlan(t *testing.T) {
 	assert.Equal(t, 14+10+2+71+1+2+1+11, changed)
 }
 
+// topSeeds runs a top-level scenario on the emitted tree (tree) for seeds
+// 1 and 2, each its own parallel subtest: the plan for the seed, the
+// bench (into $TOP_DIR for seed 1 when set, to keep its files), the
+// judge, then check with what the scenario must also show (and log).
+func topSeeds(t *testing.T, tree func(*testing.T) []File, plan func(seed uint64) *topPlan, check func(t *testing.T, p *topPlan, res *topResult)) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	files := tree(t)
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			t.Parallel()
+			p := plan(seed)
+			dir := t.TempDir()
+			if d := os.Getenv("TOP_DIR"); d != "" && seed == 1 {
+				dir = d
+			}
+			res := p.run(t, t.Context(), dir, seed, files, nil)
+			assert.Empty(t, p.judge(res))
+			check(t, p, res)
+		})
+	}
+}
+
+// topQPOrder is the QPs of the link's packets in the order sent, a digit
+// each (LRH byte 15's low bits: the bench's DestQP).
+func topQPOrder(res *topResult) string {
+	var order []string
+	for _, pk := range res.pkts {
+		order = append(order, strconv.Itoa(int(pk[15]&7)))
+	}
+	return strings.Join(order, "")
+}
+
 // TestTopCosim: the emitted hca_top, driven only through host memory, the
 // MPT, its context ports, doorbells and the link, sends the model's
 // packets and writes the model's CQEs and READ payloads (Icarus; two seeds

@@ -2,7 +2,6 @@ package rtl
 
 import (
 	"encoding/binary"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -185,19 +184,10 @@ func TestTopAtomicPlan(t *testing.T) {
 
 // TestTopAtomicCosim: the bench on the atomic scenario, seeds 1 and 2.
 func TestTopAtomicCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := hcaTopTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopAtomicPlan(seed)
-			res := p.run(t, t.Context(), t.TempDir(), seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			assert.Equal(t, 1, res.counters["rsp_naks"], "the misaligned atomic's NAK")
-			t.Logf("%s", res.summary)
-		})
-	}
+	topSeeds(t, hcaTopTree, newTopAtomicPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		assert.Equal(t, 1, res.counters["rsp_naks"], "the misaligned atomic's NAK")
+		t.Logf("%s", res.summary)
+	})
 }
 
 // TestTopAtomicMutantsFail: slips in hca_transport's atomic wiring each

@@ -1,8 +1,6 @@
 package rtl
 
 import (
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -117,24 +115,11 @@ func TestTopFlushPlan(t *testing.T) {
 
 // TestTopFlushCosim: the bench on the flush scenario, seeds 1 and 2.
 func TestTopFlushCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := hcaTopTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopFlushPlan(seed)
-			dir := t.TempDir()
-			if d := os.Getenv("TOP_DIR"); d != "" && seed == 1 {
-				dir = d
-			}
-			res := p.run(t, t.Context(), dir, seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			assert.Equal(t, 11, res.counters["cqes"])
-			assert.Equal(t, 1, res.counters["rsp_errdrop"], "the SEND after the error")
-			t.Logf("%s", res.summary)
-		})
-	}
+	topSeeds(t, hcaTopTree, newTopFlushPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		assert.Equal(t, 11, res.counters["cqes"])
+		assert.Equal(t, 1, res.counters["rsp_errdrop"], "the SEND after the error")
+		t.Logf("%s", res.summary)
+	})
 }
 
 // TestTopFlushMutantsFail: each slip in the flush path fails the flush

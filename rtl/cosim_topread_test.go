@@ -1,8 +1,6 @@
 package rtl
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,22 +155,9 @@ func TestTopReadPlan(t *testing.T) {
 
 // TestTopReadCosim: the bench on the READ scenario, seeds 1 and 2.
 func TestTopReadCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := hcaTopTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopReadPlan(seed)
-			dir := t.TempDir()
-			if d := os.Getenv("TOP_DIR"); d != "" && seed == 1 {
-				dir = d
-			}
-			res := p.run(t, t.Context(), dir, seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			t.Logf("%s", res.summary)
-		})
-	}
+	topSeeds(t, hcaTopTree, newTopReadPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		t.Logf("%s", res.summary)
+	})
 }
 
 // ---- hca_top's requester retrying its READs: a response the wire loses ----
@@ -300,21 +285,12 @@ func TestTopReadRetryPlan(t *testing.T) {
 // TestTopReadRetryCosim: the bench on the READ retry scenario (topRetryTree),
 // seeds 1 and 2.
 func TestTopReadRetryCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := topRetryTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopReadRetryPlan(seed)
-			res := p.run(t, t.Context(), t.TempDir(), seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			// QP 1's implied NAK: the ACK's last beat in to the READ's
-			// resend on the link (judge: within promptWithin).
-			errs, gaps := p.judgeRNRWaits(res)
-			assert.Empty(t, errs)
-			assert.Len(t, gaps, 1)
-			t.Logf("%s; implied NAK to resend: %v cycles", res.summary, gaps)
-		})
-	}
+	topSeeds(t, topRetryTree, newTopReadRetryPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		// QP 1's implied NAK: the ACK's last beat in to the READ's
+		// resend on the link (judge: within promptWithin).
+		errs, gaps := p.judgeRNRWaits(res)
+		assert.Empty(t, errs)
+		assert.Len(t, gaps, 1)
+		t.Logf("%s; implied NAK to resend: %v cycles", res.summary, gaps)
+	})
 }

@@ -2,8 +2,6 @@ package rtl
 
 import (
 	"encoding/binary"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -132,22 +130,9 @@ func TestTopRecvPlan(t *testing.T) {
 
 // TestTopRecvCosim: the bench on the receive scenario, seeds 1 and 2.
 func TestTopRecvCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := hcaTopTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopRecvPlan(seed)
-			dir := t.TempDir()
-			if d := os.Getenv("TOP_DIR"); d != "" && seed == 1 {
-				dir = d
-			}
-			res := p.run(t, t.Context(), dir, seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			assert.Equal(t, 8, res.counters["cqes"])
-			assert.Equal(t, 1, res.counters["rsp_naks"], "the RNR NAK")
-			t.Logf("%s", res.summary)
-		})
-	}
+	topSeeds(t, hcaTopTree, newTopRecvPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		assert.Equal(t, 8, res.counters["cqes"])
+		assert.Equal(t, 1, res.counters["rsp_naks"], "the RNR NAK")
+		t.Logf("%s", res.summary)
+	})
 }

@@ -2,7 +2,6 @@ package rtl
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -279,20 +278,7 @@ func TestTopRetryPlan(t *testing.T) {
 // flushes on a refused R_Key and wraps a CQ as the model does (Icarus;
 // two seeds of the host's and link's randomness).
 func TestTopRetryCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := topRetryTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopRetryPlan(seed)
-			res := p.run(t, t.Context(), t.TempDir(), seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			var order []string
-			for _, pk := range res.pkts {
-				order = append(order, strconv.Itoa(int(pk[15]&7)))
-			}
-			t.Logf("%s; the link's packets by QP: %s", res.summary, strings.Join(order, ""))
-		})
-	}
+	topSeeds(t, topRetryTree, newTopRetryPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		t.Logf("%s; the link's packets by QP: %s", res.summary, topQPOrder(res))
+	})
 }

@@ -2,7 +2,6 @@ package rtl
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -164,24 +163,11 @@ func TestTopRNRPlan(t *testing.T) {
 // resends, spends its RNR retries and its local ACK timeouts, and
 // completes with the model's CQEs (Icarus; seeds 1 and 2).
 func TestTopRNRCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := topRNRTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopRNRPlan(seed)
-			res := p.run(t, t.Context(), t.TempDir(), seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			// The RNR waits judge timed: code 2 (QP 0) 128 cycles at
-			// least, code 3 (QP 1) 192.
-			_, gaps := p.judgeRNRWaits(res)
-			assert.Len(t, gaps, 4, "resends after RNR NAKs timed")
-			var order []string
-			for _, pk := range res.pkts {
-				order = append(order, strconv.Itoa(int(pk[15]&7)))
-			}
-			t.Logf("%s; the link's packets by QP: %s; RNR NAK to resend: %v cycles", res.summary, strings.Join(order, ""), gaps)
-		})
-	}
+	topSeeds(t, topRNRTree, newTopRNRPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		// The RNR waits judge timed: code 2 (QP 0) 128 cycles at
+		// least, code 3 (QP 1) 192.
+		_, gaps := p.judgeRNRWaits(res)
+		assert.Len(t, gaps, 4, "resends after RNR NAKs timed")
+		t.Logf("%s; the link's packets by QP: %s; RNR NAK to resend: %v cycles", res.summary, topQPOrder(res), gaps)
+	})
 }
