@@ -1632,6 +1632,22 @@ func topSeeds(t *testing.T, tree func(*testing.T) []File, plan func(seed uint64)
 	}
 }
 
+// topMutantsFail runs plan(1) on the emitted tree (files) with each
+// mutant in a parallel subtest; each must fail the judge (the first
+// three complaints are logged).
+func topMutantsFail(t *testing.T, files []File, plan func(seed uint64) *topPlan, mutants []cosimMutant) {
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			p := plan(1)
+			res := p.run(t, t.Context(), t.TempDir(), 1, files, topMutated(t, files, m.file, m.old, m.new))
+			errs := p.judge(res)
+			require.NotEmpty(t, errs, "the top-level co-simulation passes hca_top with %s", m.name)
+			t.Logf("fails: %s", strings.Join(errs[:min(3, len(errs))], "; "))
+		})
+	}
+}
+
 // topQPOrder is the QPs of the link's packets in the order sent, a digit
 // each (LRH byte 15's low bits: the bench's DestQP).
 func topQPOrder(res *topResult) string {
