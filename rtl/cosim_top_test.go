@@ -349,11 +349,7 @@ type topPlan struct {
 // unsignaled SEND; and a SEND with immediate arriving for QP 2's
 // responder (a receive completion in its receive CQ).
 func topScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
-	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7000_0000_0000 + uint64(q)<<32 + off*3,
-			RKey: 0x4400 + uint32(q), Imm: 0xA0B0C000 | uint32(q)<<8 | uint32(off&0xff)}
-	}
+	w := topWRs(0x7000_0000_0000, 3, 0xA0B0C000)
 	unsig := w(hca.WRSend, 1, 0x3000, 10)
 	unsig.Signaled = false
 	fadd := w(hca.WRFetchAdd, 2, 0x2100, 8)
@@ -1609,6 +1605,20 @@ func TestTopPlan(t *testing.T) {
 	assert.Equal(t, 14+10+2+71+1+2+1+11, changed)
 }
 
+// topPay is QP q's payload address off bytes into its region.
+func topPay(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
+
+// topWRs makes a scenario's signaled work requests: QP q's n bytes at off
+// in its payload region, to remote + q<<32 + off × mul with R_Key
+// 0x4400 + q and immediate imm | q<<8 | off's low byte (each scenario its
+// own remote base and immediate pattern).
+func topWRs(remote, mul uint64, imm uint32) func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
+	return func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
+		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: topPay(q, off), Length: n, RemoteAddr: remote + uint64(q)<<32 + off*mul,
+			RKey: 0x4400 + uint32(q), Imm: imm | uint32(q)<<8 | uint32(off&0xff)}
+	}
+}
+
 // topSeeds runs a top-level scenario on the emitted tree (tree) for seeds
 // 1 and 2, each its own parallel subtest: the plan for the seed, the
 // bench (into $TOP_DIR for seed 1 when set, to keep its files), the
@@ -1663,32 +1673,15 @@ func topQPOrder(res *topResult) string {
 // packets and writes the model's CQEs and READ payloads (Icarus; two seeds
 // of the host's and link's randomness).
 func TestTopCosim(t *testing.T) {
-	t.Parallel()
-	needTool(t, "iverilog", "vvp")
-	files := hcaTopTree(t)
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			t.Parallel()
-			p := newTopPlan(seed)
-			dir := t.TempDir()
-			if d := os.Getenv("TOP_DIR"); d != "" && seed == 1 {
-				dir = d
-			}
-			res := p.run(t, t.Context(), dir, seed, files, nil)
-			assert.Empty(t, p.judge(res))
-			// The run must exercise what it claims: completions out of
-			// order, MPT reads (each QP's L_Key misses the cache once at
-			// least) and flow-control packets to the HCA.
-			assert.Positive(t, res.counters["ooo"], "completion beats out of request order")
-			assert.GreaterOrEqual(t, res.counters["mpt"], len(p.qps), "MPT reads")
-			assert.Positive(t, res.counters["fc"], "flow-control packets")
-			var order []string
-			for _, pk := range res.pkts {
-				order = append(order, strconv.Itoa(int(pk[15]&7)))
-			}
-			t.Logf("%s; the link's packets by QP: %s", res.summary, strings.Join(order, ""))
-		})
-	}
+	topSeeds(t, hcaTopTree, newTopPlan, func(t *testing.T, p *topPlan, res *topResult) {
+		// The run must exercise what it claims: completions out of
+		// order, MPT reads (each QP's L_Key misses the cache once at
+		// least) and flow-control packets to the HCA.
+		assert.Positive(t, res.counters["ooo"], "completion beats out of request order")
+		assert.GreaterOrEqual(t, res.counters["mpt"], len(p.qps), "MPT reads")
+		assert.Positive(t, res.counters["fc"], "flow-control packets")
+		t.Logf("%s; the link's packets by QP: %s", res.summary, topQPOrder(res))
+	})
 }
 
 // topTB drives hca_top (the {{...}} placeholders: topPlan.write). After

@@ -86,9 +86,8 @@ func topAtomic(qp *topQP, pkt *ib.Packet, act *hca.RespAction, ours *hca.Respond
 // a SEND of its own, so the requester's traffic shares rd1, wr0 and the
 // link with the atomics.
 func topAtomicScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
 	w := func(q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: hca.WRSend, Signaled: true, LocalAddr: pay(q, off), Length: n}
+		return hca.SendWR{Opcode: hca.WRSend, Signaled: true, LocalAddr: topPay(q, off), Length: n}
 	}
 	return []*topQP{
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000A10, dlid: 0x21, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0000, psn: 0x10, mtuCode: 1, cqn: 0},

@@ -43,11 +43,7 @@ import (
 // topReadScenario: QP 0 (MTU 256, VL 0) and QP 1 (MTU 4096, VL 1), each
 // sending three messages of its own and receiving the far end's READs.
 func topReadScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
-	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7200_0000_0000 + uint64(q)<<32 + off*3,
-			RKey: 0x4400 + uint32(q), Imm: 0xC0D0E000 | uint32(q)<<8 | uint32(off&0xff)}
-	}
+	w := topWRs(0x7200_0000_0000, 3, 0xC0D0E000)
 	rd := func(off uint64, n uint32) topIn { return topIn{op: hca.WRRDMARead, off: off, n: n} }
 	return []*topQP{
 		// QP 0 at MTU 256: READs of 600 bytes (3 responses), 0 bytes at an
@@ -177,11 +173,7 @@ func TestTopReadCosim(t *testing.T) {
 // topReadRetryScenario: three QPs, each a READ whose reply loses one
 // response.
 func topReadRetryScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
-	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7400_0000_0000 + uint64(q)<<32 + off*11,
-			RKey: 0x4400 + uint32(q), Imm: 0xE0F0A000 | uint32(q)<<8 | uint32(off&0xff)}
-	}
+	w := topWRs(0x7400_0000_0000, 11, 0xE0F0A000)
 	return []*topQP{
 		// A middle response lost, the timer: a READ of 1000 bytes into an
 		// odd address (4 responses), its second lost; a SEND posted once

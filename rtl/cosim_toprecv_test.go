@@ -37,11 +37,7 @@ import (
 // two messages of its own, so requester and responder completions meet at
 // the CQE writer.
 func topRecvScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
-	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7000_0000_0000 + uint64(q)<<32 + off*3,
-			RKey: 0x4400 + uint32(q), Imm: 0xA0B0C000 | uint32(q)<<8 | uint32(off&0xff)}
-	}
+	w := topWRs(0x7000_0000_0000, 3, 0xA0B0C000)
 	return []*topQP{
 		{it: &reqItem{cfg: true, qix: 0, qpn: 0x000A10, dlid: 0x21, slid: topPortLID, sl: 0, vl: 0, rqpn: 0xD0000, psn: 0x10, mtuCode: 1, cqn: 0},
 			msgs:  []topMsg{{wr: w(hca.WRSend, 0, 0x40, 300)}, {wr: w(hca.WRRDMAWrite, 0, 0x400, 100)}},

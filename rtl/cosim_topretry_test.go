@@ -71,11 +71,7 @@ func topRetryTree(t *testing.T) []File {
 
 // topRetryScenario is the run's QPs (each its own CQ, as topScenario's).
 func topRetryScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
-	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7100_0000_0000 + uint64(q)<<32 + off*5,
-			RKey: 0x4400 + uint32(q), Imm: 0xB0C0D000 | uint32(q)<<8 | uint32(off&0xff)}
-	}
+	w := topWRs(0x7100_0000_0000, 5, 0xB0C0D000)
 	bad := w(hca.WRRDMAWrite, 2, 0x900, 100)
 	bad.RKey = topBadKey
 	// A gather list: its elements in QP q's region at offs, of lens bytes
@@ -84,7 +80,7 @@ func topRetryScenario() []*topQP {
 		wr := w(op, q, 0, 0)
 		wr.LocalAddr = 0
 		for i := range offs {
-			wr.SGL = append(wr.SGL, hca.SGE{Addr: pay(q, offs[i]), Length: lens[i]})
+			wr.SGL = append(wr.SGL, hca.SGE{Addr: topPay(q, offs[i]), Length: lens[i]})
 			wr.Length += lens[i]
 		}
 		return wr

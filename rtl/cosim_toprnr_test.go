@@ -68,11 +68,7 @@ func topRNRTree(t *testing.T) []File {
 
 // topRNRScenario is the run's QPs, each its own CQ.
 func topRNRScenario() []*topQP {
-	pay := func(q int, off uint64) uint64 { return topPayBase + uint64(q)*topPayStep + off }
-	w := func(op hca.WROpcode, q int, off uint64, n uint32) hca.SendWR {
-		return hca.SendWR{Opcode: op, Signaled: true, LocalAddr: pay(q, off), Length: n, RemoteAddr: 0x7300_0000_0000 + uint64(q)<<32 + off*7,
-			RKey: 0x4400 + uint32(q), Imm: 0xD0E0F000 | uint32(q)<<8 | uint32(off&0xff)}
-	}
+	w := topWRs(0x7300_0000_0000, 7, 0xD0E0F000)
 	return []*topQP{
 		// RNR, recovered: a WRITE of 300 bytes, then a SEND of 200 that
 		// the far end RNR-NAKs twice (timer code 2) before it has a
