@@ -16,11 +16,10 @@ type lru[K comparable] struct {
 	mru, lru int32 // ends of the use list; -1 when empty
 	Hits     int64
 	Misses   int64
-	// evicted is set by a lookup that evicted an entry, with the entry's
-	// tag and the time its content had arrived (victimReady): the CQ and
-	// SRQ context caches write it back (ctxcache.go); the others ignore it.
+	// evicted is set by a lookup that evicted an entry, with the time its
+	// content had arrived (victimReady): the CQ and SRQ context caches
+	// write it back (ctxcache.go); the others ignore it.
 	evicted     bool
-	victim      K
 	victimReady ib.PS
 }
 
@@ -82,7 +81,7 @@ func (c *lru[K]) lookup(tag K) (hit bool, readyAt ib.PS) {
 		c.slots = append(c.slots, lruEntry[K]{})
 	} else {
 		i = c.lru
-		c.evicted, c.victim, c.victimReady = true, c.slots[i].tag, c.slots[i].readyAt
+		c.evicted, c.victimReady = true, c.slots[i].readyAt
 		delete(c.slot, c.slots[i].tag)
 		c.unlink(i)
 	}
