@@ -68,7 +68,9 @@ var latencySeries = []struct {
 //     the points report latency_ns, AcceptedPlot when they report
 //     accepted_load;
 //   - each swept key ending in buffer_bytes: the first of berMetrics the
-//     points report against it, throughput-vs-<key>.svg;
+//     points report against it, throughput-vs-<key>.svg, and their
+//     latency, latency-vs-<key>.svg, as for a key of its own (keyPlots),
+//     either without the other;
 //   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
 //     against it, ClientsPlot.
 //   - link.ber swept: BERPlot, the first of berMetrics the points report.
@@ -196,42 +198,15 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 				return written, err
 			}
 		case strings.HasSuffix(x, "buffer_bytes"):
-			// The first throughput the points report: synthetic goodput,
-			// a perftest's bw, a collective's busbw, a stream's throughput.
-			metric := berMetrics[0]
-			for _, m := range berMetrics {
-				if hasMetric(r.Points, m) {
-					metric = m
-					break
+			if p := bufferPlot(r.Points, x, swept); p != nil {
+				if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
+					return written, err
 				}
 			}
-			p, _ := linePlot(r.Points, x, swept, []series{{metric: metric}})
-			if p == nil {
-				continue
-			}
-			p.Title.Text = "Throughput vs buffer depth"
-			p.X.Label.Text = x + " (bytes)"
-			// The axis says the quantity and its unit, then the column it
-			// comes from, as the offered-load plots' x axes do.
-			p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
-			// Curves rise to the right and flatten at the top: the legend
-			// goes bottom right, and the y axis starts at 0 so a shortfall
-			// reads as the fraction it is.
-			p.Legend.Top, p.Legend.Left = false, false
-			p.Y.Min = 0
-			p.Y.Max *= 1.05
-			if logAxis(r.Points, x) {
-				p.X.Scale = plot.LogScale{}
-				p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-			}
-			if t := valueTicks(r.Points, x); t != nil {
-				p.X.Tick.Marker = t
-			}
-			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
-				return written, err
-			}
 			// A buffer's latency too (how deep for the p99 a design
-			// wants), under the rules of a key's own plots.
+			// wants), under the rules of a key's own plots, whether or
+			// not the points report a throughput (a multicast run
+			// reports latency_ns and no goodput_gbps).
 			if keyGrid(r.Points, x, swept) {
 				if err := latencyKeyPlot(r.Points, x, swept, save); err != nil {
 					return written, err
@@ -254,6 +229,42 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 		}
 	}
 	return written, nil
+}
+
+// bufferPlot draws throughput-vs-KEY.svg against a buffer-depth key x:
+// the first throughput of berMetrics the points report (synthetic goodput,
+// a perftest's bw, a collective's busbw, a stream's throughput), or nil
+// when they report none.
+func bufferPlot(points []Point, x string, swept []string) *plot.Plot {
+	for _, metric := range berMetrics {
+		if !hasMetric(points, metric) {
+			continue
+		}
+		p, _ := linePlot(points, x, swept, []series{{metric: metric}})
+		if p == nil {
+			return nil
+		}
+		p.Title.Text = "Throughput vs buffer depth"
+		p.X.Label.Text = x + " (bytes)"
+		// The axis says the quantity and its unit, then the column it
+		// comes from, as the offered-load plots' x axes do.
+		p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
+		// Curves rise to the right and flatten at the top: the legend
+		// goes bottom right, and the y axis starts at 0 so a shortfall
+		// reads as the fraction it is.
+		p.Legend.Top, p.Legend.Left = false, false
+		p.Y.Min = 0
+		p.Y.Max *= 1.05
+		if logAxis(points, x) {
+			p.X.Scale = plot.LogScale{}
+			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		}
+		if t := valueTicks(points, x); t != nil {
+			p.X.Tick.Marker = t
+		}
+		return p
+	}
+	return nil
 }
 
 // ownAxis reports whether swept key x gets plots of its own

@@ -295,6 +295,27 @@ func TestBufferPlotOfPerftestAndCollectives(t *testing.T) {
 	}
 }
 
+// TestBufferLatencyPlotWithoutThroughput: a buffer sweep whose points
+// report latency and no throughput metric (a multicast run:
+// latency_ns, member_accepted_load, no goodput_gbps; the shipped
+// examples/multicast-overlap.yaml) still gets its latency-vs-KEY.svg, as
+// docs/sweeps.md's table promises for a key ending in buffer_bytes; only
+// the throughput plot, which has nothing to draw, is left out.
+func TestBufferLatencyPlotWithoutThroughput(t *testing.T) {
+	r := &Result{}
+	for i, buf := range []int{4224, 8448, 16896} {
+		r.Points = append(r.Points, Point{Params: map[string]any{"switch.vl_buffer_bytes": buf},
+			Metrics: map[string]any{"member_accepted_load": 0.5,
+				"latency_ns": map[string]any{"p50": 500.0, "p99": 3000.0 / float64(i+1)}}})
+	}
+	dir := t.TempDir()
+	files, err := WritePlots(dir, r)
+	require.NoError(t, err)
+	require.Equal(t, []string{"latency-vs-switch.vl_buffer_bytes.svg"}, files)
+	svgText(t, filepath.Join(dir, files[0]), "Latency vs switch.vl_buffer_bytes", "latency (ns) — latency_ns.p50, latency_ns.p99")
+	assert.NoFileExists(t, filepath.Join(dir, "throughput-vs-switch.vl_buffer_bytes.svg"))
+}
+
 // TestSizeSweepPlots: a message-size sweep (an all-reduce's algorithms from
 // 1 KiB to 16 MiB) labels its sizes in binary units and, when the latency
 // spans 100× or more (the rule the offered-load plot follows), draws it on
