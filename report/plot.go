@@ -67,13 +67,13 @@ var latencySeries = []struct {
 //   - an offered-load key (ending in offered_load) swept: LatencyPlot when
 //     the points report latency_ns, AcceptedPlot when they report
 //     accepted_load;
-//   - each swept key ending in buffer_bytes: the first of berMetrics the
-//     points report against it, throughput-vs-<key>.svg, and their
+//   - each swept key ending in buffer_bytes: the throughput the points
+//     report (throughputMetric) against it, throughput-vs-<key>.svg, and their
 //     latency, latency-vs-<key>.svg, as for a key of its own (keyPlots),
 //     either without the other;
 //   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
 //     against it, ClientsPlot.
-//   - link.ber swept: BERPlot, the first of berMetrics the points report.
+//   - link.ber swept: BERPlot, the throughput the points report.
 //
 // A key is swept when the points hold at least two values of it. Every
 // other swept key splits the points into designs, one line each. Points
@@ -232,14 +232,10 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 }
 
 // bufferPlot draws throughput-vs-KEY.svg against a buffer-depth key x:
-// the first throughput of berMetrics the points report (synthetic goodput,
-// a perftest's bw, a collective's busbw, a stream's throughput), or nil
-// when they report none.
+// the throughput the points report (throughputMetric), or nil when they
+// report none.
 func bufferPlot(points []Point, x string, swept []string) *plot.Plot {
-	for _, metric := range berMetrics {
-		if !hasMetric(points, metric) {
-			continue
-		}
+	if metric := throughputMetric(points); metric != "" {
 		p, _ := linePlot(points, x, swept, []series{{metric: metric}})
 		if p == nil {
 			return nil
@@ -265,6 +261,36 @@ func bufferPlot(points []Point, x string, swept []string) *plot.Plot {
 		return p
 	}
 	return nil
+}
+
+// throughputMetric is the throughput metric the plots draw for points:
+// the first of berMetrics they report (synthetic goodput, a perftest's bw,
+// a collective's busbw, a stream's throughput), or "" for none. A sweep
+// of perftest latency tests alone (every point that ran reports lat_us)
+// has no throughput: perftest prints no bandwidth for its latency tests,
+// and their bw_gbps (a 64-byte send_lat "runs at" 0.30 Gb/s) reads as a
+// fault, which is why the CLI's table leaves it out too.
+func throughputMetric(points []Point) string {
+	latencyOnly := false
+	for _, pt := range points {
+		if pt.Error != "" {
+			continue
+		}
+		if _, ok := pt.Metrics["lat_us"]; !ok {
+			latencyOnly = false
+			break
+		}
+		latencyOnly = true
+	}
+	for _, m := range berMetrics {
+		if m == "bw_gbps" && latencyOnly {
+			continue
+		}
+		if hasMetric(points, m) {
+			return m
+		}
+	}
+	return ""
 }
 
 // ownAxis reports whether swept key x gets plots of its own
@@ -296,24 +322,18 @@ func keyPlots(points []Point, x string, swept []string, save func(*plot.Plot, st
 	if !keyGrid(points, x, swept) {
 		return nil
 	}
-	for _, metric := range berMetrics {
-		if !hasMetric(points, metric) {
-			continue
+	if metric := throughputMetric(points); metric != "" {
+		if p, rows := linePlot(points, x, swept, []series{{metric: metric}}); p != nil {
+			p.Title.Text = "Throughput vs " + x
+			p.X.Label.Text = x
+			p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
+			p.Y.Min = 0
+			legendRoom(p, float64(rows))
+			keyAxis(p, points, x)
+			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
+				return err
+			}
 		}
-		p, rows := linePlot(points, x, swept, []series{{metric: metric}})
-		if p == nil {
-			break
-		}
-		p.Title.Text = "Throughput vs " + x
-		p.X.Label.Text = x
-		p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
-		p.Y.Min = 0
-		legendRoom(p, float64(rows))
-		keyAxis(p, points, x)
-		if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
-			return err
-		}
-		break
 	}
 	return latencyKeyPlot(points, x, swept, save)
 }
@@ -404,13 +424,7 @@ func keyAxis(p *plot.Plot, points []Point, x string) {
 // dashed level of the design's colour across the swept rates, the
 // reference the lossy points fall from. Nil when no point has the data.
 func berPlot(points []Point, swept []string) (*plot.Plot, error) {
-	metric := ""
-	for _, m := range berMetrics {
-		if hasMetric(points, m) {
-			metric = m
-			break
-		}
-	}
+	metric := throughputMetric(points)
 	if metric == "" {
 		return nil, nil
 	}
