@@ -219,7 +219,7 @@ func observers(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func(ma
 // in this order (results.csv and results.json hold them all).
 var sweepColumns = []string{"accepted_load", "goodput_gbps", "throughput_gbps", "makespan_ns", "wire_utilization",
 	"latency_ns_p50", "latency_ns_p99", "credit_stall_ns", "rx_buffer_peak_bytes", "packets_dropped",
-	"bw_gbps", "lat_us_typical", "aggregate_bw_gbps", "pair_bw_gbps_min", "fairness_jain",
+	"bw_gbps", "lat_us_typical", "lat_us_p99", "aggregate_bw_gbps", "pair_bw_gbps_min", "fairness_jain",
 	"hotspot_accepted_load", "victim_accepted_load", "cc_ccti_mean", "cc_ccti_mean_hotspot",
 	"time_us", "algbw_gbps", "busbw_gbps", "data_verified",
 	"receiver_messages_min", "receiver_bw_gbps_min", "receiver_drops",
