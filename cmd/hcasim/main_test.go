@@ -379,6 +379,17 @@ func TestVersionAndHelp(t *testing.T) {
 	for _, fl := range []string{"--out", "--format", "--quiet"} {
 		assert.Regexp(t, `hcasim merge [^\n]*`+fl, out, "help's merge line lists %s", fl)
 	}
+	// rtl's and topology's too: the rtl line named no flag but --report
+	// and --testbench, and called the export "primitives, key check, LFT,
+	// skeletons" when the HCA's transport and the whole hca_top are
+	// implemented (docs/rtl.md).
+	for _, fl := range []string{"--report", "--testbench", "--testbench-packets", "--set"} {
+		assert.Regexp(t, `hcasim rtl [^\n]*`+fl, out, "help's rtl line lists %s", fl)
+	}
+	assert.NotContains(t, out, "primitives, key check, LFT, skeletons")
+	for _, fl := range []string{"--set", "-o"} {
+		assert.Regexp(t, `hcasim topology [^\n]*`+fl, out, "help's topology line lists %s", fl)
+	}
 	_, mergeHelp, _ := run("merge", "--help")
 	assert.Contains(t, mergeHelp, "--quiet")
 	// Every shipped config is findable from the help: a top-level one by
