@@ -405,6 +405,32 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 }
 
+// TestEmptyValueTakesTheBuiltInDefault: a key given no value takes the
+// built-in default docs/config.md lists (link.generation: NDR), in a file
+// and from --set, where it replaces the file's value (edr.yaml's EDR)
+// rather than keeping it, as docs/config.md says.
+func TestEmptyValueTakesTheBuiltInDefault(t *testing.T) {
+	params := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, errs := run(append(args, "--format", "json", "--quiet", "--set", "workload.iterations=5")...)
+		require.Equal(t, 0, code, errs)
+		var res struct {
+			Points []struct {
+				Params map[string]any `json:"params"`
+			} `json:"points"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		require.Len(t, res.Points, 1)
+		return res.Points[0].Params
+	}
+	file := writeFile(t, "empty.yaml", "link:\n  generation:\ntopology: {kind: back-to-back}\nworkload: {kind: perftest, test: write_lat, size: 2}\n")
+	assert.Equal(t, "NDR", params("-config", file)["link.generation"])
+	assert.Equal(t, "EDR", params("-config", "edr.yaml")["link.generation"])
+	for _, null := range []string{"null", "~"} {
+		assert.Equal(t, "NDR", params("-config", "edr.yaml", "--set", "link.generation="+null)["link.generation"], null)
+	}
+}
+
 // TestAcronymsAnyCaseEndToEnd: workload.connection=ud runs as link.generation=edr
 // always did, and a run's params show the canonical spellings.
 func TestAcronymsAnyCaseEndToEnd(t *testing.T) {
