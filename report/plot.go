@@ -276,7 +276,8 @@ func throughputMetric(points []Point) string {
 		if pt.Error != "" {
 			continue
 		}
-		if _, ok := pt.Metrics["lat_us"]; !ok {
+		// A replicated sweep's design means are flat (lat_us_typical).
+		if _, ok := metricValue(pt.Metrics, "lat_us.typical"); !ok {
 			latencyOnly = false
 			break
 		}

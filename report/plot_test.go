@@ -346,6 +346,18 @@ func TestLatencyTestSweepDrawsNoThroughput(t *testing.T) {
 		files, err := WritePlots(t.TempDir(), sweep(c.key, c.values, false))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"latency-vs-" + c.key + ".svg"}, files, c.key)
+		// A replicated sweep's plots draw the designs' means, whose
+		// metrics are flat (lat_us_typical): no throughput plot either.
+		var seeds Result
+		for seed := 1; seed <= 3; seed++ {
+			for _, pt := range sweep(c.key, c.values, false).Points {
+				pt.Params["seed"] = seed
+				seeds.Points = append(seeds.Points, pt)
+			}
+		}
+		files, err = WriteSummaryPlots(t.TempDir(), Summarise(&seeds, nil))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"latency-vs-" + c.key + ".svg"}, files, "replicated, %s", c.key)
 		dir := t.TempDir()
 		files, err = WritePlots(dir, sweep(c.key, c.values, true))
 		require.NoError(t, err)
