@@ -595,7 +595,7 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 	case ex.summary != nil:
 		// A replicated sweep's table is its designs, mean ± CI; the csv
 		// and json formats stay the points (summary.* has the designs).
-		perr = report.WriteSummaryTable(stdout, ex.summary, sweepColumns)
+		perr = report.WriteSummaryTable(stdout, ex.summary, tableColumns(res))
 	default:
 		perr = report.WriteTable(stdout, res, tableColumns(res))
 	}

@@ -759,9 +759,9 @@ workload: {kind: perftest, test: %s, size: 2, iterations: 20}
 sweep:
   link.length_m: [2, 20]
 `
-	header := func(test string) (string, string) {
+	header := func(test string, args ...string) (string, string) {
 		out := t.TempDir()
-		code, stdout, stderr := run("-config", writeFile(t, test+".yaml", fmt.Sprintf(cfg, test)), "--out", out)
+		code, stdout, stderr := run(append([]string{"-config", writeFile(t, test+".yaml", fmt.Sprintf(cfg, test)), "--out", out}, args...)...)
 		require.Equal(t, 0, code, stderr)
 		head, _, _ := strings.Cut(readFile(t, filepath.Join(out, "results.csv")), "\n")
 		return stdout, head
@@ -775,6 +775,14 @@ sweep:
 	assert.Contains(t, table, "bw_gbps")
 	assert.NotContains(t, table, "lat_us_typical")
 	assert.NotContains(t, table, "lat_us_p99")
+	// A replicated sweep's table (one row per design, mean ± CI) follows
+	// the same rule: it showed bw_gbps of the latency tests.
+	table, _ = header("write_lat", "--set", "sweep.seed={replicas: 2}")
+	assert.Contains(t, table, "± ")
+	assert.Contains(t, table, "lat_us_typical")
+	assert.NotContains(t, table, "bw_gbps")
+	table, _ = header("write_bw", "--set", "sweep.seed={replicas: 2}")
+	assert.Contains(t, table, "bw_gbps")
 }
 
 // TestEveryPointFailedIsOneLine: a sweep none of whose points ran says so
