@@ -743,10 +743,11 @@ workload: {kind: uniform, size: 65536, measure_ns: 2000}
 }
 
 // TestSweepTableOfLatencyTests: a sweep of perftest latency tests shows
-// lat_us_typical and lat_us_p99 and not bw_gbps (perftest's latency tests
-// print no bandwidth; a 2-byte ping-pong's 0.006 Gb/s read as a fault in
-// ndr.yaml's table), while results.csv keeps every metric; a bandwidth
-// test's table still shows bw_gbps. The p99 is where a rare cost shows:
+// lat_us_typical and lat_us_p99 and not bw_gbps or msg_rate_mpps
+// (perftest's latency tests print no bandwidth; a 2-byte ping-pong's
+// 0.006 Gb/s read as a fault in ndr.yaml's table), while results.csv
+// keeps every metric; a bandwidth test's table shows bw_gbps and
+// msg_rate_mpps. The p99 is where a rare cost shows:
 // examples/cq-context-cache.yaml's one CQ-context miss in 100 messages
 // leaves the typical latency at 0.8393 µs at every point and moves the
 // p99 alone (hca.md, "CQ and SRQ context caches").
@@ -770,9 +771,14 @@ sweep:
 	assert.Contains(t, table, "lat_us_typical")
 	assert.Contains(t, table, "lat_us_p99")
 	assert.NotContains(t, table, "bw_gbps")
+	assert.NotContains(t, table, "msg_rate_mpps")
 	assert.Contains(t, csvHead, "bw_gbps", "results.csv keeps the bandwidth")
 	table, _ = header("write_bw")
 	assert.Contains(t, table, "bw_gbps")
+	// perftest's bandwidth tests print the message rate beside the
+	// bandwidth, the figure of small messages (docs/hca.md's qp-scaling
+	// table is in msg_rate_mpps).
+	assert.Contains(t, table, "msg_rate_mpps")
 	assert.NotContains(t, table, "lat_us_typical")
 	assert.NotContains(t, table, "lat_us_p99")
 	// A replicated sweep's table (one row per design, mean ± CI) follows
