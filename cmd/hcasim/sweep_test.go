@@ -594,9 +594,14 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 	afile := writeFile(t, "afile", "")
 	holder := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(holder, "results.csv"), 0o755))
+	// A directory named as one of the sweep's plots (it sweeps
+	// hca.vl_buffer_bytes) stopped the write of a finished sweep.
+	plotHolder := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(plotHolder, "latency-vs-hca.vl_buffer_bytes.svg"), 0o755))
 	for _, tc := range []struct{ out, want string }{
 		{afile, "hcasim: --out: " + afile + " is a file, not a directory (give a directory that exists or can be made, and that can be written in)\n"},
 		{holder, "hcasim: --out: " + holder + " holds a directory named results.csv, the name of a file hcasim writes there (move it, or give another directory)\n"},
+		{plotHolder, "hcasim: --out: " + plotHolder + " holds a directory named latency-vs-hca.vl_buffer_bytes.svg, the name of a file hcasim writes there (move it, or give another directory)\n"},
 	} {
 		code, stdout, stderr := run("-config", cfg, "--out", tc.out, "--jobs", "1")
 		assert.Equal(t, 2, code, stderr)
