@@ -297,7 +297,7 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 	}
 	ptr := reflect.New(v.Type())
 	if err := n.Decode(ptr.Interface()); err != nil {
-		return errorf("%s: %q is not %s", path, n.Value, typeName(v.Type()))
+		return errorf("%s: %q is not %s%s", path, n.Value, typeName(v.Type()), quotedHint(n, v))
 	}
 	if f := ptr.Elem(); f.CanFloat() && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
 		return errorf("%s: %q is not a finite number", path, n.Value)
@@ -310,7 +310,7 @@ func decode(n *yaml.Node, v reflect.Value, path string) error {
 // fraction (4096.7 → 4096) and wrap a value beyond the type; here a value
 // must be a whole number that fits (1e6 is one, 2.5 is not).
 func decodeWhole(n *yaml.Node, v reflect.Value, path string) error {
-	bad := func() error { return errorf("%s: %q is not %s", path, n.Value, typeName(v.Type())) }
+	bad := func() error { return errorf("%s: %q is not %s%s", path, n.Value, typeName(v.Type()), quotedHint(n, v)) }
 	var f float64
 	if err := n.Decode(&f); err != nil || n.ShortTag() == "!!bool" {
 		return bad()
@@ -348,6 +348,40 @@ func decodeWhole(n *yaml.Node, v reflect.Value, path string) error {
 	}
 	v.SetUint(uint64(f))
 	return nil
+}
+
+// quotedHint explains the refusal of a quoted number or boolean
+// (`length_m: "5"`, `--set 'workload.background="true"'`, as a templating
+// tool writes them): YAML reads a quoted scalar as a string, which no
+// number or true/false key takes, and '"5" is not a number' alone reads
+// as nonsense. It is empty when the value would not decode unquoted
+// either.
+func quotedHint(n *yaml.Node, v reflect.Value) string {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		return ""
+	}
+	plain := &yaml.Node{Kind: yaml.ScalarNode, Value: n.Value} // its tag resolved from the text, as if unquoted
+	if plain.ShortTag() == "!!str" {
+		return ""
+	}
+	// Unquoted, would it pass the checks decode makes? (A whole-number
+	// key refuses 4096.5, which YAML would truncate.)
+	probe := reflect.New(v.Type()).Elem()
+	switch probe.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if decodeWhole(plain, probe, "") != nil {
+			return ""
+		}
+	default:
+		if plain.Decode(probe.Addr().Interface()) != nil {
+			return ""
+		}
+		if probe.CanFloat() && (math.IsNaN(probe.Float()) || math.IsInf(probe.Float(), 0)) {
+			return ""
+		}
+	}
+	return " (it is quoted, so YAML reads it as a string: write it without quotes)"
 }
 
 // outOfRange names the range of v's type when a whole number does not fit

@@ -151,6 +151,51 @@ func TestDecodeShapes(t *testing.T) {
 	}
 }
 
+// TestDecodeQuotedScalars: a quoted number or boolean is a string to
+// YAML, and refused, with the reason: '"5" is not a number' alone read as
+// nonsense to a user whose templating tool quotes every value. A quoted
+// value that is no number unquoted either gets no such hint, and an
+// unquoted one decodes.
+func TestDecodeQuotedScalars(t *testing.T) {
+	type scalars struct {
+		N int     `yaml:"n"`
+		F float64 `yaml:"f"`
+		B bool    `yaml:"b"`
+	}
+	const hint = " (it is quoted, so YAML reads it as a string: write it without quotes)"
+	for _, tc := range []struct {
+		text, set, want string
+	}{
+		{"n: \"4096\"\n", "", `n: "4096" is not a whole number` + hint},
+		{"n: '4096'\n", "", `n: "4096" is not a whole number` + hint},
+		{"f: \"1e-9\"\n", "", `f: "1e-9" is not a number` + hint},
+		{"b: \"true\"\n", "", `b: "true" is not true or false` + hint},
+		{"n: 1\n", `f="5"`, `f: "5" is not a number` + hint},
+		{"n: \"abc\"\n", "", `n: "abc" is not a whole number`},
+		{"n: \"4096.5\"\n", "", `n: "4096.5" is not a whole number`},
+		{"f: \"fast\"\n", "", `f: "fast" is not a number`},
+		{"n: 4096\nf: 1e-9\nb: true\n", "", ""},
+	} {
+		root, err := Parse([]byte(tc.text))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.text, err)
+		}
+		if tc.set != "" {
+			if err := Set(root, tc.set); err != nil {
+				t.Fatalf("%q: %v", tc.set, err)
+			}
+		}
+		var out scalars
+		err = Decode(root, &out)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.text, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%q %q: got %v, want %q", tc.text, tc.set, err, tc.want)
+		}
+	}
+}
+
 // TestDecodeItems: an Items key takes its comma-separated string or the
 // same items as a YAML list (a list is its items joined by commas); a
 // list that is empty, nests, or hides a comma in an item is refused.

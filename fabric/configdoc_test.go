@@ -1,10 +1,12 @@
 package fabric
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,4 +80,66 @@ func TestDocsSectionReferencesExist(t *testing.T) {
 	}
 	// The docs hold a dozen such references; matching none would check nothing.
 	assert.GreaterOrEqual(t, checked, 10)
+}
+
+// TestConfigDocsDefaults: the default a docs table gives a key is the
+// default the code has. Each page's table puts the default in its own
+// column (config.md: | key | unit | default |; hca.md and switch.md: | Key
+// | Default |, switch.md's keys without their "switch." prefix). A cell's
+// first token (up to a space or "/": "20 / 2" is latency / interval) is
+// compared with the key's value in a config that sets nothing; a default
+// the code leaves empty or nil, to resolve later ("" for `ring` (unset),
+// nil for workload.sges' 1), and a list or mapping (a VL arbitration
+// table) are not compared. config.md gave workload.rx_depth's default as
+// 512, which is what the code's 0 stands for, while its allowed range
+// left 0 out.
+func TestConfigDocsDefaults(t *testing.T) {
+	l, err := Load([]byte("seed: 1\n"), nil)
+	require.NoError(t, err)
+	pages := []struct {
+		file, prefix string
+		col          int // the default's column, after the key's
+	}{{"config.md", "", 2}, {"hca.md", "", 1}, {"switch.md", "switch.", 1}}
+	keyCell := regexp.MustCompile("^`([a-z][a-z0-9_.]*)`")
+	compared := 0
+	for _, pg := range pages {
+		b, err := os.ReadFile("../docs/" + pg.file)
+		require.NoError(t, err)
+		for n, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "| `") {
+				continue
+			}
+			cells := strings.Split(strings.Trim(line, "| "), "|")
+			m := keyCell.FindStringSubmatch(strings.TrimSpace(cells[0]))
+			if m == nil || len(cells) <= pg.col {
+				continue
+			}
+			key := m[1]
+			if pg.prefix != "" && !strings.HasPrefix(key, pg.prefix) {
+				key = pg.prefix + key
+			}
+			v, ok := Value(&l.Config, key)
+			if !ok || v == nil {
+				continue // not a key, or a table of something else
+			}
+			code := fmt.Sprint(v)
+			if code == "" || strings.HasPrefix(code, "[") || strings.HasPrefix(code, "map[") {
+				continue
+			}
+			doc := strings.TrimSpace(cells[pg.col])
+			doc = strings.Trim(strings.FieldsFunc(doc, func(r rune) bool { return r == ' ' || r == '/' })[0], "`")
+			doc = strings.ReplaceAll(strings.ReplaceAll(doc, "−", "-"), ",", "")
+			same := doc == code
+			if df, err1 := strconv.ParseFloat(doc, 64); err1 == nil {
+				cf, err2 := strconv.ParseFloat(code, 64)
+				same = err2 == nil && df == cf
+			}
+			if !same {
+				t.Errorf("docs/%s:%d: %s: the docs give the default %q, the code has %q", pg.file, n+1, key, doc, code)
+			}
+			compared++
+		}
+	}
+	// The three pages tabulate well over a hundred defaults.
+	assert.Greater(t, compared, 100)
 }

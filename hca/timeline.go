@@ -3,7 +3,8 @@ package hca
 import "github.com/hcasim/hcasim/ib"
 
 // Timeline records when one traced message passed each point of the
-// pipeline at both ends (0 = not reached). Both devices of a run share it;
+// pipeline at both ends (0 = not reached; Posted, which a post at the
+// run's start leaves at 0, has Started). Both devices of a run share it;
 // the workload reads it for the per-stage latency breakdown.
 type Timeline struct {
 	Active   bool
@@ -17,6 +18,7 @@ type Timeline struct {
 	psnSet   bool
 
 	Posted        ib.PS // application calls post_send
+	posted        bool  // Posted is recorded: a post at the run's start is at time 0
 	DoorbellStore ib.PS // CPU's doorbell store leaves (after the post's CPU time)
 	Doorbell      ib.PS // doorbell reaches the HCA (MMIO)
 	DoorbellDone  ib.PS // doorbell stage done
@@ -39,6 +41,11 @@ type Timeline struct {
 func (tl *Timeline) Trace(qp *QP, idx uint16) {
 	*tl = Timeline{Active: true, dev: qp.dev, QPN: qp.Num, WQEIndex: idx}
 }
+
+// Started reports whether the traced WQE has been posted. Posted alone
+// cannot say: a bandwidth test posts its first send queue's worth of WRs
+// at time 0.
+func (tl *Timeline) Started() bool { return tl.posted }
 
 // atRequester reports whether d's qp is the traced requester.
 func (tl *Timeline) atRequester(d *Device, qpn uint32) bool {

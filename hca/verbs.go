@@ -652,8 +652,8 @@ func (d *Device) PostSend(qp *QP, wr *SendWR) error {
 		e.VL = 1
 		e.Port = int32(bbs)
 	}
-	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == idx && tl.Posted == 0 {
-		tl.Posted = d.s.Now()
+	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.WQEIndex == idx && !tl.posted {
+		tl.Posted, tl.posted = d.s.Now(), true
 		tl.DoorbellStore = store
 	}
 	return nil
@@ -776,7 +776,7 @@ func (d *Device) doorbell(qp *QP, pi uint32, bfBBs int) {
 	if cntDiff(pi, qp.sqDB) > 0 {
 		qp.sqDB = pi
 	}
-	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.Doorbell == 0 && tl.Posted != 0 && cntDiff(pi, qp.sqPIAt(tl.WQEIndex)) >= 0 {
+	if tl := d.Timeline; tl.atRequester(d, qp.Num) && tl.Doorbell == 0 && tl.posted && cntDiff(pi, qp.sqPIAt(tl.WQEIndex)) >= 0 {
 		tl.Doorbell, tl.DoorbellDone = now, t
 	}
 	d.trace(components.TraceWQEFetch, qp.Num, components.StrField("queue", "sq_doorbell"), components.IntField("wqe", int64(pi&0xffff)))

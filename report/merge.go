@@ -33,7 +33,7 @@ func ReadPart(dir string) (*Part, error) {
 	dec.DisallowUnknownFields()
 	var r Result
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: not a results.json: %v", jpath, err)
+		return nil, fmt.Errorf("%s: not a results.json: %s", jpath, JSONError(err))
 	}
 	for i := range r.Points {
 		if r.Points[i].Params == nil {

@@ -67,11 +67,13 @@ var latencySeries = []struct {
 //   - an offered-load key (ending in offered_load) swept: LatencyPlot when
 //     the points report latency_ns, AcceptedPlot when they report
 //     accepted_load;
-//   - each swept key ending in buffer_bytes: the first of berMetrics the
-//     points report against it, throughput-vs-<key>.svg;
+//   - each swept key ending in buffer_bytes: the throughput the points
+//     report (throughputMetric) against it, throughput-vs-<key>.svg, and their
+//     latency, latency-vs-<key>.svg, as for a key of its own (keyPlots),
+//     either without the other;
 //   - workload.clients swept: aggregate_bw_gbps and pair_bw_gbps.min
 //     against it, ClientsPlot.
-//   - link.ber swept: BERPlot, the first of berMetrics the points report.
+//   - link.ber swept: BERPlot, the throughput the points report.
 //
 // A key is swept when the points hold at least two values of it. Every
 // other swept key splits the points into designs, one line each. Points
@@ -196,42 +198,15 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 				return written, err
 			}
 		case strings.HasSuffix(x, "buffer_bytes"):
-			// The first throughput the points report: synthetic goodput,
-			// a perftest's bw, a collective's busbw, a stream's throughput.
-			metric := berMetrics[0]
-			for _, m := range berMetrics {
-				if hasMetric(r.Points, m) {
-					metric = m
-					break
+			if p := bufferPlot(r.Points, x, swept); p != nil {
+				if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
+					return written, err
 				}
 			}
-			p, _ := linePlot(r.Points, x, swept, []series{{metric: metric}})
-			if p == nil {
-				continue
-			}
-			p.Title.Text = "Throughput vs buffer depth"
-			p.X.Label.Text = x + " (bytes)"
-			// The axis says the quantity and its unit, then the column it
-			// comes from, as the offered-load plots' x axes do.
-			p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
-			// Curves rise to the right and flatten at the top: the legend
-			// goes bottom right, and the y axis starts at 0 so a shortfall
-			// reads as the fraction it is.
-			p.Legend.Top, p.Legend.Left = false, false
-			p.Y.Min = 0
-			p.Y.Max *= 1.05
-			if logAxis(r.Points, x) {
-				p.X.Scale = plot.LogScale{}
-				p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-			}
-			if t := valueTicks(r.Points, x); t != nil {
-				p.X.Tick.Marker = t
-			}
-			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
-				return written, err
-			}
 			// A buffer's latency too (how deep for the p99 a design
-			// wants), under the rules of a key's own plots.
+			// wants), under the rules of a key's own plots, whether or
+			// not the points report a throughput (a multicast run
+			// reports latency_ns and no goodput_gbps).
 			if keyGrid(r.Points, x, swept) {
 				if err := latencyKeyPlot(r.Points, x, swept, save); err != nil {
 					return written, err
@@ -254,6 +229,69 @@ func writePlots(dir string, points []Point, note string) ([]string, error) {
 		}
 	}
 	return written, nil
+}
+
+// bufferPlot draws throughput-vs-KEY.svg against a buffer-depth key x:
+// the throughput the points report (throughputMetric), or nil when they
+// report none.
+func bufferPlot(points []Point, x string, swept []string) *plot.Plot {
+	if metric := throughputMetric(points); metric != "" {
+		p, _ := linePlot(points, x, swept, []series{{metric: metric}})
+		if p == nil {
+			return nil
+		}
+		p.Title.Text = "Throughput vs buffer depth"
+		p.X.Label.Text = x + " (bytes)"
+		// The axis says the quantity and its unit, then the column it
+		// comes from, as the offered-load plots' x axes do.
+		p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
+		// Curves rise to the right and flatten at the top: the legend
+		// goes bottom right, and the y axis starts at 0 so a shortfall
+		// reads as the fraction it is.
+		p.Legend.Top, p.Legend.Left = false, false
+		p.Y.Min = 0
+		p.Y.Max *= 1.05
+		if logAxis(points, x) {
+			p.X.Scale = plot.LogScale{}
+			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		}
+		if t := valueTicks(points, x); t != nil {
+			p.X.Tick.Marker = t
+		}
+		return p
+	}
+	return nil
+}
+
+// throughputMetric is the throughput metric the plots draw for points:
+// the first of berMetrics they report (synthetic goodput, a perftest's bw,
+// a collective's busbw, a stream's throughput), or "" for none. A sweep
+// of perftest latency tests alone (every point that ran reports lat_us)
+// has no throughput: perftest prints no bandwidth for its latency tests,
+// and their bw_gbps (a 64-byte send_lat "runs at" 0.30 Gb/s) reads as a
+// fault, which is why the CLI's table leaves it out too.
+func throughputMetric(points []Point) string {
+	latencyOnly := false
+	for _, pt := range points {
+		if pt.Error != "" {
+			continue
+		}
+		// A replicated sweep's design means are flat (lat_us_typical).
+		if _, ok := metricValue(pt.Metrics, "lat_us.typical"); !ok {
+			latencyOnly = false
+			break
+		}
+		latencyOnly = true
+	}
+	for _, m := range berMetrics {
+		if m == "bw_gbps" && latencyOnly {
+			continue
+		}
+		if hasMetric(points, m) {
+			return m
+		}
+	}
+	return ""
 }
 
 // ownAxis reports whether swept key x gets plots of its own
@@ -285,24 +323,18 @@ func keyPlots(points []Point, x string, swept []string, save func(*plot.Plot, st
 	if !keyGrid(points, x, swept) {
 		return nil
 	}
-	for _, metric := range berMetrics {
-		if !hasMetric(points, metric) {
-			continue
+	if metric := throughputMetric(points); metric != "" {
+		if p, rows := linePlot(points, x, swept, []series{{metric: metric}}); p != nil {
+			p.Title.Text = "Throughput vs " + x
+			p.X.Label.Text = x
+			p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
+			p.Y.Min = 0
+			legendRoom(p, float64(rows))
+			keyAxis(p, points, x)
+			if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
+				return err
+			}
 		}
-		p, rows := linePlot(points, x, swept, []series{{metric: metric}})
-		if p == nil {
-			break
-		}
-		p.Title.Text = "Throughput vs " + x
-		p.X.Label.Text = x
-		p.Y.Label.Text = strings.TrimSuffix(metric, "_gbps") + " (Gb/s) — " + metric
-		p.Y.Min = 0
-		legendRoom(p, float64(rows))
-		keyAxis(p, points, x)
-		if err := save(p, throughputPlotPrefix+x+".svg"); err != nil {
-			return err
-		}
-		break
 	}
 	return latencyKeyPlot(points, x, swept, save)
 }
@@ -393,13 +425,7 @@ func keyAxis(p *plot.Plot, points []Point, x string) {
 // dashed level of the design's colour across the swept rates, the
 // reference the lossy points fall from. Nil when no point has the data.
 func berPlot(points []Point, swept []string) (*plot.Plot, error) {
-	metric := ""
-	for _, m := range berMetrics {
-		if hasMetric(points, m) {
-			metric = m
-			break
-		}
-	}
+	metric := throughputMetric(points)
 	if metric == "" {
 		return nil, nil
 	}

@@ -80,7 +80,10 @@ func TestKeyPlots(t *testing.T) {
 			for _, parts := range []int{1, 2} {
 				r.Points = append(r.Points, Point{
 					Params: map[string]any{"hca.mtt_cache_entries": entries, "switch.allocator": alloc, "sim.partitions": parts},
-					Metrics: map[string]any{"bw_gbps": 300 + float64(entries)/4,
+					// A latency test beside background traffic
+					// (examples/adaptive-routing-perftest.yaml): the
+					// background's goodput, the pair's latency.
+					Metrics: map[string]any{"goodput_gbps": 300 + float64(entries)/4,
 						"lat_us": map[string]any{"typical": 2 - float64(entries)/1000, "p99": 3 - float64(entries)/1000}},
 				})
 			}
@@ -90,7 +93,7 @@ func TestKeyPlots(t *testing.T) {
 	files, err := WritePlots(dir, r)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"throughput-vs-hca.mtt_cache_entries.svg", "latency-vs-hca.mtt_cache_entries.svg"}, files)
-	svgText(t, filepath.Join(dir, files[0]), "Throughput vs hca.mtt_cache_entries", "bw (Gb/s) — bw_gbps",
+	svgText(t, filepath.Join(dir, files[0]), "Throughput vs hca.mtt_cache_entries", "goodput (Gb/s) — goodput_gbps",
 		"sim.partitions=1, switch.allocator=islip", "sim.partitions=2, switch.allocator=wavefront")
 	svgText(t, filepath.Join(dir, files[1]), "Latency vs hca.mtt_cache_entries", "latency (µs) — lat_us.typical, lat_us.p99",
 		"switch.allocator=wavefront typical", "switch.allocator=islip p99")
@@ -292,6 +295,74 @@ func TestBufferPlotOfPerftestAndCollectives(t *testing.T) {
 		require.Equal(t, []string{"throughput-vs-hca.vl_buffer_bytes.svg"}, files, metric)
 		svgText(t, filepath.Join(dir, files[0]), "Throughput vs buffer depth", "hca.vl_buffer_bytes (bytes)",
 			strings.TrimSuffix(metric, "_gbps")+" (Gb/s) — "+metric)
+	}
+}
+
+// TestBufferLatencyPlotWithoutThroughput: a buffer sweep whose points
+// report latency and no throughput metric (a multicast run:
+// latency_ns, member_accepted_load, no goodput_gbps; the shipped
+// examples/multicast-overlap.yaml) still gets its latency-vs-KEY.svg, as
+// docs/sweeps.md's table promises for a key ending in buffer_bytes; only
+// the throughput plot, which has nothing to draw, is left out.
+func TestBufferLatencyPlotWithoutThroughput(t *testing.T) {
+	r := &Result{}
+	for i, buf := range []int{4224, 8448, 16896} {
+		r.Points = append(r.Points, Point{Params: map[string]any{"switch.vl_buffer_bytes": buf},
+			Metrics: map[string]any{"member_accepted_load": 0.5,
+				"latency_ns": map[string]any{"p50": 500.0, "p99": 3000.0 / float64(i+1)}}})
+	}
+	dir := t.TempDir()
+	files, err := WritePlots(dir, r)
+	require.NoError(t, err)
+	require.Equal(t, []string{"latency-vs-switch.vl_buffer_bytes.svg"}, files)
+	svgText(t, filepath.Join(dir, files[0]), "Latency vs switch.vl_buffer_bytes", "latency (ns) — latency_ns.p50, latency_ns.p99")
+	assert.NoFileExists(t, filepath.Join(dir, "throughput-vs-switch.vl_buffer_bytes.svg"))
+}
+
+// TestLatencyTestSweepDrawsNoThroughput: a sweep of perftest latency tests
+// alone (every point reports lat_us; examples/cq-context-cache.yaml,
+// examples/cq-events.yaml) draws its latency against the key and no
+// throughput-vs-KEY.svg of bw_gbps, the number perftest does not print
+// for a latency test and the CLI's table leaves out; against a buffer key
+// likewise. A bandwidth test's point among them (no lat_us) brings the
+// throughput plot back: bw_gbps is then a bandwidth.
+func TestLatencyTestSweepDrawsNoThroughput(t *testing.T) {
+	sweep := func(key string, values []int, withBW bool) *Result {
+		r := &Result{}
+		for _, v := range values {
+			r.Points = append(r.Points, Point{Params: map[string]any{key: v, "workload.test": "send_lat"},
+				Metrics: map[string]any{"bw_gbps": 0.3, "lat_us": map[string]any{"typical": 0.84, "p99": 0.84 + 0.01*float64(v)}}})
+			if withBW {
+				r.Points = append(r.Points, Point{Params: map[string]any{key: v, "workload.test": "send_bw"},
+					Metrics: map[string]any{"bw_gbps": 90.0}})
+			}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		key    string
+		values []int
+	}{{"hca.cq_cache_entries", []int{0, 1, 2}}, {"hca.vl_buffer_bytes", []int{8192, 16384}}} {
+		files, err := WritePlots(t.TempDir(), sweep(c.key, c.values, false))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"latency-vs-" + c.key + ".svg"}, files, c.key)
+		// A replicated sweep's plots draw the designs' means, whose
+		// metrics are flat (lat_us_typical): no throughput plot either.
+		var seeds Result
+		for seed := 1; seed <= 3; seed++ {
+			for _, pt := range sweep(c.key, c.values, false).Points {
+				pt.Params["seed"] = seed
+				seeds.Points = append(seeds.Points, pt)
+			}
+		}
+		files, err = WriteSummaryPlots(t.TempDir(), Summarise(&seeds, nil))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"latency-vs-" + c.key + ".svg"}, files, "replicated, %s", c.key)
+		dir := t.TempDir()
+		files, err = WritePlots(dir, sweep(c.key, c.values, true))
+		require.NoError(t, err)
+		require.Contains(t, files, "throughput-vs-"+c.key+".svg", c.key)
+		svgText(t, filepath.Join(dir, "throughput-vs-"+c.key+".svg"), "bw (Gb/s) — bw_gbps", "workload.test=send_bw")
 	}
 }
 

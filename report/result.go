@@ -3,14 +3,17 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Point is one design point's parameters and metrics, or its error.
@@ -199,7 +202,7 @@ func ReadJSON(path string) (*Result, error) {
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a results.json: %v", path, err)
+		return nil, fmt.Errorf("%s: not a results.json: %s", path, JSONError(err))
 	}
 	return &r, nil
 }
@@ -229,4 +232,48 @@ func Number(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
+}
+
+// JSONError says what is wrong with a JSON file hcasim reads back
+// (results.json, shard.json) in the file's own terms: the field, what it
+// holds and what belongs there, or where the text breaks off. encoding/json
+// names Go's types ("cannot unmarshal string into Go struct field
+// Result.points of type []report.Point"), which tell a user nothing.
+func JSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		where := "the file"
+		if te.Field != "" {
+			where = "field " + te.Field
+		}
+		return fmt.Sprintf("%s holds a JSON %s, where %s belongs", where, te.Value, jsonKind(te.Type))
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &se) && se.Error() == "unexpected end of JSON input":
+		// json.Decoder says the first, json.Unmarshal the second.
+		return "cut short: the JSON ends inside a value (a write that did not finish?)"
+	case errors.As(err, &se):
+		return fmt.Sprintf("broken JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another value"
 }

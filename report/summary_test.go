@@ -180,7 +180,9 @@ func TestSummaryPlotsDrawErrorBars(t *testing.T) {
 	dir := t.TempDir()
 	files, err := WriteSummaryPlots(dir, Summarise(r, nil))
 	require.NoError(t, err)
-	assert.Equal(t, []string{LatencyPlot, AcceptedPlot}, files)
+	// The buffer is swept too: its latency plot (no throughput plot: the
+	// points report no throughput metric).
+	assert.Equal(t, []string{"latency-vs-hca.vl_buffer_bytes.svg", LatencyPlot, AcceptedPlot}, files)
 	text := svgText(t, filepath.Join(dir, LatencyPlot), "mean ± 95 % CI over seeds", "hca.vl_buffer_bytes=8192 p50", "hca.vl_buffer_bytes=65536 p99")
 	assert.NotContains(t, text, "seed=")
 

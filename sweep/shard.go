@@ -106,7 +106,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, errorf("%s: not a shard manifest: %v", path, err)
+		return nil, errorf("%s: not a shard manifest: %s", path, report.JSONError(err))
 	}
 	if err := m.Validate(); err != nil {
 		return nil, errorf("%s: %v", path, err)

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,4 +117,21 @@ func TestCheckHugeCounts(t *testing.T) {
 	two := []*Manifest{{Shard: 0, Shards: 2, Designs: 2, ConfigHash: "h", Ran: []int{0}, Knee: k},
 		{Shard: 1, Shards: 2, Designs: 2, ConfigHash: "h", Ran: []int{1}, Knee: &k2}}
 	assert.ErrorContains(t, Check([]string{"a", "b"}, two), "b searches a knee differently from a")
+}
+
+// TestReadManifestErrorsNameNoGoType: a shard.json hcasim cannot read is
+// refused in the file's terms (report.JSONError), not Go's ("cannot
+// unmarshal string into Go struct field Manifest.shard of type int").
+func TestReadManifestErrorsNameNoGoType(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{`{"shard": "x"}`, "field shard holds a JSON string, where a whole number belongs"},
+		{`[]`, "the file holds a JSON array, where an object belongs"},
+		{`{"shard": 0,`, "cut short: the JSON ends inside a value (a write that did not finish?)"},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ManifestFile), []byte(c.text), 0o644))
+		_, err := ReadManifest(dir)
+		require.Error(t, err, c.text)
+		assert.Equal(t, filepath.Join(dir, ManifestFile)+": not a shard manifest: "+c.want, err.Error())
+	}
 }

@@ -216,6 +216,15 @@ func TestDiffMainExitCodes(t *testing.T) {
 		{"directory golden", []string{dir, golden}, ExitError, "", dir + ": is a directory (want a trace file"},
 		{"directory new", []string{golden, dir}, ExitError, "", dir + ": is a directory (want a trace file"},
 		{"bad kind", []string{golden, same, "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
+		{"bad kind, repeated", []string{golden, same, "--ignore-kinds", "tx_end", "--ignore-kinds", "nope"}, ExitError, "", `"nope" is not an event kind`},
+		// changed differs from golden in the psn of one tx_start and one
+		// tx_end (psn=7 → 8); leaving out both kinds leaves the
+		// credit_update and the cqe, 2 events, equal. Given twice, the
+		// first --ignore-kinds counts too: kept alone, the second
+		// (tx_end) left the tx_start differing.
+		{"ignore two kinds, repeated", []string{golden, changed, "--ignore-kinds", "tx_start", "--ignore-kinds", "tx_end"}, ExitEquivalent, "EQUIVALENT: 2 matched", ""},
+		{"ignore two kinds, comma-separated", []string{golden, changed, "--ignore-kinds", "tx_start,tx_end"}, ExitEquivalent, "EQUIVALENT: 2 matched", ""},
+		{"ignore one of the two", []string{golden, changed, "--ignore-kinds", "tx_end"}, ExitDifferent, "field psn: golden 7, new 8", ""},
 		{"negative tolerance", []string{golden, same, "--tolerance-ps", "-1"}, ExitError, "", "--tolerance-ps: -1 is negative"},
 		// Comparing only a field no event has would compare nothing.
 		{"absent field", []string{golden, changed, "--fields", "bogus"}, ExitError, "", `--fields: "bogus" is in no event of either trace (fields present: avail, bytes, cap, psn, qpn, status, vl, wqe)`},

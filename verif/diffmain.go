@@ -38,7 +38,9 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {}
 	tol := fs.Int64("tolerance-ps", 0, "largest time difference, in picoseconds, at which two events still match")
 	fields := fs.StringSlice("fields", nil, "compare only these fields (default: all); kind and time are always compared")
-	ignore := fs.String("ignore-kinds", "", "event kinds to leave out of the comparison, comma-separated")
+	// A slice, as --fields and --path are: a plain string kept only the
+	// last of two --ignore-kinds, and compared the first one's events.
+	ignore := fs.StringSlice("ignore-kinds", nil, "event kinds to leave out of the comparison; repeatable or comma-separated")
 	paths := fs.StringSlice("path", nil, "compare only components whose path matches this glob ('*' any run, '?' one character), e.g. 'Fabric.Leaf[2].*'; repeatable or comma-separated")
 	ctxN := fs.Int("context", 5, "events shown before the first divergence, per file")
 	format := fs.String("format", "text", "report format: text, or json (for a CI job to read)")
@@ -68,7 +70,7 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hcasim diff: --format: %q is not a report format (text, json)\n", *format)
 		return ExitError
 	}
-	kinds, err := parseKinds(*ignore)
+	kinds, err := parseKinds(strings.Join(*ignore, ","))
 	if err != nil {
 		fmt.Fprintf(stderr, "hcasim diff: --ignore-kinds: %v\n", err)
 		return ExitError

@@ -247,7 +247,7 @@ func (p *perftest) segments(tl *hca.Timeline, end ib.PS) []segment {
 			t    ib.PS
 		}{"response_and_requester_cqe", tl.ReqCQE})
 	}
-	if tl.Posted == 0 {
+	if !tl.Started() {
 		return nil
 	}
 	var segs []segment

@@ -450,6 +450,31 @@ func breakdownNs(t *testing.T, m map[string]any) ([]string, map[string]float64) 
 	return names, ns
 }
 
+// TestPerftestBWBreakdownPostedAtZero: a bandwidth test's breakdown is its
+// middle message's (docs/hca.md, "Latency breakdown") also when that
+// message is posted at simulated time 0, as every message up to the send
+// queue's depth is: 100 iterations on a queue of 128 post 0 … 99 in the
+// first fill, so the traced one, iteration 50, is posted at t = 0. The
+// timeline took a post time of 0 for "not posted", and such a run
+// (examples/congestion-control-hca.yaml, 100 iterations) reported a null
+// breakdown. The application posts back to back, host.post_ns of CPU
+// each, so the traced WR's doorbell store leaves after 51 posts:
+// cpu_post = 51 × post_ns.
+func TestPerftestBWBreakdownPostedAtZero(t *testing.T) {
+	run := edrRun("write_bw", 65536, 100)
+	require.Less(t, run.Iterations/2, run.TxDepth, "the traced WR is in the first fill, posted at t = 0")
+	m, err := RunPerftest(run)
+	require.NoError(t, err)
+	names, ns := breakdownNs(t, m)
+	require.Equal(t, "cpu_post", names[0])
+	assert.InDelta(t, 51*run.HCA.Host.PostNS, ns["cpu_post"], 1e-9)
+	sum := 0.0
+	for _, n := range names[:len(names)-1] {
+		sum += ns[n]
+	}
+	assert.InDelta(t, ns["total"], sum, 1e-6, "segments add up to the total")
+}
+
 // TestPerftestUDBreakdownComplete: a UD SEND passes the same pipeline
 // points as an RC one (grant, transport, wire, responder, CQE), so its
 // breakdown has the same segments and they add up to the median, as

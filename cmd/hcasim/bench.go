@@ -64,7 +64,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		// be checked at one number and run at others.
 		for _, s := range sets {
 			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "topology.hosts" {
-				return fail(stderr, userErrorf("bench: --set %s with --scale %v: --scale sets topology.hosts at each size; drop the --set", s, *scale))
+				return fail(stderr, userErrorf("bench: --set %s with --scale %s: --scale sets topology.hosts at each size; drop the --set", s, intList(*scale)))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -191,15 +192,25 @@ func checkScaleFlags(scale, windows []int, windowsSet bool, names int) ([2]int, 
 		return w, userErrorf("bench: --scale measures one benchmark at several sizes; name one (%d given)", names)
 	}
 	if len(scale) < 2 {
-		return w, userErrorf("bench: --scale %v: give at least two sizes (numbers of hosts, increasing), e.g. --scale 128,1024", scale)
+		return w, userErrorf("bench: --scale %s: give at least two sizes (numbers of hosts, increasing), e.g. --scale 128,1024", intList(scale))
 	}
 	for i, h := range scale {
 		if h < 2 || i > 0 && h <= scale[i-1] {
-			return w, userErrorf("bench: --scale %v: %d is not allowed (numbers of hosts, each at least 2, increasing)", scale, h)
+			return w, userErrorf("bench: --scale %s: %d is not allowed (numbers of hosts, each at least 2, increasing)", intList(scale), h)
 		}
 	}
 	if len(windows) != 2 || windows[0] <= 0 || windows[1] <= windows[0] {
-		return w, userErrorf("bench: --windows %v: give two measurement windows in ns, the first positive and shorter than the second, e.g. --windows 10000,30000", windows)
+		return w, userErrorf("bench: --windows %s: give two measurement windows in ns, the first positive and shorter than the second, e.g. --windows 10000,30000", intList(windows))
 	}
 	return [2]int{windows[0], windows[1]}, nil
+}
+
+// intList writes a list flag's numbers as the user gives them, comma
+// separated (128,64), not as Go prints a slice ([128 64]).
+func intList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }

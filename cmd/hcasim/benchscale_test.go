@@ -190,16 +190,16 @@ func TestBenchScaleBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--scale", "128"}, "--scale [128]: give at least two sizes"},
-		{[]string{"--scale", "128,64"}, "--scale [128 64]: 64 is not allowed (numbers of hosts, each at least 2, increasing)"},
-		{[]string{"--scale", "1,64"}, "--scale [1 64]: 1 is not allowed"},
-		{[]string{"--scale", "16,32", "--windows", "30000,10000"}, "--windows [30000 10000]: give two measurement windows"},
-		{[]string{"--scale", "16,32", "--windows", "10000"}, "--windows [10000]: give two measurement windows"},
+		{[]string{"--scale", "128"}, "--scale 128: give at least two sizes"},
+		{[]string{"--scale", "128,64"}, "--scale 128,64: 64 is not allowed (numbers of hosts, each at least 2, increasing)"},
+		{[]string{"--scale", "1,64"}, "--scale 1,64: 1 is not allowed"},
+		{[]string{"--scale", "16,32", "--windows", "30000,10000"}, "--windows 30000,10000: give two measurement windows"},
+		{[]string{"--scale", "16,32", "--windows", "10000"}, "--windows 10000: give two measurement windows"},
 		{[]string{"--windows", "1000,2000"}, "--windows is set without --scale"},
 		{[]string{"--scale", "16,32", "switch16-uniform-50"}, "--scale measures one benchmark at several sizes; name one (2 given)"},
 		{[]string{"--scale", "2,4", "b2b-ndr-write-bw"}, "--scale: b2b-ndr-write-bw has topology.kind back-to-back; --scale sets topology.hosts, which only single-switch, fat-tree-2, fat-tree-3 and dragonfly-plus take"},
 		{[]string{"--scale", "16,32"}, "bench: --scale 32: switch16-uniform-50: topology.hosts: 32"},
-		{[]string{"--scale", "4,8", "--set", "topology.hosts=8"}, "bench: --set topology.hosts=8 with --scale [4 8]: --scale sets topology.hosts at each size; drop the --set"},
+		{[]string{"--scale", "4,8", "--set", "topology.hosts=8"}, "bench: --set topology.hosts=8 with --scale 4,8: --scale sets topology.hosts at each size; drop the --set"},
 	} {
 		args := append([]string{"bench"}, c.args...)
 		if !strings.Contains(strings.Join(c.args, " "), "b2b") {

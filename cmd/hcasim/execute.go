@@ -219,7 +219,7 @@ func observers(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), func(ma
 // in this order (results.csv and results.json hold them all).
 var sweepColumns = []string{"accepted_load", "goodput_gbps", "throughput_gbps", "makespan_ns", "wire_utilization",
 	"latency_ns_p50", "latency_ns_p99", "credit_stall_ns", "rx_buffer_peak_bytes", "packets_dropped",
-	"bw_gbps", "lat_us_typical", "aggregate_bw_gbps", "pair_bw_gbps_min", "fairness_jain",
+	"bw_gbps", "msg_rate_mpps", "lat_us_typical", "lat_us_p99", "aggregate_bw_gbps", "pair_bw_gbps_min", "fairness_jain",
 	"hotspot_accepted_load", "victim_accepted_load", "cc_ccti_mean", "cc_ccti_mean_hotspot",
 	"time_us", "algbw_gbps", "busbw_gbps", "data_verified",
 	"receiver_messages_min", "receiver_bw_gbps_min", "receiver_drops",
@@ -233,12 +233,13 @@ func tableColumns(res *report.Result) []string {
 	if !latencyTestsOnly(res) {
 		return sweepColumns
 	}
-	// perftest's latency tests print no bandwidth: a ping-pong of 2 bytes
-	// "runs at" 0.006 Gb/s, a number that reads as a fault in a table
-	// beside the background's goodput. results.csv and results.json keep it.
+	// perftest's latency tests print no bandwidth or message rate: a
+	// ping-pong of 2 bytes "runs at" 0.006 Gb/s, a number that reads as a
+	// fault in a table beside the background's goodput. results.csv and
+	// results.json keep them.
 	cols := make([]string, 0, len(sweepColumns))
 	for _, c := range sweepColumns {
-		if c != "bw_gbps" {
+		if c != "bw_gbps" && c != "msg_rate_mpps" {
 			cols = append(cols, c)
 		}
 	}

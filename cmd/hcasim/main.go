@@ -6,7 +6,7 @@
 //	hcasim diff GOLDEN NEW
 //	hcasim rtl -config FILE -o DIR [--report] [--testbench [--testbench-packets N]]
 //	hcasim merge DIR...
-//	hcasim topology -config FILE [-o FILE]
+//	hcasim topology -config FILE [--set key=value]... [-o FILE]
 //	hcasim version | help
 //
 // Exit codes: 0 success; 1 an internal error (a bug); 2 a user's error (bad
@@ -134,12 +134,16 @@ const usage = `hcasim: a cycle-level model of InfiniBand HCAs, switch ASICs and 
 Usage:
   hcasim -config FILE [flags]     run a design point, or the sweep the config describes
   hcasim diff GOLDEN NEW [flags]  compare two traces; exit 0 equivalent, 1 different, 2 error
-  hcasim rtl -config FILE -o DIR  export Verilog: primitives, key check, LFT, skeletons (--report for resources)
-                                  (--testbench: DIR/tb, a self-checking testbench of the fabric's switches)
+  hcasim rtl -config FILE -o DIR [--report] [--testbench [--testbench-packets N]] [--set k=v]
+                                  export the design point's Verilog: the HCA's and the switch's
+                                  blocks, implemented or skeleton (docs/rtl.md lists which);
+                                  --report for resources, --testbench for DIR/tb, a self-checking
+                                  testbench of the fabric's switches
   hcasim merge DIR... [--out DIR] [--format F] [--quiet]  merge sweep shard outputs into one result
   hcasim bench [--csv FILE] [--set k=v] [--scale H,H,... [--windows A,B]] [NAME...]
                                   run the benchmark configs (configs/bench), append to a CSV
-  hcasim topology -config FILE [-o FILE]  write the config's fabric as a topology file (topology.kind: file)
+  hcasim topology -config FILE [--set k=v] [-o FILE]  write the config's fabric as a topology file
+                                  (topology.kind: file)
   hcasim version                  print the version
   hcasim help                     print this help
 

@@ -379,6 +379,17 @@ func TestVersionAndHelp(t *testing.T) {
 	for _, fl := range []string{"--out", "--format", "--quiet"} {
 		assert.Regexp(t, `hcasim merge [^\n]*`+fl, out, "help's merge line lists %s", fl)
 	}
+	// rtl's and topology's too: the rtl line named no flag but --report
+	// and --testbench, and called the export "primitives, key check, LFT,
+	// skeletons" when the HCA's transport and the whole hca_top are
+	// implemented (docs/rtl.md).
+	for _, fl := range []string{"--report", "--testbench", "--testbench-packets", "--set"} {
+		assert.Regexp(t, `hcasim rtl [^\n]*`+fl, out, "help's rtl line lists %s", fl)
+	}
+	assert.NotContains(t, out, "primitives, key check, LFT, skeletons")
+	for _, fl := range []string{"--set", "-o"} {
+		assert.Regexp(t, `hcasim topology [^\n]*`+fl, out, "help's topology line lists %s", fl)
+	}
 	_, mergeHelp, _ := run("merge", "--help")
 	assert.Contains(t, mergeHelp, "--quiet")
 	// Every shipped config is findable from the help: a top-level one by
@@ -391,6 +402,32 @@ func TestVersionAndHelp(t *testing.T) {
 		} else {
 			assert.Contains(t, out, name, "help does not name the shipped %s", name)
 		}
+	}
+}
+
+// TestEmptyValueTakesTheBuiltInDefault: a key given no value takes the
+// built-in default docs/config.md lists (link.generation: NDR), in a file
+// and from --set, where it replaces the file's value (edr.yaml's EDR)
+// rather than keeping it, as docs/config.md says.
+func TestEmptyValueTakesTheBuiltInDefault(t *testing.T) {
+	params := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, errs := run(append(args, "--format", "json", "--quiet", "--set", "workload.iterations=5")...)
+		require.Equal(t, 0, code, errs)
+		var res struct {
+			Points []struct {
+				Params map[string]any `json:"params"`
+			} `json:"points"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		require.Len(t, res.Points, 1)
+		return res.Points[0].Params
+	}
+	file := writeFile(t, "empty.yaml", "link:\n  generation:\ntopology: {kind: back-to-back}\nworkload: {kind: perftest, test: write_lat, size: 2}\n")
+	assert.Equal(t, "NDR", params("-config", file)["link.generation"])
+	assert.Equal(t, "EDR", params("-config", "edr.yaml")["link.generation"])
+	for _, null := range []string{"null", "~"} {
+		assert.Equal(t, "NDR", params("-config", "edr.yaml", "--set", "link.generation="+null)["link.generation"], null)
 	}
 }
 

@@ -89,7 +89,7 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 		perr = report.WriteCSVCells(stdout, res.Points, rows)
 	default:
 		if ex.summary != nil {
-			perr = report.WriteSummaryTable(stdout, ex.summary, sweepColumns)
+			perr = report.WriteSummaryTable(stdout, ex.summary, tableColumns(res))
 			break
 		}
 		perr = report.WriteTable(stdout, res, tableColumns(res))

@@ -595,7 +595,7 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 	case ex.summary != nil:
 		// A replicated sweep's table is its designs, mean ± CI; the csv
 		// and json formats stay the points (summary.* has the designs).
-		perr = report.WriteSummaryTable(stdout, ex.summary, sweepColumns)
+		perr = report.WriteSummaryTable(stdout, ex.summary, tableColumns(res))
 	default:
 		perr = report.WriteTable(stdout, res, tableColumns(res))
 	}
@@ -613,9 +613,18 @@ func prepareOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{resultsJSON, resultsCSV} {
-		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.IsDir() {
-			return &fs.PathError{Op: "write", Path: filepath.Join(dir, name), Err: errors.New("is a directory")}
+	// A directory named as any file hcasim may write there (the results,
+	// a plot, the summary, knee.csv, shard.json) stops that write after
+	// the run: refuse it now. Only the results were checked, and a
+	// directory named latency-vs-offered-load.svg failed a finished
+	// sweep at its plots.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() && isOutputFile(e.Name()) {
+			return &fs.PathError{Op: "write", Path: filepath.Join(dir, e.Name()), Err: errors.New("is a directory")}
 		}
 	}
 	f, err := os.CreateTemp(dir, ".hcasim-probe-*")

@@ -118,8 +118,12 @@ func TestTopologyCommandRoundTrip(t *testing.T) {
 	short := []string{"--set", "sweep={}", "--set", "workload.measure_ns=20000", "--set", "workload.iterations=50"}
 	onFtopo := []string{"-config", "ndr.yaml", "--set", "topology.kind=file", "--set", "topology.file=" + ftopo,
 		"--set", "topology.hosts=0", "--set", "topology.cable_length_m=0"}
-	assert.Equal(t, metricsOf(t, append([]string{"-config", "ndr.yaml"}, short...)...),
-		metricsOf(t, append(onFtopo, short...)...))
+	onBuilder = metricsOf(t, append([]string{"-config", "ndr.yaml"}, short...)...)
+	assert.Equal(t, onBuilder, metricsOf(t, append(onFtopo, short...)...))
+	// The form docs/fabric.md gives: the section set whole, its routing
+	// given again.
+	assert.Equal(t, onBuilder, metricsOf(t, append([]string{"-config", "ndr.yaml",
+		"--set", "topology={kind: file, file: " + ftopo + ", routing: dmodk}"}, short...)...))
 
 	// A fat tree's file is one group (leaves and spines joined by
 	// switch-to-switch cables, no spine-to-spine ones): no Dragonfly+.
