@@ -616,8 +616,9 @@ module tb;
         // rd1: each request taken (D client address length), each block answered in order.
         if (rd_valid && rd_ready) begin
             $display("D %0d %h %h", arb.u_rd1.r_pick ? (arb.u_rd1_resp.r_pick ? 2 : 1) : 0, rd_addr, rd_len);
+            // the blocks the read's bytes lie in (hca_dma_engine's reads are bytes)
             dq_addr[dq_w % 32] = {rd_addr[63:6], 6'd0};
-            dq_blk[dq_w % 32] = rd_len == 16'd0 ? 11'd1024 : (rd_len + 16'd63) >> 6;
+            dq_blk[dq_w % 32] = ({1'b0, rd_len == 16'd0, rd_len} + {12'd0, rd_addr[5:0]} + 18'd63) >> 6;
             dq_w = dq_w + 1;
         end
         if (rd_rsp) begin
@@ -628,7 +629,7 @@ module tb;
         // The requester's stand-in: its reads issued, each block it gets compared with the pattern.
         if (qa_valid && qa_ready) begin
             qo_addr[qo_w % 32] = {qe[127:70], 6'd0};
-            qo_blk[qo_w % 32] = (qe[15:0] + 16'd63) >> 6;
+            qo_blk[qo_w % 32] = ({12'd0, qe[69:64]} + {2'd0, qe[15:0]} + 18'd63) >> 6; // the blocks its bytes lie in
             qo_w = qo_w + 1;
             qi <= qi + 1;
         end
@@ -1077,7 +1078,7 @@ func (w *respWire) checkReads(res *respWireResult) []string {
 	}
 	want := 0
 	for _, q := range w.rdq {
-		want += int(q[1]+63) / 64
+		want += dmaSpan(q[0], int(q[1])) // the blocks its bytes lie in
 	}
 	if theirs != len(w.rdq) || res.qblk != want || res.qerr != 0 {
 		diffs = append(diffs, fmt.Sprintf("the requester's rd1 reads: %d of %d, %d blocks of %d, %d wrong", theirs, len(w.rdq), res.qblk, want, res.qerr))

@@ -214,13 +214,13 @@ func TestReportYosys(t *testing.T) {
 	// hca_rq, 8 QPs, a window of 32 WQEs: each RQ context is created 1 +
 	// QPN 24 + base 58 (bits 63:6) + log2 size 4 + producer, fetched,
 	// arrived and taken 16 each = 151 bits; the request register: valid
-	// 1, address 58 (bits 5:0 are 0), length 10 (blocks x 64: bits 5:0
-	// are 0); the WQEs of the oldest read already returned, clog2(33) =
+	// 1, address 60 (base x 64 + slot x 16: bits 3:0 are 0), length 12
+	// (n[11:0] x 16: bits 3:0 are 0); the WQEs of the oldest read already returned, clog2(33) =
 	// 6; the take: pending 1, QPN 24 (its context index is its low 3
 	// bits), a flush take 1 (a QP in ERR); the reads-in-flight FIFO (64
 	// entries: pointers 6 + 6, count 7); the fetcher's pointer 3. The four
 	// banks are memories.
-	assert.Equal(t, 8*151+1+58+10+6+1+24+1+(6+6+7)+3,
+	assert.Equal(t, 8*151+1+60+12+6+1+24+1+(6+6+7)+3,
 		flops[synthKey("hca_rq", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
 	// hca_rd_merge, 128 reads in flight: the held pick, its client and the
 	// last client served, 3; the head read's blocks delivered, 11; the
