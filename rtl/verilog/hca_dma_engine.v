@@ -369,8 +369,7 @@ module hca_dma_engine #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [TAG_W:0]    cpl_rel_all = cpl_rel;  // its low TAG_IW bits index the tag
     wire [5:0]        low_bits = wr0_addr[5:0] ^ wr1_addr[5:0]; // writes are whole blocks
-    wire [KW:0]       span_hi  = span0 ^ span1;   // bits 5:0 are the rounding's, not blocks
-    wire [KW:0]       dwe_hi   = dw_end;          // its low 3 bits are all that matter
+    wire [KW:0]       span_hi  = span0 ^ span1;   // bits 5:0 (the rounding) and the top (never set) are not blocks
     /* verilator lint_on UNUSEDSIGNAL */
 
     // ---- reorder rings ----
