@@ -1052,12 +1052,13 @@ module tb;
         rnd_mpt <= ($random(seed) & 1) != 0;
         rnd_rc  <= ($random(seed) & 1) != 0;
         rnd_rd  <= ($random(seed) & 1) != 0;
-        // rd1: one block a request, answered the cycle after it is taken (lane k: address + k).
+        // rd1: one block a request (an atomic's 8 bytes lie in one), answered the cycle after it
+        // is taken, as hca_dma_engine returns it: the block the bytes lie in, lane k its address + k.
         if (rd_req_valid && rnd_rd && !rd_busy) begin
             rd_busy <= 1'b1;
             for (ak = 0; ak < 64; ak = ak + 1)
-                rd_blk[511-8*ak -: 8] <= (rd_req_addr + ak >= ABASE && rd_req_addr + ak < ABASE + 512) ?
-                    amem[rd_req_addr + ak - ABASE] : 8'h00;
+                rd_blk[511-8*ak -: 8] <= ({rd_req_addr[63:6], 6'd0} + ak >= ABASE && {rd_req_addr[63:6], 6'd0} + ak < ABASE + 512) ?
+                    amem[{rd_req_addr[63:6], 6'd0} + ak - ABASE] : 8'h00;
         end else rd_busy <= 1'b0;
         if (wr_valid && rnd_wr)
             for (ak = 0; ak < 64; ak = ak + 1)

@@ -616,8 +616,9 @@ module tb;
         // rd1: each request taken (D client address length), each block answered in order.
         if (rd_valid && rd_ready) begin
             $display("D %0d %h %h", arb.u_rd1.r_pick ? (arb.u_rd1_resp.r_pick ? 2 : 1) : 0, rd_addr, rd_len);
+            // the blocks the read's bytes lie in (hca_dma_engine's reads are bytes)
             dq_addr[dq_w % 32] = {rd_addr[63:6], 6'd0};
-            dq_blk[dq_w % 32] = rd_len == 16'd0 ? 11'd1024 : (rd_len + 16'd63) >> 6;
+            dq_blk[dq_w % 32] = ({1'b0, rd_len == 16'd0, rd_len} + {12'd0, rd_addr[5:0]} + 18'd63) >> 6;
             dq_w = dq_w + 1;
         end
         if (rd_rsp) begin
@@ -628,7 +629,7 @@ module tb;
         // The requester's stand-in: its reads issued, each block it gets compared with the pattern.
         if (qa_valid && qa_ready) begin
             qo_addr[qo_w % 32] = {qe[127:70], 6'd0};
-            qo_blk[qo_w % 32] = (qe[15:0] + 16'd63) >> 6;
+            qo_blk[qo_w % 32] = ({12'd0, qe[69:64]} + {2'd0, qe[15:0]} + 18'd63) >> 6; // the blocks its bytes lie in
             qo_w = qo_w + 1;
             qi <= qi + 1;
         end
@@ -1034,10 +1035,11 @@ func respOutWire(o respOutPkt) ([]byte, int) {
 	return b, int(vl)
 }
 
-// checkReads: the responder's rd1 reads are, in order, the blocks of each
-// model response's payload (from its address rounded down to 64, the
-// blocks its bytes lie in: never outside them), and the requester's
-// stand-in got every block it asked for, each host memory's bytes.
+// checkReads: the responder's rd1 reads are, in order, each model
+// response's payload bytes (its address and length, as the model's
+// PCIe.Read; rd1 returns the blocks they lie in) and each executed
+// atomic's 8 bytes, and the requester's stand-in got every block it asked
+// for, each host memory's bytes.
 func (w *respWire) checkReads(res *respWireResult) []string {
 	var diffs []string
 	var mine, theirs, atoms int
@@ -1048,7 +1050,7 @@ func (w *respWire) checkReads(res *respWireResult) []string {
 		}
 		if d[0] == 2 {
 			// The responder's atomic reads: each executed atomic's block, in order.
-			if atoms >= len(w.run.atomReads) || d[1] != w.run.atomReads[atoms]&^63 || d[2] != 64 {
+			if atoms >= len(w.run.atomReads) || d[1] != w.run.atomReads[atoms] || d[2] != 8 {
 				diffs = append(diffs, fmt.Sprintf("the responder's atomic read %d: %#x, %d bytes; the model's atomics read %#x",
 					atoms, d[1], d[2], w.run.atomReads[min(atoms, max(len(w.run.atomReads)-1, 0)):]))
 				break
@@ -1061,10 +1063,9 @@ func (w *respWire) checkReads(res *respWireResult) []string {
 			break
 		}
 		a := w.run.readAddrs[mine]
-		blocks := (a[0]%64 + a[1] + 63) / 64
-		if d[1] != a[0]&^63 || d[2] != blocks*64 {
-			diffs = append(diffs, fmt.Sprintf("responder read %d: %#x, %d bytes; the model's response reads %d bytes at %#x: blocks %#x, %d bytes",
-				mine, d[1], d[2], a[1], a[0], a[0]&^63, blocks*64))
+		if d[1] != a[0] || d[2] != a[1] {
+			diffs = append(diffs, fmt.Sprintf("responder read %d: %#x, %d bytes; the model's response reads %d bytes at %#x",
+				mine, d[1], d[2], a[1], a[0]))
 			break
 		}
 		mine++
@@ -1077,7 +1078,7 @@ func (w *respWire) checkReads(res *respWireResult) []string {
 	}
 	want := 0
 	for _, q := range w.rdq {
-		want += int(q[1]+63) / 64
+		want += dmaSpan(q[0], int(q[1])) // the blocks its bytes lie in
 	}
 	if theirs != len(w.rdq) || res.qblk != want || res.qerr != 0 {
 		diffs = append(diffs, fmt.Sprintf("the requester's rd1 reads: %d of %d, %d blocks of %d, %d wrong", theirs, len(w.rdq), res.qblk, want, res.qerr))
@@ -1331,6 +1332,12 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
 		{"rd1's blocks routed to the client picked last", "hca_rd_merge.v", "assign b_rsp_valid = rsp_valid && h_own;\n", "assign b_rsp_valid = rsp_valid && r_last;\n"},
 		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
+		// As hca_ack_tx read before rd1's reads were bytes: the whole
+		// blocks a response's bytes lie in (checkReads: not the model's
+		// PCIe.Read of the response's bytes).
+		{"a response's payload read as the whole blocks its bytes lie in", atx,
+			"assign rd_req_addr  = rs_va;\n    assign rd_req_len   = {3'd0, rs_p};",
+			"assign rd_req_addr  = {rs_va[63:6], 6'd0};\n    assign rd_req_len   = {2'd0, rs_blks, 6'd0};"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

@@ -116,6 +116,10 @@ func TestResponderWiredAtomicMutantsFail(t *testing.T) {
 		{"the AtomicAckETH little-endian", atx, "ack_atomic ? ack_orig : 64'd0",
 			"ack_atomic ? {ack_orig[7:0], ack_orig[15:8], ack_orig[23:16], ack_orig[31:24], ack_orig[39:32], ack_orig[47:40], ack_orig[55:48], ack_orig[63:56]} : 64'd0"},
 		{"rd1's client c never granted", arb, ".b_req_valid(c_rd_req_valid),", ".b_req_valid(1'b0),"},
+		// As hca_responder read before rd1's reads were bytes: the
+		// atomic's whole block, not the model's 8 bytes (checkReads).
+		{"an atomic's whole 64-byte block read", "hca_responder.v",
+			"assign rd_req_addr  = h_va; ", "assign rd_req_addr  = {h_va[63:6], 6'd0}; "},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()

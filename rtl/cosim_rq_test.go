@@ -43,11 +43,13 @@ type rqRead struct{ q, lane, n int }
 // with a new ring), random receive WQEs (hca.EncodeRecvWQE) are written
 // into their rings and announced by RQ doorbells (several WQEs to one,
 // stale ones, foreign QPNs), host memory answers each read in order after
-// 1 to 24 cycles, a block a beat with gaps, and takes ask for the next WQE
-// of created QPs (and of QPNs no context has). It expects each read
-// request to cover the 64-byte blocks of the WQEs hca.RecvRead gives for
-// the counters of the QP whose turn it is (round robin among the QPs that
-// can read, one read per turn), each answer with ok 0 exactly when the QP
+// 1 to 24 cycles with the blocks the read's bytes lie in, a block a beat
+// with gaps (the lanes outside the read inverted), and takes ask for the
+// next WQE of created QPs (and of QPNs no context has). It expects each
+// read request to be the model's bytes, n x 16 at base + slot x 16, for
+// the n WQEs at slot hca.RecvRead gives for the counters of the QP whose
+// turn it is (round robin among the QPs that can read, one read per
+// turn), each answer with ok 0 exactly when the QP
 // has taken every WQE its doorbells announced (hca.QP.PopRecv's none
 // posted) and otherwise, once its read is back, the next WQE as
 // hca.DecodeRecvWQE reads the ring's slot (index, address, length,
@@ -378,9 +380,20 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 		// Host memory returns the read's blocks from 1 to 24 cycles on.
 		q := &d.qs[d.reqQ]
 		at := d.c + 1 + r.IntN(24)
+		// The blocks the read's bytes lie in, its bytes at their lanes;
+		// the lanes outside it carry the ring's bytes inverted (a
+		// completer returns only the bytes asked: hca_rq must not use the
+		// others).
 		for b := range d.reqBlocks {
 			blk := (d.reqBlock0 + b) * hca.WQEBBBytes
-			d.host = append(d.host, hostRead{at: at, q: d.reqQ, data: bytesValue(q.mem[blk : blk+hca.WQEBBBytes])})
+			v := bytesValue(q.mem[blk : blk+hca.WQEBBBytes])
+			lo, hi := dmaLanes(d.reqAddr, d.reqLen, b)
+			for l := range 64 {
+				if l < lo || l >= hi {
+					setLane(v, l, ^lane(v, l))
+				}
+			}
+			d.host = append(d.host, hostRead{at: at, q: d.reqQ, data: v})
 		}
 		d.reqV = false
 	}
@@ -402,9 +415,13 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 	if issue {
 		d.lastIssue = pk
 		q := &d.qs[pk]
-		blocks := (slot%4 + n + 3) / 4
-		d.reqV, d.reqAddr, d.reqLen = true, q.base+uint64(slot/4)*hca.WQEBBBytes, blocks*hca.WQEBBBytes
-		d.reqQ, d.reqBlock0, d.reqBlocks = pk, slot/4, blocks
+		// The model's read (hca.Device.recvFetch): n WQEs of 16 bytes at
+		// the ring's base + slot x 16, bytes as PCIe.Read counts them;
+		// rd0 returns the 64-byte blocks they lie in (the ring's base is
+		// 64-byte aligned, so its first is block slot / 4 of the ring).
+		at := q.base + uint64(slot)*hca.RecvWQEBytes
+		d.reqV, d.reqAddr, d.reqLen = true, at, n*hca.RecvWQEBytes
+		d.reqQ, d.reqBlock0, d.reqBlocks = pk, int(at-q.base)/hca.WQEBBBytes, dmaSpan(at, n*hca.RecvWQEBytes)
 		d.reads = append(d.reads, rqRead{q: pk, lane: slot % 4, n: n})
 		q.fetched += uint32(n)
 	}
@@ -563,9 +580,12 @@ func TestRQMutantsFail(t *testing.T) {
 		{"the window ignored in n", f, "(n_ring < room) ? n_ring : room", "n_ring"},
 		{"the window check <= instead of <", f, "({1'b0, held_g} < WIN17)", "({1'b0, held_g} <= WIN17)"},
 		{"a window of two WQEs a block", f, "parameter integer WIN                = 4 * WQE_PREFETCH_DEPTH,", "parameter integer WIN                = 2 * WQE_PREFETCH_DEPTH,"},
-		{"the blocks not rounded up", f, "({15'd0, slot[1:0]} + n + 17'd3) >> 2", "({15'd0, slot[1:0]} + n) >> 2"},
-		{"the first block's lane ignored in the block count", f, "({15'd0, slot[1:0]} + n + 17'd3) >> 2", "(n + 17'd3) >> 2"},
-		{"the slot not scaled to its block", f, "{rq_base[pk] + {44'd0, slot[15:2]}, 6'd0}", "{rq_base[pk], 6'd0} + {48'd0, slot}"},
+		// The read's bytes (the model's: n x 16 at base + slot x 16).
+		{"the read at its first block, not its WQE (whole blocks)", f, "{rq_base[pk], 6'd0} + {44'd0, slot, 4'd0}", "{rq_base[pk] + {44'd0, slot[15:2]}, 6'd0}"},
+		{"the slot scaled by a block, not a WQE", f, "{rq_base[pk], 6'd0} + {44'd0, slot, 4'd0}", "{rq_base[pk], 6'd0} + {42'd0, slot, 6'd0}"},
+		{"the slot not scaled", f, "{rq_base[pk], 6'd0} + {44'd0, slot, 4'd0}", "{rq_base[pk], 6'd0} + {48'd0, slot}"},
+		{"a read one WQE short", f, "rd_req_len   <= {n[11:0], 4'd0};", "rd_req_len   <= {n[11:0] - 12'd1, 4'd0};"},
+		{"a read of whole blocks (rounded up from the first WQE's lane)", f, "rd_req_len   <= {n[11:0], 4'd0};", "rd_req_len   <= {n[11:0] + {10'd0, slot[1:0]} + 12'd3, 4'd0} & 16'hffc0;"},
 		{"the first block's WQEs from lane 0", f, "? {1'b0, rt_lane} : 3'd0", "? 3'd0 : 3'd0"},
 		{"a read's last block one block late", f, "assign           rt_last = {1'b0, rest} <= lane_rm;", "assign           rt_last = {1'b0, rest} < lane_rm;"},
 		{"the lanes in little-endian order", f, "lane_of = blk[DATA_W-1-128*l -: 128];", "lane_of = blk[128*l +: 128];"},
@@ -622,10 +642,11 @@ func TestRQLint(t *testing.T) {
 type rdMergeRead struct{ own, blocks int }
 
 // rdMergeDUT drives hca_rd_merge as its two clients and host memory
-// would: each client keeps a read request valid until it is taken (lengths
-// of 1 to 1024 bytes and 1 in 100 0, 65536: 1024 blocks), the port
-// takes a request when its ready is 1 (random, in phases), and host memory
-// returns each taken read's ⌈len / 64⌉ blocks in order, a block a beat
+// would: each client keeps a read request valid until it is taken (any
+// byte address, lengths of 1 to 1024 bytes and 1 in 100 0, 65536: 1024 or
+// 1025 blocks), the port takes a request when its ready is 1 (random, in
+// phases), and host memory returns the blocks each taken read's bytes lie
+// in, ⌈(addr mod 64 + len) / 64⌉, in order, a block a beat
 // with gaps. It expects the request offered to be the round robin's
 // (the one not served last when both ask, the pick held while it waits)
 // unless DEPTH reads are in flight, and every returned block to be
@@ -644,7 +665,7 @@ type rdMergeDUT struct {
 	pA, pB      float64
 	pReady, pRs float64
 
-	both, full, toA, toB, long int // coverage
+	both, full, toA, toB, long, offBlk int // coverage
 }
 
 func (d *rdMergeDUT) module() string  { return "hca_rd_merge" }
@@ -680,12 +701,10 @@ func rdMergeLen(r *rand.Rand) int {
 	}
 }
 
-// rdMergeBlocks is a length's 64-byte blocks (0: 65536 bytes, 1024).
-func rdMergeBlocks(n int) int {
-	if n == 0 {
-		return 1024
-	}
-	return (n + 63) / 64
+// rdMergeBlocks is the 64-byte blocks a read of n bytes at addr lies in
+// (n 0: 65536 bytes), what hca_dma_engine returns for it.
+func rdMergeBlocks(addr uint64, n int) int {
+	return dmaSpan(addr, dmaBytes(n))
 }
 
 func (d *rdMergeDUT) cycle(r *rand.Rand, in, out []Value) {
@@ -697,10 +716,10 @@ func (d *rdMergeDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	d.c++
 	if !d.aV && r.Float64() < d.pA {
-		d.aV, d.aAddr, d.aLen = true, r.Uint64()&^63, rdMergeLen(r)
+		d.aV, d.aAddr, d.aLen = true, r.Uint64(), rdMergeLen(r)
 	}
 	if !d.bV && r.Float64() < d.pB {
-		d.bV, d.bAdd, d.bLen = true, r.Uint64()&^63, rdMergeLen(r)
+		d.bV, d.bAdd, d.bLen = true, r.Uint64(), rdMergeLen(r)
 	}
 	ready := r.Float64() < d.pReady
 	rsp := len(d.host) > 0 && d.host[0] <= d.c && r.Float64() < d.pRs
@@ -751,9 +770,12 @@ func (d *rdMergeDUT) cycle(r *rand.Rand, in, out []Value) {
 		d.sel, d.hold = pick, !ready
 		if ready {
 			d.last = pick
-			b := rdMergeBlocks(n)
-			if b == 1024 {
+			b := rdMergeBlocks(addr, n)
+			if b >= 1024 {
 				d.long++
+			}
+			if b > (dmaBytes(n)+63)/64 {
+				d.offBlk++ // the address's offset adds a block
 			}
 			d.reads = append(d.reads, rdMergeRead{own: pick, blocks: b})
 			at := d.c + 1 + r.IntN(24)
@@ -771,8 +793,9 @@ func (d *rdMergeDUT) cycle(r *rand.Rand, in, out []Value) {
 
 // TestRDMergeCosim: hca_rd_merge with an order queue of 2 and of 16 reads
 // (hca_top's is 2 x 2^QPN_W x WQE_PREFETCH_DEPTH), on every seed: the two
-// clients ask at once, the queue fills, and blocks go to both clients (a
-// 65536-byte read among them over the seeds).
+// clients ask at once, the queue fills, blocks go to both clients, and 20
+// reads' address offsets add a block to their length's (a 65536-byte read
+// among them over the seeds).
 func TestRDMergeCosim(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
@@ -791,6 +814,7 @@ func TestRDMergeCosim(t *testing.T) {
 			assert.Positive(t, d.full, msg...)
 			assert.GreaterOrEqual(t, d.toA, 200, msg...)
 			assert.GreaterOrEqual(t, d.toB, 200, msg...)
+			assert.GreaterOrEqual(t, d.offBlk, 20, msg...)
 			long += d.long
 		}
 		assert.Positive(t, long, "depth %d", depth)
@@ -821,7 +845,8 @@ func TestRDMergeMutantsFail(t *testing.T) {
 		{"the pick not held while it waits", f, "wire         r_pick = r_hold ? r_sel :", "wire         r_pick = 1'b0 ? r_sel :"},
 		{"client b never yields (no round robin)", f, "(b_req_valid && (!a_req_valid || !r_last))", "b_req_valid"},
 		{"a full order queue ignored", f, "assign req_valid   = r_room && (", "assign req_valid   = 1'b1 && ("},
-		{"the blocks not rounded up", f, "{1'b0, req_len} + 17'd63", "{1'b0, req_len} + 17'd0"},
-		{"a 65536-byte read taken as 1024 bytes", f, "req_len == 16'd0 ? 11'd1024 : r_up[16:6]", "req_len == 16'd0 ? 11'd16 : r_up[16:6]"},
+		{"the blocks not rounded up", f, "{12'd0, req_addr[5:0]} + 18'd63", "{12'd0, req_addr[5:0]} + 18'd0"},
+		{"a 65536-byte read taken as 0 bytes", f, "{1'b0, req_len == 16'd0, req_len}", "{2'b0, req_len}"},
+		{"the address's offset left out of the blocks (whole-block reads)", f, "{12'd0, req_addr[5:0]} + 18'd63", "18'd63"},
 	})
 }

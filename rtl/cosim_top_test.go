@@ -1119,9 +1119,10 @@ type topResult struct {
 	pktAt    []int       // the cycle of each one's first beat
 	rxAt     map[int]int // the cycle each receive packet (by its place in p.rx, flattened) had its last beat in
 	cqw      []topCQWrite
-	wlog     []topCQWrite // every host write beat, in the order the host took them (data not kept)
-	mem      [][]byte     // host memory at the end
-	unknown  int          // link beats and memory blocks with x or z bits
+	wlog     []topCQWrite    // every host write beat, in the order the host took them (data not kept)
+	hreads   []hca.ReadChunk // every host read request (byte address, bytes), in the order the host took them
+	mem      [][]byte        // host memory at the end
+	unknown  int             // link beats and memory blocks with x or z bits
 }
 
 // topCQWrite is a host write beat into the CQ rings' area: its block,
@@ -1191,6 +1192,15 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 			}
 			continue
 		}
+		if len(fs) == 4 && fs[0] == "H" {
+			a, e1 := strconv.ParseUint(fs[2], 16, 64)
+			n, e2 := strconv.Atoi(fs[3])
+			if e1 != nil || e2 != nil { // x or z bits
+				res.unknown++
+			}
+			res.hreads = append(res.hreads, hca.ReadChunk{Addr: a, N: n})
+			continue
+		}
 		if len(fs) == 3 && fs[0] == "R" {
 			c, e1 := strconv.Atoi(fs[1])
 			n, e2 := strconv.Atoi(fs[2])
@@ -1235,6 +1245,44 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	return res
 }
 
+// judgeRQReads checks the host reads of the receive queue rings against
+// the model's bytes (hca.Device.recvFetch: n WQEs of 16 bytes at the
+// ring's base + slot x 16, split by hca.ReadRequest): each QP's reads, in
+// the order the host took them, start at slot 0 and each at the byte after
+// the last (modulo the ring), are whole 16-byte WQEs, and read none that
+// software has not posted (recv, lateRecv); a QP that posts any has its
+// first read. Which reads there are is timing (what was posted and taken
+// when the fetcher's turn came); that they tile the posted WQEs byte for
+// byte, once each, is not: a read of the whole 64-byte blocks the WQEs lie
+// in (hca_rq before its reads were bytes) reads bytes no WQE was posted
+// in, or a WQE twice.
+func (p *topPlan) judgeRQReads(hreads []hca.ReadChunk) []string {
+	var errs []string
+	const ringBytes = (1 << topRQLog) * hca.RecvWQEBytes
+	for q, qp := range p.qps {
+		posted := len(qp.recv) + len(qp.lateRecv)
+		base := uint64(topRQBase + q*topRQStep)
+		next, read := 0, 0 // the next ring byte expected, the bytes read
+		for _, h := range hreads {
+			if h.Addr+uint64(h.N) <= base || h.Addr >= base+ringBytes {
+				continue
+			}
+			off := int(h.Addr - base)
+			switch {
+			case off != next || h.N%hca.RecvWQEBytes != 0 || off+h.N > ringBytes:
+				errs = append(errs, fmt.Sprintf("QP %d: a host read of %d bytes at ring byte %d; the model reads whole 16-byte WQEs from byte %d on", q, h.N, off, next))
+			case read+h.N > posted*hca.RecvWQEBytes:
+				errs = append(errs, fmt.Sprintf("QP %d: host reads of %d bytes of its receive queue ring, past the %d WQEs posted", q, read+h.N, posted))
+			}
+			next, read = (off+h.N)%ringBytes, read+h.N
+		}
+		if posted > 0 && read == 0 {
+			errs = append(errs, fmt.Sprintf("QP %d: no host read of its %d receive WQEs", q, posted))
+		}
+	}
+	return errs
+}
+
 // judge lists what the run got wrong.
 func (p *topPlan) judge(res *topResult) []string {
 	var errs []string
@@ -1250,6 +1298,7 @@ func (p *topPlan) judge(res *topResult) []string {
 			errs = append(errs, fmt.Sprintf("%s=%d", k, res.counters[k]))
 		}
 	}
+	errs = append(errs, p.judgeRQReads(res.hreads)...)
 	// cq_overrun: the CQs that found their ring full, each a bit.
 	if res.counters["overrun"] != p.overruns {
 		errs = append(errs, fmt.Sprintf("cq_overrun=%#x, the model's CQs that overran %#x", res.counters["overrun"], p.overruns))
@@ -2024,6 +2073,7 @@ module top_tb;
             #1;
             // What the coming edge takes.
             if (host_rd_valid && host_rd_ready) begin
+                $fdisplay(fl, "H %0d %h %0d", c, host_rd_addr, host_rd_len);
                 found = 0;
                 for (k = 0; k < OT; k = k + 1)
                     if (found == 0 && !ot_v[k]) begin
@@ -2031,7 +2081,8 @@ module top_tb;
                         ot_v[k] = 1'b1;
                         ot_tag[k] = host_rd_tag;
                         ot_blk[k] = host_rd_addr[63:6];
-                        ot_n[k] = host_rd_len == 16'd0 ? 1024 : (host_rd_len + 63) / 64;
+                        // the blocks the request's bytes lie in (hca_dma_engine's reads are bytes)
+                        ot_n[k] = (host_rd_addr[5:0] + host_rd_len + 63) / 64;
                         ot_at[k] = c + 2 + (($random(seed) & 32'h7fffffff) % 40);
                         ot_seq[k] = seq;
                         seq = seq + 1;
@@ -2109,7 +2160,8 @@ endmodule
 // doorbell, a WQE read past its ring's end, the payload read a block off, a READ's payload written a block
 // off, the DMA's reorder ring handing the payload client a slot before
 // its completion came, an atomic's original value mis-ordered, a CQE's
-// last byte (op_own) not written.
+// last byte (op_own) not written, receive WQEs read as their whole 64-byte
+// blocks (not the model's 16 bytes each).
 func TestTopMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
@@ -2128,6 +2180,12 @@ func TestTopMutantsFail(t *testing.T) {
 			"wire deliver1 = !clearing && hw1[hd1[LAP_LW-1:0]] == rb_head[1][ROB_AW];", "wire deliver1 = !clearing && rb_tail[1] != rb_head[1];"},
 		{"an atomic's original value with its first two bytes swapped", rq, "d_atm ? {e_orig[7:0], e_orig[15:8],", "d_atm ? {e_orig[15:8], e_orig[7:0],"},
 		{"hca_top: a CQE's last byte (op_own) not enabled", "hca_top.v", "assign wr1_be  = {64{1'b1}};", "assign wr1_be  = {{63{1'b1}}, 1'b0};"},
+		// hca_rq's reads as they were before they were the model's bytes:
+		// the whole 64-byte blocks the WQEs lie in (judgeRQReads: QP 2's
+		// one WQE read as 64 bytes, past the WQEs posted).
+		{"hca_rq: receive WQEs read as their whole 64-byte blocks", "hca_rq.v",
+			"rd_req_addr  <= {rq_base[pk], 6'd0} + {44'd0, slot, 4'd0};\n                rd_req_len   <= {n[11:0], 4'd0};",
+			"rd_req_addr  <= {rq_base[pk] + {44'd0, slot[15:2]}, 6'd0};\n                rd_req_len   <= {10'd0, ({4'd0, slot[1:0]} + n[5:0] + 6'd3) >> 2, 6'd0};"},
 	}
 	// On the recovery and error paths (TestTopRetryCosim's run, seed 1):
 	// a go-back-N resend one packet late (QP 0's resend differs), no local

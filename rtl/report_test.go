@@ -214,13 +214,13 @@ func TestReportYosys(t *testing.T) {
 	// hca_rq, 8 QPs, a window of 32 WQEs: each RQ context is created 1 +
 	// QPN 24 + base 58 (bits 63:6) + log2 size 4 + producer, fetched,
 	// arrived and taken 16 each = 151 bits; the request register: valid
-	// 1, address 58 (bits 5:0 are 0), length 10 (blocks x 64: bits 5:0
-	// are 0); the WQEs of the oldest read already returned, clog2(33) =
+	// 1, address 60 (base x 64 + slot x 16: bits 3:0 are 0), length 12
+	// (n[11:0] x 16: bits 3:0 are 0); the WQEs of the oldest read already returned, clog2(33) =
 	// 6; the take: pending 1, QPN 24 (its context index is its low 3
 	// bits), a flush take 1 (a QP in ERR); the reads-in-flight FIFO (64
 	// entries: pointers 6 + 6, count 7); the fetcher's pointer 3. The four
 	// banks are memories.
-	assert.Equal(t, 8*151+1+58+10+6+1+24+1+(6+6+7)+3,
+	assert.Equal(t, 8*151+1+60+12+6+1+24+1+(6+6+7)+3,
 		flops[synthKey("hca_rq", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
 	// hca_rd_merge, 128 reads in flight: the held pick, its client and the
 	// last client served, 3; the head read's blocks delivered, 11; the
@@ -234,19 +234,20 @@ func TestReportYosys(t *testing.T) {
 	// length mbW (n x 64, n <= 4), data 512, byte enables 64; per write client busy 1,
 	// block address 58, beats left 11 (up to 1024); the open TLP: open 1,
 	// client 1, beats left mbW; per read
-	// client a splitter, busy 1 + block address 58 + blocks left 11 (up to
-	// 1024) + waiting for a write 1, and ring tail and head counts, 7 bits
+	// client a splitter, busy 1 + byte address 64 + bytes left 17 (up to
+	// 65536) + waiting for a write 1, and ring tail and head counts, 7 bits
 	// each; per tag its busy bit (its client, ring count and beats left
 	// are the tag table, a memory, as are the rings' lap bits); the clear's
 	// running flag (a ring of 64 slots is one lap word: the word address is
 	// constant 0 and synthesis removes it); the host read register: valid
-	// 1, address 58, length 4 (n x 64, n <= 8), tag 3 (the tags 0..7); the
+	// 1, byte address 64, length 10 (1..512 bytes: bits 15:10 are 0), First
+	// and Last DW BE 4 + 4, tag 3 (the tags 0..7); the
 	// clients' rsp_valid, 2 (rsp_data is the rings' registered read port,
 	// inside the memories); the arbiters' pointers: writes 1, reads 1,
 	// tags 3.
 	require.Equal(t, 256, p.MPS)
 	mbW := cntWidth(p.MPS / 64)
-	assert.Equal(t, (1+1+1+58+mbW+512+64)+2*(1+58+11)+(1+1+mbW)+2*(1+58+11+1)+4*7+8*1+1+(1+58+4+3)+2+(1+1+3),
+	assert.Equal(t, (1+1+1+58+mbW+512+64)+2*(1+58+11)+(1+1+mbW)+2*(1+64+17+1)+4*7+8*1+1+(1+64+10+4+4+3)+2+(1+1+3),
 		flops[synthKey("hca_dma_engine", []Param{{"OUTSTANDING", 8}, {"MRRS", 512}, {"MPS", p.MPS}, {"TAG_W", 8}})])
 	// ib_vcrc: the output register, valid 1 + data 512 + sop, eop and the
 	// two error flags 4; PktLen 11, the beat count 8, the CRC register 16,

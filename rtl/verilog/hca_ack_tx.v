@@ -27,9 +27,11 @@
 //   from VA + i x MTU: OpCode ONLY (0x10) alone, else FIRST (0x0D), MIDDLE (0x0E) ..., LAST (0x0F),
 //   or MIDDLE ... LAST for a replay from inside; PadCnt = -bytes mod 4; PSN first + i; the AETH (0x1F,
 //   the reply's MSN) on all but a MIDDLE; PktLen (24 or 20 + bytes + PadCnt + 4) / 4. Each
-//   response's payload is read through rd_* (DMA client rd1, shared in hca_share_arb): the blocks
-//   its bytes lie in, ceil((VA_i mod 64 + bytes) / 64) from VA_i rounded down, a read issued when
-//   the PB-block payload buffer has room for all of them (rd1 answers without back-pressure), ahead
+//   response's payload is read through rd_* (DMA client rd1, shared in hca_share_arb): its bytes,
+//   the model's PCIe.Read of min(MTU, rest) at VA_i (hca_dma_engine's reads are bytes), which rd1
+//   answers with the blocks they lie in, ceil((VA_i mod 64 + bytes) / 64) from VA_i rounded down,
+//   each byte at its lane; a read issued when the PB-block payload buffer has room for all of them
+//   (rd1 answers without back-pressure), ahead
 //   of the headers; an hca_tx_assemble joins each header with its payload (each response its own
 //   message, pay_start VA_i mod 64). The next entry is taken after the reply's last response has
 //   left the assembler, so ACKs and responses leave in the order the responder gave them.
@@ -170,8 +172,8 @@ module hca_ack_tx #(
     wire             rs_on    = e_busy && rs_left != 24'd0;
     wire             rs_room  = {1'b0, pb_nres} + {1'b0, rs_blks} <= 9'd128;
     assign rd_req_valid = rs_on && rs_p != 13'd0 && rs_room;
-    assign rd_req_addr  = {rs_va[63:6], 6'd0};
-    assign rd_req_len   = {2'd0, rs_blks, 6'd0};
+    assign rd_req_addr  = rs_va;
+    assign rd_req_len   = {3'd0, rs_p};   // 1..4096 bytes
     wire             rs_take  = rs_on && (rs_p == 13'd0 || (rd_req_valid && rd_req_ready));
     wire             pay_valid = pb_nfill != 8'd0;
     wire             pay_ready;

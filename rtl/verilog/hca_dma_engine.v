@@ -13,18 +13,32 @@
 // ready), taken from the cycle after the clear; from there the block behaves, cycle by cycle,
 // as it would from reset without a clear.
 //
-// Reads. A client request (rdN_req_*, valid/ready) names whole 64-byte blocks: addr[5:0] is
-// ignored, len is in bytes and rounded up to blocks, and len = 0 is 65536 bytes (1024 blocks,
-// as a PCIe Length of 0 is 1024 DW), the largest read a client may ask. Each client has a
-// splitter register {block address, blocks left, wait-for-write}; it takes the next request
-// when it is empty or issuing its request's last host request in the cycle (so one-chunk
-// requests go back to back). A host request of n blocks is
-//   n = min(blocks left, MRRS/64 - (block address mod MRRS/64))
-// so it never exceeds MRRS and never crosses an MRRS-aligned address, hence never a 4 KiB one
-// (MRRS <= 4096; PCIe forbids a read request crossing 4 KiB). Addresses wrap modulo 2^64, and
-// 2^64 is MRRS-aligned, so no request straddles the wrap.
+// Reads. A client request (rdN_req_*, valid/ready) names bytes: addr is any byte address, len
+// is in bytes, and len = 0 is 65536 bytes (as a PCIe Length of 0 is 1024 DW), the largest read a
+// client may ask. Each client has a splitter register {byte address, bytes left, wait-for-write};
+// it takes the next request when it is empty or issuing its request's last host request in the
+// cycle (so one-chunk requests go back to back). A host request is
+//   k = min(bytes left, MRRS - (address mod MRRS))
+// bytes (hca.ReadRequest, the model's split, which counts bytes), so it never exceeds MRRS and
+// never crosses an MRRS-aligned address, hence never a 4 KiB one (MRRS <= 4096; PCIe forbids a
+// read request crossing 4 KiB). Addresses wrap modulo 2^64, and 2^64 is MRRS-aligned, so no
+// request straddles the wrap. host_rd_addr is its byte address and host_rd_len its bytes; PCIe
+// reads whole DWs, so the request's DW address is host_rd_addr[63:2], its Length
+// ceil((host_rd_addr mod 4 + host_rd_len) / 4) DW, and host_rd_fbe / host_rd_lbe are its First
+// and Last DW BE (bit i: byte i of the DW; Last DW BE 0 for one DW), which the block computes.
+// Data come back address-aligned (the layout of a PCIe core's address-aligned completion mode):
+// a host request returns the n = ceil((address mod 64 + k) / 64) 64-byte blocks its bytes lie in
+// (n <= MRRS/64: the request lies in one MRRS-aligned window), a beat each, each byte at its
+// address's lane; lanes outside the request carry anything (a completer returns only the DWs
+// asked, and a disabled byte's value is undefined), and the block passes them on as they come.
+// A client read's response is so ceil((addr mod 64 + len) / 64) blocks (up to 1025), its bytes
+// at their lanes: the clients pick their bytes out of the lanes (hca_rq its 16-byte WQEs,
+// hca_tx_assemble a payload, hca_responder its atomic's 8 bytes), as they did when reads were
+// whole blocks, so none needs a shifter and the block has none (a 512-bit realigning shifter
+// per read client would cost more than the rest of the read path, and every client would then
+// have to undo it to put bytes at their packet or host lanes).
 // Each cycle the host request register (host_rd_*) is empty or taken, a round-robin arbiter
-// (u_rd) picks a client whose splitter can issue: it has blocks left, no earlier write to wait
+// (u_rd) picks a client whose splitter can issue: it has bytes left, no earlier write to wait
 // for (below), a free tag exists, and its reorder ring has room for n blocks. The request takes
 // the next free tag round robin (u_tag, one of OUTSTANDING; a busy bit per tag in flops), held
 // until its last completion beat: a completion of a tag that is not in flight is ignored. The
@@ -74,9 +88,10 @@
 // requests are loaded only from the cycle after. So every TLP with a beat taken before the
 // read reaches the host whole before the read's requests. Writes never wait for reads (a
 // posted write may pass a read request).
-// TODO: byte-granular reads (a shifter for data not at a 64-byte address), gathering a TLP's beats before sending it (a client stalling mid-TLP now
-// holds the write port and the reads behind it), relaxed ordering and ID-based ordering, completion timeouts and error
-// completions (UR/CA), the read data path from a non-64-byte-aligned address.
+// TODO: gathering a TLP's beats before sending it (a client stalling mid-TLP now holds the write
+// port and the reads behind it), relaxed ordering and ID-based ordering, completion timeouts and
+// error completions (UR/CA), byte-granular writes' TLP headers (a write's header is whole blocks,
+// its byte enables say which bytes land).
 module hca_dma_engine #(
     parameter integer DATA_W      = 512, // one 64-byte block a beat (the block assumes 512)
     parameter integer OUTSTANDING = 64,  // read tags (hca.pcie.outstanding_reads, 1..768)
@@ -117,7 +132,9 @@ module hca_dma_engine #(
     // host bus: tagged read requests and their completions
     output reg               host_rd_valid,
     output reg  [63:0]       host_rd_addr,
-    output reg  [15:0]       host_rd_len,
+    output reg  [15:0]       host_rd_len,   // bytes, 1..MRRS
+    output reg  [3:0]        host_rd_fbe,   // First DW BE: bit i enables byte i of the first DW
+    output reg  [3:0]        host_rd_lbe,   // Last DW BE (0 for a request within one DW)
     output reg  [TAG_W-1:0]  host_rd_tag,
     input  wire              host_rd_ready,
     input  wire              host_cpl_valid,
@@ -142,14 +159,21 @@ module hca_dma_engine #(
     // at least two requests' worth (one tag), so a count of n fits the ring's pointers
     localparam integer ROB_AW   = ($clog2(OUTSTANDING * CB) > CB_W) ? $clog2(OUTSTANDING * CB) : CB_W;
     localparam integer ROB_BLOCKS = 1 << ROB_AW;
-    localparam [CB_W-1:0]     CB_C    = CB[CB_W-1:0];
+    localparam integer KW       = CBL + 7;                   // bits of a byte count 0..MRRS
+    localparam [KW-1:0]       MRRS_C  = MRRS[KW-1:0];
     localparam [ROB_AW+1:0]   ROB_C   = ROB_BLOCKS[ROB_AW+1:0];
     localparam [TAG_W-1:0]    BASE_C  = TAG_BASE[TAG_W-1:0];
     localparam [TAG_W:0]      OUT_C   = OUTSTANDING[TAG_W:0];
 
     reg clearing; // the clear after reset is under way (below, "reorder rings")
 
-    // a client request's blocks: ceil(len / 64), len 0 = 1024
+    // a client read's bytes: len, len 0 = 65536
+    function [16:0] bytes_of;
+        input [15:0] len;
+        bytes_of = {(len == 16'd0), len};
+    endfunction
+
+    // a client write's blocks: ceil(len / 64), len 0 = 1024
     function [10:0] blocks_of;
         input [15:0] len;
         begin
@@ -251,24 +275,31 @@ module hca_dma_engine #(
 
     // ---- read splitters, one per client ----
     reg        sp_busy  [0:1];
-    reg [57:0] sp_blk   [0:1]; // next block address (address / 64)
-    reg [10:0] sp_left  [0:1]; // blocks left, 1..1024
+    reg [63:0] sp_addr  [0:1]; // next byte address
+    reg [16:0] sp_left  [0:1]; // bytes left, 1..65536
     reg        sp_wwait [0:1]; // an earlier TLP has not yet left the host write register whole
 
     // reorder rings: tail (reserved) and head (delivered) counts
     reg [ROB_AW:0] rb_tail [0:1];
     reg [ROB_AW:0] rb_head [0:1];
 
-    wire [CB_W-1:0] to_bnd0 = CB_C - {1'b0, sp_blk[0][CBL-1:0]};
-    wire [CB_W-1:0] to_bnd1 = CB_C - {1'b0, sp_blk[1][CBL-1:0]};
-    wire [CB_W-1:0] n0 = (sp_left[0] < {{(11-CB_W){1'b0}}, to_bnd0}) ? sp_left[0][CB_W-1:0] : to_bnd0;
-    wire [CB_W-1:0] n1 = (sp_left[1] < {{(11-CB_W){1'b0}}, to_bnd1}) ? sp_left[1][CB_W-1:0] : to_bnd1;
+    // The next host request: k bytes to the next MRRS-aligned address or the read's end
+    // (hca.ReadRequest), and the n blocks they touch, which the host returns (at most CB: the
+    // request lies inside one MRRS-aligned window).
+    wire [KW-1:0]   to_bnd0 = MRRS_C - {1'b0, sp_addr[0][CBL+5:0]};
+    wire [KW-1:0]   to_bnd1 = MRRS_C - {1'b0, sp_addr[1][CBL+5:0]};
+    wire [KW-1:0]   k0 = (sp_left[0] < {{(17-KW){1'b0}}, to_bnd0}) ? sp_left[0][KW-1:0] : to_bnd0;
+    wire [KW-1:0]   k1 = (sp_left[1] < {{(17-KW){1'b0}}, to_bnd1}) ? sp_left[1][KW-1:0] : to_bnd1;
+    wire [KW:0]     span0 = {{(KW-5){1'b0}}, sp_addr[0][5:0]} + {1'b0, k0} + {{(KW-5){1'b0}}, 6'd63};
+    wire [KW:0]     span1 = {{(KW-5){1'b0}}, sp_addr[1][5:0]} + {1'b0, k1} + {{(KW-5){1'b0}}, 6'd63};
+    wire [CB_W-1:0] n0 = span0[CB_W+5:6];
+    wire [CB_W-1:0] n1 = span1[CB_W+5:6];
     wire [ROB_AW:0] used0 = rb_tail[0] - rb_head[0];
     wire [ROB_AW:0] used1 = rb_tail[1] - rb_head[1];
     wire fits0 = {1'b0, used0} + {{(ROB_AW+2-CB_W){1'b0}}, n0} <= ROB_C;
     wire fits1 = {1'b0, used1} + {{(ROB_AW+2-CB_W){1'b0}}, n1} <= ROB_C;
-    wire last0 = sp_left[0] == {{(11-CB_W){1'b0}}, n0};
-    wire last1 = sp_left[1] == {{(11-CB_W){1'b0}}, n1};
+    wire last0 = sp_left[0] == {{(17-KW){1'b0}}, k0};
+    wire last1 = sp_left[1] == {{(17-KW){1'b0}}, k1};
 
     // ---- tags ----
     // Per tag: in flight (tag_busy, flops: the free search reads them all), and in the tag
@@ -303,7 +334,18 @@ module hca_dma_engine #(
         end
     endgenerate
     wire [CB_W-1:0] n_g    = (rg == 1'b0) ? n0 : n1;
+    wire [KW-1:0]   k_g    = (rg == 1'b0) ? k0 : k1;
+    wire [63:0]     a_g    = sp_addr[rg];
     wire            last_g = (rg == 1'b0) ? last0 : last1;
+    // PCIe's DW form of the request (the core's Address[63:2] and Length follow from host_rd_addr
+    // and host_rd_len): the first DW's byte enables from the address's bytes on, the last DW's
+    // up to the request's last byte; a request within one DW has its bytes in the first DW's
+    // enables and a last DW BE of 0 (PCIe: Length 1 DW needs Last DW BE 0000b).
+    wire [1:0]      e_g    = a_g[1:0] + k_g[1:0] - 2'd1;   // the last byte's lane in its DW
+    wire [KW:0]     dw_end = {{(KW-1){1'b0}}, a_g[1:0]} + {1'b0, k_g}; // <= 4: one DW
+    wire [3:0]      fbe_all = 4'b1111 << a_g[1:0];
+    wire [3:0]      lbe_all = 4'b1111 >> (2'd3 - e_g);
+    wire            one_dw = dw_end <= {{(KW-2){1'b0}}, 3'd4};
     // nothing is taken until the clear after reset is done (below)
     assign rd0_req_ready = !clearing && (!sp_busy[0] || (issue && rg == 1'b0 && last0));
     assign rd1_req_ready = !clearing && (!sp_busy[1] || (issue && rg == 1'b1 && last1));
@@ -326,7 +368,8 @@ module hca_dma_engine #(
     wire              cpl_lap = cpl_cnt[ROB_AW];
     /* verilator lint_off UNUSEDSIGNAL */
     wire [TAG_W:0]    cpl_rel_all = cpl_rel;  // its low TAG_IW bits index the tag
-    wire [5:0]        low_bits = rd0_req_addr[5:0] ^ rd1_req_addr[5:0] ^ wr0_addr[5:0] ^ wr1_addr[5:0]; // whole blocks
+    wire [5:0]        low_bits = wr0_addr[5:0] ^ wr1_addr[5:0]; // writes are whole blocks
+    wire [KW:0]       span_hi  = span0 ^ span1;   // bits 5:0 (the rounding) and the top (never set) are not blocks
     /* verilator lint_on UNUSEDSIGNAL */
 
     // ---- reorder rings ----
@@ -419,13 +462,15 @@ module hca_dma_engine #(
             host_rd_valid <= 1'b0;
             host_rd_addr  <= 64'd0;
             host_rd_len   <= 16'd0;
+            host_rd_fbe   <= 4'd0;
+            host_rd_lbe   <= 4'd0;
             host_rd_tag   <= {TAG_W{1'b0}};
             rd0_rsp_valid <= 1'b0;
             rd1_rsp_valid <= 1'b0;
             for (c = 0; c < 2; c = c + 1) begin
                 sp_busy[c]  <= 1'b0;
-                sp_blk[c]   <= 58'd0;
-                sp_left[c]  <= 11'd0;
+                sp_addr[c]  <= 64'd0;
+                sp_left[c]  <= 17'd0;
                 sp_wwait[c] <= 1'b0;
                 rb_tail[c]  <= {(ROB_AW+1){1'b0}};
                 rb_head[c]  <= {(ROB_AW+1){1'b0}};
@@ -444,12 +489,14 @@ module hca_dma_engine #(
             // issue one host request
             if (issue) begin
                 host_rd_valid <= 1'b1;
-                host_rd_addr  <= {sp_blk[rg], 6'd0};
-                host_rd_len   <= {{(10-CB_W){1'b0}}, n_g, 6'd0};
+                host_rd_addr  <= a_g;
+                host_rd_len   <= {{(16-KW){1'b0}}, k_g};
+                host_rd_fbe   <= one_dw ? (fbe_all & lbe_all) : fbe_all;
+                host_rd_lbe   <= one_dw ? 4'b0000 : lbe_all;
                 host_rd_tag   <= BASE_C + tg_w;
                 rb_tail[rg]   <= rb_tail[rg] + {{(ROB_AW+1-CB_W){1'b0}}, n_g};
-                sp_blk[rg]    <= sp_blk[rg] + {{(58-CB_W){1'b0}}, n_g};
-                sp_left[rg]   <= sp_left[rg] - {{(11-CB_W){1'b0}}, n_g};
+                sp_addr[rg]   <= a_g + {{(64-KW){1'b0}}, k_g};
+                sp_left[rg]   <= sp_left[rg] - {{(17-KW){1'b0}}, k_g};
                 if (last_g) sp_busy[rg] <= 1'b0;
             end else if (host_rd_ready) begin
                 host_rd_valid <= 1'b0;
@@ -457,14 +504,14 @@ module hca_dma_engine #(
             // take client requests
             if (rd0_req_valid && rd0_req_ready) begin
                 sp_busy[0]  <= 1'b1;
-                sp_blk[0]   <= rd0_req_addr[63:6];
-                sp_left[0]  <= blocks_of(rd0_req_len);
+                sp_addr[0]  <= rd0_req_addr;
+                sp_left[0]  <= bytes_of(rd0_req_len);
                 sp_wwait[0] <= wr_pend;
             end
             if (rd1_req_valid && rd1_req_ready) begin
                 sp_busy[1]  <= 1'b1;
-                sp_blk[1]   <= rd1_req_addr[63:6];
-                sp_left[1]  <= blocks_of(rd1_req_len);
+                sp_addr[1]  <= rd1_req_addr;
+                sp_left[1]  <= bytes_of(rd1_req_len);
                 sp_wwait[1] <= wr_pend;
             end
         end

@@ -6,8 +6,8 @@
 //
 // Round robin per request (a request is one valid/ready handshake: the pick is held while it
 // waits, r_hold): when both ask, the one not served last goes.
-// hca_dma_engine answers a client's reads in request order, ceil(len / 64) blocks each (len 0: 1024),
-// one a beat, without back-pressure; so each request taken pushes its owner and block count into an
+// hca_dma_engine answers a client's reads in request order, each with the ceil((addr mod 64 + len) / 64)
+// blocks its bytes lie in (len 0: 65536 bytes; up to 1025 blocks), one a beat, without back-pressure; so each request taken pushes its owner and block count into an
 // order queue (DEPTH entries; a request waits while it is full), and each response beat goes to the
 // head entry's owner (rsp_data goes to both; only the owner sees valid), the entry popped with its
 // last block. hca_top sets DEPTH to the reads both clients can have in flight (2^QPN_W x
@@ -44,8 +44,9 @@ module hca_rd_merge #(
     assign a_req_ready = r_room && !r_pick && req_ready;
     assign b_req_ready = r_room && r_pick && req_ready;
     wire         r_take = req_valid && req_ready;
-    wire [16:0]  r_up   = {1'b0, req_len} + 17'd63;
-    wire [10:0]  r_blks = req_len == 16'd0 ? 11'd1024 : r_up[16:6];
+    // the blocks the read's bytes lie in: (addr mod 64 + len + 63) / 64, len 0 = 65536
+    wire [17:0]  r_up   = {1'b0, req_len == 16'd0, req_len} + {12'd0, req_addr[5:0]} + 18'd63;
+    wire [10:0]  r_blks = r_up[16:6];
 
     wire         h_own;
     wire [10:0]  h_blk;
@@ -55,6 +56,7 @@ module hca_rd_merge #(
     wire             h_valid; // 1 whenever a block returns: host memory returns what was read
     wire [CNT_W-1:0] q_count;
     wire [5:0]       r_low = r_up[5:0];
+    wire             r_top = r_up[17];      // (65536 + 63 + 63) / 64 = 1025 < 2^11
     /* verilator lint_on UNUSEDSIGNAL */
     sync_fifo #(.WIDTH(12), .DEPTH(DEPTH)) u_order (
         .clk(clk), .rst_n(rst_n),

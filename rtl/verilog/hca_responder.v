@@ -400,8 +400,8 @@ module hca_responder #(
     wire [63:0]  a_res   = h_op == 8'h14 ? a_orig + h_swap : (a_orig == h_cmp ? h_swap : a_orig);
     wire         a_wr    = state == S_AWR;
     assign rd_req_valid = state == S_ARD;
-    assign rd_req_addr  = {h_va[63:6], 6'd0};
-    assign rd_req_len   = 16'd64;
+    assign rd_req_addr  = h_va;      // the atomic's 8 bytes, as the model reads them (rd1 returns
+    assign rd_req_len   = 16'd8;     // the block they lie in: 8-byte aligned, never across one)
     wire [63:0]  wva     = sendp ? ctx_raddr[ix] + {32'd0, ctx_roff[ix]} : has_reth ? h_va : ctx_wva[ix];
     wire [15:0]  r_idx   = state == S_RRSP ? rw_rsp_index : ctx_ridx[ix];
     wire [23:0]  msn_n   = ctx_msn[ix] + {23'd0, last};

@@ -21,12 +21,12 @@
 // read (WQEs posted and not fetched, and fewer than WIN = 4 * WQE_PREFETCH_DEPTH held: read or
 // being read, not taken) and a read of n WQEs is loaded from its counts, by hca.RecvRead:
 //   n = min(prod - fetched, WIN - (fetched - taken), ring - fetched mod ring)
-// from ring slot s = fetched mod ring. rd0 reads whole 64-byte blocks (hca_dma_engine: 64-byte
-// addresses and lengths), so the request covers the blocks the WQEs lie in:
-//   rd_req_addr = base + (s / 4) * 64, rd_req_len = ceil((s mod 4 + n) / 4) * 64
-// and the block's lanes before s mod 4 (in the first block) and past the n-th WQE (in the last)
-// are dropped here. A ring of 1 or 2 WQEs reads its whole block (bytes past the ring's end, in
-// the same 64-byte block: never past a page). fetched grows by n.
+// from ring slot s = fetched mod ring. The read is the model's bytes (hca.Device.recvFetch's
+// PCIe.Read of n WQEs at the slot; hca_dma_engine's reads are byte-granular):
+//   rd_req_addr = base + s * 16, rd_req_len = n * 16
+// and rd0 returns the ceil((s mod 4 + n) / 4) 64-byte blocks they lie in, each WQE at its
+// address's lane (s mod 4 in the first block); the lanes before it and past the n-th WQE carry
+// nothing meant and are dropped here. fetched grows by n.
 // Responses (rd_rsp_*, in request order, a block a beat, no back-pressure) are routed by a FIFO of
 // the reads in flight ({QP, s mod 4, n}) and written, up to four WQEs a block, into the QP's
 // on-chip store: WIN2 = 2^ceil(log2 WIN) slots per QP, WQE index i at slot i mod WIN2, in four
@@ -151,7 +151,6 @@ module hca_rq #(
     wire [16:0] room      = WIN17 - {1'b0, fetched - rq_take[pk]};
     wire [16:0] n_ring    = (unfetched < to_end) ? unfetched : to_end;
     wire [16:0] n         = (n_ring < room) ? n_ring : room; // 1 .. WIN when pk_valid
-    wire [16:0] nblk      = ({15'd0, slot[1:0]} + n + 17'd3) >> 2;
 
     // ---- the reads in flight, oldest first ----
     wire [QPN_W-1:0] rt_q;     // the QP of the oldest read host memory is returning
@@ -164,7 +163,6 @@ module hca_rq #(
     wire [RD_W-1:0]  rt_count;
     wire [5:0]       base_low = rq_cfg_base[5:0]; // a ring is 64-byte aligned
     wire [16:0]      n_hi     = n;                // n <= WIN <= 1024
-    wire [16:0]      nblk_hi  = nblk;             // <= 257 blocks
     /* verilator lint_on UNUSEDSIGNAL */
     sync_fifo #(.WIDTH(QPN_W + 2 + WIN_W), .DEPTH(READS)) u_reads (
         .clk(clk), .rst_n(rst_n),
@@ -277,8 +275,8 @@ module hca_rq #(
             if (rd_req_valid && rd_req_ready) rd_req_valid <= 1'b0;
             if (issue) begin
                 rd_req_valid <= 1'b1;
-                rd_req_addr  <= {rq_base[pk] + {44'd0, slot[15:2]}, 6'd0};
-                rd_req_len   <= {nblk[9:0], 6'd0};
+                rd_req_addr  <= {rq_base[pk], 6'd0} + {44'd0, slot, 4'd0};
+                rd_req_len   <= {n[11:0], 4'd0};   // n * 16 <= 16384
             end
             for (i = 0; i < QPS; i = i + 1)
                 if (pk_hot[i]) rq_fetch[i] <= fetched + n[15:0];
