@@ -131,9 +131,27 @@ const errTruncated = "truncated: no newline at the end (every line of a trace, t
 // of the input instead of at a newline.
 type lineEnds struct {
 	unterminated bool // the last line returned had no newline
+	r            io.Reader
+	readErr      error // the reader's error other than io.EOF
+}
+
+// Read passes r's bytes on and keeps its error: a scanner whose reader
+// fails ends its input as at EOF, so a cut gzip stream's last,
+// half-decompressed line would otherwise read as an unterminated one.
+func (e *lineEnds) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.readErr = err
+	}
+	return n, err
 }
 
 func (e *lineEnds) split(data []byte, atEOF bool) (int, []byte, error) {
+	if atEOF && e.readErr != nil {
+		// The input ended by the reader's failure, not at its end: say
+		// that, not that the line it cut has no newline.
+		return 0, nil, e.readErr
+	}
 	adv, tok, err := bufio.ScanLines(data, atEOF)
 	if tok != nil && data[adv-1] != '\n' {
 		e.unterminated = true
@@ -144,9 +162,9 @@ func (e *lineEnds) split(data []byte, atEOF bool) (int, []byte, error) {
 // newLineScanner returns a scanner of r's lines, at most maxLineBytes each,
 // and the watch that says whether the line it last returned had no newline.
 func newLineScanner(r io.Reader) (*bufio.Scanner, *lineEnds) {
-	sc := bufio.NewScanner(r)
+	e := &lineEnds{r: r}
+	sc := bufio.NewScanner(e)
 	sc.Buffer(make([]byte, 0, 64*1024), maxLineBytes)
-	e := &lineEnds{}
 	sc.Split(e.split)
 	return sc, e
 }

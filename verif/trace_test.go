@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/assert"
@@ -207,6 +208,28 @@ func TestReadTraceErrors(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n", "one-line error")
 		})
 	}
+}
+
+// TestReadErrorIsNotTruncation: a reader that fails part-way through a
+// line (a cut .trace.gz: the decompressor hands over the bytes it has,
+// then "unexpected EOF") ends the scanner's input as EOF does, so the
+// half line it cut looked like a line without its newline and the report
+// said "truncated: no newline" instead of the decompressor's error.
+func TestReadErrorIsNotTruncation(t *testing.T) {
+	hdr := testHeader.String() + "\n"
+	broken := errors.New("gzip-compressed, and decompressing it failed: unexpected EOF")
+	in := io.MultiReader(strings.NewReader(hdr+"5 A tx_start vl=1\n6 A stage stage=key"), iotest.ErrReader(broken))
+	_, err := ReadTrace(in)
+	require.ErrorIs(t, err, broken)
+	assert.NotContains(t, err.Error(), "truncated")
+	// The diff's streaming comparison reads the same way.
+	a := strings.NewReader(hdr + "5 A tx_start vl=1\n6 A stage stage=key_check\n")
+	b := io.MultiReader(strings.NewReader(hdr+"5 A tx_start vl=1\n6 A stage stage=key"), iotest.ErrReader(broken))
+	var out, errb bytes.Buffer
+	code := diffWhole(a, b, "a.trace", "b.trace.gz", [2]int{}, DiffOptions{}, &out, &errb)
+	assert.Equal(t, ExitError, code)
+	assert.Contains(t, errb.String(), "unexpected EOF")
+	assert.NotContains(t, errb.String(), "truncated")
 }
 
 // TestHeaderSeedFullRange: a run's seed is any of 0..2^64-1 (fabric.Config.Seed
