@@ -586,6 +586,9 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 	var perr error
 	switch {
 	case !show:
+	case f.format == "table" && len(res.Points) == 0:
+		// A shard of more shards than designs ran none: a table of no
+		// rows would be a header of no columns (stderr says why).
 	case f.format == "json":
 		perr = report.WriteJSON(stdout, res)
 	case f.format == "csv" && ex.cells != nil:

@@ -180,6 +180,12 @@ func executeSweep(l *fabric.Loaded, f *runFlags, stderr io.Writer) (*report.Resu
 			what += ", written to " + f.out + " (--out DIR to choose)"
 		}
 		fmt.Fprintf(stderr, "hcasim: sweep: %s in %.3g s (--jobs %d)\n", what, time.Since(start).Seconds(), f.jobs)
+		if manifest != nil && len(designs) == 0 {
+			// More shards than designs: this one is empty, and its
+			// shard.json still tells merge that it ran.
+			fmt.Fprintf(stderr, "hcasim: sweep: shard %d/%d holds no design: the sweep has %d, one each in shards 0…%d; merge takes this empty shard too\n",
+				manifest.Shard, manifest.Shards, len(sw.Designs), len(sw.Designs)-1)
+		}
 		if prev != nil {
 			fmt.Fprintf(stderr, "hcasim: sweep: resumed from %s: %s reused, %d run\n", prev.path, plural(prev.count(), "finished point"), len(outs)-prev.count())
 		}

@@ -245,6 +245,37 @@ func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	assert.Contains(t, stderr, "from a different sweep")
 }
 
+// TestEmptyShards: with more shards than designs (8 of a 6-point sweep),
+// shards 6/8 and 7/8 run nothing. They print no table (it was a header of
+// one "error" column), say on stderr why they are empty, and still write
+// shard.json, so merge takes all eight and gives the unsharded results.
+func TestEmptyShards(t *testing.T) {
+	cfg := writeFile(t, "sizing.yaml", sweepConfig)
+	whole := t.TempDir()
+	code, _, stderr := run("-config", cfg, "--out", whole, "--quiet")
+	require.Equal(t, 0, code, stderr)
+	var dirs []string
+	for i := 0; i < 8; i++ {
+		d := t.TempDir()
+		code, stdout, stderr := run("-config", cfg, "--shard", fmt.Sprintf("%d/8", i), "--out", d, "--jobs", "1")
+		require.Equal(t, 0, code, stderr)
+		dirs = append(dirs, d)
+		if i < 6 {
+			assert.Contains(t, stdout, "│", "shard %d/8 ran design %d: a table", i, i)
+			assert.NotContains(t, stderr, "holds no design")
+			continue
+		}
+		assert.Empty(t, stdout, "shard %d/8 ran nothing: no table", i)
+		assert.Contains(t, stderr, fmt.Sprintf("hcasim: sweep: shard %d/8 holds no design: the sweep has 6, one each in shards 0…5; merge takes this empty shard too\n", i))
+	}
+	merged := t.TempDir()
+	code, _, stderr = run(append(append([]string{"merge"}, dirs...), "--out", merged, "--quiet")...)
+	require.Equal(t, 0, code, stderr)
+	for _, f := range []string{"results.json", "results.csv"} {
+		assert.Equal(t, readFile(t, filepath.Join(whole, f)), readFile(t, filepath.Join(merged, f)), f)
+	}
+}
+
 func TestFailingPointIsWrittenAndTheOthersRun(t *testing.T) {
 	saved := fabricRun
 	defer func() { fabricRun = saved }()
