@@ -88,6 +88,11 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 	if *configPath == "" {
 		return userErr("-config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])")
 	}
+	if fs.Changed("out") && *outDir == "" {
+		// -o "" (an unset shell variable) is a path left out, not a
+		// request for the report alone.
+		return userErr("-o: empty path (give the directory to write the Verilog tree into)")
+	}
 	if *outDir == "" && !*wantReport {
 		return userErr("nothing to do: give -o DIR to write Verilog, --report for resources, or both")
 	}
