@@ -38,7 +38,7 @@ func TestColdCQMissIsAContextRead(t *testing.T) {
 	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
 	use := func(at ib.PS, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.contextUse(p.b.cqc, s.Now(), cq.Num) }}, 0)
+		s.Schedule(at, &poster{fn: func() { *done = p.b.contextModify(p.b.cqc, s.Now(), cq.Num) }}, 0)
 	}
 	use(at, &missDone)
 	use(at+100*ib.Nanosecond, &underMissDone)
@@ -72,7 +72,7 @@ func TestCQEvictionWritesBack(t *testing.T) {
 	var first, second, third ib.PS
 	at := 10 * ib.Microsecond
 	use := func(at ib.PS, cq *CQ, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.contextUse(p.b.cqc, s.Now(), cq.Num) }}, 0)
+		s.Schedule(at, &poster{fn: func() { *done = p.b.contextModify(p.b.cqc, s.Now(), cq.Num) }}, 0)
 	}
 	use(at, x, &first)
 	use(at+2*ib.Microsecond, y, &second)
@@ -181,7 +181,7 @@ func TestCQCacheThrashIsPCIeBound(t *testing.T) {
 	cfg := Defaults()
 	cfg.PCIe.Lanes = 1
 	cfg.CQCacheEntries = entries
-	r := newQPRingCQs(t, cfg, n, msgs, true)
+	r := newQPRingOf(t, cfg, n, msgs, true, WRRDMAWrite)
 	c := r.a.CQCache()
 	assert.Equal(t, int64(msgs), c.Misses, "every send CQE missed")
 	assert.Equal(t, int64(0), c.Hits)
@@ -202,7 +202,7 @@ func TestCQCacheHitsWhenCQsFit(t *testing.T) {
 	cfg := Defaults()
 	cfg.PCIe.Lanes = 1
 	cfg.CQCacheEntries = n
-	r := newQPRingCQs(t, cfg, n, msgs, true)
+	r := newQPRingOf(t, cfg, n, msgs, true, WRRDMAWrite)
 	c := r.a.CQCache()
 	assert.Equal(t, int64(n), c.Misses)
 	assert.Equal(t, int64(msgs-n), c.Hits)
@@ -227,9 +227,9 @@ func TestContextMissesAllocateNothing(t *testing.T) {
 	const other = 1000 // a CQ and SRQ number no verb made
 	round := func() {
 		now := r.s.Now()
-		r.a.contextUse(r.a.cqc, now, other)
-		r.b.contextUse(r.b.cqc, now, other)
-		r.b.contextUse(r.b.srqc, now, other)
+		r.a.contextModify(r.a.cqc, now, other)
+		r.b.contextModify(r.b.cqc, now, other)
+		r.b.contextModify(r.b.srqc, now, other)
 		r.round(t)
 	}
 	for i := 0; i < 200; i++ {
@@ -258,9 +258,9 @@ func TestDestroyedCQContextIsNotWrittenBack(t *testing.T) {
 	y := p.qb.RecvCQ
 	var second ib.PS
 	at := 10 * ib.Microsecond
-	s.Schedule(at, &poster{fn: func() { p.b.contextUse(p.b.cqc, s.Now(), x.Num) }}, 0)
+	s.Schedule(at, &poster{fn: func() { p.b.contextModify(p.b.cqc, s.Now(), x.Num) }}, 0)
 	s.Schedule(at+2*ib.Microsecond, &poster{fn: func() { require.NoError(t, p.b.DestroyCQ(x)) }}, 0)
-	s.Schedule(at+3*ib.Microsecond, &poster{fn: func() { second = p.b.contextUse(p.b.cqc, s.Now(), y.Num) }}, 0)
+	s.Schedule(at+3*ib.Microsecond, &poster{fn: func() { second = p.b.contextModify(p.b.cqc, s.Now(), y.Num) }}, 0)
 	s.StopAt(20 * ib.Microsecond)
 	require.NoError(t, s.Run())
 	assert.Equal(t, at+3*ib.Microsecond+ctxMissPS, second)
