@@ -37,16 +37,21 @@ func (d *Device) CQCache() *ContextCache { return d.cqc }
 // modelled (hca.srq_cache_entries 0).
 func (d *Device) SRQCache() *ContextCache { return d.srqc }
 
-// CQCBase and SRQCBase are the bus addresses at which the model puts the
-// CQ and SRQ context tables in ICM: context n at base + n × its bytes (a
-// power of two, so each is aligned to its size). ConnectX's ICM layout is
-// not published; tables indexed by number, as the InfiniHost PRM's are,
-// are the assumption. 2^24 contexts of at most 4096 bytes take 2^36 bytes
-// each, clear of the MPT (2^30 bytes from MPTBase), of each other and of
-// QPCBase.
+// EQCache returns the EQ context cache, nil when EQ contexts are not
+// modelled (hca.eq_cache_entries 0).
+func (d *Device) EQCache() *ContextCache { return d.eqc }
+
+// CQCBase, SRQCBase and EQCBase are the bus addresses at which the model
+// puts the CQ, SRQ and EQ context tables in ICM: context n at base + n ×
+// its bytes (a power of two, so each is aligned to its size). ConnectX's
+// ICM layout is not published; tables indexed by number, as the
+// InfiniHost PRM's are, are the assumption. 2^24 contexts of at most 4096
+// bytes take 2^36 bytes each, clear of the MPT (2^30 bytes from MPTBase),
+// of each other and of QPCBase.
 const (
 	CQCBase  = 1<<60 + 1<<56
 	SRQCBase = 1<<60 + 1<<55
+	EQCBase  = 1<<60 + 1<<54
 )
 
 // ContextAddr returns the bus address of context n of a table at base
@@ -70,7 +75,8 @@ func (d *Device) contextUse(c *ContextCache, t ib.PS, n uint32) ib.PS {
 }
 
 // contextModify is contextUse for a use that always modifies the context
-// (a CQE moves the CQ's producer index, a take the SRQ's WQE counter):
+// (a CQE moves the CQ's producer index, a take the SRQ's WQE counter, an
+// EQE the EQ's producer_counter and its state, armed to fired):
 // the entry, now the most recently used, is marked for write-back.
 func (d *Device) contextModify(c *ContextCache, t ib.PS, n uint32) ib.PS {
 	t = d.contextUse(c, t, n)

@@ -182,10 +182,10 @@ type Device struct {
 	// qpc is the QP context cache (hca.qp_cache_entries, qpcache.go), nil
 	// when QP contexts are not modelled.
 	qpc *ContextCache
-	// cqc and srqc are the CQ and SRQ context caches
-	// (hca.cq_cache_entries, hca.srq_cache_entries; ctxcache.go), nil
-	// when those contexts are not modelled.
-	cqc, srqc *ContextCache
+	// cqc, srqc and eqc are the CQ, SRQ and EQ context caches
+	// (hca.cq_cache_entries, hca.srq_cache_entries, hca.eq_cache_entries;
+	// ctxcache.go), nil when those contexts are not modelled.
+	cqc, srqc, eqc *ContextCache
 
 	qps  []*QP
 	cqs  []*CQ
@@ -271,6 +271,9 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 	}
 	if cfg.SRQCacheEntries > 0 {
 		d.srqc = newContextCache(cfg.SRQCacheEntries, SRQCBase, cfg.SRQContextBytes)
+	}
+	if cfg.EQCacheEntries > 0 {
+		d.eqc = newContextCache(cfg.EQCacheEntries, EQCBase, cfg.EQContextBytes)
 	}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {

@@ -1569,7 +1569,7 @@ func (c *collective) metrics() map[string]any {
 	var timeouts, naks, rnr int64
 	var reduceNs float64
 	var mttHits, mttMisses int64
-	var ctx ctxTally // QP, CQ and SRQ contexts, over every HCA
+	var ctx ctxTally // QP, CQ, SRQ and EQ contexts, over every HCA
 	for _, rk := range c.ranks {
 		writes += len(rk.sends)
 		timeouts += rk.dev.Counters.Timeouts

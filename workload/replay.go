@@ -711,7 +711,7 @@ func (r *replay) metrics() map[string]any {
 	}
 	var timeouts, naks, rnr int64
 	var mttHits, mttMisses int64
-	var ctx ctxTally // QP, CQ and SRQ contexts, over every HCA
+	var ctx ctxTally // QP, CQ, SRQ and EQ contexts, over every HCA
 	for _, h := range r.hosts {
 		timeouts += h.dev.Counters.Timeouts
 		naks += h.dev.Counters.Naks
