@@ -51,6 +51,8 @@ func TestValidateNamesKey(t *testing.T) {
 		{"cq context odd", func(c *Config) { c.CQContextBytes = 96 }, "hca.cq_context_bytes: 96 is not a power of two from 64 to 4096"},
 		{"cq context small", func(c *Config) { c.CQContextBytes = 32 }, "hca.cq_context_bytes: 32 is not a power of two from 64 to 4096"},
 		{"srq cache negative", func(c *Config) { c.SRQCacheEntries = -3 }, "hca.srq_cache_entries: -3 is out of range (0 to 1048576)"},
+		{"eq cache negative", func(c *Config) { c.EQCacheEntries = -1 }, "hca.eq_cache_entries: -1 is out of range (0 to 1048576)"},
+		{"eq context odd", func(c *Config) { c.EQContextBytes = 100 }, "hca.eq_context_bytes: 100 is not a power of two from 64 to 4096"},
 		{"srq context large", func(c *Config) { c.SRQContextBytes = 8192 }, "hca.srq_context_bytes: 8192 is not a power of two from 64 to 4096"},
 		{"timeout", func(c *Config) { c.RetryTimeout = 32 }, "hca.retry_timeout: 32 is out of range (0 to 31)"},
 		{"vl buffer", func(c *Config) { c.VLBufferBytes = 100 }, "hca.vl_buffer_bytes: 100 is not a multiple of 64 (one credit is 64 bytes)"},

@@ -34,10 +34,11 @@ import (
 // then wait; perftest's ctx_notify_events re-arms before it polls).
 //
 // CQ moderation (ModifyCQ) holds an arm's event for several CQEs or a
-// period: cqmod.go. Not modelled: EQ interrupt moderation (one MSI-X per
-// EQE here), the EQ ring's own depth and overrun, the EQ's re-arm by the
-// driver, and the CPU time of the arm and of the handler on the
-// application's core.
+// period: cqmod.go. The EQ's context is read and written back as the
+// CQ's is when hca.eq_cache_entries > 0 (fireEvent). Not modelled: EQ
+// interrupt moderation (one MSI-X per EQE here), the EQ ring's own depth
+// and overrun, the EQ's re-arm by the driver, and the CPU time of the arm
+// and of the handler on the application's core.
 
 // CQE, EQE and MSI-X sizes on PCIe.
 const (
@@ -90,13 +91,23 @@ func (d *Device) CreateCompChannel() *CompChannel {
 }
 
 // CreateCQChannel makes a CQ of depth CQEs whose completion events go to
-// ch (ibv_create_cq with a comp_channel); a nil ch is CreateCQ.
+// ch (ibv_create_cq with a comp_channel, comp_vector 0); a nil ch is
+// CreateCQ.
 func (d *Device) CreateCQChannel(depth int, ch *CompChannel) *CQ {
+	return d.CreateCQVector(depth, ch, 0)
+}
+
+// CreateCQVector is CreateCQChannel with ibv_create_cq's comp_vector: the
+// CQ's EQEs go to that vector's event queue (mlx5 makes one completion
+// EQ per vector, and the CQ's context names it, cqc.c_eqn), which
+// matters only when EQ contexts are modelled (hca.eq_cache_entries).
+func (d *Device) CreateCQVector(depth int, ch *CompChannel, vector uint32) *CQ {
 	if ch != nil && ch.dev != d {
 		panic(fmt.Sprintf("hca: %s: completion channel %d belongs to %s", d.Name, ch.Num, ch.dev.Name))
 	}
 	cq := d.CreateCQ(depth)
 	cq.notify.ch = ch
+	cq.eqn = vector
 	return cq
 }
 
@@ -212,11 +223,17 @@ func (d *Device) armCQ(cq *CQ, ci uint32, solicitedOnly bool) {
 
 // fireEvent spends cq's arm: the EQE, then the MSI-X message, posted at
 // issue (the CQE's issue time), so each goes behind the writes issued
-// before it, the CQE among them.
+// before it, the CQE among them. With EQ contexts modelled the EQE waits
+// for its EQ's context (the ring's address, producer_counter; the EQE
+// moves the counter and the EQ's state, armed to fired), read from ICM
+// when it is not on chip.
 func (d *Device) fireEvent(cq *CQ, issue ib.PS) {
 	cq.notify.armed = false
 	cq.notify.mod.held = 0
 	cq.notify.mod.gen++ // a moderation timer still running is stale
+	if d.eqc != nil {
+		issue = d.contextModify(d.eqc, issue, cq.eqn)
+	}
 	d.Counters.EQEs++
 	if _, ok := d.PCIe.Post(issue, EQEBytes, WriteNote{Kind: writeEQE}); !ok {
 		d.flushAt(issue)

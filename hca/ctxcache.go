@@ -2,16 +2,16 @@ package hca
 
 import "github.com/hcasim/hcasim/ib"
 
-// ContextCache is an on-chip cache of one kind of context that the HCA
-// modifies at every use: CQ contexts (hca.cq_cache_entries; the producer
-// index moves with every CQE) and SRQ contexts (hca.srq_cache_entries; the
-// WQE counter moves with every take). ConnectX keeps them in ICM, host
-// memory the HCA owns, as it keeps QP contexts (QPCache); a use of one not
-// on chip waits for a PCIe read of it, and the entry it evicts, modified,
-// is written back to ICM first: a posted write of its bytes. Entries are
-// keyed by CQ or SRQ number, least recently used out; an entry is
-// allocated at the miss and filled when its read completes, so a use
-// meanwhile hits and waits for that read (lru).
+// ContextCache is an on-chip cache of one kind of context the HCA keeps in
+// ICM, host memory it owns: QP contexts (hca.qp_cache_entries, qpcache.go),
+// CQ contexts (hca.cq_cache_entries; the producer index moves with every
+// CQE) and SRQ contexts (hca.srq_cache_entries; the WQE counter moves with
+// every take). A use of one not on chip waits for a PCIe read of it, and
+// the entry it evicts, if a use modified it, is written back to ICM first:
+// a posted write of its bytes. Entries are keyed by QP, CQ or SRQ number,
+// least recently used out; an entry is allocated at the miss and filled
+// when its read completes, so a use meanwhile hits and waits for that
+// read (lru).
 //
 // Each kind has its own cache: how ConnectX shares on-chip context memory
 // between kinds is not published, and separate caches keep a CQ's
@@ -37,16 +37,21 @@ func (d *Device) CQCache() *ContextCache { return d.cqc }
 // modelled (hca.srq_cache_entries 0).
 func (d *Device) SRQCache() *ContextCache { return d.srqc }
 
-// CQCBase and SRQCBase are the bus addresses at which the model puts the
-// CQ and SRQ context tables in ICM: context n at base + n × its bytes (a
-// power of two, so each is aligned to its size). ConnectX's ICM layout is
-// not published; tables indexed by number, as the InfiniHost PRM's are,
-// are the assumption. 2^24 contexts of at most 4096 bytes take 2^36 bytes
-// each, clear of the MPT (2^30 bytes from MPTBase), of each other and of
-// QPCBase.
+// EQCache returns the EQ context cache, nil when EQ contexts are not
+// modelled (hca.eq_cache_entries 0).
+func (d *Device) EQCache() *ContextCache { return d.eqc }
+
+// CQCBase, SRQCBase and EQCBase are the bus addresses at which the model
+// puts the CQ, SRQ and EQ context tables in ICM: context n at base + n ×
+// its bytes (a power of two, so each is aligned to its size). ConnectX's
+// ICM layout is not published; tables indexed by number, as the
+// InfiniHost PRM's are, are the assumption. 2^24 contexts of at most 4096
+// bytes take 2^36 bytes each, clear of the MPT (2^30 bytes from MPTBase),
+// of each other and of QPCBase.
 const (
 	CQCBase  = 1<<60 + 1<<56
 	SRQCBase = 1<<60 + 1<<55
+	EQCBase  = 1<<60 + 1<<54
 )
 
 // ContextAddr returns the bus address of context n of a table at base
@@ -58,8 +63,10 @@ func ContextAddr(base uint64, n uint32, ctxBytes int) uint64 {
 // contextUse returns when context n of c is on chip for a use asked for
 // at t: at t if cached (and its read, if one brought it, is done), else
 // when the read of its bytes that this miss issues at t completes, after
-// the write-back of the context it evicts. Callers test that the cache is
-// modelled first (a nil field), so a run without it pays one branch.
+// the write-back of the context it evicts if that one was modified.
+// Callers test that the cache is modelled first (a nil field), so a run
+// without it pays one branch. A use that modifies the context marks it
+// (c.modified, or contextModify).
 func (d *Device) contextUse(c *ContextCache, t ib.PS, n uint32) ib.PS {
 	if hit, readyAt := c.lookup(n); hit {
 		return max(t, readyAt)
@@ -67,15 +74,25 @@ func (d *Device) contextUse(c *ContextCache, t ib.PS, n uint32) ib.PS {
 	return d.contextMiss(c, t, n)
 }
 
+// contextModify is contextUse for a use that always modifies the context
+// (a CQE moves the CQ's producer index, a take the SRQ's WQE counter, an
+// EQE the EQ's producer_counter and its state, armed to fired):
+// the entry, now the most recently used, is marked for write-back.
+func (d *Device) contextModify(c *ContextCache, t ib.PS, n uint32) ib.PS {
+	t = d.contextUse(c, t, n)
+	c.slots[c.mru].dirty = true
+	return t
+}
+
 // contextMiss is contextUse's miss: the evicted context's write-back, if
-// the miss evicted one, and the read. Every entry of these caches was
-// modified by the use that brought it or a later one (a CQE moves the
-// producer index, a take the SRQ's WQE counter), so every eviction writes
-// back, a posted write of the context's bytes issued at the miss, or when
-// the victim's own read completes if that is later (its content is not on
+// the miss evicted a modified one, and the read. The write-back is a
+// posted write of the context's bytes issued at the miss, or when the
+// victim's own read completes if that is later (its content is not on
 // chip before). The read request issued at t does not pass a posted write
 // issued at or before it (PCIe ordering: PCIe.Read), so it waits for the
-// write-back's TLP on the upstream direction.
+// write-back's TLP on the upstream direction. A context only read since
+// it came on chip (lru.modified never called) is dropped: ICM's copy is
+// current.
 //
 //go:noinline
 func (d *Device) contextMiss(c *ContextCache, t ib.PS, n uint32) ib.PS {

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hcasim/hcasim/components"
 	"github.com/hcasim/hcasim/ib"
 )
 
@@ -38,7 +39,7 @@ func TestColdCQMissIsAContextRead(t *testing.T) {
 	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
 	use := func(at ib.PS, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.contextUse(p.b.cqc, s.Now(), cq.Num) }}, 0)
+		s.Schedule(at, &poster{fn: func() { *done = p.b.contextModify(p.b.cqc, s.Now(), cq.Num) }}, 0)
 	}
 	use(at, &missDone)
 	use(at+100*ib.Nanosecond, &underMissDone)
@@ -72,7 +73,7 @@ func TestCQEvictionWritesBack(t *testing.T) {
 	var first, second, third ib.PS
 	at := 10 * ib.Microsecond
 	use := func(at ib.PS, cq *CQ, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.contextUse(p.b.cqc, s.Now(), cq.Num) }}, 0)
+		s.Schedule(at, &poster{fn: func() { *done = p.b.contextModify(p.b.cqc, s.Now(), cq.Num) }}, 0)
 	}
 	use(at, x, &first)
 	use(at+2*ib.Microsecond, y, &second)
@@ -181,7 +182,7 @@ func TestCQCacheThrashIsPCIeBound(t *testing.T) {
 	cfg := Defaults()
 	cfg.PCIe.Lanes = 1
 	cfg.CQCacheEntries = entries
-	r := newQPRingCQs(t, cfg, n, msgs, true)
+	r := newQPRingOf(t, cfg, n, msgs, true, WRRDMAWrite)
 	c := r.a.CQCache()
 	assert.Equal(t, int64(msgs), c.Misses, "every send CQE missed")
 	assert.Equal(t, int64(0), c.Hits)
@@ -202,7 +203,7 @@ func TestCQCacheHitsWhenCQsFit(t *testing.T) {
 	cfg := Defaults()
 	cfg.PCIe.Lanes = 1
 	cfg.CQCacheEntries = n
-	r := newQPRingCQs(t, cfg, n, msgs, true)
+	r := newQPRingOf(t, cfg, n, msgs, true, WRRDMAWrite)
 	c := r.a.CQCache()
 	assert.Equal(t, int64(n), c.Misses)
 	assert.Equal(t, int64(msgs-n), c.Hits)
@@ -227,9 +228,9 @@ func TestContextMissesAllocateNothing(t *testing.T) {
 	const other = 1000 // a CQ and SRQ number no verb made
 	round := func() {
 		now := r.s.Now()
-		r.a.contextUse(r.a.cqc, now, other)
-		r.b.contextUse(r.b.cqc, now, other)
-		r.b.contextUse(r.b.srqc, now, other)
+		r.a.contextModify(r.a.cqc, now, other)
+		r.b.contextModify(r.b.cqc, now, other)
+		r.b.contextModify(r.b.srqc, now, other)
 		r.round(t)
 	}
 	for i := 0; i < 200; i++ {
@@ -258,11 +259,73 @@ func TestDestroyedCQContextIsNotWrittenBack(t *testing.T) {
 	y := p.qb.RecvCQ
 	var second ib.PS
 	at := 10 * ib.Microsecond
-	s.Schedule(at, &poster{fn: func() { p.b.contextUse(p.b.cqc, s.Now(), x.Num) }}, 0)
+	s.Schedule(at, &poster{fn: func() { p.b.contextModify(p.b.cqc, s.Now(), x.Num) }}, 0)
 	s.Schedule(at+2*ib.Microsecond, &poster{fn: func() { require.NoError(t, p.b.DestroyCQ(x)) }}, 0)
-	s.Schedule(at+3*ib.Microsecond, &poster{fn: func() { second = p.b.contextUse(p.b.cqc, s.Now(), y.Num) }}, 0)
+	s.Schedule(at+3*ib.Microsecond, &poster{fn: func() { second = p.b.contextModify(p.b.cqc, s.Now(), y.Num) }}, 0)
 	s.StopAt(20 * ib.Microsecond)
 	require.NoError(t, s.Run())
 	assert.Equal(t, at+3*ib.Microsecond+ctxMissPS, second)
 	assert.Equal(t, int64(0), p.b.CQCache().WriteBacks)
+}
+
+// TestEQContextCache runs three completion events on B, from CQs x and z
+// on completion vector 0 and y on vector 1 (an EQ per vector, as mlx5
+// makes them: the CQ's context names its EQ), 20 µs apart, and compares
+// each event's delivery with EQ contexts not modelled. Each event's EQE
+// is posted at its CQE's issue, behind the CQE; with EQ contexts modelled
+// it waits for its EQ's context, whose read request, issued then too, may
+// not pass the CQE's posted write (nor a write-back issued before it), so
+// a miss delays the event by exactly a cold read, ctxMissPS (the CQE's TLP
+// precedes the read either way), and a miss that evicts a context the
+// EQE before moved (its producer_counter, its state) by ctxWriteBackPS
+// more. With 2 entries x's EQ and y's fit: x and y miss, z hits the EQ
+// x brought. With 1 entry y evicts vector 0's EQ and z vector 1's, each
+// written back.
+func TestEQContextCache(t *testing.T) {
+	run := func(entries int) ([3]ib.PS, *Device) {
+		cfg := Defaults()
+		cfg.EQCacheEntries = entries
+		s := components.NewSim()
+		a, b := BackToBack(s, edrLink(), cfg, cfg)
+		ch := b.CreateCompChannel()
+		pdA, pdB := a.AllocPD(), b.AllocPD()
+		bufA, bufB := a.Malloc(4096), b.Malloc(4096)
+		mrA, mrB := a.RegMR(pdA, bufA, 4096, AccessLocalWrite), b.RegMR(pdB, bufB, 4096, AccessLocalWrite)
+		var got [3]ib.PS
+		k := 0
+		ch.OnEvent = func(_ *CQ, now ib.PS) { got[k] = now; k++ }
+		for i, vector := range []uint32{0, 1, 0} {
+			qa := a.CreateQP(pdA, a.CreateCQ(16), a.CreateCQ(16), 64, 64)
+			qb := b.CreateQP(pdB, b.CreateCQ(16), b.CreateCQVector(16, ch, vector), 64, 64)
+			require.NoError(t, ConnectRC(qa, qb, 4096, 1, 2))
+			require.NoError(t, b.PostRecv(qb, &RecvWR{Addr: bufB, Length: 64, LKey: mrB.LKey}))
+			require.NoError(t, b.ReqNotifyCQ(qb.RecvCQ, false))
+			s.Schedule(ib.PS(i+1)*20*ib.Microsecond, &poster{fn: func() {
+				require.NoError(t, a.PostSend(qa, &SendWR{Opcode: WRSend, LocalAddr: bufA, Length: 8, LKey: mrA.LKey}))
+			}}, 1)
+		}
+		s.StopAt(100 * ib.Microsecond)
+		require.NoError(t, s.Run())
+		require.Equal(t, 3, k)
+		return got, b
+	}
+	off, b := run(0)
+	assert.Nil(t, b.EQCache())
+	for _, tc := range []struct {
+		entries            int
+		delay              [3]ib.PS
+		misses, writeBacks int64
+	}{
+		{2, [3]ib.PS{ctxMissPS, ctxMissPS, 0}, 2, 0},
+		{1, [3]ib.PS{ctxMissPS, ctxWriteBackPS + ctxMissPS, ctxWriteBackPS + ctxMissPS}, 3, 2},
+	} {
+		on, b := run(tc.entries)
+		for i := range on {
+			assert.Equal(t, tc.delay[i], on[i]-off[i], "%d entries, event %d", tc.entries, i)
+		}
+		c := b.EQCache()
+		assert.Equal(t, tc.misses, c.Misses, "%d entries", tc.entries)
+		assert.Equal(t, 3-tc.misses, c.Hits, "%d entries", tc.entries)
+		assert.Equal(t, tc.writeBacks, c.WriteBacks, "%d entries", tc.entries)
+	}
 }

@@ -72,6 +72,9 @@ func (d *Device) DestroyQP(qp *QP) error {
 	qp.fenceWait = false
 	qp.timerArmed = false
 	qp.State = QPReset
+	if d.qpc != nil {
+		d.qpc.drop(qp.Num) // as DestroyCQ's
+	}
 	d.cleanCQ(qp.RecvCQ, qp)
 	if qp.SendCQ != qp.RecvCQ {
 		d.cleanCQ(qp.SendCQ, qp)

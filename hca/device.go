@@ -181,11 +181,11 @@ type Device struct {
 	pageShift uint
 	// qpc is the QP context cache (hca.qp_cache_entries, qpcache.go), nil
 	// when QP contexts are not modelled.
-	qpc *QPCache
-	// cqc and srqc are the CQ and SRQ context caches
-	// (hca.cq_cache_entries, hca.srq_cache_entries; ctxcache.go), nil
-	// when those contexts are not modelled.
-	cqc, srqc *ContextCache
+	qpc *ContextCache
+	// cqc, srqc and eqc are the CQ, SRQ and EQ context caches
+	// (hca.cq_cache_entries, hca.srq_cache_entries, hca.eq_cache_entries;
+	// ctxcache.go), nil when those contexts are not modelled.
+	cqc, srqc, eqc *ContextCache
 
 	qps  []*QP
 	cqs  []*CQ
@@ -264,13 +264,16 @@ func NewDevice(s *components.Sim, name string, lid uint16, cfg Config) *Device {
 		d.mtt = &MTTCache{lru: newLRU[uint64](cfg.MTTCacheEntries)}
 	}
 	if cfg.QPCacheEntries > 0 {
-		d.qpc = &QPCache{newLRU[uint32](cfg.QPCacheEntries)}
+		d.qpc = newContextCache(cfg.QPCacheEntries, QPCBase, cfg.QPContextBytes)
 	}
 	if cfg.CQCacheEntries > 0 {
 		d.cqc = newContextCache(cfg.CQCacheEntries, CQCBase, cfg.CQContextBytes)
 	}
 	if cfg.SRQCacheEntries > 0 {
 		d.srqc = newContextCache(cfg.SRQCacheEntries, SRQCBase, cfg.SRQContextBytes)
+	}
+	if cfg.EQCacheEntries > 0 {
+		d.eqc = newContextCache(cfg.EQCacheEntries, EQCBase, cfg.EQContextBytes)
 	}
 	scs := [NumStages]StageConfig{cfg.Doorbell, cfg.WQEFetch, cfg.KeyCheck, cfg.DMA, cfg.TransportTx, cfg.TransportRx, cfg.CQE}
 	for i, sc := range scs {
@@ -747,8 +750,11 @@ grants:
 		}
 		// The packet is built from the QP's context: with QP contexts
 		// modelled, its payload read (or, with none, the packet) waits
-		// for the context when it is not on chip (qpContext).
+		// for the context when it is not on chip (qpContext). The grant
+		// moves the context's next_send_psn (and, at a message's first
+		// packet, its SQ consumer index).
 		at := d.qpContext(qp, now)
+		d.qpModified(qp)
 		pkt := d.newPacket(qp)
 		tx := qp.req.Next(pkt)
 		ready, dmaDone := at, at
@@ -831,6 +837,7 @@ func (d *Device) grantUD(qp *QP, now ib.PS) bool {
 		}
 	}
 	at := d.qpContext(qp, now) // as an RC grant (schedule)
+	d.qpModified(qp)
 	pkt := d.s.NewPacket()
 	pkt.SLID, pkt.DLID, pkt.DestQP = d.LID, w.DLID, w.RemoteQPN
 	// A datagram to a multicast LID carries a GRH, its DGID the group's
@@ -1110,7 +1117,7 @@ const cqeQueueSize = 16
 // context caches").
 func (d *Device) writeCQE(cq *CQ, c CQE, t ib.PS) {
 	if d.cqc != nil {
-		t = d.contextUse(d.cqc, t, cq.Num)
+		t = d.contextModify(d.cqc, t, cq.Num)
 	}
 	issue := d.stages[StageCQE].accept(t, 0)
 	d.cqeQ.push(pendingCQE{cq: cq, cqe: c}, cqeQueueSize)

@@ -16,9 +16,10 @@ type lru[K comparable] struct {
 	mru, lru int32 // ends of the use list; -1 when empty
 	Hits     int64
 	Misses   int64
-	// evicted is set by a lookup that evicted an entry, with the time its
-	// content had arrived (victimReady): the CQ and SRQ context caches
-	// write it back (ctxcache.go); the others ignore it.
+	// evicted is set by a lookup that evicted a modified entry (modified),
+	// with the time its content had arrived (victimReady): the context
+	// caches write it back (ctxcache.go); the others never modify an
+	// entry.
 	evicted     bool
 	victimReady ib.PS
 }
@@ -28,6 +29,9 @@ type lruEntry[K comparable] struct {
 	tag        K
 	prev, next int32 // neighbours on the use list (prev: more recent)
 	readyAt    ib.PS // when the content is on chip (its read's completion); 0 = at once
+	// dirty: a use modified the content since it came on chip, so ICM's
+	// copy is stale until it is written back (ContextCache).
+	dirty bool
 }
 
 func newLRU[K comparable](capacity int) lru[K] {
@@ -81,7 +85,7 @@ func (c *lru[K]) lookup(tag K) (hit bool, readyAt ib.PS) {
 		c.slots = append(c.slots, lruEntry[K]{})
 	} else {
 		i = c.lru
-		c.evicted, c.victimReady = true, c.slots[i].readyAt
+		c.evicted, c.victimReady = c.slots[i].dirty, c.slots[i].readyAt
 		delete(c.slot, c.slots[i].tag)
 		c.unlink(i)
 	}
@@ -97,7 +101,7 @@ func (c *lru[K]) lookup(tag K) (hit bool, readyAt ib.PS) {
 // down), and extra is on-chip time after it: it returns when the context
 // is on chip. A hit is ready at t, or when the read that allocated the
 // entry completes if that is later (a hit under the miss waits for the
-// same read; no second read). The key and QP context caches share it.
+// same read; no second read). The key cache uses it (keyCheck).
 func (c *lru[K]) fetch(p *PCIe, t ib.PS, tag K, addr uint64, n int, extra ib.PS) ib.PS {
 	if hit, readyAt := c.lookup(tag); hit {
 		return max(t, readyAt)
@@ -115,6 +119,18 @@ func (c *lru[K]) read(p *PCIe, t ib.PS, tag K, addr uint64, n int, extra ib.PS) 
 	done := p.Read(t, addr, n) + extra
 	c.fill(tag, done)
 	return done
+}
+
+// modified marks tag's entry, if cached, as modified by a use: its
+// eviction writes it back (ContextCache). The entry is almost always the
+// one just used, the most recent; a lookup of another tag between the use
+// and the mark would make this find it by its tag.
+func (c *lru[K]) modified(tag K) {
+	if i := c.mru; i >= 0 && c.slots[i].tag == tag {
+		c.slots[i].dirty = true
+	} else if i, ok := c.slot[tag]; ok {
+		c.slots[i].dirty = true
+	}
 }
 
 // fill records when the content of tag, just missed, arrives on chip.

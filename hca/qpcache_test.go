@@ -77,8 +77,8 @@ func TestColdQPMissesDelayAWrite(t *testing.T) {
 }
 
 // qpRing is n RC QP pairs between two hosts, each QP keeping one 64-byte
-// RDMA WRITE outstanding (a new one is posted when its completion is
-// polled), so the QPs take turns.
+// RDMA WRITE (or READ) outstanding (a new one is posted when its
+// completion is polled), so the QPs take turns.
 type qpRing struct {
 	s      *components.Sim
 	a, b   *Device
@@ -90,12 +90,13 @@ type qpRing struct {
 }
 
 func newQPRing(t *testing.T, cfg Config, n, msgs int) *qpRing {
-	return newQPRingCQs(t, cfg, n, msgs, false)
+	return newQPRingOf(t, cfg, n, msgs, false, WRRDMAWrite)
 }
 
-// newQPRingCQs is newQPRing with, when cqPerQP, a send CQ of its own for
-// each of A's QPs (else they share one).
-func newQPRingCQs(t *testing.T, cfg Config, n, msgs int, cqPerQP bool) *qpRing {
+// newQPRingOf is newQPRing with, when cqPerQP, a send CQ of its own for
+// each of A's QPs (else they share one), and messages of op (an RDMA
+// WRITE or READ of 64 bytes).
+func newQPRingOf(t *testing.T, cfg Config, n, msgs int, cqPerQP bool, op WROpcode) *qpRing {
 	s := components.NewSim()
 	a, b := BackToBack(s, edrLink(), cfg, cfg)
 	r := &qpRing{s: s, a: a, b: b}
@@ -105,7 +106,7 @@ func newQPRingCQs(t *testing.T, cfg Config, n, msgs int, cqPerQP bool) *qpRing {
 	// One region a side: every key check after the first hits, so keys
 	// add nothing but the first read.
 	mrA := a.RegMR(pdA, bufA, 64*n, AccessLocalWrite)
-	mrB := b.RegMR(pdB, bufB, 64*n, AccessRemoteWrite)
+	mrB := b.RegMR(pdB, bufB, 64*n, AccessRemoteWrite|AccessRemoteRead)
 	for i := 0; i < n; i++ {
 		cq := scq
 		if cqPerQP {
@@ -119,7 +120,7 @@ func newQPRingCQs(t *testing.T, cfg Config, n, msgs int, cqPerQP bool) *qpRing {
 	posted := 0
 	post := func(i int) {
 		off := uint64(64 * i)
-		require.NoError(t, a.PostSend(r.qa[i], &SendWR{ID: uint64(i), Opcode: WRRDMAWrite, Signaled: true,
+		require.NoError(t, a.PostSend(r.qa[i], &SendWR{ID: uint64(i), Opcode: op, Signaled: true,
 			LocalAddr: bufA + off, Length: 64, LKey: mrA.LKey, RemoteAddr: bufB + off, RKey: mrB.RKey}))
 		posted++
 	}
@@ -168,7 +169,15 @@ func newQPRingCQs(t *testing.T, cfg Config, n, msgs int, cqPerQP bool) *qpRing {
 // poll_ns 40); the wire takes a 106-byte packet in 8.5 ns; 64 tags hold
 // the reads of 21 messages at least (3 each), which over a round trip of
 // the three context reads and the payload's (about 2.2 µs) is 9.5 M
-// messages/s. So the downstream is the bottleneck and the period is 9
+// messages/s. Every use modifies its context (a grant moves
+// next_send_psn, the ACK last_acked_psn, the request next_rcv_psn), so
+// every miss past the first 4 at each host writes back a context: 256
+// bytes in one posted TLP of 280, 71093.75 → 71094 ps on A's upstream,
+// which then carries per message 3 read requests (24 B, 6093.75 → 6094
+// ps each), 2 write-backs and the CQE (88 B, 22343.75 → 22344 ps):
+// 182814 ps, still under the downstream's 191961 (the write-backs do not
+// move this ring's bound; TestQPWriteBackBoundsReads has them do so). So
+// the downstream is the bottleneck and the period is 9
 // completions, but for the holes the link's booking leaves: it serves
 // TLPs in time order and never moves one booked (PCIe, "Time order"), so
 // a context's completion train booked ahead for its due time leaves
@@ -196,6 +205,10 @@ func TestQPCacheThrashIsPCIeBound(t *testing.T) {
 	assert.Equal(t, int64(0), ca.Hits)
 	assert.Equal(t, int64(msgs), cb.Misses)
 	assert.Equal(t, int64(0), cb.Hits)
+	assert.Equal(t, int64(2*msgs-entries), ca.WriteBacks, "every miss past the first 4 evicts a modified context")
+	assert.Equal(t, int64(msgs-entries), cb.WriteBacks)
+	up := float64(r.upAt[last-1]-r.upAt[first-1]) / float64(last-first)
+	assert.InEpsilon(t, float64(3*6094+2*71094+22344), up, 5e-4, "upstream ps booked per message")
 	// The downstream work booked per message: 9 completions, to within
 	// the few booked ahead at the window's two ends (a message's 9 over
 	// 2336 messages, 4e-4).
@@ -299,4 +312,251 @@ func firstWriteCompletes(t *testing.T, cfg Config) (ib.PS, *pair) {
 	require.NoError(t, p.s.Run())
 	require.NotZero(t, done)
 	return done, p
+}
+
+// qpcWriteBackPS is the write-back of an evicted, modified 256-byte QP
+// context on Gen3 x16: one posted write TLP (hca.pcie.mps_bytes 256 holds
+// it whole) of 256 + 24 = 280 bytes, 280 × 63.4765625 = 17773.4 → 17774 ps.
+const qpcWriteBackPS ib.PS = 17774
+
+// isModified reports whether context n is cached in c and whether a use
+// modified it since it came on chip.
+func (c *ContextCache) isModified(n uint32) (cached, modified bool) {
+	i, ok := c.slot[n]
+	return ok, ok && c.slots[i].dirty
+}
+
+// TestQPEvictionWritesBackOnlyModified: with one entry, a use of QP y
+// evicts QP x's context, which its use only read: nothing is written
+// back, and y's read is a cold miss's. y's use modifies its context
+// (qpModified), so the next use of x evicts it and writes it back first:
+// a posted write of its 256 bytes issued at the miss, which the read
+// request issued with it may not pass (PCIe ordering), so the read waits
+// for the write's TLP: qpcWriteBackPS + qpcMissPS.
+func TestQPEvictionWritesBackOnlyModified(t *testing.T) {
+	cfg := Defaults()
+	cfg.QPCacheEntries = 1
+	p := newPair(t, edrLink(), cfg, 4096)
+	s := p.s
+	x := p.qb
+	y := p.b.CreateQP(p.b.AllocPD(), p.b.CreateCQ(16), p.b.CreateCQ(16), 64, 16)
+	var first, second, third ib.PS
+	at := 10 * ib.Microsecond
+	use := func(at ib.PS, qp *QP, modifies bool, done *ib.PS) {
+		s.Schedule(at, &poster{fn: func() {
+			*done = p.b.qpContext(qp, s.Now())
+			if modifies {
+				p.b.qpModified(qp)
+			}
+		}}, 0)
+	}
+	use(at, x, false, &first)
+	use(at+2*ib.Microsecond, y, true, &second)
+	use(at+4*ib.Microsecond, x, false, &third)
+	s.StopAt(20 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	assert.Equal(t, at+qpcMissPS, first, "cold: nothing to evict")
+	assert.Equal(t, at+2*ib.Microsecond+qpcMissPS, second, "x only read: dropped, not written back")
+	assert.Equal(t, at+4*ib.Microsecond+qpcWriteBackPS+qpcMissPS, third, "y modified: written back first")
+	c := p.b.QPCache()
+	assert.Equal(t, int64(3), c.Misses)
+	assert.Equal(t, int64(1), c.WriteBacks)
+	// The upstream carried three read requests and one 280-byte write.
+	assert.Equal(t, 3*ib.PS(1524)+qpcWriteBackPS, p.b.PCIe.up.busy)
+	_, modified := c.isModified(x.Num)
+	assert.False(t, modified, "x read again, not modified")
+}
+
+// TestQPContextModifiedByItsUses runs single messages and checks, at the
+// end, whether the receiving QP's context on chip was modified by the
+// uses it saw (mlx5 qpc fields, qpcache.go): a request taken in sequence
+// moves next_rcv_psn; one RNR-NAKed moves nothing (no receive WQE was
+// taken, the PSN stays); a duplicate moves nothing (it is ACKed again); a
+// UD datagram into the QP's own receive queue moves hw_rq_counter, one
+// through an SRQ moves the SRQ's context, not the QP's, and one dropped
+// (a wrong Q_Key, no receive posted) moves nothing. The requester's
+// context is modified by its grants in every case.
+func TestQPContextModifiedByItsUses(t *testing.T) {
+	t.Run("RC", func(t *testing.T) {
+		for _, tc := range []struct {
+			name     string
+			modified bool
+			run      func(t *testing.T, p *pair)
+		}{
+			{"WRITE in sequence", true, func(t *testing.T, p *pair) {
+				p.s.Schedule(ib.Microsecond, &poster{fn: func() {
+					require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
+						LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+				}}, 0)
+				p.s.StopAt(100 * ib.Microsecond)
+				require.NoError(t, p.s.Run())
+			}},
+			{"SEND RNR-NAKed", false, func(t *testing.T, p *pair) {
+				// No receive posted at B; rnr_retry 0 fails the SEND at
+				// the first RNR NAK, so B sees one request.
+				p.qa.Requester().RNRRetry = 0
+				p.s.Schedule(ib.Microsecond, &poster{fn: func() {
+					require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRSend, Signaled: true,
+						LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey}))
+				}}, 0)
+				p.s.StopAt(100 * ib.Microsecond)
+				require.NoError(t, p.s.Run())
+				require.Equal(t, int64(1), p.b.Counters.RNRNaks)
+			}},
+			{"WRITE duplicate", false, func(t *testing.T, p *pair) {
+				// The first ACK is lost; the requester resends after its
+				// timer (retry_timeout 1: 8.192 µs) and B ACKs the
+				// duplicate again. B's context, modified by the first
+				// request, is marked clean at 6 µs (the first request
+				// is long taken, the resend not yet sent), so only the
+				// duplicate's use counts.
+				p.a.DropAcks = 1
+				p.s.Schedule(ib.Microsecond, &poster{fn: func() {
+					require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
+						LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+				}}, 0)
+				p.s.Schedule(6*ib.Microsecond, &poster{fn: func() {
+					c := p.b.QPCache()
+					_, modified := c.isModified(p.qb.Num)
+					require.True(t, modified, "the first request moved next_rcv_psn")
+					c.slots[c.slot[p.qb.Num]].dirty = false
+				}}, 0)
+				p.s.StopAt(100 * ib.Microsecond)
+				require.NoError(t, p.s.Run())
+				require.Equal(t, int64(1), p.a.Counters.Timeouts)
+				require.Equal(t, int64(2), p.b.Counters.Acks, "the first ACK and the duplicate's")
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := Defaults()
+				cfg.QPCacheEntries = 4
+				cfg.RetryTimeout = 1
+				p := newPair(t, edrLink(), cfg, 4096)
+				tc.run(t, p)
+				cached, modified := p.b.QPCache().isModified(p.qb.Num)
+				require.True(t, cached)
+				assert.Equal(t, tc.modified, modified, "responder's context")
+				_, modified = p.a.QPCache().isModified(p.qa.Num)
+				assert.True(t, modified, "requester's context: its grants")
+			})
+		}
+	})
+	t.Run("UD", func(t *testing.T) {
+		for _, tc := range []struct {
+			name      string
+			srq, post bool
+			qkey      uint32
+			received  bool
+			modified  bool
+		}{
+			{"own receive queue", false, true, 0x2222, true, true},
+			{"through an SRQ", true, true, 0x2222, true, false},
+			{"wrong Q_Key", false, true, 0x9999, false, false},
+			{"no receive posted", false, false, 0x2222, false, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := Defaults()
+				cfg.QPCacheEntries = 4
+				r := newUDSGLRigCfg(t, tc.srq, cfg)
+				s, a, b, qa, qb := r.s, r.a, r.b, r.qa, r.qb
+				if tc.post {
+					r.postRecv(t, &RecvWR{ID: 1, Addr: r.bufB, Length: 1024, LKey: r.mrB.LKey})
+				}
+				s.Schedule(5*ib.Microsecond, &poster{fn: func() {
+					require.NoError(t, a.PostSend(qa, &SendWR{ID: 1, Opcode: WRSend, Signaled: true, LocalAddr: r.bufA, Length: 64,
+						LKey: r.mrA.LKey, UD: true, DLID: b.LID, RemoteQPN: qb.Num, RemoteQKey: tc.qkey}))
+				}}, 0)
+				s.StopAt(100 * ib.Microsecond)
+				require.NoError(t, s.Run())
+				var wc [2]WC
+				require.Equal(t, tc.received, b.PollCQ(qb.RecvCQ, wc[:]) == 1, "received")
+				require.Equal(t, int64(1), b.QPCache().Misses+b.QPCache().Hits, "one use at B")
+				cached, modified := b.QPCache().isModified(qb.Num)
+				require.True(t, cached)
+				assert.Equal(t, tc.modified, modified, "receiver's context")
+				_, modified = a.QPCache().isModified(qa.Num)
+				assert.True(t, modified, "sender's context: its grant")
+			})
+		}
+	})
+}
+
+// TestQPWriteBackBoundsReads runs 64 QPs taking turns with one 64-byte
+// RDMA READ each through a cache of 4 QP contexts on Gen3 x4 hosts: every
+// use misses and evicts a modified context, and A's upstream, which the
+// write-backs load, bounds the rate.
+//
+// Derivation. Gen3 x4 moves a byte in 253.90625 ps (TestQPCacheThrash-
+// IsPCIeBound). Per message A, the requester, uses its QP's context twice,
+// at the grant (next_send_psn moves) and when the READ response arrives
+// (last_acked_psn moves, the data are placed): 64 QPs in turn pass 4
+// others between two uses of one QP, so both miss and each evicts a
+// context modified by its own uses. A's upstream carries per message: two
+// context read requests (24 B: 6093.75 → 6094 ps each), two write-backs
+// of 256 bytes (one posted TLP each under mps_bytes 256, 280 B: 71093.75
+// → 71094 ps), the READ's 64 bytes written (88 B: 22343.75 → 22344 ps)
+// and the CQE (22344 ps): 199064 ps. A's downstream carries the two
+// contexts, 8 completions of 84 B (21328.1 → 21329 ps each): 170632 ps.
+// A READ request carries no payload, so A reads none. B, the responder,
+// reads one context (4 completions) and the payload (1) over its
+// downstream, 106645 ps, and sends two read requests and one write-back
+// up, 83282 ps. A's CPU posts and polls in 100 ns (host.post_ns 60 +
+// poll_ns 40); the wire takes a READ request and a 64-byte response in
+// a few ns; 64 tags hold 32 messages' reads, and 64 QPs with one READ
+// each over a round trip of three context reads and the payload's (about
+// 2.5 µs) are 25 M messages/s. So A's upstream is the bottleneck: 199.064
+// ns a message, 5.02 M/s; without the write-backs it would be A's
+// downstream, 170.632 ns. The test holds A's upstream work booked per
+// message to the 199064 ps and the period between that and 3 % above it
+// (the booking holes of TestQPCacheThrashIsPCIeBound).
+func TestQPWriteBackBoundsReads(t *testing.T) {
+	const (
+		n, entries  = 64, 4
+		msgs        = 3000
+		first, last = 500, msgs - n - 100
+		upPS        = ib.PS(2*6094 + 2*71094 + 2*22344)
+		downPS      = ib.PS(8 * 21329)
+	)
+	cfg := Defaults()
+	cfg.PCIe.Lanes = 4
+	cfg.QPCacheEntries = entries
+	r := newQPRingOf(t, cfg, n, msgs, false, WRRDMARead)
+	ca, cb := r.a.QPCache(), r.b.QPCache()
+	assert.Equal(t, int64(2*msgs), ca.Misses, "the grant and the response, every message")
+	assert.Equal(t, int64(2*msgs-entries), ca.WriteBacks)
+	assert.Equal(t, int64(msgs), cb.Misses)
+	assert.Equal(t, int64(msgs-entries), cb.WriteBacks)
+	up := float64(r.upAt[last-1]-r.upAt[first-1]) / float64(last-first)
+	assert.InEpsilon(t, float64(upPS), up, 5e-4, "upstream ps booked per message")
+	down := float64(r.downAt[last-1]-r.downAt[first-1]) / float64(last-first)
+	assert.InEpsilon(t, float64(downPS), down, 5e-4, "downstream ps booked per message")
+	period := float64(r.doneAt[last-1]-r.doneAt[first-1]) / float64(last-first)
+	t.Logf("period %.1f ps per message, upstream booked %.1f; bound %d, downstream %d", period, up, upPS, downPS)
+	// Not faster than the bound, to within a message's work at the
+	// window's ends (1 in 2336, 4.3e-4: the completions that open the
+	// window may have had their upstream work booked before it).
+	assert.GreaterOrEqual(t, period, float64(upPS)*(1-5e-4), "ps per message: not faster than the upstream bound")
+	assert.Less(t, period, float64(upPS)*1.03, "ps per message: within the booking holes of the bound")
+}
+
+// TestDestroyedQPContextIsNotWrittenBack: DestroyQP takes the QP's
+// context through the firmware (as DestroyCQ does a CQ's), so a later
+// miss that would have evicted it, modified, finds a free slot: no
+// write-back, and the read is a cold miss's (qpcMissPS, not
+// qpcWriteBackPS more).
+func TestDestroyedQPContextIsNotWrittenBack(t *testing.T) {
+	cfg := Defaults()
+	cfg.QPCacheEntries = 1
+	p := newPair(t, edrLink(), cfg, 4096)
+	s := p.s
+	x := p.b.CreateQP(p.b.AllocPD(), p.b.CreateCQ(16), p.b.CreateCQ(16), 64, 16)
+	var second ib.PS
+	at := 10 * ib.Microsecond
+	s.Schedule(at, &poster{fn: func() { p.b.qpContext(x, s.Now()); p.b.qpModified(x) }}, 0)
+	s.Schedule(at+2*ib.Microsecond, &poster{fn: func() { require.NoError(t, p.b.DestroyQP(x)) }}, 0)
+	s.Schedule(at+3*ib.Microsecond, &poster{fn: func() { second = p.b.qpContext(p.qb, s.Now()) }}, 0)
+	s.StopAt(20 * ib.Microsecond)
+	require.NoError(t, s.Run())
+	assert.Equal(t, at+3*ib.Microsecond+qpcMissPS, second)
+	assert.Equal(t, int64(0), p.b.QPCache().WriteBacks)
 }

@@ -339,6 +339,21 @@ func (r *Responder) FlushAck() (psn, msn uint32, ok bool) {
 	return r.pendingAckPSN, r.msn, true
 }
 
+// respContext is the responder's part of the QP context that a request
+// packet may move (mlx5 qpc next_rcv_psn; rmsn and the state inside a
+// multi-packet message move only with it), the sequence NAK owed or sent,
+// and the QP's state: a packet that leaves it as it was only read the
+// context (qpModified).
+type respContext struct {
+	ePSN    uint32
+	nakSent bool
+	state   QPState
+}
+
+func (r *Responder) context() respContext {
+	return respContext{r.ePSN, r.nakSent, r.State}
+}
+
 // Receive processes one request packet that passed the link checks.
 func (r *Responder) Receive(pkt *ib.Packet, env ResponderEnv) RespAction {
 	var a RespAction

@@ -113,7 +113,7 @@ func (d *Device) deliver(pkt *ib.Packet) {
 func (d *Device) recvWQEAt(qp *QP, t ib.PS) ib.PS {
 	if qp.srqTook {
 		qp.srqTook = false
-		t = d.contextUse(d.srqc, t, qp.srq.Num)
+		t = d.contextModify(d.srqc, t, qp.srq.Num)
 	}
 	if qp.rqWait > t {
 		d.Counters.RecvWQEWaits++
@@ -152,7 +152,14 @@ func (d *Device) respond(qp *QP, pkt *ib.Packet) {
 	// for it when it is not on chip (qpContext).
 	ctx := d.qpContext(qp, now)
 	qp.rqWait = 0
+	var before respContext
+	if d.qpc != nil {
+		before = qp.resp.context()
+	}
 	a := qp.resp.Receive(pkt, qp)
+	if d.qpc != nil && qp.resp.context() != before {
+		d.qpModified(qp)
+	}
 	defer func() {
 		if qp.resp.State == QPErr && qp.State != QPErr {
 			// A class C error at the responder: the QP goes to ERR and its
@@ -376,9 +383,13 @@ func (d *Device) atomic(qp *QP, t ib.PS, pkt *ib.Packet, va uint64, replay bool)
 // complete runs the requester on an ACK, NAK or response. What it writes
 // (CQEs, a response's payload) waits for the QP's context when that is not
 // on chip (qpContext); the requester's state moves at once, as a key
-// check's outcome is known at once and only its timing waits.
+// check's outcome is known at once and only its timing waits. One the
+// requester acts on (it completes, progresses, rewinds or places data)
+// modifies the context; a stale one only reads it.
 func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 	now := d.qpContext(qp, d.s.Now())
+	var res AckResult
+	t, placed := now, false
 	switch pkt.Opcode {
 	case ib.Acknowledge:
 		if d.DropAcks > 0 && pkt.AETH.Syndrome&synTypeMask == SynACK {
@@ -393,24 +404,26 @@ func (d *Device) complete(qp *QP, pkt *ib.Packet) {
 			d.trace(components.TraceNak, qp.Num, components.IntField("psn", int64(pkt.PSN)),
 				components.IntField("syndrome", int64(syn)), components.StrField("result", "rx"))
 		}
-		d.afterAck(qp, qp.req.OnAck(pkt.PSN, syn), now)
+		res = qp.req.OnAck(pkt.PSN, syn)
 	case ib.AtomicAcknowledge:
-		pl, ok, res := qp.req.OnAtomicAck(pkt)
-		t := now
-		if ok {
+		var pl Placement
+		pl, placed, res = qp.req.OnAtomicAck(pkt)
+		if placed {
 			var b [8]byte
 			putLE64(b[:], pkt.AtomicAck)
 			t = d.place(qp, now, pl, b[:])
 		}
-		d.afterAck(qp, res, t)
 	default: // read responses
-		pl, ok, res := qp.req.OnReadResponse(pkt)
-		t := now
-		if ok && pkt.PayloadLen > 0 {
+		var pl Placement
+		pl, placed, res = qp.req.OnReadResponse(pkt)
+		if placed && pkt.PayloadLen > 0 {
 			t = d.place(qp, now, pl, pkt.Payload[:pkt.PayloadLen])
 		}
-		d.afterAck(qp, res, t)
 	}
+	if placed || res.Progress || res.Rewound || len(res.Completions) > 0 {
+		d.qpModified(qp)
+	}
+	d.afterAck(qp, res, t)
 }
 
 func putLE64(b []byte, v uint64) {
@@ -441,6 +454,9 @@ func (d *Device) receiveUD(qp *QP, pkt *ib.Packet) {
 	if !ok {
 		d.Counters.UDDrops++
 		return
+	}
+	if qp.srq == nil {
+		d.qpModified(qp) // the take moves the QP's hw_rq_counter
 	}
 	t := d.recvWQEAt(qp, ctx)
 	msgLen := uint64(UDGRHBytes + pkt.PayloadLen)

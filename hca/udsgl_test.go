@@ -29,9 +29,13 @@ type udSGLRig struct {
 const udFill = 0xEE
 
 func newUDSGLRig(t *testing.T, onSRQ bool) *udSGLRig {
+	return newUDSGLRigCfg(t, onSRQ, Defaults())
+}
+
+// newUDSGLRigCfg is newUDSGLRig with both devices built from cfg.
+func newUDSGLRigCfg(t *testing.T, onSRQ bool, cfg Config) *udSGLRig {
 	lc := edrLink()
 	lc.MTU = 1024
-	cfg := Defaults()
 	s := components.NewSim()
 	a, b := BackToBack(s, lc, cfg, cfg)
 	pa, pb := a.AllocPD(), b.AllocPD()

@@ -22,6 +22,10 @@ type CQ struct {
 	destroyed bool // DestroyCQ
 	// notify is the CQ's completion-event state (cqevent.go).
 	notify cqNotify
+	// eqn is the event queue its completion events go to (mlx5
+	// cqc.c_eqn): the completion vector it was created with
+	// (CreateCQVector), one completion EQ per vector as mlx5 makes them.
+	eqn uint32
 }
 
 // QP is an RC queue pair: the application's send and receive queues in host

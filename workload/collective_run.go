@@ -1568,8 +1568,8 @@ func (c *collective) metrics() map[string]any {
 	var writes int
 	var timeouts, naks, rnr int64
 	var reduceNs float64
-	var mttHits, mttMisses, qpcHits, qpcMisses int64
-	var ctx ctxTally // CQ and SRQ contexts, over every HCA
+	var mttHits, mttMisses int64
+	var ctx ctxTally // QP, CQ, SRQ and EQ contexts, over every HCA
 	for _, rk := range c.ranks {
 		writes += len(rk.sends)
 		timeouts += rk.dev.Counters.Timeouts
@@ -1578,9 +1578,6 @@ func (c *collective) metrics() map[string]any {
 		reduceNs = max(reduceNs, rk.reduceNs)
 		if mc := rk.dev.MTTCache(); mc != nil {
 			mttHits, mttMisses = mttHits+mc.Hits, mttMisses+mc.Misses
-		}
-		if qc := rk.dev.QPCache(); qc != nil {
-			qpcHits, qpcMisses = qpcHits+qc.Hits, qpcMisses+qc.Misses
 		}
 		ctx.add(rk.dev)
 	}
@@ -1635,11 +1632,6 @@ func (c *collective) metrics() map[string]any {
 		// Address translation (hca.mtt_cache_entries): the pages looked up
 		// that missed, over every HCA.
 		m["mtt_cache_miss_rate"] = float64(mttMisses) / float64(mttHits+mttMisses)
-	}
-	if qpcHits+qpcMisses > 0 {
-		// QP contexts (hca.qp_cache_entries): the uses of a QP's context
-		// that missed, over every HCA.
-		m["qp_cache_miss_rate"] = float64(qpcMisses) / float64(qpcHits+qpcMisses)
 	}
 	ctx.put(m, "")
 	return m

@@ -85,10 +85,6 @@ func (p *perftest) metrics() map[string]any {
 		if mc := d.MTTCache(); mc != nil && mc.Hits+mc.Misses > 0 {
 			m[host+"_mtt_cache_miss_rate"] = float64(mc.Misses) / float64(mc.Hits+mc.Misses)
 		}
-		if qc := d.QPCache(); qc != nil && qc.Hits+qc.Misses > 0 {
-			m[host+"_qp_cache_miss_rate"] = float64(qc.Misses) / float64(qc.Hits+qc.Misses)
-			m[host+"_qp_cache_misses"] = qc.Misses
-		}
 		var ctx ctxTally
 		ctx.add(d)
 		ctx.put(m, host+"_")

@@ -710,17 +710,14 @@ func (r *replay) metrics() map[string]any {
 		bytes += r.tr.Msgs[i].Bytes
 	}
 	var timeouts, naks, rnr int64
-	var mttHits, mttMisses, qpcHits, qpcMisses int64
-	var ctx ctxTally // CQ and SRQ contexts, over every HCA
+	var mttHits, mttMisses int64
+	var ctx ctxTally // QP, CQ, SRQ and EQ contexts, over every HCA
 	for _, h := range r.hosts {
 		timeouts += h.dev.Counters.Timeouts
 		naks += h.dev.Counters.Naks
 		rnr += h.dev.Counters.RNRNaks
 		if mc := h.dev.MTTCache(); mc != nil {
 			mttHits, mttMisses = mttHits+mc.Hits, mttMisses+mc.Misses
-		}
-		if qc := h.dev.QPCache(); qc != nil {
-			qpcHits, qpcMisses = qpcHits+qc.Hits, qpcMisses+qc.Misses
 		}
 		ctx.add(h.dev)
 	}
@@ -746,9 +743,6 @@ func (r *replay) metrics() map[string]any {
 	}
 	if mttHits+mttMisses > 0 {
 		m["mtt_cache_miss_rate"] = float64(mttMisses) / float64(mttHits+mttMisses)
-	}
-	if qpcHits+qpcMisses > 0 {
-		m["qp_cache_miss_rate"] = float64(qpcMisses) / float64(qpcHits+qpcMisses)
 	}
 	ctx.put(m, "")
 	return m
