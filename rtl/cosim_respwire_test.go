@@ -454,7 +454,7 @@ module tb;
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
         .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
-        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err),
+        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err), .req_err(4'd0),
         .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
         .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),

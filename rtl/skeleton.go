@@ -262,9 +262,10 @@ through rd1 (client c of hca_share_arb), write the result through wr0 and answer
 ACKNOWLEDGE (hca_ack_tx: AETH and AtomicAckETH). The responder's receive completions (rc_*)
 share cpl_* with the requester's through hca_cpl_arb (round robin, a waiting pick held), into the
 QP's receive CQ, qp_cfg_rcqn (hca.QP.RecvCQ), a context field hca_cpl_arb keeps per QP. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
-the receive queues, their doorbells and prefetch); a context in ERR (rsp_qp_err) has its WQEs
-flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR on rc_*
-(hca.Device.flushRecvs).`,
+the receive queues, their doorbells and prefetch); a context in ERR (rsp_qp_err: its responder
+failed, or its requester did, hca_requester's qp_err once the failure's CQEs are out,
+hca.Device.requesterErr) has its WQEs flushed through rw_* (rw_flush, rw_req_flush), each
+completed with WR_FLUSH_ERR on rc_* (hca.Device.flushRecvs), and its packets dropped.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -377,6 +378,10 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
     // ACKNOWLEDGE (ack_atomic, ack_orig) built by hca_ack_tx.
     wire        rs_ack_atomic;
     wire [63:0] rs_ack_orig;
+    // A QP whose requester goes to ERR (a NAK that fails a message, retries spent, a WQE that cannot
+    // be sent) is in ERR on its receive side too once the failure's completions are out
+    // (hca.Device.requesterErr): the responder drops its packets and flushes its receive WQEs.
+    wire [(1<<QPN_W)-1:0] req_qp_err;
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
@@ -389,7 +394,7 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
         .rw_req_valid(rw_req_valid), .rw_req_ready(rw_req_ready), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_rsp_ok), .rw_rsp_index(rw_rsp_index), .rw_rsp_addr(rw_rsp_addr),
         .rw_rsp_len(rw_rsp_len), .rw_rsp_lkey(rw_rsp_lkey),
-        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(rsp_qp_err),
+        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(rsp_qp_err), .req_err(req_qp_err),
         .rc_valid(rs_rc_valid), .rc_ready(rs_rc_ready), .rc_qpn(rs_rc_qpn), .rc_opcode(rs_rc_opcode),
         .rc_status(rs_rc_status), .rc_index(rs_rc_index), .rc_len(rs_rc_len), .rc_imm(rs_rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -453,7 +458,7 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
         .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
         .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
         .wqe_valid(wqe_valid), .wqe_data(wqe_data),
-        .fence_busy(fence_busy),
+        .fence_busy(fence_busy), .qp_err(req_qp_err),
         .kc_req_valid(a_kc_req_valid), .kc_req_ready(a_kc_req_ready), .kc_req_key(a_kc_req_key),
         .kc_req_pd(a_kc_req_pd), .kc_req_need(a_kc_req_need), .kc_req_addr(a_kc_req_addr),
         .kc_req_len(a_kc_req_len), .kc_rsp_valid(a_kc_rsp_valid), .kc_rsp_ready(a_kc_rsp_ready),
@@ -576,7 +581,7 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
 			portIn("rw_rsp_lkey", "32", ""),
 			portOut("rw_req_flush", "", "a flush take (a context in ERR): the oldest WQE not taken, answered at once, completed WR_FLUSH_ERR"),
 			portIn("rw_flush", "(1<<QPN_W)", "per context: WQEs announced and not taken while in ERR (hca_rq's)"),
-			portOut("rsp_qp_err", "(1<<QPN_W)", "per context: the responder's context in ERR (hca_rq's rq_err: no more WQE reads, its WQEs flushed)"),
+			portOut("rsp_qp_err", "(1<<QPN_W)", "per context: the QP in ERR, its responder's or its requester's failure (hca_rq's rq_err: no more WQE reads, its WQEs flushed)"),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an RDMA WRITE's R_Key at the responder (hca_share_arb between the two)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),

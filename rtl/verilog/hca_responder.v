@@ -17,7 +17,8 @@
 // the next packet behind them. Each packet's blocks are all taken, written or dropped. Per packet, as
 // the model (Receive):
 //   no context holds the QPN: dropped (no_qp);
-//   the context is in ERR (a class C error before): dropped (err_drop);
+//   the QP is in ERR (a class C error before, or its requester's failure on req_err): dropped
+//     (err_drop), as the model's Receive in ERR;
 //   PSN ahead of the expected one (modulo 2^24, within half the space: psnDiff > 0): one NAK PSN
 //     sequence error (syndrome 0x60) with the expected PSN per gap, then dropped (seq_drop) until the
 //     expected PSN arrives;
@@ -100,8 +101,11 @@
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
 // Flush (hca.Device.flushRecvs): qp_err says which contexts are in ERR (hca_rq's rq_err: it stops
-// reading their WQEs). Whenever the engine is idle and a context in ERR has receive WQEs announced
-// and not taken (rw_flush, hca_rq's), it takes the oldest with a flush take (rw_req_flush: answered
+// reading their WQEs): the responder's own (ctx_err) and those req_err names (hca_requester's
+// qp_err: the requester's context went to ERR and its failure's CQEs are out,
+// hca.Device.requesterErr: IBA's Error state is the whole QP's, so its posted receives flush after
+// the send side's error CQE; a context write clears both). Whenever the engine is idle and a
+// context in ERR has receive WQEs announced and not taken (rw_flush, hca_rq's), it takes the oldest with a flush take (rw_req_flush: answered
 // at once) and completes it on rc_* with WR_FLUSH_ERR (status 5), opcode 2 (RESP_SEND), its index,
 // byte_len and immediate 0 (the model's hca.FlushRecvCQE), one WQE a turn, lowest context first,
 // before the next packet or context write is taken (rq_ready, cfg_ready low): so the error's own
@@ -166,6 +170,7 @@ module hca_responder #(
     output wire         rw_req_flush,  // a flush take: the oldest WQE not taken, answered at once
     input  wire [(1<<QPN_W)-1:0] rw_flush, // contexts with WQEs announced and not taken (hca_rq's)
     output wire [(1<<QPN_W)-1:0] qp_err,   // contexts in ERR (hca_rq's rq_err)
+    input  wire [(1<<QPN_W)-1:0] req_err,  // contexts whose requester went to ERR (hca_requester's qp_err)
     // DMA client rd1's contract (hca_ack_tx's rd_*): an atomic's 8 bytes read as their 64-byte block
     output wire         rd_req_valid,
     input  wire         rd_req_ready,
@@ -335,7 +340,10 @@ module hca_responder #(
     wire         at_dup  = f_hit && is_atm && res_atom[f_e];
 
     // ---- the flush of a context in ERR: the lowest with WQEs to flush ----
-    wire [NQ-1:0] fl_req = rw_flush & ctx_err & ctx_valid;
+    // The QP is in ERR when its responder failed (ctx_err) or its requester did (req_err: IBA's Error
+    // state is the whole QP's, hca.Device.requesterErr): packets dropped, receive WQEs flushed.
+    wire [NQ-1:0] q_err  = ctx_err | req_err;
+    wire [NQ-1:0] fl_req = rw_flush & q_err & ctx_valid;
     wire          fl_any = |fl_req;
     reg  [QPN_W-1:0] fl_q;
     integer      fi;
@@ -344,11 +352,11 @@ module hca_responder #(
         for (fi = NQ - 1; fi >= 0; fi = fi - 1)
             if (fl_req[fi]) fl_q = fi[QPN_W-1:0];
     end
-    assign qp_err       = ctx_err & ctx_valid;
+    assign qp_err       = q_err & ctx_valid;
     assign rw_req_flush = state == S_FREQ;
 
     // The decision in S_DEC (one cycle after the header is taken).
-    wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
+    wire         in_seq  = hit && !q_err[ix] && rc_req && !ahead && !behind;
     wire         rd_seq  = in_seq && !bad_seq && is_rd;
     wire         go_kc   = (in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0) ||
                            (rd_seq && h_dlen != 32'd0) || (in_seq && !bad_seq && is_atm);
@@ -539,7 +547,7 @@ module hca_responder #(
                 state <= S_XFER;
                 if (!hit) begin
                     cnt_no_qp <= sat(cnt_no_qp);
-                end else if (ctx_err[ix]) begin
+                end else if (q_err[ix]) begin
                     cnt_err_drop <= sat(cnt_err_drop);
                 end else if (!rc_req) begin
                     cnt_todo <= sat(cnt_todo);
@@ -691,7 +699,7 @@ module hca_responder #(
             p_read <= 1'b0;
             p_mid <= 1'b0;
             p_atom <= 1'b0;
-            if (hit && !ctx_err[ix] && rc_req) begin
+            if (hit && !q_err[ix] && rc_req) begin
                 if (ahead) begin
                     if (!ctx_naks[ix]) begin
                         p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];
