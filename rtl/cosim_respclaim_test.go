@@ -30,7 +30,7 @@ import (
 // REMOTE_READ region, RD_RES 2, ACK_COALESCE 1), its expected answers
 // derived by hand in TestResponderClaimCosim: the run, the QPN, the first
 // QP's first PSN and the second's.
-func respClaimDirected(seed uint64) (run *respRun, qpn, p0, q1 uint32) {
+func respClaimDirected(seed uint64) (run *respRun, qpn, p0, q1, r1 uint32) {
 	run = newRespRunReads(seed, 1, 2)
 	run.holdFins = true
 	run.abase = 0x7654_3200 // 512-aligned, below every WRITE region
@@ -66,8 +66,32 @@ func respClaimDirected(seed uint64) (run *respRun, qpn, p0, q1 uint32) {
 	read(q1, 0x1000, 512)
 	fadd(psn(q1, 2), 8)
 	fadd(psn(q1, 3), 16)
+	// 8: a new QP at R: READ G of 256 at R (resource 0, generation 1),
+	// released; G again (a duplicate: replayed whole from resource 0, its
+	// fin held, generation 1); READ H of 100 at R+1 (resource 1); READ I
+	// of 64 at R+2 takes resource 0 again (G was sent; generation 2);
+	// G's replay released (its fin names generation 1: stale, resource 0
+	// still holds I unsent), H released; READ J of 32 at R+3 takes
+	// resource 1; READ K of 16 at R+4 finds resource 0 holding I: NAK.
+	// First the three replies still held (B, C, E: the earlier QPs'),
+	// oldest first: their resources were emptied by the context write,
+	// so their fins free nothing.
+	q = run.directedReconfig(256, run.cfg.MinRNRTimer)
+	r1 = q.next
+	run.release()
+	run.release()
+	run.release()
+	read(r1, 0x2000, 256)
+	run.release()
+	read(r1, 0x2000, 256)
+	read(psn(r1, 1), 0x2100, 100)
+	read(psn(r1, 2), 0x2200, 64)
+	run.release()
+	run.release()
+	read(psn(r1, 3), 0x2300, 32)
+	read(psn(r1, 4), 0x2400, 16)
 	run.stream[len(run.stream)-1].gap = true
-	return run, qpn, p0 & 0xffffff, q1
+	return run, qpn, p0 & 0xffffff, q1, r1
 }
 
 // TestResponderClaimCosim: the directed claimRes cases through the model
@@ -77,7 +101,7 @@ func respClaimDirected(seed uint64) (run *respRun, qpn, p0, q1 uint32) {
 func TestResponderClaimCosim(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
-	run, a, p, q := respClaimDirected(cosimSeeds[0])
+	run, a, p, q, r := respClaimDirected(cosimSeeds[0])
 	at := func(base, k uint32) uint32 { return (base + k) & 0xffffff }
 	rr := run.readRegions[0]
 	want := []respAck{
@@ -88,10 +112,17 @@ func TestResponderClaimCosim(t *testing.T) {
 		{a, at(q, 0), 0x1F, 1, 1, rr.Addr + 0x1000, 512},      // 7: E's reply (resource 0), MSN 1
 		{a, at(q, 2), 0x1F, 2, 4, respWord(run.abase + 8), 0}, // the FETCH_ADD at Q+2 (resource 1): its original value, MSN 2
 		{a, at(q, 3), 0x61, 2, 0, 0, 0},                       // the FETCH_ADD at Q+3: resource 0 holds E unsent: NAK, MSN 2
+		{a, at(r, 0), 0x1F, 1, 1, rr.Addr + 0x2000, 256},      // 8: G's reply, MSN 1
+		{a, at(r, 0), 0x1F, 1, 1, rr.Addr + 0x2000, 256},      //    G's replay: the current MSN, from its FIRST (its PSN is G's first)
+		{a, at(r, 1), 0x1F, 2, 1, rr.Addr + 0x2100, 100},      //    H (resource 1), MSN 2
+		{a, at(r, 2), 0x1F, 3, 1, rr.Addr + 0x2200, 64},       //    I (resource 0 again), MSN 3
+		{a, at(r, 3), 0x1F, 4, 1, rr.Addr + 0x2300, 32},       //    J (resource 1, H released), MSN 4
+		{a, at(r, 4), 0x61, 4, 0, 0, 0},                       //    K: resource 0 holds I unsent (the replay's fin was stale): NAK, MSN 4
 	}
 	assert.Equal(t, want, run.acks, "the model's ACKs, NAKs and replies")
-	// Dropped in ERR: D again (6). NAKs: D's and the FETCH_ADD's.
-	assert.Equal(t, respCounts{naks: 2, errDrop: 1}, run.want, "the model's counts")
+	// Dropped in ERR: D again (6). NAKs: D's, the FETCH_ADD's and K's; a
+	// duplicate: G's.
+	assert.Equal(t, respCounts{naks: 3, errDrop: 1, dup: 1}, run.want, "the model's counts")
 	res := runResp(t, context.Background(), t.TempDir(), run, 1, nil)
 	assert.Empty(t, run.check(res), "hca_responder against the model")
 	t.Logf("%d entries, %d cycles, %d ACKs/NAKs", len(run.stream), res.cycles, len(res.acks))
@@ -119,11 +150,14 @@ func TestResponderClaimMutantsFail(t *testing.T) {
 		{"the NAK's syndrome remote access error", f, "if (a_mis || r_full) p_syn <= SYN_INV;", "if (a_mis) p_syn <= SYN_INV; else if (r_full) p_syn <= SYN_ACC;"},
 		{"the NAK at the READ's last PSN", f, "if (a_mis || r_full) p_syn <= SYN_INV;", "if (a_mis || r_full) begin p_syn <= SYN_INV; if (r_full) p_psn <= rd_last; end"},
 		{"a READ beyond max_rd_atomic leaves the QP out of ERR", f, "            if (a_mis || r_full) begin\n                ctx_err[ix] <= 1'b1;", "            if (a_mis || r_full) begin\n                ctx_err[ix] <= a_mis;"},
+		// A stale fin (G's replay, after I took resource 0) taken as
+		// I's: K accepted.
+		{"the fin's generation not compared", f, "res_gen[2*fin_e +: 2] == fin_gen;", "1'b1;"},
 		{"an atomic's resource in use not looked at", f, "wire         a_mis   = a_ok && (h_va[2:0] != 3'd0 || r_busy);", "wire         a_mis   = a_ok && h_va[2:0] != 3'd0;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			run, _, _, _ := respClaimDirected(cosimSeeds[0])
+			run, _, _, _, _ := respClaimDirected(cosimSeeds[0])
 			res := runResp(t, context.Background(), t.TempDir(), run, 1, respMutated(t, m))
 			errs := run.check(res)
 			require.NotEmpty(t, errs, "the claim run passes hca_responder with %s", m.name)
