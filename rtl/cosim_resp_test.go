@@ -979,9 +979,8 @@ module tb;
     parameter integer ACK_COALESCE = 1;
     parameter integer RD_RES = 16;
     parameter integer SEED = 1;
-    // HOLD 1: a READ reply's fin_* (one that frees its resource: ack_fin) waits in a FIFO for a
-    // release entry (kind 3), oldest first; HOLD 0: it follows the reply's take on ack_* (the reply
-    // sent whole at once, as the model's run).
+    // HOLD 1: a READ reply's fin_* waits in a FIFO for a release entry (kind 3), oldest first; HOLD
+    // 0: it follows the reply's take on ack_* (the reply sent whole at once, as the model's run).
     parameter integer HOLD = 0;
     reg clk = 1'b0, rst_n = 1'b0;
     always #1 clk = ~clk;
@@ -1006,11 +1005,10 @@ module tb;
     wire cfg_valid = more && is_cfg && hold == 0;
     wire rq_valid  = more && !is_cfg && !is_post && !is_rel && hold == 0;
     wire [7:0] ack_res;
-    wire [1:0] ack_gen;
-    wire ack_fin;
+    wire [23:0] ack_last;
     reg fin_v;
-    reg [33:0] fin_e;
-    reg [33:0] fq [0:63];
+    reg [55:0] fin_e;
+    reg [55:0] fq [0:63];
     integer fq_w, fq_r;
     // A release waits until the packets before it are decided and their answers taken (the
     // responder idle, its output register empty); with no reply held it gives no fin.
@@ -1068,8 +1066,8 @@ module tb;
         .wr_valid(wr_valid), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be), .wr_ready(rnd_wr),
         .ack_valid(ack_valid), .ack_ready(rnd_ack), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn), .ack_msn(ack_msn),
         .ack_read(ack_read), .ack_va(ack_va), .ack_len(ack_len), .ack_mtu(ack_mtu), .ack_mid(ack_mid),
-        .ack_atomic(ack_atomic), .ack_orig(ack_orig), .ack_res(ack_res), .ack_gen(ack_gen), .ack_fin(ack_fin),
-        .fin_valid(fin_v), .fin_qpn(fin_e[33:10]), .fin_res(fin_e[9:2]), .fin_gen(fin_e[1:0]),
+        .ack_atomic(ack_atomic), .ack_orig(ack_orig), .ack_res(ack_res), .ack_last(ack_last),
+        .fin_valid(fin_v), .fin_qpn(fin_e[55:32]), .fin_res(fin_e[31:24]), .fin_psn(fin_e[23:0]),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     hca_key_check #(.TAG_W(1), .CACHE_ENTRIES(0)) kc (
@@ -1093,7 +1091,7 @@ module tb;
         ei = 0; bi = 0; cyc = 0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
         rnd_pd = 1'b0; rnd_wr = 1'b0; rnd_ack = 1'b0; rnd_mpt = 1'b0; rnd_rc = 1'b0; rw_busy = 1'b0; rw_lat = 0;
         rw_slot = 2'd0;
-        fin_v = 1'b0; fin_e = 34'd0; fq_w = 0; fq_r = 0;
+        fin_v = 1'b0; fin_e = 56'd0; fq_w = 0; fq_r = 0;
         for (qi = 0; qi < 4; qi = qi + 1) begin rq_head[qi] = 7'd0; rq_tail[qi] = 7'd0; end
         repeat (4) @(posedge clk);
         rst_n <= 1'b1;
@@ -1137,13 +1135,13 @@ module tb;
         if (pd_valid && pd_ready) bi <= bi + 1;
         // fin_*: a READ reply's last response sent, at its take (HOLD 0) or its release (HOLD 1).
         fin_v <= 1'b0;
-        if (ack_valid && rnd_ack && ack_read && ack_fin) begin
+        if (ack_valid && rnd_ack && ack_read) begin
             if (HOLD != 0) begin
-                fq[fq_w % 64] <= {ack_qpn, ack_res, ack_gen};
+                fq[fq_w % 64] <= {ack_qpn, ack_res, ack_last};
                 fq_w <= fq_w + 1;
             end else begin
                 fin_v <= 1'b1;
-                fin_e <= {ack_qpn, ack_res, ack_gen};
+                fin_e <= {ack_qpn, ack_res, ack_last};
             end
         end
         if (rel_take) begin

@@ -66,13 +66,13 @@ func respClaimDirected(seed uint64) (run *respRun, qpn, p0, q1, r1 uint32) {
 	read(q1, 0x1000, 512)
 	fadd(psn(q1, 2), 8)
 	fadd(psn(q1, 3), 16)
-	// 8: a new QP at R: READ G of 256 at R (resource 0, generation 1),
-	// released; G again (a duplicate: replayed whole from resource 0, its
-	// fin held, generation 1); READ H of 100 at R+1 (resource 1); READ I
-	// of 64 at R+2 takes resource 0 again (G was sent; generation 2);
-	// G's replay released (its fin names generation 1: stale, resource 0
-	// still holds I unsent), H released; READ J of 32 at R+3 takes
-	// resource 1; READ K of 16 at R+4 finds resource 0 holding I: NAK.
+	// 8: a new QP at R: READ G of 256 at R (resource 0), released; G
+	// again (a duplicate: replayed whole from resource 0, its fin held);
+	// READ H of 100 at R+1 (resource 1); READ I of 64 at R+2 takes
+	// resource 0 again (G was sent); G's replay released (its fin names
+	// G's last PSN, R: stale, resource 0 holds I, whose last is R+2, unsent),
+	// H released; READ J of 32 at R+3 takes resource 1; READ K of 16 at
+	// R+4 finds resource 0 holding I: NAK.
 	// First the three replies still held (B, C, E: the earlier QPs'),
 	// oldest first: their resources were emptied by the context write,
 	// so their fins free nothing.
@@ -152,7 +152,7 @@ func TestResponderClaimMutantsFail(t *testing.T) {
 		{"a READ beyond max_rd_atomic leaves the QP out of ERR", f, "            if (a_mis || r_full) begin\n                ctx_err[ix] <= 1'b1;", "            if (a_mis || r_full) begin\n                ctx_err[ix] <= a_mis;"},
 		// A stale fin (G's replay, after I took resource 0) taken as
 		// I's: K accepted.
-		{"the fin's generation not compared", f, "res_gen[2*fin_e +: 2] == fin_gen;", "1'b1;"},
+		{"the fin's PSN not compared", f, "res_last[fin_e] == fin_psn;", "1'b1;"},
 		{"an atomic's resource in use not looked at", f, "wire         a_mis   = a_ok && (h_va[2:0] != 3'd0 || r_busy);", "wire         a_mis   = a_ok && h_va[2:0] != 3'd0;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {

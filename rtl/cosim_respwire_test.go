@@ -443,9 +443,8 @@ module tb;
     wire post_idle = !rx.c_valid && !rq_valid && rq_ready && !rw_busy;
     wire post_take = more && is_post && hold == 0 && post_idle && p_idle;
     wire [7:0] r_ack_res, f_res;
-    wire [23:0] f_qpn;
-    wire [1:0] r_ack_gen, f_gen;
-    wire r_ack_fin, f_valid;
+    wire [23:0] r_ack_last, f_qpn, f_psn;
+    wire f_valid;
     hca_responder #(.QPN_W(2), .ACK_COALESCE(1), .RD_RES(RD_RES)) resp (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[511:488]), .cfg_psn(e[487:464]), .cfg_pd(e[463:432]),
@@ -468,7 +467,7 @@ module tb;
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
         .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(r_ack_atomic), .ack_orig(r_ack_orig),
-        .ack_res(r_ack_res), .ack_gen(r_ack_gen), .ack_fin(r_ack_fin), .fin_valid(f_valid), .fin_qpn(f_qpn), .fin_res(f_res), .fin_gen(f_gen),
+        .ack_res(r_ack_res), .ack_last(r_ack_last), .fin_valid(f_valid), .fin_qpn(f_qpn), .fin_res(f_res), .fin_psn(f_psn),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     // ---- the requester's stand-in: READ responses to wr0, key checks ----
@@ -560,7 +559,7 @@ module tb;
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn),
         .ack_syn(r_ack_syn), .ack_msn(r_ack_msn), .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len),
         .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(r_ack_atomic), .ack_orig(r_ack_orig),
-        .ack_res(r_ack_res), .ack_gen(r_ack_gen), .ack_fin(r_ack_fin), .fin_valid(f_valid), .fin_qpn(f_qpn), .fin_res(f_res), .fin_gen(f_gen),
+        .ack_res(r_ack_res), .ack_last(r_ack_last), .fin_valid(f_valid), .fin_qpn(f_qpn), .fin_res(f_res), .fin_psn(f_psn),
         .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
         .rd_rsp_valid(b_rd_rsp), .rd_rsp_data(rd_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),

@@ -382,13 +382,12 @@ completed with WR_FLUSH_ERR on rc_* (hca.Device.flushRecvs), and its packets dro
     // be sent) is in ERR on its receive side too once the failure's completions are out
     // (hca.Device.requesterErr): the responder drops its packets and flushes its receive WQEs.
     wire [(1<<QPN_W)-1:0] req_qp_err;
-    // A READ reply's resource and its generation go with it into hca_ack_tx, which gives them back
-    // on fin_* when its last response is picked by the port (a reply ending at its READ's last PSN): the resource is free for a new READ or atomic
+    // A READ reply's resource and last PSN go with it into hca_ack_tx, which gives them back on
+    // fin_* when that response is picked by the port: the resource is free for a new READ or atomic
     // (hca.Responder.claimRes; one still in use: NAK invalid request).
     wire [7:0]  rs_ack_res, rs_fin_res;
-    wire [1:0]  rs_ack_gen, rs_fin_gen;
-    wire [23:0] rs_fin_qpn;
-    wire        rs_ack_fin, rs_fin_valid;
+    wire [23:0] rs_ack_last, rs_fin_qpn, rs_fin_psn;
+    wire        rs_fin_valid;
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
@@ -414,8 +413,8 @@ completed with WR_FLUSH_ERR on rc_* (hca.Device.flushRecvs), and its packets dro
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
         .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
         .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
-        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_gen(rs_ack_gen), .ack_fin(rs_ack_fin),
-        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_gen(rs_fin_gen),
+        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_last(rs_ack_last),
+        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_psn(rs_fin_psn),
         .cnt_acks(rsp_acks), .cnt_naks(rsp_naks), .cnt_dup(rsp_dup), .cnt_seq_drop(rsp_seq_drop),
         .cnt_err_drop(rsp_err_drop), .cnt_no_qp(rsp_no_qp), .cnt_todo(rsp_todo)
     );
@@ -432,8 +431,8 @@ completed with WR_FLUSH_ERR on rc_* (hca.Device.flushRecvs), and its packets dro
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
         .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
         .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
-        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_gen(rs_ack_gen), .ack_fin(rs_ack_fin),
-        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_gen(rs_fin_gen),
+        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_last(rs_ack_last),
+        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_psn(rs_fin_psn),
         .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
         .rd_rsp_valid(b_rd_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),

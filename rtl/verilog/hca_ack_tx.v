@@ -48,13 +48,12 @@
 // committed (r_pick_taken) goes whole, its beats back to back on tx_*, before the responder's is
 // offered again. Packets of the two never interleave.
 // A READ reply's last response picked by the port (its a_commit) is fin_valid for one cycle, with
-// the reply's QPN, its responder resource and its generation (ack_qpn, ack_res, ack_gen as taken),
-// for a reply marked ack_fin (it ends at its READ's last PSN; others give none):
+// the reply's QPN, its responder resource and last PSN (ack_qpn, ack_res, ack_last as taken):
 // hca.Device.trySend's ReadResponseSent, at which the model's resource stops being in use
 // (hca_responder's claimRes). One such response is tracked at a time: from its last beat leaving
 // the assembler (the next packet to end in the queue is it: f_arm) through its place in the queue
-// (f_pos, f_pend) to its pick; the next reply that gives a fin is not taken before (a reply that
-// gives none is, and ACKs are), and busy holds context writes meanwhile.
+// (f_pos, f_pend) to its pick; the next READ reply is not taken before (an ACK is), and busy holds
+// context writes meanwhile.
 // TODO: the model's DropReply (a duplicate READ taking a queued reply out: here every reply goes
 // whole), reusing payloads already read for a replaced reply (FetchLo/FetchHi: here re-read).
 module hca_ack_tx #(
@@ -86,14 +85,13 @@ module hca_ack_tx #(
     input  wire              ack_atomic,     // an ATOMIC ACKNOWLEDGE: ack_orig its AtomicAckETH
     input  wire [63:0]       ack_orig,
     input  wire [7:0]        ack_res,        // a READ reply's responder resource and last PSN, given back on fin_*
-    input  wire [1:0]        ack_gen,
-    input  wire              ack_fin,        // the reply's last response frees its resource: give it on fin_*
+    input  wire [23:0]       ack_last,
     // A READ reply's last response picked by the port (hca.Device.trySend's ReadResponseSent of it):
     // one cycle, with the reply's QPN, resource and last PSN (hca_responder frees the resource)
     output wire              fin_valid,
     output wire [23:0]       fin_qpn,
     output wire [7:0]        fin_res,
-    output wire [1:0]        fin_gen,
+    output wire [23:0]       fin_psn,
     // DMA client rd1 (through hca_share_arb): the responses' payloads
     output wire              rd_req_valid,
     input  wire              rd_req_ready,
@@ -228,9 +226,8 @@ module hca_ack_tx #(
     // into ib_icrc when no reply is under way.
     reg              f_arm, f_pend;
     wire             ack_is = ack_valid && !ack_read && !e_busy;
-    wire             f_busy = f_arm || f_pend;
-    wire             e_take = ack_valid && ack_read && !e_busy && !(ack_fin && f_busy);
-    assign ack_ready = !e_busy && (ack_read ? !(ack_fin && f_busy) : c_in_ready);
+    wire             e_take = ack_valid && ack_read && !e_busy && !f_arm && !f_pend;
+    assign ack_ready = !e_busy && (ack_read ? !f_arm && !f_pend : c_in_ready);
     assign busy      = e_busy || f_arm || f_pend;
     wire [32:0]      e_up    = {1'b0, ack_len} + ((33'd1 << ({1'b0, ack_mtu} + 4'd7)) - 33'd1);
     wire [32:0]      e_nd    = e_up >> ({1'b0, ack_mtu} + 4'd7);
@@ -376,23 +373,19 @@ module hca_ack_tx #(
     // packets from the queue's head (f_pend); it is the head at f_pos 1, and its commit to the port
     // (a_commit: the port picked its VL) is fin_valid, the model's ReadResponseSent at the pick.
     reg  [7:0]       f_pos;
-    reg  [23:0]      f_qpn;
+    reg  [23:0]      f_qpn, f_psn;
     reg  [7:0]       f_res;
-    reg  [1:0]       f_gen;
-    reg              f_want;     // the reply under way gives a fin
     assign fin_valid = f_pend && f_pos == 8'd1 && a_commit;
     assign fin_qpn   = f_qpn;
     assign fin_res   = f_res;
-    assign fin_gen   = f_gen;
+    assign fin_psn   = f_psn;
     always @(posedge clk or negedge rst_n) begin
         if (!rst_n) begin
             f_arm <= 1'b0;
             f_pend <= 1'b0;
             f_pos <= 8'd0;
-            f_want <= 1'b0;
         end else begin
-            if (e_take) f_want <= ack_fin;
-            if (m_last && f_want) f_arm <= 1'b1;
+            if (m_last) f_arm <= 1'b1;
             if (f_arm && q_in_eop) begin
                 f_arm  <= 1'b0;
                 f_pend <= 1'b1;
@@ -403,10 +396,10 @@ module hca_ack_tx #(
             end
         end
     end
-    always @(posedge clk) if (e_take && ack_fin) begin
+    always @(posedge clk) if (e_take) begin
         f_qpn <= ack_qpn;
         f_res <= ack_res;
-        f_gen <= ack_gen;
+        f_psn <= ack_last;
     end
 
     /* verilator lint_off UNUSEDSIGNAL */

@@ -50,12 +50,10 @@
 //     next responder resource (RD_RES of them, a ring, emptied by a context write: hca claimRes,
 //     saveRes), the expected PSN moves by ceil(length / MTU) (at least 1; the MTU from cfg_mtu) and
 //     the MSN by one, and its reply leaves on ack_* (ack_read: the first PSN, VA, length, the MSN
-//     after it, its resource ack_res with the resource's generation ack_gen, and ack_fin when the
-//     reply ends at its READ's last PSN; hca_ack_tx sends the responses and gives such a reply's
-//     last response's pick by the port back on fin_*, which frees the resource when it still holds
-//     that READ (res_gen = fin_gen: a READ or atomic taking a resource moves its 2-bit generation,
-//     and at most two takes can pass a reply in flight), so a replay reaching the READ's end frees
-//     it too, as the model's ReadResponseSent); a READ (or atomic) whose resource still holds a READ with
+//     after it, its resource ack_res and last PSN ack_last; hca_ack_tx sends the responses and
+//     gives the last response's pick by the port back on fin_*, which frees the resource when it
+//     still holds that READ: res_last = fin_psn, so a replay reaching the READ's end frees it too,
+//     as the model's ReadResponseSent); a READ (or atomic) whose resource still holds a READ with
 //     a response never picked (claimRes's inUse: more than max_rd_atomic outstanding) is NAKed
 //     invalid request at its PSN with the current MSN, the context to ERR, nothing else done;
 //   a SEND (FIRST/MIDDLE/LAST/ONLY, LAST and ONLY with immediate) or an RDMA WRITE with immediate
@@ -205,14 +203,13 @@ module hca_responder #(
     output reg          ack_atomic, // an ATOMIC ACKNOWLEDGE (AETH + AtomicAckETH ack_orig), not an ACK
     output reg  [63:0]  ack_orig,  // the atomic's original value (AtomicAckETH)
     output reg  [7:0]   ack_res,   // a READ reply's responder resource (its index in the context)
-    output reg  [1:0]   ack_gen,   // the resource's generation (moved by each READ or atomic taking it)
-    output reg          ack_fin,   // the reply ends at its READ's last PSN: its last response frees the resource
+    output reg  [23:0]  ack_last,  // and its last response's PSN
     // A READ reply's last response gone to the port (hca_ack_tx): its QP, resource and PSN
     // (hca.Responder.ReadResponseSent of the resource's last response frees it for claimRes)
     input  wire         fin_valid,
     input  wire [23:0]  fin_qpn,
     input  wire [7:0]   fin_res,
-    input  wire [1:0]   fin_gen,
+    input  wire [23:0]  fin_psn,
     output reg          rc_valid,  // a receive completion (hca_cqe_writer's cpl_* fields)
     input  wire         rc_ready,
     output reg  [23:0]  rc_qpn,
@@ -273,7 +270,6 @@ module hca_responder #(
     // A READ's last response has gone to the port (fin_*: hca_ack_tx): the resource is free for the
     // next READ or atomic (hca rdAtomicRes.inUse: a READ some of whose responses never went out).
     reg  [NR-1:0] res_sent;
-    reg  [2*NR-1:0] res_gen;           // per resource, 2 bits: moved by each READ or atomic taking it
 
     // ---- the packet in hand ----
     reg  [3:0]   state;
@@ -411,11 +407,8 @@ module hca_responder #(
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd && behind);
     // A reply's last response out (fin_*): the resource it names, if it still holds that READ.
     wire [31:0]  fin_e   = {{(32-QPN_W){1'b0}}, fin_qpn[QPN_W-1:0]} * RD_RES + {24'd0, fin_res};
-    wire         fin_hit = fin_valid && res_used[fin_e] && !res_atom[fin_e] && res_gen[2*fin_e +: 2] == fin_gen;
-    wire [1:0]   gen_n   = res_gen[2*r_e +: 2] + 2'd1;       // the taken resource's next generation
+    wire         fin_hit = fin_valid && res_used[fin_e] && !res_atom[fin_e] && res_last[fin_e] == fin_psn;
     reg  [RW-1:0] d_res;                                     // the found one's index (a replay's resource)
-    reg  [1:0]   d_gen;                                      // its generation
-    reg          d_fin;                                      // the replay ends at its READ's last PSN
     // The resource after it (a READ or an atomic taking one), and the MSN after an atomic.
     wire [RW-1:0] rnext_n = ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
     wire [23:0]  msn_1   = ctx_msn[ix] + 24'd1;
@@ -505,9 +498,8 @@ module hca_responder #(
     wire         cq_free  = !rc_valid || rc_ready;
     wire         s_go     = (!p_ack || out_free) && (!p_cqe || cq_free);
     reg  [63:0]  p_va;
-    reg  [RW-1:0] p_res;       // a reply's resource, its generation, whether it frees it (ack_res, ack_gen, ack_fin)
-    reg  [1:0]   p_gen;
-    reg          p_fin;
+    reg  [RW-1:0] p_res;       // a reply's resource and last response's PSN (ack_res, ack_last)
+    reg  [23:0]  p_last;
     wire [31:0]  p_res32 = {{(32-RW){1'b0}}, p_res};
     reg  [31:0]  p_len;
     wire         out_free = !ack_valid || ack_ready;
@@ -551,7 +543,6 @@ module hca_responder #(
             ctx_insend <= {NQ{1'b0}};
             res_used <= {NR{1'b0}};
             res_sent <= {NR{1'b0}};
-            res_gen  <= {(2*NR){1'b0}};
             ack_valid <= 1'b0;
             rc_valid <= 1'b0;
             p_ack <= 1'b0;
@@ -706,17 +697,13 @@ module hca_responder #(
                 if (!behind) begin
                     res_used[r_e] <= 1'b1;
                     res_sent[r_e] <= 1'b0;   // after fin_hit: a stale reply's fin for it loses
-                    res_gen[2*r_e +: 2] <= gen_n;
                 end
             end
             if (a_mis || r_full) begin
                 ctx_err[ix] <= 1'b1;
                 p_ack <= 1'b1;
             end
-            if (acommit) begin
-                res_used[r_e] <= 1'b1;
-                res_gen[2*r_e +: 2] <= gen_n;
-            end
+            if (acommit) res_used[r_e] <= 1'b1;
         end
     end
 
@@ -800,8 +787,6 @@ module hca_responder #(
             if (f_hit) begin
                 d_first <= res_first[f_e];
                 d_res <= s_j;
-                d_gen <= res_gen[2*f_e +: 2];
-                d_fin <= f_dl == 24'd0;
             end
             if (at_dup) begin
                 // A duplicate atomic: the saved original value, the current MSN (hca duplicate,
@@ -823,7 +808,7 @@ module hca_responder #(
                 ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
                 ack_atomic <= p_atom; ack_orig <= p_orig;
                 ack_read <= p_read; ack_va <= p_va; ack_len <= p_len; ack_mtu <= ctx_mtu[ix]; ack_mid <= p_mid;
-                ack_res <= p_res32[7:0]; ack_gen <= p_gen; ack_fin <= p_fin;
+                ack_res <= p_res32[7:0]; ack_last <= p_last;
             end
             if (p_cqe) begin
                 rc_qpn <= h_qpn; rc_opcode <= p_cop; rc_status <= p_cst; rc_index <= p_cidx;
@@ -889,11 +874,8 @@ module hca_responder #(
             // MSN after the READ (a new one counts a message) or the current one (a replay).
             p_read <= 1'b1;
             p_syn <= SYN_ACK; p_psn <= h_psn; p_va <= h_va; p_len <= h_dlen;
-            // Its resource, the resource's generation after the take (a new READ) or now (a replay),
-            // and whether its last response is the READ's (fin_* then frees the resource).
+            p_last <= rd_last;   // its last response's PSN: the resource's own when it frees it (fin_*)
             p_res <= !behind ? ctx_rnext[ix] : state == S_DUP ? s_j : d_res;
-            p_gen <= !behind ? gen_n : state == S_DUP ? res_gen[2*f_e +: 2] : d_gen;
-            p_fin <= !behind || (state == S_DUP ? f_dl == 24'd0 : d_fin);
             if (!behind) begin
                 p_msn <= ctx_msn[ix] + 24'd1;
                 p_mid <= 1'b0;
