@@ -1335,7 +1335,7 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
 		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
 		{"rd1's blocks routed to the client picked last", "hca_rd_merge.v", "assign b_rsp_valid = rsp_valid && h_own;\n", "assign b_rsp_valid = rsp_valid && r_last;\n"},
-		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
+		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read ? !f_arm && !f_pend : c_in_ready);", "assign ack_ready = ack_read ? !e_busy && !f_arm && !f_pend : c_in_ready;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
