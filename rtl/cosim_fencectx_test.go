@@ -460,6 +460,7 @@ module tb;
         .rx_nak_retry(rx_nak_retry), .rx_rsp_todo(rx_rsp_todo), .rx_not_req(rx_not_req),
         .rx_icrc_err(rx_icrc_err), .rx_hdr_err(rx_hdr_err), .rx_pkey_viol(rx_pkey_viol),
         .rx_mcast_drop(rx_mcast_drop), .rx_no_qp(rx_no_qp),
+        .rw_flush(8'd0), // no receive queue here: nothing to flush when a context goes to ERR
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_cqn(cpl_cqn), .cpl_opcode(cpl_opcode),
         .cpl_status(cpl_status), .cpl_receiver(cpl_receiver), .cpl_wr_op(cpl_wr_op), .cpl_qpn(cpl_qpn),
         .cpl_wqe_counter(cpl_wqe_counter), .cpl_byte_count(cpl_byte_count), .cpl_imm(cpl_imm), .cpl_src_qp(cpl_src_qp));

@@ -43,24 +43,27 @@ const (
 
 // respPkt is one entry of the stream: a request packet or a context write.
 type respPkt struct {
-	cfg    bool   // a context write: qpn, psn (the expected PSN), pd, rnr
-	post   bool   // a receive WQE posted to qpn's queue: idx, va (its address), dlen (length), rkey (L_Key)
-	idx    uint32 // post: the WQE's index
-	imm    uint32 // ImmDt
-	rnr    int    // cfg: the QP's min_rnr_timer
-	gap    bool   // no packet waits behind this one (the flush point)
-	qpn    uint32 // BTH.DestQP
-	psn    uint32
-	op     ib.Opcode
-	ackReq bool
-	va     uint64 // RETH
-	rkey   uint32
-	dlen   uint32
-	swap   uint64 // AtomicETH: swap or add data (va, rkey: its VA and R_Key)
-	cmp    uint64 // AtomicETH: compare data
-	pd     uint32 // cfg: the QP's PD
-	mtu    int    // cfg: the QP's path MTU, bytes
-	pay    []byte // the payload
+	cfg  bool // a context write: qpn, psn (the expected PSN), pd, rnr
+	post bool // a receive WQE posted to qpn's queue: idx, va (its address), dlen (length), rkey (L_Key)
+	// release: the oldest READ reply held (respRun.holdFins) has its last
+	// response sent now: the testbench gives it back on fin_* (kind 3)
+	release bool
+	idx     uint32 // post: the WQE's index
+	imm     uint32 // ImmDt
+	rnr     int    // cfg: the QP's min_rnr_timer
+	gap     bool   // no packet waits behind this one (the flush point)
+	qpn     uint32 // BTH.DestQP
+	psn     uint32
+	op      ib.Opcode
+	ackReq  bool
+	va      uint64 // RETH
+	rkey    uint32
+	dlen    uint32
+	swap    uint64 // AtomicETH: swap or add data (va, rkey: its VA and R_Key)
+	cmp     uint64 // AtomicETH: compare data
+	pd      uint32 // cfg: the QP's PD
+	mtu     int    // cfg: the QP's path MTU, bytes
+	pay     []byte // the payload
 }
 
 // respAck is an ACK or NAK as hca_responder gives it: its QP's QPN, PSN,
@@ -153,6 +156,32 @@ type respRun struct {
 	// atomReads: each atomic executed, the address it reads and writes
 	// (the responder's read of its block: the wired runs check them).
 	atomReads []uint64
+	// holdFins: a READ reply's responses are not sent when it starts
+	// (hca.Responder.ReadResponseSent waits) but at a release entry
+	// (respRun.release), and the testbench (HOLD 1) gives its last
+	// response's fin_* back to hca_responder only then; else each reply
+	// is sent whole at once and its fin_* follows its take on ack_*.
+	holdFins bool
+	held     []respHeld
+}
+
+// respHeld is a READ reply whose responses are not sent yet: its QP, its
+// resource and their PSNs.
+type respHeld struct {
+	q    *respQP
+	slot int
+	psns []uint32
+}
+
+// release sends the oldest held reply's responses (ReadResponseSent) and
+// puts a release entry in the stream: the testbench gives its fin_* back.
+func (run *respRun) release() {
+	h := run.held[0]
+	run.held = run.held[1:]
+	for _, psn := range h.psns {
+		h.q.resp.ReadResponseSent(h.slot, psn)
+	}
+	run.stream = append(run.stream, &respPkt{release: true})
 }
 
 // respCQE is a receive completion as hca_responder gives it on rc_*: the
@@ -573,7 +602,14 @@ func (run *respRun) reply(q *respQP, a hca.RespAction) {
 			run.readAddrs = append(run.readAddrs, [2]uint64{a.ReadVA + off, uint64(p.PayloadLen)})
 		}
 		off += uint64(p.PayloadLen)
-		q.resp.ReadResponseSent(a.ReadRes, p.PSN)
+		if run.holdFins {
+			if i == 0 {
+				run.held = append(run.held, respHeld{q: q, slot: a.ReadRes})
+			}
+			run.held[len(run.held)-1].psns = append(run.held[len(run.held)-1].psns, p.PSN)
+		} else {
+			q.resp.ReadResponseSent(a.ReadRes, p.PSN)
+		}
 		run.out = append(run.out, respOutPkt{ack: d, rsp: p})
 		if !more {
 			break
@@ -721,6 +757,8 @@ func (run *respRun) write(t *testing.T, dir string) {
 		if p.cfg {
 			w3 = 1<<60 | uint64(p.qpn)<<32 | uint64(p.psn)<<8
 			w0 = uint64(p.pd) | mtuCode(p.mtu)<<32 | uint64(p.rnr)<<40
+		} else if p.release {
+			w3 = 3 << 60
 		} else if p.post {
 			w3 = 2<<60 | uint64(p.qpn)<<32
 			w2 = uint64(p.rkey)<<32 | uint64(p.dlen)
@@ -941,6 +979,9 @@ module tb;
     parameter integer ACK_COALESCE = 1;
     parameter integer RD_RES = 16;
     parameter integer SEED = 1;
+    // HOLD 1: a READ reply's fin_* waits in a FIFO for a release entry (kind 3), oldest first; HOLD
+    // 0: it follows the reply's take on ack_* (the reply sent whole at once, as the model's run).
+    parameter integer HOLD = 0;
     reg clk = 1'b0, rst_n = 1'b0;
     always #1 clk = ~clk;
     reg [255:0] ent [0:4095];
@@ -959,9 +1000,19 @@ module tb;
     wire [255:0] e = ent[ei];
     wire is_cfg = e[255:252] == 4'd1;
     wire is_post = e[255:252] == 4'd2;
+    wire is_rel = e[255:252] == 4'd3;
     wire more = ei < ne;
     wire cfg_valid = more && is_cfg && hold == 0;
-    wire rq_valid  = more && !is_cfg && !is_post && hold == 0;
+    wire rq_valid  = more && !is_cfg && !is_post && !is_rel && hold == 0;
+    wire [7:0] ack_res;
+    wire [23:0] ack_last;
+    reg fin_v;
+    reg [55:0] fin_e;
+    reg [55:0] fq [0:63];
+    integer fq_w, fq_r;
+    // A release waits until the packets before it are decided and their answers taken (the
+    // responder idle, its output register empty); with no reply held it gives no fin.
+    wire rel_take = more && is_rel && hold == 0 && rq_ready && !ack_valid;
     wire post_take;
     // The receive queues: {index, address, length, L_Key} per WQE.
     integer qi;
@@ -1005,7 +1056,7 @@ module tb;
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
         .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
-        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err),
+        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err), .req_err(4'd0),
         .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
         .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
         .pd_valid(pd_valid), .pd_data(blk[bi]), .pd_ready(pd_ready),
@@ -1015,7 +1066,8 @@ module tb;
         .wr_valid(wr_valid), .wr_addr(wr_addr), .wr_len(wr_len), .wr_data(wr_data), .wr_be(wr_be), .wr_ready(rnd_wr),
         .ack_valid(ack_valid), .ack_ready(rnd_ack), .ack_qpn(ack_qpn), .ack_psn(ack_psn), .ack_syn(ack_syn), .ack_msn(ack_msn),
         .ack_read(ack_read), .ack_va(ack_va), .ack_len(ack_len), .ack_mtu(ack_mtu), .ack_mid(ack_mid),
-        .ack_atomic(ack_atomic), .ack_orig(ack_orig),
+        .ack_atomic(ack_atomic), .ack_orig(ack_orig), .ack_res(ack_res), .ack_last(ack_last),
+        .fin_valid(fin_v), .fin_qpn(fin_e[55:32]), .fin_res(fin_e[31:24]), .fin_psn(fin_e[23:0]),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     hca_key_check #(.TAG_W(1), .CACHE_ENTRIES(0)) kc (
@@ -1039,6 +1091,7 @@ module tb;
         ei = 0; bi = 0; cyc = 0; idle = 0; hold = 0; lat = 0; mpt_busy = 1'b0;
         rnd_pd = 1'b0; rnd_wr = 1'b0; rnd_ack = 1'b0; rnd_mpt = 1'b0; rnd_rc = 1'b0; rw_busy = 1'b0; rw_lat = 0;
         rw_slot = 2'd0;
+        fin_v = 1'b0; fin_e = 56'd0; fq_w = 0; fq_r = 0;
         for (qi = 0; qi < 4; qi = qi + 1) begin rq_head[qi] = 7'd0; rq_tail[qi] = 7'd0; end
         repeat (4) @(posedge clk);
         rst_n <= 1'b1;
@@ -1081,6 +1134,25 @@ module tb;
         if (hold == -1 && rq_ready) hold <= 1 + (($random(seed) & 32'h7fffffff) % 4);
         else if (hold > 0) hold <= hold - 1;
         if (pd_valid && pd_ready) bi <= bi + 1;
+        // fin_*: a READ reply's last response sent, at its take (HOLD 0) or its release (HOLD 1).
+        fin_v <= 1'b0;
+        if (ack_valid && rnd_ack && ack_read) begin
+            if (HOLD != 0) begin
+                fq[fq_w % 64] <= {ack_qpn, ack_res, ack_last};
+                fq_w <= fq_w + 1;
+            end else begin
+                fin_v <= 1'b1;
+                fin_e <= {ack_qpn, ack_res, ack_last};
+            end
+        end
+        if (rel_take) begin
+            ei <= ei + 1;
+            if (fq_w != fq_r) begin
+                fin_v <= 1'b1;
+                fin_e <= fq[fq_r % 64];
+                fq_r <= fq_r + 1;
+            end
+        end
         if (mpt_req_valid && rnd_mpt && !mpt_busy) begin
             mpt_busy <= 1'b1; mpt_ix <= mpt_req_index; lat <= ($random(seed) & 32'h7fffffff) % 4;
         end else if (mpt_busy && lat == 0) mpt_busy <= 1'b0;
@@ -1132,7 +1204,7 @@ func runResp(t *testing.T, ctx context.Context, dir string, run *respRun, seed u
 	run.write(t, dir)
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp",
 		fmt.Sprintf("-Ptb.ACK_COALESCE=%d", run.coalesce), fmt.Sprintf("-Ptb.RD_RES=%d", run.cfg.MaxRdAtomic),
-		fmt.Sprintf("-Ptb.SEED=%d", seed), fmt.Sprintf("-Ptb.ABASE=64'h%x", run.abase)}, files...)...)
+		fmt.Sprintf("-Ptb.SEED=%d", seed), fmt.Sprintf("-Ptb.ABASE=64'h%x", run.abase), fmt.Sprintf("-Ptb.HOLD=%d", b2i(run.holdFins))}, files...)...)
 	require.NoError(t, err)
 	out, err := runTool(ctx, dir, "vvp", "-n", "sim.vvp", fmt.Sprintf("+ne=%d", len(run.stream)), fmt.Sprintf("+nb=%d", run.blocks))
 	require.NoError(t, err)
@@ -1424,7 +1496,7 @@ func TestResponderMutantsFail(t *testing.T) {
 		// Atomics (the atomic directed run, TestResponderAtomicCosim's).
 		{"FETCH_ADD adds nothing", f, "a_orig + h_swap", "a_orig"},
 		{"CMP_SWAP swaps on a miss", f, "(a_orig == h_cmp ? h_swap : a_orig)", "h_swap"},
-		{"a misaligned atomic executed", f, "wire         a_mis   = a_ok && h_va[2:0] != 3'd0;", "wire         a_mis   = 1'b0;"},
+		{"a misaligned atomic executed", f, "wire         a_mis   = a_ok && (h_va[2:0] != 3'd0 || r_busy);", "wire         a_mis   = a_ok && r_busy;"},
 		{"an atomic's R_Key checked for REMOTE_WRITE", f, "is_atm ? 4'd8", "is_atm ? 4'd2"},
 		{"a duplicate atomic dropped", f, "wire         at_dup  = f_hit && is_atm && res_atom[f_e];", "wire         at_dup  = 1'b0;"},
 		{"a duplicate answered with the result, not the original value", f, "res_orig[a_slot] <= a_orig;", "res_orig[a_slot] <= a_res;"},

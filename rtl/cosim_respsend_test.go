@@ -533,7 +533,7 @@ func TestResponderSendMutantsFail(t *testing.T) {
 		{"a SEND FIRST's length error sent on to its key check", f,
 			"(rw_rsp_ok && rw_kc && !bad_len) ? S_KREQ", "(rw_rsp_ok && rw_kc) ? S_KREQ"},
 		// The flush of a context in ERR (hca.Device.flushRecvs).
-		{"no flush", f, "wire [NQ-1:0] fl_req = rw_flush & ctx_err & ctx_valid;", "wire [NQ-1:0] fl_req = {NQ{1'b0}};"},
+		{"no flush", f, "wire [NQ-1:0] fl_req = rw_flush & q_err & ctx_valid;", "wire [NQ-1:0] fl_req = {NQ{1'b0}};"},
 		{"a flushed WQE completed with its status as a success", f, "rc_opcode <= 4'd2; rc_status <= 8'd5;", "rc_opcode <= 4'd2; rc_status <= 8'd0;"},
 		{"a flushed WQE skipped (taken, no completion)", f, "                if (rw_rsp_ok) rc_valid <= 1'b1;\n", "                if (rw_rsp_ok && !rw_rsp_index[1]) rc_valid <= 1'b1;\n"},
 		{"the flush's completion with the last packet's index", f, "rc_status <= 8'd5; rc_index <= rw_rsp_index;", "rc_status <= 8'd5; rc_index <= p_cidx;"},

@@ -442,6 +442,9 @@ module tb;
     // two cycles running.
     wire post_idle = !rx.c_valid && !rq_valid && rq_ready && !rw_busy;
     wire post_take = more && is_post && hold == 0 && post_idle && p_idle;
+    wire [7:0] r_ack_res, f_res;
+    wire [23:0] r_ack_last, f_qpn, f_psn;
+    wire f_valid;
     hca_responder #(.QPN_W(2), .ACK_COALESCE(1), .RD_RES(RD_RES)) resp (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_qpn(e[511:488]), .cfg_psn(e[487:464]), .cfg_pd(e[463:432]),
@@ -454,7 +457,7 @@ module tb;
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
         .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
-        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err),
+        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err), .req_err(4'd0),
         .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
         .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -464,6 +467,7 @@ module tb;
         .wr_valid(b_wr_valid), .wr_addr(b_wr_addr), .wr_len(b_wr_len), .wr_data(b_wr_data), .wr_be(b_wr_be), .wr_ready(b_wr_ready),
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn), .ack_syn(r_ack_syn), .ack_msn(r_ack_msn),
         .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len), .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(r_ack_atomic), .ack_orig(r_ack_orig),
+        .ack_res(r_ack_res), .ack_last(r_ack_last), .fin_valid(f_valid), .fin_qpn(f_qpn), .fin_res(f_res), .fin_psn(f_psn),
         .cnt_acks(c_acks), .cnt_naks(c_naks), .cnt_dup(c_dup), .cnt_seq_drop(c_seq), .cnt_err_drop(c_err),
         .cnt_no_qp(c_noqp), .cnt_todo(c_todo));
     // ---- the requester's stand-in: READ responses to wr0, key checks ----
@@ -555,6 +559,7 @@ module tb;
         .ack_valid(r_ack_valid), .ack_ready(r_ack_ready), .ack_qpn(r_ack_qpn), .ack_psn(r_ack_psn),
         .ack_syn(r_ack_syn), .ack_msn(r_ack_msn), .ack_read(r_ack_read), .ack_va(r_ack_va), .ack_len(r_ack_len),
         .ack_mtu(r_ack_mtu), .ack_mid(r_ack_mid), .ack_atomic(r_ack_atomic), .ack_orig(r_ack_orig),
+        .ack_res(r_ack_res), .ack_last(r_ack_last), .fin_valid(f_valid), .fin_qpn(f_qpn), .fin_res(f_res), .fin_psn(f_psn),
         .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
         .rd_rsp_valid(b_rd_rsp), .rd_rsp_data(rd_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
@@ -1331,7 +1336,7 @@ func TestResponderReadMutantsFail(t *testing.T) {
 		{"every response read at the READ's VA", atx, "rs_va    <= rs_va + {51'd0, rs_p};", "rs_va    <= rs_va;"},
 		{"a replay from inside sent from FIRST", atx, "hs_op    = e_mid ?", "hs_op    = 1'b0 ?"},
 		{"rd1's blocks routed to the client picked last", "hca_rd_merge.v", "assign b_rsp_valid = rsp_valid && h_own;\n", "assign b_rsp_valid = rsp_valid && r_last;\n"},
-		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read || c_in_ready);", "assign ack_ready = ack_read ? !e_busy : c_in_ready;"},
+		{"an ACK taken while a READ reply is under way", atx, "assign ack_ready = !e_busy && (ack_read ? !f_arm && !f_pend : c_in_ready);", "assign ack_ready = ack_read ? !e_busy && !f_arm && !f_pend : c_in_ready;"},
 		// As hca_ack_tx read before rd1's reads were bytes: the whole
 		// blocks a response's bytes lie in (checkReads: not the model's
 		// PCIe.Read of the response's bytes).

@@ -243,6 +243,23 @@ type topIn struct {
 	// that swaps).
 	swap, cmp uint64
 	hit       bool
+	// afterErr: the request arrives once the QP's requester has gone to
+	// ERR and its receive WQEs are flushed (the far end's list waits for
+	// the QP's receive CQ to hold every CQE the model writes before it:
+	// topGateCQ); the model's QP drops it. Every request without it
+	// arrives before that ERR (gate 0, at the run's start: a scenario
+	// whose requester fails by its timers, thousands of cycles later).
+	afterErr bool
+}
+
+// topGateCQ is a receive packet's gate that waits for CQ cq (its place
+// in the CQ area, < 16) to hold n CQEs (< 256), not for packets sent:
+// bit 15 set (topTB).
+func topGateCQ(cq, n int) int {
+	if cq >= 16 || n >= 256 {
+		panic(fmt.Sprintf("topGateCQ: CQ %d, %d CQEs", cq, n))
+	}
+	return 1<<15 | cq<<8 | n
 }
 
 // isAtomic reports whether the request is an atomic.
@@ -669,7 +686,7 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 	// responder replays it from its resource.
 	var in []reqAck
 	for q, qp := range p.qps {
-		if qp.in == nil {
+		if qp.in == nil && qp.recv == nil && qp.lateRecv == nil {
 			continue
 		}
 		acc := qp.inAccess
@@ -730,15 +747,19 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 			sent[k] = append(sent[k], pkt)
 		}
 		var stream []ib.Packet
+		var of []int // each packet's request (its place in qp.in)
 		for k, w := range qp.in {
 			if w.dup != 0 {
 				o := qp.in[w.dup-1]
 				skip := uint32(w.from * mtu)
 				stream = append(stream, ib.Packet{Opcode: ib.RDMAReadRequest, SLID: qp.it.dlid, DLID: topPortLID, DestQP: qp.it.qpn,
 					PSN: firsts[k] + uint32(w.from), AckReq: true, RETH: ib.RETH{VA: mr.Addr + o.off + uint64(skip), RKey: mr.RKey, Length: o.n - skip}})
-				continue
+			} else {
+				stream = append(stream, sent[k]...)
 			}
-			stream = append(stream, sent[k]...)
+			for len(of) < len(stream) {
+				of = append(of, k)
+			}
 		}
 		ours := hca.NewResponder(&rcfg, pktzMTU(qp.it.mtuCode), 0)
 		ours.MinRNRTimer = int(qp.rnr)
@@ -766,9 +787,34 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 			copy(w, b)
 			qp.acks = append(qp.acks, w)
 		}
+		// The requester's ERR (hca.Device.requesterErr, a QP whose
+		// exchange above ended in ERR): its responder to ERR, its receive
+		// WQEs posted and not consumed flushed in order; it comes after
+		// the requests that arrive before it and before those marked
+		// afterErr (topIn), which wait for the flushes' CQEs.
+		reqErr := qp.req.State == hca.QPErr
+		requesterErr := func() {
+			if !reqErr {
+				return
+			}
+			reqErr = false
+			for _, w := range rq {
+				rcqe(hca.FlushRecvCQE(qp.it.qpn, w.Index), nil)
+			}
+			rq = rq[:0]
+			ours.State = hca.QPErr
+		}
 		for i := range stream {
 			pkt := &stream[i]
-			in = append(in, reqAck{qpn: qp.it.qpn, psn: pkt.PSN, rsp: pkt})
+			gate := 0
+			if qp.in[of[i]].afterErr {
+				if qp.req.State != hca.QPErr {
+					panic(fmt.Sprintf("topPlan: QP %d's request %d arrives after an ERR its requester never reaches", q, of[i]))
+				}
+				requesterErr()
+				gate = topGateCQ(len(p.qps)+q, len(qp.rcqes))
+			}
+			in = append(in, reqAck{gate: gate, qpn: qp.it.qpn, psn: pkt.PSN, rsp: pkt})
 			inErr := ours.State == hca.QPErr
 			switch {
 			case ours.State == hca.QPErr:
@@ -824,6 +870,7 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 				qp.acks = append(qp.acks, topAtomic(qp, pkt, &act, ours, p.mem, placed))
 			}
 		}
+		requesterErr()
 		// The late receive WQEs, announced once the receive CQ holds
 		// lateNeed CQEs (the scenario: every request's and the flushes'):
 		// flushed when the QP is in ERR (hca.Device.recvDoorbell), else
@@ -1746,8 +1793,9 @@ func TestTopCosim(t *testing.T) {
 // test's comment says; the link's PCS forced. Each receive packet
 // (rxb.hex beats {flags: 2 sop, 1 eop; data}; rxp.hex {gate, first beat,
 // beats}, grouped per QP as rxq.hex {first packet, packets}) goes once its
-// QP has sent gate packets and the advertised FCCL of VL 0 has room, QPs
-// in turn. The log: B lines (a beat out of ib_link's transmit ib_vcrc:
+// QP has sent gate packets (a gate with bit 15 set: once CQ gate[11:8]
+// holds gate[7:0] CQEs, topGateCQ) and the advertised FCCL of VL 0 has
+// room, QPs in turn. The log: B lines (a beat out of ib_link's transmit ib_vcrc:
 // cycle, sop, eop, data) and W lines (a host write beat: block, byte
 // enables). The end: every packet out, every receive packet in, every CQE
 // written and 300 quiet cycles; or STALL cycles with nothing moving; or
@@ -2038,7 +2086,8 @@ module top_tb;
                         pnum = rxq[j][31:16] + rxn[j];
                         n = rxp[pnum][15:0];
                         avail = dut.fccl_adv[11:0] - rxsent;
-                        if (rxp[pnum][47:32] <= txq[j] && avail >= n && avail < 12'd2048) begin
+                        if ((rxp[pnum][47] ? cqn[rxp[pnum][43:40]] >= rxp[pnum][39:32] : rxp[pnum][47:32] <= txq[j]) &&
+                            avail >= n && avail < 12'd2048) begin
                             found = 1;
                             rxn[j] = rxn[j] + 1;
                             rcur = rxp[pnum][31:16];

@@ -204,7 +204,9 @@ func TestTopAtomicMutantsFail(t *testing.T) {
 		{"hca_transport: the swap/add data not wired", tr, ".rq_imm(rq_imm), .rq_swap(rq_swap)", ".rq_imm(rq_imm), .rq_swap(64'd0)"},
 		{"hca_transport: the responder's rd1 blocks not wired", tr, ".rd_rsp_valid(c_rd_rsp_valid), .rd_rsp_data(pay_rsp_data)",
 			".rd_rsp_valid(c_rd_rsp_valid), .rd_rsp_data(512'd0)"},
-		{"hca_transport: ack_atomic not wired into hca_ack_tx", tr, ".ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig),\n        .rd_req_valid(b_rd_valid)",
-			".ack_atomic(1'b0), .ack_orig(rs_ack_orig),\n        .rd_req_valid(b_rd_valid)"},
+		{"hca_transport: ack_atomic not wired into hca_ack_tx", tr, ".ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_last(rs_ack_last),\n" +
+			"        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_psn(rs_fin_psn),\n        .rd_req_valid(b_rd_valid)",
+			".ack_atomic(1'b0), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_last(rs_ack_last),\n" +
+				"        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_psn(rs_fin_psn),\n        .rd_req_valid(b_rd_valid)"},
 	})
 }

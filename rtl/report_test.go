@@ -455,11 +455,18 @@ func TestReportYosys(t *testing.T) {
 	// The flush (branch rtlflush) adds two engine states, 16 in all:
 	// Yosys's FSM pass re-encodes the state one-hot again, 16 flops for the
 	// 4 (no other flop: the flushed context's QPN goes to the packet's
-	// h_qpn, the completion to the rc_* register).
+	// h_qpn, the completion to the rc_* register). claimRes (branch
+	// rtlreqerr): a sent flag per resource, 8 x RD_RES; a reply's
+	// resource index (log2 RD_RES bits: ack_res's upper bits are 0) and
+	// last PSN 24 in the output register and in the reply owed, and the
+	// duplicate's found resource's index (the PSN compare with fin_* is a
+	// second read port of the res_last memory).
+	rw := bits.Len(uint(p.RdRes - 1))
 	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+16+(1+1+64+8+8+6+8)+63*8+
-		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+bits.Len(uint(p.RdRes-1))+24+
+		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+rw+24+
 		8+32+(1+2+4+16+32+32)+(1+24+2+4+16+32+32)+
-		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1)),
+		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1))+
+		8*p.RdRes+(rw+24)+(rw+24)+rw,
 		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}})])
 	// hca_share_arb: per arbiter of key checks and wr0 the pick held, busy,
 	// the client picked and the one served last, 4 each; the wr0 arbiter's
@@ -490,8 +497,13 @@ func TestReportYosys(t *testing.T) {
 	// and the responder's VL 1 (VL_W 1); the response queue's pointers,
 	// flattened in: read 8 + write 8 (130 entries) and count 8. The path
 	// contexts, the payload buffer's blocks and tags and the queue's beats
-	// are memories.
-	assert.Equal(t, (1+3+4+1+24+24)+(64+32+24)+(24+32+24+1)+(7*3+8*2)+(7+6)+(8+1+1+1)+(8+8+8),
+	// are memories. The fin of a reply's last response (branch
+	// rtlreqerr): armed 1, pending 1, its place in the queue 8, and the
+	// QPN 24, resource 8 and last PSN 24 it gives back, less the QPN's low
+	// 3 bits, loaded with the reply's context index above and merged with
+	// it.
+	assert.Equal(t, (1+3+4+1+24+24)+(64+32+24)+(24+32+24+1)+(7*3+8*2)+(7+6)+(8+1+1+1)+(8+8+8)+
+		(1+1+8+(24-3)+8+24),
 		flops[synthKey("hca_ack_tx", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}})])
 	for _, c := range r.Cells {
 		if c.Module == "ib_icrc" {

@@ -262,9 +262,10 @@ through rd1 (client c of hca_share_arb), write the result through wr0 and answer
 ACKNOWLEDGE (hca_ack_tx: AETH and AtomicAckETH). The responder's receive completions (rc_*)
 share cpl_* with the requester's through hca_cpl_arb (round robin, a waiting pick held), into the
 QP's receive CQ, qp_cfg_rcqn (hca.QP.RecvCQ), a context field hca_cpl_arb keeps per QP. The responder takes receive WQEs through rw_* from hca_rq (in hca_top:
-the receive queues, their doorbells and prefetch); a context in ERR (rsp_qp_err) has its WQEs
-flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR on rc_*
-(hca.Device.flushRecvs).`,
+the receive queues, their doorbells and prefetch); a context in ERR (rsp_qp_err: its responder
+failed, or its requester did, hca_requester's qp_err once the failure's CQEs are out,
+hca.Device.requesterErr) has its WQEs flushed through rw_* (rw_flush, rw_req_flush), each
+completed with WR_FLUSH_ERR on rc_* (hca.Device.flushRecvs), and its packets dropped.`,
 		body: `    // The receive path into the requester: each ACKNOWLEDGE (an ACK or a NAK), READ response and
     // atomic ACK on rx_* whose ICRC, length, DLID, TVer and P_Key pass onto hca_requester's ack_*,
     // a READ response's payload blocks on pd_*; every other packet dropped and counted (hca_rx_ack's
@@ -377,6 +378,16 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
     // ACKNOWLEDGE (ack_atomic, ack_orig) built by hca_ack_tx.
     wire        rs_ack_atomic;
     wire [63:0] rs_ack_orig;
+    // A QP whose requester goes to ERR (a NAK that fails a message, retries spent, a WQE that cannot
+    // be sent) is in ERR on its receive side too once the failure's completions are out
+    // (hca.Device.requesterErr): the responder drops its packets and flushes its receive WQEs.
+    wire [(1<<QPN_W)-1:0] req_qp_err;
+    // A READ reply's resource and last PSN go with it into hca_ack_tx, which gives them back on
+    // fin_* when that response is picked by the port: the resource is free for a new READ or atomic
+    // (hca.Responder.claimRes; one still in use: NAK invalid request).
+    wire [7:0]  rs_ack_res, rs_fin_res;
+    wire [23:0] rs_ack_last, rs_fin_qpn, rs_fin_psn;
+    wire        rs_fin_valid;
     hca_responder #(.QPN_W(QPN_W), .ACK_COALESCE(ACK_COALESCE), .RD_RES(RD_RES)) u_responder (
         .clk(clk), .rst_n(rst_n),
         .cfg_valid(qp_cfg_valid && q_cfg_ready && cfg_free), .cfg_ready(r_cfg_ready), .cfg_qpn(qp_cfg_qpn),
@@ -389,7 +400,7 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
         .rw_req_valid(rw_req_valid), .rw_req_ready(rw_req_ready), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_rsp_ok), .rw_rsp_index(rw_rsp_index), .rw_rsp_addr(rw_rsp_addr),
         .rw_rsp_len(rw_rsp_len), .rw_rsp_lkey(rw_rsp_lkey),
-        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(rsp_qp_err),
+        .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(rsp_qp_err), .req_err(req_qp_err),
         .rc_valid(rs_rc_valid), .rc_ready(rs_rc_ready), .rc_qpn(rs_rc_qpn), .rc_opcode(rs_rc_opcode),
         .rc_status(rs_rc_status), .rc_index(rs_rc_index), .rc_len(rs_rc_len), .rc_imm(rs_rc_imm),
         .pd_valid(rpd_valid), .pd_data(pd_data), .pd_ready(rpd_pop),
@@ -402,7 +413,8 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
         .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
         .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
-        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig),
+        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_last(rs_ack_last),
+        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_psn(rs_fin_psn),
         .cnt_acks(rsp_acks), .cnt_naks(rsp_naks), .cnt_dup(rsp_dup), .cnt_seq_drop(rsp_seq_drop),
         .cnt_err_drop(rsp_err_drop), .cnt_no_qp(rsp_no_qp), .cnt_todo(rsp_todo)
     );
@@ -419,7 +431,8 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
         .ack_valid(rs_ack_valid), .ack_ready(rs_ack_ready), .ack_qpn(rs_ack_qpn), .ack_psn(rs_ack_psn),
         .ack_syn(rs_ack_syn), .ack_msn(rs_ack_msn), .ack_read(rs_ack_read), .ack_va(rs_ack_va),
         .ack_len(rs_ack_len), .ack_mtu(rs_ack_mtu), .ack_mid(rs_ack_mid),
-        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig),
+        .ack_atomic(rs_ack_atomic), .ack_orig(rs_ack_orig), .ack_res(rs_ack_res), .ack_last(rs_ack_last),
+        .fin_valid(rs_fin_valid), .fin_qpn(rs_fin_qpn), .fin_res(rs_fin_res), .fin_psn(rs_fin_psn),
         .rd_req_valid(b_rd_valid), .rd_req_ready(b_rd_ready), .rd_req_addr(b_rd_addr), .rd_req_len(b_rd_len),
         .rd_rsp_valid(b_rd_rsp_valid), .rd_rsp_data(pay_rsp_data),
         .r_vl_waiting(r_vl_waiting), .r_pick_valid(r_pick_valid), .r_pick_taken(r_pick_taken),
@@ -453,7 +466,7 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
         .dec_sge_valid(dec_sge_valid), .dec_sge_ready(dec_sge_ready), .dec_sge_len(dec_sge_len),
         .dec_sge_lkey(dec_sge_lkey), .dec_sge_addr(dec_sge_addr), .dec_sge_last(dec_sge_last),
         .wqe_valid(wqe_valid), .wqe_data(wqe_data),
-        .fence_busy(fence_busy),
+        .fence_busy(fence_busy), .qp_err(req_qp_err),
         .kc_req_valid(a_kc_req_valid), .kc_req_ready(a_kc_req_ready), .kc_req_key(a_kc_req_key),
         .kc_req_pd(a_kc_req_pd), .kc_req_need(a_kc_req_need), .kc_req_addr(a_kc_req_addr),
         .kc_req_len(a_kc_req_len), .kc_rsp_valid(a_kc_rsp_valid), .kc_rsp_ready(a_kc_rsp_ready),
@@ -576,7 +589,7 @@ flushed through rw_* (rw_flush, rw_req_flush), each completed with WR_FLUSH_ERR 
 			portIn("rw_rsp_lkey", "32", ""),
 			portOut("rw_req_flush", "", "a flush take (a context in ERR): the oldest WQE not taken, answered at once, completed WR_FLUSH_ERR"),
 			portIn("rw_flush", "(1<<QPN_W)", "per context: WQEs announced and not taken while in ERR (hca_rq's)"),
-			portOut("rsp_qp_err", "(1<<QPN_W)", "per context: the responder's context in ERR (hca_rq's rq_err: no more WQE reads, its WQEs flushed)"),
+			portOut("rsp_qp_err", "(1<<QPN_W)", "per context: the QP in ERR, its responder's or its requester's failure (hca_rq's rq_err: no more WQE reads, its WQEs flushed)"),
 			portOut("kc_req_valid", "", "key checks (hca_key_check): each gather element's L_Key at WQE decode (hca_requester; kc_req_tag 0), an RDMA WRITE's R_Key at the responder (hca_share_arb between the two)"),
 			portIn("kc_req_ready", "", ""),
 			portOut("kc_req_key", "32", ""),

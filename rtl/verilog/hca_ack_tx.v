@@ -49,6 +49,13 @@
 // of its request queue. A pick of another VL goes to the requester; a requester's packet once
 // committed (r_pick_taken) goes whole, its beats back to back on tx_*, before the responder's is
 // offered again. Packets of the two never interleave.
+// A READ reply's last response picked by the port (its a_commit) is fin_valid for one cycle, with
+// the reply's QPN, its responder resource and last PSN (ack_qpn, ack_res, ack_last as taken):
+// hca.Device.trySend's ReadResponseSent, at which the model's resource stops being in use
+// (hca_responder's claimRes). One such response is tracked at a time: from its last beat leaving
+// the assembler (the next packet to end in the queue is it: f_arm) through its place in the queue
+// (f_pos, f_pend) to its pick; the next READ reply is not taken before (an ACK is), and busy holds
+// context writes meanwhile.
 // TODO: the model's DropReply (a duplicate READ taking a queued reply out: here every reply goes
 // whole), reusing payloads already read for a replaced reply (FetchLo/FetchHi: here re-read).
 module hca_ack_tx #(
@@ -79,6 +86,14 @@ module hca_ack_tx #(
     input  wire              ack_mid,        // a replay from inside the READ: MIDDLE ... LAST
     input  wire              ack_atomic,     // an ATOMIC ACKNOWLEDGE: ack_orig its AtomicAckETH
     input  wire [63:0]       ack_orig,
+    input  wire [7:0]        ack_res,        // a READ reply's responder resource and last PSN, given back on fin_*
+    input  wire [23:0]       ack_last,
+    // A READ reply's last response picked by the port (hca.Device.trySend's ReadResponseSent of it):
+    // one cycle, with the reply's QPN, resource and last PSN (hca_responder frees the resource)
+    output wire              fin_valid,
+    output wire [23:0]       fin_qpn,
+    output wire [7:0]        fin_res,
+    output wire [23:0]       fin_psn,
     // DMA client rd1 (through hca_share_arb): the responses' payloads
     output wire              rd_req_valid,
     input  wire              rd_req_ready,
@@ -208,11 +223,14 @@ module hca_ack_tx #(
     );
     wire             m_last = e_busy && m_valid && c_in_ready && m_eop && e_out == 24'd1;
 
-    // A READ reply is taken from ack_* when no reply is under way; an ACK goes into ib_icrc then.
+    // A READ reply is taken from ack_* when no reply is under way and the last one's last response
+    // has been picked by the port (f_arm, f_pend: one such response tracked at a time); an ACK goes
+    // into ib_icrc when no reply is under way.
+    reg              f_arm, f_pend;
     wire             ack_is = ack_valid && !ack_read && !e_busy;
-    wire             e_take = ack_valid && ack_read && !e_busy;
-    assign ack_ready = !e_busy && (ack_read || c_in_ready);
-    assign busy      = e_busy;
+    wire             e_take = ack_valid && ack_read && !e_busy && !f_arm && !f_pend;
+    assign ack_ready = !e_busy && (ack_read ? !f_arm && !f_pend : c_in_ready);
+    assign busy      = e_busy || f_arm || f_pend;
     wire [32:0]      e_up    = {1'b0, ack_len} + ((33'd1 << ({1'b0, ack_mtu} + 4'd7)) - 33'd1);
     wire [32:0]      e_nd    = e_up >> ({1'b0, ack_mtu} + 4'd7);
     wire [23:0]      e_pkts  = ack_len == 32'd0 ? 24'd1 : e_nd[23:0];   // hca.PacketCount
@@ -350,6 +368,41 @@ module hca_ack_tx #(
         end
     end
     always @(posedge clk) if (a_commit) a_vl <= head_vl;
+
+    // ---- the reply's last response to the port: fin_* ----
+    // Its last beat leaves the assembler (m_last: f_arm); the next packet whose last beat enters the
+    // queue is it (ib_icrc keeps the order; nothing entered after m_last ends before it), f_pos
+    // packets from the queue's head (f_pend); it is the head at f_pos 1, and its commit to the port
+    // (a_commit: the port picked its VL) is fin_valid, the model's ReadResponseSent at the pick.
+    reg  [7:0]       f_pos;
+    reg  [23:0]      f_qpn, f_psn;
+    reg  [7:0]       f_res;
+    assign fin_valid = f_pend && f_pos == 8'd1 && a_commit;
+    assign fin_qpn   = f_qpn;
+    assign fin_res   = f_res;
+    assign fin_psn   = f_psn;
+    always @(posedge clk or negedge rst_n) begin
+        if (!rst_n) begin
+            f_arm <= 1'b0;
+            f_pend <= 1'b0;
+            f_pos <= 8'd0;
+        end else begin
+            if (m_last) f_arm <= 1'b1;
+            if (f_arm && q_in_eop) begin
+                f_arm  <= 1'b0;
+                f_pend <= 1'b1;
+                f_pos  <= q_pkts + 8'd1 - {7'd0, q_out_eop};
+            end else if (f_pend) begin
+                if (fin_valid) f_pend <= 1'b0;
+                if (q_out_eop) f_pos <= f_pos - 8'd1;
+            end
+        end
+    end
+    always @(posedge clk) if (e_take) begin
+        f_qpn <= ack_qpn;
+        f_res <= ack_res;
+        f_psn <= ack_last;
+    end
 
     /* verilator lint_off UNUSEDSIGNAL */
     wire unused_ok = &{1'b0, c_icrc_err, c_len_err, q_count, head_vl32, vl32[31:4], evl32[31:4], cfg_qpn, ack_qpn,

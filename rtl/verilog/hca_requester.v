@@ -15,7 +15,9 @@
 // cycle: the QPN, DLID, SLID, SL, VL (< VLS: the port's queue offers VL < VLS only), remote QPN, the
 // next PSN and the path MTU as IBA codes it (1 256 .. 5 4096; hca_tx_packetizer's msg_mtu) and the
 // QP's send CQ. A write empties the context's outstanding messages (no completions: a new QP, or the
-// modify back to RTS after an error) and clears its ERR state. qp_cfg_ready: the write is taken only
+// modify back to RTS after an error) and clears its ERR state. qp_err names the contexts in ERR
+// whose failure's completions are all out (hca_responder's req_err: the QP's receive side goes to
+// ERR with it and its posted receives flush, hca.Device.requesterErr). qp_cfg_ready: the write is taken only
 // while the completion engine is idle, no ACK is offered (an ACK goes first) and no message of the
 // context is between dec_* and tx_* (so every message a purge counts is the current QP's); a WQE of
 // the context on dec_* waits in the cycle a write of it is taken. ack_req_every is
@@ -263,6 +265,7 @@ module hca_requester #(
     input  wire                  dec_signaled,
     input  wire [2:0]            dec_fm,    // the fence mode (hca_wqe_parse's out_fm): 2 and 4 fence
     output wire [(1<<QPN_W)-1:0] fence_busy, // per context: a fenced WQE waits (hca_wqe_fetch holds it in its QP's buffer)
+    output reg  [(1<<QPN_W)-1:0] qp_err,     // per context: in ERR, its failure's completions all out (hca_responder's req_err)
     input  wire [31:0]           dec_imm,
     input  wire [63:0]           dec_raddr,
     input  wire [31:0]           dec_rkey,
@@ -1379,6 +1382,18 @@ module hca_requester #(
     wire [IF_W-1:0]  t_unsent = unsent[tq*IF_W +: IF_W];
     wire             tmo_take = tmo_any && eng_idle && !ack_valid && !eng_take && !cfg_take;
     wire             tmo_ok   = ctx_valid[tq] && !ctx_err[tq] && t_cnt_w > t_unsent;
+    // The QP's move to ERR from its send side reaches its responder (qp_err, hca_responder's req_err,
+    // hca_rq's rq_err through it) once the failure's completions are out: the walk that flushes the
+    // context's messages over and its last CQE taken from cpl_* (hca.Device.requesterErr runs after
+    // the send side's CQEs, so a receive CQE flushed into the same CQ lands after them; hca_cpl_arb
+    // passes what cpl_* offers without a queue). Combinational: a context write clears it with
+    // ctx_err, in the cycle the responder's context is written too.
+    integer          qe;
+    always @* begin
+        for (qe = 0; qe < NQ; qe = qe + 1)
+            qp_err[qe] = ctx_err[qe] && !(eng_busy && e_ctx == qe[QPN_W-1:0]) &&
+                         !(cpl_valid && cpl_qpn[QPN_W-1:0] == qe[QPN_W-1:0]);
+    end
     // The RNR timer: the code's delay (ib-facts.md §5; hca.RNRTimerPS) in 10 us units, times RNR_TICK:
     // a table of constants (a ROM), no multiplier.
     localparam [WAIT_W-1:0] TICK = RNR_TICK * 40'd1;

@@ -17,7 +17,8 @@
 // the next packet behind them. Each packet's blocks are all taken, written or dropped. Per packet, as
 // the model (Receive):
 //   no context holds the QPN: dropped (no_qp);
-//   the context is in ERR (a class C error before): dropped (err_drop);
+//   the QP is in ERR (a class C error before, or its requester's failure on req_err): dropped
+//     (err_drop), as the model's Receive in ERR;
 //   PSN ahead of the expected one (modulo 2^24, within half the space: psnDiff > 0): one NAK PSN
 //     sequence error (syndrome 0x60) with the expected PSN per gap, then dropped (seq_drop) until the
 //     expected PSN arrives;
@@ -49,8 +50,12 @@
 //     next responder resource (RD_RES of them, a ring, emptied by a context write: hca claimRes,
 //     saveRes), the expected PSN moves by ceil(length / MTU) (at least 1; the MTU from cfg_mtu) and
 //     the MSN by one, and its reply leaves on ack_* (ack_read: the first PSN, VA, length, the MSN
-//     after it; hca_ack_tx sends the responses). Not here (TODO): the model's NAK invalid request
-//     for a READ whose resource still has responses unsent (claimRes's inUse: the RTL recycles it);
+//     after it, its resource ack_res and last PSN ack_last; hca_ack_tx sends the responses and
+//     gives the last response's pick by the port back on fin_*, which frees the resource when it
+//     still holds that READ: res_last = fin_psn, so a replay reaching the READ's end frees it too,
+//     as the model's ReadResponseSent); a READ (or atomic) whose resource still holds a READ with
+//     a response never picked (claimRes's inUse: more than max_rd_atomic outstanding) is NAKed
+//     invalid request at its PSN with the current MSN, the context to ERR, nothing else done;
 //   a SEND (FIRST/MIDDLE/LAST/ONLY, LAST and ONLY with immediate) or an RDMA WRITE with immediate
 //     (LAST/ONLY) in sequence: a SEND FIRST or ONLY and a WRITE with immediate first take the QP's
 //     next receive WQE through rw_* (rw_req_* asks with the QPN, rw_rsp_* answers: none posted, or
@@ -85,8 +90,9 @@
 //     the result (original + add; swap if original == compare, else the original) is written back
 //     on wr0 (one beat, those 8 byte enables), the original value kept in the resource, and the
 //     ATOMIC ACKNOWLEDGE leaves on ack_* after the write (ack_atomic, ack_orig, the MSN after it;
-//     hca.Device.atomic). Not here (TODO): the model's NAK when the resource is in use (claimRes),
-//     the model's serialization of atomics to one address across QPs (d.atomics: one at a time here);
+//     hca.Device.atomic); its resource in use (claimRes: a READ's, a response never picked) is NAK
+//     invalid request as the misaligned VA. Not here (TODO): the model's serialization of atomics
+//     to one address across QPs (d.atomics: one at a time here);
 //   other opcodes in sequence (SEND with invalidate): TODO, dropped (todo), the context unchanged.
 // After a packet, when no next header waits (rq_valid low) and the context owes a coalesced ACK, it
 // goes (FlushAck: the model's device flushes when its receive pipeline holds no further packet).
@@ -100,8 +106,11 @@
 // with it its receive completion (rc_*, an output register; both wait for their register free).
 // Counters: 16 bits, saturating (an RNR NAK counts on cnt_naks).
 // Flush (hca.Device.flushRecvs): qp_err says which contexts are in ERR (hca_rq's rq_err: it stops
-// reading their WQEs). Whenever the engine is idle and a context in ERR has receive WQEs announced
-// and not taken (rw_flush, hca_rq's), it takes the oldest with a flush take (rw_req_flush: answered
+// reading their WQEs): the responder's own (ctx_err) and those req_err names (hca_requester's
+// qp_err: the requester's context went to ERR and its failure's CQEs are out,
+// hca.Device.requesterErr: IBA's Error state is the whole QP's, so its posted receives flush after
+// the send side's error CQE; a context write clears both). Whenever the engine is idle and a
+// context in ERR has receive WQEs announced and not taken (rw_flush, hca_rq's), it takes the oldest with a flush take (rw_req_flush: answered
 // at once) and completes it on rc_* with WR_FLUSH_ERR (status 5), opcode 2 (RESP_SEND), its index,
 // byte_len and immediate 0 (the model's hca.FlushRecvCQE), one WQE a turn, lowest context first,
 // before the next packet or context write is taken (rq_ready, cfg_ready low): so the error's own
@@ -166,6 +175,7 @@ module hca_responder #(
     output wire         rw_req_flush,  // a flush take: the oldest WQE not taken, answered at once
     input  wire [(1<<QPN_W)-1:0] rw_flush, // contexts with WQEs announced and not taken (hca_rq's)
     output wire [(1<<QPN_W)-1:0] qp_err,   // contexts in ERR (hca_rq's rq_err)
+    input  wire [(1<<QPN_W)-1:0] req_err,  // contexts whose requester went to ERR (hca_requester's qp_err)
     // DMA client rd1's contract (hca_ack_tx's rd_*): an atomic's 8 bytes read as their 64-byte block
     output wire         rd_req_valid,
     input  wire         rd_req_ready,
@@ -192,6 +202,14 @@ module hca_responder #(
     output reg          ack_mid,   // a replay from inside the READ: MIDDLE ... LAST, no FIRST
     output reg          ack_atomic, // an ATOMIC ACKNOWLEDGE (AETH + AtomicAckETH ack_orig), not an ACK
     output reg  [63:0]  ack_orig,  // the atomic's original value (AtomicAckETH)
+    output reg  [7:0]   ack_res,   // a READ reply's responder resource (its index in the context)
+    output reg  [23:0]  ack_last,  // and its last response's PSN
+    // A READ reply's last response gone to the port (hca_ack_tx): its QP, resource and PSN
+    // (hca.Responder.ReadResponseSent of the resource's last response frees it for claimRes)
+    input  wire         fin_valid,
+    input  wire [23:0]  fin_qpn,
+    input  wire [7:0]   fin_res,
+    input  wire [23:0]  fin_psn,
     output reg          rc_valid,  // a receive completion (hca_cqe_writer's cpl_* fields)
     input  wire         rc_ready,
     output reg  [23:0]  rc_qpn,
@@ -249,6 +267,9 @@ module hca_responder #(
     reg  [31:0]   res_rkey  [0:NR-1];
     reg  [NR-1:0] res_atom;            // an atomic's resource (its PSN only), not a READ's
     reg  [63:0]   res_orig  [0:NR-1];  // the atomic's original value, for a duplicate (hca SaveAtomic)
+    // A READ's last response has gone to the port (fin_*: hca_ack_tx): the resource is free for the
+    // next READ or atomic (hca rdAtomicRes.inUse: a READ some of whose responses never went out).
+    reg  [NR-1:0] res_sent;
 
     // ---- the packet in hand ----
     reg  [3:0]   state;
@@ -335,7 +356,10 @@ module hca_responder #(
     wire         at_dup  = f_hit && is_atm && res_atom[f_e];
 
     // ---- the flush of a context in ERR: the lowest with WQEs to flush ----
-    wire [NQ-1:0] fl_req = rw_flush & ctx_err & ctx_valid;
+    // The QP is in ERR when its responder failed (ctx_err) or its requester did (req_err: IBA's Error
+    // state is the whole QP's, hca.Device.requesterErr): packets dropped, receive WQEs flushed.
+    wire [NQ-1:0] q_err  = ctx_err | req_err;
+    wire [NQ-1:0] fl_req = rw_flush & q_err & ctx_valid;
     wire          fl_any = |fl_req;
     reg  [QPN_W-1:0] fl_q;
     integer      fi;
@@ -344,11 +368,11 @@ module hca_responder #(
         for (fi = NQ - 1; fi >= 0; fi = fi - 1)
             if (fl_req[fi]) fl_q = fi[QPN_W-1:0];
     end
-    assign qp_err       = ctx_err & ctx_valid;
+    assign qp_err       = q_err & ctx_valid;
     assign rw_req_flush = state == S_FREQ;
 
     // The decision in S_DEC (one cycle after the header is taken).
-    wire         in_seq  = hit && !ctx_err[ix] && rc_req && !ahead && !behind;
+    wire         in_seq  = hit && !q_err[ix] && rc_req && !ahead && !behind;
     wire         rd_seq  = in_seq && !bad_seq && is_rd;
     wire         go_kc   = (in_seq && !bad_seq && is_wr && has_reth && h_dlen != 32'd0) ||
                            (rd_seq && h_dlen != 32'd0) || (in_seq && !bad_seq && is_atm);
@@ -369,19 +393,32 @@ module hca_responder #(
                                                                      (sendp && !first && !s_over))) ||
                            (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) || rw_nil ||
                            (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
-    // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
-    wire         rcommit = (state == S_DEC && rd_seq && h_dlen == 32'd0) || (rd_dup && h_dlen == 32'd0) ||
-                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd);
+    // claimRes: a new READ or atomic takes the context's oldest resource (ctx_rnext), unless that
+    // still holds a READ one of whose responses has never gone to the port (r_busy: the requester
+    // has more than max_rd_atomic outstanding): NAK invalid request at its PSN, the context to ERR
+    // (hca Receive: claimRes's !ok, nak SynNAKInvReq, fatal), nothing else done.
     wire [31:0]  r_e     = ix * RD_RES + {{(32-RW){1'b0}}, ctx_rnext[ix]};
+    wire         r_busy  = res_used[r_e] && !res_atom[r_e] && !res_sent[r_e];
+    wire         r_new   = (state == S_DEC && rd_seq && h_dlen == 32'd0) ||
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd && !behind);
+    wire         r_full  = r_new && r_busy;
+    // A READ accepted (a new one: !behind) or a duplicate's replay: its reply goes on ack_*.
+    wire         rcommit = (r_new && !r_busy) || (rd_dup && h_dlen == 32'd0) ||
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_rd && behind);
+    // A reply's last response out (fin_*): the resource it names, if it still holds that READ.
+    wire [31:0]  fin_e   = {{(32-QPN_W){1'b0}}, fin_qpn[QPN_W-1:0]} * RD_RES + {24'd0, fin_res};
+    wire         fin_hit = fin_valid && res_used[fin_e] && !res_atom[fin_e] && res_last[fin_e] == fin_psn;
+    reg  [RW-1:0] d_res;                                     // the found one's index (a replay's resource)
     // The resource after it (a READ or an atomic taking one), and the MSN after an atomic.
     wire [RW-1:0] rnext_n = ctx_rnext[ix] == RLAST ? {RW{1'b0}} : ctx_rnext[ix] + {{(RW-1){1'b0}}, 1'b1};
     wire [23:0]  msn_1   = ctx_msn[ix] + 24'd1;
     wire         k_fail  = state == S_KRSP && kc_rsp_valid && kc_rsp_result != 3'd0;
-    // An atomic past its R_Key check: a VA not 8-byte aligned is NAK invalid request (class C, as the
-    // model's Receive after the key check); else it takes its resource (acommit) and runs: its block
-    // read (S_ARD, S_ARSP), the result written back (S_AWR), the ATOMIC ACKNOWLEDGE.
+    // An atomic past its R_Key check: a VA not 8-byte aligned, or its resource in use (claimRes), is
+    // NAK invalid request (class C, as the model's Receive after the key check); else it takes its
+    // resource (acommit) and runs: its block read (S_ARD, S_ARSP), the result written back (S_AWR),
+    // the ATOMIC ACKNOWLEDGE.
     wire         a_ok    = state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && is_atm;
-    wire         a_mis   = a_ok && h_va[2:0] != 3'd0;
+    wire         a_mis   = a_ok && (h_va[2:0] != 3'd0 || r_busy);
     wire         acommit = a_ok && !a_mis;
     reg  [31:0]  a_slot;                                     // the atomic's resource
     reg  [63:0]  a_new;                                      // the value written back
@@ -461,6 +498,9 @@ module hca_responder #(
     wire         cq_free  = !rc_valid || rc_ready;
     wire         s_go     = (!p_ack || out_free) && (!p_cqe || cq_free);
     reg  [63:0]  p_va;
+    reg  [RW-1:0] p_res;       // a reply's resource and last response's PSN (ack_res, ack_last)
+    reg  [23:0]  p_last;
+    wire [31:0]  p_res32 = {{(32-RW){1'b0}}, p_res};
     reg  [31:0]  p_len;
     wire         out_free = !ack_valid || ack_ready;
 
@@ -502,6 +542,7 @@ module hca_responder #(
             ctx_naks <= {NQ{1'b0}};
             ctx_insend <= {NQ{1'b0}};
             res_used <= {NR{1'b0}};
+            res_sent <= {NR{1'b0}};
             ack_valid <= 1'b0;
             rc_valid <= 1'b0;
             p_ack <= 1'b0;
@@ -539,7 +580,7 @@ module hca_responder #(
                 state <= S_XFER;
                 if (!hit) begin
                     cnt_no_qp <= sat(cnt_no_qp);
-                end else if (ctx_err[ix]) begin
+                end else if (q_err[ix]) begin
                     cnt_err_drop <= sat(cnt_err_drop);
                 end else if (!rc_req) begin
                     cnt_todo <= sat(cnt_todo);
@@ -650,11 +691,15 @@ module hca_responder #(
                 if (ack_now) p_ack <= 1'b1;
                 if (last && (sendp || wimm)) p_cqe <= 1'b1;
             end
+            if (fin_hit) res_sent[fin_e] <= 1'b1;
             if (rcommit) begin
                 p_ack <= 1'b1;
-                if (!behind) res_used[r_e] <= 1'b1;
+                if (!behind) begin
+                    res_used[r_e] <= 1'b1;
+                    res_sent[r_e] <= 1'b0;   // after fin_hit: a stale reply's fin for it loses
+                end
             end
-            if (a_mis) begin
+            if (a_mis || r_full) begin
                 ctx_err[ix] <= 1'b1;
                 p_ack <= 1'b1;
             end
@@ -691,7 +736,7 @@ module hca_responder #(
             p_read <= 1'b0;
             p_mid <= 1'b0;
             p_atom <= 1'b0;
-            if (hit && !ctx_err[ix] && rc_req) begin
+            if (hit && !q_err[ix] && rc_req) begin
                 if (ahead) begin
                     if (!ctx_naks[ix]) begin
                         p_syn <= SYN_SEQ; p_psn <= ctx_epsn[ix];
@@ -739,7 +784,10 @@ module hca_responder #(
         end
         S_DUP: begin
             s_j <= f_end ? s_j : s_j + {{(RW-1){1'b0}}, 1'b1};
-            if (f_hit) d_first <= res_first[f_e];
+            if (f_hit) begin
+                d_first <= res_first[f_e];
+                d_res <= s_j;
+            end
             if (at_dup) begin
                 // A duplicate atomic: the saved original value, the current MSN (hca duplicate,
                 // Device.atomic's replay), nothing executed again.
@@ -760,6 +808,7 @@ module hca_responder #(
                 ack_qpn <= h_qpn; ack_psn <= p_psn; ack_syn <= p_syn; ack_msn <= p_msn;
                 ack_atomic <= p_atom; ack_orig <= p_orig;
                 ack_read <= p_read; ack_va <= p_va; ack_len <= p_len; ack_mtu <= ctx_mtu[ix]; ack_mid <= p_mid;
+                ack_res <= p_res32[7:0]; ack_last <= p_last;
             end
             if (p_cqe) begin
                 rc_qpn <= h_qpn; rc_opcode <= p_cop; rc_status <= p_cst; rc_index <= p_cidx;
@@ -775,7 +824,7 @@ module hca_responder #(
         end
         default: ;
         endcase
-        if (a_mis) p_syn <= SYN_INV;
+        if (a_mis || r_full) p_syn <= SYN_INV;   // at the packet's PSN, the current MSN (S_DEC's p_psn, p_msn)
         if (acommit) begin
             // The atomic accepted (hca Receive: claimRes, saveRes): one PSN, one message; the ACK
             // carries the MSN after it.
@@ -825,6 +874,8 @@ module hca_responder #(
             // MSN after the READ (a new one counts a message) or the current one (a replay).
             p_read <= 1'b1;
             p_syn <= SYN_ACK; p_psn <= h_psn; p_va <= h_va; p_len <= h_dlen;
+            p_last <= rd_last;   // its last response's PSN: the resource's own when it frees it (fin_*)
+            p_res <= !behind ? ctx_rnext[ix] : state == S_DUP ? s_j : d_res;
             if (!behind) begin
                 p_msn <= ctx_msn[ix] + 24'd1;
                 p_mid <= 1'b0;
@@ -844,6 +895,6 @@ module hca_responder #(
         end
     end
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, r_end[32], a_slot, 1'b0};
+    wire unused_ok = &{1'b0, dl_pk[32:24], f_lo[22:0], f_e, r_e, r_end[32], a_slot, p_res32[31:8], fin_qpn[23:QPN_W], fin_e, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -41,8 +41,8 @@
 // comes) is waited for, as PopRecv waits for a read in flight (rqWait). Taking the answer with
 // ok 1 takes the WQE: taken grows by 1 and its slot is free for the window.
 //
-// ERR (hca.Device.flushRecvs): rq_err[q] is 1 while the responder's context q is in ERR (a class C
-// error; hca_responder's qp_err). Such a QP reads no more WQEs (the model's flushRecvs leaves none
+// ERR (hca.Device.flushRecvs): rq_err[q] is 1 while QP q is in ERR (its responder's class C error or
+// its requester's failure, hca.Device.requesterErr; hca_responder's qp_err). Such a QP reads no more WQEs (the model's flushRecvs leaves none
 // to read: a QP in ERR flushes at its doorbells, recvDoorbell, and never fetches), and rw_flush[q]
 // says it has WQEs announced and not taken: posted before the error and not consumed, or posted
 // since. The responder flushes them one at a time through rw_* with rw_req_flush 1: the answer is
