@@ -1457,29 +1457,44 @@ func TestResponderMutantsFail(t *testing.T) {
 }
 
 // respFirstFailing runs one case of a responder mutant table: the runs
-// mks make, in order, each through hca_responder with m's edits. The
-// unmutated case (no file) runs them all and each must equal the model's;
-// a mutant needs only to fail, so it stops at its first run that differs
-// (its first difference logged) and fails the test (msg, with m's name)
-// if none does. A run a mutant skips was passed by the unmutated block, so
-// stopping hides nothing the table checks.
+// mks make, in order, each through hca_responder with m's edits, judged by
+// firstFailing (msg, with m's name, when a mutant passes them all).
 func respFirstFailing(t *testing.T, m cosimMutant, mks []func() *respRun, msg string) {
 	t.Helper()
 	replace := respMutated(t, m)
-	for i, mk := range mks {
-		run := mk()
-		diffs := run.check(runResp(t, context.Background(), t.TempDir(), run, 1, replace))
-		if m.file == "" {
-			assert.Empty(t, diffs, "the unmutated block, run %d", i)
+	var runs []func() []string
+	for _, mk := range mks {
+		runs = append(runs, func() []string {
+			run := mk()
+			return run.check(runResp(t, context.Background(), t.TempDir(), run, 1, replace))
+		})
+	}
+	firstFailing(t, m.file != "", runs, fmt.Sprintf(msg, m.name))
+}
+
+// firstFailing runs one case of a mutant table whose runs the Go side
+// judges after the run: each of runs runs the case's design on one
+// stimulus and returns what it got wrong. The unmutated case (mutated
+// false) runs them all and each must pass. A mutant needs only to fail,
+// so it stops at its first run that differs (its first difference
+// logged) and fails the test (msg) if none does. A run a mutant skips is
+// one the unmutated block passes, so stopping hides nothing the table
+// checks; a table puts its cheap runs first.
+func firstFailing(t *testing.T, mutated bool, runs []func() []string, msg string) {
+	t.Helper()
+	for i, run := range runs {
+		diffs := run()
+		if !mutated {
+			assert.Empty(t, diffs, "the unmutated design, run %d of %d", i+1, len(runs))
 			continue
 		}
 		if len(diffs) > 0 {
-			t.Logf("run %d of %d: %s", i+1, len(mks), diffs[0])
+			t.Logf("run %d of %d: %s", i+1, len(runs), diffs[0])
 			return
 		}
 	}
-	if m.file != "" {
-		require.Fail(t, fmt.Sprintf(msg, m.name))
+	if mutated {
+		require.Fail(t, msg)
 	}
 }
 
