@@ -1516,25 +1516,58 @@ func TestResponderMutantsFail(t *testing.T) {
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			replace := respMutated(t, m)
-			run := newRespRun(cosimSeeds[0], 3)
-			run.fill(respMutantSteps)
-			res := runResp(t, ctx, t.TempDir(), run, 1, replace)
-			diffs := run.check(res)
-			drun, _, _, _ := respDirected(cosimSeeds[0])
-			dres := runResp(t, ctx, t.TempDir(), drun, 1, replace)
-			diffs = append(diffs, drun.check(dres)...)
-			arun, _, _, _, _ := respAtomicDirected(cosimSeeds[0])
-			ares := runResp(t, ctx, t.TempDir(), arun, 1, replace)
-			diffs = append(diffs, arun.check(ares)...)
-			if m.file == "" {
-				assert.Empty(t, diffs, "the unmutated block")
-				return
-			}
-			require.NotEmpty(t, diffs, "the co-simulation passes a responder with %s", m.name)
-			t.Logf("%s", diffs[0])
+			// The atomic directed run (11 entries) and the directed run
+			// (45) first, the random run (about 200 entries, ten times
+			// their Icarus time) last: a mutant stops at its first failing
+			// run (respFirstFailing).
+			respFirstFailing(t, m, []func() *respRun{
+				func() *respRun { r, _, _, _, _ := respAtomicDirected(cosimSeeds[0]); return r },
+				func() *respRun { r, _, _, _ := respDirected(cosimSeeds[0]); return r },
+				func() *respRun { r := newRespRun(cosimSeeds[0], 3); r.fill(respMutantSteps); return r },
+			}, "the co-simulation passes a responder with %s")
 		})
+	}
+}
+
+// respFirstFailing runs one case of a responder mutant table: the runs
+// mks make, in order, each through hca_responder with m's edits, judged by
+// firstFailing (msg, with m's name, when a mutant passes them all).
+func respFirstFailing(t *testing.T, m cosimMutant, mks []func() *respRun, msg string) {
+	t.Helper()
+	replace := respMutated(t, m)
+	var runs []func() []string
+	for _, mk := range mks {
+		runs = append(runs, func() []string {
+			run := mk()
+			return run.check(runResp(t, context.Background(), t.TempDir(), run, 1, replace))
+		})
+	}
+	firstFailing(t, m.file != "", runs, fmt.Sprintf(msg, m.name))
+}
+
+// firstFailing runs one case of a mutant table whose runs the Go side
+// judges after the run: each of runs runs the case's design on one
+// stimulus and returns what it got wrong. The unmutated case (mutated
+// false) runs them all and each must pass. A mutant needs only to fail,
+// so it stops at its first run that differs (its first difference
+// logged) and fails the test (msg) if none does. A run a mutant skips is
+// one the unmutated block passes, so stopping hides nothing the table
+// checks; a table puts its cheap runs first.
+func firstFailing(t *testing.T, mutated bool, runs []func() []string, msg string) {
+	t.Helper()
+	for i, run := range runs {
+		diffs := run()
+		if !mutated {
+			assert.Empty(t, diffs, "the unmutated design, run %d of %d", i+1, len(runs))
+			continue
+		}
+		if len(diffs) > 0 {
+			t.Logf("run %d of %d: %s", i+1, len(runs), diffs[0])
+			return
+		}
+	}
+	if mutated {
+		require.Fail(t, msg)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/ib"
 )
@@ -123,15 +122,8 @@ func TestResponderWiredAtomicMutantsFail(t *testing.T) {
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			replace := respMutated(t, m)
-			w := newRespWireAtomics(cosimSeeds[0], respWireAtomicMutantSteps)
-			diffs := w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, replace))
-			if m.file == "" {
-				assert.Empty(t, diffs, "the unmutated blocks")
-				return
-			}
-			require.NotEmpty(t, diffs, "the wired atomic co-simulation passes with %s", m.name)
-			t.Logf("%s", diffs[0])
+			respWireFirstFailing(t, m, respWireAtomicMutantSteps, func(steps int) *respWire { return newRespWireAtomics(cosimSeeds[0], steps) },
+				"the wired atomic co-simulation passes with %s")
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -391,7 +392,12 @@ var rxCheckRuns = []struct {
 }
 
 func newRxCheckRun(table []uint16, lmc int, sat bool) *reqRun {
-	run := newReqRun(cosimSeeds[0], reqMutantItems)
+	return newRxCheckRunOf(table, lmc, sat, reqMutantItems)
+}
+
+// newRxCheckRunOf is newRxCheckRun on a run of items items.
+func newRxCheckRunOf(table []uint16, lmc int, sat bool, items int) *reqRun {
+	run := newReqRun(cosimSeeds[0], items)
 	run.addBad(cosimSeeds[0], table, lmc)
 	run.sat = sat
 	return run
@@ -468,7 +474,9 @@ func TestRequesterRxCheckCosim(t *testing.T) {
 }
 
 // TestRequesterRxCheckMutantsFail: each slip in hca_rx_ack's checks fails
-// the run it names (Icarus).
+// the run it names (Icarus), at half its items or, if it passes that, at
+// its whole reqMutantItems; the unmutated block passes both runs at both
+// lengths.
 func TestRequesterRxCheckMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
@@ -479,6 +487,9 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 		cosimMutant
 		run int // rxCheckRuns index
 	}{
+		// Both runs at both lengths pass: the failures below are the mutants'.
+		{cosimMutant{"unmutated, full", "", "", ""}, 0},
+		{cosimMutant{"unmutated, limited", "", "", ""}, 1},
 		{cosimMutant{"the ICRC error ignored", f, "wire crc_bad = c_len_err || (k_ib && c_icrc_err);", "wire crc_bad = c_len_err;"}, 1},
 		{cosimMutant{"a raw packet's missing ICRC counted", f, "wire crc_bad = c_len_err || (k_ib && c_icrc_err);",
 			"wire crc_bad = c_len_err || c_icrc_err;"}, 0},
@@ -541,16 +552,25 @@ func TestRequesterRxCheckMutantsFail(t *testing.T) {
 			require.NoError(t, os.MkdirAll(d, 0o755))
 			files := writeReqBench(t, d, mutatedSource(t, m.file, m.old, m.new))
 			rc := rxCheckRuns[m.run]
-			run := newRxCheckRun(rc.table, rc.lmc, rc.sat)
-			run.write(t, d)
 			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
 			require.NoError(t, err)
-			res := runReq(t, ctx, d, "m", run, "vvp", "-n", filepath.Join(d, "sim.vvp"))
-			bad := res.errors + res.werr + res.cerr + res.verr + res.gaps
-			assert.True(t, bad > 0 || res.checked != res.wantBeats || res.acks != len(run.acks),
-				"the %s run passes an hca_rx_ack with %s", rc.name, m.name)
-			t.Logf("%s run: %d mismatches, counters %v, %d of %d ACKs taken: %s", rc.name, res.errors, res.drop, res.acks,
-				len(run.acks), strings.Join(res.first, "; "))
+			// The run at half its items first, the whole run only if the
+			// mutant passes that (firstFailing).
+			var judges []func() []string
+			for _, items := range []int{reqMutantItems / 2, reqMutantItems} {
+				judges = append(judges, func() []string {
+					run := newRxCheckRunOf(rc.table, rc.lmc, rc.sat, items)
+					run.write(t, d)
+					res := runReq(t, ctx, d, strconv.Itoa(items), run, "vvp", "-n", filepath.Join(d, "sim.vvp"))
+					bad := res.errors + res.werr + res.cerr + res.verr + res.gaps
+					if bad == 0 && res.checked == res.wantBeats && res.acks == len(run.acks) {
+						return nil
+					}
+					return []string{fmt.Sprintf("%s run of %d items: %d mismatches, counters %v, %d of %d ACKs taken: %s", rc.name, items,
+						res.errors, res.drop, res.acks, len(run.acks), strings.Join(res.first, "; "))}
+				})
+			}
+			firstFailing(t, m.file != "", judges, fmt.Sprintf("the %s run passes an hca_rx_ack with %s", rc.name, m.name))
 		})
 	}
 }
