@@ -571,16 +571,16 @@ func present(res *report.Result, f *runFlags, stdout io.Writer, show bool) error
 			// A resumed sweep: the points read back keep their cells.
 			write = func() error { return report.WriteMerged(f.out, res, ex.cells) }
 		}
-		err := write()
-		if err == nil {
-			err = writePlots(f.out, res, ex)
-		}
-		if err != nil {
+		if err := write(); err != nil {
 			werr = outError("--out", f.out, err)
 			// The run's time is spent: its results go where they can.
 			if dir, rerr := rescueResults(res, ex); rerr == nil {
 				werr = userErrorf("%v; the results are in %s instead", werr, dir)
 			}
+		} else if err := writePlots(f.out, res, ex); err != nil {
+			// The results are where they were asked for; what failed
+			// is what is drawn or summarised from them.
+			werr = userErrorf("%v; %s and %s are written there, the files drawn from them are not", outError("--out", f.out, err), resultsJSON, resultsCSV)
 		}
 	}
 	var perr error

@@ -668,6 +668,26 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 	res, err := report.ReadJSON(filepath.Join(rescued, "results.json"))
 	require.NoError(t, err)
 	assert.Len(t, res.Points, 6)
+
+	// A directory named as a plot made in --out while the points run: the
+	// results are written there, only the plot is not, and the line says
+	// so (it said the results were in a rescue directory "instead").
+	out = filepath.Join(t.TempDir(), "out")
+	plot := filepath.Join(out, "throughput-vs-hca.vl_buffer_bytes.svg")
+	fabricRun = func(l *fabric.Loaded, o fabric.RunOptions) (map[string]any, error) {
+		if runs++; runs == 1 {
+			require.NoError(t, os.MkdirAll(filepath.Join(plot, "x"), 0o755))
+		}
+		return saved(l, o)
+	}
+	runs = 0
+	code, stdout, stderr = run("-config", cfg, "--out", out, "--jobs", "1", "--quiet", "--format", "csv")
+	assert.Equal(t, 2, code, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	assert.True(t, strings.HasPrefix(stderr, "hcasim: --out: "+out), stderr)
+	assert.True(t, strings.HasSuffix(stderr, "; results.json and results.csv are written there, the files drawn from them are not\n"), stderr)
+	assert.NotContains(t, stderr, "instead")
+	assert.Equal(t, stdout, readFile(t, filepath.Join(out, "results.csv")), "the results are in --out")
 }
 
 // TestErrorsNameTheirSourceOnce: a mistake in the config names the config
