@@ -157,11 +157,10 @@ func TestResponderClaimMutantsFail(t *testing.T) {
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			run, _, _, _, _ := respClaimDirected(cosimSeeds[0])
-			res := runResp(t, context.Background(), t.TempDir(), run, 1, respMutated(t, m))
-			errs := run.check(res)
-			require.NotEmpty(t, errs, "the claim run passes hca_responder with %s", m.name)
-			t.Logf("fails: %s", errs[0])
+			respFirstFailing(t, m, []func() *respRun{func() *respRun {
+				run, _, _, _, _ := respClaimDirected(cosimSeeds[0])
+				return run
+			}}, "the claim run passes hca_responder with %s")
 		})
 	}
 }

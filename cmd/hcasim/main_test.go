@@ -412,16 +412,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestEmptyValueTakesTheBuiltInDefault(t *testing.T) {
 	params := func(args ...string) map[string]any {
 		t.Helper()
-		code, out, errs := run(append(args, "--format", "json", "--quiet", "--set", "workload.iterations=5")...)
-		require.Equal(t, 0, code, errs)
-		var res struct {
-			Points []struct {
-				Params map[string]any `json:"params"`
-			} `json:"points"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(out), &res))
-		require.Len(t, res.Points, 1)
-		return res.Points[0].Params
+		return onePointParams(t, append(args, "--quiet", "--set", "workload.iterations=5")...)
 	}
 	file := writeFile(t, "empty.yaml", "link:\n  generation:\ntopology: {kind: back-to-back}\nworkload: {kind: perftest, test: write_lat, size: 2}\n")
 	assert.Equal(t, "NDR", params("-config", file)["link.generation"])
@@ -434,9 +425,18 @@ func TestEmptyValueTakesTheBuiltInDefault(t *testing.T) {
 // TestAcronymsAnyCaseEndToEnd: workload.connection=ud runs as link.generation=edr
 // always did, and a run's params show the canonical spellings.
 func TestAcronymsAnyCaseEndToEnd(t *testing.T) {
-	code, out, errs := run("-config", "edr.yaml", "--format", "json", "--set", "workload.connection=ud",
+	params := onePointParams(t, "-config", "edr.yaml", "--set", "workload.connection=ud",
 		"--set", "workload.test=send_lat", "--set", "workload.size=64", "--set", "workload.iterations=20",
 		"--set", "link.generation=edr", "--set", "link.width=4X")
+	assert.Equal(t, "EDR", params["link.generation"])
+	assert.Equal(t, "4x", params["link.width"])
+}
+
+// onePointParams runs the CLI with args and --format json, which must
+// succeed with one point, and returns that point's params.
+func onePointParams(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := run(append(args, "--format", "json")...)
 	require.Equal(t, 0, code, errs)
 	var res struct {
 		Points []struct {
@@ -445,8 +445,7 @@ func TestAcronymsAnyCaseEndToEnd(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.Len(t, res.Points, 1)
-	assert.Equal(t, "EDR", res.Points[0].Params["link.generation"])
-	assert.Equal(t, "4x", res.Points[0].Params["link.width"])
+	return res.Points[0].Params
 }
 
 // TestHelpFlags: --help and -h print a command's usage on stdout and exit 0,
