@@ -163,6 +163,24 @@ type respRun struct {
 	// is sent whole at once and its fin_* follows its take on ack_*.
 	holdFins bool
 	held     []respHeld
+	// fins: the model's ReadResponseSent of each READ reply's last
+	// response, in order (not with holdFins): what hca_ack_tx gives back
+	// on fin_* (the wired runs check them, respWire.checkFins).
+	fins []respFin
+}
+
+// respFin is the model's ReadResponseSent(res, psn) for a READ reply's
+// last response on QP qpn, sent as the responder's packet out[out]. The
+// model calls it for every response as the port takes it
+// (hca.Device.trySend); only the last one's can take the resource out of
+// use (rdAtomicRes.inUse: when its PSN is the READ's last, sentTo covers
+// the READ), and hca_ack_tx reports that one alone, at that response's
+// pick (hca_responder compares the PSN with the READ's last).
+type respFin struct {
+	qpn uint32
+	res int
+	psn uint32
+	out int // its index in respRun.out
 }
 
 // respHeld is a READ reply whose responses are not sent yet: its QP, its
@@ -609,6 +627,9 @@ func (run *respRun) reply(q *respQP, a hca.RespAction) {
 			run.held[len(run.held)-1].psns = append(run.held[len(run.held)-1].psns, p.PSN)
 		} else {
 			q.resp.ReadResponseSent(a.ReadRes, p.PSN)
+			if !more {
+				run.fins = append(run.fins, respFin{qpn: q.qpn, res: a.ReadRes, psn: p.PSN, out: len(run.out)})
+			}
 		}
 		run.out = append(run.out, respOutPkt{ack: d, rsp: p})
 		if !more {

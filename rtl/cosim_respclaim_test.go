@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/hca"
 	"github.com/hcasim/hcasim/ib"
@@ -165,28 +164,41 @@ func TestResponderClaimMutantsFail(t *testing.T) {
 	}
 }
 
-// TestResponderWiredClaimMutantsFail: hca_ack_tx's fin_* in a wired READ
-// run (newRespWireReads, RD_RES 4). A fin never given leaves its tracking
-// busy, so hca_ack_tx takes no further READ reply and the run stops short
-// (the testbench's timeout); the responder's own use of fin_* is the
-// directed run's (TestResponderClaimMutantsFail). A fin given with the
-// reply's first PSN (a reply of several responses never frees its
-// resource) passes this run: its QPs' READs rarely come back to a
-// resource before a context write empties them, and the model's replies,
-// sent at once, leave nothing for the claim to find.
+// TestResponderWiredClaimMutantsFail: slips in hca_ack_tx's fin_* each
+// fail a wired READ run (newRespWireReads, RD_RES 4, respWireFirstFailing:
+// 40 steps, then 80), through the fin check (respWire.checkFins: each fin
+// is the model's ReadResponseSent of a reply's last response, its QPN,
+// resource and PSN, at that response's pick), not through the
+// responder's claim, which these runs rarely reach (their QPs' READs
+// seldom come back to a resource before a context write empties it, and
+// the model's replies, sent at once, leave nothing for a claim to find).
+// The responder's own use of fin_* is the directed run's
+// (TestResponderClaimMutantsFail).
 func TestResponderWiredClaimMutantsFail(t *testing.T) {
 	t.Parallel()
 	needTool(t, "iverilog", "vvp")
 	const atx = "hca_ack_tx.v"
 	for _, m := range []cosimMutant{
+		// Its tracking stays busy: no further READ reply is taken, the
+		// run stops short (the testbench's timeout) and the fins are
+		// fewer than the replies.
 		{"hca_ack_tx: fin never given", atx, "assign fin_valid = f_pend && f_pos == 8'd1 && a_commit;", "assign fin_valid = 1'b0;"},
+		// A reply of several responses names its first PSN: the
+		// responder's compare with the READ's last would never free it.
+		{"hca_ack_tx: fin with the reply's first PSN", atx, "f_psn <= ack_last;", "f_psn <= ack_psn;"},
+		// Another resource freed (the right one for each QP's first READ
+		// and one in four after, not for the rest).
+		{"hca_ack_tx: fin naming resource 0 whatever the reply's", atx, "f_res <= ack_res;", "f_res <= 8'd0;"},
+		// The tracking armed at the reply's take: the next packet to end
+		// in the queue is its first response, and the fin, with the
+		// right fields, comes at that response's pick, before the rest
+		// are sent.
+		{"hca_ack_tx: fin at the reply's first response, not its last", atx, "if (m_last) f_arm <= 1'b1;", "if (e_take) f_arm <= 1'b1;"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			w := newRespWireReads(cosimSeeds[0], respWireReadMutantSteps, 4)
-			diffs := w.check(runRespWire(t, context.Background(), t.TempDir(), w, 1, respMutated(t, m)))
-			require.NotEmpty(t, diffs, "the wired READ run passes with %s", m.name)
-			t.Logf("fails: %s", diffs[0])
+			respWireFirstFailing(t, m, respWireReadMutantSteps, func(steps int) *respWire { return newRespWireReads(cosimSeeds[0], steps, 4) },
+				"the wired READ run passes with %s")
 		})
 	}
 }

@@ -711,6 +711,10 @@ module tb;
             $display("P %0d %0d %0d %0d", tx_pick_vl, ack.a_offer && ack.head_vl == tx_pick_vl, r_vl_waiting[tx_pick_vl], ack.a_commit);
             if (ack.a_commit && tx_vl_credit[tx_pick_vl*12 +: 12] < ack.head_blks) perr = perr + 1;
         end
+        // hca_ack_tx's fin_* (a READ reply's last response given back to the responder): whether
+        // the port took a responder packet in this cycle (the fin is that pick's, logged above), the
+        // QPN, the resource, the PSN.
+        if (f_valid) $display("F %0d %h %h %h", tx_pick_taken && ack.a_commit, f_qpn, f_res, f_psn);
         idle <= (!more && rq_ready && !rq_valid && !rx.c_valid && !ack_valid && !r_busy && !r_ack_valid && !rc_valid &&
                  ki == nk && !at_busy && ack.q_count == 8'd0 && si == ns && qi == nq && qo_n == 0 && dq_n == 0) ? idle + 1 : 0;
         if (idle == 8) begin
@@ -748,9 +752,19 @@ type respWireResult struct {
 	tx       []respWireBeat // the beats on tx_*
 	picks    [][4]int       // P: VL, the ACK offered it, the requester offered it, the ACK took it
 	perr     int            // ACKs sent on a VL without credits
+	fins     []respWireFin  // F: hca_ack_tx's fin_*, in order
 	reads    [][3]uint64    // D: rd1 requests taken: client (1 the responder), address, length
 	qblk     int            // blocks the requester's stand-in got through rd1
 	qerr     int            // of them, not host memory's bytes at their address
+}
+
+// respWireFin is one fin_* of hca_ack_tx: the responder's pick it came
+// with (k: the port's k-th pick of a responder packet, from 0; -1 none in
+// its cycle), the QPN, the resource and the PSN it names.
+type respWireFin struct {
+	pick     int
+	qpn, psn uint32
+	res      int
 }
 
 // respWireBeat is one beat taken on tx_*.
@@ -801,6 +815,7 @@ func parseRespWire(t *testing.T, out string) *respWireResult {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var wAddr, wLen uint64
 	wIdx, wClient := 0, 0
+	rpicks := 0 // the port's picks of a responder packet so far
 	done := false
 	hexU := func(s string) uint64 {
 		v, err := strconv.ParseUint(s, 16, 64)
@@ -875,6 +890,13 @@ func parseRespWire(t *testing.T, out string) *respWireResult {
 				p[i], _ = strconv.Atoi(f[1+i])
 			}
 			res.picks = append(res.picks, p)
+			rpicks += p[3]
+		case "F":
+			pick := -1
+			if f[1] == "1" {
+				pick = rpicks - 1 // its cycle's P line came first
+			}
+			res.fins = append(res.fins, respWireFin{pick: pick, qpn: uint32(hexU(f[2])), res: int(hexU(f[3])), psn: uint32(hexU(f[4]))})
 		case "PERR":
 			res.perr, _ = strconv.Atoi(f[1])
 		case "D":
@@ -940,6 +962,7 @@ func (w *respWire) check(res *respWireResult) []string {
 		}
 	}
 	diffs = append(diffs, w.checkTx(res)...)
+	diffs = append(diffs, w.checkFins(res)...)
 	diffs = append(diffs, w.checkReads(res)...)
 	if res.notReq != w.notReq || res.bad != w.bad || res.other != 0 {
 		diffs = append(diffs, fmt.Sprintf("not_req %d (stream %d), malformed drops %d (stream %d), rsp_todo + nak_retry %d (0)",
@@ -1013,6 +1036,28 @@ func (w *respWire) checkTx(res *respWireResult) []string {
 		diffs = append(diffs, fmt.Sprintf("%d responder packets sent on a VL without the credits", res.perr))
 	}
 	return diffs
+}
+
+// checkFins: hca_ack_tx's fin_* are, in order, the model's
+// ReadResponseSent of each READ reply's last response (run.fins): its
+// QPN, resource and PSN, each in the cycle the port picks that response.
+// The port's k-th pick of a responder packet sends run.out[k] (the queue
+// is in the model's order, which checkTx holds the beats to), so a fin
+// must come with pick out. A fin with the reply's first PSN, another
+// resource, or at another response's pick differs here, whether or not
+// the responder's next claim of the resource would show it.
+func (w *respWire) checkFins(res *respWireResult) []string {
+	for i := range min(len(res.fins), len(w.run.fins)) {
+		g, m := res.fins[i], w.run.fins[i]
+		if g.qpn != m.qpn || g.res != m.res || g.psn != m.psn || g.pick != m.out {
+			return []string{fmt.Sprintf("fin %d: RTL QPN %#x resource %d PSN %#x at responder pick %d; "+
+				"the model's ReadResponseSent QPN %#x resource %d PSN %#x at its packet %d", i, g.qpn, g.res, g.psn, g.pick, m.qpn, m.res, m.psn, m.out)}
+		}
+	}
+	if len(res.fins) != len(w.run.fins) {
+		return []string{fmt.Sprintf("%d fins from hca_ack_tx, the model's READ replies %d", len(res.fins), len(w.run.fins))}
+	}
+	return nil
 }
 
 // respOutWire is the responder's packet o on the wire (ackWire's for an
@@ -1228,6 +1273,22 @@ func TestResponderWiredReadCosim(t *testing.T) {
 				assert.Positive(t, w.run.byKind[k], "decisions of kind %q", k)
 			}
 			assert.Positive(t, multi, "responses of multi-packet replies")
+			// The fins checkFins compared: some of replies of several
+			// responses (their last PSN not their first), on every
+			// resource of the 4, so that a fin's PSN or resource slip
+			// shows.
+			fmulti, fres := 0, map[int]int{}
+			for _, f := range w.run.fins {
+				if f.psn != w.run.out[f.out].ack.psn {
+					fmulti++
+				}
+				fres[f.res]++
+			}
+			t.Logf("%d fins (%d of multi-packet replies), by resource %v", len(res.fins), fmulti, fres)
+			assert.Positive(t, fmulti, "fins of multi-packet replies")
+			for k := range 4 {
+				assert.Positive(t, fres[k], "fins of resource %d", k)
+			}
 		})
 	}
 }
