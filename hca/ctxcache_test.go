@@ -36,16 +36,8 @@ func TestColdCQMissIsAContextRead(t *testing.T) {
 	s := p.s
 	require.Equal(t, ib.PS(539_857), ctxMissPS)
 	cq := p.qb.RecvCQ
-	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
-	use := func(at ib.PS, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.contextModify(p.b.cqc, s.Now(), cq.Num) }}, 0)
-	}
-	use(at, &missDone)
-	use(at+100*ib.Nanosecond, &underMissDone)
-	use(at+ib.Microsecond, &hitDone)
-	s.StopAt(20 * ib.Microsecond)
-	require.NoError(t, s.Run())
+	missDone, underMissDone, hitDone := missUnderMissHit(t, p, at, func() ib.PS { return p.b.contextModify(p.b.cqc, s.Now(), cq.Num) })
 	assert.Equal(t, at+ctxMissPS, missDone)
 	assert.Equal(t, at+ctxMissPS, underMissDone)
 	assert.Equal(t, at+ib.Microsecond, hitDone)

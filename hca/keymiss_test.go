@@ -36,16 +36,8 @@ func TestColdKeyMissIsAContextRead(t *testing.T) {
 	// ns later, while the context is being read, hits the entry the miss
 	// allocated and waits for that read (no second read); one after the
 	// fill is a hit: the lookup alone.
-	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
-	check := func(at ib.PS, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.keyCheck(p.qb, s.Now(), p.mrB.RKey) }}, 0)
-	}
-	check(at, &missDone)
-	check(at+100*ib.Nanosecond, &underMissDone)
-	check(at+ib.Microsecond, &hitDone)
-	s.StopAt(20 * ib.Microsecond)
-	require.NoError(t, s.Run())
+	missDone, underMissDone, hitDone := missUnderMissHit(t, p, at, func() ib.PS { return p.b.keyCheck(p.qb, s.Now(), p.mrB.RKey) })
 	assert.Equal(t, at+wantMiss, missDone)
 	assert.Equal(t, at+wantMiss, underMissDone)
 	assert.Equal(t, at+ib.Microsecond+lookup, hitDone)
@@ -54,6 +46,22 @@ func TestColdKeyMissIsAContextRead(t *testing.T) {
 	// The miss was one read request for MKeyContextBytes over B's link.
 	assert.Equal(t, int64(1), p.b.PCIe.ReadRequests)
 	assert.Equal(t, int64(MKeyContextBytes), p.b.PCIe.ReadBytes)
+}
+
+// missUnderMissHit runs use on B three times from at: cold (a miss), 100
+// ns later while the miss's context read is out (a miss under the miss:
+// it waits for that read, no second one), and 1 µs later (a hit). It
+// returns the time each use's answer is ready.
+func missUnderMissHit(t *testing.T, p *pair, at ib.PS, use func() ib.PS) (miss, underMiss, hit ib.PS) {
+	t.Helper()
+	done := []*ib.PS{&miss, &underMiss, &hit}
+	for i, when := range []ib.PS{at, at + 100*ib.Nanosecond, at + ib.Microsecond} {
+		d := done[i]
+		p.s.Schedule(when, &poster{fn: func() { *d = use() }}, 0)
+	}
+	p.s.StopAt(20 * ib.Microsecond)
+	require.NoError(t, p.s.Run())
+	return miss, underMiss, hit
 }
 
 // TestKeyMissesTakePCIeBandwidth runs 1 KiB RDMA WRITEs whose gather

@@ -31,16 +31,8 @@ func TestColdQPMissIsAContextRead(t *testing.T) {
 	p := newPair(t, edrLink(), cfg, 4096)
 	s := p.s
 	require.Equal(t, ib.PS(555_856), qpcMissPS)
-	var missDone, underMissDone, hitDone ib.PS
 	at := 10 * ib.Microsecond
-	use := func(at ib.PS, done *ib.PS) {
-		s.Schedule(at, &poster{fn: func() { *done = p.b.qpContext(p.qb, s.Now()) }}, 0)
-	}
-	use(at, &missDone)
-	use(at+100*ib.Nanosecond, &underMissDone)
-	use(at+ib.Microsecond, &hitDone)
-	s.StopAt(20 * ib.Microsecond)
-	require.NoError(t, s.Run())
+	missDone, underMissDone, hitDone := missUnderMissHit(t, p, at, func() ib.PS { return p.b.qpContext(p.qb, s.Now()) })
 	assert.Equal(t, at+qpcMissPS, missDone)
 	assert.Equal(t, at+qpcMissPS, underMissDone)
 	assert.Equal(t, at+ib.Microsecond, hitDone)
