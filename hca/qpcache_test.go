@@ -552,3 +552,56 @@ func TestDestroyedQPContextIsNotWrittenBack(t *testing.T) {
 	assert.Equal(t, at+3*ib.Microsecond+qpcMissPS, second)
 	assert.Equal(t, int64(0), p.b.QPCache().WriteBacks)
 }
+
+// TestStaleACKLeavesQPContextClean: an ACK for a PSN already acknowledged
+// uses the requester's QP context and moves none of its fields (docs/hca.md,
+// "QP contexts": a stale ACK only reads the context), so it leaves the
+// context clean.
+//
+// Derivation of the schedule. A 1500 m copper cable takes 1500 × 4276 ps =
+// 6.414 µs each way (link.CopperPsPerM), a round trip 12.828 µs. A's
+// 64-byte WRITE is posted at 1 µs and leaves within a microsecond;
+// retry_timeout 1 arms a local ACK timer of 4.096 µs × 2 = 8.192 µs at its
+// commit, which expires at about 9.2–10 µs, before B's ACK can be back
+// (≥ 1 + 12.828 = 13.8 µs): A resends the WRITE (one timeout) and restarts
+// the timer, due at ≥ 9.2 + 8.192 = 17.4 µs. B's ACK of the original
+// arrives first, at about 13.8–15 µs, completes the WRITE and stops the
+// timer. B ACKs the duplicate when it arrives (≥ 9.2 + 6.414 = 15.6 µs),
+// and that ACK reaches A at ≥ 9.2 + 12.828 = 22.0 µs. At 19 µs, between
+// the two ACKs' arrivals at A, the test checks that the WRITE is complete
+// after one timeout, that B has sent both ACKs, and marks A's context
+// clean; what uses it after that is the stale ACK alone.
+func TestStaleACKLeavesQPContextClean(t *testing.T) {
+	cfg := Defaults()
+	cfg.QPCacheEntries = 4
+	cfg.RetryTimeout = 1
+	lc := edrLink()
+	lc.LengthM = 1500
+	p := newPair(t, lc, cfg, 4096)
+	p.s.Schedule(ib.Microsecond, &poster{fn: func() {
+		require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
+			LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+	}}, 0)
+	var wc [4]WC
+	var usesAtMark int64
+	c := p.a.QPCache()
+	p.s.Schedule(19*ib.Microsecond, &poster{fn: func() {
+		require.Equal(t, int64(1), p.a.Counters.Timeouts, "the original's ACK is not back when the timer expires")
+		require.Equal(t, 1, p.a.PollCQ(p.qa.SendCQ, wc[:]), "the original's ACK completed the WRITE")
+		require.Equal(t, WCSuccess, wc[0].Status)
+		require.Equal(t, int64(2), p.b.Counters.Acks, "B has ACKed the original and the duplicate")
+		cached, modified := c.isModified(p.qa.Num)
+		require.True(t, cached)
+		require.True(t, modified, "the grants and the ACK moved A's context")
+		c.slots[c.slot[p.qa.Num]].dirty = false
+		usesAtMark = c.Hits + c.Misses
+	}}, 0)
+	p.s.StopAt(100 * ib.Microsecond)
+	require.NoError(t, p.s.Run())
+	require.Equal(t, usesAtMark+1, c.Hits+c.Misses, "the stale ACK used A's context once")
+	assert.Equal(t, 0, p.a.PollCQ(p.qa.SendCQ, wc[:]), "the stale ACK completes nothing")
+	assert.Equal(t, int64(1), p.a.Counters.Timeouts, "and arms no timer that expires")
+	cached, modified := c.isModified(p.qa.Num)
+	require.True(t, cached)
+	assert.False(t, modified, "a stale ACK moves none of the requester's fields")
+}
