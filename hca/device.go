@@ -1025,8 +1025,18 @@ func (d *Device) timeout(qp *QP) {
 	qp.timerArmed = false
 	d.Counters.Timeouts++
 	res := qp.req.OnTimeout()
+	t := d.s.Now()
+	if res.Rewound || len(res.Completions) > 0 {
+		// The expiry moves cur_retry_count and the PSN to resend from, or
+		// fails the QP: a use of its context that modifies it. What it
+		// writes (an error CQE) waits for the context when that is not on
+		// chip, as an ACK's does (complete); the resend's grant uses the
+		// context again when it comes.
+		t = d.qpContext(qp, t)
+		d.qpModified(qp)
+	}
 	d.purge(qp)
-	d.afterAck(qp, res, d.s.Now())
+	d.afterAck(qp, res, t)
 }
 
 // afterAck carries out what an ACK, NAK, response or timeout did to a

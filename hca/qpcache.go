@@ -15,10 +15,11 @@ import "github.com/hcasim/hcasim/ib"
 // next_send_psn, ssn and hw_sq_wqebb_counter (the send queue's consumer
 // index), moved by every packet granted; last_acked_psn and the retry
 // counters cur_retry_count and cur_rnr_retry, moved by an ACK, NAK or
-// response the requester acts on; and the receive side's next_rcv_psn,
-// rmsn and hw_rq_counter, moved by a request packet taken in sequence (a
-// receive WQE taken from the QP's own receive queue moves hw_rq_counter;
-// one from an SRQ moves the SRQ's context instead). A use that changes
+// response the requester acts on and by the local ACK timer's expiry; and
+// the receive side's next_rcv_psn, rmsn and hw_rq_counter, moved by a
+// request packet taken in sequence (a receive WQE taken from the QP's own
+// receive queue moves hw_rq_counter; one from an SRQ moves the SRQ's
+// context instead). A use that changes
 // none of them — a duplicate or RNR-NAKed request, a stale ACK, a
 // datagram dropped or received through an SRQ — only reads the context.
 
@@ -49,7 +50,8 @@ func QPContextAddr(qpn uint32, ctxBytes int) uint64 {
 // HCA uses a QP's context where it takes up the QP's work: the scheduler's
 // grant of each request packet (schedule, grantUD), a request packet
 // arriving for it (respond, receiveUD), and an ACK, NAK or response
-// arriving for its requester (complete). That use of the QP waits; other
+// arriving for its requester (complete), and its local ACK timer expiring
+// with something to resend or fail (timeout). That use of the QP waits; other
 // QPs go on where the pipeline lets them (the stages' per-QP slots and the
 // PCIe link's time order; the transmit queue of a VL is one FIFO in grant
 // order, "Simplifications (known)"). A use that modifies the context says

@@ -605,3 +605,65 @@ func TestStaleACKLeavesQPContextClean(t *testing.T) {
 	require.True(t, cached)
 	assert.False(t, modified, "a stale ACK moves none of the requester's fields")
 }
+
+// TestRetryTimeoutUsesQPContext: the local ACK timer's expiry moves the
+// requester's cur_retry_count and the PSN it resends from (or fails the QP
+// with RETRY_EXC_ERR), so it is a use of the QP's context that modifies it.
+//
+// Derivation of the count. A's one 64-byte WRITE (one packet) with B's
+// ACK dropped at A (DropAcks 1) and retry_timeout 1: A uses its QP's
+// context at the WRITE's grant, at the dropped ACK's arrival (complete
+// reads the context before the fault hook drops it), at the timer's
+// expiry, at the resend's grant and at the duplicate's ACK: 5 uses, and
+// nothing evicts the context from a 4-entry cache, so 1 miss and 4 hits.
+// With retry_cnt 0 the expiry fails the WRITE instead (RETRY_EXC_ERR, no
+// resend): grant, dropped ACK, expiry: 3 uses. In both the test marks the
+// context clean just before the timer's deadline; only the expiry and what
+// follows it can dirty it, and with retry_cnt 0 nothing follows.
+func TestRetryTimeoutUsesQPContext(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		retryCnt int
+		uses     int64
+		status   WCStatus
+	}{
+		{"resend", 7, 5, WCSuccess},
+		{"retry count spent", 0, 3, WCRetryExcErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.QPCacheEntries = 4
+			cfg.RetryTimeout = 1
+			cfg.RetryCnt = tc.retryCnt
+			p := newPair(t, edrLink(), cfg, 4096)
+			p.a.DropAcks = 1
+			p.s.Schedule(ib.Microsecond, &poster{fn: func() {
+				require.NoError(t, p.a.PostSend(p.qa, &SendWR{ID: 1, Opcode: WRRDMAWrite, Signaled: true,
+					LocalAddr: p.bufA, Length: 64, LKey: p.mrA.LKey, RemoteAddr: p.bufB, RKey: p.mrB.RKey}))
+			}}, 0)
+			c := p.a.QPCache()
+			var usesBefore int64
+			// The timer is armed at the grant, within the first 2 µs, and
+			// runs 8.192 µs: its deadline is after 9.192 µs and before
+			// 11 µs; the dropped ACK is long back (a 0.5 m cable).
+			p.s.Schedule(9*ib.Microsecond, &poster{fn: func() {
+				require.Equal(t, int64(0), p.a.Counters.Timeouts)
+				require.Equal(t, int64(1), p.a.Counters.AcksDropped)
+				c.slots[c.slot[p.qa.Num]].dirty = false
+				usesBefore = c.Hits + c.Misses
+			}}, 0)
+			p.s.StopAt(100 * ib.Microsecond)
+			require.NoError(t, p.s.Run())
+			require.Equal(t, int64(1), p.a.Counters.Timeouts)
+			var wc [2]WC
+			require.Equal(t, 1, p.a.PollCQ(p.qa.SendCQ, wc[:]))
+			assert.Equal(t, tc.status, wc[0].Status)
+			assert.Equal(t, tc.uses, c.Hits+c.Misses, "A's context uses")
+			assert.Equal(t, int64(1), c.Misses)
+			assert.Less(t, usesBefore, c.Hits+c.Misses, "the expiry comes after the mark")
+			cached, modified := c.isModified(p.qa.Num)
+			require.True(t, cached)
+			assert.True(t, modified, "the expiry moved the retry count")
+		})
+	}
+}
