@@ -971,8 +971,8 @@ module hca_requester #(
         end
     end
 
-    // The packer: each element's blocks, in read order from the payload buffer, their bytes from the
-    // element's lanes (its first block from its first byte's lane, its last through its last byte's)
+    // The packer: each part's blocks (a read's), in read order from the payload buffer, their bytes from
+    // the part's lanes (its first block from its first byte's lane, its last through its last byte's)
     // into one contiguous message from lane 0 of its first block, hca_tx_path's pay_* (pay_start 0):
     // the message's bytes in order whatever the elements' alignments. A block in which the message's
     // bytes reach lane 63 goes out (pk_valid); the rest stay in pk_acc (pk_f bytes). The message's
