@@ -555,7 +555,8 @@ module tb;
                 end
             end
             if (rd1_valid && rd1_ready) begin
-                for (bi = 0; bi < (rd1_len + 63) / 64; bi = bi + 1) begin
+                // The blocks its bytes lie in (hca_dma_engine's rd1 contract).
+                for (bi = 0; bi < (rd1_addr[5:0] + rd1_len + 63) / 64; bi = bi + 1) begin
                     q1[t1 % 4096] = rd1_addr[63:6] + bi;
                     t1 = t1 + 1;
                 end

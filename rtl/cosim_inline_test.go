@@ -51,8 +51,8 @@ var inlineSeeds = []uint64{1, 2}
 // inlinePlan is one seed's run and what the checks need besides.
 type inlinePlan struct {
 	*retryPlan
-	reads  []uint64    // the first sends' block addresses, in order: the non-inline WQEs' elements' blocks
-	dma    [][2]uint64 // every non-inline element's block range [first, last]: no read may fall outside
+	reads  []payRead   // the first sends' reads, in order: the non-inline WQEs' (modelPayReads)
+	dma    [][2]uint64 // every non-inline element's bytes [first, end): no read may fall outside
 	big    *reqItem    // the 988-byte inline SEND on context 0
 	bigPSN uint32      // and its first PSN
 }
@@ -178,15 +178,11 @@ func newInlinePlan(seed uint64) *inlinePlan {
 			p.big, p.bigPSN = it, qp.first[len(qp.first)-1]
 		}
 		for _, e := range it.elems() {
-			if e.Length == 0 {
-				continue
-			}
-			first, last := e.Addr/BlockBytes, (e.Addr+uint64(e.Length)-1)/BlockBytes
-			p.dma = append(p.dma, [2]uint64{first * BlockBytes, last * BlockBytes})
-			for b := first; b <= last; b++ {
-				p.reads = append(p.reads, b*BlockBytes)
+			if e.Length > 0 {
+				p.dma = append(p.dma, [2]uint64{e.Addr, e.Addr + uint64(e.Length)})
 			}
 		}
+		p.reads = append(p.reads, modelPayReads(w, pktzMTU(qp.item.mtuCode), 0)...)
 	}
 	p.drain(qps)
 	// The NAKs: context 0 at the big SEND's packet 2, contexts 1 and 2 at
@@ -290,13 +286,6 @@ func inlineTransport(t *testing.T) string {
 	return strings.Replace(src, old, fmt.Sprintf("parameter integer MAX_INLINE = %d", inlineMax), 1)
 }
 
-// inlineReads is every block address the log's reads (R lines) asked for,
-// in order.
-func inlineReads(t *testing.T, logFile string) []uint64 {
-	t.Helper()
-	return gatherReads(t, logFile, 1<<30)
-}
-
 // TestRequesterInlineCosim: hca_requester sends inline SENDs and WRITEs
 // (with and without immediate) of every size of inlineSizes from the
 // WQEs' own blocks, mixed with messages read from the host and gather
@@ -366,13 +355,13 @@ func TestRequesterInlineCosim(t *testing.T) {
 			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "i"), "+hostfn")...)...)
 			require.NoError(t, err)
 			res := retryCheck(t, p.retryPlan, out, filepath.Join(d, "beats_i.txt"), filepath.Join(d, "log_i.txt"))
-			reads := inlineReads(t, filepath.Join(d, "log_i.txt"))
-			// Every block read lies in a non-inline element's blocks: an
-			// inline message reads nothing (its "addresses" would be its
-			// offsets in the WQE, blocks 0..15, far from every element).
+			reads := logPayReads(t, filepath.Join(d, "log_i.txt"))
+			// Every read lies in a non-inline element's bytes: an inline
+			// message reads nothing (its "addresses" would be its offsets
+			// in the WQE, bytes 0..1023, far from every element).
 			outside := 0
 			for _, a := range reads {
-				if !slices.ContainsFunc(p.dma, func(r [2]uint64) bool { return a >= r[0] && a <= r[1] }) {
+				if !slices.ContainsFunc(p.dma, func(r [2]uint64) bool { return a.addr >= r[0] && a.addr+uint64(a.n) <= r[1] }) {
 					outside++
 				}
 			}
@@ -393,7 +382,7 @@ func TestRequesterInlineCosim(t *testing.T) {
 			assert.Equal(t, p.psns, res.psns, "the PSNs committed, per context")
 			assert.Equal(t, p.status, res.status, "completions")
 			assert.Zero(t, outside, "reads outside the non-inline WQEs' elements")
-			assert.Equal(t, p.reads, first, "the first sends' reads: each non-inline element's blocks, in order")
+			assert.Equal(t, p.reads, first, "the first sends' reads: the model's, each packet's bytes of the non-inline WQEs, in order")
 		})
 	}
 }

@@ -45,16 +45,16 @@ import (
 // the picked VL while it waits; tx_valid only from a commit to that
 // packet's eop, with no cycle in between where tx_ready is 1 and tx_valid 0,
 // tx_vl the committed VL. It logs each read request taken and each commit
-// (VL and credit), which the Go side checks: the reads cover each sent
-// message's blocks in address order, each read inside one message, at most
-// reqReadBlocks blocks; the k-th commit is the k-th packet's VL and fits.
+// (VL and credit), which the Go side checks: the reads are the model's, each
+// packet's bytes (each part of them in a gather list's element) read as one
+// read of exactly those bytes, in packet order (modelPayReads,
+// cosim_paybytes_test.go); the k-th commit is the k-th packet's VL and fits.
 
 const (
 	reqMsgs        = 80 // items (WQEs and context writes) per seed
 	reqMutantItems = 28
-	reqVLs         = 4  // the design's VLs (tb.v drives 4 credits)
-	reqQPs         = 8  // 2^QPN_W contexts, QPN_W = 3 (Params.QPNW)
-	reqReadBlocks  = 64 // hca_requester's READ_BLOCKS default
+	reqVLs         = 4 // the design's VLs (tb.v drives 4 credits)
+	reqQPs         = 8 // 2^QPN_W contexts, QPN_W = 3 (Params.QPNW)
 	reqPayBlocks   = 128
 	reqCQNW        = 4 // the design's CQN_W (Params.CQNW)
 	reqOutDepth    = 8 // hca_requester's OQ_DEPTH default: messages outstanding per context
@@ -88,12 +88,15 @@ type reqItem struct {
 	// which the testbench answers hca_requester's kc_* with; pd a context write's PD.
 	keyRes []hca.KeyResult
 	pd     uint32
-	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0)
-	addrs  []uint64 // their addresses
-	sent   bool     // the RTL must send it (the drop rule in hca_requester's header)
-	drop   string   // why not: "err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
-	npkts  int
-	pkt0   int // its first packet's index in the run's packets
+	blocks [][]byte // the payload's host blocks, address order (sent SEND/WRITE with L > 0, one element)
+	// regions is the host memory its payload lies in: the one element's
+	// blocks, or each element's of a gather list (addReads takes each
+	// read's blocks from them).
+	regions []hostRegion
+	sent    bool   // the RTL must send it (the drop rule in hca_requester's header)
+	drop    string // why not: "err", "inline", "sgl", "opcode7", "nocontext", "qpn", "flushed" (its context is in ERR)
+	npkts   int
+	pkt0    int // its first packet's index in the run's packets
 	// gate: the item waits until the requester has taken this many ACKs
 	// (a WQE or context write on a context a NAK fails comes after it).
 	gate int
@@ -167,9 +170,8 @@ type reqRun struct {
 	items []*reqItem
 	wires [][]byte // every sent message's packets, in order, whole beats
 	beats int
-	pays  [][]byte // the blocks rd1 returns, in order
-	addrs []uint64 // and their addresses
-	msgOf []int    // the item index of each block
+	pays  [][]byte  // the blocks rd1 returns, in order: each read's (addReads)
+	reads []payRead // the model's payload reads, in order (the sent items' first sends)
 	ctrl  [][5]uint64
 	acks  []reqAck   // the ACKNOWLEDGE packets (ACKs and NAKs) on rx_*, in order
 	other []reqOther // the other packets on rx_*, each before acks[before]
@@ -200,11 +202,11 @@ type reqRun struct {
 // elements, the first at addr, the others anywhere at any lane; the cuts
 // between them random, a third of them at a packet boundary (a multiple
 // of mtu, or a byte either side), some twice at one place (a zero-byte
-// element). Each element's blocks are host blocks the run's reads must
-// ask for in order, element by element (msgOf: each element its own, so
-// no read may cross elements); the message is the elements' bytes in
-// order (hca.md "Scatter/gather lists": each packet's bytes cut at the
-// elements' bounds, each part read at its element's address).
+// element). Each element's blocks are a host region of its own (the
+// run's reads, addReads, take their blocks from them); the message is
+// the elements' bytes in order (hca.md "Scatter/gather lists": each
+// packet's bytes cut at the elements' bounds, each part read at its
+// element's address).
 func (run *reqRun) addList(r *rand.Rand, it *reqItem, addr uint64, length, mtu int) {
 	n := []int{2, 3, 1 + r.IntN(hca.MaxSendSGE), hca.MaxSendSGE}[r.IntN(4)]
 	cuts := []int{0}
@@ -239,12 +241,7 @@ func (run *reqRun) addList(r *rand.Rand, it *reqItem, addr uint64, length, mtu i
 		for i := range host {
 			host[i] = byte(r.Uint32())
 		}
-		for i := range nb {
-			it.blocks = append(it.blocks, host[i*BlockBytes:(i+1)*BlockBytes])
-			run.pays = append(run.pays, host[i*BlockBytes:(i+1)*BlockBytes])
-			run.addrs = append(run.addrs, a-uint64(s)+uint64(i*BlockBytes))
-			run.msgOf = append(run.msgOf, len(run.items)*64+e)
-		}
+		it.regions = append(it.regions, hostRegion{base: a - uint64(s), host: host})
 		it.msg = append(it.msg, host[s:s+l]...)
 		// An element holding the bytes of two packets or more: a packet
 		// boundary strictly inside it.
@@ -826,14 +823,14 @@ func newReqRunOf(seed uint64, n int, lists bool) *reqRun {
 			}
 			for i := range nb {
 				it.blocks = append(it.blocks, host[i*BlockBytes:(i+1)*BlockBytes])
-				it.addrs = append(it.addrs, base+uint64(i*BlockBytes))
-				run.pays = append(run.pays, it.blocks[i])
-				run.addrs = append(run.addrs, it.addrs[i])
-				run.msgOf = append(run.msgOf, len(run.items))
 			}
+			it.regions = []hostRegion{{base: base, host: host}}
 			if nb > reqPayBlocks {
 				run.bigMsgs++
 			}
+		}
+		if it.sent {
+			run.addReads(it, mtu)
 		}
 		if it.sent {
 			pkt0 := len(run.wires)
@@ -1479,8 +1476,9 @@ module tb;
             take_rd = rd_req_valid && rd_req_ready;
             if (take_rd) begin
                 $fdisplay(fl, "R %h %h", rd_req_addr, rd_req_len);
-                rq_blocks = rq_blocks + (rd_req_len + 63) / 64;
-                for (bi = 0; bi < (rd_req_len + 63) / 64; bi = bi + 1) begin
+                // The blocks its bytes lie in (hca_dma_engine's rd1 contract).
+                rq_blocks = rq_blocks + (rd_req_addr[5:0] + rd_req_len + 63) / 64;
+                for (bi = 0; bi < (rd_req_addr[5:0] + rd_req_len + 63) / 64; bi = bi + 1) begin
                     rqa[rqt % 4096] = rd_req_addr[63:6] + bi;
                     rqt = rqt + 1;
                 end
@@ -1626,7 +1624,7 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	require.NoError(t, err)
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	blk := 0
+	nrd := 0
 	cpl := newReqCplReplay(run)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -1654,24 +1652,18 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 				res.fail("%s", msg)
 			}
 		case "R":
+			// The model's reads, in order (modelPayReads): each packet's
+			// bytes, each part of them in an element, exactly.
 			addr, _ := strconv.ParseUint(fields[1], 16, 64)
 			length, _ := strconv.ParseUint(fields[2], 16, 16)
-			nb := int(length / BlockBytes)
-			if length%BlockBytes != 0 || nb == 0 || nb > reqReadBlocks {
-				res.fail("read %#x of %d bytes: not 1..%d whole blocks", addr, length, reqReadBlocks)
+			got := payRead{addr, int(length)}
+			switch {
+			case nrd >= len(run.reads):
+				res.fail("read %v: past the model's %d reads", got, len(run.reads))
+			case got != run.reads[nrd]:
+				res.fail("read %d: %v, the model's %v", nrd, got, run.reads[nrd])
 			}
-			for i := range nb {
-				switch {
-				case blk >= len(run.addrs):
-					res.fail("read %#x: block %d past the %d the messages have", addr, i, len(run.addrs))
-				case addr+uint64(i*BlockBytes) != run.addrs[blk]:
-					res.fail("read %#x: block %d at %#x, want %#x (block %d of the stream)", addr, i,
-						addr+uint64(i*BlockBytes), run.addrs[blk], blk)
-				case i > 0 && run.msgOf[blk] != run.msgOf[blk-1]:
-					res.fail("read %#x: crosses from one message's blocks into the next's", addr)
-				}
-				blk++
-			}
+			nrd++
 		case "W":
 			res.fail("a payload write on wr0 at %s: the run has no READ response a context takes", fields[1])
 		case "C":
@@ -1715,8 +1707,8 @@ func reqCheck(t *testing.T, run *reqRun, out, beatsFile, logFile string) *reqRes
 	if res.drops != res.purged {
 		res.fail("the RTL purged %d packets, the model %d", res.drops, res.purged)
 	}
-	if blk != len(run.addrs) {
-		res.fail("reads asked for %d blocks, the messages have %d", blk, len(run.addrs))
+	if nrd != len(run.reads) {
+		res.fail("%d reads on rd1, the model makes %d", nrd, len(run.reads))
 	}
 	if cpl.commits != len(want) {
 		res.fail("%d commits for %d packets", cpl.commits, len(want))
@@ -2028,8 +2020,8 @@ func TestRequesterCosim(t *testing.T) {
 				run.write(t, dir)
 				res := runReq(t, ctx, dir, strconv.FormatUint(seed, 10), run, cmd, args...)
 				res.passes(t, run, fmt.Sprintf("seed %d", seed))
-				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload blocks read, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight; %d ACKs before a message they name left; %d for a QPN no context held (rx_no_qp %d)",
-					seed, len(run.wires), res.checked, res.cyc, len(run.addrs), res.offers, res.heldTx, res.acks,
+				t.Logf("seed %d: %d packets, %d beats in %d cycles, %d payload reads, %d VL-cycles offered, %d cycles held by tx_ready; %d ACKs, %d completions (by status %v), %d cycles held by cpl_ready; %d packets purged; context writes held %d cycles by an ACK, %d by messages in flight; %d ACKs before a message they name left; %d for a QPN no context held (rx_no_qp %d)",
+					seed, len(run.wires), res.checked, res.cyc, len(run.reads), res.offers, res.heldTx, res.acks,
 					res.cplChecked, res.cplByStatus, res.cplHeld, res.purged, res.cfgAck, res.cfgWait, res.ackUnsent, res.staleAcks, res.noQP)
 				// The contract's checks saw something: offers, commits of
 				// every packet, packets held by tx_ready.
@@ -2099,8 +2091,8 @@ func TestRequesterGatherRandomCosim(t *testing.T) {
 	assert.Positive(t, run.lists30, "lists of 30")
 	assert.GreaterOrEqual(t, run.listZero, 5, "zero-byte elements")
 	assert.GreaterOrEqual(t, run.listStraddle, 5, "elements holding a packet boundary")
-	t.Logf("%d lists (%d of 30), %d zero-byte elements, %d elements across a packet boundary; %d packets, %d payload blocks read",
-		run.listN, run.lists30, run.listZero, run.listStraddle, len(run.wires), len(run.addrs))
+	t.Logf("%d lists (%d of 30), %d zero-byte elements, %d elements across a packet boundary; %d packets, %d payload reads",
+		run.listN, run.lists30, run.listZero, run.listStraddle, len(run.wires), len(run.reads))
 }
 
 // TestRequesterStimulusCovers: per seed simulated, every request opcode,
@@ -2234,7 +2226,6 @@ func TestRequesterMutantsFail(t *testing.T) {
 		{"unmutated", "", "", ""},
 		{"the PSN moved by one per message", f, "if (send) ctx_psn[dix] <= ctx_psn[dix] + npsn;", "if (send) ctx_psn[dix] <= ctx_psn[dix] + 24'd1;"},
 		{"an atomic taking its length's PSNs", f, "(is_atom || npk == 33'd0)", "(npk == 33'd0)"},
-		{"reads past the payload buffer's room", f, "res32 + n32 <= PAY_BLOCKS;", "1'b1;"},
 		{"the blocks counted without the start offset", f, "{27'd0, g_a[5:0]} + {1'b0, g_take}", "{1'b0, g_take}"},
 		{"the packer's first block from lane 0", f, "pk_first ? {1'b0, el_head[39:34]} : 7'd0", "7'd0"},
 		{"the VL's high bits for LRH.VL", f, "head_vl4[VL_W-1:0];", "head_vl4[3 -: VL_W];"},

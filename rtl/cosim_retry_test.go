@@ -124,6 +124,9 @@ type retryQP struct {
 	inls  [][]byte // an inline WQE's bytes (the model's sendMsg.inline), beside wqes
 	first []uint32
 	next  uint32
+	// reads are the model's payload reads of the packets send made, in
+	// order (packetPayReads: a resent packet reads again).
+	reads []payRead
 }
 
 func newRetryQP(it *reqItem) *retryQP {
@@ -171,6 +174,7 @@ func (q *retryQP) send() (psn uint32, wire []byte) {
 			pkt.Payload = q.inls[k][off : off+pkt.PayloadLen]
 		} else {
 			pkt.Payload = reqGather(w, off, pkt.PayloadLen)
+			q.reads = packetPayReads(q.reads, w, pktzMTU(it.mtuCode), tx.Index)
 		}
 	}
 	b := ib.AppendWire(nil, &pkt)

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -76,13 +74,23 @@ func gatherSGL30() []hca.SGE {
 // G2 and G3 whole: PSNs 0x28..0x32 again. Then an ACK through 0x32
 // completes G1, G2 and G3.
 //
+// The reads (the model's, hca.Device.schedule and gather: each packet's
+// bytes, one read per part of them in an element, at the element's
+// address plus the bytes of it before): G0's packet 0 reads 100 B at
+// 0x10_0000 + 60 and 156 B at 0x20_0000 + 1, packet 1 144 B at
+// 0x20_0000 + 157 and 112 B at 0x30_0000, packet 2 1 B at 0x30_0000 +
+// 112; G2 none; G3 256 B at 0x40_0000, 256 B at 0x41_0000 + 63, 1 B at
+// 0x41_0000 + 319. The NAK's resend reads again (the model grants the
+// packets again): G1's packet 5 first, 242 B at element 15 + 13, 1 B at
+// element 16, 13 B at element 17, then the rest of G1 and G3's three.
+//
 // Then, on the context's PD 0x77, G4 a WRITE of 3 elements whose second's
 // L_Key is in another PD (hca.KeyTable.Check: PD mismatch): the model
 // fails it with LOC_PROT_ERR before any read (hca.Device.wqeReady: the
 // QP to ERR, nothing sent), and G5, a SEND of 10 B after it, completes
 // with WR_FLUSH_ERR, unsent. Every element of G0..G3 passes its check
 // (their keys the testbench answers 0 for).
-func newGatherPlan() (*retryPlan, []uint64) {
+func newGatherPlan() (*retryPlan, []payRead) {
 	p := &retryPlan{run: &reqRun{}}
 	run := p.run
 	cfgs := []*reqItem{{cfg: true, qix: 0, qpn: 0x3450, dlid: 0x51, slid: 0x61, sl: 1, vl: 2, rqpn: 0xC0000, psn: 0x20, mtuCode: 1, cqn: 3, pd: 0x77}}
@@ -96,7 +104,6 @@ func newGatherPlan() (*retryPlan, []uint64) {
 		{Opcode: hca.WRRDMAWrite, RemoteAddr: 0x7100_0000, RKey: 0x56, SGL: []hca.SGE{
 			{Addr: 0x40_0000, Length: 256, LKey: 0x104}, {Addr: 0x41_0000 + 63, Length: 257, LKey: 0x105}}},
 	}
-	var reads []uint64 // the first sends' read addresses, in order (the blocks each element covers)
 	for i, wr := range wrs {
 		wr.Signaled = true
 		var buf [16 * hca.WQEBBBytes]byte
@@ -109,11 +116,6 @@ func newGatherPlan() (*retryPlan, []uint64) {
 		run.items = append(run.items, it)
 		for _, c := range qps[0].enqueue(w) {
 			p.status = append(p.status, c.Status)
-		}
-		for _, e := range it.elems() {
-			for b := e.Addr / BlockBytes; e.Length > 0 && b <= (e.Addr+uint64(e.Length)-1)/BlockBytes; b++ {
-				reads = append(reads, b*BlockBytes)
-			}
 		}
 	}
 	p.drain(qps)
@@ -165,7 +167,9 @@ func newGatherPlan() (*retryPlan, []uint64) {
 	for range 3000 {
 		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
 	}
-	return p, reads
+	// The model's payload reads of every packet it sent, the resend's
+	// among them (retryQP.send, packetPayReads).
+	return p, qps[0].reads
 }
 
 // wirePayload is the payload of a packet in whole beats (ib.AppendWire's
@@ -212,15 +216,27 @@ func TestGatherPlan(t *testing.T) {
 	// (242 + 1 + 13 = 256).
 	l := gatherSGL30()
 	assert.Equal(t, cat(h(l[15].Addr+13, 242), h(l[16].Addr, 1), h(l[17].Addr, 13)), wirePayload(t, p.run.wires[19]), "G1 resent from packet 5")
-	// The first sends read 3 + 5 + 2 blocks for G0, as derived.
-	assert.Equal(t, []uint64{0x10_0000, 0x10_0040, 0x10_0080, 0x20_0000, 0x20_0040, 0x20_0080, 0x20_00c0, 0x20_0100,
-		0x30_0000, 0x30_0040}, reads[:10], "G0's blocks")
+	// The reads, as derived: G0's five parts first, G3's three ending the
+	// first sends, the resend's from G1's packet 5, G3's three again.
+	assert.Equal(t, []payRead{{0x10_0000 + 60, 100}, {0x20_0000 + 1, 156}, {0x20_0000 + 157, 144}, {0x30_0000, 112},
+		{0x30_0000 + 112, 1}}, reads[:5], "G0's reads")
+	g3 := []payRead{{0x40_0000, 256}, {0x41_0000 + 63, 256}, {0x41_0000 + 319, 1}}
+	i := slices.Index(reads, g3[0])
+	require.Positive(t, i, "G3's first read")
+	assert.Equal(t, g3, reads[i:i+3], "G3's reads")
+	assert.Equal(t, []payRead{{l[15].Addr + 13, 242}, {l[16].Addr, 1}, {l[17].Addr, 13}}, reads[i+3:i+6], "the resend's first")
+	assert.Equal(t, g3, reads[len(reads)-3:], "G3's reads again")
+	// Every read inside one element, of 1..256 bytes (a packet's part).
+	for _, r := range reads {
+		assert.True(t, r.n >= 1 && r.n <= 256, "read %v", r)
+	}
 }
 
 // TestRequesterGatherCosim: hca_requester sends the gather plan's
 // messages as the model does, byte for byte, resends the 30-element SEND
-// from inside an element, completes as the model; the first sends read
-// each element's blocks at its own address, in order; each mutant of the
+// from inside an element, completes as the model; the reads are the
+// model's (each packet's parts, exactly their bytes, at their elements'
+// addresses, the resend's again: newGatherPlan); each mutant of the
 // gather fails.
 func TestRequesterGatherCosim(t *testing.T) {
 	t.Parallel()
@@ -232,10 +248,12 @@ func TestRequesterGatherCosim(t *testing.T) {
 		{"every element read at the first's address", "(g_il ? {57'd0, g_ioff} : g_el[63:0]) + {32'd0, g_skip};",
 			"(g_il ? {57'd0, g_ioff} : sg_mem[{g_ix, 5'd0}][63:0]) + {32'd0, g_skip};"},
 		{"an element's end lane one short", "{1'b0, g_hi} + 7'd1, g_blocks}", "{1'b0, g_hi}, g_blocks}"},
-		{"the walk ends an element early", "if ({1'b0, g_e} + 6'd1 == g_n ||", "if ({1'b0, g_e} + 6'd2 == g_n ||"},
-		{"a resend's skip not carried past an element", "g_skip <= g_past ? g_skip - g_len : 32'd0;", "g_skip <= 32'd0;"},
+		{"the walk ends an element early", "&& {1'b0, g_e} + 6'd1 == g_n ||", "&& {1'b0, g_e} + 6'd2 == g_n ||"},
+		{"a resend's skip not carried past an element", "g_skip <= g_past ? g_skip - g_len :", "g_skip <= g_past ? 32'd0 :"},
 		{"a zero-byte element read", "wire             g_past   = g_skip >= g_len;", "wire             g_past   = g_skip > g_len;"},
-		{"the packer's last spill forgotten", "pk_flush <= pk_mend && pk_fn[5:0] != 6'd0;", "pk_flush <= 1'b0;"},
+		// The model reads a resent packet again (the scheduler grants it again).
+		{"a resend that does not read again", "end else if (rp_take && rp_pay) begin", "end else if (1'b0) begin"},
+		{"a resend's reads from the message's first byte", "g_skip <= rp_off;", "g_skip <= 32'd0;"},
 		{"the packer's rotation one lane off", "wire [5:0]   pk_r     = pk_lo[5:0] - pk_f;", "wire [5:0]   pk_r     = pk_lo[5:0] - pk_f + 6'd1;"},
 		{"a segment kept one place on", "sg_mem[{d_ix, s_k[4:0]}]", "sg_mem[{d_ix, s_k[4:0] + 5'd1}]"},
 		{"every element's L_Key the first's", "assign kc_req_key    = dec_sge_lkey;", "assign kc_req_key    = sg_mem[{d_ix, 5'd0}][95:64];"},
@@ -250,7 +268,7 @@ func TestRequesterGatherCosim(t *testing.T) {
 			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "g"), "+hostfn")...)...)
 			require.NoError(t, err)
 			res := retryCheck(t, p, out, filepath.Join(d, "beats_g.txt"), filepath.Join(d, "log_g.txt"))
-			got := gatherReads(t, filepath.Join(d, "log_g.txt"), len(reads))
+			got := logPayReads(t, filepath.Join(d, "log_g.txt"))
 			if m.old != "" {
 				assert.True(t, res.errors > 0 || !slices.Equal(got, reads), "the gather co-simulation passes a requester with %s", m.name)
 				t.Logf("%d mismatches: %s", res.errors, strings.Join(res.first, "; "))
@@ -267,28 +285,7 @@ func TestRequesterGatherCosim(t *testing.T) {
 			}
 			assert.Equal(t, beats, res.checked, "beats compared")
 			assert.Equal(t, p.status, res.status, "completions")
-			assert.Equal(t, reads, got, "the first sends' reads: each element's blocks at its address, in order")
+			assert.Equal(t, reads, got, "the reads: the model's, each packet's parts, the resend's again")
 		})
 	}
-}
-
-// gatherReads is the block addresses of the first n blocks the log's
-// reads (R lines) asked for, in order.
-func gatherReads(t *testing.T, logFile string, n int) []uint64 {
-	t.Helper()
-	var got []uint64
-	log, err := os.ReadFile(logFile)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(log), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 3 || fields[0] != "R" {
-			continue
-		}
-		addr, _ := strconv.ParseUint(fields[1], 16, 64)
-		length, _ := strconv.ParseUint(fields[2], 16, 16)
-		for b := uint64(0); b < length/BlockBytes && len(got) < n; b++ {
-			got = append(got, addr+b*BlockBytes)
-		}
-	}
-	return got
 }

@@ -215,6 +215,12 @@ type topQP struct {
 	// packet's WriteAddr and length since the QP's previous receive CQE):
 	// the CQE's write must land after all of them (judge).
 	rpay [][]topSpan
+	// preads are the model's payload reads of the packets send made, in
+	// order (packetPayReads), and resent whether a packet went twice
+	// (judgePayReads: the order of the RTL's reads is then timing).
+	preads []payRead
+	resent bool
+	sentTo []int // per WQE, the highest packet index sent plus one
 }
 
 // topSpan is n bytes of host memory from a.
@@ -982,7 +988,17 @@ func (p *topPlan) send(qp *topQP) {
 		}
 		if pkt.PayloadLen > 0 {
 			pkt.Payload = p.payload(qp, k, tx.Index*mtu, pkt.PayloadLen)
+			if qp.msgs[k].inl == nil {
+				qp.preads = packetPayReads(qp.preads, qp.wqes[k], mtu, tx.Index)
+			}
 		}
+		for len(qp.sentTo) <= k {
+			qp.sentTo = append(qp.sentTo, 0)
+		}
+		if tx.Index < qp.sentTo[k] {
+			qp.resent = true
+		}
+		qp.sentTo[k] = max(qp.sentTo[k], tx.Index+1)
 		b := ib.AppendWire(nil, &pkt)
 		w := make([]byte, (len(b)+BlockBytes-1)/BlockBytes*BlockBytes)
 		copy(w, b)
@@ -1168,6 +1184,7 @@ type topResult struct {
 	cqw      []topCQWrite
 	wlog     []topCQWrite    // every host write beat, in the order the host took them (data not kept)
 	hreads   []hca.ReadChunk // every host read request (byte address, bytes), in the order the host took them
+	payReads int             // of those, the payload reads judgePayReads compared with the model's
 	mem      [][]byte        // host memory at the end
 	unknown  int             // link beats and memory blocks with x or z bits
 }
@@ -1346,6 +1363,7 @@ func (p *topPlan) judge(res *topResult) []string {
 		}
 	}
 	errs = append(errs, p.judgeRQReads(res.hreads)...)
+	errs = append(errs, p.judgePayReads(res)...)
 	// cq_overrun: the CQs that found their ring full, each a bit.
 	if res.counters["overrun"] != p.overruns {
 		errs = append(errs, fmt.Sprintf("cq_overrun=%#x, the model's CQs that overran %#x", res.counters["overrun"], p.overruns))
@@ -1776,7 +1794,10 @@ func TestTopCosim(t *testing.T) {
 		assert.Positive(t, res.counters["ooo"], "completion beats out of request order")
 		assert.GreaterOrEqual(t, res.counters["mpt"], len(p.qps), "MPT reads")
 		assert.Positive(t, res.counters["fc"], "flow-control packets")
-		t.Logf("%s; the link's packets by QP: %s", res.summary, topQPOrder(res))
+		// Payload host reads compared with the model's (judgePayReads):
+		// every QP's here (no resend, no loss).
+		assert.Positive(t, res.payReads, "payload host reads compared with the model's")
+		t.Logf("%s; %d payload host reads compared; the link's packets by QP: %s", res.summary, res.payReads, topQPOrder(res))
 	})
 }
 
@@ -2223,7 +2244,7 @@ func TestTopMutantsFail(t *testing.T) {
 			"wire        at_bf  = mmio_addr[11:0] == BF0 || mmio_addr[11:0] == BF1;", "wire        at_bf  = mmio_addr[11:0] == BF0;"},
 		{"a WQE read not split at its ring's end (it reads past the ring)", "hca_wqe_fetch.v",
 			"wire [16:0]      n_ring    = (unfetched < to_end) ? unfetched : to_end;", "wire [16:0]      n_ring    = unfetched;"},
-		{"the payload read one block off", rq, "rd_req_addr  <= {rd_blk, 6'd0};", "rd_req_addr  <= {rd_blk + 58'd1, 6'd0};"},
+		{"the payload read one block off", rq, "rd_req_addr  <= rd_a;", "rd_req_addr  <= rd_a + 64'd64;"},
 		{"a READ's payload written one block off", rq, "d_addr  <= sc_a;", "d_addr  <= sc_a + 64'd64;"},
 		{"the payload ring delivers a slot before its completion", dma,
 			"wire deliver1 = !clearing && hw1[hd1[LAP_LW-1:0]] == rb_head[1][ROB_AW];", "wire deliver1 = !clearing && rb_tail[1] != rb_head[1];"},
@@ -2264,7 +2285,7 @@ func TestTopMutantsFail(t *testing.T) {
 		{"the owner bit not flipped", cw, "opcode, 3'd0, owner ", "opcode, 3'd0, 1'b0 "},
 		{"hca_top: the CQ doorbell's consumer index not wired", "hca_top.v", ".cq_ci_valid(cq_ci_valid), .cq_ci_cqn(cq_ci_cqn)", ".cq_ci_valid(1'b0), .cq_ci_cqn(cq_ci_cqn)"},
 		{"sequence error NAKs not counted", "hca_rx_ack.v", "if (d_ok && k_ack && k_retry && nak_retry != 16'hFFFF)", "if (1'b0)"},
-		{"a resend's skip not carried past a gather element", rq, "g_skip <= g_past ? g_skip - g_len : 32'd0;", "g_skip <= 32'd0;"},
+		{"a resend's skip not carried past a gather element", rq, "g_skip <= g_past ? g_skip - g_len :", "g_skip <= g_past ? 32'd0 :"},
 		{"an inline message read through rd1", rq, "if (g_step && !g_past && !g_il) begin", "if (g_step && !g_past) begin"},
 		{"a failed L_Key check ignored", rq, "if (kc_rsp_result != 3'd0) s_bad <= 1'b1;", "s_bad <= 1'b0;"},
 		{"the responder's R_Key checked in context 0's PD", "hca_responder.v", "assign kc_req_pd    = ctx_pd[ix];", "assign kc_req_pd    = ctx_pd[0];"},

@@ -277,9 +277,10 @@ func TestReportYosys(t *testing.T) {
 	}
 	// hca_requester, 8 contexts (QPN_W 3), one VL (VL_W 1), its hca_tx_path
 	// a black box. Flops with a reset: the contexts' valid bits 8; the
-	// message register's valid 1; the read issuer: blocks left 27, next
-	// block address 58, the request register's valid 1, address 58 (bits
-	// 5:0 are 0) and length 10 (rd_n[9:0], bits 5:0 are 0); blocks
+	// message register's valid 1; the read issuer (a read per packet's
+	// part, its bytes exactly): the part's blocks 27, its address 64 and
+	// length 13 (at most 4096), the request register's valid 1, address
+	// 64 and length 13 (bits 15:13 are 0); blocks
 	// reserved clog2(128 + 1) = 8; the head message's blocks taken 27; the
 	// packet queue's whole packets clog2(130 + 1) = 8, sending 1, the
 	// committed VL 1; the FIFOs' pointers and counts: the start queue (4)
@@ -352,7 +353,9 @@ func TestReportYosys(t *testing.T) {
 	// The gather (hca.md "Scatter/gather lists"), with a reset: the
 	// segment intake's count of segments taken 6, its failed-check bit
 	// and its check-pending bit 2; the walk's busy bit 1, its entry 3 + 3, element 5,
-	// element count 6, bytes to step over 32 and to gather 32; the
+	// element count 6, bytes to step over 32 and to gather 32, the
+	// packet's bytes left 13 and the MTU in bytes 6 (128 << code: bits
+	// 12:7; bits 6:0 are 0); the
 	// packer's blocks taken of its element 27, its held bytes 512, their
 	// count 6 and the spill bit 1; the element queue's (4) pointers and
 	// count 2 + 2 + 3. Without: the decode completion's LOC_PROT_ERR bit
@@ -369,7 +372,7 @@ func TestReportYosys(t *testing.T) {
 	// resend copies, the READs' bytes received, the five FIFOs (the
 	// element queue the fifth), the RNR timer's table (a ROM), the gather
 	// lists and their element counts.
-	assert.Equal(t, (8+1+27+58+1+58+10+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
+	assert.Equal(t, (8+1+27+64+13+1+64+13+8+27+8+1+1+(2+2+3)+(7+7+8)+(8+8+8))+
 		(3+32+32+32+64+64+64+16+16+4+1+24+24+3+17-61)+
 		(8+8*2*4+1+1+1+3+1)+(24+1+1+2+1+3+16+32+3+16+32+4)+
 		(8*3*8+1+2+(2+2+3)+8)+
@@ -378,7 +381,7 @@ func TestReportYosys(t *testing.T) {
 		(1+2+4+1)+(1+7+7+1+64+7)+
 		(13+64+2+6+512)+(7+2)+(3+3+5+32+13+13+2+6+6)+
 		(3*64+32+32+1)+(1+24)+
-		(6+1+1+1+3+3+5+6+32+32)+(27+512+6+1)+(2+2+3)+1+
+		(6+1+1+1+3+3+5+6+32+32+13+6)+(27+512+6+1)+(2+2+3)+1+
 		5*512+(5+5)+(5+5)+(1+7),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
 			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}, {"MAX_INLINE", 236}})])

@@ -188,8 +188,8 @@ a gather list longer than 30 or a READ's or atomic's list of more than one eleme
 LOC_QP_OP_ERR after its context's outstanding messages are flushed, and puts the
 context in ERR, where WQEs complete with WR_FLUSH_ERR unsent), each message's first
 PSN from its context and the PSNs it takes, its payload read through DMA client rd1 (pay_rd_*,
-pay_rsp_*) element by element of its gather list (dec_sge_*: each element's blocks at its own
-address, each element's L_Key checked first through kc_* in the QP's PD, qp_cfg_pd: a failure
+pay_rsp_*) as the model reads it, a read of each packet's bytes, one per part of them in an element
+of its gather list (dec_sge_*: each part at its element's address, each element's L_Key checked first through kc_* in the QP's PD, qp_cfg_pd: a failure
 completes the WQE with LOC_PROT_ERR, unsent) into a payload buffer that never takes more
 reads than it has room for, packed into one contiguous message, hca_tx_path
 (hca_tx_packetizer -> hca_tx_assemble -> ib_icrc) on them, and one packet queue for every VL

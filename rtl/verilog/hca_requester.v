@@ -45,25 +45,33 @@
 // packets), 1 for an atomic, mod 2^24. No limit on READs and atomics in flight (the model's
 // max_rd_atomic: TODO), and nothing waits for an ACK.
 //
-// Payload reads (rd1, hca_dma_engine's client contract: whole 64-byte blocks, responses in request
-// order, one a beat, no back-pressure): a SEND's or WRITE's payload of L > 0 bytes is its gather
-// list, one element (the single data segment) or several (hca.md "Scatter/gather lists": the message
-// is the elements' concatenation). A sent SEND's or WRITE's segments are kept with its ring entry
-// (MAX_SGE a entry, {length, address}), and a walk goes through them in order, a cycle an element:
-// an element of A bytes at address a reads ceil((a mod 64 + A) / 64) blocks from a rounded down to
-// 64, its reads loaded once the previous element's are all issued; an element of 0 bytes reads
-// nothing. Reads are of at most READ_BLOCKS blocks, each issued only when the payload buffer
-// (PAY_BLOCKS blocks) has room for it beside every block already asked for and not yet taken by the
-// packer: so a response always finds room. A resend from packet k walks the same list from byte
-// k x MTU: elements wholly before it are stepped over, the one holding it read from there. The
-// packer takes the buffer's blocks with each element's {first lane, end lane, blocks} (a queue of
-// EL_DEPTH elements) and packs their bytes into one contiguous message from lane 0, hca_tx_path's
-// pay_* (pay_start 0): a block goes out when the message's bytes reach its lane 63, the message's
-// last with its last byte (one more cycle when that byte spills into a block more); its blocks per
-// message, ceil(L / 64), come from a queue of MSG_DEPTH messages' {blocks, start 0}, pushed when a
-// message is taken, popped with its last block. Each element's block is read once per message
-// (hca_tx_assemble keeps the block two packets share); the model reads each packet's parts, each at
-// its element's address, the same host bytes (docs/rtl.md, "Requester packet assembly").
+// Payload reads (rd1, hca_dma_engine's client contract: any byte address, 1 byte to 64 KiB, answered
+// by the 64-byte blocks its bytes lie in, each byte at its address's lane, in request order, one a
+// beat, no back-pressure): the model's reads, byte for byte (hca.Device.schedule and gather: each
+// packet's bytes, LocalAddr + i x MTU, min(MTU, L - i x MTU) of them, read when the packet is granted;
+// for a gather list one read per part of them in an element, at the element's address plus the bytes
+// of it before: sglSlice). A SEND's or WRITE's payload of L > 0 bytes is its gather list, one element
+// (the single data segment) or several (hca.md "Scatter/gather lists": the message is the elements'
+// concatenation). A sent SEND's or WRITE's segments are kept with its ring entry (MAX_SGE a entry,
+// {length, address}), and a walk goes through them in order, a part a cycle: the part is the
+// element's bytes up to the end of the current packet (g_pk bytes of it left) or of the element,
+// whichever comes first, so a packet boundary inside an element cuts it in two parts and a part is
+// never more than the MTU (4096 B: ceil((63 + 4096) / 64) = 65 blocks); each part is one rd1 read of
+// exactly its bytes (rd_a, rd_len), loaded once the previous part's read is issued; an element of 0
+// bytes reads nothing. A read is issued only when the payload buffer (PAY_BLOCKS = 128 blocks: one
+// part of 65 at any lane, and more) has room for its ceil((a mod 64 + n) / 64) blocks beside every
+// block already asked for and not yet taken by the packer: so a response always finds room. A
+// resend from packet k walks the same list from byte k x MTU (a packet's first byte): elements
+// wholly before it are stepped over, the one holding it read from there, and every packet resent is
+// read again, as the model's scheduler grants it again. The packer takes the buffer's blocks with
+// each part's {first lane, end lane, blocks} (a queue of EL_DEPTH parts) and packs their bytes into
+// one contiguous message from lane 0, hca_tx_path's pay_* (pay_start 0): a block goes out when the
+// message's bytes reach its lane 63, the message's last with its last byte (one more cycle when that
+// byte spills into a block more); its blocks per message, ceil(L / 64), come from a queue of
+// MSG_DEPTH messages' {blocks, start 0}, pushed when a message is taken, popped with its last block.
+// A block two packets' reads share (LocalAddr mod 64 != 0) comes twice, once with each read, and the
+// packer takes each packet's bytes from its own copy; packets never share a block of pay_* (the MTU
+// is a multiple of 64 and the message starts at lane 0), so hca_tx_assemble keeps none.
 // A READ's or atomic's segments are its scatter list, kept the same way (below, "Responses").
 // Inline data (hca.Device.schedule takes an inline WQE's payload from the bytes it copied out of
 // the WQE, sendMsg.inline, and reads nothing): every WQE's blocks come on wqe_* (hca_wqe_fetch forks
@@ -227,7 +235,6 @@ module hca_requester #(
     parameter integer VLS         = 1,
     parameter integer VL_W        = 1,
     parameter integer PAY_BLOCKS  = 128, // payload buffer, 64-byte blocks
-    parameter integer READ_BLOCKS = 64,  // largest rd1 read, blocks (1..1023; at most PAY_BLOCKS)
     parameter integer PKT_BLOCKS  = 130, // packet queue, beats (>= 65)
     parameter integer MSG_DEPTH   = 4,   // messages with payload between dec_* and pay_*
     parameter integer CQN_W       = 4,
@@ -342,7 +349,6 @@ module hca_requester #(
     localparam integer NQ    = 1 << QPN_W;
     localparam integer PB_CW = $clog2(PAY_BLOCKS + 1);
     localparam integer PQ_CW = $clog2(PKT_BLOCKS + 1);
-    localparam [26:0]  RB    = READ_BLOCKS[26:0];
     // Inline data: a WQE's first IL_BLOCKS blocks hold any inline segment it may carry (an RC WRITE's
     // data starts at byte 36: ctrl 16, raddr 16, the segment's byte count 4).
     localparam integer IL_B0     = (36 + MAX_INLINE + 63) / 64;
@@ -413,14 +419,14 @@ module hca_requester #(
     wire            msg_ready;
 
     // ---- payload reads ----
-    reg  [26:0]      rd_left;   // blocks of the message not yet in a read request
-    reg  [57:0]      rd_blk;    // the next read's block address
+    reg  [26:0]      rd_left;   // blocks of the part whose read is not yet issued (0: none)
+    reg  [63:0]      rd_a;      // that read's first byte's address
+    reg  [12:0]      rd_len;    // and its bytes (1..4096: a packet's part, at most the MTU)
     reg  [PB_CW-1:0] reserved;  // blocks asked for and not yet taken by the packer
     reg              g_on;      // a message's gather list is being walked (below)
     reg  [4:0]       il_left;   // blocks of an inline message not yet pushed into the payload buffer (below)
-    wire [26:0]      rd_n      = (rd_left < RB) ? rd_left : RB;
     wire [31:0]      res32     = {{(32-PB_CW){1'b0}}, reserved};
-    wire [31:0]      n32       = {5'd0, rd_n};
+    wire [31:0]      n32       = {5'd0, rd_left};
     wire             rd_load   = (!rd_req_valid || rd_req_ready) && rd_left != 27'd0 &&
                                  res32 + n32 <= PAY_BLOCKS;
 
@@ -599,6 +605,7 @@ module hca_requester #(
     wire [63:0]      rp_laddr = rp_wqe[63:0];
     // From packet k: k x MTU bytes on, the payload blocks from there (MTU is a multiple of 64).
     wire [31:0]      rp_off   = {8'd0, rp_skip} << ({2'b0, rp_mtu} + 5'd7);
+    wire [12:0]      rp_mtub  = 13'd128 << rp_mtu;                   // the MTU in bytes
     wire [63:0]      rp_addr  = rp_laddr + {32'd0, rp_off};
     wire [31:0]      rp_rlen  = rp_len - rp_off;
     wire [32:0]      rp_end   = {1'b0, rp_rlen} + 33'd63;
@@ -712,7 +719,8 @@ module hca_requester #(
             ctx_valid    <= {NQ{1'b0}};
             m_valid      <= 1'b0;
             rd_left      <= 27'd0;
-            rd_blk       <= 58'd0;
+            rd_a         <= 64'd0;
+            rd_len       <= 13'd0;
             rd_req_valid <= 1'b0;
             rd_req_addr  <= 64'd0;
             rd_req_len   <= 16'd0;
@@ -724,19 +732,19 @@ module hca_requester #(
             else if (msg_ready) m_valid <= 1'b0;
             if (g_step && !g_past && !g_il) begin
                 rd_left <= g_blocks;
-                rd_blk  <= g_a[63:6];
+                rd_a    <= g_a;
+                rd_len  <= g_take[12:0];
             end else if (rd_load) begin
-                rd_left <= rd_left - rd_n;
-                rd_blk  <= rd_blk + {31'd0, rd_n};
+                rd_left <= 27'd0;
             end
             if (rd_load) begin
                 rd_req_valid <= 1'b1;
-                rd_req_addr  <= {rd_blk, 6'd0};
-                rd_req_len   <= {rd_n[9:0], 6'd0};
+                rd_req_addr  <= rd_a;
+                rd_req_len   <= {3'd0, rd_len};
             end else if (rd_req_ready) begin
                 rd_req_valid <= 1'b0;
             end
-            reserved <= reserved + (rd_load ? rd_n[PB_CW-1:0] : {PB_CW{1'b0}}) + {{(PB_CW-1){1'b0}}, il_push}
+            reserved <= reserved + (rd_load ? rd_left[PB_CW-1:0] : {PB_CW{1'b0}}) + {{(PB_CW-1){1'b0}}, il_push}
                                  - {{(PB_CW-1){1'b0}}, raw_pop};
             if (pay_pop) pop_cnt <= pop_last ? 27'd0 : pop_cnt + 27'd1;
         end
@@ -799,13 +807,16 @@ module hca_requester #(
 
     // The walk: a message's elements in order, from its first byte, or, for a resend from packet k,
     // from k x MTU bytes on (an element wholly before that, or of 0 bytes, is stepped over, a cycle);
-    // each element's reads loaded (rd_left, rd_blk) from its own address, once the previous
-    // element's are all issued, and its {message's last, first lane, end lane, blocks} queued for the
-    // packer. The WQE's segments are all in before its header is taken.
+    // each element cut at the packets' boundaries (g_pk: the current packet's bytes left) into
+    // parts, a part a cycle, each part's read loaded (rd_left, rd_a, rd_len) at its own address, once
+    // the previous part's is issued, and its {message's last, first lane, end lane, blocks} queued
+    // for the packer. The WQE's segments are all in before its header is taken.
     reg  [EX_W-1:0]  g_ix;
     reg  [4:0]       g_e;
     reg  [5:0]       g_n;                           // the list's elements
     reg  [31:0]      g_skip, g_rem;                 // bytes still to step over; bytes still to gather
+    reg  [12:0]      g_pk;                          // bytes of the current packet still to gather (1..MTU)
+    reg  [12:0]      g_mtu;                         // the message's MTU in bytes (128 << its code)
     reg              g_il;                          // the message is inline: one element, its WQE's bytes (below)
     reg  [6:0]       g_ioff;                        // and their offset in the WQE's blocks
     wire [95:0]      g_el     = sg_mem[{g_ix, g_e}];
@@ -814,12 +825,19 @@ module hca_requester #(
     wire [31:0]      g_len    = g_il ? g_rem + g_skip : g_el[95:64];
     wire             g_past   = g_skip >= g_len;
     wire [31:0]      g_take0  = g_len - g_skip;
-    wire [31:0]      g_take   = (g_take0 < g_rem) ? g_take0 : g_rem;  // bytes of the message in it
+    wire [31:0]      g_take1  = (g_take0 < g_rem) ? g_take0 : g_rem;  // bytes of the message in it
+    // A part: the element's bytes up to the current packet's end (hca.Device.schedule reads each
+    // packet's bytes, sglSlice's parts of them, as reads of their own). An inline message is not
+    // cut: it reads nothing, and its blocks go to the buffer once.
+    wire             g_cut    = !g_il && {19'd0, g_pk} < g_take1;
+    wire [31:0]      g_take   = g_cut ? {19'd0, g_pk} : g_take1;      // the part's bytes
+    wire             g_eldone = g_take == g_take0;                    // the part ends the element
     wire [63:0]      g_a      = (g_il ? {57'd0, g_ioff} : g_el[63:0]) + {32'd0, g_skip}; // its first byte's address
     wire [32:0]      g_end    = {27'd0, g_a[5:0]} + {1'b0, g_take} + 33'd63;
     wire [26:0]      g_blocks = g_end[32:6];
     wire [5:0]       g_hi     = g_a[5:0] + g_take[5:0] - 6'd1;        // its last byte's lane
     wire             g_mlast  = g_take == g_rem;
+    wire             g_pkdone = g_take == {19'd0, g_pk};               // and the packet
     wire             el_push_ready;
     wire             g_step   = g_on && rd_left == 27'd0 && il_left == 5'd0 && (g_past || el_push_ready);
     always @(posedge clk or negedge rst_n) begin
@@ -833,6 +851,8 @@ module hca_requester #(
             g_n    <= 6'd0;
             g_skip <= 32'd0;
             g_rem  <= 32'd0;
+            g_pk   <= 13'd0;
+            g_mtu  <= 13'd0;
             g_il   <= 1'b0;
             g_ioff <= 7'd0;
         end else begin
@@ -854,6 +874,8 @@ module hca_requester #(
                 g_n    <= dec_inline ? 6'd1 : dec_sges;
                 g_skip <= 32'd0;
                 g_rem  <= dec_length;
+                g_pk   <= mtu_b[12:0];
+                g_mtu  <= mtu_b[12:0];
                 g_il   <= dec_inline;
                 g_ioff <= dec_inline_off;
             end else if (rp_take && rp_pay) begin
@@ -863,13 +885,18 @@ module hca_requester #(
                 g_n    <= rp_iof[7] ? 6'd1 : oq_nsg[{rq, rp_ptr[OQ_W-1:0]}];
                 g_skip <= rp_off;
                 g_rem  <= rp_rlen;
+                g_pk   <= rp_mtub;                  // a resend starts at a packet's first byte
+                g_mtu  <= rp_mtub;
                 g_il   <= rp_iof[7];
                 g_ioff <= rp_iof[6:0];
             end else if (g_step) begin
-                g_e    <= g_e + 5'd1;
-                g_skip <= g_past ? g_skip - g_len : 32'd0;
+                // A part that ends its packet inside the element stays on it, the part's bytes
+                // stepped over; else the walk goes to the next element.
+                if (g_past || g_eldone) g_e <= g_e + 5'd1;
+                g_skip <= g_past ? g_skip - g_len : g_eldone ? 32'd0 : g_skip + g_take;
                 if (!g_past) g_rem <= g_rem - g_take;
-                if ({1'b0, g_e} + 6'd1 == g_n || (!g_past && g_mlast)) g_on <= 1'b0;
+                if (!g_past) g_pk  <= g_pkdone ? g_mtu : g_pk - g_take[12:0];
+                if ((g_past || g_eldone) && {1'b0, g_e} + 6'd1 == g_n || (!g_past && g_mlast)) g_on <= 1'b0;
             end
         end
     end
@@ -944,8 +971,8 @@ module hca_requester #(
         end
     end
 
-    // The packer: each element's blocks, in read order from the payload buffer, their bytes from the
-    // element's lanes (its first block from its first byte's lane, its last through its last byte's)
+    // The packer: each part's blocks (a read's), in read order from the payload buffer, their bytes from
+    // the part's lanes (its first block from its first byte's lane, its last through its last byte's)
     // into one contiguous message from lane 0 of its first block, hca_tx_path's pay_* (pay_start 0):
     // the message's bytes in order whatever the elements' alignments. A block in which the message's
     // bytes reach lane 63 goes out (pk_valid); the rest stay in pk_acc (pk_f bytes). The message's
@@ -1788,7 +1815,7 @@ module hca_requester #(
     assign pd_pop   = (d_left != 7'd0 && pd_valid) || (w_take && !d_pvo && !d_atm);
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, wq_up[1:0], el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], sc_took[7], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], rd_n[26:10], vl32[31:4], head_vl32, blk_sum[3:0],
+    wire unused_ok = &{1'b0, rp_addr, dec_sge_last, wq_up[1:0], el_count, g_end[5:0], pk_dd[511:0], pc_sn[13], pc_sn[5:0], sc_took[7], d_off[35:32], rp_gpsn[31:24], rg_sum[32], h_ptr[PW-1], rp_ent[99], rp_ent[95:80], rp_ent[23:0], rp_end[5:0], npk[32:24], pay_end[5:0], n_from[22:0], n_to[22:0], vl32[31:4], head_vl32, blk_sum[3:0],
                        pay_push_ready,
                        sq_count, pay_count, pq_count, tg_count, tg_valid, 1'b0};
     /* verilator lint_on UNUSEDSIGNAL */
