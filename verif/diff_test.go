@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // baseTrace has two streams on one port (vl=0, vl=1) and one QP stream.
@@ -494,6 +495,64 @@ func TestDiffSamePicosecondOrderIgnored(t *testing.T) {
 	res := Diff(mustTrace(t, a), mustTrace(t, b), DiffOptions{})
 	assert.True(t, res.Equivalent())
 	assert.Equal(t, 3, res.Total.Matched)
+}
+
+// TestDiffFieldChangedInATieRun: events at one picosecond are compared in
+// their text's order (TestDiffSamePicosecondOrderIgnored), so a field
+// changed on one of several same-kind events of that picosecond (an HCA's
+// burst of dma_read lines, each its own psn) sorts it elsewhere in the
+// run: golden psn 10 11 12, new psn 10 12 99 aligns as 10=10, 11 deleted,
+// 12=12, 99 inserted, a missing and an extra event with a matched one
+// between, which the report gave as "missing" with no reason. The two are
+// one event with one field changed: one differing event, and the first
+// divergence names the field and both values, as for a lone event.
+func TestDiffFieldChangedInATieRun(t *testing.T) {
+	golden := "500 P dma_read qpn=1 psn=10\n500 P dma_read qpn=1 psn=11\n500 P dma_read qpn=1 psn=12\n900 P cqe qpn=1 wqe=0\n"
+	neu := strings.Replace(golden, "psn=11", "psn=99", 1)
+	res := Diff(mustTrace(t, golden), mustTrace(t, neu), DiffOptions{})
+	assert.Equal(t, StreamCounts{Matched: 3, Differing: 1}, res.Total)
+	require.NotNil(t, res.First)
+	assert.Equal(t, DivDiffering, res.First.What)
+	assert.Equal(t, "field psn: golden 11, new 99", res.First.Reason)
+	require.NotNil(t, res.First.Golden)
+	require.NotNil(t, res.First.New)
+	assert.Equal(t, 3, res.First.Golden.Line, "the header is line 1")
+	assert.Equal(t, 3, res.First.New.Line)
+	assert.Equal(t, ib.PS(500), res.First.Golden.Time)
+
+	// Not paired: the extra event at another picosecond (600) is no
+	// event of the missing one's run, and stays extra; nor one of
+	// another kind in the run (a cqe where a dma_read went missing).
+	moved := "500 P dma_read qpn=1 psn=10\n500 P dma_read qpn=1 psn=12\n600 P dma_read qpn=1 psn=11\n900 P cqe qpn=1 wqe=0\n"
+	res = Diff(mustTrace(t, golden), mustTrace(t, moved), DiffOptions{})
+	assert.Equal(t, StreamCounts{Matched: 3, Missing: 1, Extra: 1}, res.Total)
+	require.NotNil(t, res.First)
+	assert.Equal(t, DivMissing, res.First.What)
+	otherKind := "500 P dma_read qpn=1 psn=10\n500 P dma_read qpn=1 psn=12\n500 P key_check qpn=1 key=1 result=pass\n900 P cqe qpn=1 wqe=0\n"
+	res = Diff(mustTrace(t, golden), mustTrace(t, otherKind), DiffOptions{})
+	assert.Equal(t, StreamCounts{Matched: 3, Missing: 1, Extra: 1}, res.Total)
+
+	// The CLI's text and JSON say the same.
+	dir := t.TempDir()
+	gp, np := filepath.Join(dir, "golden.trace"), filepath.Join(dir, "new.trace")
+	require.NoError(t, os.WriteFile(gp, []byte(traceText(golden)), 0o644))
+	require.NoError(t, os.WriteFile(np, []byte(traceText(neu)), 0o644))
+	var out, errb bytes.Buffer
+	assert.Equal(t, ExitDifferent, DiffMain([]string{gp, np}, &out, &errb))
+	assert.Contains(t, out.String(), `first divergence: stream "P qpn=1": differing (golden line 3, new line 3): field psn: golden 11, new 99`)
+	out.Reset()
+	assert.Equal(t, ExitDifferent, DiffMain([]string{gp, np, "--format", "json"}, &out, &errb))
+	var j struct {
+		Differing int `json:"differing"`
+		First     struct {
+			What   string `json:"what"`
+			Reason string `json:"reason"`
+		} `json:"first_divergence"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &j))
+	assert.Equal(t, 1, j.Differing)
+	assert.Equal(t, "differing", j.First.What)
+	assert.Equal(t, "field psn: golden 11, new 99", j.First.Reason)
 }
 
 // TestDiffIdenticalFastPath: identical event lines are recognised while
