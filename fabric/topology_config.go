@@ -245,9 +245,13 @@ func (c *TopologyConfig) Validate() error {
 			return fmt.Errorf("topology.global_cable_medium: %q is not a medium (copper, fibre; empty = fibre)", m)
 		}
 	}
-	// Keys a kind does not use are errors, not silently ignored.
+	// Keys a kind does not use are errors, not silently ignored, and each
+	// says what to do: the kind that uses it, or (a reason alone) remove it.
 	unused := func(key string, value any, set bool, why string) error {
 		if set {
+			if !strings.Contains(why, "to use it") && !strings.Contains(why, "remove the key") {
+				why += "; remove the key"
+			}
 			return fmt.Errorf("topology.%s: %v is set, but topology.kind %s does not use it (%s)", key, value, c.Kind, why)
 		}
 		return nil

@@ -104,11 +104,11 @@ func TestTopologyConfigErrors(t *testing.T) {
 		{with(func(c *TopologyConfig) { c.CableLengthM = -2 }), "topology.cable_length_m: -2 is out of range (0 = link.length_m, up to 100000 m)"},
 		// Knobs that would change nothing on a shape without switch-to-switch
 		// cables, or without switches, were silently ignored.
-		{with(func(c *TopologyConfig) { c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind back-to-back does not use it (no switches; the host cable takes link.length_m)"},
-		{with(func(c *TopologyConfig) { c.Radix = 8 }), "topology.radix: 8 is set, but topology.kind back-to-back does not use it (no switches)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind single-switch does not use it (one switch, so no switch-to-switch cables; host cables take link.length_m)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1)"},
+		{with(func(c *TopologyConfig) { c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind back-to-back does not use it (no switches; the host cable takes link.length_m; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Radix = 8 }), "topology.radix: 8 is set, but topology.kind back-to-back does not use it (no switches; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind single-switch does not use it (one switch, so no switch-to-switch cables; host cables take link.length_m; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1; remove the key)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFatTree2; c.File = "x.topo" }), `topology.file: "x.topo" is set, but topology.kind fat-tree-2 does not use it (set topology.kind: file to use it)`},
 		{with(func(c *TopologyConfig) { c.Kind = KindFile }), "topology.file: is empty, but topology.kind file needs a topology file (or its contents in topology.text)"},
 		// A builder's key beside a file says where the file gives it and
