@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,4 +35,30 @@ func TestRTLDocFileCount(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, documented, len(files), "docs/rtl.md's file count, %v", sets)
 	}
+}
+
+// TestRTLOutDirUnwritable: an -o directory that passes the early check (no
+// file in its way) but cannot be written is still one line naming the
+// directory, what the file system said and what is allowed, exit 2: a
+// directory named as a generated file inside it (root writes anywhere, so
+// no permission bits can stand in the way in the test), and a directory
+// that cannot be made (/proc refuses every mkdir). Without a remedy it was
+// Go's bare "-o: mkdir /proc/x: no such file or directory".
+func TestRTLOutDirUnwritable(t *testing.T) {
+	const allowed = "(give a directory that exists or can be made, and that can be written in)"
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sync_fifo.v"), 0o755))
+	code, _, errs := run("rtl", "-config", "edr.yaml", "--set", "switch.queueing=fifo", "-o", dir)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, 1, strings.Count(errs, "\n"), errs)
+	assert.True(t, strings.HasPrefix(errs, "hcasim rtl: -o: "+dir+" cannot be made or written: "), errs)
+	assert.Contains(t, errs, "sync_fifo.v")
+	assert.True(t, strings.HasSuffix(errs, allowed+"\n"), errs)
+
+	if st, err := os.Stat("/proc/self"); err != nil || !st.IsDir() {
+		t.Skip("no /proc to refuse a mkdir")
+	}
+	code, _, errs = run("rtl", "-config", "edr.yaml", "--set", "switch.queueing=fifo", "-o", "/proc/hcasim-rtl-out")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "hcasim rtl: -o: /proc/hcasim-rtl-out cannot be made or written: mkdir /proc/hcasim-rtl-out: no such file or directory "+allowed+"\n", errs)
 }
