@@ -306,6 +306,56 @@ func TestDiffMainPipe(t *testing.T) {
 	}
 }
 
+// TestDiffMainStdin: GOLDEN or NEW given as - is read from standard input
+// (xzcat golden.trace.xz | hcasim diff - run.trace), a pipe or a file
+// redirected there, with the report the files give; both - is refused,
+// and a file that does not exist is one line saying what is wanted. "-"
+// was opened as a file named "-" ("open -: no such file or directory").
+func TestDiffMainStdin(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	changedText := traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	changed := writeFile(t, dir, "changed.trace", changedText)
+	var want, wantErr bytes.Buffer
+	require.Equal(t, ExitDifferent, DiffMain([]string{golden, changed}, &want, &wantErr))
+
+	// A pipe, as NEW.
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	go func() {
+		_, _ = w.WriteString(changedText)
+		_ = w.Close()
+	}()
+	var out, errb bytes.Buffer
+	code := diffMain([]string{golden, "-"}, r, &out, &errb)
+	_ = r.Close()
+	require.Equal(t, ExitDifferent, code, errb.String())
+	assert.Empty(t, errb.String())
+	assert.Equal(t, want.String(), out.String())
+
+	// A file redirected to standard input, as GOLDEN (the report names
+	// the files as given, so only the verdict line is compared).
+	f, err := os.Open(golden)
+	require.NoError(t, err)
+	defer f.Close()
+	out.Reset()
+	code = diffMain([]string{"-", golden}, f, &out, &errb)
+	require.Equal(t, ExitEquivalent, code, errb.String())
+	assert.True(t, strings.HasPrefix(out.String(), "EQUIVALENT: 6 matched"), out.String())
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-", "-"}, "hcasim diff: GOLDEN and NEW are both - (standard input holds one trace; give the other as a file)\n"},
+		{[]string{golden, filepath.Join(dir, "nope.trace")}, "hcasim diff: " + filepath.Join(dir, "nope.trace") + ": no such file (want a trace file, as --trace writes, or - for standard input)\n"},
+	} {
+		var out, errb bytes.Buffer
+		assert.Equal(t, ExitError, diffMain(c.args, f, &out, &errb), c.args)
+		assert.Equal(t, c.want, errb.String())
+	}
+}
+
 // TestDiffMainGzip: a gzip-compressed trace (a golden kept as
 // golden.trace.gz) is read through its decompressor, as a file or a pipe,
 // and gives the report its plain text gives; a cut or broken one is one
