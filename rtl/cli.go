@@ -83,10 +83,10 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 		return userErr("%v (usage: %s)", err, usage)
 	}
 	if fs.NArg() > 0 {
-		return userErr("unexpected argument %q (usage: hcasim rtl -config FILE [-o DIR] [--report])", fs.Arg(0))
+		return userErr("unexpected argument %q (usage: %s)", fs.Arg(0), usage)
 	}
 	if *configPath == "" {
-		return userErr("-config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])")
+		return userErr("-config: missing (usage: %s)", usage)
 	}
 	if fs.Changed("out") && *outDir == "" {
 		// -o "" (an unset shell variable) is a path left out, not a
