@@ -254,6 +254,8 @@ func TestDiffMainExitCodes(t *testing.T) {
 			if c.name == "help" {
 				// Help goes to stdout, as every other --help does.
 				assert.Contains(t, out.String(), "--tolerance-ps")
+				// What GOLDEN and NEW may be, - among them.
+				assert.Contains(t, out.String(), "gzip-compressed, a pipe, or - for standard input")
 				assert.Empty(t, errb.String())
 			}
 		})

@@ -54,6 +54,7 @@ func diffMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--path GLOB] [--context N] [--format text|json]")
+			fmt.Fprintln(stdout, "GOLDEN and NEW are traces --trace wrote, plain or gzip-compressed, a pipe, or - for standard input (one of them); exit 0 equivalent, 1 different, 2 error (docs/trace-format.md)")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return ExitEquivalent // asked for help, got it
