@@ -35,7 +35,7 @@ func TestAdaptiveRoutingSLsRefusals(t *testing.T) {
 		{append([]string{"topology.adaptive_routing_sls=[1]"}, ft...),
 			"topology.adaptive_routing_sls: [1] is set, but topology.adaptive_routing is false; set adaptive_routing true to use it, or remove the key"},
 		{[]string{"topology.adaptive_routing_sls=[1]", "workload.kind=stream"},
-			"topology.adaptive_routing_sls: [1] is set, but topology.kind back-to-back does not use it (no switches)"},
+			"topology.adaptive_routing_sls: [1] is set, but topology.kind back-to-back does not use it (no switches; remove the key)"},
 		// Every SL adapts (the key unset): the HCAs' SL 0 does.
 		{append([]string{"workload.kind=perftest"}, ar[:4]...),
 			"topology.adaptive_routing: true reorders the packets of a flow on every SL (topology.adaptive_routing_sls is unset), but workload.kind perftest runs the hca model's transport on SL 0 (workload.sl), which needs them in order; list the SLs that may adapt in topology.adaptive_routing_sls without SL 0 (e.g. background traffic on workload.background_sl: 1 and adaptive_routing_sls: [1]), use a synthetic workload, or set adaptive_routing: false"},

@@ -83,7 +83,7 @@ func TestAdaptiveRoutingRefusals(t *testing.T) {
 		{append([]string{"topology.adaptive_routing=true", "workload.kind=alltoall"}, ft...),
 			"workload.kind alltoall runs the hca model's transport"},
 		{[]string{"topology.adaptive_routing=true", "workload.kind=stream"},
-			"topology.adaptive_routing: true is set, but topology.kind back-to-back does not use it (no switches)"},
+			"topology.adaptive_routing: true is set, but topology.kind back-to-back does not use it (no switches; remove the key)"},
 	} {
 		_, err := Load(nil, tc.sets)
 		require.Error(t, err, "%v", tc.sets)

@@ -121,7 +121,7 @@ func TestFlowletGapRefusals(t *testing.T) {
 		{append([]string{"topology.ar_flowlet_gap_ns=500"}, ft...),
 			"topology.ar_flowlet_gap_ns: 500 is set, but topology.adaptive_routing is false; set adaptive_routing true to use it, or remove the key"},
 		{[]string{"topology.ar_flowlet_gap_ns=500", "workload.kind=stream"},
-			"topology.ar_flowlet_gap_ns: 500 is set, but topology.kind back-to-back does not use it (no switches)"},
+			"topology.ar_flowlet_gap_ns: 500 is set, but topology.kind back-to-back does not use it (no switches; remove the key)"},
 	} {
 		_, err := Load(nil, tc.sets)
 		require.Error(t, err, "%v", tc.sets)

@@ -312,9 +312,9 @@ func TestCableSpeedKeyErrors(t *testing.T) {
 		{"same cable twice", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 1x}, {cable: \"Fabric.Spine[0].Port[1]\", width: 2x}]"},
 			"topology.degraded_links[1].cable: Fabric.Spine[0].Port[1] is the cable degraded_links[0] names (Fabric.Leaf[0].Port[3]); give each cable once"},
 		{"2x of EDR", []string{"topology.degraded_links=[{cable: \"Fabric.Leaf[0].Port[3]\", width: 2x, generation: EDR}]"}, "topology.degraded_links[0].width: 2x is not a width of EDR links (2x exists from HDR on: 1x, 4x, 8x, 12x)"},
-		{"back to back", []string{"topology.kind=back-to-back", "topology.host_link_width=1x"}, "topology.host_link_width: 1x is set, but topology.kind back-to-back does not use it (no switches; the one cable takes link.width and link.generation)"},
+		{"back to back", []string{"topology.kind=back-to-back", "topology.host_link_width=1x"}, "topology.host_link_width: 1x is set, but topology.kind back-to-back does not use it (no switches; the one cable takes link.width and link.generation; remove the key)"},
 		{"file", []string{"topology.kind=file", "topology.file=testdata/ring5.topo", "topology.degraded_links=[{cable: \"Fabric.Switch[0].Port[2]\", width: 1x}]"},
-			"topology.degraded_links: 1 entry is set, but topology.kind file does not use it (the file gives a cable its own width=, gen= and fec=)"},
+			"topology.degraded_links: 1 entry is set, but topology.kind file does not use it (give each slower cable its own width= or gen= on its line in the file; remove the key, or replace the whole section: --set 'topology={kind: file, file: testdata/ring5.topo}')"},
 		// A 1x SDR cable: a 6-byte FC packet takes 6 × 8 / 2 Gb/s = 24 ns;
 		// with 8 VLs a refresh is 192 ns of its wire, and 300 ns is less
 		// than twice that (4x NDR: 8 × 120 ps = 0.96 ns, fine).

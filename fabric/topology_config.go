@@ -245,9 +245,13 @@ func (c *TopologyConfig) Validate() error {
 			return fmt.Errorf("topology.global_cable_medium: %q is not a medium (copper, fibre; empty = fibre)", m)
 		}
 	}
-	// Keys a kind does not use are errors, not silently ignored.
+	// Keys a kind does not use are errors, not silently ignored, and each
+	// says what to do: the kind that uses it, or (a reason alone) remove it.
 	unused := func(key string, value any, set bool, why string) error {
 		if set {
+			if !strings.Contains(why, "to use it") && !strings.Contains(why, "remove the key") {
+				why += "; remove the key"
+			}
 			return fmt.Errorf("topology.%s: %v is set, but topology.kind %s does not use it (%s)", key, value, c.Kind, why)
 		}
 		return nil
@@ -305,13 +309,36 @@ func (c *TopologyConfig) Validate() error {
 		if c.File != "" && c.Text != "" {
 			return fmt.Errorf("topology.text: is set, and so is topology.file %q: give the fabric one way", c.File)
 		}
-		why := "the file describes the fabric"
-		perCable := "the file gives a cable its own width=, gen= and fec="
-		err = firstErr(unused("host_link_width", c.HostLinkWidth, c.HostLinkWidth != "", perCable),
-			unused("host_link_generation", c.HostLinkGeneration, c.HostLinkGeneration != "", perCable),
-			unused("degraded_links", entries(len(c.DegradedLinks)), c.DegradedLinks != nil, perCable),
-			unused("hosts", c.Hosts, c.Hosts != 0, why), unused("radix", c.Radix, c.Radix != 0, why),
-			leaves(why), spines(why), oversb(why), unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why), dfly())
+		// Each says where the file gives what the key would, and what to
+		// do: a builder's section turned into a file section (hcasim
+		// topology, then kind: file on the command line) keeps its keys,
+		// and a --set of the whole section drops them.
+		remedy := "remove the key"
+		if c.File != "" {
+			// The section set whole keeps only what it names, so it
+			// names the routing the config chose (a fat tree's dmodk
+			// would otherwise fall back to minhop) and adaptive routing.
+			keep := ""
+			if c.Routing != DefaultTopology().Routing {
+				keep += ", routing: " + c.Routing
+			}
+			if c.AdaptiveRouting {
+				keep += ", adaptive_routing: true"
+			}
+			remedy += fmt.Sprintf(", or replace the whole section: --set 'topology={kind: file, file: %s%s}'", c.File, keep)
+		}
+		why := "the file's host, switch and cable lines describe the fabric; " + remedy
+		err = firstErr(unused("host_link_width", c.HostLinkWidth, c.HostLinkWidth != "",
+			"give a cable its own width= on its line in the file; "+remedy),
+			unused("host_link_generation", c.HostLinkGeneration, c.HostLinkGeneration != "",
+				"give a cable its own gen= (and fec=) on its line in the file; "+remedy),
+			unused("degraded_links", entries(len(c.DegradedLinks)), c.DegradedLinks != nil,
+				"give each slower cable its own width= or gen= on its line in the file; "+remedy),
+			unused("hosts", c.Hosts, c.Hosts != 0, "the file's host lines are the hosts; "+remedy),
+			unused("radix", c.Radix, c.Radix != 0, "each switch line in the file gives its ports; "+remedy),
+			leaves(why), spines(why), oversb(why),
+			unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0,
+				"give a cable its length (5m) on its line in the file, link.length_m where it gives none; "+remedy), dfly())
 	}
 	return err
 }

@@ -104,15 +104,32 @@ func TestTopologyConfigErrors(t *testing.T) {
 		{with(func(c *TopologyConfig) { c.CableLengthM = -2 }), "topology.cable_length_m: -2 is out of range (0 = link.length_m, up to 100000 m)"},
 		// Knobs that would change nothing on a shape without switch-to-switch
 		// cables, or without switches, were silently ignored.
-		{with(func(c *TopologyConfig) { c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind back-to-back does not use it (no switches; the host cable takes link.length_m)"},
-		{with(func(c *TopologyConfig) { c.Radix = 8 }), "topology.radix: 8 is set, but topology.kind back-to-back does not use it (no switches)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind single-switch does not use it (one switch, so no switch-to-switch cables; host cables take link.length_m)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1)"},
+		{with(func(c *TopologyConfig) { c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind back-to-back does not use it (no switches; the host cable takes link.length_m; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Radix = 8 }), "topology.radix: 8 is set, but topology.kind back-to-back does not use it (no switches; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.CableLengthM = 10 }), "topology.cable_length_m: 10 is set, but topology.kind single-switch does not use it (one switch, so no switch-to-switch cables; host cables take link.length_m; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindSingleSwitch; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind single-switch does not use it (one switch; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFatTree3; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind fat-tree-3 does not use it (a k-ary three-level tree is 1:1; remove the key)"},
 		{with(func(c *TopologyConfig) { c.Kind = KindFatTree2; c.File = "x.topo" }), `topology.file: "x.topo" is set, but topology.kind fat-tree-2 does not use it (set topology.kind: file to use it)`},
 		{with(func(c *TopologyConfig) { c.Kind = KindFile }), "topology.file: is empty, but topology.kind file needs a topology file (or its contents in topology.text)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.Hosts = 4 }), "topology.hosts: 4 is set, but topology.kind file does not use it (the file describes the fabric)"},
-		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.CableLengthM = 4 }), "topology.cable_length_m: 4 is set, but topology.kind file does not use it (the file describes the fabric)"},
+		// A builder's key beside a file says where the file gives it and
+		// what to do: remove it, or (a file named) set the section whole,
+		// which drops the builder's keys a --set of kind and file keeps.
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.Hosts = 4 }), "topology.hosts: 4 is set, but topology.kind file does not use it (the file's host lines are the hosts; remove the key, or replace the whole section: --set 'topology={kind: file, file: f}')"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "f"; c.CableLengthM = 4 }), "topology.cable_length_m: 4 is set, but topology.kind file does not use it (give a cable its length (5m) on its line in the file, link.length_m where it gives none; remove the key, or replace the whole section: --set 'topology={kind: file, file: f}')"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "x.topo"; c.Radix = 8 }), "topology.radix: 8 is set, but topology.kind file does not use it (each switch line in the file gives its ports; remove the key, or replace the whole section: --set 'topology={kind: file, file: x.topo}')"},
+		// The whole section keeps the routing the config chose.
+		{with(func(c *TopologyConfig) {
+			c.Kind = KindFile
+			c.File = "x.topo"
+			c.Leaves = 4
+			c.Routing = RoutingDModK
+			c.AdaptiveRouting = true
+		}), "topology.leaves: 4 is set, but topology.kind file does not use it (the file's host, switch and cable lines describe the fabric; remove the key, or replace the whole section: --set 'topology={kind: file, file: x.topo, routing: dmodk, adaptive_routing: true}')"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "x.topo"; c.Oversubscription = 2 }), "topology.oversubscription: 2 is set, but topology.kind file does not use it (the file's host, switch and cable lines describe the fabric; remove the key, or replace the whole section: --set 'topology={kind: file, file: x.topo}')"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.File = "x.topo"; c.HostLinkGeneration = "HDR" }), "topology.host_link_generation: HDR is set, but topology.kind file does not use it (give a cable its own gen= (and fec=) on its line in the file; remove the key, or replace the whole section: --set 'topology={kind: file, file: x.topo}')"},
+		// The fabric in topology.text: no file to name, so remove the key.
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.Text = "host H\n"; c.Spines = 2 }), "topology.spines: 2 is set, but topology.kind file does not use it (the file's host, switch and cable lines describe the fabric; remove the key)"},
+		{with(func(c *TopologyConfig) { c.Kind = KindFile; c.Text = "host H\n"; c.HostLinkWidth = "1x" }), "topology.host_link_width: 1x is set, but topology.kind file does not use it (give a cable its own width= on its line in the file; remove the key)"},
 	}
 	for _, tc := range cases {
 		assert.EqualError(t, tc.cfg.Validate(), tc.want)

@@ -83,10 +83,10 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 		return userErr("%v (usage: %s)", err, usage)
 	}
 	if fs.NArg() > 0 {
-		return userErr("unexpected argument %q (usage: hcasim rtl -config FILE [-o DIR] [--report])", fs.Arg(0))
+		return userErr("unexpected argument %q (usage: %s)", fs.Arg(0), usage)
 	}
 	if *configPath == "" {
-		return userErr("-config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])")
+		return userErr("-config: missing (usage: %s)", usage)
 	}
 	if fs.Changed("out") && *outDir == "" {
 		// -o "" (an unset shell variable) is a path left out, not a
@@ -149,12 +149,12 @@ func MainWith(args []string, stdout, stderr io.Writer, version string, load Load
 			return userErr("%s: %v", *configPath, err)
 		}
 		if err := WriteTree(*outDir, files); err != nil {
-			return userErr("-o: %v", oneLine(err))
+			return userErr("-o: %s", outDirError(*outDir, err))
 		}
 		fmt.Fprintf(stdout, "wrote %d Verilog files to %s (tops: %s)\n", len(files), *outDir, strings.Join(Tops, ", "))
 		if *testbench {
 			if err := writeTestbench(*outDir, tb.Files); err != nil {
-				return userErr("-o: %v", oneLine(err))
+				return userErr("-o: %s", outDirError(*outDir, err))
 			}
 			fmt.Fprintf(stdout, "wrote the testbench to %s (%d packets, %d switch sends checked; run: sh %s)\n",
 				filepath.Join(*outDir, "tb"), tb.Packets, tb.Sends, filepath.Join(*outDir, "tb", "run.sh"))
@@ -356,6 +356,15 @@ func removeStaleTestbench(dir string) ([]string, error) {
 		removed = append(removed, "tb/"+name)
 	}
 	return removed, nil
+}
+
+// outDirError is the one line for a DIR that checkOutDir passed but that
+// could not be made or written (a path under /proc, no permission, a full
+// disk): the directory, what the file system said, and what is allowed,
+// as the run's --out says it; Go's bare "mkdir /proc/x: no such file or
+// directory" named no remedy.
+func outDirError(dir string, err error) string {
+	return fmt.Sprintf("%s cannot be made or written: %s (give a directory that exists or can be made, and that can be written in)", dir, oneLine(err))
 }
 
 // checkOutDir refuses an -o directory that cannot be made because a file

@@ -63,7 +63,7 @@ func TestCLI(t *testing.T) {
 		// without Yosys the exit code is 2 after the SRAM part.
 		{"report", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--report", "-o", filepath.Join(dir, "c")}, -1, "Buffer SRAM", "", "c/resources.txt", ""},
 		{"overrides in header", []string{"-config", "r7v2.yaml", "--set", "switch.vls=1", "--set=switch.radix=9", "-o", filepath.Join(dir, "d")}, 0, fmt.Sprintf("wrote %d", treeFiles), "", "d/switch_top.v", " --set switch.vls=1 --set switch.radix=9"},
-		{"missing config", []string{"-o", dir}, 2, "", "hcasim rtl: -config: missing (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", "", ""},
+		{"missing config", []string{"-o", dir}, 2, "", "hcasim rtl: -config: missing (usage: hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]...)\n", "", ""},
 		{"nothing to do", []string{"-config", "r7v2.yaml"}, 2, "", "hcasim rtl: nothing to do: give -o DIR to write Verilog, --report for resources, or both\n", "", ""},
 		// -o "$OUT" with OUT unset: a path left out, not "nothing to do".
 		{"empty out", []string{"-config", "r7v2.yaml", "-o", ""}, 2, "", "hcasim rtl: -o: empty path (give the directory to write the Verilog tree into)\n", "", ""},
@@ -71,7 +71,7 @@ func TestCLI(t *testing.T) {
 		{"bad flag", []string{"-config", "r7v2.yaml", "--frobnicate"}, 2, "", "hcasim rtl: unknown flag: --frobnicate (usage: hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]...)\n", "", ""},
 		{"loader error", []string{"-config", "nope.yaml", "-o", dir}, 2, "", "hcasim rtl: config: nope.yaml: no such file\n", "", ""},
 		{"invalid design", []string{"-config", "r7v2.yaml", "--set", "switch.radix=300", "-o", dir}, 2, "", "hcasim rtl: r7v2.yaml: switch.radix: 300 is outside 2..256 (IBA 1.6 allows up to 256 ports)\n", "", ""},
-		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR] [--report])\n", "", ""},
+		{"stray argument", []string{"-config", "r7v2.yaml", "-o", dir, "extra"}, 2, "", "hcasim rtl: unexpected argument \"extra\" (usage: hcasim rtl -config FILE [-o DIR [--testbench [--testbench-packets N]]] [--report] [--set key=value]...)\n", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -135,7 +135,10 @@ func diffTraces(golden, neu *diffTrace, opt DiffOptions) *DiffResult {
 		c := StreamCounts{Stream: key}
 		gNext, nNext := 0, 0 // stream positions after the ops so far
 		eq := func(i, j int) bool { return cmp.same(golden, g[i], neu, n[j]) }
-		for _, op := range cmp.align(len(g), len(n), eq) {
+		ops := pairTies(cmp.align(len(g), len(n), eq), eq,
+			func(i int) tieKey { return tieKey{golden.ev[g[i]].time, golden.ev[g[i]].kind} },
+			func(j int) tieKey { return tieKey{neu.ev[n[j]].time, neu.ev[n[j]].kind} })
+		for _, op := range ops {
 			gi, nj := op.i, op.j
 			if gi < 0 {
 				gi = gNext
@@ -413,6 +416,77 @@ func (c *comparer) align(n, m int, eq func(i, j int) bool) []alignOp {
 		ops = append(ops, alignOp{opMatch, n - k, m - k})
 	}
 	return ops
+}
+
+// tieKey is what puts two events in one tie run of a stream: the same
+// picosecond, and the same kind (a run's canonical order, the events'
+// text, sorts by kind first within one path).
+type tieKey struct {
+	time ib.PS
+	kind components.TraceKind
+}
+
+// pairTies pairs each missing event with the first extra event of the
+// same stream at the same picosecond and of the same kind, as one
+// differing event in the missing one's place. A field changed on an event
+// among others of its picosecond (a burst of dma_read at one time, each
+// its own psn) moves it within the tie run's canonical order, so the
+// alignment finds a deletion and an insertion apart rather than side by
+// side, and the report said "missing" with no reason where the event
+// differs in one field; paired, the first divergence names the field and
+// both values. A missing event with no such partner stays missing, and
+// so does one whose partner equals it (eq): the same event met at another
+// place in its stream is a reordering (a stream whose times go back), not
+// a changed field.
+func pairTies(ops []alignOp, eq func(i, j int) bool, goldenKey, newKey func(int) tieKey) []alignOp {
+	var extras map[tieKey][]int // op indexes of extra events, in order
+	for k, op := range ops {
+		if op.what == opExtra {
+			if extras == nil {
+				extras = map[tieKey][]int{}
+			}
+			key := newKey(op.j)
+			extras[key] = append(extras[key], k)
+		}
+	}
+	if extras == nil {
+		return ops
+	}
+	var taken []bool // extra ops paired with a missing one
+	for k := range ops {
+		if ops[k].what != opMissing {
+			continue
+		}
+		key := goldenKey(ops[k].i)
+		q := extras[key]
+		at := -1
+		for x, e := range q {
+			if !eq(ops[k].i, ops[e].j) {
+				at = x
+				break
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		e := q[at]
+		extras[key] = append(q[:at:at], q[at+1:]...)
+		ops[k] = alignOp{opDiffer, ops[k].i, ops[e].j}
+		if taken == nil {
+			taken = make([]bool, len(ops))
+		}
+		taken[e] = true
+	}
+	if taken == nil {
+		return ops
+	}
+	out := ops[:0]
+	for k, op := range ops {
+		if !taken[k] {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // positional pairs a[k] with b[k]; the longer tail is missing or extra.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hcasim/hcasim/components"
+	"github.com/hcasim/hcasim/ib"
 )
 
 // baseTrace has two streams on one port (vl=0, vl=1) and one QP stream.
@@ -253,6 +254,8 @@ func TestDiffMainExitCodes(t *testing.T) {
 			if c.name == "help" {
 				// Help goes to stdout, as every other --help does.
 				assert.Contains(t, out.String(), "--tolerance-ps")
+				// What GOLDEN and NEW may be, - among them.
+				assert.Contains(t, out.String(), "gzip-compressed, a pipe, or - for standard input")
 				assert.Empty(t, errb.String())
 			}
 		})
@@ -302,6 +305,56 @@ func TestDiffMainPipe(t *testing.T) {
 			require.Equal(t, c.code, DiffMain([]string{golden, other}, &want, &wantErr))
 			assert.Equal(t, want.String(), out.String())
 		})
+	}
+}
+
+// TestDiffMainStdin: GOLDEN or NEW given as - is read from standard input
+// (xzcat golden.trace.xz | hcasim diff - run.trace), a pipe or a file
+// redirected there, with the report the files give; both - is refused,
+// and a file that does not exist is one line saying what is wanted. "-"
+// was opened as a file named "-" ("open -: no such file or directory").
+func TestDiffMainStdin(t *testing.T) {
+	dir := t.TempDir()
+	golden := writeFile(t, dir, "golden.trace", traceText(baseTrace))
+	changedText := traceText(strings.Replace(baseTrace, "psn=7", "psn=8", 2))
+	changed := writeFile(t, dir, "changed.trace", changedText)
+	var want, wantErr bytes.Buffer
+	require.Equal(t, ExitDifferent, DiffMain([]string{golden, changed}, &want, &wantErr))
+
+	// A pipe, as NEW.
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	go func() {
+		_, _ = w.WriteString(changedText)
+		_ = w.Close()
+	}()
+	var out, errb bytes.Buffer
+	code := diffMain([]string{golden, "-"}, r, &out, &errb)
+	_ = r.Close()
+	require.Equal(t, ExitDifferent, code, errb.String())
+	assert.Empty(t, errb.String())
+	assert.Equal(t, want.String(), out.String())
+
+	// A file redirected to standard input, as GOLDEN (the report names
+	// the files as given, so only the verdict line is compared).
+	f, err := os.Open(golden)
+	require.NoError(t, err)
+	defer f.Close()
+	out.Reset()
+	code = diffMain([]string{"-", golden}, f, &out, &errb)
+	require.Equal(t, ExitEquivalent, code, errb.String())
+	assert.True(t, strings.HasPrefix(out.String(), "EQUIVALENT: 6 matched"), out.String())
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-", "-"}, "hcasim diff: GOLDEN and NEW are both - (standard input holds one trace; give the other as a file)\n"},
+		{[]string{golden, filepath.Join(dir, "nope.trace")}, "hcasim diff: " + filepath.Join(dir, "nope.trace") + ": no such file (want a trace file, as --trace writes, or - for standard input)\n"},
+	} {
+		var out, errb bytes.Buffer
+		assert.Equal(t, ExitError, diffMain(c.args, f, &out, &errb), c.args)
+		assert.Equal(t, c.want, errb.String())
 	}
 }
 
@@ -496,6 +549,64 @@ func TestDiffSamePicosecondOrderIgnored(t *testing.T) {
 	assert.Equal(t, 3, res.Total.Matched)
 }
 
+// TestDiffFieldChangedInATieRun: events at one picosecond are compared in
+// their text's order (TestDiffSamePicosecondOrderIgnored), so a field
+// changed on one of several same-kind events of that picosecond (an HCA's
+// burst of dma_read lines, each its own psn) sorts it elsewhere in the
+// run: golden psn 10 11 12, new psn 10 12 99 aligns as 10=10, 11 deleted,
+// 12=12, 99 inserted, a missing and an extra event with a matched one
+// between, which the report gave as "missing" with no reason. The two are
+// one event with one field changed: one differing event, and the first
+// divergence names the field and both values, as for a lone event.
+func TestDiffFieldChangedInATieRun(t *testing.T) {
+	golden := "500 P dma_read qpn=1 psn=10\n500 P dma_read qpn=1 psn=11\n500 P dma_read qpn=1 psn=12\n900 P cqe qpn=1 wqe=0\n"
+	neu := strings.Replace(golden, "psn=11", "psn=99", 1)
+	res := Diff(mustTrace(t, golden), mustTrace(t, neu), DiffOptions{})
+	assert.Equal(t, StreamCounts{Matched: 3, Differing: 1}, res.Total)
+	require.NotNil(t, res.First)
+	assert.Equal(t, DivDiffering, res.First.What)
+	assert.Equal(t, "field psn: golden 11, new 99", res.First.Reason)
+	require.NotNil(t, res.First.Golden)
+	require.NotNil(t, res.First.New)
+	assert.Equal(t, 3, res.First.Golden.Line, "the header is line 1")
+	assert.Equal(t, 3, res.First.New.Line)
+	assert.Equal(t, ib.PS(500), res.First.Golden.Time)
+
+	// Not paired: the extra event at another picosecond (600) is no
+	// event of the missing one's run, and stays extra; nor one of
+	// another kind in the run (a cqe where a dma_read went missing).
+	moved := "500 P dma_read qpn=1 psn=10\n500 P dma_read qpn=1 psn=12\n600 P dma_read qpn=1 psn=11\n900 P cqe qpn=1 wqe=0\n"
+	res = Diff(mustTrace(t, golden), mustTrace(t, moved), DiffOptions{})
+	assert.Equal(t, StreamCounts{Matched: 3, Missing: 1, Extra: 1}, res.Total)
+	require.NotNil(t, res.First)
+	assert.Equal(t, DivMissing, res.First.What)
+	otherKind := "500 P dma_read qpn=1 psn=10\n500 P dma_read qpn=1 psn=12\n500 P key_check qpn=1 key=1 result=pass\n900 P cqe qpn=1 wqe=0\n"
+	res = Diff(mustTrace(t, golden), mustTrace(t, otherKind), DiffOptions{})
+	assert.Equal(t, StreamCounts{Matched: 3, Missing: 1, Extra: 1}, res.Total)
+
+	// The CLI's text and JSON say the same.
+	dir := t.TempDir()
+	gp, np := filepath.Join(dir, "golden.trace"), filepath.Join(dir, "new.trace")
+	require.NoError(t, os.WriteFile(gp, []byte(traceText(golden)), 0o644))
+	require.NoError(t, os.WriteFile(np, []byte(traceText(neu)), 0o644))
+	var out, errb bytes.Buffer
+	assert.Equal(t, ExitDifferent, DiffMain([]string{gp, np}, &out, &errb))
+	assert.Contains(t, out.String(), `first divergence: stream "P qpn=1": differing (golden line 3, new line 3): field psn: golden 11, new 99`)
+	out.Reset()
+	assert.Equal(t, ExitDifferent, DiffMain([]string{gp, np, "--format", "json"}, &out, &errb))
+	var j struct {
+		Differing int `json:"differing"`
+		First     struct {
+			What   string `json:"what"`
+			Reason string `json:"reason"`
+		} `json:"first_divergence"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &j))
+	assert.Equal(t, 1, j.Differing)
+	assert.Equal(t, "differing", j.First.What)
+	assert.Equal(t, "field psn: golden 11, new 99", j.First.Reason)
+}
+
 // TestDiffIdenticalFastPath: identical event lines are recognised while
 // streaming, and the report (verdict, notes, per-stream table) and exit
 // code are exactly what reading both files whole gives, with and without
@@ -583,8 +694,10 @@ func TestDiffMainPath(t *testing.T) {
 			[]string{`"matched": 1`, `note: compared only components matching \"H.Qp\"`}, ""},
 		{"selects nothing", []string{golden, changed, "--path", "H.Qp", "--path", "Fabric.*"}, ExitError, nil,
 			`--path: "Fabric.*" selects no event to compare in either trace (components: H.Port[0], H.Qp)`},
+		// Identical files take the fast path; the error still names the
+		// components there are (it named none).
 		{"selects nothing, identical files", []string{golden, same, "--path", "Fabric.*"}, ExitError, nil,
-			`--path: "Fabric.*" selects no event to compare in either trace`},
+			`--path: "Fabric.*" selects no event to compare in either trace (components: H.Port[0], H.Qp)`},
 		{"only ignored kinds", []string{golden, changed, "--path", "H.Qp", "--ignore-kinds", "cqe"}, ExitError, nil,
 			`--path: "H.Qp" selects no event to compare in either trace`},
 		{"empty glob", []string{golden, same, "--path", ""}, ExitError, nil, "--path: an empty glob"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -31,6 +32,12 @@ const (
 // extra and differing events; it returns ExitEquivalent, ExitDifferent or
 // ExitError. It never panics on any file content.
 func DiffMain(args []string, stdout, stderr io.Writer) int {
+	return diffMain(args, os.Stdin, stdout, stderr)
+}
+
+// diffMain is DiffMain with standard input given: the file a GOLDEN or
+// NEW of "-" reads.
+func diffMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("diff", pflag.ContinueOnError)
 	// Help goes to stdout, like every other --help; a bad flag is one line
 	// on stderr, without the usage.
@@ -47,6 +54,7 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			fmt.Fprintln(stdout, "usage: hcasim diff GOLDEN NEW [--tolerance-ps N] [--fields a,b] [--ignore-kinds x,y] [--path GLOB] [--context N] [--format text|json]")
+			fmt.Fprintln(stdout, "GOLDEN and NEW are traces --trace wrote, plain or gzip-compressed, a pipe, or - for standard input (one of them); exit 0 equivalent, 1 different, 2 error (docs/trace-format.md)")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return ExitEquivalent // asked for help, got it
@@ -94,13 +102,33 @@ func DiffMain(args []string, stdout, stderr io.Writer) int {
 	var files [2]*os.File
 	var readers [2]io.Reader
 	seekable := true
+	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
+		fmt.Fprintf(stderr, "hcasim diff: GOLDEN and NEW are both - (standard input holds one trace; give the other as a file)\n")
+		return ExitError
+	}
 	for i := range files {
-		f, err := os.Open(fs.Arg(i))
-		if err != nil {
-			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
-			return ExitError
+		var f *os.File
+		if fs.Arg(i) == "-" {
+			// A trace piped in (xzcat golden.trace.xz | hcasim diff -
+			// run.trace), read once, whole, as a pipe is. A terminal is
+			// refused rather than waited on, as -config - refuses one.
+			f = stdin
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				fmt.Fprintf(stderr, "hcasim diff: -: standard input is a terminal (pipe a trace into it: xzcat golden.trace.xz | hcasim diff - run.trace)\n")
+				return ExitError
+			}
+		} else {
+			var err error
+			if f, err = os.Open(fs.Arg(i)); err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					fmt.Fprintf(stderr, "hcasim diff: %s: no such file (want a trace file, as --trace writes, or - for standard input)\n", fs.Arg(i))
+				} else {
+					fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
+				}
+				return ExitError
+			}
+			defer f.Close()
 		}
-		defer f.Close()
 		st, err := f.Stat()
 		if err != nil {
 			fmt.Fprintf(stderr, "hcasim diff: %v\n", err)
@@ -177,11 +205,11 @@ func diffReaders(a, b io.ReadSeeker, nameA, nameB string, opt DiffOptions, stdou
 	// have (absentField): identical files took the fast path, which does
 	// not look at fields, and a mistyped --fields passed (exit 0) until
 	// the traces first differed.
-	if res, ga, gb, ok := identical(a, b, opt); len(opt.Fields) == 0 && ok {
-		if g := unusedPath(opt.Paths, res); g != "" {
-			fmt.Fprintf(stderr, "hcasim diff: --path: %q selects no event to compare in either trace\n", g)
-			return ExitError
-		}
+	// A --path that selects nothing goes on to the whole read too, whose
+	// error names the components there are: the fast path's result holds
+	// the selected streams only, and its error named none, where the docs
+	// promise them.
+	if res, ga, gb, ok := identical(a, b, opt); len(opt.Fields) == 0 && ok && unusedPath(opt.Paths, res) == "" {
 		writeReport(stdout, &Trace{Header: ga}, &Trace{Header: gb}, res, opt)
 		if res.Equivalent() {
 			return ExitEquivalent

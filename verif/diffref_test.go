@@ -44,7 +44,11 @@ func diffReference(golden, neu *Trace, opt DiffOptions) *DiffResult {
 		g, n := gs[key], ns[key]
 		c := StreamCounts{Stream: key}
 		gNext, nNext := 0, 0 // stream positions after the ops so far
-		for _, op := range refAlign(len(g), len(n), func(i, j int) bool { return cmp.refEqual(&golden.Events[g[i]], &neu.Events[n[j]]) }) {
+		eq := func(i, j int) bool { return cmp.refEqual(&golden.Events[g[i]], &neu.Events[n[j]]) }
+		ops := pairTies(refAlign(len(g), len(n), eq), eq,
+			func(i int) tieKey { return tieKey{golden.Events[g[i]].Time, golden.Events[g[i]].Kind} },
+			func(j int) tieKey { return tieKey{neu.Events[n[j]].Time, neu.Events[n[j]].Kind} })
+		for _, op := range ops {
 			gi, nj := op.i, op.j
 			if gi < 0 {
 				gi = gNext

@@ -173,6 +173,15 @@ func newLineScanner(r io.Reader) (*bufio.Scanner, *lineEnds) {
 const headerForm = traceMagic + " " + TraceVersion + " config=<sha256> seed=<n>"
 
 func parseHeader(text string) (Header, error) {
+	// The other files a run writes, named: hcasim diff given a --vcd or a
+	// --pcap file said only that its header does not start with the
+	// magic (a pcapng block starts with a newline byte: header "").
+	switch {
+	case text == "":
+		return Header{}, fmt.Errorf("not an hcasim trace: the first line is empty, where the header %q belongs (a pcapng capture, as --pcap writes, starts so; hcasim diff compares --trace files)", headerForm)
+	case strings.HasPrefix(text, "$"):
+		return Header{}, fmt.Errorf("not an hcasim trace: header %q starts as a VCD waveform does (--vcd writes those; hcasim diff compares --trace files, whose header is %q)", clip(text), headerForm)
+	}
 	if !strings.HasPrefix(text, traceMagic) {
 		return Header{}, fmt.Errorf("not an hcasim trace: header %q does not start with %q", clip(text), traceMagic)
 	}

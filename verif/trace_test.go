@@ -395,3 +395,17 @@ func TestRecorderPanicsOnModelBugs(t *testing.T) {
 	})
 	assert.Panics(t, func() { r.Func(sim.HookCtx{Pos: components.HookPosTrace, Item: "not an event"}) })
 }
+
+// TestReadTraceNamesTheOtherOutputs: hcasim diff given a run's other
+// outputs by mistake says which they look like, where it said only that
+// the header "" (a pcapng capture: its first block starts with a newline
+// byte) or "$comment …" (a VCD) does not start with the magic.
+func TestReadTraceNamesTheOtherOutputs(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"pcapng", "\n\r\r\n\x1c\x00\x00\x00M<+\x1a", `line 1: not an hcasim trace: the first line is empty, where the header "# hcasim-trace v1 config=<sha256> seed=<n>" belongs (a pcapng capture, as --pcap writes, starts so; hcasim diff compares --trace files)`},
+		{"vcd", "$comment hcasim 0.1.0 edr.yaml $end\n$timescale 1ps $end\n", `line 1: not an hcasim trace: header "$comment hcasim 0.1.0 edr.yaml $end" starts as a VCD waveform does (--vcd writes those; hcasim diff compares --trace files, whose header is "# hcasim-trace v1 config=<sha256> seed=<n>")`},
+	} {
+		_, err := ReadTrace(strings.NewReader(c.text))
+		assert.EqualError(t, err, c.want, c.name)
+	}
+}

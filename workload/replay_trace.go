@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -102,13 +103,17 @@ type Trace struct {
 	Msgs []ReplayMsg
 }
 
+// maxReplayLine is the longest line ParseTrace reads, in bytes (with its
+// newline): far more than a message with a long after= list needs.
+const maxReplayLine = 1 << 20
+
 // ParseTrace reads a replay trace from r for a fabric of hosts hosts; name
 // labels errors, each one line: "NAME:LINE: field: bad value (what is
 // allowed)".
 func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 	t := &Trace{Name: name}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 64*1024), maxReplayLine)
 	line := 0
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
@@ -121,6 +126,16 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 	for sc.Scan() {
 		line++
 		text := sc.Text()
+		if line == 1 {
+			// An editor's byte-order mark (Windows Notepad saves UTF-8
+			// with one) is no part of the first field, as a CR before
+			// the newline is no part of the last. A UTF-16 file's mark
+			// says the rest is not text this reader takes.
+			if strings.HasPrefix(text, "\xff\xfe") || strings.HasPrefix(text, "\xfe\xff") {
+				return nil, fail("the file is UTF-16 (its byte-order mark %q); save the trace as UTF-8 or ASCII", text[:2])
+			}
+			text = strings.TrimPrefix(text, "\ufeff")
+		}
 		if i := strings.IndexByte(text, '#'); i >= 0 {
 			text = text[:i]
 		}
@@ -261,6 +276,9 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		afterLines = append(afterLines, line)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: longer than %d bytes (one message a line: start_ns src dst op bytes and the optional fields)", name, line+1, maxReplayLine)
+		}
 		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
 	}
 	if len(t.Msgs) == 0 {

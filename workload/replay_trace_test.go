@@ -44,6 +44,32 @@ func TestParseTrace(t *testing.T) {
 		Delay: 2 * ib.Nanosecond, Compute: 1500 * ib.Nanosecond, Line: 8}, tr.Msgs[5])
 }
 
+// TestParseTraceEditorsFiles: a trace saved by an editor or made on
+// Windows (a UTF-8 byte-order mark before the first line, CRLF line
+// ends, tabs between fields, spaces at a line's end, comments) reads as
+// the plain one: the same messages, on the same lines.
+func TestParseTraceEditorsFiles(t *testing.T) {
+	plain := "# halo\n0 0 1 write_imm 4096 id=1\n\n5 1 0 send 8 after=1 # reply\n"
+	want, err := ParseTrace(strings.NewReader(plain), "h.trace", 4)
+	require.NoError(t, err)
+	require.Len(t, want.Msgs, 2)
+	for name, text := range map[string]string{
+		"byte-order mark":  "\ufeff" + plain,
+		"mark and CRLF":    "\ufeff" + strings.ReplaceAll(plain, "\n", "\r\n"),
+		"tabs":             strings.ReplaceAll(plain, " ", "\t"),
+		"trailing spaces":  strings.ReplaceAll(plain, "\n", "  \t\n"),
+		"no final newline": strings.TrimSuffix(plain, "\n"),
+	} {
+		got, err := ParseTrace(strings.NewReader(text), "h.trace", 4)
+		if assert.NoError(t, err, name) {
+			assert.Equal(t, want.Msgs, got.Msgs, name)
+		}
+	}
+	// A mark alone, or before comments only, is an empty trace.
+	_, err = ParseTrace(strings.NewReader("\ufeff# nothing\n"), "h.trace", 4)
+	assert.EqualError(t, err, "h.trace: no messages (one a line: start_ns src dst op bytes)")
+}
+
 // TestParseTraceRefuses: every mistake a trace can hold is one line naming
 // the file and line, the field, the bad value and what is allowed.
 func TestParseTraceRefuses(t *testing.T) {
@@ -124,6 +150,16 @@ func TestParseTraceRefuses(t *testing.T) {
 			`h.trace:1: compute_ns: 5000 is given without after= (compute follows the message's dependencies; without any, start_ns says when it is posted)`},
 		{"no messages", "# nothing\n\n",
 			`h.trace: no messages (one a line: start_ns src dst op bytes)`},
+		{"empty file", "",
+			`h.trace: no messages (one a line: start_ns src dst op bytes)`},
+		// Windows PowerShell's > writes UTF-16LE with its mark.
+		{"UTF-16", "\xff\xfe0\x00 \x000\x00\n", `h.trace:1: the file is UTF-16 (its byte-order mark "\xff\xfe"); save the trace as UTF-8 or ASCII`},
+		// A byte-order mark is taken only where editors write it: before
+		// the first byte.
+		{"mark inside", "0 0 1 write 8\n\ufeff0 1 0 write 8\n", `h.trace:2: start_ns: "\ufeff0" is out of range (0 to 1e12 ns)`},
+		// bufio.Scanner's own "token too long" named no limit.
+		{"line too long", "0 0 1 write 8\n0 0 1 write 8 " + strings.Repeat(" ", 1<<20) + "\n",
+			`h.trace:2: longer than 1048576 bytes (one message a line: start_ns src dst op bytes and the optional fields)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTrace(strings.NewReader(tc.trace), "h.trace", 4)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"reflect"
@@ -128,10 +130,10 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		var first error
 		if rec != nil {
 			if err := rec.Flush(); err != nil && first == nil {
-				first = fmt.Errorf("--trace: %v", err)
+				first = writeError("--trace", err)
 			}
 			if err := traceFile.Close(); err != nil && first == nil {
-				first = fmt.Errorf("--trace: %v", err)
+				first = writeError("--trace", err)
 			}
 		}
 		if vcdFile != nil {
@@ -144,21 +146,21 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 					end = view.Now()
 				}
 				if err := vcd.WriteTo(vcdFile, "hcasim "+Version()+" "+f.config, end); err != nil && first == nil {
-					first = fmt.Errorf("--vcd: %v", err)
+					first = writeError("--vcd", err)
 				}
 			}
 			if err := vcdFile.Close(); err != nil && first == nil {
-				first = fmt.Errorf("--vcd: %v", err)
+				first = writeError("--vcd", err)
 			}
 		}
 		if pcapFile != nil {
 			if pcap != nil {
 				if err := pcap.Flush(); err != nil && first == nil {
-					first = fmt.Errorf("--pcap: %v", err)
+					first = writeError("--pcap", err)
 				}
 			}
 			if err := pcapFile.Close(); err != nil && first == nil {
-				first = fmt.Errorf("--pcap: %v", err)
+				first = writeError("--pcap", err)
 			}
 		}
 		if chk != nil && view != nil {
@@ -318,4 +320,16 @@ func runOutcome(runErr, finishErr error) error {
 		return runErr
 	}
 	return finishErr
+}
+
+// writeError is the error of an output file (--trace, --vcd, --pcap) that
+// could not be written to its end: the file system's answer (a full disk,
+// a failing device) is the user's file, exit 2 as for one that cannot be
+// created, not our bug (exit 1, which it was).
+func writeError(flag string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return userErrorf("%s: %v (the file holds what was written before that; free space, or give a file elsewhere)", flag, err)
+	}
+	return fmt.Errorf("%s: %v", flag, err)
 }
