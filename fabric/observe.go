@@ -26,7 +26,15 @@ type partitionedObservers struct {
 }
 
 // standIn takes an observer's hooks for one block.
-type standIn struct{ sim.HookableBase }
+type standIn struct {
+	sim.HookableBase
+	of sim.Hookable // the block it stands in for
+}
+
+// StandsFor returns the block whose events the stand-in replays: an
+// observer names the stand-in by it (a --trace-path glob is checked
+// against the blocks' names).
+func (s *standIn) StandsFor() sim.Hookable { return s.of }
 
 // traceBuffer is one partition's trace events of the current window.
 type traceBuffer struct{ evs []bufferedEvent }
@@ -65,7 +73,7 @@ func newPartitionedObservers(blocks []sim.Hookable, part []int, parts int) (*par
 	o := &partitionedObservers{buffers: make([]traceBuffer, parts)}
 	standIns := make([]sim.Hookable, len(blocks))
 	for i, b := range blocks {
-		s := &standIn{}
+		s := &standIn{of: b}
 		o.standIns = append(o.standIns, s)
 		standIns[i] = s
 		b.AcceptHook(&bufferHook{buf: &o.buffers[part[i]], block: i})

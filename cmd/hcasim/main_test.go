@@ -670,6 +670,18 @@ func TestTracePathSelects(t *testing.T) {
 		assert.Contains(t, errs, "Fabric.Leaf[0] … Fabric.Leaf[3], Fabric.Leaf[0].Port[0] … Fabric.Leaf[3].Port[7]")
 		assert.NoFileExists(t, p)
 	}
+	// A partitioned run's observers attach to stand-ins, which are named
+	// by the blocks they stand in for: the same refusal (a partitioned run
+	// wrote a header-only trace, exit 0).
+	p = filepath.Join(dir, "leaf9-partitioned.trace")
+	code, stdout, errs := run("-config", "bench/fattree64-uniform-30.yaml", "--set", "sim.partitions=2", "--set", "workload.measure_ns=2000",
+		"--quiet", "--trace", p, "--trace-path", "Fabric.Leaf[9].*")
+	assert.Equal(t, 2, code, errs)
+	assert.Empty(t, stdout)
+	assert.Equal(t, `hcasim: --trace-path: "Fabric.Leaf[9].*" matches no component of this design point (Fabric.Host[0] … Fabric.Host[63], `+
+		`Fabric.Host[0].Port[1] … Fabric.Host[63].Port[1], Fabric.Leaf[0] … Fabric.Leaf[7], Fabric.Leaf[0].Port[0] … Fabric.Leaf[7].Port[15], `+
+		`Fabric.Spine[0] … Fabric.Spine[7], Fabric.Spine[0].Port[0] … Fabric.Spine[7].Port[15])`+"\n", errs)
+	assert.NoFileExists(t, p)
 	p = filepath.Join(dir, "leaf1.trace")
 	code, _, errs = run(append(short, "--trace", p, "--trace-path", "Fabric.Leaf[1]*")...)
 	require.Equal(t, 0, code, errs)

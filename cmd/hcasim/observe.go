@@ -14,6 +14,7 @@ import (
 	"github.com/hcasim/hcasim/fabric"
 	"github.com/hcasim/hcasim/ib"
 	"github.com/hcasim/hcasim/verif"
+	"github.com/sarchlab/akita/v3/sim"
 )
 
 // observersImpl builds the --trace, --check, --vcd and --pcap observers of one run:
@@ -235,6 +236,9 @@ func unmatchedGlob(globs []string, s *fabric.Simulation) (string, string) {
 func blockNames(s *fabric.Simulation) []string {
 	names := make([]string, 0, len(s.Blocks))
 	for _, b := range s.Blocks {
+		if o, ok := b.(interface{ StandsFor() sim.Hookable }); ok {
+			b = o.StandsFor() // a partitioned run's stand-in: the block's name
+		}
 		if n, ok := b.(interface{ Name() string }); ok {
 			names = append(names, n.Name())
 			continue
@@ -252,7 +256,7 @@ func blockNames(s *fabric.Simulation) []string {
 				continue
 			}
 		}
-		return nil // a partitioned run's stand-ins, or a block we cannot name
+		return nil // a block we cannot name
 	}
 	return names
 }
