@@ -160,7 +160,7 @@ Run flags:
                         (a sweep without --out: hcasim-out/NAME in the current directory)
       --seed N          override the config's seed
       --check           invariant checkers: lossless, buffers, credits, ordering, integrity, protection, wire, route
-      --trace FILE      write an event trace (see docs/trace-format.md)
+      --trace FILE      write an event trace (see docs/trace-format.md); gzip when FILE ends in .gz
       --trace-path GLOB only trace components whose name matches, e.g. 'Fabric.Leaf[2].*'
                         ('*' any run, '?' one character, '[' ']' themselves; repeatable;
                         filters --trace, --vcd and --pcap)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -570,6 +572,34 @@ func TestTraceHeaderSeed(t *testing.T) {
 		assert.Equal(t, seed, tr.Header.Seed)
 		assert.NotEmpty(t, tr.Events)
 	}
+}
+
+// TestTraceGzipByName: a --trace name ending in .gz is written
+// gzip-compressed (it was plain text under a .gz name): the file starts
+// with gzip's magic bytes 1f 8b, decompresses to the plain trace's bytes
+// exactly, and the same run twice writes the same compressed bytes (the
+// gzip header carries no time or name).
+func TestTraceGzipByName(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-config", "xdr.yaml", "--set", "workload.iterations=2", "--quiet"}
+	read := func(name string) []byte {
+		p := filepath.Join(dir, name)
+		code, _, errs := run(append(args, "--trace", p)...)
+		require.Equal(t, 0, code, errs)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		return b
+	}
+	plain, gz, gz2 := read("t.trace"), read("t.trace.gz"), read("u.trace.gz")
+	require.Greater(t, len(gz), 2)
+	assert.Equal(t, []byte{0x1f, 0x8b}, gz[:2], "gzip's magic")
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	require.NoError(t, err)
+	got, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(plain, got), "the .gz trace decompresses to the plain trace")
+	assert.True(t, bytes.Equal(gz, gz2), "the same run writes the same compressed bytes")
+	assert.Less(t, len(gz), len(plain))
 }
 
 // TestTraceFormatDocsNameEmitters: every kind a traced run writes has its

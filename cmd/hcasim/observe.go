@@ -1,8 +1,10 @@
 package main
 
 import (
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -35,6 +37,7 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 	}
 	var (
 		traceFile *os.File
+		traceGz   *gzip.Writer // a --trace name ending in .gz
 		rec       *verif.Recorder
 		vcd       *verif.VCDRecorder
 		chk       *verif.Checkers
@@ -45,7 +48,16 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		if err != nil {
 			return nil, nil, outFileError("--trace", f.trace, err)
 		}
-		rec = verif.NewRecorder(traceFile, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.Identity()),
+		var w io.Writer = traceFile
+		if strings.HasSuffix(f.trace, ".gz") {
+			// A name ending in .gz is written gzip-compressed, as the
+			// name says (diff reads either), at the fastest level (a trace is
+			// large, and a run waits on it); the header's time and name
+			// are left empty, so the bytes depend on the trace alone.
+			traceGz, _ = gzip.NewWriterLevel(traceFile, gzip.BestSpeed) // a valid level: no error
+			w = traceGz
+		}
+		rec = verif.NewRecorder(w, verif.Header{Version: verif.TraceVersion, Config: verif.ConfigHash(l.Identity()),
 			Seed: l.Config.Seed}, filter)
 	}
 	var vcdFile *os.File
@@ -132,6 +144,11 @@ func observersImpl(l *fabric.Loaded, f *runFlags) (func(*fabric.Simulation), fun
 		if rec != nil {
 			if err := rec.Flush(); err != nil && first == nil {
 				first = writeError("--trace", err)
+			}
+			if traceGz != nil {
+				if err := traceGz.Close(); err != nil && first == nil {
+					first = writeError("--trace", err)
+				}
 			}
 			if err := traceFile.Close(); err != nil && first == nil {
 				first = writeError("--trace", err)
