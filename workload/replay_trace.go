@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -189,6 +190,9 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 				// Whole nanoseconds: compute time as a trace generator
 				// writes it; a picosecond fraction would be false precision.
 				d, err := strconv.ParseInt(val, 10, 64)
+				if notNumber(err) {
+					return nil, fail("delay_ns: %q is not a whole number of ns (in decimal, 0 to 1e12)", val)
+				}
 				if err != nil || d < 0 || d > MaxReplayStartNs {
 					return nil, fail("delay_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
 				}
@@ -198,6 +202,9 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 					return nil, fail("compute_ns: given twice on the line (one compute a message)")
 				}
 				c, err := strconv.ParseInt(val, 10, 64)
+				if notNumber(err) {
+					return nil, fail("compute_ns: %q is not a whole number of ns (in decimal, 0 to 1e12)", val)
+				}
 				if err != nil || c < 0 || c > MaxReplayStartNs {
 					return nil, fail("compute_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
 				}
@@ -218,6 +225,11 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 			// Compute is what a rank does with what it received; without
 			// dependencies there is nothing it waits for to compute on.
 			return nil, fail("compute_ns: %d is given without after= (compute follows the message's dependencies; without any, start_ns says when it is posted)", m.Compute/ib.Nanosecond)
+		}
+		if !decimalNumber.MatchString(pos[0]) {
+			// ParseFloat alone also takes hex floats (0x1p4), Inf, NaN
+			// and underscores, which no trace generator means.
+			return nil, fail("start_ns: %q is not a number (ns in decimal, e.g. 1500 or 12.5; 0 to 1e12)", pos[0])
 		}
 		st, err := strconv.ParseFloat(pos[0], 64)
 		if err != nil || math.IsNaN(st) || st < 0 || st > MaxReplayStartNs {
@@ -251,6 +263,9 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		}
 		m.Op = ReplayOp(op)
 		b, err := strconv.ParseInt(pos[4], 10, 64)
+		if notNumber(err) {
+			return nil, fail("bytes: %q is not a whole number (a byte count in decimal, 1 to %d)", pos[4], MaxReplayBytes)
+		}
 		if err != nil || b < 1 || b > MaxReplayBytes {
 			return nil, fail("bytes: %q is out of range (1 to %d)", pos[4], MaxReplayBytes)
 		}
@@ -312,4 +327,17 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 		}
 	}
 	return t, nil
+}
+
+// decimalNumber is a number as a trace generator writes one: decimal
+// digits, at most one point, an optional exponent, an optional sign (a
+// negative one is then out of range, not malformed).
+var decimalNumber = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// notNumber reports whether a strconv.ParseInt error says the text is no
+// decimal integer at all ("0x10", "2.5", "long"), as against one out of
+// int64's range.
+func notNumber(err error) bool {
+	var ne *strconv.NumError
+	return errors.As(err, &ne) && ne.Err == strconv.ErrSyntax
 }
