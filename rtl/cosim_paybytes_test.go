@@ -172,12 +172,7 @@ func TestRequesterPayReadsMutantsFail(t *testing.T) {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
-			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := mutatedSource(t, m.file, m.old, m.new)
-			files := writeReqBench(t, d, replace)
-			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
-			require.NoError(t, err)
+			d := buildReqMutant(t, ctx, dir, m.name, m.file, m.old, m.new)
 			var judges []func() []string
 			for i, run := range runs {
 				judges = append(judges, func() []string {

@@ -1561,6 +1561,20 @@ func reqTransport(t *testing.T) string {
 	return ""
 }
 
+// buildReqMutant writes the requester's testbench into a directory of
+// its own under dir, named after the mutant, with file's old replaced by
+// new (unmutated for an empty file), compiles it in Icarus and returns the
+// directory, sim.vvp in it.
+func buildReqMutant(t *testing.T, ctx context.Context, dir, name, file, old, new string) string {
+	t.Helper()
+	d := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
+	require.NoError(t, os.MkdirAll(d, 0o755))
+	files := writeReqBench(t, d, mutatedSource(t, file, old, new))
+	_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
+	require.NoError(t, err)
+	return d
+}
+
 func writeReqBench(t *testing.T, dir string, replace map[string]string) []string {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tb.v"), []byte(reqTB), 0o644))
@@ -2262,12 +2276,7 @@ func TestRequesterMutantsFail(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "_"))
-			require.NoError(t, os.MkdirAll(d, 0o755))
-			replace := mutatedSource(t, m.file, m.old, m.new)
-			files := writeReqBench(t, d, replace)
-			_, err := runTool(ctx, d, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
-			require.NoError(t, err)
+			d := buildReqMutant(t, ctx, dir, m.name, m.file, m.old, m.new)
 			var judges []func() []string
 			for i, run := range runs {
 				judges = append(judges, func() []string {
