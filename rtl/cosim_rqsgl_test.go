@@ -124,7 +124,7 @@ func TestRQStrideCosim(t *testing.T) {
 }
 
 // TestRQStrideMutantsFail: each slip below in hca_rq's strides, lists and
-// element port fails the first seed of the 8-QP case (seven queues, each
+// element port (eighteen) fails the first seed of the 8-QP case (seven queues, each
 // stride from 1 to 32 segments among them).
 func TestRQStrideMutantsFail(t *testing.T) {
 	const f = "hca_rq.v"
@@ -143,6 +143,7 @@ func TestRQStrideMutantsFail(t *testing.T) {
 		{"one segment with MLX5_INVALID_LKEY empty whatever its length", f, "(p_wqe[95:64] == 32'h100 && p_wqe[127:96] == 32'd0) ? 6'd0 : 6'd1", "(p_wqe[95:64] == 32'h100) ? 6'd0 : 6'd1"},
 		{"a stride of two read as one segment", f, "(p_ls == 3'd1 && j < 2)", "(p_ls == 3'd1 && j < 1)"},
 		{"the sum: the last element's length only", f, "c_sum = c_sum + c_seg[127:96];", "c_sum = c_seg[127:96];"},
+		{"the length: the first element's only", f, "c_sum = c_sum + c_seg[127:96];", "c_sum = c_sum + (c_n == 6'd1 ? c_seg[127:96] : 32'd0);"},
 		{"one row fewer walked", f, "(3'd1 << (p_ls - 3'd2)) - 3'd1 : 3'd0;", "(3'd1 << (p_ls - 3'd2)) - 3'd2 : 3'd0;"},
 		{"the rows before not kept (count)", f, "w_n   <= c_n;", "w_n   <= w_n;"},
 		{"the first segment's address from the last row", f, "assign rw_rsp_addr  = w_g == 3'd0 ? p_wqe[63:0] : w_a0;", "assign rw_rsp_addr  = p_wqe[63:0];"},
