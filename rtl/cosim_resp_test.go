@@ -49,21 +49,26 @@ type respPkt struct {
 	// response sent now: the testbench gives it back on fin_* (kind 3)
 	release bool
 	idx     uint32 // post: the WQE's index
-	imm     uint32 // ImmDt
-	rnr     int    // cfg: the QP's min_rnr_timer
-	gap     bool   // no packet waits behind this one (the flush point)
-	qpn     uint32 // BTH.DestQP
-	psn     uint32
-	op      ib.Opcode
-	ackReq  bool
-	va      uint64 // RETH
-	rkey    uint32
-	dlen    uint32
-	swap    uint64 // AtomicETH: swap or add data (va, rkey: its VA and R_Key)
-	cmp     uint64 // AtomicETH: compare data
-	pd      uint32 // cfg: the QP's PD
-	mtu     int    // cfg: the QP's path MTU, bytes
-	pay     []byte // the payload
+	nsge    int    // post: its elements (hca.DecodeRecvWQE's: 0 for mlx5's empty list)
+	// elem: element k of the list of WQE idx posted to qpn (va, dlen,
+	// rkey its address, length and L_Key; kind 4)
+	elem   bool
+	k      int
+	imm    uint32 // ImmDt
+	rnr    int    // cfg: the QP's min_rnr_timer
+	gap    bool   // no packet waits behind this one (the flush point)
+	qpn    uint32 // BTH.DestQP
+	psn    uint32
+	op     ib.Opcode
+	ackReq bool
+	va     uint64 // RETH
+	rkey   uint32
+	dlen   uint32
+	swap   uint64 // AtomicETH: swap or add data (va, rkey: its VA and R_Key)
+	cmp    uint64 // AtomicETH: compare data
+	pd     uint32 // cfg: the QP's PD
+	mtu    int    // cfg: the QP's path MTU, bytes
+	pay    []byte // the payload
 }
 
 // respAck is an ACK or NAK as hca_responder gives it: its QP's QPN, PSN,
@@ -141,7 +146,10 @@ type respRun struct {
 	// sends: SENDs and WRITEs with immediate among the WRITEs, receive
 	// WQEs posted before them (newRespRunSends); cqes the receive
 	// completions the model made, cqeAfter the packets written before each.
-	sends        bool
+	sends bool
+	// lists: half the receive WQEs posted are lists of 2 to 32 elements
+	// (newRespRunLists; their draws only in such runs).
+	lists        bool
 	localRegions []hca.MR
 	cqes         []respCQE
 	cqeAfter     []int
@@ -552,7 +560,10 @@ func (run *respRun) send(q *respQP, p *respPkt) {
 	default:
 		run.byKind["accepted, no payload"]++
 	}
-	if a.Write {
+	if a.Write && a.RecvSGL != nil {
+		// A SEND into a list: one write per element part (hca.Device.scatter).
+		run.scatter(a, cp.pay)
+	} else if a.Write {
 		run.writes++
 		for k, b := range cp.pay {
 			run.mem[a.WriteAddr+uint64(k)] = b
@@ -780,8 +791,11 @@ func (run *respRun) write(t *testing.T, dir string) {
 			w0 = uint64(p.pd) | mtuCode(p.mtu)<<32 | uint64(p.rnr)<<40
 		} else if p.release {
 			w3 = 3 << 60
-		} else if p.post {
-			w3 = 2<<60 | uint64(p.qpn)<<32
+		} else if p.post || p.elem {
+			w3 = 2<<60 | uint64(p.qpn)<<32 | uint64(p.nsge)
+			if p.elem {
+				w3 = 4<<60 | uint64(p.qpn)<<32 | uint64(p.k)<<8
+			}
 			w2 = uint64(p.rkey)<<32 | uint64(p.dlen)
 			w1, w0 = p.va, uint64(p.idx)
 		} else {
@@ -984,7 +998,9 @@ func (run *respRun) check(res *respResult) []string {
 // [223:200] PSN; [199:192] opcode; [172:160] payload bytes; [159:128] DMA
 // length; [127:64] VA; [63:32] R_Key; [31:0] PD, or the ImmDt of a
 // packet; a context write's min_rnr_timer at [44:40]; a post's L_Key at
-// [191:160], length [159:128], address [127:64], index [15:0]), the
+// [191:160], length [159:128], address [127:64], index [15:0], elements
+// [197:192]; kind 4 a list's element k [204:200] of the WQE of index
+// [15:0]: L_Key [191:160], length [159:128], address [127:64]), the
 // payload blocks in blk.hex in order, the MPT in mpt.hex. A packet marked
 // gap is followed by nothing until the responder is idle again (and 0..3
 // cycles more); any other by the next entry at once. A post is taken while
@@ -1022,9 +1038,10 @@ module tb;
     wire is_cfg = e[255:252] == 4'd1;
     wire is_post = e[255:252] == 4'd2;
     wire is_rel = e[255:252] == 4'd3;
+    wire is_elem = e[255:252] == 4'd4;
     wire more = ei < ne;
     wire cfg_valid = more && is_cfg && hold == 0;
-    wire rq_valid  = more && !is_cfg && !is_post && !is_rel && hold == 0;
+    wire rq_valid  = more && !is_cfg && !is_post && !is_rel && !is_elem && hold == 0;
     wire [7:0] ack_res;
     wire [23:0] ack_last;
     reg fin_v;
@@ -1076,7 +1093,9 @@ module tb;
         .rd_rsp_valid(rd_busy), .rd_rsp_data(rd_blk),
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
-        .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
+        .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]), .rw_rsp_nsge(rw_n),
+        .rw_sge_valid(rw_sge_valid), .rw_sge_q(rw_sge_q), .rw_sge_index(rw_sge_index), .rw_sge_k(rw_sge_k),
+        .rw_sge_addr(rw_e[63:0]), .rw_sge_len(rw_e[127:96]), .rw_sge_lkey(rw_e[95:64]),
         .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err), .req_err(4'd0),
         .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
         .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
@@ -1114,10 +1133,13 @@ module tb;
         rw_slot = 2'd0;
         fin_v = 1'b0; fin_e = 56'd0; fq_w = 0; fq_r = 0;
         for (qi = 0; qi < 4; qi = qi + 1) begin rq_head[qi] = 7'd0; rq_tail[qi] = 7'd0; end
+        for (qi = 0; qi < 8192; qi = qi + 1) rqe[qi] = 128'd0; // no element posted: 0 bytes
         repeat (4) @(posedge clk);
         rst_n <= 1'b1;
     end
     assign post_take = more && is_post && hold == 0 && rq_ready;
+    // A list's element (kind 4, after its post): {context, index mod 64, k} <= {length, L_Key, address}.
+    wire elem_take = more && is_elem && hold == 0 && rq_ready;
     always @(posedge clk) if (rst_n) begin
         cyc <= cyc + 1;
         rnd_pd  <= ($random(seed) & 3) != 0;
@@ -1142,9 +1164,14 @@ module tb;
             ei <= ei + 1;
             rq_head[e[225:224]] <= rq_tail[e[225:224]];
         end
+        if (elem_take) begin
+            ei <= ei + 1;
+            rqe[{e[225:224], e[5:0], e[204:200]}] <= {e[159:128], e[191:160], e[127:64]};
+        end
         if (post_take) begin
             ei <= ei + 1;
             rqm[{e[225:224], rq_tail[e[225:224]][5:0]}] <= {e[15:0], e[127:64], e[159:128], e[191:160]};
+            rqn[{e[225:224], rq_tail[e[225:224]][5:0]}] <= e[197:192];
             rq_tail[e[225:224]] <= rq_tail[e[225:224]] + 7'd1;
         end
 ` + rqStandInStep + `        if (rc_valid && rnd_rc) $display("Q %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);
@@ -1497,7 +1524,7 @@ func TestResponderMutantsFail(t *testing.T) {
 		{"a zero-length WRITE's R_Key checked", f, "has_reth && h_dlen != 32'd0) ||", "has_reth) ||"},
 		{"a key failure leaves the context out of ERR", f, "if (k_fail) begin\n                ctx_err[ix] <= 1'b1;\n", "if (k_fail) begin\n"},
 		{"a SEND inside a WRITE taken", f, "first == ctx_inmsg[ix] || (ctx_inmsg[ix] && ctx_insend[ix] != is_send);", "first == ctx_inmsg[ix];"},
-		{"the first beat's lanes below the VA enabled", f, "(x_first ? ge_s : {64{1'b1}})", "{64{1'b1}}"},
+		{"the first beat's lanes below the VA enabled", f, "(x_first ? ge_a : {64{1'b1}})", "{64{1'b1}}"},
 		{"the last beat one lane short", f, "({1'b0, x_e} + 7'd1)", "({1'b0, x_e})"},
 		{"the previous block's lanes not kept", f, "ge_s[63-k] ? rot[511-8*k -: 8] : x_prev[511-8*k -: 8];", "rot[511-8*k -: 8];"},
 		{"the WRITE's next byte not moved", f, "ctx_wva[ix] <= wva + {51'd0, h_len};", "ctx_wva[ix] <= wva;"},

@@ -56,6 +56,10 @@ func (q *respQP) msgBytes() uint32 {
 // region); 1 in 5 in the PD's region with LOCAL_WRITE only.
 func (run *respRun) postRecv(q *respQP, n uint32) {
 	r := run.r
+	if run.lists && r.IntN(2) == 0 {
+		run.postRecvList(q, n)
+		return
+	}
 	if len(q.rq) >= 48 {
 		return // the testbench's queue holds 64
 	}
@@ -108,7 +112,7 @@ func (run *respRun) postWR(q *respQP, wr hca.RecvWR) {
 
 // postAs is post with seg the data segment the stream carries for w.
 func (run *respRun) postAs(q *respQP, w hca.RecvWQE, seg hca.RecvWR) {
-	if prev := run.stream[len(run.stream)-1]; !prev.cfg && !prev.post && !prev.gap {
+	if prev := run.stream[len(run.stream)-1]; !prev.cfg && !prev.post && !prev.elem && !prev.gap {
 		prev.gap = true
 		for _, o := range run.qps {
 			if o != nil && o.qpn == prev.qpn {
@@ -127,7 +131,17 @@ func (run *respRun) postAs(q *respQP, w hca.RecvWQE, seg hca.RecvWR) {
 	} else {
 		q.rq = append(q.rq, w)
 	}
-	run.stream = append(run.stream, &respPkt{post: true, qpn: q.qpn, idx: w.Index & 0xffff, va: seg.Addr, dlen: seg.Length, rkey: seg.LKey})
+	nsge := 1
+	if w.SGL != nil {
+		nsge = len(w.SGL)
+	}
+	run.stream = append(run.stream, &respPkt{post: true, qpn: q.qpn, idx: w.Index & 0xffff, va: seg.Addr, dlen: seg.Length, rkey: seg.LKey, nsge: nsge})
+	if nsge >= 2 {
+		// The list's elements, as hca_rq's store holds them (rw_sge_*).
+		for k, e := range w.SGL {
+			run.stream = append(run.stream, &respPkt{elem: true, qpn: q.qpn, idx: w.Index & 0xffff, k: k, va: e.Addr, dlen: e.Length, rkey: e.LKey})
+		}
+	}
 }
 
 // flushRecv completes w, a receive WQE of q's queue not consumed, with
@@ -162,11 +176,21 @@ func sendOp(imm, i, n int) ib.Opcode {
 
 // rqStandInDecl declares the receive queues' stand-in the responder
 // testbenches (respTB, respWireTB) answer rw_* from: 4 contexts of 64
-// WQEs, {index, address, length, L_Key} each in rqm, and the receive
-// completion wires rc_*; rqStandInStep is its clocked part, in the
-// bench's always block (a request taken while idle, answered after 0..3
-// cycles, the WQE taken with the answer when one is posted).
+// WQEs, {index, address, length, L_Key} each in rqm and its elements in
+// rqn (hca_rq's rw_rsp_nsge: the elements hca.DecodeRecvWQE finds), a
+// list's elements {length, L_Key, address} in rqe by {context, index mod
+// 64, element} (read on rw_sge_*, as hca_rq's store, combinationally), and
+// the receive completion wires rc_*; rqStandInStep is its clocked part,
+// in the bench's always block (a request taken while idle, answered after
+// 0..3 cycles, the WQE taken with the answer when one is posted).
 const rqStandInDecl = `    reg [143:0] rqm [0:255];
+    reg [5:0] rqn [0:255];
+    reg [127:0] rqe [0:8191];
+    wire rw_sge_valid;
+    wire [1:0] rw_sge_q;
+    wire [15:0] rw_sge_index;
+    wire [4:0] rw_sge_k;
+    wire [127:0] rw_e = rqe[{rw_sge_q, rw_sge_index[5:0], rw_sge_k}];
     reg [6:0] rq_head [0:3];
     reg [6:0] rq_tail [0:3];
     reg rw_busy, rnd_rc;
@@ -177,6 +201,7 @@ const rqStandInDecl = `    reg [143:0] rqm [0:255];
     wire rw_rsp_valid = rw_busy && rw_lat == 0;
     wire rw_ok = rq_head[rw_slot] != rq_tail[rw_slot];
     wire [143:0] rw_w = rqm[{rw_slot, rq_head[rw_slot][5:0]}];
+    wire [5:0] rw_n = rqn[{rw_slot, rq_head[rw_slot][5:0]}];
     wire rc_valid;
     wire [23:0] rc_qpn;
     wire [3:0] rc_opcode;
@@ -604,7 +629,7 @@ func TestResponderEmptyListCosim(t *testing.T) {
 	assert.Equal(t, 1, res.beats)
 	const f = "hca_responder.v"
 	for _, m := range []cosimMutant{
-		{"the empty list's L_Key checked", f, "wire         rw_empty = rw_rsp_len == 32'd0 && rw_rsp_lkey == 32'h100;", "wire         rw_empty = 1'b0;"},
+		{"the empty list's L_Key checked", f, "wire         rw_empty = rw_rsp_nsge == 6'd0;", "wire         rw_empty = 1'b0;"},
 		{"an empty list taking a SEND of any length", f, "!wimm && rw_empty && h_len == 13'd0 && !bad_len;", "!wimm && rw_empty && !bad_len;"},
 		// Not here: the 0-byte SEND's byte_len from the bytes placed before
 		// (r_end without "first ? 32'd0 :"): in this run the context's

@@ -456,7 +456,9 @@ module tb;
         .rd_rsp_valid(c_rd_rsp), .rd_rsp_data(rd_data),
         .rw_req_valid(rw_req_valid), .rw_req_ready(!rw_busy), .rw_req_qpn(rw_req_qpn), .rw_rsp_valid(rw_rsp_valid),
         .rw_rsp_ready(rw_rsp_ready), .rw_rsp_ok(rw_ok), .rw_rsp_index(rw_w[143:128]), .rw_rsp_addr(rw_w[127:64]),
-        .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]),
+        .rw_rsp_len(rw_w[63:32]), .rw_rsp_lkey(rw_w[31:0]), .rw_rsp_nsge(rw_n),
+        .rw_sge_valid(rw_sge_valid), .rw_sge_q(rw_sge_q), .rw_sge_index(rw_sge_index), .rw_sge_k(rw_sge_k),
+        .rw_sge_addr(rw_e[63:0]), .rw_sge_len(rw_e[127:96]), .rw_sge_lkey(rw_e[95:64]),
         .rw_req_flush(rw_req_flush), .rw_flush(rw_flush), .qp_err(qp_err), .req_err(4'd0),
         .rc_valid(rc_valid), .rc_ready(rnd_rc), .rc_qpn(rc_qpn), .rc_opcode(rc_opcode), .rc_status(rc_status),
         .rc_index(rc_index), .rc_len(rc_len), .rc_imm(rc_imm),
@@ -658,6 +660,9 @@ module tb;
         if (post_take) begin
             ei <= ei + 1;
             rqm[{e[489:488], rq_tail[e[489:488]][5:0]}] <= e[487:344];
+            // One element, or mlx5's empty list (0 bytes, MLX5_INVALID_LKEY): hca_rq's decode at a
+            // stride of one segment.
+            rqn[{e[489:488], rq_tail[e[489:488]][5:0]}] <= (e[407:376] == 32'd0 && e[375:344] == 32'h100) ? 6'd0 : 6'd1;
             rq_tail[e[489:488]] <= rq_tail[e[489:488]] + 7'd1;
         end
 ` + rqStandInStep + `        if (rc_valid && rnd_rc) $display("V %h %h %h %h %h %h", rc_qpn, rc_opcode, rc_status, rc_index, rc_len, rc_imm);

@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -27,12 +28,29 @@ type rqQueue struct {
 	qpn                           uint32
 	base                          uint64
 	logSize                       int
+	logStride                     int    // log2 of the stride in 16-byte segments (hca.QP.RecvStride)
 	prod, fetched, arrived, taken uint32 // free running; the RTL keeps them mod 2^16
+	aseg                          uint32 // segments arrived (arrived = aseg >> logStride)
 	posted, rung                  uint32 // the driver: WQEs written, announced
 	mem                           []byte // the ring's host memory, rounded up to whole 64-byte blocks
+	// wqes are the WQEs as posted, by index: what the reads return (the
+	// driver reuses a slot only after its WQE is taken) and what the store
+	// holds once stored (every segment back).
+	wqes map[uint32]*rqWQE
+}
+
+// rqWQE is one posted receive WQE: its stride's bytes, and whether its
+// segments are in hca_rq's store (read back; a WQE flushed before its read
+// never is).
+type rqWQE struct {
+	b      []byte
+	stored bool
 }
 
 func (q *rqQueue) ring() int { return 1 << q.logSize }
+
+// stride is the queue's WQE size in bytes.
+func (q *rqQueue) stride() int { return hca.RecvWQEBytes << q.logStride }
 
 // rqRead is a read in flight: its QP, its first WQE's lane in its first
 // block, its WQEs.
@@ -56,8 +74,13 @@ type rqRead struct{ q, lane, n int }
 // L_Key).
 type rqDUT struct {
 	qpnW, depth int
-	qs          []rqQueue
-	arb         *components.RoundRobin
+	// maxSGE is hca_rq's MAX_RSGE: above 1, contexts are created with
+	// random strides up to it and the element port is read (0 or 1: the
+	// block's default, strides of one segment, the draws of the cases
+	// before strides).
+	maxSGE int
+	qs     []rqQueue
+	arb    *components.RoundRobin
 
 	reqV            bool
 	reqAddr         uint64
@@ -85,6 +108,15 @@ type rqDUT struct {
 	// takes answered none left, reads in flight at a QP's error.
 	flushed, flushUnread, flushWaits, flushNone, errInFlight int
 	lastIssue                                                int // the QP whose read was issued last cycle, -1 none
+
+	wg                 int // rows of the pending take's WQE read so far (hca_rq's w_g)
+	creates, strideOff int // contexts created, and the first one's stride
+	// Coverage of strides and lists (TestRQStrideStimulusCovers), by log2
+	// stride: WQEs taken, lists of two or more, empty lists, lists filling
+	// the stride, a terminator of non-zero length first, takes that
+	// waited for a multi-row walk, element reads of the WQE last taken
+	// and of one not taken.
+	sTaken, sList, sEmpty, sFull, sTermLen, sWalkWait, sHeld, sAhead [6]int
 }
 
 func newRQDUT(qpnW, depth int) *rqDUT {
@@ -100,12 +132,28 @@ func newRQDUT(qpnW, depth int) *rqDUT {
 
 func (d *rqDUT) window() int { return hca.RecvWindow(d.depth, hca.RecvWQEBytes) }
 
+// windowOf is q's prefetch window in WQEs (hca.RecvWindow at its stride).
+func (d *rqDUT) windowOf(q *rqQueue) int { return hca.RecvWindow(d.depth, q.stride()) }
+
+// maxLogStride is log2 of hca_rq's largest stride (RSTRIDE), 0 for one segment.
+func (d *rqDUT) maxLogStride() int {
+	l := 0
+	for 1<<l < d.maxSGE {
+		l++
+	}
+	return l
+}
+
 func (d *rqDUT) module() string { return "hca_rq" }
 func (d *rqDUT) files() []string {
 	return []string{"hca_rq.v", "sync_fifo.v", "rr_arbiter.v", "onehot_encode.v"}
 }
 func (d *rqDUT) params() []Param {
-	return []Param{{"QPN_W", d.qpnW}, {"WQE_PREFETCH_DEPTH", d.depth}}
+	p := []Param{{"QPN_W", d.qpnW}, {"WQE_PREFETCH_DEPTH", d.depth}}
+	if d.maxSGE > 1 {
+		p = append(p, Param{"MAX_RSGE", d.maxSGE})
+	}
+	return p
 }
 func (d *rqDUT) inputs() []Signal {
 	return []Signal{
@@ -115,6 +163,9 @@ func (d *rqDUT) inputs() []Signal {
 		{Name: "rd_req_ready", Width: 1}, {Name: "rd_rsp_valid", Width: 1}, {Name: "rd_rsp_data", Width: 512},
 		{Name: "rw_req_valid", Width: 1}, {Name: "rw_req_qpn", Width: 24}, {Name: "rw_rsp_ready", Width: 1},
 		{Name: "rq_err", Width: len(d.qs)}, {Name: "rw_req_flush", Width: 1},
+		{Name: "rq_cfg_log_stride", Width: 3},
+		{Name: "rw_sge_valid", Width: 1}, {Name: "rw_sge_q", Width: d.qpnW}, {Name: "rw_sge_index", Width: 16},
+		{Name: "rw_sge_k", Width: 5},
 	}
 }
 func (d *rqDUT) outputs() []Signal {
@@ -128,6 +179,9 @@ func (d *rqDUT) outputs() []Signal {
 		{Name: "rw_rsp_index", Width: 16, ValidWhen: ok}, {Name: "rw_rsp_addr", Width: 64, ValidWhen: wqe},
 		{Name: "rw_rsp_len", Width: 32, ValidWhen: wqe}, {Name: "rw_rsp_lkey", Width: 32, ValidWhen: wqe},
 		{Name: "rw_flush", Width: len(d.qs)},
+		{Name: "rw_rsp_nsge", Width: 6, ValidWhen: wqe},
+		{Name: "rw_sge_addr", Width: 64, ValidWhen: "rw_sge_valid"}, {Name: "rw_sge_len", Width: 32, ValidWhen: "rw_sge_valid"},
+		{Name: "rw_sge_lkey", Width: 32, ValidWhen: "rw_sge_valid"},
 	}
 }
 
@@ -142,7 +196,20 @@ func (d *rqDUT) create(r *rand.Rand, k int) rqQueue {
 	if r.IntN(4) == 0 {
 		q.base = ^uint64(0)&^63 - uint64(r.IntN(4))<<6 // base + offset wraps the 64-bit space
 	}
-	q.mem = make([]byte, max(q.ring()*hca.RecvWQEBytes, hca.WQEBBBytes))
+	if d.maxSGE > 1 {
+		// The strides in turn from a random one, so every stride has
+		// queues in every case.
+		if d.creates == 0 {
+			d.strideOff = r.IntN(d.maxLogStride() + 1)
+		}
+		q.logStride = (d.strideOff + d.creates) % (d.maxLogStride() + 1)
+		d.creates++
+		for q.ring()*q.stride() > 1<<19 {
+			q.logSize-- // at most 512 KiB of ring (2^15 WQEs of one segment)
+		}
+	}
+	q.wqes = map[uint32]*rqWQE{}
+	q.mem = make([]byte, max(q.ring()*q.stride(), hca.WQEBBBytes))
 	for i := range q.mem {
 		q.mem[i] = byte(r.Uint32()) // stale bytes: the slots not yet posted, past a small ring's end
 	}
@@ -156,21 +223,80 @@ func (d *rqDUT) post(r *rand.Rand, q *rqQueue) bool {
 	if int(q.posted-q.taken) >= q.ring() {
 		return false
 	}
-	wr := hca.RecvWR{Addr: r.Uint64(), Length: r.Uint32(), LKey: r.Uint32()}
-	if r.IntN(2) == 0 {
-		wr.Length = uint32(r.IntN(1 << 14))
-	}
-	if wr.LKey == 0x100 && wr.Length == 0 {
-		// Not mlx5's empty list (0 bytes, MLX5_INVALID_LKEY), which
-		// hca.DecodeRecvWQE reads as no element: hca_rq passes the segment
-		// as it is and the responder reads the marker
-		// (TestResponderEmptyListCosim).
-		wr.LKey = 0x101
-	}
 	slot := int(q.posted) % q.ring()
-	hca.EncodeRecvWQE(q.mem[slot*hca.RecvWQEBytes:(slot+1)*hca.RecvWQEBytes], &wr)
+	buf := q.mem[slot*q.stride() : (slot+1)*q.stride()]
+	if d.maxSGE > 1 {
+		d.postList(r, buf)
+	} else {
+		wr := hca.RecvWR{Addr: r.Uint64(), Length: r.Uint32(), LKey: r.Uint32()}
+		if r.IntN(2) == 0 {
+			wr.Length = uint32(r.IntN(1 << 14))
+		}
+		if wr.LKey == 0x100 && wr.Length == 0 {
+			// Not mlx5's empty list (0 bytes, MLX5_INVALID_LKEY), which
+			// hca.DecodeRecvWQE reads as no element (the cases with
+			// strides post it: TestRQStrideCosim).
+			wr.LKey = 0x101
+		}
+		hca.EncodeRecvWQE(buf, &wr)
+	}
+	q.wqes[q.posted] = &rqWQE{b: append([]byte(nil), buf...)}
 	q.posted++
 	return true
+}
+
+// postList writes a random receive WQE of len(buf) bytes (the queue's
+// stride): mostly a WR as ibv_post_recv gives it (hca.EncodeRecvWQE: 0 to
+// stride elements, a terminator after fewer, a single element in the
+// one-element form now and then), 1 in 8 raw segments (1 in 3 more in a
+// stride of one) whose L_Keys are MLX5_INVALID_LKEY one time in four (the
+// first's more than half the time) with any length (hca.DecodeRecvWQE's rule, not only mlx5's writing, is what
+// hca_rq must follow: in a stride of one such a segment of non-zero length
+// is an element, in a longer one a terminator).
+func (d *rqDUT) postList(r *rand.Rand, buf []byte) {
+	segs := len(buf) / hca.RecvWQEBytes
+	length := func() uint32 {
+		switch x := r.IntN(8); {
+		case x == 0:
+			return 0
+		case x == 1:
+			return r.Uint32()
+		default:
+			return uint32(r.IntN(1 << 13))
+		}
+	}
+	key := func() uint32 {
+		k := r.Uint32()
+		if k == 0x100 {
+			k = 0x101
+		}
+		return k
+	}
+	if r.IntN(8) == 0 || segs == 1 && r.IntN(3) == 0 {
+		for j := range segs {
+			b := buf[j*hca.RecvWQEBytes:]
+			k := key()
+			if r.IntN(4) == 0 || j == 0 && r.IntN(2) == 0 {
+				k = 0x100
+			}
+			binary.BigEndian.PutUint32(b[0:], length())
+			binary.BigEndian.PutUint32(b[4:], k)
+			binary.BigEndian.PutUint64(b[8:], r.Uint64())
+		}
+		return
+	}
+	n := r.IntN(segs + 1)
+	if r.IntN(3) == 0 {
+		n = segs // a full list: no terminator
+	}
+	wr := hca.RecvWR{SGL: make([]hca.SGE, n)}
+	for i := range wr.SGL {
+		wr.SGL[i] = hca.SGE{Addr: r.Uint64(), Length: length(), LKey: key()}
+	}
+	if n == 1 && r.IntN(2) == 0 {
+		wr = hca.RecvWR{Addr: wr.SGL[0].Addr, Length: wr.SGL[0].Length, LKey: wr.SGL[0].LKey}
+	}
+	hca.EncodeRecvWQE(buf, &wr)
 }
 
 func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
@@ -183,7 +309,6 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 	}
 	d.c++
 	nq := len(d.qs)
-	win := d.window()
 
 	// Create a context: each after reset, then now and then one that is
 	// idle (nothing announced unread, no read in flight, no take pending)
@@ -210,7 +335,7 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 		// read takes a whole window).
 		posts := 1 + r.IntN(6)
 		if r.IntN(8) == 0 {
-			posts = 1 + r.IntN(2*win)
+			posts = 1 + r.IntN(2*d.windowOf(q))
 		}
 		for range posts {
 			d.post(r, q)
@@ -311,6 +436,32 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 	if !take {
 		in[14] = b2v(r.IntN(2) == 0) // not looked at without rw_req_valid
 	}
+	in[15] = U(uint64(cfgQ.logStride))
+	// The responder reads an element between takes (the cases with
+	// strides): of the WQE a QP last took (its list, while it scatters a
+	// SEND into it) or of one arrived and not taken.
+	sge, sgeQ, sgeIdx, sgeK := false, 0, uint32(0), 0
+	if d.maxSGE > 1 && !d.pend && r.IntN(2) == 0 {
+		sgeQ = r.IntN(nq)
+		if q := &d.qs[sgeQ]; q.on {
+			held := q.taken - 1
+			if w := q.wqes[held]; q.taken > 0 && w != nil && w.stored && r.IntN(3) > 0 {
+				sge, sgeIdx = true, held
+				d.sHeld[q.logStride]++
+			} else if a := int(q.arrived - q.taken); a > 0 && a < 1<<15 {
+				idx := q.taken + uint32(r.IntN(a))
+				if w := q.wqes[idx]; w != nil && w.stored {
+					sge, sgeIdx = true, idx
+					d.sAhead[q.logStride]++
+				}
+			}
+			sgeK = r.IntN(1 << q.logStride)
+		}
+	}
+	in[16], in[17], in[18], in[19] = b2v(sge), U(uint64(sgeQ)), U(uint64(uint16(sgeIdx))), U(uint64(sgeK))
+	if !sge && d.maxSGE > 1 {
+		in[18] = U(uint64(r.Uint32() & 0xffff)) // not looked at without rw_sge_valid
+	}
 
 	// The outputs of this cycle, from the state at its start. An answer:
 	// none posted when every announced WQE is taken (or no context has
@@ -337,15 +488,50 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 			d.flushWaits++
 		}
 	}
-	rspValid := d.pend && (empty || avail)
-	out[5], out[6] = b2v(rspValid), b2v(avail)
+	// A take's WQE is read a bank row (four segments) a cycle: a stride
+	// of 2^ls > 4 segments answers 2^ls / 4 - 1 cycles after it arrived.
+	rows := max(1, (1<<pq.logStride)/4)
+	rspValid := d.pend && (empty || avail && (d.pflush || d.wg == rows-1))
+	out[5], out[6] = b2v(rspValid), b2v(rspValid && avail)
 	out[11] = Value(flushes[:1])
 	if rspValid && avail && d.pflush {
 		out[7] = U(uint64(uint16(pq.taken)))
 	} else if rspValid && avail {
-		slot := int(pq.taken) % pq.ring()
-		w := hca.DecodeRecvWQE(pq.mem[slot*hca.RecvWQEBytes : (slot+1)*hca.RecvWQEBytes])
-		out[7], out[8], out[9], out[10] = U(uint64(uint16(pq.taken))), U(w.Addr), U(uint64(w.Length)), U(uint64(w.LKey))
+		// hca.DecodeRecvWQE of the WQE as posted: its elements, their
+		// bytes, and its first segment's address and L_Key.
+		b := pq.wqes[pq.taken].b
+		w := hca.DecodeRecvWQE(b)
+		nsge := 1
+		if w.SGL != nil {
+			nsge = len(w.SGL)
+		}
+		be := binary.BigEndian
+		out[7], out[8], out[9], out[10] = U(uint64(uint16(pq.taken))), U(be.Uint64(b[8:])), U(uint64(w.Length)), U(uint64(be.Uint32(b[4:])))
+		out[12] = U(uint64(nsge))
+		if takeReady {
+			ls := pq.logStride
+			d.sTaken[ls]++
+			switch {
+			case nsge >= 2:
+				d.sList[ls]++
+			case nsge == 0:
+				d.sEmpty[ls]++
+			}
+			if nsge == 1<<ls && ls > 0 {
+				d.sFull[ls]++
+			}
+			if be.Uint32(b[4:]) == 0x100 && be.Uint32(b[0:]) != 0 {
+				d.sTermLen[ls]++
+			}
+		}
+	}
+	if d.pend && avail && !d.pflush && d.wg != rows-1 {
+		d.sWalkWait[pq.logStride]++
+	}
+	if sge {
+		b := d.qs[sgeQ].wqes[sgeIdx].b[sgeK*hca.RecvWQEBytes:]
+		be := binary.BigEndian
+		out[13], out[14], out[15] = U(be.Uint64(b[8:])), U(uint64(be.Uint32(b[0:]))), U(uint64(be.Uint32(b[4:])))
 	}
 	if d.pend && !rspValid {
 		d.waits++
@@ -356,7 +542,7 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 	// flight has room.
 	var canRead components.PortSet
 	for k, q := range d.qs {
-		if q.on && !q.err && uint16(q.prod) != uint16(q.fetched) && int(q.fetched-q.taken) < win {
+		if q.on && !q.err && uint16(q.prod) != uint16(q.fetched) && int(q.fetched-q.taken) < d.windowOf(&d.qs[k]) {
 			canRead.Set(k)
 		}
 	}
@@ -369,7 +555,7 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 	var n, slot int
 	if issue {
 		q := &d.qs[pk]
-		n, slot = hca.RecvRead(q.prod, q.fetched, int(q.fetched-q.taken), d.depth, q.ring())
+		n, slot = hca.RecvReadStride(q.prod, q.fetched, int(q.fetched-q.taken), d.depth, q.ring(), q.stride())
 		if n == 0 {
 			panic("rtl: rqDUT: a QP that can read reads nothing")
 		}
@@ -406,7 +592,13 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 			lo = rd.lane
 		}
 		cnt := min(4-lo, rd.n-d.off)
-		d.qs[rd.q].arrived += uint32(cnt)
+		q := &d.qs[rd.q]
+		q.aseg += uint32(cnt)
+		for ; q.arrived != q.aseg>>q.logStride; q.arrived++ {
+			if w := q.wqes[q.arrived]; w != nil {
+				w.stored = true
+			}
+		}
 		if d.off += cnt; d.off == rd.n {
 			d.reads, d.off = d.reads[1:], 0
 		}
@@ -415,18 +607,23 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 	if issue {
 		d.lastIssue = pk
 		q := &d.qs[pk]
-		// The model's read (hca.Device.recvFetch): n WQEs of 16 bytes at
-		// the ring's base + slot x 16, bytes as PCIe.Read counts them;
+		// The model's read (hca.Device.recvFetch): n WQEs of the stride at
+		// the ring's base + slot x stride, bytes as PCIe.Read counts them;
 		// rd0 returns the 64-byte blocks they lie in (the ring's base is
-		// 64-byte aligned, so its first is block slot / 4 of the ring).
-		at := q.base + uint64(slot)*hca.RecvWQEBytes
-		d.reqV, d.reqAddr, d.reqLen = true, at, n*hca.RecvWQEBytes
-		d.reqQ, d.reqBlock0, d.reqBlocks = pk, int(at-q.base)/hca.WQEBBBytes, dmaSpan(at, n*hca.RecvWQEBytes)
-		d.reads = append(d.reads, rqRead{q: pk, lane: slot % 4, n: n})
+		// 64-byte aligned, so its first is block slot x stride / 64 of the
+		// ring), a segment a lane; the read in flight counts segments.
+		segs := q.stride() / hca.RecvWQEBytes
+		at := q.base + uint64(slot*q.stride())
+		d.reqV, d.reqAddr, d.reqLen = true, at, n*q.stride()
+		d.reqQ, d.reqBlock0, d.reqBlocks = pk, int(at-q.base)/hca.WQEBBBytes, dmaSpan(at, n*q.stride())
+		d.reads = append(d.reads, rqRead{q: pk, lane: slot * segs % 4, n: n * segs})
 		q.fetched += uint32(n)
 	}
+	if d.pend && avail && !d.pflush && d.wg != rows-1 && !sge {
+		d.wg++ // a row of the WQE read (hca_rq's w_step)
+	}
 	if take && !d.pend {
-		d.pend, d.pq, d.pqpn, d.pflush = true, int(takeQPN)&(nq-1), takeQPN, flush
+		d.pend, d.pq, d.pqpn, d.pflush, d.wg = true, int(takeQPN)&(nq-1), takeQPN, flush, 0
 		if !d.qs[d.pq].on || d.qs[d.pq].qpn != takeQPN {
 			d.foreignTakes++
 		}
@@ -439,6 +636,7 @@ func (d *rqDUT) cycle(r *rand.Rand, in, out []Value) {
 				// with it (the model's recvFetch moves rqFetch up).
 				pq.fetched++
 				pq.arrived++
+				pq.aseg = pq.arrived << pq.logStride
 				d.flushUnread++
 			}
 			pq.taken++
@@ -479,10 +677,10 @@ func (d *rqDUT) count(q *rqQueue, n, slot int) {
 	if n == q.ring()-slot && n < unfetched {
 		d.ringEnd++
 	}
-	if n == d.window()-int(q.fetched-q.taken) && n < unfetched {
+	if n == d.windowOf(q)-int(q.fetched-q.taken) && n < unfetched {
 		d.windowBound++
 	}
-	if n == d.window() {
+	if n == d.windowOf(q) {
 		d.fullWindow++
 	}
 	if slot%4 != 0 {
@@ -578,19 +776,19 @@ func TestRQMutantsFail(t *testing.T) {
 	runMutants(t, func() cosimDUT { return newRQDUT(2, 3) }, []cosimMutant{
 		{"a read one WQE past the ring's end", f, "{1'b0, ring_mask} + 17'd1 - {1'b0, slot}", "{1'b0, ring_mask} + 17'd2 - {1'b0, slot}"},
 		{"the window ignored in n", f, "(n_ring < room) ? n_ring : room", "n_ring"},
-		{"the window check <= instead of <", f, "({1'b0, held_g} < WIN17)", "({1'b0, held_g} <= WIN17)"},
+		{"the window check <= instead of <", f, "({1'b0, held_g} < win_of(rq_logst[g]))", "({1'b0, held_g} <= win_of(rq_logst[g]))"},
 		{"a window of two WQEs a block", f, "parameter integer WIN                = 4 * WQE_PREFETCH_DEPTH,", "parameter integer WIN                = 2 * WQE_PREFETCH_DEPTH,"},
 		// The read's bytes (the model's: n x 16 at base + slot x 16).
-		{"the read at its first block, not its WQE (whole blocks)", f, "{rq_base[pk], 6'd0} + {44'd0, slot, 4'd0}", "{rq_base[pk] + {44'd0, slot[15:2]}, 6'd0}"},
-		{"the slot scaled by a block, not a WQE", f, "{rq_base[pk], 6'd0} + {44'd0, slot, 4'd0}", "{rq_base[pk], 6'd0} + {42'd0, slot, 6'd0}"},
-		{"the slot not scaled", f, "{rq_base[pk], 6'd0} + {44'd0, slot, 4'd0}", "{rq_base[pk], 6'd0} + {48'd0, slot}"},
-		{"a read one WQE short", f, "rd_req_len   <= {n[11:0], 4'd0};", "rd_req_len   <= {n[11:0] - 12'd1, 4'd0};"},
-		{"a read of whole blocks (rounded up from the first WQE's lane)", f, "rd_req_len   <= {n[11:0], 4'd0};", "rd_req_len   <= {n[11:0] + {10'd0, slot[1:0]} + 12'd3, 4'd0} & 16'hffc0;"},
+		{"the read at its first block, not its WQE (whole blocks)", f, "{rq_base[pk], 6'd0} + {39'd0, sslot, 4'd0}", "{rq_base[pk] + {39'd0, sslot[20:2]}, 6'd0}"},
+		{"the slot scaled by a block, not a WQE", f, "{rq_base[pk], 6'd0} + {39'd0, sslot, 4'd0}", "{rq_base[pk], 6'd0} + {37'd0, sslot, 6'd0}"},
+		{"the slot not scaled", f, "{rq_base[pk], 6'd0} + {39'd0, sslot, 4'd0}", "{rq_base[pk], 6'd0} + {43'd0, sslot}"},
+		{"a read one WQE short", f, "rd_req_len   <= {nseg[11:0], 4'd0};", "rd_req_len   <= {nseg[11:0] - 12'd1, 4'd0};"},
+		{"a read of whole blocks (rounded up from the first WQE's lane)", f, "rd_req_len   <= {nseg[11:0], 4'd0};", "rd_req_len   <= {nseg[11:0] + {10'd0, sslot[1:0]} + 12'd3, 4'd0} & 16'hffc0;"},
 		{"the first block's WQEs from lane 0", f, "? {1'b0, rt_lane} : 3'd0", "? 3'd0 : 3'd0"},
 		{"a read's last block one block late", f, "assign           rt_last = {1'b0, rest} <= lane_rm;", "assign           rt_last = {1'b0, rest} < lane_rm;"},
 		{"the lanes in little-endian order", f, "lane_of = blk[DATA_W-1-128*l -: 128];", "lane_of = blk[128*l +: 128];"},
-		{"the length and the L_Key swapped", f, "assign rw_rsp_len   = p_wqe[127:96];", "assign rw_rsp_len   = p_wqe[95:64];"},
-		{"an announced WQE not yet read answered as none", f, "assign rw_rsp_valid = pend && (p_empty || p_avail);", "assign rw_rsp_valid = pend;"},
+		{"the length and the L_Key swapped", f, "            c_sum = p_wqe[127:96];", "            c_sum = p_wqe[95:64];"},
+		{"an announced WQE not yet read answered as none", f, "assign rw_rsp_valid = pend && (p_empty || (p_avail && (pflush || w_done)));", "assign rw_rsp_valid = pend;"},
 		{"a QPN not checked at the take", f, "wire             p_hit   = rq_on[pq] && rq_qpn[pq] == pqpn;", "wire             p_hit   = rq_on[pq];"},
 		{"taken not moved", f, "if (took) rq_take[pq] <= p_take + 16'd1;", ""},
 		{"the fetcher never handed over", f, ".commit(issue), .commit_idx(pk)", ".commit(issue), .commit_idx(pk - 1'b1)"},

@@ -2254,8 +2254,8 @@ func TestTopMutantsFail(t *testing.T) {
 		// the whole 64-byte blocks the WQEs lie in (judgeRQReads: QP 2's
 		// one WQE read as 64 bytes, past the WQEs posted).
 		{"hca_rq: receive WQEs read as their whole 64-byte blocks", "hca_rq.v",
-			"rd_req_addr  <= {rq_base[pk], 6'd0} + {44'd0, slot, 4'd0};\n                rd_req_len   <= {n[11:0], 4'd0};",
-			"rd_req_addr  <= {rq_base[pk] + {44'd0, slot[15:2]}, 6'd0};\n                rd_req_len   <= {10'd0, ({4'd0, slot[1:0]} + n[5:0] + 6'd3) >> 2, 6'd0};"},
+			"rd_req_addr  <= {rq_base[pk], 6'd0} + {39'd0, sslot, 4'd0};\n                rd_req_len   <= {nseg[11:0], 4'd0};",
+			"rd_req_addr  <= {rq_base[pk] + {39'd0, sslot[20:2]}, 6'd0};\n                rd_req_len   <= {10'd0, ({4'd0, sslot[1:0]} + nseg[5:0] + 6'd3) >> 2, 6'd0};"},
 	}
 	// On the recovery and error paths (TestTopRetryCosim's run, seed 1):
 	// a go-back-N resend one packet late (QP 0's resend differs), no local

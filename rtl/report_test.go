@@ -463,13 +463,19 @@ func TestReportYosys(t *testing.T) {
 	// resource index (log2 RD_RES bits: ack_res's upper bits are 0) and
 	// last PSN 24 in the output register and in the reply owed, and the
 	// duplicate's found resource's index (the PSN compare with fin_* is a
-	// second read port of the res_last memory).
+	// second read port of the res_last memory). Receive WQEs of several
+	// elements (branch rtlrecvsgl): the part engine's rotation 6 + blocks
+	// to read 8 + keep, priming, list and next-part flags 4 + the packet's
+	// bytes placed 13; the packet's element count 6 and checked element
+	// 5; a list flag a context, 8 (the cursor's element and offset are
+	// memories).
 	rw := bits.Len(uint(p.RdRes - 1))
 	assert.Equal(t, (1+24+24+8+24)+7*16+4*8+(24+24+8+1+64+32+32+13)+(1+8+24+24)+16+(1+1+64+8+8+6+8)+63*8+
 		(1+64+32+3+1)+(1+64+32+1)+8*p.RdRes+rw+24+
 		8+32+(1+2+4+16+32+32)+(1+24+2+4+16+32+32)+
 		(1+64)+(1+64)+(64+64)+64+8*p.RdRes+bits.Len(uint(8*p.RdRes-1))+
-		8*p.RdRes+(rw+24)+(rw+24)+rw,
+		8*p.RdRes+(rw+24)+(rw+24)+rw+
+		(6+8+4+13)+(6+5)+8,
 		flops[synthKey("hca_responder", []Param{{"QPN_W", 3}, {"ACK_COALESCE", p.AckCoalesce}, {"RD_RES", p.RdRes}})])
 	// hca_share_arb: per arbiter of key checks and wr0 the pick held, busy,
 	// the client picked and the one served last, 4 each; the wr0 arbiter's
@@ -541,8 +547,8 @@ func TestReportYosys(t *testing.T) {
 			// the contexts' QPN, expected PSN, MSN, PD, next byte, coalescing count, ACK PSN; MTU code, next
 			// resource; the resources' first and last PSN, VA, length, R_Key; the receive WQE's address,
 			// length, L_Key, index, the bytes placed, the WRITE's length, min_rnr_timer; the atomics'
-			// original values
-			assert.Equal(t, 7+2+5+7+1, c.Memories, c.Module)
+			// original values; a list's cursor, its element and the offset in it
+			assert.Equal(t, 7+2+5+7+1+2, c.Memories, c.Module)
 		}
 	}
 }

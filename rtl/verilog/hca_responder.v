@@ -172,6 +172,16 @@ module hca_responder #(
     input  wire [63:0]  rw_rsp_addr,   // its one scatter element: address, length, L_Key
     input  wire [31:0]  rw_rsp_len,
     input  wire [31:0]  rw_rsp_lkey,
+    input  wire [5:0]   rw_rsp_nsge,   // its elements (hca_rq's hca.DecodeRecvWQE): 0 none, 2.. a list
+    // A list's elements (hca_rq's store, combinationally; never while a take is pending): element
+    // rw_sge_k of WQE rw_sge_index of context rw_sge_q
+    output wire         rw_sge_valid,
+    output wire [QPN_W-1:0] rw_sge_q,
+    output wire [15:0]  rw_sge_index,
+    output wire [4:0]   rw_sge_k,
+    input  wire [63:0]  rw_sge_addr,
+    input  wire [31:0]  rw_sge_len,
+    input  wire [31:0]  rw_sge_lkey,
     output wire         rw_req_flush,  // a flush take: the oldest WQE not taken, answered at once
     input  wire [(1<<QPN_W)-1:0] rw_flush, // contexts with WQEs announced and not taken (hca_rq's)
     output wire [(1<<QPN_W)-1:0] qp_err,   // contexts in ERR (hca_rq's rq_err)
@@ -245,6 +255,11 @@ module hca_responder #(
     reg  [31:0]   ctx_rlkey [0:NQ-1];
     reg  [15:0]   ctx_ridx  [0:NQ-1];
     reg  [31:0]   ctx_roff  [0:NQ-1];  // the message's bytes placed so far (a SEND's, or a WRITE's)
+    // A WQE of several elements (ctx_rlist; its length ctx_rlen their sum): read on rw_sge_*, a SEND
+    // scattered over them in order (hca sglSlice), from element ctx_rk, ctx_reo bytes into it.
+    reg  [NQ-1:0] ctx_rlist;
+    reg  [4:0]    ctx_rk    [0:NQ-1];
+    reg  [31:0]   ctx_reo   [0:NQ-1];
     reg  [23:0]   ctx_qpn  [0:NQ-1];
     reg  [23:0]   ctx_epsn [0:NQ-1];
     reg  [23:0]   ctx_msn  [0:NQ-1];
@@ -280,6 +295,8 @@ module hca_responder #(
     reg  [31:0]  h_rkey, h_dlen;
     reg  [12:0]  h_len;
     reg  [31:0]  h_imm;
+    reg  [5:0]   h_nsge;   // the WQE this packet took: its elements
+    reg  [4:0]   h_kk;     // the element whose L_Key is being checked (a list)
     reg  [63:0]  h_swap, h_cmp;
     wire [QPN_W-1:0] ix = h_qpn[QPN_W-1:0];
 
@@ -384,15 +401,18 @@ module hca_responder #(
     // mlx5's empty scatter list (one data segment of 0 bytes with MLX5_INVALID_LKEY 0x100, what
     // libmlx5 writes for a receive WR of no element): no element (hca.DecodeRecvWQE), so no key
     // check; a SEND of 0 bytes completes into it, a longer one is LOC_LEN_ERR (hca Receive).
-    wire         rw_empty = rw_rsp_len == 32'd0 && rw_rsp_lkey == 32'h100;
+    wire         rw_empty = rw_rsp_nsge == 6'd0;
     wire         rw_kc   = wimm ? has_reth && h_dlen != 32'd0 : {19'd0, h_len} <= rw_rsp_len && !rw_empty;
     wire         rw_nil  = rw_in && rw_rsp_ok && !wimm && rw_empty && h_len == 13'd0 && !bad_len; // taken, nothing checked
     wire         rw_over = rw_in && rw_rsp_ok && !wimm && !rw_kc && !bad_len && !rw_nil;
     wire         rw_blen = rw_in && rw_rsp_ok && bad_len;             // a length error: REM_INV_REQ_ERR
+    // A list's L_Keys: the next element after one that passed, until the last (h_nsge of them).
+    wire         k_more  = l_chk && ctx_rlist[ix] && {1'b0, h_kk} + 6'd1 < h_nsge;
+    wire         k_next  = state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && k_more;
     wire         commit  = (state == S_DEC && in_seq && !bad_seq && !bad_len && ((is_wr && !need_rw && !go_kc) ||
                                                                      (sendp && !first && !s_over))) ||
                            (rw_in && rw_rsp_ok && wimm && !rw_kc && !bad_len) || rw_nil ||
-                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm);
+                           (state == S_KRSP && kc_rsp_valid && kc_rsp_result == 3'd0 && !is_rd && !is_atm) && !k_next;
     // claimRes: a new READ or atomic takes the context's oldest resource (ctx_rnext), unless that
     // still holds a READ one of whose responses has never gone to the port (r_busy: the requester
     // has more than max_rd_atomic outstanding): NAK invalid request at its PSN, the context to ERR
@@ -450,9 +470,18 @@ module hca_responder #(
     reg  [7:0]   x_bt;     // beats left to write
     reg  [7:0]   x_src;    // payload blocks left to take
     reg  [5:0]   x_e;      // the last beat's last lane
+    // A list's parts (one write per element part, hca sglSlice): the rotation (the part's address -
+    // its first payload byte, mod 64), the payload blocks its beats read (x_psrc), its last one
+    // kept for the next part (x_keep), a first block read before its first beat (x_prime: its
+    // address's lane below its first byte's), the packet's bytes placed with it (x_pdone), the
+    // packet scattered over a list (x_list) and the next part being looked for (x_nx).
+    reg  [5:0]   x_rot;
+    reg  [7:0]   x_psrc;
+    reg          x_keep, x_prime, x_list, x_nx;
+    reg  [12:0]  x_pdone;
     reg  [15:0]  x_len;    // the write's bytes, whole blocks
     reg  [511:0] x_prev;   // the previous block, rotated
-    wire [5:0]   s       = x_addr[5:0];
+    wire [5:0]   s       = x_rot;
     wire [511:0] r0 = s[0] ? {pd_data[7:0],   pd_data[511:8]}   : pd_data;  // lane k <- lane k - 1
     wire [511:0] r1 = s[1] ? {r0[15:0],  r0[511:16]}  : r0;
     wire [511:0] r2 = s[2] ? {r1[31:0],  r1[511:32]}  : r1;
@@ -460,6 +489,7 @@ module hca_responder #(
     wire [511:0] r4 = s[4] ? {r3[127:0], r3[511:128]} : r3;
     wire [511:0] rot = s[5] ? {r4[255:0], r4[511:256]} : r4;
     wire [63:0]  ge_s    = {64{1'b1}} >> s;                  // bit 63 - k: lane k >= s
+    wire [63:0]  ge_a    = {64{1'b1}} >> x_addr[5:0];        // the first beat's lanes (>= s unless a list's part)
     reg  [511:0] x_out;
     integer      k;
     always @* begin
@@ -468,20 +498,41 @@ module hca_responder #(
     end
     wire         x_src_on = x_src != 8'd0;
     wire         x_busy   = state == S_XFER;
-    assign wr_valid = a_wr || (x_busy && x_wr && x_bt != 8'd0 && (!x_src_on || pd_valid));
+    wire         x_rd     = x_psrc != 8'd0;                  // this beat reads a payload block
+    assign wr_valid = a_wr || (x_busy && x_wr && !x_nx && !x_prime && x_bt != 8'd0 && (!x_rd || pd_valid));
     wire         w_take   = wr_valid && wr_ready && !a_wr;
     assign wr_addr  = a_wr ? {h_va[63:6], 6'd0} : x_addr;
     assign wr_len   = a_wr ? 16'd64 : x_len;
     assign wr_data  = a_wr ? a_wdat >> {a_o, 3'd0} : x_out;
     assign wr_be    = a_wr ? {8'hFF, 56'd0} >> a_o :
-                      (x_first ? ge_s : {64{1'b1}}) &
+                      (x_first ? ge_a : {64{1'b1}}) &
                       (x_bt == 8'd1 ? ~({64{1'b1}} >> ({1'b0, x_e} + 7'd1)) : {64{1'b1}});
-    assign pd_ready = x_busy && x_src_on && (x_wr ? w_take : 1'b1);
-    // Done when the cycle leaves no beat to write and no block to take.
+    // A block read by a beat (or a part's priming) is popped unless the next part starts in it.
+    wire         x_use    = x_busy && x_wr && !x_nx && x_rd && (x_prime ? pd_valid : w_take);
+    wire         x_hold   = x_keep && x_psrc == 8'd1;
+    assign pd_ready = x_wr ? x_use && !x_hold : x_busy && x_src_on;
+    // Done when the cycle leaves no beat to write and no block to take (and, for a list, no byte of
+    // the packet without its part).
     wire         x_pop    = pd_ready && pd_valid;
     wire [7:0]   bt_n     = x_bt - {7'd0, w_take};
     wire [7:0]   src_n    = x_src - {7'd0, x_pop};
-    wire         x_done   = x_busy && bt_n == 8'd0 && src_n == 8'd0;
+    wire         x_pend   = x_busy && !x_nx && !x_prime && bt_n == 8'd0;  // the part's beats done
+    wire         x_more   = x_list && x_pdone != h_len;
+    wire         x_done   = x_pend && src_n == 8'd0 && !x_more;
+    // The next part (x_nx, a cycle per element looked at): the element at the cursor, what is left
+    // of it and of the packet; an element with nothing left is passed over (hca sglSlice).
+    wire [31:0]  e_left   = rw_sge_len - ctx_reo[ix];
+    wire [12:0]  k_left   = h_len - x_pdone;
+    wire         e_skip   = e_left == 32'd0;
+    wire [12:0]  k_take   = e_left < {19'd0, k_left} ? e_left[12:0] : k_left;
+    wire [63:0]  k_a      = rw_sge_addr + {32'd0, ctx_reo[ix]};
+    wire [13:0]  k_sa     = {8'd0, k_a[5:0]} + {1'b0, k_take};           // the part's beats: ceil(/ 64)
+    wire [13:0]  k_ss     = {8'd0, x_pdone[5:0]} + {1'b0, k_take};       // its blocks: ceil(/ 64)
+    wire [7:0]   k_bt     = k_sa[13:6] + {7'd0, k_sa[5:0] != 6'd0};
+    wire         k_wrap   = k_a[5:0] < x_pdone[5:0];
+    wire [7:0]   k_src    = k_ss[13:6] + {7'd0, k_ss[5:0] != 6'd0};   // read by the priming and the beats
+    wire [12:0]  k_end    = x_pdone + k_take;
+    wire         k_on     = x_busy && x_nx && !e_skip;
 
     // ---- the ACK or NAK the packet owes ----
     reg          p_ack;
@@ -509,11 +560,17 @@ module hca_responder #(
     assign kc_req_valid = state == S_KREQ;
     // A SEND's first packet checks its receive WQE's L_Key over the whole buffer for LOCAL_WRITE (1)
     // (hca.QP.CheckLKey); a WRITE's or READ's RETH its R_Key.
-    assign kc_req_key   = l_chk ? ctx_rlkey[ix] : h_rkey;
+    // A list: element h_kk's (rw_sge_*), each over its whole length, in order (hca recvKeyLookups).
+    wire         k_list = l_chk && ctx_rlist[ix];
+    assign rw_sge_valid = (state == S_KREQ && k_list) || (x_busy && x_nx);
+    assign rw_sge_q     = ix;
+    assign rw_sge_index = ctx_ridx[ix];
+    assign rw_sge_k     = state == S_KREQ ? h_kk : ctx_rk[ix];
+    assign kc_req_key   = k_list ? rw_sge_lkey : l_chk ? ctx_rlkey[ix] : h_rkey;
     assign kc_req_pd    = ctx_pd[ix];
     assign kc_req_need  = l_chk ? 4'd1 : is_rd ? 4'd4 : is_atm ? 4'd8 : 4'd2; // LOCAL_WRITE, REMOTE_READ, REMOTE_ATOMIC, REMOTE_WRITE (hca.Access*)
-    assign kc_req_addr  = l_chk ? ctx_raddr[ix] : h_va;
-    assign kc_req_len   = l_chk ? {32'd0, ctx_rlen[ix]} : is_atm ? 64'd8 : {32'd0, h_dlen};
+    assign kc_req_addr  = k_list ? rw_sge_addr : l_chk ? ctx_raddr[ix] : h_va;
+    assign kc_req_len   = k_list ? {32'd0, rw_sge_len} : l_chk ? {32'd0, ctx_rlen[ix]} : is_atm ? 64'd8 : {32'd0, h_dlen};
     assign kc_rsp_ready = state == S_KRSP;
     assign rw_req_valid = state == S_RREQ || state == S_FREQ;
     assign rw_req_qpn   = h_qpn;
@@ -550,6 +607,13 @@ module hca_responder #(
             x_wr <= 1'b0;
             x_bt <= 8'd0;
             x_src <= 8'd0;
+            x_psrc <= 8'd0;
+            x_keep <= 1'b0;
+            x_prime <= 1'b0;
+            x_list <= 1'b0;
+            x_nx <= 1'b0;
+            x_rot <= 6'd0;
+            x_pdone <= 13'd0;
             cnt_acks <= 16'd0; cnt_naks <= 16'd0; cnt_dup <= 16'd0; cnt_seq_drop <= 16'd0;
             cnt_err_drop <= 16'd0; cnt_no_qp <= 16'd0; cnt_todo <= 16'd0;
         end else begin
@@ -575,6 +639,10 @@ module hca_responder #(
                 x_wr <= 1'b0;
                 x_src <= n_blk;
                 x_bt <= 8'd0;
+                x_list <= 1'b0;
+                x_nx <= 1'b0;
+                x_prime <= 1'b0;
+                x_keep <= 1'b0;
                 p_ack <= 1'b0;
                 p_cqe <= 1'b0;
                 state <= S_XFER;
@@ -654,6 +722,21 @@ module hca_responder #(
             S_XFER: begin
                 if (w_take) x_bt <= x_bt - 8'd1;
                 if (x_pop) x_src <= x_src - 8'd1;
+                if (x_use) begin
+                    x_psrc <= x_psrc - 8'd1;
+                    x_prime <= 1'b0;
+                end
+                if (x_pend && x_more) x_nx <= 1'b1;
+                if (k_on) begin
+                    // The part: [x_pdone, k_end) of the packet at the element's next byte.
+                    x_nx <= 1'b0;
+                    x_bt <= k_bt;
+                    x_psrc <= k_src;
+                    x_prime <= k_wrap;
+                    x_keep <= k_end[5:0] != 6'd0 && k_end != h_len;
+                    x_pdone <= k_end;
+                    x_rot <= k_a[5:0] - x_pdone[5:0];
+                end
                 if (x_done) state <= S_ACK;
             end
             S_ACK: if (!p_ack && !p_cqe) begin
@@ -676,6 +759,7 @@ module hca_responder #(
             end
             default: state <= S_IDLE;
             endcase
+            if (k_next) state <= S_KREQ;   // a list's next L_Key
             if (k_fail) begin
                 ctx_err[ix] <= 1'b1;
                 p_ack <= 1'b1;
@@ -686,6 +770,14 @@ module hca_responder #(
             if (commit) begin
                 x_wr <= h_len != 13'd0;
                 x_bt <= h_len != 13'd0 ? n_beat : 8'd0;
+                // One write at wva, or a SEND into a list: its parts from the context's cursor.
+                x_rot <= wva[5:0];
+                x_psrc <= n_blk;
+                x_keep <= 1'b0;
+                x_prime <= 1'b0;
+                x_pdone <= 13'd0;
+                x_list <= sendp && ctx_rlist[ix] && h_len != 13'd0;
+                x_nx <= sendp && ctx_rlist[ix] && h_len != 13'd0;
                 ctx_inmsg[ix] <= !last;
                 ctx_insend[ix] <= sendp;
                 if (ack_now) p_ack <= 1'b1;
@@ -765,6 +857,11 @@ module hca_responder #(
                 ctx_rlen[ix]  <= rw_rsp_len;
                 ctx_rlkey[ix] <= rw_rsp_lkey;
                 ctx_ridx[ix]  <= rw_rsp_index;
+                ctx_rlist[ix] <= rw_rsp_nsge > 6'd1;
+                ctx_rk[ix]    <= 5'd0;
+                ctx_reo[ix]   <= 32'd0;
+                h_nsge        <= rw_rsp_nsge;
+                h_kk          <= 5'd0;
                 if (!wimm) ctx_roff[ix] <= 32'd0;
                 if (rw_over) begin
                     p_syn <= SYN_INV;
@@ -801,7 +898,18 @@ module hca_responder #(
         end
         S_XFER: begin
             if (w_take) x_first <= 1'b0;
-            if (x_pop) x_prev <= rot;
+            if (x_pop || x_use) x_prev <= rot;
+            if (x_nx && e_skip) begin
+                ctx_rk[ix]  <= ctx_rk[ix] + 5'd1;
+                ctx_reo[ix] <= 32'd0;
+            end
+            if (k_on) begin
+                ctx_reo[ix] <= ctx_reo[ix] + {19'd0, k_take};
+                x_first <= 1'b1;
+                x_addr <= k_a;
+                x_e <= k_sa[5:0] - 6'd1;
+                x_len <= {2'd0, k_bt, 6'd0};
+            end
         end
         S_ACK: if (s_go) begin
             if (p_ack) begin
@@ -843,6 +951,7 @@ module hca_responder #(
             p_cop <= l_chk ? 4'd2 : 4'd1; p_cst <= l_chk ? 8'd4 : 8'd10;
             p_cidx <= ctx_ridx[ix]; p_clen <= 32'd0; p_cimm <= 32'd0;
         end
+        if (k_next) h_kk <= h_kk + 5'd1;
         if (commit) begin
             x_first <= 1'b1;
             x_addr <= wva;
