@@ -171,3 +171,83 @@ func TestRequesterMaxRdAtomicCosim(t *testing.T) {
 			res.ackAt[p.marks["r3"]], res.takeAt[p.marks["A2"]])
 	})
 }
+
+// newMaxRdOnePlan is a second run at hca.max_rd_atomic 1 (one READ or
+// atomic out per context; MTU 512, from 000010, every WQE signaled):
+// R1 a READ of 600 B (⌈600/512⌉ = 2 PSNs, 000010..000011; count 1), A1 a
+// compare and swap (000012: held) and S1 a SEND of 30 B behind it
+// (000013: held, in order). R1's FIRST (512 B) and LAST (88 B) retire R1:
+// A1 and S1 go. A1's atomic ACK, then an ACK for S1 (after A1's answer:
+// an ACK past an unanswered atomic would be the implied NAK). Then W1 a
+// WRITE of 50 B (000014), R2 a READ of 64 B (000015; count 1) and R3 a
+// READ of 64 B (000016: held until R2's response retires R2).
+func newMaxRdOnePlan() *rspPlan {
+	p, wqe, deliver, drain := newRspGen([]*reqItem{
+		{cfg: true, qix: 0, qpn: 0x2460, dlid: 0x31, slid: 0x61, sl: 4, vl: 3, rqpn: 0xF0000, psn: 0x000010, mtuCode: 2, cqn: 1, maxRd: 1},
+	})
+	p.rdRes = 1
+	run := p.run
+	p.marks = map[string]int{}
+	mark := func(name string) { p.marks[name] = len(run.acks) - 1 }
+	item := func(name string) { p.marks[name] = len(run.items) - 1 }
+	wqe(0, hca.WRRDMARead, 600, 0x40_0000, true)
+	wqe(0, hca.WRCompSwap, 8, 0x41_0000, true)
+	item("A1")
+	wqe(0, hca.WRSend, 30, 0x42_0000+9, true)
+	item("S1")
+	drain()
+	deliver(0, readRsp(0, 2, 0x000010, 512, false))
+	deliver(0, readRsp(1, 2, 0x000011, 88, false))
+	mark("r1last")
+	deliver(0, atomicAck(0x000012, 0x5566778899AABBCC, false))
+	deliver(0, reqAck{psn: 0x000013, syn: hca.SynACK})
+	k := len(run.items)
+	wqe(0, hca.WRRDMAWrite, 50, 0x43_0000, true)
+	wqe(0, hca.WRRDMARead, 64, 0x44_0000, true)
+	wqe(0, hca.WRRDMARead, 64, 0x45_0000+1, true)
+	item("R3")
+	for _, it := range run.items[k:] {
+		it.gate = len(run.acks)
+	}
+	drain()
+	deliver(0, reqAck{psn: 0x000014, syn: hca.SynACK})
+	deliver(0, readRsp(0, 1, 0x000015, 64, false))
+	mark("r2")
+	deliver(0, readRsp(0, 1, 0x000016, 64, false))
+	for range 1000 {
+		run.ctrl = append(run.ctrl, [5]uint64{0x71f, 2048, 2048, 2048, 2048})
+	}
+	return p
+}
+
+// TestMaxRdOnePlan: the model does in the second run what its comment
+// derives: R1; A1, S1 after R1's answer; W1, R2; R3 after R2's; all
+// six succeed.
+func TestMaxRdOnePlan(t *testing.T) {
+	p := newMaxRdOnePlan()
+	assert.Equal(t, []uint32{0x10, 0x12, 0x13, 0x14, 0x15, 0x16}, p.psns[0], "context 0")
+	assert.Equal(t, make([]hca.WCStatus, 6), p.status, "completion statuses")
+	// The order per context is the same without the limit; the gates
+	// show it: R1's LAST is offered once the model has sent 1 packet
+	// (R1's request; A1 and S1 held), R2's response once it has sent 5
+	// (R3 held), where without the limit they would wait for 3 and 6.
+	assert.Equal(t, 1, p.run.acks[p.marks["r1last"]].gate, "packets before R1's LAST")
+	assert.Equal(t, 5, p.run.acks[p.marks["r2"]].gate, "packets before R2's response")
+}
+
+// TestRequesterMaxRdAtomicOneCosim: the limit at 1 (MAX_RD_ATOMIC 1): a
+// READ or atomic and the SEND behind it wait for the one before to retire.
+func TestRequesterMaxRdAtomicOneCosim(t *testing.T) {
+	t.Parallel()
+	needTool(t, "iverilog", "vvp")
+	runRspCases(t, newMaxRdOnePlan, []rspCase{
+		{name: "unmutated"},
+		{"the limit off by one", "hca_requester.v", "wire                rda_hold = is_rdat && {{(32-PW){1'b0}}, d_nrd} >= MAX_RD_ATOMIC;",
+			"wire                rda_hold = is_rdat && {{(32-PW){1'b0}}, d_nrd} > MAX_RD_ATOMIC;"},
+	}, func(t *testing.T, p *rspPlan, res *retryResult) {
+		assert.Equal(t, make([]hca.WCStatus, 6), res.status, "completion statuses on cpl_*")
+		assert.Greater(t, res.takeAt[p.marks["A1"]], res.ackAt[p.marks["r1last"]], "A1 taken after R1's LAST")
+		assert.Greater(t, res.takeAt[p.marks["S1"]], res.ackAt[p.marks["r1last"]], "S1 (behind A1) taken after R1's LAST")
+		assert.Greater(t, res.takeAt[p.marks["R3"]], res.ackAt[p.marks["r2"]], "R3 taken after R2's response")
+	})
+}
