@@ -106,6 +106,9 @@ type reqItem struct {
 	// WQE's bytes (what the model's hca.Device copies out of the WQE).
 	bbs [][]byte
 	inl []byte
+	// maxRd, on a context's item, is the model requester's MaxRdAtomic
+	// (hca.max_rd_atomic); 0: unlimited (newRetryQP).
+	maxRd int
 }
 
 // reqMaxInline is the MAX_INLINE of reqTransport's design:
@@ -399,7 +402,7 @@ func newReqRunOf(seed uint64, n int, lists bool) *reqRun {
 	}
 	addCfg := func(it *reqItem) {
 		cfg := hca.Defaults()
-		cfg.MaxRdAtomic = 1 << 30         // the RTL has no max_rd_atomic (TODO in its header), nor ACKs to release one
+		cfg.MaxRdAtomic = 1 << 30         // reqTransport's RD_RES 16 (hca_requester's MAX_RD_ATOMIC) is more than a ring of 8 holds: it never binds
 		cfg.RetryCnt, cfg.RNRRetry = 0, 0 // reqTransport's RETRY_CNT and RNR_RETRY
 		ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn), block: -1}
 		run.items = append(run.items, it)
@@ -1900,7 +1903,7 @@ func (p *reqCplReplay) event(kind string, i int) string {
 			return fmt.Sprintf("item %d written as a context", i)
 		}
 		cfg := hca.Defaults()
-		cfg.MaxRdAtomic = 1 << 30
+		cfg.MaxRdAtomic = 1 << 30         // RD_RES 16 against a ring of 8: the RTL's max_rd_atomic never binds
 		cfg.RetryCnt, cfg.RNRRetry = 0, 0 // reqTransport's RETRY_CNT and RNR_RETRY
 		p.ctxs[it.qix] = &reqCtx{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn)}
 	case "T":

@@ -131,7 +131,14 @@ type retryQP struct {
 
 func newRetryQP(it *reqItem) *retryQP {
 	cfg := hca.Defaults()
-	cfg.MaxRdAtomic = 1 << 30 // no max_rd_atomic in the RTL
+	// The runs' hca_transport has RD_RES 16 (hca_requester's MAX_RD_ATOMIC),
+	// more than a context's ring of 8 holds, so its limit never binds there
+	// and the model's is unlimited; a plan where it binds sets maxRd (the
+	// model's and, through retryPlan.rdRes, the RTL's).
+	cfg.MaxRdAtomic = 1 << 30
+	if it.maxRd > 0 {
+		cfg.MaxRdAtomic = it.maxRd
+	}
 	cfg.RetryCnt, cfg.RNRRetry, cfg.AckReqEvery = retryCnt, rnrRetry, retryEvery
 	return &retryQP{item: it, req: hca.NewRequester(&cfg, pktzMTU(it.mtuCode), it.psn), next: it.psn}
 }
@@ -202,6 +209,10 @@ type retryPlan struct {
 	// afterAck) on the RTL's events and checks each timeout the RTL takes
 	// (its log's O lines) against it.
 	toCycles int
+	// rdRes, when not 0, is the emitted hca_transport's RD_RES (hca.max_rd_atomic:
+	// hca_requester's MAX_RD_ATOMIC and hca_responder's resources) for the run;
+	// the contexts' items carry the same value as maxRd for the model.
+	rdRes int
 }
 
 // addQPs configures a context for each of cfgs (the run's first items)
@@ -699,7 +710,13 @@ func runRetry(t *testing.T, ctx context.Context, dir, tag string, p *retryPlan, 
 func writeRetryBench(t *testing.T, ctx context.Context, dir string, p *retryPlan, replace map[string]string) {
 	t.Helper()
 	files := writeReqBench(t, dir, replace)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "hca_transport.v"), []byte(retryTransport(t)), 0o644))
+	src := retryTransport(t)
+	if p.rdRes > 0 {
+		const def = "parameter integer RD_RES = 16"
+		require.Equal(t, 1, strings.Count(src, def), "hca_transport's %q", def)
+		src = strings.Replace(src, def, fmt.Sprintf("parameter integer RD_RES = %d", p.rdRes), 1)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hca_transport.v"), []byte(src), 0o644))
 	p.run.write(t, dir)
 	_, err := runTool(ctx, dir, "iverilog", append([]string{"-g2005", "-o", "sim.vvp"}, files...)...)
 	require.NoError(t, err)

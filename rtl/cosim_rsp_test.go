@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -826,7 +827,9 @@ type rspCase struct{ name, file, old, new string }
 
 // runRspCases runs each case of plan, in parallel, and check on each
 // unmutated run's result; a name ending in "stalled" runs with the
-// handshakes held back (rspPlan.stall).
+// handshakes held back (rspPlan.stall), with cosimSeeds[0], or with
+// cosimSeeds[k] for a name ending in "stalled, seed k" (a short plan
+// whose completions the first seed's stalls all miss).
 func runRspCases(t *testing.T, plan func() *rspPlan, cases []rspCase, check func(t *testing.T, p *rspPlan, res *retryResult)) {
 	dir := t.TempDir()
 	for _, m := range cases {
@@ -834,8 +837,15 @@ func runRspCases(t *testing.T, plan func() *rspPlan, cases []rspCase, check func
 			t.Parallel()
 			ctx := context.Background()
 			p := plan()
-			if strings.HasSuffix(m.name, "stalled") {
+			stalled := strings.HasSuffix(m.name, "stalled")
+			if stalled {
 				p.stall(cosimSeeds[0])
+			}
+			if i := strings.LastIndex(m.name, "stalled, seed "); i >= 0 {
+				k, err := strconv.Atoi(m.name[i+len("stalled, seed "):])
+				require.NoError(t, err, "the case's seed")
+				stalled = true
+				p.stall(cosimSeeds[k])
 			}
 			d := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(m.name))
 			require.NoError(t, os.MkdirAll(d, 0o755))
@@ -847,7 +857,7 @@ func runRspCases(t *testing.T, plan func() *rspPlan, cases []rspCase, check func
 				assert.Equal(t, p.psns[q], res.psns[q], "context %d's PSNs", q)
 			}
 			check(t, p, res)
-			if strings.HasSuffix(m.name, "stalled") {
+			if stalled {
 				// The stalls reached the completions: some waited for
 				// cpl_ready (the all-ready run's never do).
 				assert.Positive(t, res.cplHeld, "cycles a completion waited for cpl_ready")

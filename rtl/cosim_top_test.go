@@ -428,7 +428,7 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 		}
 	}
 	cfg := hca.Defaults()
-	cfg.MaxRdAtomic = 1 << 30 // no max_rd_atomic in the RTL
+	cfg.MaxRdAtomic = 1 << 30 // hca_top's RD_RES 16 (hca_requester's MAX_RD_ATOMIC) is more than a ring of 8 holds: it never binds
 	cfg.AckReqEvery = topEvery
 	if retryCnt != 0 {
 		cfg.RetryCnt = retryCnt

@@ -94,7 +94,10 @@ type Design struct {
 	// leaves it 0 builds a requester that sends only empty inline WQEs.
 	MaxInline int
 	// MaxRdAtomic is hca.max_rd_atomic, 1..255: the responder resources
-	// (READs kept for duplicates) per context of hca_responder (RD_RES).
+	// (READs kept for duplicates) per context of hca_responder (RD_RES),
+	// and hca_requester's limit per context on READs and atomics taken
+	// and not retired (MAX_RD_ATOMIC = RD_RES, the model's
+	// Requester.MaxRdAtomic).
 	// LoadDesign takes it from the config (default 16); a Design literal
 	// that leaves it 0 builds 16.
 	MaxRdAtomic int
@@ -254,7 +257,8 @@ type Params struct {
 	AckCoalesce int
 	// MaxInline is MAX_INLINE: hca.max_inline_bytes (hca_requester).
 	MaxInline int
-	// RdRes is RD_RES: hca.max_rd_atomic (hca_responder's resources per context).
+	// RdRes is RD_RES: hca.max_rd_atomic (hca_responder's resources per context,
+	// hca_requester's MAX_RD_ATOMIC).
 	RdRes int
 	// PKeyN is PKEY_N: entries of hca_rx_ack's P_Key table (PKeyTableEntries;
 	// the model has no P_Key table: every port is in the default partition).

@@ -205,7 +205,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		// black box (its line above).
 		{Module: "hca_requester", Params: []Param{{"QPN_W", p.QPNW}, {"VLS", p.VLs}, {"VL_W", p.VLW}, {"CQN_W", p.CQNW},
 			{"RETRY_CNT", p.RetryCnt}, {"RNR_RETRY", p.RNRRetry}, {"RNR_TICK", p.RNRTick},
-			{"ACK_TICK", p.ACKTick}, {"RETRY_TIMEOUT", p.RetryTimeout}, {"MAX_INLINE", p.MaxInline}},
+			{"ACK_TICK", p.ACKTick}, {"RETRY_TIMEOUT", p.RetryTimeout}, {"MAX_INLINE", p.MaxInline}, {"MAX_RD_ATOMIC", p.RdRes}},
 			Role: "HCA requester: QP contexts, payload reads, packet queue, completions, go-back-N resends (path apart)", Instances: 1},
 		// hca_transport's receive side: received packets checked (ICRC,
 		// length, DLID, TVer, P_Key) and their headers decoded, ACKs and

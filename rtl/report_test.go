@@ -393,7 +393,8 @@ func TestReportYosys(t *testing.T) {
 		(6+1+1+1+3+3+5+6+32+32+13+6)+(27+512+6+1)+(2+2+3)+1+
 		5*512+(5+5)+(5+5)+(1+7),
 		flops[synthKey("hca_requester", []Param{{"QPN_W", 3}, {"VLS", 1}, {"VL_W", 1}, {"CQN_W", 4},
-			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}, {"MAX_INLINE", 236}})])
+			{"RETRY_CNT", 3}, {"RNR_RETRY", 2}, {"RNR_TICK", 10000}, {"ACK_TICK", 4096}, {"RETRY_TIMEOUT", 14}, {"MAX_INLINE", 236},
+			{"MAX_RD_ATOMIC", 16}})])
 	// hca_rx_ack, its ib_icrc a black box (ib_icrc's line above, now two
 	// instances): the ACK register, valid 1 + QPN 24 + PSN 24 + syndrome
 	// 8 (loaded at the packet's first beat: no second copy for the last);

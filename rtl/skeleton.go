@@ -253,8 +253,11 @@ received, which are summed from the responses' payloads, as the model's readGot)
 sequence for a message behind an unanswered READ or atomic is taken as the model takes it (its
 data written, the SENDs and WRITEs before it done, done messages not resent, retired in order), and
 an ACK marks the SENDs and WRITEs it covers behind one done and, past it, is the implied NAK.
+A READ or atomic waits on dec_* while its context has RD_RES (hca.max_rd_atomic) READs and atomics
+taken and not retired (hca_requester's MAX_RD_ATOMIC: the model's max_rd_atomic), and the WQEs
+behind it on dec_* wait with it (the model holds its own QP only).
 TODO: the GRH's DGID and the QP's P_Key index on receive,
-max_rd_atomic, a queue per VL
+max_rd_atomic's hold per QP in hca_wqe_fetch, a queue per VL
 (one queue holds every VL's packets behind a head waiting for credits) and the model's transmit buffer
 (hca.tx_buffer_bytes), the model's round robin over QPs per packet (a message goes whole here),
 UD's SEND_ONLY with a DETH. The responder's atomics (hca_responder's header) read their block
@@ -454,7 +457,7 @@ completed with WR_FLUSH_ERR on rc_* (hca.Device.flushRecvs), and its packets dro
     wire [31:0]      q_cpl_byte_count;
     hca_requester #(.QPN_W(QPN_W), .VLS(VLS), .VL_W(VL_W), .CQN_W(CQN_W), .RETRY_CNT(RETRY_CNT),
                     .RNR_RETRY(RNR_RETRY), .RNR_TICK(RNR_TICK), .ACK_TICK(ACK_TICK),
-                    .RETRY_TIMEOUT(RETRY_TIMEOUT), .MAX_INLINE(MAX_INLINE)) u_requester (
+                    .RETRY_TIMEOUT(RETRY_TIMEOUT), .MAX_INLINE(MAX_INLINE), .MAX_RD_ATOMIC(RD_RES)) u_requester (
         .clk(clk), .rst_n(rst_n),
         .qp_cfg_valid(qp_cfg_valid && r_cfg_ready && cfg_free), .qp_cfg_ready(q_cfg_ready), .qp_cfg_qpn(qp_cfg_qpn), .qp_cfg_dlid(qp_cfg_dlid),
         .qp_cfg_slid(qp_cfg_slid), .qp_cfg_sl(qp_cfg_sl), .qp_cfg_vl(qp_cfg_vl), .qp_cfg_rqpn(qp_cfg_rqpn),

@@ -42,8 +42,9 @@
 // sent, when its context has room for one more outstanding message (OQ_DEPTH). A sent message
 // takes the context's PSN as its first and moves it by the PSNs it uses
 // (hca.Requester.Enqueue): max(1, ceil(length / MTU)) for a SEND, WRITE or READ (a READ's response
-// packets), 1 for an atomic, mod 2^24. No limit on READs and atomics in flight (the model's
-// max_rd_atomic: TODO), and nothing waits for an ACK.
+// packets), 1 for an atomic, mod 2^24. A READ or atomic waits on dec_* while its context has
+// MAX_RD_ATOMIC (hca.max_rd_atomic) READs and atomics taken and not retired (the model's max_rd_atomic,
+// hca.Requester.HasWork: below, at rda_hold); nothing else waits for an ACK.
 //
 // Payload reads (rd1, hca_dma_engine's client contract: any byte address, 1 byte to 64 KiB, answered
 // by the 64-byte blocks its bytes lie in, each byte at its address's lane, in request order, one a
@@ -246,7 +247,8 @@ module hca_requester #(
     parameter integer RETRY_TIMEOUT = 14, // hca.retry_timeout: the local ACK timeout is ACK_TICK x 2^t cycles, 0..31 (0 infinite)
     parameter integer MAX_SGE     = 30,  // gather elements kept per ring entry (hca.MaxSendSGE; at most 32): a longer list is refused
     parameter integer EL_DEPTH    = 4,   // elements whose reads are issued and whose blocks the packer has not all taken
-    parameter integer MAX_INLINE  = 236  // hca.max_inline_bytes: the most inline bytes a WQE it sends may carry (0..988)
+    parameter integer MAX_INLINE  = 236, // hca.max_inline_bytes: the most inline bytes a WQE it sends may carry (0..988)
+    parameter integer MAX_RD_ATOMIC = 16 // hca.max_rd_atomic: READs and atomics taken and not yet retired per context (1..255)
 ) (
     input  wire                  clk,
     input  wire                  rst_n,
@@ -486,6 +488,24 @@ module hca_requester #(
     // buffer while fence_busy has its context, so it never reaches dec_* while this holds and the
     // other contexts' WQEs pass it; this check is for a dec_* source without that hold.
     wire                fence_hold = (dec_fm == 3'd2 || dec_fm == 3'd4) && has_ctx && d_rdun;
+    // max_rd_atomic (hca.Requester.HasWork, rdAtomic): a READ or atomic the context can send waits on
+    // dec_* while its ring holds MAX_RD_ATOMIC READs and atomics. The ring holds every message taken
+    // (so sent at least once: the model's everSent) and not yet retired; a READ or atomic done behind
+    // an unanswered one still counts (the model's count falls only when retire pops it, in order), a
+    // resend adds no entry (the model counts a message once, at its first send), and a failure or a
+    // context write empties the ring (the model's fail and FlushAll reset the count). SENDs and
+    // WRITEs are not held by it, only those behind a held READ or atomic (the model's send queue is in
+    // order). dec_* is one stream, so a held WQE holds the other contexts' behind it too (the model
+    // holds its own QP only): TODO, a hold in hca_wqe_fetch as fence_busy's.
+    reg  [PW-1:0]       d_nrd;
+    integer             rj;
+    always @(*) begin
+        d_nrd = {PW{1'b0}};
+        for (rj = 0; rj < OQ_DEPTH; rj = rj + 1)
+            if (rj[PW-1:0] < d_tl - d_hd && oq_rd[{dix, d_hd[OQ_W-1:0] + rj[OQ_W-1:0]}])
+                d_nrd = d_nrd + 1'b1;
+    end
+    wire                rda_hold = is_rdat && {{(32-PW){1'b0}}, d_nrd} >= MAX_RD_ATOMIC;
 
     // ---- the completion engine: one job at a time, an ACK's walk or a WQE completed at decode ----
     reg              eng_busy, eng_ack;    // busy; the job is an ACK's or NAK's (else a decode completion)
@@ -637,7 +657,7 @@ module hca_requester #(
     assign dec_ready = (!m_valid || msg_ready) && rd_left == 27'd0 && il_left == 5'd0 && !g_on && s_k == dec_sges && !k_wait && sq_push_ready && tg_push_ready &&
                        !rp_valid && !rs_pend[dix] && !fence_hold &&
                        !(cfg_take && cix == dix) && !(eng_busy && eng_ack && (e_fatal || e_seq || e_rnr || e_rsp) && e_ctx == dix) &&
-                       (to_eng ? eng_idle && !ack_valid : (!sendable || oq_room));
+                       (to_eng ? eng_idle && !ack_valid : (!sendable || (oq_room && !rda_hold)));
     wire take = dec_valid && dec_ready;
     wire send = take && sendable;
     wire eng_take = take && to_eng;
