@@ -178,6 +178,11 @@ type topQP struct {
 	// min_rnr_timer (qp_cfg_rnr), in its RNR NAKs.
 	recv []topIn
 	rnr  uint8
+	// rls is log2 of the receive queue's stride in 16-byte segments
+	// (rq_cfg_log_stride; hca.QP.RecvStride is 16 << rls): each posted
+	// WQE is hca.EncodeRecvWQE's bytes in that stride (its elements, the
+	// terminator after fewer than 2^rls), the ring 2^topRQLog WQEs of it.
+	rls int
 	// lateRecv are receive WQEs software posts later, into the ring's
 	// next slots (already in the image: the HCA reads a slot only once a
 	// doorbell announces it), announced by a second rq_db_* doorbell once
@@ -243,6 +248,11 @@ type topIn struct {
 	// from its response from on: its PSN, VA and length advanced by from
 	// responses (from MTUs), as hca.Requester.Next asks for the rest.
 	dup, from int
+	// sgl, for a receive buffer (topQP.recv): non-nil, the WQE is a list
+	// of these elements (each its off and n; empty: mlx5's empty list),
+	// each with the inbound region's L_Key (one past the region's end
+	// fails its key check); nil, the single element off, n.
+	sgl []topIn
 	// An atomic (op WRCompSwap or WRFetchAdd, n 8, off 8-byte aligned or
 	// not): its swap/add and compare data; hit: the compare is the word at
 	// off as the image holds it before any request arrives (a CMP_SWAP
@@ -706,12 +716,21 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 		var rq, late []hca.RecvWQE
 		for k, b := range append(slices.Clone(qp.recv), qp.lateRecv...) {
 			wr := hca.RecvWR{Addr: mr.Addr + b.off, Length: b.n, LKey: mr.LKey}
-			var buf [hca.RecvWQEBytes]byte
-			hca.EncodeRecvWQE(buf[:], &wr)
-			a := topRQBase + q*topRQStep + k*hca.RecvWQEBytes
-			copy(p.mem[a/BlockBytes][a%BlockBytes:], buf[:])
-			copy(p.want[a/BlockBytes][a%BlockBytes:], buf[:])
-			w := hca.DecodeRecvWQE(buf[:])
+			if b.sgl != nil {
+				wr = hca.RecvWR{SGL: []hca.SGE{}}
+				for _, e := range b.sgl {
+					wr.SGL = append(wr.SGL, hca.SGE{Addr: mr.Addr + e.off, Length: e.n, LKey: mr.LKey})
+				}
+			}
+			buf := make([]byte, hca.RecvWQEBytes<<qp.rls)
+			hca.EncodeRecvWQE(buf, &wr)
+			a := int(p.rqBase(q)) + k*len(buf)
+			for j := 0; j < len(buf); j += BlockBytes {
+				// A stride of 64 bytes or more: whole blocks; else the WQE lies in one.
+				copy(p.mem[(a+j)/BlockBytes][(a+j)%BlockBytes:], buf[j:])
+				copy(p.want[(a+j)/BlockBytes][(a+j)%BlockBytes:], buf[j:])
+			}
+			w := hca.DecodeRecvWQE(buf)
 			w.Index = uint32(k)
 			if k < len(qp.recv) {
 				rq = append(rq, w)
@@ -829,7 +848,30 @@ func newTopPlanRetries(seed uint64, qps []*topQP, retryCnt, rnrRetry int, timer 
 				p.rdups++ // behind the expected PSN: a duplicate (rsp_dup)
 			}
 			act := ours.Receive(pkt, env)
-			if act.Write {
+			if act.Write && act.RecvSGL != nil {
+				// A SEND into a list: its bytes from ScatterOff on, over the
+				// elements (hca.Device.scatter: one write per element part,
+				// the elements of no byte in the range passed over).
+				skip, i := act.ScatterOff, 0 // the message's bytes before the element part; the packet's placed
+				for _, e := range act.RecvSGL {
+					if i == len(pkt.Payload) {
+						break
+					}
+					if skip >= uint64(e.Length) {
+						skip -= uint64(e.Length)
+						continue
+					}
+					take := int(min(uint64(e.Length)-skip, uint64(len(pkt.Payload)-i)))
+					for j := range take {
+						placed[e.Addr+skip+uint64(j)] = pkt.Payload[i+j]
+					}
+					msgPay = append(msgPay, topSpan{e.Addr + skip, take})
+					i, skip = i+take, 0
+				}
+				if i != len(pkt.Payload) {
+					panic(fmt.Sprintf("topPlan: QP %d: a SEND's %d bytes scatter %d into the list", q, len(pkt.Payload), i))
+				}
+			} else if act.Write {
 				for i, v := range pkt.Payload {
 					placed[act.WriteAddr+uint64(i)] = v
 				}
@@ -1113,7 +1155,7 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 	// Per QP its responder's side: {receive CQ base 32, its number 4, log2
 	// entries 4, min_rnr_timer 8, receive queue base 32, log2 WQEs 4,
 	// flags 4 (bit 0: a receive CQ to create, when the QPs' send and
-	// receive CQs fit the CQ area), receive WQEs posted 16, the producer
+	// receive CQs fit the CQ area; bits 3:1 the stride's log2, rq_cfg_log_stride), receive WQEs posted 16, the producer
 	// count of the late doorbell 16 (0: none), the receive CQEs it waits
 	// for 16}. The receive CQ is CQ NQ + q.
 	var rqc []string
@@ -1128,7 +1170,7 @@ func (p *topPlan) write(t *testing.T, dir string, d Design) {
 			late = len(qp.recv) + len(qp.lateRecv)
 		}
 		rqc = append(rqc, fmt.Sprintf("%08x%x%x%02x%08x%x%x%04x%04x%04x", topCQBlock(rcq)*BlockBytes, rcq&15, topCQLog, qp.rnr,
-			topRQBase+q*topRQStep, topRQLog, fl, len(qp.recv), late, qp.lateNeed))
+			p.rqBase(q), topRQLog, fl|qp.rls<<1, len(qp.recv), late, qp.lateNeed))
 	}
 	put("rqcfg.hex", rqc)
 	var dbs, sw []string
@@ -1309,36 +1351,60 @@ func (p *topPlan) run(t *testing.T, ctx context.Context, dir string, seed uint64
 	return res
 }
 
+// rqBase is QP q's receive queue ring: from topRQBase, the rings of the
+// QPs before it, 2^topRQLog WQEs of their stride each (q x topRQStep when
+// all are of one segment), below the end of host memory.
+func (p *topPlan) rqBase(q int) int {
+	a := topRQBase
+	for _, o := range p.qps[:q] {
+		a += (1 << topRQLog) * hca.RecvWQEBytes << o.rls
+	}
+	if a+(1<<topRQLog)*hca.RecvWQEBytes<<p.qps[q].rls > topMemBlocks*BlockBytes {
+		panic(fmt.Sprintf("topPlan: QP %d's receive queue ring at %#x passes the host memory's end", q, a))
+	}
+	return a
+}
+
 // judgeRQReads checks the host reads of the receive queue rings against
-// the model's bytes (hca.Device.recvFetch: n WQEs of 16 bytes at the
-// ring's base + slot x 16, split by hca.ReadRequest): each QP's reads, in
+// the model's bytes (hca.Device.recvFetch: n WQEs of the stride, 16 x
+// 2^rls bytes, at the ring's base + slot x stride, split by
+// hca.ReadRequest): each QP's reads, in
 // the order the host took them, start at slot 0 and each at the byte after
-// the last (modulo the ring), are whole 16-byte WQEs, and read none that
+// the last (modulo the ring), are whole WQEs of the stride, and read none that
 // software has not posted (recv, lateRecv); a QP that posts any has its
-// first read. Which reads there are is timing (what was posted and taken
+// first read (a WQE longer than MRRS read in several requests, as
+// hca.ReadRequest splits it). Which reads there are is timing (what was posted and taken
 // when the fetcher's turn came); that they tile the posted WQEs byte for
 // byte, once each, is not: a read of the whole 64-byte blocks the WQEs lie
 // in (hca_rq before its reads were bytes) reads bytes no WQE was posted
 // in, or a WQE twice.
 func (p *topPlan) judgeRQReads(hreads []hca.ReadChunk) []string {
 	var errs []string
-	const ringBytes = (1 << topRQLog) * hca.RecvWQEBytes
 	for q, qp := range p.qps {
 		posted := len(qp.recv) + len(qp.lateRecv)
-		base := uint64(topRQBase + q*topRQStep)
+		base, stride := uint64(p.rqBase(q)), hca.RecvWQEBytes<<qp.rls
+		ringBytes := (1 << topRQLog) * stride
 		next, read := 0, 0 // the next ring byte expected, the bytes read
 		for _, h := range hreads {
-			if h.Addr+uint64(h.N) <= base || h.Addr >= base+ringBytes {
+			if h.Addr+uint64(h.N) <= base || h.Addr >= base+uint64(ringBytes) {
 				continue
 			}
 			off := int(h.Addr - base)
+			// A request ends at a WQE's end or, inside a WQE of more than
+			// MRRS bytes, where hca.ReadRequest splits the read: at a
+			// multiple of MRRS, so of 128 (the smallest MRRS, which divides
+			// every other); the next request goes on from there.
+			split := (off+h.N)%stride != 0 && (h.Addr+uint64(h.N))%128 == 0
 			switch {
-			case off != next || h.N%hca.RecvWQEBytes != 0 || off+h.N > ringBytes:
-				errs = append(errs, fmt.Sprintf("QP %d: a host read of %d bytes at ring byte %d; the model reads whole 16-byte WQEs from byte %d on", q, h.N, off, next))
-			case read+h.N > posted*hca.RecvWQEBytes:
+			case off != next || ((off+h.N)%stride != 0 && !split) || off+h.N > ringBytes:
+				errs = append(errs, fmt.Sprintf("QP %d: a host read of %d bytes at ring byte %d; the model reads whole %d-byte WQEs from byte %d on", q, h.N, off, stride, next))
+			case read+h.N > posted*stride:
 				errs = append(errs, fmt.Sprintf("QP %d: host reads of %d bytes of its receive queue ring, past the %d WQEs posted", q, read+h.N, posted))
 			}
 			next, read = (off+h.N)%ringBytes, read+h.N
+		}
+		if read%stride != 0 {
+			errs = append(errs, fmt.Sprintf("QP %d: host reads of %d bytes of its receive queue ring, not whole %d-byte WQEs", q, read, stride))
 		}
 		if posted > 0 && read == 0 {
 			errs = append(errs, fmt.Sprintf("QP %d: no host read of its %d receive WQEs", q, posted))
@@ -1887,6 +1953,7 @@ module top_tb;
         .sq_cfg_valid(sq_cfg_valid), .sq_cfg_qpn(sq_cfg_qpn), .sq_cfg_base(sq_cfg_base), .sq_cfg_log_size(sq_cfg_log),
         .sq_cfg_ud(1'b0),
         .rq_cfg_valid(rq_cfg_valid), .rq_cfg_qpn(qc[255:232]), .rq_cfg_base({32'd0, rqc[87:56]}), .rq_cfg_log_size(rqc[55:52]),
+        .rq_cfg_log_stride(rqc[51:49]),
         .rq_db_valid(rq_db_valid), .rq_db_qpn(qc[255:232]), .rq_db_producer(rqc[47:32]), .rq_db_ready(rq_db_ready),
         .qp_cfg_valid(qp_cfg_valid), .qp_cfg_ready(qp_cfg_ready), .qp_cfg_qpn(qc[255:232]), .qp_cfg_dlid(qc[231:216]),
         .qp_cfg_slid(qc[215:200]), .qp_cfg_sl(qc[199:196]), .qp_cfg_vl(qc[192]), .qp_cfg_rqpn(qc[191:168]),
@@ -2367,12 +2434,24 @@ func TestTopMutantsFail(t *testing.T) {
 		{"hca_transport: min_rnr_timer not wired", tr, ".cfg_rnr(qp_cfg_rnr),", ".cfg_rnr(5'd0),"},
 		{"hca_top: the RQ doorbell not wired", "hca_top.v", ".rq_db_valid(rq_db_valid)", ".rq_db_valid(1'b0)"},
 	}
+	// Receive WQEs of several elements (TestTopRecvListCosim's run, seed
+	// 1): the stride tied to one segment again in hca_top (every ring read
+	// as 16-byte WQEs: judgeRQReads, and lists decoded as their first
+	// segment), an element's address a block off at hca_rq's element port
+	// (the scattered bytes land 64 bytes off), and a list's length taken
+	// as its first element's (a SEND longer than that fails LOC_LEN_ERR).
+	listMutants := []cosimMutant{
+		{"hca_top: the receive stride tied to one segment", "hca_top.v", ".rq_cfg_log_stride(rq_cfg_log_stride)", ".rq_cfg_log_stride(3'd0)"},
+		{"hca_rq: an element's address a block off", "hca_rq.v", "assign rw_sge_addr = e_wqe[63:0];", "assign rw_sge_addr = e_wqe[63:0] + 64'd64;"},
+		{"hca_rq: a list's length its first element's", "hca_rq.v", "c_sum = c_sum + c_seg[127:96];", "c_sum = c_sum + (c_n == 6'd1 ? c_seg[127:96] : 32'd0);"},
+	}
 	for _, set := range []struct {
 		plan    func(uint64) *topPlan
 		files   []File
 		mutants []cosimMutant
 	}{{newTopPlan, files, mutants}, {newTopRetryPlan, retryFiles, retryMutants}, {newTopRecvPlan, files, recvMutants},
-		{newTopReadPlan, files, readMutants}, {newTopRNRPlan, rnrFiles, rnrMutants}, {newTopReadRetryPlan, retryFiles, readRetryMutants}} {
+		{newTopReadPlan, files, readMutants}, {newTopRNRPlan, rnrFiles, rnrMutants}, {newTopReadRetryPlan, retryFiles, readRetryMutants},
+		{newTopRecvListPlan, files, listMutants}} {
 		for _, m := range set.mutants {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()

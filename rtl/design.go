@@ -263,6 +263,10 @@ type Params struct {
 	// PKeyN is PKEY_N: entries of hca_rx_ack's P_Key table (PKeyTableEntries;
 	// the model has no P_Key table: every port is in the default partition).
 	PKeyN int
+	// MaxRSGE is MAX_RSGE: the elements a receive WQE may carry at hca_top's
+	// hca_rq, hca.MaxRecvSGE (no config key: a QP's max_recv_sge is the
+	// workload's, so the chip holds the device's largest list).
+	MaxRSGE int
 }
 
 // PKeyTableEntries is the size of the HCA port's P_Key table in the RTL
@@ -482,6 +486,7 @@ func (d Design) Params() Params {
 	p.RNRTick = rnrTick(d.HCAClockMHz)
 	p.RetryTimeout, p.ACKTick = d.RetryTimeout, ackTick(d.HCAClockMHz)
 	p.PKeyN = PKeyTableEntries
+	p.MaxRSGE = hca.MaxRecvSGE
 	p.AckCoalesce = max(d.AckCoalesce, 1)
 	p.MaxInline = d.MaxInline
 	p.RdRes = d.MaxRdAtomic

@@ -141,17 +141,22 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		Note: fmt.Sprintf("beside each outstanding message, an inline WQE's first %d WQEBBs (hca.max_inline_bytes = %d from WQE byte 20 or 36), for its send and resends", ilb, p.MaxInline)})
 	add(BufferUse{Block: "HCA requester inline offsets (hca_requester)", Entries: qps * ReqOutDepth, Width: 8, ArraysPort: 1, Ports: 1,
 		Note: "beside each outstanding message, {inline, the data's byte offset in its WQE}"})
-	// hca_rq (in hca_top): the receive WQEs on chip, a slot per WQE of
-	// the window (4 x hca.wqe_prefetch_depth, to a power of two) of
-	// {length, L_Key, address}; its reads in flight ({QP, first lane,
-	// n}); and rd0's order queue in hca_rd_merge ({client, blocks} of
-	// every read the send and receive WQE fetches can have in flight).
+	// hca_rq (in hca_top): the receive WQEs on chip in 16-byte segments
+	// of {length, L_Key, address}, per QP the window (4 x
+	// hca.wqe_prefetch_depth segments) and, with strides of more than one
+	// segment (MAX_RSGE > 1), the largest WQE once more (the one taken
+	// last, whose elements a SEND scatters into): 2^SLOT_W slots,
+	// SLOT_W = clog2(max(window, stride) + stride) (rqSlots); its reads in
+	// flight ({QP, first lane, segments}); and rd0's order queue in
+	// hca_rd_merge ({client, blocks} of every read the send and receive
+	// WQE fetches can have in flight).
 	win := 4 * p.WQEPrefetch
-	winSlots := 1 << bits.Len(uint(win-1))
-	add(BufferUse{Block: "HCA receive WQE store (hca_rq)", Entries: qps * winSlots, Width: 128, ArraysPort: 1, Ports: 1,
-		Note: fmt.Sprintf("per RQ context (%d), %d slots (4 x hca.wqe_prefetch_depth = %d WQEs held, to a power of two) of {length, L_Key, address}, four banks by index mod 4", qps, winSlots, win)})
-	add(BufferUse{Block: "HCA receive WQE reads in flight (sync_fifo in hca_rq)", Entries: qps * p.WQEPrefetch, Width: p.QPNW + 2 + bits.Len(uint(win)), ArraysPort: 1, Ports: 1,
-		Note: "{QP, first WQE's lane, n} of each read host memory has yet to return"})
+	rstride := rqStride(p.MaxRSGE)
+	slots := rqSlots(win, rstride)
+	add(BufferUse{Block: "HCA receive WQE store (hca_rq)", Entries: qps * slots, Width: 128, ArraysPort: 1, Ports: 1,
+		Note: fmt.Sprintf("per RQ context (%d), %d segment slots (4 x hca.wqe_prefetch_depth = %d segments held and a WQE of up to MAX_RSGE = %d elements, a stride of %d, to a power of two) of {length, L_Key, address}, four banks by slot mod 4", qps, slots, win, p.MaxRSGE, rstride)})
+	add(BufferUse{Block: "HCA receive WQE reads in flight (sync_fifo in hca_rq)", Entries: qps * p.WQEPrefetch, Width: p.QPNW + 2 + bits.Len(uint(max(win, rstride))), ArraysPort: 1, Ports: 1,
+		Note: "{QP, first segment's lane, segments} of each read host memory has yet to return"})
 	add(BufferUse{Block: "HCA rd0 order queue (sync_fifo in hca_rd_merge)", Entries: 2 * qps * p.WQEPrefetch, Width: 12, ArraysPort: 1, Ports: 1,
 		Note: "{client, blocks} of every read the send and receive WQE fetches can have in flight"})
 	if !synth {
@@ -179,7 +184,7 @@ func NewReport(ctx context.Context, d Design, synth bool) (*Report, error) {
 		{Module: "hca_wqe_fetch", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}},
 			Role: "HCA WQE fetch: SQ contexts in flops, reads (parser apart)", Instances: 1},
 		{Module: "hca_wqe_parse", Role: "HCA send WQE parse (in hca_wqe_fetch)", Instances: 1},
-		{Module: "hca_rq", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}},
+		{Module: "hca_rq", Params: []Param{{"QPN_W", p.QPNW}, {"WQE_PREFETCH_DEPTH", p.WQEPrefetch}, {"MAX_RSGE", p.MaxRSGE}},
 			Role: "HCA receive queues: RQ contexts in flops, prefetch reads, the WQE store", Instances: 1},
 		{Module: "hca_rd_merge", Params: []Param{{"DEPTH", 2 * qps * p.WQEPrefetch}}, Role: "HCA rd0 shared by the send and receive WQE fetches", Instances: 1},
 		{Module: "hca_cqe_writer", Params: []Param{{"CQN_W", p.CQNW}}, Role: "HCA CQE writer, CQ contexts in flops", Instances: 1},
@@ -495,4 +500,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t\n", cells, flops)
 	return tw.Flush()
+}
+
+// rqStride is hca_rq's RSTRIDE: the largest receive stride in 16-byte
+// segments, MAX_RSGE rounded up to a power of two (1 << $clog2(MAX_RSGE)).
+func rqStride(maxRSGE int) int { return 1 << bits.Len(uint(max(maxRSGE, 1)-1)) }
+
+// rqSlots is 2^SLOT_W, hca_rq's segment slots per QP: the window of win
+// segments and, above a stride of one, one largest WQE more (the one taken
+// last), to a power of two: $clog2(max(WIN, RSTRIDE) + RSTRIDE), or
+// $clog2(WIN) at RSTRIDE 1.
+func rqSlots(win, rstride int) int {
+	n := win
+	if rstride > 1 {
+		n = max(win, rstride) + rstride
+	}
+	return 1 << bits.Len(uint(n-1))
 }

@@ -90,12 +90,14 @@ func TestReportBuffers(t *testing.T) {
 	// outstanding message (8 contexts x 8), and {inline 1, offset 7}.
 	assert.Equal(t, 8*8*5*512, r.Buffers[22].TotalBits)
 	assert.Equal(t, 8*8*8, r.Buffers[23].TotalBits)
-	// hca_rq: 8 RQ contexts, a window of 4 x 8 = 32 WQEs (a power of
-	// two already: 32 slots) of length 32 + L_Key 32 + address 64 bits;
-	// its reads in flight, 8 a QP, {QP 3, lane 2, n clog2(33) = 6}; rd0's
-	// order queue, every read both fetches can have in flight (2 x 8 x 8)
-	// of {client 1, blocks 11}.
-	assert.Equal(t, 8*32*128, r.Buffers[24].TotalBits)
+	// hca_rq: 8 RQ contexts, MAX_RSGE 32 (hca.MaxRecvSGE: a stride of up
+	// to 32 segments), each holding a window of 4 x 8 = 32 segments and
+	// the WQE last taken, up to 32 segments more: 64 slots (a power of two
+	// already) of length 32 + L_Key 32 + address 64 bits; its reads in
+	// flight, 8 a QP, {QP 3, lane 2, segments clog2(max(32, 32) + 1) = 6};
+	// rd0's order queue, every read both fetches can have in flight (2 x 8
+	// x 8) of {client 1, blocks 11}.
+	assert.Equal(t, 8*64*128, r.Buffers[24].TotalBits)
 	assert.Equal(t, 8*8*(3+2+6), r.Buffers[25].TotalBits)
 	assert.Equal(t, 2*8*8*12, r.Buffers[26].TotalBits)
 	assert.Contains(t, PrimitiveSource("hca_rq.v"), "parameter integer WIN                = 4 * WQE_PREFETCH_DEPTH,")
@@ -114,7 +116,7 @@ func TestReportBuffers(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, r.WriteText(&out))
 	assert.Contains(t, out.String(), "switch input VL buffers (sync_fifo)")
-	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41+8*8*5*512+8*8*8+8*32*128+8*8*11+2*8*8*12), "total bits")
+	assert.Contains(t, out.String(), fmt.Sprint(256*514*8*36+0xC000*(1+6)*36+1024*514*8+8*8*(512+4)+8*8*(3+4)+2*512*512+2*512+64*(1+10+4)+256*256+8*118+128*512+4*33+130*518+8*8*101+8*8*320+8*8*32+4*4+128*513+16*512+8*8*32*96+8*8*6+4*41+8*8*5*512+8*8*8+8*64*128+8*8*11+2*8*8*12), "total bits")
 }
 
 func TestParseYosysStat(t *testing.T) {
@@ -220,8 +222,15 @@ func TestReportYosys(t *testing.T) {
 	// bits), a flush take 1 (a QP in ERR); the reads-in-flight FIFO (64
 	// entries: pointers 6 + 6, count 7); the fetcher's pointer 3. The four
 	// banks are memories.
-	assert.Equal(t, 8*151+1+60+12+6+1+24+1+(6+6+7)+3,
-		flops[synthKey("hca_rq", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}})])
+	// MAX_RSGE 32 (hca_top's, hca.MaxRecvSGE: strides up to 32 segments,
+	// LS_W 5) adds per context the stride's log2, 3, and 5 arrived bits
+	// (segments: 16 + 5), 8 x 8; and the take's walk over a WQE's rows
+	// beyond the first (strides of 8, 16 and 32 segments): the row 3, the
+	// elements counted 6, their bytes summed 32, the terminator seen 1,
+	// the first segment's address 64 and L_Key 32 (its length is the sum's
+	// start): 138. None of them is a constant at RSTRIDE 32.
+	assert.Equal(t, 8*151+1+60+12+6+1+24+1+(6+6+7)+3+8*(3+5)+(3+6+32+1+64+32),
+		flops[synthKey("hca_rq", []Param{{"QPN_W", 3}, {"WQE_PREFETCH_DEPTH", 8}, {"MAX_RSGE", 32}})])
 	// hca_rd_merge, 128 reads in flight: the held pick, its client and the
 	// last client served, 3; the head read's blocks delivered, 11; the
 	// order queue's pointers 7 + 7 and count clog2(129) = 8.
