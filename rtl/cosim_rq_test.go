@@ -818,6 +818,14 @@ func TestRQMutantsFail(t *testing.T) {
 // to 64); the emitted trees lint it again inside hca_top.
 func TestRQLint(t *testing.T) {
 	t.Parallel()
+	lintRQ(t, [][]string{{"-GQPN_W=1", "-GWQE_PREFETCH_DEPTH=1"}, {"-GQPN_W=2", "-GWQE_PREFETCH_DEPTH=3"},
+		{"-GQPN_W=3", "-GWQE_PREFETCH_DEPTH=256"}, {"-GQPN_W=6", "-GWQE_PREFETCH_DEPTH=8"}})
+}
+
+// lintRQ runs `verilator --lint-only -Wall` on hca_rq at each parameter
+// set (-G flags) and wants it silent.
+func lintRQ(t *testing.T, sets [][]string) {
+	t.Helper()
 	needTool(t, "verilator")
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -825,8 +833,7 @@ func TestRQLint(t *testing.T) {
 	for _, f := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(PrimitiveSource(f)), 0o644))
 	}
-	for _, g := range [][]string{{"-GQPN_W=1", "-GWQE_PREFETCH_DEPTH=1"}, {"-GQPN_W=2", "-GWQE_PREFETCH_DEPTH=3"},
-		{"-GQPN_W=3", "-GWQE_PREFETCH_DEPTH=256"}, {"-GQPN_W=6", "-GWQE_PREFETCH_DEPTH=8"}} {
+	for _, g := range sets {
 		out, err := runTool(ctx, dir, "verilator", append([]string{"--lint-only", "-Wall", "--top-module", "hca_rq"}, append(g, files...)...)...)
 		require.NoError(t, err)
 		assert.Empty(t, strings.TrimSpace(out), "verilator -Wall %v", g)

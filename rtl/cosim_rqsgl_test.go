@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -159,17 +157,6 @@ func TestRQStrideMutantsFail(t *testing.T) {
 // at 2 with QPN_W 6.
 func TestRQStrideLint(t *testing.T) {
 	t.Parallel()
-	needTool(t, "verilator")
-	ctx := context.Background()
-	dir := t.TempDir()
-	files := []string{"hca_rq.v", "sync_fifo.v", "rr_arbiter.v", "onehot_encode.v"}
-	for _, f := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(PrimitiveSource(f)), 0o644))
-	}
-	for _, g := range [][]string{{"-GQPN_W=2", "-GWQE_PREFETCH_DEPTH=1", "-GMAX_RSGE=32"}, {"-GQPN_W=3", "-GWQE_PREFETCH_DEPTH=256", "-GMAX_RSGE=32"},
-		{"-GQPN_W=2", "-GWQE_PREFETCH_DEPTH=3", "-GMAX_RSGE=5"}, {"-GQPN_W=6", "-GWQE_PREFETCH_DEPTH=8", "-GMAX_RSGE=2"}} {
-		out, err := runTool(ctx, dir, "verilator", append([]string{"--lint-only", "-Wall", "--top-module", "hca_rq"}, append(g, files...)...)...)
-		require.NoError(t, err)
-		assert.Empty(t, strings.TrimSpace(out), "verilator -Wall %v", g)
-	}
+	lintRQ(t, [][]string{{"-GQPN_W=2", "-GWQE_PREFETCH_DEPTH=1", "-GMAX_RSGE=32"}, {"-GQPN_W=3", "-GWQE_PREFETCH_DEPTH=256", "-GMAX_RSGE=32"},
+		{"-GQPN_W=2", "-GWQE_PREFETCH_DEPTH=3", "-GMAX_RSGE=5"}, {"-GQPN_W=6", "-GWQE_PREFETCH_DEPTH=8", "-GMAX_RSGE=2"}})
 }
