@@ -30,16 +30,7 @@ func newRspFencePlan() *rspPlan {
 		{cfg: true, qix: 2, qpn: 0x4562, dlid: 0x73, slid: 0x83, sl: 9, vl: 0, rqpn: 0xD0002, psn: 0x000300, mtuCode: 2, cqn: 9},
 	})
 	run := p.run
-	p.marks = map[string]int{}
-	mark := func(name string) { p.marks[name] = len(run.acks) - 1 }
-	item := func(name string) { p.marks[name] = len(run.items) - 1 }
-	// gate makes the items from k on wait until the requester has taken
-	// every ACK and response so far, so each phase starts after the last.
-	gate := func(k int) {
-		for _, it := range run.items[k:] {
-			it.gate = len(run.acks)
-		}
-	}
+	mark, item, gate := p.markAck, p.markItem, p.gateFrom
 	// Context 0, MTU 256, from 000010. Unfenced: R1 a READ of 700 B (3
 	// PSNs, 000010..000012, one request), W1 a WRITE of 100 B (000013, no
 	// fence) and W1b one with the small fence (mode 1, 000014: it waits for

@@ -39,14 +39,7 @@ func newMaxRdPlanOf(limit int) *rspPlan {
 	})
 	p.rdRes = limit
 	run := p.run
-	p.marks = map[string]int{}
-	mark := func(name string) { p.marks[name] = len(run.acks) - 1 }
-	item := func(name string) { p.marks[name] = len(run.items) - 1 }
-	gate := func(k int) {
-		for _, it := range run.items[k:] {
-			it.gate = len(run.acks)
-		}
-	}
+	mark, item, gate := p.markAck, p.markItem, p.gateFrom
 	// Phase 1, context 0, MTU 256, from 000010: R1 a READ of 300 B
 	// (⌈300/256⌉ = 2 PSNs, 000010..000011; count 1), R2 a READ of 100 B
 	// (000012; count 2), S1 a SEND of 20 B (000013: a SEND is not held by
@@ -187,9 +180,7 @@ func newMaxRdOnePlan() *rspPlan {
 	})
 	p.rdRes = 1
 	run := p.run
-	p.marks = map[string]int{}
-	mark := func(name string) { p.marks[name] = len(run.acks) - 1 }
-	item := func(name string) { p.marks[name] = len(run.items) - 1 }
+	mark, item := p.markAck, p.markItem
 	wqe(0, hca.WRRDMARead, 600, 0x40_0000, true)
 	wqe(0, hca.WRCompSwap, 8, 0x41_0000, true)
 	item("A1")

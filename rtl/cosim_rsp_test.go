@@ -101,6 +101,24 @@ type rspPlan struct {
 	marks map[string]int
 }
 
+// markAck names the last ACK or response delivered so far in p.marks,
+// markItem the last item; gateFrom makes the items from k on wait until
+// the requester has taken every ACK and response so far, so each phase of
+// a plan starts after the last.
+func (p *rspPlan) markAck(name string)  { p.mark(name, len(p.run.acks)-1) }
+func (p *rspPlan) markItem(name string) { p.mark(name, len(p.run.items)-1) }
+func (p *rspPlan) mark(name string, i int) {
+	if p.marks == nil {
+		p.marks = map[string]int{}
+	}
+	p.marks[name] = i
+}
+func (p *rspPlan) gateFrom(k int) {
+	for _, it := range p.run.items[k:] {
+		it.gate = len(p.run.acks)
+	}
+}
+
 // rspHeld is a WQE held behind a fence: its context and item.
 type rspHeld struct {
 	q  int
