@@ -267,11 +267,7 @@ func TestRequesterPayRoomCosim(t *testing.T) {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
-			writeRetryBench(t, ctx, d, p, replace)
-			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "b"), "+hostfn")...)...)
-			require.NoError(t, err)
-			res := retryCheck(t, p, out, filepath.Join(d, "beats_b.txt"), filepath.Join(d, "log_b.txt"))
+			d, _, res := runRetryMutant(t, ctx, dir, p, "b", m.name, m.old, m.new)
 			got := logPayReads(t, filepath.Join(d, "log_b.txt"))
 			beats := 0
 			for _, w := range p.run.wires {

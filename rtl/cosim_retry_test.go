@@ -698,6 +698,19 @@ func runRetryCase(t *testing.T, ctx context.Context, dir string, p *retryPlan, f
 	return res
 }
 
+// runRetryMutant builds the requester with the named mutant (unmutated
+// for an empty old) in a directory of its own under dir, runs plan p in
+// Icarus under tag and returns the directory, Icarus's output and the
+// replay's result.
+func runRetryMutant(t *testing.T, ctx context.Context, dir string, p *retryPlan, tag, name, old, new string) (string, string, *retryResult) {
+	t.Helper()
+	d, replace := requesterMutant(t, dir, name, old, new)
+	writeRetryBench(t, ctx, d, p, replace)
+	out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, tag), "+hostfn")...)...)
+	require.NoError(t, err)
+	return d, out, retryCheck(t, p, out, filepath.Join(d, "beats_"+tag+".txt"), filepath.Join(d, "log_"+tag+".txt"))
+}
+
 func runRetry(t *testing.T, ctx context.Context, dir, tag string, p *retryPlan, cmd string, args ...string) *retryResult {
 	t.Helper()
 	out, err := runTool(ctx, dir, cmd, append(args, append(p.run.args(dir, tag), "+hostfn")...)...)
@@ -830,11 +843,7 @@ func TestRequesterRetryPurgeCosim(t *testing.T) {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
-			writeRetryBench(t, ctx, d, p, replace)
-			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "r"), "+hostfn")...)...)
-			require.NoError(t, err)
-			res := retryCheck(t, p, out, filepath.Join(d, "beats_r.txt"), filepath.Join(d, "log_r.txt"))
+			_, out, res := runRetryMutant(t, ctx, dir, p, "r", m.name, m.old, m.new)
 			m2 := reqResult.FindStringSubmatch(out)
 			drops, _ := strconv.Atoi(m2[15])
 			if m.old != "" {

@@ -263,11 +263,7 @@ func TestRequesterGatherCosim(t *testing.T) {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			d, replace := requesterMutant(t, dir, m.name, m.old, m.new)
-			writeRetryBench(t, ctx, d, p, replace)
-			out, err := runTool(ctx, d, "vvp", append([]string{"-n", filepath.Join(d, "sim.vvp")}, append(p.run.args(d, "g"), "+hostfn")...)...)
-			require.NoError(t, err)
-			res := retryCheck(t, p, out, filepath.Join(d, "beats_g.txt"), filepath.Join(d, "log_g.txt"))
+			d, _, res := runRetryMutant(t, ctx, dir, p, "g", m.name, m.old, m.new)
 			got := logPayReads(t, filepath.Join(d, "log_g.txt"))
 			if m.old != "" {
 				assert.True(t, res.errors > 0 || !slices.Equal(got, reads), "the gather co-simulation passes a requester with %s", m.name)
