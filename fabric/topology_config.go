@@ -246,13 +246,19 @@ func (c *TopologyConfig) Validate() error {
 		}
 	}
 	// Keys a kind does not use are errors, not silently ignored, and each
-	// says what to do: the kind that uses it, or (a reason alone) remove it.
+	// says what to do: unused gives the reason and then remedy (the file
+	// kind's names more than removing the key); a key of another kind
+	// names that kind (elsewhere).
+	remedy := "remove the key"
 	unused := func(key string, value any, set bool, why string) error {
 		if set {
-			if !strings.Contains(why, "to use it") && !strings.Contains(why, "remove the key") {
-				why += "; remove the key"
-			}
-			return fmt.Errorf("topology.%s: %v is set, but topology.kind %s does not use it (%s)", key, value, c.Kind, why)
+			return fmt.Errorf("topology.%s: %v is set, but topology.kind %s does not use it (%s; %s)", key, value, c.Kind, why, remedy)
+		}
+		return nil
+	}
+	elsewhere := func(key string, value any, set bool, kind string) error {
+		if set {
+			return fmt.Errorf("topology.%s: %v is set, but topology.kind %s does not use it (set topology.kind: %s to use it)", key, value, c.Kind, kind)
 		}
 		return nil
 	}
@@ -260,8 +266,8 @@ func (c *TopologyConfig) Validate() error {
 		leaves = func(why string) error { return unused("leaves", c.Leaves, c.Leaves != 0, why) }
 		spines = func(why string) error { return unused("spines", c.Spines, c.Spines != 0, why) }
 		file   = func() error {
-			return firstErr(unused("file", fmt.Sprintf("%q", c.File), c.File != "", "set topology.kind: file to use it"),
-				unused("text", fmt.Sprintf("%d bytes", len(c.Text)), c.Text != "", "set topology.kind: file to use it"))
+			return firstErr(elsewhere("file", fmt.Sprintf("%q", c.File), c.File != "", KindFile),
+				elsewhere("text", fmt.Sprintf("%d bytes", len(c.Text)), c.Text != "", KindFile))
 		}
 		cableLen = func(why string) error {
 			return unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0, why)
@@ -270,11 +276,10 @@ func (c *TopologyConfig) Validate() error {
 			return unused("oversubscription", c.Oversubscription, c.Oversubscription != 1, why)
 		}
 		dfly = func() error {
-			why := "set topology.kind: dragonfly-plus to use it"
-			return firstErr(unused("groups", c.Groups, c.Groups != 0, why),
-				unused("global_links", c.GlobalLinks, c.GlobalLinks != 0, why),
-				unused("global_cable_length_m", c.GlobalCableLengthM, c.GlobalCableLengthM != 0, why),
-				unused("global_cable_medium", c.GlobalCableMedium, c.GlobalCableMedium != "", why))
+			return firstErr(elsewhere("groups", c.Groups, c.Groups != 0, KindDragonflyPlus),
+				elsewhere("global_links", c.GlobalLinks, c.GlobalLinks != 0, KindDragonflyPlus),
+				elsewhere("global_cable_length_m", c.GlobalCableLengthM, c.GlobalCableLengthM != 0, KindDragonflyPlus),
+				elsewhere("global_cable_medium", c.GlobalCableMedium, c.GlobalCableMedium != "", KindDragonflyPlus))
 		}
 		err error
 	)
@@ -313,7 +318,6 @@ func (c *TopologyConfig) Validate() error {
 		// do: a builder's section turned into a file section (hcasim
 		// topology, then kind: file on the command line) keeps its keys,
 		// and a --set of the whole section drops them.
-		remedy := "remove the key"
 		if c.File != "" {
 			// The section set whole keeps only what it names, so it
 			// names the routing the config chose (a fat tree's dmodk
@@ -327,18 +331,18 @@ func (c *TopologyConfig) Validate() error {
 			}
 			remedy += fmt.Sprintf(", or replace the whole section: --set 'topology={kind: file, file: %s%s}'", c.File, keep)
 		}
-		why := "the file's host, switch and cable lines describe the fabric; " + remedy
+		why := "the file's host, switch and cable lines describe the fabric"
 		err = firstErr(unused("host_link_width", c.HostLinkWidth, c.HostLinkWidth != "",
-			"give a cable its own width= on its line in the file; "+remedy),
+			"give a cable its own width= on its line in the file"),
 			unused("host_link_generation", c.HostLinkGeneration, c.HostLinkGeneration != "",
-				"give a cable its own gen= (and fec=) on its line in the file; "+remedy),
+				"give a cable its own gen= (and fec=) on its line in the file"),
 			unused("degraded_links", entries(len(c.DegradedLinks)), c.DegradedLinks != nil,
-				"give each slower cable its own width= or gen= on its line in the file; "+remedy),
-			unused("hosts", c.Hosts, c.Hosts != 0, "the file's host lines are the hosts; "+remedy),
-			unused("radix", c.Radix, c.Radix != 0, "each switch line in the file gives its ports; "+remedy),
+				"give each slower cable its own width= or gen= on its line in the file"),
+			unused("hosts", c.Hosts, c.Hosts != 0, "the file's host lines are the hosts"),
+			unused("radix", c.Radix, c.Radix != 0, "each switch line in the file gives its ports"),
 			leaves(why), spines(why), oversb(why),
 			unused("cable_length_m", c.CableLengthM, c.CableLengthM != 0,
-				"give a cable its length (5m) on its line in the file, link.length_m where it gives none; "+remedy), dfly())
+				"give a cable its length (5m) on its line in the file, link.length_m where it gives none"), dfly())
 	}
 	return err
 }
