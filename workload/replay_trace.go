@@ -119,6 +119,19 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
 	}
+	// wholeNs reads a delay_ns or compute_ns value: whole nanoseconds, as
+	// a trace generator writes compute time (a picosecond fraction would be
+	// false precision), 0 to 1e12.
+	wholeNs := func(field, val string) (ib.PS, error) {
+		n, err := strconv.ParseInt(val, 10, 64)
+		if notNumber(err) {
+			return 0, fail("%s: %q is not a whole number of ns (in decimal, 0 to 1e12)", field, val)
+		}
+		if err != nil || n < 0 || n > MaxReplayStartNs {
+			return 0, fail("%s: %q is out of range (a whole number of ns, 0 to 1e12)", field, val)
+		}
+		return ib.PS(n) * ib.Nanosecond, nil
+	}
 	idLine := map[int64]int{}  // id → its line
 	idMsg := map[int64]int32{} // id → its message index
 	var afterIDs [][]int64     // per message, the ids its after= names
@@ -187,28 +200,20 @@ func ParseTrace(r io.Reader, name string, hosts int) (*Trace, error) {
 				if delaySet {
 					return nil, fail("delay_ns: given twice on the line (one delay a message)")
 				}
-				// Whole nanoseconds: compute time as a trace generator
-				// writes it; a picosecond fraction would be false precision.
-				d, err := strconv.ParseInt(val, 10, 64)
-				if notNumber(err) {
-					return nil, fail("delay_ns: %q is not a whole number of ns (in decimal, 0 to 1e12)", val)
+				d, err := wholeNs("delay_ns", val)
+				if err != nil {
+					return nil, err
 				}
-				if err != nil || d < 0 || d > MaxReplayStartNs {
-					return nil, fail("delay_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
-				}
-				m.Delay, delaySet = ib.PS(d)*ib.Nanosecond, true
+				m.Delay, delaySet = d, true
 			case "compute_ns":
 				if computeSet {
 					return nil, fail("compute_ns: given twice on the line (one compute a message)")
 				}
-				c, err := strconv.ParseInt(val, 10, 64)
-				if notNumber(err) {
-					return nil, fail("compute_ns: %q is not a whole number of ns (in decimal, 0 to 1e12)", val)
+				c, err := wholeNs("compute_ns", val)
+				if err != nil {
+					return nil, err
 				}
-				if err != nil || c < 0 || c > MaxReplayStartNs {
-					return nil, fail("compute_ns: %q is out of range (a whole number of ns, 0 to 1e12)", val)
-				}
-				m.Compute, computeSet = ib.PS(c)*ib.Nanosecond, true
+				m.Compute, computeSet = c, true
 			default:
 				return nil, fail("%s: not a field (the optional fields are id=, after=, delay_ns= and compute_ns=)", tok)
 			}
